@@ -1,0 +1,1 @@
+"""pyinfra connectors: @k8s/<cluster>/<namespace>[/<deployment>]."""

@@ -1,0 +1,1 @@
+"""pyinfra facts read through the @k8s connector."""

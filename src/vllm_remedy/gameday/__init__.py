@@ -1,0 +1,1 @@
+"""Game-day rehearsals: scenarios, runner, report."""

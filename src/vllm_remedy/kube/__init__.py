@@ -1,0 +1,1 @@
+"""Kubernetes access and semantics (kubectl's rollout rules in Python)."""

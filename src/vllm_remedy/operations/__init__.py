@@ -1,0 +1,1 @@
+"""pyinfra operations: facts -> remedies -> diff -> a command that applies the patch."""

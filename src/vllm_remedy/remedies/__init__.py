@@ -1,0 +1,1 @@
+"""One module per runbook step: observed state + policy -> a Plan. No I/O."""

@@ -1,0 +1,42 @@
+"""The one vocabulary for how a vLLM start ends, shared by the log classifier and the memory model.
+
+The estimator predicts a subset (``STARTUP_OUTCOMES``); the classifier can also see what only
+happens at run time (``oom_under_load``) or outside vLLM (``host_oom_killed``).
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class Failure(str, Enum):
+    NONE = "none"
+    OOM_LOADING_WEIGHTS = "oom_loading_weights"
+    NO_CACHE_BLOCKS = "no_cache_blocks"
+    MAX_LEN_EXCEEDS_KV = "max_len_exceeds_kv"
+    FREE_MEMORY_BELOW_UTILIZATION = "free_memory_below_utilization"
+    SAMPLER_WARMUP_OOM = "sampler_warmup_oom"
+    OOM_UNDER_LOAD = "oom_under_load"
+    HOST_OOM_KILLED = "host_oom_killed"
+    UNKNOWN = "unknown"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Outcome(str, Enum):
+    """What the memory model predicts for a start: ``fits`` or the failure vLLM would log."""
+
+    FITS = "fits"
+    OOM_LOADING_WEIGHTS = Failure.OOM_LOADING_WEIGHTS.value
+    NO_CACHE_BLOCKS = Failure.NO_CACHE_BLOCKS.value
+    MAX_LEN_EXCEEDS_KV = Failure.MAX_LEN_EXCEEDS_KV.value
+    FREE_MEMORY_BELOW_UTILIZATION = Failure.FREE_MEMORY_BELOW_UTILIZATION.value
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def failure(self) -> Failure:
+        """The classifier's name for this outcome (``fits`` ↔ ``none``)."""
+        return Failure.NONE if self is Outcome.FITS else Failure(self.value)
