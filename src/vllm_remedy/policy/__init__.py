@@ -1,0 +1,57 @@
+"""Policies: ``policies/*.yaml`` → validated, immutable :class:`Policy` objects.
+
+A policy says what a vLLM Deployment must look like (flag bounds, explicit max-model-len, pinned GPU,
+known-good versioned units) and what remedies may do (fp8 KV cache, enforce-eager duration, load
+shedding, gateway fallback, GitOps stance). Errors are one line: ``<file>: <key.path>: expected …``.
+"""
+
+from __future__ import annotations
+
+from .durations import format_duration, parse_duration
+from .flags import Bounds, Choices, FlagRules, FractionBounds, IntBounds, Violation, canonical_flag, parse_flag_int
+from .loader import load_policies, load_policy
+from .model import API_VERSION, DEFAULT_ANNOTATION_PREFIX, Policy
+from .sections import (
+    Alerts,
+    BackendRef,
+    Confirm,
+    EnforceEager,
+    Fallback,
+    GpuPolicy,
+    KnownGoodUnit,
+    KvCacheFp8,
+    LoadShedding,
+    Restore,
+    RouteRef,
+    Target,
+)
+
+__all__ = [
+    "API_VERSION",
+    "DEFAULT_ANNOTATION_PREFIX",
+    "Alerts",
+    "BackendRef",
+    "Bounds",
+    "Choices",
+    "Confirm",
+    "EnforceEager",
+    "Fallback",
+    "FlagRules",
+    "FractionBounds",
+    "GpuPolicy",
+    "IntBounds",
+    "KnownGoodUnit",
+    "KvCacheFp8",
+    "LoadShedding",
+    "Policy",
+    "Restore",
+    "RouteRef",
+    "Target",
+    "Violation",
+    "canonical_flag",
+    "format_duration",
+    "load_policies",
+    "load_policy",
+    "parse_duration",
+    "parse_flag_int",
+]

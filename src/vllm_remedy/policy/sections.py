@@ -1,0 +1,275 @@
+"""The sections of a policy other than flag bounds: what it targets, the GPU, known-good units,
+load shedding, the gateway fallback, confirmation, alerts. Each is a frozen model; cross-section
+rules live on :class:`~vllm_remedy.policy.model.Policy`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, Field, model_validator
+from pydantic_core import PydanticCustomError
+
+from .flags import FP8_PREFIX, canonical_flag, parse_flag_float, parse_flag_int
+from .scalars import (
+    POLICY_ERROR,
+    ApiGroup,
+    Bool,
+    Duration,
+    FrozenMapping,
+    FrozenModel,
+    Int1,
+    LabelKey,
+    LabelValue,
+    LabelValueList,
+    Namespace,
+    NamespaceList,
+    ObjectName,
+    ObjectNameList,
+    Percent,
+    Port,
+    PositiveFloat,
+    Text,
+    TextList,
+    UsagePercent,
+    fail,
+    got,
+    one_of,
+)
+
+
+class Target(FrozenModel):
+    """Which Deployments the policy is meant for; an empty list means "any"."""
+
+    namespaces: NamespaceList = ()
+    deployments: ObjectNameList = ()
+    models: TextList = ()
+    match_labels: Annotated[Mapping[LabelKey, LabelValue], FrozenMapping] = Field(default_factory=dict)
+
+    def matches(self, namespace: str, deployment: str, model: str | None = None,
+                labels: Mapping[str, str] | None = None) -> bool:
+        """True when a Deployment falls under this policy (model/labels unknown → not held against it)."""
+        if self.namespaces and namespace not in self.namespaces:
+            return False
+        if self.deployments and deployment not in self.deployments:
+            return False
+        if self.models and model is not None and model not in self.models:
+            return False
+        labels = labels or {}
+        return all(labels.get(k) == v for k, v in self.match_labels.items()) if self.match_labels else True
+
+
+class GpuPolicy(FrozenModel):
+    """The GPU type to pin (GPU feature discovery label) and how many GPUs a pod asks for."""
+
+    products: LabelValueList = ()
+    label: LabelKey = "nvidia.com/gpu.product"
+    resource: LabelKey = "nvidia.com/gpu"
+    per_pod: Int1 = 1
+    #: Time-sliced nodes advertise "<product>-SHARED"; they share memory, so they do not count unless allowed.
+    allow_shared: Bool = False
+
+    @property
+    def pinned(self) -> bool:
+        return bool(self.products)
+
+
+def _flag_value(value: Any) -> str:
+    """A YAML scalar as the command-line parser would report it: booleans true/false, JSON compact."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float, str)):
+        return str(value)
+    if isinstance(value, (Mapping, list)):
+        return json.dumps(value, separators=(",", ":"), sort_keys=True)
+    raise fail("a flag value (string, number, boolean or JSON mapping)", value)
+
+
+def _flag_map(value: Any) -> dict[str, str]:
+    if not isinstance(value, Mapping):
+        raise fail("a mapping of vLLM flag names to values", value)
+    out: dict[str, str] = {}
+    for name, raw in value.items():
+        if not isinstance(name, str) or not re.fullmatch(r"-{0,2}[A-Za-z0-9][A-Za-z0-9_-]*", name):
+            raise fail("a vLLM flag name such as max-model-len", name)
+        flag = canonical_flag(name)
+        if flag in out:
+            raise PydanticCustomError(POLICY_ERROR, "flag {flag} is given twice (as {name})",
+                                      {"flag": flag, "name": got(name)})
+        out[flag] = _flag_value(raw)
+    return out
+
+
+FlagMap = Annotated[Mapping[str, str], BeforeValidator(_flag_map), FrozenMapping]
+
+_IMAGE = re.compile(r"(?P<name>[^\s@]+?)(?::(?P<tag>[\w][\w.-]{0,127}))?(?:@(?P<digest>sha256:[0-9a-f]{64}))?")
+
+
+def _image(value: Any) -> str:
+    expected = "an image reference with a version tag or digest, e.g. vllm/vllm-openai:v0.8.5"
+    if not isinstance(value, str):
+        raise fail(expected, value)
+    match = _IMAGE.fullmatch(value)
+    if not match or "/" in (match["tag"] or "") or not (match["tag"] or match["digest"]):
+        raise fail(expected, value)
+    if match["tag"] == "latest" and not match["digest"]:
+        raise fail(expected + ' ("latest" moves, so it cannot be known-good)', value)
+    return value
+
+
+class KnownGoodUnit(FrozenModel):
+    """Model + vLLM image + flags that were tested together: the runbook's one versioned unit."""
+
+    name: Text | None = None
+    image: Annotated[str, BeforeValidator(_image)]
+    model: Text | None = None
+    model_revision: Text | None = None
+    flags: FlagMap = Field(default_factory=dict)
+
+    def matches(self, image: str, flags: Mapping[str, str], model_revision: str | None = None) -> bool:
+        """Same image, same revision (when the unit pins one), and every unit flag set to the same value.
+
+        Flags the unit does not name (ports, served-model-name) are not part of the unit.
+        """
+        if image != self.image or (self.model_revision is not None and model_revision != self.model_revision):
+            return False
+        running = {canonical_flag(k): v for k, v in flags.items()}
+        return all(k in running and _same_value(running[k], v) for k, v in self.flags.items())
+
+
+def _same_value(a: str, b: str) -> bool:
+    if a == b:
+        return True
+    ia, ib = parse_flag_int(a), parse_flag_int(b)
+    if ia is not None and ib is not None:
+        return ia == ib
+    fa, fb = parse_flag_float(a), parse_flag_float(b)
+    return fa is not None and fb is not None and fa == fb
+
+
+class LoadShedding(FrozenModel):
+    """Values for shedding load: step 1 (restart with fewer, shorter sequences) and step 5 (caps)."""
+
+    max_num_seqs: Int1 | None = None
+    max_model_len: Int1 | None = None
+    max_num_batched_tokens: Int1 | None = None
+    #: Enforced at the gateway; must stay below the max-model-len in force.
+    max_prompt_tokens: Int1 | None = None
+    #: --limit-mm-per-prompt for multimodal models, e.g. {image: 2}.
+    limit_mm_per_prompt: Annotated[Mapping[Text, Int1], FrozenMapping] | None = None
+    max_loras: Int1 | None = None
+
+    def flags(self) -> dict[str, str]:
+        """The vLLM flags to set when shedding (gateway-only values excluded)."""
+        out = {}
+        for flag, value in (("max-num-seqs", self.max_num_seqs), ("max-model-len", self.max_model_len),
+                            ("max-num-batched-tokens", self.max_num_batched_tokens), ("max-loras", self.max_loras)):
+            if value is not None:
+                out[flag] = str(value)
+        if self.limit_mm_per_prompt:
+            out["limit-mm-per-prompt"] = json.dumps(dict(self.limit_mm_per_prompt), separators=(",", ":"))
+        return out
+
+
+class RouteRef(FrozenModel):
+    """The Gateway API HTTPRoute whose backend weights are shifted."""
+
+    name: ObjectName
+    namespace: Namespace
+
+
+class BackendRef(FrozenModel):
+    """A Gateway API backendRef; kind/group default to a core Service as the Gateway API does."""
+
+    name: ObjectName
+    namespace: Namespace | None = None
+    port: Port | None = None
+    kind: Text = "Service"
+    group: ApiGroup = ""
+
+    def key(self) -> tuple[str, str, str, str | None]:
+        return (self.group, self.kind, self.name, self.namespace)
+
+
+class Fallback(FrozenModel):
+    """Shift part of the traffic from the vLLM backend to another model or hosted API."""
+
+    route: RouteRef
+    primary: BackendRef
+    fallback: BackendRef
+    #: Percent of traffic the fallback gets while shedding (primary keeps the rest).
+    shift_percent: Percent = 50
+
+    @model_validator(mode="after")
+    def _distinct(self) -> Fallback:
+        if self.primary.key() == self.fallback.key():
+            raise PydanticCustomError(POLICY_ERROR, "primary and fallback name the same backend {name}",
+                                      {"name": self.primary.name})
+        return self
+
+
+class KvCacheFp8(FrozenModel):
+    """Whether remedies may switch the KV cache to fp8 — only after its quality was evaluated."""
+
+    status: Annotated[str, BeforeValidator(one_of("allowed", "forbidden"))] = "forbidden"
+    #: Who evaluated fp8 KV cache for this model, how and when; required when status is allowed.
+    evaluated: Text | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, data: Any) -> Any:
+        return {"status": data} if isinstance(data, str) else data
+
+    @model_validator(mode="after")
+    def _evaluated(self) -> KvCacheFp8:
+        if self.status == "allowed" and not self.evaluated:
+            raise PydanticCustomError(
+                POLICY_ERROR, "status allowed needs an `evaluated` note (who checked fp8 quality, how, when)", {})
+        return self
+
+    @property
+    def allowed(self) -> bool:
+        return self.status == "allowed"
+
+    @staticmethod
+    def is_fp8(dtype: str) -> bool:
+        return dtype.strip().lower().startswith(FP8_PREFIX)
+
+
+class EnforceEager(FrozenModel):
+    """--enforce-eager is a timed toggle: it costs throughput, so it must revert itself."""
+
+    allowed: Bool = True
+    max_duration: Duration = timedelta(hours=2)
+
+    @model_validator(mode="after")
+    def _temporary(self) -> EnforceEager:
+        if self.max_duration > timedelta(days=7):
+            raise PydanticCustomError(POLICY_ERROR, "max_duration may be at most 7d (the toggle is temporary)", {})
+        return self
+
+
+class Restore(FrozenModel):
+    """Step 1: how long to wait for the rolled-back revision (the runbook's --timeout=15m)."""
+
+    rollout_timeout: Duration = timedelta(minutes=15)
+
+
+class Confirm(FrozenModel):
+    """Step 6: when a revision may be marked known-good."""
+
+    stable_for: Duration = timedelta(minutes=30)
+    #: The startup log's maximum concurrency must be at least this multiple of peak_concurrency.
+    min_concurrency_ratio: PositiveFloat = 1.0
+
+
+class Alerts(FrozenModel):
+    """Thresholds for the rendered PrometheusRule (and "normal" for confirm)."""
+
+    kv_cache_usage_percent: UsagePercent = 90.0
+    preemptions_per_minute: PositiveFloat = 1.0
+    for_: Duration = Field(timedelta(minutes=5), alias="for")
