@@ -29,9 +29,7 @@ def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: b
     for key_node, _ in node.value:
         key = loader.construct_object(key_node, deep=deep)
         if key in seen:
-            mark = key_node.start_mark
-            raise yaml.constructor.ConstructorError(
-                None, None, f"key {key!r} is given twice (line {mark.line + 1})", mark)
+            raise yaml.constructor.ConstructorError(None, None, f"key {key!r} is given twice", key_node.start_mark)
         seen.add(key)
     return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
 

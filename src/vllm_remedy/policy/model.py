@@ -36,7 +36,7 @@ def _annotation_prefix(value: Any) -> str:
     if not isinstance(value, str) or not value.endswith("/") or not DNS_SUBDOMAIN.fullmatch(value[:-1]):
         raise fail(expected, value)
     if any(value == p or value.endswith("." + p) for p in _RESERVED_PREFIXES):
-        raise fail(expected + " that Kubernetes does not reserve", value)
+        raise fail("a prefix Kubernetes does not reserve (kubernetes.io/ and k8s.io/ are its own)", value)
     return value
 
 
@@ -167,7 +167,8 @@ class Policy(FrozenModel):
         for i, unit in enumerate(self.known_good):
             broken = self.check_flags(unit.flags)
             if broken:
-                raise _cross(f"known_good[{i}].flags", "breaks this policy: {v}", v=str(broken[0]))
+                where = f"known_good[{i}].flags" + (f".{broken[0].flag}" if broken[0].value is not None else "")
+                raise _cross(where, "{v}", v=str(broken[0]))
         return self
 
     def _max_len_in_force(self) -> tuple[int | None, str]:

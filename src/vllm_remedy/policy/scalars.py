@@ -15,7 +15,7 @@ from datetime import timedelta
 from types import MappingProxyType
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, PlainSerializer
 from pydantic_core import PydanticCustomError
 
 from .durations import parse_duration
@@ -69,6 +69,8 @@ def _integer(lo: int | None, hi: int | None) -> Callable[[Any], int]:
 
 def _number(lo: float, hi: float, lo_open: bool, what: str) -> Callable[[Any], float]:
     expected = f"{what} in {'(' if lo_open else '['}{lo:g}, {hi:g}]"
+    if math.isinf(hi):
+        expected = f"{what} {'>' if lo_open else '≥'} {lo:g}"
 
     def check(value: Any) -> float:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
@@ -114,11 +116,13 @@ def _duration(value: Any) -> timedelta:
         raise fail('a duration such as "30m", "2h" or "1h30m"', value) from exc
 
 
-def _str_list(item: Callable[[Any], str], expected_item: str) -> Callable[[Any], tuple[str, ...]]:
-    def check(value: Any) -> tuple[str, ...]:
-        if isinstance(value, str) or not isinstance(value, (list, tuple)):
-            raise fail(f"a list of {expected_item}", value)
-        return tuple(item(v) for v in value)
+def _is_list(expected: str) -> Callable[[Any], Any]:
+    """Only the container is checked here; items carry their own validator so errors name the index."""
+
+    def check(value: Any) -> Any:
+        if isinstance(value, (str, Mapping)) or not isinstance(value, (list, tuple)):
+            raise fail(expected, value)
+        return value
 
     return check
 
@@ -157,16 +161,10 @@ Namespace = Annotated[str, BeforeValidator(_string(DNS_LABEL, "a Kubernetes name
 ObjectName = Annotated[str, BeforeValidator(_string(DNS_SUBDOMAIN, "a Kubernetes object name (RFC 1123 subdomain)"))]
 LabelKey = Annotated[str, BeforeValidator(_string(LABEL_KEY, "a Kubernetes label key such as nvidia.com/gpu.product"))]
 LabelValue = Annotated[str, BeforeValidator(_string(LABEL_VALUE, "a Kubernetes label value", 63))]
-TextList = Annotated[tuple[str, ...], BeforeValidator(_str_list(_string(None, "a non-empty string"), "strings"))]
-NamespaceList = Annotated[
-    tuple[str, ...], BeforeValidator(_str_list(_string(DNS_LABEL, "a namespace name"), "namespace names"))
-]
-ObjectNameList = Annotated[
-    tuple[str, ...], BeforeValidator(_str_list(_string(DNS_SUBDOMAIN, "an object name"), "Kubernetes object names"))
-]
-LabelValueList = Annotated[
-    tuple[str, ...], BeforeValidator(_str_list(_string(LABEL_VALUE, "a label value", 63), "label values"))
-]
+TextList = Annotated[tuple[Text, ...], BeforeValidator(_is_list("a list of strings"))]
+NamespaceList = Annotated[tuple[Namespace, ...], BeforeValidator(_is_list("a list of namespace names"))]
+ObjectNameList = Annotated[tuple[ObjectName, ...], BeforeValidator(_is_list("a list of Kubernetes object names"))]
+LabelValueList = Annotated[tuple[LabelValue, ...], BeforeValidator(_is_list("a list of label values"))]
 
 
 def frozen_mapping(value: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -175,3 +173,5 @@ def frozen_mapping(value: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 FrozenMapping = AfterValidator(frozen_mapping)
+#: Dump read-only mappings as plain dicts (pydantic's dict serializer warns on a mappingproxy).
+AsDict = PlainSerializer(dict)

@@ -9,6 +9,7 @@ import json
 import re
 from collections.abc import Mapping
 from datetime import timedelta
+from types import MappingProxyType
 from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field, model_validator
@@ -18,6 +19,7 @@ from .flags import FP8_PREFIX, canonical_flag, parse_flag_float, parse_flag_int
 from .scalars import (
     POLICY_ERROR,
     ApiGroup,
+    AsDict,
     Bool,
     Duration,
     FrozenMapping,
@@ -48,7 +50,8 @@ class Target(FrozenModel):
     namespaces: NamespaceList = ()
     deployments: ObjectNameList = ()
     models: TextList = ()
-    match_labels: Annotated[Mapping[LabelKey, LabelValue], FrozenMapping] = Field(default_factory=dict)
+    match_labels: Annotated[Mapping[LabelKey, LabelValue], FrozenMapping, AsDict] = Field(
+        default_factory=lambda: MappingProxyType({}))
 
     def matches(self, namespace: str, deployment: str, model: str | None = None,
                 labels: Mapping[str, str] | None = None) -> bool:
@@ -104,7 +107,7 @@ def _flag_map(value: Any) -> dict[str, str]:
     return out
 
 
-FlagMap = Annotated[Mapping[str, str], BeforeValidator(_flag_map), FrozenMapping]
+FlagMap = Annotated[Mapping[str, str], BeforeValidator(_flag_map), FrozenMapping, AsDict]
 
 _IMAGE = re.compile(r"(?P<name>[^\s@]+?)(?::(?P<tag>[\w][\w.-]{0,127}))?(?:@(?P<digest>sha256:[0-9a-f]{64}))?")
 
@@ -160,7 +163,7 @@ class LoadShedding(FrozenModel):
     #: Enforced at the gateway; must stay below the max-model-len in force.
     max_prompt_tokens: Int1 | None = None
     #: --limit-mm-per-prompt for multimodal models, e.g. {image: 2}.
-    limit_mm_per_prompt: Annotated[Mapping[Text, Int1], FrozenMapping] | None = None
+    limit_mm_per_prompt: Annotated[Mapping[Text, Int1], FrozenMapping, AsDict] | None = None
     max_loras: Int1 | None = None
 
     def flags(self) -> dict[str, str]:
