@@ -135,7 +135,7 @@ def policy_from_mapping(data: Mapping[str, Any], source: str, *, name: str | Non
     try:
         policy = Policy.model_validate(merged)
     except ValidationError as exc:
-        raise UserError(one_line(exc, Policy, lambda path: _blame(path, provenance, source))) from None
+        raise UserError(one_line(exc, Policy, lambda path: _blame(path, provenance, source), merged)) from None
     policy._name = name if name is not None else (src.stem if base_dir is not None else source)
     policy._source = source
     return policy

@@ -95,10 +95,15 @@ def describe(err: ErrorDetails, model: type[BaseModel]) -> tuple[str, str]:
     return key_path(loc), f"expected {expected}, got {got(err.get('input'))}"
 
 
-def one_line(exc: ValidationError, model: type[BaseModel], source_of: Callable[[str], str]) -> str:
+def one_line(exc: ValidationError, model: type[BaseModel], source_of: Callable[[str], str],
+             data: Mapping[str, Any] | None = None) -> str:
     """The first error as ``<file>: <path>: <message>``, plus "(and N more)"; ``source_of`` maps a key
-    path to the file that set it (a parent policy, for an inherited key)."""
+    path to the file that set it (a parent policy, for an inherited key). With ``data``, "first" means
+    first in the file's key order, as the user reads it, not pydantic's field order."""
     errors = exc.errors(include_url=False)
+    if data is not None:
+        order = {key: i for i, key in enumerate(data)}
+        errors.sort(key=lambda e: order.get(e["loc"][0], len(order)) if e["loc"] else len(order))
     path, message = describe(errors[0], model)
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
     where = f"{source_of(path)}: {path}: " if path else f"{source_of(path)}: "
