@@ -1,0 +1,244 @@
+"""One API client per kube context, speaking raw JSON with timeouts and bounded retries.
+
+Why raw JSON: the rest of ``kube/`` is pure functions over dicts exactly as the server sent them
+(kubectl's undo patch copies the ReplicaSet template verbatim; typed models would drop or rename
+fields). Why our own retries: an incident is when the API server is most likely to be slow or
+flapping, so 5xx, 429 and connection failures/timeouts are retried with exponential back-off; any
+other 4xx is an answer (forbidden, not found, conflict) and retrying it would only delay the error.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+import urllib3
+from kubernetes import client as k8s_client
+from kubernetes import config as k8s_config
+from kubernetes.client.exceptions import ApiException
+from kubernetes.config.config_exception import ConfigException
+
+from vllm_remedy.errors import UserError
+from vllm_remedy.kube import config as kcfg
+from vllm_remedy.kube.errors import ConflictError, KubeError, NotFoundError
+
+log = logging.getLogger(__name__)
+
+JSON_PATCH = "application/json-patch+json"
+MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+FIELD_MANAGER = "vllm-remedy"
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """``attempts`` tries in all; the n-th retry waits ``min(cap, base * factor**(n-1))`` seconds."""
+
+    attempts: int = 5
+    base: float = 0.25
+    factor: float = 2.0
+    cap: float = 8.0
+
+    def delay(self, retry: int, retry_after: str | None = None) -> float:
+        if retry_after:
+            try:
+                return min(self.cap, max(0.0, float(retry_after)))
+            except ValueError:
+                pass
+        return min(self.cap, self.base * self.factor ** (retry - 1))
+
+
+def _retryable_status(status: int) -> bool:
+    return status >= 500 or status == 429
+
+
+_NO_ANSWER: tuple[type[BaseException], ...] = (urllib3.exceptions.HTTPError, ConnectionError, TimeoutError)
+
+
+class KubeClient:
+    """Raw-JSON access to one cluster; every error message starts with the context name."""
+
+    def __init__(self, api_client: k8s_client.ApiClient, *, context: str, source: str = "",
+                 timeout: float | tuple[float, float] = (5.0, 30.0), retry: RetryPolicy | None = None,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.api = api_client
+        self.context = context
+        self.source = source
+        self.timeout = timeout
+        self.retry = retry or RetryPolicy()
+        self._sleep = sleep
+
+    # ---- construction -------------------------------------------------------------------
+    @classmethod
+    def for_context(cls, context: str | None = None, kubeconfig: str | None = None, *,
+                    in_cluster: bool | None = None, environ: Mapping[str, str] | None = None,
+                    **kwargs: Any) -> KubeClient:
+        """kubectl's choice of cluster: ``--kubeconfig``, else ``KUBECONFIG``, else ~/.kube/config, else in-cluster."""
+        configuration = k8s_client.Configuration()
+        if in_cluster:
+            return cls._in_cluster(configuration, **kwargs)
+        source = kcfg.resolve_paths(kubeconfig, environ)
+        if not source.paths or source.origin == "KUBECONFIG-missing":
+            if in_cluster is None and not context and kcfg.in_cluster_available(environ):
+                return cls._in_cluster(configuration, **kwargs)
+            raise UserError(f"{source.describe()}: no kubeconfig found; set KUBECONFIG or pass --kubeconfig")
+        merged = kcfg.load_merged(source)
+        name = kcfg.pick_context(merged, context, source)
+        try:
+            k8s_config.load_kube_config_from_dict(merged, context=name, client_configuration=configuration,
+                                                  persist_config=False)
+        except (ConfigException, OSError, ValueError) as exc:
+            raise UserError(f"{source.describe()}: context {name!r}: {exc}".replace("\n", " ")) from exc
+        return cls(cls._api_client(configuration), context=name, source=source.describe(), **kwargs)
+
+    @classmethod
+    def _in_cluster(cls, configuration: k8s_client.Configuration, **kwargs: Any) -> KubeClient:
+        try:
+            k8s_config.load_incluster_config(client_configuration=configuration)
+        except ConfigException as exc:
+            raise UserError(f"in-cluster config: {exc}") from exc
+        return cls(cls._api_client(configuration), context=kcfg.IN_CLUSTER, source="in-cluster service account",
+                   **kwargs)
+
+    @staticmethod
+    def _api_client(configuration: k8s_client.Configuration) -> k8s_client.ApiClient:
+        configuration.retries = False  # urllib3 must not retry underneath our own back-off
+        return k8s_client.ApiClient(configuration=configuration)
+
+    # ---- the one request path ---------------------------------------------------------
+    def request(self, method: str, path: str, *, query: Sequence[tuple[str, str]] | None = None,
+                body: Any = None, content_type: str = "application/json", expect_json: bool = True,
+                timeout: float | tuple[float, float] | None = None) -> Any:
+        """Send one API request (retrying per policy); the decoded JSON, or text when ``expect_json`` is false."""
+        query = list(query or [])
+        where = f"{self.context}: {method} {path}"
+        for attempt in range(1, self.retry.attempts + 1):
+            last = attempt == self.retry.attempts
+            try:
+                status, headers, data = self._send(method, path, query, body, content_type, timeout)
+            except _NO_ANSWER as exc:
+                if isinstance(exc, urllib3.exceptions.SSLError) or last:
+                    raise KubeError(f"{where}: no answer after {attempt} attempt(s): {exc}") from exc
+                wait = self.retry.delay(attempt)
+                log.warning("%s: %s; retrying in %.2fs", where, exc, wait)
+                self._sleep(wait)
+                continue
+            if 200 <= status < 300:
+                text = data.decode("utf-8", errors="replace")
+                return json.loads(text) if expect_json and text else text
+            if _retryable_status(status) and not last:
+                wait = self.retry.delay(attempt, headers.get("Retry-After"))
+                log.warning("%s: HTTP %d; retrying in %.2fs", where, status, wait)
+                self._sleep(wait)
+                continue
+            raise self._error(status, data, where, attempt)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _send(self, method: str, path: str, query: list[tuple[str, str]], body: Any, content_type: str,
+              timeout: float | tuple[float, float] | None) -> tuple[int, Mapping[str, str], bytes]:
+        headers = {"Accept": "application/json, */*", "Content-Type": content_type}
+        request_timeout = timeout if timeout is not None else self.timeout
+        if hasattr(self.api, "param_serialize"):  # kubernetes >= 37 (openapi-generator v7 client)
+            prepared = self.api.param_serialize(method=method, resource_path=path, query_params=query or None,
+                                                header_params=headers, body=body, auth_settings=["BearerToken"])
+            resp = self.api.call_api(*prepared, _request_timeout=request_timeout)
+            return resp.status, resp.headers, resp.read() or b""
+        try:  # pragma: no cover - legacy client (kubernetes < 37)
+            raw = self.api.call_api(path, method, query_params=query, header_params=headers, body=body,
+                                    auth_settings=["BearerToken"], _preload_content=False,
+                                    _return_http_data_only=True, _request_timeout=request_timeout)
+            return raw.status, raw.headers, raw.data or b""
+        except ApiException as exc:  # pragma: no cover
+            return int(exc.status or 0), exc.headers or {}, (exc.body or "").encode() if isinstance(
+                exc.body, str) else (exc.body or b"")
+
+    @staticmethod
+    def _error(status: int, data: bytes, where: str, attempts: int) -> KubeError:
+        text = data.decode("utf-8", errors="replace")
+        message, reason, body = text.strip()[:300], "", None
+        try:
+            body = json.loads(text)
+            if isinstance(body, dict):
+                message = str(body.get("message") or message)
+                reason = str(body.get("reason") or "")
+        except ValueError:
+            pass
+        tail = f" (after {attempts} attempts)" if attempts > 1 else ""
+        cls: type[KubeError] = KubeError
+        if status == 404:
+            cls = NotFoundError
+        elif status == 409:
+            cls = ConflictError
+        return cls(f"{where}: HTTP {status}: {message}{tail}", status=status, reason=reason, body=body)
+
+    # ---- typed helpers over raw JSON --------------------------------------------------
+    @staticmethod
+    def _ns(namespace: str, resource: str, name: str | None = None, group: str = "apps/v1") -> str:
+        base = "/api/v1" if group == "v1" else f"/apis/{group}"
+        path = f"{base}/namespaces/{quote(namespace, safe='')}/{resource}"
+        return f"{path}/{quote(name, safe='')}" if name else path
+
+    def get_deployment(self, namespace: str, name: str) -> dict[str, Any]:
+        return self.request("GET", self._ns(namespace, "deployments", name))
+
+    def list_deployments(self, namespace: str, label_selector: str = "") -> list[dict[str, Any]]:
+        return self._items(self._ns(namespace, "deployments"), label_selector)
+
+    def list_replicasets(self, namespace: str, label_selector: str = "") -> list[dict[str, Any]]:
+        return self._items(self._ns(namespace, "replicasets"), label_selector)
+
+    def list_pods(self, namespace: str | None, label_selector: str = "", field_selector: str = "") -> list[dict]:
+        path = self._ns(namespace, "pods", group="v1") if namespace else "/api/v1/pods"
+        return self._items(path, label_selector, field_selector)
+
+    def list_nodes(self, label_selector: str = "") -> list[dict[str, Any]]:
+        return self._items("/api/v1/nodes", label_selector)
+
+    def get_node(self, name: str) -> dict[str, Any]:
+        return self.request("GET", f"/api/v1/nodes/{quote(name, safe='')}")
+
+    def list_events(self, namespace: str, field_selector: str = "") -> list[dict[str, Any]]:
+        return self._items(self._ns(namespace, "events", group="v1"), "", field_selector)
+
+    def pod_log(self, namespace: str, pod: str, container: str | None = None, *, previous: bool = False,
+                tail_lines: int | None = None) -> str:
+        """``kubectl logs [--previous]``; a 400 (no previous container) raises KubeError with the server's words."""
+        query = [("container", container)] if container else []
+        if previous:
+            query.append(("previous", "true"))
+        if tail_lines is not None:
+            query.append(("tailLines", str(tail_lines)))
+        return self.request("GET", self._ns(namespace, "pods", pod, group="v1") + "/log", query=query,
+                            expect_json=False)
+
+    def patch_deployment(self, namespace: str, name: str, body: Any, *, content_type: str = JSON_PATCH,
+                         dry_run: bool = False, field_manager: str = FIELD_MANAGER) -> dict[str, Any]:
+        """PATCH a Deployment; a 409, or a 422 from a failed ``test`` op, becomes ConflictError."""
+        query = [("fieldManager", field_manager)]
+        if dry_run:
+            query.insert(0, ("dryRun", "All"))
+        try:
+            return self.request("PATCH", self._ns(namespace, "deployments", name), query=query, body=body,
+                                content_type=content_type)
+        except KubeError as exc:
+            guarded = isinstance(body, list) and any(op.get("op") == "test" for op in body)
+            if exc.status == 409 or (exc.status == 422 and guarded):
+                raise ConflictError(
+                    f"{self.context}: deployment {namespace}/{name} changed since it was read "
+                    f"(HTTP {exc.status}); nothing was written — re-run to plan against the new state",
+                    status=exc.status, reason=exc.reason, body=exc.body) from exc
+            raise
+
+    def _items(self, path: str, label_selector: str = "", field_selector: str = "") -> list[dict[str, Any]]:
+        query = []
+        if label_selector:
+            query.append(("labelSelector", label_selector))
+        if field_selector:
+            query.append(("fieldSelector", field_selector))
+        got = self.request("GET", path, query=query)
+        return list(got.get("items") or [])
