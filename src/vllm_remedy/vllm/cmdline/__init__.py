@@ -1,0 +1,12 @@
+"""vLLM command lines in pod specs: find the server by argv, read its effective flags, edit them in place of form.
+
+Public API: ``find_server(pod_spec, container=None) -> ServerCommand``; ``ServerCommand.flags`` / ``.model`` /
+``.edit(set=..., unset=...)`` / ``.render()``.
+"""
+
+from __future__ import annotations
+
+from vllm_remedy.vllm.cmdline.command import NoServerError, ServerCommand, find_server
+from vllm_remedy.vllm.cmdline.flags import canonical_key
+
+__all__ = ["NoServerError", "ServerCommand", "canonical_key", "find_server"]

@@ -1,0 +1,214 @@
+"""Find the vLLM server in a pod spec by its argv and expose its effective settings.
+
+Containers are recognised by what they run, never by name: real manifests call the server `vllm`, `main`,
+`kserve-container`, `inference-server`... and put sidecars and downloaders next to it.
+"""
+
+from __future__ import annotations
+
+import copy
+import posixpath
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from vllm_remedy.errors import UserError
+from vllm_remedy.vllm.cmdline import parse, shell
+from vllm_remedy.vllm.cmdline.flags import Kind
+from vllm_remedy.vllm.cmdline.parse import Entrypoint, Option, Token
+
+_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash", "ksh"})
+_PASSTHROUGH = frozenset({"$@", "$*", "${@}", "${*}"})
+# Flags that only vLLM takes: an args-only container (image ENTRYPOINT) with one of these runs vLLM.
+_TELLTALE = frozenset({"model", "max-model-len", "gpu-memory-utilization", "tensor-parallel-size",
+                       "served-model-name", "max-num-seqs", "kv-cache-dtype", "enforce-eager"})
+_IMAGE_DEFAULT = Entrypoint("image default", 0, True)
+
+
+class NoServerError(UserError):
+    """No container of this pod spec runs vLLM (callers walking many templates may skip it)."""
+
+
+@dataclass
+class ServerCommand:
+    """The vLLM server of one container: what it runs and its effective flags, editable in place of form.
+
+    ``flags`` maps canonical dash names (no `--`) to string values; the last occurrence wins like argparse;
+    booleans are "true"/"false"; JSON and `$(VAR)`/`{{ .X }}` placeholders are kept verbatim. The model is
+    in ``model`` (positional or `--model`), not in ``flags``.
+    """
+
+    container_name: str
+    image: str
+    entrypoint: str
+    model: str | None
+    flags: dict[str, str]
+    container: dict[str, Any] = field(repr=False)
+    options: list[Option] = field(repr=False, default_factory=list)
+    model_token: Token | None = field(repr=False, default=None)
+    anchor: Token | None = field(repr=False, default=None)
+    script: tuple[str, int] | None = field(repr=False, default=None)  # (field, index) of an `sh -c` script
+
+    def render(self) -> dict[str, Any]:
+        """The container as parsed (a deep copy): rendering without edits is byte-identical."""
+        return copy.deepcopy(self.container)
+
+    def edit(self, set: Mapping[str, str] | None = None, unset: Iterable[str] = ()) -> dict[str, Any]:
+        """A new container dict with flags set/unset, touching only the tokens that must change."""
+        from vllm_remedy.vllm.cmdline.edit import edit_container
+
+        return edit_container(self, dict(set or {}), list(unset))
+
+
+def _strings(value: Any) -> list[str] | None:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        return None
+    return [v if isinstance(v, str) else str(v) for v in value]
+
+
+def _shell_script_index(values: list[str]) -> int | None:
+    """Index of the `-c` script in argv like `sh -c SCRIPT` / `/bin/bash -lc SCRIPT`, else None."""
+    if not values or posixpath.basename(values[0]) not in _SHELLS:
+        return None
+    i = 1
+    while i < len(values) and values[i].startswith("-"):
+        opt = values[i]
+        if opt in ("-o", "+o"):
+            i += 2
+            continue
+        if not opt.startswith("--") and "c" in opt[1:]:
+            return i + 1 if i + 1 < len(values) else None
+        i += 1
+    return None
+
+
+def _from_script(tokens: list[Token], idx: int) -> tuple[Entrypoint, list[Token], Token] | None:
+    """The vLLM statement of a shell script: entrypoint, argv tokens (with `"$@"` spliced) and last word."""
+    script = tokens[idx]
+    passthrough = tokens[idx + 2 :]
+    for stmt in shell.statements(script.value):
+        words = [w.value for w in stmt.words]
+        found = parse.entrypoint(words)
+        if not found:
+            continue
+        offset, entry = found
+        out: list[Token] = []
+        for w in stmt.words[offset + entry.length :]:
+            if w.value in _PASSTHROUGH:
+                out.extend(passthrough)
+                continue
+            out.append(Token(w.value, script.field, script.index, (w.start, w.end), w.gap_start, w.raw))
+        last = stmt.words[-1]
+        anchor = Token(last.value, script.field, script.index, (last.start, last.end), last.gap_start, last.raw)
+        return entry, out, anchor
+    return None
+
+
+def _analyse(container: Mapping[str, Any]) -> ServerCommand | None:
+    """ServerCommand for a container that runs vLLM from argv, else None."""
+    command, args = _strings(container.get("command")), _strings(container.get("args"))
+    if command is None or args is None:
+        return None
+    tokens = [Token(v, "command", i) for i, v in enumerate(command)] + [Token(v, "args", i) for i, v in enumerate(args)]
+    values = [t.value for t in tokens]
+    script: tuple[str, int] | None = None
+    entry: Entrypoint | None = None
+    rest: list[Token] = []
+    anchor: Token | None = None
+    idx = _shell_script_index(values)
+    if idx is not None:
+        found = _from_script(tokens, idx)
+        if found:
+            entry, rest, anchor = found
+            script = (tokens[idx].field, tokens[idx].index)
+    if entry is None:
+        hit = parse.entrypoint(values)
+        if hit:
+            offset, entry = hit
+            rest = tokens[offset + entry.length :]
+            anchor = tokens[-1]
+    if entry is None and not command and args:
+        options, _ = parse.parse_options(tokens)
+        image = str(container.get("image", "")).lower()
+        if "vllm" in image or any(o.name in _TELLTALE for o in options):
+            entry, rest, anchor = _IMAGE_DEFAULT, tokens, tokens[-1]
+    if entry is None:
+        return None
+    options, positionals = parse.parse_options(rest)
+    model_token = positionals[0] if entry.positional_model and positionals else None
+    flags: dict[str, str] = {}
+    model = model_token.value if model_token else None
+    for opt in options:
+        if opt.name == "model":
+            model = model if model_token else opt.value
+        else:
+            flags[opt.name] = opt.value
+    return ServerCommand(
+        container_name=str(container.get("name", "")), image=str(container.get("image", "")),
+        entrypoint=entry.label, model=model, flags=flags, container=copy.deepcopy(dict(container)),
+        options=options, model_token=model_token, anchor=anchor, script=script,
+    )
+
+
+def _vllm_without_argv(container: Mapping[str, Any]) -> bool:
+    """A container that looks like vLLM but whose settings are not in argv (baked CMD, env only)."""
+    if container.get("command") or container.get("args"):
+        return False
+    env_names = [str(e.get("name", "")) for e in container.get("env") or [] if isinstance(e, Mapping)]
+    return "vllm" in str(container.get("image", "")).lower() or any(re.match(r"^VLLM_", n) for n in env_names)
+
+
+def _containers(pod_spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    out: list[Mapping[str, Any]] = []
+    for key in ("containers", "initContainers"):
+        items = pod_spec.get(key) or []
+        if isinstance(items, list):
+            out.extend(c for c in items if isinstance(c, Mapping))
+    return out
+
+
+def find_server(pod_spec: Mapping[str, Any], container: str | None = None) -> ServerCommand:
+    """The vLLM server of a pod spec, found by argv across containers and initContainers.
+
+    Raises UserError when there is none, when several run vLLM and ``container`` is not given, or when
+    vLLM's settings are not in argv (then they cannot be patched via argv).
+    """
+    everything = _containers(pod_spec)
+    names = [str(c.get("name", "?")) for c in everything]
+    if container is not None:
+        chosen = [c for c in everything if c.get("name") == container]
+        if not chosen:
+            raise NoServerError(f"container {container}: not in this pod spec (containers: {', '.join(names)})")
+        found = _analyse(chosen[0])
+        if found:
+            return found
+        if _vllm_without_argv(chosen[0]):
+            raise UserError(_not_in_argv(container))
+        raise NoServerError(f"container {container}: does not run a vLLM server (no vllm serve / "
+                            "python -m vllm.entrypoints... in command/args)")
+    servers = [s for s in (_analyse(c) for c in everything) if s is not None]
+    if len(servers) == 1:
+        return servers[0]
+    if len(servers) > 1:
+        listed = ", ".join(s.container_name for s in servers)
+        raise UserError(f"several containers run vLLM ({listed}); choose one with --container")
+    hidden = [str(c.get("name", "?")) for c in everything if _vllm_without_argv(c)]
+    if hidden:
+        raise UserError(_not_in_argv(hidden[0]))
+    raise NoServerError(f"no container runs a vLLM server (containers: {', '.join(names) or 'none'}; looked for "
+                        "vllm serve / python -m vllm.entrypoints... in command/args)")
+
+
+def _not_in_argv(name: str) -> str:
+    return (f"container {name}: vLLM settings are not in argv (image default CMD / env only); "
+            "not patchable via argv")
+
+
+def option_style_eq(options: list[Option]) -> bool:
+    """Whether this command mostly writes `--flag=value` (new flags follow the majority; ties use a space)."""
+    valued = [o for o in options if o.flag.kind not in (Kind.BOOLEAN, Kind.STORE_TRUE) and (o.values or o.uses_eq)]
+    eq = sum(1 for o in valued if o.uses_eq)
+    return eq * 2 > len(valued)

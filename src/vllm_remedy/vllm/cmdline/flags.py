@@ -1,0 +1,141 @@
+"""Resolve one argv token to a canonical vLLM flag the way vLLM's argparse would.
+
+vLLM rewrites `_` to `-` in a flag name (up to the first `.`), accepts unique prefixes (`--max-num-seq`),
+short aliases (`-tp`), `--no-x` for booleans and `-O3` for the optimization level. A patcher that misses
+any of these edits the wrong token or appends a duplicate, so all of them are resolved here in one place.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import Enum
+
+from vllm_remedy.vllm.cmdline import table
+
+
+class Kind(str, Enum):
+    """How many argv tokens a flag takes."""
+
+    BOOLEAN = "boolean"  # --x / --no-x (legacy: --x=False, --x False)
+    STORE_TRUE = "store_true"  # bare --x only
+    OPTIONAL = "optional"  # bare or one value
+    MULTI = "multi"  # one or more values
+    VALUE = "value"  # exactly one value
+    UNKNOWN = "unknown"  # not in the table: takes a value unless the next token is an option
+
+
+def kind_of(name: str) -> Kind:
+    """Arity of a canonical flag name (dotted `x.y` flags always take one value)."""
+    if "." in name:
+        return Kind.VALUE
+    if name in table.BOOLEAN:
+        return Kind.BOOLEAN
+    if name in table.STORE_TRUE:
+        return Kind.STORE_TRUE
+    if name in table.OPTIONAL_VALUE:
+        return Kind.OPTIONAL
+    if name in table.MULTI_VALUE:
+        return Kind.MULTI
+    if name in table.SINGLE_VALUE:
+        return Kind.VALUE
+    return Kind.UNKNOWN
+
+
+KNOWN: frozenset[str] = table.BOOLEAN | table.STORE_TRUE | table.OPTIONAL_VALUE | table.MULTI_VALUE | table.SINGLE_VALUE
+# Every long option string argparse would match prefixes against (without the leading `--`).
+_OPTION_STRINGS: tuple[str, ...] = tuple(
+    sorted(KNOWN | {f"no-{b}" for b in table.BOOLEAN} | {a for a in table.ALIASES if not a.startswith("-")})
+)
+_NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
+
+
+def is_boolean(name: str) -> bool:
+    return kind_of(name) in (Kind.BOOLEAN, Kind.STORE_TRUE)
+
+
+def has_no_form(name: str) -> bool:
+    """True when the newest vLLM accepts `--no-<name>`."""
+    return name in table.BOOLEAN
+
+
+def off_by_default(name: str) -> bool:
+    """True when an absent boolean means false in every vLLM release read (so removing it is version-safe)."""
+    return name in table.OFF_BY_DEFAULT
+
+
+def is_option(token: str) -> bool:
+    """Does argparse see this token as an option (not a value)? Negative numbers and `-` are values."""
+    return token.startswith("-") and token != "-" and not _NEGATIVE_NUMBER.match(token)
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A resolved option token.
+
+    ``name`` is canonical (dashes, no `--`); ``negated`` for `--no-x`; ``attached`` is the text after `=`
+    (or after `-O`), None when the value, if any, is in the next token; ``spelled`` is the token's flag part
+    exactly as written (before `=`), so an edited value keeps the user's spelling.
+    """
+
+    name: str
+    kind: Kind
+    negated: bool
+    attached: str | None
+    spelled: str
+
+
+def _canonical_long(norm: str) -> tuple[str, bool] | None:
+    """Canonical name and negation for a normalized long name, by exact match then unique prefix."""
+    def exact(n: str) -> tuple[str, bool] | None:
+        if n in KNOWN:
+            return n, False
+        if n in table.ALIASES:
+            return table.ALIASES[n], False
+        if n.startswith("no-") and n[3:] in table.BOOLEAN:
+            return n[3:], True
+        return None
+
+    found = exact(norm)
+    if found:
+        return found
+    matches = [o for o in _OPTION_STRINGS if o.startswith(norm)]
+    if len(matches) == 1:
+        return exact(matches[0])
+    return None
+
+
+def resolve(token: str) -> Flag | None:
+    """The flag a token denotes, or None when it is a value/positional. Unknown options resolve too."""
+    if not is_option(token):
+        return None
+    if token.startswith("--"):
+        head, eq, value = token[2:].partition("=")
+        attached = value if eq else None
+        base, dot, rest = head.partition(".")
+        norm = base.replace("_", "-")
+        found = _canonical_long(norm)
+        name, negated = found if found else (norm, False)
+        if dot:
+            return Flag(f"{name}.{rest}", Kind.VALUE, False, attached, "--" + head)
+        return Flag(name, kind_of(name) if found else Kind.UNKNOWN, negated, attached, "--" + head)
+    if token.startswith("-O") and token != "-O" and not token.startswith("-O="):
+        return Flag("optimization-level", Kind.VALUE, False, token[2:], "-O")
+    head, eq, value = token.partition("=")
+    attached = value if eq else None
+    if head == "-O":
+        return Flag("optimization-level", Kind.VALUE, False, attached, head)
+    if head in table.ALIASES:
+        name = table.ALIASES[head]
+        return Flag(name, kind_of(name), False, attached, head)
+    return Flag(head.lstrip("-"), Kind.UNKNOWN, False, attached, head)
+
+
+def canonical_key(key: str) -> str:
+    """A user-supplied key (`max_model_len`, `--max-num-seq`, `tp`) as a canonical flag name."""
+    key = key.strip()
+    token = key if key.startswith("-") else ("-" + key if f"-{key}" in table.ALIASES else "--" + key)
+    flag = resolve(token)
+    if flag is None:
+        return key
+    return flag.name
