@@ -1,0 +1,118 @@
+"""Show or edit the vLLM server flags in a manifest, preserving how each command line is written.
+
+`show` prints, for every pod template that runs vLLM, the container, entrypoint, model and effective flags.
+`set` prints the manifest with flags set/unset in every such template (e.g. LWS leader and worker alike).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from vllm_remedy.errors import UserError
+from vllm_remedy.vllm import manifest
+from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, find_server
+
+NAME = "args"
+HELP = "show or set vLLM flags in a manifest (Deployment, Pod, StatefulSet, LWS, pod template)"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", metavar="ACTION")
+    sub.required = True
+    show = sub.add_parser("show", help="print entrypoint, model, container and effective flags")
+    edit = sub.add_parser("set", help="print the manifest with flags set/unset")
+    for p in (show, edit):
+        p.add_argument("-f", "--file", required=True, metavar="FILE", help="manifest file, or - for stdin")
+        p.add_argument("--container", metavar="NAME", help="the vLLM container when several run vLLM")
+    show.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    edit.add_argument("--set", dest="set", action="append", default=[], metavar="KEY=VALUE",
+                      help="set a flag (booleans: true/false); repeatable")
+    edit.add_argument("--unset", action="append", default=[], metavar="KEY", help="remove a flag; repeatable")
+
+
+def _read(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise UserError(f"{path}: cannot read: {reason}") from None
+
+
+def _servers(docs: list[Any], source: str, container: str | None) -> list[tuple[int, str, str, dict, ServerCommand]]:
+    """(doc index, Kind/name, path, pod spec, server) for every pod spec running vLLM; errors name the template."""
+    found = []
+    specs_seen = 0
+    first_miss: str | None = None
+    for i, doc in enumerate(docs):
+        for path, spec in manifest.pod_specs(doc):
+            specs_seen += 1
+            where = f"{source}: {manifest.describe(doc)} {path or '(pod spec)'}"
+            try:
+                server = find_server(spec, container)
+            except NoServerError as exc:
+                first_miss = first_miss or f"{where}: {exc}"
+                continue
+            except UserError as exc:
+                raise UserError(f"{where}: {exc}") from None
+            found.append((i, manifest.describe(doc), path, spec, server))
+    if not found:
+        if not specs_seen:
+            raise UserError(f"{source}: no pod spec found (expected a Deployment, Pod, StatefulSet, "
+                            "LeaderWorkerSet or pod template with containers)")
+        raise UserError(first_miss or f"{source}: no vLLM server found")
+    return found
+
+
+def _pairs(items: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise UserError(f"--set {item}: expected KEY=VALUE, e.g. --set max-model-len=16384")
+        out[key.strip()] = value
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    source = "<stdin>" if args.file == "-" else args.file
+    docs = manifest.load_documents(_read(args.file), source)
+    servers = _servers(docs, source, args.container)
+    if args.action == "show":
+        return _show(servers, args.output)
+    changes = _pairs(args.set)
+    for _i, _what, _path, spec, server in servers:
+        new = server.edit(set=changes, unset=args.unset)
+        for key in ("containers", "initContainers"):
+            items = spec.get(key) or []
+            for n, c in enumerate(items):
+                if isinstance(c, dict) and c.get("name") == server.container_name:
+                    items[n] = new
+    sys.stdout.write(manifest.dump_documents(docs))
+    return 0
+
+
+def _show(servers: list[tuple[int, str, str, dict, ServerCommand]], output: str) -> int:
+    rows = [
+        {"document": i, "object": what, "path": path, "container": s.container_name, "image": s.image,
+         "entrypoint": s.entrypoint, "model": s.model, "flags": s.flags}
+        for i, what, path, _spec, s in servers
+    ]
+    if output == "json":
+        print(json.dumps(rows, indent=2))
+        return 0
+    for n, row in enumerate(rows):
+        if n:
+            print()
+        print(f"{row['object']} {row['path'] or '(pod spec)'}")
+        for key in ("container", "image", "entrypoint", "model"):
+            print(f"  {key}: {row[key] if row[key] is not None else '-'}")
+        print("  flags:" if row["flags"] else "  flags: (none)")
+        for key, value in row["flags"].items():
+            print(f"    {key}: {value}")
+    return 0
