@@ -1,0 +1,250 @@
+"""The GPU and model catalogs (package data) and the spec types the memory model works on.
+
+Why package data: the numbers (torch-visible GiB per card, config facts per model) change with new
+hardware and releases, and reviewers should be able to check them against logs without reading code.
+The YAML files are read once (the one file read allowed in this layer) and cached.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import yaml
+
+from vllm_remedy.errors import UserError
+from vllm_remedy.vllm import hf_config
+
+GIB = 1024**3
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    """One GPU as torch sees it: ``total_gib`` is the T in vLLM's ``T x gpu_memory_utilization``."""
+
+    product: str
+    total_gib: float
+    compute_capability: str
+    fp8: bool
+    memory_mib: int
+
+    def with_total(self, total_gib: float) -> GpuSpec:
+        """The same card with a measured total (``--gpu-memory-gib``)."""
+        return GpuSpec(self.product, float(total_gib), self.compute_capability, self.fp8, self.memory_mib)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """The facts of a model that decide vLLM's memory budget (per whole model, before TP)."""
+
+    name: str
+    architecture: str
+    hidden_size: int
+    num_layers: int
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    intermediate_size: int
+    vocab_size: int
+    max_model_len: int
+    params_b: float
+    dtype: str = "bfloat16"
+    quantization: str | None = None
+    weight_bits: int = 16
+    tie_word_embeddings: bool = False
+    sliding_window: int | None = None
+    num_experts: int = 0
+    experts_per_token: int = 0
+    moe_intermediate_size: int | None = None
+    kv_lora_rank: int | None = None
+    qk_rope_head_dim: int | None = None
+
+    @property
+    def is_moe(self) -> bool:
+        return self.num_experts > 0
+
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank is not None
+
+    @classmethod
+    def from_hf_config(cls, config: Mapping[str, Any], name: str, params_b: float | None = None) -> ModelSpec:
+        """Build a spec from a config.json dict, reading keys exactly as vLLM does (see ``hf_config``).
+
+        ``params_b`` (billions) is not in config.json; without it the count is computed from the shapes.
+        """
+        if not isinstance(config, Mapping):
+            raise UserError(f"{name}: expected a JSON object (a Hugging Face config.json)")
+        text = hf_config.text_config(config)
+        hidden = hf_config.require_int(text, "hidden_size", "n_embd", "d_model", name=name)
+        layers = hf_config.require_int(text, "num_hidden_layers", "n_layer", "num_layers", name=name)
+        heads = hf_config.require_int(text, "num_attention_heads", "n_head", name=name)
+        vocab = hf_config.require_int(text, "vocab_size", name=name)
+        inter = int(text.get("intermediate_size") or text.get("ffn_dim") or 4 * hidden)
+        experts, per_token, moe_inter = hf_config.num_experts(text)
+        archs = config.get("architectures") or text.get("architectures") or ["unknown"]
+        spec = cls(
+            name=name,
+            architecture=str(archs[0]),
+            hidden_size=hidden,
+            num_layers=layers,
+            num_heads=heads,
+            num_kv_heads=hf_config.num_kv_heads(text, heads),
+            head_dim=hf_config.head_dim(text, hidden, heads),
+            intermediate_size=inter,
+            vocab_size=vocab,
+            max_model_len=hf_config.derived_max_model_len(text),
+            params_b=0.0,
+            dtype=hf_config.torch_dtype(text),
+            quantization=hf_config.quantization(text),
+            weight_bits=hf_config.weight_bits(text) or 16,
+            tie_word_embeddings=bool(text.get("tie_word_embeddings", config.get("tie_word_embeddings", False))),
+            sliding_window=hf_config.sliding_window(text),
+            num_experts=experts,
+            experts_per_token=per_token,
+            moe_intermediate_size=moe_inter,
+            kv_lora_rank=int(text["kv_lora_rank"]) if text.get("kv_lora_rank") else None,
+            qk_rope_head_dim=int(text["qk_rope_head_dim"]) if text.get("qk_rope_head_dim") else None,
+        )
+        count = params_b if params_b is not None else _count_params_b(spec)
+        return _replace(spec, params_b=float(count))
+
+    def quantized(self, method: str, bits: int) -> ModelSpec:
+        """The same architecture stored with ``bits``-bit weights (an FP8/AWQ/GPTQ variant)."""
+        return _replace(self, quantization=method, weight_bits=bits)
+
+
+def _replace(spec: ModelSpec, **changes: Any) -> ModelSpec:
+    from dataclasses import replace
+
+    return replace(spec, **changes)
+
+
+def _count_params_b(spec: ModelSpec) -> float:
+    """Parameter count from shapes: attention + MLP (or experts) per layer, plus embeddings."""
+    q = spec.num_heads * spec.head_dim
+    kv = 2 * spec.num_kv_heads * spec.head_dim
+    attn = spec.hidden_size * (q + kv) + q * spec.hidden_size
+    if spec.is_moe:
+        inter = spec.moe_intermediate_size or spec.intermediate_size
+        mlp = spec.num_experts * 3 * spec.hidden_size * inter + spec.hidden_size * spec.num_experts
+    else:
+        mlp = 3 * spec.hidden_size * spec.intermediate_size
+    embed = spec.vocab_size * spec.hidden_size * (1 if spec.tie_word_embeddings else 2)
+    return (spec.num_layers * (attn + mlp) + embed) / 1e9
+
+
+# ---- catalogs -------------------------------------------------------------------------------------
+
+
+@cache
+def _load(filename: str) -> dict[str, Any]:
+    text = resources.files("vllm_remedy.vllm").joinpath("data", filename).read_text(encoding="utf-8")
+    return yaml.safe_load(text)
+
+
+@cache
+def _gpu_index() -> dict[str, GpuSpec]:
+    index: dict[str, GpuSpec] = {}
+    for entry in _load("gpus.yaml")["gpus"]:
+        cc = str(entry["compute_capability"])
+        major, minor = (int(p) for p in cc.split("."))
+        spec = GpuSpec(
+            product=entry["product"],
+            total_gib=float(entry["total_gib"]),
+            compute_capability=cc,
+            fp8=(major, minor) >= (8, 9),
+            memory_mib=int(entry["memory_mib"]),
+        )
+        for label in [entry["product"], *entry.get("labels", [])]:
+            index[label.lower()] = spec
+    return index
+
+
+_MIG = re.compile(r"^(?P<parent>.+?)-mig-(?P<g>\d+)g\.(?P<gb>\d+)gb$")
+
+
+def gpu(label: str) -> GpuSpec:
+    """The GPU for a node label value: GFD product (with ``-SHARED`` / ``-MIG-1g.10gb``), GKE or Karpenter."""
+    key = label.strip().lower()
+    index = _gpu_index()
+    if key.endswith("-shared"):  # time-sliced: same card, memory shared with other pods
+        key = key[: -len("-shared")]
+    if key in index:
+        return index[key]
+    mig = _MIG.match(key)
+    if mig and mig.group("parent") in index:
+        parent = index[mig.group("parent")]
+        # A MIG slice exposes roughly its nominal GB; 0.93 GiB per GB keeps the estimate on the safe side.
+        gib = round(int(mig.group("gb")) * 0.93, 2)
+        return GpuSpec(f"{parent.product}-MIG-{mig.group('g')}g.{mig.group('gb')}gb", gib,
+                       parent.compute_capability, parent.fp8, int(int(mig.group("gb")) * 1000))
+    raise UserError(f"unknown GPU label {label}; pass --gpu-memory-gib")
+
+
+def gpu_labels() -> list[str]:
+    """Every label the catalog knows (for help texts and the planner's "bigger GPU" step)."""
+    return sorted(_gpu_index())
+
+
+# Quantization suffixes of published checkpoints → (method, weight bits).
+_QUANT_SUFFIXES: tuple[tuple[str, str, int], ...] = (
+    ("-quantized.w4a16", "compressed-tensors", 4),
+    ("-quantized.w8a8", "compressed-tensors", 8),
+    ("-quantized.w8a16", "compressed-tensors", 8),
+    ("-fp8-dynamic", "fp8", 8),
+    ("-fp8", "fp8", 8),
+    ("-awq-int4", "awq", 4),
+    ("-awq", "awq", 4),
+    ("-gptq-int4", "gptq", 4),
+    ("-gptq-int8", "gptq", 8),
+    ("-gptq", "gptq", 4),
+    ("-int4", "gptq", 4),
+    ("-int8", "compressed-tensors", 8),
+    ("-w4a16", "compressed-tensors", 4),
+    ("-w8a8", "compressed-tensors", 8),
+    ("-bnb-4bit", "bitsandbytes", 4),
+)
+_TUNING_SUFFIXES = ("-instruct", "-chat", "-it", "-hf", "-base")
+
+
+@cache
+def _model_index() -> dict[str, ModelSpec]:
+    index: dict[str, ModelSpec] = {}
+    for entry in _load("models.yaml")["models"]:
+        spec = ModelSpec.from_hf_config(entry["config"], entry["id"], params_b=float(entry["params_b"]))
+        for name in [_base_name(entry["id"])[0], *entry.get("names", [])]:
+            index[name.lower()] = spec
+    return index
+
+
+def _base_name(model_id: str) -> tuple[str, tuple[str, int] | None]:
+    """Normalise an id or local path to a catalog key, and the quantization its suffix names."""
+    name = model_id.strip().rstrip("/").split("/")[-1].lower()
+    quant: tuple[str, int] | None = None
+    changed = True
+    while changed:
+        changed = False
+        for suffix, method, bits in _QUANT_SUFFIXES:
+            if name.endswith(suffix):
+                name, quant, changed = name[: -len(suffix)], quant or (method, bits), True
+        for suffix in _TUNING_SUFFIXES:
+            if name.endswith(suffix):
+                name, changed = name[: -len(suffix)], True
+    if name.startswith("meta-llama-"):
+        name = name[len("meta-") :]
+    return name, quant
+
+
+def model(model_id: str) -> ModelSpec:
+    """The catalog model for a Hugging Face id or a local path ending in a known name."""
+    base, quant = _base_name(model_id)
+    spec = _model_index().get(base)
+    if spec is None:
+        raise UserError(f"unknown model {model_id}; pass --model-config with its config.json")
+    spec = _replace(spec, name=model_id)
+    return spec.quantized(*quant) if quant else spec

@@ -1,0 +1,134 @@
+"""Predict what a vLLM start does on one GPU: the memory split, the KV cache and the outcome.
+
+Pure arithmetic on frozen inputs, so the planner can call it thousands of times (well under a
+millisecond each; see bench/bench_memory.py).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from vllm_remedy.vllm.catalog import GIB, GpuSpec, ModelSpec
+from vllm_remedy.vllm.memory import terms
+from vllm_remedy.vllm.memory.settings import EngineSettings, Resolved, resolve
+from vllm_remedy.vllm.outcomes import Outcome
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """The predicted start. GiB figures are per GPU (per TP rank); ``peak_gib`` includes graphs,
+    CUDA context and other processes, so ``total_gib - peak_gib`` is the real headroom."""
+
+    outcome: Outcome
+    weights_gib: float
+    activation_gib: float
+    non_torch_gib: float
+    cudagraph_gib: float
+    kv_cache_gib: float
+    kv_cache_tokens: int
+    gpu_blocks: int
+    max_concurrency: float
+    max_model_len: int
+    peak_gib: float
+    total_gib: float
+    needed_kv_gib: float | None = None  # KV one max-length request needs (max_len_exceeds_kv)
+    suggested_max_model_len: int | None = None  # as vLLM would print it
+
+    @property
+    def fits(self) -> bool:
+        return self.outcome is Outcome.FITS
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["outcome"] = self.outcome.value
+        for key, value in data.items():
+            if isinstance(value, float):
+                data[key] = round(value, 2)
+        return data
+
+
+def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estimate:
+    """Apply the version's budget rules to this model, GPU and flags."""
+    res = resolve(model, gpu, settings)
+    r = res.rules
+    total = gpu.total_gib
+    requested = total * res.util
+    weights = terms.weights_gib(model, res, settings.quantization)
+    activation = terms.activation_gib(model, res)
+    non_torch = terms.non_torch_gib(gpu, res)
+    graphs = terms.cudagraph_gib(model, res)
+    context = terms.context_gib(gpu, res.tp)
+    other = res.other_process_gib
+
+    kv = requested - weights - activation - non_torch
+    if r.budget == "absolute":
+        kv -= other  # other processes' memory shows up as used device memory
+    if r.cudagraph_in_budget:
+        kv -= graphs
+    per_token = terms.kv_bytes_per_token(model, res)
+    block_bytes = per_token * res.block_size
+    blocks = max(0, int(kv * GIB // block_bytes)) if kv > 0 else 0
+    tokens = blocks * res.block_size
+
+    max_len = res.max_model_len
+    if res.auto_len and tokens > 0:
+        max_len = min(max_len, tokens)
+
+    outcome = _outcome(res, total, requested, weights, context, other, kv, blocks, tokens, max_len, block_bytes)
+    needed = suggested = None
+    if outcome is Outcome.MAX_LEN_EXCEEDS_KV:
+        needed = math.ceil(max_len / res.block_size) * block_bytes / GIB
+        suggested = tokens if (r.suggests_max_len or r.engine == "V0") else None
+
+    outside = (0.0 if r.cudagraph_in_budget else graphs)
+    if r.budget == "absolute":
+        peak = requested + outside
+    else:
+        peak = other + context + requested + outside
+    if outcome is not Outcome.FITS:
+        peak = min(peak, other + context + weights + (activation if kv > 0 else 0.0))
+    concurrency = _concurrency(res, blocks, tokens, max_len)
+    return Estimate(
+        outcome=outcome,
+        weights_gib=weights,
+        activation_gib=activation,
+        non_torch_gib=non_torch,
+        cudagraph_gib=graphs,
+        kv_cache_gib=max(kv, 0.0) if outcome is not Outcome.NO_CACHE_BLOCKS else kv,
+        kv_cache_tokens=tokens,
+        gpu_blocks=blocks,
+        max_concurrency=concurrency,
+        max_model_len=max_len,
+        peak_gib=peak,
+        total_gib=total,
+        needed_kv_gib=needed,
+        suggested_max_model_len=suggested,
+    )
+
+
+def _outcome(res: Resolved, total: float, requested: float, weights: float, context: float, other: float,
+             kv: float, blocks: int, tokens: int, max_len: int, block_bytes: int) -> Outcome:
+    """The first check vLLM fails, in the order it runs them."""
+    r = res.rules
+    if r.free_memory_check and total - context - other < requested:
+        return Outcome.FREE_MEMORY_BELOW_UTILIZATION
+    if other + context + weights > total:
+        return Outcome.OOM_LOADING_WEIGHTS
+    if kv <= 0 or blocks == 0:
+        return Outcome.NO_CACHE_BLOCKS
+    if r.engine == "V0":
+        exceeds = tokens < max_len
+    else:
+        exceeds = math.ceil(max_len / res.block_size) * block_bytes > kv * GIB
+    return Outcome.MAX_LEN_EXCEEDS_KV if exceeds else Outcome.FITS
+
+
+def _concurrency(res: Resolved, blocks: int, tokens: int, max_len: int) -> float:
+    """"Maximum concurrency for N tokens per request" as the version computes it."""
+    if max_len <= 0:
+        return 0.0
+    if res.rules.engine == "V1" and res.rules.version >= (0, 9, 0):
+        return blocks / math.ceil(max_len / res.block_size)
+    return tokens / max_len

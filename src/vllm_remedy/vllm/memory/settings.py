@@ -1,0 +1,177 @@
+"""Engine settings as vLLM sees them: the flags that move the memory budget, and their defaults.
+
+Callers (the CLI, the planner, the rehearsal cluster) hold flags as canonical dash-named strings;
+``EngineSettings.from_flags`` turns them into typed values, ``resolve`` applies the defaults the
+running version would apply so the estimator works on what vLLM will actually use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from vllm_remedy.errors import UserError
+from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
+from vllm_remedy.vllm.versions import VersionRules, rules
+
+KV_DTYPES = frozenset({"auto", "fp8", "fp8_e4m3", "fp8_e5m2", "bfloat16", "float16", "fp8_inc", "fp8_ds_mla"})
+DTYPES = frozenset({"auto", "bfloat16", "float16", "half", "float32", "float"})
+_TRUE = frozenset({"", "true", "1", "yes", "on"})
+_FALSE = frozenset({"false", "0", "no", "off"})
+# Flag aliases: vLLM accepts underscores and a few short forms.
+_ALIASES = {"tp": "tensor-parallel-size", "tensor-parallel": "tensor-parallel-size"}
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """The startup settings that decide memory; None means "the version's default"."""
+
+    version: str | None = None
+    tp: int = 1
+    gpu_memory_utilization: float = 0.9
+    max_model_len: int | None = None  # None = the model's derived length; -1 = "auto" (largest that fits)
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+    kv_cache_dtype: str = "auto"
+    dtype: str = "auto"
+    quantization: str | None = None
+    enforce_eager: bool = False
+    block_size: int | None = None
+    enable_chunked_prefill: bool | None = None
+    other_process_gib: float = 0.0  # memory other processes hold on each GPU at startup
+
+    def __post_init__(self) -> None:
+        if not 0 < self.gpu_memory_utilization <= 1:
+            raise UserError(
+                f"gpu-memory-utilization: {self.gpu_memory_utilization} is out of range; expected 0 < U <= 1"
+            )
+        if self.tp < 1:
+            raise UserError(f"tensor-parallel-size: {self.tp} must be >= 1")
+        for key, value in (
+            ("max-num-seqs", self.max_num_seqs),
+            ("max-num-batched-tokens", self.max_num_batched_tokens),
+            ("block-size", self.block_size),
+        ):
+            if value is not None and value <= 0:
+                raise UserError(f"{key}: {value} must be a positive integer")
+        if self.max_model_len is not None and self.max_model_len <= 0 and self.max_model_len != -1:
+            raise UserError(f"max-model-len: {self.max_model_len} must be a positive integer (or auto)")
+        if self.kv_cache_dtype not in KV_DTYPES:
+            raise UserError(f"kv-cache-dtype: {self.kv_cache_dtype!r} is not one of {', '.join(sorted(KV_DTYPES))}")
+        if self.dtype not in DTYPES:
+            raise UserError(f"dtype: {self.dtype!r} is not one of {', '.join(sorted(DTYPES))}")
+        if self.other_process_gib < 0:
+            raise UserError(f"other-process-gib: {self.other_process_gib} must be >= 0")
+
+    @classmethod
+    def from_flags(cls, flags: Mapping[str, str], version: str | None) -> EngineSettings:
+        """Typed settings from canonical dash-named flags (``{"max-model-len": "16384"}``); unknown flags
+        are ignored (they do not move the budget)."""
+        norm = {_ALIASES.get(k.lstrip("-").replace("_", "-"), k.lstrip("-").replace("_", "-")): v
+                for k, v in flags.items()}
+        kwargs: dict[str, object] = {"version": version}
+        if "tensor-parallel-size" in norm:
+            kwargs["tp"] = _int(norm, "tensor-parallel-size")
+        if "gpu-memory-utilization" in norm:
+            kwargs["gpu_memory_utilization"] = _float(norm, "gpu-memory-utilization")
+        if "max-model-len" in norm:
+            raw = str(norm["max-model-len"]).strip().lower()
+            kwargs["max_model_len"] = -1 if raw in ("auto", "-1") else _int(norm, "max-model-len")
+        for flag, field in (("max-num-seqs", "max_num_seqs"), ("max-num-batched-tokens", "max_num_batched_tokens"),
+                            ("block-size", "block_size")):
+            if flag in norm:
+                kwargs[field] = _int(norm, flag)
+        for flag, field in (("kv-cache-dtype", "kv_cache_dtype"), ("dtype", "dtype")):
+            if flag in norm:
+                kwargs[field] = str(norm[flag]).strip().lower()
+        if norm.get("quantization"):
+            kwargs["quantization"] = str(norm["quantization"]).strip().lower()
+        if "enforce-eager" in norm:
+            kwargs["enforce_eager"] = _bool(norm, "enforce-eager")
+        if "enable-chunked-prefill" in norm:
+            kwargs["enable_chunked_prefill"] = _bool(norm, "enable-chunked-prefill")
+        if "no-enable-chunked-prefill" in norm and _bool(norm, "no-enable-chunked-prefill"):
+            kwargs["enable_chunked_prefill"] = False
+        if "other-process-gib" in norm:
+            kwargs["other_process_gib"] = _float(norm, "other-process-gib")
+        return cls(**kwargs)  # type: ignore[arg-type]
+
+
+def _int(flags: Mapping[str, str], key: str) -> int:
+    try:
+        return int(str(flags[key]).strip().replace("_", ""))
+    except ValueError:
+        raise UserError(f"{key}: {flags[key]!r} is not an integer") from None
+
+
+def _float(flags: Mapping[str, str], key: str) -> float:
+    try:
+        return float(str(flags[key]).strip())
+    except ValueError:
+        raise UserError(f"{key}: {flags[key]!r} is not a number") from None
+
+
+def _bool(flags: Mapping[str, str], key: str) -> bool:
+    raw = str(flags[key]).strip().lower()
+    if raw in _TRUE:
+        return True
+    if raw in _FALSE:
+        return False
+    raise UserError(f"{key}: {flags[key]!r} is not true/false")
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """Settings after the version's defaults: what vLLM will run with."""
+
+    rules: VersionRules
+    tp: int
+    util: float
+    max_model_len: int  # requested (for "auto": the model's derived length, shrunk later)
+    auto_len: bool
+    max_num_seqs: int
+    mnbt: int
+    chunked_prefill: bool
+    weight_dtype_bytes: int
+    kv_dtype_bytes: int
+    block_size: int
+    enforce_eager: bool
+    other_process_gib: float
+
+
+def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
+    """Apply vLLM's defaults for this version, model and GPU; reject impossible TP splits."""
+    r = rules(s.version)
+    if model.num_heads % s.tp:
+        raise UserError(
+            f"tensor-parallel-size: {s.tp} does not divide the model's {model.num_heads} attention heads"
+        )
+    auto_len = s.max_model_len == -1
+    max_len = model.max_model_len if s.max_model_len in (None, -1) else int(s.max_model_len)
+    if r.engine == "V1":
+        default_mnbt, default_seqs = r.scheduler_defaults(gpu.total_gib, gpu.product)
+        chunked = True if s.enable_chunked_prefill is None else s.enable_chunked_prefill
+        mnbt = s.max_num_batched_tokens or (default_mnbt if chunked else max(max_len, default_mnbt))
+        seqs = s.max_num_seqs or default_seqs
+    else:
+        chunked = s.enable_chunked_prefill if s.enable_chunked_prefill is not None else max_len > 32768
+        mnbt = s.max_num_batched_tokens or (r.chunked_prefill_mnbt if chunked else max(max_len, 2048))
+        seqs = s.max_num_seqs or 256
+    dtype = model.dtype if s.dtype == "auto" else {"half": "float16", "float": "float32"}.get(s.dtype, s.dtype)
+    weight_bytes = 4 if dtype == "float32" else 2
+    kv_bytes = 1 if s.kv_cache_dtype.startswith("fp8") else weight_bytes
+    return Resolved(
+        rules=r,
+        tp=s.tp,
+        util=s.gpu_memory_utilization,
+        max_model_len=max_len,
+        auto_len=auto_len,
+        max_num_seqs=seqs,
+        mnbt=mnbt,
+        chunked_prefill=chunked,
+        weight_dtype_bytes=weight_bytes,
+        kv_dtype_bytes=kv_bytes,
+        block_size=s.block_size or (64 if model.is_mla else 16),
+        enforce_eager=s.enforce_eager,
+        other_process_gib=s.other_process_gib,
+    )

@@ -1,0 +1,99 @@
+"""vLLM versions: parse them from image tags, and the memory rules and defaults each one applies.
+
+The budget formula, the engine (V0/V1) and the scheduler defaults changed several times between
+0.6 and 0.2x; predicting a start means applying the rules of the version that will run. Facts are
+read from each release's source (worker.py, v1/worker/gpu_worker.py, engine/arg_utils.py, envs.py).
+Unknown versions (``:latest``, digests, custom tags) get the newest rules modelled here.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+from typing import Literal
+
+Engine = Literal["V0", "V1"]
+Budget = Literal["absolute", "increase"]
+
+NEWEST_MODELLED = (0, 21, 0)
+_VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:\.?(post\d+|rc\d+|dev\d*))?")
+
+
+def parse_version(text: str | None) -> tuple[int, int, int] | None:
+    """``"0.8.5"``, ``"v0.8.5.post1"`` → (0, 8, 5); anything unparseable → None."""
+    if not text:
+        return None
+    match = _VERSION.match(text.strip())
+    if not match:
+        return None
+    return int(match.group(1)), int(match.group(2)), int(match.group(3) or 0)
+
+
+def version_from_image(image: str) -> str | None:
+    """The vLLM version an image runs, from its tag: ``vllm/vllm-openai:v0.8.5`` → ``"0.8.5"``.
+
+    ``:latest``, ``:nightly``, digests and tags without a version give None (unknown).
+    """
+    ref = image.strip().split("@", 1)[0]
+    name, _, tag = ref.rpartition(":")
+    if not name or "/" in tag:  # no tag, or the colon was a registry port
+        return None
+    match = _VERSION.match(tag)
+    if not match:
+        return None
+    version = f"{match.group(1)}.{match.group(2)}.{match.group(3) or 0}"
+    return version + (f".{match.group(4)}" if match.group(4) and match.group(4).startswith("post") else "")
+
+
+@dataclass(frozen=True)
+class VersionRules:
+    """What one vLLM release does at startup, as far as memory is concerned."""
+
+    version: tuple[int, int, int]
+    known: bool
+    engine: Engine
+    # absolute: budget = T·u − (torch peak incl. weights + everything else on the device, CUDA context and
+    # other processes included); increase: T·u − (weights + peak increase + non-torch increase) over a
+    # snapshot taken at startup, so other processes only matter through the free-memory check.
+    budget: Budget
+    free_memory_check: bool  # V1 ≥0.9.1 refuses to start when free < T·u
+    cudagraph_in_budget: bool  # ≥0.20 subtracts a CUDA-graph estimate from the KV budget
+    chunked_prefill_mnbt: int  # V0 default batch-token budget when chunked prefill is on
+    suggests_max_len: bool  # V1 ≥0.8.5 prints "the estimated maximum model length is N"
+
+    @property
+    def label(self) -> str:
+        return ".".join(map(str, self.version)) if self.known else "unknown (newest rules)"
+
+    def scheduler_defaults(self, gpu_total_gib: float, gpu_product: str) -> tuple[int, int]:
+        """``vllm serve`` defaults (max_num_batched_tokens, max_num_seqs) for the V1 engine on this GPU."""
+        if self.version < (0, 8, 3):
+            return 2048, 1024 if self.engine == "V1" else 256
+        big = gpu_total_gib >= 70
+        if self.version >= (0, 9, 0) and "a100" in gpu_product.lower():
+            big = False
+        return (8192, 1024) if big else (2048, 256)
+
+
+@cache
+def rules(version: str | None) -> VersionRules:
+    """The rules for a version string (None or unparseable → the newest modelled release)."""
+    parsed = parse_version(version)
+    known = parsed is not None
+    v = parsed or NEWEST_MODELLED
+    engine: Engine = "V1" if v >= (0, 8, 0) else "V0"
+    if engine == "V0":
+        budget: Budget = "absolute" if v < (0, 6, 5) else "increase"
+    else:
+        budget = "absolute" if v < (0, 9, 1) else "increase"
+    return VersionRules(
+        version=v,
+        known=known,
+        engine=engine,
+        budget=budget,
+        free_memory_check=engine == "V1" and v >= (0, 9, 1),
+        cudagraph_in_budget=v >= (0, 20, 0),
+        chunked_prefill_mnbt=512 if v < (0, 6, 5) else 2048,
+        suggests_max_len=engine == "V1" and v >= (0, 8, 5),
+    )
