@@ -1,0 +1,156 @@
+"""The project's annotations: known-good marks (on ReplicaSets), last action + reason, timed toggles.
+
+Why on ReplicaSets: a ReplicaSet *is* a revision — its template never changes and survives rollbacks —
+so a mark there names exactly what was confirmed. The Deployment must never carry a known-good mark:
+the deployment controller copies Deployment annotations onto every new ReplicaSet, which would bless
+an untested revision. Toggles record an RFC 3339 expiry and the exact prior values so any later run
+can revert them without guessing.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from vllm_remedy.errors import UserError
+from vllm_remedy.kube.history import CHANGE_CAUSE
+
+DEFAULT_PREFIX = "vllm-remedy.io/"
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
+
+
+def rfc3339(seconds: float) -> str:
+    """UTC, second precision, ``Z`` — how Kubernetes writes timestamps."""
+    return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_rfc3339(value: str, where: str = "timestamp") -> float:
+    """Seconds since the epoch; a one-line UserError naming ``where`` when the text is not RFC 3339."""
+    try:
+        moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+    except (ValueError, AttributeError) as exc:
+        raise UserError(f"{where}: {value!r} is not an RFC 3339 timestamp (e.g. 2025-01-31T12:00:00Z)") from exc
+    if moment.tzinfo is None:
+        raise UserError(f"{where}: {value!r} has no time zone; expected RFC 3339 such as 2025-01-31T12:00:00Z")
+    return moment.timestamp()
+
+
+@dataclass(frozen=True)
+class Keys:
+    """Annotation keys under one prefix (a DNS subdomain you own, ending in ``/``)."""
+
+    prefix: str = DEFAULT_PREFIX
+
+    def __post_init__(self) -> None:
+        domain = self.prefix[:-1]
+        if not self.prefix.endswith("/") or len(domain) > 253 or not _DNS_SUBDOMAIN.fullmatch(domain):
+            raise UserError(f"annotation prefix {self.prefix!r}: expected a DNS subdomain followed by '/', "
+                            "e.g. vllm-remedy.io/")
+        if domain == "kubernetes.io" or domain.endswith(".kubernetes.io") or domain.endswith(".k8s.io"):
+            raise UserError(f"annotation prefix {self.prefix!r}: kubernetes.io and k8s.io are reserved")
+
+    def key(self, name: str) -> str:
+        if not _NAME.fullmatch(name) or len(name) > 63:
+            raise UserError(f"annotation name {name!r}: expected at most 63 alphanumerics, '-', '_' or '.'")
+        return self.prefix + name
+
+    @property
+    def known_good(self) -> str:
+        return self.key("known-good")
+
+    @property
+    def known_good_reason(self) -> str:
+        return self.key("known-good-reason")
+
+    @property
+    def last_action(self) -> str:
+        return self.key("last-action")
+
+    @property
+    def last_reason(self) -> str:
+        return self.key("last-action-reason")
+
+    @property
+    def last_action_at(self) -> str:
+        return self.key("last-action-at")
+
+    def toggle_expires(self, toggle: str) -> str:
+        return self.key(f"{toggle}-expires")
+
+    def toggle_prior(self, toggle: str) -> str:
+        return self.key(f"{toggle}-prior")
+
+    def ours(self, key: str) -> bool:
+        return key.startswith(self.prefix)
+
+    def mark_keys(self) -> tuple[str, str]:
+        """Keys that belong on a ReplicaSet only, never on a Deployment."""
+        return self.known_good, self.known_good_reason
+
+
+def action_annotations(keys: Keys, action: str, reason: str, at: float) -> dict[str, str]:
+    """What every write sets on the Deployment: the last action, why, when, and kubectl's change-cause."""
+    return {
+        CHANGE_CAUSE: f"vllm-remedy {action}: {reason}",
+        keys.last_action: action,
+        keys.last_reason: reason,
+        keys.last_action_at: rfc3339(at),
+    }
+
+
+def known_good_annotations(keys: Keys, at: float, reason: str) -> dict[str, str]:
+    """The mark ``confirm`` puts on a ReplicaSet."""
+    return {keys.known_good: rfc3339(at), keys.known_good_reason: reason}
+
+
+def is_known_good(keys: Keys, obj: Mapping[str, Any]) -> bool:
+    notes = (obj.get("metadata") or {}).get("annotations") or {}
+    return bool(notes.get(keys.known_good))
+
+
+@dataclass(frozen=True)
+class Toggle:
+    """A temporary change: ``prior`` holds the exact values to restore (e.g. the container's argv)."""
+
+    name: str
+    expires: str  # RFC 3339
+    prior: Any
+
+    def expires_at(self) -> float:
+        return parse_rfc3339(self.expires, f"toggle {self.name} expiry")
+
+    def expired(self, now: float) -> bool:
+        return now >= self.expires_at()
+
+
+def toggle_annotations(keys: Keys, toggle: Toggle) -> dict[str, str]:
+    """Annotations that record a toggle; ``prior`` is stored as canonical JSON so it restores exactly."""
+    parse_rfc3339(toggle.expires, f"toggle {toggle.name} expiry")
+    return {keys.toggle_expires(toggle.name): toggle.expires,
+            keys.toggle_prior(toggle.name): json.dumps(toggle.prior, sort_keys=True, separators=(",", ":"))}
+
+
+def read_toggles(keys: Keys, notes: Mapping[str, str]) -> list[Toggle]:
+    """Every toggle recorded in ``notes``; a malformed record is a UserError naming its key."""
+    found = []
+    suffix = "-expires"
+    for key in sorted(notes):
+        if not (keys.ours(key) and key.endswith(suffix)):
+            continue
+        name = key[len(keys.prefix): -len(suffix)]
+        prior_key = keys.toggle_prior(name)
+        if prior_key not in notes:
+            raise UserError(f"annotation {key}: toggle {name!r} has an expiry but no {prior_key} to restore")
+        try:
+            prior = json.loads(notes[prior_key])
+        except ValueError as exc:
+            raise UserError(f"annotation {prior_key}: not valid JSON") from exc
+        toggle = Toggle(name, notes[key], prior)
+        toggle.expires_at()  # validate now, not at revert time
+        found.append(toggle)
+    return found

@@ -1,0 +1,198 @@
+"""``kubectl rollout undo`` in pure Python, plus our guard and the choice of a known-good revision.
+
+kubectl (``polymorphichelpers/rollback.go``) picks the ReplicaSet, refuses paused Deployments, skips
+when the template already matches, and otherwise sends a two-op JSON patch: replace ``/spec/template``
+with the ReplicaSet's template minus ``pod-template-hash`` and replace ``/metadata/annotations`` with
+the Deployment's own bookkeeping annotations plus the ReplicaSet's others. We build that patch
+byte-for-byte in content, then add a ``test`` on resourceVersion (a concurrent edit is never
+overwritten), our audit annotations and change-cause — and never copy a known-good mark onto the
+Deployment (the controller would stamp it on every future ReplicaSet).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from vllm_remedy.errors import UserError
+from vllm_remedy.kube.annotations import Keys, action_annotations, is_known_good
+from vllm_remedy.kube.errors import RolloutError
+from vllm_remedy.kube.history import (
+    DESIRED_REPLICAS,
+    HASH_LABEL,
+    LAST_APPLIED,
+    MAX_REPLICAS,
+    REVISION,
+    REVISION_HISTORY,
+    ROLLBACK_TO,
+    Revision,
+    all_replicasets,
+    revision_of,
+    template_of,
+    templates_equal,
+)
+
+#: Annotations the Deployment keeps on undo (kubectl's ``annotationsToSkip``).
+KEEP_ON_DEPLOYMENT = (LAST_APPLIED, REVISION, REVISION_HISTORY, DESIRED_REPLICAS, MAX_REPLICAS, ROLLBACK_TO)
+
+RULE_MARK = "known-good mark"
+RULE_POLICY = "pinned in policy"
+RULE_DIFFERENT = "newest earlier revision with a different template"
+
+
+def undo_target(deployment: Mapping[str, Any], replicasets: Iterable[Mapping[str, Any]],
+                to_revision: int = 0) -> dict[str, Any]:
+    """The ReplicaSet ``kubectl rollout undo [--to-revision=N]`` restores (``deploymentRevision``)."""
+    name = deployment["metadata"]["name"]
+    if to_revision < 0:
+        raise RolloutError(f"unable to find specified revision {to_revision} in history")
+    old, new = all_replicasets(deployment, replicasets)
+    latest: tuple[int, dict[str, Any] | None] = (-1, None)
+    previous: tuple[int, dict[str, Any] | None] = (-1, None)
+    for rs in [*old, *([new] if new else [])]:
+        number = revision_of(rs)
+        if number is None:
+            continue
+        if to_revision == 0:
+            if latest[0] < number:
+                previous, latest = latest, (number, rs)
+            elif previous[0] < number:
+                previous = (number, rs)
+        elif number == to_revision:
+            return rs
+    if to_revision > 0:
+        raise RolloutError(f"unable to find specified revision {to_revision} in history")
+    if previous[1] is None:
+        raise RolloutError(f'no rollout history found for deployment "{name}"')
+    return previous[1]
+
+
+def kubectl_undo_patch(deployment: Mapping[str, Any], replicaset: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Exactly the JSON patch kubectl sends (content, not key order)."""
+    template = copy.deepcopy(template_of(replicaset))
+    labels = (template.get("metadata") or {}).get("labels")
+    if isinstance(labels, dict):
+        labels.pop(HASH_LABEL, None)
+    own = (deployment.get("metadata") or {}).get("annotations") or {}
+    notes = {k: own[k] for k in KEEP_ON_DEPLOYMENT if k in own}
+    for key, value in ((replicaset.get("metadata") or {}).get("annotations") or {}).items():
+        if key not in KEEP_ON_DEPLOYMENT:
+            notes[key] = value
+    return [{"op": "replace", "path": "/spec/template", "value": template},
+            {"op": "replace", "path": "/metadata/annotations", "value": dict(sorted(notes.items()))}]
+
+
+def resource_version_test(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The guard op: the write applies only to the exact object version that was read."""
+    version = (obj.get("metadata") or {}).get("resourceVersion")
+    if not version:
+        raise UserError(f"{obj.get('kind', 'object')} {obj.get('metadata', {}).get('name')}: no "
+                        "metadata.resourceVersion to guard the write with (was it read from the API?)")
+    return {"op": "test", "path": "/metadata/resourceVersion", "value": version}
+
+
+@dataclass(frozen=True)
+class UndoPlan:
+    """What undo will do; ``patch`` is empty when kubectl would skip (``message`` says why)."""
+
+    namespace: str
+    name: str
+    revision: int
+    replicaset: str
+    skipped: bool
+    message: str
+    kubectl_patch: list[dict[str, Any]]
+    patch: list[dict[str, Any]]
+    template: dict[str, Any]
+
+
+def plan_undo(deployment: Mapping[str, Any], replicasets: Sequence[Mapping[str, Any]], to_revision: int = 0, *,
+              keys: Keys | None = None, action: str = "restore", reason: str = "", at: float | None = None
+              ) -> UndoPlan:
+    """kubectl's undo decision and patch, plus the guarded patch we send (test + audit annotations)."""
+    keys = keys or Keys()
+    meta = deployment["metadata"]
+    target = undo_target(deployment, replicasets, to_revision)
+    number = revision_of(target) or 0
+    if (deployment.get("spec") or {}).get("paused"):
+        raise RolloutError("you cannot rollback a paused deployment; resume it first with "
+                           "'kubectl rollout resume' and try again")  # kubectl 1.32's words
+    common = {"namespace": meta.get("namespace", ""), "name": meta["name"], "revision": number,
+              "replicaset": target["metadata"]["name"]}
+    if templates_equal(template_of(target), template_of(deployment)):
+        return UndoPlan(**common, skipped=True,
+                        message=f"skipped rollback (current template already matches revision {to_revision})",
+                        kubectl_patch=[], patch=[], template=copy.deepcopy(template_of(deployment)))
+    ops = kubectl_undo_patch(deployment, target)
+    notes = {k: v for k, v in ops[1]["value"].items() if k not in keys.mark_keys()}
+    if at is not None:
+        why = reason or f"roll back to revision {number}"
+        notes.update(action_annotations(keys, action, why, at))
+    has_notes = bool(meta.get("annotations"))
+    guarded = [resource_version_test(deployment), ops[0],
+               {"op": "replace" if has_notes else "add", "path": "/metadata/annotations",
+                "value": dict(sorted(notes.items()))}]
+    return UndoPlan(**common, skipped=False, message="rolled back", kubectl_patch=ops, patch=guarded,
+                    template=ops[0]["value"])
+
+
+# ---- which revision to restore -------------------------------------------------------------
+
+class KnownGoodUnit(Protocol):
+    """What a policy's known-good unit offers (``vllm_remedy.policy.KnownGoodUnit`` fits)."""
+
+    def matches(self, image: str, flags: Mapping[str, str], model_revision: str | None = None) -> bool: ...
+
+
+def policy_pin(units: Sequence[KnownGoodUnit], container: str | None = None) -> Callable[[Revision], bool]:
+    """A predicate: does a revision's vLLM server match one of the policy's known-good units?"""
+    from vllm_remedy.vllm.cmdline import find_server
+
+    def pinned(rev: Revision) -> bool:
+        try:
+            server = find_server((rev.template.get("spec") or {}), container)
+        except UserError:
+            return False
+        return any(u.matches(server.image, server.flags, server.flags.get("revision")) for u in units)
+
+    return pinned
+
+
+@dataclass(frozen=True)
+class RollbackChoice:
+    """The revision to restore and the rule that chose it, for the operator to read in the output."""
+
+    revision: Revision
+    rule: str
+    detail: str
+
+
+def choose_rollback(history: Sequence[Revision], current: int, *, keys: Keys | None = None,
+                    pinned: Callable[[Revision], bool] | None = None) -> RollbackChoice:
+    """Newest earlier revision marked known-good; else pinned in policy; else the newest earlier one that differs.
+
+    "Earlier" means a lower revision number than ``current`` whose template differs from the current
+    one — restoring the same template would change nothing.
+    """
+    keys = keys or Keys()
+    now = next((r for r in history if r.number == current), None)
+    earlier = [r for r in sorted(history, key=lambda r: r.number, reverse=True) if r.number < current
+               and (now is None or not templates_equal(r.template, now.template))]
+    for rev in earlier:
+        if is_known_good(keys, {"metadata": {"annotations": rev.annotations}}):
+            when = rev.annotations.get(keys.known_good, "")
+            return RollbackChoice(rev, RULE_MARK, f"revision {rev.number} ({rev.replicaset}) was marked known-good "
+                                                  f"at {when}")
+    if pinned is not None:
+        for rev in earlier:
+            if pinned(rev):
+                return RollbackChoice(rev, RULE_POLICY, f"revision {rev.number} ({rev.replicaset}) matches a "
+                                                        "known-good unit in the policy")
+    if earlier:
+        rev = earlier[0]
+        return RollbackChoice(rev, RULE_DIFFERENT, f"no known-good mark or policy pin; revision {rev.number} "
+                                                   f"({rev.replicaset}) is the newest earlier revision whose "
+                                                   "template differs")
+    raise RolloutError(f"no earlier revision to roll back to (current revision {current})")
