@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import threading
+import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -91,6 +92,7 @@ class Store:
     _events: deque[Event] = field(default_factory=lambda: deque(maxlen=EVENT_WINDOW))
     _cond: threading.Condition = field(default_factory=threading.Condition)
     _listeners: list[Callable[[Event], None]] = field(default_factory=list)
+    _index: dict[str, set[tuple[str, str, str]]] = field(default_factory=dict)  # resource -> keys, for list()
 
     # -- reads -----------------------------------------------------------------------------------
 
@@ -117,10 +119,12 @@ class Store:
     ) -> tuple[list[Obj], str]:
         """Objects of ``resource`` (all namespaces when ``namespace`` is None), sorted by namespace/name."""
         with self._cond:
-            items = [
-                copy.deepcopy(obj) for (res, ns, _), obj in sorted(self._objects.items())
-                if res == resource and (namespace is None or ns == namespace) and (match is None or match(obj))
-            ]
+            keys = self._index.get(resource, set())
+            items = []
+            for key in sorted(keys):
+                obj = self._objects[key]
+                if (namespace is None or key[1] == namespace) and (match is None or match(obj)):
+                    items.append(copy.deepcopy(obj))
             return items, str(self._rv)
 
     # -- writes ----------------------------------------------------------------------------------
@@ -208,6 +212,7 @@ class Store:
             if dry_run:
                 return copy.deepcopy(old)
             del self._objects[key]
+            self._index.get(resource, set()).discard(key)
             self._rv += 1
             gone = copy.deepcopy(old)
             gone["metadata"]["resourceVersion"] = str(self._rv)
@@ -218,6 +223,7 @@ class Store:
         self._rv += 1
         obj["metadata"]["resourceVersion"] = str(self._rv)
         self._objects[key] = obj
+        self._index.setdefault(resource, set()).add(key)
         self._emit(Event(kind, resource, key[1], self._rv, copy.deepcopy(obj)))
 
     def _emit(self, event: Event) -> None:
@@ -235,31 +241,53 @@ class Store:
 
     def watch(
         self, resource: str, namespace: str | None, since_rv: int, *, deadline: float,
-        stop: threading.Event | None = None,
-    ) -> Iterator[Event]:
+        stop: threading.Event | None = None, idle_every: float | None = None,
+    ) -> Iterator[Event | None]:
         """Yield events of ``resource`` newer than ``since_rv`` until ``deadline`` (time.monotonic).
 
-        Raises 410 Gone when ``since_rv`` is older than the event window, as after etcd compaction.
+        With ``idle_every`` (real seconds), yields None after that long without an event, so the
+        HTTP layer can send a BOOKMARK and notice a gone client. Raises 410 Gone when ``since_rv``
+        is older than the event window, as after etcd compaction.
         """
-        import time
-
         with self._cond:
             oldest = self._events[0].rv if self._events else self._rv + 1
             if since_rv < oldest - 1 and since_rv < self._rv:
                 raise ApiError(410, "Expired", f"too old resource version: {since_rv} ({self._rv})")
         cursor = since_rv
+        last_yield = time.monotonic()
         while True:
             with self._cond:
-                pending = [e for e in self._events if e.rv > cursor]
+                pending: list[Event] = []
+                for event in reversed(self._events):  # newest first; stop at what was already seen
+                    if event.rv <= cursor:
+                        break
+                    pending.append(event)
                 if not pending:
-                    remaining = deadline - time.monotonic()
+                    now = time.monotonic()
+                    remaining = deadline - now
                     if remaining <= 0 or (stop is not None and stop.is_set()):
                         return
-                    self._cond.wait(timeout=min(remaining, 0.5))
-                    continue
+                    wait = min(remaining, 0.5)
+                    if idle_every is not None:
+                        if now - last_yield >= idle_every:
+                            last_yield = now
+                            pending_idle = True
+                        else:
+                            pending_idle = False
+                            wait = min(wait, idle_every - (now - last_yield))
+                    else:
+                        pending_idle = False
+                    if not pending_idle:
+                        self._cond.wait(timeout=wait)
+                        continue
+            if not pending:
+                yield None
+                continue
+            pending.reverse()
             for event in pending:
                 cursor = event.rv
                 if event.resource == resource and (namespace is None or event.namespace == namespace):
+                    last_yield = time.monotonic()
                     yield event
 
     # -- persistence -----------------------------------------------------------------------------
@@ -278,9 +306,12 @@ class Store:
     def restore(self, snapshot: Obj) -> None:
         with self._cond:
             self._objects.clear()
+            self._index.clear()
             self._events.clear()
             for entry in snapshot.get("objects", []):
                 obj = entry["object"]
                 meta = obj["metadata"]
-                self._objects[(entry["resource"], meta.get("namespace", ""), meta["name"])] = copy.deepcopy(obj)
+                key = (entry["resource"], meta.get("namespace", ""), meta["name"])
+                self._objects[key] = copy.deepcopy(obj)
+                self._index.setdefault(key[0], set()).add(key)
             self._rv = int(snapshot.get("resourceVersion", 1))

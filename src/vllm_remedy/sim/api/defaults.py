@@ -1,0 +1,56 @@
+"""Defaulting and the few validations kubectl users hit, applied to every API write.
+
+The apiserver defaults pod templates on create *and* on every patch; the deployment controller and
+``rollout undo`` compare templates, so a field defaulted on one path and not the other would make an
+identical template look different (a spurious new revision). Hence the controllers' own defaulting
+functions, called here on every write path.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vllm_remedy.sim.controllers.defaults import default_deployment, default_pod, default_replicaset
+from vllm_remedy.sim.store import ApiError
+
+Obj = dict[str, Any]
+
+
+def _check_workload(obj: Obj, kind: str) -> None:
+    spec = obj.get("spec") or {}
+    name = obj.get("metadata", {}).get("name", "")
+    selector = (spec.get("selector") or {}).get("matchLabels") or {}
+    labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
+    causes = []
+    if not selector and not (spec.get("selector") or {}).get("matchExpressions"):
+        causes.append(("spec.selector", "Required value"))
+    elif any(labels.get(k) != v for k, v in selector.items()):
+        causes.append(("spec.template.metadata.labels",
+                       f"Invalid value: {labels}: `selector` does not match template `labels`"))
+    if not ((spec.get("template") or {}).get("spec") or {}).get("containers"):
+        causes.append(("spec.template.spec.containers", "Required value"))
+    replicas = spec.get("replicas", 1)
+    if not isinstance(replicas, int) or replicas < 0:
+        causes.append(("spec.replicas", f"Invalid value: {replicas}: must be greater than or equal to 0"))
+    if causes:
+        text = ", ".join(f"{f}: {m}" for f, m in causes)
+        raise ApiError(422, "Invalid", f'{kind}.apps "{name}" is invalid: {text}',
+                       {"name": name, "group": "apps", "kind": kind,
+                        "causes": [{"reason": "FieldValueInvalid", "message": m, "field": f} for f, m in causes]})
+
+
+def default_and_validate(resource_key: str, obj: Obj) -> None:
+    """Default ``obj`` in place for its resource and raise 422 Invalid as the apiserver would."""
+    if resource_key == "deployments.apps":
+        default_deployment(obj)
+        _check_workload(obj, "Deployment")
+    elif resource_key == "replicasets.apps":
+        default_replicaset(obj)
+        _check_workload(obj, "ReplicaSet")
+    elif resource_key == "pods" and isinstance(obj.get("spec"), dict):
+        default_pod(obj)
+        obj.setdefault("status", {}).setdefault("phase", "Pending")
+    elif resource_key == "namespaces":
+        obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
+        obj.setdefault("status", {}).setdefault("phase", "Active")
+        obj["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = obj["metadata"].get("name", "")

@@ -1,0 +1,215 @@
+"""GET verbs: get, list, watch, pods/log, pods/proxy and the scale subresource."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from vllm_remedy.sim.api import tables
+from vllm_remedy.sim.api.http import ClusterLike, Request, Response, json_response
+from vllm_remedy.sim.api.routing import Route
+from vllm_remedy.sim.api.selectors import field_matcher, format_label_selector, label_matcher
+from vllm_remedy.sim.store import ApiError, Store, not_found
+
+Obj = dict[str, Any]
+DEFAULT_WATCH_SECONDS = 1800
+IDLE_TICK = 5.0  # real seconds: an idle watch sends a BOOKMARK (if allowed) or checks the client is still there
+
+
+def matcher(route: Route, req: Request) -> Any:
+    labels = label_matcher(req.query.get("labelSelector"))
+    fields = field_matcher(req.query.get("fieldSelector"), route.resource.key)
+    if labels is None and fields is None:
+        return None
+    return lambda obj: (labels is None or labels(obj)) and (fields is None or fields(obj))
+
+
+def with_type(route: Route, obj: Obj) -> Obj:
+    obj.setdefault("apiVersion", route.resource.api_version)
+    obj.setdefault("kind", route.resource.kind)
+    return obj
+
+
+def get(cluster: ClusterLike, route: Route, req: Request) -> Response:
+    assert route.name is not None
+    obj = with_type(route, cluster.store.get(route.resource.key, route.namespace or "", route.name))
+    if req.wants_table():
+        return json_response(tables.table(route.resource.key, [obj], cluster.clock.now(), resource_version=None,
+                                          include_object=req.query.get("includeObject", "Metadata")),
+                             content_type=tables.TABLE_CONTENT_TYPE)
+    return json_response(obj)
+
+
+def list_objects(cluster: ClusterLike, route: Route, req: Request) -> Response:
+    items, rv = cluster.store.list(route.resource.key, route.namespace, matcher(route, req))
+    if req.wants_table():
+        return json_response(tables.table(route.resource.key, items, cluster.clock.now(), resource_version=rv,
+                                          include_object=req.query.get("includeObject", "Metadata")),
+                             content_type=tables.TABLE_CONTENT_TYPE)
+    return json_response({"kind": f"{route.resource.kind}List", "apiVersion": route.resource.api_version,
+                          "metadata": {"resourceVersion": rv}, "items": [with_type(route, o) for o in items]})
+
+
+def _int_param(req: Request, name: str, default: int | None = None) -> int | None:
+    value = req.query.get(name)
+    if value in (None, ""):
+        return default
+    try:
+        return int(value)
+    except ValueError as exc:
+        raise ApiError(400, "BadRequest", f"invalid value for {name}: {value!r}: expected an integer") from exc
+
+
+def watch(cluster: ClusterLike, route: Route, req: Request, stop: threading.Event,
+          drop_after: float | None = None) -> Response:
+    """A chunked stream of ``{"type","object"}`` lines; replays from ``resourceVersion``; ends at timeout."""
+    store: Store = cluster.store
+    match = matcher(route, req)
+    timeout = _int_param(req, "timeoutSeconds", DEFAULT_WATCH_SECONDS) or DEFAULT_WATCH_SECONDS
+    if drop_after is not None:
+        timeout = min(timeout, max(int(drop_after), 0))
+    deadline = time.monotonic() + min(timeout, 3600)
+    rv_text = req.query.get("resourceVersion", "")
+    table = req.wants_table()
+    bookmarks = req.query.get("allowWatchBookmarks") in ("true", "1")
+    if rv_text in ("", "0"):
+        initial, rv = store.list(route.resource.key, route.namespace, match)
+        since = int(rv)
+    else:
+        since = _int_param(req, "resourceVersion") or 0
+        initial = []
+
+    def line(kind: str, obj: Obj, first: bool) -> bytes:
+        if table and kind in ("ADDED", "MODIFIED", "DELETED"):
+            obj = tables.table(route.resource.key, [obj], cluster.clock.now(), resource_version=None,
+                               include_object=req.query.get("includeObject", "Metadata"))
+            if not first:
+                obj.pop("columnDefinitions")
+        return json.dumps({"type": kind, "object": obj}, separators=(",", ":")).encode() + b"\n"
+
+    def events() -> Iterator[bytes]:
+        first = True
+        for obj in initial:
+            yield line("ADDED", with_type(route, obj), first)
+            first = False
+        try:
+            feed = store.watch(route.resource.key, route.namespace, since, deadline=deadline, stop=stop,
+                               idle_every=IDLE_TICK)
+            for event in feed:
+                if event is None and not bookmarks:
+                    yield b""  # lets the server notice a client that hung up
+                    continue
+                if event is None:
+                    yield line("BOOKMARK", {"kind": route.resource.kind, "apiVersion": route.resource.api_version,
+                                            "metadata": {"resourceVersion": store.resource_version}}, False)
+                    continue
+                if match is not None and not match(event.object):
+                    continue
+                yield line(event.type, with_type(route, event.object), first)
+                first = False
+        except ApiError as err:  # 410 Gone arrives in-stream, as from the apiserver's watch cache
+            yield line("ERROR", err.status(), False)
+
+    return Response(200, content_type="application/json", stream=events())
+
+
+def _container(pod: Obj, req: Request) -> str:
+    names = [c.get("name", "") for c in pod.get("spec", {}).get("containers") or []]
+    wanted = req.query.get("container")
+    name = pod["metadata"]["name"]
+    if wanted:
+        if wanted not in names + [c.get("name") for c in pod.get("spec", {}).get("initContainers") or []]:
+            raise ApiError(400, "BadRequest", f"container {wanted} is not valid for pod {name}")
+        return wanted
+    if len(names) == 1:
+        return names[0]
+    raise ApiError(400, "BadRequest",
+                   f"a container name must be specified for pod {name}, choose one of: [{' '.join(names)}]")
+
+
+def logs(cluster: ClusterLike, route: Route, req: Request, stop: threading.Event) -> Response:
+    """``pods/log``: previous/container/tailLines/limitBytes; ``follow`` streams until the pod goes."""
+    assert route.name is not None
+    namespace = route.namespace or ""
+    pod = cluster.store.get("pods", namespace, route.name)
+    container = _container(pod, req)
+    previous = req.query.get("previous") in ("true", "1")
+    tail = _int_param(req, "tailLines")
+    limit = _int_param(req, "limitBytes")
+
+    def trim(text: str) -> bytes:
+        if tail is not None:
+            lines = text.splitlines(keepends=True)
+            text = "".join(lines[-tail:]) if tail > 0 else ""
+        data = text.encode()
+        return data[:limit] if limit is not None else data
+
+    text = cluster.read_log(namespace, route.name, container, previous)
+    if req.query.get("follow") not in ("true", "1") or previous:
+        return Response(200, trim(text), "text/plain")
+
+    def follow() -> Iterator[bytes]:
+        sent = text
+        yield trim(text)
+        while not stop.wait(0.5):
+            try:
+                now = cluster.read_log(namespace, route.name or "", container, False)
+            except ApiError:
+                return
+            if now.startswith(sent):
+                if len(now) > len(sent):
+                    yield now[len(sent):].encode()
+            else:
+                yield now.encode()
+            sent = now
+
+    return Response(200, content_type="text/plain", stream=follow())
+
+
+def proxy(cluster: ClusterLike, route: Route, req: Request) -> Response:
+    """``pods/NAME[:PORT]/proxy/PATH`` → the simulated container's HTTP endpoint."""
+    assert route.name is not None
+    parts = route.name.split(":")
+    name, port_text = (parts[-2], parts[-1]) if len(parts) >= 2 else (parts[0], "")
+    if len(parts) == 3 and parts[0] not in ("http", "https"):
+        raise ApiError(400, "BadRequest", f"invalid scheme in {route.name!r}")
+    pod = cluster.store.get("pods", route.namespace or "", name)
+    if port_text and not re.fullmatch(r"\d+", port_text):
+        ports = {p.get("name"): p.get("containerPort") for c in pod["spec"].get("containers") or []
+                 for p in c.get("ports") or []}
+        if port_text not in ports:
+            raise ApiError(503, "ServiceUnavailable", f"no such port name {port_text!r} on pod {name}")
+        port = int(ports[port_text])
+    elif port_text:
+        port = int(port_text)
+    else:
+        declared = [p.get("containerPort") for c in pod["spec"].get("containers") or [] for p in c.get("ports") or []]
+        port = int(declared[0]) if declared else 80
+    query = "&".join(f"{k}={v}" for k, v in req.query.items())
+    path = "/" + route.rest + (f"?{query}" if query else "")
+    status, content_type, body = cluster.proxy(route.namespace or "", name, port, path)
+    return Response(status, body, content_type)
+
+
+def scale_of(obj: Obj, group_resource: str) -> Obj:
+    """The autoscaling/v1 Scale view of a deployment or replicaset."""
+    meta = obj["metadata"]
+    selector = format_label_selector(obj.get("spec", {}).get("selector"))
+    return {"kind": "Scale", "apiVersion": "autoscaling/v1",
+            "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+                         if k in meta},
+            "spec": {"replicas": obj.get("spec", {}).get("replicas", 0)},
+            "status": {"replicas": obj.get("status", {}).get("replicas", 0),
+                       "selector": "" if selector == "<none>" else selector}}
+
+
+def get_scale(cluster: ClusterLike, route: Route) -> Response:
+    assert route.name is not None
+    obj = cluster.store.find(route.resource.key, route.namespace or "", route.name)
+    if obj is None:
+        raise not_found(route.resource.key, route.name)
+    return json_response(scale_of(obj, route.resource.key))

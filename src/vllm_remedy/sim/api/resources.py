@@ -1,0 +1,119 @@
+"""The resource types the rehearsal cluster serves, and the discovery documents kubectl reads.
+
+kubectl maps ``deploy`` → deployments.apps through these documents alone (shortNames, categories),
+so every field here is one kubectl or the Python client actually looks at.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+Obj = dict[str, Any]
+
+ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+
+
+@dataclass(frozen=True)
+class Resource:
+    """One served resource type; ``key`` is the store/RBAC name (``deployments.apps``)."""
+
+    group: str
+    version: str
+    plural: str
+    singular: str
+    kind: str
+    namespaced: bool = True
+    short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    subresources: dict[str, tuple[str, str, str]] = field(default_factory=dict)  # name -> (kind, group, version)
+    crd: bool = False  # custom resources: no strategic merge patch, as in real clusters
+
+    @property
+    def key(self) -> str:
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+
+GATEWAY = "gateway.networking.k8s.io"
+
+RESOURCES: tuple[Resource, ...] = (
+    Resource("", "v1", "namespaces", "namespace", "Namespace", namespaced=False, short_names=("ns",),
+             subresources={"status": ("Namespace", "", "v1")}),
+    Resource("", "v1", "nodes", "node", "Node", namespaced=False, short_names=("no",),
+             subresources={"status": ("Node", "", "v1")}),
+    Resource("", "v1", "pods", "pod", "Pod", short_names=("po",), categories=("all",),
+             subresources={"status": ("Pod", "", "v1"), "log": ("Pod", "", "v1"),
+                           "proxy": ("PodProxyOptions", "", "v1")}),
+    Resource("", "v1", "events", "event", "Event", short_names=("ev",)),
+    Resource("", "v1", "configmaps", "configmap", "ConfigMap", short_names=("cm",)),
+    Resource("apps", "v1", "deployments", "deployment", "Deployment", short_names=("deploy",), categories=("all",),
+             subresources={"status": ("Deployment", "apps", "v1"), "scale": ("Scale", "autoscaling", "v1")}),
+    Resource("apps", "v1", "replicasets", "replicaset", "ReplicaSet", short_names=("rs",), categories=("all",),
+             subresources={"status": ("ReplicaSet", "apps", "v1"), "scale": ("Scale", "autoscaling", "v1")}),
+    Resource(GATEWAY, "v1", "httproutes", "httproute", "HTTPRoute", categories=("gateway-api",),
+             subresources={"status": ("HTTPRoute", GATEWAY, "v1")}, crd=True),
+)
+
+BY_PATH: dict[tuple[str, str, str], Resource] = {(r.group, r.version, r.plural): r for r in RESOURCES}
+BY_KEY: dict[str, Resource] = {r.key: r for r in RESOURCES}
+BY_KIND: dict[tuple[str, str], Resource] = {(r.api_version, r.kind): r for r in RESOURCES}
+GROUPS: dict[str, str] = {r.group: r.version for r in RESOURCES}  # group -> preferred (only) version
+
+SUBRESOURCE_VERBS = {"status": ("get", "patch", "update"), "scale": ("get", "patch", "update"),
+                     "log": ("get",), "proxy": ("create", "delete", "get", "patch", "update")}
+
+
+def lookup(group: str, version: str, plural: str) -> Resource | None:
+    return BY_PATH.get((group, version, plural))
+
+
+def resource_list(group: str, version: str) -> Obj | None:
+    """``APIResourceList`` for /api/v1 or /apis/<group>/<version>; None for an unknown group/version."""
+    served = [r for r in RESOURCES if r.group == group and r.version == version]
+    if not served:
+        return None
+    entries: list[Obj] = []
+    for r in served:
+        entry: Obj = {"name": r.plural, "singularName": r.singular, "namespaced": r.namespaced, "kind": r.kind,
+                      "verbs": list(ALL_VERBS)}
+        if r.short_names:
+            entry["shortNames"] = list(r.short_names)
+        if r.categories:
+            entry["categories"] = list(r.categories)
+        entries.append(entry)
+        for sub, (kind, sub_group, sub_version) in r.subresources.items():
+            sub_entry: Obj = {"name": f"{r.plural}/{sub}", "singularName": "", "namespaced": r.namespaced,
+                              "kind": kind, "verbs": list(SUBRESOURCE_VERBS[sub])}
+            if sub_group != group or sub_version != version:
+                sub_entry.update(group=sub_group, version=sub_version)
+            entries.append(sub_entry)
+    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": served[0].api_version,
+            "resources": entries}
+
+
+def api_versions() -> Obj:
+    """``GET /api`` — the legacy core group."""
+    return {"kind": "APIVersions", "versions": ["v1"],
+            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1:443"}]}
+
+
+def api_group(group: str) -> Obj | None:
+    version = GROUPS.get(group)
+    if not group or version is None:
+        return None
+    gv = {"groupVersion": f"{group}/{version}", "version": version}
+    return {"kind": "APIGroup", "apiVersion": "v1", "name": group, "versions": [gv], "preferredVersion": gv}
+
+
+def api_group_list() -> Obj:
+    """``GET /apis`` — every named group with its one served version."""
+    groups = [api_group(g) for g in sorted(GROUPS) if g]
+    for g in groups:
+        assert g is not None
+        g.pop("kind")
+        g.pop("apiVersion")
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}

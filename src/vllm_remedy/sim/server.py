@@ -1,0 +1,245 @@
+"""The rehearsal cluster's HTTP server: several simulated clusters behind one 127.0.0.1 port.
+
+Each cluster answers under ``/clusters/<name>`` (kubectl and the Python client both keep a path in
+the kubeconfig ``server:``), so a fleet of clusters costs one port and one process. Streams (watch,
+log follow) use chunked transfer on their own thread; everything else is one JSON body. State is
+written to ``state_dir`` shortly after each change and on stop, so a restart loses nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import select
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from vllm_remedy.sim.api.auth import Authorizer
+from vllm_remedy.sim.api.dispatch import ApiContext, handle
+from vllm_remedy.sim.api.faults import Faults, parse
+from vllm_remedy.sim.api.http import MAX_BODY, ClusterLike, Request, Response, error_response, json_response
+from vllm_remedy.sim.store import ApiError
+
+log = logging.getLogger(__name__)
+SAVE_EVERY = 1.0  # real seconds between state flushes while the cluster changes
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    sim: SimServer
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _HTTPServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        log.debug("%s " + format, self.address_string(), *args)
+
+    def do_GET(self) -> None:
+        self._serve()
+
+    do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = do_GET
+
+    def _read_body(self) -> bytes | None:
+        """The body, or None when it exceeds MAX_BODY (the caller answers 413)."""
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            data = bytearray()
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    self.rfile.readline()
+                    return bytes(data)
+                if len(data) + size > MAX_BODY:
+                    return None
+                data += self.rfile.read(size)
+                self.rfile.readline()
+        length = int(self.headers.get("Content-Length") or 0)
+        if length > MAX_BODY:
+            return None
+        return self.rfile.read(length) if length else b""
+
+    def _serve(self) -> None:
+        try:
+            body = self._read_body()
+        except ValueError:
+            self.close_connection = True
+            self._send(error_response(ApiError(400, "BadRequest", "malformed request body framing")))
+            return
+        if body is None:
+            self.close_connection = True  # the unread body cannot be skipped on this connection
+            self._send(error_response(ApiError(413, "RequestEntityTooLarge",
+                                               f"Request entity too large: limit is {MAX_BODY}")))
+            return
+        url = urlsplit(self.path)
+        req = Request(self.command, url.path, dict(parse_qsl(url.query, keep_blank_values=True)),
+                      {k.lower(): v for k, v in self.headers.items()}, body)
+        self._send(self.server.sim.dispatch(req))
+
+    def _send(self, resp: Response) -> None:
+        self.send_response(resp.status)
+        self.send_header("Content-Type", resp.content_type)
+        self.send_header("Cache-Control", "no-cache, private")
+        for name, value in resp.headers.items():
+            self.send_header(name, value)
+        if resp.stream is None:
+            self.send_header("Content-Length", str(len(resp.body)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(resp.body)
+            return
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        try:
+            for chunk in resp.stream:
+                if not chunk:
+                    if self._client_gone():
+                        break
+                    continue
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+        finally:
+            close = getattr(resp.stream, "close", None)
+            if close:
+                close()
+
+    def _client_gone(self) -> bool:
+        """An idle stream checks whether the client hung up (readable with no data = closed)."""
+        try:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            return bool(readable) and self.connection.recv(1, socket.MSG_PEEK) == b""
+        except OSError:
+            return True
+
+
+class SimServer:
+    """Serve ``clusters`` on ``host:port`` (0 = a free port). Call ``start()``/``stop()``."""
+
+    def __init__(self, clusters: list[ClusterLike], *, host: str = "127.0.0.1", port: int = 0,
+                 state_dir: Path | None = None, auth: Authorizer | None = None,
+                 faults: dict[str, Any] | None = None) -> None:
+        self.auth = auth or Authorizer()
+        self.stop_event = threading.Event()
+        self.contexts: dict[str, ApiContext] = {}
+        self.state_dir = state_dir
+        self._dirty: set[str] = set()
+        self._dirty_lock = threading.Lock()
+        self._httpd = _HTTPServer((host, port), _Handler)
+        self._httpd.sim = self
+        self._threads: list[threading.Thread] = []
+        for cluster in clusters:
+            self.add_cluster(cluster)
+        for name, rules in (faults or {}).items():
+            if name in self.contexts:
+                self.contexts[name].faults.set(rules)
+
+    @property
+    def url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def cluster_url(self, name: str) -> str:
+        return f"{self.url}/clusters/{name}"
+
+    def add_cluster(self, cluster: ClusterLike) -> None:
+        self.contexts[cluster.name] = ApiContext(cluster, f"/clusters/{cluster.name}", self.auth, Faults(),
+                                                 self.stop_event)
+        cluster.store.subscribe(lambda _event, name=cluster.name: self._mark_dirty(name))
+
+    def dispatch(self, req: Request) -> Response:
+        """Route a raw request: ``/clusters/<name>/...`` to that cluster, ``/admin/...`` to the admin API."""
+        parts = req.path.split("/", 3)  # ['', 'clusters', name, rest]
+        if len(parts) >= 3 and parts[1] == "clusters":
+            ctx = self.contexts.get(parts[2])
+            if ctx is None:
+                return error_response(ApiError(404, "NotFound", f'cluster "{parts[2]}" is not served here'))
+            req.path = "/" + (parts[3] if len(parts) > 3 else "")
+            return handle(ctx, req)
+        if parts[1:2] == ["admin"]:
+            return self._admin(req)
+        if req.path in ("/healthz", "/livez", "/readyz"):
+            return Response(200, b"ok", "text/plain")
+        return error_response(ApiError(404, "NotFound", f"no cluster in path {req.path}; use /clusters/<name>/..."))
+
+    def _admin(self, req: Request) -> Response:
+        """``GET /admin/clusters``; ``GET|PUT|DELETE /admin/clusters/<name>/faults``."""
+        try:
+            identity = self.auth.authenticate(req.headers.get("authorization"))
+            self.auth.authorize(identity, "*", "update" if req.method != "GET" else "get", "admin", None, None)
+            parts = [p for p in req.path.split("/") if p]
+            if parts == ["admin", "clusters"]:
+                return json_response({"clusters": sorted(self.contexts)})
+            if len(parts) == 4 and parts[:2] == ["admin", "clusters"] and parts[3] == "faults":
+                ctx = self.contexts.get(parts[2])
+                if ctx is None:
+                    raise ApiError(404, "NotFound", f'cluster "{parts[2]}" is not served here')
+                if req.method == "PUT":
+                    ctx.faults.set(parse(req.json_body()))
+                elif req.method == "DELETE":
+                    ctx.faults.clear()
+                return json_response({"rules": ctx.faults.describe()})
+            raise ApiError(404, "NotFound", f"unknown admin path {req.path}")
+        except ApiError as err:
+            return error_response(err)
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        serve = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.5},
+                                 name="sim-http", daemon=True)
+        serve.start()
+        self._threads.append(serve)
+        if self.state_dir is not None:
+            saver = threading.Thread(target=self._save_loop, name="sim-state", daemon=True)
+            saver.start()
+            self._threads.append(saver)
+
+    def stop(self) -> None:
+        """Stop serving (open watches end), then write every cluster's state one last time."""
+        self.stop_event.set()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        for thread in self._threads:
+            thread.join(timeout=5)
+        if self.state_dir is not None:
+            for name in self.contexts:
+                self.save(name)
+
+    # -- persistence -----------------------------------------------------------------------------
+
+    def _mark_dirty(self, name: str) -> None:
+        with self._dirty_lock:
+            self._dirty.add(name)
+
+    def _save_loop(self) -> None:
+        while not self.stop_event.wait(SAVE_EVERY):
+            with self._dirty_lock:
+                names, self._dirty = self._dirty, set()
+            for name in names:
+                self.save(name)
+
+    def save(self, name: str) -> None:
+        """Write ``<state_dir>/<cluster>.json`` atomically (temp file + rename)."""
+        assert self.state_dir is not None
+        cluster = self.contexts[name].cluster
+        snap = cluster.snapshot() if hasattr(cluster, "snapshot") else {"store": cluster.store.snapshot()}
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        target = self.state_dir / f"{name}.json"
+        tmp = target.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps({"cluster": name, "speed": cluster.clock.speed, "snapshot": snap}))
+        os.replace(tmp, target)
+
+
+def load_state(path: Path) -> dict[str, Any]:
+    """A saved cluster file as written by ``SimServer.save``."""
+    return json.loads(path.read_text())
