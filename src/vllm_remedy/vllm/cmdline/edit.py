@@ -62,12 +62,13 @@ def _set_value(plan: _Plan, opt: Option, value: str, in_shell: bool) -> None:
     flag_tok = opt.tokens[0]
     if opt.flag.attached is not None:
         raw = flag_tok.raw if flag_tok.raw is not None else flag_tok.value
-        if opt.flag.spelled == "-O" and not raw.startswith("-O="):
-            head, old = "-O", raw[2:]
-        else:
-            head, _, old = raw.partition("=")
-            head += "="
-        plan.replace[flag_tok] = [head + (shell.requote(old, value) if _is_shell(flag_tok) else value)]
+        head = "-O" if opt.flag.spelled == "-O" and not raw.startswith("-O=") else opt.flag.spelled + "="
+        if not _is_shell(flag_tok):
+            plan.replace[flag_tok] = [head + value]
+        elif raw.startswith(head):  # quoting (if any) covers only the value: keep it there
+            plan.replace[flag_tok] = [head + shell.requote(raw[len(head):], value)]
+        else:  # the whole word is quoted, e.g. '--x={"a":1}'
+            plan.replace[flag_tok] = [shell.requote(raw, head + value)]
         plan.delete.update(opt.tokens[1:])
     elif len(opt.tokens) > 1:
         vtok = opt.tokens[1]

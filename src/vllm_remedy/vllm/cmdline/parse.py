@@ -54,7 +54,7 @@ class Option:
             if self.values:
                 return _BOOL_WORDS.get(self.values[0].lower(), self.values[0])
             return "true"
-        if not self.values and self.flag.kind is Kind.OPTIONAL:
+        if not self.values and self.flag.kind in (Kind.OPTIONAL, Kind.UNKNOWN):
             return "true"
         return " ".join(self.values)
 
