@@ -1,0 +1,119 @@
+"""Read a vLLM container log (runbook step 2) and say how the start ended, with the figures that matter.
+
+Pass the pod's last exit code / termination reason when you have them: a host OOM kill (exit 137,
+reason OOMKilled) leaves no trace in vLLM's own log.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from vllm_remedy.errors import UserError
+from vllm_remedy.vllm.outcomes import Failure
+from vllm_remedy.vllm.startup_log import StartupReport, classify, parse_startup_log
+
+NAME = "diagnose"
+HELP = "classify a vLLM startup log (OOM, KV cache, max-model-len, ...) and show its memory figures"
+
+_HEADLINE = {
+    Failure.NONE: "healthy start: the engine came up (or the log ends after a successful KV-cache sizing)",
+    Failure.OOM_LOADING_WEIGHTS: "CUDA out of memory while loading the model weights",
+    Failure.NO_CACHE_BLOCKS: "no GPU memory left for the KV cache after weights and activations",
+    Failure.MAX_LEN_EXCEEDS_KV: "max-model-len does not fit in the KV cache",
+    Failure.FREE_MEMORY_BELOW_UTILIZATION: "free GPU memory at startup is below --gpu-memory-utilization",
+    Failure.SAMPLER_WARMUP_OOM: "CUDA out of memory while warming up the sampler",
+    Failure.OOM_UNDER_LOAD: "CUDA out of memory under load, after the server was up",
+    Failure.HOST_OOM_KILLED: "container killed by the host OOM killer (pod status), not a CUDA OOM",
+    Failure.UNKNOWN: "the start failed with something this tool does not recognise",
+}
+_FIGURES = (
+    ("vLLM version", "vllm_version", "{}"), ("engine", "engine", "{}"), ("model", "model", "{}"),
+    ("tensor parallel", "tp_size", "{}"), ("GPU total", "total_gpu_gib", "{:.2f} GiB"),
+    ("gpu-memory-utilization", "gpu_memory_utilization", "{:g}"), ("weights", "weights_gib", "{:.2f} GiB"),
+    ("activation peak", "activation_gib", "{:.2f} GiB"), ("non-torch", "non_torch_gib", "{:.2f} GiB"),
+    ("KV cache", "kv_cache_gib", "{:.2f} GiB"), ("GPU blocks", "gpu_blocks", "{:,}"),
+    ("KV cache tokens", "kv_cache_tokens", "{:,}"), ("max-model-len", "max_model_len", "{:,}"),
+    ("CUDA graphs", "cudagraph_gib", "{:.2f} GiB"),
+)
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--log", required=True, metavar="FILE", help="container log file, or - for stdin")
+    parser.add_argument("--exit-code", type=int, metavar="N", help="the container's last exit code")
+    parser.add_argument("--reason", metavar="R", help="the container's last termination reason (e.g. OOMKilled)")
+    parser.add_argument("-o", "--output", choices=("text", "json"), default="text", help="output format")
+
+
+def run(args: argparse.Namespace) -> int:
+    report = parse_startup_log(_read(args.log))
+    report.failure = classify(report, exit_code=args.exit_code, reason=args.reason)
+    if args.output == "json":
+        print(json.dumps({**report.to_dict(), "hint": hint(report)}, indent=2))
+    else:
+        print(render_text(report))
+    return 0
+
+
+def _read(path: str) -> str:
+    """The log's text; a file that is not a text log is a user error, not a diagnosis."""
+    try:
+        data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read the log ({exc.strerror or exc}); expected a readable file or -") from exc
+    name = "stdin" if path == "-" else path
+    if b"\x00" in data[:65536]:
+        raise UserError(f"{name}: binary data, expected a text log (kubectl logs output)")
+    text = data.decode("utf-8", errors="replace")
+    if not text.strip():
+        raise UserError(f"{name}: the log is empty; expected the output of kubectl logs --previous")
+    return text
+
+
+def hint(report: StartupReport) -> str:
+    """One line pointing at the runbook step that fixes this failure."""
+    d = report.failure_detail
+    match report.failure:
+        case Failure.MAX_LEN_EXCEEDS_KV:
+            limit = d.get("suggested_max_model_len")
+            bound = f" ≤ {limit}" if limit else " that fits the KV cache"
+            return f"step 4: set an explicit --max-model-len{bound} (or give the KV cache more memory)"
+        case Failure.NO_CACHE_BLOCKS:
+            return "step 4: weights + activations leave no KV cache: raise --gpu-memory-utilization, use TP=2, " \
+                   "or lower --max-num-batched-tokens"
+        case Failure.FREE_MEMORY_BELOW_UTILIZATION:
+            return "step 3: another process holds GPU memory; check nvidia-smi on the node, or lower " \
+                   "--gpu-memory-utilization (step 4)"
+        case Failure.OOM_LOADING_WEIGHTS:
+            return "step 4: the weights do not fit this GPU: --tensor-parallel-size 2 or pin a larger GPU type"
+        case Failure.SAMPLER_WARMUP_OOM:
+            return "step 4: lower --max-num-seqs (e.g. 64) or --gpu-memory-utilization"
+        case Failure.OOM_UNDER_LOAD:
+            return "step 5: cap --max-num-batched-tokens and the prompt length at the gateway"
+        case Failure.HOST_OOM_KILLED:
+            return "step 3: the pod hit its memory limit / node RAM: raise resources.limits.memory"
+        case Failure.NONE:
+            return "step 6: confirm maximum concurrency is above your peak concurrent requests"
+        case _:
+            return "step 1: roll back to the last known-good revision, then read the evidence below"
+
+
+def render_text(report: StartupReport) -> str:
+    lines = [f"{report.failure.value}: {_HEADLINE[report.failure]}"]
+    phase = report.failure_detail.get("phase")
+    if phase and phase not in ("serving", "loading_weights", "sampler_warmup"):
+        lines[0] += f" (during {phase.replace('_', ' ')})"
+    rows = [(label, fmt.format(getattr(report, name))) for label, name, fmt in _FIGURES
+            if getattr(report, name) is not None]
+    if report.max_concurrency is not None:
+        per = f" at {report.concurrency_max_len:,} tokens" if report.concurrency_max_len else ""
+        rows.append(("max concurrency", f"{report.max_concurrency:.2f}x{per}"))
+    rows += [(key.replace("_", " "), str(value)) for key, value in report.failure_detail.items()]
+    width = max((len(label) for label, _ in rows), default=0)
+    lines += ["", *(f"  {label.ljust(width)}  {value}" for label, value in rows)]
+    if report.evidence:
+        lines += ["", "evidence:", *(f"  {line}" for line in report.evidence[-20:])]
+    lines += ["", f"hint: {hint(report)}"]
+    return "\n".join(lines)

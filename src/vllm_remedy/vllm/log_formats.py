@@ -1,0 +1,259 @@
+"""vLLM startup-log message formats, version by version, as data.
+
+Each ``Template`` is one message as a vLLM release prints it (read from the wheels' source,
+0.6.3 … 0.34.0). The same table drives both directions: the parser compiles every template
+into a regex, the rehearsal cluster renders the one that is valid for a given version. A
+change in vLLM's wording is therefore a one-line edit here, not a code change.
+
+Placeholders are ``{name:spec}``; ``spec`` says how vLLM formats the value:
+``.Nf`` fixed decimals, ``d`` integer, ``,`` comma-grouped integer, ``r2`` vLLM's
+``format_gib`` (``str(round(x, 2))``), ``g`` Python ``str()`` of a float, ``s`` free text.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+
+Version = tuple[int, int, int]
+
+# The rehearsal cluster renders this when it is asked for a version older than the table.
+OLDEST: Version = (0, 6, 0)
+
+
+def parse_version(text: str) -> Version:
+    """``"0.6.4.post1"`` → ``(0, 6, 4)``; dev/rc suffixes are ignored (they log like the release)."""
+    parts = re.findall(r"\d+", text.split("+")[0])[:3]
+    if not parts:
+        raise ValueError(f"not a vLLM version: {text!r}")
+    nums = [int(p) for p in parts] + [0] * (3 - len(parts))
+    return nums[0], nums[1], nums[2]
+
+
+@dataclass(frozen=True)
+class Template:
+    """One log message as vLLM prints it between ``since`` (inclusive) and ``until`` (exclusive)."""
+
+    kind: str
+    text: str
+    since: Version = OLDEST
+    until: Version | None = None
+    engine: str | None = None  # "v0" / "v1" / None (both)
+    level: str = "INFO"
+    source: str = "worker.py"  # file name vLLM's logger shows for this message
+    render: bool = True  # False: parse-only (DEBUG lines, messages we never simulate)
+    parse: bool = True  # False: render-only (the parser reads it with a looser pattern)
+    exception: str | None = None  # "ValueError": rendered as "ValueError: <text>", optional when parsing
+    tail: str = ""  # rendered after the text; not parsed (advice wording that changes every release)
+
+    def valid_for(self, version: Version, engine: str) -> bool:
+        in_range = self.since <= version and (self.until is None or version < self.until)
+        return in_range and (self.engine is None or self.engine == engine)
+
+
+def v(text: str) -> Version:
+    return parse_version(text)
+
+
+# The "Try increasing …" tails of vLLM's errors changed often; only the head carries numbers.
+_TRY_UTIL = "Try increasing `gpu_memory_utilization` when initializing the engine."
+_TRY_BOTH = "Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine."
+_DOCS = "See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."
+_ESTIMATE = " Based on the available memory, the estimated maximum model length is {suggested_max_model_len:d}."
+_FREE_TAIL = " Decrease GPU memory utilization or reduce GPU memory used by other processes."
+_MAXLEN_HEAD = ("To serve at least one request with the {apostrophe} max seq len ({max_model_len:d}), "
+                "({needed_gib:SPEC} UNIT KV cache is needed, which is larger than the available KV cache "
+                "memory ({available_gib:SPEC} UNIT).")
+
+
+def _maxlen(spec: str, unit: str, apostrophe: str = "models's") -> str:
+    return (_MAXLEN_HEAD.replace("{apostrophe}", apostrophe).replace("SPEC", spec).replace("UNIT", unit))
+
+
+TEMPLATES: tuple[Template, ...] = (
+    # --- weights -------------------------------------------------------------------------------
+    Template("weights", "Loading model weights took {weights_gib:.4f} GB", until=v("0.8.0"),
+             source="model_runner.py"),
+    Template("weights", "Model loading took {weights_gib:.4f} GB and {load_seconds:.6f} seconds",
+             since=v("0.8.0"), until=v("0.8.4"), source="gpu_model_runner.py"),
+    Template("weights", "Model loading took {weights_gib:.4f} GiB and {load_seconds:.6f} seconds",
+             since=v("0.8.4"), until=v("0.11.1"), source="gpu_model_runner.py"),
+    Template("weights", "Model loading took {weights_gib:.4f} GiB memory and {load_seconds:.6f} seconds",
+             since=v("0.11.1"), until=v("0.14.0"), source="gpu_model_runner.py"),
+    Template("weights", "Model loading took {weights_gib:r2} GiB memory and {load_seconds:.6f} seconds",
+             since=v("0.14.0"), source="gpu_model_runner.py"),
+    # --- V0 memory profile ---------------------------------------------------------------------
+    Template("profile", "Memory profiling results: total_gpu_memory={total_gpu_gib:.2f}GiB "
+             "initial_memory_usage={initial_gib:.2f}GiB peak_torch_memory={peak_torch_gib:.2f}GiB "
+             "memory_usage_post_profile={post_profile_gib:.2f}Gib non_torch_memory={non_torch_gib:.2f}GiB "
+             "kv_cache_size={kv_cache_gib:.2f}GiB gpu_memory_utilization={gpu_memory_utilization:.2f}",
+             since=v("0.6.4"), until=v("0.6.5"), engine="v0"),
+    Template("profile", "Memory profiling takes {profile_seconds:.2f} seconds", since=v("0.6.5"),
+             until=v("0.11.0"), engine="v0"),
+    Template("profile", "the current vLLM instance can use total_gpu_memory ({total_gpu_gib:.2f}GiB) x "
+             "gpu_memory_utilization ({gpu_memory_utilization:.2f}) = {requested_gib:.2f}GiB",
+             since=v("0.6.5"), until=v("0.11.0"), engine="v0"),
+    Template("profile", "model weights take {profile_weights_gib:.2f}GiB; non_torch_memory takes "
+             "{non_torch_gib:.2f}GiB; PyTorch activation peak memory takes {activation_gib:.2f}GiB; the rest "
+             "of the memory reserved for KV Cache is {kv_cache_gib:.2f}GiB.",
+             since=v("0.6.5"), until=v("0.11.0"), engine="v0"),
+    # --- V1 memory profile ---------------------------------------------------------------------
+    Template("profile", "Memory profiling takes {profile_seconds:.2f} seconds. Total non KV cache memory: "
+             "{non_kv_gib:.2f}GiB; torch peak memory increase: {activation_gib:.2f}GiB; non-torch forward "
+             "increase memory: {non_torch_gib:.2f}GiB; weights memory: {profile_weights_gib:.2f}GiB.",
+             since=v("0.9.1"), until=v("0.14.0"), engine="v1", level="DEBUG", source="gpu_worker.py", render=False),
+    Template("profile", "Memory profiling takes {profile_seconds:.2f} seconds. Total non KV cache memory: "
+             "{non_kv_gib:r2}GiB; torch peak memory increase: {activation_gib:r2}GiB; non-torch forward "
+             "increase memory: {non_torch_gib:r2}GiB; weights memory: {profile_weights_gib:r2}GiB.",
+             since=v("0.14.0"), engine="v1", level="DEBUG", source="gpu_worker.py", render=False),
+    Template("profile", "Free memory on device ({free_gib:r2}/{total_gpu_gib:r2} GiB) on startup. Desired GPU "
+             "memory utilization is ({gpu_memory_utilization:g}, {requested_gib:r2} GiB). Actual usage is "
+             "{profile_weights_gib:r2} GiB for weight, {activation_gib:r2} GiB for peak activation, "
+             "{non_torch_gib:r2} GiB for non-torch memory, and {cudagraph_gib:r2} GiB for CUDAGraph memory.",
+             since=v("0.10.2"), engine="v1", level="DEBUG", source="gpu_worker.py", render=False),
+    Template("kv_memory", "Available KV cache memory: {kv_cache_gib:.2f} GiB", since=v("0.9.1"),
+             until=v("0.14.0"), engine="v1", source="gpu_worker.py"),
+    Template("kv_memory", "Available KV cache memory: {kv_cache_gib:r2} GiB", since=v("0.14.0"),
+             engine="v1", source="gpu_worker.py"),
+    # --- blocks / tokens / concurrency ---------------------------------------------------------
+    Template("blocks", "# GPU blocks: {gpu_blocks:d}, # CPU blocks: {cpu_blocks:d}", until=v("0.7.0"),
+             engine="v0", source="gpu_executor.py"),
+    Template("blocks", "# cuda blocks: {gpu_blocks:d}, # CPU blocks: {cpu_blocks:d}", since=v("0.7.0"),
+             until=v("0.11.0"), engine="v0", source="executor_base.py"),
+    Template("blocks", "# GPU blocks: {gpu_blocks:d}", since=v("0.6.4"), until=v("0.8.0"), engine="v1",
+             source="kv_cache_utils.py"),
+    Template("tokens", "GPU KV cache size: {kv_cache_tokens:,} tokens", since=v("0.8.0"), until=v("0.30.0"),
+             engine="v1", source="kv_cache_utils.py"),
+    Template("concurrency", "Maximum concurrency for {concurrency_max_len:d} tokens per request: "
+             "{max_concurrency:.2f}x", until=v("0.11.0"), engine="v0", source="executor_base.py"),
+    Template("concurrency", "Maximum concurrency for {concurrency_max_len:d} tokens per request: "
+             "{max_concurrency:.2f}x", since=v("0.6.4"), until=v("0.8.0"), engine="v1", source="kv_cache_utils.py"),
+    Template("concurrency", "Maximum concurrency for {concurrency_max_len:,} tokens per request: "
+             "{max_concurrency:.2f}x", since=v("0.8.0"), until=v("0.30.0"), engine="v1", source="kv_cache_utils.py"),
+    Template("tokens", "GPU KV cache size: {kv_cache_tokens:,} tokens, Maximum concurrency for "
+             "{concurrency_max_len:,} tokens per request: {max_concurrency:.2f}x", since=v("0.30.0"),
+             engine="v1", source="kv_cache_utils.py"),
+    # --- CUDA graphs ---------------------------------------------------------------------------
+    Template("graphs", "Graph capturing finished in {graph_seconds:.0f} secs.", until=v("0.6.4"),
+             source="model_runner.py"),
+    Template("graphs", "Graph capturing finished in {graph_seconds:.0f} secs, took {cudagraph_gib:.2f} GiB",
+             since=v("0.6.4"), source="gpu_model_runner.py"),
+    # --- errors (exception name and advice tail are rendered, not required when parsing) -------
+    Template("err_no_cache", "No available memory for the cache blocks.", until=v("0.13.0"), level="ERROR",
+             exception="ValueError", tail=" " + _TRY_UTIL),
+    Template("err_no_cache", "No available memory for the cache blocks.", since=v("0.13.0"), level="ERROR",
+             exception="ValueError", tail=" " + _TRY_UTIL + " " + _DOCS),
+    Template("err_max_len", "The model's max seq len ({max_model_len:d}) is larger than the maximum number of "
+             "tokens that can be stored in KV cache ({kv_cache_tokens:d}).", until=v("0.11.0"), engine="v0",
+             level="ERROR", exception="ValueError", tail=" " + _TRY_BOTH),
+    Template("err_max_len", _maxlen(".2f", "GB"), since=v("0.7.0"), until=v("0.8.4"), engine="v1",
+             level="ERROR", exception="ValueError", tail=" " + _TRY_BOTH),
+    Template("err_max_len", _maxlen(".2f", "GiB") + " Based on the available memory,", since=v("0.8.4"),
+             until=v("0.9.1"), engine="v1", level="ERROR", exception="ValueError", tail="  " + _TRY_BOTH),
+    Template("err_max_len", _maxlen(".2f", "GiB") + _ESTIMATE, since=v("0.9.1"), until=v("0.13.0"),
+             engine="v1", level="ERROR", exception="ValueError", tail=" " + _TRY_BOTH),
+    Template("err_max_len", _maxlen(".2f", "GiB") + _ESTIMATE, since=v("0.13.0"), until=v("0.14.0"),
+             engine="v1", level="ERROR", exception="ValueError", tail=" " + _TRY_BOTH + " " + _DOCS),
+    Template("err_max_len", _maxlen("r2", "GiB") + _ESTIMATE, since=v("0.14.0"), until=v("0.22.0"),
+             engine="v1", level="ERROR", exception="ValueError", tail=" " + _TRY_BOTH + " " + _DOCS),
+    Template("err_max_len", _maxlen("r2", "GiB", "model's") + _ESTIMATE, since=v("0.22.0"), engine="v1",
+             level="ERROR", exception="ValueError", tail=" " + _TRY_BOTH + " " + _DOCS),
+    Template("err_free_memory", "Free memory on device ({free_gib:r2}/{total_gpu_gib:r2} GiB) on startup is "
+             "less than desired GPU memory utilization ({gpu_memory_utilization:g}, {requested_gib:r2} GiB).",
+             since=v("0.9.1"), until=v("0.14.0"), engine="v1", level="ERROR", exception="ValueError",
+             tail=_FREE_TAIL),
+    Template("err_free_memory", "Free memory on device {device:s} ({free_gib:r2}/{total_gpu_gib:r2} GiB) on "
+             "startup is less than desired GPU memory utilization ({gpu_memory_utilization:g}, "
+             "{requested_gib:r2} GiB).", since=v("0.14.0"), engine="v1", level="ERROR", exception="ValueError",
+             tail=_FREE_TAIL),
+    Template("err_sampler", "CUDA out of memory occurred when warming up sampler with {num_dummy_requests:d} "
+             "dummy requests.", since=v("0.8.0"), until=v("0.34.0"), engine="v1", level="ERROR",
+             exception="RuntimeError", tail=" Please try lowering `max_num_seqs` or `gpu_memory_utilization` "
+             "when initializing the engine."),
+    Template("err_cuda_oom", "CUDA out of memory. Tried to allocate {tried_size:.2f} {tried_unit:s}. GPU "
+             "{gpu_index:d} has a total capacity of {total_gpu_gib:.2f} GiB of which {oom_free_size:.2f} "
+             "{oom_free_unit:s} is free.", level="ERROR", exception="torch.OutOfMemoryError", parse=False,
+             tail=" If reserved but unallocated memory is large try setting "
+             "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for "
+             "Memory Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)"),
+    Template("err_load_oom", "Failed to load model - not enough GPU memory.", since=v("0.13.0"), engine="v1",
+             level="ERROR", source="gpu_model_runner.py", tail=" Try lowering --gpu-memory-utilization to free "
+             "memory for weights, increasing --tensor-parallel-size, or using --quantization. " + _DOCS),
+    # --- server up ------------------------------------------------------------------------------
+    Template("up", "Starting vLLM API server on http://{host:s}:{port:d}", since=v("0.7.3"), until=v("0.9.1"),
+             source="api_server.py"),
+    Template("up", "Starting vLLM API server {server_index:d} on http://{host:s}:{port:d}", since=v("0.9.1"),
+             until=v("0.18.0"), source="api_server.py"),
+    Template("up", "Starting vLLM server on http://{host:s}:{port:d}", since=v("0.18.0"), source="api_server.py"),
+)
+
+# uvicorn's own lines (not vLLM's logger, so no level/timestamp header of vLLM's kind).
+UVICORN_UP = (
+    "INFO:     Started server process [{pid}]",
+    "INFO:     Waiting for application startup.",
+    "INFO:     Application startup complete.",
+)
+# Substrings that mean the HTTP server had come up (the engine had finished starting).
+UP_MARKERS = ("Application startup complete", "Uvicorn running on", "Starting vLLM API server",
+              "Starting vLLM server on", "Available routes are")
+
+_NUM = r"-?\d[\d,]*(?:\.\d+)?"
+_FIELD = re.compile(r"\{(\w+)(?::([^}]*))?\}")
+
+
+@cache
+def compiled(template: Template) -> re.Pattern[str]:
+    """The template as a regex with one named group per placeholder (searched, not anchored)."""
+    out, pos = [], 0
+    for m in _FIELD.finditer(template.text):
+        out.append(_loose(template.text[pos:m.start()]))
+        name, spec = m.group(1), m.group(2) or "s"
+        out.append(f"(?P<{name}>{'.+?' if spec == 's' else _NUM})")
+        pos = m.end()
+    out.append(_loose(template.text[pos:]))
+    return re.compile("".join(out), re.IGNORECASE)
+
+
+def _loose(literal: str) -> str:
+    """Escape a literal run, letting any whitespace run match any whitespace run (logs get re-wrapped)."""
+    return r"\s+".join(re.escape(part) for part in re.split(r"\s+", literal))
+
+
+@cache
+def field_specs(template: Template) -> dict[str, str]:
+    """Placeholder name → format spec (``s`` when none is given)."""
+    return {m.group(1): m.group(2) or "s" for m in _FIELD.finditer(template.text)}
+
+
+def to_number(text: str) -> float | int:
+    clean = text.replace(",", "")
+    return float(clean) if "." in clean else int(clean)
+
+
+def fill(template: Template, values: dict[str, object]) -> str:
+    """Render a template (exception name, text, tail) with vLLM's own number formatting."""
+    head = f"{template.exception}: " if template.exception else ""
+    return head + _FIELD.sub(lambda m: _one(m, values), template.text) + template.tail
+
+
+def _one(m: re.Match[str], values: dict[str, object]) -> str:
+    name, spec = m.group(1), m.group(2) or "s"
+    value = values[name]
+    if spec == "r2":
+        return str(round(float(value), 2))  # type: ignore[arg-type]
+    if spec == "g":
+        return str(float(value))  # type: ignore[arg-type]
+    if spec == "s":
+        return str(value)
+    return format(value, spec)
+
+
+def templates_for(kind: str, version: Version, engine: str) -> list[Template]:
+    """The renderable templates of one kind that the given version and engine print, in table order."""
+    return [t for t in TEMPLATES if t.kind == kind and t.render and t.valid_for(version, engine)]
+
+
+def default_engine(version: Version) -> str:
+    """V1 is the default engine from 0.8.0 (V0 remains a fallback until 0.11.0)."""
+    return "v1" if version >= (0, 8, 0) else "v0"

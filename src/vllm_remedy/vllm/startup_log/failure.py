@@ -1,0 +1,119 @@
+"""Which ``Failure`` a log shows, from the ordered events the parser found, and the pod status rule."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from vllm_remedy.vllm.outcomes import Failure
+from vllm_remedy.vllm.startup_log.report import StartupReport
+
+# vLLM raised these on purpose; the message names the failure exactly.
+_SPECIFIC = {
+    "err_free_memory": Failure.FREE_MEMORY_BELOW_UTILIZATION,
+    "err_sampler": Failure.SAMPLER_WARMUP_OOM,
+    "err_max_len": Failure.MAX_LEN_EXCEEDS_KV,
+    "err_no_cache": Failure.NO_CACHE_BLOCKS,
+}
+# A raw CUDA OOM is placed by the traceback frames around it; first matching phase wins.
+_PHASES = (
+    ("sampler_warmup", frozenset({"_dummy_sampler_run"})),
+    ("cuda_graph_capture", frozenset({"capture_model", "_capture_cudagraphs", "capture"})),
+    ("profiling", frozenset({"profile_run", "_dummy_run", "determine_available_memory",
+                             "determine_num_available_blocks"})),
+    ("loading_weights", frozenset({"load_model", "load_weights", "get_model", "create_weights",
+                                   "_initialize_model", "initialize_model", "make_layers"})),
+    ("serving", frozenset({"execute_model", "execute_model_async", "step", "step_async",
+                           "chat_completion_stream_generator", "run_busy_loop", "_process_engine_step"})),
+)
+_FRAME_WINDOW = 400  # lines around the first OOM whose frames belong to its traceback(s)
+
+
+@dataclass(frozen=True)
+class Event:
+    """Something that happened at a line: an error, a traceback frame, a loading step."""
+
+    kind: str
+    index: int
+    rank: int
+    values: dict[str, Any] = field(default_factory=dict)
+    evidence: bool = True
+
+
+def failure_from_events(events: list[Event], up_index: int | None, weights_index: int | None,
+                        sized: bool) -> tuple[Failure, dict[str, Any], int | None]:
+    """(failure, detail, index of the fatal line) judged from the log alone.
+
+    ``sized``: the log printed a KV-cache size, so a log that simply stops afterwards is a start
+    that had got past every memory check (truncated, not failed).
+    """
+    for event in events:
+        if event.kind in _SPECIFIC:
+            return _SPECIFIC[event.kind], _detail(event), event.index
+    ooms = [e for e in events if e.kind in ("cuda_oom", "err_load_oom")]
+    if ooms:
+        return _oom(events, ooms, up_index, weights_index)
+    crashes = [e for e in events if e.kind == "crash" or (e.kind == "exception" and up_index is None)]
+    if crashes:
+        errors = [e for e in events if e.kind in ("exception", "crash")]
+        return Failure.UNKNOWN, {"error": errors[-1].values["error"]}, crashes[0].index
+    if up_index is not None or sized:
+        return Failure.NONE, {}, None
+    return Failure.UNKNOWN, {}, None
+
+
+def _detail(event: Event) -> dict[str, Any]:
+    detail = dict(event.values)
+    if event.kind == "err_max_len" and "suggested_max_model_len" not in detail and "kv_cache_tokens" in detail:
+        # V0 prints the tokens the cache holds; a max_model_len up to that number starts.
+        detail["suggested_max_model_len"] = detail["kv_cache_tokens"]
+    return detail
+
+
+def _oom(events: list[Event], ooms: list[Event], up_index: int | None,
+         weights_index: int | None) -> tuple[Failure, dict[str, Any], int | None]:
+    first = ooms[0]
+    detail: dict[str, Any] = {}
+    for event in sorted(ooms, key=lambda e: (e.rank, e.index)):
+        for key, value in event.values.items():
+            detail.setdefault(key, value)
+    if up_index is not None and up_index < first.index:
+        detail["phase"] = "serving"
+        return Failure.OOM_UNDER_LOAD, detail, first.index
+    phase = _phase(events, first)
+    if phase is None and any(e.kind == "err_load_oom" for e in ooms):
+        phase = "loading_weights"
+    if phase is None:
+        loading = [e.index for e in events if e.kind == "loading" and e.index < first.index]
+        if loading and (weights_index is None or weights_index > first.index):
+            phase = "loading_weights"
+    detail["phase"] = phase or "unknown"
+    if phase == "loading_weights":
+        return Failure.OOM_LOADING_WEIGHTS, detail, first.index
+    if phase == "sampler_warmup":
+        return Failure.SAMPLER_WARMUP_OOM, detail, first.index
+    # OOM while profiling or capturing CUDA graphs has no Failure of its own (yet): unknown + phase.
+    return Failure.UNKNOWN, detail, first.index
+
+
+def _phase(events: list[Event], oom: Event) -> str | None:
+    functions = {e.values["function"] for e in events
+                 if e.kind == "frame" and abs(e.index - oom.index) <= _FRAME_WINDOW}
+    for phase, names in _PHASES:
+        if functions & names:
+            return phase
+    return None
+
+
+def classify(report: StartupReport, *, exit_code: int | None = None, reason: str | None = None) -> Failure:
+    """The failure, letting the pod status win where only it can know (the kernel's OOM killer).
+
+    ``reason`` OOMKilled, or exit code 137 with no other reason given, means the container was
+    killed for host memory: vLLM's own log cannot show that. Exit 137 with another reason (e.g. a
+    liveness-probe kill, reason "Error") is left to the log.
+    """
+    if reason is not None and reason.strip().lower() == "oomkilled":
+        return Failure.HOST_OOM_KILLED
+    if exit_code == 137 and not reason:
+        return Failure.HOST_OOM_KILLED
+    return report.failure

@@ -1,0 +1,241 @@
+"""Read a vLLM container log into a ``StartupReport`` (figures, engine, identity, failure)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from vllm_remedy.vllm.log_formats import (
+    TEMPLATES,
+    UP_MARKERS,
+    Template,
+    compiled,
+    default_engine,
+    field_specs,
+    parse_version,
+    to_number,
+)
+from vllm_remedy.vllm.startup_log.failure import Event, failure_from_events
+from vllm_remedy.vllm.startup_log.lines import Line, split_lines
+from vllm_remedy.vllm.startup_log.report import StartupReport
+
+# KV capacity is the minimum over ranks (vLLM sizes the cache for the smallest rank); the rest
+# is taken from rank 0, the driver whose numbers vLLM reports.
+_MIN_OVER_RANKS = frozenset({"kv_cache_gib", "gpu_blocks", "kv_cache_tokens", "max_concurrency"})
+_REPORT_FIELDS = ("weights_gib", "activation_gib", "non_torch_gib", "kv_cache_gib", "gpu_blocks",
+                  "kv_cache_tokens", "max_concurrency", "concurrency_max_len", "cudagraph_gib",
+                  "total_gpu_gib", "gpu_memory_utilization")
+_INT_FIELDS = frozenset({"gpu_blocks", "kv_cache_tokens", "concurrency_max_len", "max_model_len", "tp_size"})
+
+_VERSION = (re.compile(r"vLLM API server version (\d[\w.+-]*)"),
+            re.compile(r"Initializing an? (?:V[01] )?LLM engine \(v(\d[^)\s]*)\)"),
+            re.compile(r"█.*\bversion (\d[\w.+-]*)"))
+_MODEL = (re.compile(r"with config: model='([^']+)'"), re.compile(r"with config: model=([^,\s']+),"),
+          re.compile(r"█.*\bmodel\s+(\S+)"), re.compile(r"'model': '([^']+)'"),
+          re.compile(r"'model_tag': '([^']+)'"), re.compile(r"Namespace\(.*\bmodel='([^']+)'"),
+          re.compile(r"Starting to load model (\S+?)\.\.\."))
+_TP = (re.compile(r"with config: .*\btensor_parallel_size=(\d+)"), re.compile(r"'tensor_parallel_size': (\d+)"),
+       re.compile(r"Namespace\(.*\btensor_parallel_size=(\d+)"))
+_MAX_LEN = (re.compile(r"with config: .*\bmax_seq_len=(\d+)"), re.compile(r"Using max model len (\d+)"),
+            re.compile(r"'max_model_len': (\d+)"), re.compile(r"Namespace\(.*\bmax_model_len=(\d+)"))
+_UTIL = (re.compile(r"'gpu_memory_utilization': ([\d.]+)"),
+         re.compile(r"Namespace\(.*\bgpu_memory_utilization=([\d.]+)"))
+_V1_MARKERS = ("Initializing a V1 LLM engine", "EngineCore", "/v1/", "VllmWorker rank=", "(Worker",
+               "warming up sampler")
+_V0_MARKERS = ("Initializing a V0 LLM engine", "VllmWorkerProcess", "MQLLMEngine", "llm_engine.py")
+_CUDA_OOM = re.compile(
+    r"CUDA out of memory\.(?: Tried to allocate (?P<size>[\d.]+) (?P<unit>[KMGT]i?B)\.)?"
+    r"(?: GPU (?P<gpu>\d+) has a total capac\w+ of (?P<total>[\d.]+) GiB(?: of which (?P<free>[\d.]+) "
+    r"(?P<free_unit>[KMGT]i?B) is free)?)?|CUDA error: out of memory")
+_EXCEPTION = re.compile(r"^(?:[\w.]+\.)?(?P<name>\w*(?:Error|Exception)): ")
+_CRASH = ("EngineCore failed to start", "Engine core initialization failed", "EngineDeadError",
+          "Engine loop has died", "died unexpectedly", "MQLLMEngine is already dead", "Worker failed")
+_LOADING = ("Starting to load model", "checkpoint shards", "Loading weights", "Loading model from")
+
+
+@dataclass
+class _Matches:
+    values: dict[str, list[tuple[int, int, float | int | str]]] = field(default_factory=dict)
+    evidence: set[int] = field(default_factory=set)
+    engines: set[str] = field(default_factory=set)
+    events: list[Event] = field(default_factory=list)
+    first_weights: int | None = None
+
+    def add(self, name: str, line: Line, value: float | int | str) -> None:
+        self.values.setdefault(name, []).append((line.index, line.rank, value))
+
+    def pick(self, name: str) -> float | int | str | None:
+        found = self.values.get(name)
+        if not found:
+            return None
+        if name in _MIN_OVER_RANKS:
+            return min(v for _, _, v in found)  # type: ignore[type-var]
+        return min(found, key=lambda item: (item[1], item[0]))[2]
+
+
+def _unique_templates() -> list[tuple[Template, str | None, str]]:
+    """Templates deduplicated by text (engine is ``None`` when two engines print the same words)."""
+    seen: dict[str, tuple[Template, str | None]] = {}
+    for tpl in TEMPLATES:
+        if not tpl.parse:
+            continue
+        if tpl.text in seen:
+            first, engine = seen[tpl.text]
+            seen[tpl.text] = (first, engine if engine == tpl.engine else None)
+        else:
+            seen[tpl.text] = (tpl, tpl.engine)
+    out = []
+    for tpl, engine in seen.values():
+        words = re.split(r"\{[^}]*\}|\s+", tpl.text)
+        out.append((tpl, engine, max(words, key=len).lower()))
+    return out
+
+
+_UNIQUE = _unique_templates()
+
+
+def parse_startup_log(text: str) -> StartupReport:
+    """Parse one container's log; pure, tolerant of truncation, colours and interleaved ranks."""
+    lines = split_lines(text)
+    found = _Matches()
+    for line in lines:
+        _scan(line, found)
+    report = StartupReport()
+    _identity(lines, report)
+    for name in _REPORT_FIELDS:
+        value = found.pick(name)
+        if value is not None:
+            setattr(report, name, int(value) if name in _INT_FIELDS else float(value))  # type: ignore[arg-type]
+    if report.weights_gib is None and (fallback := found.pick("profile_weights_gib")) is not None:
+        report.weights_gib = float(fallback)
+    if report.max_model_len is None:
+        for name in ("concurrency_max_len", "max_model_len"):
+            if (value := found.pick(name)) is not None:
+                report.max_model_len = int(value)
+                break
+    report.engine = _engine(lines, found, report.vllm_version)
+    up = [line.index for line in lines if any(marker in line.text for marker in UP_MARKERS)]
+    found.evidence.update(up[:1])
+    sized = any(found.pick(name) is not None for name in ("kv_cache_tokens", "gpu_blocks", "kv_cache_gib"))
+    report.failure, report.failure_detail, crash_at = failure_from_events(
+        found.events, up[0] if up else None, found.first_weights, sized)
+    report.server_was_up = bool(up) and (crash_at is None or up[0] < crash_at)
+    report.truncated = not up and crash_at is None
+    if report.kv_cache_gib is None and "available_gib" in report.failure_detail:
+        report.kv_cache_gib = report.failure_detail["available_gib"]
+    for name in ("total_gpu_gib", "kv_cache_tokens", "max_model_len", "gpu_memory_utilization"):
+        if getattr(report, name) is None and name in report.failure_detail:
+            setattr(report, name, report.failure_detail[name])
+    found.evidence.update(e.index for e in found.events if e.evidence)
+    report.evidence = [lines[i].text for i in sorted(found.evidence)]
+    return report
+
+
+def _scan(line: Line, found: _Matches) -> None:
+    lowered = line.text.lower()
+    best: dict[str, tuple[Template, str | None, dict[str, float | int | str]]] = {}
+    for tpl, engine, anchor in _UNIQUE:
+        if anchor not in lowered or not (m := compiled(tpl).search(line.text)):
+            continue
+        values = {k: (to_number(val) if _numeric(tpl, k) else val.strip()) for k, val in m.groupdict().items()}
+        # Several eras' wordings can match one line ("# GPU blocks: N" inside "…, # CPU blocks: M");
+        # per kind the fullest match is the one vLLM printed.
+        held = best.get(tpl.kind)
+        if held is None or (len(values), len(tpl.text)) > (len(held[2]), len(held[0].text)):
+            best[tpl.kind] = (tpl, engine, values)
+    for kind, (tpl, engine, values) in best.items():
+        if engine:
+            found.engines.add(engine)
+        if kind.startswith("err_"):
+            found.events.append(Event(kind, line.index, line.rank, values))
+            found.evidence.add(line.index)
+            continue
+        if kind == "weights" and found.first_weights is None:
+            found.first_weights = line.index
+        for name, value in values.items():
+            found.add(name, line, value)
+        if tpl.level != "DEBUG":
+            found.evidence.add(line.index)
+    if not any(kind.startswith("err_") for kind in best):
+        _scan_other(line, found)
+
+
+def _scan_other(line: Line, found: _Matches) -> None:
+    """Signals that are not one fixed vLLM template: torch's OOM text, crashes, loading progress."""
+    oom = _CUDA_OOM.search(line.text)
+    if oom and "warming up sampler" not in line.text:
+        found.events.append(Event("cuda_oom", line.index, line.rank, _oom_values(oom)))
+        return
+    if any(marker in line.text for marker in _CRASH):
+        found.events.append(Event("crash", line.index, line.rank, {"error": line.message}, evidence=True))
+        return
+    exc = _EXCEPTION.match(line.message) or _EXCEPTION.match(line.text)
+    if exc and "Traceback" not in line.text:
+        found.events.append(Event("exception", line.index, line.rank, {"error": line.message}, evidence=False))
+    elif "Traceback (most recent call last)" in line.text:
+        found.events.append(Event("traceback", line.index, line.rank, {}, evidence=False))
+    elif 'File "' in line.text and ", in " in line.text:
+        frame = line.text.rsplit(", in ", 1)[1].strip()
+        found.events.append(Event("frame", line.index, line.rank, {"function": frame}, evidence=False))
+    elif any(marker in line.text for marker in _LOADING):
+        found.events.append(Event("loading", line.index, line.rank, {}, evidence=False))
+
+
+def _numeric(tpl: Template, name: str) -> bool:
+    return field_specs(tpl).get(name, "s") != "s"
+
+
+def _oom_values(m: re.Match[str]) -> dict[str, float | int | str]:
+    out: dict[str, float | int | str] = {}
+    if m.group("size"):
+        out["tried_to_allocate"] = f"{m.group('size')} {m.group('unit')}"
+        out["tried_to_allocate_gib"] = round(_gib(float(m.group("size")), m.group("unit")), 4)
+    if m.group("gpu"):
+        out["gpu_index"] = int(m.group("gpu"))
+        out["total_gpu_gib"] = float(m.group("total"))
+    if m.group("free"):
+        out["free_gib"] = round(_gib(float(m.group("free")), m.group("free_unit")), 4)
+    return out
+
+
+def _gib(value: float, unit: str) -> float:
+    scale = {"K": 1 / 1024**2, "M": 1 / 1024, "G": 1.0, "T": 1024.0}[unit[0].upper()]
+    return value * scale
+
+
+def _first(lines: list[Line], patterns: tuple[re.Pattern[str], ...]) -> str | None:
+    """The first pattern (in priority order) that matches any line wins."""
+    for pattern in patterns:
+        for line in lines:
+            m = pattern.search(line.text)
+            if m:
+                return m.group(1)
+    return None
+
+
+def _identity(lines: list[Line], report: StartupReport) -> None:
+    report.vllm_version = _first(lines, _VERSION)
+    report.model = _first(lines, _MODEL)
+    if (tp := _first(lines, _TP)) is not None:
+        report.tp_size = int(tp)
+    if (max_len := _first(lines, _MAX_LEN)) is not None:
+        report.max_model_len = int(max_len)
+    if (util := _first(lines, _UTIL)) is not None:
+        report.gpu_memory_utilization = float(util)
+
+
+def _engine(lines: list[Line], found: _Matches, version: str | None) -> str | None:
+    text = "\n".join(line.text for line in lines)
+    if "Initializing a V1 LLM engine" in text:
+        return "v1"
+    if "Initializing a V0 LLM engine" in text:
+        return "v0"
+    if len(found.engines) == 1:
+        return next(iter(found.engines))
+    v1 = any(marker in text for marker in _V1_MARKERS)
+    v0 = any(marker in text for marker in _V0_MARKERS)
+    if v1 != v0:
+        return "v1" if v1 else "v0"
+    if version:
+        return default_engine(parse_version(version))
+    return None

@@ -1,0 +1,260 @@
+"""Write the startup log a given vLLM version would print, for the rehearsal cluster's fake pods.
+
+Messages come from ``log_formats`` (the table the parser reads), so a rendered log parses back
+to the numbers it was rendered from. Process prefixes, header style and colours follow the
+version: ``file.py:12]`` before 0.8, ``[file.py:12]`` after; ``(VllmWorkerProcess pid=…)`` for V0
+workers, ``(VllmWorker rank=N pid=…)`` for V1 until 0.10.1, ``(Worker_TPn pid=…)`` after;
+``(APIServer pid=1)`` / ``(EngineCore_DP0 pid=…)`` from 0.10.1. Nothing here reads a clock.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from vllm_remedy.vllm.log_formats import (
+    UVICORN_UP,
+    Template,
+    default_engine,
+    fill,
+    parse_version,
+    templates_for,
+)
+from vllm_remedy.vllm.outcomes import Failure
+
+_CYAN_OLD, _CYAN, _RESET = "\x1b[1;36m", "\x1b[0;36m", "\x1b[0;0m"
+_LEVEL_COLOUR = {"DEBUG": "\x1b[37m", "INFO": "\x1b[32m", "WARNING": "\x1b[33m", "ERROR": "\x1b[31m"}
+_SITE = "/usr/local/lib/python3.12/dist-packages/vllm"
+_DEFAULT_START = datetime(2025, 6, 2, 9, 30, 0)
+
+
+class _Writer:
+    """Accumulates log lines with the version's header, prefixes and clock."""
+
+    def __init__(self, version: str, engine: str, tp_size: int, started: datetime, color: bool) -> None:
+        self.v = parse_version(version)
+        self.engine, self.tp, self.color = engine, tp_size, color
+        self.clock = started
+        self.lines: list[str] = []
+
+    def prefix(self, role: str, rank: int = 0) -> str:
+        name = self._process_name(role, rank)
+        if name is None:
+            return ""
+        if self.v < (0, 12, 0):  # before 0.12 the prefix was always cyan, tty or not
+            return f"{_CYAN_OLD}({name}){_RESET} "
+        return f"{_CYAN}({name}){_RESET} " if self.color else f"({name}) "
+
+    def _process_name(self, role: str, rank: int) -> str | None:
+        new_prefixes = self.v >= (0, 10, 1)
+        if role == "api":
+            return "APIServer pid=1" if new_prefixes else None
+        engine_name = None
+        if self.engine == "v1" and new_prefixes:
+            engine_name = ("EngineCore" if self.v >= (0, 18, 0) else "EngineCore_DP0") + " pid=231"
+        if role == "engine" or self.tp == 1:
+            return engine_name
+        if self.engine == "v0":
+            return None if rank == 0 else f"VllmWorkerProcess pid={300 + rank}"
+        if self.v < (0, 10, 2):
+            return f"VllmWorker rank={rank} pid={300 + rank}"
+        return f"Worker_TP{rank} pid={300 + rank}"
+
+    def log(self, role: str, message: str, *, level: str = "INFO", source: str = "worker.py",
+            rank: int = 0, step: float = 0.4) -> None:
+        self.clock += timedelta(seconds=step)
+        stamp = self.clock.strftime("%m-%d %H:%M:%S")
+        where = f"{source}:{100 + len(message) % 800}"
+        where = f"[{where}]" if self.v >= (0, 8, 0) else f"{where}]"
+        shown = f"{_LEVEL_COLOUR[level]}{level}\x1b[0m" if self.color and self.v >= (0, 12, 0) else level
+        for part in message.split("\n"):
+            self.lines.append(f"{self.prefix(role, rank)}{shown} {stamp} {where} {part}")
+
+    def raw(self, role: str, text: str, rank: int = 0) -> None:
+        self.lines.append(f"{self.prefix(role, rank)}{text}")
+
+    def each_rank(self, message: str, **kw: Any) -> None:
+        for rank in range(self.tp):
+            self.log("worker", message, rank=rank, **kw)
+
+    def template(self, role: str, tpl: Template, values: dict[str, Any], *, ranks: bool = False) -> None:
+        text = fill(tpl, values)
+        if ranks:
+            self.each_rank(text, level=tpl.level, source=tpl.source)
+        else:
+            self.log(role, text, level=tpl.level, source=tpl.source)
+
+    def traceback(self, role: str, frames: list[tuple[str, str]], last: str) -> None:
+        """A traceback logged through vLLM's logger (each line carries the ERROR header)."""
+        self.log(role, "Traceback (most recent call last):", level="ERROR", source="core.py", step=0)
+        for path, function in frames:
+            self.log(role, f'  File "{_SITE}/{path}", line {120 + len(function) * 7}, in {function}',
+                     level="ERROR", source="core.py", step=0)
+        self.log(role, last, level="ERROR", source="core.py", step=0)
+
+
+def render_startup_log(version: str, *, model: str, tp_size: int = 1, weights_gib: float,
+                       kv_cache_gib: float | None, kv_cache_tokens: int | None = None,
+                       gpu_blocks: int | None = None, max_concurrency: float | None = None,
+                       max_model_len: int, cudagraph_gib: float | None = None, total_gpu_gib: float,
+                       gpu_memory_utilization: float = 0.9, activation_gib: float = 1.0,
+                       non_torch_gib: float = 0.2, failure: Failure = Failure.NONE,
+                       failure_detail: dict[str, Any] | None = None, engine: str | None = None,
+                       block_size: int = 16, started: datetime | None = None, color: bool = False) -> str:
+    """A realistic log of one start of ``version`` that ends in ``failure``.
+
+    Figures a version does not print are simply not in its log. ``failure_detail`` supplies the
+    error's own numbers (``needed_gib``/``available_gib``/``suggested_max_model_len``, ``free_gib``/
+    ``requested_gib``, ``tried_to_allocate_gib``, ``num_dummy_requests``); sensible ones are derived
+    when absent. ``host_oom_killed`` renders a log cut off while loading weights, as the kernel leaves it.
+    """
+    ver = parse_version(version)
+    eng = engine or default_engine(ver)
+    w = _Writer(version, eng, tp_size, started or _DEFAULT_START, color)
+    detail = dict(failure_detail or {})
+    blocks = gpu_blocks if gpu_blocks is not None else (kv_cache_tokens or 0) // block_size
+    tokens = kv_cache_tokens if kv_cache_tokens is not None else blocks * block_size
+    concurrency = max_concurrency if max_concurrency is not None else tokens / max_model_len
+    figures: dict[str, Any] = {
+        "weights_gib": weights_gib, "load_seconds": 6.25, "total_gpu_gib": total_gpu_gib,
+        "gpu_memory_utilization": gpu_memory_utilization, "requested_gib": total_gpu_gib * gpu_memory_utilization,
+        "profile_weights_gib": weights_gib, "non_torch_gib": non_torch_gib, "activation_gib": activation_gib,
+        "kv_cache_gib": kv_cache_gib or 0.0, "profile_seconds": 3.41, "initial_gib": weights_gib + non_torch_gib,
+        "peak_torch_gib": weights_gib + activation_gib, "post_profile_gib": weights_gib + 0.01,
+        "gpu_blocks": blocks, "cpu_blocks": 2048, "kv_cache_tokens": tokens, "concurrency_max_len": max_model_len,
+        "max_concurrency": concurrency, "graph_seconds": 14, "cudagraph_gib": cudagraph_gib or 0.0,
+    }
+    _preamble(w, version, model, tp_size, max_model_len, gpu_memory_utilization)
+    if failure is Failure.FREE_MEMORY_BELOW_UTILIZATION:
+        return _fail_free_memory(w, figures, detail)
+    w.each_rank(f"Starting to load model {model}...", source="gpu_model_runner.py")
+    if failure in (Failure.OOM_LOADING_WEIGHTS, Failure.HOST_OOM_KILLED):
+        w.raw("worker", "Loading safetensors checkpoint shards:  50% Completed | 2/4 [00:05<00:05,  2.61s/it]")
+        if failure is Failure.HOST_OOM_KILLED:
+            return _text(w)
+        return _fail_oom(w, figures, detail, loading=True)
+    _emit(w, "weights", figures, ranks=True)
+    _emit(w, "profile", figures, ranks=True)
+    _emit(w, "kv_memory", figures, ranks=True)
+    if failure is Failure.NO_CACHE_BLOCKS:
+        return _fail(w, "err_no_cache", figures, _kv_frames(w))
+    if failure is Failure.MAX_LEN_EXCEEDS_KV:
+        return _fail_max_len(w, figures, detail, max_model_len)
+    for kind in ("blocks", "tokens", "concurrency"):
+        _emit(w, kind, figures)
+    if cudagraph_gib is not None:
+        _emit(w, "graphs", figures, ranks=True)
+    if failure is Failure.SAMPLER_WARMUP_OOM:
+        figures["num_dummy_requests"] = detail.get("num_dummy_requests", 256)
+        return _fail(w, "err_sampler", figures, [("v1/worker/gpu_worker.py", "compile_or_warm_up_model"),
+                                                   ("v1/worker/gpu_model_runner.py", "_dummy_sampler_run")])
+    _server_up(w)
+    if failure is Failure.OOM_UNDER_LOAD:
+        w.raw("api", 'INFO:     10.42.0.17:51234 - "POST /v1/chat/completions HTTP/1.1" 200 OK')
+        return _fail_oom(w, figures, detail, loading=False)
+    if failure is Failure.UNKNOWN:
+        error = detail.get("error", "RuntimeError: CUDA error: an illegal memory access was encountered")
+        w.traceback("engine", [("v1/engine/core.py", "run_engine_core")], error)
+    return _text(w)
+
+
+def _text(w: _Writer) -> str:
+    return "\n".join(w.lines) + "\n"
+
+
+def _emit(w: _Writer, kind: str, figures: dict[str, Any], *, ranks: bool = False) -> None:
+    for tpl in templates_for(kind, w.v, w.engine):
+        w.template("engine", tpl, figures, ranks=ranks and w.tp > 1)
+
+
+def _preamble(w: _Writer, version: str, model: str, tp: int, max_len: int, util: float) -> None:
+    if w.v < (0, 25, 0):
+        w.log("api", f"vLLM API server version {version}", source="api_server.py")
+    if w.v >= (0, 15, 0):
+        for art in ("       █     █     █▄   ▄█", f" ▄▄ ▄█ █     █     █ ▀▄▀ █  version {version}",
+                    f"  █▄█▀ █     █     █     █  model   {model}", "   ▀▀  ▀▀▀▀▀ ▀▀▀▀▀ ▀     ▀"):
+            w.log("api", art, source="utils.py", step=0)
+    if w.v >= (0, 9, 0):
+        args = {"model_tag": model, "model": model, "max_model_len": max_len, "gpu_memory_utilization": util}
+        if tp > 1:
+            args["tensor_parallel_size"] = tp
+        w.log("api", f"non-default args: {args}", source="utils.py")
+    else:
+        w.log("api", f"args: Namespace(model='{model}', max_model_len={max_len}, gpu_memory_utilization={util}, "
+              f"tensor_parallel_size={tp}, enforce_eager=False)", source="api_server.py")
+    if w.engine == "v1":
+        title = "a V1 LLM engine" if w.v >= (0, 7, 2) else "an LLM engine"
+    else:
+        title = "a V0 LLM engine" if w.v >= (0, 7, 2) else "an LLM engine"
+    w.log("engine", f"Initializing {title} (v{version}) with config: model='{model}', speculative_config=None, "
+          f"tokenizer='{model}', skip_tokenizer_init=False, tokenizer_mode=auto, revision=None, "
+          f"trust_remote_code=False, dtype=torch.bfloat16, max_seq_len={max_len}, download_dir=None, "
+          f"load_format=auto, tensor_parallel_size={tp}, pipeline_parallel_size=1, "
+          f"disable_custom_all_reduce=False, quantization=None, enforce_eager=False, kv_cache_dtype=auto, "
+          f"seed=0, served_model_name={model}", source="core.py" if w.engine == "v1" else "llm_engine.py")
+
+
+def _fail(w: _Writer, kind: str, figures: dict[str, Any], frames: list[tuple[str, str]]) -> str:
+    tpl = templates_for(kind, w.v, w.engine)
+    if not tpl:  # this version cannot fail this way; say so in the log rather than invent text
+        raise ValueError(f"vLLM {'.'.join(map(str, w.v))} ({w.engine}) has no '{kind}' message")
+    w.log("engine", "EngineCore failed to start." if w.engine == "v1" else "Error in engine startup.",
+          level="ERROR", source="core.py")
+    w.traceback("engine", frames, fill(tpl[-1], figures))
+    return _text(w)
+
+
+def _fail_max_len(w: _Writer, figures: dict[str, Any], detail: dict[str, Any], max_len: int) -> str:
+    figures["max_model_len"] = max_len
+    available = detail.get("available_gib", figures["kv_cache_gib"])
+    figures["available_gib"] = available
+    figures["needed_gib"] = detail.get("needed_gib", available * 1.5)
+    figures["suggested_max_model_len"] = detail.get("suggested_max_model_len", max_len // 2)
+    if "kv_cache_tokens" in detail:
+        figures["kv_cache_tokens"] = detail["kv_cache_tokens"]
+    if w.engine == "v0":
+        _emit(w, "blocks", figures)
+        _emit(w, "concurrency", figures)
+    return _fail(w, "err_max_len", figures, _kv_frames(w))
+
+
+def _kv_frames(w: _Writer) -> list[tuple[str, str]]:
+    if w.engine == "v0":
+        return [("worker/worker.py", "initialize_cache"), ("worker/worker.py", "raise_if_cache_size_invalid")]
+    return [("v1/core/kv_cache_utils.py", "get_kv_cache_config"),
+            ("v1/core/kv_cache_utils.py", "check_enough_kv_cache_memory")]
+
+
+def _fail_free_memory(w: _Writer, figures: dict[str, Any], detail: dict[str, Any]) -> str:
+    figures["free_gib"] = detail.get("free_gib", figures["requested_gib"] * 0.8)
+    figures["requested_gib"] = detail.get("requested_gib", figures["requested_gib"])
+    figures["device"] = detail.get("device", "cuda:0")
+    return _fail(w, "err_free_memory", figures, [("v1/worker/gpu_worker.py", "init_device")])
+
+
+def _fail_oom(w: _Writer, figures: dict[str, Any], detail: dict[str, Any], *, loading: bool) -> str:
+    tried = float(detail.get("tried_to_allocate_gib", 0.5))
+    free = float(detail.get("free_gib", 0.12))
+    values = {"tried_size": tried if tried >= 1 else tried * 1024, "tried_unit": "GiB" if tried >= 1 else "MiB",
+              "gpu_index": 0, "total_gpu_gib": figures["total_gpu_gib"],
+              "oom_free_size": free if free >= 1 else free * 1024, "oom_free_unit": "GiB" if free >= 1 else "MiB"}
+    oom = templates_for("err_cuda_oom", w.v, w.engine)[0]
+    if loading:
+        frames = [("v1/worker/gpu_worker.py", "load_model"), ("v1/worker/gpu_model_runner.py", "load_model"),
+                  ("model_executor/model_loader/base_loader.py", "load_model")]
+        for tpl in templates_for("err_load_oom", w.v, w.engine):
+            w.log("worker", fill(tpl, {}) + f" (original error: {fill(oom, values).split(': ', 1)[1]})",
+                  level="ERROR", source=tpl.source)
+    else:
+        frames = [("v1/engine/core.py", "run_busy_loop"), ("v1/engine/core.py", "step"),
+                  ("v1/worker/gpu_model_runner.py", "execute_model")]
+        w.log("engine", "EngineCore encountered a fatal error.", level="ERROR", source="core.py")
+    w.traceback("engine", frames, fill(oom, values))
+    return _text(w)
+
+
+def _server_up(w: _Writer) -> None:
+    for tpl in templates_for("up", w.v, w.engine):
+        w.template("api", tpl, {"server_index": 0, "host": "0.0.0.0", "port": 8000})
+    for line in UVICORN_UP:
+        w.raw("api", line.format(pid=1))

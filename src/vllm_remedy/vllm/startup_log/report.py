@@ -1,0 +1,44 @@
+"""What a vLLM startup log says, as one typed record (the parser fills it, the CLI prints it)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from vllm_remedy.vllm.outcomes import Failure
+
+
+@dataclass
+class StartupReport:
+    """Figures and failure read from one container's log; ``None`` means "not printed".
+
+    GiB figures are as vLLM printed them (vLLM ≤0.8.3 says "GB" but computes GiB). Per-rank figures
+    take rank 0, KV-capacity figures the minimum over ranks — the value vLLM itself uses.
+    """
+
+    vllm_version: str | None = None
+    engine: str | None = None  # "v0" / "v1"
+    model: str | None = None
+    tp_size: int | None = None
+    weights_gib: float | None = None
+    activation_gib: float | None = None
+    non_torch_gib: float | None = None
+    kv_cache_gib: float | None = None
+    gpu_blocks: int | None = None
+    kv_cache_tokens: int | None = None
+    max_concurrency: float | None = None
+    concurrency_max_len: int | None = None
+    cudagraph_gib: float | None = None
+    max_model_len: int | None = None
+    total_gpu_gib: float | None = None
+    gpu_memory_utilization: float | None = None
+    failure: Failure = Failure.UNKNOWN
+    failure_detail: dict[str, Any] = field(default_factory=dict)
+    evidence: list[str] = field(default_factory=list)
+    server_was_up: bool = False
+    truncated: bool = False  # ended mid-start: neither up nor a fatal error in the log
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["failure"] = self.failure.value
+        return out
