@@ -1,0 +1,159 @@
+"""One simulated Kubernetes cluster: a store plus the control plane that makes its objects live.
+
+The HTTP layer serves ``cluster.store`` and calls ``read_log`` / ``proxy`` for the two subresources
+the kubelet answers in a real cluster (``pods/log``, ``pods/proxy``). Everything else a user sees —
+ReplicaSets, pods, scheduling, crash loops, rollout conditions — is written into the store by the
+controllers started with ``start()``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from vllm_remedy.sim.clock import Clock
+from vllm_remedy.sim.controllers.deployment import DeploymentController
+from vllm_remedy.sim.controllers.events import EventRecorder
+from vllm_remedy.sim.controllers.kubelet import Kubelet
+from vllm_remedy.sim.controllers.manager import Manager, wait_until
+from vllm_remedy.sim.controllers.replicaset import ReplicaSetController
+from vllm_remedy.sim.controllers.scheduler import Scheduler
+from vllm_remedy.sim.runtime import PlainRuntime, Runtime
+from vllm_remedy.sim.store import ApiError, Event, Store, not_found
+
+Obj = dict[str, Any]
+
+
+class Cluster:
+    """A named cluster: ``store`` (objects), ``clock`` (simulated time), controllers, runtime.
+
+    ``runtime`` decides what containers do (``PlainRuntime`` unless given; the vLLM simulator or a
+    ``RuntimeChooser`` plug in here). Environment knobs that no Kubernetes object carries — GPU memory
+    held by processes outside Kubernetes, offered load — live in ``node_gpu_used_mib`` and ``load``.
+    """
+
+    def __init__(
+        self, name: str = "default", *, clock: Clock | None = None, speed: float = 60.0,
+        store: Store | None = None, runtime: Runtime | None = None,
+    ) -> None:
+        self.name = name
+        self.clock = clock or (store.clock if store is not None else Clock(speed=speed))
+        self.store = store or Store(clock=self.clock, name=name)
+        self.runtime: Runtime = runtime or PlainRuntime()
+        self.node_gpu_used_mib: dict[str, int] = {}
+        self.load: dict[tuple[str, str], float] = {}  # (namespace, deployment) → concurrent requests
+        self._lock = threading.Lock()
+        self.manager = Manager(self.clock)
+        self.events = EventRecorder(self.store, self.clock)
+        self.deployments = DeploymentController(self.store, self.clock, self.manager, self.events)
+        self.replicasets = ReplicaSetController(self.store, self.clock, self.manager, self.events)
+        self.scheduler = Scheduler(self.store, self.clock, self.manager, self.events)
+        self.kubelet = Kubelet(self, self.manager, self.events)
+        self.store.subscribe(self._on_change)
+        self._started = False
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the controller thread and pick up every object already in the store (after restore)."""
+        if self._started:
+            return
+        self._started = True
+        self.manager.start()
+        self.resync()
+
+    def stop(self) -> None:
+        self._started = False
+        self.manager.stop()
+
+    def resync(self) -> None:
+        """Queue every object for reconciliation, as controllers do on start-up (informer list)."""
+        for resource in ("deployments.apps", "replicasets.apps", "pods"):
+            for obj in self.store.list(resource)[0]:
+                meta = obj["metadata"]
+                self._route(resource, meta.get("namespace", ""), meta["name"], obj, "ADDED")
+
+    def _on_change(self, event: Event) -> None:
+        meta = event.object.get("metadata", {})
+        self._route(event.resource, event.namespace, meta.get("name", ""), event.object, event.type)
+
+    def _route(self, resource: str, namespace: str, name: str, obj: Obj, kind: str) -> None:
+        """Map a store change to the controllers that watch it (called under the store lock)."""
+        if resource == "deployments.apps":
+            self.deployments.on_deployment(namespace, name, obj, kind)
+        elif resource == "replicasets.apps":
+            self.replicasets.on_replicaset(namespace, name, obj, kind)
+            self.deployments.on_owned(namespace, obj)
+        elif resource == "pods":
+            self.replicasets.on_pod(namespace, obj, kind)
+            self.scheduler.on_pod(namespace, name, obj, kind)
+            self.kubelet.on_pod(namespace, name, obj, kind)
+        elif resource == "nodes":
+            self.scheduler.on_node()
+
+    # -- what the kubelet serves through the apiserver --------------------------------------------
+
+    def read_log(self, namespace: str, pod: str, container: str | None = None, previous: bool = False) -> str:
+        """``GET pods/{pod}/log``: the container's output; 400 as real kube when there is none."""
+        obj = self.store.get("pods", namespace, pod)
+        return self.kubelet.read_log(obj, container, previous)
+
+    def proxy(self, namespace: str, pod: str, port: int | str, path: str) -> tuple[int, str, bytes]:
+        """``pods/{pod}:{port}/proxy/{path}``: what the container's HTTP server answers."""
+        obj = self.store.get("pods", namespace, pod)
+        return self.kubelet.proxy(obj, port, path)
+
+    # -- environment -----------------------------------------------------------------------------
+
+    def set_load(self, namespace: str, deployment: str, concurrency: float) -> None:
+        """Offered load (concurrent requests) on a deployment; runtimes read it through ContainerContext."""
+        with self._lock:
+            self.load[(namespace, deployment)] = concurrency
+        self.kubelet.load_changed()
+
+    def set_node_gpu_used(self, node: str, mib: int) -> None:
+        """GPU memory held on ``node`` by processes outside Kubernetes; felt by the next container start."""
+        with self._lock:
+            self.node_gpu_used_mib[node] = mib
+
+    def load_for(self, namespace: str, deployment: str) -> float:
+        with self._lock:
+            return self.load.get((namespace, deployment), 0.0)
+
+    # -- seeds and waiting -----------------------------------------------------------------------
+
+    def apply_seed(self, seed: Obj | str | Path, *, wait: bool = True, timeout: float = 30.0) -> None:
+        """Create the seed's nodes, namespaces and objects and roll out its deployment histories.
+
+        ``seed`` is a parsed seed, a path to a YAML file, or the name of a packaged seed ("runbook").
+        With ``wait`` the call returns once every deployment's current revision is rolled out.
+        """
+        from vllm_remedy.sim.seed import apply_seed
+
+        apply_seed(self, seed, wait=wait, timeout=timeout)
+
+    def wait_for(self, predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
+        """Poll ``predicate`` for up to ``timeout`` real seconds (tests, ``sim up`` settling)."""
+        return wait_until(predicate, timeout)
+
+    def rolled_out(self, namespace: str, name: str) -> bool:
+        """``kubectl rollout status`` would say "successfully rolled out" right now."""
+        obj = self.store.find("deployments.apps", namespace, name)
+        if obj is None:
+            return False
+        return self.deployments.rolled_out(obj)
+
+    # -- persistence -----------------------------------------------------------------------------
+
+    def snapshot(self) -> Obj:
+        """Store objects plus container logs, so a restarted ``sim up`` still answers ``logs --previous``."""
+        return {"store": self.store.snapshot(), "logs": self.kubelet.snapshot_logs()}
+
+    def restore(self, snapshot: Obj) -> None:
+        self.store.restore(snapshot.get("store", {}))
+        self.kubelet.restore_logs(snapshot.get("logs", {}))
+
+
+__all__ = ["ApiError", "Cluster", "not_found"]

@@ -1,0 +1,363 @@
+"""The kubelet: runs scheduled pods' containers through the cluster's runtime, in simulated time.
+
+It owns what the runbook's step 1 and 2 read: restartCount, lastState.terminated (exit code and
+reason), CrashLoopBackOff with kubelet's back-off (10 s doubling to 5 min; the first crash restarts at
+once), the Ready condition, and each container instance's log, so ``logs --previous`` returns the
+output of the instance that crashed.
+"""
+
+from __future__ import annotations
+
+import copy
+import secrets
+import threading
+from typing import TYPE_CHECKING, Any
+
+from vllm_remedy.sim.controllers.containers import ContainerSim, LogRecord, PodSim, pod_status
+from vllm_remedy.sim.controllers.events import EventRecorder
+from vllm_remedy.sim.controllers.manager import Manager
+from vllm_remedy.sim.controllers.util import controller_ref, pod_active
+from vllm_remedy.sim.runtime import ContainerContext, Exit, HttpReply
+from vllm_remedy.sim.store import ApiError
+
+if TYPE_CHECKING:
+    from vllm_remedy.sim.cluster import Cluster
+
+Obj = dict[str, Any]
+
+SANDBOX_SECONDS = 1.0   # pod sandbox + image "already present" before the first container start
+FIRST_RESTART = 1.0     # the first crash restarts without back-off, after one kubelet sync
+BACKOFF_START, BACKOFF_MAX = 10.0, 300.0
+
+
+def go_duration(seconds: float) -> str:
+    """Go's time.Duration.String() for whole seconds: 10s, 1m20s, 5m0s."""
+    total = int(seconds)
+    minutes, secs = divmod(total, 60)
+    return f"{minutes}m{secs}s" if minutes else f"{secs}s"
+
+
+def _bad_request(message: str) -> ApiError:
+    return ApiError(400, "BadRequest", message)
+
+
+class Kubelet:
+    """All nodes' kubelets in one: containers keyed by pod uid, driven by the manager's timers."""
+
+    def __init__(self, cluster: Cluster, manager: Manager, events: EventRecorder) -> None:
+        self.cluster, self.manager, self.events = cluster, manager, events
+        self.store, self.clock = cluster.store, cluster.clock
+        self._pods: dict[str, PodSim] = {}
+        self._logs: dict[str, LogRecord] = {}
+        self._lock = threading.RLock()
+        self._next_ip = 0
+        manager.register("kubelet", self.sync)
+        manager.register("kubelet-gone", self._gone)
+
+    # -- informer hooks --------------------------------------------------------------------------
+
+    def on_pod(self, namespace: str, name: str, pod: Obj, kind: str) -> None:
+        if kind == "DELETED":
+            self.manager.enqueue("kubelet-gone", namespace, pod["metadata"].get("uid", ""))
+        elif pod.get("spec", {}).get("nodeName") and pod_active(pod):
+            self.manager.enqueue("kubelet", namespace, name)
+
+    def load_changed(self) -> None:
+        self.manager.after(0, self._check_all_loads)
+
+    # -- pod lifecycle ---------------------------------------------------------------------------
+
+    def sync(self, namespace: str, name: str) -> None:
+        pod = self.store.find("pods", namespace, name)
+        if pod is None or not pod.get("spec", {}).get("nodeName"):
+            return
+        uid = pod["metadata"]["uid"]
+        with self._lock:
+            if uid in self._pods:
+                return
+            node = self.store.find("nodes", "", pod["spec"]["nodeName"]) or {}
+            sim = PodSim(uid=uid, namespace=namespace, name=name, node=pod["spec"]["nodeName"],
+                         host_ip=_internal_ip(node), start_time=self.clock.timestamp(),
+                         deployment=self._deployment_of(pod))
+            old = pod.get("status") or {}
+            statuses = {s.get("name"): s for s in old.get("containerStatuses") or []}
+            for spec in pod["spec"].get("containers") or []:
+                c = ContainerSim(name=spec["name"], spec=spec)
+                prior = statuses.get(spec["name"])
+                if prior:  # restored from a snapshot: keep the counters kubectl shows
+                    c.restart_count = int(prior.get("restartCount", 0))
+                    c.last_terminated = (prior.get("lastState") or {}).get("terminated")
+                sim.containers[c.name] = c
+            if old.get("startTime"):
+                sim.start_time, sim.pod_ip = old["startTime"], old.get("podIP", "")
+            self._pods[uid] = sim
+        self._publish(sim)
+        delay = 0.0 if old.get("podIP") else SANDBOX_SECONDS
+        self.manager.after(delay, lambda: self._start_all(uid))
+
+    def _deployment_of(self, pod: Obj) -> str:
+        ref = controller_ref(pod)
+        if ref is None or ref.get("kind") != "ReplicaSet":
+            return ""
+        rs = self.store.find("replicasets.apps", pod["metadata"]["namespace"], ref["name"])
+        owner = controller_ref(rs) if rs else None
+        return owner["name"] if owner and owner.get("kind") == "Deployment" else ""
+
+    def _start_all(self, uid: str) -> None:
+        with self._lock:
+            sim = self._pods.get(uid)
+            if sim is None:
+                return
+            if not sim.pod_ip:
+                self._next_ip += 1
+                sim.pod_ip = f"10.244.{self._next_ip // 250}.{self._next_ip % 250 + 2}"
+            sim.sandbox_ready = True
+            for c in sim.containers.values():
+                self._start(sim, c)
+        self._publish(sim)
+
+    def _start(self, sim: PodSim, c: ContainerSim) -> None:
+        """Start a new instance of ``c``: ask the runtime what it does and arm its timers."""
+        pod = self.store.find("pods", sim.namespace, sim.name)
+        node = self.store.find("nodes", "", sim.node) or {}
+        if pod is None:
+            return
+        ctx = ContainerContext(
+            pod=pod, container=copy.deepcopy(c.spec), node=node, restart_count=c.restart_count,
+            gpu_memory_used_by_others_mib=self.cluster.node_gpu_used_mib.get(sim.node, 0),
+            load=lambda: self.cluster.load_for(sim.namespace, sim.deployment),
+        )
+        run = self.cluster.runtime.start(ctx)
+        now = self.clock.now()
+        c.token += 1
+        c.run, c.state, c.waiting_reason, c.waiting_message = run, "running", "", ""
+        c.container_id = f"containerd://{secrets.token_hex(32)}"
+        c.started_at = c.last_start = now
+        c.terminated = None
+        self._logs[c.container_id] = LogRecord(lines=list(run.log), started=now)
+        probed = bool(c.spec.get("readinessProbe") or c.spec.get("startupProbe"))
+        c.started = not c.spec.get("startupProbe")
+        c.ready = not probed
+        token = c.token
+        if probed and run.ready_after is not None and (run.exit is None or run.ready_after < run.exit.after):
+            self.manager.after(run.ready_after, lambda: self._became_ready(sim.uid, c.name, token))
+        if run.exit is not None:
+            self.manager.after(run.exit.after, lambda: self._exited(sim.uid, c.name, token, run.exit))
+        if run.load_check is not None:
+            self.manager.after(run.load_check_every, lambda: self._check_load(sim.uid, c.name, token, True))
+        image = c.spec.get("image", "")
+        self._event(sim, c, "Normal", "Pulled", f'Container image "{image}" already present on machine')
+        self._event(sim, c, "Normal", "Created", f"Created container {c.name}")
+        self._event(sim, c, "Normal", "Started", f"Started container {c.name}")
+
+    def _current(self, uid: str, name: str, token: int) -> tuple[PodSim, ContainerSim] | None:
+        sim = self._pods.get(uid)
+        c = sim.containers.get(name) if sim else None
+        if sim is None or c is None or c.token != token:
+            return None
+        return sim, c
+
+    def _became_ready(self, uid: str, name: str, token: int) -> None:
+        with self._lock:
+            found = self._current(uid, name, token)
+            if found is None:
+                return
+            sim, c = found
+            c.ready = c.started = True
+        self._publish(sim)
+
+    def _check_load(self, uid: str, name: str, token: int, again: bool) -> None:
+        with self._lock:
+            found = self._current(uid, name, token)
+            if found is None or found[1].run is None or found[1].run.load_check is None:
+                return
+            sim, c = found
+            run = c.run
+            assert run is not None and run.load_check is not None
+            crash = run.load_check(self.cluster.load_for(sim.namespace, sim.deployment)) if c.ready else None
+        if crash is not None:
+            self._exited(uid, name, token, crash)
+        elif again:
+            self.manager.after(run.load_check_every, lambda: self._check_load(uid, name, token, True))
+
+    def _check_all_loads(self) -> None:
+        with self._lock:
+            targets = [(sim.uid, c.name, c.token) for sim in self._pods.values() for c in sim.containers.values()
+                       if c.state == "running" and c.run is not None and c.run.load_check is not None]
+        for uid, name, token in targets:
+            self._check_load(uid, name, token, False)
+
+    def _exited(self, uid: str, name: str, token: int, exit_: Exit) -> None:
+        """The container process ended: record it, then restart per restartPolicy and back-off."""
+        with self._lock:
+            found = self._current(uid, name, token)
+            if found is None:
+                return
+            sim, c = found
+            now = self.clock.now()
+            c.token += 1
+            record = self._logs.get(c.container_id)
+            if record is not None:
+                record.ended, record.tail = now, exit_.log
+            c.terminated = {"exitCode": exit_.code, "reason": exit_.reason,
+                            "startedAt": self.clock.timestamp(c.started_at), "finishedAt": self.clock.timestamp(now),
+                            "containerID": c.container_id}
+            c.state, c.ready, c.started = "terminated", False, False
+            policy = self._restart_policy(sim)
+            restart = policy == "Always" or (policy == "OnFailure" and exit_.code != 0)
+            if restart:
+                if now - c.last_start > 2 * BACKOFF_MAX:
+                    c.backoff = 0.0  # ran long enough: kubelet has forgotten earlier crashes
+                token = c.token
+                if c.backoff == 0:
+                    c.backoff = BACKOFF_START
+                    self.manager.after(FIRST_RESTART, lambda: self._restart(uid, name, token, False))
+                else:
+                    self.manager.after(FIRST_RESTART, lambda: self._back_off(uid, name, token))
+        self._publish(sim)
+
+    def _back_off(self, uid: str, name: str, token: int) -> None:
+        with self._lock:
+            found = self._current(uid, name, token)
+            if found is None:
+                return
+            sim, c = found
+            c.token += 1
+            c.last_terminated, c.terminated = c.terminated, None
+            c.state, c.waiting_reason = "waiting", "CrashLoopBackOff"
+            c.waiting_message = (f"back-off {go_duration(c.backoff)} restarting failed container={c.name} "
+                                 f"pod={sim.name}_{sim.namespace}({sim.uid})")
+            delay, token = c.backoff, c.token
+            self._event(sim, c, "Warning", "BackOff",
+                        f"Back-off restarting failed container {c.name} in pod {sim.name}_{sim.namespace}({sim.uid})")
+        self._publish(sim)
+        self.manager.after(delay - FIRST_RESTART, lambda: self._restart(uid, name, token, True))
+
+    def _restart(self, uid: str, name: str, token: int, doubled: bool) -> None:
+        with self._lock:
+            found = self._current(uid, name, token)
+            if found is None:
+                return
+            sim, c = found
+            if c.terminated is not None:
+                c.last_terminated = c.terminated
+            if doubled:
+                c.backoff = min(c.backoff * 2, BACKOFF_MAX)
+            c.restart_count += 1
+            self._start(sim, c)
+        self._publish(sim)
+
+    def _restart_policy(self, sim: PodSim) -> str:
+        pod = self.store.find("pods", sim.namespace, sim.name) or {}
+        return pod.get("spec", {}).get("restartPolicy", "Always")
+
+    def _gone(self, namespace: str, uid: str) -> None:
+        with self._lock:
+            sim = self._pods.pop(uid, None)
+            if sim is None:
+                return
+            for c in sim.containers.values():
+                c.token += 1
+                if c.state == "running":
+                    self._event(sim, c, "Normal", "Killing", f"Stopping container {c.name}")
+                for cid in (c.container_id, (c.last_terminated or {}).get("containerID", "")):
+                    self._logs.pop(cid, None)
+
+    # -- status ----------------------------------------------------------------------------------
+
+    def _publish(self, sim: PodSim) -> None:
+        with self._lock:
+            containers = {k: copy.copy(v) for k, v in sim.containers.items()}
+            view = copy.copy(sim)
+            view.containers = containers
+        now = self.clock.timestamp()
+
+        def write(obj: Obj) -> None:
+            policy = obj.get("spec", {}).get("restartPolicy", "Always")
+            obj["status"] = pod_status(view, obj.get("status") or {}, now, self.clock.timestamp, policy)
+
+        try:
+            self.store.mutate("pods", sim.namespace, sim.name, write, status=True)
+        except ApiError as err:
+            if err.code != 404:
+                raise
+
+    def _event(self, sim: PodSim, c: ContainerSim, type_: str, reason: str, message: str) -> None:
+        ref = {"kind": "Pod", "apiVersion": "v1",
+               "metadata": {"name": sim.name, "namespace": sim.namespace, "uid": sim.uid}}
+        self.events.record(ref, type_, reason, message, "kubelet", host=sim.node,
+                           field_path=f"spec.containers{{{c.name}}}")
+
+    # -- what the apiserver proxies to the kubelet ------------------------------------------------
+
+    def read_log(self, pod: Obj, container: str | None, previous: bool) -> str:
+        name = pod["metadata"]["name"]
+        names = [c["name"] for c in pod.get("spec", {}).get("containers") or []]
+        if container is None:
+            if len(names) != 1:
+                raise _bad_request(f"a container name must be specified for pod {name}, "
+                                   f"choose one of: [{' '.join(names)}]")
+            container = names[0]
+        if container not in names:
+            raise _bad_request(f"container {container} is not valid for pod {name}")
+        with self._lock:
+            sim = self._pods.get(pod["metadata"].get("uid", ""))
+            c = sim.containers.get(container) if sim else None
+            if c is None:
+                if previous:
+                    raise _bad_request(f'previous terminated container "{container}" in pod "{name}" not found')
+                if not pod.get("spec", {}).get("nodeName"):
+                    return ""
+                raise _bad_request(f'container "{container}" in pod "{name}" is waiting to start: ContainerCreating')
+            if previous:
+                cid = (c.last_terminated or {}).get("containerID", "")
+                if not cid:
+                    raise _bad_request(f'previous terminated container "{container}" in pod "{name}" not found')
+            elif c.state in ("running", "terminated"):
+                cid = c.container_id
+            elif c.last_terminated:
+                cid = c.last_terminated.get("containerID", "")
+            else:
+                raise _bad_request(f'container "{container}" in pod "{name}" is waiting to start: '
+                                   f"{c.waiting_reason or 'ContainerCreating'}")
+            record = self._logs.get(cid)
+            return record.text(self.clock.now()) if record else ""
+
+    def proxy(self, pod: Obj, port: int | str, path: str) -> HttpReply:
+        with self._lock:
+            sim = self._pods.get(pod["metadata"].get("uid", ""))
+            target = None
+            number = str(port)
+            for c in (sim.containers.values() if sim else []):
+                for p in c.spec.get("ports") or []:
+                    if str(p.get("containerPort")) == number or p.get("name") == number:
+                        target = c
+                        number = str(p.get("containerPort"))
+            if sim is not None and target is None and sim.containers:
+                target = next(iter(sim.containers.values()))
+            ip = sim.pod_ip if sim else ""
+            if sim is None or target is None or target.state != "running" or target.run is None \
+                    or target.run.http is None:
+                body = f"error trying to reach service: dial tcp {ip}:{number}: connect: connection refused"
+                return 503, "text/plain; charset=utf-8", body.encode()
+            handler = target.run.http
+        return handler(path if path.startswith("/") else f"/{path}")
+
+    # -- persistence -----------------------------------------------------------------------------
+
+    def snapshot_logs(self) -> Obj:
+        now = self.clock.now()
+        with self._lock:
+            return {cid: record.text(now) for cid, record in self._logs.items()}
+
+    def restore_logs(self, logs: Obj) -> None:
+        with self._lock:
+            for cid, text in logs.items():
+                self._logs[cid] = LogRecord(lines=[], started=0.0, ended=0.0, frozen=str(text))
+
+
+def _internal_ip(node: Obj) -> str:
+    for address in (node.get("status") or {}).get("addresses") or []:
+        if address.get("type") == "InternalIP":
+            return str(address.get("address", ""))
+    return ""
