@@ -7,6 +7,7 @@ The YAML files are read once (the one file read allowed in this layer) and cache
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -119,9 +120,7 @@ class ModelSpec:
 
 
 def _replace(spec: ModelSpec, **changes: Any) -> ModelSpec:
-    from dataclasses import replace
-
-    return replace(spec, **changes)
+    return dataclasses.replace(spec, **changes)
 
 
 def _count_params_b(spec: ModelSpec) -> float:

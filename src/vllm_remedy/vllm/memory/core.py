@@ -82,11 +82,9 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
         needed = math.ceil(max_len / res.block_size) * block_bytes / GIB
         suggested = tokens if (r.suggests_max_len or r.engine == "V0") else None
 
-    outside = (0.0 if r.cudagraph_in_budget else graphs)
-    if r.budget == "absolute":
-        peak = requested + outside
-    else:
-        peak = other + context + requested + outside
+    outside = 0.0 if r.cudagraph_in_budget else graphs
+    # "absolute" budgets already contain the context and other processes; graphs sit outside until 0.20.
+    peak = requested + outside + (0.0 if r.budget == "absolute" else other + context)
     if outcome is not Outcome.FITS:
         peak = min(peak, other + context + weights + (activation if kv > 0 else 0.0))
     concurrency = _concurrency(res, blocks, tokens, max_len)
@@ -118,10 +116,9 @@ def _outcome(res: Resolved, total: float, requested: float, weights: float, cont
         return Outcome.OOM_LOADING_WEIGHTS
     if kv <= 0 or blocks == 0:
         return Outcome.NO_CACHE_BLOCKS
-    if r.engine == "V0":
-        exceeds = tokens < max_len
-    else:
-        exceeds = math.ceil(max_len / res.block_size) * block_bytes > kv * GIB
+    # V0 compares token counts; V1 compares the bytes one max-length request needs with the budget.
+    v1_needed = math.ceil(max_len / res.block_size) * block_bytes
+    exceeds = tokens < max_len if r.engine == "V0" else v1_needed > kv * GIB
     return Outcome.MAX_LEN_EXCEEDS_KV if exceeds else Outcome.FITS
 
 

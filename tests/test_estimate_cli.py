@@ -1,0 +1,77 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+
+def test_json_output(cli):
+    got = cli("estimate", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "NVIDIA-H100-80GB-HBM3",
+              "--vllm-version", "0.19.0", "--max-model-len", "8192", "--gpu-memory-utilization", "0.95", "-o", "json")
+    assert got.returncode == 0, got.stderr
+    data = json.loads(got.stdout)
+    assert (data["outcome"], data["kv_cache_tokens"], data["max_model_len"], data["max_concurrency"]) == (
+        "fits", 474816, 8192, 57.96)
+    assert {"weights_gib", "activation_gib", "non_torch_gib", "cudagraph_gib", "kv_cache_gib", "peak_gib"} <= set(data)
+
+
+def test_human_output_has_table_and_bar(cli):
+    got = cli("estimate", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "NVIDIA-L4",
+              "--vllm-version", "0.9.2")
+    assert got.returncode == 0, got.stderr
+    lines = got.stdout.splitlines()
+    assert lines[0].split() == ["outcome", "max_len_exceeds_kv"]
+    assert "KV cache                 3.88 GiB = 31,808 tokens (1,988 blocks)" in lines
+    assert "largest max-model-len    31,808" in lines
+    bar = lines[-1]
+    assert bar.startswith("[") and bar.endswith("] W weights | A activation | G graphs | K KV | . free")
+    assert len(bar.split("]")[0]) == 61 and bar.count("W") == 42  # 15.06 of 21.96 GiB in 60 cells (+ legend)
+
+
+def test_model_config_and_gpu_memory(cli, tmp_path):
+    config = {"architectures": ["MistralForCausalLM"], "hidden_size": 4096, "num_hidden_layers": 32,
+              "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336,
+              "vocab_size": 32768, "max_position_embeddings": 32768, "torch_dtype": "bfloat16"}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    got = cli("estimate", "--model-config", str(path), "--gpu-memory-gib", "44.42", "--vllm-version", "0.8.5",
+              "--max-model-len", "16384", "-o", "json")
+    assert got.returncode == 0, got.stderr
+    data = json.loads(got.stdout)
+    assert (data["outcome"], data["max_model_len"], data["gpu"]) == ("fits", 16384, "custom")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--model", "acme/unknown-7b", "--gpu", "NVIDIA-L4"],
+         "unknown model acme/unknown-7b; pass --model-config with its config.json"),
+        (["--model", "Qwen/Qwen2.5-7B-Instruct", "--gpu", "NVIDIA-Z1"],
+         "unknown GPU label NVIDIA-Z1; pass --gpu-memory-gib"),
+        (["--model", "Qwen/Qwen2.5-7B-Instruct", "--gpu", "NVIDIA-L4", "--gpu-memory-utilization", "1.1"],
+         "gpu-memory-utilization: 1.1 is out of range; expected 0 < U <= 1"),
+        (["--model", "Qwen/Qwen2.5-7B-Instruct", "--gpu", "NVIDIA-L4", "--gpu-memory-utilization", "0"],
+         "gpu-memory-utilization: 0.0 is out of range; expected 0 < U <= 1"),
+        (["--model", "Qwen/Qwen2.5-7B-Instruct", "--gpu", "NVIDIA-L4", "--tp", "3"],
+         "tensor-parallel-size: 3 does not divide the model's 28 attention heads"),
+        (["--model", "Qwen/Qwen2.5-7B-Instruct", "--gpu", "NVIDIA-L4", "--max-model-len", "-8"],
+         "max-model-len: -8 must be a positive integer (or auto)"),
+        (["--model", "Qwen/Qwen2.5-7B-Instruct", "--gpu", "NVIDIA-L4", "--max-num-seqs", "-1"],
+         "max-num-seqs: -1 must be a positive integer"),
+        (["--model-config", "/nonexistent/config.json", "--gpu", "NVIDIA-L4"],
+         "/nonexistent/config.json: cannot read (No such file or directory)"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2(cli, args, message):
+    got = cli("estimate", *args)
+    assert got.returncode == 2
+    assert got.stderr == f"vllm-remedy: error: {message}\n"
+    assert got.stdout == ""
+
+
+def test_unparseable_config_is_one_line(cli, tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text("{not json")
+    got = cli("estimate", "--model-config", str(path), "--gpu", "NVIDIA-L4")
+    assert got.returncode == 2
+    assert got.stderr.startswith(f"vllm-remedy: error: {path}: not valid JSON (") and got.stderr.count("\n") == 1

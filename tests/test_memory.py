@@ -1,0 +1,153 @@
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vllm_remedy.errors import UserError
+from vllm_remedy.vllm import catalog, versions
+from vllm_remedy.vllm.memory import EngineSettings, estimate, resolve
+from vllm_remedy.vllm.outcomes import Outcome
+
+LLAMA = catalog.model("meta-llama/Llama-3.1-8B-Instruct")
+H100 = catalog.gpu("NVIDIA-H100-80GB-HBM3")
+L4 = catalog.gpu("NVIDIA-L4")
+
+
+def run(model=LLAMA, gpu=H100, version="0.19.0", **flags: str):
+    return estimate(model, gpu, EngineSettings.from_flags({k.replace("_", "-"): v for k, v in flags.items()}, version))
+
+
+def test_llama_8b_h100_v0_19_exact():
+    est = run(max_model_len="8192", gpu_memory_utilization="0.95")
+    assert est.outcome is Outcome.FITS
+    assert (est.kv_cache_tokens, est.gpu_blocks, est.max_model_len) == (474816, 29676, 8192)
+    assert est.to_json() == {
+        "outcome": "fits", "weights_gib": 15.06, "activation_gib": 1.94, "non_torch_gib": 0.27,
+        "cudagraph_gib": 0.96, "kv_cache_gib": 57.96, "kv_cache_tokens": 474816, "gpu_blocks": 29676,
+        "max_concurrency": 57.96, "max_model_len": 8192, "peak_gib": 76.7, "total_gib": 79.19,
+        "needed_kv_gib": None, "suggested_max_model_len": None,
+    }
+
+
+def test_fp8_kv_doubles_tokens_not_memory():
+    base = run(max_model_len="8192")
+    fp8 = run(max_model_len="8192", kv_cache_dtype="fp8")
+    assert fp8.kv_cache_gib == base.kv_cache_gib
+    assert fp8.kv_cache_tokens == 2 * base.kv_cache_tokens
+
+
+def test_max_len_exceeds_kv_reports_what_vllm_prints():
+    est = run(gpu=L4, version="0.9.2")  # default 131072 on a 22 GiB card
+    assert est.outcome is Outcome.MAX_LEN_EXCEEDS_KV
+    assert est.needed_kv_gib == 16.0  # 131072 tokens x 128 KiB
+    # 21.96 x 0.9 - 15.06 weights - 0.55 activation - 0.27 non-torch = 3.88 GiB / 2 MiB per block = 1988 blocks
+    assert est.gpu_blocks == 1988
+    assert est.suggested_max_model_len == est.kv_cache_tokens == 31808
+
+
+def test_auto_max_len_takes_the_largest_that_fits():
+    est = run(gpu=L4, version="0.11.0", max_model_len="auto")
+    assert est.outcome is Outcome.FITS
+    assert est.max_model_len == est.kv_cache_tokens == 31808
+
+
+def test_no_cache_blocks_when_weights_fill_the_budget():
+    est = run(gpu=L4, gpu_memory_utilization="0.7", max_model_len="4096")
+    assert est.outcome is Outcome.NO_CACHE_BLOCKS
+    assert (est.kv_cache_tokens, est.gpu_blocks) == (0, 0)
+    assert est.kv_cache_gib < 0
+
+
+def test_oom_loading_weights_for_70b_bf16_on_one_gpu():
+    est = run(model=catalog.model("meta-llama/Llama-3.3-70B-Instruct"), version="0.8.5", max_model_len="8192")
+    assert est.outcome is Outcome.OOM_LOADING_WEIGHTS
+    assert round(est.weights_gib, 2) == 131.52
+
+
+def test_free_memory_check_only_from_0_9_1():
+    busy = {"other_process_gib": "10", "max_model_len": "8192"}
+    assert run(version="0.9.2", **busy).outcome is Outcome.FREE_MEMORY_BELOW_UTILIZATION
+    old = run(version="0.8.5", **busy)  # absolute budget: the other process just shrinks the KV cache
+    assert old.outcome is Outcome.FITS
+    assert old.kv_cache_gib < run(version="0.8.5", max_model_len="8192").kv_cache_gib - 9.9
+
+
+def test_cudagraph_estimate_inside_budget_from_0_20():
+    old, new = run(version="0.19.0", max_model_len="8192"), run(version="0.20.0", max_model_len="8192")
+    assert round(old.kv_cache_gib - new.kv_cache_gib, 2) == round(new.cudagraph_gib, 2) == 0.96
+    assert run(version="0.20.0", max_model_len="8192", enforce_eager="true").cudagraph_gib == 0.0
+
+
+def test_version_defaults():
+    r = resolve(LLAMA, H100, EngineSettings(version="0.19.0"))
+    assert (r.mnbt, r.max_num_seqs, r.chunked_prefill) == (8192, 1024, True)
+    a100 = catalog.gpu("NVIDIA-A100-SXM4-80GB")
+    assert (resolve(LLAMA, a100, EngineSettings(version="0.9.2")).mnbt,
+            resolve(LLAMA, a100, EngineSettings(version="0.8.5")).mnbt) == (2048, 8192)
+    v0 = resolve(LLAMA, H100, EngineSettings(version="0.6.4", max_model_len=20000))
+    assert (v0.rules.engine, v0.mnbt, v0.chunked_prefill) == ("V0", 20000, False)
+    v0_long = resolve(LLAMA, H100, EngineSettings(version="0.6.6"))
+    assert (v0_long.mnbt, v0_long.chunked_prefill) == (2048, True)
+
+
+@pytest.mark.parametrize(
+    ("image", "version"),
+    [("vllm/vllm-openai:v0.8.5", "0.8.5"), ("vllm/vllm-openai:v0.8.5.post1", "0.8.5.post1"),
+     ("docker.io/vllm/vllm-openai:0.10.1", "0.10.1"), ("vllm/vllm-openai:latest", None),
+     ("vllm/vllm-openai", None), ("registry:5000/vllm", None), ("vllm/vllm-openai@sha256:abc", None)],
+)
+def test_version_from_image(image, version):
+    assert versions.version_from_image(image) == version
+
+
+def test_engine_per_version():
+    assert [versions.rules(v).engine for v in ("0.6.3", "0.7.3", "0.8.0", None)] == ["V0", "V0", "V1", "V1"]
+    assert [versions.rules(v).budget for v in ("0.6.4", "0.6.5", "0.9.0", "0.9.1")] == [
+        "absolute", "increase", "absolute", "increase"]
+    assert versions.rules("latest").known is False
+
+
+def test_from_flags_parses_canonical_flags():
+    s = EngineSettings.from_flags(
+        {"max-model-len": "16384", "enforce-eager": "true", "tensor_parallel_size": "2", "max-num-seqs": "64",
+         "gpu-memory-utilization": "0.85", "kv-cache-dtype": "fp8", "no-enable-chunked-prefill": "", "port": "8000"},
+        "0.8.5")
+    assert s == EngineSettings(version="0.8.5", tp=2, gpu_memory_utilization=0.85, max_model_len=16384,
+                               max_num_seqs=64, kv_cache_dtype="fp8", enforce_eager=True, enable_chunked_prefill=False)
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [({"gpu-memory-utilization": "1.5"}, "gpu-memory-utilization: 1.5 is out of range; expected 0 < U <= 1"),
+     ({"gpu-memory-utilization": "0"}, "gpu-memory-utilization: 0.0 is out of range; expected 0 < U <= 1"),
+     ({"max-model-len": "-1024"}, "max-model-len: -1024 must be a positive integer (or auto)"),
+     ({"max-num-seqs": "lots"}, "max-num-seqs: 'lots' is not an integer"),
+     ({"enforce-eager": "maybe"}, "enforce-eager: 'maybe' is not true/false")],
+)
+def test_from_flags_rejects_bad_values(flags, message):
+    with pytest.raises(UserError) as err:
+        EngineSettings.from_flags(flags, None)
+    assert str(err.value) == message
+
+
+def test_tp_must_divide_attention_heads():
+    with pytest.raises(UserError, match=r"^tensor-parallel-size: 3 does not divide the model's 32 attention heads$"):
+        run(tensor_parallel_size="3")
+
+
+@settings(max_examples=60, deadline=None)
+@given(util=st.floats(0.5, 0.99), extra=st.floats(0.001, 0.05), version=st.sampled_from(["0.6.4", "0.7.3", "0.8.5",
+                                                                                          "0.9.2", "0.19.0"]))
+def test_more_utilization_never_less_kv(util, extra, version):
+    low = run(version=version, gpu_memory_utilization=str(util), max_model_len="8192")
+    high = run(version=version, gpu_memory_utilization=str(min(1.0, util + extra)), max_model_len="8192")
+    assert high.kv_cache_tokens >= low.kv_cache_tokens
+
+
+@settings(max_examples=60, deadline=None)
+@given(seqs=st.integers(1, 1024), version=st.sampled_from(["0.7.3", "0.8.5", "0.19.0"]))
+def test_fewer_seqs_never_less_kv(seqs, version):
+    more = run(version=version, max_num_seqs=str(seqs + 64), max_model_len="8192")
+    fewer = run(version=version, max_num_seqs=str(seqs), max_model_len="8192")
+    assert fewer.kv_cache_tokens >= more.kv_cache_tokens

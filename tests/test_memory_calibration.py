@@ -1,0 +1,73 @@
+"""The estimator against real startup logs (tests/data/calibration/*.yaml, each with its source URL)."""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from vllm_remedy.vllm import catalog
+from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate
+
+CASES = sorted((Path(__file__).parent / "data" / "calibration").glob("*.yaml"))
+
+
+def _load(path: Path) -> dict[str, Any]:
+    return yaml.safe_load(path.read_text())
+
+
+def _run(case: dict[str, Any]) -> Estimate:
+    if "model_config" in case:
+        model = catalog.ModelSpec.from_hf_config(case["model_config"], case["model"], case.get("model_params_b"))
+    else:
+        model = catalog.model(case["model"])
+    gpu = catalog.gpu(case["gpu"])
+    if case.get("gpu_memory_gib"):
+        gpu = gpu.with_total(float(case["gpu_memory_gib"]))
+    flags = {k: str(v) for k, v in case["flags"].items()}
+    flags["other-process-gib"] = str(case.get("other_process_gib", 0.0))
+    return estimate(model, gpu, EngineSettings.from_flags(flags, str(case["vllm_version"])))
+
+
+def _errors() -> list[float]:
+    out = []
+    for path in CASES:
+        case = _load(path)
+        logged = case["logged"].get("kv_cache_tokens")
+        if logged:
+            out.append((_run(case).kv_cache_tokens - logged) / logged)
+    return out
+
+
+def test_collection_is_broad_enough():
+    cases = [_load(p) for p in CASES]
+    assert len(cases) >= 15
+    assert len({str(c["vllm_version"]) for c in cases}) >= 4
+    assert len({c["gpu"] for c in cases}) >= 3
+    assert all(c["source"].startswith("https://github.com/") for c in cases)
+    outcomes = {c["logged"]["outcome"] for c in cases}
+    assert {"fits", "max_len_exceeds_kv", "free_memory_below_utilization"} <= outcomes
+
+
+@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
+def test_outcome_matches_log(path):
+    case = _load(path)
+    assert _run(case).outcome.value == case["logged"]["outcome"]
+
+
+@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
+def test_kv_tokens_close_and_never_more_than_logged(path):
+    case = _load(path)
+    logged = case["logged"].get("kv_cache_tokens")
+    if not logged:
+        pytest.skip("failed before the KV cache was sized")
+    predicted = _run(case).kv_cache_tokens
+    assert abs(predicted - logged) / logged <= 0.10
+    assert predicted <= logged * 1.005  # uncertain terms are rounded toward less KV
+
+
+def test_median_error_within_3_percent():
+    assert statistics.median(abs(e) for e in _errors()) <= 0.03
