@@ -1,0 +1,192 @@
+"""A rollout wait with ``kubectl rollout status`` semantics that fails fast on crash loops and unschedulable pods.
+
+kubectl keeps waiting while the new pods crash-loop (kubectl#738) — for a CUDA OOM that is the whole
+progress deadline of dead air. We stop as soon as a pod of the *new* ReplicaSet is in CrashLoopBackOff
+or has restarted ``restart_limit`` times, or has stayed Unschedulable for ``unschedulable_grace``
+seconds, and say why: the scheduler's message, or the crashed container's previous log, classified.
+Time comes from a ``Clock`` so the same loop runs in simulated seconds on the rehearsal cluster.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from vllm_remedy.kube.client import KubeClient
+from vllm_remedy.kube.errors import KubeError, RolloutError
+from vllm_remedy.kube.health import ContainerHealth, PodHealth, pod_health
+from vllm_remedy.kube.history import find_new_replicaset, owned_replicasets, revision_of
+from vllm_remedy.kube.selectors import selector_string
+
+TIMED_OUT = "ProgressDeadlineExceeded"
+
+
+class Clock(Protocol):
+    """``now()`` in seconds and ``sleep(seconds)``; ``vllm_remedy.sim.clock.Clock`` fits."""
+
+    def now(self) -> float: ...
+
+    def sleep(self, seconds: float) -> None: ...
+
+
+class WallClock:
+    def now(self) -> float:
+        return time.time()
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+
+def rollout_status(deployment: Mapping[str, Any], revision: int = 0) -> tuple[str, bool]:
+    """kubectl's ``DeploymentStatusViewer.Status``: (message, done); raises RolloutError like kubectl does."""
+    name = deployment["metadata"]["name"]
+    if revision > 0:
+        current = revision_of(deployment)
+        if current is None:
+            raise RolloutError(f'cannot get the revision of deployment "{name}"')
+        if current != revision:
+            raise RolloutError(f"desired revision ({revision}) is different from the running revision ({current})")
+    meta, spec, status = deployment["metadata"], deployment.get("spec") or {}, deployment.get("status") or {}
+    if int(meta.get("generation") or 0) > int(status.get("observedGeneration") or 0):
+        return "Waiting for deployment spec update to be observed...\n", False
+    for cond in status.get("conditions") or []:
+        if cond.get("type") == "Progressing" and cond.get("reason") == TIMED_OUT:
+            raise RolloutError(f'deployment "{name}" exceeded its progress deadline')
+    want = spec.get("replicas")
+    updated = int(status.get("updatedReplicas") or 0)
+    replicas = int(status.get("replicas") or 0)
+    available = int(status.get("availableReplicas") or 0)
+    if want is not None and updated < int(want):
+        return (f'Waiting for deployment "{name}" rollout to finish: {updated} out of {want} new replicas '
+                "have been updated...\n"), False
+    if replicas > updated:
+        return (f'Waiting for deployment "{name}" rollout to finish: {replicas - updated} old replicas are '
+                "pending termination...\n"), False
+    if available < updated:
+        return (f'Waiting for deployment "{name}" rollout to finish: {available} of {updated} updated replicas '
+                "are available...\n"), False
+    return f'deployment "{name}" successfully rolled out\n', True
+
+
+def new_pods(deployment: Mapping[str, Any], replicasets: Sequence[Mapping[str, Any]],
+             pods: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Pods controlled by the Deployment's new ReplicaSet (the one whose template is the Deployment's)."""
+    new = find_new_replicaset(deployment, owned_replicasets(deployment, replicasets))
+    if new is None:
+        return []
+    uid = new["metadata"].get("uid")
+    return [dict(p) for p in pods if any(r.get("controller") and r.get("uid") == uid
+                                         for r in (p.get("metadata") or {}).get("ownerReferences") or [])]
+
+
+@dataclass(frozen=True)
+class Crash:
+    """Why the new revision is failing, with the evidence an operator needs first."""
+
+    pod: str
+    kind: str  # "crash-loop" | "unschedulable"
+    message: str
+    container: str | None = None
+    restarts: int = 0
+    exit_code: int | None = None
+    terminated_reason: str | None = None
+    log: str | None = None
+    failure: str | None = None  # vllm_remedy.vllm.outcomes.Failure value
+    startup: Any = None  # StartupReport
+
+
+def crashing_container(health: PodHealth, restart_limit: int) -> ContainerHealth | None:
+    """The first container in CrashLoopBackOff, or dead with ``restarts >= restart_limit``."""
+    for c in health.containers:
+        if c.crash_looping or (c.failed and c.restarts >= restart_limit) or (
+                c.terminated_now and c.failed and c.restarts + 1 >= restart_limit):
+            return c
+    return None
+
+
+def classify_log(text: str | None, exit_code: int | None, reason: str | None) -> tuple[str | None, Any]:
+    """(Failure value, StartupReport) for a container log, via the startup-log classifier."""
+    from vllm_remedy.vllm.startup_log import classify, parse_startup_log
+
+    if text is None:
+        if reason == "OOMKilled" or (exit_code == 137 and not reason):
+            return "host_oom_killed", None
+        return None, None
+    report = parse_startup_log(text)
+    return classify(report, exit_code=exit_code, reason=reason).value, report
+
+
+@dataclass
+class WaitResult:
+    ok: bool
+    outcome: str  # "rolled-out" | "crash-loop" | "unschedulable" | "progress-deadline" | "timeout"
+    message: str
+    elapsed: float
+    crash: Crash | None = None
+    statuses: list[str] = field(default_factory=list)
+
+
+def _crash_report(client: KubeClient, namespace: str, health: PodHealth, c: ContainerHealth,
+                  fetch_log: bool) -> Crash:
+    log = None
+    if fetch_log:
+        try:  # a container dead right now has its log as "current"; after a restart it is "previous"
+            log = client.pod_log(namespace, health.name, c.name, previous=not c.terminated_now)
+        except KubeError:
+            log = None
+    failure, report = classify_log(log, c.exit_code, c.terminated_reason)
+    why = c.waiting_reason if c.crash_looping else f"{c.restarts} restarts"
+    message = (f"pod {health.name} container {c.name}: {why} (last exit {c.exit_code}, "
+               f"{c.terminated_reason or 'no reason'})" + (f"; startup log: {failure}" if failure else ""))
+    return Crash(pod=health.name, kind="crash-loop", message=message, container=c.name, restarts=c.restarts,
+                 exit_code=c.exit_code, terminated_reason=c.terminated_reason, log=log, failure=failure,
+                 startup=report)
+
+
+def wait_for_rollout(client: KubeClient, namespace: str, name: str, *, timeout: float = 900.0,
+                     clock: Clock | None = None, interval: float = 2.0, restart_limit: int = 3,
+                     unschedulable_grace: float = 60.0, revision: int = 0, fetch_log: bool = True) -> WaitResult:
+    """Poll until rolled out, failing fast; ``timeout``, ``interval`` and the grace are clock seconds."""
+    clock = clock or WallClock()
+    start = clock.now()
+    first_unschedulable: dict[str, float] = {}
+    statuses: list[str] = []
+
+    def done(ok: bool, outcome: str, message: str, crash: Crash | None = None) -> WaitResult:
+        return WaitResult(ok, outcome, message, clock.now() - start, crash, statuses)
+
+    while True:
+        deployment = client.get_deployment(namespace, name)
+        try:
+            text, finished = rollout_status(deployment, revision)
+        except RolloutError as exc:
+            if "progress deadline" not in str(exc):
+                raise
+            return done(False, "progress-deadline", str(exc))
+        if not statuses or statuses[-1] != text:
+            statuses.append(text)
+        if finished:
+            return done(True, "rolled-out", text.strip())
+        selector = selector_string((deployment.get("spec") or {}).get("selector"))
+        rss = client.list_replicasets(namespace, selector)
+        pods = new_pods(deployment, rss, client.list_pods(namespace, selector))
+        now = clock.now()
+        for pod in pods:
+            health = pod_health(pod)
+            bad = crashing_container(health, restart_limit)
+            if bad is not None:
+                crash = _crash_report(client, namespace, health, bad, fetch_log)
+                return done(False, "crash-loop", crash.message, crash)
+            if health.unschedulable:
+                since = first_unschedulable.setdefault(health.name, now)
+                if now - since >= unschedulable_grace:
+                    message = f"pod {health.name}: Unschedulable: {health.unschedulable}"
+                    return done(False, "unschedulable", message,
+                                Crash(pod=health.name, kind="unschedulable", message=health.unschedulable))
+            else:
+                first_unschedulable.pop(health.name, None)
+        if now - start >= timeout:
+            return done(False, "timeout", f'timed out waiting for deployment "{name}": {text.strip()}')
+        clock.sleep(interval)
