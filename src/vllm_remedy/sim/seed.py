@@ -1,0 +1,229 @@
+"""Seeds: the world a rehearsal cluster starts with — nodes, namespaces, objects, rollout histories.
+
+A seed expresses a Deployment's history as an ordered list of revisions applied one after another,
+so the deployment controller itself builds the ReplicaSet history (hashes, revision numbers,
+change-causes) exactly as it would on a real cluster. Node entries take a GPU shorthand that expands
+to the labels GPU feature discovery, GKE or Karpenter put on real nodes.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from vllm_remedy.errors import UserError
+from vllm_remedy.sim.controllers.defaults import default_deployment
+from vllm_remedy.sim.controllers.manager import wait_until
+from vllm_remedy.sim.controllers.util import CHANGE_CAUSE
+from vllm_remedy.sim.store import ApiError
+
+if TYPE_CHECKING:
+    from vllm_remedy.sim.cluster import Cluster
+
+Obj = dict[str, Any]
+
+_STEP = re.compile(r"([^.\[\]]+)|\[([^\]]+)\]")
+KUBELET_VERSION = "v1.32.4"
+
+
+def packaged_seeds() -> list[str]:
+    """Names of the seeds shipped in ``vllm_remedy/sim/seeds`` (``runbook`` is the default world)."""
+    folder = resources.files("vllm_remedy.sim") / "seeds"
+    return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".yaml"))
+
+
+def load_seed(ref: Obj | str | Path) -> tuple[Obj, str]:
+    """(parsed seed, label for error messages) from a dict, a YAML path, or a packaged seed name."""
+    if isinstance(ref, dict):
+        return ref, "seed"
+    text_ref = str(ref)
+    path = Path(text_ref)
+    if path.suffix in (".yaml", ".yml") or path.exists():
+        try:
+            data = yaml.safe_load(path.read_text())
+        except OSError as err:
+            raise UserError(f"{path}: cannot read seed: {err.strerror}") from None
+        except yaml.YAMLError as err:
+            raise UserError(f"{path}: not valid YAML: {str(err).splitlines()[0]}") from None
+        label = str(path)
+    else:
+        if text_ref not in packaged_seeds():
+            raise UserError(f"seed {text_ref!r}: no such file or packaged seed (have: {', '.join(packaged_seeds())})")
+        data = yaml.safe_load((resources.files("vllm_remedy.sim") / "seeds" / f"{text_ref}.yaml").read_text())
+        label = f"{text_ref}.yaml"
+    if not isinstance(data, dict):
+        raise UserError(f"{label}: expected a mapping with nodes/namespaces/deployments")
+    return data, label
+
+
+def cluster_seeds(seed: Obj) -> dict[str, Obj]:
+    """A multi-cluster seed (``clusters: {name: seed}``) split per cluster; a plain seed is "default"."""
+    clusters = seed.get("clusters")
+    if isinstance(clusters, dict):
+        return {str(name): body or {} for name, body in clusters.items()}
+    return {"default": seed}
+
+
+def make_node(entry: Obj, where: str) -> Obj:
+    """A Node object from the seed shorthand (name, gpu{product, memoryMiB, count}, labels, taints…)."""
+    name = entry.get("name")
+    if not isinstance(name, str) or not name:
+        raise UserError(f"{where}.name: required, a node name")
+    gpu = entry.get("gpu") or {}
+    labels = {
+        "kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+        "beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": "amd64",
+    }
+    if entry.get("instanceType"):
+        labels["node.kubernetes.io/instance-type"] = str(entry["instanceType"])
+    capacity = {"cpu": str(entry.get("cpu", "32")), "memory": str(entry.get("memory", "128Gi")),
+                "pods": str(entry.get("pods", "110")), "ephemeral-storage": "200Gi"}
+    if gpu:
+        count = int(gpu.get("count", 1))
+        labels.update({"nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": str(gpu["product"]),
+                       "nvidia.com/gpu.count": str(count)})
+        if gpu.get("memoryMiB"):
+            labels["nvidia.com/gpu.memory"] = str(gpu["memoryMiB"])
+        if gpu.get("family"):
+            labels["nvidia.com/gpu.family"] = str(gpu["family"])
+        capacity["nvidia.com/gpu"] = str(count)
+    labels.update({str(k): str(v) for k, v in (entry.get("labels") or {}).items()})
+    index = sum(map(ord, name)) % 200 + 10
+    stamp = "2025-01-01T00:00:00Z"
+    return {
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": labels, "annotations": {"node.alpha.kubernetes.io/ttl": "0"}},
+        "spec": {"taints": copy.deepcopy(entry["taints"])} if entry.get("taints") else {},
+        "status": {
+            "capacity": dict(capacity), "allocatable": dict(capacity),
+            "conditions": [
+                {"type": t, "status": "False", "reason": r, "message": m, "lastHeartbeatTime": stamp,
+                 "lastTransitionTime": stamp}
+                for t, r, m in (("MemoryPressure", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+                                ("DiskPressure", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+                                ("PIDPressure", "KubeletHasSufficientPID", "kubelet has sufficient PID available"))
+            ] + [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+                  "message": "kubelet is posting ready status", "lastHeartbeatTime": stamp,
+                  "lastTransitionTime": stamp}],
+            "addresses": [{"type": "InternalIP", "address": f"10.0.{index // 250}.{index % 250}"},
+                          {"type": "Hostname", "address": name}],
+            "nodeInfo": {"kubeletVersion": KUBELET_VERSION, "kubeProxyVersion": KUBELET_VERSION,
+                         "containerRuntimeVersion": "containerd://1.7.24", "operatingSystem": "linux",
+                         "architecture": "amd64", "osImage": "Ubuntu 22.04.5 LTS", "kernelVersion": "6.8.0-1021"},
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+        },
+    }
+
+
+def set_path(obj: Obj, path: str, value: Any, where: str) -> None:
+    """Set ``a.b[name].c`` (``[name]`` picks a list item by its ``name``, ``[0]`` by index); None deletes."""
+    steps = [(m.group(1), m.group(2)) for m in _STEP.finditer(path)]
+    if not steps:
+        raise UserError(f"{where}: empty path")
+    cursor: Any = obj
+    for i, (key, pick) in enumerate(steps):
+        last = i == len(steps) - 1
+        if key is not None:
+            if not isinstance(cursor, dict):
+                raise UserError(f"{where}: {path!r}: {key!r} is not inside a mapping")
+            if last:
+                if value is None:
+                    cursor.pop(key, None)
+                else:
+                    cursor[key] = copy.deepcopy(value)
+                return
+            nxt = steps[i + 1]
+            cursor = cursor.setdefault(key, [] if nxt[1] is not None else {})
+        else:
+            if not isinstance(cursor, list):
+                raise UserError(f"{where}: {path!r}: [{pick}] is not inside a list")
+            if pick.isdigit():
+                index = int(pick)
+                if index >= len(cursor):
+                    raise UserError(f"{where}: {path!r}: index {index} out of range")
+            else:
+                found = [j for j, item in enumerate(cursor) if isinstance(item, dict) and item.get("name") == pick]
+                if not found:
+                    raise UserError(f"{where}: {path!r}: no list item named {pick!r}")
+                index = found[0]
+            if last:
+                cursor[index] = copy.deepcopy(value)
+                return
+            cursor = cursor[index]
+
+
+def apply_seed(cluster: Cluster, ref: Obj | str | Path, *, wait: bool = True, timeout: float = 30.0) -> None:
+    seed, label = load_seed(ref)
+    store = cluster.store
+    for i, entry in enumerate(seed.get("nodes") or []):
+        if not isinstance(entry, dict):
+            raise UserError(f"{label}: nodes[{i}]: expected a mapping")
+        _create(store, "nodes", make_node(entry, f"{label}: nodes[{i}]"))
+    for ns in seed.get("namespaces") or []:
+        _create(store, "namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                      "metadata": {"name": str(ns), "labels": {"kubernetes.io/metadata.name": str(ns)}},
+                                      "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}})
+    for i, obj in enumerate(seed.get("objects") or []):
+        if not isinstance(obj, dict) or "resource" not in obj or "object" not in obj:
+            raise UserError(f"{label}: objects[{i}]: expected {{resource: <plural[.group]>, object: <manifest>}}")
+        _create(store, str(obj["resource"]), copy.deepcopy(obj["object"]))
+    for i, entry in enumerate(seed.get("deployments") or []):
+        _roll_history(cluster, entry, f"{label}: deployments[{i}]", wait, timeout)
+
+
+def _create(store: Any, resource: str, obj: Obj) -> None:
+    try:
+        store.create(resource, obj)
+    except ApiError as err:
+        if err.code != 409:  # re-applying a seed over restored state is fine
+            raise
+
+
+def _roll_history(cluster: Cluster, entry: Any, where: str, wait: bool, timeout: float) -> None:
+    """Apply the base manifest, then each revision's ``set`` on top, waiting for the controller each time."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("manifest"), dict):
+        raise UserError(f"{where}.manifest: required, a Deployment manifest")
+    manifest = copy.deepcopy(entry["manifest"])
+    meta = manifest.get("metadata") or {}
+    if not meta.get("name") or not meta.get("namespace"):
+        raise UserError(f"{where}.manifest.metadata: name and namespace are required")
+    ns, name = meta["namespace"], meta["name"]
+    if cluster.store.find("deployments.apps", ns, name) is not None:
+        return  # already there (restored state): keep its history
+    revisions = entry.get("revisions") or [{}]
+    if not isinstance(revisions, list):
+        raise UserError(f"{where}.revisions: expected a list")
+    for r, rev in enumerate(revisions):
+        rwhere = f"{where}.revisions[{r}]"
+        if not isinstance(rev, dict):
+            raise UserError(f"{rwhere}: expected a mapping with change-cause and set")
+        for path, value in (rev.get("set") or {}).items():
+            set_path(manifest, str(path), value, f"{rwhere}.set")
+        if rev.get("change-cause"):
+            manifest.setdefault("metadata", {}).setdefault("annotations", {})[CHANGE_CAUSE] = str(rev["change-cause"])
+        body = default_deployment(copy.deepcopy(manifest))
+        current = cluster.store.find("deployments.apps", ns, name)
+        if current is None:
+            made = cluster.store.create("deployments.apps", body)
+        else:
+            body["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+            body["metadata"].setdefault("annotations", {}).update(
+                {k: v for k, v in (current["metadata"].get("annotations") or {}).items()
+                 if k.startswith("deployment.kubernetes.io/")})
+            made = cluster.store.update("deployments.apps", body)
+        if wait:  # each revision really rolls out, so old ReplicaSets end scaled to 0 as in real history
+            generation = made["metadata"]["generation"]
+            if not wait_until(lambda g=generation: _settled(cluster, ns, name, g), timeout):
+                raise UserError(f"{rwhere}: deployment {ns}/{name} did not roll out within {timeout:g}s")
+
+
+def _settled(cluster: Cluster, ns: str, name: str, generation: int) -> bool:
+    obj = cluster.store.find("deployments.apps", ns, name)
+    if obj is None or (obj.get("status") or {}).get("observedGeneration", 0) < generation:
+        return False
+    return cluster.rolled_out(ns, name)
