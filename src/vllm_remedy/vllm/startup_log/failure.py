@@ -90,6 +90,8 @@ def _oom(events: list[Event], ooms: list[Event], up_index: int | None,
     detail["phase"] = phase or "unknown"
     if phase == "loading_weights":
         return Failure.OOM_LOADING_WEIGHTS, detail, first.index
+    if phase == "serving":  # request-handling frames: the server was up even if the log lost that line
+        return Failure.OOM_UNDER_LOAD, detail, first.index
     if phase == "sampler_warmup":
         return Failure.SAMPLER_WARMUP_OOM, detail, first.index
     # OOM while profiling or capturing CUDA graphs has no Failure of its own (yet): unknown + phase.
