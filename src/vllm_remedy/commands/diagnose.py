@@ -110,7 +110,8 @@ def render_text(report: StartupReport) -> str:
     if report.max_concurrency is not None:
         per = f" at {report.concurrency_max_len:,} tokens" if report.concurrency_max_len else ""
         rows.append(("max concurrency", f"{report.max_concurrency:.2f}x{per}"))
-    rows += [(key.replace("_", " "), str(value)) for key, value in report.failure_detail.items()]
+    shown = {name for _, name, _ in _FIGURES}
+    rows += [(key.replace("_", " "), str(value)) for key, value in report.failure_detail.items() if key not in shown]
     width = max((len(label) for label, _ in rows), default=0)
     lines += ["", *(f"  {label.ljust(width)}  {value}" for label, value in rows)]
     if report.evidence:
