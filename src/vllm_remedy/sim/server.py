@@ -169,6 +169,9 @@ class SimServer:
             return self._admin(req)
         if req.path in ("/healthz", "/livez", "/readyz"):
             return Response(200, b"ok", "text/plain")
+        if len(self.contexts) == 1:
+            # `kubectl get --raw` drops the kubeconfig server path; with one cluster the answer is unambiguous.
+            return handle(next(iter(self.contexts.values())), req)
         return error_response(ApiError(404, "NotFound", f"no cluster in path {req.path}; use /clusters/<name>/..."))
 
     def _admin(self, req: Request) -> Response:
@@ -195,7 +198,7 @@ class SimServer:
     # -- lifecycle -------------------------------------------------------------------------------
 
     def start(self) -> None:
-        serve = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.5},
+        serve = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.2},
                                  name="sim-http", daemon=True)
         serve.start()
         self._threads.append(serve)
@@ -236,7 +239,8 @@ class SimServer:
         self.state_dir.mkdir(parents=True, exist_ok=True)
         target = self.state_dir / f"{name}.json"
         tmp = target.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps({"cluster": name, "speed": cluster.clock.speed, "snapshot": snap}))
+        tmp.write_text(json.dumps({"cluster": name, "speed": cluster.clock.speed, "clock": cluster.clock.now(),
+                                   "snapshot": snap}))
         os.replace(tmp, target)
 
 

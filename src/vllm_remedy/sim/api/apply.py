@@ -109,6 +109,17 @@ def _entry(manager: str, operation: str, api_version: str, paths: set[Path], whe
             "fieldsType": "FieldsV1", "fieldsV1": to_fields_v1(paths)}
 
 
+def _field_text(path: Path) -> str:
+    """``.spec.template.spec.containers[name="vllm"].image``, as the apiserver words conflicts."""
+    out = ""
+    for seg in path:
+        if seg.startswith("f:"):
+            out += "." + seg[2:]
+        else:
+            out += "[" + ",".join(f"{k}={json.dumps(v)}" for k, v in json.loads(seg[2:]).items()) + "]"
+    return out
+
+
 def _overlaps(path: Path, owned: set[Path]) -> bool:
     return any(p[: len(path)] == path or path[: len(p)] == p for p in owned)
 
@@ -144,10 +155,10 @@ def apply(live: Obj | None, applied: Obj, manager: str, force: bool, when: str) 
             if current is not _MISSING and current != get_path(applied_view, path) and _overlaps(path, owned):
                 conflicts.append((other, path))
     if conflicts and not force:
-        lines = "\n".join(f'- conflict with "{m}": .{".".join(s[2:] for s in p)}' for m, p in conflicts)
+        lines = "\n".join(f'- conflict with "{m}": {_field_text(p)}' for m, p in conflicts)
         raise ApiError(409, "Conflict", f"Apply failed with {len(conflicts)} conflict(s):\n{lines}",
                        {"causes": [{"reason": "FieldManagerConflict", "message": f'conflict with "{m}"',
-                                    "field": "." + ".".join(s[2:] for s in p)} for m, p in conflicts]})
+                                    "field": _field_text(p)} for m, p in conflicts]})
     for other, path in conflicts:  # force=true: the applier takes the fields over
         for (name, _op), entry in entries.items():
             if name == other:

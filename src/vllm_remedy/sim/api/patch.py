@@ -32,17 +32,20 @@ def json_patch(doc: Obj, ops: Any) -> Obj:
     """RFC 6902. A malformed patch is a 400; an op that fails (``test`` included) is a 422 as in kube."""
     if not isinstance(ops, list):
         raise ApiError(400, "BadRequest", "json: cannot unmarshal object into Go value of type jsonpatch.Patch")
-    try:
-        patch = jsonpatch.JsonPatch(ops)
-        return patch.apply(doc)
-    except jsonpatch.JsonPatchTestFailed as exc:
-        raise ApiError(422, "Invalid", f"the server rejected our request due to an error in our request: {exc}")\
-            from exc
-    except (jsonpatch.JsonPatchConflict, jsonpointer.JsonPointerException) as exc:
-        raise ApiError(422, "Invalid", f"the server rejected our request due to an error in our request: {exc}")\
-            from exc
-    except (jsonpatch.InvalidJsonPatch, TypeError, KeyError, ValueError) as exc:
-        raise ApiError(400, "BadRequest", f"invalid JSON patch: {exc}") from exc
+    for op in ops:  # one at a time, so the error names the operation that failed
+        if not isinstance(op, dict):
+            raise ApiError(400, "BadRequest", f"invalid JSON patch operation: {op!r}")
+        try:
+            doc = jsonpatch.JsonPatch([op]).apply(doc)
+        except jsonpatch.JsonPatchTestFailed as exc:
+            raise ApiError(422, "Invalid", f"the server rejected our request due to an error in our request: "
+                                           f"testing value {op.get('path')} failed: test failed") from exc
+        except (jsonpatch.JsonPatchConflict, jsonpointer.JsonPointerException) as exc:
+            raise ApiError(422, "Invalid", f"the server rejected our request due to an error in our request: "
+                                           f"{op.get('op')} operation does not apply: {exc}") from exc
+        except (jsonpatch.InvalidJsonPatch, TypeError, KeyError, ValueError) as exc:
+            raise ApiError(400, "BadRequest", f"invalid JSON patch: {exc}") from exc
+    return doc
 
 
 def merge_patch(doc: Any, patch: Any) -> Any:

@@ -1,0 +1,211 @@
+"""Run the rehearsal cluster: a kubectl-compatible Kubernetes API on 127.0.0.1 with simulated vLLM pods.
+
+`sim up` serves one or more simulated clusters from one port, writes a kubeconfig with one context per
+cluster and prints its path; state is kept in --state so `sim down` and a later `sim up` lose nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from vllm_remedy.errors import UserError
+
+NAME = "sim"
+HELP = "run the rehearsal cluster (kubectl-compatible API on 127.0.0.1)"
+READY_FILE = "sim.json"
+
+
+def default_state() -> Path:
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "vllm-remedy" / "sim"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    up = sub.add_parser("up", help="start the server (foreground, or --background)")
+    up.add_argument("--port", type=int, default=0, help="TCP port on 127.0.0.1 (0 = a free one)")
+    up.add_argument("--state", type=Path, default=None, help="state folder (default: %(default)s → XDG state)")
+    up.add_argument("--speed", type=float, default=60.0, help="simulated seconds per real second")
+    up.add_argument("--seed", default="runbook", help="seed YAML file or packaged seed name")
+    up.add_argument("--cluster", action="append", dest="clusters", metavar="NAME",
+                    help="simulated cluster name (repeat for a fleet; default: rehearsal)")
+    up.add_argument("--kubeconfig", type=Path, default=None, help="where to write the kubeconfig")
+    up.add_argument("--auth", type=Path, default=None, help="YAML: {tokens: {TOKEN: {user, rules}}}")
+    up.add_argument("--faults", type=Path, default=None, help="YAML: {CLUSTER|'*': [fault rules]}")
+    up.add_argument("--background", action="store_true", help="detach; pid file in the state folder")
+    up.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    down = sub.add_parser("down", help="stop a background server (state is saved)")
+    down.add_argument("--state", type=Path, default=None)
+    down.add_argument("-o", "--output", choices=("text", "json"), default="text")
+
+
+def _yaml_file(path: Path | None, what: str) -> Any:
+    if path is None:
+        return None
+    try:
+        return yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read {what}: {exc.strerror}") from exc
+    except yaml.YAMLError as exc:
+        raise UserError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from exc
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _running(state: Path) -> dict[str, Any] | None:
+    try:
+        info = json.loads((state / READY_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    return info if _alive(int(info.get("pid", 0))) else None
+
+
+def _report(info: dict[str, Any], output: str) -> None:
+    if output == "json":
+        print(json.dumps(info))
+        return
+    print(f"rehearsal cluster serving {info['url']} (clusters: {', '.join(info['clusters'])}; pid {info['pid']})")
+    print(f"kubeconfig: {info['kubeconfig']}")
+    print(f"state: {info['state']}")
+
+
+def _background(args: argparse.Namespace, state: Path) -> int:
+    argv = [a for a in sys.argv[1:] if a != "--background"]
+    if "--state" not in argv:
+        argv += ["--state", str(state)]
+    state.mkdir(parents=True, exist_ok=True)
+    (state / READY_FILE).unlink(missing_ok=True)
+    with open(state / "sim.log", "ab") as logfile:
+        proc = subprocess.Popen([sys.executable, "-m", "vllm_remedy", *argv], stdin=subprocess.DEVNULL,
+                                stdout=logfile, stderr=logfile, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        info = _running(state)
+        if info and info.get("pid") == proc.pid:
+            _report(info, args.output)
+            return 0
+        if proc.poll() is not None:
+            tail = (state / "sim.log").read_text(errors="replace").strip().splitlines()[-1:]
+            raise UserError(f"sim up: the server exited ({proc.returncode}): {' '.join(tail)}")
+        time.sleep(0.1)
+    raise UserError(f"sim up: the server did not become ready in 120 s; see {state / 'sim.log'}")
+
+
+def _up(args: argparse.Namespace) -> int:
+    from vllm_remedy.sim import kubeconfig
+    from vllm_remedy.sim.api import auth as auth_mod
+    from vllm_remedy.sim.api.faults import parse as parse_faults
+    from vllm_remedy.sim.clock import Clock
+    from vllm_remedy.sim.cluster import Cluster
+    from vllm_remedy.sim.server import SimServer, load_state
+    from vllm_remedy.sim.store import ApiError
+
+    state: Path = (args.state or default_state()).resolve()
+    if args.speed <= 0:
+        raise UserError(f"--speed: must be > 0, got {args.speed}")
+    running = _running(state)
+    if running:
+        raise UserError(f"{state}: a rehearsal cluster is already running (pid {running['pid']}); "
+                        f"run `vllm-remedy sim down --state {state}`")
+    if args.background:
+        return _background(args, state)
+    names = args.clusters or ["rehearsal"]
+    for name in names:
+        if not name.replace("-", "").isalnum() or name != name.lower():
+            raise UserError(f"--cluster {name!r}: expected a lowercase DNS label (letters, digits, '-')")
+    authz = auth_mod.load(_yaml_file(args.auth, "auth config"), str(args.auth))
+    fault_config = _yaml_file(args.faults, "fault config") or {}
+    if not isinstance(fault_config, dict):
+        raise UserError(f"{args.faults}: expected a mapping of cluster name (or '*') to a list of fault rules")
+    clusters = []
+    for name in names:
+        saved = state / f"{name}.json"
+        if saved.exists():
+            data = load_state(saved)
+            snap = data.get("snapshot", {})
+            cluster = Cluster(name, clock=Clock(args.speed, start=data.get("clock")))
+            cluster.restore(snap)
+        else:
+            cluster = Cluster(name, clock=Clock(args.speed))
+            seed = args.seed
+            if seed and Path(seed).suffix in (".yaml", ".yml") and not Path(seed).exists():
+                raise UserError(f"--seed {seed}: file not found")
+            try:
+                cluster.apply_seed(seed, wait=False)
+            except (ValueError, KeyError, OSError) as exc:
+                raise UserError(f"--seed {seed}: {exc}") from exc
+        clusters.append(cluster)
+    faults = {}
+    for name in names:
+        rules = fault_config.get(name, fault_config.get("*"))
+        if rules is not None:
+            try:
+                faults[name] = parse_faults(rules)
+            except ApiError as exc:
+                raise UserError(f"{args.faults}: {exc.message}") from exc
+    try:
+        server = SimServer(clusters, port=args.port, state_dir=state, auth=authz, faults=faults)
+    except OSError as exc:
+        raise UserError(f"--port {args.port}: cannot listen on 127.0.0.1: {exc.strerror}") from exc
+    users = {ident.user: token for token, ident in authz.tokens.items()}
+    default_user = "admin" if "admin" in users else None
+    path = kubeconfig.write(args.kubeconfig or state / "kubeconfig", server.url, names, users, default_user)
+    for cluster in clusters:
+        cluster.start()
+    server.start()
+    info = {"pid": os.getpid(), "url": server.url, "kubeconfig": str(path.resolve()), "clusters": names,
+            "state": str(state)}
+    (state / READY_FILE).write_text(json.dumps(info))
+    _report(info, args.output)
+    sys.stdout.flush()
+    done = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: done.set())
+    while not done.wait(1.0):
+        pass
+    for cluster in clusters:
+        cluster.stop()
+    server.stop()
+    (state / READY_FILE).unlink(missing_ok=True)
+    return 0
+
+
+def _down(args: argparse.Namespace) -> int:
+    state: Path = (args.state or default_state()).resolve()
+    info = _running(state)
+    if info is None:
+        raise UserError(f"{state}: no rehearsal cluster is running")
+    pid = int(info["pid"])
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 30
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if _alive(pid):
+        raise UserError(f"pid {pid} did not stop within 30 s")
+    result = {"stopped": pid, "state": str(state)}
+    print(json.dumps(result) if args.output == "json" else f"stopped rehearsal cluster (pid {pid}); state kept "
+          f"in {state}")
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    return _up(args) if args.action == "up" else _down(args)
