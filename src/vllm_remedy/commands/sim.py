@@ -37,7 +37,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     up.add_argument("--port", type=int, default=0, help="TCP port on 127.0.0.1 (0 = a free one)")
     up.add_argument("--state", type=Path, default=None, help="state folder (default: %(default)s → XDG state)")
     up.add_argument("--speed", type=float, default=60.0, help="simulated seconds per real second")
-    up.add_argument("--seed", default="runbook", help="seed YAML file or packaged seed name")
+    up.add_argument("--seed", default="runbook", help="seed YAML file or packaged seed name (default: runbook); "
+                    "used only for clusters with no saved state")
     up.add_argument("--cluster", action="append", dest="clusters", metavar="NAME",
                     help="simulated cluster name (repeat for a fleet; default: rehearsal)")
     up.add_argument("--kubeconfig", type=Path, default=None, help="where to write the kubeconfig")
@@ -128,10 +129,20 @@ def _up(args: argparse.Namespace) -> int:
                         f"run `vllm-remedy sim down --state {state}`")
     if args.background:
         return _background(args, state)
-    names = args.clusters or ["rehearsal"]
+    from vllm_remedy.sim.seed import cluster_seeds, load_seed
+
+    seed, _label = load_seed(args.seed)
+    per_cluster = cluster_seeds(seed)
+    if "clusters" in seed and not args.clusters:
+        names = list(per_cluster)
+    else:
+        names = args.clusters or ["rehearsal"]
+        per_cluster = {name: per_cluster.get(name, per_cluster.get("default", {})) for name in names}
     for name in names:
         if not name.replace("-", "").isalnum() or name != name.lower():
             raise UserError(f"--cluster {name!r}: expected a lowercase DNS label (letters, digits, '-')")
+        if name not in per_cluster:
+            raise UserError(f"--cluster {name}: the seed defines clusters {', '.join(per_cluster)}")
     authz = auth_mod.load(_yaml_file(args.auth, "auth config"), str(args.auth))
     fault_config = _yaml_file(args.faults, "fault config") or {}
     if not isinstance(fault_config, dict):
@@ -141,18 +152,13 @@ def _up(args: argparse.Namespace) -> int:
         saved = state / f"{name}.json"
         if saved.exists():
             data = load_state(saved)
-            snap = data.get("snapshot", {})
             cluster = Cluster(name, clock=Clock(args.speed, start=data.get("clock")))
-            cluster.restore(snap)
+            cluster.restore(data.get("snapshot", {}))
+            cluster.start()
         else:
             cluster = Cluster(name, clock=Clock(args.speed))
-            seed = args.seed
-            if seed and Path(seed).suffix in (".yaml", ".yml") and not Path(seed).exists():
-                raise UserError(f"--seed {seed}: file not found")
-            try:
-                cluster.apply_seed(seed, wait=False)
-            except (ValueError, KeyError, OSError) as exc:
-                raise UserError(f"--seed {seed}: {exc}") from exc
+            cluster.start()
+            cluster.apply_seed(per_cluster[name], wait=True, timeout=120)
         clusters.append(cluster)
     faults = {}
     for name in names:
@@ -169,8 +175,6 @@ def _up(args: argparse.Namespace) -> int:
     users = {ident.user: token for token, ident in authz.tokens.items()}
     default_user = "admin" if "admin" in users else None
     path = kubeconfig.write(args.kubeconfig or state / "kubeconfig", server.url, names, users, default_user)
-    for cluster in clusters:
-        cluster.start()
     server.start()
     info = {"pid": os.getpid(), "url": server.url, "kubeconfig": str(path.resolve()), "clusters": names,
             "state": str(state)}

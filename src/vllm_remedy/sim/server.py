@@ -26,6 +26,7 @@ from vllm_remedy.sim.api.http import MAX_BODY, ClusterLike, Request, Response, e
 from vllm_remedy.sim.store import ApiError
 
 log = logging.getLogger(__name__)
+DRAIN_LIMIT = 64 * 1024 * 1024  # oversize bodies up to this are read and dropped before the 413
 SAVE_EVERY = 1.0  # real seconds between state flushes while the cluster changes
 
 
@@ -62,6 +63,9 @@ class _Handler(BaseHTTPRequestHandler):
                 self.rfile.readline()
         length = int(self.headers.get("Content-Length") or 0)
         if length > MAX_BODY:
+            if length <= DRAIN_LIMIT:  # read and drop it, so the client sees the 413 instead of a broken pipe
+                while length > 0:
+                    length -= len(self.rfile.read(min(length, 1 << 16)) or b"x" * length)
             return None
         return self.rfile.read(length) if length else b""
 
@@ -203,6 +207,8 @@ class SimServer:
         serve.start()
         self._threads.append(serve)
         if self.state_dir is not None:
+            with self._dirty_lock:
+                self._dirty |= set(self.contexts)  # a freshly seeded cluster is saved at once
             saver = threading.Thread(target=self._save_loop, name="sim-state", daemon=True)
             saver.start()
             self._threads.append(saver)
