@@ -50,7 +50,8 @@ def undo(client: KubeClient, namespace: str, name: str, to_revision: int = 0, *,
                      at=at)
     if plan.skipped:
         return plan, None
-    return plan, apply_deployment_patch(client, namespace, name, plan.patch, dry_run=dry_run)
+    return plan, apply_deployment_patch(client, namespace, name, plan.patch, dry_run=dry_run,
+                                        basis=state.deployment)
 
 
 def mark_known_good(client: KubeClient, namespace: str, replicaset: str, *, at: float, reason: str,

@@ -4,7 +4,9 @@ kubectl keeps waiting while the new pods crash-loop (kubectl#738) — for a CUDA
 progress deadline of dead air. We stop as soon as a pod of the *new* ReplicaSet is in CrashLoopBackOff
 or has restarted ``restart_limit`` times, or has stayed Unschedulable for ``unschedulable_grace``
 seconds, and say why: the scheduler's message, or the crashed container's previous log, classified.
-Time comes from a ``Clock`` so the same loop runs in simulated seconds on the rehearsal cluster.
+Success also needs every live pod of the new ReplicaSet Ready: a status that says "rolled out" while a
+new pod is not Ready is stale, and believing it is how crash loops get blessed. Time comes from a
+``Clock`` so the same loop runs in simulated seconds on the rehearsal cluster.
 """
 
 from __future__ import annotations
@@ -167,11 +169,11 @@ def wait_for_rollout(client: KubeClient, namespace: str, name: str, *, timeout: 
             return done(False, "progress-deadline", str(exc))
         if not statuses or statuses[-1] != text:
             statuses.append(text)
-        if finished:
-            return done(True, "rolled-out", text.strip())
         selector = selector_string((deployment.get("spec") or {}).get("selector"))
         rss = client.list_replicasets(namespace, selector)
         pods = new_pods(deployment, rss, client.list_pods(namespace, selector))
+        if finished and all(pod_health(p).ready for p in pods if not p["metadata"].get("deletionTimestamp")):
+            return done(True, "rolled-out", text.strip())
         now = clock.now()
         for pod in pods:
             health = pod_health(pod)
