@@ -293,7 +293,8 @@ def test_scaling_and_cascading_delete(cluster):
         "llm", "llama-8b"), 3)
     assert len(owned_rses(cluster)) == 1
     cluster.store.delete(DEPLOY, "llm", "llama-8b")
-    assert cluster.wait_for(lambda: not cluster.store.list(RS, "llm")[0] and not cluster.store.list("pods", "llm")[0], 3)
+    assert cluster.wait_for(lambda: not cluster.store.list(RS, "llm")[0] and not cluster.store.list("pods", "llm")[0],
+                            3)
 
 
 def test_runbook_seed_builds_three_revisions_with_healthy_current(cluster):

@@ -29,6 +29,12 @@ Obj = dict[str, Any]
 
 _STEP = re.compile(r"([^.\[\]]+)|\[([^\]]+)\]")
 KUBELET_VERSION = "v1.32.4"
+_NODE_CONDITIONS = (
+    ("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+    ("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+    ("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+    ("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
+)
 
 
 def packaged_seeds() -> list[str]:
@@ -102,14 +108,8 @@ def make_node(entry: Obj, where: str) -> Obj:
         "status": {
             "capacity": dict(capacity), "allocatable": dict(capacity),
             "conditions": [
-                {"type": t, "status": "False", "reason": r, "message": m, "lastHeartbeatTime": stamp,
-                 "lastTransitionTime": stamp}
-                for t, r, m in (("MemoryPressure", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
-                                ("DiskPressure", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
-                                ("PIDPressure", "KubeletHasSufficientPID", "kubelet has sufficient PID available"))
-            ] + [{"type": "Ready", "status": "True", "reason": "KubeletReady",
-                  "message": "kubelet is posting ready status", "lastHeartbeatTime": stamp,
-                  "lastTransitionTime": stamp}],
+                {"type": t, "status": s, "reason": r, "message": m, "lastHeartbeatTime": stamp,
+                 "lastTransitionTime": stamp} for t, s, r, m in _NODE_CONDITIONS],
             "addresses": [{"type": "InternalIP", "address": f"10.0.{index // 250}.{index % 250}"},
                           {"type": "Hostname", "address": name}],
             "nodeInfo": {"kubeletVersion": KUBELET_VERSION, "kubeProxyVersion": KUBELET_VERSION,

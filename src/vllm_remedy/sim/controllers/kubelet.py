@@ -303,6 +303,8 @@ class Kubelet:
         with self._lock:
             sim = self._pods.get(pod["metadata"].get("uid", ""))
             c = sim.containers.get(container) if sim else None
+            if c is None:  # not (yet) adopted by the kubelet, e.g. just restored: trust the pod status
+                c = _from_status(pod, container)
             if c is None:
                 if previous:
                     raise _bad_request(f'previous terminated container "{container}" in pod "{name}" not found')
@@ -354,6 +356,19 @@ class Kubelet:
         with self._lock:
             for cid, text in logs.items():
                 self._logs[cid] = LogRecord(lines=[], started=0.0, ended=0.0, frozen=str(text))
+
+
+def _from_status(pod: Obj, name: str) -> ContainerSim | None:
+    for cs in (pod.get("status") or {}).get("containerStatuses") or []:
+        if cs.get("name") != name:
+            continue
+        state = cs.get("state") or {}
+        c = ContainerSim(name=name, spec={}, last_terminated=(cs.get("lastState") or {}).get("terminated"))
+        c.state = "running" if "running" in state else "terminated" if "terminated" in state else "waiting"
+        c.container_id = cs.get("containerID", "")
+        c.waiting_reason = (state.get("waiting") or {}).get("reason", "")
+        return c
+    return None
 
 
 def _internal_ip(node: Obj) -> str:
