@@ -134,6 +134,7 @@ def deployment(name: str = "llama-8b", image: str = "vllm/vllm-openai:v0.8.5", r
                                       "args": ["--model", "meta-llama/Llama-3.1-8B-Instruct",
                                                "--max-model-len", "16384"],
                                       "ports": [{"containerPort": 8000}],
+                                      "readinessProbe": {"httpGet": {"path": "/health", "port": 8000}},
                                       "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}}}
 
 
@@ -162,3 +163,17 @@ def call(base: str, method: str, path: str, body: Any = None, *, content_type: s
         return resp.status, kind, json.loads(payload)
     except ValueError:
         return resp.status, kind, payload.decode(errors="replace")
+
+
+@pytest.fixture
+def runbook_sim(tmp_path: Path) -> Iterator[Sim]:
+    """Cluster "a" seeded with the runbook's world (llm/llama-8b with three revisions), controllers at 600x."""
+    cluster = Cluster("a", speed=600)
+    cluster.start()
+    cluster.apply_seed("runbook", wait=True, timeout=60)
+    server = SimServer([cluster])
+    server.start()
+    s = Sim(server, {"a": cluster}, kubeconfig.write(tmp_path / "kubeconfig", server.url, ["a"]), tmp_path)
+    yield s
+    cluster.stop()
+    server.stop()

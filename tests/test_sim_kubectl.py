@@ -1,0 +1,179 @@
+"""Real kubectl 1.32 runs the runbook's own commands against the rehearsal cluster, unchanged."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+
+import pytest
+import sim_fixtures
+import yaml
+from sim_fixtures import deployment
+
+from vllm_remedy.sim.runtime import EXIT_CODE, LOG_LINES, READY_AFTER
+
+runbook_sim = sim_fixtures.runbook_sim
+live_sim = sim_fixtures.live_sim
+V = "32"
+OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
+GREP = re.compile(r"model loading took|gpu blocks|kv cache|maximum concurrency|out of memory|max seq len", re.I)
+
+
+@pytest.fixture(autouse=True)
+def _need_kubectl() -> None:
+    sim_fixtures.require_kubectl(V)
+
+
+def table(text: str) -> list[list[str]]:
+    """kubectl's column output split on runs of 2+ spaces."""
+    return [re.split(r"\s{2,}", line.strip()) for line in text.strip().splitlines()]
+
+
+def ok(got) -> str:
+    assert got.returncode == 0, got.stderr
+    return got.stdout
+
+
+def test_get_tables_show_kubectls_columns(runbook_sim):
+    k = runbook_sim.kubectl
+    deploy = table(ok(k(V, "-n", "llm", "get", "deploy")))
+    assert deploy[0] == ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"]
+    assert deploy[1][:4] == ["llama-8b", "2/2", "2", "2"]
+    rs = table(ok(k(V, "-n", "llm", "get", "rs")))
+    assert rs[0] == ["NAME", "DESIRED", "CURRENT", "READY", "AGE"]
+    assert sorted(r[1:4] for r in rs[1:]) == [["0", "0", "0"], ["0", "0", "0"], ["2", "2", "2"]]
+    pods = table(ok(k(V, "-n", "llm", "get", "pod", "-l", "app=llama-8b", "-o", "wide")))
+    assert pods[0] == ["NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP", "NODE", "NOMINATED NODE",
+                       "READINESS GATES"]
+    assert len(pods) == 3
+    for row in pods[1:]:
+        assert row[1:4] == ["1/1", "Running", "0"]
+        assert row[6].startswith("gpu-l40s-")  # pinned to L40S by the seed's nodeSelector
+        assert re.fullmatch(r"10\.\d+\.\d+\.\d+", row[5])
+    nodes = table(ok(k(V, "get", "nodes")))
+    assert nodes[0] == ["NAME", "STATUS", "ROLES", "AGE", "VERSION"]
+    assert {r[1] for r in nodes[1:]} == {"Ready"} and len(nodes) == 7
+    events = table(ok(k(V, "-n", "llm", "get", "events")))
+    assert events[0] == ["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
+
+
+def test_get_json_and_yaml(runbook_sim):
+    k = runbook_sim.kubectl
+    one = json.loads(ok(k(V, "-n", "llm", "get", "deploy", "llama-8b", "-o", "json")))
+    assert (one["kind"], one["spec"]["template"]["spec"]["containers"][0]["name"]) == ("Deployment", "vllm")
+    many = yaml.safe_load(ok(k(V, "-n", "llm", "get", "rs", "-o", "yaml")))
+    assert many["kind"] == "List"
+    revisions = sorted(int(r["metadata"]["annotations"]["deployment.kubernetes.io/revision"]) for r in many["items"])
+    assert revisions == [1, 2, 3]
+
+
+def test_patch_of_each_type(runbook_sim):
+    k = runbook_sim.kubectl
+    store = runbook_sim.clusters["a"].store
+    patch = '{"spec":{"template":{"spec":{"containers":[{"name":"vllm","image":"vllm/vllm-openai:v0.9.0"}]}}}}'
+    assert ok(k(V, "-n", "llm", "patch", "deploy", "llama-8b", "-p", patch)).strip() == \
+        "deployment.apps/llama-8b patched"
+    container = store.get("deployments.apps", "llm", "llama-8b")["spec"]["template"]["spec"]["containers"][0]
+    assert container["image"] == "vllm/vllm-openai:v0.9.0"
+    assert "--max-model-len" in container["args"]  # merged by name, not replaced
+    assert ok(k(V, "-n", "llm", "patch", "deploy", "llama-8b", "-p", patch)).strip() == \
+        "deployment.apps/llama-8b patched (no change)"
+    ok(k(V, "-n", "llm", "patch", "deploy", "llama-8b", "--type", "merge", "-p",
+         '{"metadata":{"annotations":{"vllm-remedy.io/reason":"rehearsal"}}}'))
+    assert store.get("deployments.apps", "llm", "llama-8b")["metadata"]["annotations"]["vllm-remedy.io/reason"] == \
+        "rehearsal"
+    rv = store.get("deployments.apps", "llm", "llama-8b")["metadata"]["resourceVersion"]
+    failed = k(V, "-n", "llm", "patch", "deploy", "llama-8b", "--type", "json", "-p",
+               json.dumps([{"op": "test", "path": "/metadata/resourceVersion", "value": "1"},
+                           {"op": "replace", "path": "/spec/replicas", "value": 1}]))
+    assert failed.returncode == 1
+    assert "testing value /metadata/resourceVersion failed" in failed.stderr
+    ok(k(V, "-n", "llm", "patch", "deploy", "llama-8b", "--type", "json", "-p",
+         json.dumps([{"op": "test", "path": "/metadata/resourceVersion", "value": rv},
+                     {"op": "replace", "path": "/spec/replicas", "value": 1}])))
+    assert store.get("deployments.apps", "llm", "llama-8b")["spec"]["replicas"] == 1
+
+
+def _manifest(sim, replicas: int) -> str:
+    live = sim.clusters["a"].store.get("deployments.apps", "llm", "llama-8b")
+    manifest = {"apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": "llama-8b", "namespace": "llm", "labels": live["metadata"].get("labels", {})},
+                "spec": {"replicas": replicas, "selector": live["spec"]["selector"],
+                         "template": live["spec"]["template"]}}
+    path = sim.tmp / "llama-8b.yaml"
+    path.write_text(yaml.safe_dump(manifest))
+    return str(path)
+
+
+def test_apply_server_side_dry_run_changes_nothing(runbook_sim):
+    k = runbook_sim.kubectl
+    store = runbook_sim.clusters["a"].store
+    before = store.get("deployments.apps", "llm", "llama-8b")
+    out = ok(k(V, "apply", "--server-side", "--dry-run=server", "-f", _manifest(runbook_sim, 3)))
+    assert out.strip() == "deployment.apps/llama-8b serverside-applied (server dry run)"
+    assert store.get("deployments.apps", "llm", "llama-8b") == before
+
+
+def test_apply_server_side_conflicts_with_kubectl_patch_unless_forced(runbook_sim):
+    k = runbook_sim.kubectl
+    ok(k(V, "-n", "llm", "scale", "deploy/llama-8b", "--replicas=3"))
+    ok(k(V, "-n", "llm", "patch", "deploy", "llama-8b", "--type", "merge", "-p", '{"spec":{"replicas":2}}'))
+    clash = k(V, "apply", "--server-side", "-f", _manifest(runbook_sim, 4))
+    assert clash.returncode == 1
+    assert 'conflict with "kubectl-patch": .spec.replicas' in clash.stderr
+    assert ok(k(V, "apply", "--server-side", "--force-conflicts", "-f", _manifest(runbook_sim, 4))).strip() == \
+        "deployment.apps/llama-8b serverside-applied"
+    assert runbook_sim.clusters["a"].store.get("deployments.apps", "llm", "llama-8b")["spec"]["replicas"] == 4
+
+
+def test_diff_exits_1_with_the_change(runbook_sim):
+    got = runbook_sim.kubectl(V, "diff", "-f", _manifest(runbook_sim, 5))
+    assert got.returncode == 1, got.stderr
+    changed = [line for line in got.stdout.splitlines() if re.match(r"^[-+]\s", line)]
+    assert changed == ["-  generation: 3", "+  generation: 4", "-  replicas: 2", "+  replicas: 5"]
+
+
+def test_rollout_history_undo_status(runbook_sim):
+    k = runbook_sim.kubectl
+    history = table(ok(k(V, "-n", "llm", "rollout", "history", "deploy/llama-8b")))
+    assert [r[0] for r in history[1:]] == ["REVISION", "1", "2", "3"]
+    rev2 = ok(k(V, "-n", "llm", "rollout", "history", "deploy/llama-8b", "--revision=2"))
+    assert "deployment.apps/llama-8b with revision #2" in rev2
+    assert "--max-model-len" in rev2
+    assert ok(k(V, "-n", "llm", "rollout", "undo", "deploy/llama-8b")).strip() == \
+        "deployment.apps/llama-8b rolled back"
+    status = k(V, "-n", "llm", "rollout", "status", "deploy/llama-8b", "--timeout=60s")
+    assert status.returncode == 0, status.stderr
+    assert status.stdout.strip().splitlines()[-1] == 'deployment "llama-8b" successfully rolled out'
+    after = table(ok(k(V, "-n", "llm", "rollout", "history", "deploy/llama-8b")))
+    assert [r[0] for r in after[2:]] == ["1", "3", "4"]  # revision 2's template is reused as 4
+
+
+def test_crash_loop_logs_previous_and_rollout_status_timeout(live_sim):
+    k = live_sim.kubectl
+    crashing = deployment("crashy", replicas=1)
+    crashing["spec"]["template"]["metadata"]["annotations"] = {EXIT_CODE: "1", LOG_LINES: OOM, READY_AFTER: "600"}
+    live_sim.clusters["a"].store.create("deployments.apps", crashing)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        pods = live_sim.clusters["a"].store.list("pods", "llm")[0]
+        if any(cs.get("restartCount", 0) >= 1 for p in pods for cs in p["status"].get("containerStatuses") or []):
+            break
+        time.sleep(0.2)
+    logs = k(V, "-n", "llm", "logs", "deploy/crashy", "--previous")
+    assert logs.returncode == 0, logs.stderr
+    assert [line for line in logs.stdout.splitlines() if GREP.search(line)] == [OOM]
+    restarts = table(ok(k(V, "-n", "llm", "get", "pod", "-l", "app=crashy")))[1][3]
+    assert re.fullmatch(r"\d+ \(\d+s ago\)", restarts)
+
+
+def test_rollout_status_times_out_on_a_pod_that_never_gets_ready(live_sim):
+    slow = deployment("slow", replicas=1)
+    slow["spec"]["template"]["metadata"]["annotations"] = {READY_AFTER: "100000"}
+    live_sim.clusters["a"].store.create("deployments.apps", slow)
+    started = time.monotonic()
+    status = live_sim.kubectl(V, "-n", "llm", "rollout", "status", "deploy/slow", "--timeout=3s")
+    assert status.returncode == 1
+    assert "timed out waiting for the condition" in status.stderr
+    assert 3 <= time.monotonic() - started < 20
