@@ -7,10 +7,10 @@ import re
 import time
 
 import pytest
-import sim_fixtures
 import yaml
-from sim_fixtures import deployment
 
+import sim_fixtures
+from sim_fixtures import deployment
 from vllm_remedy.sim.runtime import EXIT_CODE, LOG_LINES, READY_AFTER
 
 runbook_sim = sim_fixtures.runbook_sim
