@@ -209,3 +209,26 @@ def test_logs_survive_snapshot_and_restore():
         assert again.read_log("llm", "p", "vllm", previous=True) == previous
     finally:
         again.stop()
+
+
+def test_liveness_probe_kills_a_slow_model_load_and_a_startup_probe_prevents_it(cluster):
+    slow = {"sim.vllm-remedy.io/ready-after": "240"}  # a 4-minute model load
+    live = {"httpGet": {"path": "/health", "port": 8000}, "periodSeconds": 10, "failureThreshold": 3}
+    killed = pod(name="killed", annotations=slow)
+    killed["spec"]["containers"][0]["livenessProbe"] = live
+    guarded = pod(name="guarded", annotations=slow)
+    guarded["spec"]["containers"][0].update(
+        livenessProbe=live, startupProbe={**live, "failureThreshold": 30})  # 300 s budget
+    cluster.store.create("pods", killed)
+    cluster.store.create("pods", guarded)
+    assert cluster.wait_for(lambda: vllm_status(cluster, "killed").get("restartCount", 0) >= 1, 3)
+    last = vllm_status(cluster, "killed")["lastState"]["terminated"]
+    assert (last["exitCode"], last["reason"]) == (137, "Error")
+    ip = status(cluster, "killed")["podIP"]
+    events = {(e["reason"], e["message"]) for e in cluster.store.list("events", "llm")[0]
+              if e["involvedObject"]["name"] == "killed"}
+    assert ("Unhealthy", f'Liveness probe failed: Get "http://{ip}:8000/health": dial tcp {ip}:8000: '
+                         "connect: connection refused") in events
+    assert ("Killing", "Container vllm failed liveness probe, will be restarted") in events
+    assert cluster.wait_for(lambda: vllm_status(cluster, "guarded").get("ready") is True, 3)
+    assert vllm_status(cluster, "guarded")["restartCount"] == 0

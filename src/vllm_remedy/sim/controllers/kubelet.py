@@ -15,9 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 from vllm_remedy.sim.controllers.containers import ContainerSim, LogRecord, PodSim, pod_status
 from vllm_remedy.sim.controllers.events import EventRecorder
+from vllm_remedy.sim.controllers.kubelet_serve import KubeletServer
 from vllm_remedy.sim.controllers.manager import Manager
+from vllm_remedy.sim.controllers.probes import KILLED_EXIT_CODE, probe_failure_message, probe_kill
 from vllm_remedy.sim.controllers.util import controller_ref, pod_active
-from vllm_remedy.sim.runtime import ContainerContext, Exit, HttpReply
+from vllm_remedy.sim.runtime import ContainerContext, Exit
 from vllm_remedy.sim.store import ApiError
 
 if TYPE_CHECKING:
@@ -37,11 +39,7 @@ def go_duration(seconds: float) -> str:
     return f"{minutes}m{secs}s" if minutes else f"{secs}s"
 
 
-def _bad_request(message: str) -> ApiError:
-    return ApiError(400, "BadRequest", message)
-
-
-class Kubelet:
+class Kubelet(KubeletServer):
     """All nodes' kubelets in one: containers keyed by pod uid, driven by the manager's timers."""
 
     def __init__(self, cluster: Cluster, manager: Manager, events: EventRecorder) -> None:
@@ -141,8 +139,12 @@ class Kubelet:
         token = c.token
         if probed and run.ready_after is not None and (run.exit is None or run.ready_after < run.exit.after):
             self.manager.after(run.ready_after, lambda: self._became_ready(sim.uid, c.name, token))
-        if run.exit is not None:
-            self.manager.after(run.exit.after, lambda: self._exited(sim.uid, c.name, token, run.exit))
+        exit_ = run.exit
+        kill = probe_kill(c.spec, run.ready_after)
+        if kill is not None and (exit_ is None or kill[0] < exit_.after):
+            self.manager.after(kill[0], lambda: self._probe_kill(sim.uid, c.name, token, kill[1]))
+        elif exit_ is not None:
+            self.manager.after(exit_.after, lambda: self._exited(sim.uid, c.name, token, exit_))
         if run.load_check is not None:
             self.manager.after(run.load_check_every, lambda: self._check_load(sim.uid, c.name, token, True))
         image = c.spec.get("image", "")
@@ -165,6 +167,20 @@ class Kubelet:
             sim, c = found
             c.ready = c.started = True
         self._publish(sim)
+
+    def _probe_kill(self, uid: str, name: str, token: int, kind: str) -> None:
+        """A startup/liveness probe ran out of failures: kubelet kills and restarts the container."""
+        with self._lock:
+            found = self._current(uid, name, token)
+            if found is None:
+                return
+            sim, c = found
+            probe = c.spec.get(f"{kind.lower()}Probe") or {}
+            self._event(sim, c, "Warning", "Unhealthy", probe_failure_message(kind, probe, sim.pod_ip))
+            self._event(sim, c, "Normal", "Killing",
+                        f"Container {c.name} failed {kind.lower()} probe, will be restarted")
+            elapsed = self.clock.now() - c.started_at
+        self._exited(uid, name, token, Exit(after=elapsed, code=KILLED_EXIT_CODE, reason="Error"))
 
     def _check_load(self, uid: str, name: str, token: int, again: bool) -> None:
         with self._lock:
@@ -287,88 +303,6 @@ class Kubelet:
                "metadata": {"name": sim.name, "namespace": sim.namespace, "uid": sim.uid}}
         self.events.record(ref, type_, reason, message, "kubelet", host=sim.node,
                            field_path=f"spec.containers{{{c.name}}}")
-
-    # -- what the apiserver proxies to the kubelet ------------------------------------------------
-
-    def read_log(self, pod: Obj, container: str | None, previous: bool) -> str:
-        name = pod["metadata"]["name"]
-        names = [c["name"] for c in pod.get("spec", {}).get("containers") or []]
-        if container is None:
-            if len(names) != 1:
-                raise _bad_request(f"a container name must be specified for pod {name}, "
-                                   f"choose one of: [{' '.join(names)}]")
-            container = names[0]
-        if container not in names:
-            raise _bad_request(f"container {container} is not valid for pod {name}")
-        with self._lock:
-            sim = self._pods.get(pod["metadata"].get("uid", ""))
-            c = sim.containers.get(container) if sim else None
-            if c is None:  # not (yet) adopted by the kubelet, e.g. just restored: trust the pod status
-                c = _from_status(pod, container)
-            if c is None:
-                if previous:
-                    raise _bad_request(f'previous terminated container "{container}" in pod "{name}" not found')
-                if not pod.get("spec", {}).get("nodeName"):
-                    return ""
-                raise _bad_request(f'container "{container}" in pod "{name}" is waiting to start: ContainerCreating')
-            if previous:
-                cid = (c.last_terminated or {}).get("containerID", "")
-                if not cid:
-                    raise _bad_request(f'previous terminated container "{container}" in pod "{name}" not found')
-            elif c.state in ("running", "terminated"):
-                cid = c.container_id
-            elif c.last_terminated:
-                cid = c.last_terminated.get("containerID", "")
-            else:
-                raise _bad_request(f'container "{container}" in pod "{name}" is waiting to start: '
-                                   f"{c.waiting_reason or 'ContainerCreating'}")
-            record = self._logs.get(cid)
-            return record.text(self.clock.now()) if record else ""
-
-    def proxy(self, pod: Obj, port: int | str, path: str) -> HttpReply:
-        with self._lock:
-            sim = self._pods.get(pod["metadata"].get("uid", ""))
-            target = None
-            number = str(port)
-            for c in (sim.containers.values() if sim else []):
-                for p in c.spec.get("ports") or []:
-                    if str(p.get("containerPort")) == number or p.get("name") == number:
-                        target = c
-                        number = str(p.get("containerPort"))
-            if sim is not None and target is None and sim.containers:
-                target = next(iter(sim.containers.values()))
-            ip = sim.pod_ip if sim else ""
-            if sim is None or target is None or target.state != "running" or target.run is None \
-                    or target.run.http is None:
-                body = f"error trying to reach service: dial tcp {ip}:{number}: connect: connection refused"
-                return 503, "text/plain; charset=utf-8", body.encode()
-            handler = target.run.http
-        return handler(path if path.startswith("/") else f"/{path}")
-
-    # -- persistence -----------------------------------------------------------------------------
-
-    def snapshot_logs(self) -> Obj:
-        now = self.clock.now()
-        with self._lock:
-            return {cid: record.text(now) for cid, record in self._logs.items()}
-
-    def restore_logs(self, logs: Obj) -> None:
-        with self._lock:
-            for cid, text in logs.items():
-                self._logs[cid] = LogRecord(lines=[], started=0.0, ended=0.0, frozen=str(text))
-
-
-def _from_status(pod: Obj, name: str) -> ContainerSim | None:
-    for cs in (pod.get("status") or {}).get("containerStatuses") or []:
-        if cs.get("name") != name:
-            continue
-        state = cs.get("state") or {}
-        c = ContainerSim(name=name, spec={}, last_terminated=(cs.get("lastState") or {}).get("terminated"))
-        c.state = "running" if "running" in state else "terminated" if "terminated" in state else "waiting"
-        c.container_id = cs.get("containerID", "")
-        c.waiting_reason = (state.get("waiting") or {}).get("reason", "")
-        return c
-    return None
 
 
 def _internal_ip(node: Obj) -> str:

@@ -31,6 +31,7 @@ class Manager:
         self._handlers: dict[str, Handler] = {}
         self._queue: dict[Key, None] = {}  # insertion-ordered set
         self._timers: list[tuple[float, int, Callable[[], None]]] = []
+        self._requeues: dict[Key, float] = {}
         self._seq = itertools.count()
         self._cond = threading.Condition()
         self._stop = threading.Event()
@@ -56,7 +57,22 @@ class Manager:
         self.at(self.clock.now() + sim_seconds, fn)
 
     def requeue_after(self, sim_seconds: float, queue: str, namespace: str, name: str) -> None:
-        self.after(sim_seconds, lambda: self.enqueue(queue, namespace, name))
+        """Reconcile again later; one pending requeue per key (the earliest), so retries never pile up."""
+        key = (queue, namespace, name)
+        when = self.clock.now() + sim_seconds
+        with self._cond:
+            pending = self._requeues.get(key)
+            if pending is not None and pending <= when:
+                return
+            self._requeues[key] = when
+
+        def fire() -> None:
+            with self._cond:
+                if self._requeues.get(key) == when:
+                    del self._requeues[key]
+            self.enqueue(queue, namespace, name)
+
+        self.at(when, fire)
 
     # -- the worker ------------------------------------------------------------------------------
 
