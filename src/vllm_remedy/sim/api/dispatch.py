@@ -55,7 +55,7 @@ def _discovery(ctx: ApiContext, req: Request) -> Response | None:
         doc = resources.resource_list(parts[1], parts[2])
     elif path == "/openapi/v2":
         if "protobuf" in req.headers.get("accept", ""):
-            return Response(200, openapi.v2_protobuf(), openapi.PROTO_V2)
+            return Response(200, openapi.v2_protobuf(), "application/octet-stream")
         return json_response(openapi.v2_json())
     elif path == "/openapi/v3":
         return json_response(openapi.v3_root(ctx.prefix))

@@ -38,14 +38,17 @@ def json_patch(doc: Obj, ops: Any) -> Obj:
         try:
             doc = jsonpatch.JsonPatch([op]).apply(doc)
         except jsonpatch.JsonPatchTestFailed as exc:
-            raise ApiError(422, "Invalid", f"the server rejected our request due to an error in our request: "
-                                           f"testing value {op.get('path')} failed: test failed") from exc
+            raise _invalid(f"testing value {op.get('path')} failed: test failed") from exc
         except (jsonpatch.JsonPatchConflict, jsonpointer.JsonPointerException) as exc:
-            raise ApiError(422, "Invalid", f"the server rejected our request due to an error in our request: "
-                                           f"{op.get('op')} operation does not apply: {exc}") from exc
+            raise _invalid(f"{op.get('op')} operation does not apply: {exc}") from exc
         except (jsonpatch.InvalidJsonPatch, TypeError, KeyError, ValueError) as exc:
             raise ApiError(400, "BadRequest", f"invalid JSON patch: {exc}") from exc
     return doc
+
+
+def _invalid(why: str) -> ApiError:
+    return ApiError(422, "Invalid", f"the server rejected our request due to an error in our request: {why}",
+                    {"causes": [{"reason": "FieldValueInvalid", "message": why, "field": "patch"}]})
 
 
 def merge_patch(doc: Any, patch: Any) -> Any:
