@@ -41,15 +41,16 @@ def test_max_len_exceeds_kv_reports_what_vllm_prints():
     est = run(gpu=L4, version="0.9.2")  # default 131072 on a 22 GiB card
     assert est.outcome is Outcome.MAX_LEN_EXCEEDS_KV
     assert est.needed_kv_gib == 16.0  # 131072 tokens x 128 KiB
-    # 21.96 x 0.9 - 15.06 weights - 0.55 activation - 0.27 non-torch = 3.88 GiB / 2 MiB per block = 1988 blocks
-    assert est.gpu_blocks == 1988
-    assert est.suggested_max_model_len == est.kv_cache_tokens == 31808
+    # 21.96 x 0.9 - 15.06 weights - 1.27 activation (256 x 128256 logits sorted at 38 B each, + forward)
+    # - 0.27 non-torch = 3.17 GiB / 2 MiB per block = 1620 blocks
+    assert est.gpu_blocks == 1620
+    assert est.suggested_max_model_len == est.kv_cache_tokens == 25920
 
 
 def test_auto_max_len_takes_the_largest_that_fits():
     est = run(gpu=L4, version="0.11.0", max_model_len="auto")
     assert est.outcome is Outcome.FITS
-    assert est.max_model_len == est.kv_cache_tokens == 31808
+    assert est.max_model_len == est.kv_cache_tokens == 25920
 
 
 def test_no_cache_blocks_when_weights_fill_the_budget():
@@ -83,8 +84,12 @@ def test_version_defaults():
     r = resolve(LLAMA, H100, EngineSettings(version="0.19.0"))
     assert (r.mnbt, r.max_num_seqs, r.chunked_prefill) == (8192, 1024, True)
     a100 = catalog.gpu("NVIDIA-A100-SXM4-80GB")
+    # 0.8.3-0.8.4 pick the big defaults by device name (H100/H200 only); 0.8.5 by >= 70 GiB; 0.9.0+ excludes A100.
     assert (resolve(LLAMA, a100, EngineSettings(version="0.9.2")).mnbt,
-            resolve(LLAMA, a100, EngineSettings(version="0.8.5")).mnbt) == (2048, 8192)
+            resolve(LLAMA, a100, EngineSettings(version="0.8.5")).mnbt,
+            resolve(LLAMA, H100, EngineSettings(version="0.8.4")).mnbt,
+            resolve(LLAMA, catalog.gpu("NVIDIA-L40S"), EngineSettings(version="0.8.4")).max_num_seqs) == (
+        2048, 8192, 8192, 256)
     v0 = resolve(LLAMA, H100, EngineSettings(version="0.6.4", max_model_len=20000))
     assert (v0.rules.engine, v0.mnbt, v0.chunked_prefill) == ("V0", 20000, False)
     v0_long = resolve(LLAMA, H100, EngineSettings(version="0.6.6"))

@@ -61,6 +61,10 @@ class VersionRules:
     cudagraph_in_budget: bool  # ≥0.20 subtracts a CUDA-graph estimate from the KV budget
     chunked_prefill_mnbt: int  # V0 default batch-token budget when chunked prefill is on
     suggests_max_len: bool  # V1 ≥0.8.5 prints "the estimated maximum model length is N"
+    # V1 sampler warm-up: top-k/top-p by a full PyTorch sort of the vocab (values + int64 indices + scatter
+    # copy) up to 0.16; 0.17 switched batches of >= 8 rows to a Triton kernel that does not sort
+    # (v1/sample/ops/topk_topp_sampler.py). The sort roughly 2.6x the sampler's peak.
+    sampler_sorts: bool = False
 
     @property
     def label(self) -> str:
@@ -70,9 +74,11 @@ class VersionRules:
         """``vllm serve`` defaults (max_num_batched_tokens, max_num_seqs) for the V1 engine on this GPU."""
         if self.version < (0, 8, 3):
             return 2048, 1024 if self.engine == "V1" else 256
-        big = gpu_total_gib >= 70
-        if self.version >= (0, 9, 0) and "a100" in gpu_product.lower():
-            big = False
+        product = gpu_product.lower()
+        if self.version < (0, 8, 5):  # 0.8.3-0.8.4 decide by device name (engine/arg_utils.py)
+            big = "h100" in product or "h200" in product
+        else:  # 0.8.5: >= 70 GiB of device memory; 0.9.0+ excludes A100s
+            big = gpu_total_gib >= 70 and not (self.version >= (0, 9, 0) and "a100" in product)
         return (8192, 1024) if big else (2048, 256)
 
 
@@ -96,4 +102,5 @@ def rules(version: str | None) -> VersionRules:
         cudagraph_in_budget=v >= (0, 20, 0),
         chunked_prefill_mnbt=512 if v < (0, 6, 5) else 2048,
         suggests_max_len=engine == "V1" and v >= (0, 8, 5),
+        sampler_sorts=engine == "V1" and v < (0, 17, 0),
     )

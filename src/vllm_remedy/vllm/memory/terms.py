@@ -21,6 +21,10 @@ INT4_SCALE_OVERHEAD = 1.06
 # top-k/top-p sort buffers: 14.3 B per vocab entry fitted on 13 models at 0.19.0, rounded up) plus a
 # forward-pass remainder growing with hidden size (0.08-0.24 GiB observed).
 V1_SAMPLER_BYTES_PER_LOGIT = 14.5
+# Up to 0.16 the warm-up sorts the whole vocab: Qwen3-14B on H100 peaked at 5.64 GiB on 0.15/0.16 and
+# 2.23 GiB on 0.17/0.18 with everything else equal (llm-d-planner version sweep) -> 37.6 B per logit,
+# rounded up.
+V1_SORT_SAMPLER_BYTES_PER_LOGIT = 38.0
 V1_FORWARD_BASE_GIB = 0.09
 V1_FORWARD_BYTES_PER_TOKEN_HIDDEN = 1.25  # x dtype bytes
 FLOAT32_EXTRA_GIB = 0.2  # float32 runs peaked 0.3 GiB above bf16 (Llama-3.1-8B, 0.19.0)
@@ -84,7 +88,8 @@ def activation_gib(model: ModelSpec, res: Resolved) -> float:
     dt = res.weight_dtype_bytes
     if res.rules.engine == "V1":
         reqs = min(res.max_num_seqs, res.mnbt)
-        sampler = reqs * model.vocab_size * V1_SAMPLER_BYTES_PER_LOGIT
+        per_logit = V1_SORT_SAMPLER_BYTES_PER_LOGIT if res.rules.sampler_sorts else V1_SAMPLER_BYTES_PER_LOGIT
+        sampler = reqs * model.vocab_size * per_logit
         forward = res.mnbt * model.hidden_size * V1_FORWARD_BYTES_PER_TOKEN_HIDDEN * dt
         extra = FLOAT32_EXTRA_GIB if dt == 4 else 0.0
         return (sampler + forward) / GIB + V1_FORWARD_BASE_GIB + extra + _moe_gib(model, res)
