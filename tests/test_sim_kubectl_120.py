@@ -11,8 +11,9 @@ import json
 import re
 
 import pytest
-import sim_fixtures
 import yaml
+
+import sim_fixtures
 
 runbook_sim = sim_fixtures.runbook_sim
 V = "20"
