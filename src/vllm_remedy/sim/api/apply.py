@@ -171,6 +171,10 @@ def apply(live: Obj | None, applied: Obj, manager: str, force: bool, when: str) 
     for path in sorted(previous - paths, key=len, reverse=True):
         if not _overlaps(path, others):
             delete_path(result, path)
+            for depth in range(len(path) - 1, 0, -1):  # drop maps the removal left empty
+                parent = get_path(result, path[:depth])
+                if parent in ({}, []) and not _overlaps(path[:depth], others | paths):
+                    delete_path(result, path[:depth])
     old = entries.get((manager, "Apply"))
     if old is None or from_fields_v1(old.get("fieldsV1") or {}) != paths:
         entries[(manager, "Apply")] = _entry(manager, "Apply", api_version, paths, when)
