@@ -38,7 +38,11 @@ Caveats: the out-of-sample cases share the fitted cases' GPU (H100) and mostly t
 several are the same model with one flag changed (TP 4, float16, 32k length, fp8 KV), so they test
 the flag rules more than new architectures. Non-H100 KV counts remain few (RTX 3090 and RTX 4090, both
 in sample); the A100 case and the busy-GPU cases are checked on outcome only. Qwen3-14B 0.15-0.18
-figures come from llm-d-planner's parsed run records (the raw logs are not published).
+figures come from llm-d-planner's parsed run records (the raw logs are not published). The RTX 4060
+`no_cache_blocks` case (vllm#13882, 0.7.3, 4-bit Qwen2.5-7B) gets the outcome right but the
+activation wrong: vLLM logged 1.42 GiB, the V0 formula gives 0.54 GiB, so the predicted KV budget
+(-0.54 GiB) is 0.5 GiB less negative than logged (-1.05 GiB); 4-bit dequantisation during the
+4,096-token profile run is not modelled. `oom_loading_weights` has no public log here yet.
 
 ## Left out, with reasons
 
