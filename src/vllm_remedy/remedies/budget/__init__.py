@@ -1,0 +1,30 @@
+"""Runbook step 4, "pick the smallest change that restores headroom": a ladder of predicted, safe changes.
+
+``plan_budget(BudgetRequest(model, gpu, settings, policy=..., failure=..., target_concurrency=...)) -> Plan``.
+
+What "smallest" means — the ladder's order, least disruptive first:
+
+1. ``--max-model-len``: set it explicitly to the largest value (≤ the policy's preferred/max, ≤ the model's)
+   that fits and meets the target. One flag, no throughput change; only the longest prompts are refused.
+2. ``--gpu-memory-utilization``: the value nearest the current one (within policy bounds, never eating the
+   headroom margin) that fits — keeps more context than rung 1.
+3. ``--max-num-seqs``, then 4. ``--max-num-batched-tokens``: smaller warm-up batches / prefill chunks; never
+   below the target concurrency or the policy minimum; batched tokens only with chunked prefill on.
+5. ``--kv-cache-dtype fp8``: only where the GPU has fp8 and the policy allows it (after an evaluation).
+6. ``--tensor-parallel-size``: sizes dividing the attention heads (and the KV heads evenly or by
+   replication), within the policy and the node's GPU count; the pod's GPU limit changes with it.
+7. A bigger GPU product: the policy's products, else the next bigger data-center cards; pins nodeSelector.
+8. ``--enforce-eager``: only when nothing above fits; marked temporary with the policy's maximum duration.
+
+Each lever is tried alone, then with the longest max-model-len that then fits, then on top of the earlier
+flag levers; a rung is listed only if it keeps a longer max-model-len than every rung above it. "Safe"
+means the estimator predicts ``fits`` *and* the predicted peak leaves max(0.5 GiB, 3 %) of the card free,
+maximum concurrency ≥ target × the policy's confirm ratio, vLLM's argument checks pass, and the quantity
+behind an observed failure improves. Nothing predicted to fail is ever proposed.
+"""
+
+from vllm_remedy.remedies.budget.levers import tp_sizes
+from vllm_remedy.remedies.budget.limits import Limits, limits
+from vllm_remedy.remedies.budget.planner import KIND, BudgetRequest, plan_budget
+
+__all__ = ["KIND", "BudgetRequest", "Limits", "limits", "plan_budget", "tp_sizes"]

@@ -1,0 +1,98 @@
+"""Whether a candidate is safe to propose, and the longest max-model-len that keeps it safe.
+
+"Safe" is stricter than the estimator's ``fits``: the predicted peak leaves a headroom margin on the card,
+the predicted maximum concurrency covers the target, vLLM's own argument checks pass, and — when a failure
+was observed — the candidate improves the very quantity that failed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from vllm_remedy.remedies.budget.limits import LEN_STEP, MISMATCH_MARGIN, Limits
+from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
+from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate, resolve
+from vllm_remedy.vllm.outcomes import Failure
+
+
+@dataclass
+class Judge:
+    """Estimates (cached: the ladder revisits the same settings often) and the acceptance rule."""
+
+    model: ModelSpec
+    limits: Limits
+    current: Estimate
+    current_settings: EngineSettings
+    failure: Failure | None = None
+    kv_scale: float = 1.0  # logged / predicted KV tokens when a log showed fewer than predicted
+    mismatch: bool = False  # the log shows a failure the estimator did not predict
+    _cache: dict[tuple[EngineSettings, GpuSpec], Estimate] = field(default_factory=dict, repr=False)
+
+    def estimate(self, settings: EngineSettings, gpu: GpuSpec) -> Estimate:
+        key = (settings, gpu)
+        est = self._cache.get(key)
+        if est is None:
+            est = self._cache[key] = estimate(self.model, gpu, settings)
+        return est
+
+    def accept(self, settings: EngineSettings, gpu: GpuSpec) -> Estimate | None:
+        """The estimate when the candidate is safe to propose, else None."""
+        est = self.estimate(settings, gpu)
+        if not est.fits or est.total_gib - est.peak_gib < self.limits.headroom_for(gpu):
+            return None
+        if est.max_concurrency * self.kv_scale < self.limits.required:
+            return None
+        res = resolve(self.model, gpu, settings)
+        if not res.chunked_prefill and res.mnbt < res.max_model_len:
+            return None  # vLLM refuses max-num-batched-tokens < max-model-len without chunked prefill
+        return est if self.addresses_failure(est, settings) else None
+
+    def addresses_failure(self, est: Estimate, settings: EngineSettings) -> bool:
+        """A step must move the quantity behind the observed failure the right way (by a margin when the
+        estimator had not predicted that failure)."""
+        cur, f = self.current, self.failure
+        up = 1 + (MISMATCH_MARGIN if self.mismatch else 0.0)
+        if f is Failure.MAX_LEN_EXCEEDS_KV:
+            return est.max_concurrency > cur.max_concurrency * up
+        if f is Failure.NO_CACHE_BLOCKS:
+            return est.kv_cache_gib > max(cur.kv_cache_gib, 0.0) * up
+        if f is Failure.OOM_LOADING_WEIGHTS:
+            return est.total_gib - est.weights_gib > (cur.total_gib - cur.weights_gib) * up
+        if f is Failure.FREE_MEMORY_BELOW_UTILIZATION:
+            left = est.total_gib * (1 - settings.gpu_memory_utilization)
+            return left > cur.total_gib * (1 - self.current_settings.gpu_memory_utilization) * up
+        if f in (Failure.SAMPLER_WARMUP_OOM, Failure.OOM_UNDER_LOAD):
+            lower_activation = est.activation_gib < cur.activation_gib / up
+            more_headroom = est.total_gib - est.peak_gib > (cur.total_gib - cur.peak_gib) * up + 1e-9
+            return lower_activation or more_headroom
+        return True
+
+    def longest(self, settings: EngineSettings, gpu: GpuSpec, cap: int) -> tuple[EngineSettings, Estimate] | None:
+        """The largest max-model-len in [floor, cap] (a multiple of LEN_STEP, or the cap itself) that is safe.
+
+        Shorter requests need less KV and (V0, no chunked prefill) smaller profile batches, so safety is
+        monotone in the length and a binary search over the multiples finds the largest.
+        """
+        floor = min(self.limits.len_floor, cap)
+
+        def at(length: int) -> tuple[EngineSettings, Estimate] | None:
+            s = dataclasses.replace(settings, max_model_len=length)
+            est = self.accept(s, gpu)
+            return (s, est) if est is not None else None
+
+        top = at(cap)
+        if top is not None:
+            return top
+        best = at(floor)
+        if best is None:
+            return None
+        lo, hi = floor // LEN_STEP + 1, (cap - 1) // LEN_STEP  # multiples strictly between floor and cap
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            got = at(mid * LEN_STEP)
+            if got is not None:
+                best, lo = got, mid + 1
+            else:
+                hi = mid - 1
+        return best

@@ -1,0 +1,126 @@
+"""Build the ladder: one rung per lever, each the smallest use of that lever that is safe, ordered by lever.
+
+For a lever the planner tries, in order: (a) the lever alone, keeping the max-model-len cap; (b) the lever
+plus the longest max-model-len that is then safe; (c) the same on top of the earlier flag levers at their
+strongest safe values. The first that works is the rung. A rung is kept only when it buys a longer
+max-model-len than every rung above it — otherwise a smaller change already does as well.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from vllm_remedy.remedies.budget.judge import Judge
+from vllm_remedy.remedies.budget.levers import FLAG_LEVERS, HARDWARE_LEVERS, Context, Lever, Variant, enforce_eager
+from vllm_remedy.vllm.catalog import GpuSpec
+from vllm_remedy.vllm.memory import EngineSettings, Estimate
+
+
+@dataclass(frozen=True)
+class Rung:
+    """A safe candidate before it becomes a Step: which lever, the full settings, GPU and prediction."""
+
+    lever: str
+    settings: EngineSettings
+    gpu: GpuSpec
+    estimate: Estimate
+    label: str | None = None
+    combined: bool = False  # needed the earlier flag levers too
+
+
+def _best_longest(judge: Judge, variants: list[Variant], cap: int) -> tuple[Variant, EngineSettings, Estimate] | None:
+    """The variant allowing the longest safe max-model-len (ties: the smaller change, listed first)."""
+    best: tuple[Variant, EngineSettings, Estimate] | None = None
+    for v in variants:
+        got = judge.longest(v.settings, v.gpu, cap)
+        if got is not None and (best is None or got[1].max_model_len > best[2].max_model_len):
+            best = (v, got[0], got[1])
+            if got[1].max_model_len >= cap:
+                break
+    return best
+
+
+def _first_working(judge: Judge, variants: list[Variant], cap: int,
+                   beat: int) -> tuple[Variant, EngineSettings, Estimate] | None:
+    """The first (smallest) variant that is safe with a max-model-len longer than ``beat``, at its longest."""
+    for v in variants:
+        got = judge.longest(v.settings, v.gpu, cap)
+        if got is not None and got[1].max_model_len > beat:
+            return v, got[0], got[1]
+    return None
+
+
+def rung_for(name: str, lever: Lever, ctx: Context, judge: Judge, base: EngineSettings, boosted: EngineSettings,
+             cap: int, hardware: bool = False, beat: int = 0) -> Rung | None:
+    """The smallest safe use of one lever (see the module docstring for the a/b/c order).
+
+    Hardware levers take the smallest variant (2 GPUs before 4, an L40S before a B200) that keeps a longer
+    max-model-len than ``beat`` (the best rung so far); flag levers first try every value at full length.
+    """
+    variants = lever(ctx, base, ctx.gpu)
+    if hardware:
+        got = _first_working(judge, variants, cap, beat)
+        if got is None and boosted != base:
+            got = _first_working(judge, lever(ctx, boosted, ctx.gpu), cap, beat)
+            return Rung(name, got[1], got[0].gpu, got[2], got[0].label, combined=True) if got else None
+        return Rung(name, got[1], got[0].gpu, got[2], got[0].label) if got else None
+    for v in variants:  # (a) alone, full length
+        s = dataclasses.replace(v.settings, max_model_len=cap)
+        est = judge.accept(s, v.gpu)
+        if est is not None:
+            return Rung(name, s, v.gpu, est, v.label)
+    got = _best_longest(judge, variants, cap)  # (b) with a shorter max-model-len
+    if got is not None:
+        return Rung(name, got[1], got[0].gpu, got[2], got[0].label)
+    if boosted != base:  # (c) on top of the earlier flag levers
+        got = _best_longest(judge, lever(ctx, boosted, ctx.gpu), cap)
+        if got is not None:
+            return Rung(name, got[1], got[0].gpu, got[2], got[0].label, combined=True)
+    return None
+
+
+def strongest(lever: Lever, ctx: Context, judge: Judge, settings: EngineSettings) -> EngineSettings:
+    """``settings`` with this lever at the value giving the most KV at the shortest allowed length, among the
+    values that still fit with headroom (the base for later levers' combinations)."""
+    floor = ctx.limits.len_floor
+
+    def score(s: EngineSettings) -> float:
+        at_floor = dataclasses.replace(s, max_model_len=min(floor, s.max_model_len or floor))
+        est = judge.estimate(at_floor, ctx.gpu)
+        if not est.fits or est.total_gib - est.peak_gib < ctx.limits.headroom_for(ctx.gpu):
+            return -1.0
+        return est.max_concurrency if judge.addresses_failure(est, at_floor) else -1.0
+
+    best, best_score = settings, score(settings)
+    for v in lever(ctx, settings, ctx.gpu):
+        sc = score(v.settings)
+        if sc > best_score:
+            best, best_score = v.settings, sc
+    return best
+
+
+def build(ctx: Context, judge: Judge, base: EngineSettings, cap: int) -> list[Rung]:
+    """Every kept rung in ladder order (enforce-eager only when no other lever works)."""
+    rungs: list[Rung] = []
+    first = judge.longest(base, ctx.gpu, cap)
+    if first is not None:
+        rungs.append(Rung("max-model-len", first[0], ctx.gpu, first[1]))
+    boosted = base
+    for name, lever in (*FLAG_LEVERS, *HARDWARE_LEVERS):
+        beat = max((r.estimate.max_model_len for r in rungs), default=0)
+        rung = rung_for(name, lever, ctx, judge, base, boosted, cap, hardware=(name, lever) in HARDWARE_LEVERS,
+                        beat=beat)
+        if rung is not None:
+            rungs.append(rung)
+        if (name, lever) in FLAG_LEVERS:
+            boosted = strongest(lever, ctx, judge, boosted)
+    if not rungs:
+        rung = rung_for("enforce-eager", enforce_eager, ctx, judge, base, boosted, cap)
+        if rung is not None:
+            rungs.append(rung)
+    kept: list[Rung] = []
+    for rung in rungs:
+        if not kept or rung.estimate.max_model_len > max(k.estimate.max_model_len for k in kept):
+            kept.append(rung)
+    return kept

@@ -1,0 +1,153 @@
+"""The levers the planner may pull, least disruptive first, and the values each may take.
+
+Order (documented in the package docstring): utilization, max-num-seqs, max-num-batched-tokens, fp8 KV
+cache, tensor parallelism, a bigger GPU product; enforce-eager only as a last, temporary resort. Each lever
+lists its values least change first, within policy bounds and vLLM's own rules.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from vllm_remedy.errors import UserError
+from vllm_remedy.remedies.budget.limits import Limits
+from vllm_remedy.vllm import catalog
+from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
+from vllm_remedy.vllm.memory import EngineSettings, resolve
+
+UTIL_STEP = 0.01
+_CONSUMER = ("geforce", "rtx")
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One value of one lever applied to some settings (and maybe another GPU)."""
+
+    settings: EngineSettings
+    gpu: GpuSpec
+    label: str | None = None  # the node-label value to pin (a GPU swap), as the policy spells it
+
+
+@dataclass(frozen=True)
+class Context:
+    model: ModelSpec
+    limits: Limits
+    gpu: GpuSpec  # the GPU the pod runs on now
+
+
+def utilization(ctx: Context, s: EngineSettings, gpu: GpuSpec) -> list[Variant]:
+    """Every 0.01 step within the bounds, nearest to the current value first (either direction: lowering
+    helps when other processes hold memory or the failure is at run time)."""
+    lim = ctx.limits
+    lo, hi = round(lim.util_min / UTIL_STEP), round(lim.util_max / UTIL_STEP)
+    values = [round(i * UTIL_STEP, 2) for i in range(lo, hi + 1)]
+    values = [u for u in values if lim.util_min <= u <= lim.util_max and u != s.gpu_memory_utilization]
+    values.sort(key=lambda u: (abs(u - s.gpu_memory_utilization), -u))
+    return [Variant(dataclasses.replace(s, gpu_memory_utilization=u), gpu) for u in values]
+
+
+def max_num_seqs(ctx: Context, s: EngineSettings, gpu: GpuSpec) -> list[Variant]:
+    """Powers of two below the running value, down to max(policy min, target concurrency)."""
+    lim = ctx.limits
+    now = resolve(ctx.model, gpu, s).max_num_seqs
+    top = min(now - 1, lim.seqs_max) if lim.seqs_max is not None else now - 1
+    values = _halvings(top, lim.seqs_min)
+    return [Variant(dataclasses.replace(s, max_num_seqs=v), gpu) for v in values]
+
+
+def max_num_batched_tokens(ctx: Context, s: EngineSettings, gpu: GpuSpec) -> list[Variant]:
+    """Halve the prefill chunk (chunked prefill only: without it vLLM needs mnbt ≥ max-model-len)."""
+    lim = ctx.limits
+    res = resolve(ctx.model, gpu, s)
+    if not res.chunked_prefill:
+        return []
+    top = min(res.mnbt - 1, lim.mnbt_max) if lim.mnbt_max is not None else res.mnbt - 1
+    values = _halvings(top, lim.mnbt_min)
+    return [Variant(dataclasses.replace(s, max_num_batched_tokens=v), gpu) for v in values]
+
+
+def kv_fp8(ctx: Context, s: EngineSettings, gpu: GpuSpec) -> list[Variant]:
+    if not ctx.limits.fp8_allowed or not gpu.fp8 or s.kv_cache_dtype.startswith("fp8"):
+        return []
+    return [Variant(dataclasses.replace(s, kv_cache_dtype=ctx.limits.fp8_value), gpu)]
+
+
+def tp_sizes(model: ModelSpec, lo: int, hi: int) -> list[int]:
+    """TP sizes vLLM accepts for this model: they divide the attention heads, and the KV heads divide
+    evenly across ranks (or are replicated whole: TP a multiple of the KV heads)."""
+    kv = model.num_kv_heads
+    return [t for t in range(lo, hi + 1)
+            if model.num_heads % t == 0 and (kv % t == 0 or t % kv == 0)]
+
+
+def tensor_parallel(ctx: Context, s: EngineSettings, gpu: GpuSpec) -> list[Variant]:
+    lim = ctx.limits
+    sizes = tp_sizes(ctx.model, max(s.tp + 1, lim.tp_min), lim.tp_max)
+    return [Variant(dataclasses.replace(s, tp=t), gpu) for t in sizes]
+
+
+def gpu_products(ctx: Context, s: EngineSettings, gpu: GpuSpec) -> list[Variant]:
+    """The policy's products other than this one; without a policy, every bigger catalog product of the same
+    class (data-center cards for a data-center card) and no older generation, smallest first."""
+    lim = ctx.limits
+    if lim.products:
+        known = [(label, _known(label)) for label in lim.products]
+        pinned = [(lbl, g) for lbl, g in known if g is not None and g.product != gpu.product]
+        pinned.sort(key=lambda p: (p[1].total_gib, p[1].product))
+        return [Variant(s, g, lbl) for lbl, g in pinned]
+    consumer = any(word in gpu.product.lower() for word in _CONSUMER)
+    seen: dict[str, GpuSpec] = {}
+    for label in catalog.gpu_labels():
+        g = catalog.gpu(label)
+        if (g.total_gib > gpu.total_gib + 1.0 and "-MIG-" not in g.product
+                and _cc(g) >= _cc(gpu) and consumer == any(w in g.product.lower() for w in _CONSUMER)):
+            seen.setdefault(g.product, g)
+    cards = list(seen.values())
+    cards.sort(key=lambda g: (g.total_gib, g.product))
+    return [Variant(s, g, g.product) for g in cards]
+
+
+def enforce_eager(ctx: Context, s: EngineSettings, gpu: GpuSpec) -> list[Variant]:
+    if s.enforce_eager or not ctx.limits.eager_allowed:
+        return []
+    return [Variant(dataclasses.replace(s, enforce_eager=True), gpu)]
+
+
+def _cc(gpu: GpuSpec) -> tuple[int, ...]:
+    return tuple(int(p) for p in gpu.compute_capability.split(".") if p.isdigit())
+
+
+def _known(label: str) -> GpuSpec | None:
+    try:
+        return catalog.gpu(label)
+    except UserError:  # an unknown policy label is reported as a note by the ladder, not an error
+        return None
+
+
+def _halvings(top: int, floor: int) -> list[int]:
+    """``top`` rounded down to a power of two, halved down to ``floor`` (which is always included)."""
+    if top < floor:
+        return []
+    values, v = [], 1 << (max(top, 1).bit_length() - 1)
+    while v > floor:
+        values.append(v)
+        v //= 2
+    values.append(floor)
+    return values
+
+
+Lever = Callable[[Context, EngineSettings, GpuSpec], list[Variant]]
+#: Flag levers in the order they are tried after max-model-len; each may combine with the ones before it.
+FLAG_LEVERS: tuple[tuple[str, Lever], ...] = (
+    ("gpu-memory-utilization", utilization),
+    ("max-num-seqs", max_num_seqs),
+    ("max-num-batched-tokens", max_num_batched_tokens),
+    ("kv-cache-dtype", kv_fp8),
+)
+#: Levers that change the pod's hardware: more GPUs per pod, or another GPU product.
+HARDWARE_LEVERS: tuple[tuple[str, Lever], ...] = (
+    ("tensor-parallel-size", tensor_parallel),
+    ("gpu-product", gpu_products),
+)

@@ -1,0 +1,133 @@
+"""What the planner may do: flag bounds, target concurrency and safety margins, from a policy or defaults.
+
+Without a policy the defaults mirror ``policies/default.yaml`` (utilization 0.5–0.95, TP ≤ 8, fp8 KV cache
+forbidden until evaluated, enforce-eager for at most 2h) plus a floor on max-model-len, so a plan made
+without a policy is never looser than one made with the shipped default policy.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import timedelta
+
+from vllm_remedy.policy import FractionBounds, IntBounds, KvCacheFp8, Policy
+from vllm_remedy.vllm.catalog import GpuSpec
+
+# Device memory that must stay free after the predicted peak (weights, activations, KV, graphs, context,
+# other processes): covers allocator fragmentation and the profiled terms' estimation error (≤ 10 % of
+# small terms). 3 % of the card, at least 0.5 GiB.
+HEADROOM_FRACTION = 0.03
+HEADROOM_MIN_GIB = 0.5
+# One full-length request must fit with 5 % of KV to spare even when the target is a single request.
+MIN_CONCURRENCY = 1.05
+# When the log shows a failure the estimator did not predict, a step must improve the failing quantity by
+# at least this much over the current prediction (the model is demonstrably optimistic there).
+MISMATCH_MARGIN = 0.10
+DEFAULT_TARGET = 8  # Policy().peak_concurrency
+DEFAULT_UTIL = (0.5, 0.95)
+DEFAULT_TP_MAX = 8
+DEFAULT_MAX_LEN_FLOOR = 2048  # below this a chat template plus a question no longer fits
+DEFAULT_MNBT_FLOOR = 2048
+DEFAULT_EAGER = timedelta(hours=2)
+LEN_STEP = 256  # proposed max-model-len values are multiples of this (readable, block-aligned)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Every bound a step must respect, resolved once per plan."""
+
+    target: float  # peak concurrent requests
+    required: float  # maximum concurrency a step must predict (target × confirm ratio, ≥ MIN_CONCURRENCY)
+    util_min: float
+    util_max: float
+    len_floor: int
+    len_max: int | None  # policy max (None: unbounded)
+    len_preferred: int | None
+    seqs_min: int
+    seqs_max: int | None
+    mnbt_min: int
+    mnbt_max: int | None
+    tp_min: int
+    tp_max: int
+    fp8_allowed: bool
+    fp8_value: str  # the spelling to write (the policy's first fp8 value, else "fp8")
+    fp8_why_not: str | None
+    eager_allowed: bool
+    eager_max: timedelta
+    products: tuple[str, ...]  # policy's GPU products (empty: any bigger catalog product)
+    selector_key: str
+    gpu_resource: str
+
+    def headroom_for(self, gpu: GpuSpec) -> float:
+        """GiB that must stay free on ``gpu`` after the predicted peak."""
+        return max(HEADROOM_MIN_GIB, HEADROOM_FRACTION * gpu.total_gib)
+
+
+def limits(policy: Policy | None, gpu: GpuSpec, target: float | None, node_gpus: int | None) -> Limits:
+    """Resolve the bounds for one plan; ``target``/``node_gpus`` from the command line win over the policy."""
+    p = policy
+    peak = float(target) if target is not None else float(p.peak_concurrency if p else DEFAULT_TARGET)
+    ratio = p.confirm.min_concurrency_ratio if p else 1.0
+    util = _fraction(p, "gpu-memory-utilization")
+    length = _ints(p, "max-model-len")
+    seqs = _ints(p, "max-num-seqs")
+    mnbt = _ints(p, "max-num-batched-tokens")
+    tp = _ints(p, "tensor-parallel-size")
+    tp_max = tp.max if tp and tp.max else DEFAULT_TP_MAX
+    if node_gpus is not None:
+        tp_max = min(tp_max, node_gpus)
+    fp8, why = _fp8(p, gpu)
+    return Limits(
+        target=peak,
+        required=max(peak * ratio, MIN_CONCURRENCY),
+        util_min=util.min if util and util.min is not None else DEFAULT_UTIL[0],
+        util_max=util.max if util and util.max is not None else DEFAULT_UTIL[1],
+        len_floor=length.min if length and length.min else DEFAULT_MAX_LEN_FLOOR,
+        len_max=length.max if length else None,
+        len_preferred=length.preferred if length else None,
+        seqs_min=max(seqs.min if seqs and seqs.min else 1, math.ceil(peak)),
+        seqs_max=seqs.max if seqs else None,
+        mnbt_min=mnbt.min if mnbt and mnbt.min else DEFAULT_MNBT_FLOOR,
+        mnbt_max=mnbt.max if mnbt else None,
+        tp_min=tp.min if tp and tp.min else 1,
+        tp_max=tp_max,
+        fp8_allowed=fp8,
+        fp8_value=_fp8_value(p),
+        fp8_why_not=why,
+        eager_allowed=p.enforce_eager.allowed if p else True,
+        eager_max=p.enforce_eager.max_duration if p else DEFAULT_EAGER,
+        products=tuple(p.gpu.products) if p else (),
+        selector_key=p.gpu.label if p else "nvidia.com/gpu.product",
+        gpu_resource=p.gpu.resource if p else "nvidia.com/gpu",
+    )
+
+
+def _fraction(policy: Policy | None, flag: str) -> FractionBounds | None:
+    bounds = policy.flag_bounds(flag) if policy else None
+    return bounds if isinstance(bounds, FractionBounds) else None
+
+
+def _ints(policy: Policy | None, flag: str) -> IntBounds | None:
+    bounds = policy.flag_bounds(flag) if policy else None
+    return bounds if isinstance(bounds, IntBounds) else None
+
+
+def _fp8_value(policy: Policy | None) -> str:
+    choices = policy.flags.kv_cache_dtype if policy else None
+    listed = [v for v in (choices.allowed if choices else ()) if KvCacheFp8.is_fp8(v)]
+    return listed[0] if listed else "fp8"
+
+
+def _fp8(policy: Policy | None, gpu: GpuSpec) -> tuple[bool, str | None]:
+    """fp8 KV cache needs both: hardware support and a policy that allows it after an evaluation."""
+    if not gpu.fp8:
+        return False, f"{gpu.product} (compute capability {gpu.compute_capability}) has no fp8 KV-cache support"
+    if policy is None:
+        return False, "no policy allows it (fp8 KV cache changes answers; allow it after an evaluation)"
+    if not policy.kv_cache_fp8.allowed:
+        return False, "policy forbids it (kv_cache_fp8.status)"
+    choices = policy.flags.kv_cache_dtype
+    if choices is not None and not any(KvCacheFp8.is_fp8(v) for v in choices.allowed):
+        return False, "policy's flags.kv-cache-dtype.allowed lists no fp8 value"
+    return True, None

@@ -1,0 +1,208 @@
+"""``plan_budget``: the request, the policy-compliant base, and the ladder turned into Steps with reasons."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from vllm_remedy.policy import Policy, format_duration
+from vllm_remedy.remedies.budget import reasons
+from vllm_remedy.remedies.budget.judge import Judge
+from vllm_remedy.remedies.budget.ladder import Rung, build
+from vllm_remedy.remedies.budget.levers import Context, tp_sizes
+from vllm_remedy.remedies.budget.limits import Limits, limits
+from vllm_remedy.remedies.plan import Plan, Step, TemplateChange
+from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
+from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate, resolve
+from vllm_remedy.vllm.outcomes import Failure, Outcome
+
+KIND = "BudgetPlan"
+#: Node labels that pin a GPU product (GPU feature discovery, GKE, Karpenter); a swap replaces any of them.
+PRODUCT_LABELS = ("nvidia.com/gpu.product", "cloud.google.com/gke-accelerator", "karpenter.k8s.aws/instance-gpu-name")
+_STARTUP = frozenset(o.value for o in Outcome) - {"fits"}
+
+
+@dataclass(frozen=True)
+class BudgetRequest:
+    """Everything the planner looks at. ``settings`` are the running ones (``other_process_gib`` included);
+    ``failure`` is what the log classifier saw; ``logged_kv_tokens`` the KV size that log printed, if any."""
+
+    model: ModelSpec
+    gpu: GpuSpec
+    settings: EngineSettings
+    policy: Policy | None = None
+    failure: Failure | None = None
+    target_concurrency: float | None = None
+    node_gpus: int | None = None
+    logged_kv_tokens: int | None = None
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    gpu_label: str | None = None  # the label value the pod is pinned to now, if any
+
+
+def plan_budget(req: BudgetRequest) -> Plan:
+    """The ladder of safe changes for runbook step 4, smallest first (see the package docstring)."""
+    lim = limits(req.policy, req.gpu, req.target_concurrency, req.node_gpus)
+    current = estimate(req.model, req.gpu, req.settings)
+    subject = {"model": req.model.name, "gpu": req.gpu.product, "gpuMemoryGiB": req.gpu.total_gib,
+               "vllmVersion": req.settings.version, "targetConcurrency": lim.target,
+               "requiredConcurrency": round(lim.required, 2), "failure": req.failure.value if req.failure else None}
+    if req.failure is Failure.HOST_OOM_KILLED:
+        return Plan(KIND, "outside_gpu_budget", "the container was killed for host memory (OOMKilled), not GPU memory",
+                    current, notes=("raise the container's memory limit or the node's RAM; no vLLM GPU flag helps",),
+                    subject=subject)
+    notes: list[str] = []
+    base, cap, problems = _base(req, lim, notes)
+    mismatch = req.failure is not None and req.failure.value in _STARTUP and current.fits
+    kv_scale = 1.0
+    if req.logged_kv_tokens and current.kv_cache_tokens > req.logged_kv_tokens:
+        kv_scale = req.logged_kv_tokens / current.kv_cache_tokens
+        notes.append(f"the log shows {req.logged_kv_tokens:,} KV tokens, {current.kv_cache_tokens:,} predicted: "
+                     f"concurrency targets are scaled by {kv_scale:.3f}")
+    if mismatch:
+        notes.append(f"the estimator predicts the current settings fit but the log shows {req.failure}: "
+                     "every step must improve on the current prediction by 10 %")
+    judge = Judge(req.model, lim, current, req.settings, req.failure, kv_scale, mismatch)
+    problems = _problems(req, lim, current, judge) + problems
+    ctx = Context(req.model, lim, req.gpu)
+    rungs = build(ctx, judge, base, cap)
+    steps = tuple(_step(i + 1, r, req, lim, cap) for i, r in enumerate(rungs))
+    notes += _lever_notes(req, lim, rungs)
+    problem = "; ".join(problems) or "none: the current settings are predicted to fit with headroom"
+    if not steps:
+        verdict = "no_fitting_change"
+        notes.insert(0, "no change within the policy's bounds is predicted to start and meet the target")
+    elif not problems and not steps[0].set and steps[0].template.empty:
+        verdict, steps = "no_change_needed", ()
+    else:
+        verdict = "change"
+    return Plan(KIND, verdict, problem, current, steps, tuple(notes), subject)
+
+
+def _base(req: BudgetRequest, lim: Limits, notes: list[str]) -> tuple[EngineSettings, int, list[str]]:
+    """The current settings brought inside the policy's bounds, the max-model-len cap, and what was off."""
+    s, problems = req.settings, []
+    explicit = s.max_model_len if s.max_model_len not in (None, -1) else None
+    cap = req.model.max_model_len
+    for bound in (lim.len_preferred or lim.len_max, explicit):
+        if bound is not None:
+            cap = min(cap, bound)
+    if explicit is not None and explicit < lim.len_floor:
+        problems.append(f"max-model-len {explicit} is below the policy minimum {lim.len_floor}")
+        cap = lim.len_floor
+    elif explicit is not None and explicit > cap:
+        problems.append(f"max-model-len {explicit} is above the allowed {cap}")
+    if explicit is None:
+        problems.append(f"max-model-len is implicit ({req.model.max_model_len:,} from the model): set it explicitly")
+    util = min(max(s.gpu_memory_utilization, lim.util_min), lim.util_max)
+    if util != s.gpu_memory_utilization:
+        problems.append(f"gpu-memory-utilization {s.gpu_memory_utilization:g} is outside "
+                        f"[{lim.util_min:g}, {lim.util_max:g}]")
+    changes: dict[str, object] = {"max_model_len": cap, "gpu_memory_utilization": util}
+    for name, value, lo, hi in (("max-num-seqs", s.max_num_seqs, None, lim.seqs_max),
+                                ("max-num-batched-tokens", s.max_num_batched_tokens, None, lim.mnbt_max)):
+        policy_min = _policy_min(req.policy, name) if lo is None else lo
+        if value is not None and ((hi is not None and value > hi) or (policy_min and value < policy_min)):
+            clamped = min(max(value, policy_min or value), hi or value)
+            problems.append(f"{name} {value} is outside the policy's bounds")
+            changes[name.replace("-", "_")] = clamped
+    if s.tp < lim.tp_min or s.tp > lim.tp_max:
+        inside = tp_sizes(req.model, lim.tp_min, lim.tp_max)
+        problems.append(f"tensor-parallel-size {s.tp} is outside [{lim.tp_min}, {lim.tp_max}]")
+        if inside:
+            changes["tp"] = min(inside, key=lambda t: abs(t - s.tp))
+        else:
+            notes.append("no tensor-parallel-size within the bounds divides the model's heads")
+    if req.policy is not None and s.kv_cache_dtype.startswith("fp8") and not lim.fp8_allowed:
+        problems.append(f"kv-cache-dtype {s.kv_cache_dtype} is not allowed by the policy")
+        changes["kv_cache_dtype"] = "auto"
+    return dataclasses.replace(s, **changes), cap, problems  # type: ignore[arg-type]
+
+
+def _policy_min(policy: Policy | None, flag: str) -> int | None:
+    bounds = policy.flag_bounds(flag) if policy else None
+    return getattr(bounds, "min", None)
+
+
+def _problems(req: BudgetRequest, lim: Limits, cur: Estimate, judge: Judge) -> list[str]:
+    out = []
+    if req.failure is not None and req.failure not in (Failure.NONE, Failure.UNKNOWN):
+        out.append(f"observed {req.failure} (predicted {cur.outcome})")
+    elif not cur.fits:
+        out.append(f"predicted {cur.outcome}")
+    if cur.fits:
+        if cur.max_concurrency * judge.kv_scale < lim.required:
+            out.append(f"predicted max concurrency {cur.max_concurrency:.2f}x is below the required "
+                       f"{lim.required:.2f}x at max-model-len {cur.max_model_len:,}")
+        free, margin = cur.total_gib - cur.peak_gib, lim.headroom_for(req.gpu)
+        if free < margin:
+            out.append(f"predicted peak leaves {free:.2f} GiB free, below the {margin:.2f} GiB margin")
+    res = resolve(req.model, req.gpu, req.settings)
+    if not res.chunked_prefill and res.mnbt < res.max_model_len:
+        out.append(f"max-num-batched-tokens {res.mnbt} < max-model-len {res.max_model_len} without chunked prefill")
+    return out
+
+
+def _flags(cur: EngineSettings, new: EngineSettings) -> dict[str, str]:
+    """Canonical flags to set so that ``cur`` becomes ``new`` (max-model-len always explicit)."""
+    out: dict[str, str] = {}
+    if new.max_model_len != cur.max_model_len:
+        out["max-model-len"] = str(new.max_model_len)
+    pairs = (("gpu-memory-utilization", cur.gpu_memory_utilization, new.gpu_memory_utilization),
+             ("max-num-seqs", cur.max_num_seqs, new.max_num_seqs),
+             ("max-num-batched-tokens", cur.max_num_batched_tokens, new.max_num_batched_tokens),
+             ("kv-cache-dtype", cur.kv_cache_dtype, new.kv_cache_dtype),
+             ("tensor-parallel-size", cur.tp, new.tp))
+    for flag, old, value in pairs:
+        if value != old and value is not None:
+            out[flag] = f"{value:g}" if isinstance(value, float) else str(value)
+    if new.enforce_eager and not cur.enforce_eager:
+        out["enforce-eager"] = "true"
+    return out
+
+
+def _step(rank: int, rung: Rung, req: BudgetRequest, lim: Limits, cap: int) -> Step:
+    flags = _flags(req.settings, rung.settings)
+    template = TemplateChange(gpu_resource=lim.gpu_resource)
+    if rung.gpu.product != req.gpu.product:
+        drop = tuple(k for k in req.node_selector if k in PRODUCT_LABELS and k != lim.selector_key)
+        template = dataclasses.replace(template, node_selector={lim.selector_key: rung.label or rung.gpu.product},
+                                       drop_node_selector=drop)
+    if rung.settings.tp != req.settings.tp:
+        template = dataclasses.replace(template, gpu_limit=rung.settings.tp)
+    temporary = rung.lever == "enforce-eager"
+    reason = reasons.explain(rung, req.settings, req.gpu, lim, cap)
+    if temporary:
+        reason = f"TEMPORARY, revert within {format_duration(lim.eager_max)}: {reason}"
+    return Step(rank=rank, lever=rung.lever, reason=reason, prediction=rung.estimate, set=flags, template=template,
+                temporary=temporary, revert_after=lim.eager_max if temporary else None, gpu=rung.gpu.product)
+
+
+def _lever_notes(req: BudgetRequest, lim: Limits, rungs: list[Rung]) -> list[str]:
+    """Why a lever is absent when it was never allowed to appear (not when a smaller rung beat it)."""
+    out = []
+    if lim.fp8_why_not and not req.settings.kv_cache_dtype.startswith("fp8"):
+        out.append(f"kv-cache-dtype fp8 not offered: {lim.fp8_why_not}")
+    if not tp_sizes(req.model, max(req.settings.tp + 1, lim.tp_min), lim.tp_max):
+        out.append(f"tensor-parallel-size above {req.settings.tp} not offered: none up to {lim.tp_max} GPUs divides "
+                   f"{req.model.num_heads} attention / {req.model.num_kv_heads} KV heads")
+    unknown = [p for p in lim.products if not _known_label(p)]
+    if unknown:
+        out.append(f"policy GPU products not in the catalog (skipped): {', '.join(unknown)}")
+    if req.gpu_label is None and lim.products and req.gpu.product not in lim.products:
+        out.append(f"the policy pins {', '.join(lim.products)}; pin the GPU so scheduling cannot pick a smaller card")
+    if any(r.lever == "enforce-eager" for r in rungs):
+        out.append("--enforce-eager is the only change predicted to fit: it costs throughput and latency; "
+                   "plan a real fix (bigger GPU, TP, shorter max-model-len bounds) before it expires")
+    return out
+
+
+def _known_label(label: str) -> bool:
+    from vllm_remedy.errors import UserError
+    from vllm_remedy.vllm import catalog
+
+    try:
+        catalog.gpu(label)
+    except UserError:
+        return False
+    return True

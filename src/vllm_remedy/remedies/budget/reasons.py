@@ -1,0 +1,60 @@
+"""One line per rung saying why this change, in the operator's terms (what moves, what it buys)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from vllm_remedy.remedies.budget.limits import Limits
+from vllm_remedy.vllm.catalog import GpuSpec
+from vllm_remedy.vllm.memory import EngineSettings
+
+if TYPE_CHECKING:
+    from vllm_remedy.remedies.budget.ladder import Rung
+
+
+def _length(rung: Rung, cap: int) -> str:
+    got = rung.estimate.max_model_len
+    if got >= cap:
+        return f"keeps max-model-len {cap:,}"
+    return f"with max-model-len {got:,} (the longest that then fits; {cap:,} does not)"
+
+
+def _target(rung: Rung, lim: Limits) -> str:
+    return f"max concurrency {rung.estimate.max_concurrency:.2f}x ≥ {lim.required:.2f}x needed"
+
+
+def explain(rung: Rung, cur: EngineSettings, gpu: GpuSpec, lim: Limits, cap: int) -> str:
+    s, est = rung.settings, rung.estimate
+    extra = ""
+    if rung.combined:
+        extra = " (together with the flag changes above it: no smaller combination fits)"
+    if rung.lever == "max-model-len":
+        if cur.max_model_len in (None, -1) and est.max_model_len >= cap:
+            head = f"set max-model-len explicitly to {cap:,} (never the model's default)"
+        else:
+            head = f"largest max-model-len within bounds that fits: {est.max_model_len:,}"
+        return f"{head}; {_target(rung, lim)}; nothing else changes"
+    if rung.lever == "gpu-memory-utilization":
+        head = (f"gpu-memory-utilization {cur.gpu_memory_utilization:g}→{s.gpu_memory_utilization:g} "
+                f"(KV {est.kv_cache_gib:.2f} GiB, {est.total_gib - est.peak_gib:.2f} GiB left free)")
+    elif rung.lever == "max-num-seqs":
+        head = f"max-num-seqs →{s.max_num_seqs}: a smaller warm-up batch frees memory for KV (activation " \
+               f"{est.activation_gib:.2f} GiB)"
+    elif rung.lever == "max-num-batched-tokens":
+        head = f"max-num-batched-tokens →{s.max_num_batched_tokens}: smaller prefill chunks, smaller activation " \
+               f"peak ({est.activation_gib:.2f} GiB)"
+    elif rung.lever == "kv-cache-dtype":
+        head = f"kv-cache-dtype {s.kv_cache_dtype}: half the KV bytes per token ({est.kv_cache_tokens:,} tokens); " \
+               "allowed by policy after evaluation"
+    elif rung.lever == "tensor-parallel-size":
+        head = f"tensor-parallel-size {cur.tp}→{s.tp}: weights {est.weights_gib:.2f} GiB per GPU; the pod needs " \
+               f"{s.tp} GPUs on one node"
+    elif rung.lever == "gpu-product":
+        head = f"move to {rung.gpu.product} ({rung.gpu.total_gib:.2f} GiB vs {gpu.total_gib:.2f}): the smallest " \
+               f"{'policy ' if lim.products else ''}product that fits"
+    elif rung.lever == "enforce-eager":
+        head = "enforce-eager drops the CUDA-graph pool at a throughput and latency cost; the only change " \
+               "predicted to fit"
+    else:
+        head = rung.lever
+    return f"{head}; {_length(rung, cap)}; {_target(rung, lim)}{extra}"
