@@ -21,7 +21,7 @@ def test_human_output_has_table_and_bar(cli):
     assert got.returncode == 0, got.stderr
     lines = got.stdout.splitlines()
     assert lines[0].split() == ["outcome", "max_len_exceeds_kv"]
-    assert "KV cache                 3.88 GiB = 31,808 tokens (1,988 blocks)" in lines
+    assert "KV cache                 3.17 GiB = 25,920 tokens (1,620 blocks)" in lines
     assert "largest max-model-len    31,808" in lines
     bar = lines[-1]
     assert bar.startswith("[") and bar.endswith("] W weights | A activation | G graphs | K KV | . free")
