@@ -321,3 +321,22 @@ def test_runbook_seed_builds_three_revisions_with_healthy_current(cluster):
         assert nodes["gpu-l40s-1"]["status"]["allocatable"]["nvidia.com/gpu"] == "1"
     finally:
         fresh.stop()
+
+
+def test_scaling_during_a_stuck_rollout_is_proportional(cluster):
+    body = deployment(replicas=4, strategy={"type": "RollingUpdate",
+                                            "rollingUpdate": {"maxSurge": 2, "maxUnavailable": 0}})
+    body["spec"]["template"]["spec"]["containers"][0]["readinessProbe"] = {"httpGet": {"path": "/", "port": 80}}
+    cluster.store.create(DEPLOY, body)
+    assert rolled_out(cluster)
+    stuck = copy.deepcopy(cluster.store.get(DEPLOY, "llm", "llama-8b")["spec"]["template"])
+    stuck["metadata"]["annotations"] = {"sim.vllm-remedy.io/ready-after": "100000"}  # never ready in this test
+    set_template(cluster, stuck)
+    assert cluster.wait_for(lambda: sorted(rs["spec"]["replicas"] for rs in owned_rses(cluster)) == [2, 4], 3)
+    cluster.store.mutate(DEPLOY, "llm", "llama-8b", lambda o: o["spec"].__setitem__("replicas", 8))
+    # allowed 8 + 2 surge = 10 from 6: old 4 → 4·10/6 ≈ 7 (+3), new 2 → 2·10/6 ≈ 3 (+1).
+    assert cluster.wait_for(lambda: (by_revision(cluster)["1"]["spec"]["replicas"],
+                                     by_revision(cluster)["2"]["spec"]["replicas"]) == (7, 3), 3)
+    revs = by_revision(cluster)
+    assert revs["1"]["metadata"]["annotations"]["deployment.kubernetes.io/desired-replicas"] == "8"
+    assert revs["2"]["metadata"]["annotations"]["deployment.kubernetes.io/max-replicas"] == "10"

@@ -18,6 +18,7 @@ from vllm_remedy.sim.controllers.defaults import default_pod_template
 from vllm_remedy.sim.controllers.events import EventRecorder
 from vllm_remedy.sim.controllers.hashing import HASH_LABEL, pod_template_hash, templates_equal
 from vllm_remedy.sim.controllers.manager import Manager
+from vllm_remedy.sim.controllers.scaling import is_scaling_event, scale_targets
 from vllm_remedy.sim.controllers.util import (
     DESIRED_REPLICAS,
     LAST_APPLIED,
@@ -78,12 +79,15 @@ class DeploymentController:
         uid = d["metadata"]["uid"]
         rses = self.store.list(RS, namespace, lambda o: controlled_by(o, uid))[0]
         self._check_paused(d)
-        if d.get("spec", {}).get("paused"):
+        paused = bool(d.get("spec", {}).get("paused"))
+        if paused or is_scaling_event(d, rses):
             new_rs, old = self._sync_revision(d, rses, create=False)
-            if new_rs is not None and not any(ro.replicas_of(rs, 0) for rs in old):
-                self._scale(d, new_rs, ro.replicas_of(d))
-            self._cleanup(d, old)
-            d["status"] = ro.calculate_status(d, [*old, *([new_rs] if new_rs else [])], new_rs, self.clock.timestamp())
+            by_name = {rs["metadata"]["name"]: rs for rs in [*old, *([new_rs] if new_rs else [])]}
+            for rs_name, size in scale_targets(d, new_rs, old).items():
+                self._scale(d, by_name[rs_name], size)
+            if paused:
+                self._cleanup(d, old)
+            d["status"] = ro.calculate_status(d, list(by_name.values()), new_rs, self.clock.timestamp())
         elif ro.is_rolling(d):
             self._rolling(d, rses)
         else:
@@ -241,8 +245,9 @@ class DeploymentController:
                 while len(",".join(history)) > _HISTORY_CHARS and len(history) > 1:
                     history.pop(0)
                 notes[REVISION_HISTORY] = ",".join(history)
-        notes[DESIRED_REPLICAS] = str(ro.replicas_of(d))
-        notes[MAX_REPLICAS] = str(ro.replicas_of(d) + ro.max_surge(d))
+        if not exists:  # an existing RS's replica annotations move only when it is scaled
+            notes[DESIRED_REPLICAS] = str(ro.replicas_of(d))
+            notes[MAX_REPLICAS] = str(ro.replicas_of(d) + ro.max_surge(d))
         return notes != before
 
     def _set_deployment_revision(self, d: Obj, value: str) -> None:
