@@ -21,7 +21,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from vllm_remedy.sim.api.auth import Authorizer
 from vllm_remedy.sim.api.dispatch import ApiContext, handle
-from vllm_remedy.sim.api.faults import Faults, parse
+from vllm_remedy.sim.api.faults import Faults
 from vllm_remedy.sim.api.http import MAX_BODY, ClusterLike, Request, Response, error_response, json_response
 from vllm_remedy.sim.store import ApiError
 
@@ -191,7 +191,7 @@ class SimServer:
                 if ctx is None:
                     raise ApiError(404, "NotFound", f'cluster "{parts[2]}" is not served here')
                 if req.method == "PUT":
-                    ctx.faults.set(parse(req.json_body()))
+                    ctx.faults.set(req.json_body())
                 elif req.method == "DELETE":
                     ctx.faults.clear()
                 return json_response({"rules": ctx.faults.describe()})

@@ -43,10 +43,14 @@ class Faults:
         self._random = random.Random(seed)
 
     def set(self, config: Any) -> None:
-        self._rules = parse(config)
+        """Replace the rules: parsed ``FaultRule``s or the raw config ``parse`` accepts."""
+        rules = config if isinstance(config, list) and all(isinstance(r, FaultRule) for r in config) else parse(config)
+        with self._lock:
+            self._rules = list(rules)
 
     def clear(self) -> None:
-        self._rules = []
+        with self._lock:
+            self._rules = []
 
     def describe(self) -> list[Obj]:
         with self._lock:
