@@ -19,6 +19,10 @@ def _load(path: Path) -> dict[str, Any]:
     return yaml.safe_load(path.read_text())
 
 
+# Failed starts die before the KV cache is sized: they are checked on outcome only.
+SIZED = [p for p in CASES if _load(p)["logged"].get("kv_cache_tokens")]
+
+
 def _run(case: dict[str, Any]) -> Estimate:
     if "model_config" in case:
         model = catalog.ModelSpec.from_hf_config(case["model_config"], case["model"], case.get("model_params_b"))
@@ -58,12 +62,10 @@ def test_outcome_matches_log(path):
     assert _run(case).outcome.value == case["logged"]["outcome"]
 
 
-@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
+@pytest.mark.parametrize("path", SIZED, ids=[p.stem for p in SIZED])
 def test_kv_tokens_close_and_never_more_than_logged(path):
     case = _load(path)
-    logged = case["logged"].get("kv_cache_tokens")
-    if not logged:
-        pytest.skip("failed before the KV cache was sized")
+    logged = case["logged"]["kv_cache_tokens"]
     predicted = _run(case).kv_cache_tokens
     assert abs(predicted - logged) / logged <= 0.10
     assert predicted <= logged * 1.005  # uncertain terms are rounded toward less KV
