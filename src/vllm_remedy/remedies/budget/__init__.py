@@ -25,6 +25,6 @@ behind an observed failure improves. Nothing predicted to fail is ever proposed.
 
 from vllm_remedy.remedies.budget.levers import tp_sizes
 from vllm_remedy.remedies.budget.limits import Limits, limits
-from vllm_remedy.remedies.budget.planner import KIND, BudgetRequest, plan_budget
+from vllm_remedy.remedies.budget.planner import KIND, PRODUCT_LABELS, BudgetRequest, plan_budget
 
-__all__ = ["KIND", "BudgetRequest", "Limits", "limits", "plan_budget", "tp_sizes"]
+__all__ = ["KIND", "PRODUCT_LABELS", "BudgetRequest", "Limits", "limits", "plan_budget", "tp_sizes"]

@@ -1,0 +1,86 @@
+"""Command-line arguments every memory command shares (estimate, plan): model, GPU, version, engine flags.
+
+One definition so `estimate` and `plan` spell and validate them alike. ``with_defaults=False`` leaves unset
+flags as None, for commands that layer the command line over flags read from a manifest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from vllm_remedy.errors import UserError
+from vllm_remedy.vllm import catalog
+
+#: (flag, argparse dest) of the engine flags, in `vllm serve` spelling.
+ENGINE_FLAGS = (
+    ("tensor-parallel-size", "tp"),
+    ("gpu-memory-utilization", "gpu_memory_utilization"),
+    ("max-model-len", "max_model_len"),
+    ("max-num-seqs", "max_num_seqs"),
+    ("max-num-batched-tokens", "max_num_batched_tokens"),
+    ("kv-cache-dtype", "kv_cache_dtype"),
+    ("quantization", "quantization"),
+    ("dtype", "dtype"),
+)
+
+
+def add_model_gpu(parser: argparse.ArgumentParser, required: bool = True) -> None:
+    """``--model ID | --model-config FILE`` and ``--gpu LABEL | --gpu-memory-gib N`` (plus --vllm-version)."""
+    model = parser.add_mutually_exclusive_group(required=required)
+    model.add_argument("--model", metavar="ID", help="Hugging Face id or local path of a catalog model")
+    model.add_argument("--model-config", metavar="FILE", help="the model's config.json (any model)")
+    gpu = parser.add_mutually_exclusive_group(required=required)
+    gpu.add_argument("--gpu", metavar="LABEL", help="GPU product label (GFD, GKE or Karpenter value)")
+    gpu.add_argument("--gpu-memory-gib", metavar="N", type=float, help="torch-visible GPU memory in GiB")
+    parser.add_argument("--vllm-version", metavar="V", help="vLLM version (default: newest rules modelled)")
+
+
+def add_engine_flags(parser: argparse.ArgumentParser, with_defaults: bool = True) -> None:
+    """The flags that move vLLM's memory budget, named as `vllm serve` names them."""
+    d = with_defaults
+    parser.add_argument("--tp", "--tensor-parallel-size", dest="tp", metavar="N", type=int, default=1 if d else None)
+    parser.add_argument("--gpu-memory-utilization", metavar="U", type=float, default=0.9 if d else None)
+    parser.add_argument("--max-model-len", metavar="N", help="tokens per request (default: the model's)")
+    parser.add_argument("--max-num-seqs", metavar="N", type=int)
+    parser.add_argument("--max-num-batched-tokens", metavar="N", type=int)
+    parser.add_argument("--kv-cache-dtype", choices=("auto", "fp8"), default="auto" if d else None)
+    parser.add_argument("--quantization", metavar="Q")
+    parser.add_argument("--dtype", metavar="D", default="auto" if d else None)
+    parser.add_argument("--enforce-eager", action="store_true", default=None if not d else False)
+    parser.add_argument("--other-gib", metavar="N", type=float,
+                        help="GiB other processes hold on each GPU at startup (nvidia-smi)")
+
+
+def engine_flags(args: argparse.Namespace) -> dict[str, str]:
+    """The given engine flags as canonical `vllm serve` flags with string values (unset ones left out)."""
+    flags = {flag: str(getattr(args, dest)) for flag, dest in ENGINE_FLAGS if getattr(args, dest) is not None}
+    if getattr(args, "enforce_eager", None):
+        flags["enforce-eager"] = "true"
+    if getattr(args, "other_gib", None) is not None:
+        flags["other-process-gib"] = str(args.other_gib)
+    return flags
+
+
+def load_model(args: argparse.Namespace) -> catalog.ModelSpec:
+    """The catalog model for --model, or the spec read from --model-config."""
+    if args.model:
+        return catalog.model(args.model)
+    path = Path(args.model_config)
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise UserError(f"{path}: not valid JSON ({exc})") from None
+    return catalog.ModelSpec.from_hf_config(config, name=str(path))
+
+
+def load_gpu(args: argparse.Namespace) -> catalog.GpuSpec:
+    """The catalog GPU for --gpu, or a card of --gpu-memory-gib (no fp8 assumed)."""
+    if args.gpu_memory_gib is not None:
+        if args.gpu_memory_gib <= 0:
+            raise UserError(f"--gpu-memory-gib: {args.gpu_memory_gib} must be > 0")
+        return catalog.GpuSpec("custom", float(args.gpu_memory_gib), "0.0", False, int(args.gpu_memory_gib * 1024))
+    return catalog.gpu(args.gpu)

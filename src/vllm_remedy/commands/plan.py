@@ -1,0 +1,219 @@
+"""Runbook step 4: the smallest changes predicted to restore headroom, as a ladder (smallest first).
+
+Examples:
+  vllm-remedy plan --model meta-llama/Llama-3.1-8B-Instruct --gpu NVIDIA-L4 --vllm-version 0.8.5
+  vllm-remedy plan -f deployment.yaml --policy policies/llama-8b.yaml --log previous.log -o json
+Exit 0 with a verdict (including "no fitting change"); exit 2 only for bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from vllm_remedy.commands import _engine_args as ea
+from vllm_remedy.errors import UserError
+from vllm_remedy.policy import load_policy
+from vllm_remedy.remedies.budget import PRODUCT_LABELS, BudgetRequest, plan_budget
+from vllm_remedy.remedies.plan import Plan
+from vllm_remedy.vllm import catalog, manifest
+from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, find_server
+from vllm_remedy.vllm.memory import EngineSettings
+from vllm_remedy.vllm.outcomes import Failure
+from vllm_remedy.vllm.startup_log import classify, parse_startup_log
+from vllm_remedy.vllm.versions import rules, version_from_image
+
+NAME = "plan"
+HELP = "ladder of the smallest flag/GPU changes predicted to make vLLM fit again (runbook step 4)"
+_VERDICTS = {
+    "change": "change: {n} candidate change(s) predicted to fit, smallest first",
+    "no_change_needed": "no change needed: the current settings are predicted to fit with headroom",
+    "no_fitting_change": "no fitting change: nothing within the bounds is predicted to start and meet the target",
+    "outside_gpu_budget": "outside the GPU budget: no vLLM flag fixes this failure",
+}
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-f", "--file", metavar="FILE", help="manifest with the vLLM Deployment (or - for stdin)")
+    parser.add_argument("--container", metavar="NAME", help="the vLLM container when several run vLLM")
+    ea.add_model_gpu(parser, required=False)
+    ea.add_engine_flags(parser, with_defaults=False)
+    parser.add_argument("--target-concurrency", metavar="N", type=float,
+                        help="peak concurrent requests to cover (default: the policy's peak_concurrency, else 8)")
+    parser.add_argument("--node-gpus", metavar="N", type=int, help="GPUs per node (caps tensor-parallel-size)")
+    parser.add_argument("--policy", metavar="FILE", help="policy file with bounds (default: built-in defaults)")
+    failure = parser.add_mutually_exclusive_group()
+    failure.add_argument("--failure", choices=[f.value for f in Failure], help="the failure the log showed")
+    failure.add_argument("--log", metavar="FILE", help="the failing container's startup log")
+    parser.add_argument("-o", "--output", choices=("human", "json"), default="human")
+
+
+@dataclass
+class _Inputs:
+    model_id: str | None = None
+    version: str | None = None
+    flags: dict[str, str] = field(default_factory=dict)
+    gpu_label: str | None = None
+    node_selector: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def run(args: argparse.Namespace) -> int:
+    for name in ("target_concurrency", "node_gpus"):
+        value = getattr(args, name)
+        if value is not None and value <= 0:
+            raise UserError(f"--{name.replace('_', '-')}: {value:g} must be > 0")
+    found = _from_manifest(args) if args.file else _Inputs()
+    if not args.file and not (args.model or args.model_config):
+        raise UserError("--model or --model-config is required (or -f MANIFEST)")
+    if args.model or args.model_config:
+        model = ea.load_model(args)
+    elif found.model_id:
+        model = catalog.model(found.model_id)
+    else:
+        raise UserError(f"{args.file}: the vLLM command names no model; pass --model or --model-config")
+    if args.gpu is not None or args.gpu_memory_gib is not None:
+        gpu = ea.load_gpu(args)
+    elif found.gpu_label:
+        gpu = catalog.gpu(found.gpu_label)
+    else:
+        where = f"{args.file}: no GPU pinning (nodeSelector or node affinity on {PRODUCT_LABELS[0]}, GKE or " \
+                "Karpenter labels); pass --gpu" if args.file else "--gpu or --gpu-memory-gib is required"
+        raise UserError(where)
+    flags = {**found.flags, **ea.engine_flags(args)}
+    failure, logged_tokens, version = _observed(args, flags)
+    version = args.vllm_version or found.version or version
+    settings = EngineSettings.from_flags(flags, version)
+    policy = load_policy(args.policy) if args.policy else None
+    plan = plan_budget(BudgetRequest(
+        model=model, gpu=gpu, settings=settings, policy=policy, failure=failure,
+        target_concurrency=args.target_concurrency, node_gpus=args.node_gpus, logged_kv_tokens=logged_tokens,
+        node_selector=found.node_selector, gpu_label=found.gpu_label))
+    if found.notes:
+        plan = Plan(plan.kind, plan.verdict, plan.problem, plan.current, plan.steps,
+                    (*found.notes, *plan.notes), plan.subject)
+    if args.output == "json":
+        print(json.dumps(plan.to_json(), indent=2))
+    else:
+        print(render(plan, rules(version).label))
+    return 0
+
+
+def _read(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise UserError(f"{path}: cannot read: {reason}") from None
+
+
+def _observed(args: argparse.Namespace, flags: dict[str, str]) -> tuple[Failure | None, int | None, str | None]:
+    """(failure, logged KV tokens, logged version) from --failure or --log; a free-memory failure in the log
+    also tells how much other processes hold (unless --other-gib says)."""
+    if args.failure:
+        return Failure(args.failure), None, None
+    if not args.log:
+        return None, None, None
+    report = parse_startup_log(_read(args.log))
+    failure = classify(report)
+    detail = report.failure_detail
+    if failure is Failure.FREE_MEMORY_BELOW_UTILIZATION and "other-process-gib" not in flags:
+        free, total = detail.get("free_gib"), detail.get("total_gpu_gib") or report.total_gpu_gib
+        if isinstance(free, (int, float)) and isinstance(total, (int, float)) and total > free:
+            flags["other-process-gib"] = f"{total - free:.2f}"  # includes our own CUDA context: errs safe
+    return failure, report.kv_cache_tokens, report.vllm_version
+
+
+def _from_manifest(args: argparse.Namespace) -> _Inputs:
+    source = "<stdin>" if args.file == "-" else args.file
+    docs = manifest.load_documents(_read(args.file), source)
+    miss: str | None = None
+    for doc in docs:
+        for path, spec in manifest.pod_specs(doc):
+            where = f"{source}: {manifest.describe(doc)} {path or '(pod spec)'}"
+            try:
+                server = find_server(spec, args.container)
+            except NoServerError as exc:
+                miss = miss or f"{where}: {exc}"
+                continue
+            except UserError as exc:
+                raise UserError(f"{where}: {exc}") from None
+            return _inputs(server, spec, where)
+    raise UserError(miss or f"{source}: no pod spec found (expected a Deployment, Pod, StatefulSet, "
+                    "LeaderWorkerSet or pod template with containers)")
+
+
+def _inputs(server: ServerCommand, spec: Mapping[str, Any], where: str) -> _Inputs:
+    found = _Inputs(model_id=server.model, version=version_from_image(server.image), flags=dict(server.flags))
+    selector = spec.get("nodeSelector") if isinstance(spec.get("nodeSelector"), dict) else {}
+    found.node_selector = {str(k): str(v) for k, v in selector.items()}
+    pinned = next((found.node_selector[k] for k in PRODUCT_LABELS if k in found.node_selector), None)
+    choices = _affinity_products(spec)
+    if pinned is None and choices:
+        known = sorted(((catalog.gpu(c).total_gib, c) for c in choices if _known(c)), key=lambda p: p[0])
+        if known:
+            pinned = known[0][1]
+            if len(choices) > 1:
+                found.notes.append(f"{where}: node affinity allows {', '.join(choices)}; planning for the "
+                                   f"smallest, {pinned}")
+    found.gpu_label = pinned
+    if found.version is None:
+        found.notes.append(f"{where}: image {server.image} names no vLLM version; the newest rules are used")
+    return found
+
+
+def _affinity_products(spec: Mapping[str, Any]) -> list[str]:
+    """GPU product values a required node affinity allows (``In`` on a product label)."""
+    node = ((spec.get("affinity") or {}).get("nodeAffinity") or {})
+    required = node.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+    out: list[str] = []
+    for term in required.get("nodeSelectorTerms") or []:
+        for expr in (term or {}).get("matchExpressions") or []:
+            if expr.get("key") in PRODUCT_LABELS and expr.get("operator") == "In":
+                out += [str(v) for v in expr.get("values") or [] if str(v) not in out]
+    return out
+
+
+def _known(label: str) -> bool:
+    try:
+        catalog.gpu(label)
+    except UserError:
+        return False
+    return True
+
+
+def render(plan: Plan, version: str) -> str:
+    """Human view: subject, problem, current prediction, the ladder as a table, notes, verdict."""
+    cur, sub = plan.current, plan.subject
+    lines = [
+        f"BudgetPlan: {sub['model']} on {sub['gpu']} ({cur.total_gib:.2f} GiB), vLLM {version}",
+        f"problem:  {plan.problem}",
+        f"current:  {cur.outcome} — KV {cur.kv_cache_tokens:,} tokens, max concurrency {cur.max_concurrency:.2f}x "
+        f"at {cur.max_model_len:,} tokens, peak {cur.peak_gib:.2f} of {cur.total_gib:.2f} GiB",
+        f"target:   {sub['targetConcurrency']:g} concurrent requests (max concurrency ≥ "
+        f"{sub['requiredConcurrency']:.2f}x)",
+    ]
+    if plan.steps:
+        rows = [("rank", "change", "KV tokens", "max conc.", "outcome", "reason")]
+        for s in plan.steps:
+            p = s.prediction
+            change = s.describe() + (f" [on {s.gpu}]" if s.gpu and s.gpu != sub["gpu"] else "")
+            rows.append((str(s.rank), change, f"{p.kv_cache_tokens:,}", f"{p.max_concurrency:.2f}x",
+                         p.outcome.value, s.reason))
+        widths = [max(len(r[i]) for r in rows) for i in range(5)]
+        lines.append("")
+        for row in rows:
+            cells = [row[i].ljust(widths[i]) if i != 2 and i != 3 else row[i].rjust(widths[i]) for i in range(5)]
+            lines.append("  ".join([*cells, row[5]]).rstrip())
+    if plan.notes:
+        lines.append("")
+        lines += [f"note: {n}" for n in plan.notes]
+    lines += ["", "verdict: " + _VERDICTS[plan.verdict].format(n=len(plan.steps))]
+    return "\n".join(lines)
