@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import difflib
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -135,3 +138,62 @@ def test_bad_input_is_one_line_exit_2(cli, argv, stdin, message) -> None:
     lines = got.stderr.strip().splitlines()
     assert len(lines) == 1, got.stderr
     assert lines[0] == message
+
+
+def _changed(before: str, after: str) -> list[str]:
+    return [ln for ln in difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=0)
+            if ln[:1] in "+-" and not ln.startswith(("+++", "---"))]
+
+
+def test_set_on_commented_real_manifest_changes_only_the_argv_lines(cli) -> None:
+    path = MANIFESTS / "real" / "aibrix-quickstart-model.yaml"
+    got = cli("args", "set", "-f", str(path), "--set", "max-model-len=16384", "--set", "enforce-eager=true",
+              "--unset", "uvicorn-log-level")
+    assert got.returncode == 0, got.stderr
+    tail = ' # 24k length, this is to avoid "The model\'s max seq len (131072) is larger than the maximum number of ' \
+           'tokens that can be stored in KV cache" issue.'
+    assert _changed(path.read_text(), got.stdout) == [
+        "-            - --uvicorn-log-level",
+        "-            - warning",
+        '-            - "12288"' + tail,
+        '+            - "16384"' + tail,
+        "+            - --enforce-eager",
+    ]
+
+
+def test_set_keeps_license_header_flow_lists_and_odd_spacing(cli) -> None:
+    text = Path(GKE).read_text()
+    got = cli("args", "set", "-f", GKE, "--set", "max-model-len=16384", "--unset", "swap-space")
+    assert got.returncode == 0, got.stderr
+    assert _changed(text, got.stdout) == ["-        - --swap-space=16", "-        - --max-model-len=32768",
+                                          "+        - --max-model-len=16384"]
+    assert got.stdout.startswith("# Copyright 2025 Google LLC\n#\n")
+    assert '            nvidia.com/gpu : "8"\n' in got.stdout
+
+
+def test_set_inside_folded_script_keeps_the_other_lines(cli) -> None:
+    path = MANIFESTS / "real" / "lws-vllm-gpu.yaml"
+    got = cli("args", "set", "-f", str(path), "--set", "max-model-len=8192")
+    assert got.returncode == 0, got.stderr
+    changed = _changed(path.read_text(), got.stdout)
+    assert len(changed) == 2 and changed[1] == changed[0].replace("-", "+", 1)[:-1] + ' --max-model-len 8192"'
+
+
+@pytest.mark.parametrize("edits", [[], ["--set", "max-model-len=32768"], ["--unset", "kv-cache-dtype"],
+                                   ["--set", "max_model_len=32768", "--set", "port=8000"]])
+def test_set_without_effective_change_prints_the_input_unchanged(cli, edits) -> None:
+    text = Path(GKE).read_bytes().decode()
+    got = cli("args", "set", "-f", "-", *edits, stdin=text)
+    assert got.returncode == 0, got.stderr
+    assert got.stdout == text
+
+
+def test_set_keeps_crlf_line_ends(tmp_path) -> None:
+    """Bytes, not text: the `cli` fixture decodes with universal newlines and would hide a lost `\\r`."""
+    path = tmp_path / "crlf.yaml"
+    original = Path(GKE).read_bytes().replace(b"\n", b"\r\n")
+    path.write_bytes(original)
+    got = subprocess.run([sys.executable, "-m", "vllm_remedy", "args", "set", "-f", str(path), "--set",
+                          "max-num-seqs=8"], capture_output=True, timeout=120, check=False)
+    assert got.returncode == 0, got.stderr
+    assert got.stdout == original.replace(b"--max-num-seqs=4\r\n", b"--max-num-seqs=8\r\n")

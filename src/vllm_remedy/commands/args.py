@@ -14,6 +14,7 @@ from typing import Any
 from vllm_remedy.errors import UserError
 from vllm_remedy.vllm import manifest
 from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, find_server
+from vllm_remedy.vllm.manifest_text import ManifestText
 
 NAME = "args"
 HELP = "show or set vLLM flags in a manifest (Deployment, Pod, StatefulSet, LWS, pod template)"
@@ -34,14 +35,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _read(path: str) -> str:
-    if path == "-":
-        return sys.stdin.read()
+    """The file's text exactly (no newline translation), so `set` can hand back every other byte unchanged."""
     try:
-        with open(path, encoding="utf-8") as fh:
+        if path == "-":
+            return sys.stdin.buffer.read().decode("utf-8")
+        with open(path, encoding="utf-8", newline="") as fh:
             return fh.read()
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise UserError(f"{path}: cannot read: {reason}") from None
+        raise UserError(f"{'<stdin>' if path == '-' else path}: cannot read: {reason}") from None
 
 
 def _servers(docs: list[Any], source: str, container: str | None) -> list[tuple[int, str, str, dict, ServerCommand]]:
@@ -81,20 +83,28 @@ def _pairs(items: list[str]) -> dict[str, str]:
 
 def run(args: argparse.Namespace) -> int:
     source = "<stdin>" if args.file == "-" else args.file
-    docs = manifest.load_documents(_read(args.file), source)
-    servers = _servers(docs, source, args.container)
+    stream = ManifestText(_read(args.file), source)
+    servers = _servers(stream.documents, source, args.container)
     if args.action == "show":
         return _show(servers, args.output)
     changes = _pairs(args.set)
-    for _i, _what, _path, spec, server in servers:
-        new = server.edit(set=changes, unset=args.unset)
-        for key in ("containers", "initContainers"):
-            items = spec.get(key) or []
-            for n, c in enumerate(items):
-                if isinstance(c, dict) and c.get("name") == server.container_name:
-                    items[n] = new
-    sys.stdout.write(manifest.dump_documents(docs))
+    edited = [(spec, server, server.edit(set=changes, unset=args.unset)) for _i, _w, _p, spec, server in servers]
+    for spec, server, new in edited:  # all edits validated first: a bad key changes nothing
+        live = _live_container(spec, server.container_name)
+        for key in ("command", "args"):
+            if new.get(key) != live.get(key):
+                stream.set_list(live, key, new[key])
+    sys.stdout.write(stream.render())
     return 0
+
+
+def _live_container(spec: dict[str, Any], name: str) -> dict[str, Any]:
+    """The container dict inside ``spec`` (not ServerCommand's copy), so the text rewriter can place it."""
+    for key in ("containers", "initContainers"):
+        for c in spec.get(key) or []:
+            if isinstance(c, dict) and c.get("name") == name:
+                return c
+    raise UserError(f"container {name}: vanished from its pod spec")
 
 
 def _show(servers: list[tuple[int, str, str, dict, ServerCommand]], output: str) -> int:
