@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -73,7 +74,11 @@ def run(args: argparse.Namespace) -> int:
     if args.model or args.model_config:
         model = ea.load_model(args)
     elif found.model_id:
-        model = catalog.model(found.model_id)
+        try:
+            model = catalog.model(found.model_id)
+        except UserError:
+            raise UserError(f"{args.file}: model {found.model_id} is not in the catalog; pass --model or "
+                            "--model-config with its config.json") from None
     else:
         raise UserError(f"{args.file}: the vLLM command names no model; pass --model or --model-config")
     if args.gpu is not None or args.gpu_memory_gib is not None:
@@ -150,8 +155,20 @@ def _from_manifest(args: argparse.Namespace) -> _Inputs:
                     "LeaderWorkerSet or pod template with containers)")
 
 
+def _env_value(container: Mapping[str, Any], text: str | None) -> str | None:
+    """``$(MODEL_ID)`` → the container's literal env value (Kubernetes expands these in args)."""
+    match = re.fullmatch(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", text or "")
+    if not match:
+        return text
+    for env in container.get("env") or []:
+        if isinstance(env, dict) and env.get("name") == match.group(1) and isinstance(env.get("value"), str):
+            return env["value"]
+    return text
+
+
 def _inputs(server: ServerCommand, spec: Mapping[str, Any], where: str) -> _Inputs:
-    found = _Inputs(model_id=server.model, version=version_from_image(server.image), flags=dict(server.flags))
+    model = _env_value(server.container, server.model)
+    found = _Inputs(model_id=model, version=version_from_image(server.image), flags=dict(server.flags))
     selector = spec.get("nodeSelector") if isinstance(spec.get("nodeSelector"), dict) else {}
     found.node_selector = {str(k): str(v) for k, v in selector.items()}
     pinned = next((found.node_selector[k] for k in PRODUCT_LABELS if k in found.node_selector), None)

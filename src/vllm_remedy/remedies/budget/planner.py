@@ -173,7 +173,7 @@ def _step(rank: int, rung: Rung, req: BudgetRequest, lim: Limits, cap: int) -> S
     temporary = rung.lever == "enforce-eager"
     reason = reasons.explain(rung, req.settings, req.gpu, lim, cap)
     if temporary:
-        reason = f"TEMPORARY, revert within {format_duration(lim.eager_max)}: {reason}"
+        reason = f"TEMPORARY, revert within {format_duration(int(lim.eager_max.total_seconds()))}: {reason}"
     return Step(rank=rank, lever=rung.lever, reason=reason, prediction=rung.estimate, set=flags, template=template,
                 temporary=temporary, revert_after=lim.eager_max if temporary else None, gpu=rung.gpu.product)
 
