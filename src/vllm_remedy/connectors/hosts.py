@@ -1,0 +1,105 @@
+"""The ``@k8s`` host grammar and how a host's ``<cluster>`` becomes a kube context — pure, no I/O.
+
+Why a grammar of our own: pyinfra hands the connector everything after ``@k8s/`` as one string, and
+the two forms mean different things — ``<cluster>/<namespace>/<deployment>`` is one target, while
+``<cluster>/<namespace>`` asks for every vLLM Deployment there. Names are checked here, at inventory
+time, so a typo stops the run before anything connects. A kube context whose name holds ``/`` (EKS
+ARNs) cannot appear in a host name; such clusters are reached through an alias in ``k8s_contexts``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from vllm_remedy.errors import UserError
+
+PREFIX = "@k8s"
+FORMS = "@k8s/<cluster>/<namespace>/<deployment> or @k8s/<cluster>/<namespace>"
+_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")  # DNS-1123 label (namespaces)
+_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")  # object names
+_CLUSTER = re.compile(r"[^\s/,]+")
+
+
+@dataclass(frozen=True)
+class Target:
+    """What one ``@k8s`` host string names; ``deployment`` is None for the namespace form."""
+
+    cluster: str
+    namespace: str
+    deployment: str | None = None
+
+    @property
+    def host_name(self) -> str:
+        tail = f"/{self.deployment}" if self.deployment else ""
+        return f"{PREFIX}/{self.cluster}/{self.namespace}{tail}"
+
+    def with_deployment(self, name: str) -> Target:
+        return Target(self.cluster, self.namespace, name)
+
+
+def parse_target(argument: str | None) -> Target:
+    """``cluster/namespace[/deployment]`` (what pyinfra passes after ``@k8s/``) → Target, or a one-line UserError."""
+    shown = f"{PREFIX}/{argument}" if argument else PREFIX
+    if not argument:
+        raise UserError(f"{shown}: no cluster given; expected {FORMS}")
+    parts = argument.split("/")
+    if len(parts) not in (2, 3) or any(not p for p in parts):
+        hint = ("; a context name containing '/' needs an alias in host data k8s_contexts"
+                if len(parts) > 3 else "")
+        raise UserError(f"{shown}: expected {FORMS}{hint}")
+    cluster, namespace = parts[0], parts[1]
+    deployment = parts[2] if len(parts) == 3 else None
+    if not _CLUSTER.fullmatch(cluster):
+        raise UserError(f"{shown}: cluster {cluster!r} must not contain spaces, ',' or '/'")
+    if len(namespace) > 63 or not _LABEL.fullmatch(namespace):
+        raise UserError(f"{shown}: namespace {namespace!r} is not a valid namespace name "
+                        "(lowercase letters, digits and '-', at most 63)")
+    if deployment is not None and (len(deployment) > 253 or not _SUBDOMAIN.fullmatch(deployment)):
+        raise UserError(f"{shown}: deployment {deployment!r} is not a valid Deployment name "
+                        "(lowercase letters, digits, '-' and '.', at most 253)")
+    return Target(cluster, namespace, deployment)
+
+
+@dataclass(frozen=True)
+class ClusterAccess:
+    """The kube context and kubeconfig (None = kubectl's KUBECONFIG / ~/.kube/config rules) for a host."""
+
+    context: str
+    kubeconfig: str | None
+    via: str  # how the context was chosen, for error messages
+
+
+def resolve_access(cluster: str, *, context: str | None = None, kubeconfig: str | None = None,
+                   aliases: Mapping[str, Any] | None = None) -> ClusterAccess:
+    """Host data ``context`` wins; else ``k8s_contexts[<cluster>]``; else ``<cluster>`` is the context name.
+
+    An alias maps to a context name, or to ``{context: ..., kubeconfig: ...}`` when each cluster has its
+    own kubeconfig file; host data ``kubeconfig`` still overrides the alias's.
+    """
+    if aliases is not None and not isinstance(aliases, Mapping):
+        raise UserError(f"host data k8s_contexts: expected a mapping of cluster alias to context, "
+                        f"got {type(aliases).__name__}")
+    alias = (aliases or {}).get(cluster)
+    alias_config: str | None = None
+    if isinstance(alias, Mapping):
+        unknown = sorted(set(alias) - {"context", "kubeconfig"})
+        if unknown or not isinstance(alias.get("context"), str) or not alias.get("context"):
+            raise UserError(f"host data k8s_contexts.{cluster}: expected a context name or "
+                            "{context: <name>, kubeconfig: <path>}")
+        alias_config = alias.get("kubeconfig")
+        if alias_config is not None and not isinstance(alias_config, str):
+            raise UserError(f"host data k8s_contexts.{cluster}.kubeconfig: expected a path string")
+        alias = alias["context"]
+    elif alias is not None and (not isinstance(alias, str) or not alias):
+        raise UserError(f"host data k8s_contexts.{cluster}: expected a context name or "
+                        "{context: <name>, kubeconfig: <path>}")
+    if context:
+        via = "host data context"
+    elif alias:
+        context, via = alias, f"alias k8s_contexts.{cluster}"
+    else:
+        context, via = cluster, "cluster name"
+    return ClusterAccess(context=context, kubeconfig=kubeconfig or alias_config, via=via)

@@ -1,0 +1,280 @@
+"""The ``@k8s`` pyinfra connector: one vLLM Deployment per host, read through a verb language.
+
+Hosts::
+
+    @k8s/<cluster>/<namespace>/<deployment>   one Deployment
+    @k8s/<cluster>/<namespace>                every Deployment there that runs vLLM (one host each)
+
+Host data (plain keys, as an inventory or group data sets them):
+
++ ``kubeconfig``: path of the kubeconfig file; default kubectl's rules (``KUBECONFIG``, ~/.kube/config,
+  in-cluster service account).
++ ``context``: kube context to use; default ``k8s_contexts[<cluster>]``, else ``<cluster>`` itself.
++ ``k8s_contexts``: alias → context name, or alias → ``{context: ..., kubeconfig: ...}``; lets
+  ``@k8s/prod/...`` name ``gke_acme_europe-west4_prod`` (and contexts with ``/`` in their name, like EKS ARNs).
++ ``policy``: path of a policy YAML (relative to the working directory), or a loaded ``Policy``.
++ ``container``: the vLLM container's name, when several containers of the pod run vLLM.
+
+Why ``connect()`` does real work: a missing context, a Deployment that does not exist, a Deployment with
+no vLLM server, or an invalid policy is bad input. Failing at connect prints one line per host, marks
+it failed (pyinfra exits non-zero) and guarantees no operation ran against it.
+
+The namespace form is expanded when the inventory is loaded — before pyinfra knows any host data — so it
+uses ``<cluster>`` as a context of the default kubeconfig. For aliases or other kubeconfigs, list the hosts
+in the inventory file with :func:`vllm_hosts`. If expansion fails, the host ``@k8s/<cluster>/<namespace>``
+stays in the inventory and fails at connect with the reason (other hosts carry on).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from io import IOBase
+from pathlib import Path
+from typing import Any
+
+from pyinfra import logger
+from pyinfra.api.exceptions import ConnectError, InventoryError
+from pyinfra.api.output import echo
+from pyinfra.connectors.base import BaseConnector, DataMeta
+from pyinfra.connectors.util import CommandOutput, OutputLine
+from typing_extensions import TypedDict
+
+from vllm_remedy.connectors.hosts import PREFIX, Target, parse_target, resolve_access
+from vllm_remedy.connectors.verbs import Scope, VerbError, run_verb
+from vllm_remedy.errors import UserError
+from vllm_remedy.kube.annotations import Keys
+from vllm_remedy.kube.client import KubeClient
+from vllm_remedy.kube.errors import KubeError, NotFoundError
+from vllm_remedy.policy import Policy, load_policy
+from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, find_server
+
+GROUP = PREFIX
+
+
+class K8sData(TypedDict, total=False):
+    k8s_cluster: str
+    k8s_namespace: str
+    k8s_deployment: str
+    k8s_expand_error: str
+    k8s_contexts: Any
+    kubeconfig: Any
+    context: Any
+    policy: Any
+    container: Any
+
+
+DATA_META: dict[str, DataMeta] = {
+    "k8s_cluster": DataMeta("cluster part of the host name (set by the connector)"),
+    "k8s_namespace": DataMeta("namespace part of the host name (set by the connector)"),
+    "k8s_deployment": DataMeta("Deployment name (set by the connector)"),
+    "k8s_expand_error": DataMeta("why a namespace host could not be expanded (set by the connector)"),
+    "k8s_contexts": DataMeta("cluster alias → kube context (or {context, kubeconfig})"),
+    "kubeconfig": DataMeta("kubeconfig path; default KUBECONFIG / ~/.kube/config / in-cluster"),
+    "context": DataMeta("kube context; default the alias's, else the cluster name"),
+    "policy": DataMeta("policy YAML path or loaded Policy"),
+    "container": DataMeta("name of the vLLM container when several run vLLM"),
+}
+
+
+def _host_entry(target: Target) -> tuple[str, dict[str, Any], list[str]]:
+    data = {"k8s_cluster": target.cluster, "k8s_namespace": target.namespace}
+    if target.deployment:
+        data["k8s_deployment"] = target.deployment
+    return target.host_name, data, [GROUP]
+
+
+def list_vllm_deployments(client: KubeClient, namespace: str) -> list[str]:
+    """Names of the Deployments in ``namespace`` whose pod template runs vLLM (sorted).
+
+    A template where vLLM is present but ambiguous (several servers, settings outside argv) counts: its
+    host then fails at connect with find_server's reason instead of silently vanishing from the fleet.
+    """
+    names = []
+    for item in client.list_deployments(namespace):
+        spec = ((item.get("spec") or {}).get("template") or {}).get("spec") or {}
+        try:
+            find_server(spec)
+        except NoServerError:
+            continue
+        except UserError:
+            pass
+        names.append(item["metadata"]["name"])
+    return sorted(names)
+
+
+def vllm_hosts(cluster: str, namespace: str, *, context: str | None = None, kubeconfig: str | None = None,
+               data: dict[str, Any] | None = None) -> list[tuple[str, dict[str, Any]]]:
+    """For inventory files: ``(host, data)`` for every vLLM Deployment of a namespace, reached as given.
+
+    Use it where the namespace form cannot work (an alias, a kubeconfig other than the default); the
+    ``context``/``kubeconfig`` used for listing are put in each host's data so connect uses the same.
+    Raises InventoryError (pyinfra prints one line and stops) when the cluster cannot be listed.
+    """
+    try:
+        target = parse_target(f"{cluster}/{namespace}")
+    except UserError as exc:
+        raise InventoryError(str(exc)) from exc
+    extra = dict(data or {})
+    if context:
+        extra.setdefault("context", context)
+    if kubeconfig:
+        extra.setdefault("kubeconfig", kubeconfig)
+    try:
+        client = KubeClient.for_context(context or cluster, kubeconfig)
+        names = list_vllm_deployments(client, namespace)
+    except UserError as exc:
+        raise InventoryError(f"{target.host_name}: cannot list vLLM Deployments: {exc}") from exc
+    return [(target.with_deployment(n).host_name, dict(extra)) for n in names]
+
+
+class K8sConnector(BaseConnector):
+    """pyinfra connector for ``@k8s/<cluster>/<namespace>[/<deployment>]`` (see the module docstring)."""
+
+    handles_execution = True
+    data_cls = K8sData
+    data_meta = DATA_META
+    data: K8sData
+
+    client: KubeClient | None = None
+    policy: Policy | None = None
+    keys: Keys = Keys()
+    server: ServerCommand | None = None
+    scope: Scope | None = None
+
+    @staticmethod
+    def make_names_data(name: str | None = None) -> Iterator[tuple[str, dict[str, Any], list[str]]]:
+        try:
+            target = parse_target(name)
+        except UserError as exc:
+            raise InventoryError(str(exc)) from exc
+        if target.deployment:
+            yield _host_entry(target)
+            return
+        yield from _expand(target)
+
+    # ---- connect ----------------------------------------------------------------------
+    @property
+    def target(self) -> Target:
+        return Target(self.data.get("k8s_cluster", ""), self.data.get("k8s_namespace", ""),
+                      self.data.get("k8s_deployment"))
+
+    def connect(self) -> None:
+        error = self.data.get("k8s_expand_error")
+        if error:
+            raise ConnectError(error)
+        target = self.target
+        where = f"deployment {target.namespace}/{target.deployment}"
+        try:
+            self.policy = self._load_policy()
+            access = resolve_access(target.cluster, context=_opt_str(self.data, "context"),
+                                    kubeconfig=_opt_str(self.data, "kubeconfig"),
+                                    aliases=self.data.get("k8s_contexts"))
+            client = KubeClient.for_context(access.context, access.kubeconfig)
+        except UserError as exc:
+            raise ConnectError(str(exc)) from exc
+        try:
+            deployment = client.get_deployment(target.namespace, str(target.deployment))
+        except NotFoundError as exc:
+            raise ConnectError(f"{where} not found in context {client.context} "
+                               f"({exc.body.get('message') if isinstance(exc.body, dict) else exc})") from exc
+        except KubeError as exc:
+            raise ConnectError(str(exc)) from exc
+        spec = ((deployment.get("spec") or {}).get("template") or {}).get("spec") or {}
+        try:
+            self.server = find_server(spec, _opt_str(self.data, "container"))
+        except UserError as exc:
+            raise ConnectError(f"{where}: {exc}") from exc
+        if self.policy is not None:
+            self._check_policy_target(deployment, self.policy, self.server)
+            self.keys = Keys(self.policy.annotation_prefix)
+        self.client = client
+        self.scope = Scope(client, target.namespace, str(target.deployment), self.keys.prefix,
+                           self.server.container_name)
+
+    def _load_policy(self) -> Policy | None:
+        value = self.data.get("policy")
+        if value is None or isinstance(value, Policy):
+            return value
+        if not isinstance(value, (str, os.PathLike)):
+            raise UserError(f"host data policy: expected a policy file path, got {type(value).__name__}")
+        return load_policy(Path(value))
+
+    def _check_policy_target(self, deployment: dict[str, Any], policy: Policy, server: ServerCommand) -> None:
+        meta = deployment.get("metadata") or {}
+        if not policy.target.matches(meta.get("namespace", ""), meta.get("name", ""), server.model,
+                                     meta.get("labels") or {}):
+            raise ConnectError(f"policy {policy.source}: target does not cover deployment "
+                               f"{meta.get('namespace')}/{meta.get('name')} (model {server.model}); "
+                               "pick the policy for this Deployment in host data")
+
+    def disconnect(self) -> None:
+        if self.client is not None:
+            try:
+                self.client.api.close()
+            except Exception:  # closing a pool must never fail a run
+                logger.debug("closing the API client failed", exc_info=True)
+            self.client = None
+            self.scope = None
+
+    # ---- execution --------------------------------------------------------------------
+    def run_shell_command(self, command: Any, print_output: bool = False, print_input: bool = False,
+                          **arguments: Any) -> tuple[bool, CommandOutput]:
+        text = command.get_raw_value() if hasattr(command, "get_raw_value") else str(command)
+        if print_input:
+            echo(f"{self.host.print_prefix}>>> {text}", err=True)
+        if self.scope is None:
+            return False, _stderr(f"{self.host.name}: not connected")
+        try:
+            lines = run_verb(self.scope, text)
+        except (VerbError, UserError) as exc:
+            return False, _stderr(str(exc))
+        if print_output:
+            for line in lines:
+                echo(f"{self.host.print_prefix}{line}", err=True)
+        return True, CommandOutput([OutputLine("stdout", line) for line in lines])
+
+    def put_file(self, filename_or_io: str | IOBase, remote_filename: str, remote_temp_filename: str | None = None,
+                 print_output: bool = False, print_input: bool = False, **arguments: Any) -> bool:
+        logger.error(f"{self.host.print_prefix}the @k8s connector cannot upload files ({remote_filename})")
+        return False
+
+    def get_file(self, remote_filename: str, filename_or_io: str | IOBase, remote_temp_filename: str | None = None,
+                 print_output: bool = False, print_input: bool = False, **arguments: Any) -> bool:
+        logger.error(f"{self.host.print_prefix}the @k8s connector cannot download files ({remote_filename})")
+        return False
+
+
+def _opt_str(data: K8sData, key: str) -> str | None:
+    value = data.get(key)  # type: ignore[misc]
+    if value is None:
+        return None
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if not isinstance(value, str) or not value:
+        raise UserError(f"host data {key}: expected a non-empty string, got {value!r}")
+    return value
+
+
+def _stderr(message: str) -> CommandOutput:
+    return CommandOutput([OutputLine("stderr", " ".join(message.split()))])
+
+
+def _expand(target: Target) -> Iterator[tuple[str, dict[str, Any], list[str]]]:
+    """Namespace form: one host per vLLM Deployment, or the namespace host carrying why expansion failed."""
+    try:
+        client = KubeClient.for_context(target.cluster)
+        names = list_vllm_deployments(client, target.namespace)
+    except UserError as exc:
+        reason = (f"cannot expand {target.host_name} (namespace hosts expand at inventory load with the default "
+                  f"kubeconfig and {target.cluster!r} as context; for aliases or another kubeconfig list hosts with "
+                  f"vllm_remedy.connectors.k8s.vllm_hosts): {exc}")
+    else:
+        if names:
+            for name in names:
+                yield _host_entry(target.with_deployment(name))
+            return
+        reason = f"no Deployment in namespace {target.namespace} runs vLLM (context {client.context})"
+    host, data, groups = _host_entry(target)
+    data["k8s_expand_error"] = " ".join(reason.split())
+    yield host, data, groups

@@ -1,0 +1,239 @@
+"""The verb language the ``@k8s`` connector runs in place of shell commands: reads through the kube layer.
+
+Why verbs: every pyinfra fact goes through ``run_shell_command``, and a cluster has no shell. Facts send
+a short command (``k8s-get deployment``); the connector answers with JSON lines, exactly as a shell
+would answer with text. Verbs only *read* — writes happen in operations' FunctionCommands, with the
+guarded patches of ``kube/``. Each verb returns the raw API objects a fact needs in ONE answer, so the
+fact's ``process()`` stays pure and sees one consistent read.
+
+Verbs (all scoped to the host's namespace and Deployment)::
+
+    k8s-get deployment                      the Deployment
+    k8s-get replicasets                     ReplicaSets matching its selector
+    k8s-get pods                            pods matching its selector
+    k8s-get node <name>                     one Node
+    k8s-deployment                          {deployment, container, context, annotation_prefix}
+    k8s-history                             {deployment, replicasets, container, annotation_prefix}
+    k8s-pods [--logs none|crashed|all] [--tail N]
+                                            {deployment, replicasets, pods, logs, container}
+    k8s-logs <pod> <container> [--previous] [--tail N]
+                                            {pod, container, previous, text}
+    k8s-nodes                               {nodes, pods (every GPU holder, trimmed), selector, namespace}
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from vllm_remedy.kube.client import KubeClient
+from vllm_remedy.kube.errors import KubeError
+from vllm_remedy.kube.gpus import holds_resources, pod_gpu_request
+from vllm_remedy.kube.health import container_health
+from vllm_remedy.kube.selectors import selector_string
+
+#: Lines of a container log the Pods fact reads: a vLLM start (weights, profiling, KV cache, error) fits.
+DEFAULT_TAIL = 3000
+LOG_MODES = ("none", "crashed", "all")
+
+
+class VerbError(Exception):
+    """The command is not a verb we know, or its arguments are wrong: one line for stderr."""
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What every verb works on: one Deployment through one client."""
+
+    client: KubeClient
+    namespace: str
+    deployment: str
+    annotation_prefix: str
+    container: str | None = None  # the vLLM container chosen at connect (host data or the only one)
+
+
+def _line(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), sort_keys=True)
+
+
+def _tail(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise VerbError(f"--tail {value!r}: expected a positive number of lines") from None
+    if number <= 0:
+        raise VerbError(f"--tail {value!r}: expected a positive number of lines")
+    return number
+
+
+def _options(args: list[str], flags: dict[str, bool], usage: str) -> tuple[list[str], dict[str, str | bool]]:
+    """Split ``args`` into positionals and ``--name [value]`` options; ``flags`` says which take a value."""
+    positional: list[str] = []
+    found: dict[str, str | bool] = {}
+    items = iter(args)
+    for arg in items:
+        if not arg.startswith("--"):
+            positional.append(arg)
+            continue
+        name, _, inline = arg[2:].partition("=")
+        if name not in flags:
+            raise VerbError(f"unknown option --{name}; usage: {usage}")
+        if flags[name]:
+            value = inline or next(items, None)
+            if value is None:
+                raise VerbError(f"--{name} needs a value; usage: {usage}")
+            found[name] = value
+        else:
+            found[name] = True
+    return positional, found
+
+
+def _deployment_and_selector(scope: Scope) -> tuple[dict[str, Any], str]:
+    deployment = scope.client.get_deployment(scope.namespace, scope.deployment)
+    return deployment, selector_string((deployment.get("spec") or {}).get("selector"))
+
+
+def verb_get(scope: Scope, args: list[str]) -> list[str]:
+    usage = "k8s-get deployment|replicasets|pods|node <name>"
+    if args == ["deployment"]:
+        return [_line(scope.client.get_deployment(scope.namespace, scope.deployment))]
+    if args in (["replicasets"], ["pods"]):
+        _, selector = _deployment_and_selector(scope)
+        lister = scope.client.list_replicasets if args[0] == "replicasets" else scope.client.list_pods
+        return [_line(item) for item in lister(scope.namespace, selector)]
+    if len(args) == 2 and args[0] == "node":
+        return [_line(scope.client.get_node(args[1]))]
+    raise VerbError(f"usage: {usage}")
+
+
+def verb_deployment(scope: Scope, args: list[str]) -> list[str]:
+    if args:
+        raise VerbError("usage: k8s-deployment")
+    deployment = scope.client.get_deployment(scope.namespace, scope.deployment)
+    return [_line({"deployment": deployment, "container": scope.container, "context": scope.client.context,
+                   "annotation_prefix": scope.annotation_prefix})]
+
+
+def verb_history(scope: Scope, args: list[str]) -> list[str]:
+    if args:
+        raise VerbError("usage: k8s-history")
+    deployment, selector = _deployment_and_selector(scope)
+    replicasets = scope.client.list_replicasets(scope.namespace, selector)
+    return [_line({"deployment": deployment, "replicasets": replicasets, "container": scope.container,
+                   "annotation_prefix": scope.annotation_prefix})]
+
+
+def _log(scope: Scope, pod: str, container: str, previous: bool, tail: int) -> dict[str, Any]:
+    """One container log, or the server's one-line refusal (e.g. no previous container yet)."""
+    try:
+        text = scope.client.pod_log(scope.namespace, pod, container, previous=previous, tail_lines=tail)
+    except KubeError as exc:
+        return {"previous": previous, "error": str(exc)}
+    return {"previous": previous, "text": text}
+
+
+def wanted_logs(pod: dict[str, Any], mode: str) -> list[tuple[str, bool]]:
+    """(container, previous) pairs worth reading: the last death of failed containers; with ``all``, live ones too.
+
+    A container dead *right now* has its log as the current one; after a restart the death is in ``previous``.
+    """
+    out: list[tuple[str, bool]] = []
+    if mode == "none":
+        return out
+    for status in (pod.get("status") or {}).get("containerStatuses") or []:
+        health = container_health(status)
+        if health.failed or health.crash_looping or health.host_oom_killed:
+            out.append((health.name, not health.terminated_now))
+        elif mode == "all" and health.state == "running":
+            out.append((health.name, False))
+    return out
+
+
+def verb_pods(scope: Scope, args: list[str]) -> list[str]:
+    usage = "k8s-pods [--logs none|crashed|all] [--tail N]"
+    positional, opts = _options(args, {"logs": True, "tail": True}, usage)
+    if positional:
+        raise VerbError(f"unexpected {positional[0]!r}; usage: {usage}")
+    mode = str(opts.get("logs", "crashed"))
+    if mode not in LOG_MODES:
+        raise VerbError(f"--logs {mode!r}: expected one of {', '.join(LOG_MODES)}")
+    tail = _tail(str(opts["tail"])) if "tail" in opts else DEFAULT_TAIL
+    deployment, selector = _deployment_and_selector(scope)
+    replicasets = scope.client.list_replicasets(scope.namespace, selector)
+    pods = scope.client.list_pods(scope.namespace, selector)
+    logs: dict[str, dict[str, Any]] = {}
+    for pod in pods:
+        name = pod["metadata"]["name"]
+        for container, previous in wanted_logs(pod, mode):
+            logs[f"{name}/{container}"] = _log(scope, name, container, previous, tail)
+    return [_line({"deployment": deployment, "replicasets": replicasets, "pods": pods, "logs": logs,
+                   "container": scope.container})]
+
+
+def verb_logs(scope: Scope, args: list[str]) -> list[str]:
+    usage = "k8s-logs <pod> <container> [--previous] [--tail N]"
+    positional, opts = _options(args, {"previous": False, "tail": True}, usage)
+    if len(positional) != 2:
+        raise VerbError(f"usage: {usage}")
+    pod, container = positional
+    tail = _tail(str(opts["tail"])) if "tail" in opts else None
+    text = scope.client.pod_log(scope.namespace, pod, container, previous=bool(opts.get("previous")),
+                                tail_lines=tail)
+    return [_line({"pod": pod, "container": container, "previous": bool(opts.get("previous")), "text": text})]
+
+
+def trim_pod(pod: dict[str, Any]) -> dict[str, Any]:
+    """The parts of a pod the GPU picture needs: who it is, where it runs, what it requests."""
+    meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+
+    def slim(containers: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+        return [{"name": c.get("name"), "resources": c.get("resources") or {}} for c in containers or []]
+
+    return {"metadata": {"name": meta.get("name"), "namespace": meta.get("namespace"),
+                         "labels": meta.get("labels") or {}},
+            "spec": {"nodeName": spec.get("nodeName"), "containers": slim(spec.get("containers")),
+                     "initContainers": slim(spec.get("initContainers"))},
+            "status": {"phase": (pod.get("status") or {}).get("phase")}}
+
+
+def verb_nodes(scope: Scope, args: list[str]) -> list[str]:
+    if args:
+        raise VerbError("usage: k8s-nodes")
+    deployment = scope.client.get_deployment(scope.namespace, scope.deployment)
+    nodes = scope.client.list_nodes()
+    holders = [trim_pod(p) for p in scope.client.list_pods(None)
+               if (p.get("spec") or {}).get("nodeName") and holds_resources(p) and pod_gpu_request(p)]
+    return [_line({"nodes": nodes, "pods": holders, "namespace": scope.namespace,
+                   "selector": (deployment.get("spec") or {}).get("selector") or {}})]
+
+
+VERBS: dict[str, Callable[[Scope, list[str]], list[str]]] = {
+    "k8s-get": verb_get,
+    "k8s-deployment": verb_deployment,
+    "k8s-history": verb_history,
+    "k8s-pods": verb_pods,
+    "k8s-logs": verb_logs,
+    "k8s-nodes": verb_nodes,
+}
+
+
+def split_command(command: str) -> list[str]:
+    try:
+        words = shlex.split(command)
+    except ValueError as exc:
+        raise VerbError(f"cannot parse command {command!r}: {exc}") from None
+    if not words:
+        raise VerbError("empty command; the @k8s connector runs verbs: " + ", ".join(VERBS))
+    return words
+
+
+def run_verb(scope: Scope, command: str) -> list[str]:
+    """JSON lines for one verb command; VerbError for a bad command, KubeError when the API refuses."""
+    words = split_command(command)
+    handler = VERBS.get(words[0])
+    if handler is None:
+        raise VerbError(f"{words[0]}: not a @k8s verb (a cluster has no shell; known verbs: {', '.join(VERBS)})")
+    return handler(scope, words[1:])

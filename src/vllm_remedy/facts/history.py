@@ -1,0 +1,72 @@
+"""The rollout history of an ``@k8s`` host as plain data: kubectl's revisions, known-good marks, change-causes.
+
+Revisions come from ``kube.history.rollout_history`` (kubectl's rules: ReplicaSets the Deployment controls,
+one row per revision number); each row adds what step 1 and step 3 of the runbook look at — the known-good
+mark ``confirm`` left on its ReplicaSet and the vLLM image/model/flags of its template.
+
+    pyinfra inventories/local.py fact vllm_remedy.facts.history.RolloutHistory
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from vllm_remedy.facts.base import JsonFact, server_summary
+from vllm_remedy.kube.annotations import DEFAULT_PREFIX, Keys
+from vllm_remedy.kube.history import Revision, current_revision, rollout_history
+
+#: Keys of a revision row that rebuild a ``kube.history.Revision`` (see :func:`to_revisions`).
+REVISION_FIELDS = ("number", "replicaset", "change_cause", "template", "annotations", "created", "replicas",
+                   "current")
+
+
+def revision_row(rev: Revision, keys: Keys, container: str | None) -> dict[str, Any]:
+    notes = rev.annotations
+    return {
+        "number": rev.number,
+        "replicaset": rev.replicaset,
+        "change_cause": rev.change_cause,
+        "created": rev.created,
+        "replicas": rev.replicas,
+        "current": rev.current,
+        "known_good": bool(notes.get(keys.known_good)),
+        "known_good_at": notes.get(keys.known_good),
+        "known_good_reason": notes.get(keys.known_good_reason),
+        "server": server_summary(dict(rev.template.get("spec") or {}), container),
+        "node_selector": dict((rev.template.get("spec") or {}).get("nodeSelector") or {}),
+        "annotations": dict(notes),
+        "template": rev.template,
+    }
+
+
+def history_data(deployment: Mapping[str, Any], replicasets: list[Mapping[str, Any]], *,
+                 annotation_prefix: str = DEFAULT_PREFIX, container: str | None = None) -> dict[str, Any]:
+    """Plain-data rollout history (pure; the fact's ``process`` and tests on fixtures share it)."""
+    keys = Keys(annotation_prefix)
+    revisions = rollout_history(deployment, replicasets)
+    marked = [r.number for r in revisions if r.annotations.get(keys.known_good)]
+    return {
+        "deployment": (deployment.get("metadata") or {}).get("name"),
+        "current_revision": current_revision(deployment),
+        "known_good": marked,
+        "annotation_prefix": keys.prefix,
+        "revisions": [revision_row(r, keys, container) for r in revisions],
+    }
+
+
+def to_revisions(history: Mapping[str, Any]) -> list[Revision]:
+    """The fact's rows back as ``kube.history.Revision`` objects, for ``kube.rollout.choose_rollback``."""
+    return [Revision(**{k: row[k] for k in REVISION_FIELDS}) for row in history.get("revisions") or []]
+
+
+class RolloutHistory(JsonFact[dict[str, Any]]):
+    """``current_revision``, ``known_good`` (revision numbers) and ``revisions`` (ascending, one dict each)."""
+
+    def command(self) -> str:
+        return "k8s-history"
+
+    def build(self, document: dict[str, Any]) -> dict[str, Any]:
+        return history_data(document.get("deployment") or {}, list(document.get("replicasets") or []),
+                            annotation_prefix=document.get("annotation_prefix") or DEFAULT_PREFIX,
+                            container=document.get("container"))
