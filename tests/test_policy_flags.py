@@ -11,6 +11,7 @@ from vllm_remedy.policy import (
     IntBounds,
     Policy,
     Violation,
+    canonical_flag,
     format_duration,
     parse_duration,
     parse_flag_int,
@@ -124,3 +125,13 @@ def test_int_bounds_check_agrees_with_arithmetic(lo: int | None, hi: int | None,
 @given(value=st.floats(min_value=-1, max_value=2, allow_nan=False))
 def test_fraction_bounds_default_to_open_zero_closed_one(value: float) -> None:
     assert (FractionBounds().check(repr(value)) is None) == (0 < value <= 1)
+
+
+def test_flag_spellings_resolve_like_vllm_argparse() -> None:
+    """Aliases and unique prefixes name the same flag in policies as on the command line (one resolver)."""
+    got = POLICY.check_flags({"max-model-len": "16384", "max-num-seq": "256", "--gpu_memory_util": "0.5"})
+    assert got == [Violation("gpu-memory-utilization", "0.5", "a number in [0.8, 0.92]"),
+                   Violation("max-num-seqs", "256", "an integer ≤ 128")]
+    assert (canonical_flag("tp"), canonical_flag("-tp"), canonical_flag("--max_num_seq")) == (
+        "tensor-parallel-size", "tensor-parallel-size", "max-num-seqs")
+    assert POLICY.flag_bounds("--max_model_len") == IntBounds(min=4096, max=16384, preferred=16384)

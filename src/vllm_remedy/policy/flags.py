@@ -11,6 +11,8 @@ from typing import Annotated, Any, Union
 from pydantic import BeforeValidator, Field, model_validator
 from pydantic_core import PydanticCustomError
 
+from vllm_remedy.vllm.cmdline.flags import canonical_key
+
 from .scalars import POLICY_ERROR, Fraction, FrozenModel, Int1, Text, fail, got
 
 #: kv-cache-dtype values that store the KV cache in 8 bits (vLLM spells several).
@@ -37,6 +39,7 @@ def parse_flag_int(value: str) -> int | None:
 
 
 def parse_flag_float(value: str) -> float | None:
+    """A finite float flag value (``"0.9"``); None for placeholders, ``nan`` and ``inf``, which bound nothing."""
     try:
         number = float(value.strip())
     except ValueError:
@@ -45,8 +48,13 @@ def parse_flag_float(value: str) -> float | None:
 
 
 def canonical_flag(name: str) -> str:
-    """``--max_model_len`` → ``max-model-len``: the spelling policies and the cmdline parser agree on."""
-    return name.strip().lstrip("-").replace("_", "-")
+    """``--max_model_len`` / ``max-num-seq`` / ``tp`` → the canonical dashed name.
+
+    One resolver for the whole project (the command-line parser's, with vLLM's `_`→`-`, unique prefixes
+    and short aliases), so a policy, `args set` and a parsed manifest can never disagree on which flag
+    a spelling means.
+    """
+    return canonical_key(name)
 
 
 @dataclass(frozen=True)
