@@ -1,0 +1,162 @@
+"""`vllm-remedy plan` end to end: flags or a manifest in, a ladder out; bad input is one line, exit 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
+RUNBOOK = ("plan", "--model", LLAMA, "--gpu", "NVIDIA-L4", "--vllm-version", "0.8.5")
+DEPLOYMENT = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: llama-8b, namespace: llm}}
+spec:
+  template:
+    spec:
+{pin}
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.8.5
+          args: ["--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu-memory-utilization", "0.90"]
+          resources: {{limits: {{nvidia.com/gpu: 1}}}}
+"""
+
+
+def write(tmp_path: Path, pin: str) -> str:
+    path = tmp_path / "deploy.yaml"
+    path.write_text(DEPLOYMENT.format(pin=pin))
+    return str(path)
+
+
+def test_runbook_case_json_matches_the_estimate_command(cli):
+    got = cli(*RUNBOOK, "-o", "json")
+    assert got.returncode == 0, got.stderr
+    plan = json.loads(got.stdout)
+    assert (plan["apiVersion"], plan["kind"], plan["verdict"]) == ("vllm-remedy.io/v1alpha1", "BudgetPlan", "change")
+    assert plan["current"]["outcome"] == "max_len_exceeds_kv" and plan["current"]["max_model_len"] == 131072
+    first = plan["steps"][0]
+    assert (first["rank"], first["lever"], list(first["set"]), first["temporary"]) == (
+        1, "max-model-len", ["max-model-len"], False)
+    est = json.loads(cli("estimate", "--model", LLAMA, "--gpu", "NVIDIA-L4", "--vllm-version", "0.8.5",
+                         "--max-model-len", first["set"]["max-model-len"], "-o", "json").stdout)
+    keys = ("outcome", "kv_cache_tokens", "max_concurrency", "max_model_len", "peak_gib", "kv_cache_gib")
+    assert {k: first["prediction"][k] for k in keys} == {k: est[k] for k in keys}
+    assert est["outcome"] == "fits" and est["max_concurrency"] >= 8
+
+
+def test_human_output_has_current_prediction_then_the_table(cli):
+    got = cli(*RUNBOOK)
+    assert got.returncode == 0, got.stderr
+    lines = got.stdout.splitlines()
+    assert lines[0] == "BudgetPlan: meta-llama/Llama-3.1-8B-Instruct on NVIDIA-L4 (21.96 GiB), vLLM 0.8.5"
+    assert lines[2].startswith("current:  max_len_exceeds_kv — KV ")
+    header = lines.index(next(ln for ln in lines if ln.startswith("rank  change")))
+    assert lines[header].split() == ["rank", "change", "KV", "tokens", "max", "conc.", "outcome", "reason"]
+    row = lines[header + 1].split()
+    data = json.loads(cli(*RUNBOOK, "-o", "json").stdout)["steps"][0]
+    assert row[:3] == ["1", "--max-model-len", data["set"]["max-model-len"]]
+    assert row[3:6] == [f"{data['prediction']['kv_cache_tokens']:,}", f"{data['prediction']['max_concurrency']:.2f}x",
+                        "fits"]
+    assert lines[-1] == "verdict: change: 5 candidate change(s) predicted to fit, smallest first"
+
+
+def test_manifest_reads_image_version_flags_and_gfd_pin(cli, tmp_path):
+    path = write(tmp_path, "      nodeSelector: {nvidia.com/gpu.product: NVIDIA-L4}")
+    from_manifest = json.loads(cli("plan", "-f", path, "-o", "json").stdout)
+    from_flags = json.loads(cli(*RUNBOOK, "--gpu-memory-utilization", "0.90", "-o", "json").stdout)
+    assert from_manifest["subject"]["vllmVersion"] == "0.8.5" and from_manifest["subject"]["gpu"] == "NVIDIA-L4"
+    assert from_manifest["steps"] == from_flags["steps"]
+
+
+def test_manifest_gke_affinity_pin_and_swap_replaces_the_gke_label(cli, tmp_path):
+    pin = """      affinity:
+        nodeAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            nodeSelectorTerms:
+              - matchExpressions:
+                  - {key: cloud.google.com/gke-accelerator, operator: In, values: [nvidia-l4, nvidia-tesla-a100]}"""
+    got = cli("plan", "-f", write(tmp_path, pin), "-o", "json")
+    assert got.returncode == 0, got.stderr
+    plan = json.loads(got.stdout)
+    assert plan["subject"]["gpu"] == "NVIDIA-L4"  # the smaller of the two allowed cards
+    assert any("node affinity allows nvidia-l4, nvidia-tesla-a100; planning for the smallest, nvidia-l4" in n
+               for n in plan["notes"])
+
+
+def test_manifest_without_gpu_pin_needs_gpu(cli, tmp_path):
+    path = write(tmp_path, "")
+    got = cli("plan", "-f", path)
+    assert got.returncode == 2 and got.stdout == ""
+    assert got.stderr == (f"vllm-remedy: error: {path}: no GPU pinning (nodeSelector or node affinity on "
+                          "nvidia.com/gpu.product, GKE or Karpenter labels); pass --gpu\n")
+    assert cli("plan", "-f", path, "--gpu", "NVIDIA-L4").returncode == 0
+
+
+def test_log_gives_the_failure_and_free_memory(cli, data_dir):
+    got = cli("plan", "--model", LLAMA, "--gpu", "NVIDIA-L40S", "--gpu-memory-utilization", "0.95",
+              "--max-model-len", "16384", "--log", str(data_dir / "logs" / "v0.9.1_l40s_free_memory.log"), "-o", "json")
+    assert got.returncode == 0, got.stderr
+    plan = json.loads(got.stdout)
+    assert plan["subject"]["failure"] == "free_memory_below_utilization"
+    assert plan["current"]["outcome"] == "free_memory_below_utilization"  # 47.38 - 31.44 GiB held by others
+    assert plan["steps"] and all(float(s["set"].get("gpu-memory-utilization", 1)) < 0.95 or s["gpu"] != "NVIDIA-L40S"
+                                 for s in plan["steps"])
+
+
+def test_no_fitting_change_exits_zero_with_a_verdict(cli, tmp_path):
+    policy = tmp_path / "tight.yaml"
+    policy.write_text("apiVersion: vllm-remedy.io/v1alpha1\nkind: Policy\n"
+                      "flags: {tensor-parallel-size: {min: 1, max: 1}}\ngpu: {products: [NVIDIA-L4]}\n")
+    args = ("plan", "--model", "meta-llama/Llama-3.1-70B-Instruct", "--gpu", "NVIDIA-L4", "--policy", str(policy))
+    got = cli(*args)
+    assert got.returncode == 0, got.stderr
+    assert got.stdout.splitlines()[-1] == ("verdict: no fitting change: nothing within the bounds is predicted to "
+                                           "start and meet the target")
+    assert json.loads(cli(*args, "-o", "json").stdout)["verdict"] == "no_fitting_change"
+
+
+def test_enforce_eager_is_temporary_in_json(cli, tmp_path):
+    policy = tmp_path / "eager.yaml"
+    policy.write_text("apiVersion: vllm-remedy.io/v1alpha1\nkind: Policy\npeak_concurrency: 1\n"
+                      "flags:\n  max-model-len: {min: 4096, max: 8192}\n"
+                      "  gpu-memory-utilization: {min: 0.9, max: 0.9}\n"
+                      "  tensor-parallel-size: {min: 1, max: 1}\n  max-num-seqs: {min: 16, max: 16}\n"
+                      "gpu: {products: [NVIDIA-L4]}\n")
+    got = cli("plan", "--model", LLAMA, "--gpu", "NVIDIA-L4", "--vllm-version", "0.9.2", "--max-model-len", "8192",
+              "--max-num-seqs", "16", "--other-gib", "1", "--policy", str(policy), "-o", "json")
+    assert got.returncode == 0, got.stderr
+    (step,) = json.loads(got.stdout)["steps"]
+    assert (step["lever"], step["set"], step["temporary"], step["revertAfterSeconds"]) == (
+        "enforce-eager", {"enforce-eager": "true"}, True, 7200)
+    assert step["reason"].startswith("TEMPORARY, revert within 2h: ")
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("--model", "acme/NoSuchModel-7B", "--gpu", "NVIDIA-L4"),
+     "unknown model acme/NoSuchModel-7B; pass --model-config with its config.json"),
+    (("--model", LLAMA, "--gpu", "NVIDIA-Z9000"), "unknown GPU label NVIDIA-Z9000; pass --gpu-memory-gib"),
+    (("--model", LLAMA, "--gpu", "NVIDIA-L4", "--gpu-memory-utilization", "1.2"),
+     "gpu-memory-utilization: 1.2 is out of range; expected 0 < U <= 1"),
+    (("--model", LLAMA, "--gpu", "NVIDIA-L4", "--tp", "3"),
+     "tensor-parallel-size: 3 does not divide the model's 32 attention heads"),
+    (("--model", LLAMA, "--gpu", "NVIDIA-L4", "--max-model-len", "-4096"),
+     "max-model-len: -4096 must be a positive integer (or auto)"),
+    (("--model", LLAMA, "--gpu", "NVIDIA-L4", "--target-concurrency", "0"), "--target-concurrency: 0 must be > 0"),
+    (("--model", LLAMA), "--gpu or --gpu-memory-gib is required"),
+])
+def test_bad_input_is_one_line_exit_2(cli, args, message):
+    got = cli("plan", *args)
+    assert (got.returncode, got.stdout, got.stderr) == (2, "", f"vllm-remedy: error: {message}\n")
+
+
+def test_manifest_without_vllm_is_one_line_exit_2(cli, tmp_path):
+    path = tmp_path / "nginx.yaml"
+    path.write_text("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  template:\n    spec:\n"
+                    "      containers:\n        - {name: web, image: 'nginx:1.27', args: ['-g', 'daemon off;']}\n")
+    got = cli("plan", "-f", str(path), "--gpu", "NVIDIA-L4")
+    assert got.returncode == 2 and got.stdout == ""
+    assert got.stderr.startswith(f"vllm-remedy: error: {path}: Deployment/web spec.template.spec: no container runs a "
+                                 "vLLM server") and got.stderr.count("\n") == 1
