@@ -41,6 +41,7 @@ _FIGURES = (
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    """Log in (file or stdin), plus the pod status the log itself cannot show."""
     parser.add_argument("--log", required=True, metavar="FILE", help="container log file, or - for stdin")
     parser.add_argument("--exit-code", type=int, metavar="N", help="the container's last exit code")
     parser.add_argument("--reason", metavar="R", help="the container's last termination reason (e.g. OOMKilled)")
@@ -48,6 +49,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Diagnose and print; exit 0 whatever the failure (it is a finding, not an error of this tool)."""
     report = parse_startup_log(_read(args.log))
     report.failure = classify(report, exit_code=args.exit_code, reason=args.reason)
     if args.output == "json":
@@ -59,11 +61,12 @@ def run(args: argparse.Namespace) -> int:
 
 def _read(path: str) -> str:
     """The log's text; a file that is not a text log is a user error, not a diagnosis."""
+    name = "<stdin>" if path == "-" else path  # the same name `args` uses for stdin
     try:
         data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
     except OSError as exc:
-        raise UserError(f"{path}: cannot read the log ({exc.strerror or exc}); expected a readable file or -") from exc
-    name = "stdin" if path == "-" else path
+        raise UserError(f"{name}: cannot read the log ({exc.strerror or exc}); expected a readable file or -") \
+            from None
     if b"\x00" in data[:65536]:
         raise UserError(f"{name}: binary data, expected a text log (kubectl logs output)")
     text = data.decode("utf-8", errors="replace")
@@ -101,6 +104,7 @@ def hint(report: StartupReport) -> str:
 
 
 def render_text(report: StartupReport) -> str:
+    """Headline, the figures the runbook's grep looks for, vLLM's own lines as evidence, then the hint."""
     lines = [f"{report.failure.value}: {_HEADLINE[report.failure]}"]
     phase = report.failure_detail.get("phase")
     if phase and phase not in ("serving", "loading_weights", "sampler_warmup"):
