@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from vllm_remedy.vllm.outcomes import Failure
-from vllm_remedy.vllm.startup_log import classify, parse_startup_log
+from vllm_remedy.vllm.startup_log import StartupReport, classify, parse_startup_log
 
 CASES = {
     "v0.6.3_h100_llama32_vision_truncated.log": dict(
@@ -79,11 +79,41 @@ CASES = {
 }
 
 
+# The other figures each log prints (checked against the log text), so that the whole report is pinned:
+# a parser that invented or dropped a figure outside the headline ones above would otherwise still pass.
+ALSO = {
+    "v0.10.2_enginecore_qwen3_14b_kv.log": dict(max_model_len=32768, truncated=True),
+    "v0.10.2_fp8_kv_healthy.log": dict(truncated=True),
+    "v0.10.2_fp8_max_len_estimate.log": dict(engine="v1"),
+    "v0.15_ci_ansi_caret_free_memory.log": dict(engine="v1", total_gpu_gib=22.05, gpu_memory_utilization=0.9),
+    "v0.16_ci_free_memory_cuda1.log": dict(engine="v1", total_gpu_gib=22.05, gpu_memory_utilization=0.9),
+    "v0.19.0_planner_codellama_codellama_34b_h100_tp2pp1dp1_8192_FAILED.log": dict(
+        vllm_version="0.19.0", engine="v1", max_model_len=8192, total_gpu_gib=79.19, gpu_memory_utilization=0.95),
+    "v0.19.0_planner_google_gemma_2_9b_it_h100_tp1pp1dp1_8192.log": dict(
+        vllm_version="0.19.0", engine="v1", tp_size=1, concurrency_max_len=8192, cudagraph_gib=1.09,
+        max_model_len=8192, total_gpu_gib=79.19, gpu_memory_utilization=0.95, server_was_up=True),
+    "v0.19.0_planner_meta_llama_llama_3_1_8b_h100_tp2pp1dp1_8192.log": dict(
+        engine="v1", model="meta-llama/Llama-3.1-8B-Instruct", concurrency_max_len=8192, total_gpu_gib=79.19,
+        gpu_memory_utilization=0.95),
+    "v0.19.0_planner_qwen_qwen2_5_7b_instruct_h100_tp1pp1dp1_8192.log": dict(
+        vllm_version="0.19.0", engine="v1", tp_size=1, concurrency_max_len=8192, cudagraph_gib=0.87,
+        max_model_len=8192, total_gpu_gib=79.19, gpu_memory_utilization=0.95, server_was_up=True),
+    "v0.6.3_h100_llama32_vision_truncated.log": dict(max_model_len=512),
+    "v0.6.4_rtx3090_llama8b_29k_max_len.log": dict(concurrency_max_len=29000),
+}
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_real_log(name, data_dir):
     report = parse_startup_log((data_dir / "logs" / name).read_text(encoding="utf-8"))
     got = {key: getattr(report, key) for key in CASES[name]}
     assert got == CASES[name]
+    whole = {k: v for k, v in report.to_dict().items() if k != "evidence"}
+    empty = {k: v for k, v in StartupReport().to_dict().items() if k != "evidence"}
+    expected = {**empty, **{k: (v.value if isinstance(v, Failure) else v) for k, v in CASES[name].items()},
+                **ALSO.get(name, {})}
+    assert whole == expected
+    assert report.evidence, "every real log has at least one line of evidence"
 
 
 def test_at_least_six_versions_covered():

@@ -8,6 +8,8 @@ from vllm_remedy.vllm.log_formats import parse_version
 from vllm_remedy.vllm.outcomes import Failure
 from vllm_remedy.vllm.startup_log import parse_startup_log, render_startup_log
 
+_DOCS = "See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details."
+
 # One version per format era boundary (see log_formats.TEMPLATES).
 VERSIONS = ["0.6.3", "0.6.4", "0.6.6", "0.7.0", "0.7.3", "0.8.0", "0.8.3", "0.8.5", "0.9.0", "0.9.1", "0.10.2",
             "0.11.0", "0.11.1", "0.13.0", "0.14.0", "0.18.0", "0.19.0", "0.22.0", "0.29.0", "0.30.0", "0.34.0"]
@@ -42,6 +44,7 @@ def test_round_trip(version, tp, failure):
     assert (r.failure, r.vllm_version, r.engine, r.model, r.tp_size, r.max_model_len) == (
         failure, version, "v1" if v1 else "v0", BASE["model"], tp, 8192)
     assert r.gpu_memory_utilization == 0.95
+    assert (r.server_was_up, r.truncated) == (failure in (Failure.NONE, Failure.OOM_UNDER_LOAD), False)
     if failure in (Failure.FREE_MEMORY_BELOW_UTILIZATION,):
         assert r.failure_detail["free_gib"] == 60.87 and r.failure_detail["requested_gib"] == 75.23
         assert r.total_gpu_gib == 79.19 and r.weights_gib is None
@@ -59,6 +62,10 @@ def test_round_trip(version, tp, failure):
             assert r.failure_detail["kv_cache_tokens"] == 65293 * 16
         return
     if failure is Failure.NO_CACHE_BLOCKS:
+        assert r.failure_detail == {}
+        assert r.evidence[-1].endswith("ValueError: No available memory for the cache blocks. Try increasing "
+                                       "`gpu_memory_utilization` when initializing the engine." +
+                                       (" " + _DOCS if v >= (0, 13, 0) else ""))
         return
     # The KV-cache figures each era prints.
     printed_kv_gib = (v >= (0, 6, 4) and not v1) or v >= (0, 9, 1)
