@@ -220,3 +220,19 @@ def test_policy_violations_in_current_flags_are_fixed_in_every_rung():
     for step in plan.steps:
         assert pol.check_flags({"max-model-len": "32768", "gpu-memory-utilization": "0.97", "max-num-seqs": "512",
                                 **step.set}) == []
+
+
+def test_tp_rung_takes_the_nearest_utilization_that_keeps_headroom():
+    """70B on 40 GB A100s: TP=8 at 0.90 fits but leaves < 3 % free for graphs/NCCL; the rung lowers it."""
+    model, gpu = catalog.model("meta-llama/Llama-3.1-70B-Instruct"), catalog.gpu("NVIDIA-A100-SXM4-40GB")
+    current = EngineSettings(version="0.9.2")
+    plan = plan_budget(BudgetRequest(model, gpu, current, failure=Failure.OOM_LOADING_WEIGHTS))
+    assert [s.lever for s in plan.steps] == ["tensor-parallel-size"]
+    step = plan.steps[0]
+    assert (step.set["tensor-parallel-size"], step.set["gpu-memory-utilization"], step.template.gpu_limit) == (
+        "8", "0.89", 8)
+    length = int(step.set["max-model-len"])
+    assert step.prediction == estimate(model, gpu, EngineSettings(version="0.9.2", tp=8, gpu_memory_utilization=0.89,
+                                                                  max_model_len=length))
+    at_090 = estimate(model, gpu, EngineSettings(version="0.9.2", tp=8, max_model_len=length))
+    assert at_090.fits and at_090.total_gib - at_090.peak_gib < 0.03 * gpu.total_gib

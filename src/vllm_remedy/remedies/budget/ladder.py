@@ -12,7 +12,15 @@ import dataclasses
 from dataclasses import dataclass
 
 from vllm_remedy.remedies.budget.judge import Judge
-from vllm_remedy.remedies.budget.levers import FLAG_LEVERS, HARDWARE_LEVERS, Context, Lever, Variant, enforce_eager
+from vllm_remedy.remedies.budget.levers import (
+    FLAG_LEVERS,
+    HARDWARE_LEVERS,
+    Context,
+    Lever,
+    Variant,
+    enforce_eager,
+    utilization,
+)
 from vllm_remedy.vllm.catalog import GpuSpec
 from vllm_remedy.vllm.memory import EngineSettings, Estimate
 
@@ -41,13 +49,16 @@ def _best_longest(judge: Judge, variants: list[Variant], cap: int) -> tuple[Vari
     return best
 
 
-def _first_working(judge: Judge, variants: list[Variant], cap: int,
+def _first_working(ctx: Context, judge: Judge, variants: list[Variant], cap: int,
                    beat: int) -> tuple[Variant, EngineSettings, Estimate] | None:
-    """The first (smallest) variant that is safe with a max-model-len longer than ``beat``, at its longest."""
+    """The first (smallest) variant that is safe with a max-model-len longer than ``beat``, at its longest;
+    a variant that only misses the headroom margin may take the nearest utilization that restores it
+    (TP=8 at 0.90 can leave too little room for CUDA graphs and NCCL; at 0.88 it fits)."""
     for v in variants:
-        got = judge.longest(v.settings, v.gpu, cap)
-        if got is not None and got[1].max_model_len > beat:
-            return v, got[0], got[1]
+        for s in [v.settings, *(u.settings for u in utilization(ctx, v.settings, v.gpu))]:
+            got = judge.longest(s, v.gpu, cap)
+            if got is not None and got[1].max_model_len > beat:
+                return v, got[0], got[1]
     return None
 
 
@@ -60,9 +71,9 @@ def rung_for(name: str, lever: Lever, ctx: Context, judge: Judge, base: EngineSe
     """
     variants = lever(ctx, base, ctx.gpu)
     if hardware:
-        got = _first_working(judge, variants, cap, beat)
+        got = _first_working(ctx, judge, variants, cap, beat)
         if got is None and boosted != base:
-            got = _first_working(judge, lever(ctx, boosted, ctx.gpu), cap, beat)
+            got = _first_working(ctx, judge, lever(ctx, boosted, ctx.gpu), cap, beat)
             return Rung(name, got[1], got[0].gpu, got[2], got[0].label, combined=True) if got else None
         return Rung(name, got[1], got[0].gpu, got[2], got[0].label) if got else None
     for v in variants:  # (a) alone, full length

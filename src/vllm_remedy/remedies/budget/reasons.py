@@ -11,6 +11,8 @@ from vllm_remedy.vllm.memory import EngineSettings
 if TYPE_CHECKING:
     from vllm_remedy.remedies.budget.ladder import Rung
 
+_HARDWARE = ("tensor-parallel-size", "gpu-product")
+
 
 def _length(rung: Rung, cap: int) -> str:
     got = rung.estimate.max_model_len
@@ -28,6 +30,8 @@ def explain(rung: Rung, cur: EngineSettings, gpu: GpuSpec, lim: Limits, cap: int
     extra = ""
     if rung.combined:
         extra = " (together with the flag changes above it: no smaller combination fits)"
+    elif rung.lever in _HARDWARE and s.gpu_memory_utilization != cur.gpu_memory_utilization:
+        extra = f" (gpu-memory-utilization {s.gpu_memory_utilization:g} keeps the headroom margin)"
     if rung.lever == "max-model-len":
         if cur.max_model_len in (None, -1) and est.max_model_len >= cap:
             head = f"set max-model-len explicitly to {cap:,} (never the model's default)"
