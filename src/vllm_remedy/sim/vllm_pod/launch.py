@@ -1,0 +1,143 @@
+"""What a vLLM container is about to run: its flags, model, GPU and version, and the memory model's verdict.
+
+Everything the simulator needs is decided here from objects only (pod spec, node), so the same inputs
+always give the same start: that is what makes a rehearsal reproducible and lets tests compare a pod's
+log with ``estimate()`` number for number.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from vllm_remedy.errors import UserError
+from vllm_remedy.sim.vllm_pod import keys
+from vllm_remedy.vllm import catalog
+from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
+from vllm_remedy.vllm.cmdline import ServerCommand
+from vllm_remedy.vllm.memory import EngineSettings, Estimate, Resolved, estimate, resolve
+from vllm_remedy.vllm.versions import NEWEST_MODELLED, parse_version, version_from_image
+
+# nvidia-smi MiB → the total torch sees: the catalog's cards sit 0.55-0.6 GiB below nvidia-smi
+# (L40S 46068 MiB → 44.42 GiB); 0.6 keeps unknown cards on the safe side like the catalog does.
+DRIVER_RESERVE_GIB = 0.6
+
+
+@dataclass(frozen=True)
+class Launch:
+    """A start the memory model can judge."""
+
+    version: str  # as vLLM prints it ("0.8.5"); the newest modelled release for :latest and custom tags
+    model_id: str
+    served_name: str  # the metrics' model_name label (--served-model-name, else the model id)
+    model: ModelSpec
+    gpu: GpuSpec
+    settings: EngineSettings
+    resolved: Resolved
+    estimate: Estimate
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A start that ends before the engine exists (unknown model, bad flag, no GPU): vLLM's exception."""
+
+    version: str
+    model_id: str
+    error: str  # the exception line(s) as Python prints them
+    stage: str  # "config" (argument/config validation) or "device" (CUDA initialisation)
+
+
+def node_gpu(node: Mapping[str, Any]) -> GpuSpec | None:
+    """The node's GPU from its labels: catalog product first, else the labelled memory size."""
+    labels = keys.labels(dict(node))
+    for key in keys.GPU_PRODUCT_LABELS:
+        value = labels.get(key)
+        if value:
+            try:
+                return catalog.gpu(str(value))
+            except UserError:
+                continue
+    product = next((str(labels[k]) for k in keys.GPU_PRODUCT_LABELS if labels.get(k)), "unknown-gpu")
+    for key in keys.GPU_MEMORY_LABELS:
+        try:
+            mib = int(str(labels.get(key, "")).strip())
+        except ValueError:
+            continue
+        if mib > 0:
+            total = round(mib / 1024 - DRIVER_RESERVE_GIB, 2)
+            return GpuSpec(product=product, total_gib=total, compute_capability="8.0", fp8=False, memory_mib=mib)
+    return None
+
+
+def other_process_gib(node: Mapping[str, Any], cluster_mib: int) -> float:
+    """GPU memory held by processes outside Kubernetes: the node annotation, else the cluster's figure."""
+    raw = keys.annotations(dict(node)).get(keys.GPU_USED_GIB)
+    if raw is not None:
+        try:
+            return max(0.0, float(str(raw).strip()))
+        except ValueError:
+            pass
+    return max(0, cluster_mib) / 1024
+
+
+def image_version(image: str) -> str:
+    """The vLLM version the image tag names; unknown tags run the newest modelled release."""
+    return version_from_image(image) or ".".join(map(str, NEWEST_MODELLED))
+
+
+def gpu_limit(container: Mapping[str, Any]) -> int:
+    resources = container.get("resources") or {}
+    for part in ("limits", "requests"):
+        value = (resources.get(part) or {}).get("nvidia.com/gpu")
+        if value is not None:
+            try:
+                return int(str(value))
+            except ValueError:
+                return 0
+    return 0
+
+
+def plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, Any],
+         cluster_gpu_used_mib: int = 0) -> Launch | Refusal:
+    """Judge the start of ``cmd`` on ``node`` with vLLM's own order: config, device, memory."""
+    version = image_version(cmd.image)
+    model_id = cmd.model or "facebook/opt-125m"  # vLLM's default --model
+    flags = dict(cmd.flags)
+    try:
+        spec = catalog.model(model_id)
+    except UserError:
+        return Refusal(version, model_id, _no_model_error(version, model_id), "config")
+    flags["other-process-gib"] = str(other_process_gib(node, cluster_gpu_used_mib))
+    try:
+        settings = EngineSettings.from_flags(flags, version)
+    except UserError as err:
+        return Refusal(version, model_id, f"ValueError: {err}", "config")
+    gpu = node_gpu(node)
+    if gpu is None or gpu_limit(container) < 1:
+        return Refusal(version, model_id, "RuntimeError: No CUDA GPUs are available", "device")
+    if gpu_limit(container) < settings.tp:
+        return Refusal(version, model_id, f"ValueError: World size ({settings.tp}) is larger than the number "
+                       f"of available GPUs ({gpu_limit(container)}) in this node.", "device")
+    try:
+        resolved = resolve(spec, gpu, settings)
+        result = estimate(spec, gpu, settings)
+    except UserError as err:
+        return Refusal(version, model_id, f"ValueError: {err}", "config")
+    served = str(flags.get("served-model-name") or model_id).split()[0]
+    return Launch(version, model_id, served, spec, gpu, settings, resolved, result)
+
+
+def _no_model_error(version: str, model_id: str) -> str:
+    """What vLLM raises for a model id that is neither a Hugging Face repo nor a local folder."""
+    if (parse_version(version) or NEWEST_MODELLED) >= (0, 8, 0):
+        return (f"ValueError: Invalid repository ID or local directory specified: '{model_id}'.\n"
+                "Please verify the following requirements:\n"
+                "1. Provide a valid Hugging Face repository ID.\n"
+                "2. Specify a local directory that contains a recognized configuration file.\n"
+                "   - For Hugging Face models: ensure the presence of a 'config.json'.\n"
+                "   - For Mistral models: ensure the presence of a 'params.json'.")
+    return (f"OSError: {model_id} is not a local folder and is not a valid model identifier listed on "
+            "'https://huggingface.co/models'\nIf this is a private repository, make sure to pass a token having "
+            "permission to this repo either by logging in with `huggingface-cli login` or by passing "
+            "`token=<your_token>`")

@@ -1,0 +1,178 @@
+"""The vLLM container runtime: plugs into the kubelet's Runtime seam and runs vLLM containers as vLLM would.
+
+A container is recognised by its argv (``find_server``); anything else runs on the fallback runtime.
+On every (re)start the runtime plans the whole run from the memory model (``launch.plan``) and
+places the version's startup log in simulated time (``timeline``); once serving, the kubelet polls
+``load_check`` and the apiserver proxies ``/health`` and ``/metrics`` to ``http``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from vllm_remedy.errors import UserError
+from vllm_remedy.sim import load as loadmodel
+from vllm_remedy.sim.clock import Clock
+from vllm_remedy.sim.runtime import ContainerContext, ContainerRun, Exit, HttpReply, PlainRuntime, Runtime
+from vllm_remedy.sim.vllm_pod import keys, metrics, timeline
+from vllm_remedy.sim.vllm_pod.launch import Launch, plan
+from vllm_remedy.vllm.cmdline import find_server
+from vllm_remedy.vllm.log_formats import default_engine
+from vllm_remedy.vllm.versions import parse_version
+
+if TYPE_CHECKING:
+    from vllm_remedy.sim.cluster import Cluster
+    from vllm_remedy.sim.store import Store
+
+Obj = dict[str, Any]
+LOAD_CHECK_SECONDS = 30.0  # how often (simulated) a serving engine re-reads its load
+_TEXT = "text/plain; charset=utf-8"
+_METRICS = "text/plain; version=0.0.4; charset=utf-8"
+
+
+class VllmRuntime:
+    """Runtime for vLLM containers; ``store`` (optional) lets load annotations on Deployments count."""
+
+    def __init__(self, clock: Clock, store: Store | None = None, fallback: Runtime | None = None) -> None:
+        self.clock, self.store = clock, store
+        self.fallback: Runtime = fallback or PlainRuntime()
+
+    def start(self, ctx: ContainerContext) -> ContainerRun:
+        try:
+            cmd = find_server({"containers": [ctx.container]})
+        except UserError:
+            return self.fallback.start(ctx)
+        now = self.clock.now()
+        started = timeline.sim_datetime(now)
+        decided = plan(cmd, ctx.container, ctx.node, ctx.gpu_memory_used_by_others_mib)
+        if not isinstance(decided, Launch):
+            p = timeline.plan_refusal(decided, started)
+            return ContainerRun(log=p.lines, ready_after=None, exit=p.exit, http=_refused)
+        killed = keys.truthy(keys.annotations(ctx.pod).get(keys.OOM_KILLED, ""))
+        p = timeline.plan_start(decided, started, oom_killed=killed)
+        if p.exit is not None:
+            return ContainerRun(log=p.lines, ready_after=None, exit=p.exit, http=_refused)
+        engine = _Engine(self, decided, ctx, now, p.ready_after or 0.0, p.startup_text)
+        return ContainerRun(log=p.lines, ready_after=p.ready_after, exit=None, load_check=engine.load_check,
+                            load_check_every=LOAD_CHECK_SECONDS, http=engine.http)
+
+    # -- load lookup -----------------------------------------------------------------------------
+
+    def load_for(self, ctx: ContainerContext, deployment: str) -> tuple[loadmodel.LoadSpec, float]:
+        """(load spec, this pod's share of concurrent requests) from annotations and the cluster."""
+        meta = ctx.pod.get("metadata") or {}
+        namespace, name = meta.get("namespace", ""), meta.get("name", "")
+        pod = self.store.find("pods", namespace, name) if self.store else None
+        deploy = self.store.find("deployments.apps", namespace, deployment) if self.store and deployment else None
+        raw = keys.annotations(pod or ctx.pod).get(keys.LOAD)
+        where = f"pod {namespace}/{name} annotation {keys.LOAD}"
+        if raw is None and deploy is not None:
+            raw = keys.annotations(deploy).get(keys.LOAD)
+            where = f"deployment {namespace}/{deployment} annotation {keys.LOAD}"
+        try:
+            spec = loadmodel.parse_load(raw, where) if raw is not None else loadmodel.LoadSpec()
+        except UserError:
+            spec = loadmodel.LoadSpec()  # a typo in a scenario must not crash the control loop
+        total = spec.requests if spec.requests is not None else float(ctx.load())
+        if raw is not None and keys.annotations(pod or ctx.pod).get(keys.LOAD) is not None:
+            return spec, total  # a pod's own annotation is its own load
+        ready = int(((deploy or {}).get("status") or {}).get("readyReplicas") or 1)
+        return spec, total / max(1, ready)
+
+    @staticmethod
+    def deployment_of(store: Store | None, pod: Obj) -> str:
+        """The Deployment that owns ``pod`` through its ReplicaSet ("" for bare pods)."""
+        if store is None:
+            return ""
+        meta = pod.get("metadata") or {}
+        ref = next((r for r in meta.get("ownerReferences") or [] if r.get("controller")), None)
+        if ref is None or ref.get("kind") != "ReplicaSet":
+            return ""
+        rs = store.find("replicasets.apps", meta.get("namespace", ""), ref.get("name", ""))
+        owner = next((r for r in ((rs or {}).get("metadata") or {}).get("ownerReferences") or []
+                      if r.get("controller")), None)
+        return str(owner.get("name", "")) if owner and owner.get("kind") == "Deployment" else ""
+
+
+@dataclass
+class _Engine:
+    """One serving container instance: its budget, load meter and HTTP endpoints."""
+
+    runtime: VllmRuntime
+    launch: Launch
+    ctx: ContainerContext
+    started: float
+    up_after: float
+    startup_text: str
+    deployment: str = ""
+    meter: loadmodel.LoadMeter = field(init=False)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        est, res = self.launch.estimate, self.launch.resolved
+        budget = loadmodel.EngineBudget(
+            kv_cache_tokens=est.kv_cache_tokens, max_num_seqs=res.max_num_seqs, max_num_batched_tokens=res.mnbt,
+            max_model_len=est.max_model_len, vocab_size=self.launch.model.vocab_size, peak_gib=est.peak_gib,
+            total_gib=est.total_gib)
+        self.meter = loadmodel.LoadMeter(budget, since=self.started + self.up_after)
+        self.deployment = VllmRuntime.deployment_of(self.runtime.store, self.ctx.pod)
+        version = parse_version(self.launch.version) or (0, 0, 0)
+        self.version, self.engine = version, default_engine(version)
+
+    def up(self, now: float) -> bool:
+        return now >= self.started + self.up_after - 1e-6
+
+    def observe(self, now: float) -> tuple[loadmodel.LoadSpec, float, loadmodel.LoadState]:
+        spec, share = self.runtime.load_for(self.ctx, self.deployment)
+        with self.lock:
+            st = self.meter.advance(now, spec, share)
+        return spec, share, st
+
+    def load_check(self, _offered: float) -> Exit | None:
+        """Polled by the kubelet while ready: a CUDA OOM when the load needs memory the GPU lacks."""
+        now = self.runtime.clock.now()
+        if not self.up(now):
+            return None
+        spec, share, _ = self.observe(now)
+        tried = loadmodel.oom_allocation_gib(self.meter.budget, spec, share)
+        if tried is None:
+            return None
+        free = self.meter.budget.total_gib - self.meter.budget.peak_gib
+        tail = timeline.oom_under_load_tail(self.launch, self.startup_text, timeline.sim_datetime(self.started),
+                                            timeline.sim_datetime(now), tried, free)
+        return Exit(after=0.0, code=1, reason="Error", log=tail)
+
+    def http(self, path: str) -> HttpReply:
+        now = self.runtime.clock.now()
+        if not self.up(now):
+            return _refused(path)
+        route = path.split("?", 1)[0].rstrip("/") or "/"
+        if route in ("/health", "/ping"):
+            return 200, _TEXT, b""
+        if route == "/metrics":
+            spec, _, st = self.observe(now)
+            body = metrics.exposition(self.version, self.engine, self.launch.served_name, st,
+                                      self.meter.preemptions, spec.prefix_hit)
+            return 200, _METRICS, body.encode()
+        if route == "/version":
+            return 200, "application/json", json.dumps({"version": self.launch.version}).encode()
+        if route == "/v1/models":
+            model = {"id": self.launch.served_name, "object": "model", "owned_by": "vllm", "root": self.launch.model_id,
+                     "max_model_len": self.launch.estimate.max_model_len}
+            return 200, "application/json", json.dumps({"object": "list", "data": [model]}).encode()
+        return 404, "application/json", b'{"detail":"Not Found"}'
+
+
+def _refused(path: str) -> HttpReply:
+    """Nothing listens yet (or any more): what the apiserver's proxy answers."""
+    return 503, _TEXT, b"error trying to reach service: connect: connection refused"
+
+
+def install(cluster: Cluster) -> VllmRuntime:
+    """Make ``cluster`` run vLLM containers with this simulator (others keep the plain runtime)."""
+    runtime = VllmRuntime(cluster.clock, cluster.store, fallback=cluster.runtime)
+    cluster.runtime = runtime
+    return runtime

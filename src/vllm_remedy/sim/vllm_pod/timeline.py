@@ -1,0 +1,222 @@
+"""When each line of a simulated vLLM start appears, and how the start ends.
+
+The text comes from ``render_startup_log`` (the version's real formats); this module only places it
+in simulated time. Durations, in simulated seconds from container start (documented, not measured):
+
+- ``BOOT_SECONDS`` (8): imports, argument parsing, engine init — then "Starting to load model".
+- weights are loaded ``LOAD_BASE_SECONDS + LOAD_SECONDS_PER_GIB × weights GiB`` after start
+  (20 s + 4 s/GiB: Llama-3.1-8B's 15 GiB take 80 s, i.e. 1.3 s of wall time at speed 60).
+- ``PROFILE_SECONDS`` (5) of memory profiling, then the KV-cache lines; KV errors end the run here.
+- ``GRAPH_SECONDS`` (12) of CUDA-graph capture (none with --enforce-eager), then the HTTP server is up
+  ``UP_SECONDS`` (3) later: that is when /health answers 200 and the readiness probe passes.
+- A CUDA OOM while loading weights happens at the share of the checkpoint that fitted; a host OOM kill
+  half-way through reading it; a free-memory refusal right after boot.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+
+from vllm_remedy.sim.runtime import Exit, LogLine
+from vllm_remedy.sim.vllm_pod.launch import Launch, Refusal
+from vllm_remedy.vllm.memory.terms import context_gib
+from vllm_remedy.vllm.outcomes import Failure
+from vllm_remedy.vllm.startup_log import render_startup_log
+
+BOOT_SECONDS = 8.0
+LOAD_BASE_SECONDS = 20.0
+LOAD_SECONDS_PER_GIB = 4.0
+PROFILE_SECONDS = 5.0
+GRAPH_SECONDS = 12.0
+UP_SECONDS = 3.0
+LINE_GAP = 0.1  # between consecutive lines of one phase
+
+_STAMP = re.compile(r"\b\d{2}-\d{2} \d{2}:\d{2}:\d{2}\b")
+_ERROR = re.compile(r"(?:^|\s)ERROR \d{2}-\d{2} \d{2}:|Traceback \(most recent call last\)")
+# Phase markers in the order a start passes them; a line that matches none stays in the current phase.
+_MARKERS: tuple[tuple[str, str], ...] = (
+    ("Starting to load model", "loading"),
+    ("Loading safetensors checkpoint shards", "partial"),
+    ("Loading model weights took", "weights"),
+    ("Model loading took", "weights"),
+    ("Memory profiling", "profiled"),
+    ("the current vLLM instance can use", "profiled"),
+    ("Available KV cache memory", "profiled"),
+    ("blocks:", "profiled"),
+    ("GPU KV cache size", "profiled"),
+    ("Maximum concurrency", "profiled"),
+    ("Graph capturing finished", "graphs"),
+    ("Starting vLLM", "up"),
+    ("INFO:     ", "up"),
+)
+_ORDER = ("boot", "loading", "partial", "weights", "profiled", "graphs", "up")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A run decided at start: timed startup lines, readiness, and the exit (None = keeps serving)."""
+
+    lines: tuple[LogLine, ...]
+    ready_after: float | None
+    exit: Exit | None
+    startup_text: str  # the rendered startup log (no failure), reused for the OOM-under-load tail
+
+
+def load_seconds(weights_gib: float) -> float:
+    """Seconds from container start until "Model loading took" (the weights are in GPU memory)."""
+    return LOAD_BASE_SECONDS + LOAD_SECONDS_PER_GIB * weights_gib
+
+
+def render(launch: Launch, failure: Failure, started: datetime, detail: dict[str, object] | None = None) -> str:
+    """The version's startup log for this launch, ending in ``failure``."""
+    est, res = launch.estimate, launch.resolved
+    return render_startup_log(
+        launch.version, model=launch.model_id, tp_size=res.tp, weights_gib=est.weights_gib,
+        kv_cache_gib=est.kv_cache_gib, kv_cache_tokens=est.kv_cache_tokens, gpu_blocks=est.gpu_blocks,
+        max_concurrency=est.max_concurrency, max_model_len=est.max_model_len,
+        cudagraph_gib=None if res.enforce_eager else est.cudagraph_gib, total_gpu_gib=launch.gpu.total_gib,
+        gpu_memory_utilization=res.util, activation_gib=est.activation_gib, non_torch_gib=est.non_torch_gib,
+        failure=failure, failure_detail=detail or _detail(launch, failure), block_size=res.block_size,
+        started=started)
+
+
+def _detail(launch: Launch, failure: Failure) -> dict[str, object]:
+    est, res = launch.estimate, launch.resolved
+    if failure is Failure.MAX_LEN_EXCEEDS_KV:
+        detail: dict[str, object] = {"needed_gib": est.needed_kv_gib or 0.0, "available_gib": est.kv_cache_gib,
+                                     "kv_cache_tokens": est.kv_cache_tokens}
+        if est.suggested_max_model_len is not None:
+            detail["suggested_max_model_len"] = est.suggested_max_model_len
+        return detail
+    if failure is Failure.FREE_MEMORY_BELOW_UTILIZATION:
+        free = launch.gpu.total_gib - context_gib(launch.gpu, launch.resolved.tp) - res.other_process_gib
+        return {"free_gib": max(0.0, free), "requested_gib": launch.gpu.total_gib * res.util}
+    if failure is Failure.OOM_LOADING_WEIGHTS:
+        shard = est.weights_gib / max(1, launch.model.num_layers)
+        return {"tried_to_allocate_gib": shard, "free_gib": min(shard / 3, 0.3)}
+    return {}
+
+
+def plan_start(launch: Launch, started: datetime, oom_killed: bool = False) -> Plan:
+    """Place the start of ``launch`` in time and decide how it ends."""
+    est = launch.estimate
+    failure = Failure.HOST_OOM_KILLED if oom_killed else est.outcome.failure
+    loaded = load_seconds(est.weights_gib)
+    times = {"boot": 0.0, "loading": BOOT_SECONDS, "weights": loaded, "profiled": loaded + PROFILE_SECONDS}
+    times["graphs"] = times["profiled"] + (0.0 if launch.resolved.enforce_eager else GRAPH_SECONDS)
+    times["up"] = times["graphs"] + UP_SECONDS
+    fitted = _loaded_share(launch) if failure is Failure.OOM_LOADING_WEIGHTS else 0.5
+    times["partial"] = BOOT_SECONDS + (loaded - BOOT_SECONDS) * fitted
+    text = render(launch, failure, started)
+    startup_text = text if failure is Failure.NONE else render(launch, Failure.NONE, started)
+    lines, tail = _split(text)
+    timed = _place(lines, times, started, launch)
+    if failure is Failure.NONE:
+        return Plan(tuple(timed), timed[-1].offset if timed else times["up"], None, startup_text)
+    if failure is Failure.HOST_OOM_KILLED:
+        return Plan(tuple(timed), None, Exit(times["partial"] + 0.5, 137, "OOMKilled"), startup_text)
+    end = {Failure.FREE_MEMORY_BELOW_UTILIZATION: BOOT_SECONDS + 1.0,
+           Failure.OOM_LOADING_WEIGHTS: times["partial"] + 0.5}.get(failure, times["profiled"] + 1.0)
+    exit_ = Exit(end, 1, "Error", tuple(stamp_all(tail, started + timedelta(seconds=end))))
+    return Plan(tuple(timed), None, exit_, startup_text)
+
+
+def plan_refusal(refusal: Refusal, started: datetime) -> Plan:
+    """An exception before the engine exists: the version's banner and args, then the traceback."""
+    text = render_startup_log(refusal.version, model=refusal.model_id, weights_gib=0.0, kv_cache_gib=None,
+                              max_model_len=2048, total_gpu_gib=0.0, failure=Failure.HOST_OOM_KILLED,
+                              started=started)
+    lines = text.splitlines()
+    cut = next((i for i, line in enumerate(lines) if "Initializing" in line), len(lines))
+    keep = lines[:cut] if refusal.stage == "config" else lines[:cut + 1]
+    prefix = _prefix(keep[-1]) if keep else ""
+    end = 3.0 if refusal.stage == "config" else BOOT_SECONDS
+    frames = _refusal_frames(refusal.stage)
+    tail = [f"{prefix}Traceback (most recent call last):"]
+    for path, line, function, code in frames:
+        tail += [f'{prefix}  File "{path}", line {line}, in {function}', f"{prefix}    {code}"]
+    tail += [f"{prefix}{part}" for part in refusal.error.splitlines()]
+    timed = [LogLine(round(i * LINE_GAP, 3), _stamp(line, started + timedelta(seconds=i * LINE_GAP)))
+             for i, line in enumerate(keep)]
+    return Plan(tuple(timed), None, Exit(end, 1, "Error", tuple(tail)), "")
+
+
+def oom_under_load_tail(launch: Launch, startup_text: str, started: datetime, at: datetime,
+                        tried_gib: float, free_gib: float) -> tuple[str, ...]:
+    """The lines a running engine prints when a request runs the GPU out of memory (at ``at``)."""
+    text = render(launch, Failure.OOM_UNDER_LOAD, started,
+                  {"tried_to_allocate_gib": tried_gib, "free_gib": max(free_gib, 0.0)})
+    before = len(startup_text.splitlines())
+    return tuple(stamp_all(text.splitlines()[before:], at))
+
+
+def stamp_all(lines: list[str] | tuple[str, ...], at: datetime) -> list[str]:
+    return [_stamp(line, at) for line in lines]
+
+
+def _split(text: str) -> tuple[list[str], list[str]]:
+    """Startup lines, and the error tail printed when the process dies."""
+    lines = text.splitlines()
+    first = next((i for i, line in enumerate(lines) if _ERROR.search(line)), len(lines))
+    return lines[:first], lines[first:]
+
+
+def _place(lines: list[str], times: dict[str, float], started: datetime, launch: Launch) -> list[LogLine]:
+    out: list[LogLine] = []
+    phase, count = "boot", 0
+    for line in lines:
+        found = next((p for marker, p in _MARKERS if marker in line), None)
+        if found is not None and _ORDER.index(found) > _ORDER.index(phase):
+            phase, count = found, 0
+        offset = round(times[phase] + count * LINE_GAP, 3)
+        count += 1
+        out.append(LogLine(offset, _stamp(_durations(line, times), started + timedelta(seconds=offset))))
+    return out
+
+
+def _durations(line: str, times: dict[str, float]) -> str:
+    """Make the durations vLLM prints agree with the simulated ones."""
+    if "Model loading took" in line:
+        return re.sub(r"and [\d.]+ seconds", f"and {times['weights'] - BOOT_SECONDS:.6f} seconds", line)
+    if "Memory profiling takes" in line:
+        return re.sub(r"takes [\d.]+ seconds", f"takes {PROFILE_SECONDS:.2f} seconds", line)
+    if "Graph capturing finished" in line:
+        return re.sub(r"finished in \d+ secs", f"finished in {GRAPH_SECONDS:.0f} secs", line)
+    return line
+
+
+def _stamp(line: str, at: datetime) -> str:
+    return _STAMP.sub(at.strftime("%m-%d %H:%M:%S"), line, count=1)
+
+
+def _prefix(line: str) -> str:
+    """The process prefix of a rendered line ("(APIServer pid=1) " from 0.10.1), reused for stderr."""
+    match = re.match(r"^((?:\x1b\[[0-9;]*m)?\([^)]*\)(?:\x1b\[[0-9;]*m)? )", line)
+    return match.group(1) if match else ""
+
+
+def _loaded_share(launch: Launch) -> float:
+    """Share of the checkpoint in GPU memory when loading runs out of it."""
+    room = launch.gpu.total_gib - context_gib(launch.gpu, launch.resolved.tp) - launch.resolved.other_process_gib
+    return min(0.95, max(0.05, room / max(launch.estimate.weights_gib, 1e-6)))
+
+
+def _refusal_frames(stage: str) -> list[tuple[str, int, str, str]]:
+    site = "/usr/local/lib/python3.12/dist-packages/vllm"
+    frames = [("/usr/local/bin/vllm", 10, "<module>", "sys.exit(main())"),
+              (f"{site}/entrypoints/cli/main.py", 54, "main", "args.dispatch_function(args)"),
+              (f"{site}/entrypoints/cli/serve.py", 57, "cmd", "uvloop.run(run_server(args))"),
+              (f"{site}/entrypoints/openai/api_server.py", 1791, "run_server",
+               "await run_server_worker(listen_address, sock, args, **uvicorn_kwargs)")]
+    if stage == "config":
+        return [*frames, (f"{site}/engine/arg_utils.py", 1049, "create_engine_config",
+                          "model_config = self.create_model_config()")]
+    return [*frames, (f"{site}/platforms/cuda.py", 96, "get_device_capability",
+                      "major, minor = torch.cuda.get_device_capability(device_id)")]
+
+
+def sim_datetime(seconds: float) -> datetime:
+    """A simulated-clock instant as the naive UTC datetime vLLM's log header shows."""
+    return datetime.fromtimestamp(seconds, tz=timezone.utc).replace(tzinfo=None)
