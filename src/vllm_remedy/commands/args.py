@@ -21,6 +21,7 @@ HELP = "show or set vLLM flags in a manifest (Deployment, Pod, StatefulSet, LWS,
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    """Two actions sharing -f/--container: `show` reads, `set` prints an edited copy (never writes the file)."""
     sub = parser.add_subparsers(dest="action", metavar="ACTION")
     sub.required = True
     show = sub.add_parser("show", help="print entrypoint, model, container and effective flags")
@@ -82,6 +83,7 @@ def _pairs(items: list[str]) -> dict[str, str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Show or set; every edit is validated before any output, so bad input prints nothing but the error."""
     source = "<stdin>" if args.file == "-" else args.file
     stream = ManifestText(_read(args.file), source)
     servers = _servers(stream.documents, source, args.container)

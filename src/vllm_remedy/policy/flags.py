@@ -93,9 +93,11 @@ class IntBounds(FrozenModel):
         return self
 
     def describe(self) -> str:
+        """The expectation in words, as Violation messages and policy errors print it."""
         return _range_text(self.min, self.max, "an integer")
 
     def contains(self, number: float) -> bool:
+        """Inclusive on both ends; callers parse the flag first (placeholders are not numbers)."""
         return (self.min is None or number >= self.min) and (self.max is None or number <= self.max)
 
     def check(self, value: str) -> str | None:
@@ -119,17 +121,20 @@ class FractionBounds(FrozenModel):
         return self
 
     def describe(self) -> str:
+        """The expectation in words; an unset minimum reads as the open (0, ...] vLLM itself requires."""
         if self.min is None and self.max is None:
             return "a number in (0, 1]"
         return _range_text(self.min if self.min is not None else 0, self.max if self.max is not None else 1,
                            "a number", lo_open=self.min is None)
 
     def contains(self, number: float) -> bool:
+        """Open at 0 when no minimum is set: a utilization of 0 would start no engine at all."""
         lo = self.min if self.min is not None else 0.0
         hi = self.max if self.max is not None else 1.0
         return (number >= lo if self.min is not None else number > lo) and number <= hi
 
     def check(self, value: str) -> str | None:
+        """None when ``value`` is within bounds, else the expectation it failed."""
         number = parse_flag_float(value)
         if number is None:
             return f"{self.describe()} (not a literal number)"
@@ -161,12 +166,15 @@ class Choices(FrozenModel):
         return self
 
     def describe(self) -> str:
+        """The expectation in words, listing every allowed value."""
         return "one of " + ", ".join(self.allowed)
 
     def contains(self, value: str) -> bool:
+        """Exact match: vLLM's choices are case-sensitive."""
         return value in self.allowed
 
     def check(self, value: str) -> str | None:
+        """None when ``value`` is allowed, else the expectation it failed."""
         return None if value.strip() in self.allowed else self.describe()
 
 

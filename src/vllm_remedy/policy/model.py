@@ -97,19 +97,23 @@ class Policy(FrozenModel):
         return self.flags.get(name)
 
     def preferred(self, name: str) -> int | float | str | None:
+        """The value budget writes for a flag (any spelling), None when the policy has no preference."""
         bounds = self.flag_bounds(name)
         return None if bounds is None else bounds.preferred
 
     @property
     def max_model_len(self) -> int | None:
+        """Shortcut for deploys (`policy.max_model_len`), as DESIGN.md's budget sketch reads it."""
         return self.flags.max_model_len.preferred if self.flags.max_model_len else None
 
     @property
     def gpu_memory_utilization(self) -> float | None:
+        """Shortcut for deploys, the preferred --gpu-memory-utilization."""
         return self.flags.gpu_memory_utilization.preferred if self.flags.gpu_memory_utilization else None
 
     @property
     def max_num_seqs(self) -> int | None:
+        """Shortcut for deploys, the preferred --max-num-seqs."""
         return self.flags.max_num_seqs.preferred if self.flags.max_num_seqs else None
 
     @property

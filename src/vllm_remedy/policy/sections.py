@@ -78,6 +78,7 @@ class GpuPolicy(FrozenModel):
 
     @property
     def pinned(self) -> bool:
+        """Whether the policy pins a GPU type at all (an empty list leaves scheduling alone)."""
         return bool(self.products)
 
 
@@ -195,6 +196,7 @@ class BackendRef(FrozenModel):
     group: ApiGroup = ""
 
     def key(self) -> tuple[str, str, str, str | None]:
+        """Identity of the referenced object, for comparing references regardless of port."""
         return (self.group, self.kind, self.name, self.namespace)
 
 
@@ -236,10 +238,12 @@ class KvCacheFp8(FrozenModel):
 
     @property
     def allowed(self) -> bool:
+        """Only an evaluated `allowed` lets remedies switch the KV cache to fp8."""
         return self.status == "allowed"
 
     @staticmethod
     def is_fp8(dtype: str) -> bool:
+        """vLLM spells 8-bit KV caches fp8, fp8_e4m3, fp8_e5m2...: all are fp8 for the policy."""
         return dtype.strip().lower().startswith(FP8_PREFIX)
 
 

@@ -48,11 +48,13 @@ class Template:
     tail: str = ""  # rendered after the text; not parsed (advice wording that changes every release)
 
     def valid_for(self, version: Version, engine: str) -> bool:
+        """Whether this release and engine print this wording (``until`` is exclusive)."""
         in_range = self.since <= version and (self.until is None or version < self.until)
         return in_range and (self.engine is None or self.engine == engine)
 
 
 def v(text: str) -> Version:
+    """Short alias of :func:`parse_version` so the table below stays readable."""
     return parse_version(text)
 
 
@@ -229,6 +231,7 @@ def field_specs(template: Template) -> dict[str, str]:
 
 
 def to_number(text: str) -> float | int:
+    """A number as vLLM printed it (``1,044,688`` or ``7.51``): int when it has no decimals."""
     clean = text.replace(",", "")
     return float(clean) if "." in clean else int(clean)
 

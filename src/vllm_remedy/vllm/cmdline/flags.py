@@ -51,6 +51,7 @@ _NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
 
 
 def is_boolean(name: str) -> bool:
+    """Whether the flag takes no value on the command line (``--x`` / ``--no-x``), so set writes true/false as forms."""
     return kind_of(name) in (Kind.BOOLEAN, Kind.STORE_TRUE)
 
 

@@ -43,6 +43,7 @@ class Option:
 
     @property
     def name(self) -> str:
+        """The canonical flag name, the key of ``ServerCommand.flags``."""
         return self.flag.name
 
     @property
@@ -60,6 +61,7 @@ class Option:
 
     @property
     def uses_eq(self) -> bool:
+        """Written `--flag=value`: an edit keeps that style."""
         return self.flag.attached is not None
 
 

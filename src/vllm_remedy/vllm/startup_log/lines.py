@@ -32,6 +32,7 @@ class Line:
 
 
 def strip_ansi(text: str) -> str:
+    """Remove colour codes, ESC-based or pasted in caret notation, so patterns see plain text."""
     return _ANSI.sub("", text)
 
 

@@ -39,6 +39,7 @@ class StartupReport:
     truncated: bool = False  # ended mid-start: neither up nor a fatal error in the log
 
     def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict (the failure as its string value) for `diagnose -o json`."""
         out = asdict(self)
         out["failure"] = self.failure.value
         return out
