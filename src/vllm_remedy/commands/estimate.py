@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
-from vllm_remedy.errors import UserError
-from vllm_remedy.vllm import catalog
+from vllm_remedy.commands._engine_args import add_engine_flags, add_model_gpu, engine_flags, load_gpu, load_model
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate
 from vllm_remedy.vllm.versions import rules
 
@@ -22,62 +20,15 @@ BAR_WIDTH = 60
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    model = parser.add_mutually_exclusive_group(required=True)
-    model.add_argument("--model", metavar="ID", help="Hugging Face id or local path of a catalog model")
-    model.add_argument("--model-config", metavar="FILE", help="the model's config.json (any model)")
-    gpu = parser.add_mutually_exclusive_group(required=True)
-    gpu.add_argument("--gpu", metavar="LABEL", help="GPU product label (GFD, GKE or Karpenter value)")
-    gpu.add_argument("--gpu-memory-gib", metavar="N", type=float, help="torch-visible GPU memory in GiB")
-    parser.add_argument("--vllm-version", metavar="V", help="vLLM version (default: newest rules modelled)")
-    parser.add_argument("--tp", "--tensor-parallel-size", dest="tp", metavar="N", type=int, default=1)
-    parser.add_argument("--gpu-memory-utilization", metavar="U", type=float, default=0.9)
-    parser.add_argument("--max-model-len", metavar="N", help="tokens per request (default: the model's)")
-    parser.add_argument("--max-num-seqs", metavar="N", type=int)
-    parser.add_argument("--max-num-batched-tokens", metavar="N", type=int)
-    parser.add_argument("--kv-cache-dtype", choices=("auto", "fp8"), default="auto")
-    parser.add_argument("--quantization", metavar="Q")
-    parser.add_argument("--dtype", metavar="D", default="auto")
-    parser.add_argument("--enforce-eager", action="store_true")
+    add_model_gpu(parser)
+    add_engine_flags(parser)
     parser.add_argument("-o", "--output", choices=("human", "json"), default="human")
 
 
-def _load_model(args: argparse.Namespace) -> catalog.ModelSpec:
-    if args.model:
-        return catalog.model(args.model)
-    path = Path(args.model_config)
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise UserError(f"{path}: not valid JSON ({exc})") from None
-    return catalog.ModelSpec.from_hf_config(config, name=str(path))
-
-
-def _load_gpu(args: argparse.Namespace) -> catalog.GpuSpec:
-    if args.gpu_memory_gib is not None:
-        if args.gpu_memory_gib <= 0:
-            raise UserError(f"--gpu-memory-gib: {args.gpu_memory_gib} must be > 0")
-        return catalog.GpuSpec("custom", float(args.gpu_memory_gib), "0.0", False, int(args.gpu_memory_gib * 1024))
-    return catalog.gpu(args.gpu)
-
-
-def _flags(args: argparse.Namespace) -> dict[str, str]:
-    flags = {"tensor-parallel-size": str(args.tp), "gpu-memory-utilization": str(args.gpu_memory_utilization),
-             "kv-cache-dtype": args.kv_cache_dtype, "dtype": args.dtype}
-    for key, value in (("max-model-len", args.max_model_len), ("max-num-seqs", args.max_num_seqs),
-                       ("max-num-batched-tokens", args.max_num_batched_tokens), ("quantization", args.quantization)):
-        if value is not None:
-            flags[key] = str(value)
-    if args.enforce_eager:
-        flags["enforce-eager"] = "true"
-    return flags
-
-
 def run(args: argparse.Namespace) -> int:
-    model = _load_model(args)
-    gpu = _load_gpu(args)
-    est = estimate(model, gpu, EngineSettings.from_flags(_flags(args), args.vllm_version))
+    model = load_model(args)
+    gpu = load_gpu(args)
+    est = estimate(model, gpu, EngineSettings.from_flags(engine_flags(args), args.vllm_version))
     if args.output == "json":
         print(json.dumps({**est.to_json(), "model": model.name, "gpu": gpu.product,
                           "vllm_version": rules(args.vllm_version).label}, indent=2))
