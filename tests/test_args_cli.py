@@ -113,6 +113,10 @@ def test_container_option_picks_among_several(cli) -> None:
      "vllm-remedy: error: /nonexistent/x.yaml: cannot read: No such file or directory"),
     (["args", "show", "-f", "-"], "a: [1, 2\n",
      "vllm-remedy: error: <stdin>: not valid YAML at line 2: expected ',' or ']', but got '<stream end>'"),
+    (["args", "set", "-f", "-", "--set", "max-model-len=1"],
+     "kind: Pod\nspec:\n  containers:\n  - name: v\n    name: w\n    command: [vllm, serve, m]\n",
+     'vllm-remedy: error: <stdin>: not valid YAML at line 5: found duplicate key "name" with value "w" '
+     '(original value: "v")'),
     (["args", "show", "-f", "-"], "kind: Service\nmetadata: {name: s}\nspec: {ports: [{port: 80}]}\n",
      "vllm-remedy: error: <stdin>: no pod spec found (expected a Deployment, Pod, StatefulSet, LeaderWorkerSet or "
      "pod template with containers)"),
