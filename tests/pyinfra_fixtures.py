@@ -13,12 +13,13 @@ gevent there, exactly as for a user.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,8 +27,10 @@ from typing import Any
 import pytest
 
 from vllm_remedy.kube.client import KubeClient
+from vllm_remedy.kube.patch import apply_deployment_patch, json_patch
 from vllm_remedy.sim import kubeconfig as sim_kubeconfig
 from vllm_remedy.sim.cluster import Cluster
+from vllm_remedy.sim.runtime import EXIT_AFTER, EXIT_CODE, LOG_LINES
 from vllm_remedy.sim.server import SimServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -66,6 +69,17 @@ class Rehearsal:
         """Run the real ``pyinfra`` CLI (this venv's) with ARGS; stdin is empty unless given (no prompt hangs)."""
         return run_pyinfra(*args, env=self.env(env), cwd=cwd, stdin=stdin, timeout=timeout)
 
+    def change(self, mutate: Callable[[dict[str, Any]], None], *, namespace: str = "llm", name: str = "llama-8b",
+               change_cause: str | None = None, context: str = CLUSTER) -> dict[str, Any]:
+        """Roll out a new revision: ``mutate`` edits a copy of the Deployment, sent as a guarded JSON patch."""
+        client = self.client(context)
+        current = client.get_deployment(namespace, name)
+        wanted = copy.deepcopy(current)
+        mutate(wanted)
+        if change_cause is not None:
+            wanted["metadata"].setdefault("annotations", {})["kubernetes.io/change-cause"] = change_cause
+        return apply_deployment_patch(client, namespace, name, json_patch(current, wanted))
+
     def stop(self) -> None:
         for cluster in self.clusters.values():
             cluster.stop()
@@ -100,6 +114,11 @@ def rehearsal(tmp_path: Path) -> Iterator[Rehearsal]:
     sim = start_rehearsal(tmp_path)
     yield sim
     sim.stop()
+
+
+def crash_on_start(log: str, exit_code: int = 1, after: float = 2.0) -> dict[str, str]:
+    """Pod-template annotations making the rehearsal runtime print ``log`` and exit (a crash loop)."""
+    return {EXIT_CODE: str(exit_code), EXIT_AFTER: str(after), LOG_LINES: log.rstrip("\n")}
 
 
 def plain(text: str) -> str:

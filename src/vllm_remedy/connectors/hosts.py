@@ -70,6 +70,7 @@ class ClusterAccess:
     context: str
     kubeconfig: str | None
     via: str  # how the context was chosen, for error messages
+    kubeconfig_via: str = ""  # which host data key named the kubeconfig ("" = kubectl's rules)
 
 
 def resolve_access(cluster: str, *, context: str | None = None, kubeconfig: str | None = None,
@@ -102,4 +103,7 @@ def resolve_access(cluster: str, *, context: str | None = None, kubeconfig: str 
         context, via = alias, f"alias k8s_contexts.{cluster}"
     else:
         context, via = cluster, "cluster name"
-    return ClusterAccess(context=context, kubeconfig=kubeconfig or alias_config, via=via)
+    kubeconfig_via = ("host data kubeconfig" if kubeconfig else
+                      f"host data k8s_contexts.{cluster}.kubeconfig" if alias_config else "")
+    return ClusterAccess(context=context, kubeconfig=kubeconfig or alias_config, via=via,
+                         kubeconfig_via=kubeconfig_via)

@@ -162,7 +162,7 @@ class K8sConnector(BaseConnector):
     def connect(self) -> None:
         error = self.data.get("k8s_expand_error")
         if error:
-            raise ConnectError(error)
+            raise _connect_error(error)
         target = self.target
         where = f"deployment {target.namespace}/{target.deployment}"
         try:
@@ -170,21 +170,23 @@ class K8sConnector(BaseConnector):
             access = resolve_access(target.cluster, context=_opt_str(self.data, "context"),
                                     kubeconfig=_opt_str(self.data, "kubeconfig"),
                                     aliases=self.data.get("k8s_contexts"))
+            if access.kubeconfig and not Path(os.path.expanduser(access.kubeconfig)).is_file():
+                raise UserError(f"{access.kubeconfig_via}: {access.kubeconfig}: no such file")
             client = KubeClient.for_context(access.context, access.kubeconfig)
         except UserError as exc:
-            raise ConnectError(str(exc)) from exc
+            raise _connect_error(str(exc)) from exc
         try:
             deployment = client.get_deployment(target.namespace, str(target.deployment))
         except NotFoundError as exc:
-            raise ConnectError(f"{where} not found in context {client.context} "
+            raise _connect_error(f"{where} not found in context {client.context} "
                                f"({exc.body.get('message') if isinstance(exc.body, dict) else exc})") from exc
         except KubeError as exc:
-            raise ConnectError(str(exc)) from exc
+            raise _connect_error(str(exc)) from exc
         spec = ((deployment.get("spec") or {}).get("template") or {}).get("spec") or {}
         try:
             self.server = find_server(spec, _opt_str(self.data, "container"))
         except UserError as exc:
-            raise ConnectError(f"{where}: {exc}") from exc
+            raise _connect_error(f"{where}: {exc}") from exc
         if self.policy is not None:
             self._check_policy_target(deployment, self.policy, self.server)
             self.keys = Keys(self.policy.annotation_prefix)
@@ -204,7 +206,7 @@ class K8sConnector(BaseConnector):
         meta = deployment.get("metadata") or {}
         if not policy.target.matches(meta.get("namespace", ""), meta.get("name", ""), server.model,
                                      meta.get("labels") or {}):
-            raise ConnectError(f"policy {policy.source}: target does not cover deployment "
+            raise _connect_error(f"policy {policy.source}: target does not cover deployment "
                                f"{meta.get('namespace')}/{meta.get('name')} (model {server.model}); "
                                "pick the policy for this Deployment in host data")
 
@@ -254,6 +256,11 @@ def _opt_str(data: K8sData, key: str) -> str | None:
     if not isinstance(value, str) or not value:
         raise UserError(f"host data {key}: expected a non-empty string, got {value!r}")
     return value
+
+
+def _connect_error(message: str) -> ConnectError:
+    """pyinfra prints the message after the host prefix: keep it to one line."""
+    return ConnectError(" ".join(str(message).split()))
 
 
 def _stderr(message: str) -> CommandOutput:
