@@ -182,12 +182,9 @@ def _block_scalar(text: str, node: ScalarNode, value: str, nl: str) -> tuple[int
     chomp = "" if value.endswith("\n") else "-"
     body = value[:-1] if value.endswith("\n") else value
     lines = "".join((indent + ln if ln else "") + nl for ln in body.split("\n"))
-    header = "|" + chomp
-    old_header = old[:header_end].rstrip()
-    if old_header in ("|", "|-"):
-        header = old_header if old_header == header else header
-    if "+" in old_header:
+    if "+" in old[:header_end]:  # keep-chomping blocks own their trailing blank lines: do not guess
         return None
+    header = "|" + chomp  # indentation is explicit in the lines, so no indicator digit is needed
     kept_tail = len(old) - len(old.rstrip(" \t\r\n"))
     cut = _line_end(text, end - kept_tail) if kept_tail else end
     return cut, header + nl + lines
