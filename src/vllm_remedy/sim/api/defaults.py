@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from vllm_remedy.sim.api.validation import check_types
 from vllm_remedy.sim.controllers.defaults import default_deployment, default_pod, default_replicaset
 from vllm_remedy.sim.store import ApiError
 
@@ -40,7 +41,8 @@ def _check_workload(obj: Obj, kind: str) -> None:
 
 
 def default_and_validate(resource_key: str, obj: Obj) -> None:
-    """Default ``obj`` in place for its resource and raise 422 Invalid as the apiserver would."""
+    """Default ``obj`` in place for its resource; 400 for wrong JSON types, 422 Invalid as the apiserver."""
+    check_types(resource_key, obj)
     if resource_key == "deployments.apps":
         default_deployment(obj)
         _check_workload(obj, "Deployment")

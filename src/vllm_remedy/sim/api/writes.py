@@ -18,6 +18,7 @@ from vllm_remedy.sim.api.patch import json_patch, merge_patch, strategic_merge_p
 from vllm_remedy.sim.api.reads import matcher, scale_of, with_type
 from vllm_remedy.sim.api.resources import BY_KEY, Resource
 from vllm_remedy.sim.api.routing import Route
+from vllm_remedy.sim.api.validation import check_types
 from vllm_remedy.sim.store import ApiError, Store
 
 Obj = dict[str, Any]
@@ -96,7 +97,9 @@ def _write(cluster: ClusterLike, route: Route, req: Request, change: Callable[[O
         precondition = new["metadata"].get("resourceVersion")
         user_precondition = precondition != current["metadata"].get("resourceVersion")
         _check_identity(route, new)
-        if not status_only:
+        if status_only:
+            check_types(res.key, new)
+        else:
             default_and_validate(res.key, new)
             ssa.record_update(current, new, field_manager(req), cluster.clock.timestamp())
         try:
