@@ -161,12 +161,13 @@ def test_unknown_model_logs_vllms_error_and_exits_1(cluster):
 
 def test_tensor_parallel_uses_the_per_rank_budget(cluster):
     args = [LLAMA, "--max-model-len", "65536", "--tensor-parallel-size", "2"]
-    cluster.store.create("pods", pod("tp2", args, image="vllm/vllm-openai:v0.19.0", gpu="NVIDIA-L4", gpus=2))
+    cluster.store.create("pods", pod("tp2", args, image="vllm/vllm-openai:v0.19.0", gpus=2))
     assert cluster.wait_for(lambda: vllm_status(cluster, "tp2").get("ready") is True, 8)
     report = parse_startup_log(cluster.read_log("llm", "tp2"))
-    est = estimate(catalog.model(LLAMA), catalog.gpu("NVIDIA-L4"),
+    est = estimate(catalog.model(LLAMA), catalog.gpu("NVIDIA-L40S"),
                    EngineSettings.from_flags({"max-model-len": "65536", "tensor-parallel-size": "2"}, "0.19.0"))
     assert report.tp_size == 2 and report.kv_cache_tokens == est.kv_cache_tokens
+    assert report.weights_gib == pytest.approx(est.weights_gib, abs=0.005) == 7.58  # half the model per rank
 
 
 def test_plain_containers_keep_the_plain_runtime(cluster):
@@ -180,3 +181,21 @@ def test_plain_containers_keep_the_plain_runtime(cluster):
 def vllm_status_of(c: Cluster, name: str) -> dict:
     statuses = (c.store.get("pods", "llm", name).get("status") or {}).get("containerStatuses") or []
     return statuses[0].get("state", {}) if statuses else {}
+
+
+@pytest.mark.parametrize(("image", "starts"), [("vllm/vllm-openai:v0.8.5", False), ("vllm/vllm-openai:v0.21.0", True)])
+def test_utilization_098_crashes_in_graph_capture_until_graphs_join_the_budget(cluster, image, starts):
+    args = [LLAMA, "--max-model-len", "16384", "--gpu-memory-utilization", "0.98"]
+    cluster.store.create("pods", pod("u98", args, image=image))
+    version = image.rsplit(":v", 1)[1]
+    est = predicted("NVIDIA-L40S", {"max-model-len": "16384", "gpu-memory-utilization": "0.98"}, version)
+    assert est.fits and (est.peak_gib <= est.total_gib) is starts  # every vLLM check passes either way
+    if starts:
+        assert cluster.wait_for(lambda: vllm_status(cluster, "u98").get("ready") is True, 8)
+        return
+    crashed(cluster, "u98")
+    report = parse_startup_log(cluster.read_log("llm", "u98", previous=True))
+    assert classify(report) is Failure.UNKNOWN and report.failure_detail["phase"] == "cuda_graph_capture"
+    assert report.kv_cache_tokens == est.kv_cache_tokens  # the KV cache was sized; the graphs did not fit
+    free = est.total_gib - (est.peak_gib - est.cudagraph_gib)
+    assert report.failure_detail["free_gib"] == pytest.approx(free, abs=0.001)

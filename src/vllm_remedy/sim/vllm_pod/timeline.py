@@ -20,7 +20,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
 from vllm_remedy.sim.runtime import Exit, LogLine
+from vllm_remedy.sim.vllm_pod import overcommit
 from vllm_remedy.sim.vllm_pod.launch import Launch, Refusal
+from vllm_remedy.vllm.log_formats import default_engine, parse_version
 from vllm_remedy.vllm.memory.terms import context_gib
 from vllm_remedy.vllm.outcomes import Failure
 from vllm_remedy.vllm.startup_log import render_startup_log
@@ -111,6 +113,8 @@ def plan_start(launch: Launch, started: datetime, oom_killed: bool = False) -> P
     times["partial"] = BOOT_SECONDS + (loaded - BOOT_SECONDS) * fitted
     text = render(launch, failure, started)
     startup_text = text if failure is Failure.NONE else render(launch, Failure.NONE, started)
+    if failure is Failure.NONE and (where := overcommit.step(launch)) is not None:
+        return _overcommitted(launch, where, times, started, startup_text)
     lines, tail = _split(text)
     timed = _place(lines, times, started, launch)
     if failure is Failure.NONE:
@@ -119,6 +123,22 @@ def plan_start(launch: Launch, started: datetime, oom_killed: bool = False) -> P
         return Plan(tuple(timed), None, Exit(times["partial"] + 0.5, 137, "OOMKilled"), startup_text)
     end = {Failure.FREE_MEMORY_BELOW_UTILIZATION: BOOT_SECONDS + 1.0,
            Failure.OOM_LOADING_WEIGHTS: times["partial"] + 0.5}.get(failure, times["profiled"] + 1.0)
+    exit_ = Exit(end, 1, "Error", tuple(stamp_all(tail, started + timedelta(seconds=end))))
+    return Plan(tuple(timed), None, exit_, startup_text)
+
+
+def _overcommitted(launch: Launch, where: str, times: dict[str, float], started: datetime,
+                   startup_text: str) -> Plan:
+    """Every check passed, then PyTorch's allocator failed (KV allocation or graph capture)."""
+    lines = _split(startup_text)[0]
+    lines = lines[:next((i for i, line in enumerate(lines) if "Graph capturing" in line), len(lines))]
+    lines = [line for line in lines if not any(m in line for m in ("Starting vLLM", "INFO:     "))]
+    timed = _place(lines, times, started, launch)
+    tried, free = overcommit.allocation(launch, where)
+    end = times["graphs"] if where == "graphs" else times["profiled"] + 0.5
+    text = render(launch, Failure.OOM_UNDER_LOAD, started, {"tried_to_allocate_gib": tried, "free_gib": free})
+    tail = overcommit.retarget(text.splitlines()[len(startup_text.splitlines()):],
+                               default_engine(parse_version(launch.version)), where)
     exit_ = Exit(end, 1, "Error", tuple(stamp_all(tail, started + timedelta(seconds=end))))
     return Plan(tuple(timed), None, exit_, startup_text)
 

@@ -1,0 +1,74 @@
+"""Starts that pass every vLLM memory check and still run the GPU out of memory.
+
+Before 0.20 vLLM captures CUDA graphs after sizing the KV cache, outside ``gpu_memory_utilization``; and
+"increase" budgets do not subtract memory other processes hold. So the estimator can say "fits" while
+its ``peak_gib`` exceeds the card: ``--gpu-memory-utilization 0.98`` crashes in graph capture where 0.90
+starts (notes/vllm-memory.md). The crash comes from PyTorch's allocator, not from a vLLM check, so the
+log ends in a raw CUDA OOM whose frames place it: KV-cache allocation, or graph capture.
+"""
+
+from __future__ import annotations
+
+import re
+
+from vllm_remedy.sim.vllm_pod.launch import Launch
+
+_SITE = "/usr/local/lib/python3.12/dist-packages/vllm"
+_FRAME = re.compile(r'File "[^"]+", line \d+, in \w+')
+# Where the OOM is raised, per engine and step (read from gpu_worker.py / worker.py of 0.6.6 and 0.8.5).
+_FRAMES = {
+    ("v1", "kv"): [("v1/worker/gpu_worker.py", 226, "initialize_from_config"),
+                   ("v1/worker/gpu_model_runner.py", 1689, "initialize_kv_cache"),
+                   ("v1/worker/gpu_model_runner.py", 1702, "initialize_kv_cache")],
+    ("v1", "graphs"): [("v1/worker/gpu_worker.py", 242, "compile_or_warm_up_model"),
+                       ("v1/worker/gpu_model_runner.py", 1661, "capture_model"),
+                       ("v1/worker/gpu_model_runner.py", 1676, "_dummy_run")],
+    ("v0", "kv"): [("worker/worker.py", 260, "initialize_cache"),
+                   ("worker/cache_engine.py", 62, "__init__"),
+                   ("worker/cache_engine.py", 66, "_allocate_kv_cache")],
+    ("v0", "graphs"): [("worker/worker.py", 291, "_warm_up_model"),
+                       ("worker/model_runner.py", 1401, "capture_model"),
+                       ("worker/model_runner.py", 1470, "capture")],
+}
+
+
+def graphs_outside(launch: Launch) -> float:
+    """CUDA-graph GiB allocated outside the KV budget (0 from 0.20, and with --enforce-eager)."""
+    return 0.0 if launch.resolved.rules.cudagraph_in_budget else launch.estimate.cudagraph_gib
+
+
+def step(launch: Launch) -> str | None:
+    """"kv" or "graphs": the allocation that crosses the card's memory on a start the checks let through."""
+    est = launch.estimate
+    if not est.fits or est.peak_gib <= est.total_gib:
+        return None
+    return "kv" if est.peak_gib - graphs_outside(launch) > est.total_gib else "graphs"
+
+
+def allocation(launch: Launch, where: str) -> tuple[float, float]:
+    """(GiB the failing allocation asks for, GiB free at that moment) for PyTorch's message."""
+    est = launch.estimate
+    before = est.peak_gib - graphs_outside(launch)
+    if where == "kv":
+        per_layer = est.kv_cache_gib / max(1, launch.model.num_layers)
+        return per_layer, max(0.0, min(per_layer / 2, est.total_gib - (before - est.kv_cache_gib + per_layer)))
+    free = max(0.0, est.total_gib - before)
+    return max(free + 0.02, min(graphs_outside(launch), 0.5)), free
+
+
+def retarget(tail: list[str], engine: str, where: str) -> list[str]:
+    """An OOM traceback rendered for the serving loop, moved to the startup step that failed."""
+    frames = iter(_FRAMES[(engine, where)])
+    header = "EngineCore failed to start." if engine == "v1" else "Error in engine startup."
+    out: list[str] = []
+    for line in tail:
+        if '"POST /v1/' in line:
+            continue
+        line = line.replace("EngineCore encountered a fatal error.", header)
+        if _FRAME.search(line):
+            frame = next(frames, None)
+            if frame is None:
+                continue
+            line = _FRAME.sub(f'File "{_SITE}/{frame[0]}", line {frame[1]}, in {frame[2]}', line)
+        out.append(line)
+    return out
