@@ -6,8 +6,13 @@ means the same thing as in ``inventories/local.py``. ``Rehearsal.pyinfra(...)`` 
 ``python -m pyinfra ...`` in a subprocess with ``KUBECONFIG`` pointing at it — the CLI monkey-patches
 gevent there, exactly as for a user.
 
+    import pyinfra_fixtures
+    from pyinfra_fixtures import inventory
+
+    rehearsal = pyinfra_fixtures.rehearsal  # the fixture, under its name in this module
+
     def test_x(rehearsal):
-        got = rehearsal.pyinfra("inventories/local.py", "fact", "vllm_remedy.facts.deployment.Deployment")
+        got = rehearsal.pyinfra(inventory("local"), "fact", "vllm_remedy.facts.deployment.Deployment")
         assert got.returncode == 0, got.stderr
 """
 
@@ -64,10 +69,14 @@ class Rehearsal:
         env.update(extra or {})
         return env
 
-    def pyinfra(self, *args: str, env: Mapping[str, str] | None = None, cwd: Path | str = ROOT,
+    def pyinfra(self, *args: str, env: Mapping[str, str] | None = None, cwd: Path | str | None = None,
                 stdin: str | None = "", timeout: float = 180) -> subprocess.CompletedProcess[str]:
-        """Run the real ``pyinfra`` CLI (this venv's) with ARGS; stdin is empty unless given (no prompt hangs)."""
-        return run_pyinfra(*args, env=self.env(env), cwd=cwd, stdin=stdin, timeout=timeout)
+        """Run the real ``pyinfra`` CLI (this venv's) with ARGS; stdin is empty unless given (no prompt hangs).
+
+        The working directory defaults to the test's tmp folder (pyinfra drops pyinfra-debug.log into it on
+        internal errors), so name repository files by absolute path: ``inventory("local")``, ``ROOT / ...``.
+        """
+        return run_pyinfra(*args, env=self.env(env), cwd=cwd or self.tmp, stdin=stdin, timeout=timeout)
 
     def change(self, mutate: Callable[[dict[str, Any]], None], *, namespace: str = "llm", name: str = "llama-8b",
                change_cause: str | None = None, context: str = CLUSTER) -> dict[str, Any]:
@@ -80,10 +89,19 @@ class Rehearsal:
             wanted["metadata"].setdefault("annotations", {})["kubernetes.io/change-cause"] = change_cause
         return apply_deployment_patch(client, namespace, name, json_patch(current, wanted))
 
+    def faults(self, rules: list[dict[str, Any]], cluster: str = CLUSTER) -> None:
+        """Inject API faults (``[{verb, resource, latency_ms, error_rate, error_code, conflicts}]``; [] clears)."""
+        self.server.contexts[cluster].faults.set(rules)
+
     def stop(self) -> None:
         for cluster in self.clusters.values():
             cluster.stop()
         self.server.stop()
+
+
+def inventory(name: str) -> str:
+    """Absolute path of ``inventories/<name>.py``."""
+    return str(ROOT / "inventories" / f"{name}.py")
 
 
 def run_pyinfra(*args: str, env: Mapping[str, str] | None = None, cwd: Path | str = ROOT, stdin: str | None = "",

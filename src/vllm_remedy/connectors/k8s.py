@@ -225,15 +225,19 @@ class K8sConnector(BaseConnector):
         text = command.get_raw_value() if hasattr(command, "get_raw_value") else str(command)
         if print_input:
             echo(f"{self.host.print_prefix}>>> {text}", err=True)
+        ok, output = self._run(text)
+        if print_output:  # pyinfra then leaves printing (also of errors) to the connector
+            for line in output.output_lines:
+                echo(f"{self.host.print_prefix}{line}", err=True)
+        return ok, output
+
+    def _run(self, text: str) -> tuple[bool, CommandOutput]:
         if self.scope is None:
             return False, _stderr(f"{self.host.name}: not connected")
         try:
             lines = run_verb(self.scope, text)
         except (VerbError, UserError) as exc:
             return False, _stderr(str(exc))
-        if print_output:
-            for line in lines:
-                echo(f"{self.host.print_prefix}{line}", err=True)
         return True, CommandOutput([OutputLine("stdout", line) for line in lines])
 
     def put_file(self, filename_or_io: str | IOBase, remote_filename: str, remote_temp_filename: str | None = None,
