@@ -4,7 +4,6 @@ parser reports them) against the policy's limits, one :class:`Violation` per bro
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Annotated, Any, Union
 
@@ -12,39 +11,21 @@ from pydantic import BeforeValidator, Field, model_validator
 from pydantic_core import PydanticCustomError
 
 from vllm_remedy.vllm.cmdline.flags import canonical_key
+from vllm_remedy.vllm.cmdline.values import parse_float, parse_int
 
 from .scalars import POLICY_ERROR, Fraction, FrozenModel, Int1, Text, fail, got
 
 #: kv-cache-dtype values that store the KV cache in 8 bits (vLLM spells several).
 FP8_PREFIX = "fp8"
 
-# vLLM's human_readable_int: lowercase SI "k" means 1000 in every version that has it; "Ki"/"Mi" are
-# binary in the newest. Uppercase K/M/G changed meaning between versions, so we refuse to guess.
-_SI = {"k": 10**3}
-_IEC = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30}
-_HUMAN_INT = re.compile(r"(\d+(?:\.\d+)?)(k|Ki|Mi|Gi)?")
+parse_flag_float = parse_float
 
 
 def parse_flag_int(value: str) -> int | None:
-    """``"16384"``, ``"16k"`` (16000) or ``"16Ki"`` (16384) → int; anything else (``auto``, ``$(LEN)``) → None."""
-    match = _HUMAN_INT.fullmatch(value.strip())
-    if not match:
-        return None
-    number, suffix = match.groups()
-    if suffix is None:
-        return int(number) if "." not in number else None
-    if suffix in _IEC:
-        return int(number) * _IEC[suffix] if "." not in number else None
-    return int(float(number) * _SI[suffix])
-
-
-def parse_flag_float(value: str) -> float | None:
-    """A finite float flag value (``"0.9"``); None for placeholders, ``nan`` and ``inf``, which bound nothing."""
-    try:
-        number = float(value.strip())
-    except ValueError:
-        return None
-    return number if number == number and number not in (float("inf"), float("-inf")) else None
+    """The project's one integer reading (:func:`parse_int`), minus negatives: vLLM reads ``-1`` as "auto",
+    so a negative value is not a literal length a bound can judge."""
+    number = parse_int(value)
+    return number if number is not None and number >= 0 else None
 
 
 def canonical_flag(name: str) -> str:

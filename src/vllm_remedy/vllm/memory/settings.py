@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
+from vllm_remedy.vllm.cmdline.flags import canonical_key
+from vllm_remedy.vllm.cmdline.values import parse_float, parse_int
 from vllm_remedy.vllm.versions import VersionRules, rules
 
 KV_DTYPES = frozenset({"auto", "fp8", "fp8_e4m3", "fp8_e5m2", "bfloat16", "float16", "fp8_inc", "fp8_ds_mla"})
@@ -19,7 +21,6 @@ DTYPES = frozenset({"auto", "bfloat16", "float16", "half", "float32", "float"})
 _TRUE = frozenset({"", "true", "1", "yes", "on"})
 _FALSE = frozenset({"false", "0", "no", "off"})
 # Flag aliases: vLLM accepts underscores and a few short forms.
-_ALIASES = {"tp": "tensor-parallel-size", "tensor-parallel": "tensor-parallel-size"}
 
 
 @dataclass(frozen=True)
@@ -67,8 +68,7 @@ class EngineSettings:
     def from_flags(cls, flags: Mapping[str, str], version: str | None) -> EngineSettings:
         """Typed settings from canonical dash-named flags (``{"max-model-len": "16384"}``); unknown flags
         are ignored (they do not move the budget)."""
-        norm = {_ALIASES.get(k.lstrip("-").replace("_", "-"), k.lstrip("-").replace("_", "-")): v
-                for k, v in flags.items()}
+        norm = {_normalise(k): v for k, v in flags.items()}
         kwargs: dict[str, object] = {"version": version}
         if "tensor-parallel-size" in norm:
             kwargs["tp"] = _int(norm, "tensor-parallel-size")
@@ -97,18 +97,25 @@ class EngineSettings:
         return cls(**kwargs)  # type: ignore[arg-type]
 
 
+def _normalise(key: str) -> str:
+    """The parser's canonical name, except a negated ``no-x`` key, which stays negated (its value is inverted
+    below) instead of collapsing onto ``x``."""
+    bare = key.lstrip("-").replace("_", "-")
+    return bare if bare.startswith("no-") else canonical_key(key)
+
+
 def _int(flags: Mapping[str, str], key: str) -> int:
-    try:
-        return int(str(flags[key]).strip().replace("_", ""))
-    except ValueError:
-        raise UserError(f"{key}: {flags[key]!r} is not an integer") from None
+    number = parse_int(str(flags[key]))
+    if number is None:
+        raise UserError(f"{key}: {flags[key]!r} is not an integer")
+    return number
 
 
 def _float(flags: Mapping[str, str], key: str) -> float:
-    try:
-        return float(str(flags[key]).strip())
-    except ValueError:
-        raise UserError(f"{key}: {flags[key]!r} is not a number") from None
+    number = parse_float(str(flags[key]))
+    if number is None:
+        raise UserError(f"{key}: {flags[key]!r} is not a number")
+    return number
 
 
 def _bool(flags: Mapping[str, str], key: str) -> bool:
