@@ -199,3 +199,36 @@ def test_utilization_098_crashes_in_graph_capture_until_graphs_join_the_budget(c
     assert report.kv_cache_tokens == est.kv_cache_tokens  # the KV cache was sized; the graphs did not fit
     free = est.total_gib - (est.peak_gib - est.cudagraph_gib)
     assert report.failure_detail["free_gib"] == pytest.approx(free, abs=0.001)
+
+
+def test_kubelet_and_shell_substitutions_reach_vllm_expanded(cluster):
+    vertex = pod("vertex", ["--model=$(MODEL_ID)", "--max-model-len=$(MAX_LEN)", "--served-model-name=$$(literal)"])
+    vertex["spec"]["containers"][0]["env"] = [{"name": "MODEL_ID", "value": LLAMA},
+                                              {"name": "MAX_LEN", "value": "16384"}]
+    script = pod("script", [])
+    c = script["spec"]["containers"][0]
+    c["command"], c["args"] = ["sh", "-c"], ["exec vllm serve $MODEL --max-model-len ${MAX_LEN:-8192} --port 8000"]
+    c["env"] = [{"name": "MODEL", "value": LLAMA}]
+    cluster.store.create("pods", vertex)
+    cluster.store.create("pods", script)
+    for name, max_len in (("vertex", 16384), ("script", 8192)):
+        assert cluster.wait_for(lambda n=name: vllm_status(cluster, n).get("ready") is True, 8), name
+        report = parse_startup_log(cluster.read_log("llm", name))
+        assert (report.model, report.max_model_len) == (LLAMA, max_len)
+        est = predicted("NVIDIA-L40S", {"max-model-len": str(max_len)}, "0.8.5")
+        assert report.kv_cache_tokens == est.kv_cache_tokens
+    assert cluster.proxy("llm", "vertex", 8000, "/v1/models")[2].count(b'"id": "$(literal)"') == 1
+
+
+def test_oom_killed_on_the_deployment_hits_the_next_start_without_a_rollout(cluster):
+    spec = {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "d", "namespace": "llm", "annotations": {OOM_KILLED: "true"}},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "d"}},
+                     "template": {"metadata": {"labels": {"app": "d"}},
+                                  "spec": pod("x", [LLAMA, "--max-model-len", "16384"])["spec"]}}}
+    cluster.store.create("deployments.apps", spec)
+    assert cluster.wait_for(lambda: any("CrashLoopBackOff" in str(p.get("status")) for p in
+                                        cluster.store.list("pods", "llm")[0]), 8)
+    crashed_pod = cluster.store.list("pods", "llm")[0][0]
+    last = vllm_status(cluster, crashed_pod["metadata"]["name"])["lastState"]["terminated"]
+    assert (last["exitCode"], last["reason"]) == (137, "OOMKilled")

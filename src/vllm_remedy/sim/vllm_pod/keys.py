@@ -9,7 +9,7 @@ On a Node:
                                        cluster's ``Cluster.set_node_gpu_used`` figure for that node.
 On a Deployment or Pod (the pod's own annotation wins):
   ``sim.vllm-remedy.io/load``          offered load, see ``vllm_remedy.sim.load`` for the syntax.
-On a Pod (usually via the pod template):
+On a Pod (via the pod template), or on a Deployment to hit its next container starts without a rollout:
   ``sim.vllm-remedy.io/oom-killed``    "true": the kernel's OOM killer ends the container while it reads
                                        the checkpoint (host RAM, not GPU): exit 137, reason OOMKilled.
 """

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import json
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.sim import load as loadmodel
 from vllm_remedy.sim.clock import Clock
 from vllm_remedy.sim.runtime import ContainerContext, ContainerRun, Exit, HttpReply, PlainRuntime, Runtime
-from vllm_remedy.sim.vllm_pod import keys, metrics, timeline
+from vllm_remedy.sim.vllm_pod import env, keys, metrics, timeline
 from vllm_remedy.sim.vllm_pod.launch import Launch, plan
 from vllm_remedy.vllm.cmdline import find_server
 from vllm_remedy.vllm.log_formats import default_engine
@@ -41,23 +41,38 @@ class VllmRuntime:
         self.fallback: Runtime = fallback or PlainRuntime()
 
     def start(self, ctx: ContainerContext) -> ContainerRun:
+        container = env.kubelet_expand(ctx.container)
         try:
-            cmd = find_server({"containers": [ctx.container]})
+            cmd = find_server({"containers": [container]})
         except UserError:
             return self.fallback.start(ctx)
+        if cmd.script is not None:  # `sh -c "vllm serve $MODEL ..."`: the shell expands before vLLM parses
+            values = env.literal_env(container)
+            cmd = replace(cmd, model=env.shell_expand(cmd.model, values) if cmd.model else cmd.model,
+                          flags={k: env.shell_expand(v, values) for k, v in cmd.flags.items()})
         now = self.clock.now()
         started = timeline.sim_datetime(now)
-        decided = plan(cmd, ctx.container, ctx.node, ctx.gpu_memory_used_by_others_mib)
+        decided = plan(cmd, container, ctx.node, ctx.gpu_memory_used_by_others_mib)
         if not isinstance(decided, Launch):
             p = timeline.plan_refusal(decided, started)
             return ContainerRun(log=p.lines, ready_after=None, exit=p.exit, http=_refused)
-        killed = keys.truthy(keys.annotations(ctx.pod).get(keys.OOM_KILLED, ""))
-        p = timeline.plan_start(decided, started, oom_killed=killed)
+        deployment = self.deployment_of(self.store, ctx.pod)
+        p = timeline.plan_start(decided, started, oom_killed=self._oom_killed(ctx.pod, deployment))
         if p.exit is not None:
             return ContainerRun(log=p.lines, ready_after=None, exit=p.exit, http=_refused)
-        engine = _Engine(self, decided, ctx, now, p.ready_after or 0.0, p.startup_text)
+        engine = _Engine(self, decided, ctx, now, p.ready_after or 0.0, p.startup_text, deployment)
         return ContainerRun(log=p.lines, ready_after=p.ready_after, exit=None, load_check=engine.load_check,
                             load_check_every=LOAD_CHECK_SECONDS, http=engine.http)
+
+    def _oom_killed(self, pod: Obj, deployment: str) -> bool:
+        """The host-OOM scenario, on the pod or (without a rollout) on its Deployment."""
+        if keys.OOM_KILLED in keys.annotations(pod):
+            return keys.truthy(keys.annotations(pod)[keys.OOM_KILLED])
+        if self.store is None or not deployment:
+            return False
+        namespace = (pod.get("metadata") or {}).get("namespace", "")
+        owner = self.store.find("deployments.apps", namespace, deployment)
+        return keys.truthy(keys.annotations(owner).get(keys.OOM_KILLED, ""))
 
     # -- load lookup -----------------------------------------------------------------------------
 
@@ -118,7 +133,6 @@ class _Engine:
             max_model_len=est.max_model_len, vocab_size=self.launch.model.vocab_size, peak_gib=est.peak_gib,
             total_gib=est.total_gib)
         self.meter = loadmodel.LoadMeter(budget, since=self.started + self.up_after)
-        self.deployment = VllmRuntime.deployment_of(self.runtime.store, self.ctx.pod)
         version = parse_version(self.launch.version) or (0, 0, 0)
         self.version, self.engine = version, default_engine(version)
 
