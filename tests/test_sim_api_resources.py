@@ -76,7 +76,9 @@ def test_configmap_event_and_namespace_tables(sim):
                                              "kubelet, gpu-1", "Back-off restarting failed container vllm in pod p",
                                              table["rows"][0]["cells"][0], 5, "p.1"]
     _, _, table = call(sim.url(), "GET", "/api/v1/namespaces", accept=TABLE)
-    assert table["rows"][0]["cells"][:2] == ["llm", "Active"]
+    assert [r["cells"][:2] for r in table["rows"]] == [["default", "Active"], ["kube-node-lease", "Active"],
+                                                       ["kube-public", "Active"], ["kube-system", "Active"],
+                                                       ["llm", "Active"]]
 
 
 def test_deleting_a_namespace_deletes_its_objects(sim):

@@ -48,6 +48,18 @@ def test_watch_from_a_compacted_resource_version_is_410_in_stream(sim):
     assert (event["type"], event["object"]["code"], event["object"]["reason"]) == ("ERROR", 410, "Expired")
 
 
+def test_label_selector_watch_sees_objects_enter_and_leave(sim):
+    _, _, made = call(sim.url(), "POST", DEPLOYS, deployment("one"))
+    rv = made["metadata"]["resourceVersion"]
+    merge = "application/merge-patch+json"
+    call(sim.url(), "PATCH", DEPLOYS + "/one", {"metadata": {"labels": {"tier": "gold"}}}, content_type=merge)
+    call(sim.url(), "PATCH", DEPLOYS + "/one", {"spec": {"replicas": 3}}, content_type=merge)
+    call(sim.url(), "PATCH", DEPLOYS + "/one", {"metadata": {"labels": {"tier": None}}}, content_type=merge)
+    _, _, body = call(sim.url(), "GET", DEPLOYS + f"?watch=1&timeoutSeconds=1&resourceVersion={rv}"
+                      "&labelSelector=tier%3Dgold")
+    assert [e["type"] for e in lines(body)] == ["ADDED", "MODIFIED", "DELETED"]
+
+
 def test_table_watch_for_kubectl_get_w(sim):
     call(sim.url(), "POST", DEPLOYS, deployment())
     _, _, body = call(sim.url(), "GET", DEPLOYS + "?watch=1&timeoutSeconds=1", accept=TABLE)

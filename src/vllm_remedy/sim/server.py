@@ -28,6 +28,7 @@ from vllm_remedy.sim.store import ApiError
 log = logging.getLogger(__name__)
 DRAIN_LIMIT = 64 * 1024 * 1024  # oversize bodies up to this are read and dropped before the 413
 SAVE_EVERY = 1.0  # real seconds between state flushes while the cluster changes
+BOOTSTRAP_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -162,6 +163,13 @@ class SimServer:
         return f"{self.url}/clusters/{name}"
 
     def add_cluster(self, cluster: ClusterLike) -> None:
+        """Serve ``cluster`` under /clusters/<name>; creates the namespaces kube-apiserver bootstraps."""
+        for ns in BOOTSTRAP_NAMESPACES:
+            if cluster.store.find("namespaces", "", ns) is None:
+                cluster.store.create("namespaces", {
+                    "apiVersion": "v1", "kind": "Namespace",
+                    "metadata": {"name": ns, "labels": {"kubernetes.io/metadata.name": ns}},
+                    "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}})
         self.contexts[cluster.name] = ApiContext(cluster, f"/clusters/{cluster.name}", self.auth, Faults(),
                                                  self.stop_event)
         cluster.store.subscribe(lambda _event, name=cluster.name: self._mark_dirty(name))

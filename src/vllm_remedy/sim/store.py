@@ -74,6 +74,7 @@ class Event:
     namespace: str
     rv: int
     object: Obj
+    previous: Obj | None = None  # the object before a MODIFIED (watch selectors need both sides)
 
 
 @dataclass
@@ -190,7 +191,7 @@ class Store:
                 return copy.deepcopy(old)
             if dry_run:
                 return new
-            self._commit("MODIFIED", resource, key, new)
+            self._commit("MODIFIED", resource, key, new, previous=old)
             return copy.deepcopy(new)
 
     def mutate(
@@ -219,12 +220,14 @@ class Store:
             self._emit(Event("DELETED", resource, namespace, self._rv, gone))
             return gone
 
-    def _commit(self, kind: str, resource: str, key: tuple[str, str, str], obj: Obj) -> None:
+    def _commit(
+        self, kind: str, resource: str, key: tuple[str, str, str], obj: Obj, previous: Obj | None = None,
+    ) -> None:
         self._rv += 1
         obj["metadata"]["resourceVersion"] = str(self._rv)
         self._objects[key] = obj
         self._index.setdefault(resource, set()).add(key)
-        self._emit(Event(kind, resource, key[1], self._rv, copy.deepcopy(obj)))
+        self._emit(Event(kind, resource, key[1], self._rv, copy.deepcopy(obj), previous))
 
     def _emit(self, event: Event) -> None:
         self._events.append(event)

@@ -107,9 +107,17 @@ def watch(cluster: ClusterLike, route: Route, req: Request, stop: threading.Even
                     yield line("BOOKMARK", {"kind": route.resource.kind, "apiVersion": route.resource.api_version,
                                             "metadata": {"resourceVersion": store.resource_version}}, False)
                     continue
-                if match is not None and not match(event.object):
-                    continue
-                yield line(event.type, with_type(route, event.object), first)
+                kind = event.type
+                if match is not None:
+                    # An object that leaves the selector is DELETED for this watch and one that enters it
+                    # ADDED, judged on both sides of the change as the apiserver's watch cache does.
+                    now_in = match(event.object)
+                    was_in = event.previous is not None and match(event.previous)
+                    if kind == "MODIFIED" and now_in != was_in:
+                        kind = "ADDED" if now_in else "DELETED"
+                    elif not now_in and not was_in:
+                        continue
+                yield line(kind, with_type(route, event.object), first)
                 first = False
         except ApiError as err:  # 410 Gone arrives in-stream, as from the apiserver's watch cache
             yield line("ERROR", err.status(), False)
