@@ -232,3 +232,12 @@ def test_oom_killed_on_the_deployment_hits_the_next_start_without_a_rollout(clus
     crashed_pod = cluster.store.list("pods", "llm")[0][0]
     last = vllm_status(cluster, crashed_pod["metadata"]["name"])["lastState"]["terminated"]
     assert (last["exitCode"], last["reason"]) == (137, "OOMKilled")
+
+
+def test_plain_runtime_hooks_still_win_on_a_vllm_container(cluster):
+    hooked = pod("hooked", [LLAMA, "--max-model-len", "16384"],
+                 annotations={"sim.vllm-remedy.io/exit-code": "3", "sim.vllm-remedy.io/exit-after": "2"})
+    cluster.store.create("pods", hooked)
+    cs = crashed(cluster, "hooked")
+    assert cs["lastState"]["terminated"]["exitCode"] == 3
+    assert cluster.read_log("llm", "hooked", previous=True).endswith("exiting with code 3\n")

@@ -16,7 +16,17 @@ from typing import TYPE_CHECKING, Any
 from vllm_remedy.errors import UserError
 from vllm_remedy.sim import load as loadmodel
 from vllm_remedy.sim.clock import Clock
-from vllm_remedy.sim.runtime import ContainerContext, ContainerRun, Exit, HttpReply, PlainRuntime, Runtime
+from vllm_remedy.sim.runtime import (
+    EXIT_CODE,
+    LOG_LINES,
+    READY_AFTER,
+    ContainerContext,
+    ContainerRun,
+    Exit,
+    HttpReply,
+    PlainRuntime,
+    Runtime,
+)
 from vllm_remedy.sim.vllm_pod import env, keys, metrics, timeline
 from vllm_remedy.sim.vllm_pod.launch import Launch, plan
 from vllm_remedy.vllm.cmdline import find_server
@@ -41,6 +51,8 @@ class VllmRuntime:
         self.fallback: Runtime = fallback or PlainRuntime()
 
     def start(self, ctx: ContainerContext) -> ContainerRun:
+        if any(hook in keys.annotations(ctx.pod) for hook in (EXIT_CODE, READY_AFTER, LOG_LINES)):
+            return self.fallback.start(ctx)  # an explicit test hook of the plain runtime wins
         container = env.kubelet_expand(ctx.container)
         try:
             cmd = find_server({"containers": [container]})
