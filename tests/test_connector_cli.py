@@ -177,3 +177,17 @@ def test_an_api_that_keeps_failing_is_one_line_per_host(rehearsal: Rehearsal) ->
     assert "Traceback" not in got.stderr
     # pyinfra's `fact` command never fails a host for a fact (exit 0); in a deploy the host fails (exit 1):
     assert got.returncode == 0
+
+
+def test_example_prod_inventory_fails_cleanly_without_its_clusters(rehearsal: Rehearsal) -> None:
+    env = rehearsal.env()
+    del env["KUBECONFIG"]
+    got = pyinfra_fixtures.run_pyinfra(inventory("prod"), "fact", DEPLOYMENT, "-y", env=env, cwd=rehearsal.tmp)
+    assert got.returncode == 1
+    assert host_lines(got.stderr, "@k8s/prod-eu/llm/llama-8b") == [
+        "kubeconfig ~/.kube/config (no such file): no kubeconfig found; set KUBECONFIG or set host data kubeconfig"]
+    assert host_lines(got.stderr, "@k8s/prod-us/llm/llama-8b") == [
+        "host data k8s_contexts.prod-us.kubeconfig: ~/.kube/eks-prod: no such file"]
+    staging = pyinfra_fixtures.run_pyinfra(inventory("staging"), "debug-inventory", env=env, cwd=rehearsal.tmp)
+    assert staging.returncode == 0, staging.stderr
+    assert "[@k8s/staging/llm-staging/llama-8b]" in plain(staging.stderr)

@@ -173,8 +173,8 @@ class K8sConnector(BaseConnector):
             if access.kubeconfig and not Path(os.path.expanduser(access.kubeconfig)).is_file():
                 raise UserError(f"{access.kubeconfig_via}: {access.kubeconfig}: no such file")
             client = KubeClient.for_context(access.context, access.kubeconfig)
-        except UserError as exc:
-            raise _connect_error(str(exc)) from exc
+        except UserError as exc:  # the kube layer speaks to CLI users; here the knob is host data
+            raise _connect_error(str(exc).replace("pass --kubeconfig", "set host data kubeconfig")) from exc
         try:
             deployment = client.get_deployment(target.namespace, str(target.deployment))
         except NotFoundError as exc:
