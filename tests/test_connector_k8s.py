@@ -129,6 +129,15 @@ def test_connect_builds_one_client_and_finds_the_server(rehearsal: Rehearsal) ->
     assert connector.client is None
 
 
+def test_policy_may_be_a_loaded_policy_object(rehearsal: Rehearsal) -> None:
+    from vllm_remedy.policy import load_policy
+
+    policy = load_policy(POLICY)
+    _, host = connected(rehearsal, policy=policy)
+    assert host.connector.policy == policy  # pyinfra hands connectors a (shallow) copy of host data
+    assert host.connector.policy.name == "llama-8b"
+
+
 def test_connect_through_an_alias(rehearsal: Rehearsal) -> None:
     _, host = connected(rehearsal, "@k8s/prod/llm/llama-8b", k8s_contexts={"prod": "rehearsal"})
     assert host.connector.client.context == "rehearsal"
