@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""Make promtool (and the Pushgateway and node-exporter) available to the tests without touching the system.
+
+The rendered PrometheusRule is checked with ``promtool check rules`` / ``promtool test rules``, the metrics
+text with ``promtool check metrics``, the push with a real Pushgateway and the textfile with a real
+node-exporter. Debian ships all of them as static Go binaries: each package is fetched with
+``apt-get download`` and unpacked with ``dpkg-deb -x`` into .tools/<package>/ — never ``apt-get install``,
+which would start system services. Prints what it found; prints a reason and exits 0 when a tool cannot be
+had, so its tests skip with that reason instead of CI failing on a machine without apt.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TOOLS = ROOT / ".tools"
+#: Debian package → the binary inside it that the tests run.
+PACKAGES = {
+    "prometheus": "usr/bin/promtool",
+    "prometheus-pushgateway": "usr/bin/prometheus-pushgateway",
+    "prometheus-node-exporter": "usr/bin/prometheus-node-exporter",
+}
+
+
+def binary(package: str) -> Path:
+    """Where the unpacked package keeps its binary (the tests look here too)."""
+    return TOOLS / package / PACKAGES[package]
+
+
+def found(package: str) -> bool:
+    path = binary(package)
+    return path.is_file() and os.access(path, os.X_OK)
+
+
+def fetch(package: str) -> str | None:
+    """Unpack one Debian package into .tools/<package>/; a reason string on failure."""
+    if not (shutil.which("apt-get") and shutil.which("dpkg-deb")):
+        return "apt-get/dpkg-deb not available"
+    with tempfile.TemporaryDirectory() as tmp:
+        got = subprocess.run(["apt-get", "download", package], cwd=tmp, capture_output=True, text=True, timeout=600)
+        debs = list(Path(tmp).glob(f"{package}_*.deb"))
+        if not debs:
+            return f"apt-get download {package} failed: {got.stderr.strip()[-200:]}"
+        dest = TOOLS / package
+        dest.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["dpkg-deb", "-x", str(debs[0]), str(dest)], check=True, timeout=300)
+    return None if found(package) else f"{package} unpacked but {PACKAGES[package]} missing"
+
+
+def main() -> int:
+    for package in PACKAGES:
+        reason = None if found(package) else fetch(package)
+        if found(package):
+            print(binary(package))
+        else:
+            print(f"no {package}: {reason}; its tests will skip", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
