@@ -1,0 +1,54 @@
+"""What an operation needs from its ``@k8s`` host: the connector's client, target, policy and annotation keys.
+
+Why through the connector: it already resolved the kube context, checked the Deployment exists and
+runs vLLM, and loaded the policy at connect time (bad input fails there, one line per host). Facts go
+through the verb language; only writes and waits use the client directly, from FunctionCommands.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from vllm_remedy.errors import UserError
+from vllm_remedy.kube.annotations import Keys
+from vllm_remedy.kube.client import KubeClient
+from vllm_remedy.policy import Policy
+
+
+@dataclass(frozen=True)
+class K8sHost:
+    """One ``@k8s/<cluster>/<namespace>/<deployment>`` host as operations see it."""
+
+    name: str
+    client: KubeClient
+    namespace: str
+    deployment: str
+    keys: Keys
+    policy: Policy
+    container: str | None
+
+    @property
+    def deployment_path(self) -> str:
+        return KubeClient._ns(self.namespace, "deployments", self.deployment)
+
+    @property
+    def where(self) -> str:
+        return f"deployment {self.namespace}/{self.deployment}"
+
+
+def k8s_host(host: Any) -> K8sHost:
+    """The host's connection; a UserError (one line) when the host is not a connected ``@k8s`` host.
+
+    With no policy in host data the defaults of ``policy.Policy`` apply (the runbook's conservative base).
+    """
+    connector = getattr(host, "connector", None)
+    client = getattr(connector, "client", None)
+    scope = getattr(connector, "scope", None)
+    if client is None or scope is None:
+        raise UserError(f"{getattr(host, 'name', host)}: not a connected @k8s host; vllm_remedy operations "
+                        "run on @k8s/<cluster>/<namespace>/<deployment> hosts")
+    policy = getattr(connector, "policy", None) or Policy()
+    return K8sHost(name=host.name, client=client, namespace=scope.namespace, deployment=scope.deployment,
+                   keys=getattr(connector, "keys", None) or Keys(policy.annotation_prefix), policy=policy,
+                   container=scope.container)

@@ -1,0 +1,91 @@
+"""What vLLM is predicted to do with a pod template: KV tokens, maximum concurrency, outcome (pure).
+
+Every write an operation proposes is shown with this prediction next to its diff, so an operator sees
+"fits, 197,840 KV tokens, 12.1× at 16384" before approving — and a rollback onto a card that cannot
+hold the model is visible as such. The GPU is the one the template pins (nodeSelector or a required
+node affinity on a product label); an unpinned template gets no number, only the reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from vllm_remedy.errors import UserError
+from vllm_remedy.remedies.budget import PRODUCT_LABELS
+from vllm_remedy.vllm import catalog
+from vllm_remedy.vllm.cmdline import find_server
+from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate
+from vllm_remedy.vllm.versions import version_from_image
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """The memory model's verdict for one template, or ``note`` saying why there is none."""
+
+    gpu: str | None
+    estimate: Estimate | None
+    note: str = ""
+
+    @property
+    def outcome(self) -> str:
+        return self.estimate.outcome.value if self.estimate else "unknown"
+
+    def line(self) -> str:
+        """One line for the operator, e.g. ``prediction on NVIDIA-L40S: fits — 197,840 KV tokens, ...``."""
+        if self.estimate is None:
+            return f"prediction: unknown ({self.note})"
+        e = self.estimate
+        return (f"prediction on {self.gpu}: {e.outcome.value} — KV cache {e.kv_cache_tokens:,} tokens, "
+                f"maximum concurrency {e.max_concurrency:.2f}x at max-model-len {e.max_model_len}")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"gpu": self.gpu, "outcome": self.outcome, "note": self.note,
+                "estimate": self.estimate.to_json() if self.estimate else None}
+
+
+def pinned_gpu(spec: Mapping[str, Any]) -> str | None:
+    """The GPU product label value a pod spec pins: nodeSelector first, else the smallest affinity choice."""
+    selector = spec.get("nodeSelector") or {}
+    for key in PRODUCT_LABELS:
+        if selector.get(key):
+            return str(selector[key])
+    node = ((spec.get("affinity") or {}).get("nodeAffinity") or {})
+    required = node.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+    choices: list[tuple[float, str]] = []
+    for term in required.get("nodeSelectorTerms") or []:
+        for expr in (term or {}).get("matchExpressions") or []:
+            if expr.get("key") in PRODUCT_LABELS and expr.get("operator") == "In":
+                for value in expr.get("values") or []:
+                    try:
+                        choices.append((catalog.gpu(str(value)).total_gib, str(value)))
+                    except UserError:
+                        continue
+    return min(choices)[1] if choices else None
+
+
+def predict_template(template: Mapping[str, Any], container: str | None = None,
+                     gpu: str | None = None) -> Prediction:
+    """Predict the start of ``template``'s vLLM server on its pinned GPU (or ``gpu`` when given)."""
+    spec = dict(template.get("spec") or {})
+    try:
+        server = find_server(spec, container)
+    except UserError as exc:
+        return Prediction(None, None, f"no vLLM server: {exc}")
+    label = gpu or pinned_gpu(spec)
+    if label is None:
+        return Prediction(None, None, "the template pins no GPU product, so the card is the scheduler's choice")
+    try:
+        card = catalog.gpu(label)
+    except UserError:
+        return Prediction(label, None, f"GPU {label} is not in the catalog")
+    try:
+        model = catalog.model(str(server.model))
+    except UserError:
+        return Prediction(card.product, None, f"model {server.model} is not in the catalog")
+    try:
+        settings = EngineSettings.from_flags(dict(server.flags), version_from_image(server.image))
+        return Prediction(card.product, estimate(model, card, settings))
+    except UserError as exc:
+        return Prediction(card.product, None, str(exc))

@@ -1,0 +1,47 @@
+"""Print a change once per host and operation: a unified diff of the pod template plus the prediction.
+
+Why "once": pyinfra runs an operation body twice — up to the first yield while detecting changes
+(which is what ``--dry`` and the confirmation prompt show) and again from scratch while executing.
+We print during change detection; in a ``-y`` run (no detection) only when ``--diff`` asks, at execute.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from pyinfra import logger
+
+_SHOWN: set[tuple[int, str, str, str]] = set()
+
+
+def _op_key(state: Any, host: Any, topic: str) -> tuple[int, str, str, str]:
+    return (id(state), str(host.name), str(getattr(host, "current_op_hash", None) or ""), topic)
+
+
+def should_show(state: Any, host: Any, topic: str = "") -> bool:
+    """True the first time this (run, host, operation, topic) may print: detection, or execute with --diff."""
+    key = _op_key(state, host, topic)
+    if key in _SHOWN:
+        return False
+    if state.is_executing and not getattr(state.config, "DIFF", False):
+        return False
+    _SHOWN.add(key)
+    return True
+
+
+def show(state: Any, host: Any, lines: Iterable[str], topic: str = "", *, log: Any = None) -> bool:
+    """Log ``lines`` with the host prefix once (see :func:`should_show`); returns whether it printed."""
+    if not should_show(state, host, topic):
+        return False
+    emit = log or logger.info
+    for line in lines:
+        for part in str(line).splitlines() or [""]:
+            emit(f"{host.print_prefix}{part}")
+    return True
+
+
+def note(host: Any, message: str, *, error: bool = False) -> None:
+    """One line with the host prefix (errors in red by pyinfra's logger), whitespace folded."""
+    text = " ".join(str(message).split())
+    (logger.error if error else logger.info)(f"{host.print_prefix}{text}")

@@ -1,0 +1,198 @@
+"""Guarded writes from FunctionCommands: what the operator saw is what the write is tested against.
+
+pyinfra detects changes (prepare) and executes them later, re-running each operation body from
+scratch. A write must not silently apply to an object someone changed in between, nor may our own
+earlier write in the same run look like "someone else". So per (run, host, object) we remember:
+
+* the object as first read during change detection (what the diff the operator approved was built on);
+* the answer of our own last write to it in this run.
+
+At execute the callback re-reads the object. If its spec/metadata still match the remembered one
+(status, managedFields and the controller's revision bookkeeping may move), the write is planned on the
+fresh object; otherwise the JSON patch carries a ``test`` on the *remembered* resourceVersion, the API
+server rejects it (422/409) and nothing is overwritten: the host fails with one line.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import jsonpatch
+from pyinfra.api import FunctionCommand
+
+from vllm_remedy.errors import UserError
+from vllm_remedy.kube.annotations import Keys, action_annotations
+from vllm_remedy.kube.client import JSON_PATCH, KubeClient
+from vllm_remedy.kube.diff import unified_template_diff
+from vllm_remedy.kube.errors import ConflictError, KubeError
+from vllm_remedy.kube.history import REVISION
+from vllm_remedy.kube.patch import apply_deployment_patch, apply_ops, json_patch
+from vllm_remedy.operations._context import K8sHost, k8s_host
+from vllm_remedy.operations._predict import Prediction
+from vllm_remedy.operations._show import note, show
+
+#: (client, basis object, cluster time) → guarded JSON patch ops ([] = nothing to do).
+BuildOps = Callable[[KubeClient, dict[str, Any], float], list[dict[str, Any]]]
+
+_SEEN: dict[tuple[int, str, str], dict[str, Any]] = {}
+_OWN: dict[tuple[int, str, str], dict[str, Any]] = {}
+#: Metadata the API server or a controller changes without anyone editing the object.
+_VOLATILE_META = ("resourceVersion", "managedFields", "generation")
+
+
+def _key(state: Any, host: Any, path: str) -> tuple[int, str, str]:
+    return (id(state), str(host.name), path)
+
+
+def observe(state: Any, host: Any, path: str, obj: Mapping[str, Any]) -> None:
+    """Remember ``obj`` as read during change detection (the first read per run, host and object wins)."""
+    if not state.is_executing:
+        _SEEN.setdefault(_key(state, host, path), copy.deepcopy(dict(obj)))
+
+
+def material(obj: Mapping[str, Any]) -> tuple[Any, Any]:
+    """The parts of an object only an edit changes: spec (or the whole body) and metadata minus bookkeeping."""
+    meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in _VOLATILE_META}
+    notes = dict(meta.get("annotations") or {})
+    notes.pop(REVISION, None)
+    meta["annotations"] = notes
+    body = {k: v for k, v in obj.items() if k not in ("metadata", "status")}
+    return body, meta
+
+
+def basis_for(state: Any, host: Any, path: str, fresh: dict[str, Any]) -> dict[str, Any]:
+    """The object a write must be tested against: ``fresh`` unless it changed (materially) since we saw it."""
+    key = _key(state, host, path)
+    prior = _OWN.get(key) or _SEEN.get(key)
+    if prior is None or material(prior) == material(fresh):
+        return fresh
+    return prior
+
+
+def forget(state: Any) -> None:
+    """Drop what one run remembered (the Python API reuses the process; the CLI exits)."""
+    for store in (_SEEN, _OWN):
+        for key in [k for k in store if k[0] == id(state)]:
+            del store[key]
+
+
+def _patch_object(client: KubeClient, path: str, ops: list[dict[str, Any]]) -> dict[str, Any]:
+    """PATCH any object; a 409/422 is success only when the object already carries every change."""
+    try:
+        return client.request("PATCH", path, query=[("fieldManager", "vllm-remedy")], body=ops,
+                              content_type=JSON_PATCH)
+    except KubeError as exc:
+        if exc.status not in (409, 422):
+            raise
+        current = client.request("GET", path)
+        try:
+            if apply_ops(current, [op for op in ops if op.get("op") != "test"]) == current:
+                return current
+        except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException):
+            pass
+        raise ConflictError(f"{client.context}: {path} changed since it was read (HTTP {exc.status}); nothing "
+                            "was written — re-run to plan against the new state", status=exc.status) from exc
+
+
+def run_write(state: Any, host: Any, path: str, build: BuildOps, label: str) -> bool:
+    """FunctionCommand body: read, pick the basis, build the guarded patch, send it; False + one line on failure."""
+    try:
+        ctx = k8s_host(host)
+        fresh = ctx.client.request("GET", path)
+        basis = basis_for(state, host, path, fresh)
+        ops = build(ctx.client, basis, ctx.client.server_time())
+        if not ops:
+            note(host, f"{label}: already in place, nothing written")
+            return True
+        if path == ctx.deployment_path:
+            answer = apply_deployment_patch(ctx.client, ctx.namespace, ctx.deployment, ops, basis=basis)
+        else:
+            answer = _patch_object(ctx.client, path, ops)
+    except UserError as exc:  # KubeError and ConflictError included: one line, nothing half-done
+        note(host, f"{label}: {exc}", error=True)
+        return False
+    _OWN[_key(state, host, path)] = copy.deepcopy(answer)
+    version = (answer.get("metadata") or {}).get("resourceVersion")
+    note(host, f"{label}: written (resourceVersion {version})")
+    return True
+
+
+def write_command(path: str, build: BuildOps, label: str) -> FunctionCommand:
+    """A FunctionCommand applying ``build``'s guarded JSON patch to the object at API ``path``."""
+    return FunctionCommand(run_write, (path, build, label), {})
+
+
+def fail(state: Any, host: Any, message: str) -> bool:
+    """FunctionCommand body that fails the host with ``message`` (a refusal found while planning)."""
+    note(host, message, error=True)
+    return False
+
+
+def refuse(state: Any, host: Any, message: str) -> Iterator[FunctionCommand]:
+    """Show ``message`` while detecting changes and fail the host at execute (bodies must not raise)."""
+    show(state, host, [f"refused: {' '.join(message.split())}"], topic="refuse")
+    yield FunctionCommand(fail, (message,), {})
+
+
+def annotation_ops(basis: Mapping[str, Any], notes: Mapping[str, str | None]) -> list[dict[str, Any]]:
+    """Guarded ops setting (or, for None, removing) metadata annotations of ``basis``; [] when already so."""
+    desired = copy.deepcopy(dict(basis))
+    current = dict((desired.get("metadata") or {}).get("annotations") or {})
+    desired.setdefault("metadata", {})["annotations"] = current
+    for key, value in notes.items():
+        if value is None:
+            current.pop(key, None)
+        else:
+            current[key] = value
+    return json_patch(basis, desired)
+
+
+def _template_ops(template: Mapping[str, Any], extra: Mapping[str, str | None], keys: Keys, action: str,
+                  reason: str, client: KubeClient, basis: dict[str, Any], at: float) -> list[dict[str, Any]]:
+    """Guarded ops turning ``basis`` into one with ``template``, our audit annotations and ``extra``."""
+    notes = dict((basis.get("metadata") or {}).get("annotations") or {})
+    if (basis.get("spec") or {}).get("template") == template and all(notes.get(k) == v for k, v in extra.items()):
+        return []
+    desired = copy.deepcopy(basis)
+    desired.setdefault("spec", {})["template"] = copy.deepcopy(dict(template))
+    notes.update(action_annotations(keys, action, reason, at))
+    for key, value in extra.items():
+        if value is None:
+            notes.pop(key, None)
+        else:
+            notes[key] = value
+    desired.setdefault("metadata", {})["annotations"] = notes
+    return json_patch(basis, desired)
+
+
+def change_lines(ctx: K8sHost, summary: str, before: Mapping[str, Any], after: Mapping[str, Any],
+                 prediction: Prediction | None) -> list[str]:
+    """What the operator reads: the summary, ``diff -u`` of the pod template, the prediction."""
+    diff = unified_template_diff(before, after, f"{ctx.where} template (current)", f"{ctx.where} template (planned)")
+    lines = [summary, *(diff.rstrip("\n").splitlines() if diff else ["(pod template unchanged)"])]
+    if prediction is not None:
+        lines.append(prediction.line())
+    return lines
+
+
+def set_template(state: Any, host: Any, deployment: Mapping[str, Any], template: Mapping[str, Any], *,
+                 action: str, reason: str, summary: str, prediction: Prediction | None = None,
+                 annotations: Mapping[str, str | None] | None = None) -> Iterator[FunctionCommand]:
+    """Yield the guarded write giving the Deployment ``template`` (+ ``annotations``), or nothing when it has them.
+
+    ``deployment`` is the object the operation planned on (the Deployment fact's ``object``). Every write
+    also sets ``kubernetes.io/change-cause`` and the ``last-action`` annotations (``action``, ``reason``).
+    """
+    ctx = k8s_host(host)
+    observe(state, host, ctx.deployment_path, deployment)
+    extra = dict(annotations or {})
+    notes = (deployment.get("metadata") or {}).get("annotations") or {}
+    before = (deployment.get("spec") or {}).get("template") or {}
+    if before == template and all(notes.get(k) == v for k, v in extra.items()):
+        return
+    show(state, host, change_lines(ctx, summary, before, template, prediction))
+    build = functools.partial(_template_ops, copy.deepcopy(dict(template)), extra, ctx.keys, action, reason)
+    yield write_command(ctx.deployment_path, build, summary)
