@@ -23,6 +23,7 @@ from vllm_remedy.sim import kubeconfig
 from vllm_remedy.sim.api.auth import Authorizer
 from vllm_remedy.sim.cluster import Cluster
 from vllm_remedy.sim.server import SimServer
+from vllm_remedy.sim.tls import ensure_cert
 
 ROOT = Path(__file__).resolve().parent.parent
 CANDIDATES = (os.environ.get("VLLM_REMEDY_KUBECTL"), "/usr/lib/google-cloud-sdk/bin/kubectl.1.32",
@@ -80,16 +81,19 @@ class Sim:
 def make_sim(tmp: Path, names: tuple[str, ...] = ("a",), *, speed: float = 60.0, start: bool = False,
              auth: Authorizer | None = None, users: dict[str, str] | None = None,
              state_dir: Path | None = None) -> Sim:
+    """Serve fresh clusters; with ``auth`` over HTTPS, as ``sim up`` does (kubectl sends tokens only over TLS)."""
     clusters = {n: Cluster(n, speed=speed) for n in names}
     for c in clusters.values():
         c.store.create("namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "llm"},
                                       "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}})
         if start:
             c.start()
-    server = SimServer(list(clusters.values()), auth=auth, state_dir=state_dir)
+    tls = ensure_cert(tmp / "tls") if auth is not None else None
+    server = SimServer(list(clusters.values()), auth=auth, state_dir=state_dir, tls=tls)
     server.start()
-    path = kubeconfig.write(tmp / "kubeconfig", server.url, list(names), users,
-                            "admin" if users and "admin" in users else None)
+    default_user = "admin" if users and "admin" in users else None
+    path = kubeconfig.write(tmp / "kubeconfig", server.url, list(names), users, default_user,
+                            ca_pem=tls[0].read_bytes() if tls else None)
     return Sim(server, clusters, path, tmp)
 
 
@@ -146,10 +150,15 @@ def call(base: str, method: str, path: str, body: Any = None, *, content_type: s
          timeout: float = 30) -> tuple[int, str, Any]:
     """One HTTP request; returns (status, content type, decoded JSON or text)."""
     import http.client
+    import ssl
     from urllib.parse import urlsplit
 
     url = urlsplit(base + path)
-    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=timeout)
+    if url.scheme == "https":  # the sim's self-signed serving cert; kubectl/client tests verify it via kubeconfig
+        conn: http.client.HTTPConnection = http.client.HTTPSConnection(
+            url.hostname, url.port, timeout=timeout, context=ssl._create_unverified_context())
+    else:
+        conn = http.client.HTTPConnection(url.hostname, url.port, timeout=timeout)
     data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
     headers = {"Accept": accept, "Content-Type": content_type}
     if token:

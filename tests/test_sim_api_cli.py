@@ -14,19 +14,28 @@ from sim_fixtures import call
 
 def test_up_serves_the_runbook_world_and_down_up_keeps_state(cli, tmp_path):
     state = tmp_path / "state"
+    auth, faults = tmp_path / "auth.yaml", tmp_path / "faults.yaml"
+    auth.write_text(yaml.safe_dump({"tokens": {
+        "t-admin": {"user": "admin", "rules": [{"verbs": "*", "resources": "*"}]},
+        "t-drift": {"user": "drift", "rules": [{"verbs": ["get", "list", "watch"], "resources": "*"}]}}}))
+    faults.write_text(yaml.safe_dump({"staging": [{"verb": "patch", "error_rate": 1.0, "error_code": 503}]}))
     up = cli("sim", "up", "--background", "--state", str(state), "--speed", "600", "--cluster", "prod",
-             "--cluster", "staging", "-o", "json")
+             "--cluster", "staging", "--auth", str(auth), "--faults", str(faults), "-o", "json")
     assert up.returncode == 0, up.stderr
     info = json.loads(up.stdout)
+    deploy = "/apis/apps/v1/namespaces/llm/deployments/llama-8b"
+    merge = "application/merge-patch+json"
     try:
         assert info["clusters"] == ["prod", "staging"]
         config = yaml.safe_load(Path(info["kubeconfig"]).read_text())
-        assert [c["name"] for c in config["contexts"]] == ["prod", "staging"]
-        prod = info["url"] + "/clusters/prod"
-        _, _, deploys = call(prod, "GET", "/apis/apps/v1/namespaces/llm/deployments")
+        assert [c["name"] for c in config["contexts"]] == ["prod", "prod-drift", "staging", "staging-drift"]
+        prod, staging = info["url"] + "/clusters/prod", info["url"] + "/clusters/staging"
+        _, _, deploys = call(prod, "GET", "/apis/apps/v1/namespaces/llm/deployments", token="t-drift")
         assert [d["metadata"]["name"] for d in deploys["items"]] == ["llama-8b"]
-        _, _, scaled = call(prod, "PATCH", "/apis/apps/v1/namespaces/llm/deployments/llama-8b",
-                            {"spec": {"replicas": 3}}, content_type="application/merge-patch+json")
+        assert call(prod, "GET", deploy)[0] == 401
+        assert call(prod, "PATCH", deploy, {}, content_type=merge, token="t-drift")[0] == 403
+        assert call(staging, "PATCH", deploy, {}, content_type=merge, token="t-admin")[0] == 503
+        _, _, scaled = call(prod, "PATCH", deploy, {"spec": {"replicas": 3}}, content_type=merge, token="t-admin")
         uid = scaled["metadata"]["uid"]
         again = cli("sim", "up", "--background", "--state", str(state))
         assert again.returncode == 2
@@ -39,7 +48,7 @@ def test_up_serves_the_runbook_world_and_down_up_keeps_state(cli, tmp_path):
     assert up.returncode == 0, up.stderr
     try:
         info = json.loads(up.stdout)
-        _, _, back = call(info["url"] + "/clusters/prod", "GET", "/apis/apps/v1/namespaces/llm/deployments/llama-8b")
+        _, _, back = call(info["url"] + "/clusters/prod", "GET", deploy)
         assert (back["metadata"]["uid"], back["spec"]["replicas"]) == (uid, 3)
         kubectl = sim_fixtures.kubectls().get("32")
         if kubectl is not None:  # the written kubeconfig works for real kubectl too

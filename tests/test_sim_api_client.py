@@ -133,7 +133,9 @@ def test_read_only_token_can_read_and_gets_403_on_patch(tmp_path):
         with pytest.raises(ApiException) as err:
             reader.list_deployment_for_all_namespaces()
         assert err.value.status == 403
-        anonymous = client.AppsV1Api(client.ApiClient(client.Configuration(host=s.url())))
+        anon_config = client.Configuration(host=s.url())
+        anon_config.ssl_ca_cert = str(tmp_path / "tls" / "serving.crt")  # auth implies HTTPS
+        anonymous = client.AppsV1Api(client.ApiClient(anon_config))
         with pytest.raises(ApiException) as err:
             anonymous.list_namespaced_deployment("llm")
         assert err.value.status == 401

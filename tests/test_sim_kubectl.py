@@ -177,3 +177,27 @@ def test_rollout_status_times_out_on_a_pod_that_never_gets_ready(live_sim):
     assert status.returncode == 1
     assert "timed out waiting for the condition" in status.stderr
     assert 3 <= time.monotonic() - started < 20
+
+
+def test_read_only_role_can_check_drift_but_not_write(tmp_path):
+    from vllm_remedy.sim.api.auth import load
+
+    roles = load({"tokens": {
+        "t-admin": {"user": "admin", "rules": [{"verbs": "*", "resources": "*"}]},
+        "t-drift": {"user": "drift", "rules": [{"verbs": ["get", "list", "watch"],
+                                                "resources": ["deployments.apps", "replicasets.apps"],
+                                                "namespaces": ["llm"]}]}}})
+    s = sim_fixtures.make_sim(tmp_path, auth=roles, users={"admin": "t-admin", "drift": "t-drift"})
+    try:
+        s.clusters["a"].store.create("deployments.apps", deployment())
+        got = s.kubectl(V, "-n", "llm", "rollout", "history", "deploy/llama-8b", context="a-drift")
+        assert got.returncode == 0, got.stderr
+        denied = s.kubectl(V, "-n", "llm", "scale", "deploy/llama-8b", "--replicas=0", context="a-drift")
+        assert denied.returncode == 1
+        assert denied.stderr.strip() == (
+            'Error from server (Forbidden): deployments.apps "llama-8b" is forbidden: User "drift" cannot patch '
+            'resource "deployments/scale" in API group "apps" in the namespace "llm"')
+        assert ok(s.kubectl(V, "-n", "llm", "scale", "deploy/llama-8b", "--replicas=0")).strip() == \
+            "deployment.apps/llama-8b scaled"
+    finally:
+        s.server.stop()

@@ -44,6 +44,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     up.add_argument("--kubeconfig", type=Path, default=None, help="where to write the kubeconfig")
     up.add_argument("--auth", type=Path, default=None, help="YAML: {tokens: {TOKEN: {user, rules}}}")
     up.add_argument("--faults", type=Path, default=None, help="YAML: {CLUSTER|'*': [fault rules]}")
+    up.add_argument("--tls", action="store_true", help="serve HTTPS (always on with --auth: kubectl sends "
+                    "tokens only over TLS)")
     up.add_argument("--background", action="store_true", help="detach; pid file in the state folder")
     up.add_argument("-o", "--output", choices=("text", "json"), default="text")
     down = sub.add_parser("down", help="stop a background server (state is saved)")
@@ -119,6 +121,7 @@ def _up(args: argparse.Namespace) -> int:
     from vllm_remedy.sim.cluster import Cluster
     from vllm_remedy.sim.server import SimServer, load_state
     from vllm_remedy.sim.store import ApiError
+    from vllm_remedy.sim.tls import ensure_cert
 
     state: Path = (args.state or default_state()).resolve()
     if args.speed <= 0:
@@ -168,13 +171,15 @@ def _up(args: argparse.Namespace) -> int:
                 faults[name] = parse_faults(rules)
             except ApiError as exc:
                 raise UserError(f"{args.faults}: {exc.message}") from exc
+    tls = ensure_cert(state) if (args.tls or authz.enabled) else None
     try:
-        server = SimServer(clusters, port=args.port, state_dir=state, auth=authz, faults=faults)
+        server = SimServer(clusters, port=args.port, state_dir=state, auth=authz, faults=faults, tls=tls)
     except OSError as exc:
         raise UserError(f"--port {args.port}: cannot listen on 127.0.0.1: {exc.strerror}") from exc
     users = {ident.user: token for token, ident in authz.tokens.items()}
     default_user = "admin" if "admin" in users else None
-    path = kubeconfig.write(args.kubeconfig or state / "kubeconfig", server.url, names, users, default_user)
+    path = kubeconfig.write(args.kubeconfig or state / "kubeconfig", server.url, names, users, default_user,
+                            ca_pem=tls[0].read_bytes() if tls else None)
     server.start()
     info = {"pid": os.getpid(), "url": server.url, "kubeconfig": str(path.resolve()), "clusters": names,
             "state": str(state)}

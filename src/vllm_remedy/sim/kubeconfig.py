@@ -7,6 +7,7 @@ user's token and every other token gets a ``<cluster>-<user>`` context (e.g. a r
 
 from __future__ import annotations
 
+import base64
 import os
 from pathlib import Path
 from typing import Any
@@ -15,11 +16,13 @@ import yaml
 
 
 def render(server_url: str, clusters: list[str], users: dict[str, str] | None = None,
-           default_user: str | None = None, current: str | None = None) -> dict[str, Any]:
-    """The kubeconfig document. ``users`` maps user name → bearer token."""
+           default_user: str | None = None, current: str | None = None, ca_pem: bytes | None = None,
+           ) -> dict[str, Any]:
+    """The kubeconfig document. ``users`` maps user name → bearer token; ``ca_pem`` the HTTPS CA."""
     users = users or {}
     default_user = default_user or (next(iter(users)) if users else None)
     kube_users = [{"name": "sim", "user": {}}] + [{"name": f"sim-{u}", "user": {"token": t}} for u, t in users.items()]
+    tls = {"certificate-authority-data": base64.b64encode(ca_pem).decode()} if ca_pem else {}
     contexts = []
     for name in clusters:
         contexts.append({"name": name, "context": {
@@ -27,16 +30,16 @@ def render(server_url: str, clusters: list[str], users: dict[str, str] | None = 
         contexts += [{"name": f"{name}-{u}", "context": {"cluster": name, "user": f"sim-{u}"}}
                      for u in users if u != default_user]
     return {"apiVersion": "v1", "kind": "Config", "preferences": {},
-            "clusters": [{"name": n, "cluster": {"server": f"{server_url}/clusters/{n}"}} for n in clusters],
+            "clusters": [{"name": n, "cluster": {"server": f"{server_url}/clusters/{n}", **tls}} for n in clusters],
             "users": kube_users, "contexts": contexts,
             "current-context": current or (clusters[0] if clusters else "")}
 
 
 def write(path: Path, server_url: str, clusters: list[str], users: dict[str, str] | None = None,
-          default_user: str | None = None, current: str | None = None) -> Path:
+          default_user: str | None = None, current: str | None = None, ca_pem: bytes | None = None) -> Path:
     """Write the kubeconfig (mode 0600, as it may hold tokens) and return its path."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = yaml.safe_dump(render(server_url, clusters, users, default_user, current), sort_keys=False)
+    text = yaml.safe_dump(render(server_url, clusters, users, default_user, current, ca_pem), sort_keys=False)
     tmp = path.with_name(path.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as handle:

@@ -13,6 +13,7 @@ import logging
 import os
 import select
 import socket
+import ssl
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -24,6 +25,7 @@ from vllm_remedy.sim.api.dispatch import ApiContext, handle
 from vllm_remedy.sim.api.faults import Faults
 from vllm_remedy.sim.api.http import MAX_BODY, ClusterLike, Request, Response, error_response, json_response
 from vllm_remedy.sim.store import ApiError
+from vllm_remedy.sim.tls import server_context
 
 log = logging.getLogger(__name__)
 DRAIN_LIMIT = 64 * 1024 * 1024  # oversize bodies up to this are read and dropped before the 413
@@ -42,6 +44,8 @@ class _Handler(BaseHTTPRequestHandler):
     server: _HTTPServer
 
     def setup(self) -> None:
+        if isinstance(self.request, ssl.SSLSocket):
+            self.request.do_handshake()  # here, on the request's thread, not in the accept loop
         super().setup()
         # Headers and body go out as separate writes; without NODELAY, Nagle + the client's delayed ACK
         # add ~40 ms to every response.
@@ -126,6 +130,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _client_gone(self) -> bool:
         """An idle stream checks whether the client hung up (readable with no data = closed)."""
+        if isinstance(self.connection, ssl.SSLSocket):
+            return False  # a TLS peek may read a record; rely on the next write failing instead
         try:
             readable, _, _ = select.select([self.connection], [], [], 0)
             return bool(readable) and self.connection.recv(1, socket.MSG_PEEK) == b""
@@ -138,7 +144,7 @@ class SimServer:
 
     def __init__(self, clusters: list[ClusterLike], *, host: str = "127.0.0.1", port: int = 0,
                  state_dir: Path | None = None, auth: Authorizer | None = None,
-                 faults: dict[str, Any] | None = None) -> None:
+                 faults: dict[str, Any] | None = None, tls: tuple[Path, Path] | None = None) -> None:
         self.auth = auth or Authorizer()
         self.stop_event = threading.Event()
         self.contexts: dict[str, ApiContext] = {}
@@ -146,6 +152,11 @@ class SimServer:
         self._dirty: set[str] = set()
         self._dirty_lock = threading.Lock()
         self._httpd = _HTTPServer((host, port), _Handler)
+        self.scheme = "http"
+        if tls is not None:
+            self.scheme = "https"
+            self._httpd.socket = server_context(*tls).wrap_socket(
+                self._httpd.socket, server_side=True, do_handshake_on_connect=False)
         self._httpd.sim = self
         self._threads: list[threading.Thread] = []
         for cluster in clusters:
@@ -157,7 +168,7 @@ class SimServer:
     @property
     def url(self) -> str:
         host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"{self.scheme}://{host}:{port}"
 
     def cluster_url(self, name: str) -> str:
         return f"{self.url}/clusters/{name}"

@@ -26,10 +26,11 @@ class Rule:
     clusters: frozenset[str] = frozenset()
 
     def allows(self, cluster: str, verb: str, resource: str, namespace: str | None) -> bool:
+        """``resource`` is ``plural[/sub][.group]``; a rule may name it with or without the group."""
+        plural_sub, _, _group = resource.partition(".")
         return ((not self.clusters or cluster in self.clusters)
                 and ("*" in self.verbs or verb in self.verbs)
-                and ("*" in self.resources or resource in self.resources
-                     or resource.partition(".")[0] in self.resources)
+                and ("*" in self.resources or resource in self.resources or plural_sub in self.resources)
                 and (not self.namespaces or (namespace is not None and namespace in self.namespaces)))
 
 
@@ -64,7 +65,8 @@ class Authorizer:
         if identity is None or any(r.allows(cluster, verb, resource, namespace) for r in identity.rules):
             return
         plural, _, group = resource.partition(".")
-        what = f'{resource} "{name}" is forbidden' if name else f"{resource} is forbidden"
+        group_resource = plural.partition("/")[0] + (f".{group}" if group else "")
+        what = f'{group_resource} "{name}" is forbidden' if name else f"{group_resource} is forbidden"
         where = f' in the namespace "{namespace}"' if namespace else " at the cluster scope"
         message = (f'{what}: User "{identity.user}" cannot {verb} resource "{plural}" in API group "{group}"'
                    f"{where}")
