@@ -130,11 +130,14 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _client_gone(self) -> bool:
         """An idle stream checks whether the client hung up (readable with no data = closed)."""
-        if isinstance(self.connection, ssl.SSLSocket):
-            return False  # a TLS peek may read a record; rely on the next write failing instead
         try:
             readable, _, _ = select.select([self.connection], [], [], 0)
-            return bool(readable) and self.connection.recv(1, socket.MSG_PEEK) == b""
+            if not readable:
+                return False
+            if isinstance(self.connection, ssl.SSLSocket):
+                # No client sends on an open watch; what arrives is its close_notify or EOF.
+                return True
+            return self.connection.recv(1, socket.MSG_PEEK) == b""
         except OSError:
             return True
 
