@@ -1,0 +1,152 @@
+"""Runbook step 1 as pyinfra operations: a crash-looping revision rolled back to a known-good one, or load shed.
+
+Both operations read the same facts and ask ``remedies.restore.decide_restore`` what step 1 calls for, so
+each acts only on its own branch and a healthy Deployment yields nothing from either.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+from typing import Any
+
+from pyinfra import host, state
+from pyinfra.api import FunctionCommand, operation
+
+from vllm_remedy.errors import UserError
+from vllm_remedy.facts.deployment import Deployment
+from vllm_remedy.facts.history import RolloutHistory
+from vllm_remedy.facts.pods import Pods
+from vllm_remedy.kube.actions import read_rollout
+from vllm_remedy.kube.client import KubeClient
+from vllm_remedy.kube.history import HASH_LABEL
+from vllm_remedy.kube.rollout import plan_undo
+from vllm_remedy.kube.wait import wait_for_rollout
+from vllm_remedy.operations._clock import ClusterClock
+from vllm_remedy.operations._context import K8sHost, k8s_host
+from vllm_remedy.operations._predict import predict_template
+from vllm_remedy.operations._routes import shift_gateway
+from vllm_remedy.operations._show import note, show
+from vllm_remedy.operations._template import server_of, with_flags
+from vllm_remedy.operations._write import change_lines, observe, refuse, set_template, write_command
+from vllm_remedy.remedies.diagnose import evidence_lines
+from vllm_remedy.remedies.restore import REFUSE, ROLLBACK, SHED, RestoreDecision, decide_restore, shed_flags
+
+
+def _decision(ctx: K8sHost) -> tuple[RestoreDecision, dict[str, Any]]:
+    history = host.get_fact(RolloutHistory)
+    pods = host.get_fact(Pods)
+    deployment = host.get_fact(Deployment)["object"]
+    return decide_restore(history, pods, ctx.policy, container=ctx.container,
+                          now=ctx.client.server_time()), deployment
+
+
+def _undo_ops(revision: int, keys: Any, reason: str, client: KubeClient, basis: dict[str, Any],
+              at: float) -> list[dict[str, Any]]:
+    """kubectl's undo patch to ``revision`` planned on ``basis`` (guarded), [] when already that template."""
+    ctx_ns = basis["metadata"]["namespace"]
+    replicasets = read_rollout(client, ctx_ns, basis["metadata"]["name"]).replicasets
+    plan = plan_undo(basis, replicasets, revision, keys=keys, action="restore", reason=reason, at=at)
+    return [] if plan.skipped else plan.patch
+
+
+def wait_rollout(state: Any, host: Any, timeout: float, label: str) -> bool:
+    """FunctionCommand body: wait (cluster time) until rolled out and Ready; fail fast with the classified log."""
+    try:
+        ctx = k8s_host(host)
+        result = wait_for_rollout(ctx.client, ctx.namespace, ctx.deployment, timeout=timeout,
+                                  clock=ClusterClock(ctx.client), interval=2.0)
+    except UserError as exc:
+        note(host, f"{label}: {exc}", error=True)
+        return False
+    if result.ok:
+        note(host, f"{label}: {result.message} after {result.elapsed:.0f}s (cluster time)")
+        return True
+    note(host, f"{label}: {result.outcome} after {result.elapsed:.0f}s: {result.message}", error=True)
+    crash = result.crash
+    if crash is not None and crash.log:
+        for line in evidence_lines(crash.log)[-10:]:
+            note(host, f"  {line}", error=True)
+    return False
+
+
+@operation()
+def known_good(wait: bool = True, timeout: float | None = None) -> Iterator[FunctionCommand]:
+    """
+    Roll a crash-looping Deployment back to its last known-good revision and wait until it is Ready.
+
+    + wait: wait for the rollout (failing fast on a crash loop, with the classified startup log)
+    + timeout: cluster seconds to wait; default the policy's ``restore.rollout_timeout``
+
+    The revision is the newest earlier one marked known-good by ``confirm``, else one matching a policy
+    ``known_good`` unit, else the newest earlier revision whose template differs; the output names the rule.
+    Nothing happens when no pod of the current revision is crash-looping.
+
+    **Example:**
+
+    .. code:: python
+
+        rollout.known_good(name="Roll back to the last known-good revision", wait=True)
+    """
+    ctx = k8s_host(host)
+    decision, deployment = _decision(ctx)
+    if decision.action == REFUSE:
+        yield from refuse(state, host, decision.reason)
+        return
+    if decision.action != ROLLBACK or decision.revision is None:
+        return
+    target = {**decision.template, "metadata": {**(decision.template.get("metadata") or {})}}
+    labels = {k: v for k, v in (target["metadata"].get("labels") or {}).items() if k != HASH_LABEL}
+    target["metadata"]["labels"] = labels
+    summary = (f"roll back {ctx.where} from revision {decision.current} to revision {decision.revision} "
+               f"({decision.replicaset}) — chosen by rule: {decision.rule}")
+    observe(state, host, ctx.deployment_path, deployment)
+    before = (deployment.get("spec") or {}).get("template") or {}
+    show(state, host, [decision.reason, *change_lines(ctx, summary, before, target,
+                                                     predict_template(target, ctx.container))])
+    build = functools.partial(_undo_ops, decision.revision, ctx.keys, f"roll back to revision {decision.revision} "
+                              f"({decision.rule}): revision {decision.current} crash-looped")
+    yield write_command(ctx.deployment_path, build, summary)
+    if wait:
+        seconds = timeout if timeout is not None else ctx.policy.restore.rollout_timeout.total_seconds()
+        yield FunctionCommand(wait_rollout, (seconds, f"wait for revision {decision.revision}'s template to roll out"),
+                              {})
+
+
+@operation()
+def shed_load(fallback: bool = True) -> Iterator[FunctionCommand]:
+    """
+    Shed load from a Deployment that crash-loops with OOM under load when nothing was deployed recently.
+
+    + fallback: also move the policy's ``fallback.shift_percent`` of traffic to the fallback backend of
+      the HTTPRoute the policy names (when it names one)
+
+    Lowers ``--max-num-seqs`` and ``--max-model-len`` to the policy's ``load_shedding`` values (never
+    raises them). Nothing happens when the Deployment is healthy or step 1 calls for a rollback instead.
+
+    **Example:**
+
+    .. code:: python
+
+        rollout.shed_load(name="Shed load while OOM under load", fallback=True)
+    """
+    ctx = k8s_host(host)
+    decision, deployment = _decision(ctx)
+    if decision.action != SHED:
+        return
+    template = (deployment.get("spec") or {}).get("template") or {}
+    lower = shed_flags(server_of(template, ctx.container).flags, ctx.policy)
+    route = ctx.policy.fallback if fallback else None
+    if not lower and route is None:
+        yield from refuse(state, host, f"{decision.reason}, but policy {ctx.policy.source} sets no "
+                          "load_shedding.max_num_seqs/max_model_len below what runs and no fallback route")
+        return
+    if lower:
+        planned = with_flags(template, lower, container=ctx.container)
+        flags = " ".join(f"--{k} {v}" for k, v in lower.items())
+        yield from set_template(state, host, deployment, planned, action=SHED,
+                                reason=f"OOM under load; shed load with {flags}",
+                                summary=f"shed load on {ctx.where}: {flags}",
+                                prediction=predict_template(planned, ctx.container))
+    if route is not None:
+        yield from shift_gateway(state, host, ctx, route)

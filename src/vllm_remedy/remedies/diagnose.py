@@ -1,0 +1,129 @@
+"""Runbook steps 2–3, "read the startup log" and "what changed?", as a pure report over the facts.
+
+Step 2 greps the previous container's log for the lines that size the KV cache and name the failure;
+the same lines are kept here as evidence next to the classifier's verdict. Step 3 diffs the failing and
+the good revision (flags, image tag, model revision, placement, resources, env — ``kube.diff``) and
+looks at the GPU each pod got and what else requests GPUs on that node.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from vllm_remedy.kube.annotations import Keys
+from vllm_remedy.kube.diff import describe, revision_diff
+from vllm_remedy.kube.errors import RolloutError
+from vllm_remedy.kube.history import templates_equal
+from vllm_remedy.kube.rollout import choose_rollback, policy_pin
+from vllm_remedy.policy import Policy
+from vllm_remedy.remedies.restore import crash_failures, revisions
+
+#: The runbook's step-2 grep: ``grep -Ei "model loading took|gpu blocks|kv cache|maximum concurrency|
+#: out of memory|max seq len" | tail -20``.
+EVIDENCE = re.compile(r"model loading took|gpu blocks|kv cache|maximum concurrency|out of memory|max seq len",
+                      re.IGNORECASE)
+_FIGURES = (("weights_gib", "model weights {:.2f} GiB"), ("kv_cache_tokens", "KV cache {:,} tokens"),
+            ("gpu_blocks", "{:,} GPU blocks"), ("max_concurrency", "maximum concurrency {:.2f}x"),
+            ("max_model_len", "max-model-len {}"))
+
+
+def evidence_lines(text: str | Sequence[str], tail: int = 20) -> list[str]:
+    """The runbook's grep over a log: matching lines, the last ``tail`` of them."""
+    lines = text.splitlines() if isinstance(text, str) else list(text)
+    return [line.rstrip() for line in lines if EVIDENCE.search(line)][-tail:]
+
+
+def crashed_containers(pods: Mapping[str, Any], container: str | None = None) -> list[tuple[str, str, bool]]:
+    """(pod, container, previous) for every failed container whose last death has a log to read."""
+    out = []
+    for pod in pods.get("pods") or []:
+        for c in pod.get("containers") or []:
+            if container is not None and c.get("name") != container:
+                continue
+            startup = c.get("startup") or {}
+            if startup.get("previous") is not None:
+                out.append((str(pod["name"]), str(c["name"]), bool(startup["previous"])))
+    return out
+
+
+def _figures(report: Mapping[str, Any] | None) -> str:
+    if not report:
+        return "no startup figures"
+    parts = [fmt.format(report[key]) for key, fmt in _FIGURES if report.get(key) is not None]
+    return ", ".join(parts) or "no startup figures"
+
+
+def compared_revisions(history: Mapping[str, Any], pods: Mapping[str, Any], policy: Policy,
+                       container: str | None = None) -> tuple[Any, Any, str]:
+    """(bad, good, why): the crash-looping current revision vs the one step 1 restores; else current vs previous."""
+    revs = revisions(history)
+    current = next((r for r in revs if r.number == history.get("current_revision")), None)
+    if current is None:
+        return None, None, "no rollout history"
+    earlier = [r for r in sorted(revs, key=lambda r: -r.number) if r.number < current.number
+               and not templates_equal(r.template, current.template)]
+    if crash_failures(pods, container):
+        try:
+            choice = choose_rollback(revs, current.number, keys=Keys(policy.annotation_prefix),
+                                     pinned=policy_pin(policy.known_good, container))
+        except RolloutError as exc:
+            return current, None, str(exc)
+        return current, choice.revision, f"current revision crash-loops; good = {choice.rule}"
+    if not earlier:
+        return None, current, "no earlier revision with a different template"
+    return earlier[0], current, "current revision is not crash-looping; compared with the previous different one"
+
+
+def gpu_lines(pods: Mapping[str, Any], nodes: Mapping[str, Any]) -> list[str]:
+    """Which GPU each pod got and who else requests GPUs on that node (runbook step 3)."""
+    by_name = {row["name"]: row for row in nodes.get("nodes") or []}
+    placed = nodes.get("deployment_pods") or {}
+    out = []
+    for pod in pods.get("pods") or []:
+        if pod.get("deleting"):
+            continue
+        node = by_name.get(str(pod.get("node"))) if pod.get("node") else None
+        if node is None:
+            where = f"on node {pod['node']} (no GPU)" if pod.get("node") else "not scheduled"
+            out.append(f"pod {pod['name']} (revision {pod.get('revision')}): {where}")
+            continue
+        others = [f"{c['pod']} ({c['gpus']} GPU)" for c in node.get("consumers") or []
+                  if not c.get("ours") and c["pod"] not in placed]
+        out.append(f"pod {pod['name']} (revision {pod.get('revision')}): node {node['name']}, "
+                   f"{node.get('product')} {node.get('memory_mib')} MiB, {node.get('requested')}/"
+                   f"{node.get('allocatable')} GPUs requested; other GPU consumers: {', '.join(others) or 'none'}")
+    return out
+
+
+def diagnose_lines(history: Mapping[str, Any], pods: Mapping[str, Any], nodes: Mapping[str, Any],
+                   logs: Mapping[str, Sequence[str]], policy: Policy, container: str | None = None) -> list[str]:
+    """The whole read-only report, one string per printed line. ``logs`` maps ``pod/container`` → log lines."""
+    out = [f"step 2 — startup log: {pods.get('ready', 0)}/{pods.get('total', 0)} pods Ready, "
+           f"crash-looping: {', '.join(pods.get('crash_looping') or []) or 'none'}"]
+    seen = False
+    for pod in pods.get("pods") or []:
+        for c in pod.get("containers") or []:
+            startup = c.get("startup")
+            if not startup or (container is not None and c["name"] != container):
+                continue
+            seen = True
+            which = "previous" if startup.get("previous") else "current"
+            out.append(f"  {pod['name']}/{c['name']} ({which} log, {c.get('restarts')} restarts): "
+                       f"{startup.get('failure') or 'no failure'} — {_figures(startup.get('report'))}")
+            if startup.get("log_error"):
+                out.append(f"    log unavailable: {startup['log_error']}")
+            out += [f"    | {line}" for line in evidence_lines(logs.get(f"{pod['name']}/{c['name']}") or [])]
+    if not seen:
+        out.append("  no crashed container")
+    bad, good, why = compared_revisions(history, pods, policy, container)
+    if bad is not None and good is not None:
+        out.append(f"step 3 — what changed: revision {good.number} (good) → revision {bad.number} (bad); {why}")
+        changes = describe(revision_diff(good.template, bad.template, container))
+        out += [f"  {line}" for line in changes] or ["  templates differ only outside the compared fields"]
+    else:
+        out.append(f"step 3 — what changed: nothing to compare ({why})")
+    out.append("step 3 — GPUs:")
+    out += [f"  {line}" for line in gpu_lines(pods, nodes)] or ["  no pods"]
+    return out

@@ -1,0 +1,183 @@
+"""Runbook step 1, "restore service": roll back a crash-looping revision, or shed load when nothing was deployed.
+
+Pure: the RolloutHistory and Pods facts (plain data), the policy and the cluster time in; a
+:class:`RestoreDecision` out. The rules, in order:
+
+1. No pod of the current revision is crash-looping → nothing to do (a healthy or still-rolling Deployment).
+2. The crash is OOM *under load* (the server had come up) and the current revision is not a fresh deploy
+   (older than ``confirm.stable_for``, marked known-good, or our own load shedding) → shed load: lower
+   ``--max-num-seqs`` / ``--max-model-len`` to ``load_shedding`` and, when ``fallback`` names an HTTPRoute,
+   move ``shift_percent`` of the traffic to the fallback backend.
+3. Otherwise roll back to an earlier *known-good* revision — not merely the previous one: the newest earlier
+   revision marked known-good by ``confirm``, else one matching a ``known_good`` unit of the policy, else the
+   newest earlier revision whose template differs. The decision names the rule that chose it.
+4. Nothing earlier to roll back to → refuse with the reason (under load: shed instead).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from vllm_remedy.errors import UserError
+from vllm_remedy.kube.annotations import Keys, parse_rfc3339
+from vllm_remedy.kube.errors import RolloutError
+from vllm_remedy.kube.history import Revision
+from vllm_remedy.kube.rollout import choose_rollback, policy_pin
+from vllm_remedy.policy import Fallback, Policy, parse_flag_int
+
+NONE, ROLLBACK, SHED, REFUSE = "none", "rollback", "shed-load", "refuse"
+UNDER_LOAD = "oom_under_load"
+#: Failed restarts that count as a crash loop even while the container is briefly running again.
+RESTARTS = 2
+_REVISION_FIELDS = ("number", "replicaset", "change_cause", "template", "annotations", "created", "replicas",
+                    "current")
+
+
+@dataclass(frozen=True)
+class RestoreDecision:
+    """What step 1 does to one Deployment and why (``rule``/``detail`` say which revision rule chose it)."""
+
+    action: str
+    reason: str
+    current: int | None = None
+    revision: int | None = None
+    replicaset: str | None = None
+    template: Mapping[str, Any] = field(default_factory=dict)
+    rule: str = ""
+    detail: str = ""
+    failures: Mapping[str, int] = field(default_factory=dict)
+
+
+def revisions(history: Mapping[str, Any]) -> list[Revision]:
+    """The RolloutHistory fact's rows as ``kube.history.Revision`` objects."""
+    return [Revision(**{k: row[k] for k in _REVISION_FIELDS}) for row in history.get("revisions") or []]
+
+
+def crash_looping(c: Mapping[str, Any]) -> bool:
+    """A container row of the Pods fact that is in CrashLoopBackOff, or restarting after repeated failures.
+
+    Between back-offs a crash-looping container is briefly ``running`` again (loading the model), so
+    ``CrashLoopBackOff`` alone would make the verdict flicker with the moment of the read.
+    """
+    return bool(c.get("crash_looping") or (c.get("failed") and not c.get("ready")
+                                            and int(c.get("restarts") or 0) >= RESTARTS))
+
+
+def crash_failures(pods: Mapping[str, Any], container: str | None = None) -> dict[str, int]:
+    """Failure kind → count over crash-looping pods of the current revision (``unknown`` when no log said)."""
+    out: dict[str, int] = {}
+    for pod in pods.get("pods") or []:
+        if not pod.get("new") or pod.get("deleting"):
+            continue
+        kinds = [((c.get("startup") or {}).get("failure") or "unknown") for c in pod.get("containers") or []
+                 if (container is None or c.get("name") == container) and crash_looping(c)]
+        for kind in kinds[:1]:
+            out[kind] = out.get(kind, 0) + 1
+    return dict(sorted(out.items()))
+
+
+def _fresh_deploy(history: Mapping[str, Any], policy: Policy, keys: Keys, now: float | None) -> bool:
+    """Was the current revision deployed recently (and by someone else than our load shedding)?"""
+    row = next((r for r in history.get("revisions") or [] if r.get("number") == history.get("current_revision")), None)
+    if row is None:
+        return False
+    notes = row.get("annotations") or {}
+    if row.get("known_good") or notes.get(keys.last_action) == SHED:
+        return False
+    if now is None or not row.get("created"):
+        return True
+    try:
+        created = parse_rfc3339(str(row["created"]), f"replicaset {row.get('replicaset')} creationTimestamp")
+    except UserError:
+        return True
+    return now - created < policy.confirm.stable_for.total_seconds()
+
+
+def decide_restore(history: Mapping[str, Any], pods: Mapping[str, Any], policy: Policy, *,
+                   container: str | None = None, now: float | None = None) -> RestoreDecision:
+    """Step 1's decision for one Deployment (see the module docstring for the rules)."""
+    keys = Keys(policy.annotation_prefix)
+    current = history.get("current_revision")
+    failures = crash_failures(pods, container)
+    if not failures:
+        return RestoreDecision(NONE, f"revision {current}: no pod is crash-looping", current=current)
+    seen = ", ".join(f"{n} pod(s) {k}" for k, n in failures.items())
+    under_load = set(failures) == {UNDER_LOAD}
+    if under_load and not _fresh_deploy(history, policy, keys, now):
+        return RestoreDecision(SHED, f"revision {current} crash-loops with OOM under load ({seen}) and nothing was "
+                               "deployed recently: shed load", current=current, failures=failures)
+    try:
+        choice = choose_rollback(revisions(history), int(current or 0), keys=keys,
+                                 pinned=policy_pin(policy.known_good, container))
+    except RolloutError as exc:
+        if under_load:
+            return RestoreDecision(SHED, f"revision {current} crash-loops with OOM under load ({seen}) and {exc}: "
+                                   "shed load", current=current, failures=failures)
+        return RestoreDecision(REFUSE, f"revision {current} crash-loops ({seen}) and {exc}", current=current,
+                               failures=failures)
+    rev = choice.revision
+    return RestoreDecision(ROLLBACK, f"revision {current} crash-loops ({seen}); roll back to revision {rev.number} "
+                           f"({choice.rule}: {choice.detail})", current=current, revision=rev.number,
+                           replicaset=rev.replicaset, template=rev.template, rule=choice.rule, detail=choice.detail,
+                           failures=failures)
+
+
+def shed_flags(flags: Mapping[str, str], policy: Policy) -> dict[str, str]:
+    """The policy's step-1 shedding flags (max-num-seqs, max-model-len) that would *lower* what runs now."""
+    out: dict[str, str] = {}
+    shed = policy.load_shedding
+    for flag, value in (("max-num-seqs", shed.max_num_seqs), ("max-model-len", shed.max_model_len)):
+        if value is None:
+            continue
+        running = parse_flag_int(flags[flag]) if flag in flags else None
+        if running is None or running > value:
+            out[flag] = str(value)
+    return out
+
+
+def _is(ref: Mapping[str, Any], backend: Any, route_namespace: str) -> bool:
+    return (ref.get("name") == backend.name and (ref.get("kind") or "Service") == backend.kind
+            and (ref.get("group") or "") == backend.group
+            and (ref.get("namespace") or route_namespace) == (backend.namespace or route_namespace))
+
+
+def _ref(backend: Any) -> dict[str, Any]:
+    ref: dict[str, Any] = {"name": backend.name}
+    if backend.kind != "Service" or backend.group:
+        ref.update({"group": backend.group, "kind": backend.kind})
+    if backend.namespace:
+        ref["namespace"] = backend.namespace
+    if backend.port:
+        ref["port"] = backend.port
+    return ref
+
+
+def shifted_route(route: Mapping[str, Any], fallback: Fallback) -> dict[str, Any]:
+    """The HTTPRoute with ``shift_percent`` of each rule that serves the primary moved to the fallback backend.
+
+    UserError when no rule of the route sends traffic to the primary backend (the policy names the wrong route).
+    """
+    new = copy.deepcopy(dict(route))
+    namespace = (route.get("metadata") or {}).get("namespace") or fallback.route.namespace
+    share = fallback.shift_percent
+    touched = False
+    for rule in (new.get("spec") or {}).get("rules") or []:
+        refs = rule.setdefault("backendRefs", [])
+        primary = [r for r in refs if _is(r, fallback.primary, namespace)]
+        if not primary:
+            continue
+        touched = True
+        for ref in primary:
+            ref["weight"] = 100 - share
+        backups = [r for r in refs if _is(r, fallback.fallback, namespace)]
+        if not backups:
+            refs.append({**_ref(fallback.fallback), "weight": share})
+        for ref in backups:
+            ref["weight"] = share
+    if not touched:
+        raise UserError(f"policy fallback.primary: HTTPRoute {namespace}/{fallback.route.name} has no rule sending "
+                        f"traffic to backend {fallback.primary.name}")
+    return new
