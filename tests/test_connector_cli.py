@@ -76,6 +76,8 @@ def test_unknown_host_form_is_one_line_and_exit_1(rehearsal: Rehearsal) -> None:
 
 def test_bad_hosts_each_get_one_line_and_the_good_one_its_answer(rehearsal: Rehearsal) -> None:
     rehearsal.client().request("POST", "/apis/apps/v1/namespaces/llm/deployments", body=nginx())
+    # Let the controllers settle first: a rollout still writing status would move resourceVersions.
+    assert rehearsal.cluster.wait_for(lambda: rehearsal.cluster.rolled_out("llm", "gateway"), timeout=20)
     before = snapshot(rehearsal)
     inv = write_inventory(rehearsal.tmp, (
         f'hosts = ["{HOST}", "@k8s/nope/llm/llama-8b", "@k8s/rehearsal/llm/missing", '

@@ -198,7 +198,8 @@ def test_verbs_answer_with_json_lines(rehearsal: Rehearsal) -> None:
     assert (doc["container"], doc["annotation_prefix"], len(doc["replicasets"])) == ("vllm", "vllm-remedy.io/", 3)
     pod = rehearsal.client().list_pods("llm", "app=llama-8b")[0]["metadata"]["name"]
     ok, out = host.run_shell_command(f"k8s-logs {pod} vllm --tail 1")
-    assert ok and json.loads(out.stdout) == {"pod": pod, "container": "vllm", "previous": False, "text": "ready\n"}
+    assert ok and json.loads(out.stdout) == {"pod": pod, "container": "vllm", "previous": False,
+                                             "text": "INFO:     Application startup complete.\n"}
 
 
 @pytest.mark.parametrize(("command", "error"), [

@@ -22,6 +22,7 @@ from vllm_remedy.sim.controllers.replicaset import ReplicaSetController
 from vllm_remedy.sim.controllers.scheduler import Scheduler
 from vllm_remedy.sim.runtime import PlainRuntime, Runtime
 from vllm_remedy.sim.store import ApiError, Event, Store, not_found
+from vllm_remedy.sim.vllm_pod.runtime import VllmRuntime
 
 Obj = dict[str, Any]
 
@@ -29,8 +30,10 @@ Obj = dict[str, Any]
 class Cluster:
     """A named cluster: ``store`` (objects), ``clock`` (simulated time), controllers, runtime.
 
-    ``runtime`` decides what containers do (``PlainRuntime`` unless given; the vLLM simulator or a
-    ``RuntimeChooser`` plug in here). Environment knobs that no Kubernetes object carries — GPU memory
+    ``runtime`` decides what containers do: unless given, vLLM containers run the vLLM simulator (they
+    start or crash as the memory model predicts, in their version's log format) and every other
+    container the ``PlainRuntime``. Tests that need bare containers pass ``runtime=PlainRuntime()``.
+    Environment knobs that no Kubernetes object carries — GPU memory
     held by processes outside Kubernetes, offered load — live in ``node_gpu_used_mib`` and ``load``.
     """
 
@@ -41,7 +44,7 @@ class Cluster:
         self.name = name
         self.clock = clock or (store.clock if store is not None else Clock(speed=speed))
         self.store = store or Store(clock=self.clock, name=name)
-        self.runtime: Runtime = runtime or PlainRuntime()
+        self.runtime: Runtime = runtime or VllmRuntime(self.clock, self.store, fallback=PlainRuntime())
         self.node_gpu_used_mib: dict[str, int] = {}
         self.load: dict[tuple[str, str], float] = {}  # (namespace, deployment) → concurrent requests
         self._lock = threading.Lock()
