@@ -19,7 +19,8 @@ PATHS = ["/apis/apps/v1/namespaces/llm/deployments", "/api/v1/namespaces/llm/pod
          "/apis/apps/v1/namespaces/llm/deployments/x/scale", "/api/v1/namespaces/llm/pods/p/log",
          "/api/v1/namespaces/llm/configmaps", "/api/v1/nodes/n", "/api/v1/namespaces/llm/events",
          "/apis/gateway.networking.k8s.io/v1/namespaces/llm/httproutes/r"]
-TYPES = ["application/json", "application/json-patch+json", "application/merge-patch+json",
+TYPES = ["application/json", "application/vnd.kubernetes.protobuf",
+         "application/json-patch+json", "application/merge-patch+json",
          "application/strategic-merge-patch+json", "application/apply-patch+yaml", "text/plain"]
 JSONISH = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=8),
                        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner,
@@ -53,7 +54,8 @@ def _store_still_readable() -> None:
 @given(method=st.sampled_from(["POST", "PUT", "PATCH", "DELETE"]), path=st.sampled_from(PATHS),
        ctype=st.sampled_from(TYPES), body=st.one_of(JSONISH.map(lambda v: json.dumps(v).encode()),
                                                     OBJECTS.map(lambda v: json.dumps(v).encode()),
-                                                    st.binary(max_size=64)),
+                                                    st.binary(max_size=64),
+                                                    st.binary(max_size=64).map(lambda b: b"k8s\x00" + b)),
        query=st.sampled_from(["", "dryRun=All", "fieldManager=f", "fieldManager=f&force=true", "dryRun=x"]))
 def test_any_write_body_is_a_4xx_status(method, path, ctype, body, query):
     q = dict(p.split("=") for p in query.split("&")) if query else {}
@@ -75,3 +77,16 @@ def test_any_selector_is_a_200_or_400(labels, fields):
                                       "proxy", "status", "scale", "watch", "", "..", "%00"]), max_size=7))
 def test_any_path_is_answered(path):
     _check(handle(CTX, Request("GET", "/" + "/".join(path), {"timeoutSeconds": "0"})))
+
+
+@settings(max_examples=300, deadline=None)
+@given(kind=st.sampled_from([("v1", "Pod"), ("v1", "ConfigMap"), ("apps/v1", "Deployment"), ("v1", "Namespace")]),
+       payload=st.binary(max_size=80))
+def test_any_protobuf_payload_decodes_or_is_rejected(kind, payload):
+    from vllm_remedy.sim.api.openapi import _field  # the same wire encoder kubectl's bytes follow
+
+    body = b"k8s\x00" + _field(1, _field(1, kind[0]) + _field(2, kind[1])) + _field(2, payload)
+    path = {"Pod": "/api/v1/namespaces/llm/pods", "ConfigMap": "/api/v1/namespaces/llm/configmaps",
+            "Deployment": "/apis/apps/v1/namespaces/llm/deployments", "Namespace": "/api/v1/namespaces"}[kind[1]]
+    _check(handle(CTX, Request("POST", path, {"dryRun": "All"},
+                               {"content-type": "application/vnd.kubernetes.protobuf"}, body)))

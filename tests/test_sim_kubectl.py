@@ -83,14 +83,16 @@ def test_patch_of_each_type(runbook_sim):
          '{"metadata":{"annotations":{"vllm-remedy.io/reason":"rehearsal"}}}'))
     assert store.get("deployments.apps", "llm", "llama-8b")["metadata"]["annotations"]["vllm-remedy.io/reason"] == \
         "rehearsal"
-    rv = store.get("deployments.apps", "llm", "llama-8b")["metadata"]["resourceVersion"]
+    # generation, not resourceVersion: the live controllers keep writing status (and so the resourceVersion)
+    generation = store.get("deployments.apps", "llm", "llama-8b")["metadata"]["generation"]
     failed = k(V, "-n", "llm", "patch", "deploy", "llama-8b", "--type", "json", "-p",
-               json.dumps([{"op": "test", "path": "/metadata/resourceVersion", "value": "1"},
+               json.dumps([{"op": "test", "path": "/metadata/generation", "value": generation - 1},
                            {"op": "replace", "path": "/spec/replicas", "value": 1}]))
     assert failed.returncode == 1
-    assert "testing value /metadata/resourceVersion failed" in failed.stderr
+    assert failed.stderr.strip() == \
+        "The request is invalid: patch: testing value /metadata/generation failed: test failed"
     ok(k(V, "-n", "llm", "patch", "deploy", "llama-8b", "--type", "json", "-p",
-         json.dumps([{"op": "test", "path": "/metadata/resourceVersion", "value": rv},
+         json.dumps([{"op": "test", "path": "/metadata/generation", "value": generation},
                      {"op": "replace", "path": "/spec/replicas", "value": 1}])))
     assert store.get("deployments.apps", "llm", "llama-8b")["spec"]["replicas"] == 1
 
@@ -201,3 +203,25 @@ def test_read_only_role_can_check_drift_but_not_write(tmp_path):
             "deployment.apps/llama-8b scaled"
     finally:
         s.server.stop()
+
+
+def test_typed_client_creates_send_protobuf_and_work(live_sim):
+    k = live_sim.kubectl
+    store = live_sim.clusters["a"].store
+    assert ok(k(V, "-n", "llm", "create", "deployment", "web", "--image=nginx:1.27", "--replicas=0",
+                "--port=80")).strip() == "deployment.apps/web created"
+    web = store.get("deployments.apps", "llm", "web")
+    container = web["spec"]["template"]["spec"]["containers"][0]
+    assert (web["spec"]["replicas"], web["spec"]["selector"], container["image"], container["ports"]) == (
+        0, {"matchLabels": {"app": "web"}}, "nginx:1.27", [{"containerPort": 80, "protocol": "TCP"}])
+    assert "stdin" not in container and "generation" not in web["spec"]["template"]["metadata"]
+    ok(k(V, "-n", "llm", "create", "configmap", "policy", "--from-literal=max-model-len=16384"))
+    assert store.get("configmaps", "llm", "policy")["data"] == {"max-model-len": "16384"}
+    assert ok(k(V, "create", "namespace", "staging")).strip() == "namespace/staging created"
+    out = ok(k(V, "-n", "llm", "debug", "node/gpu-1", "--image=nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04",
+               "--", "nvidia-smi"))
+    assert "Creating debugging pod node-debugger-gpu-1-" in out
+    (debugger,) = [p for p in store.list("pods", "llm")[0] if p["metadata"]["name"].startswith("node-debugger")]
+    container = debugger["spec"]["containers"][0]
+    assert (debugger["spec"]["nodeName"], debugger["spec"]["hostPID"], container.get("command", []) +
+            container.get("args", [])) == ("gpu-1", True, ["nvidia-smi"])

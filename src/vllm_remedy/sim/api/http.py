@@ -59,6 +59,14 @@ class Request:
 
     def json_body(self, *, yaml_ok: bool = False) -> Any:
         """Decode the body; malformed input is a 400 with the decoder's reason, never a 500."""
+        if self.content_type == "application/vnd.kubernetes.protobuf":
+            from vllm_remedy.sim.api.protobuf import decode  # typed clients: kubectl create deployment, debug
+
+            return decode(self.body)
+        if "protobuf" in self.content_type or "cbor" in self.content_type:
+            raise ApiError(415, "UnsupportedMediaType",
+                           f"the body of the request was in an unknown format ({self.content_type}) - accepted "
+                           "media types include: application/json, application/yaml")
         if not self.body.strip():
             raise ApiError(400, "BadRequest", "the request body is empty")
         try:

@@ -1,0 +1,147 @@
+"""Protobuf field tables for the kinds typed clients create (generated, do not edit by hand).
+
+Derived from the wire definitions in k8s.io/api ``core/v1`` and ``apps/v1`` and k8s.io/apimachinery
+``meta/v1`` ``generated.proto`` (field names, numbers and types are the protocol, not code). One message
+per line: ``Message:field=<number><type>[*]`` where type is s(tring) i(nt) b(ool) y(bytes) d(ouble)
+f(loat), a message name, or ``{<type>`` for map<string, type>; ``*`` marks repeated. Lines starting with
+two spaces continue the previous message. Messages left out (statuses, cloud volume sources) make a
+request that uses them a 415, never a silent drop.
+"""
+
+TABLE = """
+Deployment:metadata=1ObjectMeta,spec=2DeploymentSpec,status=3DeploymentStatus
+ObjectMeta:name=1s,generateName=2s,namespace=3s,selfLink=4s,uid=5s,resourceVersion=6s,generation=7i,
+  creationTimestamp=8Time,deletionTimestamp=9Time,deletionGracePeriodSeconds=10i,labels=11{s,annotations=12{s,
+  ownerReferences=13OwnerReference*,finalizers=14s*,managedFields=17ManagedFieldsEntry*
+Time:seconds=1i,nanos=2i
+OwnerReference:apiVersion=5s,kind=1s,name=3s,uid=4s,controller=6b,blockOwnerDeletion=7b
+DeploymentSpec:replicas=1i,selector=2LabelSelector,template=3PodTemplateSpec,strategy=4DeploymentStrategy,
+  minReadySeconds=5i,revisionHistoryLimit=6i,paused=7b,progressDeadlineSeconds=9i
+LabelSelector:matchLabels=1{s,matchExpressions=2LabelSelectorRequirement*
+LabelSelectorRequirement:key=1s,operator=2s,values=3s*
+PodTemplateSpec:metadata=1ObjectMeta,spec=2PodSpec
+PodSpec:volumes=1Volume*,initContainers=20Container*,containers=2Container*,
+  ephemeralContainers=34EphemeralContainer*,restartPolicy=3s,terminationGracePeriodSeconds=4i,
+  activeDeadlineSeconds=5i,dnsPolicy=6s,nodeSelector=7{s,serviceAccountName=8s,serviceAccount=9s,
+  automountServiceAccountToken=21b,nodeName=10s,hostNetwork=11b,hostPID=12b,hostIPC=13b,
+  shareProcessNamespace=27b,securityContext=14PodSecurityContext,imagePullSecrets=15LocalObjectReference*,
+  hostname=16s,subdomain=17s,affinity=18Affinity,schedulerName=19s,tolerations=22Toleration*,
+  hostAliases=23HostAlias*,priorityClassName=24s,priority=25i,dnsConfig=26PodDNSConfig,
+  readinessGates=28PodReadinessGate*,runtimeClassName=29s,enableServiceLinks=30b,preemptionPolicy=31s,
+  overhead=32{Quantity,topologySpreadConstraints=33TopologySpreadConstraint*,setHostnameAsFQDN=35b,os=36PodOS,
+  hostUsers=37b,schedulingGates=38PodSchedulingGate*,resourceClaims=39PodResourceClaim*,
+  resources=40ResourceRequirements,hostnameOverride=41s,schedulingGroup=43PodSchedulingGroup,
+  evictionResponders=44EvictionResponder*
+Volume:name=1s,volumeSource=2VolumeSource
+VolumeSource:hostPath=1HostPathVolumeSource,emptyDir=2EmptyDirVolumeSource,
+  gcePersistentDisk=3GCEPersistentDiskVolumeSource,awsElasticBlockStore=4AWSElasticBlockStoreVolumeSource,
+  gitRepo=5GitRepoVolumeSource,secret=6SecretVolumeSource,nfs=7NFSVolumeSource,iscsi=8ISCSIVolumeSource,
+  glusterfs=9GlusterfsVolumeSource,persistentVolumeClaim=10PersistentVolumeClaimVolumeSource,
+  rbd=11RBDVolumeSource,flexVolume=12FlexVolumeSource,cinder=13CinderVolumeSource,cephfs=14CephFSVolumeSource,
+  flocker=15FlockerVolumeSource,downwardAPI=16DownwardAPIVolumeSource,fc=17FCVolumeSource,
+  azureFile=18AzureFileVolumeSource,configMap=19ConfigMapVolumeSource,
+  vsphereVolume=20VsphereVirtualDiskVolumeSource,quobyte=21QuobyteVolumeSource,
+  azureDisk=22AzureDiskVolumeSource,photonPersistentDisk=23PhotonPersistentDiskVolumeSource,
+  projected=26ProjectedVolumeSource,portworxVolume=24PortworxVolumeSource,scaleIO=25ScaleIOVolumeSource,
+  storageos=27StorageOSVolumeSource,csi=28CSIVolumeSource,ephemeral=29EphemeralVolumeSource,
+  image=30ImageVolumeSource
+HostPathVolumeSource:path=1s,type=2s
+EmptyDirVolumeSource:medium=1s,sizeLimit=2Quantity,mode=3i
+Quantity:string=1s
+SecretVolumeSource:secretName=1s,items=2KeyToPath*,defaultMode=3i,optional=4b,defaultUser=5i
+KeyToPath:key=1s,path=2s,mode=3i,user=4i
+PersistentVolumeClaimVolumeSource:claimName=1s,readOnly=2b
+DownwardAPIVolumeSource:items=1DownwardAPIVolumeFile*,defaultMode=2i,defaultUser=3i
+DownwardAPIVolumeFile:path=1s,fieldRef=2ObjectFieldSelector,resourceFieldRef=3ResourceFieldSelector,mode=4i,
+  user=5i
+ObjectFieldSelector:apiVersion=1s,fieldPath=2s
+ResourceFieldSelector:containerName=1s,resource=2s,divisor=3Quantity
+ConfigMapVolumeSource:localObjectReference=1LocalObjectReference,items=2KeyToPath*,defaultMode=3i,optional=4b,
+  defaultUser=5i
+LocalObjectReference:name=1s
+ProjectedVolumeSource:sources=1VolumeProjection*,defaultMode=2i,defaultUser=3i
+VolumeProjection:secret=1SecretProjection,downwardAPI=2DownwardAPIProjection,configMap=3ConfigMapProjection,
+  serviceAccountToken=4ServiceAccountTokenProjection,clusterTrustBundle=5ClusterTrustBundleProjection,
+  podCertificate=6PodCertificateProjection
+SecretProjection:localObjectReference=1LocalObjectReference,items=2KeyToPath*,optional=4b
+DownwardAPIProjection:items=1DownwardAPIVolumeFile*
+ConfigMapProjection:localObjectReference=1LocalObjectReference,items=2KeyToPath*,optional=4b
+ServiceAccountTokenProjection:audience=1s,expirationSeconds=2i,path=3s,user=4i
+Container:name=1s,image=2s,command=3s*,args=4s*,workingDir=5s,ports=6ContainerPort*,envFrom=19EnvFromSource*,
+  env=7EnvVar*,resources=8ResourceRequirements,resizePolicy=23ContainerResizePolicy*,restartPolicy=24s,
+  restartPolicyRules=25ContainerRestartRule*,volumeMounts=9VolumeMount*,volumeDevices=21VolumeDevice*,
+  livenessProbe=10Probe,readinessProbe=11Probe,startupProbe=22Probe,lifecycle=12Lifecycle,
+  terminationMessagePath=13s,terminationMessagePolicy=20s,imagePullPolicy=14s,securityContext=15SecurityContext,
+  stdin=16b,stdinOnce=17b,tty=18b
+ContainerPort:name=1s,hostPort=2i,containerPort=3i,protocol=4s,hostIP=5s
+EnvFromSource:prefix=1s,configMapRef=2ConfigMapEnvSource,secretRef=3SecretEnvSource
+ConfigMapEnvSource:localObjectReference=1LocalObjectReference,optional=2b
+SecretEnvSource:localObjectReference=1LocalObjectReference,optional=2b
+EnvVar:name=1s,value=2s,valueFrom=3EnvVarSource
+EnvVarSource:fieldRef=1ObjectFieldSelector,resourceFieldRef=2ResourceFieldSelector,
+  configMapKeyRef=3ConfigMapKeySelector,secretKeyRef=4SecretKeySelector,fileKeyRef=5FileKeySelector
+ConfigMapKeySelector:localObjectReference=1LocalObjectReference,key=2s,optional=3b
+SecretKeySelector:localObjectReference=1LocalObjectReference,key=2s,optional=3b
+ResourceRequirements:limits=1{Quantity,requests=2{Quantity,claims=3ResourceClaim*
+VolumeMount:name=1s,readOnly=2b,recursiveReadOnly=7s,mountPath=3s,subPath=4s,mountPropagation=5s,subPathExpr=6s,
+  bindMountOptions=8s*
+VolumeDevice:name=1s,devicePath=2s
+Probe:handler=1ProbeHandler,initialDelaySeconds=2i,timeoutSeconds=3i,periodSeconds=4i,successThreshold=5i,
+  failureThreshold=6i,terminationGracePeriodSeconds=7i
+ProbeHandler:exec=1ExecAction,httpGet=2HTTPGetAction,tcpSocket=3TCPSocketAction,grpc=4GRPCAction
+ExecAction:command=1s*
+HTTPGetAction:path=1s,port=2IntOrString,host=3s,scheme=4s,httpHeaders=5HTTPHeader*,protocol=6s
+IntOrString:type=1i,intVal=2i,strVal=3s
+HTTPHeader:name=1s,value=2s
+TCPSocketAction:port=1IntOrString,host=2s
+Lifecycle:postStart=1LifecycleHandler,preStop=2LifecycleHandler,stopSignal=3s
+LifecycleHandler:exec=1ExecAction,httpGet=2HTTPGetAction,tcpSocket=3TCPSocketAction,sleep=4SleepAction
+SleepAction:seconds=1i
+SecurityContext:capabilities=1Capabilities,privileged=2b,seLinuxOptions=3SELinuxOptions,
+  windowsOptions=10WindowsSecurityContextOptions,runAsUser=4i,runAsGroup=8i,runAsNonRoot=5b,
+  readOnlyRootFilesystem=6b,allowPrivilegeEscalation=7b,procMount=9s,seccompProfile=11SeccompProfile,
+  appArmorProfile=12AppArmorProfile
+Capabilities:add=1s*,drop=2s*
+EphemeralContainer:ephemeralContainerCommon=1EphemeralContainerCommon,targetContainerName=2s
+EphemeralContainerCommon:name=1s,image=2s,command=3s*,args=4s*,workingDir=5s,ports=6ContainerPort*,
+  envFrom=19EnvFromSource*,env=7EnvVar*,resources=8ResourceRequirements,resizePolicy=23ContainerResizePolicy*,
+  restartPolicy=24s,restartPolicyRules=25ContainerRestartRule*,volumeMounts=9VolumeMount*,
+  volumeDevices=21VolumeDevice*,livenessProbe=10Probe,readinessProbe=11Probe,startupProbe=22Probe,
+  lifecycle=12Lifecycle,terminationMessagePath=13s,terminationMessagePolicy=20s,imagePullPolicy=14s,
+  securityContext=15SecurityContext,stdin=16b,stdinOnce=17b,tty=18b
+PodSecurityContext:seLinuxOptions=1SELinuxOptions,windowsOptions=8WindowsSecurityContextOptions,runAsUser=2i,
+  runAsGroup=6i,runAsNonRoot=3b,supplementalGroups=4i*,supplementalGroupsPolicy=12s,fsGroup=5i,sysctls=7Sysctl*,
+  fsGroupChangePolicy=9s,seccompProfile=10SeccompProfile,appArmorProfile=11AppArmorProfile,
+  seLinuxChangePolicy=13s
+Sysctl:name=1s,value=2s
+Affinity:nodeAffinity=1NodeAffinity,podAffinity=2PodAffinity,podAntiAffinity=3PodAntiAffinity
+NodeAffinity:requiredDuringSchedulingIgnoredDuringExecution=1NodeSelector,
+  preferredDuringSchedulingIgnoredDuringExecution=2PreferredSchedulingTerm*
+NodeSelector:nodeSelectorTerms=1NodeSelectorTerm*
+NodeSelectorTerm:matchExpressions=1NodeSelectorRequirement*,matchFields=2NodeSelectorRequirement*
+NodeSelectorRequirement:key=1s,operator=2s,values=3s*
+PreferredSchedulingTerm:weight=1i,preference=2NodeSelectorTerm
+PodAffinity:requiredDuringSchedulingIgnoredDuringExecution=1PodAffinityTerm*,
+  preferredDuringSchedulingIgnoredDuringExecution=2WeightedPodAffinityTerm*
+PodAffinityTerm:labelSelector=1LabelSelector,namespaces=2s*,topologyKey=3s,namespaceSelector=4LabelSelector,
+  matchLabelKeys=5s*,mismatchLabelKeys=6s*
+WeightedPodAffinityTerm:weight=1i,podAffinityTerm=2PodAffinityTerm
+PodAntiAffinity:requiredDuringSchedulingIgnoredDuringExecution=1PodAffinityTerm*,
+  preferredDuringSchedulingIgnoredDuringExecution=2WeightedPodAffinityTerm*
+Toleration:key=1s,operator=2s,value=3s,effect=4s,tolerationSeconds=5i
+HostAlias:ip=1s,hostnames=2s*
+PodDNSConfig:nameservers=1s*,searches=2s*,options=3PodDNSConfigOption*
+PodDNSConfigOption:name=1s,value=2s
+PodReadinessGate:conditionType=1s
+TopologySpreadConstraint:maxSkew=1i,topologyKey=2s,whenUnsatisfiable=3s,labelSelector=4LabelSelector,
+  minDomains=5i,nodeAffinityPolicy=6s,nodeTaintsPolicy=7s,matchLabelKeys=8s*
+PodOS:name=1s
+DeploymentStrategy:type=1s,rollingUpdate=2RollingUpdateDeployment
+RollingUpdateDeployment:maxUnavailable=1IntOrString,maxSurge=2IntOrString
+ReplicaSet:metadata=1ObjectMeta,spec=2ReplicaSetSpec,status=3ReplicaSetStatus
+ReplicaSetSpec:replicas=1i,minReadySeconds=4i,selector=2LabelSelector,template=3PodTemplateSpec
+Pod:metadata=1ObjectMeta,spec=2PodSpec,status=3PodStatus
+ConfigMap:metadata=1ObjectMeta,immutable=4b,data=2{s,binaryData=3{y
+Namespace:metadata=1ObjectMeta,spec=2NamespaceSpec,status=3NamespaceStatus
+NamespaceSpec:finalizers=1s*
+"""
