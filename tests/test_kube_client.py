@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import time
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,10 @@ from vllm_remedy.errors import UserError
 from vllm_remedy.kube.client import KubeClient, RetryPolicy
 from vllm_remedy.kube.config import merge_kubeconfigs, resolve_paths
 from vllm_remedy.kube.errors import ConflictError, KubeError, NotFoundError
+from vllm_remedy.sim import kubeconfig as sim_kubeconfig
+from vllm_remedy.sim.clock import Clock
+from vllm_remedy.sim.cluster import Cluster
+from vllm_remedy.sim.server import SimServer
 
 DEPLOY = {"apiVersion": "apps/v1", "kind": "Deployment",
           "metadata": {"name": "llama-8b", "namespace": "llm", "uid": "u-1", "generation": 1},
@@ -187,3 +192,21 @@ def test_default_kubeconfig_under_home(tmp_path: Path) -> None:
     assert client.context == "prod"
     assert client.source == f"kubeconfig {cfg}"
     assert client.api.configuration.host == "https://x/prod"
+
+
+def test_server_time_is_the_clusters_clock_from_the_date_header(tmp_path: Path) -> None:
+    """The rehearsal cluster's clock starts in 2020 here; the client must read that, not the wall clock."""
+    start = 1_577_836_800.0  # 2020-01-01T00:00:00Z
+    cluster = Cluster("past", clock=Clock(speed=60, start=start))
+    server = SimServer([cluster])
+    server.start()
+    try:
+        path = tmp_path / "kubeconfig"
+        sim_kubeconfig.write(path, server.url, ["past"])
+        client = KubeClient.for_context("past", str(path))
+        first = client.server_time()
+        assert start <= first < start + 600
+        time.sleep(1.1)
+        assert client.server_time() >= first + 30  # 60x: a real second is a simulated minute
+    finally:
+        server.stop()

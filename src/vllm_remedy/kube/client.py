@@ -14,6 +14,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import quote
 
@@ -156,6 +157,28 @@ class KubeClient:
         except ApiException as exc:  # pragma: no cover
             return int(exc.status or 0), exc.headers or {}, (exc.body or "").encode() if isinstance(
                 exc.body, str) else (exc.body or b"")
+
+    def server_time(self) -> float:
+        """The cluster's clock (epoch seconds) from the API server's ``Date`` header.
+
+        Durations the runbook measures ("Ready and stable for 30 minutes", toggle expiry) are in the
+        cluster's time, not ours: a real cluster agrees with the wall clock, the rehearsal cluster runs
+        compressed. Falls back to the local clock when the server sends no Date.
+        """
+        for attempt in range(1, self.retry.attempts + 1):
+            try:
+                status, headers, _ = self._send("GET", "/version", [], None, "application/json", None)
+            except _NO_ANSWER as exc:
+                if attempt == self.retry.attempts:
+                    raise KubeError(f"{self.context}: GET /version: no answer: {exc}") from exc
+                self._sleep(self.retry.delay(attempt))
+                continue
+            date = headers.get("Date") if status < 500 else None
+            if date:
+                return parsedate_to_datetime(date).timestamp()
+            if status < 500:
+                break
+        return time.time()
 
     @staticmethod
     def _error(status: int, data: bytes, where: str, attempts: int) -> KubeError:

@@ -54,6 +54,19 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("%s " + format, self.address_string(), *args)
 
+    def date_time_string(self, timestamp: float | None = None) -> str:
+        """The ``Date`` header in the addressed cluster's simulated time.
+
+        Clients measure the runbook's durations ("Ready for 30 minutes", toggle expiry) on the cluster's
+        clock; this header is how a client outside the process learns it (``KubeClient.server_time``).
+        """
+        if timestamp is None:
+            name = self.path.split("/")[2] if self.path.startswith("/clusters/") else None
+            ctx = self.server.sim.contexts.get(name) if name else None
+            if ctx is not None:
+                timestamp = ctx.cluster.clock.now()
+        return super().date_time_string(timestamp)
+
     def do_GET(self) -> None:
         self._serve()
 
