@@ -18,6 +18,7 @@ from vllm_remedy.facts.deployment import Deployment
 from vllm_remedy.facts.history import RolloutHistory
 from vllm_remedy.facts.pods import Pods
 from vllm_remedy.kube.actions import read_rollout
+from vllm_remedy.kube.annotations import parse_rfc3339
 from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.kube.history import HASH_LABEL
 from vllm_remedy.kube.rollout import plan_undo
@@ -54,8 +55,16 @@ def wait_rollout(state: Any, host: Any, timeout: float, label: str) -> bool:
     """FunctionCommand body: wait (cluster time) until rolled out and Ready; fail fast with the classified log."""
     try:
         ctx = k8s_host(host)
-        result = wait_for_rollout(ctx.client, ctx.namespace, ctx.deployment, timeout=timeout,
-                                  clock=ClusterClock(ctx.client), interval=2.0)
+        clock = ClusterClock(ctx.client)
+        start = clock.now()
+        while True:
+            result = wait_for_rollout(ctx.client, ctx.namespace, ctx.deployment, timeout=timeout,
+                                      clock=clock, interval=2.0)
+            if result.outcome != "progress-deadline" or not _stale_deadline(ctx, start):
+                break
+            timeout -= max(result.elapsed, 2.0)  # the bad revision's deadline, not ours: keep waiting
+            clock.sleep(2.0)
+        result.elapsed = clock.now() - start
     except UserError as exc:
         note(host, f"{label}: {exc}", error=True)
         return False
@@ -67,6 +76,22 @@ def wait_rollout(state: Any, host: Any, timeout: float, label: str) -> bool:
     if crash is not None and crash.log:
         for line in evidence_lines(crash.log)[-10:]:
             note(host, f"  {line}", error=True)
+    return False
+
+
+def _stale_deadline(ctx: K8sHost, start: float) -> bool:
+    """Is the ProgressDeadlineExceeded condition the crash-looping revision's, from before our rollback?
+
+    The controller only replaces the Progressing condition once the restored ReplicaSet makes progress;
+    until then the status still says the *previous* rollout timed out.
+    """
+    status = ctx.client.get_deployment(ctx.namespace, ctx.deployment).get("status") or {}
+    for cond in status.get("conditions") or []:
+        if cond.get("type") == "Progressing" and cond.get("reason") == "ProgressDeadlineExceeded":
+            try:
+                return parse_rfc3339(str(cond.get("lastUpdateTime")), "condition") < start - 1.0
+            except UserError:
+                return False
     return False
 
 

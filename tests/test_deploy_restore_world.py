@@ -1,0 +1,144 @@
+"""The runbook incident on the rehearsal cluster, shared by the deploy tests (no tests of its own).
+
+Revision 3 of the seed is the good one (vLLM 0.8.5, --max-model-len 16384 on NVIDIA-L40S). The incident
+adds revision 4: --max-model-len dropped (the model default, 131072) and the nodeSelector moved to the
+24 GB NVIDIA-L4 pool with the toleration its taint needs. The vLLM simulator then crash-loops it with
+vLLM's own "max seq len ... larger than the available KV cache memory" error. The strategy is Recreate
+so, as in the runbook, every pod is down and the rollback has to start pods from scratch.
+"""
+
+from __future__ import annotations
+
+import time
+from email.utils import formatdate
+from pathlib import Path
+from typing import Any
+
+from pyinfra_fixtures import ROOT, Rehearsal, inventory, plain
+from vllm_remedy.sim.vllm_pod import VllmRuntime, install
+
+NS, NAME = "llm", "llama-8b"
+HOST = "@k8s/rehearsal/llm/llama-8b"
+RESTORE = str(ROOT / "deploys" / "restore.py")
+DIAGNOSE = str(ROOT / "deploys" / "diagnose.py")
+CONFIRM = str(ROOT / "deploys" / "confirm.py")
+LOCAL = inventory("local")
+BAD_ARGS = ["meta-llama/Llama-3.1-8B-Instruct", "--gpu-memory-utilization", "0.90", "--max-num-seqs", "64"]
+L4_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+
+
+def vllm_runtime(rehearsal: Rehearsal) -> None:
+    """Run vLLM containers with the vLLM simulator (memory model, real log formats, crash loops), and
+    answer with the cluster's clock in the ``Date`` header (see :func:`cluster_dates`)."""
+    for cluster in rehearsal.clusters.values():
+        if not isinstance(cluster.runtime, VllmRuntime):
+            install(cluster)
+    cluster_dates(rehearsal)
+
+
+def cluster_dates(rehearsal: Rehearsal) -> None:
+    """Make the rehearsal server's ``Date`` header the simulated clock, as a real API server's is its own.
+
+    ``KubeClient.server_time()`` (and every duration the deploys measure) reads that header; the sim's
+    HTTP handler still sends the wall clock (BaseHTTPRequestHandler's default), which at 600x disagrees
+    with every timestamp the cluster writes. Until the sim sends its own clock, the tests' server does.
+    """
+    httpd = rehearsal.server._httpd
+    base = httpd.RequestHandlerClass
+    if getattr(base, "cluster_dated", False):
+        return
+    clock = rehearsal.cluster.clock
+
+    class Dated(base):  # type: ignore[misc, valid-type]
+        cluster_dated = True
+
+        def date_time_string(self, timestamp: float | None = None) -> str:
+            return formatdate(clock.now() if timestamp is None else timestamp, usegmt=True)
+
+    httpd.RequestHandlerClass = Dated
+
+
+def bad_revision(dep: dict[str, Any]) -> None:
+    spec = dep["spec"]["template"]["spec"]
+    spec["containers"][0]["args"] = list(BAD_ARGS)
+    spec["nodeSelector"] = {"cloud.google.com/gke-accelerator": "nvidia-l4"}
+    spec["tolerations"] = [dict(L4_TOLERATION)]
+    dep["spec"]["strategy"] = {"type": "Recreate"}
+
+
+def pods(rehearsal: Rehearsal) -> list[dict[str, Any]]:
+    return rehearsal.client().list_pods(NS, "app=llama-8b")
+
+
+def wait_until(predicate: Any, timeout: float = 30.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def crash_looping(rehearsal: Rehearsal, count: int = 2) -> bool:
+    """``count`` pods of the newest revision restarting after failures (the incident has landed)."""
+    found = 0
+    for pod in pods(rehearsal):
+        for status in pod["status"].get("containerStatuses") or []:
+            waiting = (status.get("state") or {}).get("waiting") or {}
+            if waiting.get("reason") == "CrashLoopBackOff" or status.get("restartCount", 0) >= 2:
+                found += 1
+    return found >= count
+
+
+def incident(rehearsal: Rehearsal) -> dict[str, Any]:
+    """Roll out the bad revision 4 and wait until its pods crash-loop; returns the Deployment as it then is."""
+    vllm_runtime(rehearsal)
+    rehearsal.change(bad_revision, change_cause="drop --max-model-len; move to the L4 pool")
+    wait_until(lambda: crash_looping(rehearsal), what="revision 4 to crash-loop")
+    return rehearsal.client().get_deployment(NS, NAME)
+
+
+def replicaset(rehearsal: Rehearsal, revision: int) -> dict[str, Any]:
+    for rs in rehearsal.client().list_replicasets(NS, "app=llama-8b"):
+        if rs["metadata"]["annotations"].get("deployment.kubernetes.io/revision") == str(revision):
+            return rs
+    raise AssertionError(f"no ReplicaSet for revision {revision}")
+
+
+def host_out(text: str) -> list[str]:
+    """Lines pyinfra printed for the incident host, prefix removed."""
+    prefix = f"[{HOST}]"
+    return [line.split(prefix, 1)[1].strip() for line in plain(text).splitlines() if prefix in line]
+
+
+def write_inventory(tmp: Path, host: str = HOST, **data: Any) -> str:
+    """An inventory file with one host and its data (for bad-input tests)."""
+    path = tmp / "inv.py"
+    path.write_text(f"hosts = ([{host!r}], {data!r})\n")
+    return str(path)
+
+
+def settled(rehearsal: Rehearsal, quiet: float = 0.6, timeout: float = 20.0) -> dict[str, Any]:
+    """The Deployment once its status stops moving (``quiet`` real seconds without a new resourceVersion).
+
+    The controller writes status all through a crash loop until the progress deadline passes (600 s of
+    cluster time); a "nothing changed" assertion on resourceVersion needs that to be over first.
+    """
+    client = rehearsal.client()
+
+    def timed_out() -> bool:
+        status = client.get_deployment(NS, NAME).get("status") or {}
+        return any(c.get("reason") == "ProgressDeadlineExceeded" for c in status.get("conditions") or [])
+
+    wait_until(timed_out, timeout, "the crash-looping rollout to pass its progress deadline")
+    deadline = time.monotonic() + timeout
+    last = client.get_deployment(NS, NAME)
+    since = time.monotonic()
+    while time.monotonic() < deadline:
+        time.sleep(0.1)
+        now = client.get_deployment(NS, NAME)
+        if now["metadata"]["resourceVersion"] != last["metadata"]["resourceVersion"]:
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since >= quiet:
+            return now
+    raise AssertionError("the Deployment's status never settled")
