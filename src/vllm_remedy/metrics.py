@@ -160,8 +160,8 @@ def parse_samples(text: str, name: str, where: Mapping[str, str] | None = None) 
     """
     fam = _BY_NAME[name]
     out: dict[Labels, float] = {}
-    for line in text.splitlines():
-        match = _SAMPLE.match(line.strip())
+    for line in text.split("\n"):  # not splitlines(): \x1e, \x85 … may sit inside label values
+        match = _SAMPLE.match(line.strip(" \t\r"))
         if match is None or match["name"] != name:
             continue
         labels = _labels(match["labels"] or "")
