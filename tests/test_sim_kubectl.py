@@ -11,7 +11,7 @@ import yaml
 
 import sim_fixtures
 from sim_fixtures import deployment
-from vllm_remedy.sim.runtime import EXIT_CODE, LOG_LINES, READY_AFTER
+from vllm_remedy.sim.runtime import EXIT_AFTER, EXIT_CODE, LOG_LINES, READY_AFTER
 
 runbook_sim = sim_fixtures.runbook_sim
 live_sim = sim_fixtures.live_sim
@@ -225,3 +225,21 @@ def test_typed_client_creates_send_protobuf_and_work(live_sim):
     container = debugger["spec"]["containers"][0]
     assert (debugger["spec"]["nodeName"], debugger["spec"]["hostPID"], container.get("command", []) +
             container.get("args", [])) == ("gpu-1", True, ["nvidia-smi"])
+
+
+def test_attach_streams_the_container_output_until_it_exits(live_sim):
+    store = live_sim.clusters["a"].store
+    store.create("pods", {"apiVersion": "v1", "kind": "Pod", "metadata": {
+        "name": "smi", "namespace": "llm", "annotations": {
+            LOG_LINES: "| NVIDIA-SMI 550.54.15  Driver Version: 550.54.15  CUDA Version: 12.4 |",
+            EXIT_CODE: "0", EXIT_AFTER: "120"}},
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "debugger", "image": "cuda:12.4.1"}]}})
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and "running" not in (
+            (store.get("pods", "llm", "smi").get("status", {}).get("containerStatuses") or [{}])[0].get("state") or {}):
+        time.sleep(0.05)
+    got = live_sim.kubectl(V, "-n", "llm", "attach", "smi", timeout=30)
+    assert got.returncode == 0, got.stderr
+    assert "| NVIDIA-SMI 550.54.15  Driver Version: 550.54.15  CUDA Version: 12.4 |" in got.stdout.splitlines()
+    refused = live_sim.kubectl(V, "-n", "llm", "exec", "smi", "--", "nvidia-smi")
+    assert refused.returncode == 1

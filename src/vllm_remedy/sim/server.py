@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from vllm_remedy.sim.api import websocket
 from vllm_remedy.sim.api.auth import Authorizer
 from vllm_remedy.sim.api.dispatch import ApiContext, handle
 from vllm_remedy.sim.api.faults import Faults
@@ -106,11 +107,18 @@ class _Handler(BaseHTTPRequestHandler):
                                                f"Request entity too large: limit is {MAX_BODY}")))
             return
         url = urlsplit(self.path)
-        req = Request(self.command, url.path, dict(parse_qsl(url.query, keep_blank_values=True)),
-                      {k.lower(): v for k, v in self.headers.items()}, body)
+        pairs = parse_qsl(url.query, keep_blank_values=True)
+        multi: dict[str, list[str]] = {}
+        for key, value in pairs:
+            multi.setdefault(key, []).append(value)
+        req = Request(self.command, url.path, dict(pairs), {k.lower(): v for k, v in self.headers.items()}, body,
+                      multi=multi)
         self._send(self.server.sim.dispatch(req))
 
     def _send(self, resp: Response) -> None:
+        if resp.upgrade is not None:
+            self._websocket(resp)
+            return
         self.send_response(resp.status)
         self.send_header("Content-Type", resp.content_type)
         self.send_header("Cache-Control", "no-cache, private")
@@ -136,6 +144,34 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
+        finally:
+            close = getattr(resp.stream, "close", None)
+            if close:
+                close()
+
+    def _websocket(self, resp: Response) -> None:
+        """Switch to WebSocket and send the session's (channel, data) messages; then close."""
+        assert resp.upgrade is not None and resp.stream is not None
+        accept, protocol = resp.upgrade
+        self.send_response(101, "Switching Protocols")
+        self.send_header("Upgrade", "websocket")
+        self.send_header("Connection", "Upgrade")
+        self.send_header("Sec-WebSocket-Accept", accept)
+        self.send_header("Sec-WebSocket-Protocol", protocol)
+        self.end_headers()
+        self.close_connection = True
+        try:
+            for number, data in resp.stream:
+                if number < 0:
+                    if self._client_gone():
+                        break
+                    continue
+                self.wfile.write(websocket.channel(number, data))
+                self.wfile.flush()
+            self.wfile.write(websocket.close_frame())
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
         finally:
             close = getattr(resp.stream, "close", None)
             if close:

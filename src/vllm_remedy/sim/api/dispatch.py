@@ -11,7 +11,7 @@ import logging
 import threading
 from dataclasses import dataclass, field
 
-from vllm_remedy.sim.api import openapi, reads, resources, writes
+from vllm_remedy.sim.api import openapi, reads, resources, streams, websocket, writes
 from vllm_remedy.sim.api.auth import Authorizer
 from vllm_remedy.sim.api.faults import Faults
 from vllm_remedy.sim.api.http import ClusterLike, Request, Response, error_response, json_response
@@ -76,6 +76,8 @@ def _verb(req: Request, route: Route) -> str:
         if route.name is None:
             return "watch" if route.watch_prefix or req.query.get("watch") in ("true", "1") else "list"
         return "get"
+    if route.subresource in ("exec", "attach"):
+        return "create"  # RBAC: exec/attach need create on pods/exec, pods/attach
     if route.subresource == "proxy":
         return {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}.get(req.method, "get")
     return {"POST": "create", "PUT": "update", "PATCH": "patch",
@@ -91,6 +93,11 @@ def _route(ctx: ApiContext, req: Request, route: Route, verb: str, drop_after: f
         return reads.logs(cluster, route, req, ctx.stop)
     if sub == "proxy":
         return reads.proxy(cluster, route, req)
+    if sub in ("exec", "attach"):
+        session = (streams.attach(cluster, route, req, ctx.stop) if sub == "attach"
+                   else streams.exec_(cluster, route, req, req.multi.get("command", [])))  # validates first
+        accept, protocol = websocket.negotiate(req.headers)
+        return Response(101, stream=session, upgrade=(accept, protocol))
     if verb == "get":
         return reads.get_scale(cluster, route) if sub == "scale" else reads.get(cluster, route, req)
     if verb == "list":

@@ -36,6 +36,7 @@ class Request:
     headers: dict[str, str] = field(default_factory=dict)  # lower-case names
     body: bytes = b""
     user: str | None = None
+    multi: dict[str, list[str]] = field(default_factory=dict)  # repeated query parameters (exec's command)
 
     @property
     def content_type(self) -> str:
@@ -97,8 +98,9 @@ class Response:
     status: int
     body: bytes = b""
     content_type: str = "application/json"
-    stream: Iterator[bytes] | None = None  # chunked response (watch, log follow)
+    stream: Iterator[Any] | None = None  # chunked bytes (watch, log follow), or (channel, data) when upgraded
     headers: dict[str, str] = field(default_factory=dict)
+    upgrade: tuple[str, str] | None = None  # (Sec-WebSocket-Accept, subprotocol) for exec/attach
 
 
 def json_response(obj: Any, status: int = 200, content_type: str = "application/json") -> Response:

@@ -125,7 +125,7 @@ def watch(cluster: ClusterLike, route: Route, req: Request, stop: threading.Even
     return Response(200, content_type="application/json", stream=events())
 
 
-def _container(pod: Obj, req: Request) -> str:
+def container_of(pod: Obj, req: Request) -> str:
     names = [c.get("name", "") for c in pod.get("spec", {}).get("containers") or []]
     wanted = req.query.get("container")
     name = pod["metadata"]["name"]
@@ -144,7 +144,7 @@ def logs(cluster: ClusterLike, route: Route, req: Request, stop: threading.Event
     assert route.name is not None
     namespace = route.namespace or ""
     pod = cluster.store.get("pods", namespace, route.name)
-    container = _container(pod, req)
+    container = container_of(pod, req)
     previous = req.query.get("previous") in ("true", "1")
     tail = _int_param(req, "tailLines")
     limit = _int_param(req, "limitBytes")

@@ -1,0 +1,88 @@
+"""``pods/attach`` and ``pods/exec``: what a session sends on each channel.
+
+Attach follows the container's output (``Cluster.read_log``) until that run of the container ends,
+then reports its exit code — which is how ``kubectl debug node/<node> -it ... -- nvidia-smi`` shows
+the command's output. Exec needs the cluster to offer ``exec(namespace, pod, container, command)
+-> (exit code, stdout, stderr)``; without it the request is a 400 saying so.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from vllm_remedy.sim.api.http import ClusterLike, Request
+from vllm_remedy.sim.api.reads import container_of
+from vllm_remedy.sim.api.routing import Route
+from vllm_remedy.sim.api.websocket import ERROR, STDERR, STDOUT, exit_status
+from vllm_remedy.sim.store import ApiError
+
+Obj = dict[str, Any]
+Message = tuple[int, bytes]  # (channel, data); channel -1 = idle tick (the server checks the client)
+POLL = 0.2
+
+
+def _status(pod: Obj, container: str) -> Obj:
+    return next((cs for cs in pod.get("status", {}).get("containerStatuses") or [] if cs.get("name") == container),
+                {})
+
+
+def _running(pod: Obj, container: str) -> None:
+    if "running" not in (_status(pod, container).get("state") or {}):
+        raise ApiError(400, "BadRequest", f"unable to upgrade connection: container {container} not running in "
+                                          f"pod {pod['metadata']['name']}")
+
+
+def attach(cluster: ClusterLike, route: Route, req: Request, stop: threading.Event) -> Iterator[Message]:
+    """Validate now (errors become HTTP Status), then stream the container's output until it exits."""
+    namespace, name = route.namespace or "", route.name or ""
+    pod = cluster.store.get("pods", namespace, name)
+    container = container_of(pod, req)
+    _running(pod, container)
+    restarts = _status(pod, container).get("restartCount", 0)
+
+    def messages() -> Iterator[Message]:
+        sent = ""
+        while True:
+            current = cluster.store.find("pods", namespace, name)
+            try:
+                text = cluster.read_log(namespace, name, container, False)
+            except ApiError:
+                text = sent
+            if text.startswith(sent) and len(text) > len(sent):
+                yield STDOUT, text[len(sent):].encode()
+            sent = text
+            state = _status(current, container) if current else {}
+            terminated = (state.get("state") or {}).get("terminated") or (
+                (state.get("lastState") or {}).get("terminated") if state.get("restartCount", 0) > restarts else None)
+            if current is None or terminated:
+                yield ERROR, exit_status(int((terminated or {}).get("exitCode", 0)))
+                return
+            if stop.wait(POLL):
+                return
+            yield -1, b""
+
+    return messages()
+
+
+def exec_(cluster: ClusterLike, route: Route, req: Request, command: list[str]) -> Iterator[Message]:
+    namespace, name = route.namespace or "", route.name or ""
+    pod = cluster.store.get("pods", namespace, name)
+    container = container_of(pod, req)
+    if not command:
+        raise ApiError(400, "BadRequest", "you must specify at least 1 command")
+    run = getattr(cluster, "exec", None)
+    if run is None:
+        raise ApiError(400, "BadRequest", "exec is not supported by this rehearsal cluster's container runtime")
+    _running(pod, container)
+
+    def messages() -> Iterator[Message]:
+        code, out, err = run(namespace, name, container, command)  # only once the stream is open
+        if out:
+            yield STDOUT, out.encode()
+        if err:
+            yield STDERR, err.encode()
+        yield ERROR, exit_status(int(code))
+
+    return messages()
