@@ -55,7 +55,8 @@ def _expand(resources: dict[tuple[str, str], frozenset[str]], scope: str | None)
 
 
 DRIFT = _expand({("apps", "deployments"): READ, ("apps", "replicasets"): READ, ("", "pods"): READ,
-                 ("", "pods/log"): READ, ("", "events"): frozenset({"list"})}, "llm") | _expand(
+                 ("", "pods/log"): READ, ("", "events"): frozenset({"list"}),
+                 ("gateway.networking.k8s.io", "httproutes"): READ}, "llm") | _expand(
     {("", "nodes"): READ}, None)
 REMEDIATE = DRIFT | _expand({("apps", "deployments"): frozenset({"patch"}),
                              ("gateway.networking.k8s.io", "httproutes"): frozenset({"patch"})}, "llm")
