@@ -16,7 +16,8 @@ _SHOWN: set[tuple[int, str, str, str]] = set()
 
 
 def _op_key(state: Any, host: Any, topic: str) -> tuple[int, str, str, str]:
-    return (id(state), str(host.name), str(getattr(host, "current_op_hash", None) or ""), topic)
+    run = id(getattr(host, "state", None) or state)  # the real State, not the context proxy
+    return (run, str(host.name), str(getattr(host, "current_op_hash", None) or ""), topic)
 
 
 def should_show(state: Any, host: Any, topic: str = "") -> bool:

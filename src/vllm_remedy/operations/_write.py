@@ -43,8 +43,13 @@ _OWN: dict[tuple[int, str, str], dict[str, Any]] = {}
 _VOLATILE_META = ("resourceVersion", "managedFields", "generation")
 
 
+def run_id(state: Any, host: Any) -> int:
+    """One id per pyinfra run: the real State (inside an operation body ``state`` is a context proxy)."""
+    return id(getattr(host, "state", None) or state)
+
+
 def _key(state: Any, host: Any, path: str) -> tuple[int, str, str]:
-    return (id(state), str(host.name), path)
+    return (run_id(state, host), str(host.name), path)
 
 
 def observe(state: Any, host: Any, path: str, obj: Mapping[str, Any]) -> None:
