@@ -42,9 +42,9 @@ def ensure_venv(extras: str) -> None:
     stamp.write_text(digest)
 
 
-def ensure_kubectl() -> None:
-    """Make a real kubectl available to the tests (see scripts/get-kubectl)."""
-    run(sys.executable, ROOT / "scripts" / "get_kubectl.py")
+def ensure_test_tools() -> None:
+    """Real kubectl 1.20 and Prometheus tools for the tests, unpacked under .tools/ (scripts/get_tools.py)."""
+    run(sys.executable, ROOT / "scripts" / "get_tools.py")
 
 
 def rehearse() -> int:
@@ -54,7 +54,7 @@ def rehearse() -> int:
 
 def test(pytest_args: list[str]) -> int:
     ensure_venv("test")
-    ensure_kubectl()
+    ensure_test_tools()
     paths = ("src", "tests", "deploys", "inventories", "bench", "scripts", "tasks.py")
     lint = [p for p in paths if (ROOT / p).exists()]
     run(BIN / "ruff", "check", *lint)

@@ -1,7 +1,7 @@
 """Fixtures for rehearsal-cluster tests: a served SimServer, its kubeconfig, and real kubectl binaries.
 
-kubectl is found the way scripts/get_kubectl.py finds it ($VLLM_REMEDY_KUBECTL, the Cloud SDK's
-kubectl.1.32, Debian's 1.20 unpacked under .tools/) and identified by asking it for its version; tests
+kubectl is looked for at $VLLM_REMEDY_KUBECTL, the Cloud SDK's kubectl.1.32 and Debian's 1.20 unpacked
+under .tools/ by scripts/get_tools.py, and identified by asking it for its version; tests
 that need a given minor skip with the reason when it is absent.
 """
 
@@ -51,7 +51,7 @@ def require_kubectl(minor: str) -> Path:
     path = kubectls().get(minor)
     if path is None:
         pytest.skip(f"no kubectl 1.{minor} on this machine (looked at: {', '.join(c for c in CANDIDATES if c)}); "
-                    "run scripts/get_kubectl.py")
+                    "run scripts/get_tools.py")
     return path
 
 

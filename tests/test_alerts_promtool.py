@@ -1,7 +1,7 @@
 """The rendered rules through Prometheus' own promtool: `check rules`, and `test rules` on series shaped like
 kube-state-metrics 2.x and vLLM export them — which alerts fire, with which labels, and which must not.
 
-promtool comes from Debian's `prometheus` package (scripts/get_promtool.py); the tests skip, saying so, when
+promtool comes from Debian's `prometheus` package (scripts/get_tools.py); the tests skip, saying so, when
 it cannot be had.
 """
 
@@ -28,7 +28,7 @@ VLLM_IMAGE = "vllm/vllm-openai:v0.8.5"
 @pytest.fixture(scope="module")
 def promtool() -> Path:
     if not PROMTOOL.is_file():
-        pytest.skip(f"promtool not at {PROMTOOL}: run scripts/get_promtool.py (needs apt-get download)")
+        pytest.skip(f"promtool not at {PROMTOOL}: run scripts/get_tools.py (needs apt-get download)")
     return PROMTOOL
 
 

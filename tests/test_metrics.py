@@ -175,7 +175,7 @@ def test_group_url(grouping, url):
 
 def test_promtool_lints_the_exposition(tmp_path):
     if not PROMTOOL.is_file():
-        pytest.skip(f"promtool not at {PROMTOOL}: run scripts/get_promtool.py (needs apt-get download)")
+        pytest.skip(f"promtool not at {PROMTOOL}: run scripts/get_tools.py (needs apt-get download)")
     got = subprocess.run([str(PROMTOOL), "check", "metrics"], input=_sample_run().render(), capture_output=True,
                          text=True, timeout=60)
     assert (got.returncode, got.stdout, got.stderr) == (0, "", "")

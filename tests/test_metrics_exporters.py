@@ -1,5 +1,5 @@
 """Our metrics through the real consumers: node-exporter's textfile collector and the Pushgateway
-(Debian's static binaries, fetched by scripts/get_promtool.py; skipped with the reason when absent)."""
+(Debian's static binaries, fetched by scripts/get_tools.py; skipped with the reason when absent)."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def _get(url: str) -> str:
 
 def _serve(binary: Path, *args: str) -> Iterator[str]:
     if not binary.is_file():
-        pytest.skip(f"{binary.name} not at {binary}: run scripts/get_promtool.py (needs apt-get download)")
+        pytest.skip(f"{binary.name} not at {binary}: run scripts/get_tools.py (needs apt-get download)")
     port = _free_port()
     proc = subprocess.Popen([str(binary), f"--web.listen-address=127.0.0.1:{port}", *args],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

@@ -2,7 +2,7 @@
 
 1.20 reads ``/openapi/v2`` as protobuf before ``apply --server-side --dry-run=server`` and ``diff``;
 these tests prove the hand-encoded gnostic document satisfies it. Skipped (with the reason) when no
-1.20 binary is present: run scripts/get_kubectl.py with the Cloud SDK path hidden to unpack one.
+1.20 binary is present: run scripts/get_tools.py to unpack one.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import sim_fixtures
 
 runbook_sim = sim_fixtures.runbook_sim
 V = "20"
+GREP = re.compile(r"model loading took|gpu blocks|kv cache|maximum concurrency|out of memory|max seq len", re.I)
 
 
 @pytest.fixture(autouse=True)
@@ -88,6 +89,8 @@ def test_apply_server_side_dry_run_and_diff(runbook_sim):
     assert "-  replicas: 2" in diff.stdout.splitlines() and "+  replicas: 4" in diff.stdout.splitlines()
 
 
-def test_logs_of_a_deployment(runbook_sim):
+def test_logs_of_a_deployment_with_the_runbooks_grep(runbook_sim):
     out = ok(runbook_sim.kubectl(V, "-n", "llm", "logs", "deploy/llama-8b"))
-    assert out.splitlines()[0].startswith("starting container vllm")
+    found = [line for line in out.splitlines() if GREP.search(line)]
+    assert any("Model loading took" in line for line in found), out
+    assert any("Maximum concurrency" in line for line in found), out

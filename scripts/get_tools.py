@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
-"""Make promtool (and the Pushgateway and node-exporter) available to the tests without touching the system.
+"""Unpack the real tools the tests drive into .tools/, without touching the system.
 
-The rendered PrometheusRule is checked with ``promtool check rules`` / ``promtool test rules``, the metrics
-text with ``promtool check metrics``, the push with a real Pushgateway and the textfile with a real
-node-exporter. Debian ships all of them as static Go binaries: each package is fetched with
-``apt-get download`` and unpacked with ``dpkg-deb -x`` into .tools/<package>/ — never ``apt-get install``,
-which would start system services. Prints what it found; prints a reason and exits 0 when a tool cannot be
-had, so its tests skip with that reason instead of CI failing on a machine without apt.
+- kubectl 1.20 from Debian's ``kubernetes-client`` (the tests also use the Cloud SDK's kubectl.1.32 when
+  the machine has it): the rehearsal cluster is proven against both.
+- promtool, the Pushgateway and node-exporter from Debian's ``prometheus*`` packages: the rendered alert
+  rules, the metrics text and its two delivery paths are checked by the real programs.
+
+Each package is fetched with ``apt-get download`` and unpacked with ``dpkg-deb -x`` into
+``.tools/<package>/`` — never ``apt-get install``, which would replace /usr/bin/kubectl and start
+services. A tool that cannot be had is reported with the reason and the script still exits 0, so its
+tests skip saying why instead of CI failing on a machine without apt.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 TOOLS = ROOT / ".tools"
 #: Debian package → the binary inside it that the tests run.
 PACKAGES = {
+    "kubernetes-client": "usr/bin/kubectl",
     "prometheus": "usr/bin/promtool",
     "prometheus-pushgateway": "usr/bin/prometheus-pushgateway",
     "prometheus-node-exporter": "usr/bin/prometheus-node-exporter",
