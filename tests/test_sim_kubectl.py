@@ -152,6 +152,13 @@ def test_rollout_history_undo_status(runbook_sim):
     assert [r[0] for r in after[2:]] == ["1", "3", "4"]  # revision 2's template is reused as 4
 
 
+def test_runbook_step_2_grep_finds_the_memory_lines(runbook_sim):
+    out = ok(runbook_sim.kubectl(V, "-n", "llm", "logs", "deploy/llama-8b"))
+    found = [line for line in out.splitlines() if GREP.search(line)]
+    assert any("Model loading took" in line for line in found), out
+    assert any("Maximum concurrency" in line for line in found), out
+
+
 def test_crash_loop_logs_previous_and_rollout_status_timeout(live_sim):
     k = live_sim.kubectl
     crashing = deployment("crashy", replicas=1)
