@@ -20,20 +20,24 @@ def _op_key(state: Any, host: Any, topic: str) -> tuple[int, str, str, str]:
     return (run, str(host.name), str(getattr(host, "current_op_hash", None) or ""), topic)
 
 
-def should_show(state: Any, host: Any, topic: str = "") -> bool:
-    """True the first time this (run, host, operation, topic) may print: detection, or execute with --diff."""
+def should_show(state: Any, host: Any, topic: str = "", *, always: bool = False) -> bool:
+    """True the first time this (run, host, operation, topic) may print: detection, or execute with --diff.
+
+    ``always`` (reports): the first time at all, whether that is detection or — with ``-y`` — execute.
+    """
     key = _op_key(state, host, topic)
     if key in _SHOWN:
         return False
-    if state.is_executing and not getattr(state.config, "DIFF", False):
+    if state.is_executing and not always and not getattr(state.config, "DIFF", False):
         return False
     _SHOWN.add(key)
     return True
 
 
-def show(state: Any, host: Any, lines: Iterable[str], topic: str = "", *, log: Any = None) -> bool:
+def show(state: Any, host: Any, lines: Iterable[str], topic: str = "", *, log: Any = None,
+         always: bool = False) -> bool:
     """Log ``lines`` with the host prefix once (see :func:`should_show`); returns whether it printed."""
-    if not should_show(state, host, topic):
+    if not should_show(state, host, topic, always=always):
         return False
     emit = log or logger.info
     for line in lines:

@@ -18,7 +18,7 @@ from vllm_remedy.kube.errors import RolloutError
 from vllm_remedy.kube.history import templates_equal
 from vllm_remedy.kube.rollout import choose_rollback, policy_pin
 from vllm_remedy.policy import Policy
-from vllm_remedy.remedies.restore import crash_failures, revisions
+from vllm_remedy.remedies.restore import crash_failures, crash_looping, revisions
 
 #: The runbook's step-2 grep: ``grep -Ei "model loading took|gpu blocks|kv cache|maximum concurrency|
 #: out of memory|max seq len" | tail -20``.
@@ -100,8 +100,10 @@ def gpu_lines(pods: Mapping[str, Any], nodes: Mapping[str, Any]) -> list[str]:
 def diagnose_lines(history: Mapping[str, Any], pods: Mapping[str, Any], nodes: Mapping[str, Any],
                    logs: Mapping[str, Sequence[str]], policy: Policy, container: str | None = None) -> list[str]:
     """The whole read-only report, one string per printed line. ``logs`` maps ``pod/container`` → log lines."""
+    looping = [p["name"] for p in pods.get("pods") or [] if not p.get("deleting")
+               and any(crash_looping(c) for c in p.get("containers") or [])]
     out = [f"step 2 — startup log: {pods.get('ready', 0)}/{pods.get('total', 0)} pods Ready, "
-           f"crash-looping: {', '.join(pods.get('crash_looping') or []) or 'none'}"]
+           f"crash-looping: {', '.join(looping) or 'none'}"]
     seen = False
     for pod in pods.get("pods") or []:
         for c in pod.get("containers") or []:
