@@ -1,0 +1,11 @@
+"""Runbook step 6 — confirm: Ready and stable, KV capacity above peak, metrics normal; then mark known-good.
+
+    pyinfra inventories/prod.py deploys/confirm.py -y
+
+On success the current ReplicaSet carries ``vllm-remedy.io/known-good`` (what ``restore`` rolls back to
+first); a second run changes nothing. On failure the host fails with the reasons and nothing is marked.
+"""
+
+from vllm_remedy.operations import confirm
+
+confirm.marked_known_good(name="Confirm and mark the running revision known-good")

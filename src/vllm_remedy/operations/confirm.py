@@ -1,0 +1,107 @@
+"""Runbook step 6 as a pyinfra operation: confirm the running revision and mark its ReplicaSet known-good.
+
+The mark is what ``restore`` rolls back to first, so it is only written after every check passed in
+cluster time; a revision that is already marked and still passes yields nothing.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+from typing import Any
+
+from pyinfra import host, state
+from pyinfra.api import FunctionCommand, operation
+
+from vllm_remedy.errors import UserError
+from vllm_remedy.facts.history import RolloutHistory
+from vllm_remedy.facts.pods import Pods
+from vllm_remedy.kube.annotations import Keys, known_good_annotations, rfc3339
+from vllm_remedy.kube.client import KubeClient
+from vllm_remedy.kube.errors import KubeError
+from vllm_remedy.operations._context import K8sHost, k8s_host
+from vllm_remedy.operations._show import show
+from vllm_remedy.operations._write import annotation_ops, refuse, write_command
+from vllm_remedy.remedies.confirm import ConfirmResult, confirm_revision
+from vllm_remedy.vllm.cmdline import find_server
+
+
+def _metrics_port(ctx: K8sHost, pod: dict[str, Any]) -> int:
+    """The vLLM container's first declared port (vLLM serves /metrics next to the API), else vLLM's 8000."""
+    spec = (pod.get("spec") or {})
+    try:
+        name = find_server(spec, ctx.container).container_name
+    except UserError:  # a pod we cannot parse still gets the default port
+        name = ctx.container
+    for c in spec.get("containers") or []:
+        if c.get("name") == name:
+            for port in c.get("ports") or []:
+                if port.get("containerPort"):
+                    return int(port["containerPort"])
+    return 8000
+
+
+def read_metrics(ctx: K8sHost, names: list[str]) -> dict[str, str | None]:
+    """Each pod's ``/metrics`` through the API server's pods/proxy (None when it does not answer)."""
+    out: dict[str, str | None] = {}
+    for name in names:
+        try:
+            pod = ctx.client.request("GET", KubeClient._ns(ctx.namespace, "pods", name, group="v1"))
+            path = KubeClient._ns(ctx.namespace, "pods", name, group="v1")  # ":port" must stay unescaped
+            out[name] = ctx.client.request("GET", f"{path}:{_metrics_port(ctx, pod)}/proxy/metrics",
+                                           expect_json=False)
+        except KubeError:
+            out[name] = None
+    return out
+
+
+def _mark_ops(keys: Keys, reason: str, client: KubeClient, basis: dict[str, Any], at: float
+              ) -> list[dict[str, Any]]:
+    """The known-good mark and our last-action keys; never ``change-cause`` (it is the revision's history)."""
+    notes: dict[str, str | None] = {**known_good_annotations(keys, at, reason), keys.last_action: "confirm",
+                                    keys.last_reason: reason, keys.last_action_at: rfc3339(at)}
+    return annotation_ops(basis, notes)
+
+
+def evaluate(ctx: K8sHost) -> ConfirmResult | None:
+    """Read the facts and metrics and judge step 6 (None when a fact failed and pyinfra failed the host)."""
+    history = host.get_fact(RolloutHistory)
+    pods = host.get_fact(Pods, logs="all")
+    if history is None or pods is None:
+        return None
+    names = [p["name"] for p in pods.get("pods") or [] if p.get("new") and not p.get("deleting")]
+    return confirm_revision(history, pods, read_metrics(ctx, names), ctx.policy, ctx.client.server_time(),
+                            ctx.container)
+
+
+@operation()
+def marked_known_good() -> Iterator[FunctionCommand]:
+    """
+    Confirm the running revision (runbook step 6) and mark its ReplicaSet known-good.
+
+    Checks, with the host's policy: every pod of the current revision Ready and stable for
+    ``confirm.stable_for`` (cluster time), startup "maximum concurrency" ≥ ``peak_concurrency`` ×
+    ``confirm.min_concurrency_ratio``, KV cache usage and preemption rate within ``alerts``. The host fails
+    with the reasons when a check fails; nothing is written then.
+
+    **Example:**
+
+    .. code:: python
+
+        confirm.marked_known_good(name="Confirm and mark the running revision known-good")
+    """
+    ctx = k8s_host(host)
+    result = evaluate(ctx)
+    if result is None:
+        return
+    show(state, host, [f"step 6 — confirm revision {result.revision} ({result.replicaset}):",
+                       *(f"  {line}" for line in result.checks)], topic="confirm", always=True)
+    if not result.ok:
+        yield from refuse(state, host, f"revision {result.revision} not confirmed: {result.reason}")
+        return
+    if result.marked or not result.replicaset:
+        return
+    reason = f"confirmed: {'; '.join(result.checks)}"
+    path = KubeClient._ns(ctx.namespace, "replicasets", result.replicaset)
+    label = f"mark revision {result.revision} ({result.replicaset}) known-good"
+    yield write_command(path, functools.partial(_mark_ops, ctx.keys, reason[:1000]), label)
