@@ -1,0 +1,44 @@
+"""The built-in rehearsal cluster for ``--cluster local``: started in-process on a random 127.0.0.1 port.
+
+The same server ``vllm-remedy sim up`` runs, seeded with the scenario's world; its kubeconfig names the
+cluster ``rehearsal`` so the deploys address ``@k8s/rehearsal/<namespace>/<deployment>`` exactly as with
+``inventories/local.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from vllm_remedy.sim import kubeconfig as sim_kubeconfig
+from vllm_remedy.sim.cluster import Cluster
+from vllm_remedy.sim.server import SimServer
+
+CONTEXT = "rehearsal"
+
+
+@dataclass
+class LocalCluster:
+    server: SimServer
+    cluster: Cluster
+    kubeconfig: Path
+    context: str = CONTEXT
+
+    def stop(self) -> None:
+        self.cluster.stop()
+        self.server.stop()
+
+
+def start_local(workdir: Path, seed: str | Path, speed: float) -> LocalCluster:
+    """Start controllers, apply ``seed`` (waiting for its rollouts), serve it; caller must ``stop()``."""
+    cluster = Cluster(CONTEXT, speed=speed)
+    cluster.start()
+    try:
+        cluster.apply_seed(seed, wait=True, timeout=120)
+        server = SimServer([cluster])
+    except BaseException:
+        cluster.stop()
+        raise
+    server.start()
+    path = sim_kubeconfig.write(workdir / "kubeconfig", server.url, [CONTEXT])
+    return LocalCluster(server, cluster, path)

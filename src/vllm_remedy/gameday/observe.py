@@ -1,0 +1,190 @@
+"""Watching the game: a thread polls the Deployment, its pods, nodes and route, and fills the Timeline.
+
+Why polling and not watches: it works the same against a real cluster behind any proxy, and a sample
+every ~0.1 s of wall time is finer than anything the picture can show (a minute of cluster time at 600x).
+Crashed containers' previous logs are read once per restart and classified with the startup-log parser.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+import time
+from typing import Any
+
+from vllm_remedy.errors import UserError
+from vllm_remedy.gameday.compliance import Finding, findings, node_product
+from vllm_remedy.gameday.scenario import Scenario
+from vllm_remedy.gameday.timeline import DETECTION, FIRST_CRASH, Classified, Sample, Timeline
+from vllm_remedy.gameday.world import route_path
+from vllm_remedy.kube.client import KubeClient
+from vllm_remedy.kube.health import pod_health
+from vllm_remedy.kube.history import HASH_LABEL
+from vllm_remedy.policy import Policy
+from vllm_remedy.remedies.diagnose import evidence_lines
+from vllm_remedy.vllm.startup_log import classify, parse_startup_log
+
+Obj = dict[str, Any]
+
+
+def bare_template(template: Obj) -> Obj:
+    out = copy.deepcopy(template)
+    (out.get("metadata") or {}).get("labels", {}).pop(HASH_LABEL, None)
+    return out
+
+
+def rolled_out(dep: Obj) -> bool:
+    """``kubectl rollout status`` would say "successfully rolled out", and every replica is Ready."""
+    spec, status = dep.get("spec") or {}, dep.get("status") or {}
+    want = int(spec.get("replicas", 1))
+    return (status.get("observedGeneration", 0) >= dep["metadata"].get("generation", 0)
+            and status.get("updatedReplicas", 0) == want and status.get("replicas", 0) == want
+            and status.get("readyReplicas", 0) == want and status.get("availableReplicas", 0) == want)
+
+
+class Observer:
+    """Polls until ``stop()``; every read error is kept, never raised into the game."""
+
+    def __init__(self, client: KubeClient, scenario: Scenario, policy: Policy, timeline: Timeline,
+                 interval: float = 0.1) -> None:
+        self.client, self.scenario, self.policy, self.timeline = client, scenario, policy, timeline
+        self.interval = interval
+        self.fault_at: float | None = None  # cluster time; set by the runner when the fault lands
+        self.latest: dict[str, Any] = {}
+        self.findings: list[Finding] = []
+        self.errors: list[str] = []
+        self._restarts: dict[str, int] = {}  # pod uid → highest restartCount seen
+        self._logged: set[tuple[str, str]] = set()
+        self.pods_seen: dict[str, Obj] = {}  # pod name → {spec, node, ready} for predictions vs outcomes
+        self._nodes: dict[str, Obj] = {}
+        self._nodes_read = 0.0
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="gameday-observer", daemon=True)
+        self.polled = threading.Condition()
+        self.polls = 0
+
+    def start(self) -> None:
+        self.poll()
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def wait_polls(self, count: int = 2, timeout: float = 5.0) -> None:
+        """Block until ``count`` more polls completed (fresh state after an action)."""
+        with self.polled:
+            target = self.polls + count
+            self.polled.wait_for(lambda: self.polls >= target, timeout)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self.poll()
+            except Exception as exc:  # keep watching; a flaky API is part of a game day
+                self.errors.append(str(exc))
+
+    def poll(self) -> None:
+        sc = self.scenario
+        now = self.client.server_time()
+        wall = time.monotonic()
+        dep = self.client.get_deployment(sc.namespace, sc.deployment)
+        selector = ",".join(f"{k}={v}" for k, v in
+                            ((dep["spec"].get("selector") or {}).get("matchLabels") or {}).items())
+        pods = self.client.list_pods(sc.namespace, selector)
+        if wall - self._nodes_read > 1.0:
+            self._nodes = {n["metadata"]["name"]: n for n in self.client.list_nodes()}
+            self._nodes_read = wall
+        weight = self._fallback_weight() if self.policy.fallback is not None else None
+        found = findings(dep, pods, self._nodes, self.policy, now, sc.container)
+        with self._lock:
+            template = self.timeline.template_index(bare_template(dep["spec"]["template"]))
+            crash_looping = 0
+            for pod in pods:
+                health = pod_health(pod)
+                uid = pod["metadata"].get("uid", pod["metadata"]["name"])
+                self._restarts[uid] = max(self._restarts.get(uid, 0), health.restarts)
+                crash_looping += int(health.crash_looping)
+                if self.fault_at is not None and pod["spec"].get("nodeName"):
+                    seen = self.pods_seen.setdefault(pod["metadata"]["name"], {
+                        "spec": pod["spec"], "node": pod["spec"]["nodeName"], "ready": False, "t": now})
+                    seen["ready"] = seen["ready"] or health.ready
+                if self.fault_at is not None:
+                    self._classify(pod, now, wall, template)
+            status = dep.get("status") or {}
+            self.timeline.samples.append(Sample(
+                t=now, wall=wall, desired=int(dep["spec"].get("replicas", 1)),
+                ready=int(status.get("readyReplicas", 0)), restarts=sum(self._restarts.values()),
+                crash_looping=crash_looping, template=template, fallback_weight=weight))
+            self.latest = {"deployment": dep, "pods": pods, "nodes": self._nodes, "t": now, "wall": wall}
+            self.findings = found
+            if self.fault_at is not None and self.scenario.detection.kind == "policy":
+                self._policy_detection(found, now, wall)
+        with self.polled:
+            self.polls += 1
+            self.polled.notify_all()
+
+    def _fallback_weight(self) -> int | None:
+        fb = self.policy.fallback
+        assert fb is not None
+        try:
+            route = self.client.request("GET", route_path(fb.route.namespace, fb.route.name))
+        except UserError:
+            return None
+        total = mine = 0
+        for rule in (route.get("spec") or {}).get("rules") or []:
+            for ref in rule.get("backendRefs") or []:
+                weight = int(ref.get("weight", 1))
+                total += weight
+                if ref.get("name") == fb.fallback.name:
+                    mine += weight
+        return round(100 * mine / total) if total else None
+
+    def _classify(self, pod: Obj, now: float, wall: float, template: int) -> None:
+        """Read and classify the previous log of each container restart not seen yet."""
+        name = pod["metadata"]["name"]
+        for cs in (pod.get("status") or {}).get("containerStatuses") or []:
+            if sc_name := self.scenario.container:
+                if cs.get("name") != sc_name:
+                    continue
+            restarts = int(cs.get("restartCount", 0))
+            now_dead = (cs.get("state") or {}).get("terminated")
+            terminated = now_dead or (cs.get("lastState") or {}).get("terminated")
+            if not terminated:
+                continue
+            death = (name, str(terminated.get("containerID") or terminated.get("finishedAt")))
+            if death in self._logged:
+                continue
+            self._logged.add(death)
+            if self.timeline.first(FIRST_CRASH) is None:
+                self.timeline.mark(now, wall, FIRST_CRASH, f"first crash: pod {name} "
+                                   f"(exit {terminated.get('exitCode')}, {terminated.get('reason', '')})")
+            try:
+                text = self.client.pod_log(self.scenario.namespace, name, cs.get("name"), previous=not now_dead and restarts > 0)
+            except UserError:
+                text = ""
+            failure = classify(parse_startup_log(text), exit_code=terminated.get("exitCode"),
+                               reason=terminated.get("reason")).value
+            node = (pod.get("spec") or {}).get("nodeName") or ""
+            product = node_product(self._nodes.get(node) or {}) or "?"
+            self.timeline.classified.append(Classified(
+                t=now, pod=name, node=f"{node} ({product})", restart=restarts, failure=failure,
+                exit_code=terminated.get("exitCode"), template=template,
+                evidence=tuple(evidence_lines(text, tail=8))))
+            det = self.scenario.detection
+            if det.kind == "classification" and failure == det.value and self.timeline.first(DETECTION) is None:
+                self.timeline.mark(now, wall, DETECTION, f"detected: {failure} in pod {name}'s log")
+
+    def _policy_detection(self, found: list[Finding], now: float, wall: float) -> None:
+        want = self.scenario.detection.value
+        hit = next((f for f in found if f.key == want or f.key.startswith(want + ":")), None)
+        if hit is not None and self.timeline.first(DETECTION) is None:
+            self.timeline.mark(now, wall, DETECTION, f"detected: {hit}")
+
+    def snapshot(self) -> tuple[dict[str, Any], list[Finding]]:
+        with self._lock:
+            return dict(self.latest), list(self.findings)
+
+    def lock(self) -> threading.Lock:
+        return self._lock

@@ -1,0 +1,123 @@
+"""What a game day recorded: samples of the Deployment over time and the marks an SRE cares about.
+
+Pure data and arithmetic: the observer fills it, the report and the verdict read it. Times are kept
+twice — the cluster's clock (simulated seconds on the rehearsal cluster, i.e. what the incident would
+take for real) and the wall clock (what the rehearsal itself took).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+FAULT, FIRST_CRASH, DETECTION, ACTION, ACTION_END = "fault", "first-crash", "detection", "action", "action-end"
+ROLLOUT_DONE, CONFIRM, RESTORE = "rollout-done", "confirm", "pre-game-restore"
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One poll of the Deployment and its pods."""
+
+    t: float  # cluster time
+    wall: float
+    desired: int
+    ready: int
+    restarts: int  # cumulative over every pod seen since the game started
+    crash_looping: int
+    template: int  # index of the pod template in Timeline.templates
+    fallback_weight: int | None = None  # percent of the watched route's traffic on the fallback backend
+
+
+@dataclass(frozen=True)
+class Mark:
+    t: float
+    wall: float
+    kind: str
+    label: str
+    ok: bool = True
+
+
+@dataclass(frozen=True)
+class Classified:
+    """One crashed container's previous log, classified (the report shows its evidence lines)."""
+
+    t: float
+    pod: str
+    node: str
+    restart: int
+    failure: str
+    exit_code: int | None
+    template: int
+    evidence: tuple[str, ...]
+
+
+@dataclass
+class Timeline:
+    samples: list[Sample] = field(default_factory=list)
+    marks: list[Mark] = field(default_factory=list)
+    classified: list[Classified] = field(default_factory=list)
+    templates: list[dict[str, Any]] = field(default_factory=list)  # distinct pod templates, in order seen
+    speed: float | None = None  # simulated seconds per wall second (None on a real cluster)
+
+    def mark(self, t: float, wall: float, kind: str, label: str, ok: bool = True) -> Mark:
+        made = Mark(t, wall, kind, label, ok)
+        self.marks.append(made)
+        return made
+
+    def first(self, kind: str) -> Mark | None:
+        return next((m for m in self.marks if m.kind == kind), None)
+
+    def template_index(self, template: dict[str, Any]) -> int:
+        for i, known in enumerate(self.templates):
+            if known == template:
+                return i
+        self.templates.append(template)
+        return len(self.templates) - 1
+
+    # -- figures ----------------------------------------------------------------------------------
+
+    def time_to_restore(self) -> tuple[float, float] | None:
+        """(cluster seconds, wall seconds) from the fault to the restored rollout; None if never restored."""
+        fault, done = self.first(FAULT), self.first(ROLLOUT_DONE)
+        if fault is None or done is None:
+            return None
+        return done.t - fault.t, done.wall - fault.wall
+
+    def restarts_to_recovery(self) -> int:
+        """Container restarts between the fault and recovery (or the end, if never recovered)."""
+        fault, done = self.first(FAULT), self.first(ROLLOUT_DONE)
+        if fault is None:
+            return 0
+        within = [s for s in self.samples if s.t >= fault.t and (done is None or s.t <= done.t)]
+        if not within:
+            return 0
+        base = max((s.restarts for s in self.samples if s.t < fault.t), default=within[0].restarts)
+        return within[-1].restarts - base
+
+    def template_changes(self) -> int:
+        """Pod-template changes remediation made: transitions from the first action up to recovery."""
+        start, done = self.first(ACTION), self.first(ROLLOUT_DONE)
+        if start is None:
+            return 0
+        before = [s.template for s in self.samples if s.t < start.t][-1:]
+        seen = before + [s.template for s in self.samples if s.t >= start.t and (done is None or s.t <= done.t)]
+        return sum(1 for a, b in zip(seen, seen[1:]) if a != b)
+
+    def faulted_template(self) -> int | None:
+        """The template running once the fault landed (at detection, else the last sample so far)."""
+        anchor = self.first(DETECTION)
+        chosen = [s for s in self.samples if anchor is None or s.t <= anchor.t]
+        return chosen[-1].template if chosen else None
+
+    def to_json(self) -> dict[str, Any]:
+        ttr = self.time_to_restore()
+        return {
+            "speed": self.speed,
+            "time_to_restore": None if ttr is None else {"cluster_seconds": round(ttr[0], 1),
+                                                          "wall_seconds": round(ttr[1], 2)},
+            "restarts_to_recovery": self.restarts_to_recovery(),
+            "template_changes_to_recovery": self.template_changes(),
+            "marks": [asdict(m) for m in self.marks],
+            "samples": [asdict(s) for s in self.samples],
+            "classified": [asdict(c) for c in self.classified],
+        }
