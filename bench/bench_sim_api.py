@@ -39,7 +39,8 @@ def deployment(name: str) -> dict[str, Any]:
             "spec": {"replicas": 2, "selector": {"matchLabels": {"app": name}},
                      "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": [{
                          "name": "vllm", "image": "vllm/vllm-openai:v0.8.5",
-                         "args": ["--model", "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "16384"]}]}}}}
+                         "args": ["--model", "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "16384"],
+                         "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}}}
 
 
 def request(conn: http.client.HTTPConnection, method: str, path: str, body: Any = None,
@@ -77,13 +78,15 @@ def main() -> int:
     want = args.deployments * 2
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
-        ready = [sum(1 for p in c.store.list("pods", "llm")[0] if p.get("status", {}).get("phase") == "Running")
+        ready = [sum(1 for p in c.store.list("pods", "llm")[0]
+                     if all(cs.get("ready") for cs in p.get("status", {}).get("containerStatuses") or [{}]))
                  for c in clusters]
         if all(r >= want for r in ready):
             break
         time.sleep(0.5)
     setup_s = time.perf_counter() - setup
     pods = sum(len(c.store.list("pods")[0]) for c in clusters)
+    ready_pods = sum(ready)
 
     host, port = server.url.removeprefix("http://").split(":")
     conn = http.client.HTTPConnection(host, int(port))
@@ -113,6 +116,7 @@ def main() -> int:
         c.stop()
     result = {
         "clusters": args.clusters, "deployments_per_cluster": args.deployments, "pods": pods,
+        "ready_pods": ready_pods,
         "setup_s": round(setup_s, 2),
         "list_deployments_median_ms": round(statistics.median(lists), 2),
         "list_deployments_p95_ms": round(statistics.quantiles(lists, n=20)[18], 2),
