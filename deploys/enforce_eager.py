@@ -1,0 +1,21 @@
+"""Runbook step 4's stop-gap — ``--enforce-eager`` as a timed toggle that reverts itself.
+
+    pyinfra inventories/prod.py deploys/enforce_eager.py -y                          # on, policy's max ttl
+    pyinfra inventories/prod.py deploys/enforce_eager.py -y --data eager_ttl=30m     # on for 30 minutes
+    pyinfra inventories/prod.py deploys/enforce_eager.py -y --data enforce_eager=false  # off now
+
+The expiry (RFC 3339, cluster time) and the exact prior argv are stored on the Deployment; any later
+run of any deploy reverts it once expired. A ttl above the policy's ``enforce_eager.max_duration`` is
+refused. Eager mode costs throughput and latency: plan the real fix before it expires.
+"""
+
+from pyinfra import host
+
+from vllm_remedy.operations import vllm
+
+enabled = str(host.data.get("enforce_eager", True)).lower() not in ("false", "0", "no", "off")
+
+vllm.revert_expired_toggles(name="Revert expired temporary toggles")
+vllm.enforce_eager(name="Temporary eager mode" if enabled else "Eager mode off", enabled=enabled,
+                   ttl=host.data.get("eager_ttl"))
+vllm.rolled_out(name="Wait until the new pods are Ready")

@@ -1,0 +1,22 @@
+"""Runbook step 5 — OOM under load: cap what one engine step may take on, per policy ``load_shedding``.
+
+    pyinfra inventories/prod.py deploys/load_guard.py --dry
+    pyinfra inventories/prod.py deploys/load_guard.py -y
+
+``--max-num-batched-tokens`` caps the prefill chunk, ``--limit-mm-per-prompt`` the images per request
+of multimodal models (in the running version's syntax), ``--max-loras`` the resident LoRA adapters.
+Values are only ever lowered; only flags that change are written. The maximum prompt length is the
+gateway's to enforce (policy ``load_shedding.max_prompt_tokens``).
+"""
+
+from pyinfra import host
+
+from vllm_remedy.operations import vllm
+from vllm_remedy.policy import Policy
+
+shed = (host.connector.policy or Policy()).load_shedding
+
+vllm.revert_expired_toggles(name="Revert expired temporary toggles")
+vllm.load_caps(name="Cap load per policy", max_num_batched_tokens=shed.max_num_batched_tokens,
+               limit_mm_per_prompt=shed.limit_mm_per_prompt, max_loras=shed.max_loras)
+vllm.rolled_out(name="Wait until the new pods are Ready")

@@ -1,0 +1,22 @@
+"""Runbook step 4 — pin the GPU type so scheduling cannot pick a smaller card.
+
+    pyinfra inventories/prod.py deploys/pin_gpu.py --dry
+    pyinfra inventories/prod.py deploys/pin_gpu.py -y
+
+nodeSelector on the policy's product (under the policy's ``gpu.label``: GPU feature discovery, GKE or
+Karpenter; ``-SHARED``/MIG variants handled) and ``limits: nvidia.com/gpu``. Refused when no schedulable
+node of that product can take a pod; on full GPU nodes the rollout switches to maxSurge 0 /
+maxUnavailable 1, and the diff says so.
+"""
+
+from pyinfra import host
+
+from vllm_remedy.operations import scheduling, vllm
+from vllm_remedy.policy import Policy
+
+policy = host.connector.policy or Policy()  # the connector loaded host data's policy file
+
+vllm.revert_expired_toggles(name="Revert expired temporary toggles")
+scheduling.gpu_product(name="Pin the GPU type", product=host.data.get("gpu_product") or policy.gpu_product,
+                       gpus=policy.gpu.per_pod)
+vllm.rolled_out(name="Wait until the new pods are Ready")

@@ -1,0 +1,168 @@
+"""Runbook step 4 as a pyinfra operation: apply the planner's smallest change that restores headroom.
+
+The planner (``remedies.budget.plan_budget``) ranks every lever within the policy's bounds, smallest
+first, and only lists changes the memory model predicts to start with headroom and meet the target
+concurrency. This operation applies the first rung — flags, nodeSelector/GPU limit, and for an
+``--enforce-eager`` rung the timed toggle's record — and refuses, with one line naming the prediction,
+when nothing within policy is predicted to work. ``--max-model-len`` always ends up explicit.
+
+    from vllm_remedy.operations import budget
+
+    budget.smallest_fix(name="Smallest change that restores headroom")
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from pyinfra import host, state
+from pyinfra.api import FunctionCommand, operation
+
+from vllm_remedy.errors import UserError
+from vllm_remedy.facts.pods import Pods
+from vllm_remedy.operations.scheduling import NodeObjects
+from vllm_remedy.operations.util import (
+    K8sHost,
+    Prediction,
+    k8s_host,
+    pinned_gpu,
+    refuse,
+    server_of,
+    set_template,
+    show,
+    with_flags,
+)
+from vllm_remedy.operations.vllm import deployment_object, failed_prediction, template_of
+from vllm_remedy.remedies import toggle
+from vllm_remedy.remedies.budget import BudgetRequest, plan_budget
+from vllm_remedy.remedies.pin import apply_template_change, canonical_product
+from vllm_remedy.remedies.plan import Plan, Step
+from vllm_remedy.remedies.restore import crash_failures
+from vllm_remedy.vllm import catalog
+from vllm_remedy.vllm.memory import EngineSettings
+from vllm_remedy.vllm.outcomes import Failure
+from vllm_remedy.vllm.versions import version_from_image
+
+BUDGET = "budget"
+
+
+def _failure(pods: Mapping[str, Any], container: str | None) -> Failure | None:
+    """The most frequent crash of the current revision's pods (None when none crash-loops)."""
+    seen = crash_failures(pods, container)
+    if not seen:
+        return None
+    kind = max(seen, key=lambda k: (seen[k], k))
+    try:
+        return Failure(kind)
+    except ValueError:
+        return Failure.UNKNOWN
+
+
+def _logged_kv(pods: Mapping[str, Any]) -> int | None:
+    """The smallest KV size a current-revision container logged (the planner scales its targets by it)."""
+    sizes = [int(((c.get("startup") or {}).get("report") or {}).get("kv_cache_tokens") or 0)
+             for p in pods.get("pods") or [] if p.get("new") for c in p.get("containers") or []]
+    sizes = [s for s in sizes if s > 0]
+    return min(sizes) if sizes else None
+
+
+def _node_gpus(picture: Mapping[str, Any], product: str) -> int | None:
+    """GPUs of the biggest node of ``product`` (tensor parallelism cannot span nodes)."""
+    counts = []
+    for node in picture.get("nodes") or []:
+        labels = (node.get("metadata") or {}).get("labels") or {}
+        value = labels.get("nvidia.com/gpu.product") or labels.get("cloud.google.com/gke-accelerator") or \
+            labels.get("karpenter.k8s.aws/instance-gpu-name")
+        if value and canonical_product(str(value)) == product:
+            try:
+                counts.append(int(str(((node.get("status") or {}).get("allocatable") or {}).get("nvidia.com/gpu", 0))))
+            except ValueError:
+                continue
+    return max(counts) if counts else None
+
+
+def plan_for(ctx: K8sHost, template: Mapping[str, Any], gpu: str | None,
+             target_concurrency: float | None) -> tuple[Plan, str]:
+    """The planner's ladder for the host's server on ``gpu`` (default: the policy's product, else the pinned one)."""
+    server = server_of(template, ctx.container)
+    spec = dict(template.get("spec") or {})
+    label = gpu or ctx.policy.gpu_product or pinned_gpu(spec)
+    if label is None:
+        raise UserError(f"{ctx.where}: the template pins no GPU product and the policy names none; pass gpu=...")
+    card = catalog.gpu(label)
+    model = catalog.model(str(server.model))
+    settings = EngineSettings.from_flags(dict(server.flags), version_from_image(server.image))
+    pods = host.get_fact(Pods)
+    running_on = pinned_gpu(spec)
+    same_card = running_on is not None and canonical_product(running_on) == card.product
+    request = BudgetRequest(model, card, settings, policy=ctx.policy, failure=_failure(pods, ctx.container),
+                            target_concurrency=target_concurrency,
+                            node_gpus=_node_gpus(host.get_fact(NodeObjects), card.product),
+                            logged_kv_tokens=_logged_kv(pods) if same_card else None,
+                            node_selector=dict(spec.get("nodeSelector") or {}), gpu_label=running_on)
+    return plan_budget(request), card.product
+
+
+def planned_template(ctx: K8sHost, template: Mapping[str, Any], step: Step, now: float
+                     ) -> tuple[dict[str, Any], dict[str, str]]:
+    """``template`` with ``step`` applied (and max-model-len explicit); a temporary rung as a timed toggle."""
+    flags = {k: v for k, v in step.set.items() if not (step.temporary and k == toggle.EAGER)}
+    if "max-model-len" not in server_of(template, ctx.container).flags and "max-model-len" not in flags:
+        flags["max-model-len"] = str(step.prediction.max_model_len)
+    planned = with_flags(template, flags, step.unset, container=ctx.container)
+    planned = apply_template_change(planned, step.template, ctx.container)
+    if not step.temporary:
+        return planned, {}
+    seconds = int(step.revert_after.total_seconds()) if step.revert_after else toggle.ttl_seconds(None, ctx.policy)
+    return toggle.switch_on(planned, ctx.keys, now, seconds, ctx.container)
+
+
+@operation()
+def smallest_fix(gpu: str | None = None, target_concurrency: float | None = None) -> Iterator[FunctionCommand]:
+    """
+    Apply the smallest change the planner predicts to restore headroom (runbook step 4).
+
+    + gpu: GPU product to plan for; default the policy's first ``gpu.products`` entry, else the product
+      the template pins (pin it with ``scheduling.gpu_product`` in the same deploy)
+    + target_concurrency: concurrent max-length requests the KV cache must hold; default the policy's
+      ``peak_concurrency`` × ``confirm.min_concurrency_ratio``
+
+    The ladder, smallest first: explicit ``--max-model-len``, ``--gpu-memory-utilization``,
+    ``--max-num-seqs``, ``--max-num-batched-tokens``, fp8 KV cache (policy permitting), tensor
+    parallelism, a bigger GPU, and last ``--enforce-eager`` as a timed toggle. Refused with one line when
+    no change within policy is predicted to fit. Nothing happens when the current settings fit with
+    headroom and ``--max-model-len`` is explicit.
+
+    **Example:**
+
+    .. code:: python
+
+        budget.smallest_fix(name="Smallest change that restores headroom")
+    """
+    ctx = k8s_host(host)
+    deployment = deployment_object()
+    template = template_of(deployment)
+    try:
+        plan, product = plan_for(ctx, template, gpu, target_concurrency)
+        step = plan.first
+        if plan.verdict == "no_change_needed":
+            return
+        if plan.verdict != "change" or step is None:
+            current = Prediction(product, plan.current)
+            yield from refuse(state, host, f"{ctx.where}: {plan.problem}; no change within policy "
+                              f"{ctx.policy.source} is predicted to fit ({current.line()})")
+            return
+        planned, notes = planned_template(ctx, template, step, ctx.client.server_time())
+    except UserError as exc:
+        yield from refuse(state, host, f"{ctx.where}: {exc}")
+        return
+    prediction = Prediction(step.gpu or product, step.prediction)
+    why = failed_prediction(prediction)
+    if why is not None:
+        yield from refuse(state, host, f"{step.describe()} on {ctx.where}: {why}")
+        return
+    show(state, host, [f"problem: {plan.problem}", *(f"note: {n}" for n in plan.notes)], topic="plan")
+    summary = f"budget {ctx.where}: {step.describe()} ({step.lever}, rung 1 of {len(plan.steps)})"
+    yield from set_template(state, host, deployment, planned, action=BUDGET, reason=f"{step.lever}: {step.reason}",
+                            summary=summary, prediction=prediction, annotations=notes)

@@ -1,0 +1,216 @@
+"""Runbook step 4, "pin the GPU type so scheduling cannot pick a smaller card" — safely (pure).
+
+Nodes, pods and the pod template in; a :class:`PinPlan` out. What "safely" means here (landscape items 5, 8):
+
+* **Label variants.** GPU feature discovery appends ``-SHARED`` on time-sliced nodes and MIG "single"
+  rewrites the product (``A100-SXM4-40GB-MIG-1g.5gb``); GKE and Karpenter use their own keys and
+  spellings. A nodeSelector matches one exact value of one key, so the value written is the one the
+  matching nodes actually carry under the policy's ``gpu.label`` — never a guess. Time-sliced nodes
+  count only when the policy allows shared GPUs; MIG slices only when the product names the profile.
+* **Capacity first.** Pinning to a product with no schedulable GPU (ready, not cordoned, taints
+  tolerated) turns a crash loop into Pending pods: refused. GPUs our own pods hold on matching nodes
+  count, since the rollout frees them.
+* **Full nodes.** A RollingUpdate with ``maxSurge`` > 0 needs one free GPU for the surge pod; with none
+  it never progresses. Then the strategy becomes ``maxSurge: 0, maxUnavailable: 1`` and the plan says so.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from vllm_remedy.errors import UserError
+from vllm_remedy.kube.gpus import PRODUCT_LABELS, SHARED_SUFFIX, node_gpus
+from vllm_remedy.kube.health import node_health
+from vllm_remedy.kube.selectors import matches
+from vllm_remedy.policy import GpuPolicy
+from vllm_remedy.remedies.plan import TemplateChange
+from vllm_remedy.vllm import catalog
+from vllm_remedy.vllm.cmdline import find_server
+
+
+@dataclass(frozen=True)
+class PinPlan:
+    """The pinned template, the strategy to use (None: unchanged), what was counted, or why it is refused."""
+
+    template: dict[str, Any]
+    strategy: dict[str, Any] | None = None
+    label: str = ""
+    value: str = ""
+    nodes: tuple[str, ...] = ()
+    free: int = 0  # GPUs free now on usable matching nodes
+    capacity_pods: int = 0  # pods of this size the rollout can place (free + what our pods hold)
+    surge_pods: int = 0  # pods placeable without evicting ours
+    notes: tuple[str, ...] = ()
+    refusal: str | None = None
+    lines: tuple[str, ...] = field(default=())
+
+    @property
+    def refused(self) -> bool:
+        return self.refusal is not None
+
+
+def canonical_product(value: str) -> str:
+    """A product label value as the catalog names the card (``nvidia-l4`` → ``NVIDIA-L4``), MIG profile kept."""
+    try:
+        return catalog.gpu(value).product
+    except UserError:
+        base = value[: -len(SHARED_SUFFIX)] if value.upper().endswith(SHARED_SUFFIX) else value
+        return base.upper()
+
+
+def tolerates(taint: Mapping[str, Any], tolerations: Sequence[Mapping[str, Any]]) -> bool:
+    """Does one of ``tolerations`` tolerate ``taint`` (the scheduler's rule, PreferNoSchedule ignored)?"""
+    if taint.get("effect") == "PreferNoSchedule":
+        return True
+    for t in tolerations:
+        if t.get("effect") and t.get("effect") != taint.get("effect"):
+            continue
+        if t.get("operator") == "Exists":
+            if not t.get("key") or t.get("key") == taint.get("key"):
+                return True
+        elif t.get("key") == taint.get("key") and (t.get("value") or "") == (taint.get("value") or ""):
+            return True
+    return False
+
+
+def gpu_quantity(value: Any) -> int | None:
+    try:
+        return int(str(value))
+    except ValueError:
+        return None
+
+
+def apply_template_change(template: Mapping[str, Any], change: TemplateChange,
+                          container: str | None = None) -> dict[str, Any]:
+    """``template`` with a planner's :class:`TemplateChange` applied (nodeSelector, GPU limit and request)."""
+    new = copy.deepcopy(dict(template))
+    spec = new.setdefault("spec", {})
+    if change.node_selector or change.drop_node_selector:
+        selector = dict(spec.get("nodeSelector") or {})
+        for key in change.drop_node_selector:
+            selector.pop(key, None)
+        selector.update(change.node_selector)
+        spec["nodeSelector"] = selector
+    if change.gpu_limit is not None:
+        name = find_server(spec, container).container_name
+        for c in spec.get("containers") or []:
+            if c.get("name") != name:
+                continue
+            res = c.setdefault("resources", {})
+            limits = res.setdefault("limits", {})
+            if gpu_quantity(limits.get(change.gpu_resource)) != change.gpu_limit:
+                limits[change.gpu_resource] = str(change.gpu_limit)
+            requests = res.get("requests") or {}
+            if change.gpu_resource in requests and gpu_quantity(requests[change.gpu_resource]) != change.gpu_limit:
+                requests[change.gpu_resource] = str(change.gpu_limit)
+    return new
+
+
+def _scaled(value: Any, replicas: int, round_up: bool) -> int:
+    """A rollingUpdate int-or-percent resolved as the deployment controller does."""
+    if isinstance(value, str) and value.endswith("%"):
+        share = int(value[:-1]) * replicas / 100
+        return math.ceil(share) if round_up else math.floor(share)
+    return int(value)
+
+
+def _surge_unavailable(strategy: Mapping[str, Any], replicas: int) -> tuple[int, int] | None:
+    if (strategy.get("type") or "RollingUpdate") != "RollingUpdate":
+        return None
+    rolling = strategy.get("rollingUpdate") or {}
+    surge = _scaled(rolling.get("maxSurge", "25%"), replicas, True)
+    unavailable = _scaled(rolling.get("maxUnavailable", "25%"), replicas, False)
+    if surge == 0 and unavailable == 0:
+        unavailable = 1  # the controller's own fallback
+    return surge, unavailable
+
+
+def _describe_strategy(strategy: Mapping[str, Any]) -> str:
+    rolling = strategy.get("rollingUpdate") or {}
+    return (f"{strategy.get('type') or 'RollingUpdate'} maxSurge {rolling.get('maxSurge', '25%')}, "
+            f"maxUnavailable {rolling.get('maxUnavailable', '25%')}")
+
+
+def plan_pin(template: Mapping[str, Any], deployment_spec: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]],
+             pods: Sequence[Mapping[str, Any]], namespace: str, gpu: GpuPolicy, product: str, gpus: int,
+             container: str | None = None) -> PinPlan:
+    """Pin ``template`` to ``product`` with ``gpus`` GPUs per pod, or refuse (see the module docstring)."""
+    if gpus < 1:
+        raise UserError(f"gpus: {gpus} must be at least 1")
+    spec = dict(template.get("spec") or {})
+    server = find_server(spec, container)
+    tp = gpu_quantity(server.flags.get("tensor-parallel-size", "1")) or 1
+    if gpus < tp:
+        return PinPlan(dict(template), refusal=f"gpus={gpus} is fewer than --tensor-parallel-size {tp} needs")
+    want = canonical_product(product)
+    shared_wanted = product.upper().endswith(SHARED_SUFFIX)
+    tolerations = list(spec.get("tolerations") or [])
+    selector = (deployment_spec.get("selector") or {})
+    ours = {f"{namespace}/{(p.get('metadata') or {}).get('name')}" for p in pods
+            if (p.get("metadata") or {}).get("namespace") == namespace and selector
+            and matches(selector, (p.get("metadata") or {}).get("labels"))}
+    notes: list[str] = []
+    groups: dict[str, list[tuple[str, int, int, bool]]] = {}  # label value → (node, free, ours, usable)
+    for node in sorted(nodes, key=lambda n: str((n.get("metadata") or {}).get("name"))):
+        labels = (node.get("metadata") or {}).get("labels") or {}
+        picture = node_gpus(node, pods)
+        if picture.capacity <= 0 or picture.product.value is None:
+            continue
+        if canonical_product(picture.product.value) != want:
+            continue
+        if picture.product.shared and not (gpu.allow_shared or shared_wanted):
+            notes.append(f"{picture.node}: time-sliced ({picture.product.value}); not counted (gpu.allow_shared)")
+            continue
+        value = labels.get(gpu.label)
+        if not value:
+            notes.append(f"{picture.node}: no {gpu.label} label; a nodeSelector on it cannot reach this node")
+            continue
+        health = node_health(node)
+        taints = (node.get("spec") or {}).get("taints") or []
+        untolerated = [t.get("key") for t in taints if not tolerates(t, tolerations)]
+        usable = health.ready and not health.cordoned and not untolerated
+        if not usable:
+            why = "not ready" if not health.ready else "cordoned" if health.cordoned else \
+                f"taint {', '.join(map(str, untolerated))} not tolerated"
+            notes.append(f"{picture.node}: {why}")
+        held = sum(n for pod, n in picture.consumers if pod in ours)
+        groups.setdefault(value, []).append((picture.node, picture.free, held, usable))
+    if not groups:
+        return PinPlan(dict(template), label=gpu.label, notes=tuple(notes),
+                       refusal=f"no node offers {product} under {gpu.label} (allow_shared={gpu.allow_shared}); "
+                               "nothing to pin to")
+
+    def pods_fit(rows: list[tuple[str, int, int, bool]], with_ours: bool) -> int:
+        return sum((free + (held if with_ours else 0)) // gpus for _, free, held, usable in rows if usable)
+
+    value = max(groups, key=lambda v: (not v.upper().endswith(SHARED_SUFFIX), pods_fit(groups[v], True), v))
+    rows = groups[value]
+    capacity, surge_pods = pods_fit(rows, True), pods_fit(rows, False)
+    free = sum(f for _, f, _, usable in rows if usable)
+    names = tuple(n for n, *_ in rows)
+    if capacity == 0:
+        return PinPlan(dict(template), label=gpu.label, value=value, nodes=names, notes=tuple(notes),
+                       refusal=f"no schedulable {value} capacity: {len(rows)} node(s) labelled {gpu.label}={value}, "
+                               f"{free} free GPU(s), none can take a pod of {gpus} GPU(s)")
+    drop = tuple(k for k in (spec.get("nodeSelector") or {}) if k in PRODUCT_LABELS and k != gpu.label)
+    change = TemplateChange(node_selector={gpu.label: value}, drop_node_selector=drop, gpu_limit=gpus,
+                            gpu_resource=gpu.resource)
+    pinned = apply_template_change(template, change, container)
+    replicas = int(deployment_spec.get("replicas", 1) or 0)
+    if capacity < replicas:
+        notes.append(f"only {capacity} of {replicas} pod(s) fit on {value} nodes: the rest stay Pending")
+    strategy = None
+    lines = [f"pin {gpu.label}={value}, {gpus} x {gpu.resource} per pod: {len(rows)} node(s), {free} free GPU(s), "
+             f"room for {capacity} pod(s) during the rollout"]
+    current = dict(deployment_spec.get("strategy") or {})
+    moves = _surge_unavailable(current, replicas)
+    if pinned != dict(template) and moves is not None and moves[0] > 0 and surge_pods < 1:
+        strategy = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": max(1, moves[1])}}
+        lines.append(f"strategy: {_describe_strategy(current)} -> {_describe_strategy(strategy)}: no free {value} "
+                     "GPU for a surge pod, so pods are replaced one at a time")
+    return PinPlan(pinned, strategy, gpu.label, value, names, free, capacity, surge_pods, tuple(notes), None,
+                   tuple(lines))
