@@ -91,10 +91,20 @@ def _report(info: dict[str, Any], output: str) -> None:
     print(f"state: {info['state']}")
 
 
+def _foreground_argv(args: argparse.Namespace, state: Path) -> list[str]:
+    """The same `sim up`, minus --background, rebuilt from the parsed options (not from sys.argv)."""
+    argv = ["sim", "up", "--port", str(args.port), "--state", str(state), "--speed", str(args.speed),
+            "--seed", str(args.seed)]
+    for name in args.clusters or []:
+        argv += ["--cluster", name]
+    for flag, value in (("--kubeconfig", args.kubeconfig), ("--auth", args.auth), ("--faults", args.faults)):
+        if value is not None:
+            argv += [flag, str(Path(value).resolve())]
+    return argv + (["--tls"] if args.tls else [])
+
+
 def _background(args: argparse.Namespace, state: Path) -> int:
-    argv = [a for a in sys.argv[1:] if a != "--background"]
-    if "--state" not in argv:
-        argv += ["--state", str(state)]
+    argv = _foreground_argv(args, state)
     state.mkdir(parents=True, exist_ok=True)
     (state / READY_FILE).unlink(missing_ok=True)
     with open(state / "sim.log", "ab") as logfile:
