@@ -227,21 +227,27 @@ def _delete_one(store: Store, key: str, namespace: str, name: str, *, cascade: b
     if dry_run:
         return gone
     if key == "namespaces":
-        for res in BY_KEY.values():
-            if res.namespaced:
-                for obj in store.list(res.key, name)[0]:
-                    store.find(res.key, name, obj["metadata"]["name"]) and store.delete(res.key, name,
-                                                                                        obj["metadata"]["name"])
+        doomed = [(res.key, obj) for res in BY_KEY.values() if res.namespaced for obj in store.list(res.key, name)[0]]
+        namespace = name
     elif cascade:
-        for dep_key, dep in _dependents(store, gone["metadata"].get("uid", ""), namespace):
-            if store.find(dep_key, namespace, dep["metadata"]["name"]) is not None:
-                _delete_one(store, dep_key, namespace, dep["metadata"]["name"], cascade=True, dry_run=False)
+        doomed = _dependents(store, gone["metadata"].get("uid", ""), namespace)
+    else:
+        doomed = []
+    for dep_key, dep in doomed:
+        try:
+            _delete_one(store, dep_key, namespace, dep["metadata"]["name"], cascade=True, dry_run=False)
+        except ApiError as err:  # a controller got there first
+            if err.code != 404:
+                raise
     return gone
 
 
 def delete(cluster: ClusterLike, route: Route, req: Request) -> Response:
     options: Obj = req.object_body() if req.body.strip() else {}
     policy = req.query.get("propagationPolicy") or options.get("propagationPolicy") or "Background"
+    pre = options.get("preconditions") or {}
+    if not isinstance(pre, dict):
+        raise ApiError(400, "BadRequest", "preconditions: expected an object with resourceVersion and/or uid")
     if policy not in ("Background", "Foreground", "Orphan"):
         raise ApiError(400, "BadRequest", f"propagationPolicy: Unsupported value: {policy!r}")
     store, key, namespace = cluster.store, route.resource.key, route.namespace or ""
@@ -253,7 +259,6 @@ def delete(cluster: ClusterLike, route: Route, req: Request) -> Response:
                               "metadata": {"resourceVersion": store.resource_version}, "items": gone})
     if route.subresource:
         raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
-    pre = options.get("preconditions") or {}
     current = store.get(key, namespace, route.name)
     for field in ("resourceVersion", "uid"):
         if pre.get(field) and pre[field] != current["metadata"].get(field):
