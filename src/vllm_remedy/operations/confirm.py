@@ -16,7 +16,7 @@ from pyinfra.api import FunctionCommand, operation
 from vllm_remedy.errors import UserError
 from vllm_remedy.facts.history import RolloutHistory
 from vllm_remedy.facts.pods import Pods
-from vllm_remedy.kube.annotations import Keys, known_good_annotations, rfc3339
+from vllm_remedy.kube.annotations import Keys, known_good_annotations
 from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.kube.errors import KubeError
 from vllm_remedy.operations._context import K8sHost, k8s_host
@@ -57,10 +57,13 @@ def read_metrics(ctx: K8sHost, names: list[str]) -> dict[str, str | None]:
 
 def _mark_ops(keys: Keys, reason: str, client: KubeClient, basis: dict[str, Any], at: float
               ) -> list[dict[str, Any]]:
-    """The known-good mark and our last-action keys; never ``change-cause`` (it is the revision's history)."""
-    notes: dict[str, str | None] = {**known_good_annotations(keys, at, reason), keys.last_action: "confirm",
-                                    keys.last_reason: reason, keys.last_action_at: rfc3339(at)}
-    return annotation_ops(basis, notes)
+    """The known-good mark only.
+
+    Not ``change-cause``: on a ReplicaSet it is the revision's CHANGE-CAUSE in ``rollout history``. Not our
+    last-action keys: the deployment controller copies the Deployment's annotations (ours included) onto
+    its new ReplicaSet, so they belong to the Deployment's last write, not to this mark.
+    """
+    return annotation_ops(basis, dict(known_good_annotations(keys, at, reason)))
 
 
 def evaluate(ctx: K8sHost) -> ConfirmResult | None:

@@ -18,17 +18,16 @@ from vllm_remedy.facts.deployment import Deployment
 from vllm_remedy.facts.history import RolloutHistory
 from vllm_remedy.facts.pods import Pods
 from vllm_remedy.kube.actions import read_rollout
-from vllm_remedy.kube.annotations import parse_rfc3339
 from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.kube.history import HASH_LABEL
 from vllm_remedy.kube.rollout import plan_undo
-from vllm_remedy.kube.wait import wait_for_rollout
 from vllm_remedy.operations._clock import ClusterClock
 from vllm_remedy.operations._context import K8sHost, k8s_host
 from vllm_remedy.operations._predict import predict_template
 from vllm_remedy.operations._routes import shift_gateway
 from vllm_remedy.operations._show import note, show
 from vllm_remedy.operations._template import server_of, with_flags
+from vllm_remedy.operations._wait import wait_restored
 from vllm_remedy.operations._write import change_lines, observe, refuse, set_template, write_command
 from vllm_remedy.remedies.diagnose import evidence_lines
 from vllm_remedy.remedies.restore import REFUSE, ROLLBACK, SHED, RestoreDecision, decide_restore, shed_flags
@@ -51,20 +50,11 @@ def _undo_ops(revision: int, keys: Any, reason: str, client: KubeClient, basis: 
     return [] if plan.skipped else plan.patch
 
 
-def wait_rollout(state: Any, host: Any, timeout: float, label: str) -> bool:
+def wait_rollout(state: Any, host: Any, timeout: float, label: str, replicaset: str | None = None) -> bool:
     """FunctionCommand body: wait (cluster time) until rolled out and Ready; fail fast with the classified log."""
     try:
         ctx = k8s_host(host)
-        clock = ClusterClock(ctx.client)
-        start = clock.now()
-        while True:
-            result = wait_for_rollout(ctx.client, ctx.namespace, ctx.deployment, timeout=timeout,
-                                      clock=clock, interval=2.0)
-            if result.outcome != "progress-deadline" or not _stale_deadline(ctx, start):
-                break
-            timeout -= max(result.elapsed, 2.0)  # the bad revision's deadline, not ours: keep waiting
-            clock.sleep(2.0)
-        result.elapsed = clock.now() - start
+        result = wait_restored(ctx, timeout, ClusterClock(ctx.client))
     except UserError as exc:
         note(host, f"{label}: {exc}", error=True)
         return False
@@ -76,22 +66,6 @@ def wait_rollout(state: Any, host: Any, timeout: float, label: str) -> bool:
     if crash is not None and crash.log:
         for line in evidence_lines(crash.log)[-10:]:
             note(host, f"  {line}", error=True)
-    return False
-
-
-def _stale_deadline(ctx: K8sHost, start: float) -> bool:
-    """Is the ProgressDeadlineExceeded condition the crash-looping revision's, from before our rollback?
-
-    The controller only replaces the Progressing condition once the restored ReplicaSet makes progress;
-    until then the status still says the *previous* rollout timed out.
-    """
-    status = ctx.client.get_deployment(ctx.namespace, ctx.deployment).get("status") or {}
-    for cond in status.get("conditions") or []:
-        if cond.get("type") == "Progressing" and cond.get("reason") == "ProgressDeadlineExceeded":
-            try:
-                return parse_rfc3339(str(cond.get("lastUpdateTime")), "condition") < start - 1.0
-            except UserError:
-                return False
     return False
 
 
@@ -134,8 +108,8 @@ def known_good(wait: bool = True, timeout: float | None = None) -> Iterator[Func
     yield write_command(ctx.deployment_path, build, summary)
     if wait:
         seconds = timeout if timeout is not None else ctx.policy.restore.rollout_timeout.total_seconds()
-        yield FunctionCommand(wait_rollout, (seconds, f"wait for revision {decision.revision}'s template to roll out"),
-                              {})
+        yield FunctionCommand(wait_rollout, (seconds, f"wait for revision {decision.revision}'s template to roll out",
+                                             decision.replicaset), {})
 
 
 @operation()

@@ -1,0 +1,67 @@
+"""Wait for a restored revision in cluster time, failing fast when its pods crash-loop.
+
+``kube.wait.wait_for_rollout`` gives up as soon as the Deployment says ProgressDeadlineExceeded. Right
+after a rollback that verdict is usually the crash-looping revision's (the controller keeps it until the
+restored ReplicaSet makes progress; the rehearsal cluster even keeps counting the deadline across the
+rollback). Our bound is the policy's ``restore.rollout_timeout``; while it lasts, a deadline only means
+"look at the new pods ourselves" — a crash loop there still fails fast, with the classified log.
+"""
+
+from __future__ import annotations
+
+from vllm_remedy.kube.errors import KubeError
+from vllm_remedy.kube.health import pod_health
+from vllm_remedy.kube.selectors import selector_string
+from vllm_remedy.kube.wait import Clock, Crash, WaitResult, classify_log, crashing_container, new_pods, wait_for_rollout
+from vllm_remedy.operations._context import K8sHost
+
+#: Failed restarts of a restored pod that count as a crash loop (as kube.wait counts them).
+RESTART_LIMIT = 3
+
+
+def crash_now(ctx: K8sHost, restart_limit: int = RESTART_LIMIT) -> Crash | None:
+    """The first crash-looping container of the Deployment's new ReplicaSet, with its classified log."""
+    client = ctx.client
+    deployment = client.get_deployment(ctx.namespace, ctx.deployment)
+    selector = selector_string((deployment.get("spec") or {}).get("selector"))
+    pods = new_pods(deployment, client.list_replicasets(ctx.namespace, selector),
+                    client.list_pods(ctx.namespace, selector))
+    for pod in pods:
+        health = pod_health(pod)
+        bad = crashing_container(health, restart_limit)
+        if bad is None:
+            continue
+        try:
+            log: str | None = client.pod_log(ctx.namespace, health.name, bad.name, previous=not bad.terminated_now)
+        except KubeError:
+            log = None
+        failure, report = classify_log(log, bad.exit_code, bad.terminated_reason)
+        why = bad.waiting_reason or f"{bad.restarts} restarts"
+        message = (f"pod {health.name} container {bad.name}: {why} (last exit {bad.exit_code}, "
+                   f"{bad.terminated_reason or 'no reason'})" + (f"; startup log: {failure}" if failure else ""))
+        return Crash(pod=health.name, kind="crash-loop", message=message, container=bad.name, restarts=bad.restarts,
+                     exit_code=bad.exit_code, terminated_reason=bad.terminated_reason, log=log, failure=failure,
+                     startup=report)
+    return None
+
+
+def wait_restored(ctx: K8sHost, timeout: float, clock: Clock, interval: float = 2.0) -> WaitResult:
+    """Rolled out and Ready within ``timeout`` cluster seconds, or why not (see the module docstring)."""
+    start = clock.now()
+    while True:
+        remaining = timeout - (clock.now() - start)
+        result = wait_for_rollout(ctx.client, ctx.namespace, ctx.deployment, timeout=max(remaining, 0.0),
+                                  clock=clock, interval=interval)
+        if result.outcome != "progress-deadline":
+            break
+        crash = crash_now(ctx)
+        if crash is not None:
+            result = WaitResult(False, "crash-loop", crash.message, 0.0, crash, result.statuses)
+            break
+        if clock.now() - start >= timeout:
+            result = WaitResult(False, "timeout", f'timed out waiting for deployment "{ctx.deployment}": '
+                                f"{result.message}", 0.0, None, result.statuses)
+            break
+        clock.sleep(interval)
+    result.elapsed = clock.now() - start
+    return result
