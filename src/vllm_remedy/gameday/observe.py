@@ -116,7 +116,8 @@ class Observer:
             self.timeline.samples.append(Sample(
                 t=now, wall=wall, desired=int(dep["spec"].get("replicas", 1)),
                 ready=int(status.get("readyReplicas", 0)), restarts=sum(self._restarts.values()),
-                crash_looping=crash_looping, template=template, fallback_weight=weight))
+                crash_looping=crash_looping, template=template, rolled_out=rolled_out(dep),
+                fallback_weight=weight))
             self.latest = {"deployment": dep, "pods": pods, "nodes": self._nodes, "t": now, "wall": wall}
             self.findings = found
             if self.fault_at is not None and self.scenario.detection.kind == "policy":

@@ -219,9 +219,12 @@ class Game:
         fault = self.timeline.first(FAULT)
         assert fault is not None
         budget = max(60.0, sc.success.within - (self._now()[0] - fault.t))
-        if self.wait(lambda s: self._restored(s, faulted), budget):
-            t, wall = self._now()
-            self.timeline.mark(t, wall, ROLLOUT_DONE, "rollout done: every replica Ready on a new template")
+        first_action = self.timeline.first(ACTION)
+        after = first_action.t if first_action else fault.t
+        if self.wait(lambda s: self.timeline.restored_since(after, faulted) is not None, budget):
+            since = self.timeline.restored_since(after, faulted)
+            assert since is not None
+            self.timeline.mark(since.t, since.wall, ROLLOUT_DONE, "rollout done: every replica Ready on a new template")
             restarts = self.timeline.samples[-1].restarts
             stable = self.wait(lambda s: self.timeline.samples[-1].restarts != restarts
                                or not rolled_out(s["deployment"]), STABLE_FOR)
@@ -233,12 +236,6 @@ class Game:
         self.result.final = {"deployment": latest.get("deployment"), "pods": latest.get("pods"),
                              "nodes": latest.get("nodes"), "findings": [str(f) for f in found]}
         self.result.checks = judge(sc, self.timeline, self.result.runs, latest, found)
-
-    def _restored(self, latest: dict[str, Any], faulted: int | None) -> bool:
-        dep = latest["deployment"]
-        if not rolled_out(dep) or self.timeline.samples[-1].crash_looping:
-            return False
-        return self.timeline.template_index(bare_template(dep["spec"]["template"])) != faulted
 
     def _deploy(self, deploy: Path) -> None:
         sc, obs = self.scenario, self._obs()

@@ -25,6 +25,7 @@ class Sample:
     restarts: int  # cumulative over every pod seen since the game started
     crash_looping: int
     template: int  # index of the pod template in Timeline.templates
+    rolled_out: bool = False  # every replica updated, available and Ready
     fallback_weight: int | None = None  # percent of the watched route's traffic on the fallback backend
 
 
@@ -102,6 +103,19 @@ class Timeline:
         before = [s.template for s in self.samples if s.t < start.t][-1:]
         seen = before + [s.template for s in self.samples if s.t >= start.t and (done is None or s.t <= done.t)]
         return sum(1 for a, b in zip(seen, seen[1:]) if a != b)
+
+    def restored_since(self, after: float, faulted: int | None) -> Sample | None:
+        """First sample of the current run of healthy samples on a template other than ``faulted``.
+
+        Recovery is when the pods became Ready, not when the tool that caused it exited.
+        """
+        start = None
+        for s in self.samples:
+            if s.t < after:
+                continue
+            good = s.rolled_out and not s.crash_looping and s.template != faulted
+            start = (start or s) if good else None
+        return start
 
     def faulted_template(self) -> int | None:
         """The template running once the fault landed (at detection, else the last sample so far)."""

@@ -1,0 +1,106 @@
+"""Game days: inject the Sev1 on a cluster, let the deploys restore it, measure and report time-to-restore.
+
+`gameday run SCENARIO|--all` runs on the built-in rehearsal cluster by default (``--cluster local``); a real
+context needs ``--i-know-this-is-<context>`` and prod-looking names are refused unless ``--allow-prod``.
+The pre-game state is always restored, also on Ctrl-C. Exit 0 when every game passed, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+from vllm_remedy.errors import UserError
+
+NAME = "gameday"
+HELP = "rehearse a Sev1: inject a fault, run the deploys, measure time-to-restore, write a report"
+PROD = re.compile(r"(^|[^a-z])(prod|production|prd|live)([^a-z]|$)", re.IGNORECASE)
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    run = sub.add_parser("run", help="run one scenario (name or file) or --all")
+    run.add_argument("scenario", nargs="?", help="shipped scenario name (see `gameday list`) or a YAML file")
+    run.add_argument("--all", action="store_true", help="run every shipped scenario and print a summary table")
+    run.add_argument("--cluster", default="local", help="local (built-in rehearsal cluster) or a kube context")
+    run.add_argument("--kubeconfig", type=Path, default=None, help="kubeconfig for --cluster CONTEXT")
+    run.add_argument("--speed", type=float, default=600.0, help="rehearsal cluster speed (simulated s per s)")
+    run.add_argument("--report-dir", type=Path, default=Path("gameday-reports"), help="where reports go")
+    run.add_argument("--allow-prod", action="store_true", help="allow a context whose name looks like production")
+    run.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    lst = sub.add_parser("list", help="list the shipped scenarios")
+    lst.add_argument("-o", "--output", choices=("text", "json"), default="text")
+
+
+def _confirmed(cluster: str) -> bool:
+    return f"--i-know-this-is-{cluster}" in sys.argv
+
+
+def check_target(cluster: str, allow_prod: bool) -> None:
+    """A game day breaks the target on purpose: refuse unless the operator named it twice."""
+    if cluster == "local":
+        return
+    if PROD.search(cluster) and not allow_prod:
+        raise UserError(f"--cluster {cluster}: looks like production (prod/production/prd/live); a game day breaks "
+                        "its target on purpose — add --allow-prod if you really mean it")
+    if not _confirmed(cluster):
+        raise UserError(f"--cluster {cluster}: a game day breaks the target on purpose; confirm with "
+                        f"--i-know-this-is-{cluster}")
+
+
+def _list(output: str) -> int:
+    from vllm_remedy.gameday.scenario import load_scenario, shipped
+
+    scenarios = [load_scenario(p) for p in shipped()]
+    if output == "json":
+        print(json.dumps([{"name": s.name, "title": s.title, "file": str(s.source)} for s in scenarios]))
+    else:
+        for s in scenarios:
+            print(f"{s.name:24} {s.title}")
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.action == "list":
+        return _list(args.output)
+    from vllm_remedy.gameday.report import result_json, summary_table, write_report
+    from vllm_remedy.gameday.runner import Game
+    from vllm_remedy.gameday.scenario import find_scenario, load_scenario, shipped
+
+    if bool(args.all) == bool(args.scenario):
+        raise UserError("gameday run: name one SCENARIO or --all")
+    if args.speed <= 0:
+        raise UserError(f"--speed: must be > 0, got {args.speed}")
+    check_target(args.cluster, args.allow_prod)
+    paths = shipped() if args.all else [find_scenario(args.scenario)]
+    scenarios = [load_scenario(p) for p in paths]
+    human = args.output == "text"
+    results = []
+    for sc in scenarios:
+        with tempfile.TemporaryDirectory(prefix=f"gameday-{sc.name}-") as tmp:
+            progress = (lambda line, n=sc.name: print(f"[{n}] {line}", file=sys.stderr, flush=True))
+            game = Game(sc, cluster=args.cluster, kubeconfig=args.kubeconfig, speed=args.speed, workdir=Path(tmp),
+                        progress=progress if human else None)
+            result = game.run()
+        written = write_report(result, args.report_dir)
+        results.append((result, written))
+        if human:
+            print(f"{sc.name}: {result.verdict()}")
+            for check in result.checks:
+                print(f"  {'ok ' if check.ok else 'FAIL'} {check.name}: {check.detail}")
+            print(f"  report: {written['html']}")
+        if result.interrupted:
+            break
+    if args.output == "json":
+        body = [result_json(r, p) for r, p in results]
+        print(json.dumps(body if args.all else body[0]))
+    elif args.all:
+        print()
+        print(summary_table(results), end="")
+    if any(r.interrupted for r, _ in results):
+        return 130
+    return 0 if all(r.passed for r, _ in results) else 1

@@ -1,0 +1,61 @@
+"""Predictions against what happened: for every pod the fault and the remedies started, the memory
+model's verdict on the card it landed on, next to how that pod actually ended (pure)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from vllm_remedy.errors import UserError
+from vllm_remedy.gameday.compliance import node_product
+from vllm_remedy.gameday.timeline import Classified
+from vllm_remedy.sim.vllm_pod.keys import GPU_USED_GIB
+from vllm_remedy.vllm import catalog
+from vllm_remedy.vllm.cmdline import find_server
+from vllm_remedy.vllm.memory import EngineSettings, estimate
+from vllm_remedy.vllm.versions import version_from_image
+
+
+def predict_pod(spec: Mapping[str, Any], node: Mapping[str, Any], container: str | None) -> tuple[str, str]:
+    """(outcome, one-line detail) the memory model predicts for this pod spec on this node."""
+    product = node_product(node)
+    try:
+        server = find_server(dict(spec), container)
+        gpu = catalog.gpu(str(product))
+        model = catalog.model(str(server.model))
+        flags = dict(server.flags)
+        other = ((node.get("metadata") or {}).get("annotations") or {}).get(GPU_USED_GIB)
+        if other:
+            flags["other-process-gib"] = str(other)
+        est = estimate(model, gpu, EngineSettings.from_flags(flags, version_from_image(server.image)))
+    except UserError as exc:
+        return "unknown", str(exc)
+    detail = (f"{est.kv_cache_tokens:,} KV tokens, {est.max_concurrency:.2f}x at {est.max_model_len}"
+              if est.fits else f"needs more than the {est.total_gib:.1f} GiB card allows")
+    return est.outcome.value, detail
+
+
+def compare(pods_seen: Mapping[str, Mapping[str, Any]], nodes: Mapping[str, Mapping[str, Any]],
+            classified: Sequence[Classified], container: str | None) -> list[dict[str, Any]]:
+    """One row per pod: where it ran, the prediction, what happened, and whether they agree."""
+    failures: dict[str, str] = {}
+    for c in classified:
+        failures.setdefault(c.pod, c.failure)
+    rows = []
+    for name, seen in pods_seen.items():
+        node = nodes.get(seen["node"]) or {}
+        predicted, detail = predict_pod(seen["spec"], node, container)
+        happened = failures.get(name) or ("ready" if seen.get("ready") else "not ready yet")
+        expected = "ready" if predicted == "fits" else predicted
+        agree = "n/a" if predicted == "unknown" or happened == "not ready yet" else (
+            "yes" if happened == expected else "no")
+        try:
+            server = find_server(dict(seen["spec"]), container)
+            flags = " ".join(f"--{k}" if v == "true" else f"--{k} {v}" for k, v in sorted(server.flags.items()))
+            image = server.image.rsplit(":", 1)[-1]
+        except UserError:
+            flags, image = "", ""
+        rows.append({"pod": name, "node": f"{seen['node']} ({node_product(node) or '?'})", "image": image,
+                     "flags": flags, "predicted": predicted, "prediction": detail, "happened": happened,
+                     "agree": agree})
+    return rows

@@ -1,0 +1,179 @@
+"""The game-day report: Markdown (picture next to it) and one self-contained HTML page (picture inlined).
+
+What a postmortem needs: the verdict and figures first, the picture, then the timeline, the classified
+logs, the diffs the deploys applied with their output, and the memory model's predictions against what
+the pods actually did.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+from pathlib import Path
+from typing import Any
+
+from vllm_remedy.gameday.picture import render_png
+from vllm_remedy.gameday.predict import compare
+from vllm_remedy.gameday.runner import GameResult
+from vllm_remedy.gameday.timeline import FAULT
+
+Obj = dict[str, Any]
+
+
+def result_json(result: GameResult, paths: dict[str, str] | None = None) -> Obj:
+    """The machine-readable game (``-o json``)."""
+    tl = result.timeline
+    ttr = tl.time_to_restore()
+    return {
+        "scenario": result.scenario.name, "title": result.scenario.title, "cluster": result.cluster,
+        "passed": result.passed, "verdict": result.verdict(), "interrupted": result.interrupted,
+        "time_to_restore": None if ttr is None else {"cluster_seconds": round(ttr[0], 1),
+                                                      "wall_seconds": round(ttr[1], 2)},
+        "speed": tl.speed, "restarts_to_recovery": tl.restarts_to_recovery(),
+        "template_changes_to_recovery": tl.template_changes(),
+        "matches_policy": not (result.final.get("findings") or []) if result.final else None,
+        "checks": [c.to_json() for c in result.checks], "deploys": [r.to_json() for r in result.runs],
+        "restored": result.restored, "wall_seconds": round(result.wall_seconds, 2),
+        "predictions": predictions(result), "timeline": tl.to_json(), "report": paths or {},
+    }
+
+
+def predictions(result: GameResult) -> list[Obj]:
+    nodes = (result.final or {}).get("nodes") or {}
+    return compare(result.pods_seen, nodes, result.timeline.classified, result.scenario.container)
+
+
+def _rel(result: GameResult, t: float) -> str:
+    fault = result.timeline.first(FAULT)
+    origin = fault.t if fault else (result.timeline.samples[0].t if result.timeline.samples else t)
+    return f"{(t - origin) / 60:+.1f}"
+
+
+def _figures(result: GameResult) -> list[tuple[str, str]]:
+    tl = result.timeline
+    ttr = tl.time_to_restore()
+    findings = (result.final or {}).get("findings")
+    return [
+        ("Verdict", result.verdict()),
+        ("Time to restore", f"{ttr[0] / 60:.1f} min cluster time ({ttr[1]:.1f} s wall"
+         + (f" at {tl.speed:g}x" if tl.speed else "") + ")" if ttr else "not restored"),
+        ("Container restarts to recovery", str(tl.restarts_to_recovery())),
+        ("Pod-template changes to recovery", str(tl.template_changes())),
+        ("Final state matches policy", "n/a" if findings is None else ("yes" if not findings else
+                                                                     "no — " + "; ".join(findings))),
+        ("Cluster", result.cluster), ("Game wall time", f"{result.wall_seconds:.1f} s"),
+    ]
+
+
+def _log_groups(result: GameResult) -> list[tuple[str, int, tuple[str, ...]]]:
+    groups: dict[tuple[str, str], list[Any]] = {}
+    for c in result.timeline.classified:
+        groups.setdefault((c.failure, c.node.split("(")[-1].rstrip(")")), []).append(c)
+    return [(f"{failure} on {gpu}", len(items), items[0].evidence) for (failure, gpu), items in groups.items()]
+
+
+def markdown(result: GameResult, picture: str) -> str:
+    sc, tl = result.scenario, result.timeline
+    out = [f"# Game day: {sc.title}", "", sc.description, "", "| | |", "|---|---|"]
+    out += [f"| {k} | {v} |" for k, v in _figures(result)]
+    out += ["", f"![timeline]({picture})", "", "## Checks", "", "| check | result | detail |", "|---|---|---|"]
+    out += [f"| {c.name} | {'PASS' if c.ok else 'FAIL'} | {c.detail} |" for c in result.checks]
+    out += ["", "## Timeline", "", "| min since fault (cluster) | wall s | event |", "|---:|---:|---|"]
+    start = tl.samples[0].wall if tl.samples else 0.0
+    out += [f"| {_rel(result, m.t)} | {m.wall - start:.1f} | {m.label} |" for m in tl.marks]
+    out += ["", "## Classified logs", ""]
+    for label, count, evidence in _log_groups(result):
+        out += [f"**{label}** — {count} crash(es)", "", "```", *evidence, "```", ""]
+    if not tl.classified:
+        out += ["No container crashed.", ""]
+    out += ["## Remediation: what each deploy did", ""]
+    for run in result.runs:
+        out += [f"### `pyinfra -y <inventory> {run.deploy}` — exit {run.returncode}, {run.wall_seconds:.1f} s wall, "
+                f"{run.cluster_seconds / 60:.1f} min cluster", "", "```", *run.output, "```", ""]
+        out += ["```diff", *run.diff, "```", ""] if run.diff else ["No pod-template change.", ""]
+    out += ["## Predictions against what happened", "",
+            "| pod | node | image | flags | predicted | happened | agree |", "|---|---|---|---|---|---|---|"]
+    out += [f"| {r['pod']} | {r['node']} | {r['image']} | `{r['flags']}` | {r['predicted']} ({r['prediction']}) | "
+            f"{r['happened']} | {r['agree']} |" for r in predictions(result)]
+    out += ["", "## Pre-game state", "", *(f"- {line}" for line in result.restored)]
+    return "\n".join(out) + "\n"
+
+
+def _esc(text: Any) -> str:
+    return html.escape(str(text))
+
+
+def html_page(result: GameResult, png: bytes) -> str:
+    sc, tl = result.scenario, result.timeline
+    ok = result.passed
+    b64 = base64.b64encode(png).decode()
+    rows = "".join(f"<tr><th>{_esc(k)}</th><td>{_esc(v)}</td></tr>" for k, v in _figures(result))
+    checks = "".join(f"<tr class={'ok' if c.ok else 'bad'}><td>{_esc(c.name)}</td><td>{'PASS' if c.ok else 'FAIL'}"
+                     f"</td><td>{_esc(c.detail)}</td></tr>" for c in result.checks)
+    start = tl.samples[0].wall if tl.samples else 0.0
+    marks = "".join(f"<tr><td>{_rel(result, m.t)}</td><td>{m.wall - start:.1f}</td><td>{_esc(m.label)}</td></tr>"
+                    for m in tl.marks)
+    logs = "".join(f"<h3>{_esc(label)} — {count} crash(es)</h3><pre>{_esc(chr(10).join(ev))}</pre>"
+                   for label, count, ev in _log_groups(result)) or "<p>No container crashed.</p>"
+    runs = "".join(
+        f"<h3><code>pyinfra -y &lt;inventory&gt; {_esc(r.deploy)}</code> — exit {r.returncode}</h3>"
+        f"<pre>{_esc(chr(10).join(r.output))}</pre>" + (f"<pre class=diff>{_diff_html(r.diff)}</pre>" if r.diff
+                                                         else "<p>No pod-template change.</p>")
+        for r in result.runs)
+    preds = "".join(f"<tr><td>{_esc(r['pod'])}</td><td>{_esc(r['node'])}</td><td>{_esc(r['image'])}</td>"
+                    f"<td><code>{_esc(r['flags'])}</code></td><td>{_esc(r['predicted'])} ({_esc(r['prediction'])})"
+                    f"</td><td>{_esc(r['happened'])}</td><td>{_esc(r['agree'])}</td></tr>" for r in predictions(result))
+    restored = "".join(f"<li>{_esc(line)}</li>" for line in result.restored)
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Game day: {_esc(sc.title)}</title>
+<style>body{{font:14px/1.45 system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#222}}
+table{{border-collapse:collapse;margin:.5em 0}}td,th{{border:1px solid #ddd;padding:3px 8px;text-align:left;
+vertical-align:top}}pre{{background:#f6f8fa;padding:8px;overflow-x:auto;font-size:12px}}.ok td:nth-child(2){{color:#1e8449}}
+.bad td:nth-child(2){{color:#c0392b;font-weight:bold}}.verdict{{font-size:1.3em;font-weight:bold;
+color:{'#1e8449' if ok else '#c0392b'}}}.add{{color:#1e8449}}.del{{color:#c0392b}}img{{max-width:100%}}</style>
+</head><body><h1>Game day: {_esc(sc.title)}</h1><p class=verdict>{_esc(result.verdict())}</p>
+<p>{_esc(sc.description)}</p><table>{rows}</table>
+<img alt="Ready replicas and restarts over time, actions marked" src="data:image/png;base64,{b64}">
+<h2>Checks</h2><table><tr><th>check</th><th>result</th><th>detail</th></tr>{checks}</table>
+<h2>Timeline</h2><table><tr><th>min since fault (cluster)</th><th>wall s</th><th>event</th></tr>{marks}</table>
+<h2>Classified logs</h2>{logs}<h2>Remediation: what each deploy did</h2>{runs}
+<h2>Predictions against what happened</h2><table><tr><th>pod</th><th>node</th><th>image</th><th>flags</th>
+<th>predicted</th><th>happened</th><th>agree</th></tr>{preds}</table>
+<h2>Pre-game state</h2><ul>{restored}</ul></body></html>
+"""
+
+
+def _diff_html(lines: list[str]) -> str:
+    out = []
+    for line in lines:
+        cls = "add" if line.startswith("+") and not line.startswith("+++") else (
+            "del" if line.startswith("-") and not line.startswith("---") else "")
+        out.append(f"<span class={cls}>{_esc(line)}</span>" if cls else _esc(line))
+    return "\n".join(out)
+
+
+def write_report(result: GameResult, folder: Path) -> dict[str, str]:
+    """Write ``<scenario>.md``, ``<scenario>.png``, ``<scenario>.html`` and ``<scenario>.json`` into ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    name = result.scenario.name
+    png = render_png(result.timeline, result.scenario.title)
+    paths = {kind: str((folder / f"{name}.{kind}").resolve()) for kind in ("md", "html", "png", "json")}
+    Path(paths["png"]).write_bytes(png)
+    Path(paths["md"]).write_text(markdown(result, f"{name}.png"))
+    Path(paths["html"]).write_text(html_page(result, png))
+    Path(paths["json"]).write_text(json.dumps(result_json(result, paths), indent=1))
+    return paths
+
+
+def summary_table(results: list[tuple[GameResult, dict[str, str]]]) -> str:
+    """Markdown table for ``--all``: one row per scenario."""
+    lines = ["| scenario | verdict | time to restore (cluster) | wall | restarts | template changes | report |",
+             "|---|---|---:|---:|---:|---:|---|"]
+    for result, paths in results:
+        tl = result.timeline
+        ttr = tl.time_to_restore()
+        lines.append(f"| {result.scenario.name} | {result.verdict()} | "
+                     f"{f'{ttr[0] / 60:.1f} min' if ttr else '—'} | {result.wall_seconds:.1f} s | "
+                     f"{tl.restarts_to_recovery()} | {tl.template_changes()} | {paths.get('html', '')} |")
+    return "\n".join(lines) + "\n"
