@@ -83,6 +83,8 @@ def _check(value: Any, schema: Any, path: str) -> None:
         if not isinstance(value, list):
             raise _fail(path, value, "array")
         for i, item in enumerate(value):
+            if item is None and schema[1] != ANY:
+                raise _fail(f"{path}[{i}]", item, schema[1] if isinstance(schema[1], str) else "object")
             _check(item, schema[1], f"{path}[{i}]")
     else:  # map
         if not isinstance(value, dict):
@@ -91,7 +93,21 @@ def _check(value: Any, schema: Any, path: str) -> None:
             _check(item, schema[1], f"{path}.{key}")
 
 
+def drop_nulls(value: Any) -> Any:
+    """``null`` decodes to Go's zero value, i.e. "unset": remove such keys (in place) before defaulting."""
+    if isinstance(value, dict):
+        for key in [k for k, v in value.items() if v is None]:
+            del value[key]
+        for item in value.values():
+            drop_nulls(item)
+    elif isinstance(value, list):
+        for item in value:
+            drop_nulls(item)
+    return value
+
+
 def check_types(resource_key: str, obj: Obj) -> None:
     """Raise 400 BadRequest when a field has a JSON type the real decoder would refuse."""
+    drop_nulls(obj)
     _check(obj.get("metadata"), META, "metadata")
     _check(obj, SCHEMAS.get(resource_key, {}), "")
