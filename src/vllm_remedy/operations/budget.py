@@ -36,7 +36,7 @@ from vllm_remedy.operations.util import (
 from vllm_remedy.operations.vllm import deployment_object, failed_prediction, template_of
 from vllm_remedy.remedies import toggle
 from vllm_remedy.remedies.budget import BudgetRequest, plan_budget
-from vllm_remedy.remedies.pin import apply_template_change, canonical_product
+from vllm_remedy.remedies.pin import apply_template_change, canonical_product, plan_pin
 from vllm_remedy.remedies.plan import Plan, Step
 from vllm_remedy.remedies.restore import crash_failures
 from vllm_remedy.vllm import catalog
@@ -104,14 +104,34 @@ def plan_for(ctx: K8sHost, template: Mapping[str, Any], gpu: str | None,
     return plan_budget(request), card.product
 
 
-def planned_template(ctx: K8sHost, template: Mapping[str, Any], step: Step, now: float
+def _schedulable_step(ctx: K8sHost, template: Mapping[str, Any], plan: Plan
+                      ) -> tuple[Step | None, dict[str, Any] | None, str]:
+    """The first rung whose GPU (when it moves the pod) has schedulable capacity, the template pinned to the
+    label value those nodes really carry (``remedies.pin``), and what was skipped."""
+    skipped = []
+    for step in plan.steps:
+        if not step.template.node_selector:
+            return step, None, ""
+        product = step.gpu or next(iter(step.template.node_selector.values()))
+        picture = host.get_fact(NodeObjects)
+        pin = plan_pin(template, deployment_object().get("spec") or {}, picture["nodes"], picture["pods"],
+                       ctx.namespace, ctx.policy.gpu, product, step.template.gpu_limit or ctx.policy.gpu.per_pod,
+                       ctx.container)
+        if pin.refusal is None:
+            return step, pin.template, ""
+        skipped.append(f"rung {step.rank} ({step.lever} {product}): {pin.refusal}")
+    return None, None, ("; skipped " + "; ".join(skipped)) if skipped else ""
+
+
+def planned_template(ctx: K8sHost, template: Mapping[str, Any], step: Step, now: float, *, pinned: bool = False
                      ) -> tuple[dict[str, Any], dict[str, str]]:
     """``template`` with ``step`` applied (and max-model-len explicit); a temporary rung as a timed toggle."""
     flags = {k: v for k, v in step.set.items() if not (step.temporary and k == toggle.EAGER)}
     if "max-model-len" not in server_of(template, ctx.container).flags and "max-model-len" not in flags:
         flags["max-model-len"] = str(step.prediction.max_model_len)
     planned = with_flags(template, flags, step.unset, container=ctx.container)
-    planned = apply_template_change(planned, step.template, ctx.container)
+    if not pinned:
+        planned = apply_template_change(planned, step.template, ctx.container)
     if not step.temporary:
         return planned, {}
     seconds = int(step.revert_after.total_seconds()) if step.revert_after else toggle.ttl_seconds(None, ctx.policy)
@@ -145,15 +165,16 @@ def smallest_fix(gpu: str | None = None, target_concurrency: float | None = None
     template = template_of(deployment)
     try:
         plan, product = plan_for(ctx, template, gpu, target_concurrency)
-        step = plan.first
         if plan.verdict == "no_change_needed":
             return
+        step, pinned, skipped = _schedulable_step(ctx, template, plan)
         if plan.verdict != "change" or step is None:
             current = Prediction(product, plan.current)
             yield from refuse(state, host, f"{ctx.where}: {plan.problem}; no change within policy "
-                              f"{ctx.policy.source} is predicted to fit ({current.line()})")
+                              f"{ctx.policy.source} is predicted to fit{skipped} ({current.line()})")
             return
-        planned, notes = planned_template(ctx, template, step, ctx.client.server_time())
+        planned, notes = planned_template(ctx, pinned or template, step, ctx.client.server_time(),
+                                          pinned=pinned is not None)
     except UserError as exc:
         yield from refuse(state, host, f"{ctx.where}: {exc}")
         return
@@ -163,6 +184,6 @@ def smallest_fix(gpu: str | None = None, target_concurrency: float | None = None
         yield from refuse(state, host, f"{step.describe()} on {ctx.where}: {why}")
         return
     show(state, host, [f"problem: {plan.problem}", *(f"note: {n}" for n in plan.notes)], topic="plan")
-    summary = f"budget {ctx.where}: {step.describe()} ({step.lever}, rung 1 of {len(plan.steps)})"
+    summary = f"budget {ctx.where}: {step.describe()} ({step.lever}, rung {step.rank} of {len(plan.steps)})"
     yield from set_template(state, host, deployment, planned, action=BUDGET, reason=f"{step.lever}: {step.reason}",
                             summary=summary, prediction=prediction, annotations=notes)
