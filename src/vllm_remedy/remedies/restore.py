@@ -66,14 +66,31 @@ def crash_looping(c: Mapping[str, Any]) -> bool:
                                             and int(c.get("restarts") or 0) >= RESTARTS))
 
 
-def crash_failures(pods: Mapping[str, Any], container: str | None = None) -> dict[str, int]:
-    """Failure kind → count over crash-looping pods of the current revision (``unknown`` when no log said)."""
+def _flapping(pod: Mapping[str, Any], now: float | None, stable: float) -> bool:
+    """Ready again, but for less than ``stable`` seconds: between two OOMs under load a pod looks healthy."""
+    if now is None or not pod.get("ready") or not pod.get("ready_since"):
+        return False
+    try:
+        return now - parse_rfc3339(str(pod["ready_since"]), f"pod {pod.get('name')} ready since") < stable
+    except UserError:
+        return False
+
+
+def crash_failures(pods: Mapping[str, Any], container: str | None = None, *, now: float | None = None,
+                   stable: float = 0.0) -> dict[str, int]:
+    """Failure kind → count over crash-looping pods of the current revision (``unknown`` when no log said).
+
+    With ``now`` (cluster time), a pod Ready for less than ``stable`` seconds after repeated failed
+    restarts counts too: it is between two crashes, not recovered.
+    """
     out: dict[str, int] = {}
     for pod in pods.get("pods") or []:
         if not pod.get("new") or pod.get("deleting"):
             continue
+        flapping = _flapping(pod, now, stable)
         kinds = [((c.get("startup") or {}).get("failure") or "unknown") for c in pod.get("containers") or []
-                 if (container is None or c.get("name") == container) and crash_looping(c)]
+                 if (container is None or c.get("name") == container) and (crash_looping(c) or (
+                     flapping and c.get("failed") and int(c.get("restarts") or 0) >= RESTARTS))]
         for kind in kinds[:1]:
             out[kind] = out.get(kind, 0) + 1
     return dict(sorted(out.items()))
@@ -101,7 +118,7 @@ def decide_restore(history: Mapping[str, Any], pods: Mapping[str, Any], policy: 
     """Step 1's decision for one Deployment (see the module docstring for the rules)."""
     keys = Keys(policy.annotation_prefix)
     current = history.get("current_revision")
-    failures = crash_failures(pods, container)
+    failures = crash_failures(pods, container, now=now, stable=policy.confirm.stable_for.total_seconds())
     if not failures:
         return RestoreDecision(NONE, f"revision {current}: no pod is crash-looping", current=current)
     seen = ", ".join(f"{n} pod(s) {k}" for k, n in failures.items())
