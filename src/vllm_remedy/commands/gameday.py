@@ -82,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
     results = []
     for sc in scenarios:
         with tempfile.TemporaryDirectory(prefix=f"gameday-{sc.name}-") as tmp:
-            progress = (lambda line, n=sc.name: print(f"[{n}] {line}", file=sys.stderr, flush=True))
+            def progress(line: str, n: str = sc.name) -> None:
+                return (print(f"[{n}] {line}", file=sys.stderr, flush=True))
             game = Game(sc, cluster=args.cluster, kubeconfig=args.kubeconfig, speed=args.speed, workdir=Path(tmp),
                         progress=progress if human else None)
             result = game.run()

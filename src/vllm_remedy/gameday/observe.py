@@ -146,9 +146,8 @@ class Observer:
         """Read and classify the previous log of each container restart not seen yet."""
         name = pod["metadata"]["name"]
         for cs in (pod.get("status") or {}).get("containerStatuses") or []:
-            if sc_name := self.scenario.container:
-                if cs.get("name") != sc_name:
-                    continue
+            if (sc_name := self.scenario.container) and cs.get("name") != sc_name:
+                continue
             restarts = int(cs.get("restartCount", 0))
             now_dead = (cs.get("state") or {}).get("terminated")
             terminated = now_dead or (cs.get("lastState") or {}).get("terminated")
@@ -162,7 +161,8 @@ class Observer:
                 self.timeline.mark(now, wall, FIRST_CRASH, f"first crash: pod {name} "
                                    f"(exit {terminated.get('exitCode')}, {terminated.get('reason', '')})")
             try:
-                text = self.client.pod_log(self.scenario.namespace, name, cs.get("name"), previous=not now_dead and restarts > 0)
+                text = self.client.pod_log(self.scenario.namespace, name, cs.get("name"),
+                                           previous=not now_dead and restarts > 0)
             except UserError:
                 text = ""
             failure = classify(parse_startup_log(text), exit_code=terminated.get("exitCode"),
@@ -172,7 +172,7 @@ class Observer:
             self.timeline.classified.append(Classified(
                 t=now, pod=name, node=f"{node} ({product})", restart=restarts, failure=failure,
                 exit_code=terminated.get("exitCode"), template=template,
-                evidence=tuple(evidence_lines(text, tail=8))))
+                evidence=tuple(evidence_lines(text, tail=8) or text.splitlines()[-8:])))
             det = self.scenario.detection
             if det.kind == "classification" and failure == det.value and self.timeline.first(DETECTION) is None:
                 self.timeline.mark(now, wall, DETECTION, f"detected: {failure} in pod {name}'s log")

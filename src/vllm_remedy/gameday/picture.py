@@ -12,10 +12,19 @@ import io
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
-from vllm_remedy.gameday.timeline import (  # noqa: E402
-    ACTION, ACTION_END, CONFIRM, DETECTION, FAULT, FIRST_CRASH, RESTORE, ROLLOUT_DONE, Timeline)
+from vllm_remedy.gameday.timeline import (
+    ACTION,
+    ACTION_END,
+    CONFIRM,
+    DETECTION,
+    FAULT,
+    FIRST_CRASH,
+    RESTORE,
+    ROLLOUT_DONE,
+    Timeline,
+)
 
 _STYLE = {  # mark kind → (colour, short label)
     FAULT: ("#c0392b", "fault"), FIRST_CRASH: ("#e67e22", "first crash"), DETECTION: ("#8e44ad", "detected"),
@@ -67,7 +76,7 @@ def render_png(timeline: Timeline, title: str) -> bytes:
                  label="container restarts (cumulative)")
         ax2.step(xs, [s.crash_looping for s in samples], where="post", color="#e67e22", lw=1.2, ls=":",
                  label="pods in CrashLoopBackOff")
-        weights = [(x, s.fallback_weight) for x, s in zip(xs, samples) if s.fallback_weight is not None]
+        weights = [(x, s.fallback_weight) for x, s in zip(xs, samples, strict=False) if s.fallback_weight is not None]
         if weights:
             twin = ax.twinx()
             twin.step([w[0] for w in weights], [w[1] for w in weights], where="post", color="#2471a3", lw=1.4,

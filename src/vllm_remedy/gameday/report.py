@@ -118,8 +118,8 @@ def html_page(result: GameResult, png: bytes) -> str:
                    for label, count, ev in _log_groups(result)) or "<p>No container crashed.</p>"
     runs = "".join(
         f"<h3><code>pyinfra -y &lt;inventory&gt; {_esc(r.deploy)}</code> — exit {r.returncode}</h3>"
-        f"<pre>{_esc(chr(10).join(r.output))}</pre>" + (f"<pre class=diff>{_diff_html(r.diff)}</pre>" if r.diff
-                                                         else "<p>No pod-template change.</p>")
+        f"<pre>{_esc(chr(10).join(r.output))}</pre>"
+        + (f"<pre class=diff>{_diff_html(r.diff)}</pre>" if r.diff else "<p>No pod-template change.</p>")
         for r in result.runs)
     preds = "".join(f"<tr><td>{_esc(r['pod'])}</td><td>{_esc(r['node'])}</td><td>{_esc(r['image'])}</td>"
                     f"<td><code>{_esc(r['flags'])}</code></td><td>{_esc(r['predicted'])} ({_esc(r['prediction'])})"

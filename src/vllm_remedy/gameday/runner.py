@@ -22,10 +22,9 @@ from vllm_remedy.gameday import play
 from vllm_remedy.gameday.local import LocalCluster, start_local
 from vllm_remedy.gameday.observe import Observer, bare_template, rolled_out
 from vllm_remedy.gameday.scenario import Scenario
-from vllm_remedy.gameday.timeline import (ACTION, ACTION_END, CONFIRM, DETECTION, FAULT, RESTORE, ROLLOUT_DONE,
-                                          Timeline)
+from vllm_remedy.gameday.timeline import ACTION, ACTION_END, CONFIRM, DETECTION, FAULT, RESTORE, ROLLOUT_DONE, Timeline
 from vllm_remedy.gameday.verdict import Check, judge
-from vllm_remedy.gameday.world import Restorer, RestoreError
+from vllm_remedy.gameday.world import RestoreError, Restorer
 from vllm_remedy.kube.annotations import Keys
 from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.policy import Policy, load_policy

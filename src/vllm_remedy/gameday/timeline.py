@@ -7,6 +7,7 @@ take for real) and the wall clock (what the rehearsal itself took).
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -102,7 +103,7 @@ class Timeline:
             return 0
         before = [s.template for s in self.samples if s.t < start.t][-1:]
         seen = before + [s.template for s in self.samples if s.t >= start.t and (done is None or s.t <= done.t)]
-        return sum(1 for a, b in zip(seen, seen[1:]) if a != b)
+        return sum(1 for a, b in itertools.pairwise(seen) if a != b)
 
     def restored_since(self, after: float, faulted: int | None) -> Sample | None:
         """First sample of the current run of healthy samples on a template other than ``faulted``.

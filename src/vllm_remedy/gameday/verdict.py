@@ -58,7 +58,8 @@ def judge(sc: Scenario, timeline: Timeline, runs: Sequence[DeployRun], latest: d
     checks.append(Check("ready replicas", ready == want.ready_replicas, f"{ready} Ready, expected {want.ready_replicas}"))
     if want.flags:
         try:
-            flags = dict(find_server((dep.get("spec") or {}).get("template", {}).get("spec") or {}, sc.container).flags)
+            spec = ((dep.get("spec") or {}).get("template") or {}).get("spec") or {}
+            flags = dict(find_server(spec, sc.container).flags)
         except UserError as exc:
             flags, problem = {}, str(exc)
         else:

@@ -7,6 +7,7 @@ pre-game state — also after an interrupted run or a remediation that went some
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import re
 import time
@@ -253,10 +254,8 @@ class Restorer:
     def _restore_node(self, name: str, notes: dict[str, str]) -> None:
         def back(obj: Obj) -> None:
             obj["metadata"]["annotations"] = dict(notes)
-        try:
+        with contextlib.suppress(NotFoundError):
             edit(self.client, f"/api/v1/nodes/{quote(name)}", back)
-        except NotFoundError:
-            pass
 
     def _restore_marks(self) -> None:
         """Known-good marks and our annotations on ReplicaSets as they were: a game must not bless a revision."""
@@ -297,7 +296,5 @@ def _owned(rs: Obj, dep: Obj) -> bool:
 
 
 def _delete(client: KubeClient, path: str) -> None:
-    try:
+    with contextlib.suppress(NotFoundError):
         client.request("DELETE", path)
-    except NotFoundError:
-        pass

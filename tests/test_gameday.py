@@ -1,0 +1,57 @@
+"""Game days end to end: every shipped scenario through the real CLI on the built-in rehearsal cluster."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import pytest
+
+from vllm_remedy.gameday.scenario import load_scenario, shipped
+
+SCENARIOS = [load_scenario(p).name for p in shipped()]
+
+
+def test_seven_scenarios_ship_in_run_order():
+    assert SCENARIOS == ["bad-rollout", "gpu-swap", "gpu-memory-held", "oom-under-load", "kv-fp8-unsupported",
+                         "gateway-fallback", "enforce-eager-expired"]
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_scenario_passes_end_to_end(cli, tmp_path: Path, name: str):
+    got = cli("gameday", "run", name, "--report-dir", str(tmp_path), "-o", "json")
+    body = json.loads(got.stdout)
+    assert got.returncode == 0, body["verdict"]
+    assert body["passed"] is True and body["verdict"] == "PASS"
+    assert all(c["ok"] for c in body["checks"]), body["checks"]
+    names = [c["name"] for c in body["checks"]]
+    assert names[:4] == ["detected", "deploys succeeded", "service restored", "ready replicas"]
+    assert names[-1] == "pre-game state restored"
+    kinds = [m["kind"] for m in body["timeline"]["marks"]]
+    assert kinds[0] == "fault" and "detection" in kinds and "rollout-done" in kinds and kinds[-1] == "pre-game-restore"
+    assert kinds.index("fault") < kinds.index("detection") < kinds.index("action") < kinds.index("rollout-done")
+    ttr = body["time_to_restore"]
+    assert 0 < ttr["cluster_seconds"] <= 3600 and 0 < ttr["wall_seconds"] < 20
+    assert body["matches_policy"] is True
+    assert all(d["returncode"] == 0 for d in body["deploys"])
+    page = Path(body["report"]["html"]).read_text()
+    png = Path(body["report"]["png"]).read_bytes()
+    assert png.startswith(b"\x89PNG") and base64.b64encode(png).decode() in page  # self-contained
+    assert "PASS" in Path(body["report"]["md"]).read_text()
+
+
+def test_bad_rollout_figures(cli, tmp_path: Path):
+    """The main demo's numbers: one rollback, the L4 pods' crashes classified, every prediction confirmed."""
+    got = cli("rehearse", "--report-dir", str(tmp_path), "-o", "json")
+    body = json.loads(got.stdout)
+    assert got.returncode == 0, body["verdict"]
+    assert body["template_changes_to_recovery"] == 1
+    assert body["restarts_to_recovery"] >= 2
+    crashed = {c["failure"] for c in body["timeline"]["classified"]}
+    assert crashed == {"max_len_exceeds_kv"}
+    l4 = [p for p in body["predictions"] if "NVIDIA-L4" in p["node"]]
+    assert l4 and all(p["predicted"] == "max_len_exceeds_kv" and p["agree"] == "yes" for p in l4)
+    diff = "\n".join(body["deploys"][0]["diff"])
+    assert "+    nvidia.com/gpu.product: NVIDIA-L40S" in diff
+    assert "-    cloud.google.com/gke-accelerator: nvidia-l4" in diff
