@@ -19,7 +19,6 @@ from typing import Any
 
 import pytest
 
-from vllm_remedy.sim import kubeconfig
 from vllm_remedy.sim.api.auth import Authorizer
 from vllm_remedy.sim.cluster import Cluster
 from vllm_remedy.sim.server import SimServer
@@ -91,9 +90,7 @@ def make_sim(tmp: Path, names: tuple[str, ...] = ("a",), *, speed: float = 60.0,
     tls = ensure_cert(tmp / "tls") if auth is not None else None
     server = SimServer(list(clusters.values()), auth=auth, state_dir=state_dir, tls=tls)
     server.start()
-    default_user = "admin" if users and "admin" in users else None
-    path = kubeconfig.write(tmp / "kubeconfig", server.url, list(names), users, default_user,
-                            ca_pem=tls[0].read_bytes() if tls else None)
+    path = server.write_kubeconfig(tmp / "kubeconfig", users, "admin" if users and "admin" in users else None)
     return Sim(server, clusters, path, tmp)
 
 
@@ -182,7 +179,7 @@ def runbook_sim(tmp_path: Path) -> Iterator[Sim]:
     cluster.apply_seed("runbook", wait=True, timeout=60)
     server = SimServer([cluster])
     server.start()
-    s = Sim(server, {"a": cluster}, kubeconfig.write(tmp_path / "kubeconfig", server.url, ["a"]), tmp_path)
+    s = Sim(server, {"a": cluster}, server.write_kubeconfig(tmp_path / "kubeconfig"), tmp_path)
     yield s
     cluster.stop()
     server.stop()

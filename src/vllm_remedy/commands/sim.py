@@ -124,7 +124,6 @@ def _background(args: argparse.Namespace, state: Path) -> int:
 
 
 def _up(args: argparse.Namespace) -> int:
-    from vllm_remedy.sim import kubeconfig
     from vllm_remedy.sim.api import auth as auth_mod
     from vllm_remedy.sim.api.faults import parse as parse_faults
     from vllm_remedy.sim.clock import Clock
@@ -188,8 +187,7 @@ def _up(args: argparse.Namespace) -> int:
         raise UserError(f"--port {args.port}: cannot listen on 127.0.0.1: {exc.strerror}") from exc
     users = {ident.user: token for token, ident in authz.tokens.items()}
     default_user = "admin" if "admin" in users else None
-    path = kubeconfig.write(args.kubeconfig or state / "kubeconfig", server.url, names, users, default_user,
-                            ca_pem=tls[0].read_bytes() if tls else None)
+    path = server.write_kubeconfig(args.kubeconfig or state / "kubeconfig", users, default_user)
     server.start()
     info = {"pid": os.getpid(), "url": server.url, "kubeconfig": str(path.resolve()), "clusters": names,
             "state": str(state)}

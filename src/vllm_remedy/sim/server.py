@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from vllm_remedy.sim import kubeconfig
 from vllm_remedy.sim.api import websocket
 from vllm_remedy.sim.api.auth import Authorizer
 from vllm_remedy.sim.api.dispatch import ApiContext, handle
@@ -204,6 +205,7 @@ class SimServer:
         self._dirty: set[str] = set()
         self._dirty_lock = threading.Lock()
         self._httpd = _HTTPServer((host, port), _Handler)
+        self.tls = tls
         self.scheme = "http"
         if tls is not None:
             self.scheme = "https"
@@ -224,6 +226,12 @@ class SimServer:
 
     def cluster_url(self, name: str) -> str:
         return f"{self.url}/clusters/{name}"
+
+    def write_kubeconfig(self, path: Path, users: dict[str, str] | None = None,
+                         default_user: str | None = None) -> Path:
+        """A kubeconfig with one context per served cluster (and per extra token user), CA included."""
+        return kubeconfig.write(path, self.url, list(self.contexts), users, default_user,
+                                ca_pem=self.tls[0].read_bytes() if self.tls else None)
 
     def add_cluster(self, cluster: ClusterLike) -> None:
         """Serve ``cluster`` under /clusters/<name>; creates the namespaces kube-apiserver bootstraps."""
