@@ -15,6 +15,8 @@ whichever run happens after its expiry; ``rolled_out`` is what deploys end with.
 
 from __future__ import annotations
 
+import copy
+import functools
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -23,20 +25,27 @@ from pyinfra.api import FunctionCommand, operation
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.facts.deployment import Deployment
+from vllm_remedy.kube.annotations import Keys, Toggle, action_annotations, rfc3339, toggle_annotations
+from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.kube.errors import RolloutError
+from vllm_remedy.kube.patch import json_patch
 from vllm_remedy.kube.wait import rollout_status
 from vllm_remedy.operations.rollout import wait_rollout
 from vllm_remedy.operations.util import (
     K8sHost,
     Prediction,
+    change_lines,
     k8s_host,
+    observe,
     predict_template,
     refuse,
     server_of,
     set_template,
+    show,
     with_flags,
+    write_command,
 )
-from vllm_remedy.policy import LoadShedding
+from vllm_remedy.policy import LoadShedding, format_duration
 from vllm_remedy.policy.flags import parse_flag_float
 from vllm_remedy.remedies import toggle
 from vllm_remedy.remedies.load_guard import format_mm_limits, guard_flags
@@ -225,6 +234,7 @@ def enforce_eager(enabled: bool = True, ttl: str | int | None = None) -> Iterato
     ctx = k8s_host(host)
     deployment = deployment_object()
     template = template_of(deployment)
+    seconds, base = 0, template
     try:
         record = _record(ctx, deployment)
         running = server_of(template, ctx.container).flags
@@ -246,19 +256,37 @@ def enforce_eager(enabled: bool = True, ttl: str | int | None = None) -> Iterato
         yield from refuse(state, host, f"{ctx.where}: {exc}")
         return
     prediction = predict_template(planned, ctx.container)
-    if enabled:
-        expires = notes[ctx.keys.toggle_expires(toggle.EAGER)]
-        why = failed_prediction(prediction)
-        if why is not None:
-            yield from refuse(state, host, f"--enforce-eager on {ctx.where}: {why}")
-            return
-        yield from set_template(state, host, deployment, planned, action=EAGER_ON, prediction=prediction,
-                                reason=f"--enforce-eager until {expires} (temporary; reverts on the next run after)",
-                                summary=f"turn on --enforce-eager on {ctx.where} until {expires}", annotations=notes)
-    else:
+    if not enabled:
         yield from set_template(state, host, deployment, planned, action=EAGER_OFF, prediction=prediction,
                                 reason="--enforce-eager off", summary=f"turn off --enforce-eager on {ctx.where}",
                                 annotations=notes)
+        return
+    why = failed_prediction(prediction)
+    if why is not None:
+        yield from refuse(state, host, f"--enforce-eager on {ctx.where}: {why}")
+        return
+    summary = f"turn on --enforce-eager on {ctx.where} for {format_duration(seconds)}"
+    observe(state, host, ctx.deployment_path, deployment)
+    show(state, host, change_lines(ctx, f"{summary} (until about {notes[ctx.keys.toggle_expires(toggle.EAGER)]})",
+                                   template, planned, prediction))
+    build = functools.partial(_eager_ops, planned, toggle.argv_record(base, ctx.container), seconds, ctx.keys)
+    yield write_command(ctx.deployment_path, build, summary)
+
+
+def _eager_ops(template: dict[str, Any], prior: dict[str, Any], seconds: int, keys: Keys, client: KubeClient,
+               basis: dict[str, Any], at: float) -> list[dict[str, Any]]:
+    """Guarded ops turning eager mode on; the expiry counts from the write itself (cluster time ``at``)."""
+    notes = dict((basis.get("metadata") or {}).get("annotations") or {})
+    if (basis.get("spec") or {}).get("template") == template and keys.toggle_expires(toggle.EAGER) in notes:
+        return []
+    expires = rfc3339(at + seconds)
+    desired = copy.deepcopy(basis)
+    desired["spec"]["template"] = copy.deepcopy(template)
+    notes.update(action_annotations(keys, EAGER_ON, f"--enforce-eager until {expires} (temporary; reverts on the "
+                                                    "next run after)", at))
+    notes.update(toggle_annotations(keys, Toggle(toggle.EAGER, expires, prior)))
+    desired["metadata"]["annotations"] = notes
+    return json_patch(basis, desired)
 
 
 @operation()
