@@ -1,0 +1,61 @@
+"""deploys/load_guard.py (runbook step 5, OOM under load) through the real pyinfra CLI on the rehearsal cluster."""
+
+from __future__ import annotations
+
+import pyinfra_fixtures
+from pyinfra_fixtures import Rehearsal
+from test_deploy_budget_world import (
+    GOOD_ARGS,
+    LOAD_GUARD,
+    LOCAL,
+    args_of,
+    deployment,
+    kv_logged,
+    quiet,
+    rolled_out,
+    scenario,
+    with_args,
+)
+from test_deploy_restore_world import host_out, vllm_runtime
+from vllm_remedy.operations.util import predict_template
+
+rehearsal = pyinfra_fixtures.rehearsal
+
+BIG_PREFILL = [*GOOD_ARGS, "--max-num-batched-tokens", "16384"]
+
+
+def test_caps_the_prefill_chunk_and_pods_start_with_the_predicted_kv(rehearsal: Rehearsal) -> None:
+    before = scenario(rehearsal, with_args(BIG_PREFILL), "bigger prefill chunks for throughput")
+    dry = rehearsal.pyinfra(LOCAL, LOAD_GUARD, "--dry")
+    assert dry.returncode == 0, dry.stderr
+    shown = host_out(dry.stderr)
+    assert "-    - '16384'" in shown and "+    - '4096'" in shown, shown
+    assert len([line for line in shown if line.startswith("prediction on NVIDIA-L40S: fits")]) == 1, shown
+    assert deployment(rehearsal)["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+
+    got = rehearsal.pyinfra(LOCAL, LOAD_GUARD, "-y")
+    assert got.returncode == 0, got.stderr
+    summary = "cap load on deployment llm/llama-8b: --max-num-batched-tokens 4096"
+    assert any(line.startswith(summary + ": written") for line in host_out(got.stderr)), got.stderr
+    after = rolled_out(rehearsal)
+    assert args_of(after) == [*GOOD_ARGS, "--max-num-batched-tokens", "4096"]
+    assert after["metadata"]["annotations"]["kubernetes.io/change-cause"] == (
+        "vllm-remedy load-guard: OOM under load (step 5): cap per policy: --max-num-batched-tokens 4096")
+    predicted = predict_template(after["spec"]["template"]).estimate
+    assert predicted is not None
+    assert set(kv_logged(rehearsal).values()) == {predicted.kv_cache_tokens}
+
+    settled = quiet(rehearsal)
+    again = rehearsal.pyinfra(LOCAL, LOAD_GUARD, "-y")
+    assert again.returncode == 0, again.stderr
+    assert host_out(again.stderr).count("No changes") == 3
+    assert deployment(rehearsal)["metadata"]["resourceVersion"] == settled["metadata"]["resourceVersion"]
+
+
+def test_never_raises_a_cap_the_default_already_keeps(rehearsal: Rehearsal) -> None:
+    vllm_runtime(rehearsal)
+    before = quiet(rehearsal)  # 0.8.5 on a 44 GiB card defaults to 2048 batched tokens, below the policy's 4096
+    got = rehearsal.pyinfra(LOCAL, LOAD_GUARD, "-y")
+    assert got.returncode == 0, got.stderr
+    assert host_out(got.stderr).count("No changes") == 3
+    assert deployment(rehearsal)["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
