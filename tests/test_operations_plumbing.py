@@ -1,0 +1,142 @@
+"""The shared operation plumbing, pure parts: material comparison, basis choice, prediction, flag edits,
+annotation patches and the cluster clock (no pyinfra run, no cluster)."""
+
+from __future__ import annotations
+
+import copy
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from vllm_remedy.kube.patch import apply_ops
+from vllm_remedy.operations import _write
+from vllm_remedy.operations.util import (
+    ClusterClock,
+    annotation_ops,
+    basis_for,
+    material,
+    observe,
+    pinned_gpu,
+    predict_template,
+    with_flags,
+)
+
+TEMPLATE: dict[str, Any] = {
+    "metadata": {"labels": {"app": "llama-8b"}},
+    "spec": {"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-L40S"},
+             "containers": [{"name": "vllm", "image": "vllm/vllm-openai:v0.8.5", "command": ["vllm", "serve"],
+                             "args": ["meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "16384",
+                                      "--gpu-memory-utilization", "0.90", "--max-num-seqs", "64"]}]},
+}
+
+
+def deployment(rv: str = "10", **notes: str) -> dict[str, Any]:
+    return {"metadata": {"name": "llama-8b", "namespace": "llm", "resourceVersion": rv, "generation": 3,
+                         "annotations": {"deployment.kubernetes.io/revision": "3", **notes}},
+            "spec": {"replicas": 2, "template": copy.deepcopy(TEMPLATE)}, "status": {"observedGeneration": 3}}
+
+
+def fake_run(executing: bool) -> tuple[Any, Any]:
+    state = SimpleNamespace(is_executing=executing)
+    host = SimpleNamespace(name="@k8s/x/llm/llama-8b", state=state)
+    return state, host
+
+
+def test_material_ignores_status_bookkeeping_and_the_controllers_revision() -> None:
+    a = deployment("10")
+    b = deployment("11")
+    b["status"] = {"observedGeneration": 4, "readyReplicas": 2}
+    b["metadata"]["generation"] = 4
+    b["metadata"]["annotations"]["deployment.kubernetes.io/revision"] = "4"
+    assert material(a) == material(b)
+    b["metadata"]["annotations"]["oncall"] = "me"
+    assert material(a) != material(b)
+
+
+def test_basis_is_what_detection_saw_when_someone_edited_since() -> None:
+    state, host = fake_run(executing=False)
+    seen = deployment("10")
+    observe(state, host, "/d", seen)
+    state.is_executing = True
+    status_only = deployment("12")
+    status_only["status"] = {"observedGeneration": 3, "replicas": 2}
+    assert basis_for(state, host, "/d", status_only) is status_only  # status moved: plan on the fresh object
+    edited = deployment("13", owner="someone-else")
+    assert basis_for(state, host, "/d", edited)["metadata"]["resourceVersion"] == "10"  # the server will refuse
+    _write.forget(host.state)
+
+
+def test_basis_after_our_own_write_is_our_answer() -> None:
+    state, host = fake_run(executing=True)
+    _write._OWN[_write._key(state, host, "/d")] = deployment("20", mine="yes")
+    fresh = deployment("21", mine="yes")
+    fresh["metadata"]["annotations"]["deployment.kubernetes.io/revision"] = "5"
+    assert basis_for(state, host, "/d", fresh) is fresh
+    _write.forget(host.state)
+
+
+def test_annotation_ops_are_guarded_and_apply_exactly() -> None:
+    basis = deployment("10", keep="1", drop="2")
+    ops = annotation_ops(basis, {"drop": None, "new": "3"})
+    assert ops[0] == {"op": "test", "path": "/metadata/resourceVersion", "value": "10"}
+    after = apply_ops(basis, ops)
+    assert after["metadata"]["annotations"] == {"deployment.kubernetes.io/revision": "3", "keep": "1", "new": "3"}
+    assert annotation_ops(basis, {"keep": "1"}) == []
+
+
+def test_with_flags_edits_only_the_vllm_argv() -> None:
+    new = with_flags(TEMPLATE, {"max-num-seqs": "32", "max-model-len": "8192"})
+    assert new["spec"]["containers"][0]["args"] == ["meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "8192",
+                                                    "--gpu-memory-utilization", "0.90", "--max-num-seqs", "32"]
+    assert TEMPLATE["spec"]["containers"][0]["args"][2] == "16384"  # input untouched
+    assert new["spec"]["nodeSelector"] == TEMPLATE["spec"]["nodeSelector"]
+
+
+def test_prediction_of_the_runbook_revisions() -> None:
+    good = predict_template(TEMPLATE)
+    assert good.line() == ("prediction on NVIDIA-L40S: fits — KV cache 197,840 tokens, maximum concurrency 12.08x "
+                           "at max-model-len 16384")
+    bad = copy.deepcopy(TEMPLATE)
+    bad["spec"]["nodeSelector"] = {"cloud.google.com/gke-accelerator": "nvidia-l4"}
+    bad["spec"]["containers"][0]["args"] = ["meta-llama/Llama-3.1-8B-Instruct", "--max-num-seqs", "64"]
+    got = predict_template(bad)
+    assert (got.gpu, got.outcome) == ("NVIDIA-L4", "max_len_exceeds_kv")
+    assert got.estimate is not None and got.estimate.kv_cache_tokens == 32240
+
+
+def test_prediction_without_a_pinned_gpu_says_why() -> None:
+    free = copy.deepcopy(TEMPLATE)
+    del free["spec"]["nodeSelector"]
+    assert predict_template(free).line() == ("prediction: unknown (the template pins no GPU product, so the card "
+                                             "is the scheduler's choice)")
+
+
+def test_pinned_gpu_from_affinity_takes_the_smallest_card() -> None:
+    spec = {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "nvidia.com/gpu.product", "operator": "In",
+                               "values": ["NVIDIA-L40S", "NVIDIA-L4"]}]}]}}}}
+    assert pinned_gpu(spec) == "NVIDIA-L4"
+
+
+class FakeServer:
+    """Stands in for the API server's Date header (not our code): 600 cluster seconds per real second."""
+
+    def __init__(self) -> None:
+        self.real = 0.0
+
+    def server_time(self) -> float:
+        return 1_000_000.0 + self.real * 600
+
+
+@pytest.mark.parametrize("asked,expected_real", [(600.0, 1.0), (2.0, 0.05)])
+def test_cluster_clock_learns_the_speed_and_sleeps_real_time(asked: float, expected_real: float) -> None:
+    server = FakeServer()
+    slept: list[float] = []
+    clock = ClusterClock(server, real=lambda: server.real, sleep=slept.append)  # type: ignore[arg-type]
+    assert clock.now() == 1_000_000.0
+    server.real = 1.0
+    assert clock.now() == 1_000_600.0
+    assert clock.speed == 600.0
+    clock.sleep(asked)
+    assert slept == [pytest.approx(expected_real)]
