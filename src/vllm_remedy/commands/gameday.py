@@ -18,6 +18,7 @@ from vllm_remedy.errors import UserError
 
 NAME = "gameday"
 HELP = "rehearse a Sev1: inject a fault, run the deploys, measure time-to-restore, write a report"
+CONFIRM = "--i-know-this-is-"
 PROD = re.compile(r"(^|[^a-z])(prod|production|prd|live)([^a-z]|$)", re.IGNORECASE)
 
 
@@ -32,22 +33,24 @@ def configure(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--report-dir", type=Path, default=Path("gameday-reports"), help="where reports go")
     run.add_argument("--allow-prod", action="store_true", help="allow a context whose name looks like production")
     run.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    # --i-know-this-is-<context>: the flag's name carries the context, so it is declared for what was typed.
+    for arg in sys.argv:
+        if arg.startswith(CONFIRM) and len(arg) > len(CONFIRM):
+            run.add_argument(arg, action="store_const", const=arg[len(CONFIRM):], dest="confirmed",
+                             help=argparse.SUPPRESS)
+    run.set_defaults(confirmed=None)
     lst = sub.add_parser("list", help="list the shipped scenarios")
     lst.add_argument("-o", "--output", choices=("text", "json"), default="text")
 
 
-def _confirmed(cluster: str) -> bool:
-    return f"--i-know-this-is-{cluster}" in sys.argv
-
-
-def check_target(cluster: str, allow_prod: bool) -> None:
+def check_target(cluster: str, allow_prod: bool, confirmed: str | None) -> None:
     """A game day breaks the target on purpose: refuse unless the operator named it twice."""
     if cluster == "local":
         return
     if PROD.search(cluster) and not allow_prod:
         raise UserError(f"--cluster {cluster}: looks like production (prod/production/prd/live); a game day breaks "
                         "its target on purpose — add --allow-prod if you really mean it")
-    if not _confirmed(cluster):
+    if confirmed != cluster:
         raise UserError(f"--cluster {cluster}: a game day breaks the target on purpose; confirm with "
                         f"--i-know-this-is-{cluster}")
 
@@ -75,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("gameday run: name one SCENARIO or --all")
     if args.speed <= 0:
         raise UserError(f"--speed: must be > 0, got {args.speed}")
-    check_target(args.cluster, args.allow_prod)
+    check_target(args.cluster, args.allow_prod, getattr(args, "confirmed", None))
     paths = shipped() if args.all else [find_scenario(args.scenario)]
     scenarios = [load_scenario(p) for p in paths]
     human = args.output == "text"

@@ -25,4 +25,4 @@ def run(args: argparse.Namespace) -> int:
 
     return gameday.run(argparse.Namespace(action="run", scenario=args.scenario, all=False, cluster="local",
                                           kubeconfig=None, speed=args.speed, report_dir=args.report_dir,
-                                          allow_prod=False, output=args.output))
+                                          allow_prod=False, output=args.output, confirmed=None))

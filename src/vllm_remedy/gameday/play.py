@@ -52,7 +52,7 @@ def write_inventory(path: Path, host: str, policy: Path, kubeconfig: Path | None
 def run_pyinfra(inventory: Path, deploy: Path, kubeconfig: Path | None, cwd: Path,
                 timeout: float = 600) -> tuple[int, str]:
     """``python -m pyinfra -y INVENTORY DEPLOY``; (exit code, combined output without colours)."""
-    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+    env = dict(os.environ)  # a real context is found as kubectl finds it, KUBECONFIG included
     env.update({"PYINFRA_PROGRESS": "off", "NO_COLOR": "1", "PYTHONUNBUFFERED": "1"})
     if kubeconfig is not None:
         env["KUBECONFIG"] = str(kubeconfig)
@@ -81,7 +81,7 @@ def host_lines(text: str, host: str) -> list[str]:
             out.append(line.split(prefix, 1)[1].strip())
         elif line.startswith(("--> ", "pyinfra: error", "    ")) and line.strip():
             out.append(line.strip())
-    return out
+    return out or [line for line in text.splitlines() if line.strip()][-20:]
 
 
 def template_diff(before: dict[str, Any], after: dict[str, Any], label: str) -> list[str]:

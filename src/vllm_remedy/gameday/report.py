@@ -129,7 +129,8 @@ def html_page(result: GameResult, png: bytes) -> str:
 <html lang="en"><head><meta charset="utf-8"><title>Game day: {_esc(sc.title)}</title>
 <style>body{{font:14px/1.45 system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#222}}
 table{{border-collapse:collapse;margin:.5em 0}}td,th{{border:1px solid #ddd;padding:3px 8px;text-align:left;
-vertical-align:top}}pre{{background:#f6f8fa;padding:8px;overflow-x:auto;font-size:12px}}.ok td:nth-child(2){{color:#1e8449}}
+vertical-align:top}}pre{{background:#f6f8fa;padding:8px;overflow-x:auto;font-size:12px}}
+.ok td:nth-child(2){{color:#1e8449}}
 .bad td:nth-child(2){{color:#c0392b;font-weight:bold}}.verdict{{font-size:1.3em;font-weight:bold;
 color:{'#1e8449' if ok else '#c0392b'}}}.add{{color:#1e8449}}.del{{color:#c0392b}}img{{max-width:100%}}</style>
 </head><body><h1>Game day: {_esc(sc.title)}</h1><p class=verdict>{_esc(result.verdict())}</p>

@@ -55,7 +55,8 @@ def judge(sc: Scenario, timeline: Timeline, runs: Sequence[DeployRun], latest: d
                             f"time to restore {_minutes(ttr[0])} (limit {_minutes(want.within)})"))
     dep = latest.get("deployment") or {}
     ready = int((dep.get("status") or {}).get("readyReplicas", 0))
-    checks.append(Check("ready replicas", ready == want.ready_replicas, f"{ready} Ready, expected {want.ready_replicas}"))
+    checks.append(Check("ready replicas", ready == want.ready_replicas,
+                        f"{ready} Ready, expected {want.ready_replicas}"))
     if want.flags:
         try:
             spec = ((dep.get("spec") or {}).get("template") or {}).get("spec") or {}
