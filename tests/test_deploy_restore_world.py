@@ -10,12 +10,11 @@ so, as in the runbook, every pod is down and the rollback has to start pods from
 from __future__ import annotations
 
 import time
-from email.utils import formatdate
 from pathlib import Path
 from typing import Any
 
 from pyinfra_fixtures import ROOT, Rehearsal, inventory, plain
-from vllm_remedy.sim.vllm_pod import VllmRuntime, install
+from vllm_remedy.sim.vllm_pod import VllmRuntime
 
 NS, NAME = "llm", "llama-8b"
 HOST = "@k8s/rehearsal/llm/llama-8b"
@@ -28,34 +27,9 @@ L4_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSch
 
 
 def vllm_runtime(rehearsal: Rehearsal) -> None:
-    """Run vLLM containers with the vLLM simulator (memory model, real log formats, crash loops), and
-    answer with the cluster's clock in the ``Date`` header (see :func:`cluster_dates`)."""
-    for cluster in rehearsal.clusters.values():
-        if not isinstance(cluster.runtime, VllmRuntime):
-            install(cluster)
-    cluster_dates(rehearsal)
-
-
-def cluster_dates(rehearsal: Rehearsal) -> None:
-    """Make the rehearsal server's ``Date`` header the simulated clock, as a real API server's is its own.
-
-    ``KubeClient.server_time()`` (and every duration the deploys measure) reads that header; the sim's
-    HTTP handler still sends the wall clock (BaseHTTPRequestHandler's default), which at 600x disagrees
-    with every timestamp the cluster writes. Until the sim sends its own clock, the tests' server does.
-    """
-    httpd = rehearsal.server._httpd
-    base = httpd.RequestHandlerClass
-    if getattr(base, "cluster_dated", False):
-        return
-    clock = rehearsal.cluster.clock
-
-    class Dated(base):  # type: ignore[misc, valid-type]
-        cluster_dated = True
-
-        def date_time_string(self, timestamp: float | None = None) -> str:
-            return formatdate(clock.now() if timestamp is None else timestamp, usegmt=True)
-
-    httpd.RequestHandlerClass = Dated
+    """Guard: the rehearsal cluster runs vLLM containers with the vLLM simulator (its default), so a
+    crash-loop test can never pass on bare containers; its Date header is the cluster's clock."""
+    assert all(isinstance(cluster.runtime, VllmRuntime) for cluster in rehearsal.clusters.values())
 
 
 def bad_revision(dep: dict[str, Any]) -> None:
