@@ -50,7 +50,7 @@ def test_bad_rollout_figures(cli, tmp_path: Path):
     assert body["restarts_to_recovery"] >= 2
     crashed = {c["failure"] for c in body["timeline"]["classified"]}
     assert crashed == {"max_len_exceeds_kv"}
-    l4 = [p for p in body["predictions"] if "NVIDIA-L4" in p["node"]]
+    l4 = [p for p in body["predictions"] if p["node"].endswith("(NVIDIA-L4)")]
     assert l4 and all(p["predicted"] == "max_len_exceeds_kv" and p["agree"] == "yes" for p in l4)
     diff = "\n".join(body["deploys"][0]["diff"])
     assert "+    nvidia.com/gpu.product: NVIDIA-L40S" in diff
