@@ -212,3 +212,18 @@ def test_delete_cascades_to_owned_objects(sim):
     assert call(sim.url(), "DELETE", DEPLOYS + "/llama-8b")[0] == 200
     _, _, left = call(sim.url(), "GET", "/apis/apps/v1/namespaces/llm/replicasets")
     assert left["items"] == []
+
+
+def test_unknown_fields_warn_by_default_and_fail_when_strict(sim):
+    from vllm_remedy.sim.api.http import Request
+
+    dep = deployment()
+    dep["spec"]["replica"] = 3
+    resp = sim.server.dispatch(Request("POST", "/clusters/a" + DEPLOYS, {}, {}, json.dumps(dep).encode()))
+    assert (resp.status, resp.headers["Warning"]) == (201, '299 - "unknown field \\"spec.replica\\""')
+    dep["metadata"]["name"] = "strict"
+    resp = sim.server.dispatch(Request("POST", "/clusters/a" + DEPLOYS, {"fieldValidation": "Strict"}, {},
+                                       json.dumps(dep).encode()))
+    assert (resp.status, json.loads(resp.body)["message"]) == (
+        400, 'Deployment in version "v1" cannot be handled as a Deployment: strict decoding error: '
+             'unknown field "spec.replica"')

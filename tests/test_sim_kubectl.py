@@ -129,6 +129,16 @@ def test_apply_server_side_conflicts_with_kubectl_patch_unless_forced(runbook_si
     assert runbook_sim.clusters["a"].store.get("deployments.apps", "llm", "llama-8b")["spec"]["replicas"] == 4
 
 
+def test_unknown_field_is_a_strict_decoding_error(runbook_sim):
+    _manifest(runbook_sim, 2)
+    doc = yaml.safe_load((runbook_sim.tmp / "llama-8b.yaml").read_text())
+    doc["spec"]["template"]["spec"]["containers"][0]["imagee"] = "typo"
+    (runbook_sim.tmp / "typo.yaml").write_text(yaml.safe_dump(doc))
+    got = runbook_sim.kubectl(V, "apply", "--server-side", "-f", str(runbook_sim.tmp / "typo.yaml"))
+    assert got.returncode == 1
+    assert 'strict decoding error: unknown field "spec.template.spec.containers[0].imagee"' in got.stderr
+
+
 def test_diff_exits_1_with_the_change(runbook_sim):
     got = runbook_sim.kubectl(V, "diff", "-f", _manifest(runbook_sim, 5))
     assert got.returncode == 1, got.stderr
@@ -232,6 +242,7 @@ def test_typed_client_creates_send_protobuf_and_work(live_sim):
     container = debugger["spec"]["containers"][0]
     assert (debugger["spec"]["nodeName"], debugger["spec"]["hostPID"], container.get("command", []) +
             container.get("args", [])) == ("gpu-1", True, ["nvidia-smi"])
+    assert debugger["spec"]["volumes"][0]["hostPath"]["path"] == "/"  # inline VolumeSource lifted, as in JSON
 
 
 def test_attach_streams_the_container_output_until_it_exits(live_sim):

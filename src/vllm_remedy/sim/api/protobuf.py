@@ -22,6 +22,20 @@ MAGIC = b"k8s\x00"
 ROOTS = {("apps/v1", "Deployment"), ("apps/v1", "ReplicaSet"), ("v1", "Pod"), ("v1", "ConfigMap"),
          ("v1", "Namespace")}
 Field = tuple[str, str, bool, bool]  # json name, type code, repeated, map
+# Go structs embedded with `json:",inline"`: a field in protobuf, their fields directly in the parent in JSON.
+INLINE = frozenset({("Probe", "handler"), ("Volume", "volumeSource"),
+                    ("EphemeralContainer", "ephemeralContainerCommon")})
+
+
+def json_fields(message: str) -> dict[str, Field]:
+    """JSON field name → field of ``message``, with inline-embedded messages' fields lifted up."""
+    out: dict[str, Field] = {}
+    for field in schema().get(message, {}).values():
+        if (message, field[0]) in INLINE:
+            out.update(json_fields(field[1]))
+        else:
+            out[field[0]] = field
+    return out
 # gogo-protobuf writes non-pointer scalars even when zero, where Go's JSON (omitempty) leaves them out; these
 # pointer fields are the ones whose 0/false is a real value and must survive (replicas: 0 is not "unset").
 KEEP_ZERO = frozenset({
@@ -160,6 +174,9 @@ def _message_fields(kind: str, buf: bytes) -> Obj:
             out.setdefault(name, []).extend(items)
             continue
         value = _value(sub, wire, raw)
+        if (kind, name) in INLINE and isinstance(value, dict):
+            out.update(value)
+            continue
         if repeated:
             out.setdefault(name, []).append(value)
         elif value is None or value == "" or (value in (0, False) and len(sub) == 1 and name not in KEEP_ZERO):

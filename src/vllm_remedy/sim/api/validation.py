@@ -111,3 +111,68 @@ def check_types(resource_key: str, obj: Obj) -> None:
     drop_nulls(obj)
     _check(obj.get("metadata"), META, "metadata")
     _check(obj, SCHEMAS.get(resource_key, {}), "")
+
+
+ROOT_MESSAGES = {"deployments.apps": "Deployment", "replicasets.apps": "ReplicaSet", "pods": "Pod",
+                 "configmaps": "ConfigMap", "namespaces": "Namespace"}
+OPAQUE = frozenset({"Quantity", "Time", "MicroTime", "IntOrString"})
+
+
+def unknown_fields(resource_key: str, obj: Obj) -> list[str]:
+    """Paths of fields the API type does not have (``spec.template.spec.containers[0].imagee``).
+
+    Uses the protobuf field tables, whose names are the JSON names; messages left out of them
+    (statuses, cloud volume sources) are not inspected.
+    """
+    from vllm_remedy.sim.api.protobuf import json_fields, schema
+
+    root = ROOT_MESSAGES.get(resource_key)
+    if root is None:
+        return []
+    tables = schema()
+
+    def walk(value: Any, message: str, path: str) -> list[str]:
+        if message not in tables or not isinstance(value, dict):
+            return []
+        fields = json_fields(message)
+        found: list[str] = []
+        for key, item in value.items():
+            where = f"{path}.{key}" if path else key
+            if not path and key in ("apiVersion", "kind"):
+                continue
+            field = fields.get(key)
+            if field is None:
+                found.append(where)
+                continue
+            _, sub, repeated, is_map = field
+            if len(sub) == 1 or sub in OPAQUE:
+                continue
+            if is_map and isinstance(item, dict):
+                for k, v in item.items():
+                    found += walk(v, sub, f"{where}.{k}")
+            elif repeated and isinstance(item, list):
+                for i, v in enumerate(item):
+                    found += walk(v, sub, f"{where}[{i}]")
+            else:
+                found += walk(item, sub, where)
+        return found
+
+    return walk(obj, root, "")
+
+
+def field_validation(resource_key: str, kind: str, obj: Obj, mode: str | None) -> dict[str, str]:
+    """Apply ``fieldValidation``: Strict → 400 on unknown fields; Warn (the default) → Warning headers."""
+    mode = mode or "Warn"
+    if mode not in ("Ignore", "Warn", "Strict"):
+        raise ApiError(400, "BadRequest", f'fieldValidation: Unsupported value: "{mode}": supported values: '
+                                          '"Ignore", "Strict", "Warn"')
+    if mode == "Ignore":
+        return {}
+    unknown = unknown_fields(resource_key, obj)
+    if not unknown:
+        return {}
+    if mode == "Strict":
+        listed = ", ".join(f'unknown field "{u}"' for u in unknown)
+        raise ApiError(400, "BadRequest", f'{kind} in version "v1" cannot be handled as a {kind}: '
+                                          f"strict decoding error: {listed}")
+    return {"Warning": ", ".join(f'299 - "unknown field \\"{u}\\""' for u in unknown)}

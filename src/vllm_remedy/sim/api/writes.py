@@ -18,7 +18,7 @@ from vllm_remedy.sim.api.patch import json_patch, merge_patch, strategic_merge_p
 from vllm_remedy.sim.api.reads import matcher, scale_of, with_type
 from vllm_remedy.sim.api.resources import BY_KEY, Resource
 from vllm_remedy.sim.api.routing import Route
-from vllm_remedy.sim.api.validation import check_types
+from vllm_remedy.sim.api.validation import check_types, field_validation
 from vllm_remedy.sim.store import ApiError, Store
 
 Obj = dict[str, Any]
@@ -76,10 +76,16 @@ def create(cluster: ClusterLike, route: Route, req: Request) -> Response:
         obj["metadata"].pop(key, None)
     if res.key in ("deployments.apps", "replicasets.apps"):
         obj.pop("status", None)
+    warnings = field_validation(res.key, res.kind, obj, req.query.get("fieldValidation"))
     default_and_validate(res.key, obj)
     ssa.record_update({"metadata": {}}, obj, field_manager(req), cluster.clock.timestamp())
     made = store.create(res.key, obj, dry_run=req.dry_run())
-    return json_response(made, 201)
+    return _warned(json_response(made, 201), warnings)
+
+
+def _warned(resp: Response, headers: dict[str, str]) -> Response:
+    resp.headers.update(headers)
+    return resp
 
 
 def _write(cluster: ClusterLike, route: Route, req: Request, change: Callable[[Obj], Obj], *,
@@ -97,9 +103,11 @@ def _write(cluster: ClusterLike, route: Route, req: Request, change: Callable[[O
         precondition = new["metadata"].get("resourceVersion")
         user_precondition = precondition != current["metadata"].get("resourceVersion")
         _check_identity(route, new)
+        warnings: dict[str, str] = {}
         if status_only:
             check_types(res.key, new)
         else:
+            warnings = field_validation(res.key, res.kind, new, req.query.get("fieldValidation"))
             default_and_validate(res.key, new)
             ssa.record_update(current, new, field_manager(req), cluster.clock.timestamp())
         try:
@@ -108,7 +116,7 @@ def _write(cluster: ClusterLike, route: Route, req: Request, change: Callable[[O
             if err.code == 409 and retry and not user_precondition and attempt < CONFLICT_RETRIES - 1:
                 continue
             raise
-        return json_response(with_type(route, saved))
+        return _warned(json_response(with_type(route, saved)), warnings)
     raise AssertionError("unreachable")
 
 
@@ -202,9 +210,10 @@ def _apply(cluster: ClusterLike, route: Route, req: Request) -> Response:
     if store.find(res.key, route.namespace or "", route.name or "") is None:
         _require_namespace(store, res, body["metadata"].get("namespace", ""))
         new = ssa.apply(None, body, manager, force, when)
+        warnings = field_validation(res.key, res.kind, new, req.query.get("fieldValidation"))
         default_and_validate(res.key, new)
         try:
-            return json_response(store.create(res.key, new, dry_run=req.dry_run()), 201)
+            return _warned(json_response(store.create(res.key, new, dry_run=req.dry_run()), 201), warnings)
         except ApiError as err:
             if err.code != 409:
                 raise
