@@ -84,7 +84,7 @@ def test_confirm_waits_for_stability_then_marks_the_replicaset_once(rehearsal: R
 
     again = rehearsal.pyinfra(LOCAL, CONFIRM, "-y")
     assert again.returncode == 0, again.stderr
-    assert "No changes" in host_out(again.stderr)
+    assert host_out(again.stderr).count("No changes") == 3  # revert toggles, wait, mark
     after = client.request("GET", f"/apis/apps/v1/namespaces/{NS}/replicasets/{rs['metadata']['name']}")
     assert after["metadata"]["resourceVersion"] == marked["metadata"]["resourceVersion"]
 
