@@ -211,6 +211,10 @@ def test_read_only_role_can_check_drift_but_not_write(tmp_path):
         s.clusters["a"].store.create("deployments.apps", deployment())
         got = s.kubectl(V, "-n", "llm", "rollout", "history", "deploy/llama-8b", context="a-drift")
         assert got.returncode == 0, got.stderr
+        can = s.kubectl(V, "-n", "llm", "auth", "can-i", "list", "deployments", context="a-drift")
+        cannot = s.kubectl(V, "-n", "llm", "auth", "can-i", "patch", "deployments", context="a-drift")
+        assert ((can.returncode, can.stdout.strip()), (cannot.returncode, cannot.stdout.strip())) == (
+            (0, "yes"), (1, "no"))
         denied = s.kubectl(V, "-n", "llm", "scale", "deploy/llama-8b", "--replicas=0", context="a-drift")
         assert denied.returncode == 1
         assert denied.stderr.strip() == (

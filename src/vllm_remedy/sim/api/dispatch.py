@@ -12,7 +12,7 @@ import threading
 from dataclasses import dataclass, field
 
 from vllm_remedy.sim.api import openapi, reads, resources, streams, websocket, writes
-from vllm_remedy.sim.api.auth import Authorizer
+from vllm_remedy.sim.api.auth import Authorizer, Identity
 from vllm_remedy.sim.api.faults import Faults
 from vllm_remedy.sim.api.http import ClusterLike, Request, Response, error_response, json_response
 from vllm_remedy.sim.api.routing import Route, parse
@@ -84,6 +84,26 @@ def _verb(req: Request, route: Route) -> str:
             "DELETE": "delete" if route.name else "deletecollection"}.get(req.method, "unknown")
 
 
+def _review(ctx: ApiContext, req: Request, identity: Identity | None) -> Response:
+    """SelfSubjectAccessReview: would this caller be allowed? (``kubectl auth can-i``)."""
+    review = req.object_body()
+    attrs = (review.get("spec") or {}).get("resourceAttributes") or {}
+    if not isinstance(attrs, dict):
+        raise ApiError(400, "BadRequest", "spec.resourceAttributes must be an object")
+    group, resource, sub = (str(attrs.get(k) or "") for k in ("group", "resource", "subresource"))
+    key = f"{resource}/{sub}" if sub else resource
+    key += f".{group}" if group else ""
+    try:
+        ctx.auth.authorize(identity, ctx.cluster.name, str(attrs.get("verb") or ""), key,
+                           attrs.get("namespace") or None, attrs.get("name") or None)
+        status = {"allowed": True}
+    except ApiError:
+        status = {"allowed": False}  # RBAC gives no reason for a denial; kubectl prints a bare "no"
+    review.update(apiVersion="authorization.k8s.io/v1", kind="SelfSubjectAccessReview", status=status)
+    review.setdefault("metadata", {})
+    return json_response(review, 201)
+
+
 def _route(ctx: ApiContext, req: Request, route: Route, verb: str, drop_after: float | None) -> Response:
     cluster = ctx.cluster
     sub = route.subresource
@@ -124,6 +144,11 @@ def handle(ctx: ApiContext, req: Request) -> Response:
             return found
         route = parse(req.path)
         verb = _verb(req, route)
+        if not route.resource.stored:
+            if verb != "create" or route.name is not None:
+                raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested "
+                                                        "resource")
+            return _review(ctx, req, identity)
         rbac_resource = route.resource.key if not route.subresource else (
             f"{route.resource.plural}/{route.subresource}"
             + (f".{route.resource.group}" if route.resource.group else ""))

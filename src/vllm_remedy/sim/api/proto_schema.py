@@ -1,6 +1,6 @@
 """Protobuf field tables for the kinds typed clients create (generated, do not edit by hand).
 
-Derived from the wire definitions in k8s.io/api ``core/v1`` and ``apps/v1`` and k8s.io/apimachinery
+Derived from the wire definitions in k8s.io/api ``core/v1``, ``apps/v1``, ``authorization/v1`` and k8s.io/apimachinery
 ``meta/v1`` ``generated.proto`` (field names, numbers and types are the protocol, not code). One message
 per line: ``Message:field=<number><type>[*]`` where type is s(tring) i(nt) b(ool) y(bytes) d(ouble)
 f(loat), a message name, or ``{<type>`` for map<string, type>; ``*`` marks repeated. Lines starting with
@@ -144,4 +144,8 @@ Pod:metadata=1ObjectMeta,spec=2PodSpec,status=3PodStatus
 ConfigMap:metadata=1ObjectMeta,immutable=4b,data=2{s,binaryData=3{y
 Namespace:metadata=1ObjectMeta,spec=2NamespaceSpec,status=3NamespaceStatus
 NamespaceSpec:finalizers=1s*
+SelfSubjectAccessReview:metadata=1ObjectMeta,spec=2SelfSubjectAccessReviewSpec,status=3SubjectAccessReviewStatus
+SelfSubjectAccessReviewSpec:resourceAttributes=1ResourceAttributes,nonResourceAttributes=2NonResourceAttributes
+ResourceAttributes:namespace=1s,verb=2s,group=3s,version=4s,resource=5s,subresource=6s,name=7s
+NonResourceAttributes:path=1s,verb=2s
 """

@@ -28,6 +28,8 @@ class Resource:
     categories: tuple[str, ...] = ()
     subresources: dict[str, tuple[str, str, str]] = field(default_factory=dict)  # name -> (kind, group, version)
     crd: bool = False  # custom resources: no strategic merge patch, as in real clusters
+    verbs: tuple[str, ...] = ALL_VERBS
+    stored: bool = True  # False: a review answered from the request alone (SelfSubjectAccessReview)
 
     @property
     def key(self) -> str:
@@ -39,6 +41,7 @@ class Resource:
 
 
 GATEWAY = "gateway.networking.k8s.io"
+AUTHZ = "authorization.k8s.io"
 
 RESOURCES: tuple[Resource, ...] = (
     Resource("", "v1", "namespaces", "namespace", "Namespace", namespaced=False, short_names=("ns",),
@@ -57,6 +60,8 @@ RESOURCES: tuple[Resource, ...] = (
              subresources={"status": ("ReplicaSet", "apps", "v1"), "scale": ("Scale", "autoscaling", "v1")}),
     Resource(GATEWAY, "v1", "httproutes", "httproute", "HTTPRoute", categories=("gateway-api",),
              subresources={"status": ("HTTPRoute", GATEWAY, "v1")}, crd=True),
+    Resource(AUTHZ, "v1", "selfsubjectaccessreviews", "", "SelfSubjectAccessReview", namespaced=False,
+             verbs=("create",), stored=False),
 )
 
 BY_PATH: dict[tuple[str, str, str], Resource] = {(r.group, r.version, r.plural): r for r in RESOURCES}
@@ -81,7 +86,7 @@ def resource_list(group: str, version: str) -> Obj | None:
     entries: list[Obj] = []
     for r in served:
         entry: Obj = {"name": r.plural, "singularName": r.singular, "namespaced": r.namespaced, "kind": r.kind,
-                      "verbs": list(ALL_VERBS)}
+                      "verbs": list(r.verbs)}
         if r.short_names:
             entry["shortNames"] = list(r.short_names)
         if r.categories:
