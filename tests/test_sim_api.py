@@ -227,3 +227,19 @@ def test_unknown_fields_warn_by_default_and_fail_when_strict(sim):
     assert (resp.status, json.loads(resp.body)["message"]) == (
         400, 'Deployment in version "v1" cannot be handled as a Deployment: strict decoding error: '
              'unknown field "spec.replica"')
+
+
+def test_limit_and_continue_page_through_a_list(sim):
+    for i in range(5):
+        call(sim.url(), "POST", DEPLOYS, deployment(f"m{i}"))
+    names, token, pages = [], "", 0
+    while True:
+        _, _, page = call(sim.url(), "GET", DEPLOYS + "?limit=2" + (f"&continue={token}" if token else ""))
+        names += [d["metadata"]["name"] for d in page["items"]]
+        pages += 1
+        token = page["metadata"].get("continue", "")
+        if not token:
+            break
+    assert (names, pages) == (["m0", "m1", "m2", "m3", "m4"], 3)
+    status, _, body = call(sim.url(), "GET", DEPLOYS + "?limit=2&continue=garbage")
+    assert (status, body["message"]) == (400, "continue key is not valid")

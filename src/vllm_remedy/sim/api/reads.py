@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import threading
@@ -44,14 +45,34 @@ def get(cluster: ClusterLike, route: Route, req: Request) -> Response:
     return json_response(obj)
 
 
+def _page(items: list[Obj], req: Request) -> tuple[list[Obj], Obj]:
+    """``limit``/``continue`` paging over the (namespace, name)-sorted list; the token names the last key."""
+    start = req.query.get("continue")
+    if start:
+        try:
+            after = tuple(json.loads(base64.urlsafe_b64decode(start.encode())))
+            assert len(after) == 2 and all(isinstance(x, str) for x in after)
+        except (ValueError, AssertionError, TypeError) as exc:
+            raise ApiError(400, "BadRequest", "continue key is not valid") from exc
+        items = [o for o in items if (o["metadata"].get("namespace", ""), o["metadata"]["name"]) > after]
+    limit = _int_param(req, "limit") or 0
+    if limit <= 0 or len(items) <= limit:
+        return items, {}
+    last = items[limit - 1]["metadata"]
+    token = base64.urlsafe_b64encode(json.dumps([last.get("namespace", ""), last["name"]]).encode()).decode()
+    return items[:limit], {"continue": token, "remainingItemCount": len(items) - limit}
+
+
 def list_objects(cluster: ClusterLike, route: Route, req: Request) -> Response:
     items, rv = cluster.store.list(route.resource.key, route.namespace, matcher(route, req))
+    items, more = _page(items, req)
     if req.wants_table():
-        return json_response(tables.table(route.resource.key, items, cluster.clock.now(), resource_version=rv,
-                                          include_object=req.query.get("includeObject", "Metadata")),
-                             content_type=tables.TABLE_CONTENT_TYPE)
+        table = tables.table(route.resource.key, items, cluster.clock.now(), resource_version=rv,
+                             include_object=req.query.get("includeObject", "Metadata"))
+        table["metadata"].update(more)
+        return json_response(table, content_type=tables.TABLE_CONTENT_TYPE)
     return json_response({"kind": f"{route.resource.kind}List", "apiVersion": route.resource.api_version,
-                          "metadata": {"resourceVersion": rv}, "items": [with_type(route, o) for o in items]})
+                          "metadata": {"resourceVersion": rv, **more}, "items": [with_type(route, o) for o in items]})
 
 
 def _int_param(req: Request, name: str, default: int | None = None) -> int | None:
