@@ -94,3 +94,12 @@ def test_logs_of_a_deployment_with_the_runbooks_grep(runbook_sim):
     found = [line for line in out.splitlines() if GREP.search(line)]
     assert any("Model loading took" in line for line in found), out
     assert any("Maximum concurrency" in line for line in found), out
+
+
+def test_attach_needs_websockets_which_1_20_lacks(runbook_sim):
+    """Documented limitation: 1.20 streams exec/attach over SPDY, which the rehearsal cluster does not speak."""
+    pod = runbook_sim.clusters["a"].store.list("pods", "llm")[0][0]["metadata"]["name"]
+    got = runbook_sim.kubectl(V, "-n", "llm", "attach", pod, timeout=30)
+    assert got.returncode == 1
+    assert got.stderr.strip().endswith("exec/attach needs a WebSocket upgrade (kubectl >= 1.30); SPDY streams are "
+                                       "not supported by the rehearsal cluster")
