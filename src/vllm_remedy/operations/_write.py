@@ -17,12 +17,15 @@ from __future__ import annotations
 
 import copy
 import functools
+import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import jsonpatch
 from pyinfra.api import FunctionCommand
+from pyinfra.context import ctx_host, ctx_state
 
+from vllm_remedy import gitops
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.annotations import Keys, action_annotations
 from vllm_remedy.kube.client import JSON_PATCH, KubeClient
@@ -112,6 +115,10 @@ def run_write(state: Any, host: Any, path: str, build: BuildOps, label: str) -> 
         if not ops:
             note(host, f"{label}: already in place, nothing written")
             return True
+        said = gitops_gate(state, host, ctx, basis, ops)
+        if not said.write:
+            note(host, f"refused: {said.refusal}", error=True)
+            return False
         if path == ctx.deployment_path:
             answer = apply_deployment_patch(ctx.client, ctx.namespace, ctx.deployment, ops, basis=basis)
         else:
@@ -126,8 +133,39 @@ def run_write(state: Any, host: Any, path: str, build: BuildOps, label: str) -> 
 
 
 def write_command(path: str, build: BuildOps, label: str) -> FunctionCommand:
-    """A FunctionCommand applying ``build``'s guarded JSON patch to the object at API ``path``."""
+    """A FunctionCommand applying ``build``'s guarded JSON patch to the object at API ``path``.
+
+    Called inside an operation body for an object ``observe``d while detecting changes, it also applies
+    the policy's GitOps stance there (so ``--dry`` shows it): ``refuse`` yields a failing command instead.
+    """
+    if ctx_state.isset() and ctx_host.isset():
+        state, host = ctx_state.get(), ctx_host.get()
+        seen = _SEEN.get(_key(state, host, path))
+        if seen is not None:
+            try:
+                ctx = k8s_host(host)
+                said = gitops_gate(state, host, ctx, seen, build(ctx.client, copy.deepcopy(seen), time.time()))
+            except (UserError, jsonpatch.JsonPatchException, jsonpatch.JsonPointerException):
+                said = gitops.Verdict(True, ())  # the write itself reports a broken plan, at execute
+            if not said.write:
+                return FunctionCommand(fail, (f"refused: {said.refusal}",), {})
     return FunctionCommand(run_write, (path, build, label), {})
+
+
+def gitops_gate(state: Any, host: Any, ctx: K8sHost, basis: Mapping[str, Any], ops: list[dict[str, Any]]
+                ) -> gitops.Verdict:
+    """The policy's stance on writing ``ops`` to ``basis`` when Argo CD / Flux owns it; printed once per op."""
+    owner = gitops.detect(basis)
+    if owner is None or not ops:
+        return gitops.Verdict(True, ())
+    desired = apply_ops(basis, [op for op in ops if op.get("op") != "test"])
+    hint = gitops.git_hint(basis, desired, ctx.container, f"{ctx.deployment}.yaml") \
+        if (basis.get("kind") or "Deployment") == "Deployment" else None
+    said = gitops.verdict(ctx.policy.gitops, owner, f"{(basis.get('kind') or 'object').lower()} "
+                          f"{ctx.namespace}/{(basis.get('metadata') or {}).get('name')}", hint)
+    head = [f"refused: {said.refusal}"] if said.refusal else []
+    show(state, host, [*head, *said.lines], topic="gitops", always=True)
+    return said
 
 
 def fail(state: Any, host: Any, message: str) -> bool:

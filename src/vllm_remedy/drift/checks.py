@@ -1,0 +1,213 @@
+"""The drift checks: one running Deployment against its policy, the runbook's "prevent it next time" (pure).
+
+Each check answers for one rule the scheduled job watches — the names are the ``check`` label of
+``vllm_remedy_drift_detected`` and stay stable:
+
+* ``max-model-len``   explicit ``--max-model-len`` (never the model's 128k default)
+* ``flag-bounds``     every flag within the policy's bounds (fp8 KV cache only where allowed)
+* ``known-good-unit`` image tag + model revision + flags form an allowed known-good unit
+* ``gpu-pinned``      the pod pins a GPU product the policy names, with the policy's GPUs per pod
+* ``enforce-eager``   ``--enforce-eager`` only as a timed toggle, never past its expiry
+* ``concurrency``     predicted maximum concurrency ≥ the policy's peak concurrent requests
+
+A check is ``pass``, ``drift`` or ``unknown`` (it could not be judged, e.g. a model missing from the
+catalog — reported, never counted as in sync by the caller's exit code rules).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from vllm_remedy.errors import UserError
+from vllm_remedy.kube.annotations import Keys, Toggle, parse_rfc3339, read_toggles
+from vllm_remedy.kube.gpus import SHARED_SUFFIX, pod_gpu_request
+from vllm_remedy.operations._predict import Prediction, pinned_gpu, predict_template
+from vllm_remedy.policy import Policy
+from vllm_remedy.remedies.pin import canonical_product
+from vllm_remedy.remedies.toggle import TOGGLE_FLAGS
+from vllm_remedy.vllm.cmdline import ServerCommand, find_server
+
+CHECKS = ("max-model-len", "flag-bounds", "known-good-unit", "gpu-pinned", "enforce-eager", "concurrency")
+PASS, DRIFT, UNKNOWN = "pass", "drift", "unknown"
+_OFF = ("false", "False", "0")
+
+
+@dataclass(frozen=True)
+class Check:
+    """One rule's verdict for one host, with the figures that decided it."""
+
+    name: str
+    status: str
+    detail: str
+
+    @property
+    def drifted(self) -> bool:
+        return self.status == DRIFT
+
+    def to_json(self) -> dict[str, Any]:
+        return {"check": self.name, "status": self.status, "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class Observed:
+    """What the checks read from the Deployment, reported next to them."""
+
+    image: str
+    model: str | None
+    model_revision: str | None
+    flags: dict[str, str]
+    gpu: str | None
+    gpus_per_pod: int
+    toggles: tuple[Toggle, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"image": self.image, "model": self.model, "model_revision": self.model_revision,
+                "flags": dict(self.flags), "gpu": self.gpu, "gpus_per_pod": self.gpus_per_pod,
+                "toggles": [{"name": t.name, "expires": t.expires} for t in self.toggles]}
+
+
+def _template(deployment: Mapping[str, Any]) -> dict[str, Any]:
+    return dict((deployment.get("spec") or {}).get("template") or {})
+
+
+def observe(deployment: Mapping[str, Any], keys: Keys, container: str | None = None) -> tuple[ServerCommand, Observed]:
+    """The server and the observed unit; UserError when the template has no single vLLM server."""
+    spec = dict(_template(deployment).get("spec") or {})
+    server = find_server(spec, container)
+    notes = (deployment.get("metadata") or {}).get("annotations") or {}
+    toggles = tuple(read_toggles(keys, notes))
+    return server, Observed(server.image, server.model, server.flags.get("revision"), dict(server.flags),
+                            pinned_gpu(spec), pod_gpu_request(spec), toggles)
+
+
+def check_max_model_len(policy: Policy, server: ServerCommand) -> Check:
+    value = server.flags.get("max-model-len")
+    if not policy.require_explicit_max_model_len:
+        return Check("max-model-len", PASS, "policy does not require it" + (f" (set: {value})" if value else ""))
+    if value is None:
+        return Check("max-model-len", DRIFT, "--max-model-len is not set: the model's default context length applies")
+    return Check("max-model-len", PASS, f"--max-model-len {value}")
+
+
+def check_flag_bounds(policy: Policy, server: ServerCommand) -> Check:
+    broken = [v for v in policy.check_flags(server.flags) if v.value is not None]
+    if broken:
+        return Check("flag-bounds", DRIFT, "; ".join(str(v) for v in broken))
+    bounded = sorted(f for f, _ in policy.flags.items() if f in server.flags)
+    return Check("flag-bounds", PASS, f"within bounds: {', '.join(bounded)}" if bounded else "no bounded flag set")
+
+
+def check_known_good_unit(policy: Policy, observed: Observed) -> Check:
+    if not policy.known_good:
+        return Check("known-good-unit", PASS, f"policy {policy.name or policy.source} lists no known-good unit")
+    unit_flags = {k: v for k, v in observed.flags.items() if k != "revision"}
+    for unit in policy.known_good:
+        if (unit.model is None or unit.model == observed.model) and unit.matches(
+                observed.image, unit_flags, observed.model_revision):
+            return Check("known-good-unit", PASS, f"matches known-good unit {unit.name or unit.image}")
+    running = (f"image {observed.image}, model {observed.model}, revision {observed.model_revision or 'unpinned'}")
+    names = ", ".join(u.name or u.image for u in policy.known_good)
+    return Check("known-good-unit", DRIFT, f"running unit ({running}, flags {_flags(unit_flags)}) is none of the "
+                 f"allowed units: {names}")
+
+
+def _flags(flags: Mapping[str, str]) -> str:
+    return " ".join(f"--{k}" if v == "true" else f"--{k} {v}" for k, v in sorted(flags.items())) or "(none)"
+
+
+def check_gpu_pinned(policy: Policy, observed: Observed) -> Check:
+    rule = policy.gpu
+    if not rule.pinned:
+        return Check("gpu-pinned", PASS, "policy pins no GPU product")
+    wanted = {canonical_product(p) for p in rule.products}
+    problems = []
+    if observed.gpu is None:
+        problems.append(f"no GPU product pinned (policy: {', '.join(rule.products)} under {rule.label})")
+    elif canonical_product(observed.gpu) not in wanted:
+        problems.append(f"pinned to {observed.gpu}, policy allows {', '.join(rule.products)}")
+    elif observed.gpu.upper().endswith(SHARED_SUFFIX) and not rule.allow_shared:
+        problems.append(f"pinned to time-sliced {observed.gpu} (gpu.allow_shared is false)")
+    if observed.gpus_per_pod != rule.per_pod:
+        problems.append(f"{observed.gpus_per_pod} x {rule.resource} per pod, policy wants {rule.per_pod}")
+    if problems:
+        return Check("gpu-pinned", DRIFT, "; ".join(problems))
+    return Check("gpu-pinned", PASS, f"pinned to {observed.gpu}, {observed.gpus_per_pod} GPU(s) per pod")
+
+
+def check_enforce_eager(observed: Observed, now: float) -> Check:
+    """Eager mode only as a timed toggle: on without a record, or a record past its expiry, is drift."""
+    due = [t for t in observed.toggles if t.expired(now)]
+    if due:
+        said = "; ".join(f"toggle {t.name} expired at {t.expires} ({_ago(now - t.expires_at())} ago)" for t in due)
+        return Check("enforce-eager", DRIFT, f"{said}: run `vllm-remedy expire` (restores the prior argv)")
+    flags = {TOGGLE_FLAGS.get(t.name, t.name) for t in observed.toggles}
+    permanent = [f for f in TOGGLE_FLAGS.values() if observed.flags.get(f, "false") not in _OFF and f not in flags]
+    if permanent:
+        return Check("enforce-eager", DRIFT, f"--{permanent[0]} is on with no timed toggle recorded: it disables "
+                     "CUDA graphs for good; use the toggle (deploys/enforce_eager.py) or remove it")
+    if observed.toggles:
+        said = "; ".join(f"toggle {t.name} on until {t.expires}" for t in observed.toggles)
+        return Check("enforce-eager", PASS, said)
+    return Check("enforce-eager", PASS, "no timed toggle")
+
+
+def _ago(seconds: float) -> str:
+    minutes = int(max(seconds, 0) // 60)
+    return f"{minutes // 60}h{minutes % 60:02d}m" if minutes >= 60 else f"{minutes}m"
+
+
+def predict(deployment: Mapping[str, Any], policy: Policy, container: str | None = None) -> Prediction:
+    """The prediction the deploys print; an unpinned template is predicted on the policy's GPU."""
+    template = _template(deployment)
+    prediction = predict_template(template, container)
+    if prediction.estimate is None and prediction.gpu is None and policy.gpu_product:
+        prediction = predict_template(template, container, gpu=policy.gpu_product)
+    return prediction
+
+
+def check_concurrency(policy: Policy, prediction: Prediction) -> Check:
+    e = prediction.estimate
+    if e is None:
+        return Check("concurrency", UNKNOWN, f"no prediction: {prediction.note}")
+    if not e.fits:
+        return Check("concurrency", DRIFT, f"predicted {e.outcome.value} on {prediction.gpu} ({prediction.line()})")
+    if e.max_concurrency < policy.peak_concurrency:
+        return Check("concurrency", DRIFT, f"predicted maximum concurrency {e.max_concurrency:.2f}x on "
+                     f"{prediction.gpu} is below the policy's peak {policy.peak_concurrency}")
+    return Check("concurrency", PASS, f"predicted maximum concurrency {e.max_concurrency:.2f}x ≥ peak "
+                 f"{policy.peak_concurrency} on {prediction.gpu}")
+
+
+@dataclass(frozen=True)
+class HostChecks:
+    """Every check for one host, the observed unit and the prediction."""
+
+    checks: tuple[Check, ...]
+    observed: Observed
+    prediction: Prediction
+
+    @property
+    def drifted(self) -> list[Check]:
+        return [c for c in self.checks if c.drifted]
+
+
+def run_checks(deployment: Mapping[str, Any], policy: Policy, now: float, container: str | None = None) -> HostChecks:
+    """All checks of one Deployment at cluster time ``now``; UserError for a template or record we cannot read."""
+    keys = Keys(policy.annotation_prefix)
+    try:
+        server, observed = observe(deployment, keys, container)
+    except UserError as exc:
+        meta = deployment.get("metadata") or {}
+        raise UserError(f"deployment {meta.get('namespace')}/{meta.get('name')}: {exc}") from exc
+    prediction = predict(deployment, policy, container)
+    checks = (check_max_model_len(policy, server), check_flag_bounds(policy, server),
+              check_known_good_unit(policy, observed), check_gpu_pinned(policy, observed),
+              check_enforce_eager(observed, now), check_concurrency(policy, prediction))
+    return HostChecks(checks, observed, prediction)
+
+
+def expiry_seconds(toggle: Toggle) -> float:
+    """A toggle's expiry as epoch seconds (for the override-expiry metric)."""
+    return parse_rfc3339(toggle.expires, f"toggle {toggle.name} expiry")

@@ -1,0 +1,318 @@
+"""Run the drift checks and the deploys' own operations through pyinfra's Python API, one greenlet per host.
+
+Why the deploys' operations and not a diff of our own: the fix a drift report proposes must be exactly what
+``pyinfra INVENTORY deploys/budget.py`` would do — same planner, same refusals, same GitOps stance, same
+diff and prediction. pyinfra's ``--dry`` cannot say "drift" (it exits 0 with changes) and ``--dry --json``
+drops the diff, so we drive the API: connect, run each operation in change-detection mode (the body runs up
+to its first yield, nothing executes), and keep what each printed, per host and per operation.
+
+Must run in a process where ``gevent.monkey.patch_all()`` ran before urllib3 was imported — see
+``python -m vllm_remedy.drift`` — or every host is served one after another. A fresh Inventory and State
+per run (pyinfra's state does not survive reuse).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import logging
+import os
+import re
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import gevent
+from pyinfra.api import Config, State
+from pyinfra.api.exceptions import ConnectError, PyinfraError
+from pyinfra.api.host import Host
+from pyinfra.api.inventory import Inventory
+from pyinfra.api.operations import run_ops
+from pyinfra.context import ctx_config, ctx_host, ctx_state
+from pyinfra_cli.inventory import make_inventory
+
+from vllm_remedy import gitops
+from vllm_remedy.drift import checks
+from vllm_remedy.errors import UserError
+from vllm_remedy.facts.deployment import Deployment
+from vllm_remedy.operations import budget, scheduling, vllm
+from vllm_remedy.operations._write import forget
+from vllm_remedy.operations.util import k8s_host
+from vllm_remedy.policy import FractionBounds, IntBounds, Policy
+from vllm_remedy.remedies.toggle import expired as expired_toggles
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_PREFIXED = re.compile(r"^\[(?P<host>[^\]]+)\]\s?(?P<text>.*)$")
+_NOISE = ("Connected", "Loaded fact", "Ready:")
+
+
+class HostFailed(Exception):
+    """A host could not be checked; the message is the one line the report shows."""
+
+
+class LineLog(logging.Handler):
+    """pyinfra's log lines, sorted per host and per operation (hosts run concurrently in greenlets)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.current: dict[str, str] = {}
+        self.lines: dict[tuple[str, str], list[str]] = {}
+        self.errors: dict[str, list[str]] = {}
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = _ANSI.sub("", record.getMessage())
+        for line in text.splitlines():
+            match = _PREFIXED.match(line)
+            if not match:
+                continue
+            host, said = match["host"], match["text"].rstrip()
+            if record.levelno >= logging.ERROR:
+                self.errors.setdefault(host, []).append(" ".join(said.split()))
+            if said.startswith(_NOISE):
+                continue
+            self.lines.setdefault((host, self.current.get(host, "")), []).append(said)
+
+    def begin(self, host: str, label: str) -> None:
+        self.current[host] = label
+
+    def take(self, host: str, label: str) -> list[str]:
+        return self.lines.pop((host, label), [])
+
+    def error(self, host: str, fallback: str) -> str:
+        said = [e for e in self.errors.get(host, []) if e and not e.startswith("Error: could not")]
+        return " / ".join(dict.fromkeys(said)) or fallback
+
+
+@dataclass
+class Run:
+    """One pyinfra run: its State, the hosts asked for and what was captured."""
+
+    state: State
+    hosts: list[Host]
+    log: LineLog
+    connect_errors: dict[str, str] = field(default_factory=dict)
+
+
+def _limit(inventory: Inventory, patterns: Iterable[str]) -> list[Host]:
+    """pyinfra's ``--limit``: a group name or an fnmatch pattern on host names."""
+    patterns = list(patterns)
+    if not patterns:
+        return list(inventory)
+    chosen: list[Host] = []
+    for pattern in patterns:
+        try:
+            group = inventory.get_group(pattern)
+        except Exception:  # pyinfra's NoGroupError: fall back to host-name patterns
+            group = [h for h in inventory if fnmatch.fnmatch(h.name, pattern)]
+        chosen += [h for h in group if h not in chosen]
+    return chosen
+
+
+def start(inventory_path: str, limit: Iterable[str] = ()) -> Run:
+    """Load the inventory (as the CLI would, cwd-relative group data), connect every host in parallel."""
+    if not os.path.isfile(inventory_path):
+        raise UserError(f"{inventory_path}: no such inventory file")
+    log = LineLog()
+    logger = logging.getLogger("pyinfra")
+    logger.handlers = [log]
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    state = State(check_for_changes=True)
+    try:
+        with ctx_state.use(state):  # inventory files run with a State in context, as under the CLI
+            inventory = make_inventory(inventory_path, cwd=os.getcwd())
+    except Exception as exc:  # the user's inventory code: any error is bad input, named with the file
+        raise UserError(f"{inventory_path}: cannot load the inventory: {type(exc).__name__}: "
+                        f"{' '.join(str(exc).split())}") from exc
+    hosts = _limit(inventory, limit)
+    if not hosts:
+        raise UserError(f"{inventory_path}: no host matches" + (f" --limit {' '.join(limit)}" if limit else ""))
+    state.init(inventory, Config(), initial_limit=hosts)
+    run = Run(state, hosts, log)
+
+    def connect(host: Host) -> None:
+        try:
+            host.connect(show_errors=False, raise_exceptions=True)
+        except ConnectError as exc:
+            run.connect_errors[host.name] = " ".join(str(exc.args[0] if exc.args else exc).split())
+        except Exception as exc:  # a connector bug must fail its host, not the run
+            run.connect_errors[host.name] = f"{type(exc).__name__}: {exc}"
+
+    gevent.joinall([state.pool.spawn(connect, h) for h in hosts])
+    for host in hosts:
+        if host.connected:
+            state.activate_host(host)
+    return run
+
+
+def _per_host(run: Run, work: Callable[[Host], dict[str, Any]]) -> list[dict[str, Any]]:
+    """``work`` for every connected host in parallel (pyinfra's contexts set), errors caught per host."""
+    results: dict[str, dict[str, Any]] = {}
+
+    def one(host: Host) -> None:
+        with ctx_config.use(run.state.config.copy()), ctx_host.use(host):
+            try:
+                results[host.name] = work(host)
+            except (HostFailed, UserError) as exc:
+                results[host.name] = {"host": host.name, "error": " ".join(str(exc).split())}
+            except Exception as exc:  # an operation bug: report it on this host, keep the others
+                reason = run.log.error(host.name, f"{type(exc).__name__}: {exc}")
+                results[host.name] = {"host": host.name, "error": reason}
+
+    with ctx_state.use(run.state):
+        gevent.joinall([run.state.pool.spawn(one, h) for h in run.hosts if h.name not in run.connect_errors])
+    for name, reason in run.connect_errors.items():
+        results[name] = {"host": name, "error": reason}
+    return [results[h.name] for h in run.hosts]
+
+
+def _deployment(run: Run, host: Host) -> dict[str, Any]:
+    fact = host.get_fact(Deployment)
+    if host in run.state.failed_hosts or not fact or not fact.get("object"):
+        raise HostFailed(run.log.error(host.name, "could not read the Deployment"))
+    return dict(fact["object"])
+
+
+def bounds_fix(policy: Policy, flags: Mapping[str, str]) -> dict[str, Any]:
+    """``vllm.flags`` arguments bringing out-of-bounds numeric flags back: preferred value, else the nearer bound."""
+    out: dict[str, Any] = {}
+    for violation in policy.check_flags(flags):
+        bounds = policy.flag_bounds(violation.flag)
+        if violation.value is None or not isinstance(bounds, (IntBounds, FractionBounds)):
+            continue
+        value = bounds.preferred
+        if value is None:
+            number = float(violation.value) if _number(violation.value) else None
+            value = bounds.max if number is not None and bounds.max is not None and number > bounds.max else bounds.min
+        if value is not None:
+            out[violation.flag.replace("-", "_")] = value
+    return {k: v for k, v in out.items() if k in _FLAG_ARGS}
+
+
+_FLAG_ARGS = ("max_model_len", "gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens",
+              "tensor_parallel_size", "max_loras")
+
+
+def _number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def fix_operations(policy: Policy, flags: Mapping[str, str]) -> list[tuple[str, Callable[..., Any], dict[str, Any]]]:
+    """The deploys' operations, in the deploys' order, that would bring a host back to its policy."""
+    ops: list[tuple[str, Callable[..., Any], dict[str, Any]]] = [
+        ("Revert expired temporary toggles", vllm.revert_expired_toggles, {})]
+    if policy.gpu_product:
+        ops.append(("Pin the GPU type", scheduling.gpu_product,
+                    {"product": policy.gpu_product, "gpus": policy.gpu.per_pod}))
+    fix = bounds_fix(policy, flags)
+    if fix:
+        ops.append(("Flags within policy bounds", vllm.flags, {**fix, "reason": "drift: flag outside policy bounds"}))
+    ops.append(("Smallest change that restores headroom", budget.smallest_fix, {"gpu": policy.gpu_product}))
+    return ops
+
+
+def _operation(run: Run, host: Host, label: str, op: Callable[..., Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """Run one operation in change-detection mode; what it printed, whether it would change, any refusal."""
+    meta = run.state.get_meta_for_host(host)
+    before = meta.ops_change
+    run.log.begin(host.name, label)
+    op(name=label, **kwargs)
+    run.log.begin(host.name, "")
+    if host in run.state.failed_hosts:
+        raise HostFailed(f"{label}: {run.log.error(host.name, 'failed')}")
+    lines = run.log.take(host.name, label)
+    refused = next((line.removeprefix("refused: ") for line in lines if line.startswith("refused:")), None)
+    return {"operation": label, "changes": meta.ops_change > before, "refused": refused, "lines": lines}
+
+
+def plan_host(run: Run, host: Host) -> dict[str, Any]:
+    """Checks + the fix the deploys would make, for one connected host (raises HostFailed on any error)."""
+    ctx = k8s_host(host)
+    deployment = _deployment(run, host)
+    now = ctx.client.server_time()
+    result = checks.run_checks(deployment, ctx.policy, now, ctx.container)
+    owner = gitops.detect(deployment)
+    fix = [_operation(run, host, label, op, kwargs)
+           for label, op, kwargs in fix_operations(ctx.policy, result.observed.flags)]
+    return {"host": host.name, "error": None, "policy": ctx.policy.source, "cluster_time": now,
+            "checks": [c.to_json() for c in result.checks], "observed": result.observed.to_json(),
+            "prediction": result.prediction.to_json() | {"line": result.prediction.line()},
+            "gitops": None if owner is None else {**owner.to_json(), "mode": ctx.policy.gitops},
+            "fix": fix}
+
+
+def plan(inventory_path: str, limit: Iterable[str] = ()) -> dict[str, Any]:
+    """Drift-check every host of the inventory: nothing is written (pyinfra never enters Execute)."""
+    started = time.monotonic()
+    run = start(inventory_path, limit)
+    try:
+        hosts = _per_host(run, lambda h: plan_host(run, h))
+    finally:
+        _close(run)
+    return {"inventory": inventory_path, "limit": list(limit), "seconds": round(time.monotonic() - started, 3),
+            "hosts": hosts}
+
+
+def expire(inventory_path: str, limit: Iterable[str] = ()) -> dict[str, Any]:
+    """Revert every timed toggle past its expiry — ``vllm.revert_expired_toggles`` executed, nothing else."""
+    started = time.monotonic()
+    run = start(inventory_path, limit)
+    label = "Revert expired temporary toggles"
+    try:
+        due: dict[str, list[str]] = {}
+
+        def prepare(host: Host) -> dict[str, Any]:
+            ctx = k8s_host(host)
+            deployment = _deployment(run, host)
+            notes = (deployment.get("metadata") or {}).get("annotations") or {}
+            due[host.name] = [t.name for t in expired_toggles(ctx.keys, notes, ctx.client.server_time())]
+            return {"host": host.name, "error": None, **_operation(run, host, label, vllm.revert_expired_toggles, {})}
+
+        prepared = _per_host(run, prepare)
+        if any(r.get("changes") for r in prepared):
+            try:
+                run.log.current = {r["host"]: label for r in prepared}
+                run_ops(run.state)
+            except PyinfraError:
+                pass  # "No hosts remaining!": every host failed; reported per host below
+        hosts = []
+        for result in prepared:
+            name = result["host"]
+            if result.get("error") is None:
+                result["lines"] = result.get("lines", []) + run.log.take(name, label)
+                failed = any(h.name == name for h in run.state.failed_hosts)
+                result["reverted"] = [] if failed or not result["changes"] else due.get(name, [])
+                if failed:
+                    result["error"] = run.log.error(name, "revert failed")
+                result["remaining"] = _remaining(run, name)
+            hosts.append(result)
+    finally:
+        _close(run)
+    return {"inventory": inventory_path, "limit": list(limit), "seconds": round(time.monotonic() - started, 3),
+            "hosts": hosts}
+
+
+def _remaining(run: Run, name: str) -> list[dict[str, Any]]:
+    """Toggles still recorded on the host's Deployment after the run (their expiry feeds the metric)."""
+    host = next(h for h in run.hosts if h.name == name)
+    try:
+        ctx = k8s_host(host)
+        deployment = ctx.client.get_deployment(ctx.namespace, ctx.deployment)
+        _server, observed = checks.observe(deployment, ctx.keys, ctx.container)
+    except UserError:
+        return []
+    return [{"name": t.name, "expires": t.expires, "expires_at": checks.expiry_seconds(t)} for t in observed.toggles]
+
+
+def _close(run: Run) -> None:
+    for host in run.hosts:
+        if host.connected:
+            try:
+                host.disconnect()
+            except Exception:  # closing must not turn a finished check into an error
+                logging.getLogger(__name__).debug("disconnect failed", exc_info=True)
+    forget(run.state)

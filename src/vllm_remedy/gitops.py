@@ -1,0 +1,208 @@
+"""GitOps awareness: who reconciles an object from Git, and the Git change that would make a fix stick (pure).
+
+Why: a remediation written straight to a Deployment that Argo CD (self-heal) or Flux reconciles is reverted
+within minutes (argo-cd#9570, #5351) — the crash loop comes back and the operator believes it was fixed. So
+the dry run and the drift report name the owner, and the policy's ``gitops`` stance decides: ``warn`` (write,
+say it will be reverted), ``refuse`` (write nothing) or ``apply`` (write, plus the hint). Either way the
+operator gets the change to make in Git: the ``vllm-remedy args set`` command for their manifest and the
+patch it produces (same editor as ``args set``: only the argv tokens that change), plus any other field.
+
+Evidence read (an object's own metadata; children such as ReplicaSets carry ownerReferences and are not in Git):
+
+* Argo CD: annotation ``argocd.argoproj.io/tracking-id`` (annotation tracking, ``<app>:<group>/<kind>:<ns>/<name>``),
+  label ``argocd.argoproj.io/instance`` (common custom tracking label), a managedFields manager named
+  ``argocd…``; label ``app.kubernetes.io/instance`` (Argo CD's legacy label tracking) counts only without
+  Helm's own markers, and is reported as *probable* — Helm and hand-written manifests use that label too.
+* Flux: labels ``kustomize.toolkit.fluxcd.io/name``/``namespace`` (Kustomization) and
+  ``helm.toolkit.fluxcd.io/name``/``namespace`` (HelmRelease). Annotation
+  ``kustomize.toolkit.fluxcd.io/reconcile: disabled`` means Flux leaves the object alone.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from vllm_remedy.errors import UserError
+from vllm_remedy.vllm import manifest
+from vllm_remedy.vllm.cmdline import find_server
+from vllm_remedy.vllm.manifest_text import ManifestText
+
+ARGO_TRACKING_ID = "argocd.argoproj.io/tracking-id"
+ARGO_INSTANCE = "argocd.argoproj.io/instance"
+K8S_INSTANCE = "app.kubernetes.io/instance"
+FLUX_KS_NAME, FLUX_KS_NAMESPACE = "kustomize.toolkit.fluxcd.io/name", "kustomize.toolkit.fluxcd.io/namespace"
+FLUX_HR_NAME, FLUX_HR_NAMESPACE = "helm.toolkit.fluxcd.io/name", "helm.toolkit.fluxcd.io/namespace"
+FLUX_RECONCILE = "kustomize.toolkit.fluxcd.io/reconcile"
+_HELM_MARKERS = ("meta.helm.sh/release-name",)
+MODES = ("warn", "refuse", "apply")
+
+
+@dataclass(frozen=True)
+class Owner:
+    """The GitOps controller that reconciles an object, and how we know."""
+
+    tool: str  # "Argo CD" | "Flux"
+    kind: str  # "Application" | "Kustomization" | "HelmRelease"
+    name: str
+    namespace: str | None
+    evidence: str
+    certain: bool = True
+
+    def describe(self) -> str:
+        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
+        maybe = "" if self.certain else "probably "
+        return f"{maybe}managed by {self.tool} {self.kind} {where} ({self.evidence})"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"tool": self.tool, "kind": self.kind, "name": self.name, "namespace": self.namespace,
+                "evidence": self.evidence, "certain": self.certain}
+
+
+def detect(obj: Mapping[str, Any]) -> Owner | None:
+    """The Argo CD / Flux owner of ``obj`` from its labels, annotations and field managers, or None."""
+    meta = obj.get("metadata") or {}
+    if any(ref.get("controller") for ref in meta.get("ownerReferences") or [] if isinstance(ref, Mapping)):
+        return None  # a controller's child (ReplicaSet, Pod): generated, not in Git
+    labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
+    notes = {str(k): str(v) for k, v in (meta.get("annotations") or {}).items()}
+    tracking = notes.get(ARGO_TRACKING_ID)
+    if tracking:
+        app = tracking.split(":", 1)[0]
+        namespace, _, name = app.rpartition("_")  # apps in any namespace: "<ns>_<app>"
+        return Owner("Argo CD", "Application", name, namespace or None, f"annotation {ARGO_TRACKING_ID}={tracking}")
+    if labels.get(ARGO_INSTANCE):
+        return Owner("Argo CD", "Application", labels[ARGO_INSTANCE], None,
+                     f"label {ARGO_INSTANCE}={labels[ARGO_INSTANCE]}")
+    for key_name, key_ns, kind in ((FLUX_KS_NAME, FLUX_KS_NAMESPACE, "Kustomization"),
+                                   (FLUX_HR_NAME, FLUX_HR_NAMESPACE, "HelmRelease")):
+        if labels.get(key_name):
+            if kind == "Kustomization" and notes.get(FLUX_RECONCILE) == "disabled":
+                return None
+            return Owner("Flux", kind, labels[key_name], labels.get(key_ns), f"label {key_name}={labels[key_name]}")
+    managers = sorted({str(m.get("manager")) for m in meta.get("managedFields") or []
+                       if isinstance(m, Mapping) and str(m.get("manager", "")).startswith("argocd")})
+    instance = labels.get(K8S_INSTANCE)
+    if managers:
+        return Owner("Argo CD", "Application", instance or "?", None, f"field manager {managers[0]}")
+    helm = labels.get("app.kubernetes.io/managed-by") == "Helm" or any(k in notes for k in _HELM_MARKERS)
+    if instance and not helm:
+        return Owner("Argo CD", "Application", instance, None, f"label {K8S_INSTANCE}={instance} "
+                     "(Argo CD label tracking; Helm or a hand-written manifest may set it too)", certain=False)
+    return None
+
+
+@dataclass(frozen=True)
+class GitHint:
+    """The change to make in Git: ``args set`` for the vLLM flags, the patch it makes, and other fields."""
+
+    set: dict[str, str] = field(default_factory=dict)
+    unset: tuple[str, ...] = ()
+    patch: str = ""  # unified diff of the manifest, argv edited the way `args set` edits it
+    other: tuple[str, ...] = ()  # non-argv template fields that change, "path: old -> new"
+
+    @property
+    def command(self) -> str:
+        """The ``vllm-remedy args set`` line to run on the manifest in Git (empty when no flag changes)."""
+        if not self.set and not self.unset:
+            return ""
+        parts = [f"--set {k}={v}" for k, v in self.set.items()] + [f"--unset {k}" for k in self.unset]
+        return "vllm-remedy args set -f <manifest in Git> " + " ".join(parts)
+
+    def lines(self) -> list[str]:
+        out = [f"git: {self.command}"] if self.command else []
+        out += [f"git: also change {o}" for o in self.other]
+        out += [f"git: {line}" for line in self.patch.rstrip("\n").splitlines()]
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {"args_set": self.command or None, "set": dict(self.set), "unset": list(self.unset),
+                "patch": self.patch, "other": list(self.other)}
+
+
+def _clean(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """What a manifest in Git holds of a live object: no status, server bookkeeping or our own annotations."""
+    meta = obj.get("metadata") or {}
+    keep = {k: meta[k] for k in ("name", "namespace", "labels") if k in meta}
+    out: dict[str, Any] = {"apiVersion": obj.get("apiVersion", "apps/v1"), "kind": obj.get("kind", "Deployment"),
+                           "metadata": keep}
+    out["spec"] = copy.deepcopy(dict(obj.get("spec") or {}))
+    return out
+
+
+def _paths(old: Any, new: Any, path: str) -> list[str]:
+    if isinstance(old, Mapping) and isinstance(new, Mapping):
+        out: list[str] = []
+        for key in sorted(set(old) | set(new), key=str):
+            out += _paths(old.get(key), new.get(key), f"{path}.{key}" if path else str(key))
+        return out
+    return [] if old == new else [f"{path}: {_short(old)} -> {_short(new)}"]
+
+
+def _short(value: Any) -> str:
+    text = "unset" if value is None else str(value)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def git_hint(before: Mapping[str, Any], after: Mapping[str, Any], container: str | None = None,
+             where: str = "manifest") -> GitHint:
+    """The Git change equivalent to turning Deployment ``before`` into ``after`` (pure).
+
+    Flag changes become ``args set`` options and are applied to a YAML rendering of ``before`` with the
+    same in-place argv editor ``args set`` uses; every other changed field of ``spec`` is listed.
+    """
+    old, new = _clean(before), _clean(after)
+    old_spec = (old["spec"].get("template") or {}).get("spec") or {}
+    new_spec = (new["spec"].get("template") or {}).get("spec") or {}
+    try:
+        server_old, server_new = find_server(old_spec, container), find_server(new_spec, container)
+    except UserError:
+        return GitHint(other=tuple(_paths(old["spec"], new["spec"], "spec")))
+    set_ = {k: v for k, v in server_new.flags.items() if server_old.flags.get(k) != v}
+    unset = tuple(k for k in server_old.flags if k not in server_new.flags)
+    text = manifest.dump_documents([old])
+    stream = ManifestText(text, where)
+    patch = ""
+    if set_ or unset:
+        edited = server_old.edit(set_, unset)
+        live = next(c for c in stream.documents[0]["spec"]["template"]["spec"]["containers"]
+                    if c.get("name") == server_old.container_name)
+        for key in ("command", "args"):
+            if edited.get(key) != live.get(key) and edited.get(key) is not None:
+                stream.set_list(live, key, list(edited[key]))
+        patch = "".join(difflib.unified_diff(text.splitlines(keepends=True), stream.render().splitlines(keepends=True),
+                                             fromfile=f"a/{where}", tofile=f"b/{where}", n=2))
+        patched = stream.documents[0]["spec"]
+    else:
+        patched = old["spec"]
+    other = tuple(_paths(patched, new["spec"], "spec"))
+    return GitHint(set_, unset, patch, other)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a write to a GitOps-managed object does under the policy's stance."""
+
+    write: bool
+    lines: tuple[str, ...]
+    refusal: str | None = None
+
+
+def verdict(mode: str, owner: Owner | None, where: str, hint: GitHint | None = None) -> Verdict:
+    """``warn``/``apply`` write and say why it will not last (+ the Git hint); ``refuse`` writes nothing."""
+    if owner is None:
+        return Verdict(True, ())
+    if mode not in MODES:
+        raise UserError(f"policy gitops: {mode!r}: expected one of {', '.join(MODES)}")
+    git = tuple(hint.lines()) if hint is not None else ()
+    if mode == "refuse":
+        refusal = (f"{where} is {owner.describe()}; self-heal would revert a direct change, and policy gitops is "
+                   "refuse: nothing written — make the change in Git")
+        return Verdict(False, git, refusal)
+    head = (f"warning: {where} is {owner.describe()}: a sync/self-heal will revert this change; make it in Git too"
+            if mode == "warn" else f"note: {where} is {owner.describe()}; applying (policy gitops: apply) — "
+            "make the same change in Git or the next sync reverts it")
+    return Verdict(True, (head, *git))
