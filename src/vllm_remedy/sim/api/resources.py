@@ -42,6 +42,7 @@ class Resource:
 
 GATEWAY = "gateway.networking.k8s.io"
 AUTHZ = "authorization.k8s.io"
+RBAC = "rbac.authorization.k8s.io"
 
 RESOURCES: tuple[Resource, ...] = (
     Resource("", "v1", "namespaces", "namespace", "Namespace", namespaced=False, short_names=("ns",),
@@ -60,6 +61,14 @@ RESOURCES: tuple[Resource, ...] = (
              subresources={"status": ("ReplicaSet", "apps", "v1"), "scale": ("Scale", "autoscaling", "v1")}),
     Resource(GATEWAY, "v1", "httproutes", "httproute", "HTTPRoute", categories=("gateway-api",),
              subresources={"status": ("HTTPRoute", GATEWAY, "v1")}, crd=True),
+    Resource("", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", short_names=("sa",)),
+    Resource("batch", "v1", "cronjobs", "cronjob", "CronJob", short_names=("cj",), categories=("all",),
+             subresources={"status": ("CronJob", "batch", "v1")}),
+    Resource("batch", "v1", "jobs", "job", "Job", categories=("all",), subresources={"status": ("Job", "batch", "v1")}),
+    Resource(RBAC, "v1", "roles", "role", "Role"),
+    Resource(RBAC, "v1", "rolebindings", "rolebinding", "RoleBinding"),
+    Resource(RBAC, "v1", "clusterroles", "clusterrole", "ClusterRole", namespaced=False),
+    Resource(RBAC, "v1", "clusterrolebindings", "clusterrolebinding", "ClusterRoleBinding", namespaced=False),
     Resource(AUTHZ, "v1", "selfsubjectaccessreviews", "", "SelfSubjectAccessReview", namespaced=False,
              verbs=("create",), stored=False),
 )

@@ -172,6 +172,32 @@ def _httproute(obj: Obj, now: float) -> list[Any]:
     return [obj["metadata"]["name"], str(hosts) if hosts else "", since(obj["metadata"].get("creationTimestamp"), now)]
 
 
+def _cronjob(obj: Obj, now: float) -> list[Any]:
+    spec, status = obj.get("spec", {}), obj.get("status", {})
+    job = (spec.get("jobTemplate") or {}).get("spec") or {}
+    return [obj["metadata"]["name"], spec.get("schedule", ""), spec.get("timeZone") or "<none>",
+            "True" if spec.get("suspend") else "False", len(status.get("active") or []),
+            since(status.get("lastScheduleTime"), now) if status.get("lastScheduleTime") else "<none>",
+            since(obj["metadata"].get("creationTimestamp"), now), *_wide_workload({"spec": job})]
+
+
+def _binding(obj: Obj, now: float) -> list[Any]:
+    ref = obj.get("roleRef") or {}
+    subjects = obj.get("subjects") or []
+
+    def of(kind: str) -> str:
+        names = [(f"{s.get('namespace')}/" if kind == "ServiceAccount" else "") + s.get("name", "")
+                 for s in subjects if s.get("kind") == kind]
+        return ", ".join(names)
+
+    return [obj["metadata"]["name"], f"{ref.get('kind', '')}/{ref.get('name', '')}",
+            since(obj["metadata"].get("creationTimestamp"), now), of("User"), of("Group"), of("ServiceAccount")]
+
+
+def _role(obj: Obj, now: float) -> list[Any]:
+    return [obj["metadata"]["name"], obj["metadata"].get("creationTimestamp", "")]
+
+
 def _default(obj: Obj, now: float) -> list[Any]:
     return [obj["metadata"]["name"], since(obj["metadata"].get("creationTimestamp"), now)]
 
@@ -182,6 +208,11 @@ AGE: Column = ("Age", "string", 0, "CreationTimestamp is a timestamp representin
 WIDE_WORKLOAD: list[Column] = [("Containers", "string", 1, "Names of each container in the template."),
                                ("Images", "string", 1, "Images referenced by each container in the template."),
                                ("Selector", "string", 1, "Label selector for pods.")]
+
+BINDING: list[Column] = [NAME, ("Role", "string", 0, "Role referenced by this binding."), AGE,
+                         ("Users", "string", 1, "Users in the binding."),
+                         ("Groups", "string", 1, "Groups in the binding."),
+                         ("ServiceAccounts", "string", 1, "ServiceAccounts in the binding.")]
 
 PRINTERS: dict[str, tuple[list[Column], Callable[[Obj, float], list[Any]]]] = {
     "deployments.apps": ([NAME, ("Ready", "string", 0, "Number of the pod with ready state"),
@@ -222,6 +253,16 @@ PRINTERS: dict[str, tuple[list[Column], Callable[[Obj, float], list[Any]]]] = {
     "configmaps": ([NAME, ("Data", "string", 0, "Number of data entries."), AGE], _configmap),
     "namespaces": ([NAME, ("Status", "string", 0, "The status of the namespace"), AGE], _namespace),
     "httproutes.gateway.networking.k8s.io": ([NAME, ("Hostnames", "string", 0, ""), AGE], _httproute),
+    "cronjobs.batch": ([NAME, ("Schedule", "string", 0, "The schedule in Cron format."),
+                        ("Timezone", "string", 0, "The time zone name for the given schedule."),
+                        ("Suspend", "boolean", 0, "Whether subsequent executions are suspended."),
+                        ("Active", "integer", 0, "The number of active jobs."),
+                        ("Last Schedule", "string", 0, "When the job was last scheduled."), AGE,
+                        *WIDE_WORKLOAD], _cronjob),
+    "roles.rbac.authorization.k8s.io": ([NAME, ("Created At", "string", 0, "")], _role),
+    "clusterroles.rbac.authorization.k8s.io": ([NAME, ("Created At", "string", 0, "")], _role),
+    "rolebindings.rbac.authorization.k8s.io": (BINDING, _binding),
+    "clusterrolebindings.rbac.authorization.k8s.io": (BINDING, _binding),
 }
 
 
