@@ -9,7 +9,11 @@ import pytest
 from vllm_remedy.errors import UserError
 from vllm_remedy.sim.clock import Clock
 from vllm_remedy.sim.cluster import Cluster
+from vllm_remedy.sim.controllers.util import controlled_by
+from vllm_remedy.sim.runtime import PlainRuntime
 from vllm_remedy.sim.seed import cluster_seeds, load_seed, make_node, packaged_seeds, set_path
+
+RS = "replicasets.apps"
 
 
 def test_runbook_is_packaged_and_loads():
@@ -58,6 +62,10 @@ def test_set_path_picks_list_items_by_name():
      "      - set: {'spec.template.spec.containers[vllm].image': v}\n",
      r"^{path}: deployments\[0\].revisions\[0\].set: 'spec.template.spec.containers\[vllm\].image': "
      r"no list item named 'vllm'$"),
+    ("deployments:\n  - manifest: {metadata: {name: x, namespace: y}, spec: {}}\n    first-revision: 0\n",
+     r"^{path}: deployments\[0\].first-revision: expected a whole number >= 1, got 0$"),
+    ("deployments:\n  - manifest: {metadata: {name: x, namespace: y}, spec: {}}\n    first-revision: '3'\n",
+     r"^{path}: deployments\[0\].first-revision: expected a whole number >= 1, got '3'$"),
 ])
 def test_bad_seed_files_raise_one_line_user_errors(tmp_path, text, message):
     path = tmp_path / "seed.yaml"
@@ -72,3 +80,58 @@ def test_bad_seed_files_raise_one_line_user_errors(tmp_path, text, message):
 def test_unknown_seed_name_lists_the_packaged_ones():
     with pytest.raises(UserError, match=r"^seed 'nope': no such file or packaged seed \(have: .*runbook"):
         load_seed("nope")
+
+
+def history_seed(images: list[str], **entry: object) -> dict:
+    """One node, one Deployment whose listed revisions only change the image."""
+    manifest = {"apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": "web", "namespace": "app", "labels": {"app": "web"}},
+                "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+                         "template": {"metadata": {"labels": {"app": "web"}},
+                                      "spec": {"containers": [{"name": "web", "image": "busybox"}]}}}}
+    manifest["spec"].update(entry.pop("spec", {}))  # type: ignore[call-overload]
+    return {"namespaces": ["app"], "nodes": [{"name": "n1"}],
+            "deployments": [{"manifest": manifest, **entry, "revisions": [
+                {"change-cause": f"image {image}", "set": {"spec.template.spec.containers[web].image": image}}
+                for image in images]}]}
+
+
+def seeded(seed: dict) -> tuple[Cluster, dict[int, dict]]:
+    cluster = Cluster("t", clock=Clock(speed=600), runtime=PlainRuntime())
+    cluster.start()
+    cluster.apply_seed(seed, timeout=10)
+    uid = cluster.store.get("deployments.apps", "app", "web")["metadata"]["uid"]
+    assert cluster.wait_for(lambda: all(controlled_by(rs, uid) for rs in cluster.store.list(RS, "app")[0]), 2)
+    revs = {int(rs["metadata"]["annotations"]["deployment.kubernetes.io/revision"]): rs
+            for rs in cluster.store.list(RS, "app")[0]}
+    return cluster, revs
+
+
+def test_seeded_history_keeps_revision_history_limit():
+    cluster, _ = seeded(history_seed(["busybox:1", "busybox:2", "busybox:3", "busybox:4"],
+                                     spec={"revisionHistoryLimit": 1}, **{"first-revision": 7}))
+    try:
+        assert cluster.wait_for(lambda: len(cluster.store.list(RS, "app")[0]) == 2, 3)
+        revs = {int(rs["metadata"]["annotations"]["deployment.kubernetes.io/revision"]): rs
+                for rs in cluster.store.list(RS, "app")[0]}
+        assert sorted(revs) == [9, 10]
+        assert [revs[r]["spec"]["template"]["spec"]["containers"][0]["image"] for r in (9, 10)] == [
+            "busybox:3", "busybox:4"]
+        assert (revs[9]["spec"]["replicas"], revs[10]["spec"]["replicas"]) == (0, 1)
+        d = cluster.store.get("deployments.apps", "app", "web")
+        assert d["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "10"
+    finally:
+        cluster.stop()
+
+
+def test_seeded_history_reuses_a_repeated_template_like_a_rollback():
+    cluster, revs = seeded(history_seed(["busybox:1", "busybox:2", "busybox:1", "busybox:3"]))
+    try:
+        assert sorted(revs) == [2, 3, 4]
+        assert revs[3]["spec"]["template"]["spec"]["containers"][0]["image"] == "busybox:1"
+        notes = revs[3]["metadata"]["annotations"]
+        assert (notes["deployment.kubernetes.io/revision-history"], notes["kubernetes.io/change-cause"]) == (
+            "1", "image busybox:1")
+        assert [revs[r]["spec"]["replicas"] for r in (2, 3, 4)] == [0, 0, 1]
+    finally:
+        cluster.stop()

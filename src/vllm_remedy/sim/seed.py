@@ -1,8 +1,9 @@
 """Seeds: the world a rehearsal cluster starts with — nodes, namespaces, objects, rollout histories.
 
-A seed expresses a Deployment's history as an ordered list of revisions applied one after another,
-so the deployment controller itself builds the ReplicaSet history (hashes, revision numbers,
-change-causes) exactly as it would on a real cluster. Node entries take a GPU shorthand that expands
+A seed expresses a Deployment's history as an ordered list of revisions (numbered from
+``first-revision``). The older ones are written as the scaled-to-zero ReplicaSets the deployment
+controller leaves behind (its own builder: hashes, owner reference, revision and change-cause), and
+the controller rolls out only the last — so a long history costs one model load, not one per revision. Node entries take a GPU shorthand that expands
 to the labels GPU feature discovery, GKE or Karpenter put on real nodes.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import re
+import uuid
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,6 +21,7 @@ import yaml
 from vllm_remedy.errors import UserError
 from vllm_remedy.sim.controllers.defaults import default_deployment
 from vllm_remedy.sim.controllers.manager import wait_until
+from vllm_remedy.sim.controllers.newrs import replicaset_for, set_new_rs_annotations
 from vllm_remedy.sim.controllers.util import CHANGE_CAUSE
 from vllm_remedy.sim.store import ApiError
 
@@ -29,6 +32,7 @@ Obj = dict[str, Any]
 
 _STEP = re.compile(r"([^.\[\]]+)|\[([^\]]+)\]")
 KUBELET_VERSION = "v1.32.4"
+HISTORY_SPACING = 3 * 86400.0  # simulated seconds between seeded history revisions
 _NODE_CONDITIONS = (
     ("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
     ("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
@@ -185,19 +189,59 @@ def _create(store: Any, resource: str, obj: Obj) -> None:
 
 
 def _roll_history(cluster: Cluster, entry: Any, where: str, wait: bool, timeout: float) -> None:
-    """Apply the base manifest, then each revision's ``set`` on top, waiting for the controller each time."""
+    """Write the history ReplicaSets directly, then create the Deployment at its last revision.
+
+    A real cluster at revision N holds the older revisions as ReplicaSets scaled to zero; rolling each
+    one out again at seed time would cost a model load per revision. So every listed revision but the
+    last becomes the ReplicaSet the controller would have left (same builder, owner reference to the
+    Deployment's uid, revision ``first-revision + i``, its change-cause), back-dated a few days apart;
+    then the Deployment is created with that uid and the controller rolls out the last template as
+    revision ``first-revision + len - 1`` and prunes beyond ``revisionHistoryLimit`` as usual.
+    """
     if not isinstance(entry, dict) or not isinstance(entry.get("manifest"), dict):
         raise UserError(f"{where}.manifest: required, a Deployment manifest")
-    manifest = copy.deepcopy(entry["manifest"])
-    meta = manifest.get("metadata") or {}
+    meta = entry["manifest"].get("metadata") or {}
     if not meta.get("name") or not meta.get("namespace"):
         raise UserError(f"{where}.manifest.metadata: name and namespace are required")
     ns, name = meta["namespace"], meta["name"]
     if cluster.store.find("deployments.apps", ns, name) is not None:
         return  # already there (restored state): keep its history
+    first = entry.get("first-revision", 1)
+    if isinstance(first, bool) or not isinstance(first, int) or first < 1:
+        raise UserError(f"{where}.first-revision: expected a whole number >= 1, got {first!r}")
+    states = _revision_manifests(entry, where)
+    uid = str(uuid.uuid4())
+    now = cluster.clock.now()
+    created_at = now - (len(states) - 1) * HISTORY_SPACING
+    history: dict[str, Obj] = {}  # pod-template-hash → ReplicaSet (a listed revision may repeat a template)
+    for i, body in enumerate(states[:-1]):
+        body["metadata"]["uid"] = uid
+        rs = replicaset_for(body, str(first + i), 0)
+        stamp = cluster.clock.timestamp(created_at + i * HISTORY_SPACING)
+        rs["metadata"]["creationTimestamp"] = stamp
+        same = history.get(rs["metadata"]["name"])
+        if same is not None:  # reused as the controller reuses it: revision bumped, old number remembered
+            set_new_rs_annotations(body, same, str(first + i), exists=True)
+        else:
+            history[rs["metadata"]["name"]] = rs
+    for rs in history.values():
+        _create(cluster.store, "replicasets.apps", rs)
+    body = states[-1]
+    body["metadata"].update({"uid": uid, "creationTimestamp": cluster.clock.timestamp(created_at)})
+    made = cluster.store.create("deployments.apps", body)
+    if wait:
+        generation = made["metadata"]["generation"]
+        if not wait_until(lambda: _settled(cluster, ns, name, generation), timeout):
+            raise UserError(f"{where}: deployment {ns}/{name} did not roll out within {timeout:g}s")
+
+
+def _revision_manifests(entry: Obj, where: str) -> list[Obj]:
+    """The defaulted Deployment manifest at each listed revision (each ``set`` applied on the previous)."""
+    manifest = copy.deepcopy(entry["manifest"])
     revisions = entry.get("revisions") or [{}]
     if not isinstance(revisions, list):
         raise UserError(f"{where}.revisions: expected a list")
+    states = []
     for r, rev in enumerate(revisions):
         rwhere = f"{where}.revisions[{r}]"
         if not isinstance(rev, dict):
@@ -206,20 +250,11 @@ def _roll_history(cluster: Cluster, entry: Any, where: str, wait: bool, timeout:
             set_path(manifest, str(path), value, f"{rwhere}.set")
         if rev.get("change-cause"):
             manifest.setdefault("metadata", {}).setdefault("annotations", {})[CHANGE_CAUSE] = str(rev["change-cause"])
-        body = default_deployment(copy.deepcopy(manifest))
-        current = cluster.store.find("deployments.apps", ns, name)
-        if current is None:
-            made = cluster.store.create("deployments.apps", body)
-        else:
-            body["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
-            body["metadata"].setdefault("annotations", {}).update(
-                {k: v for k, v in (current["metadata"].get("annotations") or {}).items()
-                 if k.startswith("deployment.kubernetes.io/")})
-            made = cluster.store.update("deployments.apps", body)
-        if wait:  # each revision really rolls out, so old ReplicaSets end scaled to 0 as in real history
-            generation = made["metadata"]["generation"]
-            if not wait_until(lambda g=generation: _settled(cluster, ns, name, g), timeout):
-                raise UserError(f"{rwhere}: deployment {ns}/{name} did not roll out within {timeout:g}s")
+        state = default_deployment(copy.deepcopy(manifest))
+        state.setdefault("apiVersion", "apps/v1")
+        state.setdefault("kind", "Deployment")
+        states.append(state)
+    return states
 
 
 def _settled(cluster: Cluster, ns: str, name: str, generation: int) -> bool:

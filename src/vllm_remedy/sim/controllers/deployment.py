@@ -14,22 +14,19 @@ from typing import Any
 
 from vllm_remedy.sim.clock import Clock, parse_timestamp
 from vllm_remedy.sim.controllers import rollout as ro
-from vllm_remedy.sim.controllers.defaults import default_pod_template
 from vllm_remedy.sim.controllers.events import EventRecorder
-from vllm_remedy.sim.controllers.hashing import HASH_LABEL, pod_template_hash, templates_equal
+from vllm_remedy.sim.controllers.hashing import templates_equal
 from vllm_remedy.sim.controllers.manager import Manager
+from vllm_remedy.sim.controllers.newrs import replicaset_for, set_new_rs_annotations
 from vllm_remedy.sim.controllers.scaling import is_scaling_event, scale_targets
 from vllm_remedy.sim.controllers.util import (
     DESIRED_REPLICAS,
-    LAST_APPLIED,
     MAX_REPLICAS,
     REVISION,
-    REVISION_HISTORY,
     condition,
     controlled_by,
     controller_ref,
     creation_key,
-    owner_ref,
     pod_active,
     revision,
     set_condition,
@@ -40,8 +37,6 @@ Obj = dict[str, Any]
 
 RS = "replicasets.apps"
 DEPLOY = "deployments.apps"
-_NOT_COPIED = {LAST_APPLIED, REVISION, REVISION_HISTORY, DESIRED_REPLICAS, MAX_REPLICAS}
-_HISTORY_CHARS = 2000  # --deployment-controller revision-history length limit
 
 
 class DeploymentController:
@@ -168,7 +163,7 @@ class DeploymentController:
         status = d.setdefault("status", {})
         if existing is not None:
             rs_copy = copy.deepcopy(existing)
-            changed = self._set_new_rs_annotations(d, rs_copy, new_revision, exists=True)
+            changed = set_new_rs_annotations(d, rs_copy, new_revision, exists=True)
             min_ready = d["spec"].get("minReadySeconds", 0)
             if rs_copy["spec"].get("minReadySeconds", 0) != min_ready:
                 rs_copy["spec"]["minReadySeconds"] = min_ready
@@ -194,23 +189,7 @@ class DeploymentController:
     def _create_rs(self, d: Obj, old: list[Obj], new_revision: str) -> Obj | None:
         meta = d["metadata"]
         collisions = int((d.get("status") or {}).get("collisionCount", 0))
-        template = default_pod_template(copy.deepcopy(d["spec"].get("template") or {}))
-        tpl_hash = pod_template_hash(template, collisions)
-        template["metadata"].setdefault("labels", {})[HASH_LABEL] = tpl_hash
-        selector = copy.deepcopy(d["spec"].get("selector") or {})
-        selector.setdefault("matchLabels", {})[HASH_LABEL] = tpl_hash
-        rs: Obj = {
-            "apiVersion": "apps/v1", "kind": "ReplicaSet",
-            "metadata": {
-                "name": f"{meta['name']}-{tpl_hash}", "namespace": meta["namespace"],
-                "labels": dict(template["metadata"]["labels"]), "annotations": {},
-                "ownerReferences": [owner_ref(d)],
-            },
-            "spec": {"replicas": 0, "selector": selector, "template": template},
-        }
-        if d["spec"].get("minReadySeconds"):
-            rs["spec"]["minReadySeconds"] = d["spec"]["minReadySeconds"]
-        self._set_new_rs_annotations(d, rs, new_revision, exists=False)
+        rs = replicaset_for(d, new_revision, 0, collisions)
         rs["spec"]["replicas"] = ro.new_rs_new_replicas(d, old, None)
         try:
             made = self.store.create(RS, rs)
@@ -227,28 +206,6 @@ class DeploymentController:
         if ro.replicas_of(made, 0) > 0:
             self._scaled_event(d, made, 0, ro.replicas_of(made, 0))
         return made
-
-    def _set_new_rs_annotations(self, d: Obj, rs: Obj, new_revision: str, *, exists: bool) -> bool:
-        """Copy the Deployment's annotations, then set revision (+history on reuse) and replica counts."""
-        notes = rs["metadata"].setdefault("annotations", {})
-        before = dict(notes)
-        for key, value in (d["metadata"].get("annotations") or {}).items():
-            if key not in _NOT_COPIED:
-                notes[key] = value
-        old_revision = notes.get(REVISION)
-        old_int = int(old_revision) if old_revision and old_revision.isdigit() else 0
-        if old_int < int(new_revision):
-            notes[REVISION] = new_revision
-            if exists and old_revision:
-                history = [h for h in notes.get(REVISION_HISTORY, "").split(",") if h]
-                history.append(old_revision)
-                while len(",".join(history)) > _HISTORY_CHARS and len(history) > 1:
-                    history.pop(0)
-                notes[REVISION_HISTORY] = ",".join(history)
-        if not exists:  # an existing RS's replica annotations move only when it is scaled
-            notes[DESIRED_REPLICAS] = str(ro.replicas_of(d))
-            notes[MAX_REPLICAS] = str(ro.replicas_of(d) + ro.max_surge(d))
-        return notes != before
 
     def _set_deployment_revision(self, d: Obj, value: str) -> None:
         d["metadata"].setdefault("annotations", {})[REVISION] = value
