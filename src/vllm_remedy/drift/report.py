@@ -1,0 +1,173 @@
+"""The versioned ``DriftReport`` / ``ExpireReport``, their exit codes, human views and metrics (pure).
+
+Exit codes follow kubectl diff / flux diff / argocd app diff: 0 in sync, 1 drift, 2 error; with
+``--detailed-exitcode`` Terraform's and helm-diff's: 0 in sync, 2 drift, 1 error. A host that could not be
+checked makes the whole run an error — whatever the other hosts say — so an unreachable cluster, a failed
+API call or a broken policy can never read as "no drift".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime, timezone
+from typing import Any
+
+from vllm_remedy.kube.annotations import parse_rfc3339
+from vllm_remedy.metrics import Metrics
+from vllm_remedy.policy import API_VERSION
+
+IN_SYNC, DRIFTED, ERROR = "InSync", "Drifted", "Error"
+EXIT = {False: {IN_SYNC: 0, DRIFTED: 1, ERROR: 2}, True: {IN_SYNC: 0, DRIFTED: 2, ERROR: 1}}
+_RESULT = {IN_SYNC: "NoDrift", DRIFTED: "Drift", ERROR: "Error"}
+
+
+def _rfc3339(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def host_status(host: Mapping[str, Any]) -> str:
+    if host.get("error"):
+        return ERROR
+    return DRIFTED if any(c["status"] == "drift" for c in host.get("checks") or []) else IN_SYNC
+
+
+def _fix(host: Mapping[str, Any], drifted: list[str]) -> dict[str, Any]:
+    ops = [op for op in host.get("fix") or [] if op.get("changes") or op.get("lines")]
+    note = None
+    if drifted and any(op.get("refused") for op in ops):
+        note = "the deploys refuse part of the fix (reason above): make that change in Git or by hand"
+    elif drifted and not any(op.get("changes") for op in ops):
+        note = ("no operation of the deploys changes this: roll to a known-good unit (deploys/restore.py), "
+                "test this one in staging and add it to the policy, or edit the Deployment")
+    return {"operations": ops, "note": note}
+
+
+def host_entry(host: Mapping[str, Any]) -> dict[str, Any]:
+    status = host_status(host)
+    if status == ERROR:
+        return {"host": host["host"], "status": ERROR, "error": host["error"]}
+    drifted = [c["check"] for c in host.get("checks") or [] if c["status"] == "drift"]
+    return {"host": host["host"], "status": status, "error": None, "policy": host.get("policy"), "drifted": drifted,
+            "checks": host.get("checks") or [], "fix": _fix(host, drifted), "prediction": host.get("prediction"),
+            "gitops": host.get("gitops"), "observed": host.get("observed")}
+
+
+def overall(statuses: list[str]) -> str:
+    if not statuses or ERROR in statuses:
+        return ERROR
+    return DRIFTED if DRIFTED in statuses else IN_SYNC
+
+
+def drift_report(result: Mapping[str, Any], now: float, detailed: bool = False) -> dict[str, Any]:
+    """The ``DriftReport`` document for the runner's ``result`` (``now``: wall-clock epoch seconds)."""
+    hosts = [host_entry(h) for h in result.get("hosts") or []]
+    statuses = [h["status"] for h in hosts]
+    state = overall(statuses)
+    return {
+        "apiVersion": API_VERSION, "kind": "DriftReport",
+        "metadata": {"inventory": result.get("inventory"), "limit": list(result.get("limit") or []),
+                     "generatedAt": _rfc3339(now), "seconds": result.get("seconds")},
+        "status": {"result": _RESULT[state], "exitCode": EXIT[detailed][state],
+                   "exitCodes": "detailed (0 none, 2 drift, 1 error)" if detailed else "0 none, 1 drift, 2 error",
+                   "hosts": len(hosts), "inSync": statuses.count(IN_SYNC), "drifted": statuses.count(DRIFTED),
+                   "errors": statuses.count(ERROR)},
+        "hosts": hosts,
+    }
+
+
+def render_drift(report: Mapping[str, Any]) -> str:
+    """The human view: per host what drifted, the fix the deploys would make (diff + prediction), errors."""
+    out: list[str] = []
+    for h in report["hosts"]:
+        if h["status"] == ERROR:
+            out += [f"{h['host']}: ERROR: {h['error']}", ""]
+            continue
+        head = "in sync" if h["status"] == IN_SYNC else f"DRIFTED ({', '.join(h['drifted'])})"
+        out.append(f"{h['host']}: {head}")
+        for c in h["checks"]:
+            mark = {"pass": "ok", "drift": "DRIFT", "unknown": "??"}[c["status"]]
+            out.append(f"  {mark:5} {c['check']}: {c['detail']}")
+        if h.get("prediction"):
+            out.append(f"  {h['prediction']['line']}")
+        if h.get("gitops"):
+            g = h["gitops"]
+            maybe = "" if g["certain"] else "probably "
+            out.append(f"  gitops: {maybe}managed by {g['tool']} {g['kind']} {g['name']} ({g['evidence']}); "
+                       f"policy gitops: {g['mode']} — self-heal reverts direct changes")
+        fix = h["fix"]
+        if fix["operations"]:
+            out.append("  fix (the deploys' operations, planned, nothing written):")
+            for op in fix["operations"]:
+                state = "refused" if op.get("refused") else "would change" if op.get("changes") else "no change"
+                out.append(f"    {op['operation']}: {state}")
+                out += [f"      {line}" for line in op.get("lines") or []]
+        if fix.get("note"):
+            out.append(f"  note: {fix['note']}")
+        out.append("")
+    s = report["status"]
+    out.append(f"{s['hosts']} host(s): {s['inSync']} in sync, {s['drifted']} drifted, {s['errors']} error(s) "
+               f"-> {s['result']} (exit {s['exitCode']})")
+    return "\n".join(out) + "\n"
+
+
+def drift_metrics(report: Mapping[str, Any], now: float) -> Metrics:
+    """Per-check drift gauges and toggle expiries; the last-check time only when every host was checked."""
+    metrics = Metrics()
+    for h in report["hosts"]:
+        if h["status"] == ERROR:
+            continue
+        for c in h["checks"]:
+            if c["status"] != "unknown":
+                metrics.drift(h["host"], c["check"], c["status"] == "drift")
+        for toggle in (h.get("observed") or {}).get("toggles") or []:
+            metrics.override_expiry(h["host"], toggle["name"], parse_rfc3339(toggle["expires"]))
+    if report["status"]["errors"] == 0 and report["hosts"]:
+        metrics.checked(now)
+    return metrics
+
+
+def expire_report(result: Mapping[str, Any], now: float) -> dict[str, Any]:
+    """The ``ExpireReport``: per host what was reverted, what stays (with expiry) or why it failed."""
+    hosts = []
+    for h in result.get("hosts") or []:
+        status = ERROR if h.get("error") else "Reverted" if h.get("reverted") else "Unchanged"
+        hosts.append({"host": h["host"], "status": status, "error": h.get("error"),
+                      "reverted": h.get("reverted") or [], "lines": h.get("lines") or [],
+                      "remaining": [{"name": t["name"], "expires": t["expires"]} for t in h.get("remaining") or []]})
+    errors = sum(h["status"] == ERROR for h in hosts)
+    failed = bool(errors) or not hosts
+    return {"apiVersion": API_VERSION, "kind": "ExpireReport",
+            "metadata": {"inventory": result.get("inventory"), "generatedAt": _rfc3339(now),
+                         "seconds": result.get("seconds")},
+            "status": {"result": "Error" if failed else "Done", "exitCode": 1 if failed else 0,
+                       "hosts": len(hosts), "reverted": sum(h["status"] == "Reverted" for h in hosts),
+                       "errors": errors},
+            "hosts": hosts}
+
+
+def render_expire(report: Mapping[str, Any]) -> str:
+    out = []
+    for h in report["hosts"]:
+        if h["status"] == ERROR:
+            out.append(f"{h['host']}: ERROR: {h['error']}")
+        elif h["reverted"]:
+            out.append(f"{h['host']}: reverted {', '.join(h['reverted'])}")
+        else:
+            out.append(f"{h['host']}: no toggle past its expiry")
+        out += [f"  {line}" for line in h["lines"]]
+        out += [f"  toggle {t['name']} stays until {t['expires']}" for t in h["remaining"]]
+    s = report["status"]
+    out.append(f"{s['hosts']} host(s): {s['reverted']} reverted, {s['errors']} error(s) (exit {s['exitCode']})")
+    return "\n".join(out) + "\n"
+
+
+def expire_metrics(report: Mapping[str, Any]) -> Metrics:
+    metrics = Metrics()
+    for h in report["hosts"]:
+        if h["status"] == "Reverted":
+            metrics.remediation("expire", "applied", len(h["reverted"]))
+        elif h["status"] == ERROR:
+            metrics.remediation("expire", "failed")
+        for t in h["remaining"]:
+            metrics.override_expiry(h["host"], t["name"], parse_rfc3339(t["expires"]))
+    return metrics
