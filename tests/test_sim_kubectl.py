@@ -265,3 +265,36 @@ def test_attach_streams_the_container_output_until_it_exits(live_sim):
     assert "| NVIDIA-SMI 550.54.15  Driver Version: 550.54.15  CUDA Version: 12.4 |" in got.stdout.splitlines()
     refused = live_sim.kubectl(V, "-n", "llm", "exec", "smi", "--", "nvidia-smi")
     assert refused.returncode == 1
+
+
+def test_shipped_drift_rbac_manifest_grants_reads_and_denies_writes(tmp_path):
+    """The product's own manifests/rbac-drift.yaml, applied to the cluster, is what the drift token gets."""
+    from vllm_remedy.sim.api.auth import load
+
+    manifest = sim_fixtures.ROOT / "manifests" / "rbac-drift.yaml"
+    if not manifest.exists():
+        pytest.skip("manifests/rbac-drift.yaml not present")
+    roles = load({"tokens": {"t-admin": {"user": "admin", "rules": [{"verbs": "*", "resources": "*"}]},
+                             "t-drift": {"user": "system:serviceaccount:llm:vllm-remedy-drift"}}})
+    s = sim_fixtures.make_sim(tmp_path, auth=roles, users={"admin": "t-admin", "drift": "t-drift"})
+    try:
+        s.clusters["a"].store.create("deployments.apps", deployment())
+        s.clusters["a"].store.create("nodes", sim_fixtures.gpu_node("gpu-1"))
+        before = s.kubectl(V, "-n", "llm", "get", "deploy", context="a-drift")
+        assert before.returncode == 1 and "(Forbidden)" in before.stderr  # nothing bound yet
+        ok(s.kubectl(V, "apply", "-f", str(manifest)))
+        for args in (["-n", "llm", "get", "deploy"], ["-n", "llm", "rollout", "history", "deploy/llama-8b"],
+                     ["get", "nodes"], ["-n", "llm", "get", "events"]):
+            got = s.kubectl(V, *args, context="a-drift")
+            assert got.returncode == 0, (args, got.stderr)
+        for verb in ("patch", "delete", "update"):
+            got = s.kubectl(V, "-n", "llm", "auth", "can-i", verb, "deployments", context="a-drift")
+            assert (got.returncode, got.stdout.strip()) == (1, "no"), verb
+        denied = s.kubectl(V, "-n", "llm", "patch", "deploy", "llama-8b", "-p", '{"spec":{"replicas":0}}',
+                           context="a-drift")
+        assert denied.stderr.strip() == (
+            'Error from server (Forbidden): deployments.apps "llama-8b" is forbidden: User '
+            '"system:serviceaccount:llm:vllm-remedy-drift" cannot patch resource "deployments" in API group "apps" '
+            'in the namespace "llm"')
+    finally:
+        s.server.stop()

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vllm_remedy.errors import UserError
-from vllm_remedy.sim.store import ApiError
+from vllm_remedy.sim.api import rbac
+from vllm_remedy.sim.store import ApiError, Store
 
 Obj = dict[str, Any]
 
@@ -60,11 +61,14 @@ class Authorizer:
         return identity
 
     def authorize(self, identity: Identity | None, cluster: str, verb: str, resource: str,
-                  namespace: str | None, name: str | None) -> None:
-        """Raise kube's 403 when no rule allows ``verb`` on ``resource`` (``pods/log`` for subresources)."""
+                  namespace: str | None, name: str | None, store: Store | None = None) -> None:
+        """Raise kube's 403 unless the token's own rules or the cluster's RBAC objects (``store``) allow
+        ``verb`` on ``resource`` (``plural[/sub][.group]``, e.g. ``pods/log``)."""
         if identity is None or any(r.allows(cluster, verb, resource, namespace) for r in identity.rules):
             return
         plural, _, group = resource.partition(".")
+        if store is not None and rbac.allows(store, identity.user, verb, group, plural, namespace, name):
+            return
         group_resource = plural.partition("/")[0] + (f".{group}" if group else "")
         what = f'{group_resource} "{name}" is forbidden' if name else f"{group_resource} is forbidden"
         where = f' in the namespace "{namespace}"' if namespace else " at the cluster scope"
@@ -85,7 +89,11 @@ def _strings(value: Any, where: str) -> frozenset[str]:
 
 
 def load(config: Obj | None, source: str = "auth") -> Authorizer:
-    """``{tokens: {TOKEN: {user: NAME, rules: [{verbs, resources, namespaces?, clusters?}]}}}``."""
+    """``{tokens: {TOKEN: {user: NAME, rules: [{verbs, resources, namespaces?, clusters?}]}}}``.
+
+    ``rules`` may be omitted: the user then has what the cluster's RBAC objects bind to it (a
+    ServiceAccount user is ``system:serviceaccount:<namespace>:<name>``).
+    """
     if not config:
         return Authorizer()
     tokens = config.get("tokens")

@@ -95,7 +95,7 @@ def _review(ctx: ApiContext, req: Request, identity: Identity | None) -> Respons
     key += f".{group}" if group else ""
     try:
         ctx.auth.authorize(identity, ctx.cluster.name, str(attrs.get("verb") or ""), key,
-                           attrs.get("namespace") or None, attrs.get("name") or None)
+                           attrs.get("namespace") or None, attrs.get("name") or None, ctx.cluster.store)
         status = {"allowed": True}
     except ApiError:
         status = {"allowed": False}  # RBAC gives no reason for a denial; kubectl prints a bare "no"
@@ -155,7 +155,7 @@ def handle(ctx: ApiContext, req: Request) -> Response:
         namespace = route.namespace if route.resource.namespaced else None
         if route.resource.key == "namespaces":
             namespace = route.name
-        ctx.auth.authorize(identity, ctx.cluster.name, verb, rbac_resource, namespace, route.name)
+        ctx.auth.authorize(identity, ctx.cluster.name, verb, rbac_resource, namespace, route.name, ctx.cluster.store)
         drop_after = ctx.faults.before(verb, route.resource.key, route.name)
         return _route(ctx, req, route, verb, drop_after)
     except ApiError as err:
