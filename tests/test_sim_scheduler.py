@@ -9,7 +9,7 @@ import pytest
 from vllm_remedy.sim.clock import Clock
 from vllm_remedy.sim.cluster import Cluster
 from vllm_remedy.sim.controllers import rollout as ro
-from vllm_remedy.sim.controllers.scheduler import failure_message, node_reasons, tolerates
+from vllm_remedy.sim.controllers.scheduler import failure_message, node_reasons, tolerates, unschedulable_message
 from vllm_remedy.sim.controllers.util import condition, pod_ready
 from vllm_remedy.sim.seed import make_node
 
@@ -86,6 +86,29 @@ def test_failure_message_is_the_sorted_histogram():
         "2 node(s) didn't match Pod's node affinity/selector.")
 
 
+def test_unschedulable_message_appends_kube_scheduler_132_preemption_verdict():
+    taint, selector = "node(s) had untolerated taint {nvidia.com/gpu: present}", \
+        "node(s) didn't match Pod's node affinity/selector"
+    pod = gpu_pod()
+    assert unschedulable_message(pod, [[selector]] * 3) == (
+        "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector. "
+        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.")
+    assert unschedulable_message(pod, [[taint], [taint], [selector], ["Insufficient nvidia.com/gpu"]] +
+                                 [["Insufficient cpu", "Insufficient nvidia.com/gpu"]] * 2) == (
+        "0/6 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 2 Insufficient cpu, "
+        "2 node(s) had untolerated taint {nvidia.com/gpu: present}, 3 Insufficient nvidia.com/gpu. "
+        "preemption: 0/6 nodes are available: 3 No preemption victims found for incoming pod, "
+        "3 Preemption is not helpful for scheduling.")
+    assert unschedulable_message(pod, [["Too many pods"], ["node(s) were unschedulable"]]) == (
+        "0/2 nodes are available: 1 Too many pods, 1 node(s) were unschedulable. preemption: 0/2 nodes are "
+        "available: 1 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling.")
+    never = {**pod, "spec": {**pod["spec"], "preemptionPolicy": "Never"}}
+    assert unschedulable_message(never, [["Insufficient nvidia.com/gpu"]]) == (
+        "0/1 nodes are available: 1 Insufficient nvidia.com/gpu. preemption: not eligible due to "
+        "preemptionPolicy=Never.")
+    assert unschedulable_message(pod, []) == "no nodes available to schedule pods"
+
+
 def test_rolling_update_on_full_gpu_nodes_deadlocks_with_failed_scheduling():
     c = Cluster("test", clock=Clock(speed=600))
     c.store.create("nodes", L40S)
@@ -109,7 +132,8 @@ def test_rolling_update_on_full_gpu_nodes_deadlocks_with_failed_scheduling():
 
         c.store.mutate("deployments.apps", "llm", "llama-8b", bump)
         message = ("0/3 nodes are available: 1 Insufficient nvidia.com/gpu, "
-                   "2 node(s) didn't match Pod's node affinity/selector.")
+                   "2 node(s) didn't match Pod's node affinity/selector. preemption: 0/3 nodes are available: "
+                   "1 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling.")
 
         def stuck() -> list[dict]:
             return [p for p in c.store.list("pods", "llm")[0] if not p["spec"].get("nodeName")

@@ -3,7 +3,9 @@
 Filters run per node in kube-scheduler's order (unschedulable, taints, node affinity/selector,
 resources) and the first failing one names the node's reason; the FailedScheduling message is the
 sorted histogram of reasons ("0/3 nodes are available: 1 Insufficient nvidia.com/gpu, 2 node(s)
-didn't match Pod's node affinity/selector."). A RollingUpdate whose surge pod needs a GPU that the
+didn't match Pod's node affinity/selector.") followed by the default preemption plugin's verdict, as
+kube-scheduler 1.32 writes it (" preemption: 0/3 nodes are available: 1 No preemption victims found for
+incoming pod, 2 Preemption is not helpful for scheduling."). A RollingUpdate whose surge pod needs a GPU that the
 old pods hold therefore waits in Pending, exactly the deadlock the runbook warns about.
 """
 
@@ -23,6 +25,8 @@ Obj = dict[str, Any]
 
 RETRY_SECONDS = 300.0  # kube-scheduler flushes unschedulable pods at least this often
 _RESOURCE_ORDER = ("cpu", "memory", "ephemeral-storage")
+NO_VICTIMS = "No preemption victims found for incoming pod"
+NOT_HELPFUL = "Preemption is not helpful for scheduling"
 
 
 def tolerates(tolerations: list[Obj], taint: Obj) -> bool:
@@ -87,9 +91,35 @@ def node_reasons(pod: Obj, node: Obj, used: dict[str, float], pod_count: int) ->
 
 
 def failure_message(total_nodes: int, reasons: list[str]) -> str:
+    """FitError's text: "0/N nodes are available: " and the sorted "<count> <reason>" histogram."""
     histogram = Counter(reasons)
     parts = sorted(f"{count} {reason}" for reason, count in histogram.items())
     return f"0/{total_nodes} nodes are available: {', '.join(parts)}."
+
+
+def preemption_might_help(reasons: list[str]) -> bool:
+    """Only NodeResourcesFit failures are "Unschedulable" (resolvable by evicting pods); taints, node
+    selection and cordons are "UnschedulableAndUnresolvable", which preemption skips."""
+    return bool(reasons) and all(r.startswith("Insufficient ") or r == "Too many pods" for r in reasons)
+
+
+def preemption_message(pod: Obj, total_nodes: int, per_node: list[list[str]]) -> str:
+    """The default preemption plugin's PostFilter message for a pod no node fits.
+
+    The simulated pods all share one priority, so a node preemption might help still has no victims.
+    """
+    if (pod.get("spec") or {}).get("preemptionPolicy") == "Never":
+        return "preemption: not eligible due to preemptionPolicy=Never."
+    verdicts = [NO_VICTIMS if preemption_might_help(reasons) else NOT_HELPFUL for reasons in per_node]
+    return "preemption: " + failure_message(total_nodes, verdicts)
+
+
+def unschedulable_message(pod: Obj, per_node: list[list[str]]) -> str:
+    """The whole FailedScheduling / PodScheduled message: filter histogram, then preemption's verdict."""
+    if not per_node:
+        return "no nodes available to schedule pods"
+    reasons = [reason for node_reasons in per_node for reason in node_reasons]
+    return f"{failure_message(len(per_node), reasons)} {preemption_message(pod, len(per_node), per_node)}"
 
 
 class Scheduler:
@@ -133,20 +163,19 @@ class Scheduler:
             bucket = usage.setdefault(node_name, {})
             for res, qty in pod_requests(other).items():
                 bucket[res] = bucket.get(res, 0.0) + qty
-        fits, reasons = [], []
+        fits, per_node = [], []
         for node in nodes:
             node_name = node["metadata"]["name"]
             why = node_reasons(pod, node, usage.get(node_name, {}), counts[node_name])
             if why:
-                reasons.extend(why)
+                per_node.append(why)
             else:
                 fits.append(node)
         if fits:
             best = min(fits, key=lambda n: (self._load(n, usage), n["metadata"]["name"]))
             self._bind(pod, best)
         else:
-            message = failure_message(len(nodes), reasons) if nodes else "no nodes available to schedule pods"
-            self._unschedulable(pod, message)
+            self._unschedulable(pod, unschedulable_message(pod, per_node))
 
     def _load(self, node: Obj, usage: dict[str, dict[str, float]]) -> float:
         """Least-allocated scoring on GPUs, then CPU: spread GPU pods over free cards."""
