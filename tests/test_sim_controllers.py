@@ -258,6 +258,26 @@ def test_progress_deadline_exceeded_then_rollback_recovers(cluster):
     assert by_revision(cluster)["3"]["metadata"]["annotations"]["deployment.kubernetes.io/revision-history"] == "1"
 
 
+def test_pausing_a_timed_out_rollout_keeps_progress_deadline_exceeded(cluster):
+    body = deployment(replicas=1, progressDeadlineSeconds=30)
+    body["spec"]["template"]["spec"]["containers"][0]["readinessProbe"] = {"httpGet": {"path": "/health", "port": 80}}
+    cluster.store.create(DEPLOY, body)
+    assert rolled_out(cluster)
+    bad = copy.deepcopy(cluster.store.get(DEPLOY, "llm", "llama-8b")["spec"]["template"])
+    bad["metadata"]["annotations"] = {"sim.vllm-remedy.io/exit-code": "1", "sim.vllm-remedy.io/exit-after": "2"}
+    set_template(cluster, bad)
+
+    def progressing() -> dict:
+        return condition(cluster.store.get(DEPLOY, "llm", "llama-8b").get("status") or {}, "Progressing") or {}
+
+    assert cluster.wait_for(lambda: progressing().get("reason") == "ProgressDeadlineExceeded", 5)
+    timed_out = progressing()
+    cluster.store.mutate(DEPLOY, "llm", "llama-8b", lambda o: o["spec"].__setitem__("paused", True))
+    assert cluster.wait_for(lambda: cluster.store.get(DEPLOY, "llm", "llama-8b")["status"]
+                            .get("observedGeneration") == 3, 3)
+    assert progressing() == timed_out  # kube's checkPausedConditions leaves a reported timeout alone
+
+
 def test_revision_history_limit_prunes_oldest_scaled_down_replicasets(cluster):
     cluster.store.create(DEPLOY, deployment("vllm/vllm-openai:v0.8.0", replicas=1, revisionHistoryLimit=2))
     assert rolled_out(cluster)

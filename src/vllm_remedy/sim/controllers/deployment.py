@@ -93,6 +93,8 @@ class DeploymentController:
         if ro.progress_deadline(d) is None:
             return
         cond = condition(d.get("status") or {}, ro.PROGRESSING)
+        if cond is not None and cond.get("reason") == ro.TIMED_OUT_REASON:
+            return  # a reported lack of progress is not overwritten by pausing (checkPausedConditions)
         now = self.clock.timestamp()
         status = d.setdefault("status", {})
         if d.get("spec", {}).get("paused") and (cond is None or cond.get("reason") != ro.PAUSED_REASON):
