@@ -220,7 +220,10 @@ def _operation(run: Run, host: Host, label: str, op: Callable[..., Any], kwargs:
     meta = run.state.get_meta_for_host(host)
     before = meta.ops_change
     run.log.begin(host.name, label)
-    op(name=label, **kwargs)
+    try:
+        op(name=label, **kwargs)
+    except Exception as exc:  # a failed fact surfaces as an exception in the body: name the operation
+        raise HostFailed(f"{label}: {run.log.error(host.name, f'{type(exc).__name__}: {exc}')}") from exc
     run.log.begin(host.name, "")
     if host in run.state.failed_hosts:
         raise HostFailed(f"{label}: {run.log.error(host.name, 'failed')}")

@@ -1,0 +1,174 @@
+"""`vllm-remedy drift` end to end on the rehearsal cluster: found / not found, both exit-code conventions,
+API errors and an unreachable cluster (never "no drift"), the fix the deploys would make, metrics."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyinfra_fixtures
+from drift_helpers import GOOD_ARGS, HOST, MODEL, as_json, inventory, policy, set_args
+from pyinfra_fixtures import Rehearsal
+from vllm_remedy.metrics import DRIFT_DETECTED, LAST_CHECK, parse_samples
+from vllm_remedy.sim import kubeconfig as sim_kubeconfig
+
+rehearsal = pyinfra_fixtures.rehearsal
+CHECKS = ["max-model-len", "flag-bounds", "known-good-unit", "gpu-pinned", "enforce-eager", "concurrency"]
+
+
+def notes(dep: dict) -> dict[str, str]:
+    """Annotations minus the controller's revision bookkeeping."""
+    return {k: v for k, v in dep["metadata"]["annotations"].items() if k != "deployment.kubernetes.io/revision"}
+
+
+def statuses(doc: dict, i: int = 0) -> dict[str, str]:
+    return {c["check"]: c["status"] for c in doc["hosts"][i]["checks"]}
+
+
+def test_in_sync_exits_0_in_both_conventions(rehearsal: Rehearsal, tmp_path: Path, cli) -> None:
+    inv = inventory(tmp_path, rehearsal.kubeconfig, policy(tmp_path))
+    version = rehearsal.client().get_deployment("llm", "llama-8b")["metadata"]["resourceVersion"]
+    got = cli("drift", "-i", inv, "-o", "json")
+    assert got.returncode == 0, got.stderr
+    doc = as_json(got)
+    assert (doc["apiVersion"], doc["kind"]) == ("vllm-remedy.io/v1alpha1", "DriftReport")
+    assert doc["status"] | {"exitCodes": None} == {"result": "NoDrift", "exitCode": 0, "exitCodes": None, "hosts": 1,
+                                                     "inSync": 1, "drifted": 0, "errors": 0}
+    assert statuses(doc) == dict.fromkeys(CHECKS, "pass")
+    host = doc["hosts"][0]
+    assert host["checks"][2]["detail"] == "matches known-good unit llama-8b-v085"
+    assert host["checks"][5]["detail"] == "predicted maximum concurrency 12.08x ≥ peak 8 on NVIDIA-L40S"
+    assert host["fix"] == {"operations": [], "note": None}
+    assert host["gitops"] is None
+    assert cli("drift", "-i", inv, "--detailed-exitcode").returncode == 0
+    human = cli("drift", "-i", inv)
+    assert human.stdout.splitlines()[0] == f"{HOST}: in sync"
+    assert human.stdout.splitlines()[-1] == "1 host(s): 1 in sync, 0 drifted, 0 error(s) -> NoDrift (exit 0)"
+    assert rehearsal.client().get_deployment("llm", "llama-8b")["metadata"]["resourceVersion"] == version
+
+
+def test_drift_found_with_the_deploys_fix_and_nothing_written(rehearsal: Rehearsal, tmp_path: Path, cli) -> None:
+    before = set_args(rehearsal, [MODEL, "--gpu-memory-utilization", "0.97", "--max-num-seqs", "64"])
+    inv = inventory(tmp_path, rehearsal.kubeconfig, policy(tmp_path))
+    got = cli("drift", "-i", inv, "-o", "json")
+    assert got.returncode == 1, got.stderr
+    doc = as_json(got)
+    assert doc["status"]["result"] == "Drift"
+    host = doc["hosts"][0]
+    assert host["drifted"] == ["max-model-len", "flag-bounds", "known-good-unit", "concurrency"]
+    assert host["checks"][1]["detail"] == "--gpu-memory-utilization=0.97: expected a number in [0.8, 0.92]"
+    assert host["checks"][5]["detail"] == ("predicted maximum concurrency 1.70x on NVIDIA-L40S is below the "
+                                           "policy's peak 8")
+    assert host["prediction"]["line"] == ("prediction on NVIDIA-L40S: fits — KV cache 223,312 tokens, maximum "
+                                          "concurrency 1.70x at max-model-len 131072")
+    ops = {op["operation"]: op for op in host["fix"]["operations"]}
+    assert sorted(ops) == ["Flags within policy bounds", "Smallest change that restores headroom"]
+    assert ops["Flags within policy bounds"]["changes"] is True
+    assert ops["Flags within policy bounds"]["lines"][0] == ("set vLLM flags on deployment llm/llama-8b: "
+                                                             "--gpu-memory-utilization 0.9")
+    budget = ops["Smallest change that restores headroom"]
+    assert (budget["changes"], budget["refused"]) == (True, None)
+    assert "+    - --max-model-len" in budget["lines"] and "+    - '16384'" in budget["lines"]
+    assert budget["lines"][-1] == ("prediction on NVIDIA-L40S: fits — KV cache 205,120 tokens, maximum concurrency "
+                                   "12.52x at max-model-len 16384")
+    assert host["fix"]["note"] is None
+    assert cli("drift", "-i", inv, "--detailed-exitcode").returncode == 2
+    after = rehearsal.client().get_deployment("llm", "llama-8b")  # the rollout moves status, never the spec
+    assert (after["spec"], after["metadata"]["generation"], notes(after)) == (
+        before["spec"], before["metadata"]["generation"], notes(before))
+
+
+def test_seeded_world_drifts_on_the_unpinned_model_revision(rehearsal: Rehearsal, tmp_path: Path, cli) -> None:
+    """The shipped llama-8b policy pins the model revision; the runbook's Deployment does not pass --revision."""
+    inv = inventory(tmp_path, rehearsal.kubeconfig, str(pyinfra_fixtures.ROOT / "policies" / "llama-8b.yaml"))
+    doc = as_json(cli("drift", "-i", inv, "-o", "json"))
+    host = doc["hosts"][0]
+    assert host["drifted"] == ["known-good-unit"]
+    assert host["checks"][2]["detail"] == (
+        "running unit (image vllm/vllm-openai:v0.8.5, model meta-llama/Llama-3.1-8B-Instruct, revision unpinned, "
+        "flags --gpu-memory-utilization 0.90 --max-model-len 16384 --max-num-seqs 64) is none of the allowed units: "
+        "llama-8b-rev14")
+    assert host["fix"]["note"].startswith("no operation of the deploys changes this: roll to a known-good unit")
+    assert doc["status"]["exitCode"] == 1
+
+
+def test_api_error_is_an_error_never_no_drift(rehearsal: Rehearsal, tmp_path: Path, cli) -> None:
+    inv = inventory(tmp_path, rehearsal.kubeconfig, policy(tmp_path))
+    rehearsal.faults([{"verb": "get", "resource": "deployments", "error_rate": 1.0, "error_code": 500}])
+    got = cli("drift", "-i", inv, "-o", "json")
+    assert got.returncode == 2
+    doc = as_json(got)
+    assert doc["status"] | {"exitCodes": None} == {"result": "Error", "exitCode": 2, "exitCodes": None, "hosts": 1,
+                                                     "inSync": 0, "drifted": 0, "errors": 1}
+    assert doc["hosts"][0]["status"] == "Error"
+    assert "injected fault: 500 on get" in doc["hosts"][0]["error"]
+    assert f"vllm-remedy: error: {HOST}: " in got.stderr
+    assert cli("drift", "-i", inv, "--detailed-exitcode").returncode == 1
+
+
+def test_failing_read_inside_the_fix_plan_is_an_error(rehearsal: Rehearsal, tmp_path: Path, cli) -> None:
+    """Connect and the checks succeed; the pin operation's node listing fails: the host is an error."""
+    inv = inventory(tmp_path, rehearsal.kubeconfig, policy(tmp_path))
+    rehearsal.faults([{"verb": "list", "resource": "nodes", "error_rate": 1.0, "error_code": 503}])
+    got = cli("drift", "-i", inv, "-o", "json", "--detailed-exitcode")
+    assert got.returncode == 1
+    host = as_json(got)["hosts"][0]
+    assert host["status"] == "Error"
+    assert host["error"] == ("Pin the GPU type: rehearsal: GET /api/v1/nodes: HTTP 503: injected fault: 503 on list "
+                             "(after 5 attempts)")
+
+
+def test_unreachable_cluster_is_an_error_even_when_others_are_fine(rehearsal: Rehearsal, tmp_path: Path, cli) -> None:
+    down = sim_kubeconfig.write(tmp_path / "down-kubeconfig", "http://127.0.0.1:9", ["down"])
+    path = policy(tmp_path)
+    inv = tmp_path / "mixed.py"
+    inv.write_text(f"ok = ([{HOST!r}], {{'kubeconfig': {str(rehearsal.kubeconfig)!r}, 'policy': {path!r}}})\n"
+                   f"gone = (['@k8s/down/llm/llama-8b'], {{'kubeconfig': {str(down)!r}, 'policy': {path!r}}})\n")
+    got = cli("drift", "-i", str(inv), "-o", "json")
+    assert got.returncode == 2
+    doc = as_json(got)
+    by_host = {h["host"]: h for h in doc["hosts"]}
+    assert by_host[HOST]["status"] == "InSync"
+    assert by_host["@k8s/down/llm/llama-8b"]["status"] == "Error"
+    assert by_host["@k8s/down/llm/llama-8b"]["error"].startswith(
+        "down: GET /apis/apps/v1/namespaces/llm/deployments/llama-8b: no answer after 5 attempt(s): ")
+    assert "Connection refused" in by_host["@k8s/down/llm/llama-8b"]["error"]
+    assert doc["status"]["result"] == "Error"
+    assert cli("drift", "-i", str(inv), "--detailed-exitcode").returncode == 1
+    only_ok = cli("drift", "-i", str(inv), "--limit", "ok", "-o", "json")
+    assert (only_ok.returncode, as_json(only_ok)["status"]["hosts"]) == (0, 1)
+
+
+def test_bad_input_is_one_line_and_detailed_mode_maps_it_to_1(tmp_path: Path, cli) -> None:
+    missing = str(tmp_path / "nope.py")
+    got = cli("drift", "-i", missing)
+    line = f"vllm-remedy: error: {missing}: no such inventory file\n"
+    assert (got.returncode, got.stdout, got.stderr) == (2, "", line)
+    got = cli("drift", "-i", missing, "--detailed-exitcode")
+    assert (got.returncode, got.stderr) == (1, f"vllm-remedy: error: {missing}: no such inventory file\n")
+    broken = tmp_path / "broken.py"
+    broken.write_text("hosts = [\n")
+    got = cli("drift", "-i", str(broken))
+    assert got.returncode == 2 and got.stderr.startswith(f"vllm-remedy: error: {broken}: cannot load the inventory: ")
+    assert len(got.stderr.splitlines()) == 1
+    inv = inventory(tmp_path, tmp_path / "kubeconfig", str(tmp_path / "no-policy.yaml"))
+    (tmp_path / "kubeconfig").write_text("apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n")
+    got = cli("drift", "-i", inv, "--limit", "nomatch")
+    assert (got.returncode, got.stderr) == (2, f"vllm-remedy: error: {inv}: no host matches --limit nomatch\n")
+
+
+def test_metrics_file_has_per_check_gauges_and_last_check(rehearsal: Rehearsal, tmp_path: Path, cli) -> None:
+    set_args(rehearsal, [MODEL, "--gpu-memory-utilization", "0.90", "--max-num-seqs", "64"])
+    inv = inventory(tmp_path, rehearsal.kubeconfig, policy(tmp_path))
+    prom = tmp_path / "drift.prom"
+    assert cli("drift", "-i", inv, "--metrics-file", str(prom)).returncode == 1
+    text = prom.read_text()
+    drift = parse_samples(text, DRIFT_DETECTED)
+    assert {labels[1]: v for labels, v in drift.items()} == {
+        "max-model-len": 1.0, "flag-bounds": 0.0, "known-good-unit": 1.0, "gpu-pinned": 0.0, "enforce-eager": 0.0,
+        "concurrency": 1.0}
+    assert {labels[0] for labels in drift} == {HOST}
+    assert len(parse_samples(text, LAST_CHECK)) == 1
+    set_args(rehearsal, GOOD_ARGS)
+    rehearsal.faults([{"verb": "get", "resource": "deployments", "error_rate": 1.0, "error_code": 500}])
+    assert cli("drift", "-i", inv, "--metrics-file", str(prom)).returncode == 2
+    assert parse_samples(prom.read_text(), LAST_CHECK) == {}  # a failed check must look stale
