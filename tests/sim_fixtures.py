@@ -183,3 +183,10 @@ def runbook_sim(tmp_path: Path) -> Iterator[Sim]:
     yield s
     cluster.stop()
     server.stop()
+
+
+def revisions(cluster: Cluster, namespace: str = "llm", app: str = "llama-8b") -> list[int]:
+    """The deployment's ReplicaSet revisions, ascending, as the seed and controllers wrote them."""
+    items = cluster.store.list("replicasets.apps", namespace)[0]
+    return sorted(int(rs["metadata"]["annotations"]["deployment.kubernetes.io/revision"]) for rs in items
+                  if (rs["metadata"].get("labels") or {}).get("app") == app)

@@ -37,7 +37,8 @@ def test_list_and_read(runbook_sim):
     assert [d.metadata.name for d in listed.items] == ["llama-8b"]
     assert listed.metadata.resource_version.isdigit()
     rs = apps(runbook_sim).list_namespaced_replica_set("llm", label_selector="app=llama-8b")
-    assert sorted(r.metadata.annotations["deployment.kubernetes.io/revision"] for r in rs.items) == ["1", "2", "3"]
+    got = sorted(int(r.metadata.annotations["deployment.kubernetes.io/revision"]) for r in rs.items)
+    assert len(got) == 3 and got == sim_fixtures.revisions(runbook_sim.clusters["a"])
     raw = core(runbook_sim).list_node(label_selector="nvidia.com/gpu.product=NVIDIA-L40S", _preload_content=False)
     nodes = json.loads(raw.data)
     assert sorted(n["metadata"]["name"] for n in nodes["items"]) == ["gpu-l40s-1", "gpu-l40s-2", "gpu-l40s-3"]

@@ -65,7 +65,7 @@ def test_get_json_and_yaml(runbook_sim):
     many = yaml.safe_load(ok(k(V, "-n", "llm", "get", "rs", "-o", "yaml")))
     assert many["kind"] == "List"
     revisions = sorted(int(r["metadata"]["annotations"]["deployment.kubernetes.io/revision"]) for r in many["items"])
-    assert revisions == [1, 2, 3]
+    assert len(revisions) == 3 and revisions == sim_fixtures.revisions(runbook_sim.clusters["a"])
 
 
 def test_patch_of_each_type(runbook_sim):
@@ -140,26 +140,30 @@ def test_unknown_field_is_a_strict_decoding_error(runbook_sim):
 
 
 def test_diff_exits_1_with_the_change(runbook_sim):
+    generation = runbook_sim.clusters["a"].store.get("deployments.apps", "llm", "llama-8b")["metadata"]["generation"]
     got = runbook_sim.kubectl(V, "diff", "-f", _manifest(runbook_sim, 5))
     assert got.returncode == 1, got.stderr
     changed = [line for line in got.stdout.splitlines() if re.match(r"^[-+]\s", line)]
-    assert changed == ["-  generation: 3", "+  generation: 4", "-  replicas: 2", "+  replicas: 5"]
+    assert changed == [f"-  generation: {generation}", f"+  generation: {generation + 1}", "-  replicas: 2",
+                       "+  replicas: 5"]
 
 
 def test_rollout_history_undo_status(runbook_sim):
     k = runbook_sim.kubectl
+    revs = sim_fixtures.revisions(runbook_sim.clusters["a"])
     history = table(ok(k(V, "-n", "llm", "rollout", "history", "deploy/llama-8b")))
-    assert [r[0] for r in history[1:]] == ["REVISION", "1", "2", "3"]
-    rev2 = ok(k(V, "-n", "llm", "rollout", "history", "deploy/llama-8b", "--revision=2"))
-    assert "deployment.apps/llama-8b with revision #2" in rev2
-    assert "--max-model-len" in rev2
+    assert [r[0] for r in history[1:]] == ["REVISION", *map(str, revs)]
+    previous = ok(k(V, "-n", "llm", "rollout", "history", "deploy/llama-8b", f"--revision={revs[-2]}"))
+    assert f"deployment.apps/llama-8b with revision #{revs[-2]}" in previous
+    assert "--max-model-len" in previous
     assert ok(k(V, "-n", "llm", "rollout", "undo", "deploy/llama-8b")).strip() == \
         "deployment.apps/llama-8b rolled back"
     status = k(V, "-n", "llm", "rollout", "status", "deploy/llama-8b", "--timeout=60s")
     assert status.returncode == 0, status.stderr
     assert status.stdout.strip().splitlines()[-1] == 'deployment "llama-8b" successfully rolled out'
     after = table(ok(k(V, "-n", "llm", "rollout", "history", "deploy/llama-8b")))
-    assert [r[0] for r in after[2:]] == ["1", "3", "4"]  # revision 2's template is reused as 4
+    # the previous revision's template is reused under a new number
+    assert [r[0] for r in after[2:]] == [str(revs[0]), str(revs[-1]), str(revs[-1] + 1)]
 
 
 def test_runbook_step_2_grep_finds_the_memory_lines(runbook_sim):

@@ -55,9 +55,11 @@ def test_get_tables_and_wide_pods(runbook_sim):
 
 def test_rollout_history_undo_status(runbook_sim):
     k = runbook_sim.kubectl
+    revs = sim_fixtures.revisions(runbook_sim.clusters["a"])
     history = rows(ok(k(V, "-n", "llm", "rollout", "history", "deploy/llama-8b")))
-    assert [r[0] for r in history[2:]] == ["1", "2", "3"]
-    assert "--max-model-len" in ok(k(V, "-n", "llm", "rollout", "history", "deploy/llama-8b", "--revision=2"))
+    assert [r[0] for r in history[2:]] == [str(r) for r in revs]
+    assert "--max-model-len" in ok(k(V, "-n", "llm", "rollout", "history", "deploy/llama-8b",
+                                     f"--revision={revs[-2]}"))
     assert ok(k(V, "-n", "llm", "rollout", "undo", "deploy/llama-8b")).strip() == \
         "deployment.apps/llama-8b rolled back"
     status = ok(k(V, "-n", "llm", "rollout", "status", "deploy/llama-8b", "--timeout=60s"))
