@@ -302,3 +302,38 @@ def test_shipped_drift_rbac_manifest_grants_reads_and_denies_writes(tmp_path):
             'in the namespace "llm"')
     finally:
         s.server.stop()
+
+
+def test_runbook_incident_end_to_end(runbook_sim):
+    """A bad deploy (no explicit --max-model-len, lower memory share) crash-loops in the vLLM simulator; the
+    runbook's own commands find it, read the startup log and roll back."""
+    k, store = runbook_sim.kubectl, runbook_sim.clusters["a"].store
+    revs = sim_fixtures.revisions(runbook_sim.clusters["a"])
+    bad_args = ["meta-llama/Llama-3.1-8B-Instruct", "--gpu-memory-utilization", "0.40"]
+    ok(k(V, "-n", "llm", "patch", "deploy", "llama-8b", "--type", "json", "-p", json.dumps([
+        {"op": "replace", "path": "/spec/template/spec/containers/0/args", "value": bad_args},
+        {"op": "add", "path": "/metadata/annotations/kubernetes.io~1change-cause", "value": "drop max-model-len"}])))
+    stuck = k(V, "-n", "llm", "rollout", "status", "deploy/llama-8b", "--timeout=15m")
+    assert stuck.returncode == 1
+    assert 'error: deployment "llama-8b" exceeded its progress deadline' in stuck.stderr
+    history = table(ok(k(V, "-n", "llm", "rollout", "history", "deploy/llama-8b")))
+    assert history[-1] == [str(revs[-1] + 1), "drop max-model-len"]
+    deadline = time.monotonic() + 30
+    crashed: list[str] = []
+    while not crashed and time.monotonic() < deadline:
+        crashed = [p["metadata"]["name"] for p in store.list("pods", "llm")[0]
+                   if any(cs.get("restartCount", 0) >= 1 for cs in p["status"].get("containerStatuses") or [])]
+        time.sleep(0.1)
+    assert crashed, "the bad revision's pod never restarted"
+    previous = ok(k(V, "-n", "llm", "logs", crashed[0], "--previous"))
+    found = [line for line in previous.splitlines() if GREP.search(line)]
+    assert any("Model loading took" in line for line in found), previous
+    assert any("max seq len (131072)" in line for line in found), previous
+    assert ok(k(V, "-n", "llm", "rollout", "undo", "deploy/llama-8b")).strip() == "deployment.apps/llama-8b rolled back"
+    done = k(V, "-n", "llm", "rollout", "status", "deploy/llama-8b", "--timeout=15m")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == 'deployment "llama-8b" successfully rolled out'
+    after = table(ok(k(V, "-n", "llm", "rollout", "history", "deploy/llama-8b")))
+    assert [r[0] for r in after[2:]] == [*map(str, revs[:-1]), str(revs[-1] + 1), str(revs[-1] + 2)]
+    pods = table(ok(k(V, "-n", "llm", "get", "pod", "-l", "app=llama-8b", "-o", "wide")))
+    assert all(r[1] == "1/1" and r[6].startswith("gpu-l40s-") for r in pods[1:])
