@@ -1,0 +1,94 @@
+"""Drift checks on fixture Deployments and the report's exit codes: an error is never "no drift" (pure)."""
+
+from __future__ import annotations
+
+import copy
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from vllm_remedy.drift import checks, report
+from vllm_remedy.kube.annotations import parse_rfc3339
+from vllm_remedy.policy import Policy
+
+MODEL = "meta-llama/Llama-3.1-8B-Instruct"
+POLICY = Policy.from_mapping({
+    "flags": {"max-model-len": {"min": 4096, "max": 16384}, "gpu-memory-utilization": {"min": 0.8, "max": 0.92}},
+    "gpu": {"products": ["NVIDIA-L40S"]},
+    "known_good": [{"name": "u1", "image": "vllm/vllm-openai:v0.8.5", "flags": {"max-model-len": 16384}}]})
+NOW = parse_rfc3339("2026-01-01T12:00:00Z")
+
+
+def dep(args: list[str], selector: dict | None = None, notes: dict | None = None, gpus: str = "1") -> dict:
+    return {"metadata": {"name": "llama-8b", "namespace": "llm", "annotations": notes or {}},
+            "spec": {"template": {"spec": {"nodeSelector": selector if selector is not None else
+                                           {"nvidia.com/gpu.product": "NVIDIA-L40S"},
+                                           "containers": [{"name": "vllm", "image": "vllm/vllm-openai:v0.8.5",
+                                                           "command": ["vllm", "serve"], "args": [MODEL, *args],
+                                                           "resources": {"limits": {"nvidia.com/gpu": gpus}}}]}}}}
+
+
+def verdicts(d: dict, now: float = NOW) -> dict[str, str]:
+    return {c.name: c.status for c in checks.run_checks(d, POLICY, now).checks}
+
+
+def test_in_sync() -> None:
+    assert set(verdicts(dep(["--max-model-len", "16384", "--gpu-memory-utilization", "0.9"])).values()) == {"pass"}
+
+
+def test_each_rule_drifts_on_its_own() -> None:
+    good = ["--max-model-len", "16384", "--gpu-memory-utilization", "0.9"]
+    assert verdicts(dep(["--gpu-memory-utilization", "0.9"]))["max-model-len"] == "drift"
+    assert verdicts(dep(["--max-model-len", "16384", "--gpu-memory-utilization", "0.95"]))["flag-bounds"] == "drift"
+    assert verdicts(dep(["--max-model-len", "8192", "--gpu-memory-utilization", "0.9"]))["known-good-unit"] == "drift"
+    assert verdicts(dep(good, selector={}))["gpu-pinned"] == "drift"
+    assert verdicts(dep(good, selector={"nvidia.com/gpu.product": "NVIDIA-L4"}))["gpu-pinned"] == "drift"
+    assert verdicts(dep(good, gpus="2"))["gpu-pinned"] == "drift"
+    assert verdicts(dep([*good, "--enforce-eager"]))["enforce-eager"] == "drift"
+    prior = '{"args":[],"command":["vllm","serve"],"container":"vllm"}'
+    toggle = {"vllm-remedy.io/enforce-eager-expires": "2026-01-01T11:00:00Z",
+              "vllm-remedy.io/enforce-eager-prior": prior}
+    assert verdicts(dep([*good, "--enforce-eager"], notes=toggle))["enforce-eager"] == "drift"
+    assert verdicts(dep([*good, "--enforce-eager"], notes=toggle), NOW - 7200)["enforce-eager"] == "pass"
+
+
+def test_unpinned_template_is_predicted_on_the_policy_gpu() -> None:
+    result = checks.run_checks(dep(["--max-model-len", "16384"], selector={}), POLICY, NOW)
+    assert result.prediction.gpu == "NVIDIA-L40S"
+    assert result.checks[5].status == "pass"
+
+
+def host(status: str) -> dict:
+    if status == "error":
+        return {"host": "h", "error": "boom"}
+    return {"host": "h", "error": None, "checks": [{"check": "x", "status": status, "detail": ""}], "fix": []}
+
+
+@given(st.lists(st.sampled_from(["pass", "drift", "unknown", "error"]), max_size=6), st.booleans())
+def test_exit_codes_never_let_an_error_read_as_no_drift(kinds: list[str], detailed: bool) -> None:
+    doc = report.drift_report({"hosts": [host(k) for k in kinds]}, NOW, detailed)
+    code = doc["status"]["exitCode"]
+    error, drift, none = (1, 2, 0) if detailed else (2, 1, 0)
+    if not kinds or "error" in kinds:
+        assert code == error
+    elif "drift" in kinds:
+        assert code == drift
+    else:
+        assert code == none
+
+
+def test_metrics_skip_failed_hosts_and_stale_the_last_check() -> None:
+    doc = report.drift_report({"hosts": [host("drift"), {**host("error"), "host": "g"}]}, NOW)
+    text = report.drift_metrics(doc, NOW).render()
+    assert 'vllm_remedy_drift_detected{host="h",check="x"} 1' in text
+    assert 'host="g"' not in text and "vllm_remedy_last_check_timestamp_seconds " not in text
+    ok = report.drift_report({"hosts": [host("pass")]}, NOW)
+    assert f"vllm_remedy_last_check_timestamp_seconds {int(NOW)}" in report.drift_metrics(ok, NOW).render()
+
+
+def test_bounds_fix_uses_preferred_else_nearest_bound() -> None:
+    from vllm_remedy.drift.runner import bounds_fix  # needs pyinfra; pure function
+    policy = Policy.from_mapping(copy.deepcopy({"flags": {"max-num-seqs": {"min": 16, "max": 128, "preferred": 64},
+                                                          "gpu-memory-utilization": {"min": 0.8, "max": 0.92}}}))
+    assert bounds_fix(policy, {"max-num-seqs": "256", "gpu-memory-utilization": "0.97", "max-model-len": "8192"}) == {
+        "max_num_seqs": 64, "gpu_memory_utilization": 0.92}
