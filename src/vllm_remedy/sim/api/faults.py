@@ -37,7 +37,9 @@ class FaultRule:
 class Faults:
     """The live fault rules of one cluster; thread-safe, changed through the admin endpoint."""
 
-    def __init__(self, rules: list[FaultRule] | None = None, seed: int | None = None) -> None:
+    def __init__(self, rules: list[FaultRule] | None = None, seed: int | None = 0) -> None:
+        """``seed`` fixes which requests an ``error_rate`` hits, so a rehearsal (and a test) that makes the
+        same requests meets the same faults every time; ``None`` draws from the OS."""
         self._rules = list(rules or [])
         self._lock = threading.Lock()
         self._random = random.Random(seed)
