@@ -184,6 +184,15 @@ def test_kubeconfig_env_pointing_nowhere(tmp_path: Path) -> None:
                               "found; set KUBECONFIG or pass --kubeconfig")
 
 
+def test_context_in_cluster_without_kubeconfig_means_the_service_account(tmp_path: Path, monkeypatch) -> None:
+    """The drift CronJob's hosts are @k8s/in-cluster/<ns>: no kubeconfig in the pod, the service account it is."""
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    env = {"HOME": str(tmp_path)}
+    with pytest.raises(UserError) as err:
+        KubeClient.for_context("in-cluster", environ=env)
+    assert str(err.value) == "in-cluster config: Service host/port is not set."
+
+
 def test_default_kubeconfig_under_home(tmp_path: Path) -> None:
     (tmp_path / ".kube").mkdir()
     cfg = _cfg(tmp_path / ".kube" / "config", "prod", ["prod"])

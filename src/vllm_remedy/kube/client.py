@@ -79,12 +79,18 @@ class KubeClient:
     def for_context(cls, context: str | None = None, kubeconfig: str | None = None, *,
                     in_cluster: bool | None = None, environ: Mapping[str, str] | None = None,
                     **kwargs: Any) -> KubeClient:
-        """kubectl's choice of cluster: ``--kubeconfig``, else ``KUBECONFIG``, else ~/.kube/config, else in-cluster."""
+        """kubectl's choice of cluster: ``--kubeconfig``, else ``KUBECONFIG``, else ~/.kube/config, else in-cluster.
+
+        The context name ``in-cluster`` with no kubeconfig to define it means the pod's service account
+        explicitly (hosts ``@k8s/in-cluster/<ns>`` in the drift CronJob's inventory).
+        """
         configuration = k8s_client.Configuration()
         if in_cluster:
             return cls._in_cluster(configuration, **kwargs)
         source = kcfg.resolve_paths(kubeconfig, environ)
         if not source.paths or source.origin == "KUBECONFIG-missing":
+            if in_cluster is None and context == kcfg.IN_CLUSTER:
+                return cls._in_cluster(configuration, **kwargs)
             if in_cluster is None and not context and kcfg.in_cluster_available(environ):
                 return cls._in_cluster(configuration, **kwargs)
             raise UserError(f"{source.describe()}: no kubeconfig found; set KUBECONFIG or pass --kubeconfig")
