@@ -57,7 +57,7 @@ def _expand(resources: dict[tuple[str, str], frozenset[str]], scope: str | None)
 DRIFT = _expand({("apps", "deployments"): READ, ("apps", "replicasets"): READ, ("", "pods"): READ,
                  ("", "pods/log"): READ, ("", "events"): frozenset({"list"}),
                  ("gateway.networking.k8s.io", "httproutes"): READ}, "llm") | _expand(
-    {("", "nodes"): READ}, None)
+    {("", "nodes"): READ, ("", "pods"): READ}, None)
 REMEDIATE = DRIFT | _expand({("apps", "deployments"): frozenset({"patch"}),
                              ("gateway.networking.k8s.io", "httproutes"): frozenset({"patch"})}, "llm")
 
@@ -101,7 +101,7 @@ def test_no_wildcards_no_secrets_no_dangerous_verbs():
         assert doc["kind"] != "Secret"
     drift_roles = {b["roleRef"]["name"] for b in all_docs() if "Binding" in b["kind"]
                    and any(s["name"] == "vllm-remedy-drift" for s in b["subjects"])}
-    assert drift_roles == {"vllm-remedy-read", "vllm-remedy-nodes-read"}
+    assert drift_roles == {"vllm-remedy-read", "vllm-remedy-gpu-read"}
 
 
 def _walk(node: Any, path: str = "") -> Iterator[tuple[str, Any]]:

@@ -25,13 +25,13 @@ REMEDIATE_USER = "system:serviceaccount:llm:vllm-remedy-remediate"
 DRY_RUN = {
     "rbac-drift.yaml": ["serviceaccount/vllm-remedy-drift", "role.rbac.authorization.k8s.io/vllm-remedy-read",
                         "rolebinding.rbac.authorization.k8s.io/vllm-remedy-drift-read",
-                        "clusterrole.rbac.authorization.k8s.io/vllm-remedy-nodes-read",
-                        "clusterrolebinding.rbac.authorization.k8s.io/vllm-remedy-drift-nodes-read"],
+                        "clusterrole.rbac.authorization.k8s.io/vllm-remedy-gpu-read",
+                        "clusterrolebinding.rbac.authorization.k8s.io/vllm-remedy-drift-gpu-read"],
     "rbac-remediate.yaml": ["serviceaccount/vllm-remedy-remediate",
                             "role.rbac.authorization.k8s.io/vllm-remedy-patch",
                             "rolebinding.rbac.authorization.k8s.io/vllm-remedy-remediate-read",
                             "rolebinding.rbac.authorization.k8s.io/vllm-remedy-remediate-patch",
-                            "clusterrolebinding.rbac.authorization.k8s.io/vllm-remedy-remediate-nodes-read"],
+                            "clusterrolebinding.rbac.authorization.k8s.io/vllm-remedy-remediate-gpu-read"],
     "cronjob-drift.yaml": ["configmap/vllm-remedy-inventory", "cronjob.batch/vllm-remedy-drift",
                            "cronjob.batch/vllm-remedy-expire"],
 }
