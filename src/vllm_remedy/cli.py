@@ -22,6 +22,10 @@ def command_names() -> list[str]:
     return sorted(found, key=lambda n: (ORDER.index(n) if n in ORDER else len(ORDER), n))
 
 
+DESCRIPTION = ("Remediation playbooks for self-hosted vLLM on Kubernetes that crash-loops with CUDA out of memory: "
+               "diagnose, predict, fix, rehearse.")
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line (no usage dump) and exit 2, like every other user error."""
 
@@ -30,7 +34,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="vllm-remedy", description=__doc__)
+    parser = _Parser(prog="vllm-remedy", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"vllm-remedy {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
