@@ -50,7 +50,7 @@ def test_local_inventory_through_the_cli(rehearsal: Rehearsal) -> None:
     assert host_lines(got.stderr, HOST)[:2] == ["Connected", f"Loaded fact {DEPLOYMENT}"]
     fact = fact_output(got.stderr, DEPLOYMENT)[HOST]
     assert (fact["name"], fact["revision"], fact["context"], fact["server"]["image"]) == (
-        "llama-8b", 3, "rehearsal", "vllm/vllm-openai:v0.8.5")
+        "llama-8b", 14, "rehearsal", "vllm/vllm-openai:v0.8.5")
 
 
 def test_local_inventory_falls_back_to_the_sim_default_kubeconfig(rehearsal: Rehearsal) -> None:
@@ -165,7 +165,7 @@ def test_flaky_api_is_retried_and_converges(rehearsal: Rehearsal) -> None:
     rehearsal.faults([{"verb": "get", "resource": "deployments", "error_rate": 0.5, "error_code": 503}])
     got = rehearsal.pyinfra(inventory("local"), "fact", DEPLOYMENT, "vllm_remedy.facts.history.RolloutHistory")
     assert got.returncode == 0, got.stderr
-    assert fact_output(got.stderr, DEPLOYMENT)[HOST]["revision"] == 3
+    assert fact_output(got.stderr, DEPLOYMENT)[HOST]["revision"] == 14
 
 
 def test_an_api_that_keeps_failing_is_one_line_per_host(rehearsal: Rehearsal) -> None:

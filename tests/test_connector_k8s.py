@@ -189,7 +189,7 @@ def test_verbs_answer_with_json_lines(rehearsal: Rehearsal) -> None:
     assert json.loads(out.stdout_lines[0]) == rehearsal.client().get_deployment("llm", "llama-8b")
     ok, out = host.run_shell_command("k8s-get replicasets")
     assert ok and sorted(json.loads(line)["metadata"]["annotations"]["deployment.kubernetes.io/revision"]
-                         for line in out.stdout_lines) == ["1", "2", "3"]
+                         for line in out.stdout_lines) == ["12", "13", "14"]
     ok, out = host.run_shell_command("k8s-get node gpu-l40s-1")
     assert ok and json.loads(out.stdout)["metadata"]["labels"]["nvidia.com/gpu.product"] == "NVIDIA-L40S"
     ok, out = host.run_shell_command("k8s-history")

@@ -1,6 +1,6 @@
 """Scenarios on the rehearsal cluster shared by the step-4/5 deploy tests (no tests of its own).
 
-The seed's revision 3 is healthy: vLLM 0.8.5, ``--max-model-len 16384 --gpu-memory-utilization 0.90
+The seed's revision 14 is healthy: vLLM 0.8.5, ``--max-model-len 16384 --gpu-memory-utilization 0.90
 --max-num-seqs 64`` on NVIDIA-L40S (3 single-GPU nodes, 2 replicas, maxSurge 1 / maxUnavailable 0).
 Each scenario rolls out one more revision and waits until it is rolled out (or crash-loops).
 """

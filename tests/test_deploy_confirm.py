@@ -30,11 +30,11 @@ STABLE = 30 * 60
 
 
 def restored(rehearsal: Rehearsal) -> dict:
-    """The incident, restored by deploys/restore.py; returns the restored ReplicaSet (revision 5)."""
+    """The incident, restored by deploys/restore.py; returns the restored ReplicaSet (revision 16)."""
     incident(rehearsal)
     got = rehearsal.pyinfra(LOCAL, RESTORE, "-y")
     assert got.returncode == 0, got.stderr
-    return replicaset(rehearsal, 5)
+    return replicaset(rehearsal, 16)
 
 
 def stable(rehearsal: Rehearsal, seconds: float = STABLE + 60) -> None:
@@ -58,25 +58,25 @@ def test_confirm_waits_for_stability_then_marks_the_replicaset_once(rehearsal: R
     early = rehearsal.pyinfra(LOCAL, CONFIRM, "-y")
     assert early.returncode != 0
     lines = host_out(early.stderr)
-    refusal = [line for line in lines if line.startswith("revision 5 not confirmed: ")]
+    refusal = [line for line in lines if line.startswith("revision 16 not confirmed: ")]
     assert len(refusal) == 1, lines
     assert "of the required 30m" in refusal[0] and "Ready for " in refusal[0]
     client = rehearsal.client()
-    assert "vllm-remedy.io/known-good" not in (replicaset(rehearsal, 5)["metadata"].get("annotations") or {})
+    assert "vllm-remedy.io/known-good" not in (replicaset(rehearsal, 16)["metadata"].get("annotations") or {})
 
     stable(rehearsal)
     got = rehearsal.pyinfra(LOCAL, CONFIRM, "-y")
     assert got.returncode == 0, got.stderr
     lines = host_out(got.stderr)
-    assert f"step 6 — confirm revision 5 ({rs['metadata']['name']}):" in lines
+    assert f"step 6 — confirm revision 16 ({rs['metadata']['name']}):" in lines
     for pod in sorted(p["metadata"]["name"] for p in pods(rehearsal)):
         assert f"ok: pod {pod}: maximum concurrency 12.08x vs peak 8 × 1.25 = 10.00" in lines
         assert f"ok: pod {pod}: KV cache usage 0.0% (limit 90%)" in lines
-    assert any(line.startswith(f"mark revision 5 ({rs['metadata']['name']}) known-good: written") for line in lines)
+    assert any(line.startswith(f"mark revision 16 ({rs['metadata']['name']}) known-good: written") for line in lines)
     marked = client.request("GET", f"/apis/apps/v1/namespaces/{NS}/replicasets/{rs['metadata']['name']}")
     notes = marked["metadata"]["annotations"]
     assert abs(parse_rfc3339(notes["vllm-remedy.io/known-good"]) - rehearsal.cluster.clock.now()) < 600
-    assert notes["vllm-remedy.io/known-good-reason"].startswith("confirmed: ok: revision 5: 2 pod(s)")
+    assert notes["vllm-remedy.io/known-good-reason"].startswith("confirmed: ok: revision 16: 2 pod(s)")
     assert notes["vllm-remedy.io/last-action"] == "restore"  # the Deployment's, copied by the controller
     assert notes["kubernetes.io/change-cause"] == rs["metadata"]["annotations"]["kubernetes.io/change-cause"]
     deployment = client.get_deployment(NS, NAME)
@@ -99,7 +99,7 @@ def test_capacity_below_policy_peak_fails_with_the_figures(rehearsal: Rehearsal,
     lines = host_out(got.stderr)
     for pod in sorted(p["metadata"]["name"] for p in pods(rehearsal)):
         assert f"FAIL: pod {pod}: maximum concurrency 12.08x vs peak 16 × 1.25 = 20.00" in lines
-    assert "vllm-remedy.io/known-good" not in (replicaset(rehearsal, 5)["metadata"].get("annotations") or {})
+    assert "vllm-remedy.io/known-good" not in (replicaset(rehearsal, 16)["metadata"].get("annotations") or {})
 
 
 def test_restore_prefers_the_revision_confirm_marked(rehearsal: Rehearsal) -> None:
@@ -107,15 +107,15 @@ def test_restore_prefers_the_revision_confirm_marked(rehearsal: Rehearsal) -> No
     stable(rehearsal)
     assert rehearsal.pyinfra(LOCAL, CONFIRM, "-y").returncode == 0
 
-    def worse(dep: dict) -> None:  # revision 6: another bad change on top of the confirmed one
+    def worse(dep: dict) -> None:  # revision 17: another bad change on top of the confirmed one
         bad_revision(dep)
         dep["spec"]["template"]["spec"]["containers"][0]["env"].append({"name": "VLLM_TRY", "value": "6"})
 
-    rehearsal.change(worse, change_cause="revision 6")
-    wait_until(lambda: crash_looping(rehearsal), what="revision 6 to crash-loop")
+    rehearsal.change(worse, change_cause="revision 17")
+    wait_until(lambda: crash_looping(rehearsal), what="revision 17 to crash-loop")
     got = rehearsal.pyinfra(LOCAL, RESTORE, "-y")
     assert got.returncode == 0, got.stderr
-    summary = (f"roll back deployment llm/llama-8b from revision 6 to revision 5 ({rs['metadata']['name']}) — "
+    summary = (f"roll back deployment llm/llama-8b from revision 17 to revision 16 ({rs['metadata']['name']}) — "
                "chosen by rule: known-good mark")
     assert any(line.startswith(summary) for line in host_out(got.stderr)), got.stderr
     after = rehearsal.client().get_deployment(NS, NAME)

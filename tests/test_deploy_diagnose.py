@@ -12,7 +12,7 @@ rehearsal = pyinfra_fixtures.rehearsal
 KV_ERROR = ("ValueError: To serve at least one request with the models's max seq len (131072), (16.00 GiB KV cache "
             "is needed, which is larger than the available KV cache memory (3.94 GiB).")
 WHAT_CHANGED = [
-    "step 3 — what changed: revision 3 (good) → revision 4 (bad); current revision crash-loops; good = newest "
+    "step 3 — what changed: revision 14 (good) → revision 15 (bad); current revision crash-loops; good = newest "
     "earlier revision with a different template",
     "--max-model-len: 16384 → (absent)",
     "nodeSelector cloud.google.com/gke-accelerator: (absent) → nvidia-l4",
@@ -33,7 +33,7 @@ def test_incident_report_names_the_error_what_changed_and_the_gpus(rehearsal: Re
     gpus = lines[start + len(WHAT_CHANGED):start + len(WHAT_CHANGED) + 2]
     pods = sorted(p["metadata"]["name"] for p in rehearsal.client().list_pods(NS, "app=llama-8b"))
     nodes = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in rehearsal.client().list_pods(NS, "app=llama-8b")}
-    assert gpus == [f"pod {pod} (revision 4): node {nodes[pod]}, NVIDIA-L4 23034 MiB, 1/1 GPUs requested; other GPU "
+    assert gpus == [f"pod {pod} (revision 15): node {nodes[pod]}, NVIDIA-L4 23034 MiB, 1/1 GPUs requested; other GPU "
                     "consumers: none" for pod in pods]
     assert f"step 2 — startup log: 0/2 pods Ready, crash-looping: {', '.join(pods)}" in lines
     for pod in pods:
@@ -65,7 +65,7 @@ def test_after_restore_the_report_compares_the_restored_revision_with_the_bad_on
     got = rehearsal.pyinfra(LOCAL, DIAGNOSE, "-y")
     assert got.returncode == 0, got.stderr
     lines = host_out(got.stderr)
-    start = lines.index("step 3 — what changed: revision 5 (good) → revision 4 (bad); current revision is not "
+    start = lines.index("step 3 — what changed: revision 16 (good) → revision 15 (bad); current revision is not "
                         "crash-looping; compared with the previous different one")
     assert lines[start + 1] == "--max-model-len: 16384 → (absent)"
     assert "step 2 — startup log: 2/2 pods Ready, crash-looping: none" in lines

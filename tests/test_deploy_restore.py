@@ -28,23 +28,23 @@ PREDICTION = ("prediction on NVIDIA-L40S: fits — KV cache 197,840 tokens, maxi
 
 def test_incident_rolls_back_to_the_good_revision_and_waits_until_ready(rehearsal: Rehearsal) -> None:
     incident(rehearsal)
-    good = replicaset(rehearsal, 3)
+    good = replicaset(rehearsal, 14)
     got = rehearsal.pyinfra(LOCAL, RESTORE, "-y")
     assert got.returncode == 0, got.stderr
     lines = host_out(got.stderr)
-    summary = ("roll back deployment llm/llama-8b from revision 4 to revision 3 (llama-8b-679b57f6fb) — chosen by "
+    summary = ("roll back deployment llm/llama-8b from revision 15 to revision 14 (llama-8b-679b57f6fb) — chosen by "
                "rule: newest earlier revision with a different template")
     assert good["metadata"]["name"] == "llama-8b-679b57f6fb"
     assert any(line.startswith(summary + ": written (resourceVersion ") for line in lines), lines
-    waited = [line for line in lines if line.startswith("wait for revision 3's template to roll out: ")]
+    waited = [line for line in lines if line.startswith("wait for revision 14's template to roll out: ")]
     assert len(waited) == 1 and 'deployment "llama-8b" successfully rolled out after' in waited[0], lines
     seconds = int(waited[0].rsplit(" after ", 1)[1].split("s ")[0])
     assert seconds >= 72, waited  # the simulator takes 72 s (cluster time) to load the weights
     after = rehearsal.client().get_deployment(NS, NAME)
     assert templates_equal(after["spec"]["template"], good["spec"]["template"])
     notes = after["metadata"]["annotations"]
-    assert notes["kubernetes.io/change-cause"] == ("vllm-remedy restore: roll back to revision 3 (newest earlier "
-                                                   "revision with a different template): revision 4 crash-looped")
+    assert notes["kubernetes.io/change-cause"] == ("vllm-remedy restore: roll back to revision 14 (newest earlier "
+                                                   "revision with a different template): revision 15 crash-looped")
     assert notes["vllm-remedy.io/last-action"] == "restore"
     live = [p for p in pods(rehearsal) if not p["metadata"].get("deletionTimestamp")]
     assert len(live) == 2
@@ -77,8 +77,8 @@ def test_dry_shows_the_diff_and_prediction_once_and_changes_nothing(rehearsal: R
     for change in ("+    - --max-model-len", "+    - '16384'", "-    cloud.google.com/gke-accelerator: nvidia-l4",
                    "+    nvidia.com/gpu.product: NVIDIA-L40S", "-  tolerations:"):
         assert change in lines, (change, lines)
-    assert lines[1] == ("revision 4 crash-loops (2 pod(s) max_len_exceeds_kv); roll back to revision 3 (newest "
-                        "earlier revision with a different template: no known-good mark or policy pin; revision 3 "
+    assert lines[1] == ("revision 15 crash-loops (2 pod(s) max_len_exceeds_kv); roll back to revision 14 (newest "
+                        "earlier revision with a different template: no known-good mark or policy pin; revision 14 "
                         "(llama-8b-679b57f6fb) is the newest earlier revision whose template differs)")
     after = rehearsal.client().get_deployment(NS, NAME)
     assert after["metadata"]["resourceVersion"] == bad["metadata"]["resourceVersion"]
@@ -87,11 +87,11 @@ def test_dry_shows_the_diff_and_prediction_once_and_changes_nothing(rehearsal: R
 def test_a_known_good_mark_wins_over_the_newest_earlier_revision(rehearsal: Rehearsal) -> None:
     incident(rehearsal)
     client = rehearsal.client()
-    marked = replicaset(rehearsal, 2)
+    marked = replicaset(rehearsal, 13)
     mark_known_good(client, NS, marked["metadata"]["name"], at=client.server_time(), reason="confirmed in a test")
     got = rehearsal.pyinfra(LOCAL, RESTORE, "-y")
     assert got.returncode == 0, got.stderr
-    summary = (f"roll back deployment llm/llama-8b from revision 4 to revision 2 ({marked['metadata']['name']}) — "
+    summary = (f"roll back deployment llm/llama-8b from revision 15 to revision 13 ({marked['metadata']['name']}) — "
                "chosen by rule: known-good mark")
     assert any(line.startswith(summary + ": written") for line in host_out(got.stderr)), got.stderr
     after = client.get_deployment(NS, NAME)

@@ -35,7 +35,7 @@ POLICY = str(pyinfra_fixtures.ROOT / "policies" / "llama-8b.yaml")
 
 
 def annotate(dep: dict[str, Any]) -> None:
-    """Someone else's edit that keeps revision 4 crash-looping (kubectl's undo would replace these annotations)."""
+    """Someone else's edit that keeps revision 15 crash-looping (kubectl's undo would replace these annotations)."""
     dep["metadata"]["annotations"]["oncall.example.com/owner"] = "someone-else"
 
 
@@ -67,7 +67,7 @@ def test_concurrent_edit_between_prepare_and_execute_is_not_overwritten(rehearsa
     lines = host_out("".join(err))
     failed = [line for line in lines if "changed since it was read" in line]
     assert len(failed) == 1, lines
-    assert failed[0].startswith("roll back deployment llm/llama-8b from revision 4 to revision 3")
+    assert failed[0].startswith("roll back deployment llm/llama-8b from revision 15 to revision 14")
     assert "nothing was written" in failed[0]
     after = rehearsal.client().get_deployment(NS, NAME)
     assert after["spec"]["template"] == edited["spec"]["template"]
@@ -78,7 +78,7 @@ def test_concurrent_edit_between_prepare_and_execute_is_not_overwritten(rehearsa
 
 def test_transient_5xx_and_latency_converge(rehearsal: Rehearsal) -> None:
     incident(rehearsal)
-    good = replicaset(rehearsal, 3)
+    good = replicaset(rehearsal, 14)
     rehearsal.faults([{"verb": "*", "resource": "deployments", "error_rate": 0.3, "error_code": 503},
                       {"verb": "patch", "resource": "deployments", "error_rate": 0.5, "error_code": 500},
                       {"verb": "*", "resource": "*", "latency_ms": 5}])
@@ -91,7 +91,7 @@ def test_transient_5xx_and_latency_converge(rehearsal: Rehearsal) -> None:
 
 def test_injected_conflicts_on_write_converge(rehearsal: Rehearsal) -> None:
     incident(rehearsal)
-    good = replicaset(rehearsal, 3)
+    good = replicaset(rehearsal, 14)
     rehearsal.faults([{"verb": "patch", "resource": "deployments", "conflicts": 2}])
     got = rehearsal.pyinfra(LOCAL, RESTORE, "-y")
     assert got.returncode == 0, got.stderr

@@ -52,7 +52,7 @@ def oom_under_load(rehearsal: Rehearsal, tmp: Path) -> str:
     client = rehearsal.client()
     client.request("POST", "/apis/gateway.networking.k8s.io/v1/namespaces/llm/httproutes", body=route())
     clock = rehearsal.cluster.clock
-    created = min(parse_rfc3339(rs["metadata"]["creationTimestamp"])
+    created = max(parse_rfc3339(rs["metadata"]["creationTimestamp"])  # the running (newest) revision's
                   for rs in client.list_replicasets(NS, "app=llama-8b"))
     wait_until(lambda: clock.now() - created > 31 * 60, 10, "the running revision to be 31 minutes old")
 

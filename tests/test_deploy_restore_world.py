@@ -1,7 +1,7 @@
 """The runbook incident on the rehearsal cluster, shared by the deploy tests (no tests of its own).
 
-Revision 3 of the seed is the good one (vLLM 0.8.5, --max-model-len 16384 on NVIDIA-L40S). The incident
-adds revision 4: --max-model-len dropped (the model default, 131072) and the nodeSelector moved to the
+Revision 14 of the seed is the good one (vLLM 0.8.5, --max-model-len 16384 on NVIDIA-L40S). The incident
+adds revision 15: --max-model-len dropped (the model default, 131072) and the nodeSelector moved to the
 24 GB NVIDIA-L4 pool with the toleration its taint needs. The vLLM simulator then crash-loops it with
 vLLM's own "max seq len ... larger than the available KV cache memory" error. The strategy is Recreate
 so, as in the runbook, every pod is down and the rollback has to start pods from scratch.
@@ -65,10 +65,10 @@ def crash_looping(rehearsal: Rehearsal, count: int = 2) -> bool:
 
 
 def incident(rehearsal: Rehearsal) -> dict[str, Any]:
-    """Roll out the bad revision 4 and wait until its pods crash-loop; returns the Deployment as it then is."""
+    """Roll out the bad revision 15 and wait until its pods crash-loop; returns the Deployment as it then is."""
     vllm_runtime(rehearsal)
     rehearsal.change(bad_revision, change_cause="drop --max-model-len; move to the L4 pool")
-    wait_until(lambda: crash_looping(rehearsal), what="revision 4 to crash-loop")
+    wait_until(lambda: crash_looping(rehearsal), what="revision 15 to crash-loop")
     return rehearsal.client().get_deployment(NS, NAME)
 
 

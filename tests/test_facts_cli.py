@@ -51,12 +51,12 @@ def crash_revision(rehearsal: Rehearsal) -> None:
 
 def test_rollout_history_fact(rehearsal: Rehearsal) -> None:
     history = fact(rehearsal, HISTORY)
-    assert (history["deployment"], history["current_revision"], history["known_good"]) == ("llama-8b", 3, [])
+    assert (history["deployment"], history["current_revision"], history["known_good"]) == ("llama-8b", 14, [])
     rows = history["revisions"]
     assert [(r["number"], r["current"], r["change_cause"]) for r in rows] == [
-        (1, False, "llama-8b on vLLM 0.6.6, default max-model-len"),
-        (2, False, "vLLM 0.7.3; --max-model-len 16384 for longer RAG prompts"),
-        (3, True, "vLLM 0.8.5; --max-num-seqs 64 to cap KV usage under load")]
+        (12, False, "llama-8b on vLLM 0.6.6, default max-model-len"),
+        (13, False, "vLLM 0.7.3; --max-model-len 16384 for longer RAG prompts"),
+        (14, True, "vLLM 0.8.5; --max-num-seqs 64 to cap KV usage under load")]
     assert [(r["server"]["image_tag"], r["server"]["model"], r["server"]["flags"]) for r in rows] == [
         ("v0.6.6", MODEL, {"max-model-len": "8192", "gpu-memory-utilization": "0.90"}),
         ("v0.7.3", MODEL, {"max-model-len": "16384", "gpu-memory-utilization": "0.90"}),
@@ -73,7 +73,7 @@ def test_known_good_mark_shows_in_the_history(rehearsal: Rehearsal) -> None:
     rev2: Revision = read_rollout(client, "llm", "llama-8b").history[1]
     mark_known_good(client, "llm", rev2.replicaset, at=1767225600.0, reason="stable 30m at peak")
     history = fact(rehearsal, HISTORY)
-    assert history["known_good"] == [2]
+    assert history["known_good"] == [13]
     row = history["revisions"][1]
     assert (row["known_good"], row["known_good_at"], row["known_good_reason"], row["replicaset"]) == (
         True, "2026-01-01T00:00:00Z", "stable 30m at peak", rev2.replicaset)
@@ -84,22 +84,22 @@ def test_pods_fact_on_a_healthy_rollout(rehearsal: Rehearsal) -> None:
     pods = fact(rehearsal, PODS)
     assert {k: pods[k] for k in ("container", "new_revision", "total", "ready", "crash_looping", "unschedulable",
                                  "failures")} == {
-        "container": "vllm", "new_revision": 3, "total": 2, "ready": 2, "crash_looping": [], "unschedulable": [],
+        "container": "vllm", "new_revision": 14, "total": 2, "ready": 2, "crash_looping": [], "unschedulable": [],
         "failures": {}}
     live = {p["name"]: p["node"] for p in rehearsal.client().list_pods("llm", "app=llama-8b")
             for p in [{"name": p["metadata"]["name"], "node": p["spec"].get("nodeName")}]}
     assert {p["name"]: p["node"] for p in pods["pods"]} == live
-    assert {(p["revision"], p["new"], p["ready"], p["restarts"]) for p in pods["pods"]} == {(3, True, True, 0)}
+    assert {(p["revision"], p["new"], p["ready"], p["restarts"]) for p in pods["pods"]} == {(14, True, True, 0)}
     assert [c["startup"] for p in pods["pods"] for c in p["containers"]] == [None, None]
 
 
 def test_pods_fact_classifies_the_crashed_containers_previous_log(rehearsal: Rehearsal) -> None:
     crash_revision(rehearsal)
     pods = fact(rehearsal, PODS)
-    assert (pods["new_revision"], pods["failures"]) == (4, {"max_len_exceeds_kv": 1})
+    assert (pods["new_revision"], pods["failures"]) == (15, {"max_len_exceeds_kv": 1})
     [crashed] = [p for p in pods["pods"] if p["crash_looping"]]
     assert pods["crash_looping"] == [crashed["name"]]
-    assert (crashed["revision"], crashed["new"], crashed["ready"]) == (4, True, False)
+    assert (crashed["revision"], crashed["new"], crashed["ready"]) == (15, True, False)
     [vllm] = crashed["containers"]
     assert (vllm["waiting_reason"], vllm["exit_code"], vllm["terminated_reason"], vllm["host_oom_killed"]) == (
         "CrashLoopBackOff", 1, "Error", False)
@@ -112,7 +112,7 @@ def test_pods_fact_classifies_the_crashed_containers_previous_log(rehearsal: Reh
                                         "suggested_max_model_len": 23648}
     # the old revision keeps serving (maxUnavailable 0) and is not blamed
     assert sorted((p["revision"], p["ready"]) for p in pods["pods"] if not p["crash_looping"]) == [
-        (3, True), (3, True)]
+        (14, True), (14, True)]
     # logs=none: the same picture, no log read
     quiet = fact(rehearsal, PODS, "logs=none", key=f"{PODS} (logs=none)")
     assert [c["startup"] for p in quiet["pods"] for c in p["containers"]] == [None, None, None]
@@ -143,10 +143,11 @@ def test_pods_fact_reports_unschedulable_pods_with_the_schedulers_words(rehearsa
     pods = fact(rehearsal, PODS)
     [pending] = [p for p in pods["pods"] if p["unschedulable"]]
     assert pods["unschedulable"] == [pending["name"]]
-    assert (pending["revision"], pending["new"], pending["node"], pending["phase"]) == (4, True, None, "Pending")
+    assert (pending["revision"], pending["new"], pending["node"], pending["phase"]) == (15, True, None, "Pending")
     assert pending["unschedulable"] == ("0/6 nodes are available: 2 node(s) had untolerated taint "
                                         "{nvidia.com/gpu: present}, 4 node(s) didn't match Pod's node "
-                                        "affinity/selector.")
+                                        "affinity/selector. preemption: 0/6 nodes are available: "
+                                        "6 Preemption is not helpful for scheduling.")
 
 
 def test_gpu_nodes_fact(rehearsal: Rehearsal) -> None:
@@ -173,5 +174,5 @@ def test_deployment_fact_follows_a_new_revision(rehearsal: Rehearsal) -> None:
     crash_revision(rehearsal)
     dep = fact(rehearsal, DEPLOYMENT)
     assert (dep["revision"], dep["change_cause"], dep["server"]["flags"], dep["gpus_per_pod"]) == (
-        4, "max-model-len 29000", {"max-model-len": "29000"}, 1)
+        15, "max-model-len 29000", {"max-model-len": "29000"}, 1)
     assert dep["replicas"]["desired"] == 2 and dep["replicas"]["updated"] == 1
