@@ -15,8 +15,7 @@ from typing import Any
 
 import yaml
 
-from vllm_remedy.vllm import catalog
-from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate
+from vllm_remedy.vllm.memory.calibration import estimate_case
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = ROOT / "tests" / "data" / "calibration"
@@ -68,19 +67,6 @@ def load_cases() -> list[tuple[str, dict[str, Any]]]:
     return [(p.stem, yaml.safe_load(p.read_text())) for p in sorted(CASES.glob("*.yaml"))]
 
 
-def run_case(case: dict[str, Any]) -> Estimate:
-    if "model_config" in case:
-        model = catalog.ModelSpec.from_hf_config(case["model_config"], case["model"], case.get("model_params_b"))
-    else:
-        model = catalog.model(case["model"])
-    gpu = catalog.gpu(case["gpu"])
-    if case.get("gpu_memory_gib"):
-        gpu = gpu.with_total(float(case["gpu_memory_gib"]))
-    flags = {k: str(v) for k, v in case["flags"].items()}
-    flags["other-process-gib"] = str(case.get("other_process_gib", 0.0))
-    return estimate(model, gpu, EngineSettings.from_flags(flags, str(case["vllm_version"])))
-
-
 def _summary(label: str, errors: list[float]) -> str:
     if not errors:
         return f"{label}: no cases with logged KV tokens."
@@ -106,7 +92,7 @@ def table() -> tuple[str, list[float]]:
     errors: list[float] = []
     oos_errors: list[float] = []
     for name, case in load_cases():
-        est = run_case(case)
+        est = estimate_case(case)
         logged = case["logged"]
         tokens = logged.get("kv_cache_tokens")
         err = ""

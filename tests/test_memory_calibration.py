@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from vllm_remedy.vllm import catalog
-from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate
+from vllm_remedy.vllm.memory.calibration import estimate_case
 
 CASES = sorted((Path(__file__).parent / "data" / "calibration").glob("*.yaml"))
 
@@ -23,26 +22,13 @@ def _load(path: Path) -> dict[str, Any]:
 SIZED = [p for p in CASES if _load(p)["logged"].get("kv_cache_tokens")]
 
 
-def _run(case: dict[str, Any]) -> Estimate:
-    if "model_config" in case:
-        model = catalog.ModelSpec.from_hf_config(case["model_config"], case["model"], case.get("model_params_b"))
-    else:
-        model = catalog.model(case["model"])
-    gpu = catalog.gpu(case["gpu"])
-    if case.get("gpu_memory_gib"):
-        gpu = gpu.with_total(float(case["gpu_memory_gib"]))
-    flags = {k: str(v) for k, v in case["flags"].items()}
-    flags["other-process-gib"] = str(case.get("other_process_gib", 0.0))
-    return estimate(model, gpu, EngineSettings.from_flags(flags, str(case["vllm_version"])))
-
-
 def _errors(out_of_sample_only: bool = False) -> list[float]:
     out = []
     for path in CASES:
         case = _load(path)
         logged = case["logged"].get("kv_cache_tokens")
         if logged and not (out_of_sample_only and case["fit"]):
-            out.append((_run(case).kv_cache_tokens - logged) / logged)
+            out.append((estimate_case(case).kv_cache_tokens - logged) / logged)
     return out
 
 
@@ -59,14 +45,14 @@ def test_collection_is_broad_enough():
 @pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
 def test_outcome_matches_log(path):
     case = _load(path)
-    assert _run(case).outcome.value == case["logged"]["outcome"]
+    assert estimate_case(case).outcome.value == case["logged"]["outcome"]
 
 
 @pytest.mark.parametrize("path", SIZED, ids=[p.stem for p in SIZED])
 def test_kv_tokens_close_and_never_more_than_logged(path):
     case = _load(path)
     logged = case["logged"]["kv_cache_tokens"]
-    predicted = _run(case).kv_cache_tokens
+    predicted = estimate_case(case).kv_cache_tokens
     assert abs(predicted - logged) / logged <= 0.10
     assert predicted <= logged * 1.005  # uncertain terms are rounded toward less KV
 
