@@ -64,6 +64,7 @@ activation wrong: vLLM logged 1.42 GiB, the V0 formula gives 0.54 GiB, so the pr
 
 
 def load_cases() -> list[tuple[str, dict[str, Any]]]:
+    """(file stem, parsed case) for every case, in file-name order so the table is stable."""
     return [(p.stem, yaml.safe_load(p.read_text())) for p in sorted(CASES.glob("*.yaml"))]
 
 
@@ -86,12 +87,13 @@ def fit_table(cases: list[tuple[str, dict[str, Any]]]) -> str:
     return "\n".join(f"- `{term}`: {', '.join(names)}" for term, names in sorted(by_term.items()))
 
 
-def table() -> tuple[str, list[float]]:
+def table(cases: list[tuple[str, dict[str, Any]]]) -> tuple[str, list[float]]:
+    """The markdown table and summary, and every sized case's relative KV error."""
     rows = ["| case | vLLM | GPU | role | predicted outcome | logged outcome | predicted KV tokens | "
             "logged KV tokens | error |", "|---|---|---|---|---|---|---:|---:|---:|"]
     errors: list[float] = []
     oos_errors: list[float] = []
-    for name, case in load_cases():
+    for name, case in cases:
         est = estimate_case(case)
         logged = case["logged"]
         tokens = logged.get("kv_cache_tokens")
@@ -107,7 +109,6 @@ def table() -> tuple[str, list[float]]:
         rows.append(f"| [{name}]({case['source']}) | {case['vllm_version']} | {case['gpu']} | {role} | "
                     f"{est.outcome.value} | "
                     f"{logged['outcome']} | {est.kv_cache_tokens:,} | {f'{tokens:,}' if tokens else '—'} | {err} |")
-    cases = load_cases()
     versions = sorted({str(c["vllm_version"]) for _, c in cases})
     gpus = sorted({c["gpu"] for _, c in cases})
     summary = (f"\n{len(rows) - 2} cases, {len(versions)} versions ({', '.join(versions)}), {len(gpus)} GPU "
@@ -117,8 +118,8 @@ def table() -> tuple[str, list[float]]:
 
 
 def main(argv: list[str]) -> int:
-    text, _ = table()
     cases = load_cases()
+    text, _ = table(cases)
     oos = [n for n, c in cases if not c.get("fit")]
     notes = NOTES.format(fit_table=fit_table(cases), oos=", ".join(oos))
     print(text)
