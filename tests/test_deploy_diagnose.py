@@ -65,9 +65,9 @@ def test_after_restore_the_report_compares_the_restored_revision_with_the_bad_on
     got = rehearsal.pyinfra(LOCAL, DIAGNOSE, "-y")
     assert got.returncode == 0, got.stderr
     lines = host_out(got.stderr)
-    start = lines.index("step 3 — what changed: revision 16 (good) → revision 15 (bad); current revision is not "
-                        "crash-looping; compared with the previous different one")
-    assert lines[start + 1] == "--max-model-len: 16384 → (absent)"
+    start = lines.index("step 3 — what changed: revision 15 (previous) → revision 16 (current); "
+                        "current revision is not crash-looping")
+    assert lines[start + 1] == "--max-model-len: (absent) → 16384"
     assert "step 2 — startup log: 2/2 pods Ready, crash-looping: none" in lines
 
 

@@ -56,12 +56,13 @@ def _figures(report: Mapping[str, Any] | None) -> str:
 
 
 def compared_revisions(history: Mapping[str, Any], pods: Mapping[str, Any], policy: Policy,
-                       container: str | None = None) -> tuple[Any, Any, str]:
-    """(bad, good, why): the crash-looping current revision vs the one step 1 restores; else current vs previous."""
+                       container: str | None = None) -> tuple[Any, Any, str, str]:
+    """(before, after, labels, why) for "what changed": the revision step 1 restores → the crash-looping current
+    one; with no crash loop, the previous different revision → the current one (nothing is called bad then)."""
     revs = revisions(history)
     current = next((r for r in revs if r.number == history.get("current_revision")), None)
     if current is None:
-        return None, None, "no rollout history"
+        return None, None, "", "no rollout history"
     earlier = [r for r in sorted(revs, key=lambda r: -r.number) if r.number < current.number
                and not templates_equal(r.template, current.template)]
     if crash_failures(pods, container):
@@ -69,11 +70,11 @@ def compared_revisions(history: Mapping[str, Any], pods: Mapping[str, Any], poli
             choice = choose_rollback(revs, current.number, keys=Keys(policy.annotation_prefix),
                                      pinned=policy_pin(policy.known_good, container))
         except RolloutError as exc:
-            return current, None, str(exc)
-        return current, choice.revision, f"current revision crash-loops; good = {choice.rule}"
+            return None, current, "", str(exc)
+        return choice.revision, current, "good → bad", f"current revision crash-loops; good = {choice.rule}"
     if not earlier:
-        return None, current, "no earlier revision with a different template"
-    return earlier[0], current, "current revision is not crash-looping; compared with the previous different one"
+        return None, current, "", "no earlier revision with a different template"
+    return earlier[0], current, "previous → current", "current revision is not crash-looping"
 
 
 def gpu_lines(pods: Mapping[str, Any], nodes: Mapping[str, Any]) -> list[str]:
@@ -119,10 +120,12 @@ def diagnose_lines(history: Mapping[str, Any], pods: Mapping[str, Any], nodes: M
             out += [f"    | {line}" for line in evidence_lines(logs.get(f"{pod['name']}/{c['name']}") or [])]
     if not seen:
         out.append("  no crashed container")
-    bad, good, why = compared_revisions(history, pods, policy, container)
-    if bad is not None and good is not None:
-        out.append(f"step 3 — what changed: revision {good.number} (good) → revision {bad.number} (bad); {why}")
-        changes = describe(revision_diff(good.template, bad.template, container))
+    before, after, labels, why = compared_revisions(history, pods, policy, container)
+    if before is not None and after is not None:
+        first, second = labels.split(" → ")
+        out.append(f"step 3 — what changed: revision {before.number} ({first}) → revision {after.number} "
+                   f"({second}); {why}")
+        changes = describe(revision_diff(before.template, after.template, container))
         out += [f"  {line}" for line in changes] or ["  templates differ only outside the compared fields"]
     else:
         out.append(f"step 3 — what changed: nothing to compare ({why})")
