@@ -33,6 +33,30 @@ def bare_template(template: Obj) -> Obj:
     return out
 
 
+def in_crash_loop(pod: Obj, container: str | None = None) -> bool:
+    """A watched container crashed and has not been Ready since (an SRE's "the pod is crash-looping").
+
+    Why not ``state.waiting.reason == CrashLoopBackOff`` alone: that is only the back-off window (10 s,
+    20 s, 40 s ... of cluster time), while the minute or more between a restart and the next crash
+    (the model loading again) reads ``running``. Polled once per cluster minute at 600x, the window was
+    caught by luck and the series read 0 through most of a crash loop.
+    """
+    for cs in (pod.get("status") or {}).get("containerStatuses") or []:
+        if container and cs.get("name") != container:
+            continue
+        if cs.get("ready"):
+            continue
+        state, last = cs.get("state") or {}, cs.get("lastState") or {}
+        if (state.get("waiting") or {}).get("reason") == "CrashLoopBackOff":
+            return True
+        died_now = state.get("terminated") or {}
+        if died_now and died_now.get("exitCode") not in (None, 0):
+            return True
+        if int(cs.get("restartCount") or 0) > 0 and last.get("terminated"):
+            return True
+    return False
+
+
 def rolled_out(dep: Obj) -> bool:
     """``kubectl rollout status`` would say "successfully rolled out", and every replica is Ready."""
     spec, status = dep.get("spec") or {}, dep.get("status") or {}
@@ -105,7 +129,7 @@ class Observer:
                 health = pod_health(pod)
                 uid = pod["metadata"].get("uid", pod["metadata"]["name"])
                 self._restarts[uid] = max(self._restarts.get(uid, 0), health.restarts)
-                crash_looping += int(health.crash_looping)
+                crash_looping += int(in_crash_loop(pod, sc.container))
                 if self.fault_at is not None and pod["spec"].get("nodeName"):
                     seen = self.pods_seen.setdefault(pod["metadata"]["name"], {
                         "spec": pod["spec"], "node": pod["spec"]["nodeName"], "ready": False, "t": now})
