@@ -174,7 +174,8 @@ def _inputs(server: ServerCommand, spec: Mapping[str, Any], where: str) -> _Inpu
     pinned = next((found.node_selector[k] for k in PRODUCT_LABELS if k in found.node_selector), None)
     choices = _affinity_products(spec)
     if pinned is None and choices:
-        known = sorted(((catalog.gpu(c).total_gib, c) for c in choices if _known(c)), key=lambda p: p[0])
+        specs = [(spec.total_gib, c) for c in choices if (spec := catalog.find_gpu(c)) is not None]
+        known = sorted(specs, key=lambda p: p[0])
         if known:
             pinned = known[0][1]
             if len(choices) > 1:
@@ -196,14 +197,6 @@ def _affinity_products(spec: Mapping[str, Any]) -> list[str]:
             if expr.get("key") in PRODUCT_LABELS and expr.get("operator") == "In":
                 out += [str(v) for v in expr.get("values") or [] if str(v) not in out]
     return out
-
-
-def _known(label: str) -> bool:
-    try:
-        catalog.gpu(label)
-    except UserError:
-        return False
-    return True
 
 
 def render(plan: Plan, version: str) -> str:

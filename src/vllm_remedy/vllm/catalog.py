@@ -167,8 +167,9 @@ def _gpu_index() -> dict[str, GpuSpec]:
 _MIG = re.compile(r"^(?P<parent>.+?)-mig-(?P<g>\d+)g\.(?P<gb>\d+)gb$")
 
 
-def gpu(label: str) -> GpuSpec:
-    """The GPU for a node label value: GFD product (with ``-SHARED`` / ``-MIG-1g.10gb``), GKE or Karpenter."""
+def find_gpu(label: str) -> GpuSpec | None:
+    """The GPU for a node label value (GFD product, with ``-SHARED`` / ``-MIG-1g.10gb``, GKE or Karpenter), or
+    None when the catalog lacks it: a policy or affinity may name cards we do not know, which is a note there."""
     key = label.strip().lower()
     index = _gpu_index()
     if key.endswith("-shared"):  # time-sliced: same card, memory shared with other pods
@@ -182,7 +183,15 @@ def gpu(label: str) -> GpuSpec:
         gib = round(int(mig.group("gb")) * 0.93, 2)
         return GpuSpec(f"{parent.product}-MIG-{mig.group('g')}g.{mig.group('gb')}gb", gib,
                        parent.compute_capability, parent.fp8, int(int(mig.group("gb")) * 1000))
-    raise UserError(f"unknown GPU label {label}; pass --gpu-memory-gib")
+    return None
+
+
+def gpu(label: str) -> GpuSpec:
+    """The GPU for a node label value, as :func:`find_gpu`; an unknown label is the user's to fix."""
+    spec = find_gpu(label)
+    if spec is None:
+        raise UserError(f"unknown GPU label {label}; pass --gpu-memory-gib")
+    return spec
 
 
 def gpu_labels() -> list[str]:

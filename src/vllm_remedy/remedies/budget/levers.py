@@ -11,7 +11,6 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from vllm_remedy.errors import UserError
 from vllm_remedy.remedies.budget.limits import Limits
 from vllm_remedy.vllm import catalog
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
@@ -93,7 +92,7 @@ def gpu_products(ctx: Context, s: EngineSettings, gpu: GpuSpec) -> list[Variant]
     class (data-center cards for a data-center card) and no older generation, smallest first."""
     lim = ctx.limits
     if lim.products:
-        known = [(label, _known(label)) for label in lim.products]
+        known = [(label, catalog.find_gpu(label)) for label in lim.products]  # unknown: a ladder note
         pinned = [(lbl, g) for lbl, g in known if g is not None and g.product != gpu.product]
         pinned.sort(key=lambda p: (p[1].total_gib, p[1].product))
         return [Variant(s, g, lbl) for lbl, g in pinned]
@@ -117,13 +116,6 @@ def enforce_eager(ctx: Context, s: EngineSettings, gpu: GpuSpec) -> list[Variant
 
 def _cc(gpu: GpuSpec) -> tuple[int, ...]:
     return tuple(int(p) for p in gpu.compute_capability.split(".") if p.isdigit())
-
-
-def _known(label: str) -> GpuSpec | None:
-    try:
-        return catalog.gpu(label)
-    except UserError:  # an unknown policy label is reported as a note by the ladder, not an error
-        return None
 
 
 def _halvings(top: int, floor: int) -> list[int]:

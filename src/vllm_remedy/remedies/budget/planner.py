@@ -13,6 +13,7 @@ from vllm_remedy.remedies.budget.ladder import Rung, build
 from vllm_remedy.remedies.budget.levers import Context, tp_sizes
 from vllm_remedy.remedies.budget.limits import Limits, limits
 from vllm_remedy.remedies.plan import Plan, Step, TemplateChange
+from vllm_remedy.vllm import catalog
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate, resolve
 from vllm_remedy.vllm.outcomes import Failure, Outcome
@@ -186,7 +187,7 @@ def _lever_notes(req: BudgetRequest, lim: Limits, rungs: list[Rung]) -> list[str
     if not tp_sizes(req.model, max(req.settings.tp + 1, lim.tp_min), lim.tp_max):
         out.append(f"tensor-parallel-size above {req.settings.tp} not offered: none up to {lim.tp_max} GPUs divides "
                    f"{req.model.num_heads} attention / {req.model.num_kv_heads} KV heads")
-    unknown = [p for p in lim.products if not _known_label(p)]
+    unknown = [p for p in lim.products if catalog.find_gpu(p) is None]
     if unknown:
         out.append(f"policy GPU products not in the catalog (skipped): {', '.join(unknown)}")
     if req.gpu_label is None and lim.products and req.gpu.product not in lim.products:
@@ -195,14 +196,3 @@ def _lever_notes(req: BudgetRequest, lim: Limits, rungs: list[Rung]) -> list[str
         out.append("--enforce-eager is the only change predicted to fit: it costs throughput and latency; "
                    "plan a real fix (bigger GPU, TP, shorter max-model-len bounds) before it expires")
     return out
-
-
-def _known_label(label: str) -> bool:
-    from vllm_remedy.errors import UserError
-    from vllm_remedy.vllm import catalog
-
-    try:
-        catalog.gpu(label)
-    except UserError:
-        return False
-    return True
