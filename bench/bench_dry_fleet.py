@@ -29,6 +29,7 @@ from typing import Any
 
 from vllm_remedy.sim import kubeconfig as sim_kubeconfig
 from vllm_remedy.sim.cluster import Cluster
+from vllm_remedy.sim.controllers.manager import wait_until
 from vllm_remedy.sim.server import SimServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -102,8 +103,12 @@ def main() -> int:
     for i in range(args.clusters):
         cluster = Cluster(f"c{i}", speed=args.speed)
         cluster.start()
-        cluster.apply_seed(world, wait=True, timeout=600)
+        cluster.apply_seed(world, wait=False)  # the seed waits per Deployment; wait for all at once below
         clusters.append(cluster)
+    names = [f"model-{d}" for d in range(args.deployments)]
+    if not wait_until(lambda: all(c.rolled_out("llm", n) for c in clusters for n in names), 900):
+        print("the fleet never became Ready", file=sys.stderr)
+        return 1
     server = SimServer(clusters)
     counts: Counter[str] = Counter()
     original = server.dispatch
@@ -115,13 +120,13 @@ def main() -> int:
     server.dispatch = counting  # type: ignore[method-assign]
     server.start()
     setup_s = time.perf_counter() - setup
-    names = [c.name for c in clusters]
-    kubeconfig = sim_kubeconfig.write(tmp / "kubeconfig", server.url, names)
+    contexts = [c.name for c in clusters]
+    kubeconfig = sim_kubeconfig.write(tmp / "kubeconfig", server.url, contexts)
     policy = tmp / "fleet-policy.yaml"
     policy.write_text(f"extends: {ROOT / 'policies' / 'llama-8b'}\n"
                       "target: {namespaces: [llm], deployments: [], models: [meta-llama/Llama-3.1-8B-Instruct]}\n")
-    fleet = write_inventory(tmp, names, args.deployments, policy, expand=args.expand)
-    one = write_inventory(tmp, names, args.deployments, policy, expand=False, limit=1)
+    fleet = write_inventory(tmp, contexts, args.deployments, policy, expand=args.expand)
+    one = write_inventory(tmp, contexts, args.deployments, policy, expand=False, limit=1)
     env = {k: v for k, v in os.environ.items() if k != "XDG_STATE_HOME"}
     env.update({"KUBECONFIG": str(kubeconfig), "HOME": str(tmp), "PYINFRA_PROGRESS": "off", "NO_COLOR": "1"})
     deploy = str(ROOT / "deploys" / args.deploy)
