@@ -18,10 +18,12 @@ from typing import Any
 
 from vllm_remedy.commands import _engine_args as ea
 from vllm_remedy.errors import UserError
+from vllm_remedy.kube.gpus import affinity_products
 from vllm_remedy.policy import load_policy
-from vllm_remedy.remedies.budget import PRODUCT_LABELS, BudgetRequest, plan_budget
+from vllm_remedy.remedies.budget import BudgetRequest, plan_budget
 from vllm_remedy.remedies.plan import Plan
 from vllm_remedy.vllm import catalog, manifest
+from vllm_remedy.vllm.catalog import PRODUCT_LABELS
 from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, find_server
 from vllm_remedy.vllm.memory import EngineSettings
 from vllm_remedy.vllm.outcomes import Failure
@@ -172,7 +174,7 @@ def _inputs(server: ServerCommand, spec: Mapping[str, Any], where: str) -> _Inpu
     selector = spec.get("nodeSelector") if isinstance(spec.get("nodeSelector"), dict) else {}
     found.node_selector = {str(k): str(v) for k, v in selector.items()}
     pinned = next((found.node_selector[k] for k in PRODUCT_LABELS if k in found.node_selector), None)
-    choices = _affinity_products(spec)
+    choices = affinity_products(spec)
     if pinned is None and choices:
         specs = [(spec.total_gib, c) for c in choices if (spec := catalog.find_gpu(c)) is not None]
         known = sorted(specs, key=lambda p: p[0])
@@ -185,18 +187,6 @@ def _inputs(server: ServerCommand, spec: Mapping[str, Any], where: str) -> _Inpu
     if found.version is None:
         found.notes.append(f"{where}: image {server.image} names no vLLM version; the newest rules are used")
     return found
-
-
-def _affinity_products(spec: Mapping[str, Any]) -> list[str]:
-    """GPU product values a required node affinity allows (``In`` on a product label)."""
-    node = ((spec.get("affinity") or {}).get("nodeAffinity") or {})
-    required = node.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
-    out: list[str] = []
-    for term in required.get("nodeSelectorTerms") or []:
-        for expr in (term or {}).get("matchExpressions") or []:
-            if expr.get("key") in PRODUCT_LABELS and expr.get("operator") == "In":
-                out += [str(v) for v in expr.get("values") or [] if str(v) not in out]
-    return out
 
 
 def render(plan: Plan, version: str) -> str:

@@ -13,8 +13,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from vllm_remedy.vllm.catalog import PRODUCT_LABELS
+
 GPU = "nvidia.com/gpu"
-PRODUCT_LABELS = ("nvidia.com/gpu.product", "cloud.google.com/gke-accelerator", "karpenter.k8s.aws/instance-gpu-name")
 MEMORY_LABEL = "nvidia.com/gpu.memory"  # MiB
 SHARED_SUFFIX = "-SHARED"
 
@@ -125,3 +126,15 @@ def pod_gpu(pod: Mapping[str, Any], node: Mapping[str, Any] | None, pods_on_node
     others = tuple(c for c in picture.consumers if c[0] != me) if picture else ()
     return PodGpu(pod=me, node=(pod.get("spec") or {}).get("nodeName"), gpus=pod_gpu_request(pod),
                   node_gpus=picture, others=others)
+
+
+def affinity_products(spec: Mapping[str, Any]) -> list[str]:
+    """GPU product values a pod spec's required node affinity allows (``In`` on a product label), in order."""
+    node = ((spec.get("affinity") or {}).get("nodeAffinity") or {})
+    required = node.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+    out: list[str] = []
+    for term in required.get("nodeSelectorTerms") or []:
+        for expr in (term or {}).get("matchExpressions") or []:
+            if expr.get("key") in PRODUCT_LABELS and expr.get("operator") == "In":
+                out += [str(v) for v in expr.get("values") or [] if str(v) not in out]
+    return out

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from vllm_remedy.errors import UserError
-from vllm_remedy.remedies.budget import PRODUCT_LABELS
+from vllm_remedy.kube.gpus import affinity_products
 from vllm_remedy.vllm import catalog
+from vllm_remedy.vllm.catalog import PRODUCT_LABELS
 from vllm_remedy.vllm.cmdline import find_server
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate
 from vllm_remedy.vllm.versions import version_from_image
@@ -51,17 +52,7 @@ def pinned_gpu(spec: Mapping[str, Any]) -> str | None:
     for key in PRODUCT_LABELS:
         if selector.get(key):
             return str(selector[key])
-    node = ((spec.get("affinity") or {}).get("nodeAffinity") or {})
-    required = node.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
-    choices: list[tuple[float, str]] = []
-    for term in required.get("nodeSelectorTerms") or []:
-        for expr in (term or {}).get("matchExpressions") or []:
-            if expr.get("key") in PRODUCT_LABELS and expr.get("operator") == "In":
-                for value in expr.get("values") or []:
-                    try:
-                        choices.append((catalog.gpu(str(value)).total_gib, str(value)))
-                    except UserError:
-                        continue
+    choices = [(g.total_gib, v) for v in affinity_products(spec) if (g := catalog.find_gpu(v)) is not None]
     return min(choices)[1] if choices else None
 
 

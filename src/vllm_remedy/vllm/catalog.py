@@ -21,6 +21,8 @@ from vllm_remedy.errors import UserError
 from vllm_remedy.vllm import hf_config
 
 GIB = 1024**3
+#: Node labels that name the GPU product, in the order they are trusted: GPU feature discovery, GKE, Karpenter.
+PRODUCT_LABELS = ("nvidia.com/gpu.product", "cloud.google.com/gke-accelerator", "karpenter.k8s.aws/instance-gpu-name")
 
 
 @dataclass(frozen=True)

@@ -14,13 +14,11 @@ from vllm_remedy.remedies.budget.levers import Context, tp_sizes
 from vllm_remedy.remedies.budget.limits import Limits, limits
 from vllm_remedy.remedies.plan import Plan, Step, TemplateChange
 from vllm_remedy.vllm import catalog
-from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
+from vllm_remedy.vllm.catalog import PRODUCT_LABELS, GpuSpec, ModelSpec
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate, resolve
 from vllm_remedy.vllm.outcomes import Failure, Outcome
 
 KIND = "BudgetPlan"
-#: Node labels that pin a GPU product (GPU feature discovery, GKE, Karpenter); a swap replaces any of them.
-PRODUCT_LABELS = ("nvidia.com/gpu.product", "cloud.google.com/gke-accelerator", "karpenter.k8s.aws/instance-gpu-name")
 _STARTUP = frozenset(o.value for o in Outcome) - {"fits"}
 
 

@@ -18,14 +18,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from vllm_remedy.vllm.catalog import PRODUCT_LABELS
+
 PREFIX = "sim.vllm-remedy.io/"
 GPU_USED_GIB = PREFIX + "gpu-used-gib"
 LOAD = PREFIX + "load"
 OOM_KILLED = PREFIX + "oom-killed"
 
 # Node labels that name the GPU (GPU feature discovery, GKE, Karpenter), in the order they are trusted.
-GPU_PRODUCT_LABELS = ("nvidia.com/gpu.product", "cloud.google.com/gke-accelerator",
-                      "karpenter.k8s.aws/instance-gpu-name")
+GPU_PRODUCT_LABELS = PRODUCT_LABELS
 # Node labels that give the card's memory in MiB (nvidia-smi total), for cards the catalog lacks.
 GPU_MEMORY_LABELS = ("nvidia.com/gpu.memory", "karpenter.k8s.aws/instance-gpu-memory")
 
