@@ -3,8 +3,9 @@
 A seed expresses a Deployment's history as an ordered list of revisions (numbered from
 ``first-revision``). The older ones are written as the scaled-to-zero ReplicaSets the deployment
 controller leaves behind (its own builder: hashes, owner reference, revision and change-cause), and
-the controller rolls out only the last — so a long history costs one model load, not one per revision. Node entries take a GPU shorthand that expands
-to the labels GPU feature discovery, GKE or Karpenter put on real nodes.
+the controller rolls out only the last — so a long history costs one model load, not one per
+revision. Node entries take a GPU shorthand that expands to the labels GPU feature discovery, GKE or
+Karpenter put on real nodes.
 """
 
 from __future__ import annotations
