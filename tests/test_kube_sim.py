@@ -7,11 +7,10 @@ of the Kubernetes layer, independent of the vLLM simulator.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from sim_fixtures import Sim, deployment, gpu_node, make_sim
+import sim_fixtures
+from sim_fixtures import Sim, deployment
 from test_kube_wait import MAX_LEN_LOG
 from vllm_remedy.kube.actions import read_rollout, undo
 from vllm_remedy.kube.client import KubeClient
@@ -23,20 +22,12 @@ from vllm_remedy.kube.rollout import RULE_DIFFERENT, choose_rollback
 from vllm_remedy.kube.wait import wait_for_rollout
 from vllm_remedy.sim.runtime import EXIT_AFTER, EXIT_CODE, LOG_LINES
 
-
-@pytest.fixture
-def live(tmp_path: Path):
-    s = make_sim(tmp_path, start=True)
-    s.clusters["a"].store.create("nodes", gpu_node("gpu-1"))
-    yield s
-    for c in s.clusters.values():
-        c.stop()
-    s.server.stop()
+live_sim = sim_fixtures.live_sim  # one cluster "a", controllers at 60x, one L40S node
 
 
-def test_crash_loop_then_restore_on_the_rehearsal_cluster(live: Sim) -> None:
-    cluster = live.clusters["a"]
-    client = KubeClient.for_context("a", kubeconfig=str(live.kubeconfig))
+def test_crash_loop_then_restore_on_the_rehearsal_cluster(live_sim: Sim) -> None:
+    cluster = live_sim.clusters["a"]
+    client = KubeClient.for_context("a", kubeconfig=str(live_sim.kubeconfig))
     client.request("POST", "/apis/apps/v1/namespaces/llm/deployments", body=deployment(replicas=1))
     first = wait_for_rollout(client, "llm", "llama-8b", timeout=600, clock=cluster.clock, interval=2)
     assert (first.ok, first.outcome) == (True, "rolled-out")
@@ -54,7 +45,7 @@ def test_crash_loop_then_restore_on_the_rehearsal_cluster(live: Sim) -> None:
     assert failed.elapsed < 600  # well before the progress deadline kubectl would sit through
 
     state = read_rollout(client, "llm", "llama-8b")
-    got = live.kubectl("32", "-n", "llm", "rollout", "history", "deploy/llama-8b")
+    got = live_sim.kubectl("32", "-n", "llm", "rollout", "history", "deploy/llama-8b")
     assert got.stdout == "deployment.apps/llama-8b \n" + history_table(state.history) + "\n"
     choice = choose_rollback(state.history, 2)
     assert (choice.revision.number, choice.rule) == (1, RULE_DIFFERENT)
