@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from vllm_remedy.gameday.observe import in_crash_loop
-from vllm_remedy.gameday.picture import Placed, place_labels, subtitle, template_changes
+from vllm_remedy.gameday.picture import Placed, outage_seconds, place_labels, subtitle, template_changes
 from vllm_remedy.gameday.timeline import DETECTION, FAULT, ROLLOUT_DONE, Sample, Timeline
 
 TERMINATED = {"exitCode": 1, "reason": "Error", "startedAt": "2026-12-02T13:31:02Z",
@@ -81,10 +81,12 @@ def test_subtitle_quotes_restore_detection_restarts_and_pace():
     tl.mark(0, 0, FAULT, "fault: revision 15")
     tl.mark(124.2, 0.207, DETECTION, "detected: max_len_exceeds_kv")
     tl.mark(702, 1.17, ROLLOUT_DONE, "rollout done")
-    assert subtitle(tl) == ("restored in 11.7 min (fault → every replica Ready) · detected after 2.1 min · "
-                            "8 container restarts · cluster time at 600x (1.2 s wall)")
+    assert subtitle(tl) == ("time to restore 11.7 min · outage 10.7 min · detected after 2.1 min\n"
+                            "8 container restarts · restored = fixed template rolled out, every replica Ready · "
+                            "cluster time, rehearsed at 600x (1.2 s wall)")
+    assert outage_seconds(tl.samples) == 642
     assert template_changes(tl.samples) == [1, 3]
-    assert subtitle(Timeline(samples=tl.samples[:2])) == "NOT restored · 0 container restarts"
+    assert subtitle(Timeline(samples=tl.samples[:2])) == "NOT restored · no outage\n0 container restarts"
 
 
 def test_bad_rollout_counts_both_pods_crash_looping_until_the_rollback(cli, tmp_path: Path):

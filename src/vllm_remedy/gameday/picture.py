@@ -10,6 +10,7 @@ data; the legend sits under the figure for the same reason. Agg backend: no disp
 from __future__ import annotations
 
 import io
+import itertools
 from dataclasses import dataclass
 
 import matplotlib
@@ -99,16 +100,25 @@ def template_changes(samples: list[Sample]) -> list[int]:
     return [i for i in range(1, len(samples)) if samples[i].template != samples[i - 1].template]
 
 
+def outage_seconds(samples: list[Sample]) -> float:
+    """Cluster seconds with fewer Ready replicas than desired (a sample holds until the next one)."""
+    return sum(b.t - a.t for a, b in itertools.pairwise(samples) if a.ready < a.desired)
+
+
 def subtitle(timeline: Timeline) -> str:
-    """The figures an SRE quotes first: time to restore, time to detect, restarts, and the rehearsal's pace."""
+    """Two lines: the figures an SRE quotes first (restore, outage, detection), then restarts and pace."""
     ttr, fault, detected = timeline.time_to_restore(), timeline.first(FAULT), timeline.first(DETECTION)
-    parts = [f"restored in {ttr[0] / 60:.1f} min (fault → every replica Ready)" if ttr else "NOT restored"]
+    first = [f"time to restore {ttr[0] / 60:.1f} min" if ttr else "NOT restored"]
+    down = outage_seconds(timeline.samples)
+    first.append(f"outage {down / 60:.1f} min" if down else "no outage")
     if fault is not None and detected is not None:
-        parts.append(f"detected after {(detected.t - fault.t) / 60:.1f} min")
-    parts.append(f"{timeline.restarts_to_recovery()} container restarts")
+        first.append(f"detected after {(detected.t - fault.t) / 60:.1f} min")
+    second = [f"{timeline.restarts_to_recovery()} container restarts"]
+    if ttr:
+        second.append("restored = fixed template rolled out, every replica Ready")
     if timeline.speed:
-        parts.append(f"cluster time at {timeline.speed:g}x" + (f" ({ttr[1]:.1f} s wall)" if ttr else ""))
-    return " · ".join(parts)
+        second.append(f"cluster time, rehearsed at {timeline.speed:g}x" + (f" ({ttr[1]:.1f} s wall)" if ttr else ""))
+    return " · ".join(first) + "\n" + " · ".join(second)
 
 
 def render_png(timeline: Timeline, title: str) -> bytes:
@@ -124,16 +134,21 @@ def render_png(timeline: Timeline, title: str) -> bytes:
         desired, ready = [s.desired for s in samples], [s.ready for s in samples]
         handles += ax.step(xs, desired, where="post", color="#95a5a6", lw=1.2, ls="--", label="desired replicas")
         handles += ax.step(xs, ready, where="post", color="#1e8449", lw=2.2, label="Ready replicas")
-        for lo, hi in _outages(xs, ready, desired):
+        outages = _outages(xs, ready, desired)
+        for lo, hi in outages:
             ax.axvspan(lo, hi, color="#e74c3c", alpha=0.13, lw=0)
-        handles.append(Patch(color="#e74c3c", alpha=0.25, lw=0, label="outage (Ready < desired)"))
+        if outages:
+            handles.append(Patch(color="#e74c3c", alpha=0.25, lw=0, label="outage (Ready < desired)"))
         ax.set_ylim(-0.2, max(desired + ready) + 0.5)
         ax.yaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
         changed = template_changes(samples)
         if changed:
             top = max(desired + ready) + 0.25
             handles += ax.plot([xs[i] for i in changed], [top] * len(changed), ls="none", marker="v", ms=7,
-                               color="#2c3e50", label="pod template changed")
+                               color="#2c3e50", label="pod template changed (Tn: n-th template seen)")
+            for i in changed:
+                ax.annotate(f"T{samples[i].template}", (xs[i], top), xytext=(5, -3), textcoords="offset points",
+                            fontsize=7.5, color="#2c3e50", va="center")
         base = samples[0].restarts
         handles += ax2.step(xs, [s.restarts - base for s in samples], where="post", color="#c0392b", lw=2,
                             label="container restarts (cumulative)")
@@ -148,7 +163,7 @@ def render_png(timeline: Timeline, title: str) -> bytes:
             twin.set_ylabel("% on fallback", color="#2471a3")
             twin.spines[["top"]].set_visible(False)
         ax2.yaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
-        ax2.set_ylim(bottom=-0.3)
+        ax2.set_ylim(-0.3, max([2, *(s.restarts - base for s in samples)]) + 0.5)
     else:
         ax.text(0.5, 0.5, "no samples recorded", ha="center", va="center", transform=ax.transAxes)
     _draw_runs(ax, timeline, origin, handles)
