@@ -14,12 +14,12 @@ from test_deploy_budget_world import (
     NAME,
     NS,
     args_of,
+    assert_no_changes,
     deployment,
     kv_logged,
     live_pods,
     policy_file,
     prompted_run,
-    quiet,
     scenario,
     with_args,
 )
@@ -62,12 +62,7 @@ def test_second_run_changes_nothing(rehearsal: Rehearsal) -> None:
     implicit_len(rehearsal)
     first = rehearsal.pyinfra(LOCAL, BUDGET, "-y")
     assert first.returncode == 0, first.stderr
-    before = quiet(rehearsal)
-    again = rehearsal.pyinfra(LOCAL, BUDGET, "-y")
-    assert again.returncode == 0, again.stderr
-    assert host_out(again.stderr).count("No changes") == 4
-    after = deployment(rehearsal)
-    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+    assert_no_changes(rehearsal, BUDGET, 4)
 
 
 def test_dry_prints_the_diff_and_prediction_once_and_changes_nothing(rehearsal: Rehearsal) -> None:

@@ -10,13 +10,22 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from pyinfra_fixtures import ROOT, Rehearsal
-from test_deploy_restore_world import LOCAL, NAME, NS, pods, vllm_runtime, wait_until
+from test_deploy_restore_world import (
+    LOCAL,
+    NAME,
+    NS,
+    assert_no_changes,
+    deployment,
+    pods,
+    quiet,
+    vllm_runtime,
+    wait_until,
+)
 from vllm_remedy.kube.wait import rollout_status
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
@@ -30,11 +39,8 @@ L40S_KV = ("prediction on NVIDIA-L40S: fits — KV cache 197,840 tokens, maximum
 _KV_LINE = re.compile(r"GPU KV cache size: ([\d,]+) tokens")
 
 __all__ = ["BUDGET", "EAGER", "GOOD_ARGS", "L40S_KV", "LOAD_GUARD", "LOCAL", "MODEL", "NAME", "NS", "PIN",
-           "args_of", "deployment", "kv_logged", "live_pods", "quiet", "rolled_out", "scenario", "with_args"]
-
-
-def deployment(rehearsal: Rehearsal) -> dict[str, Any]:
-    return rehearsal.client().get_deployment(NS, NAME)
+           "args_of", "assert_no_changes", "deployment", "kv_logged", "live_pods", "quiet", "rolled_out",
+           "scenario", "with_args"]
 
 
 def args_of(dep: dict[str, Any]) -> list[str]:
@@ -56,19 +62,6 @@ def rolled_out(rehearsal: Rehearsal, timeout: float = 60.0) -> dict[str, Any]:
                                          or [{}])
     wait_until(done, timeout, "the rollout to finish")
     return deployment(rehearsal)
-
-
-def quiet(rehearsal: Rehearsal, seconds: float = 0.5, timeout: float = 20.0) -> dict[str, Any]:
-    """The Deployment once its resourceVersion stopped moving for ``seconds`` (status writes are over)."""
-    last, since, deadline = deployment(rehearsal), time.monotonic(), time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        time.sleep(0.1)
-        now = deployment(rehearsal)
-        if now["metadata"]["resourceVersion"] != last["metadata"]["resourceVersion"]:
-            last, since = now, time.monotonic()
-        elif time.monotonic() - since >= seconds:
-            return now
-    raise AssertionError("the Deployment never settled")
 
 
 def scenario(rehearsal: Rehearsal, mutate: Callable[[dict[str, Any]], None], cause: str) -> dict[str, Any]:

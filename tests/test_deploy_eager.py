@@ -13,6 +13,7 @@ from test_deploy_budget_world import (
     LOAD_GUARD,
     LOCAL,
     args_of,
+    assert_no_changes,
     deployment,
     kv_logged,
     quiet,
@@ -50,11 +51,7 @@ def test_eager_toggle_records_expiry_and_exact_prior_argv(rehearsal: Rehearsal) 
     assert predicted is not None and predicted.outcome.value == "fits"
     assert set(kv_logged(rehearsal).values()) == {predicted.kv_cache_tokens}
 
-    settled = quiet(rehearsal)
-    again = rehearsal.pyinfra(LOCAL, EAGER, "-y", "--data", "eager_ttl=2h")
-    assert again.returncode == 0, again.stderr
-    assert host_out(again.stderr).count("No changes") == 3  # never extended, never re-applied
-    assert deployment(rehearsal)["metadata"]["resourceVersion"] == settled["metadata"]["resourceVersion"]
+    assert_no_changes(rehearsal, EAGER, 3, "--data", "eager_ttl=2h")  # never extended, never re-applied
 
 
 def test_an_expired_toggle_is_reverted_by_any_later_deploy(rehearsal: Rehearsal) -> None:

@@ -9,9 +9,9 @@ from test_deploy_budget_world import (
     LOAD_GUARD,
     LOCAL,
     args_of,
+    assert_no_changes,
     deployment,
     kv_logged,
-    quiet,
     rolled_out,
     scenario,
     with_args,
@@ -45,17 +45,10 @@ def test_caps_the_prefill_chunk_and_pods_start_with_the_predicted_kv(rehearsal: 
     assert predicted is not None
     assert set(kv_logged(rehearsal).values()) == {predicted.kv_cache_tokens}
 
-    settled = quiet(rehearsal)
-    again = rehearsal.pyinfra(LOCAL, LOAD_GUARD, "-y")
-    assert again.returncode == 0, again.stderr
-    assert host_out(again.stderr).count("No changes") == 3
-    assert deployment(rehearsal)["metadata"]["resourceVersion"] == settled["metadata"]["resourceVersion"]
+    assert_no_changes(rehearsal, LOAD_GUARD, 3)
 
 
 def test_never_raises_a_cap_the_default_already_keeps(rehearsal: Rehearsal) -> None:
     vllm_runtime(rehearsal)
-    before = quiet(rehearsal)  # 0.8.5 on a 44 GiB card defaults to 2048 batched tokens, below the policy's 4096
-    got = rehearsal.pyinfra(LOCAL, LOAD_GUARD, "-y")
-    assert got.returncode == 0, got.stderr
-    assert host_out(got.stderr).count("No changes") == 3
-    assert deployment(rehearsal)["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+    # 0.8.5 on a 44 GiB card defaults to 2048 batched tokens, below the policy's 4096
+    assert_no_changes(rehearsal, LOAD_GUARD, 3)

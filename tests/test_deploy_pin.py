@@ -11,6 +11,7 @@ from test_deploy_budget_world import (
     L40S_KV,
     LOCAL,
     PIN,
+    assert_no_changes,
     deployment,
     kv_logged,
     live_pods,
@@ -61,11 +62,7 @@ def test_pins_the_policy_product_and_pods_start_on_it(rehearsal: Rehearsal) -> N
     assert all(p["spec"]["nodeName"].startswith("gpu-l40s-") for p in live_pods(rehearsal))
     assert set(kv_logged(rehearsal).values()) == {197840}
 
-    settled = quiet(rehearsal)
-    again = rehearsal.pyinfra(LOCAL, PIN, "-y")
-    assert again.returncode == 0, again.stderr
-    assert host_out(again.stderr).count("No changes") == 3
-    assert deployment(rehearsal)["metadata"]["resourceVersion"] == settled["metadata"]["resourceVersion"]
+    assert_no_changes(rehearsal, PIN, 3)
 
 
 def test_full_gpu_nodes_switch_the_rollout_to_max_surge_zero(rehearsal: Rehearsal) -> None:

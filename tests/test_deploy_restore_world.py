@@ -92,27 +92,44 @@ def write_inventory(tmp: Path, host: str = HOST, **data: Any) -> str:
     return str(path)
 
 
-def settled(rehearsal: Rehearsal, quiet: float = 0.6, timeout: float = 20.0) -> dict[str, Any]:
-    """The Deployment once its status stops moving (``quiet`` real seconds without a new resourceVersion).
+def deployment(rehearsal: Rehearsal) -> dict[str, Any]:
+    return rehearsal.client().get_deployment(NS, NAME)
+
+
+def quiet(rehearsal: Rehearsal, seconds: float = 0.5, timeout: float = 20.0) -> dict[str, Any]:
+    """The Deployment once its resourceVersion stopped moving for ``seconds`` (status writes are over)."""
+    last, since, deadline = deployment(rehearsal), time.monotonic(), time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        time.sleep(0.1)
+        now = deployment(rehearsal)
+        if now["metadata"]["resourceVersion"] != last["metadata"]["resourceVersion"]:
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since >= seconds:
+            return now
+    raise AssertionError("the Deployment never settled")
+
+
+def settled(rehearsal: Rehearsal, quiet_for: float = 0.6, timeout: float = 20.0) -> dict[str, Any]:
+    """The crash-looping Deployment once its status stops moving: past its progress deadline, then ``quiet``.
 
     The controller writes status all through a crash loop until the progress deadline passes (600 s of
     cluster time); a "nothing changed" assertion on resourceVersion needs that to be over first.
     """
-    client = rehearsal.client()
-
     def timed_out() -> bool:
-        status = client.get_deployment(NS, NAME).get("status") or {}
+        status = deployment(rehearsal).get("status") or {}
         return any(c.get("reason") == "ProgressDeadlineExceeded" for c in status.get("conditions") or [])
 
     wait_until(timed_out, timeout, "the crash-looping rollout to pass its progress deadline")
-    deadline = time.monotonic() + timeout
-    last = client.get_deployment(NS, NAME)
-    since = time.monotonic()
-    while time.monotonic() < deadline:
-        time.sleep(0.1)
-        now = client.get_deployment(NS, NAME)
-        if now["metadata"]["resourceVersion"] != last["metadata"]["resourceVersion"]:
-            last, since = now, time.monotonic()
-        elif time.monotonic() - since >= quiet:
-            return now
-    raise AssertionError("the Deployment's status never settled")
+    return quiet(rehearsal, quiet_for, timeout)
+
+
+def assert_no_changes(rehearsal: Rehearsal, deploy: str, ops: int, *args: str,
+                          before: dict[str, Any] | None = None) -> None:
+    """Idempotency (DESIGN.md): ``deploy`` on a host already in its desired state yields no commands — each of
+    its ``ops`` operations prints "No changes" — and writes nothing (same resourceVersion as ``before``, by
+    default the Deployment once quiet)."""
+    before = quiet(rehearsal) if before is None else before
+    got = rehearsal.pyinfra(LOCAL, deploy, "-y", *args)
+    assert got.returncode == 0, got.stderr
+    assert host_out(got.stderr).count("No changes") == ops, got.stderr
+    assert deployment(rehearsal)["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
