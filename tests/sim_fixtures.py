@@ -139,6 +139,16 @@ def deployment(name: str = "llama-8b", image: str = "vllm/vllm-openai:v0.8.5", r
                                       "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}}}
 
 
+
+def nginx(name: str = "gateway") -> dict[str, Any]:
+    """A Deployment that is not vLLM (a gateway beside the model servers): host expansion must skip it."""
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name, "namespace": "llm", "labels": {"app": name}},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}},
+                                  "spec": {"containers": [{"name": "nginx", "image": "nginx:1.27",
+                                                           "args": ["nginx", "-g", "daemon off;"]}]}}}}
+
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
 
 

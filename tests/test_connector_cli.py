@@ -9,26 +9,17 @@ from __future__ import annotations
 import shutil
 import time
 from pathlib import Path
-from typing import Any
 
 import pyinfra_fixtures
 from pyinfra_fixtures import ROOT, Rehearsal, fact_output, host_lines, inventory, plain
 from sim_fixtures import deployment as vllm_deployment
+from sim_fixtures import nginx
 
 rehearsal = pyinfra_fixtures.rehearsal
 
 DEPLOYMENT = "vllm_remedy.facts.deployment.Deployment"
 HOST = "@k8s/rehearsal/llm/llama-8b"
 POLICY = str(ROOT / "policies" / "llama-8b.yaml")
-
-
-def nginx(name: str = "gateway") -> dict[str, Any]:
-    return {"apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": name, "namespace": "llm", "labels": {"app": name}},
-            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
-                     "template": {"metadata": {"labels": {"app": name}},
-                                  "spec": {"containers": [{"name": "nginx", "image": "nginx:1.27",
-                                                           "args": ["nginx", "-g", "daemon off;"]}]}}}}
 
 
 def snapshot(rehearsal: Rehearsal) -> list[tuple[str, str]]:

@@ -15,25 +15,16 @@ from pyinfra.api import Config, Inventory, State
 from pyinfra.api.exceptions import ConnectError, InventoryError
 
 import pyinfra_fixtures
-from pyinfra_fixtures import Rehearsal
+from pyinfra_fixtures import ROOT, Rehearsal
 from sim_fixtures import deployment as vllm_deployment
+from sim_fixtures import nginx
 from vllm_remedy.connectors.k8s import K8sConnector, vllm_hosts
 from vllm_remedy.connectors.verbs import DEFAULT_TAIL
 
 rehearsal = pyinfra_fixtures.rehearsal
 
-ROOT = Path(__file__).resolve().parent.parent
 POLICY = str(ROOT / "policies" / "llama-8b.yaml")
 HOST = "@k8s/rehearsal/llm/llama-8b"
-
-
-def nginx(name: str = "gateway") -> dict[str, Any]:
-    return {"apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": name, "namespace": "llm", "labels": {"app": name}},
-            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
-                     "template": {"metadata": {"labels": {"app": name}},
-                                  "spec": {"containers": [{"name": "nginx", "image": "nginx:1.27",
-                                                           "args": ["nginx", "-g", "daemon off;"]}]}}}}
 
 
 def create(rehearsal: Rehearsal, manifest: dict[str, Any]) -> None:
