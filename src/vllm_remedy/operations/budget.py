@@ -40,6 +40,7 @@ from vllm_remedy.remedies.pin import apply_template_change, canonical_product, p
 from vllm_remedy.remedies.plan import Plan, Step
 from vllm_remedy.remedies.restore import crash_failures
 from vllm_remedy.vllm import catalog
+from vllm_remedy.vllm.catalog import PRODUCT_LABELS
 from vllm_remedy.vllm.memory import EngineSettings
 from vllm_remedy.vllm.outcomes import Failure
 from vllm_remedy.vllm.versions import version_from_image
@@ -72,8 +73,7 @@ def _node_gpus(picture: Mapping[str, Any], product: str) -> int | None:
     counts = []
     for node in picture.get("nodes") or []:
         labels = (node.get("metadata") or {}).get("labels") or {}
-        value = labels.get("nvidia.com/gpu.product") or labels.get("cloud.google.com/gke-accelerator") or \
-            labels.get("karpenter.k8s.aws/instance-gpu-name")
+        value = next((labels[k] for k in PRODUCT_LABELS if labels.get(k)), None)
         if value and canonical_product(str(value)) == product:
             try:
                 counts.append(int(str(((node.get("status") or {}).get("allocatable") or {}).get("nvidia.com/gpu", 0))))
@@ -82,9 +82,10 @@ def _node_gpus(picture: Mapping[str, Any], product: str) -> int | None:
     return max(counts) if counts else None
 
 
-def plan_for(ctx: K8sHost, template: Mapping[str, Any], gpu: str | None,
-             target_concurrency: float | None) -> tuple[Plan, str]:
-    """The planner's ladder for the host's server on ``gpu`` (default: the policy's product, else the pinned one)."""
+def plan_for(ctx: K8sHost, template: Mapping[str, Any], gpu: str | None, target_concurrency: float | None,
+             picture: Mapping[str, Any]) -> tuple[Plan, str]:
+    """The planner's ladder for the host's server on ``gpu`` (default: the policy's product, else the pinned one);
+    ``picture`` is the ``NodeObjects`` fact (how many GPUs the biggest node of that product has)."""
     server = server_of(template, ctx.container)
     spec = dict(template.get("spec") or {})
     label = gpu or ctx.policy.gpu_product or pinned_gpu(spec)
@@ -98,23 +99,23 @@ def plan_for(ctx: K8sHost, template: Mapping[str, Any], gpu: str | None,
     same_card = running_on is not None and canonical_product(running_on) == card.product
     request = BudgetRequest(model, card, settings, policy=ctx.policy, failure=_failure(pods, ctx.container),
                             target_concurrency=target_concurrency,
-                            node_gpus=_node_gpus(host.get_fact(NodeObjects), card.product),
+                            node_gpus=_node_gpus(picture, card.product),
                             logged_kv_tokens=_logged_kv(pods) if same_card else None,
                             node_selector=dict(spec.get("nodeSelector") or {}), gpu_label=running_on)
     return plan_budget(request), card.product
 
 
-def _schedulable_step(ctx: K8sHost, template: Mapping[str, Any], plan: Plan
+def _schedulable_step(ctx: K8sHost, deployment: Mapping[str, Any], plan: Plan, picture: Mapping[str, Any]
                       ) -> tuple[Step | None, dict[str, Any] | None, str]:
-    """The first rung whose GPU (when it moves the pod) has schedulable capacity, the template pinned to the
-    label value those nodes really carry (``remedies.pin``), and what was skipped."""
+    """The first rung whose GPU (when it moves the pod) has schedulable capacity on the nodes of ``picture``,
+    the template pinned to the label value those nodes really carry (``remedies.pin``), and what was skipped."""
+    template = template_of(deployment)
     skipped = []
     for step in plan.steps:
         if not step.template.node_selector:
             return step, None, ""
         product = step.gpu or next(iter(step.template.node_selector.values()))
-        picture = host.get_fact(NodeObjects)
-        pin = plan_pin(template, deployment_object().get("spec") or {}, picture["nodes"], picture["pods"],
+        pin = plan_pin(template, deployment.get("spec") or {}, picture["nodes"], picture["pods"],
                        ctx.namespace, ctx.policy.gpu, product, step.template.gpu_limit or ctx.policy.gpu.per_pod,
                        ctx.container)
         if pin.refusal is None:
@@ -163,11 +164,12 @@ def smallest_fix(gpu: str | None = None, target_concurrency: float | None = None
     ctx = k8s_host(host)
     deployment = deployment_object()
     template = template_of(deployment)
+    picture = host.get_fact(NodeObjects)  # one read of every node and GPU pod serves the planner and each rung
     try:
-        plan, product = plan_for(ctx, template, gpu, target_concurrency)
+        plan, product = plan_for(ctx, template, gpu, target_concurrency, picture)
         if plan.verdict == "no_change_needed":
             return
-        step, pinned, skipped = _schedulable_step(ctx, template, plan)
+        step, pinned, skipped = _schedulable_step(ctx, deployment, plan, picture)
         if plan.verdict != "change" or step is None:
             current = Prediction(product, plan.current)
             yield from refuse(state, host, f"{ctx.where}: {plan.problem}; no change within policy "
