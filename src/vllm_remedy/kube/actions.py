@@ -58,7 +58,7 @@ def mark_known_good(client: KubeClient, namespace: str, replicaset: str, *, at: 
                     keys: Keys | None = None, dry_run: bool = False) -> dict[str, Any]:
     """Put the known-good mark on a ReplicaSet (guarded by its resourceVersion)."""
     keys = keys or Keys()
-    path = KubeClient._ns(namespace, "replicasets", replicaset)
+    path = KubeClient.object_path(namespace, "replicasets", replicaset)
     rs = client.request("GET", path)
     notes = rs["metadata"].get("annotations")
     marks = known_good_annotations(keys, at, reason)

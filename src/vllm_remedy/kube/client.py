@@ -207,22 +207,24 @@ class KubeClient:
 
     # ---- typed helpers over raw JSON --------------------------------------------------
     @staticmethod
-    def _ns(namespace: str, resource: str, name: str | None = None, group: str = "apps/v1") -> str:
+    def object_path(namespace: str, resource: str, name: str | None = None, group: str = "apps/v1") -> str:
+        """The API path of a namespaced collection or object (name URL-quoted), e.g.
+        ``/apis/apps/v1/namespaces/llm/deployments/llama-8b``; ``group="v1"`` for the core group."""
         base = "/api/v1" if group == "v1" else f"/apis/{group}"
         path = f"{base}/namespaces/{quote(namespace, safe='')}/{resource}"
         return f"{path}/{quote(name, safe='')}" if name else path
 
     def get_deployment(self, namespace: str, name: str) -> dict[str, Any]:
-        return self.request("GET", self._ns(namespace, "deployments", name))
+        return self.request("GET", self.object_path(namespace, "deployments", name))
 
     def list_deployments(self, namespace: str, label_selector: str = "") -> list[dict[str, Any]]:
-        return self._items(self._ns(namespace, "deployments"), label_selector)
+        return self._items(self.object_path(namespace, "deployments"), label_selector)
 
     def list_replicasets(self, namespace: str, label_selector: str = "") -> list[dict[str, Any]]:
-        return self._items(self._ns(namespace, "replicasets"), label_selector)
+        return self._items(self.object_path(namespace, "replicasets"), label_selector)
 
     def list_pods(self, namespace: str | None, label_selector: str = "", field_selector: str = "") -> list[dict]:
-        path = self._ns(namespace, "pods", group="v1") if namespace else "/api/v1/pods"
+        path = self.object_path(namespace, "pods", group="v1") if namespace else "/api/v1/pods"
         return self._items(path, label_selector, field_selector)
 
     def list_nodes(self, label_selector: str = "") -> list[dict[str, Any]]:
@@ -232,7 +234,7 @@ class KubeClient:
         return self.request("GET", f"/api/v1/nodes/{quote(name, safe='')}")
 
     def list_events(self, namespace: str, field_selector: str = "") -> list[dict[str, Any]]:
-        return self._items(self._ns(namespace, "events", group="v1"), "", field_selector)
+        return self._items(self.object_path(namespace, "events", group="v1"), "", field_selector)
 
     def pod_log(self, namespace: str, pod: str, container: str | None = None, *, previous: bool = False,
                 tail_lines: int | None = None) -> str:
@@ -242,7 +244,7 @@ class KubeClient:
             query.append(("previous", "true"))
         if tail_lines is not None:
             query.append(("tailLines", str(tail_lines)))
-        return self.request("GET", self._ns(namespace, "pods", pod, group="v1") + "/log", query=query,
+        return self.request("GET", self.object_path(namespace, "pods", pod, group="v1") + "/log", query=query,
                             expect_json=False)
 
     def patch_deployment(self, namespace: str, name: str, body: Any, *, content_type: str = JSON_PATCH,
@@ -252,7 +254,7 @@ class KubeClient:
         if dry_run:
             query.insert(0, ("dryRun", "All"))
         try:
-            return self.request("PATCH", self._ns(namespace, "deployments", name), query=query, body=body,
+            return self.request("PATCH", self.object_path(namespace, "deployments", name), query=query, body=body,
                                 content_type=content_type)
         except KubeError as exc:
             guarded = isinstance(body, list) and any(op.get("op") == "test" for op in body)

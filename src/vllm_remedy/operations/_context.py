@@ -30,7 +30,7 @@ class K8sHost:
 
     @property
     def deployment_path(self) -> str:
-        return KubeClient._ns(self.namespace, "deployments", self.deployment)
+        return KubeClient.object_path(self.namespace, "deployments", self.deployment)
 
     @property
     def where(self) -> str:

@@ -46,9 +46,9 @@ def read_metrics(ctx: K8sHost, names: list[str]) -> dict[str, str | None]:
     out: dict[str, str | None] = {}
     for name in names:
         try:
-            pod = ctx.client.request("GET", KubeClient._ns(ctx.namespace, "pods", name, group="v1"))
-            path = KubeClient._ns(ctx.namespace, "pods", name, group="v1")  # ":port" must stay unescaped
-            out[name] = ctx.client.request("GET", f"{path}:{_metrics_port(ctx, pod)}/proxy/metrics",
+            path = KubeClient.object_path(ctx.namespace, "pods", name, group="v1")
+            pod = ctx.client.request("GET", path)
+            out[name] = ctx.client.request("GET", f"{path}:{_metrics_port(ctx, pod)}/proxy/metrics",  # ":" unescaped
                                            expect_json=False)
         except KubeError:
             out[name] = None
@@ -105,6 +105,6 @@ def marked_known_good() -> Iterator[FunctionCommand]:
     if result.marked or not result.replicaset:
         return
     reason = f"confirmed: {'; '.join(result.checks)}"
-    path = KubeClient._ns(ctx.namespace, "replicasets", result.replicaset)
+    path = KubeClient.object_path(ctx.namespace, "replicasets", result.replicaset)
     label = f"mark revision {result.revision} ({result.replicaset}) known-good"
     yield write_command(path, functools.partial(_mark_ops, ctx.keys, reason[:1000]), label)
