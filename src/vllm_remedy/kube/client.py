@@ -233,9 +233,6 @@ class KubeClient:
     def get_node(self, name: str) -> dict[str, Any]:
         return self.request("GET", f"/api/v1/nodes/{quote(name, safe='')}")
 
-    def list_events(self, namespace: str, field_selector: str = "") -> list[dict[str, Any]]:
-        return self._items(self.object_path(namespace, "events", group="v1"), "", field_selector)
-
     def pod_log(self, namespace: str, pod: str, container: str | None = None, *, previous: bool = False,
                 tail_lines: int | None = None) -> str:
         """``kubectl logs [--previous]``; a 400 (no previous container) raises KubeError with the server's words."""

@@ -35,7 +35,7 @@ waits. When the admitted batch would need more KV than exists, vLLM preempts: th
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from vllm_remedy.errors import UserError
 
@@ -61,9 +61,6 @@ class LoadSpec:
     @property
     def longest_prompt(self) -> int:
         return self.max_prompt_tokens if self.max_prompt_tokens is not None else self.prompt_tokens
-
-    def with_requests(self, requests: float) -> LoadSpec:
-        return replace(self, requests=requests)
 
 
 def parse_load(text: str, where: str = "sim.vllm-remedy.io/load") -> LoadSpec:
