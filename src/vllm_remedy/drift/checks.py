@@ -23,9 +23,9 @@ from typing import Any
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.annotations import Keys, Toggle, parse_rfc3339, read_toggles
 from vllm_remedy.kube.gpus import SHARED_SUFFIX, pod_gpu_request
-from vllm_remedy.operations._predict import Prediction, pinned_gpu, predict_template
 from vllm_remedy.policy import Policy
 from vllm_remedy.remedies.pin import canonical_product
+from vllm_remedy.remedies.predict import Prediction, pinned_gpu, predict_template
 from vllm_remedy.remedies.toggle import TOGGLE_FLAGS
 from vllm_remedy.vllm.cmdline import ServerCommand, find_server
 

@@ -34,8 +34,8 @@ from vllm_remedy.kube.errors import ConflictError, KubeError
 from vllm_remedy.kube.history import REVISION
 from vllm_remedy.kube.patch import apply_deployment_patch, apply_ops, json_patch
 from vllm_remedy.operations._context import K8sHost, k8s_host
-from vllm_remedy.operations._predict import Prediction
 from vllm_remedy.operations._show import note, show
+from vllm_remedy.remedies.predict import Prediction
 
 #: (client, basis object, cluster time) → guarded JSON patch ops ([] = nothing to do).
 BuildOps = Callable[[KubeClient, dict[str, Any], float], list[dict[str, Any]]]

@@ -23,13 +23,13 @@ from vllm_remedy.kube.history import HASH_LABEL
 from vllm_remedy.kube.rollout import plan_undo
 from vllm_remedy.operations._clock import ClusterClock
 from vllm_remedy.operations._context import K8sHost, k8s_host
-from vllm_remedy.operations._predict import predict_template
 from vllm_remedy.operations._routes import shift_gateway
 from vllm_remedy.operations._show import note, show
 from vllm_remedy.operations._template import server_of, with_flags
 from vllm_remedy.operations._wait import wait_restored
 from vllm_remedy.operations._write import change_lines, observe, refuse, set_template, write_command
 from vllm_remedy.remedies.diagnose import evidence_lines
+from vllm_remedy.remedies.predict import predict_template
 from vllm_remedy.remedies.restore import REFUSE, ROLLBACK, SHED, RestoreDecision, decide_restore, shed_flags
 
 

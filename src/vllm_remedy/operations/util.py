@@ -15,7 +15,6 @@
 
 from vllm_remedy.operations._clock import ClusterClock
 from vllm_remedy.operations._context import K8sHost, k8s_host
-from vllm_remedy.operations._predict import Prediction, pinned_gpu, predict_template
 from vllm_remedy.operations._show import note, should_show, show
 from vllm_remedy.operations._template import missing_flags, server_of, with_flags
 from vllm_remedy.operations._write import (
@@ -32,6 +31,7 @@ from vllm_remedy.operations._write import (
     set_template,
     write_command,
 )
+from vllm_remedy.remedies.predict import Prediction, pinned_gpu, predict_template
 
 __all__ = [
     "BuildOps",

@@ -4,6 +4,7 @@ Every write an operation proposes is shown with this prediction next to its diff
 "fits, 197,840 KV tokens, 12.1× at 16384" before approving — and a rollback onto a card that cannot
 hold the model is visible as such. The GPU is the one the template pins (nodeSelector or a required
 node affinity on a product label); an unpinned template gets no number, only the reason.
+Here, below operations/ and drift/, because both print it: the deploys next to a write, drift next to a check.
 """
 
 from __future__ import annotations
