@@ -151,7 +151,7 @@ def render_png(timeline: Timeline, title: str) -> bytes:
                             fontsize=7.5, color="#2c3e50", va="center")
         base = samples[0].restarts
         handles += ax2.step(xs, [s.restarts - base for s in samples], where="post", color="#c0392b", lw=2,
-                            label="container restarts (cumulative)")
+                            label="container restarts (cumulative)", zorder=3)  # over the other line at 0
         handles += ax2.step(xs, [s.crash_looping for s in samples], where="post", color="#e67e22", lw=1.8,
                             label="pods crash-looping (crashed, not Ready since)")
         weights = [(x, s.fallback_weight) for x, s in zip(xs, samples, strict=False) if s.fallback_weight is not None]
