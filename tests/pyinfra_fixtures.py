@@ -156,3 +156,20 @@ def host_lines(text: str, host: str) -> list[str]:
     """Lines pyinfra printed with the ``[host]`` prefix, prefix removed."""
     prefix = f"[{host}]"
     return [line.split(prefix, 1)[1].strip() for line in plain(text).splitlines() if prefix in line]
+
+
+def detected_changes(text: str) -> dict[str, tuple[str, ...]]:
+    """pyinfra's "Detected changes" table: operation name → its (Change, Conditional Change) cells.
+
+    A cell is ``-`` for no host or e.g. ``1 (@k8s/...)``; reading the table whole lets a test say exactly
+    which operations would change, instead of searching the output for a fragment.
+    """
+    lines = plain(text).splitlines()
+    start = lines.index("--> Detected changes:") + 2  # past the header row
+    rows: dict[str, tuple[str, ...]] = {}
+    for line in lines[start:]:
+        if not line.strip():
+            break
+        name, *cells = re.split(r"\s{2,}", line.strip())
+        rows[name] = tuple(cells)
+    return rows

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pyinfra_fixtures
-from pyinfra_fixtures import Rehearsal
+from pyinfra_fixtures import Rehearsal, detected_changes
 from test_deploy_restore_world import DIAGNOSE, LOCAL, NAME, NS, RESTORE, host_out, incident, settled
 from vllm_remedy.remedies.diagnose import evidence_lines
 
@@ -56,7 +56,7 @@ def test_report_prints_once_in_dry_and_prompted_runs_and_yields_nothing(rehearsa
         assert got.returncode == 0, got.stderr
         lines = host_out(got.stderr)
         assert lines.count(WHAT_CHANGED[0]) == 1, (args, lines)
-        assert "Read the startup log and what changed   -        -" in got.stderr  # no change detected
+        assert detected_changes(got.stderr) == {"Read the startup log and what changed": ("-", "-")}  # no change
 
 
 def test_after_restore_the_report_compares_the_restored_revision_with_the_bad_one(rehearsal: Rehearsal) -> None:
