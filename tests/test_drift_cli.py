@@ -101,7 +101,7 @@ def test_api_error_is_an_error_never_no_drift(rehearsal: Rehearsal, tmp_path: Pa
                                                      "inSync": 0, "drifted": 0, "errors": 1}
     assert doc["hosts"][0]["status"] == "Error"
     assert "injected fault: 500 on get" in doc["hosts"][0]["error"]
-    assert f"vllm-remedy: error: {HOST}: " in got.stderr
+    assert f"vllm-remedy: error: {HOST}: {doc['hosts'][0]['error']}" in got.stderr.splitlines()
     assert cli("drift", "-i", inv, "--detailed-exitcode").returncode == 1
 
 
