@@ -86,9 +86,11 @@ def test_remediate_account_adds_only_patch_on_deployments_and_httproutes():
 def test_permission_calculator_sees_a_widened_role():
     """Control: adding delete to the read-only Role shows up for the drift account."""
     docs = all_docs()
+    before = permissions(docs, "llm", "vllm-remedy-drift")
     role = next(d for d in docs if d["kind"] == "Role" and d["metadata"]["name"] == "vllm-remedy-read")
     role["rules"][0]["verbs"].append("delete")
-    assert ("llm", "apps", "deployments", "delete") in permissions(docs, "llm", "vllm-remedy-drift")
+    assert permissions(docs, "llm", "vllm-remedy-drift") - before == {("llm", "apps", "deployments", "delete"),
+                                                                       ("llm", "apps", "replicasets", "delete")}
 
 
 def test_no_wildcards_no_secrets_no_dangerous_verbs():
