@@ -140,3 +140,14 @@ def test_cluster_clock_learns_the_speed_and_sleeps_real_time(asked: float, expec
     assert clock.speed == 600.0
     clock.sleep(asked)
     assert slept == [pytest.approx(expected_real)]
+
+
+def test_cluster_clock_sleeps_only_short_slices_until_it_knows_the_speed() -> None:
+    """Assuming 1.0 before measuring made the first 2 s poll of a 600x cluster last 20 cluster minutes."""
+    server = FakeServer()
+    slept: list[float] = []
+    clock = ClusterClock(server, real=lambda: server.real, sleep=slept.append)  # type: ignore[arg-type]
+    clock.now()
+    clock.sleep(2.0)
+    clock.sleep(0.01)
+    assert slept == [0.05, 0.01]
