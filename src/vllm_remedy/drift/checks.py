@@ -23,6 +23,7 @@ from typing import Any
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.annotations import Keys, Toggle, parse_rfc3339, read_toggles
 from vllm_remedy.kube.gpus import SHARED_SUFFIX, pod_gpu_request
+from vllm_remedy.kube.history import template_of
 from vllm_remedy.policy import Policy
 from vllm_remedy.remedies.pin import canonical_product
 from vllm_remedy.remedies.predict import Prediction, pinned_gpu, predict_template
@@ -68,13 +69,9 @@ class Observed:
                 "toggles": [{"name": t.name, "expires": t.expires} for t in self.toggles]}
 
 
-def _template(deployment: Mapping[str, Any]) -> dict[str, Any]:
-    return dict((deployment.get("spec") or {}).get("template") or {})
-
-
 def observe(deployment: Mapping[str, Any], keys: Keys, container: str | None = None) -> tuple[ServerCommand, Observed]:
     """The server and the observed unit; UserError when the template has no single vLLM server."""
-    spec = dict(_template(deployment).get("spec") or {})
+    spec = dict(template_of(deployment).get("spec") or {})
     server = find_server(spec, container)
     notes = (deployment.get("metadata") or {}).get("annotations") or {}
     toggles = tuple(read_toggles(keys, notes))
@@ -160,7 +157,7 @@ def _ago(seconds: float) -> str:
 
 def predict(deployment: Mapping[str, Any], policy: Policy, container: str | None = None) -> Prediction:
     """The prediction the deploys print; an unpinned template is predicted on the policy's GPU."""
-    template = _template(deployment)
+    template = template_of(deployment)
     prediction = predict_template(template, container)
     if prediction.estimate is None and prediction.gpu is None and policy.gpu_product:
         prediction = predict_template(template, container, gpu=policy.gpu_product)

@@ -28,6 +28,7 @@ from vllm_remedy.facts.deployment import Deployment
 from vllm_remedy.kube.annotations import Keys, Toggle, action_annotations, rfc3339, toggle_annotations
 from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.kube.errors import RolloutError
+from vllm_remedy.kube.history import template_of
 from vllm_remedy.kube.patch import json_patch
 from vllm_remedy.kube.wait import rollout_status
 from vllm_remedy.operations.rollout import wait_rollout
@@ -57,10 +58,6 @@ FLAGS, CAPS, EAGER_ON, EAGER_OFF, EXPIRE = "flags", "load-guard", "enforce-eager
 def deployment_object() -> dict[str, Any]:
     """The host's Deployment as the API sent it (what guarded writes are planned against)."""
     return dict(host.get_fact(Deployment)["object"])
-
-
-def template_of(deployment: Mapping[str, Any]) -> dict[str, Any]:
-    return dict((deployment.get("spec") or {}).get("template") or {})
 
 
 def failed_prediction(prediction: Prediction) -> str | None:
