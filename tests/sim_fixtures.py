@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -148,6 +149,20 @@ def nginx(name: str = "gateway") -> dict[str, Any]:
                      "template": {"metadata": {"labels": {"app": name}},
                                   "spec": {"containers": [{"name": "nginx", "image": "nginx:1.27",
                                                            "args": ["nginx", "-g", "daemon off;"]}]}}}}
+
+
+#: The runbook's step-2 filter (``kubectl logs ... | grep -Ei "..."``).
+RUNBOOK_GREP = re.compile(r"model loading took|gpu blocks|kv cache|maximum concurrency|out of memory|max seq len", re.I)
+_STAMP = re.compile(r"^(\w+) \d\d-\d\d \d\d:\d\d:\d\d ")
+#: What that filter shows for a healthy start of the runbook seed's good revision (vLLM 0.8.5, L40S, 16k).
+HEALTHY_STEP2 = ["INFO [gpu_model_runner.py:151] Model loading took 15.0570 GiB and 72.228162 seconds",
+                 "INFO [kv_cache_utils.py:133] GPU KV cache size: 197,840 tokens",
+                 "INFO [kv_cache_utils.py:157] Maximum concurrency for 16,384 tokens per request: 12.08x"]
+
+
+def runbook_grep(log: str) -> list[str]:
+    """The lines the runbook's step-2 grep keeps, without vLLM's date-time stamp (it follows the cluster clock)."""
+    return [_STAMP.sub(r"\1 ", line) for line in log.splitlines() if RUNBOOK_GREP.search(line)]
 
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
 

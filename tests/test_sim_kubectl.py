@@ -10,14 +10,13 @@ import pytest
 import yaml
 
 import sim_fixtures
-from sim_fixtures import deployment
+from sim_fixtures import HEALTHY_STEP2, deployment, runbook_grep
 from vllm_remedy.sim.runtime import EXIT_AFTER, EXIT_CODE, LOG_LINES, READY_AFTER
 
 runbook_sim = sim_fixtures.runbook_sim
 live_sim = sim_fixtures.live_sim
 V = "32"
 OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
-GREP = re.compile(r"model loading took|gpu blocks|kv cache|maximum concurrency|out of memory|max seq len", re.I)
 
 
 @pytest.fixture(autouse=True)
@@ -168,9 +167,7 @@ def test_rollout_history_undo_status(runbook_sim):
 
 def test_runbook_step_2_grep_finds_the_memory_lines(runbook_sim):
     out = ok(runbook_sim.kubectl(V, "-n", "llm", "logs", "deploy/llama-8b"))
-    found = [line for line in out.splitlines() if GREP.search(line)]
-    assert any("Model loading took" in line for line in found), out
-    assert any("Maximum concurrency" in line for line in found), out
+    assert runbook_grep(out) == HEALTHY_STEP2, out
 
 
 def test_crash_loop_logs_previous_and_rollout_status_timeout(live_sim):
@@ -186,7 +183,7 @@ def test_crash_loop_logs_previous_and_rollout_status_timeout(live_sim):
         time.sleep(0.2)
     logs = k(V, "-n", "llm", "logs", "deploy/crashy", "--previous")
     assert logs.returncode == 0, logs.stderr
-    assert [line for line in logs.stdout.splitlines() if GREP.search(line)] == [OOM]
+    assert runbook_grep(logs.stdout) == [OOM]
     restarts = table(ok(k(V, "-n", "llm", "get", "pod", "-l", "app=crashy")))[1][3]
     assert re.fullmatch(r"\d+ \(\d+s ago\)", restarts)
 
@@ -326,9 +323,12 @@ def test_runbook_incident_end_to_end(runbook_sim):
         time.sleep(0.1)
     assert crashed, "the bad revision's pod never restarted"
     previous = ok(k(V, "-n", "llm", "logs", crashed[0], "--previous"))
-    found = [line for line in previous.splitlines() if GREP.search(line)]
-    assert any("Model loading took" in line for line in found), previous
-    assert any("max seq len (131072)" in line for line in found), previous
+    assert runbook_grep(previous) == [
+        HEALTHY_STEP2[0],
+        "ERROR [core.py:407] ValueError: To serve at least one request with the models's max seq len (131072), "
+        "(16.00 GiB KV cache is needed, which is larger than the available KV cache memory (1.07 GiB). Based on the "
+        "available memory,  Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing "
+        "the engine."], previous
     assert ok(k(V, "-n", "llm", "rollout", "undo", "deploy/llama-8b")).strip() == "deployment.apps/llama-8b rolled back"
     done = k(V, "-n", "llm", "rollout", "status", "deploy/llama-8b", "--timeout=15m")
     assert done.returncode == 0, done.stderr
