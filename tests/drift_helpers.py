@@ -12,7 +12,10 @@ from vllm_remedy.sim.server import SimServer
 
 HOST = "@k8s/rehearsal/llm/llama-8b"
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
-GOOD_ARGS = [MODEL, "--max-model-len", "16384", "--gpu-memory-utilization", "0.90", "--max-num-seqs", "64"]
+#: The seed's revision 14 — policies/llama-8b.yaml's known-good unit, model revision pinned.
+MODEL_REVISION = "0e9e39f249a16976918f6564b8830bc894c89659"
+GOOD_ARGS = [MODEL, "--revision", MODEL_REVISION, "--max-model-len", "16384", "--gpu-memory-utilization", "0.90",
+             "--max-num-seqs", "64"]
 BUDGET = str(ROOT / "deploys" / "budget.py")
 
 #: The llama-8b policy with a known-good unit the seeded revision 3 matches (no model revision pinned).

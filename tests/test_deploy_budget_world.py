@@ -29,7 +29,10 @@ from test_deploy_restore_world import (
 from vllm_remedy.kube.wait import rollout_status
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
-GOOD_ARGS = [MODEL, "--max-model-len", "16384", "--gpu-memory-utilization", "0.90", "--max-num-seqs", "64"]
+#: The seed's revision 14 — policies/llama-8b.yaml's known-good unit, model revision pinned.
+MODEL_REVISION = "0e9e39f249a16976918f6564b8830bc894c89659"
+GOOD_ARGS = [MODEL, "--revision", MODEL_REVISION, "--max-model-len", "16384", "--gpu-memory-utilization", "0.90",
+             "--max-num-seqs", "64"]
 BUDGET = str(ROOT / "deploys" / "budget.py")
 PIN = str(ROOT / "deploys" / "pin_gpu.py")
 EAGER = str(ROOT / "deploys" / "enforce_eager.py")

@@ -12,8 +12,8 @@ rehearsal = pyinfra_fixtures.rehearsal
 KV_ERROR = ("ValueError: To serve at least one request with the models's max seq len (131072), (16.00 GiB KV cache "
             "is needed, which is larger than the available KV cache memory (3.94 GiB).")
 WHAT_CHANGED = [
-    "step 3 — what changed: revision 14 (good) → revision 15 (bad); current revision crash-loops; good = newest "
-    "earlier revision with a different template",
+    "step 3 — what changed: revision 14 (good) → revision 15 (bad); current revision crash-loops; good = pinned in "
+    "policy",
     "--max-model-len: 16384 → (absent)",
     "nodeSelector cloud.google.com/gke-accelerator: (absent) → nvidia-l4",
     "nodeSelector nvidia.com/gpu.product: NVIDIA-L40S → (absent)",

@@ -32,9 +32,9 @@ def test_incident_rolls_back_to_the_good_revision_and_waits_until_ready(rehearsa
     got = rehearsal.pyinfra(LOCAL, RESTORE, "-y")
     assert got.returncode == 0, got.stderr
     lines = host_out(got.stderr)
-    summary = ("roll back deployment llm/llama-8b from revision 15 to revision 14 (llama-8b-679b57f6fb) — chosen by "
-               "rule: newest earlier revision with a different template")
-    assert good["metadata"]["name"] == "llama-8b-679b57f6fb"
+    summary = ("roll back deployment llm/llama-8b from revision 15 to revision 14 (llama-8b-6b765dc795) — chosen by "
+               "rule: pinned in policy")
+    assert good["metadata"]["name"] == "llama-8b-6b765dc795"
     assert any(line.startswith(summary + ": written (resourceVersion ") for line in lines), lines
     waited = [line for line in lines if line.startswith("wait for revision 14's template to roll out: ")]
     assert len(waited) == 1 and 'deployment "llama-8b" successfully rolled out after' in waited[0], lines
@@ -43,8 +43,8 @@ def test_incident_rolls_back_to_the_good_revision_and_waits_until_ready(rehearsa
     after = rehearsal.client().get_deployment(NS, NAME)
     assert templates_equal(after["spec"]["template"], good["spec"]["template"])
     notes = after["metadata"]["annotations"]
-    assert notes["kubernetes.io/change-cause"] == ("vllm-remedy restore: roll back to revision 14 (newest earlier "
-                                                   "revision with a different template): revision 15 crash-looped")
+    assert notes["kubernetes.io/change-cause"] == ("vllm-remedy restore: roll back to revision 14 (pinned in policy): "
+                                                   "revision 15 crash-looped")
     assert notes["vllm-remedy.io/last-action"] == "restore"
     live = [p for p in pods(rehearsal) if not p["metadata"].get("deletionTimestamp")]
     assert len(live) == 2
@@ -77,9 +77,8 @@ def test_dry_shows_the_diff_and_prediction_once_and_changes_nothing(rehearsal: R
     for change in ("+    - --max-model-len", "+    - '16384'", "-    cloud.google.com/gke-accelerator: nvidia-l4",
                    "+    nvidia.com/gpu.product: NVIDIA-L40S", "-  tolerations:"):
         assert change in lines, (change, lines)
-    assert lines[1] == ("revision 15 crash-loops (2 pod(s) max_len_exceeds_kv); roll back to revision 14 (newest "
-                        "earlier revision with a different template: no known-good mark or policy pin; revision 14 "
-                        "(llama-8b-679b57f6fb) is the newest earlier revision whose template differs)")
+    assert lines[1] == ("revision 15 crash-loops (2 pod(s) max_len_exceeds_kv); roll back to revision 14 (pinned in "
+                        "policy: revision 14 (llama-8b-6b765dc795) matches a known-good unit in the policy)")
     after = rehearsal.client().get_deployment(NS, NAME)
     assert after["metadata"]["resourceVersion"] == bad["metadata"]["resourceVersion"]
 

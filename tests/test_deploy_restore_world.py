@@ -22,7 +22,9 @@ RESTORE = str(ROOT / "deploys" / "restore.py")
 DIAGNOSE = str(ROOT / "deploys" / "diagnose.py")
 CONFIRM = str(ROOT / "deploys" / "confirm.py")
 LOCAL = inventory("local")
-BAD_ARGS = ["meta-llama/Llama-3.1-8B-Instruct", "--gpu-memory-utilization", "0.90", "--max-num-seqs", "64"]
+#: Revision 15: the same pinned model revision, --max-model-len dropped (the model's 131072 default).
+BAD_ARGS = ["meta-llama/Llama-3.1-8B-Instruct", "--revision", "0e9e39f249a16976918f6564b8830bc894c89659",
+            "--gpu-memory-utilization", "0.90", "--max-num-seqs", "64"]
 L4_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 
 

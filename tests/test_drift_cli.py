@@ -77,8 +77,17 @@ def test_drift_found_with_the_deploys_fix_and_nothing_written(rehearsal: Rehears
         before["spec"], before["metadata"]["generation"], notes(before))
 
 
-def test_seeded_world_drifts_on_the_unpinned_model_revision(rehearsal: Rehearsal, tmp_path: Path, cli) -> None:
-    """The shipped llama-8b policy pins the model revision; the runbook's Deployment does not pass --revision."""
+def test_seeded_world_is_in_sync_with_the_shipped_policy(rehearsal: Rehearsal, tmp_path: Path, cli) -> None:
+    """The runbook's revision 14 is policies/llama-8b.yaml's known-good unit: image, pinned revision, flags."""
+    inv = inventory(tmp_path, rehearsal.kubeconfig, str(pyinfra_fixtures.ROOT / "policies" / "llama-8b.yaml"))
+    got = cli("drift", "-i", inv, "-o", "json")
+    doc = as_json(got)
+    assert (got.returncode, doc["hosts"][0]["status"], doc["status"]["result"]) == (0, "InSync", "NoDrift")
+
+
+def test_an_unpinned_model_revision_drifts_from_the_shipped_policy(rehearsal: Rehearsal, tmp_path: Path, cli) -> None:
+    """The shipped llama-8b policy pins the model revision; a revision that drops --revision is not the unit."""
+    set_args(rehearsal, [MODEL, "--max-model-len", "16384", "--gpu-memory-utilization", "0.90", "--max-num-seqs", "64"])
     inv = inventory(tmp_path, rehearsal.kubeconfig, str(pyinfra_fixtures.ROOT / "policies" / "llama-8b.yaml"))
     doc = as_json(cli("drift", "-i", inv, "-o", "json"))
     host = doc["hosts"][0]

@@ -60,7 +60,8 @@ def test_rollout_history_fact(rehearsal: Rehearsal) -> None:
     assert [(r["server"]["image_tag"], r["server"]["model"], r["server"]["flags"]) for r in rows] == [
         ("v0.6.6", MODEL, {"max-model-len": "8192", "gpu-memory-utilization": "0.90"}),
         ("v0.7.3", MODEL, {"max-model-len": "16384", "gpu-memory-utilization": "0.90"}),
-        ("v0.8.5", MODEL, {"max-model-len": "16384", "gpu-memory-utilization": "0.90", "max-num-seqs": "64"})]
+        ("v0.8.5", MODEL, {"revision": "0e9e39f249a16976918f6564b8830bc894c89659", "max-model-len": "16384",
+                           "gpu-memory-utilization": "0.90", "max-num-seqs": "64"})]
     assert {r["node_selector"]["nvidia.com/gpu.product"] for r in rows} == {"NVIDIA-L40S"}
     # the rows rebuild exactly what the kube layer computes from the same objects
     from vllm_remedy.facts.history import to_revisions

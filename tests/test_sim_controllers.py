@@ -348,7 +348,8 @@ def test_runbook_seed_history_ends_at_revision_14_healthy_without_rolling_each_r
         container = revs[14]["spec"]["template"]["spec"]["containers"][0]
         assert container["image"] == "vllm/vllm-openai:v0.8.5"
         assert [*container["command"], *container["args"]] == [
-            "vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "16384",
+            "vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct",
+            "--revision", "0e9e39f249a16976918f6564b8830bc894c89659", "--max-model-len", "16384",
             "--gpu-memory-utilization", "0.90", "--max-num-seqs", "64"]
         assert revs[14]["spec"]["template"]["spec"]["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-L40S"}
         pods = fresh.store.list("pods", "llm")[0]
