@@ -87,8 +87,7 @@ def test_metrics_skip_failed_hosts_and_stale_the_last_check() -> None:
 
 
 def test_bounds_fix_uses_preferred_else_nearest_bound() -> None:
-    from vllm_remedy.drift.runner import bounds_fix  # needs pyinfra; pure function
     policy = Policy.from_mapping(copy.deepcopy({"flags": {"max-num-seqs": {"min": 16, "max": 128, "preferred": 64},
                                                           "gpu-memory-utilization": {"min": 0.8, "max": 0.92}}}))
-    assert bounds_fix(policy, {"max-num-seqs": "256", "gpu-memory-utilization": "0.97", "max-model-len": "8192"}) == {
-        "max_num_seqs": 64, "gpu_memory_utilization": 0.92}
+    flags = {"max-num-seqs": "256", "gpu-memory-utilization": "0.97", "max-model-len": "8192"}
+    assert checks.bounds_fix(policy, flags) == {"max_num_seqs": 64, "gpu_memory_utilization": 0.92}

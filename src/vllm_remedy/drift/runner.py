@@ -38,7 +38,7 @@ from vllm_remedy.facts.deployment import Deployment
 from vllm_remedy.operations import budget, scheduling, vllm
 from vllm_remedy.operations._write import forget
 from vllm_remedy.operations.util import k8s_host
-from vllm_remedy.policy import FractionBounds, IntBounds, Policy
+from vllm_remedy.policy import Policy
 from vllm_remedy.remedies.toggle import expired as expired_toggles
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -173,34 +173,6 @@ def _deployment(run: Run, host: Host) -> dict[str, Any]:
     return dict(fact["object"])
 
 
-def bounds_fix(policy: Policy, flags: Mapping[str, str]) -> dict[str, Any]:
-    """``vllm.flags`` arguments bringing out-of-bounds numeric flags back: preferred value, else the nearer bound."""
-    out: dict[str, Any] = {}
-    for violation in policy.check_flags(flags):
-        bounds = policy.flag_bounds(violation.flag)
-        if violation.value is None or not isinstance(bounds, (IntBounds, FractionBounds)):
-            continue
-        value = bounds.preferred
-        if value is None:
-            number = float(violation.value) if _number(violation.value) else None
-            value = bounds.max if number is not None and bounds.max is not None and number > bounds.max else bounds.min
-        if value is not None:
-            out[violation.flag.replace("-", "_")] = value
-    return {k: v for k, v in out.items() if k in _FLAG_ARGS}
-
-
-_FLAG_ARGS = ("max_model_len", "gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens",
-              "tensor_parallel_size", "max_loras")
-
-
-def _number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
 def fix_operations(policy: Policy, flags: Mapping[str, str]) -> list[tuple[str, Callable[..., Any], dict[str, Any]]]:
     """The deploys' operations, in the deploys' order, that would bring a host back to its policy."""
     ops: list[tuple[str, Callable[..., Any], dict[str, Any]]] = [
@@ -208,7 +180,7 @@ def fix_operations(policy: Policy, flags: Mapping[str, str]) -> list[tuple[str, 
     if policy.gpu_product:
         ops.append(("Pin the GPU type", scheduling.gpu_product,
                     {"product": policy.gpu_product, "gpus": policy.gpu.per_pod}))
-    fix = bounds_fix(policy, flags)
+    fix = checks.bounds_fix(policy, flags)
     if fix:
         ops.append(("Flags within policy bounds", vllm.flags, {**fix, "reason": "drift: flag outside policy bounds"}))
     ops.append(("Smallest change that restores headroom", budget.smallest_fix, {"gpu": policy.gpu_product}))
