@@ -128,6 +128,22 @@ def test_guarded_patch_422_becomes_conflict_and_changes_nothing(api: FakeApi, tm
     assert api.seen[-1].headers["content-type"] == "application/json-patch+json"
 
 
+def test_any_guarded_json_patch_422_is_a_conflict_not_a_bad_request(api: FakeApi, tmp_path: Path) -> None:
+    """Raw requests too (nodes, routes, the game day's own restore): a failed precondition is retryable."""
+    client = make_client(api, tmp_path)
+    ops = [{"op": "test", "path": "/metadata/resourceVersion", "value": "1"},
+           {"op": "replace", "path": "/spec/replicas", "value": 3}]
+    with pytest.raises(ConflictError) as err:
+        client.request("PATCH", "/apis/apps/v1/namespaces/llm/deployments/llama-8b", body=ops,
+                       content_type="application/json-patch+json")
+    assert err.value.status == 422
+    unguarded = [{"op": "replace", "path": "/spec/nope/deeper", "value": 3}]
+    with pytest.raises(KubeError) as err:
+        client.request("PATCH", "/apis/apps/v1/namespaces/llm/deployments/llama-8b", body=unguarded,
+                       content_type="application/json-patch+json")
+    assert not isinstance(err.value, ConflictError)
+
+
 # ---- kubeconfig resolution -----------------------------------------------------------------
 
 def _cfg(path: Path, current: str | None, names: list[str], server: str = "https://x") -> Path:

@@ -54,6 +54,12 @@ class RetryPolicy:
         return min(self.cap, self.base * self.factor ** (retry - 1))
 
 
+def _guarded(body: Any, content_type: str) -> bool:
+    """A JSON patch with a ``test`` op: its 422 means "the object changed", not "your request is malformed"."""
+    return content_type == JSON_PATCH and isinstance(body, list) and any(
+        isinstance(op, dict) and op.get("op") == "test" for op in body)
+
+
 def _retryable_status(status: int) -> bool:
     return status >= 500 or status == 429
 
@@ -143,7 +149,7 @@ class KubeClient:
                 log.warning("%s: HTTP %d; retrying in %.2fs", where, status, wait)
                 self._sleep(wait)
                 continue
-            raise self._error(status, data, where, attempt)
+            raise self._error(status, data, where, attempt, guarded=_guarded(body, content_type))
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _send(self, method: str, path: str, query: list[tuple[str, str]], body: Any, content_type: str,
@@ -187,7 +193,9 @@ class KubeClient:
         return time.time()
 
     @staticmethod
-    def _error(status: int, data: bytes, where: str, attempts: int) -> KubeError:
+    def _error(status: int, data: bytes, where: str, attempts: int, *, guarded: bool = False) -> KubeError:
+        """The typed error for a failed answer: a 409, or a 422 on a JSON patch carrying a ``test`` op (the
+        apiserver's answer when a resourceVersion precondition fails), is a ConflictError for every caller."""
         text = data.decode("utf-8", errors="replace")
         message, reason, body = text.strip()[:300], "", None
         try:
@@ -201,7 +209,7 @@ class KubeClient:
         cls: type[KubeError] = KubeError
         if status == 404:
             cls = NotFoundError
-        elif status == 409:
+        elif status == 409 or (status == 422 and guarded):
             cls = ConflictError
         return cls(f"{where}: HTTP {status}: {message}{tail}", status=status, reason=reason, body=body)
 
@@ -246,21 +254,18 @@ class KubeClient:
 
     def patch_deployment(self, namespace: str, name: str, body: Any, *, content_type: str = JSON_PATCH,
                          dry_run: bool = False, field_manager: str = FIELD_MANAGER) -> dict[str, Any]:
-        """PATCH a Deployment; a 409, or a 422 from a failed ``test`` op, becomes ConflictError."""
+        """PATCH a Deployment; a conflict (409, or 422 from a failed ``test`` op) says what to do about it."""
         query = [("fieldManager", field_manager)]
         if dry_run:
             query.insert(0, ("dryRun", "All"))
         try:
             return self.request("PATCH", self.object_path(namespace, "deployments", name), query=query, body=body,
                                 content_type=content_type)
-        except KubeError as exc:
-            guarded = isinstance(body, list) and any(op.get("op") == "test" for op in body)
-            if exc.status == 409 or (exc.status == 422 and guarded):
-                raise ConflictError(
-                    f"{self.context}: deployment {namespace}/{name} changed since it was read "
-                    f"(HTTP {exc.status}); nothing was written — re-run to plan against the new state",
-                    status=exc.status, reason=exc.reason, body=exc.body) from exc
-            raise
+        except ConflictError as exc:
+            raise ConflictError(
+                f"{self.context}: deployment {namespace}/{name} changed since it was read "
+                f"(HTTP {exc.status}); nothing was written — re-run to plan against the new state",
+                status=exc.status, reason=exc.reason, body=exc.body) from exc
 
     def _items(self, path: str, label_selector: str = "", field_selector: str = "") -> list[dict[str, Any]]:
         query = []
