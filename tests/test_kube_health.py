@@ -7,7 +7,7 @@ from typing import Any
 from test_kube_objects import BAD_ARGS, GOOD_ARGS, pod_template
 from vllm_remedy.kube.diff import describe, revision_diff, unified_template_diff
 from vllm_remedy.kube.gpus import gpu_product, node_gpus, pod_gpu, pod_gpu_request
-from vllm_remedy.kube.health import node_health, pod_health
+from vllm_remedy.kube.health import container_health, node_health, pod_health
 
 
 def crashloop_pod(name: str = "llama-8b-5f6c7d8b9a-x7k2p", *, reason: str = "Error", exit_code: int = 1,
@@ -164,3 +164,17 @@ def test_unified_template_diff() -> None:
         "-    nvidia.com/gpu.product: NVIDIA-L4\n+    nvidia.com/gpu.product: NVIDIA-L40S\n"
         "   restartPolicy: Always\n   schedulerName: default-scheduler\n   securityContext: {}\n")
     assert unified_template_diff(good, good) == ""
+
+
+def test_crash_looping_holds_between_back_offs_while_the_model_reloads() -> None:
+    """Between two crashes the container reads ``running`` for the whole model load; still crash-looping."""
+    reloading = {"name": "vllm", "ready": False, "restartCount": 3, "state": {"running": {}},
+                 "lastState": {"terminated": {"exitCode": 1, "reason": "Error"}}}
+    assert container_health(reloading).crash_looping
+    recovered = {**reloading, "ready": True}
+    assert not container_health(recovered).crash_looping
+    first_start = {"name": "vllm", "ready": False, "restartCount": 0, "state": {"running": {}}}
+    assert not container_health(first_start).crash_looping
+    dead_now = {"name": "vllm", "ready": False, "restartCount": 0,
+                "state": {"terminated": {"exitCode": 1, "reason": "Error"}}}
+    assert container_health(dead_now).crash_looping

@@ -18,7 +18,7 @@ from vllm_remedy.gameday.scenario import Scenario
 from vllm_remedy.gameday.timeline import DETECTION, FIRST_CRASH, Classified, Sample, Timeline
 from vllm_remedy.gameday.world import route_path
 from vllm_remedy.kube.client import KubeClient
-from vllm_remedy.kube.health import pod_health
+from vllm_remedy.kube.health import container_health, pod_health
 from vllm_remedy.kube.history import HASH_LABEL
 from vllm_remedy.policy import Policy
 from vllm_remedy.remedies.diagnose import evidence_lines
@@ -34,27 +34,11 @@ def bare_template(template: Obj) -> Obj:
 
 
 def in_crash_loop(pod: Obj, container: str | None = None) -> bool:
-    """A watched container crashed and has not been Ready since (an SRE's "the pod is crash-looping").
-
-    Why not ``state.waiting.reason == CrashLoopBackOff`` alone: that is only the back-off window (10 s,
-    20 s, 40 s ... of cluster time), while the minute or more between a restart and the next crash
-    (the model loading again) reads ``running``. Polled once per cluster minute at 600x, the window was
-    caught by luck and the series read 0 through most of a crash loop.
-    """
-    for cs in (pod.get("status") or {}).get("containerStatuses") or []:
-        if container and cs.get("name") != container:
-            continue
-        if cs.get("ready"):
-            continue
-        state, last = cs.get("state") or {}, cs.get("lastState") or {}
-        if (state.get("waiting") or {}).get("reason") == "CrashLoopBackOff":
-            return True
-        died_now = state.get("terminated") or {}
-        if died_now and died_now.get("exitCode") not in (None, 0):
-            return True
-        if int(cs.get("restartCount") or 0) > 0 and last.get("terminated"):
-            return True
-    return False
+    """A watched container crashed and has not been Ready since (``kube.health``'s one definition, which
+    also holds while the model reloads between back-offs, so a sampled series does not read 0 by luck)."""
+    return any(container_health(cs).crash_looping
+               for cs in (pod.get("status") or {}).get("containerStatuses") or []
+               if not container or cs.get("name") == container)
 
 
 def rolled_out(dep: Obj) -> bool:

@@ -39,7 +39,16 @@ class ContainerHealth:
 
     @property
     def crash_looping(self) -> bool:
-        return self.waiting_reason == CRASH_LOOP
+        """Died with a failure and not Ready since: what an SRE calls crash-looping.
+
+        Not ``waiting.reason == CrashLoopBackOff`` alone: that is only the back-off window (10 s, 20 s,
+        40 s …), while between a restart and the next crash the container reads ``running`` (vLLM loading
+        the model again for a minute or more). A verdict from the narrow test flickered with the moment of
+        the read.
+        """
+        if self.ready:
+            return False
+        return self.waiting_reason == CRASH_LOOP or (self.failed and (self.restarts > 0 or self.terminated_now))
 
     @property
     def host_oom_killed(self) -> bool:

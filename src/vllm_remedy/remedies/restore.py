@@ -57,13 +57,9 @@ def revisions(history: Mapping[str, Any]) -> list[Revision]:
 
 
 def crash_looping(c: Mapping[str, Any]) -> bool:
-    """A container row of the Pods fact that is in CrashLoopBackOff, or restarting after repeated failures.
-
-    Between back-offs a crash-looping container is briefly ``running`` again (loading the model), so
-    ``CrashLoopBackOff`` alone would make the verdict flicker with the moment of the read.
-    """
-    return bool(c.get("crash_looping") or (c.get("failed") and not c.get("ready")
-                                            and int(c.get("restarts") or 0) >= RESTARTS))
+    """A container row of the Pods fact that died with a failure and has not been Ready since
+    (``kube.health.ContainerHealth.crash_looping``: steady between back-offs, not only in CrashLoopBackOff)."""
+    return bool(c.get("crash_looping"))
 
 
 def _flapping(pod: Mapping[str, Any], now: float | None, stable: float) -> bool:
