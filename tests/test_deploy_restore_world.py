@@ -9,7 +9,10 @@ so, as in the runbook, every pod is down and the rollback has to start pods from
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -135,3 +138,32 @@ def assert_no_changes(rehearsal: Rehearsal, deploy: str, ops: int, *args: str,
     assert got.returncode == 0, got.stderr
     assert host_out(got.stderr).count("No changes") == ops, got.stderr
     assert deployment(rehearsal)["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+
+
+#: The Deployment's API path, as the client's retry lines name it.
+PATH = f"/apis/apps/v1/namespaces/{NS}/deployments/{NAME}"
+#: Every PATCH of the Deployment answers 503: an outage the write itself must ride out.
+PATCH_DOWN = {"verb": "patch", "resource": "deployments", "error_rate": 1.0, "error_code": 503}
+
+
+def run_with_outage(rehearsal: Rehearsal, deploy: str, args: Sequence[str], flaky: list[dict[str, Any]]
+                    ) -> subprocess.CompletedProcess[str]:
+    """``pyinfra -y`` while every PATCH answers 503 (plus ``flaky``); once our client has met one and is backing
+    off, the outage ends and only ``flaky`` stays — so a 5xx on the write itself is always exercised (seeded
+    random rates alone may never hit the one PATCH a deploy sends)."""
+    err = rehearsal.tmp / "outage.err"
+    rehearsal.faults([PATCH_DOWN, *flaky])
+    with err.open("w") as fe:
+        proc = subprocess.Popen([sys.executable, "-m", "pyinfra", LOCAL, deploy, "-y", *args],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=fe, text=True,
+                                env=rehearsal.env(), cwd=str(rehearsal.tmp))
+        try:
+            wait_until(lambda: f"PATCH {PATH}: HTTP 503; retrying" in err.read_text() or proc.poll() is not None,
+                       60, "the first failed PATCH")
+            rehearsal.faults(flaky)
+            out, _ = proc.communicate(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            rehearsal.faults([])
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err.read_text())

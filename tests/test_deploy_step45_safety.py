@@ -9,8 +9,6 @@ failure, and that nothing was overwritten. (budget.py's concurrent-edit test liv
 from __future__ import annotations
 
 import copy
-import subprocess
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,13 +34,19 @@ from test_deploy_budget_world import (
     scenario,
     with_args,
 )
-from test_deploy_restore_world import L4_TOLERATION, host_out, vllm_runtime, wait_until
+from test_deploy_restore_world import (
+    L4_TOLERATION,
+    PATCH_DOWN,
+    PATH,
+    host_out,
+    run_with_outage,
+    vllm_runtime,
+)
 from vllm_remedy.kube.annotations import parse_rfc3339
 
 rehearsal = pyinfra_fixtures.rehearsal
 
 Obj = dict[str, Any]
-PATH = "/apis/apps/v1/namespaces/llm/deployments/llama-8b"
 REVISION = "deployment.kubernetes.io/revision"
 #: Annotations that carry the cluster time of the write: compared by their relation, not their value.
 TIMED = ("vllm-remedy.io/last-action-at", "vllm-remedy.io/enforce-eager-expires")
@@ -61,7 +65,6 @@ FLAKY = [{"verb": "*", "resource": "deployments", "error_rate": 0.3, "error_code
          {"verb": "list", "resource": "pods", "error_rate": 0.3, "error_code": 504},
          {"verb": "*", "resource": "*", "latency_ms": 5}]
 #: The API refusing every write for a while (first phase of the transient test; for good in the failing one).
-PATCH_DOWN = {"verb": "patch", "resource": "deployments", "error_rate": 1.0, "error_code": 503}
 
 
 def on_l4(dep: Obj) -> None:
@@ -145,32 +148,11 @@ def assert_clean_end_state(case: Case, before: Obj, after: Obj) -> None:
     }
 
 
-def run_with_outage(rehearsal: Rehearsal, case: Case) -> subprocess.CompletedProcess[str]:
-    """``pyinfra -y`` while every PATCH answers 503 (plus FLAKY); once our client has met one and is backing
-    off, the outage ends and only FLAKY stays — so a 5xx on the write itself is always exercised."""
-    err = rehearsal.tmp / "outage.err"
-    rehearsal.faults([PATCH_DOWN, *FLAKY])
-    with err.open("w") as fe:
-        proc = subprocess.Popen([sys.executable, "-m", "pyinfra", LOCAL, case.deploy, "-y", *case.args],
-                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=fe, text=True,
-                                env=rehearsal.env(), cwd=str(rehearsal.tmp))
-        try:
-            wait_until(lambda: f"PATCH {PATH}: HTTP 503; retrying" in err.read_text() or proc.poll() is not None,
-                       60, "the first failed PATCH")
-            rehearsal.faults(FLAKY)
-            out, _ = proc.communicate(timeout=120)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-            rehearsal.faults([])
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err.read_text())
-
-
 @ALL
 def test_transient_5xx_timeouts_and_latency_converge_to_the_clean_end_state(rehearsal: Rehearsal,
                                                                             case: Case) -> None:
     before = case.setup(rehearsal)
-    got = run_with_outage(rehearsal, case)
+    got = run_with_outage(rehearsal, case.deploy, case.args, FLAKY)
     assert got.returncode == 0, got.stderr
     assert "Traceback" not in got.stderr
     assert f"PATCH {PATH}: HTTP 503; retrying" in got.stderr  # the write itself met the outage
