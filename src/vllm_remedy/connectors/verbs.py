@@ -97,6 +97,7 @@ def _deployment_and_selector(scope: Scope) -> tuple[dict[str, Any], str]:
 
 
 def verb_get(scope: Scope, args: list[str]) -> list[str]:
+    """Raw objects for ad-hoc facts, scoped to the target Deployment's selector so no other workload leaks in."""
     usage = "k8s-get deployment|replicasets|pods|node <name>"
     if args == ["deployment"]:
         return [_line(scope.client.get_deployment(scope.namespace, scope.deployment))]
@@ -110,6 +111,7 @@ def verb_get(scope: Scope, args: list[str]) -> list[str]:
 
 
 def verb_deployment(scope: Scope, args: list[str]) -> list[str]:
+    """The Deployment plus the scope the Deployment fact needs to find our container and annotations."""
     if args:
         raise VerbError("usage: k8s-deployment")
     deployment = scope.client.get_deployment(scope.namespace, scope.deployment)
@@ -118,6 +120,7 @@ def verb_deployment(scope: Scope, args: list[str]) -> list[str]:
 
 
 def verb_history(scope: Scope, args: list[str]) -> list[str]:
+    """Deployment and its ReplicaSets in one call: rollout history lives in the ReplicaSets' templates."""
     if args:
         raise VerbError("usage: k8s-history")
     deployment, selector = _deployment_and_selector(scope)
@@ -153,6 +156,7 @@ def wanted_logs(pod: dict[str, Any], mode: str) -> list[tuple[str, bool]]:
 
 
 def verb_pods(scope: Scope, args: list[str]) -> list[str]:
+    """Pods with the logs of their crashes in one round trip, so a diagnosis sees the CUDA OOM that killed them."""
     usage = "k8s-pods [--logs none|crashed|all] [--tail N]"
     positional, opts = _options(args, {"logs": True, "tail": True}, usage)
     if positional:
@@ -174,6 +178,7 @@ def verb_pods(scope: Scope, args: list[str]) -> list[str]:
 
 
 def verb_logs(scope: Scope, args: list[str]) -> list[str]:
+    """One container log on demand, for when the pods verb's automatic choice is not the log wanted."""
     usage = "k8s-logs <pod> <container> [--previous] [--tail N]"
     positional, opts = _options(args, {"previous": False, "tail": True}, usage)
     if len(positional) != 2:
@@ -200,6 +205,7 @@ def trim_pod(pod: dict[str, Any]) -> dict[str, Any]:
 
 
 def verb_nodes(scope: Scope, args: list[str]) -> list[str]:
+    """Nodes and every GPU-holding pod cluster-wide: free GPUs can only be counted against all holders."""
     if args:
         raise VerbError("usage: k8s-nodes")
     deployment = scope.client.get_deployment(scope.namespace, scope.deployment)
@@ -221,6 +227,7 @@ VERBS: dict[str, Callable[[Scope, list[str]], list[str]]] = {
 
 
 def split_command(command: str) -> list[str]:
+    """Words of a verb command; a cluster has no shell, so a bad quote or empty command is a VerbError."""
     try:
         words = shlex.split(command)
     except ValueError as exc:

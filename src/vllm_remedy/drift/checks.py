@@ -46,9 +46,11 @@ class Check:
 
     @property
     def drifted(self) -> bool:
+        """Only DRIFT counts: UNKNOWN means we could not judge, which must not fail the host."""
         return self.status == DRIFT
 
     def to_json(self) -> dict[str, Any]:
+        """The stable JSON shape the drift report and its consumers read."""
         return {"check": self.name, "status": self.status, "detail": self.detail}
 
 
@@ -65,6 +67,7 @@ class Observed:
     toggles: tuple[Toggle, ...]
 
     def to_json(self) -> dict[str, Any]:
+        """What was read, so a reader of the report can verify each verdict without the cluster."""
         return {"image": self.image, "model": self.model, "model_revision": self.model_revision,
                 "flags": dict(self.flags), "gpu": self.gpu, "gpus_per_pod": self.gpus_per_pod,
                 "toggles": [{"name": t.name, "expires": t.expires} for t in self.toggles]}
@@ -81,6 +84,7 @@ def observe(deployment: Mapping[str, Any], keys: Keys, container: str | None = N
 
 
 def check_max_model_len(policy: Policy, server: ServerCommand) -> Check:
+    """Without --max-model-len the model's full context must fit in KV cache, a common cause of OOM at start."""
     value = server.flags.get("max-model-len")
     if not policy.require_explicit_max_model_len:
         return Check("max-model-len", PASS, "policy does not require it" + (f" (set: {value})" if value else ""))
@@ -90,6 +94,7 @@ def check_max_model_len(policy: Policy, server: ServerCommand) -> Check:
 
 
 def check_flag_bounds(policy: Policy, server: ServerCommand) -> Check:
+    """Memory-sensitive flags outside the policy's bounds make a tuned unit OOM-prone again."""
     broken = [v for v in policy.check_flags(server.flags) if v.value is not None]
     if broken:
         return Check("flag-bounds", DRIFT, "; ".join(str(v) for v in broken))
@@ -98,6 +103,7 @@ def check_flag_bounds(policy: Policy, server: ServerCommand) -> Check:
 
 
 def check_known_good_unit(policy: Policy, observed: Observed) -> Check:
+    """Only image+model+revision+flags proven together are trusted; any other combination is drift."""
     if not policy.known_good:
         return Check("known-good-unit", PASS, f"policy {policy.name or policy.source} lists no known-good unit")
     unit_flags = {k: v for k, v in observed.flags.items() if k != "revision"}
@@ -116,6 +122,7 @@ def _flags(flags: Mapping[str, str]) -> str:
 
 
 def check_gpu_pinned(policy: Policy, observed: Observed) -> Check:
+    """The memory estimate holds only on the GPU it was made for, so an unpinned or other GPU is drift."""
     rule = policy.gpu
     if not rule.pinned:
         return Check("gpu-pinned", PASS, "policy pins no GPU product")
@@ -166,6 +173,7 @@ def predict(deployment: Mapping[str, Any], policy: Policy, container: str | None
 
 
 def check_concurrency(policy: Policy, prediction: Prediction) -> Check:
+    """A unit that fits but cannot serve peak concurrency will preempt or OOM under load, so it is drift."""
     e = prediction.estimate
     if e is None:
         return Check("concurrency", UNKNOWN, f"no prediction: {prediction.note}")
@@ -188,6 +196,7 @@ class HostChecks:
 
     @property
     def drifted(self) -> list[Check]:
+        """The failing checks, which decide the host's status and exit code."""
         return [c for c in self.checks if c.drifted]
 
 

@@ -62,6 +62,7 @@ class ContainerHealth:
 
 
 def container_health(status: Mapping[str, Any]) -> ContainerHealth:
+    """Flatten a containerStatus; the death is read from lastState once the container has restarted."""
     state = status.get("state") or {}
     last = status.get("lastState") or {}
     waiting = state.get("waiting") or {}
@@ -77,6 +78,8 @@ def container_health(status: Mapping[str, Any]) -> ContainerHealth:
 
 @dataclass(frozen=True)
 class PodHealth:
+    """A pod's readiness and its containers' deaths: what remediation waits for and judges."""
+
     name: str
     namespace: str
     node: str | None
@@ -89,14 +92,17 @@ class PodHealth:
 
     @property
     def restarts(self) -> int:
+        """Total restarts across containers; a rising count is how a crash loop shows."""
         return sum(c.restarts for c in self.containers)
 
     @property
     def crash_looping(self) -> bool:
+        """Any container in CrashLoopBackOff makes the pod unusable, whatever the others do."""
         return any(c.crash_looping for c in self.containers)
 
     @property
     def host_oom_killed(self) -> bool:
+        """Host-memory OOM needs a different remedy than CUDA OOM, so it is told apart."""
         return any(c.host_oom_killed for c in self.containers)
 
     def ready_for(self, now: float) -> float:
@@ -105,6 +111,7 @@ class PodHealth:
         return max(0.0, now - since) if since is not None else 0.0
 
     def container(self, name: str) -> ContainerHealth | None:
+        """The named container, or None: the vLLM container is chosen by name, not position."""
         return next((c for c in self.containers if c.name == name), None)
 
 
@@ -116,6 +123,7 @@ def _condition(obj: Mapping[str, Any], kind: str) -> dict[str, Any]:
 
 
 def pod_health(pod: Mapping[str, Any]) -> PodHealth:
+    """Read a pod object into PodHealth; Unschedulable is kept since a pending GPU pod never crashes."""
     meta, status = pod.get("metadata") or {}, pod.get("status") or {}
     ready = _condition(pod, "Ready")
     scheduled = _condition(pod, "PodScheduled")
@@ -133,6 +141,8 @@ def pod_health(pod: Mapping[str, Any]) -> PodHealth:
 
 @dataclass(frozen=True)
 class NodeHealth:
+    """Whether a node can take a GPU pod: Ready, not cordoned, no resource pressure."""
+
     name: str
     ready: bool
     cordoned: bool
@@ -140,6 +150,7 @@ class NodeHealth:
 
 
 def node_health(node: Mapping[str, Any]) -> NodeHealth:
+    """Read a node object into NodeHealth from its conditions and spec.unschedulable."""
     conditions = (node.get("status") or {}).get("conditions") or []
     pressure = tuple(c["type"] for c in conditions
                      if c.get("type", "").endswith("Pressure") and c.get("status") == "True")

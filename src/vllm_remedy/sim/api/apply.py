@@ -51,6 +51,7 @@ def owned_view(obj: Obj) -> Obj:
 
 
 def get_path(obj: Any, path: Path) -> Any:
+    """Follow a managedFields path (f: keys, k: list items by merge key); _MISSING when it is absent."""
     node = obj
     for seg in path:
         if seg.startswith("f:"):
@@ -69,6 +70,7 @@ def get_path(obj: Any, path: Path) -> Any:
 
 
 def delete_path(obj: Any, path: Path) -> None:
+    """Remove a field nobody applies any more, as server-side apply prunes it."""
     parent = get_path(obj, path[:-1]) if len(path) > 1 else obj
     seg = path[-1]
     if seg.startswith("f:") and isinstance(parent, dict):
@@ -79,6 +81,7 @@ def delete_path(obj: Any, path: Path) -> None:
 
 
 def to_fields_v1(paths: set[Path]) -> Obj:
+    """Encode owned paths as the FieldsV1 tree stored in metadata.managedFields."""
     root: Obj = {}
     for path in sorted(paths):
         node = root
@@ -90,6 +93,7 @@ def to_fields_v1(paths: set[Path]) -> Obj:
 
 
 def from_fields_v1(tree: Obj, prefix: Path = ()) -> set[Path]:
+    """Decode a FieldsV1 tree back into leaf paths, to compare owners' fields."""
     children = {k: v for k, v in tree.items() if k != "."}
     if not children:
         return {prefix} if prefix else set()

@@ -37,6 +37,8 @@ class Rule:
 
 @dataclass(frozen=True)
 class Identity:
+    """Who a bearer token stands for and the RBAC-like rules limiting what it may do."""
+
     user: str
     rules: tuple[Rule, ...]
 
@@ -49,9 +51,11 @@ class Authorizer:
 
     @property
     def enabled(self) -> bool:
+        """Auth is on only when tokens are configured, so the default sim needs no credentials."""
         return bool(self.tokens)
 
     def authenticate(self, header: str | None) -> Identity | None:
+        """The caller's identity, None with auth off; a missing or unknown token is a 401 as on a real API."""
         if not self.enabled:
             return None
         scheme, _, token = (header or "").partition(" ")

@@ -22,6 +22,8 @@ _REASONS = {429: "TooManyRequests", 500: "InternalError", 503: "ServiceUnavailab
 
 @dataclass
 class FaultRule:
+    """One injected failure pattern, so rehearsals prove remediation survives a flaky API server."""
+
     verb: str = "*"
     resource: str = "*"
     error_rate: float = 0.0
@@ -31,6 +33,7 @@ class FaultRule:
     drop_watch_after: float | None = None  # real seconds
 
     def matches(self, verb: str, resource: str) -> bool:
+        """A rule may name the resource with or without its group, or use * for any."""
         return self.verb in ("*", verb) and self.resource in ("*", resource, resource.partition(".")[0])
 
 
@@ -51,10 +54,12 @@ class Faults:
             self._rules = list(rules)
 
     def clear(self) -> None:
+        """Drop every rule, so a scenario can end its fault window."""
         with self._lock:
             self._rules = []
 
     def describe(self) -> list[Obj]:
+        """The active rules as JSON, so a test can see what is being injected."""
         with self._lock:
             return [asdict(r) for r in self._rules]
 

@@ -30,6 +30,8 @@ class ClusterLike(Protocol):
 
 @dataclass
 class Request:
+    """A parsed HTTP request, independent of the server, so handlers can be driven directly in tests."""
+
     method: str
     path: str  # below the cluster prefix, e.g. /apis/apps/v1/namespaces/llm/deployments
     query: dict[str, str] = field(default_factory=dict)
@@ -40,6 +42,7 @@ class Request:
 
     @property
     def content_type(self) -> str:
+        """The media type without parameters; the patch kind and body decoding depend on it."""
         return self.headers.get("content-type", "application/json").split(";")[0].strip().lower()
 
     def wants_table(self) -> bool:
@@ -51,6 +54,7 @@ class Request:
         return False
 
     def dry_run(self) -> bool:
+        """True for dryRun=All; any other value is a 400, as kube-apiserver answers."""
         value = self.query.get("dryRun")
         if value is None:
             return False
@@ -85,6 +89,7 @@ class Request:
             raise ApiError(400, "BadRequest", f"error converting YAML to JSON: {exc}".replace("\n", " ")) from exc
 
     def object_body(self, *, yaml_ok: bool = False) -> Obj:
+        """The body as an object, 400 otherwise, so handlers can rely on a dict with dict metadata."""
         body = self.json_body(yaml_ok=yaml_ok)
         if not isinstance(body, dict):
             raise ApiError(400, "BadRequest", "the request body must be a JSON object")
@@ -95,6 +100,8 @@ class Request:
 
 @dataclass
 class Response:
+    """What a handler returns: a body, a chunked stream, or a WebSocket upgrade."""
+
     status: int
     body: bytes = b""
     content_type: str = "application/json"
@@ -104,8 +111,10 @@ class Response:
 
 
 def json_response(obj: Any, status: int = 200, content_type: str = "application/json") -> Response:
+    """Compact JSON, as the real API server sends it."""
     return Response(status, json.dumps(obj, separators=(",", ":")).encode(), content_type)
 
 
 def error_response(err: ApiError) -> Response:
+    """A Status object with the error's code, the shape kubectl parses into its error line."""
     return json_response(err.status(), err.code)

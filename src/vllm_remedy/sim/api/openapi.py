@@ -65,6 +65,7 @@ def v3_root(prefix: str) -> Obj:
 
 
 def v2_json() -> Obj:
+    """The OpenAPI v2 document: only each kind's PATCH with dryRun, which is all kubectl checks."""
     paths: Obj = {}
     for r in RESOURCES:
         params = [{"name": p, "in": "query", "type": "string", "uniqueItems": True} for p in PATCH_PARAMS]

@@ -48,6 +48,7 @@ KEEP_ZERO = frozenset({
 
 @cache
 def schema() -> dict[str, dict[int, Field]]:
+    """Field numbers per message, parsed once from the compact table in proto_schema."""
     messages: dict[str, dict[int, Field]] = {}
     current = ""
     for line in TABLE.strip("\n").splitlines():

@@ -22,6 +22,7 @@ IDLE_TICK = 5.0  # real seconds: an idle watch sends a BOOKMARK (if allowed) or 
 
 
 def matcher(route: Route, req: Request) -> Any:
+    """A predicate for labelSelector/fieldSelector, or None to list everything without filtering."""
     labels = label_matcher(req.query.get("labelSelector"))
     fields = field_matcher(req.query.get("fieldSelector"), route.resource.key)
     if labels is None and fields is None:
@@ -30,12 +31,14 @@ def matcher(route: Route, req: Request) -> Any:
 
 
 def with_type(route: Route, obj: Obj) -> Obj:
+    """Stored objects omit apiVersion/kind; clients expect them on every read."""
     obj.setdefault("apiVersion", route.resource.api_version)
     obj.setdefault("kind", route.resource.kind)
     return obj
 
 
 def get(cluster: ClusterLike, route: Route, req: Request) -> Response:
+    """GET one object, as a Table when kubectl asks for one (its default for `kubectl get`)."""
     assert route.name is not None
     obj = with_type(route, cluster.store.get(route.resource.key, route.namespace or "", route.name))
     if req.wants_table():
@@ -64,6 +67,7 @@ def _page(items: list[Obj], req: Request) -> tuple[list[Obj], Obj]:
 
 
 def list_objects(cluster: ClusterLike, route: Route, req: Request) -> Response:
+    """LIST with selectors and limit/continue paging, as a Table or a typed List."""
     items, rv = cluster.store.list(route.resource.key, route.namespace, matcher(route, req))
     items, more = _page(items, req)
     if req.wants_table():
@@ -147,6 +151,7 @@ def watch(cluster: ClusterLike, route: Route, req: Request, stop: threading.Even
 
 
 def container_of(pod: Obj, req: Request) -> str:
+    """The container a log/exec request means; a multi-container pod must name one, as on a real API."""
     names = [c.get("name", "") for c in pod.get("spec", {}).get("containers") or []]
     wanted = req.query.get("container")
     name = pod["metadata"]["name"]
@@ -237,6 +242,7 @@ def scale_of(obj: Obj, group_resource: str) -> Obj:
 
 
 def get_scale(cluster: ClusterLike, route: Route) -> Response:
+    """The scale subresource, which kubectl scale and HPAs read instead of the Deployment."""
     assert route.name is not None
     obj = cluster.store.find(route.resource.key, route.namespace or "", route.name)
     if obj is None:

@@ -33,10 +33,12 @@ class Resource:
 
     @property
     def key(self) -> str:
+        """The store key, plural.group, unique across API groups."""
         return f"{self.plural}.{self.group}" if self.group else self.plural
 
     @property
     def api_version(self) -> str:
+        """group/version, or bare version for the core group, as objects carry it."""
         return f"{self.group}/{self.version}" if self.group else self.version
 
 
@@ -84,6 +86,7 @@ SUBRESOURCE_VERBS = {"status": ("get", "patch", "update"), "scale": ("get", "pat
 
 
 def lookup(group: str, version: str, plural: str) -> Resource | None:
+    """The resource a URL names, None when the sim does not serve it (a 404)."""
     return BY_PATH.get((group, version, plural))
 
 
@@ -118,6 +121,7 @@ def api_versions() -> Obj:
 
 
 def api_group(group: str) -> Obj | None:
+    """The APIGroup discovery document kubectl fetches before using a group."""
     version = GROUPS.get(group)
     if not group or version is None:
         return None

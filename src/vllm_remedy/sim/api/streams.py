@@ -67,6 +67,7 @@ def attach(cluster: ClusterLike, route: Route, req: Request, stop: threading.Eve
 
 
 def exec_(cluster: ClusterLike, route: Route, req: Request, command: list[str]) -> Iterator[Message]:
+    """pods/exec: validate before the stream opens so errors are HTTP statuses, then run once and stream."""
     namespace, name = route.namespace or "", route.name or ""
     pod = cluster.store.get("pods", namespace, name)
     container = container_of(pod, req)

@@ -48,6 +48,7 @@ def human_duration(seconds: float) -> str:
 
 
 def since(stamp: str | None, now: float) -> str:
+    """The AGE column: human duration since a timestamp, on the cluster clock."""
     return human_duration(now - parse_timestamp(stamp)) if stamp else "<unknown>"
 
 
@@ -267,6 +268,7 @@ PRINTERS: dict[str, tuple[list[Column], Callable[[Obj, float], list[Any]]]] = {
 
 
 def partial_metadata(obj: Obj) -> Obj:
+    """Metadata-only row object, what kubectl asks for with includeObject=Metadata."""
     return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj.get("metadata", {})}
 
 

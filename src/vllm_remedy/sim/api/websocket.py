@@ -50,10 +50,12 @@ def frame(payload: bytes, opcode: int = 2) -> bytes:
 
 
 def channel(number: int, data: bytes) -> bytes:
+    """A binary frame on a channel.k8s.io stream (stdout, stderr, error by first byte)."""
     return frame(bytes([number]) + data)
 
 
 def close_frame(code: int = 1000) -> bytes:
+    """A close frame, so kubectl ends exec cleanly rather than on a dropped socket."""
     return frame(struct.pack(">H", code), opcode=8)
 
 

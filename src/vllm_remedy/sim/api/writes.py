@@ -66,6 +66,7 @@ def _require_namespace(store: Store, res: Resource, namespace: str) -> None:
 
 
 def create(cluster: ClusterLike, route: Route, req: Request) -> Response:
+    """POST: server-owned metadata is reset and the namespace must exist, as kube-apiserver enforces."""
     if route.name is not None:
         raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
     obj = req.object_body()
@@ -121,6 +122,7 @@ def _write(cluster: ClusterLike, route: Route, req: Request, change: Callable[[O
 
 
 def update(cluster: ClusterLike, route: Route, req: Request) -> Response:
+    """PUT: whole-object replace guarded by resourceVersion, so stale writers get a 409."""
     if route.name is None:
         raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
     body = req.object_body()
@@ -168,6 +170,7 @@ def _unsupported(why: str) -> ApiError:
 
 
 def patch(cluster: ClusterLike, route: Route, req: Request) -> Response:
+    """PATCH in merge, JSON, strategic or server-side-apply form; non-apply patches retry on conflict."""
     if route.name is None:
         raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
     if req.content_type == "application/apply-patch+yaml":
@@ -252,6 +255,7 @@ def _delete_one(store: Store, key: str, namespace: str, name: str, *, cascade: b
 
 
 def delete(cluster: ClusterLike, route: Route, req: Request) -> Response:
+    """DELETE with propagation policy and preconditions, so cascading deletes behave as on a real cluster."""
     options: Obj = req.object_body() if req.body.strip() else {}
     policy = req.query.get("propagationPolicy") or options.get("propagationPolicy") or "Background"
     pre = options.get("preconditions") or {}
