@@ -33,10 +33,12 @@ class Target:
 
     @property
     def host_name(self) -> str:
+        """The inventory name pyinfra shows, which round-trips through parse_target."""
         tail = f"/{self.deployment}" if self.deployment else ""
         return f"{PREFIX}/{self.cluster}/{self.namespace}{tail}"
 
     def with_deployment(self, name: str) -> Target:
+        """One host per Deployment when a namespace target expands to several."""
         return Target(self.cluster, self.namespace, name)
 
 

@@ -53,6 +53,8 @@ GROUP = PREFIX
 
 
 class K8sData(TypedDict, total=False):
+    """Host data pyinfra carries for a @k8s host, so operations know which Deployment they act on."""
+
     k8s_cluster: str
     k8s_namespace: str
     k8s_deployment: str
@@ -144,6 +146,7 @@ class K8sConnector(BaseConnector):
 
     @staticmethod
     def make_names_data(name: str | None = None) -> Iterator[tuple[str, dict[str, Any], list[str]]]:
+        """Expand @k8s/cluster/ns[/deploy] into hosts; errors wait for connect() so pyinfra reports them per host."""
         try:
             target = parse_target(name)
         except UserError as exc:
@@ -156,10 +159,12 @@ class K8sConnector(BaseConnector):
     # ---- connect ----------------------------------------------------------------------
     @property
     def target(self) -> Target:
+        """The cluster/namespace/Deployment this host stands for, rebuilt from its host data."""
         return Target(self.data.get("k8s_cluster", ""), self.data.get("k8s_namespace", ""),
                       self.data.get("k8s_deployment"))
 
     def connect(self) -> None:
+        """Open the API client; an inventory expansion error surfaces here, where pyinfra expects failures."""
         error = self.data.get("k8s_expand_error")
         if error:
             raise _connect_error(error)
@@ -211,6 +216,7 @@ class K8sConnector(BaseConnector):
                                "pick the policy for this Deployment in host data")
 
     def disconnect(self) -> None:
+        """Close the API session so no connection outlives the deploy."""
         if self.client is not None:
             try:
                 self.client.api.close()
@@ -222,6 +228,7 @@ class K8sConnector(BaseConnector):
     # ---- execution --------------------------------------------------------------------
     def run_shell_command(self, command: Any, print_output: bool = False, print_input: bool = False,
                           **arguments: Any) -> tuple[bool, CommandOutput]:
+        """Run a k8s-* verb instead of a shell command: a cluster has no shell, facts speak verbs."""
         text = command.get_raw_value() if hasattr(command, "get_raw_value") else str(command)
         if print_input:
             echo(f"{self.host.print_prefix}>>> {text}", err=True)
@@ -242,11 +249,13 @@ class K8sConnector(BaseConnector):
 
     def put_file(self, filename_or_io: str | IOBase, remote_filename: str, remote_temp_filename: str | None = None,
                  print_output: bool = False, print_input: bool = False, **arguments: Any) -> bool:
+        """Refuse: a Deployment is changed through the API, never by copying files into pods."""
         logger.error(f"{self.host.print_prefix}the @k8s connector cannot upload files ({remote_filename})")
         return False
 
     def get_file(self, remote_filename: str, filename_or_io: str | IOBase, remote_temp_filename: str | None = None,
                  print_output: bool = False, print_input: bool = False, **arguments: Any) -> bool:
+        """Refuse: facts are read through verbs, not by copying files out of pods."""
         logger.error(f"{self.host.print_prefix}the @k8s connector cannot download files ({remote_filename})")
         return False
 

@@ -26,6 +26,7 @@ def _rfc3339(seconds: float) -> str:
 
 
 def host_status(host: Mapping[str, Any]) -> str:
+    """A host that could not be checked is an error, never in sync: silence must not read as health."""
     if host.get("error"):
         return ERROR
     return DRIFTED if any(c["status"] == "drift" for c in host.get("checks") or []) else IN_SYNC
@@ -43,6 +44,7 @@ def _fix(host: Mapping[str, Any], drifted: list[str]) -> dict[str, Any]:
 
 
 def host_entry(host: Mapping[str, Any]) -> dict[str, Any]:
+    """The report's per-host record; error hosts carry only the error since no check ran."""
     status = host_status(host)
     if status == ERROR:
         return {"host": host["host"], "status": ERROR, "error": host["error"]}
@@ -53,6 +55,7 @@ def host_entry(host: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def overall(statuses: list[str]) -> str:
+    """Worst status wins, and an empty run is an error so a misconfigured inventory cannot pass."""
     if not statuses or ERROR in statuses:
         return ERROR
     return DRIFTED if DRIFTED in statuses else IN_SYNC
@@ -146,6 +149,7 @@ def expire_report(result: Mapping[str, Any], now: float) -> dict[str, Any]:
 
 
 def render_expire(report: Mapping[str, Any]) -> str:
+    """Human lines for `expire`, one per host, saying what was reverted or why not."""
     out = []
     for h in report["hosts"]:
         if h["status"] == ERROR:
@@ -162,6 +166,7 @@ def render_expire(report: Mapping[str, Any]) -> str:
 
 
 def expire_metrics(report: Mapping[str, Any]) -> Metrics:
+    """Counts for the expire run's metrics, so monitoring sees reverts and failures without parsing text."""
     metrics = Metrics()
     for h in report["hosts"]:
         if h["status"] == "Reverted":

@@ -55,37 +55,46 @@ class Keys:
             raise UserError(f"annotation prefix {self.prefix!r}: kubernetes.io and k8s.io are reserved")
 
     def key(self, name: str) -> str:
+        """Prefix a name, refusing names a Kubernetes annotation key cannot hold."""
         if not _NAME.fullmatch(name) or len(name) > 63:
             raise UserError(f"annotation name {name!r}: expected at most 63 alphanumerics, '-', '_' or '.'")
         return self.prefix + name
 
     @property
     def known_good(self) -> str:
+        """Marks a revision proven to serve, the target a rollback returns to."""
         return self.key("known-good")
 
     @property
     def known_good_reason(self) -> str:
+        """Why a revision was marked known-good, for the operator who reads it later."""
         return self.key("known-good-reason")
 
     @property
     def last_action(self) -> str:
+        """The last remedy applied, so a rerun can see what was already tried."""
         return self.key("last-action")
 
     @property
     def last_reason(self) -> str:
+        """Why the last remedy was applied, kept on the object for audit."""
         return self.key("last-action-reason")
 
     @property
     def last_action_at(self) -> str:
+        """When the last remedy was applied, kept for audit."""
         return self.key("last-action-at")
 
     def toggle_expires(self, toggle: str) -> str:
+        """When a timed toggle must be reverted; drift flags it once past."""
         return self.key(f"{toggle}-expires")
 
     def toggle_prior(self, toggle: str) -> str:
+        """The argv before a toggle, so expiry restores exactly what ran."""
         return self.key(f"{toggle}-prior")
 
     def ours(self, key: str) -> bool:
+        """Whether an annotation is ours, so only our own keys are ever rewritten."""
         return key.startswith(self.prefix)
 
     def mark_keys(self) -> tuple[str, str]:
@@ -109,6 +118,7 @@ def known_good_annotations(keys: Keys, at: float, reason: str) -> dict[str, str]
 
 
 def is_known_good(keys: Keys, obj: Mapping[str, Any]) -> bool:
+    """Whether an object carries the known-good mark; an empty value does not count."""
     notes = (obj.get("metadata") or {}).get("annotations") or {}
     return bool(notes.get(keys.known_good))
 
@@ -122,9 +132,11 @@ class Toggle:
     prior: Any
 
     def expires_at(self) -> float:
+        """The expiry as epoch seconds; a malformed stamp is a UserError naming the toggle."""
         return parse_rfc3339(self.expires, f"toggle {self.name} expiry")
 
     def expired(self, now: float) -> bool:
+        """Due at the expiry instant itself, so a toggle never outlives its promised end."""
         return now >= self.expires_at()
 
 

@@ -46,6 +46,7 @@ class RetryPolicy:
     cap: float = 8.0
 
     def delay(self, retry: int, retry_after: str | None = None) -> float:
+        """Seconds before the next retry: the server's Retry-After when given, else capped backoff."""
         if retry_after:
             try:
                 return min(self.cap, max(0.0, float(retry_after)))
@@ -223,22 +224,28 @@ class KubeClient:
         return f"{path}/{quote(name, safe='')}" if name else path
 
     def get_deployment(self, namespace: str, name: str) -> dict[str, Any]:
+        """The Deployment every remedy starts from."""
         return self.request("GET", self.object_path(namespace, "deployments", name))
 
     def list_deployments(self, namespace: str, label_selector: str = "") -> list[dict[str, Any]]:
+        """Deployments matching a selector, for targets naming a whole namespace."""
         return self._items(self.object_path(namespace, "deployments"), label_selector)
 
     def list_replicasets(self, namespace: str, label_selector: str = "") -> list[dict[str, Any]]:
+        """ReplicaSets under a selector: they hold the rollout history's pod templates."""
         return self._items(self.object_path(namespace, "replicasets"), label_selector)
 
     def list_pods(self, namespace: str | None, label_selector: str = "", field_selector: str = "") -> list[dict]:
+        """Pods in a namespace, or cluster-wide with None (GPU accounting needs every holder)."""
         path = self.object_path(namespace, "pods", group="v1") if namespace else "/api/v1/pods"
         return self._items(path, label_selector, field_selector)
 
     def list_nodes(self, label_selector: str = "") -> list[dict[str, Any]]:
+        """Nodes, to count GPUs and find where a crash-looping pod could go."""
         return self._items("/api/v1/nodes", label_selector)
 
     def get_node(self, name: str) -> dict[str, Any]:
+        """One node, for the GPU product of the node a pod runs on."""
         return self.request("GET", f"/api/v1/nodes/{quote(name, safe='')}")
 
     def pod_log(self, namespace: str, pod: str, container: str | None = None, *, previous: bool = False,

@@ -43,6 +43,7 @@ def pod_gpu_request(pod_or_spec: Mapping[str, Any]) -> int:
 
 
 def holds_resources(pod: Mapping[str, Any]) -> bool:
+    """Finished pods no longer hold GPUs, so they must not count against a node's free GPUs."""
     return (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
 
 
@@ -58,6 +59,7 @@ class GpuProduct:
 
 
 def gpu_product(labels: Mapping[str, str] | None) -> GpuProduct:
+    """The GPU model from the node's labels, which the memory estimate depends on."""
     labels = labels or {}
     for key in PRODUCT_LABELS:
         value = labels.get(key)
@@ -74,6 +76,8 @@ def gpu_product(labels: Mapping[str, str] | None) -> GpuProduct:
 
 @dataclass(frozen=True)
 class NodeGpus:
+    """One node's GPU capacity and use, to tell whether a pod could be rescheduled there."""
+
     node: str
     product: GpuProduct
     memory_mib: int | None
@@ -84,6 +88,7 @@ class NodeGpus:
 
     @property
     def free(self) -> int:
+        """GPUs no pod has requested; never negative even if the node over-reports requests."""
         return max(0, self.allocatable - self.requested)
 
 
@@ -120,6 +125,7 @@ class PodGpu:
 
 def pod_gpu(pod: Mapping[str, Any], node: Mapping[str, Any] | None, pods_on_node: Iterable[Mapping[str, Any]]
             ) -> PodGpu:
+    """Which GPU a pod runs on and what else holds GPUs on its node, to judge it on its real hardware."""
     meta = pod.get("metadata") or {}
     me = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
     picture = node_gpus(node, pods_on_node) if node else None
