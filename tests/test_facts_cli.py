@@ -64,9 +64,9 @@ def test_rollout_history_fact(rehearsal: Rehearsal) -> None:
                            "gpu-memory-utilization": "0.90", "max-num-seqs": "64"})]
     assert {r["node_selector"]["nvidia.com/gpu.product"] for r in rows} == {"NVIDIA-L40S"}
     # the rows rebuild exactly what the kube layer computes from the same objects
-    from vllm_remedy.facts.history import to_revisions
+    from vllm_remedy.remedies.restore import revisions
 
-    assert to_revisions(history) == read_rollout(rehearsal.client(), "llm", "llama-8b").history
+    assert revisions(history) == read_rollout(rehearsal.client(), "llm", "llama-8b").history
 
 
 def test_known_good_mark_shows_in_the_history(rehearsal: Rehearsal) -> None:

@@ -16,10 +16,6 @@ from vllm_remedy.facts.base import JsonFact, server_summary
 from vllm_remedy.kube.annotations import DEFAULT_PREFIX, Keys
 from vllm_remedy.kube.history import Revision, current_revision, rollout_history
 
-#: Keys of a revision row that rebuild a ``kube.history.Revision`` (see :func:`to_revisions`).
-REVISION_FIELDS = ("number", "replicaset", "change_cause", "template", "annotations", "created", "replicas",
-                   "current")
-
 
 def revision_row(rev: Revision, keys: Keys, container: str | None) -> dict[str, Any]:
     notes = rev.annotations
@@ -53,11 +49,6 @@ def history_data(deployment: Mapping[str, Any], replicasets: list[Mapping[str, A
         "annotation_prefix": keys.prefix,
         "revisions": [revision_row(r, keys, container) for r in revisions],
     }
-
-
-def to_revisions(history: Mapping[str, Any]) -> list[Revision]:
-    """The fact's rows back as ``kube.history.Revision`` objects, for ``kube.rollout.choose_rollback``."""
-    return [Revision(**{k: row[k] for k in REVISION_FIELDS}) for row in history.get("revisions") or []]
 
 
 class RolloutHistory(JsonFact[dict[str, Any]]):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from decimal import Decimal
 from typing import Any
 
@@ -40,6 +40,12 @@ class Revision:
     created: str
     replicas: int
     current: bool
+
+
+def revisions_from_rows(rows: Iterable[Mapping[str, Any]]) -> list[Revision]:
+    """Revisions back from plain rows (the RolloutHistory fact's JSON), keeping only Revision's own fields."""
+    names = [f.name for f in fields(Revision)]
+    return [Revision(**{name: row[name] for name in names}) for row in rows]
 
 
 def annotations(obj: Mapping[str, Any]) -> dict[str, str]:

@@ -24,7 +24,7 @@ from typing import Any
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.annotations import Keys, parse_rfc3339
 from vllm_remedy.kube.errors import RolloutError
-from vllm_remedy.kube.history import Revision
+from vllm_remedy.kube.history import Revision, revisions_from_rows
 from vllm_remedy.kube.rollout import choose_rollback, policy_pin
 from vllm_remedy.policy import Fallback, Policy, parse_flag_int
 
@@ -32,8 +32,6 @@ NONE, ROLLBACK, SHED, REFUSE = "none", "rollback", "shed-load", "refuse"
 UNDER_LOAD = "oom_under_load"
 #: Failed restarts that count as a crash loop even while the container is briefly running again.
 RESTARTS = 2
-_REVISION_FIELDS = ("number", "replicaset", "change_cause", "template", "annotations", "created", "replicas",
-                    "current")
 
 
 @dataclass(frozen=True)
@@ -53,7 +51,7 @@ class RestoreDecision:
 
 def revisions(history: Mapping[str, Any]) -> list[Revision]:
     """The RolloutHistory fact's rows as ``kube.history.Revision`` objects."""
-    return [Revision(**{k: row[k] for k in _REVISION_FIELDS}) for row in history.get("revisions") or []]
+    return revisions_from_rows(history.get("revisions") or [])
 
 
 def crash_looping(c: Mapping[str, Any]) -> bool:
