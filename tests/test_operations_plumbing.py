@@ -119,6 +119,17 @@ def test_pinned_gpu_from_affinity_takes_the_smallest_card() -> None:
     assert pinned_gpu(spec) == "NVIDIA-L4"
 
 
+def test_pinned_gpu_between_cards_of_one_size_takes_the_first_listed() -> None:
+    """L40 and L40S show torch the same 44.42 GiB: the affinity's order decides, not the alphabet."""
+    def spec(*values: str) -> dict:
+        return {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [
+                {"key": "nvidia.com/gpu.product", "operator": "In", "values": list(values)}]}]}}}}
+    assert pinned_gpu(spec("NVIDIA-L40S", "NVIDIA-L40")) == "NVIDIA-L40S"
+    assert pinned_gpu(spec("NVIDIA-L40", "NVIDIA-L40S")) == "NVIDIA-L40"
+    assert pinned_gpu({"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-A10G"}, **spec("NVIDIA-L4")}) == "NVIDIA-A10G"
+
+
 class FakeServer:
     """Stands in for the API server's Date header (not our code): 600 cluster seconds per real second."""
 

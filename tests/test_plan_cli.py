@@ -71,6 +71,19 @@ def test_manifest_reads_image_version_flags_and_gfd_pin(cli, tmp_path):
     assert from_manifest["steps"] == from_flags["steps"]
 
 
+def test_manifest_affinity_tie_is_planned_on_the_card_the_deploys_predict_on(cli, tmp_path):
+    """`plan -f` and the deploys' prediction must name one card; between equal sizes the first listed wins."""
+    pin = """      affinity:
+        nodeAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            nodeSelectorTerms:
+              - matchExpressions:
+                  - {key: nvidia.com/gpu.product, operator: In, values: [NVIDIA-L40S, NVIDIA-L40]}"""
+    got = cli("plan", "-f", write(tmp_path, pin), "-o", "json")
+    assert got.returncode == 0, got.stderr
+    assert json.loads(got.stdout)["subject"]["gpu"] == "NVIDIA-L40S"
+
+
 def test_manifest_gke_affinity_pin_and_swap_replaces_the_gke_label(cli, tmp_path):
     pin = """      affinity:
         nodeAffinity:

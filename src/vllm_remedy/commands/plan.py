@@ -22,6 +22,7 @@ from vllm_remedy.kube.gpus import affinity_products
 from vllm_remedy.policy import load_policy
 from vllm_remedy.remedies.budget import BudgetRequest, plan_budget
 from vllm_remedy.remedies.plan import Plan
+from vllm_remedy.remedies.predict import pinned_gpu
 from vllm_remedy.vllm import catalog, manifest
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS
 from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, find_server
@@ -173,16 +174,10 @@ def _inputs(server: ServerCommand, spec: Mapping[str, Any], where: str) -> _Inpu
     found = _Inputs(model_id=model, version=version_from_image(server.image), flags=dict(server.flags))
     selector = spec.get("nodeSelector") if isinstance(spec.get("nodeSelector"), dict) else {}
     found.node_selector = {str(k): str(v) for k, v in selector.items()}
-    pinned = next((found.node_selector[k] for k in PRODUCT_LABELS if k in found.node_selector), None)
+    pinned = pinned_gpu(spec)
     choices = affinity_products(spec)
-    if pinned is None and choices:
-        specs = [(spec.total_gib, c) for c in choices if (spec := catalog.find_gpu(c)) is not None]
-        known = sorted(specs, key=lambda p: p[0])
-        if known:
-            pinned = known[0][1]
-            if len(choices) > 1:
-                found.notes.append(f"{where}: node affinity allows {', '.join(choices)}; planning for the "
-                                   f"smallest, {pinned}")
+    if pinned is not None and pinned not in found.node_selector.values() and len(choices) > 1:
+        found.notes.append(f"{where}: node affinity allows {', '.join(choices)}; planning for the smallest, {pinned}")
     found.gpu_label = pinned
     if found.version is None:
         found.notes.append(f"{where}: image {server.image} names no vLLM version; the newest rules are used")

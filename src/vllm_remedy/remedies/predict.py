@@ -48,13 +48,18 @@ class Prediction:
 
 
 def pinned_gpu(spec: Mapping[str, Any]) -> str | None:
-    """The GPU product label value a pod spec pins: nodeSelector first, else the smallest affinity choice."""
-    selector = spec.get("nodeSelector") or {}
-    for key in PRODUCT_LABELS:
-        if selector.get(key):
-            return str(selector[key])
+    """The GPU product label value a pod spec pins: nodeSelector first, else the smallest affinity choice.
+
+    Planning for the smallest card the scheduler may pick is the safe side; among equal sizes the
+    first one the affinity lists wins, so every caller names the same card.
+    """
+    selector = spec.get("nodeSelector")
+    if isinstance(selector, Mapping):
+        for key in PRODUCT_LABELS:
+            if selector.get(key):
+                return str(selector[key])
     choices = [(g.total_gib, v) for v in affinity_products(spec) if (g := catalog.find_gpu(v)) is not None]
-    return min(choices)[1] if choices else None
+    return min(choices, key=lambda c: c[0])[1] if choices else None
 
 
 def predict_template(template: Mapping[str, Any], container: str | None = None,
