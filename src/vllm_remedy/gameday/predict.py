@@ -9,27 +9,26 @@ from typing import Any
 from vllm_remedy.errors import UserError
 from vllm_remedy.gameday.compliance import node_product
 from vllm_remedy.gameday.timeline import Classified
+from vllm_remedy.remedies.predict import predict_template
 from vllm_remedy.sim.vllm_pod.keys import GPU_USED_GIB
-from vllm_remedy.vllm import catalog
 from vllm_remedy.vllm.cmdline import find_server
-from vllm_remedy.vllm.memory import EngineSettings, estimate
-from vllm_remedy.vllm.versions import version_from_image
+from vllm_remedy.vllm.outcomes import Failure
+
+#: Failures that come after a start the model can predict: OOM once long prompts arrive, the kernel's OOM killer.
+RUN_TIME = {Failure.OOM_UNDER_LOAD.value, Failure.HOST_OOM_KILLED.value}
 
 
 def predict_pod(spec: Mapping[str, Any], node: Mapping[str, Any], container: str | None) -> tuple[str, str]:
-    """(outcome, one-line detail) the memory model predicts for this pod spec on this node."""
+    """(outcome, one-line detail) the memory model predicts for this pod spec on the card it landed on."""
     product = node_product(node)
-    try:
-        server = find_server(dict(spec), container)
-        gpu = catalog.gpu(str(product))
-        model = catalog.model(str(server.model))
-        flags = dict(server.flags)
-        other = ((node.get("metadata") or {}).get("annotations") or {}).get(GPU_USED_GIB)
-        if other:
-            flags["other-process-gib"] = str(other)
-        est = estimate(model, gpu, EngineSettings.from_flags(flags, version_from_image(server.image)))
-    except UserError as exc:
-        return "unknown", str(exc)
+    if not product:
+        return "unknown", "the node names no GPU product"
+    other = ((node.get("metadata") or {}).get("annotations") or {}).get(GPU_USED_GIB)
+    got = predict_template({"spec": spec}, container, gpu=str(product),
+                           other_process_gib=float(other) if other else None)
+    est = got.estimate
+    if est is None:
+        return "unknown", got.note
     detail = (f"{est.kv_cache_tokens:,} KV tokens, {est.max_concurrency:.2f}x at {est.max_model_len}"
               if est.fits else f"needs more than the {est.total_gib:.1f} GiB card allows")
     return est.outcome.value, detail
@@ -47,8 +46,12 @@ def compare(pods_seen: Mapping[str, Mapping[str, Any]], nodes: Mapping[str, Mapp
         predicted, detail = predict_pod(seen["spec"], node, container)
         happened = failures.get(name) or ("ready" if seen.get("ready") else "not ready yet")
         expected = "ready" if predicted == "fits" else predicted
-        agree = "n/a" if predicted == "unknown" or happened == "not ready yet" else (
-            "yes" if happened == expected else "no")
+        if predicted == "unknown" or happened == "not ready yet":
+            agree = "n/a"
+        elif happened in RUN_TIME and predicted == "fits":
+            agree = "n/a (run time)"  # it did start as predicted; the model speaks of startup only
+        else:
+            agree = "yes" if happened == expected else "no"
         try:
             server = find_server(dict(seen["spec"]), container)
             flags = " ".join(f"--{k}" if v == "true" else f"--{k} {v}" for k, v in sorted(server.flags.items()))

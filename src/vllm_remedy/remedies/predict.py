@@ -63,8 +63,12 @@ def pinned_gpu(spec: Mapping[str, Any]) -> str | None:
 
 
 def predict_template(template: Mapping[str, Any], container: str | None = None,
-                     gpu: str | None = None) -> Prediction:
-    """Predict the start of ``template``'s vLLM server on its pinned GPU (or ``gpu`` when given)."""
+                     gpu: str | None = None, other_process_gib: float | None = None) -> Prediction:
+    """Predict the start of ``template``'s vLLM server on its pinned GPU (or ``gpu`` when given).
+
+    ``other_process_gib`` is GPU memory another process already holds on the card, when known (a game
+    day knows what its fault holds; a live cluster does not say).
+    """
     spec = dict(template.get("spec") or {})
     try:
         server = find_server(spec, container)
@@ -82,7 +86,10 @@ def predict_template(template: Mapping[str, Any], container: str | None = None,
     except UserError:
         return Prediction(card.product, None, f"model {server.model} is not in the catalog")
     try:
-        settings = EngineSettings.from_flags(dict(server.flags), version_from_image(server.image))
+        flags = dict(server.flags)
+        if other_process_gib:
+            flags["other-process-gib"] = str(other_process_gib)
+        settings = EngineSettings.from_flags(flags, version_from_image(server.image))
         return Prediction(card.product, estimate(model, card, settings))
     except UserError as exc:
         return Prediction(card.product, None, str(exc))
