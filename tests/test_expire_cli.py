@@ -65,7 +65,8 @@ def test_expire_reverts_a_dead_process_toggle_to_the_exact_prior_argv(rehearsal:
 
 
 def test_expire_leaves_a_toggle_that_is_not_due(rehearsal: Rehearsal, tmp_path: Path, cli) -> None:
-    expires = dead_process_toggle(rehearsal, 3600)
+    # six cluster hours ahead (36 s of wall time at 600x): a loaded machine cannot make it due mid-test
+    expires = dead_process_toggle(rehearsal, 6 * 3600)
     before = rehearsal.client().get_deployment("llm", "llama-8b")
     inv = inventory(tmp_path, rehearsal.kubeconfig, policy(tmp_path))
     prom = tmp_path / "expire.prom"
