@@ -27,6 +27,8 @@ class LogRecord:
     frozen: str | None = None  # restored from a snapshot: the full text, no timing
 
     def text(self, now: float) -> str:
+        """What ``kubectl logs`` sees at ``now``: only lines whose simulated time has come, plus the exit
+        tail once the instance ended, so a read mid-startup stops where vLLM would be."""
         if self.frozen is not None:
             return self.frozen
         until = (self.ended if self.ended is not None else now) - self.started
@@ -60,6 +62,9 @@ class ContainerSim:
 
 @dataclass
 class PodSim:
+    """The kubelet's own memory of one pod, kept outside the store as a real kubelet's is; ``deployment``
+    names the owner whose offered load the runtime reads."""
+
     uid: str
     namespace: str
     name: str
@@ -73,6 +78,8 @@ class PodSim:
 
 
 def image_id(image: str) -> str:
+    """A containerd-style imageID (repo normalised to docker.io/library/…, @sha256) derived from the
+    image string, so it stays stable across restarts and changes only with the image."""
     digest = hashlib.sha256(image.encode()).hexdigest()
     repo = image.rsplit(":", 1)[0] if ":" in image.rsplit("/", 1)[-1] else image
     if "/" not in repo:

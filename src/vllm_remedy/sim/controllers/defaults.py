@@ -40,6 +40,8 @@ def _default_container(container: Obj) -> None:
 
 
 def default_pod_spec(spec: Obj) -> Obj:
+    """The PodSpec fields the apiserver fills in (restartPolicy, dnsPolicy, probe timings, volume modes),
+    so ``get -o yaml`` and template comparisons see what a real cluster stores."""
     spec.setdefault("restartPolicy", "Always")
     spec.setdefault("terminationGracePeriodSeconds", 30)
     spec.setdefault("dnsPolicy", "ClusterFirst")
@@ -59,6 +61,8 @@ def default_pod_spec(spec: Obj) -> Obj:
 
 
 def default_pod_template(template: Obj) -> Obj:
+    """Template defaulting in place: a hand-written template and one read back from the store must
+    compare equal, or ``rollout undo`` would not find the old ReplicaSet."""
     template.setdefault("metadata", {})
     if not isinstance(template.get("spec"), dict):
         template["spec"] = {}
@@ -102,6 +106,7 @@ def default_deployment(obj: Obj) -> Obj:
 
 
 def default_replicaset(obj: Obj) -> Obj:
+    """apps/v1 ReplicaSet defaults (replicas 1, a defaulted template) for ReplicaSets written through the API."""
     spec = obj.setdefault("spec", {})
     spec.setdefault("replicas", 1)
     default_pod_template(spec.setdefault("template", {}))

@@ -40,6 +40,9 @@ DEPLOY = "deployments.apps"
 
 
 class DeploymentController:
+    """Reconciles Deployments into ReplicaSets on the manager's thread, as kube-controller-manager does;
+    the informer hooks only enqueue because they run under the store lock."""
+
     def __init__(self, store: Store, clock: Clock, manager: Manager, events: EventRecorder) -> None:
         self.store, self.clock, self.manager, self.events = store, clock, manager, events
         manager.register("deployment", self.sync)
@@ -48,12 +51,15 @@ class DeploymentController:
     # -- informer hooks (under the store lock: only enqueue) ------------------------------------
 
     def on_deployment(self, namespace: str, name: str, obj: Obj, kind: str) -> None:
+        """Informer hook: a change queues a sync; a deletion queues cascading GC keyed by uid, since the
+        object itself is already gone."""
         if kind == "DELETED":
             self.manager.enqueue("deployment-gc", namespace, obj["metadata"].get("uid", ""))
         else:
             self.manager.enqueue("deployment", namespace, name)
 
     def on_owned(self, namespace: str, rs: Obj) -> None:
+        """Informer hook for ReplicaSet changes: wake the owning Deployment, whose status sums its ReplicaSets."""
         ref = controller_ref(rs)
         if ref is not None and ref.get("kind") == "Deployment":
             self.manager.enqueue("deployment", namespace, ref["name"])
@@ -67,6 +73,8 @@ class DeploymentController:
     # -- sync ------------------------------------------------------------------------------------
 
     def sync(self, namespace: str, name: str) -> None:
+        """syncDeployment: when paused or only scaled, resize ReplicaSets proportionally; otherwise let the
+        strategy (RollingUpdate or Recreate) move pods towards the current template."""
         d = self.store.find(DEPLOY, namespace, name)
         if d is None or d["metadata"].get("deletionTimestamp"):
             return
@@ -342,6 +350,7 @@ class DeploymentController:
             self.store.mutate(DEPLOY, ns, name, lambda obj: obj.__setitem__("status", status), status=True)
 
     def rolled_out(self, d: Obj) -> bool:
+        """Whether ``kubectl rollout status`` would report success, by the same message logic it uses."""
         return ro.rollout_status_message(d)[0]
 
     def _write_rs(self, rs: Obj) -> Obj:

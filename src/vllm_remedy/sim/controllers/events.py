@@ -18,6 +18,9 @@ Obj = dict[str, Any]
 
 
 class EventRecorder:
+    """Writes core/v1 Events as client-go's recorder does, folding repeats into ``count`` so a long crash
+    loop is one growing Event rather than thousands of objects."""
+
     def __init__(self, store: Store, clock: Clock) -> None:
         self.store = store
         self.clock = clock

@@ -39,10 +39,12 @@ def canonical_template(template: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def templates_equal(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
+    """Revision identity as the controller judges it: equal once defaulted and pruned, hash label ignored."""
     return canonical_template(a) == canonical_template(b)
 
 
 def fnv32a(data: bytes) -> int:
+    """32-bit FNV-1a, the hash the real controller feeds pod templates through for pod-template-hash."""
     value = 0x811C9DC5
     for byte in data:
         value ^= byte

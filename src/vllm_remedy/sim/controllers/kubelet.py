@@ -55,17 +55,23 @@ class Kubelet(KubeletServer):
     # -- informer hooks --------------------------------------------------------------------------
 
     def on_pod(self, namespace: str, name: str, pod: Obj, kind: str) -> None:
+        """Informer hook: bound, active pods get a kubelet sync; a deletion is queued by uid so the pod's
+        containers stop and their logs are dropped."""
         if kind == "DELETED":
             self.manager.enqueue("kubelet-gone", namespace, pod["metadata"].get("uid", ""))
         elif pod.get("spec", {}).get("nodeName") and pod_active(pod):
             self.manager.enqueue("kubelet", namespace, name)
 
     def load_changed(self) -> None:
+        """Offered load moved: re-check running containers against it on the controller thread now, not at
+        their next periodic check, so an OOM under load shows up promptly."""
         self.manager.after(0, self._check_all_loads)
 
     # -- pod lifecycle ---------------------------------------------------------------------------
 
     def sync(self, namespace: str, name: str) -> None:
+        """Adopt a newly bound pod once per uid: build its containers (restart counts survive a snapshot
+        restore) and start them after the sandbox delay."""
         pod = self.store.find("pods", namespace, name)
         if pod is None or not pod.get("spec", {}).get("nodeName"):
             return

@@ -30,6 +30,8 @@ class KubeletServer:
     clock: Clock
 
     def read_log(self, pod: Obj, container: str | None, previous: bool) -> str:
+        """``pods/log``: the current or ``--previous`` instance's output by containerID, or the apiserver's
+        400 texts that kubectl prints verbatim when there is none."""
         name = pod["metadata"]["name"]
         names = [c["name"] for c in pod.get("spec", {}).get("containers") or []]
         if container is None:
@@ -65,6 +67,8 @@ class KubeletServer:
             return record.text(self.clock.now()) if record else ""
 
     def proxy(self, pod: Obj, port: int | str, path: str) -> HttpReply:
+        """``pods/proxy``: forward to the container exposing ``port`` (number or name), else the first one;
+        503 connection refused while nothing listens, as the apiserver answers."""
         with self._lock:
             sim = self._pods.get(pod["metadata"].get("uid", ""))
             target = None
@@ -87,11 +91,13 @@ class KubeletServer:
     # -- persistence -----------------------------------------------------------------------------
 
     def snapshot_logs(self) -> Obj:
+        """Every instance's log as of now, keyed by containerID, so a restarted sim still serves ``--previous``."""
         now = self.clock.now()
         with self._lock:
             return {cid: record.text(now) for cid, record in self._logs.items()}
 
     def restore_logs(self, logs: Obj) -> None:
+        """Load snapshotted logs as frozen text: their timing is lost, what kubectl reads is not."""
         with self._lock:
             for cid, text in logs.items():
                 self._logs[cid] = LogRecord(lines=[], started=0.0, ended=0.0, frozen=str(text))

@@ -39,6 +39,8 @@ class Manager:
         self._busy = False
 
     def register(self, queue: str, handler: Handler) -> None:
+        """Controllers own named queues, so one object can be reconciled by several handlers independently
+        (e.g. ``deployment`` and ``deployment-gc``)."""
         self._handlers[queue] = handler
 
     def enqueue(self, queue: str, namespace: str, name: str) -> None:
@@ -54,6 +56,7 @@ class Manager:
             self._cond.notify()
 
     def after(self, sim_seconds: float, fn: Callable[[], None]) -> None:
+        """A timer relative to the simulated clock, so back-offs and probe budgets scale with cluster speed."""
         self.at(self.clock.now() + sim_seconds, fn)
 
     def requeue_after(self, sim_seconds: float, queue: str, namespace: str, name: str) -> None:
@@ -77,6 +80,7 @@ class Manager:
     # -- the worker ------------------------------------------------------------------------------
 
     def start(self) -> None:
+        """Start the single worker thread (idempotent); no controller acts until it runs."""
         if self._thread is not None:
             return
         self._stop.clear()
@@ -84,6 +88,7 @@ class Manager:
         self._thread.start()
 
     def stop(self) -> None:
+        """Stop and join the worker (bounded wait); queued work stays for a later ``start``."""
         self._stop.set()
         with self._cond:
             self._cond.notify_all()

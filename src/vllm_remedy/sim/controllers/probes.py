@@ -16,6 +16,8 @@ KILLED_EXIT_CODE = 137  # SIGKILL after the grace period, as kubectl shows for p
 
 
 def failure_budget(probe: Obj) -> float:
+    """Seconds a never-passing probe lasts before kubelet acts: initialDelay + period × failureThreshold
+    (timeoutSeconds ignored: a refused connection fails at once)."""
     return float(probe.get("initialDelaySeconds", 0)) + float(probe.get("periodSeconds", 10)) * float(
         probe.get("failureThreshold", 3))
 

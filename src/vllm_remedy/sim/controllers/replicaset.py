@@ -33,18 +33,23 @@ _PHASE_RANK = {"Pending": 0, "Unknown": 1, "Running": 2}
 
 
 class ReplicaSetController:
+    """Keeps each ReplicaSet at ``spec.replicas`` pods and writes the ready/available counts that the
+    Deployment controller's rollout arithmetic reads."""
+
     def __init__(self, store: Store, clock: Clock, manager: Manager, events: EventRecorder) -> None:
         self.store, self.clock, self.manager, self.events = store, clock, manager, events
         manager.register("replicaset", self.sync)
         manager.register("replicaset-gc", self._collect)
 
     def on_replicaset(self, namespace: str, name: str, obj: Obj, kind: str) -> None:
+        """Informer hook: a change queues a sync; a deletion queues cascading GC of its pods by uid."""
         if kind == "DELETED":
             self.manager.enqueue("replicaset-gc", namespace, obj["metadata"].get("uid", ""))
         else:
             self.manager.enqueue("replicaset", namespace, name)
 
     def on_pod(self, namespace: str, pod: Obj, kind: str) -> None:
+        """Informer hook: any change to an owned pod re-syncs the owner, since readiness feeds its status."""
         ref = controller_ref(pod)
         if ref is not None and ref.get("kind") == "ReplicaSet":
             self.manager.enqueue("replicaset", namespace, ref["name"])
@@ -55,6 +60,7 @@ class ReplicaSetController:
                 self.store.delete("pods", namespace, pod["metadata"]["name"])
 
     def sync(self, namespace: str, name: str) -> None:
+        """syncReplicaSet: create missing pods or delete the surplus in kube's deletion order, then write status."""
         rs = self.store.find(RS, namespace, name)
         if rs is None or rs["metadata"].get("deletionTimestamp"):
             return

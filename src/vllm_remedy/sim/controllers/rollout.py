@@ -26,6 +26,8 @@ RESUMED_REASON = "DeploymentResumed"
 
 
 def replicas_of(obj: Obj, default: int = 1) -> int:
+    """``spec.replicas`` with a caller-chosen default: 1 for a Deployment (the API default), 0 when
+    summing ReplicaSets."""
     value = (obj.get("spec") or {}).get("replicas")
     return default if value is None else int(value)
 
@@ -45,6 +47,7 @@ def scaled_value(value: int | str | None, total: int, round_up: bool, default: s
 
 
 def is_rolling(d: Obj) -> bool:
+    """RollingUpdate unless Recreate is asked for, matching the API default for a missing strategy."""
     return ((d.get("spec") or {}).get("strategy") or {}).get("type", "RollingUpdate") == "RollingUpdate"
 
 
@@ -60,10 +63,12 @@ def resolve_fenceposts(d: Obj) -> tuple[int, int]:
 
 
 def max_surge(d: Obj) -> int:
+    """Extra pods a rollout may add over ``replicas``; zero under Recreate, which never surges."""
     return resolve_fenceposts(d)[0] if is_rolling(d) else 0
 
 
 def max_unavailable(d: Obj) -> int:
+    """Pods a rollout may take below ``replicas``, capped at it; zero for Recreate or zero replicas."""
     replicas = replicas_of(d)
     if not is_rolling(d) or replicas == 0:
         return 0
@@ -71,15 +76,19 @@ def max_unavailable(d: Obj) -> int:
 
 
 def progress_deadline(d: Obj) -> int | None:
+    """progressDeadlineSeconds (600 by default); None when explicitly null, which drops the Progressing
+    condition altogether."""
     value = (d.get("spec") or {}).get("progressDeadlineSeconds", 600)
     return None if value is None else int(value)
 
 
 def spec_replicas(rses: list[Obj]) -> int:
+    """Desired pods summed over ReplicaSets (GetReplicaCountForReplicaSets), the base of surge arithmetic."""
     return sum(replicas_of(rs, 0) for rs in rses)
 
 
 def status_count(rses: list[Obj], field: str) -> int:
+    """A status counter summed over ReplicaSets, missing as 0 because the API omits zero counts."""
     return sum(int((rs.get("status") or {}).get(field, 0) or 0) for rs in rses)
 
 
@@ -100,6 +109,8 @@ def new_rs_new_replicas(d: Obj, all_rses: list[Obj], new_rs: Obj | None) -> int:
 
 
 def new_condition(type_: str, status: str, reason: str, message: str, now: str) -> Obj:
+    """A DeploymentCondition stamped ``now`` twice; set_condition keeps the old transition time when the
+    status did not change."""
     return {"type": type_, "status": status, "lastUpdateTime": now, "lastTransitionTime": now,
             "reason": reason, "message": message}
 
@@ -133,6 +144,8 @@ def calculate_status(d: Obj, all_rses: list[Obj], new_rs: Obj | None, now: str) 
 
 
 def deployment_complete(d: Obj, status: Obj) -> bool:
+    """DeploymentComplete: all replicas updated and available at the observed generation, the moment
+    Progressing turns NewReplicaSetAvailable."""
     want = replicas_of(d)
     return (status.get("updatedReplicas", 0) == want and status.get("replicas", 0) == want
             and status.get("availableReplicas", 0) == want
@@ -140,6 +153,8 @@ def deployment_complete(d: Obj, status: Obj) -> bool:
 
 
 def deployment_progressing(d: Obj, status: Obj) -> bool:
+    """DeploymentProgressing: some counter moved forward (more updated/ready/available, fewer old), which
+    is what renews the progress deadline."""
     old = d.get("status") or {}
     old_old = old.get("replicas", 0) - old.get("updatedReplicas", 0)
     new_old = status.get("replicas", 0) - status.get("updatedReplicas", 0)
@@ -149,6 +164,8 @@ def deployment_progressing(d: Obj, status: Obj) -> bool:
 
 
 def deployment_timed_out(d: Obj, status: Obj, now: float) -> bool:
+    """DeploymentTimedOut: Progressing not updated for longer than the deadline; once reported it sticks
+    until progress resumes, so ``rollout status`` fails instead of waiting."""
     deadline = progress_deadline(d)
     cond = condition(status, PROGRESSING)
     if deadline is None or cond is None or cond.get("reason") == NEW_RS_AVAILABLE_REASON:

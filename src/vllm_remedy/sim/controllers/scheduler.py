@@ -30,6 +30,8 @@ NOT_HELPFUL = "Preemption is not helpful for scheduling"
 
 
 def tolerates(tolerations: list[Obj], taint: Obj) -> bool:
+    """Toleration matching as kube-scheduler applies it: an empty effect matches any effect, and
+    ``Exists`` without a key tolerates every taint."""
     for tol in tolerations:
         if tol.get("effect") and tol["effect"] != taint.get("effect"):
             continue
@@ -123,12 +125,17 @@ def unschedulable_message(pod: Obj, per_node: list[list[str]]) -> str:
 
 
 class Scheduler:
+    """Binds pending pods to the least-loaded node that passes the filters, or records FailedScheduling
+    and retries later, like kube-scheduler's unschedulable queue."""
+
     def __init__(self, store: Store, clock: Clock, manager: Manager, events: EventRecorder) -> None:
         self.store, self.clock, self.manager, self.events = store, clock, manager, events
         manager.register("schedule", self.schedule)
         manager.register("schedule-all", lambda _ns, _name: self.schedule_all())
 
     def on_pod(self, namespace: str, name: str, pod: Obj, kind: str) -> None:
+        """Informer hook: unbound pods queue for scheduling; a bound pod deleted or finished frees resources,
+        so every pending pod is retried."""
         if kind == "DELETED":
             if pod.get("spec", {}).get("nodeName"):
                 self.manager.enqueue("schedule-all", "", "")
@@ -138,14 +145,18 @@ class Scheduler:
             self.manager.enqueue("schedule-all", "", "")  # a finished pod frees its GPU
 
     def on_node(self) -> None:
+        """A node appeared or changed (capacity, taints, cordon): every pending pod gets another try."""
         self.manager.enqueue("schedule-all", "", "")
 
     def schedule_all(self) -> None:
+        """Retry every pending pod, as kube-scheduler flushes its unschedulable queue on cluster changes."""
         pending = self.store.list("pods", None, lambda p: not p.get("spec", {}).get("nodeName") and pod_active(p))[0]
         for pod in pending:
             self.schedule(pod["metadata"]["namespace"], pod["metadata"]["name"], pod)
 
     def schedule(self, namespace: str, name: str, pod: Obj | None = None) -> None:
+        """Filter every node against usage of bound active pods, bind to the least-loaded fit, or mark the pod
+        Unschedulable; pods naming another schedulerName are left to that scheduler."""
         pod = pod or self.store.find("pods", namespace, name)
         if pod is None or pod.get("spec", {}).get("nodeName") or not pod_active(pod):
             return

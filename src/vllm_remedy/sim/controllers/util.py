@@ -25,6 +25,7 @@ def controller_ref(obj: Obj) -> Obj | None:
 
 
 def owner_ref(owner: Obj) -> Obj:
+    """A controller ownerReference to ``owner``, with blockOwnerDeletion set as the real controllers do."""
     meta = owner["metadata"]
     return {
         "apiVersion": owner.get("apiVersion", ""), "kind": owner.get("kind", ""), "name": meta["name"],
@@ -33,6 +34,7 @@ def owner_ref(owner: Obj) -> Obj:
 
 
 def controlled_by(obj: Obj, owner_uid: str) -> bool:
+    """Ownership by uid, not name, so a re-created owner of the same name does not adopt old children."""
     ref = controller_ref(obj)
     return ref is not None and ref.get("uid") == owner_uid
 
@@ -70,6 +72,8 @@ def expression_matches(expr: Obj, labels: dict[str, str]) -> bool:
 
 
 def int_annotation(obj: Obj, key: str) -> int:
+    """An integer annotation (revision, desired/max-replicas); 0 when missing or malformed, so a
+    hand-edited annotation never breaks a sync."""
     try:
         return int((obj.get("metadata", {}).get("annotations") or {}).get(key, "0"))
     except ValueError:
@@ -77,10 +81,12 @@ def int_annotation(obj: Obj, key: str) -> int:
 
 
 def revision(rs: Obj) -> int:
+    """The ``deployment.kubernetes.io/revision`` number that ``rollout history`` lists and undo targets."""
     return int_annotation(rs, REVISION)
 
 
 def condition(status: Obj, type_: str) -> Obj | None:
+    """Conditions are a list keyed by type in the API; look one up by type, None when absent."""
     for cond in status.get("conditions") or []:
         if cond.get("type") == type_:
             return cond
@@ -88,6 +94,7 @@ def condition(status: Obj, type_: str) -> Obj | None:
 
 
 def pod_ready(pod: Obj) -> bool:
+    """Ready condition True: what readyReplicas counts and what Services route to."""
     cond = condition(pod.get("status") or {}, "Ready")
     return cond is not None and cond.get("status") == "True"
 
@@ -110,6 +117,7 @@ def pod_active(pod: Obj) -> bool:
 
 
 def creation_key(obj: Obj) -> tuple[str, str]:
+    """Oldest first by creationTimestamp, name breaking ties since timestamps have second precision."""
     meta = obj.get("metadata", {})
     return meta.get("creationTimestamp", ""), meta.get("name", "")
 
