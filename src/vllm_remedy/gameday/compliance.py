@@ -21,6 +21,8 @@ EAGER = "enforce-eager"
 
 @dataclass(frozen=True)
 class Finding:
+    """One policy breach; ``key`` is stable so a scenario's policy detection can name it, or its prefix (``flag``)."""
+
     key: str
     message: str
 
@@ -29,11 +31,13 @@ class Finding:
 
 
 def node_product(node: Mapping[str, Any]) -> str | None:
+    """The GPU product a node advertises, from the same labels pinning uses (GFD, GKE, Karpenter); None without one."""
     labels = (node.get("metadata") or {}).get("labels") or {}
     return next((str(labels[k]) for k in PRODUCT_LABELS if labels.get(k)), None)
 
 
 def pinned(spec: Mapping[str, Any], label: str) -> str | None:
+    """The product ``nodeSelector[label]`` pins (the runbook's step-4 form; affinity is not read), or None."""
     return ((spec.get("nodeSelector") or {}).get(label)) or None
 
 

@@ -19,12 +19,15 @@ CONTEXT = "rehearsal"
 
 @dataclass
 class LocalCluster:
+    """A running rehearsal cluster and the kubeconfig the game's pyinfra runs use to reach it."""
+
     server: SimServer
     cluster: Cluster
     kubeconfig: Path
     context: str = CONTEXT
 
     def stop(self) -> None:
+        """Stop the controllers and the API server; the game calls it last, after the pre-game restore."""
         self.cluster.stop()
         self.server.stop()
 

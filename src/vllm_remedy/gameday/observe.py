@@ -28,6 +28,8 @@ Obj = dict[str, Any]
 
 
 def bare_template(template: Obj) -> Obj:
+    """The pod template without the controller's ``pod-template-hash`` label, so one template reads as one across
+    ReplicaSets and the deploys' diffs show only real changes."""
     out = copy.deepcopy(template)
     (out.get("metadata") or {}).get("labels", {}).pop(HASH_LABEL, None)
     return out
@@ -73,10 +75,12 @@ class Observer:
         self.polls = 0
 
     def start(self) -> None:
+        """Poll once synchronously, then start the thread, so ``snapshot()`` has state as soon as this returns."""
         self.poll()
         self._thread.start()
 
     def stop(self) -> None:
+        """Stop polling; waits at most 10 s for the thread (a daemon: a hung API read cannot hold the process)."""
         self._stop.set()
         self._thread.join(timeout=10)
 
@@ -94,6 +98,8 @@ class Observer:
                 self.errors.append(str(exc))
 
     def poll(self) -> None:
+        """One sample: Deployment, pods, nodes (at most once a wall second) and the fallback route's weight. Once the
+        fault has landed it also classifies new crashes and marks detection. Read errors raise; the loop keeps them."""
         sc = self.scenario
         now = self.client.server_time()
         wall = time.monotonic()
@@ -192,8 +198,10 @@ class Observer:
             self.timeline.mark(now, wall, DETECTION, f"detected: {hit}")
 
     def snapshot(self) -> tuple[dict[str, Any], list[Finding]]:
+        """The latest read and its findings, copied under the lock so the runner's waits see one consistent poll."""
         with self._lock:
             return dict(self.latest), list(self.findings)
 
     def lock(self) -> threading.Lock:
+        """The lock ``poll`` holds while it updates the timeline and latest state; hold it to read both consistently."""
         return self._lock

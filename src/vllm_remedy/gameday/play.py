@@ -34,14 +34,18 @@ class DeployRun:
 
     @property
     def ok(self) -> bool:
+        """pyinfra exited 0 (what the verdict's "deploys succeeded" check reads)."""
         return self.returncode == 0
 
     def to_json(self) -> dict[str, Any]:
+        """This run in the game's ``-o json`` document, durations rounded."""
         return {"deploy": self.deploy, "returncode": self.returncode, "wall_seconds": round(self.wall_seconds, 2),
                 "cluster_seconds": round(self.cluster_seconds, 1), "output": self.output, "diff": self.diff}
 
 
 def write_inventory(path: Path, host: str, policy: Path, kubeconfig: Path | None) -> Path:
+    """A one-host inventory with policy and kubeconfig as host data — the shape of an operator's own inventory,
+    so the game runs the deploys exactly as on-call would."""
     data: dict[str, str] = {"policy": str(policy)}
     if kubeconfig is not None:
         data["kubeconfig"] = str(kubeconfig)
@@ -92,4 +96,5 @@ def template_diff(before: dict[str, Any], after: dict[str, Any], label: str) -> 
 
 
 def timed(start: float) -> float:
+    """Wall seconds since ``start``, a ``time.monotonic()`` reading."""
     return time.monotonic() - start

@@ -40,6 +40,7 @@ def result_json(result: GameResult, paths: dict[str, str] | None = None) -> Obj:
 
 
 def predictions(result: GameResult) -> list[Obj]:
+    """The memory model's verdict per pod next to what the pod did, on the nodes last seen (checks the model)."""
     nodes = (result.final or {}).get("nodes") or {}
     return compare(result.pods_seen, nodes, result.timeline.classified, result.scenario.container)
 
@@ -74,6 +75,7 @@ def _log_groups(result: GameResult) -> list[tuple[str, int, tuple[str, ...]]]:
 
 
 def markdown(result: GameResult, picture: str) -> str:
+    """The report in a postmortem's order; ``picture`` is the PNG's path relative to the ``.md`` file."""
     sc, tl = result.scenario, result.timeline
     out = [f"# Game day: {sc.title}", "", sc.description, "", "| | |", "|---|---|"]
     out += [f"| {k} | {v} |" for k, v in _figures(result)]
@@ -105,6 +107,7 @@ def _esc(text: Any) -> str:
 
 
 def html_page(result: GameResult, png: bytes) -> str:
+    """The report as one HTML file with the PNG inlined (base64), so it can be attached or mailed on its own."""
     sc, tl = result.scenario, result.timeline
     ok = result.passed
     b64 = base64.b64encode(png).decode()

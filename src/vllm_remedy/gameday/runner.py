@@ -36,6 +36,8 @@ HEALTHY_WITHIN = 1800.0  # cluster seconds for the world's rollouts and the pre-
 
 @dataclass
 class GameResult:
+    """Everything one game produced: the verdict's inputs, the report's material and what was put back."""
+
     scenario: Scenario
     cluster: str
     timeline: Timeline
@@ -51,6 +53,7 @@ class GameResult:
 
     @property
     def passed(self) -> bool:
+        """Every check passed and there was at least one; an interrupted or errored game never passes."""
         return not self.interrupted and self.error is None and bool(self.checks) and all(c.ok for c in self.checks)
 
     def verdict(self) -> str:
@@ -126,6 +129,8 @@ class Game:
         return cluster_seconds + 60
 
     def wait(self, predicate: Callable[[dict[str, Any]], bool], cluster_seconds: float) -> bool:
+        """Poll until ``predicate(latest)`` holds; False after ``cluster_seconds`` on the cluster's clock, or at the
+        wall-clock cap that keeps a stalled cluster from hanging the game."""
         obs = self._obs()
         start_t = obs.snapshot()[0].get("t") or 0.0
         start_wall = time.monotonic()
@@ -150,6 +155,8 @@ class Game:
     # -- the game --------------------------------------------------------------------------------
 
     def run(self) -> GameResult:
+        """Connect, play, and always put the pre-game state back; Ctrl-C/SIGTERM and UserErrors become the result's
+        verdict, anything else propagates after the restore."""
         started = time.monotonic()
         try:
             with sigterm_as_interrupt():

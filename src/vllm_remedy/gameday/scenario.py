@@ -71,6 +71,9 @@ class Success:
 
 @dataclass(frozen=True)
 class Scenario:
+    """A validated scenario: target, world, fault, expected detection, deploys and success criteria; paths are
+    already resolved against the scenario file, so the runner need not re-validate it."""
+
     name: str
     title: str
     description: str

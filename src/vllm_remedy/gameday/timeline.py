@@ -32,6 +32,9 @@ class Sample:
 
 @dataclass(frozen=True)
 class Mark:
+    """A moment for the incident timeline (fault, first crash, detection, actions, rollout done, confirm, restore);
+    ``ok`` False marks an action or restore that failed."""
+
     t: float
     wall: float
     kind: str
@@ -55,6 +58,9 @@ class Classified:
 
 @dataclass
 class Timeline:
+    """The game's record — samples, marks, classified crashes, distinct pod templates — and the figures computed
+    from it, so the report, the JSON and the verdict agree."""
+
     samples: list[Sample] = field(default_factory=list)
     marks: list[Mark] = field(default_factory=list)
     classified: list[Classified] = field(default_factory=list)
@@ -67,9 +73,12 @@ class Timeline:
         return made
 
     def first(self, kind: str) -> Mark | None:
+        """The first recorded mark of ``kind``, None if it never happened (figures count from the first one)."""
         return next((m for m in self.marks if m.kind == kind), None)
 
     def template_index(self, template: dict[str, Any]) -> int:
+        """Index of ``template`` among the distinct templates seen, adding it if new; samples store the index, so
+        counting template changes is comparing integers."""
         for i, known in enumerate(self.templates):
             if known == template:
                 return i
@@ -125,6 +134,7 @@ class Timeline:
         return chosen[-1].template if chosen else None
 
     def to_json(self) -> dict[str, Any]:
+        """The figures plus the raw record, as the ``timeline`` key of the game's ``-o json`` document."""
         ttr = self.time_to_restore()
         return {
             "speed": self.speed,

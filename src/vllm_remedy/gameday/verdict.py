@@ -19,6 +19,8 @@ from vllm_remedy.vllm.cmdline import find_server
 
 @dataclass(frozen=True)
 class Check:
+    """One success criterion as the report prints it: name, PASS/FAIL, and the detail a reviewer can act on."""
+
     name: str
     ok: bool
     detail: str

@@ -32,10 +32,12 @@ _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
 def deployment_path(ns: str, name: str) -> str:
+    """API path of the target Deployment, which deployment steps and the restore patch."""
     return f"/apis/apps/v1/namespaces/{quote(ns)}/deployments/{quote(name)}"
 
 
 def route_path(ns: str, name: str) -> str:
+    """API path of a Gateway API HTTPRoute: the fallback route that load shedding shifts and the observer reads."""
     return f"/apis/{GATEWAY}/namespaces/{quote(ns)}/httproutes/{quote(name)}"
 
 
@@ -116,6 +118,8 @@ class Restorer:
     created: list[tuple[str, Obj]] = field(default_factory=list)
 
     def capture(self) -> None:
+        """Read all the game may touch before anything changes: the Deployment, our ReplicaSet marks, node annotations,
+        routes. A missing target is a UserError naming the scenario."""
         sc = self.scenario
         try:
             self.deployment = self.client.get_deployment(sc.namespace, sc.deployment)
@@ -144,6 +148,7 @@ class Restorer:
     # -- steps ---------------------------------------------------------------------------------
 
     def create_objects(self, now: float) -> Applied:
+        """Create the scenario's extra world objects (``${now}`` expanded) and remember them for the restore."""
         done = Applied("world objects", now)
         for entry in self.scenario.objects:
             obj = copy.deepcopy(entry["object"])
@@ -279,6 +284,8 @@ class Restorer:
 
 
 class RestoreError(Exception):
+    """Some objects could not be put back; ``done`` lists those that were, so the report shows a partial restore."""
+
     def __init__(self, errors: list[str], done: list[str]) -> None:
         super().__init__("; ".join(errors))
         self.errors, self.done = errors, done
