@@ -68,6 +68,8 @@ def _list(output: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Exit 0 when every game passed, 1 when one failed, 130 after Ctrl-C: the remaining scenarios are skipped;
+    the interrupted one is still restored (its verdict says whether fully) and reported."""
     if args.action == "list":
         return _list(args.output)
     from vllm_remedy.gameday.report import result_json, summary_table, write_report

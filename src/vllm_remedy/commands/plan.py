@@ -67,6 +67,8 @@ class _Inputs:
 
 
 def run(args: argparse.Namespace) -> int:
+    """What was typed wins over what the manifest says (model, GPU, flags); the vLLM version falls back from
+    --vllm-version to the image tag to the log's banner."""
     for name in ("target_concurrency", "node_gpus"):
         value = getattr(args, name)
         if value is not None and value <= 0:

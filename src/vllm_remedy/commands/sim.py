@@ -27,6 +27,7 @@ READY_FILE = "sim.json"
 
 
 def default_state() -> Path:
+    """Where ``sim up``/``sim down`` keep cluster state without --state: the XDG state folder, so a later up resumes."""
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(base) / "vllm-remedy" / "sim"
 
