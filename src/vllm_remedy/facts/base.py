@@ -25,6 +25,8 @@ class JsonFact(FactBase[T], Generic[T]):
     abstract = True
 
     def process(self, output: list[str]) -> T:
+        """pyinfra's parse hook: exactly one JSON object, else FactProcessError, which pyinfra reports for this host
+        instead of aborting the whole run."""
         if len(output) != 1:
             raise FactProcessError(f"{self.name}: expected one JSON line from the @k8s connector, got {len(output)} "
                                    "(is this host an @k8s host?)")
@@ -40,6 +42,7 @@ class JsonFact(FactBase[T], Generic[T]):
             raise FactProcessError(f"{self.name}: {exc}") from exc
 
     def build(self, document: dict[str, Any]) -> T:
+        """The connector's document → the fact's plain data; pure, and a UserError here becomes a host's fact error."""
         raise NotImplementedError
 
 

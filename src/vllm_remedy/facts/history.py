@@ -18,6 +18,8 @@ from vllm_remedy.kube.history import Revision, current_revision, rollout_history
 
 
 def revision_row(rev: Revision, keys: Keys, container: str | None) -> dict[str, Any]:
+    """One revision as plain data: Revision's own fields (so ``kube.history.revisions_from_rows`` can rebuild it)
+    plus the known-good mark and vLLM server that restore (step 1) and what-changed (step 3) read."""
     notes = rev.annotations
     return {
         "number": rev.number,

@@ -26,6 +26,8 @@ def _ours(pod: Mapping[str, Any], namespace: str, selector: Mapping[str, Any]) -
 
 def node_row(node: Mapping[str, Any], pods: list[Mapping[str, Any]], namespace: str,
              selector: Mapping[str, Any]) -> dict[str, Any]:
+    """One GPU node as plain data: product as ``kube.gpus`` reads it, free GPUs, schedulable or not, and who holds
+    its GPUs, with this Deployment's own pods flagged (step 3: what else is on the card)."""
     picture = node_gpus(node, pods)
     health = node_health(node)
     ours = {f"{(p.get('metadata') or {}).get('namespace')}/{(p.get('metadata') or {}).get('name')}"

@@ -108,6 +108,7 @@ class ContainerLog(JsonFact[dict[str, Any]]):
     """One container's log (``previous`` = the instance that died), with its classified startup report."""
 
     def command(self, pod: str, container: str, previous: bool = False, tail: int | None = None) -> str:
+        """``previous`` also accepts the strings the pyinfra CLI passes (``previous=true``)."""
         words = ["k8s-logs", str(pod), str(container)]
         if previous in (True, "true", "True", "yes", "1"):
             words.append("--previous")
