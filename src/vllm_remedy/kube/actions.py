@@ -27,6 +27,7 @@ class RolloutState:
 
     @property
     def history(self) -> list[Revision]:
+        """``kubectl rollout history`` over this one read, so the revisions shown and the undo planned from it agree."""
         return rollout_history(self.deployment, self.replicasets)
 
 

@@ -34,6 +34,7 @@ class KubeconfigSource:
     origin: str  # "--kubeconfig", "KUBECONFIG", "KUBECONFIG-missing", "default" or "in-cluster"
 
     def describe(self) -> str:
+        """The file(s) or in-cluster account, to open an error line; says when KUBECONFIG or the default was missing."""
         if self.origin == IN_CLUSTER:
             return "in-cluster service account"
         joined = os.pathsep.join(str(p) for p in self.paths) or "~/.kube/config"

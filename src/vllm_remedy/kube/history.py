@@ -49,6 +49,7 @@ def revisions_from_rows(rows: Iterable[Mapping[str, Any]]) -> list[Revision]:
 
 
 def annotations(obj: Mapping[str, Any]) -> dict[str, str]:
+    """An object's annotations as a new dict; {} when the API left them out."""
     return dict((obj.get("metadata") or {}).get("annotations") or {})
 
 
@@ -127,6 +128,7 @@ def templates_equal(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) ->
 
 
 def template_of(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """``spec.template`` of a Deployment or ReplicaSet ({} if absent): what kubectl compares, and restores on undo."""
     return dict((obj.get("spec") or {}).get("template") or {})
 
 

@@ -34,6 +34,8 @@ class Clock(Protocol):
 
 
 class WallClock:
+    """The real clock, ``wait_for_rollout``'s default; the rehearsal cluster passes its simulated one instead."""
+
     def now(self) -> float:
         return time.time()
 
@@ -122,6 +124,9 @@ def classify_log(text: str | None, exit_code: int | None, reason: str | None) ->
 
 @dataclass
 class WaitResult:
+    """How a rollout wait ended; ``ok`` only for rolled-out. ``crash`` carries the classified log and ``statuses``
+    kubectl's status lines, so the operator sees why without a second command."""
+
     ok: bool
     outcome: str  # "rolled-out" | "crash-loop" | "unschedulable" | "progress-deadline" | "timeout"
     message: str
