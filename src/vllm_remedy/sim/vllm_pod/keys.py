@@ -32,12 +32,15 @@ GPU_MEMORY_LABELS = ("nvidia.com/gpu.memory", "karpenter.k8s.aws/instance-gpu-me
 
 
 def annotations(obj: dict[str, Any] | None) -> dict[str, Any]:
+    """None-safe ``metadata.annotations``: callers pass ``Store.find`` results, which may be None."""
     return ((obj or {}).get("metadata") or {}).get("annotations") or {}
 
 
 def labels(obj: dict[str, Any] | None) -> dict[str, Any]:
+    """None-safe ``metadata.labels``: a node without labels reads as empty, not as an error."""
     return ((obj or {}).get("metadata") or {}).get("labels") or {}
 
 
 def truthy(value: Any) -> bool:
+    """Annotation values are strings; accept the spellings people type in ``kubectl annotate``."""
     return str(value).strip().lower() in ("true", "1", "yes", "on")

@@ -87,6 +87,8 @@ def image_version(image: str) -> str:
 
 
 def gpu_limit(container: Mapping[str, Any]) -> int:
+    """GPUs the device plugin hands the container (``nvidia.com/gpu``, limits before requests); 0 when
+    unset or not whole, so vLLM sees no device, as in a pod without the limit."""
     resources = container.get("resources") or {}
     for part in ("limits", "requests"):
         value = (resources.get(part) or {}).get("nvidia.com/gpu")

@@ -22,6 +22,9 @@ Version = tuple[int, int, int]
 
 @dataclass(frozen=True)
 class Sample:
+    """One gauge or counter family with its single sample: enough for the HELP/TYPE/value lines that
+    dashboards and the runbook's KV-usage and preemption checks scrape."""
+
     name: str
     kind: str  # gauge | counter
     help: str

@@ -51,6 +51,9 @@ class VllmRuntime:
         self.fallback: Runtime = fallback or PlainRuntime()
 
     def start(self, ctx: ContainerContext) -> ContainerRun:
+        """One (re)start as vLLM would run it: argv expanded as kubelet and the shell would, then the memory
+        model decides between a start that exits with its error log and one that serves; other containers
+        and the plain runtime's test hooks go to the fallback."""
         if any(hook in keys.annotations(ctx.pod) for hook in (EXIT_CODE, READY_AFTER, LOG_LINES)):
             return self.fallback.start(ctx)  # an explicit test hook of the plain runtime wins
         container = env.kubelet_expand(ctx.container)
@@ -149,9 +152,11 @@ class _Engine:
         self.version, self.engine = version, default_engine(version)
 
     def up(self, now: float) -> bool:
+        """Serving once the simulated startup is over; before that nothing listens, as while vLLM still loads."""
         return now >= self.started + self.up_after - 1e-6
 
     def observe(self, now: float) -> tuple[loadmodel.LoadSpec, float, loadmodel.LoadState]:
+        """Advance the load meter to ``now``; load is re-read each time so annotation edits act without a restart."""
         spec, share = self.runtime.load_for(self.ctx, self.deployment)
         with self.lock:
             st = self.meter.advance(now, spec, share)
@@ -172,6 +177,8 @@ class _Engine:
         return Exit(after=0.0, code=1, reason="Error", log=tail)
 
     def http(self, path: str) -> HttpReply:
+        """What vLLM's OpenAI server answers through pods/proxy (/health, /metrics in this release's families,
+        /version, /v1/models); connection refused until startup is over."""
         now = self.runtime.clock.now()
         if not self.up(now):
             return _refused(path)

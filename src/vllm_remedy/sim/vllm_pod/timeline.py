@@ -173,6 +173,8 @@ def oom_under_load_tail(launch: Launch, startup_text: str, started: datetime, at
 
 
 def stamp_all(lines: list[str] | tuple[str, ...], at: datetime) -> list[str]:
+    """Re-time rendered lines to ``at`` (vLLM's ``MM-DD HH:MM:SS``), so a crash tail carries the simulated
+    moment of the crash rather than the render's."""
     return [_stamp(line, at) for line in lines]
 
 
