@@ -24,6 +24,8 @@ class Clock:
         self._lock = threading.Lock()
 
     def now(self) -> float:
+        """Current simulated time, derived from the monotonic clock so a wall-clock jump never moves the
+        cluster's time."""
         with self._lock:
             return self._origin_sim + (time.monotonic() - self._origin_real) * self.speed
 

@@ -68,6 +68,8 @@ class Cluster:
         self.resync()
 
     def stop(self) -> None:
+        """Stop the controller thread only (``start`` resumes it): the store stays readable, so a snapshot
+        taken afterwards is a still image."""
         self._started = False
         self.manager.stop()
 
@@ -122,6 +124,7 @@ class Cluster:
             self.node_gpu_used_mib[node] = mib
 
     def load_for(self, namespace: str, deployment: str) -> float:
+        """The ``set_load`` figure that runtimes fall back on when no load annotation names ``requests``."""
         with self._lock:
             return self.load.get((namespace, deployment), 0.0)
 
@@ -155,6 +158,8 @@ class Cluster:
         return {"store": self.store.snapshot(), "logs": self.kubelet.snapshot_logs()}
 
     def restore(self, snapshot: Obj) -> None:
+        """Load a ``snapshot`` before ``start``, so the controllers adopt the restored pods with their restart
+        counts and ``logs --previous`` still answers."""
         self.store.restore(snapshot.get("store", {}))
         self.kubelet.restore_logs(snapshot.get("logs", {}))
 

@@ -60,6 +60,7 @@ class LoadSpec:
 
     @property
     def longest_prompt(self) -> int:
+        """The prompt length that sizes the worst prefill step: ``max-prompt-tokens`` if given, else the average."""
         return self.max_prompt_tokens if self.max_prompt_tokens is not None else self.prompt_tokens
 
 

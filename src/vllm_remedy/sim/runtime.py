@@ -107,6 +107,8 @@ class PlainRuntime:
     """
 
     def start(self, ctx: ContainerContext) -> ContainerRun:
+        """A run from the pod's test-hook annotations: ready after a short delay by default, or exiting with
+        the given code (never ready if it exits first) to drive kubelet's crash loop."""
         notes = ctx.pod.get("metadata", {}).get("annotations") or {}
         name = ctx.container.get("name", "")
         lines = [LogLine(0.0, f"starting container {name} (image {ctx.container.get('image', '')})")]
@@ -146,6 +148,7 @@ class RuntimeChooser:
     default: Runtime = field(default_factory=PlainRuntime)
 
     def start(self, ctx: ContainerContext) -> ContainerRun:
+        """First accepting rule wins, so specific rules (vLLM argv) go before catch-alls; ``default`` otherwise."""
         for accepts, runtime in self.rules:
             if accepts(ctx.pod, ctx.container):
                 return runtime.start(ctx)

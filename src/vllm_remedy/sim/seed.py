@@ -163,6 +163,8 @@ def set_path(obj: Obj, path: str, value: Any, where: str) -> None:
 
 
 def apply_seed(cluster: Cluster, ref: Obj | str | Path, *, wait: bool = True, timeout: float = 30.0) -> None:
+    """The body of ``Cluster.apply_seed``. Objects and Deployments that already exist are kept, so
+    re-applying a seed over restored state is harmless; bad seeds raise UserError naming the key."""
     seed, label = load_seed(ref)
     store = cluster.store
     for i, entry in enumerate(seed.get("nodes") or []):

@@ -46,6 +46,7 @@ class _Handler(BaseHTTPRequestHandler):
     server: _HTTPServer
 
     def setup(self) -> None:
+        """TLS handshake on the request's own thread so one slow client cannot stall the accept loop."""
         if isinstance(self.request, ssl.SSLSocket):
             self.request.do_handshake()  # here, on the request's thread, not in the accept loop
         super().setup()
@@ -54,6 +55,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def log_message(self, format: str, *args: Any) -> None:
+        """http.server's per-request lines go to debug logging, keeping ``sim up`` and test output quiet."""
         log.debug("%s " + format, self.address_string(), *args)
 
     def date_time_string(self, timestamp: float | None = None) -> str:
@@ -70,6 +72,7 @@ class _Handler(BaseHTTPRequestHandler):
         return super().date_time_string(timestamp)
 
     def do_GET(self) -> None:
+        """Every verb shares this entry (aliases below): routing by method and path happens in the API layer."""
         self._serve()
 
     do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = do_GET
@@ -221,10 +224,12 @@ class SimServer:
 
     @property
     def url(self) -> str:
+        """Scheme, host and bound port; known only after binding, since port 0 picks a free one."""
         host, port = self._httpd.server_address[:2]
         return f"{self.scheme}://{host}:{port}"
 
     def cluster_url(self, name: str) -> str:
+        """One cluster's API root: the ``server:`` a kubeconfig for that cluster needs."""
         return f"{self.url}/clusters/{name}"
 
     def write_kubeconfig(self, path: Path, users: dict[str, str] | None = None,
@@ -287,6 +292,8 @@ class SimServer:
     # -- lifecycle -------------------------------------------------------------------------------
 
     def start(self) -> None:
+        """Serve on a background thread; with ``state_dir``, also save changed clusters every SAVE_EVERY
+        seconds, freshly seeded state first."""
         serve = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.2},
                                  name="sim-http", daemon=True)
         serve.start()

@@ -44,6 +44,8 @@ class ApiError(Exception):
         self.details = details or {}
 
     def status(self) -> Obj:
+        """The metav1.Status body a real apiserver sends with the error, which kubectl prints as
+        ``Error from server (<reason>): <message>``."""
         return {
             "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
             "message": self.message, "reason": self.reason, "details": self.details, "code": self.code,
@@ -51,12 +53,16 @@ class ApiError(Exception):
 
 
 def not_found(resource: str, name: str) -> ApiError:
+    """404 NotFound worded as the apiserver words it (``deployments.apps "x" not found``), with kind and
+    group split in ``details``."""
     plural, _, group = resource.partition(".")
     details = {"name": name, "kind": plural, **({"group": group} if group else {})}
     return ApiError(404, "NotFound", f'{resource} "{name}" not found', details)
 
 
 def conflict(resource: str, name: str) -> ApiError:
+    """409 Conflict for a stale resourceVersion, in the apiserver's words: the precondition that keeps
+    our writes from overwriting a concurrent edit."""
     return ApiError(
         409, "Conflict",
         f'Operation cannot be fulfilled on {resource} "{name}": the object has been modified; '
@@ -99,10 +105,12 @@ class Store:
 
     @property
     def resource_version(self) -> str:
+        """The cluster-wide resourceVersion now: what a list returns and a watch resumes from."""
         with self._cond:
             return str(self._rv)
 
     def get(self, resource: str, namespace: str, name: str) -> Obj:
+        """A deep copy, so callers may edit it without touching stored state; 404 as the apiserver's."""
         with self._cond:
             obj = self._objects.get((resource, namespace, name))
             if obj is None:
@@ -110,6 +118,7 @@ class Store:
             return copy.deepcopy(obj)
 
     def find(self, resource: str, namespace: str, name: str) -> Obj | None:
+        """``get`` for callers to whom a missing object is normal (deleted meanwhile), not an error."""
         try:
             return self.get(resource, namespace, name)
         except ApiError:
@@ -131,6 +140,8 @@ class Store:
     # -- writes ----------------------------------------------------------------------------------
 
     def create(self, resource: str, obj: Obj, *, dry_run: bool = False) -> Obj:
+        """POST semantics: generateName, uid, creationTimestamp, generation 1 for objects with a spec;
+        409 AlreadyExists; ``dry_run`` returns the result without storing it or emitting an event."""
         meta = obj.setdefault("metadata", {})
         name = meta.get("name")
         if not name and meta.get("generateName"):
@@ -205,6 +216,8 @@ class Store:
             return self.update(resource, current, status=status)
 
     def delete(self, resource: str, namespace: str, name: str, *, dry_run: bool = False) -> Obj:
+        """Immediate removal (no finalizers or graceful period) with a DELETED event at a fresh
+        resourceVersion, so watches resume past it."""
         with self._cond:
             key = (resource, namespace, name)
             old = self._objects.get(key)
@@ -307,6 +320,8 @@ class Store:
             }
 
     def restore(self, snapshot: Obj) -> None:
+        """Replace all state with a snapshot without emitting events (``Cluster.start`` resyncs the
+        controllers); the resourceVersion carries on, and older watches get 410 and relist."""
         with self._cond:
             self._objects.clear()
             self._index.clear()

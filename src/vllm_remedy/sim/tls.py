@@ -45,6 +45,7 @@ def ensure_cert(folder: Path) -> tuple[Path, Path]:
 
 
 def server_context(cert: Path, key: Path) -> ssl.SSLContext:
+    """TLS 1.2 minimum, kube-apiserver's default, for the self-signed pair the kubeconfig carries as CA."""
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
     ctx.load_cert_chain(cert, key)
