@@ -3,7 +3,9 @@ API errors and an unreachable cluster (never "no drift"), the fix the deploys wo
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pyinfra_fixtures
 from drift_helpers import GOOD_ARGS, HOST, MODEL, as_json, inventory, policy, set_args
@@ -75,6 +77,28 @@ def test_drift_found_with_the_deploys_fix_and_nothing_written(rehearsal: Rehears
     after = rehearsal.client().get_deployment("llm", "llama-8b")  # the rollout moves status, never the spec
     assert (after["spec"], after["metadata"]["generation"], notes(after)) == (
         before["spec"], before["metadata"]["generation"], notes(before))
+
+
+def test_a_drift_check_reads_each_object_once_per_verb(rehearsal: Rehearsal, tmp_path: Path, cli) -> None:
+    """Four operations plan fixes here; without the connector's read snapshot each re-read the Deployment
+    (pyinfra 3.10 keeps no fact cache): 9 GETs of it and 2 cluster-wide node and pod lists per host."""
+    set_args(rehearsal, [MODEL, "--gpu-memory-utilization", "0.97", "--max-num-seqs", "64"])
+    inv = inventory(tmp_path, rehearsal.kubeconfig, policy(tmp_path))
+    seen: Counter[tuple[str, str]] = Counter()
+    serve = rehearsal.server.dispatch
+
+    def counting(req: Any) -> Any:  # instrumentation only: every request is still served by the sim
+        seen[(req.method, req.path.split("?")[0].split("/", 3)[-1])] += 1
+        return serve(req)
+
+    rehearsal.server.dispatch = counting  # type: ignore[method-assign]
+    got = cli("drift", "-i", inv, "-o", "json")
+    assert got.returncode == 1, got.stderr
+    assert len(as_json(got)["hosts"][0]["fix"]["operations"]) == 2  # two fixes planned, two more found nothing
+    # connect, then the k8s-deployment, k8s-history and k8s-pods verbs: each carries the Deployment once
+    assert seen[("GET", "apis/apps/v1/namespaces/llm/deployments/llama-8b")] == 4, seen
+    assert seen[("GET", "api/v1/nodes")] == seen[("GET", "api/v1/pods")] == 1, seen
+    assert {method for method, _ in seen} == {"GET"}
 
 
 def test_seeded_world_is_in_sync_with_the_shipped_policy(rehearsal: Rehearsal, tmp_path: Path, cli) -> None:

@@ -143,6 +143,8 @@ class K8sConnector(BaseConnector):
     keys: Keys = Keys()
     server: ServerCommand | None = None
     scope: Scope | None = None
+    #: Answers by verb command once ``snapshot_reads`` is on; None means every fact reads the cluster afresh.
+    snapshot: dict[str, list[str]] | None = None
 
     @staticmethod
     def make_names_data(name: str | None = None) -> Iterator[tuple[str, dict[str, Any], list[str]]]:
@@ -238,13 +240,26 @@ class K8sConnector(BaseConnector):
                 echo(f"{self.host.print_prefix}{line}", err=True)
         return ok, output
 
+    def snapshot_reads(self) -> None:
+        """Answer each verb command once for the rest of this connection: for runs that never write.
+
+        pyinfra 3.10 keeps no fact cache, so every operation of a drift check re-reads the same
+        Deployment, pods and nodes (8-9 Deployment GETs per host). A run that only plans is better
+        served by one snapshot: fewer requests, and every check and proposed fix judges the same state.
+        """
+        self.snapshot = {}
+
     def _run(self, text: str) -> tuple[bool, CommandOutput]:
         if self.scope is None:
             return False, _stderr(f"{self.host.name}: not connected")
-        try:
-            lines = run_verb(self.scope, text)
-        except (VerbError, UserError) as exc:
-            return False, _stderr(str(exc))
+        lines = None if self.snapshot is None else self.snapshot.get(text)
+        if lines is None:
+            try:
+                lines = run_verb(self.scope, text)
+            except (VerbError, UserError) as exc:
+                return False, _stderr(str(exc))
+            if self.snapshot is not None:
+                self.snapshot[text] = lines
         return True, CommandOutput([OutputLine("stdout", line) for line in lines])
 
     def put_file(self, filename_or_io: str | IOBase, remote_filename: str, remote_temp_filename: str | None = None,

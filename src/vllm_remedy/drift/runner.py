@@ -32,6 +32,7 @@ from pyinfra.context import ctx_config, ctx_host, ctx_state
 from pyinfra_cli.inventory import make_inventory
 
 from vllm_remedy import gitops
+from vllm_remedy.connectors.k8s import K8sConnector
 from vllm_remedy.drift import checks
 from vllm_remedy.errors import UserError
 from vllm_remedy.facts.deployment import Deployment
@@ -224,6 +225,9 @@ def plan(inventory_path: str, limit: Iterable[str] = ()) -> dict[str, Any]:
     """Drift-check every host of the inventory: nothing is written (pyinfra never enters Execute)."""
     started = time.monotonic()
     run = start(inventory_path, limit)
+    for host in run.hosts:
+        if host.connected and isinstance(host.connector, K8sConnector):
+            host.connector.snapshot_reads()  # a plan never writes: one read of each object per host
     try:
         hosts = _per_host(run, lambda h: plan_host(run, h))
     finally:
