@@ -201,7 +201,3 @@ class Observer:
         """The latest read and its findings, copied under the lock so the runner's waits see one consistent poll."""
         with self._lock:
             return dict(self.latest), list(self.findings)
-
-    def lock(self) -> threading.Lock:
-        """The lock ``poll`` holds while it updates the timeline and latest state; hold it to read both consistently."""
-        return self._lock

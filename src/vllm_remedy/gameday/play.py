@@ -11,7 +11,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -93,8 +92,3 @@ def template_diff(before: dict[str, Any], after: dict[str, Any], label: str) -> 
     a = yaml.safe_dump(before, sort_keys=True).splitlines()
     b = yaml.safe_dump(after, sort_keys=True).splitlines()
     return list(difflib.unified_diff(a, b, f"{label} (before)", f"{label} (after)", lineterm="", n=2))
-
-
-def timed(start: float) -> float:
-    """Wall seconds since ``start``, a ``time.monotonic()`` reading."""
-    return time.monotonic() - start
