@@ -20,6 +20,8 @@ import sys  # noqa: E402
 
 
 def main() -> int:
+    """Parse ``plan|expire -i INVENTORY``, run the runner; a UserError becomes ``{"error": ...}`` and exit 2
+    so the parent CLI can print it as its one error line."""
     parser = argparse.ArgumentParser(prog="python -m vllm_remedy.drift")
     parser.add_argument("mode", choices=("plan", "expire"))
     parser.add_argument("-i", "--inventory", required=True)

@@ -61,6 +61,8 @@ class LineLog(logging.Handler):
         self.errors: dict[str, list[str]] = {}
 
     def emit(self, record: logging.LogRecord) -> None:
+        """File each ``[host] ...`` line under the operation that host is running now (greenlets interleave);
+        connect/fact chatter is dropped, ERROR lines are kept aside as the host's failure reason."""
         text = _ANSI.sub("", record.getMessage())
         for line in text.splitlines():
             match = _PREFIXED.match(line)
@@ -74,12 +76,16 @@ class LineLog(logging.Handler):
             self.lines.setdefault((host, self.current.get(host, "")), []).append(said)
 
     def begin(self, host: str, label: str) -> None:
+        """Lines ``host`` logs from now on belong to ``label`` ("" between operations)."""
         self.current[host] = label
 
     def take(self, host: str, label: str) -> list[str]:
+        """Hand over and forget what ``host`` printed under ``label``: a later take (execute) gets only new lines."""
         return self.lines.pop((host, label), [])
 
     def error(self, host: str, fallback: str) -> str:
+        """The host's pyinfra ERROR lines as one reason (deduplicated, pyinfra's generic "could not load fact" line
+        dropped), else ``fallback``: the single line the report shows for a failed host."""
         said = [e for e in self.errors.get(host, []) if e and not e.startswith("Error: could not")]
         return " / ".join(dict.fromkeys(said)) or fallback
 
