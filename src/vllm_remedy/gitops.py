@@ -53,11 +53,13 @@ class Owner:
     certain: bool = True
 
     def describe(self) -> str:
+        """The owner as a phrase for warning and refusal lines; "probably" when only the legacy label says so."""
         where = f"{self.namespace}/{self.name}" if self.namespace else self.name
         maybe = "" if self.certain else "probably "
         return f"{maybe}managed by {self.tool} {self.kind} {where} ({self.evidence})"
 
     def to_json(self) -> dict[str, Any]:
+        """The owner for the drift report's ``gitops`` entry, ``certain`` kept so scripts can tell a guess."""
         return {"tool": self.tool, "kind": self.kind, "name": self.name, "namespace": self.namespace,
                 "evidence": self.evidence, "certain": self.certain}
 
@@ -113,12 +115,14 @@ class GitHint:
         return "vllm-remedy args set -f <manifest in Git> " + " ".join(parts)
 
     def lines(self) -> list[str]:
+        """The hint as ``git:`` lines under a gitops warning or refusal: the command, other fields, then the patch."""
         out = [f"git: {self.command}"] if self.command else []
         out += [f"git: also change {o}" for o in self.other]
         out += [f"git: {line}" for line in self.patch.rstrip("\n").splitlines()]
         return out
 
     def to_json(self) -> dict[str, Any]:
+        """The hint as JSON; ``args_set`` is null, not "", when no flag changes."""
         return {"args_set": self.command or None, "set": dict(self.set), "unset": list(self.unset),
                 "patch": self.patch, "other": list(self.other)}
 
