@@ -30,10 +30,12 @@ class K8sHost:
 
     @property
     def deployment_path(self) -> str:
+        """The Deployment's API path: what writes target and what ``observe`` keys the read basis by."""
         return KubeClient.object_path(self.namespace, "deployments", self.deployment)
 
     @property
     def where(self) -> str:
+        """``deployment <ns>/<name>``, how summaries, refusals and diff headers name the target."""
         return f"deployment {self.namespace}/{self.deployment}"
 
 

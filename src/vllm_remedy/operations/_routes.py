@@ -29,6 +29,8 @@ GATEWAY = "gateway.networking.k8s.io/v1"
 
 
 def route_path(fallback: Fallback) -> str:
+    """The fallback HTTPRoute's Gateway API path (names URL-quoted), read and patched with the host's client
+    because the verbs cover only the Deployment's own objects."""
     ref = fallback.route
     return f"/apis/{GATEWAY}/namespaces/{quote(ref.namespace, safe='')}/httproutes/{quote(ref.name, safe='')}"
 

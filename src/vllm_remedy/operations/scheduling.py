@@ -49,9 +49,11 @@ class NodeObjects(JsonFact[dict[str, Any]]):
     """
 
     def command(self) -> str:
+        """The connector's ``k8s-nodes`` verb, the same read ``GpuNodes`` summarises."""
         return "k8s-nodes"
 
     def build(self, document: dict[str, Any]) -> dict[str, Any]:
+        """The raw nodes and GPU pods (empty when absent) so ``plan_pin`` can read the policy's own label key."""
         return {"nodes": list(document.get("nodes") or []), "pods": list(document.get("pods") or []),
                 "namespace": document.get("namespace"), "selector": document.get("selector") or {}}
 

@@ -87,6 +87,7 @@ def same_value(a: str | None, b: str) -> bool:
 
 
 def flag_text(value: Any) -> str:
+    """An operation argument as the argv value vLLM parses: ``true``/``false`` for bools, ``%g`` floats (0.9)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
@@ -95,6 +96,7 @@ def flag_text(value: Any) -> str:
 
 
 def describe(flags: Mapping[str, str]) -> str:
+    """Changed flags as a command-line fragment (a ``true`` flag bare) for summaries, refusals and change-cause."""
     return " ".join(f"--{k}" if v == "true" else f"--{k} {v}" for k, v in flags.items())
 
 
