@@ -30,6 +30,8 @@ class Judge:
     _cache: dict[tuple[EngineSettings, GpuSpec], Estimate] = field(default_factory=dict, repr=False)
 
     def estimate(self, settings: EngineSettings, gpu: GpuSpec) -> Estimate:
+        """``estimate`` memoised per (settings, GPU): the length search and each lever's combinations ask
+        for the same candidate many times."""
         key = (settings, gpu)
         est = self._cache.get(key)
         if est is None:

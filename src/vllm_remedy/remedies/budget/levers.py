@@ -31,6 +31,8 @@ class Variant:
 
 @dataclass(frozen=True)
 class Context:
+    """What every lever reads: the model, the plan's limits and the GPU the pod runs on now."""
+
     model: ModelSpec
     limits: Limits
     gpu: GpuSpec  # the GPU the pod runs on now
@@ -68,6 +70,7 @@ def max_num_batched_tokens(ctx: Context, s: EngineSettings, gpu: GpuSpec) -> lis
 
 
 def kv_fp8(ctx: Context, s: EngineSettings, gpu: GpuSpec) -> list[Variant]:
+    """fp8 KV cache in the policy's spelling, only when the policy allows it (evaluated) and the card has fp8."""
     if not ctx.limits.fp8_allowed or not gpu.fp8 or s.kv_cache_dtype.startswith("fp8"):
         return []
     return [Variant(dataclasses.replace(s, kv_cache_dtype=ctx.limits.fp8_value), gpu)]
@@ -82,6 +85,8 @@ def tp_sizes(model: ModelSpec, lo: int, hi: int) -> list[int]:
 
 
 def tensor_parallel(ctx: Context, s: EngineSettings, gpu: GpuSpec) -> list[Variant]:
+    """TP sizes above the running one that vLLM accepts, within policy and the node's GPU count when known;
+    smallest first, so the ladder takes 2 GPUs before 4."""
     lim = ctx.limits
     sizes = tp_sizes(ctx.model, max(s.tp + 1, lim.tp_min), lim.tp_max)
     return [Variant(dataclasses.replace(s, tp=t), gpu) for t in sizes]
@@ -109,6 +114,7 @@ def gpu_products(ctx: Context, s: EngineSettings, gpu: GpuSpec) -> list[Variant]
 
 
 def enforce_eager(ctx: Context, s: EngineSettings, gpu: GpuSpec) -> list[Variant]:
+    """The last resort (``build`` tries it only when no other lever works); the planner marks it temporary."""
     if s.enforce_eager or not ctx.limits.eager_allowed:
         return []
     return [Variant(dataclasses.replace(s, enforce_eager=True), gpu)]

@@ -26,6 +26,8 @@ def _target(rung: Rung, lim: Limits) -> str:
 
 
 def explain(rung: Rung, cur: EngineSettings, gpu: GpuSpec, lim: Limits, cap: int) -> str:
+    """Why this rung: what moves, what it buys (max-model-len kept or the longest that fits) and the predicted
+    concurrency against the target — shown with each step and recorded as the write's reason."""
     s, est = rung.settings, rung.estimate
     extra = ""
     if rung.combined:
