@@ -57,6 +57,7 @@ class ConfirmResult:
 
     @property
     def reason(self) -> str:
+        """One line for a refusal: what failed when anything did, else every check."""
         return "; ".join(self.failures) if self.failures else "; ".join(self.checks)
 
 
@@ -66,6 +67,7 @@ class _Checks:
     failures: list[str] = field(default_factory=list)
 
     def add(self, ok: bool, text: str) -> None:
+        """Record a check as an ``ok:``/``FAIL:`` line; a failure is also kept as a reason, for the refusal."""
         self.lines.append(("ok: " if ok else "FAIL: ") + text)
         if not ok:
             self.failures.append(text)

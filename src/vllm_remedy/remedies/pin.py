@@ -50,6 +50,7 @@ class PinPlan:
 
     @property
     def refused(self) -> bool:
+        """True when nothing may be written; ``refusal`` then holds the one-line reason."""
         return self.refusal is not None
 
 
@@ -78,6 +79,8 @@ def tolerates(taint: Mapping[str, Any], tolerations: Sequence[Mapping[str, Any]]
 
 
 def gpu_quantity(value: Any) -> int | None:
+    """A GPU count from a limit, request or flag (``2`` or ``"2"``); None when not a whole number, so the
+    caller rewrites it rather than trust it."""
     try:
         return int(str(value))
     except ValueError:

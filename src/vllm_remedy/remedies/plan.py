@@ -32,9 +32,11 @@ class TemplateChange:
 
     @property
     def empty(self) -> bool:
+        """No template edit; with no flags either, the planner reads its first rung as "no change needed"."""
         return not self.node_selector and not self.drop_node_selector and self.gpu_limit is None
 
     def to_json(self) -> dict[str, Any]:
+        """The edits under their Kubernetes field names, unchanged parts left out."""
         out: dict[str, Any] = {}
         if self.node_selector:
             out["nodeSelector"] = dict(self.node_selector)
@@ -45,6 +47,7 @@ class TemplateChange:
         return out
 
     def describe(self) -> list[str]:
+        """One phrase per edit (``nodeSelector k=v``, ``limits nvidia.com/gpu: 2``) for ``Step.describe``."""
         parts = [f"nodeSelector {k}={v}" for k, v in self.node_selector.items()]
         parts += [f"drop nodeSelector {k}" for k in self.drop_node_selector]
         if self.gpu_limit is not None:
@@ -79,6 +82,7 @@ class Step:
         return " ".join(parts) or "(no change)"
 
     def to_json(self) -> dict[str, Any]:
+        """The step for ``plan -o json``: canonical flag names and ``revertAfterSeconds`` for a temporary toggle."""
         return {
             "rank": self.rank,
             "lever": self.lever,
@@ -111,9 +115,11 @@ class Plan:
 
     @property
     def first(self) -> Step | None:
+        """The smallest change, or None when the ladder is empty."""
         return self.steps[0] if self.steps else None
 
     def to_json(self) -> dict[str, Any]:
+        """The ``plan -o json`` document, versioned by ``apiVersion`` so scripts can rely on its shape."""
         return {
             "apiVersion": API_VERSION,
             "kind": self.kind,

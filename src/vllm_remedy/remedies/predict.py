@@ -32,6 +32,7 @@ class Prediction:
 
     @property
     def outcome(self) -> str:
+        """The predicted outcome's value, ``unknown`` without an estimate, so JSON always carries a string."""
         return self.estimate.outcome.value if self.estimate else "unknown"
 
     def line(self) -> str:
@@ -43,6 +44,7 @@ class Prediction:
                 f"maximum concurrency {e.max_concurrency:.2f}x at max-model-len {e.max_model_len}")
 
     def to_json(self) -> dict[str, Any]:
+        """The prediction for the drift report, the estimate's every term included (null without one)."""
         return {"gpu": self.gpu, "outcome": self.outcome, "note": self.note,
                 "estimate": self.estimate.to_json() if self.estimate else None}
 
