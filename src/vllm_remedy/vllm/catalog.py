@@ -68,10 +68,14 @@ class ModelSpec:
 
     @property
     def is_moe(self) -> bool:
+        """Mixture of experts: the shape-based parameter count sums every expert, and the profile run adds
+        the routed experts' activations."""
         return self.num_experts > 0
 
     @property
     def is_mla(self) -> bool:
+        """Multi-head latent attention (DeepSeek): KV per token is the latent plus rope dims, not K and V per
+        head, and vLLM's default block is 64 tokens."""
         return self.kv_lora_rank is not None
 
     @classmethod

@@ -10,6 +10,9 @@ from enum import Enum
 
 
 class Failure(str, Enum):
+    """How the log classifier names the end of a start or run: wider than ``Outcome`` (run-time and host
+    OOM too); a str enum, so it prints and serialises as its value."""
+
     NONE = "none"
     OOM_LOADING_WEIGHTS = "oom_loading_weights"
     NO_CACHE_BLOCKS = "no_cache_blocks"

@@ -68,6 +68,7 @@ class VersionRules:
 
     @property
     def label(self) -> str:
+        """The version as ``estimate`` and ``plan`` print it; says the newest rules were assumed when unknown."""
         return ".".join(map(str, self.version)) if self.known else "unknown (newest rules)"
 
     def scheduler_defaults(self, gpu_total_gib: float, gpu_product: str) -> tuple[int, int]:

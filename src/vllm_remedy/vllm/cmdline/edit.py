@@ -33,6 +33,7 @@ class _Plan:
         self.after: dict[Token, list[list[str]]] = defaultdict(list)
 
     def drop(self, opt: Option) -> None:
+        """Delete one occurrence, flag and value: an unset flag, or a duplicate collapsing to the last."""
         self.delete.update(opt.tokens)
 
 

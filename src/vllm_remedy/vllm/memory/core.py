@@ -38,9 +38,11 @@ class Estimate:
 
     @property
     def fits(self) -> bool:
+        """The estimator's own verdict; the planner's ``Judge.accept`` also demands headroom, so not "safe"."""
         return self.outcome is Outcome.FITS
 
     def to_json(self) -> dict[str, Any]:
+        """Every term, the outcome as its string and floats rounded to 2 places, for ``-o json`` and reports."""
         data = asdict(self)
         data["outcome"] = self.outcome.value
         for key, value in data.items():

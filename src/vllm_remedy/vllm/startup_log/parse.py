@@ -62,9 +62,11 @@ class _Matches:
     first_weights: int | None = None
 
     def add(self, name: str, line: Line, value: float | int | str) -> None:
+        """Keep every figure a line yields, with its line and rank, so ``pick`` can choose across TP ranks."""
         self.values.setdefault(name, []).append((line.index, line.rank, value))
 
     def pick(self, name: str) -> float | int | str | None:
+        """KV figures: the smallest over ranks (vLLM sizes KV by its tightest rank); else the lowest rank's first."""
         found = self.values.get(name)
         if not found:
             return None

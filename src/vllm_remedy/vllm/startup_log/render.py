@@ -38,6 +38,8 @@ class _Writer:
         self.lines: list[str] = []
 
     def prefix(self, role: str, rank: int = 0) -> str:
+        """The process tag this version prints before a role's lines (``(Worker_TP1 pid=301)``; none for the
+        API server before 0.10.1), coloured as vLLM colours it."""
         name = self._process_name(role, rank)
         if name is None:
             return ""
@@ -62,6 +64,7 @@ class _Writer:
 
     def log(self, role: str, message: str, *, level: str = "INFO", source: str = "worker.py",
             rank: int = 0, step: float = 0.4) -> None:
+        """One logger record per message line in the version's header style, ``step`` seconds after the last."""
         self.clock += timedelta(seconds=step)
         stamp = self.clock.strftime("%m-%d %H:%M:%S")
         where = f"{source}:{100 + len(message) % 800}"
@@ -71,13 +74,16 @@ class _Writer:
             self.lines.append(f"{self.prefix(role, rank)}{shown} {stamp} {where} {part}")
 
     def raw(self, role: str, text: str, rank: int = 0) -> None:
+        """A line printed without vLLM's logger header (progress bars, uvicorn's own lines)."""
         self.lines.append(f"{self.prefix(role, rank)}{text}")
 
     def each_rank(self, message: str, **kw: Any) -> None:
+        """The same message from every TP worker, as each rank logs its own copy."""
         for rank in range(self.tp):
             self.log("worker", message, rank=rank, **kw)
 
     def template(self, role: str, tpl: Template, values: dict[str, Any], *, ranks: bool = False) -> None:
+        """A ``log_formats`` message filled with ``values``, so the parser reads back those very figures."""
         text = fill(tpl, values)
         if ranks:
             self.each_rank(text, level=tpl.level, source=tpl.source)
