@@ -121,11 +121,6 @@ class GitHint:
         out += [f"git: {line}" for line in self.patch.rstrip("\n").splitlines()]
         return out
 
-    def to_json(self) -> dict[str, Any]:
-        """The hint as JSON; ``args_set`` is null, not "", when no flag changes."""
-        return {"args_set": self.command or None, "set": dict(self.set), "unset": list(self.unset),
-                "patch": self.patch, "other": list(self.other)}
-
 
 def _clean(obj: Mapping[str, Any]) -> dict[str, Any]:
     """What a manifest in Git holds of a live object: no status, server bookkeeping or our own annotations."""

@@ -113,11 +113,6 @@ class Plan:
     notes: tuple[str, ...] = ()
     subject: Mapping[str, Any] = field(default_factory=dict)
 
-    @property
-    def first(self) -> Step | None:
-        """The smallest change, or None when the ladder is empty."""
-        return self.steps[0] if self.steps else None
-
     def to_json(self) -> dict[str, Any]:
         """The ``plan -o json`` document, versioned by ``apiVersion`` so scripts can rely on its shape."""
         return {
