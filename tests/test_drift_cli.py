@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pyinfra_fixtures
-from drift_helpers import GOOD_ARGS, HOST, MODEL, as_json, inventory, policy, set_args
+from drift_helpers import GOOD_ARGS, HOST, MODEL, UNIT, as_json, inventory, policy, set_args
 from pyinfra_fixtures import Rehearsal
 from vllm_remedy.metrics import DRIFT_DETECTED, LAST_CHECK, parse_samples
 from vllm_remedy.sim import kubeconfig as sim_kubeconfig
@@ -79,11 +79,20 @@ def test_drift_found_with_the_deploys_fix_and_nothing_written(rehearsal: Rehears
         before["spec"], before["metadata"]["generation"], notes(before))
 
 
-def test_a_drift_check_reads_each_object_once_per_verb(rehearsal: Rehearsal, tmp_path: Path, cli) -> None:
-    """Four operations plan fixes here; without the connector's read snapshot each re-read the Deployment
-    (pyinfra 3.10 keeps no fact cache): 9 GETs of it and 2 cluster-wide node and pod lists per host."""
+def test_a_drift_check_reads_each_object_once_per_verb_and_each_cluster_list_once(rehearsal: Rehearsal,
+                                                                                   tmp_path: Path, cli) -> None:
+    """Four operations plan fixes per host; without the read snapshot each re-read the Deployment (pyinfra
+    3.10 keeps no fact cache): 9 GETs of it, and 2 cluster-wide node and pod lists per host."""
     set_args(rehearsal, [MODEL, "--gpu-memory-utilization", "0.97", "--max-num-seqs", "64"])
-    inv = inventory(tmp_path, rehearsal.kubeconfig, policy(tmp_path))
+    client = rehearsal.client()
+    canary = client.get_deployment("llm", "llama-8b")
+    labels = {"app": "llama-8b-canary"}
+    canary["metadata"] = {"name": "llama-8b-canary", "namespace": "llm", "labels": labels}
+    canary["spec"].update(replicas=0, selector={"matchLabels": labels})
+    canary["spec"]["template"]["metadata"]["labels"] = labels
+    client.request("POST", "/apis/apps/v1/namespaces/llm/deployments", body=canary)
+    both = policy(tmp_path, UNIT + "target: {namespaces: [llm], deployments: [llama-8b, llama-8b-canary]}\n")
+    inv = inventory(tmp_path, rehearsal.kubeconfig, both, hosts=[HOST, f"{HOST}-canary"])
     seen: Counter[tuple[str, str]] = Counter()
     serve = rehearsal.server.dispatch
 
@@ -94,10 +103,13 @@ def test_a_drift_check_reads_each_object_once_per_verb(rehearsal: Rehearsal, tmp
     rehearsal.server.dispatch = counting  # type: ignore[method-assign]
     got = cli("drift", "-i", inv, "-o", "json")
     assert got.returncode == 1, got.stderr
-    assert len(as_json(got)["hosts"][0]["fix"]["operations"]) == 2  # two fixes planned, two more found nothing
-    # connect, then the k8s-deployment, k8s-history and k8s-pods verbs: each carries the Deployment once
-    assert seen[("GET", "apis/apps/v1/namespaces/llm/deployments/llama-8b")] == 4, seen
-    assert seen[("GET", "api/v1/nodes")] == seen[("GET", "api/v1/pods")] == 1, seen
+    doc = as_json(got)
+    assert [h["status"] for h in doc["hosts"]] == ["Drifted", "Drifted"]
+    assert [len(h["fix"]["operations"]) for h in doc["hosts"]] == [2, 2]  # two fixes planned, two found nothing
+    # per host: connect, then the k8s-deployment, k8s-history and k8s-pods verbs each carry the Deployment once
+    for name in ("llama-8b", "llama-8b-canary"):
+        assert seen[("GET", f"apis/apps/v1/namespaces/llm/deployments/{name}")] == 4, seen
+    assert seen[("GET", "api/v1/nodes")] == seen[("GET", "api/v1/pods")] == 1, seen  # once for the cluster
     assert {method for method, _ in seen} == {"GET"}
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from dataclasses import replace
 from io import IOBase
 from pathlib import Path
 from typing import Any
@@ -41,7 +42,7 @@ from pyinfra.connectors.util import CommandOutput, OutputLine
 from typing_extensions import TypedDict
 
 from vllm_remedy.connectors.hosts import PREFIX, Target, parse_target, resolve_access
-from vllm_remedy.connectors.verbs import Scope, VerbError, run_verb
+from vllm_remedy.connectors.verbs import ClusterReads, Scope, VerbError, run_verb
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.annotations import Keys
 from vllm_remedy.kube.client import KubeClient
@@ -240,14 +241,17 @@ class K8sConnector(BaseConnector):
                 echo(f"{self.host.print_prefix}{line}", err=True)
         return ok, output
 
-    def snapshot_reads(self) -> None:
+    def snapshot_reads(self, cluster_reads: ClusterReads | None = None) -> None:
         """Answer each verb command once for the rest of this connection: for runs that never write.
 
         pyinfra 3.10 keeps no fact cache, so every operation of a drift check re-reads the same
         Deployment, pods and nodes (8-9 Deployment GETs per host). A run that only plans is better
         served by one snapshot: fewer requests, and every check and proposed fix judges the same state.
+        ``cluster_reads``, one per cluster shared by its hosts, also lists nodes and pods once.
         """
         self.snapshot = {}
+        if self.scope is not None and cluster_reads is not None:
+            self.scope = replace(self.scope, cluster_reads=cluster_reads)
 
     def _run(self, text: str) -> tuple[bool, CommandOutput]:
         if self.scope is None:

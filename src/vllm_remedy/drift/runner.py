@@ -33,6 +33,7 @@ from pyinfra_cli.inventory import make_inventory
 
 from vllm_remedy import gitops
 from vllm_remedy.connectors.k8s import K8sConnector
+from vllm_remedy.connectors.verbs import ClusterReads
 from vllm_remedy.drift import checks
 from vllm_remedy.errors import UserError
 from vllm_remedy.facts.deployment import Deployment
@@ -231,9 +232,12 @@ def plan(inventory_path: str, limit: Iterable[str] = ()) -> dict[str, Any]:
     """Drift-check every host of the inventory: nothing is written (pyinfra never enters Execute)."""
     started = time.monotonic()
     run = start(inventory_path, limit)
-    for host in run.hosts:
-        if host.connected and isinstance(host.connector, K8sConnector):
-            host.connector.snapshot_reads()  # a plan never writes: one read of each object per host
+    per_cluster: dict[tuple[str, str], ClusterReads] = {}
+    for host in run.hosts:  # a plan never writes: one read per object and host, one list per cluster
+        connector = host.connector
+        if host.connected and isinstance(connector, K8sConnector) and connector.client is not None:
+            cluster = (connector.client.api.configuration.host, connector.client.context)
+            connector.snapshot_reads(per_cluster.setdefault(cluster, ClusterReads()))
     try:
         hosts = _per_host(run, lambda h: plan_host(run, h))
     finally:
