@@ -159,12 +159,16 @@ def test_defaulted_and_bare_templates_are_the_same_revision(cluster):
 
 
 def watch_pods(c: Cluster) -> list[tuple[int, int]]:
-    """(active pods, ready pods) after every pod change, recorded from the store's change feed."""
+    """(active pods, ready pods) after every pod change, recorded from the store's change feed.
+
+    Active excludes Terminating pods, as kube's surge arithmetic does: a pod being deleted still holds its
+    GPU but no longer counts against maxSurge (KEP-3973's podReplacementPolicy is not the default).
+    """
     seen: list[tuple[int, int]] = []
 
     def listener(event) -> None:
         if event.resource == "pods":
-            pods = c.store.list("pods", "llm")[0]
+            pods = [p for p in c.store.list("pods", "llm")[0] if not p["metadata"].get("deletionTimestamp")]
             seen.append((len(pods), sum(1 for p in pods if pod_ready(p))))
 
     c.store.subscribe(listener)

@@ -95,6 +95,8 @@ class Cluster:
             self.replicasets.on_pod(namespace, obj, kind)
             self.scheduler.on_pod(namespace, name, obj, kind)
             self.kubelet.on_pod(namespace, name, obj, kind)
+            if kind == "DELETED":
+                self.deployments.on_pod_gone(namespace, obj)
         elif resource == "nodes":
             self.scheduler.on_node()
 

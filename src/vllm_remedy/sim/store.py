@@ -9,7 +9,8 @@ Semantics kept from Kubernetes because kubectl and the client depend on them:
 - a write whose result equals the stored object is a no-op: no new resourceVersion, no event
   (kubectl prints "(no change)");
 - ``metadata.resourceVersion`` in an update that differs from the stored one → 409 Conflict;
-- ``metadata.generation`` moves only when ``spec`` changes; ``status`` writes never bump it;
+- ``metadata.generation`` moves only when ``spec`` changes or a graceful deletion begins; ``status``
+  writes never bump it;
 - watches replay every event newer than the resourceVersion they start from, or 410 Gone when it
   has been compacted out of the event window.
 """
@@ -191,7 +192,8 @@ class Store:
                 new = copy.deepcopy(obj)
                 if "status" in old:
                     new["status"] = copy.deepcopy(old["status"])  # main resource ignores status
-                for immutable in ("uid", "creationTimestamp", "generation", "resourceVersion", "deletionTimestamp"):
+                for immutable in ("uid", "creationTimestamp", "generation", "resourceVersion", "deletionTimestamp",
+                                  "deletionGracePeriodSeconds"):
                     if immutable in old["metadata"]:
                         new["metadata"][immutable] = old["metadata"][immutable]
                     else:
@@ -214,6 +216,25 @@ class Store:
             fn(current)
             current["metadata"].pop("resourceVersion", None)
             return self.update(resource, current, status=status)
+
+    def mark_deleting(self, resource: str, namespace: str, name: str, deadline: str, grace: int) -> Obj:
+        """Graceful deletion's first half: stamp ``deletionTimestamp`` once (a MODIFIED event), object kept.
+
+        The field is immutable to every other write, as on a real API server; a second DELETE while the
+        object is terminating changes nothing.
+        """
+        with self._cond:
+            key = (resource, namespace, name)
+            old = self._objects.get(key)
+            if old is None:
+                raise not_found(resource, name)
+            if old["metadata"].get("deletionTimestamp"):
+                return copy.deepcopy(old)
+            new = copy.deepcopy(old)
+            new["metadata"].update(deletionTimestamp=deadline, deletionGracePeriodSeconds=grace,
+                                   generation=old["metadata"].get("generation", 0) + 1)
+            self._commit("MODIFIED", resource, key, new, previous=old)
+            return copy.deepcopy(new)
 
     def delete(self, resource: str, namespace: str, name: str, *, dry_run: bool = False) -> Obj:
         """Immediate removal (no finalizers or graceful period) with a DELETED event at a fresh

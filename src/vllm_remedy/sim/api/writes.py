@@ -19,6 +19,7 @@ from vllm_remedy.sim.api.reads import matcher, scale_of, with_type
 from vllm_remedy.sim.api.resources import BY_KEY, Resource
 from vllm_remedy.sim.api.routing import Route
 from vllm_remedy.sim.api.validation import check_types, field_validation
+from vllm_remedy.sim.controllers.termination import delete_pod, parse_grace
 from vllm_remedy.sim.store import ApiError, Store
 
 Obj = dict[str, Any]
@@ -233,8 +234,15 @@ def _dependents(store: Store, uid: str, namespace: str) -> list[tuple[str, Obj]]
     return found
 
 
-def _delete_one(store: Store, key: str, namespace: str, name: str, *, cascade: bool, dry_run: bool) -> Obj:
-    """Delete with background propagation: owned ReplicaSets and Pods go too (the garbage collector)."""
+def _delete_one(cluster: ClusterLike, key: str, namespace: str, name: str, *, cascade: bool, dry_run: bool,
+                grace: int | None = None) -> Obj:
+    """Delete with background propagation: owned ReplicaSets and Pods go too (the garbage collector).
+
+    A pod is deleted gracefully: it answers Terminating with its deletionTimestamp until its kubelet stops it.
+    """
+    store = cluster.store
+    if key == "pods":
+        return delete_pod(store, cluster.clock, namespace, name, grace, dry_run=dry_run)
     gone = store.delete(key, namespace, name, dry_run=dry_run)
     if dry_run:
         return gone
@@ -247,7 +255,7 @@ def _delete_one(store: Store, key: str, namespace: str, name: str, *, cascade: b
         doomed = []
     for dep_key, dep in doomed:
         try:
-            _delete_one(store, dep_key, namespace, dep["metadata"]["name"], cascade=True, dry_run=False)
+            _delete_one(cluster, dep_key, namespace, dep["metadata"]["name"], cascade=True, dry_run=False)
         except ApiError as err:  # a controller got there first
             if err.code != 404:
                 raise
@@ -263,11 +271,12 @@ def delete(cluster: ClusterLike, route: Route, req: Request) -> Response:
         raise ApiError(400, "BadRequest", "preconditions: expected an object with resourceVersion and/or uid")
     if policy not in ("Background", "Foreground", "Orphan"):
         raise ApiError(400, "BadRequest", f"propagationPolicy: Unsupported value: {policy!r}")
+    grace = parse_grace(req.query.get("gracePeriodSeconds", options.get("gracePeriodSeconds")), "DeleteOptions")
     store, key, namespace = cluster.store, route.resource.key, route.namespace or ""
     if route.name is None:
         items, _ = store.list(key, route.namespace, matcher(route, req))
-        gone = [_delete_one(store, key, o["metadata"].get("namespace", ""), o["metadata"]["name"],
-                            cascade=policy != "Orphan", dry_run=req.dry_run()) for o in items]
+        gone = [_delete_one(cluster, key, o["metadata"].get("namespace", ""), o["metadata"]["name"],
+                            cascade=policy != "Orphan", dry_run=req.dry_run(), grace=grace) for o in items]
         return json_response({"kind": f"{route.resource.kind}List", "apiVersion": route.resource.api_version,
                               "metadata": {"resourceVersion": store.resource_version}, "items": gone})
     if route.subresource:
@@ -277,5 +286,6 @@ def delete(cluster: ClusterLike, route: Route, req: Request) -> Response:
         if pre.get(field) and pre[field] != current["metadata"].get(field):
             raise ApiError(409, "Conflict", f"Precondition failed: {field} in precondition: {pre[field]}, "
                                             f"{field} in object meta: {current['metadata'].get(field)}")
-    gone = _delete_one(store, key, namespace, route.name, cascade=policy != "Orphan", dry_run=req.dry_run())
+    gone = _delete_one(cluster, key, namespace, route.name, cascade=policy != "Orphan", dry_run=req.dry_run(),
+                       grace=grace)
     return json_response(with_type(route, gone))

@@ -75,6 +75,7 @@ class PodSim:
     pod_ip: str = ""
     sandbox_ready: bool = False
     deployment: str = ""
+    terminating: bool = False  # a graceful delete has stopped it; the object goes when vLLM has exited
 
 
 def image_id(image: str) -> str:

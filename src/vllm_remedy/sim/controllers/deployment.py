@@ -27,7 +27,6 @@ from vllm_remedy.sim.controllers.util import (
     controlled_by,
     controller_ref,
     creation_key,
-    pod_active,
     revision,
     set_condition,
 )
@@ -63,6 +62,14 @@ class DeploymentController:
         ref = controller_ref(rs)
         if ref is not None and ref.get("kind") == "Deployment":
             self.manager.enqueue("deployment", namespace, ref["name"])
+
+    def on_pod_gone(self, namespace: str, pod: Obj) -> None:
+        """Informer hook for a pod's final removal: Recreate waits for old pods to be gone, not just Terminating,
+        and that moment may change no ReplicaSet status, so it wakes the owning Deployment itself."""
+        ref = controller_ref(pod)
+        rs = self.store.find(RS, namespace, ref["name"]) if ref and ref.get("kind") == "ReplicaSet" else None
+        if rs is not None:
+            self.on_owned(namespace, rs)
 
     def _collect(self, namespace: str, uid: str) -> None:
         """Background cascading deletion: a deleted Deployment's ReplicaSets go too."""
@@ -155,8 +162,9 @@ class DeploymentController:
         old_uids = {rs["metadata"]["uid"] for rs in old}
         for pod in self.store.list("pods", d["metadata"]["namespace"])[0]:
             ref = controller_ref(pod)
-            if ref is not None and ref.get("uid") in old_uids and pod_active(pod):
-                return True
+            phase = (pod.get("status") or {}).get("phase")
+            if ref is not None and ref.get("uid") in old_uids and phase not in ("Succeeded", "Failed"):
+                return True  # a Terminating pod is still running: Recreate waits for it to go
         return False
 
     # -- revisions -------------------------------------------------------------------------------

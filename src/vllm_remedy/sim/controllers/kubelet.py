@@ -8,6 +8,7 @@ output of the instance that crashed.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import secrets
 import threading
@@ -18,6 +19,7 @@ from vllm_remedy.sim.controllers.events import EventRecorder
 from vllm_remedy.sim.controllers.kubelet_serve import KubeletServer
 from vllm_remedy.sim.controllers.manager import Manager
 from vllm_remedy.sim.controllers.probes import KILLED_EXIT_CODE, probe_failure_message, probe_kill
+from vllm_remedy.sim.controllers.termination import stop_seconds
 from vllm_remedy.sim.controllers.util import controller_ref, pod_active
 from vllm_remedy.sim.runtime import ContainerContext, Exit
 from vllm_remedy.sim.store import ApiError
@@ -51,6 +53,7 @@ class Kubelet(KubeletServer):
         self._next_ip = 0
         manager.register("kubelet", self.sync)
         manager.register("kubelet-gone", self._gone)
+        manager.register("kubelet-terminate", self._terminate)
 
     # -- informer hooks --------------------------------------------------------------------------
 
@@ -59,6 +62,8 @@ class Kubelet(KubeletServer):
         containers stop and their logs are dropped."""
         if kind == "DELETED":
             self.manager.enqueue("kubelet-gone", namespace, pod["metadata"].get("uid", ""))
+        elif pod["metadata"].get("deletionTimestamp"):
+            self.manager.enqueue("kubelet-terminate", namespace, name)
         elif pod.get("spec", {}).get("nodeName") and pod_active(pod):
             self.manager.enqueue("kubelet", namespace, name)
 
@@ -73,7 +78,7 @@ class Kubelet(KubeletServer):
         """Adopt a newly bound pod once per uid: build its containers (restart counts survive a snapshot
         restore) and start them after the sandbox delay."""
         pod = self.store.find("pods", namespace, name)
-        if pod is None or not pod.get("spec", {}).get("nodeName"):
+        if pod is None or not pod.get("spec", {}).get("nodeName") or pod["metadata"].get("deletionTimestamp"):
             return
         uid = pod["metadata"]["uid"]
         with self._lock:
@@ -110,7 +115,7 @@ class Kubelet(KubeletServer):
     def _start_all(self, uid: str) -> None:
         with self._lock:
             sim = self._pods.get(uid)
-            if sim is None:
+            if sim is None or sim.terminating:
                 return
             if not sim.pod_ip:
                 self._next_ip += 1
@@ -272,6 +277,41 @@ class Kubelet(KubeletServer):
     def _restart_policy(self, sim: PodSim) -> str:
         pod = self.store.find("pods", sim.namespace, sim.name) or {}
         return pod.get("spec", {}).get("restartPolicy", "Always")
+
+    def _terminate(self, namespace: str, name: str) -> None:
+        """A graceful delete reached this pod: SIGTERM (unready at once, no more restarts), then, once vLLM
+        has shut down or the grace period ran out, the pod object goes and with it the GPU it held."""
+        pod = self.store.find("pods", namespace, name)
+        if pod is None or not pod["metadata"].get("deletionTimestamp"):
+            return
+        uid = pod["metadata"]["uid"]
+        with self._lock:
+            sim = self._pods.get(uid)
+            if sim is not None:
+                if sim.terminating:
+                    return
+                sim.terminating = True
+                for c in sim.containers.values():
+                    c.token += 1  # stale restart, readiness and crash timers now do nothing
+                    c.ready = False
+                    if c.state == "running":
+                        self._event(sim, c, "Normal", "Killing", f"Stopping container {c.name}")
+        if sim is None:  # never started here: nothing to stop
+            self._remove(namespace, name, uid)
+            return
+        self._publish(sim)
+        self.manager.after(stop_seconds(pod), lambda: self._remove(namespace, name, uid))
+
+    def _remove(self, namespace: str, name: str, uid: str) -> None:
+        """The containers have stopped: the kubelet's final delete of the pod object."""
+        with self._lock:
+            sim = self._pods.get(uid)
+            for c in sim.containers.values() if sim is not None else ():
+                c.state = "terminated"  # already reported as stopping; _gone must not say it again
+        pod = self.store.find("pods", namespace, name)
+        if pod is not None and pod["metadata"].get("uid") == uid:
+            with contextlib.suppress(ApiError):
+                self.store.delete("pods", namespace, name)
 
     def _gone(self, namespace: str, uid: str) -> None:
         with self._lock:

@@ -16,6 +16,7 @@ from vllm_remedy.sim.controllers.defaults import default_pod
 from vllm_remedy.sim.controllers.events import EventRecorder
 from vllm_remedy.sim.controllers.hashing import random_suffix
 from vllm_remedy.sim.controllers.manager import Manager
+from vllm_remedy.sim.controllers.termination import delete_pod
 from vllm_remedy.sim.controllers.util import (
     condition,
     controlled_by,
@@ -57,7 +58,7 @@ class ReplicaSetController:
     def _collect(self, namespace: str, uid: str) -> None:
         for pod in self.store.list("pods", namespace, lambda o: controlled_by(o, uid))[0]:
             with contextlib.suppress(ApiError):
-                self.store.delete("pods", namespace, pod["metadata"]["name"])
+                delete_pod(self.store, self.clock, namespace, pod["metadata"]["name"])
 
     def sync(self, namespace: str, name: str) -> None:
         """syncReplicaSet: create missing pods or delete the surplus in kube's deletion order, then write status."""
@@ -76,7 +77,7 @@ class ReplicaSetController:
             doomed = sorted(pods, key=self._deletion_rank)[: len(pods) - want]
             for pod in doomed:
                 try:
-                    self.store.delete("pods", namespace, pod["metadata"]["name"])
+                    delete_pod(self.store, self.clock, namespace, pod["metadata"]["name"])
                 except ApiError:
                     continue
                 self.events.record(rs, "Normal", "SuccessfulDelete", f"Deleted pod: {pod['metadata']['name']}",

@@ -141,8 +141,8 @@ class Scheduler:
                 self.manager.enqueue("schedule-all", "", "")
         elif not pod.get("spec", {}).get("nodeName") and pod_active(pod):
             self.manager.enqueue("schedule", namespace, name)
-        elif kind == "MODIFIED" and not pod_active(pod):
-            self.manager.enqueue("schedule-all", "", "")  # a finished pod frees its GPU
+        elif kind == "MODIFIED" and (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            self.manager.enqueue("schedule-all", "", "")  # a finished pod frees its GPU (a Terminating one not yet)
 
     def on_node(self) -> None:
         """A node appeared or changed (capacity, taints, cordon): every pending pod gets another try."""
@@ -155,7 +155,7 @@ class Scheduler:
             self.schedule(pod["metadata"]["namespace"], pod["metadata"]["name"], pod)
 
     def schedule(self, namespace: str, name: str, pod: Obj | None = None) -> None:
-        """Filter every node against usage of bound active pods, bind to the least-loaded fit, or mark the pod
+        """Filter every node against usage of bound unfinished pods, bind to the least-loaded fit, or mark the pod
         Unschedulable; pods naming another schedulerName are left to that scheduler."""
         pod = pod or self.store.find("pods", namespace, name)
         if pod is None or pod.get("spec", {}).get("nodeName") or not pod_active(pod):
@@ -167,8 +167,8 @@ class Scheduler:
         usage: dict[str, dict[str, float]] = {}
         counts: Counter[str] = Counter()
         for other in self.store.list("pods", None, lambda p: bool(p.get("spec", {}).get("nodeName")))[0]:
-            if not pod_active(other):
-                continue
+            if (other.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+                continue  # a Terminating pod still holds its node's GPUs until it is gone
             node_name = other["spec"]["nodeName"]
             counts[node_name] += 1
             bucket = usage.setdefault(node_name, {})
