@@ -217,3 +217,13 @@ def test_metrics_file_has_per_check_gauges_and_last_check(rehearsal: Rehearsal, 
     rehearsal.faults([{"verb": "get", "resource": "deployments", "error_rate": 1.0, "error_code": 500}])
     assert cli("drift", "-i", inv, "--metrics-file", str(prom)).returncode == 2
     assert parse_samples(prom.read_text(), LAST_CHECK) == {}  # a failed check must look stale
+
+
+def test_a_usage_error_under_detailed_exitcode_is_an_error_not_drift(cli) -> None:
+    """Terraform's convention reads 2 as "drift": argparse's usage exit (2) must become 1, or a CronJob that
+    accepts 2 would pass with a mistyped flag."""
+    for argv in (["drift", "--detailed-exitcode"], ["drift", "-i", "inv.py", "--bogus", "--detailed-exitcode"]):
+        got = cli(*argv)
+        assert got.returncode == 1, argv
+        assert len(got.stderr.strip().splitlines()) == 1 and "error:" in got.stderr
+    assert cli("drift", "--bogus").returncode == 2  # without the flag: kubectl's convention, 2 = error

@@ -47,7 +47,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = build_parser().parse_args(words)
+    except SystemExit as exc:
+        # Terraform's convention reads 2 as "changes found": a mistyped drift flag must stay an error (1).
+        if exc.code == 2 and "--detailed-exitcode" in words:
+            return 1
+        raise
     try:
         return int(args._run(args) or 0)
     except UserError as exc:
