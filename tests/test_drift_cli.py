@@ -227,3 +227,12 @@ def test_a_usage_error_under_detailed_exitcode_is_an_error_not_drift(cli) -> Non
         assert got.returncode == 1, argv
         assert len(got.stderr.strip().splitlines()) == 1 and "error:" in got.stderr
     assert cli("drift", "--bogus").returncode == 2  # without the flag: kubectl's convention, 2 = error
+
+
+def test_an_inventory_that_raises_names_the_users_error(tmp_path: Path, cli) -> None:
+    inv = tmp_path / "broken.py"
+    inv.write_text('raise RuntimeError("boom: no such cluster list")\n')
+    got = cli("drift", "-i", str(inv))
+    assert got.returncode == 2
+    assert got.stderr.strip() == (f"vllm-remedy: error: {inv}: cannot load the inventory: RuntimeError: "
+                                  "boom: no such cluster list")

@@ -130,8 +130,9 @@ def start(inventory_path: str, limit: Iterable[str] = ()) -> Run:
         with ctx_state.use(state):  # inventory files run with a State in context, as under the CLI
             inventory = make_inventory(inventory_path, cwd=os.getcwd())
     except Exception as exc:  # the user's inventory code: any error is bad input, named with the file
-        raise UserError(f"{inventory_path}: cannot load the inventory: {type(exc).__name__}: "
-                        f"{' '.join(str(exc).split())}") from exc
+        cause = getattr(exc, "exception", exc)  # pyinfra_cli wraps it in UnexpectedExternalError, str() of which fails
+        raise UserError(f"{inventory_path}: cannot load the inventory: {type(cause).__name__}: "
+                        f"{' '.join(str(cause).split())}") from exc
     hosts = _limit(inventory, limit)
     if not hosts:
         raise UserError(f"{inventory_path}: no host matches" + (f" --limit {' '.join(limit)}" if limit else ""))
