@@ -212,11 +212,15 @@ def test_metrics_file_has_per_check_gauges_and_last_check(rehearsal: Rehearsal, 
         "max-model-len": 1.0, "flag-bounds": 0.0, "known-good-unit": 1.0, "gpu-pinned": 0.0, "enforce-eager": 0.0,
         "concurrency": 1.0}
     assert {labels[0] for labels in drift} == {HOST}
-    assert len(parse_samples(text, LAST_CHECK)) == 1
+    checked = parse_samples(text, LAST_CHECK)
+    assert len(checked) == 1
     set_args(rehearsal, GOOD_ARGS)
     rehearsal.faults([{"verb": "get", "resource": "deployments", "error_rate": 1.0, "error_code": 500}])
     assert cli("drift", "-i", inv, "--metrics-file", str(prom)).returncode == 2
-    assert parse_samples(prom.read_text(), LAST_CHECK) == {}  # a failed check must look stale
+    after = prom.read_text()
+    # a failed check looks stale (the last-check time does not move) and resolves nothing it could not see
+    assert parse_samples(after, LAST_CHECK) == checked
+    assert parse_samples(after, DRIFT_DETECTED) == drift
 
 
 def test_a_usage_error_under_detailed_exitcode_is_an_error_not_drift(cli) -> None:

@@ -120,6 +120,17 @@ class Metrics:
         """Mark a drift check as completed; never call it for a run that failed."""
         self.samples[LAST_CHECK][()] = _epoch(at)
 
+    def carry_unchecked(self, previous_text: str, hosts: set[str]) -> None:
+        """Keep the last known drift and expiry series of ``hosts`` this run could not check, and the old
+        last-check time when this run set none: an API error must leave the alerts where they were (the
+        staleness alert then fires on the unchanged timestamp), not resolve them by dropping the series."""
+        for family in (DRIFT_DETECTED, OVERRIDE_EXPIRY):
+            for key, value in parse_samples(previous_text, family).items():
+                if key and key[0] in hosts:
+                    self.samples[family].setdefault(key, value)
+        if not self.samples[LAST_CHECK]:
+            self.samples[LAST_CHECK].update(parse_samples(previous_text, LAST_CHECK))
+
     def carry_counters(self, previous: Mapping[Labels, float]) -> None:
         """Add totals already published (:func:`parse_samples` of the old file) so the counter never resets."""
         for key, value in previous.items():

@@ -47,6 +47,10 @@ def finish(args: argparse.Namespace, doc: Mapping[str, Any], render: Callable[[M
     if args.metrics_file or args.pushgateway:
         sample = metrics()
         if args.metrics_file:
+            failed = {h["host"] for h in doc["hosts"] if h["status"] == ERROR}
+            previous = Path(args.metrics_file)
+            if failed and previous.is_file():
+                sample.carry_unchecked(previous.read_text(encoding="utf-8", errors="replace"), failed)
             write_textfile(args.metrics_file, sample)
         if args.pushgateway:
             push(args.pushgateway, sample, job=job)
