@@ -131,6 +131,23 @@ def test_push_replaces_group_and_keeps_counters(pushgateway):
     assert parse_samples(scraped, REMEDIATIONS, {"cluster": "staging"}) == {("expire", "applied"): 10.0}
 
 
+def test_push_after_a_failed_host_keeps_what_was_published_for_it(pushgateway):
+    """A host the run could not check keeps its published drift, and the last-check time does not move."""
+    first = Metrics()
+    first.drift(HOST, "max-model-len", True)
+    first.drift("@k8s/prod/llm/other", "max-model-len", False)
+    first.checked(1735787000)
+    push(pushgateway, first, grouping={"cluster": "prod/us"})
+    second = Metrics()  # HOST failed this time; the other host was fixed... and checked again
+    second.drift("@k8s/prod/llm/other", "max-model-len", True)
+    push(pushgateway, second, grouping={"cluster": "prod/us"}, unchecked={HOST})
+    where = {"job": "vllm-remedy", "cluster": "prod/us"}
+    scraped = _get(pushgateway + "/metrics")
+    assert parse_samples(scraped, DRIFT_DETECTED, where) == {(HOST, "max-model-len"): 1.0,
+                                                             ("@k8s/prod/llm/other", "max-model-len"): 1.0}
+    assert parse_samples(scraped, LAST_CHECK, where) == {(): 1735787000.0}
+
+
 def test_push_refused_and_unreachable_are_one_line(pushgateway):
     with pytest.raises(PushError) as refused:
         push(pushgateway, Metrics(), grouping={"bad-name": "x"}, keep_counters=False)

@@ -120,16 +120,16 @@ class Metrics:
         """Mark a drift check as completed; never call it for a run that failed."""
         self.samples[LAST_CHECK][()] = _epoch(at)
 
-    def carry_unchecked(self, previous_text: str, hosts: set[str]) -> None:
+    def carry_unchecked(self, previous_text: str, hosts: set[str], where: Mapping[str, str] | None = None) -> None:
         """Keep the last known drift and expiry series of ``hosts`` this run could not check, and the old
         last-check time when this run set none: an API error must leave the alerts where they were (the
         staleness alert then fires on the unchanged timestamp), not resolve them by dropping the series."""
         for family in (DRIFT_DETECTED, OVERRIDE_EXPIRY):
-            for key, value in parse_samples(previous_text, family).items():
+            for key, value in parse_samples(previous_text, family, where).items():
                 if key and key[0] in hosts:
                     self.samples[family].setdefault(key, value)
         if not self.samples[LAST_CHECK]:
-            self.samples[LAST_CHECK].update(parse_samples(previous_text, LAST_CHECK))
+            self.samples[LAST_CHECK].update(parse_samples(previous_text, LAST_CHECK, where))
 
     def carry_counters(self, previous: Mapping[Labels, float]) -> None:
         """Add totals already published (:func:`parse_samples` of the old file) so the counter never resets."""
@@ -255,16 +255,20 @@ def _request(url: str, method: str, body: bytes | None, timeout: float) -> str:
 
 
 def push(gateway: str, metrics: Metrics, *, job: str = "vllm-remedy", grouping: Mapping[str, str] | None = None,
-         keep_counters: bool = True, timeout: float = 10.0) -> None:
+         keep_counters: bool = True, unchecked: set[str] | None = None, timeout: float = 10.0) -> None:
     """Replace this job's group on the Pushgateway (HTTP PUT) with ``metrics``.
 
     PUT, not POST: a drift that was fixed, or a toggle that expired, must disappear rather than linger.
-    With ``keep_counters`` the group's published remediation totals are read first and carried over.
+    With ``keep_counters`` the group's published remediation totals are read first and carried over, and
+    the series of ``unchecked`` hosts (this run failed on them) are kept as published.
     """
     if not re.match(r"https?://", gateway):
         raise UserError(f"{gateway}: expected the Pushgateway's http(s):// URL")
-    if keep_counters:
+    if keep_counters or unchecked:
         where = {"job": job, **(grouping or {})}
         published = _request(gateway.rstrip("/") + "/metrics", "GET", None, timeout)
-        metrics.carry_counters(parse_samples(published, REMEDIATIONS, where))
+        if keep_counters:
+            metrics.carry_counters(parse_samples(published, REMEDIATIONS, where))
+        if unchecked:
+            metrics.carry_unchecked(published, unchecked, where)
     _request(group_url(gateway, job, grouping), "PUT", metrics.render().encode("utf-8"), timeout)

@@ -45,13 +45,13 @@ def finish(args: argparse.Namespace, doc: Mapping[str, Any], render: Callable[[M
         if h["status"] == ERROR:
             print(f"vllm-remedy: error: {h['host']}: {h['error']}", file=sys.stderr)
     if args.metrics_file or args.pushgateway:
-        sample = metrics()
+        failed = {h["host"] for h in doc["hosts"] if h["status"] == ERROR}
         if args.metrics_file:
-            failed = {h["host"] for h in doc["hosts"] if h["status"] == ERROR}
+            sample = metrics()
             previous = Path(args.metrics_file)
             if failed and previous.is_file():
                 sample.carry_unchecked(previous.read_text(encoding="utf-8", errors="replace"), failed)
             write_textfile(args.metrics_file, sample)
         if args.pushgateway:
-            push(args.pushgateway, sample, job=job)
+            push(args.pushgateway, metrics(), job=job, unchecked=failed)
     return int(doc["status"]["exitCode"])
