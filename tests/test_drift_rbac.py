@@ -4,6 +4,7 @@ runs with it and sends only reads (counted server-side); a write attempted with 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from drift_helpers import BUDGET, HOST, MODEL, CountingServer, as_json, inventory, policy
-from pyinfra_fixtures import host_lines, run_pyinfra
+from pyinfra_fixtures import ROOT, host_lines, run_pyinfra
 from test_manifests import all_docs
-from test_manifests_sim import DRIFT_USER, sim_rules
+from test_manifests_sim import DRIFT_USER, REMEDIATE_USER, sim_rules
+from vllm_remedy.kube.annotations import parse_rfc3339
 from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.kube.patch import apply_deployment_patch, json_patch
 from vllm_remedy.sim.api.auth import load as load_auth
@@ -35,10 +37,12 @@ def start_secured(tmp_path: Path) -> Secured:
     cluster.apply_seed("runbook", wait=True, timeout=120)
     auth = load_auth({"tokens": {
         "t-admin": {"user": "admin", "rules": [{"verbs": "*", "resources": "*"}]},
-        "t-drift": {"user": DRIFT_USER, "rules": sim_rules(all_docs(), "llm", "vllm-remedy-drift")}}})
+        "t-drift": {"user": DRIFT_USER, "rules": sim_rules(all_docs(), "llm", "vllm-remedy-drift")},
+        "t-remediate": {"user": REMEDIATE_USER, "rules": sim_rules(all_docs(), "llm", "vllm-remedy-remediate")}}})
     server = CountingServer([cluster], auth=auth, tls=ensure_cert(tmp_path / "tls"))
     server.start()
-    kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig", {"admin": "t-admin", "drift": "t-drift"}, "admin")
+    kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig", {"admin": "t-admin", "drift": "t-drift",
+                                                                     "remediate": "t-remediate"}, "admin")
     return Secured(server, cluster, kubeconfig)
 
 
@@ -88,3 +92,25 @@ def test_drift_token_checks_and_never_writes(secured: Secured, tmp_path: Path, c
     after = admin.get_deployment("llm", "llama-8b")
     assert (after["spec"]["template"], after["metadata"]["generation"]) == (before["spec"]["template"],
                                                                            before["metadata"]["generation"])
+
+
+def test_remediate_token_can_confirm_and_mark_the_replicaset(secured: Secured, tmp_path: Path) -> None:
+    """deploys/confirm.py in-cluster: reads /metrics through pods/proxy and patches the revision's ReplicaSet."""
+    admin = KubeClient.for_context("rehearsal", str(secured.kubeconfig))
+    clock = secured.cluster.clock
+
+    def stable() -> bool:  # Ready for longer than the policy's stable_for (30 cluster minutes)
+        pods = admin.list_pods("llm", "app=llama-8b")
+        since = [c["lastTransitionTime"] for p in pods for c in p["status"]["conditions"] if c["type"] == "Ready"]
+        return len(since) == 2 and all(clock.now() - parse_rfc3339(t) > 31 * 60 for t in since)
+
+    deadline = time.monotonic() + 30
+    while not stable() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    inv = inventory(tmp_path, secured.kubeconfig, policy(tmp_path), context="rehearsal-remediate")
+    got = run_pyinfra(inv, str(ROOT / "deploys" / "confirm.py"), "-y", cwd=tmp_path,
+                      env={**os.environ, "HOME": str(tmp_path), "PYINFRA_PROGRESS": "off", "NO_COLOR": "1"})
+    assert got.returncode == 0, got.stderr
+    marked = [rs for rs in admin.list_replicasets("llm", "app=llama-8b")
+              if "vllm-remedy.io/known-good" in (rs["metadata"].get("annotations") or {})]
+    assert [rs["metadata"]["annotations"]["deployment.kubernetes.io/revision"] for rs in marked] == ["14"]

@@ -58,7 +58,8 @@ DRIFT = _expand({("apps", "deployments"): READ, ("apps", "replicasets"): READ, (
                  ("", "pods/log"): READ, ("", "events"): frozenset({"list"}),
                  ("gateway.networking.k8s.io", "httproutes"): READ}, "llm") | _expand(
     {("", "nodes"): READ, ("", "pods"): READ}, None)
-REMEDIATE = DRIFT | _expand({("apps", "deployments"): frozenset({"patch"}),
+REMEDIATE = DRIFT | _expand({("apps", "deployments"): frozenset({"patch"}), ("apps", "replicasets"): frozenset({"patch"}),
+                             ("", "pods/proxy"): frozenset({"get"}),
                              ("gateway.networking.k8s.io", "httproutes"): frozenset({"patch"})}, "llm")
 
 
@@ -76,10 +77,13 @@ def test_drift_account_is_read_only_exactly():
     assert permissions(all_docs(), "llm", "vllm-remedy-drift") == DRIFT
 
 
-def test_remediate_account_adds_only_patch_on_deployments_and_httproutes():
+def test_remediate_account_adds_only_patch_and_the_metrics_proxy():
+    """patch for rollback/flags/toggles (Deployments), confirm's mark (ReplicaSets), the fallback route;
+    get on pods/proxy for confirm's /metrics reads. Nothing else."""
     got = permissions(all_docs(), "llm", "vllm-remedy-remediate")
     assert got == REMEDIATE
-    assert got - DRIFT == {("llm", "apps", "deployments", "patch"),
+    assert got - DRIFT == {("llm", "apps", "deployments", "patch"), ("llm", "apps", "replicasets", "patch"),
+                           ("llm", "", "pods/proxy", "get"),
                            ("llm", "gateway.networking.k8s.io", "httproutes", "patch")}
 
 
