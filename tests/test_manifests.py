@@ -58,8 +58,8 @@ DRIFT = _expand({("apps", "deployments"): READ, ("apps", "replicasets"): READ, (
                  ("", "pods/log"): READ, ("", "events"): frozenset({"list"}),
                  ("gateway.networking.k8s.io", "httproutes"): READ}, "llm") | _expand(
     {("", "nodes"): READ, ("", "pods"): READ}, None)
-REMEDIATE = DRIFT | _expand({("apps", "deployments"): frozenset({"patch"}), ("apps", "replicasets"): frozenset({"patch"}),
-                             ("", "pods/proxy"): frozenset({"get"}),
+REMEDIATE = DRIFT | _expand({("apps", "deployments"): frozenset({"patch"}),
+                             ("apps", "replicasets"): frozenset({"patch"}), ("", "pods/proxy"): frozenset({"get"}),
                              ("gateway.networking.k8s.io", "httproutes"): frozenset({"patch"})}, "llm")
 
 
@@ -187,16 +187,28 @@ def test_schedules_match_the_alerts_assumptions():
 
 
 def _script_exit(script: str, code: int, tmp_path: Path) -> int:
-    """Run the container's shell script with the install step skipped and vllm-remedy exiting ``code``."""
-    venv = tmp_path / "venv" / "bin"
-    venv.mkdir(parents=True, exist_ok=True)
-    stub = venv / "vllm-remedy"
+    """Run the container's shell script with a ``vllm-remedy`` on PATH that exits ``code``."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    stub = bin_dir / "vllm-remedy"
     stub.write_text(f"#!/bin/sh\nexit {code}\n")
     stub.chmod(0o755)
-    body = script.replace("/tmp/venv/bin", str(venv))
-    body = "\n".join(line for line in body.splitlines() if "pip install" not in line)
-    env = {**os.environ, "VLLM_REMEDY_PUSHGATEWAY": "http://pg:9091"}
-    return subprocess.run(["/bin/sh", "-c", body], env=env, timeout=30).returncode
+    env = {**os.environ, "VLLM_REMEDY_PUSHGATEWAY": "http://pg:9091", "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    return subprocess.run(["/bin/sh", "-c", script], env=env, timeout=30).returncode
+
+
+def test_cronjobs_run_the_image_the_dockerfile_builds():
+    """The Jobs install nothing at run time: the image is this repository's, with vllm-remedy on PATH."""
+    dockerfile = (MANIFESTS.parent / "Dockerfile").read_text()
+    tag = re.search(r"docker build -t (\S+) \.", dockerfile)
+    assert tag is not None
+    for job in _cronjobs().values():
+        (container,) = _pod(job)["containers"]
+        assert container["image"] == tag.group(1)
+        assert "pip" not in container["args"][0] and container["args"][0].count("vllm-remedy ") == 1
+    assert "USER 65534:65534" in dockerfile  # the Jobs' runAsUser: nothing in the image needs root
+    copied = re.findall(r"^COPY (.+) /src/", dockerfile, re.M)
+    assert copied == ["pyproject.toml README.md", "src"]  # all that `pip install` of the project reads
 
 
 @pytest.mark.parametrize("code,job_ok", [(0, True), (2, True), (1, False), (3, False)])
