@@ -30,6 +30,7 @@ from test_deploy_restore_world import (
     settled,
     write_inventory,
 )
+from vllm_remedy.kube.errors import ConflictError
 from vllm_remedy.kube.history import templates_equal
 
 rehearsal = pyinfra_fixtures.rehearsal
@@ -41,7 +42,8 @@ def annotate(dep: dict[str, Any]) -> None:
     dep["metadata"]["annotations"]["oncall.example.com/owner"] = "someone-else"
 
 
-def test_concurrent_edit_between_prepare_and_execute_is_not_overwritten(rehearsal: Rehearsal) -> None:
+def restore_with_an_edit_at_the_prompt(rehearsal: Rehearsal, edit: Any) -> tuple[int, list[str], dict[str, Any]]:
+    """Run restore.py interactively; ``edit`` the Deployment while pyinfra waits at its prompt, then approve."""
     incident(rehearsal)
     proc = subprocess.Popen([sys.executable, "-m", "pyinfra", LOCAL, RESTORE], cwd=rehearsal.tmp,
                             env=rehearsal.env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -60,13 +62,22 @@ def test_concurrent_edit_between_prepare_and_execute_is_not_overwritten(rehearsa
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     assert shown.wait(60), "".join(err)
-    edited = rehearsal.change(annotate)  # between prepare and execute
+    for _ in range(20):  # between prepare and execute; the crash loop's status writes may race our read
+        try:
+            edited = rehearsal.change(edit)
+            break
+        except ConflictError:
+            continue
     proc.stdin.write("\n")  # pyinfra: "Press enter to execute..."
     proc.stdin.close()
     code = proc.wait(120)
     reader.join(10)
-    assert code != 0, "".join(err)
-    lines = host_out("".join(err))
+    return code, host_out("".join(err)), edited
+
+
+def test_concurrent_edit_between_prepare_and_execute_is_not_overwritten(rehearsal: Rehearsal) -> None:
+    code, lines, edited = restore_with_an_edit_at_the_prompt(rehearsal, annotate)
+    assert code != 0, lines
     failed = [line for line in lines if "changed since it was read" in line]
     assert len(failed) == 1, lines
     assert failed[0].startswith("roll back deployment llm/llama-8b from revision 15 to revision 14")
@@ -76,6 +87,22 @@ def test_concurrent_edit_between_prepare_and_execute_is_not_overwritten(rehearsa
     assert after["spec"]["template"]["spec"]["containers"][0]["args"] == BAD_ARGS
     assert after["metadata"]["annotations"] == edited["metadata"]["annotations"]
     assert after["metadata"]["annotations"]["oncall.example.com/owner"] == "someone-else"
+
+
+def test_an_approved_rollback_is_never_dropped_silently(rehearsal: Rehearsal) -> None:
+    """Someone starts revision 16 at the prompt: at execute it has not crash-looped yet, so the body finds
+    nothing to do - that must fail the host with one line, not report "No changes" and exit 0."""
+    def new_revision(dep: dict[str, Any]) -> None:
+        dep["spec"]["template"]["spec"]["containers"][0].setdefault("env", []).append(
+            {"name": "ONCALL_TRY", "value": "2"})
+
+    code, lines, edited = restore_with_an_edit_at_the_prompt(rehearsal, new_revision)
+    assert code != 0, lines
+    failed = [line for line in lines if "was edited after the plan you approved was made" in line]
+    assert len(failed) == 1, lines
+    assert "the planned change was not made — re-run to plan against the new state" in failed[0]
+    after = rehearsal.client().get_deployment(NS, NAME)
+    assert after["spec"]["template"] == edited["spec"]["template"]  # nothing overwritten
 
 
 def test_transient_5xx_and_latency_converge(rehearsal: Rehearsal) -> None:

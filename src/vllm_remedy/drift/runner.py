@@ -38,6 +38,7 @@ from vllm_remedy.drift import checks
 from vllm_remedy.errors import UserError
 from vllm_remedy.facts.deployment import Deployment
 from vllm_remedy.operations import budget, scheduling, vllm
+from vllm_remedy.operations._plan import forget_plans
 from vllm_remedy.operations._write import forget
 from vllm_remedy.operations.util import k8s_host
 from vllm_remedy.policy import Policy
@@ -306,3 +307,4 @@ def _close(run: Run) -> None:
             except Exception:  # closing must not turn a finished check into an error
                 logging.getLogger(__name__).debug("disconnect failed", exc_info=True)
     forget(run.state)
+    forget_plans(run.state)

@@ -80,6 +80,12 @@ def basis_for(state: Any, host: Any, path: str, fresh: dict[str, Any]) -> dict[s
     return prior
 
 
+def last_known(state: Any, host: Any, path: str) -> dict[str, Any] | None:
+    """The object as this run last knew it: our own last write to it, else our first read."""
+    key = _key(state, host, path)
+    return _OWN.get(key) or _SEEN.get(key)
+
+
 def forget(state: Any) -> None:
     """Drop what one run remembered (the Python API reuses the process; the CLI exits)."""
     for store in (_SEEN, _OWN):

@@ -21,6 +21,7 @@ from pyinfra.api import FunctionCommand, operation
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.facts.pods import Pods
+from vllm_remedy.operations._plan import keeps_its_plan
 from vllm_remedy.operations.scheduling import NodeObjects
 from vllm_remedy.operations.util import (
     K8sHost,
@@ -140,6 +141,7 @@ def planned_template(ctx: K8sHost, template: Mapping[str, Any], step: Step, now:
 
 
 @operation()
+@keeps_its_plan
 def smallest_fix(gpu: str | None = None, target_concurrency: float | None = None) -> Iterator[FunctionCommand]:
     """
     Apply the smallest change the planner predicts to restore headroom (runbook step 4).

@@ -20,6 +20,7 @@ from vllm_remedy.kube.annotations import Keys, known_good_annotations
 from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.kube.errors import KubeError
 from vllm_remedy.operations._context import K8sHost, k8s_host
+from vllm_remedy.operations._plan import keeps_its_plan
 from vllm_remedy.operations._show import show
 from vllm_remedy.operations._write import annotation_ops, refuse, write_command
 from vllm_remedy.remedies.confirm import ConfirmResult, confirm_revision
@@ -78,6 +79,7 @@ def evaluate(ctx: K8sHost) -> ConfirmResult | None:
 
 
 @operation()
+@keeps_its_plan
 def marked_known_good() -> Iterator[FunctionCommand]:
     """
     Confirm the running revision (runbook step 6) and mark its ReplicaSet known-good.

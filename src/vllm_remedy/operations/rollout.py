@@ -23,6 +23,7 @@ from vllm_remedy.kube.history import HASH_LABEL
 from vllm_remedy.kube.rollout import plan_undo
 from vllm_remedy.operations._clock import ClusterClock
 from vllm_remedy.operations._context import K8sHost, k8s_host
+from vllm_remedy.operations._plan import keeps_its_plan
 from vllm_remedy.operations._routes import shift_gateway
 from vllm_remedy.operations._show import note, show
 from vllm_remedy.operations._template import server_of, with_flags
@@ -70,6 +71,7 @@ def wait_rollout(state: Any, host: Any, timeout: float, label: str, replicaset: 
 
 
 @operation()
+@keeps_its_plan
 def known_good(wait: bool = True, timeout: float | None = None) -> Iterator[FunctionCommand]:
     """
     Roll a crash-looping Deployment back to its last known-good revision and wait until it is Ready.
@@ -113,6 +115,7 @@ def known_good(wait: bool = True, timeout: float | None = None) -> Iterator[Func
 
 
 @operation()
+@keeps_its_plan
 def shed_load(fallback: bool = True) -> Iterator[FunctionCommand]:
     """
     Shed load from a Deployment that crash-loops with OOM under load when nothing was deployed recently.

@@ -25,6 +25,7 @@ from vllm_remedy.kube.annotations import Keys, action_annotations
 from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.kube.diff import unified_template_diff
 from vllm_remedy.kube.patch import json_patch
+from vllm_remedy.operations._plan import keeps_its_plan
 from vllm_remedy.operations.util import (
     change_lines,
     k8s_host,
@@ -75,6 +76,7 @@ def pin_ops(template: Mapping[str, Any], strategy: Mapping[str, Any] | None, key
 
 
 @operation()
+@keeps_its_plan
 def gpu_product(product: str | None = None, gpus: int | None = None) -> Iterator[FunctionCommand]:
     """
     Pin the vLLM pods to one GPU product (nodeSelector) with ``limits: nvidia.com/gpu`` per pod.

@@ -31,6 +31,7 @@ from vllm_remedy.kube.errors import RolloutError
 from vllm_remedy.kube.history import template_of
 from vllm_remedy.kube.patch import json_patch
 from vllm_remedy.kube.wait import rollout_status
+from vllm_remedy.operations._plan import keeps_its_plan
 from vllm_remedy.operations.rollout import wait_rollout
 from vllm_remedy.operations.util import (
     K8sHost,
@@ -123,6 +124,7 @@ def propose(ctx: K8sHost, deployment: dict[str, Any], wanted: Mapping[str, str],
 
 
 @operation()
+@keeps_its_plan
 def flags(max_model_len: int | None = None, gpu_memory_utilization: float | None = None,
           max_num_seqs: int | None = None, max_num_batched_tokens: int | None = None,
           kv_cache_dtype: str | None = None, tensor_parallel_size: int | None = None,
@@ -170,6 +172,7 @@ def flags(max_model_len: int | None = None, gpu_memory_utilization: float | None
 
 
 @operation()
+@keeps_its_plan
 def load_caps(max_num_batched_tokens: int | None = None, limit_mm_per_prompt: Mapping[str, int] | None = None,
               max_loras: int | None = None) -> Iterator[FunctionCommand]:
     """
@@ -211,6 +214,7 @@ def _record(ctx: K8sHost, deployment: Mapping[str, Any]) -> toggle.Toggle | None
 
 
 @operation()
+@keeps_its_plan
 def enforce_eager(enabled: bool = True, ttl: str | int | None = None) -> Iterator[FunctionCommand]:
     """
     ``--enforce-eager`` as a timed toggle: on for at most ``ttl``, then any later run reverts it.
