@@ -37,6 +37,8 @@ def test_scenario_passes_end_to_end(cli, tmp_path: Path, name: str):
     assert kinds.index("fault") < kinds.index("detection") < kinds.index("action") < kinds.index("rollout-done")
     ttr = body["time_to_restore"]
     assert 0 < ttr["cluster_seconds"] <= 3600 and 0 < ttr["wall_seconds"] < 20
+    # projected: the playbooks' own seconds counted at wall speed, never more than the raw cluster time
+    assert 0 < ttr["projected_seconds"] <= ttr["cluster_seconds"] and 0 < ttr["tool_wall_seconds"] < 20
     assert body["matches_policy"] is True
     assert all(d["returncode"] == 0 for d in body["deploys"])
     page = Path(body["report"]["html"]).read_text()

@@ -13,7 +13,7 @@ from typing import Any
 
 from vllm_remedy.gameday.observe import in_crash_loop
 from vllm_remedy.gameday.picture import Placed, outage_seconds, place_labels, subtitle, template_changes
-from vllm_remedy.gameday.timeline import DETECTION, FAULT, ROLLOUT_DONE, Sample, Timeline
+from vllm_remedy.gameday.timeline import ACTION, ACTION_END, DETECTION, FAULT, ROLLOUT_DONE, Sample, Timeline
 
 TERMINATED = {"exitCode": 1, "reason": "Error", "startedAt": "2026-12-02T13:31:02Z",
               "finishedAt": "2026-12-02T13:32:27Z", "containerID": "containerd://5f0c"}
@@ -81,12 +81,30 @@ def test_subtitle_quotes_restore_detection_restarts_and_pace():
     tl.mark(0, 0, FAULT, "fault: revision 15")
     tl.mark(124.2, 0.207, DETECTION, "detected: max_len_exceeds_kv")
     tl.mark(702, 1.17, ROLLOUT_DONE, "rollout done")
-    assert subtitle(tl) == ("time to restore 11.7 min · outage 10.7 min · detected after 2.1 min\n"
+    assert subtitle(tl) == ("time to restore 11.7 min projected (11.7 min cluster time) · outage 10.7 min · "
+                            "detected after 2.1 min\n"
                             "8 container restarts · restored = fixed template rolled out, every replica Ready · "
                             "cluster time, rehearsed at 600x (1.2 s wall)")
     assert outage_seconds(tl.samples) == 642
     assert template_changes(tl.samples) == [1, 3]
     assert subtitle(Timeline(samples=tl.samples[:2])) == "NOT restored · no outage\n0 container restarts"
+
+
+def test_projection_counts_the_playbooks_own_seconds_at_wall_speed():
+    """Detection at 124 s; restore.py's write is first seen at 600 s, 0.793 s of wall later; Ready at 702 s.
+    The 475.8 cluster seconds in between were the tool starting at 600x: on a real cluster, 0.793 s."""
+    tl = Timeline(samples=[_sample(0, 2, 0), _sample(60, 0, 1), _sample(300, 0, 1, 8), _sample(600, 0, 0, 8),
+                           _sample(702, 2, 0, 8)], speed=600, faulted=1)
+    tl.mark(0, 0, FAULT, "fault: revision 15")
+    tl.mark(124.2, 0.207, DETECTION, "detected: max_len_exceeds_kv")
+    tl.mark(130, 0.217, ACTION, "run deploys/restore.py")
+    tl.mark(702, 1.17, ROLLOUT_DONE, "rollout done")
+    tl.mark(760, 1.267, ACTION_END, "deploys/restore.py exited 0")
+    cluster, wall = tl.tool_seconds()
+    assert (round(cluster, 1), round(wall, 3)) == (475.8, 0.793)
+    assert round(tl.projected_restore() or 0, 2) == round(702 - 475.8 + 0.793, 2)
+    assert tl.template_changes() == 1  # counted from the faulted template: the rollback, not the fault
+    assert subtitle(tl).startswith("time to restore 3.8 min projected (11.7 min cluster time) · ")
 
 
 def test_bad_rollout_counts_both_pods_crash_looping_until_the_rollback(cli, tmp_path: Path):

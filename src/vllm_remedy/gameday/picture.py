@@ -108,7 +108,13 @@ def outage_seconds(samples: list[Sample]) -> float:
 def subtitle(timeline: Timeline) -> str:
     """Two lines: the figures an SRE quotes first (restore, outage, detection), then restarts and pace."""
     ttr, fault, detected = timeline.time_to_restore(), timeline.first(FAULT), timeline.first(DETECTION)
-    first = [f"time to restore {ttr[0] / 60:.1f} min" if ttr else "NOT restored"]
+    projected = timeline.projected_restore()
+    if ttr is None or projected is None:
+        first = ["NOT restored"]
+    elif timeline.speed:
+        first = [f"time to restore {projected / 60:.1f} min projected ({ttr[0] / 60:.1f} min cluster time)"]
+    else:
+        first = [f"time to restore {ttr[0] / 60:.1f} min"]
     down = outage_seconds(timeline.samples)
     first.append(f"outage {down / 60:.1f} min" if down else "no outage")
     if fault is not None and detected is not None:

@@ -16,7 +16,7 @@ from typing import Any
 from vllm_remedy.gameday.picture import render_png
 from vllm_remedy.gameday.predict import compare
 from vllm_remedy.gameday.runner import GameResult
-from vllm_remedy.gameday.timeline import FAULT
+from vllm_remedy.gameday.timeline import FAULT, Timeline
 
 Obj = dict[str, Any]
 
@@ -24,18 +24,17 @@ Obj = dict[str, Any]
 def result_json(result: GameResult, paths: dict[str, str] | None = None) -> Obj:
     """The machine-readable game (``-o json``)."""
     tl = result.timeline
-    ttr = tl.time_to_restore()
+    timeline = tl.to_json()
     return {
         "scenario": result.scenario.name, "title": result.scenario.title, "cluster": result.cluster,
         "passed": result.passed, "verdict": result.verdict(), "interrupted": result.interrupted,
-        "time_to_restore": None if ttr is None else {"cluster_seconds": round(ttr[0], 1),
-                                                      "wall_seconds": round(ttr[1], 2)},
+        "time_to_restore": timeline["time_to_restore"],
         "speed": tl.speed, "restarts_to_recovery": tl.restarts_to_recovery(),
         "template_changes_to_recovery": tl.template_changes(),
         "matches_policy": not (result.final.get("findings") or []) if result.final else None,
         "checks": [c.to_json() for c in result.checks], "deploys": [r.to_json() for r in result.runs],
         "restored": result.restored, "wall_seconds": round(result.wall_seconds, 2),
-        "predictions": predictions(result), "timeline": tl.to_json(), "report": paths or {},
+        "predictions": predictions(result), "timeline": timeline, "report": paths or {},
     }
 
 
@@ -53,18 +52,29 @@ def _rel(result: GameResult, t: float) -> str:
 
 def _figures(result: GameResult) -> list[tuple[str, str]]:
     tl = result.timeline
-    ttr = tl.time_to_restore()
     findings = (result.final or {}).get("findings")
     return [
         ("Verdict", result.verdict()),
-        ("Time to restore", f"{ttr[0] / 60:.1f} min cluster time ({ttr[1]:.1f} s wall"
-         + (f" at {tl.speed:g}x" if tl.speed else "") + ")" if ttr else "not restored"),
+        ("Time to restore", restore_text(tl)),
         ("Container restarts to recovery", str(tl.restarts_to_recovery())),
         ("Pod-template changes to recovery", str(tl.template_changes())),
         ("Final state matches policy", "n/a" if findings is None else ("yes" if not findings else
                                                                      "no — " + "; ".join(findings))),
         ("Cluster", result.cluster), ("Game wall time", f"{result.wall_seconds:.1f} s"),
     ]
+
+
+def restore_text(tl: Timeline) -> str:
+    """The headline figure with its arithmetic: projected for a real cluster, then the rehearsal's own clocks."""
+    ttr, projected = tl.time_to_restore(), tl.projected_restore()
+    if ttr is None or projected is None:
+        return "not restored"
+    if not tl.speed:
+        return f"{ttr[0] / 60:.1f} min"
+    tool_cluster, tool_wall = tl.tool_seconds()
+    return (f"{projected / 60:.1f} min projected for a real cluster: {ttr[0] / 60:.1f} min of cluster time at "
+            f"{tl.speed:g}x, less the {tool_cluster / 60:.1f} min that the playbooks' {tool_wall:.1f} s of "
+            f"start-up and decisions became at that speed ({ttr[1]:.1f} s wall)")
 
 
 def _log_groups(result: GameResult) -> list[tuple[str, int, tuple[str, ...]]]:
@@ -172,12 +182,13 @@ def write_report(result: GameResult, folder: Path) -> dict[str, str]:
 
 def summary_table(results: list[tuple[GameResult, dict[str, str]]]) -> str:
     """Markdown table for ``--all``: one row per scenario."""
-    lines = ["| scenario | verdict | time to restore (cluster) | wall | restarts | template changes | report |",
-             "|---|---|---:|---:|---:|---:|---|"]
+    lines = ["| scenario | verdict | time to restore (projected) | cluster time | game wall time | restarts | "
+             "template changes | report |", "|---|---|---:|---:|---:|---:|---:|---|"]
     for result, paths in results:
         tl = result.timeline
-        ttr = tl.time_to_restore()
+        ttr, projected = tl.time_to_restore(), tl.projected_restore()
         lines.append(f"| {result.scenario.name} | {result.verdict()} | "
+                     f"{f'{projected / 60:.1f} min' if projected is not None else '—'} | "
                      f"{f'{ttr[0] / 60:.1f} min' if ttr else '—'} | {result.wall_seconds:.1f} s | "
                      f"{tl.restarts_to_recovery()} | {tl.template_changes()} | {paths.get('html', '')} |")
     return "\n".join(lines) + "\n"

@@ -216,6 +216,9 @@ class Game:
         for step in sc.fault:
             self.progress(f"fault: {step.what}")
             restorer.apply(step, self._now()[0])
+        obs.wait_polls(2)  # one whole poll after the fault: the template it left running
+        if self.timeline.samples:
+            self.timeline.faulted = self.timeline.samples[-1].template
         self.progress("waiting for detection")
         self.wait(lambda s: self.timeline.first(DETECTION) is not None, DETECT_WITHIN)
         faulted = self.timeline.faulted_template()

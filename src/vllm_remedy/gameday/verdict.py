@@ -47,14 +47,15 @@ def judge(sc: Scenario, timeline: Timeline, runs: Sequence[DeployRun], latest: d
     failed = [r for r in runs if not r.ok]
     checks.append(Check("deploys succeeded", not failed,
                         ", ".join(f"{r.deploy} exit {r.returncode}" for r in runs) or "no deploy ran"))
-    ttr = timeline.time_to_restore()
+    ttr, projected = timeline.time_to_restore(), timeline.projected_restore()
     fault = timeline.first(FAULT)
-    if ttr is None:
+    if ttr is None or projected is None:
         checks.append(Check("service restored", False, f"no rollout of a new template became Ready within "
                             f"{_minutes(want.within)} of the fault"))
-    else:
-        checks.append(Check("service restored", ttr[0] <= want.within,
-                            f"time to restore {_minutes(ttr[0])} (limit {_minutes(want.within)})"))
+    else:  # judged on the projection: the playbooks' start-up is not minutes long on a real cluster
+        clock = f" projected ({_minutes(ttr[0])} of cluster time at {timeline.speed:g}x)" if timeline.speed else ""
+        checks.append(Check("service restored", projected <= want.within,
+                            f"time to restore {_minutes(projected)}{clock}, limit {_minutes(want.within)}"))
     dep = latest.get("deployment") or {}
     ready = int((dep.get("status") or {}).get("readyReplicas", 0))
     checks.append(Check("ready replicas", ready == want.ready_replicas,
