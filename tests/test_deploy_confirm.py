@@ -120,3 +120,26 @@ def test_restore_prefers_the_revision_confirm_marked(rehearsal: Rehearsal) -> No
     assert any(line.startswith(summary) for line in host_out(got.stderr)), got.stderr
     after = rehearsal.client().get_deployment(NS, NAME)
     assert templates_equal(after["spec"]["template"], rs["spec"]["template"])
+
+
+def test_a_revision_no_node_can_take_fails_fast_with_the_schedulers_reason(rehearsal: Rehearsal) -> None:
+    """Past its progress deadline, a new pod stuck Pending is a verdict, not a reason to sit out the timeout."""
+    def h100(dep: dict) -> None:  # no H100 node in the rehearsal world
+        dep["spec"]["progressDeadlineSeconds"] = 120
+        dep["spec"]["template"]["spec"]["nodeSelector"] = {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
+
+    rehearsal.change(h100, change_cause="pin to H100")
+
+    def deadline_passed() -> bool:
+        conds = rehearsal.client().get_deployment(NS, NAME)["status"].get("conditions") or []
+        return any(c["type"] == "Progressing" and c.get("reason") == "ProgressDeadlineExceeded" for c in conds)
+
+    wait_until(deadline_passed, 30, "ProgressDeadlineExceeded")
+    started = rehearsal.cluster.clock.now()
+    got = rehearsal.pyinfra(LOCAL, CONFIRM, "-y")
+    assert got.returncode != 0
+    lines = host_out(got.stderr)
+    stuck = [line for line in lines if ": unschedulable after " in line]
+    assert len(stuck) == 1, lines
+    assert "Unschedulable: 0/" in stuck[0] and "node(s) didn't match Pod's node affinity/selector" in stuck[0]
+    assert rehearsal.cluster.clock.now() - started < 600  # not the policy's 15-minute rollout timeout

@@ -4,7 +4,8 @@
 after a rollback that verdict is usually the crash-looping revision's (the controller keeps it until the
 restored ReplicaSet makes progress; the rehearsal cluster even keeps counting the deadline across the
 rollback). Our bound is the policy's ``restore.rollout_timeout``; while it lasts, a deadline only means
-"look at the new pods ourselves" — a crash loop there still fails fast, with the classified log.
+"look at the new pods ourselves" — a crash loop there still fails fast, with the classified log, and so
+does a new pod the scheduler cannot place, with the scheduler's reason.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ RESTART_LIMIT = 3
 
 
 def crash_now(ctx: K8sHost, restart_limit: int = RESTART_LIMIT) -> Crash | None:
-    """The first crash-looping container of the Deployment's new ReplicaSet, with its classified log."""
+    """The first crash-looping container of the Deployment's new ReplicaSet, with its classified log; else a
+    new pod the scheduler cannot place, with its reason (past the progress deadline no grace is due)."""
     client = ctx.client
     deployment = client.get_deployment(ctx.namespace, ctx.deployment)
     selector = selector_string((deployment.get("spec") or {}).get("selector"))
@@ -42,6 +44,11 @@ def crash_now(ctx: K8sHost, restart_limit: int = RESTART_LIMIT) -> Crash | None:
         return Crash(pod=health.name, kind="crash-loop", message=message, container=bad.name, restarts=bad.restarts,
                      exit_code=bad.exit_code, terminated_reason=bad.terminated_reason, log=log, failure=failure,
                      startup=report)
+    for pod in pods:
+        health = pod_health(pod)
+        if health.unschedulable:
+            return Crash(pod=health.name, kind="unschedulable",
+                         message=f"pod {health.name}: Unschedulable: {health.unschedulable}")
     return None
 
 
@@ -56,7 +63,7 @@ def wait_restored(ctx: K8sHost, timeout: float, clock: Clock, interval: float = 
             break
         crash = crash_now(ctx)
         if crash is not None:
-            result = WaitResult(False, "crash-loop", crash.message, 0.0, crash, result.statuses)
+            result = WaitResult(False, crash.kind, crash.message, 0.0, crash, result.statuses)
             break
         if clock.now() - start >= timeout:
             result = WaitResult(False, "timeout", f'timed out waiting for deployment "{ctx.deployment}": '
