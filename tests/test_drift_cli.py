@@ -62,14 +62,13 @@ def test_drift_found_with_the_deploys_fix_and_nothing_written(rehearsal: Rehears
                                            "policy's peak 8")
     assert host["prediction"]["line"] == ("prediction on NVIDIA-L40S: fits — KV cache 223,312 tokens, maximum "
                                           "concurrency 1.70x at max-model-len 131072")
+    # exactly what deploys/budget.py would do: one change brings the flag into bounds and restores headroom
     ops = {op["operation"]: op for op in host["fix"]["operations"]}
-    assert sorted(ops) == ["Flags within policy bounds", "Smallest change that restores headroom"]
-    assert ops["Flags within policy bounds"]["changes"] is True
-    assert ops["Flags within policy bounds"]["lines"][0] == ("set vLLM flags on deployment llm/llama-8b: "
-                                                             "--gpu-memory-utilization 0.9")
+    assert sorted(ops) == ["Smallest change that restores headroom"]
     budget = ops["Smallest change that restores headroom"]
     assert (budget["changes"], budget["refused"]) == (True, None)
     assert "+    - --max-model-len" in budget["lines"] and "+    - '16384'" in budget["lines"]
+    assert "-    - '0.97'" in budget["lines"] and "+    - '0.92'" in budget["lines"]
     assert budget["lines"][-1] == ("prediction on NVIDIA-L40S: fits — KV cache 205,120 tokens, maximum concurrency "
                                    "12.52x at max-model-len 16384")
     assert host["fix"]["note"] is None
@@ -81,7 +80,7 @@ def test_drift_found_with_the_deploys_fix_and_nothing_written(rehearsal: Rehears
 
 def test_a_drift_check_reads_each_object_once_per_verb_and_each_cluster_list_once(rehearsal: Rehearsal,
                                                                                    tmp_path: Path, cli) -> None:
-    """Four operations plan fixes per host; without the read snapshot each re-read the Deployment (pyinfra
+    """Three operations plan fixes per host; without the read snapshot each re-read the Deployment (pyinfra
     3.10 keeps no fact cache): 9 GETs of it, and 2 cluster-wide node and pod lists per host."""
     set_args(rehearsal, [MODEL, "--gpu-memory-utilization", "0.97", "--max-num-seqs", "64"])
     client = rehearsal.client()
@@ -105,7 +104,7 @@ def test_a_drift_check_reads_each_object_once_per_verb_and_each_cluster_list_onc
     assert got.returncode == 1, got.stderr
     doc = as_json(got)
     assert [h["status"] for h in doc["hosts"]] == ["Drifted", "Drifted"]
-    assert [len(h["fix"]["operations"]) for h in doc["hosts"]] == [2, 2]  # two fixes planned, two found nothing
+    assert [len(h["fix"]["operations"]) for h in doc["hosts"]] == [1, 1]  # one fix planned, two found nothing
     # per host: connect, then the k8s-deployment, k8s-history and k8s-pods verbs each carry the Deployment once
     for name in ("llama-8b", "llama-8b-canary"):
         assert seen[("GET", f"apis/apps/v1/namespaces/llm/deployments/{name}")] == 4, seen

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import copy
-
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -84,10 +82,3 @@ def test_metrics_skip_failed_hosts_and_stale_the_last_check() -> None:
     assert 'host="g"' not in text and "vllm_remedy_last_check_timestamp_seconds " not in text
     ok = report.drift_report({"hosts": [host("pass")]}, NOW)
     assert f"vllm_remedy_last_check_timestamp_seconds {int(NOW)}" in report.drift_metrics(ok, NOW).render()
-
-
-def test_bounds_fix_uses_preferred_else_nearest_bound() -> None:
-    policy = Policy.from_mapping(copy.deepcopy({"flags": {"max-num-seqs": {"min": 16, "max": 128, "preferred": 64},
-                                                          "gpu-memory-utilization": {"min": 0.8, "max": 0.92}}}))
-    flags = {"max-num-seqs": "256", "gpu-memory-utilization": "0.97", "max-model-len": "8192"}
-    assert checks.bounds_fix(policy, flags) == {"max_num_seqs": 64, "gpu_memory_utilization": 0.92}

@@ -24,12 +24,11 @@ from vllm_remedy.errors import UserError
 from vllm_remedy.kube.annotations import Keys, Toggle, parse_rfc3339, read_toggles
 from vllm_remedy.kube.gpus import SHARED_SUFFIX, pod_gpu_request
 from vllm_remedy.kube.history import template_of
-from vllm_remedy.policy import FractionBounds, IntBounds, Policy
+from vllm_remedy.policy import Policy
 from vllm_remedy.remedies.pin import canonical_product
 from vllm_remedy.remedies.predict import Prediction, pinned_gpu, predict_template
 from vllm_remedy.remedies.toggle import TOGGLE_FLAGS
 from vllm_remedy.vllm.cmdline import ServerCommand, find_server
-from vllm_remedy.vllm.cmdline.values import parse_float
 
 CHECKS = ("max-model-len", "flag-bounds", "known-good-unit", "gpu-pinned", "enforce-eager", "concurrency")
 PASS, DRIFT, UNKNOWN = "pass", "drift", "unknown"
@@ -218,24 +217,3 @@ def run_checks(deployment: Mapping[str, Any], policy: Policy, now: float, contai
 def expiry_seconds(toggle: Toggle) -> float:
     """A toggle's expiry as epoch seconds (for the override-expiry metric)."""
     return parse_rfc3339(toggle.expires, f"toggle {toggle.name} expiry")
-
-
-def bounds_fix(policy: Policy, flags: Mapping[str, str]) -> dict[str, Any]:
-    """``vllm.flags`` arguments bringing out-of-bounds numeric flags back: preferred value, else the nearer bound."""
-    out: dict[str, Any] = {}
-    for violation in policy.check_flags(flags):
-        bounds = policy.flag_bounds(violation.flag)
-        if violation.value is None or not isinstance(bounds, (IntBounds, FractionBounds)):
-            continue
-        value = bounds.preferred
-        if value is None:
-            number = parse_float(violation.value)
-            value = bounds.max if number is not None and bounds.max is not None and number > bounds.max else bounds.min
-        if value is not None:
-            out[violation.flag.replace("-", "_")] = value
-    return {k: v for k, v in out.items() if k in _FLAG_ARGS}
-
-
-#: The numeric flags ``vllm.flags`` takes as arguments (the ones a bounds fix can set).
-_FLAG_ARGS = ("max_model_len", "gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens",
-              "tensor_parallel_size", "max_loras")

@@ -183,16 +183,18 @@ def _deployment(run: Run, host: Host) -> dict[str, Any]:
     return dict(fact["object"])
 
 
-def fix_operations(policy: Policy, flags: Mapping[str, str]) -> list[tuple[str, Callable[..., Any], dict[str, Any]]]:
-    """The deploys' operations, in the deploys' order, that would bring a host back to its policy."""
+def fix_operations(policy: Policy) -> list[tuple[str, Callable[..., Any], dict[str, Any]]]:
+    """deploys/budget.py's operations, in its order: what would bring a host back to its policy.
+
+    Flags outside their bounds are the budget planner's to fix too (it starts from the current flags
+    clamped into the policy), so the report never offers a fix no deploy would make, nor two values
+    for one flag.
+    """
     ops: list[tuple[str, Callable[..., Any], dict[str, Any]]] = [
         ("Revert expired temporary toggles", vllm.revert_expired_toggles, {})]
     if policy.gpu_product:
         ops.append(("Pin the GPU type", scheduling.gpu_product,
                     {"product": policy.gpu_product, "gpus": policy.gpu.per_pod}))
-    fix = checks.bounds_fix(policy, flags)
-    if fix:
-        ops.append(("Flags within policy bounds", vllm.flags, {**fix, "reason": "drift: flag outside policy bounds"}))
     ops.append(("Smallest change that restores headroom", budget.smallest_fix, {"gpu": policy.gpu_product}))
     return ops
 
@@ -222,7 +224,7 @@ def plan_host(run: Run, host: Host) -> dict[str, Any]:
     result = checks.run_checks(deployment, ctx.policy, now, ctx.container)
     owner = gitops.detect(deployment)
     fix = [_operation(run, host, label, op, kwargs)
-           for label, op, kwargs in fix_operations(ctx.policy, result.observed.flags)]
+           for label, op, kwargs in fix_operations(ctx.policy)]
     return {"host": host.name, "error": None, "policy": ctx.policy.source, "cluster_time": now,
             "checks": [c.to_json() for c in result.checks], "observed": result.observed.to_json(),
             "prediction": result.prediction.to_json() | {"line": result.prediction.line()},
