@@ -10,6 +10,8 @@ import pytest
 import yaml
 
 from vllm_remedy.alerts import RenderOptions, dump, policy_rules, prometheus_rule, quote, rule_groups
+from vllm_remedy.alerts.render import DEFAULT_RUNBOOK_URL
+from vllm_remedy.alerts.rules import STEPS
 from vllm_remedy.policy import Policy, load_policies, load_policy
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -220,3 +222,11 @@ def test_cli_bad_policy_names_file_and_key(cli, tmp_path):
     assert (got.returncode, got.stdout) == (2, "")
     assert got.stderr.startswith(f"vllm-remedy: error: {tmp_path}/bad.yaml: alerts.kv_cache_usage_percent: ")
     assert got.stderr.count("\n") == 1
+
+
+def test_every_runbook_url_anchor_exists_in_the_shipped_runbook():
+    """runbook_url points at docs/runbook.md#<anchor>: each anchor the rules use is in that file."""
+    runbook = (Path(__file__).resolve().parent.parent / "docs" / "runbook.md").read_text()
+    assert DEFAULT_RUNBOOK_URL.endswith("/docs/runbook.md")
+    for anchor, title in STEPS.values():
+        assert f'<a id="{anchor}"></a>\n## {title}' in runbook, anchor

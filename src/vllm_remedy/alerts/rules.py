@@ -111,7 +111,7 @@ def policy_rules(policy: Policy) -> list[AlertRule]:
             "VllmCudaOomRestart",
             restarts + same + scope.ksm("kube_pod_container_status_last_terminated_exitcode") + " == 1" + vllm,
             timedelta(0), "critical",
-            f"vLLM container {_WHERE} restarted after exit 1, the CUDA out-of-memory signature",
+            f"vLLM container {_WHERE} restarted after exit 1, as vLLM exits on CUDA out of memory (or any other error)",
             "vLLM exits 1 (reason Error, not OOMKilled) on torch.OutOfMemoryError, 'No available memory for the"
             " cache blocks' and 'max seq len is larger than the KV cache'. Roll back to the last known-good"
             " revision first, then confirm the cause with: " + logs + " --exit-code 1.",
