@@ -143,3 +143,7 @@ def test_a_revision_no_node_can_take_fails_fast_with_the_schedulers_reason(rehea
     assert len(stuck) == 1, lines
     assert "Unschedulable: 0/" in stuck[0] and "node(s) didn't match Pod's node affinity/selector" in stuck[0]
     assert rehearsal.cluster.clock.now() - started < 600  # not the policy's 15-minute rollout timeout
+    dry = rehearsal.pyinfra(LOCAL, RESTORE, "--dry")  # step 1 has nothing to roll back, and says why
+    assert dry.returncode == 0, dry.stderr
+    said = [line for line in host_out(dry.stderr) if line.startswith("nothing to restore: ")]
+    assert len(said) == 1 and "no pod is crash-looping, but 1 new pod(s) cannot be scheduled" in said[0], said

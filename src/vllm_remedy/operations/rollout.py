@@ -31,7 +31,7 @@ from vllm_remedy.operations._wait import wait_restored
 from vllm_remedy.operations._write import change_lines, observe, refuse, set_template, write_command
 from vllm_remedy.remedies.diagnose import evidence_lines
 from vllm_remedy.remedies.predict import predict_template
-from vllm_remedy.remedies.restore import REFUSE, ROLLBACK, SHED, RestoreDecision, decide_restore, shed_flags
+from vllm_remedy.remedies.restore import NONE, REFUSE, ROLLBACK, SHED, RestoreDecision, decide_restore, shed_flags
 
 
 def _decision(ctx: K8sHost) -> tuple[RestoreDecision, dict[str, Any]]:
@@ -95,6 +95,8 @@ def known_good(wait: bool = True, timeout: float | None = None) -> Iterator[Func
         yield from refuse(state, host, decision.reason)
         return
     if decision.action != ROLLBACK or decision.revision is None:
+        if decision.action == NONE:
+            show(state, host, [f"nothing to restore: {decision.reason}"], topic="restore-none")
         return
     target = {**decision.template, "metadata": {**(decision.template.get("metadata") or {})}}
     labels = {k: v for k, v in (target["metadata"].get("labels") or {}).items() if k != HASH_LABEL}

@@ -114,6 +114,12 @@ def decide_restore(history: Mapping[str, Any], pods: Mapping[str, Any], policy: 
     current = history.get("current_revision")
     failures = crash_failures(pods, container, now=now, stable=policy.confirm.stable_for.total_seconds())
     if not failures:
+        stuck = [r for r in pods.get("pods") or [] if r.get("unschedulable") and r.get("new") and not r.get("deleting")]
+        if stuck:  # not step 1's case, but the operator at 3 a.m. must hear why nothing happens
+            return RestoreDecision(NONE, f"revision {current}: no pod is crash-looping, but {len(stuck)} new pod(s) "
+                                   f"cannot be scheduled ({stuck[0]['name']}: {stuck[0]['unschedulable']}); restore "
+                                   "rolls back crash loops only: see deploys/diagnose.py, then deploys/pin_gpu.py "
+                                   "or free GPUs", current=current)
         return RestoreDecision(NONE, f"revision {current}: no pod is crash-looping", current=current)
     seen = ", ".join(f"{n} pod(s) {k}" for k, n in failures.items())
     under_load = set(failures) == {UNDER_LOAD}
