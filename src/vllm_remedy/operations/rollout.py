@@ -29,9 +29,12 @@ from vllm_remedy.operations._show import note, show
 from vllm_remedy.operations._template import server_of, with_flags
 from vllm_remedy.operations._wait import wait_restored
 from vllm_remedy.operations._write import change_lines, observe, refuse, set_template, write_command
+from vllm_remedy.policy import LoadShedding
 from vllm_remedy.remedies.diagnose import evidence_lines
-from vllm_remedy.remedies.predict import predict_template
+from vllm_remedy.remedies.load_guard import guard_flags
+from vllm_remedy.remedies.predict import pinned_gpu, predict_template
 from vllm_remedy.remedies.restore import NONE, REFUSE, ROLLBACK, SHED, RestoreDecision, decide_restore, shed_flags
+from vllm_remedy.vllm.versions import version_from_image
 
 
 def _decision(ctx: K8sHost) -> tuple[RestoreDecision, dict[str, Any]]:
@@ -118,15 +121,17 @@ def known_good(wait: bool = True, timeout: float | None = None) -> Iterator[Func
 
 @operation()
 @keeps_its_plan
-def shed_load(fallback: bool = True) -> Iterator[FunctionCommand]:
+def shed_load(fallback: bool = True, wait: bool = True) -> Iterator[FunctionCommand]:
     """
     Shed load from a Deployment that crash-loops with OOM under load when nothing was deployed recently.
 
     + fallback: also move the policy's ``fallback.shift_percent`` of traffic to the fallback backend of
       the HTTPRoute the policy names (when it names one)
+    + wait: wait for the shed pods to roll out, failing fast (with the log) if they die under load again
 
-    Lowers ``--max-num-seqs`` and ``--max-model-len`` to the policy's ``load_shedding`` values (never
-    raises them). Nothing happens when the Deployment is healthy or step 1 calls for a rollback instead.
+    Lowers ``--max-num-seqs``, ``--max-model-len`` and ``--max-num-batched-tokens`` to the policy's
+    ``load_shedding`` values (never raises them). Nothing happens when the Deployment is healthy or
+    step 1 calls for a rollback instead.
 
     **Example:**
 
@@ -139,18 +144,29 @@ def shed_load(fallback: bool = True) -> Iterator[FunctionCommand]:
     if decision.action != SHED:
         return
     template = (deployment.get("spec") or {}).get("template") or {}
-    lower = shed_flags(server_of(template, ctx.container).flags, ctx.policy)
+    server = server_of(template, ctx.container)
+    lower = shed_flags(server.flags, ctx.policy)
+    # the policy's prefill cap sheds the per-step memory that long prompts need (runbook step 5), with
+    # load_guard's rule for when vLLM accepts it (chunked prefill, or not below max-model-len)
+    cap = LoadShedding(max_num_batched_tokens=ctx.policy.load_shedding.max_num_batched_tokens)
+    lower.update(guard_flags({**server.flags, **lower}, cap, model=str(server.model),
+                             version=version_from_image(server.image),
+                             gpu=pinned_gpu(template.get("spec") or {})).set)
     route = ctx.policy.fallback if fallback else None
     if not lower and route is None:
         yield from refuse(state, host, f"{decision.reason}, but policy {ctx.policy.source} sets no "
                           "load_shedding.max_num_seqs/max_model_len below what runs and no fallback route")
         return
+    if route is not None:  # traffic off the dying backend first: the shed pods start under less load
+        yield from shift_gateway(state, host, ctx, route)
     if lower:
         planned = with_flags(template, lower, container=ctx.container)
         flags = " ".join(f"--{k} {v}" for k, v in lower.items())
         yield from set_template(state, host, deployment, planned, action=SHED,
                                 reason=f"OOM under load; shed load with {flags}",
-                                summary=f"shed load on {ctx.where}: {flags}",
+                                summary=f"shed load on {ctx.where}: {flags} (the prediction is for startup; "
+                                        "the load that killed it is not modelled)",
                                 prediction=predict_template(planned, ctx.container))
-    if route is not None:
-        yield from shift_gateway(state, host, ctx, route)
+        if wait:
+            seconds = ctx.policy.restore.rollout_timeout.total_seconds()
+            yield FunctionCommand(wait_rollout, (seconds, "wait for the shed-load template to roll out"), {})
