@@ -74,6 +74,27 @@ def test_an_expired_toggle_is_reverted_by_any_later_deploy(rehearsal: Rehearsal)
     assert set(kv_logged(rehearsal).values()) == {197840}
 
 
+def test_running_the_eager_deploy_after_expiry_shows_in_dry_what_it_does(rehearsal: Rehearsal) -> None:
+    """--dry and -y agree: the expired toggle comes off, and eager mode goes on anew with a new expiry."""
+    on = eager_on(rehearsal, "1m")
+    expires = on["metadata"]["annotations"][EXPIRES]
+    client = rehearsal.client()
+    while client.server_time() < parse_rfc3339(expires):
+        time.sleep(0.05)
+    dry = rehearsal.pyinfra(LOCAL, EAGER, "--dry", "--data", "eager_ttl=30m")
+    assert dry.returncode == 0, dry.stderr
+    shown = host_out(dry.stderr)
+    assert any(line.startswith("revert expired toggles on deployment llm/llama-8b: enforce-eager") for line in shown)
+    again = f"turn on --enforce-eager again (the last toggle expired {expires}) on deployment llm/llama-8b for 30m"
+    assert any(line.startswith(again) for line in shown), shown
+    got = rehearsal.pyinfra(LOCAL, EAGER, "-y", "--data", "eager_ttl=30m")
+    assert got.returncode == 0, got.stderr
+    after = rolled_out(rehearsal)
+    assert args_of(after) == [*GOOD_ARGS, "--enforce-eager"]
+    assert parse_rfc3339(after["metadata"]["annotations"][EXPIRES]) > parse_rfc3339(expires)
+    assert after["metadata"]["annotations"][PRIOR] == PRIOR_JSON  # the argv from before any eager mode
+
+
 def test_a_ttl_above_the_policy_maximum_is_refused(rehearsal: Rehearsal) -> None:
     vllm_runtime(rehearsal)
     before = quiet(rehearsal)

@@ -237,17 +237,24 @@ def enforce_eager(enabled: bool = True, ttl: str | int | None = None) -> Iterato
     ctx = k8s_host(host)
     deployment = deployment_object()
     template = template_of(deployment)
-    seconds, base = 0, template
+    seconds, base, again = 0, template, ""
     try:
         record = _record(ctx, deployment)
         running = server_of(template, ctx.container).flags
         is_on = running.get("enforce-eager", "false") not in ("false", "False", "0")
         if enabled:
             seconds = toggle.ttl_seconds(ttl, ctx.policy)
-            if is_on and record is not None:
+            now = ctx.client.server_time()
+            if is_on and record is not None and record.expired(now):
+                # this run's revert_expired_toggles takes it off first; then it goes on anew (planned from the
+                # reverted argv, so --dry shows what -y does) - the old toggle is never extended
+                again = f" again (the last toggle expired {record.expires})"
+                base = toggle.revert(template, ctx.keys, record, ctx.container).template
+            elif is_on and record is not None:
                 return
-            base = with_flags(template, unset=["enforce-eager"], container=ctx.container) if is_on else template
-            planned, notes = toggle.switch_on(base, ctx.keys, ctx.client.server_time(), seconds, ctx.container)
+            else:
+                base = with_flags(template, unset=["enforce-eager"], container=ctx.container) if is_on else template
+            planned, notes = toggle.switch_on(base, ctx.keys, now, seconds, ctx.container)
         elif record is not None:
             undo = toggle.revert(template, ctx.keys, record, ctx.container)
             planned, notes = undo.template, dict(undo.annotations)
@@ -268,7 +275,7 @@ def enforce_eager(enabled: bool = True, ttl: str | int | None = None) -> Iterato
     if why is not None:
         yield from refuse(state, host, f"--enforce-eager on {ctx.where}: {why}")
         return
-    summary = f"turn on --enforce-eager on {ctx.where} for {format_duration(seconds)}"
+    summary = f"turn on --enforce-eager{again} on {ctx.where} for {format_duration(seconds)}"
     observe(state, host, ctx.deployment_path, deployment)
     show(state, host, change_lines(ctx, f"{summary} (until about {notes[ctx.keys.toggle_expires(toggle.EAGER)]})",
                                    template, planned, prediction))
