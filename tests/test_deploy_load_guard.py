@@ -52,3 +52,6 @@ def test_never_raises_a_cap_the_default_already_keeps(rehearsal: Rehearsal) -> N
     vllm_runtime(rehearsal)
     # 0.8.5 on a 44 GiB card defaults to 2048 batched tokens, below the policy's 4096
     assert_no_changes(rehearsal, LOAD_GUARD, 3)
+    dry = rehearsal.pyinfra(LOCAL, LOAD_GUARD, "--dry")  # and says so, rather than a bare "-"
+    assert "cap load on deployment llm/llama-8b: --max-num-batched-tokens: 2048 in effect is already <= 4096" in \
+        host_out(dry.stderr), dry.stderr

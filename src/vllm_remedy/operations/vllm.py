@@ -204,6 +204,8 @@ def load_caps(max_num_batched_tokens: int | None = None, limit_mm_per_prompt: Ma
     except UserError as exc:
         yield from refuse(state, host, f"{ctx.where}: {exc}")
         return
+    if guard.notes:  # why a cap the policy names is not written: already low enough, or vLLM would refuse it
+        show(state, host, [f"cap load on {ctx.where}: {note_}" for note_ in guard.notes], topic="caps-skipped")
     yield from propose(ctx, deployment, guard.set, action=CAPS, reason="OOM under load (step 5): cap per policy",
                        summary="cap load")
 
