@@ -145,7 +145,7 @@ def test_connect_through_an_alias(rehearsal: Rehearsal) -> None:
     (HOST, {"context": 3}, "host data context: expected a non-empty string, got 3"),
     (HOST, {"container": "sidecar"},
      "deployment llm/llama-8b: container sidecar: not in this pod spec (containers: vllm)"),
-    (HOST, {"policy": 7}, "host data policy: expected a policy file path, got int"),
+    (HOST, {"policy": 7}, "host data policy: expected a policy file or directory, got int"),
 ])
 def test_connect_errors_are_one_line(rehearsal: Rehearsal, host: str, data: dict[str, Any], expected: str) -> None:
     assert connect_error(rehearsal, host, **data) == expected.format(kc=rehearsal.kubeconfig)

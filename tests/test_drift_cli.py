@@ -7,6 +7,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import pyinfra_fixtures
 from drift_helpers import GOOD_ARGS, HOST, MODEL, UNIT, as_json, inventory, policy, set_args
 from pyinfra_fixtures import Rehearsal
@@ -239,3 +241,27 @@ def test_an_inventory_that_raises_names_the_users_error(tmp_path: Path, cli) -> 
     assert got.returncode == 2
     assert got.stderr.strip() == (f"vllm-remedy: error: {inv}: cannot load the inventory: RuntimeError: "
                                   "boom: no such cluster list")
+
+
+def test_a_policy_directory_serves_a_whole_namespace(rehearsal: Rehearsal, tmp_path: Path, cli,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The in-cluster CronJob's inventory: every vLLM Deployment of the namespace, each under the policy that
+    names it most narrowly - a second model no longer turns the whole check into an error."""
+    client = rehearsal.client()
+    qwen = client.get_deployment("llm", "llama-8b")
+    labels = {"app": "qwen-7b"}
+    qwen["metadata"] = {"name": "qwen-7b", "namespace": "llm", "labels": labels}
+    qwen["spec"].update(replicas=0, selector={"matchLabels": labels})
+    qwen["spec"]["template"]["metadata"]["labels"] = labels
+    qwen["spec"]["template"]["spec"]["containers"][0]["args"] = ["Qwen/Qwen2.5-7B-Instruct", "--max-model-len",
+                                                                 "16384"]
+    client.request("POST", "/apis/apps/v1/namespaces/llm/deployments", body=qwen)
+    shipped = pyinfra_fixtures.ROOT / "policies"
+    monkeypatch.setenv("KUBECONFIG", str(rehearsal.kubeconfig))  # namespace hosts expand at inventory load
+    inv = inventory(tmp_path, rehearsal.kubeconfig, str(shipped), hosts=["@k8s/rehearsal/llm"])
+    got = cli("drift", "-i", inv, "-o", "json")
+    doc = as_json(got)
+    assert got.returncode in (0, 1) and doc["status"]["errors"] == 0, got.stderr
+    chosen = {h["host"]: Path(h["policy"]).name for h in doc["hosts"]}
+    assert chosen == {HOST: "llama-8b.yaml", "@k8s/rehearsal/llm/qwen-7b": "default.yaml"}
+    assert next(h for h in doc["hosts"] if h["host"] == HOST)["status"] == "InSync"

@@ -231,3 +231,6 @@ def test_inventory_configmap_reads_the_pod_namespace(monkeypatch):
     scope: dict[str, Any] = {}
     exec(compile(config["data"]["inventory.py"], "inventory.py", "exec"), scope)
     assert scope["vllm"] == (["@k8s/in-cluster/gpu-serving"], {"policy": "/etc/vllm-remedy/policies/llama-8b.yaml"})
+    monkeypatch.setenv("VLLM_REMEDY_POLICY", "")  # as shipped: the directory, a policy chosen per Deployment
+    exec(compile(config["data"]["inventory.py"], "inventory.py", "exec"), scope)
+    assert scope["vllm"] == (["@k8s/in-cluster/gpu-serving"], {"policy": "/etc/vllm-remedy/policies/"})

@@ -15,6 +15,7 @@ from vllm_remedy.policy import (
     Policy,
     load_policies,
     load_policy,
+    policy_for,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -169,3 +170,21 @@ def test_policy_is_immutable() -> None:
     with pytest.raises(TypeError):
         p.known_good[0].flags["max-model-len"] = "131072"  # type: ignore[index]
     assert p.model_dump(by_alias=True)["known_good"][0]["flags"]["max-model-len"] == "16384"
+
+
+def test_a_policy_directory_picks_the_narrowest_target_per_deployment(tmp_path: Path) -> None:
+    """One directory for a whole namespace: llama-8b.yaml for llama-8b, default.yaml (no target) for the rest."""
+    shipped = load_policies(POLICIES)
+    chosen = policy_for(shipped, "policies/", "llm", "llama-8b", "meta-llama/Llama-3.1-8B-Instruct")
+    assert chosen.target.deployments == ("llama-8b",)
+    assert policy_for(shipped, "policies/", "llm", "qwen-7b", "Qwen/Qwen2.5-7B-Instruct").target.deployments == ()
+    (tmp_path / "a.yaml").write_text("target: {deployments: [qwen-7b]}\n")
+    (tmp_path / "b.yaml").write_text("target: {deployments: [qwen-7b], namespaces: [other]}\n")
+    (tmp_path / "c.yaml").write_text("target: {deployments: [qwen-7b]}\n")
+    with pytest.raises(UserError) as tie:
+        policy_for(load_policies(tmp_path), "p/", "llm", "qwen-7b", None)
+    assert str(tie.value) == "p/: policies a, c cover deployment llm/qwen-7b equally; narrow one's target"
+    with pytest.raises(UserError) as none:
+        policy_for(load_policies(tmp_path), "p/", "llm", "mistral", "mistralai/Mistral-7B-Instruct-v0.3")
+    assert str(none.value) == ("p/: no policy there covers deployment llm/mistral (model "
+                               "mistralai/Mistral-7B-Instruct-v0.3); add one, or a default.yaml with no target")

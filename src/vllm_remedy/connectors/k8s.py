@@ -47,7 +47,7 @@ from vllm_remedy.errors import UserError
 from vllm_remedy.kube.annotations import Keys
 from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.kube.errors import KubeError, NotFoundError
-from vllm_remedy.policy import Policy, load_policy
+from vllm_remedy.policy import Policy, load_policies, load_policy, policy_for
 from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, find_server
 
 GROUP = PREFIX
@@ -174,7 +174,7 @@ class K8sConnector(BaseConnector):
         target = self.target
         where = f"deployment {target.namespace}/{target.deployment}"
         try:
-            self.policy = self._load_policy()
+            loaded = self._load_policy()
             access = resolve_access(target.cluster, context=_opt_str(self.data, "context"),
                                     kubeconfig=_opt_str(self.data, "kubeconfig"),
                                     aliases=self.data.get("k8s_contexts"))
@@ -195,6 +195,14 @@ class K8sConnector(BaseConnector):
             self.server = find_server(spec, _opt_str(self.data, "container"))
         except UserError as exc:
             raise _connect_error(f"{where}: {exc}") from exc
+        meta = deployment.get("metadata") or {}
+        if isinstance(loaded, dict):  # a policy directory: the policy whose target covers this Deployment
+            try:
+                loaded = policy_for(loaded, f"host data policy {self.data.get('policy')}", target.namespace,
+                                    str(target.deployment), self.server.model, meta.get("labels") or {})
+            except UserError as exc:
+                raise _connect_error(str(exc)) from exc
+        self.policy = loaded
         if self.policy is not None:
             self._check_policy_target(deployment, self.policy, self.server)
             self.keys = Keys(self.policy.annotation_prefix)
@@ -202,13 +210,15 @@ class K8sConnector(BaseConnector):
         self.scope = Scope(client, target.namespace, str(target.deployment), self.keys.prefix,
                            self.server.container_name)
 
-    def _load_policy(self) -> Policy | None:
+    def _load_policy(self) -> Policy | dict[str, Policy] | None:
+        """Host data ``policy``: a Policy, a policy file, or a directory of them (chosen per Deployment at connect)."""
         value = self.data.get("policy")
         if value is None or isinstance(value, Policy):
             return value
         if not isinstance(value, (str, os.PathLike)):
-            raise UserError(f"host data policy: expected a policy file path, got {type(value).__name__}")
-        return load_policy(Path(value))
+            raise UserError(f"host data policy: expected a policy file or directory, got {type(value).__name__}")
+        path = Path(value)
+        return load_policies(path) if path.is_dir() else load_policy(path)
 
     def _check_policy_target(self, deployment: dict[str, Any], policy: Policy, server: ServerCommand) -> None:
         meta = deployment.get("metadata") or {}

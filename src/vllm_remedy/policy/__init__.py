@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .durations import format_duration, parse_duration
 from .flags import Bounds, Choices, FlagRules, FractionBounds, IntBounds, Violation, canonical_flag, parse_flag_int
-from .loader import load_policies, load_policy
+from .loader import load_policies, load_policy, policy_for
 from .model import API_VERSION, DEFAULT_ANNOTATION_PREFIX, Policy
 from .sections import (
     Alerts,
@@ -54,4 +54,5 @@ __all__ = [
     "load_policy",
     "parse_duration",
     "parse_flag_int",
+    "policy_for",
 ]

@@ -167,3 +167,23 @@ def load_policies(directory: str | Path) -> dict[str, Policy]:
             raise UserError(f"{path}: policy {path.stem!r} is also defined by {found[path.stem]}")
         found[path.stem] = path
     return {name: load_policy(path) for name, path in found.items()}
+
+
+def policy_for(policies: Mapping[str, Policy], where: str, namespace: str, deployment: str, model: str | None,
+               labels: Mapping[str, str] | None = None) -> Policy:
+    """The policy of a directory that covers a Deployment: the one whose target names it most narrowly.
+
+    One directory can then serve a whole namespace (an in-cluster CronJob, ``@k8s/<ctx>/<ns>``):
+    llama-8b.yaml for llama-8b, default.yaml for a model no other policy names. A tie is an error.
+    """
+    covering = [(p.target.specificity, name, p) for name, p in policies.items()
+                if p.target.matches(namespace, deployment, model, labels)]
+    if not covering:
+        raise UserError(f"{where}: no policy there covers deployment {namespace}/{deployment} (model {model}); "
+                        "add one, or a default.yaml with no target")
+    best = max(score for score, _, _ in covering)
+    top = sorted(name for score, name, _ in covering if score == best)
+    if len(top) > 1:
+        raise UserError(f"{where}: policies {', '.join(top)} cover deployment {namespace}/{deployment} equally; "
+                        "narrow one's target")
+    return next(p for score, name, p in covering if name == top[0])

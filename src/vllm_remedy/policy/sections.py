@@ -65,6 +65,11 @@ class Target(FrozenModel):
         labels = labels or {}
         return all(labels.get(k) == v for k, v in self.match_labels.items()) if self.match_labels else True
 
+    @property
+    def specificity(self) -> int:
+        """How narrowly the target names its Deployments: names beat models and labels, which beat namespaces."""
+        return 4 * bool(self.deployments) + 2 * bool(self.models) + 2 * bool(self.match_labels) + bool(self.namespaces)
+
 
 class GpuPolicy(FrozenModel):
     """The GPU type to pin (GPU feature discovery label) and how many GPUs a pod asks for."""
