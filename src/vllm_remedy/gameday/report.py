@@ -64,6 +64,11 @@ def _figures(result: GameResult) -> list[tuple[str, str]]:
     ]
 
 
+def _in_order(marks: list[Any]) -> list[Any]:
+    """Marks by cluster time (a deploy's exit is marked after the rollout it waited for was seen done)."""
+    return sorted(marks, key=lambda m: (m.t, m.wall))
+
+
 def restore_text(tl: Timeline) -> str:
     """The headline figure with its arithmetic: projected for a real cluster, then the rehearsal's own clocks."""
     ttr, projected = tl.time_to_restore(), tl.projected_restore()
@@ -93,7 +98,7 @@ def markdown(result: GameResult, picture: str) -> str:
     out += [f"| {c.name} | {'PASS' if c.ok else 'FAIL'} | {c.detail} |" for c in result.checks]
     out += ["", "## Timeline", "", "| min since fault (cluster) | wall s | event |", "|---:|---:|---|"]
     start = tl.samples[0].wall if tl.samples else 0.0
-    out += [f"| {_rel(result, m.t)} | {m.wall - start:.1f} | {m.label} |" for m in tl.marks]
+    out += [f"| {_rel(result, m.t)} | {m.wall - start:.1f} | {m.label} |" for m in _in_order(tl.marks)]
     out += ["", "## Classified logs", ""]
     for label, count, evidence in _log_groups(result):
         out += [f"**{label}** — {count} crash(es)", "", "```", *evidence, "```", ""]
@@ -126,7 +131,7 @@ def html_page(result: GameResult, png: bytes) -> str:
                      f"</td><td>{_esc(c.detail)}</td></tr>" for c in result.checks)
     start = tl.samples[0].wall if tl.samples else 0.0
     marks = "".join(f"<tr><td>{_rel(result, m.t)}</td><td>{m.wall - start:.1f}</td><td>{_esc(m.label)}</td></tr>"
-                    for m in tl.marks)
+                    for m in _in_order(tl.marks))
     logs = "".join(f"<h3>{_esc(label)} — {count} crash(es)</h3><pre>{_esc(chr(10).join(ev))}</pre>"
                    for label, count, ev in _log_groups(result)) or "<p>No container crashed.</p>"
     runs = "".join(
