@@ -69,3 +69,16 @@ class CountingServer(SimServer):
     def dispatch(self, req: Any) -> Any:
         self.seen.append((req.method, req.path))
         return super().dispatch(req)
+
+
+def add_vllm_deployment(rehearsal: Rehearsal, name: str, args: list[str] | None = None) -> None:
+    """A second vLLM Deployment in llm: llama-8b's spec under ``name`` (own labels), scaled to zero."""
+    client = rehearsal.client()
+    body = client.get_deployment("llm", "llama-8b")
+    labels = {"app": name}
+    body["metadata"] = {"name": name, "namespace": "llm", "labels": labels}
+    body["spec"].update(replicas=0, selector={"matchLabels": labels})
+    body["spec"]["template"]["metadata"]["labels"] = labels
+    if args is not None:
+        body["spec"]["template"]["spec"]["containers"][0]["args"] = list(args)
+    client.request("POST", "/apis/apps/v1/namespaces/llm/deployments", body=body)

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import pyinfra_fixtures
-from drift_helpers import GOOD_ARGS, HOST, MODEL, UNIT, as_json, inventory, policy, set_args
+from drift_helpers import GOOD_ARGS, HOST, MODEL, UNIT, add_vllm_deployment, as_json, inventory, policy, set_args
 from pyinfra_fixtures import Rehearsal
 from vllm_remedy.metrics import DRIFT_DETECTED, LAST_CHECK, parse_samples
 from vllm_remedy.sim import kubeconfig as sim_kubeconfig
@@ -85,13 +85,7 @@ def test_a_drift_check_reads_each_object_once_per_verb_and_each_cluster_list_onc
     """Three operations plan fixes per host; without the read snapshot each re-read the Deployment (pyinfra
     3.10 keeps no fact cache): 9 GETs of it, and 2 cluster-wide node and pod lists per host."""
     set_args(rehearsal, [MODEL, "--gpu-memory-utilization", "0.97", "--max-num-seqs", "64"])
-    client = rehearsal.client()
-    canary = client.get_deployment("llm", "llama-8b")
-    labels = {"app": "llama-8b-canary"}
-    canary["metadata"] = {"name": "llama-8b-canary", "namespace": "llm", "labels": labels}
-    canary["spec"].update(replicas=0, selector={"matchLabels": labels})
-    canary["spec"]["template"]["metadata"]["labels"] = labels
-    client.request("POST", "/apis/apps/v1/namespaces/llm/deployments", body=canary)
+    add_vllm_deployment(rehearsal, "llama-8b-canary")
     both = policy(tmp_path, UNIT + "target: {namespaces: [llm], deployments: [llama-8b, llama-8b-canary]}\n")
     inv = inventory(tmp_path, rehearsal.kubeconfig, both, hosts=[HOST, f"{HOST}-canary"])
     seen: Counter[tuple[str, str]] = Counter()
@@ -247,15 +241,7 @@ def test_a_policy_directory_serves_a_whole_namespace(rehearsal: Rehearsal, tmp_p
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """The in-cluster CronJob's inventory: every vLLM Deployment of the namespace, each under the policy that
     names it most narrowly - a second model no longer turns the whole check into an error."""
-    client = rehearsal.client()
-    qwen = client.get_deployment("llm", "llama-8b")
-    labels = {"app": "qwen-7b"}
-    qwen["metadata"] = {"name": "qwen-7b", "namespace": "llm", "labels": labels}
-    qwen["spec"].update(replicas=0, selector={"matchLabels": labels})
-    qwen["spec"]["template"]["metadata"]["labels"] = labels
-    qwen["spec"]["template"]["spec"]["containers"][0]["args"] = ["Qwen/Qwen2.5-7B-Instruct", "--max-model-len",
-                                                                 "16384"]
-    client.request("POST", "/apis/apps/v1/namespaces/llm/deployments", body=qwen)
+    add_vllm_deployment(rehearsal, "qwen-7b", ["Qwen/Qwen2.5-7B-Instruct", "--max-model-len", "16384"])
     shipped = pyinfra_fixtures.ROOT / "policies"
     monkeypatch.setenv("KUBECONFIG", str(rehearsal.kubeconfig))  # namespace hosts expand at inventory load
     inv = inventory(tmp_path, rehearsal.kubeconfig, str(shipped), hosts=["@k8s/rehearsal/llm"])

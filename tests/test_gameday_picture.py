@@ -108,7 +108,9 @@ def test_projection_counts_the_playbooks_own_seconds_at_wall_speed():
 
 
 def test_bad_rollout_counts_both_pods_crash_looping_until_the_rollback(cli, tmp_path: Path):
-    """Every sample from the first crash until the bad template is replaced shows both pods crash-looping."""
+    """Once both pods have crashed, every sample until the bad template is replaced shows both crash-looping:
+    the count never dips while a container reloads between back-offs (on a loaded machine the second pod's
+    first crash may come a sample or two after the first's)."""
     got = cli("gameday", "run", "bad-rollout", "--report-dir", str(tmp_path), "-o", "json")
     body = json.loads(got.stdout)
     assert got.returncode == 0, body["verdict"]
@@ -117,7 +119,9 @@ def test_bad_rollout_counts_both_pods_crash_looping_until_the_rollback(cli, tmp_
     samples = timeline["samples"]
     bad = next(s["template"] for s in samples if s["t"] >= marks["first-crash"]["t"])
     during = [s for s in samples if s["t"] >= marks["first-crash"]["t"] and s["template"] == bad]
-    assert len(during) >= 3
-    assert [s["crash_looping"] for s in during] == [2] * len(during)
+    counts = [s["crash_looping"] for s in during]
+    both = counts.index(2)
+    assert len(during) - both >= 3 and counts[both:] == [2] * (len(during) - both), counts
+    assert counts[:both] == sorted(counts[:both]) and set(counts[:both]) <= {1}, counts
     assert {s["crash_looping"] for s in samples if s["t"] < marks["fault"]["t"]} == {0}
     assert {s["crash_looping"] for s in samples if s["t"] >= marks["rollout-done"]["t"]} == {0}

@@ -135,15 +135,31 @@ class WaitResult:
     statuses: list[str] = field(default_factory=list)
 
 
-def _crash_report(client: KubeClient, namespace: str, health: PodHealth, c: ContainerHealth,
-                  fetch_log: bool) -> Crash:
-    log = None
-    if fetch_log:
-        try:  # a container dead right now has its log as "current"; after a restart it is "previous"
-            log = client.pod_log(namespace, health.name, c.name, previous=not c.terminated_now)
+def crash_log(client: KubeClient, namespace: str, pod: str, c: ContainerHealth) -> tuple[str | None, str | None, Any]:
+    """(log, failure, report) of the instance that died.
+
+    A container dead right now has its log as "current"; after a restart it is "previous". The kubelet
+    may restart it between our status read and our log read, so when the first choice does not classify
+    (the new instance's log is still loading), the other one is read too.
+    """
+    first: tuple[str | None, str | None, Any] | None = None
+    for previous in (not c.terminated_now, c.terminated_now):
+        try:
+            log: str | None = client.pod_log(namespace, pod, c.name, previous=previous)
         except KubeError:
             log = None
-    failure, report = classify_log(log, c.exit_code, c.terminated_reason)
+        failure, report = classify_log(log, c.exit_code, c.terminated_reason)
+        if failure not in (None, "unknown"):
+            return log, failure, report
+        first = first or (log, failure, report)
+    assert first is not None
+    return first
+
+
+def _crash_report(client: KubeClient, namespace: str, health: PodHealth, c: ContainerHealth,
+                  fetch_log: bool) -> Crash:
+    log, failure, report = crash_log(client, namespace, health.name, c) if fetch_log else (
+        None, *classify_log(None, c.exit_code, c.terminated_reason))
     why = c.waiting_reason if c.crash_looping else f"{c.restarts} restarts"
     message = (f"pod {health.name} container {c.name}: {why} (last exit {c.exit_code}, "
                f"{c.terminated_reason or 'no reason'})" + (f"; startup log: {failure}" if failure else ""))

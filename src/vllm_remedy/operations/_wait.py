@@ -10,10 +10,9 @@ does a new pod the scheduler cannot place, with the scheduler's reason.
 
 from __future__ import annotations
 
-from vllm_remedy.kube.errors import KubeError
 from vllm_remedy.kube.health import pod_health
 from vllm_remedy.kube.selectors import selector_string
-from vllm_remedy.kube.wait import Clock, Crash, WaitResult, classify_log, crashing_container, new_pods, wait_for_rollout
+from vllm_remedy.kube.wait import Clock, Crash, WaitResult, crash_log, crashing_container, new_pods, wait_for_rollout
 from vllm_remedy.operations._context import K8sHost
 
 #: Failed restarts of a restored pod that count as a crash loop (as kube.wait counts them).
@@ -33,11 +32,7 @@ def crash_now(ctx: K8sHost, restart_limit: int = RESTART_LIMIT) -> Crash | None:
         bad = crashing_container(health, restart_limit)
         if bad is None:
             continue
-        try:
-            log: str | None = client.pod_log(ctx.namespace, health.name, bad.name, previous=not bad.terminated_now)
-        except KubeError:
-            log = None
-        failure, report = classify_log(log, bad.exit_code, bad.terminated_reason)
+        log, failure, report = crash_log(client, ctx.namespace, health.name, bad)
         why = bad.waiting_reason or f"{bad.restarts} restarts"
         message = (f"pod {health.name} container {bad.name}: {why} (last exit {bad.exit_code}, "
                    f"{bad.terminated_reason or 'no reason'})" + (f"; startup log: {failure}" if failure else ""))
