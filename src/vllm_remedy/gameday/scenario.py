@@ -13,10 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from vllm_remedy.errors import UserError
 from vllm_remedy.vllm.outcomes import Failure
+from vllm_remedy.yamlfile import read_yaml
 
 Obj = dict[str, Any]
 NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
@@ -242,13 +241,7 @@ def parse_scenario(data: Any, source: Path) -> Scenario:
 def load_scenario(path: str | Path) -> Scenario:
     """Read and validate one scenario file."""
     source = Path(path)
-    try:
-        data = yaml.safe_load(source.read_text())
-    except OSError as exc:
-        raise UserError(f"{source}: cannot read scenario: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        raise UserError(f"{source}: not valid YAML: {str(exc).splitlines()[0]}") from None
-    return parse_scenario(data, source)
+    return parse_scenario(read_yaml(source, "scenario"), source)
 
 
 def shipped_dir() -> Path:

@@ -25,6 +25,7 @@ from vllm_remedy.sim.controllers.manager import wait_until
 from vllm_remedy.sim.controllers.newrs import replicaset_for, set_new_rs_annotations
 from vllm_remedy.sim.controllers.util import CHANGE_CAUSE
 from vllm_remedy.sim.store import ApiError
+from vllm_remedy.yamlfile import read_yaml
 
 if TYPE_CHECKING:
     from vllm_remedy.sim.cluster import Cluster
@@ -55,12 +56,7 @@ def load_seed(ref: Obj | str | Path) -> tuple[Obj, str]:
     text_ref = str(ref)
     path = Path(text_ref)
     if path.suffix in (".yaml", ".yml") or path.exists():
-        try:
-            data = yaml.safe_load(path.read_text())
-        except OSError as err:
-            raise UserError(f"{path}: cannot read seed: {err.strerror}") from None
-        except yaml.YAMLError as err:
-            raise UserError(f"{path}: not valid YAML: {str(err).splitlines()[0]}") from None
+        data = read_yaml(path, "seed")
         label = str(path)
     else:
         if text_ref not in packaged_seeds():
