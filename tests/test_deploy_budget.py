@@ -23,7 +23,7 @@ from test_deploy_budget_world import (
     scenario,
     with_args,
 )
-from test_deploy_restore_world import L4_TOLERATION, host_out, write_inventory
+from test_deploy_restore_world import L4_TOLERATION, host_out, incident, write_inventory
 
 rehearsal = pyinfra_fixtures.rehearsal
 
@@ -122,3 +122,14 @@ def test_a_concurrent_edit_is_never_overwritten(rehearsal: Rehearsal) -> None:
     assert after["metadata"]["annotations"]["team"] == "edited meanwhile"
     assert "vllm-remedy.io/last-action" not in after["metadata"]["annotations"]
     assert NS == "llm" and NAME == "llama-8b"
+
+
+def test_a_crash_on_another_card_is_not_held_against_the_pinned_one(rehearsal: Rehearsal) -> None:
+    """The runbook's revision 15 crash-loops on L4s; budget plans for the policy's L40S, where the model
+    predicts the start fits: the L4's max_len_exceeds_kv is no evidence the model is wrong about the L40S."""
+    incident(rehearsal)
+    dry = rehearsal.pyinfra(LOCAL, BUDGET, "--dry")
+    assert dry.returncode == 0, dry.stderr
+    lines = host_out(dry.stderr)
+    assert not [line for line in lines if "observed max_len_exceeds_kv" in line], lines
+    assert any("nvidia.com/gpu.product: NVIDIA-L40S" in line for line in lines), lines  # the pin is planned

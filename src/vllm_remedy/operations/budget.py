@@ -98,7 +98,9 @@ def plan_for(ctx: K8sHost, template: Mapping[str, Any], gpu: str | None, target_
     pods = host.get_fact(Pods)
     running_on = pinned_gpu(spec)
     same_card = running_on is not None and canonical_product(running_on) == card.product
-    request = BudgetRequest(model, card, settings, policy=ctx.policy, failure=_failure(pods, ctx.container),
+    # what crashed on another card (the pods on an L4, the plan for the pinned L40S) says nothing about this one
+    request = BudgetRequest(model, card, settings, policy=ctx.policy,
+                            failure=_failure(pods, ctx.container) if same_card else None,
                             target_concurrency=target_concurrency,
                             node_gpus=_node_gpus(picture, card.product),
                             logged_kv_tokens=_logged_kv(pods) if same_card else None,
