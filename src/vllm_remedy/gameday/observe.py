@@ -20,6 +20,7 @@ from vllm_remedy.gameday.world import route_path
 from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.kube.health import container_health, pod_health
 from vllm_remedy.kube.history import HASH_LABEL
+from vllm_remedy.kube.wait import crash_log
 from vllm_remedy.policy import Policy
 from vllm_remedy.remedies.diagnose import evidence_lines
 from vllm_remedy.vllm.startup_log import classify, parse_startup_log
@@ -174,13 +175,11 @@ class Observer:
             if self.timeline.first(FIRST_CRASH) is None:
                 self.timeline.mark(now, wall, FIRST_CRASH, f"first crash: pod {name} "
                                    f"(exit {terminated.get('exitCode')}, {terminated.get('reason', '')})")
-            try:
-                text = self.client.pod_log(self.scenario.namespace, name, cs.get("name"),
-                                           previous=not now_dead and restarts > 0)
-            except UserError:
-                text = ""
-            failure = classify(parse_startup_log(text), exit_code=terminated.get("exitCode"),
-                               reason=terminated.get("reason")).value
+            # the kubelet may restart it between this poll and the log read: crash_log then reads the other log
+            log, found, _ = crash_log(self.client, self.scenario.namespace, name, container_health(cs))
+            text = log or ""
+            failure = found or classify(parse_startup_log(text), exit_code=terminated.get("exitCode"),
+                                        reason=terminated.get("reason")).value
             node = (pod.get("spec") or {}).get("nodeName") or ""
             product = node_product(self._nodes.get(node) or {}) or "?"
             self.timeline.classified.append(Classified(
