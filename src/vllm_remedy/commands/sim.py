@@ -17,9 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from vllm_remedy.errors import UserError
+from vllm_remedy.yamlfile import read_yaml
 
 NAME = "sim"
 HELP = "run the rehearsal cluster (kubectl-compatible API on 127.0.0.1)"
@@ -55,14 +54,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _yaml_file(path: Path | None, what: str) -> Any:
-    if path is None:
-        return None
-    try:
-        return yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read {what}: {exc.strerror}") from exc
-    except yaml.YAMLError as exc:
-        raise UserError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from exc
+    return None if path is None else read_yaml(path, what)
 
 
 def _alive(pid: int) -> bool:
