@@ -156,11 +156,13 @@ def crash_log(client: KubeClient, namespace: str, pod: str, c: ContainerHealth) 
     return first
 
 
-def _crash_report(client: KubeClient, namespace: str, health: PodHealth, c: ContainerHealth,
-                  fetch_log: bool) -> Crash:
+def crash_report(client: KubeClient, namespace: str, health: PodHealth, c: ContainerHealth,
+                 fetch_log: bool = True) -> Crash:
+    """The crash-loop verdict for one container: what kubelet says, the last exit and the classified log."""
     log, failure, report = crash_log(client, namespace, health.name, c) if fetch_log else (
         None, *classify_log(None, c.exit_code, c.terminated_reason))
-    why = c.waiting_reason if c.crash_looping else f"{c.restarts} restarts"
+    # between back-offs a crash-looping container is running again and has no waiting reason
+    why = c.waiting_reason or f"{c.restarts} restarts"
     message = (f"pod {health.name} container {c.name}: {why} (last exit {c.exit_code}, "
                f"{c.terminated_reason or 'no reason'})" + (f"; startup log: {failure}" if failure else ""))
     return Crash(pod=health.name, kind="crash-loop", message=message, container=c.name, restarts=c.restarts,
@@ -200,7 +202,7 @@ def wait_for_rollout(client: KubeClient, namespace: str, name: str, *, timeout: 
             health = pod_health(pod)
             bad = crashing_container(health, restart_limit)
             if bad is not None:
-                crash = _crash_report(client, namespace, health, bad, fetch_log)
+                crash = crash_report(client, namespace, health, bad, fetch_log)
                 return done(False, "crash-loop", crash.message, crash)
             if health.unschedulable:
                 since = first_unschedulable.setdefault(health.name, now)

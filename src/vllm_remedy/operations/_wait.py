@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from vllm_remedy.kube.health import pod_health
 from vllm_remedy.kube.selectors import selector_string
-from vllm_remedy.kube.wait import Clock, Crash, WaitResult, crash_log, crashing_container, new_pods, wait_for_rollout
+from vllm_remedy.kube.wait import Clock, Crash, WaitResult, crash_report, crashing_container, new_pods, wait_for_rollout
 from vllm_remedy.operations._context import K8sHost
 
 #: Failed restarts of a restored pod that count as a crash loop (as kube.wait counts them).
@@ -32,13 +32,7 @@ def crash_now(ctx: K8sHost, restart_limit: int = RESTART_LIMIT) -> Crash | None:
         bad = crashing_container(health, restart_limit)
         if bad is None:
             continue
-        log, failure, report = crash_log(client, ctx.namespace, health.name, bad)
-        why = bad.waiting_reason or f"{bad.restarts} restarts"
-        message = (f"pod {health.name} container {bad.name}: {why} (last exit {bad.exit_code}, "
-                   f"{bad.terminated_reason or 'no reason'})" + (f"; startup log: {failure}" if failure else ""))
-        return Crash(pod=health.name, kind="crash-loop", message=message, container=bad.name, restarts=bad.restarts,
-                     exit_code=bad.exit_code, terminated_reason=bad.terminated_reason, log=log, failure=failure,
-                     startup=report)
+        return crash_report(client, ctx.namespace, health, bad)
     for pod in pods:
         health = pod_health(pod)
         if health.unschedulable:
