@@ -19,7 +19,7 @@ from pyinfra.context import ctx_host, ctx_state
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.operations._context import k8s_host
-from vllm_remedy.operations._write import fail, last_known, material, run_id
+from vllm_remedy.operations._write import changed_since, fail, run_id
 
 Body = TypeVar("Body", bound=Callable[..., Iterator[Any]])
 
@@ -63,8 +63,8 @@ def _edited_since_read() -> str | None:
         fresh = ctx.client.request("GET", ctx.deployment_path)
     except UserError:
         return None  # unreadable now: nothing was planned on it that could be written anyway
-    prior = last_known(state, host, ctx.deployment_path)
-    if prior is None or material(prior) == material(fresh):
+    prior = changed_since(state, host, ctx.deployment_path, fresh)
+    if prior is None:
         return None
     was = (prior.get("metadata") or {}).get("resourceVersion")
     now = (fresh.get("metadata") or {}).get("resourceVersion")

@@ -71,19 +71,17 @@ def material(obj: Mapping[str, Any]) -> tuple[Any, Any]:
     return body, meta
 
 
-def basis_for(state: Any, host: Any, path: str, fresh: dict[str, Any]) -> dict[str, Any]:
-    """The object a write must be tested against: ``fresh`` unless it changed (materially) since we saw it."""
+def changed_since(state: Any, host: Any, path: str, fresh: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The object as this run last knew it (our last write, else our first read) when ``fresh`` differs from
+    it materially - someone else edited it - else None."""
     key = _key(state, host, path)
     prior = _OWN.get(key) or _SEEN.get(key)
-    if prior is None or material(prior) == material(fresh):
-        return fresh
-    return prior
+    return None if prior is None or material(prior) == material(fresh) else prior
 
 
-def last_known(state: Any, host: Any, path: str) -> dict[str, Any] | None:
-    """The object as this run last knew it: our own last write to it, else our first read."""
-    key = _key(state, host, path)
-    return _OWN.get(key) or _SEEN.get(key)
+def basis_for(state: Any, host: Any, path: str, fresh: dict[str, Any]) -> dict[str, Any]:
+    """The object a write must be tested against: ``fresh`` unless it changed (materially) since we saw it."""
+    return changed_since(state, host, path, fresh) or fresh
 
 
 def forget(state: Any) -> None:
