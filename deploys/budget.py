@@ -9,14 +9,10 @@ predicted-safe change is applied for that card — with ``--max-model-len`` alwa
 memory model predicts to fail is refused with one line naming the prediction.
 """
 
-from pyinfra import host
+from vllm_remedy.operations import budget, pin_gpu, workload
 
-from vllm_remedy.operations import budget, scheduling, vllm
-from vllm_remedy.policy import Policy
-
-policy = host.connector.policy or Policy()  # the connector loaded host data's policy file
-
-vllm.revert_expired_toggles(name="Revert expired temporary toggles")
-scheduling.gpu_product(name="Pin the GPU type", product=policy.gpu_product, gpus=policy.gpu.per_pod)
-budget.smallest_fix(name="Smallest change that restores headroom", gpu=policy.gpu_product)
-vllm.rolled_out(name="Wait until the new pods are Ready")
+# Every value not given here comes from the host's policy (host data ``policy``).
+workload.revert_expired_toggles(name="Revert expired temporary toggles")
+pin_gpu.gpu_product(name="Pin the GPU type")
+budget.smallest_fix(name="Smallest change that restores headroom")
+workload.rolled_out(name="Wait until the new pods are Ready")

@@ -6,9 +6,9 @@ On success the current ReplicaSet carries ``vllm-remedy.io/known-good`` (what ``
 first); a second run changes nothing. On failure the host fails with the reasons and nothing is marked.
 """
 
-from vllm_remedy.operations import confirm, vllm
+from vllm_remedy.operations import confirm, workload
 
 # A temporary toggle past its expiry is not a state to bless: revert it and let the rollout finish first.
-vllm.revert_expired_toggles(name="Revert expired temporary toggles")
-vllm.rolled_out(name="Wait until the new pods are Ready")
+workload.revert_expired_toggles(name="Revert expired temporary toggles")
+workload.rolled_out(name="Wait until the new pods are Ready")
 confirm.marked_known_good(name="Confirm and mark the running revision known-good")

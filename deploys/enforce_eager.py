@@ -11,11 +11,11 @@ refused. Eager mode costs throughput and latency: plan the real fix before it ex
 
 from pyinfra import host
 
-from vllm_remedy.operations import vllm
+from vllm_remedy.operations import enforce_eager, workload
 
 enabled = str(host.data.get("enforce_eager", True)).lower() not in ("false", "0", "no", "off")
 
-vllm.revert_expired_toggles(name="Revert expired temporary toggles")
-vllm.enforce_eager(name="Temporary eager mode" if enabled else "Eager mode off", enabled=enabled,
-                   ttl=host.data.get("eager_ttl"))
-vllm.rolled_out(name="Wait until the new pods are Ready")
+workload.revert_expired_toggles(name="Revert expired temporary toggles")
+enforce_eager.toggle(name="Temporary eager mode" if enabled else "Eager mode off", enabled=enabled,
+                     ttl=host.data.get("eager_ttl"))
+workload.rolled_out(name="Wait until the new pods are Ready")

@@ -9,14 +9,8 @@ Values are only ever lowered; only flags that change are written. The maximum pr
 gateway's to enforce (policy ``load_shedding.max_prompt_tokens``).
 """
 
-from pyinfra import host
+from vllm_remedy.operations import load_guard, workload
 
-from vllm_remedy.operations import vllm
-from vllm_remedy.policy import Policy
-
-shed = (host.connector.policy or Policy()).load_shedding
-
-vllm.revert_expired_toggles(name="Revert expired temporary toggles")
-vllm.load_caps(name="Cap load per policy", max_num_batched_tokens=shed.max_num_batched_tokens,
-               limit_mm_per_prompt=shed.limit_mm_per_prompt, max_loras=shed.max_loras)
-vllm.rolled_out(name="Wait until the new pods are Ready")
+workload.revert_expired_toggles(name="Revert expired temporary toggles")
+load_guard.caps(name="Cap load per policy")  # the policy's load_shedding caps
+workload.rolled_out(name="Wait until the new pods are Ready")

@@ -11,12 +11,8 @@ maxUnavailable 1, and the diff says so.
 
 from pyinfra import host
 
-from vllm_remedy.operations import scheduling, vllm
-from vllm_remedy.policy import Policy
+from vllm_remedy.operations import pin_gpu, workload
 
-policy = host.connector.policy or Policy()  # the connector loaded host data's policy file
-
-vllm.revert_expired_toggles(name="Revert expired temporary toggles")
-scheduling.gpu_product(name="Pin the GPU type", product=host.data.get("gpu_product") or policy.gpu_product,
-                       gpus=policy.gpu.per_pod)
-vllm.rolled_out(name="Wait until the new pods are Ready")
+workload.revert_expired_toggles(name="Revert expired temporary toggles")
+pin_gpu.gpu_product(name="Pin the GPU type", product=host.data.get("gpu_product"))  # None: the policy's product
+workload.rolled_out(name="Wait until the new pods are Ready")

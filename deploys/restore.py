@@ -9,8 +9,8 @@ the run waits until it is Ready, failing fast if that one crash-loops too. If no
 the pods die of OOM under load, load is shed instead. A healthy Deployment is left alone.
 """
 
-from vllm_remedy.operations import rollout, vllm
+from vllm_remedy.operations import restore, workload
 
-vllm.revert_expired_toggles(name="Revert expired temporary toggles")
-rollout.known_good(name="Roll back a crash-looping revision to the last known-good one", wait=True)
-rollout.shed_load(name="Shed load when OOM under load and nothing was deployed", fallback=True)
+workload.revert_expired_toggles(name="Revert expired temporary toggles")
+restore.known_good(name="Roll back a crash-looping revision to the last known-good one", wait=True)
+restore.shed_load(name="Shed load when OOM under load and nothing was deployed", fallback=True)

@@ -147,5 +147,5 @@ def test_a_revision_no_node_can_take_fails_fast_with_the_schedulers_reason(rehea
     assert waited is not None and int(waited.group(1)) < 120, stuck[0]
     dry = rehearsal.pyinfra(LOCAL, RESTORE, "--dry")  # step 1 has nothing to roll back, and says why
     assert dry.returncode == 0, dry.stderr
-    said = [line for line in host_out(dry.stderr) if line.startswith("nothing to restore: ")]
+    said = [line for line in host_out(dry.stderr) if line.startswith("noop: nothing to restore: ")]
     assert len(said) == 1 and "no pod is crash-looping, but 1 new pod(s) cannot be scheduled" in said[0], said

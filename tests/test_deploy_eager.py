@@ -21,7 +21,7 @@ from test_deploy_budget_world import (
 )
 from test_deploy_restore_world import host_out, vllm_runtime
 from vllm_remedy.kube.annotations import parse_rfc3339
-from vllm_remedy.operations.util import predict_template
+from vllm_remedy.remedies.predict import predict_template
 
 rehearsal = pyinfra_fixtures.rehearsal
 

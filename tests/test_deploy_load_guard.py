@@ -17,7 +17,7 @@ from test_deploy_budget_world import (
     with_args,
 )
 from test_deploy_restore_world import host_out, vllm_runtime
-from vllm_remedy.operations.util import predict_template
+from vllm_remedy.remedies.predict import predict_template
 
 rehearsal = pyinfra_fixtures.rehearsal
 

@@ -9,18 +9,14 @@ from typing import Any
 
 import pytest
 
+from vllm_remedy.kube.annotations import Keys
+from vllm_remedy.kube.clock import ClusterClock
 from vllm_remedy.kube.patch import apply_ops
-from vllm_remedy.operations import _write
-from vllm_remedy.operations.util import (
-    ClusterClock,
-    annotation_ops,
-    basis_for,
-    material,
-    observe,
-    pinned_gpu,
-    predict_template,
-    with_flags,
-)
+from vllm_remedy.operations.util import Change, basis_for, change_ops, material, observe, with_flags
+from vllm_remedy.operations.util import write as _write
+from vllm_remedy.remedies.predict import pinned_gpu, predict_template
+
+KEYS = Keys("vllm-remedy.io/")
 
 TEMPLATE: dict[str, Any] = {
     "metadata": {"labels": {"app": "llama-8b"}},
@@ -76,13 +72,33 @@ def test_basis_after_our_own_write_is_our_answer() -> None:
     _write.forget(host.state)
 
 
-def test_annotation_ops_are_guarded_and_apply_exactly() -> None:
+def test_annotation_changes_are_guarded_and_apply_exactly() -> None:
     basis = deployment("10", keep="1", drop="2")
-    ops = annotation_ops(basis, {"drop": None, "new": "3"})
+    ops = change_ops(Change(annotations={"drop": None, "new": "3"}), KEYS, None, basis, 0.0)  # type: ignore[arg-type]
     assert ops[0] == {"op": "test", "path": "/metadata/resourceVersion", "value": "10"}
     after = apply_ops(basis, ops)
     assert after["metadata"]["annotations"] == {"deployment.kubernetes.io/revision": "3", "keep": "1", "new": "3"}
-    assert annotation_ops(basis, {"keep": "1"}) == []
+    assert change_ops(Change(annotations={"keep": "1"}), KEYS, None, basis, 0.0) == []  # type: ignore[arg-type]
+
+
+def test_one_builder_replaces_spec_fields_and_audits_only_with_a_change() -> None:
+    basis = deployment("10")
+    template = with_flags(TEMPLATE, {"max-num-seqs": "32"})
+    change = Change(spec={"template": template, "strategy": {"type": "Recreate"}}, audit=("budget", "why"))
+    after = apply_ops(basis, change_ops(change, KEYS, None, basis, 1_700_000_000.0))  # type: ignore[arg-type]
+    assert after["spec"]["template"] == template and after["spec"]["strategy"] == {"type": "Recreate"}
+    assert after["spec"]["replicas"] == 2  # fields the change does not name stay as they are
+    notes = after["metadata"]["annotations"]
+    assert notes["vllm-remedy.io/last-action"] == "budget" and notes["kubernetes.io/change-cause"]
+    assert change_ops(change, KEYS, None, after, 1_700_000_100.0) == []  # type: ignore[arg-type]
+
+
+def test_stamped_annotations_count_from_the_write_and_are_done_once_present() -> None:
+    basis = deployment("10")
+    change = Change(stamp=lambda at: {"vllm-remedy.io/until": str(int(at) + 60)})
+    after = apply_ops(basis, change_ops(change, KEYS, None, basis, 100.0))  # type: ignore[arg-type]
+    assert after["metadata"]["annotations"]["vllm-remedy.io/until"] == "160"
+    assert change_ops(change, KEYS, None, after, 500.0) == []  # type: ignore[arg-type]
 
 
 def test_with_flags_edits_only_the_vllm_argv() -> None:

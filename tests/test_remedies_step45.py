@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.annotations import Keys, read_toggles
 from vllm_remedy.policy import GpuPolicy, LoadShedding, Policy
-from vllm_remedy.remedies import toggle
+from vllm_remedy.remedies import enforce_eager as toggle
 from vllm_remedy.remedies.load_guard import format_mm_limits, guard_flags, parse_mm_limits
-from vllm_remedy.remedies.pin import plan_pin
+from vllm_remedy.remedies.pin_gpu import plan_pin
 
 KEYS = Keys()
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"

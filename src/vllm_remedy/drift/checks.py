@@ -25,9 +25,9 @@ from vllm_remedy.kube.annotations import Keys, Toggle, parse_rfc3339, read_toggl
 from vllm_remedy.kube.gpus import SHARED_SUFFIX, pod_gpu_request
 from vllm_remedy.kube.history import template_of
 from vllm_remedy.policy import Policy
-from vllm_remedy.remedies.pin import canonical_product
+from vllm_remedy.remedies.enforce_eager import TOGGLE_FLAGS
+from vllm_remedy.remedies.pin_gpu import canonical_product
 from vllm_remedy.remedies.predict import Prediction, pinned_gpu, predict_template
-from vllm_remedy.remedies.toggle import TOGGLE_FLAGS
 from vllm_remedy.vllm.cmdline import ServerCommand, find_server
 
 CHECKS = ("max-model-len", "flag-bounds", "known-good-unit", "gpu-pinned", "enforce-eager", "concurrency")

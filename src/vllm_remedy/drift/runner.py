@@ -37,16 +37,16 @@ from vllm_remedy.connectors.verbs import ClusterReads
 from vllm_remedy.drift import checks
 from vllm_remedy.errors import UserError
 from vllm_remedy.facts.deployment import Deployment
-from vllm_remedy.operations import budget, scheduling, vllm
-from vllm_remedy.operations._plan import forget_plans
-from vllm_remedy.operations._write import forget
-from vllm_remedy.operations.util import k8s_host
+from vllm_remedy.operations import budget, pin_gpu, workload
+from vllm_remedy.operations.util import forget, forget_plans, k8s_host
 from vllm_remedy.policy import Policy
-from vllm_remedy.remedies.toggle import expired as expired_toggles
+from vllm_remedy.remedies.enforce_eager import expired as expired_toggles
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
-_PREFIXED = re.compile(r"^\[(?P<host>[^\]]+)\]\s?(?P<text>.*)$")
+_PREFIXED = re.compile(r"^\[(?P<host>[^\]]+)\](?P<text>.*)$")
 _NOISE = ("Connected", "Loaded fact", "Ready:")
+#: How an operation says why it does nothing (``operations.util.noop``): kept apart from what it would change.
+NOOP = "noop: "
 
 
 class HostFailed(Exception):
@@ -61,6 +61,8 @@ class LineLog(logging.Handler):
         self.current: dict[str, str] = {}
         self.lines: dict[tuple[str, str], list[str]] = {}
         self.errors: dict[str, list[str]] = {}
+        #: pyinfra pads every host's prefix to the longest name; a diff's own indentation must survive.
+        self.padding: dict[str, int] = {}
 
     def emit(self, record: logging.LogRecord) -> None:
         """File each ``[host] ...`` line under the operation that host is running now (greenlets interleave);
@@ -71,6 +73,8 @@ class LineLog(logging.Handler):
             if not match:
                 continue
             host, said = match["host"], match["text"].rstrip()
+            pad = 1 + self.padding.get(host, 0)
+            said = said[pad:] if said[:pad].isspace() else said.lstrip(" ")
             if record.levelno >= logging.ERROR:
                 self.errors.setdefault(host, []).append(" ".join(said.split()))
             if said.startswith(_NOISE):
@@ -139,6 +143,7 @@ def start(inventory_path: str, limit: Iterable[str] = ()) -> Run:
         raise UserError(f"{inventory_path}: no host matches" + (f" --limit {' '.join(limit)}" if limit else ""))
     state.init(inventory, Config(), initial_limit=hosts)
     run = Run(state, hosts, log)
+    log.padding = {h.name: len(h.print_prefix_padding) for h in hosts}
 
     def connect(host: Host) -> None:
         try:
@@ -191,11 +196,10 @@ def fix_operations(policy: Policy) -> list[tuple[str, Callable[..., Any], dict[s
     for one flag.
     """
     ops: list[tuple[str, Callable[..., Any], dict[str, Any]]] = [
-        ("Revert expired temporary toggles", vllm.revert_expired_toggles, {})]
+        ("Revert expired temporary toggles", workload.revert_expired_toggles, {})]
     if policy.gpu_product:
-        ops.append(("Pin the GPU type", scheduling.gpu_product,
-                    {"product": policy.gpu_product, "gpus": policy.gpu.per_pod}))
-    ops.append(("Smallest change that restores headroom", budget.smallest_fix, {"gpu": policy.gpu_product}))
+        ops.append(("Pin the GPU type", pin_gpu.gpu_product, {}))
+    ops.append(("Smallest change that restores headroom", budget.smallest_fix, {}))
     return ops
 
 
@@ -211,9 +215,12 @@ def _operation(run: Run, host: Host, label: str, op: Callable[..., Any], kwargs:
     run.log.begin(host.name, "")
     if host in run.state.failed_hosts:
         raise HostFailed(f"{label}: {run.log.error(host.name, 'failed')}")
-    lines = run.log.take(host.name, label)
+    said = run.log.take(host.name, label)
+    lines = [line for line in said if not line.startswith(NOOP)]
+    noop = next((line.removeprefix(NOOP) for line in said if line.startswith(NOOP)), None)
     refused = next((line.removeprefix("refused: ") for line in lines if line.startswith("refused:")), None)
-    return {"operation": label, "changes": meta.ops_change > before, "refused": refused, "lines": lines}
+    return {"operation": label, "changes": meta.ops_change > before, "refused": refused, "lines": lines,
+            "noop": noop}
 
 
 def plan_host(run: Run, host: Host) -> dict[str, Any]:
@@ -251,7 +258,7 @@ def plan(inventory_path: str, limit: Iterable[str] = ()) -> dict[str, Any]:
 
 
 def expire(inventory_path: str, limit: Iterable[str] = ()) -> dict[str, Any]:
-    """Revert every timed toggle past its expiry — ``vllm.revert_expired_toggles`` executed, nothing else."""
+    """Revert every timed toggle past its expiry — ``workload.revert_expired_toggles`` executed, nothing else."""
     started = time.monotonic()
     run = start(inventory_path, limit)
     label = "Revert expired temporary toggles"
@@ -263,7 +270,8 @@ def expire(inventory_path: str, limit: Iterable[str] = ()) -> dict[str, Any]:
             deployment = _deployment(run, host)
             notes = (deployment.get("metadata") or {}).get("annotations") or {}
             due[host.name] = [t.name for t in expired_toggles(ctx.keys, notes, ctx.client.server_time())]
-            return {"host": host.name, "error": None, **_operation(run, host, label, vllm.revert_expired_toggles, {})}
+            op = workload.revert_expired_toggles
+            return {"host": host.name, "error": None, **_operation(run, host, label, op, {})}
 
         prepared = _per_host(run, prepare)
         if any(r.get("changes") for r in prepared):

@@ -86,3 +86,18 @@ class GpuNodes(JsonFact[dict[str, Any]]):
     def build(self, document: dict[str, Any]) -> dict[str, Any]:
         return nodes_data(list(document.get("nodes") or []), list(document.get("pods") or []),
                           str(document.get("namespace") or ""), document.get("selector") or {})
+
+
+class NodeObjects(JsonFact[dict[str, Any]]):
+    """Raw GPU picture for pinning: every Node (all labels kept) and the pods holding GPUs, with our selector.
+
+    ``GpuNodes`` summarises per node under the first product label it finds; pinning needs the value under
+    the *policy's* label key, hence the raw objects (the same ``k8s-nodes`` read).
+    """
+
+    def command(self) -> str:
+        return "k8s-nodes"
+
+    def build(self, document: dict[str, Any]) -> dict[str, Any]:
+        return {"nodes": list(document.get("nodes") or []), "pods": list(document.get("pods") or []),
+                "namespace": document.get("namespace"), "selector": document.get("selector") or {}}

@@ -215,3 +215,56 @@ def wait_for_rollout(client: KubeClient, namespace: str, name: str, *, timeout: 
         if now - start >= timeout:
             return done(False, "timeout", f'timed out waiting for deployment "{name}": {text.strip()}')
         clock.sleep(interval)
+
+
+#: Failed restarts of a restored pod that count as a crash loop (as ``wait_for_rollout`` counts them).
+RESTART_LIMIT = 3
+
+
+def crash_now(client: KubeClient, namespace: str, name: str, restart_limit: int = RESTART_LIMIT) -> Crash | None:
+    """The first crash-looping container of the Deployment's new ReplicaSet, with its classified log; else a
+    new pod the scheduler cannot place, with its reason (past the progress deadline no grace is due)."""
+    deployment = client.get_deployment(namespace, name)
+    selector = selector_string((deployment.get("spec") or {}).get("selector"))
+    pods = new_pods(deployment, client.list_replicasets(namespace, selector), client.list_pods(namespace, selector))
+    for pod in pods:
+        health = pod_health(pod)
+        bad = crashing_container(health, restart_limit)
+        if bad is not None:
+            return crash_report(client, namespace, health, bad)
+    for pod in pods:
+        health = pod_health(pod)
+        if health.unschedulable:
+            return Crash(pod=health.name, kind="unschedulable",
+                         message=f"pod {health.name}: Unschedulable: {health.unschedulable}")
+    return None
+
+
+def wait_restored(client: KubeClient, namespace: str, name: str, timeout: float, clock: Clock,
+                  interval: float = 2.0) -> WaitResult:
+    """Rolled out and Ready within ``timeout`` clock seconds, or why not.
+
+    ``wait_for_rollout`` gives up as soon as the Deployment says ProgressDeadlineExceeded. Right after a
+    rollback that verdict is usually the crash-looping revision's (the controller keeps it until the
+    restored ReplicaSet makes progress). Our bound is ``timeout``; while it lasts, a deadline only means
+    "look at the new pods ourselves" — a crash loop there still fails fast, with the classified log, and so
+    does a new pod the scheduler cannot place, with the scheduler's reason.
+    """
+    start = clock.now()
+    while True:
+        remaining = timeout - (clock.now() - start)
+        result = wait_for_rollout(client, namespace, name, timeout=max(remaining, 0.0), clock=clock,
+                                  interval=interval)
+        if result.outcome != "progress-deadline":
+            break
+        crash = crash_now(client, namespace, name)
+        if crash is not None:
+            result = WaitResult(False, crash.kind, crash.message, 0.0, crash, result.statuses)
+            break
+        if clock.now() - start >= timeout:
+            result = WaitResult(False, "timeout", f'timed out waiting for deployment "{name}": {result.message}',
+                                0.0, None, result.statuses)
+            break
+        clock.sleep(interval)
+    result.elapsed = clock.now() - start
+    return result

@@ -20,25 +20,26 @@ from pyinfra import host, state
 from pyinfra.api import FunctionCommand, operation
 
 from vllm_remedy.errors import UserError
+from vllm_remedy.facts.nodes import NodeObjects
 from vllm_remedy.facts.pods import Pods
-from vllm_remedy.operations._plan import keeps_its_plan
-from vllm_remedy.operations.scheduling import NodeObjects
+from vllm_remedy.kube.history import template_of
 from vllm_remedy.operations.util import (
     K8sHost,
-    Prediction,
+    deployment_object,
     k8s_host,
-    pinned_gpu,
+    keeps_its_plan,
+    noop,
     refuse,
     server_of,
     set_template,
     show,
     with_flags,
 )
-from vllm_remedy.operations.vllm import deployment_object, failed_prediction, template_of
-from vllm_remedy.remedies import toggle
+from vllm_remedy.remedies import enforce_eager
 from vllm_remedy.remedies.budget import BudgetRequest, plan_budget
-from vllm_remedy.remedies.pin import apply_template_change, canonical_product, plan_pin
+from vllm_remedy.remedies.pin_gpu import apply_template_change, canonical_product, plan_pin
 from vllm_remedy.remedies.plan import Plan, Step
+from vllm_remedy.remedies.predict import Prediction, failed_prediction, pinned_gpu
 from vllm_remedy.remedies.restore import crash_failures
 from vllm_remedy.vllm import catalog
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS
@@ -130,7 +131,7 @@ def _schedulable_step(ctx: K8sHost, deployment: Mapping[str, Any], plan: Plan, p
 def planned_template(ctx: K8sHost, template: Mapping[str, Any], step: Step, now: float, *, pinned: bool = False
                      ) -> tuple[dict[str, Any], dict[str, str]]:
     """``template`` with ``step`` applied (and max-model-len explicit); a temporary rung as a timed toggle."""
-    flags = {k: v for k, v in step.set.items() if not (step.temporary and k == toggle.EAGER)}
+    flags = {k: v for k, v in step.set.items() if not (step.temporary and k == enforce_eager.EAGER)}
     if "max-model-len" not in server_of(template, ctx.container).flags and "max-model-len" not in flags:
         flags["max-model-len"] = str(step.prediction.max_model_len)
     planned = with_flags(template, flags, step.unset, container=ctx.container)
@@ -138,8 +139,9 @@ def planned_template(ctx: K8sHost, template: Mapping[str, Any], step: Step, now:
         planned = apply_template_change(planned, step.template, ctx.container)
     if not step.temporary:
         return planned, {}
-    seconds = int(step.revert_after.total_seconds()) if step.revert_after else toggle.ttl_seconds(None, ctx.policy)
-    return toggle.switch_on(planned, ctx.keys, now, seconds, ctx.container)
+    seconds = (int(step.revert_after.total_seconds()) if step.revert_after
+               else enforce_eager.ttl_seconds(None, ctx.policy))
+    return enforce_eager.switch_on(planned, ctx.keys, now, seconds, ctx.container)
 
 
 @operation()
@@ -149,7 +151,7 @@ def smallest_fix(gpu: str | None = None, target_concurrency: float | None = None
     Apply the smallest change the planner predicts to restore headroom (runbook step 4).
 
     + gpu: GPU product to plan for; default the policy's first ``gpu.products`` entry, else the product
-      the template pins (pin it with ``scheduling.gpu_product`` in the same deploy)
+      the template pins (pin it with ``pin_gpu.gpu_product`` in the same deploy)
     + target_concurrency: concurrent max-length requests the KV cache must hold; default the policy's
       ``peak_concurrency`` × ``confirm.min_concurrency_ratio``
 
@@ -166,12 +168,14 @@ def smallest_fix(gpu: str | None = None, target_concurrency: float | None = None
         budget.smallest_fix(name="Smallest change that restores headroom")
     """
     ctx = k8s_host(host)
-    deployment = deployment_object()
+    deployment = deployment_object(host)
     template = template_of(deployment)
     picture = host.get_fact(NodeObjects)  # one read of every node and GPU pod serves the planner and each rung
     try:
         plan, product = plan_for(ctx, template, gpu, target_concurrency, picture)
         if plan.verdict == "no_change_needed":
+            noop(state, host, f"{ctx.where} fits on {product} with headroom and an explicit --max-model-len "
+                 f"({Prediction(product, plan.current).line()})")
             return
         step, pinned, skipped = _schedulable_step(ctx, deployment, plan, picture)
         if plan.verdict != "change" or step is None:

@@ -19,10 +19,7 @@ from vllm_remedy.facts.pods import Pods
 from vllm_remedy.kube.annotations import Keys, known_good_annotations
 from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.kube.errors import KubeError
-from vllm_remedy.operations._context import K8sHost, k8s_host
-from vllm_remedy.operations._plan import keeps_its_plan
-from vllm_remedy.operations._show import show
-from vllm_remedy.operations._write import annotation_ops, refuse, write_command
+from vllm_remedy.operations.util import Change, K8sHost, change_command, k8s_host, keeps_its_plan, noop, refuse, show
 from vllm_remedy.remedies.confirm import ConfirmResult, confirm_revision
 from vllm_remedy.vllm.cmdline import find_server
 
@@ -56,15 +53,14 @@ def read_metrics(ctx: K8sHost, names: list[str]) -> dict[str, str | None]:
     return out
 
 
-def _mark_ops(keys: Keys, reason: str, client: KubeClient, basis: dict[str, Any], at: float
-              ) -> list[dict[str, Any]]:
-    """The known-good mark only.
+def _mark(keys: Keys, reason: str, at: float) -> dict[str, str]:
+    """The known-good mark only, stamped when it is written.
 
     Not ``change-cause``: on a ReplicaSet it is the revision's CHANGE-CAUSE in ``rollout history``. Not our
     last-action keys: the deployment controller copies the Deployment's annotations (ours included) onto
     its new ReplicaSet, so they belong to the Deployment's last write, not to this mark.
     """
-    return annotation_ops(basis, dict(known_good_annotations(keys, at, reason)))
+    return known_good_annotations(keys, at, reason)
 
 
 def evaluate(ctx: K8sHost) -> ConfirmResult | None:
@@ -98,15 +94,17 @@ def marked_known_good() -> Iterator[FunctionCommand]:
     ctx = k8s_host(host)
     result = evaluate(ctx)
     if result is None:
-        return
+        return  # pyinfra already failed the host with the fact's error
     show(state, host, [f"step 6 — confirm revision {result.revision} ({result.replicaset}):",
                        *(f"  {line}" for line in result.checks)], topic="confirm", always=True)
     if not result.ok:
         yield from refuse(state, host, f"revision {result.revision} not confirmed: {result.reason}")
         return
     if result.marked or not result.replicaset:
+        noop(state, host, f"revision {result.revision} is already marked known-good" if result.marked
+             else f"revision {result.revision} has no ReplicaSet to mark")
         return
     reason = f"confirmed: {'; '.join(result.checks)}"
     path = KubeClient.object_path(ctx.namespace, "replicasets", result.replicaset)
     label = f"mark revision {result.revision} ({result.replicaset}) known-good"
-    yield write_command(path, functools.partial(_mark_ops, ctx.keys, reason[:1000]), label)
+    yield change_command(ctx, path, Change(stamp=functools.partial(_mark, ctx.keys, reason[:1000])), label)

@@ -15,8 +15,7 @@ from vllm_remedy.facts.history import RolloutHistory
 from vllm_remedy.facts.nodes import GpuNodes
 from vllm_remedy.facts.pods import Pods
 from vllm_remedy.kube.errors import KubeError
-from vllm_remedy.operations._context import k8s_host
-from vllm_remedy.operations._show import show
+from vllm_remedy.operations.util import k8s_host, show
 from vllm_remedy.remedies.diagnose import crashed_containers, diagnose_lines
 
 #: Log lines read per crashed container: a whole vLLM start, like the Pods fact reads.

@@ -95,3 +95,20 @@ def predict_template(template: Mapping[str, Any], container: str | None = None,
         return Prediction(card.product, estimate(model, card, settings))
     except UserError as exc:
         return Prediction(card.product, None, str(exc))
+
+
+def failed_prediction(prediction: Prediction) -> str | None:
+    """Why a prediction forbids a change (``None`` when it fits or cannot be judged): every operation asks this
+    before it proposes a write.
+
+    A start the estimator calls ``fits`` whose peak still exceeds the card is treated as a failure too.
+    """
+    e = prediction.estimate
+    if e is None:
+        return None
+    if not e.fits:
+        return f"predicted {e.outcome.value} on {prediction.gpu} ({prediction.line()})"
+    if e.total_gib - e.peak_gib < 0:
+        return (f"predicted peak {e.peak_gib:.2f} GiB exceeds the {e.total_gib:.2f} GiB of {prediction.gpu} "
+                f"({prediction.line()})")
+    return None

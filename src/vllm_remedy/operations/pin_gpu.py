@@ -1,78 +1,44 @@
-"""Where vLLM pods may run, as a pyinfra operation: pin the GPU product (runbook step 4), safely.
+"""Runbook step 4's "pin the GPU type so scheduling cannot pick a smaller card", as a pyinfra operation.
 
-``remedies.pin.plan_pin`` decides (label variants, capacity, surge on full nodes); this module reads
+``remedies.pin_gpu.plan_pin`` decides (label variants, capacity, surge on full nodes); this module reads
 the nodes, shows the diff of the pod template *and* of the rollout strategy when it must change, and
 writes both in one guarded patch — a pinned template with a surge the nodes cannot host would never
 finish rolling out.
 
-    from vllm_remedy.operations import scheduling
+    from vllm_remedy.operations import pin_gpu
 
-    scheduling.gpu_product(name="Pin the GPU type", product="NVIDIA-L40S", gpus=1)
+    pin_gpu.gpu_product(name="Pin the GPU type", product="NVIDIA-L40S", gpus=1)
 """
 
 from __future__ import annotations
 
 import copy
-import functools
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any
 
 from pyinfra import host, state
 from pyinfra.api import FunctionCommand, operation
 
-from vllm_remedy.facts.base import JsonFact
-from vllm_remedy.kube.annotations import Keys, action_annotations
-from vllm_remedy.kube.client import KubeClient
+from vllm_remedy.facts.nodes import NodeObjects
 from vllm_remedy.kube.diff import unified_template_diff
-from vllm_remedy.kube.patch import json_patch
-from vllm_remedy.operations._plan import keeps_its_plan
+from vllm_remedy.kube.history import template_of
 from vllm_remedy.operations.util import (
+    Change,
+    change_command,
     change_lines,
+    deployment_object,
     k8s_host,
+    keeps_its_plan,
+    noop,
     note,
     observe,
-    predict_template,
     refuse,
     show,
-    write_command,
 )
-from vllm_remedy.operations.vllm import deployment_object, failed_prediction, template_of
-from vllm_remedy.remedies.pin import plan_pin
+from vllm_remedy.remedies.pin_gpu import plan_pin
+from vllm_remedy.remedies.predict import failed_prediction, predict_template
 
 PIN = "pin-gpu"
-
-
-class NodeObjects(JsonFact[dict[str, Any]]):
-    """Raw GPU picture for pinning: every Node (all labels kept) and the pods holding GPUs, with our selector.
-
-    ``facts.nodes.GpuNodes`` summarises per node under the first product label it finds; pinning needs
-    the value under the *policy's* label key, hence the raw objects.
-    """
-
-    def command(self) -> str:
-        """The connector's ``k8s-nodes`` verb, the same read ``GpuNodes`` summarises."""
-        return "k8s-nodes"
-
-    def build(self, document: dict[str, Any]) -> dict[str, Any]:
-        """The raw nodes and GPU pods (empty when absent) so ``plan_pin`` can read the policy's own label key."""
-        return {"nodes": list(document.get("nodes") or []), "pods": list(document.get("pods") or []),
-                "namespace": document.get("namespace"), "selector": document.get("selector") or {}}
-
-
-def pin_ops(template: Mapping[str, Any], strategy: Mapping[str, Any] | None, keys: Keys, reason: str,
-            client: KubeClient, basis: dict[str, Any], at: float) -> list[dict[str, Any]]:
-    """Guarded ops giving ``basis`` the pinned template (+ strategy) and our audit annotations; [] when so."""
-    spec = basis.get("spec") or {}
-    if spec.get("template") == template and (strategy is None or spec.get("strategy") == strategy):
-        return []
-    desired = copy.deepcopy(basis)
-    desired["spec"]["template"] = copy.deepcopy(dict(template))
-    if strategy is not None:
-        desired["spec"]["strategy"] = copy.deepcopy(dict(strategy))
-    notes = dict((desired.get("metadata") or {}).get("annotations") or {})
-    notes.update(action_annotations(keys, PIN, reason, at))
-    desired["metadata"]["annotations"] = notes
-    return json_patch(basis, desired)
 
 
 @operation()
@@ -95,14 +61,15 @@ def gpu_product(product: str | None = None, gpus: int | None = None) -> Iterator
 
     .. code:: python
 
-        scheduling.gpu_product(name="Pin the GPU type", product="NVIDIA-L40S", gpus=1)
+        pin_gpu.gpu_product(name="Pin the GPU type", product="NVIDIA-L40S", gpus=1)
     """
     ctx = k8s_host(host)
     product = product or ctx.policy.gpu_product
     if not product:
+        noop(state, host, f"no GPU product to pin: policy {ctx.policy.source} names none in gpu.products")
         return
     gpus = int(gpus if gpus is not None else ctx.policy.gpu.per_pod)
-    deployment = deployment_object()
+    deployment = deployment_object(host)
     template = template_of(deployment)
     picture = host.get_fact(NodeObjects)
     plan = plan_pin(template, deployment.get("spec") or {}, picture["nodes"], picture["pods"], ctx.namespace,
@@ -111,6 +78,7 @@ def gpu_product(product: str | None = None, gpus: int | None = None) -> Iterator
         yield from refuse(state, host, f"pin {ctx.where} to {product}: {plan.refusal}")
         return
     if plan.template == template and plan.strategy is None:
+        noop(state, host, f"{ctx.where} is already pinned to {plan.label}={plan.value} with {gpus} GPU(s) per pod")
         return
     prediction = predict_template(plan.template, ctx.container)
     why = failed_prediction(prediction)
@@ -129,5 +97,7 @@ def gpu_product(product: str | None = None, gpus: int | None = None) -> Iterator
             note(host, f"note: {text}")
     reason = f"pin {plan.label}={plan.value}, {gpus} GPU(s) per pod" + (
         "; maxSurge 0 / maxUnavailable 1: no free GPU for a surge pod" if plan.strategy is not None else "")
-    build = functools.partial(pin_ops, copy.deepcopy(plan.template), plan.strategy, ctx.keys, reason)
-    yield write_command(ctx.deployment_path, build, summary)
+    spec: dict[str, Any] = {"template": copy.deepcopy(plan.template)}
+    if plan.strategy is not None:
+        spec["strategy"] = copy.deepcopy(dict(plan.strategy))
+    yield change_command(ctx, ctx.deployment_path, Change(spec=spec, audit=(PIN, reason)), summary)

@@ -19,6 +19,7 @@ import copy
 import functools
 import time
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import jsonpatch
@@ -33,8 +34,8 @@ from vllm_remedy.kube.diff import unified_template_diff
 from vllm_remedy.kube.errors import ConflictError, KubeError
 from vllm_remedy.kube.history import REVISION
 from vllm_remedy.kube.patch import apply_deployment_patch, apply_ops, json_patch
-from vllm_remedy.operations._context import K8sHost, k8s_host
-from vllm_remedy.operations._show import note, show
+from vllm_remedy.operations.util.context import K8sHost, k8s_host
+from vllm_remedy.operations.util.show import note, show
 from vllm_remedy.remedies.predict import Prediction
 
 #: (client, basis object, cluster time) → guarded JSON patch ops ([] = nothing to do).
@@ -184,35 +185,51 @@ def refuse(state: Any, host: Any, message: str) -> Iterator[FunctionCommand]:
     yield FunctionCommand(fail, (message,), {})
 
 
-def annotation_ops(basis: Mapping[str, Any], notes: Mapping[str, str | None]) -> list[dict[str, Any]]:
-    """Guarded ops setting (or, for None, removing) metadata annotations of ``basis``; [] when already so."""
-    desired = copy.deepcopy(dict(basis))
-    current = dict((desired.get("metadata") or {}).get("annotations") or {})
-    desired.setdefault("metadata", {})["annotations"] = current
-    for key, value in notes.items():
-        if value is None:
-            current.pop(key, None)
-        else:
-            current[key] = value
-    return json_patch(basis, desired)
+@dataclass(frozen=True)
+class Change:
+    """What one write makes true of an object: the single description every operation's patch is built from.
+
+    + spec: top-level ``spec`` fields replaced whole (``template``, ``strategy``, an HTTPRoute's ``rules``)
+    + annotations: metadata annotations to set, or to remove where the value is None
+    + audit: ``(action, reason)`` → our last-action annotations and ``kubernetes.io/change-cause``
+    + stamp: annotations that depend on the write's own cluster time (a toggle's expiry counts from the
+      write, not from the prompt); the object already carries the change when each of their keys is present
+    """
+
+    spec: Mapping[str, Any] = field(default_factory=dict)
+    annotations: Mapping[str, str | None] = field(default_factory=dict)
+    audit: tuple[str, str] | None = None
+    stamp: Callable[[float], Mapping[str, str]] | None = None
 
 
-def _template_ops(template: Mapping[str, Any], extra: Mapping[str, str | None], keys: Keys, action: str,
-                  reason: str, client: KubeClient, basis: dict[str, Any], at: float) -> list[dict[str, Any]]:
-    """Guarded ops turning ``basis`` into one with ``template``, our audit annotations and ``extra``."""
+def change_ops(change: Change, keys: Keys, client: KubeClient, basis: dict[str, Any], at: float
+               ) -> list[dict[str, Any]]:
+    """The one patch builder: guarded JSON patch ops turning ``basis`` into one that carries ``change``;
+    [] when it already does (the audit annotations alone never make a write)."""
+    spec = basis.get("spec") or {}
     notes = dict((basis.get("metadata") or {}).get("annotations") or {})
-    if (basis.get("spec") or {}).get("template") == template and all(notes.get(k) == v for k, v in extra.items()):
+    stamped = dict(change.stamp(at)) if change.stamp else {}
+    if (all(spec.get(k) == v for k, v in change.spec.items())
+            and all(notes.get(k) == v for k, v in change.annotations.items())
+            and all(k in notes for k in stamped)):
         return []
     desired = copy.deepcopy(basis)
-    desired.setdefault("spec", {})["template"] = copy.deepcopy(dict(template))
-    notes.update(action_annotations(keys, action, reason, at))
-    for key, value in extra.items():
+    desired.setdefault("spec", {}).update(copy.deepcopy(dict(change.spec)))
+    if change.audit is not None:
+        notes.update(action_annotations(keys, *change.audit, at))
+    notes.update(stamped)
+    for key, value in change.annotations.items():
         if value is None:
             notes.pop(key, None)
         else:
             notes[key] = value
     desired.setdefault("metadata", {})["annotations"] = notes
     return json_patch(basis, desired)
+
+
+def change_command(ctx: K8sHost, path: str, change: Change, label: str) -> FunctionCommand:
+    """``write_command`` for a :class:`Change` of the object at ``path`` (the usual way to yield a write)."""
+    return write_command(path, functools.partial(change_ops, change, ctx.keys), label)
 
 
 def change_lines(ctx: K8sHost, summary: str, before: Mapping[str, Any], after: Mapping[str, Any],
@@ -241,5 +258,5 @@ def set_template(state: Any, host: Any, deployment: Mapping[str, Any], template:
     if before == template and all(notes.get(k) == v for k, v in extra.items()):
         return
     show(state, host, change_lines(ctx, summary, before, template, prediction))
-    build = functools.partial(_template_ops, copy.deepcopy(dict(template)), extra, ctx.keys, action, reason)
-    yield write_command(ctx.deployment_path, build, summary)
+    change = Change(spec={"template": copy.deepcopy(dict(template))}, annotations=extra, audit=(action, reason))
+    yield change_command(ctx, ctx.deployment_path, change, summary)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vllm_remedy.errors import UserError
+from vllm_remedy.facts.deployment import Deployment
 from vllm_remedy.kube.annotations import Keys
 from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.policy import Policy
@@ -54,3 +55,8 @@ def k8s_host(host: Any) -> K8sHost:
     return K8sHost(name=host.name, client=client, namespace=scope.namespace, deployment=scope.deployment,
                    keys=getattr(connector, "keys", None) or Keys(policy.annotation_prefix), policy=policy,
                    container=scope.container)
+
+
+def deployment_object(host: Any) -> dict[str, Any]:
+    """The host's Deployment as the API sent it (the Deployment fact's object): what writes are planned on."""
+    return dict(host.get_fact(Deployment)["object"])

@@ -1,4 +1,5 @@
-"""Runbook step 1 as pyinfra operations: a crash-looping revision rolled back to a known-good one, or load shed.
+"""Runbook step 1 as pyinfra operations: a crash-looping revision rolled back to a known-good one, or load shed
+(lower flags, and part of the gateway's traffic moved to the fallback backend).
 
 Both operations read the same facts and ask ``remedies.restore.decide_restore`` what step 1 calls for, so
 each acts only on its own branch and a healthy Deployment yields nothing from either.
@@ -9,6 +10,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import quote
 
 from pyinfra import host, state
 from pyinfra.api import FunctionCommand, operation
@@ -21,20 +23,39 @@ from vllm_remedy.kube.actions import read_rollout
 from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.kube.history import HASH_LABEL
 from vllm_remedy.kube.rollout import plan_undo
-from vllm_remedy.operations._clock import ClusterClock
-from vllm_remedy.operations._context import K8sHost, k8s_host
-from vllm_remedy.operations._plan import keeps_its_plan
-from vllm_remedy.operations._routes import shift_gateway
-from vllm_remedy.operations._show import note, show
-from vllm_remedy.operations._template import server_of, with_flags
-from vllm_remedy.operations._wait import wait_restored
-from vllm_remedy.operations._write import change_lines, observe, refuse, set_template, write_command
-from vllm_remedy.policy import LoadShedding
-from vllm_remedy.remedies.diagnose import evidence_lines
+from vllm_remedy.operations.util import (
+    Change,
+    K8sHost,
+    change_command,
+    change_lines,
+    k8s_host,
+    keeps_its_plan,
+    noop,
+    observe,
+    refuse,
+    server_of,
+    set_template,
+    show,
+    wait_rollout,
+    with_flags,
+    write_command,
+)
+from vllm_remedy.policy import Fallback, LoadShedding
 from vllm_remedy.remedies.load_guard import guard_flags
 from vllm_remedy.remedies.predict import pinned_gpu, predict_template
-from vllm_remedy.remedies.restore import NONE, REFUSE, ROLLBACK, SHED, RestoreDecision, decide_restore, shed_flags
+from vllm_remedy.remedies.restore import (
+    NONE,
+    REFUSE,
+    ROLLBACK,
+    SHED,
+    RestoreDecision,
+    decide_restore,
+    shed_flags,
+    shifted_route,
+)
 from vllm_remedy.vllm.versions import version_from_image
+
+GATEWAY = "gateway.networking.k8s.io/v1"
 
 
 def _decision(ctx: K8sHost) -> tuple[RestoreDecision, dict[str, Any]]:
@@ -54,25 +75,6 @@ def _undo_ops(revision: int, keys: Any, reason: str, client: KubeClient, basis: 
     return [] if plan.skipped else plan.patch
 
 
-def wait_rollout(state: Any, host: Any, timeout: float, label: str, replicaset: str | None = None) -> bool:
-    """FunctionCommand body: wait (cluster time) until rolled out and Ready; fail fast with the classified log."""
-    try:
-        ctx = k8s_host(host)
-        result = wait_restored(ctx, timeout, ClusterClock(ctx.client))
-    except UserError as exc:
-        note(host, f"{label}: {exc}", error=True)
-        return False
-    if result.ok:
-        note(host, f"{label}: {result.message} after {result.elapsed:.0f}s (cluster time)")
-        return True
-    note(host, f"{label}: {result.outcome} after {result.elapsed:.0f}s: {result.message}", error=True)
-    crash = result.crash
-    if crash is not None and crash.log:
-        for line in evidence_lines(crash.log)[-10:]:
-            note(host, f"  {line}", error=True)
-    return False
-
-
 @operation()
 @keeps_its_plan
 def known_good(wait: bool = True, timeout: float | None = None) -> Iterator[FunctionCommand]:
@@ -90,7 +92,7 @@ def known_good(wait: bool = True, timeout: float | None = None) -> Iterator[Func
 
     .. code:: python
 
-        rollout.known_good(name="Roll back to the last known-good revision", wait=True)
+        restore.known_good(name="Roll back to the last known-good revision", wait=True)
     """
     ctx = k8s_host(host)
     decision, deployment = _decision(ctx)
@@ -98,8 +100,8 @@ def known_good(wait: bool = True, timeout: float | None = None) -> Iterator[Func
         yield from refuse(state, host, decision.reason)
         return
     if decision.action != ROLLBACK or decision.revision is None:
-        if decision.action == NONE:
-            show(state, host, [f"nothing to restore: {decision.reason}"], topic="restore-none")
+        noop(state, host, f"nothing to restore: {decision.reason}" if decision.action == NONE
+             else f"no rollback: {decision.reason}; step 1 sheds load instead")
         return
     target = {**decision.template, "metadata": {**(decision.template.get("metadata") or {})}}
     labels = {k: v for k, v in (target["metadata"].get("labels") or {}).items() if k != HASH_LABEL}
@@ -137,11 +139,13 @@ def shed_load(fallback: bool = True, wait: bool = True) -> Iterator[FunctionComm
 
     .. code:: python
 
-        rollout.shed_load(name="Shed load while OOM under load", fallback=True)
+        restore.shed_load(name="Shed load while OOM under load", fallback=True)
     """
     ctx = k8s_host(host)
     decision, deployment = _decision(ctx)
     if decision.action != SHED:
+        noop(state, host, "no load to shed: the current revision crash-loops, so step 1 rolls back instead"
+             if decision.action == ROLLBACK else f"no load to shed: {decision.reason}")
         return
     template = (deployment.get("spec") or {}).get("template") or {}
     server = server_of(template, ctx.container)
@@ -158,7 +162,7 @@ def shed_load(fallback: bool = True, wait: bool = True) -> Iterator[FunctionComm
                           "load_shedding.max_num_seqs/max_model_len below what runs and no fallback route")
         return
     if route is not None:  # traffic off the dying backend first: the shed pods start under less load
-        yield from shift_gateway(state, host, ctx, route)
+        yield from shift_gateway(ctx, route)
     if lower:
         planned = with_flags(template, lower, container=ctx.container)
         flags = " ".join(f"--{k} {v}" for k, v in lower.items())
@@ -170,3 +174,42 @@ def shed_load(fallback: bool = True, wait: bool = True) -> Iterator[FunctionComm
         if wait:
             seconds = ctx.policy.restore.rollout_timeout.total_seconds()
             yield FunctionCommand(wait_rollout, (seconds, "wait for the shed-load template to roll out"), {})
+
+
+def route_path(fallback: Fallback) -> str:
+    """The fallback HTTPRoute's Gateway API path (names URL-quoted), read and patched with the host's client
+    because the verbs cover only the Deployment's own objects."""
+    ref = fallback.route
+    return f"/apis/{GATEWAY}/namespaces/{quote(ref.namespace, safe='')}/httproutes/{quote(ref.name, safe='')}"
+
+
+def _weights(route: dict[str, Any]) -> list[str]:
+    out = []
+    for i, rule in enumerate((route.get("spec") or {}).get("rules") or []):
+        parts = [f"{r.get('name')}={r.get('weight', 1)}" for r in rule.get("backendRefs") or []]
+        out.append(f"rule {i}: " + ", ".join(parts))
+    return out
+
+
+def shift_gateway(ctx: K8sHost, fallback: Fallback) -> Iterator[FunctionCommand]:
+    """Yield the guarded write moving the policy's share of an HTTPRoute's traffic to the fallback backend
+    (runbook step 1: "route part of the traffic to a fallback model or hosted API at the gateway")."""
+    path = route_path(fallback)
+    try:
+        route = ctx.client.request("GET", path)
+        desired = shifted_route(route, fallback)
+    except UserError as exc:
+        yield from refuse(state, host, f"policy fallback.route: {exc}")
+        return
+    where = f"HTTPRoute {fallback.route.namespace}/{fallback.route.name}"
+    if desired == route:
+        noop(state, host, f"{where} already sends {fallback.shift_percent}% to {fallback.fallback.name}")
+        return
+    observe(state, host, path, route)
+    summary = (f"shift {fallback.shift_percent}% of {where}'s traffic from {fallback.primary.name} to "
+               f"{fallback.fallback.name}")
+    show(state, host, [summary, *(f"  - {w}" for w in _weights(route)), *(f"  + {w}" for w in _weights(desired))],
+         topic="route")
+    change = Change(spec={"rules": (desired.get("spec") or {}).get("rules") or []},
+                    audit=(SHED, f"shift {fallback.shift_percent}% of traffic to {fallback.fallback.name}"))
+    yield change_command(ctx, path, change, summary)

@@ -18,8 +18,8 @@ from pyinfra.api import FunctionCommand
 from pyinfra.context import ctx_host, ctx_state
 
 from vllm_remedy.errors import UserError
-from vllm_remedy.operations._context import k8s_host
-from vllm_remedy.operations._write import changed_since, fail, run_id
+from vllm_remedy.operations.util.context import k8s_host
+from vllm_remedy.operations.util.write import changed_since, fail, run_id
 
 Body = TypeVar("Body", bound=Callable[..., Iterator[Any]])
 

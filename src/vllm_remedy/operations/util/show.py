@@ -50,3 +50,14 @@ def note(host: Any, message: str, *, error: bool = False) -> None:
     """One line with the host prefix (errors in red by pyinfra's logger), whitespace folded."""
     text = " ".join(str(message).split())
     (logger.error if error else logger.info)(f"{host.print_prefix}{text}")
+
+
+def noop(state: Any, host: Any, reason: str) -> None:
+    """Say why an operation does nothing, pyinfra's way (``[host] noop: …``) - once per run, host and operation,
+    in ``--dry``, prompted and ``-y`` runs alike.
+
+    pyinfra's own ``host.noop`` logs at debug level unless ``-v``; a remediation that silently does nothing
+    at 3 a.m. reads like a broken tool, so ours is always shown.
+    """
+    if should_show(state, host, "noop", always=True):
+        logger.info(f"{host.print_prefix}noop: {' '.join(str(reason).split())}")

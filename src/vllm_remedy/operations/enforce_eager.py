@@ -1,0 +1,133 @@
+"""Runbook step 4's warning made safe: ``--enforce-eager`` only as a *timed* toggle that reverts itself.
+
+Turning it on records the expiry (cluster time, counted from the write) and the container's exact prior argv
+on the Deployment (``remedies.enforce_eager``); ``workload.revert_expired_toggles``, which every deploy runs
+first, takes it off after that.
+
+    from vllm_remedy.operations import enforce_eager
+
+    enforce_eager.toggle(name="Temporary eager mode", enabled=True, ttl="2h")
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from pyinfra import host, state
+from pyinfra.api import FunctionCommand, operation
+
+from vllm_remedy.errors import UserError
+from vllm_remedy.kube.annotations import Keys, Toggle, action_annotations, rfc3339, toggle_annotations
+from vllm_remedy.kube.history import template_of
+from vllm_remedy.operations.util import (
+    Change,
+    K8sHost,
+    change_command,
+    change_lines,
+    deployment_object,
+    k8s_host,
+    keeps_its_plan,
+    noop,
+    observe,
+    refuse,
+    server_of,
+    set_template,
+    show,
+    with_flags,
+)
+from vllm_remedy.policy import format_duration
+from vllm_remedy.remedies import enforce_eager as toggles
+from vllm_remedy.remedies.predict import failed_prediction, predict_template
+
+EAGER_ON, EAGER_OFF = "enforce-eager", "enforce-eager-off"
+
+
+def _record(ctx: K8sHost, deployment: Mapping[str, Any]) -> Toggle | None:
+    notes = (deployment.get("metadata") or {}).get("annotations") or {}
+    return toggles.active(ctx.keys, notes)
+
+
+@operation()
+@keeps_its_plan
+def toggle(enabled: bool = True, ttl: str | int | None = None) -> Iterator[FunctionCommand]:
+    """
+    ``--enforce-eager`` as a timed toggle: on for at most ``ttl``, then any later run reverts it.
+
+    + enabled: True turns eager mode on (if it is off); False takes it off now, restoring the prior argv
+    + ttl: how long it may stay on (``"30m"``, ``"2h"``; seconds as int); default and maximum is the
+      policy's ``enforce_eager.max_duration`` — a longer ttl is refused
+
+    Turning it on records the expiry (RFC 3339, cluster time) and the container's exact prior
+    ``command``/``args`` as annotations; an existing toggle is never extended. Eager mode disables CUDA
+    graphs: less memory, less throughput — a stop-gap while the real fix (budget, GPU) is found.
+
+    **Examples:**
+
+    .. code:: python
+
+        enforce_eager.toggle(name="Temporary eager mode", enabled=True, ttl="2h")
+        enforce_eager.toggle(name="Eager mode off", enabled=False)
+    """
+    ctx = k8s_host(host)
+    deployment = deployment_object(host)
+    template = template_of(deployment)
+    seconds, base, again = 0, template, ""
+    try:
+        record = _record(ctx, deployment)
+        running = server_of(template, ctx.container).flags
+        is_on = running.get("enforce-eager", "false") not in ("false", "False", "0")
+        if enabled:
+            seconds = toggles.ttl_seconds(ttl, ctx.policy)
+            now = ctx.client.server_time()
+            if is_on and record is not None and record.expired(now):
+                # this run's revert_expired_toggles takes it off first; then it goes on anew (planned from the
+                # reverted argv, so --dry shows what -y does) - the old toggle is never extended
+                again = f" again (the last toggle expired {record.expires})"
+                base = toggles.revert(template, ctx.keys, record, ctx.container).template
+            elif is_on and record is not None:
+                noop(state, host, f"--enforce-eager is already on for {ctx.where} until {record.expires} "
+                     "(a toggle is never extended)")
+                return
+            else:
+                base = with_flags(template, unset=["enforce-eager"], container=ctx.container) if is_on else template
+            planned, notes = toggles.switch_on(base, ctx.keys, now, seconds, ctx.container)
+        elif record is not None:
+            undo = toggles.revert(template, ctx.keys, record, ctx.container)
+            planned, notes = undo.template, dict(undo.annotations)
+        elif is_on:
+            planned, notes = with_flags(template, unset=["enforce-eager"], container=ctx.container), {}
+        else:
+            noop(state, host, f"--enforce-eager is off on {ctx.where}")
+            return
+    except UserError as exc:
+        yield from refuse(state, host, f"{ctx.where}: {exc}")
+        return
+    prediction = predict_template(planned, ctx.container)
+    if not enabled:
+        yield from set_template(state, host, deployment, planned, action=EAGER_OFF, prediction=prediction,
+                                reason="--enforce-eager off", summary=f"turn off --enforce-eager on {ctx.where}",
+                                annotations=notes)
+        return
+    why = failed_prediction(prediction)
+    if why is not None:
+        yield from refuse(state, host, f"--enforce-eager on {ctx.where}: {why}")
+        return
+    summary = f"turn on --enforce-eager{again} on {ctx.where} for {format_duration(seconds)}"
+    observe(state, host, ctx.deployment_path, deployment)
+    show(state, host, change_lines(ctx, f"{summary} (until about {notes[ctx.keys.toggle_expires(toggles.EAGER)]})",
+                                   template, planned, prediction))
+    stamp = functools.partial(_toggle_record, toggles.argv_record(base, ctx.container), seconds, ctx.keys)
+    yield change_command(ctx, ctx.deployment_path, Change(spec={"template": copy.deepcopy(planned)}, stamp=stamp),
+                         summary)
+
+
+def _toggle_record(prior: dict[str, Any], seconds: int, keys: Keys, at: float) -> dict[str, str]:
+    """The toggle's annotations, stamped at the write itself (cluster time ``at``): a prompt left open for ten
+    minutes does not shorten the toggle."""
+    expires = rfc3339(at + seconds)
+    return {**action_annotations(keys, EAGER_ON, f"--enforce-eager until {expires} (temporary; reverts on the "
+                                                 "next run after)", at),
+            **toggle_annotations(keys, Toggle(toggles.EAGER, expires, prior))}

@@ -1,0 +1,159 @@
+"""Operations on the vLLM workload as a whole that several runbook steps share.
+
+Every deploy starts with ``revert_expired_toggles`` (a temporary ``--enforce-eager`` comes off on whichever run
+happens after its expiry) and ends with ``rolled_out``; ``flags`` declares vLLM flags for deploys that state
+a budget directly. Each step's own operation lives in ``operations/<step>.py``.
+
+    from vllm_remedy.operations import workload
+
+    workload.revert_expired_toggles(name="Revert expired temporary toggles")
+    workload.flags(name="Explicit memory budget", max_model_len=16384, gpu_memory_utilization=0.90)
+    workload.rolled_out(name="Wait until the new pods are Ready")
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from pyinfra import host, state
+from pyinfra.api import FunctionCommand, operation
+
+from vllm_remedy.errors import UserError
+from vllm_remedy.kube.errors import RolloutError
+from vllm_remedy.kube.history import template_of
+from vllm_remedy.kube.wait import rollout_status
+from vllm_remedy.operations.util import (
+    deployment_object,
+    flag_text,
+    k8s_host,
+    keeps_its_plan,
+    noop,
+    propose,
+    refuse,
+    server_of,
+    set_template,
+    wait_rollout,
+)
+from vllm_remedy.remedies import enforce_eager
+from vllm_remedy.remedies.load_guard import format_mm_limits
+from vllm_remedy.remedies.predict import predict_template
+from vllm_remedy.vllm.versions import version_from_image
+
+FLAGS, EXPIRE = "flags", "expire"
+
+
+@operation()
+@keeps_its_plan
+def flags(max_model_len: int | None = None, gpu_memory_utilization: float | None = None,
+          max_num_seqs: int | None = None, max_num_batched_tokens: int | None = None,
+          kv_cache_dtype: str | None = None, tensor_parallel_size: int | None = None,
+          max_loras: int | None = None, limit_mm_per_prompt: Mapping[str, int] | None = None,
+          reason: str = "explicit memory budget") -> Iterator[FunctionCommand]:
+    """
+    Run the vLLM server with these flags (the ones given; ``None`` leaves a flag as it is).
+
+    + max_model_len: ``--max-model-len`` (explicit, never the model's default)
+    + gpu_memory_utilization: ``--gpu-memory-utilization`` (0.90 equals 0.9)
+    + max_num_seqs: ``--max-num-seqs``
+    + max_num_batched_tokens: ``--max-num-batched-tokens``
+    + kv_cache_dtype: ``--kv-cache-dtype`` (fp8 only where the policy allows it)
+    + tensor_parallel_size: ``--tensor-parallel-size``
+    + max_loras: ``--max-loras``
+    + limit_mm_per_prompt: ``--limit-mm-per-prompt`` as a mapping, written in the running version's syntax
+    + reason: why, recorded in ``kubernetes.io/change-cause`` and the last-action annotations
+
+    Refused (one line, nothing written) when a value breaks the policy's bounds or the memory model
+    predicts the result will not start on the pinned GPU. Nothing happens when the server already runs
+    with these values.
+
+    **Example:**
+
+    .. code:: python
+
+        workload.flags(
+            name="Explicit memory budget",
+            max_model_len=16384,
+            gpu_memory_utilization=0.90,
+            max_num_seqs=64,
+        )
+    """
+    ctx = k8s_host(host)
+    deployment = deployment_object(host)
+    server = server_of(template_of(deployment), ctx.container)
+    given: dict[str, Any] = {"max-model-len": max_model_len, "gpu-memory-utilization": gpu_memory_utilization,
+                             "max-num-seqs": max_num_seqs, "max-num-batched-tokens": max_num_batched_tokens,
+                             "kv-cache-dtype": kv_cache_dtype, "tensor-parallel-size": tensor_parallel_size,
+                             "max-loras": max_loras}
+    wanted = {k: flag_text(v) for k, v in given.items() if v is not None}
+    if limit_mm_per_prompt:
+        wanted["limit-mm-per-prompt"] = format_mm_limits(dict(limit_mm_per_prompt), version_from_image(server.image))
+    yield from propose(state, host, ctx, deployment, wanted, action=FLAGS, reason=reason, summary="set vLLM flags")
+
+
+@operation()
+def revert_expired_toggles() -> Iterator[FunctionCommand]:
+    """
+    Revert every temporary toggle whose expiry (cluster time) has passed — every deploy calls this first.
+
+    The container's exact prior argv is restored when only the toggled flag was added; if other flags
+    changed meanwhile, only the toggled flag is removed (their change is kept) and the output says so.
+    Nothing happens when no toggle has expired.
+
+    **Example:**
+
+    .. code:: python
+
+        workload.revert_expired_toggles(name="Revert expired temporary toggles")
+    """
+    ctx = k8s_host(host)
+    deployment = deployment_object(host)
+    template = template_of(deployment)
+    notes = (deployment.get("metadata") or {}).get("annotations") or {}
+    try:
+        due = enforce_eager.expired(ctx.keys, notes, ctx.client.server_time())
+        drops: dict[str, str | None] = {}
+        said = []
+        for record in due:
+            undo = enforce_eager.revert(template, ctx.keys, record, ctx.container)
+            template = undo.template
+            drops.update(undo.annotations)
+            said.append(f"{record.name}: {undo.message}")
+    except UserError as exc:
+        yield from refuse(state, host, f"{ctx.where}: {exc}")
+        return
+    if not due:
+        noop(state, host, "no temporary toggle has expired")
+        return
+    yield from set_template(state, host, deployment, template, action=EXPIRE, reason="; ".join(said),
+                            summary=f"revert expired toggles on {ctx.where}: {'; '.join(said)}",
+                            prediction=predict_template(template, ctx.container), annotations=drops)
+
+
+@operation()
+def rolled_out(timeout: float | None = None) -> Iterator[FunctionCommand]:
+    """
+    The Deployment is rolled out and its new pods are Ready; waits (cluster time) if a rollout is under way.
+
+    + timeout: cluster seconds to wait; default the policy's ``restore.rollout_timeout``
+
+    Fails fast when the new pods crash-loop or stay unschedulable, with the classified startup log.
+    Nothing happens when the rollout is already complete.
+
+    **Example:**
+
+    .. code:: python
+
+        workload.rolled_out(name="Wait until the new pods are Ready")
+    """
+    ctx = k8s_host(host)
+    deployment = deployment_object(host)
+    try:
+        _, done = rollout_status(deployment)
+    except RolloutError:
+        done = False
+    if done:
+        noop(state, host, f"{ctx.where} is rolled out")
+        return
+    seconds = timeout if timeout is not None else ctx.policy.restore.rollout_timeout.total_seconds()
+    yield FunctionCommand(wait_rollout, (seconds, f"wait for {ctx.where} to roll out"), {})
