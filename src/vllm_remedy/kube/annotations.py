@@ -18,8 +18,10 @@ from typing import Any
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.history import CHANGE_CAUSE
+from vllm_remedy.policy.model import DEFAULT_ANNOTATION_PREFIX
 
-DEFAULT_PREFIX = "vllm-remedy.io/"
+#: The policy's ``annotation_prefix`` default; owned there, so keys written without a policy still match.
+DEFAULT_PREFIX = DEFAULT_ANNOTATION_PREFIX
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
 

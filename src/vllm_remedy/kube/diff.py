@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from vllm_remedy.errors import UserError
+from vllm_remedy.vllm.cmdline import find_server
 
 
 @dataclass(frozen=True)
@@ -36,8 +37,6 @@ def _image_tag(image: str | None) -> str | None:
 
 
 def _server(spec: Mapping[str, Any], container: str | None) -> Any:
-    from vllm_remedy.vllm.cmdline import find_server
-
     try:
         return find_server(spec, container)
     except UserError:

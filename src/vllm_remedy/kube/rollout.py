@@ -33,6 +33,7 @@ from vllm_remedy.kube.history import (
     template_of,
     templates_equal,
 )
+from vllm_remedy.vllm.cmdline import find_server
 
 #: Annotations the Deployment keeps on undo (kubectl's ``annotationsToSkip``).
 KEEP_ON_DEPLOYMENT = (LAST_APPLIED, REVISION, REVISION_HISTORY, DESIRED_REPLICAS, MAX_REPLICAS, ROLLBACK_TO)
@@ -148,8 +149,6 @@ class KnownGoodUnit(Protocol):
 
 def policy_pin(units: Sequence[KnownGoodUnit], container: str | None = None) -> Callable[[Revision], bool]:
     """A predicate: does a revision's vLLM server match one of the policy's known-good units?"""
-    from vllm_remedy.vllm.cmdline import find_server
-
     def pinned(rev: Revision) -> bool:
         try:
             server = find_server((rev.template.get("spec") or {}), container)

@@ -21,6 +21,7 @@ from vllm_remedy.kube.errors import KubeError, RolloutError
 from vllm_remedy.kube.health import ContainerHealth, PodHealth, pod_health
 from vllm_remedy.kube.history import find_new_replicaset, owned_replicasets, revision_of
 from vllm_remedy.kube.selectors import selector_string
+from vllm_remedy.vllm.startup_log import classify, parse_startup_log
 
 TIMED_OUT = "ProgressDeadlineExceeded"
 
@@ -112,8 +113,6 @@ def crashing_container(health: PodHealth, restart_limit: int) -> ContainerHealth
 
 def classify_log(text: str | None, exit_code: int | None, reason: str | None) -> tuple[str | None, Any]:
     """(Failure value, StartupReport) for a container log, via the startup-log classifier."""
-    from vllm_remedy.vllm.startup_log import classify, parse_startup_log
-
     if text is None:
         if reason == "OOMKilled" or (exit_code == 137 and not reason):
             return "host_oom_killed", None

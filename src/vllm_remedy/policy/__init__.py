@@ -7,6 +7,7 @@ shedding, gateway fallback, GitOps stance). Errors are one line: ``<file>: <key.
 
 from __future__ import annotations
 
+from .defaults import BASELINE_FLAGS, DEFAULT_POLICY
 from .durations import format_duration, parse_duration
 from .flags import Bounds, Choices, FlagRules, FractionBounds, IntBounds, Violation, canonical_flag, parse_flag_int
 from .loader import load_policies, load_policy, policy_for
@@ -28,7 +29,9 @@ from .sections import (
 
 __all__ = [
     "API_VERSION",
+    "BASELINE_FLAGS",
     "DEFAULT_ANNOTATION_PREFIX",
+    "DEFAULT_POLICY",
     "Alerts",
     "BackendRef",
     "Bounds",

@@ -1,153 +1,25 @@
-"""Reading policy files: YAML → mapping (duplicate keys refused), ``extends`` resolved relative to the
-file, deep merge, validation; every failure becomes one UserError line naming the file and key.
+"""Loading policies: one file, a directory of them, and picking the one that covers a Deployment.
+
+The file-level work (YAML, ``extends``, blame) lives in :mod:`.files`, below both this module and
+:mod:`.model`, so the loader and ``Policy.from_mapping`` share it without importing each other.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-from pydantic import ValidationError
-
 from ..errors import UserError
-from .messages import key_path, one_line
+from .files import SUFFIXES, read_mapping
 from .model import Policy
 
-SUFFIXES = (".yaml", ".yml")
-_LAST_PART = re.compile(r"(\.[^.\[\]]+|\[\d+\])$")
-
-
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """SafeLoader that refuses a key given twice: YAML would silently keep the last one."""
-
-
-def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-    seen: set[Any] = set()
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        if key in seen:
-            raise yaml.constructor.ConstructorError(None, None, f"key {key!r} is given twice", key_node.start_mark)
-        seen.add(key)
-    return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
-
-
-_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-
-
-def read_mapping(path: Path) -> dict[str, Any]:
-    """The top-level mapping of one policy file, or a one-line UserError."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such policy file") from None
-    except IsADirectoryError:
-        raise UserError(f"{path}: is a directory, expected a policy file") from None
-    except UnicodeDecodeError:
-        raise UserError(f"{path}: not UTF-8 text, expected a YAML policy") from None
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read ({exc.strerror})") from None
-    try:
-        data = yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass
-    except yaml.YAMLError as exc:
-        raise UserError(f"{path}: not valid YAML ({_yaml_reason(exc)})") from None
-    if data is None:
-        raise UserError(f"{path}: empty, expected a mapping of policy keys")
-    if not isinstance(data, dict):
-        kind = "a list" if isinstance(data, list) else f"a {type(data).__name__} scalar"
-        raise UserError(f"{path}: expected a mapping of policy keys at the top level, got {kind}")
-    for key in data:
-        if not isinstance(key, str):
-            raise UserError(f"{path}: {key}: expected a string key")
-    return data
-
-
-def _yaml_reason(exc: yaml.YAMLError) -> str:
-    mark = getattr(exc, "problem_mark", None)
-    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-    return f"line {mark.line + 1}, column {mark.column + 1}: {problem}" if mark else problem
-
-
-def _parent_path(child: Path, extends: Any) -> Path:
-    if not isinstance(extends, str) or not extends.strip():
-        raise UserError(f'{child}: extends: expected the name of a policy next to this file (e.g. "default"), '
-                        f"got {extends!r}")
-    base = child.parent / extends
-    candidates = [base] if base.suffix in SUFFIXES else [base.with_name(base.name + s) for s in SUFFIXES]
-    for candidate in candidates:
-        if candidate.is_file():
-            return candidate
-    tried = " or ".join(str(c) for c in candidates)
-    raise UserError(f"{child}: extends: no policy file {tried}")
-
-
-def _merge(base: Any, over: Any) -> Any:
-    """Mappings merge key by key; anything else (lists included) in the child replaces the parent's."""
-    if isinstance(base, Mapping) and isinstance(over, Mapping):
-        out = dict(base)
-        for key, value in over.items():
-            out[key] = _merge(base[key], value) if key in base else value
-        return out
-    return over
-
-
-def _record(data: Any, source: str, prefix: tuple[Any, ...], into: dict[str, str]) -> None:
-    """Note which file set each key path, so an inherited bad value is blamed on the parent file."""
-    into[key_path(prefix)] = source
-    if isinstance(data, Mapping):
-        for key, value in data.items():
-            _record(value, source, (*prefix, key), into)
-    elif isinstance(data, list):
-        for i, value in enumerate(data):
-            _record(value, source, (*prefix, i), into)
-
-
-def _resolve(data: Mapping[str, Any], source: str, base_dir: Path | None,
-             chain: tuple[Path, ...], provenance: dict[str, str]) -> dict[str, Any]:
-    own = dict(data)
-    extends = own.pop("extends", None)
-    if "extends" in data:
-        if base_dir is None:
-            raise UserError(f"{source}: extends: only policies read from a file can extend another")
-        parent_file = _parent_path(base_dir / Path(source).name, extends)
-        resolved = parent_file.resolve()
-        if resolved in chain:
-            cycle = " → ".join(p.name for p in (*chain, resolved))
-            raise UserError(f"{source}: extends: cycle {cycle}")
-        parent = _resolve(read_mapping(parent_file), str(parent_file), parent_file.parent,
-                          (*chain, resolved), provenance)
-        own = _merge(parent, own)
-    _record(dict(data), source, (), provenance)
-    return own
+__all__ = ["SUFFIXES", "load_policies", "load_policy", "policy_for", "policy_from_mapping", "read_mapping"]
 
 
 def policy_from_mapping(data: Mapping[str, Any], source: str, *, name: str | None = None) -> Policy:
     """Validate ``data`` (after resolving ``extends`` next to ``source``) into a Policy, or one-line UserError."""
-    if not isinstance(data, Mapping):
-        raise UserError(f"{source}: expected a mapping of policy keys at the top level")
-    src = Path(source)
-    base_dir = src.parent if src.suffix in SUFFIXES else None
-    provenance: dict[str, str] = {}
-    chain = (src.resolve(),) if base_dir is not None else ()
-    merged = _resolve(data, source, base_dir, chain, provenance)
-    try:
-        policy = Policy.model_validate(merged)
-    except ValidationError as exc:
-        raise UserError(one_line(exc, Policy, lambda path: _blame(path, provenance, source), merged)) from None
-    policy._name = name if name is not None else (src.stem if base_dir is not None else source)
-    policy._source = source
-    return policy
-
-
-def _blame(path: str, provenance: Mapping[str, str], default: str) -> str:
-    while path:
-        if path in provenance:
-            return provenance[path]
-        shorter = _LAST_PART.sub("", path)
-        path = shorter if shorter != path else ""
-    return default
+    return Policy.from_mapping(data, source, name=name)
 
 
 def load_policy(path: str | Path) -> Policy:

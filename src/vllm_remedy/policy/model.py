@@ -7,10 +7,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, PrivateAttr, model_validator
+from pydantic import BeforeValidator, Field, PrivateAttr, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
+from ..errors import UserError
+from .files import resolve
 from .flags import Bounds, FlagRules, IntBounds, Violation, canonical_flag
+from .messages import one_line
 from .scalars import DNS_SUBDOMAIN, Bool, FrozenModel, Int1, Text, fail, one_of
 from .sections import (
     Alerts,
@@ -85,11 +88,20 @@ class Policy(FrozenModel):
         return self._source
 
     @classmethod
-    def from_mapping(cls, data: Mapping[str, Any], source: str = "<mapping>") -> Policy:
-        """Validate already-parsed data; ``extends`` resolves relative to ``source``'s directory."""
-        from .loader import policy_from_mapping  # loader imports this module
+    def from_mapping(cls, data: Mapping[str, Any], source: str = "<mapping>", *, name: str | None = None) -> Policy:
+        """Validate already-parsed data; ``extends`` resolves relative to ``source``'s directory.
 
-        return policy_from_mapping(data, source)
+        ``name`` defaults to the file's stem (or ``source`` when it is not a file). Errors are one
+        UserError line naming the file that set the offending key.
+        """
+        resolved = resolve(data, source)
+        try:
+            policy = cls.model_validate(resolved.data)
+        except ValidationError as exc:
+            raise UserError(one_line(exc, cls, resolved.blame, resolved.data)) from None
+        policy._name = name if name is not None else resolved.default_name
+        policy._source = source
+        return policy
 
     # --- accessors remedies read -------------------------------------------------------------------------
     def flag_bounds(self, name: str) -> Bounds | None:

@@ -19,7 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from vllm_remedy.kube.annotations import UserError, parse_rfc3339
+from vllm_remedy.errors import UserError
+from vllm_remedy.kube.annotations import parse_rfc3339
 from vllm_remedy.policy import Policy, format_duration
 from vllm_remedy.remedies.restore import crash_looping
 

@@ -21,6 +21,7 @@ from vllm_remedy.sim.controllers.manager import Manager, wait_until
 from vllm_remedy.sim.controllers.replicaset import ReplicaSetController
 from vllm_remedy.sim.controllers.scheduler import Scheduler
 from vllm_remedy.sim.runtime import PlainRuntime, Runtime
+from vllm_remedy.sim.seed import apply_seed
 from vllm_remedy.sim.store import ApiError, Event, Store, not_found
 from vllm_remedy.sim.vllm_pod.runtime import VllmRuntime
 
@@ -138,8 +139,6 @@ class Cluster:
         ``seed`` is a parsed seed, a path to a YAML file, or the name of a packaged seed ("runbook").
         With ``wait`` the call returns once every deployment's current revision is rolled out.
         """
-        from vllm_remedy.sim.seed import apply_seed
-
         apply_seed(self, seed, wait=wait, timeout=timeout)
 
     def wait_for(self, predicate: Callable[[], bool], timeout: float = 10.0) -> bool:

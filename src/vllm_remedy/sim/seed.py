@@ -15,7 +15,7 @@ import re
 import uuid
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 
@@ -24,11 +24,9 @@ from vllm_remedy.sim.controllers.defaults import default_deployment
 from vllm_remedy.sim.controllers.manager import wait_until
 from vllm_remedy.sim.controllers.newrs import replicaset_for, set_new_rs_annotations
 from vllm_remedy.sim.controllers.util import CHANGE_CAUSE
+from vllm_remedy.sim.protocols import SeedTarget
 from vllm_remedy.sim.store import ApiError
 from vllm_remedy.yamlfile import read_yaml
-
-if TYPE_CHECKING:
-    from vllm_remedy.sim.cluster import Cluster
 
 Obj = dict[str, Any]
 
@@ -158,7 +156,7 @@ def set_path(obj: Obj, path: str, value: Any, where: str) -> None:
             cursor = cursor[index]
 
 
-def apply_seed(cluster: Cluster, ref: Obj | str | Path, *, wait: bool = True, timeout: float = 30.0) -> None:
+def apply_seed(cluster: SeedTarget, ref: Obj | str | Path, *, wait: bool = True, timeout: float = 30.0) -> None:
     """The body of ``Cluster.apply_seed``. Objects and Deployments that already exist are kept, so
     re-applying a seed over restored state is harmless; bad seeds raise UserError naming the key."""
     seed, label = load_seed(ref)
@@ -187,7 +185,7 @@ def _create(store: Any, resource: str, obj: Obj) -> None:
             raise
 
 
-def _roll_history(cluster: Cluster, entry: Any, where: str, wait: bool, timeout: float) -> None:
+def _roll_history(cluster: SeedTarget, entry: Any, where: str, wait: bool, timeout: float) -> None:
     """Write the history ReplicaSets directly, then create the Deployment at its last revision.
 
     A real cluster at revision N holds the older revisions as ReplicaSets scaled to zero; rolling each
@@ -256,7 +254,7 @@ def _revision_manifests(entry: Obj, where: str) -> list[Obj]:
     return states
 
 
-def _settled(cluster: Cluster, ns: str, name: str, generation: int) -> bool:
+def _settled(cluster: SeedTarget, ns: str, name: str, generation: int) -> bool:
     obj = cluster.store.find("deployments.apps", ns, name)
     if obj is None or (obj.get("status") or {}).get("observedGeneration", 0) < generation:
         return False

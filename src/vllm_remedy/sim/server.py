@@ -25,7 +25,8 @@ from vllm_remedy.sim.api import websocket
 from vllm_remedy.sim.api.auth import Authorizer
 from vllm_remedy.sim.api.dispatch import ApiContext, handle
 from vllm_remedy.sim.api.faults import Faults
-from vllm_remedy.sim.api.http import MAX_BODY, ClusterLike, Request, Response, error_response, json_response
+from vllm_remedy.sim.api.http import MAX_BODY, Request, Response, error_response, json_response
+from vllm_remedy.sim.protocols import ClusterLike
 from vllm_remedy.sim.store import ApiError
 from vllm_remedy.sim.tls import server_context
 

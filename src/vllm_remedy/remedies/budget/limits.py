@@ -1,8 +1,12 @@
 """What the planner may do: flag bounds, target concurrency and safety margins, from a policy or defaults.
 
-Without a policy the defaults mirror ``policies/default.yaml`` (utilization 0.5–0.95, TP ≤ 8, fp8 KV cache
-forbidden until evaluated, enforce-eager for at most 2h) plus a floor on max-model-len, so a plan made
-without a policy is never looser than one made with the shipped default policy.
+Without a policy, and for any bound the policy leaves open, the planner reads the shipped default policy
+(:data:`~vllm_remedy.policy.DEFAULT_POLICY`: utilization 0.5–0.95, TP ≤ 8, enforce-eager for at most 2h,
+peak concurrency 8), so a plan made without a policy is never looser than one made with it. fp8 KV cache
+stays refused without a policy that allows it after an evaluation.
+
+The constants below are the planner's own (estimation margins, proposal granularity, floors where the
+default policy deliberately sets no bound); policy defaults live only in the policy package.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ import math
 from dataclasses import dataclass
 from datetime import timedelta
 
-from vllm_remedy.policy import FractionBounds, IntBounds, KvCacheFp8, Policy
+from vllm_remedy.policy import DEFAULT_POLICY, FractionBounds, IntBounds, KvCacheFp8, Policy
 from vllm_remedy.vllm.catalog import GpuSpec
 
 # Device memory that must stay free after the predicted peak (weights, activations, KV, graphs, context,
@@ -24,12 +28,10 @@ MIN_CONCURRENCY = 1.05
 # When the log shows a failure the estimator did not predict, a step must improve the failing quantity by
 # at least this much over the current prediction (the model is demonstrably optimistic there).
 MISMATCH_MARGIN = 0.10
-DEFAULT_TARGET = 8  # Policy().peak_concurrency
-DEFAULT_UTIL = (0.5, 0.95)
-DEFAULT_TP_MAX = 8
-DEFAULT_MAX_LEN_FLOOR = 2048  # below this a chat template plus a question no longer fits
-DEFAULT_MNBT_FLOOR = 2048
-DEFAULT_EAGER = timedelta(hours=2)
+# Floors for proposals when the policy sets no minimum. Not policy defaults: the default policy leaves
+# these flags unbounded (drift does not judge them), but the planner must not propose less.
+MAX_LEN_FLOOR = 2048  # below this a chat template plus a question no longer fits
+MNBT_FLOOR = 2048
 LEN_STEP = 256  # proposed max-model-len values are multiples of this (readable, block-aligned)
 
 
@@ -67,39 +69,43 @@ class Limits:
 def limits(policy: Policy | None, gpu: GpuSpec, target: float | None, node_gpus: int | None) -> Limits:
     """Resolve the bounds for one plan; ``target``/``node_gpus`` from the command line win over the policy."""
     p = policy
-    peak = float(target) if target is not None else float(p.peak_concurrency if p else DEFAULT_TARGET)
-    ratio = p.confirm.min_concurrency_ratio if p else 1.0
+    base = p or DEFAULT_POLICY  # scalar settings: no policy means the shipped default's
+    base_util = _fraction(DEFAULT_POLICY, "gpu-memory-utilization")
+    base_tp = _ints(DEFAULT_POLICY, "tensor-parallel-size")
+    assert base_util and base_util.min and base_util.max and base_tp and base_tp.min and base_tp.max
+    peak = float(target) if target is not None else float(base.peak_concurrency)
+    ratio = base.confirm.min_concurrency_ratio
     util = _fraction(p, "gpu-memory-utilization")
     length = _ints(p, "max-model-len")
     seqs = _ints(p, "max-num-seqs")
     mnbt = _ints(p, "max-num-batched-tokens")
     tp = _ints(p, "tensor-parallel-size")
-    tp_max = tp.max if tp and tp.max else DEFAULT_TP_MAX
+    tp_max = tp.max if tp and tp.max else base_tp.max
     if node_gpus is not None:
         tp_max = min(tp_max, node_gpus)
     fp8, why = _fp8(p, gpu)
     return Limits(
         target=peak,
         required=max(peak * ratio, MIN_CONCURRENCY),
-        util_min=util.min if util and util.min is not None else DEFAULT_UTIL[0],
-        util_max=util.max if util and util.max is not None else DEFAULT_UTIL[1],
-        len_floor=length.min if length and length.min else DEFAULT_MAX_LEN_FLOOR,
+        util_min=util.min if util and util.min is not None else base_util.min,
+        util_max=util.max if util and util.max is not None else base_util.max,
+        len_floor=length.min if length and length.min else MAX_LEN_FLOOR,
         len_max=length.max if length else None,
         len_preferred=length.preferred if length else None,
         seqs_min=max(seqs.min if seqs and seqs.min else 1, math.ceil(peak)),
         seqs_max=seqs.max if seqs else None,
-        mnbt_min=mnbt.min if mnbt and mnbt.min else DEFAULT_MNBT_FLOOR,
+        mnbt_min=mnbt.min if mnbt and mnbt.min else MNBT_FLOOR,
         mnbt_max=mnbt.max if mnbt else None,
-        tp_min=tp.min if tp and tp.min else 1,
+        tp_min=tp.min if tp and tp.min else base_tp.min,
         tp_max=tp_max,
         fp8_allowed=fp8,
         fp8_value=_fp8_value(p),
         fp8_why_not=why,
-        eager_allowed=p.enforce_eager.allowed if p else True,
-        eager_max=p.enforce_eager.max_duration if p else DEFAULT_EAGER,
-        products=tuple(p.gpu.products) if p else (),
-        selector_key=p.gpu.label if p else "nvidia.com/gpu.product",
-        gpu_resource=p.gpu.resource if p else "nvidia.com/gpu",
+        eager_allowed=base.enforce_eager.allowed,
+        eager_max=base.enforce_eager.max_duration,
+        products=tuple(base.gpu.products),
+        selector_key=base.gpu.label,
+        gpu_resource=base.gpu.resource,
     )
 
 

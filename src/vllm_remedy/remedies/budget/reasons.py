@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from vllm_remedy.remedies.budget.ladder import Rung
 from vllm_remedy.remedies.budget.limits import Limits
 from vllm_remedy.vllm.catalog import GpuSpec
 from vllm_remedy.vllm.memory import EngineSettings
-
-if TYPE_CHECKING:
-    from vllm_remedy.remedies.budget.ladder import Rung
 
 _HARDWARE = ("tensor-parallel-size", "gpu-product")
 

@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from vllm_remedy.sim.api import openapi, reads, resources, streams, websocket, writes
 from vllm_remedy.sim.api.auth import Authorizer, Identity
 from vllm_remedy.sim.api.faults import Faults
-from vllm_remedy.sim.api.http import ClusterLike, Request, Response, error_response, json_response
+from vllm_remedy.sim.api.http import Request, Response, error_response, json_response
 from vllm_remedy.sim.api.routing import Route, parse
+from vllm_remedy.sim.protocols import ClusterLike
 from vllm_remedy.sim.store import ApiError
 
 log = logging.getLogger(__name__)

@@ -5,27 +5,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import yaml
 
-from vllm_remedy.sim.clock import Clock
-from vllm_remedy.sim.store import ApiError, Store
+from vllm_remedy.sim.store import ApiError
 
 Obj = dict[str, Any]
 MAX_BODY = 3 * 1024 * 1024  # kube-apiserver's request body limit (3 MiB)
-
-
-class ClusterLike(Protocol):
-    """What the API needs from a simulated cluster (``sim.cluster.Cluster`` provides it)."""
-
-    name: str
-    store: Store
-    clock: Clock
-
-    def read_log(self, namespace: str, pod: str, container: str, previous: bool) -> str: ...
-
-    def proxy(self, namespace: str, pod: str, port: int, path: str) -> tuple[int, str, bytes]: ...
 
 
 @dataclass

@@ -11,9 +11,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from vllm_remedy.sim.api import tables
-from vllm_remedy.sim.api.http import ClusterLike, Request, Response, json_response
+from vllm_remedy.sim.api.http import Request, Response, json_response
 from vllm_remedy.sim.api.routing import Route
 from vllm_remedy.sim.api.selectors import field_matcher, format_label_selector, label_matcher
+from vllm_remedy.sim.protocols import ClusterLike
 from vllm_remedy.sim.store import ApiError, Store, not_found
 
 Obj = dict[str, Any]

@@ -12,10 +12,11 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from vllm_remedy.sim.api.http import ClusterLike, Request
+from vllm_remedy.sim.api.http import Request
 from vllm_remedy.sim.api.reads import container_of
 from vllm_remedy.sim.api.routing import Route
 from vllm_remedy.sim.api.websocket import ERROR, STDERR, STDOUT, exit_status
+from vllm_remedy.sim.protocols import ClusterLike
 from vllm_remedy.sim.store import ApiError
 
 Obj = dict[str, Any]

@@ -13,13 +13,14 @@ from typing import Any
 
 from vllm_remedy.sim.api import apply as ssa
 from vllm_remedy.sim.api.defaults import default_and_validate
-from vllm_remedy.sim.api.http import ClusterLike, Request, Response, json_response
+from vllm_remedy.sim.api.http import Request, Response, json_response
 from vllm_remedy.sim.api.patch import json_patch, merge_patch, strategic_merge_patch
 from vllm_remedy.sim.api.reads import matcher, scale_of, with_type
 from vllm_remedy.sim.api.resources import BY_KEY, Resource
 from vllm_remedy.sim.api.routing import Route
 from vllm_remedy.sim.api.validation import check_types, field_validation
 from vllm_remedy.sim.controllers.termination import delete_pod, parse_grace
+from vllm_remedy.sim.protocols import ClusterLike
 from vllm_remedy.sim.store import ApiError, Store
 
 Obj = dict[str, Any]

@@ -12,7 +12,7 @@ import contextlib
 import copy
 import secrets
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from vllm_remedy.sim.controllers.containers import ContainerSim, LogRecord, PodSim, pod_status
 from vllm_remedy.sim.controllers.events import EventRecorder
@@ -21,11 +21,9 @@ from vllm_remedy.sim.controllers.manager import Manager
 from vllm_remedy.sim.controllers.probes import KILLED_EXIT_CODE, probe_failure_message, probe_kill
 from vllm_remedy.sim.controllers.termination import stop_seconds
 from vllm_remedy.sim.controllers.util import controller_ref, pod_active
+from vllm_remedy.sim.protocols import KubeletHost
 from vllm_remedy.sim.runtime import ContainerContext, Exit
 from vllm_remedy.sim.store import ApiError
-
-if TYPE_CHECKING:
-    from vllm_remedy.sim.cluster import Cluster
 
 Obj = dict[str, Any]
 
@@ -44,7 +42,7 @@ def go_duration(seconds: float) -> str:
 class Kubelet(KubeletServer):
     """All nodes' kubelets in one: containers keyed by pod uid, driven by the manager's timers."""
 
-    def __init__(self, cluster: Cluster, manager: Manager, events: EventRecorder) -> None:
+    def __init__(self, cluster: KubeletHost, manager: Manager, events: EventRecorder) -> None:
         self.cluster, self.manager, self.events = cluster, manager, events
         self.store, self.clock = cluster.store, cluster.clock
         self._pods: dict[str, PodSim] = {}

@@ -11,7 +11,7 @@ import math
 from typing import Any
 
 from vllm_remedy.sim.clock import parse_timestamp
-from vllm_remedy.sim.controllers.util import condition
+from vllm_remedy.sim.controllers.util import condition, set_condition
 
 Obj = dict[str, Any]
 
@@ -117,8 +117,6 @@ def new_condition(type_: str, status: str, reason: str, message: str, now: str) 
 
 def calculate_status(d: Obj, all_rses: list[Obj], new_rs: Obj | None, now: str) -> Obj:
     """The Deployment status a sync would write, conditions copied from the current status."""
-    from vllm_remedy.sim.controllers.util import set_condition
-
     available = status_count(all_rses, "availableReplicas")
     total = spec_replicas(all_rses)
     old = d.get("status") or {}

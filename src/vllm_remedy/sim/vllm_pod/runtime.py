@@ -11,11 +11,12 @@ from __future__ import annotations
 import json
 import threading
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.sim import load as loadmodel
 from vllm_remedy.sim.clock import Clock
+from vllm_remedy.sim.protocols import RuntimeHost
 from vllm_remedy.sim.runtime import (
     EXIT_CODE,
     LOG_LINES,
@@ -27,15 +28,12 @@ from vllm_remedy.sim.runtime import (
     PlainRuntime,
     Runtime,
 )
+from vllm_remedy.sim.store import Store
 from vllm_remedy.sim.vllm_pod import env, keys, metrics, timeline
 from vllm_remedy.sim.vllm_pod.launch import Launch, plan
 from vllm_remedy.vllm.cmdline import find_server
 from vllm_remedy.vllm.log_formats import default_engine
 from vllm_remedy.vllm.versions import parse_version
-
-if TYPE_CHECKING:
-    from vllm_remedy.sim.cluster import Cluster
-    from vllm_remedy.sim.store import Store
 
 Obj = dict[str, Any]
 LOAD_CHECK_SECONDS = 30.0  # how often (simulated) a serving engine re-reads its load
@@ -204,7 +202,7 @@ def _refused(path: str) -> HttpReply:
     return 503, _TEXT, b"error trying to reach service: connect: connection refused"
 
 
-def install(cluster: Cluster) -> VllmRuntime:
+def install(cluster: RuntimeHost) -> VllmRuntime:
     """Make ``cluster`` run vLLM containers with this simulator (others keep the plain runtime)."""
     runtime = VllmRuntime(cluster.clock, cluster.store, fallback=cluster.runtime)
     cluster.runtime = runtime

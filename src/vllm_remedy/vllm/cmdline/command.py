@@ -15,7 +15,7 @@ from typing import Any
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.vllm.cmdline import parse, shell
-from vllm_remedy.vllm.cmdline.flags import Kind
+from vllm_remedy.vllm.cmdline.edit import edit_container
 from vllm_remedy.vllm.cmdline.parse import Entrypoint, Option, Token
 
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash", "ksh"})
@@ -56,8 +56,6 @@ class ServerCommand:
 
     def edit(self, set: Mapping[str, str] | None = None, unset: Iterable[str] = ()) -> dict[str, Any]:
         """A new container dict with flags set/unset, touching only the tokens that must change."""
-        from vllm_remedy.vllm.cmdline.edit import edit_container
-
         return edit_container(self, dict(set or {}), list(unset))
 
 
@@ -205,10 +203,3 @@ def find_server(pod_spec: Mapping[str, Any], container: str | None = None) -> Se
 def _not_in_argv(name: str) -> str:
     return (f"container {name}: vLLM settings are not in argv (image default CMD / env only); "
             "not patchable via argv")
-
-
-def option_style_eq(options: list[Option]) -> bool:
-    """Whether this command mostly writes `--flag=value` (new flags follow the majority; ties use a space)."""
-    valued = [o for o in options if o.flag.kind not in (Kind.BOOLEAN, Kind.STORE_TRUE) and (o.values or o.uses_eq)]
-    eq = sum(1 for o in valued if o.uses_eq)
-    return eq * 2 > len(valued)

@@ -10,18 +10,34 @@ from __future__ import annotations
 import copy
 import re
 from collections import defaultdict
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.vllm.cmdline import flags as F
 from vllm_remedy.vllm.cmdline import shell
-from vllm_remedy.vllm.cmdline.command import option_style_eq
+from vllm_remedy.vllm.cmdline.flags import Kind
 from vllm_remedy.vllm.cmdline.parse import Option, Token
 
-if TYPE_CHECKING:
-    from vllm_remedy.vllm.cmdline.command import ServerCommand
-
 _KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
+
+
+class ParsedCommand(Protocol):
+    """What editing reads of a parsed server command.
+
+    :class:`~vllm_remedy.vllm.cmdline.command.ServerCommand` satisfies it; naming the fields here
+    instead of importing that class keeps command → edit one way (its ``edit()`` calls us).
+    """
+
+    @property
+    def container_name(self) -> str: ...
+    @property
+    def container(self) -> dict[str, Any]: ...
+    @property
+    def options(self) -> list[Option]: ...
+    @property
+    def model_token(self) -> Token | None: ...
+    @property
+    def anchor(self) -> Token | None: ...
 
 
 class _Plan:
@@ -91,7 +107,7 @@ def _new_words(name: str, value: str | None, eq: bool) -> list[str]:
     return [f"--{name}={value}"] if eq else [f"--{name}", value]
 
 
-def edit_container(cmd: ServerCommand, set_: dict[str, str], unset: list[str]) -> dict[str, Any]:
+def edit_container(cmd: ParsedCommand, set_: dict[str, str], unset: list[str]) -> dict[str, Any]:
     """Apply set/unset to a parsed server command and return the new container dict."""
     plan = _Plan()
     eq = option_style_eq(cmd.options)
@@ -148,7 +164,7 @@ def edit_container(cmd: ServerCommand, set_: dict[str, str], unset: list[str]) -
     return _apply(cmd, plan)
 
 
-def _continuation_gap(cmd: ServerCommand, script: str) -> str:
+def _continuation_gap(cmd: ParsedCommand, script: str) -> str:
     """The separator before the last option word of the statement (keeps `\\` line-continuation layout)."""
     shell_flags = [o.tokens[0] for o in cmd.options if _is_shell(o.tokens[0])]
     if shell_flags:
@@ -160,7 +176,7 @@ def _continuation_gap(cmd: ServerCommand, script: str) -> str:
     return " "
 
 
-def _apply(cmd: ServerCommand, plan: _Plan) -> dict[str, Any]:
+def _apply(cmd: ParsedCommand, plan: _Plan) -> dict[str, Any]:
     new = copy.deepcopy(cmd.container)
     touched = set(plan.replace) | plan.delete | set(plan.after)
     for field_name in ("command", "args"):
@@ -195,7 +211,7 @@ def _apply(cmd: ServerCommand, plan: _Plan) -> dict[str, Any]:
     return new
 
 
-def _splice(cmd: ServerCommand, script: str, toks: list[Token], plan: _Plan) -> str:
+def _splice(cmd: ParsedCommand, script: str, toks: list[Token], plan: _Plan) -> str:
     edits: list[tuple[int, int, str]] = []
     for t in toks:
         assert t.span is not None and t.gap_start is not None
@@ -209,3 +225,10 @@ def _splice(cmd: ServerCommand, script: str, toks: list[Token], plan: _Plan) -> 
     for start, end, text in sorted(edits, key=lambda e: (e[0], e[1]), reverse=True):
         script = script[:start] + text + script[end:]
     return script
+
+
+def option_style_eq(options: list[Option]) -> bool:
+    """Whether this command mostly writes `--flag=value` (new flags follow the majority; ties use a space)."""
+    valued = [o for o in options if o.flag.kind not in (Kind.BOOLEAN, Kind.STORE_TRUE) and (o.values or o.uses_eq)]
+    eq = sum(1 for o in valued if o.uses_eq)
+    return eq * 2 > len(valued)
