@@ -1,4 +1,4 @@
-"""Every launch form of notes/vllm-manifest-forms.md §5 parses to the exact flags vLLM would see."""
+"""Every launch form real manifests use (tests/data/manifests/forms/) parses to the exact flags vLLM would see."""
 
 from __future__ import annotations
 

@@ -130,7 +130,7 @@ def settled(rehearsal: Rehearsal, quiet_for: float = 0.6, timeout: float = 20.0)
 
 def assert_no_changes(rehearsal: Rehearsal, deploy: str, ops: int, *args: str,
                           before: dict[str, Any] | None = None) -> None:
-    """Idempotency (DESIGN.md): ``deploy`` on a host already in its desired state yields no commands — each of
+    """Idempotency (docs/architecture.md, "Contracts"): ``deploy`` on a host already in its desired state yields no commands — each of
     its ``ops`` operations prints "No changes" — and writes nothing (same resourceVersion as ``before``, by
     default the Deployment once quiet)."""
     before = quiet(rehearsal) if before is None else before

@@ -2,7 +2,7 @@
 
 Why not the rehearsal cluster: these tests pin down request/retry behaviour and what real kubectl sends,
 independent of the simulator; the simulator gets its own integration tests. Discovery documents are the
-minimum kubectl 1.32 needs for ``rollout history|undo`` (see notes/kube-api-semantics.md).
+minimum kubectl 1.32 needs for ``rollout history|undo``.
 """
 
 from __future__ import annotations

@@ -115,7 +115,7 @@ class Policy(FrozenModel):
 
     @property
     def max_model_len(self) -> int | None:
-        """Shortcut for deploys (`policy.max_model_len`), as DESIGN.md's budget sketch reads it."""
+        """Shortcut for deploys (`policy.max_model_len`), as a deploy's budget reads it."""
         return self.flags.max_model_len.preferred if self.flags.max_model_len else None
 
     @property
