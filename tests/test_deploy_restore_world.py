@@ -130,9 +130,9 @@ def settled(rehearsal: Rehearsal, quiet_for: float = 0.6, timeout: float = 20.0)
 
 def assert_no_changes(rehearsal: Rehearsal, deploy: str, ops: int, *args: str,
                           before: dict[str, Any] | None = None) -> None:
-    """Idempotency (docs/architecture.md, "Contracts"): ``deploy`` on a host already in its desired state yields no commands — each of
-    its ``ops`` operations prints "No changes" — and writes nothing (same resourceVersion as ``before``, by
-    default the Deployment once quiet)."""
+    """Idempotency (docs/architecture.md, "Contracts"): ``deploy`` on a host already in its desired state
+    yields no commands — each of its ``ops`` operations prints "No changes" — and writes nothing (same
+    resourceVersion as ``before``, by default the Deployment once quiet)."""
     before = quiet(rehearsal) if before is None else before
     got = rehearsal.pyinfra(LOCAL, deploy, "-y", *args)
     assert got.returncode == 0, got.stderr

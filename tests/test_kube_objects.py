@@ -2,8 +2,8 @@
 
 Shapes follow what a 1.32 API server returns (defaults filled in, ``creationTimestamp: null`` inside
 templates, ownerReferences with ``controller: true``, revision annotations set by the controller),
-as kube-apiserver and the deployment controller write them. Revision 14 is the good unit (max-model-len 16384 on L40S); 15 is the
-runbook's bad change (max-model-len dropped to the model default, nodeSelector moved to L4).
+as kube-apiserver and the deployment controller write them. Revision 14 is the good unit (max-model-len
+16384 on L40S); 15 is the runbook's bad change (max-model-len dropped to the model default, nodeSelector moved to L4).
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 Before 0.20 vLLM captures CUDA graphs after sizing the KV cache, outside ``gpu_memory_utilization``; and
 "increase" budgets do not subtract memory other processes hold. So the estimator can say "fits" while
 its ``peak_gib`` exceeds the card: ``--gpu-memory-utilization 0.98`` crashes in graph capture where 0.90
-starts. The crash comes from PyTorch's allocator, not from a vLLM check, so the log ends in a raw CUDA OOM whose frames place it: KV-cache allocation, or graph capture.
+starts. The crash comes from PyTorch's allocator, not from a vLLM check, so the log ends in a raw CUDA OOM
+whose frames place it: KV-cache allocation, or graph capture.
 """
 
 from __future__ import annotations
