@@ -2,7 +2,7 @@
 """Benchmark runbook step 1: ``deploys/restore.py`` vs ``kubectl rollout undo`` + ``rollout status``.
 
 Both arms face the same simulated incident on a fresh rehearsal cluster per trial (the runbook seed,
-then the bad revision from tests/test_deploy_restore_world.py: --max-model-len dropped, moved to the L4 pool,
+then the bad revision from tests/fixtures/restore_world.py: --max-model-len dropped, moved to the L4 pool,
 Recreate → every pod crash-loops with vLLM's KV-cache error). Arms alternate A/B, B/A, ... in one run
 because the machine is shared and noisy; the ratio of medians comes from the same run.
 
@@ -41,8 +41,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from pyinfra_fixtures import Rehearsal, start_rehearsal  # noqa: E402
-from test_deploy_restore_world import LOCAL, NAME, NS, RESTORE, incident  # noqa: E402
+from fixtures.pyinfra_run import Rehearsal, start_rehearsal  # noqa: E402
+from fixtures.restore_world import LOCAL, NAME, NS, RESTORE, incident  # noqa: E402
 from vllm_remedy.kube.history import templates_equal  # noqa: E402
 
 KUBECTLS = ("/usr/lib/google-cloud-sdk/bin/kubectl.1.32", str(ROOT / ".tools/kubernetes-client/usr/bin/kubectl"))

@@ -26,7 +26,7 @@ from vllm_remedy.metrics import (
     write_textfile,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[1]
 PROMTOOL = ROOT / ".tools/prometheus/usr/bin/promtool"
 HOST = "@k8s/prod/llm/llama-8b"
 EXPIRES = datetime(2025, 1, 2, 3, 4, 5, tzinfo=timezone.utc)  # 1735787045

@@ -23,7 +23,7 @@ from vllm_remedy.metrics import (
     write_textfile,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[1]
 NODE_EXPORTER = ROOT / ".tools/prometheus-node-exporter/usr/bin/prometheus-node-exporter"
 PUSHGATEWAY = ROOT / ".tools/prometheus-pushgateway/usr/bin/prometheus-pushgateway"
 HOST = "@k8s/prod/llm/llama-8b"

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-import pyinfra_fixtures
-from pyinfra_fixtures import ROOT, Rehearsal, detected_changes
-from test_deploy_restore_world import HOST, LOCAL, host_out
+from fixtures import pyinfra_run
+from fixtures.pyinfra_run import ROOT, Rehearsal, detected_changes
+from fixtures.restore_world import HOST, LOCAL, host_out
 
-rehearsal = pyinfra_fixtures.rehearsal
+rehearsal = pyinfra_run.rehearsal
 
 #: deploy → the noop line each of its operations prints on the healthy seed (revision 14, L40S, 16384).
 QUIET = {

@@ -10,7 +10,7 @@ Every policy default has one owner:
   ``extends: default`` must stay unbounded there (e.g. kv-cache-dtype ``[auto]`` would refuse fp8 to a
   standalone policy that allows it).
 
-:data:`DEFAULT_POLICY` is the two together. ``tests/test_policy_defaults.py`` proves default.yaml equals
+:data:`DEFAULT_POLICY` is the two together. ``tests/policy/test_defaults.py`` proves default.yaml equals
 it field by field and spells out every key, so the file cannot drift from the code. The planner reads
 it when it has no policy (``remedies/budget/limits.py``) instead of keeping copies.
 

@@ -1,0 +1,203 @@
+"""`vllm-remedy args show|set` end to end, through the real CLI in a subprocess."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+MANIFESTS = Path(__file__).resolve().parents[1] / "data" / "manifests"
+GKE = str(MANIFESTS / "real" / "gke-vllm-gemma-3-27b-it.yaml")
+LWS = str(MANIFESTS / "forms" / "19-multi-node-lws.yaml")
+
+TWO_SERVERS = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: two}
+spec:
+  containers:
+    - {name: a, image: x, command: [vllm, serve, m1]}
+    - {name: b, image: x, command: [vllm, serve, m2, --max-model-len, "4096"]}
+"""
+
+
+def test_show_human(cli) -> None:
+    got = cli("args", "show", "-f", GKE)
+    assert got.returncode == 0, got.stderr
+    assert got.stdout == (
+        "Deployment/vllm-gemma-deployment spec.template.spec\n"
+        "  container: inference-server\n"
+        "  image: us-docker.pkg.dev/vertex-ai/vertex-vision-model-garden-dockers/"
+        "pytorch-vllm-serve:20250312_0916_RC01\n"
+        "  entrypoint: python3 -m vllm.entrypoints.openai.api_server\n"
+        "  model: $(MODEL_ID)\n"
+        "  flags:\n"
+        "    tensor-parallel-size: 8\n"
+        "    host: 0.0.0.0\n"
+        "    port: 8000\n"
+        "    swap-space: 16\n"
+        "    gpu-memory-utilization: 0.95\n"
+        "    max-model-len: 32768\n"
+        "    max-num-seqs: 4\n"
+    )
+
+
+def test_show_json_lists_every_vllm_template(cli) -> None:
+    got = cli("args", "show", "-f", LWS, "-o", "json")
+    assert got.returncode == 0, got.stderr
+    rows = json.loads(got.stdout)
+    assert [(r["path"], r["container"], r["flags"]["max-model-len"]) for r in rows] == [
+        ("spec.leaderWorkerTemplate.leaderTemplate.spec", "vllm-leader", "65536"),
+        ("spec.leaderWorkerTemplate.workerTemplate.spec", "vllm-worker", "65536"),
+    ]
+    assert rows[0]["object"] == "LeaderWorkerSet/multinode" and rows[0]["entrypoint"] == "/opt/venv/bin/vllm serve"
+
+
+def test_set_edits_leader_and_worker_consistently(cli) -> None:
+    got = cli("args", "set", "-f", LWS, "--set", "max-model-len=16384", "--set", "enforce-eager=true",
+              "--unset", "distributed-executor-backend")
+    assert got.returncode == 0, got.stderr
+    (doc,) = list(yaml.safe_load_all(got.stdout))
+    lwt = doc["spec"]["leaderWorkerTemplate"]
+    leader = lwt["leaderTemplate"]["spec"]["containers"][0]["command"]
+    worker = lwt["workerTemplate"]["spec"]["containers"][0]["command"]
+    assert leader == ["/opt/venv/bin/vllm", "serve", "acme/m405b", "--nnodes", "$(LWS_GROUP_SIZE)", "--node-rank",
+                      "$(LWS_WORKER_INDEX)", "--master-addr", "$(LWS_LEADER_ADDRESS)", "--tensor-parallel-size", "8",
+                      "--max-model-len", "16384", "--host", "0.0.0.0", "--port", "8000", "--enforce-eager"]
+    assert worker == ["/opt/venv/bin/vllm", "serve", "acme/m405b", "--nnodes", "$(LWS_GROUP_SIZE)", "--node-rank",
+                      "$(LWS_WORKER_INDEX)", "--master-addr", "$(LWS_LEADER_ADDRESS)", "--tensor-parallel-size", "8",
+                      "--max-model-len", "16384", "--headless", "--enforce-eager"]
+
+
+def test_set_keeps_every_document_and_reads_stdin(cli) -> None:
+    text = Path(GKE).read_text()
+    got = cli("args", "set", "-f", "-", "--set", "max-model-len=16384", stdin=text)
+    assert got.returncode == 0, got.stderr
+    before, after = list(yaml.safe_load_all(text)), list(yaml.safe_load_all(got.stdout))
+    assert [d["kind"] for d in after] == ["Deployment", "Service"]
+    assert after[1] == before[1]
+    args = after[0]["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args == ["--model=$(MODEL_ID)", "--tensor-parallel-size=8", "--host=0.0.0.0", "--port=8000",
+                    "--swap-space=16", "--gpu-memory-utilization=0.95", "--max-model-len=16384", "--max-num-seqs=4"]
+    before[0]["spec"]["template"]["spec"]["containers"][0]["args"] = args
+    assert after == before  # nothing else changed
+
+
+def test_set_on_shell_script_manifest_rewrites_only_the_vllm_statement(cli) -> None:
+    path = str(MANIFESTS / "real" / "lws-vllm-gpu.yaml")
+    got = cli("args", "set", "-f", path, "--set", "max-model-len=8192")
+    assert got.returncode == 0, got.stderr
+    (doc,) = list(yaml.safe_load_all(got.stdout))
+    (orig,) = list(yaml.safe_load_all(Path(path).read_text()))
+    script = doc["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]["command"][2]
+    old = orig["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]["command"][2]
+    assert script == old + " --max-model-len 8192"
+    lwt, orig_lwt = doc["spec"]["leaderWorkerTemplate"], orig["spec"]["leaderWorkerTemplate"]
+    assert lwt["workerTemplate"] == orig_lwt["workerTemplate"]
+
+
+def test_container_option_picks_among_several(cli) -> None:
+    got = cli("args", "show", "-f", "-", "--container", "b", "-o", "json", stdin=TWO_SERVERS)
+    assert got.returncode == 0, got.stderr
+    (row,) = json.loads(got.stdout)
+    assert (row["container"], row["model"], row["flags"]) == ("b", "m2", {"max-model-len": "4096"})
+
+
+@pytest.mark.parametrize(("argv", "stdin", "message"), [
+    (["args", "show", "-f", "/nonexistent/x.yaml"], None,
+     "vllm-remedy: error: /nonexistent/x.yaml: cannot read: No such file or directory"),
+    (["args", "show", "-f", "-"], "a: [1, 2\n",
+     "vllm-remedy: error: <stdin>: not valid YAML at line 2: expected ',' or ']', but got '<stream end>'"),
+    (["args", "set", "-f", "-", "--set", "max-model-len=1"],
+     "kind: Pod\nspec:\n  containers:\n  - name: v\n    name: w\n    command: [vllm, serve, m]\n",
+     'vllm-remedy: error: <stdin>: not valid YAML at line 5: found duplicate key "name" with value "w" '
+     '(original value: "v")'),
+    (["args", "show", "-f", "-"], "kind: Service\nmetadata: {name: s}\nspec: {ports: [{port: 80}]}\n",
+     "vllm-remedy: error: <stdin>: no pod spec found (expected a Deployment, Pod, StatefulSet, LeaderWorkerSet or "
+     "pod template with containers)"),
+    (["args", "show", "-f", "-"], "kind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: web, image: nginx}]}\n",
+     "vllm-remedy: error: <stdin>: Pod/p spec: no container runs a vLLM server (containers: web; looked for vllm "
+     "serve / python -m vllm.entrypoints... in command/args)"),
+    (["args", "show", "-f", "-"], TWO_SERVERS,
+     "vllm-remedy: error: <stdin>: Pod/two spec: several containers run vLLM (a, b); choose one with --container"),
+    (["args", "set", "-f", str(MANIFESTS), "--set", "max-model-len=1"], None,
+     f"vllm-remedy: error: {MANIFESTS}: cannot read: Is a directory"),
+    (["args", "set", "-f", "-", "--container", "b", "--set", "max-model-len"], TWO_SERVERS,
+     "vllm-remedy: error: --set max-model-len: expected KEY=VALUE, e.g. --set max-model-len=16384"),
+    (["args", "set", "-f", "-", "--container", "b", "--set", "enforce-eager=maybe"], TWO_SERVERS,
+     "vllm-remedy: error: enforce-eager: boolean flag takes true or false, got 'maybe'"),
+    (["args", "show", "-f", str(MANIFESTS / "forms" / "17-no-argv.yaml")], None,
+     f"vllm-remedy: error: {MANIFESTS / 'forms' / '17-no-argv.yaml'}: Deployment/no-argv spec.template.spec: "
+     "container llm: vLLM settings are not in argv (image default CMD / env only); not patchable via argv"),
+])
+def test_bad_input_is_one_line_exit_2(cli, argv, stdin, message) -> None:
+    got = cli(*argv, stdin=stdin)
+    assert got.returncode == 2
+    assert got.stdout == ""
+    lines = got.stderr.strip().splitlines()
+    assert len(lines) == 1, got.stderr
+    assert lines[0] == message
+
+
+def _changed(before: str, after: str) -> list[str]:
+    return [ln for ln in difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=0)
+            if ln[:1] in "+-" and not ln.startswith(("+++", "---"))]
+
+
+def test_set_on_commented_real_manifest_changes_only_the_argv_lines(cli) -> None:
+    path = MANIFESTS / "real" / "aibrix-quickstart-model.yaml"
+    got = cli("args", "set", "-f", str(path), "--set", "max-model-len=16384", "--set", "enforce-eager=true",
+              "--unset", "uvicorn-log-level")
+    assert got.returncode == 0, got.stderr
+    tail = ' # 24k length, this is to avoid "The model\'s max seq len (131072) is larger than the maximum number of ' \
+           'tokens that can be stored in KV cache" issue.'
+    assert _changed(path.read_text(), got.stdout) == [
+        "-            - --uvicorn-log-level",
+        "-            - warning",
+        '-            - "12288"' + tail,
+        '+            - "16384"' + tail,
+        "+            - --enforce-eager",
+    ]
+
+
+def test_set_keeps_license_header_flow_lists_and_odd_spacing(cli) -> None:
+    text = Path(GKE).read_text()
+    got = cli("args", "set", "-f", GKE, "--set", "max-model-len=16384", "--unset", "swap-space")
+    assert got.returncode == 0, got.stderr
+    assert _changed(text, got.stdout) == ["-        - --swap-space=16", "-        - --max-model-len=32768",
+                                          "+        - --max-model-len=16384"]
+    assert got.stdout.startswith("# Copyright 2025 Google LLC\n#\n")
+    assert '            nvidia.com/gpu : "8"\n' in got.stdout
+
+
+def test_set_inside_folded_script_keeps_the_other_lines(cli) -> None:
+    path = MANIFESTS / "real" / "lws-vllm-gpu.yaml"
+    got = cli("args", "set", "-f", str(path), "--set", "max-model-len=8192")
+    assert got.returncode == 0, got.stderr
+    changed = _changed(path.read_text(), got.stdout)
+    assert len(changed) == 2 and changed[1] == changed[0].replace("-", "+", 1)[:-1] + ' --max-model-len 8192"'
+
+
+@pytest.mark.parametrize("edits", [[], ["--set", "max-model-len=32768"], ["--unset", "kv-cache-dtype"],
+                                   ["--set", "max_model_len=32768", "--set", "port=8000"]])
+def test_set_without_effective_change_prints_the_input_unchanged(cli, edits) -> None:
+    text = Path(GKE).read_bytes().decode()
+    got = cli("args", "set", "-f", "-", *edits, stdin=text)
+    assert got.returncode == 0, got.stderr
+    assert got.stdout == text
+
+
+def test_set_keeps_crlf_line_ends(tmp_path) -> None:
+    """Bytes, not text: the `cli` fixture decodes with universal newlines and would hide a lost `\\r`."""
+    path = tmp_path / "crlf.yaml"
+    original = Path(GKE).read_bytes().replace(b"\n", b"\r\n")
+    path.write_bytes(original)
+    got = subprocess.run([sys.executable, "-m", "vllm_remedy", "args", "set", "-f", str(path), "--set",
+                          "max-num-seqs=8"], capture_output=True, timeout=120, check=False)
+    assert got.returncode == 0, got.stderr
+    assert got.stdout == original.replace(b"--max-num-seqs=4\r\n", b"--max-num-seqs=8\r\n")

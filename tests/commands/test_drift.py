@@ -1,0 +1,258 @@
+"""`vllm-remedy drift` end to end on the rehearsal cluster: found / not found, both exit-code conventions,
+API errors and an unreachable cluster (never "no drift"), the fix the deploys would make, metrics."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fixtures import pyinfra_run
+from fixtures.drift_world import GOOD_ARGS, HOST, MODEL, UNIT, add_vllm_deployment, as_json, inventory, policy, set_args
+from fixtures.pyinfra_run import Rehearsal
+from vllm_remedy.metrics import DRIFT_DETECTED, LAST_CHECK, parse_samples
+from vllm_remedy.sim import kubeconfig as sim_kubeconfig
+
+rehearsal = pyinfra_run.rehearsal
+CHECKS = ["max-model-len", "flag-bounds", "known-good-unit", "gpu-pinned", "enforce-eager", "concurrency"]
+
+
+def notes(dep: dict) -> dict[str, str]:
+    """Annotations minus the controller's revision bookkeeping."""
+    return {k: v for k, v in dep["metadata"]["annotations"].items() if k != "deployment.kubernetes.io/revision"}
+
+
+def statuses(doc: dict, i: int = 0) -> dict[str, str]:
+    return {c["check"]: c["status"] for c in doc["hosts"][i]["checks"]}
+
+
+def test_in_sync_exits_0_in_both_conventions(rehearsal: Rehearsal, tmp_path: Path, cli) -> None:
+    inv = inventory(tmp_path, rehearsal.kubeconfig, policy(tmp_path))
+    version = rehearsal.client().get_deployment("llm", "llama-8b")["metadata"]["resourceVersion"]
+    got = cli("drift", "-i", inv, "-o", "json")
+    assert got.returncode == 0, got.stderr
+    doc = as_json(got)
+    assert (doc["apiVersion"], doc["kind"]) == ("vllm-remedy.io/v1alpha1", "DriftReport")
+    assert doc["status"] | {"exitCodes": None} == {"result": "NoDrift", "exitCode": 0, "exitCodes": None, "hosts": 1,
+                                                     "inSync": 1, "drifted": 0, "errors": 0}
+    assert statuses(doc) == dict.fromkeys(CHECKS, "pass")
+    host = doc["hosts"][0]
+    assert host["checks"][2]["detail"] == "matches known-good unit llama-8b-v085"
+    assert host["checks"][5]["detail"] == "predicted maximum concurrency 12.08x ≥ peak 8 on NVIDIA-L40S"
+    assert host["fix"] == {"operations": [], "note": None}
+    assert host["gitops"] is None
+    assert cli("drift", "-i", inv, "--detailed-exitcode").returncode == 0
+    human = cli("drift", "-i", inv)
+    assert human.stdout.splitlines()[0] == f"{HOST}: in sync"
+    assert human.stdout.splitlines()[-1] == "1 host(s): 1 in sync, 0 drifted, 0 error(s) -> NoDrift (exit 0)"
+    assert rehearsal.client().get_deployment("llm", "llama-8b")["metadata"]["resourceVersion"] == version
+
+
+def test_drift_found_with_the_deploys_fix_and_nothing_written(rehearsal: Rehearsal, tmp_path: Path, cli) -> None:
+    before = set_args(rehearsal, [MODEL, "--gpu-memory-utilization", "0.97", "--max-num-seqs", "64"])
+    inv = inventory(tmp_path, rehearsal.kubeconfig, policy(tmp_path))
+    got = cli("drift", "-i", inv, "-o", "json")
+    assert got.returncode == 1, got.stderr
+    doc = as_json(got)
+    assert doc["status"]["result"] == "Drift"
+    host = doc["hosts"][0]
+    assert host["drifted"] == ["max-model-len", "flag-bounds", "known-good-unit", "concurrency"]
+    assert host["checks"][1]["detail"] == "--gpu-memory-utilization=0.97: expected a number in [0.8, 0.92]"
+    assert host["checks"][5]["detail"] == ("predicted maximum concurrency 1.70x on NVIDIA-L40S is below the "
+                                           "policy's peak 8")
+    assert host["prediction"]["line"] == ("prediction on NVIDIA-L40S: fits — KV cache 223,312 tokens, maximum "
+                                          "concurrency 1.70x at max-model-len 131072")
+    # exactly what deploys/budget.py would do: one change brings the flag into bounds and restores headroom
+    ops = {op["operation"]: op for op in host["fix"]["operations"]}
+    assert sorted(ops) == ["Smallest change that restores headroom"]
+    budget = ops["Smallest change that restores headroom"]
+    assert (budget["changes"], budget["refused"]) == (True, None)
+    assert "+    - --max-model-len" in budget["lines"] and "+    - '16384'" in budget["lines"]
+    assert "-    - '0.97'" in budget["lines"] and "+    - '0.92'" in budget["lines"]
+    assert budget["lines"][-1] == ("prediction on NVIDIA-L40S: fits — KV cache 205,120 tokens, maximum concurrency "
+                                   "12.52x at max-model-len 16384")
+    assert host["fix"]["note"] is None
+    assert cli("drift", "-i", inv, "--detailed-exitcode").returncode == 2
+    after = rehearsal.client().get_deployment("llm", "llama-8b")  # the rollout moves status, never the spec
+    assert (after["spec"], after["metadata"]["generation"], notes(after)) == (
+        before["spec"], before["metadata"]["generation"], notes(before))
+
+
+def test_a_drift_check_reads_each_object_once_per_verb_and_each_cluster_list_once(rehearsal: Rehearsal,
+                                                                                   tmp_path: Path, cli) -> None:
+    """Three operations plan fixes per host; without the read snapshot each re-read the Deployment (pyinfra
+    3.10 keeps no fact cache): 9 GETs of it, and 2 cluster-wide node and pod lists per host."""
+    set_args(rehearsal, [MODEL, "--gpu-memory-utilization", "0.97", "--max-num-seqs", "64"])
+    add_vllm_deployment(rehearsal, "llama-8b-canary")
+    both = policy(tmp_path, UNIT + "target: {namespaces: [llm], deployments: [llama-8b, llama-8b-canary]}\n")
+    inv = inventory(tmp_path, rehearsal.kubeconfig, both, hosts=[HOST, f"{HOST}-canary"])
+    seen: Counter[tuple[str, str]] = Counter()
+    serve = rehearsal.server.dispatch
+
+    def counting(req: Any) -> Any:  # instrumentation only: every request is still served by the sim
+        seen[(req.method, req.path.split("?")[0].split("/", 3)[-1])] += 1
+        return serve(req)
+
+    rehearsal.server.dispatch = counting  # type: ignore[method-assign]
+    got = cli("drift", "-i", inv, "-o", "json")
+    assert got.returncode == 1, got.stderr
+    doc = as_json(got)
+    assert [h["status"] for h in doc["hosts"]] == ["Drifted", "Drifted"]
+    fixes = [h["fix"] for h in doc["hosts"]]
+    assert [len(f["operations"]) for f in fixes] == [1, 1], json.dumps(fixes)  # one fix planned, two found nothing
+    # pyinfra pads the shorter host's prefix; the diff's own indentation is all that is left of it
+    firsts = [f["operations"][0]["lines"][0] for f in fixes]
+    assert firsts[0] == firsts[1] and firsts[0].startswith("problem: "), firsts
+    # per host: connect, then the k8s-deployment, k8s-history and k8s-pods verbs each carry the Deployment once
+    for name in ("llama-8b", "llama-8b-canary"):
+        assert seen[("GET", f"apis/apps/v1/namespaces/llm/deployments/{name}")] == 4, seen
+    assert seen[("GET", "api/v1/nodes")] == seen[("GET", "api/v1/pods")] == 1, seen  # once for the cluster
+    assert {method for method, _ in seen} == {"GET"}
+
+
+def test_seeded_world_is_in_sync_with_the_shipped_policy(rehearsal: Rehearsal, tmp_path: Path, cli) -> None:
+    """The runbook's revision 14 is policies/llama-8b.yaml's known-good unit: image, pinned revision, flags."""
+    inv = inventory(tmp_path, rehearsal.kubeconfig, str(pyinfra_run.ROOT / "policies" / "llama-8b.yaml"))
+    got = cli("drift", "-i", inv, "-o", "json")
+    doc = as_json(got)
+    assert (got.returncode, doc["hosts"][0]["status"], doc["status"]["result"]) == (0, "InSync", "NoDrift")
+
+
+def test_an_unpinned_model_revision_drifts_from_the_shipped_policy(rehearsal: Rehearsal, tmp_path: Path, cli) -> None:
+    """The shipped llama-8b policy pins the model revision; a revision that drops --revision is not the unit."""
+    set_args(rehearsal, [MODEL, "--max-model-len", "16384", "--gpu-memory-utilization", "0.90", "--max-num-seqs", "64"])
+    inv = inventory(tmp_path, rehearsal.kubeconfig, str(pyinfra_run.ROOT / "policies" / "llama-8b.yaml"))
+    doc = as_json(cli("drift", "-i", inv, "-o", "json"))
+    host = doc["hosts"][0]
+    assert host["drifted"] == ["known-good-unit"]
+    assert host["checks"][2]["detail"] == (
+        "running unit (image vllm/vllm-openai:v0.8.5, model meta-llama/Llama-3.1-8B-Instruct, revision unpinned, "
+        "flags --gpu-memory-utilization 0.90 --max-model-len 16384 --max-num-seqs 64) is none of the allowed units: "
+        "llama-8b-rev14")
+    assert host["fix"]["note"].startswith("no operation of the deploys changes this: roll to a known-good unit")
+    assert doc["status"]["exitCode"] == 1
+
+
+def test_api_error_is_an_error_never_no_drift(rehearsal: Rehearsal, tmp_path: Path, cli) -> None:
+    inv = inventory(tmp_path, rehearsal.kubeconfig, policy(tmp_path))
+    rehearsal.faults([{"verb": "get", "resource": "deployments", "error_rate": 1.0, "error_code": 500}])
+    got = cli("drift", "-i", inv, "-o", "json")
+    assert got.returncode == 2
+    doc = as_json(got)
+    assert doc["status"] | {"exitCodes": None} == {"result": "Error", "exitCode": 2, "exitCodes": None, "hosts": 1,
+                                                     "inSync": 0, "drifted": 0, "errors": 1}
+    assert doc["hosts"][0]["status"] == "Error"
+    assert "injected fault: 500 on get" in doc["hosts"][0]["error"]
+    assert f"vllm-remedy: error: {HOST}: {doc['hosts'][0]['error']}" in got.stderr.splitlines()
+    assert cli("drift", "-i", inv, "--detailed-exitcode").returncode == 1
+
+
+def test_failing_read_inside_the_fix_plan_is_an_error(rehearsal: Rehearsal, tmp_path: Path, cli) -> None:
+    """Connect and the checks succeed; the pin operation's node listing fails: the host is an error."""
+    inv = inventory(tmp_path, rehearsal.kubeconfig, policy(tmp_path))
+    rehearsal.faults([{"verb": "list", "resource": "nodes", "error_rate": 1.0, "error_code": 503}])
+    got = cli("drift", "-i", inv, "-o", "json", "--detailed-exitcode")
+    assert got.returncode == 1
+    host = as_json(got)["hosts"][0]
+    assert host["status"] == "Error"
+    assert host["error"] == ("Pin the GPU type: rehearsal: GET /api/v1/nodes: HTTP 503: injected fault: 503 on list "
+                             "(after 5 attempts)")
+
+
+def test_unreachable_cluster_is_an_error_even_when_others_are_fine(rehearsal: Rehearsal, tmp_path: Path, cli) -> None:
+    down = sim_kubeconfig.write(tmp_path / "down-kubeconfig", "http://127.0.0.1:9", ["down"])
+    path = policy(tmp_path)
+    inv = tmp_path / "mixed.py"
+    inv.write_text(f"ok = ([{HOST!r}], {{'kubeconfig': {str(rehearsal.kubeconfig)!r}, 'policy': {path!r}}})\n"
+                   f"gone = (['@k8s/down/llm/llama-8b'], {{'kubeconfig': {str(down)!r}, 'policy': {path!r}}})\n")
+    got = cli("drift", "-i", str(inv), "-o", "json")
+    assert got.returncode == 2
+    doc = as_json(got)
+    by_host = {h["host"]: h for h in doc["hosts"]}
+    assert by_host[HOST]["status"] == "InSync"
+    assert by_host["@k8s/down/llm/llama-8b"]["status"] == "Error"
+    assert by_host["@k8s/down/llm/llama-8b"]["error"].startswith(
+        "down: GET /apis/apps/v1/namespaces/llm/deployments/llama-8b: no answer after 5 attempt(s): ")
+    assert "Connection refused" in by_host["@k8s/down/llm/llama-8b"]["error"]
+    assert doc["status"]["result"] == "Error"
+    assert cli("drift", "-i", str(inv), "--detailed-exitcode").returncode == 1
+    only_ok = cli("drift", "-i", str(inv), "--limit", "ok", "-o", "json")
+    assert (only_ok.returncode, as_json(only_ok)["status"]["hosts"]) == (0, 1)
+
+
+def test_bad_input_is_one_line_and_detailed_mode_maps_it_to_1(tmp_path: Path, cli) -> None:
+    missing = str(tmp_path / "nope.py")
+    got = cli("drift", "-i", missing)
+    line = f"vllm-remedy: error: {missing}: no such inventory file\n"
+    assert (got.returncode, got.stdout, got.stderr) == (2, "", line)
+    got = cli("drift", "-i", missing, "--detailed-exitcode")
+    assert (got.returncode, got.stderr) == (1, f"vllm-remedy: error: {missing}: no such inventory file\n")
+    broken = tmp_path / "broken.py"
+    broken.write_text("hosts = [\n")
+    got = cli("drift", "-i", str(broken))
+    assert got.returncode == 2 and got.stderr.startswith(f"vllm-remedy: error: {broken}: cannot load the inventory: ")
+    assert len(got.stderr.splitlines()) == 1
+    inv = inventory(tmp_path, tmp_path / "kubeconfig", str(tmp_path / "no-policy.yaml"))
+    (tmp_path / "kubeconfig").write_text("apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n")
+    got = cli("drift", "-i", inv, "--limit", "nomatch")
+    assert (got.returncode, got.stderr) == (2, f"vllm-remedy: error: {inv}: no host matches --limit nomatch\n")
+
+
+def test_metrics_file_has_per_check_gauges_and_last_check(rehearsal: Rehearsal, tmp_path: Path, cli) -> None:
+    set_args(rehearsal, [MODEL, "--gpu-memory-utilization", "0.90", "--max-num-seqs", "64"])
+    inv = inventory(tmp_path, rehearsal.kubeconfig, policy(tmp_path))
+    prom = tmp_path / "drift.prom"
+    assert cli("drift", "-i", inv, "--metrics-file", str(prom)).returncode == 1
+    text = prom.read_text()
+    drift = parse_samples(text, DRIFT_DETECTED)
+    assert {labels[1]: v for labels, v in drift.items()} == {
+        "max-model-len": 1.0, "flag-bounds": 0.0, "known-good-unit": 1.0, "gpu-pinned": 0.0, "enforce-eager": 0.0,
+        "concurrency": 1.0}
+    assert {labels[0] for labels in drift} == {HOST}
+    checked = parse_samples(text, LAST_CHECK)
+    assert len(checked) == 1
+    set_args(rehearsal, GOOD_ARGS)
+    rehearsal.faults([{"verb": "get", "resource": "deployments", "error_rate": 1.0, "error_code": 500}])
+    assert cli("drift", "-i", inv, "--metrics-file", str(prom)).returncode == 2
+    after = prom.read_text()
+    # a failed check looks stale (the last-check time does not move) and resolves nothing it could not see
+    assert parse_samples(after, LAST_CHECK) == checked
+    assert parse_samples(after, DRIFT_DETECTED) == drift
+
+
+def test_a_usage_error_under_detailed_exitcode_is_an_error_not_drift(cli) -> None:
+    """Terraform's convention reads 2 as "drift": argparse's usage exit (2) must become 1, or a CronJob that
+    accepts 2 would pass with a mistyped flag."""
+    for argv in (["drift", "--detailed-exitcode"], ["drift", "-i", "inv.py", "--bogus", "--detailed-exitcode"]):
+        got = cli(*argv)
+        assert got.returncode == 1, argv
+        assert len(got.stderr.strip().splitlines()) == 1 and "error:" in got.stderr
+    assert cli("drift", "--bogus").returncode == 2  # without the flag: kubectl's convention, 2 = error
+
+
+def test_an_inventory_that_raises_names_the_users_error(tmp_path: Path, cli) -> None:
+    inv = tmp_path / "broken.py"
+    inv.write_text('raise RuntimeError("boom: no such cluster list")\n')
+    got = cli("drift", "-i", str(inv))
+    assert got.returncode == 2
+    assert got.stderr.strip() == (f"vllm-remedy: error: {inv}: cannot load the inventory: RuntimeError: "
+                                  "boom: no such cluster list")
+
+
+def test_a_policy_directory_serves_a_whole_namespace(rehearsal: Rehearsal, tmp_path: Path, cli,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The in-cluster CronJob's inventory: every vLLM Deployment of the namespace, each under the policy that
+    names it most narrowly - a second model no longer turns the whole check into an error."""
+    add_vllm_deployment(rehearsal, "qwen-7b", ["Qwen/Qwen2.5-7B-Instruct", "--max-model-len", "16384"])
+    shipped = pyinfra_run.ROOT / "policies"
+    monkeypatch.setenv("KUBECONFIG", str(rehearsal.kubeconfig))  # namespace hosts expand at inventory load
+    inv = inventory(tmp_path, rehearsal.kubeconfig, str(shipped), hosts=["@k8s/rehearsal/llm"])
+    got = cli("drift", "-i", inv, "-o", "json")
+    doc = as_json(got)
+    assert got.returncode in (0, 1) and doc["status"]["errors"] == 0, got.stderr
+    chosen = {h["host"]: Path(h["policy"]).name for h in doc["hosts"]}
+    assert chosen == {HOST: "llama-8b.yaml", "@k8s/rehearsal/llm/qwen-7b": "default.yaml"}
+    assert next(h for h in doc["hosts"] if h["host"] == HOST)["status"] == "InSync"

@@ -1,0 +1,92 @@
+"""`vllm-remedy expire` after a simulated crash: a toggle written by a process that died is reverted from the
+cluster's own record (exact prior argv), a toggle not yet due is left alone, and a second run changes nothing."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from fixtures import pyinfra_run
+from fixtures.drift_world import GOOD_ARGS, HOST, as_json, inventory, policy, set_args
+from fixtures.pyinfra_run import Rehearsal
+from vllm_remedy.kube.annotations import parse_rfc3339, rfc3339
+from vllm_remedy.metrics import OVERRIDE_EXPIRY, REMEDIATIONS, parse_samples
+
+rehearsal = pyinfra_run.rehearsal
+EXPIRES, PRIOR = "vllm-remedy.io/enforce-eager-expires", "vllm-remedy.io/enforce-eager-prior"
+PRIOR_JSON = json.dumps({"args": GOOD_ARGS, "command": ["vllm", "serve"], "container": "vllm"}, sort_keys=True,
+                        separators=(",", ":"))
+
+
+def dead_process_toggle(rehearsal: Rehearsal, offset: float) -> str:
+    """What `deploys/enforce_eager.py` writes, written directly (the writer then 'dies'); expiry = now + offset."""
+    expires = rfc3339(rehearsal.client().server_time() + offset)
+    set_args(rehearsal, [*GOOD_ARGS, "--enforce-eager"], notes={EXPIRES: expires, PRIOR: PRIOR_JSON})
+    return expires
+
+
+def container(rehearsal: Rehearsal) -> dict:
+    return rehearsal.client().get_deployment("llm", "llama-8b")["spec"]["template"]["spec"]["containers"][0]
+
+
+def test_expire_reverts_a_dead_process_toggle_to_the_exact_prior_argv(rehearsal: Rehearsal, tmp_path: Path,
+                                                                      cli) -> None:
+    expires = dead_process_toggle(rehearsal, -600)
+    inv = inventory(tmp_path, rehearsal.kubeconfig, policy(tmp_path))
+    drift = as_json(cli("drift", "-i", inv, "-o", "json"))["hosts"][0]
+    assert drift["drifted"] == ["enforce-eager"]
+    assert re.fullmatch(rf"toggle enforce-eager expired at {expires} \((\d+)m ago\): run `vllm-remedy expire` "
+                        r"\(restores the prior argv\)", drift["checks"][4]["detail"])  # the cluster runs 600x
+    revert = next(op for op in drift["fix"]["operations"] if op["operation"] == "Revert expired temporary toggles")
+    assert revert["changes"] is True and "-    - --enforce-eager" in revert["lines"]
+
+    prom = tmp_path / "expire.prom"
+    got = cli("expire", "-i", inv, "-o", "json", "--metrics-file", str(prom))
+    assert got.returncode == 0, got.stderr
+    doc = as_json(got)
+    assert (doc["kind"], doc["status"]) == ("ExpireReport", {"result": "Done", "exitCode": 0, "hosts": 1,
+                                                               "reverted": 1, "errors": 0})
+    host = doc["hosts"][0]
+    assert (host["host"], host["status"], host["reverted"], host["remaining"]) == (HOST, "Reverted",
+                                                                                   ["enforce-eager"], [])
+    c = container(rehearsal)
+    assert (c["command"], c["args"]) == (["vllm", "serve"], GOOD_ARGS)
+    notes = rehearsal.client().get_deployment("llm", "llama-8b")["metadata"]["annotations"]
+    assert EXPIRES not in notes and PRIOR not in notes
+    assert notes["vllm-remedy.io/last-action"] == "expire"
+    assert {k: v for k, v in parse_samples(prom.read_text(), REMEDIATIONS).items()} == {("expire", "applied"): 1.0}
+
+    again = cli("expire", "-i", inv)
+    assert again.returncode == 0
+    assert again.stdout.splitlines() == [f"{HOST}: no toggle past its expiry",
+                                         "1 host(s): 0 reverted, 0 error(s) (exit 0)"]
+    assert as_json(cli("drift", "-i", inv, "-o", "json"))["status"]["result"] == "NoDrift"
+
+
+def test_expire_leaves_a_toggle_that_is_not_due(rehearsal: Rehearsal, tmp_path: Path, cli) -> None:
+    # six cluster hours ahead (36 s of wall time at 600x): a loaded machine cannot make it due mid-test
+    expires = dead_process_toggle(rehearsal, 6 * 3600)
+    before = rehearsal.client().get_deployment("llm", "llama-8b")
+    inv = inventory(tmp_path, rehearsal.kubeconfig, policy(tmp_path))
+    prom = tmp_path / "expire.prom"
+    doc = as_json(cli("expire", "-i", inv, "-o", "json", "--metrics-file", str(prom)))
+    assert doc["hosts"][0]["status"] == "Unchanged"
+    assert doc["hosts"][0]["remaining"] == [{"name": "enforce-eager", "expires": expires}]
+    after = rehearsal.client().get_deployment("llm", "llama-8b")
+    assert (after["spec"]["template"], after["metadata"]["generation"]) == (before["spec"]["template"],
+                                                                           before["metadata"]["generation"])
+    assert parse_samples(prom.read_text(), OVERRIDE_EXPIRY) == {(HOST, "enforce-eager"): parse_rfc3339(expires)}
+    drift = as_json(cli("drift", "-i", inv, "-o", "json"))["hosts"][0]
+    assert drift["checks"][4] == {"check": "enforce-eager", "status": "pass",
+                                  "detail": f"toggle enforce-eager on until {expires}"}
+
+
+def test_permanent_eager_mode_is_drift_that_expire_does_not_touch(rehearsal: Rehearsal, tmp_path: Path, cli) -> None:
+    set_args(rehearsal, [*GOOD_ARGS, "--enforce-eager"])
+    inv = inventory(tmp_path, rehearsal.kubeconfig, policy(tmp_path))
+    drift = as_json(cli("drift", "-i", inv, "-o", "json"))["hosts"][0]
+    assert drift["checks"][4]["status"] == "drift"
+    assert drift["checks"][4]["detail"].startswith("--enforce-eager is on with no timed toggle recorded")
+    assert as_json(cli("expire", "-i", inv, "-o", "json"))["hosts"][0]["status"] == "Unchanged"
+    assert container(rehearsal)["args"] == [*GOOD_ARGS, "--enforce-eager"]

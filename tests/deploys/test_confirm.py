@@ -1,0 +1,151 @@
+"""deploys/confirm.py (runbook step 6) through the real pyinfra CLI: confirm in cluster time, then mark."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from fixtures import pyinfra_run
+from fixtures.pyinfra_run import ROOT, Rehearsal
+from fixtures.restore_world import (
+    CONFIRM,
+    HOST,
+    LOCAL,
+    NAME,
+    NS,
+    RESTORE,
+    bad_revision,
+    crash_looping,
+    host_out,
+    incident,
+    pods,
+    replicaset,
+    wait_until,
+    write_inventory,
+)
+from vllm_remedy.kube.annotations import parse_rfc3339
+from vllm_remedy.kube.history import templates_equal
+
+rehearsal = pyinfra_run.rehearsal
+STABLE = 30 * 60
+
+
+def restored(rehearsal: Rehearsal) -> dict:
+    """The incident, restored by deploys/restore.py; returns the restored ReplicaSet (revision 16)."""
+    incident(rehearsal)
+    got = rehearsal.pyinfra(LOCAL, RESTORE, "-y")
+    assert got.returncode == 0, got.stderr
+    return replicaset(rehearsal, 16)
+
+
+def stable(rehearsal: Rehearsal, seconds: float = STABLE + 60) -> None:
+    """Wait until every pod has been Ready for ``seconds`` of cluster time."""
+    clock = rehearsal.cluster.clock
+
+    def ready_long_enough() -> bool:
+        for pod in pods(rehearsal):
+            cond = next((c for c in pod["status"].get("conditions") or [] if c["type"] == "Ready"), None)
+            if not cond or cond["status"] != "True":
+                return False
+            if clock.now() - parse_rfc3339(cond["lastTransitionTime"]) < seconds:
+                return False
+        return True
+
+    wait_until(ready_long_enough, 30, "pods Ready for 31 minutes of cluster time")
+
+
+def test_confirm_waits_for_stability_then_marks_the_replicaset_once(rehearsal: Rehearsal) -> None:
+    rs = restored(rehearsal)
+    early = rehearsal.pyinfra(LOCAL, CONFIRM, "-y")
+    assert early.returncode != 0
+    lines = host_out(early.stderr)
+    refusal = [line for line in lines if line.startswith("revision 16 not confirmed: ")]
+    assert len(refusal) == 1, lines
+    assert "of the required 30m" in refusal[0] and "Ready for " in refusal[0]
+    client = rehearsal.client()
+    assert "vllm-remedy.io/known-good" not in (replicaset(rehearsal, 16)["metadata"].get("annotations") or {})
+
+    stable(rehearsal)
+    got = rehearsal.pyinfra(LOCAL, CONFIRM, "-y")
+    assert got.returncode == 0, got.stderr
+    lines = host_out(got.stderr)
+    assert f"step 6 — confirm revision 16 ({rs['metadata']['name']}):" in lines
+    for pod in sorted(p["metadata"]["name"] for p in pods(rehearsal)):
+        assert f"ok: pod {pod}: maximum concurrency 12.08x vs peak 8 × 1.25 = 10.00" in lines
+        assert f"ok: pod {pod}: KV cache usage 0.0% (limit 90%)" in lines
+    assert any(line.startswith(f"mark revision 16 ({rs['metadata']['name']}) known-good: written") for line in lines)
+    marked = client.request("GET", f"/apis/apps/v1/namespaces/{NS}/replicasets/{rs['metadata']['name']}")
+    notes = marked["metadata"]["annotations"]
+    assert abs(parse_rfc3339(notes["vllm-remedy.io/known-good"]) - rehearsal.cluster.clock.now()) < 600
+    assert notes["vllm-remedy.io/known-good-reason"].startswith("confirmed: ok: revision 16: 2 pod(s)")
+    assert notes["vllm-remedy.io/last-action"] == "restore"  # the Deployment's, copied by the controller
+    assert notes["kubernetes.io/change-cause"] == rs["metadata"]["annotations"]["kubernetes.io/change-cause"]
+    deployment = client.get_deployment(NS, NAME)
+    assert "vllm-remedy.io/known-good" not in deployment["metadata"]["annotations"]
+
+    again = rehearsal.pyinfra(LOCAL, CONFIRM, "-y")
+    assert again.returncode == 0, again.stderr
+    assert host_out(again.stderr).count("No changes") == 3  # revert toggles, wait, mark
+    after = client.request("GET", f"/apis/apps/v1/namespaces/{NS}/replicasets/{rs['metadata']['name']}")
+    assert after["metadata"]["resourceVersion"] == marked["metadata"]["resourceVersion"]
+
+
+def test_capacity_below_policy_peak_fails_with_the_figures(rehearsal: Rehearsal, tmp_path: Path) -> None:
+    restored(rehearsal)
+    stable(rehearsal)
+    policy = tmp_path / "peak.yaml"
+    policy.write_text(f"extends: {ROOT / 'policies' / 'llama-8b'}\npeak_concurrency: 16\n")
+    got = rehearsal.pyinfra(write_inventory(tmp_path, HOST, policy=str(policy)), CONFIRM, "-y")
+    assert got.returncode != 0
+    lines = host_out(got.stderr)
+    for pod in sorted(p["metadata"]["name"] for p in pods(rehearsal)):
+        assert f"FAIL: pod {pod}: maximum concurrency 12.08x vs peak 16 × 1.25 = 20.00" in lines
+    assert "vllm-remedy.io/known-good" not in (replicaset(rehearsal, 16)["metadata"].get("annotations") or {})
+
+
+def test_restore_prefers_the_revision_confirm_marked(rehearsal: Rehearsal) -> None:
+    rs = restored(rehearsal)
+    stable(rehearsal)
+    assert rehearsal.pyinfra(LOCAL, CONFIRM, "-y").returncode == 0
+
+    def worse(dep: dict) -> None:  # revision 17: another bad change on top of the confirmed one
+        bad_revision(dep)
+        dep["spec"]["template"]["spec"]["containers"][0]["env"].append({"name": "VLLM_TRY", "value": "6"})
+
+    rehearsal.change(worse, change_cause="revision 17")
+    wait_until(lambda: crash_looping(rehearsal), what="revision 17 to crash-loop")
+    got = rehearsal.pyinfra(LOCAL, RESTORE, "-y")
+    assert got.returncode == 0, got.stderr
+    summary = (f"roll back deployment llm/llama-8b from revision 17 to revision 16 ({rs['metadata']['name']}) — "
+               "chosen by rule: known-good mark")
+    assert any(line.startswith(summary) for line in host_out(got.stderr)), got.stderr
+    after = rehearsal.client().get_deployment(NS, NAME)
+    assert templates_equal(after["spec"]["template"], rs["spec"]["template"])
+
+
+def test_a_revision_no_node_can_take_fails_fast_with_the_schedulers_reason(rehearsal: Rehearsal) -> None:
+    """Past its progress deadline, a new pod stuck Pending is a verdict, not a reason to sit out the timeout."""
+    def h100(dep: dict) -> None:  # no H100 node in the rehearsal world
+        dep["spec"]["progressDeadlineSeconds"] = 120
+        dep["spec"]["template"]["spec"]["nodeSelector"] = {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
+
+    rehearsal.change(h100, change_cause="pin to H100")
+
+    def deadline_passed() -> bool:
+        conds = rehearsal.client().get_deployment(NS, NAME)["status"].get("conditions") or []
+        return any(c["type"] == "Progressing" and c.get("reason") == "ProgressDeadlineExceeded" for c in conds)
+
+    wait_until(deadline_passed, 30, "ProgressDeadlineExceeded")
+    got = rehearsal.pyinfra(LOCAL, CONFIRM, "-y")
+    assert got.returncode != 0
+    lines = host_out(got.stderr)
+    stuck = [line for line in lines if ": unschedulable after " in line]
+    assert len(stuck) == 1, lines
+    assert "Unschedulable: 0/" in stuck[0] and "node(s) didn't match Pod's node affinity/selector" in stuck[0]
+    # the wait's own cluster time (process start-up at 600x is not the wait's): not the 15-minute timeout
+    waited = re.search(r": unschedulable after (\d+)s: ", stuck[0])
+    assert waited is not None and int(waited.group(1)) < 120, stuck[0]
+    dry = rehearsal.pyinfra(LOCAL, RESTORE, "--dry")  # step 1 has nothing to roll back, and says why
+    assert dry.returncode == 0, dry.stderr
+    said = [line for line in host_out(dry.stderr) if line.startswith("noop: nothing to restore: ")]
+    assert len(said) == 1 and "no pod is crash-looping, but 1 new pod(s) cannot be scheduled" in said[0], said

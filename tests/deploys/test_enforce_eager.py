@@ -1,0 +1,124 @@
+"""deploys/enforce_eager.py (the timed --enforce-eager toggle) through the real pyinfra CLI on the rehearsal cluster."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from fixtures import pyinfra_run
+from fixtures.budget_world import (
+    EAGER,
+    GOOD_ARGS,
+    LOAD_GUARD,
+    LOCAL,
+    args_of,
+    assert_no_changes,
+    deployment,
+    kv_logged,
+    quiet,
+    rolled_out,
+)
+from fixtures.pyinfra_run import Rehearsal
+from fixtures.restore_world import host_out, vllm_runtime
+from vllm_remedy.kube.annotations import parse_rfc3339
+from vllm_remedy.remedies.predict import predict_template
+
+rehearsal = pyinfra_run.rehearsal
+
+EXPIRES, PRIOR = "vllm-remedy.io/enforce-eager-expires", "vllm-remedy.io/enforce-eager-prior"
+PRIOR_JSON = json.dumps({"args": GOOD_ARGS, "command": ["vllm", "serve"], "container": "vllm"}, sort_keys=True,
+                        separators=(",", ":"))
+
+
+def eager_on(rehearsal: Rehearsal, ttl: str) -> dict:
+    vllm_runtime(rehearsal)
+    got = rehearsal.pyinfra(LOCAL, EAGER, "-y", "--data", f"eager_ttl={ttl}")
+    assert got.returncode == 0, got.stderr
+    return rolled_out(rehearsal)
+
+
+def test_eager_toggle_records_expiry_and_exact_prior_argv(rehearsal: Rehearsal) -> None:
+    after = eager_on(rehearsal, "2h")
+    assert args_of(after) == [*GOOD_ARGS, "--enforce-eager"]
+    notes = after["metadata"]["annotations"]
+    at = parse_rfc3339(notes["vllm-remedy.io/last-action-at"])
+    assert parse_rfc3339(notes[EXPIRES]) == at + 7200
+    assert notes[PRIOR] == PRIOR_JSON
+    assert notes["vllm-remedy.io/last-action"] == "enforce-eager"
+    assert notes["kubernetes.io/change-cause"] == (f"vllm-remedy enforce-eager: --enforce-eager until {notes[EXPIRES]} "
+                                                   "(temporary; reverts on the next run after)")
+    predicted = predict_template(after["spec"]["template"]).estimate
+    assert predicted is not None and predicted.outcome.value == "fits"
+    assert set(kv_logged(rehearsal).values()) == {predicted.kv_cache_tokens}
+
+    assert_no_changes(rehearsal, EAGER, 3, "--data", "eager_ttl=2h")  # never extended, never re-applied
+
+
+def test_an_expired_toggle_is_reverted_by_any_later_deploy(rehearsal: Rehearsal) -> None:
+    on = eager_on(rehearsal, "1m")
+    expires = parse_rfc3339(on["metadata"]["annotations"][EXPIRES])
+    client = rehearsal.client()
+    while client.server_time() < expires:  # the rehearsal clock runs 600x: a cluster minute is 0.1 s
+        time.sleep(0.05)
+    got = rehearsal.pyinfra(LOCAL, LOAD_GUARD, "-y")  # a different deploy: step 5's
+    assert got.returncode == 0, got.stderr
+    lines = host_out(got.stderr)
+    assert any(line.startswith("revert expired toggles on deployment llm/llama-8b: enforce-eager: restore the exact "
+                               "argv from before --enforce-eager") for line in lines), lines
+    after = rolled_out(rehearsal)
+    assert after["spec"]["template"]["spec"]["containers"][0]["args"] == GOOD_ARGS
+    assert after["spec"]["template"]["spec"]["containers"][0]["command"] == ["vllm", "serve"]
+    notes = after["metadata"]["annotations"]
+    assert EXPIRES not in notes and PRIOR not in notes
+    assert notes["vllm-remedy.io/last-action"] == "expire"
+    assert set(kv_logged(rehearsal).values()) == {197840}
+
+
+def test_running_the_eager_deploy_after_expiry_shows_in_dry_what_it_does(rehearsal: Rehearsal) -> None:
+    """--dry and -y agree: the expired toggle comes off, and eager mode goes on anew with a new expiry."""
+    on = eager_on(rehearsal, "1m")
+    expires = on["metadata"]["annotations"][EXPIRES]
+    client = rehearsal.client()
+    while client.server_time() < parse_rfc3339(expires):
+        time.sleep(0.05)
+    dry = rehearsal.pyinfra(LOCAL, EAGER, "--dry", "--data", "eager_ttl=30m")
+    assert dry.returncode == 0, dry.stderr
+    shown = host_out(dry.stderr)
+    assert any(line.startswith("revert expired toggles on deployment llm/llama-8b: enforce-eager") for line in shown)
+    again = f"turn on --enforce-eager again (the last toggle expired {expires}) on deployment llm/llama-8b for 30m"
+    assert any(line.startswith(again) for line in shown), shown
+    got = rehearsal.pyinfra(LOCAL, EAGER, "-y", "--data", "eager_ttl=30m")
+    assert got.returncode == 0, got.stderr
+    after = rolled_out(rehearsal)
+    assert args_of(after) == [*GOOD_ARGS, "--enforce-eager"]
+    assert parse_rfc3339(after["metadata"]["annotations"][EXPIRES]) > parse_rfc3339(expires)
+    assert after["metadata"]["annotations"][PRIOR] == PRIOR_JSON  # the argv from before any eager mode
+
+
+def test_a_ttl_above_the_policy_maximum_is_refused(rehearsal: Rehearsal) -> None:
+    vllm_runtime(rehearsal)
+    before = quiet(rehearsal)
+    got = rehearsal.pyinfra(LOCAL, EAGER, "-y", "--data", "eager_ttl=3h")
+    assert got.returncode == 1, got.stderr
+    policy = str(pyinfra_run.ROOT / "policies" / "llama-8b.yaml")
+    assert (f"deployment llm/llama-8b: ttl: 3h exceeds the policy's enforce_eager.max_duration 2h ({policy})"
+            in host_out(got.stderr)), got.stderr
+    assert deployment(rehearsal)["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+
+
+def test_dry_shows_the_toggle_and_turning_it_off_restores_the_argv(rehearsal: Rehearsal) -> None:
+    vllm_runtime(rehearsal)
+    before = quiet(rehearsal)
+    dry = rehearsal.pyinfra(LOCAL, EAGER, "--dry")
+    assert dry.returncode == 0, dry.stderr
+    shown = host_out(dry.stderr)
+    assert "+    - --enforce-eager" in shown
+    assert len([line for line in shown if line.startswith("prediction on NVIDIA-L40S: fits")]) == 1, shown
+    assert deployment(rehearsal)["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+    eager_on(rehearsal, "2h")
+    off = rehearsal.pyinfra(LOCAL, EAGER, "-y", "--data", "enforce_eager=false")
+    assert off.returncode == 0, off.stderr
+    after = rolled_out(rehearsal)
+    assert args_of(after) == GOOD_ARGS
+    assert EXPIRES not in after["metadata"]["annotations"]
+    assert after["metadata"]["annotations"]["vllm-remedy.io/last-action"] == "enforce-eager-off"
