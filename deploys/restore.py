@@ -14,3 +14,5 @@ from vllm_remedy.operations import restore, workload
 workload.revert_expired_toggles(name="Revert expired temporary toggles")
 restore.known_good(name="Roll back a crash-looping revision to the last known-good one", wait=True)
 restore.shed_load(name="Shed load when OOM under load and nothing was deployed", fallback=True)
+# A rerun after the first run died mid-wait (kill -9, a lost terminal) resumes waiting for that rollout.
+workload.rolled_out(name="Wait until the new pods are Ready")

@@ -109,7 +109,7 @@ def test_oom_under_load_sheds_load_and_shifts_the_gateway_once(rehearsal: Rehear
 
     again = rehearsal.pyinfra(inventory, RESTORE, "-y")
     assert again.returncode == 0, again.stderr
-    assert host_out(again.stderr).count("No changes") == 3, again.stderr  # toggles, roll back, shed
+    assert host_out(again.stderr).count("No changes") == 4, again.stderr  # toggles, roll back, shed, wait
     assert client.request("GET", ROUTE_PATH)["metadata"]["resourceVersion"] == shifted["metadata"]["resourceVersion"]
     assert client.get_deployment(NS, NAME)["metadata"]["generation"] == deployment["metadata"]["generation"]
 

@@ -15,7 +15,8 @@ rehearsal = pyinfra_run.rehearsal
 QUIET = {
     "deploys/restore.py": ["noop: no temporary toggle has expired",
                            "noop: nothing to restore: revision 14: no pod is crash-looping",
-                           "noop: no load to shed: revision 14: no pod is crash-looping"],
+                           "noop: no load to shed: revision 14: no pod is crash-looping",
+                           "noop: deployment llm/llama-8b is rolled out"],
     "deploys/pin_gpu.py": ["noop: no temporary toggle has expired",
                            "noop: deployment llm/llama-8b is already pinned to nvidia.com/gpu.product=NVIDIA-L40S "
                            "with 1 GPU(s) per pod",

@@ -9,6 +9,7 @@ failure, and that nothing was overwritten. (budget.py's concurrent-edit test liv
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -59,6 +60,7 @@ LOAD_REASON = "OOM under load (step 5): cap per policy: --max-num-batched-tokens
 EAGER_PRIOR = ('{"args":["meta-llama/Llama-3.1-8B-Instruct","--revision","0e9e39f249a16976918f6564b8830bc894c89659",'
                '"--max-model-len","16384","--gpu-memory-utilization","0.90","--max-num-seqs","64"],'
                '"command":["vllm","serve"],"container":"vllm"}')
+CHANGE_ID = "vllm-remedy.io/change-id"
 #: Transient trouble: flaky Deployment reads and writes, apiserver timeouts (504) on what the wait reads, latency.
 FLAKY = [{"verb": "*", "resource": "deployments", "error_rate": 0.3, "error_code": 503},
          {"verb": "patch", "resource": "deployments", "error_rate": 0.5, "error_code": 500},
@@ -139,7 +141,8 @@ def assert_clean_end_state(case: Case, before: Obj, after: Obj) -> None:
     if case.deploy == EAGER:
         assert expires is not None and parse_rfc3339(expires) == at + 7200
     reason = case.reason.format(expires=expires)
-    assert {k: v for k, v in notes.items() if k not in TIMED} == {
+    assert re.fullmatch(r"[0-9a-f]{16}", notes[CHANGE_ID]), notes  # the one write, recognisable by its id
+    assert {k: v for k, v in notes.items() if k not in (*TIMED, CHANGE_ID)} == {
         "kubernetes.io/change-cause": f"vllm-remedy {case.action}: {reason}",
         REVISION: str(int(before["metadata"]["annotations"][REVISION]) + 1),
         "vllm-remedy.io/last-action": case.action,
@@ -176,8 +179,10 @@ def test_a_write_the_api_keeps_refusing_fails_the_host_in_one_line_and_changes_n
     assert got.returncode == 1, got.stderr
     assert "Traceback" not in got.stderr
     failed = [line for line in host_out(got.stderr) if "HTTP 503" in line]
-    assert failed == [f"{case.summary}: rehearsal: PATCH {PATH}: HTTP 503: injected fault: 503 on patch "
-                      "(after 5 attempts)"], host_out(got.stderr)
+    assert len(failed) == 1 and re.fullmatch(
+        re.escape(f"{case.summary}: rehearsal: deployment llm/llama-8b: rehearsal: PATCH {PATH}: HTTP 503: injected "
+                  "fault: 503 on patch (after 5 attempts); change ") + "[0-9a-f]{16}" + re.escape(
+                      " is not on the object: nothing was written"), failed[0]), host_out(got.stderr)
     after = deployment(rehearsal)
     assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
     assert after["spec"] == before["spec"]

@@ -87,6 +87,11 @@ class Keys:
         """When the last remedy was applied, kept for audit."""
         return self.key("last-action-at")
 
+    @property
+    def change_id(self) -> str:
+        """The id of the last write we made; after a lost answer, its presence proves the write landed."""
+        return self.key("change-id")
+
     def toggle_expires(self, toggle: str) -> str:
         """When a timed toggle must be reverted; drift flags it once past."""
         return self.key(f"{toggle}-expires")

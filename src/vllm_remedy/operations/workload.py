@@ -34,6 +34,7 @@ from vllm_remedy.operations.util import (
     server_of,
     set_template,
     wait_rollout,
+    wrote_in_this_run,
 )
 from vllm_remedy.remedies import enforce_eager
 from vllm_remedy.remedies.load_guard import format_mm_limits
@@ -156,4 +157,10 @@ def rolled_out(timeout: float | None = None) -> Iterator[FunctionCommand]:
         noop(state, host, f"{ctx.where} is rolled out")
         return
     seconds = timeout if timeout is not None else ctx.policy.restore.rollout_timeout.total_seconds()
-    yield FunctionCommand(wait_rollout, (seconds, f"wait for {ctx.where} to roll out"), {})
+    notes = (deployment.get("metadata") or {}).get("annotations") or {}
+    ours = notes.get(ctx.keys.last_action)
+    label = f"wait for {ctx.where} to roll out"
+    # a rerun after a run died mid-wait (kill -9, a lost terminal) resumes the wait: say whose write it was
+    if ours and not wrote_in_this_run(state, host, ctx.deployment_path):
+        label += f" (last vllm-remedy write: {ours} at {notes.get(ctx.keys.last_action_at, '?')})"
+    yield FunctionCommand(wait_rollout, (seconds, label), {})

@@ -29,6 +29,16 @@ class Clock:
         with self._lock:
             return self._origin_sim + (time.monotonic() - self._origin_real) * self.speed
 
+    def set_speed(self, speed: float) -> None:
+        """Run at ``speed`` from now on, without a jump: a game day may slow the cluster to watch a rollout."""
+        if speed <= 0:
+            raise ValueError("speed must be > 0")
+        with self._lock:
+            real = time.monotonic()
+            self._origin_sim += (real - self._origin_real) * self.speed
+            self._origin_real = real
+            self.speed = speed
+
     def timestamp(self, at: float | None = None) -> str:
         """RFC 3339, second precision, as Kubernetes writes metadata timestamps."""
         moment = self.now() if at is None else at

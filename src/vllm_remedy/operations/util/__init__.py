@@ -34,6 +34,7 @@ from vllm_remedy.operations.util.write import (
     run_write,
     set_template,
     write_command,
+    wrote_in_this_run,
 )
 
 __all__ = [
@@ -68,4 +69,5 @@ __all__ = [
     "wait_rollout",
     "with_flags",
     "write_command",
+    "wrote_in_this_run",
 ]

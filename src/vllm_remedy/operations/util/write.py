@@ -4,7 +4,8 @@ pyinfra detects changes (prepare) and executes them later, re-running each opera
 scratch. A write must not silently apply to an object someone changed in between, nor may our own
 earlier write in the same run look like "someone else". So per (run, host, object) we remember:
 
-* the object as first read during change detection (what the diff the operator approved was built on);
+* the object as first read during change detection (what the diff the operator approved was built on) or,
+  with ``-y`` (no detection), as the operation body read it at execute;
 * the answer of our own last write to it in this run.
 
 At execute the callback re-reads the object. If its spec/metadata still match the remembered one
@@ -29,11 +30,10 @@ from pyinfra.context import ctx_host, ctx_state
 from vllm_remedy import gitops
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.annotations import Keys, action_annotations
-from vllm_remedy.kube.client import JSON_PATCH, KubeClient
+from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.kube.diff import unified_template_diff
-from vllm_remedy.kube.errors import ConflictError, KubeError
 from vllm_remedy.kube.history import REVISION
-from vllm_remedy.kube.patch import apply_deployment_patch, apply_ops, json_patch
+from vllm_remedy.kube.patch import apply_ops, json_patch, new_change_id, send_patch, with_change_id
 from vllm_remedy.operations.util.context import K8sHost, k8s_host
 from vllm_remedy.operations.util.show import note, show
 from vllm_remedy.remedies.predict import Prediction
@@ -43,6 +43,8 @@ BuildOps = Callable[[KubeClient, dict[str, Any], float], list[dict[str, Any]]]
 
 _SEEN: dict[tuple[int, str, str], dict[str, Any]] = {}
 _OWN: dict[tuple[int, str, str], dict[str, Any]] = {}
+#: Keys observed while detecting changes: their first read stays the basis through execute.
+_DETECTED: set[tuple[int, str, str]] = set()
 #: Metadata the API server or a controller changes without anyone editing the object.
 _VOLATILE_META = ("resourceVersion", "managedFields", "generation")
 
@@ -57,9 +59,20 @@ def _key(state: Any, host: Any, path: str) -> tuple[int, str, str]:
 
 
 def observe(state: Any, host: Any, path: str, obj: Mapping[str, Any]) -> None:
-    """Remember ``obj`` as read during change detection (the first read per run, host and object wins)."""
+    """Remember ``obj`` as the object a plan was built on: what the write is tested against.
+
+    While detecting changes the first read per run, host and object wins (the diff the operator approved).
+    With ``-y`` pyinfra detects nothing: the body runs once, at execute, so the object it just planned on is
+    the basis — a colleague's edit landing between that read and the write is refused, not overwritten.
+    """
+    key = _key(state, host, path)
     if not state.is_executing:
-        _SEEN.setdefault(_key(state, host, path), copy.deepcopy(dict(obj)))
+        if key not in _SEEN:
+            _SEEN[key] = copy.deepcopy(dict(obj))
+            _DETECTED.add(key)
+    elif key not in _DETECTED:
+        _SEEN[key] = copy.deepcopy(dict(obj))
+        _OWN.pop(key, None)  # planned after our last write: this read is the newer knowledge
 
 
 def material(obj: Mapping[str, Any]) -> tuple[Any, Any]:
@@ -80,6 +93,11 @@ def changed_since(state: Any, host: Any, path: str, fresh: Mapping[str, Any]) ->
     return None if prior is None or material(prior) == material(fresh) else prior
 
 
+def wrote_in_this_run(state: Any, host: Any, path: str) -> bool:
+    """Whether this run has already written the object at ``path`` (a wait after it is not a resumed one)."""
+    return _key(state, host, path) in _OWN
+
+
 def basis_for(state: Any, host: Any, path: str, fresh: dict[str, Any]) -> dict[str, Any]:
     """The object a write must be tested against: ``fresh`` unless it changed (materially) since we saw it."""
     return changed_since(state, host, path, fresh) or fresh
@@ -90,24 +108,7 @@ def forget(state: Any) -> None:
     for store in (_SEEN, _OWN):
         for key in [k for k in store if k[0] == id(state)]:
             del store[key]
-
-
-def _patch_object(client: KubeClient, path: str, ops: list[dict[str, Any]]) -> dict[str, Any]:
-    """PATCH any object; a 409/422 is success only when the object already carries every change."""
-    try:
-        return client.request("PATCH", path, query=[("fieldManager", "vllm-remedy")], body=ops,
-                              content_type=JSON_PATCH)
-    except KubeError as exc:
-        if exc.status not in (409, 422):
-            raise
-        current = client.request("GET", path)
-        try:
-            if apply_ops(current, [op for op in ops if op.get("op") != "test"]) == current:
-                return current
-        except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException):
-            pass
-        raise ConflictError(f"{client.context}: {path} changed since it was read (HTTP {exc.status}); nothing "
-                            "was written — re-run to plan against the new state", status=exc.status) from exc
+    _DETECTED.difference_update([k for k in _DETECTED if k[0] == id(state)])
 
 
 def run_write(state: Any, host: Any, path: str, build: BuildOps, label: str) -> bool:
@@ -124,10 +125,11 @@ def run_write(state: Any, host: Any, path: str, build: BuildOps, label: str) -> 
         if not said.write:
             note(host, f"refused: {said.refusal}", error=True)
             return False
-        if path == ctx.deployment_path:
-            answer = apply_deployment_patch(ctx.client, ctx.namespace, ctx.deployment, ops, basis=basis)
-        else:
-            answer = _patch_object(ctx.client, path, ops)
+        change = (ctx.keys.change_id, new_change_id())
+        answer = send_patch(ctx.client, path, with_change_id(basis, ops, *change), change=change, basis=basis)
+    except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as exc:
+        note(host, f"{label}: the planned patch does not apply to the object it was planned on: {exc}", error=True)
+        return False
     except UserError as exc:  # KubeError and ConflictError included: one line, nothing half-done
         note(host, f"{label}: {exc}", error=True)
         return False
