@@ -4,43 +4,107 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 import pkgutil
 import sys
+import textwrap
 from collections.abc import Sequence
-from typing import NoReturn
+from types import ModuleType
+from typing import Any, NoReturn
 
 import vllm_remedy.commands
 from vllm_remedy import __version__
 from vllm_remedy.errors import UserError
 
-# `vllm-remedy --help` lists these first, in the runbook's order; other command modules follow by name.
-ORDER = ("rehearse", "restore", "diagnose", "args", "estimate", "plan", "drift", "expire", "alerts", "gameday")
+#: Where a command module without ``ORDER`` goes in `vllm-remedy --help`: after the runbook's commands.
+LAST = 1000
+
+
+def command_modules() -> list[ModuleType]:
+    """Every command module in ``commands/`` (``_`` marks a helper), in each module's own ``ORDER``.
+
+    The listing comes from the modules themselves, so `--help` can neither name a command that is gone nor
+    miss a new one.
+    """
+    found = [importlib.import_module(f"vllm_remedy.commands.{m.name}")
+             for m in pkgutil.iter_modules(vllm_remedy.commands.__path__) if not m.name.startswith("_")]
+    return sorted(found, key=lambda mod: (getattr(mod, "ORDER", LAST), mod.NAME))
 
 
 def command_names() -> list[str]:
-    found = {m.name for m in pkgutil.iter_modules(vllm_remedy.commands.__path__) if not m.name.startswith("_")}
-    return sorted(found, key=lambda n: (ORDER.index(n) if n in ORDER else len(ORDER), n))
+    """The subcommands `vllm-remedy --help` lists, in that order."""
+    return [mod.NAME for mod in command_modules()]
 
 
 DESCRIPTION = ("Remediation playbooks for self-hosted vLLM on Kubernetes that crash-loops with CUDA out of memory: "
                "diagnose, predict, fix, rehearse.")
+EPILOG = """\
+Examples (no cluster needed):
+  vllm-remedy diagnose --log previous.log
+  vllm-remedy estimate --model meta-llama/Llama-3.1-8B-Instruct --gpu NVIDIA-L40S --max-model-len 16384
+  vllm-remedy plan -f deploy.yaml --policy policies/llama-8b.yaml
+On the built-in rehearsal cluster:
+  vllm-remedy rehearse
+  vllm-remedy sim up --background
+
+`vllm-remedy COMMAND --help` shows a command's options and examples."""
+
+
+def split_doc(doc: str | None) -> tuple[str | None, str | None]:
+    """A command module's docstring → (description, epilog): the first paragraph above the options, the
+    rest (details, examples, exit codes) below them, both with their line breaks kept."""
+    text = inspect.cleandoc(doc or "")
+    head, _, rest = text.partition("\n\n")
+    return head or None, rest.strip() or None
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Descriptions and epilogs as written where layout matters: an indented line (an example, a list item)
+    is kept verbatim on its own line, and so are blank lines and a heading ending in ``:`` right above indented
+    lines; plain prose is refilled to the terminal width."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        out: list[str] = []
+        prose: list[str] = []
+
+        def flush() -> None:
+            if prose:
+                out.extend(textwrap.wrap(" ".join(prose), width, initial_indent=indent, subsequent_indent=indent))
+                prose.clear()
+
+        for line in text.splitlines():
+            if not line.strip() or line[0].isspace():
+                heading = prose.pop() if line.strip() and prose and prose[-1].endswith(":") else None
+                flush()
+                if heading:  # "Examples:" right above its indented lines: a line of its own
+                    out.append(indent + heading)
+                out.append(indent + line.rstrip() if line.strip() else "")
+            else:
+                prose.append(line.strip())
+        flush()
+        return "\n".join(out)
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line (no usage dump) and exit 2, like every other user error."""
+    """argparse, but help keeps examples and lists one per line (``HelpFormatter``), and a usage error is
+    one line (no usage dump) and exit 2, like every other user error."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="vllm-remedy", description=DESCRIPTION)
+    parser = _Parser(prog="vllm-remedy", description=DESCRIPTION, epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"vllm-remedy {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    for name in command_names():
-        module = importlib.import_module(f"vllm_remedy.commands.{name}")
-        cmd = sub.add_parser(module.NAME, help=module.HELP, description=module.__doc__)
+    for module in command_modules():
+        description, epilog = split_doc(module.__doc__)
+        cmd = sub.add_parser(module.NAME, help=module.HELP, description=description, epilog=epilog)
         module.configure(cmd)
         cmd.set_defaults(_run=module.run)
     return parser

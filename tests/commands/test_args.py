@@ -50,7 +50,9 @@ def test_show_human(cli) -> None:
 def test_show_json_lists_every_vllm_template(cli) -> None:
     got = cli("args", "show", "-f", LWS, "-o", "json")
     assert got.returncode == 0, got.stderr
-    rows = json.loads(got.stdout)
+    doc = json.loads(got.stdout)
+    assert (doc["apiVersion"], doc["kind"]) == ("vllm-remedy.io/v1alpha1", "VllmServerList")
+    rows = doc["items"]
     assert [(r["path"], r["container"], r["flags"]["max-model-len"]) for r in rows] == [
         ("spec.leaderWorkerTemplate.leaderTemplate.spec", "vllm-leader", "65536"),
         ("spec.leaderWorkerTemplate.workerTemplate.spec", "vllm-worker", "65536"),
@@ -104,7 +106,7 @@ def test_set_on_shell_script_manifest_rewrites_only_the_vllm_statement(cli) -> N
 def test_container_option_picks_among_several(cli) -> None:
     got = cli("args", "show", "-f", "-", "--container", "b", "-o", "json", stdin=TWO_SERVERS)
     assert got.returncode == 0, got.stderr
-    (row,) = json.loads(got.stdout)
+    (row,) = json.loads(got.stdout)["items"]
     assert (row["container"], row["model"], row["flags"]) == ("b", "m2", {"max-model-len": "4096"})
 
 

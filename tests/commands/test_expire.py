@@ -45,6 +45,7 @@ def test_expire_reverts_a_dead_process_toggle_to_the_exact_prior_argv(rehearsal:
     got = cli("expire", "-i", inv, "-o", "json", "--metrics-file", str(prom))
     assert got.returncode == 0, got.stderr
     doc = as_json(got)
+    assert doc["apiVersion"] == "vllm-remedy.io/v1alpha1"
     assert (doc["kind"], doc["status"]) == ("ExpireReport", {"result": "Done", "exitCode": 0, "hosts": 1,
                                                                "reverted": 1, "errors": 0})
     host = doc["hosts"][0]

@@ -23,6 +23,7 @@ def test_up_serves_the_runbook_world_and_down_up_keeps_state(cli, tmp_path):
              "--cluster", "staging", "--auth", str(auth), "--faults", str(faults), "-o", "json")
     assert up.returncode == 0, up.stderr
     info = json.loads(up.stdout)
+    assert (info["apiVersion"], info["kind"]) == ("vllm-remedy.io/v1alpha1", "RehearsalCluster")
     deploy = "/apis/apps/v1/namespaces/llm/deployments/llama-8b"
     merge = "application/merge-patch+json"
     try:
@@ -41,8 +42,10 @@ def test_up_serves_the_runbook_world_and_down_up_keeps_state(cli, tmp_path):
         assert again.returncode == 2
         assert "already running" in again.stderr
     finally:
-        down = cli("sim", "down", "--state", str(state))
+        down = cli("sim", "down", "--state", str(state), "-o", "json")
     assert down.returncode == 0, down.stderr
+    stopped = json.loads(down.stdout)
+    assert (stopped["apiVersion"], stopped["kind"]) == ("vllm-remedy.io/v1alpha1", "RehearsalClusterStopped")
     assert (state / "prod.json").exists()
     up = cli("sim", "up", "--background", "--state", str(state), "--speed", "600", "--cluster", "prod", "-o", "json")
     assert up.returncode == 0, up.stderr

@@ -27,6 +27,7 @@ def test_scenario_passes_end_to_end(cli, tmp_path: Path, name: str):
     got = cli("gameday", "run", name, "--speed", "300", "--report-dir", str(tmp_path), "-o", "json")
     body = json.loads(got.stdout)
     assert got.returncode == 0, body["verdict"]
+    assert (body["apiVersion"], body["kind"]) == ("vllm-remedy.io/v1alpha1", "GameDayResult")
     assert body["passed"] is True and body["verdict"] == "PASS"
     assert all(c["ok"] for c in body["checks"]), body["checks"]
     names = [c["name"] for c in body["checks"]]
@@ -56,6 +57,7 @@ def test_bad_rollout_figures(cli, tmp_path: Path):
     got = cli("rehearse", "--report-dir", str(tmp_path), "-o", "json")
     body = json.loads(got.stdout)
     assert got.returncode == 0, body["verdict"]
+    assert (body["apiVersion"], body["kind"]) == ("vllm-remedy.io/v1alpha1", "GameDayResult")
     assert body["template_changes_to_recovery"] == 1
     assert body["restarts_to_recovery"] >= 2
     crashed = {c["failure"] for c in body["timeline"]["classified"]}

@@ -139,4 +139,6 @@ def test_unknown_scenario_names_the_shipped_ones(cli):
 
 def test_list(cli):
     got = cli("gameday", "list", "-o", "json")
-    assert [s["name"] for s in json.loads(got.stdout)][:2] == ["bad-rollout", "gpu-swap"]
+    doc = json.loads(got.stdout)
+    assert (doc["apiVersion"], doc["kind"]) == ("vllm-remedy.io/v1alpha1", "ScenarioList")
+    assert [s["name"] for s in doc["items"]][:2] == ["bad-rollout", "gpu-swap"]

@@ -8,13 +8,13 @@ host that could not be handled, the report's exit code.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from vllm_remedy.drift.report import ERROR
+from vllm_remedy.envelope import dumps
 from vllm_remedy.metrics import Metrics, push, write_textfile
 
 
@@ -38,7 +38,7 @@ def finish(args: argparse.Namespace, doc: Mapping[str, Any], render: Callable[[M
     """Print the report (json or ``render``), one error line per failed host, write/push the metrics; the
     report's exit code."""
     if args.output == "json":
-        print(json.dumps(doc, indent=2, ensure_ascii=False))
+        print(dumps(doc, ensure_ascii=False))
     else:
         sys.stdout.write(render(doc))
     for h in doc["hosts"]:

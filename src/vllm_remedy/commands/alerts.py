@@ -1,8 +1,14 @@
-"""Render a PrometheusRule from policies: `vllm-remedy alerts -p policies/ > prometheusrule.yaml`.
+"""Render a PrometheusRule from policies, for the Prometheus Operator (or plain rule files for promtool).
 
 A directory renders every policy in it except bases that another policy there extends (default.yaml):
 their thresholds reach the alerts through the policies that extend them, and a base with an empty target
-would page twice for every pod. Name a base file with -p to render it anyway.
+would page twice for every pod. Name a base file with -p to render it anyway. `-o json` prints the same
+PrometheusRule as JSON: a Kubernetes object, so its apiVersion is monitoring.coreos.com/v1.
+
+Examples:
+  vllm-remedy alerts -p policies/ > prometheusrule.yaml
+  vllm-remedy alerts -p policies/ -n monitoring --label release=kube-prometheus-stack | kubectl apply -f -
+  vllm-remedy alerts -p policies/llama-8b.yaml -o rules > vllm-remedy.rules.yaml
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from vllm_remedy.policy import Policy, load_policies, load_policy
 from vllm_remedy.policy.loader import SUFFIXES, read_mapping
 
 NAME = "alerts"
+ORDER = 80
 HELP = "render Prometheus alerting rules (a PrometheusRule) from policies"
 
 

@@ -1,22 +1,29 @@
 """Show or edit the vLLM server flags in a manifest, preserving how each command line is written.
 
-`show` prints, for every pod template that runs vLLM, the container, entrypoint, model and effective flags.
-`set` prints the manifest with flags set/unset in every such template (e.g. LWS leader and worker alike).
+`show` prints, for every pod template that runs vLLM, the container, entrypoint, model and effective flags
+(`-o json`: a VllmServerList, one item per template). `set` prints the manifest with flags set/unset in
+every such template (e.g. LWS leader and worker alike); it never writes the file.
+
+Examples:
+  vllm-remedy args show -f deploy.yaml
+  kubectl get deploy llama-8b -o yaml | vllm-remedy args show -f - -o json
+  vllm-remedy args set -f deploy.yaml --set max-model-len=16384 --unset kv-cache-dtype > fixed.yaml
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
+from vllm_remedy.envelope import dumps, listing
 from vllm_remedy.errors import UserError
 from vllm_remedy.vllm import manifest
 from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, find_server
 from vllm_remedy.vllm.manifest_text import ManifestText
 
 NAME = "args"
+ORDER = 30
 HELP = "show or set vLLM flags in a manifest (Deployment, Pod, StatefulSet, LWS, pod template)"
 
 
@@ -24,8 +31,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     """Two actions sharing -f/--container: `show` reads, `set` prints an edited copy (never writes the file)."""
     sub = parser.add_subparsers(dest="action", metavar="ACTION")
     sub.required = True
-    show = sub.add_parser("show", help="print entrypoint, model, container and effective flags")
-    edit = sub.add_parser("set", help="print the manifest with flags set/unset")
+    show = sub.add_parser("show", help="print entrypoint, model, container and effective flags",
+                          description="Print, per pod template running vLLM, its entrypoint, model, container "
+                                      "and effective flags.")
+    edit = sub.add_parser("set", help="print the manifest with flags set/unset",
+                          description="Print the manifest with flags set/unset in every vLLM template; every "
+                                      "other byte unchanged, the file itself never written.")
     for p in (show, edit):
         p.add_argument("-f", "--file", required=True, metavar="FILE", help="manifest file, or - for stdin")
         p.add_argument("--container", metavar="NAME", help="the vLLM container when several run vLLM")
@@ -116,7 +127,7 @@ def _show(servers: list[tuple[int, str, str, dict, ServerCommand]], output: str)
         for i, what, path, _spec, s in servers
     ]
     if output == "json":
-        print(json.dumps(rows, indent=2))
+        print(dumps(listing("VllmServerList", rows)))
         return 0
     for n, row in enumerate(rows):
         if n:

@@ -1,21 +1,28 @@
 """Read a vLLM container log (runbook step 2) and say how the start ended, with the figures that matter.
 
 Pass the pod's last exit code / termination reason when you have them: a host OOM kill (exit 137,
-reason OOMKilled) leaves no trace in vLLM's own log.
+reason OOMKilled) leaves no trace in vLLM's own log. Exit 0 whatever the start did (a finding, not an
+error); 2 for a log that cannot be read.
+
+Examples:
+  kubectl -n llm logs deploy/llama-8b --previous > previous.log
+  vllm-remedy diagnose --log previous.log
+  kubectl -n llm logs POD --previous | vllm-remedy diagnose --log - --exit-code 137 --reason OOMKilled -o json
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
+from vllm_remedy.envelope import dumps, envelope
 from vllm_remedy.errors import UserError
 from vllm_remedy.vllm.outcomes import Failure
 from vllm_remedy.vllm.startup_log import StartupReport, classify, parse_startup_log
 
 NAME = "diagnose"
+ORDER = 20
 HELP = "classify a vLLM startup log (OOM, KV cache, max-model-len, ...) and show its memory figures"
 
 _HEADLINE = {
@@ -53,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     report = parse_startup_log(_read(args.log))
     report.failure = classify(report, exit_code=args.exit_code, reason=args.reason)
     if args.output == "json":
-        print(json.dumps({**report.to_dict(), "hint": hint(report)}, indent=2))
+        print(dumps(envelope("DiagnoseReport", {**report.to_dict(), "hint": hint(report)})))
     else:
         print(render_text(report))
     return 0

@@ -3,8 +3,16 @@
 Per host: explicit --max-model-len, flags within bounds, an allowed known-good unit (image + model revision +
 flags), the GPU pinned as the policy says, no --enforce-eager toggle past its expiry, predicted maximum
 concurrency >= the policy's peak — and the fix the deploys would make (their operations, planned: the diff and
-the prediction). Exit 0 no drift, 1 drift, 2 error; --detailed-exitcode: 0 / 2 drift / 1 error. A host that
-could not be checked is an error, never "no drift".
+the prediction). A host that could not be checked is an error, never "no drift".
+
+Exit codes:
+  0 no drift, 1 drift, 2 error (also bad input)
+  with --detailed-exitcode: 0 no drift, 2 drift, 1 error (also bad input)
+
+Examples:
+  vllm-remedy drift -i inventories/local.py
+  vllm-remedy drift -i inventories/prod.py --limit llama_8b -o json --detailed-exitcode
+  vllm-remedy drift -i inventory.py --metrics-file /var/lib/node-exporter/vllm-remedy-drift.prom
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ from vllm_remedy.drift.child import run_child
 from vllm_remedy.errors import UserError
 
 NAME = "drift"
+ORDER = 60
 HELP = "check every host against its policy, show the fix; exit 0 none / 1 drift / 2 error"
 JOB = "vllm-remedy-drift"
 

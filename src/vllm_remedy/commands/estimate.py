@@ -8,13 +8,14 @@ Examples:
 from __future__ import annotations
 
 import argparse
-import json
 
 from vllm_remedy.commands._engine_args import add_engine_flags, add_model_gpu, engine_flags, load_gpu, load_model
+from vllm_remedy.envelope import dumps, envelope
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate
 from vllm_remedy.vllm.versions import rules
 
 NAME = "estimate"
+ORDER = 40
 HELP = "predict vLLM's startup memory split, KV cache and outcome for a model on a GPU"
 BAR_WIDTH = 60
 
@@ -30,8 +31,8 @@ def run(args: argparse.Namespace) -> int:
     gpu = load_gpu(args)
     est = estimate(model, gpu, EngineSettings.from_flags(engine_flags(args), args.vllm_version))
     if args.output == "json":
-        print(json.dumps({**est.to_json(), "model": model.name, "gpu": gpu.product,
-                          "vllm_version": rules(args.vllm_version).label}, indent=2))
+        print(dumps(envelope("EstimateResult", {**est.to_json(), "model": model.name, "gpu": gpu.product,
+                                                "vllm_version": rules(args.vllm_version).label})))
     else:
         print(render(est, model.name, gpu.product, rules(args.vllm_version).label))
     return 0

@@ -1,8 +1,17 @@
 """Revert every timed toggle past its expiry (e.g. --enforce-eager), restoring the exact prior argv, nothing else.
 
 Crash-safe: the expiry and the prior argv live on the Deployment, so a toggle set by a process that died is
-reverted all the same. Runs the deploys' own ``vllm.revert_expired_toggles`` operation (guarded write, GitOps
-stance of the policy). Exit 0 done (also when nothing was due), 1 a host failed, 2 bad input.
+reverted all the same. Runs the deploys' own `vllm.revert_expired_toggles` operation (guarded write, GitOps
+stance of the policy).
+
+Exit codes:
+  0 done (also when nothing was due)
+  1 a host failed
+  2 bad input
+
+Examples:
+  vllm-remedy expire -i inventories/local.py
+  vllm-remedy expire -i inventories/prod.py --limit llama_8b -o json --pushgateway http://pushgateway:9091
 """
 
 from __future__ import annotations
@@ -15,6 +24,7 @@ from vllm_remedy.drift import report
 from vllm_remedy.drift.child import run_child
 
 NAME = "expire"
+ORDER = 70
 HELP = "revert every timed toggle past its expiry (exact prior argv), nothing else"
 JOB = "vllm-remedy-expire"
 

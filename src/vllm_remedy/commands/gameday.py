@@ -1,22 +1,35 @@
 """Game days: inject the Sev1 on a cluster, let the deploys restore it, measure and report time-to-restore.
 
-`gameday run SCENARIO|--all` runs on the built-in rehearsal cluster by default (``--cluster local``); a real
-context needs ``--i-know-this-is-<context>`` and prod-looking names are refused unless ``--allow-prod``.
-The pre-game state is always restored, also on Ctrl-C. Exit 0 when every game passed, 1 otherwise.
+`gameday run SCENARIO|--all` runs on the built-in rehearsal cluster by default (`--cluster local`); a real
+context needs `--i-know-this-is-<context>` and prod-looking names are refused unless `--allow-prod`.
+The pre-game state is always restored, also on Ctrl-C.
+
+Exit codes:
+  0 every game passed
+  1 a game failed
+  2 bad input
+  130 interrupted (Ctrl-C): the game in progress is restored and reported, the rest skipped
+
+Examples:
+  vllm-remedy gameday list
+  vllm-remedy gameday run bad-rollout
+  vllm-remedy gameday run --all --report-dir gameday-reports -o json
+  vllm-remedy gameday run gpu-swap --cluster staging --i-know-this-is-staging
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 import tempfile
 from pathlib import Path
 
+from vllm_remedy.envelope import dumps, envelope, listing
 from vllm_remedy.errors import UserError
 
 NAME = "gameday"
+ORDER = 90
 HELP = "rehearse a Sev1: inject a fault, run the deploys, measure time-to-restore, write a report"
 CONFIRM = "--i-know-this-is-"
 PROD = re.compile(r"(^|[^a-z])(prod|production|prd|live)([^a-z]|$)", re.IGNORECASE)
@@ -24,7 +37,9 @@ PROD = re.compile(r"(^|[^a-z])(prod|production|prd|live)([^a-z]|$)", re.IGNORECA
 
 def configure(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
-    run = sub.add_parser("run", help="run one scenario (name or file) or --all")
+    run = sub.add_parser("run", help="run one scenario (name or file) or --all",
+                         description="Run one scenario (shipped name or YAML file) or --all; write a report per "
+                                     "game.")
     run.add_argument("scenario", nargs="?", help="shipped scenario name (see `gameday list`) or a YAML file")
     run.add_argument("--all", action="store_true", help="run every shipped scenario and print a summary table")
     run.add_argument("--cluster", default="local", help="local (built-in rehearsal cluster) or a kube context")
@@ -39,7 +54,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
             run.add_argument(arg, action="store_const", const=arg[len(CONFIRM):], dest="confirmed",
                              help=argparse.SUPPRESS)
     run.set_defaults(confirmed=None)
-    lst = sub.add_parser("list", help="list the shipped scenarios")
+    lst = sub.add_parser("list", help="list the shipped scenarios", description="List the shipped scenarios.")
     lst.add_argument("-o", "--output", choices=("text", "json"), default="text")
 
 
@@ -60,7 +75,8 @@ def _list(output: str) -> int:
 
     scenarios = [load_scenario(p) for p in shipped()]
     if output == "json":
-        print(json.dumps([{"name": s.name, "title": s.title, "file": str(s.source)} for s in scenarios]))
+        print(dumps(listing("ScenarioList", ({"name": s.name, "title": s.title, "file": str(s.source)}
+                                             for s in scenarios)), indent=None))
     else:
         for s in scenarios:
             print(f"{s.name:24} {s.title}")
@@ -102,8 +118,8 @@ def run(args: argparse.Namespace) -> int:
         if result.interrupted:
             break
     if args.output == "json":
-        body = [result_json(r, p) for r, p in results]
-        print(json.dumps(body if args.all else body[0]))
+        body = [envelope("GameDayResult", result_json(r, p)) for r, p in results]
+        print(dumps(listing("GameDayResultList", body) if args.all else body[0], indent=None))
     elif args.all:
         print()
         print(summary_table(results), end="")

@@ -3,13 +3,13 @@
 Examples:
   vllm-remedy plan --model meta-llama/Llama-3.1-8B-Instruct --gpu NVIDIA-L4 --vllm-version 0.8.5
   vllm-remedy plan -f deployment.yaml --policy policies/llama-8b.yaml --log previous.log -o json
+
 Exit 0 with a verdict (including "no fitting change"); exit 2 only for bad input.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from collections.abc import Mapping
@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vllm_remedy.commands import _engine_args as ea
+from vllm_remedy.envelope import dumps, envelope
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.gpus import affinity_products
 from vllm_remedy.policy import load_policy
@@ -32,6 +33,7 @@ from vllm_remedy.vllm.startup_log import classify, parse_startup_log
 from vllm_remedy.vllm.versions import rules, version_from_image
 
 NAME = "plan"
+ORDER = 50
 HELP = "ladder of the smallest flag/GPU changes predicted to make vLLM fit again (runbook step 4)"
 _VERDICTS = {
     "change": "change: {n} candidate change(s) predicted to fit, smallest first",
@@ -107,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
         plan = Plan(plan.kind, plan.verdict, plan.problem, plan.current, plan.steps,
                     (*found.notes, *plan.notes), plan.subject)
     if args.output == "json":
-        print(json.dumps(plan.to_json(), indent=2))
+        print(dumps(envelope(plan.kind, plan.to_json())))
     else:
         print(render(plan, rules(version).label))
     return 0

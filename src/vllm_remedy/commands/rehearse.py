@@ -2,6 +2,11 @@
 
 `vllm-remedy rehearse` = `vllm-remedy gameday run bad-rollout --cluster local`: it starts the cluster, rolls
 out the bad revision, lets the real pyinfra deploy roll it back, and prints where the report is.
+Exit 0 when the game passed, 1 when it failed, 130 after Ctrl-C.
+
+Examples:
+  vllm-remedy rehearse
+  vllm-remedy rehearse --scenario gpu-swap --report-dir /tmp/reports -o json
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ import argparse
 from pathlib import Path
 
 NAME = "rehearse"
+ORDER = 10
 HELP = "run the bad-rollout game day on the built-in rehearsal cluster and point to its report"
 
 

@@ -2,6 +2,12 @@
 
 `sim up` serves one or more simulated clusters from one port, writes a kubeconfig with one context per
 cluster and prints its path; state is kept in --state so `sim down` and a later `sim up` lose nothing.
+
+Examples:
+  vllm-remedy sim up --background
+  export KUBECONFIG=~/.local/state/vllm-remedy/sim/kubeconfig
+  vllm-remedy sim up --background --cluster prod-eu --cluster prod-us --speed 600 -o json
+  vllm-remedy sim down
 """
 
 from __future__ import annotations
@@ -17,10 +23,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from vllm_remedy.envelope import dumps, envelope
 from vllm_remedy.errors import UserError
 from vllm_remedy.yamlfile import read_yaml
 
 NAME = "sim"
+ORDER = 100
 HELP = "run the rehearsal cluster (kubectl-compatible API on 127.0.0.1)"
 READY_FILE = "sim.json"
 
@@ -33,9 +41,12 @@ def default_state() -> Path:
 
 def configure(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
-    up = sub.add_parser("up", help="start the server (foreground, or --background)")
+    up = sub.add_parser("up", help="start the server (foreground, or --background)",
+                        description="Start the rehearsal cluster's API server (foreground, or --background) and "
+                                    "write its kubeconfig.")
     up.add_argument("--port", type=int, default=0, help="TCP port on 127.0.0.1 (0 = a free one)")
-    up.add_argument("--state", type=Path, default=None, help="state folder (default: %(default)s → XDG state)")
+    up.add_argument("--state", type=Path, default=None,
+                    help="state folder (default: $XDG_STATE_HOME/vllm-remedy/sim, else ~/.local/state/...)")
     up.add_argument("--speed", type=float, default=60.0, help="simulated seconds per real second")
     up.add_argument("--seed", default="runbook", help="seed YAML file or packaged seed name (default: runbook); "
                     "used only for clusters with no saved state")
@@ -48,8 +59,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                     "tokens only over TLS)")
     up.add_argument("--background", action="store_true", help="detach; pid file in the state folder")
     up.add_argument("-o", "--output", choices=("text", "json"), default="text")
-    down = sub.add_parser("down", help="stop a background server (state is saved)")
-    down.add_argument("--state", type=Path, default=None)
+    down = sub.add_parser("down", help="stop a background server (state is saved)",
+                          description="Stop a background rehearsal cluster; its state stays for the next `sim up`.")
+    down.add_argument("--state", type=Path, default=None, help="state folder given to `sim up` (same default)")
     down.add_argument("-o", "--output", choices=("text", "json"), default="text")
 
 
@@ -77,7 +89,7 @@ def _running(state: Path) -> dict[str, Any] | None:
 
 def _report(info: dict[str, Any], output: str) -> None:
     if output == "json":
-        print(json.dumps(info))
+        print(dumps(envelope("RehearsalCluster", info), indent=None))
         return
     print(f"rehearsal cluster serving {info['url']} (clusters: {', '.join(info['clusters'])}; pid {info['pid']})")
     print(f"kubeconfig: {info['kubeconfig']}")
@@ -211,9 +223,9 @@ def _down(args: argparse.Namespace) -> int:
         time.sleep(0.1)
     if _alive(pid):
         raise UserError(f"pid {pid} did not stop within 30 s")
-    result = {"stopped": pid, "state": str(state)}
-    print(json.dumps(result) if args.output == "json" else f"stopped rehearsal cluster (pid {pid}); state kept "
-          f"in {state}")
+    result = envelope("RehearsalClusterStopped", {"stopped": pid, "state": str(state)})
+    print(dumps(result, indent=None) if args.output == "json" else f"stopped rehearsal cluster (pid {pid}); "
+          f"state kept in {state}")
     return 0
 
 

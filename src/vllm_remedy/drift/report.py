@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any
 
+from vllm_remedy.envelope import envelope
 from vllm_remedy.kube.annotations import parse_rfc3339
 from vllm_remedy.metrics import Metrics
-from vllm_remedy.policy import API_VERSION
 
 IN_SYNC, DRIFTED, ERROR = "InSync", "Drifted", "Error"
 EXIT = {False: {IN_SYNC: 0, DRIFTED: 1, ERROR: 2}, True: {IN_SYNC: 0, DRIFTED: 2, ERROR: 1}}
@@ -66,8 +66,7 @@ def drift_report(result: Mapping[str, Any], now: float, detailed: bool = False) 
     hosts = [host_entry(h) for h in result.get("hosts") or []]
     statuses = [h["status"] for h in hosts]
     state = overall(statuses)
-    return {
-        "apiVersion": API_VERSION, "kind": "DriftReport",
+    return envelope("DriftReport", {
         "metadata": {"inventory": result.get("inventory"), "limit": list(result.get("limit") or []),
                      "generatedAt": _rfc3339(now), "seconds": result.get("seconds")},
         "status": {"result": _RESULT[state], "exitCode": EXIT[detailed][state],
@@ -75,7 +74,7 @@ def drift_report(result: Mapping[str, Any], now: float, detailed: bool = False) 
                    "hosts": len(hosts), "inSync": statuses.count(IN_SYNC), "drifted": statuses.count(DRIFTED),
                    "errors": statuses.count(ERROR)},
         "hosts": hosts,
-    }
+    })
 
 
 def render_drift(report: Mapping[str, Any]) -> str:
@@ -139,13 +138,12 @@ def expire_report(result: Mapping[str, Any], now: float) -> dict[str, Any]:
                       "remaining": [{"name": t["name"], "expires": t["expires"]} for t in h.get("remaining") or []]})
     errors = sum(h["status"] == ERROR for h in hosts)
     failed = bool(errors) or not hosts
-    return {"apiVersion": API_VERSION, "kind": "ExpireReport",
-            "metadata": {"inventory": result.get("inventory"), "generatedAt": _rfc3339(now),
-                         "seconds": result.get("seconds")},
-            "status": {"result": "Error" if failed else "Done", "exitCode": 1 if failed else 0,
-                       "hosts": len(hosts), "reverted": sum(h["status"] == "Reverted" for h in hosts),
-                       "errors": errors},
-            "hosts": hosts}
+    return envelope("ExpireReport", {
+        "metadata": {"inventory": result.get("inventory"), "generatedAt": _rfc3339(now),
+                     "seconds": result.get("seconds")},
+        "status": {"result": "Error" if failed else "Done", "exitCode": 1 if failed else 0,
+                   "hosts": len(hosts), "reverted": sum(h["status"] == "Reverted" for h in hosts), "errors": errors},
+        "hosts": hosts})
 
 
 def render_expire(report: Mapping[str, Any]) -> str:
