@@ -12,12 +12,13 @@ import pytest
 
 from fixtures import pyinfra_run
 from fixtures.drift_world import GOOD_ARGS, HOST, MODEL, UNIT, add_vllm_deployment, as_json, inventory, policy, set_args
-from fixtures.pyinfra_run import Rehearsal
+from fixtures.pyinfra_run import Rehearsal, crash_on_start
 from vllm_remedy.metrics import DRIFT_DETECTED, LAST_CHECK, parse_samples
 from vllm_remedy.sim import kubeconfig as sim_kubeconfig
 
 rehearsal = pyinfra_run.rehearsal
-CHECKS = ["max-model-len", "flag-bounds", "known-good-unit", "gpu-pinned", "enforce-eager", "concurrency"]
+CHECKS = ["max-model-len", "flag-bounds", "known-good-unit", "gpu-pinned", "enforce-eager", "concurrency",
+          "prediction", "crash-loop"]
 
 
 def notes(dep: dict) -> dict[str, str]:
@@ -37,7 +38,7 @@ def test_in_sync_exits_0_in_both_conventions(rehearsal: Rehearsal, tmp_path: Pat
     doc = as_json(got)
     assert (doc["apiVersion"], doc["kind"]) == ("vllm-remedy.io/v1alpha1", "DriftReport")
     assert doc["status"] | {"exitCodes": None} == {"result": "NoDrift", "exitCode": 0, "exitCodes": None, "hosts": 1,
-                                                     "inSync": 1, "drifted": 0, "errors": 0}
+                                                     "inSync": 1, "drifted": 0, "errors": 0, "unknown": 0}
     assert statuses(doc) == dict.fromkeys(CHECKS, "pass")
     host = doc["hosts"][0]
     assert host["checks"][2]["detail"] == "matches known-good unit llama-8b-v085"
@@ -143,7 +144,7 @@ def test_api_error_is_an_error_never_no_drift(rehearsal: Rehearsal, tmp_path: Pa
     assert got.returncode == 2
     doc = as_json(got)
     assert doc["status"] | {"exitCodes": None} == {"result": "Error", "exitCode": 2, "exitCodes": None, "hosts": 1,
-                                                     "inSync": 0, "drifted": 0, "errors": 1}
+                                                     "inSync": 0, "drifted": 0, "errors": 1, "unknown": 0}
     assert doc["hosts"][0]["status"] == "Error"
     assert "injected fault: 500 on get" in doc["hosts"][0]["error"]
     assert f"vllm-remedy: error: {HOST}: {doc['hosts'][0]['error']}" in got.stderr.splitlines()
@@ -210,7 +211,7 @@ def test_metrics_file_has_per_check_gauges_and_last_check(rehearsal: Rehearsal, 
     drift = parse_samples(text, DRIFT_DETECTED)
     assert {labels[1]: v for labels, v in drift.items()} == {
         "max-model-len": 1.0, "flag-bounds": 0.0, "known-good-unit": 1.0, "gpu-pinned": 0.0, "enforce-eager": 0.0,
-        "concurrency": 1.0}
+        "concurrency": 1.0, "prediction": 0.0, "crash-loop": 0.0}
     assert {labels[0] for labels in drift} == {HOST}
     checked = parse_samples(text, LAST_CHECK)
     assert len(checked) == 1
@@ -256,3 +257,64 @@ def test_a_policy_directory_serves_a_whole_namespace(rehearsal: Rehearsal, tmp_p
     chosen = {h["host"]: Path(h["policy"]).name for h in doc["hosts"]}
     assert chosen == {HOST: "llama-8b.yaml", "@k8s/rehearsal/llm/qwen-7b": "default.yaml"}
     assert next(h for h in doc["hosts"] if h["host"] == HOST)["status"] == "InSync"
+
+
+def _crash_looping(rehearsal: Rehearsal) -> bool:
+    """A pod of llama-8b's newest revision in CrashLoopBackOff or restarted twice after a failure."""
+    for pod in rehearsal.client().list_pods("llm", "app=llama-8b"):
+        for s in pod["status"].get("containerStatuses") or []:
+            if ((s.get("state") or {}).get("waiting") or {}).get("reason") == "CrashLoopBackOff" or (
+                    s.get("restartCount", 0) >= 2):
+                return True
+    return False
+
+
+def test_a_crash_looping_model_outside_the_catalog_is_never_in_sync(rehearsal: Rehearsal, tmp_path: Path,
+                                                                     cli) -> None:
+    """gpt-oss-20b is not in the model catalog: nothing can be predicted and vLLM refuses to start. Both are
+    findings - an unknown prediction and a crash loop - so the run exits 1 (detailed: 2), never 0."""
+    set_args(rehearsal, ["--model", "openai/gpt-oss-20b", "--max-model-len", "16384",
+                         "--gpu-memory-utilization", "0.90", "--max-num-seqs", "64"])
+    assert rehearsal.cluster.wait_for(lambda: _crash_looping(rehearsal), timeout=60)
+    # the policy covers the model and lists no unit to miss: every other check passes
+    covers = "target: {namespaces: [llm], deployments: [llama-8b], models: [openai/gpt-oss-20b]}\nknown_good: []\n"
+    inv = inventory(tmp_path, rehearsal.kubeconfig, policy(tmp_path, covers))
+    got = cli("drift", "-i", inv, "-o", "json")
+    doc = as_json(got)
+    host = doc["hosts"][0]
+    assert got.returncode == 1, json.dumps(host["checks"])
+    assert host["status"] == "Drifted" and doc["status"]["result"] == "Drift"
+    checks = {c["check"]: c for c in host["checks"]}
+    assert checks["prediction"]["status"] == "unknown"
+    assert checks["prediction"]["detail"] == "model openai/gpt-oss-20b is not in the catalog"
+    assert checks["crash-loop"]["status"] == "drift", checks["crash-loop"]
+    assert checks["crash-loop"]["detail"].startswith("revision 15 crash-loops: pod llama-8b-"), checks["crash-loop"]
+    assert checks["crash-loop"]["detail"].endswith("; startup log: unclassified")  # vLLM's refusal, no OOM class
+    assert host["drifted"] == ["crash-loop"] and host["unknown"] == ["concurrency", "prediction"]
+    assert cli("drift", "-i", inv, "--detailed-exitcode").returncode == 2
+    human = cli("drift", "-i", inv).stdout.splitlines()
+    assert human[0].startswith(f"{HOST}: DRIFTED (") and "crash-loop" in human[0], human
+
+
+# Real vLLM 0.6.4 log, Llama-3.1-8B at max-model-len 29000 (source: tests/data/logs/SOURCES.md).
+MAX_LEN_LOG = pyinfra_run.ROOT / "tests" / "data" / "logs" / "v0.6.4_rtx3090_llama8b_29k_max_len.log"
+
+
+def test_a_crash_loop_is_drift_whatever_the_other_checks_say(rehearsal: Rehearsal, tmp_path: Path, cli) -> None:
+    """The shipped policy's known-good unit, exactly, yet every pod dies at start: drift, with the failure class
+    read from the classified startup log. Pods are read once per host, as the fix plan reads them anyway."""
+    def crashing(dep: dict) -> None:
+        dep["spec"]["template"]["spec"]["containers"][0]["args"] = list(GOOD_ARGS)
+        dep["spec"]["template"]["metadata"]["annotations"] = crash_on_start(MAX_LEN_LOG.read_text())
+
+    rehearsal.change(crashing)
+    assert rehearsal.cluster.wait_for(lambda: _crash_looping(rehearsal), timeout=60)
+    inv = inventory(tmp_path, rehearsal.kubeconfig, str(pyinfra_run.ROOT / "policies" / "llama-8b.yaml"))
+    got = cli("drift", "-i", inv, "-o", "json")
+    doc = as_json(got)
+    host = doc["hosts"][0]
+    assert (got.returncode, host["status"], host["drifted"], host["unknown"]) == (1, "Drifted", ["crash-loop"], []), (
+        json.dumps(host["checks"]))
+    detail = next(c["detail"] for c in host["checks"] if c["check"] == "crash-loop")
+    assert detail.startswith("revision 15 crash-loops: pod llama-8b-") and "(last exit 1, Error)" in detail, detail
+    assert "startup log: max_len_exceeds_kv" in detail, detail

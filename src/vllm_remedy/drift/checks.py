@@ -9,9 +9,13 @@ Each check answers for one rule the scheduled job watches — the names are the 
 * ``gpu-pinned``      the pod pins a GPU product the policy names, with the policy's GPUs per pod
 * ``enforce-eager``   ``--enforce-eager`` only as a timed toggle, never past its expiry
 * ``concurrency``     predicted maximum concurrency ≥ the policy's peak concurrent requests
+* ``prediction``      the memory model can predict the start at all (model and GPU in the catalogs)
+* ``crash-loop``      no pod of the current revision crash-looping (``kube/wait.py``'s rule), whatever
+                      the other checks say; the classified startup log names the failure class
 
 A check is ``pass``, ``drift`` or ``unknown`` (it could not be judged, e.g. a model missing from the
-catalog — reported, never counted as in sync by the caller's exit code rules).
+catalog). Unknown is not in sync: ``report`` gives such a host the status ``Unknown``, which exits as
+drift does.
 """
 
 from __future__ import annotations
@@ -23,14 +27,17 @@ from typing import Any
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.annotations import Keys, Toggle, parse_rfc3339, read_toggles
 from vllm_remedy.kube.gpus import SHARED_SUFFIX, pod_gpu_request
+from vllm_remedy.kube.health import ContainerHealth, PodHealth
 from vllm_remedy.kube.history import template_of
+from vllm_remedy.kube.wait import RESTART_LIMIT, crashing_container
 from vllm_remedy.policy import Policy
 from vllm_remedy.remedies.enforce_eager import TOGGLE_FLAGS
 from vllm_remedy.remedies.pin_gpu import canonical_product
 from vllm_remedy.remedies.predict import Prediction, pinned_gpu, predict_template
 from vllm_remedy.vllm.cmdline import ServerCommand, find_server
 
-CHECKS = ("max-model-len", "flag-bounds", "known-good-unit", "gpu-pinned", "enforce-eager", "concurrency")
+CHECKS = ("max-model-len", "flag-bounds", "known-good-unit", "gpu-pinned", "enforce-eager", "concurrency",
+          "prediction", "crash-loop")
 PASS, DRIFT, UNKNOWN = "pass", "drift", "unknown"
 _OFF = ("false", "False", "0")
 
@@ -45,7 +52,7 @@ class Check:
 
     @property
     def drifted(self) -> bool:
-        """Only DRIFT counts: UNKNOWN means we could not judge, which must not fail the host."""
+        """DRIFT only; UNKNOWN is kept apart (``HostChecks.unknown``) so the report can say which it was."""
         return self.status == DRIFT
 
     def to_json(self) -> dict[str, Any]:
@@ -168,7 +175,18 @@ def predict(deployment: Mapping[str, Any], policy: Policy, container: str | None
     prediction = predict_template(template, container)
     if prediction.estimate is None and prediction.gpu is None and policy.gpu_product:
         prediction = predict_template(template, container, gpu=policy.gpu_product)
+    elif prediction.estimate is None and prediction.gpu is None and prediction.note.startswith("the template pins"):
+        prediction = Prediction(None, None, "the template pins no GPU product and the policy names none, so the "
+                                "card is the scheduler's choice")
     return prediction
+
+
+def check_prediction(prediction: Prediction) -> Check:
+    """Every memory verdict rests on the prediction: a model or GPU outside the catalogs is an explicit
+    finding (UNKNOWN), never silence that reads as in sync."""
+    if prediction.estimate is None:
+        return Check("prediction", UNKNOWN, prediction.note or "no prediction")
+    return Check("prediction", PASS, prediction.line())
 
 
 def check_concurrency(policy: Policy, prediction: Prediction) -> Check:
@@ -185,6 +203,56 @@ def check_concurrency(policy: Policy, prediction: Prediction) -> Check:
                  f"{policy.peak_concurrency} on {prediction.gpu}")
 
 
+def _container(row: Mapping[str, Any]) -> ContainerHealth:
+    """The Pods fact's container row back as ``ContainerHealth``, so kube/wait.py's crash rule applies as is."""
+    return ContainerHealth(name=str(row.get("name", "")), ready=bool(row.get("ready")),
+                           restarts=int(row.get("restarts") or 0), state=str(row.get("state") or "unknown"),
+                           waiting_reason=row.get("waiting_reason"), waiting_message=row.get("waiting_message"),
+                           exit_code=row.get("exit_code"), terminated_reason=row.get("terminated_reason"),
+                           terminated_now=row.get("state") == "terminated")
+
+
+def _pod(row: Mapping[str, Any]) -> PodHealth:
+    return PodHealth(name=str(row.get("name", "")), namespace="", node=row.get("node"),
+                     phase=str(row.get("phase") or "Unknown"), ready=bool(row.get("ready")),
+                     ready_since=row.get("ready_since"), unschedulable=row.get("unschedulable"),
+                     template_hash=row.get("template_hash"),
+                     containers=tuple(_container(c) for c in row.get("containers") or []))
+
+
+def _why(row: Mapping[str, Any], c: ContainerHealth) -> str:
+    """The crash in one line: kubelet's reason, the last exit and the classified startup log when read."""
+    said = f"pod {row.get('name')} container {c.name}: {c.waiting_reason or f'{c.restarts} restarts'} " \
+           f"(last exit {c.exit_code}, {c.terminated_reason or 'no reason'})"
+    startup = next((r.get("startup") for r in row.get("containers") or [] if r.get("name") == c.name), None) or {}
+    failure = startup.get("failure")
+    if failure and failure != "unknown":
+        return f"{said}; startup log: {failure}"
+    evidence = ((startup.get("report") or {}).get("evidence") or [""])[0].strip()
+    return f"{said}; startup log: unclassified" + (f" ({evidence[:160]})" if evidence else "")
+
+
+def check_crash_loop(pods: Mapping[str, Any] | None, restart_limit: int = RESTART_LIMIT) -> Check:
+    """A crash-looping workload serves nothing, so it is drift whatever the other checks say (``pods``: the
+    Pods fact, which the run reads once per host anyway; None when it was not read).
+
+    kube/wait.py's rule, minus containers Ready now: a rollout wait sees fresh restart counts, drift sees a
+    pod's lifetime count, and old deaths of a container that serves again are no loop.
+    """
+    if pods is None:
+        return Check("crash-loop", UNKNOWN, "the pods were not read")
+    current = [r for r in pods.get("pods") or [] if r.get("new") and not r.get("deleting")]
+    crashing = [(r, c) for r in current
+                if (c := crashing_container(_pod(r), restart_limit)) is not None and not c.ready]
+    revision = pods.get("new_revision")
+    if crashing:
+        more = f" (+{len(crashing) - 1} more pod(s))" if len(crashing) > 1 else ""
+        return Check("crash-loop", DRIFT, f"revision {revision} crash-loops: {_why(*crashing[0])}{more}")
+    if not current:
+        return Check("crash-loop", PASS, f"no pod of revision {revision} running")
+    return Check("crash-loop", PASS, f"{len(current)} pod(s) of revision {revision}, none crash-looping")
+
+
 @dataclass(frozen=True)
 class HostChecks:
     """Every check for one host, the observed unit and the prediction."""
@@ -198,9 +266,16 @@ class HostChecks:
         """The failing checks, which decide the host's status and exit code."""
         return [c for c in self.checks if c.drifted]
 
+    @property
+    def unknown(self) -> list[Check]:
+        """The checks that could not judge: no pass, so the host is not in sync either."""
+        return [c for c in self.checks if c.status == UNKNOWN]
 
-def run_checks(deployment: Mapping[str, Any], policy: Policy, now: float, container: str | None = None) -> HostChecks:
-    """All checks of one Deployment at cluster time ``now``; UserError for a template or record we cannot read."""
+
+def run_checks(deployment: Mapping[str, Any], policy: Policy, now: float, container: str | None = None,
+               pods: Mapping[str, Any] | None = None) -> HostChecks:
+    """All checks of one Deployment at cluster time ``now`` (``pods``: its Pods fact); UserError for a template
+    or record we cannot read."""
     keys = Keys(policy.annotation_prefix)
     try:
         server, observed = observe(deployment, keys, container)
@@ -210,7 +285,8 @@ def run_checks(deployment: Mapping[str, Any], policy: Policy, now: float, contai
     prediction = predict(deployment, policy, container)
     checks = (check_max_model_len(policy, server), check_flag_bounds(policy, server),
               check_known_good_unit(policy, observed), check_gpu_pinned(policy, observed),
-              check_enforce_eager(observed, now), check_concurrency(policy, prediction))
+              check_enforce_eager(observed, now), check_concurrency(policy, prediction), check_prediction(prediction),
+              check_crash_loop(pods))
     return HostChecks(checks, observed, prediction)
 
 

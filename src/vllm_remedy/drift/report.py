@@ -3,7 +3,8 @@
 Exit codes follow kubectl diff / flux diff / argocd app diff: 0 in sync, 1 drift, 2 error; with
 ``--detailed-exitcode`` Terraform's and helm-diff's: 0 in sync, 2 drift, 1 error. A host that could not be
 checked makes the whole run an error — whatever the other hosts say — so an unreachable cluster, a failed
-API call or a broken policy can never read as "no drift".
+API call or a broken policy can never read as "no drift". Likewise a host whose checks could not judge it
+(a model or GPU outside the catalogs) is ``Unknown`` and exits as drift does: unknown is not in sync.
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ from vllm_remedy.envelope import envelope
 from vllm_remedy.kube.annotations import parse_rfc3339
 from vllm_remedy.metrics import Metrics
 
-IN_SYNC, DRIFTED, ERROR = "InSync", "Drifted", "Error"
-EXIT = {False: {IN_SYNC: 0, DRIFTED: 1, ERROR: 2}, True: {IN_SYNC: 0, DRIFTED: 2, ERROR: 1}}
-_RESULT = {IN_SYNC: "NoDrift", DRIFTED: "Drift", ERROR: "Error"}
+IN_SYNC, DRIFTED, UNKNOWN, ERROR = "InSync", "Drifted", "Unknown", "Error"
+EXIT = {False: {IN_SYNC: 0, DRIFTED: 1, UNKNOWN: 1, ERROR: 2}, True: {IN_SYNC: 0, DRIFTED: 2, UNKNOWN: 2, ERROR: 1}}
+_RESULT = {IN_SYNC: "NoDrift", DRIFTED: "Drift", UNKNOWN: "Unknown", ERROR: "Error"}
 
 
 def _rfc3339(seconds: float) -> str:
@@ -26,10 +27,12 @@ def _rfc3339(seconds: float) -> str:
 
 
 def host_status(host: Mapping[str, Any]) -> str:
-    """A host that could not be checked is an error, never in sync: silence must not read as health."""
+    """A host that could not be checked is an error, one that could not be judged unknown, never in sync:
+    silence must not read as health. Drift wins over unknown, as it names something to fix."""
     if host.get("error"):
         return ERROR
-    return DRIFTED if any(c["status"] == "drift" for c in host.get("checks") or []) else IN_SYNC
+    found = {c["status"] for c in host.get("checks") or []}
+    return DRIFTED if "drift" in found else UNKNOWN if "unknown" in found else IN_SYNC
 
 
 def _fix(host: Mapping[str, Any], drifted: list[str]) -> dict[str, Any]:
@@ -49,16 +52,17 @@ def host_entry(host: Mapping[str, Any]) -> dict[str, Any]:
     if status == ERROR:
         return {"host": host["host"], "status": ERROR, "error": host["error"]}
     drifted = [c["check"] for c in host.get("checks") or [] if c["status"] == "drift"]
+    unknown = [c["check"] for c in host.get("checks") or [] if c["status"] == "unknown"]
     return {"host": host["host"], "status": status, "error": None, "policy": host.get("policy"), "drifted": drifted,
-            "checks": host.get("checks") or [], "fix": _fix(host, drifted), "prediction": host.get("prediction"),
-            "gitops": host.get("gitops"), "observed": host.get("observed")}
+            "unknown": unknown, "checks": host.get("checks") or [], "fix": _fix(host, drifted),
+            "prediction": host.get("prediction"), "gitops": host.get("gitops"), "observed": host.get("observed")}
 
 
 def overall(statuses: list[str]) -> str:
     """Worst status wins, and an empty run is an error so a misconfigured inventory cannot pass."""
     if not statuses or ERROR in statuses:
         return ERROR
-    return DRIFTED if DRIFTED in statuses else IN_SYNC
+    return DRIFTED if DRIFTED in statuses else UNKNOWN if UNKNOWN in statuses else IN_SYNC
 
 
 def drift_report(result: Mapping[str, Any], now: float, detailed: bool = False) -> dict[str, Any]:
@@ -70,9 +74,10 @@ def drift_report(result: Mapping[str, Any], now: float, detailed: bool = False) 
         "metadata": {"inventory": result.get("inventory"), "limit": list(result.get("limit") or []),
                      "generatedAt": _rfc3339(now), "seconds": result.get("seconds")},
         "status": {"result": _RESULT[state], "exitCode": EXIT[detailed][state],
-                   "exitCodes": "detailed (0 none, 2 drift, 1 error)" if detailed else "0 none, 1 drift, 2 error",
+                   "exitCodes": "detailed (0 none, 2 drift or unknown, 1 error)" if detailed
+                   else "0 none, 1 drift or unknown, 2 error",
                    "hosts": len(hosts), "inSync": statuses.count(IN_SYNC), "drifted": statuses.count(DRIFTED),
-                   "errors": statuses.count(ERROR)},
+                   "errors": statuses.count(ERROR), "unknown": statuses.count(UNKNOWN)},
         "hosts": hosts,
     })
 
@@ -84,7 +89,8 @@ def render_drift(report: Mapping[str, Any]) -> str:
         if h["status"] == ERROR:
             out += [f"{h['host']}: ERROR: {h['error']}", ""]
             continue
-        head = "in sync" if h["status"] == IN_SYNC else f"DRIFTED ({', '.join(h['drifted'])})"
+        head = {IN_SYNC: "in sync", DRIFTED: f"DRIFTED ({', '.join(h['drifted'])})",
+                UNKNOWN: f"UNKNOWN ({', '.join(h['unknown'])}): not in sync"}[h["status"]]
         out.append(f"{h['host']}: {head}")
         for c in h["checks"]:
             mark = {"pass": "ok", "drift": "DRIFT", "unknown": "??"}[c["status"]]
@@ -107,8 +113,9 @@ def render_drift(report: Mapping[str, Any]) -> str:
             out.append(f"  note: {fix['note']}")
         out.append("")
     s = report["status"]
-    out.append(f"{s['hosts']} host(s): {s['inSync']} in sync, {s['drifted']} drifted, {s['errors']} error(s) "
-               f"-> {s['result']} (exit {s['exitCode']})")
+    unknown = f"{s['unknown']} unknown, " if s["unknown"] else ""
+    out.append(f"{s['hosts']} host(s): {s['inSync']} in sync, {s['drifted']} drifted, {unknown}{s['errors']} "
+               f"error(s) -> {s['result']} (exit {s['exitCode']})")
     return "\n".join(out) + "\n"
 
 

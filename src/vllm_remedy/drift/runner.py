@@ -37,6 +37,7 @@ from vllm_remedy.connectors.verbs import ClusterReads
 from vllm_remedy.drift import checks
 from vllm_remedy.errors import UserError
 from vllm_remedy.facts.deployment import Deployment
+from vllm_remedy.facts.pods import Pods
 from vllm_remedy.operations import budget, pin_gpu, workload
 from vllm_remedy.operations.util import forget, forget_plans, k8s_host
 from vllm_remedy.policy import Policy
@@ -188,6 +189,15 @@ def _deployment(run: Run, host: Host) -> dict[str, Any]:
     return dict(fact["object"])
 
 
+def _pods(run: Run, host: Host) -> dict[str, Any]:
+    """The Pods fact exactly as deploys/budget.py reads it (same verb command), so the read snapshot answers
+    both from one read: the crash-loop check adds no request per host."""
+    fact = host.get_fact(Pods)
+    if host in run.state.failed_hosts or not isinstance(fact, dict):
+        raise HostFailed(run.log.error(host.name, "could not read the pods"))
+    return fact
+
+
 def fix_operations(policy: Policy) -> list[tuple[str, Callable[..., Any], dict[str, Any]]]:
     """deploys/budget.py's operations, in its order: what would bring a host back to its policy.
 
@@ -228,7 +238,7 @@ def plan_host(run: Run, host: Host) -> dict[str, Any]:
     ctx = k8s_host(host)
     deployment = _deployment(run, host)
     now = ctx.client.server_time()
-    result = checks.run_checks(deployment, ctx.policy, now, ctx.container)
+    result = checks.run_checks(deployment, ctx.policy, now, ctx.container, _pods(run, host))
     owner = gitops.detect(deployment)
     fix = [_operation(run, host, label, op, kwargs)
            for label, op, kwargs in fix_operations(ctx.policy)]

@@ -1,0 +1,126 @@
+"""The `prediction` and `crash-loop` drift checks, and how an unknown verdict exits (pure): a workload whose
+start cannot be predicted, or that crash-loops, is never "in sync"."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from vllm_remedy.drift import checks, report
+from vllm_remedy.facts.pods import pods_data
+from vllm_remedy.kube.annotations import parse_rfc3339
+from vllm_remedy.policy import Policy
+
+NOW = parse_rfc3339("2026-01-01T12:00:00Z")
+GOOD = ["--max-model-len", "16384", "--gpu-memory-utilization", "0.9"]
+L40S = {"nvidia.com/gpu.product": "NVIDIA-L40S"}
+#: A real vLLM 0.11 log of gpt-oss failing with no KV cache blocks (tests/data/logs/SOURCES.md).
+GPT_OSS_LOG = Path(__file__).resolve().parents[1] / "data" / "logs" / "v0.11.0_gpt_oss_h100_no_cache_blocks.log"
+
+
+def template(model: str, args: list[str], selector: dict[str, str]) -> dict[str, Any]:
+    return {"metadata": {"labels": {"app": "m"}},
+            "spec": {"nodeSelector": selector,
+                     "containers": [{"name": "vllm", "image": "vllm/vllm-openai:v0.8.5", "command": ["vllm", "serve"],
+                                     "args": [model, *args], "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}
+
+
+def deployment(model: str = "meta-llama/Llama-3.1-8B-Instruct", selector: dict[str, str] | None = None) -> dict:
+    return {"metadata": {"name": "m", "namespace": "llm", "uid": "d1", "annotations": {}},
+            "spec": {"selector": {"matchLabels": {"app": "m"}},
+                     "template": template(model, GOOD, L40S if selector is None else selector)}}
+
+
+def container_status(restarts: int, waiting: str | None, exit_code: int = 1, ready: bool = False) -> dict[str, Any]:
+    state = {"waiting": {"reason": waiting}} if waiting else {"running": {}}
+    return {"name": "vllm", "ready": ready, "restartCount": restarts, "state": state,
+            "lastState": {"terminated": {"exitCode": exit_code, "reason": "Error"}} if restarts else {}}
+
+
+def pods(dep: dict, statuses: list[dict[str, Any]], new: bool = True, log: str | None = None) -> dict[str, Any]:
+    """The Pods fact for ``dep``: one ReplicaSet (the new one unless ``new`` is False) and a pod per status."""
+    rs_template = dep["spec"]["template"] if new else template("other/model", [], L40S)
+    rs = {"metadata": {"name": "m-1", "uid": "r1", "labels": {"app": "m"}, "creationTimestamp": "2026-01-01T00:00:00Z",
+                       "annotations": {"deployment.kubernetes.io/revision": "4"},
+                       "ownerReferences": [{"controller": True, "uid": "d1"}]},
+          "spec": {"template": rs_template}}
+    objs = [{"metadata": {"name": f"m-1-{i}", "labels": {"app": "m"}, "ownerReferences": [{"controller": True,
+                                                                                          "uid": "r1"}]},
+             "status": {"phase": "Running", "containerStatuses": [s]}} for i, s in enumerate(statuses)]
+    logs = {f"m-1-{i}/vllm": {"previous": True, "text": log} for i in range(len(statuses))} if log else {}
+    return pods_data(dep, [rs], objs, logs, "vllm")
+
+
+def run(dep: dict, policy: Policy | None = None, pod_fact: dict | None = None) -> dict[str, checks.Check]:
+    policy = policy or Policy.from_mapping({"gpu": {"products": ["NVIDIA-L40S"]}})
+    fact = pods(dep, []) if pod_fact is None else pod_fact
+    return {c.name: c for c in checks.run_checks(dep, policy, NOW, pods=fact).checks}
+
+
+def test_a_model_outside_the_catalog_is_an_explicit_unknown_prediction() -> None:
+    got = run(deployment("openai/gpt-oss-20b"))
+    assert (got["prediction"].status, got["prediction"].detail) == (
+        "unknown", "model openai/gpt-oss-20b is not in the catalog")
+    assert got["concurrency"].status == "unknown"
+
+
+def test_an_unpinned_template_under_a_policy_naming_no_gpu_cannot_be_predicted() -> None:
+    got = run(deployment(selector={}), Policy.from_mapping({}))
+    assert got["prediction"].status == "unknown"
+    assert got["prediction"].detail.startswith("the template pins no GPU product and the policy names none")
+
+
+def test_a_predictable_unit_passes_the_prediction_check() -> None:
+    got = run(deployment())
+    assert got["prediction"].status == "pass"
+    assert got["prediction"].detail.startswith("prediction on NVIDIA-L40S: fits")
+
+
+def test_crash_loop_follows_kube_waits_rule_and_names_the_failure_class() -> None:
+    dep = deployment()
+    def verdict(*statuses: dict[str, Any]) -> str:
+        return run(dep, pod_fact=pods(dep, list(statuses)))["crash-loop"].status
+
+    assert verdict(container_status(0, None)) == "pass"
+    # died and not Ready since: loading the model again between back-offs is still the loop (kube/health.py)
+    assert verdict(container_status(1, None)) == "drift"
+    assert verdict(container_status(1, None, exit_code=0)) == "pass"  # a clean exit is no failure
+    # restarts are counted over the pod's life: old deaths of a container serving now are not a loop
+    assert verdict(container_status(5, None, ready=True)) == "pass"
+    back_off = run(dep, pod_fact=pods(dep, [container_status(1, "CrashLoopBackOff")] * 2,
+                                      log=GPT_OSS_LOG.read_text()))["crash-loop"]
+    assert back_off.status == "drift"
+    assert back_off.detail == ("revision 4 crash-loops: pod m-1-0 container vllm: CrashLoopBackOff (last exit 1, "
+                               "Error); startup log: no_cache_blocks (+1 more pod(s))")
+    assert run(dep, pod_fact=pods(dep, [container_status(1, "CrashLoopBackOff")]))["crash-loop"].detail.endswith(
+        "; startup log: unclassified")
+
+
+def test_only_the_current_revisions_pods_count_and_unread_pods_are_unknown() -> None:
+    dep = deployment()
+    old = pods(dep, [container_status(5, "CrashLoopBackOff")], new=False)
+    assert run(dep, pod_fact=old)["crash-loop"].status == "pass"
+    unread = checks.run_checks(dep, Policy.from_mapping({"gpu": {"products": ["NVIDIA-L40S"]}}), NOW)
+    assert {c.name: c.status for c in unread.checks}["crash-loop"] == "unknown"
+
+
+def test_a_crash_loop_is_drift_even_when_every_other_check_passes() -> None:
+    dep = deployment()
+    got = run(dep, pod_fact=pods(dep, [container_status(2, "CrashLoopBackOff")]))
+    assert [c.name for c in got.values() if c.status != "pass"] == ["crash-loop"]
+
+
+def host(*statuses: str) -> dict[str, Any]:
+    return {"host": "h", "error": None, "fix": [],
+            "checks": [{"check": f"c{i}", "status": s, "detail": ""} for i, s in enumerate(statuses)]}
+
+
+def test_unknown_is_not_in_sync_it_exits_as_drift() -> None:
+    doc = report.drift_report({"hosts": [host("pass", "unknown")]}, NOW)
+    assert (doc["hosts"][0]["status"], doc["hosts"][0]["unknown"]) == ("Unknown", ["c1"])
+    assert (doc["status"]["result"], doc["status"]["exitCode"], doc["status"]["unknown"]) == ("Unknown", 1, 1)
+    assert report.drift_report({"hosts": [host("unknown")]}, NOW, detailed=True)["status"]["exitCode"] == 2
+    assert report.drift_report({"hosts": [host("drift", "unknown")]}, NOW)["hosts"][0]["status"] == "Drifted"
+    text = report.render_drift(doc)
+    assert text.splitlines()[0] == "h: UNKNOWN (c1): not in sync"
+    assert text.splitlines()[-1] == "1 host(s): 0 in sync, 0 drifted, 1 unknown, 0 error(s) -> Unknown (exit 1)"
