@@ -18,24 +18,13 @@ from pathlib import Path
 
 from vllm_remedy.envelope import dumps, envelope
 from vllm_remedy.errors import UserError
-from vllm_remedy.vllm.outcomes import Failure
+from vllm_remedy.vllm.failures import FAILURES, OOM_PHASES
 from vllm_remedy.vllm.startup_log import StartupReport, classify, parse_startup_log
 
 NAME = "diagnose"
 ORDER = 20
 HELP = "classify a vLLM startup log (OOM, KV cache, max-model-len, ...) and show its memory figures"
 
-_HEADLINE = {
-    Failure.NONE: "healthy start: the engine came up (or the log ends after a successful KV-cache sizing)",
-    Failure.OOM_LOADING_WEIGHTS: "CUDA out of memory while loading the model weights",
-    Failure.NO_CACHE_BLOCKS: "no GPU memory left for the KV cache after weights and activations",
-    Failure.MAX_LEN_EXCEEDS_KV: "max-model-len does not fit in the KV cache",
-    Failure.FREE_MEMORY_BELOW_UTILIZATION: "free GPU memory at startup is below --gpu-memory-utilization",
-    Failure.SAMPLER_WARMUP_OOM: "CUDA out of memory while warming up the sampler",
-    Failure.OOM_UNDER_LOAD: "CUDA out of memory under load, after the server was up",
-    Failure.HOST_OOM_KILLED: "container killed by the host OOM killer (pod status), not a CUDA OOM",
-    Failure.UNKNOWN: "the start failed with something this tool does not recognise",
-}
 _FIGURES = (
     ("vLLM version", "vllm_version", "{}"), ("engine", "engine", "{}"), ("model", "model", "{}"),
     ("tensor parallel", "tp_size", "{}"), ("GPU total", "total_gpu_gib", "{:.2f} GiB"),
@@ -83,38 +72,15 @@ def _read(path: str) -> str:
 
 
 def hint(report: StartupReport) -> str:
-    """One line pointing at the runbook step that fixes this failure."""
-    d = report.failure_detail
-    match report.failure:
-        case Failure.MAX_LEN_EXCEEDS_KV:
-            limit = d.get("suggested_max_model_len")
-            bound = f" ≤ {limit}" if limit else " that fits the KV cache"
-            return f"step 4: set an explicit --max-model-len{bound} (or give the KV cache more memory)"
-        case Failure.NO_CACHE_BLOCKS:
-            return "step 4: weights + activations leave no KV cache: raise --gpu-memory-utilization, use TP=2, " \
-                   "or lower --max-num-batched-tokens"
-        case Failure.FREE_MEMORY_BELOW_UTILIZATION:
-            return "step 3: another process holds GPU memory; check nvidia-smi on the node, or lower " \
-                   "--gpu-memory-utilization (step 4)"
-        case Failure.OOM_LOADING_WEIGHTS:
-            return "step 4: the weights do not fit this GPU: --tensor-parallel-size 2 or pin a larger GPU type"
-        case Failure.SAMPLER_WARMUP_OOM:
-            return "step 4: lower --max-num-seqs (e.g. 64) or --gpu-memory-utilization"
-        case Failure.OOM_UNDER_LOAD:
-            return "step 5: cap --max-num-batched-tokens and the prompt length at the gateway"
-        case Failure.HOST_OOM_KILLED:
-            return "step 3: the pod hit its memory limit / node RAM: raise resources.limits.memory"
-        case Failure.NONE:
-            return "step 6: confirm maximum concurrency is above your peak concurrent requests"
-        case _:
-            return "step 1: roll back to the last known-good revision, then read the evidence below"
+    """One line pointing at the runbook step that fixes this failure (the registry's hint)."""
+    return FAILURES[report.failure].hint_for(report.failure_detail)
 
 
 def render_text(report: StartupReport) -> str:
     """Headline, the figures the runbook's grep looks for, vLLM's own lines as evidence, then the hint."""
-    lines = [f"{report.failure.value}: {_HEADLINE[report.failure]}"]
+    lines = [f"{report.failure.value}: {FAILURES[report.failure].headline}"]
     phase = report.failure_detail.get("phase")
-    if phase and phase not in ("serving", "loading_weights", "sampler_warmup"):
+    if phase and phase not in OOM_PHASES:  # a phase with a class of its own is already in the headline
         lines[0] += f" (during {phase.replace('_', ' ')})"
     rows = [(label, fmt.format(getattr(report, name))) for label, name, fmt in _FIGURES
             if getattr(report, name) is not None]

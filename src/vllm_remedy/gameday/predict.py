@@ -12,10 +12,11 @@ from vllm_remedy.gameday.timeline import Classified
 from vllm_remedy.remedies.predict import predict_template
 from vllm_remedy.sim.vllm_pod.keys import GPU_USED_GIB
 from vllm_remedy.vllm.cmdline import find_server
-from vllm_remedy.vllm.outcomes import Failure
+from vllm_remedy.vllm.failures import FAILURES
 
-#: Failures that come after a start the model can predict: OOM once long prompts arrive, the kernel's OOM killer.
-RUN_TIME = {Failure.OOM_UNDER_LOAD.value, Failure.HOST_OOM_KILLED.value}
+#: Failures the memory model's startup prediction does not speak of: those under load (once long prompts
+#: arrive) and the kernel's OOM killer (host memory, not the GPU).
+RUN_TIME = {c.name for c in FAILURES.values() if c.phase == "load" or c.host_memory}
 
 
 def predict_pod(spec: Mapping[str, Any], node: Mapping[str, Any], container: str | None) -> tuple[str, str]:

@@ -22,6 +22,7 @@ from vllm_remedy.kube.health import ContainerHealth, PodHealth, pod_health
 from vllm_remedy.kube.history import find_new_replicaset, owned_replicasets, revision_of
 from vllm_remedy.kube.selectors import selector_string
 from vllm_remedy.vllm.startup_log import classify, parse_startup_log
+from vllm_remedy.vllm.startup_log.failure import status_failure
 
 TIMED_OUT = "ProgressDeadlineExceeded"
 
@@ -112,11 +113,11 @@ def crashing_container(health: PodHealth, restart_limit: int) -> ContainerHealth
 
 
 def classify_log(text: str | None, exit_code: int | None, reason: str | None) -> tuple[str | None, Any]:
-    """(Failure value, StartupReport) for a container log, via the startup-log classifier."""
+    """(Failure value, StartupReport) for a container log, via the startup-log classifier (without a log,
+    the pod status alone may still name the failure)."""
     if text is None:
-        if reason == "OOMKilled" or (exit_code == 137 and not reason):
-            return "host_oom_killed", None
-        return None, None
+        from_status = status_failure(exit_code, reason)
+        return (None if from_status is None else from_status.value), None
     report = parse_startup_log(text)
     return classify(report, exit_code=exit_code, reason=reason).value, report
 

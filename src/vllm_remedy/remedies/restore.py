@@ -27,9 +27,9 @@ from vllm_remedy.kube.errors import RolloutError
 from vllm_remedy.kube.history import Revision, revisions_from_rows
 from vllm_remedy.kube.rollout import choose_rollback, policy_pin
 from vllm_remedy.policy import Fallback, Policy, parse_flag_int
+from vllm_remedy.vllm.failures import failure_class
 
 NONE, ROLLBACK, SHED, REFUSE = "none", "rollback", "shed-load", "refuse"
-UNDER_LOAD = "oom_under_load"
 #: Failed restarts that count as a crash loop even while the container is briefly running again.
 RESTARTS = 2
 
@@ -122,7 +122,7 @@ def decide_restore(history: Mapping[str, Any], pods: Mapping[str, Any], policy: 
                                    "or free GPUs", current=current)
         return RestoreDecision(NONE, f"revision {current}: no pod is crash-looping", current=current)
     seen = ", ".join(f"{n} pod(s) {k}" for k, n in failures.items())
-    under_load = set(failures) == {UNDER_LOAD}
+    under_load = all(failure_class(kind).phase == "load" for kind in failures)  # the server had come up
     if under_load and not _fresh_deploy(history, policy, keys, now):
         return RestoreDecision(SHED, f"revision {current} crash-loops with OOM under load ({seen}) and nothing was "
                                "deployed recently: shed load", current=current, failures=failures)

@@ -11,7 +11,8 @@ from enum import Enum
 
 class Failure(str, Enum):
     """How the log classifier names the end of a start or run: wider than ``Outcome`` (run-time and host
-    OOM too); a str enum, so it prints and serialises as its value."""
+    OOM too); a str enum, so it prints and serialises as its value. What each class means (headline, runbook
+    step, hint, phase) is in ``vllm.failures``."""
 
     NONE = "none"
     OOM_LOADING_WEIGHTS = "oom_loading_weights"

@@ -8,10 +8,12 @@ was observed — the candidate improves the very quantity that failed.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from vllm_remedy.remedies.budget.limits import LEN_STEP, MISMATCH_MARGIN, Limits
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
+from vllm_remedy.vllm.failures import FAILURES
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate, resolve
 from vllm_remedy.vllm.outcomes import Failure
 
@@ -51,24 +53,13 @@ class Judge:
         return est if self.addresses_failure(est, settings) else None
 
     def addresses_failure(self, est: Estimate, settings: EngineSettings) -> bool:
-        """A step must move the quantity behind the observed failure the right way (by a margin when the
-        estimator had not predicted that failure)."""
-        cur, f = self.current, self.failure
+        """A step must raise the quantity the observed failure ran short of (the registry's ``short_of``), by a
+        margin when the estimator had not predicted that failure."""
+        short_of = FAILURES[self.failure].short_of if self.failure is not None else None
+        if short_of is None:
+            return True
         up = 1 + (MISMATCH_MARGIN if self.mismatch else 0.0)
-        if f is Failure.MAX_LEN_EXCEEDS_KV:
-            return est.max_concurrency > cur.max_concurrency * up
-        if f is Failure.NO_CACHE_BLOCKS:
-            return est.kv_cache_gib > max(cur.kv_cache_gib, 0.0) * up
-        if f is Failure.OOM_LOADING_WEIGHTS:
-            return est.total_gib - est.weights_gib > (cur.total_gib - cur.weights_gib) * up
-        if f is Failure.FREE_MEMORY_BELOW_UTILIZATION:
-            left = est.total_gib * (1 - settings.gpu_memory_utilization)
-            return left > cur.total_gib * (1 - self.current_settings.gpu_memory_utilization) * up
-        if f in (Failure.SAMPLER_WARMUP_OOM, Failure.OOM_UNDER_LOAD):
-            lower_activation = est.activation_gib < cur.activation_gib / up
-            more_headroom = est.total_gib - est.peak_gib > (cur.total_gib - cur.peak_gib) * up + 1e-9
-            return lower_activation or more_headroom
-        return True
+        return _RAISES[short_of](self.current, est, self.current_settings, settings, up)
 
     def longest(self, settings: EngineSettings, gpu: GpuSpec, cap: int) -> tuple[EngineSettings, Estimate] | None:
         """The largest max-model-len in [floor, cap] (a multiple of LEN_STEP, or the cap itself) that is safe.
@@ -98,3 +89,38 @@ class Judge:
             else:
                 hi = mid - 1
         return best
+
+
+# The registry's ``short_of`` quantity → whether a candidate (est, settings) raises it over the current
+# (cur, cur_s) by the factor ``up``.
+_Raises = Callable[[Estimate, Estimate, EngineSettings, EngineSettings, float], bool]
+
+
+def _max_concurrency(cur: Estimate, est: Estimate, cur_s: EngineSettings, s: EngineSettings, up: float) -> bool:
+    return est.max_concurrency > cur.max_concurrency * up
+
+
+def _kv_cache(cur: Estimate, est: Estimate, cur_s: EngineSettings, s: EngineSettings, up: float) -> bool:
+    return est.kv_cache_gib > max(cur.kv_cache_gib, 0.0) * up
+
+
+def _weights_room(cur: Estimate, est: Estimate, cur_s: EngineSettings, s: EngineSettings, up: float) -> bool:
+    return est.total_gib - est.weights_gib > (cur.total_gib - cur.weights_gib) * up
+
+
+def _free_at_start(cur: Estimate, est: Estimate, cur_s: EngineSettings, s: EngineSettings, up: float) -> bool:
+    """What utilization leaves to other processes on the card."""
+    return est.total_gib * (1 - s.gpu_memory_utilization) > cur.total_gib * (1 - cur_s.gpu_memory_utilization) * up
+
+
+def _activation_headroom(cur: Estimate, est: Estimate, cur_s: EngineSettings, s: EngineSettings, up: float) -> bool:
+    """A smaller activation peak, or more room left above the predicted peak."""
+    lower_activation = est.activation_gib < cur.activation_gib / up
+    more_headroom = est.total_gib - est.peak_gib > (cur.total_gib - cur.peak_gib) * up + 1e-9
+    return lower_activation or more_headroom
+
+
+_RAISES: dict[str, _Raises] = {
+    "max_concurrency": _max_concurrency, "kv_cache": _kv_cache, "weights_room": _weights_room,
+    "free_at_start": _free_at_start, "activation_headroom": _activation_headroom,
+}

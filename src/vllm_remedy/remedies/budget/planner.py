@@ -15,6 +15,7 @@ from vllm_remedy.remedies.budget.limits import Limits, limits
 from vllm_remedy.remedies.plan import Plan, Step, TemplateChange
 from vllm_remedy.vllm import catalog
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS, GpuSpec, ModelSpec
+from vllm_remedy.vllm.failures import FAILURES
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate, resolve
 from vllm_remedy.vllm.outcomes import Failure, Outcome
 
@@ -46,7 +47,7 @@ def plan_budget(req: BudgetRequest) -> Plan:
     subject = {"model": req.model.name, "gpu": req.gpu.product, "gpuMemoryGiB": req.gpu.total_gib,
                "vllmVersion": req.settings.version, "targetConcurrency": lim.target,
                "requiredConcurrency": round(lim.required, 2), "failure": req.failure.value if req.failure else None}
-    if req.failure is Failure.HOST_OOM_KILLED:
+    if req.failure is not None and FAILURES[req.failure].host_memory:
         return Plan(KIND, "outside_gpu_budget", "the container was killed for host memory (OOMKilled), not GPU memory",
                     current, notes=("raise the container's memory limit or the node's RAM; no vLLM GPU flag helps",),
                     subject=subject)

@@ -5,17 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from vllm_remedy.vllm.failures import ERROR_KINDS, OOM_PHASES
 from vllm_remedy.vllm.outcomes import Failure
 from vllm_remedy.vllm.startup_log.report import StartupReport
 
-# vLLM raised these on purpose; the message names the failure exactly.
-_SPECIFIC = {
-    "err_free_memory": Failure.FREE_MEMORY_BELOW_UTILIZATION,
-    "err_sampler": Failure.SAMPLER_WARMUP_OOM,
-    "err_max_len": Failure.MAX_LEN_EXCEEDS_KV,
-    "err_no_cache": Failure.NO_CACHE_BLOCKS,
-}
-# A raw CUDA OOM is placed by the traceback frames around it; first matching phase wins.
+# A raw CUDA OOM is placed by the traceback frames around it; first matching phase wins. The registry says
+# which phases are a class of their own (``OOM_PHASES``); vLLM's deliberate errors name theirs (``ERROR_KINDS``).
 _PHASES = (
     ("sampler_warmup", frozenset({"_dummy_sampler_run"})),
     ("cuda_graph_capture", frozenset({"capture_model", "_capture_cudagraphs", "capture"})),
@@ -48,8 +43,8 @@ def failure_from_events(events: list[Event], up_index: int | None, weights_index
     that had got past every memory check (truncated, not failed).
     """
     for event in events:
-        if event.kind in _SPECIFIC:
-            return _SPECIFIC[event.kind], _detail(event), event.index
+        if event.kind in ERROR_KINDS:
+            return ERROR_KINDS[event.kind], _detail(event), event.index
     ooms = [e for e in events if e.kind in ("cuda_oom", "err_load_oom")]
     if ooms:
         return _oom(events, ooms, up_index, weights_index)
@@ -88,14 +83,9 @@ def _oom(events: list[Event], ooms: list[Event], up_index: int | None,
         if loading and (weights_index is None or weights_index > first.index):
             phase = "loading_weights"
     detail["phase"] = phase or "unknown"
-    if phase == "loading_weights":
-        return Failure.OOM_LOADING_WEIGHTS, detail, first.index
-    if phase == "serving":  # request-handling frames: the server was up even if the log lost that line
-        return Failure.OOM_UNDER_LOAD, detail, first.index
-    if phase == "sampler_warmup":
-        return Failure.SAMPLER_WARMUP_OOM, detail, first.index
-    # OOM while profiling or capturing CUDA graphs has no Failure of its own (yet): unknown + phase.
-    return Failure.UNKNOWN, detail, first.index
+    # "serving" frames mean the server was up even if the log lost that line. OOM while profiling or
+    # capturing CUDA graphs has no Failure of its own (yet): unknown + phase.
+    return OOM_PHASES.get(detail["phase"], Failure.UNKNOWN), detail, first.index
 
 
 def _phase(events: list[Event], oom: Event) -> str | None:
@@ -107,15 +97,21 @@ def _phase(events: list[Event], oom: Event) -> str | None:
     return None
 
 
-def classify(report: StartupReport, *, exit_code: int | None = None, reason: str | None = None) -> Failure:
-    """The failure, letting the pod status win where only it can know (the kernel's OOM killer).
+def status_failure(exit_code: int | None, reason: str | None) -> Failure | None:
+    """The failure the pod status alone shows, if any: the kernel's OOM killer, which vLLM's log cannot.
 
     ``reason`` OOMKilled, or exit code 137 with no other reason given, means the container was
-    killed for host memory: vLLM's own log cannot show that. Exit 137 with another reason (e.g. a
-    liveness-probe kill, reason "Error") is left to the log.
+    killed for host memory. Exit 137 with another reason (e.g. a liveness-probe kill, reason "Error")
+    is left to the log.
     """
     if reason is not None and reason.strip().lower() == "oomkilled":
         return Failure.HOST_OOM_KILLED
     if exit_code == 137 and not reason:
         return Failure.HOST_OOM_KILLED
-    return report.failure
+    return None
+
+
+def classify(report: StartupReport, *, exit_code: int | None = None, reason: str | None = None) -> Failure:
+    """The failure, letting the pod status win where only it can know (see ``status_failure``)."""
+    from_status = status_failure(exit_code, reason)
+    return report.failure if from_status is None else from_status

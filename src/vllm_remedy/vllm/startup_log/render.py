@@ -12,6 +12,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+from vllm_remedy.vllm.failures import FAILURES
 from vllm_remedy.vllm.log_formats import (
     UVICORN_UP,
     Template,
@@ -143,7 +144,7 @@ def render_startup_log(version: str, *, model: str, tp_size: int = 1, weights_gi
     _emit(w, "profile", figures, ranks=True)
     _emit(w, "kv_memory", figures, ranks=True)
     if failure is Failure.NO_CACHE_BLOCKS:
-        return _fail(w, "err_no_cache", figures, _kv_frames(w))
+        return _fail(w, failure, figures, _kv_frames(w))
     if failure is Failure.MAX_LEN_EXCEEDS_KV:
         return _fail_max_len(w, figures, detail, max_model_len)
     for kind in ("blocks", "tokens", "concurrency"):
@@ -152,8 +153,8 @@ def render_startup_log(version: str, *, model: str, tp_size: int = 1, weights_gi
         _emit(w, "graphs", figures, ranks=True)
     if failure is Failure.SAMPLER_WARMUP_OOM:
         figures["num_dummy_requests"] = detail.get("num_dummy_requests", 256)
-        return _fail(w, "err_sampler", figures, [("v1/worker/gpu_worker.py", "compile_or_warm_up_model"),
-                                                   ("v1/worker/gpu_model_runner.py", "_dummy_sampler_run")])
+        return _fail(w, failure, figures, [("v1/worker/gpu_worker.py", "compile_or_warm_up_model"),
+                                           ("v1/worker/gpu_model_runner.py", "_dummy_sampler_run")])
     _server_up(w)
     if failure is Failure.OOM_UNDER_LOAD:
         w.raw("api", 'INFO:     10.42.0.17:51234 - "POST /v1/chat/completions HTTP/1.1" 200 OK')
@@ -200,7 +201,9 @@ def _preamble(w: _Writer, version: str, model: str, tp: int, max_len: int, util:
           f"seed=0, served_model_name={model}", source="core.py" if w.engine == "v1" else "llm_engine.py")
 
 
-def _fail(w: _Writer, kind: str, figures: dict[str, Any], frames: list[tuple[str, str]]) -> str:
+def _fail(w: _Writer, failure: Failure, figures: dict[str, Any], frames: list[tuple[str, str]]) -> str:
+    """vLLM's own error for ``failure`` (the registry names its message) after the engine's failure line."""
+    kind = FAILURES[failure].error_kind or ""
     tpl = templates_for(kind, w.v, w.engine)
     if not tpl:  # this version cannot fail this way; say so in the log rather than invent text
         raise ValueError(f"vLLM {'.'.join(map(str, w.v))} ({w.engine}) has no '{kind}' message")
@@ -221,7 +224,7 @@ def _fail_max_len(w: _Writer, figures: dict[str, Any], detail: dict[str, Any], m
     if w.engine == "v0":
         _emit(w, "blocks", figures)
         _emit(w, "concurrency", figures)
-    return _fail(w, "err_max_len", figures, _kv_frames(w))
+    return _fail(w, Failure.MAX_LEN_EXCEEDS_KV, figures, _kv_frames(w))
 
 
 def _kv_frames(w: _Writer) -> list[tuple[str, str]]:
@@ -235,7 +238,7 @@ def _fail_free_memory(w: _Writer, figures: dict[str, Any], detail: dict[str, Any
     figures["free_gib"] = detail.get("free_gib", figures["requested_gib"] * 0.8)
     figures["requested_gib"] = detail.get("requested_gib", figures["requested_gib"])
     figures["device"] = detail.get("device", "cuda:0")
-    return _fail(w, "err_free_memory", figures, [("v1/worker/gpu_worker.py", "init_device")])
+    return _fail(w, Failure.FREE_MEMORY_BELOW_UTILIZATION, figures, [("v1/worker/gpu_worker.py", "init_device")])
 
 
 def _fail_oom(w: _Writer, figures: dict[str, Any], detail: dict[str, Any], *, loading: bool) -> str:

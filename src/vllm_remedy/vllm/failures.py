@@ -1,0 +1,119 @@
+"""One registry of failure classes: per ``Failure``, what it is called, what it means and which runbook step answers it.
+
+Why one table: the log classifier, the CLI (``diagnose``, ``plan``), the remedies, the game days and the
+rehearsal cluster all speak of the same classes, and each used to keep its own copy of some of these facts.
+A new class is now this table, the log matcher (``startup_log.failure`` and its ``log_formats`` message)
+and the sim's log renderer (``startup_log.render``).
+
+Pure: nothing here imports beyond ``vllm.outcomes``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from string import Formatter
+from typing import Any, Literal
+
+from vllm_remedy.vllm.outcomes import Failure
+
+Phase = Literal["start", "load"]
+
+
+@dataclass(frozen=True)
+class FailureClass:
+    """Everything the tool says about one class, in one place.
+
+    ``phase``: "start" ends (or is the verdict of) a start; "load" strikes a server that was up, so
+    restore sheds load rather than rolling back. ``precise_hint`` is used instead of ``hint`` when the
+    log's failure detail has every field it names. ``error_kind`` is the ``log_formats`` message vLLM raises
+    for exactly this class; ``oom_phase`` the classifier's traceback phase that makes a raw CUDA OOM this
+    class. ``short_of`` names the memory quantity that ran short, which a step-4 change must raise.
+    ``host_memory``: the kernel killed the container for host RAM, outside vLLM's GPU budget and its log.
+    """
+
+    failure: Failure
+    headline: str
+    step: int
+    hint: str
+    phase: Phase = "start"
+    precise_hint: str | None = None
+    error_kind: str | None = None
+    oom_phase: str | None = None
+    short_of: str | None = None
+    host_memory: bool = False
+
+    @property
+    def name(self) -> str:
+        """The enum value, as logs, JSON and scenarios spell the class."""
+        return self.failure.value
+
+    def hint_for(self, detail: Mapping[str, Any]) -> str:
+        """One line pointing at the runbook step, with the log's own numbers when it printed them."""
+        text = self.hint
+        if self.precise_hint is not None and all(detail.get(name) for name in _fields(self.precise_hint)):
+            text = self.precise_hint.format_map(detail)
+        return f"step {self.step}: {text}"
+
+
+def _fields(template: str) -> list[str]:
+    return [name for _, name, _, _ in Formatter().parse(template) if name]
+
+
+_CLASSES = (
+    FailureClass(
+        Failure.NONE, "healthy start: the engine came up (or the log ends after a successful KV-cache sizing)",
+        step=6, hint="confirm maximum concurrency is above your peak concurrent requests"),
+    FailureClass(
+        Failure.OOM_LOADING_WEIGHTS, "CUDA out of memory while loading the model weights",
+        step=4, hint="the weights do not fit this GPU: --tensor-parallel-size 2 or pin a larger GPU type",
+        oom_phase="loading_weights", short_of="weights_room"),
+    FailureClass(
+        Failure.NO_CACHE_BLOCKS, "no GPU memory left for the KV cache after weights and activations",
+        step=4, hint="weights + activations leave no KV cache: raise --gpu-memory-utilization, use TP=2, "
+                     "or lower --max-num-batched-tokens",
+        error_kind="err_no_cache", short_of="kv_cache"),
+    FailureClass(
+        Failure.MAX_LEN_EXCEEDS_KV, "max-model-len does not fit in the KV cache",
+        step=4, hint="set an explicit --max-model-len that fits the KV cache (or give the KV cache more memory)",
+        precise_hint="set an explicit --max-model-len ≤ {suggested_max_model_len} "
+                     "(or give the KV cache more memory)",
+        error_kind="err_max_len", short_of="max_concurrency"),
+    FailureClass(
+        Failure.FREE_MEMORY_BELOW_UTILIZATION, "free GPU memory at startup is below --gpu-memory-utilization",
+        step=3, hint="another process holds GPU memory; check nvidia-smi on the node, or lower "
+                     "--gpu-memory-utilization (step 4)",
+        error_kind="err_free_memory", short_of="free_at_start"),
+    FailureClass(
+        Failure.SAMPLER_WARMUP_OOM, "CUDA out of memory while warming up the sampler",
+        step=4, hint="lower --max-num-seqs (e.g. 64) or --gpu-memory-utilization",
+        error_kind="err_sampler", oom_phase="sampler_warmup", short_of="activation_headroom"),
+    FailureClass(
+        Failure.OOM_UNDER_LOAD, "CUDA out of memory under load, after the server was up",
+        step=5, hint="cap --max-num-batched-tokens and the prompt length at the gateway",
+        phase="load", oom_phase="serving", short_of="activation_headroom"),
+    FailureClass(
+        Failure.HOST_OOM_KILLED, "container killed by the host OOM killer (pod status), not a CUDA OOM",
+        step=3, hint="the pod hit its memory limit / node RAM: raise resources.limits.memory", host_memory=True),
+    FailureClass(
+        Failure.UNKNOWN, "the start failed with something this tool does not recognise",
+        step=1, hint="roll back to the last known-good revision, then read the evidence below"),
+)
+
+FAILURES: dict[Failure, FailureClass] = {c.failure: c for c in _CLASSES}
+if set(FAILURES) != set(Failure):  # a new enum member without its entry must fail at import, not at 3 a.m.
+    raise RuntimeError(f"failure classes without a registry entry: {sorted(set(Failure) - set(FAILURES))}")
+
+#: The vLLM error message kind → the class it names exactly (the classifier's specific errors).
+ERROR_KINDS: dict[str, Failure] = {c.error_kind: c.failure for c in _CLASSES if c.error_kind}
+#: Traceback phase of a raw CUDA OOM → its class; OOMs in other phases have no class of their own.
+OOM_PHASES: dict[str, Failure] = {c.oom_phase: c.failure for c in _CLASSES if c.oom_phase}
+
+
+def failure_class(failure: Failure | str) -> FailureClass:
+    """The entry for a ``Failure`` or its value; a value this version does not know reads as ``unknown``
+    (facts and reports carry plain strings)."""
+    try:
+        return FAILURES[Failure(failure)]
+    except ValueError:
+        return FAILURES[Failure.UNKNOWN]
