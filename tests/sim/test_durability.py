@@ -99,9 +99,9 @@ def assert_kept(got: dict[str, tuple[str, str]], acked: dict[str, tuple[str, str
 
 def test_every_acknowledged_write_survives_kill_9(tmp_path, seed):
     state = tmp_path / "state"
-    writes = [  # (what it leaves, the call), one server process per write
+    writes = [  # (what it leaves, the call), one server process per write: POST, PUT, PATCH, DELETE
         ("cm/one", lambda core, apps: core.create_namespaced_config_map("llm", configmap("one", "1"))),
-        ("cm/one", lambda core, apps: core.patch_namespaced_config_map("one", "llm", {"data": {"v": "2"}})),
+        ("cm/one", lambda core, apps: core.replace_namespaced_config_map("one", "llm", configmap("one", "2"))),
         ("deploy/web", lambda core, apps: apps.create_namespaced_deployment("llm", deployment("web"))),
         ("deploy/web", lambda core, apps: apps.patch_namespaced_deployment_scale(
             "web", "llm", {"spec": {"replicas": 3}})),
