@@ -2,15 +2,14 @@
 
 Each cluster answers under ``/clusters/<name>`` (kubectl and the Python client both keep a path in
 the kubeconfig ``server:``), so a fleet of clusters costs one port and one process. Streams (watch,
-log follow) use chunked transfer on their own thread; everything else is one JSON body. State is
-written to ``state_dir`` shortly after each change and on stop, so a restart loses nothing.
+log follow) use chunked transfer on their own thread; everything else is one JSON body. With a
+``state_dir``, a write is acknowledged only once it is on disk (``persist.StateKeeper``: write-ahead
+log + snapshots), so neither a restart nor ``kill -9`` loses an answered write.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 import select
 import socket
 import ssl
@@ -26,13 +25,14 @@ from vllm_remedy.sim.api.auth import Authorizer
 from vllm_remedy.sim.api.dispatch import ApiContext, handle
 from vllm_remedy.sim.api.faults import Faults
 from vllm_remedy.sim.api.http import MAX_BODY, Request, Response, error_response, json_response
+from vllm_remedy.sim.persist import StateKeeper, load_state
 from vllm_remedy.sim.protocols import ClusterLike
 from vllm_remedy.sim.store import ApiError
 from vllm_remedy.sim.tls import server_context
 
 log = logging.getLogger(__name__)
 DRAIN_LIMIT = 64 * 1024 * 1024  # oversize bodies up to this are read and dropped before the 413
-SAVE_EVERY = 1.0  # real seconds between state flushes while the cluster changes
+WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})  # answered only once durable
 BOOTSTRAP_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
@@ -201,13 +201,13 @@ class SimServer:
 
     def __init__(self, clusters: list[ClusterLike], *, host: str = "127.0.0.1", port: int = 0,
                  state_dir: Path | None = None, auth: Authorizer | None = None,
-                 faults: dict[str, Any] | None = None, tls: tuple[Path, Path] | None = None) -> None:
+                 faults: dict[str, Any] | None = None, tls: tuple[Path, Path] | None = None,
+                 durable: bool = True) -> None:
         self.auth = auth or Authorizer()
         self.stop_event = threading.Event()
         self.contexts: dict[str, ApiContext] = {}
         self.state_dir = state_dir
-        self._dirty: set[str] = set()
-        self._dirty_lock = threading.Lock()
+        self.state = StateKeeper(state_dir, durable=durable) if state_dir is not None else None
         self._httpd = _HTTPServer((host, port), _Handler)
         self.tls = tls
         self.scheme = "http"
@@ -249,7 +249,8 @@ class SimServer:
                     "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}})
         self.contexts[cluster.name] = ApiContext(cluster, f"/clusters/{cluster.name}", self.auth, Faults(),
                                                  self.stop_event)
-        cluster.store.subscribe(lambda _event, name=cluster.name: self._mark_dirty(name))
+        if self.state is not None:
+            self.state.add(cluster)
 
     def dispatch(self, req: Request) -> Response:
         """Route a raw request: ``/clusters/<name>/...`` to that cluster, ``/admin/...`` to the admin API."""
@@ -259,15 +260,26 @@ class SimServer:
             if ctx is None:
                 return error_response(ApiError(404, "NotFound", f'cluster "{parts[2]}" is not served here'))
             req.path = "/" + (parts[3] if len(parts) > 3 else "")
-            return handle(ctx, req)
+            return self._handle(ctx, req)
         if parts[1:2] == ["admin"]:
             return self._admin(req)
         if req.path in ("/healthz", "/livez", "/readyz"):
             return Response(200, b"ok", "text/plain")
         if len(self.contexts) == 1:
             # `kubectl get --raw` drops the kubeconfig server path; with one cluster the answer is unambiguous.
-            return handle(next(iter(self.contexts.values())), req)
+            return self._handle(next(iter(self.contexts.values())), req)
         return error_response(ApiError(404, "NotFound", f"no cluster in path {req.path}; use /clusters/<name>/..."))
+
+    def _handle(self, ctx: ApiContext, req: Request) -> Response:
+        """Answer through the API layer; a write's answer waits until the cluster's changes are durable."""
+        resp = handle(ctx, req)
+        if self.state is not None and req.method in WRITES:
+            try:
+                self.state.sync(ctx.cluster.name)
+            except OSError as exc:  # not durable, so not acknowledged
+                log.exception("write-ahead log sync failed")
+                return error_response(ApiError(500, "InternalError", f"state not saved: {exc}"))
+        return resp
 
     def _admin(self, req: Request) -> Response:
         """``GET /admin/clusters``; ``GET|PUT|DELETE /admin/clusters/<name>/faults``."""
@@ -293,18 +305,13 @@ class SimServer:
     # -- lifecycle -------------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Serve on a background thread; with ``state_dir``, also save changed clusters every SAVE_EVERY
-        seconds, freshly seeded state first."""
+        """With ``state_dir``, open the write-ahead logs and snapshot first; then serve on a background thread."""
+        if self.state is not None:
+            self.state.start()
         serve = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.2},
                                  name="sim-http", daemon=True)
         serve.start()
         self._threads.append(serve)
-        if self.state_dir is not None:
-            with self._dirty_lock:
-                self._dirty |= set(self.contexts)  # a freshly seeded cluster is saved at once
-            saver = threading.Thread(target=self._save_loop, name="sim-state", daemon=True)
-            saver.start()
-            self._threads.append(saver)
 
     def stop(self) -> None:
         """Stop serving (open watches end), then write every cluster's state one last time."""
@@ -313,36 +320,8 @@ class SimServer:
         self._httpd.server_close()
         for thread in self._threads:
             thread.join(timeout=5)
-        if self.state_dir is not None:
-            for name in self.contexts:
-                self.save(name)
-
-    # -- persistence -----------------------------------------------------------------------------
-
-    def _mark_dirty(self, name: str) -> None:
-        with self._dirty_lock:
-            self._dirty.add(name)
-
-    def _save_loop(self) -> None:
-        while not self.stop_event.wait(SAVE_EVERY):
-            with self._dirty_lock:
-                names, self._dirty = self._dirty, set()
-            for name in names:
-                self.save(name)
-
-    def save(self, name: str) -> None:
-        """Write ``<state_dir>/<cluster>.json`` atomically (temp file + rename)."""
-        assert self.state_dir is not None
-        cluster = self.contexts[name].cluster
-        snap = cluster.snapshot() if hasattr(cluster, "snapshot") else {"store": cluster.store.snapshot()}
-        self.state_dir.mkdir(parents=True, exist_ok=True)
-        target = self.state_dir / f"{name}.json"
-        tmp = target.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps({"cluster": name, "speed": cluster.clock.speed, "clock": cluster.clock.now(),
-                                   "snapshot": snap}))
-        os.replace(tmp, target)
+        if self.state is not None:
+            self.state.stop()
 
 
-def load_state(path: Path) -> dict[str, Any]:
-    """A saved cluster file as written by ``SimServer.save``."""
-    return json.loads(path.read_text())
+__all__ = ["SimServer", "load_state"]

@@ -101,6 +101,9 @@ class Store:
     _cond: threading.Condition = field(default_factory=threading.Condition)
     _listeners: list[Callable[[Event], None]] = field(default_factory=list)
     _index: dict[str, set[tuple[str, str, str]]] = field(default_factory=dict)  # resource -> keys, for list()
+    # Called under the lock with each change before it takes effect (the server's write-ahead log);
+    # if it raises, the change is not made.
+    journal: Callable[[Obj], None] | None = field(default=None, repr=False)
 
     # -- reads -----------------------------------------------------------------------------------
 
@@ -246,6 +249,9 @@ class Store:
                 raise not_found(resource, name)
             if dry_run:
                 return copy.deepcopy(old)
+            if self.journal is not None:
+                self.journal({"op": "delete", "rv": self._rv + 1, "resource": resource, "namespace": namespace,
+                              "name": name})
             del self._objects[key]
             self._index.get(resource, set()).discard(key)
             self._rv += 1
@@ -257,8 +263,11 @@ class Store:
     def _commit(
         self, kind: str, resource: str, key: tuple[str, str, str], obj: Obj, previous: Obj | None = None,
     ) -> None:
+        obj["metadata"]["resourceVersion"] = str(self._rv + 1)
+        if self.journal is not None:
+            self.journal({"op": "put", "rv": self._rv + 1, "resource": resource, "namespace": key[1],
+                          "name": key[2], "object": obj})
         self._rv += 1
-        obj["metadata"]["resourceVersion"] = str(self._rv)
         self._objects[key] = obj
         self._index.setdefault(resource, set()).add(key)
         self._emit(Event(kind, resource, key[1], self._rv, copy.deepcopy(obj), previous))
