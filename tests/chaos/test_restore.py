@@ -132,10 +132,22 @@ def test_after_kill_9_mid_wait_a_rerun_resumes_the_wait(rehearsal: Rehearsal) ->
     written = deployment(rehearsal)
     ready = int((written.get("status") or {}).get("readyReplicas") or 0)
     assert ready < int(written["spec"]["replicas"]), written["status"]  # killed before Ready
-    clock.set_speed(60.0)
-    again = rehearsal.pyinfra(LOCAL, RESTORE, "-y")
-    assert again.returncode == 0, again.stderr
-    said = host_out(again.stderr)
+    # the rerun starts while the pods still load (slow clock), and the cluster speeds up once it waits
+    err = rehearsal.tmp / "rerun.err"
+    with err.open("w") as fe:
+        rerun = subprocess.Popen([sys.executable, "-m", "pyinfra", LOCAL, RESTORE, "-y"], cwd=rehearsal.tmp,
+                                 env=rehearsal.env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=fe)
+        try:
+            wait_until(lambda: "Starting operation: Wait until the new pods are Ready" in err.read_text()
+                       or rerun.poll() is not None, 120, "the rerun to reach its wait")
+            clock.set_speed(60.0)
+            rerun.wait(timeout=180)
+        finally:
+            if rerun.poll() is None:
+                rerun.kill()
+    text = err.read_text()
+    assert rerun.returncode == 0, text
+    said = host_out(text)
     resumed = [line for line in said if line.startswith("wait for deployment llm/llama-8b to roll out (last "
                                                         "vllm-remedy write: restore at ")]
     assert len(resumed) == 1 and "successfully rolled out" in resumed[0], said

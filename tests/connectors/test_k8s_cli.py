@@ -135,12 +135,13 @@ def test_alias_and_policy_from_group_data(rehearsal: Rehearsal) -> None:
 
 
 def test_many_hosts_are_read_in_parallel_under_gevent(rehearsal: Rehearsal) -> None:
-    """Each GET of a Deployment takes 0.5 s: 12 hosts x (connect + fact) would take 12 s one after another."""
+    """Each GET of a Deployment takes 1.5 s: 12 hosts x (connect + fact) would take 36 s one after another; the
+    bound is half that, so a loaded machine's slower start-up cannot pass for serial reads, nor fail parallel ones."""
     client = rehearsal.client()
     names = [f"m{i}" for i in range(12)]
     for name in names:
         client.request("POST", "/apis/apps/v1/namespaces/llm/deployments", body=vllm_deployment(name, replicas=0))
-    rehearsal.faults([{"verb": "get", "resource": "deployments", "latency_ms": 500}])
+    rehearsal.faults([{"verb": "get", "resource": "deployments", "latency_ms": 1500}])
     hosts = ",".join(f"@k8s/rehearsal/llm/{n}" for n in names)
     started = time.monotonic()
     got = rehearsal.pyinfra(hosts, "fact", DEPLOYMENT)
@@ -149,7 +150,7 @@ def test_many_hosts_are_read_in_parallel_under_gevent(rehearsal: Rehearsal) -> N
     facts = fact_output(got.stderr, DEPLOYMENT)
     assert sorted(facts) == sorted(f"@k8s/rehearsal/llm/{n}" for n in names)
     assert {f["name"] for f in facts.values()} == set(names)
-    assert elapsed < 6.0, f"{elapsed:.1f} s: hosts were not read concurrently"
+    assert elapsed < 18.0, f"{elapsed:.1f} s: hosts were not read concurrently"
 
 
 def test_flaky_api_is_retried_and_converges(rehearsal: Rehearsal) -> None:

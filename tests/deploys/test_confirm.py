@@ -56,7 +56,10 @@ def stable(rehearsal: Rehearsal, seconds: float = STABLE + 60) -> None:
 
 def test_confirm_waits_for_stability_then_marks_the_replicaset_once(rehearsal: Rehearsal) -> None:
     rs = restored(rehearsal)
+    # at 600x, 30 cluster minutes are 3 real seconds: a loaded machine's pyinfra start-up alone could pass them
+    rehearsal.cluster.clock.set_speed(6.0)
     early = rehearsal.pyinfra(LOCAL, CONFIRM, "-y")
+    rehearsal.cluster.clock.set_speed(600.0)
     assert early.returncode != 0
     lines = host_out(early.stderr)
     refusal = [line for line in lines if line.startswith("revision 16 not confirmed: ")]
