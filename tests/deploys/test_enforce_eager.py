@@ -19,7 +19,15 @@ from fixtures.budget_world import (
     rolled_out,
 )
 from fixtures.pyinfra_run import Rehearsal
-from fixtures.restore_world import host_out, vllm_runtime
+from fixtures.restore_world import (
+    RESTORE,
+    bad_revision,
+    crash_looping,
+    host_out,
+    replicaset,
+    vllm_runtime,
+    wait_until,
+)
 from vllm_remedy.kube.annotations import parse_rfc3339
 from vllm_remedy.remedies.predict import predict_template
 
@@ -122,3 +130,51 @@ def test_dry_shows_the_toggle_and_turning_it_off_restores_the_argv(rehearsal: Re
     assert args_of(after) == GOOD_ARGS
     assert EXPIRES not in after["metadata"]["annotations"]
     assert after["metadata"]["annotations"]["vllm-remedy.io/last-action"] == "enforce-eager-off"
+
+
+def test_a_garbage_expiry_blocks_no_deploy_and_a_rollback_never_brings_it_back(rehearsal: Rehearsal) -> None:
+    """Revision 15 carries `enforce-eager-expires: tomorrow` (the controller copies it onto its ReplicaSet); once the
+    Deployment's own copy is gone and revision 16 crash-loops, restore rolls back to 15 - without the garbage."""
+    vllm_runtime(rehearsal)
+
+    def healthy_with_garbage(dep: dict) -> None:
+        dep["spec"]["template"]["spec"]["containers"][0]["env"].append({"name": "VLLM_TRY", "value": "1"})
+        dep["metadata"]["annotations"][EXPIRES] = "tomorrow"
+
+    rehearsal.change(healthy_with_garbage, change_cause="revision 15")
+    rolled_out(rehearsal)
+    got = rehearsal.pyinfra(LOCAL, LOAD_GUARD, "--dry")  # any deploy: it warns once and goes on
+    assert got.returncode == 0, got.stderr
+    warned = [line for line in host_out(got.stderr) if "tomorrow" in line]
+    assert len(warned) == 1 and warned[0].startswith("warning: ") and EXPIRES in warned[0], warned
+
+    def bad(dep: dict) -> None:
+        bad_revision(dep)
+        del dep["metadata"]["annotations"][EXPIRES]
+
+    rehearsal.change(bad, change_cause="revision 16")
+    wait_until(lambda: crash_looping(rehearsal), what="revision 16 to crash-loop")
+    fifteen = replicaset(rehearsal, 15)
+    assert fifteen["metadata"]["annotations"][EXPIRES] == "tomorrow"  # what kubectl's undo would copy back
+    got = rehearsal.pyinfra(LOCAL, RESTORE, "-y")
+    assert got.returncode == 0, got.stderr
+    assert any("to revision 15" in line for line in host_out(got.stderr)), got.stderr
+    after = deployment(rehearsal)
+    assert after["spec"]["template"]["spec"]["containers"][0]["env"][-1] == {"name": "VLLM_TRY", "value": "1"}
+    assert EXPIRES not in after["metadata"]["annotations"]
+
+
+def test_a_garbage_expiry_does_not_block_the_restore(rehearsal: Rehearsal) -> None:
+    def bad(dep: dict) -> None:
+        bad_revision(dep)
+        dep["metadata"]["annotations"][EXPIRES] = "tomorrow"
+
+    vllm_runtime(rehearsal)
+    rehearsal.change(bad, change_cause="revision 15")
+    wait_until(lambda: crash_looping(rehearsal), what="revision 15 to crash-loop")
+    got = rehearsal.pyinfra(LOCAL, RESTORE, "-y")
+    assert got.returncode == 0, got.stderr
+    lines = host_out(got.stderr)
+    assert len([line for line in lines if line.startswith("warning: ") and "tomorrow" in line]) == 1, lines
+    assert any("to revision 14" in line for line in lines), lines
+    assert args_of(rolled_out(rehearsal)) == GOOD_ARGS

@@ -3,12 +3,14 @@
 Why on ReplicaSets: a ReplicaSet *is* a revision — its template never changes and survives rollbacks —
 so a mark there names exactly what was confirmed. The Deployment must never carry a known-good mark:
 the deployment controller copies Deployment annotations onto every new ReplicaSet, which would bless
-an untested revision. Toggles record an RFC 3339 expiry and the exact prior values so any later run
-can revert them without guessing.
+an untested revision. Toggles record an RFC 3339 expiry, the exact prior values and an integrity digest
+so any later run can revert them without guessing — and without trusting a record edited since.
+A malformed toggle record is reported (``scan_toggles``), never a reason for a deploy to stop.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Mapping
@@ -40,6 +42,20 @@ def parse_rfc3339(value: str, where: str = "timestamp") -> float:
     if moment.tzinfo is None:
         raise UserError(f"{where}: {value!r} has no time zone; expected RFC 3339 such as 2025-01-31T12:00:00Z")
     return moment.timestamp()
+
+
+#: The suffixes of a toggle's annotations (``<prefix><name>-expires`` and so on).
+TOGGLE_SUFFIXES = ("-expires", "-prior", "-digest")
+
+
+def canonical_json(value: Any) -> str:
+    """The one JSON spelling of ``value`` (sorted keys, no spaces): what a record and its digest are taken of."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def sha256_of(value: Any) -> str:
+    """``sha256:<hex>`` of ``value``'s canonical JSON."""
+    return "sha256:" + hashlib.sha256(canonical_json(value).encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -100,6 +116,18 @@ class Keys:
         """The argv before a toggle, so expiry restores exactly what ran."""
         return self.key(f"{toggle}-prior")
 
+    def toggle_digest(self, toggle: str) -> str:
+        """sha256 of what the toggle wrote and of its prior record, so a revert can tell an edited record."""
+        return self.key(f"{toggle}-digest")
+
+    def toggle_keys(self, toggle: str) -> tuple[str, str, str]:
+        """Every annotation one toggle owns: dropped together when it comes off."""
+        return self.toggle_expires(toggle), self.toggle_prior(toggle), self.toggle_digest(toggle)
+
+    def is_toggle_key(self, key: str) -> bool:
+        """Whether ``key`` records some toggle: it belongs to the template that had it, never copied by a rollback."""
+        return self.ours(key) and key.endswith(TOGGLE_SUFFIXES)
+
     def ours(self, key: str) -> bool:
         """Whether an annotation is ours, so only our own keys are ever rewritten."""
         return key.startswith(self.prefix)
@@ -132,11 +160,16 @@ def is_known_good(keys: Keys, obj: Mapping[str, Any]) -> bool:
 
 @dataclass(frozen=True)
 class Toggle:
-    """A temporary change: ``prior`` holds the exact values to restore (e.g. the container's argv)."""
+    """A temporary change: ``prior`` holds the exact values to restore (e.g. the container's argv).
+
+    ``digest`` is the stored integrity record (None when absent, as on toggles written before it existed);
+    ``remedies.enforce_eager`` decides what it proves.
+    """
 
     name: str
     expires: str  # RFC 3339
     prior: Any
+    digest: str | None = None
 
     def expires_at(self) -> float:
         """The expiry as epoch seconds; a malformed stamp is a UserError naming the toggle."""
@@ -147,29 +180,55 @@ class Toggle:
         return now >= self.expires_at()
 
 
+@dataclass(frozen=True)
+class Malformed:
+    """A toggle record that cannot be read: its name, its keys present, and why (one line)."""
+
+    name: str
+    keys: tuple[str, ...]
+    problem: str
+
+
 def toggle_annotations(keys: Keys, toggle: Toggle) -> dict[str, str]:
     """Annotations that record a toggle; ``prior`` is stored as canonical JSON so it restores exactly."""
     parse_rfc3339(toggle.expires, f"toggle {toggle.name} expiry")
-    return {keys.toggle_expires(toggle.name): toggle.expires,
-            keys.toggle_prior(toggle.name): json.dumps(toggle.prior, sort_keys=True, separators=(",", ":"))}
+    notes = {keys.toggle_expires(toggle.name): toggle.expires,
+             keys.toggle_prior(toggle.name): canonical_json(toggle.prior)}
+    if toggle.digest is not None:
+        notes[keys.toggle_digest(toggle.name)] = toggle.digest
+    return notes
 
 
-def read_toggles(keys: Keys, notes: Mapping[str, str]) -> list[Toggle]:
-    """Every toggle recorded in ``notes``; a malformed record is a UserError naming its key."""
-    found = []
+def scan_toggles(keys: Keys, notes: Mapping[str, str]) -> tuple[list[Toggle], list[Malformed]]:
+    """Every toggle recorded in ``notes``, and every record that cannot be read (never raises)."""
+    found: list[Toggle] = []
+    bad: list[Malformed] = []
     suffix = "-expires"
     for key in sorted(notes):
         if not (keys.ours(key) and key.endswith(suffix)):
             continue
         name = key[len(keys.prefix): -len(suffix)]
-        prior_key = keys.toggle_prior(name)
-        if prior_key not in notes:
-            raise UserError(f"annotation {key}: toggle {name!r} has an expiry but no {prior_key} to restore")
+        present = tuple(k for k in (key, keys.prefix + name + "-prior", keys.prefix + name + "-digest") if k in notes)
+        prior_key = keys.prefix + name + "-prior"
         try:
-            prior = json.loads(notes[prior_key])
-        except ValueError as exc:
-            raise UserError(f"annotation {prior_key}: not valid JSON") from exc
-        toggle = Toggle(name, notes[key], prior)
-        toggle.expires_at()  # validate now, not at revert time
+            Toggle(name, str(notes[key]), None).expires_at()  # validate now, not at revert time
+            if prior_key not in notes:
+                raise UserError(f"annotation {key}: toggle {name!r} has an expiry but no {prior_key} to restore")
+            try:
+                prior = json.loads(notes[prior_key])
+            except ValueError as exc:
+                raise UserError(f"annotation {prior_key}: not valid JSON") from exc
+            toggle = Toggle(name, str(notes[key]), prior, notes.get(keys.prefix + name + "-digest"))
+        except UserError as exc:
+            bad.append(Malformed(name, present, str(exc)))
+            continue
         found.append(toggle)
+    return found, bad
+
+
+def read_toggles(keys: Keys, notes: Mapping[str, str]) -> list[Toggle]:
+    """Every toggle recorded in ``notes``; a malformed record is a UserError naming its key (drift reports it)."""
+    found, bad = scan_toggles(keys, notes)
+    if bad:
+        raise UserError(bad[0].problem)
     return found

@@ -6,7 +6,10 @@ with the ReplicaSet's template minus ``pod-template-hash`` and replace ``/metada
 the Deployment's own bookkeeping annotations plus the ReplicaSet's others. We build that patch
 byte-for-byte in content, then add a ``test`` on resourceVersion (a concurrent edit is never
 overwritten), our audit annotations and change-cause — and never copy a known-good mark onto the
-Deployment (the controller would stamp it on every future ReplicaSet).
+Deployment (the controller would stamp it on every future ReplicaSet), nor a toggle record: the
+controller copied the Deployment's toggle annotations onto the ReplicaSet while the toggle was on, and
+kubectl would bring them back (an expired or garbled toggle resurrected). A toggle belongs to the
+template that had it; the rollback replaces that template.
 """
 
 from __future__ import annotations
@@ -127,7 +130,7 @@ def plan_undo(deployment: Mapping[str, Any], replicasets: Sequence[Mapping[str, 
                         message=f"skipped rollback (current template already matches revision {to_revision})",
                         kubectl_patch=[], patch=[], template=copy.deepcopy(template_of(deployment)))
     ops = kubectl_undo_patch(deployment, target)
-    notes = {k: v for k, v in ops[1]["value"].items() if k not in keys.mark_keys()}
+    notes = {k: v for k, v in ops[1]["value"].items() if k not in keys.mark_keys() and not keys.is_toggle_key(k)}
     if at is not None:
         why = reason or f"roll back to revision {number}"
         notes.update(action_annotations(keys, action, why, at))

@@ -19,8 +19,20 @@ from vllm_remedy.facts.pods import Pods
 from vllm_remedy.kube.annotations import Keys, known_good_annotations
 from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.kube.errors import KubeError
-from vllm_remedy.operations.util import Change, K8sHost, change_command, k8s_host, keeps_its_plan, noop, refuse, show
+from vllm_remedy.kube.history import template_of
+from vllm_remedy.operations.util import (
+    Change,
+    K8sHost,
+    change_command,
+    deployment_object,
+    k8s_host,
+    keeps_its_plan,
+    noop,
+    refuse,
+    show,
+)
 from vllm_remedy.remedies.confirm import ConfirmResult, confirm_revision
+from vllm_remedy.remedies.enforce_eager import in_force
 from vllm_remedy.vllm.cmdline import find_server
 
 
@@ -70,8 +82,14 @@ def evaluate(ctx: K8sHost) -> ConfirmResult | None:
     if history is None or pods is None:
         return None
     names = [p["name"] for p in pods.get("pods") or [] if p.get("new") and not p.get("deleting")]
+    deployment = deployment_object(host)
+    try:
+        toggles = in_force(ctx.keys, (deployment.get("metadata") or {}).get("annotations") or {},
+                           template_of(deployment), ctx.container)
+    except UserError as exc:  # no vLLM server to read flags from: the other checks say what is wrong
+        toggles = [f"toggles unknown ({exc})"]
     return confirm_revision(history, pods, read_metrics(ctx, names), ctx.policy, ctx.client.server_time(),
-                            ctx.container)
+                            ctx.container, toggles)
 
 
 @operation()
@@ -82,8 +100,9 @@ def marked_known_good() -> Iterator[FunctionCommand]:
 
     Checks, with the host's policy: every pod of the current revision Ready and stable for
     ``confirm.stable_for`` (cluster time), startup "maximum concurrency" ≥ ``peak_concurrency`` ×
-    ``confirm.min_concurrency_ratio``, KV cache usage and preemption rate within ``alerts``. The host fails
-    with the reasons when a check fails; nothing is written then.
+    ``confirm.min_concurrency_ratio``, KV cache usage and preemption rate within ``alerts``, and no
+    temporary toggle (``--enforce-eager``) in force on it. The host fails with the reasons when a check
+    fails; nothing is written then.
 
     **Example:**
 

@@ -1,8 +1,9 @@
 """Runbook step 4's warning made safe: ``--enforce-eager`` only as a *timed* toggle that reverts itself.
 
-Turning it on records the expiry (cluster time, counted from the write) and the container's exact prior argv
-on the Deployment (``remedies.enforce_eager``); ``workload.revert_expired_toggles``, which every deploy runs
-first, takes it off after that.
+Turning it on records the expiry (cluster time, counted from the write), the container's exact prior argv
+and their integrity digest on the Deployment (``remedies.enforce_eager``); ``workload.revert_expired_toggles``,
+which every deploy runs first, takes it off after that. An unreadable record of this toggle is warned about
+once and replaced (on) or dropped (off) — the eager deploy is the one that owns it.
 
     from vllm_remedy.operations import enforce_eager
 
@@ -16,11 +17,11 @@ import functools
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from pyinfra import host, state
+from pyinfra import host, logger, state
 from pyinfra.api import FunctionCommand, operation
 
 from vllm_remedy.errors import UserError
-from vllm_remedy.kube.annotations import Keys, Toggle, action_annotations, rfc3339, toggle_annotations
+from vllm_remedy.kube.annotations import Keys, Malformed, Toggle, action_annotations, rfc3339
 from vllm_remedy.kube.history import template_of
 from vllm_remedy.operations.util import (
     Change,
@@ -43,11 +44,27 @@ from vllm_remedy.remedies import enforce_eager as toggles
 from vllm_remedy.remedies.predict import failed_prediction, predict_template
 
 EAGER_ON, EAGER_OFF = "enforce-eager", "enforce-eager-off"
+_WARNED: set[tuple[int, str, str]] = set()
 
 
-def _record(ctx: K8sHost, deployment: Mapping[str, Any]) -> Toggle | None:
+def warn_malformed(state: Any, host: Any, bad: list[Malformed]) -> None:
+    """One warning line per unreadable toggle record, per run and host (pyinfra runs a body twice, and every
+    deploy's first operation and the eager toggle both read the record)."""
+    run = id(getattr(host, "state", None) or state)
+    for record in bad:
+        key = (run, str(host.name), record.problem)
+        if key not in _WARNED:
+            _WARNED.add(key)
+            logger.warning(f"{host.print_prefix}{toggles.malformed_warning(record)}")
+
+
+def _record(ctx: K8sHost, deployment: Mapping[str, Any]) -> tuple[Toggle | None, dict[str, None]]:
+    """The eager toggle's record, and the keys of an unreadable one (warned about) that a write replaces."""
     notes = (deployment.get("metadata") or {}).get("annotations") or {}
-    return toggles.active(ctx.keys, notes)
+    bad = toggles.malformed(ctx.keys, notes)
+    warn_malformed(state, host, bad)
+    unreadable = {k: None for b in bad if b.name == toggles.EAGER for k in b.keys}
+    return toggles.active(ctx.keys, notes), unreadable
 
 
 @operation()
@@ -76,7 +93,7 @@ def toggle(enabled: bool = True, ttl: str | int | None = None) -> Iterator[Funct
     template = template_of(deployment)
     seconds, base, again = 0, template, ""
     try:
-        record = _record(ctx, deployment)
+        record, unreadable = _record(ctx, deployment)
         running = server_of(template, ctx.container).flags
         is_on = running.get("enforce-eager", "false") not in ("false", "False", "0")
         if enabled:
@@ -97,8 +114,8 @@ def toggle(enabled: bool = True, ttl: str | int | None = None) -> Iterator[Funct
         elif record is not None:
             undo = toggles.revert(template, ctx.keys, record, ctx.container)
             planned, notes = undo.template, dict(undo.annotations)
-        elif is_on:
-            planned, notes = with_flags(template, unset=["enforce-eager"], container=ctx.container), {}
+        elif is_on or unreadable:
+            planned, notes = with_flags(template, unset=["enforce-eager"], container=ctx.container), unreadable
         else:
             noop(state, host, f"--enforce-eager is off on {ctx.where}")
             return
@@ -119,15 +136,17 @@ def toggle(enabled: bool = True, ttl: str | int | None = None) -> Iterator[Funct
     observe(state, host, ctx.deployment_path, deployment)
     show(state, host, change_lines(ctx, f"{summary} (until about {notes[ctx.keys.toggle_expires(toggles.EAGER)]})",
                                    template, planned, prediction))
-    stamp = functools.partial(_toggle_record, toggles.argv_record(base, ctx.container), seconds, ctx.keys)
+    stamp = functools.partial(_toggle_record, toggles.argv_record(base, ctx.container), planned, ctx.container,
+                              seconds, ctx.keys)
     yield change_command(ctx, ctx.deployment_path, Change(spec={"template": copy.deepcopy(planned)}, stamp=stamp),
                          summary)
 
 
-def _toggle_record(prior: dict[str, Any], seconds: int, keys: Keys, at: float) -> dict[str, str]:
+def _toggle_record(prior: dict[str, Any], written: dict[str, Any], container: str | None, seconds: int, keys: Keys,
+                   at: float) -> dict[str, str]:
     """The toggle's annotations, stamped at the write itself (cluster time ``at``): a prompt left open for ten
-    minutes does not shorten the toggle."""
+    minutes does not shorten the toggle. They replace any unreadable record of it (same keys)."""
     expires = rfc3339(at + seconds)
     return {**action_annotations(keys, EAGER_ON, f"--enforce-eager until {expires} (temporary; reverts on the "
                                                  "next run after)", at),
-            **toggle_annotations(keys, Toggle(toggles.EAGER, expires, prior))}
+            **toggles.record(keys, expires, prior, written, container)}

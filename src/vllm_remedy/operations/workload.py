@@ -23,6 +23,7 @@ from vllm_remedy.errors import UserError
 from vllm_remedy.kube.errors import RolloutError
 from vllm_remedy.kube.history import template_of
 from vllm_remedy.kube.wait import rollout_status
+from vllm_remedy.operations.enforce_eager import warn_malformed
 from vllm_remedy.operations.util import (
     deployment_object,
     flag_text,
@@ -97,8 +98,10 @@ def revert_expired_toggles() -> Iterator[FunctionCommand]:
     """
     Revert every temporary toggle whose expiry (cluster time) has passed — every deploy calls this first.
 
-    The container's exact prior argv is restored when only the toggled flag was added; if other flags
-    changed meanwhile, only the toggled flag is removed (their change is kept) and the output says so.
+    The container's exact prior argv is restored when the toggle's digest proves both the prior record and
+    the container unchanged since it was set (apart from the toggled flag); otherwise only the toggled flag
+    is removed and the output says why — a record edited since is never written. An unreadable toggle record
+    (e.g. an expiry of ``tomorrow``) is one warning line and left in place; the operation goes on.
     Nothing happens when no toggle has expired.
 
     **Example:**
@@ -111,6 +114,7 @@ def revert_expired_toggles() -> Iterator[FunctionCommand]:
     deployment = deployment_object(host)
     template = template_of(deployment)
     notes = (deployment.get("metadata") or {}).get("annotations") or {}
+    warn_malformed(state, host, enforce_eager.malformed(ctx.keys, notes))
     try:
         due = enforce_eager.expired(ctx.keys, notes, ctx.client.server_time())
         drops: dict[str, str | None] = {}

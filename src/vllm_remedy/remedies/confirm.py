@@ -9,13 +9,16 @@ The runbook's checks, each with the policy's threshold:
   preemptions per minute (the counter over the time the pod has been Ready) at or below
   ``alerts.preemptions_per_minute``.
 
+* no temporary toggle (``--enforce-eager`` for two hours) in force on the revision: a stop-gap that reverts
+  itself is not a state ``restore`` should ever roll back to.
+
 Only when all pass is the current ReplicaSet marked known-good; the reasons say exactly what failed.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -94,8 +97,10 @@ def _concurrency(pod: Mapping[str, Any], container: str | None) -> float | None:
 
 
 def confirm_revision(history: Mapping[str, Any], pods: Mapping[str, Any], metrics: Mapping[str, str | None],
-                     policy: Policy, now: float, container: str | None = None) -> ConfirmResult:
-    """Step 6's verdict. ``metrics`` maps pod name → its ``/metrics`` text (None when unreadable)."""
+                     policy: Policy, now: float, container: str | None = None, toggles: Sequence[str] = ()
+                     ) -> ConfirmResult:
+    """Step 6's verdict. ``metrics`` maps pod name → its ``/metrics`` text (None when unreadable); ``toggles``
+    names each temporary toggle in force on the revision (``remedies.enforce_eager.in_force``)."""
     current = history.get("current_revision")
     row = next((r for r in history.get("revisions") or [] if r.get("number") == current), None)
     replicaset = row.get("replicaset") if row else None
@@ -133,6 +138,11 @@ def confirm_revision(history: Mapping[str, Any], pods: Mapping[str, Any], metric
         rate = total / (ready / 60) if ready > 0 else (0.0 if total == 0 else float("inf"))
         checks.add(rate <= limit_pre, f"pod {name}: {rate:.2f} preemptions/min over {format_duration_s(ready)} "
                    f"(limit {limit_pre:g}/min)")
+    for toggle in toggles:
+        checks.add(False, f"{toggle}: a revision running a temporary stop-gap is not known-good (turn it off or "
+                   "let it expire, then confirm)")
+    if not toggles:
+        checks.add(True, "no temporary toggle in force")
     return ConfirmResult(not checks.failures, replicaset, current, tuple(checks.lines), tuple(checks.failures),
                          bool(row and row.get("known_good")))
 

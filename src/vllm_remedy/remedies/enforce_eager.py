@@ -1,30 +1,48 @@
 """Timed toggles (runbook step 4's ``--enforce-eager`` "as a temporary measure only"), pure.
 
-A toggle is recorded on the Deployment as two annotations (``kube.annotations``): its RFC 3339 expiry
-and the *exact* prior command line of the vLLM container (``command`` and ``args`` as JSON). Any later
-run of any deploy — and ``vllm-remedy expire`` — reverts an expired toggle from that record, so nothing
-depends on remembering how the flag was spelled or where it was inserted.
+A toggle is recorded on the Deployment as three annotations (``kube.annotations``): its RFC 3339 expiry,
+the *exact* prior command line of the vLLM container (``command`` and ``args`` as JSON), and an integrity
+digest — sha256 of the prior record and of the container as the toggle wrote it (name, command, args,
+image; the toggle's own flag taken out). Any later run of any deploy — and ``vllm-remedy expire`` — reverts
+an expired toggle from that record, so nothing depends on remembering how the flag was spelled.
 
-Why "exact, unless someone edited since": when the container's argv is the prior argv plus only our
-flag, the prior argv is restored byte for byte. When someone changed other flags while the toggle was
-on (a budget fix, a hand edit), restoring the old argv would silently undo their change, so only the
-toggled flag is removed and the revert says so.
+Why "exact, only when both digests match": the prior record is a command line we are about to run. If it
+was edited since (``sh -c "curl …|sh; exec vllm …"`` parses to the same flags and model), or if the
+container is no longer what the toggle wrote (a budget fix, a hand edit — restoring the old argv would
+silently undo it), only the toggled flag is removed and the revert says why; the record itself is never
+written. A toggle without a digest (written before it existed) is treated the same way. The digest is
+no signature — whoever may patch the Deployment can rewrite it — but it turns a silent swap of one
+annotation into a flag-only revert that names the mismatch.
+
+A malformed record (``tomorrow`` as expiry, no prior, bad JSON) makes the toggle *unknown*: every deploy
+warns once and goes on, and leaves the annotations where they are for a person (drift reports them) —
+only the eager deploy itself replaces them (on) or drops them (off), and a rollback never copies them back.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from vllm_remedy.errors import UserError
-from vllm_remedy.kube.annotations import Keys, Toggle, read_toggles, rfc3339, toggle_annotations
+from vllm_remedy.kube.annotations import (
+    Keys,
+    Malformed,
+    Toggle,
+    canonical_json,
+    rfc3339,
+    scan_toggles,
+    sha256_of,
+    toggle_annotations,
+)
 from vllm_remedy.policy import Policy, format_duration, parse_duration
 from vllm_remedy.vllm.cmdline import ServerCommand, find_server
 
-#: The toggle's name in annotations (``<prefix>enforce-eager-expires`` / ``-prior``) and its vLLM flag.
+#: The toggle's name in annotations (``<prefix>enforce-eager-expires`` / ``-prior`` / ``-digest``).
 EAGER = "enforce-eager"
 #: Toggle name → the boolean vLLM flag it turns on (what the partial revert removes).
 TOGGLE_FLAGS = {EAGER: "enforce-eager"}
@@ -82,9 +100,33 @@ def ttl_seconds(ttl: str | int | float | timedelta | None, policy: Policy) -> in
     return seconds
 
 
+def _is_on(value: str | None) -> bool:
+    return value is not None and value not in ("false", "False", "0")
+
+
+def written_record(template: Mapping[str, Any], flag: str, container: str | None = None) -> dict[str, Any]:
+    """The vLLM container as a toggle leaves it, its own ``flag`` taken out: what the written digest covers."""
+    server = _server(template, container)
+    c = server.edit({}, [flag]) if flag in server.flags else server.container
+    return {"container": server.container_name, "command": copy.deepcopy(c.get("command")),
+            "args": copy.deepcopy(c.get("args")), "image": c.get("image")}
+
+
+def integrity(prior: Any, written: Mapping[str, Any]) -> str:
+    """The digest annotation: sha256 of the prior record and of the written container, as canonical JSON."""
+    return canonical_json({"prior": sha256_of(prior), "written": sha256_of(dict(written))})
+
+
+def record(keys: Keys, expires: str, prior: Mapping[str, Any], written: Mapping[str, Any],
+           container: str | None = None, name: str = EAGER) -> dict[str, str]:
+    """The toggle's annotations: expiry, exact prior argv, and the digest of both it and the template written."""
+    digest = integrity(prior, written_record(written, TOGGLE_FLAGS.get(name, name), container))
+    return toggle_annotations(keys, Toggle(name, expires, dict(prior), digest))
+
+
 def switch_on(template: Mapping[str, Any], keys: Keys, now: float, seconds: int, container: str | None = None,
               name: str = EAGER) -> tuple[dict[str, Any], dict[str, str]]:
-    """The template with the toggle's flag on, and the annotations recording expiry and exact prior argv."""
+    """The template with the toggle's flag on, and the annotations recording expiry, exact prior argv, digest."""
     prior = argv_record(template, container)
     server = _server(template, container)
     edited = server.edit({TOGGLE_FLAGS[name]: "true"})
@@ -93,18 +135,61 @@ def switch_on(template: Mapping[str, Any], keys: Keys, now: float, seconds: int,
     for i, c in enumerate(containers):
         if c.get("name") == server.container_name:
             containers[i] = edited
-    notes = toggle_annotations(keys, Toggle(name, rfc3339(now + seconds), prior))
-    return new, notes
+    return new, record(keys, rfc3339(now + seconds), prior, new, container, name)
 
 
 def active(keys: Keys, notes: Mapping[str, str], name: str = EAGER) -> Toggle | None:
-    """The recorded toggle ``name``, or None."""
-    return next((t for t in read_toggles(keys, notes) if t.name == name), None)
+    """The recorded toggle ``name``, or None (also when its record is malformed: see ``malformed``)."""
+    return next((t for t in scan_toggles(keys, notes)[0] if t.name == name), None)
 
 
 def expired(keys: Keys, notes: Mapping[str, str], now: float) -> list[Toggle]:
-    """Every recorded toggle whose expiry is at or before ``now`` (cluster time)."""
-    return [t for t in read_toggles(keys, notes) if t.expired(now)]
+    """Every readable toggle whose expiry is at or before ``now`` (cluster time)."""
+    return [t for t in scan_toggles(keys, notes)[0] if t.expired(now)]
+
+
+def malformed(keys: Keys, notes: Mapping[str, str]) -> list[Malformed]:
+    """Toggle records that cannot be read: unknown toggles, to warn about and leave alone."""
+    return scan_toggles(keys, notes)[1]
+
+
+def malformed_warning(bad: Malformed) -> str:
+    """The one line every deploy prints for an unreadable toggle record, and what it does about it."""
+    return (f"warning: ignoring the unreadable record of toggle {bad.name} ({bad.problem}); left in place "
+            f"({', '.join(bad.keys)}): check --{TOGGLE_FLAGS.get(bad.name, bad.name)} and remove them by hand")
+
+
+def in_force(keys: Keys, notes: Mapping[str, str], template: Mapping[str, Any],
+             container: str | None = None) -> list[str]:
+    """Each temporary toggle whose flag ``template`` runs with, named with its expiry (why confirm refuses)."""
+    found, bad = scan_toggles(keys, notes)
+    flags = _server(template, container).flags
+    out = [f"temporary toggle {t.name} is on until {t.expires}" for t in found
+           if _is_on(flags.get(TOGGLE_FLAGS.get(t.name, t.name)))]
+    out += [f"--{TOGGLE_FLAGS.get(b.name, b.name)} is on with an unreadable toggle record ({b.problem}), so it "
+            "may be temporary" for b in bad if _is_on(flags.get(TOGGLE_FLAGS.get(b.name, b.name)))]
+    return out
+
+
+def untrusted(template: Mapping[str, Any], toggle: Toggle, container: str | None = None) -> str | None:
+    """Why ``toggle``'s prior record may not be restored over ``template``; None when both digests match."""
+    if toggle.digest is None:
+        return "no integrity digest was recorded with it"
+    try:
+        stored = json.loads(toggle.digest)
+        prior_digest, written_digest = str(stored["prior"]), str(stored["written"])
+    except (ValueError, TypeError, KeyError):
+        return "its digest annotation is unreadable"
+    if not isinstance(toggle.prior, Mapping) or sha256_of(toggle.prior) != prior_digest:
+        return "the prior-argv record does not match its digest (edited since the toggle was set)"
+    try:
+        now = written_record(template, TOGGLE_FLAGS.get(toggle.name, toggle.name),
+                             toggle.prior.get("container") or container)
+    except UserError:
+        return "the container it wrote is gone"
+    if sha256_of(now) != written_digest:
+        return "the container changed since it was set (flags, command or image)"
+    return None
 
 
 def _restore(template: Mapping[str, Any], prior: Mapping[str, Any]) -> dict[str, Any]:
@@ -122,17 +207,14 @@ def _restore(template: Mapping[str, Any], prior: Mapping[str, Any]) -> dict[str,
 
 
 def revert(template: Mapping[str, Any], keys: Keys, toggle: Toggle, container: str | None = None) -> Revert:
-    """Take ``toggle`` off ``template``: the exact prior argv when only our flag was added, else just the flag."""
-    prior = dict(toggle.prior) if isinstance(toggle.prior, Mapping) else {}
+    """Take ``toggle`` off ``template``: the exact prior argv when its digests match, else just the flag."""
     flag = TOGGLE_FLAGS.get(toggle.name, toggle.name)
-    drop = {keys.toggle_expires(toggle.name): None, keys.toggle_prior(toggle.name): None}
-    restored = _restore(template, prior)
-    before = _server(template, prior.get("container") or container)
-    wanted = _server(restored, prior.get("container") or container)
-    flags_now = {k: v for k, v in before.flags.items() if k != flag}
-    if flags_now == {k: v for k, v in wanted.flags.items() if k != flag} and before.model == wanted.model:
-        return Revert(toggle, restored, drop, True, f"restore the exact argv from before --{flag} "
-                      f"(toggle expired {toggle.expires})")
+    drop: dict[str, None] = dict.fromkeys(keys.toggle_keys(toggle.name))
+    why = untrusted(template, toggle, container)
+    if why is None:
+        return Revert(toggle, _restore(template, toggle.prior), drop, True,
+                      f"restore the exact argv from before --{flag} (toggle expired {toggle.expires})")
+    before = _server(template, container)
     if flag not in before.flags:
         return Revert(toggle, copy.deepcopy(dict(template)), drop, False,
                       f"--{flag} is already off; drop the toggle record (expired {toggle.expires})")
@@ -141,5 +223,5 @@ def revert(template: Mapping[str, Any], keys: Keys, toggle: Toggle, container: s
     for i, c in enumerate(new["spec"]["containers"]):
         if c.get("name") == before.container_name:
             new["spec"]["containers"][i] = edited
-    return Revert(toggle, new, drop, False, f"remove --{flag} only: other flags changed since it was set "
-                  f"(toggle expired {toggle.expires}), so the prior argv is not restored over them")
+    return Revert(toggle, new, drop, False, f"remove --{flag} only: {why} (toggle expired {toggle.expires}), so "
+                  "the prior argv is not restored")
