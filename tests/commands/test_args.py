@@ -201,3 +201,34 @@ def test_set_keeps_crlf_line_ends(tmp_path) -> None:
                           "max-num-seqs=8"], capture_output=True, timeout=120, check=False)
     assert got.returncode == 0, got.stderr
     assert got.stdout == original.replace(b"--max-num-seqs=4\r\n", b"--max-num-seqs=8\r\n")
+
+
+PIPED = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: piped}
+spec:
+  containers:
+    - name: vllm
+      command: ["sh","-c","vllm serve meta-llama/Llama-3.1-8B-Instruct --max-num-seqs 64 2>&1 | tee -a /tmp/vllm.log"]
+"""
+
+
+def test_set_in_a_piped_shell_script_lands_before_the_redirect(cli, tmp_path: Path) -> None:
+    path = tmp_path / "piped.yaml"
+    path.write_text(PIPED)
+    got = cli("args", "set", "-f", str(path), "--set", "enforce-eager=true")
+    assert got.returncode == 0, got.stderr
+    script = "vllm serve meta-llama/Llama-3.1-8B-Instruct --max-num-seqs 64 --enforce-eager 2>&1 | tee -a /tmp/vllm.log"
+    assert got.stdout == PIPED.replace(PIPED.splitlines()[-1].split('"-c",')[1], f'"{script}"]')
+    assert subprocess.run(["bash", "-n", "-c", script], timeout=10).returncode == 0
+
+
+def test_set_refuses_a_script_it_cannot_edit_safely(cli, tmp_path: Path) -> None:
+    path = tmp_path / "eval.yaml"
+    path.write_text(PIPED.replace("vllm serve meta-llama", "eval vllm serve meta-llama"))
+    got = cli("args", "set", "-f", str(path), "--set", "enforce-eager=true")
+    assert (got.returncode, got.stdout) == (2, "")
+    assert got.stderr.strip().splitlines() == [
+        f"vllm-remedy: error: {path}: Pod/piped spec: container vllm: its shell script runs "
+        "vLLM in a form this tool cannot edit safely (vLLM run through eval); edit it by hand"]
