@@ -6,10 +6,13 @@ import difflib
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 import yaml
+
+from fixtures.yaml_bombs import alias_bomb
 
 MANIFESTS = Path(__file__).resolve().parents[1] / "data" / "manifests"
 GKE = str(MANIFESTS / "real" / "gke-vllm-gemma-3-27b-it.yaml")
@@ -232,3 +235,34 @@ def test_set_refuses_a_script_it_cannot_edit_safely(cli, tmp_path: Path) -> None
     assert got.stderr.strip().splitlines() == [
         f"vllm-remedy: error: {path}: Pod/piped spec: container vllm: its shell script runs "
         "vLLM in a form this tool cannot edit safely (vLLM run through eval); edit it by hand"]
+
+
+@pytest.mark.parametrize("action", [["show"], ["set", "--set", "max-model-len=4096"]])
+def test_an_alias_bomb_is_refused_fast_with_one_line(cli, tmp_path: Path, action: list[str]) -> None:
+    path = tmp_path / "bomb.yaml"
+    path.write_text(alias_bomb())
+    started = time.monotonic()
+    got = cli("args", action[0], "-f", str(path), *action[1:])
+    assert time.monotonic() - started < 5  # was minutes: every walk over the built data expanded 9**9 nodes
+    assert (got.returncode, got.stdout, got.stderr) == (
+        2, "", f"vllm-remedy: error: {path}: refused: YAML aliases expand to more than 100000 extra nodes "
+               "(alias bomb?)\n")
+
+
+def test_recursive_aliases_and_oversized_input_are_refused(cli, tmp_path: Path) -> None:
+    path = tmp_path / "loop.yaml"
+    path.write_text("spec: &s\n  containers: [{name: v, command: [vllm, serve, m]}]\n  again: *s\nx: &x [*x]\n")
+    got = cli("args", "show", "-f", str(path))
+    assert (got.returncode, got.stderr) == (
+        2, f"vllm-remedy: error: {path}: refused: a YAML alias refers to its own anchor (recursive document)\n")
+    big = cli("args", "show", "-f", "-", stdin="#" * (16 * 1024 * 1024) + "\n")
+    assert (big.returncode, big.stderr) == (2, "vllm-remedy: error: <stdin>: refused: larger than 16 MiB\n")
+
+
+def test_shared_anchors_of_real_manifests_still_read(cli, tmp_path: Path) -> None:
+    path = tmp_path / "anchors.yaml"
+    path.write_text("x-args: &args [--max-model-len, '4096']\nspec:\n  containers:\n"
+                    "    - {name: a, command: [vllm, serve, m], args: *args}\n")
+    got = cli("args", "show", "-f", str(path), "-o", "json")
+    assert got.returncode == 0, got.stderr
+    assert json.loads(got.stdout)[0]["flags"] == {"max-model-len": "4096"}

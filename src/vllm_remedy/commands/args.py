@@ -11,6 +11,7 @@ import json
 import sys
 from typing import Any
 
+from vllm_remedy import yamlfile
 from vllm_remedy.errors import UserError
 from vllm_remedy.vllm import manifest
 from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, find_server
@@ -36,15 +37,24 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _read(path: str) -> str:
-    """The file's text exactly (no newline translation), so `set` can hand back every other byte unchanged."""
+    """The file's text exactly (no newline translation), so `set` can hand back every other byte unchanged.
+
+    Reads at most one character past the size limit: an endless or huge input is refused, not swallowed.
+    """
+    source = "<stdin>" if path == "-" else path
     try:
         if path == "-":
-            return sys.stdin.buffer.read().decode("utf-8")
-        with open(path, encoding="utf-8", newline="") as fh:
-            return fh.read()
+            data = sys.stdin.buffer.read(4 * yamlfile.MAX_CHARS + 4)
+            yamlfile.check_size(len(data) // 4, source)  # 4 bytes at most per character
+            text = data.decode("utf-8")
+        else:
+            with open(path, encoding="utf-8", newline="") as fh:
+                text = fh.read(yamlfile.MAX_CHARS + 1)
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise UserError(f"{'<stdin>' if path == '-' else path}: cannot read: {reason}") from None
+        raise UserError(f"{source}: cannot read: {reason}") from None
+    yamlfile.check_size(len(text), source)
+    return text
 
 
 def _servers(docs: list[Any], source: str, container: str | None) -> list[tuple[int, str, str, dict, ServerCommand]]:
