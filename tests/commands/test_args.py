@@ -266,3 +266,30 @@ def test_shared_anchors_of_real_manifests_still_read(cli, tmp_path: Path) -> Non
     got = cli("args", "show", "-f", str(path), "-o", "json")
     assert got.returncode == 0, got.stderr
     assert json.loads(got.stdout)[0]["flags"] == {"max-model-len": "4096"}
+
+
+SHELL_FORM = str(MANIFESTS / "forms" / "07-shell-string.yaml")
+
+
+@pytest.mark.parametrize(("setting", "message"), [
+    ("max-model-len=abc", "--set max-model-len=abc: max-model-len: 'abc' is not an integer"),
+    ("max-model-len=-5", "--set max-model-len=-5: max-model-len: -5 must be a positive integer (or auto)"),
+    ("gpu-memory-utilization=1.5", "--set gpu-memory-utilization=1.5: gpu-memory-utilization: 1.5 is out of "
+                                   "range; expected 0 < U <= 1"),
+    ("max_num_seqs=0", "--set max_num_seqs=0: max-num-seqs: 0 must be a positive integer"),
+    ("no-such-flag=3", "--set no-such-flag: not a vLLM serve flag (e.g. max-model-len, gpu-memory-utilization)"),
+])
+def test_set_refuses_bad_values_and_unknown_flags(cli, tmp_path: Path, setting: str, message: str) -> None:
+    path = tmp_path / "m.yaml"
+    original = Path(SHELL_FORM).read_bytes()
+    path.write_bytes(original)
+    got = cli("args", "set", "-f", str(path), "--set", setting)
+    assert (got.returncode, got.stdout, got.stderr) == (2, "", f"vllm-remedy: error: {message}\n")
+    assert path.read_bytes() == original
+
+
+@pytest.mark.parametrize("setting", ["max-model-len=16k", "max-model-len=auto", "max-model-len=$(MAX_LEN)",
+                                     "gpu-memory-utilization=0.85", "kv-cache-dtype=fp8"])
+def test_set_accepts_what_vllm_accepts(cli, setting: str) -> None:
+    got = cli("args", "set", "-f", SHELL_FORM, "--set", setting)
+    assert got.returncode == 0, got.stderr

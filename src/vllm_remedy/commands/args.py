@@ -8,17 +8,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from typing import Any
 
 from vllm_remedy import yamlfile
 from vllm_remedy.errors import UserError
 from vllm_remedy.vllm import manifest
-from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, find_server
+from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, canonical_key, find_server
+from vllm_remedy.vllm.cmdline.flags import KNOWN, is_boolean
 from vllm_remedy.vllm.manifest_text import ManifestText
+from vllm_remedy.vllm.memory.settings import EngineSettings
 
 NAME = "args"
 HELP = "show or set vLLM flags in a manifest (Deployment, Pod, StatefulSet, LWS, pod template)"
+_PLACEHOLDER = re.compile(r"\$\(|\$\{|\$[A-Za-z_]|\{\{")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -92,6 +96,27 @@ def _pairs(items: list[str]) -> dict[str, str]:
     return out
 
 
+def _validate(changes: dict[str, str], servers: list[ServerCommand]) -> None:
+    """Refuse unknown flag names and values vLLM would reject, as `estimate` does, before anything is printed.
+
+    A flag vLLM does not know is accepted only when the command already has it (wrapper programs' own flags);
+    `$(VAR)`, `${VAR}` and `{{ .X }}` values are the cluster's to fill in, so they are not judged.
+    """
+    for key, value in changes.items():
+        name = canonical_key(key)
+        present = any(o.name == name for s in servers for o in s.options)
+        if name not in KNOWN and "." not in name and name != "model" and not present:
+            raise UserError(f"--set {key}: not a vLLM serve flag (e.g. max-model-len, gpu-memory-utilization)")
+        if _PLACEHOLDER.search(value):
+            continue
+        if not value.strip() and not is_boolean(name):
+            raise UserError(f"--set {key}: needs a value")
+        try:
+            EngineSettings.from_flags({name: value}, None)
+        except UserError as exc:
+            raise UserError(f"--set {key}={value}: {exc}") from None
+
+
 def run(args: argparse.Namespace) -> int:
     """Show or set; every edit is validated before any output, so bad input prints nothing but the error."""
     source = "<stdin>" if args.file == "-" else args.file
@@ -100,6 +125,7 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "show":
         return _show(servers, args.output)
     changes = _pairs(args.set)
+    _validate(changes, [server for *_rest, server in servers])
     edited = [(spec, server, server.edit(set=changes, unset=args.unset)) for _i, _w, _p, spec, server in servers]
     for spec, server, new in edited:  # all edits validated first: a bad key changes nothing
         live = _live_container(spec, server.container_name)
