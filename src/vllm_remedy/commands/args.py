@@ -107,9 +107,9 @@ def _validate(changes: dict[str, str], servers: list[ServerCommand]) -> None:
         present = any(o.name == name for s in servers for o in s.options)
         if name not in KNOWN and "." not in name and name != "model" and not present:
             raise UserError(f"--set {key}: not a vLLM serve flag (e.g. max-model-len, gpu-memory-utilization)")
-        if _PLACEHOLDER.search(value):
+        if _PLACEHOLDER.search(value) or is_boolean(name):  # booleans: the edit itself takes only true/false
             continue
-        if not value.strip() and not is_boolean(name):
+        if not value.strip():
             raise UserError(f"--set {key}: needs a value")
         try:
             EngineSettings.from_flags({name: value}, None)
