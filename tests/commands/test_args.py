@@ -6,10 +6,13 @@ import difflib
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 import yaml
+
+from fixtures.yaml_bombs import alias_bomb
 
 MANIFESTS = Path(__file__).resolve().parents[1] / "data" / "manifests"
 GKE = str(MANIFESTS / "real" / "gke-vllm-gemma-3-27b-it.yaml")
@@ -203,3 +206,92 @@ def test_set_keeps_crlf_line_ends(tmp_path) -> None:
                           "max-num-seqs=8"], capture_output=True, timeout=120, check=False)
     assert got.returncode == 0, got.stderr
     assert got.stdout == original.replace(b"--max-num-seqs=4\r\n", b"--max-num-seqs=8\r\n")
+
+
+PIPED = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: piped}
+spec:
+  containers:
+    - name: vllm
+      command: ["sh","-c","vllm serve meta-llama/Llama-3.1-8B-Instruct --max-num-seqs 64 2>&1 | tee -a /tmp/vllm.log"]
+"""
+
+
+def test_set_in_a_piped_shell_script_lands_before_the_redirect(cli, tmp_path: Path) -> None:
+    path = tmp_path / "piped.yaml"
+    path.write_text(PIPED)
+    got = cli("args", "set", "-f", str(path), "--set", "enforce-eager=true")
+    assert got.returncode == 0, got.stderr
+    script = "vllm serve meta-llama/Llama-3.1-8B-Instruct --max-num-seqs 64 --enforce-eager 2>&1 | tee -a /tmp/vllm.log"
+    assert got.stdout == PIPED.replace(PIPED.splitlines()[-1].split('"-c",')[1], f'"{script}"]')
+    assert subprocess.run(["bash", "-n", "-c", script], timeout=10).returncode == 0
+
+
+def test_set_refuses_a_script_it_cannot_edit_safely(cli, tmp_path: Path) -> None:
+    path = tmp_path / "eval.yaml"
+    path.write_text(PIPED.replace("vllm serve meta-llama", "eval vllm serve meta-llama"))
+    got = cli("args", "set", "-f", str(path), "--set", "enforce-eager=true")
+    assert (got.returncode, got.stdout) == (2, "")
+    assert got.stderr.strip().splitlines() == [
+        f"vllm-remedy: error: {path}: Pod/piped spec: container vllm: its shell script runs "
+        "vLLM in a form this tool cannot edit safely (vLLM run through eval); edit it by hand"]
+
+
+@pytest.mark.parametrize("action", [["show"], ["set", "--set", "max-model-len=4096"]])
+def test_an_alias_bomb_is_refused_fast_with_one_line(cli, tmp_path: Path, action: list[str]) -> None:
+    path = tmp_path / "bomb.yaml"
+    path.write_text(alias_bomb())
+    started = time.monotonic()
+    got = cli("args", action[0], "-f", str(path), *action[1:])
+    assert time.monotonic() - started < 5  # was minutes: every walk over the built data expanded 9**9 nodes
+    assert (got.returncode, got.stdout, got.stderr) == (
+        2, "", f"vllm-remedy: error: {path}: refused: YAML aliases expand to more than 100000 extra nodes "
+               "(alias bomb?)\n")
+
+
+def test_recursive_aliases_and_oversized_input_are_refused(cli, tmp_path: Path) -> None:
+    path = tmp_path / "loop.yaml"
+    path.write_text("spec: &s\n  containers: [{name: v, command: [vllm, serve, m]}]\n  again: *s\nx: &x [*x]\n")
+    got = cli("args", "show", "-f", str(path))
+    assert (got.returncode, got.stderr) == (
+        2, f"vllm-remedy: error: {path}: refused: a YAML alias refers to its own anchor (recursive document)\n")
+    big = cli("args", "show", "-f", "-", stdin="#" * (16 * 1024 * 1024) + "\n")
+    assert (big.returncode, big.stderr) == (2, "vllm-remedy: error: <stdin>: refused: larger than 16 MiB\n")
+
+
+def test_shared_anchors_of_real_manifests_still_read(cli, tmp_path: Path) -> None:
+    path = tmp_path / "anchors.yaml"
+    path.write_text("x-args: &args [--max-model-len, '4096']\nspec:\n  containers:\n"
+                    "    - {name: a, command: [vllm, serve, m], args: *args}\n")
+    got = cli("args", "show", "-f", str(path), "-o", "json")
+    assert got.returncode == 0, got.stderr
+    assert json.loads(got.stdout)[0]["flags"] == {"max-model-len": "4096"}
+
+
+SHELL_FORM = str(MANIFESTS / "forms" / "07-shell-string.yaml")
+
+
+@pytest.mark.parametrize(("setting", "message"), [
+    ("max-model-len=abc", "--set max-model-len=abc: max-model-len: 'abc' is not an integer"),
+    ("max-model-len=-5", "--set max-model-len=-5: max-model-len: -5 must be a positive integer (or auto)"),
+    ("gpu-memory-utilization=1.5", "--set gpu-memory-utilization=1.5: gpu-memory-utilization: 1.5 is out of "
+                                   "range; expected 0 < U <= 1"),
+    ("max_num_seqs=0", "--set max_num_seqs=0: max-num-seqs: 0 must be a positive integer"),
+    ("no-such-flag=3", "--set no-such-flag: not a vLLM serve flag (e.g. max-model-len, gpu-memory-utilization)"),
+])
+def test_set_refuses_bad_values_and_unknown_flags(cli, tmp_path: Path, setting: str, message: str) -> None:
+    path = tmp_path / "m.yaml"
+    original = Path(SHELL_FORM).read_bytes()
+    path.write_bytes(original)
+    got = cli("args", "set", "-f", str(path), "--set", setting)
+    assert (got.returncode, got.stdout, got.stderr) == (2, "", f"vllm-remedy: error: {message}\n")
+    assert path.read_bytes() == original
+
+
+@pytest.mark.parametrize("setting", ["max-model-len=16k", "max-model-len=auto", "max-model-len=$(MAX_LEN)",
+                                     "gpu-memory-utilization=0.85", "kv-cache-dtype=fp8"])
+def test_set_accepts_what_vllm_accepts(cli, setting: str) -> None:
+    got = cli("args", "set", "-f", SHELL_FORM, "--set", setting)
+    assert got.returncode == 0, got.stderr

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from pathlib import Path
 
 import yaml
 
 from fixtures import sim_world
 from fixtures.sim_world import call
+from fixtures.yaml_bombs import alias_bomb
 
 
 def test_up_serves_the_runbook_world_and_down_up_keeps_state(cli, tmp_path):
@@ -74,3 +76,13 @@ def test_bad_input_is_one_line_exit_2(cli, tmp_path):
                                                          "is running")
     bad_cluster = cli("sim", "up", "--state", str(tmp_path), "--cluster", "Prod_1")
     assert bad_cluster.returncode == 2 and "--cluster 'Prod_1'" in bad_cluster.stderr
+
+
+def test_an_alias_bomb_seed_is_refused_fast(cli, tmp_path):
+    seed = tmp_path / "seed.yaml"
+    seed.write_text(alias_bomb())
+    started = time.monotonic()
+    got = cli("sim", "up", "--state", str(tmp_path), "--seed", str(seed))
+    assert time.monotonic() - started < 5
+    assert (got.returncode, got.stderr) == (2, f"vllm-remedy: error: {seed}: refused: YAML aliases expand to more "
+                                               "than 100000 extra nodes (alias bomb?)\n")

@@ -13,18 +13,23 @@ Examples:
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from typing import Any
 
+from vllm_remedy import yamlfile
 from vllm_remedy.envelope import dumps, listing
 from vllm_remedy.errors import UserError
 from vllm_remedy.vllm import manifest
-from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, find_server
+from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, canonical_key, find_server
+from vllm_remedy.vllm.cmdline.flags import KNOWN, is_boolean
 from vllm_remedy.vllm.manifest_text import ManifestText
+from vllm_remedy.vllm.memory.settings import EngineSettings
 
 NAME = "args"
 ORDER = 30
 HELP = "show or set vLLM flags in a manifest (Deployment, Pod, StatefulSet, LWS, pod template)"
+_PLACEHOLDER = re.compile(r"\$\(|\$\{|\$[A-Za-z_]|\{\{")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -47,15 +52,24 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _read(path: str) -> str:
-    """The file's text exactly (no newline translation), so `set` can hand back every other byte unchanged."""
+    """The file's text exactly (no newline translation), so `set` can hand back every other byte unchanged.
+
+    Reads at most one character past the size limit: an endless or huge input is refused, not swallowed.
+    """
+    source = "<stdin>" if path == "-" else path
     try:
         if path == "-":
-            return sys.stdin.buffer.read().decode("utf-8")
-        with open(path, encoding="utf-8", newline="") as fh:
-            return fh.read()
+            data = sys.stdin.buffer.read(4 * yamlfile.MAX_CHARS + 4)
+            yamlfile.check_size(len(data) // 4, source)  # 4 bytes at most per character
+            text = data.decode("utf-8")
+        else:
+            with open(path, encoding="utf-8", newline="") as fh:
+                text = fh.read(yamlfile.MAX_CHARS + 1)
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise UserError(f"{'<stdin>' if path == '-' else path}: cannot read: {reason}") from None
+        raise UserError(f"{source}: cannot read: {reason}") from None
+    yamlfile.check_size(len(text), source)
+    return text
 
 
 def _servers(docs: list[Any], source: str, container: str | None) -> list[tuple[int, str, str, dict, ServerCommand]]:
@@ -93,6 +107,27 @@ def _pairs(items: list[str]) -> dict[str, str]:
     return out
 
 
+def _validate(changes: dict[str, str], servers: list[ServerCommand]) -> None:
+    """Refuse unknown flag names and values vLLM would reject, as `estimate` does, before anything is printed.
+
+    A flag vLLM does not know is accepted only when the command already has it (wrapper programs' own flags);
+    `$(VAR)`, `${VAR}` and `{{ .X }}` values are the cluster's to fill in, so they are not judged.
+    """
+    for key, value in changes.items():
+        name = canonical_key(key)
+        present = any(o.name == name for s in servers for o in s.options)
+        if name not in KNOWN and "." not in name and name != "model" and not present:
+            raise UserError(f"--set {key}: not a vLLM serve flag (e.g. max-model-len, gpu-memory-utilization)")
+        if _PLACEHOLDER.search(value) or is_boolean(name):  # booleans: the edit itself takes only true/false
+            continue
+        if not value.strip():
+            raise UserError(f"--set {key}: needs a value")
+        try:
+            EngineSettings.from_flags({name: value}, None)
+        except UserError as exc:
+            raise UserError(f"--set {key}={value}: {exc}") from None
+
+
 def run(args: argparse.Namespace) -> int:
     """Show or set; every edit is validated before any output, so bad input prints nothing but the error."""
     source = "<stdin>" if args.file == "-" else args.file
@@ -101,6 +136,7 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "show":
         return _show(servers, args.output)
     changes = _pairs(args.set)
+    _validate(changes, [server for *_rest, server in servers])
     edited = [(spec, server, server.edit(set=changes, unset=args.unset)) for _i, _w, _p, spec, server in servers]
     for spec, server, new in edited:  # all edits validated first: a bad key changes nothing
         live = _live_container(spec, server.container_name)

@@ -20,6 +20,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.nodes import Node, ScalarNode
 
+from vllm_remedy import yamlfile
 from vllm_remedy.errors import UserError
 
 
@@ -33,8 +34,9 @@ def _loader() -> YAML:
 def compose(text: str, source: str) -> list[tuple[Node, Any]]:
     """(node, data) of every non-empty document; nodes carry start/end character offsets into ``text``.
 
-    A syntax error names ``source`` and the line, as a UserError.
+    A syntax error names ``source`` and the line, as a UserError; so do oversized input and alias bombs.
     """
+    yamlfile.check_size(len(text), source)
     constructor, _parser = _loader().get_constructor_parser(text)
     composer = constructor.composer
     out: list[tuple[Node, Any]] = []
@@ -43,6 +45,7 @@ def compose(text: str, source: str) -> list[tuple[Node, Any]]:
             warnings.simplefilter("ignore")  # YAML 1.1 float-spelling advice is not the user's problem
             while composer.check_node():
                 node = composer.get_node()
+                yamlfile.check_aliases(node, source)  # before building: an alias bomb hangs every walk
                 data = constructor.construct_document(node)
                 if not (isinstance(node, ScalarNode) and data is None):
                     out.append((node, data))

@@ -41,7 +41,7 @@ def flag_items(draw):
     return items
 
 
-LAYOUTS = ["list", "split", "sh-c", "script"]
+LAYOUTS = ["list", "split", "sh-c", "script", "piped"]
 
 
 def build(layout: str, words: list[str]) -> dict:
@@ -53,6 +53,8 @@ def build(layout: str, words: list[str]) -> dict:
     line = " ".join(shlex.quote(w) for w in head + words)
     if layout == "sh-c":
         return {"name": "v", "command": ["/bin/sh", "-c"], "args": [line]}
+    if layout == "piped":  # redirects and a pipe after the vLLM argv: new flags must land before them
+        return {"name": "v", "command": ["sh", "-c", f"FOO=1 exec {line} 2>&1 | tee -a /tmp/vllm.log"]}
     script = f"set -e\nexport A=1 && echo 'vllm serve decoy --port 1'\nexec {line}\necho after --port 2\n"
     return {"name": "v", "command": ["bash", "-c", script]}
 

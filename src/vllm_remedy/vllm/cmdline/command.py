@@ -24,10 +24,18 @@ _PASSTHROUGH = frozenset({"$@", "$*", "${@}", "${*}"})
 _TELLTALE = frozenset({"model", "max-model-len", "gpu-memory-utilization", "tensor-parallel-size",
                        "served-model-name", "max-num-seqs", "kv-cache-dtype", "enforce-eager"})
 _IMAGE_DEFAULT = Entrypoint("image default", 0, True)
+# A script that names vLLM this way somewhere it cannot be edited word by word is refused, not guessed at.
+_VLLM_MENTION = re.compile(r"\bvllm(\s+serve\b|[./]entrypoints\b)")
+_INDIRECT = frozenset({"eval", "source", ".", "su", "sudo", "xargs"})
+_SUBSTITUTION = re.compile(r"\$\(|`|[<>]\(")
 
 
 class NoServerError(UserError):
     """No container of this pod spec runs vLLM (callers walking many templates may skip it)."""
+
+
+class UnsafeScriptError(UserError):
+    """A shell script runs vLLM in a form a word-level edit cannot handle safely; the reason is the message."""
 
 
 @dataclass
@@ -84,25 +92,46 @@ def _shell_script_index(values: list[str]) -> int | None:
 
 
 def _from_script(tokens: list[Token], idx: int) -> tuple[Entrypoint, list[Token], Token] | None:
-    """The vLLM statement of a shell script: entrypoint, argv tokens (with `"$@"` spliced) and last word."""
+    """The vLLM statement of a shell script: entrypoint, argv tokens (with `"$@"` spliced) and last argv word.
+
+    Raises UnsafeScriptError when the script runs vLLM in a way a word-level edit could break or miss.
+    """
     script = tokens[idx]
     passthrough = tokens[idx + 2 :]
-    for stmt in shell.statements(script.value):
-        words = [w.value for w in stmt.words]
-        found = parse.entrypoint(words)
-        if not found:
+    stmts = shell.statements(script.value)
+    found = [(stmt, hit) for stmt in stmts if (hit := parse.entrypoint([w.value for w in stmt.words]))]
+    _refuse_unsafe(script.value, stmts, len(found))
+    if not found:
+        return None
+    (stmt, (offset, entry)), = found
+    out: list[Token] = []
+    for w in stmt.words[offset + entry.length :]:
+        if w.value in _PASSTHROUGH:
+            out.extend(passthrough)
             continue
-        offset, entry = found
-        out: list[Token] = []
-        for w in stmt.words[offset + entry.length :]:
-            if w.value in _PASSTHROUGH:
-                out.extend(passthrough)
-                continue
-            out.append(Token(w.value, script.field, script.index, (w.start, w.end), w.gap_start, w.raw))
-        last = stmt.words[-1]
-        anchor = Token(last.value, script.field, script.index, (last.start, last.end), last.gap_start, last.raw)
-        return entry, out, anchor
-    return None
+        out.append(Token(w.value, script.field, script.index, (w.start, w.end), w.gap_start, w.raw))
+    last = stmt.words[-1]
+    anchor = Token(last.value, script.field, script.index, (last.start, last.end), last.gap_start, last.raw)
+    return entry, out, anchor
+
+
+def _refuse_unsafe(script: str, stmts: list[shell.Statement], servers: int) -> None:
+    """Refuse scripts whose vLLM statement we cannot pin down: editing a guess could break the pod."""
+    if servers > 1:
+        raise UnsafeScriptError(f"{servers} vLLM statements")
+    if not _VLLM_MENTION.search(script):
+        return
+    if any(s.heredoc for s in stmts):
+        raise UnsafeScriptError("a heredoc (<<)")
+    for stmt in stmts:
+        words = [w.value for w in stmt.words]
+        start = parse.skip_prefix(words)
+        prog = posixpath.basename(words[start]) if start < len(words) else ""
+        if prog in _INDIRECT or (prog in _SHELLS and _shell_script_index(words[start:]) is not None):
+            raise UnsafeScriptError(f"vLLM run through {prog}")
+        for w in stmt.words + stmt.redirects:
+            if _SUBSTITUTION.search(w.raw) and _VLLM_MENTION.search(w.raw):
+                raise UnsafeScriptError("vLLM inside a command substitution")
 
 
 def _analyse(container: Mapping[str, Any]) -> ServerCommand | None:
@@ -118,7 +147,11 @@ def _analyse(container: Mapping[str, Any]) -> ServerCommand | None:
     anchor: Token | None = None
     idx = _shell_script_index(values)
     if idx is not None:
-        found = _from_script(tokens, idx)
+        try:
+            found = _from_script(tokens, idx)
+        except UnsafeScriptError as exc:
+            raise UnsafeScriptError(f"container {container.get('name', '?')}: its shell script runs vLLM in a form "
+                                    f"this tool cannot edit safely ({exc}); edit it by hand") from None
         if found:
             entry, rest, anchor = found
             script = (tokens[idx].field, tokens[idx].index)

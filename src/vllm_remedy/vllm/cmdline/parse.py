@@ -74,7 +74,7 @@ class Entrypoint:
     positional_model: bool
 
 
-def _skip_prefix(words: list[str]) -> int:
+def skip_prefix(words: list[str]) -> int:
     """Index of the program word after `exec`, `env`, `VAR=x` and similar no-op prefixes."""
     i = 0
     while i < len(words) and (words[i] in _PREFIX_WORDS or _ASSIGNMENT.match(words[i])):
@@ -84,7 +84,7 @@ def _skip_prefix(words: list[str]) -> int:
 
 def entrypoint(words: list[str]) -> tuple[int, Entrypoint] | None:
     """Find a vLLM server (or a known vLLM wrapper) at the start of ``words``: (offset, entrypoint)."""
-    start = _skip_prefix(words)
+    start = skip_prefix(words)
     w = words[start:]
     if not w:
         return None

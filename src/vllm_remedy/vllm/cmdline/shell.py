@@ -1,7 +1,9 @@
 """A small POSIX-shell lexer that keeps byte offsets, so a script can be patched word by word.
 
 shlex loses positions and mangles `$(...)`, `${X:-1}` and `{{ .Tpl }}`; we need each word's exact span to
-rewrite only the vLLM statement of an `sh -c` script and leave every other byte alone.
+rewrite only the vLLM statement of an `sh -c` script and leave every other byte alone. Redirections
+(`2>&1`, `>>log`, `&>x`) are lexed as such, apart from argv, so a new flag lands after the last argv word
+and never inside a redirect. (bashlex would parse more of bash, but it is GPL-3.0+; this project is Apache-2.0.)
 """
 
 from __future__ import annotations
@@ -10,8 +12,12 @@ import re
 import shlex
 from dataclasses import dataclass
 
-_SEPARATORS = ";&|\n()"
 _SAFE = re.compile(r"^[A-Za-z0-9_@%+=:,./-]+$")
+# Control operators end a simple command (longest first).
+_OPERATORS = ("&&", "||", ";;", "|&", ";", "&", "|", "(", ")", "\n")
+# An optional fd (`2`, `{fd}`) and a redirection operator (longest first); the next word is its target.
+_REDIRECT = re.compile(r"(?:\d+|\{[A-Za-z_][A-Za-z0-9_]*\})?(<<<|<<-|<<|&>>|&>|>>|>&|<&|>\||<>|>|<)")
+_WORD_STOP = " \t;&|()<>\n"
 
 
 @dataclass(frozen=True)
@@ -31,9 +37,15 @@ class Word:
 
 @dataclass(frozen=True)
 class Statement:
-    """Words of one simple command, split at `;`, `&&`, `||`, `|`, `&` and unescaped newlines."""
+    """One simple command: argv words (assignments included) apart from its redirections.
+
+    Split at `;`, `&&`, `||`, `|`, `&`, `(`, `)` and unescaped newlines. ``redirects`` holds each operator and
+    its target as words, in order; ``heredoc`` is set when one is `<<`, whose body the lexer does not follow.
+    """
 
     words: tuple[Word, ...]
+    redirects: tuple[Word, ...] = ()
+    heredoc: bool = False
 
 
 def _skip_nested(s: str, i: int, open_: str, close: str) -> int:
@@ -63,8 +75,8 @@ def _skip_nested(s: str, i: int, open_: str, close: str) -> int:
 
 
 def _expansion_end(s: str, i: int) -> int | None:
-    """If s[i] starts `$(`, `${`, `` ` `` or `{{`, the index just past it; else None."""
-    if s.startswith("$(", i):
+    """If s[i] starts `$(`, `${`, `<(`, `>(`, `` ` `` or `{{`, the index just past it; else None."""
+    if s.startswith(("$(", "<(", ">("), i):
         return _skip_nested(s, i + 1, "(", ")")
     if s.startswith("${", i):
         return _skip_nested(s, i + 1, "{", "}")
@@ -83,7 +95,7 @@ def _read_word(s: str, i: int) -> tuple[int, str]:
     out: list[str] = []
     while i < len(s):
         c = s[i]
-        if c in " \t" or c in _SEPARATORS:
+        if c in _WORD_STOP and not (c in "<>" and s.startswith("(", i + 1)):
             break
         if c == "\\":
             if s.startswith("\\\n", i):
@@ -111,7 +123,7 @@ def _read_word(s: str, i: int) -> tuple[int, str]:
                 j += 1
             i = j + 1
         else:
-            end = _expansion_end(s, i) if c in "$`{" else None
+            end = _expansion_end(s, i) if c in "$`{<>" else None
             if end is not None:
                 out.append(s[i:end])
                 i = end
@@ -121,36 +133,64 @@ def _read_word(s: str, i: int) -> tuple[int, str]:
     return min(i, len(s)), "".join(out)
 
 
+class _Builder:
+    """Collects the words and redirections of the statement being lexed."""
+
+    def __init__(self) -> None:
+        self.result: list[Statement] = []
+        self.words: list[Word] = []
+        self.redirects: list[Word] = []
+        self.heredoc = False
+
+    def close(self) -> None:
+        if self.words or self.redirects:
+            self.result.append(Statement(tuple(self.words), tuple(self.redirects), self.heredoc))
+        self.words, self.redirects, self.heredoc = [], [], False
+
+
 def statements(script: str) -> list[Statement]:
-    """Split a script into simple commands, each a tuple of words with exact spans."""
-    result: list[Statement] = []
-    words: list[Word] = []
+    """Split a script into simple commands, each with its argv words and redirections at exact spans."""
+    b = _Builder()
     i, gap = 0, 0
+    target_of: Word | None = None  # the redirection operator whose target word comes next
     while i < len(script):
         c = script[i]
         if c in " \t":
             i += 1
-        elif script.startswith("\\\n", i):
+            continue
+        if script.startswith("\\\n", i):
             i += 2
-        elif c in _SEPARATORS:
-            if words:
-                result.append(Statement(tuple(words)))
-                words = []
-            i += 1
-            gap = i
-        elif c == "#" and (i == 0 or script[i - 1] in " \t\n;&|("):
+            continue
+        if c == "#":
             k = script.find("\n", i)
             i = len(script) if k < 0 else k
-        else:
-            end, value = _read_word(script, i)
-            if end == i:  # a lone separator-like char we do not model; step over it
-                end = i + 1
-                value = script[i]
-            words.append(Word(i, end, script[i:end], value, gap))
+            continue
+        redirect = None if script.startswith(("<(", ">("), i) else _REDIRECT.match(script, i)
+        op = next((o for o in _OPERATORS if script.startswith(o, i)), None)
+        if redirect and target_of is None:
+            end = redirect.end()
+            target_of = Word(i, end, script[i:end], script[i:end], gap)
+            b.redirects.append(target_of)
+            b.heredoc = b.heredoc or redirect.group(1) in ("<<", "<<-")
             i = gap = end
-    if words:
-        result.append(Statement(tuple(words)))
-    return result
+            continue
+        if op and not redirect:
+            b.close()
+            target_of = None
+            i = gap = i + len(op)
+            continue
+        end, value = _read_word(script, i)
+        if end == i:  # a lone char we do not model (e.g. `>` right after a redirect): step over it
+            end, value = i + 1, c
+        word = Word(i, end, script[i:end], value, gap)
+        if target_of is not None:
+            b.redirects.append(word)
+            target_of = None
+        else:
+            b.words.append(word)
+        i = gap = end
+    b.close()
+    return b.result
 
 
 def quote_new(value: str) -> str:

@@ -1,0 +1,131 @@
+"""Editing vLLM inside hostile `sh -c` scripts: only its argv changes, and bash still parses and runs it.
+
+Every case is checked four ways: the exact expected text, `bash -n`, our own re-parse (new value, other flags
+and model unchanged), and bash itself running the script with a fake `vllm` on PATH that records its argv.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from vllm_remedy.vllm.cmdline import UnsafeScriptError, find_server
+
+pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+
+# (script, edit, expected script): new flags go right after the last argv word of the vLLM command.
+EAGER = {"enforce-eager": "true"}
+CASES = [
+    ("vllm serve meta-llama/Llama-3.1-8B-Instruct --max-num-seqs 64 2>&1 | tee -a vllm.log", EAGER,
+     "vllm serve meta-llama/Llama-3.1-8B-Instruct --max-num-seqs 64 --enforce-eager 2>&1 | tee -a vllm.log"),
+    ("vllm serve meta-llama/Llama-3.1-8B-Instruct --max-num-seqs 64 2>&1 | tee -a vllm.log", {"max-num-seqs": "32"},
+     "vllm serve meta-llama/Llama-3.1-8B-Instruct --max-num-seqs 32 2>&1 | tee -a vllm.log"),
+    ('vllm serve "llama 8b" 2>&1', EAGER, 'vllm serve "llama 8b" --enforce-eager 2>&1'),
+    ("set -e; cd . && FOO=1 exec vllm serve m --port 8000 >>vllm.log 2>&1", {"served-model-name": "a b"},
+     "set -e; cd . && FOO=1 exec vllm serve m --port 8000 --served-model-name 'a b' >>vllm.log 2>&1"),
+    ("(vllm serve m --port 8000 &> vllm.log) || echo failed", EAGER,
+     "(vllm serve m --port 8000 --enforce-eager &> vllm.log) || echo failed"),
+    ("{ vllm serve m --port 8000; } 2>&1 | tee vllm.log", {"max-model-len": "4096"},
+     "{ vllm serve m --port 8000 --max-model-len 4096; } 2>&1 | tee vllm.log"),
+    ("vllm serve m \\\n  --port 8000 \\\n  2>&1 | tee vllm.log", EAGER,
+     "vllm serve m \\\n  --port 8000 \\\n  --enforce-eager \\\n  2>&1 | tee vllm.log"),
+    ("echo start; vllm serve 'm' --served-model-name \"a b\" --port=8000 2>/dev/null >vllm.log; echo done",
+     {"port": "9000", "served-model-name": "c d"},
+     "echo start; vllm serve 'm' --served-model-name \"c d\" --port=9000 2>/dev/null >vllm.log; echo done"),
+    ("vllm serve m --port 8000 2>&1|tee vllm.log", EAGER, "vllm serve m --port 8000 --enforce-eager 2>&1|tee vllm.log"),
+    ("vllm serve m --port 8000 </dev/null & wait", EAGER, "vllm serve m --port 8000 --enforce-eager </dev/null & wait"),
+    ("export HF_HOME=.; exec env VLLM_X=1 vllm serve m --port 8000 |& tee vllm.log", {"port": "1"},
+     "export HF_HOME=.; exec env VLLM_X=1 vllm serve m --port 1 |& tee vllm.log"),
+    ("if true; then vllm serve m --port 8000 2>&1 | tee vllm.log; fi", EAGER,
+     "if true; then vllm serve m --port 8000 --enforce-eager 2>&1 | tee vllm.log; fi"),
+    ('vllm serve m --port "$(echo 8000)" 2>&1 # --max-model-len 1', EAGER,
+     'vllm serve m --port "$(echo 8000)" --enforce-eager 2>&1 # --max-model-len 1'),
+    ("vllm serve m 2>&1 --port 8000 >vllm.log", {"port": "8001"}, "vllm serve m 2>&1 --port 8001 >vllm.log"),
+    ("vllm serve m --enforce-eager 2>&1 | tee vllm.log", {"enforce-eager": "false"},
+     "vllm serve m 2>&1 | tee vllm.log"),
+]
+
+
+def container(script: str) -> dict:
+    return {"name": "engine", "command": ["/bin/sh", "-c", script]}
+
+
+def bash_parses(script: str) -> bool:
+    return subprocess.run(["bash", "-n", "-c", script], capture_output=True, timeout=10).returncode == 0
+
+
+def argv_seen_by_bash(script: str, tmp_path: Path) -> list[str]:
+    """Run the script with bash and a fake `vllm` on PATH; the argv bash handed to vllm."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    fake = bin_dir / "vllm"
+    fake.write_text('#!/bin/sh\nprintf \'%s\\0\' "$@" > "$ARGV_OUT"\n')
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    out = tmp_path / "argv"
+    out.unlink(missing_ok=True)
+    env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "ARGV_OUT": str(out)}
+    subprocess.run(["bash", "-c", script], cwd=tmp_path, env=env, capture_output=True, timeout=10, check=False)
+    return out.read_bytes().decode().split("\0")[:-1]
+
+
+@pytest.mark.parametrize(("script", "edit", "want"), CASES, ids=[str(i) for i in range(len(CASES))])
+def test_hostile_script_edit_touches_only_vllm_argv(script: str, edit: dict, want: str, tmp_path: Path) -> None:
+    before = find_server({"containers": [container(script)]})
+    new = before.edit(set=edit)["command"][2]
+    assert new == want
+    assert bash_parses(script) and bash_parses(new)
+    after = find_server({"containers": [container(new)]})
+    assert after.model == before.model
+    expected_flags = {**before.flags, **edit}
+    if edit.get("enforce-eager") == "false":
+        expected_flags.pop("enforce-eager")
+    assert after.flags == expected_flags
+    # bash agrees: vLLM receives the old argv with just this edit, and the rest of the script still runs
+    ran_before, ran_after = (as_bash_runs(s, tmp_path) for s in (script, new))
+    assert ran_before.model == ran_after.model == before.model
+    want_flags = {**ran_before.flags, **edit}
+    if edit.get("enforce-eager") == "false":
+        want_flags.pop("enforce-eager")
+    assert ran_after.flags == want_flags
+
+
+def as_bash_runs(script: str, tmp_path: Path):
+    """The server as bash actually starts it (expansions done), parsed from the argv the fake vllm saw."""
+    argv = argv_seen_by_bash(script, tmp_path)
+    assert argv[:1] == ["serve"]
+    return find_server({"containers": [{"name": "x", "command": ["vllm", *argv]}]})
+
+
+def test_show_reads_a_quoted_model_before_a_redirect() -> None:
+    s = find_server({"containers": [container('vllm serve "llama 8b" 2>&1 | tee -a /tmp/vllm.log')]})
+    assert (s.model, s.flags) == ("llama 8b", {})
+
+
+REFUSED = [
+    ('eval "vllm serve m --port 8000" 2>&1', "vLLM run through eval"),
+    ("cat <<EOF > run.sh\nvllm serve m\nEOF\nsh run.sh", "a heredoc (<<)"),
+    ("cat <<'EOF' >/tmp/cfg\nx\nEOF\nvllm serve m --port 1", "a heredoc (<<)"),
+    ("out=$(vllm serve m --port 8000 2>&1)", "vLLM inside a command substitution"),
+    ("echo `vllm serve m`", "vLLM inside a command substitution"),
+    ("vllm serve a --port 1 || vllm serve b --port 2", "2 vLLM statements"),
+    ('bash -c "vllm serve m" 2>&1', "vLLM run through bash"),
+    (". ./run-vllm.sh; python3 -m vllm.entrypoints.openai.api_server --model m", "vLLM run through ."),
+]
+
+
+@pytest.mark.parametrize(("script", "reason"), REFUSED)
+def test_scripts_that_cannot_be_edited_safely_are_refused(script: str, reason: str) -> None:
+    with pytest.raises(UnsafeScriptError) as err:
+        find_server({"containers": [container(script)]})
+    assert str(err.value) == (f"container engine: its shell script runs vLLM in a form this tool cannot edit "
+                              f"safely ({reason}); edit it by hand")
+
+
+def test_decoys_outside_statements_are_not_refused() -> None:
+    s = find_server({"containers": [container("echo 'vllm serve decoy'; exec vllm serve m --port 1 2>&1")]})
+    assert (s.model, s.flags) == ("m", {"port": "1"})
