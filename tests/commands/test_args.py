@@ -267,7 +267,7 @@ def test_shared_anchors_of_real_manifests_still_read(cli, tmp_path: Path) -> Non
                     "    - {name: a, command: [vllm, serve, m], args: *args}\n")
     got = cli("args", "show", "-f", str(path), "-o", "json")
     assert got.returncode == 0, got.stderr
-    assert json.loads(got.stdout)[0]["flags"] == {"max-model-len": "4096"}
+    assert json.loads(got.stdout)["items"][0]["flags"] == {"max-model-len": "4096"}
 
 
 SHELL_FORM = str(MANIFESTS / "forms" / "07-shell-string.yaml")
