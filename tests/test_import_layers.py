@@ -7,9 +7,11 @@ So every ``import`` counts wherever it sits (module level, inside a function, un
 
 Packages: ``import a.b`` and ``from a.b import name`` are edges to ``a.b``'s ``__init__``
 (whose own imports continue the path); ``from a.b import c`` where ``a.b.c`` is a module
-is an edge to ``a.b.c``.  Importing ``a.b.c`` also runs ``a/__init__`` and ``a/b/__init__``,
-but those implicit parent edges are left out: counting them would make every package
-that re-exports a submodule a "circle" of itself.
+is an edge to ``a.b.c``.  Importing ``a.b.c`` also runs ``a/__init__`` and ``a/b/__init__`` first,
+so those are edges too — except to the importer's own enclosing packages, whose ``__init__`` is
+already running when the importer is (counting them would make every package that re-exports a
+submodule a "circle" of itself).  A circle through a package ``__init__`` is a real one: the
+module that closes it finds a partially initialised package.
 """
 
 from __future__ import annotations
@@ -75,7 +77,20 @@ def _graph() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
     known = set(modules)
     raw = {mod: _imported_names(mod, path, known) for mod, path in modules.items()}
     edges = {mod: {t for n in names if (t := _resolve(n, known)) and t != mod} for mod, names in raw.items()}
+    for mod in edges:
+        edges[mod] |= {p for t in list(edges[mod]) for p in _parents(t, known) if p != mod
+                       and not _encloses(p, mod)}
     return edges, raw
+
+
+def _parents(mod: str, known: set[str]) -> list[str]:
+    """The packages Python initialises before ``mod`` (the root package excluded: it encloses everything)."""
+    parts = mod.split(".")
+    return [p for i in range(2, len(parts)) if (p := ".".join(parts[:i])) in known]
+
+
+def _encloses(package: str, mod: str) -> bool:
+    return mod.startswith(package + ".")
 
 
 def _find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
@@ -120,12 +135,10 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "sim": ("kube", "operations", "facts", "connectors", "remedies", "gameday", "commands"),
 }
 
-# Known exception "remedies read kube objects" (true before these rules were written): remedies decide on
-# Deployment/ReplicaSet/Node objects through kube's *pure* object helpers — annotation keys, revision
-# history and rollback choice, revision diff, GPU labels, node health, label selectors. Moving those
-# below both layers is a restructure that touches remedies/pin.py and toggle.py (being renamed
-# elsewhere), so it is not done here. Listed by target, not by importer, so the rename does not break
-# this test; test_pure_layers_stay_pure_transitively proves these helpers reach no I/O layer.
+# Known exception "remedies read kube objects": remedies decide on Deployment/ReplicaSet/Node objects
+# through kube's *pure* object helpers — annotation keys, revision history and rollback choice, revision
+# diff, GPU labels, node health, label selectors. Listed by target, not by importer;
+# test_pure_layers_stay_pure_transitively proves these helpers reach no I/O layer.
 ALLOWED: dict[str, frozenset[str]] = {
     "remedies": frozenset(f"{ROOT}.kube.{m}" for m in (
         "annotations", "diff", "errors", "gpus", "health", "history", "rollout", "selectors",
@@ -173,7 +186,9 @@ def test_pure_layers_stay_pure_transitively(layer: str) -> None:
             seen.add(mod)
             todo.extend(edges[mod])
     banned = LAYERS[layer]
-    reached = sorted(m for m in seen if _forbidden_target(m, banned) and m not in allowed)
+    modules = _modules()
+    inert = {m for m in seen if _is_package(modules[m]) and not raw[m]}  # a package __init__ that imports nothing
+    reached = sorted(m for m in seen if _forbidden_target(m, banned) and m not in allowed and m not in inert)
     external = sorted(f"{m} imports {n}" for m in seen for n in raw[m] if n.split(".")[0] in EXTERNAL
                       and _forbidden_target(n, banned))
     bad = reached + external
@@ -190,3 +205,47 @@ def test_allowed_exceptions_are_still_needed() -> None:
         if not any(target in names for mod, names in raw.items() if _in_layer(mod, layer))
     )
     assert not stale, "stale ALLOWED entries: " + ", ".join(stale)
+
+
+#: Every top-level module or package of vllm_remedy by rank, bottom first (docs/architecture.md, "Layers").
+#: An import may only point to a lower rank: two packages of one rank never import each other.
+RANKS: tuple[tuple[str, ...], ...] = (
+    ("errors",),
+    ("yamlfile", "envelope", "metrics"),
+    ("vllm",),
+    ("policy", "gitops"),
+    ("kube", "alerts"),
+    ("remedies",),
+    ("facts", "connectors", "sim"),
+    ("operations",),
+    ("drift",),
+    ("gameday",),
+    ("commands",),
+    ("cli", ""),
+    ("__main__",),
+)
+
+
+def _rank(mod: str) -> int:
+    top = mod.split(".")[1] if "." in mod else ""
+    for i, names in enumerate(RANKS):
+        if top in names:
+            return i
+    raise AssertionError(f"{mod}: its top-level package is not ranked in RANKS; place it")
+
+
+def test_every_import_points_down_the_ranks() -> None:
+    edges, _ = _graph()
+    bad = sorted(f"{mod} (rank {_rank(mod)}) imports {t} (rank {_rank(t)})" for mod, targets in edges.items()
+                 for t in targets if mod.split(".")[:2] != t.split(".")[:2] and _rank(t) >= _rank(mod)
+                 and t != ROOT)
+    assert not bad, "imports that do not point down:\n" + "\n".join(bad)
+
+
+def test_a_circle_through_a_package_init_is_found() -> None:
+    """Control: the shape an outside review built (a -> package p's __init__ -> p.x -> a) is reported."""
+    edges = {"r.a": {"r.p.y"}, "r.p": {"r.p.x"}, "r.p.x": {"r.a"}, "r.p.y": set()}
+    known = set(edges)
+    for mod in edges:
+        edges[mod] |= {p for t in list(edges[mod]) for p in _parents(t, known) if p != mod and not _encloses(p, mod)}
+    assert _find_cycle(edges) == ["r.a", "r.p", "r.p.x", "r.a"]
