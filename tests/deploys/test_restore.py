@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fixtures import pyinfra_run
+from fixtures.kube_writes import mark_known_good
 from fixtures.pyinfra_run import Rehearsal, detected_changes
 from fixtures.restore_world import (
     HOST,
@@ -17,7 +18,6 @@ from fixtures.restore_world import (
     settled,
     vllm_runtime,
 )
-from vllm_remedy.kube.actions import mark_known_good
 from vllm_remedy.kube.history import templates_equal
 
 rehearsal = pyinfra_run.rehearsal

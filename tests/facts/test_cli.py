@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from fixtures import pyinfra_run
+from fixtures.kube_writes import mark_known_good
 from fixtures.pyinfra_run import Rehearsal, crash_on_start, fact_output, inventory
-from vllm_remedy.kube.actions import mark_known_good, read_rollout
+from vllm_remedy.kube.actions import read_rollout
 from vllm_remedy.kube.history import Revision
 
 rehearsal = pyinfra_run.rehearsal

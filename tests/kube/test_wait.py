@@ -16,7 +16,8 @@ import pytest
 
 from fixtures.kube_fakeapi import FakeApi, kubeconfig_text
 from fixtures.kube_objects import GOOD_ARGS, MAX_LEN_LOG, crashloop_pod, incident, pod_template
-from vllm_remedy.kube.actions import mark_known_good, read_rollout, undo
+from fixtures.kube_writes import mark_known_good
+from vllm_remedy.kube.actions import read_rollout, undo
 from vllm_remedy.kube.annotations import Keys
 from vllm_remedy.kube.client import KubeClient, RetryPolicy
 from vllm_remedy.kube.errors import ConflictError, RolloutError

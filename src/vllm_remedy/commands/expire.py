@@ -1,7 +1,7 @@
 """Revert every timed toggle past its expiry (e.g. --enforce-eager), restoring the exact prior argv, nothing else.
 
 Crash-safe: the expiry and the prior argv live on the Deployment, so a toggle set by a process that died is
-reverted all the same. Runs the deploys' own `vllm.revert_expired_toggles` operation (guarded write, GitOps
+reverted all the same. Runs the deploys' own `workload.revert_expired_toggles` operation (guarded write, GitOps
 stance of the policy).
 
 Exit codes:

@@ -1,4 +1,4 @@
-"""The writes of the Kubernetes layer: undo to a revision and mark a ReplicaSet known-good (I/O around pure plans).
+"""The writes of the Kubernetes layer: kubectl's undo to a revision (I/O around the pure plan).
 
 Reads happen first and every write is a guarded JSON patch, so a failure before the PATCH changes
 nothing and a concurrent edit surfaces as ConflictError instead of being overwritten.
@@ -9,12 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from vllm_remedy.kube.annotations import Keys, known_good_annotations
+from vllm_remedy.kube.annotations import Keys
 from vllm_remedy.kube.client import KubeClient
-from vllm_remedy.kube.errors import ConflictError, KubeError
 from vllm_remedy.kube.history import Revision, rollout_history
 from vllm_remedy.kube.patch import apply_deployment_patch
-from vllm_remedy.kube.rollout import UndoPlan, plan_undo, resource_version_test
+from vllm_remedy.kube.rollout import UndoPlan, plan_undo
 from vllm_remedy.kube.selectors import selector_string
 
 
@@ -53,27 +52,3 @@ def undo(client: KubeClient, namespace: str, name: str, to_revision: int = 0, *,
         return plan, None
     return plan, apply_deployment_patch(client, namespace, name, plan.patch, dry_run=dry_run,
                                         basis=state.deployment)
-
-
-def mark_known_good(client: KubeClient, namespace: str, replicaset: str, *, at: float, reason: str,
-                    keys: Keys | None = None, dry_run: bool = False) -> dict[str, Any]:
-    """Put the known-good mark on a ReplicaSet (guarded by its resourceVersion)."""
-    keys = keys or Keys()
-    path = KubeClient.object_path(namespace, "replicasets", replicaset)
-    rs = client.request("GET", path)
-    notes = rs["metadata"].get("annotations")
-    marks = known_good_annotations(keys, at, reason)
-    if notes is None:
-        ops = [resource_version_test(rs), {"op": "add", "path": "/metadata/annotations", "value": marks}]
-    else:
-        ops = [resource_version_test(rs)] + [
-            {"op": "add", "path": "/metadata/annotations/" + k.replace("~", "~0").replace("/", "~1"), "value": v}
-            for k, v in marks.items()]
-    query = [("fieldManager", "vllm-remedy")] + ([("dryRun", "All")] if dry_run else [])
-    try:
-        return client.request("PATCH", path, query=query, body=ops, content_type="application/json-patch+json")
-    except KubeError as exc:
-        if exc.status in (409, 422):
-            raise ConflictError(f"{client.context}: replicaset {namespace}/{replicaset} changed since it was read "
-                                f"(HTTP {exc.status}); nothing was written", status=exc.status) from exc
-        raise

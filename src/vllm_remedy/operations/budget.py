@@ -112,7 +112,7 @@ def plan_for(ctx: K8sHost, template: Mapping[str, Any], gpu: str | None, target_
 def _schedulable_step(ctx: K8sHost, deployment: Mapping[str, Any], plan: Plan, picture: Mapping[str, Any]
                       ) -> tuple[Step | None, dict[str, Any] | None, str]:
     """The first rung whose GPU (when it moves the pod) has schedulable capacity on the nodes of ``picture``,
-    the template pinned to the label value those nodes really carry (``remedies.pin``), and what was skipped."""
+    the template pinned to the label value those nodes really carry (``remedies.pin_gpu``), and what was skipped."""
     template = template_of(deployment)
     skipped = []
     for step in plan.steps:
