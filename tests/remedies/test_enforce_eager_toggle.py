@@ -11,25 +11,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from fixtures.pod_templates import ARGS, KEYS, MODEL, template
 from vllm_remedy.errors import UserError
-from vllm_remedy.kube.annotations import Keys, read_toggles
+from vllm_remedy.kube.annotations import read_toggles
 from vllm_remedy.policy import Policy
 from vllm_remedy.remedies import enforce_eager as toggle
 
-KEYS = Keys()
-MODEL = "meta-llama/Llama-3.1-8B-Instruct"
-ARGS = [MODEL, "--max-model-len", "16384", "--gpu-memory-utilization", "0.90"]
 
-
-def template(args: list[str] | None = None, selector: dict[str, str] | None = None) -> dict[str, Any]:
-    return {"metadata": {"labels": {"app": "x"}},
-            "spec": {"nodeSelector": dict(selector or {}),
-                     "containers": [{"name": "vllm", "image": "vllm/vllm-openai:v0.8.5", "command": ["vllm", "serve"],
-                                     "args": list(args or ARGS), "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}
-
-
-
-# --- toggles ---------------------------------------------------------------------------------------------
 def sha256(value: Any) -> str:
     """The digest, computed here independently of the code under test."""
     return "sha256:" + hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":")).encode()).hexdigest()

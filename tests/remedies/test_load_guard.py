@@ -2,28 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
-from vllm_remedy.kube.annotations import Keys
+from fixtures.pod_templates import MODEL
 from vllm_remedy.policy import LoadShedding
 from vllm_remedy.remedies.load_guard import format_mm_limits, guard_flags, parse_mm_limits
 
-KEYS = Keys()
-MODEL = "meta-llama/Llama-3.1-8B-Instruct"
-ARGS = [MODEL, "--max-model-len", "16384", "--gpu-memory-utilization", "0.90"]
 
-
-def template(args: list[str] | None = None, selector: dict[str, str] | None = None) -> dict[str, Any]:
-    return {"metadata": {"labels": {"app": "x"}},
-            "spec": {"nodeSelector": dict(selector or {}),
-                     "containers": [{"name": "vllm", "image": "vllm/vllm-openai:v0.8.5", "command": ["vllm", "serve"],
-                                     "args": list(args or ARGS), "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}
-
-
-
-# --- load guard ---------------------------------------------------------------------------------------------
 def test_batched_tokens_cap_compares_with_the_effective_default() -> None:
     shed = LoadShedding(max_num_batched_tokens=4096)
     base = {"max-model-len": "16384"}

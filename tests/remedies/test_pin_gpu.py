@@ -4,24 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from vllm_remedy.kube.annotations import Keys
+from fixtures.pod_templates import ARGS, template
 from vllm_remedy.policy import GpuPolicy
 from vllm_remedy.remedies.pin_gpu import plan_pin
 
-KEYS = Keys()
-MODEL = "meta-llama/Llama-3.1-8B-Instruct"
-ARGS = [MODEL, "--max-model-len", "16384", "--gpu-memory-utilization", "0.90"]
-
-
-def template(args: list[str] | None = None, selector: dict[str, str] | None = None) -> dict[str, Any]:
-    return {"metadata": {"labels": {"app": "x"}},
-            "spec": {"nodeSelector": dict(selector or {}),
-                     "containers": [{"name": "vllm", "image": "vllm/vllm-openai:v0.8.5", "command": ["vllm", "serve"],
-                                     "args": list(args or ARGS), "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}
-
-
-
-# --- pin ----------------------------------------------------------------------------------------------------
 TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
 
 
