@@ -135,3 +135,17 @@ def test_expire_never_restores_a_tampered_prior_argv(rehearsal: Rehearsal, tmp_p
     assert (c["command"], c["args"]) == (["vllm", "serve"], GOOD_ARGS)
     notes = rehearsal.client().get_deployment("llm", "llama-8b")["metadata"]["annotations"]
     assert not [k for k in notes if k.startswith("vllm-remedy.io/enforce-eager-")]
+
+
+def test_host_data_naming_a_missing_file_is_bad_input_exit_2(rehearsal: Rehearsal, tmp_path: Path, cli) -> None:
+    """Bad input exits 2 (README), not 1 "a host failed": the inventory names a kubeconfig that is not there,
+    or a policy file that is not there; a healthy host next to them changes nothing of it."""
+    for data in ({"kubeconfig": str(tmp_path / "nope" / "kubeconfig")},
+                 {"kubeconfig": str(rehearsal.kubeconfig), "policy": str(tmp_path / "missing-policy.yaml")}):
+        inv = tmp_path / "inv.py"
+        inv.write_text(f"hosts = ([{HOST!r}], {data!r})\n")
+        got = cli("expire", "-i", str(inv), "-o", "json")
+        assert got.returncode == 2, (data, got.stdout, got.stderr)
+        doc = json.loads(got.stdout)
+        assert doc["status"]["exitCode"] == 2 and doc["hosts"][0]["badInput"] is True, doc
+        assert "no such file" in doc["hosts"][0]["error"] or "missing-policy" in doc["hosts"][0]["error"], doc

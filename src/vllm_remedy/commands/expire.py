@@ -7,7 +7,7 @@ stance of the policy).
 Exit codes:
   0 done (also when nothing was due)
   1 a host failed
-  2 bad input
+  2 bad input (a missing inventory, or host data naming a missing kubeconfig or policy file)
 
 Examples:
   vllm-remedy expire -i inventories/local.py

@@ -182,7 +182,8 @@ class K8sConnector(BaseConnector):
                 raise UserError(f"{access.kubeconfig_via}: {access.kubeconfig}: no such file")
             client = KubeClient.for_context(access.context, access.kubeconfig)
         except UserError as exc:  # the kube layer speaks to CLI users; here the knob is host data
-            raise _connect_error(str(exc).replace("pass --kubeconfig", "set host data kubeconfig")) from exc
+            raise _connect_error(str(exc).replace("pass --kubeconfig", "set host data kubeconfig"),
+                                 bad_input=True) from exc
         try:
             deployment = client.get_deployment(target.namespace, str(target.deployment))
         except NotFoundError as exc:
@@ -201,7 +202,7 @@ class K8sConnector(BaseConnector):
                 loaded = policy_for(loaded, f"host data policy {self.data.get('policy')}", target.namespace,
                                     str(target.deployment), self.server.model, meta.get("labels") or {})
             except UserError as exc:
-                raise _connect_error(str(exc)) from exc
+                raise _connect_error(str(exc), bad_input=True) from exc
         self.policy = loaded
         if self.policy is not None:
             self._check_policy_target(deployment, self.policy, self.server)
@@ -225,8 +226,8 @@ class K8sConnector(BaseConnector):
         if not policy.target.matches(meta.get("namespace", ""), meta.get("name", ""), server.model,
                                      meta.get("labels") or {}):
             raise _connect_error(f"policy {policy.source}: target does not cover deployment "
-                               f"{meta.get('namespace')}/{meta.get('name')} (model {server.model}); "
-                               "pick the policy for this Deployment in host data")
+                                 f"{meta.get('namespace')}/{meta.get('name')} (model {server.model}); "
+                                 "pick the policy for this Deployment in host data", bad_input=True)
 
     def disconnect(self) -> None:
         """Close the API session so no connection outlives the deploy."""
@@ -300,9 +301,14 @@ def _opt_str(data: K8sData, key: str) -> str | None:
     return value
 
 
-def _connect_error(message: str) -> ConnectError:
+class HostDataError(ConnectError):
+    """A host that cannot connect because of what its inventory says (a missing kubeconfig or policy file, an
+    unknown context, a policy that does not cover it): bad input, not a failing cluster — callers exit 2."""
+
+
+def _connect_error(message: str, *, bad_input: bool = False) -> ConnectError:
     """pyinfra prints the message after the host prefix: keep it to one line."""
-    return ConnectError(" ".join(str(message).split()))
+    return (HostDataError if bad_input else ConnectError)(" ".join(str(message).split()))
 
 
 def _stderr(message: str) -> CommandOutput:

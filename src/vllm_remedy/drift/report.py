@@ -141,6 +141,7 @@ def expire_report(result: Mapping[str, Any], now: float) -> dict[str, Any]:
     for h in result.get("hosts") or []:
         status = ERROR if h.get("error") else "Reverted" if h.get("reverted") else "Unchanged"
         hosts.append({"host": h["host"], "status": status, "error": h.get("error"),
+                      "badInput": bool(h.get("bad_input")),
                       "reverted": h.get("reverted") or [], "lines": h.get("lines") or [],
                       "remaining": [{"name": t["name"], "expires": t["expires"]} for t in h.get("remaining") or []]})
     errors = sum(h["status"] == ERROR for h in hosts)
@@ -148,7 +149,8 @@ def expire_report(result: Mapping[str, Any], now: float) -> dict[str, Any]:
     return envelope("ExpireReport", {
         "metadata": {"inventory": result.get("inventory"), "generatedAt": _rfc3339(now),
                      "seconds": result.get("seconds")},
-        "status": {"result": "Error" if failed else "Done", "exitCode": 1 if failed else 0,
+        "status": {"result": "Error" if failed else "Done",
+                   "exitCode": 2 if any(h["badInput"] for h in hosts) else 1 if failed else 0,
                    "hosts": len(hosts), "reverted": sum(h["status"] == "Reverted" for h in hosts), "errors": errors},
         "hosts": hosts})
 

@@ -32,7 +32,7 @@ from pyinfra.context import ctx_config, ctx_host, ctx_state
 from pyinfra_cli.inventory import make_inventory
 
 from vllm_remedy import gitops
-from vllm_remedy.connectors.k8s import K8sConnector
+from vllm_remedy.connectors.k8s import HostDataError, K8sConnector
 from vllm_remedy.connectors.verbs import ClusterReads
 from vllm_remedy.drift import checks
 from vllm_remedy.errors import UserError
@@ -105,6 +105,7 @@ class Run:
     hosts: list[Host]
     log: LineLog
     connect_errors: dict[str, str] = field(default_factory=dict)
+    bad_input: set[str] = field(default_factory=set)  # hosts whose inventory data is wrong (HostDataError)
 
 
 def _limit(inventory: Inventory, patterns: Iterable[str]) -> list[Host]:
@@ -151,6 +152,8 @@ def start(inventory_path: str, limit: Iterable[str] = ()) -> Run:
             host.connect(show_errors=False, raise_exceptions=True)
         except ConnectError as exc:
             run.connect_errors[host.name] = " ".join(str(exc.args[0] if exc.args else exc).split())
+            if isinstance(exc, HostDataError):
+                run.bad_input.add(host.name)
         except Exception as exc:  # a connector bug must fail its host, not the run
             run.connect_errors[host.name] = f"{type(exc).__name__}: {exc}"
 
@@ -178,7 +181,7 @@ def _per_host(run: Run, work: Callable[[Host], dict[str, Any]]) -> list[dict[str
     with ctx_state.use(run.state):
         gevent.joinall([run.state.pool.spawn(one, h) for h in run.hosts if h.name not in run.connect_errors])
     for name, reason in run.connect_errors.items():
-        results[name] = {"host": name, "error": reason}
+        results[name] = {"host": name, "error": reason, "bad_input": name in run.bad_input}
     return [results[h.name] for h in run.hosts]
 
 
