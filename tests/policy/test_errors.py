@@ -5,10 +5,12 @@ Each fixture's first line is ``# expect: <message>`` with ``{file}`` / ``{dir}``
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
 
+from fixtures.yaml_bombs import alias_bomb
 from vllm_remedy.errors import UserError
 from vllm_remedy.policy import Policy, load_policy
 
@@ -86,3 +88,14 @@ def test_from_mapping_errors(data: dict, message: str) -> None:
     with pytest.raises(UserError) as err:
         Policy.from_mapping(data, "inline.yaml")
     assert str(err.value) == f"inline.yaml: {message}"
+
+
+def test_a_policy_alias_bomb_is_refused_in_well_under_a_second(tmp_path: Path) -> None:
+    """A "billion laughs" policy would expand to 9**9 nodes; the size of the text decides, not the expansion."""
+    path = tmp_path / "bomb.yaml"
+    path.write_text("apiVersion: vllm-remedy.io/v1alpha1\n" + alias_bomb())
+    started = time.monotonic()
+    with pytest.raises(UserError) as err:
+        load_policy(path)
+    assert time.monotonic() - started < 1.0
+    assert str(err.value) == f"{path}: refused: YAML aliases expand to more than 100000 extra nodes (alias bomb?)"

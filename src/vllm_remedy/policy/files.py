@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from ..errors import UserError
+from ..yamlfile import check_aliases, check_size
 from .messages import key_path
 
 SUFFIXES = (".yaml", ".yml")
@@ -51,10 +52,17 @@ def read_mapping(path: Path) -> dict[str, Any]:
         raise UserError(f"{path}: not UTF-8 text, expected a YAML policy") from None
     except OSError as exc:
         raise UserError(f"{path}: cannot read ({exc.strerror})") from None
+    check_size(len(text), path)
+    loader = _UniqueKeyLoader(text)  # a SafeLoader subclass
     try:
-        data = yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass
+        node = loader.get_single_node()
+        if node is not None:
+            check_aliases(node, path)  # before anything is built: an alias bomb is refused, not expanded
+        data = None if node is None else loader.construct_document(node)
     except yaml.YAMLError as exc:
         raise UserError(f"{path}: not valid YAML ({_yaml_reason(exc)})") from None
+    finally:
+        loader.dispose()
     if data is None:
         raise UserError(f"{path}: empty, expected a mapping of policy keys")
     if not isinstance(data, dict):
