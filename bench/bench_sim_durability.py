@@ -22,20 +22,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench_sim_api import deployment  # the same 50 Deployments as the API bench (run as a script: bench/ on sys.path)
+
 from vllm_remedy.sim.cluster import Cluster
 from vllm_remedy.sim.server import SimServer
 
 ARMS = ("flush", "wal")
-
-
-def deployment(name: str) -> dict[str, Any]:
-    return {"apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": name, "namespace": "llm", "labels": {"app": name}},
-            "spec": {"replicas": 2, "selector": {"matchLabels": {"app": name}},
-                     "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": [{
-                         "name": "vllm", "image": "vllm/vllm-openai:v0.8.5",
-                         "args": ["--model", "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "16384"],
-                         "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}}}
 
 
 def serve(arm: str, deployments: int, state: Path) -> tuple[SimServer, http.client.HTTPConnection]:
