@@ -114,6 +114,11 @@ TEMPLATES: tuple[Template, ...] = (
              "{profile_weights_gib:r2} GiB for weight, {activation_gib:r2} GiB for peak activation, "
              "{non_torch_gib:r2} GiB for non-torch memory, and {cudagraph_gib:r2} GiB for CUDAGraph memory.",
              since=v("0.10.2"), engine="v1", level="DEBUG", source="gpu_worker.py", render=False),
+    # The head every form of the post-start advisory shares (0.10.2 "for weight, ...", 2026 "for consumed memory
+    # (weights + non-torch), ...", DEBUG or INFO): the free/total GiB torch saw before vLLM allocated anything.
+    Template("startup_free", "Free memory on device ({free_gib:r2}/{total_gpu_gib:r2} GiB) on startup. Desired GPU "
+             "memory utilization is ({gpu_memory_utilization:g}, {requested_gib:r2} GiB).",
+             since=v("0.10.2"), engine="v1", source="gpu_worker.py", render=False),
     Template("kv_memory", "Available KV cache memory: {kv_cache_gib:.2f} GiB", since=v("0.9.1"),
              until=v("0.14.0"), engine="v1", source="gpu_worker.py"),
     Template("kv_memory", "Available KV cache memory: {kv_cache_gib:r2} GiB", since=v("0.14.0"),

@@ -61,7 +61,8 @@ CASES = {
         vllm_version="0.19.0", engine="v1", model="meta-llama/Llama-3.1-8B-Instruct", tp_size=1,
         weights_gib=14.99, activation_gib=1.89, non_torch_gib=0.25, kv_cache_gib=58.11, kv_cache_tokens=476016,
         max_concurrency=29.05, concurrency_max_len=16384, max_model_len=16384, cudagraph_gib=0.91,
-        total_gpu_gib=79.19, gpu_memory_utilization=0.95, failure=Failure.NONE, server_was_up=True),
+        total_gpu_gib=79.19, gpu_memory_utilization=0.95, failure=Failure.NONE, server_was_up=True,
+        free_at_start_gib=78.68),
     "v0.19.0_planner_meta_llama_llama_3_1_8b_h100_tp2pp1dp1_8192.log": dict(
         vllm_version="0.19.0", tp_size=2, weights_gib=7.51, activation_gib=1.89, non_torch_gib=2.07,
         kv_cache_gib=63.76, kv_cache_tokens=1044688, max_concurrency=127.53, max_model_len=8192,
@@ -91,13 +92,14 @@ ALSO = {
         vllm_version="0.19.0", engine="v1", max_model_len=8192, total_gpu_gib=79.19, gpu_memory_utilization=0.95),
     "v0.19.0_planner_google_gemma_2_9b_it_h100_tp1pp1dp1_8192.log": dict(
         vllm_version="0.19.0", engine="v1", tp_size=1, concurrency_max_len=8192, cudagraph_gib=1.09,
-        max_model_len=8192, total_gpu_gib=79.19, gpu_memory_utilization=0.95, server_was_up=True),
+        max_model_len=8192, total_gpu_gib=79.19, gpu_memory_utilization=0.95, server_was_up=True, free_at_start_gib=78.68),
     "v0.19.0_planner_meta_llama_llama_3_1_8b_h100_tp2pp1dp1_8192.log": dict(
         engine="v1", model="meta-llama/Llama-3.1-8B-Instruct", concurrency_max_len=8192, total_gpu_gib=79.19,
-        gpu_memory_utilization=0.95),
+        gpu_memory_utilization=0.95, free_at_start_gib=77.66),
     "v0.19.0_planner_qwen_qwen2_5_7b_instruct_h100_tp1pp1dp1_8192.log": dict(
         vllm_version="0.19.0", engine="v1", tp_size=1, concurrency_max_len=8192, cudagraph_gib=0.87,
-        max_model_len=8192, total_gpu_gib=79.19, gpu_memory_utilization=0.95, server_was_up=True),
+        max_model_len=8192, total_gpu_gib=79.19, gpu_memory_utilization=0.95, server_was_up=True,
+        free_at_start_gib=78.68),
     "v0.6.3_h100_llama32_vision_truncated.log": dict(max_model_len=512),
     "v0.6.4_rtx3090_llama8b_29k_max_len.log": dict(concurrency_max_len=29000),
 }

@@ -108,6 +108,8 @@ def parse_startup_log(text: str) -> StartupReport:
         value = found.pick(name)
         if value is not None:
             setattr(report, name, int(value) if name in _INT_FIELDS else float(value))  # type: ignore[arg-type]
+    if (free := found.pick("free_gib")) is not None:
+        report.free_at_start_gib = float(free)
     if report.weights_gib is None and (fallback := found.pick("profile_weights_gib")) is not None:
         report.weights_gib = float(fallback)
     if report.max_model_len is None:

@@ -32,6 +32,7 @@ class StartupReport:
     max_model_len: int | None = None
     total_gpu_gib: float | None = None
     gpu_memory_utilization: float | None = None
+    free_at_start_gib: float | None = None  # free GPU memory vLLM saw as it started (its post-start advisory line)
     failure: Failure = Failure.UNKNOWN
     failure_detail: dict[str, Any] = field(default_factory=dict)
     evidence: list[str] = field(default_factory=list)
