@@ -92,7 +92,8 @@ ALSO = {
         vllm_version="0.19.0", engine="v1", max_model_len=8192, total_gpu_gib=79.19, gpu_memory_utilization=0.95),
     "v0.19.0_planner_google_gemma_2_9b_it_h100_tp1pp1dp1_8192.log": dict(
         vllm_version="0.19.0", engine="v1", tp_size=1, concurrency_max_len=8192, cudagraph_gib=1.09,
-        max_model_len=8192, total_gpu_gib=79.19, gpu_memory_utilization=0.95, server_was_up=True, free_at_start_gib=78.68),
+        max_model_len=8192, total_gpu_gib=79.19, gpu_memory_utilization=0.95, server_was_up=True,
+        free_at_start_gib=78.68),
     "v0.19.0_planner_meta_llama_llama_3_1_8b_h100_tp2pp1dp1_8192.log": dict(
         engine="v1", model="meta-llama/Llama-3.1-8B-Instruct", concurrency_max_len=8192, total_gpu_gib=79.19,
         gpu_memory_utilization=0.95, free_at_start_gib=77.66),
