@@ -19,6 +19,8 @@ Verbs (all scoped to the host's namespace and Deployment)::
     k8s-logs <pod> <container> [--previous] [--tail N]
                                             {pod, container, previous, text}
     k8s-nodes                               {nodes, pods (every GPU holder, trimmed), selector, namespace}
+    k8s-gpu-metrics                         {nodes: {node: {exporter, text | error, status}}, selector}: the
+                                            DCGM exporter's /metrics on each node our pods run on (pods/proxy)
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vllm_remedy.kube.client import KubeClient
+from vllm_remedy.kube.dcgm import EXPORTER_NAMESPACE, EXPORTER_PORT, EXPORTER_SELECTOR
 from vllm_remedy.kube.errors import KubeError
 from vllm_remedy.kube.gpus import holds_resources, pod_gpu_request
 from vllm_remedy.kube.health import container_health
@@ -243,7 +246,53 @@ def verb_nodes(scope: Scope, args: list[str]) -> list[str]:
                    "selector": (deployment.get("spec") or {}).get("selector") or {}})]
 
 
+def _exporters(scope: Scope) -> tuple[list[dict[str, Any]], str | None]:
+    """DCGM exporter pods by label: cluster-wide, else in the GPU operator's namespace when RBAC allows no more."""
+    try:
+        return scope.client.list_pods(None, EXPORTER_SELECTOR), None
+    except KubeError as exc:
+        if exc.status != 403:
+            return [], str(exc)
+    try:
+        return scope.client.list_pods(EXPORTER_NAMESPACE, EXPORTER_SELECTOR), None
+    except KubeError as exc:
+        return [], str(exc)
+
+
+def _ready(pod: dict[str, Any]) -> bool:
+    return any(c.get("type") == "Ready" and c.get("status") == "True"
+               for c in (pod.get("status") or {}).get("conditions") or [])
+
+
+def verb_gpu_metrics(scope: Scope, args: list[str]) -> list[str]:
+    """The DCGM exporter's metrics from every node the Deployment's pods run on, read through pods/proxy: what the
+    GPUs hold, including memory no pod of ours accounts for (runbook step 3). Errors are data, per node."""
+    if args:
+        raise VerbError("usage: k8s-gpu-metrics")
+    _, selector = _deployment_and_selector(scope)
+    nodes = sorted({str(p["spec"]["nodeName"]) for p in scope.client.list_pods(scope.namespace, selector)
+                    if (p.get("spec") or {}).get("nodeName")})
+    exporters, list_error = _exporters(scope) if nodes else ([], None)
+    out: dict[str, dict[str, Any]] = {}
+    for node in nodes:
+        here = sorted((p for p in exporters if (p.get("spec") or {}).get("nodeName") == node),
+                      key=lambda p: (not _ready(p), p["metadata"]["name"]))
+        if not here:
+            out[node] = {"missing": list_error is None,
+                         "error": list_error or f"no pod labelled {EXPORTER_SELECTOR} runs on this node"}
+            continue
+        meta = here[0]["metadata"]
+        row: dict[str, Any] = {"exporter": f"{meta['namespace']}/{meta['name']}", "ready": _ready(here[0])}
+        try:
+            row["text"] = scope.client.pod_proxy(meta["namespace"], meta["name"], EXPORTER_PORT, "metrics")
+        except KubeError as exc:
+            row.update(error=str(exc), status=exc.status)
+        out[node] = row
+    return [_line({"nodes": out, "selector": EXPORTER_SELECTOR, "port": EXPORTER_PORT})]
+
+
 VERBS: dict[str, Callable[[Scope, list[str]], list[str]]] = {
+    "k8s-gpu-metrics": verb_gpu_metrics,
     "k8s-get": verb_get,
     "k8s-deployment": verb_deployment,
     "k8s-history": verb_history,

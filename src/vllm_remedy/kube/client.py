@@ -259,6 +259,12 @@ class KubeClient:
         return self.request("GET", self.object_path(namespace, "pods", pod, group="v1") + "/log", query=query,
                             expect_json=False)
 
+    def pod_proxy(self, namespace: str, pod: str, port: int, path: str) -> str:
+        """``GET pods/<pod>:<port>/proxy/<path>``: what the pod's HTTP server answers, through the API server (needs
+        ``get`` on ``pods/proxy``); a 403/503 raises KubeError with the server's words."""
+        base = self.object_path(namespace, "pods", pod, group="v1")
+        return self.request("GET", f"{base}:{int(port)}/proxy/{path.lstrip('/')}", expect_json=False)
+
     def patch_deployment(self, namespace: str, name: str, body: Any, *, content_type: str = JSON_PATCH,
                          dry_run: bool = False, field_manager: str = FIELD_MANAGER) -> dict[str, Any]:
         """PATCH a Deployment; a conflict (409, or 422 from a failed ``test`` op) says what to do about it."""

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pyinfra import host, state
 from pyinfra.api import FunctionCommand, operation
 
+from vllm_remedy.facts.gpu_memory import GpuMemory
 from vllm_remedy.facts.history import RolloutHistory
 from vllm_remedy.facts.nodes import GpuNodes
 from vllm_remedy.facts.pods import Pods
@@ -25,7 +26,8 @@ LOG_TAIL = 3000
 @operation(is_idempotent=True)
 def report(tail: int = LOG_TAIL) -> Iterator[FunctionCommand]:
     """
-    Print the startup log evidence, the bad-vs-good revision diff and the GPU picture; change nothing.
+    Print the startup log evidence, the bad-vs-good revision diff and the GPU picture (pods on each node, GPU
+    memory held outside the pod from the DCGM exporter and vLLM's own startup line); change nothing.
 
     + tail: lines of each crashed container's log to read for the runbook's grep
 
@@ -48,7 +50,8 @@ def report(tail: int = LOG_TAIL) -> Iterator[FunctionCommand]:
         except KubeError:
             continue  # the Pods fact already carries why the log is unreadable
         logs[f"{pod}/{container}"] = text.splitlines()
-    show(state, host, diagnose_lines(history, pods, nodes, logs, ctx.policy, ctx.container), topic="diagnose",
-         always=True)
+    memory = host.get_fact(GpuMemory)  # None only when the fact failed, which pyinfra reports for the host
+    show(state, host, diagnose_lines(history, pods, nodes, logs, ctx.policy, ctx.container, memory, ctx.namespace),
+         topic="diagnose", always=True)
     return
     yield  # a generator that never yields: diagnosis is read-only

@@ -3,7 +3,8 @@
 Step 2 greps the previous container's log for the lines that size the KV cache and name the failure;
 the same lines are kept here as evidence next to the classifier's verdict. Step 3 diffs the failing and
 the good revision (flags, image tag, model revision, placement, resources, env — ``kube.diff``) and
-looks at the GPU each pod got and what else requests GPUs on that node.
+looks at the GPU each pod got and what else is on that node: pods requesting GPUs, and GPU memory held outside
+the pod (``held_memory``: the DCGM exporter and vLLM's own free-memory line).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from vllm_remedy.kube.errors import RolloutError
 from vllm_remedy.kube.history import templates_equal
 from vllm_remedy.kube.rollout import choose_rollback, policy_pin
 from vllm_remedy.policy import Policy
+from vllm_remedy.remedies.held_memory import consumers, startup_lines
 from vllm_remedy.remedies.restore import crash_failures, crash_looping, revisions
 
 #: The runbook's step-2 grep: ``grep -Ei "model loading took|gpu blocks|kv cache|maximum concurrency|
@@ -77,11 +79,14 @@ def compared_revisions(history: Mapping[str, Any], pods: Mapping[str, Any], poli
     return earlier[0], current, "previous → current", "current revision is not crash-looping"
 
 
-def gpu_lines(pods: Mapping[str, Any], nodes: Mapping[str, Any]) -> list[str]:
-    """Which GPU each pod got and who else requests GPUs on that node (runbook step 3)."""
+def gpu_lines(pods: Mapping[str, Any], nodes: Mapping[str, Any], memory: Mapping[str, Any] | None = None,
+              namespace: str = "", container: str | None = None) -> list[str]:
+    """Which GPU each pod got and what else is on that node (runbook step 3): other pods requesting GPUs, GPU
+    memory held outside the pod (DCGM exporter, ``held_memory``) and vLLM's own free-memory line at startup."""
     by_name = {row["name"]: row for row in nodes.get("nodes") or []}
     placed = nodes.get("deployment_pods") or {}
     out = []
+    tabled: set[str] = set()
     for pod in pods.get("pods") or []:
         if pod.get("deleting"):
             continue
@@ -92,15 +97,22 @@ def gpu_lines(pods: Mapping[str, Any], nodes: Mapping[str, Any]) -> list[str]:
             continue
         others = [f"{c['pod']} ({c['gpus']} GPU)" for c in node.get("consumers") or []
                   if not c.get("ours") and c["pod"] not in placed]
+        summary, table = consumers(node["name"], others, memory, pods, namespace, container)
         out.append(f"pod {pod['name']} (revision {pod.get('revision')}): node {node['name']}, "
                    f"{node.get('product')} {node.get('memory_mib')} MiB, {node.get('requested')}/"
-                   f"{node.get('allocatable')} GPUs requested; other GPU consumers: {', '.join(others) or 'none'}")
+                   f"{node.get('allocatable')} GPUs requested; other GPU consumers: {summary}")
+        if node["name"] not in tabled:
+            tabled.add(node["name"])
+            out += [f"  {line}" for line in table]
+        out += [f"  {line}" for line in startup_lines(pod, container)]
     return out
 
 
 def diagnose_lines(history: Mapping[str, Any], pods: Mapping[str, Any], nodes: Mapping[str, Any],
-                   logs: Mapping[str, Sequence[str]], policy: Policy, container: str | None = None) -> list[str]:
-    """The whole read-only report, one string per printed line. ``logs`` maps ``pod/container`` → log lines."""
+                   logs: Mapping[str, Sequence[str]], policy: Policy, container: str | None = None,
+                   memory: Mapping[str, Any] | None = None, namespace: str = "") -> list[str]:
+    """The whole read-only report, one string per printed line. ``logs`` maps ``pod/container`` → log lines;
+    ``memory`` is the GpuMemory fact (None: not read, which the GPU lines say)."""
     looping = [p["name"] for p in pods.get("pods") or [] if not p.get("deleting")
                and any(crash_looping(c) for c in p.get("containers") or [])]
     out = [f"step 2 — startup log: {pods.get('ready', 0)}/{pods.get('total', 0)} pods Ready, "
@@ -130,5 +142,5 @@ def diagnose_lines(history: Mapping[str, Any], pods: Mapping[str, Any], nodes: M
     else:
         out.append(f"step 3 — what changed: nothing to compare ({why})")
     out.append("step 3 — GPUs:")
-    out += [f"  {line}" for line in gpu_lines(pods, nodes)] or ["  no pods"]
+    out += [f"  {line}" for line in gpu_lines(pods, nodes, memory, namespace, container)] or ["  no pods"]
     return out

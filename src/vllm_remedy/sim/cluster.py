@@ -20,7 +20,8 @@ from vllm_remedy.sim.controllers.kubelet import Kubelet
 from vllm_remedy.sim.controllers.manager import Manager, wait_until
 from vllm_remedy.sim.controllers.replicaset import ReplicaSetController
 from vllm_remedy.sim.controllers.scheduler import Scheduler
-from vllm_remedy.sim.runtime import PlainRuntime, Runtime
+from vllm_remedy.sim.dcgm_exporter import DcgmExporterRuntime, is_exporter
+from vllm_remedy.sim.runtime import PlainRuntime, Runtime, RuntimeChooser
 from vllm_remedy.sim.seed import apply_seed
 from vllm_remedy.sim.store import ApiError, Event, Store, not_found
 from vllm_remedy.sim.vllm_pod.runtime import VllmRuntime
@@ -32,8 +33,9 @@ class Cluster:
     """A named cluster: ``store`` (objects), ``clock`` (simulated time), controllers, runtime.
 
     ``runtime`` decides what containers do: unless given, vLLM containers run the vLLM simulator (they
-    start or crash as the memory model predicts, in their version's log format) and every other
-    container the ``PlainRuntime``. Tests that need bare containers pass ``runtime=PlainRuntime()``.
+    start or crash as the memory model predicts, in their version's log format), NVIDIA's dcgm-exporter
+    image serves the node's GPU telemetry (``sim.dcgm_exporter``) and every other container the
+    ``PlainRuntime``. Tests that need bare containers pass ``runtime=PlainRuntime()``.
     Environment knobs that no Kubernetes object carries — GPU memory
     held by processes outside Kubernetes, offered load — live in ``node_gpu_used_mib`` and ``load``.
     """
@@ -45,7 +47,8 @@ class Cluster:
         self.name = name
         self.clock = clock or (store.clock if store is not None else Clock(speed=speed))
         self.store = store or Store(clock=self.clock, name=name)
-        self.runtime: Runtime = runtime or VllmRuntime(self.clock, self.store, fallback=PlainRuntime())
+        self.runtime: Runtime = runtime or VllmRuntime(self.clock, self.store, fallback=RuntimeChooser(
+            [(is_exporter, DcgmExporterRuntime(self))], PlainRuntime()))
         self.node_gpu_used_mib: dict[str, int] = {}
         self.load: dict[tuple[str, str], float] = {}  # (namespace, deployment) → concurrent requests
         self._lock = threading.Lock()
@@ -120,6 +123,10 @@ class Cluster:
         with self._lock:
             self.load[(namespace, deployment)] = concurrency
         self.kubelet.load_changed()
+
+    def gpu_memory(self, node: str) -> dict[tuple[str, str], float]:
+        """(namespace, pod) → GiB its running containers hold on each of its GPUs on ``node`` (GPU telemetry)."""
+        return self.kubelet.gpu_memory(node)
 
     def set_node_gpu_used(self, node: str, mib: int) -> None:
         """GPU memory held on ``node`` by processes outside Kubernetes; felt by the next container start."""

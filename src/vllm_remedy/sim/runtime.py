@@ -49,7 +49,8 @@ class ContainerRun:
 
     ``ready_after`` is when the readiness (and startup) probe first passes; ``None`` = never.
     ``load_check`` is polled every ``load_check_every`` seconds while ready and may return an Exit
-    that happens now (OOM under load); ``http`` serves pods/proxy requests (``/health``, ``/metrics``).
+    that happens now (OOM under load); ``http`` serves pods/proxy requests (``/health``, ``/metrics``);
+    ``gpu_gib`` is the device memory the run holds while it runs (the DCGM exporter reports it).
     """
 
     log: Sequence[LogLine] = ()
@@ -58,6 +59,7 @@ class ContainerRun:
     load_check: Callable[[float], Exit | None] | None = None
     load_check_every: float = 15.0
     http: Callable[[str], HttpReply] | None = None
+    gpu_gib: float = 0.0  # GPU memory this run holds on each of its GPUs while it runs (what nvidia-smi/DCGM see)
 
 
 @dataclass

@@ -5,7 +5,7 @@ A seed expresses a Deployment's history as an ordered list of revisions (numbere
 controller leaves behind (its own builder: hashes, owner reference, revision and change-cause), and
 the controller rolls out only the last — so a long history costs one model load, not one per
 revision. Node entries take a GPU shorthand that expands to the labels GPU feature discovery, GKE or
-Karpenter put on real nodes.
+Karpenter put on real nodes; ``dcgm-exporter: true`` adds the GPU operator's DCGM exporter pod on each GPU node.
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ from vllm_remedy.sim.controllers.defaults import default_deployment
 from vllm_remedy.sim.controllers.manager import wait_until
 from vllm_remedy.sim.controllers.newrs import replicaset_for, set_new_rs_annotations
 from vllm_remedy.sim.controllers.util import CHANGE_CAUSE
+from vllm_remedy.sim.dcgm_exporter import NAMESPACE as EXPORTER_NAMESPACE
+from vllm_remedy.sim.dcgm_exporter import exporter_pod
 from vllm_remedy.sim.protocols import SeedTarget
 from vllm_remedy.sim.store import ApiError
 from vllm_remedy.yamlfile import read_yaml
@@ -173,8 +175,22 @@ def apply_seed(cluster: SeedTarget, ref: Obj | str | Path, *, wait: bool = True,
         if not isinstance(obj, dict) or "resource" not in obj or "object" not in obj:
             raise UserError(f"{label}: objects[{i}]: expected {{resource: <plural[.group]>, object: <manifest>}}")
         _create(store, str(obj["resource"]), copy.deepcopy(obj["object"]))
+    if seed.get("dcgm-exporter"):
+        _exporters(store)
     for i, entry in enumerate(seed.get("deployments") or []):
         _roll_history(cluster, entry, f"{label}: deployments[{i}]", wait, timeout)
+
+
+def _exporters(store: Any) -> None:
+    """``dcgm-exporter: true``: the GPU operator's namespace and its exporter pod on every GPU node (the pods its
+    DaemonSet would have placed)."""
+    _create(store, "namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                  "metadata": {"name": EXPORTER_NAMESPACE,
+                                               "labels": {"kubernetes.io/metadata.name": EXPORTER_NAMESPACE}},
+                                  "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}})
+    for node in store.list("nodes")[0]:
+        if int(str(((node.get("status") or {}).get("capacity") or {}).get("nvidia.com/gpu", 0)) or 0) > 0:
+            _create(store, "pods", exporter_pod(node))
 
 
 def _create(store: Any, resource: str, obj: Obj) -> None:

@@ -88,6 +88,19 @@ class KubeletServer:
             handler = target.run.http
         return handler(path if path.startswith("/") else f"/{path}")
 
+    def gpu_memory(self, node: str) -> dict[tuple[str, str], float]:
+        """(namespace, pod) → GiB its running containers hold on each of its GPUs right now, for the node's
+        GPU telemetry (DCGM exporter); a container between crashes holds nothing."""
+        out: dict[tuple[str, str], float] = {}
+        with self._lock:
+            for sim in self._pods.values():
+                if sim.node != node:
+                    continue
+                held = sum(c.run.gpu_gib for c in sim.containers.values()
+                           if c.state == "running" and c.run is not None)
+                out[(sim.namespace, sim.name)] = held
+        return out
+
     # -- persistence -----------------------------------------------------------------------------
 
     def snapshot_logs(self) -> Obj:

@@ -33,6 +33,8 @@ from vllm_remedy.sim.vllm_pod import env, keys, metrics, timeline
 from vllm_remedy.sim.vllm_pod.launch import Launch, plan
 from vllm_remedy.vllm.cmdline import find_server
 from vllm_remedy.vllm.log_formats import default_engine
+from vllm_remedy.vllm.memory.terms import context_gib
+from vllm_remedy.vllm.outcomes import Outcome
 from vllm_remedy.vllm.versions import parse_version
 
 Obj = dict[str, Any]
@@ -72,10 +74,10 @@ class VllmRuntime:
         deployment = self.deployment_of(self.store, ctx.pod)
         p = timeline.plan_start(decided, started, oom_killed=self._oom_killed(ctx.pod, deployment))
         if p.exit is not None:
-            return ContainerRun(log=p.lines, ready_after=None, exit=p.exit, http=_refused)
+            return ContainerRun(log=p.lines, ready_after=None, exit=p.exit, http=_refused, gpu_gib=own_gib(decided))
         engine = _Engine(self, decided, ctx, now, p.ready_after or 0.0, p.startup_text, deployment)
         return ContainerRun(log=p.lines, ready_after=p.ready_after, exit=None, load_check=engine.load_check,
-                            load_check_every=LOAD_CHECK_SECONDS, http=engine.http)
+                            load_check_every=LOAD_CHECK_SECONDS, http=engine.http, gpu_gib=own_gib(decided))
 
     def _oom_killed(self, pod: Obj, deployment: str) -> bool:
         """The host-OOM scenario, on the pod or (without a rollout) on its Deployment."""
@@ -195,6 +197,16 @@ class _Engine:
                      "max_model_len": self.launch.estimate.max_model_len}
             return 200, "application/json", json.dumps({"object": "list", "data": [model]}).encode()
         return 404, "application/json", b'{"detail":"Not Found"}'
+
+
+def own_gib(launch: Launch) -> float:
+    """GPU memory the vLLM process itself holds on each of its GPUs while it runs: its CUDA context when the
+    free-memory check refuses the start (it dies right after the snapshot), else the memory model's peak without
+    what other processes hold (a start that fails later dies at that peak; one that serves keeps it)."""
+    est, res = launch.estimate, launch.resolved
+    if est.outcome is Outcome.FREE_MEMORY_BELOW_UTILIZATION:
+        return context_gib(launch.gpu, res.tp)
+    return max(0.0, est.peak_gib - res.other_process_gib)
 
 
 def _refused(path: str) -> HttpReply:
