@@ -51,7 +51,8 @@ DRIFT = _expand({("apps", "deployments"): READ, ("apps", "replicasets"): READ, (
     {("", "nodes"): READ, ("", "pods"): READ}, None)
 REMEDIATE = DRIFT | _expand({("apps", "deployments"): frozenset({"patch"}),
                              ("apps", "replicasets"): frozenset({"patch"}), ("", "pods/proxy"): frozenset({"get"}),
-                             ("gateway.networking.k8s.io", "httproutes"): frozenset({"patch"})}, "llm")
+                             ("gateway.networking.k8s.io", "httproutes"): frozenset({"patch"})}, "llm") | {
+    ("gpu-operator", "", "pods/proxy", "get")}  # the DCGM exporter's /metrics, for diagnose's GPU report
 
 
 def test_files_and_kinds():
@@ -60,7 +61,7 @@ def test_files_and_kinds():
     assert [d["kind"] for d in load("rbac-drift.yaml")] == [
         "ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"]
     assert [d["kind"] for d in load("rbac-remediate.yaml")] == [
-        "ServiceAccount", "Role", "RoleBinding", "RoleBinding", "ClusterRoleBinding"]
+        "ServiceAccount", "Role", "RoleBinding", "RoleBinding", "ClusterRoleBinding", "Role", "RoleBinding"]
     assert [d["kind"] for d in load("cronjob-drift.yaml")] == ["ConfigMap", "CronJob", "CronJob"]
 
 
@@ -74,7 +75,7 @@ def test_remediate_account_adds_only_patch_and_the_metrics_proxy():
     got = permissions(all_docs(), "llm", "vllm-remedy-remediate")
     assert got == REMEDIATE
     assert got - DRIFT == {("llm", "apps", "deployments", "patch"), ("llm", "apps", "replicasets", "patch"),
-                           ("llm", "", "pods/proxy", "get"),
+                           ("llm", "", "pods/proxy", "get"), ("gpu-operator", "", "pods/proxy", "get"),
                            ("llm", "gateway.networking.k8s.io", "httproutes", "patch")}
 
 
@@ -125,12 +126,15 @@ def _namespaces(docs: list[dict[str, Any]]) -> list[str]:
 def test_namespace_is_one_word_to_change():
     text = "\n---\n".join((MANIFESTS / n).read_text() for n in ("rbac-drift.yaml", "rbac-remediate.yaml",
                                                          "cronjob-drift.yaml"))
-    assert set(_namespaces(load("", text))) == {"llm"} and len(load("", text)) == len(all_docs())
+    # "gpu-operator" is the DCGM exporter's namespace (the GPU operator's), not ours: the sed leaves it alone.
+    assert set(_namespaces(load("", text))) == {"llm", "gpu-operator"} and len(load("", text)) == len(all_docs())
     moved = re.sub(r"namespace: llm$", "namespace: gpu-serving", text, flags=re.MULTILINE)  # the documented sed
     docs = load("", moved)
-    assert set(_namespaces(docs)) == {"gpu-serving"}
+    assert set(_namespaces(docs)) == {"gpu-serving", "gpu-operator"}
     cluster_scoped = {"ClusterRole", "ClusterRoleBinding"}
-    assert all(d["metadata"].get("namespace") == "gpu-serving" for d in docs if d["kind"] not in cluster_scoped)
+    assert all(d["metadata"].get("namespace") == "gpu-serving" for d in docs if d["kind"] not in cluster_scoped
+               and d["metadata"]["name"] not in ("vllm-remedy-gpu-metrics", "vllm-remedy-remediate-gpu-metrics"))
+    assert permissions(docs, "gpu-serving", "vllm-remedy-remediate") >= {("gpu-operator", "", "pods/proxy", "get")}
     assert permissions(docs, "gpu-serving", "vllm-remedy-drift") == {
         (None if ns is None else "gpu-serving", g, r, v) for ns, g, r, v in DRIFT}
 

@@ -28,7 +28,9 @@ DRY_RUN = {
                             "role.rbac.authorization.k8s.io/vllm-remedy-patch",
                             "rolebinding.rbac.authorization.k8s.io/vllm-remedy-remediate-read",
                             "rolebinding.rbac.authorization.k8s.io/vllm-remedy-remediate-patch",
-                            "clusterrolebinding.rbac.authorization.k8s.io/vllm-remedy-remediate-gpu-read"],
+                            "clusterrolebinding.rbac.authorization.k8s.io/vllm-remedy-remediate-gpu-read",
+                            "role.rbac.authorization.k8s.io/vllm-remedy-gpu-metrics",
+                            "rolebinding.rbac.authorization.k8s.io/vllm-remedy-remediate-gpu-metrics"],
     "cronjob-drift.yaml": ["configmap/vllm-remedy-inventory", "cronjob.batch/vllm-remedy-drift",
                            "cronjob.batch/vllm-remedy-expire"],
 }
@@ -47,6 +49,9 @@ def served_kinds(sim: sim_world.Sim) -> set[tuple[str, str]]:
 @pytest.mark.parametrize("name", sorted(DRY_RUN))
 def test_server_dry_run_applies_every_file(sim, name):
     missing = sorted({(d["apiVersion"], d["kind"]) for d in load(name)} - served_kinds(sim))
+    sim.clusters["a"].store.create("namespaces", {  # the GPU operator's namespace, where its DCGM exporter runs
+        "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "gpu-operator"},
+        "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}})
     got = sim.kubectl(V, "apply", "--dry-run=server", "-f", str(MANIFESTS / name))
     if missing:
         assert got.returncode != 0
