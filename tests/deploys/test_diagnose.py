@@ -30,7 +30,7 @@ def test_incident_report_names_the_error_what_changed_and_the_gpus(rehearsal: Re
     lines = host_out(got.stderr)
     start = lines.index(WHAT_CHANGED[0])
     assert lines[start:start + len(WHAT_CHANGED)] == WHAT_CHANGED
-    gpus = lines[start + len(WHAT_CHANGED):start + len(WHAT_CHANGED) + 2]
+    gpus = [line for line in lines[start + len(WHAT_CHANGED):] if line.startswith("pod ")]  # GPU tables between
     pods = sorted(p["metadata"]["name"] for p in rehearsal.client().list_pods(NS, "app=llama-8b"))
     nodes = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in rehearsal.client().list_pods(NS, "app=llama-8b")}
     assert gpus == [f"pod {pod} (revision 15): node {nodes[pod]}, NVIDIA-L4 23034 MiB, 1/1 GPUs requested; other GPU "

@@ -17,6 +17,7 @@ from fixtures.gpu_world import (
     HELD_NODE,
     drop_exporters,
     exporter_on,
+    in_back_off,
     memory_held,
     pod_on,
 )
@@ -49,6 +50,7 @@ def test_held_memory_is_named_from_both_sources_in_y_and_dry_runs(rehearsal: Reh
     twin = pod_on(rehearsal, FREE_NODE)
     assert held is not None and twin is not None
     before = settled(rehearsal)  # past the progress deadline: the crash loop no longer moves its status
+    in_back_off(rehearsal)
     for args in (["-y"], ["--dry"]):
         got = rehearsal.pyinfra(LOCAL, DIAGNOSE, *args)
         assert got.returncode == 0, got.stderr

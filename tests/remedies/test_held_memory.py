@@ -10,8 +10,8 @@ NS = "llm"
 
 
 def pods(running: bool) -> dict[str, Any]:
-    state = "running" if running else "waiting"
-    return {"pods": [{"name": "p-1", "containers": [{"name": "vllm", "state": state}]}]}
+    """The fact's ``pods``: stopped = the vLLM container ran at no moment of the scrape."""
+    return {"p-1": {"stopped": not running}}
 
 
 def gpu(index: str, used: float, *owners: tuple[str, str, str]) -> dict[str, Any]:
@@ -23,33 +23,33 @@ def node(*gpus: dict[str, Any]) -> dict[str, Any]:
     return {"node": "n1", "exporter": "gpu-operator/e", "gpus": list(gpus), "unknown": None}
 
 
-def test_a_running_vllm_pod_holds_its_own_gpu_and_idle_gpus_hold_nothing() -> None:
+def test_a_vllm_pod_that_may_have_run_holds_its_own_gpu_and_idle_gpus_hold_nothing() -> None:
     row = node(gpu("0", 21000, (NS, "p-1", "vllm")), gpu("1", 4))
-    assert foreign(row, pods(True), NS, "vllm") == []
-    assert consumers("n1", [], {"nodes": {"n1": row}}, pods(True), NS, "vllm")[0] == "none"
+    assert foreign(row, pods(True), NS) == []
+    assert consumers("n1", [], {"nodes": {"n1": row}, "pods": pods(True)}, NS)[0] == "none"
 
 
 def test_memory_on_the_pods_gpu_between_crashes_is_held_outside_it() -> None:
-    (held,) = foreign(node(gpu("0", 6144, (NS, "p-1", "vllm"))), pods(False), NS, "vllm")
+    (held,) = foreign(node(gpu("0", 6144, (NS, "p-1", "vllm"))), pods(False), NS)
     assert held.mib == 6144 and held.describe().startswith("6.00 GiB on GPU 0 (GPU-0, NVIDIA L4), mapped to "
                                                            "llm/p-1/vllm whose vLLM container is not running")
 
 
 def test_another_pods_gpu_and_an_unmapped_busy_gpu_are_foreign() -> None:
     row = node(gpu("0", 21000, (NS, "p-1", "vllm")), gpu("1", 9000, ("ml", "train-0", "trainer")), gpu("2", 3000))
-    held = foreign(row, pods(True), NS, "vllm")
+    held = foreign(row, pods(True), NS)
     assert [(h.gpu, h.mib) for h in held] == [("1", 9000), ("2", 3000)]
     assert held[0].holder == "held by ml/train-0/trainer"
     assert held[1].holder.startswith("mapped to no pod: a process outside Kubernetes")
-    text, table = consumers("n1", ["ml/x (1 GPU)"], {"nodes": {"n1": row}}, pods(True), NS, "vllm")
+    text, table = consumers("n1", ["ml/x (1 GPU)"], {"nodes": {"n1": row}, "pods": pods(True)}, NS)
     assert text.startswith("ml/x (1 GPU); 8.79 GiB on GPU 1") and len(table) == 3
 
 
 def test_unknown_is_never_none() -> None:
-    assert consumers("n1", [], None, pods(True), NS)[0] == ("no other pod requests a GPU here; memory held outside "
+    assert consumers("n1", [], None, NS)[0] == ("no other pod requests a GPU here; memory held outside "
                                                             "the pod: unknown — GPU memory was not read")
     row = {"node": "n1", "gpus": [], "unknown": "no DCGM exporter on node n1 (…)"}
-    assert consumers("n1", ["ml/x (1 GPU)"], {"nodes": {"n1": row}}, pods(True), NS)[0] == (
+    assert consumers("n1", ["ml/x (1 GPU)"], {"nodes": {"n1": row}}, NS)[0] == (
         "ml/x (1 GPU); memory held outside the pod: unknown — no DCGM exporter on node n1 (…)")
-    assert consumers("n2", [], {"nodes": {"n1": row}}, pods(True), NS)[0].endswith(
+    assert consumers("n2", [], {"nodes": {"n1": row}}, NS)[0].endswith(
         "unknown — no GPU memory reading for node n2")

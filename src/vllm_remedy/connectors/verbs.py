@@ -19,8 +19,8 @@ Verbs (all scoped to the host's namespace and Deployment)::
     k8s-logs <pod> <container> [--previous] [--tail N]
                                             {pod, container, previous, text}
     k8s-nodes                               {nodes, pods (every GPU holder, trimmed), selector, namespace}
-    k8s-gpu-metrics                         {nodes: {node: {exporter, text | error, status}}, selector}: the
-                                            DCGM exporter's /metrics on each node our pods run on (pods/proxy)
+    k8s-gpu-metrics                         {nodes: {node: {exporter, text | error, status}}, pods, selector}:
+                                            the DCGM exporter's /metrics on each node our pods run on (pods/proxy)
 """
 
 from __future__ import annotations
@@ -270,8 +270,8 @@ def verb_gpu_metrics(scope: Scope, args: list[str]) -> list[str]:
     if args:
         raise VerbError("usage: k8s-gpu-metrics")
     _, selector = _deployment_and_selector(scope)
-    nodes = sorted({str(p["spec"]["nodeName"]) for p in scope.client.list_pods(scope.namespace, selector)
-                    if (p.get("spec") or {}).get("nodeName")})
+    before = scope.client.list_pods(scope.namespace, selector)
+    nodes = sorted({str(p["spec"]["nodeName"]) for p in before if (p.get("spec") or {}).get("nodeName")})
     exporters, list_error = _exporters(scope) if nodes else ([], None)
     out: dict[str, dict[str, Any]] = {}
     for node in nodes:
@@ -288,7 +288,32 @@ def verb_gpu_metrics(scope: Scope, args: list[str]) -> list[str]:
         except KubeError as exc:
             row.update(error=str(exc), status=exc.status)
         out[node] = row
-    return [_line({"nodes": out, "selector": EXPORTER_SELECTOR, "port": EXPORTER_PORT})]
+    after = scope.client.list_pods(scope.namespace, selector) if nodes else []
+    return [_line({"nodes": out, "selector": EXPORTER_SELECTOR, "port": EXPORTER_PORT,
+                   "pods": _stopped_throughout(before, after, scope.container)})]
+
+
+def _stopped(pod: dict[str, Any], container: str | None) -> tuple[int, ...] | None:
+    """The restart counts of the pod's (vLLM) containers when none of them runs, else None."""
+    statuses = [s for s in (pod.get("status") or {}).get("containerStatuses") or []
+                if container is None or s.get("name") == container]
+    if not statuses or any("running" in (s.get("state") or {}) for s in statuses):
+        return None
+    return tuple(int(s.get("restartCount") or 0) for s in statuses)
+
+
+def _stopped_throughout(before: list[dict[str, Any]], after: list[dict[str, Any]],
+                        container: str | None) -> dict[str, dict[str, bool]]:
+    """Pod name → whether its vLLM container was not running for the whole scrape: stopped in the reads before
+    and after it with the same restart count, so no instance ran in between. Only then is memory on its GPU
+    known not to be its own (the exporter reports whole devices)."""
+    later = {p["metadata"]["name"]: p for p in after}
+    out = {}
+    for pod in before:
+        name = pod["metadata"]["name"]
+        first, second = _stopped(pod, container), _stopped(later.get(name) or {}, container)
+        out[name] = {"stopped": first is not None and first == second}
+    return out
 
 
 VERBS: dict[str, Callable[[Scope, list[str]], list[str]]] = {

@@ -50,11 +50,15 @@ def node_memory(node: str, row: Mapping[str, Any]) -> dict[str, Any]:
 
 
 class GpuMemory(JsonFact[dict[str, Any]]):
-    """``nodes``: node name → {exporter, gpus [{gpu, uuid, model, used/free/reserved/total MiB, pods}], unknown}."""
+    """``nodes``: node name → {exporter, gpus [{gpu, uuid, model, used/free/reserved/total MiB, pods}], unknown};
+    ``pods``: the Deployment's pods → {stopped}: its vLLM container ran at no moment of the scrape."""
 
     def command(self) -> str:
         return "k8s-gpu-metrics"
 
     def build(self, document: dict[str, Any]) -> dict[str, Any]:
         nodes = document.get("nodes") or {}
-        return {"nodes": {str(name): node_memory(str(name), row or {}) for name, row in sorted(nodes.items())}}
+        pods = {str(name): {"stopped": bool((row or {}).get("stopped"))}
+                for name, row in sorted((document.get("pods") or {}).items())}
+        return {"nodes": {str(name): node_memory(str(name), row or {}) for name, row in sorted(nodes.items())},
+                "pods": pods}

@@ -97,7 +97,7 @@ def gpu_lines(pods: Mapping[str, Any], nodes: Mapping[str, Any], memory: Mapping
             continue
         others = [f"{c['pod']} ({c['gpus']} GPU)" for c in node.get("consumers") or []
                   if not c.get("ours") and c["pod"] not in placed]
-        summary, table = consumers(node["name"], others, memory, pods, namespace, container)
+        summary, table = consumers(node["name"], others, memory, namespace)
         out.append(f"pod {pod['name']} (revision {pod.get('revision')}): node {node['name']}, "
                    f"{node.get('product')} {node.get('memory_mib')} MiB, {node.get('requested')}/"
                    f"{node.get('allocatable')} GPUs requested; other GPU consumers: {summary}")

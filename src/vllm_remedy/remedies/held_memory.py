@@ -40,34 +40,24 @@ class Held:
         return f"{self.mib / MIB_PER_GIB:.2f} GiB on GPU {self.gpu}{f' ({ident})' if ident else ''}, {self.holder}"
 
 
-def _running(pods: Mapping[str, Any], container: str | None) -> dict[str, bool]:
-    """Pod name → whether its vLLM container runs now (the only time the device's memory can be its own)."""
-    out = {}
-    for pod in pods.get("pods") or []:
-        rows = [c for c in pod.get("containers") or [] if container is None or c.get("name") == container]
-        out[str(pod["name"])] = any(c.get("state") == "running" for c in rows)
-    return out
-
-
 def _mapped(gpu: Mapping[str, Any]) -> list[str]:
     return [f"{p.get('namespace')}/{p.get('pod')}" + (f"/{p['container']}" if p.get("container") else "")
             for p in gpu.get("pods") or []]
 
 
-def foreign(node: Mapping[str, Any], pods: Mapping[str, Any], namespace: str,
-            container: str | None = None) -> list[Held]:
-    """Per GPU of one node (a ``GpuMemory`` row), the memory held outside the Deployment's running vLLM pods."""
-    running = _running(pods, container)
+def foreign(node: Mapping[str, Any], ours: Mapping[str, Any], namespace: str) -> list[Held]:
+    """Per GPU of one node (a ``GpuMemory`` row), the memory held outside the Deployment's vLLM pods. ``ours`` is
+    the fact's ``pods``: name → {stopped}, stopped meaning the vLLM container ran at no moment of the scrape."""
     out = []
     for gpu in node.get("gpus") or []:
         used = float(gpu.get("used_mib") or 0.0)
         if used <= IDLE_MIB:
             continue
         mapped = gpu.get("pods") or []
-        ours = [p for p in mapped if p.get("namespace") == namespace and p.get("pod") in running]
-        if any(running[p["pod"]] for p in ours):
-            continue  # the exporter cannot split a device; a running vLLM pod is taken to hold its own GPU
-        if ours:
+        mine = [p for p in mapped if p.get("namespace") == namespace and p.get("pod") in ours]
+        if any(not (ours[p["pod"]] or {}).get("stopped") for p in mine):
+            continue  # the exporter cannot split a device; a vLLM pod that may have run is taken to hold its GPU
+        if mine:
             holder = (f"mapped to {', '.join(_mapped(gpu))} whose vLLM container is not running: a process outside "
                       "the pod holds it (outside Kubernetes, or a container that bypasses the device plugin)")
         elif mapped:
@@ -103,8 +93,8 @@ def startup_lines(pod: Mapping[str, Any], container: str | None = None) -> list[
     return out
 
 
-def consumers(node_name: str, others: list[str], memory: Mapping[str, Any] | None, pods: Mapping[str, Any],
-              namespace: str, container: str | None = None) -> tuple[str, list[str]]:
+def consumers(node_name: str, others: list[str], memory: Mapping[str, Any] | None,
+              namespace: str) -> tuple[str, list[str]]:
     """(the "other GPU consumers: …" text, detail lines) for one node: other pods requesting GPUs there plus
     memory the exporter shows held outside the pod; "none" only when the exporter was read and both are empty."""
     row = ((memory or {}).get("nodes") or {}).get(node_name)
@@ -117,6 +107,6 @@ def consumers(node_name: str, others: list[str], memory: Mapping[str, Any] | Non
     if why:
         known = ", ".join(others) if others else "no other pod requests a GPU here"
         return f"{known}; memory held outside the pod: unknown — {why}", []
-    held = foreign(row, pods, namespace, container)
+    held = foreign(row, (memory or {}).get("pods") or {}, namespace)
     parts = others + [f"{h.describe()}" for h in held]
     return ("; ".join(parts) or "none"), gpu_table(row)
