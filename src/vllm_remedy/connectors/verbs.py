@@ -317,13 +317,13 @@ def _stopped_throughout(before: list[dict[str, Any]], after: list[dict[str, Any]
 
 
 VERBS: dict[str, Callable[[Scope, list[str]], list[str]]] = {
-    "k8s-gpu-metrics": verb_gpu_metrics,
     "k8s-get": verb_get,
     "k8s-deployment": verb_deployment,
     "k8s-history": verb_history,
     "k8s-pods": verb_pods,
     "k8s-logs": verb_logs,
     "k8s-nodes": verb_nodes,
+    "k8s-gpu-metrics": verb_gpu_metrics,
 }
 
 
