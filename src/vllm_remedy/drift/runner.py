@@ -302,6 +302,8 @@ def expire(inventory_path: str, limit: Iterable[str] = ()) -> dict[str, Any]:
                 result["reverted"] = [] if failed or not result["changes"] else due.get(name, [])
                 if failed:
                     result["error"] = run.log.error(name, "revert failed")
+                elif due.get(name) and (result.get("noop") or "").startswith(workload.KEPT):
+                    result["error"] = result["noop"]  # refused like any write predicted not to start: exit 1
                 result["remaining"] = _remaining(run, name)
             hosts.append(result)
     finally:
