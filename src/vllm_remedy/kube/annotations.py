@@ -45,6 +45,13 @@ def parse_rfc3339(value: str, where: str = "timestamp") -> float:
 
 #: The suffixes of a toggle's annotations (``<prefix><name>-expires`` and so on).
 TOGGLE_SUFFIXES = ("-expires", "-prior", "-digest")
+#: Toggle name → the boolean vLLM flag it turns on: a flag that runs only for as long as its toggle's record says.
+TOGGLE_FLAGS = {"enforce-eager": "enforce-eager"}
+
+
+def toggle_flags_on(flags: Mapping[str, str]) -> list[str]:
+    """The toggles' flags a server runs with (``flags``: its effective flags, string values)."""
+    return [f for f in TOGGLE_FLAGS.values() if flags.get(f, "false") not in ("false", "False", "0")]
 
 
 def canonical_json(value: Any) -> str:

@@ -32,6 +32,7 @@ from typing import Any
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.annotations import (
+    TOGGLE_FLAGS,
     Keys,
     Malformed,
     Toggle,
@@ -44,8 +45,6 @@ from vllm_remedy.vllm.cmdline import ServerCommand, find_server
 
 #: The toggle's name in annotations (``<prefix>enforce-eager-expires`` / ``-prior``).
 EAGER = "enforce-eager"
-#: Toggle name → the boolean vLLM flag it turns on (what the partial revert removes).
-TOGGLE_FLAGS = {EAGER: "enforce-eager"}
 
 
 @dataclass(frozen=True)
