@@ -8,8 +8,8 @@ from vllm_remedy.vllm.cmdline import ranges
 
 
 def test_every_port_flag_of_the_table_is_judged_as_a_port() -> None:
-    assert ranges.PORTS == {"port", "master-port", "grpc-port", "data-parallel-rpc-port",
-                            "data-parallel-supervisor-port"}
+    ports = {"port", "master-port", "grpc-port", "data-parallel-rpc-port", "data-parallel-supervisor-port"}
+    assert ports == ranges.PORTS
     for name in ranges.PORTS:
         assert ranges.check(name, "8000") is None and ranges.check(name, "65535") is None
         assert ranges.check(name, "65536") == "'65536' is not a TCP port (1-65535)"
