@@ -246,6 +246,7 @@ def plan_host(run: Run, host: Host) -> dict[str, Any]:
     fix = [_operation(run, host, label, op, kwargs)
            for label, op, kwargs in fix_operations(ctx.policy)]
     return {"host": host.name, "error": None, "policy": ctx.policy.source, "cluster_time": now,
+            "accept_unknown": ctx.policy.drift.accepts_unknown,
             "checks": [c.to_json() for c in result.checks], "observed": result.observed.to_json(),
             "prediction": result.prediction.to_json() | {"line": result.prediction.line()},
             "gitops": None if owner is None else {**owner.to_json(), "mode": ctx.policy.gitops},
