@@ -30,8 +30,7 @@ from vllm_remedy.kube.gpus import SHARED_SUFFIX, pod_gpu_request
 from vllm_remedy.kube.health import ContainerHealth, PodHealth, flapping_container
 from vllm_remedy.kube.history import template_of
 from vllm_remedy.kube.wait import RESTART_LIMIT, crashing_container
-from vllm_remedy.policy import Policy
-from vllm_remedy.policy.durations import format_duration
+from vllm_remedy.policy import Policy, format_duration
 from vllm_remedy.remedies.enforce_eager import TOGGLE_FLAGS
 from vllm_remedy.remedies.pin_gpu import canonical_product
 from vllm_remedy.remedies.predict import Prediction, pinned_gpu, predict_template

@@ -40,6 +40,7 @@ from vllm_remedy.facts.deployment import Deployment
 from vllm_remedy.facts.pods import Pods
 from vllm_remedy.operations import budget, workload
 from vllm_remedy.operations.util import forget, forget_plans, k8s_host
+from vllm_remedy.policy import Policy
 from vllm_remedy.remedies.enforce_eager import expired as expired_toggles
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -200,15 +201,16 @@ def _pods(run: Run, host: Host) -> dict[str, Any]:
     return fact
 
 
-def fix_operations() -> list[tuple[str, Callable[..., Any], dict[str, Any]]]:
-    """deploys/budget.py's operations, in its order (``operations.budget.FIX``, the list the deploy runs): what
-    would bring a host back to its policy.
+def fix_operations(policy: Policy) -> list[tuple[str, Callable[..., Any], dict[str, Any]]]:
+    """deploys/budget.py's operations, in its order (``operations.budget.FIX``, the very list the deploy runs, so
+    this cannot go stale): what would bring a host back to its policy.
 
     Flags outside their bounds are the budget planner's to fix too (it starts from the current flags
     clamped into the policy), so the report never offers a fix no deploy would make, nor two values
     for one flag. Pinning is a noop without reads where the policy names no GPU product.
     """
-    return list(budget.FIX)
+    ops: list[tuple[str, Callable[..., Any], dict[str, Any]]] = list(budget.FIX)
+    return ops
 
 
 def _operation(run: Run, host: Host, label: str, op: Callable[..., Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
@@ -239,7 +241,7 @@ def plan_host(run: Run, host: Host) -> dict[str, Any]:
     result = checks.run_checks(deployment, ctx.policy, now, ctx.container, _pods(run, host))
     owner = gitops.detect(deployment)
     fix = [_operation(run, host, label, op, kwargs)
-           for label, op, kwargs in fix_operations()]
+           for label, op, kwargs in fix_operations(ctx.policy)]
     return {"host": host.name, "error": None, "policy": ctx.policy.source, "cluster_time": now,
             "accept_unknown": ctx.policy.drift.accepts_unknown,
             "checks": [c.to_json() for c in result.checks], "observed": result.observed.to_json(),
