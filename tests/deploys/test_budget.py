@@ -133,16 +133,3 @@ def test_a_crash_on_another_card_is_not_held_against_the_pinned_one(rehearsal: R
     lines = host_out(dry.stderr)
     assert not [line for line in lines if "observed max_len_exceeds_kv" in line], lines
     assert any("nvidia.com/gpu.product: NVIDIA-L40S" in line for line in lines), lines  # the pin is planned
-
-
-def test_drift_plans_exactly_the_operations_the_budget_deploy_runs(rehearsal: Rehearsal) -> None:
-    """One list (operations.budget.FIX, what drift.runner.fix_operations returns) drives both: the operations
-    pyinfra starts for deploys/budget.py are that list, in order, then the wait - a step added to the deploy is a
-    step drift plans. (The runner is not imported here: it needs gevent's monkey-patching first.)"""
-    from vllm_remedy.operations.budget import FIX
-
-    got = rehearsal.pyinfra(LOCAL, BUDGET, "-y")  # a healthy seed: every operation starts and changes nothing
-    assert got.returncode == 0, got.stderr
-    started = [line.split("Starting operation:", 1)[1].strip() for line in got.stderr.splitlines()
-               if "Starting operation:" in line]
-    assert started == [label for label, _op, _kwargs in FIX] + ["Wait until the new pods are Ready"]
