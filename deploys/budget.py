@@ -9,10 +9,10 @@ predicted-safe change is applied for that card — with ``--max-model-len`` alwa
 memory model predicts to fail is refused with one line naming the prediction.
 """
 
-from vllm_remedy.operations import budget, pin_gpu, workload
+from vllm_remedy.operations import budget, workload
 
-# Every value not given here comes from the host's policy (host data ``policy``).
-workload.revert_expired_toggles(name="Revert expired temporary toggles")
-pin_gpu.gpu_product(name="Pin the GPU type")
-budget.smallest_fix(name="Smallest change that restores headroom")
+# Revert expired temporary toggles, pin the GPU type, the smallest change that restores headroom — every value
+# from the host's policy (host data ``policy``). One list, budget.FIX, which `vllm-remedy drift` plans as its fix.
+for name, operation, arguments in budget.FIX:
+    operation(name=name, **arguments)
 workload.rolled_out(name="Wait until the new pods are Ready")

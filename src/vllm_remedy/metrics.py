@@ -6,6 +6,7 @@ Pushgateway (:func:`push`, stdlib urllib). Usage from drift/expire/deploys::
 
     m = Metrics()
     m.drift("@k8s/prod/llm/llama-8b", "max-model-len", detected=True)
+    m.unknown("@k8s/prod/llm/llama-8b", "prediction", unknown=False)
     m.override_expiry("@k8s/prod/llm/llama-8b", "enforce-eager", expires_at)   # aware datetime or epoch s
     m.remediation("rollback", "applied")
     m.checked(now)                  # only after a check that completed: a failed run must look stale
@@ -34,6 +35,7 @@ from pathlib import Path
 from vllm_remedy.errors import UserError
 
 DRIFT_DETECTED = "vllm_remedy_drift_detected"
+DRIFT_UNKNOWN = "vllm_remedy_drift_unknown"
 OVERRIDE_EXPIRY = "vllm_remedy_override_expiry_timestamp_seconds"
 REMEDIATIONS = "vllm_remedy_remediations_total"
 LAST_CHECK = "vllm_remedy_last_check_timestamp_seconds"
@@ -53,6 +55,8 @@ class Family:
 #: Written in this order; HELP text is fixed so several files of one node-exporter never disagree.
 FAMILIES = (
     Family(DRIFT_DETECTED, "gauge", "1 when the last drift check found this check failing on the host, else 0.",
+           ("host", "check")),
+    Family(DRIFT_UNKNOWN, "gauge", "1 when the last drift check could not judge this check on the host, else 0.",
            ("host", "check")),
     Family(OVERRIDE_EXPIRY, "gauge", "Unix time at which a timed override (e.g. --enforce-eager) must revert.",
            ("host", "flag")),
@@ -105,6 +109,10 @@ class Metrics:
         """Record one check on one host; report passing checks too (0), so a fixed drift clears the alert."""
         self.samples[DRIFT_DETECTED][(host, check)] = 1.0 if detected else 0.0
 
+    def unknown(self, host: str, check: str, unknown: bool) -> None:
+        """Record whether a check could be judged on ``host`` (a model or GPU outside the catalogs: 1); judged 0."""
+        self.samples[DRIFT_UNKNOWN][(host, check)] = 1.0 if unknown else 0.0
+
     def override_expiry(self, host: str, flag: str, expires_at: datetime | float) -> None:
         """A timed toggle in force on ``host`` (``flag`` as the policy spells it, e.g. enforce-eager)."""
         self.samples[OVERRIDE_EXPIRY][(host, flag)] = _epoch(expires_at)
@@ -124,7 +132,7 @@ class Metrics:
         """Keep the last known drift and expiry series of ``hosts`` this run could not check, and the old
         last-check time when this run set none: an API error must leave the alerts where they were (the
         staleness alert then fires on the unchanged timestamp), not resolve them by dropping the series."""
-        for family in (DRIFT_DETECTED, OVERRIDE_EXPIRY):
+        for family in (DRIFT_DETECTED, DRIFT_UNKNOWN, OVERRIDE_EXPIRY):
             for key, value in parse_samples(previous_text, family, where).items():
                 if key and key[0] in hosts:
                     self.samples[family].setdefault(key, value)

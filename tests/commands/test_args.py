@@ -280,6 +280,14 @@ SHELL_FORM = str(MANIFESTS / "forms" / "07-shell-string.yaml")
                                    "range; expected 0 < U <= 1"),
     ("max_num_seqs=0", "--set max_num_seqs=0: max-num-seqs: 0 must be a positive integer"),
     ("no-such-flag=3", "--set no-such-flag: not a vLLM serve flag (e.g. max-model-len, gpu-memory-utilization)"),
+    # flags the memory model does not type: obviously wrong values still exit 2 naming the flag
+    ("port=99999", "--set port=99999: port: '99999' is not a TCP port (1-65535)"),
+    ("port=0", "--set port=0: port: '0' is not a TCP port (1-65535)"),
+    ("master-port=http", "--set master-port=http: master-port: 'http' is not a TCP port (1-65535)"),
+    ("max-loras=-2", "--set max-loras=-2: max-loras: -2 must not be negative"),
+    ("pipeline-parallel-size=two", "--set pipeline-parallel-size=two: pipeline-parallel-size: 'two' is not an "
+                                   "integer"),
+    ("cpu-offload-gb=-4", "--set cpu-offload-gb=-4: cpu-offload-gb: -4 must not be negative"),
 ])
 def test_set_refuses_bad_values_and_unknown_flags(cli, tmp_path: Path, setting: str, message: str) -> None:
     path = tmp_path / "m.yaml"
@@ -291,7 +299,9 @@ def test_set_refuses_bad_values_and_unknown_flags(cli, tmp_path: Path, setting: 
 
 
 @pytest.mark.parametrize("setting", ["max-model-len=16k", "max-model-len=auto", "max-model-len=$(MAX_LEN)",
-                                     "gpu-memory-utilization=0.85", "kv-cache-dtype=fp8"])
+                                     "gpu-memory-utilization=0.85", "kv-cache-dtype=fp8", "port=8001",
+                                     "port=$(PORT)", "max-loras=4", "cpu-offload-gb=2.5", "max-logprobs=-1",
+                                     "served-model-name=llama", "seed=-1"])
 def test_set_accepts_what_vllm_accepts(cli, setting: str) -> None:
     got = cli("args", "set", "-f", SHELL_FORM, "--set", setting)
     assert got.returncode == 0, got.stderr

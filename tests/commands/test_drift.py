@@ -294,6 +294,11 @@ def test_a_crash_looping_model_outside_the_catalog_is_never_in_sync(rehearsal: R
     assert cli("drift", "-i", inv, "--detailed-exitcode").returncode == 2
     human = cli("drift", "-i", inv).stdout.splitlines()
     assert human[0].startswith(f"{HOST}: DRIFTED (") and "crash-loop" in human[0], human
+    # a policy that accepts unknown still sees the crash loop: acceptance covers what cannot be judged, only
+    accepting = inventory(tmp_path, rehearsal.kubeconfig, policy(tmp_path, covers + "drift: {unknown: in-sync}\n",
+                                                                 name="accepting"), name="inv2")
+    host = as_json(cli("drift", "-i", accepting, "-o", "json"))["hosts"][0]
+    assert (host["status"], host["acceptsUnknown"], host["unknown"]) == ("Drifted", True, ["concurrency", "prediction"])
 
 
 # Real vLLM 0.6.4 log, Llama-3.1-8B at max-model-len 29000 (source: tests/data/logs/SOURCES.md).

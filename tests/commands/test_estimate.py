@@ -75,3 +75,18 @@ def test_unparseable_config_is_one_line(cli, tmp_path):
     got = cli("estimate", "--model-config", str(path), "--gpu", "NVIDIA-L4")
     assert got.returncode == 2
     assert got.stderr.startswith(f"vllm-remedy: error: {path}: not valid JSON (") and got.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("command", [
+    ["estimate", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "NVIDIA-L4", "--vllm-version", "0.9.2"],
+    ["plan", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "NVIDIA-L4", "--vllm-version", "0.9.2"],
+])
+def test_the_human_view_is_o_text_as_in_every_other_command_and_o_human_still_works(cli, command):
+    """args, diagnose, drift and expire spell it ``-o text``; estimate and plan said ``-o human``. Both now take
+    ``text``, and ``human`` stays an accepted alias so scripts written for it keep working."""
+    default = cli(*command)
+    assert default.returncode == 0, default.stderr
+    for spelling in ("text", "human"):
+        got = cli(*command, "-o", spelling)
+        assert (got.returncode, got.stdout) == (0, default.stdout), got.stderr
+    assert "-o {text,json}" in cli(command[0], "--help").stdout

@@ -25,7 +25,7 @@ PRIOR_JSON = json.dumps({"args": GOOD_ARGS, "command": ["vllm", "serve"], "conta
 def dead_process_toggle(rehearsal: Rehearsal, offset: float) -> str:
     """What `deploys/enforce_eager.py` writes, written directly (the writer then 'dies'); expiry = now + offset."""
     expires = rfc3339(rehearsal.client().server_time() + offset)
-    # the digest covers the container as written, the toggle's own flag taken out
+    # with the digest annotation older versions wrote: neither needed nor trusted now, dropped with the toggle
     written = {"args": GOOD_ARGS, "command": ["vllm", "serve"], "container": "vllm",
                "image": container(rehearsal)["image"]}
     digest = json.dumps({"prior": sha256(json.loads(PRIOR_JSON)), "written": sha256(written)}, sort_keys=True,
@@ -130,11 +130,72 @@ def test_expire_never_restores_a_tampered_prior_argv(rehearsal: Rehearsal, tmp_p
     assert got.returncode == 0, got.stderr
     said = [line for line in got.stdout.splitlines()
             if "enforce-eager: remove --enforce-eager only" in line and ": written (" in line]
-    assert len(said) == 1 and "the prior-argv record does not match its digest" in said[0], got.stdout
+    assert len(said) == 1 and "outside its vLLM flags" in said[0], got.stdout
     c = container(rehearsal)
     assert (c["command"], c["args"]) == (["vllm", "serve"], GOOD_ARGS)
     notes = rehearsal.client().get_deployment("llm", "llama-8b")["metadata"]["annotations"]
     assert not [k for k in notes if k.startswith("vllm-remedy.io/enforce-eager-")]
+
+
+def test_expire_never_restores_a_forged_prior_even_with_its_digest_recomputed(rehearsal: Rehearsal, tmp_path: Path,
+                                                                             cli) -> None:
+    """Anyone who may edit annotations may also recompute an unkeyed digest: the review's forged prior
+    (``sh -c "echo PWNED; vllm serve ... --max-model-len 131072"``) with a matching digest. The revert is a write
+    like any other: the prior differs from the running container outside the toggle's flag, so only the flag
+    comes off, the line says why, and neither the shell nor the 128k context ever reaches the template."""
+    from fixtures.budget_world import EAGER, LOCAL, rolled_out
+
+    got = rehearsal.pyinfra(LOCAL, EAGER, "-y", "--data", "eager_ttl=1m")
+    assert got.returncode == 0, got.stderr
+    on = rolled_out(rehearsal)
+    expires = parse_rfc3339(on["metadata"]["annotations"][EXPIRES])
+    evil_args = [a if a != "16384" else "131072" for a in GOOD_ARGS]
+    evil = {"container": "vllm", "command": ["sh", "-c"], "args": ["echo PWNED; vllm serve " + " ".join(evil_args)]}
+    written = {"args": GOOD_ARGS, "command": ["vllm", "serve"], "container": "vllm",
+               "image": on["spec"]["template"]["spec"]["containers"][0]["image"]}
+
+    def forge(dep: dict) -> None:
+        dep["metadata"]["annotations"][PRIOR] = json.dumps(evil, sort_keys=True, separators=(",", ":"))
+        dep["metadata"]["annotations"][DIGEST] = json.dumps({"prior": sha256(evil), "written": sha256(written)},
+                                                            sort_keys=True, separators=(",", ":"))
+
+    rehearsal.change(forge)
+    client = rehearsal.client()
+    while client.server_time() < expires:
+        time.sleep(0.05)
+    inv = inventory(tmp_path, rehearsal.kubeconfig, policy(tmp_path))
+    got = cli("expire", "-i", inv)
+    assert got.returncode == 0, got.stderr
+    said = [line for line in got.stdout.splitlines()
+            if "enforce-eager: remove --enforce-eager only" in line and ": written (" in line]
+    assert len(said) == 1 and "differs from the running container" in said[0], got.stdout
+    c = container(rehearsal)
+    assert (c["command"], c["args"]) == (["vllm", "serve"], GOOD_ARGS)
+    notes = rehearsal.client().get_deployment("llm", "llama-8b")["metadata"]["annotations"]
+    assert not [k for k in notes if k.startswith("vllm-remedy.io/enforce-eager-")]
+
+
+def test_expire_keeps_a_toggle_the_memory_model_says_the_server_needs(rehearsal: Rehearsal, tmp_path: Path,
+                                                                      cli) -> None:
+    """A revert is a write like any other: at --gpu-memory-utilization 0.98 the CUDA graphs eager mode saves put the
+    predicted peak over the L40S (44.50 of 44.42 GiB), so the expired toggle stays, the host fails with that one
+    line (exit 1), nothing is written, and the expiry stays in the metrics for the alert."""
+    args = [a if a != "0.90" else "0.98" for a in GOOD_ARGS]
+    prior = json.dumps({"args": args, "command": ["vllm", "serve"], "container": "vllm"})
+    expires = rfc3339(rehearsal.client().server_time() - 600)
+    set_args(rehearsal, [*args, "--enforce-eager"], notes={EXPIRES: expires, PRIOR: prior})
+    before = rehearsal.client().get_deployment("llm", "llama-8b")
+    inv = inventory(tmp_path, rehearsal.kubeconfig, policy(tmp_path))
+    prom = tmp_path / "expire.prom"
+    got = cli("expire", "-i", inv, "-o", "json", "--metrics-file", str(prom))
+    assert got.returncode == 1, got.stderr
+    host = as_json(got)["hosts"][0]
+    assert host["status"] == "Error" and host["error"].startswith(
+        f"kept expired toggle enforce-eager (expired {expires}) on deployment llm/llama-8b: without it predicted peak "
+        "44.50 GiB exceeds the 44.42 GiB of NVIDIA-L40S"), host
+    after = rehearsal.client().get_deployment("llm", "llama-8b")
+    assert (after["spec"], after["metadata"]["annotations"]) == (before["spec"], before["metadata"]["annotations"])
+    assert parse_samples(prom.read_text(), OVERRIDE_EXPIRY) == {(HOST, "enforce-eager"): parse_rfc3339(expires)}
 
 
 def test_host_data_naming_a_missing_file_is_bad_input_exit_2(rehearsal: Rehearsal, tmp_path: Path, cli) -> None:

@@ -178,3 +178,26 @@ def test_a_garbage_expiry_does_not_block_the_restore(rehearsal: Rehearsal) -> No
     assert len([line for line in lines if line.startswith("warning: ") and "tomorrow" in line]) == 1, lines
     assert any("to revision 14" in line for line in lines), lines
     assert args_of(rolled_out(rehearsal)) == GOOD_ARGS
+
+
+def test_turning_it_off_is_refused_like_any_write_predicted_not_to_start(rehearsal: Rehearsal) -> None:
+    """At --gpu-memory-utilization 0.98 the CUDA graphs eager mode saves put the predicted peak over the L40S:
+    turning it off is refused (exit 1, one line), nothing is written - as propose refuses any flag write."""
+    vllm_runtime(rehearsal)
+    tight = [a if a != "0.90" else "0.98" for a in GOOD_ARGS]
+    prior = json.dumps({"args": tight, "command": ["vllm", "serve"], "container": "vllm"})
+
+    def tight_and_eager(dep: dict) -> None:
+        dep["spec"]["template"]["spec"]["containers"][0]["args"] = [*tight, "--enforce-eager"]
+        dep["metadata"]["annotations"].update({EXPIRES: "2099-01-01T00:00:00Z", PRIOR: prior})
+
+    rehearsal.change(tight_and_eager, change_cause="tight budget, eager on")
+    before = deployment(rehearsal)
+    for flags, code in ((("--dry",), 0), (("-y",), 1)):  # --dry shows the refusal; -y fails the host on it
+        got = rehearsal.pyinfra(LOCAL, EAGER, *flags, "--data", "enforce_eager=false")
+        assert got.returncode == code, got.stderr
+        said = "--enforce-eager off on deployment llm/llama-8b: without it predicted peak 44.50 GiB exceeds the " \
+               "44.42 GiB of NVIDIA-L40S"
+        assert len([line for line in host_out(got.stderr) if said in line]) == 1, got.stderr
+    after = deployment(rehearsal)
+    assert (after["spec"], after["metadata"]["annotations"]) == (before["spec"], before["metadata"]["annotations"])

@@ -9,8 +9,6 @@ failure, and that nothing was overwritten. (budget.py's concurrent-edit test liv
 from __future__ import annotations
 
 import copy
-import hashlib
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -65,14 +63,6 @@ EAGER_PRIOR = ('{"args":["meta-llama/Llama-3.1-8B-Instruct","--revision","0e9e39
 CHANGE_ID = "vllm-remedy.io/change-id"
 
 
-def _sha256(value: Any) -> str:
-    return "sha256:" + hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
-
-
-#: sha256 of the prior record and of the container as the toggle wrote it (its own flag taken out).
-EAGER_DIGEST = json.dumps({"prior": _sha256(json.loads(EAGER_PRIOR)),
-                           "written": _sha256({**json.loads(EAGER_PRIOR), "image": "vllm/vllm-openai:v0.8.5"})},
-                          sort_keys=True, separators=(",", ":"))
 #: Transient trouble: flaky Deployment reads and writes, apiserver timeouts (504) on what the wait reads, latency.
 FLAKY = [{"verb": "*", "resource": "deployments", "error_rate": 0.3, "error_code": 503},
          {"verb": "patch", "resource": "deployments", "error_rate": 0.5, "error_code": 500},
@@ -128,8 +118,7 @@ CASES = {
     "eager": Case(EAGER, baseline, "turn on --enforce-eager on deployment llm/llama-8b for 2h",
                   set_args([*GOOD_ARGS, "--enforce-eager"]), "enforce-eager",
                   "--enforce-eager until {expires} (temporary; reverts on the next run after)",
-                  {"vllm-remedy.io/enforce-eager-prior": EAGER_PRIOR,
-                   "vllm-remedy.io/enforce-eager-digest": EAGER_DIGEST},
+                  {"vllm-remedy.io/enforce-eager-prior": EAGER_PRIOR},
                   ("--data", "eager_ttl=2h")),
     "load_guard": Case(LOAD_GUARD, lambda r: scenario(r, with_args(BIG_PREFILL), "bigger prefill chunks"),
                        "cap load on deployment llm/llama-8b: --max-num-batched-tokens 4096",

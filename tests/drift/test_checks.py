@@ -37,8 +37,10 @@ def container_status(restarts: int, waiting: str | None, exit_code: int = 1, rea
             "lastState": {"terminated": {"exitCode": exit_code, "reason": "Error"}} if restarts else {}}
 
 
-def pods(dep: dict, statuses: list[dict[str, Any]], new: bool = True, log: str | None = None) -> dict[str, Any]:
-    """The Pods fact for ``dep``: one ReplicaSet (the new one unless ``new`` is False) and a pod per status."""
+def pods(dep: dict, statuses: list[dict[str, Any]], new: bool = True, log: str | None = None,
+         ready_since: str | None = None) -> dict[str, Any]:
+    """The Pods fact for ``dep``: one ReplicaSet (the new one unless ``new`` is False) and a pod per status (Ready
+    since ``ready_since`` when given)."""
     rs_template = dep["spec"]["template"] if new else template("other/model", [], L40S)
     rs = {"metadata": {"name": "m-1", "uid": "r1", "labels": {"app": "m"}, "creationTimestamp": "2026-01-01T00:00:00Z",
                        "annotations": {"deployment.kubernetes.io/revision": "4"},
@@ -46,7 +48,9 @@ def pods(dep: dict, statuses: list[dict[str, Any]], new: bool = True, log: str |
           "spec": {"template": rs_template}}
     objs = [{"metadata": {"name": f"m-1-{i}", "labels": {"app": "m"}, "ownerReferences": [{"controller": True,
                                                                                           "uid": "r1"}]},
-             "status": {"phase": "Running", "containerStatuses": [s]}} for i, s in enumerate(statuses)]
+             "status": {"phase": "Running", "containerStatuses": [s], "conditions": [
+                 {"type": "Ready", "status": "True", "lastTransitionTime": ready_since}] if ready_since else []}}
+            for i, s in enumerate(statuses)]
     logs = {f"m-1-{i}/vllm": {"previous": True, "text": log} for i in range(len(statuses))} if log else {}
     return pods_data(dep, [rs], objs, logs, "vllm")
 
@@ -94,6 +98,27 @@ def test_crash_loop_follows_kube_waits_rule_and_names_the_failure_class() -> Non
                                "Error); startup log: no_cache_blocks (+1 more pod(s))")
     assert run(dep, pod_fact=pods(dep, [container_status(1, "CrashLoopBackOff")]))["crash-loop"].detail.endswith(
         "; startup log: unclassified")
+
+
+def test_a_container_ready_again_for_less_than_the_stable_time_after_repeated_oom_is_a_crash_loop() -> None:
+    """Between two OOM kills under load the container starts, passes its probe and is Ready: restore's rule
+    (``kube.health.flapping``, the same function) counts it as crash-looping until Ready for ``confirm.stable_for``;
+    so does drift. Ready for longer, or after a single death, it serves again."""
+    dep = deployment()
+    policy = Policy.from_mapping({"gpu": {"products": ["NVIDIA-L40S"]}, "confirm": {"stable_for": "30m"}})
+    oom = {**container_status(4, None, exit_code=137, ready=True),
+           "lastState": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}}}
+
+    def verdict(status: dict[str, Any], since: str) -> checks.Check:
+        return run(dep, policy, pods(dep, [status], ready_since=since))["crash-loop"]
+
+    flapping = verdict(oom, "2026-01-01T11:59:00Z")  # Ready for a minute of the 30 the policy asks
+    assert flapping.status == "drift"
+    assert flapping.detail == ("revision 4 crash-loops: pod m-1-0 container vllm: 4 restarts (last exit 137, "
+                               "OOMKilled), Ready again for 1m only (stable after 30m); startup log: host_oom_killed")
+    assert verdict(oom, "2026-01-01T11:00:00Z").status == "pass"  # Ready for an hour: recovered
+    once = {**oom, "restartCount": 1}
+    assert verdict(once, "2026-01-01T11:59:00Z").status == "pass"  # one death is no loop
 
 
 def test_only_the_current_revisions_pods_count_and_unread_pods_are_unknown() -> None:

@@ -83,3 +83,32 @@ def test_metrics_skip_failed_hosts_and_stale_the_last_check() -> None:
     assert 'host="g"' not in text and "vllm_remedy_last_check_timestamp_seconds " not in text
     ok = report.drift_report({"hosts": [host("pass")]}, NOW)
     assert f"vllm_remedy_last_check_timestamp_seconds {int(NOW)}" in report.drift_metrics(ok, NOW).render()
+
+
+def test_unknown_checks_are_in_the_metrics_and_count_as_drift_unless_the_policy_accepts_them() -> None:
+    """Before, an unknown check left no series at all: a model outside the catalogs was invisible to the alert
+    that fires on drift while the exit code said "not in sync". Now it is a drift series (1) plus an unknown one;
+    a team whose policy says ``drift: {unknown: in-sync}`` gets exit 0 and a drift series of 0, the unknown
+    series still 1 so a dashboard can tell."""
+    unknown = {**host("unknown"), "checks": [{"check": "prediction", "status": "unknown", "detail": "?"},
+                                             {"check": "max-model-len", "status": "pass", "detail": ""}]}
+    doc = report.drift_report({"hosts": [unknown]}, NOW)
+    assert (doc["status"]["result"], doc["status"]["exitCode"]) == ("Unknown", 1)
+    text = report.drift_metrics(doc, NOW).render()
+    assert 'vllm_remedy_drift_detected{host="h",check="prediction"} 1' in text
+    assert 'vllm_remedy_drift_unknown{host="h",check="prediction"} 1' in text
+    assert 'vllm_remedy_drift_unknown{host="h",check="max-model-len"} 0' in text
+
+    accepted = report.drift_report({"hosts": [{**unknown, "accept_unknown": True}]}, NOW)
+    assert (accepted["status"]["result"], accepted["status"]["exitCode"]) == ("NoDrift", 0)
+    assert accepted["hosts"][0]["unknown"] == ["prediction"] and accepted["hosts"][0]["acceptsUnknown"] is True
+    assert report.render_drift(accepted).splitlines()[0] == "h: in sync (unknown accepted by policy: prediction)"
+    text = report.drift_metrics(accepted, NOW).render()
+    assert 'vllm_remedy_drift_detected{host="h",check="prediction"} 0' in text
+    assert 'vllm_remedy_drift_unknown{host="h",check="prediction"} 1' in text
+    assert report.drift_report({"hosts": [{**unknown, "accept_unknown": True}]}, NOW, True)["status"]["exitCode"] == 0
+
+
+def test_the_policy_says_whether_unknown_is_drift() -> None:
+    assert Policy().drift.unknown == "drift"
+    assert Policy.from_mapping({"drift": {"unknown": "in-sync"}}).drift.accepts_unknown is True

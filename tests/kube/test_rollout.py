@@ -18,7 +18,7 @@ from fixtures.kube_fakeapi import FakeApi, kubeconfig_text
 from fixtures.kube_objects import BAD_ARGS, GOOD_ARGS, OLD_ARGS, deployment, incident, pod_template, replicaset
 from vllm_remedy.kube.annotations import Keys
 from vllm_remedy.kube.errors import RolloutError
-from vllm_remedy.kube.history import history_table, revision_template, rollout_history, templates_equal
+from vllm_remedy.kube.history import Revision, history_table, revision_template, rollout_history, templates_equal
 from vllm_remedy.kube.rollout import (
     RULE_DIFFERENT,
     RULE_MARK,
@@ -216,3 +216,20 @@ def test_paused_and_no_history_match_kubectl(kube: FakeApi) -> None:
     with pytest.raises(RolloutError) as err:
         plan_undo(deployment(pod_template(OLD_ARGS, "NVIDIA-L40S"), 1), lonely)
     assert got.stderr == f"error: {err.value}\n"
+
+
+def test_a_revision_running_a_temporary_toggle_is_no_policy_pin_unless_the_unit_names_the_flag() -> None:
+    """Revision 14 is 13 with the eager toggle on (what deploys/enforce_eager.py writes). Its flags hold the unit,
+    but the toggle's record - its expiry - stays on the Deployment and a rollback never copies it back: pinning 14
+    would make a temporary measure permanent and invisible to expire. The pin goes to 13, the unit itself; a
+    team that runs eager mode for good says so in the unit and gets 14."""
+    def rev(number: int, args: list[str]) -> Revision:
+        return Revision(number, f"rs-{number}", "", pod_template(args, "NVIDIA-L40S"), {}, "", 0, number == 15)
+
+    hist = [rev(13, GOOD_ARGS), rev(14, [*GOOD_ARGS, "--enforce-eager"]), rev(15, BAD_ARGS)]
+    unit = {"image": "vllm/vllm-openai:v0.8.5", "flags": {"max-model-len": 16384}}
+    choice = choose_rollback(hist, 15, pinned=policy_pin(Policy.from_mapping({"known_good": [unit]}).known_good))
+    assert (choice.revision.number, choice.rule) == (13, RULE_POLICY)
+    eager_unit = {**unit, "flags": {"max-model-len": 16384, "enforce-eager": "true"}}
+    choice = choose_rollback(hist, 15, pinned=policy_pin(Policy.from_mapping({"known_good": [eager_unit]}).known_good))
+    assert (choice.revision.number, choice.rule) == (14, RULE_POLICY)

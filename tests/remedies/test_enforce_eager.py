@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 from typing import Any
+
+import pytest
 
 from vllm_remedy.kube.annotations import Keys, read_toggles, scan_toggles
 from vllm_remedy.remedies import enforce_eager as toggle
@@ -37,25 +40,28 @@ def test_a_tampered_prior_record_is_never_written_only_the_flag_comes_off() -> N
     undo = toggle.revert(on, KEYS, record)
     assert not undo.exact
     assert (container(undo.template)["command"], container(undo.template)["args"]) == (["vllm", "serve"], ARGS)
-    assert undo.message.startswith("remove --enforce-eager only: the prior-argv record does not match its digest")
+    assert undo.message.startswith("remove --enforce-eager only: it differs from the running container outside its "
+                                   "vLLM flags")
 
 
-def test_a_toggle_without_a_digest_or_with_a_garbled_one_only_loses_its_flag() -> None:
+def test_a_digest_is_neither_written_nor_trusted_and_an_old_one_is_dropped_with_its_toggle() -> None:
+    """A record from before the digest was retired (garbled or not) is judged like any other: by the container."""
     on, notes = switched_on()
-    for changed in ({k: v for k, v in notes.items() if k != DIGEST}, {**notes, DIGEST: "sha256:nope"}):
-        (record,) = read_toggles(KEYS, changed)
+    assert DIGEST not in notes
+    for legacy in ({**notes, DIGEST: "sha256:nope"}, notes):
+        (record,) = read_toggles(KEYS, legacy)
         undo = toggle.revert(on, KEYS, record)
-        assert not undo.exact and container(undo.template)["args"] == ARGS
-    assert "no integrity digest" in toggle.revert(on, KEYS, read_toggles(KEYS, {
-        k: v for k, v in notes.items() if k != DIGEST})[0]).message
+        assert undo.exact and undo.template == template(), undo.message
+        assert DIGEST in undo.annotations and undo.annotations[DIGEST] is None
 
 
-def test_an_image_changed_since_the_toggle_keeps_the_argv_as_it_is_minus_the_flag() -> None:
+def test_an_image_changed_since_the_toggle_stays_and_the_argv_is_restored() -> None:
+    """The record holds argv only: the restore never touches the image, so a new image since is kept."""
     on, notes = switched_on()
     edited = copy.deepcopy(on)
     container(edited)["image"] = "vllm/vllm-openai:v0.9.2"
     undo = toggle.revert(edited, KEYS, read_toggles(KEYS, notes)[0])
-    assert not undo.exact and "the container changed since it was set" in undo.message
+    assert undo.exact, undo.message
     assert container(undo.template)["image"] == "vllm/vllm-openai:v0.9.2" and container(undo.template)["args"] == ARGS
 
 
@@ -92,3 +98,59 @@ def test_toggle_keys_are_ours_and_only_those() -> None:
     assert all(KEYS.is_toggle_key(k) for k in (EXPIRES, PRIOR, DIGEST))
     assert not any(KEYS.is_toggle_key(k) for k in ("vllm-remedy.io/known-good", "vllm-remedy.io/last-action",
                                                    "example.com/enforce-eager-expires"))
+
+
+def forged(notes: dict[str, str], prior: dict[str, Any], on: dict[str, Any]) -> dict[str, str]:
+    """What anyone who may edit annotations can write: a new prior *and* the digest recomputed to match it (an
+    unkeyed sha256, computed here the way the toggle's first design did) - a digest proves nothing."""
+    def sha(value: Any) -> str:
+        return "sha256:" + hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+    c = container(on)
+    written = {"container": "vllm", "command": c["command"], "args": [a for a in c["args"] if a != "--enforce-eager"],
+               "image": c["image"]}
+    digest = json.dumps({"prior": sha(prior), "written": sha(written)}, sort_keys=True, separators=(",", ":"))
+    return {**notes, PRIOR: json.dumps(prior), DIGEST: digest}
+
+
+@pytest.mark.parametrize(("prior", "why"), [
+    ({"container": "vllm", "command": ["sh", "-c"],
+      "args": [f"echo PWNED; exec vllm serve {MODEL} --max-model-len 131072 --gpu-memory-utilization 0.90"]},
+     "it differs from the running container in --max-model-len too"),
+    ({"container": "vllm", "command": ["sh", "-c"], "args": [f"echo PWNED; exec vllm serve {' '.join(ARGS)}"]},
+     "it differs from the running container outside its vLLM flags (command, script, entrypoint or model)"),
+    ({"container": "vllm", "command": ["vllm", "serve"], "args": [*ARGS, "--max-model-len", "131072"]},
+     "it differs from the running container in --max-model-len too"),
+    ({"container": "vllm", "command": ["vllm", "serve"], "args": ["meta-llama/Llama-3.1-70B", *ARGS[1:]]},
+     "it differs from the running container outside its vLLM flags (command, script, entrypoint or model)"),
+    ({"container": "vllm", "command": ["vllm", "serve"], "args": [*ARGS, "--trust-remote-code"]},
+     "it differs from the running container in --trust-remote-code too"),
+    ({"container": "vllm", "command": ["vllm", "serve"], "args": [*ARGS, "--enforce-eager"]},
+     "the prior argv runs --enforce-eager itself"),
+    ({"container": "sidecar", "command": ["sh", "-c", "echo PWNED"], "args": None},
+     "the prior-argv record names container 'sidecar', not the vLLM container 'vllm'"),
+    ({"container": "vllm", "command": "vllm serve", "args": ARGS},
+     "the prior-argv record is not a container's command/args (lists of strings)"),
+    ({"container": "vllm", "command": ["sh", "-c"], "args": [f"vllm serve {MODEL}; vllm serve {MODEL}"]},
+     "the prior argv does not run a vLLM server this tool can read"),
+])
+def test_a_forged_prior_with_a_recomputed_digest_is_never_restored(prior: dict[str, Any], why: str) -> None:
+    """The record is data anyone who may edit annotations writes: restoring it exactly needs it to be the running
+    container with only the toggle's flag off. Anything else: the flag alone comes off, and the line says why."""
+    on, notes = switched_on()
+    (record,) = read_toggles(KEYS, forged(notes, prior, on))
+    undo = toggle.revert(on, KEYS, record)
+    assert not undo.exact, undo.message
+    assert (container(undo.template)["command"], container(undo.template)["args"]) == (["vllm", "serve"], ARGS)
+    assert undo.message.startswith(f"remove --enforce-eager only: {why}"), undo.message
+    assert "\n" not in undo.message
+
+
+def test_the_honest_record_of_a_script_form_container_still_restores_exactly() -> None:
+    script = f"exec vllm serve {MODEL} \\\n  --max-model-len 16384 --gpu-memory-utilization 0.90"
+    before = {"spec": {"containers": [{"name": "vllm", "image": "vllm/vllm-openai:v0.8.5", "command": ["sh", "-c"],
+                                       "args": [script]}]}}
+    on, notes = toggle.switch_on(before, KEYS, 0, 60)
+    assert container(on)["args"] != [script]
+    undo = toggle.revert(on, KEYS, read_toggles(KEYS, notes)[0])
+    assert undo.exact and undo.template == before, undo.message

@@ -26,6 +26,16 @@ ENGINE_FLAGS = (
 )
 
 
+def _output(value: str) -> str:
+    return "text" if value == "human" else value
+
+
+def add_output(parser: argparse.ArgumentParser) -> None:
+    """``-o text|json`` as every other command spells it; ``human``, these commands' first spelling, is still
+    accepted (scripts written for it keep working) but no longer offered."""
+    parser.add_argument("-o", "--output", choices=("text", "json"), default="text", type=_output)
+
+
 def add_model_gpu(parser: argparse.ArgumentParser, required: bool = True) -> None:
     """``--model ID | --model-config FILE`` and ``--gpu LABEL | --gpu-memory-gib N`` (plus --vllm-version)."""
     model = parser.add_mutually_exclusive_group(required=required)

@@ -21,7 +21,7 @@ from vllm_remedy import yamlfile
 from vllm_remedy.envelope import dumps, listing
 from vllm_remedy.errors import UserError
 from vllm_remedy.vllm import manifest
-from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, canonical_key, find_server
+from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, canonical_key, find_server, ranges
 from vllm_remedy.vllm.cmdline.flags import KNOWN, is_boolean
 from vllm_remedy.vllm.manifest_text import ManifestText
 from vllm_remedy.vllm.memory.settings import EngineSettings
@@ -108,7 +108,8 @@ def _pairs(items: list[str]) -> dict[str, str]:
 
 
 def _validate(changes: dict[str, str], servers: list[ServerCommand]) -> None:
-    """Refuse unknown flag names and values vLLM would reject, as `estimate` does, before anything is printed.
+    """Refuse unknown flag names and values vLLM would reject, as `estimate` does, before anything is printed:
+    the memory flags typed by ``EngineSettings``, every port and count by ``cmdline.ranges``.
 
     A flag vLLM does not know is accepted only when the command already has it (wrapper programs' own flags);
     `$(VAR)`, `${VAR}` and `{{ .X }}` values are the cluster's to fill in, so they are not judged.
@@ -126,6 +127,9 @@ def _validate(changes: dict[str, str], servers: list[ServerCommand]) -> None:
             EngineSettings.from_flags({name: value}, None)
         except UserError as exc:
             raise UserError(f"--set {key}={value}: {exc}") from None
+        wrong = ranges.check(name, value.strip())  # ports, counts, sizes: the flags EngineSettings does not type
+        if wrong is not None:
+            raise UserError(f"--set {key}={value}: {name}: {wrong}")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -9,7 +9,14 @@ from __future__ import annotations
 
 import argparse
 
-from vllm_remedy.commands._engine_args import add_engine_flags, add_model_gpu, engine_flags, load_gpu, load_model
+from vllm_remedy.commands._engine_args import (
+    add_engine_flags,
+    add_model_gpu,
+    add_output,
+    engine_flags,
+    load_gpu,
+    load_model,
+)
 from vllm_remedy.envelope import dumps, envelope
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate
 from vllm_remedy.vllm.versions import rules
@@ -23,7 +30,7 @@ BAR_WIDTH = 60
 def configure(parser: argparse.ArgumentParser) -> None:
     add_model_gpu(parser)
     add_engine_flags(parser)
-    parser.add_argument("-o", "--output", choices=("human", "json"), default="human")
+    add_output(parser)
 
 
 def run(args: argparse.Namespace) -> int:

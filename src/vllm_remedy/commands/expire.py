@@ -1,12 +1,14 @@
-"""Revert every timed toggle past its expiry (e.g. --enforce-eager), restoring the exact prior argv, nothing else.
+"""Revert every timed toggle past its expiry (e.g. --enforce-eager), nothing else.
 
 Crash-safe: the expiry and the prior argv live on the Deployment, so a toggle set by a process that died is
 reverted all the same. Runs the deploys' own `workload.revert_expired_toggles` operation (guarded write, GitOps
-stance of the policy).
+stance of the policy): the exact prior argv comes back only where it differs from the running container in
+the toggle's flag alone, else just the flag comes off; a revert the memory model predicts will not start is
+not written.
 
 Exit codes:
   0 done (also when nothing was due)
-  1 a host failed
+  1 a host failed (its revert refused, e.g. predicted not to start without the toggle)
   2 bad input (a missing inventory, or host data naming a missing kubeconfig or policy file)
 
 Examples:

@@ -55,7 +55,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     failure = parser.add_mutually_exclusive_group()
     failure.add_argument("--failure", choices=[f.value for f in Failure], help="the failure the log showed")
     failure.add_argument("--log", metavar="FILE", help="the failing container's startup log")
-    parser.add_argument("-o", "--output", choices=("human", "json"), default="human")
+    ea.add_output(parser)
 
 
 @dataclass

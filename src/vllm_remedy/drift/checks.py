@@ -27,10 +27,10 @@ from typing import Any
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.annotations import Keys, Toggle, parse_rfc3339, read_toggles
 from vllm_remedy.kube.gpus import SHARED_SUFFIX, pod_gpu_request
-from vllm_remedy.kube.health import ContainerHealth, PodHealth
+from vllm_remedy.kube.health import ContainerHealth, PodHealth, flapping_container
 from vllm_remedy.kube.history import template_of
 from vllm_remedy.kube.wait import RESTART_LIMIT, crashing_container
-from vllm_remedy.policy import Policy
+from vllm_remedy.policy import Policy, format_duration
 from vllm_remedy.remedies.enforce_eager import TOGGLE_FLAGS
 from vllm_remedy.remedies.pin_gpu import canonical_product
 from vllm_remedy.remedies.predict import Prediction, pinned_gpu, predict_template
@@ -220,10 +220,10 @@ def _pod(row: Mapping[str, Any]) -> PodHealth:
                      containers=tuple(_container(c) for c in row.get("containers") or []))
 
 
-def _why(row: Mapping[str, Any], c: ContainerHealth) -> str:
-    """The crash in one line: kubelet's reason, the last exit and the classified startup log when read."""
+def _why(row: Mapping[str, Any], c: ContainerHealth, also: str = "") -> str:
+    """The crash in one line: kubelet's reason, the last exit (``also``) and the classified startup log when read."""
     said = f"pod {row.get('name')} container {c.name}: {c.waiting_reason or f'{c.restarts} restarts'} " \
-           f"(last exit {c.exit_code}, {c.terminated_reason or 'no reason'})"
+           f"(last exit {c.exit_code}, {c.terminated_reason or 'no reason'}){also}"
     startup = next((r.get("startup") for r in row.get("containers") or [] if r.get("name") == c.name), None) or {}
     failure = startup.get("failure")
     if failure and failure != "unknown":
@@ -232,18 +232,27 @@ def _why(row: Mapping[str, Any], c: ContainerHealth) -> str:
     return f"{said}; startup log: unclassified" + (f" ({evidence[:160]})" if evidence else "")
 
 
-def check_crash_loop(pods: Mapping[str, Any] | None, restart_limit: int = RESTART_LIMIT) -> Check:
+def check_crash_loop(pods: Mapping[str, Any] | None, restart_limit: int = RESTART_LIMIT, *, now: float | None = None,
+                     stable: float = 0.0) -> Check:
     """A crash-looping workload serves nothing, so it is drift whatever the other checks say (``pods``: the
     Pods fact, which the run reads once per host anyway; None when it was not read).
 
     kube/wait.py's rule, minus containers Ready now: a rollout wait sees fresh restart counts, drift sees a
-    pod's lifetime count, and old deaths of a container that serves again are no loop.
+    pod's lifetime count, and old deaths of a container that serves again are no loop — unless it is Ready
+    for less than ``stable`` seconds (cluster time ``now``) after repeated deaths: restore's flapping rule
+    (``kube.health.flapping_container``), between two OOMs under load.
     """
     if pods is None:
         return Check("crash-loop", UNKNOWN, "the pods were not read")
     current = [r for r in pods.get("pods") or [] if r.get("new") and not r.get("deleting")]
-    crashing = [(r, c) for r in current
-                if (c := crashing_container(_pod(r), restart_limit)) is not None and not c.ready]
+    crashing: list[tuple[Mapping[str, Any], ContainerHealth, str]] = []
+    for r in current:
+        health = _pod(r)
+        if (c := crashing_container(health, restart_limit)) is not None and not c.ready:
+            crashing.append((r, c, ""))
+        elif now is not None and (c := flapping_container(health, now, stable)) is not None:
+            crashing.append((r, c, f", Ready again for {format_duration(int(health.ready_for(now)))} only (stable "
+                                   f"after {format_duration(int(stable))})"))
     revision = pods.get("new_revision")
     if crashing:
         more = f" (+{len(crashing) - 1} more pod(s))" if len(crashing) > 1 else ""
@@ -286,7 +295,7 @@ def run_checks(deployment: Mapping[str, Any], policy: Policy, now: float, contai
     checks = (check_max_model_len(policy, server), check_flag_bounds(policy, server),
               check_known_good_unit(policy, observed), check_gpu_pinned(policy, observed),
               check_enforce_eager(observed, now), check_concurrency(policy, prediction), check_prediction(prediction),
-              check_crash_loop(pods))
+              check_crash_loop(pods, now=now, stable=policy.confirm.stable_for.total_seconds()))
     return HostChecks(checks, observed, prediction)
 
 

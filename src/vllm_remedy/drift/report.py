@@ -4,7 +4,8 @@ Exit codes follow kubectl diff / flux diff / argocd app diff: 0 in sync, 1 drift
 ``--detailed-exitcode`` Terraform's and helm-diff's: 0 in sync, 2 drift, 1 error. A host that could not be
 checked makes the whole run an error — whatever the other hosts say — so an unreachable cluster, a failed
 API call or a broken policy can never read as "no drift". Likewise a host whose checks could not judge it
-(a model or GPU outside the catalogs) is ``Unknown`` and exits as drift does: unknown is not in sync.
+(a model or GPU outside the catalogs) is ``Unknown`` and exits as drift does: unknown is not in sync —
+unless its policy says ``drift: {unknown: in-sync}``. The metrics carry unknown checks either way.
 """
 
 from __future__ import annotations
@@ -28,11 +29,14 @@ def _rfc3339(seconds: float) -> str:
 
 def host_status(host: Mapping[str, Any]) -> str:
     """A host that could not be checked is an error, one that could not be judged unknown, never in sync:
-    silence must not read as health. Drift wins over unknown, as it names something to fix."""
+    silence must not read as health — unless its policy accepts unknown (``drift.unknown: in-sync``, set by the
+    runner as ``accept_unknown``). Drift wins over unknown, as it names something to fix."""
     if host.get("error"):
         return ERROR
     found = {c["status"] for c in host.get("checks") or []}
-    return DRIFTED if "drift" in found else UNKNOWN if "unknown" in found else IN_SYNC
+    if "drift" in found:
+        return DRIFTED
+    return UNKNOWN if "unknown" in found and not host.get("accept_unknown") else IN_SYNC
 
 
 def _fix(host: Mapping[str, Any], drifted: list[str]) -> dict[str, Any]:
@@ -54,7 +58,8 @@ def host_entry(host: Mapping[str, Any]) -> dict[str, Any]:
     drifted = [c["check"] for c in host.get("checks") or [] if c["status"] == "drift"]
     unknown = [c["check"] for c in host.get("checks") or [] if c["status"] == "unknown"]
     return {"host": host["host"], "status": status, "error": None, "policy": host.get("policy"), "drifted": drifted,
-            "unknown": unknown, "checks": host.get("checks") or [], "fix": _fix(host, drifted),
+            "unknown": unknown, "acceptsUnknown": bool(host.get("accept_unknown")), "checks": host.get("checks") or [],
+            "fix": _fix(host, drifted),
             "prediction": host.get("prediction"), "gitops": host.get("gitops"), "observed": host.get("observed")}
 
 
@@ -89,7 +94,8 @@ def render_drift(report: Mapping[str, Any]) -> str:
         if h["status"] == ERROR:
             out += [f"{h['host']}: ERROR: {h['error']}", ""]
             continue
-        head = {IN_SYNC: "in sync", DRIFTED: f"DRIFTED ({', '.join(h['drifted'])})",
+        accepted = f" (unknown accepted by policy: {', '.join(h['unknown'])})" if h["unknown"] else ""
+        head = {IN_SYNC: f"in sync{accepted}", DRIFTED: f"DRIFTED ({', '.join(h['drifted'])})",
                 UNKNOWN: f"UNKNOWN ({', '.join(h['unknown'])}): not in sync"}[h["status"]]
         out.append(f"{h['host']}: {head}")
         for c in h["checks"]:
@@ -120,14 +126,16 @@ def render_drift(report: Mapping[str, Any]) -> str:
 
 
 def drift_metrics(report: Mapping[str, Any], now: float) -> Metrics:
-    """Per-check drift gauges and toggle expiries; the last-check time only when every host was checked."""
+    """Per-check drift and unknown gauges and toggle expiries; the last-check time only when every host was
+    checked."""
     metrics = Metrics()
     for h in report["hosts"]:
         if h["status"] == ERROR:
             continue
-        for c in h["checks"]:
-            if c["status"] != "unknown":
-                metrics.drift(h["host"], c["check"], c["status"] == "drift")
+        for c in h["checks"]:  # unknown is drift, as in the exit code, unless the host's policy accepts it
+            unknown = c["status"] == "unknown"
+            metrics.drift(h["host"], c["check"], c["status"] == "drift" or (unknown and not h.get("acceptsUnknown")))
+            metrics.unknown(h["host"], c["check"], unknown)
         for toggle in (h.get("observed") or {}).get("toggles") or []:
             metrics.override_expiry(h["host"], toggle["name"], parse_rfc3339(toggle["expires"]))
     if report["status"]["errors"] == 0 and report["hosts"]:

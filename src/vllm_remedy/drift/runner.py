@@ -38,7 +38,7 @@ from vllm_remedy.drift import checks
 from vllm_remedy.errors import UserError
 from vllm_remedy.facts.deployment import Deployment
 from vllm_remedy.facts.pods import Pods
-from vllm_remedy.operations import budget, pin_gpu, workload
+from vllm_remedy.operations import budget, workload
 from vllm_remedy.operations.util import forget, forget_plans, k8s_host
 from vllm_remedy.policy import Policy
 from vllm_remedy.remedies.enforce_eager import expired as expired_toggles
@@ -202,17 +202,14 @@ def _pods(run: Run, host: Host) -> dict[str, Any]:
 
 
 def fix_operations(policy: Policy) -> list[tuple[str, Callable[..., Any], dict[str, Any]]]:
-    """deploys/budget.py's operations, in its order: what would bring a host back to its policy.
+    """deploys/budget.py's operations, in its order (``operations.budget.FIX``, the very list the deploy runs, so
+    this cannot go stale): what would bring a host back to its policy.
 
     Flags outside their bounds are the budget planner's to fix too (it starts from the current flags
     clamped into the policy), so the report never offers a fix no deploy would make, nor two values
-    for one flag.
+    for one flag. Pinning is a noop without reads where the policy names no GPU product.
     """
-    ops: list[tuple[str, Callable[..., Any], dict[str, Any]]] = [
-        ("Revert expired temporary toggles", workload.revert_expired_toggles, {})]
-    if policy.gpu_product:
-        ops.append(("Pin the GPU type", pin_gpu.gpu_product, {}))
-    ops.append(("Smallest change that restores headroom", budget.smallest_fix, {}))
+    ops: list[tuple[str, Callable[..., Any], dict[str, Any]]] = list(budget.FIX)
     return ops
 
 
@@ -246,6 +243,7 @@ def plan_host(run: Run, host: Host) -> dict[str, Any]:
     fix = [_operation(run, host, label, op, kwargs)
            for label, op, kwargs in fix_operations(ctx.policy)]
     return {"host": host.name, "error": None, "policy": ctx.policy.source, "cluster_time": now,
+            "accept_unknown": ctx.policy.drift.accepts_unknown,
             "checks": [c.to_json() for c in result.checks], "observed": result.observed.to_json(),
             "prediction": result.prediction.to_json() | {"line": result.prediction.line()},
             "gitops": None if owner is None else {**owner.to_json(), "mode": ctx.policy.gitops},
@@ -302,6 +300,8 @@ def expire(inventory_path: str, limit: Iterable[str] = ()) -> dict[str, Any]:
                 result["reverted"] = [] if failed or not result["changes"] else due.get(name, [])
                 if failed:
                     result["error"] = run.log.error(name, "revert failed")
+                elif due.get(name) and (result.get("noop") or "").startswith(workload.KEPT):
+                    result["error"] = result["noop"]  # refused like any write predicted not to start: exit 1
                 result["remaining"] = _remaining(run, name)
             hosts.append(result)
     finally:

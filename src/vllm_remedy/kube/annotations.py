@@ -3,14 +3,13 @@
 Why on ReplicaSets: a ReplicaSet *is* a revision — its template never changes and survives rollbacks —
 so a mark there names exactly what was confirmed. The Deployment must never carry a known-good mark:
 the deployment controller copies Deployment annotations onto every new ReplicaSet, which would bless
-an untested revision. Toggles record an RFC 3339 expiry, the exact prior values and an integrity digest
-so any later run can revert them without guessing — and without trusting a record edited since.
+an untested revision. Toggles record an RFC 3339 expiry and the exact prior values so any later run can
+revert them without guessing; the record is data, so a revert checks it against the object before trusting it.
 A malformed toggle record is reported (``scan_toggles``), never a reason for a deploy to stop.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Mapping
@@ -46,16 +45,18 @@ def parse_rfc3339(value: str, where: str = "timestamp") -> float:
 
 #: The suffixes of a toggle's annotations (``<prefix><name>-expires`` and so on).
 TOGGLE_SUFFIXES = ("-expires", "-prior", "-digest")
+#: Toggle name → the boolean vLLM flag it turns on: a flag that runs only for as long as its toggle's record says.
+TOGGLE_FLAGS = {"enforce-eager": "enforce-eager"}
+
+
+def toggle_flags_on(flags: Mapping[str, str]) -> list[str]:
+    """The toggles' flags a server runs with (``flags``: its effective flags, string values)."""
+    return [f for f in TOGGLE_FLAGS.values() if flags.get(f, "false") not in ("false", "False", "0")]
 
 
 def canonical_json(value: Any) -> str:
-    """The one JSON spelling of ``value`` (sorted keys, no spaces): what a record and its digest are taken of."""
+    """The one JSON spelling of ``value`` (sorted keys, no spaces), so a record reads back exactly as written."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
-
-
-def sha256_of(value: Any) -> str:
-    """``sha256:<hex>`` of ``value``'s canonical JSON."""
-    return "sha256:" + hashlib.sha256(canonical_json(value).encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -117,7 +118,8 @@ class Keys:
         return self.key(f"{toggle}-prior")
 
     def toggle_digest(self, toggle: str) -> str:
-        """sha256 of what the toggle wrote and of its prior record, so a revert can tell an edited record."""
+        """The digest older versions wrote next to the prior record: no longer written nor trusted (anyone who can
+        edit the record can recompute an unkeyed hash), only dropped with its toggle."""
         return self.key(f"{toggle}-digest")
 
     def toggle_keys(self, toggle: str) -> tuple[str, str, str]:
@@ -160,16 +162,12 @@ def is_known_good(keys: Keys, obj: Mapping[str, Any]) -> bool:
 
 @dataclass(frozen=True)
 class Toggle:
-    """A temporary change: ``prior`` holds the exact values to restore (e.g. the container's argv).
-
-    ``digest`` is the stored integrity record (None when absent, as on toggles written before it existed);
-    ``remedies.enforce_eager`` decides what it proves.
-    """
+    """A temporary change: ``prior`` holds the exact values to restore (e.g. the container's argv) — data anyone
+    who may edit annotations can write, so ``remedies.enforce_eager`` decides when it may be restored."""
 
     name: str
     expires: str  # RFC 3339
     prior: Any
-    digest: str | None = None
 
     def expires_at(self) -> float:
         """The expiry as epoch seconds; a malformed stamp is a UserError naming the toggle."""
@@ -194,8 +192,6 @@ def toggle_annotations(keys: Keys, toggle: Toggle) -> dict[str, str]:
     parse_rfc3339(toggle.expires, f"toggle {toggle.name} expiry")
     notes = {keys.toggle_expires(toggle.name): toggle.expires,
              keys.toggle_prior(toggle.name): canonical_json(toggle.prior)}
-    if toggle.digest is not None:
-        notes[keys.toggle_digest(toggle.name)] = toggle.digest
     return notes
 
 
@@ -218,7 +214,7 @@ def scan_toggles(keys: Keys, notes: Mapping[str, str]) -> tuple[list[Toggle], li
                 prior = json.loads(notes[prior_key])
             except ValueError as exc:
                 raise UserError(f"annotation {prior_key}: not valid JSON") from exc
-            toggle = Toggle(name, str(notes[key]), prior, notes.get(keys.prefix + name + "-digest"))
+            toggle = Toggle(name, str(notes[key]), prior)
         except UserError as exc:
             bad.append(Malformed(name, present, str(exc)))
             continue

@@ -115,6 +115,30 @@ class PodHealth:
         return next((c for c in self.containers if c.name == name), None)
 
 
+#: Failed restarts after which a container Ready for less than the stable time is between two crashes.
+FLAP_RESTARTS = 2
+
+
+def flapping(ready: bool, ready_since: str | None, now: float | None, stable: float) -> bool:
+    """Ready again, but for less than ``stable`` seconds at cluster time ``now``: between two OOMs under load a
+    pod passes its readiness probe and looks healthy. Unknown times (no ``now``, an unreadable stamp): False."""
+    if now is None or not ready or not ready_since:
+        return False
+    try:
+        since = _ts(ready_since)
+    except ValueError:
+        return False
+    return since is not None and now - since < stable
+
+
+def flapping_container(health: PodHealth, now: float | None, stable: float) -> ContainerHealth | None:
+    """The first container that died ``FLAP_RESTARTS`` times or more in a pod Ready for less than ``stable``
+    seconds (:func:`flapping`): crash-looping, though Ready this minute. Restore and drift share this rule."""
+    if not flapping(health.ready, health.ready_since, now, stable):
+        return None
+    return next((c for c in health.containers if c.failed and c.restarts >= FLAP_RESTARTS), None)
+
+
 def _condition(obj: Mapping[str, Any], kind: str) -> dict[str, Any]:
     for cond in (obj.get("status") or {}).get("conditions") or []:
         if cond.get("type") == kind:

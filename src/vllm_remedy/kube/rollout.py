@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from vllm_remedy.errors import UserError
-from vllm_remedy.kube.annotations import Keys, action_annotations, is_known_good
+from vllm_remedy.kube.annotations import Keys, action_annotations, is_known_good, toggle_flags_on
 from vllm_remedy.kube.errors import RolloutError
 from vllm_remedy.kube.history import (
     DESIRED_REPLICAS,
@@ -147,17 +147,28 @@ def plan_undo(deployment: Mapping[str, Any], replicasets: Sequence[Mapping[str, 
 class KnownGoodUnit(Protocol):
     """What a policy's known-good unit offers (``vllm_remedy.policy.KnownGoodUnit`` fits)."""
 
+    @property
+    def flags(self) -> Mapping[str, str]: ...
+
     def matches(self, image: str, flags: Mapping[str, str], model_revision: str | None = None) -> bool: ...
 
 
 def policy_pin(units: Sequence[KnownGoodUnit], container: str | None = None) -> Callable[[Revision], bool]:
-    """A predicate: does a revision's vLLM server match one of the policy's known-good units?"""
+    """A predicate: does a revision's vLLM server match one of the policy's known-good units?
+
+    A revision running a timed toggle's flag (``--enforce-eager``) matches only a unit that names that flag: the
+    toggle's expiry lives on the Deployment and a rollback never copies it back, so restoring that revision would
+    make a temporary measure permanent and invisible to expiry. Refused rather than stripped: the revision the
+    toggle was set on - the unit itself, exactly as it ran - is in the history too, and the pin finds it next.
+    """
     def pinned(rev: Revision) -> bool:
         try:
             server = find_server((rev.template.get("spec") or {}), container)
         except UserError:
             return False
-        return any(u.matches(server.image, server.flags, server.flags.get("revision")) for u in units)
+        temporary = toggle_flags_on(server.flags)
+        return any(u.matches(server.image, server.flags, server.flags.get("revision"))
+                   and all(f in u.flags for f in temporary) for u in units)
 
     return pinned
 

@@ -13,7 +13,7 @@ when nothing within policy is predicted to work. ``--max-model-len`` always ends
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from pyinfra import host, state
@@ -23,6 +23,7 @@ from vllm_remedy.errors import UserError
 from vllm_remedy.facts.nodes import NodeObjects
 from vllm_remedy.facts.pods import Pods
 from vllm_remedy.kube.history import template_of
+from vllm_remedy.operations import pin_gpu, workload
 from vllm_remedy.operations.util import (
     K8sHost,
     deployment_object,
@@ -197,3 +198,14 @@ def smallest_fix(gpu: str | None = None, target_concurrency: float | None = None
     summary = f"budget {ctx.where}: {step.describe()} ({step.lever}, rung {step.rank} of {len(plan.steps)})"
     yield from set_template(state, host, deployment, planned, action=BUDGET, reason=f"{step.lever}: {step.reason}",
                             summary=summary, prediction=prediction, annotations=notes)
+
+
+
+#: deploys/budget.py's operations before its wait, in order: (name, operation, keyword arguments). The deploy runs
+#: exactly these and ``vllm-remedy drift`` plans exactly these as the fix it reports, so the report never offers
+#: a fix the deploy would not make.
+FIX: tuple[tuple[str, Callable[..., Any], dict[str, Any]], ...] = (
+    ("Revert expired temporary toggles", workload.revert_expired_toggles, {}),
+    ("Pin the GPU type", pin_gpu.gpu_product, {}),
+    ("Smallest change that restores headroom", smallest_fix, {}),
+)

@@ -1,8 +1,9 @@
 """Runbook step 4's warning made safe: ``--enforce-eager`` only as a *timed* toggle that reverts itself.
 
-Turning it on records the expiry (cluster time, counted from the write), the container's exact prior argv
-and their integrity digest on the Deployment (``remedies.enforce_eager``); ``workload.revert_expired_toggles``,
-which every deploy runs first, takes it off after that. An unreadable record of this toggle is warned about
+Turning it on records the expiry (cluster time, counted from the write) and the container's exact prior argv
+on the Deployment (``remedies.enforce_eager``); ``workload.revert_expired_toggles``, which every deploy runs
+first, takes it off after that — restoring that argv only where it differs from the running container in the
+flag alone. An unreadable record of this toggle is warned about
 once and replaced (on) or dropped (off) — the eager deploy is the one that owns it.
 
     from vllm_remedy.operations import enforce_eager
@@ -73,7 +74,8 @@ def toggle(enabled: bool = True, ttl: str | int | None = None) -> Iterator[Funct
     """
     ``--enforce-eager`` as a timed toggle: on for at most ``ttl``, then any later run reverts it.
 
-    + enabled: True turns eager mode on (if it is off); False takes it off now, restoring the prior argv
+    + enabled: True turns eager mode on (if it is off); False takes it off now, restoring the prior argv (refused,
+      like any write, when the memory model predicts the server will not start without it)
     + ttl: how long it may stay on (``"30m"``, ``"2h"``; seconds as int); default and maximum is the
       policy's ``enforce_eager.max_duration`` — a longer ttl is refused
 
@@ -123,12 +125,16 @@ def toggle(enabled: bool = True, ttl: str | int | None = None) -> Iterator[Funct
         yield from refuse(state, host, f"{ctx.where}: {exc}")
         return
     prediction = predict_template(planned, ctx.container)
+    why = failed_prediction(prediction)
+    if not enabled and why is not None:
+        yield from refuse(state, host, f"--enforce-eager off on {ctx.where}: without it {why}; fix the budget first "
+                          "(deploys/budget.py)")
+        return
     if not enabled:
         yield from set_template(state, host, deployment, planned, action=EAGER_OFF, prediction=prediction,
                                 reason="--enforce-eager off", summary=f"turn off --enforce-eager on {ctx.where}",
                                 annotations=notes)
         return
-    why = failed_prediction(prediction)
     if why is not None:
         yield from refuse(state, host, f"--enforce-eager on {ctx.where}: {why}")
         return
@@ -136,17 +142,15 @@ def toggle(enabled: bool = True, ttl: str | int | None = None) -> Iterator[Funct
     observe(state, host, ctx.deployment_path, deployment)
     show(state, host, change_lines(ctx, f"{summary} (until about {notes[ctx.keys.toggle_expires(toggles.EAGER)]})",
                                    template, planned, prediction))
-    stamp = functools.partial(_toggle_record, toggles.argv_record(base, ctx.container), planned, ctx.container,
-                              seconds, ctx.keys)
+    stamp = functools.partial(_toggle_record, toggles.argv_record(base, ctx.container), seconds, ctx.keys)
     yield change_command(ctx, ctx.deployment_path, Change(spec={"template": copy.deepcopy(planned)}, stamp=stamp),
                          summary)
 
 
-def _toggle_record(prior: dict[str, Any], written: dict[str, Any], container: str | None, seconds: int, keys: Keys,
-                   at: float) -> dict[str, str]:
+def _toggle_record(prior: dict[str, Any], seconds: int, keys: Keys, at: float) -> dict[str, str]:
     """The toggle's annotations, stamped at the write itself (cluster time ``at``): a prompt left open for ten
     minutes does not shorten the toggle. They replace any unreadable record of it (same keys)."""
     expires = rfc3339(at + seconds)
     return {**action_annotations(keys, EAGER_ON, f"--enforce-eager until {expires} (temporary; reverts on the "
                                                  "next run after)", at),
-            **toggles.record(keys, expires, prior, written, container)}
+            **toggles.record(keys, expires, prior)}

@@ -39,10 +39,12 @@ from vllm_remedy.operations.util import (
 )
 from vllm_remedy.remedies import enforce_eager
 from vllm_remedy.remedies.load_guard import format_mm_limits
-from vllm_remedy.remedies.predict import predict_template
+from vllm_remedy.remedies.predict import failed_prediction, predict_template
 from vllm_remedy.vllm.versions import version_from_image
 
 FLAGS, EXPIRE = "flags", "expire"
+#: How ``revert_expired_toggles`` starts the line when it keeps an expired toggle (``vllm-remedy expire`` fails on it).
+KEPT = "kept expired toggle "
 
 
 @operation()
@@ -98,11 +100,13 @@ def revert_expired_toggles() -> Iterator[FunctionCommand]:
     """
     Revert every temporary toggle whose expiry (cluster time) has passed — every deploy calls this first.
 
-    The container's exact prior argv is restored when the toggle's digest proves both the prior record and
-    the container unchanged since it was set (apart from the toggled flag); otherwise only the toggled flag
-    is removed and the output says why — a record edited since is never written. An unreadable toggle record
-    (e.g. an expiry of ``tomorrow``) is one warning line and left in place; the operation goes on.
-    Nothing happens when no toggle has expired.
+    The container's exact prior argv is restored only when it differs from the running container in the
+    toggled flag alone (same container, command, script text, model, other flags); otherwise only the toggled
+    flag is removed and the output says why — the record is annotation data, never authority for what runs.
+    The revert is a write like any other: when the memory model predicts the server will not start without
+    the toggle, nothing is written and the line says why (the toggle stays, past its expiry: drift and the
+    expiry alert report it until the budget is fixed); other deploys go on. An unreadable toggle record (e.g.
+    an expiry of ``tomorrow``) is one warning line and left in place. Nothing happens when no toggle has expired.
 
     **Example:**
 
@@ -130,9 +134,16 @@ def revert_expired_toggles() -> Iterator[FunctionCommand]:
     if not due:
         noop(state, host, "no temporary toggle has expired")
         return
+    prediction = predict_template(template, ctx.container)
+    why = failed_prediction(prediction)
+    if why is not None:
+        names = ", ".join(f"{t.name} (expired {t.expires})" for t in due)
+        noop(state, host, f"{KEPT}{names} on {ctx.where}: without it {why}; fix the budget first "
+             "(deploys/budget.py) - drift and the expiry alert report it until then")
+        return
     yield from set_template(state, host, deployment, template, action=EXPIRE, reason="; ".join(said),
                             summary=f"revert expired toggles on {ctx.where}: {'; '.join(said)}",
-                            prediction=predict_template(template, ctx.container), annotations=drops)
+                            prediction=prediction, annotations=drops)
 
 
 @operation()

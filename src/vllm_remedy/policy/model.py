@@ -18,6 +18,7 @@ from .scalars import DNS_SUBDOMAIN, Bool, FrozenModel, Int1, Text, fail, one_of
 from .sections import (
     Alerts,
     Confirm,
+    Drift,
     EnforceEager,
     Fallback,
     GpuPolicy,
@@ -71,6 +72,7 @@ class Policy(FrozenModel):
     restore: Restore = Field(default_factory=Restore)
     confirm: Confirm = Field(default_factory=Confirm)
     alerts: Alerts = Field(default_factory=Alerts)
+    drift: Drift = Field(default_factory=Drift)
     gitops: Annotated[str, BeforeValidator(one_of("warn", "refuse", "apply"))] = "refuse"
     annotation_prefix: Annotated[str, BeforeValidator(_annotation_prefix)] = DEFAULT_ANNOTATION_PREFIX
 

@@ -285,3 +285,19 @@ class Alerts(FrozenModel):
     kv_cache_usage_percent: UsagePercent = 90.0
     preemptions_per_minute: PositiveFloat = 1.0
     for_: Duration = Field(timedelta(minutes=5), alias="for")
+
+
+class Drift(FrozenModel):
+    """How ``vllm-remedy drift`` judges a check it cannot decide (``unknown``: a model or GPU outside the catalogs).
+
+    ``drift`` (the default): not in sync, exit and alert as drift — silence must not read as health. ``in-sync``:
+    for teams that run models the catalogs do not know and want the alert for what can be judged; the check stays
+    ``unknown`` in the report and in ``vllm_remedy_drift_unknown``.
+    """
+
+    unknown: Annotated[str, BeforeValidator(one_of("drift", "in-sync"))] = "drift"
+
+    @property
+    def accepts_unknown(self) -> bool:
+        """Whether an unknown check leaves the host in sync."""
+        return self.unknown == "in-sync"

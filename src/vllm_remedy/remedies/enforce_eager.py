@@ -1,18 +1,21 @@
 """Timed toggles (runbook step 4's ``--enforce-eager`` "as a temporary measure only"), pure.
 
-A toggle is recorded on the Deployment as three annotations (``kube.annotations``): its RFC 3339 expiry,
-the *exact* prior command line of the vLLM container (``command`` and ``args`` as JSON), and an integrity
-digest — sha256 of the prior record and of the container as the toggle wrote it (name, command, args,
-image; the toggle's own flag taken out). Any later run of any deploy — and ``vllm-remedy expire`` — reverts
-an expired toggle from that record, so nothing depends on remembering how the flag was spelled.
+A toggle is recorded on the Deployment as annotations (``kube.annotations``): its RFC 3339 expiry and the
+*exact* prior command line of the vLLM container (``command`` and ``args`` as JSON). Any later run of any
+deploy — and ``vllm-remedy expire`` — reverts an expired toggle, so nothing depends on remembering how the
+flag was spelled.
 
-Why "exact, only when both digests match": the prior record is a command line we are about to run. If it
-was edited since (``sh -c "curl …|sh; exec vllm …"`` parses to the same flags and model), or if the
-container is no longer what the toggle wrote (a budget fix, a hand edit — restoring the old argv would
-silently undo it), only the toggled flag is removed and the revert says why; the record itself is never
-written. A toggle without a digest (written before it existed) is treated the same way. The digest is
-no signature — whoever may patch the Deployment can rewrite it — but it turns a silent swap of one
-annotation into a flag-only revert that names the mismatch.
+The prior record is data anyone who may edit the Deployment's annotations can write, so it is never authority
+for what to run: a revert is a write like any other. The exact prior is restored only when it *is* the running
+container with the toggle's flag off — same container, command, script text, model and every other flag, the
+flag itself off — which is what an honest record always is, unless the container changed since (a budget fix, a
+hand edit: restoring would silently undo it). Anything else (``sh -c "echo PWNED; vllm serve … --max-model-len
+131072"``, another container, the flag itself on) and only the toggle's flag is removed, the revert saying why in
+one line. Either way the revert runs the same flags, so one policy check and one memory prediction judge it.
+
+No digest is kept: an unkeyed hash of the record is recomputed by whoever forges the record, and the comparison
+with the running container above decides everything a digest could. A ``-digest`` annotation left by an older
+version is dropped with its toggle and otherwise ignored.
 
 A malformed record (``tomorrow`` as expiry, no prior, bad JSON) makes the toggle *unknown*: every deploy
 warns once and goes on, and leaves the annotations where they are for a person (drift reports them) —
@@ -22,7 +25,6 @@ only the eager deploy itself replaces them (on) or drops them (off), and a rollb
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
@@ -30,22 +32,19 @@ from typing import Any
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.annotations import (
+    TOGGLE_FLAGS,
     Keys,
     Malformed,
     Toggle,
-    canonical_json,
     rfc3339,
     scan_toggles,
-    sha256_of,
     toggle_annotations,
 )
 from vllm_remedy.policy import Policy, format_duration, parse_duration
 from vllm_remedy.vllm.cmdline import ServerCommand, find_server
 
-#: The toggle's name in annotations (``<prefix>enforce-eager-expires`` / ``-prior`` / ``-digest``).
+#: The toggle's name in annotations (``<prefix>enforce-eager-expires`` / ``-prior``).
 EAGER = "enforce-eager"
-#: Toggle name → the boolean vLLM flag it turns on (what the partial revert removes).
-TOGGLE_FLAGS = {EAGER: "enforce-eager"}
 
 
 @dataclass(frozen=True)
@@ -104,29 +103,14 @@ def _is_on(value: str | None) -> bool:
     return value is not None and value not in ("false", "False", "0")
 
 
-def written_record(template: Mapping[str, Any], flag: str, container: str | None = None) -> dict[str, Any]:
-    """The vLLM container as a toggle leaves it, its own ``flag`` taken out: what the written digest covers."""
-    server = _server(template, container)
-    c = server.edit({}, [flag]) if flag in server.flags else server.container
-    return {"container": server.container_name, "command": copy.deepcopy(c.get("command")),
-            "args": copy.deepcopy(c.get("args")), "image": c.get("image")}
-
-
-def integrity(prior: Any, written: Mapping[str, Any]) -> str:
-    """The digest annotation: sha256 of the prior record and of the written container, as canonical JSON."""
-    return canonical_json({"prior": sha256_of(prior), "written": sha256_of(dict(written))})
-
-
-def record(keys: Keys, expires: str, prior: Mapping[str, Any], written: Mapping[str, Any],
-           container: str | None = None, name: str = EAGER) -> dict[str, str]:
-    """The toggle's annotations: expiry, exact prior argv, and the digest of both it and the template written."""
-    digest = integrity(prior, written_record(written, TOGGLE_FLAGS.get(name, name), container))
-    return toggle_annotations(keys, Toggle(name, expires, dict(prior), digest))
+def record(keys: Keys, expires: str, prior: Mapping[str, Any], name: str = EAGER) -> dict[str, str]:
+    """The toggle's annotations: its expiry and the exact prior argv."""
+    return toggle_annotations(keys, Toggle(name, expires, dict(prior)))
 
 
 def switch_on(template: Mapping[str, Any], keys: Keys, now: float, seconds: int, container: str | None = None,
               name: str = EAGER) -> tuple[dict[str, Any], dict[str, str]]:
-    """The template with the toggle's flag on, and the annotations recording expiry, exact prior argv, digest."""
+    """The template with the toggle's flag on, and the annotations recording its expiry and exact prior argv."""
     prior = argv_record(template, container)
     server = _server(template, container)
     edited = server.edit({TOGGLE_FLAGS[name]: "true"})
@@ -135,7 +119,7 @@ def switch_on(template: Mapping[str, Any], keys: Keys, now: float, seconds: int,
     for i, c in enumerate(containers):
         if c.get("name") == server.container_name:
             containers[i] = edited
-    return new, record(keys, rfc3339(now + seconds), prior, new, container, name)
+    return new, record(keys, rfc3339(now + seconds), prior, name)
 
 
 def active(keys: Keys, notes: Mapping[str, str], name: str = EAGER) -> Toggle | None:
@@ -171,57 +155,78 @@ def in_force(keys: Keys, notes: Mapping[str, str], template: Mapping[str, Any],
     return out
 
 
-def untrusted(template: Mapping[str, Any], toggle: Toggle, container: str | None = None) -> str | None:
-    """Why ``toggle``'s prior record may not be restored over ``template``; None when both digests match."""
-    if toggle.digest is None:
-        return "no integrity digest was recorded with it"
-    try:
-        stored = json.loads(toggle.digest)
-        prior_digest, written_digest = str(stored["prior"]), str(stored["written"])
-    except (ValueError, TypeError, KeyError):
-        return "its digest annotation is unreadable"
-    if not isinstance(toggle.prior, Mapping) or sha256_of(toggle.prior) != prior_digest:
-        return "the prior-argv record does not match its digest (edited since the toggle was set)"
-    try:
-        now = written_record(template, TOGGLE_FLAGS.get(toggle.name, toggle.name),
-                             toggle.prior.get("container") or container)
-    except UserError:
-        return "the container it wrote is gone"
-    if sha256_of(now) != written_digest:
-        return "the container changed since it was set (flags, command or image)"
-    return None
+def _argv(value: Any) -> bool:
+    return value is None or (isinstance(value, list) and all(isinstance(v, str) for v in value))
 
 
-def _restore(template: Mapping[str, Any], prior: Mapping[str, Any]) -> dict[str, Any]:
+def _with_argv(container: Mapping[str, Any], prior: Mapping[str, Any]) -> dict[str, Any]:
+    """``container`` running the prior record's ``command``/``args`` (an absent one removed), nothing else changed."""
+    out = copy.deepcopy(dict(container))
+    for key in ("command", "args"):
+        if prior.get(key) is None:
+            out.pop(key, None)
+        else:
+            out[key] = copy.deepcopy(prior[key])
+    return out
+
+
+def _argv_of(container: Mapping[str, Any]) -> tuple[Any, Any]:
+    return container.get("command"), container.get("args")
+
+
+def prior_mismatch(template: Mapping[str, Any], toggle: Toggle, container: str | None = None) -> str | None:
+    """Why ``toggle``'s prior argv may not be restored over ``template`` (one line); None when it may.
+
+    It may when it is the running vLLM container with the toggle's flag off and nothing else different:
+    removing that flag from both leaves the same ``command`` and ``args``, token for token (our own editor
+    does the removing, so form and script text count) — so the restore can change nothing but the flag.
+    """
+    flag = TOGGLE_FLAGS.get(toggle.name, toggle.name)
+    now = _server(template, container)
+    prior = toggle.prior
+    if not isinstance(prior, Mapping) or not _argv(prior.get("command")) or not _argv(prior.get("args")):
+        return "the prior-argv record is not a container's command/args (lists of strings)"
+    if prior.get("container") != now.container_name:
+        return (f"the prior-argv record names container {prior.get('container')!r}, not the vLLM container "
+                f"{now.container_name!r}")
+    try:
+        then = find_server({"containers": [_with_argv(now.container, prior)]}, now.container_name)
+    except UserError as exc:
+        return f"the prior argv does not run a vLLM server this tool can read ({exc})"
+    if _argv_of(then.edit({}, [flag])) == _argv_of(now.edit({}, [flag])):
+        return f"the prior argv runs --{flag} itself" if _is_on(then.flags.get(flag)) else None
+    names = dict.fromkeys([*now.flags, *then.flags])
+    changed = [k for k in names if k != flag and now.flags.get(k) != then.flags.get(k)]
+    if changed:
+        return (f"it differs from the running container in {', '.join('--' + k for k in changed)} too (changed "
+                "since the toggle was set, or the record was edited)")
+    return "it differs from the running container outside its vLLM flags (command, script, entrypoint or model)"
+
+
+def _replace(template: Mapping[str, Any], container: Mapping[str, Any]) -> dict[str, Any]:
     new = copy.deepcopy(dict(template))
-    for c in (new.get("spec") or {}).get("containers") or []:
-        if c.get("name") == prior.get("container"):
-            for key in ("command", "args"):
-                if prior.get(key) is None:
-                    c.pop(key, None)
-                else:
-                    c[key] = copy.deepcopy(prior[key])
-            return new
-    raise UserError(f"toggle: container {prior.get('container')!r} named in the prior argv is gone from the "
-                    "template; remove the toggle annotations by hand after checking the flags")
+    spec = new.get("spec") or {}
+    for key in ("containers", "initContainers"):
+        items = spec.get(key) or []
+        for i, c in enumerate(items):
+            if isinstance(c, Mapping) and c.get("name") == container.get("name"):
+                items[i] = copy.deepcopy(dict(container))
+                return new
+    raise UserError(f"container {container.get('name')!r}: gone from the template")
 
 
 def revert(template: Mapping[str, Any], keys: Keys, toggle: Toggle, container: str | None = None) -> Revert:
-    """Take ``toggle`` off ``template``: the exact prior argv when its digests match, else just the flag."""
+    """Take ``toggle`` off ``template``: the exact prior argv when it differs from the running container only in
+    the toggle's flag (``prior_mismatch``), else just the flag, saying why."""
     flag = TOGGLE_FLAGS.get(toggle.name, toggle.name)
     drop: dict[str, None] = dict.fromkeys(keys.toggle_keys(toggle.name))
-    why = untrusted(template, toggle, container)
-    if why is None:
-        return Revert(toggle, _restore(template, toggle.prior), drop, True,
-                      f"restore the exact argv from before --{flag} (toggle expired {toggle.expires})")
     before = _server(template, container)
+    why = prior_mismatch(template, toggle, container)
+    if why is None:
+        return Revert(toggle, _replace(template, _with_argv(before.container, toggle.prior)), drop, True,
+                      f"restore the exact argv from before --{flag} (toggle expired {toggle.expires})")
     if flag not in before.flags:
         return Revert(toggle, copy.deepcopy(dict(template)), drop, False,
                       f"--{flag} is already off; drop the toggle record (expired {toggle.expires})")
-    edited = before.edit({}, [flag])
-    new = copy.deepcopy(dict(template))
-    for i, c in enumerate(new["spec"]["containers"]):
-        if c.get("name") == before.container_name:
-            new["spec"]["containers"][i] = edited
-    return Revert(toggle, new, drop, False, f"remove --{flag} only: {why} (toggle expired {toggle.expires}), so "
-                  "the prior argv is not restored")
+    return Revert(toggle, _replace(template, before.edit({}, [flag])), drop, False,
+                  f"remove --{flag} only: {why} (toggle expired {toggle.expires}), so the prior argv is not restored")

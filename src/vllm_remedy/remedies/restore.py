@@ -24,6 +24,7 @@ from typing import Any
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.annotations import Keys, parse_rfc3339
 from vllm_remedy.kube.errors import RolloutError
+from vllm_remedy.kube.health import FLAP_RESTARTS, flapping
 from vllm_remedy.kube.history import Revision, revisions_from_rows
 from vllm_remedy.kube.rollout import choose_rollback, policy_pin
 from vllm_remedy.policy import Fallback, Policy, parse_flag_int
@@ -31,7 +32,7 @@ from vllm_remedy.vllm.failures import failure_class
 
 NONE, ROLLBACK, SHED, REFUSE = "none", "rollback", "shed-load", "refuse"
 #: Failed restarts that count as a crash loop even while the container is briefly running again.
-RESTARTS = 2
+RESTARTS = FLAP_RESTARTS
 
 
 @dataclass(frozen=True)
@@ -61,13 +62,8 @@ def crash_looping(c: Mapping[str, Any]) -> bool:
 
 
 def _flapping(pod: Mapping[str, Any], now: float | None, stable: float) -> bool:
-    """Ready again, but for less than ``stable`` seconds: between two OOMs under load a pod looks healthy."""
-    if now is None or not pod.get("ready") or not pod.get("ready_since"):
-        return False
-    try:
-        return now - parse_rfc3339(str(pod["ready_since"]), f"pod {pod.get('name')} ready since") < stable
-    except UserError:
-        return False
+    """Ready again, but for less than ``stable`` seconds (``kube.health.flapping``, drift's rule too)."""
+    return flapping(bool(pod.get("ready")), pod.get("ready_since"), now, stable)
 
 
 def crash_failures(pods: Mapping[str, Any], container: str | None = None, *, now: float | None = None,

@@ -4,16 +4,29 @@ annotation patches and the cluster clock (no pyinfra run, no cluster)."""
 from __future__ import annotations
 
 import copy
+import functools
+from collections.abc import Iterator
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
+from fixtures.kube_fakeapi import FakeApi, kubeconfig_text
 from vllm_remedy.kube.annotations import Keys
+from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.kube.clock import ClusterClock
 from vllm_remedy.kube.patch import apply_ops
-from vllm_remedy.operations.util import Change, basis_for, change_ops, material, observe, with_flags
-from vllm_remedy.operations.util import write as _write
+from vllm_remedy.operations.util import (
+    Change,
+    basis_for,
+    change_ops,
+    forget,
+    material,
+    observe,
+    run_write,
+    with_flags,
+)
 from vllm_remedy.remedies.predict import pinned_gpu, predict_template
 
 KEYS = Keys("vllm-remedy.io/")
@@ -60,16 +73,39 @@ def test_basis_is_what_detection_saw_when_someone_edited_since() -> None:
     assert basis_for(state, host, "/d", status_only) is status_only  # status moved: plan on the fresh object
     edited = deployment("13", owner="someone-else")
     assert basis_for(state, host, "/d", edited)["metadata"]["resourceVersion"] == "10"  # the server will refuse
-    _write.forget(host.state)
+    forget(host.state)
 
 
-def test_basis_after_our_own_write_is_our_answer() -> None:
+@pytest.fixture
+def api(tmp_path: Path) -> Iterator[tuple[FakeApi, KubeClient]]:
+    """A fake API server (HTTP on loopback, JSON patches applied by jsonpatch) holding the Deployment."""
+    fake = FakeApi()
+    config = tmp_path / "config"
+    config.write_text(kubeconfig_text(fake.start()))
+    fake.add("deployments", deployment("10"))
+    yield fake, KubeClient.for_context(kubeconfig=str(config))
+    fake.stop()
+
+
+def test_basis_after_our_own_write_is_our_answer(api: tuple[FakeApi, KubeClient]) -> None:
+    """run_write remembers what its PATCH answered: later in the run our own write is not someone else's edit
+    (plan on the fresh object), while an edit landing after it still is (the write is tested against ours)."""
+    fake, client = api
     state, host = fake_run(executing=True)
-    _write._OWN[_write._key(state, host, "/d")] = deployment("20", mine="yes")
-    fresh = deployment("21", mine="yes")
-    fresh["metadata"]["annotations"]["deployment.kubernetes.io/revision"] = "5"
-    assert basis_for(state, host, "/d", fresh) is fresh
-    _write.forget(host.state)
+    host.print_prefix = ""
+    host.connector = SimpleNamespace(client=client, scope=SimpleNamespace(namespace="llm", deployment="llama-8b",
+                                                                          container=None))
+    path = KubeClient.object_path("llm", "deployments", "llama-8b")
+    observe(state, host, path, client.request("GET", path))  # the run's first read
+    mark = functools.partial(change_ops, Change(annotations={"mine": "yes"}), KEYS)
+    assert run_write(state, host, path, mark, "mark it")
+    ours = client.request("GET", path)
+    assert ours["metadata"]["annotations"]["mine"] == "yes"
+    assert basis_for(state, host, path, ours) is ours
+    fake.objects[("deployments", "llm", "llama-8b")]["metadata"]["annotations"]["oncall"] = "me"  # a colleague
+    edited = client.request("GET", path)
+    assert basis_for(state, host, path, edited)["metadata"]["resourceVersion"] == ours["metadata"]["resourceVersion"]
+    forget(host.state)
 
 
 def test_annotation_changes_are_guarded_and_apply_exactly() -> None:
