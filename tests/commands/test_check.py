@@ -179,3 +179,9 @@ def test_unknown_policy_is_bad_input(cli, tmp_path):
     got = cli("check", "-f", str(GOOD), "--policy", str(tmp_path / "nope.yaml"))
     assert (got.returncode, got.stdout, got.stderr) == (
         2, "", f"vllm-remedy: error: {tmp_path}/nope.yaml: no such policy file or directory\n")
+
+
+def test_no_file_is_bad_input(cli):
+    got = cli("check", "--policy", POLICY)
+    assert (got.returncode, got.stdout, got.stderr) == (
+        2, "", "vllm-remedy: error: no file to check: -f FILE... (a directory, or - for stdin)\n")

@@ -41,8 +41,10 @@ SUFFIXES = (".yaml", ".yml", ".json")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-f", "--file", dest="files", metavar="FILE", nargs="+", action="extend", required=True,
+    parser.add_argument("-f", "--file", dest="files", metavar="FILE", nargs="*", action="extend", default=[],
                         help="manifest files or directories (recursing over *.yaml, *.yml, *.json); - for stdin")
+    # Files after the options too: a pre-commit hook's `entry: vllm-remedy check -f` gets `args` before them.
+    parser.add_argument("more", metavar="FILE", nargs="*", help=argparse.SUPPRESS)
     parser.add_argument("--policy", metavar="P", help="policy file, or a directory (each workload gets the policy "
                         "whose target names it most narrowly); default: the built-in default policy")
     parser.add_argument("-n", "--namespace", default="default",
@@ -105,8 +107,10 @@ def read(name: str) -> tuple[str, list[Any]]:
 
 def run(args: argparse.Namespace) -> int:
     """Everything is read and validated before anything is printed, so bad input gives one line only."""
+    if not args.files and not args.more:
+        raise UserError("no file to check: -f FILE... (a directory, or - for stdin)")
     policies = _policies(args.policy)
-    files = expand(args.files)
+    files = expand([*args.files, *args.more])
     found: list[Workload] = []
     for name in files:
         source, docs = read(name)
