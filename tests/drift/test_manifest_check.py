@@ -31,6 +31,13 @@ def test_every_vllm_container_is_a_workload_and_sidecars_are_not():
     assert [(w.object, w.container) for w in found] == [("Deployment/default/sidecars", "model-m7b")]
 
 
+def test_objects_without_a_namespace_get_the_one_given():
+    found = workloads(docs(DATA / "forms" / "18-several-containers.yaml"), "f.yaml", namespace="llm")
+    assert [w.object for w in found] == ["Deployment/llm/sidecars"]
+    found = workloads(docs(DATA / "runbook" / "good-rev14.yaml"), "g.yaml", namespace="other")
+    assert [w.object for w in found] == ["Deployment/llm/llama-8b"]  # its own namespace wins
+
+
 def test_a_list_gives_its_items_with_their_own_names():
     text = (DATA / "runbook" / "good-rev14.yaml").read_text()
     good = manifest.load_documents(text, "g")[0]
