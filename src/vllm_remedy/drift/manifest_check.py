@@ -42,6 +42,7 @@ from vllm_remedy.remedies.predict import Prediction, failed_prediction, pinned_g
 from vllm_remedy.vllm import catalog, manifest
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS, GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, find_server
+from vllm_remedy.vllm.failures import FAILURES
 from vllm_remedy.vllm.memory import EngineSettings, estimate
 from vllm_remedy.vllm.versions import version_from_image
 
@@ -186,7 +187,7 @@ def check_workload(workload: Workload, policy: Policy, now: float) -> Result:
     failed = failed_prediction(prediction) if prediction.estimate else None
     if prediction.estimate is not None and failed is None:
         checks.append(check_concurrency(policy, prediction))
-    findings = [Finding("start", ERROR, failed, "")] if failed else []
+    findings = [Finding("start", ERROR, _start_reason(prediction, failed), "")] if failed else []
     findings += [Finding(c.name, ERROR if c.status == DRIFT else UNKNOWN_SEVERITY, c.detail, "")
                  for c in checks if c.status in (DRIFT, UNKNOWN)]
     findings += unknown
@@ -198,6 +199,16 @@ def check_workload(workload: Workload, policy: Policy, now: float) -> Result:
     if pinned is None and policy.gpu_product and prediction.estimate is not None:
         notes.append(f"the template pins no GPU product: predicted on the policy's {policy.gpu_product}")
     return Result(workload, name, prediction, tuple(findings), fix, tuple(notes))
+
+
+def _start_reason(prediction: Prediction, failed: str) -> str:
+    """``predicted max_len_exceeds_kv on NVIDIA-L4 — <the failure's headline>: <the figures>``."""
+    e = prediction.estimate
+    if e is None or e.fits:
+        return failed
+    return (f"predicted {e.outcome.value} on {prediction.gpu} — {FAILURES[e.outcome.failure].headline}: KV cache "
+            f"{e.kv_cache_tokens:,} tokens, maximum concurrency {e.max_concurrency:.2f}x at max-model-len "
+            f"{e.max_model_len:,}")
 
 
 def _predict(server: ServerCommand, model_name: str | None, label: str | None, version: str | None, policy: Policy
