@@ -167,6 +167,8 @@ def test_no_vllm_workload_passes(cli, tmp_path):
      "{d}/bad.yaml: not valid YAML at line 3: expected ',' or ']', but got '<stream end>'"),
     (lambda d: (d / "bomb.yaml").write_text(alias_bomb()),
      "{d}/bomb.yaml: refused: YAML aliases expand to more than 100000 extra nodes (alias bomb?)"),
+    (lambda d: (d / "huge.yaml").write_text("#" * (16 * 1024 * 1024 + 1)),
+     "{d}/huge.yaml: refused: larger than 16 MiB"),
 ])
 def test_bad_input_is_one_line_exit_2_and_nothing_printed(cli, tmp_path, setup, message):
     setup(tmp_path)
