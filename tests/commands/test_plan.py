@@ -33,7 +33,7 @@ def write(tmp_path: Path, pin: str) -> str:
 
 def test_runbook_case_json_matches_the_estimate_command(cli):
     got = cli(*RUNBOOK, "-o", "json")
-    assert got.returncode == 0, got.stderr
+    assert got.returncode == 1, got.stderr  # a change is proposed
     plan = json.loads(got.stdout)
     assert (plan["apiVersion"], plan["kind"], plan["verdict"]) == ("vllm-remedy.io/v1alpha1", "BudgetPlan", "change")
     assert plan["current"]["outcome"] == "max_len_exceeds_kv" and plan["current"]["max_model_len"] == 131072
@@ -49,7 +49,7 @@ def test_runbook_case_json_matches_the_estimate_command(cli):
 
 def test_human_output_has_current_prediction_then_the_table(cli):
     got = cli(*RUNBOOK)
-    assert got.returncode == 0, got.stderr
+    assert got.returncode == 1, got.stderr
     lines = got.stdout.splitlines()
     assert lines[0] == "BudgetPlan: meta-llama/Llama-3.1-8B-Instruct on NVIDIA-L4 (21.96 GiB), vLLM 0.8.5"
     assert lines[2].startswith("current:  max_len_exceeds_kv — KV ")
@@ -80,7 +80,7 @@ def test_manifest_affinity_tie_is_planned_on_the_card_the_deploys_predict_on(cli
               - matchExpressions:
                   - {key: nvidia.com/gpu.product, operator: In, values: [NVIDIA-L40S, NVIDIA-L40]}"""
     got = cli("plan", "-f", write(tmp_path, pin), "-o", "json")
-    assert got.returncode == 0, got.stderr
+    assert got.returncode == 1, got.stderr  # max-model-len is implicit: a change
     assert json.loads(got.stdout)["subject"]["gpu"] == "NVIDIA-L40S"
 
 
@@ -92,7 +92,7 @@ def test_manifest_gke_affinity_pin_and_swap_replaces_the_gke_label(cli, tmp_path
               - matchExpressions:
                   - {key: cloud.google.com/gke-accelerator, operator: In, values: [nvidia-l4, nvidia-tesla-a100]}"""
     got = cli("plan", "-f", write(tmp_path, pin), "-o", "json")
-    assert got.returncode == 0, got.stderr
+    assert got.returncode == 1, got.stderr
     plan = json.loads(got.stdout)
     assert plan["subject"]["gpu"] == "NVIDIA-L4"  # the smaller of the two allowed cards
     assert any("node affinity allows nvidia-l4, nvidia-tesla-a100; planning for the smallest, nvidia-l4" in n
@@ -105,13 +105,13 @@ def test_manifest_without_gpu_pin_needs_gpu(cli, tmp_path):
     assert got.returncode == 2 and got.stdout == ""
     assert got.stderr == (f"vllm-remedy: error: {path}: no GPU pinning (nodeSelector or node affinity on "
                           "nvidia.com/gpu.product, GKE or Karpenter labels); pass --gpu\n")
-    assert cli("plan", "-f", path, "--gpu", "NVIDIA-L4").returncode == 0
+    assert cli("plan", "-f", path, "--gpu", "NVIDIA-L4").returncode == 1
 
 
 def test_log_gives_the_failure_and_free_memory(cli, data_dir):
     got = cli("plan", "--model", LLAMA, "--gpu", "NVIDIA-L40S", "--gpu-memory-utilization", "0.95",
               "--max-model-len", "16384", "--log", str(data_dir / "logs" / "v0.9.1_l40s_free_memory.log"), "-o", "json")
-    assert got.returncode == 0, got.stderr
+    assert got.returncode == 1, got.stderr
     plan = json.loads(got.stdout)
     assert plan["subject"]["failure"] == "free_memory_below_utilization"
     assert plan["current"]["outcome"] == "free_memory_below_utilization"  # 47.38 - 31.44 GiB held by others
@@ -119,13 +119,13 @@ def test_log_gives_the_failure_and_free_memory(cli, data_dir):
                                  for s in plan["steps"])
 
 
-def test_no_fitting_change_exits_zero_with_a_verdict(cli, tmp_path):
+def test_no_fitting_change_exits_one_with_a_verdict(cli, tmp_path):
     policy = tmp_path / "tight.yaml"
     policy.write_text("apiVersion: vllm-remedy.io/v1alpha1\nkind: Policy\n"
                       "flags: {tensor-parallel-size: {min: 1, max: 1}}\ngpu: {products: [NVIDIA-L4]}\n")
     args = ("plan", "--model", "meta-llama/Llama-3.1-70B-Instruct", "--gpu", "NVIDIA-L4", "--policy", str(policy))
     got = cli(*args)
-    assert got.returncode == 0, got.stderr
+    assert got.returncode == 1, got.stderr
     assert got.stdout.splitlines()[-1] == ("verdict: no fitting change: nothing within the bounds is predicted to "
                                            "start and meet the target")
     assert json.loads(cli(*args, "-o", "json").stdout)["verdict"] == "no_fitting_change"
@@ -140,11 +140,22 @@ def test_enforce_eager_is_temporary_in_json(cli, tmp_path):
                       "gpu: {products: [NVIDIA-L4]}\n")
     got = cli("plan", "--model", LLAMA, "--gpu", "NVIDIA-L4", "--vllm-version", "0.9.2", "--max-model-len", "8192",
               "--max-num-seqs", "16", "--other-gib", "1", "--policy", str(policy), "-o", "json")
-    assert got.returncode == 0, got.stderr
+    assert got.returncode == 1, got.stderr
     (step,) = json.loads(got.stdout)["steps"]
     assert (step["lever"], step["set"], step["temporary"], step["revertAfterSeconds"]) == (
         "enforce-eager", {"enforce-eager": "true"}, True, 7200)
     assert step["reason"].startswith("TEMPORARY, revert within 2h: ")
+
+
+def test_exit_code_says_whether_anything_must_change(cli, data_dir):
+    """0 only for "no change needed" (the runbook's good revision 14), 1 for its bad revision 15: a script or CI
+    job can test the verdict without parsing it."""
+    runbook = data_dir / "manifests" / "runbook"
+    good = cli("plan", "-f", str(runbook / "good-rev14.yaml"), "--policy", "policies/llama-8b.yaml")
+    assert (good.returncode, good.stdout.splitlines()[-1]) == (
+        0, "verdict: no change needed: the current settings are predicted to fit with headroom")
+    bad = cli("plan", "-f", str(runbook / "bad-rev15.yaml"), "--policy", "policies/llama-8b.yaml", "-o", "json")
+    assert (bad.returncode, json.loads(bad.stdout)["verdict"]) == (1, "change")
 
 
 @pytest.mark.parametrize(("args", "message"), [

@@ -4,7 +4,10 @@ Examples:
   vllm-remedy plan --model meta-llama/Llama-3.1-8B-Instruct --gpu NVIDIA-L4 --vllm-version 0.8.5
   vllm-remedy plan -f deployment.yaml --policy policies/llama-8b.yaml --log previous.log -o json
 
-Exit 0 with a verdict (including "no fitting change"); exit 2 only for bad input.
+Exit codes (a script can test the verdict):
+  0 no change needed: the current settings are predicted to fit with headroom
+  1 a change is proposed, or nothing fits, or the failure is outside the GPU budget
+  2 bad input
 """
 
 from __future__ import annotations
@@ -112,7 +115,12 @@ def run(args: argparse.Namespace) -> int:
         print(dumps(envelope(plan.kind, plan.to_json())))
     else:
         print(render(plan, rules(version).label))
-    return 0
+    return exit_code(plan)
+
+
+def exit_code(plan: Plan) -> int:
+    """0 only when nothing needs changing: every other verdict asks a person (or a pipeline) to act."""
+    return 0 if plan.verdict == "no_change_needed" else 1
 
 
 def _read(path: str) -> str:

@@ -1,0 +1,324 @@
+"""Drift before it is merged: the vLLM workloads of manifest files against the memory model and their policy (pure).
+
+`vllm-remedy check` runs in CI on a GitOps repository, so the runbook's bad revision (no ``--max-model-len``
+on a 24 GB card) fails the merge request instead of paging someone. It applies the scheduled drift check's own
+rules (``drift/checks.py``: explicit max-model-len, flag bounds, known-good unit, GPU pinned, no permanent
+eager mode, concurrency ≥ peak) plus the start prediction, and asks the step-4 planner for the smallest fix.
+
+Every vLLM container of every pod spec is one :class:`Workload`; containers that do not run vLLM (sidecars,
+Services, ConfigMaps, a Helm chart's other objects) are not workloads and are ignored. A workload that cannot
+be predicted (no GPU named, a model outside the catalog, flags not in argv) gets an ``unknown`` finding: it
+fails the check like an error, because "not proven to start" must never read as "passes".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from vllm_remedy.drift.checks import (
+    DRIFT,
+    UNKNOWN,
+    Check,
+    Observed,
+    check_concurrency,
+    check_enforce_eager,
+    check_flag_bounds,
+    check_gpu_pinned,
+    check_known_good_unit,
+    check_max_model_len,
+)
+from vllm_remedy.errors import UserError
+from vllm_remedy.kube.annotations import Keys, read_toggles
+from vllm_remedy.kube.gpus import pod_gpu_request
+from vllm_remedy.policy import Policy
+from vllm_remedy.remedies.budget import BudgetRequest, plan_budget
+from vllm_remedy.remedies.pin_gpu import canonical_product
+from vllm_remedy.remedies.plan import Plan, Step, TemplateChange
+from vllm_remedy.remedies.predict import Prediction, failed_prediction, pinned_gpu
+from vllm_remedy.vllm import catalog, manifest
+from vllm_remedy.vllm.catalog import PRODUCT_LABELS, GpuSpec, ModelSpec
+from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, find_server
+from vllm_remedy.vllm.failures import FAILURES
+from vllm_remedy.vllm.memory import EngineSettings, estimate
+from vllm_remedy.vllm.versions import version_from_image
+
+ERROR, UNKNOWN_SEVERITY = "error", "unknown"
+_MEMORY_CHECKS = frozenset({"start", "max-model-len", "flag-bounds", "concurrency", "gpu-pinned"})
+# What to do when the planner cannot size the fix (no model or GPU to predict with).
+_WITHOUT_PLAN = {"max-model-len": "set --max-model-len explicitly (name the GPU and model to get a predicted value)",
+                 "flag-bounds": "bring the flag within the policy's bounds, as a literal value"}
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One vLLM container of one pod spec in a file; ``problem`` says why its command could not be read."""
+
+    source: str
+    kind: str
+    namespace: str
+    name: str
+    path: str
+    container: str
+    spec: Mapping[str, Any] = field(repr=False)
+    metadata: Mapping[str, Any] = field(repr=False)
+    server: ServerCommand | None = field(repr=False, default=None)
+    problem: str | None = None
+
+    @property
+    def object(self) -> str:
+        """``Deployment/llm/llama-8b``: kind, namespace, name, as CI reports name a test case."""
+        return f"{self.kind}/{self.namespace}/{self.name}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"file": self.source, "kind": self.kind, "namespace": self.namespace, "name": self.name,
+                "path": self.path, "container": self.container}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """Why a workload fails: the rule (``check``), ``error`` or ``unknown``, the reason, what to change."""
+
+    check: str
+    severity: str
+    reason: str
+    fix: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"check": self.check, "severity": self.severity, "reason": self.reason, "fix": self.fix}
+
+
+@dataclass(frozen=True)
+class Result:
+    """One workload's verdict: the prediction it rests on, its findings and the planner's smallest fix."""
+
+    workload: Workload
+    policy: str
+    prediction: Prediction | None
+    findings: tuple[Finding, ...] = ()
+    fix: Step | None = None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.workload.to_json(), "policy": self.policy, "status": "pass" if self.ok else "fail",
+                "prediction": self.prediction.to_json() if self.prediction else None,
+                "findings": [f.to_json() for f in self.findings],
+                "fix": self.fix.to_json() if self.fix else None, "notes": list(self.notes)}
+
+
+def _objects(doc: Any) -> Iterator[Any]:
+    """A document's objects: a ``List`` (``kubectl get -o yaml``, ``kind: DeploymentList``) gives its items."""
+    items = doc.get("items") if isinstance(doc, dict) else None
+    if isinstance(doc, dict) and str(doc.get("kind", "")).endswith("List") and isinstance(items, list):
+        for item in items:
+            yield from _objects(item)
+    else:
+        yield doc
+
+
+def _container_names(spec: Mapping[str, Any]) -> list[str]:
+    return [str(c.get("name", "")) for key in ("containers", "initContainers")
+            for c in spec.get(key) or [] if isinstance(c, Mapping)]
+
+
+def workloads(docs: list[Any], source: str, namespace: str = "default") -> list[Workload]:
+    """Every vLLM container in ``docs`` (namespace-less objects get ``namespace``, as kubectl apply would)."""
+    out: list[Workload] = []
+    for doc in (o for d in docs for o in _objects(d)):
+        meta = doc.get("metadata") if isinstance(doc, dict) and isinstance(doc.get("metadata"), dict) else {}
+        kind = str(doc.get("kind") or "PodSpec") if isinstance(doc, dict) else "document"
+        where = (source, kind, str(meta.get("namespace") or namespace), str(meta.get("name") or "-"))
+        for path, spec in manifest.pod_specs(doc):
+            for name in _container_names(spec):
+                try:
+                    server: ServerCommand | None = find_server(spec, name)
+                    problem = None
+                except NoServerError:
+                    continue
+                except UserError as exc:  # vLLM whose flags are not in argv, or a script we cannot read
+                    server, problem = None, str(exc)
+                out.append(Workload(*where, path or "(pod spec)", name, spec, meta, server, problem))
+    return out
+
+
+def model_id(server: ServerCommand) -> str | None:
+    """The served model, ``$(MODEL_ID)`` resolved from the container's literal env (Kubernetes expands it)."""
+    match = re.fullmatch(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", server.model or "")
+    if not match:
+        return server.model
+    for env in server.container.get("env") or []:
+        if isinstance(env, dict) and env.get("name") == match.group(1) and isinstance(env.get("value"), str):
+            return str(env["value"])
+    return server.model
+
+
+def _unknown(check: str, reason: str, fix: str) -> Finding:
+    return Finding(check, UNKNOWN_SEVERITY, f"cannot predict: {reason}", fix)
+
+
+def check_workload(workload: Workload, policy: Policy, now: float) -> Result:
+    """The drift rules, the start prediction and, when anything fails, the planner's smallest fix."""
+    name = policy.name or str(policy.source)
+    server = workload.server
+    if server is None:
+        return Result(workload, name, None, (_unknown("command", workload.problem or "no vLLM command", (
+            "put the vLLM server's flags in the container's command/args, where they can be read and checked")),))
+    spec, notes = workload.spec, []
+    pinned = pinned_gpu(spec)
+    label = pinned or policy.gpu_product
+    model_name = model_id(server)
+    version = version_from_image(server.image)
+    if version is None:
+        notes.append(f"image {server.image} names no vLLM version; the newest rules are used")
+    prediction, model, card, settings, unknown = _predict(server, model_name, label, version, policy)
+    observed = Observed(server.image, model_name, server.flags.get("revision"), dict(server.flags), pinned,
+                        pod_gpu_request(spec), tuple(read_toggles(Keys(policy.annotation_prefix),
+                                                                  workload.metadata.get("annotations") or {})))
+    checks: list[Check] = [check_max_model_len(policy, server), check_flag_bounds(policy, server),
+                           check_known_good_unit(policy, observed), check_gpu_pinned(policy, observed),
+                           check_enforce_eager(observed, now)]
+    failed = failed_prediction(prediction) if prediction.estimate else None
+    if prediction.estimate is not None and failed is None:
+        checks.append(check_concurrency(policy, prediction))
+    findings = [Finding("start", ERROR, _start_reason(prediction, failed), "")] if failed else []
+    findings += [Finding(c.name, ERROR if c.status == DRIFT else UNKNOWN_SEVERITY, c.detail, "")
+                 for c in checks if c.status in (DRIFT, UNKNOWN)]
+    findings += unknown
+    fix: Step | None = None
+    plan_note = ""
+    if findings and model is not None and card is not None and settings is not None:
+        fix, plan_note = _plan(model, card, settings, policy, spec, pinned)
+    findings = [_with_fix(f, fix, plan_note, policy) for f in findings]
+    if pinned is None and policy.gpu_product and prediction.estimate is not None:
+        notes.append(f"the template pins no GPU product: predicted on the policy's {policy.gpu_product}")
+    return Result(workload, name, prediction, tuple(findings), fix, tuple(notes))
+
+
+def _start_reason(prediction: Prediction, failed: str) -> str:
+    """``predicted max_len_exceeds_kv on NVIDIA-L4 — <the failure's headline>: <the figures>``."""
+    e = prediction.estimate
+    if e is None or e.fits:
+        return failed
+    return (f"predicted {e.outcome.value} on {prediction.gpu} — {FAILURES[e.outcome.failure].headline}: KV cache "
+            f"{e.kv_cache_tokens:,} tokens, maximum concurrency {e.max_concurrency:.2f}x at max-model-len "
+            f"{e.max_model_len:,}")
+
+
+def _predict(server: ServerCommand, model_name: str | None, label: str | None, version: str | None, policy: Policy
+             ) -> tuple[Prediction, ModelSpec | None, GpuSpec | None, EngineSettings | None, list[Finding]]:
+    """(prediction, model, GPU, settings, unknown findings): what can be known, and why the rest cannot."""
+    card = catalog.find_gpu(label) if label else None
+    try:
+        model = catalog.model(model_name) if model_name else None
+    except UserError:
+        model = None
+    out: list[Finding] = []
+    if label is None:
+        out.append(_unknown("gpu", "no GPU named (no nodeSelector or required node affinity on a GPU product "
+                            f"label, and policy {policy.name or policy.source} names no gpu.products)",
+                            f"pin the GPU: nodeSelector {policy.gpu.label}: <product>, or gpu.products in the policy"))
+    elif card is None:
+        out.append(_unknown("gpu", f"GPU {label} is not in the catalog", "pin a GPU product the catalog knows "
+                            f"(e.g. {', '.join(catalog.gpu_labels()[:4])}) or add it to the GPU catalog"))
+    if model is None:
+        if model_name:
+            out.append(_unknown("model", f"model {model_name} is not in the catalog",
+                                "add the model to the catalog (vllm/data) so its memory can be predicted"))
+        else:
+            out.append(_unknown("model", "the vLLM command names no model",
+                                "name the model in argv (positional or --model), where it can be checked"))
+    settings: EngineSettings | None = None
+    try:
+        settings = EngineSettings.from_flags(dict(server.flags), version)
+    except UserError as exc:
+        out.append(_unknown("flags", str(exc), "write the memory flags as literal values"))
+    if card is None or model is None or settings is None:
+        why = "; ".join(f.reason.removeprefix("cannot predict: ") for f in out)
+        return Prediction(card.product if card else label, None, why), model, card, settings, out
+    try:
+        return Prediction(card.product, estimate(model, card, settings)), model, card, settings, out
+    except UserError as exc:
+        out.append(_unknown("flags", str(exc), "fix the flag vLLM would reject"))
+        return Prediction(card.product, None, str(exc)), model, card, None, out
+
+
+def _pin(policy: Policy, spec: Mapping[str, Any], pinned: str | None) -> TemplateChange | None:
+    """The nodeSelector edit onto the policy's GPU when the template pins none or one the policy does not allow
+    (the runbook pins before it budgets: deploys/pin_gpu.py, then deploys/budget.py)."""
+    wanted = {canonical_product(p) for p in policy.gpu.products}
+    if not policy.gpu_product or (pinned is not None and canonical_product(pinned) in wanted):
+        return None
+    drop = tuple(k for k in _selector(spec) if k in PRODUCT_LABELS and k != policy.gpu.label)
+    return TemplateChange(node_selector={policy.gpu.label: policy.gpu_product}, drop_node_selector=drop,
+                          gpu_resource=policy.gpu.resource)
+
+
+def _plan(model: ModelSpec, card: GpuSpec, settings: EngineSettings, policy: Policy, spec: Mapping[str, Any],
+          pinned: str | None) -> tuple[Step | None, str]:
+    """The planner's smallest step, on the policy's GPU (pinned in the step) when the template's is not allowed."""
+    pin = _pin(policy, spec, pinned)
+    target = catalog.find_gpu(policy.gpu_product) if pin is not None and policy.gpu_product else None
+    if pin is None or target is None:
+        plan = plan_budget(BudgetRequest(model=model, gpu=card, settings=settings, policy=policy,
+                                         node_selector=_selector(spec), gpu_label=pinned))
+        return _smallest(plan)
+    selector = {k: v for k, v in _selector(spec).items() if k not in pin.drop_node_selector} | dict(pin.node_selector)
+    plan = plan_budget(BudgetRequest(model=model, gpu=target, settings=settings, policy=policy,
+                                     node_selector=selector, gpu_label=policy.gpu_product))
+    step, note = _smallest(plan)
+    if step is None and plan.verdict == "no_change_needed":
+        return Step(rank=1, lever="gpu", reason=f"pin the policy's GPU {target.product}", prediction=plan.current,
+                    template=pin, gpu=target.product), ""
+    if step is None:
+        return None, note
+    merged = dataclasses.replace(step.template, node_selector={**pin.node_selector, **step.template.node_selector},
+                                 drop_node_selector=tuple(dict.fromkeys(pin.drop_node_selector
+                                                                        + step.template.drop_node_selector)))
+    return dataclasses.replace(step, template=merged), ""
+
+
+def _selector(spec: Mapping[str, Any]) -> dict[str, str]:
+    selector = spec.get("nodeSelector")
+    return {str(k): str(v) for k, v in selector.items()} if isinstance(selector, Mapping) else {}
+
+
+def _smallest(plan: Plan) -> tuple[Step | None, str]:
+    """The planner's first rung, or why there is none."""
+    if plan.verdict == "change" and plan.steps:
+        return plan.steps[0], ""
+    if plan.verdict == "no_fitting_change":
+        return None, "no change within the policy's bounds is predicted to start and meet the target"
+    return None, ""
+
+
+def describe_fix(step: Step) -> str:
+    """``--max-model-len 16384 nodeSelector ...=NVIDIA-L40S (predicted fits: KV 197,840 tokens, 12.08x at 16384)``."""
+    p = step.prediction
+    on = f" on {step.gpu}" if step.gpu else ""
+    return (f"{step.describe()} (predicted {p.outcome.value}{on}: KV cache {p.kv_cache_tokens:,} tokens, "
+            f"maximum concurrency {p.max_concurrency:.2f}x at {p.max_model_len:,})")
+
+
+def _with_fix(finding: Finding, step: Step | None, plan_note: str, policy: Policy) -> Finding:
+    """Memory findings get the planner's step; the others the rule's own remedy."""
+    if finding.fix:
+        return finding
+    if finding.check == "gpu-pinned" and policy.gpu.products and (step is None or not step.template.node_selector):
+        fix = (f"nodeSelector {policy.gpu.label}: {policy.gpu.products[0]} with limits {policy.gpu.resource}: "
+               f"{policy.gpu.per_pod}")
+    elif finding.check in _MEMORY_CHECKS:
+        fix = describe_fix(step) if step else (plan_note or _WITHOUT_PLAN.get(finding.check, "see the reason"))
+    elif finding.check == "known-good-unit":
+        fix = "use one of the policy's known-good units, or add this unit to known_good once tested on this GPU"
+    elif finding.check == "enforce-eager":
+        fix = "remove --enforce-eager; in an incident use the timed toggle (deploys/enforce_eager.py)"
+    else:
+        fix = describe_fix(step) if step else "see the reason"
+    return Finding(finding.check, finding.severity, finding.reason, fix)
