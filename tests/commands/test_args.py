@@ -245,7 +245,9 @@ def test_an_alias_bomb_is_refused_fast_with_one_line(cli, tmp_path: Path, action
     path.write_text(alias_bomb())
     started = time.monotonic()
     got = cli("args", action[0], "-f", str(path), *action[1:])
-    assert time.monotonic() - started < 5  # was minutes: every walk over the built data expanded 9**9 nodes
+    # a hang guard, not a speed target (that is bench/'s job on a shared machine): before the limit, every
+    # walk over the built data expanded 9**9 nodes and took minutes
+    assert time.monotonic() - started < 60
     assert (got.returncode, got.stdout, got.stderr) == (
         2, "", f"vllm-remedy: error: {path}: refused: YAML aliases expand to more than 100000 extra nodes "
                "(alias bomb?)\n")
