@@ -16,7 +16,7 @@ from pyinfra.api import FunctionCommand, operation
 from vllm_remedy.errors import UserError
 from vllm_remedy.facts.history import RolloutHistory
 from vllm_remedy.facts.pods import Pods
-from vllm_remedy.kube.annotations import Keys, known_good_annotations
+from vllm_remedy.kube.annotations import Keys, canonical_json, known_good_annotations
 from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.kube.errors import KubeError
 from vllm_remedy.kube.history import template_of
@@ -33,6 +33,7 @@ from vllm_remedy.operations.util import (
 )
 from vllm_remedy.remedies.confirm import ConfirmResult, confirm_revision
 from vllm_remedy.remedies.enforce_eager import in_force
+from vllm_remedy.remedies.evidence import deployment_fields
 from vllm_remedy.vllm.cmdline import find_server
 
 
@@ -65,14 +66,15 @@ def read_metrics(ctx: K8sHost, names: list[str]) -> dict[str, str | None]:
     return out
 
 
-def _mark(keys: Keys, reason: str, at: float) -> dict[str, str]:
-    """The known-good mark only, stamped when it is written.
+def _mark(keys: Keys, reason: str, fields: dict[str, Any], at: float) -> dict[str, str]:
+    """The known-good mark, stamped when it is written, and the Deployment-level fields it was confirmed with
+    (strategy, minReadySeconds, progressDeadlineSeconds: ``restore`` puts them back with the template).
 
     Not ``change-cause``: on a ReplicaSet it is the revision's CHANGE-CAUSE in ``rollout history``. Not our
     last-action keys: the deployment controller copies the Deployment's annotations (ours included) onto
     its new ReplicaSet, so they belong to the Deployment's last write, not to this mark.
     """
-    return known_good_annotations(keys, at, reason)
+    return {**known_good_annotations(keys, at, reason), keys.deployment_fields: canonical_json(fields)}
 
 
 def evaluate(ctx: K8sHost) -> ConfirmResult | None:
@@ -126,4 +128,5 @@ def marked_known_good() -> Iterator[FunctionCommand]:
     reason = f"confirmed: {'; '.join(result.checks)}"
     path = KubeClient.object_path(ctx.namespace, "replicasets", result.replicaset)
     label = f"mark revision {result.revision} ({result.replicaset}) known-good"
-    yield change_command(ctx, path, Change(stamp=functools.partial(_mark, ctx.keys, reason[:1000])), label)
+    fields = deployment_fields(deployment_object(host).get("spec") or {})
+    yield change_command(ctx, path, Change(stamp=functools.partial(_mark, ctx.keys, reason[:1000], fields)), label)

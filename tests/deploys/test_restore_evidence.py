@@ -1,0 +1,140 @@
+"""deploys/restore.py chooses its target by evidence, never by position (issue 11), through the real pyinfra CLI.
+
+The world the users hit on the rehearsal cluster: no policy pin, no known-good mark, revision 14 good (16384
+on L40S), 15 the runbook's incident (--max-model-len dropped, on the L4 pool) and 16 the same with
+--gpu-memory-utilization 0.95. Position alone rolled back to 15 — predicted, and seen, to die on an L4.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from fixtures import pyinfra_run
+from fixtures.pyinfra_run import Rehearsal, detected_changes
+from fixtures.restore_world import (
+    BAD_ARGS,
+    RESTORE,
+    crash_looping,
+    deployment,
+    host_out,
+    incident,
+    pods,
+    replicaset,
+    settled,
+    wait_until,
+    write_inventory,
+)
+from vllm_remedy.kube.history import templates_equal
+
+rehearsal = pyinfra_run.rehearsal
+POLICY = pyinfra_run.ROOT / "policies" / "llama-8b.yaml"
+GOOD_RS = "llama-8b-6b765dc795"  # revision 14's ReplicaSet
+L4_FAIL = "predicted max_len_exceeds_kv on NVIDIA-L4"
+
+
+def no_pins(tmp: Path) -> str:
+    """An inventory whose policy is llama-8b's without its known_good unit: no pin, so only evidence decides."""
+    policy = tmp / "no-pins.yaml"
+    policy.write_text(f"extends: {POLICY.with_suffix('')}\nknown_good: []\n")
+    return write_inventory(tmp, policy=str(policy))
+
+
+def two_bad_revisions(rehearsal: Rehearsal) -> None:
+    """15 (the incident) crash-loops, then 16: the same plus --gpu-memory-utilization 0.95, crash-looping too."""
+    incident(rehearsal)
+
+    def hotter(dep: dict) -> None:
+        args = list(BAD_ARGS)
+        args[args.index("--gpu-memory-utilization") + 1] = "0.95"
+        dep["spec"]["template"]["spec"]["containers"][0]["args"] = args
+
+    rehearsal.change(hotter, change_cause="--gpu-memory-utilization 0.95 for more KV cache")
+    wait_until(lambda: deployment(rehearsal)["metadata"]["annotations"].get(
+        "deployment.kubernetes.io/revision") == "16", what="revision 16")
+    wait_until(lambda: crash_looping(rehearsal) and all(p["metadata"]["labels"].get("pod-template-hash") ==
+               replicaset(rehearsal, 16)["metadata"]["labels"]["pod-template-hash"]
+               for p in pods(rehearsal) if not p["metadata"].get("deletionTimestamp")), 60, "revision 16 to crash-loop")
+
+
+def skipped(lines: list[str], revision: int) -> str:
+    found = [line for line in lines if line.startswith(f"skipped revision {revision} (")]
+    assert len(found) == 1, lines
+    return found[0]
+
+
+def test_two_bad_revisions_restore_revision_14_in_one_run(rehearsal: Rehearsal, tmp_path: Path) -> None:
+    two_bad_revisions(rehearsal)
+    good = replicaset(rehearsal, 14)
+    assert good["metadata"]["name"] == GOOD_RS
+    got = rehearsal.pyinfra(no_pins(tmp_path), RESTORE, "-y")
+    assert got.returncode == 0, got.stderr
+    lines = host_out(got.stderr)
+    assert ("roll back deployment llm/llama-8b from revision 16 to revision 14 (llama-8b-6b765dc795) — chosen by "
+            "rule: newest earlier revision with no evidence against it") in " ".join(lines), lines
+    assert "the current revision, dying now (2 pod(s) max_len_exceeds_kv)" in skipped(lines, 16)
+    assert L4_FAIL in skipped(lines, 15)
+    assert not [line for line in lines if line.startswith("skipped revision 14")]
+    after = deployment(rehearsal)
+    assert templates_equal(after["spec"]["template"], good["spec"]["template"])
+    assert after["status"].get("readyReplicas") == 2
+    # what this run saw dying is on 16's ReplicaSet, never on the Deployment (the controller would copy it)
+    record = json.loads(replicaset(rehearsal, 16)["metadata"]["annotations"]["vllm-remedy.io/crashed"])
+    assert record["failure"] == "max_len_exceeds_kv"
+    assert "vllm-remedy.io/crashed" not in after["metadata"]["annotations"]
+
+
+def test_two_bad_revisions_dry_and_prompted_show_the_same_choice_and_change_nothing(rehearsal: Rehearsal,
+                                                                                    tmp_path: Path) -> None:
+    two_bad_revisions(rehearsal)
+    before = settled(rehearsal)
+    inv = no_pins(tmp_path)
+    for args, stdin in ((["--dry"], None), ([], "n\n")):
+        got = rehearsal.pyinfra(inv, RESTORE, *args, stdin=stdin)
+        lines = host_out(got.stderr)
+        assert any("to revision 14 (llama-8b-6b765dc795) — chosen by rule: newest earlier revision with no "
+                   "evidence against it" in line for line in lines), (args, lines)
+        assert L4_FAIL in skipped(lines, 15)
+        assert "dying now" in skipped(lines, 16)
+        assert "+    nvidia.com/gpu.product: NVIDIA-L40S" in lines
+        changes = detected_changes(got.stderr)
+        assert changes["Roll back a crash-looping revision to the last known-good one"] != ("-", "-"), changes
+    after = deployment(rehearsal)
+    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+    assert "vllm-remedy.io/crashed" not in replicaset(rehearsal, 16)["metadata"]["annotations"]  # nothing written
+
+
+def test_a_rerun_never_bounces_onto_a_revision_seen_dying(rehearsal: Rehearsal, tmp_path: Path) -> None:
+    """The operator forces 15; it crash-loops again. The next run must not pick 16 (recorded dying) either."""
+    two_bad_revisions(rehearsal)
+    good = replicaset(rehearsal, 14)
+    inv = no_pins(tmp_path)
+    forced = rehearsal.pyinfra(inv, RESTORE, "-y", "--data", "revision=15")
+    lines = host_out(forced.stderr)
+    assert any("chosen by rule: operator override (host data revision)" in line for line in lines), lines
+    assert any(line.startswith("warning: forced despite the evidence: " + L4_FAIL) for line in lines), lines
+    assert forced.returncode != 0  # 15 crash-loops again: the wait fails fast
+    again = rehearsal.pyinfra(inv, RESTORE, "-y")
+    assert again.returncode == 0, again.stderr
+    lines = host_out(again.stderr)
+    assert "seen crash-looping (max_len_exceeds_kv) at " in skipped(lines, 16), lines
+    assert any("to revision 14 (llama-8b-6b765dc795) — chosen by rule: newest earlier revision with no evidence "
+               "against it" in line for line in lines), lines  # 16 (dying) skipped, 15 now runs as 17
+    after = deployment(rehearsal)
+    assert templates_equal(after["spec"]["template"], good["spec"]["template"])
+    assert after["status"].get("readyReplicas") == 2
+
+
+def test_a_forced_revision_that_does_not_exist_or_is_garbage_is_one_line_exit_2(rehearsal: Rehearsal,
+                                                                               tmp_path: Path) -> None:
+    incident(rehearsal)
+    before = settled(rehearsal)
+    inv = no_pins(tmp_path)
+    for value, said in (("99", "host data revision: 99 is not in the rollout history of deployment llm/llama-8b "
+                                "(revisions: 12, 13, 14, 15)"),
+                        ("fourteen", "host data revision: 'fourteen' is not a revision number (a whole number >= 1)")):
+        got = rehearsal.pyinfra(inv, RESTORE, "-y", "--data", f"revision={value}")
+        assert got.returncode == 2, got.stderr
+        assert host_out(got.stderr)[-1] == said, got.stderr
+        assert "Traceback" not in got.stderr
+    assert deployment(rehearsal)["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
