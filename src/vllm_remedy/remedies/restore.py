@@ -162,7 +162,8 @@ def decide_restore(history: Mapping[str, Any], pods: Mapping[str, Any], policy: 
                                    failures=failures, skipped=(now_line, *exc.skipped))
         return RestoreDecision(REFUSE, f"revision {current} crash-loops ({seen}) and {exc}; no earlier revision "
                                "served that a budget change could start from: see deploys/diagnose.py, then "
-                               "deploys/budget.py", current=current, failures=failures, skipped=(now_line, *exc.skipped))
+                               "deploys/budget.py", current=current, failures=failures,
+                               skipped=(now_line, *exc.skipped))
     rev = choice.revision
     return RestoreDecision(ROLLBACK, f"revision {current} crash-loops ({seen}); roll back to revision {rev.number} "
                            f"({choice.rule}: {choice.detail})", current=current, revision=rev.number,
