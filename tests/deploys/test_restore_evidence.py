@@ -11,9 +11,12 @@ import json
 from pathlib import Path
 
 from fixtures import pyinfra_run
+from fixtures.kube_writes import mark_known_good
 from fixtures.pyinfra_run import Rehearsal, detected_changes
 from fixtures.restore_world import (
     BAD_ARGS,
+    DIAGNOSE,
+    NS,
     RESTORE,
     crash_looping,
     deployment,
@@ -25,6 +28,7 @@ from fixtures.restore_world import (
     wait_until,
     write_inventory,
 )
+from vllm_remedy.kube.annotations import rfc3339
 from vllm_remedy.kube.history import templates_equal
 
 rehearsal = pyinfra_run.rehearsal
@@ -102,6 +106,10 @@ def test_two_bad_revisions_dry_and_prompted_show_the_same_choice_and_change_noth
     after = deployment(rehearsal)
     assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
     assert "vllm-remedy.io/crashed" not in replicaset(rehearsal, 16)["metadata"]["annotations"]  # nothing written
+    good = replicaset(rehearsal, 14)
+    accepted = rehearsal.pyinfra(inv, RESTORE, stdin="\n")  # Enter at the prompt: what was shown is what runs
+    assert accepted.returncode == 0, accepted.stderr
+    assert templates_equal(deployment(rehearsal)["spec"]["template"], good["spec"]["template"])
 
 
 def test_a_rerun_never_bounces_onto_a_revision_seen_dying(rehearsal: Rehearsal, tmp_path: Path) -> None:
@@ -138,3 +146,48 @@ def test_a_forced_revision_that_does_not_exist_or_is_garbage_is_one_line_exit_2(
         assert host_out(got.stderr)[-1] == said, got.stderr
         assert "Traceback" not in got.stderr
     assert deployment(rehearsal)["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+
+
+BIG_CHUNKS = ["meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "16384", "--gpu-memory-utilization", "0.90",
+              "--max-num-seqs", "64", "--max-num-batched-tokens", "16384"]
+#: Long prompts asking for prompt logprobs: one 16k-token prefill chunk's logits no longer fit (game day 4's load).
+LOAD = "requests=4,prompt-tokens=12000,max-prompt-tokens=16000,prompt-logprobs=0.1"
+
+
+def test_a_marked_revision_that_dies_under_load_loses_its_mark_and_is_skipped(rehearsal: Rehearsal,
+                                                                            tmp_path: Path) -> None:
+    """15 (16k prefill chunks) is confirmed known-good, then long prompts kill it under load; diagnose sees it.
+    The mark is withdrawn on 15's ReplicaSet, and after a bad rollout restore skips 15 and returns to 14."""
+    client = rehearsal.client()
+
+    def big_chunks(dep: dict) -> None:
+        dep["spec"]["template"]["spec"]["containers"][0]["args"] = list(BIG_CHUNKS)
+
+    rehearsal.change(big_chunks, change_cause="bigger prefill chunks for throughput")
+    wait_until(lambda: rehearsal.cluster.rolled_out("llm", "llama-8b"), 30, "revision 15 to roll out")
+    marked_at = client.server_time()
+    mark_known_good(client, NS, replicaset(rehearsal, 15)["metadata"]["name"], at=marked_at, reason="confirmed")
+
+    def loaded(dep: dict) -> None:
+        dep["metadata"]["annotations"]["sim.vllm-remedy.io/load"] = LOAD
+
+    rehearsal.change(loaded)  # metadata only: no new revision
+    for pod in pods(rehearsal):
+        client.request("DELETE", f"/api/v1/namespaces/{NS}/pods/{pod['metadata']['name']}")
+    wait_until(lambda: crash_looping(rehearsal), 30, "OOM under load to crash-loop the pods")
+    seen = rehearsal.pyinfra(no_pins(tmp_path), DIAGNOSE, "-y")
+    assert seen.returncode == 0, seen.stderr
+    notes = replicaset(rehearsal, 15)["metadata"]["annotations"]
+    assert "vllm-remedy.io/known-good" not in notes and "vllm-remedy.io/known-good-reason" not in notes
+    withdrawn = json.loads(notes["vllm-remedy.io/known-good-withdrawn"])
+    assert withdrawn["reason"] == "died under load (oom_under_load) after it was marked known-good"
+    assert withdrawn["marked_at"] == rfc3339(marked_at)
+    assert json.loads(notes["vllm-remedy.io/crashed"])["failure"] == "oom_under_load"
+
+    incident(rehearsal)  # revision 16: the runbook's bad rollout on top
+    got = rehearsal.pyinfra(no_pins(tmp_path), RESTORE, "-y")
+    assert got.returncode == 0, got.stderr
+    lines = host_out(got.stderr)
+    assert "died under load (oom_under_load) at " in skipped(lines, 15), lines
+    assert any("to revision 14 (llama-8b-6b765dc795) — chosen by rule: newest earlier revision with no evidence "
+               "against it" in line for line in lines), lines
