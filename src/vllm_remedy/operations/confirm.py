@@ -77,14 +77,15 @@ def _mark(keys: Keys, reason: str, fields: dict[str, Any], at: float) -> dict[st
     return {**known_good_annotations(keys, at, reason), keys.deployment_fields: canonical_json(fields)}
 
 
-def evaluate(ctx: K8sHost) -> ConfirmResult | None:
-    """Read the facts and metrics and judge step 6 (None when a fact failed and pyinfra failed the host)."""
+def evaluate(ctx: K8sHost, deployment: dict[str, Any] | None = None) -> ConfirmResult | None:
+    """Read the facts and metrics and judge step 6 (None when a fact failed and pyinfra failed the host);
+    ``deployment`` is the Deployment already read, if the caller has it."""
     history = host.get_fact(RolloutHistory)
     pods = host.get_fact(Pods, logs="all")
     if history is None or pods is None:
         return None
     names = [p["name"] for p in pods.get("pods") or [] if p.get("new") and not p.get("deleting")]
-    deployment = deployment_object(host)
+    deployment = deployment if deployment is not None else deployment_object(host)
     try:
         toggles = in_force(ctx.keys, (deployment.get("metadata") or {}).get("annotations") or {},
                            template_of(deployment), ctx.container)
@@ -113,7 +114,8 @@ def marked_known_good() -> Iterator[FunctionCommand]:
         confirm.marked_known_good(name="Confirm and mark the running revision known-good")
     """
     ctx = k8s_host(host)
-    result = evaluate(ctx)
+    deployment = deployment_object(host)
+    result = evaluate(ctx, deployment)
     if result is None:
         return  # pyinfra already failed the host with the fact's error
     show(state, host, [f"step 6 — confirm revision {result.revision} ({result.replicaset}):",
@@ -128,5 +130,5 @@ def marked_known_good() -> Iterator[FunctionCommand]:
     reason = f"confirmed: {'; '.join(result.checks)}"
     path = KubeClient.object_path(ctx.namespace, "replicasets", result.replicaset)
     label = f"mark revision {result.revision} ({result.replicaset}) known-good"
-    fields = deployment_fields(deployment_object(host).get("spec") or {})
+    fields = deployment_fields(deployment.get("spec") or {})
     yield change_command(ctx, path, Change(stamp=functools.partial(_mark, ctx.keys, reason[:1000], fields)), label)
