@@ -191,3 +191,62 @@ def test_a_marked_revision_that_dies_under_load_loses_its_mark_and_is_skipped(re
     assert "died under load (oom_under_load) at " in skipped(lines, 15), lines
     assert any("to revision 14 (llama-8b-6b765dc795) — chosen by rule: newest earlier revision with no evidence "
                "against it" in line for line in lines), lines
+
+
+def l40s_pool_gone(rehearsal: Rehearsal) -> None:
+    """The L40S pool is cordoned (the reservation ended) and the L4 pool loses its taint (it is the pool now)."""
+    client = rehearsal.client()
+    for node in client.list_nodes():
+        labels = node["metadata"]["labels"]
+        path = f"/api/v1/nodes/{node['metadata']['name']}"
+        if labels.get("nvidia.com/gpu.product") == "NVIDIA-L40S":
+            ops = [{"op": "add", "path": "/spec/unschedulable", "value": True}]
+        elif labels.get("nvidia.com/gpu.product") == "NVIDIA-L4":
+            ops = [{"op": "remove", "path": "/spec/taints"}]
+        else:
+            continue
+        client.request("PATCH", path, body=ops, content_type="application/json-patch+json")
+
+
+def l4_policy(tmp: Path) -> str:
+    """llama-8b's policy for a cluster whose GPUs are L4s now: no pin, the L4 product, one max-length request."""
+    policy = tmp / "l4.yaml"
+    policy.write_text(f"extends: {POLICY.with_suffix('')}\nknown_good: []\ngpu:\n  products: [NVIDIA-L4]\n"
+                      "peak_concurrency: 1\n")
+    return write_inventory(tmp, policy=str(policy))
+
+
+def test_no_revision_fits_hands_over_to_the_budget_on_the_last_revision_that_served(rehearsal: Rehearsal,
+                                                                                    tmp_path: Path) -> None:
+    l40s_pool_gone(rehearsal)
+    two_bad_revisions(rehearsal)
+    good = replicaset(rehearsal, 14)
+    # the L40S policy: budget cannot pin a cordoned product either, so the host fails with every reason
+    before = settled(rehearsal)
+    stuck = rehearsal.pyinfra(no_pins(tmp_path), RESTORE, "-y")
+    assert stuck.returncode == 1, stuck.stderr
+    refusal = [line for line in host_out(stuck.stderr) if "no earlier revision is predicted to serve" in line
+               and "budget: pin NVIDIA-L40S: no schedulable NVIDIA-L40S capacity" in line]
+    assert len(refusal) == 1 and "revision 15 (llama-8b-85bd68ffdd): " + L4_FAIL in refusal[0], stuck.stderr
+    assert deployment(rehearsal)["spec"]["template"] == before["spec"]["template"]
+    inv = l4_policy(tmp_path)
+    dry = rehearsal.pyinfra(inv, RESTORE, "--dry")
+    assert dry.returncode == 0, dry.stderr
+    said = host_out(dry.stderr)
+    for number in (14, 13, 12):
+        assert "its pods would not schedule now (nvidia.com/gpu.product=NVIDIA-L40S: 3 matching node(s), none " \
+               "schedulable (cordoned or not Ready))" in skipped(said, number), said
+    assert L4_FAIL in skipped(said, 15)
+    assert "+    nvidia.com/gpu.product: NVIDIA-L4" in said
+    got = rehearsal.pyinfra(inv, RESTORE, "-y")
+    assert got.returncode == 0, got.stderr
+    lines = host_out(got.stderr)
+    assert any(line.startswith("budget handover on deployment llm/llama-8b: revision 14 (llama-8b-6b765dc795), the "
+                               "last that served, with pin nvidia.com/gpu.product=NVIDIA-L4") for line in lines), lines
+    after = deployment(rehearsal)
+    spec = after["spec"]["template"]["spec"]
+    assert spec["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-L4"}
+    assert spec["containers"][0]["args"] == good["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert after["status"].get("readyReplicas") == 2
+    assert all(p["spec"]["nodeName"].startswith("gke-l4-pool-") for p in pods(rehearsal)
+               if not p["metadata"].get("deletionTimestamp"))

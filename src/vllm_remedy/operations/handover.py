@@ -102,8 +102,6 @@ def _hand_over(ctx: K8sHost, decision: RestoreDecision, deployment: dict[str, An
     if why is not None:
         yield from refuse(state, host, f"{decision.reason}; budget's change {what}: {why}")
         return
-    show(state, host, [decision.reason, *(f"skipped {line}" for line in decision.skipped)], topic="skipped",
-         always=True)
     summary = (f"budget handover on {ctx.where}: revision {decision.revision} ({decision.replicaset}), the last "
                f"that served, with {what} — chosen by rule: {decision.rule}")
     yield from set_template(state, host, deployment, planned, action=RESTORE,
