@@ -24,7 +24,7 @@ from vllm_remedy.facts.nodes import NodeObjects
 from vllm_remedy.kube.history import HASH_LABEL
 from vllm_remedy.operations.budget import _schedulable_step, plan_for, planned_template
 from vllm_remedy.operations.restore import _decision
-from vllm_remedy.operations.util import K8sHost, keeps_its_plan, noop, refuse, set_template, show, wait_rollout
+from vllm_remedy.operations.util import K8sHost, keeps_its_plan, noop, refuse, set_template, wait_rollout
 from vllm_remedy.operations.util.context import k8s_host
 from vllm_remedy.remedies.pin_gpu import plan_pin
 from vllm_remedy.remedies.predict import failed_prediction, predict_template

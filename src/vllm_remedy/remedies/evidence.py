@@ -164,9 +164,15 @@ def placement(spec: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]] | None
     return Placement(min(cards)[1] if cards else None)
 
 
-def against(rev: Revision, keys: Keys, container: str | None, nodes: Sequence[Mapping[str, Any]] | None
-            ) -> str | None:
-    """Why ``rev`` must not be restored (seen dying, no node for it, predicted to fail), None when nothing is."""
+def against(rev: Revision, keys: Keys, container: str | None, nodes: Sequence[Mapping[str, Any]] | None,
+            dying: Mapping[int, Mapping[str, int]] | None = None) -> str | None:
+    """Why ``rev`` must not be restored (dying now or seen dying, no node for it, predicted to fail), None when
+    nothing is. ``dying`` is what this run sees (``crashes_by_revision``): its record is written later in the
+    run, but the choice is made now."""
+    now = (dying or {}).get(rev.number)
+    if now:
+        kind = main_failure(now)
+        return f"{'dying under load' if _under_load(kind) else 'crash-looping'} now ({kind}), pods still running"
     crash = standing_crash(keys, rev.annotations)
     if crash is not None:
         return crash.text()
@@ -177,10 +183,10 @@ def against(rev: Revision, keys: Keys, container: str | None, nodes: Sequence[Ma
     return failed_prediction(predict_template(rev.template, container, gpu=where.gpu))
 
 
-def rejector(keys: Keys, container: str | None, nodes: Sequence[Mapping[str, Any]] | None
-             ) -> Callable[[Revision], str | None]:
+def rejector(keys: Keys, container: str | None, nodes: Sequence[Mapping[str, Any]] | None,
+             dying: Mapping[int, Mapping[str, int]] | None = None) -> Callable[[Revision], str | None]:
     """``against`` bound to this host: the ``reject`` that ``kube.rollout.choose_rollback`` asks."""
-    return lambda rev: against(rev, keys, container, nodes)
+    return lambda rev: against(rev, keys, container, nodes, dying)
 
 
 # ---- Deployment-level fields confirm records with its mark -----------------------------------------------

@@ -33,7 +33,7 @@ from vllm_remedy.kube.annotations import Keys, parse_rfc3339
 from vllm_remedy.kube.history import Revision, revisions_from_rows
 from vllm_remedy.kube.rollout import RULE_FORCED, NoRollbackTarget, choose_rollback, earlier_revisions, policy_pin
 from vllm_remedy.policy import Fallback, Policy, parse_flag_int
-from vllm_remedy.remedies.evidence import against, rejector, standing_crash
+from vllm_remedy.remedies.evidence import against, crashes_by_revision, rejector, standing_crash
 from vllm_remedy.remedies.predict import failed_prediction, predict_template
 from vllm_remedy.vllm.failures import failure_class
 
@@ -148,7 +148,7 @@ def decide_restore(history: Mapping[str, Any], pods: Mapping[str, Any], policy: 
     try:
         choice = choose_rollback(revisions(history), int(current or 0), keys=keys,
                                  pinned=policy_pin(policy.known_good, container),
-                                 reject=rejector(keys, container, nodes))
+                                 reject=rejector(keys, container, nodes, crashes_by_revision(pods, container)))
     except NoRollbackTarget as exc:
         if under_load:
             return RestoreDecision(SHED, f"revision {current} crash-loops with OOM under load ({seen}) and {exc}: "
