@@ -4,7 +4,8 @@
 
 On success the current ReplicaSet carries ``vllm-remedy.io/known-good`` (what ``restore`` rolls back to
 first) and ``vllm-remedy.io/deployment-fields`` (the strategy and rollout settings it was confirmed with,
-which ``restore`` puts back); a second run changes nothing. On failure the host fails with the reasons and nothing is marked.
+which ``restore`` puts back); a second run changes nothing. On failure the host fails with the reasons and
+nothing is marked.
 """
 
 from vllm_remedy.operations import confirm, evidence, workload
