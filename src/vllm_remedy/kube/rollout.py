@@ -1,4 +1,8 @@
-"""``kubectl rollout undo`` in pure Python, plus our guard and the choice of a known-good revision.
+"""``kubectl rollout undo`` in pure Python, plus our guard and the rank order of rollback candidates.
+
+Which revision to restore is never decided by position here: ``choose_rollback`` ranks candidates (marked
+known-good, pinned in policy, the rest; newest first in each) and asks the caller's ``reject`` — the
+evidence, ``remedies.evidence`` — about each, keeping every skipped one with its reason.
 
 kubectl (``polymorphichelpers/rollback.go``) picks the ReplicaSet, refuses paused Deployments, skips
 when the template already matches, and otherwise sends a two-op JSON patch: replace ``/spec/template``

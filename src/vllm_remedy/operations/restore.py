@@ -1,8 +1,10 @@
-"""Runbook step 1 as pyinfra operations: a crash-looping revision rolled back to a known-good one, or load shed
-(lower flags, and part of the gateway's traffic moved to the fallback backend).
+"""Runbook step 1 as pyinfra operations: a crash-looping revision rolled back to one nothing speaks against, or
+load shed (lower flags, and part of the gateway's traffic moved to the fallback backend).
 
-Both operations read the same facts and ask ``remedies.restore.decide_restore`` what step 1 calls for, so
-each acts only on its own branch and a healthy Deployment yields nothing from either.
+Both operations (and ``operations.handover``'s budget hand-over) read the same facts — the Node objects
+included, for where each candidate's pods would go now — and ask ``remedies.restore.decide_restore`` what
+step 1 calls for, so each acts only on its own branch and a healthy Deployment yields nothing from any.
+Every revision skipped on evidence is printed with why, in ``-y`` runs too.
 """
 
 from __future__ import annotations
