@@ -250,3 +250,18 @@ def test_no_revision_fits_hands_over_to_the_budget_on_the_last_revision_that_ser
     assert after["status"].get("readyReplicas") == 2
     assert all(p["spec"]["nodeName"].startswith("gke-l4-pool-") for p in pods(rehearsal)
                if not p["metadata"].get("deletionTimestamp"))
+
+
+def test_a_record_that_cannot_be_written_is_one_warning_and_never_blocks_the_rollback(rehearsal: Rehearsal,
+                                                                                     tmp_path: Path) -> None:
+    """No RBAC patch on replicasets (403): the crash record is one warning line; restore still restores."""
+    two_bad_revisions(rehearsal)
+    good = replicaset(rehearsal, 14)
+    rehearsal.faults([{"verb": "patch", "resource": "replicasets", "error_rate": 1.0, "error_code": 403}])
+    got = rehearsal.pyinfra(no_pins(tmp_path), RESTORE, "-y")
+    rehearsal.faults([])
+    assert got.returncode == 0, got.stderr
+    warned = [line for line in host_out(got.stderr) if line.startswith("warning: record on replicaset ")]
+    assert len(warned) == 1 and ": not recorded (" in warned[0] and "403" in warned[0], got.stderr
+    assert templates_equal(deployment(rehearsal)["spec"]["template"], good["spec"]["template"])
+    assert "vllm-remedy.io/crashed" not in replicaset(rehearsal, 16)["metadata"]["annotations"]

@@ -97,7 +97,7 @@ def test_sigint_on_the_local_cluster_restores_the_sim_fault(tmp_path: Path):
     report = json.loads((tmp_path / "gpu-memory-held.json").read_text())
     assert report["interrupted"] is True
     assert [(c["name"], c["ok"]) for c in report["checks"]] == [("pre-game state restored", True)], report["checks"]
-    assert "node gpu-l40s-1: annotations" in report["restored"]
+    assert "node gpu-l40s-1: annotations, cordon and taints" in report["restored"]
     assert report["timeline"]["marks"][-1]["kind"] == "pre-game-restore"
 
 

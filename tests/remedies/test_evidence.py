@@ -18,7 +18,7 @@ from vllm_remedy.remedies.evidence import (
     recorded_fields,
     standing_crash,
 )
-from vllm_remedy.remedies.restore import HANDOVER, REFUSE, ROLLBACK, decide_restore
+from vllm_remedy.remedies.restore import HANDOVER, REFUSE, ROLLBACK, SHED, decide_restore
 
 NOW = 1_800_000_000.0
 L40S = {"nvidia.com/gpu.product": "NVIDIA-L40S"}
@@ -131,3 +131,17 @@ def test_decide_restore_skips_bad_revisions_hands_over_or_refuses() -> None:
     dead = {**hist, "revisions": [_row(rev(14, good.template, **seen)), _row(bad15), _row(bad16)]}
     refused = decide_restore(dead, _crashing(), policy, now=NOW, nodes=cordoned)
     assert refused.action == REFUSE and "no earlier revision is predicted to serve (2 skipped)" in refused.reason
+
+
+def test_a_mark_withdrawn_in_this_run_still_means_shed_not_roll_back() -> None:
+    """The record (withdrawing the mark) is written before restore decides at execute: a revision that was
+    confirmed and now dies under load is still not a fresh deploy, so step 1 sheds load."""
+    withdrawn = {KEYS.known_good_withdrawn: json.dumps({"at": rfc3339(NOW), "reason": "died under load"})}
+    chunks = template([MODEL, "--max-model-len", "16384", "--max-num-batched-tokens", "16384"], selector=L40S)
+    current = {**_row(rev(15, chunks, **withdrawn)), "created": rfc3339(NOW - 300)}
+    hist = {"current_revision": 15, "revisions": [_row(rev(14, template(selector=L40S))), current]}
+    pods = {"pods": [{"name": "p", "new": True, "revision": 15, "containers": [
+        {"name": "vllm", "crash_looping": True, "startup": {"failure": "oom_under_load"}}]}]}
+    assert decide_restore(hist, pods, Policy(), now=NOW, nodes=NODES).action == SHED
+    fresh = {**hist, "revisions": [hist["revisions"][0], {**current, "annotations": {}}]}
+    assert decide_restore(fresh, pods, Policy(), now=NOW, nodes=NODES).action == ROLLBACK  # deployed 5 min ago

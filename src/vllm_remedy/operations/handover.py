@@ -28,7 +28,7 @@ from vllm_remedy.operations.util import K8sHost, keeps_its_plan, noop, refuse, s
 from vllm_remedy.operations.util.context import k8s_host
 from vllm_remedy.remedies.pin_gpu import plan_pin
 from vllm_remedy.remedies.predict import failed_prediction, predict_template
-from vllm_remedy.remedies.restore import HANDOVER, RestoreDecision
+from vllm_remedy.remedies.restore import HANDOVER, NONE, REFUSE, ROLLBACK, RestoreDecision
 
 RESTORE = "restore"
 
@@ -83,7 +83,8 @@ def budget_handover(wait: bool = True, revision: int | None = None) -> Iterator[
     ctx = k8s_host(host)
     decision, deployment = _decision(ctx, revision)
     if decision.action != HANDOVER:
-        noop(state, host, "a revision is predicted to serve or nothing crash-loops: no budget handover")
+        noop(state, host, f"no budget hand-over: {decision.reason}" if decision.action in (NONE, REFUSE)
+             else "no budget hand-over: step 1 " + ("rolls back" if decision.action == ROLLBACK else "sheds load"))
         return
     yield from _hand_over(ctx, decision, deployment, wait)
 

@@ -106,7 +106,9 @@ def _fresh_deploy(history: Mapping[str, Any], policy: Policy, keys: Keys, now: f
     if row is None:
         return False
     notes = row.get("annotations") or {}
-    if row.get("known_good") or notes.get(keys.last_action) == SHED:
+    # a mark withdrawn because it died under load still proves it was not a fresh deploy (the record is
+    # written first in the same run, and must not turn "shed load" into "roll back")
+    if row.get("known_good") or notes.get(keys.known_good_withdrawn) or notes.get(keys.last_action) == SHED:
         return False
     if now is None or not row.get("created"):
         return True
