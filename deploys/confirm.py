@@ -3,12 +3,16 @@
     pyinfra inventories/prod.py deploys/confirm.py -y
 
 On success the current ReplicaSet carries ``vllm-remedy.io/known-good`` (what ``restore`` rolls back to
-first); a second run changes nothing. On failure the host fails with the reasons and nothing is marked.
+first) and ``vllm-remedy.io/deployment-fields`` (the strategy and rollout settings it was confirmed with,
+which ``restore`` puts back); a second run changes nothing. On failure the host fails with the reasons and
+nothing is marked.
 """
 
-from vllm_remedy.operations import confirm, workload
+from vllm_remedy.operations import confirm, evidence, workload
 
 # A temporary toggle past its expiry is not a state to bless: revert it and let the rollout finish first.
 workload.revert_expired_toggles(name="Revert expired temporary toggles")
+# A revision seen dying loses its mark here too (restore must not return to it); a confirmed one keeps it.
+evidence.crash_recorded(name="Record crash-looping revisions on their ReplicaSets")
 workload.rolled_out(name="Wait until the new pods are Ready")
 confirm.marked_known_good(name="Confirm and mark the running revision known-good")

@@ -1,12 +1,15 @@
-"""Runbook steps 2–3 — read the startup log and find what changed (read-only, never changes anything).
+"""Runbook steps 2–3 — read the startup log and find what changed.
 
     pyinfra inventories/prod.py deploys/diagnose.py -y
 
 Per host: the classified startup log of each crashed container with the runbook's grep lines as evidence,
 the diff between the failing and the good revision (flags, image tag, model revision, nodeSelector/affinity,
-resources, env), and the GPU each pod got with whatever else requests GPUs on that node.
+resources, env), and the GPU each pod got with whatever else requests GPUs on that node. The Deployment is
+never changed; what was seen dying is recorded on its revision's ReplicaSet (Events expire after an hour,
+and ``restore`` must never roll back onto it), withdrawing a known-good mark there.
 """
 
-from vllm_remedy.operations import diagnose
+from vllm_remedy.operations import diagnose, evidence
 
+evidence.crash_recorded(name="Record crash-looping revisions on their ReplicaSets")
 diagnose.report(name="Read the startup log and what changed")

@@ -3,16 +3,26 @@
     pyinfra inventories/prod.py deploys/restore.py          # shows the diff and the prediction, asks
     pyinfra inventories/prod.py deploys/restore.py --dry    # shows them and stops
     pyinfra inventories/prod.py deploys/restore.py -y       # applies (CronJobs and game days)
+    pyinfra inventories/prod.py deploys/restore.py -y --data revision=14   # the operator's target
 
-A crash-looping revision goes back to the last known-good one (the output says which rule chose it) and
-the run waits until it is Ready, failing fast if that one crash-loops too. If nothing was deployed and
-the pods die of OOM under load, load is shed instead. A healthy Deployment is left alone.
+A crash-looping revision goes back to the newest earlier one nothing speaks against — marked known-good
+first, then pinned in policy, then the rest — skipping (and saying why) every revision seen crash-looping,
+with no node for its pods, or predicted to fail on the GPU its pods would get now; the output names the
+rule that chose. The run waits until it is Ready, failing fast if that one crash-loops too. When no
+revision is predicted to serve, the same run applies runbook step 4 (the budget's smallest change) to the
+last revision that served. If nothing was deployed and the pods die of OOM under load, load is shed
+instead. A healthy Deployment is left alone.
 """
 
-from vllm_remedy.operations import restore, workload
+from vllm_remedy.operations import evidence, handover, restore, workload
+
+revision = restore.forced_revision()  # host data revision; bad input stops here: one line, exit 2
 
 workload.revert_expired_toggles(name="Revert expired temporary toggles")
-restore.known_good(name="Roll back a crash-looping revision to the last known-good one", wait=True)
-restore.shed_load(name="Shed load when OOM under load and nothing was deployed", fallback=True)
+evidence.crash_recorded(name="Record crash-looping revisions on their ReplicaSets")
+restore.known_good(name="Roll back a crash-looping revision to the last known-good one", wait=True,
+                   revision=revision)
+restore.shed_load(name="Shed load when OOM under load and nothing was deployed", fallback=True, revision=revision)
+handover.budget_handover(name="Budget's smallest change when no revision is predicted to serve", revision=revision)
 # A rerun after the first run died mid-wait (kill -9, a lost terminal) resumes waiting for that rollout.
 workload.rolled_out(name="Wait until the new pods are Ready")

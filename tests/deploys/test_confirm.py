@@ -20,6 +20,7 @@ from fixtures.restore_world import (
     incident,
     pods,
     replicaset,
+    stable,
     wait_until,
     write_inventory,
 )
@@ -38,22 +39,6 @@ def restored(rehearsal: Rehearsal) -> dict:
     return replicaset(rehearsal, 16)
 
 
-def stable(rehearsal: Rehearsal, seconds: float = STABLE + 60) -> None:
-    """Wait until every pod has been Ready for ``seconds`` of cluster time."""
-    clock = rehearsal.cluster.clock
-
-    def ready_long_enough() -> bool:
-        for pod in pods(rehearsal):
-            cond = next((c for c in pod["status"].get("conditions") or [] if c["type"] == "Ready"), None)
-            if not cond or cond["status"] != "True":
-                return False
-            if clock.now() - parse_rfc3339(cond["lastTransitionTime"]) < seconds:
-                return False
-        return True
-
-    wait_until(ready_long_enough, 30, "pods Ready for 31 minutes of cluster time")
-
-
 def test_confirm_waits_for_stability_then_marks_the_replicaset_once(rehearsal: Rehearsal) -> None:
     rs = restored(rehearsal)
     # at 600x, 30 cluster minutes are 3 real seconds: a loaded machine's pyinfra start-up alone could pass them
@@ -69,10 +54,9 @@ def test_confirm_waits_for_stability_then_marks_the_replicaset_once(rehearsal: R
     assert "vllm-remedy.io/known-good" not in (replicaset(rehearsal, 16)["metadata"].get("annotations") or {})
 
     stable(rehearsal)
-    # slow again for the marking run: at 600x a loaded machine's 2 s of pyinfra are 20 cluster minutes, more
-    # than the mark-time tolerance below
-    rehearsal.cluster.clock.set_speed(6.0)
+    started = int(rehearsal.cluster.clock.now())  # RFC 3339 stamps have whole seconds
     got = rehearsal.pyinfra(LOCAL, CONFIRM, "-y")
+    finished = rehearsal.cluster.clock.now()
     assert got.returncode == 0, got.stderr
     lines = host_out(got.stderr)
     assert f"step 6 — confirm revision 16 ({rs['metadata']['name']}):" in lines
@@ -82,7 +66,8 @@ def test_confirm_waits_for_stability_then_marks_the_replicaset_once(rehearsal: R
     assert any(line.startswith(f"mark revision 16 ({rs['metadata']['name']}) known-good: written") for line in lines)
     marked = client.request("GET", f"/apis/apps/v1/namespaces/{NS}/replicasets/{rs['metadata']['name']}")
     notes = marked["metadata"]["annotations"]
-    assert abs(parse_rfc3339(notes["vllm-remedy.io/known-good"]) - rehearsal.cluster.clock.now()) < 600
+    # stamped in cluster time during this run (a wall-time margin at 600x fails on a loaded machine)
+    assert started <= parse_rfc3339(notes["vllm-remedy.io/known-good"]) <= finished
     assert notes["vllm-remedy.io/known-good-reason"].startswith("confirmed: ok: revision 16: 2 pod(s)")
     assert notes["vllm-remedy.io/last-action"] == "restore"  # the Deployment's, copied by the controller
     assert notes["kubernetes.io/change-cause"] == rs["metadata"]["annotations"]["kubernetes.io/change-cause"]
@@ -91,7 +76,7 @@ def test_confirm_waits_for_stability_then_marks_the_replicaset_once(rehearsal: R
 
     again = rehearsal.pyinfra(LOCAL, CONFIRM, "-y")
     assert again.returncode == 0, again.stderr
-    assert host_out(again.stderr).count("No changes") == 3  # revert toggles, wait, mark
+    assert host_out(again.stderr).count("No changes") == 4  # revert toggles, record crashes, wait, mark
     after = client.request("GET", f"/apis/apps/v1/namespaces/{NS}/replicasets/{rs['metadata']['name']}")
     assert after["metadata"]["resourceVersion"] == marked["metadata"]["resourceVersion"]
 

@@ -1,10 +1,11 @@
-"""deploys/diagnose.py (runbook steps 2–3) through the real pyinfra CLI: a read-only report, once per host."""
+"""deploys/diagnose.py (runbook steps 2–3) through the real pyinfra CLI: a report, once per host, that changes
+nothing but the crash record on the dying revision's ReplicaSet."""
 
 from __future__ import annotations
 
 from fixtures import pyinfra_run
 from fixtures.pyinfra_run import Rehearsal, detected_changes
-from fixtures.restore_world import DIAGNOSE, LOCAL, NAME, NS, RESTORE, host_out, incident, settled
+from fixtures.restore_world import DIAGNOSE, LOCAL, NAME, NS, RESTORE, host_out, incident, replicaset, settled
 from vllm_remedy.remedies.diagnose import evidence_lines
 
 rehearsal = pyinfra_run.rehearsal
@@ -47,6 +48,8 @@ def test_incident_report_names_the_error_what_changed_and_the_gpus(rehearsal: Re
     assert lines.count("No changes") == 1
     after = rehearsal.client().get_deployment(NS, NAME)
     assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+    crashed = replicaset(rehearsal, 15)["metadata"]["annotations"]["vllm-remedy.io/crashed"]
+    assert '"failure":"max_len_exceeds_kv"' in crashed  # Events expire after an hour; this record does not
 
 
 def test_report_prints_once_in_dry_and_prompted_runs_and_yields_nothing(rehearsal: Rehearsal) -> None:
@@ -56,7 +59,11 @@ def test_report_prints_once_in_dry_and_prompted_runs_and_yields_nothing(rehearsa
         assert got.returncode == 0, got.stderr
         lines = host_out(got.stderr)
         assert lines.count(WHAT_CHANGED[0]) == 1, (args, lines)
-        assert detected_changes(got.stderr) == {"Read the startup log and what changed": ("-", "-")}  # no change
+        changes = detected_changes(got.stderr)
+        assert changes["Read the startup log and what changed"] == ("-", "-")  # the report changes nothing
+        assert changes["Record crash-looping revisions on their ReplicaSets"] != ("-", "-")  # the record would
+        recorded = "vllm-remedy.io/crashed" in replicaset(rehearsal, 15)["metadata"]["annotations"]
+        assert recorded == (args == []), args  # --dry writes nothing; Enter at the prompt writes the record
 
 
 def test_after_restore_the_report_compares_the_restored_revision_with_the_bad_one(rehearsal: Rehearsal) -> None:

@@ -59,7 +59,8 @@ def test_second_run_changes_nothing(rehearsal: Rehearsal) -> None:
     before = rehearsal.client().get_deployment(NS, NAME)
     again = rehearsal.pyinfra(LOCAL, RESTORE, "-y")
     assert again.returncode == 0, again.stderr
-    assert host_out(again.stderr).count("No changes") == 4  # revert toggles, roll back, shed load, wait
+    # revert toggles, record crashes, roll back, shed load, budget handover, wait
+    assert host_out(again.stderr).count("No changes") == 6
     after = rehearsal.client().get_deployment(NS, NAME)
     assert after["metadata"]["generation"] == before["metadata"]["generation"]
     assert after["metadata"]["annotations"] == before["metadata"]["annotations"]
@@ -108,8 +109,11 @@ def test_healthy_deployment_yields_no_commands(rehearsal: Rehearsal) -> None:
     assert f"[{HOST}]" in got.stderr
     assert not [line for line in host_out(got.stderr) if line.startswith(("roll back", "shed load", "---"))]
     assert detected_changes(got.stderr) == {"Revert expired temporary toggles": ("-", "-"),
+                                            "Record crash-looping revisions on their ReplicaSets": ("-", "-"),
                                             "Roll back a crash-looping revision to the last known-good one": ("-", "-"),
                                             "Shed load when OOM under load and nothing was deployed": ("-", "-"),
+                                            "Budget's smallest change when no revision is predicted to serve":
+                                                ("-", "-"),
                                             "Wait until the new pods are Ready": ("-", "-")}
     after = rehearsal.client().get_deployment(NS, NAME)
     assert after["metadata"]["generation"] == before["metadata"]["generation"]

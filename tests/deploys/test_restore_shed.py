@@ -109,7 +109,8 @@ def test_oom_under_load_sheds_load_and_shifts_the_gateway_once(rehearsal: Rehear
 
     again = rehearsal.pyinfra(inventory, RESTORE, "-y")
     assert again.returncode == 0, again.stderr
-    assert host_out(again.stderr).count("No changes") == 4, again.stderr  # toggles, roll back, shed, wait
+    # toggles, record crashes, roll back, shed, budget handover, wait
+    assert host_out(again.stderr).count("No changes") == 6, again.stderr
     assert client.request("GET", ROUTE_PATH)["metadata"]["resourceVersion"] == shifted["metadata"]["resourceVersion"]
     assert client.get_deployment(NS, NAME)["metadata"]["generation"] == deployment["metadata"]["generation"]
 

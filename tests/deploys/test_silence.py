@@ -14,8 +14,10 @@ rehearsal = pyinfra_run.rehearsal
 #: deploy → the noop line each of its operations prints on the healthy seed (revision 14, L40S, 16384).
 QUIET = {
     "deploys/restore.py": ["noop: no temporary toggle has expired",
+                           "noop: no crash to record",
                            "noop: nothing to restore: revision 14: no pod is crash-looping",
                            "noop: no load to shed: revision 14: no pod is crash-looping",
+                           "noop: no budget hand-over: revision 14: no pod is crash-looping",
                            "noop: deployment llm/llama-8b is rolled out"],
     "deploys/pin_gpu.py": ["noop: no temporary toggle has expired",
                            "noop: deployment llm/llama-8b is already pinned to nvidia.com/gpu.product=NVIDIA-L40S "

@@ -97,7 +97,7 @@ def test_sigint_on_the_local_cluster_restores_the_sim_fault(tmp_path: Path):
     report = json.loads((tmp_path / "gpu-memory-held.json").read_text())
     assert report["interrupted"] is True
     assert [(c["name"], c["ok"]) for c in report["checks"]] == [("pre-game state restored", True)], report["checks"]
-    assert "node gpu-l40s-1: annotations" in report["restored"]
+    assert "node gpu-l40s-1: annotations, cordon and taints" in report["restored"]
     assert report["timeline"]["marks"][-1]["kind"] == "pre-game-restore"
 
 
@@ -134,7 +134,19 @@ def test_unknown_scenario_names_the_shipped_ones(cli):
     assert got.returncode == 2
     assert got.stderr == ("vllm-remedy: error: scenario 'meltdown': no such file or shipped scenario (have: "
                           "bad-rollout, gpu-swap, gpu-memory-held, oom-under-load, kv-fp8-unsupported, "
-                          "gateway-fallback, enforce-eager-expired)\n")
+                          "gateway-fallback, enforce-eager-expired, two-bad-revisions, nothing-fits, "
+                          "mark-withdrawn)\n")
+
+
+def test_a_nodes_step_sets_only_cordon_and_taints(cli, tmp_path: Path):
+    """What the game can put back exactly: spec.unschedulable and spec.taints; anything else is one line, exit 2."""
+    step = {"what": "relabel the pool", "nodes": {"selector": "nvidia.com/gpu.product=NVIDIA-L4",
+                                                   "set": {"metadata.labels": {"pool": "x"}}}}
+    bad = _variant(tmp_path, "nothing-fits", fault=[step])
+    got = cli("gameday", "run", str(bad))
+    assert got.returncode == 2
+    assert got.stderr == (f"vllm-remedy: error: {bad}: fault[0].nodes.set.metadata.labels: nodes steps set only "
+                          "spec.unschedulable, spec.taints\n")
 
 
 def test_list(cli):

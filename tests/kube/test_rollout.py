@@ -23,6 +23,7 @@ from vllm_remedy.kube.rollout import (
     RULE_DIFFERENT,
     RULE_MARK,
     RULE_POLICY,
+    NoRollbackTarget,
     choose_rollback,
     plan_undo,
     policy_pin,
@@ -126,8 +127,8 @@ def test_choose_rollback_rules_in_order() -> None:
     hist = rollout_history(dep, rss)
     choice = choose_rollback(hist, 15)
     assert (choice.revision.number, choice.rule) == (14, RULE_DIFFERENT)
-    assert choice.detail == ("no known-good mark or policy pin; revision 14 (llama-8b-7c9d8f6b4f) is the newest "
-                             "earlier revision whose template differs")
+    assert choice.detail == ("revision 14 (llama-8b-7c9d8f6b4f) no known-good mark or policy pin to prefer; nothing "
+                             "recorded or predicted against it")
     # a policy unit pins what revision 13 runs
     policy = Policy.from_mapping({"known_good": [{"image": "vllm/vllm-openai:v0.8.5",
                                                   "flags": {"max-model-len": 8192}}]})
@@ -137,10 +138,26 @@ def test_choose_rollback_rules_in_order() -> None:
     rss[2]["metadata"]["annotations"]["ops.example.com/known-good"] = "2025-03-01T10:00:00Z"
     marked = choose_rollback(rollout_history(dep, rss), 15, keys=Keys("ops.example.com/"))
     assert (marked.revision.number, marked.rule) == (13, RULE_MARK)
-    assert marked.detail == "revision 13 (llama-8b-6d8f7b9c5d) was marked known-good at 2025-03-01T10:00:00Z"
+    assert marked.detail == "revision 13 (llama-8b-6d8f7b9c5d) marked known-good at 2025-03-01T10:00:00Z"
     assert choose_rollback(rollout_history(dep, rss), 15).rule == RULE_DIFFERENT
     with pytest.raises(RolloutError, match=r"no earlier revision to roll back to \(current revision 13\)"):
         choose_rollback(hist, 13)
+
+
+def test_evidence_skips_a_revision_whatever_its_rank_and_says_why() -> None:
+    """A marked revision with evidence against it is passed over; the rest are judged newest first."""
+    dep, rss = incident()
+    rss[2]["metadata"]["annotations"]["vllm-remedy.io/known-good"] = "2025-03-01T10:00:00Z"
+    hist = rollout_history(dep, rss)
+    assert choose_rollback(hist, 15, keys=Keys()).revision.number == 13  # the mark ranks first...
+    bad = {13: "seen crash-looping (oom_under_load)"}
+    choice = choose_rollback(hist, 15, reject=lambda rev: bad.get(rev.number))
+    assert (choice.revision.number, choice.rule) == (14, RULE_DIFFERENT)  # ...but not against evidence
+    assert choice.skipped == ("revision 13 (llama-8b-6d8f7b9c5d): seen crash-looping (oom_under_load)",)
+    with pytest.raises(NoRollbackTarget) as err:
+        choose_rollback(hist, 15, reject=lambda rev: "predicted max_len_exceeds_kv on NVIDIA-L4")
+    assert str(err.value) == "no earlier revision is predicted to serve (2 skipped)"
+    assert err.value.skipped[0] == "revision 13 (llama-8b-6d8f7b9c5d): predicted max_len_exceeds_kv on NVIDIA-L4"
 
 
 # ---- against real kubectl ----------------------------------------------------------------------

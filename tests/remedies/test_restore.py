@@ -51,7 +51,7 @@ def test_startup_crash_rolls_back_to_the_newest_different_revision() -> None:
     h = history(4, row(2, ["--max-model-len", "8192"]), row(3, ["--max-model-len", "16384"]),
                 row(4, ["--max-num-seqs", "64"], created_ago=60))
     got = decide_restore(h, {"pods": [pod("max_len_exceeds_kv")]}, POLICY, now=NOW)
-    assert (got.action, got.revision, got.rule) == (ROLLBACK, 3, "newest earlier revision with a different template")
+    assert (got.action, got.revision, got.rule) == (ROLLBACK, 3, "newest earlier revision with no evidence against it")
     assert got.failures == {"max_len_exceeds_kv": 1}
 
 
@@ -84,7 +84,8 @@ def test_nothing_earlier_is_a_refusal_with_the_reason() -> None:
     got = decide_restore(history(1, row(1, ["--max-num-seqs", "64"])), {"pods": [pod("unknown")]}, POLICY, now=NOW)
     assert got.action == REFUSE
     assert got.reason == ("revision 1 crash-loops (1 pod(s) unknown) and no earlier revision to roll back to "
-                          "(current revision 1)")
+                          "(current revision 1); no earlier revision served that a budget change could start from: "
+                          "see deploys/diagnose.py, then deploys/budget.py")
 
 
 def test_shed_flags_only_lower() -> None:

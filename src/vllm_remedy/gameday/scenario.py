@@ -20,6 +20,8 @@ from vllm_remedy.yamlfile import read_yaml
 Obj = dict[str, Any]
 NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 STEP_KINDS = ("deployment", "nodes", "route", "delete-pods")
+#: What a nodes step may set (cordon, taints): the game captures and restores exactly these.
+NODE_FIELDS = ("spec.unschedulable", "spec.taints")
 DETECT_KINDS = ("classification", "policy")
 _TOP = {"name", "title", "description", "target", "policy", "sim-only", "world", "fault", "expect", "deploys",
         "success"}
@@ -32,7 +34,8 @@ class Step:
     """One reversible change through the API (world set-up or the fault itself).
 
     ``kind`` deployment: ``set`` paths on the Deployment (``a.b[name].c``; null deletes), ``annotations``,
-    ``change_cause`` — one new revision. nodes: ``annotations`` on every node matching ``selector``.
+    ``change_cause`` — one new revision. nodes: ``annotations`` and/or ``set`` (``spec.unschedulable``,
+    ``spec.taints``: cordon a pool, change its taints) on every node matching ``selector``.
     route: ``set`` on the HTTPRoute ``name``. delete-pods: pods matching ``selector`` (the controller
     replaces them — "the pods restarted"). ``wait`` waits for the deployment to roll out afterwards.
     """
@@ -143,8 +146,11 @@ def _step(raw: Any, where: str) -> Step:
             raise _err(f"{where}.{kind}.annotations.{key}", "annotation values are strings (quote numbers)")
     if kind == "deployment" and not sets and not notes:
         raise _err(f"{where}.{kind}", "expected set and/or annotations")
-    if kind == "nodes" and (not spec.get("selector") or not notes):
-        raise _err(f"{where}.{kind}", "expected selector (a label selector) and annotations")
+    if kind == "nodes" and (not spec.get("selector") or not (notes or sets)):
+        raise _err(f"{where}.{kind}", "expected selector (a label selector) and annotations and/or set")
+    if kind == "nodes" and sorted(set(map(str, sets)) - set(NODE_FIELDS)):
+        bad = sorted(set(map(str, sets)) - set(NODE_FIELDS))[0]
+        raise _err(f"{where}.{kind}.set.{bad}", f"nodes steps set only {', '.join(NODE_FIELDS)}")
     if kind == "route" and (not spec.get("name") or not sets):
         raise _err(f"{where}.{kind}", "expected name (an HTTPRoute in the target namespace) and set")
     if kind == "delete-pods" and not spec.get("selector"):

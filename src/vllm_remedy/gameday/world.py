@@ -84,6 +84,17 @@ def edit(client: KubeClient, path: str, mutate: Callable[[Obj], None], attempts:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+def observed(client: KubeClient, path: str, written: Obj, seconds: float = 10.0) -> None:
+    """Wait (wall clock, briefly) until the deployment controller has seen ``written``: each deployment step is one
+    revision, and two steps patched before the controller looked would collapse into one."""
+    generation = (written.get("metadata") or {}).get("generation") or 0
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if ((client.request("GET", path).get("status") or {}).get("observedGeneration") or 0) >= generation:
+            return
+        time.sleep(0.05)
+
+
 def _annotate(obj: Obj, notes: dict[str, str | None]) -> None:
     meta = obj.setdefault("metadata", {})
     current = dict(meta.get("annotations") or {})
@@ -114,6 +125,7 @@ class Restorer:
     deployment: Obj = field(default_factory=dict)
     replicasets: dict[str, dict[str, str]] = field(default_factory=dict)  # name → our annotations
     nodes: dict[str, dict[str, str]] = field(default_factory=dict)  # name → annotations
+    node_specs: dict[str, Obj] = field(default_factory=dict)  # name → spec (cordon, taints)
     routes: dict[str, Obj | None] = field(default_factory=dict)  # name → object (None: did not exist)
     created: list[tuple[str, Obj]] = field(default_factory=list)
 
@@ -132,6 +144,7 @@ class Restorer:
                                               if self.keys.ours(k)}
         for node in self.client.list_nodes():
             self.nodes[node["metadata"]["name"]] = dict(node["metadata"].get("annotations") or {})
+            self.node_specs[node["metadata"]["name"]] = copy.deepcopy(node.get("spec") or {})
         for name in self._route_names():
             try:
                 self.routes[name] = self.client.request("GET", route_path(sc.namespace, name))
@@ -187,12 +200,17 @@ class Restorer:
                 if step.change_cause:
                     _annotate(obj, {CHANGE_CAUSE: step.change_cause})
             path = deployment_path(sc.namespace, sc.deployment)
-            edit(self.client, path, change)
+            observed(self.client, path, edit(self.client, path, change))
             done.objects.append(path)
         elif step.kind == "nodes":
             for node in self.client.list_nodes(step.selector):
                 path = f"/api/v1/nodes/{quote(node['metadata']['name'])}"
-                edit(self.client, path, lambda o: _annotate(o, notes))
+
+                def change_node(obj: Obj) -> None:
+                    for key, value in values.items():
+                        set_path(obj, key, value, f"{sc.source}: {step.what}")
+                    _annotate(obj, notes)
+                edit(self.client, path, change_node)
                 done.objects.append(path)
             if not done.objects:
                 raise UserError(f"{sc.source}: {step.what}: no node matches {step.selector!r}")
@@ -229,7 +247,7 @@ class Restorer:
             attempt(f"deployment {sc.namespace}/{sc.deployment}: pre-game template, strategy, replicas and "
                     "annotations", self._restore_deployment)
         for name, notes in self.nodes.items():
-            attempt(f"node {name}: annotations", lambda n=name, a=notes: self._restore_node(n, a))
+            attempt(f"node {name}: annotations, cordon and taints", lambda n=name, a=notes: self._restore_node(n, a))
         for name, obj in self.routes.items():
             if obj is not None:
                 attempt(f"httproute {sc.namespace}/{name}: spec", lambda n=name, o=obj: edit(
@@ -257,8 +275,16 @@ class Restorer:
         edit(self.client, deployment_path(sc.namespace, sc.deployment), back)
 
     def _restore_node(self, name: str, notes: dict[str, str]) -> None:
+        spec = self.node_specs.get(name) or {}
+
         def back(obj: Obj) -> None:
             obj["metadata"]["annotations"] = dict(notes)
+            current = obj.setdefault("spec", {})
+            for key in ("unschedulable", "taints"):
+                if key in spec:
+                    current[key] = copy.deepcopy(spec[key])
+                else:
+                    current.pop(key, None)
         with contextlib.suppress(NotFoundError):
             edit(self.client, f"/api/v1/nodes/{quote(name)}", back)
 

@@ -134,9 +134,28 @@ class Keys:
         """Whether an annotation is ours, so only our own keys are ever rewritten."""
         return key.startswith(self.prefix)
 
-    def mark_keys(self) -> tuple[str, str]:
-        """Keys that belong on a ReplicaSet only, never on a Deployment."""
-        return self.known_good, self.known_good_reason
+    @property
+    def crashed(self) -> str:
+        """On a ReplicaSet: its pods were seen crash-looping (failure class + cluster time, JSON): Events expire
+        after an hour, this record does not, so restore never rolls back to a revision already seen dying."""
+        return self.key("crashed")
+
+    @property
+    def known_good_withdrawn(self) -> str:
+        """On a ReplicaSet: why and when its known-good mark was taken back (it crash-looped or died under load)."""
+        return self.key("known-good-withdrawn")
+
+    @property
+    def deployment_fields(self) -> str:
+        """On a ReplicaSet, next to the mark: the Deployment-level fields (strategy, minReadySeconds, ...) it was
+        confirmed with (JSON), which a rollback of the template alone would not bring back."""
+        return self.key("deployment-fields")
+
+    def mark_keys(self) -> tuple[str, ...]:
+        """Keys that belong on a ReplicaSet only, never on a Deployment (the controller would copy them onto
+        every new ReplicaSet: a mark would bless, a crash record would condemn, an untested revision)."""
+        return (self.known_good, self.known_good_reason, self.crashed, self.known_good_withdrawn,
+                self.deployment_fields)
 
 
 def action_annotations(keys: Keys, action: str, reason: str, at: float) -> dict[str, str]:

@@ -1,4 +1,8 @@
-"""``kubectl rollout undo`` in pure Python, plus our guard and the choice of a known-good revision.
+"""``kubectl rollout undo`` in pure Python, plus our guard and the rank order of rollback candidates.
+
+Which revision to restore is never decided by position here: ``choose_rollback`` ranks candidates (marked
+known-good, pinned in policy, the rest; newest first in each) and asks the caller's ``reject`` — the
+evidence, ``remedies.evidence`` — about each, keeping every skipped one with its reason.
 
 kubectl (``polymorphichelpers/rollback.go``) picks the ReplicaSet, refuses paused Deployments, skips
 when the template already matches, and otherwise sends a two-op JSON patch: replace ``/spec/template``
@@ -43,7 +47,9 @@ KEEP_ON_DEPLOYMENT = (LAST_APPLIED, REVISION, REVISION_HISTORY, DESIRED_REPLICAS
 
 RULE_MARK = "known-good mark"
 RULE_POLICY = "pinned in policy"
-RULE_DIFFERENT = "newest earlier revision with a different template"
+RULE_NEWEST = "newest earlier revision with no evidence against it"
+RULE_DIFFERENT = RULE_NEWEST  # the old name: the rule never was "merely different"
+RULE_FORCED = "operator override (host data revision)"
 
 
 def undo_target(deployment: Mapping[str, Any], replicasets: Iterable[Mapping[str, Any]],
@@ -175,37 +181,63 @@ def policy_pin(units: Sequence[KnownGoodUnit], container: str | None = None) -> 
 
 @dataclass(frozen=True)
 class RollbackChoice:
-    """The revision to restore and the rule that chose it, for the operator to read in the output."""
+    """The revision to restore, the rule that chose it, and every newer candidate skipped (with why)."""
 
     revision: Revision
     rule: str
     detail: str
+    skipped: tuple[str, ...] = ()
+
+
+class NoRollbackTarget(RolloutError):
+    """No earlier revision survives the evidence; ``skipped`` says why each one was passed over."""
+
+    def __init__(self, message: str, skipped: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.skipped = tuple(skipped)
+
+
+#: A revision → why it must not be restored (None: nothing known against it).
+Reject = Callable[[Revision], "str | None"]
+
+
+def earlier_revisions(history: Sequence[Revision], current: int) -> list[Revision]:
+    """Revisions below ``current`` whose template differs from the current one, newest first (restoring the
+    same template would change nothing)."""
+    now = next((r for r in history if r.number == current), None)
+    return [r for r in sorted(history, key=lambda r: r.number, reverse=True) if r.number < current
+            and (now is None or not templates_equal(r.template, now.template))]
 
 
 def choose_rollback(history: Sequence[Revision], current: int, *, keys: Keys | None = None,
-                    pinned: Callable[[Revision], bool] | None = None) -> RollbackChoice:
-    """Newest earlier revision marked known-good; else pinned in policy; else the newest earlier one that differs.
+                    pinned: Callable[[Revision], bool] | None = None, reject: Reject | None = None
+                    ) -> RollbackChoice:
+    """The first earlier revision nothing speaks against, in rank order: marked known-good by ``confirm``, then
+    pinned in policy, then the rest — each group newest first.
 
-    "Earlier" means a lower revision number than ``current`` whose template differs from the current
-    one — restoring the same template would change nothing.
+    ``reject`` is the evidence (a crash seen on its ReplicaSet, a predicted failure on the GPU its pods would
+    get): a rejected revision is skipped whatever its rank, and the reason kept for the output. Position alone
+    never chooses: with every candidate rejected this raises :class:`NoRollbackTarget` carrying all reasons.
     """
     keys = keys or Keys()
-    now = next((r for r in history if r.number == current), None)
-    earlier = [r for r in sorted(history, key=lambda r: r.number, reverse=True) if r.number < current
-               and (now is None or not templates_equal(r.template, now.template))]
-    for rev in earlier:
-        if is_known_good(keys, {"metadata": {"annotations": rev.annotations}}):
-            when = rev.annotations.get(keys.known_good, "")
-            return RollbackChoice(rev, RULE_MARK, f"revision {rev.number} ({rev.replicaset}) was marked known-good "
-                                                  f"at {when}")
-    if pinned is not None:
-        for rev in earlier:
-            if pinned(rev):
-                return RollbackChoice(rev, RULE_POLICY, f"revision {rev.number} ({rev.replicaset}) matches a "
-                                                        "known-good unit in the policy")
-    if earlier:
-        rev = earlier[0]
-        return RollbackChoice(rev, RULE_DIFFERENT, f"no known-good mark or policy pin; revision {rev.number} "
-                                                   f"({rev.replicaset}) is the newest earlier revision whose "
-                                                   "template differs")
-    raise RolloutError(f"no earlier revision to roll back to (current revision {current})")
+    earlier = earlier_revisions(history, current)
+    marked = [r for r in earlier if is_known_good(keys, {"metadata": {"annotations": r.annotations}})]
+    pins = [r for r in earlier if pinned is not None and pinned(r) and r not in marked]
+    rest = [r for r in earlier if r not in marked and r not in pins]
+    skipped: list[str] = []
+    for group, rule in ((marked, RULE_MARK), (pins, RULE_POLICY), (rest, RULE_NEWEST)):
+        for rev in group:
+            why = reject(rev) if reject is not None else None
+            if why:
+                skipped.append(f"revision {rev.number} ({rev.replicaset}): {why}")
+                continue
+            if rule == RULE_MARK:
+                detail = f"marked known-good at {rev.annotations.get(keys.known_good, '')}"
+            elif rule == RULE_POLICY:
+                detail = "matches a known-good unit in the policy"
+            else:
+                detail = "no known-good mark or policy pin to prefer; nothing recorded or predicted against it"
+            return RollbackChoice(rev, rule, f"revision {rev.number} ({rev.replicaset}) {detail}", tuple(skipped))
+    if not earlier:
+        raise NoRollbackTarget(f"no earlier revision to roll back to (current revision {current})")
+    raise NoRollbackTarget(f"no earlier revision is predicted to serve ({len(skipped)} skipped)", skipped)

@@ -16,7 +16,7 @@ from pyinfra.api import FunctionCommand, operation
 from vllm_remedy.errors import UserError
 from vllm_remedy.facts.history import RolloutHistory
 from vllm_remedy.facts.pods import Pods
-from vllm_remedy.kube.annotations import Keys, known_good_annotations
+from vllm_remedy.kube.annotations import Keys, canonical_json, known_good_annotations
 from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.kube.errors import KubeError
 from vllm_remedy.kube.history import template_of
@@ -33,6 +33,7 @@ from vllm_remedy.operations.util import (
 )
 from vllm_remedy.remedies.confirm import ConfirmResult, confirm_revision
 from vllm_remedy.remedies.enforce_eager import in_force
+from vllm_remedy.remedies.evidence import deployment_fields
 from vllm_remedy.vllm.cmdline import find_server
 
 
@@ -65,24 +66,26 @@ def read_metrics(ctx: K8sHost, names: list[str]) -> dict[str, str | None]:
     return out
 
 
-def _mark(keys: Keys, reason: str, at: float) -> dict[str, str]:
-    """The known-good mark only, stamped when it is written.
+def _mark(keys: Keys, reason: str, fields: dict[str, Any], at: float) -> dict[str, str]:
+    """The known-good mark, stamped when it is written, and the Deployment-level fields it was confirmed with
+    (strategy, minReadySeconds, progressDeadlineSeconds: ``restore`` puts them back with the template).
 
     Not ``change-cause``: on a ReplicaSet it is the revision's CHANGE-CAUSE in ``rollout history``. Not our
     last-action keys: the deployment controller copies the Deployment's annotations (ours included) onto
     its new ReplicaSet, so they belong to the Deployment's last write, not to this mark.
     """
-    return known_good_annotations(keys, at, reason)
+    return {**known_good_annotations(keys, at, reason), keys.deployment_fields: canonical_json(fields)}
 
 
-def evaluate(ctx: K8sHost) -> ConfirmResult | None:
-    """Read the facts and metrics and judge step 6 (None when a fact failed and pyinfra failed the host)."""
+def evaluate(ctx: K8sHost, deployment: dict[str, Any] | None = None) -> ConfirmResult | None:
+    """Read the facts and metrics and judge step 6 (None when a fact failed and pyinfra failed the host);
+    ``deployment`` is the Deployment already read, if the caller has it."""
     history = host.get_fact(RolloutHistory)
     pods = host.get_fact(Pods, logs="all")
     if history is None or pods is None:
         return None
     names = [p["name"] for p in pods.get("pods") or [] if p.get("new") and not p.get("deleting")]
-    deployment = deployment_object(host)
+    deployment = deployment if deployment is not None else deployment_object(host)
     try:
         toggles = in_force(ctx.keys, (deployment.get("metadata") or {}).get("annotations") or {},
                            template_of(deployment), ctx.container)
@@ -111,7 +114,8 @@ def marked_known_good() -> Iterator[FunctionCommand]:
         confirm.marked_known_good(name="Confirm and mark the running revision known-good")
     """
     ctx = k8s_host(host)
-    result = evaluate(ctx)
+    deployment = deployment_object(host)
+    result = evaluate(ctx, deployment)
     if result is None:
         return  # pyinfra already failed the host with the fact's error
     show(state, host, [f"step 6 — confirm revision {result.revision} ({result.replicaset}):",
@@ -126,4 +130,5 @@ def marked_known_good() -> Iterator[FunctionCommand]:
     reason = f"confirmed: {'; '.join(result.checks)}"
     path = KubeClient.object_path(ctx.namespace, "replicasets", result.replicaset)
     label = f"mark revision {result.revision} ({result.replicaset}) known-good"
-    yield change_command(ctx, path, Change(stamp=functools.partial(_mark, ctx.keys, reason[:1000])), label)
+    fields = deployment_fields(deployment.get("spec") or {})
+    yield change_command(ctx, path, Change(stamp=functools.partial(_mark, ctx.keys, reason[:1000], fields)), label)

@@ -1,8 +1,10 @@
-"""Runbook step 1 as pyinfra operations: a crash-looping revision rolled back to a known-good one, or load shed
-(lower flags, and part of the gateway's traffic moved to the fallback backend).
+"""Runbook step 1 as pyinfra operations: a crash-looping revision rolled back to one nothing speaks against, or
+load shed (lower flags, and part of the gateway's traffic moved to the fallback backend).
 
-Both operations read the same facts and ask ``remedies.restore.decide_restore`` what step 1 calls for, so
-each acts only on its own branch and a healthy Deployment yields nothing from either.
+Both operations (and ``operations.handover``'s budget hand-over) read the same facts — the Node objects
+included, for where each candidate's pods would go now — and ask ``remedies.restore.decide_restore`` what
+step 1 calls for, so each acts only on its own branch and a healthy Deployment yields nothing from any.
+Every revision skipped on evidence is printed with why, in ``-y`` runs too.
 """
 
 from __future__ import annotations
@@ -12,17 +14,19 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote
 
-from pyinfra import host, state
+from pyinfra import host, logger, state
 from pyinfra.api import FunctionCommand, operation
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.facts.deployment import Deployment
 from vllm_remedy.facts.history import RolloutHistory
+from vllm_remedy.facts.nodes import NodeObjects
 from vllm_remedy.facts.pods import Pods
 from vllm_remedy.kube.actions import read_rollout
+from vllm_remedy.kube.annotations import canonical_json
 from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.kube.history import HASH_LABEL
-from vllm_remedy.kube.rollout import plan_undo
+from vllm_remedy.kube.rollout import plan_undo, resource_version_test
 from vllm_remedy.operations.util import (
     Change,
     K8sHost,
@@ -41,6 +45,7 @@ from vllm_remedy.operations.util import (
     write_command,
 )
 from vllm_remedy.policy import Fallback, LoadShedding
+from vllm_remedy.remedies.evidence import recorded_fields
 from vllm_remedy.remedies.load_guard import guard_flags
 from vllm_remedy.remedies.predict import pinned_gpu, predict_template
 from vllm_remedy.remedies.restore import (
@@ -58,35 +63,74 @@ from vllm_remedy.vllm.versions import version_from_image
 GATEWAY = "gateway.networking.k8s.io/v1"
 
 
-def _decision(ctx: K8sHost) -> tuple[RestoreDecision, dict[str, Any]]:
+def _decision(ctx: K8sHost, forced: int | None = None) -> tuple[RestoreDecision, dict[str, Any]]:
     history = host.get_fact(RolloutHistory)
     pods = host.get_fact(Pods)
     deployment = host.get_fact(Deployment)["object"]
-    return decide_restore(history, pods, ctx.policy, container=ctx.container,
-                          now=ctx.client.server_time()), deployment
+    nodes = (host.get_fact(NodeObjects) or {}).get("nodes")
+    return decide_restore(history, pods, ctx.policy, container=ctx.container, now=ctx.client.server_time(),
+                          nodes=nodes, forced=forced), deployment
 
 
-def _undo_ops(revision: int, keys: Any, reason: str, client: KubeClient, basis: dict[str, Any],
-              at: float) -> list[dict[str, Any]]:
-    """kubectl's undo patch to ``revision`` planned on ``basis`` (guarded), [] when already that template."""
+def _undo_ops(revision: int, keys: Any, reason: str, fields: dict[str, Any], client: KubeClient,
+              basis: dict[str, Any], at: float) -> list[dict[str, Any]]:
+    """kubectl's undo patch to ``revision`` planned on ``basis`` (guarded), plus the Deployment-level ``fields``
+    to put back; [] when it already has that template and those fields."""
     ctx_ns = basis["metadata"]["namespace"]
     replicasets = read_rollout(client, ctx_ns, basis["metadata"]["name"]).replicasets
     plan = plan_undo(basis, replicasets, revision, keys=keys, action="restore", reason=reason, at=at)
-    return [] if plan.skipped else plan.patch
+    spec = basis.get("spec") or {}
+    extra = [{"op": "replace" if key in spec else "add", "path": f"/spec/{key}", "value": value}
+             for key, value in fields.items() if spec.get(key) != value]
+    if plan.skipped:
+        return [resource_version_test(basis), *extra] if extra else []
+    return [*plan.patch, *extra]
+
+
+def forced_revision(value: Any = None) -> int | None:
+    """Host data ``revision`` (``--data revision=N``) checked before any operation is planned: None when unset;
+    a value that is not a revision number, or not in this Deployment's rollout history, is bad input — one
+    line naming the host and key, exit 2, nothing changed (called from the deploy file, which then stops)."""
+    raw = host.data.get("revision") if value is None else value
+    if raw is None or raw == "":
+        return None
+    text = str(raw).strip()
+    problem = None
+    if not text.isdigit() or int(text) < 1:
+        problem = f"host data revision: {raw!r} is not a revision number (a whole number >= 1)"
+    else:
+        history = host.get_fact(RolloutHistory)
+        numbers = [int(r["number"]) for r in (history or {}).get("revisions") or []]
+        if int(text) not in numbers:
+            ctx = k8s_host(host)
+            problem = (f"host data revision: {text} is not in the rollout history of {ctx.where} "
+                       f"(revisions: {', '.join(map(str, numbers)) or 'none'})")
+    if problem is not None:
+        logger.error(f"{host.print_prefix}{problem}")
+        raise SystemExit(2)
+    return int(text)
 
 
 @operation()
 @keeps_its_plan
-def known_good(wait: bool = True, timeout: float | None = None) -> Iterator[FunctionCommand]:
+def known_good(wait: bool = True, timeout: float | None = None, revision: int | None = None
+               ) -> Iterator[FunctionCommand]:
     """
     Roll a crash-looping Deployment back to its last known-good revision and wait until it is Ready.
 
     + wait: wait for the rollout (failing fast on a crash loop, with the classified startup log)
     + timeout: cluster seconds to wait; default the policy's ``restore.rollout_timeout``
+    + revision: the operator's target (``--data revision=N``), which overrides the choice; still predicted,
+      shown and guarded, with any evidence against it printed as a warning
 
-    The revision is the newest earlier one marked known-good by ``confirm``, else one matching a policy
-    ``known_good`` unit, else the newest earlier revision whose template differs; the output names the rule.
-    Nothing happens when no pod of the current revision is crash-looping.
+    Candidates, newest first within each rank: marked known-good by ``confirm``, matching a policy
+    ``known_good`` unit, then the rest. Each one seen crash-looping (recorded on its ReplicaSet), with no
+    schedulable node for its pods, or predicted to fail on the GPU its pods would get now is skipped, and the
+    output says why; the output names the rule that chose. Deployment-level fields ``confirm`` recorded with
+    the target's mark (strategy, minReadySeconds, progressDeadlineSeconds) are shown, and put back when the
+    policy's ``restore.deployment_fields`` is ``restore``. Nothing happens when no pod of the current revision
+    is crash-looping, or when no candidate survives (``budget_handover`` then takes over, or the host fails
+    with every reason).
 
     **Example:**
 
@@ -95,13 +139,17 @@ def known_good(wait: bool = True, timeout: float | None = None) -> Iterator[Func
         restore.known_good(name="Roll back to the last known-good revision", wait=True)
     """
     ctx = k8s_host(host)
-    decision, deployment = _decision(ctx)
+    decision, deployment = _decision(ctx, revision)
+    skipped = [f"skipped {line}" for line in decision.skipped]
     if decision.action == REFUSE:
+        show(state, host, skipped, topic="skipped", always=True)
         yield from refuse(state, host, decision.reason)
         return
     if decision.action != ROLLBACK or decision.revision is None:
+        show(state, host, skipped, topic="skipped", always=True)
         noop(state, host, f"nothing to restore: {decision.reason}" if decision.action == NONE
-             else f"no rollback: {decision.reason}; step 1 sheds load instead")
+             else f"no rollback: {decision.reason}; step 1 sheds load instead" if decision.action == SHED
+             else f"no rollback: {decision.reason}")
         return
     target = {**decision.template, "metadata": {**(decision.template.get("metadata") or {})}}
     labels = {k: v for k, v in (target["metadata"].get("labels") or {}).items() if k != HASH_LABEL}
@@ -110,10 +158,18 @@ def known_good(wait: bool = True, timeout: float | None = None) -> Iterator[Func
                f"({decision.replicaset}) — chosen by rule: {decision.rule}")
     observe(state, host, ctx.deployment_path, deployment)
     before = (deployment.get("spec") or {}).get("template") or {}
-    show(state, host, [decision.reason, *change_lines(ctx, summary, before, target,
-                                                     predict_template(target, ctx.container))])
+    fields, field_lines = _deployment_fields(ctx, deployment, decision)
+    if before == target and not fields:
+        noop(state, host, f"revision {decision.revision}'s template and recorded fields are already in place")
+        return
+    # why this revision and not a newer one: in every run (-y included), the diff as usual once
+    show(state, host, [decision.reason, *skipped, *decision.warnings], topic="skipped", always=True)
+    show(state, host, [*change_lines(ctx, summary, before, target, predict_template(target, ctx.container)),
+                       *field_lines])
+    why = (f"revision {decision.current} crash-looped" if revision is None
+           else "the operator forced it (host data revision)")
     build = functools.partial(_undo_ops, decision.revision, ctx.keys, f"roll back to revision {decision.revision} "
-                              f"({decision.rule}): revision {decision.current} crash-looped")
+                              f"({decision.rule}): {why}", fields)
     yield write_command(ctx.deployment_path, build, summary)
     if wait:
         seconds = timeout if timeout is not None else ctx.policy.restore.rollout_timeout.total_seconds()
@@ -121,15 +177,36 @@ def known_good(wait: bool = True, timeout: float | None = None) -> Iterator[Func
                                              decision.replicaset), {})
 
 
+def _deployment_fields(ctx: K8sHost, deployment: dict[str, Any], decision: RestoreDecision
+                       ) -> tuple[dict[str, Any], list[str]]:
+    """(fields to put back, lines for the diff): what confirm recorded with the target's mark and now differs."""
+    history = host.get_fact(RolloutHistory)
+    row = next((r for r in history.get("revisions") or [] if r.get("number") == decision.revision), None)
+    recorded = recorded_fields(ctx.keys, (row or {}).get("annotations") or {})
+    spec = deployment.get("spec") or {}
+    differ = {k: v for k, v in recorded.items() if spec.get(k) != v}
+    if not differ:
+        return {}, []
+    put_back = ctx.policy.restore.deployment_fields == "restore"
+    head = ("deployment fields recorded with revision {0}'s known-good mark, put back (policy "
+            "restore.deployment_fields: restore):" if put_back else "deployment fields recorded with revision "
+            "{0}'s known-good mark differ, shown only (policy restore.deployment_fields: show):")
+    lines = [head.format(decision.revision)]
+    for key, value in differ.items():
+        lines += [f"-  {key}: {canonical_json(spec.get(key))}", f"+  {key}: {canonical_json(value)}"]
+    return (differ if put_back else {}), lines
+
+
 @operation()
 @keeps_its_plan
-def shed_load(fallback: bool = True, wait: bool = True) -> Iterator[FunctionCommand]:
+def shed_load(fallback: bool = True, wait: bool = True, revision: int | None = None) -> Iterator[FunctionCommand]:
     """
     Shed load from a Deployment that crash-loops with OOM under load when nothing was deployed recently.
 
     + fallback: also move the policy's ``fallback.shift_percent`` of traffic to the fallback backend of
       the HTTPRoute the policy names (when it names one)
     + wait: wait for the shed pods to roll out, failing fast (with the log) if they die under load again
+    + revision: the operator's rollback target (``--data revision=N``): then step 1 rolls back, nothing is shed
 
     Lowers ``--max-num-seqs``, ``--max-model-len`` and ``--max-num-batched-tokens`` to the policy's
     ``load_shedding`` values (never raises them). Nothing happens when the Deployment is healthy or
@@ -142,7 +219,7 @@ def shed_load(fallback: bool = True, wait: bool = True) -> Iterator[FunctionComm
         restore.shed_load(name="Shed load while OOM under load", fallback=True)
     """
     ctx = k8s_host(host)
-    decision, deployment = _decision(ctx)
+    decision, deployment = _decision(ctx, revision)
     if decision.action != SHED:
         noop(state, host, "no load to shed: the current revision crash-loops, so step 1 rolls back instead"
              if decision.action == ROLLBACK else f"no load to shed: {decision.reason}")

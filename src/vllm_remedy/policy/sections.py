@@ -266,9 +266,12 @@ class EnforceEager(FrozenModel):
 
 
 class Restore(FrozenModel):
-    """Step 1: how long to wait for the rolled-back revision (the runbook's --timeout=15m)."""
+    """Step 1: how long to wait for the rolled-back revision (the runbook's --timeout=15m), and whether the
+    Deployment-level fields confirm recorded with the target's known-good mark (strategy, minReadySeconds,
+    progressDeadlineSeconds) are put back with its template (``restore``) or only shown in the diff (``show``)."""
 
     rollout_timeout: Duration = timedelta(minutes=15)
+    deployment_fields: Annotated[str, BeforeValidator(one_of("restore", "show"))] = "restore"
 
 
 class Confirm(FrozenModel):

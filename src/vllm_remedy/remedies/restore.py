@@ -8,29 +8,37 @@ Pure: the RolloutHistory and Pods facts (plain data), the policy and the cluster
    (older than ``confirm.stable_for``, marked known-good, or our own load shedding) → shed load: lower
    ``--max-num-seqs`` / ``--max-model-len`` to ``load_shedding`` and, when ``fallback`` names an HTTPRoute,
    move ``shift_percent`` of the traffic to the fallback backend.
-3. Otherwise roll back to an earlier *known-good* revision — not merely the previous one: the newest earlier
-   revision marked known-good by ``confirm``, else one matching a ``known_good`` unit of the policy, else the
-   newest earlier revision whose template differs. The decision names the rule that chose it.
-4. Nothing earlier to roll back to → refuse with the reason (under load: shed instead).
+3. Otherwise roll back to an earlier revision chosen by *evidence*, never by position: candidates in rank
+   order (marked known-good by ``confirm``, then matching a policy ``known_good`` unit, then the rest, each
+   newest first), skipping — with the reason in the output — every one seen crash-looping or OOMKilled
+   (recorded on its ReplicaSet), with no schedulable node for its pods, or predicted by the memory model to
+   fail on the GPU its pods would get now (``remedies.evidence``). The decision names the rule that chose it.
+4. No candidate survives → never a known-bad revision: hand over to runbook step 4 (the budget planner's
+   smallest change on the last revision that served: the newest one held back only by where its pods would
+   run now), or refuse with every reason when no such revision exists (under load: shed instead).
+
+``forced`` (host data ``revision``) overrides the choice: the operator's revision, still predicted and shown,
+with whatever evidence speaks against it printed as a warning.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.annotations import Keys, parse_rfc3339
-from vllm_remedy.kube.errors import RolloutError
 from vllm_remedy.kube.health import FLAP_RESTARTS, flapping
 from vllm_remedy.kube.history import Revision, revisions_from_rows
-from vllm_remedy.kube.rollout import choose_rollback, policy_pin
+from vllm_remedy.kube.rollout import RULE_FORCED, NoRollbackTarget, choose_rollback, earlier_revisions, policy_pin
 from vllm_remedy.policy import Fallback, Policy, parse_flag_int
+from vllm_remedy.remedies.evidence import against, crashes_by_revision, rejector, standing_crash
+from vllm_remedy.remedies.predict import failed_prediction, predict_template
 from vllm_remedy.vllm.failures import failure_class
 
-NONE, ROLLBACK, SHED, REFUSE = "none", "rollback", "shed-load", "refuse"
+NONE, ROLLBACK, SHED, REFUSE, HANDOVER = "none", "rollback", "shed-load", "refuse", "budget"
 #: Failed restarts that count as a crash loop even while the container is briefly running again.
 RESTARTS = FLAP_RESTARTS
 
@@ -48,6 +56,8 @@ class RestoreDecision:
     rule: str = ""
     detail: str = ""
     failures: Mapping[str, int] = field(default_factory=dict)
+    skipped: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
 
 
 def revisions(history: Mapping[str, Any]) -> list[Revision]:
@@ -77,10 +87,10 @@ def crash_failures(pods: Mapping[str, Any], container: str | None = None, *, now
     for pod in pods.get("pods") or []:
         if not pod.get("new") or pod.get("deleting"):
             continue
-        flapping = _flapping(pod, now, stable)
+        between = _flapping(pod, now, stable)
         kinds = [((c.get("startup") or {}).get("failure") or "unknown") for c in pod.get("containers") or []
                  if (container is None or c.get("name") == container) and (crash_looping(c) or (
-                     flapping and c.get("failed") and int(c.get("restarts") or 0) >= RESTARTS))]
+                     between and c.get("failed") and int(c.get("restarts") or 0) >= RESTARTS))]
         for kind in kinds[:1]:
             out[kind] = out.get(kind, 0) + 1
     return dict(sorted(out.items()))
@@ -92,7 +102,9 @@ def _fresh_deploy(history: Mapping[str, Any], policy: Policy, keys: Keys, now: f
     if row is None:
         return False
     notes = row.get("annotations") or {}
-    if row.get("known_good") or notes.get(keys.last_action) == SHED:
+    # a mark withdrawn because it died under load still proves it was not a fresh deploy (the record is
+    # written first in the same run, and must not turn "shed load" into "roll back")
+    if row.get("known_good") or notes.get(keys.known_good_withdrawn) or notes.get(keys.last_action) == SHED:
         return False
     if now is None or not row.get("created"):
         return True
@@ -104,10 +116,17 @@ def _fresh_deploy(history: Mapping[str, Any], policy: Policy, keys: Keys, now: f
 
 
 def decide_restore(history: Mapping[str, Any], pods: Mapping[str, Any], policy: Policy, *,
-                   container: str | None = None, now: float | None = None) -> RestoreDecision:
-    """Step 1's decision for one Deployment (see the module docstring for the rules)."""
-    keys = Keys(policy.annotation_prefix)
+                   container: str | None = None, now: float | None = None,
+                   nodes: Sequence[Mapping[str, Any]] | None = None, forced: int | None = None) -> RestoreDecision:
+    """Step 1's decision for one Deployment (see the module docstring for the rules).
+
+    ``nodes`` (the cluster's Node objects, None when unreadable) say where each candidate's pods would go now;
+    ``forced`` is the operator's revision (host data ``revision``).
+    """
+    keys = keys_of(policy)
     current = history.get("current_revision")
+    if forced is not None:
+        return _forced(history, keys, forced, container, nodes)
     failures = crash_failures(pods, container, now=now, stable=policy.confirm.stable_for.total_seconds())
     if not failures:
         stuck = [r for r in pods.get("pods") or [] if r.get("unschedulable") and r.get("new") and not r.get("deleting")]
@@ -122,20 +141,69 @@ def decide_restore(history: Mapping[str, Any], pods: Mapping[str, Any], policy: 
     if under_load and not _fresh_deploy(history, policy, keys, now):
         return RestoreDecision(SHED, f"revision {current} crash-loops with OOM under load ({seen}) and nothing was "
                                "deployed recently: shed load", current=current, failures=failures)
+    row = next((r for r in history.get("revisions") or [] if r.get("number") == current), {})
+    now_line = f"revision {current} ({row.get('replicaset')}): the current revision, dying now ({seen})"
     try:
         choice = choose_rollback(revisions(history), int(current or 0), keys=keys,
-                                 pinned=policy_pin(policy.known_good, container))
-    except RolloutError as exc:
+                                 pinned=policy_pin(policy.known_good, container),
+                                 reject=rejector(keys, container, nodes, crashes_by_revision(pods, container)))
+    except NoRollbackTarget as exc:
         if under_load:
             return RestoreDecision(SHED, f"revision {current} crash-loops with OOM under load ({seen}) and {exc}: "
-                                   "shed load", current=current, failures=failures)
-        return RestoreDecision(REFUSE, f"revision {current} crash-loops ({seen}) and {exc}", current=current,
-                               failures=failures)
+                                   "shed load", current=current, failures=failures, skipped=(now_line, *exc.skipped))
+        base = served_base(history, keys, container, policy)
+        if base is not None:
+            return RestoreDecision(HANDOVER, f"revision {current} crash-loops ({seen}) and {exc}: no rollback; "
+                                   f"runbook step 4 instead — the budget's smallest change on revision "
+                                   f"{base.number}, the last that served", current=current, revision=base.number,
+                                   replicaset=base.replicaset, template=base.template, rule="budget handover",
+                                   failures=failures, skipped=(now_line, *exc.skipped))
+        return RestoreDecision(REFUSE, f"revision {current} crash-loops ({seen}) and {exc}; no earlier revision "
+                               "served that a budget change could start from: see deploys/diagnose.py, then "
+                               "deploys/budget.py", current=current, failures=failures,
+                               skipped=(now_line, *exc.skipped))
     rev = choice.revision
     return RestoreDecision(ROLLBACK, f"revision {current} crash-loops ({seen}); roll back to revision {rev.number} "
                            f"({choice.rule}: {choice.detail})", current=current, revision=rev.number,
                            replicaset=rev.replicaset, template=rev.template, rule=choice.rule, detail=choice.detail,
-                           failures=failures)
+                           failures=failures, skipped=(now_line, *choice.skipped))
+
+
+def keys_of(policy: Policy) -> Keys:
+    """The policy's annotation keys."""
+    return Keys(policy.annotation_prefix)
+
+
+def _forced(history: Mapping[str, Any], keys: Keys, forced: int, container: str | None,
+            nodes: Sequence[Mapping[str, Any]] | None) -> RestoreDecision:
+    current = history.get("current_revision")
+    rev = next((r for r in revisions(history) if r.number == forced), None)
+    if rev is None:
+        return RestoreDecision(REFUSE, f"host data revision: {forced} is not in the rollout history of deployment "
+                               f"{history.get('deployment')} (revisions: "
+                               f"{', '.join(str(r.number) for r in revisions(history))})", current=current)
+    if forced == current:
+        return RestoreDecision(NONE, f"host data revision: {forced} is the current revision", current=current)
+    doubt = against(rev, keys, container, nodes)
+    return RestoreDecision(ROLLBACK, f"the operator forced revision {forced} (host data revision)", current=current,
+                           revision=rev.number, replicaset=rev.replicaset, template=rev.template, rule=RULE_FORCED,
+                           detail=f"revision {rev.number} ({rev.replicaset}) named by the operator",
+                           warnings=(f"warning: forced despite the evidence: {doubt}",) if doubt else ())
+
+
+def served_base(history: Mapping[str, Any], keys: Keys, container: str | None, policy: Policy) -> Revision | None:
+    """The last revision that served, for a budget change to start from: the newest earlier one (marked, pinned,
+    then the rest) not seen dying whose start fits the card it pins — held back only by where its pods would go
+    now, which the budget's GPU pin decides again."""
+    current = int(history.get("current_revision") or 0)
+    pinned = policy_pin(policy.known_good, container)
+    earlier = earlier_revisions(revisions(history), current)
+    ranked = sorted(earlier, key=lambda r: (not r.annotations.get(keys.known_good), not pinned(r), -r.number))
+    for rev in ranked:
+        if standing_crash(keys, rev.annotations) is None and \
+                failed_prediction(predict_template(rev.template, container)) is None:
+            return rev
+    return None
 
 
 def shed_flags(flags: Mapping[str, str], policy: Policy) -> dict[str, str]:

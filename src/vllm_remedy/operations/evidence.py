@@ -1,0 +1,124 @@
+"""Record what a run saw dying on the revision's own ReplicaSet, before Events expire (runbook step 1's memory).
+
+Every deploy that reads the pods (restore, diagnose, budget, confirm) starts with :func:`crash_recorded`: a
+revision whose pods crash-loop or were OOMKilled gets ``<prefix>crashed`` on its ReplicaSet, and a known-good
+mark there is withdrawn (``remedies.evidence``). The write is a resourceVersion-guarded JSON patch of our own
+annotations only, idempotent (a standing record is kept as first seen), and never blocks the remediation: a
+failure (no RBAC patch on replicasets, an outage) is one warning line and the run goes on.
+
+    from vllm_remedy.operations import evidence
+
+    evidence.crash_recorded(name="Record crash-looping revisions on their ReplicaSets")
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from pyinfra import host, logger, state
+from pyinfra.api import FunctionCommand, operation
+
+from vllm_remedy.errors import UserError
+from vllm_remedy.facts.history import RolloutHistory
+from vllm_remedy.facts.pods import Pods
+from vllm_remedy.kube.annotations import Keys
+from vllm_remedy.kube.client import KubeClient
+from vllm_remedy.kube.errors import ConflictError
+from vllm_remedy.kube.patch import json_patch
+from vllm_remedy.operations.util import k8s_host, noop, show
+from vllm_remedy.remedies.evidence import crashes_by_revision, record_changes
+from vllm_remedy.remedies.restore import crash_failures
+
+ATTEMPTS = 3
+
+
+def seen_dying(history: Mapping[str, Any], pods: Mapping[str, Any], container: str | None, now: float,
+               stable: float) -> dict[str, dict[str, int]]:
+    """ReplicaSet name → failure class → pods, for every revision with pods dying now (pure). The current
+    revision also counts pods Ready between two OOMs under load (``crash_failures``' flapping rule)."""
+    by_number = {int(r["number"]): r.get("replicaset") for r in history.get("revisions") or []}
+    seen = crashes_by_revision(pods, container)
+    current = history.get("current_revision")
+    flapping = crash_failures(pods, container, now=now, stable=stable)
+    if current is not None and flapping:
+        merged = seen.setdefault(int(current), {})
+        for kind, n in flapping.items():
+            merged[kind] = max(merged.get(kind, 0), n)
+    return {str(by_number[n]): dict(sorted(k.items())) for n, k in sorted(seen.items()) if by_number.get(n)}
+
+
+def record(state: Any, host: Any, path: str, failures: dict[str, int], keys: Keys, label: str) -> bool:
+    """FunctionCommand body: the guarded annotation patch; always True (a failure is one warning line)."""
+    try:
+        client = k8s_host(host).client
+        for attempt in range(ATTEMPTS):
+            rs = client.request("GET", path)
+            notes = dict((rs.get("metadata") or {}).get("annotations") or {})
+            changes = record_changes(keys, notes, failures, client.server_time())
+            if not changes:
+                return True
+            desired = copy.deepcopy(rs)
+            for key, value in changes.items():
+                if value is None:
+                    notes.pop(key, None)
+                else:
+                    notes[key] = value
+            desired.setdefault("metadata", {})["annotations"] = notes
+            try:
+                answer = client.request("PATCH", path, body=json_patch(rs, desired),
+                                        content_type="application/json-patch+json")
+            except ConflictError:
+                if attempt == ATTEMPTS - 1:
+                    raise
+                continue
+            version = (answer.get("metadata") or {}).get("resourceVersion")
+            logger.info(f"{host.print_prefix}{label}: written (resourceVersion {version})")
+            return True
+    except UserError as exc:  # KubeError (403 without RBAC, 5xx) included: the remediation goes on
+        logger.warning(f"{host.print_prefix}warning: {label}: not recorded ({' '.join(str(exc).split())})")
+    return True
+
+
+@operation()
+def crash_recorded() -> Iterator[FunctionCommand]:
+    """
+    Record on each ReplicaSet whose pods crash-loop or were OOMKilled that it was seen dying (failure class,
+    cluster time), and withdraw a known-good mark there.
+
+    The record outlives the Events (an hour) so a later ``restore`` never rolls back onto a revision already
+    seen dying; nothing happens when no pod is dying or every record is already in place. Never fails the host.
+
+    **Example:**
+
+    .. code:: python
+
+        evidence.crash_recorded(name="Record crash-looping revisions on their ReplicaSets")
+    """
+    ctx = k8s_host(host)
+    history = host.get_fact(RolloutHistory)
+    pods = host.get_fact(Pods)
+    if history is None or pods is None:
+        return
+    now = ctx.client.server_time()
+    dying = seen_dying(history, pods, ctx.container, now, ctx.policy.confirm.stable_for.total_seconds())
+    rows = {str(r.get("replicaset")): r for r in history.get("revisions") or []}
+    planned = []
+    for name, failures in dying.items():
+        notes = (rows.get(name) or {}).get("annotations") or {}
+        changes = record_changes(ctx.keys, notes, failures, now)
+        if not changes:
+            continue
+        number = (rows.get(name) or {}).get("number")
+        withdraw = ctx.keys.known_good_withdrawn in changes
+        what = ", ".join(f"{n} pod(s) {k}" for k, n in failures.items())
+        label = (f"record on replicaset {name} (revision {number}) that it was seen dying ({what})"
+                 + ("; withdraw its known-good mark" if withdraw else ""))
+        planned.append(label)
+        path = KubeClient.object_path(ctx.namespace, "replicasets", name)
+        yield FunctionCommand(record, (path, failures, ctx.keys, label), {})
+    if planned:
+        show(state, host, planned, topic="evidence")
+    else:
+        noop(state, host, "no crash to record" if not dying else "every crash seen is already recorded")

@@ -1,0 +1,209 @@
+"""What is known against a revision, so restore never picks a rollback target by position alone (pure).
+
+Two kinds of evidence, each with a reason the operator reads:
+
+* **seen dying** — its pods were seen crash-looping or OOMKilled. Events expire after an hour, so whoever sees
+  it (restore, diagnose, confirm, budget) records it on the revision's ReplicaSet: ``<prefix>crashed`` =
+  ``{"failure": <class>, "at": <cluster time>}``. A known-good mark on that ReplicaSet is withdrawn at the
+  same time (removed, with ``<prefix>known-good-withdrawn`` saying why and when). A mark written *after*
+  the crash (confirm proved it again) outranks the older record.
+* **predicted to fail** — the memory model (``remedies.predict``) on the GPU its pods would get *now*: the
+  product the template pins, else the smallest card among the schedulable GPU nodes its nodeSelector and
+  tolerations allow; and no schedulable GPU node at all for it is a failure too (its pods would stay Pending).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from vllm_remedy.errors import UserError
+from vllm_remedy.kube.annotations import Keys, canonical_json, parse_rfc3339, rfc3339
+from vllm_remedy.kube.gpus import gpu_product
+from vllm_remedy.kube.health import node_health
+from vllm_remedy.kube.history import Revision
+from vllm_remedy.remedies.pin_gpu import tolerates
+from vllm_remedy.remedies.predict import failed_prediction, pinned_gpu, predict_template
+from vllm_remedy.vllm import catalog
+from vllm_remedy.vllm.failures import failure_class
+
+
+@dataclass(frozen=True)
+class Crash:
+    """A crash record read back from a ReplicaSet: the failure class and when it was seen (cluster time)."""
+
+    failure: str
+    at: float
+
+    def text(self) -> str:
+        """How the skip reason names it, e.g. ``seen crash-looping (max_len_exceeds_kv) at 2026-...Z``."""
+        how = "died under load" if _under_load(self.failure) else "seen crash-looping"
+        return f"{how} ({self.failure}) at {rfc3339(self.at)}"
+
+
+def _under_load(kind: str) -> bool:
+    return failure_class(kind).phase == "load"
+
+
+def _time(notes: Mapping[str, str], key: str) -> float | None:
+    try:
+        return parse_rfc3339(str(notes[key]), key) if notes.get(key) else None
+    except UserError:
+        return None
+
+
+def read_crash(keys: Keys, notes: Mapping[str, str]) -> Crash | None:
+    """The crash record in ``notes``; a garbled one still counts (unknown failure, time 0): it was written by a
+    run that saw a crash, and doubting it would send a rollback back onto a dying revision."""
+    raw = notes.get(keys.crashed)
+    if not raw:
+        return None
+    try:
+        data = json.loads(raw)
+        return Crash(str(data["failure"]), parse_rfc3339(str(data["at"]), keys.crashed))
+    except (ValueError, KeyError, TypeError, UserError):
+        return Crash("unknown", 0.0)
+
+
+def standing_crash(keys: Keys, notes: Mapping[str, str]) -> Crash | None:
+    """The crash record unless a known-good mark written after it supersedes it (confirm proved it again)."""
+    crash = read_crash(keys, notes)
+    marked = _time(notes, keys.known_good)
+    if crash is None or (marked is not None and marked > crash.at):
+        return None
+    return crash
+
+
+def main_failure(failures: Mapping[str, int]) -> str:
+    """The most frequent failure class (ties: the name), what a record keeps."""
+    return max(failures, key=lambda k: (failures[k], k)) if failures else "unknown"
+
+
+def record_changes(keys: Keys, notes: Mapping[str, str], failures: Mapping[str, int], now: float
+                   ) -> dict[str, str | None]:
+    """Annotations to write on a ReplicaSet whose pods were just seen dying ({} when already recorded).
+
+    Idempotent: a standing record is kept as first seen. A known-good mark is withdrawn (removed, the
+    withdrawal recorded) — a revision that crash-loops or dies under load is no longer a rollback target.
+    """
+    if not failures:
+        return {}
+    kind = main_failure(failures)
+    out: dict[str, str | None] = {}
+    if standing_crash(keys, notes) is None:
+        out[keys.crashed] = canonical_json({"failure": kind, "at": rfc3339(now)})
+    if notes.get(keys.known_good):
+        how = "died under load" if _under_load(kind) else "crash-looped"
+        out[keys.known_good] = None
+        out[keys.known_good_reason] = None
+        out[keys.known_good_withdrawn] = canonical_json({
+            "at": rfc3339(now), "marked_at": notes.get(keys.known_good),
+            "reason": f"{how} ({kind}) after it was marked known-good"})
+    return out
+
+
+def crashes_by_revision(pods: Mapping[str, Any], container: str | None = None) -> dict[int, dict[str, int]]:
+    """Revision → failure class → pods, over every live pod crash-looping or OOMKilled (any revision)."""
+    out: dict[int, dict[str, int]] = {}
+    for pod in pods.get("pods") or []:
+        if pod.get("deleting") or pod.get("revision") is None:
+            continue
+        for c in pod.get("containers") or []:
+            if container is not None and c.get("name") != container:
+                continue
+            if not (c.get("crash_looping") or c.get("host_oom_killed")):
+                continue
+            kind = (c.get("startup") or {}).get("failure") or ("host_oom_killed" if c.get("host_oom_killed")
+                                                                else "unknown")
+            seen = out.setdefault(int(pod["revision"]), {})
+            seen[kind] = seen.get(kind, 0) + 1
+            break
+    return out
+
+
+# ---- where its pods would go now ----------------------------------------------------------------
+
+def _selects(spec: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    selector = spec.get("nodeSelector") or {}
+    if any(labels.get(k) != str(v) for k, v in selector.items()):
+        return False
+    taints = (node.get("spec") or {}).get("taints") or []
+    return all(tolerates(t, spec.get("tolerations") or []) for t in taints)
+
+
+@dataclass(frozen=True)
+class Placement:
+    """The GPU a template's pods would get now (``gpu`` None: unknown), or ``problem`` when they get none."""
+
+    gpu: str | None
+    problem: str = ""
+
+
+def placement(spec: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]] | None) -> Placement:
+    """Pinned product if any; else the smallest catalogued card among the schedulable GPU nodes the pod spec
+    selects and tolerates. Without a node list (not readable), only the pin is known."""
+    pinned = pinned_gpu(spec)
+    if nodes is None:
+        return Placement(pinned)
+    gpu_nodes = [n for n in nodes if gpu_product((n.get("metadata") or {}).get("labels")).value]
+    fitting = [n for n in gpu_nodes if _selects(spec, n)]
+    usable = [n for n in fitting if (h := node_health(n)).ready and not h.cordoned]
+    if not usable:
+        what = ", ".join(f"{k}={v}" for k, v in sorted((spec.get("nodeSelector") or {}).items())) or "any GPU"
+        why = (f"{len(fitting)} matching node(s), none schedulable (cordoned or not Ready)" if fitting
+               else "no GPU node matches its nodeSelector and tolerations")
+        return Placement(pinned, f"its pods would not schedule now ({what}: {why})")
+    if pinned is not None:
+        return Placement(pinned)
+    cards = [(spec_.total_gib, value) for n in usable
+             if (value := gpu_product((n.get("metadata") or {}).get("labels")).value)
+             and (spec_ := catalog.find_gpu(value)) is not None]
+    return Placement(min(cards)[1] if cards else None)
+
+
+def against(rev: Revision, keys: Keys, container: str | None, nodes: Sequence[Mapping[str, Any]] | None,
+            dying: Mapping[int, Mapping[str, int]] | None = None) -> str | None:
+    """Why ``rev`` must not be restored (dying now or seen dying, no node for it, predicted to fail), None when
+    nothing is. ``dying`` is what this run sees (``crashes_by_revision``): its record is written later in the
+    run, but the choice is made now."""
+    now = (dying or {}).get(rev.number)
+    if now:
+        kind = main_failure(now)
+        return f"{'dying under load' if _under_load(kind) else 'crash-looping'} now ({kind}), pods still running"
+    crash = standing_crash(keys, rev.annotations)
+    if crash is not None:
+        return crash.text()
+    spec = rev.template.get("spec") or {}
+    where = placement(spec, nodes)
+    if where.problem:
+        return where.problem
+    return failed_prediction(predict_template(rev.template, container, gpu=where.gpu))
+
+
+def rejector(keys: Keys, container: str | None, nodes: Sequence[Mapping[str, Any]] | None,
+             dying: Mapping[int, Mapping[str, int]] | None = None) -> Callable[[Revision], str | None]:
+    """``against`` bound to this host: the ``reject`` that ``kube.rollout.choose_rollback`` asks."""
+    return lambda rev: against(rev, keys, container, nodes, dying)
+
+
+# ---- Deployment-level fields confirm records with its mark -----------------------------------------------
+
+#: Fields a bad rollout may change next to the template, which a rollback of the template alone keeps.
+DEPLOYMENT_FIELDS = ("strategy", "minReadySeconds", "progressDeadlineSeconds")
+
+
+def deployment_fields(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """The Deployment-level fields of ``spec`` that confirm records with a known-good mark."""
+    return {k: spec[k] for k in DEPLOYMENT_FIELDS if k in spec}
+
+
+def recorded_fields(keys: Keys, notes: Mapping[str, str]) -> dict[str, Any]:
+    """The fields recorded on a ReplicaSet ({} when none, or unreadable: a template rollback still proceeds)."""
+    try:
+        data = json.loads(notes.get(keys.deployment_fields) or "{}")
+    except ValueError:
+        return {}
+    return {k: data[k] for k in DEPLOYMENT_FIELDS if isinstance(data, dict) and k in data}

@@ -1,0 +1,147 @@
+"""What is known against a revision (remedies/evidence.py): crash records, mark withdrawal, placement, prediction."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fixtures.pod_templates import KEYS, MODEL, template
+from vllm_remedy.kube.annotations import rfc3339
+from vllm_remedy.kube.history import Revision
+from vllm_remedy.policy import Policy
+from vllm_remedy.remedies.evidence import (
+    against,
+    crashes_by_revision,
+    placement,
+    read_crash,
+    record_changes,
+    recorded_fields,
+    standing_crash,
+)
+from vllm_remedy.remedies.restore import HANDOVER, REFUSE, ROLLBACK, SHED, decide_restore
+
+NOW = 1_800_000_000.0
+L40S = {"nvidia.com/gpu.product": "NVIDIA-L40S"}
+L4 = {"cloud.google.com/gke-accelerator": "nvidia-l4"}
+NO_MAX_LEN = [MODEL, "--gpu-memory-utilization", "0.90"]
+
+
+def node(name: str, product: str, *, cordoned: bool = False, taint: bool = False, **labels: str) -> dict[str, Any]:
+    return {"metadata": {"name": name, "labels": {"nvidia.com/gpu.product": product, **labels}},
+            "spec": {"unschedulable": cordoned,
+                     **({"taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]}
+                        if taint else {})},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+
+
+NODES = [node("l40s-1", "NVIDIA-L40S"), node("l4-1", "NVIDIA-L4", taint=True,
+                                               **{"cloud.google.com/gke-accelerator": "nvidia-l4"})]
+
+
+def rev(number: int, tpl: dict[str, Any], **notes: str) -> Revision:
+    return Revision(number, f"rs-{number}", "", tpl, dict(notes), "", 0, False)
+
+
+def test_a_crash_is_recorded_once_and_withdraws_a_mark() -> None:
+    marked = {KEYS.known_good: rfc3339(NOW - 3600), KEYS.known_good_reason: "confirmed"}
+    changes = record_changes(KEYS, marked, {"oom_under_load": 2}, NOW)
+    assert json.loads(changes[KEYS.crashed]) == {"failure": "oom_under_load", "at": rfc3339(NOW)}
+    assert changes[KEYS.known_good] is None and changes[KEYS.known_good_reason] is None
+    withdrawn = json.loads(changes[KEYS.known_good_withdrawn])
+    assert withdrawn == {"at": rfc3339(NOW), "marked_at": rfc3339(NOW - 3600),
+                         "reason": "died under load (oom_under_load) after it was marked known-good"}
+    after = {k: v for k, v in {**marked, **changes}.items() if v is not None}
+    assert record_changes(KEYS, after, {"oom_under_load": 2}, NOW + 60) == {}  # idempotent: first seen is kept
+    assert record_changes(KEYS, {}, {}, NOW) == {}
+
+
+def test_a_mark_written_after_the_crash_supersedes_it() -> None:
+    crashed = {KEYS.crashed: json.dumps({"failure": "max_len_exceeds_kv", "at": rfc3339(NOW - 600)})}
+    assert standing_crash(KEYS, crashed) is not None
+    assert standing_crash(KEYS, {**crashed, KEYS.known_good: rfc3339(NOW)}) is None  # confirm proved it again
+    assert read_crash(KEYS, {KEYS.crashed: "garbled"}).failure == "unknown"  # still counts against it
+    # a crash after that new mark is recorded again and takes the mark back
+    again = record_changes(KEYS, {**crashed, KEYS.known_good: rfc3339(NOW)}, {"max_len_exceeds_kv": 1}, NOW + 60)
+    assert KEYS.crashed in again and again[KEYS.known_good] is None
+
+
+def test_crashes_by_revision_counts_old_and_new_pods() -> None:
+    def pod(revision: int, failure: str, **health: Any) -> dict[str, Any]:
+        return {"name": f"p{revision}", "revision": revision, "deleting": False,
+                "containers": [{"name": "vllm", "startup": {"failure": failure}, **health}]}
+
+    pods = {"pods": [pod(15, "oom_under_load", crash_looping=True), pod(16, "max_len_exceeds_kv", crash_looping=True),
+                     pod(14, "none"), pod(13, "", host_oom_killed=True)]}
+    assert crashes_by_revision(pods) == {13: {"host_oom_killed": 1}, 15: {"oom_under_load": 1},
+                                         16: {"max_len_exceeds_kv": 1}}
+
+
+def test_placement_is_the_pin_or_the_smallest_card_the_pod_can_reach() -> None:
+    assert placement(template(selector=L40S)["spec"], NODES).gpu == "NVIDIA-L40S"
+    unpinned = template(selector={})["spec"]
+    assert placement(unpinned, NODES).gpu == "NVIDIA-L40S"  # the L4 is tainted: not for this pod
+    tolerating = {**unpinned, "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}]}
+    assert placement(tolerating, NODES).gpu == "NVIDIA-L4"  # the smallest card it may land on
+    gone = placement(template(selector=L40S)["spec"], [node("l40s-1", "NVIDIA-L40S", cordoned=True)])
+    assert gone.problem == ("its pods would not schedule now (nvidia.com/gpu.product=NVIDIA-L40S: 1 matching "
+                            "node(s), none schedulable (cordoned or not Ready))")
+    assert placement(template(selector=L40S)["spec"], None).gpu == "NVIDIA-L40S"  # nodes unreadable: the pin
+
+
+def test_against_names_the_first_evidence() -> None:
+    assert against(rev(14, template(selector=L40S)), KEYS, None, NODES) is None
+    bad = against(rev(15, template(NO_MAX_LEN, selector=L4)), KEYS, None, None)
+    assert bad is not None and bad.startswith("predicted max_len_exceeds_kv on NVIDIA-L4")
+    dying = against(rev(14, template(selector=L40S)), KEYS, None, NODES, {14: {"oom_under_load": 2}})
+    assert dying == "dying under load now (oom_under_load), pods still running"
+    seen = against(rev(14, template(selector=L40S), **{KEYS.crashed: json.dumps(
+        {"failure": "max_len_exceeds_kv", "at": rfc3339(NOW)})}), KEYS, None, NODES)
+    assert seen == f"seen crash-looping (max_len_exceeds_kv) at {rfc3339(NOW)}"
+
+
+def test_recorded_fields_keep_only_the_deployment_fields() -> None:
+    notes = {KEYS.deployment_fields: json.dumps({"strategy": {"type": "Recreate"}, "replicas": 9})}
+    assert recorded_fields(KEYS, notes) == {"strategy": {"type": "Recreate"}}
+    assert recorded_fields(KEYS, {KEYS.deployment_fields: "{"}) == {}
+
+
+def _row(r: Revision) -> dict[str, Any]:
+    return {"number": r.number, "replicaset": r.replicaset, "change_cause": "", "template": r.template,
+            "annotations": r.annotations, "created": "", "replicas": 0, "current": False,
+            "known_good": bool(r.annotations.get(KEYS.known_good))}
+
+
+def _crashing() -> dict[str, Any]:
+    return {"pods": [{"name": "p", "new": True, "revision": 16, "containers": [
+        {"name": "vllm", "crash_looping": True, "startup": {"failure": "max_len_exceeds_kv"}}]}]}
+
+
+def test_decide_restore_skips_bad_revisions_hands_over_or_refuses() -> None:
+    policy = Policy()
+    good, bad15, bad16 = (rev(14, template(selector=L40S)), rev(15, template(NO_MAX_LEN, selector=L4)),
+                          rev(16, template([*NO_MAX_LEN, "--max-num-seqs", "8"], selector=L4)))
+    hist = {"current_revision": 16, "revisions": [_row(good), _row(bad15), _row(bad16)]}
+    got = decide_restore(hist, _crashing(), policy, now=NOW, nodes=NODES)
+    assert (got.action, got.revision) == (ROLLBACK, 14)
+    assert [line.split(":")[0] for line in got.skipped] == ["revision 16 (rs-16)", "revision 15 (rs-15)"]
+    cordoned = [node("l40s-1", "NVIDIA-L40S", cordoned=True), NODES[1]]
+    handed = decide_restore(hist, _crashing(), policy, now=NOW, nodes=cordoned)
+    assert (handed.action, handed.revision) == (HANDOVER, 14)  # 14 fits its own card: the last that served
+    seen = {KEYS.crashed: json.dumps({"failure": "max_len_exceeds_kv", "at": rfc3339(NOW)})}
+    dead = {**hist, "revisions": [_row(rev(14, good.template, **seen)), _row(bad15), _row(bad16)]}
+    refused = decide_restore(dead, _crashing(), policy, now=NOW, nodes=cordoned)
+    assert refused.action == REFUSE and "no earlier revision is predicted to serve (2 skipped)" in refused.reason
+
+
+def test_a_mark_withdrawn_in_this_run_still_means_shed_not_roll_back() -> None:
+    """The record (withdrawing the mark) is written before restore decides at execute: a revision that was
+    confirmed and now dies under load is still not a fresh deploy, so step 1 sheds load."""
+    withdrawn = {KEYS.known_good_withdrawn: json.dumps({"at": rfc3339(NOW), "reason": "died under load"})}
+    chunks = template([MODEL, "--max-model-len", "16384", "--max-num-batched-tokens", "16384"], selector=L40S)
+    current = {**_row(rev(15, chunks, **withdrawn)), "created": rfc3339(NOW - 300)}
+    hist = {"current_revision": 15, "revisions": [_row(rev(14, template(selector=L40S))), current]}
+    pods = {"pods": [{"name": "p", "new": True, "revision": 15, "containers": [
+        {"name": "vllm", "crash_looping": True, "startup": {"failure": "oom_under_load"}}]}]}
+    assert decide_restore(hist, pods, Policy(), now=NOW, nodes=NODES).action == SHED
+    fresh = {**hist, "revisions": [hist["revisions"][0], {**current, "annotations": {}}]}
+    assert decide_restore(fresh, pods, Policy(), now=NOW, nodes=NODES).action == ROLLBACK  # deployed 5 min ago
