@@ -145,3 +145,11 @@ def test_a_mark_withdrawn_in_this_run_still_means_shed_not_roll_back() -> None:
     assert decide_restore(hist, pods, Policy(), now=NOW, nodes=NODES).action == SHED
     fresh = {**hist, "revisions": [hist["revisions"][0], {**current, "annotations": {}}]}
     assert decide_restore(fresh, pods, Policy(), now=NOW, nodes=NODES).action == ROLLBACK  # deployed 5 min ago
+
+
+def test_a_revision_that_ran_a_timed_toggle_is_no_target_but_eager_on_purpose_is() -> None:
+    eager = template([*NO_MAX_LEN[:1], "--max-model-len", "16384", "--enforce-eager"], selector=L40S)
+    toggled = rev(14, eager, **{KEYS.toggle_expires("enforce-eager"): rfc3339(NOW + 3600)})
+    why = against(toggled, KEYS, None, NODES)
+    assert why is not None and "temporary toggle" in why and "--enforce-eager" in why
+    assert against(rev(14, eager), KEYS, None, NODES) is None  # no record: the team runs eager on purpose

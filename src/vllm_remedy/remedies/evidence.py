@@ -20,13 +20,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from vllm_remedy.errors import UserError
-from vllm_remedy.kube.annotations import Keys, canonical_json, parse_rfc3339, rfc3339
+from vllm_remedy.kube.annotations import TOGGLE_FLAGS, Keys, canonical_json, parse_rfc3339, rfc3339, toggle_flags_on
 from vllm_remedy.kube.gpus import gpu_product
 from vllm_remedy.kube.health import node_health
 from vllm_remedy.kube.history import Revision
 from vllm_remedy.remedies.pin_gpu import tolerates
 from vllm_remedy.remedies.predict import failed_prediction, pinned_gpu, predict_template
 from vllm_remedy.vllm import catalog
+from vllm_remedy.vllm.cmdline import find_server
 from vllm_remedy.vllm.failures import failure_class
 
 
@@ -176,11 +177,30 @@ def against(rev: Revision, keys: Keys, container: str | None, nodes: Sequence[Ma
     crash = standing_crash(keys, rev.annotations)
     if crash is not None:
         return crash.text()
+    toggled = temporary_toggle(rev, keys, container)
+    if toggled:
+        return toggled
     spec = rev.template.get("spec") or {}
     where = placement(spec, nodes)
     if where.problem:
         return where.problem
     return failed_prediction(predict_template(rev.template, container, gpu=where.gpu))
+
+
+def temporary_toggle(rev: Revision, keys: Keys, container: str | None) -> str | None:
+    """Why a revision that ran a *timed* toggle is no target: the controller copied the toggle's record onto its
+    ReplicaSet, and restoring that template would keep the flag on with no expiry and no record on the
+    Deployment. A template that runs the flag without a record (eager on purpose) is not affected."""
+    try:
+        server = find_server(rev.template.get("spec") or {}, container)
+    except UserError:
+        return None
+    running = toggle_flags_on(server.flags)
+    for toggle, flag in TOGGLE_FLAGS.items():
+        if flag in running and rev.annotations.get(keys.toggle_expires(toggle)):
+            return (f"ran --{flag} as a temporary toggle (its record is on the ReplicaSet): restoring it would "
+                    f"keep --{flag} on with no expiry")
+    return None
 
 
 def rejector(keys: Keys, container: str | None, nodes: Sequence[Mapping[str, Any]] | None,
