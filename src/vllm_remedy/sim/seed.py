@@ -21,8 +21,10 @@ import yaml
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.sim.controllers.defaults import default_deployment
+from vllm_remedy.sim.controllers.images import add_image
 from vllm_remedy.sim.controllers.manager import wait_until
 from vllm_remedy.sim.controllers.newrs import replicaset_for, set_new_rs_annotations
+from vllm_remedy.sim.controllers.scheduler import matches_node_selection, tolerates
 from vllm_remedy.sim.controllers.util import CHANGE_CAUSE
 from vllm_remedy.sim.protocols import SeedTarget
 from vllm_remedy.sim.store import ApiError
@@ -115,6 +117,7 @@ def make_node(entry: Obj, where: str) -> Obj:
                          "containerRuntimeVersion": "containerd://1.7.24", "operatingSystem": "linux",
                          "architecture": "amd64", "osImage": "Ubuntu 22.04.5 LTS", "kernelVersion": "6.8.0-1021"},
             "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+            "images": [],  # a seeded Deployment's images are added where its revisions could have run
         },
     }
 
@@ -223,6 +226,7 @@ def _roll_history(cluster: SeedTarget, entry: Any, where: str, wait: bool, timeo
             history[rs["metadata"]["name"]] = rs
     for rs in history.values():
         _create(cluster.store, "replicasets.apps", rs)
+    _pulled_where_run(cluster.store, states)
     body = states[-1]
     body["metadata"].update({"uid": uid, "creationTimestamp": cluster.clock.timestamp(created_at)})
     made = cluster.store.create("deployments.apps", body)
@@ -230,6 +234,29 @@ def _roll_history(cluster: SeedTarget, entry: Any, where: str, wait: bool, timeo
         generation = made["metadata"]["generation"]
         if not wait_until(lambda: _settled(cluster, ns, name, generation), timeout):
             raise UserError(f"{where}: deployment {ns}/{name} did not roll out within {timeout:g}s")
+
+
+def _pulled_where_run(store: Any, states: list[Obj]) -> None:
+    """Each seeded revision's images are on the nodes its pods could have run on (selector and taints), as
+    on a cluster that has been running it; a rollout elsewhere (or of a new image) pulls, as it would."""
+    nodes = store.list("nodes")[0]
+    for state in states:
+        pod = {"spec": ((state.get("spec") or {}).get("template") or {}).get("spec") or {}}
+        images = [str(c["image"]) for c in (pod["spec"].get("initContainers") or []) + (pod["spec"].get("containers")
+                                                                                       or []) if c.get("image")]
+        tolerations = pod["spec"].get("tolerations") or []
+        for node in nodes:
+            taints = [t for t in (node.get("spec") or {}).get("taints") or []
+                      if t.get("effect") in ("NoSchedule", "NoExecute")]
+            if (node.get("status") or {}).get("images") is None or not matches_node_selection(pod, node) or not all(
+                    tolerates(tolerations, t) for t in taints):
+                continue
+
+            def pulled(obj: Obj, images: list[str] = images) -> None:
+                for image in images:
+                    add_image(obj, image)
+
+            store.mutate("nodes", "", node["metadata"]["name"], pulled, status=True)
 
 
 def _revision_manifests(entry: Obj, where: str) -> list[Obj]:
