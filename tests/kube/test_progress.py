@@ -88,6 +88,11 @@ def test_before_vllm_runs_the_status_says_where_the_pod_is(api: FakeApi) -> None
                            "message": 'Back-off pulling image "vllm/vllm-openai:v0.8.5"'}}
     assert read(api, [pod("p-5", "t5", state=backoff)]).stage == (
         'pulling image failed: ImagePullBackOff: Back-off pulling image "vllm/vllm-openai:v0.8.5"')
+    config = {"waiting": {"reason": "CreateContainerConfigError", "message": 'secret "hf-token" not found'}}
+    assert read(api, [pod("p-6", "t6", state=config)]).stage == (
+        'waiting: CreateContainerConfigError: secret "hf-token" not found')
+    bound = pod("p-7", "t7", state=False, conditions=[{"type": "PodScheduled", "status": "True"}])
+    assert read(api, [bound]).stage == "scheduled on gpu-l40s-1"  # the kubelet has not reported it yet
     assert [s for s in api.seen if s.path.endswith("/log")] == []  # no log read before vLLM runs
 
 

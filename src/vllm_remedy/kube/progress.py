@@ -24,7 +24,7 @@ from vllm_remedy.vllm.startup_log.stage import StartupStage, furthest, startup_s
 TAIL_LINES = 200  # a start's stage lines are far apart from each other only under DEBUG logging
 LIMIT_BYTES = 256 * 1024  # tqdm writes its updates into one line; a cap on what one read may cost
 READ_TIMEOUT = (3.0, 5.0)  # connect, read: a slow log must not hold up the wait it decorates
-_PULL_FAILED = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull")
+_PULL_FAILED = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "RegistryUnavailable")
 
 
 @dataclass(frozen=True)
@@ -77,9 +77,10 @@ class ProgressReader:
         c = container_health(raw) if raw is not None else None
         if c is None or (c.state == "waiting" and c.waiting_reason in (None, "ContainerCreating", "PodInitializing")
                          and not c.restarts):
-            return _before_start(pod, health.node, name)
-        if c.waiting_reason in _PULL_FAILED:
-            return f"pulling image failed: {c.waiting_reason}: {c.waiting_message or ''}".rstrip(": ")
+            return _before_start(pod, health.node, name, created=c is not None)
+        if c.state == "waiting" and c.waiting_reason != CRASH_LOOP:  # ErrImagePull, CreateContainerConfigError…
+            why = f"{c.waiting_reason}: {c.waiting_message or ''}".rstrip(": ")
+            return f"pulling image failed: {why}" if c.waiting_reason in _PULL_FAILED else f"waiting: {why}"
         if c.ready:
             return "serving (Ready)"
         assert raw is not None
@@ -138,12 +139,13 @@ class ProgressReader:
             return None
 
 
-def _before_start(pod: Mapping[str, Any], node: str, container: str) -> str:
-    """Scheduled, container not yet created: the sandbox first, then the kubelet pulls the image (on a
-    Kubernetes that reports ``PodReadyToStartContainers``; older ones go straight to "pulling")."""
+def _before_start(pod: Mapping[str, Any], node: str, container: str, created: bool) -> str:
+    """Scheduled, container not yet created: the sandbox first, then the kubelet pulls the image. Without
+    ``PodReadyToStartContainers`` (before Kubernetes 1.29) a container the kubelet reports as ContainerCreating
+    is taken to be pulling; one it does not report yet, to be waiting for its sandbox."""
     sandbox = next((c for c in (pod.get("status") or {}).get("conditions") or []
                     if c.get("type") == "PodReadyToStartContainers"), None)
-    if sandbox is not None and sandbox.get("status") != "True":
+    if (sandbox is not None and sandbox.get("status") != "True") or (sandbox is None and not created):
         return f"scheduled on {node}"
     image = next((c.get("image") for c in (pod.get("spec") or {}).get("containers") or []
                   if c.get("name") == container), None)

@@ -77,8 +77,11 @@ class LiveLines:
         width = shutil.get_terminal_size((100, 24)).columns
         out = [f"\x1b[{self.drawn}A" if self.drawn and not self.moved else "", "\r\x1b[J"]
         out += [_fit(text, width) + "\n" for text in self.lines.values()]
-        self.stream.write("".join(out))
-        self.stream.flush()
+        try:
+            self.stream.write("".join(out))
+            self.stream.flush()
+        except (OSError, ValueError):  # the terminal went away: the wait it decorates goes on regardless
+            return
         self.drawn, self.moved = len(self.lines), False
 
     def _watch(self) -> None:
