@@ -17,9 +17,10 @@ from vllm_remedy.errors import UserError
 from vllm_remedy.kube.client import KubeClient, RetryPolicy
 from vllm_remedy.kube.errors import KubeError
 from vllm_remedy.kube.health import CRASH_LOOP, ContainerHealth, container_health, pod_health
+from vllm_remedy.kube.wait import classify_log
 from vllm_remedy.vllm.cmdline import find_server
 from vllm_remedy.vllm.startup_log.failure import status_failure
-from vllm_remedy.vllm.startup_log.stage import StartupStage, furthest, startup_stage
+from vllm_remedy.vllm.startup_log.stage import STARTING, StartupStage, furthest, startup_stage
 
 TAIL_LINES = 200  # a start's stage lines are far apart from each other only under DEBUG logging
 LIMIT_BYTES = 256 * 1024  # tqdm writes its updates into one line; a cap on what one read may cost
@@ -109,7 +110,7 @@ class ProgressReader:
         seen = self._stages.get(cid)
         text = self._tail(pod, container, previous=False)
         if text is None:
-            return seen or StartupStage("starting")
+            return seen or StartupStage(STARTING)
         now = furthest(seen, startup_stage(text))
         self._stages[cid] = now
         return now
@@ -120,13 +121,10 @@ class ProgressReader:
         cid = str(term.get("containerID") or "")
         if cid in self._crashes:
             return self._crashes[cid]
-        from_status = status_failure(c.exit_code, c.terminated_reason)
-        if from_status is not None:
-            why = from_status.value
-        else:
-            text = self._tail(pod, container, previous=not c.terminated_now)
-            stage = startup_stage(text) if text is not None else None
-            why = stage.failure if stage is not None and stage.failure else f"exit {c.exit_code}"
+        known = status_failure(c.exit_code, c.terminated_reason) is not None  # OOMKilled: no log to read
+        text = None if known else self._tail(pod, container, previous=not c.terminated_now)
+        failure = classify_log(text, c.exit_code, c.terminated_reason)[0]  # as the wait's verdict will name it
+        why = failure if failure not in (None, "none") else f"exit {c.exit_code}"
         if cid:
             self._crashes[cid] = why
         return why

@@ -123,7 +123,8 @@ def test_v063_log_cut_at_capture_is_capturing() -> None:
 ])
 def test_a_fatal_error_is_crashed_with_the_classifiers_class(name: str, failure: str, before: str | None) -> None:
     text = (LOGS / name).read_text()
-    assert startup_stage(text) == StartupStage(CRASHED, failure, failure)
+    assert startup_stage(text) == StartupStage(CRASHED, failure)
+    assert startup_stage(text).failure == failure
     if before is not None:  # the stage it was in when it died, shown while it was still alive
         assert stages_of(text)[-2:] == [before, CRASHED]
 

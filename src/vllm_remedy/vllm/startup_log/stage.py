@@ -77,14 +77,18 @@ _EAGER = re.compile(r"(?<!')\benforce_eager=True|'enforce_eager': True")
 
 @dataclass(frozen=True)
 class StartupStage:
-    """A stage of :data:`STAGES` or ``crashed``, what the log says of it, and the failure class when crashed."""
+    """A stage of :data:`STAGES` or ``crashed``, and what the log says of it (when crashed: the failure class)."""
 
     stage: str
     detail: str = ""
-    failure: str | None = None
 
     def __str__(self) -> str:
         return f"{self.stage} ({self.detail})" if self.detail else self.stage
+
+    @property
+    def failure(self) -> str | None:
+        """The classifier's failure class (``vllm.outcomes.Failure`` value) of a crashed start, else None."""
+        return self.detail if self.stage == CRASHED else None
 
     @property
     def rank(self) -> int:
@@ -118,7 +122,7 @@ def startup_stage(text: str) -> StartupStage:
             progress = "/".join(counts[-1]) if counts else progress
     report = parse_startup_log(text)
     if report.failure is not Failure.NONE and not report.truncated:
-        return StartupStage(CRASHED, report.failure.value, report.failure.value)
+        return StartupStage(CRASHED, report.failure.value)
     if stage == PROFILING and kv_sized and not eager and report.engine != "v0":
         stage, kind = GRAPHS, "graphs"  # V1 prints nothing while it captures (see the module's docstring)
     return StartupStage(stage, _detail(kind, progress, report))
