@@ -21,10 +21,10 @@ import yaml
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.sim.controllers.defaults import default_deployment
-from vllm_remedy.sim.controllers.images import add_image
+from vllm_remedy.sim.controllers.images import add_images
 from vllm_remedy.sim.controllers.manager import wait_until
 from vllm_remedy.sim.controllers.newrs import replicaset_for, set_new_rs_annotations
-from vllm_remedy.sim.controllers.scheduler import matches_node_selection, tolerates
+from vllm_remedy.sim.controllers.scheduler import node_reasons
 from vllm_remedy.sim.controllers.util import CHANGE_CAUSE
 from vllm_remedy.sim.protocols import SeedTarget
 from vllm_remedy.sim.store import ApiError
@@ -237,26 +237,19 @@ def _roll_history(cluster: SeedTarget, entry: Any, where: str, wait: bool, timeo
 
 
 def _pulled_where_run(store: Any, states: list[Obj]) -> None:
-    """Each seeded revision's images are on the nodes its pods could have run on (selector and taints), as
-    on a cluster that has been running it; a rollout elsewhere (or of a new image) pulls, as it would."""
-    nodes = store.list("nodes")[0]
-    for state in states:
-        pod = {"spec": ((state.get("spec") or {}).get("template") or {}).get("spec") or {}}
-        images = [str(c["image"]) for c in (pod["spec"].get("initContainers") or []) + (pod["spec"].get("containers")
-                                                                                       or []) if c.get("image")]
-        tolerations = pod["spec"].get("tolerations") or []
-        for node in nodes:
-            taints = [t for t in (node.get("spec") or {}).get("taints") or []
-                      if t.get("effect") in ("NoSchedule", "NoExecute")]
-            if (node.get("status") or {}).get("images") is None or not matches_node_selection(pod, node) or not all(
-                    tolerates(tolerations, t) for t in taints):
-                continue
-
-            def pulled(obj: Obj, images: list[str] = images) -> None:
-                for image in images:
-                    add_image(obj, image)
-
-            store.mutate("nodes", "", node["metadata"]["name"], pulled, status=True)
+    """Each seeded revision's images are on the nodes its pods could have run on (the scheduler's own filter),
+    as on a cluster that has been running it; a rollout elsewhere (or of a new image) pulls, as it would."""
+    held: dict[str, list[str]] = {}
+    for node in store.list("nodes")[0]:
+        if (node.get("status") or {}).get("images") is None:  # a node that reports none holds every image
+            continue
+        for state in states:
+            pod = {"spec": ((state.get("spec") or {}).get("template") or {}).get("spec") or {}}
+            if not node_reasons(pod, node, {}, 0):
+                held.setdefault(node["metadata"]["name"], []).extend(
+                    str(c["image"]) for c in pod["spec"].get("containers") or [] if c.get("image"))
+    for name, images in held.items():
+        store.mutate("nodes", "", name, lambda obj, images=images: add_images(obj, images), status=True)
 
 
 def _revision_manifests(entry: Obj, where: str) -> list[Obj]:

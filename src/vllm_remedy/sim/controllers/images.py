@@ -11,6 +11,7 @@ and a pod wanting an image already being pulled waits for that pull.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from typing import Any
 
 from vllm_remedy.sim.controllers.containers import image_id
@@ -49,12 +50,12 @@ def has_image(node: Obj, image: str) -> bool:
     return any(names & set(entry.get("names") or []) for entry in listed)
 
 
-def add_image(node: Obj, image: str) -> None:
-    """Record ``image`` in the node's ``status.images`` (as the kubelet's next status update would)."""
-    if has_image(node, image) and (node.get("status") or {}).get("images") is not None:
-        return
-    node.setdefault("status", {}).setdefault("images", []).append(
-        {"names": image_names(image), "sizeBytes": image_bytes(image)})
+def add_images(node: Obj, images: Iterable[str]) -> None:
+    """Record ``images`` in the node's ``status.images`` (as the kubelet's next status update would)."""
+    listed = node.setdefault("status", {}).setdefault("images", [])
+    for image in images:
+        if not has_image(node, image):
+            listed.append({"names": image_names(image), "sizeBytes": image_bytes(image)})
 
 
 class Pulls:

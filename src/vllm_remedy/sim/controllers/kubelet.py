@@ -17,7 +17,7 @@ from typing import Any
 
 from vllm_remedy.sim.controllers.containers import ContainerSim, LogRecord, PodSim, pod_status
 from vllm_remedy.sim.controllers.events import EventRecorder
-from vllm_remedy.sim.controllers.images import Pulls, add_image, has_image, image_bytes
+from vllm_remedy.sim.controllers.images import Pulls, add_images, has_image, image_bytes
 from vllm_remedy.sim.controllers.kubelet_serve import KubeletServer
 from vllm_remedy.sim.controllers.manager import Manager
 from vllm_remedy.sim.controllers.probes import KILLED_EXIT_CODE, probe_failure_message, probe_kill
@@ -145,7 +145,7 @@ class Kubelet(KubeletServer):
         if sim is None:
             return
         with contextlib.suppress(ApiError):
-            self.store.mutate("nodes", "", sim.node, lambda node: add_image(node, image), status=True)
+            self.store.mutate("nodes", "", sim.node, lambda node: add_images(node, [image]), status=True)
         with self._lock:
             found = self._current(uid, name, token)
             if found is None or found[0].terminating:
