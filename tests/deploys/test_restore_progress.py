@@ -71,7 +71,8 @@ def test_a_piped_restore_reports_ready_of_desired_and_each_stage_as_it_passes(re
 
 def test_on_a_terminal_the_progress_is_a_live_line_rewritten_in_place(rehearsal: Rehearsal) -> None:
     slowed_incident(rehearsal)
-    env = rehearsal.env({"PYINFRA_PROGRESS": "on", "TERM": "xterm"})  # pyinfra's spinner draws too
+    # pyinfra's spinner draws too; COLUMNS agrees with the pty (an inherited one would win over it)
+    env = rehearsal.env({"PYINFRA_PROGRESS": "on", "TERM": "xterm", "COLUMNS": "160", "LINES": "50"})
     out = run_in_pty([sys.executable, "-m", "pyinfra", LOCAL, RESTORE, "-y", *LOOK], env, str(rehearsal.tmp))
     text = COLOUR.sub("", out.decode("utf-8", errors="replace")).replace("\r\n", "\n")
     draws = re.findall(r"\r\x1b\[J    \[@k8s/rehearsal/llm/llama-8b\] (progress at [^\n\r]*)\n", text)

@@ -64,6 +64,7 @@ def test_a_pipe_gets_a_line_when_the_stage_changes_and_a_heartbeat_otherwise(cap
 
 
 def test_a_terminal_gets_live_lines_redrawn_above_the_cursor(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
     screen = io.StringIO()
     monkeypatch.setattr(sys, "stderr", screen)
     board = live.LiveLines(screen)
