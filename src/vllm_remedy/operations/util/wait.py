@@ -17,6 +17,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+from vllm_remedy.connectors.k8s import PROGRESS_SECONDS
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.clock import ClusterClock
 from vllm_remedy.kube.progress import ProgressReader
@@ -28,7 +29,6 @@ from vllm_remedy.remedies.diagnose import evidence_lines
 
 #: Outside a terminal an unchanged report is repeated every this many reports (a minute at the default 5 s).
 HEARTBEAT = 12
-PROGRESS_SECONDS = 5.0  # when the host's connector says nothing (tests' fake hosts)
 
 
 def wait_rollout(state: Any, host: Any, timeout: float, label: str, replicaset: str | None = None) -> bool:
