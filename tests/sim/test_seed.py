@@ -135,3 +135,21 @@ def test_seeded_history_reuses_a_repeated_template_like_a_rollback():
         assert [revs[r]["spec"]["replicas"] for r in (2, 3, 4)] == [0, 0, 1]
     finally:
         cluster.stop()
+
+
+def test_seeded_revisions_images_are_on_the_nodes_they_could_run_on():
+    """The runbook's world has been running llama-8b on the L40S pool: those nodes hold its three images (so the
+    seed's rollout and a rollback pull nothing); the tainted L4 pool and the A10G node, never a fit, hold none."""
+    cluster = Cluster("t", clock=Clock(speed=600), runtime=PlainRuntime())
+    cluster.start()
+    try:
+        cluster.apply_seed("runbook", timeout=10)
+        held = {n["metadata"]["name"]: [e["names"][1] for e in n["status"]["images"]]
+                for n in cluster.store.list("nodes")[0]}
+        tags = [f"docker.io/vllm/vllm-openai:{t}" for t in ("v0.6.6", "v0.7.3", "v0.8.5")]
+        assert held == {"gpu-l40s-1": tags, "gpu-l40s-2": tags, "gpu-l40s-3": tags, "gpu-a10g-1": [],
+                        "gke-l4-pool-1": [], "gke-l4-pool-2": []}
+        pulled = [e for e in cluster.store.list("events", "llm")[0] if e["reason"] in ("Pulling", "Pulled")]
+        assert pulled and all("already present on machine" in e["message"] for e in pulled)
+    finally:
+        cluster.stop()

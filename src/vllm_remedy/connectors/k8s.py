@@ -14,6 +14,7 @@ Host data (plain keys, as an inventory or group data sets them):
   ``@k8s/prod/...`` name ``gke_acme_europe-west4_prod`` (and contexts with ``/`` in their name, like EKS ARNs).
 + ``policy``: path of a policy YAML (relative to the working directory), or a loaded ``Policy``.
 + ``container``: the vLLM container's name, when several containers of the pod run vLLM.
++ ``progress_seconds``: real seconds between the progress reports of a rollout wait (default 5; 0: none).
 
 Why ``connect()`` does real work: a missing context, a Deployment that does not exist, a Deployment with
 no vLLM server, or an invalid policy is bad input. Failing at connect prints one line per host, marks
@@ -65,6 +66,7 @@ class K8sData(TypedDict, total=False):
     context: Any
     policy: Any
     container: Any
+    progress_seconds: Any
 
 
 DATA_META: dict[str, DataMeta] = {
@@ -77,7 +79,10 @@ DATA_META: dict[str, DataMeta] = {
     "context": DataMeta("kube context; default the alias's, else the cluster name"),
     "policy": DataMeta("policy YAML path or loaded Policy"),
     "container": DataMeta("name of the vLLM container when several run vLLM"),
+    "progress_seconds": DataMeta("real seconds between a rollout wait's progress reports (0: none)"),
 }
+#: Real seconds between a rollout wait's progress reports unless host data ``progress_seconds`` says otherwise.
+PROGRESS_SECONDS = 5.0
 
 
 def _host_entry(target: Target) -> tuple[str, dict[str, Any], list[str]]:
@@ -144,6 +149,7 @@ class K8sConnector(BaseConnector):
     keys: Keys = Keys()
     server: ServerCommand | None = None
     scope: Scope | None = None
+    progress_seconds: float = PROGRESS_SECONDS
     #: Answers by verb command once ``snapshot_reads`` is on; None means every fact reads the cluster afresh.
     snapshot: dict[str, list[str]] | None = None
 
@@ -174,6 +180,7 @@ class K8sConnector(BaseConnector):
         target = self.target
         where = f"deployment {target.namespace}/{target.deployment}"
         try:
+            self.progress_seconds = _seconds(self.data, "progress_seconds", PROGRESS_SECONDS)
             loaded = self._load_policy()
             access = resolve_access(target.cluster, context=_opt_str(self.data, "context"),
                                     kubeconfig=_opt_str(self.data, "kubeconfig"),
@@ -288,6 +295,20 @@ class K8sConnector(BaseConnector):
         """Refuse: facts are read through verbs, not by copying files out of pods."""
         logger.error(f"{self.host.print_prefix}the @k8s connector cannot download files ({remote_filename})")
         return False
+
+
+def _seconds(data: K8sData, key: str, default: float) -> float:
+    """A number of seconds ≥ 0 from host data (``--data key=2.5`` arrives as text)."""
+    value = data.get(key)  # type: ignore[misc]
+    if value is None:
+        return default
+    try:
+        seconds = float(value) if not isinstance(value, bool) else -1.0
+    except (TypeError, ValueError):
+        seconds = -1.0
+    if not 0 <= seconds < float("inf"):
+        raise UserError(f"host data {key}: expected a number of seconds >= 0, got {value!r}")
+    return seconds
 
 
 def _opt_str(data: K8sData, key: str) -> str | None:

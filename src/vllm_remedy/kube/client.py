@@ -249,13 +249,16 @@ class KubeClient:
         return self.request("GET", f"/api/v1/nodes/{quote(name, safe='')}")
 
     def pod_log(self, namespace: str, pod: str, container: str | None = None, *, previous: bool = False,
-                tail_lines: int | None = None) -> str:
-        """``kubectl logs [--previous]``; a 400 (no previous container) raises KubeError with the server's words."""
+                tail_lines: int | None = None, limit_bytes: int | None = None) -> str:
+        """``kubectl logs [--previous] [--tail] [--limit-bytes]``; a 400 (no previous container) raises KubeError
+        with the server's words."""
         query = [("container", container)] if container else []
         if previous:
             query.append(("previous", "true"))
         if tail_lines is not None:
             query.append(("tailLines", str(tail_lines)))
+        if limit_bytes is not None:
+            query.append(("limitBytes", str(limit_bytes)))
         return self.request("GET", self.object_path(namespace, "pods", pod, group="v1") + "/log", query=query,
                             expect_json=False)
 

@@ -6,13 +6,14 @@ or has restarted ``restart_limit`` times, or has stayed Unschedulable for ``unsc
 seconds, and say why: the scheduler's message, or the crashed container's previous log, classified.
 Success also needs every live pod of the new ReplicaSet Ready: a status that says "rolled out" while a
 new pod is not Ready is stale, and believing it is how crash loops get blessed. Time comes from a
-``Clock`` so the same loop runs in simulated seconds on the rehearsal cluster.
+``Clock`` so the same loop runs in simulated seconds on the rehearsal cluster. A ``progress`` hook sees
+every poll (the Deployment, the new pods, the clock's time): how ``kube.progress`` shows a long wait.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -25,6 +26,8 @@ from vllm_remedy.vllm.startup_log import classify, parse_startup_log
 from vllm_remedy.vllm.startup_log.failure import status_failure
 
 TIMED_OUT = "ProgressDeadlineExceeded"
+#: Called on every poll with (Deployment, pods of its new ReplicaSet, clock time); must not raise.
+ProgressHook = Callable[[Mapping[str, Any], list[dict[str, Any]], float], None]
 
 
 class Clock(Protocol):
@@ -172,7 +175,8 @@ def crash_report(client: KubeClient, namespace: str, health: PodHealth, c: Conta
 
 def wait_for_rollout(client: KubeClient, namespace: str, name: str, *, timeout: float = 900.0,
                      clock: Clock | None = None, interval: float = 2.0, restart_limit: int = 3,
-                     unschedulable_grace: float = 60.0, revision: int = 0, fetch_log: bool = True) -> WaitResult:
+                     unschedulable_grace: float = 60.0, revision: int = 0, fetch_log: bool = True,
+                     progress: ProgressHook | None = None) -> WaitResult:
     """Poll until rolled out, failing fast; ``timeout``, ``interval`` and the grace are clock seconds."""
     clock = clock or WallClock()
     start = clock.now()
@@ -198,6 +202,8 @@ def wait_for_rollout(client: KubeClient, namespace: str, name: str, *, timeout: 
         if finished and all(pod_health(p).ready for p in pods if not p["metadata"].get("deletionTimestamp")):
             return done(True, "rolled-out", text.strip())
         now = clock.now()
+        if progress is not None:
+            progress(deployment, pods, now)
         for pod in pods:
             health = pod_health(pod)
             bad = crashing_container(health, restart_limit)
@@ -224,9 +230,20 @@ RESTART_LIMIT = 3
 def crash_now(client: KubeClient, namespace: str, name: str, restart_limit: int = RESTART_LIMIT) -> Crash | None:
     """The first crash-looping container of the Deployment's new ReplicaSet, with its classified log; else a
     new pod the scheduler cannot place, with its reason (past the progress deadline no grace is due)."""
+    return crash_among(client, namespace, rollout_pods(client, namespace, name)[1], restart_limit)
+
+
+def rollout_pods(client: KubeClient, namespace: str, name: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(the Deployment, the pods of its new ReplicaSet), read now."""
     deployment = client.get_deployment(namespace, name)
     selector = selector_string((deployment.get("spec") or {}).get("selector"))
-    pods = new_pods(deployment, client.list_replicasets(namespace, selector), client.list_pods(namespace, selector))
+    return deployment, new_pods(deployment, client.list_replicasets(namespace, selector),
+                                client.list_pods(namespace, selector))
+
+
+def crash_among(client: KubeClient, namespace: str, pods: Sequence[Mapping[str, Any]],
+                restart_limit: int = RESTART_LIMIT) -> Crash | None:
+    """``crash_now`` over pods already read."""
     for pod in pods:
         health = pod_health(pod)
         bad = crashing_container(health, restart_limit)
@@ -241,7 +258,7 @@ def crash_now(client: KubeClient, namespace: str, name: str, restart_limit: int 
 
 
 def wait_restored(client: KubeClient, namespace: str, name: str, timeout: float, clock: Clock,
-                  interval: float = 2.0) -> WaitResult:
+                  interval: float = 2.0, progress: ProgressHook | None = None) -> WaitResult:
     """Rolled out and Ready within ``timeout`` clock seconds, or why not.
 
     ``wait_for_rollout`` gives up as soon as the Deployment says ProgressDeadlineExceeded. Right after a
@@ -254,14 +271,18 @@ def wait_restored(client: KubeClient, namespace: str, name: str, timeout: float,
     while True:
         remaining = timeout - (clock.now() - start)
         result = wait_for_rollout(client, namespace, name, timeout=max(remaining, 0.0), clock=clock,
-                                  interval=interval)
+                                  interval=interval, progress=progress)
         if result.outcome != "progress-deadline":
             break
-        crash = crash_now(client, namespace, name)
+        deployment, pods = rollout_pods(client, namespace, name)
+        crash = crash_among(client, namespace, pods)
         if crash is not None:
             result = WaitResult(False, crash.kind, crash.message, 0.0, crash, result.statuses)
             break
-        if clock.now() - start >= timeout:
+        now = clock.now()
+        if progress is not None:
+            progress(deployment, pods, now)
+        if now - start >= timeout:
             result = WaitResult(False, "timeout", f'timed out waiting for deployment "{name}": {result.message}',
                                 0.0, None, result.statuses)
             break

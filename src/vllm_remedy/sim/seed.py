@@ -21,8 +21,10 @@ import yaml
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.sim.controllers.defaults import default_deployment
+from vllm_remedy.sim.controllers.images import add_images
 from vllm_remedy.sim.controllers.manager import wait_until
 from vllm_remedy.sim.controllers.newrs import replicaset_for, set_new_rs_annotations
+from vllm_remedy.sim.controllers.scheduler import node_reasons
 from vllm_remedy.sim.controllers.util import CHANGE_CAUSE
 from vllm_remedy.sim.dcgm_exporter import NAMESPACE as EXPORTER_NAMESPACE
 from vllm_remedy.sim.dcgm_exporter import exporter_pod
@@ -117,6 +119,7 @@ def make_node(entry: Obj, where: str) -> Obj:
                          "containerRuntimeVersion": "containerd://1.7.24", "operatingSystem": "linux",
                          "architecture": "amd64", "osImage": "Ubuntu 22.04.5 LTS", "kernelVersion": "6.8.0-1021"},
             "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+            "images": [],  # a seeded Deployment's images are added where its revisions could have run
         },
     }
 
@@ -239,6 +242,7 @@ def _roll_history(cluster: SeedTarget, entry: Any, where: str, wait: bool, timeo
             history[rs["metadata"]["name"]] = rs
     for rs in history.values():
         _create(cluster.store, "replicasets.apps", rs)
+    _pulled_where_run(cluster.store, states)
     body = states[-1]
     body["metadata"].update({"uid": uid, "creationTimestamp": cluster.clock.timestamp(created_at)})
     made = cluster.store.create("deployments.apps", body)
@@ -246,6 +250,22 @@ def _roll_history(cluster: SeedTarget, entry: Any, where: str, wait: bool, timeo
         generation = made["metadata"]["generation"]
         if not wait_until(lambda: _settled(cluster, ns, name, generation), timeout):
             raise UserError(f"{where}: deployment {ns}/{name} did not roll out within {timeout:g}s")
+
+
+def _pulled_where_run(store: Any, states: list[Obj]) -> None:
+    """Each seeded revision's images are on the nodes its pods could have run on (the scheduler's own filter),
+    as on a cluster that has been running it; a rollout elsewhere (or of a new image) pulls, as it would."""
+    held: dict[str, list[str]] = {}
+    for node in store.list("nodes")[0]:
+        if (node.get("status") or {}).get("images") is None:  # a node that reports none holds every image
+            continue
+        for state in states:
+            pod = {"spec": ((state.get("spec") or {}).get("template") or {}).get("spec") or {}}
+            if not node_reasons(pod, node, {}, 0):
+                held.setdefault(node["metadata"]["name"], []).extend(
+                    str(c["image"]) for c in pod["spec"].get("containers") or [] if c.get("image"))
+    for name, images in held.items():
+        store.mutate("nodes", "", name, lambda obj, images=images: add_images(obj, images), status=True)
 
 
 def _revision_manifests(entry: Obj, where: str) -> list[Obj]:

@@ -69,6 +69,11 @@ _MAXLEN_HEAD = ("To serve at least one request with the {apostrophe} max seq len
                 "memory ({available_gib:SPEC} UNIT).")
 
 
+_CAPTURE_OOM = (" If out-of-memory error occurs during cudagraph capture, consider decreasing "
+                "`gpu_memory_utilization` or switching to eager mode. You can also reduce the `max_num_seqs` as "
+                "needed to decrease memory usage.")
+
+
 def _maxlen(spec: str, unit: str, apostrophe: str = "models's") -> str:
     return (_MAXLEN_HEAD.replace("{apostrophe}", apostrophe).replace("SPEC", spec).replace("UNIT", unit))
 
@@ -142,6 +147,16 @@ TEMPLATES: tuple[Template, ...] = (
              "{concurrency_max_len:,} tokens per request: {max_concurrency:.2f}x", since=v("0.30.0"),
              engine="v1", source="kv_cache_utils.py"),
     # --- CUDA graphs ---------------------------------------------------------------------------
+    # V0 announces the capture when it starts (the 0.6.3 log in tests/data/logs; 0.6.4 logs already use the
+    # "cudagraphs for decoding" wording, 0.6.6 added the out-of-memory advice). V1 prints only tqdm's bar.
+    Template("capture", "Capturing the model for CUDA graphs. This may lead to unexpected consequences if the model "
+             "is not static. To run the model in eager mode, set 'enforce_eager=True' or use '--enforce-eager' in "
+             "the CLI.", until=v("0.6.4"), engine="v0", source="model_runner.py", parse=False),
+    *(Template("capture", "Capturing cudagraphs for decoding. This may lead to unexpected consequences if the "
+               "model is not static. To run the model in eager mode, set 'enforce_eager=True' or use "
+               "'--enforce-eager' in the CLI.", since=since, until=until, engine="v0", source="model_runner.py",
+               parse=False, tail=tail)
+      for since, until, tail in ((v("0.6.4"), v("0.6.6"), ""), (v("0.6.6"), None, _CAPTURE_OOM))),
     Template("graphs", "Graph capturing finished in {graph_seconds:.0f} secs.", until=v("0.6.4"),
              source="model_runner.py"),
     Template("graphs", "Graph capturing finished in {graph_seconds:.0f} secs, took {cudagraph_gib:.2f} GiB",
@@ -195,6 +210,17 @@ TEMPLATES: tuple[Template, ...] = (
     Template("up", "Starting vLLM API server {server_index:d} on http://{host:s}:{port:d}", since=v("0.9.1"),
              until=v("0.18.0"), source="api_server.py"),
     Template("up", "Starting vLLM server on http://{host:s}:{port:d}", since=v("0.18.0"), source="api_server.py"),
+)
+
+# tqdm's bar over the CUDA-graph capture, printed by rank 0 without a logger header; a container log shows it
+# only once the bar closes (a line ends at its newline). (since, until, engine, [(description, shapes)]):
+# "shapes" from PR 11349 (0.6.6); V1's per-mode bars came with cudagraph_mode (0.10.2), FULL by default in 0.11.
+CAPTURE_BARS: tuple[tuple[Version, Version | None, str | None, tuple[tuple[str, int], ...]], ...] = (
+    ((0, 6, 6), None, "v0", (("Capturing CUDA graph shapes", 35),)),
+    ((0, 8, 0), (0, 10, 2), "v1", (("Capturing CUDA graph shapes", 67),)),
+    ((0, 10, 2), (0, 11, 0), "v1", (("Capturing CUDA graphs (mixed prefill-decode, PIECEWISE)", 67),)),
+    ((0, 11, 0), None, "v1", (("Capturing CUDA graphs (mixed prefill-decode, PIECEWISE)", 67),
+                              ("Capturing CUDA graphs (decode, FULL)", 35))),
 )
 
 # uvicorn's own lines (not vLLM's logger, so no level/timestamp header of vLLM's kind).

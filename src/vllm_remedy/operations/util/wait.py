@@ -2,25 +2,42 @@
 
 It fails fast (with the classified startup log as evidence) when the new pods crash-loop or cannot be
 scheduled — ``kube.wait.wait_restored`` decides; this module only reports it on the host's line.
+
+A wait of minutes says how far it has got: every ``progress_seconds`` of real time (host data, default 5;
+0: silent) the Ready/desired replicas and the newest new pod's stage (``kube.progress``: Pending and why,
+pulling the image, loading weights, profiling, capturing CUDA graphs, serving, crashed and how). On a
+terminal that is one live line per waiting host, rewritten in place (``live``); otherwise (a CronJob's log,
+a pipe) a plain line with the host prefix, printed only when it changed or every ``HEARTBEAT`` reports.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
+from vllm_remedy.connectors.k8s import PROGRESS_SECONDS
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.clock import ClusterClock
-from vllm_remedy.kube.wait import wait_restored
-from vllm_remedy.operations.util.context import k8s_host
+from vllm_remedy.kube.progress import ProgressReader
+from vllm_remedy.kube.wait import ProgressHook, wait_restored
+from vllm_remedy.operations.util import live
+from vllm_remedy.operations.util.context import K8sHost, k8s_host
 from vllm_remedy.operations.util.show import note
 from vllm_remedy.remedies.diagnose import evidence_lines
+
+#: Outside a terminal an unchanged report is repeated every this many reports (a minute at the default 5 s).
+HEARTBEAT = 12
 
 
 def wait_rollout(state: Any, host: Any, timeout: float, label: str, replicaset: str | None = None) -> bool:
     """FunctionCommand body: wait (cluster time) until rolled out and Ready; fail fast with the classified log."""
     try:
         ctx = k8s_host(host)
-        result = wait_restored(ctx.client, ctx.namespace, ctx.deployment, timeout, ClusterClock(ctx.client))
+        with progress_reports(host, ctx) as progress:
+            result = wait_restored(ctx.client, ctx.namespace, ctx.deployment, timeout, ClusterClock(ctx.client),
+                                   progress=progress)
     except UserError as exc:
         note(host, f"{label}: {exc}", error=True)
         return False
@@ -33,3 +50,45 @@ def wait_rollout(state: Any, host: Any, timeout: float, label: str, replicaset: 
         for line in evidence_lines(crash.log)[-10:]:
             note(host, f"  {line}", error=True)
     return False
+
+
+class Reports:
+    """The wait's progress hook: looks every ``every`` real seconds and shows what it saw (live or as lines)."""
+
+    def __init__(self, host: Any, reader: ProgressReader, every: float, board: live.LiveLines | None,
+                 real: Any = time.monotonic) -> None:
+        self.host, self.reader, self.every, self.board, self.real = host, reader, every, board, real
+        self.due = real() + every
+        self.start: float | None = None
+        self.said, self.said_at = "", 0.0
+
+    def __call__(self, deployment: Mapping[str, Any], pods: list[dict[str, Any]], now: float) -> None:
+        if self.start is None:
+            self.start = now
+        real = self.real()
+        if real < self.due:
+            return
+        self.due = real + self.every
+        progress = str(self.reader.read(deployment, pods))
+        text = f"progress at {max(now - self.start, 0.0):.0f}s: {progress}"
+        if self.board is not None:
+            self.board.show(str(self.host.name), f"    {self.host.print_prefix}{text}")
+        elif progress != self.said or real - self.said_at >= HEARTBEAT * self.every:
+            note(self.host, text)
+            self.said, self.said_at = progress, real
+
+
+@contextmanager
+def progress_reports(host: Any, ctx: K8sHost) -> Iterator[ProgressHook | None]:
+    """The progress hook for one wait (None when the host's ``progress_seconds`` is 0); its live line goes
+    when the wait ends, so the verdict is printed in its place."""
+    every = float(getattr(getattr(host, "connector", None), "progress_seconds", PROGRESS_SECONDS))
+    if every <= 0:
+        yield None
+        return
+    board = live.board() if live.is_terminal() else None
+    try:
+        yield Reports(host, ProgressReader(ctx.client, ctx.namespace, ctx.container), every, board)
+    finally:
+        if board is not None:
+            board.drop(str(host.name))

@@ -3,7 +3,8 @@
 It owns what the runbook's step 1 and 2 read: restartCount, lastState.terminated (exit code and
 reason), CrashLoopBackOff with kubelet's back-off (10 s doubling to 5 min; the first crash restarts at
 once), the Ready condition, and each container instance's log, so ``logs --previous`` returns the
-output of the instance that crashed.
+output of the instance that crashed. A container whose image its node lacks waits in ContainerCreating
+while the image is pulled (``images``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 from vllm_remedy.sim.controllers.containers import ContainerSim, LogRecord, PodSim, pod_status
 from vllm_remedy.sim.controllers.events import EventRecorder
+from vllm_remedy.sim.controllers.images import Pulls, add_images, has_image, image_bytes
 from vllm_remedy.sim.controllers.kubelet_serve import KubeletServer
 from vllm_remedy.sim.controllers.manager import Manager
 from vllm_remedy.sim.controllers.probes import KILLED_EXIT_CODE, probe_failure_message, probe_kill
@@ -27,7 +29,7 @@ from vllm_remedy.sim.store import ApiError
 
 Obj = dict[str, Any]
 
-SANDBOX_SECONDS = 1.0   # pod sandbox + image "already present" before the first container start
+SANDBOX_SECONDS = 1.0   # pod sandbox before the first container start (then the image, if the node lacks it)
 FIRST_RESTART = 1.0     # the first crash restarts without back-off, after one kubelet sync
 BACKOFF_START, BACKOFF_MAX = 10.0, 300.0
 
@@ -49,6 +51,7 @@ class Kubelet(KubeletServer):
         self._logs: dict[str, LogRecord] = {}
         self._lock = threading.RLock()
         self._next_ip = 0
+        self._pulls = Pulls()
         manager.register("kubelet", self.sync)
         manager.register("kubelet-gone", self._gone)
         manager.register("kubelet-terminate", self._terminate)
@@ -119,11 +122,40 @@ class Kubelet(KubeletServer):
                 self._next_ip += 1
                 sim.pod_ip = f"10.244.{self._next_ip // 250}.{self._next_ip % 250 + 2}"
             sim.sandbox_ready = True
+            node = self.store.find("nodes", "", sim.node) or {}
             for c in sim.containers.values():
-                self._start(sim, c)
+                image = str(c.spec.get("image", ""))
+                if has_image(node, image):
+                    self._start(sim, c)
+                else:
+                    self._pull(sim, c, image)
         self._publish(sim)
 
-    def _start(self, sim: PodSim, c: ContainerSim) -> None:
+    def _pull(self, sim: PodSim, c: ContainerSim, image: str) -> None:
+        """The node lacks the image: the container stays in ContainerCreating until the pull is done."""
+        now = self.clock.now()
+        ready, waited = self._pulls.schedule(sim.node, image, now)
+        self._event(sim, c, "Normal", "Pulling", f'Pulling image "{image}"')
+        token = c.token
+        self.manager.at(ready, lambda: self._pulled(sim.uid, c.name, token, image, ready - now - waited, ready - now))
+
+    def _pulled(self, uid: str, name: str, token: int, image: str, took: float, total: float) -> None:
+        with self._lock:
+            sim = self._pods.get(uid)
+        if sim is None:
+            return
+        with contextlib.suppress(ApiError):
+            self.store.mutate("nodes", "", sim.node, lambda node: add_images(node, [image]), status=True)
+        with self._lock:
+            found = self._current(uid, name, token)
+            if found is None or found[0].terminating:
+                return
+            self._start(sim, found[1], pulled=(f'Successfully pulled image "{image}" in {go_duration(took)} '
+                                               f"({go_duration(total)} including waiting). Image size: "
+                                               f"{image_bytes(image)} bytes."))
+        self._publish(sim)
+
+    def _start(self, sim: PodSim, c: ContainerSim, pulled: str | None = None) -> None:
         """Start a new instance of ``c``: ask the runtime what it does and arm its timers."""
         pod = self.store.find("pods", sim.namespace, sim.name)
         node = self.store.find("nodes", "", sim.node) or {}
@@ -157,7 +189,7 @@ class Kubelet(KubeletServer):
         if run.load_check is not None:
             self.manager.after(run.load_check_every, lambda: self._check_load(sim.uid, c.name, token, True))
         image = c.spec.get("image", "")
-        self._event(sim, c, "Normal", "Pulled", f'Container image "{image}" already present on machine')
+        self._event(sim, c, "Normal", "Pulled", pulled or f'Container image "{image}" already present on machine')
         self._event(sim, c, "Normal", "Created", f"Created container {c.name}")
         self._event(sim, c, "Normal", "Started", f"Started container {c.name}")
 

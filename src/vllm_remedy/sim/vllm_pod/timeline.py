@@ -49,6 +49,7 @@ _MARKERS: tuple[tuple[str, str], ...] = (
     ("blocks:", "profiled"),
     ("GPU KV cache size", "profiled"),
     ("Maximum concurrency", "profiled"),
+    ("Capturing CUDA graph", "graphs"),  # tqdm's bar, in the log once it closes
     ("Graph capturing finished", "graphs"),
     ("Starting vLLM", "up"),
     ("INFO:     ", "up"),
@@ -81,7 +82,7 @@ def render(launch: Launch, failure: Failure, started: datetime, detail: dict[str
         cudagraph_gib=None if res.enforce_eager else est.cudagraph_gib, total_gpu_gib=launch.gpu.total_gib,
         gpu_memory_utilization=res.util, activation_gib=est.activation_gib, non_torch_gib=est.non_torch_gib,
         failure=failure, failure_detail=detail or _detail(launch, failure), block_size=res.block_size,
-        started=started)
+        started=started, enforce_eager=res.enforce_eager)
 
 
 def _detail(launch: Launch, failure: Failure) -> dict[str, object]:
@@ -131,7 +132,8 @@ def _overcommitted(launch: Launch, where: str, times: dict[str, float], started:
                    startup_text: str) -> Plan:
     """Every check passed, then PyTorch's allocator failed (KV allocation or graph capture)."""
     lines = _split(startup_text)[0]
-    lines = lines[:next((i for i, line in enumerate(lines) if "Graph capturing" in line), len(lines))]
+    lines = lines[:next((i for i, line in enumerate(lines) if "Graph capturing" in line
+                         or "Capturing CUDA graph" in line), len(lines))]
     lines = [line for line in lines if not any(m in line for m in ("Starting vLLM", "INFO:     "))]
     timed = _place(lines, times, started, launch)
     tried, free = overcommit.allocation(launch, where)
@@ -206,6 +208,8 @@ def _durations(line: str, times: dict[str, float]) -> str:
         return re.sub(r"takes [\d.]+ seconds", f"takes {PROFILE_SECONDS:.2f} seconds", line)
     if "Graph capturing finished" in line:
         return re.sub(r"finished in \d+ secs", f"finished in {GRAPH_SECONDS:.0f} secs", line)
+    if "Capturing CUDA graph" in line:
+        return re.sub(r"\[00:\d\d<", f"[00:{GRAPH_SECONDS:02.0f}<", line)
     return line
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from vllm_remedy.vllm.failures import FAILURES
 from vllm_remedy.vllm.log_formats import (
+    CAPTURE_BARS,
     UVICORN_UP,
     Template,
     default_engine,
@@ -107,13 +108,15 @@ def render_startup_log(version: str, *, model: str, tp_size: int = 1, weights_gi
                        gpu_memory_utilization: float = 0.9, activation_gib: float = 1.0,
                        non_torch_gib: float = 0.2, failure: Failure = Failure.NONE,
                        failure_detail: dict[str, Any] | None = None, engine: str | None = None,
-                       block_size: int = 16, started: datetime | None = None, color: bool = False) -> str:
+                       block_size: int = 16, started: datetime | None = None, color: bool = False,
+                       enforce_eager: bool = False) -> str:
     """A realistic log of one start of ``version`` that ends in ``failure``.
 
     Figures a version does not print are simply not in its log. ``failure_detail`` supplies the
     error's own numbers (``needed_gib``/``available_gib``/``suggested_max_model_len``, ``free_gib``/
     ``requested_gib``, ``tried_to_allocate_gib``, ``num_dummy_requests``); sensible ones are derived
     when absent. ``host_oom_killed`` renders a log cut off while loading weights, as the kernel leaves it.
+    ``enforce_eager`` is what the engine's config line says (``cudagraph_gib=None`` leaves the capture out).
     """
     ver = parse_version(version)
     eng = engine or default_engine(ver)
@@ -131,7 +134,7 @@ def render_startup_log(version: str, *, model: str, tp_size: int = 1, weights_gi
         "gpu_blocks": blocks, "cpu_blocks": 2048, "kv_cache_tokens": tokens, "concurrency_max_len": max_model_len,
         "max_concurrency": concurrency, "graph_seconds": 14, "cudagraph_gib": cudagraph_gib or 0.0,
     }
-    _preamble(w, version, model, tp_size, max_model_len, gpu_memory_utilization)
+    _preamble(w, version, model, tp_size, max_model_len, gpu_memory_utilization, enforce_eager)
     if failure is Failure.FREE_MEMORY_BELOW_UTILIZATION:
         return _fail_free_memory(w, figures, detail)
     w.each_rank(f"Starting to load model {model}...", source="gpu_model_runner.py")
@@ -150,7 +153,7 @@ def render_startup_log(version: str, *, model: str, tp_size: int = 1, weights_gi
     for kind in ("blocks", "tokens", "concurrency"):
         _emit(w, kind, figures)
     if cudagraph_gib is not None:
-        _emit(w, "graphs", figures, ranks=True)
+        _capture(w, figures)
     if failure is Failure.SAMPLER_WARMUP_OOM:
         figures["num_dummy_requests"] = detail.get("num_dummy_requests", 256)
         return _fail(w, failure, figures, [("v1/worker/gpu_worker.py", "compile_or_warm_up_model"),
@@ -165,6 +168,18 @@ def render_startup_log(version: str, *, model: str, tp_size: int = 1, weights_gi
     return _text(w)
 
 
+def _capture(w: _Writer, figures: dict[str, Any]) -> None:
+    """CUDA-graph capture: V0's announcement, rank 0's closed progress bars, every rank's "finished" line."""
+    _emit(w, "capture", figures, ranks=True)
+    for since, until, engine, bars in CAPTURE_BARS:
+        if since <= w.v and (until is None or w.v < until) and engine == w.engine:
+            seconds = int(figures["graph_seconds"])
+            for desc, shapes in bars:
+                w.raw("worker", f"{desc}: 100%|{'█' * 10}| {shapes}/{shapes} [00:{seconds:02d}<00:00, "
+                      f"{shapes / max(seconds, 1):5.2f}it/s]")
+    _emit(w, "graphs", figures, ranks=True)
+
+
 def _text(w: _Writer) -> str:
     return "\n".join(w.lines) + "\n"
 
@@ -174,7 +189,7 @@ def _emit(w: _Writer, kind: str, figures: dict[str, Any], *, ranks: bool = False
         w.template("engine", tpl, figures, ranks=ranks and w.tp > 1)
 
 
-def _preamble(w: _Writer, version: str, model: str, tp: int, max_len: int, util: float) -> None:
+def _preamble(w: _Writer, version: str, model: str, tp: int, max_len: int, util: float, eager: bool) -> None:
     if w.v < (0, 25, 0):
         w.log("api", f"vLLM API server version {version}", source="api_server.py")
     if w.v >= (0, 15, 0):
@@ -185,10 +200,12 @@ def _preamble(w: _Writer, version: str, model: str, tp: int, max_len: int, util:
         args = {"model_tag": model, "model": model, "max_model_len": max_len, "gpu_memory_utilization": util}
         if tp > 1:
             args["tensor_parallel_size"] = tp
+        if eager:
+            args["enforce_eager"] = True
         w.log("api", f"non-default args: {args}", source="utils.py")
     else:
         w.log("api", f"args: Namespace(model='{model}', max_model_len={max_len}, gpu_memory_utilization={util}, "
-              f"tensor_parallel_size={tp}, enforce_eager=False)", source="api_server.py")
+              f"tensor_parallel_size={tp}, enforce_eager={eager})", source="api_server.py")
     if w.engine == "v1":
         title = "a V1 LLM engine" if w.v >= (0, 7, 2) else "an LLM engine"
     else:
@@ -197,7 +214,7 @@ def _preamble(w: _Writer, version: str, model: str, tp: int, max_len: int, util:
           f"tokenizer='{model}', skip_tokenizer_init=False, tokenizer_mode=auto, revision=None, "
           f"trust_remote_code=False, dtype=torch.bfloat16, max_seq_len={max_len}, download_dir=None, "
           f"load_format=auto, tensor_parallel_size={tp}, pipeline_parallel_size=1, "
-          f"disable_custom_all_reduce=False, quantization=None, enforce_eager=False, kv_cache_dtype=auto, "
+          f"disable_custom_all_reduce=False, quantization=None, enforce_eager={eager}, kv_cache_dtype=auto, "
           f"seed=0, served_model_name={model}", source="core.py" if w.engine == "v1" else "llm_engine.py")
 
 
