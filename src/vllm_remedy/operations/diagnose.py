@@ -48,7 +48,6 @@ def report(tail: int = LOG_TAIL) -> Iterator[FunctionCommand]:
         except KubeError:
             continue  # the Pods fact already carries why the log is unreadable
         logs[f"{pod}/{container}"] = text.splitlines()
-    show(state, host, diagnose_lines(history, pods, nodes, logs, ctx.policy, ctx.container), topic="diagnose",
-         always=True)
+    show(state, host, diagnose_lines(history, pods, nodes, logs, ctx.policy, ctx.container), topic="diagnose")
     return
     yield  # a generator that never yields: diagnosis is read-only
