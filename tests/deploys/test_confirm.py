@@ -20,6 +20,7 @@ from fixtures.restore_world import (
     incident,
     pods,
     replicaset,
+    stable,
     wait_until,
     write_inventory,
 )
@@ -27,7 +28,6 @@ from vllm_remedy.kube.annotations import parse_rfc3339
 from vllm_remedy.kube.history import templates_equal
 
 rehearsal = pyinfra_run.rehearsal
-STABLE = 30 * 60
 
 
 def restored(rehearsal: Rehearsal) -> dict:
@@ -36,22 +36,6 @@ def restored(rehearsal: Rehearsal) -> dict:
     got = rehearsal.pyinfra(LOCAL, RESTORE, "-y")
     assert got.returncode == 0, got.stderr
     return replicaset(rehearsal, 16)
-
-
-def stable(rehearsal: Rehearsal, seconds: float = STABLE + 60) -> None:
-    """Wait until every pod has been Ready for ``seconds`` of cluster time."""
-    clock = rehearsal.cluster.clock
-
-    def ready_long_enough() -> bool:
-        for pod in pods(rehearsal):
-            cond = next((c for c in pod["status"].get("conditions") or [] if c["type"] == "Ready"), None)
-            if not cond or cond["status"] != "True":
-                return False
-            if clock.now() - parse_rfc3339(cond["lastTransitionTime"]) < seconds:
-                return False
-        return True
-
-    wait_until(ready_long_enough, 30, "pods Ready for 31 minutes of cluster time")
 
 
 def test_confirm_waits_for_stability_then_marks_the_replicaset_once(rehearsal: Rehearsal) -> None:
