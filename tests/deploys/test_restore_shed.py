@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from fixtures import pyinfra_run
+from fixtures.budget_world import prompted_run
 from fixtures.drift_world import inventory as drift_inventory
 from fixtures.dry_run import diffs, dry_then_apply
 from fixtures.pyinfra_run import ROOT, Rehearsal, detected_changes
@@ -137,6 +138,27 @@ def test_without_a_fallback_the_dry_run_shows_the_shed_flags_it_then_writes(rehe
     assert got.returncode == 0, got.stderr
     assert "noop: no traffic to shift back: policy" in "\n".join(host_out(dry.stderr))
     assert client_route(rehearsal)["spec"] == route()["spec"]  # no fallback in the policy: the route is not touched
+
+
+def test_a_route_edited_at_the_prompt_is_refused_and_nothing_is_written(rehearsal: Rehearsal, tmp_path: Path) -> None:
+    """The prompt showed the route's and the template's diffs; a colleague edits the route before enter: the route
+    write is refused (never overwritten) and the host fails before the template is touched."""
+    inventory = oom_under_load(rehearsal, tmp_path)
+    before = rehearsal.client().get_deployment(NS, NAME)
+
+    def colleague() -> None:
+        edited = client_route(rehearsal)
+        edited["spec"]["rules"][0]["backendRefs"][0]["weight"] = 7
+        rehearsal.client().request("PUT", ROUTE_PATH, body=edited)
+
+    got = prompted_run(rehearsal, RESTORE, colleague, inventory=inventory)
+    assert got.returncode == 1, got.stderr
+    said = [line for line in host_out(got.stderr) if "changed since it was read" in line]
+    assert len(said) == 1 and said[0].startswith("shift 50% of HTTPRoute llm/llm's traffic"), host_out(got.stderr)
+    assert client_route(rehearsal)["spec"]["rules"][0]["backendRefs"] == [{"name": "llama-8b", "port": 8000,
+                                                                           "weight": 7}]
+    after = rehearsal.client().get_deployment(NS, NAME)
+    assert after["metadata"]["generation"] == before["metadata"]["generation"]  # the flags were not written either
 
 
 def client_route(rehearsal: Rehearsal) -> dict[str, Any]:

@@ -55,7 +55,7 @@ from vllm_remedy.remedies.restore import (
     SHED,
     RestoreDecision,
     decide_restore,
-    fallback_share,
+    fallback_traffic,
     primary_stable,
     route_name,
     shed_flags,
@@ -247,9 +247,9 @@ def shift_back(after: str | int | None = None) -> Iterator[FunctionCommand]:
         return
     try:
         current = read_route(ctx, route)
-        share = fallback_share(current, route)
+        share, said = fallback_traffic(current, route)
         if share is None:
-            shifted_route(current, route)  # raises the one-line reason: no rule of the route serves the primary
+            raise UserError(f"policy fallback.primary: {said}")
         seconds = parse_duration(str(after)) if isinstance(after, str) else (
             after if after is not None else shift_back_after(ctx.policy))
     except (UserError, ValueError) as exc:
