@@ -176,6 +176,7 @@ def test_the_fallback_is_temporary(rehearsal: Rehearsal, tmp_path: Path, cli) ->
     kept = [line for line in lines if line.startswith("noop: HTTPRoute llm/llm keeps 50% of its traffic on the "
                                                       "fallback hosted-llm: pod(s) of revision ")]
     assert len(kept) == 1 and "of the required 2h; re-run after " in kept[0], lines
+    rehearsal.cluster.clock.set_speed(6.0)  # confirm and drift below see the route still shifted, however slow
     shifted = client_route(rehearsal)
     prior = json.loads(shifted["metadata"]["annotations"]["vllm-remedy.io/fallback-prior-rules"])
     assert prior == route()["spec"]["rules"]
@@ -196,6 +197,7 @@ def test_the_fallback_is_temporary(rehearsal: Rehearsal, tmp_path: Path, cli) ->
     waiting = "deploys/restore.py shifts the route back once the primary is stable; not yet: HTTPRoute llm/llm keeps"
     assert waiting in (host["fix"]["note"] or ""), host
 
+    rehearsal.cluster.clock.set_speed(600.0)
     stable(rehearsal, 2 * 3600 + 60)
     _dry, back = dry_then_apply(rehearsal, inventory, RESTORE, routes=ROUTES, expect_diffs=1)
     assert back.returncode == 0, back.stderr
