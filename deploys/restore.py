@@ -12,6 +12,10 @@ rule that chose. The run waits until it is Ready, failing fast if that one crash
 revision is predicted to serve, the same run applies runbook step 4 (the budget's smallest change) to the
 last revision that served. If nothing was deployed and the pods die of OOM under load, load is shed
 instead. A healthy Deployment is left alone.
+
+The fallback is temporary: the last step shifts the traffic back once every pod of the primary has been
+Ready for the policy's ``fallback.shift_back_after`` (default ``confirm.stable_for``). Until then it says
+when; re-run this deploy then (step 6, deploys/confirm.py, refuses to confirm while the fallback serves).
 """
 
 from vllm_remedy.operations import evidence, handover, restore, workload
@@ -26,3 +30,4 @@ restore.shed_load(name="Shed load when OOM under load and nothing was deployed",
 handover.budget_handover(name="Budget's smallest change when no revision is predicted to serve", revision=revision)
 # A rerun after the first run died mid-wait (kill -9, a lost terminal) resumes waiting for that rollout.
 workload.rolled_out(name="Wait until the new pods are Ready")
+restore.shift_back(name="Shift traffic back from the fallback once the primary is stable")

@@ -3,8 +3,9 @@
 
 - kubectl 1.20 from Debian's ``kubernetes-client`` (the tests also use the Cloud SDK's kubectl.1.32 when
   the machine has it): the rehearsal cluster is proven against both.
-- promtool, the Pushgateway and node-exporter from Debian's ``prometheus*`` packages: the rendered alert
-  rules, the metrics text and its two delivery paths are checked by the real programs.
+- promtool, the Prometheus server, the Pushgateway and node-exporter from Debian's ``prometheus*`` packages:
+  the rendered alert rules, the metrics text and its two delivery paths are checked by the real programs,
+  and confirm's gateway error-rate query is answered by a real Prometheus scraping a test endpoint.
 
 Each package is fetched with ``apt-get download`` and unpacked with ``dpkg-deb -x`` into
 ``.tools/<package>/`` — never ``apt-get install``, which would replace /usr/bin/kubectl and start
@@ -23,23 +24,23 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 TOOLS = ROOT / ".tools"
-#: Debian package → the binary inside it that the tests run.
+#: Debian package → the binaries inside it that the tests run.
 PACKAGES = {
-    "kubernetes-client": "usr/bin/kubectl",
-    "prometheus": "usr/bin/promtool",
-    "prometheus-pushgateway": "usr/bin/prometheus-pushgateway",
-    "prometheus-node-exporter": "usr/bin/prometheus-node-exporter",
+    "kubernetes-client": ("usr/bin/kubectl",),
+    "prometheus": ("usr/bin/promtool", "usr/bin/prometheus"),
+    "prometheus-pushgateway": ("usr/bin/prometheus-pushgateway",),
+    "prometheus-node-exporter": ("usr/bin/prometheus-node-exporter",),
 }
 
 
-def binary(package: str) -> Path:
-    """Where the unpacked package keeps its binary (the tests look here too)."""
-    return TOOLS / package / PACKAGES[package]
+def binaries(package: str) -> list[Path]:
+    """Where the unpacked package keeps its binaries (the tests look there too)."""
+    return [TOOLS / package / path for path in PACKAGES[package]]
 
 
 def found(package: str) -> bool:
-    path = binary(package)
-    return path.is_file() and os.access(path, os.X_OK)
+    """Every binary of ``package`` is unpacked and executable (a copy holding promtool only is fetched again)."""
+    return all(path.is_file() and os.access(path, os.X_OK) for path in binaries(package))
 
 
 def fetch(package: str) -> str | None:
@@ -54,14 +55,15 @@ def fetch(package: str) -> str | None:
         dest = TOOLS / package
         dest.mkdir(parents=True, exist_ok=True)
         subprocess.run(["dpkg-deb", "-x", str(debs[0]), str(dest)], check=True, timeout=300)
-    return None if found(package) else f"{package} unpacked but {PACKAGES[package]} missing"
+    missing = [str(path) for path in binaries(package) if not path.is_file()]
+    return f"{package} unpacked but {', '.join(missing)} missing" if missing else None
 
 
 def main() -> int:
     for package in PACKAGES:
         reason = None if found(package) else fetch(package)
         if found(package):
-            print(binary(package))
+            print(*binaries(package), sep="\n")
         else:
             print(f"no {package}: {reason}; its tests will skip", file=sys.stderr)
     return 0

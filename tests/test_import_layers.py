@@ -211,7 +211,7 @@ def test_allowed_exceptions_are_still_needed() -> None:
 #: An import may only point to a lower rank: two packages of one rank never import each other.
 RANKS: tuple[tuple[str, ...], ...] = (
     ("errors",),
-    ("yamlfile", "envelope", "metrics"),
+    ("yamlfile", "envelope", "metrics", "prometheus"),
     ("vllm",),
     ("policy", "gitops"),
     ("kube", "alerts"),

@@ -18,7 +18,7 @@ from vllm_remedy.sim import kubeconfig as sim_kubeconfig
 
 rehearsal = pyinfra_run.rehearsal
 CHECKS = ["max-model-len", "flag-bounds", "known-good-unit", "gpu-pinned", "enforce-eager", "concurrency",
-          "prediction", "crash-loop"]
+          "prediction", "crash-loop", "fallback-route"]
 
 
 def notes(dep: dict) -> dict[str, str]:
@@ -211,7 +211,7 @@ def test_metrics_file_has_per_check_gauges_and_last_check(rehearsal: Rehearsal, 
     drift = parse_samples(text, DRIFT_DETECTED)
     assert {labels[1]: v for labels, v in drift.items()} == {
         "max-model-len": 1.0, "flag-bounds": 0.0, "known-good-unit": 1.0, "gpu-pinned": 0.0, "enforce-eager": 0.0,
-        "concurrency": 1.0, "prediction": 0.0, "crash-loop": 0.0}
+        "concurrency": 1.0, "prediction": 0.0, "crash-loop": 0.0, "fallback-route": 0.0}
     assert {labels[0] for labels in drift} == {HOST}
     checked = parse_samples(text, LAST_CHECK)
     assert len(checked) == 1

@@ -22,6 +22,7 @@ from fixtures.budget_world import (
     scenario,
     with_args,
 )
+from fixtures.dry_run import diffs, dry_then_apply
 from fixtures.pyinfra_run import Rehearsal
 from fixtures.restore_world import L4_TOLERATION, host_out, incident, write_inventory
 
@@ -39,7 +40,7 @@ def implicit_len(rehearsal: Rehearsal) -> dict[str, Any]:
 
 def test_budget_makes_max_model_len_explicit_and_pods_start_with_the_predicted_kv(rehearsal: Rehearsal) -> None:
     implicit_len(rehearsal)
-    got = rehearsal.pyinfra(LOCAL, BUDGET, "-y")
+    _dry, got = dry_then_apply(rehearsal, LOCAL, BUDGET, expect_diffs=1)
     assert got.returncode == 0, got.stderr
     lines = host_out(got.stderr)
     summary = "budget deployment llm/llama-8b: --max-model-len 16384 (max-model-len, rung 1 of 1)"
@@ -128,8 +129,11 @@ def test_a_crash_on_another_card_is_not_held_against_the_pinned_one(rehearsal: R
     """The runbook's revision 15 crash-loops on L4s; budget plans for the policy's L40S, where the model
     predicts the start fits: the L4's max_len_exceeds_kv is no evidence the model is wrong about the L40S."""
     incident(rehearsal)
-    dry = rehearsal.pyinfra(LOCAL, BUDGET, "--dry")
-    assert dry.returncode == 0, dry.stderr
+    # two writes of the pod template: the pin, then the smallest fix planned on the pinned template (what -y sees)
+    dry, got = dry_then_apply(rehearsal, LOCAL, BUDGET, expect_diffs=2)
+    assert got.returncode == 0, got.stderr
     lines = host_out(dry.stderr)
     assert not [line for line in lines if "observed max_len_exceeds_kv" in line], lines
     assert any("nvidia.com/gpu.product: NVIDIA-L40S" in line for line in lines), lines  # the pin is planned
+    second = diffs(dry.stderr)[1].lines
+    assert "+    - --max-model-len" in second and not [line for line in second if "nodeSelector" in line], second

@@ -18,6 +18,7 @@ from fixtures.budget_world import (
     quiet,
     rolled_out,
 )
+from fixtures.dry_run import dry_then_apply
 from fixtures.pyinfra_run import Rehearsal
 from fixtures.restore_world import (
     RESTORE,
@@ -83,19 +84,18 @@ def test_an_expired_toggle_is_reverted_by_any_later_deploy(rehearsal: Rehearsal)
 
 
 def test_running_the_eager_deploy_after_expiry_shows_in_dry_what_it_does(rehearsal: Rehearsal) -> None:
-    """--dry and -y agree: the expired toggle comes off, and eager mode goes on anew with a new expiry."""
+    """--dry and -y agree: the expired toggle comes off (the argv from before it), and eager mode goes on anew on
+    that argv with a new expiry — two diffs, the second planned on what the first leaves."""
     on = eager_on(rehearsal, "1m")
     expires = on["metadata"]["annotations"][EXPIRES]
     client = rehearsal.client()
     while client.server_time() < parse_rfc3339(expires):
         time.sleep(0.05)
-    dry = rehearsal.pyinfra(LOCAL, EAGER, "--dry", "--data", "eager_ttl=30m")
-    assert dry.returncode == 0, dry.stderr
-    shown = host_out(dry.stderr)
+    dry, got = dry_then_apply(rehearsal, LOCAL, EAGER, "--data", "eager_ttl=30m", expect_diffs=2)
+    shown, done = host_out(dry.stderr), host_out(got.stderr)
     assert any(line.startswith("revert expired toggles on deployment llm/llama-8b: enforce-eager") for line in shown)
-    again = f"turn on --enforce-eager again (the last toggle expired {expires}) on deployment llm/llama-8b for 30m"
-    assert any(line.startswith(again) for line in shown), shown
-    got = rehearsal.pyinfra(LOCAL, EAGER, "-y", "--data", "eager_ttl=30m")
+    again = "turn on --enforce-eager on deployment llm/llama-8b for 30m"
+    assert any(line.startswith(again) for line in shown) and any(line.startswith(again) for line in done), shown
     assert got.returncode == 0, got.stderr
     after = rolled_out(rehearsal)
     assert args_of(after) == [*GOOD_ARGS, "--enforce-eager"]
@@ -116,15 +116,15 @@ def test_a_ttl_above_the_policy_maximum_is_refused(rehearsal: Rehearsal) -> None
 
 def test_dry_shows_the_toggle_and_turning_it_off_restores_the_argv(rehearsal: Rehearsal) -> None:
     vllm_runtime(rehearsal)
-    before = quiet(rehearsal)
-    dry = rehearsal.pyinfra(LOCAL, EAGER, "--dry")
-    assert dry.returncode == 0, dry.stderr
+    quiet(rehearsal)
+    dry, on = dry_then_apply(rehearsal, LOCAL, EAGER, expect_diffs=1)
+    assert on.returncode == 0, on.stderr
     shown = host_out(dry.stderr)
     assert "+    - --enforce-eager" in shown
     assert len([line for line in shown if line.startswith("prediction on NVIDIA-L40S: fits")]) == 1, shown
-    assert deployment(rehearsal)["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
-    eager_on(rehearsal, "2h")
-    off = rehearsal.pyinfra(LOCAL, EAGER, "-y", "--data", "enforce_eager=false")
+    rolled_out(rehearsal)
+    rehearsal.cluster.clock.set_speed(60.0)  # 2h take 2 real minutes: the toggle does not expire under the test
+    _dry, off = dry_then_apply(rehearsal, LOCAL, EAGER, "--data", "enforce_eager=false", expect_diffs=1)
     assert off.returncode == 0, off.stderr
     after = rolled_out(rehearsal)
     assert args_of(after) == GOOD_ARGS

@@ -9,12 +9,12 @@ from fixtures.budget_world import (
     LOCAL,
     args_of,
     assert_no_changes,
-    deployment,
     kv_logged,
     rolled_out,
     scenario,
     with_args,
 )
+from fixtures.dry_run import dry_then_apply
 from fixtures.pyinfra_run import Rehearsal
 from fixtures.restore_world import host_out, vllm_runtime
 from vllm_remedy.remedies.predict import predict_template
@@ -25,15 +25,11 @@ BIG_PREFILL = [*GOOD_ARGS, "--max-num-batched-tokens", "16384"]
 
 
 def test_caps_the_prefill_chunk_and_pods_start_with_the_predicted_kv(rehearsal: Rehearsal) -> None:
-    before = scenario(rehearsal, with_args(BIG_PREFILL), "bigger prefill chunks for throughput")
-    dry = rehearsal.pyinfra(LOCAL, LOAD_GUARD, "--dry")
-    assert dry.returncode == 0, dry.stderr
+    scenario(rehearsal, with_args(BIG_PREFILL), "bigger prefill chunks for throughput")
+    dry, got = dry_then_apply(rehearsal, LOCAL, LOAD_GUARD, expect_diffs=1)  # --dry wrote nothing, -y wrote it
     shown = host_out(dry.stderr)
     assert "-    - '16384'" in shown and "+    - '4096'" in shown, shown
     assert len([line for line in shown if line.startswith("prediction on NVIDIA-L40S: fits")]) == 1, shown
-    assert deployment(rehearsal)["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
-
-    got = rehearsal.pyinfra(LOCAL, LOAD_GUARD, "-y")
     assert got.returncode == 0, got.stderr
     summary = "cap load on deployment llm/llama-8b: --max-num-batched-tokens 4096"
     assert any(line.startswith(summary + ": written") for line in host_out(got.stderr)), got.stderr

@@ -18,6 +18,7 @@ from fixtures.budget_world import (
     rolled_out,
     scenario,
 )
+from fixtures.dry_run import dry_then_apply
 from fixtures.pyinfra_run import Rehearsal
 from fixtures.restore_world import L4_TOLERATION, host_out, vllm_runtime
 
@@ -32,10 +33,9 @@ def on_l4(dep: dict[str, Any]) -> None:
 
 
 def test_pins_the_policy_product_and_pods_start_on_it(rehearsal: Rehearsal) -> None:
-    before = scenario(rehearsal, on_l4, "move to the L4 pool")
+    scenario(rehearsal, on_l4, "move to the L4 pool")
     assert {p["spec"]["nodeName"] for p in live_pods(rehearsal)} == {"gke-l4-pool-1", "gke-l4-pool-2"}
-    dry = rehearsal.pyinfra(LOCAL, PIN, "--dry")
-    assert dry.returncode == 0, dry.stderr
+    dry, got = dry_then_apply(rehearsal, LOCAL, PIN, expect_diffs=1)
     shown = host_out(dry.stderr)
     assert shown.count(L40S_KV) == 1, shown
     for change in ("-    cloud.google.com/gke-accelerator: nvidia-l4", "+    nvidia.com/gpu.product: NVIDIA-L40S",
@@ -43,9 +43,6 @@ def test_pins_the_policy_product_and_pods_start_on_it(rehearsal: Rehearsal) -> N
                    "room for 3 pod(s) during the rollout"):
         assert change in shown, (change, shown)
     assert not [line for line in shown if "strategy" in line]
-    assert deployment(rehearsal)["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
-
-    got = rehearsal.pyinfra(LOCAL, PIN, "-y")
     assert got.returncode == 0, got.stderr
     summary = "pin deployment llm/llama-8b to nvidia.com/gpu.product=NVIDIA-L40S with 1 GPU(s) per pod"
     assert any(line.startswith(summary + ": written") for line in host_out(got.stderr)), got.stderr
@@ -67,7 +64,6 @@ def test_pins_the_policy_product_and_pods_start_on_it(rehearsal: Rehearsal) -> N
 
 def test_full_gpu_nodes_switch_the_rollout_to_max_surge_zero(rehearsal: Rehearsal) -> None:
     vllm_runtime(rehearsal)
-    client = rehearsal.client()
 
     def three_on_karpenter_label(dep: dict[str, Any]) -> None:
         dep["spec"]["replicas"] = 3
@@ -78,11 +74,10 @@ def test_full_gpu_nodes_switch_the_rollout_to_max_surge_zero(rehearsal: Rehearsa
     rolled_out(rehearsal)
     rehearsal.change(lambda d: d["spec"].update(strategy={"type": "RollingUpdate",
                                                           "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}))
-    before = quiet(rehearsal)
+    quiet(rehearsal)
     assert len(live_pods(rehearsal)) == 3  # every L40S GPU is taken by our own pods
 
-    got = rehearsal.pyinfra(LOCAL, PIN, "--dry")
-    assert got.returncode == 0, got.stderr
+    got, applied = dry_then_apply(rehearsal, LOCAL, PIN, expect_diffs=2)  # the template's and the strategy's
     shown = host_out(got.stderr)
     for change in ("--- deployment llm/llama-8b strategy (current)", "-    maxSurge: 1", "+    maxSurge: 0",
                    "-    maxUnavailable: 0", "+    maxUnavailable: 1",
@@ -90,10 +85,6 @@ def test_full_gpu_nodes_switch_the_rollout_to_max_surge_zero(rehearsal: Rehearsa
                    "maxUnavailable 1: no free NVIDIA-L40S GPU for a surge pod, so pods are replaced one at a time",
                    "-    karpenter.k8s.aws/instance-gpu-name: l40s", "+    nvidia.com/gpu.product: NVIDIA-L40S"):
         assert change in shown, (change, shown)
-    assert client.get_deployment("llm", "llama-8b")["metadata"]["resourceVersion"] == \
-        before["metadata"]["resourceVersion"]
-
-    applied = rehearsal.pyinfra(LOCAL, PIN, "-y")
     assert applied.returncode == 0, applied.stderr
     after = rolled_out(rehearsal)
     assert after["spec"]["strategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fixtures import pyinfra_run
+from fixtures.dry_run import dry_then_apply
 from fixtures.kube_writes import mark_known_good
 from fixtures.pyinfra_run import Rehearsal, detected_changes
 from fixtures.restore_world import (
@@ -29,7 +30,7 @@ PREDICTION = ("prediction on NVIDIA-L40S: fits — KV cache 197,840 tokens, maxi
 def test_incident_rolls_back_to_the_good_revision_and_waits_until_ready(rehearsal: Rehearsal) -> None:
     incident(rehearsal)
     good = replicaset(rehearsal, 14)
-    got = rehearsal.pyinfra(LOCAL, RESTORE, "-y")
+    _dry, got = dry_then_apply(rehearsal, LOCAL, RESTORE, expect_diffs=1)
     assert got.returncode == 0, got.stderr
     lines = host_out(got.stderr)
     summary = ("roll back deployment llm/llama-8b from revision 15 to revision 14 (llama-8b-6b765dc795) — chosen by "
@@ -59,8 +60,8 @@ def test_second_run_changes_nothing(rehearsal: Rehearsal) -> None:
     before = rehearsal.client().get_deployment(NS, NAME)
     again = rehearsal.pyinfra(LOCAL, RESTORE, "-y")
     assert again.returncode == 0, again.stderr
-    # revert toggles, record crashes, roll back, shed load, budget handover, wait
-    assert host_out(again.stderr).count("No changes") == 6
+    # revert toggles, record crashes, roll back, shed load, budget handover, wait, shift back
+    assert host_out(again.stderr).count("No changes") == 7
     after = rehearsal.client().get_deployment(NS, NAME)
     assert after["metadata"]["generation"] == before["metadata"]["generation"]
     assert after["metadata"]["annotations"] == before["metadata"]["annotations"]
@@ -114,6 +115,8 @@ def test_healthy_deployment_yields_no_commands(rehearsal: Rehearsal) -> None:
                                             "Shed load when OOM under load and nothing was deployed": ("-", "-"),
                                             "Budget's smallest change when no revision is predicted to serve":
                                                 ("-", "-"),
-                                            "Wait until the new pods are Ready": ("-", "-")}
+                                            "Wait until the new pods are Ready": ("-", "-"),
+                                            "Shift traffic back from the fallback once the primary is stable":
+                                                ("-", "-")}
     after = rehearsal.client().get_deployment(NS, NAME)
     assert after["metadata"]["generation"] == before["metadata"]["generation"]

@@ -1,11 +1,13 @@
 """Silence is explained: on the seed's healthy Deployment every operation of every deploy either changes
-something or says why not (``[host] noop: …``), once, in ``--dry`` and ``-y`` runs alike."""
+something or says why not (``[host] noop: …``), once, in ``--dry`` and ``-y`` runs alike — and shows no diff,
+since nothing changes (``-y`` prints the diffs it applies: here there are none)."""
 
 from __future__ import annotations
 
 import pytest
 
 from fixtures import pyinfra_run
+from fixtures.dry_run import diffs
 from fixtures.pyinfra_run import ROOT, Rehearsal, detected_changes
 from fixtures.restore_world import HOST, LOCAL, host_out
 
@@ -18,7 +20,9 @@ QUIET = {
                            "noop: nothing to restore: revision 14: no pod is crash-looping",
                            "noop: no load to shed: revision 14: no pod is crash-looping",
                            "noop: no budget hand-over: revision 14: no pod is crash-looping",
-                           "noop: deployment llm/llama-8b is rolled out"],
+                           "noop: deployment llm/llama-8b is rolled out",
+                           f"noop: no traffic to shift back: policy {ROOT / 'policies' / 'llama-8b.yaml'} names no "
+                           "fallback route"],
     "deploys/pin_gpu.py": ["noop: no temporary toggle has expired",
                            "noop: deployment llm/llama-8b is already pinned to nvidia.com/gpu.product=NVIDIA-L40S "
                            "with 1 GPU(s) per pod",
@@ -48,6 +52,7 @@ def test_every_operation_of_a_quiet_deploy_says_why(rehearsal: Rehearsal, mode: 
         assert got.returncode == 0, got.stderr
         said = [line for line in host_out(got.stderr) if line.startswith("noop: ")]
         assert said == expected, (deploy, said)
+        assert diffs(got.stderr) == [], got.stderr
         if mode == "--dry":
             assert all(cells[0] == "-" for cells in detected_changes(got.stderr).values()), got.stderr
     assert HOST  # the host the lines above were read for

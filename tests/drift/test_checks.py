@@ -149,3 +149,26 @@ def test_unknown_is_not_in_sync_it_exits_as_drift() -> None:
     text = report.render_drift(doc)
     assert text.splitlines()[0] == "h: UNKNOWN (c1): not in sync"
     assert text.splitlines()[-1] == "1 host(s): 0 in sync, 0 drifted, 1 unknown, 0 error(s) -> Unknown (exit 1)"
+
+
+def test_a_route_left_shifted_to_the_fallback_is_drift() -> None:
+    """Load shedding's shift is temporary: drift reports the route until restore shifts it back; a route the policy
+    names that does not exist is drift too (no fallback to shift to), one that cannot be read is unknown."""
+    fallback = {"route": {"name": "llm", "namespace": "llm"}, "primary": {"name": "llama-8b"},
+                "fallback": {"name": "hosted"}, "shift_back_after": "1h"}
+    policy = Policy.from_mapping({"fallback": fallback})
+    primary_only = {"metadata": {"namespace": "llm"}, "spec": {"rules": [{"backendRefs": [
+        {"name": "llama-8b", "weight": 100}, {"name": "hosted", "weight": 0}]}]}}
+    shifted = {"metadata": {"namespace": "llm"}, "spec": {"rules": [{"backendRefs": [
+        {"name": "llama-8b", "weight": 50}, {"name": "hosted", "weight": 50}]}]}}
+    assert checks.check_fallback_route(policy, primary_only).to_json() == {
+        "check": "fallback-route", "status": "pass",
+        "detail": "HTTPRoute llm/llm sends no traffic to the fallback hosted"}
+    left = checks.check_fallback_route(policy, shifted)
+    assert (left.status, left.detail) == ("drift", "HTTPRoute llm/llm sends 50% of its traffic to the fallback hosted, "
+                                          "left shifted: the fallback is temporary — deploys/restore.py shifts it "
+                                          "back once the primary has been Ready for 1h")
+    assert checks.check_fallback_route(policy, None, missing=True).status == "drift"
+    assert checks.check_fallback_route(policy, None, "HTTP 403: forbidden").status == "unknown"
+    assert checks.check_fallback_route(Policy(), None).detail == "policy names no fallback route"
+    assert report.host_status({"checks": [left.to_json()]}) == report.DRIFTED

@@ -112,3 +112,18 @@ def test_unknown_checks_are_in_the_metrics_and_count_as_drift_unless_the_policy_
 def test_the_policy_says_whether_unknown_is_drift() -> None:
     assert Policy().drift.unknown == "drift"
     assert Policy.from_mapping({"drift": {"unknown": "in-sync"}}).drift.accepts_unknown is True
+
+
+def test_a_shifted_route_gets_the_shift_backs_reason_as_its_note_not_the_known_good_advice() -> None:
+    """The fix of a route left shifted is restore's last step, which waits for a stable primary: the note says until
+    when; the "roll to a known-good unit" advice is for the Deployment's own drift, and both can apply at once."""
+    waiting = {"operation": report.SHIFT_BACK, "changes": False, "refused": None, "lines": [],
+               "noop": "HTTPRoute llm/llm keeps 50% of its traffic on the fallback hosted: pod(s) Ready for 5m"}
+    route = {"check": report.ROUTE_CHECK, "status": "drift", "detail": "left shifted"}
+    unit = {"check": "known-good-unit", "status": "drift", "detail": "not a unit"}
+    alone = report.host_entry({"host": "h", "checks": [route], "fix": [waiting]})
+    assert alone["fix"]["note"] == ("deploys/restore.py shifts the route back once the primary is stable; not yet: "
+                                    f"{waiting['noop']}")
+    both = report.host_entry({"host": "h", "checks": [unit, route], "fix": [waiting]})["fix"]["note"]
+    assert both.startswith("no operation of the deploys changes this: roll to a known-good unit")
+    assert both.endswith(f"not yet: {waiting['noop']}")

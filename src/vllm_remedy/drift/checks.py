@@ -12,6 +12,8 @@ Each check answers for one rule the scheduled job watches — the names are the 
 * ``prediction``      the memory model can predict the start at all (model and GPU in the catalogs)
 * ``crash-loop``      no pod of the current revision crash-looping (``kube/wait.py``'s rule), whatever
                       the other checks say; the classified startup log names the failure class
+* ``fallback-route``  the policy's gateway fallback route exists and sends the fallback no traffic: load
+                      shedding's shift is temporary, a route left shifted is drift
 
 A check is ``pass``, ``drift`` or ``unknown`` (it could not be judged, e.g. a model missing from the
 catalog). Unknown is not in sync: ``report`` gives such a host the status ``Unknown``, which exits as
@@ -34,10 +36,11 @@ from vllm_remedy.policy import Policy, format_duration
 from vllm_remedy.remedies.enforce_eager import TOGGLE_FLAGS
 from vllm_remedy.remedies.pin_gpu import canonical_product
 from vllm_remedy.remedies.predict import Prediction, pinned_gpu, predict_template
+from vllm_remedy.remedies.restore import fallback_traffic, route_name, shift_back_after
 from vllm_remedy.vllm.cmdline import ServerCommand, find_server
 
 CHECKS = ("max-model-len", "flag-bounds", "known-good-unit", "gpu-pinned", "enforce-eager", "concurrency",
-          "prediction", "crash-loop")
+          "prediction", "crash-loop", "fallback-route")
 PASS, DRIFT, UNKNOWN = "pass", "drift", "unknown"
 _OFF = ("false", "False", "0")
 
@@ -260,6 +263,30 @@ def check_crash_loop(pods: Mapping[str, Any] | None, restart_limit: int = RESTAR
     if not current:
         return Check("crash-loop", PASS, f"no pod of revision {revision} running")
     return Check("crash-loop", PASS, f"{len(current)} pod(s) of revision {revision}, none crash-looping")
+
+
+def check_fallback_route(policy: Policy, route: Mapping[str, Any] | None, unreadable: str | None = None,
+                         missing: bool = False) -> Check:
+    """The gateway fallback is temporary (``restore.shed_load`` shifts, ``restore.shift_back`` returns): a route left
+    sending the fallback traffic is drift. ``route`` is the policy's HTTPRoute as read (None: ``missing`` - the
+    API said 404 - or ``unreadable`` saying why), separate from :func:`run_checks` because only the runner reads it.
+    """
+    fallback = policy.fallback
+    if fallback is None:
+        return Check("fallback-route", PASS, "policy names no fallback route")
+    if route is None:
+        if missing:
+            return Check("fallback-route", DRIFT, f"{route_name(fallback)}, the policy's fallback route, does not "
+                         "exist: the gateway has no fallback to shift traffic to")
+        return Check("fallback-route", UNKNOWN, f"cannot read {route_name(fallback)}: {unreadable}")
+    share, said = fallback_traffic(route, fallback)
+    if share is None:
+        return Check("fallback-route", DRIFT, f"{said}: policy fallback.route / fallback.primary name another route")
+    if share:
+        after = format_duration(int(shift_back_after(policy)))
+        return Check("fallback-route", DRIFT, f"{said}, left shifted: the fallback is temporary — deploys/restore.py "
+                     f"shifts it back once the primary has been Ready for {after}")
+    return Check("fallback-route", PASS, said)
 
 
 @dataclass(frozen=True)

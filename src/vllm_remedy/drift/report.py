@@ -39,15 +39,24 @@ def host_status(host: Mapping[str, Any]) -> str:
     return UNKNOWN if "unknown" in found and not host.get("accept_unknown") else IN_SYNC
 
 
+#: The drift check of a route left shifted to the fallback, and the operation that is its fix (deploys/restore.py's
+#: last step): it waits for the primary to be stable, which no edit of the Deployment replaces.
+ROUTE_CHECK = "fallback-route"
+SHIFT_BACK = "Shift traffic back from the fallback once the primary is stable"
+
+
 def _fix(host: Mapping[str, Any], drifted: list[str]) -> dict[str, Any]:
     ops = [op for op in host.get("fix") or [] if op.get("changes") or op.get("lines")]
-    note = None
+    waiting = [op["noop"] for op in host.get("fix") or [] if op.get("operation") == SHIFT_BACK and op.get("noop")]
+    notes = []
     if drifted and any(op.get("refused") for op in ops):
-        note = "the deploys refuse part of the fix (reason above): make that change in Git or by hand"
-    elif drifted and not any(op.get("changes") for op in ops):
-        note = ("no operation of the deploys changes this: roll to a known-good unit (deploys/restore.py), "
-                "test this one in staging and add it to the policy, or edit the Deployment")
-    return {"operations": ops, "note": note}
+        notes.append("the deploys refuse part of the fix (reason above): make that change in Git or by hand")
+    elif [c for c in drifted if c != ROUTE_CHECK] and not any(op.get("changes") for op in ops):
+        notes.append("no operation of the deploys changes this: roll to a known-good unit (deploys/restore.py), "
+                     "test this one in staging and add it to the policy, or edit the Deployment")
+    if ROUTE_CHECK in drifted and waiting:
+        notes.append(f"deploys/restore.py shifts the route back once the primary is stable; not yet: {waiting[0]}")
+    return {"operations": ops, "note": "; ".join(notes) or None}
 
 
 def host_entry(host: Mapping[str, Any]) -> dict[str, Any]:

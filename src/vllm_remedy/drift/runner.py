@@ -34,12 +34,13 @@ from pyinfra_cli.inventory import make_inventory
 from vllm_remedy import gitops
 from vllm_remedy.connectors.k8s import HostDataError, K8sConnector
 from vllm_remedy.connectors.verbs import ClusterReads
-from vllm_remedy.drift import checks
+from vllm_remedy.drift import checks, report
 from vllm_remedy.errors import UserError
 from vllm_remedy.facts.deployment import Deployment
 from vllm_remedy.facts.pods import Pods
-from vllm_remedy.operations import budget, workload
-from vllm_remedy.operations.util import forget, forget_plans, k8s_host
+from vllm_remedy.kube.errors import NotFoundError
+from vllm_remedy.operations import budget, restore, workload
+from vllm_remedy.operations.util import K8sHost, forget, forget_plans, k8s_host
 from vllm_remedy.policy import Policy
 from vllm_remedy.remedies.enforce_eager import expired as expired_toggles
 
@@ -203,14 +204,32 @@ def _pods(run: Run, host: Host) -> dict[str, Any]:
 
 def fix_operations(policy: Policy) -> list[tuple[str, Callable[..., Any], dict[str, Any]]]:
     """deploys/budget.py's operations, in its order (``operations.budget.FIX``, the very list the deploy runs, so
-    this cannot go stale): what would bring a host back to its policy.
+    this cannot go stale), then - with a gateway fallback in the policy - the last step of deploys/restore.py:
+    what would bring a host back to its policy.
 
     Flags outside their bounds are the budget planner's to fix too (it starts from the current flags
     clamped into the policy), so the report never offers a fix no deploy would make, nor two values
-    for one flag. Pinning is a noop without reads where the policy names no GPU product.
+    for one flag. Pinning is a noop without reads where the policy names no GPU product. A route left
+    shifted to the fallback goes back once the primary is stable (its noop says until when).
     """
     ops: list[tuple[str, Callable[..., Any], dict[str, Any]]] = list(budget.FIX)
+    if policy.fallback is not None:
+        ops.append((report.SHIFT_BACK, restore.shift_back, {}))
     return ops
+
+
+def _route_check(ctx: K8sHost) -> checks.Check:
+    """The ``fallback-route`` check: the policy's HTTPRoute read with the host's client (404 is a finding, any other
+    error an unknown)."""
+    fallback = ctx.policy.fallback
+    if fallback is None:
+        return checks.check_fallback_route(ctx.policy, None)
+    try:
+        return checks.check_fallback_route(ctx.policy, ctx.client.request("GET", restore.route_path(fallback)))
+    except NotFoundError:
+        return checks.check_fallback_route(ctx.policy, None, missing=True)
+    except UserError as exc:
+        return checks.check_fallback_route(ctx.policy, None, " ".join(str(exc).split()))
 
 
 def _operation(run: Run, host: Host, label: str, op: Callable[..., Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
@@ -239,12 +258,13 @@ def plan_host(run: Run, host: Host) -> dict[str, Any]:
     deployment = _deployment(run, host)
     now = ctx.client.server_time()
     result = checks.run_checks(deployment, ctx.policy, now, ctx.container, _pods(run, host))
+    route = _route_check(ctx)
     owner = gitops.detect(deployment)
     fix = [_operation(run, host, label, op, kwargs)
            for label, op, kwargs in fix_operations(ctx.policy)]
     return {"host": host.name, "error": None, "policy": ctx.policy.source, "cluster_time": now,
             "accept_unknown": ctx.policy.drift.accepts_unknown,
-            "checks": [c.to_json() for c in result.checks], "observed": result.observed.to_json(),
+            "checks": [c.to_json() for c in (*result.checks, route)], "observed": result.observed.to_json(),
             "prediction": result.prediction.to_json() | {"line": result.prediction.line()},
             "gitops": None if owner is None else {**owner.to_json(), "mode": ctx.policy.gitops},
             "fix": fix}

@@ -109,6 +109,12 @@ class Keys:
         """The id of the last write we made; after a lost answer, its presence proves the write landed."""
         return self.key("change-id")
 
+    @property
+    def fallback_prior(self) -> str:
+        """On an HTTPRoute: its rules before load shedding shifted traffic to the fallback, so shifting back restores
+        exactly those (canonical JSON)."""
+        return self.key("fallback-prior-rules")
+
     def toggle_expires(self, toggle: str) -> str:
         """When a timed toggle must be reverted; drift flags it once past."""
         return self.key(f"{toggle}-expires")

@@ -21,7 +21,6 @@ from pyinfra.api import FunctionCommand, operation
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.facts.nodes import NodeObjects
-from vllm_remedy.facts.pods import Pods
 from vllm_remedy.kube.history import template_of
 from vllm_remedy.operations import pin_gpu, workload
 from vllm_remedy.operations.util import (
@@ -30,6 +29,7 @@ from vllm_remedy.operations.util import (
     k8s_host,
     keeps_its_plan,
     noop,
+    pods_fact,
     refuse,
     server_of,
     set_template,
@@ -97,7 +97,7 @@ def plan_for(ctx: K8sHost, template: Mapping[str, Any], gpu: str | None, target_
     card = catalog.gpu(label)
     model = catalog.model(str(server.model))
     settings = EngineSettings.from_flags(dict(server.flags), version_from_image(server.image))
-    pods = host.get_fact(Pods)
+    pods = pods_fact(host)
     running_on = pinned_gpu(spec)
     same_card = running_on is not None and canonical_product(running_on) == card.product
     # what crashed on another card (the pods on an L4, the plan for the pinned L40S) says nothing about this one

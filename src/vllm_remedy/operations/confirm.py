@@ -15,11 +15,11 @@ from pyinfra.api import FunctionCommand, operation
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.facts.history import RolloutHistory
-from vllm_remedy.facts.pods import Pods
 from vllm_remedy.kube.annotations import Keys, canonical_json, known_good_annotations
 from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.kube.errors import KubeError
 from vllm_remedy.kube.history import template_of
+from vllm_remedy.operations.restore import read_route
 from vllm_remedy.operations.util import (
     Change,
     K8sHost,
@@ -28,12 +28,15 @@ from vllm_remedy.operations.util import (
     k8s_host,
     keeps_its_plan,
     noop,
+    pods_fact,
     refuse,
     show,
 )
-from vllm_remedy.remedies.confirm import ConfirmResult, confirm_revision
+from vllm_remedy.prometheus import PrometheusError, instant_query
+from vllm_remedy.remedies.confirm import ConfirmResult, confirm_revision, error_rate_check, fallback_check
 from vllm_remedy.remedies.enforce_eager import in_force
 from vllm_remedy.remedies.evidence import deployment_fields
+from vllm_remedy.remedies.restore import shift_back_after
 from vllm_remedy.vllm.cmdline import find_server
 
 
@@ -81,7 +84,7 @@ def evaluate(ctx: K8sHost, deployment: dict[str, Any] | None = None) -> ConfirmR
     """Read the facts and metrics and judge step 6 (None when a fact failed and pyinfra failed the host);
     ``deployment`` is the Deployment already read, if the caller has it."""
     history = host.get_fact(RolloutHistory)
-    pods = host.get_fact(Pods, logs="all")
+    pods = pods_fact(host, logs="all")
     if history is None or pods is None:
         return None
     names = [p["name"] for p in pods.get("pods") or [] if p.get("new") and not p.get("deleting")]
@@ -92,7 +95,28 @@ def evaluate(ctx: K8sHost, deployment: dict[str, Any] | None = None) -> ConfirmR
     except UserError as exc:  # no vLLM server to read flags from: the other checks say what is wrong
         toggles = [f"toggles unknown ({exc})"]
     return confirm_revision(history, pods, read_metrics(ctx, names), ctx.policy, ctx.client.server_time(),
-                            ctx.container, toggles)
+                            ctx.container, toggles, gateway_checks(ctx))
+
+
+def gateway_checks(ctx: K8sHost) -> list[tuple[bool, str]]:
+    """Step 6 at the gateway: the policy's fallback route sends the fallback nothing, and - when the policy names a
+    Prometheus - the gateway error rate its query measures is normal. Each as (ok, text)."""
+    out = []
+    fallback = ctx.policy.fallback
+    if fallback is not None:
+        try:
+            out.append(fallback_check(read_route(ctx, fallback), fallback, shift_back_after(ctx.policy)))
+        except UserError as exc:
+            out.append(fallback_check(None, fallback, shift_back_after(ctx.policy), str(exc)))
+    rule = ctx.policy.confirm.gateway_error_rate
+    if rule is not None:
+        try:
+            samples = instant_query(rule.prometheus, rule.query, rule.timeout.total_seconds())
+        except PrometheusError as exc:
+            out.append(error_rate_check(rule, None, str(exc)))
+        else:
+            out.append(error_rate_check(rule, [(sample.name(), sample.value) for sample in samples]))
+    return out
 
 
 @operation()
@@ -103,9 +127,11 @@ def marked_known_good() -> Iterator[FunctionCommand]:
 
     Checks, with the host's policy: every pod of the current revision Ready and stable for
     ``confirm.stable_for`` (cluster time), startup "maximum concurrency" ≥ ``peak_concurrency`` ×
-    ``confirm.min_concurrency_ratio``, KV cache usage and preemption rate within ``alerts``, and no
-    temporary toggle (``--enforce-eager``) in force on it. The host fails with the reasons when a check
-    fails; nothing is written then.
+    ``confirm.min_concurrency_ratio``, KV cache usage and preemption rate within ``alerts``, no
+    temporary toggle (``--enforce-eager``) in force on it, the ``fallback`` route sending the fallback
+    no traffic, and - when the policy names a Prometheus - the gateway error rate of
+    ``confirm.gateway_error_rate.query`` at or below its ``max`` (no data fails). The host fails with the
+    reasons when a check fails; nothing is written then.
 
     **Example:**
 
@@ -119,7 +145,7 @@ def marked_known_good() -> Iterator[FunctionCommand]:
     if result is None:
         return  # pyinfra already failed the host with the fact's error
     show(state, host, [f"step 6 — confirm revision {result.revision} ({result.replicaset}):",
-                       *(f"  {line}" for line in result.checks)], topic="confirm", always=True)
+                       *(f"  {line}" for line in result.checks)], topic="confirm")
     if not result.ok:
         yield from refuse(state, host, f"revision {result.revision} not confirmed: {result.reason}")
         return

@@ -52,6 +52,6 @@ def report(tail: int = LOG_TAIL) -> Iterator[FunctionCommand]:
         logs[f"{pod}/{container}"] = text.splitlines()
     memory = host.get_fact(GpuMemory)  # None only when the fact failed, which pyinfra reports for the host
     show(state, host, diagnose_lines(history, pods, nodes, logs, ctx.policy, ctx.container, memory, ctx.namespace),
-         topic="diagnose", always=True)
+         topic="diagnose")
     return
     yield  # a generator that never yields: diagnosis is read-only

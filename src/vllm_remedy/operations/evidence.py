@@ -104,7 +104,8 @@ def crash_recorded() -> Iterator[FunctionCommand]:
     now = ctx.client.server_time()
     dying = seen_dying(history, pods, ctx.container, now, ctx.policy.confirm.stable_for.total_seconds())
     rows = {str(r.get("replicaset")): r for r in history.get("revisions") or []}
-    planned = []
+    planned: list[str] = []
+    commands: list[FunctionCommand] = []
     for name, failures in dying.items():
         notes = (rows.get(name) or {}).get("annotations") or {}
         changes = record_changes(ctx.keys, notes, failures, now)
@@ -117,8 +118,9 @@ def crash_recorded() -> Iterator[FunctionCommand]:
                  + ("; withdraw its known-good mark" if withdraw else ""))
         planned.append(label)
         path = KubeClient.object_path(ctx.namespace, "replicasets", name)
-        yield FunctionCommand(record, (path, failures, ctx.keys, label), {})
-    if planned:
+        commands.append(FunctionCommand(record, (path, failures, ctx.keys, label), {}))
+    if planned:  # shown before the first yield: change detection (--dry, the prompt) runs the body only that far
         show(state, host, planned, topic="evidence")
+        yield from commands
     else:
         noop(state, host, "no crash to record" if not dying else "every crash seen is already recorded")

@@ -1,10 +1,12 @@
 """Runbook step 1 as pyinfra operations: a crash-looping revision rolled back to one nothing speaks against, or
-load shed (lower flags, and part of the gateway's traffic moved to the fallback backend).
+load shed (lower flags, and part of the gateway's traffic moved to the fallback backend) — and, once the primary
+is stable again, that traffic shifted back: the fallback is temporary.
 
-Both operations (and ``operations.handover``'s budget hand-over) read the same facts — the Node objects
-included, for where each candidate's pods would go now — and ask ``remedies.restore.decide_restore`` what
-step 1 calls for, so each acts only on its own branch and a healthy Deployment yields nothing from any.
-Every revision skipped on evidence is printed with why, in ``-y`` runs too.
+``known_good`` and ``shed_load`` (and ``operations.handover``'s budget hand-over) read the same facts — the Node
+objects included, for where each candidate's pods would go now — and ask ``remedies.restore.decide_restore``
+what step 1 calls for, so each acts only on its own branch and a healthy Deployment yields nothing from any.
+Every revision skipped on evidence is printed with why, in ``-y`` runs too. ``shift_back`` is the deploy's
+last step and acts only on a route that still sends the fallback traffic.
 """
 
 from __future__ import annotations
@@ -18,13 +20,12 @@ from pyinfra import host, logger, state
 from pyinfra.api import FunctionCommand, operation
 
 from vllm_remedy.errors import UserError
-from vllm_remedy.facts.deployment import Deployment
 from vllm_remedy.facts.history import RolloutHistory
 from vllm_remedy.facts.nodes import NodeObjects
-from vllm_remedy.facts.pods import Pods
 from vllm_remedy.kube.actions import read_rollout
-from vllm_remedy.kube.annotations import canonical_json
+from vllm_remedy.kube.annotations import canonical_json, rfc3339
 from vllm_remedy.kube.client import KubeClient
+from vllm_remedy.kube.diff import unified_template_diff
 from vllm_remedy.kube.history import HASH_LABEL
 from vllm_remedy.kube.rollout import plan_undo, resource_version_test
 from vllm_remedy.operations.util import (
@@ -32,19 +33,22 @@ from vllm_remedy.operations.util import (
     K8sHost,
     change_command,
     change_lines,
+    deployment_object,
     k8s_host,
     keeps_its_plan,
     noop,
     observe,
+    planned,
+    pods_fact,
     refuse,
     server_of,
-    set_template,
     show,
+    template_change,
     wait_rollout,
     with_flags,
     write_command,
 )
-from vllm_remedy.policy import Fallback, LoadShedding
+from vllm_remedy.policy import Fallback, LoadShedding, parse_duration
 from vllm_remedy.remedies.evidence import recorded_fields
 from vllm_remedy.remedies.load_guard import guard_flags
 from vllm_remedy.remedies.predict import pinned_gpu, predict_template
@@ -55,18 +59,25 @@ from vllm_remedy.remedies.restore import (
     SHED,
     RestoreDecision,
     decide_restore,
+    fallback_traffic,
+    primary_stable,
+    route_name,
     shed_flags,
+    shift_back_after,
+    shifted_back_route,
     shifted_route,
 )
 from vllm_remedy.vllm.versions import version_from_image
 
 GATEWAY = "gateway.networking.k8s.io/v1"
+#: The last-action of shifting the fallback's traffic back to the primary.
+SHIFT_BACK = "shift-back"
 
 
 def _decision(ctx: K8sHost, forced: int | None = None) -> tuple[RestoreDecision, dict[str, Any]]:
     history = host.get_fact(RolloutHistory)
-    pods = host.get_fact(Pods)
-    deployment = host.get_fact(Deployment)["object"]
+    pods = pods_fact(host)
+    deployment = deployment_object(host)
     nodes = (host.get_fact(NodeObjects) or {}).get("nodes")
     return decide_restore(history, pods, ctx.policy, container=ctx.container, now=ctx.client.server_time(),
                           nodes=nodes, forced=forced), deployment
@@ -142,11 +153,11 @@ def known_good(wait: bool = True, timeout: float | None = None, revision: int | 
     decision, deployment = _decision(ctx, revision)
     skipped = [f"skipped {line}" for line in decision.skipped]
     if decision.action == REFUSE:
-        show(state, host, skipped, topic="skipped", always=True)
+        show(state, host, skipped, topic="skipped")
         yield from refuse(state, host, decision.reason)
         return
     if decision.action != ROLLBACK or decision.revision is None:
-        show(state, host, skipped, topic="skipped", always=True)
+        show(state, host, skipped, topic="skipped")
         noop(state, host, f"nothing to restore: {decision.reason}" if decision.action == NONE
              else f"no rollback: {decision.reason}; step 1 sheds load instead" if decision.action == SHED
              else f"no rollback: {decision.reason}")
@@ -163,14 +174,17 @@ def known_good(wait: bool = True, timeout: float | None = None, revision: int | 
         noop(state, host, f"revision {decision.revision}'s template and recorded fields are already in place")
         return
     # why this revision and not a newer one: in every run (-y included), the diff as usual once
-    show(state, host, [decision.reason, *skipped, *decision.warnings], topic="skipped", always=True)
+    show(state, host, [decision.reason, *skipped, *decision.warnings], topic="skipped")
     show(state, host, [*change_lines(ctx, summary, before, target, predict_template(target, ctx.container)),
                        *field_lines])
     why = (f"revision {decision.current} crash-looped" if revision is None
            else "the operator forced it (host data revision)")
     build = functools.partial(_undo_ops, decision.revision, ctx.keys, f"roll back to revision {decision.revision} "
                               f"({decision.rule}): {why}", fields)
-    yield write_command(ctx.deployment_path, build, summary)
+    undo = write_command(ctx.deployment_path, build, summary)
+    if wait:
+        planned.rolled_out(host, ctx.deployment_path)  # the next operations plan on the restored pods
+    yield undo
     if wait:
         seconds = timeout if timeout is not None else ctx.policy.restore.rollout_timeout.total_seconds()
         yield FunctionCommand(wait_rollout, (seconds, f"wait for revision {decision.revision}'s template to roll out",
@@ -204,13 +218,14 @@ def shed_load(fallback: bool = True, wait: bool = True, revision: int | None = N
     Shed load from a Deployment that crash-loops with OOM under load when nothing was deployed recently.
 
     + fallback: also move the policy's ``fallback.shift_percent`` of traffic to the fallback backend of
-      the HTTPRoute the policy names (when it names one)
+      the HTTPRoute the policy names (when it names one); ``shift_back`` returns it once the primary is stable
     + wait: wait for the shed pods to roll out, failing fast (with the log) if they die under load again
     + revision: the operator's rollback target (``--data revision=N``): then step 1 rolls back, nothing is shed
 
     Lowers ``--max-num-seqs``, ``--max-model-len`` and ``--max-num-batched-tokens`` to the policy's
     ``load_shedding`` values (never raises them). Nothing happens when the Deployment is healthy or
-    step 1 calls for a rollback instead.
+    step 1 calls for a rollback instead. Both diffs - the route's and the pod template's, with the
+    prediction - are shown before anything is written, in ``--dry`` as at the prompt and with ``-y``.
 
     **Example:**
 
@@ -238,19 +253,102 @@ def shed_load(fallback: bool = True, wait: bool = True, revision: int | None = N
         yield from refuse(state, host, f"{decision.reason}, but policy {ctx.policy.source} sets no "
                           "load_shedding.max_num_seqs/max_model_len below what runs and no fallback route")
         return
+    # every write is planned and shown before the first is yielded: pyinfra's change detection (--dry, the
+    # prompt) stops at the first yield, and what it shows must be all that runs
+    commands: list[FunctionCommand] = []
+    done: list[str] = []
     if route is not None:  # traffic off the dying backend first: the shed pods start under less load
-        yield from shift_gateway(ctx, route)
+        try:
+            current = read_route(ctx, route)
+            shift = route_change(ctx, route, current, shifted_route(current, route),
+                                 summary=f"shift {route.shift_percent}% of {route_name(route)}'s traffic from "
+                                         f"{route.primary.name} to {route.fallback.name}",
+                                 action=SHED,
+                                 reason=f"shift {route.shift_percent}% of traffic to {route.fallback.name}",
+                                 annotations=_prior_record(ctx, current))
+        except UserError as exc:
+            yield from refuse(state, host, f"policy fallback.route: {exc}")
+            return
+        if shift is None:
+            done.append(f"{route_name(route)} already sends {route.shift_percent}% to {route.fallback.name}")
+        else:
+            commands.append(shift)
     if lower:
-        planned = with_flags(template, lower, container=ctx.container)
+        planned_template = with_flags(template, lower, container=ctx.container)
         flags = " ".join(f"--{k} {v}" for k, v in lower.items())
-        yield from set_template(state, host, deployment, planned, action=SHED,
-                                reason=f"OOM under load; shed load with {flags}",
-                                summary=f"shed load on {ctx.where}: {flags} (the prediction is for startup; "
-                                        "the load that killed it is not modelled)",
-                                prediction=predict_template(planned, ctx.container))
-        if wait:
-            seconds = ctx.policy.restore.rollout_timeout.total_seconds()
-            yield FunctionCommand(wait_rollout, (seconds, "wait for the shed-load template to roll out"), {})
+        shed = template_change(state, host, deployment, planned_template, action=SHED,
+                               reason=f"OOM under load; shed load with {flags}",
+                               summary=f"shed load on {ctx.where}: {flags} (the prediction is for startup; "
+                                       "the load that killed it is not modelled)",
+                               prediction=predict_template(planned_template, ctx.container))
+        if shed is not None:
+            commands.append(shed)
+            if wait:
+                planned.rolled_out(host, ctx.deployment_path)  # the next operations plan on the shed pods
+                commands.append(FunctionCommand(wait_rollout, (ctx.policy.restore.rollout_timeout.total_seconds(),
+                                                               "wait for the shed-load template to roll out"), {}))
+    else:
+        done.append("no load_shedding flag lowers what runs")
+    if not commands:
+        noop(state, host, f"load already shed: {'; '.join(done)}")
+    yield from commands
+
+
+@operation()
+@keeps_its_plan
+def shift_back(after: str | int | None = None) -> Iterator[FunctionCommand]:
+    """
+    Shift the gateway's traffic back from the fallback backend to the primary once the primary is stable.
+
+    + after: how long every pod of the primary must have been Ready, in cluster time (``"30m"``, or
+      seconds); default the policy's ``fallback.shift_back_after``, else ``confirm.stable_for``
+
+    The fallback is temporary: ``shed_load`` moved part of the traffic to it while the primary died under
+    load. The route gets back exactly the rules it had before that shift (recorded on it as
+    ``vllm-remedy.io/fallback-prior-rules``) when nobody edited them since; otherwise the fallback's
+    weight becomes 0 and the primary's 100, and the diff says why. Nothing happens while the primary is
+    not yet stable (the reason says until when), when the route sends the fallback nothing, or when the
+    policy names no fallback.
+
+    **Example:**
+
+    .. code:: python
+
+        restore.shift_back(name="Shift traffic back from the fallback once the primary is stable")
+    """
+    ctx = k8s_host(host)
+    route = ctx.policy.fallback
+    if route is None:
+        noop(state, host, f"no traffic to shift back: policy {ctx.policy.source} names no fallback route")
+        return
+    try:
+        current = read_route(ctx, route)
+        share, said = fallback_traffic(current, route)
+        if share is None:
+            raise UserError(f"policy fallback.primary: {said}")
+        seconds = parse_duration(str(after)) if isinstance(after, str) else (
+            after if after is not None else shift_back_after(ctx.policy))
+    except (UserError, ValueError) as exc:
+        yield from refuse(state, host, f"shift {route_name(route)} back: {exc}")
+        return
+    if not share:
+        noop(state, host, f"{route_name(route)} sends no traffic to the fallback {route.fallback.name}")
+        return
+    stable = primary_stable(pods_fact(host), ctx.client.server_time(), float(seconds), ctx.container)
+    if not stable.ok:
+        until = f"; re-run after {rfc3339(stable.at)} (cluster time) to shift it back" if stable.at else ""
+        noop(state, host, f"{route_name(route)} keeps {share}% of its traffic on the fallback {route.fallback.name}: "
+             f"{stable.reason}{until}")
+        return
+    notes = (current.get("metadata") or {}).get("annotations") or {}
+    desired, how = shifted_back_route(current, route, notes.get(ctx.keys.fallback_prior))
+    back = route_change(ctx, route, current, desired,
+                        summary=f"shift {route_name(route)}'s traffic back from {route.fallback.name} to "
+                                f"{route.primary.name} ({stable.reason}): {how}",
+                        action=SHIFT_BACK, reason=f"{stable.reason}: traffic back from {route.fallback.name}",
+                        annotations={ctx.keys.fallback_prior: None})
+    if back is not None:
+        yield back
 
 
 def route_path(fallback: Fallback) -> str:
@@ -260,33 +358,32 @@ def route_path(fallback: Fallback) -> str:
     return f"/apis/{GATEWAY}/namespaces/{quote(ref.namespace, safe='')}/httproutes/{quote(ref.name, safe='')}"
 
 
-def _weights(route: dict[str, Any]) -> list[str]:
-    out = []
-    for i, rule in enumerate((route.get("spec") or {}).get("rules") or []):
-        parts = [f"{r.get('name')}={r.get('weight', 1)}" for r in rule.get("backendRefs") or []]
-        out.append(f"rule {i}: " + ", ".join(parts))
-    return out
-
-
-def shift_gateway(ctx: K8sHost, fallback: Fallback) -> Iterator[FunctionCommand]:
-    """Yield the guarded write moving the policy's share of an HTTPRoute's traffic to the fallback backend
-    (runbook step 1: "route part of the traffic to a fallback model or hosted API at the gateway")."""
+def read_route(ctx: K8sHost, fallback: Fallback) -> dict[str, Any]:
+    """The policy's fallback route (while detecting, as this run's earlier operations plan to leave it)."""
     path = route_path(fallback)
-    try:
-        route = ctx.client.request("GET", path)
-        desired = shifted_route(route, fallback)
-    except UserError as exc:
-        yield from refuse(state, host, f"policy fallback.route: {exc}")
-        return
-    where = f"HTTPRoute {fallback.route.namespace}/{fallback.route.name}"
+    return planned.current(host, path, ctx.client.request("GET", path))
+
+
+def _prior_record(ctx: K8sHost, route: dict[str, Any]) -> dict[str, str | None]:
+    """The rules before the first shift, for ``shift_back``; a route already carrying the record keeps it."""
+    notes = (route.get("metadata") or {}).get("annotations") or {}
+    if ctx.keys.fallback_prior in notes:
+        return {}
+    return {ctx.keys.fallback_prior: canonical_json((route.get("spec") or {}).get("rules") or [])}
+
+
+def route_change(ctx: K8sHost, fallback: Fallback, route: dict[str, Any], desired: dict[str, Any], *, summary: str,
+                 action: str, reason: str, annotations: dict[str, str | None]) -> FunctionCommand | None:
+    """Show ``diff -u`` of the route's spec and return the guarded write giving it ``desired``'s rules (None when it
+    has them): shown here, yielded by the caller, like ``template_change``."""
     if desired == route:
-        noop(state, host, f"{where} already sends {fallback.shift_percent}% to {fallback.fallback.name}")
-        return
+        return None
+    path = route_path(fallback)
     observe(state, host, path, route)
-    summary = (f"shift {fallback.shift_percent}% of {where}'s traffic from {fallback.primary.name} to "
-               f"{fallback.fallback.name}")
-    show(state, host, [summary, *(f"  - {w}" for w in _weights(route)), *(f"  + {w}" for w in _weights(desired))],
-         topic="route")
-    change = Change(spec={"rules": (desired.get("spec") or {}).get("rules") or []},
-                    audit=(SHED, f"shift {fallback.shift_percent}% of traffic to {fallback.fallback.name}"))
-    yield change_command(ctx, path, change, summary)
+    name = f"httproute {fallback.route.namespace}/{fallback.route.name} spec"
+    diff = unified_template_diff({"spec": route.get("spec") or {}}, {"spec": desired.get("spec") or {}},
+                                 f"{name} (current)", f"{name} (planned)")
+    show(state, host, [summary, *diff.rstrip("\n").splitlines()], topic="route")
+    change = Change(spec={"rules": (desired.get("spec") or {}).get("rules") or []}, annotations=annotations,
+                    audit=(action, reason))
+    return change_command(ctx, path, change, summary)

@@ -11,10 +11,12 @@ from collections.abc import Mapping
 from datetime import timedelta
 from types import MappingProxyType
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 
 from pydantic import BeforeValidator, Field, model_validator
 from pydantic_core import PydanticCustomError
 
+from .durations import parse_duration
 from .flags import FP8_PREFIX, canonical_flag, parse_flag_float, parse_flag_int
 from .scalars import (
     POLICY_ERROR,
@@ -30,6 +32,7 @@ from .scalars import (
     LabelValueList,
     Namespace,
     NamespaceList,
+    NonNegativeFloat,
     ObjectName,
     ObjectNameList,
     Percent,
@@ -213,6 +216,9 @@ class Fallback(FrozenModel):
     fallback: BackendRef
     #: Percent of traffic the fallback gets while shedding (primary keeps the rest).
     shift_percent: Percent = 50
+    #: How long every primary pod must have been Ready before ``restore`` shifts the traffic back; null means
+    #: ``confirm.stable_for`` (the fallback is temporary: nothing leaves it on for good).
+    shift_back_after: Duration | None = None
 
     @model_validator(mode="after")
     def _distinct(self) -> Fallback:
@@ -274,12 +280,52 @@ class Restore(FrozenModel):
     deployment_fields: Annotated[str, BeforeValidator(one_of("restore", "show"))] = "restore"
 
 
+def _prometheus_url(value: Any) -> str:
+    expected = "an http(s) URL of a Prometheus server, e.g. http://prometheus.monitoring.svc:9090"
+    if not isinstance(value, str):
+        raise fail(expected, value)
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
+        raise fail(expected, value)
+    try:
+        parts.port  # noqa: B018 - raises on a port that is not a number
+    except ValueError:
+        raise fail(expected, value) from None
+    return value.rstrip("/")
+
+
+def _query_timeout(value: Any) -> timedelta:
+    expected = 'a duration from 1s to 1m, such as "10s"'
+    try:
+        seconds = parse_duration(value) if isinstance(value, str) else None
+    except ValueError:
+        seconds = None
+    if seconds is None or not 1 <= seconds <= 60:
+        raise fail(expected, value)
+    return timedelta(seconds=seconds)
+
+
+class GatewayErrorRate(FrozenModel):
+    """Step 6's "error rate normal" at the gateway: the policy's own PromQL, run as an instant query."""
+
+    #: The Prometheus server confirm asks (``/api/v1/query``); a path prefix (``/prometheus``) is kept.
+    prometheus: Annotated[str, BeforeValidator(_prometheus_url)]
+    #: PromQL returning the gateway's error rate for this model's traffic, one number per series.
+    query: Text
+    #: Every series the query returns must be at or below this (in the query's unit, e.g. 0.01 = 1 %).
+    max: NonNegativeFloat
+    #: How long the query may take (the HTTP request and Prometheus's own evaluation).
+    timeout: Annotated[timedelta, BeforeValidator(_query_timeout)] = timedelta(seconds=10)
+
+
 class Confirm(FrozenModel):
     """Step 6: when a revision may be marked known-good."""
 
     stable_for: Duration = timedelta(minutes=30)
     #: The startup log's maximum concurrency must be at least this multiple of peak_concurrency.
     min_concurrency_ratio: PositiveFloat = 1.0
+    #: null: no Prometheus; else the gateway's error rate must be at or below ``max`` to confirm.
+    gateway_error_rate: GatewayErrorRate | None = None
 
 
 class Alerts(FrozenModel):

@@ -11,21 +11,26 @@ The runbook's checks, each with the policy's threshold:
 
 * no temporary toggle (``--enforce-eager`` for two hours) in force on the revision: a stop-gap that reverts
   itself is not a state ``restore`` should ever roll back to.
+* with a ``fallback`` in the policy: the HTTPRoute sends the fallback no traffic — while it does, the primary
+  is not serving its load, so nothing about it under load is confirmed (:func:`fallback_check`);
+* with ``confirm.gateway_error_rate``: the policy's PromQL, evaluated by its Prometheus, at or below ``max``
+  for every series (:func:`error_rate_check`). No data fails: an empty result (the query matches no series)
+  or NaN (no request in the window) is no evidence that the revision serves, and a known-good mark is
+  exactly such evidence — ``restore`` trusts it first. Silence must not read as health.
 
 Only when all pass is the current ReplicaSet marked known-good; the reasons say exactly what failed.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from vllm_remedy.errors import UserError
-from vllm_remedy.kube.annotations import parse_rfc3339
-from vllm_remedy.policy import Policy, format_duration
-from vllm_remedy.remedies.restore import crash_looping
+from vllm_remedy.policy import Fallback, GatewayErrorRate, Policy, format_duration
+from vllm_remedy.remedies.restore import crash_looping, fallback_traffic, ready_for, route_name
 
 #: KV usage gauges, newest name first (vLLM 0.9.2 added kv_cache_usage_perc; older releases only gpu_...).
 KV_USAGE = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
@@ -77,15 +82,6 @@ class _Checks:
             self.failures.append(text)
 
 
-def _ready_seconds(pod: Mapping[str, Any], now: float) -> float:
-    if not pod.get("ready") or not pod.get("ready_since"):
-        return 0.0
-    try:
-        return max(0.0, now - parse_rfc3339(str(pod["ready_since"]), f"pod {pod.get('name')} ready since"))
-    except UserError:
-        return 0.0
-
-
 def _concurrency(pod: Mapping[str, Any], container: str | None) -> float | None:
     for c in pod.get("containers") or []:
         if container is not None and c.get("name") != container:
@@ -97,10 +93,11 @@ def _concurrency(pod: Mapping[str, Any], container: str | None) -> float | None:
 
 
 def confirm_revision(history: Mapping[str, Any], pods: Mapping[str, Any], metrics: Mapping[str, str | None],
-                     policy: Policy, now: float, container: str | None = None, toggles: Sequence[str] = ()
-                     ) -> ConfirmResult:
+                     policy: Policy, now: float, container: str | None = None, toggles: Sequence[str] = (),
+                     gateway: Sequence[tuple[bool, str]] = ()) -> ConfirmResult:
     """Step 6's verdict. ``metrics`` maps pod name → its ``/metrics`` text (None when unreadable); ``toggles``
-    names each temporary toggle in force on the revision (``remedies.enforce_eager.in_force``)."""
+    names each temporary toggle in force on the revision (``remedies.enforce_eager.in_force``); ``gateway`` are
+    the gateway's checks (:func:`fallback_check`, :func:`error_rate_check`) as (ok, text)."""
     current = history.get("current_revision")
     row = next((r for r in history.get("revisions") or [] if r.get("number") == current), None)
     replicaset = row.get("replicaset") if row else None
@@ -116,7 +113,7 @@ def confirm_revision(history: Mapping[str, Any], pods: Mapping[str, Any], metric
     for pod in live:
         name = pod["name"]
         looping = any(crash_looping(c) for c in pod.get("containers") or [])
-        ready = _ready_seconds(pod, now)
+        ready = ready_for(pod, now) or 0.0
         checks.add(bool(pod.get("ready")) and not looping and ready >= stable,
                    f"pod {name}: Ready for {format_duration_s(ready)} of the required {format_duration_s(stable)}"
                    + (", crash-looping" if looping else "") + ("" if pod.get("ready") else ", not Ready"))
@@ -143,6 +140,8 @@ def confirm_revision(history: Mapping[str, Any], pods: Mapping[str, Any], metric
                    "let it expire, then confirm)")
     if not toggles:
         checks.add(True, "no temporary toggle in force")
+    for ok, text in gateway:
+        checks.add(ok, text)
     return ConfirmResult(not checks.failures, replicaset, current, tuple(checks.lines), tuple(checks.failures),
                          bool(row and row.get("known_good")))
 
@@ -150,3 +149,37 @@ def confirm_revision(history: Mapping[str, Any], pods: Mapping[str, Any], metric
 def format_duration_s(seconds: float) -> str:
     """Whole seconds as the policy writes durations (``30m``, ``1h2m3s``; ``0s``)."""
     return format_duration(int(seconds))
+
+
+def fallback_check(route: Mapping[str, Any] | None, fallback: Fallback, shift_back_after: float,
+                   unreadable: str | None = None) -> tuple[bool, str]:
+    """The route sends the policy's fallback backend nothing (``route`` None: it could not be read, ``unreadable``
+    says why)."""
+    if route is None:
+        return False, f"{route_name(fallback)}: cannot read it ({unreadable or 'no answer'})"
+    share, said = fallback_traffic(route, fallback)
+    if share is None:
+        return False, f"{said} (policy fallback.route / fallback.primary)"
+    if share:
+        return False, (f"{said}: the fallback is temporary — deploys/restore.py shifts it back once the primary has "
+                       f"been Ready for {format_duration_s(shift_back_after)}; confirm after that")
+    return True, said
+
+
+def error_rate_check(rule: GatewayErrorRate, series: Sequence[tuple[str, float]] | None, error: str | None = None
+                     ) -> tuple[bool, str]:
+    """The gateway error rate from ``rule.query``: ``series`` the answer as (series name, value), None with
+    ``error`` when Prometheus gave none. Every number must be at or below ``rule.max``; no data fails."""
+    limit = f"(limit {rule.max:g}, query at {rule.prometheus})"
+    if series is None:
+        return False, f"gateway error rate unknown: {error} {limit}"
+    numbers = [(name, value) for name, value in series if not math.isnan(value)]
+    if not series:
+        return False, (f"gateway error rate: the query returned no data — no series matched (check its metric names "
+                       f"and labels, and that Prometheus scrapes the gateway); no evidence is no confirmation {limit}")
+    if not numbers:
+        return False, (f"gateway error rate: NaN — no request in the query's window; no evidence is no confirmation: "
+                       f"confirm again under traffic {limit}")
+    name, worst = max(numbers, key=lambda item: item[1])
+    where = "" if len(series) == 1 else f" in {name} (worst of {len(series)} series)"
+    return worst <= rule.max, f"gateway error rate {worst:.4g}{where} {limit}"

@@ -1,19 +1,22 @@
 """The shared plumbing every vllm_remedy operation is built from, as pyinfra keeps its own in ``operations/util``.
 
 * :mod:`.context` — :func:`k8s_host`: the host's client, namespace/deployment, policy and annotation keys;
-  :func:`deployment_object`: the Deployment the operation plans on.
-* :mod:`.write` — :class:`Change` and :func:`change_ops`, the one patch builder; :func:`set_template` yields the
-  guarded write giving the Deployment a pod template and prints its diff and prediction once;
+  :func:`deployment_object` / :func:`pods_fact`: the Deployment and its pods the operation plans on.
+* :mod:`.write` — :class:`Change` and :func:`change_ops`, the one patch builder; :func:`template_change` shows the
+  diff and prediction of giving the Deployment a pod template and returns the guarded write
+  (:func:`set_template` yields it);
   :func:`write_command` for any guarded JSON patch; :func:`observe` remembers what the diff was built on;
   :func:`refuse` fails a host with one line from inside an operation body (bodies must not raise).
 * :mod:`.plan` — :func:`keeps_its_plan`: an approved change is never silently dropped at execute.
-* :mod:`.show` — :func:`show` / :func:`note` / :func:`noop`: print once per host and operation.
+* :mod:`.show` — :func:`show` / :func:`note` / :func:`noop`: print once per host and operation, everything
+  before the operation's first yield.
+* :mod:`.planned` — while detecting changes, the objects as the run's earlier operations will have left them.
 * :mod:`.template` — :func:`with_flags` / :func:`missing_flags` / :func:`server_of`: pure template edits.
 * :mod:`.flags` — :func:`propose`: set vLLM flags, policy and memory model asked first.
 * :mod:`.wait` — :func:`wait_rollout`: the FunctionCommand that waits for a rollout in cluster time.
 """
 
-from vllm_remedy.operations.util.context import K8sHost, deployment_object, k8s_host
+from vllm_remedy.operations.util.context import K8sHost, deployment_object, k8s_host, pods_fact
 from vllm_remedy.operations.util.flags import describe, flag_text, propose, same_value
 from vllm_remedy.operations.util.plan import forget_plans, keeps_its_plan
 from vllm_remedy.operations.util.show import noop, note, should_show, show
@@ -33,6 +36,7 @@ from vllm_remedy.operations.util.write import (
     refuse,
     run_write,
     set_template,
+    template_change,
     write_command,
     wrote_in_this_run,
 )
@@ -58,6 +62,7 @@ __all__ = [
     "noop",
     "note",
     "observe",
+    "pods_fact",
     "propose",
     "refuse",
     "run_write",
@@ -66,6 +71,7 @@ __all__ = [
     "set_template",
     "should_show",
     "show",
+    "template_change",
     "wait_rollout",
     "with_flags",
     "write_command",

@@ -12,8 +12,10 @@ from typing import Any
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.facts.deployment import Deployment
+from vllm_remedy.facts.pods import Pods
 from vllm_remedy.kube.annotations import Keys
 from vllm_remedy.kube.client import KubeClient
+from vllm_remedy.operations.util import planned
 from vllm_remedy.policy import Policy
 
 
@@ -57,6 +59,14 @@ def k8s_host(host: Any) -> K8sHost:
                    container=scope.container)
 
 
+def pods_fact(host: Any, **kwargs: Any) -> Any:
+    """The Pods fact (``kwargs`` as the fact takes them); while changes are detected, as the run's earlier operations
+    leave them (``planned.pods``: after a planned template change, none is of the current revision)."""
+    return planned.pods(host, k8s_host(host).deployment_path, host.get_fact(Pods, **kwargs))
+
+
 def deployment_object(host: Any) -> dict[str, Any]:
-    """The host's Deployment as the API sent it (the Deployment fact's object): what writes are planned on."""
-    return dict(host.get_fact(Deployment)["object"])
+    """The host's Deployment as the API sent it (the Deployment fact's object): what writes are planned on.
+    While changes are detected, as the run's earlier operations plan to leave it (``planned.current``)."""
+    ctx = k8s_host(host)
+    return planned.current(host, ctx.deployment_path, host.get_fact(Deployment)["object"])

@@ -1,8 +1,15 @@
-"""Print a change once per host and operation: a unified diff of the pod template plus the prediction.
+"""Print a change once per host and operation: a unified diff of the pod template (or HTTPRoute) plus the prediction.
 
-Why "once": pyinfra runs an operation body twice — up to the first yield while detecting changes
-(which is what ``--dry`` and the confirmation prompt show) and again from scratch while executing.
-We print during change detection; in a ``-y`` run (no detection) only when ``--diff`` asks, at execute.
+Why "once": pyinfra runs an operation body twice in a prompted or ``--dry`` run — up to the first yield
+while detecting changes (which is what ``--dry`` and the confirmation prompt show) and again from scratch
+while executing — and only once, at execute, with ``-y`` (nothing is detected). So a line is printed the
+first time its operation reaches it: while detecting in ``--dry`` and prompted runs, at execute with ``-y``
+(a CronJob's log then holds the diff it applied). ``--diff`` changes nothing here.
+
+The rule every operation follows for this to be true: **everything it shows comes before its first
+yield**. pyinfra stops a detecting body at its first yielded command, so a diff shown after it would be in
+a ``-y`` log but never in ``--dry`` or at the prompt — what is approved would not be what runs. Build each
+write's command first (``write.template_change``, ``restore.route_change``), then yield them all.
 """
 
 from __future__ import annotations
@@ -20,24 +27,18 @@ def _op_key(state: Any, host: Any, topic: str) -> tuple[int, str, str, str]:
     return (run, str(host.name), str(getattr(host, "current_op_hash", None) or ""), topic)
 
 
-def should_show(state: Any, host: Any, topic: str = "", *, always: bool = False) -> bool:
-    """True the first time this (run, host, operation, topic) may print: detection, or execute with --diff.
-
-    ``always`` (reports): the first time at all, whether that is detection or — with ``-y`` — execute.
-    """
+def should_show(state: Any, host: Any, topic: str = "") -> bool:
+    """True the first time this (run, host, operation, topic) may print: detection, else (``-y``) execute."""
     key = _op_key(state, host, topic)
     if key in _SHOWN:
-        return False
-    if state.is_executing and not always and not getattr(state.config, "DIFF", False):
         return False
     _SHOWN.add(key)
     return True
 
 
-def show(state: Any, host: Any, lines: Iterable[str], topic: str = "", *, log: Any = None,
-         always: bool = False) -> bool:
+def show(state: Any, host: Any, lines: Iterable[str], topic: str = "", *, log: Any = None) -> bool:
     """Log ``lines`` with the host prefix once (see :func:`should_show`); returns whether it printed."""
-    if not should_show(state, host, topic, always=always):
+    if not should_show(state, host, topic):
         return False
     emit = log or logger.info
     for line in lines:
@@ -59,5 +60,5 @@ def noop(state: Any, host: Any, reason: str) -> None:
     pyinfra's own ``host.noop`` logs at debug level unless ``-v``; a remediation that silently does nothing
     at 3 a.m. reads like a broken tool, so ours is always shown.
     """
-    if should_show(state, host, "noop", always=True):
+    if should_show(state, host, "noop"):
         logger.info(f"{host.print_prefix}noop: {' '.join(str(reason).split())}")

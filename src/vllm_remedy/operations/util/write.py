@@ -34,6 +34,7 @@ from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.kube.diff import unified_template_diff
 from vllm_remedy.kube.history import REVISION
 from vllm_remedy.kube.patch import apply_ops, json_patch, new_change_id, send_patch, with_change_id
+from vllm_remedy.operations.util import planned
 from vllm_remedy.operations.util.context import K8sHost, k8s_host
 from vllm_remedy.operations.util.show import note, show
 from vllm_remedy.remedies.predict import Prediction
@@ -109,6 +110,7 @@ def forget(state: Any) -> None:
         for key in [k for k in store if k[0] == id(state)]:
             del store[key]
     _DETECTED.difference_update([k for k in _DETECTED if k[0] == id(state)])
+    planned.forget(id(state))
 
 
 def run_write(state: Any, host: Any, path: str, build: BuildOps, label: str) -> bool:
@@ -143,15 +145,20 @@ def write_command(path: str, build: BuildOps, label: str) -> FunctionCommand:
     """A FunctionCommand applying ``build``'s guarded JSON patch to the object at API ``path``.
 
     Called inside an operation body for an object ``observe``d while detecting changes, it also applies
-    the policy's GitOps stance there (so ``--dry`` shows it): ``refuse`` yields a failing command instead.
+    the policy's GitOps stance there (so ``--dry`` shows it): ``refuse`` yields a failing command instead;
+    and it leaves the planned result for the next operations of the run to plan on (:mod:`.planned`).
     """
     if ctx_state.isset() and ctx_host.isset():
         state, host = ctx_state.get(), ctx_host.get()
         seen = _SEEN.get(_key(state, host, path))
         if seen is not None:
+            basis = planned.current(host, path, seen)
             try:
                 ctx = k8s_host(host)
-                said = gitops_gate(state, host, ctx, seen, build(ctx.client, copy.deepcopy(seen), time.time()))
+                ops = build(ctx.client, copy.deepcopy(basis), time.time())
+                said = gitops_gate(state, host, ctx, basis, ops)
+                if said.write:
+                    planned.record(host, path, basis, apply_ops(basis, [op for op in ops if op.get("op") != "test"]))
             except (UserError, jsonpatch.JsonPatchException, jsonpatch.JsonPointerException):
                 said = gitops.Verdict(True, ())  # the write itself reports a broken plan, at execute
             if not said.write:
@@ -171,7 +178,7 @@ def gitops_gate(state: Any, host: Any, ctx: K8sHost, basis: Mapping[str, Any], o
     said = gitops.verdict(ctx.policy.gitops, owner, f"{(basis.get('kind') or 'object').lower()} "
                           f"{ctx.namespace}/{(basis.get('metadata') or {}).get('name')}", hint)
     head = [f"refused: {said.refusal}"] if said.refusal else []
-    show(state, host, [*head, *said.lines], topic="gitops", always=True)
+    show(state, host, [*head, *said.lines], topic="gitops")
     return said
 
 
@@ -182,8 +189,10 @@ def fail(state: Any, host: Any, message: str) -> bool:
 
 
 def refuse(state: Any, host: Any, message: str) -> Iterator[FunctionCommand]:
-    """Show ``message`` while detecting changes and fail the host at execute (bodies must not raise)."""
-    show(state, host, [f"refused: {' '.join(message.split())}"], topic="refuse")
+    """Show ``message`` while detecting changes and fail the host at execute (bodies must not raise); a ``-y`` run,
+    which detects nothing, prints it once, as the failure."""
+    if not state.is_executing:
+        show(state, host, [f"refused: {' '.join(message.split())}"], topic="refuse")
     yield FunctionCommand(fail, (message,), {})
 
 
@@ -244,12 +253,14 @@ def change_lines(ctx: K8sHost, summary: str, before: Mapping[str, Any], after: M
     return lines
 
 
-def set_template(state: Any, host: Any, deployment: Mapping[str, Any], template: Mapping[str, Any], *,
-                 action: str, reason: str, summary: str, prediction: Prediction | None = None,
-                 annotations: Mapping[str, str | None] | None = None) -> Iterator[FunctionCommand]:
-    """Yield the guarded write giving the Deployment ``template`` (+ ``annotations``), or nothing when it has them.
+def template_change(state: Any, host: Any, deployment: Mapping[str, Any], template: Mapping[str, Any], *,
+                    action: str, reason: str, summary: str, prediction: Prediction | None = None,
+                    annotations: Mapping[str, str | None] | None = None) -> FunctionCommand | None:
+    """Show the diff and prediction of giving the Deployment ``template`` (+ ``annotations``) and return the guarded
+    write doing it; None when it already has them. Shown here, yielded by the caller: an operation making
+    several writes shows them all before its first yield (``show``'s rule).
 
-    ``deployment`` is the object the operation planned on (the Deployment fact's ``object``). Every write
+    ``deployment`` is the object the operation planned on (``context.deployment_object``). Every write
     also sets ``kubernetes.io/change-cause`` and the ``last-action`` annotations (``action``, ``reason``).
     """
     ctx = k8s_host(host)
@@ -258,7 +269,17 @@ def set_template(state: Any, host: Any, deployment: Mapping[str, Any], template:
     notes = (deployment.get("metadata") or {}).get("annotations") or {}
     before = (deployment.get("spec") or {}).get("template") or {}
     if before == template and all(notes.get(k) == v for k, v in extra.items()):
-        return
+        return None
     show(state, host, change_lines(ctx, summary, before, template, prediction))
     change = Change(spec={"template": copy.deepcopy(dict(template))}, annotations=extra, audit=(action, reason))
-    yield change_command(ctx, ctx.deployment_path, change, summary)
+    return change_command(ctx, ctx.deployment_path, change, summary)
+
+
+def set_template(state: Any, host: Any, deployment: Mapping[str, Any], template: Mapping[str, Any], *,
+                 action: str, reason: str, summary: str, prediction: Prediction | None = None,
+                 annotations: Mapping[str, str | None] | None = None) -> Iterator[FunctionCommand]:
+    """Yield :func:`template_change`'s write, or nothing when the Deployment already has ``template``."""
+    command = template_change(state, host, deployment, template, action=action, reason=reason, summary=summary,
+                              prediction=prediction, annotations=annotations)
+    if command is not None:
+        yield command
