@@ -81,7 +81,10 @@ def test_dry_shows_the_diff_and_prediction_once_and_changes_nothing(rehearsal: R
     for change in ("+    - --max-model-len", "+    - '16384'", "-    cloud.google.com/gke-accelerator: nvidia-l4",
                    "+    nvidia.com/gpu.product: NVIDIA-L40S", "-  tolerations:"):
         assert change in lines, (change, lines)
-    assert lines[1] == ("revision 15 crash-loops (2 pod(s) max_len_exceeds_kv); roll back to revision 14 (pinned in "
+    # the dry run shows every write: first the crash record on revision 15's ReplicaSet, then the rollback
+    assert lines[1] == (f"record on replicaset {replicaset(rehearsal, 15)['metadata']['name']} (revision 15) that "
+                        "it was seen dying (2 pod(s) max_len_exceeds_kv)")
+    assert lines[2] == ("revision 15 crash-loops (2 pod(s) max_len_exceeds_kv); roll back to revision 14 (pinned in "
                         "policy: revision 14 (llama-8b-6b765dc795) matches a known-good unit in the policy)")
     after = rehearsal.client().get_deployment(NS, NAME)
     assert after["metadata"]["resourceVersion"] == bad["metadata"]["resourceVersion"]

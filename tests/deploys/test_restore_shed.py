@@ -218,7 +218,7 @@ def test_the_fallback_is_temporary(rehearsal: Rehearsal, tmp_path: Path, cli) ->
     assert check["status"] == "pass", check
     again = rehearsal.pyinfra(inventory, RESTORE, "-y")
     assert again.returncode == 0, again.stderr
-    assert host_out(again.stderr).count("No changes") == 5, again.stderr
+    assert host_out(again.stderr).count("No changes") == 7, again.stderr
     assert client_route(rehearsal)["metadata"]["resourceVersion"] == restored["metadata"]["resourceVersion"]
 
 
