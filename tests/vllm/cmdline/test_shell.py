@@ -122,10 +122,54 @@ REFUSED = [
 def test_scripts_that_cannot_be_edited_safely_are_refused(script: str, reason: str) -> None:
     with pytest.raises(UnsafeScriptError) as err:
         find_server({"containers": [container(script)]})
-    assert str(err.value) == (f"container engine: its shell script runs vLLM in a form this tool cannot edit "
-                              f"safely ({reason}); edit it by hand")
+    assert str(err.value) == (f"container engine: its shell script runs vLLM in a form this tool cannot read "
+                              f"or edit reliably ({reason}); edit it by hand")
 
 
 def test_decoys_outside_statements_are_not_refused() -> None:
     s = find_server({"containers": [container("echo 'vllm serve decoy'; exec vllm serve m --port 1 2>&1")]})
     assert (s.model, s.flags) == ("m", {"port": "1"})
+
+
+def dash_parses(script: str) -> bool:
+    return subprocess.run(["dash", "-n", "-c", script], capture_output=True, timeout=10).returncode == 0
+
+
+@pytest.mark.skipif(shutil.which("dash") is None, reason="needs dash")
+@pytest.mark.parametrize(("script", "edit", "want"), CASES, ids=[str(i) for i in range(len(CASES))])
+def test_edits_dash_could_parse_stay_parseable_by_dash(script: str, edit: dict, want: str) -> None:
+    new = find_server({"containers": [container(script)]}).edit(set=edit)["command"][2]
+    assert dash_parses(new) or not dash_parses(script)
+
+
+# The same bytes mean different argv under dash (/bin/sh on Debian/Ubuntu: only one digit is an fd) and bash.
+SHELL_DEPENDENT = [
+    ("exec vllm serve m --max-num-seqs 64 --port 8000>>/tmp/vllm.log 2>&1", "8000>>"),
+    ("vllm serve m --port 8000>/tmp/log", "8000>"),
+    ("vllm serve m --max-model-len 8192>/tmp/log --port 1", "8192>"),
+    ("vllm serve m --port 1 2>&1 10</dev/null", "10<"),
+]
+
+
+@pytest.mark.parametrize(("script", "construct"), SHELL_DEPENDENT)
+def test_multi_digit_fd_redirect_at_vllm_is_refused_for_show_and_edit(script: str, construct: str) -> None:
+    with pytest.raises(UnsafeScriptError) as err:
+        find_server({"containers": [container(script)]})
+    op = construct.lstrip("0123456789")
+    assert str(err.value) == (
+        f"container engine: its shell script runs vLLM in a form this tool cannot read or edit reliably "
+        f"({construct} means an argument then a redirect to dash but a redirect of fd {construct[:-len(op)]} "
+        f"to bash; put a space before {op}); edit it by hand")
+
+
+def test_multi_digit_fd_elsewhere_in_the_script_is_not_refused() -> None:
+    s = find_server({"containers": [container("echo x 10>/tmp/a; vllm serve m --port 8000 >>/tmp/log")]})
+    assert s.flags == {"port": "8000"}
+    assert bash_parses(s.edit(set=EAGER)["command"][2]) and dash_parses(s.edit(set=EAGER)["command"][2])
+
+
+@pytest.mark.parametrize("script", ["vllm serve m --port 2>&1", "vllm serve m --max-model-len >/tmp/log --port 1",
+                                    "vllm serve m --port 8>/tmp/log"])
+def test_value_flag_followed_by_a_redirect_is_refused(script: str) -> None:
+    with pytest.raises(UnsafeScriptError, match=r"--(port|max-model-len) is followed by the redirect "):
+        find_server({"containers": [container(script)]})

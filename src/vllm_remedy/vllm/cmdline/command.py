@@ -16,6 +16,7 @@ from typing import Any
 from vllm_remedy.errors import UserError
 from vllm_remedy.vllm.cmdline import parse, shell
 from vllm_remedy.vllm.cmdline.edit import edit_container
+from vllm_remedy.vllm.cmdline.flags import Kind, resolve
 from vllm_remedy.vllm.cmdline.parse import Entrypoint, Option, Token
 
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash", "ksh"})
@@ -28,6 +29,7 @@ _IMAGE_DEFAULT = Entrypoint("image default", 0, True)
 _VLLM_MENTION = re.compile(r"\bvllm(\s+serve\b|[./]entrypoints\b)")
 _INDIRECT = frozenset({"eval", "source", ".", "su", "sudo", "xargs"})
 _SUBSTITUTION = re.compile(r"\$\(|`|[<>]\(")
+_MULTI_DIGIT_FD = re.compile(r"^(\d{2,})[<>]")
 
 
 class NoServerError(UserError):
@@ -104,6 +106,7 @@ def _from_script(tokens: list[Token], idx: int) -> tuple[Entrypoint, list[Token]
     if not found:
         return None
     (stmt, (offset, entry)), = found
+    _refuse_shell_dependent(stmt)
     out: list[Token] = []
     for w in stmt.words[offset + entry.length :]:
         if w.value in _PASSTHROUGH:
@@ -134,6 +137,26 @@ def _refuse_unsafe(script: str, stmts: list[shell.Statement], servers: int) -> N
                 raise UnsafeScriptError("vLLM inside a command substitution")
 
 
+def _refuse_shell_dependent(stmt: shell.Statement) -> None:
+    """Refuse a vLLM statement whose argv depends on the shell or lost a flag's value to a redirect.
+
+    `--port 8000>>log`: dash (/bin/sh on Debian/Ubuntu) takes only one digit as an fd, so vLLM gets `8000`;
+    bash redirects fd 8000 and vLLM gets `--port` alone. `--port 2>&1`: every shell drops the value.
+    """
+    for r in stmt.redirects:
+        fd = _MULTI_DIGIT_FD.match(r.raw)
+        if fd:
+            op = r.raw[fd.end(1):]
+            raise UnsafeScriptError(f"{r.raw} means an argument then a redirect to dash but a redirect of fd "
+                                    f"{fd.group(1)} to bash; put a space before {op}")
+    after = {r.gap_start: r for r in stmt.redirects}
+    for w in stmt.words:
+        flag = resolve(w.value)
+        r = after.get(w.end)
+        if r and flag and flag.attached is None and flag.kind in (Kind.VALUE, Kind.MULTI):
+            raise UnsafeScriptError(f"{w.value} is followed by the redirect {r.raw}, not by its value")
+
+
 def _analyse(container: Mapping[str, Any]) -> ServerCommand | None:
     """ServerCommand for a container that runs vLLM from argv, else None."""
     command, args = _strings(container.get("command")), _strings(container.get("args"))
@@ -150,8 +173,8 @@ def _analyse(container: Mapping[str, Any]) -> ServerCommand | None:
         try:
             found = _from_script(tokens, idx)
         except UnsafeScriptError as exc:
-            raise UnsafeScriptError(f"container {container.get('name', '?')}: its shell script runs vLLM in a form "
-                                    f"this tool cannot edit safely ({exc}); edit it by hand") from None
+            raise UnsafeScriptError(f"container {container.get('name', '?')}: its shell script runs vLLM in a "
+                                    f"form this tool cannot read or edit reliably ({exc}); edit it by hand") from None
         if found:
             entry, rest, anchor = found
             script = (tokens[idx].field, tokens[idx].index)
