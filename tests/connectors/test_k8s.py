@@ -75,6 +75,32 @@ def test_namespace_form_expands_to_vllm_deployments_only(rehearsal: Rehearsal,
                                         "k8s_deployment": "qwen-7b"}, ["@k8s"])]
 
 
+def test_namespace_form_finds_vllm_behind_a_wrapper(rehearsal: Rehearsal, monkeypatch: pytest.MonkeyPatch) -> None:
+    wrapped = vllm_deployment("qwen-7b", replicas=1)
+    pod = wrapped["spec"]["template"]["spec"]["containers"][0]
+    pod["command"], pod["args"] = ["tini", "--", "vllm", "serve"], ["Qwen/Qwen2.5-7B-Instruct"]
+    create(rehearsal, wrapped)
+    monkeypatch.setenv("KUBECONFIG", str(rehearsal.kubeconfig))
+    assert [h for h, _d, _g in K8sConnector.make_names_data("rehearsal/llm")] == [
+        "@k8s/rehearsal/llm/llama-8b", "@k8s/rehearsal/llm/qwen-7b"]
+
+
+def test_namespace_form_says_which_gpu_deployment_it_skips(rehearsal: Rehearsal, monkeypatch: pytest.MonkeyPatch,
+                                                           caplog: pytest.LogCaptureFixture) -> None:
+    odd = vllm_deployment("qwen-7b", replicas=1)
+    pod = odd["spec"]["template"]["spec"]["containers"][0]
+    pod["command"], pod["args"] = ["/opt/launch.sh"], ["Qwen/Qwen2.5-7B-Instruct"]
+    create(rehearsal, odd)
+    create(rehearsal, nginx())
+    monkeypatch.setenv("KUBECONFIG", str(rehearsal.kubeconfig))
+    with caplog.at_level("WARNING"):
+        got = [h for h, _d, _g in K8sConnector.make_names_data("rehearsal/llm")]
+    assert got == ["@k8s/rehearsal/llm/llama-8b"]
+    assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == [
+        "@k8s/rehearsal/llm: skipping Deployment qwen-7b: it requests GPUs (container vllm) but no vLLM server was "
+        "recognised in its command/args; name it as @k8s/rehearsal/llm/qwen-7b to see why"]
+
+
 def test_namespace_form_that_cannot_expand_keeps_one_host_carrying_the_reason(
         rehearsal: Rehearsal, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KUBECONFIG", str(rehearsal.kubeconfig))

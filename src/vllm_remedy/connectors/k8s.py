@@ -92,23 +92,45 @@ def _host_entry(target: Target) -> tuple[str, dict[str, Any], list[str]]:
     return target.host_name, data, [GROUP]
 
 
-def list_vllm_deployments(client: KubeClient, namespace: str) -> list[str]:
+def list_vllm_deployments(client: KubeClient, namespace: str, where: str = "") -> list[str]:
     """Names of the Deployments in ``namespace`` whose pod template runs vLLM (sorted).
 
     A template where vLLM is present but ambiguous (several servers, settings outside argv) counts: its
     host then fails at connect with find_server's reason instead of silently vanishing from the fleet.
+    One that requests GPUs but runs nothing recognisable as vLLM is skipped with a warning naming it
+    (``where``, the namespace host, prefixes it): a GPU Deployment missing from the fleet must not go unseen.
     """
     names = []
     for item in client.list_deployments(namespace):
         spec = ((item.get("spec") or {}).get("template") or {}).get("spec") or {}
+        name = item["metadata"]["name"]
         try:
             find_server(spec)
         except NoServerError:
+            gpu = _gpu_containers(spec)
+            if gpu:
+                logger.warning(f"{where or namespace}: skipping Deployment {name}: it requests GPUs (container "
+                               f"{', '.join(gpu)}) but no vLLM server was recognised in its command/args; name it "
+                               f"as {where or namespace}/{name} to see why")
             continue
         except UserError:
             pass
-        names.append(item["metadata"]["name"])
+        names.append(name)
     return sorted(names)
+
+
+def _gpu_containers(spec: dict[str, Any]) -> list[str]:
+    """Names of the containers that request or limit a GPU resource (any `*gpu*` extended resource)."""
+    out = []
+    for key in ("containers", "initContainers"):
+        for c in spec.get(key) or []:
+            if not isinstance(c, dict):
+                continue
+            res = c.get("resources") or {}
+            wanted = {**(res.get("requests") or {}), **(res.get("limits") or {})}
+            if any("gpu" in str(k).lower() and str(v) not in ("0", "") for k, v in wanted.items()):
+                out.append(str(c.get("name", "?")))
+    return out
 
 
 def vllm_hosts(cluster: str, namespace: str, *, context: str | None = None, kubeconfig: str | None = None,
@@ -130,7 +152,7 @@ def vllm_hosts(cluster: str, namespace: str, *, context: str | None = None, kube
         extra.setdefault("kubeconfig", kubeconfig)
     try:
         client = KubeClient.for_context(context or cluster, kubeconfig)
-        names = list_vllm_deployments(client, namespace)
+        names = list_vllm_deployments(client, namespace, target.host_name)
     except UserError as exc:
         raise InventoryError(f"{target.host_name}: cannot list vLLM Deployments: {exc}") from exc
     return [(target.with_deployment(n).host_name, dict(extra)) for n in names]
@@ -340,7 +362,7 @@ def _expand(target: Target) -> Iterator[tuple[str, dict[str, Any], list[str]]]:
     """Namespace form: one host per vLLM Deployment, or the namespace host carrying why expansion failed."""
     try:
         client = KubeClient.for_context(target.cluster)
-        names = list_vllm_deployments(client, target.namespace)
+        names = list_vllm_deployments(client, target.namespace, target.host_name)
     except UserError as exc:
         reason = (f"cannot expand {target.host_name} (namespace hosts expand at inventory load with the default "
                   f"kubeconfig and {target.cluster!r} as context; for aliases or another kubeconfig list hosts with "

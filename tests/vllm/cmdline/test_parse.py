@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -163,3 +165,58 @@ REAL_EXPECTED = {
 def test_real_manifest(name: str) -> None:
     got = [(s.container_name, s.entrypoint, s.model, s.flags) for s in servers(REAL / f"{name}.yaml")]
     assert got == REAL_EXPECTED[name]
+
+
+# vLLM behind a well-known launcher, each with options that take a value, so the program word is found right.
+WRAPPED = [
+    ["tini", "--"],
+    ["tini", "-s", "-e", "143", "--"],
+    ["dumb-init", "--"],
+    ["dumb-init", "-r", "15:2", "--single-child"],
+    ["numactl", "--cpunodebind=0", "--membind=0"],
+    ["numactl", "-N", "0", "-m", "0"],
+    ["/usr/bin/env"],
+    ["env", "-u", "X", "VAR=1", "nice", "-n", "5"],
+    ["uv", "run", "--with", "vllm", "--python", "3.12"],
+    ["timeout", "3600"],
+    ["timeout", "-s", "KILL", "-k", "10", "1h"],
+    ["stdbuf", "-oL", "taskset", "-c", "0-7"],
+]
+
+
+@pytest.mark.parametrize("wrapper", WRAPPED, ids=lambda w: " ".join(w))
+def test_vllm_behind_a_wrapper_is_found_and_edited_in_argv_form(wrapper: list[str]) -> None:
+    c = {"name": "engine", "command": [*wrapper, "vllm", "serve"], "args": ["m", "--max-model-len", "8192"]}
+    s = find_server({"containers": [c]})
+    assert (s.model, s.flags) == ("m", {"max-model-len": "8192"})
+    new = s.edit(set={"max-model-len": "4096", "enforce-eager": "true"})
+    assert new["command"] == c["command"]
+    assert new["args"] == ["m", "--max-model-len", "4096", "--enforce-eager"]
+    again = find_server({"containers": [new]})
+    assert (again.model, again.flags) == ("m", {"max-model-len": "4096", "enforce-eager": "true"})
+
+
+@pytest.mark.parametrize("wrapper", WRAPPED, ids=lambda w: " ".join(w))
+def test_vllm_behind_a_wrapper_is_found_and_edited_in_a_script(wrapper: list[str]) -> None:
+    prefix = " ".join(wrapper)
+    script = f"set -e; exec {prefix} vllm serve m --max-model-len 8192 2>&1"
+    s = find_server({"containers": [{"name": "engine", "command": ["/bin/sh", "-c", script]}]})
+    assert (s.model, s.flags) == ("m", {"max-model-len": "8192"})
+    new = s.edit(set={"max-model-len": "4096", "enforce-eager": "true"})["command"][2]
+    assert new == f"set -e; exec {prefix} vllm serve m --max-model-len 4096 --enforce-eager 2>&1"
+    for sh in ("bash", "dash"):
+        if shutil.which(sh):
+            assert subprocess.run([sh, "-n", "-c", new], capture_output=True, timeout=10).returncode == 0
+
+
+@pytest.mark.parametrize("command", [["tini", "--", "/bin/sh", "-c"], ["dumb-init", "bash", "-lc"]])
+def test_shell_behind_a_wrapper_is_looked_into(command: list[str]) -> None:
+    c = {"name": "engine", "command": command, "args": ["vllm serve m --port 8000"]}
+    s = find_server({"containers": [c]})
+    assert (s.model, s.flags) == ("m", {"port": "8000"})
+    assert s.edit(set={"port": "1"})["args"] == ["vllm serve m --port 1"]
+
+
+def test_env_split_string_is_not_guessed_at() -> None:
+    with pytest.raises(NoServerError):
+        find_server({"containers": [{"name": "x", "command": ["env", "-S", "vllm serve m"]}]})

@@ -78,10 +78,11 @@ def _strings(value: Any) -> list[str] | None:
 
 
 def _shell_script_index(values: list[str]) -> int | None:
-    """Index of the `-c` script in argv like `sh -c SCRIPT` / `/bin/bash -lc SCRIPT`, else None."""
-    if not values or posixpath.basename(values[0]) not in _SHELLS:
+    """Index of the `-c` script in argv like `sh -c SCRIPT` / `tini -- /bin/bash -lc SCRIPT`, else None."""
+    start = parse.skip_prefix(values)
+    if start >= len(values) or posixpath.basename(values[start]) not in _SHELLS:
         return None
-    i = 1
+    i = start + 1
     while i < len(values) and values[i].startswith("-"):
         opt = values[i]
         if opt in ("-o", "+o"):

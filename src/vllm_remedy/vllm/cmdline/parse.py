@@ -16,7 +16,7 @@ _PYTHON = re.compile(r"^python(\d+(\.\d+)?)?$")
 _SERVER_MODULES = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server")
 _WRAPPER_MODULES = ("dynamo.vllm",)
 # Leading words of a shell statement that do not change which program runs.
-_PREFIX_WORDS = frozenset({"exec", "env", "nohup", "time", "then", "do", "else", "command", "{", "!"})
+_PREFIX_WORDS = frozenset({"exec", "nohup", "time", "then", "do", "else", "command", "{", "!"})
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _BOOL_WORDS = {"true": "true", "false": "false"}
 
@@ -74,11 +74,96 @@ class Entrypoint:
     positional_model: bool
 
 
+@dataclass(frozen=True)
+class _Wrapper:
+    """How a launcher that runs another program parses its own argv before that program's name.
+
+    ``values``: options that take the next word as their value (`-n 5`); ``positionals``: words after
+    the options that are not the program (timeout's duration, taskset's mask); ``assignments``: `X=1`
+    words are its own (env). A wrapper whose option changes how the rest is read (`env -S`) stops the search.
+    """
+
+    values: frozenset[str] = frozenset()
+    positionals: int = 0
+    assignments: bool = False
+    stops: frozenset[str] = frozenset()
+
+
+_UV_RUN_VALUES = frozenset({
+    "--with", "--with-editable", "--with-requirements", "--python", "-p", "--directory", "--project", "--package",
+    "--extra", "--group", "--only-group", "--no-group", "--env-file", "--index", "--index-url", "--default-index",
+    "--extra-index-url", "--find-links", "-f", "--index-strategy", "--keyring-provider", "--resolution",
+    "--prerelease", "--exclude-newer", "--link-mode", "--config-setting", "-C", "--cache-dir", "--config-file",
+    "--color", "--refresh-package", "--reinstall-package", "--upgrade-package", "-P", "--no-binary-package",
+    "--no-build-package", "--python-platform", "--allow-insecure-host", "--exclude-newer-package", "-w",
+})
+# Well-known launchers seen in front of vLLM (init shims, NUMA/CPU pinning, priority, time limits, uv).
+_WRAPPERS: dict[str, _Wrapper] = {
+    "tini": _Wrapper(values=frozenset({"-e", "-p"})),
+    "dumb-init": _Wrapper(values=frozenset({"-r", "--rewrite"})),
+    "numactl": _Wrapper(values=frozenset({
+        "-C", "--physcpubind", "-N", "--cpunodebind", "-m", "--membind", "-p", "--preferred", "-i", "--interleave",
+        "-P", "--preferred-many", "-w", "--weighted-interleave"})),
+    "env": _Wrapper(values=frozenset({"-u", "--unset", "-C", "--chdir"}), assignments=True,
+                    stops=frozenset({"-S", "--split-string"})),
+    "timeout": _Wrapper(values=frozenset({"-k", "--kill-after", "-s", "--signal"}), positionals=1),
+    "nice": _Wrapper(values=frozenset({"-n", "--adjustment"})),
+    "ionice": _Wrapper(values=frozenset({"-c", "--class", "-n", "--classdata"})),
+    "taskset": _Wrapper(positionals=1),
+    "stdbuf": _Wrapper(values=frozenset({"-i", "-o", "-e"})),
+    "uv run": _Wrapper(values=_UV_RUN_VALUES),
+}
+
+
+def _wrapper_at(words: list[str], i: int) -> tuple[_Wrapper, int] | None:
+    """The wrapper whose name is at words[i] and how many words its name takes (`uv run` is two)."""
+    prog = posixpath.basename(words[i])
+    if prog == "uv" and i + 1 < len(words) and words[i + 1] == "run":
+        return _WRAPPERS["uv run"], 2
+    found = _WRAPPERS.get(prog)
+    return (found, 1) if found else None
+
+
+def _skip_wrapper(words: list[str], i: int, wrapper: _Wrapper) -> int | None:
+    """Index of the program word after a wrapper's options (i is just past its name); None if unreadable."""
+    positionals = wrapper.positionals
+    while i < len(words):
+        w = words[i]
+        if w == "--":
+            i += 1
+            break
+        if w.startswith("-") and len(w) > 1:
+            head = w.partition("=")[0]
+            if head in wrapper.stops or (not w.startswith("--") and w[:2] in wrapper.stops):
+                return None
+            takes = head in wrapper.values and "=" not in w and (w.startswith("--") or len(w) == 2)
+            i += 2 if takes else 1
+            continue
+        if wrapper.assignments and _ASSIGNMENT.match(w):
+            i += 1
+            continue
+        if positionals:
+            positionals -= 1
+            i += 1
+            continue
+        break
+    return i if i < len(words) else None
+
+
 def skip_prefix(words: list[str]) -> int:
-    """Index of the program word after `exec`, `env`, `VAR=x` and similar no-op prefixes."""
+    """Index of the program word after `exec`, `VAR=x`, and wrappers like `env -u X`, `tini --`, `uv run`."""
     i = 0
-    while i < len(words) and (words[i] in _PREFIX_WORDS or _ASSIGNMENT.match(words[i])):
-        i += 1
+    while i < len(words):
+        if words[i] in _PREFIX_WORDS or _ASSIGNMENT.match(words[i]):
+            i += 1
+            continue
+        found = _wrapper_at(words, i)
+        if found is None:
+            break
+        nxt = _skip_wrapper(words, i + found[1], found[0])
+        if nxt is None:
+            break
+        i = nxt
     return i
 
 
