@@ -236,7 +236,42 @@ def test_set_refuses_a_script_it_cannot_edit_safely(cli, tmp_path: Path) -> None
     assert (got.returncode, got.stdout) == (2, "")
     assert got.stderr.strip().splitlines() == [
         f"vllm-remedy: error: {path}: Pod/piped spec: container vllm: its shell script runs "
-        "vLLM in a form this tool cannot edit safely (vLLM run through eval); edit it by hand"]
+        "vLLM in a form this tool cannot read or edit reliably (vLLM run through eval); edit it by hand"]
+
+
+@pytest.mark.parametrize("action", [["show"], ["set", "--set", "enforce-eager=true"], ["set", "--unset", "port"]])
+def test_a_script_dash_and_bash_read_differently_is_refused_by_show_and_set(cli, tmp_path: Path,
+                                                                           action: list[str]) -> None:
+    path = tmp_path / "fd.yaml"
+    path.write_text(PIPED.replace("--max-num-seqs 64 2>&1 | tee -a /tmp/vllm.log",
+                                  "--max-num-seqs 64 --port 8000>>/tmp/vllm.log 2>&1"))
+    got = cli("args", action[0], "-f", str(path), *action[1:])
+    assert (got.returncode, got.stdout) == (2, "")
+    assert got.stderr.strip().splitlines() == [
+        f"vllm-remedy: error: {path}: Pod/piped spec: container vllm: its shell script runs vLLM in a form this "
+        "tool cannot read or edit reliably (8000>> means an argument then a redirect to dash but a redirect of "
+        "fd 8000 to bash; put a space before >>); edit it by hand"]
+
+
+@pytest.mark.parametrize("command", ['["tini", "--", "vllm", "serve"]', '["/usr/bin/env", "vllm", "serve"]',
+                                     '["uv", "run", "--with", "vllm", "vllm", "serve"]',
+                                     '["sh", "-c", "exec numactl -N 0 timeout 1h vllm serve \\"$@\\"", "-"]'])
+def test_show_and_set_see_vllm_behind_a_wrapper(cli, tmp_path: Path, command: str) -> None:
+    path = tmp_path / "wrapped.yaml"
+    text = ("apiVersion: v1\nkind: Pod\nmetadata: {name: w}\nspec:\n  containers:\n    - name: engine\n"
+            f"      command: {command}\n      args: [m, --max-model-len, '8192']\n")
+    path.write_text(text)
+    shown = cli("args", "show", "-f", str(path), "-o", "json")
+    assert shown.returncode == 0, shown.stderr
+    item = json.loads(shown.stdout)["items"][0]
+    assert (item["model"], item["flags"]) == ("m", {"max-model-len": "8192"})
+    got = cli("args", "set", "-f", str(path), "--set", "max-model-len=4096", "--set", "enforce-eager=true")
+    assert got.returncode == 0, got.stderr
+    assert got.stdout.splitlines()[-2] == text.splitlines()[-2] or "sh" in command  # the wrapper is kept
+    again = cli("args", "show", "-f", "-", "-o", "json", stdin=got.stdout)
+    item = json.loads(again.stdout)["items"][0]
+    assert (item["model"], item["flags"]) == ("m", {"max-model-len": "4096", "enforce-eager": "true"})
+    assert item["entrypoint"].endswith("vllm serve")
 
 
 @pytest.mark.parametrize("action", [["show"], ["set", "--set", "max-model-len=4096"]])
