@@ -173,3 +173,57 @@ def test_multi_digit_fd_elsewhere_in_the_script_is_not_refused() -> None:
 def test_value_flag_followed_by_a_redirect_is_refused(script: str) -> None:
     with pytest.raises(UnsafeScriptError, match=r"--(port|max-model-len) is followed by the redirect "):
         find_server({"containers": [container(script)]})
+
+
+def edited(script: str, edit: dict, command: str = "/bin/sh") -> str:
+    return find_server({"containers": [{"name": "engine", "command": [command, "-c", script]}]}).edit(set=edit)[
+        "command"][2]
+
+
+@pytest.mark.parametrize("script", ['run() { vllm serve "$@"; }; run M --max-model-len 8192',
+                                    'function run { exec vllm serve "$@"; }\nrun M --port 1',
+                                    'start_vllm () {\n  vllm serve m --port 1\n}\nstart_vllm'])
+def test_vllm_inside_a_shell_function_is_refused(script: str) -> None:
+    with pytest.raises(UnsafeScriptError, match=r"\(vLLM inside a shell function"):
+        find_server({"containers": [container(script)]})
+
+
+def test_a_function_elsewhere_is_not_refused() -> None:
+    s = find_server({"containers": [container("cleanup() { rm -f /tmp/x; }; trap cleanup EXIT; vllm serve m")]})
+    assert s.model == "m"
+
+
+def test_new_flags_go_before_an_end_of_options_marker() -> None:
+    new = edited("vllm serve m --port 1 -- --enforce-eager 2>&1", {"max-model-len": "4096"})
+    assert new == "vllm serve m --port 1 --max-model-len 4096 -- --enforce-eager 2>&1"
+    c = {"name": "engine", "command": ["vllm", "serve", "m", "--", "x"]}
+    assert find_server({"containers": [c]}).edit(set=EAGER)["command"] == ["vllm", "serve", "m", "--enforce-eager",
+                                                                           "--", "x"]
+
+
+def test_a_script_ending_in_a_lone_backslash_is_refused() -> None:
+    with pytest.raises(UnsafeScriptError, match=r"ends in a lone backslash"):
+        find_server({"containers": [container("vllm serve m --max-model-len 4096 \\")]})
+
+
+def test_ansi_c_quoted_words_are_read_as_bash_reads_them() -> None:
+    s = find_server({"containers": [{"name": "e", "command": ["bash", "-c",
+                                                              "vllm serve $'m\\x31' --max-model-len $'8192'"]}]})
+    assert (s.model, s.flags) == ("m1", {"max-model-len": "8192"})
+    assert bash_parses(edited("vllm serve m --max-model-len $'8192'", {"max-model-len": "4096"}, "bash"))
+
+
+def test_ansi_c_quoting_under_sh_is_refused_since_dash_keeps_the_dollar() -> None:
+    with pytest.raises(UnsafeScriptError, match=r"\$'8192' is expanded by bash but not by dash"):
+        find_server({"containers": [container("vllm serve m --max-model-len $'8192'")]})
+
+
+def test_crlf_scripts_keep_every_other_byte() -> None:
+    script = "set -e\r\nvllm serve m --max-model-len 4096\r\necho done\r\n"
+    s = find_server({"containers": [container(script)]})
+    assert s.flags == {"max-model-len": "4096"}
+    assert edited(script, {"max-model-len": "8192"}) == script.replace("4096", "8192")
+    assert edited(script, EAGER) == script.replace("4096", "4096 --enforce-eager")
+    cont = "vllm serve m \\\r\n  --max-model-len 4096 \\\r\n  --port 1\r\n"
+    assert find_server({"containers": [container(cont)]}).flags == {"max-model-len": "4096", "port": "1"}
+    assert edited(cont, {"max-model-len": "8192"}) == cont.replace("4096", "8192")

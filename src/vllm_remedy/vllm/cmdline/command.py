@@ -30,6 +30,9 @@ _VLLM_MENTION = re.compile(r"\bvllm(\s+serve\b|[./]entrypoints\b)")
 _INDIRECT = frozenset({"eval", "source", ".", "su", "sudo", "xargs"})
 _SUBSTITUTION = re.compile(r"\$\(|`|[<>]\(")
 _MULTI_DIGIT_FD = re.compile(r"^(\d{2,})[<>]")
+_ANSI_C_SHELLS = frozenset({"bash", "zsh", "ksh"})
+# `name() {`, `name () {`, `function name {` / `function name() {`: the `{` opening a function body.
+_FUNCTION = re.compile(r"(?:^|[\s;&|(])(?:function\s+[A-Za-z_][\w-]*(?:\s*\(\s*\))?|[A-Za-z_][\w-]*\s*\(\s*\))\s*\{")
 
 
 class NoServerError(UserError):
@@ -59,6 +62,7 @@ class ServerCommand:
     model_token: Token | None = field(repr=False, default=None)
     anchor: Token | None = field(repr=False, default=None)
     script: tuple[str, int] | None = field(repr=False, default=None)  # (field, index) of an `sh -c` script
+    end_of_options: Token | None = field(repr=False, default=None)  # a `--`: new flags must go before it
 
     def render(self) -> dict[str, Any]:
         """The container as parsed (a deep copy): rendering without edits is byte-identical."""
@@ -107,7 +111,8 @@ def _from_script(tokens: list[Token], idx: int) -> tuple[Entrypoint, list[Token]
     if not found:
         return None
     (stmt, (offset, entry)), = found
-    _refuse_shell_dependent(stmt)
+    _refuse_shell_dependent(stmt, posixpath.basename(tokens[parse.skip_prefix([t.value for t in tokens])].value))
+    _refuse_unreadable(script.value, stmt)
     out: list[Token] = []
     for w in stmt.words[offset + entry.length :]:
         if w.value in _PASSTHROUGH:
@@ -125,6 +130,10 @@ def _refuse_unsafe(script: str, stmts: list[shell.Statement], servers: int) -> N
         raise UnsafeScriptError(f"{servers} vLLM statements")
     if not _VLLM_MENTION.search(script):
         return
+    for m in _FUNCTION.finditer(script):
+        brace = m.end() - 1
+        if _VLLM_MENTION.search(script[brace : _function_end(script, brace)]):
+            raise UnsafeScriptError("vLLM inside a shell function: its arguments come from the call")
     if any(s.heredoc for s in stmts):
         raise UnsafeScriptError("a heredoc (<<)")
     for stmt in stmts:
@@ -138,7 +147,26 @@ def _refuse_unsafe(script: str, stmts: list[shell.Statement], servers: int) -> N
                 raise UnsafeScriptError("vLLM inside a command substitution")
 
 
-def _refuse_shell_dependent(stmt: shell.Statement) -> None:
+def _refuse_unreadable(script: str, stmt: shell.Statement) -> None:
+    """Refuse a vLLM statement whose last word is a lone `\\` (sh passes it on; an edit would land after it)."""
+    last = stmt.words[-1]
+    if last.raw == "\\" and not script[last.end :].strip():
+        raise UnsafeScriptError("the script ends in a lone backslash, which vLLM receives as an argument; "
+                                "remove it")
+
+
+def _function_end(script: str, brace: int) -> int:
+    """Index just past the `}` closing the function body opened at script[brace]."""
+    depth = 0
+    for st in shell.statements(script[brace:]):
+        for w in st.words:
+            depth += (w.raw == "{") - (w.raw == "}")
+            if depth == 0:
+                return brace + w.end
+    return len(script)
+
+
+def _refuse_shell_dependent(stmt: shell.Statement, shell_name: str) -> None:
     """Refuse a vLLM statement whose argv depends on the shell or lost a flag's value to a redirect.
 
     `--port 8000>>log`: dash (/bin/sh on Debian/Ubuntu) takes only one digit as an fd, so vLLM gets `8000`;
@@ -150,6 +178,11 @@ def _refuse_shell_dependent(stmt: shell.Statement) -> None:
             op = r.raw[fd.end(1):]
             raise UnsafeScriptError(f"{r.raw} means an argument then a redirect to dash but a redirect of fd "
                                     f"{fd.group(1)} to bash; put a space before {op}")
+    if shell_name not in _ANSI_C_SHELLS:
+        for w in stmt.words:
+            if "$'" in w.raw:
+                raise UnsafeScriptError(f"{w.raw} is expanded by bash but not by dash (/bin/sh on Debian/Ubuntu); "
+                                        "use plain '...' quotes")
     after = {r.gap_start: r for r in stmt.redirects}
     for w in stmt.words:
         flag = resolve(w.value)
@@ -205,6 +238,7 @@ def _analyse(container: Mapping[str, Any]) -> ServerCommand | None:
         container_name=str(container.get("name", "")), image=str(container.get("image", "")),
         entrypoint=entry.label, model=model, flags=flags, container=copy.deepcopy(dict(container)),
         options=options, model_token=model_token, anchor=anchor, script=script,
+        end_of_options=next((t for t in rest if t.value == "--"), None),
     )
 
 

@@ -38,15 +38,18 @@ class ParsedCommand(Protocol):
     def model_token(self) -> Token | None: ...
     @property
     def anchor(self) -> Token | None: ...
+    @property
+    def end_of_options(self) -> Token | None: ...
 
 
 class _Plan:
-    """Token-level changes: replace a token by new words, delete it (with its gap), insert words after it."""
+    """Token-level changes: replace a token by new words, delete it (with its gap), insert words after or before it."""
 
     def __init__(self) -> None:
         self.replace: dict[Token, list[str]] = {}
         self.delete: set[Token] = set()
         self.after: dict[Token, list[list[str]]] = defaultdict(list)
+        self.before: dict[Token, list[str]] = {}
 
     def drop(self, opt: Option) -> None:
         """Delete one occurrence, flag and value: an unset flag, or a duplicate collapsing to the last."""
@@ -157,7 +160,10 @@ def edit_container(cmd: ParsedCommand, set_: dict[str, str], unset: list[str]) -
     if appended:
         if anchor is None:
             raise UserError(f"container {cmd.container_name}: no argv to append flags to")
-        if _is_shell(anchor):
+        dashes = cmd.end_of_options  # after `--` vLLM reads words as positionals, never as flags
+        if dashes is not None:
+            plan.before[dashes] = [" ".join(shell.quote_new(w) for w in appended)] if _is_shell(dashes) else appended
+        elif _is_shell(anchor):
             plan.after[anchor].append([" ".join(shell.quote_new(w) for w in appended)])
         else:
             plan.after[anchor].append(appended)
@@ -178,7 +184,7 @@ def _continuation_gap(cmd: ParsedCommand, script: str) -> str:
 
 def _apply(cmd: ParsedCommand, plan: _Plan) -> dict[str, Any]:
     new = copy.deepcopy(cmd.container)
-    touched = set(plan.replace) | plan.delete | set(plan.after)
+    touched = set(plan.replace) | plan.delete | set(plan.after) | set(plan.before)
     for field_name in ("command", "args"):
         if field_name not in new or not isinstance(new[field_name], list):
             continue
@@ -197,6 +203,7 @@ def _apply(cmd: ParsedCommand, plan: _Plan) -> dict[str, Any]:
                 out.append(_splice(cmd, str(element), shell_toks, plan))
             elif toks:
                 (t,) = toks
+                out.extend(plan.before.get(t, []))
                 if t in plan.delete:
                     pass
                 elif t in plan.replace:
@@ -215,6 +222,8 @@ def _splice(cmd: ParsedCommand, script: str, toks: list[Token], plan: _Plan) -> 
     edits: list[tuple[int, int, str]] = []
     for t in toks:
         assert t.span is not None and t.gap_start is not None
+        if t in plan.before:
+            edits.append((t.span[0], t.span[0], " ".join(plan.before[t]) + " "))
         if t in plan.delete:
             edits.append((t.gap_start, t.span[1], ""))
         elif t in plan.replace:

@@ -90,18 +90,46 @@ def _expansion_end(s: str, i: int) -> int | None:
     return None
 
 
+_ANSI_C_ESCAPES = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r", "t": "\t",
+                   "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?"}
+_ANSI_C_ESCAPE = re.compile(r"\\(x[0-9A-Fa-f]{1,2}|[0-7]{1,3}|.)", re.S)
+
+
+def _ansi_c_end(s: str, j: int) -> int:
+    """Index of the `'` closing a `$'...'` body that starts at s[j] (`\\'` does not close it)."""
+    while j < len(s) and s[j] != "'":
+        j += 2 if s[j] == "\\" else 1
+    return min(j, len(s))
+
+
+def _ansi_c_value(body: str) -> str:
+    """What bash makes of a `$'...'` body: `\\n`, `\\x41`, `\\101`, `\\'` and the other C escapes decoded."""
+    def one(m: re.Match[str]) -> str:
+        esc = m.group(1)
+        if esc[0] == "x" and len(esc) > 1:
+            return chr(int(esc[1:], 16))
+        if esc[0] in "01234567":
+            return chr(int(esc, 8) & 0xFF)
+        return _ANSI_C_ESCAPES.get(esc, "\\" + esc)
+    return _ANSI_C_ESCAPE.sub(one, body)
+
+
 def _read_word(s: str, i: int) -> tuple[int, str]:
     """Lex one word starting at s[i]; return (end, value without quotes)."""
     out: list[str] = []
     while i < len(s):
         c = s[i]
-        if c in _WORD_STOP and not (c in "<>" and s.startswith("(", i + 1)):
+        if (c in _WORD_STOP and not (c in "<>" and s.startswith("(", i + 1))) or s.startswith("\r\n", i):
             break
         if c == "\\":
-            if s.startswith("\\\n", i):
+            if s.startswith(("\\\n", "\\\r\n"), i):
                 break
-            out.append(s[i + 1 : i + 2])
+            out.append(s[i + 1 : i + 2] or "\\")  # a lone `\` at the very end stays a backslash, as in sh
             i += 2
+        elif s.startswith("$'", i):
+            k = _ansi_c_end(s, i + 2)
+            out.append(_ansi_c_value(s[i + 2 : k]))
+            i = k + 1
         elif c == "'":
             k = s.find("'", i + 1)
             k = len(s) if k < 0 else k
@@ -158,8 +186,11 @@ def statements(script: str) -> list[Statement]:
         if c in " \t":
             i += 1
             continue
-        if script.startswith("\\\n", i):
-            i += 2
+        if script.startswith(("\\\n", "\\\r\n"), i):
+            i += 2 if script[i + 1] == "\n" else 3
+            continue
+        if script.startswith("\r\n", i):  # a CRLF line end: the CR is layout, kept byte for byte
+            i += 1
             continue
         if c == "#":
             k = script.find("\n", i)
