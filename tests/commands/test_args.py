@@ -325,6 +325,13 @@ SHELL_FORM = str(MANIFESTS / "forms" / "07-shell-string.yaml")
     ("pipeline-parallel-size=two", "--set pipeline-parallel-size=two: pipeline-parallel-size: 'two' is not an "
                                    "integer"),
     ("cpu-offload-gb=-4", "--set cpu-offload-gb=-4: cpu-offload-gb: -4 must not be negative"),
+    ("max-model-len=99999999999999999999", "--set max-model-len=99999999999999999999: max-model-len: "
+                                           "99999999999999999999 is too large (at most 2147483647)"),
+    ("max-num-seqs=5000000000", "--set max-num-seqs=5000000000: max-num-seqs: 5000000000 is too large "
+                                "(at most 2147483647)"),
+    ("max-model-len= 4096", "--set max-model-len= 4096: max-model-len: ' 4096' has spaces around it"),
+    ("port=8001 ", "--set port=8001 : port: '8001 ' has spaces around it"),
+    ("max-model-len=16K", "--set max-model-len=16K: max-model-len: '16K' is not an integer"),
 ])
 def test_set_refuses_bad_values_and_unknown_flags(cli, tmp_path: Path, setting: str, message: str) -> None:
     path = tmp_path / "m.yaml"

@@ -123,6 +123,9 @@ def _validate(changes: dict[str, str], servers: list[ServerCommand]) -> None:
             continue
         if not value.strip():
             raise UserError(f"--set {key}: needs a value")
+        spaced = ranges.spacing(value)
+        if spaced is not None:
+            raise UserError(f"--set {key}={value}: {name}: {spaced}")
         try:
             EngineSettings.from_flags({name: value}, None)
         except UserError as exc:

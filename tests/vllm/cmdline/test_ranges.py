@@ -30,3 +30,19 @@ def test_every_port_flag_of_the_table_is_judged_as_a_port() -> None:
 ])
 def test_counts_are_numbers_and_never_negative(name: str, value: str, wrong: str | None) -> None:
     assert ranges.check(name, value) == wrong
+
+
+@pytest.mark.parametrize(("name", "value", "wrong"), [
+    ("max-model-len", "99999999999999999999", "99999999999999999999 is too large (at most 2147483647)"),
+    ("max-model-len", "2147483647", None),
+    ("max-model-len", "16k", None),  # vLLM's human_readable_int: 16000
+    ("max-model-len", "3000000k", "3000000k is too large (at most 2147483647)"),
+    ("max-num-batched-tokens", "2147483648", "2147483648 is too large (at most 2147483647)"),
+])
+def test_integers_beyond_int32_are_refused(name: str, value: str, wrong: str | None) -> None:
+    assert ranges.check(name, value) == wrong
+
+
+def test_spaces_around_a_value_are_named() -> None:
+    assert ranges.spacing(" 4096") == "' 4096' has spaces around it"
+    assert ranges.spacing("4096") is None and ranges.spacing("a b") is None

@@ -3,7 +3,13 @@
 ``EngineSettings`` types the flags that move the memory budget; every other flag reached a manifest unchecked
 (``--set port=99999`` printed a manifest vLLM would refuse at start). vLLM's own argparse types are not in
 the frozen flag table, so this judges only what is obviously wrong whatever the release: a port outside
-1–65535, a count or size that is not a number or is negative.
+1–65535, a count or size that is not a number or is negative, an integer count or max-model-len beyond
+int32 (vLLM's argparse takes any Python int, e.g. ``99999999999999999999``, then fails at start or later in
+int32 kernels and tensors), and a value with spaces around it (a slip like ``--set max-model-len= 4096``).
+
+``max-model-len`` is parsed by vLLM's ``human_readable_int`` (vllm/engine/arg_utils.py: ``16k`` is 16000,
+``25.6k`` 25600), so ``16k`` is accepted and read the same way by show, the policy and the estimate
+(``values.parse_int``).
 """
 
 from __future__ import annotations
@@ -23,6 +29,15 @@ _NOT_COUNTS = frozenset({"max-logprobs", "max-model-len", "default-mm-loras"})
 _FLOATS = frozenset({"kv-offloading-size", "swap-space"})
 
 
+#: The largest integer a count or max-model-len may be: vLLM keeps token counts and positions in int32.
+INT_MAX = 2**31 - 1
+
+
+def spacing(value: str) -> str | None:
+    """Why a value with spaces around it is refused (one phrase), None when it has none."""
+    return f"{value!r} has spaces around it" if value != value.strip() else None
+
+
 def is_count(name: str) -> bool:
     """A single-value flag whose value is a count or size, so a negative one is never meant."""
     return name in table.SINGLE_VALUE and name not in _NOT_COUNTS and (bool(_COUNT.search(name)) or name in _FLOATS)
@@ -34,6 +49,9 @@ def check(name: str, value: str) -> str | None:
     if name in PORTS:
         port = parse_int(value)
         return None if port is not None and 1 <= port <= 65535 else f"{value!r} is not a TCP port (1-65535)"
+    if name == "max-model-len":
+        length = parse_int(value)
+        return _too_large(value) if length is not None and length > INT_MAX else None
     if not is_count(name):
         return None
     if name.endswith("-gb") or name in _FLOATS:
@@ -43,4 +61,10 @@ def check(name: str, value: str) -> str | None:
         number, kind = parse_int(value), "an integer"
     if number is None:
         return f"{value!r} is not {kind}"
-    return f"{value} must not be negative" if number < 0 else None
+    if number < 0:
+        return f"{value} must not be negative"
+    return _too_large(value) if number > INT_MAX else None
+
+
+def _too_large(value: str) -> str:
+    return f"{value} is too large (at most {INT_MAX})"
