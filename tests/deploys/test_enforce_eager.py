@@ -201,3 +201,19 @@ def test_turning_it_off_is_refused_like_any_write_predicted_not_to_start(rehears
         assert len([line for line in host_out(got.stderr) if said in line]) == 1, got.stderr
     after = deployment(rehearsal)
     assert (after["spec"], after["metadata"]["annotations"]) == (before["spec"], before["metadata"]["annotations"])
+
+
+def test_a_launch_script_dash_and_bash_read_differently_is_refused_not_planned(rehearsal: Rehearsal) -> None:
+    script = f"exec vllm serve {' '.join(GOOD_ARGS)} --port 8000>>/tmp/vllm.log 2>&1"
+
+    def mutate(dep: dict) -> None:
+        c = dep["spec"]["template"]["spec"]["containers"][0]
+        c["command"], c["args"] = ["/bin/sh", "-c", script], []
+    rehearsal.change(mutate)
+    before = deployment(rehearsal)
+    got = rehearsal.pyinfra(LOCAL, EAGER, "--dry")
+    assert got.returncode == 1, got.stderr  # the host fails at connect: nothing planned, nothing written
+    assert "--enforce-eager" not in got.stderr + got.stdout
+    assert any("8000>> means an argument then a redirect to dash but a redirect of fd 8000 to bash; put a space "
+               "before >>" in line for line in host_out(got.stderr)), got.stderr
+    assert deployment(rehearsal)["spec"] == before["spec"]
