@@ -126,7 +126,7 @@ def forged(notes: dict[str, str], prior: dict[str, Any], on: dict[str, Any]) -> 
     ({"container": "vllm", "command": ["vllm", "serve"], "args": [*ARGS, "--trust-remote-code"]},
      "it differs from the running container in --trust-remote-code too"),
     ({"container": "vllm", "command": ["vllm", "serve"], "args": [*ARGS, "--enforce-eager"]},
-     "the prior argv runs --enforce-eager itself"),
+     "the prior argv spells --enforce-eager itself (--enforce-eager)"),
     ({"container": "sidecar", "command": ["sh", "-c", "echo PWNED"], "args": None},
      "the prior-argv record names container 'sidecar', not the vLLM container 'vllm'"),
     ({"container": "vllm", "command": "vllm serve", "args": ARGS},
@@ -154,3 +154,21 @@ def test_the_honest_record_of_a_script_form_container_still_restores_exactly() -
     assert container(on)["args"] != [script]
     undo = toggle.revert(on, KEYS, read_toggles(KEYS, notes)[0])
     assert undo.exact and undo.template == before, undo.message
+
+
+@pytest.mark.parametrize("spelling", [["--enforce-eager", "false"], ["--enforce-eager=0"], ["--enforce-eager=false"],
+                                      ["--enforce-eager", "--enforce-eager=false"], ["--no-enforce-eager"],
+                                      ["--enforce_eager=False"], ["--enforce-eag", "false"]])
+def test_a_prior_spelling_the_flag_in_any_form_is_never_restored(spelling: list[str]) -> None:
+    """A forged prior = the running argv plus an 'off' spelling of the flag: restoring it would *add* words (`false`
+    crash-loops a store_true flag). Exact restore needs the prior, as written, to be the running argv without the
+    flag; anything else removes the flag alone and says why."""
+    on, notes = switched_on()
+    prior = {"container": "vllm", "command": ["vllm", "serve"], "args": [*ARGS, *spelling]}
+    (record,) = read_toggles(KEYS, {**notes, PRIOR: json.dumps(prior)})
+    undo = toggle.revert(on, KEYS, record)
+    assert not undo.exact, undo.message
+    assert (container(undo.template)["command"], container(undo.template)["args"]) == (["vllm", "serve"], ARGS)
+    assert undo.message.startswith("remove --enforce-eager only: the prior argv spells --enforce-eager itself ("
+                                   ), undo.message
+    assert "\n" not in undo.message

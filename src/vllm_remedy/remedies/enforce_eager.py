@@ -7,8 +7,9 @@ flag was spelled.
 
 The prior record is data anyone who may edit the Deployment's annotations can write, so it is never authority
 for what to run: a revert is a write like any other. The exact prior is restored only when it *is* the running
-container with the toggle's flag off — same container, command, script text, model and every other flag, the
-flag itself off — which is what an honest record always is, unless the container changed since (a budget fix, a
+container with the toggle's flag removed, token for token — same container, command, script text, model and every
+other flag, and no spelling of the flag at all (``--enforce-eager false``, ``=0``, ``--no-…``) — which is what an
+honest record always is, unless the container changed since (a budget fix, a
 hand edit: restoring would silently undo it). Anything else (``sh -c "echo PWNED; vllm serve … --max-model-len
 131072"``, another container, the flag itself on) and only the toggle's flag is removed, the revert saying why in
 one line. Either way the revert runs the same flags, so one policy check and one memory prediction judge it.
@@ -174,12 +175,18 @@ def _argv_of(container: Mapping[str, Any]) -> tuple[Any, Any]:
     return container.get("command"), container.get("args")
 
 
+def _spellings(server: ServerCommand, flag: str) -> list[str]:
+    """Every occurrence of ``flag`` in ``server``'s argv, as written (``--enforce-eager false``, ``--no-enforce-eager``,
+    ``--enforce_eager=0``, a unique prefix): the parser resolves each spelling the way vLLM's argparse does."""
+    return [" ".join(t.value for t in o.tokens) for o in server.options if o.name == flag]
+
+
 def prior_mismatch(template: Mapping[str, Any], toggle: Toggle, container: str | None = None) -> str | None:
     """Why ``toggle``'s prior argv may not be restored over ``template`` (one line); None when it may.
 
-    It may when it is the running vLLM container with the toggle's flag off and nothing else different:
-    removing that flag from both leaves the same ``command`` and ``args``, token for token (our own editor
-    does the removing, so form and script text count) — so the restore can change nothing but the flag.
+    It may when the prior, as written, *is* the running vLLM container with the toggle's flag removed by our
+    editor, token for token — so it spells the flag nowhere, in no form. Comparing both with the flag removed
+    would let a forged prior add words (``--enforce-eager false``, which vLLM rejects) that our editor then hides.
     """
     flag = TOGGLE_FLAGS.get(toggle.name, toggle.name)
     now = _server(template, container)
@@ -189,12 +196,16 @@ def prior_mismatch(template: Mapping[str, Any], toggle: Toggle, container: str |
     if prior.get("container") != now.container_name:
         return (f"the prior-argv record names container {prior.get('container')!r}, not the vLLM container "
                 f"{now.container_name!r}")
+    restored = _with_argv(now.container, prior)
     try:
-        then = find_server({"containers": [_with_argv(now.container, prior)]}, now.container_name)
+        then = find_server({"containers": [restored]}, now.container_name)
     except UserError as exc:
         return f"the prior argv does not run a vLLM server this tool can read ({exc})"
-    if _argv_of(then.edit({}, [flag])) == _argv_of(now.edit({}, [flag])):
-        return f"the prior argv runs --{flag} itself" if _is_on(then.flags.get(flag)) else None
+    spelled = _spellings(then, flag)
+    if spelled:
+        return f"the prior argv spells --{flag} itself ({'; '.join(spelled)})"
+    if _argv_of(restored) == _argv_of(now.edit({}, [flag])):
+        return None
     names = dict.fromkeys([*now.flags, *then.flags])
     changed = [k for k in names if k != flag and now.flags.get(k) != then.flags.get(k)]
     if changed:
