@@ -9,6 +9,7 @@ import re
 import time
 from pathlib import Path
 
+import pytest
 from fixtures import pyinfra_run
 from fixtures.drift_world import GOOD_ARGS, HOST, as_json, inventory, policy, set_args
 from fixtures.pyinfra_run import Rehearsal
@@ -210,3 +211,28 @@ def test_host_data_naming_a_missing_file_is_bad_input_exit_2(rehearsal: Rehearsa
         doc = json.loads(got.stdout)
         assert doc["status"]["exitCode"] == 2 and doc["hosts"][0]["badInput"] is True, doc
         assert "no such file" in doc["hosts"][0]["error"] or "missing-policy" in doc["hosts"][0]["error"], doc
+
+
+@pytest.mark.parametrize(("spelling", "shown"), [
+    (["--enforce-eager", "false"], "--enforce-eager false"), (["--enforce-eager=0"], "--enforce-eager=0"),
+    (["--enforce-eager", "--enforce-eager=false"], "--enforce-eager; --enforce-eager=false")])
+def test_expire_never_restores_a_prior_that_spells_the_flag(rehearsal: Rehearsal, tmp_path: Path, cli,
+                                                            spelling: list[str], shown: str) -> None:
+    """The review's forged prior: the running argv plus an 'off' spelling of the flag. Restoring it would add
+    `false` (vLLM rejects it: crash loop) while the record, `args show` and drift all said eager mode was off.
+    Only the flag comes off, in one line saying why; the toggle record goes with it."""
+    prior = json.dumps({"args": [*GOOD_ARGS, *spelling], "command": ["vllm", "serve"], "container": "vllm"},
+                       sort_keys=True, separators=(",", ":"))
+    expires = rfc3339(rehearsal.client().server_time() - 600)
+    set_args(rehearsal, [*GOOD_ARGS, "--enforce-eager"], notes={EXPIRES: expires, PRIOR: prior})
+    inv = inventory(tmp_path, rehearsal.kubeconfig, policy(tmp_path))
+    got = cli("expire", "-i", inv)
+    assert got.returncode == 0, got.stderr
+    said = [line for line in got.stdout.splitlines() if "enforce-eager: remove --enforce-eager only: the prior argv "
+            f"spells --enforce-eager itself ({shown})" in line and ": written (" in line]
+    assert len(said) == 1, got.stdout
+    assert "restore the exact argv" not in got.stdout
+    c = container(rehearsal)
+    assert (c["command"], c["args"]) == (["vllm", "serve"], GOOD_ARGS)
+    notes = rehearsal.client().get_deployment("llm", "llama-8b")["metadata"]["annotations"]
+    assert not [k for k in notes if k.startswith("vllm-remedy.io/enforce-eager-")]
