@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from fixtures import pyinfra_run
 from fixtures.drift_world import GOOD_ARGS, HOST, as_json, inventory, policy, set_args
 from fixtures.pyinfra_run import Rehearsal
@@ -236,3 +237,41 @@ def test_expire_never_restores_a_prior_that_spells_the_flag(rehearsal: Rehearsal
     assert (c["command"], c["args"]) == (["vllm", "serve"], GOOD_ARGS)
     notes = rehearsal.client().get_deployment("llm", "llama-8b")["metadata"]["annotations"]
     assert not [k for k in notes if k.startswith("vllm-remedy.io/enforce-eager-")]
+
+
+@pytest.mark.parametrize("expires", ["2099-01-01T00:00:00Z", "9999-12-31T23:59:59-23:59"])
+def test_a_far_future_expiry_is_drift_and_expire_reverts_it(rehearsal: Rehearsal, tmp_path: Path, cli,
+                                                            expires: str) -> None:
+    """No toggle of a policy whose enforce_eager.max_duration is 2h can expire in 2099: the expiry is forged. Drift
+    reports it (exit 1, why); expire treats it as expired and takes the flag off, saying why in one line."""
+    set_args(rehearsal, [*GOOD_ARGS, "--enforce-eager"], notes={EXPIRES: expires, PRIOR: PRIOR_JSON})
+    inv = inventory(tmp_path, rehearsal.kubeconfig, policy(tmp_path))
+    got = cli("drift", "-i", inv, "-o", "json")
+    assert got.returncode == 1, got.stderr
+    host = as_json(got)["hosts"][0]
+    assert host["drifted"] == ["enforce-eager"]
+    assert host["checks"][4]["detail"].startswith(
+        f"toggle enforce-eager expires at {expires}, more than 2h ahead (the policy's enforce_eager.max_duration): "
+        "no toggle under this policy set it"), host["checks"][4]["detail"]
+
+    got = cli("expire", "-i", inv)
+    assert got.returncode == 0, got.stderr
+    said = [line for line in got.stdout.splitlines() if "enforce-eager: restore the exact argv from before "
+            f"--enforce-eager (expiry {expires} is more than 2h ahead" in line and ": written (" in line]
+    assert len(said) == 1, got.stdout
+    c = container(rehearsal)
+    assert (c["command"], c["args"]) == (["vllm", "serve"], GOOD_ARGS)
+    notes = rehearsal.client().get_deployment("llm", "llama-8b")["metadata"]["annotations"]
+    assert not [k for k in notes if k.startswith("vllm-remedy.io/enforce-eager-")]
+
+
+def test_a_malformed_expiry_is_drift_exit_1_said_once(rehearsal: Rehearsal, tmp_path: Path, cli) -> None:
+    set_args(rehearsal, [*GOOD_ARGS, "--enforce-eager"], notes={EXPIRES: "tomorrow", PRIOR: PRIOR_JSON})
+    inv = inventory(tmp_path, rehearsal.kubeconfig, policy(tmp_path))
+    got = cli("drift", "-i", inv)
+    assert got.returncode == 1, (got.stdout, got.stderr)
+    out = got.stdout + got.stderr
+    assert out.count("'tomorrow' is not an RFC 3339 timestamp") == 1, out
+    host = as_json(cli("drift", "-i", inv, "-o", "json"))["hosts"][0]
+    assert host["drifted"] == ["enforce-eager"] and host["error"] is None
+    assert "'tomorrow' is not an RFC 3339 timestamp" in host["checks"][4]["detail"]

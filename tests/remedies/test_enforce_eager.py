@@ -172,3 +172,26 @@ def test_a_prior_spelling_the_flag_in_any_form_is_never_restored(spelling: list[
     assert undo.message.startswith("remove --enforce-eager only: the prior argv spells --enforce-eager itself ("
                                    ), undo.message
     assert "\n" not in undo.message
+
+
+@pytest.mark.parametrize("expires", ["2099-01-01T00:00:00Z", "9999-12-31T23:59:59-23:59"])
+def test_an_expiry_beyond_the_policys_max_duration_is_due_and_the_revert_says_why(expires: str) -> None:
+    """We stamp at most max_duration after cluster time: a later expiry is not ours, so it comes off like an
+    expired one, its line saying why."""
+    on, notes = switched_on()
+    forged_notes = {**notes, EXPIRES: expires}
+    assert toggle.expired(KEYS, forged_notes, 0) == [] and toggle.expired(KEYS, forged_notes, 0, 7200) != []
+    (record,) = read_toggles(KEYS, forged_notes)
+    why = toggle.due(record, 0, 7200)
+    assert why == (f"expiry {expires} is more than 2h ahead (the policy's enforce_eager.max_duration), so no toggle "
+                   "under this policy set it: treated as expired")
+    undo = toggle.revert(on, KEYS, record, why_due=why)
+    assert undo.exact and undo.template == template()
+    assert undo.message == f"restore the exact argv from before --enforce-eager ({why})"
+
+
+def test_an_expiry_within_the_max_duration_is_not_due_until_it_passes() -> None:
+    _, notes = switched_on()  # expires at 60
+    (record,) = read_toggles(KEYS, notes)
+    assert toggle.due(record, 0, 60) is None and toggle.due(record, 59, 7200) is None
+    assert toggle.due(record, 60, 7200) == "toggle expired 1970-01-01T00:01:00Z"

@@ -46,6 +46,8 @@ from vllm_remedy.vllm.cmdline import ServerCommand, find_server
 
 #: The toggle's name in annotations (``<prefix>enforce-eager-expires`` / ``-prior``).
 EAGER = "enforce-eager"
+#: How ``malformed_warning`` starts (drift's enforce-eager check says the same, so its plan leaves it out).
+UNREADABLE = "warning: ignoring the unreadable record of toggle "
 
 
 @dataclass(frozen=True)
@@ -128,9 +130,26 @@ def active(keys: Keys, notes: Mapping[str, str], name: str = EAGER) -> Toggle | 
     return next((t for t in scan_toggles(keys, notes)[0] if t.name == name), None)
 
 
-def expired(keys: Keys, notes: Mapping[str, str], now: float) -> list[Toggle]:
-    """Every readable toggle whose expiry is at or before ``now`` (cluster time)."""
-    return [t for t in scan_toggles(keys, notes)[0] if t.expired(now)]
+def beyond_limit(toggle: Toggle, now: float, limit: float | None) -> str | None:
+    """Why ``toggle``'s expiry cannot be ours (one line), None when it may be: we stamp at most ``limit`` seconds
+    (the policy's ``enforce_eager.max_duration``) after cluster time, so a later expiry (2099) was written by
+    someone else, or under another policy — a toggle it would keep on for good."""
+    if limit is None or toggle.expires_at() <= now + limit:
+        return None
+    return (f"expiry {toggle.expires} is more than {format_duration(int(limit))} ahead (the policy's "
+            "enforce_eager.max_duration), so no toggle under this policy set it: treated as expired")
+
+
+def due(toggle: Toggle, now: float, limit: float | None = None) -> str | None:
+    """Why ``toggle`` comes off now (one line: expired, or an expiry beyond ``limit``), None while it may stay."""
+    if toggle.expired(now):
+        return f"toggle expired {toggle.expires}"
+    return beyond_limit(toggle, now, limit)
+
+
+def expired(keys: Keys, notes: Mapping[str, str], now: float, limit: float | None = None) -> list[Toggle]:
+    """Every readable toggle due at ``now`` (cluster time): expired, or with an expiry beyond ``limit`` seconds."""
+    return [t for t in scan_toggles(keys, notes)[0] if due(t, now, limit) is not None]
 
 
 def malformed(keys: Keys, notes: Mapping[str, str]) -> list[Malformed]:
@@ -140,7 +159,7 @@ def malformed(keys: Keys, notes: Mapping[str, str]) -> list[Malformed]:
 
 def malformed_warning(bad: Malformed) -> str:
     """The one line every deploy prints for an unreadable toggle record, and what it does about it."""
-    return (f"warning: ignoring the unreadable record of toggle {bad.name} ({bad.problem}); left in place "
+    return (f"{UNREADABLE}{bad.name} ({bad.problem}); left in place "
             f"({', '.join(bad.keys)}): check --{TOGGLE_FLAGS.get(bad.name, bad.name)} and remove them by hand")
 
 
@@ -226,18 +245,20 @@ def _replace(template: Mapping[str, Any], container: Mapping[str, Any]) -> dict[
     raise UserError(f"container {container.get('name')!r}: gone from the template")
 
 
-def revert(template: Mapping[str, Any], keys: Keys, toggle: Toggle, container: str | None = None) -> Revert:
-    """Take ``toggle`` off ``template``: the exact prior argv when it differs from the running container only in
-    the toggle's flag (``prior_mismatch``), else just the flag, saying why."""
+def revert(template: Mapping[str, Any], keys: Keys, toggle: Toggle, container: str | None = None,
+           why_due: str | None = None) -> Revert:
+    """Take ``toggle`` off ``template``: the exact prior argv when it is the running container without the toggle's
+    flag (``prior_mismatch``), else just the flag, saying why. ``why_due`` (``due``) ends the line."""
     flag = TOGGLE_FLAGS.get(toggle.name, toggle.name)
+    when = why_due or f"toggle expired {toggle.expires}"
     drop: dict[str, None] = dict.fromkeys(keys.toggle_keys(toggle.name))
     before = _server(template, container)
     why = prior_mismatch(template, toggle, container)
     if why is None:
         return Revert(toggle, _replace(template, _with_argv(before.container, toggle.prior)), drop, True,
-                      f"restore the exact argv from before --{flag} (toggle expired {toggle.expires})")
+                      f"restore the exact argv from before --{flag} ({when})")
     if flag not in before.flags:
         return Revert(toggle, copy.deepcopy(dict(template)), drop, False,
-                      f"--{flag} is already off; drop the toggle record (expired {toggle.expires})")
+                      f"--{flag} is already off; drop the toggle record ({when})")
     return Revert(toggle, _replace(template, before.edit({}, [flag])), drop, False,
-                  f"remove --{flag} only: {why} (toggle expired {toggle.expires}), so the prior argv is not restored")
+                  f"remove --{flag} only: {why} ({when}), so the prior argv is not restored")
