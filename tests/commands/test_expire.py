@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from fixtures import pyinfra_run
-from fixtures.drift_world import GOOD_ARGS, HOST, as_json, inventory, policy, set_args
+from fixtures.drift_world import GOOD_ARGS, HOST, UNIT, as_json, inventory, policy, set_args
 from fixtures.pyinfra_run import Rehearsal
 from vllm_remedy.kube.annotations import parse_rfc3339, rfc3339
 from vllm_remedy.metrics import OVERRIDE_EXPIRY, REMEDIATIONS, parse_samples
@@ -82,10 +82,11 @@ def test_expire_reverts_a_dead_process_toggle_to_the_exact_prior_argv(rehearsal:
 
 
 def test_expire_leaves_a_toggle_that_is_not_due(rehearsal: Rehearsal, tmp_path: Path, cli) -> None:
-    # six cluster hours ahead (36 s of wall time at 600x): a loaded machine cannot make it due mid-test
+    # six cluster hours ahead (36 s of wall time at 600x): a loaded machine cannot make it due mid-test; the
+    # policy allows toggles that long (an expiry beyond its max_duration is not ours and would be reverted)
     expires = dead_process_toggle(rehearsal, 6 * 3600)
     before = rehearsal.client().get_deployment("llm", "llama-8b")
-    inv = inventory(tmp_path, rehearsal.kubeconfig, policy(tmp_path))
+    inv = inventory(tmp_path, rehearsal.kubeconfig, policy(tmp_path, UNIT + "enforce_eager: {max_duration: 7d}\n"))
     prom = tmp_path / "expire.prom"
     doc = as_json(cli("expire", "-i", inv, "-o", "json", "--metrics-file", str(prom)))
     assert doc["hosts"][0]["status"] == "Unchanged"

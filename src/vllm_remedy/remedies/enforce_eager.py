@@ -220,16 +220,17 @@ def prior_mismatch(template: Mapping[str, Any], toggle: Toggle, container: str |
         then = find_server({"containers": [restored]}, now.container_name)
     except UserError as exc:
         return f"the prior argv does not run a vLLM server this tool can read ({exc})"
+    without = _argv_of(now.edit({}, [flag]))
     spelled = _spellings(then, flag)
-    if spelled:
-        return f"the prior argv spells --{flag} itself ({'; '.join(spelled)})"
-    if _argv_of(restored) == _argv_of(now.edit({}, [flag])):
+    if _argv_of(restored) == without and not spelled:
         return None
     names = dict.fromkeys([*now.flags, *then.flags])
     changed = [k for k in names if k != flag and now.flags.get(k) != then.flags.get(k)]
     if changed:
         return (f"it differs from the running container in {', '.join('--' + k for k in changed)} too (changed "
                 "since the toggle was set, or the record was edited)")
+    if spelled and _argv_of(then.edit({}, [flag])) == without:
+        return f"the prior argv spells --{flag} itself ({'; '.join(spelled)})"
     return "it differs from the running container outside its vLLM flags (command, script, entrypoint or model)"
 
 
