@@ -9,8 +9,10 @@ import re
 import time
 from pathlib import Path
 
+import pytest
+
 from fixtures import pyinfra_run
-from fixtures.drift_world import GOOD_ARGS, HOST, as_json, inventory, policy, set_args
+from fixtures.drift_world import GOOD_ARGS, HOST, UNIT, as_json, inventory, policy, set_args
 from fixtures.pyinfra_run import Rehearsal
 from vllm_remedy.kube.annotations import parse_rfc3339, rfc3339
 from vllm_remedy.metrics import OVERRIDE_EXPIRY, REMEDIATIONS, parse_samples
@@ -80,10 +82,11 @@ def test_expire_reverts_a_dead_process_toggle_to_the_exact_prior_argv(rehearsal:
 
 
 def test_expire_leaves_a_toggle_that_is_not_due(rehearsal: Rehearsal, tmp_path: Path, cli) -> None:
-    # six cluster hours ahead (36 s of wall time at 600x): a loaded machine cannot make it due mid-test
+    # six cluster hours ahead (36 s of wall time at 600x): a loaded machine cannot make it due mid-test; the
+    # policy allows toggles that long (an expiry beyond its max_duration is not ours and would be reverted)
     expires = dead_process_toggle(rehearsal, 6 * 3600)
     before = rehearsal.client().get_deployment("llm", "llama-8b")
-    inv = inventory(tmp_path, rehearsal.kubeconfig, policy(tmp_path))
+    inv = inventory(tmp_path, rehearsal.kubeconfig, policy(tmp_path, UNIT + "enforce_eager: {max_duration: 7d}\n"))
     prom = tmp_path / "expire.prom"
     doc = as_json(cli("expire", "-i", inv, "-o", "json", "--metrics-file", str(prom)))
     assert doc["hosts"][0]["status"] == "Unchanged"
@@ -210,3 +213,66 @@ def test_host_data_naming_a_missing_file_is_bad_input_exit_2(rehearsal: Rehearsa
         doc = json.loads(got.stdout)
         assert doc["status"]["exitCode"] == 2 and doc["hosts"][0]["badInput"] is True, doc
         assert "no such file" in doc["hosts"][0]["error"] or "missing-policy" in doc["hosts"][0]["error"], doc
+
+
+@pytest.mark.parametrize(("spelling", "shown"), [
+    (["--enforce-eager", "false"], "--enforce-eager false"), (["--enforce-eager=0"], "--enforce-eager=0"),
+    (["--enforce-eager", "--enforce-eager=false"], "--enforce-eager; --enforce-eager=false")])
+def test_expire_never_restores_a_prior_that_spells_the_flag(rehearsal: Rehearsal, tmp_path: Path, cli,
+                                                            spelling: list[str], shown: str) -> None:
+    """The review's forged prior: the running argv plus an 'off' spelling of the flag. Restoring it would add
+    `false` (vLLM rejects it: crash loop) while the record, `args show` and drift all said eager mode was off.
+    Only the flag comes off, in one line saying why; the toggle record goes with it."""
+    prior = json.dumps({"args": [*GOOD_ARGS, *spelling], "command": ["vllm", "serve"], "container": "vllm"},
+                       sort_keys=True, separators=(",", ":"))
+    expires = rfc3339(rehearsal.client().server_time() - 600)
+    set_args(rehearsal, [*GOOD_ARGS, "--enforce-eager"], notes={EXPIRES: expires, PRIOR: prior})
+    inv = inventory(tmp_path, rehearsal.kubeconfig, policy(tmp_path))
+    got = cli("expire", "-i", inv)
+    assert got.returncode == 0, got.stderr
+    said = [line for line in got.stdout.splitlines() if "enforce-eager: remove --enforce-eager only: the prior argv "
+            f"spells --enforce-eager itself ({shown})" in line and ": written (" in line]
+    assert len(said) == 1, got.stdout
+    assert "restore the exact argv" not in got.stdout
+    c = container(rehearsal)
+    assert (c["command"], c["args"]) == (["vllm", "serve"], GOOD_ARGS)
+    notes = rehearsal.client().get_deployment("llm", "llama-8b")["metadata"]["annotations"]
+    assert not [k for k in notes if k.startswith("vllm-remedy.io/enforce-eager-")]
+
+
+@pytest.mark.parametrize("expires", ["2099-01-01T00:00:00Z", "9999-12-31T23:59:59-23:59"])
+def test_a_far_future_expiry_is_drift_and_expire_reverts_it(rehearsal: Rehearsal, tmp_path: Path, cli,
+                                                            expires: str) -> None:
+    """No toggle of a policy whose enforce_eager.max_duration is 2h can expire in 2099: the expiry is forged. Drift
+    reports it (exit 1, why); expire treats it as expired and takes the flag off, saying why in one line."""
+    set_args(rehearsal, [*GOOD_ARGS, "--enforce-eager"], notes={EXPIRES: expires, PRIOR: PRIOR_JSON})
+    inv = inventory(tmp_path, rehearsal.kubeconfig, policy(tmp_path))
+    got = cli("drift", "-i", inv, "-o", "json")
+    assert got.returncode == 1, got.stderr
+    host = as_json(got)["hosts"][0]
+    assert host["drifted"] == ["enforce-eager"]
+    assert host["checks"][4]["detail"].startswith(
+        f"toggle enforce-eager expires at {expires}, more than 2h ahead (the policy's enforce_eager.max_duration): "
+        "no toggle under this policy set it"), host["checks"][4]["detail"]
+
+    got = cli("expire", "-i", inv)
+    assert got.returncode == 0, got.stderr
+    said = [line for line in got.stdout.splitlines() if "enforce-eager: restore the exact argv from before "
+            f"--enforce-eager (expiry {expires} is more than 2h ahead" in line and ": written (" in line]
+    assert len(said) == 1, got.stdout
+    c = container(rehearsal)
+    assert (c["command"], c["args"]) == (["vllm", "serve"], GOOD_ARGS)
+    notes = rehearsal.client().get_deployment("llm", "llama-8b")["metadata"]["annotations"]
+    assert not [k for k in notes if k.startswith("vllm-remedy.io/enforce-eager-")]
+
+
+def test_a_malformed_expiry_is_drift_exit_1_said_once(rehearsal: Rehearsal, tmp_path: Path, cli) -> None:
+    set_args(rehearsal, [*GOOD_ARGS, "--enforce-eager"], notes={EXPIRES: "tomorrow", PRIOR: PRIOR_JSON})
+    inv = inventory(tmp_path, rehearsal.kubeconfig, policy(tmp_path))
+    got = cli("drift", "-i", inv)
+    assert got.returncode == 1, (got.stdout, got.stderr)
+    out = got.stdout + got.stderr
+    assert out.count("'tomorrow' is not an RFC 3339 timestamp") == 1, out
+    host = as_json(cli("drift", "-i", inv, "-o", "json"))["hosts"][0]
+    assert host["drifted"] == ["enforce-eager"] and host["error"] is None
+    assert "'tomorrow' is not an RFC 3339 timestamp" in host["checks"][4]["detail"]

@@ -3,6 +3,7 @@ start cannot be predicted, or that crash-loops, is never "in sync"."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -172,3 +173,32 @@ def test_a_route_left_shifted_to_the_fallback_is_drift() -> None:
     assert checks.check_fallback_route(policy, None, "HTTP 403: forbidden").status == "unknown"
     assert checks.check_fallback_route(Policy(), None).detail == "policy names no fallback route"
     assert report.host_status({"checks": [left.to_json()]}) == report.DRIFTED
+
+
+def eager(expires: str) -> dict:
+    """``deployment()`` running --enforce-eager with a toggle record expiring at ``expires``."""
+    dep = deployment()
+    container = dep["spec"]["template"]["spec"]["containers"][0]
+    prior = {"container": "vllm", "command": container["command"], "args": list(container["args"])}
+    container["args"].append("--enforce-eager")
+    dep["metadata"]["annotations"] = {"vllm-remedy.io/enforce-eager-expires": expires,
+                                      "vllm-remedy.io/enforce-eager-prior": json.dumps(prior)}
+    return dep
+
+
+def test_a_toggle_expiring_beyond_the_policys_max_duration_is_drift() -> None:
+    """The policy's max_duration is 2h: we never stamp an expiry later than that, so 2099 is forged - drift."""
+    assert run(eager("2026-01-01T13:59:00Z"))["enforce-eager"].status == checks.PASS
+    for expires in ("2026-01-01T14:00:01Z", "2099-01-01T00:00:00Z", "9999-12-31T23:59:59-23:59"):
+        got = run(eager(expires))["enforce-eager"]
+        assert got.status == checks.DRIFT, got
+        assert got.detail == (f"toggle enforce-eager expires at {expires}, more than 2h ahead (the policy's "
+                              "enforce_eager.max_duration): no toggle under this policy set it; run `vllm-remedy "
+                              "expire` (reverts it)")
+
+
+def test_an_unreadable_toggle_record_is_drift_never_an_error() -> None:
+    got = run(eager("tomorrow"))["enforce-eager"]
+    assert got.status == checks.DRIFT
+    assert got.detail.startswith("unreadable toggle record enforce-eager (toggle enforce-eager expiry: 'tomorrow' is "
+                                 "not an RFC 3339 timestamp")

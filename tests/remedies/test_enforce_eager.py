@@ -126,7 +126,7 @@ def forged(notes: dict[str, str], prior: dict[str, Any], on: dict[str, Any]) -> 
     ({"container": "vllm", "command": ["vllm", "serve"], "args": [*ARGS, "--trust-remote-code"]},
      "it differs from the running container in --trust-remote-code too"),
     ({"container": "vllm", "command": ["vllm", "serve"], "args": [*ARGS, "--enforce-eager"]},
-     "the prior argv runs --enforce-eager itself"),
+     "the prior argv spells --enforce-eager itself (--enforce-eager)"),
     ({"container": "sidecar", "command": ["sh", "-c", "echo PWNED"], "args": None},
      "the prior-argv record names container 'sidecar', not the vLLM container 'vllm'"),
     ({"container": "vllm", "command": "vllm serve", "args": ARGS},
@@ -154,3 +154,44 @@ def test_the_honest_record_of_a_script_form_container_still_restores_exactly() -
     assert container(on)["args"] != [script]
     undo = toggle.revert(on, KEYS, read_toggles(KEYS, notes)[0])
     assert undo.exact and undo.template == before, undo.message
+
+
+@pytest.mark.parametrize("spelling", [["--enforce-eager", "false"], ["--enforce-eager=0"], ["--enforce-eager=false"],
+                                      ["--enforce-eager", "--enforce-eager=false"], ["--no-enforce-eager"],
+                                      ["--enforce_eager=False"], ["--enforce-eag", "false"]])
+def test_a_prior_spelling_the_flag_in_any_form_is_never_restored(spelling: list[str]) -> None:
+    """A forged prior = the running argv plus an 'off' spelling of the flag: restoring it would *add* words (`false`
+    crash-loops a store_true flag). Exact restore needs the prior, as written, to be the running argv without the
+    flag; anything else removes the flag alone and says why."""
+    on, notes = switched_on()
+    prior = {"container": "vllm", "command": ["vllm", "serve"], "args": [*ARGS, *spelling]}
+    (record,) = read_toggles(KEYS, {**notes, PRIOR: json.dumps(prior)})
+    undo = toggle.revert(on, KEYS, record)
+    assert not undo.exact, undo.message
+    assert (container(undo.template)["command"], container(undo.template)["args"]) == (["vllm", "serve"], ARGS)
+    assert undo.message.startswith("remove --enforce-eager only: the prior argv spells --enforce-eager itself ("
+                                   ), undo.message
+    assert "\n" not in undo.message
+
+
+@pytest.mark.parametrize("expires", ["2099-01-01T00:00:00Z", "9999-12-31T23:59:59-23:59"])
+def test_an_expiry_beyond_the_policys_max_duration_is_due_and_the_revert_says_why(expires: str) -> None:
+    """We stamp at most max_duration after cluster time: a later expiry is not ours, so it comes off like an
+    expired one, its line saying why."""
+    on, notes = switched_on()
+    forged_notes = {**notes, EXPIRES: expires}
+    assert toggle.expired(KEYS, forged_notes, 0) == [] and toggle.expired(KEYS, forged_notes, 0, 7200) != []
+    (record,) = read_toggles(KEYS, forged_notes)
+    why = toggle.due(record, 0, 7200)
+    assert why == (f"expiry {expires} is more than 2h ahead (the policy's enforce_eager.max_duration), so no toggle "
+                   "under this policy set it: treated as expired")
+    undo = toggle.revert(on, KEYS, record, why_due=why)
+    assert undo.exact and undo.template == template()
+    assert undo.message == f"restore the exact argv from before --enforce-eager ({why})"
+
+
+def test_an_expiry_within_the_max_duration_is_not_due_until_it_passes() -> None:
+    _, notes = switched_on()  # expires at 60
+    (record,) = read_toggles(KEYS, notes)
+    assert toggle.due(record, 0, 60) is None and toggle.due(record, 59, 7200) is None
+    assert toggle.due(record, 60, 7200) == "toggle expired 1970-01-01T00:01:00Z"

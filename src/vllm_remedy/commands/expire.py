@@ -2,9 +2,10 @@
 
 Crash-safe: the expiry and the prior argv live on the Deployment, so a toggle set by a process that died is
 reverted all the same. Runs the deploys' own `workload.revert_expired_toggles` operation (guarded write, GitOps
-stance of the policy): the exact prior argv comes back only where it differs from the running container in
-the toggle's flag alone, else just the flag comes off; a revert the memory model predicts will not start is
-not written.
+stance of the policy): the exact prior argv comes back only where it is the running container without the
+toggle's flag, token for token, else just the flag comes off; an expiry later than the policy's
+enforce_eager.max_duration from now is not ours and counts as expired; a revert the memory model predicts
+will not start is not written.
 
 Exit codes:
   0 done (also when nothing was due)

@@ -27,13 +27,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from vllm_remedy.errors import UserError
-from vllm_remedy.kube.annotations import Keys, Toggle, parse_rfc3339, read_toggles
+from vllm_remedy.kube.annotations import Keys, Malformed, Toggle, parse_rfc3339, scan_toggles
 from vllm_remedy.kube.gpus import SHARED_SUFFIX, pod_gpu_request
 from vllm_remedy.kube.health import ContainerHealth, PodHealth, flapping_container
 from vllm_remedy.kube.history import template_of
 from vllm_remedy.kube.wait import RESTART_LIMIT, crashing_container
 from vllm_remedy.policy import Policy, format_duration
-from vllm_remedy.remedies.enforce_eager import TOGGLE_FLAGS
+from vllm_remedy.remedies.enforce_eager import TOGGLE_FLAGS, beyond_limit
 from vllm_remedy.remedies.pin_gpu import canonical_product
 from vllm_remedy.remedies.predict import Prediction, pinned_gpu, predict_template
 from vllm_remedy.remedies.restore import fallback_traffic, route_name, shift_back_after
@@ -74,6 +74,7 @@ class Observed:
     gpu: str | None
     gpus_per_pod: int
     toggles: tuple[Toggle, ...]
+    unreadable: tuple[Malformed, ...] = ()  # toggle records that cannot be read: drift, never an error
 
     def to_json(self) -> dict[str, Any]:
         """What was read, so a reader of the report can verify each verdict without the cluster."""
@@ -87,9 +88,9 @@ def observe(deployment: Mapping[str, Any], keys: Keys, container: str | None = N
     spec = dict(template_of(deployment).get("spec") or {})
     server = find_server(spec, container)
     notes = (deployment.get("metadata") or {}).get("annotations") or {}
-    toggles = tuple(read_toggles(keys, notes))
+    toggles, unreadable = scan_toggles(keys, notes)
     return server, Observed(server.image, server.model, server.flags.get("revision"), dict(server.flags),
-                            pinned_gpu(spec), pod_gpu_request(spec), toggles)
+                            pinned_gpu(spec), pod_gpu_request(spec), tuple(toggles), tuple(unreadable))
 
 
 def check_max_model_len(policy: Policy, server: ServerCommand) -> Check:
@@ -150,12 +151,27 @@ def check_gpu_pinned(policy: Policy, observed: Observed) -> Check:
     return Check("gpu-pinned", PASS, f"pinned to {observed.gpu}, {observed.gpus_per_pod} GPU(s) per pod")
 
 
-def check_enforce_eager(observed: Observed, now: float) -> Check:
-    """Eager mode only as a timed toggle: on without a record, or a record past its expiry, is drift."""
-    due = [t for t in observed.toggles if t.expired(now)]
-    if due:
-        said = "; ".join(f"toggle {t.name} expired at {t.expires} ({_ago(now - t.expires_at())} ago)" for t in due)
-        return Check("enforce-eager", DRIFT, f"{said}: run `vllm-remedy expire` (restores the prior argv)")
+def _toggle_problems(observed: Observed, now: float, limit: float | None) -> list[str]:
+    """Each toggle record that is drift: unreadable, past its expiry, or expiring later than we ever stamp."""
+    said = [f"unreadable toggle record {b.name} ({b.problem}): check --{TOGGLE_FLAGS.get(b.name, b.name)} and "
+            f"remove {', '.join(b.keys)} by hand" for b in observed.unreadable]
+    for t in observed.toggles:
+        if t.expired(now):
+            said.append(f"toggle {t.name} expired at {t.expires} ({_ago(now - t.expires_at())} ago): run "
+                        "`vllm-remedy expire` (restores the prior argv)")
+        elif limit is not None and beyond_limit(t, now, limit) is not None:
+            said.append(f"toggle {t.name} expires at {t.expires}, more than {format_duration(int(limit))} ahead (the "
+                        "policy's enforce_eager.max_duration): no toggle under this policy set it; run `vllm-remedy "
+                        "expire` (reverts it)")
+    return said
+
+
+def check_enforce_eager(observed: Observed, now: float, max_duration: float | None = None) -> Check:
+    """Eager mode only as a timed toggle: on without a record, an unreadable record, a record past its expiry or
+    one expiring more than the policy's ``max_duration`` (seconds) from ``now`` — which we never write — is drift."""
+    problems = _toggle_problems(observed, now, max_duration)
+    if problems:
+        return Check("enforce-eager", DRIFT, "; ".join(problems))
     flags = {TOGGLE_FLAGS.get(t.name, t.name) for t in observed.toggles}
     permanent = [f for f in TOGGLE_FLAGS.values() if observed.flags.get(f, "false") not in _OFF and f not in flags]
     if permanent:
@@ -321,7 +337,8 @@ def run_checks(deployment: Mapping[str, Any], policy: Policy, now: float, contai
     prediction = predict(deployment, policy, container)
     checks = (check_max_model_len(policy, server), check_flag_bounds(policy, server),
               check_known_good_unit(policy, observed), check_gpu_pinned(policy, observed),
-              check_enforce_eager(observed, now), check_concurrency(policy, prediction), check_prediction(prediction),
+              check_enforce_eager(observed, now, policy.enforce_eager.max_duration.total_seconds()),
+              check_concurrency(policy, prediction), check_prediction(prediction),
               check_crash_loop(pods, now=now, stable=policy.confirm.stable_for.total_seconds()))
     return HostChecks(checks, observed, prediction)
 

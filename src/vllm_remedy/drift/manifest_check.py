@@ -183,7 +183,7 @@ def check_workload(workload: Workload, policy: Policy, now: float) -> Result:
                                                                   workload.metadata.get("annotations") or {})))
     checks: list[Check] = [check_max_model_len(policy, server), check_flag_bounds(policy, server),
                            check_known_good_unit(policy, observed), check_gpu_pinned(policy, observed),
-                           check_enforce_eager(observed, now)]
+                           check_enforce_eager(observed, now, policy.enforce_eager.max_duration.total_seconds())]
     failed = failed_prediction(prediction) if prediction.estimate else None
     if prediction.estimate is not None and failed is None:
         checks.append(check_concurrency(policy, prediction))

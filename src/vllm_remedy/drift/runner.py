@@ -42,6 +42,7 @@ from vllm_remedy.kube.errors import NotFoundError
 from vllm_remedy.operations import budget, restore, workload
 from vllm_remedy.operations.util import K8sHost, forget, forget_plans, k8s_host
 from vllm_remedy.policy import Policy
+from vllm_remedy.remedies.enforce_eager import UNREADABLE
 from vllm_remedy.remedies.enforce_eager import expired as expired_toggles
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -252,6 +253,11 @@ def _operation(run: Run, host: Host, label: str, op: Callable[..., Any], kwargs:
             "noop": noop}
 
 
+def _without_unreadable(result: dict[str, Any]) -> dict[str, Any]:
+    """An operation's plan minus the unreadable-toggle warning: the enforce-eager check already says it, once."""
+    return {**result, "lines": [line for line in result["lines"] if not line.startswith(UNREADABLE)]}
+
+
 def plan_host(run: Run, host: Host) -> dict[str, Any]:
     """Checks + the fix the deploys would make, for one connected host (raises HostFailed on any error)."""
     ctx = k8s_host(host)
@@ -260,7 +266,7 @@ def plan_host(run: Run, host: Host) -> dict[str, Any]:
     result = checks.run_checks(deployment, ctx.policy, now, ctx.container, _pods(run, host))
     route = _route_check(ctx)
     owner = gitops.detect(deployment)
-    fix = [_operation(run, host, label, op, kwargs)
+    fix = [_without_unreadable(_operation(run, host, label, op, kwargs))
            for label, op, kwargs in fix_operations(ctx.policy)]
     return {"host": host.name, "error": None, "policy": ctx.policy.source, "cluster_time": now,
             "accept_unknown": ctx.policy.drift.accepts_unknown,
@@ -300,7 +306,8 @@ def expire(inventory_path: str, limit: Iterable[str] = ()) -> dict[str, Any]:
             ctx = k8s_host(host)
             deployment = _deployment(run, host)
             notes = (deployment.get("metadata") or {}).get("annotations") or {}
-            due[host.name] = [t.name for t in expired_toggles(ctx.keys, notes, ctx.client.server_time())]
+            limit = ctx.policy.enforce_eager.max_duration.total_seconds()
+            due[host.name] = [t.name for t in expired_toggles(ctx.keys, notes, ctx.client.server_time(), limit)]
             op = workload.revert_expired_toggles
             return {"host": host.name, "error": None, **_operation(run, host, label, op, {})}
 

@@ -2,8 +2,9 @@
 
 Turning it on records the expiry (cluster time, counted from the write) and the container's exact prior argv
 on the Deployment (``remedies.enforce_eager``); ``workload.revert_expired_toggles``, which every deploy runs
-first, takes it off after that — restoring that argv only where it differs from the running container in the
-flag alone. An unreadable record of this toggle is warned about
+first, takes it off after that — restoring that argv only where it is the running
+container without the flag, token for token (no spelling of the flag in it); an expiry beyond the policy's
+``enforce_eager.max_duration`` counts as expired. An unreadable record of this toggle is warned about
 once and replaced (on) or dropped (off) — the eager deploy is the one that owns it.
 
     from vllm_remedy.operations import enforce_eager
@@ -101,10 +102,11 @@ def toggle(enabled: bool = True, ttl: str | int | None = None) -> Iterator[Funct
         if enabled:
             seconds = toggles.ttl_seconds(ttl, ctx.policy)
             now = ctx.client.server_time()
-            if is_on and record is not None and record.expired(now):
-                # this run's revert_expired_toggles takes it off first; then it goes on anew (planned from the
-                # reverted argv, so --dry shows what -y does) - the old toggle is never extended
-                again = f" again (the last toggle expired {record.expires})"
+            limit = ctx.policy.enforce_eager.max_duration.total_seconds()
+            if is_on and record is not None and (why_due := toggles.due(record, now, limit)) is not None:
+                # this run's revert_expired_toggles takes it off first (also a forged far-future expiry); then it
+                # goes on anew (planned from the reverted argv, so --dry shows what -y does) - never extended
+                again = f" again (the last {'' if record.expired(now) else 'toggle: '}{why_due})"
                 base = toggles.revert(template, ctx.keys, record, ctx.container).template
             elif is_on and record is not None:
                 noop(state, host, f"--enforce-eager is already on for {ctx.where} until {record.expires} "

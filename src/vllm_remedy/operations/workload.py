@@ -100,13 +100,16 @@ def revert_expired_toggles() -> Iterator[FunctionCommand]:
     """
     Revert every temporary toggle whose expiry (cluster time) has passed — every deploy calls this first.
 
-    The container's exact prior argv is restored only when it differs from the running container in the
-    toggled flag alone (same container, command, script text, model, other flags); otherwise only the toggled
-    flag is removed and the output says why — the record is annotation data, never authority for what runs.
+    The container's exact prior argv is restored only when, as written, it is the running container with the
+    toggled flag removed, token for token (same container, command, script text, model, other flags, and no
+    spelling of the flag: ``--enforce-eager false`` in a record is not "off", it is a word added); otherwise only
+    the toggled flag is removed and the output says why — the record is annotation data, never authority for what runs.
     The revert is a write like any other: when the memory model predicts the server will not start without
     the toggle, nothing is written and the line says why (the toggle stays, past its expiry: drift and the
     expiry alert report it until the budget is fixed); other deploys go on. An unreadable toggle record (e.g.
-    an expiry of ``tomorrow``) is one warning line and left in place. Nothing happens when no toggle has expired.
+    an expiry of ``tomorrow``) is one warning line and left in place. An expiry later than now plus the policy's
+    ``enforce_eager.max_duration`` was not set by us under this policy: it is treated as expired, the line saying
+    so. Nothing happens when no toggle has expired.
 
     **Example:**
 
@@ -120,11 +123,13 @@ def revert_expired_toggles() -> Iterator[FunctionCommand]:
     notes = (deployment.get("metadata") or {}).get("annotations") or {}
     warn_malformed(state, host, enforce_eager.malformed(ctx.keys, notes))
     try:
-        due = enforce_eager.expired(ctx.keys, notes, ctx.client.server_time())
+        now, limit = ctx.client.server_time(), ctx.policy.enforce_eager.max_duration.total_seconds()
+        due = enforce_eager.expired(ctx.keys, notes, now, limit)
         drops: dict[str, str | None] = {}
         said = []
         for record in due:
-            undo = enforce_eager.revert(template, ctx.keys, record, ctx.container)
+            undo = enforce_eager.revert(template, ctx.keys, record, ctx.container,
+                                        enforce_eager.due(record, now, limit))
             template = undo.template
             drops.update(undo.annotations)
             said.append(f"{record.name}: {undo.message}")

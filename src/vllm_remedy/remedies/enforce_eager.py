@@ -7,8 +7,9 @@ flag was spelled.
 
 The prior record is data anyone who may edit the Deployment's annotations can write, so it is never authority
 for what to run: a revert is a write like any other. The exact prior is restored only when it *is* the running
-container with the toggle's flag off — same container, command, script text, model and every other flag, the
-flag itself off — which is what an honest record always is, unless the container changed since (a budget fix, a
+container with the toggle's flag removed, token for token — same container, command, script text, model and every
+other flag, and no spelling of the flag at all (``--enforce-eager false``, ``=0``, ``--no-…``) — which is what an
+honest record always is, unless the container changed since (a budget fix, a
 hand edit: restoring would silently undo it). Anything else (``sh -c "echo PWNED; vllm serve … --max-model-len
 131072"``, another container, the flag itself on) and only the toggle's flag is removed, the revert saying why in
 one line. Either way the revert runs the same flags, so one policy check and one memory prediction judge it.
@@ -45,6 +46,8 @@ from vllm_remedy.vllm.cmdline import ServerCommand, find_server
 
 #: The toggle's name in annotations (``<prefix>enforce-eager-expires`` / ``-prior``).
 EAGER = "enforce-eager"
+#: How ``malformed_warning`` starts (drift's enforce-eager check says the same, so its plan leaves it out).
+UNREADABLE = "warning: ignoring the unreadable record of toggle "
 
 
 @dataclass(frozen=True)
@@ -127,9 +130,26 @@ def active(keys: Keys, notes: Mapping[str, str], name: str = EAGER) -> Toggle | 
     return next((t for t in scan_toggles(keys, notes)[0] if t.name == name), None)
 
 
-def expired(keys: Keys, notes: Mapping[str, str], now: float) -> list[Toggle]:
-    """Every readable toggle whose expiry is at or before ``now`` (cluster time)."""
-    return [t for t in scan_toggles(keys, notes)[0] if t.expired(now)]
+def beyond_limit(toggle: Toggle, now: float, limit: float | None) -> str | None:
+    """Why ``toggle``'s expiry cannot be ours (one line), None when it may be: we stamp at most ``limit`` seconds
+    (the policy's ``enforce_eager.max_duration``) after cluster time, so a later expiry (2099) was written by
+    someone else, or under another policy — a toggle it would keep on for good."""
+    if limit is None or toggle.expires_at() <= now + limit:
+        return None
+    return (f"expiry {toggle.expires} is more than {format_duration(int(limit))} ahead (the policy's "
+            "enforce_eager.max_duration), so no toggle under this policy set it: treated as expired")
+
+
+def due(toggle: Toggle, now: float, limit: float | None = None) -> str | None:
+    """Why ``toggle`` comes off now (one line: expired, or an expiry beyond ``limit``), None while it may stay."""
+    if toggle.expired(now):
+        return f"toggle expired {toggle.expires}"
+    return beyond_limit(toggle, now, limit)
+
+
+def expired(keys: Keys, notes: Mapping[str, str], now: float, limit: float | None = None) -> list[Toggle]:
+    """Every readable toggle due at ``now`` (cluster time): expired, or with an expiry beyond ``limit`` seconds."""
+    return [t for t in scan_toggles(keys, notes)[0] if due(t, now, limit) is not None]
 
 
 def malformed(keys: Keys, notes: Mapping[str, str]) -> list[Malformed]:
@@ -139,7 +159,7 @@ def malformed(keys: Keys, notes: Mapping[str, str]) -> list[Malformed]:
 
 def malformed_warning(bad: Malformed) -> str:
     """The one line every deploy prints for an unreadable toggle record, and what it does about it."""
-    return (f"warning: ignoring the unreadable record of toggle {bad.name} ({bad.problem}); left in place "
+    return (f"{UNREADABLE}{bad.name} ({bad.problem}); left in place "
             f"({', '.join(bad.keys)}): check --{TOGGLE_FLAGS.get(bad.name, bad.name)} and remove them by hand")
 
 
@@ -174,12 +194,18 @@ def _argv_of(container: Mapping[str, Any]) -> tuple[Any, Any]:
     return container.get("command"), container.get("args")
 
 
+def _spellings(server: ServerCommand, flag: str) -> list[str]:
+    """Every occurrence of ``flag`` in ``server``'s argv, as written (``--enforce-eager false``, ``--no-enforce-eager``,
+    ``--enforce_eager=0``, a unique prefix): the parser resolves each spelling the way vLLM's argparse does."""
+    return [" ".join(t.value for t in o.tokens) for o in server.options if o.name == flag]
+
+
 def prior_mismatch(template: Mapping[str, Any], toggle: Toggle, container: str | None = None) -> str | None:
     """Why ``toggle``'s prior argv may not be restored over ``template`` (one line); None when it may.
 
-    It may when it is the running vLLM container with the toggle's flag off and nothing else different:
-    removing that flag from both leaves the same ``command`` and ``args``, token for token (our own editor
-    does the removing, so form and script text count) — so the restore can change nothing but the flag.
+    It may when the prior, as written, *is* the running vLLM container with the toggle's flag removed by our
+    editor, token for token — so it spells the flag nowhere, in no form. Comparing both with the flag removed
+    would let a forged prior add words (``--enforce-eager false``, which vLLM rejects) that our editor then hides.
     """
     flag = TOGGLE_FLAGS.get(toggle.name, toggle.name)
     now = _server(template, container)
@@ -189,17 +215,22 @@ def prior_mismatch(template: Mapping[str, Any], toggle: Toggle, container: str |
     if prior.get("container") != now.container_name:
         return (f"the prior-argv record names container {prior.get('container')!r}, not the vLLM container "
                 f"{now.container_name!r}")
+    restored = _with_argv(now.container, prior)
     try:
-        then = find_server({"containers": [_with_argv(now.container, prior)]}, now.container_name)
+        then = find_server({"containers": [restored]}, now.container_name)
     except UserError as exc:
         return f"the prior argv does not run a vLLM server this tool can read ({exc})"
-    if _argv_of(then.edit({}, [flag])) == _argv_of(now.edit({}, [flag])):
-        return f"the prior argv runs --{flag} itself" if _is_on(then.flags.get(flag)) else None
+    without = _argv_of(now.edit({}, [flag]))
+    spelled = _spellings(then, flag)
+    if _argv_of(restored) == without and not spelled:
+        return None
     names = dict.fromkeys([*now.flags, *then.flags])
     changed = [k for k in names if k != flag and now.flags.get(k) != then.flags.get(k)]
     if changed:
         return (f"it differs from the running container in {', '.join('--' + k for k in changed)} too (changed "
                 "since the toggle was set, or the record was edited)")
+    if spelled and _argv_of(then.edit({}, [flag])) == without:
+        return f"the prior argv spells --{flag} itself ({'; '.join(spelled)})"
     return "it differs from the running container outside its vLLM flags (command, script, entrypoint or model)"
 
 
@@ -215,18 +246,20 @@ def _replace(template: Mapping[str, Any], container: Mapping[str, Any]) -> dict[
     raise UserError(f"container {container.get('name')!r}: gone from the template")
 
 
-def revert(template: Mapping[str, Any], keys: Keys, toggle: Toggle, container: str | None = None) -> Revert:
-    """Take ``toggle`` off ``template``: the exact prior argv when it differs from the running container only in
-    the toggle's flag (``prior_mismatch``), else just the flag, saying why."""
+def revert(template: Mapping[str, Any], keys: Keys, toggle: Toggle, container: str | None = None,
+           why_due: str | None = None) -> Revert:
+    """Take ``toggle`` off ``template``: the exact prior argv when it is the running container without the toggle's
+    flag (``prior_mismatch``), else just the flag, saying why. ``why_due`` (``due``) ends the line."""
     flag = TOGGLE_FLAGS.get(toggle.name, toggle.name)
+    when = why_due or f"toggle expired {toggle.expires}"
     drop: dict[str, None] = dict.fromkeys(keys.toggle_keys(toggle.name))
     before = _server(template, container)
     why = prior_mismatch(template, toggle, container)
     if why is None:
         return Revert(toggle, _replace(template, _with_argv(before.container, toggle.prior)), drop, True,
-                      f"restore the exact argv from before --{flag} (toggle expired {toggle.expires})")
+                      f"restore the exact argv from before --{flag} ({when})")
     if flag not in before.flags:
         return Revert(toggle, copy.deepcopy(dict(template)), drop, False,
-                      f"--{flag} is already off; drop the toggle record (expired {toggle.expires})")
+                      f"--{flag} is already off; drop the toggle record ({when})")
     return Revert(toggle, _replace(template, before.edit({}, [flag])), drop, False,
-                  f"remove --{flag} only: {why} (toggle expired {toggle.expires}), so the prior argv is not restored")
+                  f"remove --{flag} only: {why} ({when}), so the prior argv is not restored")
