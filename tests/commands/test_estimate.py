@@ -85,8 +85,10 @@ def test_the_human_view_is_o_text_as_in_every_other_command_and_o_human_still_wo
     """args, diagnose, drift and expire spell it ``-o text``; estimate and plan said ``-o human``. Both now take
     ``text``, and ``human`` stays an accepted alias so scripts written for it keep working."""
     default = cli(*command)
-    assert default.returncode == 0, default.stderr
+    # plan exits 1 when it proposes a change (here: the 131,072-token default does not fit the L4), estimate 0
+    assert default.returncode == (1 if command[0] == "plan" else 0), default.stderr
+    assert default.stdout.strip()
     for spelling in ("text", "human"):
         got = cli(*command, "-o", spelling)
-        assert (got.returncode, got.stdout) == (0, default.stdout), got.stderr
+        assert (got.returncode, got.stdout) == (default.returncode, default.stdout), got.stderr
     assert "-o {text,json}" in cli(command[0], "--help").stdout

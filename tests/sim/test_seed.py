@@ -147,8 +147,10 @@ def test_seeded_revisions_images_are_on_the_nodes_they_could_run_on():
         held = {n["metadata"]["name"]: [e["names"][1] for e in n["status"]["images"]]
                 for n in cluster.store.list("nodes")[0]}
         tags = [f"docker.io/vllm/vllm-openai:{t}" for t in ("v0.6.6", "v0.7.3", "v0.8.5")]
-        assert held == {"gpu-l40s-1": tags, "gpu-l40s-2": tags, "gpu-l40s-3": tags, "gpu-a10g-1": [],
-                        "gke-l4-pool-1": [], "gke-l4-pool-2": []}
+        # every GPU node runs the GPU operator's DCGM exporter, so each holds that image once it started there
+        dcgm = ["nvcr.io/nvidia/k8s/dcgm-exporter:4.5.3-4.8.2-ubuntu22.04"]
+        assert held == {"gpu-l40s-1": tags + dcgm, "gpu-l40s-2": tags + dcgm, "gpu-l40s-3": tags + dcgm,
+                        "gpu-a10g-1": dcgm, "gke-l4-pool-1": dcgm, "gke-l4-pool-2": dcgm}
         pulled = [e for e in cluster.store.list("events", "llm")[0] if e["reason"] in ("Pulling", "Pulled")]
         assert pulled and all("already present on machine" in e["message"] for e in pulled)
     finally:
