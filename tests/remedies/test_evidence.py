@@ -153,3 +153,13 @@ def test_a_revision_that_ran_a_timed_toggle_is_no_target_but_eager_on_purpose_is
     why = against(toggled, KEYS, None, NODES)
     assert why is not None and "temporary toggle" in why and "--enforce-eager" in why
     assert against(rev(14, eager), KEYS, None, NODES) is None  # no record: the team runs eager on purpose
+
+
+def test_a_garbled_crash_record_outranks_any_known_good_mark() -> None:
+    """A review forged ``"at": "yesterday"`` on a marked ReplicaSet and restore went back to it: a record that cannot
+    be read is never superseded, so the revision stays skipped until someone looks."""
+    notes = {KEYS.known_good: rfc3339(NOW), KEYS.crashed: json.dumps({"failure": "oom_under_load", "at": "yesterday"})}
+    crash = standing_crash(KEYS, notes)
+    assert crash is not None and "unreadable" in crash.text()
+    why = against(rev(14, template(selector=L40S), **notes), KEYS, None, NODES)
+    assert why is not None and "unreadable" in why

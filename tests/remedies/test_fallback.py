@@ -117,6 +117,10 @@ def test_the_error_rate_verdict_judges_every_number_and_fails_without_one() -> N
         False, f'gateway error rate 0.02 in {{route="b"}} (worst of 3 series) {limit}')
     assert error_rate_check(rule, [("{}", 0.01)])[0] is True  # at the limit is within it
     assert error_rate_check(rule, [("{}", math.inf)])[0] is False  # errors and no successes
+    # -Inf or a negative number is a broken query, never a healthy gateway (a review found -Inf confirmed)
+    assert error_rate_check(rule, [("{}", -math.inf)]) == (
+        False, f"gateway error rate -inf in {{}} is not a rate; check the query {limit}")
+    assert error_rate_check(rule, [("{}", -0.5)])[0] is False
     assert not error_rate_check(rule, [])[0] and not error_rate_check(rule, [("{}", math.nan)])[0]
     assert error_rate_check(rule, None, "Prometheus at http://prom:9090 is unreachable (timed out)") == (
         False, f"gateway error rate unknown: Prometheus at http://prom:9090 is unreachable (timed out) {limit}")

@@ -180,6 +180,9 @@ def error_rate_check(rule: GatewayErrorRate, series: Sequence[tuple[str, float]]
     if not numbers:
         return False, (f"gateway error rate: NaN — no request in the query's window; no evidence is no confirmation: "
                        f"confirm again under traffic {limit}")
+    odd = [(name, value) for name, value in numbers if math.isinf(value) or value < 0]
+    if odd:  # a rate is finite and never negative: an answer like -Inf is a broken query, not a healthy gateway
+        return False, f"gateway error rate {odd[0][1]:g} in {odd[0][0]} is not a rate; check the query {limit}"
     name, worst = max(numbers, key=lambda item: item[1])
     where = "" if len(series) == 1 else f" in {name} (worst of {len(series)} series)"
     return worst <= rule.max, f"gateway error rate {worst:.4g}{where} {limit}"

@@ -15,6 +15,7 @@ Two kinds of evidence, each with a reason the operator reads:
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +42,8 @@ class Crash:
     def text(self) -> str:
         """How the skip reason names it, e.g. ``seen crash-looping (max_len_exceeds_kv) at 2026-...Z``."""
         how = "died under load" if _under_load(self.failure) else "seen crash-looping"
+        if self.at == math.inf:
+            return f"{how} ({self.failure}): its crash record is unreadable, so no mark can outrank it"
         return f"{how} ({self.failure}) at {rfc3339(self.at)}"
 
 
@@ -56,8 +59,9 @@ def _time(notes: Mapping[str, str], key: str) -> float | None:
 
 
 def read_crash(keys: Keys, notes: Mapping[str, str]) -> Crash | None:
-    """The crash record in ``notes``; a garbled one still counts (unknown failure, time 0): it was written by a
-    run that saw a crash, and doubting it would send a rollback back onto a dying revision."""
+    """The crash record in ``notes``; a garbled one still counts (unknown failure, at an unknown time - read as
+    "never superseded", so no known-good mark outranks it): whoever wrote it saw a crash or tampered with the
+    evidence, and doubting it would send a rollback back onto a dying revision."""
     raw = notes.get(keys.crashed)
     if not raw:
         return None
@@ -65,7 +69,7 @@ def read_crash(keys: Keys, notes: Mapping[str, str]) -> Crash | None:
         data = json.loads(raw)
         return Crash(str(data["failure"]), parse_rfc3339(str(data["at"]), keys.crashed))
     except (ValueError, KeyError, TypeError, UserError):
-        return Crash("unknown", 0.0)
+        return Crash("unknown", math.inf)
 
 
 def standing_crash(keys: Keys, notes: Mapping[str, str]) -> Crash | None:
