@@ -26,7 +26,13 @@ def node(*gpus: dict[str, Any]) -> dict[str, Any]:
 def test_a_vllm_pod_that_may_have_run_holds_its_own_gpu_and_idle_gpus_hold_nothing() -> None:
     row = node(gpu("0", 21000, (NS, "p-1", "vllm")), gpu("1", 4))
     assert foreign(row, pods(True), NS) == []
-    assert consumers("n1", [], {"nodes": {"n1": row}, "pods": pods(True)}, NS)[0] == "none"
+    # beside a running vLLM the device cannot be split: unknown, never "none"
+    assert consumers("n1", [], {"nodes": {"n1": row}, "pods": pods(True)}, NS)[0] == (
+        "no other pod requests a GPU here; memory beside vLLM's own on GPU 0: unknown while vLLM runs there (the "
+        "exporter reports the whole device; vLLM's own free-memory line, when it logs one, says what was in use before "
+        "it loaded)")
+    idle = node(gpu("0", 100, (NS, "p-1", "vllm")), gpu("1", 4))
+    assert consumers("n1", [], {"nodes": {"n1": idle}, "pods": pods(True)}, NS)[0] == "none"
 
 
 def test_memory_on_the_pods_gpu_between_crashes_is_held_outside_it() -> None:

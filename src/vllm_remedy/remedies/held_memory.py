@@ -5,7 +5,8 @@ its device the moment it started. The DCGM exporter (``facts.gpu_memory``) says 
 now and which pod the device plugin gave it to. The exporter's value is the whole device's, so memory counts as
 the vLLM pod's only while that pod's vLLM container runs; on its GPU between crashes, on a GPU given to another
 pod, or on a GPU given to no pod, it is held outside the pod. "none" is said only when the exporter was read and
-showed nothing of the kind; otherwise the report says in one line what is unknown and why.
+showed nothing of the kind and no vLLM container of ours was running on a busy GPU (beside a running vLLM the
+device's memory cannot be split); otherwise the report says in one line what is unknown and why.
 
 Pure: the Pods and GpuMemory facts' plain data in, report lines out.
 """
@@ -68,6 +69,18 @@ def foreign(node: Mapping[str, Any], ours: Mapping[str, Any], namespace: str) ->
     return out
 
 
+def shared(node: Mapping[str, Any], ours: Mapping[str, Any], namespace: str) -> list[str]:
+    """GPUs where one of our vLLM containers may have run during the scrape: what else they hold is unknown, since
+    the exporter reports the whole device (a review saw 8 GiB held beside a running vLLM reported as "none")."""
+    out = []
+    for gpu in node.get("gpus") or []:
+        mine = [p for p in gpu.get("pods") or [] if p.get("namespace") == namespace and p.get("pod") in ours]
+        if float(gpu.get("used_mib") or 0.0) > IDLE_MIB and any(not (ours[p["pod"]] or {}).get("stopped")
+                                                                for p in mine):
+            out.append(str(gpu.get("gpu")))
+    return out
+
+
 def gpu_table(node: Mapping[str, Any]) -> list[str]:
     """One line per GPU as the exporter reports it: used/free/total MiB and the pods mapped to it."""
     out = []
@@ -107,6 +120,12 @@ def consumers(node_name: str, others: list[str], memory: Mapping[str, Any] | Non
     if why:
         known = ", ".join(others) if others else "no other pod requests a GPU here"
         return f"{known}; memory held outside the pod: unknown — {why}", []
-    held = foreign(row, (memory or {}).get("pods") or {}, namespace)
+    ours = (memory or {}).get("pods") or {}
+    held = foreign(row, ours, namespace)
+    busy = shared(row, ours, namespace)
     parts = others + [f"{h.describe()}" for h in held]
+    if busy:
+        parts = (parts or ["no other pod requests a GPU here"]) + [
+            f"memory beside vLLM's own on GPU {', '.join(busy)}: unknown while vLLM runs there (the exporter reports "
+            "the whole device; vLLM's own free-memory line, when it logs one, says what was in use before it loaded)"]
     return ("; ".join(parts) or "none"), gpu_table(row)
