@@ -49,7 +49,7 @@ from vllm_remedy.operations.util import (
     write_command,
 )
 from vllm_remedy.policy import Fallback, LoadShedding, parse_duration
-from vllm_remedy.remedies.evidence import recorded_fields
+from vllm_remedy.remedies.evidence import field_problems, recorded_fields
 from vllm_remedy.remedies.load_guard import guard_flags
 from vllm_remedy.remedies.predict import pinned_gpu, predict_template
 from vllm_remedy.remedies.restore import (
@@ -197,6 +197,10 @@ def _deployment_fields(ctx: K8sHost, deployment: dict[str, Any], decision: Resto
     history = host.get_fact(RolloutHistory)
     row = next((r for r in history.get("revisions") or [] if r.get("number") == decision.revision), None)
     recorded = recorded_fields(ctx.keys, (row or {}).get("annotations") or {})
+    problems = field_problems(recorded)
+    if problems:  # a garbled or forged record: the template rollback proceeds, the fields stay as they are
+        return {}, [f"warning: deployment fields recorded with revision {decision.revision}'s known-good mark are "
+                    f"not put back: {'; '.join(problems)}"]
     spec = deployment.get("spec") or {}
     differ = {k: v for k, v in recorded.items() if spec.get(k) != v}
     if not differ:
