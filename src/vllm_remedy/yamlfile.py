@@ -136,22 +136,28 @@ def check_aliases(node: Any, source: object) -> None:
                         "(alias bomb?)")
 
 
+def load_text(text: str, source: object) -> Any:
+    """One YAML document read within every limit (UserError naming ``source``); syntax errors stay YAMLError."""
+    check_text(text, source)
+    loader = yaml.SafeLoader(text)
+    EventLimits(source).watch(loader)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        check_aliases(node, source)
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
 def read_yaml(path: Path, what: str) -> Any:
     """The parsed document; UserError ``<path>: cannot read <what>: ...`` or ``<path>: not valid YAML: ...``."""
     try:
         text = path.read_text()
     except OSError as exc:
         raise UserError(f"{path}: cannot read {what}: {exc.strerror}") from None
-    check_text(text, path)
-    loader = yaml.SafeLoader(text)
-    EventLimits(path).watch(loader)
     try:
-        node = loader.get_single_node()
-        if node is None:
-            return None
-        check_aliases(node, path)
-        return loader.construct_document(node)
+        return load_text(text, path)
     except yaml.YAMLError as exc:
         raise UserError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
-    finally:
-        loader.dispose()
