@@ -1,9 +1,10 @@
 """Reading a user's YAML file (a manifest, a game-day scenario, a rehearsal seed) with one-line errors naming it.
 
-Input is bounded before it is built. While parsing, :class:`EventLimits` watches the parser's events and
-stops at the first one past a limit (nesting depth, documents, nodes, alias references, integer digits), so
-hostile input costs what was read up to there, not the whole file, and never reaches the recursive composer
-or ``int()`` (RecursionError, ValueError tracebacks). After composing, :func:`check_aliases` refuses a
+Input is bounded before it is built. :class:`EventLimits` counts parser events and stops at the first one
+past a limit (nesting depth, documents, nodes, alias references, number digits): first on a pass of libyaml's
+C parser (:func:`check_text`, milliseconds), then again inside the reader's own parse, so hostile input never
+reaches the recursive composer or ``int()`` (RecursionError, ValueError tracebacks) and costs what was read
+up to the limit, not the whole file. After composing, :func:`check_aliases` refuses a
 document whose few aliases expand to billions of nodes ("billion laughs"), which would hang every walk over
 the data. Both PyYAML and ruamel.yaml are covered (same event class names; nodes of the same shape:
 ``.value`` is a list of nodes, or of (key, value) pairs for mappings).
@@ -26,15 +27,12 @@ MAX_ALIAS_EXPANSION = 100_000
 # Read limits; Kubernetes manifests nest ~20 levels, a vLLM deployment has a few hundred nodes.
 MAX_DEPTH = 100  # well inside Python's recursion limit, for the composer and every recursive walk after it
 MAX_DOCUMENTS = 1_000
-MAX_NODES = 10_000  # ~0.3 s of pure-Python parse; the largest real manifest in tests/data has 258
+MAX_NODES = 10_000  # bounds the pure-Python parse of what is accepted (~0.5 s); largest real: 258
 MAX_ALIAS_REFS = 1_000
 MAX_INT_DIGITS = 1_000  # int64 has 19; Python's int() refuses past 4300 with a ValueError
 
 _LONG_DIGITS = re.compile(rf"\d{{{MAX_INT_DIGITS + 1}}}")
 _NUMBER_TAGS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
-# Openers on one line with no closer between: the scanner keeps each as a possible key for 1024 characters
-# and rescans all of them per token, ~1 s for `[[[[…` before the first event reaches EventLimits.
-_FLOW_OPENERS = re.compile(r"(?:[\[{][^\[\]{}\n]*){" + str(MAX_DEPTH + 1) + "}")
 
 
 class EventLimits:
@@ -54,7 +52,8 @@ class EventLimits:
         parser.get_event = guarded
 
     def _refuse(self, what: str, event: Any) -> None:
-        mark = getattr(event, "start_mark", None)
+        """Raise the one-line refusal, at the line of ``event`` (or of a YAMLError's problem)."""
+        mark = getattr(event, "start_mark", None) or getattr(event, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""
         raise UserError(f"{self.source}: refused: {what}{where}")
 
@@ -75,7 +74,7 @@ class EventLimits:
             self.aliases += 1
             if self.aliases > MAX_ALIAS_REFS:
                 self._refuse(f"more than {MAX_ALIAS_REFS} YAML alias references", event)
-        elif kind == "ScalarEvent" and (event.style is None or event.tag in _NUMBER_TAGS) \
+        elif kind == "ScalarEvent" and (not event.style or event.tag in _NUMBER_TAGS) \
                 and _LONG_DIGITS.search(event.value.replace("_", "")):
             self._refuse(f"a number of more than {MAX_INT_DIGITS} digits", event)
         if kind in ("SequenceStartEvent", "MappingStartEvent", "ScalarEvent", "AliasEvent"):
@@ -92,12 +91,29 @@ def check_size(chars: int, source: object) -> None:
 
 
 def check_text(text: str, source: object) -> None:
-    """The checks that need only the text: size, and flow collections opened past MAX_DEPTH on one line."""
+    """Size, then every event limit on a pass of libyaml's C parser, before the pure-Python parse.
+
+    The pure-Python scanners cost ~1 µs a character and ~50 µs a node (and rescan up to 1024 pending flow
+    openers per token), so refusing only from inside them takes up to a second; in C it takes milliseconds.
+    Syntax errors are left to the reader's own parser, which words them, except libyaml's own depth limit
+    (1000 levels, hit while it scans ahead of the events). Without libyaml, the readers' :class:`EventLimits`
+    still refuse, only later.
+    """
     check_size(len(text), source)
-    deep = _FLOW_OPENERS.search(text)
-    if deep:
-        line = text.count("\n", 0, deep.start()) + 1
-        raise UserError(f"{source}: refused: YAML nested deeper than {MAX_DEPTH} levels (line {line})")
+    if not getattr(yaml, "__with_libyaml__", False):
+        return
+    limits = EventLimits(source)
+    parser = yaml.CSafeLoader(text)
+    try:
+        while parser.check_event():
+            limits.see(parser.get_event())
+    except yaml.MarkedYAMLError as exc:
+        if exc.problem == "exceeded maximum nesting depth" and exc.problem_mark is not None:
+            limits._refuse(f"YAML nested deeper than {MAX_DEPTH} levels", exc)
+    except yaml.YAMLError:
+        pass
+    finally:
+        parser.dispose()
 
 
 def _children(node: Any) -> list[Any]:
