@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fixtures.yaml_bombs import alias_bomb
+from fixtures.yaml_bombs import alias_bomb, hostile_inputs
 
 MANIFESTS = Path(__file__).resolve().parents[1] / "data" / "manifests"
 GKE = str(MANIFESTS / "real" / "gke-vllm-gemma-3-27b-it.yaml")
@@ -286,6 +286,29 @@ def test_an_alias_bomb_is_refused_fast_with_one_line(cli, tmp_path: Path, action
     assert (got.returncode, got.stdout, got.stderr) == (
         2, "", f"vllm-remedy: error: {path}: refused: YAML aliases expand to more than 100000 extra nodes "
                "(alias bomb?)\n")
+
+
+HOSTILE = hostile_inputs()
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+@pytest.mark.parametrize("command", [["args", "show"], ["plan"]])
+def test_hostile_yaml_is_refused_with_one_line_and_exit_2(cli, tmp_path: Path, command: list[str], name: str) -> None:
+    """Each crashed (RecursionError, int() digit limit) or stalled (tens of seconds) the reader before."""
+    text, refusal = HOSTILE[name]
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(text)
+    got = cli(*command, "-f", str(path))
+    assert (got.returncode, got.stdout, got.stderr) == (2, "", f"vllm-remedy: error: {path}: refused: {refusal}\n")
+
+
+def test_args_set_refuses_hostile_yaml_and_leaves_the_file(cli, tmp_path: Path) -> None:
+    text, refusal = HOSTILE["brackets"]
+    path = tmp_path / "deep.yaml"
+    path.write_text(text)
+    got = cli("args", "set", "-f", str(path), "--set", "max-model-len=4096")
+    assert (got.returncode, got.stdout, got.stderr) == (2, "", f"vllm-remedy: error: {path}: refused: {refusal}\n")
+    assert path.read_text() == text
 
 
 def test_recursive_aliases_and_oversized_input_are_refused(cli, tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from fixtures.restore_world import bad_revision
-from fixtures.yaml_bombs import alias_bomb
+from fixtures.yaml_bombs import alias_bomb, hostile_inputs
 from vllm_remedy.sim.seed import load_seed, set_path
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -175,6 +175,24 @@ def test_bad_input_is_one_line_exit_2_and_nothing_printed(cli, tmp_path, setup, 
     name = message.split(":")[0].format(d=tmp_path)
     got = cli("check", "-f", str(GOOD), name)
     assert (got.returncode, got.stdout, got.stderr) == (2, "", f"vllm-remedy: error: {message.format(d=tmp_path)}\n")
+
+
+@pytest.mark.parametrize("name", sorted(hostile_inputs()))
+def test_hostile_yaml_is_one_line_exit_2(cli, tmp_path, name):
+    text, refusal = hostile_inputs()[name]
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(text)
+    got = cli("check", "-f", str(GOOD), str(path))
+    assert (got.returncode, got.stdout, got.stderr) == (2, "", f"vllm-remedy: error: {path}: refused: {refusal}\n")
+
+
+@pytest.mark.parametrize("name", ["brackets", "nested-block-map", "long-integer", "many-aliases"])
+def test_hostile_policy_is_one_line_exit_2(cli, tmp_path, name):
+    text, refusal = hostile_inputs()[name]
+    path = tmp_path / "policy.yaml"
+    path.write_text(text)
+    got = cli("check", "-f", str(GOOD), "--policy", str(path))
+    assert (got.returncode, got.stdout, got.stderr) == (2, "", f"vllm-remedy: error: {path}: refused: {refusal}\n")
 
 
 def test_unknown_policy_is_bad_input(cli, tmp_path):

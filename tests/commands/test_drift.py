@@ -13,6 +13,7 @@ import pytest
 from fixtures import pyinfra_run
 from fixtures.drift_world import GOOD_ARGS, HOST, MODEL, UNIT, add_vllm_deployment, as_json, inventory, policy, set_args
 from fixtures.pyinfra_run import Rehearsal, crash_on_start
+from fixtures.yaml_bombs import hostile_inputs
 from vllm_remedy.metrics import DRIFT_DETECTED, LAST_CHECK, parse_samples
 from vllm_remedy.sim import kubeconfig as sim_kubeconfig
 
@@ -200,6 +201,18 @@ def test_bad_input_is_one_line_and_detailed_mode_maps_it_to_1(tmp_path: Path, cl
     (tmp_path / "kubeconfig").write_text("apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n")
     got = cli("drift", "-i", inv, "--limit", "nomatch")
     assert (got.returncode, got.stderr) == (2, f"vllm-remedy: error: {inv}: no host matches --limit nomatch\n")
+
+
+def test_a_hostile_policy_is_one_line_naming_it_and_exit_2(rehearsal: Rehearsal, tmp_path: Path, cli) -> None:
+    """Before the read limits a deeply nested policy printed ``RecursionError`` without naming the file."""
+    before = rehearsal.client().get_deployment("llm", "llama-8b")["metadata"]["resourceVersion"]
+    for name in ("nested-flow-map", "nested-block-map", "long-integer", "many-aliases"):
+        text, refusal = hostile_inputs()[name]
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(text)
+        got = cli("drift", "-i", inventory(tmp_path, rehearsal.kubeconfig, str(path)))
+        assert (got.returncode, got.stderr) == (2, f"vllm-remedy: error: {HOST}: {path}: refused: {refusal}\n")
+    assert rehearsal.client().get_deployment("llm", "llama-8b")["metadata"]["resourceVersion"] == before
 
 
 def test_metrics_file_has_per_check_gauges_and_last_check(rehearsal: Rehearsal, tmp_path: Path, cli) -> None:

@@ -31,6 +31,7 @@ from fixtures.restore_world import (
     settled,
     write_inventory,
 )
+from fixtures.yaml_bombs import hostile_inputs
 from vllm_remedy.kube.errors import ConflictError
 from vllm_remedy.kube.history import templates_equal
 
@@ -177,5 +178,18 @@ def test_invalid_policy_is_one_line_and_changes_nothing(rehearsal: Rehearsal, tm
     assert len(lines) == 1, got.stderr
     assert lines[0] == (f'{bad}: restore.rollout_timeout: expected a duration such as "30m", "2h" or "1h30m", '
                         'got "soon"')
+    after = rehearsal.client().get_deployment(NS, NAME)
+    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+
+
+def test_a_hostile_policy_is_one_line_and_changes_nothing(rehearsal: Rehearsal, tmp_path: Path) -> None:
+    """A deeply nested policy in host data printed a RecursionError traceback before the read limits."""
+    incident(rehearsal)
+    before = settled(rehearsal)
+    text, refusal = hostile_inputs()["nested-flow-map"]
+    deep = tmp_path / "deep.yaml"
+    deep.write_text(text)
+    got = rehearsal.pyinfra(write_inventory(tmp_path, HOST, policy=str(deep)), RESTORE, "-y")
+    assert _connect_failure(got, HOST) == [f"{deep}: refused: {refusal}"]
     after = rehearsal.client().get_deployment(NS, NAME)
     assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]

@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from vllm_remedy.errors import UserError
+from vllm_remedy.yamlfile import load_text
 
 IN_CLUSTER = "in-cluster"
 _PATH_KEYS = {
@@ -111,7 +112,7 @@ def load_merged(source: KubeconfigSource) -> dict[str, Any]:
     documents: list[tuple[Path, Any]] = []
     for path in source.paths:
         try:
-            documents.append((path, yaml.safe_load(path.read_text())))
+            documents.append((path, load_text(path.read_text(), f"kubeconfig {path}")))
         except (OSError, yaml.YAMLError) as exc:
             raise UserError(f"kubeconfig {path}: cannot read: {exc}".replace("\n", " ")) from exc
     return merge_kubeconfigs(documents)

@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from ..errors import UserError
-from ..yamlfile import check_aliases, check_size
+from ..yamlfile import EventLimits, check_aliases, check_text
 from .messages import key_path
 
 SUFFIXES = (".yaml", ".yml")
@@ -52,8 +52,9 @@ def read_mapping(path: Path) -> dict[str, Any]:
         raise UserError(f"{path}: not UTF-8 text, expected a YAML policy") from None
     except OSError as exc:
         raise UserError(f"{path}: cannot read ({exc.strerror})") from None
-    check_size(len(text), path)
+    check_text(text, path)
     loader = _UniqueKeyLoader(text)  # a SafeLoader subclass
+    EventLimits(path).watch(loader)
     try:
         node = loader.get_single_node()
         if node is not None:

@@ -36,8 +36,9 @@ def compose(text: str, source: str) -> list[tuple[Node, Any]]:
 
     A syntax error names ``source`` and the line, as a UserError; so do oversized input and alias bombs.
     """
-    yamlfile.check_size(len(text), source)
-    constructor, _parser = _loader().get_constructor_parser(text)
+    yamlfile.check_text(text, source)
+    constructor, parser = _loader().get_constructor_parser(text)
+    yamlfile.EventLimits(source).watch(parser)
     composer = constructor.composer
     out: list[tuple[Node, Any]] = []
     try:
