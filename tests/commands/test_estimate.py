@@ -92,3 +92,14 @@ def test_the_human_view_is_o_text_as_in_every_other_command_and_o_human_still_wo
         got = cli(*command, "-o", spelling)
         assert (got.returncode, got.stdout) == (default.returncode, default.stdout), got.stderr
     assert "-o {text,json}" in cli(command[0], "--help").stdout
+
+
+def test_a_hostile_model_config_is_one_line_exit_2(cli, tmp_path) -> None:
+    """A review fed ``[`` x 100,000 to --model-config: a RecursionError traceback. Now one line, exit 2."""
+    for name, text, said in (("deep.json", "[" * 100_000, "refused: nested too deeply"),
+                             ("list.json", "[1, 2]", "not a model config")):
+        path = tmp_path / name
+        path.write_text(text)
+        got = cli("estimate", "--model-config", str(path), "--gpu", "NVIDIA-L4")
+        assert got.returncode == 2 and got.stderr.count("\n") == 1, got.stderr
+        assert got.stderr.startswith(f"vllm-remedy: error: {path}: {said}"), got.stderr

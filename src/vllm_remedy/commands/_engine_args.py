@@ -84,6 +84,10 @@ def load_model(args: argparse.Namespace) -> catalog.ModelSpec:
         raise UserError(f"{path}: cannot read ({exc.strerror or exc})") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise UserError(f"{path}: not valid JSON ({exc})") from None
+    except (RecursionError, ValueError) as exc:  # nested past Python's stack, or an integer of thousands of digits
+        raise UserError(f"{path}: refused: {'nested too deeply' if isinstance(exc, RecursionError) else exc}") from None
+    if not isinstance(config, dict):
+        raise UserError(f"{path}: not a model config (expected a JSON object, as in a Hugging Face config.json)")
     return catalog.ModelSpec.from_hf_config(config, name=str(path))
 
 
