@@ -128,7 +128,8 @@ def run_write(state: Any, host: Any, path: str, build: BuildOps, label: str) -> 
             note(host, f"refused: {said.refusal}", error=True)
             return False
         change = (ctx.keys.change_id, new_change_id())
-        answer = send_patch(ctx.client, path, with_change_id(basis, ops, *change), change=change, basis=basis)
+        answer = send_patch(ctx.client, path, with_change_id(basis, ops, *change), change=change, basis=basis,
+                            grace=ctx.policy.writes.unanswered_grace.total_seconds())
     except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as exc:
         note(host, f"{label}: the planned patch does not apply to the object it was planned on: {exc}", error=True)
         return False
