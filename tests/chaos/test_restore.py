@@ -22,9 +22,8 @@ import pytest
 
 from fixtures import pyinfra_run
 from fixtures.chaos_proxy import DROP_RESPONSE, DUPLICATE, HOOK, LATE_COMMIT, ChaosProxy, Rule
-from fixtures.pyinfra_run import CLUSTER, ROOT, Rehearsal, start_rehearsal
+from fixtures.pyinfra_run import CLUSTER, Rehearsal, start_rehearsal
 from fixtures.restore_world import (
-    HOST,
     LOCAL,
     NAME,
     NS,
@@ -34,7 +33,7 @@ from fixtures.restore_world import (
     incident,
     replicaset,
     wait_until,
-    write_inventory,
+    with_grace,
 )
 from vllm_remedy.kube.history import templates_equal
 from vllm_remedy.sim import kubeconfig as sim_kubeconfig
@@ -128,13 +127,6 @@ def test_a_lost_or_doubled_patch_is_one_write_reported_as_written_and_the_wait_r
     assert after["metadata"]["generation"] == before["metadata"]["generation"] + 1  # one template change
 
 
-def with_grace(world: Rehearsal, grace: str) -> str:
-    """An inventory for the runbook's host whose policy watches an unanswered write for ``grace``."""
-    policy = world.tmp / "policy.yaml"
-    policy.write_text(f"extends: {ROOT / 'policies' / 'llama-8b'}\nwrites:\n  unanswered_grace: {grace}\n")
-    return write_inventory(world.tmp, HOST, policy=str(policy))
-
-
 def test_a_patch_committed_after_its_504_is_reported_written_and_the_wait_runs(rehearsal: Rehearsal,
                                                                               proxy: ChaosProxy) -> None:
     """Every PATCH is answered 504 "context deadline exceeded" at once and reaches the API 4 s later."""
@@ -142,7 +134,7 @@ def test_a_patch_committed_after_its_504_is_reported_written_and_the_wait_runs(r
     good = replicaset(rehearsal, 14)
     before = deployment(rehearsal)
     proxy.rules = [Rule("PATCH", DEPLOYMENT, LATE_COMMIT, probability=1.0, seconds=4.0)]
-    got = rehearsal.pyinfra(with_grace(rehearsal, "20s"), RESTORE, "-y", env=through(proxy, rehearsal))
+    got = rehearsal.pyinfra(with_grace(rehearsal.tmp, "20s"), RESTORE, "-y", env=through(proxy, rehearsal))
     assert proxy.faults(LATE_COMMIT) >= 1
     said = host_out(got.stderr)
     assert got.returncode == 0, got.stderr
@@ -161,7 +153,7 @@ def test_a_patch_committed_after_the_grace_period_is_unknown_and_the_rerun_resum
     rehearsal.cluster.clock.set_speed(5.0)  # the restored pods load slowly: the rerun finds the rollout under way
     before = deployment(rehearsal)
     proxy.rules = [Rule("PATCH", DEPLOYMENT, LATE_COMMIT, probability=1.0, seconds=10.0)]
-    got = rehearsal.pyinfra(with_grace(rehearsal, "1s"), RESTORE, "-y", env=through(proxy, rehearsal))
+    got = rehearsal.pyinfra(with_grace(rehearsal.tmp, "1s"), RESTORE, "-y", env=through(proxy, rehearsal))
     said = host_out(got.stderr)
     assert got.returncode == 1, got.stderr
     assert not any("nothing was written" in line for line in said), said
