@@ -48,6 +48,7 @@ _OWN: dict[tuple[int, str, str], dict[str, Any]] = {}
 _DETECTED: set[tuple[int, str, str]] = set()
 #: Metadata the API server or a controller changes without anyone editing the object.
 _VOLATILE_META = ("resourceVersion", "managedFields", "generation")
+_CONTROLLER_NOTES = "deployment.kubernetes.io/"
 
 
 def run_id(state: Any, host: Any) -> int:
@@ -77,12 +78,18 @@ def observe(state: Any, host: Any, path: str, obj: Mapping[str, Any]) -> None:
 
 
 def material(obj: Mapping[str, Any]) -> tuple[Any, Any]:
-    """The parts of an object only an edit changes: spec (or the whole body) and metadata minus bookkeeping."""
+    """The parts of an object only an edit changes: spec (or the whole body) and metadata minus bookkeeping.
+
+    A ReplicaSet's replica count and ``deployment.kubernetes.io/*`` annotations are its Deployment controller's
+    (a scale, a rollout), not an edit of the revision our marks and records are about."""
     meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in _VOLATILE_META}
     notes = dict(meta.get("annotations") or {})
     notes.pop(REVISION, None)
-    meta["annotations"] = notes
     body = {k: v for k, v in obj.items() if k not in ("metadata", "status")}
+    if obj.get("kind") == "ReplicaSet":
+        notes = {k: v for k, v in notes.items() if not k.startswith(_CONTROLLER_NOTES)}
+        body["spec"] = {k: v for k, v in (body.get("spec") or {}).items() if k != "replicas"}
+    meta["annotations"] = notes
     return body, meta
 
 
