@@ -2,9 +2,10 @@
 
 Every deploy that reads the pods (restore, diagnose, budget, confirm) starts with :func:`crash_recorded`: a
 revision whose pods crash-loop or were OOMKilled gets ``<prefix>crashed`` on its ReplicaSet, and a known-good
-mark there is withdrawn (``remedies.evidence``). The write is a resourceVersion-guarded JSON patch of our own
-annotations only, idempotent (a standing record is kept as first seen), and never blocks the remediation: a
-failure (no RBAC patch on replicasets, an outage) is one warning line and the run goes on.
+mark there is withdrawn (``remedies.evidence``). The write is a JSON patch of our own annotations only, guarded
+against the ReplicaSet as the plan read it (a colleague's edit at the prompt refuses it, as for every write),
+idempotent (a standing record is kept as first seen), and never blocks the remediation: a failure (no RBAC patch
+on replicasets, an outage, an edit since the read) is one warning line and the run goes on.
 
     from vllm_remedy.operations import evidence
 
