@@ -21,9 +21,20 @@ from typing import Any
 import pytest
 
 from fixtures import pyinfra_run
-from fixtures.chaos_proxy import DROP_RESPONSE, DUPLICATE, HOOK, ChaosProxy, Rule
+from fixtures.chaos_proxy import DROP_RESPONSE, DUPLICATE, HOOK, LATE_COMMIT, ChaosProxy, Rule
 from fixtures.pyinfra_run import CLUSTER, Rehearsal, start_rehearsal
-from fixtures.restore_world import LOCAL, NAME, NS, RESTORE, deployment, host_out, incident, replicaset, wait_until
+from fixtures.restore_world import (
+    LOCAL,
+    NAME,
+    NS,
+    RESTORE,
+    deployment,
+    host_out,
+    incident,
+    replicaset,
+    wait_until,
+    with_grace,
+)
 from vllm_remedy.kube.history import templates_equal
 from vllm_remedy.sim import kubeconfig as sim_kubeconfig
 
@@ -114,6 +125,56 @@ def test_a_lost_or_doubled_patch_is_one_write_reported_as_written_and_the_wait_r
     after = deployment(rehearsal)
     assert templates_equal(after["spec"]["template"], good["spec"]["template"])
     assert after["metadata"]["generation"] == before["metadata"]["generation"] + 1  # one template change
+
+
+def test_a_patch_committed_after_its_504_is_reported_written_and_the_wait_runs(rehearsal: Rehearsal,
+                                                                              proxy: ChaosProxy) -> None:
+    """Every PATCH is answered 504 "context deadline exceeded" at once and reaches the API 4 s later."""
+    incident(rehearsal)
+    good = replicaset(rehearsal, 14)
+    before = deployment(rehearsal)
+    proxy.rules = [Rule("PATCH", DEPLOYMENT, LATE_COMMIT, probability=1.0, seconds=4.0)]
+    got = rehearsal.pyinfra(with_grace(rehearsal.tmp, "20s"), RESTORE, "-y", env=through(proxy, rehearsal))
+    assert proxy.faults(LATE_COMMIT) >= 1
+    said = host_out(got.stderr)
+    assert got.returncode == 0, got.stderr
+    assert not any("nothing was written" in line for line in said), said
+    assert any(": written (resourceVersion " in line for line in said), said
+    waited = [line for line in said if line.startswith("wait for revision 14's template to roll out: ")]
+    assert len(waited) == 1 and "successfully rolled out" in waited[0], said
+    after = deployment(rehearsal)
+    assert templates_equal(after["spec"]["template"], good["spec"]["template"])
+    assert after["metadata"]["generation"] == before["metadata"]["generation"] + 1  # one template change
+
+
+def test_a_patch_committed_after_the_grace_period_is_unknown_and_the_rerun_resumes_the_wait(
+        rehearsal: Rehearsal, proxy: ChaosProxy) -> None:
+    incident(rehearsal)
+    rehearsal.cluster.clock.set_speed(5.0)  # the restored pods load slowly: the rerun finds the rollout under way
+    before = deployment(rehearsal)
+    proxy.rules = [Rule("PATCH", DEPLOYMENT, LATE_COMMIT, probability=1.0, seconds=10.0)]
+    got = rehearsal.pyinfra(with_grace(rehearsal.tmp, "1s"), RESTORE, "-y", env=through(proxy, rehearsal))
+    said = host_out(got.stderr)
+    assert got.returncode == 1, got.stderr
+    assert not any("nothing was written" in line for line in said), said
+    unknown = [line for line in said if "outcome unknown: the API did not answer; change " in line]
+    assert len(unknown) == 1 and "may still land — rerun to see" in unknown[0], said
+    change_id = re.search(r"change ([0-9a-f]{16}) may still land", unknown[0])
+    assert change_id, unknown
+    wait_until(lambda: deployment(rehearsal)["metadata"]["annotations"].get(CHANGE_ID) == change_id[1], 30,
+               "the late commit")
+    assert (("PATCH", proxy.landed[0][1], 200) == proxy.landed[0]), proxy.landed  # the first attempt landed
+    written = deployment(rehearsal)
+    assert written["metadata"]["generation"] == before["metadata"]["generation"] + 1
+    rerun = rehearsal.pyinfra(LOCAL, RESTORE, "-y")
+    assert rerun.returncode == 0, rerun.stderr
+    again = host_out(rerun.stderr)
+    resumed = [line for line in again if line.startswith("wait for deployment llm/llama-8b to roll out (last "
+                                                         "vllm-remedy write: restore at ")]
+    assert len(resumed) == 1 and "successfully rolled out" in resumed[0], again
+    after = deployment(rehearsal)
+    assert after["metadata"]["generation"] == written["metadata"]["generation"]  # resumed, not written again
+    assert int(after["status"]["readyReplicas"]) == int(after["spec"]["replicas"])
 
 
 def test_after_kill_9_mid_wait_a_rerun_resumes_the_wait(rehearsal: Rehearsal) -> None:

@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 from fixtures import pyinfra_run
+from fixtures.budget_world import prompted_run
 from fixtures.pyinfra_run import ROOT, Rehearsal
 from fixtures.restore_world import (
     CONFIRM,
@@ -25,6 +26,7 @@ from fixtures.restore_world import (
     write_inventory,
 )
 from vllm_remedy.kube.annotations import parse_rfc3339
+from vllm_remedy.kube.client import MERGE_PATCH
 from vllm_remedy.kube.history import templates_equal
 
 rehearsal = pyinfra_run.rehearsal
@@ -157,3 +159,26 @@ def test_confirm_never_marks_a_revision_running_a_temporary_toggle(rehearsal: Re
     assert len(refusal) == 1, lines
     assert f"temporary toggle enforce-eager is on until {expires}" in refusal[0], refusal
     assert "vllm-remedy.io/known-good" not in (replicaset(rehearsal, 15)["metadata"].get("annotations") or {})
+
+
+def test_an_annotation_made_at_the_prompt_refuses_the_mark_and_is_kept(rehearsal: Rehearsal) -> None:
+    """A colleague marks the ReplicaSet do-not-trust between change detection and execute: the mark is refused."""
+    rs = restored(rehearsal)
+    stable(rehearsal)
+    name = rs["metadata"]["name"]
+    path = f"/apis/apps/v1/namespaces/{NS}/replicasets/{name}"
+
+    def distrust() -> None:
+        rehearsal.client().request("PATCH", path, body={"metadata": {"annotations": {
+            "colleague/verdict": "do-not-trust"}}}, content_type=MERGE_PATCH)
+
+    got = prompted_run(rehearsal, CONFIRM, distrust)
+    assert "Press enter to execute" in got.stderr, got.stderr  # annotated at the prompt
+    assert got.returncode == 1, got.stderr
+    lines = host_out(got.stderr)
+    failed = [line for line in lines if line.startswith(f"mark revision 16 ({name}) known-good: ")]
+    assert failed == [f"mark revision 16 ({name}) known-good: rehearsal: replicaset {NS}/{name} changed since it was "
+                      "read (HTTP 422); nothing was written — re-run to plan against the new state"], lines
+    notes = rehearsal.client().request("GET", path)["metadata"]["annotations"]
+    assert notes["colleague/verdict"] == "do-not-trust"  # theirs stands
+    assert "vllm-remedy.io/known-good" not in notes  # ours not written over it

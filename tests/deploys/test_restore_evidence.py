@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from fixtures import pyinfra_run
+from fixtures.budget_world import prompted_run
 from fixtures.kube_writes import mark_known_good
 from fixtures.pyinfra_run import Rehearsal, detected_changes
 from fixtures.restore_world import (
@@ -29,6 +30,7 @@ from fixtures.restore_world import (
     write_inventory,
 )
 from vllm_remedy.kube.annotations import rfc3339
+from vllm_remedy.kube.client import MERGE_PATCH
 from vllm_remedy.kube.history import templates_equal
 
 rehearsal = pyinfra_run.rehearsal
@@ -265,3 +267,29 @@ def test_a_record_that_cannot_be_written_is_one_warning_and_never_blocks_the_rol
     assert len(warned) == 1 and ": not recorded (" in warned[0] and "403" in warned[0], got.stderr
     assert templates_equal(deployment(rehearsal)["spec"]["template"], good["spec"]["template"])
     assert "vllm-remedy.io/crashed" not in replicaset(rehearsal, 16)["metadata"]["annotations"]
+
+
+def test_a_record_planned_on_a_replicaset_edited_at_the_prompt_is_refused_and_never_blocks(
+        rehearsal: Rehearsal) -> None:
+    """A colleague annotates the dying revision's ReplicaSet between change detection and execute: the record
+    planned on it is refused ("changed since it was read", one warning), theirs stands, the rollback goes on."""
+    incident(rehearsal)
+    good = replicaset(rehearsal, 14)
+    name = replicaset(rehearsal, 15)["metadata"]["name"]
+    path = f"/apis/apps/v1/namespaces/{NS}/replicasets/{name}"
+
+    def distrust() -> None:
+        rehearsal.client().request("PATCH", path, body={"metadata": {"annotations": {
+            "colleague/verdict": "do-not-trust"}}}, content_type=MERGE_PATCH)
+
+    got = prompted_run(rehearsal, RESTORE, distrust, timeout=120)
+    assert "Press enter to execute" in got.stderr, got.stderr
+    assert got.returncode == 0, got.stderr
+    warned = [line for line in host_out(got.stderr) if line.startswith(f"warning: record on replicaset {name} ")]
+    assert len(warned) == 1 and warned[0].endswith(
+        f": not recorded (rehearsal: replicaset {NS}/{name} changed since it was read (HTTP 422); nothing was "
+        "written — re-run to plan against the new state)"), got.stderr
+    notes = rehearsal.client().request("GET", path)["metadata"]["annotations"]
+    assert notes["colleague/verdict"] == "do-not-trust"
+    assert "vllm-remedy.io/crashed" not in notes
+    assert templates_equal(deployment(rehearsal)["spec"]["template"], good["spec"]["template"])

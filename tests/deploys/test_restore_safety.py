@@ -29,6 +29,7 @@ from fixtures.restore_world import (
     replicaset,
     run_with_outage,
     settled,
+    with_grace,
     write_inventory,
 )
 from fixtures.yaml_bombs import hostile_inputs
@@ -80,9 +81,13 @@ def restore_with_an_edit_at_the_prompt(rehearsal: Rehearsal, edit: Any) -> tuple
 def test_concurrent_edit_between_prepare_and_execute_is_not_overwritten(rehearsal: Rehearsal) -> None:
     code, lines, edited = restore_with_an_edit_at_the_prompt(rehearsal, annotate)
     assert code != 0, lines
-    failed = [line for line in lines if "changed since it was read" in line]
+    failed = [line for line in lines if "changed since it was read" in line and not line.startswith("warning: ")]
     assert len(failed) == 1, lines
     assert failed[0].startswith("roll back deployment llm/llama-8b from revision 15 to revision 14")
+    # the controller copied their annotation onto revision 15's ReplicaSet: the crash record planned on it is
+    # refused too, as a warning (a record never fails the host)
+    warned = [line for line in lines if line.startswith("warning: record on replicaset ")]
+    assert len(warned) <= 1 and all("changed since it was read" in line for line in warned), lines
     assert "nothing was written" in failed[0]
     after = rehearsal.client().get_deployment(NS, NAME)
     assert after["spec"]["template"] == edited["spec"]["template"]
@@ -134,14 +139,15 @@ def test_a_patch_that_keeps_failing_fails_the_host_in_one_line_and_writes_nothin
     incident(rehearsal)
     before = settled(rehearsal)
     rehearsal.faults([{"verb": "patch", "resource": "deployments", "error_rate": 1.0, "error_code": 503}])
-    got = rehearsal.pyinfra(LOCAL, RESTORE, "-y")
+    got = rehearsal.pyinfra(with_grace(rehearsal.tmp, "1s"), RESTORE, "-y")
     rehearsal.faults([])
     assert got.returncode != 0
     failed = [line for line in host_out(got.stderr) if "HTTP 503" in line]
     assert len(failed) == 1, got.stderr
-    # the write's own failure, and the check that it did not land (no change id on the object)
-    assert re.search(r"HTTP 503: injected fault: 503 on patch \(after 5 attempts\); change [0-9a-f]{16} is not on "
-                     r"the object: nothing was written$", failed[0]), failed
+    # the write's own failure; a 503 may come from a proxy that forwarded it: honest about not knowing
+    assert re.search(r"HTTP 503: injected fault: 503 on patch \(after 5 attempts\); outcome unknown: the API did "
+                     r"not answer; change [0-9a-f]{16} may still land — rerun to see", failed[0]), failed
+    assert "nothing was written" not in failed[0]
     assert "Traceback" not in got.stderr
     after = rehearsal.client().get_deployment(NS, NAME)
     assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]

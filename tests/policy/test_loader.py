@@ -42,6 +42,7 @@ def test_default_policy_values() -> None:
     assert p.load_shedding.flags() == {}
     assert p.fallback is None
     assert p.restore.rollout_timeout == timedelta(minutes=15)
+    assert p.writes.unanswered_grace == timedelta(seconds=30)
     assert p.confirm.stable_for == timedelta(minutes=30)
     assert p.confirm.min_concurrency_ratio == 1.0
     assert (p.alerts.kv_cache_usage_percent, p.alerts.preemptions_per_minute, p.alerts.for_) == (

@@ -8,8 +8,9 @@ prior template stays recoverable from the ReplicaSet history.
 from __future__ import annotations
 
 import copy
+import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jsonpatch
@@ -68,14 +69,15 @@ def object_name(path: str) -> str:
 
 
 def send_patch(client: KubeClient, path: str, ops: Sequence[Mapping[str, Any]], *, change: tuple[str, str],
-               basis: Mapping[str, Any] | None = None, status_retries: int = 3) -> dict[str, Any]:
+               basis: Mapping[str, Any] | None = None, status_retries: int = 3, grace: float = 30.0,
+               sleep: Callable[[float], None] = time.sleep) -> dict[str, Any]:
     """Send a guarded JSON patch that stamps the change id ``change = (key, id)``; the object as it now is.
 
-    Success is decided by the object's end state, never by re-applying ops: after a conflict, a lost answer
-    or a timeout we read the object, and our id on it means our write landed (a retried PATCH whose first
-    attempt landed, then failed its ``test``). Without our id: if only ``status`` moved since ``basis`` (the
-    controller writes status all through a rollout), the same patch is re-sent on the new resourceVersion;
-    anything else is a real concurrent edit — ConflictError, and nothing was written (checked, not assumed).
+    Success is decided by the object's end state, never by re-applying ops. After a conflict we read the
+    object: our id on it means our write landed (a retried PATCH whose first attempt landed, then failed its
+    ``test``); without it, if only ``status`` moved since ``basis`` the same patch is re-sent on the new
+    resourceVersion, anything else is a real concurrent edit — ConflictError, nothing was written. After a lost
+    answer, a timeout or a 5xx the API server may still commit the PATCH later, so see :func:`settle`.
     """
     key, change_id = change
     ops = [dict(op) for op in ops]
@@ -84,25 +86,75 @@ def send_patch(client: KubeClient, path: str, ops: Sequence[Mapping[str, Any]], 
         try:
             return client.request("PATCH", path, query=[("fieldManager", FIELD_MANAGER)], body=ops,
                                   content_type=JSON_PATCH)
-        except KubeError as exc:
-            try:
-                current = client.request("GET", path)
-            except KubeError as again:
-                raise KubeError(f"{where}: {exc}; then no answer to the read that would tell whether change "
-                                f"{change_id} landed ({again}) — re-run: a landed change is recognised by its id "
-                                f"({key})") from exc
+        except ConflictError as exc:
+            current = _read_after(client, path, where, exc, change)
             if carries(current, key, change_id):
                 return current
-            if not isinstance(exc, ConflictError):
-                raise KubeError(f"{where}: {exc}; change {change_id} is not on the object: nothing was written",
-                                status=exc.status) from exc
             status_only = basis is not None and _spec_and_metadata(basis) == _spec_and_metadata(current)
             if not status_only or attempt == status_retries:
                 raise ConflictError(f"{where} changed since it was read (HTTP {exc.status}); nothing was written "
                                     "— re-run to plan against the new state", status=exc.status) from exc
             fresh = resource_version_test(current)
             ops = [fresh if op.get("op") == "test" and op.get("path") == fresh["path"] else op for op in ops]
+        except KubeError as exc:
+            if 400 <= exc.status < 500 and exc.status != 429:  # an answer (forbidden, invalid): not applied
+                if carries(current := _read_after(client, path, where, exc, change), key, change_id):
+                    return current  # an earlier attempt, whose answer was lost, landed
+                raise KubeError(f"{where}: {exc}; change {change_id} is not on the object: nothing was written",
+                                status=exc.status) from exc
+            return settle(client, path, exc, change, _tested_version(ops), grace=grace, sleep=sleep)
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _read_after(client: KubeClient, path: str, where: str, exc: KubeError, change: tuple[str, str]
+                ) -> dict[str, Any]:
+    try:
+        return client.request("GET", path)
+    except KubeError as again:
+        raise KubeError(f"{where}: {exc}; then no answer to the read that would tell whether change "
+                        f"{change[1]} landed ({again}) — re-run: a landed change is recognised by its id "
+                        f"({change[0]})") from exc
+
+
+def settle(client: KubeClient, path: str, exc: KubeError, change: tuple[str, str], tested: str | None, *,
+           grace: float, sleep: Callable[[float], None] = time.sleep) -> dict[str, Any]:
+    """The outcome of a PATCH the API did not answer: poll the object for ``grace`` seconds (with back-off).
+
+    Why poll: a kube-apiserver may answer 504 and commit the request afterwards. Our id on the object →
+    written (the object as it now is). A resourceVersion other than the one our patch ``test``s, without our
+    id → someone else wrote, and ours can never land (the ``test`` now fails): KubeError, nothing was written.
+    Neither within ``grace`` → KubeError "outcome unknown", never "nothing was written".
+    """
+    key, change_id = change
+    where = f"{client.context}: {object_name(path)}"
+    deadline, pause = time.monotonic() + max(0.0, grace), 0.25
+    while True:
+        try:
+            current: dict[str, Any] | None = client.request("GET", path)
+        except KubeError:
+            current = None  # the read met the outage too: keep watching until the grace period is over
+        if current is not None and carries(current, key, change_id):
+            return current
+        moved = (current or {}).get("metadata", {}).get("resourceVersion")
+        if current is not None and tested is not None and moved != tested:
+            raise KubeError(f"{where}: {exc}; change {change_id} is not on the object, which moved on (resourceVersion "
+                            f"{tested} → {moved}) so it can no longer land: nothing was written",
+                            status=exc.status) from exc
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise KubeError(f"{where}: {exc}; outcome unknown: the API did not answer; change {change_id} may still "
+                            f"land — rerun to see (a landed change is recognised by its id, {key})",
+                            status=exc.status) from exc
+        sleep(min(pause, left))
+        pause = min(pause * 2, 4.0)
+
+
+def _tested_version(ops: Sequence[Mapping[str, Any]]) -> str | None:
+    """The resourceVersion the patch's ``test`` op requires: the only version it can still be applied to."""
+    for op in ops:
+        if op.get("op") == "test" and op.get("path") == "/metadata/resourceVersion":
+            return str(op.get("value"))
+    return None
 
 
 def _without_tests(ops: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -28,6 +28,7 @@ from vllm_remedy.operations.util import (
     k8s_host,
     keeps_its_plan,
     noop,
+    observe,
     pods_fact,
     refuse,
     show,
@@ -157,4 +158,9 @@ def marked_known_good() -> Iterator[FunctionCommand]:
     path = KubeClient.object_path(ctx.namespace, "replicasets", result.replicaset)
     label = f"mark revision {result.revision} ({result.replicaset}) known-good"
     fields = deployment_fields(deployment.get("spec") or {})
+    try:  # the ReplicaSet the mark is planned on: an edit after this read (at the prompt) refuses the write
+        observe(state, host, path, ctx.client.request("GET", path))
+    except UserError as exc:
+        yield from refuse(state, host, f"{label}: {exc}")
+        return
     yield change_command(ctx, path, Change(stamp=functools.partial(_mark, ctx.keys, reason[:1000], fields)), label)

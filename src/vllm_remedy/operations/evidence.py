@@ -2,9 +2,10 @@
 
 Every deploy that reads the pods (restore, diagnose, budget, confirm) starts with :func:`crash_recorded`: a
 revision whose pods crash-loop or were OOMKilled gets ``<prefix>crashed`` on its ReplicaSet, and a known-good
-mark there is withdrawn (``remedies.evidence``). The write is a resourceVersion-guarded JSON patch of our own
-annotations only, idempotent (a standing record is kept as first seen), and never blocks the remediation: a
-failure (no RBAC patch on replicasets, an outage) is one warning line and the run goes on.
+mark there is withdrawn (``remedies.evidence``). The write is a JSON patch of our own annotations only, guarded
+against the ReplicaSet as the plan read it (a colleague's edit at the prompt refuses it, as for every write),
+idempotent (a standing record is kept as first seen), and never blocks the remediation: a failure (no RBAC patch
+on replicasets, an outage, an edit since the read) is one warning line and the run goes on.
 
     from vllm_remedy.operations import evidence
 
@@ -13,11 +14,12 @@ failure (no RBAC patch on replicasets, an outage) is one warning line and the ru
 
 from __future__ import annotations
 
-import copy
+import contextlib
+import functools
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from pyinfra import host, logger, state
+from pyinfra import host, state
 from pyinfra.api import FunctionCommand, operation
 
 from vllm_remedy.errors import UserError
@@ -25,13 +27,9 @@ from vllm_remedy.facts.history import RolloutHistory
 from vllm_remedy.facts.pods import Pods
 from vllm_remedy.kube.annotations import Keys
 from vllm_remedy.kube.client import KubeClient
-from vllm_remedy.kube.errors import ConflictError
-from vllm_remedy.kube.patch import json_patch
-from vllm_remedy.operations.util import k8s_host, noop, show
+from vllm_remedy.operations.util import Change, change_ops, k8s_host, noop, observe, show, write_command
 from vllm_remedy.remedies.evidence import crashes_by_revision, record_changes
 from vllm_remedy.remedies.restore import crash_failures
-
-ATTEMPTS = 3
 
 
 def seen_dying(history: Mapping[str, Any], pods: Mapping[str, Any], container: str | None, now: float,
@@ -49,36 +47,12 @@ def seen_dying(history: Mapping[str, Any], pods: Mapping[str, Any], container: s
     return {str(by_number[n]): dict(sorted(k.items())) for n, k in sorted(seen.items()) if by_number.get(n)}
 
 
-def record(state: Any, host: Any, path: str, failures: dict[str, int], keys: Keys, label: str) -> bool:
-    """FunctionCommand body: the guarded annotation patch; always True (a failure is one warning line)."""
-    try:
-        client = k8s_host(host).client
-        for attempt in range(ATTEMPTS):
-            rs = client.request("GET", path)
-            notes = dict((rs.get("metadata") or {}).get("annotations") or {})
-            changes = record_changes(keys, notes, failures, client.server_time())
-            if not changes:
-                return True
-            desired = copy.deepcopy(rs)
-            for key, value in changes.items():
-                if value is None:
-                    notes.pop(key, None)
-                else:
-                    notes[key] = value
-            desired.setdefault("metadata", {})["annotations"] = notes
-            try:
-                answer = client.request("PATCH", path, body=json_patch(rs, desired),
-                                        content_type="application/json-patch+json")
-            except ConflictError:
-                if attempt == ATTEMPTS - 1:
-                    raise
-                continue
-            version = (answer.get("metadata") or {}).get("resourceVersion")
-            logger.info(f"{host.print_prefix}{label}: written (resourceVersion {version})")
-            return True
-    except UserError as exc:  # KubeError (403 without RBAC, 5xx) included: the remediation goes on
-        logger.warning(f"{host.print_prefix}warning: {label}: not recorded ({' '.join(str(exc).split())})")
-    return True
+def record_ops(failures: dict[str, int], keys: Keys, client: KubeClient, basis: dict[str, Any], at: float
+               ) -> list[dict[str, Any]]:
+    """The guarded patch recording ``failures`` on the ReplicaSet ``basis`` ([] when already recorded)."""
+    notes = (basis.get("metadata") or {}).get("annotations") or {}
+    changes = record_changes(keys, notes, failures, at)
+    return change_ops(Change(annotations=changes), keys, client, basis, at) if changes else []
 
 
 @operation()
@@ -118,7 +92,12 @@ def crash_recorded() -> Iterator[FunctionCommand]:
                  + ("; withdraw its known-good mark" if withdraw else ""))
         planned.append(label)
         path = KubeClient.object_path(ctx.namespace, "replicasets", name)
-        commands.append(FunctionCommand(record, (path, failures, ctx.keys, label), {}))
+        # the ReplicaSet the record is planned on: an edit after this read (at the prompt) refuses it; unreadable
+        # now, the write reads it again and warns if it still cannot
+        with contextlib.suppress(UserError):
+            observe(state, host, path, ctx.client.request("GET", path))
+        commands.append(write_command(path, functools.partial(record_ops, failures, ctx.keys), label,
+                                      required=False))
     if planned:  # shown before the first yield: change detection (--dry, the prompt) runs the body only that far
         show(state, host, planned, topic="evidence")
         yield from commands

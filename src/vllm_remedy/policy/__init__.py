@@ -26,6 +26,7 @@ from .sections import (
     Restore,
     RouteRef,
     Target,
+    Writes,
 )
 
 __all__ = [
@@ -53,6 +54,7 @@ __all__ = [
     "RouteRef",
     "Target",
     "Violation",
+    "Writes",
     "canonical_flag",
     "format_duration",
     "load_policies",

@@ -27,6 +27,7 @@ from .sections import (
     LoadShedding,
     Restore,
     Target,
+    Writes,
 )
 
 API_VERSION = "vllm-remedy.io/v1alpha1"
@@ -70,6 +71,7 @@ class Policy(FrozenModel):
     load_shedding: LoadShedding = Field(default_factory=LoadShedding)
     fallback: Fallback | None = None
     restore: Restore = Field(default_factory=Restore)
+    writes: Writes = Field(default_factory=Writes)
     confirm: Confirm = Field(default_factory=Confirm)
     alerts: Alerts = Field(default_factory=Alerts)
     drift: Drift = Field(default_factory=Drift)

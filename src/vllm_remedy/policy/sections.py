@@ -280,6 +280,13 @@ class Restore(FrozenModel):
     deployment_fields: Annotated[str, BeforeValidator(one_of("restore", "show"))] = "restore"
 
 
+class Writes(FrozenModel):
+    """How long a write whose answer was lost (a timeout, a 5xx, a dropped connection) is watched for: the API
+    server may still commit it after answering 504, so its outcome is read off the object, not the error."""
+
+    unanswered_grace: Duration = timedelta(seconds=30)
+
+
 def _prometheus_url(value: Any) -> str:
     expected = "an http(s) URL of a Prometheus server, e.g. http://prometheus.monitoring.svc:9090"
     if not isinstance(value, str):

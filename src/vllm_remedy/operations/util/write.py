@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import jsonpatch
+from pyinfra import logger
 from pyinfra.api import FunctionCommand
 from pyinfra.context import ctx_host, ctx_state
 
@@ -48,6 +49,7 @@ _OWN: dict[tuple[int, str, str], dict[str, Any]] = {}
 _DETECTED: set[tuple[int, str, str]] = set()
 #: Metadata the API server or a controller changes without anyone editing the object.
 _VOLATILE_META = ("resourceVersion", "managedFields", "generation")
+_CONTROLLER_NOTES = "deployment.kubernetes.io/"
 
 
 def run_id(state: Any, host: Any) -> int:
@@ -77,12 +79,18 @@ def observe(state: Any, host: Any, path: str, obj: Mapping[str, Any]) -> None:
 
 
 def material(obj: Mapping[str, Any]) -> tuple[Any, Any]:
-    """The parts of an object only an edit changes: spec (or the whole body) and metadata minus bookkeeping."""
+    """The parts of an object only an edit changes: spec (or the whole body) and metadata minus bookkeeping.
+
+    A ReplicaSet's replica count and ``deployment.kubernetes.io/*`` annotations are its Deployment controller's
+    (a scale, a rollout), not an edit of the revision our marks and records are about."""
     meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in _VOLATILE_META}
     notes = dict(meta.get("annotations") or {})
     notes.pop(REVISION, None)
-    meta["annotations"] = notes
     body = {k: v for k, v in obj.items() if k not in ("metadata", "status")}
+    if obj.get("kind") == "ReplicaSet":
+        notes = {k: v for k, v in notes.items() if not k.startswith(_CONTROLLER_NOTES)}
+        body["spec"] = {k: v for k, v in (body.get("spec") or {}).items() if k != "replicas"}
+    meta["annotations"] = notes
     return body, meta
 
 
@@ -113,8 +121,9 @@ def forget(state: Any) -> None:
     planned.forget(id(state))
 
 
-def run_write(state: Any, host: Any, path: str, build: BuildOps, label: str) -> bool:
-    """FunctionCommand body: read, pick the basis, build the guarded patch, send it; False + one line on failure."""
+def run_write(state: Any, host: Any, path: str, build: BuildOps, label: str, required: bool = True) -> bool:
+    """FunctionCommand body: read, pick the basis, build the guarded patch, send it; False + one line on failure
+    (``required=False``: a warning line and True — a write that must never block the run, such as a record)."""
     try:
         ctx = k8s_host(host)
         fresh = ctx.client.request("GET", path)
@@ -125,23 +134,31 @@ def run_write(state: Any, host: Any, path: str, build: BuildOps, label: str) -> 
             return True
         said = gitops_gate(state, host, ctx, basis, ops)
         if not said.write:
-            note(host, f"refused: {said.refusal}", error=True)
-            return False
+            return _failed(host, label, f"refused: {said.refusal}", required, labelled=False)
         change = (ctx.keys.change_id, new_change_id())
-        answer = send_patch(ctx.client, path, with_change_id(basis, ops, *change), change=change, basis=basis)
+        answer = send_patch(ctx.client, path, with_change_id(basis, ops, *change), change=change, basis=basis,
+                            grace=ctx.policy.writes.unanswered_grace.total_seconds())
     except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as exc:
-        note(host, f"{label}: the planned patch does not apply to the object it was planned on: {exc}", error=True)
-        return False
+        return _failed(host, label, f"the planned patch does not apply to the object it was planned on: {exc}",
+                       required)
     except UserError as exc:  # KubeError and ConflictError included: one line, nothing half-done
-        note(host, f"{label}: {exc}", error=True)
-        return False
+        return _failed(host, label, str(exc), required)
     _OWN[_key(state, host, path)] = copy.deepcopy(answer)
     version = (answer.get("metadata") or {}).get("resourceVersion")
     note(host, f"{label}: written (resourceVersion {version})")
     return True
 
 
-def write_command(path: str, build: BuildOps, label: str) -> FunctionCommand:
+def _failed(host: Any, label: str, why: str, required: bool, *, labelled: bool = True) -> bool:
+    """One error line and False, or - for a write that must not block the run - one warning line and True."""
+    if required:
+        note(host, f"{label}: {why}" if labelled else why, error=True)
+        return False
+    logger.warning(f"{host.print_prefix}warning: {label}: not recorded ({' '.join(why.split())})")
+    return True
+
+
+def write_command(path: str, build: BuildOps, label: str, *, required: bool = True) -> FunctionCommand:
     """A FunctionCommand applying ``build``'s guarded JSON patch to the object at API ``path``.
 
     Called inside an operation body for an object ``observe``d while detecting changes, it also applies
@@ -161,9 +178,9 @@ def write_command(path: str, build: BuildOps, label: str) -> FunctionCommand:
                     planned.record(host, path, basis, apply_ops(basis, [op for op in ops if op.get("op") != "test"]))
             except (UserError, jsonpatch.JsonPatchException, jsonpatch.JsonPointerException):
                 said = gitops.Verdict(True, ())  # the write itself reports a broken plan, at execute
-            if not said.write:
+            if not said.write and required:
                 return FunctionCommand(fail, (f"refused: {said.refusal}",), {})
-    return FunctionCommand(run_write, (path, build, label), {})
+    return FunctionCommand(run_write, (path, build, label, required), {})
 
 
 def gitops_gate(state: Any, host: Any, ctx: K8sHost, basis: Mapping[str, Any], ops: list[dict[str, Any]]
