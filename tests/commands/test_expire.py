@@ -44,6 +44,17 @@ def container(rehearsal: Rehearsal) -> dict:
     return rehearsal.client().get_deployment("llm", "llama-8b")["spec"]["template"]["spec"]["containers"][0]
 
 
+def expire_when_due(rehearsal: Rehearsal, tmp_path: Path, cli, expires: float) -> list[str]:
+    """Run ``vllm-remedy expire`` once the toggle is due (cluster time); its "remove the flag only: written" lines."""
+    client = rehearsal.client()
+    while client.server_time() < expires:
+        time.sleep(0.05)
+    got = cli("expire", "-i", inventory(tmp_path, rehearsal.kubeconfig, policy(tmp_path)))
+    assert got.returncode == 0, got.stderr
+    return [line for line in got.stdout.splitlines()
+            if "enforce-eager: remove --enforce-eager only" in line and ": written (" in line]
+
+
 def test_expire_reverts_a_dead_process_toggle_to_the_exact_prior_argv(rehearsal: Rehearsal, tmp_path: Path,
                                                                       cli) -> None:
     expires = dead_process_toggle(rehearsal, -600)
@@ -125,15 +136,8 @@ def test_expire_never_restores_a_tampered_prior_argv(rehearsal: Rehearsal, tmp_p
         dep["metadata"]["annotations"][PRIOR] = json.dumps(evil, sort_keys=True, separators=(",", ":"))
 
     rehearsal.change(tamper)
-    client = rehearsal.client()
-    while client.server_time() < expires:
-        time.sleep(0.05)
-    inv = inventory(tmp_path, rehearsal.kubeconfig, policy(tmp_path))
-    got = cli("expire", "-i", inv)
-    assert got.returncode == 0, got.stderr
-    said = [line for line in got.stdout.splitlines()
-            if "enforce-eager: remove --enforce-eager only" in line and ": written (" in line]
-    assert len(said) == 1 and "outside its vLLM flags" in said[0], got.stdout
+    said = expire_when_due(rehearsal, tmp_path, cli, expires)
+    assert len(said) == 1 and "outside its vLLM flags" in said[0], said
     c = container(rehearsal)
     assert (c["command"], c["args"]) == (["vllm", "serve"], GOOD_ARGS)
     notes = rehearsal.client().get_deployment("llm", "llama-8b")["metadata"]["annotations"]
@@ -163,15 +167,8 @@ def test_expire_never_restores_a_forged_prior_even_with_its_digest_recomputed(re
                                                             sort_keys=True, separators=(",", ":"))
 
     rehearsal.change(forge)
-    client = rehearsal.client()
-    while client.server_time() < expires:
-        time.sleep(0.05)
-    inv = inventory(tmp_path, rehearsal.kubeconfig, policy(tmp_path))
-    got = cli("expire", "-i", inv)
-    assert got.returncode == 0, got.stderr
-    said = [line for line in got.stdout.splitlines()
-            if "enforce-eager: remove --enforce-eager only" in line and ": written (" in line]
-    assert len(said) == 1 and "differs from the running container" in said[0], got.stdout
+    said = expire_when_due(rehearsal, tmp_path, cli, expires)
+    assert len(said) == 1 and "differs from the running container" in said[0], said
     c = container(rehearsal)
     assert (c["command"], c["args"]) == (["vllm", "serve"], GOOD_ARGS)
     notes = rehearsal.client().get_deployment("llm", "llama-8b")["metadata"]["annotations"]
