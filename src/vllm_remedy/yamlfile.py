@@ -32,6 +32,9 @@ MAX_ALIAS_REFS = 1_000
 MAX_INT_DIGITS = 1_000  # int64 has 19; Python's int() refuses past 4300 with a ValueError
 
 _LONG_DIGITS = re.compile(rf"\d{{{MAX_INT_DIGITS + 1}}}")
+#: What YAML 1.1 may resolve to a number: digits with signs, points, exponents, base prefixes, underscores and
+#: the base-60 colons (``1:00:00`` is 3600); a long one is refused whatever its separators break the digits into.
+_NUMBERISH = re.compile(r"[-+]?[0-9.][0-9a-fA-FxXoObB_:.eE+-]*")
 _NUMBER_TAGS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
 
 
@@ -75,7 +78,8 @@ class EventLimits:
             if self.aliases > MAX_ALIAS_REFS:
                 self._refuse(f"more than {MAX_ALIAS_REFS} YAML alias references", event)
         elif kind == "ScalarEvent" and (not event.style or event.tag in _NUMBER_TAGS) \
-                and _LONG_DIGITS.search(event.value.replace("_", "")):
+                and (_LONG_DIGITS.search(event.value.replace("_", ""))
+                     or (len(event.value) > MAX_INT_DIGITS and _NUMBERISH.fullmatch(event.value))):
             self._refuse(f"a number of more than {MAX_INT_DIGITS} digits", event)
         if kind in ("SequenceStartEvent", "MappingStartEvent", "ScalarEvent", "AliasEvent"):
             self.nodes += 1

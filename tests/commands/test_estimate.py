@@ -97,7 +97,10 @@ def test_the_human_view_is_o_text_as_in_every_other_command_and_o_human_still_wo
 def test_a_hostile_model_config_is_one_line_exit_2(cli, tmp_path) -> None:
     """A review fed ``[`` x 100,000 to --model-config: a RecursionError traceback. Now one line, exit 2."""
     for name, text, said in (("deep.json", "[" * 100_000, "refused: nested too deeply"),
-                             ("list.json", "[1, 2]", "not a model config")):
+                             ("list.json", "[1, 2]", "not a model config"),
+                             ("inf.json", '{"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, '
+                              '"num_attention_heads": 32, "num_hidden_layers": 32, "vocab_size": 128256, '
+                              '"max_position_embeddings": 1e400}', "not a usable model config")):
         path = tmp_path / name
         path.write_text(text)
         got = cli("estimate", "--model-config", str(path), "--gpu", "NVIDIA-L4")

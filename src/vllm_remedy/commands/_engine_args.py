@@ -88,7 +88,10 @@ def load_model(args: argparse.Namespace) -> catalog.ModelSpec:
         raise UserError(f"{path}: refused: {'nested too deeply' if isinstance(exc, RecursionError) else exc}") from None
     if not isinstance(config, dict):
         raise UserError(f"{path}: not a model config (expected a JSON object, as in a Hugging Face config.json)")
-    return catalog.ModelSpec.from_hf_config(config, name=str(path))
+    try:
+        return catalog.ModelSpec.from_hf_config(config, name=str(path))
+    except (OverflowError, ValueError, TypeError) as exc:  # e.g. 1e400 read as infinity where a size belongs
+        raise UserError(f"{path}: not a usable model config ({exc})") from None
 
 
 def load_gpu(args: argparse.Namespace) -> catalog.GpuSpec:
