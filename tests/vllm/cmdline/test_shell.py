@@ -7,6 +7,7 @@ and model unchanged), and bash itself running the script with a fake `vllm` on P
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -28,8 +29,6 @@ CASES = [
     ('vllm serve "llama 8b" 2>&1', EAGER, 'vllm serve "llama 8b" --enforce-eager 2>&1'),
     ("set -e; cd . && FOO=1 exec vllm serve m --port 8000 >>vllm.log 2>&1", {"served-model-name": "a b"},
      "set -e; cd . && FOO=1 exec vllm serve m --port 8000 --served-model-name 'a b' >>vllm.log 2>&1"),
-    ("(vllm serve m --port 8000 &> vllm.log) || echo failed", EAGER,
-     "(vllm serve m --port 8000 --enforce-eager &> vllm.log) || echo failed"),
     ("{ vllm serve m --port 8000; } 2>&1 | tee vllm.log", {"max-model-len": "4096"},
      "{ vllm serve m --port 8000 --max-model-len 4096; } 2>&1 | tee vllm.log"),
     ("vllm serve m \\\n  --port 8000 \\\n  2>&1 | tee vllm.log", EAGER,
@@ -39,8 +38,6 @@ CASES = [
      "echo start; vllm serve 'm' --served-model-name \"c d\" --port=9000 2>/dev/null >vllm.log; echo done"),
     ("vllm serve m --port 8000 2>&1|tee vllm.log", EAGER, "vllm serve m --port 8000 --enforce-eager 2>&1|tee vllm.log"),
     ("vllm serve m --port 8000 </dev/null & wait", EAGER, "vllm serve m --port 8000 --enforce-eager </dev/null & wait"),
-    ("export HF_HOME=.; exec env VLLM_X=1 vllm serve m --port 8000 |& tee vllm.log", {"port": "1"},
-     "export HF_HOME=.; exec env VLLM_X=1 vllm serve m --port 1 |& tee vllm.log"),
     ("if true; then vllm serve m --port 8000 2>&1 | tee vllm.log; fi", EAGER,
      "if true; then vllm serve m --port 8000 --enforce-eager 2>&1 | tee vllm.log; fi"),
     ('vllm serve m --port "$(echo 8000)" 2>&1 # --max-model-len 1', EAGER,
@@ -227,3 +224,47 @@ def test_crlf_scripts_keep_every_other_byte() -> None:
     cont = "vllm serve m \\\r\n  --max-model-len 4096 \\\r\n  --port 1\r\n"
     assert find_server({"containers": [container(cont)]}).flags == {"max-model-len": "4096", "port": "1"}
     assert edited(cont, {"max-model-len": "8192"}) == cont.replace("4096", "8192")
+
+
+#: The same constructs under bash -c: read and edited like any other script.
+BASH_CASES = [
+    ("(vllm serve m --port 8000 &> vllm.log) || echo failed", EAGER,
+     "(vllm serve m --port 8000 --enforce-eager &> vllm.log) || echo failed"),
+    ("export HF_HOME=.; exec env VLLM_X=1 vllm serve m --port 8000 |& tee vllm.log", {"port": "1"},
+     "export HF_HOME=.; exec env VLLM_X=1 vllm serve m --port 1 |& tee vllm.log"),
+]
+
+
+@pytest.mark.parametrize(("script", "edit", "want"), BASH_CASES)
+def test_bash_syntax_under_bash_is_edited(script: str, edit: dict, want: str) -> None:
+    assert edited(script, edit, command="bash") == want
+
+
+#: Found by the re-review: each means something else to dash than to bash, and was edited (exit 0) before.
+BASH_ONLY_UNDER_SH = [
+    ("vllm serve m --port 8000 |& tee /tmp/log", "|& (a bash pipe of stderr)"),
+    ("vllm serve m --port 8000 <<<x", "a here-string (<<<)"),
+    ("vllm serve m --chat-template <(cat /t) --port 8000", "process substitution <(...)"),
+    ("vllm serve m --port 8000 &>/tmp/log", "&> (dash runs the command in the background)"),
+]
+
+
+@pytest.mark.parametrize(("script", "what"), BASH_ONLY_UNDER_SH)
+def test_bash_only_syntax_under_sh_is_refused_but_read_under_bash(script: str, what: str) -> None:
+    with pytest.raises(UnsafeScriptError, match=re.escape(f"{what} is bash syntax, but the script runs under sh")):
+        find_server({"containers": [container(script)]})
+    if "<(" not in script:  # bash reads the rest as usual
+        bash = find_server({"containers": [{"name": "engine", "command": ["bash", "-c", script]}]})
+        assert bash.flags["port"] == "8000"
+
+
+@pytest.mark.parametrize(("script", "said"), [
+    ('vllm serve m --served-model-name $"llama" --port 8000', "locale-translated string"),
+    ("vllm serve m --served-model-name {a,b} --port 8000", "brace-expanded by bash but not by dash"),
+])
+def test_words_bash_and_dash_expand_differently_are_refused_under_every_shell(script: str, said: str) -> None:
+    for command in ("/bin/sh", "bash"):
+        with pytest.raises(UnsafeScriptError, match=said):
+            find_server({"containers": [{"name": "engine", "command": [command, "-c", script]}]})
+    quoted = find_server({"containers": [container("vllm serve m --served-model-name '{a,b}' --port 8000")]})
+    assert quoted.flags["served-model-name"] == "{a,b}"

@@ -111,7 +111,9 @@ def _from_script(tokens: list[Token], idx: int) -> tuple[Entrypoint, list[Token]
     if not found:
         return None
     (stmt, (offset, entry)), = found
-    _refuse_shell_dependent(stmt, posixpath.basename(tokens[parse.skip_prefix([t.value for t in tokens])].value))
+    shell_name = posixpath.basename(tokens[parse.skip_prefix([t.value for t in tokens])].value)
+    _refuse_shell_dependent(stmt, shell_name)
+    _refuse_bash_only(script.value, stmt, shell_name)
     _refuse_unreadable(script.value, stmt)
     out: list[Token] = []
     for w in stmt.words[offset + entry.length :]:
@@ -189,6 +191,37 @@ def _refuse_shell_dependent(stmt: shell.Statement, shell_name: str) -> None:
         r = after.get(w.end)
         if r and flag and flag.attached is None and flag.kind in (Kind.VALUE, Kind.MULTI):
             raise UnsafeScriptError(f"{w.value} is followed by the redirect {r.raw}, not by its value")
+
+
+#: Syntax whose meaning differs between bash and POSIX sh (dash): bash-only operators, and brace expansion.
+_BASH_ONLY = (("<<<", "a here-string (<<<)"), ("<(", "process substitution <(...)"),
+              (">(", "process substitution >(...)"), ("&>", "&> (dash runs the command in the background)"),
+              ("|&", "|& (a bash pipe of stderr)"))
+_FD_VARIABLE = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}[<>]")
+_BRACES = re.compile(r"\{[^{}\s'\"$]*(?:,|\.\.)[^{}\s'\"$]*\}")
+
+
+def _refuse_bash_only(script: str, stmt: shell.Statement, shell_name: str) -> None:
+    """Refuse a vLLM statement that bash and dash read differently: `$"..."` (bash translates, dash keeps the `$`),
+    unquoted brace expansion (`{a,b}`: two words to bash, one to dash), and - under sh - bash-only operators,
+    which dash rejects or runs otherwise (a review found `|&`, `<<<`, `<(...)`, `&>` edited under `sh -c`)."""
+    spans = [*stmt.words, *stmt.redirects]
+    start, end = min(w.start for w in spans), max(w.end for w in spans)
+    text = script[start:end] + script[end:end + 3].lstrip(" \t")[:2]
+    for w in stmt.words:
+        if '$"' in w.raw:
+            raise UnsafeScriptError(f'{w.raw} is a locale-translated string to bash but "$" plus a string to dash; '
+                                    "use plain quotes")
+        if not w.raw.startswith(("'", '"')) and _BRACES.search(w.raw):
+            raise UnsafeScriptError(f"{w.raw} is brace-expanded by bash but not by dash; quote it")
+    if shell_name in _ANSI_C_SHELLS:
+        return
+    for token, what in _BASH_ONLY:
+        if token in text:
+            raise UnsafeScriptError(f"{what} is bash syntax, but the script runs under {shell_name}; use bash -c "
+                                    "or POSIX syntax")
+    if _FD_VARIABLE.search(text):
+        raise UnsafeScriptError(f"{{name}}> file descriptors are bash syntax, but the script runs under {shell_name}")
 
 
 def _analyse(container: Mapping[str, Any]) -> ServerCommand | None:
