@@ -14,9 +14,9 @@ from typing import Any
 import jsonpatch
 import pytest
 
-from fixtures.kube_fakeapi import FakeApi, kubeconfig_text
+from fixtures.kube_fakeapi import FakeApi, started
 from fixtures.kube_objects import incident
-from vllm_remedy.kube.client import KubeClient, RetryPolicy
+from vllm_remedy.kube.client import RetryPolicy
 from vllm_remedy.kube.errors import KubeError
 from vllm_remedy.kube.patch import json_patch, send_patch, with_change_id
 
@@ -27,9 +27,7 @@ PATH = "/apis/apps/v1/namespaces/llm/deployments/llama-8b"
 
 @pytest.fixture
 def api(tmp_path: Path) -> Iterator[FakeApi]:
-    fake = FakeApi()
-    (tmp_path / "config").write_text(kubeconfig_text(fake.start()))
-    fake.client = KubeClient.for_context(kubeconfig=str(tmp_path / "config"), retry=RetryPolicy(attempts=1))
+    fake = started(tmp_path, retry=RetryPolicy(attempts=1))
     fake.add("deployments", incident()[0])
     yield fake
     fake.stop()

@@ -11,9 +11,8 @@ from typing import Any
 
 import pytest
 
-from fixtures.kube_fakeapi import FakeApi, kubeconfig_text
+from fixtures.kube_fakeapi import FakeApi, started
 from fixtures.kube_objects import MAX_LEN_LOG, crashloop_pod
-from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.kube.progress import LIMIT_BYTES, TAIL_LINES, Progress, ProgressReader
 
 LOGS = Path(__file__).resolve().parents[1] / "data" / "logs"
@@ -23,10 +22,7 @@ DEPLOYMENT = {"metadata": {"name": "llama-8b", "namespace": "llm"}, "spec": {"re
 
 @pytest.fixture
 def api(tmp_path: Path):
-    fake = FakeApi()
-    base = fake.start()
-    (tmp_path / "config").write_text(kubeconfig_text(base))
-    fake.client = KubeClient.for_context(kubeconfig=str(tmp_path / "config"), sleep=lambda s: None)
+    fake = started(tmp_path, sleep=lambda s: None)
     yield fake
     fake.stop()
 

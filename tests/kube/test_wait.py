@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from fixtures.kube_fakeapi import FakeApi, kubeconfig_text
+from fixtures.kube_fakeapi import FakeApi, started
 from fixtures.kube_objects import GOOD_ARGS, MAX_LEN_LOG, crashloop_pod, incident, pod_template
 from fixtures.kube_writes import mark_known_good
 from vllm_remedy.kube.actions import read_rollout, undo
@@ -44,10 +44,7 @@ class StepClock:
 
 @pytest.fixture
 def api(tmp_path: Path):
-    fake = FakeApi()
-    base = fake.start()
-    (tmp_path / "config").write_text(kubeconfig_text(base))
-    fake.client = KubeClient.for_context(kubeconfig=str(tmp_path / "config"), sleep=lambda s: None)
+    fake = started(tmp_path, sleep=lambda s: None)
     dep, rss = incident()
     dep["status"] = {"observedGeneration": 7, "replicas": 2, "updatedReplicas": 1, "readyReplicas": 1,
                      "availableReplicas": 1}
