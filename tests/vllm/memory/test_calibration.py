@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
-from vllm_remedy.vllm.memory.calibration import estimate_case
+from vllm_remedy.vllm.memory.calibration import accuracy, estimate_case, held_out, source_group
+from vllm_remedy.vllm.memory.settings import KV_ESTIMATE_MARGIN, KV_MARGIN_PERCENTILE, kv_margin
 
 CASES = sorted((Path(__file__).resolve().parents[2] / "data" / "calibration").glob("*.yaml"))
 
@@ -20,6 +21,8 @@ def _load(path: Path) -> dict[str, Any]:
 
 # Failed starts die before the KV cache is sized: they are checked on outcome only.
 SIZED = [p for p in CASES if _load(p)["logged"].get("kv_cache_tokens")]
+HELD_OUT = set(held_out((p.stem, _load(p)) for p in CASES))
+IN_SAMPLE_SIZED = [p for p in SIZED if p.stem not in HELD_OUT]
 
 
 def _errors(out_of_sample_only: bool = False) -> list[float]:
@@ -49,13 +52,20 @@ def test_outcome_matches_log(path):
 
 
 @pytest.mark.parametrize("path", SIZED, ids=[p.stem for p in SIZED])
-def test_kv_tokens_close_and_never_more_than_logged(path):
+def test_kv_tokens_never_more_than_logged(path):
+    case = _load(path)
+    logged = case["logged"]["kv_cache_tokens"]
+    assert estimate_case(case).kv_cache_tokens <= logged * 1.005  # uncertain terms are rounded toward less KV
+
+
+@pytest.mark.parametrize("path", IN_SAMPLE_SIZED, ids=[p.stem for p in IN_SAMPLE_SIZED])
+def test_in_sample_kv_tokens_close(path):
+    """Sources the constants were fitted on must be reproduced closely; held-out sources are judged below."""
     case = _load(path)
     logged = case["logged"]["kv_cache_tokens"]
     predicted = estimate_case(case).kv_cache_tokens
     # A case whose miss is understood says so in `known_gap`; it must still err toward less KV, within 15 %.
     assert abs(predicted - logged) / logged <= (0.15 if case.get("known_gap") else 0.10)
-    assert predicted <= logged * 1.005  # uncertain terms are rounded toward less KV
 
 
 def test_known_gaps_are_few_and_explained():
@@ -76,8 +86,63 @@ def test_every_case_says_which_fitted_terms_it_set():
 
 
 def test_out_of_sample_cases_meet_the_same_bars():
-    errors = _errors(out_of_sample_only=True)
+    """``fit: []`` cases of fitted sources (mostly the same H100 runs): close, but not the held-out figure."""
+    errors = [e for p in CASES if p.stem not in HELD_OUT for e in _errors_of(p, out_of_sample_only=True)]
     assert len(errors) >= 15
     assert statistics.median(abs(e) for e in errors) <= 0.03
-    assert max(abs(e) for e in errors) <= 0.15  # 0.10 but for the known gap
+    assert max(abs(e) for e in errors) <= 0.10
     assert max(errors) <= 0.005
+
+
+def _errors_of(path: Path, out_of_sample_only: bool) -> list[float]:
+    case = _load(path)
+    logged = case["logged"].get("kv_cache_tokens")
+    if not logged or (out_of_sample_only and case["fit"]):
+        return []
+    return [(estimate_case(case).kv_cache_tokens - logged) / logged]
+
+
+def test_held_out_split_is_by_source():
+    """No held-out case shares a source (thread or log repository) with a case a constant was fitted on."""
+    cases = {p.stem: _load(p) for p in CASES}
+    fitted_sources = {source_group(c) for c in cases.values() if c["fit"]}
+    assert HELD_OUT and all(source_group(cases[n]) not in fitted_sources for n in HELD_OUT)
+    assert all(not cases[n]["fit"] for n in HELD_OUT)
+    assert len({source_group(cases[n]) for n in HELD_OUT}) >= 4
+
+
+def test_held_out_outcomes_right_and_none_over():
+    acc = accuracy(_load(p) for p in CASES if p.stem in HELD_OUT)
+    assert acc.outcomes_right == acc.cases
+    assert len(acc.errors) >= 7
+    assert acc.over == 0  # no held-out case predicts more than 2 % above the logged KV cache
+
+
+def test_held_out_error_does_not_regress():
+    """Ratchet at today's held-out figures. The targets (median <= 3 %, p90 <= 10 %) are MISSED: the V1
+    activation term over-estimates 0.10.x profiles by ~1 GiB (bench/estimate_accuracy.md); lower these bounds
+    as the model improves, never raise them."""
+    acc = accuracy(_load(p) for p in CASES if p.stem in HELD_OUT)
+    assert acc.median_abs <= 0.061
+    assert acc.p90_abs <= 0.253
+
+
+def test_safety_margin_is_derived_from_the_held_out_errors():
+    """settings.KV_ESTIMATE_MARGIN must equal what kv_margin computes from today's held-out cases."""
+    acc = accuracy(_load(p) for p in CASES if p.stem in HELD_OUT)
+    assert kv_margin(acc.errors, KV_MARGIN_PERCENTILE) == KV_ESTIMATE_MARGIN, "update settings.KV_ESTIMATE_MARGIN"
+
+
+def test_kv_margin_covers_the_percentile():
+    # +18 % over-prediction needs 0.18 / 1.18 = 15.3 % off -> 0.16; the nearest rank never interpolates down.
+    assert kv_margin([0.18]) == 0.16
+    assert kv_margin([-0.01, -0.02, 0.03, -0.25], pct=50) == 0.02
+    assert kv_margin([-0.01, -0.02, 0.03, -0.25], pct=90) == 0.2  # 0.25 / 1.25
+    with pytest.raises(ValueError):
+        kv_margin([])
+
+
+def test_source_group_names_the_thread_or_repository():
+    assert source_group({"source": "https://github.com/vllm-project/vllm/issues/10517"}) == "vllm-project/vllm#10517"
+    assert source_group({"source": "https://github.com/a/b/blob/abc/log/x.log"}) == "a/b"
+    assert source_group({"source": "https://github.com/a/b/issues/1", "holdout_group": "g"}) == "g"

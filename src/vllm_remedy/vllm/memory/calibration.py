@@ -1,21 +1,35 @@
-"""The estimator's inputs as a calibration case states them (``tests/data/calibration/*.yaml``).
+"""The estimator's inputs as a calibration case states them (``tests/data/calibration/*.yaml``), and the
+held-out split its accuracy is reported on.
 
 The accuracy test and ``bench/estimate_accuracy.py`` must hand the estimator exactly the same inputs, or the
 test's bars and the published table would measure different things; so the mapping from a case to an
-``Estimate`` is written once, here. Pure: callers read and parse the YAML and pass the dict in.
+``Estimate`` is written once, here. Pure: callers read and parse the YAML and pass the dicts in.
+
+Held out means "no fitted constant saw anything from this source": the constants of ``terms.py`` were fitted
+by hand, so the honest split is by source (one GitHub thread, or one repository of logs), decided by the
+cases' ``fit`` keys alone and never by their errors. A source with any fitted case is in sample as a whole,
+because its other logs share its machine, version and launcher.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+import statistics
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from vllm_remedy.vllm import catalog
 from vllm_remedy.vllm.memory.core import Estimate, estimate
-from vllm_remedy.vllm.memory.settings import EngineSettings
+from vllm_remedy.vllm.memory.settings import EngineSettings, percentile
+
+Case = Mapping[str, Any]
+# A prediction more than this far above the logged KV cache is the dangerous direction (the target is none).
+OVER_TOLERANCE = 0.02
+_GITHUB = re.compile(r"^https://github\.com/(?P<repo>[^/]+/[^/]+)(?:/(?P<kind>issues|pull|discussions)/(?P<n>\d+))?")
 
 
-def estimate_case(case: Mapping[str, Any]) -> Estimate:
+def estimate_case(case: Case) -> Estimate:
     """Estimate a case from what its log shows: model (catalog id or inline HF config), GPU (and the total
     the log reports, when it differs from the catalog's), vLLM version, flags and other processes' GiB."""
     if "model_config" in case:
@@ -28,3 +42,69 @@ def estimate_case(case: Mapping[str, Any]) -> Estimate:
     flags = {k: str(v) for k, v in case["flags"].items()}
     flags["other-process-gib"] = str(case.get("other_process_gib", 0.0))
     return estimate(model, gpu, EngineSettings.from_flags(flags, str(case["vllm_version"])))
+
+
+def source_group(case: Case) -> str:
+    """The source a case came from: its ``holdout_group``, else the GitHub thread (owner/repo#N) or repository
+    its URL names, else the URL's host and path."""
+    if case.get("holdout_group"):
+        return str(case["holdout_group"])
+    url = str(case["source"])
+    m = _GITHUB.match(url)
+    if m:
+        return f"{m['repo']}#{m['n']}" if m["n"] else m["repo"]
+    return url.split("#", 1)[0]
+
+
+def held_out(cases: Iterable[tuple[str, Case]]) -> list[str]:
+    """Names of the cases whose source informed no fitted constant (see the module docstring)."""
+    cases = list(cases)
+    fitted = {source_group(c) for _, c in cases if c.get("fit")}
+    return [name for name, c in cases if source_group(c) not in fitted]
+
+
+def kv_error(case: Case) -> float | None:
+    """Signed relative KV-token error (predicted - logged) / logged; None when the log sized no KV cache."""
+    logged = case["logged"].get("kv_cache_tokens")
+    if not logged:
+        return None
+    return (estimate_case(case).kv_cache_tokens - logged) / logged
+
+
+@dataclass(frozen=True)
+class Accuracy:
+    """How the estimator did on a set of cases: outcome classes, and KV-token errors where the log sized it."""
+
+    cases: int
+    outcomes_right: int
+    errors: tuple[float, ...]  # signed, one per sized case
+
+    @property
+    def median_abs(self) -> float:
+        return statistics.median(abs(e) for e in self.errors) if self.errors else 0.0
+
+    @property
+    def p90_abs(self) -> float:
+        return percentile([abs(e) for e in self.errors], 90)
+
+    @property
+    def max_abs(self) -> float:
+        return max((abs(e) for e in self.errors), default=0.0)
+
+    @property
+    def over(self) -> int:
+        """Cases predicting more than OVER_TOLERANCE above the logged KV cache (the dangerous direction)."""
+        return sum(e > OVER_TOLERANCE for e in self.errors)
+
+
+def accuracy(cases: Iterable[Case]) -> Accuracy:
+    """Outcome matches and KV errors over ``cases``."""
+    total = right = 0
+    errors: list[float] = []
+    for case in cases:
+        total += 1
+        right += estimate_case(case).outcome.value == case["logged"]["outcome"]
+        err = kv_error(case)
+        if err is not None:
+            errors.append(err)
+    return Accuracy(total, right, tuple(errors))
