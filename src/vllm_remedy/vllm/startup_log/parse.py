@@ -243,3 +243,66 @@ def _engine(lines: list[Line], found: _Matches, version: str | None) -> str | No
     if version:
         return default_engine(parse_version(version))
     return None
+
+
+# --- the post-start advisory (0.10.2 on) -----------------------------------------------------------
+_NUM = r"(-?[\d.]+)"
+_ADVICE = re.compile(
+    rf"Free memory on device \({_NUM}/{_NUM} GiB\) on startup\. Desired GPU memory utilization is "
+    rf"\({_NUM}, {_NUM} GiB\)\. Actual usage is (?:{_NUM} GiB for weight, {_NUM} GiB for peak activation, "
+    rf"{_NUM} GiB for non-torch memory|{_NUM} GiB for consumed memory \(weights \+ non-torch\), {_NUM} GiB for "
+    rf"peak activation), and {_NUM} GiB for CUDAGraph memory\. Replace gpu_memory_utilization config with "
+    rf"`--kv-cache-memory=(\d+)` \({_NUM} GiB\) to fit into requested memory, or `--kv-cache-memory=(\d+)` "
+    rf"\({_NUM} GiB\) to fully utilize gpu memory\. Current kv cache memory in use is {_NUM} GiB\."
+)
+
+
+@dataclass(frozen=True)
+class KvAdvice:
+    """vLLM's own account of one rank's start, printed after the KV cache and CUDA graphs exist: the profile
+    terms it measured and the ``--kv-cache-memory`` that would reproduce the requested budget. Free calibration
+    data: ``fit_bytes`` is ``requested - (weights + non-torch + activation + CUDA graphs)``, graphs included."""
+
+    rank: int
+    free_gib: float
+    total_gib: float
+    utilization: float
+    requested_gib: float
+    consumed_gib: float  # weights + non-torch (the 2026 form prints only the sum)
+    activation_gib: float
+    cudagraph_gib: float
+    fit_bytes: int  # --kv-cache-memory that fits the requested memory
+    full_bytes: int  # --kv-cache-memory that uses the whole card
+    in_use_gib: float  # the KV cache this start allocated
+    weights_gib: float | None = None  # printed separately up to the 2026 form
+    non_torch_gib: float | None = None
+
+
+def parse_kv_advice(text: str) -> list[KvAdvice]:
+    """Every advisory line in a log (one per rank that printed it), in log order; [] when the release printed
+    none, printed it at DEBUG with INFO logging, or the line was cut."""
+    out: list[KvAdvice] = []
+    for line in split_lines(text):
+        if "--kv-cache-memory=" not in line.text or not (m := _ADVICE.search(line.text)):
+            continue
+        g = m.groups()
+        weights, non_torch = (float(g[4]), float(g[6])) if g[4] is not None else (None, None)
+        consumed = weights + non_torch if weights is not None and non_torch is not None else float(g[7])
+        out.append(
+            KvAdvice(
+                rank=line.rank,
+                free_gib=float(g[0]),
+                total_gib=float(g[1]),
+                utilization=float(g[2]),
+                requested_gib=float(g[3]),
+                consumed_gib=round(consumed, 2),
+                activation_gib=float(g[5] if g[5] is not None else g[8]),
+                cudagraph_gib=float(g[9]),
+                fit_bytes=int(g[10]),
+                full_bytes=int(g[12]),
+                in_use_gib=float(g[14]),
+                weights_gib=weights,
+                non_torch_gib=non_torch,
+            )
+        )
+    return out
