@@ -15,11 +15,48 @@ from typing import Any
 
 import yaml
 
-from vllm_remedy.vllm.memory.calibration import estimate_case
+from vllm_remedy.vllm.memory.calibration import (
+    OVER_TOLERANCE,
+    accuracy,
+    estimate_case,
+    held_out,
+    kv_error,
+    source_group,
+)
+from vllm_remedy.vllm.memory.settings import KV_ESTIMATE_MARGIN, KV_MARGIN_PERCENTILE, kv_margin
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = ROOT / "tests" / "data" / "calibration"
 REPORT = ROOT / "bench" / "estimate_accuracy.md"
+HELD_OUT_INTRO = """A case is held out when no case from its source (one GitHub thread, or one repository of logs)
+set a fitted constant of `terms.py`: the split follows the `fit:` keys alone, decided before any error
+was looked at, and the constants were never refitted on these cases. `fit: []` cases of a fitted source
+(the llm-d-planner H100 runs) are not held out: they share the machine, version and launcher the
+constants were fitted on, which is why the old out-of-sample figure (median 0.3 %) overstated accuracy.
+
+"""
+HELD_OUT_NOTES = """
+What makes the held-out error large (all on the safe side; the cure belongs in `terms.py`, not here):
+
+- vLLM 0.10.1.1 on A100 (dennislee22/vLLM-benchmarking, 5 cases): the logs imply activation plus
+  non-torch memory of 0.50-0.65 GiB per rank at TP 1 and TP 2 on one node (requested - weights - KV),
+  1.54 GiB at TP 2 across two nodes over Ray; the model charges 1.75 GiB (TP 1) and 2.08 GiB (TP 2).
+  Most of it is the V1 sampler term: with `sampler_sorts` (all V1 releases before 0.17) it costs
+  256 x 152,064 x 38 B = 1.38 GiB, fitted on Qwen3-14B at 0.15/0.16 with 1,024 sequences on H100;
+  at 0.10.1 with 256 sequences the logged peak leaves no room for a sort at all. The TP 2 non-torch
+  term (0.6 GiB for < 0.11) is also too high where custom all-reduce is disabled (no P2P, both
+  same-node logs say so). At utilization 0.25 the KV cache is only 5 GiB, so the same ~1.2 GiB
+  becomes a 25 % miss; at 0.5 it is 5 %.
+- L40S 0.7.1 TP 2 (vllm#15815, -13 %): the V0 TP >= 2 non-torch term (1.6 GiB, fitted on one RTX 4090
+  log) against 0.30 GiB logged.
+- A10 0.7.1 (-6 %): the V0 TP 1 non-torch term (0.25 GiB) against 0.05 GiB logged, plus 0.07 GiB of
+  weight buffers: 0.27 GiB of a 4.6 GiB KV cache.
+
+None predicts more KV than vLLM found; the over-prediction the issue reports on a recent release is not
+in this set (no held-out log newer than 0.10.1 qualified), which is why the margin is taken from |error|
+rather than from the over-predictions alone.
+
+"""
 NOTES = """
 ## Which cases informed which term
 
@@ -33,10 +70,11 @@ rounding, the version's budget formula and defaults) come from vLLM's source, no
 
 {oos}
 
-Caveats: the out-of-sample cases share the fitted cases' GPU (H100) and mostly their version (0.19.0);
-several are the same model with one flag changed (TP 4, float16, 32k length, fp8 KV), so they test
-the flag rules more than new architectures. Non-H100 KV counts remain few (RTX 3090 and RTX 4090, both
-in sample); the A100 case and the busy-GPU cases are checked on outcome only. Qwen3-14B 0.15-0.18
+Caveats: most `fit: []` cases share the fitted cases' GPU (H100), version (0.19.0) and launcher
+(llm-d-planner), and several are the same model with one flag changed (TP 4, float16, 32k length, fp8
+KV), so they test the flag rules more than new setups; the held-out section above is the figure to
+quote. Held-out KV counts come from 4 sources (A10, L40S, A100-80GB, A100-40GB; vLLM 0.7.1 and 0.10.1.1);
+no held-out log is newer than 0.10.1 or uses MoE, fp8 KV or a quantized checkpoint. Qwen3-14B 0.15-0.18
 figures come from llm-d-planner's parsed run records (the raw logs are not published). The RTX 4060
 `no_cache_blocks` case (vllm#13882, 0.7.3, 4-bit Qwen2.5-7B) gets the outcome right but the
 activation wrong: vLLM logged 1.42 GiB, the V0 formula gives 0.54 GiB, so the predicted KV budget
@@ -54,6 +92,15 @@ activation wrong: vLLM logged 1.42 GiB, the V0 formula gives 0.54 GiB, so the pr
   under `vllm serve`, 8192 under the `LLM` class). 0.8.x V1 also charges everything on the device
   that is not PyTorch's (CUDA context, other processes) to the budget, so another process holding a
   few GiB would explain the rest; without the log this stays a hypothesis.
+- dennislee22/vLLM-benchmarking: gpt-oss-120b TP 4 across nodes (MXFP4 MoE with attention sinks and
+  sliding-window layers: not modelled); the Qwen2.5-32B and Qwen2-72B tests publish only the KV GiB in
+  their headings, no startup log or flags.
+- Candidates found but not usable: a Colab T4 Qwen2.5-1.5B log (vLLM 0.7.2 patched by Unsloth inside a
+  training process, and no citable file URL came with it); LMCache#714 (0.9.0 with the LMCache connector
+  on the GPU); kvcached#210 (kvcached replaces the KV allocator); vllm#21348 (Qwen3-235B-FP8 with an
+  LMCache connector, model not in the catalog); vllm#25350 (fp8 KV figures but neither model nor GPU
+  stated). The search for logs on L4, T4, A10G, RTX 3090/4090 with V1 0.8-0.11+ found none that
+  states model, version, GPU, flags and KV size together.
 - llm-d-planner runs with pipeline parallelism (PP is not modelled), multimodal models (Gemma 3,
   Mistral-Small-3.1, Kimi-VL, granite-vision: encoder profiling is not modelled), gpt-oss-20b (two
   differing KV counts for the same settings in one record set; sink/sliding-window hybrid) and
@@ -93,6 +140,7 @@ def table(cases: list[tuple[str, dict[str, Any]]]) -> tuple[str, list[float]]:
             "logged KV tokens | error |", "|---|---|---|---|---|---|---:|---:|---:|"]
     errors: list[float] = []
     oos_errors: list[float] = []
+    held = set(held_out(cases))
     for name, case in cases:
         est = estimate_case(case)
         logged = case["logged"]
@@ -105,7 +153,7 @@ def table(cases: list[tuple[str, dict[str, Any]]]) -> tuple[str, list[float]]:
             if not in_sample:
                 oos_errors.append(rel)
             err = f"{rel * 100:+.1f} %"
-        role = "fit" if in_sample else "out"
+        role = "fit" if in_sample else ("held-out" if name in held else "out")
         rows.append(f"| [{name}]({case['source']}) | {case['vllm_version']} | {case['gpu']} | {role} | "
                     f"{est.outcome.value} | "
                     f"{logged['outcome']} | {est.kv_cache_tokens:,} | {f'{tokens:,}' if tokens else '—'} | {err} |")
@@ -113,13 +161,43 @@ def table(cases: list[tuple[str, dict[str, Any]]]) -> tuple[str, list[float]]:
     gpus = sorted({c["gpu"] for _, c in cases})
     summary = (f"\n{len(rows) - 2} cases, {len(versions)} versions ({', '.join(versions)}), {len(gpus)} GPU "
                f"types.\n\n{_summary('All', errors)}\n\n"
-               f"{_summary('Out of sample (fit: [])', oos_errors)}\n")
+               f"{_summary('Not fitted on (fit: []; includes cases of fitted sources)', oos_errors)}\n")
     return "\n".join(rows) + "\n" + summary, errors
+
+
+def held_out_section(cases: list[tuple[str, dict[str, Any]]]) -> str:
+    """Held-out accuracy (sources no fitted constant saw), the targets, and the margin derived from it."""
+    names = held_out(cases)
+    by_name = dict(cases)
+    acc = accuracy(by_name[n] for n in names)
+    sources: dict[str, list[str]] = {}
+    for n in names:
+        sources.setdefault(source_group(by_name[n]), []).append(n)
+    rows = ["| source | case | signed KV error |", "|---|---|---:|"]
+    for src, members in sorted(sources.items()):
+        for n in members:
+            err = kv_error(by_name[n])
+            rows.append(f"| {src} | {n} | {'outcome only' if err is None else f'{err * 100:+.1f} %'} |")
+    margin = kv_margin(acc.errors, KV_MARGIN_PERCENTILE)
+    verdict = (f"median {'meets' if acc.median_abs <= 0.03 else 'MISSES'} the 3 % target, p90 "
+               f"{'meets' if acc.p90_abs <= 0.10 else 'MISSES'} the 10 % target, "
+               f"{acc.over} case(s) above +{OVER_TOLERANCE * 100:.0f} % (target 0)")
+    return (
+        f"{len(names)} held-out cases from {len(sources)} sources, {len(acc.errors)} with a logged KV size:\n\n"
+        + "\n".join(rows)
+        + f"\n\nOutcome class right: {acc.outcomes_right} of {acc.cases}. KV tokens: median |error| "
+        f"{acc.median_abs * 100:.1f} %, p90 {acc.p90_abs * 100:.1f} % (nearest rank), max {acc.max_abs * 100:.1f} %; "
+        f"signed: {', '.join(f'{e * 100:+.1f}' for e in sorted(acc.errors))} %. Verdict: {verdict}.\n\n"
+        f"Safety margin: `kv_margin` of these errors at the {KV_MARGIN_PERCENTILE}th percentile of |error| is "
+        f"{margin:.2f} (settings.KV_ESTIMATE_MARGIN = {KV_ESTIMATE_MARGIN:.2f}"
+        f"{'' if margin == KV_ESTIMATE_MARGIN else ' -- STALE, update it'}).\n"
+    )
 
 
 def main(argv: list[str]) -> int:
     cases = load_cases()
     text, _ = table(cases)
+    text += "\n## Held-out accuracy (by source)\n\n" + HELD_OUT_INTRO + held_out_section(cases) + HELD_OUT_NOTES
     oos = [n for n, c in cases if not c.get("fit")]
     notes = NOTES.format(fit_table=fit_table(cases), oos=", ".join(oos))
     print(text)
@@ -128,7 +206,8 @@ def main(argv: list[str]) -> int:
             "# Estimator accuracy against real startup logs\n\n"
             "Generated by `python bench/estimate_accuracy.py --write` from `tests/data/calibration/*.yaml` "
             "(each file carries its source URL and log excerpt). Negative error = fewer KV tokens predicted "
-            "than vLLM logged (the safe side). Role `fit` = the case set a fitted constant; `out` = it did not.\n\n"
+            "than vLLM logged (the safe side). Role `fit` = the case set a fitted constant; `held-out` = no case "
+            "of its source did (the accuracy to quote); `out` = not fitted on, but its source was.\n\n"
             + text + notes
         )
     return 0
