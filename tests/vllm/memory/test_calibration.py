@@ -25,9 +25,9 @@ HELD_OUT = set(held_out((p.stem, _load(p)) for p in CASES))
 IN_SAMPLE_SIZED = [p for p in SIZED if p.stem not in HELD_OUT]
 
 
-def _errors(out_of_sample_only: bool = False) -> list[float]:
+def _errors(out_of_sample_only: bool = False, paths: list[Path] = CASES) -> list[float]:
     out = []
-    for path in CASES:
+    for path in paths:
         case = _load(path)
         logged = case["logged"].get("kv_cache_tokens")
         if logged and not (out_of_sample_only and case["fit"]):
@@ -87,19 +87,11 @@ def test_every_case_says_which_fitted_terms_it_set():
 
 def test_out_of_sample_cases_meet_the_same_bars():
     """``fit: []`` cases of fitted sources (mostly the same H100 runs): close, but not the held-out figure."""
-    errors = [e for p in CASES if p.stem not in HELD_OUT for e in _errors_of(p, out_of_sample_only=True)]
+    errors = _errors(out_of_sample_only=True, paths=[p for p in CASES if p.stem not in HELD_OUT])
     assert len(errors) >= 15
     assert statistics.median(abs(e) for e in errors) <= 0.03
     assert max(abs(e) for e in errors) <= 0.10
     assert max(errors) <= 0.005
-
-
-def _errors_of(path: Path, out_of_sample_only: bool) -> list[float]:
-    case = _load(path)
-    logged = case["logged"].get("kv_cache_tokens")
-    if not logged or (out_of_sample_only and case["fit"]):
-        return []
-    return [(estimate_case(case).kv_cache_tokens - logged) / logged]
 
 
 def test_held_out_split_is_by_source():
