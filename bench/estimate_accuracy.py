@@ -66,7 +66,7 @@ rounding, the version's budget formula and defaults) come from vLLM's source, no
 
 {fit_table}
 
-## Out of sample
+## Not fitted on (`fit: []`)
 
 {oos}
 
