@@ -63,7 +63,7 @@ def test_second_run_changes_nothing(rehearsal: Rehearsal) -> None:
     implicit_len(rehearsal)
     first = rehearsal.pyinfra(LOCAL, BUDGET, "-y")
     assert first.returncode == 0, first.stderr
-    assert_no_changes(rehearsal, BUDGET, 4)
+    assert_no_changes(rehearsal, BUDGET, 5)
 
 
 def test_dry_prints_the_diff_and_prediction_once_and_changes_nothing(rehearsal: Rehearsal) -> None:

@@ -12,12 +12,14 @@ rehearsal = pyinfra_run.rehearsal
 
 def test_drift_plans_exactly_the_operations_the_budget_deploy_runs(rehearsal: Rehearsal) -> None:
     """One list (operations.budget.FIX, what drift.runner.fix_operations returns) drives both: the operations
-    pyinfra starts for deploys/budget.py are that list, in order, then the wait - a step added to the deploy is a
-    step drift plans. (The runner is not imported here: it needs gevent's monkey-patching first.)"""
+    pyinfra starts for deploys/budget.py are the evidence record (which drift's read-only account never writes),
+    that list, in order, then the wait - a step added to the deploy's fix is a step drift plans. (The runner is
+    not imported here: it needs gevent's monkey-patching first.)"""
     from vllm_remedy.operations.budget import FIX
 
     got = rehearsal.pyinfra(LOCAL, BUDGET, "-y")  # a healthy seed: every operation starts and changes nothing
     assert got.returncode == 0, got.stderr
     started = [line.split("Starting operation:", 1)[1].strip() for line in got.stderr.splitlines()
                if "Starting operation:" in line]
-    assert started == [label for label, _op, _kwargs in FIX] + ["Wait until the new pods are Ready"]
+    assert started == ["Record crash-looping revisions on their ReplicaSets",
+                       *[label for label, _op, _kwargs in FIX], "Wait until the new pods are Ready"]

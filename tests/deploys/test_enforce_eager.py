@@ -60,7 +60,7 @@ def test_eager_toggle_records_expiry_and_exact_prior_argv(rehearsal: Rehearsal) 
     assert predicted is not None and predicted.outcome.value == "fits"
     assert set(kv_logged(rehearsal).values()) == {predicted.kv_cache_tokens}
 
-    assert_no_changes(rehearsal, EAGER, 3, "--data", "eager_ttl=2h")  # never extended, never re-applied
+    assert_no_changes(rehearsal, EAGER, 4, "--data", "eager_ttl=2h")  # never extended, never re-applied
 
 
 def test_an_expired_toggle_is_reverted_by_any_later_deploy(rehearsal: Rehearsal) -> None:

@@ -41,13 +41,13 @@ def test_caps_the_prefill_chunk_and_pods_start_with_the_predicted_kv(rehearsal: 
     assert predicted is not None
     assert set(kv_logged(rehearsal).values()) == {predicted.kv_cache_tokens}
 
-    assert_no_changes(rehearsal, LOAD_GUARD, 3)
+    assert_no_changes(rehearsal, LOAD_GUARD, 4)
 
 
 def test_never_raises_a_cap_the_default_already_keeps(rehearsal: Rehearsal) -> None:
     vllm_runtime(rehearsal)
     # 0.8.5 on a 44 GiB card defaults to 2048 batched tokens, below the policy's 4096
-    assert_no_changes(rehearsal, LOAD_GUARD, 3)
+    assert_no_changes(rehearsal, LOAD_GUARD, 4)
     for mode in ("--dry", "-y"):  # and says so, rather than a bare "-", in both modes
         got = rehearsal.pyinfra(LOCAL, LOAD_GUARD, mode)
         assert ("noop: no cap to lower on deployment llm/llama-8b: --max-num-batched-tokens: 2048 in effect is "

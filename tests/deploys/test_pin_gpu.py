@@ -59,7 +59,7 @@ def test_pins_the_policy_product_and_pods_start_on_it(rehearsal: Rehearsal) -> N
     assert all(p["spec"]["nodeName"].startswith("gpu-l40s-") for p in live_pods(rehearsal))
     assert set(kv_logged(rehearsal).values()) == {197840}
 
-    assert_no_changes(rehearsal, PIN, 3)
+    assert_no_changes(rehearsal, PIN, 4)
 
 
 def test_full_gpu_nodes_switch_the_rollout_to_max_surge_zero(rehearsal: Rehearsal) -> None:

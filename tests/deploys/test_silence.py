@@ -24,10 +24,12 @@ QUIET = {
                            f"noop: no traffic to shift back: policy {ROOT / 'policies' / 'llama-8b.yaml'} names no "
                            "fallback route"],
     "deploys/pin_gpu.py": ["noop: no temporary toggle has expired",
+                           "noop: no crash to record",
                            "noop: deployment llm/llama-8b is already pinned to nvidia.com/gpu.product=NVIDIA-L40S "
                            "with 1 GPU(s) per pod",
                            "noop: deployment llm/llama-8b is rolled out"],
-    "deploys/budget.py": ["noop: no temporary toggle has expired",
+    "deploys/budget.py": ["noop: no crash to record",
+                          "noop: no temporary toggle has expired",
                           "noop: deployment llm/llama-8b is already pinned to nvidia.com/gpu.product=NVIDIA-L40S "
                           "with 1 GPU(s) per pod",
                           "noop: deployment llm/llama-8b fits on NVIDIA-L40S with headroom and an explicit "
@@ -35,10 +37,12 @@ QUIET = {
                           "concurrency 12.08x at max-model-len 16384)",
                           "noop: deployment llm/llama-8b is rolled out"],
     "deploys/load_guard.py": ["noop: no temporary toggle has expired",
+                              "noop: no crash to record",
                               "noop: no cap to lower on deployment llm/llama-8b: --max-num-batched-tokens: 2048 in "
                               "effect is already <= 4096",
                               "noop: deployment llm/llama-8b is rolled out"],
     "deploys/enforce_eager.py": ["noop: no temporary toggle has expired",
+                                 "noop: no crash to record",
                                  "noop: --enforce-eager is off on deployment llm/llama-8b",
                                  "noop: deployment llm/llama-8b is rolled out"],
 }

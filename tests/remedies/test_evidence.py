@@ -183,3 +183,46 @@ def test_recorded_deployment_fields_are_validated_before_they_are_written_back()
     assert field_problems({"minReadySeconds": -3}) == ["minReadySeconds -3 is not a non-negative integer"]
     assert field_problems({"strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0,
                                                                                   "maxUnavailable": "0%"}}})
+
+
+def backoff(pod: str, count: int, ago: float, message: str = "Back-off restarting failed container vllm in pod x"
+            ) -> dict[str, Any]:
+    return {"pod": pod, "reason": "BackOff", "message": message, "count": count, "first": rfc3339(NOW - ago - 60),
+            "last": rfc3339(NOW - ago)}
+
+
+ROWS = [{"number": 14, "replicaset": "llama-8b-6b765dc795"}, {"number": 15, "replicaset": "llama-8b-85bd68ffdd"}]
+
+
+def test_gone_pods_events_count_against_their_revision_by_pod_name() -> None:
+    from vllm_remedy.remedies.evidence import crashes_in_events
+
+    events = [backoff("llama-8b-85bd68ffdd-9lfjn", 1, 300), backoff("llama-8b-85bd68ffdd-x2v7k", 2, 120),
+              backoff("llama-8b-6b765dc795-abcde", 1, 100),  # one back-off, recovered: no evidence
+              backoff("llama-8b-6b765dc795-fghij", 5, 100, "Back-off pulling image \"vllm/vllm-openai:v0.8.5\""),
+              {**backoff("llama-8b-85bd68ffdd-zzzzz", 9, 10), "last": "yesterday", "first": None},  # no time: no
+              backoff("other-85bd68ffdd-9lfjn", 9, 10)]  # another workload's pod
+    seen = crashes_in_events(ROWS, events)
+    assert list(seen) == [15]
+    assert (seen[15].backoffs, seen[15].pod, seen[15].at) == (3, "llama-8b-85bd68ffdd-9lfjn", NOW - 120)
+    assert "seen crash-looping in its pods' Events (3 back-offs" in seen[15].text()
+    assert crashes_in_events(ROWS, None) == {}
+
+
+def test_events_evidence_skips_a_revision_unless_a_later_mark_supersedes_it() -> None:
+    from vllm_remedy.remedies.evidence import crashes_in_events
+
+    seen = crashes_in_events(ROWS, [backoff("llama-8b-85bd68ffdd-9lfjn", 3, 600)])
+    fits = template([MODEL, "--max-model-len", "16384"], L40S)
+    assert "in its pods' Events" in (against(rev(15, fits), KEYS, "vllm", NODES, None, seen) or "")
+    confirmed_since = {KEYS.known_good: rfc3339(NOW - 60)}
+    assert against(rev(15, fits, **confirmed_since), KEYS, "vllm", NODES, None, seen) is None
+    marked_before = {KEYS.known_good: rfc3339(NOW - 3600)}
+    assert against(rev(15, fits, **marked_before), KEYS, "vllm", NODES, None, seen) is not None
+
+
+def test_an_events_record_says_where_it_was_seen() -> None:
+    changes = record_changes(KEYS, {}, {"unknown": 3}, NOW, "events")
+    assert json.loads(changes[KEYS.crashed]) == {"failure": "unknown", "at": rfc3339(NOW), "seen": "events"}
+    crash = read_crash(KEYS, {KEYS.crashed: changes[KEYS.crashed]})
+    assert crash is not None and crash.text().startswith("seen crash-looping in its pods' Events (recorded at ")

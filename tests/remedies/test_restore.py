@@ -80,6 +80,22 @@ def test_oom_under_load_right_after_a_deploy_rolls_back() -> None:
     assert (got.action, got.revision) == (ROLLBACK, 3)
 
 
+def test_oom_under_load_on_a_revision_restore_put_back_minutes_ago_rolls_back_not_sheds() -> None:
+    """A rollback reuses an old ReplicaSet: its creation says nothing of when it came back; our own last action
+    does. Dying under load minutes after we restored it, it is rolled back from (review finding M4)."""
+    h = history(4, row(2, ["--max-model-len", "8192"]), row(3, ["--max-num-seqs", "256"]),
+                row(4, ["--max-model-len", "16384"], created_ago=7 * 86400))
+    dying = {"pods": [pod("oom_under_load")]}
+    assert decide_restore(h, dying, POLICY, now=NOW).action == SHED  # nothing of ours: an old revision, load
+    ours = {**h, "last_action": "restore", "last_action_at": rfc(300)}
+    got = decide_restore(ours, dying, POLICY, now=NOW)
+    assert (got.action, got.revision) == (ROLLBACK, 3)
+    long_ago = {**h, "last_action": "restore", "last_action_at": rfc(2 * 3600)}
+    assert decide_restore(long_ago, dying, POLICY, now=NOW).action == SHED
+    shed = {**h, "last_action": "shed-load", "last_action_at": rfc(300)}  # our shedding is no fresh deploy
+    assert decide_restore(shed, dying, POLICY, now=NOW).action == SHED
+
+
 def test_nothing_earlier_is_a_refusal_with_the_reason() -> None:
     got = decide_restore(history(1, row(1, ["--max-num-seqs", "64"])), {"pods": [pod("unknown")]}, POLICY, now=NOW)
     assert got.action == REFUSE

@@ -21,6 +21,7 @@ Verbs (all scoped to the host's namespace and Deployment)::
     k8s-nodes                               {nodes, pods (every GPU holder, trimmed), selector, namespace}
     k8s-gpu-metrics                         {nodes: {node: {exporter, text | error, status}}, pods, selector}:
                                             the DCGM exporter's /metrics on each node our pods run on (pods/proxy)
+    k8s-events                              {events (Warning Events on the Deployment's pods) | error}
 """
 
 from __future__ import annotations
@@ -157,6 +158,33 @@ def verb_history(scope: Scope, args: list[str]) -> list[str]:
     replicasets = scope.client.list_replicasets(scope.namespace, selector)
     return [_line({"deployment": deployment, "replicasets": replicasets, "container": scope.container,
                    "annotation_prefix": scope.annotation_prefix})]
+
+
+def trim_event(event: dict[str, Any]) -> dict[str, Any]:
+    """The parts of a core/v1 Event that say a pod died: which pod, why, how often, when first and last."""
+    involved = event.get("involvedObject") or {}
+    series = event.get("series") or {}
+    return {"pod": involved.get("name"), "reason": event.get("reason"), "message": event.get("message"),
+            "count": int(series.get("count") or event.get("count") or 1),
+            "first": event.get("firstTimestamp") or event.get("eventTime"),
+            "last": series.get("lastObservedTime") or event.get("lastTimestamp") or event.get("eventTime")}
+
+
+def verb_events(scope: Scope, args: list[str]) -> list[str]:
+    """Warning Events on pods of the Deployment (named ``<deployment>-…``): the only trace of pods that crash-looped
+    and were deleted since (a Recreate rollout, a colleague's edit) — for the hour Events live. Unreadable Events
+    (no RBAC ``list events``) are an ``error``, not a failed fact: the rest of the evidence still stands."""
+    if args:
+        raise VerbError("usage: k8s-events")
+    prefix = f"{scope.deployment}-"
+    try:
+        answer = scope.client.request("GET", f"/api/v1/namespaces/{scope.namespace}/events",
+                                      query=[("fieldSelector", "involvedObject.kind=Pod,type=Warning")])
+    except KubeError as exc:
+        return [_line({"events": None, "error": str(exc)})]
+    events = [trim_event(e) for e in (answer or {}).get("items") or []
+              if str((e.get("involvedObject") or {}).get("name") or "").startswith(prefix)]
+    return [_line({"events": events})]
 
 
 def _log(scope: Scope, pod: str, container: str, previous: bool, tail: int) -> dict[str, Any]:
@@ -324,6 +352,7 @@ VERBS: dict[str, Callable[[Scope, list[str]], list[str]]] = {
     "k8s-logs": verb_logs,
     "k8s-nodes": verb_nodes,
     "k8s-gpu-metrics": verb_gpu_metrics,
+    "k8s-events": verb_events,
 }
 
 

@@ -44,8 +44,12 @@ def history_data(deployment: Mapping[str, Any], replicasets: list[Mapping[str, A
     keys = Keys(annotation_prefix)
     revisions = rollout_history(deployment, replicasets)
     marked = [r.number for r in revisions if r.annotations.get(keys.known_good)]
+    notes = (deployment.get("metadata") or {}).get("annotations") or {}
     return {
         "deployment": (deployment.get("metadata") or {}).get("name"),
+        # our last write to the Deployment: a rollback reuses an old ReplicaSet, so this says when it came back
+        "last_action": notes.get(keys.last_action),
+        "last_action_at": notes.get(keys.last_action_at),
         "current_revision": current_revision(deployment),
         "known_good": marked,
         "annotation_prefix": keys.prefix,

@@ -23,12 +23,19 @@ from pyinfra import host, state
 from pyinfra.api import FunctionCommand, operation
 
 from vllm_remedy.errors import UserError
+from vllm_remedy.facts.events import PodEvents
 from vllm_remedy.facts.history import RolloutHistory
 from vllm_remedy.facts.pods import Pods
 from vllm_remedy.kube.annotations import Keys
 from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.operations.util import Change, change_ops, k8s_host, noop, observe, show, write_command
-from vllm_remedy.remedies.evidence import crashes_by_revision, record_changes
+from vllm_remedy.remedies.evidence import (
+    EVENTS,
+    crashes_by_revision,
+    crashes_in_events,
+    record_changes,
+    standing_event_crash,
+)
 from vllm_remedy.remedies.restore import crash_failures
 
 
@@ -47,19 +54,33 @@ def seen_dying(history: Mapping[str, Any], pods: Mapping[str, Any], container: s
     return {str(by_number[n]): dict(sorted(k.items())) for n, k in sorted(seen.items()) if by_number.get(n)}
 
 
-def record_ops(failures: dict[str, int], keys: Keys, client: KubeClient, basis: dict[str, Any], at: float
-               ) -> list[dict[str, Any]]:
+def seen_in_events(history: Mapping[str, Any], events: list[dict[str, Any]] | None, keys: Keys
+                   ) -> dict[str, dict[str, int]]:
+    """ReplicaSet name → {"unknown": back-offs} for every revision whose gone pods crash-looped by their Events and
+    no later known-good mark supersedes it (pure): Events expire after an hour, the record does not."""
+    rows = history.get("revisions") or []
+    by_number = {int(r["number"]): r for r in rows}
+    out: dict[str, dict[str, int]] = {}
+    for number, crash in crashes_in_events(rows, events).items():
+        row = by_number[number]
+        if standing_event_crash(keys, row.get("annotations") or {}, crash) is not None:
+            out[str(row.get("replicaset"))] = {"unknown": crash.backoffs}
+    return out
+
+
+def record_ops(failures: dict[str, int], seen: str, keys: Keys, client: KubeClient, basis: dict[str, Any],
+               at: float) -> list[dict[str, Any]]:
     """The guarded patch recording ``failures`` on the ReplicaSet ``basis`` ([] when already recorded)."""
     notes = (basis.get("metadata") or {}).get("annotations") or {}
-    changes = record_changes(keys, notes, failures, at)
+    changes = record_changes(keys, notes, failures, at, seen)
     return change_ops(Change(annotations=changes), keys, client, basis, at) if changes else []
 
 
 @operation()
 def crash_recorded() -> Iterator[FunctionCommand]:
     """
-    Record on each ReplicaSet whose pods crash-loop or were OOMKilled that it was seen dying (failure class,
-    cluster time), and withdraw a known-good mark there.
+    Record on each ReplicaSet whose pods crash-loop or were OOMKilled — or crash-looped and are gone, by their
+    Events — that it was seen dying (failure class, cluster time), and withdraw a known-good mark there.
 
     The record outlives the Events (an hour) so a later ``restore`` never rolls back onto a revision already
     seen dying; nothing happens when no pod is dying or every record is already in place. Never fails the host.
@@ -77,17 +98,22 @@ def crash_recorded() -> Iterator[FunctionCommand]:
         return
     now = ctx.client.server_time()
     dying = seen_dying(history, pods, ctx.container, now, ctx.policy.confirm.stable_for.total_seconds())
+    evented = {name: failures for name, failures in seen_in_events(
+        history, (host.get_fact(PodEvents) or {}).get("events"), ctx.keys).items() if name not in dying}
+    dying.update(evented)
     rows = {str(r.get("replicaset")): r for r in history.get("revisions") or []}
     planned: list[str] = []
     commands: list[FunctionCommand] = []
     for name, failures in dying.items():
         notes = (rows.get(name) or {}).get("annotations") or {}
-        changes = record_changes(ctx.keys, notes, failures, now)
+        seen = EVENTS if name in evented else ""
+        changes = record_changes(ctx.keys, notes, failures, now, seen)
         if not changes:
             continue
         number = (rows.get(name) or {}).get("number")
         withdraw = ctx.keys.known_good_withdrawn in changes
-        what = ", ".join(f"{n} pod(s) {k}" for k, n in failures.items())
+        what = (f"{sum(failures.values())} back-offs restarting a failed container in its gone pods' Events"
+                if name in evented else ", ".join(f"{n} pod(s) {k}" for k, n in failures.items()))
         label = (f"record on replicaset {name} (revision {number}) that it was seen dying ({what})"
                  + ("; withdraw its known-good mark" if withdraw else ""))
         planned.append(label)
@@ -96,7 +122,7 @@ def crash_recorded() -> Iterator[FunctionCommand]:
         # now, the write reads it again and warns if it still cannot
         with contextlib.suppress(UserError):
             observe(state, host, path, ctx.client.request("GET", path))
-        commands.append(write_command(path, functools.partial(record_ops, failures, ctx.keys), label,
+        commands.append(write_command(path, functools.partial(record_ops, failures, seen, ctx.keys), label,
                                       required=False))
     if planned:  # shown before the first yield: change detection (--dry, the prompt) runs the body only that far
         show(state, host, planned, topic="evidence")

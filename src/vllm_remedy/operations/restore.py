@@ -20,13 +20,14 @@ from pyinfra import host, logger, state
 from pyinfra.api import FunctionCommand, operation
 
 from vllm_remedy.errors import UserError
+from vllm_remedy.facts.events import PodEvents
 from vllm_remedy.facts.history import RolloutHistory
 from vllm_remedy.facts.nodes import NodeObjects
 from vllm_remedy.kube.actions import read_rollout
 from vllm_remedy.kube.annotations import canonical_json, rfc3339
 from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.kube.diff import unified_template_diff
-from vllm_remedy.kube.history import HASH_LABEL
+from vllm_remedy.kube.history import HASH_LABEL, REVISION_HISTORY
 from vllm_remedy.kube.rollout import plan_undo, resource_version_test
 from vllm_remedy.operations.util import (
     Change,
@@ -70,6 +71,8 @@ from vllm_remedy.remedies.restore import (
 from vllm_remedy.vllm.versions import version_from_image
 
 GATEWAY = "gateway.networking.k8s.io/v1"
+#: Host data ``override`` that lets a forced revision through the evidence against it.
+OVERRIDE = "evidence"
 #: The last-action of shifting the fallback's traffic back to the primary.
 SHIFT_BACK = "shift-back"
 
@@ -79,8 +82,10 @@ def _decision(ctx: K8sHost, forced: int | None = None) -> tuple[RestoreDecision,
     pods = pods_fact(host)
     deployment = deployment_object(host)
     nodes = (host.get_fact(NodeObjects) or {}).get("nodes")
+    events = (host.get_fact(PodEvents) or {}).get("events")
     return decide_restore(history, pods, ctx.policy, container=ctx.container, now=ctx.client.server_time(),
-                          nodes=nodes, forced=forced), deployment
+                          nodes=nodes, forced=forced, events=events,
+                          override=host.data.get("override") == OVERRIDE), deployment
 
 
 def _undo_ops(revision: int, keys: Any, reason: str, fields: dict[str, Any], client: KubeClient,
@@ -100,26 +105,35 @@ def _undo_ops(revision: int, keys: Any, reason: str, fields: dict[str, Any], cli
 
 def forced_revision(value: Any = None) -> int | None:
     """Host data ``revision`` (``--data revision=N``) checked before any operation is planned: None when unset;
-    a value that is not a revision number, or not in this Deployment's rollout history, is bad input — one
-    line naming the host and key, exit 2, nothing changed (called from the deploy file, which then stops)."""
+    a value that is not a revision number, or not in this Deployment's rollout history (a number a rollback
+    renumbered counts: it stays in ``revision-history``), is bad input — one line naming the host and key,
+    exit 2, nothing changed (called from the deploy file, which then stops). So is an ``override`` other than
+    ``evidence``."""
     raw = host.data.get("revision") if value is None else value
-    if raw is None or raw == "":
-        return None
-    text = str(raw).strip()
-    problem = None
-    if not text.isdigit() or int(text) < 1:
-        problem = f"host data revision: {raw!r} is not a revision number (a whole number >= 1)"
-    else:
-        history = host.get_fact(RolloutHistory)
-        numbers = [int(r["number"]) for r in (history or {}).get("revisions") or []]
-        if int(text) not in numbers:
-            ctx = k8s_host(host)
-            problem = (f"host data revision: {text} is not in the rollout history of {ctx.where} "
-                       f"(revisions: {', '.join(map(str, numbers)) or 'none'})")
+    text = "" if raw is None else str(raw).strip()
+    problem = _forced_problem(text, raw, host.data.get("override"))
     if problem is not None:
         logger.error(f"{host.print_prefix}{problem}")
         raise SystemExit(2)
-    return int(text)
+    return int(text) if text else None
+
+
+def _forced_problem(text: str, raw: Any, override: Any) -> str | None:
+    if override not in (None, "", OVERRIDE):
+        return (f"host data override: {override!r} is not {OVERRIDE!r} (the only override: restore a forced "
+                "revision despite the evidence against it)")
+    if not text:
+        return "host data override: only applies with --data revision=N" if override else None
+    if not text.isdigit() or int(text) < 1:
+        return f"host data revision: {raw!r} is not a revision number (a whole number >= 1)"
+    rows = (host.get_fact(RolloutHistory) or {}).get("revisions") or []
+    numbers = [int(r["number"]) for r in rows]
+    renumbered = {n.strip() for r in rows for n in str((r.get("annotations") or {}).get(REVISION_HISTORY) or "")
+                  .split(",")}
+    if int(text) in numbers or text in renumbered:
+        return None
+    return (f"host data revision: {text} is not in the rollout history of {k8s_host(host).where} "
+            f"(revisions: {', '.join(map(str, numbers)) or 'none'})")
 
 
 @operation()
@@ -132,7 +146,7 @@ def known_good(wait: bool = True, timeout: float | None = None, revision: int | 
     + wait: wait for the rollout (failing fast on a crash loop, with the classified startup log)
     + timeout: cluster seconds to wait; default the policy's ``restore.rollout_timeout``
     + revision: the operator's target (``--data revision=N``), which overrides the choice; still predicted,
-      shown and guarded, with any evidence against it printed as a warning
+      shown and guarded; evidence against it refuses it unless ``--data override=evidence`` (then a warning)
 
     Candidates, newest first within each rank: marked known-good by ``confirm``, matching a policy
     ``known_good`` unit, then the rest. Each one seen crash-looping (recorded on its ReplicaSet), with no

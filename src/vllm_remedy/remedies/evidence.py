@@ -1,12 +1,15 @@
 """What is known against a revision, so restore never picks a rollback target by position alone (pure).
 
-Two kinds of evidence, each with a reason the operator reads:
+Three kinds of evidence, each with a reason the operator reads:
 
 * **seen dying** — its pods were seen crash-looping or OOMKilled. Events expire after an hour, so whoever sees
   it (restore, diagnose, confirm, budget) records it on the revision's ReplicaSet: ``<prefix>crashed`` =
   ``{"failure": <class>, "at": <cluster time>}``. A known-good mark on that ReplicaSet is withdrawn at the
   same time (removed, with ``<prefix>known-good-withdrawn`` saying why and when). A mark written *after*
   the crash (confirm proved it again) outranks the older record.
+* **in its pods' Events** — pods that crash-looped and were deleted since (a Recreate rollout, a colleague's
+  edit) leave "Back-off restarting failed container" Events for the hour the API server keeps them
+  (:func:`crashes_in_events`); whoever reads them records them like a crash seen live.
 * **predicted to fail** — the memory model (``remedies.predict``) on the GPU its pods would get *now*: the
   product the template pins, else the smallest card among the schedulable GPU nodes its nodeSelector and
   tolerations allow; and no schedulable GPU node at all for it is a failure too (its pods would stay Pending).
@@ -23,7 +26,7 @@ from typing import Any
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.annotations import TOGGLE_FLAGS, Keys, canonical_json, parse_rfc3339, rfc3339, toggle_flags_on
 from vllm_remedy.kube.gpus import gpu_product
-from vllm_remedy.kube.health import node_health
+from vllm_remedy.kube.health import FLAP_RESTARTS, node_health
 from vllm_remedy.kube.history import Revision
 from vllm_remedy.remedies.pin_gpu import tolerates
 from vllm_remedy.remedies.predict import failed_prediction, pinned_gpu, predict_template
@@ -38,20 +41,28 @@ class Crash:
 
     failure: str
     at: float
+    #: Where it was seen: "" for live pods (or a wait), ``events`` for gone pods' Events.
+    seen: str = ""
 
     def text(self) -> str:
         """How the skip reason names it, e.g. ``seen crash-looping (max_len_exceeds_kv) at 2026-...Z``."""
         how = "died under load" if _under_load(self.failure) else "seen crash-looping"
         if self.at == math.inf:
             return f"{how} ({self.failure}): its crash record is unreadable, so no mark can outrank it"
+        if self.seen == EVENTS:
+            return f"seen crash-looping in its pods' Events (recorded at {rfc3339(self.at)}; the pods are gone)"
         return f"{how} ({self.failure}) at {rfc3339(self.at)}"
+
+
+#: A crash record's ``seen`` when it was read from gone pods' Events, not from live pods.
+EVENTS = "events"
 
 
 def _under_load(kind: str) -> bool:
     return failure_class(kind).phase == "load"
 
 
-def _time(notes: Mapping[str, str], key: str) -> float | None:
+def _time(notes: Mapping[str, Any], key: str) -> float | None:
     try:
         return parse_rfc3339(str(notes[key]), key) if notes.get(key) else None
     except UserError:
@@ -67,7 +78,7 @@ def read_crash(keys: Keys, notes: Mapping[str, str]) -> Crash | None:
         return None
     try:
         data = json.loads(raw)
-        return Crash(str(data["failure"]), parse_rfc3339(str(data["at"]), keys.crashed))
+        return Crash(str(data["failure"]), parse_rfc3339(str(data["at"]), keys.crashed), str(data.get("seen") or ""))
     except (ValueError, KeyError, TypeError, UserError):
         return Crash("unknown", math.inf)
 
@@ -86,8 +97,8 @@ def main_failure(failures: Mapping[str, int]) -> str:
     return max(failures, key=lambda k: (failures[k], k)) if failures else "unknown"
 
 
-def record_changes(keys: Keys, notes: Mapping[str, str], failures: Mapping[str, int], now: float
-                   ) -> dict[str, str | None]:
+def record_changes(keys: Keys, notes: Mapping[str, str], failures: Mapping[str, int], now: float,
+                   seen: str = "") -> dict[str, str | None]:
     """Annotations to write on a ReplicaSet whose pods were just seen dying ({} when already recorded).
 
     Idempotent: a standing record is kept as first seen. A known-good mark is withdrawn (removed, the
@@ -98,7 +109,8 @@ def record_changes(keys: Keys, notes: Mapping[str, str], failures: Mapping[str, 
     kind = main_failure(failures)
     out: dict[str, str | None] = {}
     if standing_crash(keys, notes) is None:
-        out[keys.crashed] = canonical_json({"failure": kind, "at": rfc3339(now)})
+        record = {"failure": kind, "at": rfc3339(now), **({"seen": seen} if seen else {})}
+        out[keys.crashed] = canonical_json(record)
     if notes.get(keys.known_good):
         how = "died under load" if _under_load(kind) else "crash-looped"
         out[keys.known_good] = None
@@ -126,6 +138,52 @@ def crashes_by_revision(pods: Mapping[str, Any], container: str | None = None) -
             seen[kind] = seen.get(kind, 0) + 1
             break
     return out
+
+
+#: kubelet's Event while a failed container waits out its back-off (a failed image pull is "Back-off pulling").
+BACKOFF_RESTART = "Back-off restarting failed container"
+#: Back-offs across one revision's pods that mean its restarts did not help (``kube.health``'s flapping count):
+#: a single crash long recovered from is not evidence against a revision.
+EVENT_BACKOFFS = FLAP_RESTARTS
+
+
+@dataclass(frozen=True)
+class EventCrash:
+    """A revision's pods seen crash-looping in Events: back-offs counted, one pod named, the last one's time."""
+
+    backoffs: int
+    pod: str
+    at: float
+
+    def text(self) -> str:
+        return (f"seen crash-looping in its pods' Events ({self.backoffs} back-offs restarting a failed container, "
+                f"pod {self.pod}, last at {rfc3339(self.at)})")
+
+
+def crashes_in_events(rows: Sequence[Mapping[str, Any]], events: Sequence[Mapping[str, Any]] | None
+                      ) -> dict[int, EventCrash]:
+    """Revision → its crash loop as the Events tell it (the PodEvents fact's rows; a pod belongs to the ReplicaSet
+    whose name is the pod's without its last ``-xxxxx``). Events without a readable time are not evidence of when,
+    so they do not count."""
+    by_rs = {str(r.get("replicaset")): int(r["number"]) for r in rows if r.get("replicaset")}
+    seen: dict[int, tuple[int, str, float]] = {}
+    for event in events or []:
+        if event.get("reason") != "BackOff" or not str(event.get("message") or "").startswith(BACKOFF_RESTART):
+            continue
+        pod = str(event.get("pod") or "")
+        number = by_rs.get(pod.rsplit("-", 1)[0])
+        at = _time(event, "last") or _time(event, "first")
+        if number is None or at is None:
+            continue
+        count, first_pod, last = seen.get(number, (0, pod, at))
+        seen[number] = (count + max(int(event.get("count") or 1), 1), first_pod, max(last, at))
+    return {n: EventCrash(c, pod, at) for n, (c, pod, at) in sorted(seen.items()) if c >= EVENT_BACKOFFS}
+
+
+def standing_event_crash(keys: Keys, notes: Mapping[str, str], crash: EventCrash | None) -> EventCrash | None:
+    """The Events' crash unless a known-good mark written after it supersedes it (confirm proved it since)."""
+    marked = _time(notes, keys.known_good)
+    return None if crash is None or (marked is not None and marked > crash.at) else crash
 
 
 # ---- where its pods would go now ----------------------------------------------------------------
@@ -170,10 +228,11 @@ def placement(spec: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]] | None
 
 
 def against(rev: Revision, keys: Keys, container: str | None, nodes: Sequence[Mapping[str, Any]] | None,
-            dying: Mapping[int, Mapping[str, int]] | None = None) -> str | None:
-    """Why ``rev`` must not be restored (dying now or seen dying, no node for it, predicted to fail), None when
-    nothing is. ``dying`` is what this run sees (``crashes_by_revision``): its record is written later in the
-    run, but the choice is made now."""
+            dying: Mapping[int, Mapping[str, int]] | None = None,
+            in_events: Mapping[int, EventCrash] | None = None) -> str | None:
+    """Why ``rev`` must not be restored (dying now, seen dying, in its pods' Events, no node for it, predicted to
+    fail), None when nothing is. ``dying`` and ``in_events`` are what this run sees (``crashes_by_revision``,
+    ``crashes_in_events``): their record is written later in the run, but the choice is made now."""
     now = (dying or {}).get(rev.number)
     if now:
         kind = main_failure(now)
@@ -181,6 +240,9 @@ def against(rev: Revision, keys: Keys, container: str | None, nodes: Sequence[Ma
     crash = standing_crash(keys, rev.annotations)
     if crash is not None:
         return crash.text()
+    evented = standing_event_crash(keys, rev.annotations, (in_events or {}).get(rev.number))
+    if evented is not None:
+        return evented.text()
     toggled = temporary_toggle(rev, keys, container)
     if toggled:
         return toggled
@@ -208,9 +270,10 @@ def temporary_toggle(rev: Revision, keys: Keys, container: str | None) -> str | 
 
 
 def rejector(keys: Keys, container: str | None, nodes: Sequence[Mapping[str, Any]] | None,
-             dying: Mapping[int, Mapping[str, int]] | None = None) -> Callable[[Revision], str | None]:
+             dying: Mapping[int, Mapping[str, int]] | None = None,
+             in_events: Mapping[int, EventCrash] | None = None) -> Callable[[Revision], str | None]:
     """``against`` bound to this host: the ``reject`` that ``kube.rollout.choose_rollback`` asks."""
-    return lambda rev: against(rev, keys, container, nodes, dying)
+    return lambda rev: against(rev, keys, container, nodes, dying, in_events)
 
 
 # ---- Deployment-level fields confirm records with its mark -----------------------------------------------

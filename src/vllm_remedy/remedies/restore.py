@@ -37,10 +37,18 @@ from typing import Any
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.annotations import Keys, parse_rfc3339
 from vllm_remedy.kube.health import FLAP_RESTARTS, flapping
-from vllm_remedy.kube.history import Revision, revisions_from_rows
+from vllm_remedy.kube.history import REVISION_HISTORY, Revision, revisions_from_rows
 from vllm_remedy.kube.rollout import RULE_FORCED, NoRollbackTarget, choose_rollback, earlier_revisions, policy_pin
 from vllm_remedy.policy import Fallback, Policy, format_duration, parse_flag_int
-from vllm_remedy.remedies.evidence import against, crashes_by_revision, rejector, standing_crash
+from vllm_remedy.remedies.evidence import (
+    EventCrash,
+    against,
+    crashes_by_revision,
+    crashes_in_events,
+    rejector,
+    standing_crash,
+    standing_event_crash,
+)
 from vllm_remedy.remedies.predict import failed_prediction, predict_template
 from vllm_remedy.vllm.failures import failure_class
 
@@ -114,14 +122,30 @@ def crash_failures(pods: Mapping[str, Any], container: str | None = None, *, now
 
 
 def _fresh_deploy(history: Mapping[str, Any], policy: Policy, keys: Keys, now: float | None) -> bool:
-    """Was the current revision deployed recently (and by someone else than our load shedding)?"""
+    """Was the current revision deployed recently (and by someone else than our load shedding)?
+
+    A rollback reuses an old ReplicaSet, so its creation time says nothing about when it came back: our own
+    last action on the Deployment (a rollback, a budget change, any template write but load shedding) within
+    ``confirm.stable_for`` makes it fresh too — a revision restore put back minutes ago that now dies under load
+    is rolled back from, not defended by shedding load.
+    """
     row = next((r for r in history.get("revisions") or [] if r.get("number") == history.get("current_revision")), None)
     if row is None:
         return False
     notes = row.get("annotations") or {}
+    stable = policy.confirm.stable_for.total_seconds()
+    action, at = history.get("last_action"), history.get("last_action_at")
+    if notes.get(keys.last_action) == SHED or action == SHED:
+        return False
+    if action and at and now is not None:
+        try:
+            if now - parse_rfc3339(str(at), f"deployment {history.get('deployment')} {keys.last_action_at}") < stable:
+                return True
+        except UserError:
+            pass
     # a mark withdrawn because it died under load still proves it was not a fresh deploy (the record is
     # written first in the same run, and must not turn "shed load" into "roll back")
-    if row.get("known_good") or notes.get(keys.known_good_withdrawn) or notes.get(keys.last_action) == SHED:
+    if row.get("known_good") or notes.get(keys.known_good_withdrawn):
         return False
     if now is None or not row.get("created"):
         return True
@@ -129,21 +153,25 @@ def _fresh_deploy(history: Mapping[str, Any], policy: Policy, keys: Keys, now: f
         created = parse_rfc3339(str(row["created"]), f"replicaset {row.get('replicaset')} creationTimestamp")
     except UserError:
         return True
-    return now - created < policy.confirm.stable_for.total_seconds()
+    return now - created < stable
 
 
 def decide_restore(history: Mapping[str, Any], pods: Mapping[str, Any], policy: Policy, *,
                    container: str | None = None, now: float | None = None,
-                   nodes: Sequence[Mapping[str, Any]] | None = None, forced: int | None = None) -> RestoreDecision:
+                   nodes: Sequence[Mapping[str, Any]] | None = None, forced: int | None = None,
+                   events: Sequence[Mapping[str, Any]] | None = None, override: bool = False) -> RestoreDecision:
     """Step 1's decision for one Deployment (see the module docstring for the rules).
 
     ``nodes`` (the cluster's Node objects, None when unreadable) say where each candidate's pods would go now;
-    ``forced`` is the operator's revision (host data ``revision``).
+    ``events`` (the PodEvents fact's rows) tell of earlier revisions' pods that crash-looped and are gone;
+    ``forced`` is the operator's revision (host data ``revision``), restored despite evidence only with
+    ``override`` (host data ``override=evidence``).
     """
     keys = keys_of(policy)
     current = history.get("current_revision")
+    in_events = crashes_in_events(history.get("revisions") or [], events)
     if forced is not None:
-        return _forced(history, keys, forced, container, nodes)
+        return _forced(history, keys, forced, container, nodes, in_events, override)
     failures = crash_failures(pods, container, now=now, stable=policy.confirm.stable_for.total_seconds())
     if not failures:
         stuck = [r for r in pods.get("pods") or [] if r.get("unschedulable") and r.get("new") and not r.get("deleting")]
@@ -163,12 +191,13 @@ def decide_restore(history: Mapping[str, Any], pods: Mapping[str, Any], policy: 
     try:
         choice = choose_rollback(revisions(history), int(current or 0), keys=keys,
                                  pinned=policy_pin(policy.known_good, container),
-                                 reject=rejector(keys, container, nodes, crashes_by_revision(pods, container)))
+                                 reject=rejector(keys, container, nodes, crashes_by_revision(pods, container),
+                                                 in_events))
     except NoRollbackTarget as exc:
         if under_load:
             return RestoreDecision(SHED, f"revision {current} crash-loops with OOM under load ({seen}) and {exc}: "
                                    "shed load", current=current, failures=failures, skipped=(now_line, *exc.skipped))
-        base = served_base(history, keys, container, policy)
+        base = served_base(history, keys, container, policy, in_events)
         if base is not None:
             return RestoreDecision(HANDOVER, f"revision {current} crash-loops ({seen}) and {exc}: no rollback; "
                                    f"runbook step 4 instead — the budget's smallest change on revision "
@@ -192,23 +221,40 @@ def keys_of(policy: Policy) -> Keys:
 
 
 def _forced(history: Mapping[str, Any], keys: Keys, forced: int, container: str | None,
-            nodes: Sequence[Mapping[str, Any]] | None) -> RestoreDecision:
+            nodes: Sequence[Mapping[str, Any]] | None, in_events: Mapping[int, EventCrash], override: bool
+            ) -> RestoreDecision:
     current = history.get("current_revision")
     rev = next((r for r in revisions(history) if r.number == forced), None)
+    if rev is None:  # a rollback renumbers its ReplicaSet and keeps the old number in revision-history
+        rev = next((r for r in revisions(history) if str(forced) in _history_numbers(r)), None)
+        if rev is not None and rev.number == current:
+            return RestoreDecision(NONE, f"host data revision: {forced} is the current revision (renumbered "
+                                   f"{rev.number} when it was rolled back to)", current=current)
     if rev is None:
         return RestoreDecision(REFUSE, f"host data revision: {forced} is not in the rollout history of deployment "
                                f"{history.get('deployment')} (revisions: "
                                f"{', '.join(str(r.number) for r in revisions(history))})", current=current)
-    if forced == current:
+    if rev.number == current:
         return RestoreDecision(NONE, f"host data revision: {forced} is the current revision", current=current)
-    doubt = against(rev, keys, container, nodes)
-    return RestoreDecision(ROLLBACK, f"the operator forced revision {forced} (host data revision)", current=current,
+    doubt = against(rev, keys, container, nodes, None, in_events)
+    named = f"revision {forced}" + (f" (now numbered {rev.number})" if rev.number != forced else "")
+    if doubt and not override:
+        return RestoreDecision(REFUSE, f"host data revision: {named} is not restored: {doubt}; to restore it "
+                               "anyway, add --data override=evidence", current=current)
+    return RestoreDecision(ROLLBACK, f"the operator forced {named} (host data revision)", current=current,
                            revision=rev.number, replicaset=rev.replicaset, template=rev.template, rule=RULE_FORCED,
                            detail=f"revision {rev.number} ({rev.replicaset}) named by the operator",
-                           warnings=(f"warning: forced despite the evidence: {doubt}",) if doubt else ())
+                           warnings=(f"warning: forced despite the evidence (override=evidence): {doubt}",)
+                           if doubt else ())
 
 
-def served_base(history: Mapping[str, Any], keys: Keys, container: str | None, policy: Policy) -> Revision | None:
+def _history_numbers(rev: Revision) -> list[str]:
+    """The revision numbers a reused ReplicaSet had before (``deployment.kubernetes.io/revision-history``)."""
+    return [n.strip() for n in str(rev.annotations.get(REVISION_HISTORY) or "").split(",") if n.strip()]
+
+
+def served_base(history: Mapping[str, Any], keys: Keys, container: str | None, policy: Policy,
+                in_events: Mapping[int, EventCrash] | None = None) -> Revision | None:
     """The last revision that served, for a budget change to start from: the newest earlier one (marked, pinned,
     then the rest) not seen dying whose start fits the card it pins — held back only by where its pods would go
     now, which the budget's GPU pin decides again."""
@@ -217,7 +263,8 @@ def served_base(history: Mapping[str, Any], keys: Keys, container: str | None, p
     earlier = earlier_revisions(revisions(history), current)
     ranked = sorted(earlier, key=lambda r: (not r.annotations.get(keys.known_good), not pinned(r), -r.number))
     for rev in ranked:
-        if standing_crash(keys, rev.annotations) is None and \
+        if standing_crash(keys, rev.annotations) is None and standing_event_crash(
+                keys, rev.annotations, (in_events or {}).get(rev.number)) is None and \
                 failed_prediction(predict_template(rev.template, container)) is None:
             return rev
     return None

@@ -159,17 +159,19 @@ def test_defaulted_and_bare_templates_are_the_same_revision(cluster):
 
 
 def watch_pods(c: Cluster) -> list[tuple[int, int]]:
-    """(active pods, ready pods) after every pod change, recorded from the store's change feed.
+    """(pods the ReplicaSets ask for, ready pods) after every change, recorded from the store's change feed.
 
-    Active excludes Terminating pods, as kube's surge arithmetic does: a pod being deleted still holds its
-    GPU but no longer counts against maxSurge (KEP-3973's podReplacementPolicy is not the default).
+    The surge bound is on the ReplicaSets' spec.replicas, which is what the deployment controller holds to:
+    live pods may briefly exceed it while an old ReplicaSet's controller has yet to act on its scale-down,
+    in real Kubernetes as here. Ready pods exclude Terminating ones, as kube's availability arithmetic does.
     """
     seen: list[tuple[int, int]] = []
 
     def listener(event) -> None:
-        if event.resource == "pods":
+        if event.resource in ("pods", RS):
+            asked = sum(rs["spec"].get("replicas", 0) for rs in c.store.list(RS, "llm")[0])
             pods = [p for p in c.store.list("pods", "llm")[0] if not p["metadata"].get("deletionTimestamp")]
-            seen.append((len(pods), sum(1 for p in pods if pod_ready(p))))
+            seen.append((asked, sum(1 for p in pods if pod_ready(p))))
 
     c.store.subscribe(listener)
     return seen

@@ -19,13 +19,16 @@ from typing import Any
 
 from vllm_remedy.connectors.k8s import PROGRESS_SECONDS
 from vllm_remedy.errors import UserError
+from vllm_remedy.kube.client import JSON_PATCH, KubeClient
 from vllm_remedy.kube.clock import ClusterClock
 from vllm_remedy.kube.progress import ProgressReader
-from vllm_remedy.kube.wait import ProgressHook, wait_restored
+from vllm_remedy.kube.wait import Crash, ProgressHook, wait_restored
 from vllm_remedy.operations.util import live
 from vllm_remedy.operations.util.context import K8sHost, k8s_host
 from vllm_remedy.operations.util.show import note
+from vllm_remedy.operations.util.write import Change, change_ops
 from vllm_remedy.remedies.diagnose import evidence_lines
+from vllm_remedy.remedies.evidence import record_changes
 
 #: Outside a terminal an unchanged report is repeated every this many reports (a minute at the default 5 s).
 HEARTBEAT = 12
@@ -49,7 +52,35 @@ def wait_rollout(state: Any, host: Any, timeout: float, label: str, replicaset: 
     if crash is not None and crash.log:
         for line in evidence_lines(crash.log)[-10:]:
             note(host, f"  {line}", error=True)
+    if crash is not None and crash.kind == "crash-loop":
+        said = record_crash(ctx, crash)
+        if said:
+            note(host, f"{label}: {said}", error=said.startswith("warning"))
     return False
+
+
+def record_crash(ctx: K8sHost, crash: Crash) -> str:
+    """Record the crash a wait failed on on its pod's ReplicaSet (a guarded patch of our annotations, idempotent);
+    what was done, in a line. Never raises: a record that cannot be written is a warning, not a second failure."""
+    try:
+        pod = ctx.client.request("GET", KubeClient.object_path(ctx.namespace, "pods", crash.pod, group="v1"))
+        owner = next((r.get("name") for r in (pod.get("metadata") or {}).get("ownerReferences") or []
+                      if r.get("controller") and r.get("kind") == "ReplicaSet"), None)
+        if not owner:
+            return ""
+        path = KubeClient.object_path(ctx.namespace, "replicasets", owner)
+        basis = ctx.client.request("GET", path)
+        now = ctx.client.server_time()
+        failure = crash.failure or "unknown"
+        notes = (basis.get("metadata") or {}).get("annotations") or {}
+        ops = change_ops(Change(annotations=record_changes(ctx.keys, notes, {failure: 1}, now)), ctx.keys,
+                         ctx.client, basis, now)
+        if not ops:
+            return f"the crash is already recorded on replicaset {owner}"
+        ctx.client.request("PATCH", path, body=ops, content_type=JSON_PATCH)
+    except UserError as exc:
+        return f"warning: the crash could not be recorded on its ReplicaSet: {exc}"
+    return f"recorded on replicaset {owner} that it was seen dying ({failure}): restore will not return to it"
 
 
 class Reports:
