@@ -118,8 +118,10 @@ activation wrong: vLLM logged 1.42 GiB, the V0 formula gives 0.54 GiB, so the pr
   Unsloth inside a GRPO training process); a Colab T4 Qwen2.5-0.5B log (0.6.6.post1, 58,059 blocks) in a
   Notion export whose repository could not be identified; V100 R1-Distill-Qwen-7B 0.7.1, L40/A10
   Qwen2.5-Math-1.5B 0.7.2, 4 x RTX 3090 Qwen2.5-7B 0.8.4, a 96 GB Llama-3.1-8B 0.10.2 and a Llama-3.2-1B
-  0.10.0 log (repository or GPU not identifiable); a Qwen2.5-32B single-GPU README whose 239,152 tokens
-  contradict its own 1.10 GiB KV and 61 GiB weights ("A100 80GB or H100"); llava-v1.6-mistral-7b 0.10.2
+  0.10.0 log and an RTX 3090 Qwen2.5-7B 0.6.6 study note (107,984 tokens; repository, GPU or flags not
+  identifiable); surya-koritala/Glyd's L4 runs on vLLM 0.30.0 (its own vLLM plugin changes the
+  allocator); a Qwen2.5-32B single-GPU README whose 239,152 tokens contradict its own 1.10 GiB KV and
+  61 GiB weights ("A100 80GB or H100"); llava-v1.6-mistral-7b 0.10.2
   (multimodal); Qwen3.5-4B on L4 0.29 (linear-attention hybrid with a vision encoder); DGX Spark / GB10
   logs (unified memory); runs sized with `--kv-cache-memory` or an LMCache connector; the other
   xuchu0726 launch logs (4K context, batch-token sweeps, bitsandbytes int8) were not added so that one
