@@ -17,6 +17,7 @@ def test_auto_runs_once_then_busy_then_cool_down_then_runs_again() -> None:
     assert dup.kind == SKIP and dup.reason.startswith("duplicate: alert f1")
     cool = gate.decide(H, "f2", "auto", 600, 200)
     assert cool.kind == SKIP and "cool-down for another 500s" in cool.reason
+    assert gate.repeat("f1", 200) == dup and gate.repeat("f2", 200) is None  # before routing: by fingerprint only
     assert gate.decide(H, "f1", "auto", 600, 701).kind == RUN  # counted from the end of the last action
 
 

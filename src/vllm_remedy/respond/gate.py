@@ -26,7 +26,16 @@ class Gate:
 
     running: set[str] = field(default_factory=set)
     last_action: dict[str, float] = field(default_factory=dict)  # host -> when its last action started or ended
-    seen: dict[str, float] = field(default_factory=dict)  # alert fingerprint -> when it last led to an action
+    seen: dict[str, tuple[float, float]] = field(default_factory=dict)  # fingerprint -> (acted at, cool-down)
+
+    def repeat(self, fingerprint: str, now: float) -> Decision | None:
+        """SKIP for an alert that led to an action less than that host's cool-down ago, asked before routing: a
+        repeat names the pod that paged, which a rollback has usually replaced by then."""
+        seen = self.seen.get(fingerprint)
+        if seen is not None and now - seen[0] < seen[1]:
+            return Decision(SKIP, f"duplicate: alert {fingerprint} led to an action {now - seen[0]:.0f}s ago "
+                            f"(cool-down {seen[1]:.0f}s)")
+        return None
 
     def decide(self, host: str, fingerprint: str, mode: str, cooldown: float, now: float) -> Decision:
         """The decision for one firing alert routed to ``host``; RUN and DRY_RUN mark the host busy."""
@@ -34,15 +43,15 @@ class Gate:
             return Decision(SKIP, "policy respond.mode is off")
         if host in self.running:
             return Decision(SKIP, f"an action is already running on {host}")
-        seen = self.seen.get(fingerprint)
-        if seen is not None and now - seen < cooldown:
-            return Decision(SKIP, f"duplicate: alert {fingerprint} led to an action {now - seen:.0f}s ago "
-                            f"(cool-down {cooldown:.0f}s)")
+        repeat = self.repeat(fingerprint, now)
+        if repeat is not None:
+            return repeat
         last = self.last_action.get(host)
         if last is not None and now - last < cooldown:
             return Decision(SKIP, f"{host} is in cool-down for another {cooldown - (now - last):.0f}s")
         self.running.add(host)
-        self.seen[fingerprint] = self.last_action[host] = now
+        self.seen[fingerprint] = (now, cooldown)
+        self.last_action[host] = now
         return Decision(RUN if mode == "auto" else DRY_RUN, f"mode {mode}")
 
     def finished(self, host: str, now: float) -> None:

@@ -116,6 +116,11 @@ class Responder:
             self._one(alert, hosts)
 
     def _one(self, alert: Alert, hosts: list[InventoryHost]) -> None:
+        with self._lock:
+            repeat = self.gate.repeat(alert.fingerprint, self._clock())
+        if repeat is not None:
+            self._decided(alert, "skipped", repeat.reason)
+            return
         where = route(alert, hosts, inventory.owner_deployment)
         if where.host is None or where.deploy is None:
             self._decided(alert, "ignored", where.reason)

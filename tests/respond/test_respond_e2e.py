@@ -1,0 +1,94 @@
+"""`vllm-remedy respond` end to end: a real v4 payload POSTed to the real CLI restores the crash-looping
+Deployment of the rehearsal cluster through the real pyinfra CLI, and the incident is on the record."""
+
+from __future__ import annotations
+
+import json
+
+from fixtures import pyinfra_run
+from fixtures.pyinfra_run import Rehearsal
+from fixtures.responder import alert, payload, start, start_chat, write_inventory
+from fixtures.restore_world import NAME, NS, deployment, incident, pods, replicaset, settled
+from vllm_remedy.kube.history import templates_equal
+
+rehearsal = pyinfra_run.rehearsal
+PREDICTION = "prediction on NVIDIA-L40S: fits — KV cache 197,840 tokens, maximum concurrency 12.08x"
+
+
+def _events(rehearsal: Rehearsal) -> list[dict]:
+    got = rehearsal.client().request("GET", f"/api/v1/namespaces/{NS}/events")
+    return [e for e in got["items"] if e.get("reportingComponent") == "vllm-remedy.io/responder"]
+
+
+def _crashing_pod(rehearsal: Rehearsal) -> str:
+    return next(p["metadata"]["name"] for p in pods(rehearsal) if not p["metadata"].get("deletionTimestamp"))
+
+
+def test_a_crash_loop_page_is_restored_recorded_and_a_repeat_does_nothing(rehearsal: Rehearsal) -> None:
+    incident(rehearsal)
+    good = replicaset(rehearsal, 14)
+    chat = start_chat()
+    responder = start(rehearsal, write_inventory(rehearsal.tmp, "auto"), "--chat-webhook", chat.url)
+    try:
+        page = payload([alert("VllmCrashLoopBackOff", "c0ffee0001", namespace=NS, pod=_crashing_pod(rehearsal),
+                              container="vllm")])
+        assert responder.post(page) == (200, {"status": "accepted", "alerts": 1})
+        responder.wait_log(r"@k8s/rehearsal/llm/llama-8b: VllmCrashLoopBackOff on .* remediated")
+        after = deployment(rehearsal)
+        assert templates_equal(after["spec"]["template"], good["spec"]["template"])
+        assert after["metadata"]["annotations"]["vllm-remedy.io/last-action"] == "restore"
+
+        events = _events(rehearsal)
+        assert sorted(e["reason"] for e in events) == ["Remediated", "RemediationStarted"], events
+        done = next(e for e in events if e["reason"] == "Remediated")
+        assert done["type"] == "Normal" and done["source"] == {"component": "vllm-remedy-responder"}
+        assert done["involvedObject"]["kind"] == "Deployment" and done["involvedObject"]["name"] == NAME
+        assert "roll back deployment llm/llama-8b from revision 15 to revision 14" in done["message"]
+        assert PREDICTION in done["message"]
+
+        (note,) = sorted(responder.notes.glob("*.json"))
+        doc = json.loads(note.read_text())
+        assert (doc["result"], doc["deploy"], doc["host"]) == ("remediated", "restore", "@k8s/rehearsal/llm/llama-8b")
+        assert any(line.startswith("step 2 — startup log:") for line in doc["diagnosis"])
+        assert "+    nvidia.com/gpu.product: NVIDIA-L40S" in doc["diff"]
+        assert doc["prediction"][0].startswith(PREDICTION) and doc["timeToRestoreSeconds"] > 0
+        assert note.with_suffix(".md").read_text().startswith(f"# Incident {doc['id']}")
+        assert len(chat.received) == 1 and "remediated" in chat.received[0]["text"]
+
+        before = deployment(rehearsal)
+        assert responder.post(page)[0] == 200  # Alertmanager's repeat: same fingerprint, inside the cool-down
+        responder.wait_log(r"\[c0ffee0001\] skipped: duplicate: alert c0ffee0001")
+        again = payload([alert("VllmCudaOomRestart", "c0ffee0002", namespace=NS, deployment=NAME)])
+        assert responder.post(again)[0] == 200  # another alert for the host: the host's cool-down
+        responder.wait_log(r"\[c0ffee0002\] skipped: .* is in cool-down for another")
+        assert len(list(responder.notes.glob("*.json"))) == 1 and len(_events(rehearsal)) == 2
+        assert deployment(rehearsal)["metadata"]["generation"] == before["metadata"]["generation"]
+        metrics = responder.get("/metrics")[1]
+        assert 'vllm_remedy_respond_alerts_total{alertname="VllmCrashLoopBackOff",decision="skipped"} 1.0' in metrics
+        assert 'vllm_remedy_respond_actions_total{deploy="restore",result="remediated"} 1.0' in metrics
+    finally:
+        responder.stop()
+        chat.server.shutdown()
+
+
+def test_dry_run_mode_writes_nothing_to_the_cluster(rehearsal: Rehearsal) -> None:
+    incident(rehearsal)
+    before = settled(rehearsal)
+    sets = {rs["metadata"]["name"]: rs["metadata"]["resourceVersion"]
+            for rs in rehearsal.client().list_replicasets(NS, "app=llama-8b")}
+    responder = start(rehearsal, write_inventory(rehearsal.tmp, "dry-run"))
+    try:
+        page = payload([alert("VllmCrashLoopBackOff", "d00d0001", namespace=NS, deployment=NAME)])
+        assert responder.post(page)[0] == 200
+        responder.wait_log(r"VllmCrashLoopBackOff on .* dry-run \(dry run, nothing written\)")
+        (note,) = sorted(responder.notes.glob("*.json"))
+        doc = json.loads(note.read_text())
+        assert doc["result"] == "dry-run" and doc["mode"] == "dry-run"
+        assert doc["changes"] == ["roll back deployment llm/llama-8b from revision 15 to revision 14 "
+                                  "(llama-8b-6b765dc795) — chosen by rule: pinned in policy"]
+        assert deployment(rehearsal)["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+        assert {rs["metadata"]["name"]: rs["metadata"]["resourceVersion"]
+                for rs in rehearsal.client().list_replicasets(NS, "app=llama-8b")} == sets
+        assert _events(rehearsal) == []
+    finally:
+        responder.stop()
