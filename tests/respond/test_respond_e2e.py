@@ -4,10 +4,14 @@ Deployment of the rehearsal cluster through the real pyinfra CLI, and the incide
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 from fixtures import pyinfra_run
 from fixtures.pyinfra_run import Rehearsal
-from fixtures.responder import alert, payload, start, start_chat, write_inventory
+from fixtures.responder import TOKEN, Responder, alert, payload, start, start_chat, write_inventory
 from fixtures.restore_world import NAME, NS, deployment, incident, pods, replicaset, settled
 from vllm_remedy.kube.history import templates_equal
 
@@ -18,6 +22,13 @@ PREDICTION = "prediction on NVIDIA-L40S: fits — KV cache 197,840 tokens, maxim
 def _events(rehearsal: Rehearsal) -> list[dict]:
     got = rehearsal.client().request("GET", f"/api/v1/namespaces/{NS}/events")
     return [e for e in got["items"] if e.get("reportingComponent") == "vllm-remedy.io/responder"]
+
+
+def _wait_metric(responder: Responder, sample: str) -> None:
+    deadline = time.monotonic() + 60
+    while sample not in responder.get("/metrics")[1]:
+        assert time.monotonic() < deadline, f"{sample} never served:\n{responder.text()}"
+        time.sleep(0.05)
 
 
 def _crashing_pod(rehearsal: Rehearsal) -> str:
@@ -33,6 +44,8 @@ def test_a_crash_loop_page_is_restored_recorded_and_a_repeat_does_nothing(rehear
         page = payload([alert("VllmCrashLoopBackOff", "c0ffee0001", namespace=NS, pod=_crashing_pod(rehearsal),
                               container="vllm")])
         assert responder.post(page) == (200, {"status": "accepted", "alerts": 1})
+        _wait_metric(responder, "vllm_remedy_respond_actions_running 1.0")  # answered while the deploy runs
+        assert responder.get("/healthz") == (200, "ok\n")
         responder.wait_log(r"@k8s/rehearsal/llm/llama-8b: VllmCrashLoopBackOff on .* remediated")
         after = deployment(rehearsal)
         assert templates_equal(after["spec"]["template"], good["spec"]["template"])
@@ -92,3 +105,46 @@ def test_dry_run_mode_writes_nothing_to_the_cluster(rehearsal: Rehearsal) -> Non
         assert _events(rehearsal) == []
     finally:
         responder.stop()
+
+
+def test_bad_or_unauthenticated_webhooks_and_alerts_naming_no_host_change_nothing(rehearsal: Rehearsal) -> None:
+    before = deployment(rehearsal)
+    responder = start(rehearsal, write_inventory(rehearsal.tmp, "auto"))
+    try:
+        good = payload([alert("VllmCrashLoopBackOff", "bad00001", namespace=NS, deployment=NAME)])
+        wrong = {"error": "Authorization: expected the responder's bearer token"}
+        assert responder.post(good, token=None) == (401, wrong)
+        assert responder.post(good, token="guess") == (401, wrong)
+        assert responder.post(b"{nope", token=TOKEN)[0] == 400
+        assert responder.post(b'{"version": "3", "alerts": []}') == (
+            400, {"error": "version: expected \"4\" (Alertmanager's webhook payload), got '3'"})
+        assert responder.post(good, path="/other")[0] == 404
+        unknown = payload([alert("VllmCrashLoopBackOff", "bad00002", namespace="other", deployment=NAME),
+                           alert("VllmCrashLoopBackOff", "bad00003", "resolved", namespace=NS, deployment=NAME),
+                           alert("VllmRemedyDriftDetected", "bad00004", host="@k8s/rehearsal/llm/llama-8b")])
+        assert responder.post(unknown) == (200, {"status": "accepted", "alerts": 3})
+        responder.wait_log(r"\[bad00002\] ignored: alert VllmCrashLoopBackOff: other/llama-8b names no inventory host")
+        responder.wait_log(r"\[bad00003\] resolved: resolved: nothing to do")
+        responder.wait_log(r"\[bad00004\] ignored: alert VllmRemedyDriftDetected: no deploy answers it")
+        assert responder.get("/healthz") == (200, "ok\n")
+        assert "run:" not in responder.text() and not responder.notes.exists() and _events(rehearsal) == []
+        assert deployment(rehearsal)["spec"] == before["spec"]
+    finally:
+        responder.stop()
+
+
+def test_no_token_or_a_bad_inventory_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    def respond(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "vllm_remedy", "respond", *args], capture_output=True,
+                              text=True, timeout=60, env={"PATH": "/usr/bin:/bin", **(env or {})})
+
+    inv = write_inventory(tmp_path, "auto")
+    got = respond("-i", inv)
+    assert (got.returncode, got.stderr.splitlines()[-1]) == (
+        2, "vllm-remedy: error: no bearer token: pass --token-file or set VLLM_REMEDY_RESPOND_TOKEN")
+    got = respond("-i", str(tmp_path / "missing.py"), env={"VLLM_REMEDY_RESPOND_TOKEN": "t"})
+    assert (got.returncode, got.stderr.splitlines()[-1]) == (
+        2, f"vllm-remedy: error: {tmp_path / 'missing.py'}: no such inventory file")
+    got = respond("-i", inv, "--listen", "nowhere", env={"VLLM_REMEDY_RESPOND_TOKEN": "t"})
+    assert got.returncode == 2 and got.stderr.splitlines()[-1].endswith("--listen nowhere: expected HOST:PORT, "
+                                                                         "e.g. 127.0.0.1:9096")
