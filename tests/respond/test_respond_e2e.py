@@ -148,3 +148,24 @@ def test_no_token_or_a_bad_inventory_is_one_line_and_exit_2(tmp_path: Path) -> N
     got = respond("-i", inv, "--listen", "nowhere", env={"VLLM_REMEDY_RESPOND_TOKEN": "t"})
     assert got.returncode == 2 and got.stderr.splitlines()[-1].endswith("--listen nowhere: expected HOST:PORT, "
                                                                          "e.g. 127.0.0.1:9096")
+
+
+def test_a_gitops_managed_deployment_is_refused_and_the_refusal_is_on_the_record(rehearsal: Rehearsal) -> None:
+    """policy gitops: refuse (llama-8b's) on an Argo CD-tracked Deployment: the deploy writes nothing and says
+    why; the responder ends the incident as refused, with a Warning Event carrying that line."""
+    rehearsal.change(lambda d: d["metadata"].setdefault("annotations", {}).update(
+        {"argocd.argoproj.io/tracking-id": "llm-app:apps/Deployment:llm/llama-8b"}))
+    incident(rehearsal)
+    responder = start(rehearsal, write_inventory(rehearsal.tmp, "auto"))
+    try:
+        template = deployment(rehearsal)["spec"]["template"]
+        assert responder.post(payload([alert("VllmCudaOomRestart", "a1901", namespace=NS, deployment=NAME)]))[0] == 200
+        responder.wait_log(r"VllmCudaOomRestart on .* refused")
+        assert deployment(rehearsal)["spec"]["template"] == template
+        (refused,) = [e for e in _events(rehearsal) if e["reason"] == "RemediationRefused"]
+        assert refused["type"] == "Warning" and "managed by Argo CD Application" in refused["message"], refused
+        doc = json.loads(next(responder.notes.glob("*.json")).read_text())
+        assert doc["result"] == "refused" and "managed by Argo CD" in doc["failure"]
+        assert doc["timeToRestoreSeconds"] is None
+    finally:
+        responder.stop()

@@ -67,14 +67,16 @@ class Incident:
                f"{self.alert.fingerprint[:12]}"
 
     def finish(self, run: DeployRun) -> None:
-        """Classify the run: written changes, nothing to change, a refusal (nothing written) or a failure."""
+        """Classify the run: written changes, nothing to change, a refusal (the deploy's own ``refused:`` line — a
+        GitOps stance, a change predicted not to fit — or nothing written at all) or a failure."""
         self.run = run
         if run.dry:
             self.result = "dry-run" if run.returncode == 0 else "refused"
         elif run.returncode == 0:
             self.result = "remediated" if run.changes else "nothing-to-change"
         else:
-            self.result = "failed" if run.changes else "refused"
+            refused = not run.changes or (run.failure or "").startswith("refused: ")
+            self.result = "refused" if refused else "failed"
         end = _now()
         if self.result == "remediated":
             self.restored_after = max(0.0, (end - self.alert.starts_at).total_seconds())
