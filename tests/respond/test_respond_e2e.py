@@ -169,3 +169,34 @@ def test_a_gitops_managed_deployment_is_refused_and_the_refusal_is_on_the_record
         assert doc["timeToRestoreSeconds"] is None
     finally:
         responder.stop()
+
+
+def _l40s_pool_gone(rehearsal: Rehearsal) -> None:
+    """The L40S pool is cordoned (the reservation ended): no revision pinned to it can be scheduled."""
+    client = rehearsal.client()
+    for node in client.list_nodes():
+        if node["metadata"]["labels"].get("nvidia.com/gpu.product") == "NVIDIA-L40S":
+            client.request("PATCH", f"/api/v1/nodes/{node['metadata']['name']}", content_type=
+                           "application/json-patch+json", body=[{"op": "add", "path": "/spec/unschedulable",
+                                                                  "value": True}])
+
+
+def test_nothing_predicted_to_serve_stops_it_and_says_why(rehearsal: Rehearsal) -> None:
+    """The deploy refuses when no revision and no budget change is predicted to serve on a schedulable GPU; the
+    responder writes nothing to the template and puts the deploy's reason on the record."""
+    _l40s_pool_gone(rehearsal)
+    incident(rehearsal)
+    template = deployment(rehearsal)["spec"]["template"]
+    responder = start(rehearsal, write_inventory(rehearsal.tmp, "auto"))
+    try:
+        assert responder.post(payload([alert("VllmCudaOomRestart", "f17", namespace=NS, deployment=NAME)]))[0] == 200
+        responder.wait_log(r"VllmCudaOomRestart on .* refused")
+        assert deployment(rehearsal)["spec"]["template"] == template
+        (refused,) = [e for e in _events(rehearsal) if e["reason"] == "RemediationRefused"]
+        doc = json.loads(next(responder.notes.glob("*.json")).read_text())
+        assert refused["type"] == "Warning" and "no earlier revision is predicted to serve" in doc["failure"]
+        assert refused["message"].startswith("VllmCudaOomRestart on @k8s/rehearsal/llm/llama-8b: deploys/restore.py "
+                                             f"refused: {doc['failure'][:300]}")
+        assert "budget: pin NVIDIA-L40S: no schedulable NVIDIA-L40S capacity" in doc["failure"]
+    finally:
+        responder.stop()

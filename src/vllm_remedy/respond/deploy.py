@@ -18,6 +18,7 @@ from pathlib import Path
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _WRITTEN = re.compile(r": written \(resourceVersion \S+\)$")
+BOOKKEEPING = ("record on replicaset ",)
 _NOISE = ("Connected", "Success", "No changes", "Error", "Ready: ", "Loaded fact")
 #: Where the deploys live: next to the package in a checkout, or as installed by the image.
 DEPLOYS = Path(os.environ.get("VLLM_REMEDY_DEPLOYS", Path(__file__).resolve().parents[3] / "deploys"))
@@ -40,6 +41,12 @@ class DeployRun:
         if not self.dry:
             return [_WRITTEN.sub("", line) for line in self.lines if _WRITTEN.search(line)]
         return [self.lines[i - 1] for i, line in enumerate(self.lines) if line.startswith("--- ") and i > 0]
+
+    @property
+    def remedies(self) -> list[str]:
+        """The changes that are remedies — not the crash record restore and diagnose leave on a dying revision's
+        ReplicaSet, which is bookkeeping and is written before a deploy decides it cannot help."""
+        return [line for line in self.changes if not line.startswith(BOOKKEEPING)]
 
     @property
     def diff(self) -> list[str]:

@@ -67,16 +67,16 @@ class Incident:
                f"{self.alert.fingerprint[:12]}"
 
     def finish(self, run: DeployRun) -> None:
-        """Classify the run: written changes, nothing to change, a refusal (the deploy's own ``refused:`` line — a
-        GitOps stance, a change predicted not to fit — or nothing written at all) or a failure."""
+        """Classify the run: a remedy written, nothing to change, a refusal (the deploy failed having written no
+        remedy — a GitOps stance, nothing predicted to fit — its last line saying why) or a failure after a
+        remedy was written (e.g. the rollback did not become Ready)."""
         self.run = run
         if run.dry:
             self.result = "dry-run" if run.returncode == 0 else "refused"
         elif run.returncode == 0:
-            self.result = "remediated" if run.changes else "nothing-to-change"
+            self.result = "remediated" if run.remedies else "nothing-to-change"
         else:
-            refused = not run.changes or (run.failure or "").startswith("refused: ")
-            self.result = "refused" if refused else "failed"
+            self.result = "failed" if run.remedies else "refused"
         end = _now()
         if self.result == "remediated":
             self.restored_after = max(0.0, (end - self.alert.starts_at).total_seconds())
@@ -87,10 +87,10 @@ class Incident:
         run = self.run
         change = "; ".join(run.changes) if run and run.changes else "no change"
         pred = "; ".join(run.predictions) if run and run.predictions else "no prediction shown"
-        why = f" — {run.failure}" if run and run.failure else ""
+        why = f"{run.failure} — " if run and run.failure else ""  # a refusal leads: it is what the reader needs
         dry = " (dry run, nothing written)" if self.mode == "dry-run" else ""
-        text = f"{self.alert.name} on {self.host.name}: deploys/{self.deploy}.py {self.result}{dry}: {change}; " \
-               f"{pred}{why}"
+        text = f"{self.alert.name} on {self.host.name}: deploys/{self.deploy}.py {self.result}{dry}: {why}{change}; " \
+               f"{pred}"
         return text if len(text) <= _MESSAGE_MAX else text[: _MESSAGE_MAX - 1] + "…"
 
     def to_json(self) -> dict[str, Any]:
