@@ -129,6 +129,8 @@ def test_bad_or_unauthenticated_webhooks_and_alerts_naming_no_host_change_nothin
         assert responder.get("/healthz") == (200, "ok\n")
         assert "run:" not in responder.text() and not responder.notes.exists() and _events(rehearsal) == []
         assert deployment(rehearsal)["spec"] == before["spec"]
+        responder.stop()  # SIGTERM, as the kubelet stops it
+        assert responder.proc.returncode == 0, responder.text()
     finally:
         responder.stop()
 

@@ -74,6 +74,10 @@ def _token(path: Path | None) -> str:
     return token
 
 
+def _stop(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def run(args: argparse.Namespace) -> int:
     token = _token(args.token_file)
     address = _listen(args.listen)
@@ -86,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         server = Server(address, responder, token)
     except OSError as exc:
         raise UserError(f"--listen {args.listen}: cannot bind ({exc.strerror or exc})") from None
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt))
+    signal.signal(signal.SIGTERM, _stop)  # kubelet's stop: finish as on Ctrl-C
     print(f"vllm-remedy respond: serving POST {server.url}{PATH} for {len(hosts)} inventory host(s)",
           file=sys.stderr, flush=True)
     responder.start()

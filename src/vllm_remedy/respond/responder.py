@@ -77,11 +77,6 @@ class Responder:
         for worker in list(self._workers):
             worker.join(wait)
 
-    def idle(self) -> bool:
-        """Nothing queued and no action running (tests and graceful shutdown wait for it)."""
-        with self._lock:
-            return self._queue.unfinished_tasks == 0 and not self.gate.running
-
     # ---- dispatch ---------------------------------------------------------------------------------------------
     def _dispatch(self) -> None:
         while True:
