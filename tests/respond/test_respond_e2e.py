@@ -202,3 +202,19 @@ def test_nothing_predicted_to_serve_stops_it_and_says_why(rehearsal: Rehearsal) 
         assert "budget: pin NVIDIA-L40S: no schedulable NVIDIA-L40S capacity" in doc["failure"]
     finally:
         responder.stop()
+
+
+def test_kv_cache_pressure_runs_the_load_guard(rehearsal: Rehearsal) -> None:
+    """Step 5's alert goes to deploys/load_guard.py for the pod's Deployment, through the same CLI path."""
+    responder = start(rehearsal, write_inventory(rehearsal.tmp, "auto"))
+    try:
+        page = payload([alert("VllmKvCacheUsageHigh", "4ee1", namespace=NS, pod=_crashing_pod(rehearsal),
+                              model_name="meta-llama/Llama-3.1-8B-Instruct")])
+        assert responder.post(page)[0] == 200
+        line = responder.wait_log(r"VllmKvCacheUsageHigh on .*deploys/load_guard\.py (remediated|nothing-to-change)")
+        doc = json.loads(next(responder.notes.glob("*.json")).read_text())
+        # the seed's revision already sits within llama-8b's load_shedding caps: the run succeeds, changing nothing
+        assert (doc["deploy"], doc["result"]) == ("load_guard", "nothing-to-change") and "nothing-to-change" in line[0]
+        assert sorted(e["reason"] for e in _events(rehearsal)) == ["NothingToChange", "RemediationStarted"]
+    finally:
+        responder.stop()
