@@ -218,3 +218,15 @@ def test_kv_cache_pressure_runs_the_load_guard(rehearsal: Rehearsal) -> None:
         assert sorted(e["reason"] for e in _events(rehearsal)) == ["NothingToChange", "RemediationStarted"]
     finally:
         responder.stop()
+
+
+def test_mode_off_logs_the_page_and_does_nothing(rehearsal: Rehearsal) -> None:
+    before = deployment(rehearsal)
+    responder = start(rehearsal, write_inventory(rehearsal.tmp, "off"))
+    try:
+        assert responder.post(payload([alert("VllmCrashLoopBackOff", "0ff1", namespace=NS, deployment=NAME)]))[0] == 200
+        responder.wait_log(r"\[0ff1\] skipped: @k8s/rehearsal/llm/llama-8b: policy respond.mode is off")
+        assert not responder.notes.exists() and _events(rehearsal) == []
+        assert deployment(rehearsal)["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+    finally:
+        responder.stop()
