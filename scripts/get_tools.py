@@ -6,6 +6,8 @@
 - promtool, the Prometheus server, the Pushgateway and node-exporter from Debian's ``prometheus*`` packages:
   the rendered alert rules, the metrics text and its two delivery paths are checked by the real programs,
   and confirm's gateway error-rate query is answered by a real Prometheus scraping a test endpoint.
+- Alertmanager (``prometheus-alertmanager``): ``vllm-remedy respond`` is fed by the real webhook sender, and
+  the receiver snippet in manifests/responder.yaml is checked by its amtool.
 
 Each package is fetched with ``apt-get download`` and unpacked with ``dpkg-deb -x`` into
 ``.tools/<package>/`` — never ``apt-get install``, which would replace /usr/bin/kubectl and start
@@ -30,6 +32,7 @@ PACKAGES = {
     "prometheus": ("usr/bin/promtool", "usr/bin/prometheus"),
     "prometheus-pushgateway": ("usr/bin/prometheus-pushgateway",),
     "prometheus-node-exporter": ("usr/bin/prometheus-node-exporter",),
+    "prometheus-alertmanager": ("usr/bin/prometheus-alertmanager", "usr/bin/amtool"),
 }
 
 

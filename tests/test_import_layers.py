@@ -218,7 +218,7 @@ RANKS: tuple[tuple[str, ...], ...] = (
     ("remedies",),
     ("facts", "connectors", "sim"),
     ("operations",),
-    ("drift",),
+    ("drift", "respond"),
     ("gameday",),
     ("commands",),
     ("cli", ""),

@@ -1,5 +1,5 @@
-"""vllm-remedy's own metrics: exact exposition text, escaping, atomic textfile, counters that never reset,
-and promtool's linter on the output."""
+"""vllm-remedy's own metrics: exact exposition text (prometheus_client's), escaping, atomic textfile, counters
+that never reset, and promtool's linter on the output."""
 
 from __future__ import annotations
 
@@ -19,8 +19,6 @@ from vllm_remedy.metrics import (
     DRIFT_DETECTED,
     REMEDIATIONS,
     Metrics,
-    escape_label_value,
-    format_value,
     group_url,
     parse_samples,
     write_textfile,
@@ -47,18 +45,18 @@ def _sample_run() -> Metrics:
 EXPECTED = """\
 # HELP vllm_remedy_drift_detected 1 when the last drift check found this check failing on the host, else 0.
 # TYPE vllm_remedy_drift_detected gauge
-vllm_remedy_drift_detected{host="@k8s/prod/llm/llama-8b",check="gpu-product"} 0
-vllm_remedy_drift_detected{host="@k8s/prod/llm/llama-8b",check="max-model-len"} 1
+vllm_remedy_drift_detected{check="gpu-product",host="@k8s/prod/llm/llama-8b"} 0.0
+vllm_remedy_drift_detected{check="max-model-len",host="@k8s/prod/llm/llama-8b"} 1.0
 # HELP vllm_remedy_override_expiry_timestamp_seconds Unix time at which a timed override (e.g. --enforce-eager) must revert.
 # TYPE vllm_remedy_override_expiry_timestamp_seconds gauge
-vllm_remedy_override_expiry_timestamp_seconds{host="@k8s/prod/llm/llama-8b",flag="enforce-eager"} 1735787045
+vllm_remedy_override_expiry_timestamp_seconds{flag="enforce-eager",host="@k8s/prod/llm/llama-8b"} 1.735787045e+09
 # HELP vllm_remedy_remediations_total Remediation actions taken, by action and result.
 # TYPE vllm_remedy_remediations_total counter
-vllm_remedy_remediations_total{action="budget",result="refused"} 1
-vllm_remedy_remediations_total{action="rollback",result="applied"} 2
+vllm_remedy_remediations_total{action="budget",result="refused"} 1.0
+vllm_remedy_remediations_total{action="rollback",result="applied"} 2.0
 # HELP vllm_remedy_last_check_timestamp_seconds Unix time at which the last drift check completed.
 # TYPE vllm_remedy_last_check_timestamp_seconds gauge
-vllm_remedy_last_check_timestamp_seconds 1735787000.25
+vllm_remedy_last_check_timestamp_seconds 1.73578700025e+09
 """  # noqa: E501
 
 
@@ -72,7 +70,7 @@ def test_empty_run_renders_nothing_and_families_only_with_samples():
     m.checked(EXPIRES)
     assert m.render() == ("# HELP vllm_remedy_last_check_timestamp_seconds Unix time at which the last drift check"
                           " completed.\n# TYPE vllm_remedy_last_check_timestamp_seconds gauge\n"
-                          "vllm_remedy_last_check_timestamp_seconds 1735787045\n")
+                          "vllm_remedy_last_check_timestamp_seconds 1.735787045e+09\n")
 
 
 def test_gauge_set_twice_keeps_last_and_counter_refuses_negative():
@@ -92,18 +90,19 @@ def test_naive_datetime_refused():
     assert m.samples["vllm_remedy_override_expiry_timestamp_seconds"][(HOST, "enforce-eager")] == 1735689600.0
 
 
-@pytest.mark.parametrize("value,text", [(0.0, "0"), (2.0, "2"), (0.5, "0.5"), (1735787000.25, "1735787000.25"),
-                                        (1e20, "1e+20"), (math.inf, "+Inf"), (-math.inf, "-Inf"),
-                                        (math.nan, "NaN")])
-def test_format_value(value, text):
-    assert format_value(value) == text
+@pytest.mark.parametrize("value", [0.0, 2.0, 0.5, 1735787000.25, 1e20, math.inf, -math.inf, math.nan])
+def test_values_read_back_exactly(value):
+    """Timestamps, huge counts and Go's special floats survive the library's format and our reading of it."""
+    m = Metrics()
+    m.override_expiry(HOST, "enforce-eager", value)
+    got = parse_samples(m.render(), "vllm_remedy_override_expiry_timestamp_seconds")[(HOST, "enforce-eager")]
+    assert got == value or (math.isnan(value) and math.isnan(got))
 
 
 def test_escaping():
-    assert escape_label_value('a\\b"c\nd') == 'a\\\\b\\"c\\nd'
     m = Metrics()
     m.drift('we"ird\\host\n', "c", True)
-    assert 'vllm_remedy_drift_detected{host="we\\"ird\\\\host\\n",check="c"} 1' in m.render().splitlines()
+    assert 'vllm_remedy_drift_detected{check="c",host="we\\"ird\\\\host\\n"} 1.0' in m.render().splitlines()
 
 
 @given(host=st.text(), check=st.text(), detected=st.booleans())

@@ -2,7 +2,8 @@
 
 Scheduled checks are short-lived processes, so nothing is served: a run collects :class:`Metrics`, then
 writes them for node-exporter's textfile collector (:func:`write_textfile`, atomic) and/or pushes them to a
-Pushgateway (:func:`push`, stdlib urllib). Usage from drift/expire/deploys::
+Pushgateway (:func:`push`). The exposition format, its parser and the Pushgateway protocol are
+``prometheus_client``'s — the Prometheus project's own client — so they track Prometheus, not us. Usage::
 
     m = Metrics()
     m.drift("@k8s/prod/llm/llama-8b", "max-model-len", detected=True)
@@ -21,16 +22,19 @@ Give each writer (drift CronJob, expire, deploys) its own file or grouping key �
 from __future__ import annotations
 
 import base64
-import math
 import os
 import re
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+
+from prometheus_client import CollectorRegistry, generate_latest, push_to_gateway
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.parser import text_string_to_metric_families
 
 from vllm_remedy.errors import UserError
 
@@ -39,7 +43,6 @@ DRIFT_UNKNOWN = "vllm_remedy_drift_unknown"
 OVERRIDE_EXPIRY = "vllm_remedy_override_expiry_timestamp_seconds"
 REMEDIATIONS = "vllm_remedy_remediations_total"
 LAST_CHECK = "vllm_remedy_last_check_timestamp_seconds"
-CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
 @dataclass(frozen=True)
@@ -64,31 +67,12 @@ FAMILIES = (
     Family(LAST_CHECK, "gauge", "Unix time at which the last drift check completed.", ()),
 )
 _BY_NAME = {f.name: f for f in FAMILIES}
-_SAMPLE = re.compile(r"^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(?P<labels>.*)\})?\s+(?P<value>\S+)(?:\s+\S+)?$")
-_LABEL = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*,?')
-_UNESCAPE = {"\\\\": "\\", '\\"': '"', "\\n": "\n"}
 
 Labels = tuple[str, ...]
 
 
 class PushError(UserError):
     """The Pushgateway refused or could not be reached; one line naming the URL and the answer."""
-
-
-def escape_label_value(value: str) -> str:
-    """The text format's escaping inside a quoted label value: backslash, double quote, newline."""
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-
-
-def format_value(value: float) -> str:
-    """Integers without a fraction (timestamps read as written), Go's spellings for the special floats."""
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "+Inf" if value > 0 else "-Inf"
-    if float(value).is_integer() and abs(value) < 1e15:
-        return str(int(value))
-    return repr(float(value))
 
 
 def _epoch(when: datetime | float) -> float:
@@ -144,31 +128,47 @@ class Metrics:
         for key, value in previous.items():
             self.samples[REMEDIATIONS][key] = self.samples[REMEDIATIONS].get(key, 0.0) + value
 
-    def render(self) -> str:
-        """Text exposition format 0.0.4: HELP and TYPE per family with samples, samples sorted by labels."""
-        lines: list[str] = []
+    def collect(self) -> Iterator[Metric]:
+        """The families with samples, samples sorted by labels (prometheus_client's collector protocol)."""
         for fam in FAMILIES:
             samples = self.samples[fam.name]
             if not samples:
                 continue
-            lines += [f"# HELP {fam.name} {fam.help}", f"# TYPE {fam.name} {fam.type}"]
+            family = (CounterMetricFamily if fam.type == "counter" else GaugeMetricFamily)(
+                fam.name, fam.help, labels=fam.labels)
             for values in sorted(samples):
-                labels = ",".join(f'{k}="{escape_label_value(v)}"' for k, v in zip(fam.labels, values, strict=True))
-                lines.append(f"{fam.name}{{{labels}}} {format_value(samples[values])}" if labels
-                             else f"{fam.name} {format_value(samples[values])}")
-        return "\n".join(lines) + "\n" if lines else ""
+                family.add_metric(values, samples[values])
+            yield family
+
+    def registry(self) -> CollectorRegistry:
+        """A registry holding only this run's samples, for prometheus_client's writers."""
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(_Collector(self))
+        return registry
+
+    def render(self) -> str:
+        """Text exposition format 0.0.4, as prometheus_client writes it; "" when there are no samples."""
+        return generate_latest(self.registry()).decode("utf-8")
 
 
-def _labels(text: str) -> dict[str, str] | None:
-    out: dict[str, str] = {}
-    pos = 0
-    while pos < len(text):
-        match = _LABEL.match(text, pos)
-        if match is None:
-            return None
-        out[match.group(1)] = re.sub(r'\\[\\"n]', lambda m: _UNESCAPE[m.group(0)], match.group(2))
-        pos = match.end()
-    return out
+class _Collector:
+    """A run's :class:`Metrics` as a registered collector (registries keep collectors in a set: hashable)."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self.metrics = metrics
+
+    def collect(self) -> Iterator[Metric]:
+        return self.metrics.collect()
+
+
+def _samples(line: str) -> Iterator[tuple[str, dict[str, str], float]]:
+    """The samples of one exposition line (prometheus_client's parser); nothing for a line it cannot read."""
+    try:
+        for family in text_string_to_metric_families(line + "\n"):
+            for sample in family.samples:
+                yield sample.name, dict(sample.labels), float(sample.value)
+    except (ValueError, TypeError, IndexError, KeyError):
+        return
 
 
 def parse_samples(text: str, name: str, where: Mapping[str, str] | None = None) -> dict[Labels, float]:
@@ -180,17 +180,11 @@ def parse_samples(text: str, name: str, where: Mapping[str, str] | None = None) 
     fam = _BY_NAME[name]
     out: dict[Labels, float] = {}
     for line in text.split("\n"):  # not splitlines(): \x1e, \x85 … may sit inside label values
-        match = _SAMPLE.match(line.strip(" \t\r"))
-        if match is None or match["name"] != name:
+        if not line.startswith(name):  # cheap pre-filter: comments, other families
             continue
-        labels = _labels(match["labels"] or "")
-        if labels is None or any(labels.get(k) != v for k, v in (where or {}).items()):
-            continue
-        try:
-            value = float(match["value"])
-        except ValueError:
-            continue
-        out[tuple(labels.get(k, "") for k in fam.labels)] = value
+        for sample, labels, value in _samples(line):
+            if sample == name and all(labels.get(k) == v for k, v in (where or {}).items()):
+                out[tuple(labels.get(k, "") for k in fam.labels)] = value
     return out
 
 
@@ -242,14 +236,14 @@ def _segment(key: str, value: str) -> str:
 
 
 def group_url(gateway: str, job: str, grouping: Mapping[str, str] | None = None) -> str:
-    """``<gateway>/metrics/job/<job>/<label>/<value>…`` for one Pushgateway group."""
+    """``<gateway>/metrics/job/<job>/<label>/<value>…``: the group ``push`` replaces, as its errors name it."""
     parts = [_segment("job", job), *(_segment(k, v) for k, v in sorted((grouping or {}).items()))]
     return gateway.rstrip("/") + "/metrics/" + "/".join(parts)
 
 
-def _request(url: str, method: str, body: bytes | None, timeout: float) -> str:
-    request = urllib.request.Request(url, data=body, method=method,
-                                     headers={"Content-Type": CONTENT_TYPE} if body is not None else {})
+def _get(url: str, timeout: float) -> str:
+    """What the Pushgateway publishes now (its /metrics), to carry counters and unchecked hosts over."""
+    request = urllib.request.Request(url, method="GET")
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             return response.read().decode("utf-8", "replace")
@@ -266,7 +260,8 @@ def push(gateway: str, metrics: Metrics, *, job: str = "vllm-remedy", grouping: 
          keep_counters: bool = True, unchecked: set[str] | None = None, timeout: float = 10.0) -> None:
     """Replace this job's group on the Pushgateway (HTTP PUT) with ``metrics``.
 
-    PUT, not POST: a drift that was fixed, or a toggle that expired, must disappear rather than linger.
+    PUT (prometheus_client's ``push_to_gateway``), not POST: a drift that was fixed, or a toggle that expired,
+    must disappear rather than linger.
     With ``keep_counters`` the group's published remediation totals are read first and carried over, and
     the series of ``unchecked`` hosts (this run failed on them) are kept as published.
     """
@@ -274,9 +269,16 @@ def push(gateway: str, metrics: Metrics, *, job: str = "vllm-remedy", grouping: 
         raise UserError(f"{gateway}: expected the Pushgateway's http(s):// URL")
     if keep_counters or unchecked:
         where = {"job": job, **(grouping or {})}
-        published = _request(gateway.rstrip("/") + "/metrics", "GET", None, timeout)
+        published = _get(gateway.rstrip("/") + "/metrics", timeout)
         if keep_counters:
             metrics.carry_counters(parse_samples(published, REMEDIATIONS, where))
         if unchecked:
             metrics.carry_unchecked(published, unchecked, where)
-    _request(group_url(gateway, job, grouping), "PUT", metrics.render().encode("utf-8"), timeout)
+    url = group_url(gateway, job, grouping)
+    try:
+        push_to_gateway(gateway, job, metrics.registry(), grouping_key=dict(grouping or {}), timeout=timeout)
+    except urllib.error.HTTPError as exc:
+        detail = exc.read().decode("utf-8", "replace").strip().splitlines()
+        raise PushError(f"{url}: Pushgateway answered HTTP {exc.code}{': ' + detail[0] if detail else ''}") from None
+    except (urllib.error.URLError, OSError) as exc:
+        raise PushError(f"{url}: cannot reach the Pushgateway ({getattr(exc, 'reason', exc)})") from None

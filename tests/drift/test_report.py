@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from vllm_remedy.drift import checks, report
 from vllm_remedy.kube.annotations import parse_rfc3339
+from vllm_remedy.metrics import DRIFT_DETECTED, DRIFT_UNKNOWN, LAST_CHECK, parse_samples
 from vllm_remedy.policy import Policy
 
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
@@ -79,10 +80,10 @@ def test_exit_codes_never_let_an_error_read_as_no_drift(kinds: list[str], detail
 def test_metrics_skip_failed_hosts_and_stale_the_last_check() -> None:
     doc = report.drift_report({"hosts": [host("drift"), {**host("error"), "host": "g"}]}, NOW)
     text = report.drift_metrics(doc, NOW).render()
-    assert 'vllm_remedy_drift_detected{host="h",check="x"} 1' in text
-    assert 'host="g"' not in text and "vllm_remedy_last_check_timestamp_seconds " not in text
+    assert parse_samples(text, DRIFT_DETECTED)[("h", "x")] == 1
+    assert 'host="g"' not in text and parse_samples(text, LAST_CHECK) == {}
     ok = report.drift_report({"hosts": [host("pass")]}, NOW)
-    assert f"vllm_remedy_last_check_timestamp_seconds {int(NOW)}" in report.drift_metrics(ok, NOW).render()
+    assert parse_samples(report.drift_metrics(ok, NOW).render(), LAST_CHECK) == {(): int(NOW)}
 
 
 def test_unknown_checks_are_in_the_metrics_and_count_as_drift_unless_the_policy_accepts_them() -> None:
@@ -95,17 +96,17 @@ def test_unknown_checks_are_in_the_metrics_and_count_as_drift_unless_the_policy_
     doc = report.drift_report({"hosts": [unknown]}, NOW)
     assert (doc["status"]["result"], doc["status"]["exitCode"]) == ("Unknown", 1)
     text = report.drift_metrics(doc, NOW).render()
-    assert 'vllm_remedy_drift_detected{host="h",check="prediction"} 1' in text
-    assert 'vllm_remedy_drift_unknown{host="h",check="prediction"} 1' in text
-    assert 'vllm_remedy_drift_unknown{host="h",check="max-model-len"} 0' in text
+    assert parse_samples(text, DRIFT_DETECTED)[("h", "prediction")] == 1
+    assert parse_samples(text, DRIFT_UNKNOWN)[("h", "prediction")] == 1
+    assert parse_samples(text, DRIFT_UNKNOWN)[("h", "max-model-len")] == 0
 
     accepted = report.drift_report({"hosts": [{**unknown, "accept_unknown": True}]}, NOW)
     assert (accepted["status"]["result"], accepted["status"]["exitCode"]) == ("NoDrift", 0)
     assert accepted["hosts"][0]["unknown"] == ["prediction"] and accepted["hosts"][0]["acceptsUnknown"] is True
     assert report.render_drift(accepted).splitlines()[0] == "h: in sync (unknown accepted by policy: prediction)"
     text = report.drift_metrics(accepted, NOW).render()
-    assert 'vllm_remedy_drift_detected{host="h",check="prediction"} 0' in text
-    assert 'vllm_remedy_drift_unknown{host="h",check="prediction"} 1' in text
+    assert parse_samples(text, DRIFT_DETECTED)[("h", "prediction")] == 0
+    assert parse_samples(text, DRIFT_UNKNOWN)[("h", "prediction")] == 1
     assert report.drift_report({"hosts": [{**unknown, "accept_unknown": True}]}, NOW, True)["status"]["exitCode"] == 0
 
 

@@ -57,12 +57,16 @@ REMEDIATE = DRIFT | _expand({("apps", "deployments"): frozenset({"patch"}),
 
 def test_files_and_kinds():
     assert sorted(p.name for p in MANIFESTS.iterdir()) == ["cronjob-drift.yaml", "rbac-drift.yaml",
-                                                           "rbac-remediate.yaml"]
+                                                           "rbac-remediate.yaml", "rbac-responder.yaml",
+                                                           "responder.yaml"]
     assert [d["kind"] for d in load("rbac-drift.yaml")] == [
         "ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"]
     assert [d["kind"] for d in load("rbac-remediate.yaml")] == [
         "ServiceAccount", "Role", "RoleBinding", "RoleBinding", "ClusterRoleBinding", "Role", "RoleBinding"]
     assert [d["kind"] for d in load("cronjob-drift.yaml")] == ["ConfigMap", "CronJob", "CronJob"]
+    assert [d["kind"] for d in load("rbac-responder.yaml")] == [
+        "ServiceAccount", "Role", "RoleBinding", "RoleBinding", "RoleBinding", "ClusterRoleBinding", "RoleBinding"]
+    assert [d["kind"] for d in load("responder.yaml")] == ["Deployment", "Service"]
 
 
 def test_drift_account_is_read_only_exactly():
@@ -77,6 +81,10 @@ def test_remediate_account_adds_only_patch_and_the_metrics_proxy():
     assert got - DRIFT == {("llm", "apps", "deployments", "patch"), ("llm", "apps", "replicasets", "patch"),
                            ("llm", "", "pods/proxy", "get"), ("gpu-operator", "", "pods/proxy", "get"),
                            ("llm", "gateway.networking.k8s.io", "httproutes", "patch")}
+
+
+def test_responder_account_is_the_remediate_account_plus_creating_events():
+    assert permissions(all_docs(), "llm", "vllm-remedy-responder") == REMEDIATE | {("llm", "", "events", "create")}
 
 
 def test_permission_calculator_sees_a_widened_role():
@@ -94,7 +102,8 @@ def test_no_wildcards_no_secrets_no_dangerous_verbs():
         for rule in doc.get("rules", []):
             assert set(rule) == {"apiGroups", "resources", "verbs"}, rule  # no resourceNames, no nonResourceURLs
             assert not {"*"} & (set(rule["apiGroups"]) | set(rule["resources"]) | set(rule["verbs"]))
-            assert set(rule["verbs"]) <= READ | {"patch"}, rule
+            allowed = READ | {"patch"} | ({"create"} if rule["resources"] == ["events"] else set())
+            assert set(rule["verbs"]) <= allowed, rule
             assert "secrets" not in rule["resources"]
         assert doc["kind"] != "Secret"
     drift_roles = {b["roleRef"]["name"] for b in all_docs() if "Binding" in b["kind"]
@@ -112,10 +121,18 @@ def _walk(node: Any, path: str = "") -> Iterator[tuple[str, Any]]:
             yield from _walk(value, f"{path}[{i}]")
 
 
+#: The one Secret any manifest names: the responder's bearer token, which Alertmanager must present too. It is
+#: mounted by the kubelet (no RBAC on secrets for any of our accounts) and created by the operator, not shipped.
+TOKEN_VOLUME = ".spec.template.spec.volumes[2].secret"
+
+
 def test_no_secret_reference_anywhere():
     for doc in all_docs():
-        for path, _ in _walk(doc):
+        for path, value in _walk(doc):
             key = path.rsplit(".", 1)[-1]
+            if doc["kind"] == "Deployment" and path.startswith(TOKEN_VOLUME):
+                assert path != TOKEN_VOLUME or value == {"secretName": "vllm-remedy-respond-token"}, value
+                continue
             assert "secret" not in key.lower(), path  # secretKeyRef, secretRef, secret volumes, imagePullSecrets
 
 
@@ -125,7 +142,8 @@ def _namespaces(docs: list[dict[str, Any]]) -> list[str]:
 
 def test_namespace_is_one_word_to_change():
     text = "\n---\n".join((MANIFESTS / n).read_text() for n in ("rbac-drift.yaml", "rbac-remediate.yaml",
-                                                         "cronjob-drift.yaml"))
+                                                         "cronjob-drift.yaml", "rbac-responder.yaml",
+                                                         "responder.yaml"))
     # "gpu-operator" is the DCGM exporter's namespace (the GPU operator's), not ours: the sed leaves it alone.
     assert set(_namespaces(load("", text))) == {"llm", "gpu-operator"} and len(load("", text)) == len(all_docs())
     moved = re.sub(r"namespace: llm$", "namespace: gpu-serving", text, flags=re.MULTILINE)  # the documented sed
@@ -133,7 +151,8 @@ def test_namespace_is_one_word_to_change():
     assert set(_namespaces(docs)) == {"gpu-serving", "gpu-operator"}
     cluster_scoped = {"ClusterRole", "ClusterRoleBinding"}
     assert all(d["metadata"].get("namespace") == "gpu-serving" for d in docs if d["kind"] not in cluster_scoped
-               and d["metadata"]["name"] not in ("vllm-remedy-gpu-metrics", "vllm-remedy-remediate-gpu-metrics"))
+               and d["metadata"]["name"] not in ("vllm-remedy-gpu-metrics", "vllm-remedy-remediate-gpu-metrics",
+                                                 "vllm-remedy-responder-gpu-metrics"))
     assert permissions(docs, "gpu-serving", "vllm-remedy-remediate") >= {("gpu-operator", "", "pods/proxy", "get")}
     assert permissions(docs, "gpu-serving", "vllm-remedy-drift") == {
         (None if ns is None else "gpu-serving", g, r, v) for ns, g, r, v in DRIFT}
@@ -229,3 +248,22 @@ def test_inventory_configmap_reads_the_pod_namespace(monkeypatch):
     monkeypatch.setenv("VLLM_REMEDY_POLICY", "")  # as shipped: the directory, a policy chosen per Deployment
     exec(compile(config["data"]["inventory.py"], "inventory.py", "exec"), scope)
     assert scope["vllm"] == (["@k8s/in-cluster/gpu-serving"], {"policy": "/etc/vllm-remedy/policies/"})
+
+
+def test_responder_runs_the_image_with_its_account_token_and_hardening():
+    dep, svc = load("responder.yaml")
+    pod = dep["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert pod["serviceAccountName"] == "vllm-remedy-responder" and dep["spec"]["replicas"] == 1
+    assert container["image"] == _cronjobs()["vllm-remedy-drift"]["spec"]["jobTemplate"]["spec"]["template"][
+        "spec"]["containers"][0]["image"]
+    assert container["args"][:3] == ["respond", "-i", "/etc/vllm-remedy/inventory.py"]
+    assert container["args"][container["args"].index("--token-file") + 1] == "/etc/vllm-remedy/token/token"
+    assert container["securityContext"] == {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+                                            "capabilities": {"drop": ["ALL"]}}
+    assert {v["name"] for v in pod["volumes"]} == {"inventory", "policies", "token", "incidents", "tmp"}
+    assert svc["spec"]["ports"][0]["port"] == 9096 and svc["spec"]["selector"] == dep["spec"]["selector"][
+        "matchLabels"]
+    dockerfile = (MANIFESTS.parent / "Dockerfile").read_text()
+    assert "COPY deploys /opt/vllm-remedy/deploys" in dockerfile  # the deploys respond runs through pyinfra
+    assert "ENV VLLM_REMEDY_DEPLOYS=/opt/vllm-remedy/deploys" in dockerfile

@@ -18,6 +18,7 @@ from fixtures.sim_world import deployment, gpu_node
 from vllm_remedy.sim.api.auth import load as load_auth
 
 sim = sim_world.sim
+RESPONDER_USER = "system:serviceaccount:llm:vllm-remedy-responder"
 V = "32"
 DRY_RUN = {
     "rbac-drift.yaml": ["serviceaccount/vllm-remedy-drift", "role.rbac.authorization.k8s.io/vllm-remedy-read",
@@ -31,6 +32,13 @@ DRY_RUN = {
                             "clusterrolebinding.rbac.authorization.k8s.io/vllm-remedy-remediate-gpu-read",
                             "role.rbac.authorization.k8s.io/vllm-remedy-gpu-metrics",
                             "rolebinding.rbac.authorization.k8s.io/vllm-remedy-remediate-gpu-metrics"],
+    "rbac-responder.yaml": ["serviceaccount/vllm-remedy-responder", "role.rbac.authorization.k8s.io/vllm-remedy-events",
+                            "rolebinding.rbac.authorization.k8s.io/vllm-remedy-responder-read",
+                            "rolebinding.rbac.authorization.k8s.io/vllm-remedy-responder-patch",
+                            "rolebinding.rbac.authorization.k8s.io/vllm-remedy-responder-events",
+                            "clusterrolebinding.rbac.authorization.k8s.io/vllm-remedy-responder-gpu-read",
+                            "rolebinding.rbac.authorization.k8s.io/vllm-remedy-responder-gpu-metrics"],
+    "responder.yaml": ["deployment.apps/vllm-remedy-responder", "service/vllm-remedy-responder"],
     "cronjob-drift.yaml": ["configmap/vllm-remedy-inventory", "cronjob.batch/vllm-remedy-drift",
                            "cronjob.batch/vllm-remedy-expire"],
 }
@@ -74,10 +82,12 @@ def rbac_sim(tmp_path: Path):
     auth = {"tokens": {
         "t-admin": {"user": "admin", "rules": [{"verbs": "*", "resources": "*"}]},
         "t-drift": {"user": DRIFT_USER, "rules": sim_rules(docs, "llm", "vllm-remedy-drift")},
-        "t-remediate": {"user": REMEDIATE_USER, "rules": sim_rules(docs, "llm", "vllm-remedy-remediate")}}}
+        "t-remediate": {"user": REMEDIATE_USER, "rules": sim_rules(docs, "llm", "vllm-remedy-remediate")},
+        "t-responder": {"user": RESPONDER_USER, "rules": sim_rules(docs, "llm", "vllm-remedy-responder")}}}
     (tmp_path / "auth.yaml").write_text(yaml.safe_dump(auth))  # the file `vllm-remedy sim up --auth` reads
     s = sim_world.make_sim(tmp_path, auth=load_auth(yaml.safe_load((tmp_path / "auth.yaml").read_text())),
-                              users={"admin": "t-admin", "drift": "t-drift", "remediate": "t-remediate"})
+                              users={"admin": "t-admin", "drift": "t-drift", "remediate": "t-remediate",
+                                     "responder": "t-responder"})
     store = s.clusters["a"].store
     store.create("deployments.apps", deployment())
     store.create("nodes", gpu_node("gpu-1"))
@@ -142,3 +152,26 @@ def test_remediate_token_patches_but_never_deletes(rbac_sim):
     assert denied.returncode == 1 and "forbidden" in denied.stderr
     assert rbac_sim.clusters["a"].store.get("deployments.apps", "llm", "llama-8b")["metadata"]["annotations"][
         "vllm-remedy.io/reason"] == "test"
+
+
+EVENT = """apiVersion: v1
+kind: Event
+metadata: {generateName: llama-8b., namespace: llm}
+involvedObject: {apiVersion: apps/v1, kind: Deployment, name: llama-8b, namespace: llm}
+reason: Remediated
+message: roll back deployment llm/llama-8b from revision 15 to revision 14
+type: Normal
+"""
+
+
+def test_responder_token_records_events_and_patches_but_creates_nothing_else(rbac_sim):
+    k = rbac_sim.kubectl
+    got = k(V, "create", "-f", "-", context="a-responder", stdin=EVENT)
+    assert got.returncode == 0 and got.stdout.startswith("event/llama-8b."), got.stderr
+    got = k(V, "-n", "llm", "patch", "deploy/llama-8b", "--type=merge", "-p",
+            '{"metadata":{"annotations":{"vllm-remedy.io/reason":"test"}}}', context="a-responder")
+    assert got.returncode == 0, got.stderr
+    denied = k(V, "-n", "llm", "create", "configmap", "x", context="a-responder")
+    assert denied.returncode == 1 and "forbidden" in denied.stderr
+    denied = k(V, "-n", "other", "create", "-f", "-", context="a-responder", stdin=EVENT.replace("llm", "other"))
+    assert denied.returncode == 1 and "forbidden" in denied.stderr  # events only in its own namespace

@@ -189,3 +189,13 @@ def test_a_policy_directory_picks_the_narrowest_target_per_deployment(tmp_path: 
         policy_for(load_policies(tmp_path), "p/", "llm", "mistral", "mistralai/Mistral-7B-Instruct-v0.3")
     assert str(none.value) == ("p/: no policy there covers deployment llm/mistral (model "
                                "mistralai/Mistral-7B-Instruct-v0.3); add one, or a default.yaml with no target")
+
+
+def test_respond_section_defaults_off_and_reads_yaml_off_as_off() -> None:
+    assert Policy.from_mapping({}).respond.mode == "off"
+    assert Policy.from_mapping({}).respond.cooldown == timedelta(minutes=15)
+    assert Policy.from_mapping({"respond": {"mode": False}}).respond.mode == "off"  # YAML 1.1: `mode: off`
+    got = Policy.from_mapping({"respond": {"mode": "auto", "cooldown": "2m"}}).respond
+    assert (got.mode, got.cooldown) == ("auto", timedelta(minutes=2))
+    with pytest.raises(UserError, match=r'respond\.mode: expected one of off, dry-run, auto, got "yes"'):
+        Policy.from_mapping({"respond": {"mode": "yes"}})

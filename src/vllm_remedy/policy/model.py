@@ -25,6 +25,7 @@ from .sections import (
     KnownGoodUnit,
     KvCacheFp8,
     LoadShedding,
+    Respond,
     Restore,
     Target,
     Writes,
@@ -72,6 +73,7 @@ class Policy(FrozenModel):
     fallback: Fallback | None = None
     restore: Restore = Field(default_factory=Restore)
     writes: Writes = Field(default_factory=Writes)
+    respond: Respond = Field(default_factory=Respond)
     confirm: Confirm = Field(default_factory=Confirm)
     alerts: Alerts = Field(default_factory=Alerts)
     drift: Drift = Field(default_factory=Drift)

@@ -280,6 +280,21 @@ class Restore(FrozenModel):
     deployment_fields: Annotated[str, BeforeValidator(one_of("restore", "show"))] = "restore"
 
 
+def _respond_mode(value: Any) -> str:
+    """YAML 1.1 reads an unquoted ``off`` as false; that is what the user wrote, so it means ``off``."""
+    return one_of("off", "dry-run", "auto")("off" if value is False else value)
+
+
+class Respond(FrozenModel):
+    """What ``vllm-remedy respond`` may do when Alertmanager pages for this policy's Deployments: ``off`` (log
+    the alert, nothing else), ``dry-run`` (run the deploy with ``--dry``: the note says what it would change,
+    the cluster is not written) or ``auto`` (run it with ``-y``). ``cooldown``: after an action on a host, alerts
+    for that host do nothing for this long — a rollback needs time to show whether it helped."""
+
+    mode: Annotated[str, BeforeValidator(_respond_mode)] = "off"
+    cooldown: Duration = timedelta(minutes=15)
+
+
 class Writes(FrozenModel):
     """How long a write whose answer was lost (a timeout, a 5xx, a dropped connection) is watched for: the API
     server may still commit it after answering 504, so its outcome is read off the object, not the error."""

@@ -1,0 +1,60 @@
+"""Whether an routed alert may act now: policy mode, one action at a time per host, cool-down, dedup (pure).
+
+Alertmanager repeats a firing alert every ``repeat_interval`` and re-sends a group when any alert in it changes;
+each repeat carries the same fingerprint. A rollback needs minutes to show whether it helped, so after an action
+on a host nothing acts on it again until the policy's ``respond.cooldown`` has passed since that action ended.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+RUN, DRY_RUN, SKIP = "run", "dry-run", "skip"
+
+
+@dataclass(frozen=True)
+class Decision:
+    """``kind`` is RUN, DRY_RUN or SKIP; ``reason`` is the log line's tail."""
+
+    kind: str
+    reason: str
+
+
+@dataclass
+class Gate:
+    """What has run where and when (monotonic seconds). Not thread-safe: the server holds a lock around it."""
+
+    running: set[str] = field(default_factory=set)
+    last_action: dict[str, float] = field(default_factory=dict)  # host -> when its last action started or ended
+    seen: dict[str, tuple[float, float]] = field(default_factory=dict)  # fingerprint -> (acted at, cool-down)
+
+    def repeat(self, fingerprint: str, now: float) -> Decision | None:
+        """SKIP for an alert that led to an action less than that host's cool-down ago, asked before routing: a
+        repeat names the pod that paged, which a rollback has usually replaced by then."""
+        seen = self.seen.get(fingerprint)
+        if seen is not None and now - seen[0] < seen[1]:
+            return Decision(SKIP, f"duplicate: alert {fingerprint} led to an action {now - seen[0]:.0f}s ago "
+                            f"(cool-down {seen[1]:.0f}s)")
+        return None
+
+    def decide(self, host: str, fingerprint: str, mode: str, cooldown: float, now: float) -> Decision:
+        """The decision for one firing alert routed to ``host``; RUN and DRY_RUN mark the host busy."""
+        if mode == "off":
+            return Decision(SKIP, "policy respond.mode is off")
+        if host in self.running:
+            return Decision(SKIP, f"an action is already running on {host}")
+        repeat = self.repeat(fingerprint, now)
+        if repeat is not None:
+            return repeat
+        last = self.last_action.get(host)
+        if last is not None and now - last < cooldown:
+            return Decision(SKIP, f"{host} is in cool-down for another {cooldown - (now - last):.0f}s")
+        self.running.add(host)
+        self.seen[fingerprint] = (now, cooldown)
+        self.last_action[host] = now
+        return Decision(RUN if mode == "auto" else DRY_RUN, f"mode {mode}")
+
+    def finished(self, host: str, now: float) -> None:
+        """The action on ``host`` ended: the cool-down counts from now."""
+        self.running.discard(host)
+        self.last_action[host] = now

@@ -1,0 +1,104 @@
+"""The responder's HTTP side: ``POST /alertmanager`` (bearer token), ``GET /healthz``, ``GET /metrics``.
+
+Alertmanager waits for the answer and retries on a timeout, so the handler only authenticates, parses and
+queues; the deploys run after the reply (responder.py), and the threaded server keeps answering meanwhile.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from .responder import Responder
+from .webhook import MAX_BODY, PayloadError, parse
+
+log = logging.getLogger("vllm_remedy.respond")
+PATH = "/alertmanager"
+
+
+class Handler(BaseHTTPRequestHandler):
+    """One request; ``server`` is a :class:`Server`."""
+
+    server: Server
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: object) -> None:
+        log.debug("%s %s", self.address_string(), format % args)
+
+    def _answer(self, status: int, body: bytes, content_type: str = "application/json") -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _json(self, status: int, doc: dict[str, object]) -> None:
+        self._answer(status, json.dumps(doc).encode() + b"\n")
+
+    def do_GET(self) -> None:
+        if self.path == "/healthz":
+            self._answer(200, b"ok\n", "text/plain; charset=utf-8")
+        elif self.path == "/metrics":
+            self._answer(200, generate_latest(self.server.responder.metrics.registry), CONTENT_TYPE_LATEST)
+        else:
+            self._json(404, {"error": f"{self.path}: not found (POST {PATH}, GET /healthz, GET /metrics)"})
+
+    def do_POST(self) -> None:
+        if self.path != PATH:
+            self._json(404, {"error": f"{self.path}: not found (POST {PATH})"})
+            return
+        length = self.headers.get("Content-Length")
+        if length is None or not length.isdigit() or int(length) > MAX_BODY:
+            self.close_connection = True
+            self._json(400, {"error": f"Content-Length: expected a length up to {MAX_BODY} bytes"})
+            return
+        body = self.rfile.read(int(length))
+        if not self._authorized():
+            self._json(401, {"error": "Authorization: expected the responder's bearer token"})
+            log.warning("%s: webhook refused: no or wrong bearer token", self.address_string())
+            return
+        try:
+            notification = parse(body)
+        except PayloadError as exc:
+            self._json(400, {"error": str(exc)})
+            log.warning("%s: webhook refused: %s", self.address_string(), exc)
+            return
+        self.server.responder.submit(notification)
+        self._json(200, {"status": "accepted", "alerts": len(notification.alerts)})
+
+    def _authorized(self) -> bool:
+        scheme, _, token = (self.headers.get("Authorization") or "").partition(" ")
+        return scheme.lower() == "bearer" and hmac.compare_digest(token.strip().encode(), self.server.token)
+
+
+class Server(ThreadingHTTPServer):
+    """The HTTP server holding the responder and the expected token."""
+
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], responder: Responder, token: str) -> None:
+        super().__init__(address, Handler)
+        self.responder = responder
+        self.token = token.encode()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        host, port = self.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def start(self) -> None:
+        """Serve in a background thread (tests); the command calls serve_forever itself."""
+        self.responder.start()
+        self._thread = threading.Thread(target=self.serve_forever, name="respond-http", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self.shutdown()
+        self.server_close()
+        self.responder.stop()
