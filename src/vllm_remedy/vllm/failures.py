@@ -89,6 +89,12 @@ _CLASSES = (
         step=4, hint="lower --max-num-seqs (e.g. 64) or --gpu-memory-utilization",
         error_kind="err_sampler", oom_phase="sampler_warmup", short_of="activation_headroom"),
     FailureClass(
+        Failure.CUDAGRAPH_CAPTURE_OOM, "CUDA out of memory while capturing CUDA graphs, after the KV cache was "
+                                       "allocated",
+        step=4, hint="graphs are captured outside the memory budget: --enforce-eager as a temporary measure, "
+                     "then lower --gpu-memory-utilization or cap --max-cudagraph-capture-size",
+        oom_phase="cuda_graph_capture", short_of="graph_headroom"),
+    FailureClass(
         Failure.OOM_UNDER_LOAD, "CUDA out of memory under load, after the server was up",
         step=5, hint="cap --max-num-batched-tokens and the prompt length at the gateway",
         phase="load", oom_phase="serving", short_of="activation_headroom"),

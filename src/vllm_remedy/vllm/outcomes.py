@@ -20,6 +20,7 @@ class Failure(str, Enum):
     MAX_LEN_EXCEEDS_KV = "max_len_exceeds_kv"
     FREE_MEMORY_BELOW_UTILIZATION = "free_memory_below_utilization"
     SAMPLER_WARMUP_OOM = "sampler_warmup_oom"
+    CUDAGRAPH_CAPTURE_OOM = "cudagraph_capture_oom"
     OOM_UNDER_LOAD = "oom_under_load"
     HOST_OOM_KILLED = "host_oom_killed"
     UNKNOWN = "unknown"
@@ -36,6 +37,7 @@ class Outcome(str, Enum):
     NO_CACHE_BLOCKS = Failure.NO_CACHE_BLOCKS.value
     MAX_LEN_EXCEEDS_KV = Failure.MAX_LEN_EXCEEDS_KV.value
     FREE_MEMORY_BELOW_UTILIZATION = Failure.FREE_MEMORY_BELOW_UTILIZATION.value
+    CUDAGRAPH_CAPTURE_OOM = Failure.CUDAGRAPH_CAPTURE_OOM.value
 
     def __str__(self) -> str:
         return self.value
