@@ -37,7 +37,6 @@ class Outcome(str, Enum):
     NO_CACHE_BLOCKS = Failure.NO_CACHE_BLOCKS.value
     MAX_LEN_EXCEEDS_KV = Failure.MAX_LEN_EXCEEDS_KV.value
     FREE_MEMORY_BELOW_UTILIZATION = Failure.FREE_MEMORY_BELOW_UTILIZATION.value
-    CUDAGRAPH_CAPTURE_OOM = Failure.CUDAGRAPH_CAPTURE_OOM.value
 
     def __str__(self) -> str:
         return self.value

@@ -34,6 +34,9 @@ class Estimate:
     total_gib: float
     needed_kv_gib: float | None = None  # KV one max-length request needs (max_len_exceeds_kv)
     suggested_max_model_len: int | None = None  # as vLLM would print it
+    # Every vLLM check passes, but the CUDA graphs, captured after the KV cache and outside the budget (before
+    # 0.20), do not fit what is left on the card: the start dies in capture (Failure.CUDAGRAPH_CAPTURE_OOM).
+    graph_capture_oom: bool = False
 
     @property
     def fits(self) -> bool:
@@ -81,8 +84,7 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
     outcome = _outcome(res, total, requested, weights, context, other, kv, blocks, tokens, max_len, layout)
     # Graphs are captured after the KV cache is allocated; outside the budget they need the card's spare room.
     peak = requested + outside + (0.0 if r.budget == "absolute" else other + context)
-    if outcome is Outcome.FITS and outside > 0 and peak > total:
-        outcome = Outcome.CUDAGRAPH_CAPTURE_OOM
+    capture_oom = outcome is Outcome.FITS and outside > 0 and peak - outside <= total < peak
     needed = suggested = None
     if outcome is Outcome.MAX_LEN_EXCEEDS_KV:
         needed = layout.blocks_for(max_len, res.mnbt) * block_bytes / GIB
@@ -90,7 +92,7 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
             suggested = tokens if r.engine == "V0" else _longest(layout, res, kv, tokens, max_len)
 
     # "absolute" budgets already contain the context and other processes; graphs sit outside until 0.20.
-    if outcome not in (Outcome.FITS, Outcome.CUDAGRAPH_CAPTURE_OOM):
+    if outcome is not Outcome.FITS:
         peak = min(peak, other + context + weights + (activation if kv > 0 else 0.0))
     concurrency = _concurrency(res, layout, blocks, tokens, max_len)
     return Estimate(
@@ -108,6 +110,7 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
         total_gib=total,
         needed_kv_gib=needed,
         suggested_max_model_len=suggested,
+        graph_capture_oom=capture_oom,
     )
 
 
