@@ -82,8 +82,8 @@ def text_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
         inner = config.get(key)
         if isinstance(inner, Mapping) and ("hidden_size" in inner or "num_hidden_layers" in inner):
             merged = with_defaults(inner)
-            # Some checkpoints keep quantization / dtype only at the top level.
-            for outer_key in ("quantization_config", "torch_dtype"):
+            # Some checkpoints keep quantization / dtype only at the top level (and errors name the architecture).
+            for outer_key in ("quantization_config", "torch_dtype", "architectures"):
                 if outer_key not in merged and outer_key in config:
                     merged[outer_key] = config[outer_key]
             return merged
@@ -235,6 +235,8 @@ def quantization(config: Mapping[str, Any]) -> str | None:
     qc = config.get("quantization_config")
     if isinstance(qc, Mapping) and qc.get("quant_method"):
         return str(qc["quant_method"]).lower()
+    if isinstance(qc, Mapping) and (qc.get("load_in_4bit") or qc.get("load_in_8bit")):
+        return "bitsandbytes"  # older bitsandbytes checkpoints name no method
     return None
 
 

@@ -166,3 +166,28 @@ def test_cli_sizes_gpt_oss_20b_from_its_config(cli):
     assert got.returncode == 0, got.stderr
     data = json.loads(got.stdout)
     assert data["outcome"] == "fits" and data["weights_gib"] < 14.5 and data["max_model_len"] == 131072
+
+
+LLAMA_8B = {"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "num_hidden_layers": 32,
+            "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 128256,
+            "max_position_embeddings": 8192, "torch_dtype": "bfloat16"}
+
+
+@pytest.mark.parametrize(
+    ("quantization_config", "bits", "low", "high"),
+    [
+        (None, 16, 14.9, 15.1),  # logged 14.99 GiB (llm-d 0.19.0, tests/data/calibration)
+        ({"quant_method": "fp8", "activation_scheme": "dynamic"}, 8, 8.4, 8.7),
+        ({"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True}, 4, 5.3, 5.7),
+        ({"quant_method": "gptq", "bits": 8, "group_size": 128}, 8, 8.4, 8.7),
+        ({"quant_method": "compressed-tensors",
+          "config_groups": {"group_0": {"weights": {"num_bits": 4, "type": "int"}}}}, 4, 5.3, 5.7),
+        ({"load_in_4bit": True, "bnb_4bit_quant_type": "nf4"}, 4, 5.3, 5.7),
+    ],
+)
+def test_quantization_config_sets_the_width_of_the_linear_layers(quantization_config, bits, low, high):
+    raw = dict(LLAMA_8B, **({"quantization_config": quantization_config} if quantization_config else {}))
+    model = ModelSpec.from_hf_config(raw, "llama-8b")
+    assert model.weight_bits == bits
+    # Embeddings and LM head stay bf16 (2.0 GiB of them); the rest is packed.
+    assert low <= run(model, version="0.19.0").weights_gib <= high
