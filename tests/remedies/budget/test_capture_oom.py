@@ -36,6 +36,7 @@ def test_plan_offers_lasting_steps_then_temporary_eager():
     assert last.temporary and last.set["enforce-eager"] == "true" and last.revert_after is not None
     assert last.reason.startswith("TEMPORARY, revert within ")
     assert any("stopgap for the CUDA-graph capture OOM" in n for n in plan.notes)
+    assert any(n.startswith("a smaller --max-cudagraph-capture-size") for n in plan.notes)
     # Every step leaves more room above the predicted peak than the failed start had, or drops the graphs.
     current = estimate(LLAMA, L4, settings)
     for step in plan.steps:
