@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from vllm_remedy.errors import UserError
-from vllm_remedy.vllm import hf_config
+from vllm_remedy.vllm import hf_config, shapes
 
 GIB = 1024**3
 #: Node labels that name the GPU product, in the order they are trusted: GPU feature discovery, GKE, Karpenter.
@@ -65,6 +65,14 @@ class ModelSpec:
     moe_intermediate_size: int | None = None
     kv_lora_rank: int | None = None
     qk_rope_head_dim: int | None = None
+    sliding_layers: int = 0  # layers attending within sliding_window only (hybrid KV-cache manager)
+    quantized_scope: str = "linear"  # which weights weight_bits applies to: "linear" or "experts" (mxfp4)
+    expert_params_b: float = 0.0  # routed experts, all of them (part of params_b)
+    vision_params_b: float = 0.0  # vision tower + projector, kept 16-bit (part of params_b)
+    vision_hidden: int = 0
+    vision_intermediate: int = 0
+    image_patches: int = 0  # patches one largest image is cut in (encoder profiling)
+    image_tokens: int = 0  # language-model tokens one image becomes (encoder cache)
 
     @property
     def is_moe(self) -> bool:
@@ -94,31 +102,45 @@ class ModelSpec:
         inter = int(text.get("intermediate_size") or text.get("ffn_dim") or 4 * hidden)
         experts, per_token, moe_inter = hf_config.num_experts(text)
         archs = config.get("architectures") or text.get("architectures") or ["unknown"]
+        kv_heads = hf_config.num_kv_heads(text, heads)
+        head = hf_config.head_dim(text, hidden, heads)
+        mla = hf_config.mla_dims(text)
+        tie = bool(text.get("tie_word_embeddings", config.get("tie_word_embeddings", False)))
+        counts = shapes.text_params(text, hidden, layers, heads, kv_heads, head, inter, vocab, tie)
+        tower = shapes.vision(config, hidden)
+        vision_params = tower.params if tower else 0.0
         spec = cls(
             name=name,
             architecture=str(archs[0]),
             hidden_size=hidden,
             num_layers=layers,
             num_heads=heads,
-            num_kv_heads=hf_config.num_kv_heads(text, heads),
-            head_dim=hf_config.head_dim(text, hidden, heads),
+            num_kv_heads=kv_heads,
+            head_dim=head,
             intermediate_size=inter,
             vocab_size=vocab,
             max_model_len=hf_config.derived_max_model_len(text),
-            params_b=0.0,
+            params_b=float(params_b) if params_b is not None else (counts.total + vision_params) / 1e9,
             dtype=hf_config.torch_dtype(text),
             quantization=hf_config.quantization(text),
             weight_bits=hf_config.weight_bits(text) or 16,
-            tie_word_embeddings=bool(text.get("tie_word_embeddings", config.get("tie_word_embeddings", False))),
+            tie_word_embeddings=tie,
             sliding_window=hf_config.sliding_window(text),
             num_experts=experts,
             experts_per_token=per_token,
             moe_intermediate_size=moe_inter,
-            kv_lora_rank=int(text["kv_lora_rank"]) if text.get("kv_lora_rank") else None,
-            qk_rope_head_dim=int(text["qk_rope_head_dim"]) if text.get("qk_rope_head_dim") else None,
+            kv_lora_rank=mla[0] if mla else None,
+            qk_rope_head_dim=mla[1] if mla else None,
+            sliding_layers=hf_config.sliding_layers(text, layers),
+            quantized_scope=hf_config.quantized_scope(text),
+            expert_params_b=counts.experts / 1e9,
+            vision_params_b=vision_params / 1e9,
+            vision_hidden=tower.hidden if tower else 0,
+            vision_intermediate=tower.intermediate if tower else 0,
+            image_patches=tower.patches if tower else 0,
+            image_tokens=tower.tokens if tower else 0,
         )
-        count = params_b if params_b is not None else _count_params_b(spec)
-        return _replace(spec, params_b=float(count))
+        return spec
 
     def quantized(self, method: str, bits: int) -> ModelSpec:
         """The same architecture stored with ``bits``-bit weights (an FP8/AWQ/GPTQ variant)."""
@@ -127,20 +149,6 @@ class ModelSpec:
 
 def _replace(spec: ModelSpec, **changes: Any) -> ModelSpec:
     return dataclasses.replace(spec, **changes)
-
-
-def _count_params_b(spec: ModelSpec) -> float:
-    """Parameter count from shapes: attention + MLP (or experts) per layer, plus embeddings."""
-    q = spec.num_heads * spec.head_dim
-    kv = 2 * spec.num_kv_heads * spec.head_dim
-    attn = spec.hidden_size * (q + kv) + q * spec.hidden_size
-    if spec.is_moe:
-        inter = spec.moe_intermediate_size or spec.intermediate_size
-        mlp = spec.num_experts * 3 * spec.hidden_size * inter + spec.hidden_size * spec.num_experts
-    else:
-        mlp = 3 * spec.hidden_size * spec.intermediate_size
-    embed = spec.vocab_size * spec.hidden_size * (1 if spec.tie_word_embeddings else 2)
-    return (spec.num_layers * (attn + mlp) + embed) / 1e9
 
 
 # ---- catalogs -------------------------------------------------------------------------------------

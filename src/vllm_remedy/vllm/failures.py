@@ -30,6 +30,8 @@ class FailureClass:
     for exactly this class; ``oom_phase`` the classifier's traceback phase that makes a raw CUDA OOM this
     class. ``short_of`` names the memory quantity that ran short, which a step-4 change must raise.
     ``host_memory``: the kernel killed the container for host RAM, outside vLLM's GPU budget and its log.
+    ``eager_rung``: the runbook's temporary ``--enforce-eager`` is a remedy of its own for this class, so the
+    planner offers it beside the lasting changes instead of only when nothing else fits.
     """
 
     failure: Failure
@@ -42,6 +44,7 @@ class FailureClass:
     oom_phase: str | None = None
     short_of: str | None = None
     host_memory: bool = False
+    eager_rung: bool = False
 
     @property
     def name(self) -> str:
@@ -88,6 +91,12 @@ _CLASSES = (
         Failure.SAMPLER_WARMUP_OOM, "CUDA out of memory while warming up the sampler",
         step=4, hint="lower --max-num-seqs (e.g. 64) or --gpu-memory-utilization",
         error_kind="err_sampler", oom_phase="sampler_warmup", short_of="activation_headroom"),
+    FailureClass(
+        Failure.CUDAGRAPH_CAPTURE_OOM, "CUDA out of memory while capturing CUDA graphs, after the KV cache was "
+                                       "allocated",
+        step=4, hint="graphs are captured outside the memory budget: --enforce-eager as a temporary measure, "
+                     "then lower --gpu-memory-utilization or cap --max-cudagraph-capture-size",
+        oom_phase="cuda_graph_capture", short_of="graph_headroom", eager_rung=True),
     FailureClass(
         Failure.OOM_UNDER_LOAD, "CUDA out of memory under load, after the server was up",
         step=5, hint="cap --max-num-batched-tokens and the prompt length at the gateway",

@@ -29,20 +29,77 @@ MAX_LEN_KEYS = (
 # Rope types whose max_position_embeddings is already the long-context length.
 UNSCALED_ROPE_TYPES = frozenset({"su", "longrope", "llama3", "default", "mrope"})
 DEFAULT_MAX_LEN = 2048  # vLLM's fallback when no key is present
+# What transformers' config classes fill in when a published config.json leaves a key out. vLLM sizes the
+# filled config, so a missing key here would be a wrong number, not an error: google/gemma-3-27b-it names
+# neither vocab_size nor max_position_embeddings (Gemma3TextConfig / SiglipVisionConfig defaults).
+TRANSFORMERS_DEFAULTS: dict[str, dict[str, Any]] = {
+    "gemma3_text": {
+        "vocab_size": 262_208,
+        "max_position_embeddings": 131_072,
+        "hidden_size": 2304,
+        "intermediate_size": 9216,
+        "num_hidden_layers": 26,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 4,
+        "head_dim": 256,
+        "sliding_window": 4096,
+        "sliding_window_pattern": 6,
+        "tie_word_embeddings": True,
+    },
+    "siglip_vision_model": {
+        "hidden_size": 768,
+        "intermediate_size": 3072,
+        "num_hidden_layers": 12,
+        "image_size": 224,
+        "patch_size": 16,
+        "num_channels": 3,
+    },
+}
+# Families whose layers alternate local (sliding-window) and global attention without a ``layer_types``
+# list: every Nth layer is global (vLLM's gemma2 / gemma3 / cohere2 / gpt_oss models).
+GLOBAL_EVERY = {"gemma2": 2, "gemma3_text": 6, "gemma3": 6, "cohere2": 4, "gpt_oss": 2}
+# Families that apply ``sliding_window`` to every layer when it is set (Mistral-7B-v0.1).
+ALL_LAYERS_SLIDING = frozenset({"mistral", "mixtral"})
+# Keys that mark layers without a per-token KV cache (state-space, linear or chunked-local attention):
+# their memory is not K and V per token, and guessing would be silently wrong.
+UNMODELLED_LAYER_KEYS = (
+    "layers_block_type",
+    "hybrid_override_pattern",
+    "ssm_state_size",
+    "mamba_d_state",
+    "linear_attn_config",
+    "full_attention_interval",
+    "attn_layer_period",
+    "attention_chunk_size",
+    "cross_attention_layers",
+)
 
 
 def text_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The language-model part: multimodal configs nest it under ``text_config`` (or ``llm_config``)."""
+    """The language-model part: multimodal configs nest it under ``text_config`` (or ``llm_config``), with
+    the defaults transformers fills in for keys the checkpoint leaves out (vLLM reads the filled config)."""
     for key in ("text_config", "llm_config", "language_config"):
         inner = config.get(key)
         if isinstance(inner, Mapping) and ("hidden_size" in inner or "num_hidden_layers" in inner):
-            merged = dict(inner)
-            # Some checkpoints keep quantization / dtype only at the top level.
-            for outer_key in ("quantization_config", "torch_dtype"):
+            merged = with_defaults(inner)
+            # Some checkpoints keep quantization / dtype only at the top level (and errors name the architecture).
+            for outer_key in ("quantization_config", "torch_dtype", "architectures"):
                 if outer_key not in merged and outer_key in config:
                     merged[outer_key] = config[outer_key]
             return merged
-    return config
+    return with_defaults(config)
+
+
+def with_defaults(config: Mapping[str, Any]) -> dict[str, Any]:
+    """``config`` with transformers' class defaults under the keys it omits (``TRANSFORMERS_DEFAULTS``)."""
+    defaults = TRANSFORMERS_DEFAULTS.get(str(config.get("model_type", "")), {})
+    return {**defaults, **config}
+
+
+def cannot_predict(config: Mapping[str, Any], what: str) -> UserError:
+    """The one error for an architecture the memory model cannot size: a guess would be a silent wrong number."""
+    archs = config.get("architectures") or [config.get("model_type") or "this model"]
+    return UserError(f"cannot predict {archs[0]}: {what}")
 
 
 def require_int(config: Mapping[str, Any], *keys: str, name: str = "config.json") -> int:
@@ -121,43 +178,123 @@ def sliding_window(config: Mapping[str, Any]) -> int | None:
     return int(window) if window else None
 
 
+def model_type(config: Mapping[str, Any]) -> str:
+    """``model_type``, or the architecture name's family when a catalog entry omits it."""
+    kind = str(config.get("model_type") or "")
+    if kind:
+        return kind
+    arch = str((config.get("architectures") or [""])[0]).lower()
+    for family in ("gemma3", "gemma2", "cohere2", "gptoss", "mixtral", "mistral"):
+        if arch.startswith(family):
+            return "gpt_oss" if family == "gptoss" else family
+    return ""
+
+
+def sliding_layers(config: Mapping[str, Any], layers: int) -> int:
+    """How many layers attend only within ``sliding_window`` (vLLM's hybrid KV-cache manager keeps just the
+    window for them); the rest attend to the whole sequence. Raises ``cannot predict`` for layer kinds
+    without a per-token KV cache."""
+    for key in UNMODELLED_LAYER_KEYS:
+        if config.get(key) not in (None, False, [], 0):
+            raise cannot_predict(config, f"{key} marks layers whose cache is not per-token K/V; not modelled")
+    window = sliding_window(config)
+    kinds = config.get("layer_types")
+    if isinstance(kinds, list) and kinds:
+        unknown = sorted({str(k) for k in kinds} - {"full_attention", "sliding_attention"})
+        if unknown:
+            raise cannot_predict(config, f"layer_types {', '.join(unknown)} have no per-token KV model")
+        if len(kinds) != layers:
+            raise cannot_predict(config, f"layer_types lists {len(kinds)} layers but num_hidden_layers is {layers}")
+        count = kinds.count("sliding_attention")
+        if count and window is None:
+            raise cannot_predict(config, "layer_types has sliding_attention layers but no sliding_window")
+        return count
+    if window is None:
+        return 0
+    family = model_type(config)
+    if family in GLOBAL_EVERY:
+        every = int(config.get("sliding_window_pattern") or GLOBAL_EVERY[family])
+        return layers - layers // every
+    return layers if family in ALL_LAYERS_SLIDING else 0
+
+
+def mla_dims(config: Mapping[str, Any]) -> tuple[int, int] | None:
+    """(kv_lora_rank, qk_rope_head_dim) for multi-head latent attention: one compressed "head" per token and
+    layer; None for ordinary attention."""
+    rank = config.get("kv_lora_rank")
+    if not rank:
+        return None
+    rope = config.get("qk_rope_head_dim")
+    if not rope:
+        raise cannot_predict(config, "kv_lora_rank is set (MLA) but qk_rope_head_dim is missing")
+    return int(rank), int(rope)
+
+
 def quantization(config: Mapping[str, Any]) -> str | None:
     """``quantization_config.quant_method`` (fp8, awq, gptq, compressed-tensors, bitsandbytes, ...)."""
     qc = config.get("quantization_config")
     if isinstance(qc, Mapping) and qc.get("quant_method"):
         return str(qc["quant_method"]).lower()
+    if isinstance(qc, Mapping) and (qc.get("load_in_4bit") or qc.get("load_in_8bit")):
+        return "bitsandbytes"  # older bitsandbytes checkpoints name no method
     return None
 
 
+# Methods whose stored weights are 8-bit floats, whatever else their config says.
+_FP8_METHODS = frozenset({"fp8", "fbgemm_fp8", "ptpc_fp8"})
+# Integer methods that state ``bits`` (GPTQ, AutoRound) or ``w_bit`` (AutoAWQ).
+_INT_METHODS = frozenset({"awq", "awq_marlin", "gptq", "gptq_marlin", "gptq_marlin_24", "auto-round", "auto_round"})
+
+
 def weight_bits(config: Mapping[str, Any]) -> int | None:
-    """Stored bits per quantized weight, when the quantization config says so."""
+    """Stored bits per quantized weight; None for an unquantized checkpoint. A method or a config whose
+    bits cannot be read raises ``cannot predict`` instead of sizing the weights as 16-bit."""
     qc = config.get("quantization_config")
     if not isinstance(qc, Mapping):
         return None
     method = str(qc.get("quant_method", "")).lower()
-    if method in ("fp8", "fbgemm_fp8", "modelopt"):
+    if method in _FP8_METHODS:
         return 8
-    if qc.get("bits"):
-        return int(qc["bits"])
-    if qc.get("w_bit"):
-        return int(qc["w_bit"])
-    groups = qc.get("config_groups")
-    if isinstance(groups, Mapping):  # compressed-tensors
-        for group in groups.values():
+    if method == "mxfp4":  # gpt-oss: MoE experts only, see ``quantized_scope``
+        return 4
+    if method == "modelopt":
+        algo = str(qc.get("quant_algo", "FP8")).upper()
+        if algo in ("FP8", "NVFP4"):
+            return 8 if algo == "FP8" else 4
+        raise cannot_predict(config, f"quantization_config.quant_algo {algo} is not modelled")
+    if method in _INT_METHODS:
+        bits = qc.get("bits") or qc.get("w_bit")
+        if not bits:
+            raise cannot_predict(config, f"quantization_config ({method}) states no bits / w_bit")
+        return int(bits)
+    if method == "compressed-tensors":
+        groups = qc.get("config_groups")
+        for group in groups.values() if isinstance(groups, Mapping) else ():
             weights = group.get("weights") if isinstance(group, Mapping) else None
             if isinstance(weights, Mapping) and weights.get("num_bits"):
                 return int(weights["num_bits"])
-    if qc.get("load_in_4bit"):
-        return 4
-    if qc.get("load_in_8bit"):
-        return 8
-    return None
+        raise cannot_predict(config, "quantization_config (compressed-tensors) has no config_groups.*.weights.num_bits")
+    if method == "bitsandbytes" or qc.get("load_in_4bit") or qc.get("load_in_8bit"):
+        if qc.get("load_in_4bit"):
+            return 4
+        if qc.get("load_in_8bit"):
+            return 8
+        raise cannot_predict(config, "quantization_config (bitsandbytes) sets neither load_in_4bit nor load_in_8bit")
+    if qc.get("bits") and not method:
+        return int(qc["bits"])
+    raise cannot_predict(config, f"quantization_config.quant_method {method or '(none)'!r} is not modelled")
+
+
+def quantized_scope(config: Mapping[str, Any]) -> str:
+    """Which weights the checkpoint stores packed: "experts" (mxfp4: attention, router and embeddings stay
+    bf16) or "linear" (every linear layer; embeddings and the vision tower stay 16-bit)."""
+    return "experts" if quantization(config) == "mxfp4" else "linear"
 
 
 def num_experts(config: Mapping[str, Any]) -> tuple[int, int, int | None]:
     """(experts, experts per token, per-expert intermediate size) — (0, 0, None) for dense models."""
     experts = config.get("num_local_experts") or config.get("num_experts") or config.get("n_routed_experts") or 0
-    per_token = config.get("num_experts_per_tok") or config.get("moe_topk") or 0
+    per_token = config.get("num_experts_per_tok") or config.get("experts_per_token") or config.get("moe_topk") or 0
     inter = config.get("moe_intermediate_size")
     return int(experts), int(per_token), int(inter) if inter else None
 

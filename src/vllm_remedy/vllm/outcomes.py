@@ -20,6 +20,7 @@ class Failure(str, Enum):
     MAX_LEN_EXCEEDS_KV = "max_len_exceeds_kv"
     FREE_MEMORY_BELOW_UTILIZATION = "free_memory_below_utilization"
     SAMPLER_WARMUP_OOM = "sampler_warmup_oom"
+    CUDAGRAPH_CAPTURE_OOM = "cudagraph_capture_oom"
     OOM_UNDER_LOAD = "oom_under_load"
     HOST_OOM_KILLED = "host_oom_killed"
     UNKNOWN = "unknown"

@@ -195,7 +195,8 @@ def test_utilization_098_crashes_in_graph_capture_until_graphs_join_the_budget(c
         return
     crashed(cluster, "u98")
     report = parse_startup_log(cluster.read_log("llm", "u98", previous=True))
-    assert classify(report) is Failure.UNKNOWN and report.failure_detail["phase"] == "cuda_graph_capture"
+    assert est.graph_capture_oom  # predicted: the KV cache is sized, then the graphs do not fit
+    assert classify(report) is Failure.CUDAGRAPH_CAPTURE_OOM and report.failure_detail["phase"] == "cuda_graph_capture"
     assert report.kv_cache_tokens == est.kv_cache_tokens  # the KV cache was sized; the graphs did not fit
     free = est.total_gib - (est.peak_gib - est.cudagraph_gib)
     assert report.failure_detail["free_gib"] == pytest.approx(free, abs=0.001)

@@ -26,6 +26,12 @@ CASES = {
         total_gpu_gib=23.58, gpu_memory_utilization=0.99, failure=Failure.NONE, truncated=True),
     "v0.8_v1_rtx5090_sampler_warmup_ranks.log": dict(
         engine="v1", failure=Failure.SAMPLER_WARMUP_OOM, failure_detail={"num_dummy_requests": 1024}),
+    # Was "unknown": Ray lost the traceback frames, but the capture had started after the KV cache was sized.
+    "v0.8_ray_cudagraph_capture_oom.log": dict(
+        engine="v0", failure=Failure.CUDAGRAPH_CAPTURE_OOM, total_gpu_gib=44.53, gpu_memory_utilization=0.98,
+        weights_gib=20.64, non_torch_gib=0.28, activation_gib=1.52, kv_cache_gib=21.2,
+        failure_detail={"tried_to_allocate": "2.00 MiB", "tried_to_allocate_gib": 0.002, "gpu_index": 6,
+                        "total_gpu_gib": 44.53, "free_gib": 0.0004, "phase": "cuda_graph_capture"}),
     "v0.8.3_v1_max_len_no_estimate.log": dict(
         engine="v1", failure=Failure.MAX_LEN_EXCEEDS_KV, max_model_len=1048576, kv_cache_gib=9.97,
         failure_detail={"max_model_len": 1048576, "needed_gib": 24.0, "available_gib": 9.97}),

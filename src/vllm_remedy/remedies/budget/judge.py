@@ -120,7 +120,14 @@ def _activation_headroom(cur: Estimate, est: Estimate, cur_s: EngineSettings, s:
     return lower_activation or more_headroom
 
 
+def _graph_headroom(cur: Estimate, est: Estimate, cur_s: EngineSettings, s: EngineSettings, up: float) -> bool:
+    """Graphs are captured into what the budget leaves on the card: no graphs at all (eager), or more room."""
+    if est.cudagraph_gib == 0.0 < cur.cudagraph_gib:
+        return True
+    return est.total_gib - est.peak_gib > (cur.total_gib - cur.peak_gib) * up + 1e-9 and s != cur_s
+
+
 _RAISES: dict[str, _Raises] = {
     "max_concurrency": _max_concurrency, "kv_cache": _kv_cache, "weights_room": _weights_room,
-    "free_at_start": _free_at_start, "activation_headroom": _activation_headroom,
+    "free_at_start": _free_at_start, "activation_headroom": _activation_headroom, "graph_headroom": _graph_headroom,
 }

@@ -22,6 +22,7 @@ from vllm_remedy.remedies.budget.levers import (
     utilization,
 )
 from vllm_remedy.vllm.catalog import GpuSpec
+from vllm_remedy.vllm.failures import FAILURES
 from vllm_remedy.vllm.memory import EngineSettings, Estimate
 
 
@@ -112,7 +113,8 @@ def strongest(lever: Lever, ctx: Context, judge: Judge, settings: EngineSettings
 
 
 def build(ctx: Context, judge: Judge, base: EngineSettings, cap: int) -> list[Rung]:
-    """Every kept rung in ladder order (enforce-eager only when no other lever works)."""
+    """Every kept rung in ladder order (enforce-eager only when no other lever works, or, last and temporary,
+    when the observed failure is one eager mode answers: an OOM capturing CUDA graphs)."""
     rungs: list[Rung] = []
     first = judge.longest(base, ctx.gpu, cap)
     if first is not None:
@@ -133,5 +135,10 @@ def build(ctx: Context, judge: Judge, base: EngineSettings, cap: int) -> list[Ru
     kept: list[Rung] = []
     for rung in rungs:
         if not kept or rung.estimate.max_model_len > max(k.estimate.max_model_len for k in kept):
+            kept.append(rung)
+    eager_answers = judge.failure is not None and FAILURES[judge.failure].eager_rung
+    if eager_answers and not any(r.lever == "enforce-eager" for r in kept):
+        rung = rung_for("enforce-eager", enforce_eager, ctx, judge, base, boosted, cap)
+        if rung is not None:
             kept.append(rung)
     return kept

@@ -130,6 +130,9 @@ def _problems(req: BudgetRequest, lim: Limits, cur: Estimate, judge: Judge) -> l
         out.append(f"observed {req.failure} (predicted {cur.outcome})")
     elif not cur.fits:
         out.append(f"predicted {cur.outcome}")
+    elif cur.graph_capture_oom:
+        out.append(f"predicted {Failure.CUDAGRAPH_CAPTURE_OOM}: the CUDA graphs ({cur.cudagraph_gib:.2f} GiB) do not "
+                   f"fit what the budget leaves on the card")
     if cur.fits:
         if cur.max_concurrency * judge.kv_scale < lim.required:
             out.append(f"predicted max concurrency {cur.max_concurrency:.2f}x is below the required "
@@ -191,7 +194,14 @@ def _lever_notes(req: BudgetRequest, lim: Limits, rungs: list[Rung]) -> list[str
         out.append(f"policy GPU products not in the catalog (skipped): {', '.join(unknown)}")
     if req.gpu_label is None and lim.products and req.gpu.product not in lim.products:
         out.append(f"the policy pins {', '.join(lim.products)}; pin the GPU so scheduling cannot pick a smaller card")
-    if any(r.lever == "enforce-eager" for r in rungs):
+    eager = [r for r in rungs if r.lever == "enforce-eager"]
+    if eager and len(eager) == len(rungs):
         out.append("--enforce-eager is the only change predicted to fit: it costs throughput and latency; "
                    "plan a real fix (bigger GPU, TP, shorter max-model-len bounds) before it expires")
+    elif eager:
+        out.append("--enforce-eager is offered as a stopgap for the CUDA-graph capture OOM: it costs throughput "
+                   "and latency; apply one of the lasting steps above before it expires")
+    if req.failure is Failure.CUDAGRAPH_CAPTURE_OOM:
+        out.append("a smaller --max-cudagraph-capture-size (older releases: --cuda-graph-sizes) also shrinks the "
+                   "graph pool; the memory model does not size the pool per capture size, so it is not a step here")
     return out

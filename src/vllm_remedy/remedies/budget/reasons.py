@@ -55,8 +55,7 @@ def explain(rung: Rung, cur: EngineSettings, gpu: GpuSpec, lim: Limits, cap: int
         head = f"move to {rung.gpu.product} ({rung.gpu.total_gib:.2f} GiB vs {gpu.total_gib:.2f}): the smallest " \
                f"{'policy ' if lim.products else ''}product that fits"
     elif rung.lever == "enforce-eager":
-        head = "enforce-eager drops the CUDA-graph pool at a throughput and latency cost; the only change " \
-               "predicted to fit"
+        head = "enforce-eager drops the CUDA-graph pool at a throughput and latency cost"
     else:
         head = rung.lever
     return f"{head}; {_length(rung, cap)}; {_target(rung, lim)}{extra}"

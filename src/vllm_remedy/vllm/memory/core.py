@@ -6,7 +6,6 @@ millisecond each; see bench/bench_memory.py).
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -35,6 +34,9 @@ class Estimate:
     total_gib: float
     needed_kv_gib: float | None = None  # KV one max-length request needs (max_len_exceeds_kv)
     suggested_max_model_len: int | None = None  # as vLLM would print it
+    # Every vLLM check passes, but the CUDA graphs, captured after the KV cache and outside the budget (before
+    # 0.20), do not fit what is left on the card: the start dies in capture (Failure.CUDAGRAPH_CAPTURE_OOM).
+    graph_capture_oom: bool = False
 
     @property
     def fits(self) -> bool:
@@ -69,27 +71,30 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
         kv -= other  # other processes' memory shows up as used device memory
     if r.cudagraph_in_budget:
         kv -= graphs
-    per_token = terms.kv_bytes_per_token(model, res)
-    block_bytes = per_token * res.block_size
+    layout = terms.kv_layout(model, res)
+    block_bytes = layout.block_bytes
     blocks = max(0, int(kv * GIB // block_bytes)) if kv > 0 else 0
-    tokens = blocks * res.block_size
+    tokens = layout.tokens(blocks)
 
     max_len = res.max_model_len
     if res.auto_len and tokens > 0:
-        max_len = min(max_len, tokens)
-
-    outcome = _outcome(res, total, requested, weights, context, other, kv, blocks, tokens, max_len, block_bytes)
-    needed = suggested = None
-    if outcome is Outcome.MAX_LEN_EXCEEDS_KV:
-        needed = math.ceil(max_len / res.block_size) * block_bytes / GIB
-        suggested = tokens if (r.suggests_max_len or r.engine == "V0") else None
+        max_len = min(max_len, _longest(layout, res, kv, tokens, max_len))
 
     outside = 0.0 if r.cudagraph_in_budget else graphs
-    # "absolute" budgets already contain the context and other processes; graphs sit outside until 0.20.
+    outcome = _outcome(res, total, requested, weights, context, other, kv, blocks, tokens, max_len, layout)
+    # Graphs are captured after the KV cache is allocated; outside the budget they need the card's spare room.
     peak = requested + outside + (0.0 if r.budget == "absolute" else other + context)
+    capture_oom = outcome is Outcome.FITS and outside > 0 and peak - outside <= total < peak
+    needed = suggested = None
+    if outcome is Outcome.MAX_LEN_EXCEEDS_KV:
+        needed = layout.blocks_for(max_len, res.mnbt) * block_bytes / GIB
+        if r.suggests_max_len or r.engine == "V0":
+            suggested = tokens if r.engine == "V0" else _longest(layout, res, kv, tokens, max_len)
+
+    # "absolute" budgets already contain the context and other processes; graphs sit outside until 0.20.
     if outcome is not Outcome.FITS:
         peak = min(peak, other + context + weights + (activation if kv > 0 else 0.0))
-    concurrency = _concurrency(res, blocks, tokens, max_len)
+    concurrency = _concurrency(res, layout, blocks, tokens, max_len)
     return Estimate(
         outcome=outcome,
         weights_gib=weights,
@@ -105,12 +110,21 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
         total_gib=total,
         needed_kv_gib=needed,
         suggested_max_model_len=suggested,
+        graph_capture_oom=capture_oom,
     )
 
 
+def _longest(layout: terms.KvLayout, res: Resolved, kv: float, tokens: int, cap: int) -> int:
+    """The longest max-model-len one request can have: the cache's tokens for one full-attention group, vLLM's
+    search over the groups' needs otherwise (a sliding-window group needs only its window)."""
+    if layout.windows == (None,):
+        return tokens
+    return layout.longest(kv * GIB, res.mnbt, cap)
+
+
 def _outcome(res: Resolved, total: float, requested: float, weights: float, context: float, other: float,
-             kv: float, blocks: int, tokens: int, max_len: int, block_bytes: int) -> Outcome:
-    """The first check vLLM fails, in the order it runs them."""
+             kv: float, blocks: int, tokens: int, max_len: int, layout: terms.KvLayout) -> Outcome:
+    """The first check vLLM fails, in the order it runs them (graph capture, which comes last, is the caller's)."""
     r = res.rules
     if r.free_memory_check and total - context - other < requested:
         return Outcome.FREE_MEMORY_BELOW_UTILIZATION
@@ -119,15 +133,15 @@ def _outcome(res: Resolved, total: float, requested: float, weights: float, cont
     if kv <= 0 or blocks == 0:
         return Outcome.NO_CACHE_BLOCKS
     # V0 compares token counts; V1 compares the bytes one max-length request needs with the budget.
-    v1_needed = math.ceil(max_len / res.block_size) * block_bytes
+    v1_needed = layout.blocks_for(max_len, res.mnbt) * layout.block_bytes
     exceeds = tokens < max_len if r.engine == "V0" else v1_needed > kv * GIB
     return Outcome.MAX_LEN_EXCEEDS_KV if exceeds else Outcome.FITS
 
 
-def _concurrency(res: Resolved, blocks: int, tokens: int, max_len: int) -> float:
+def _concurrency(res: Resolved, layout: terms.KvLayout, blocks: int, tokens: int, max_len: int) -> float:
     """"Maximum concurrency for N tokens per request" as the version computes it."""
     if max_len <= 0:
         return 0.0
     if res.rules.engine == "V1" and res.rules.version >= (0, 9, 0):
-        return blocks / math.ceil(max_len / res.block_size)
+        return blocks / layout.blocks_for(max_len, res.mnbt)
     return tokens / max_len

@@ -8,6 +8,9 @@ cache. Every constant names the evidence it was fitted on.
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+
 from vllm_remedy.vllm.catalog import GIB, GpuSpec, ModelSpec
 from vllm_remedy.vllm.memory.settings import Resolved
 
@@ -16,6 +19,21 @@ from vllm_remedy.vllm.memory.settings import Resolved
 WEIGHT_BUFFERS_GIB = 0.10
 # 4-bit checkpoints carry group scales / zero points (group 128, fp16): ~6 % on top of the packed weights.
 INT4_SCALE_OVERHEAD = 1.06
+# mxfp4 (gpt-oss experts): 4-bit values plus one 8-bit scale per 32 (vllm mxfp4.py create_weights). The MoE
+# kernels pad the expert shapes: hidden to a multiple of 256 and the per-rank intermediate to 128 (Marlin,
+# the larger of the Marlin / Triton paddings). gpt-oss-120b on H100 logged 65.97 GiB on 0.10.1 (Marlin,
+# vllm#23278) and 64.38 GiB on 0.14.1 (Triton, vllm#33155); this sizing gives 65.9 GiB.
+MXFP4_BITS = 4.25
+MXFP4_HIDDEN_PAD = 256
+MXFP4_INTER_PAD = 128
+# V1 profiles the vision encoder on the largest dummy images that fit the encoder budget
+# (max(max_num_batched_tokens, tokens of one image)) and holds their output embeddings through the
+# language-model dummy run. Not fitted: no public startup log of a vision model with these figures was
+# found; the MLP's input and output per patch are counted as the encoder's peak.
+ENCODER_ACTIVATIONS_PER_PATCH = 2
+# vLLM's hybrid KV-cache manager (sliding-window layers keep only their window) arrived in 0.10.0; before
+# it, sliding-window layers of a mixed model were sized as full attention.
+HYBRID_KV_SINCE = (0, 10, 0)
 
 # V1 activation peak = the sampler warm-up on min(max_num_seqs, mnbt) dummy requests (logits, probs,
 # top-k/top-p sort buffers: 14.3 B per vocab entry fitted on 13 models at 0.19.0, rounded up) plus a
@@ -62,17 +80,50 @@ def weight_bits(model: ModelSpec, quantization: str | None, dtype_bytes: int) ->
     return 8 * dtype_bytes
 
 
+def _round_up(value: int, multiple: int) -> int:
+    return -(-value // multiple) * multiple
+
+
 def weights_gib(model: ModelSpec, res: Resolved, quantization: str | None) -> float:
-    """Per-rank weight memory: embeddings stay 16-bit in quantized checkpoints, the rest is packed."""
+    """Per-rank weight memory, each part at its own width: packed weights where the checkpoint packs them,
+    16-bit embeddings and vision tower, mxfp4 experts with their scales and kernel padding."""
     bits = weight_bits(model, quantization, res.weight_dtype_bytes)
     params = model.params_b * 1e9
     if bits >= 16:
         total = params * bits / 8
+    elif model.quantized_scope == "experts" and model.quantization:
+        experts = model.expert_params_b * 1e9
+        inter = model.moe_intermediate_size or model.intermediate_size
+        rank_inter = max(1, inter // res.tp)
+        padding = (
+            _round_up(model.hidden_size, MXFP4_HIDDEN_PAD)
+            * _round_up(rank_inter, MXFP4_INTER_PAD)
+            / (model.hidden_size * rank_inter)
+        )
+        total = (params - experts) * 2 + experts * padding * MXFP4_BITS / 8
     else:
         embed = model.vocab_size * model.hidden_size * (1 if model.tie_word_embeddings else 2)
-        body = (params - embed) * bits / 8 * (INT4_SCALE_OVERHEAD if bits <= 4 else 1.0)
-        total = embed * 2 + body
+        kept = embed + model.vision_params_b * 1e9
+        body = (params - kept) * bits / 8 * (INT4_SCALE_OVERHEAD if bits <= 4 else 1.0)
+        total = kept * 2 + body
     return total / res.tp / GIB + WEIGHT_BUFFERS_GIB
+
+
+def _encoder_gib(model: ModelSpec, res: Resolved) -> float:
+    """The vision encoder's profile run: dummy images filling the encoder budget, and their embeddings."""
+    if not model.image_tokens or not model.image_patches or res.rules.engine != "V1":
+        return 0.0
+    budget = max(res.mnbt, model.image_tokens)
+    images = max(1, budget // model.image_tokens)
+    cache = budget * model.hidden_size * res.weight_dtype_bytes
+    forward = (
+        images
+        * model.image_patches
+        * model.vision_intermediate
+        * res.weight_dtype_bytes
+        * ENCODER_ACTIVATIONS_PER_PATCH
+    )
+    return max(cache, forward) / GIB
 
 
 def _moe_gib(model: ModelSpec, res: Resolved) -> float:
@@ -92,7 +143,7 @@ def activation_gib(model: ModelSpec, res: Resolved) -> float:
         sampler = reqs * model.vocab_size * per_logit
         forward = res.mnbt * model.hidden_size * V1_FORWARD_BYTES_PER_TOKEN_HIDDEN * dt
         extra = FLOAT32_EXTRA_GIB if dt == 4 else 0.0
-        return (sampler + forward) / GIB + V1_FORWARD_BASE_GIB + extra + _moe_gib(model, res)
+        return (sampler + forward) / GIB + V1_FORWARD_BASE_GIB + extra + _moe_gib(model, res) + _encoder_gib(model, res)
     per_token = V0_FORWARD_VALUES_PER_TOKEN * (model.intermediate_size / res.tp + model.hidden_size) * dt
     forward = res.mnbt * per_token
     sampler = min(res.max_num_seqs, res.mnbt) * model.vocab_size * V0_SAMPLER_BYTES_PER_LOGIT
@@ -128,8 +179,79 @@ def cudagraph_gib(model: ModelSpec, res: Resolved) -> float:
 
 
 def kv_bytes_per_token(model: ModelSpec, res: Resolved) -> int:
-    """Per-rank KV bytes for one token across all layers (exact, as vLLM allocates them)."""
+    """Per-rank KV bytes for one token in every layer (exact, as vLLM allocates a full-attention layer)."""
+    return model.num_layers * _kv_bytes_per_layer_token(model, res)
+
+
+def _kv_bytes_per_layer_token(model: ModelSpec, res: Resolved) -> int:
+    """MLA keeps one latent "head" (kv_lora_rank + qk_rope_head_dim) per token; attention keeps K and V per KV
+    head on this rank (replicated when TP exceeds the KV heads)."""
     if model.is_mla:
-        return model.num_layers * ((model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0)) * res.kv_dtype_bytes
+        return ((model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0)) * res.kv_dtype_bytes
     heads = max(1, model.num_kv_heads // res.tp)
-    return model.num_layers * 2 * heads * model.head_dim * res.kv_dtype_bytes
+    return 2 * heads * model.head_dim * res.kv_dtype_bytes
+
+
+@dataclass(frozen=True)
+class KvLayout:
+    """How vLLM lays the KV cache out (``kv_cache_utils``): layers split into groups of equal size, one group
+    per attention kind (full, or a sliding window); one block id holds a page in ``group_layers`` layers of
+    every group, so a token costs a page in every group whether or not its kind needs it."""
+
+    page_bytes: int  # one layer, one block
+    group_layers: int
+    windows: tuple[int | None, ...]  # per group: None for full attention, else the window
+    block_size: int
+
+    @property
+    def block_bytes(self) -> int:
+        return self.page_bytes * self.group_layers
+
+    def tokens(self, blocks: int) -> int:
+        """ "GPU KV cache size" as vLLM logs it: blocks shared out among the groups."""
+        return blocks // len(self.windows) * self.block_size
+
+    def blocks_for(self, length: int, mnbt: int) -> int:
+        """Blocks one request of ``length`` tokens needs: all of it for full attention; the window plus one
+        prefill chunk (and a block of misalignment) for a sliding-window group."""
+        need = 0
+        for window in self.windows:
+            if window is None:
+                need += math.ceil(length / self.block_size)
+            else:
+                need += math.ceil(min(window - 1 + mnbt, length) / self.block_size) + 1
+        return need
+
+    def longest(self, kv_bytes: float, mnbt: int, cap: int) -> int:
+        """The longest request length up to ``cap`` whose blocks fit ``kv_bytes`` (vLLM's binary search)."""
+        if self.blocks_for(1, mnbt) * self.block_bytes > kv_bytes:
+            return 0
+        lo, hi = 1, cap
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self.blocks_for(mid, mnbt) * self.block_bytes <= kv_bytes:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+
+def kv_layout(model: ModelSpec, res: Resolved) -> KvLayout:
+    """The groups vLLM forms: one for a uniform model; for a hybrid one the smaller kind's layer count is the
+    group size (the larger when they differ by under 1.5x, padding the short kind), each kind split into
+    groups of that size. V0, and V1 before the hybrid manager, size sliding-window layers as full."""
+    page = _kv_bytes_per_layer_token(model, res) * res.block_size
+    layers = model.num_layers
+    window = model.sliding_window
+    sliding = model.sliding_layers if window and res.rules.engine == "V1" else 0
+    if 0 < sliding < layers and res.rules.version < HYBRID_KV_SINCE:
+        sliding = 0
+    if sliding == 0 or window is None:
+        return KvLayout(page, layers, (None,), res.block_size)
+    if sliding == layers:
+        return KvLayout(page, layers, (window,), res.block_size)
+    full = layers - sliding
+    small, large = min(full, sliding), max(full, sliding)
+    size = large if large < small * 1.5 else small
+    windows = (None,) * math.ceil(full / size) + (window,) * math.ceil(sliding / size)
+    return KvLayout(page, size, windows, res.block_size)

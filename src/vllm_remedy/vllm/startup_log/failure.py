@@ -75,7 +75,7 @@ def _oom(events: list[Event], ooms: list[Event], up_index: int | None,
     if up_index is not None and up_index < first.index:
         detail["phase"] = "serving"
         return Failure.OOM_UNDER_LOAD, detail, first.index
-    phase = _phase(events, first)
+    phase = _phase(events, first) or _capturing(events, first)
     if phase is None and any(e.kind == "err_load_oom" for e in ooms):
         phase = "loading_weights"
     if phase is None:
@@ -83,9 +83,19 @@ def _oom(events: list[Event], ooms: list[Event], up_index: int | None,
         if loading and (weights_index is None or weights_index > first.index):
             phase = "loading_weights"
     detail["phase"] = phase or "unknown"
-    # "serving" frames mean the server was up even if the log lost that line. OOM while profiling or
-    # capturing CUDA graphs has no Failure of its own (yet): unknown + phase.
+    # "serving" frames mean the server was up even if the log lost that line. OOM while profiling has no
+    # Failure of its own: unknown + phase.
     return OOM_PHASES.get(detail["phase"], Failure.UNKNOWN), detail, first.index
+
+
+def _capturing(events: list[Event], oom: Event) -> str | None:
+    """"cuda_graph_capture" when a capture had started before the OOM and none had finished since: vLLM
+    captures after sizing the KV cache, so this OOM is the graphs' (Ray and docker logs often lose the frames)."""
+    started = [e.index for e in events if e.kind == "capturing" and e.index < oom.index]
+    if not started:
+        return None
+    finished = [e.index for e in events if e.kind == "captured" and started[-1] < e.index < oom.index]
+    return None if finished else "cuda_graph_capture"
 
 
 def _phase(events: list[Event], oom: Event) -> str | None:

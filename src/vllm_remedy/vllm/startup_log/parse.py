@@ -51,6 +51,10 @@ _EXCEPTION = re.compile(r"^(?:[\w.]+\.)?(?P<name>\w*(?:Error|Exception)): ")
 _CRASH = ("EngineCore failed to start", "Engine core initialization failed", "EngineDeadError",
           "Engine loop has died", "died unexpectedly", "MQLLMEngine is already dead", "Worker failed")
 _LOADING = ("Starting to load model", "checkpoint shards", "Loading weights", "Loading model from")
+# CUDA-graph capture starting (V0's announcement, V1's progress bar) and finishing: an OOM between the two,
+# after the KV cache was sized, happened while capturing even when the log kept no traceback frames.
+_CAPTURING = ("Capturing cudagraphs", "Capturing the model for CUDA graphs", "Capturing CUDA graph")
+_CAPTURED = ("Graph capturing finished",)
 
 
 @dataclass
@@ -183,6 +187,10 @@ def _scan_other(line: Line, found: _Matches) -> None:
         found.events.append(Event("frame", line.index, line.rank, {"function": frame}, evidence=False))
     elif any(marker in line.text for marker in _LOADING):
         found.events.append(Event("loading", line.index, line.rank, {}, evidence=False))
+    elif any(marker in line.text for marker in _CAPTURING):
+        found.events.append(Event("capturing", line.index, line.rank, {}, evidence=False))
+    elif any(marker in line.text for marker in _CAPTURED):
+        found.events.append(Event("captured", line.index, line.rank, {}, evidence=False))
 
 
 def _numeric(tpl: Template, name: str) -> bool:

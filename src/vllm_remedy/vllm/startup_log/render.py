@@ -152,6 +152,10 @@ def render_startup_log(version: str, *, model: str, tp_size: int = 1, weights_gi
         return _fail_max_len(w, figures, detail, max_model_len)
     for kind in ("blocks", "tokens", "concurrency"):
         _emit(w, kind, figures)
+    if failure is Failure.CUDAGRAPH_CAPTURE_OOM:
+        _emit(w, "capture", figures, ranks=True)
+        return _fail_oom(w, figures, detail, frames=[("v1/worker/gpu_worker.py", "compile_or_warm_up_model"),
+                                                     ("v1/worker/gpu_model_runner.py", "capture_model")])
     if cudagraph_gib is not None:
         _capture(w, figures)
     if failure is Failure.SAMPLER_WARMUP_OOM:
@@ -258,7 +262,8 @@ def _fail_free_memory(w: _Writer, figures: dict[str, Any], detail: dict[str, Any
     return _fail(w, Failure.FREE_MEMORY_BELOW_UTILIZATION, figures, [("v1/worker/gpu_worker.py", "init_device")])
 
 
-def _fail_oom(w: _Writer, figures: dict[str, Any], detail: dict[str, Any], *, loading: bool) -> str:
+def _fail_oom(w: _Writer, figures: dict[str, Any], detail: dict[str, Any], *, loading: bool = False,
+              frames: list[tuple[str, str]] | None = None) -> str:
     tried = float(detail.get("tried_to_allocate_gib", 0.5))
     free = float(detail.get("free_gib", 0.12))
     values = {"tried_size": tried if tried >= 1 else tried * 1024, "tried_unit": "GiB" if tried >= 1 else "MiB",
@@ -271,6 +276,9 @@ def _fail_oom(w: _Writer, figures: dict[str, Any], detail: dict[str, Any], *, lo
         for tpl in templates_for("err_load_oom", w.v, w.engine):
             w.log("worker", fill(tpl, {}) + f" (original error: {fill(oom, values).split(': ', 1)[1]})",
                   level="ERROR", source=tpl.source)
+    elif frames is not None:  # a start that fails after the KV cache (graph capture)
+        w.log("engine", "EngineCore failed to start." if w.engine == "v1" else "Error in engine startup.",
+              level="ERROR", source="core.py")
     else:
         frames = [("v1/engine/core.py", "run_busy_loop"), ("v1/engine/core.py", "step"),
                   ("v1/worker/gpu_model_runner.py", "execute_model")]
