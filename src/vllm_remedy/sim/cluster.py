@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from vllm_remedy.sim.clock import Clock
+from vllm_remedy.sim.container_exec import CommandRuntime, exec_in, is_finite_command
 from vllm_remedy.sim.controllers.deployment import DeploymentController
 from vllm_remedy.sim.controllers.events import EventRecorder
 from vllm_remedy.sim.controllers.kubelet import Kubelet
@@ -48,7 +49,7 @@ class Cluster:
         self.clock = clock or (store.clock if store is not None else Clock(speed=speed))
         self.store = store or Store(clock=self.clock, name=name)
         self.runtime: Runtime = runtime or VllmRuntime(self.clock, self.store, fallback=RuntimeChooser(
-            [(is_exporter, DcgmExporterRuntime(self))], PlainRuntime()))
+            [(is_exporter, DcgmExporterRuntime(self)), (is_finite_command, CommandRuntime(self))], PlainRuntime()))
         self.node_gpu_used_mib: dict[str, int] = {}
         self.load: dict[tuple[str, str], float] = {}  # (namespace, deployment) → concurrent requests
         self._lock = threading.Lock()
@@ -115,6 +116,11 @@ class Cluster:
         """``pods/{pod}:{port}/proxy/{path}``: what the container's HTTP server answers."""
         obj = self.store.get("pods", namespace, pod)
         return self.kubelet.proxy(obj, port, path)
+
+    def exec(self, namespace: str, pod: str, container: str, command: list[str],
+             stdin: str = "") -> tuple[int, str, str]:
+        """``pods/exec``: (exit code, stdout, stderr) of ``command`` run in the container now."""
+        return exec_in(self, self.store.get("pods", namespace, pod), container, command, stdin)
 
     # -- environment -----------------------------------------------------------------------------
 

@@ -77,7 +77,7 @@ def _verb(req: Request, route: Route) -> str:
         if route.name is None:
             return "watch" if route.watch_prefix or req.query.get("watch") in ("true", "1") else "list"
         return "get"
-    if route.subresource in ("exec", "attach"):
+    if route.subresource in ("exec", "attach", "portforward"):
         return "create"  # RBAC: exec/attach need create on pods/exec, pods/attach
     if route.subresource == "proxy":
         return {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}.get(req.method, "get")
@@ -115,10 +115,17 @@ def _route(ctx: ApiContext, req: Request, route: Route, verb: str, drop_after: f
     if sub == "proxy":
         return reads.proxy(cluster, route, req)
     if sub in ("exec", "attach"):
+        inbox = websocket.Inbox()
         session = (streams.attach(cluster, route, req, ctx.stop) if sub == "attach"
-                   else streams.exec_(cluster, route, req, req.multi.get("command", [])))  # validates first
-        accept, protocol = websocket.negotiate(req.headers)
-        return Response(101, stream=session, upgrade=(accept, protocol))
+                   else streams.exec_(cluster, route, req, req.multi.get("command", []), inbox, ctx.stop))
+        accept, protocol = websocket.negotiate(req.headers)  # after validation: errors are plain Statuses
+        return Response(101, stream=session, upgrade=(accept, protocol), inbox=inbox)
+    if sub == "portforward":
+        cluster.store.get("pods", route.namespace or "", route.name or "")
+        raise ApiError(400, "BadRequest", "port-forward is not supported by the rehearsal cluster (it serves "
+                                          "neither SPDY nor SPDY over WebSocket); read a container's HTTP port "
+                                          "with: kubectl get --raw /api/v1/namespaces/NAMESPACE/pods/POD:PORT/"
+                                          "proxy/PATH")
     if verb == "get":
         return reads.get_scale(cluster, route) if sub == "scale" else reads.get(cluster, route, req)
     if verb == "list":

@@ -54,7 +54,8 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("", "v1", "pods", "pod", "Pod", short_names=("po",), categories=("all",),
              subresources={"status": ("Pod", "", "v1"), "log": ("Pod", "", "v1"),
                            "proxy": ("PodProxyOptions", "", "v1"), "exec": ("PodExecOptions", "", "v1"),
-                           "attach": ("PodAttachOptions", "", "v1")}),
+                           "attach": ("PodAttachOptions", "", "v1"),
+                           "portforward": ("PodPortForwardOptions", "", "v1")}),
     Resource("", "v1", "events", "event", "Event", short_names=("ev",)),
     Resource("", "v1", "configmaps", "configmap", "ConfigMap", short_names=("cm",)),
     Resource("apps", "v1", "deployments", "deployment", "Deployment", short_names=("deploy",), categories=("all",),
@@ -82,7 +83,7 @@ GROUPS: dict[str, str] = {r.group: r.version for r in RESOURCES}  # group -> pre
 
 SUBRESOURCE_VERBS = {"status": ("get", "patch", "update"), "scale": ("get", "patch", "update"),
                      "log": ("get",), "proxy": ("create", "delete", "get", "patch", "update"),
-                     "exec": ("create", "get"), "attach": ("create", "get")}
+                     "exec": ("create", "get"), "attach": ("create", "get"), "portforward": ("create", "get")}
 
 
 def lookup(group: str, version: str, plural: str) -> Resource | None:

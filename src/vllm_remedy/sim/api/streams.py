@@ -2,8 +2,9 @@
 
 Attach follows the container's output (``Cluster.read_log``) until that run of the container ends,
 then reports its exit code — which is how ``kubectl debug node/<node> -it ... -- nvidia-smi`` shows
-the command's output. Exec needs the cluster to offer ``exec(namespace, pod, container, command)
--> (exit code, stdout, stderr)``; without it the request is a 400 saying so.
+the command's output. Exec needs the cluster to offer ``exec(namespace, pod, container, command, stdin)
+-> (exit code, stdout, stderr)``; without it the request is a 400 saying so. With ``stdin=true`` the command
+runs once the client has closed stdin (``kubectl exec -i ... < file``), as a pipe-fed process would.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 from vllm_remedy.sim.api.http import Request
 from vllm_remedy.sim.api.reads import container_of
 from vllm_remedy.sim.api.routing import Route
-from vllm_remedy.sim.api.websocket import ERROR, STDERR, STDOUT, exit_status
+from vllm_remedy.sim.api.websocket import ERROR, STDERR, STDOUT, Inbox, exit_status
 from vllm_remedy.sim.protocols import ClusterLike
 from vllm_remedy.sim.store import ApiError
 
@@ -67,7 +68,8 @@ def attach(cluster: ClusterLike, route: Route, req: Request, stop: threading.Eve
     return messages()
 
 
-def exec_(cluster: ClusterLike, route: Route, req: Request, command: list[str]) -> Iterator[Message]:
+def exec_(cluster: ClusterLike, route: Route, req: Request, command: list[str], inbox: Inbox,
+          stop: threading.Event) -> Iterator[Message]:
     """pods/exec: validate before the stream opens so errors are HTTP statuses, then run once and stream."""
     namespace, name = route.namespace or "", route.name or ""
     pod = cluster.store.get("pods", namespace, name)
@@ -79,12 +81,18 @@ def exec_(cluster: ClusterLike, route: Route, req: Request, command: list[str]) 
         raise ApiError(400, "BadRequest", "exec is not supported by this rehearsal cluster's container runtime")
     _running(pod, container)
 
+    wants_stdin = req.query.get("stdin") in ("true", "1")
+    tty = req.query.get("tty") in ("true", "1")
+
     def messages() -> Iterator[Message]:
-        code, out, err = run(namespace, name, container, command)  # only once the stream is open
+        stdin = inbox.read_to_end(stop).decode(errors="replace") if wants_stdin else ""
+        code, out, err = run(namespace, name, container, command, stdin)  # only once the stream is open
+        if tty:  # a terminal has one output stream
+            out, err = out + err, ""
         if out:
             yield STDOUT, out.encode()
         if err:
             yield STDERR, err.encode()
-        yield ERROR, exit_status(int(code))
+        yield ERROR, exit_status(int(code), command)
 
     return messages()
