@@ -1,0 +1,102 @@
+"""Real kubectl 1.32 and the official Python client stream exec/attach/debug over WebSocket to the rehearsal cluster."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from fixtures import sim_world
+from vllm_remedy.sim.vllm_pod import keys
+
+runbook_sim = sim_world.runbook_sim
+live_sim = sim_world.live_sim
+V = "32"
+CUDA_IMAGE = "--image=nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04"
+
+
+@pytest.fixture(autouse=True)
+def _need_kubectl() -> None:
+    sim_world.require_kubectl(V)
+
+
+def _serving_pod(sim: sim_world.Sim) -> str:
+    return sorted(p["metadata"]["name"] for p in sim.clusters["a"].store.list("pods", "llm")[0])[0]
+
+
+def _card_row(out: str) -> list[str]:
+    """The Memory-Usage cell of each card: ["41925MiB /  46068MiB", ...]."""
+    return re.findall(r"\|\s+(\d+MiB /\s+\d+MiB) \|", out)
+
+
+def test_exec_nvidia_smi_in_a_vllm_container_shows_its_card(runbook_sim):
+    pod = _serving_pod(runbook_sim)
+    got = runbook_sim.kubectl(V, "-n", "llm", "exec", pod, "--", "nvidia-smi", timeout=30)
+    assert got.returncode == 0, got.stderr
+    lines = got.stdout.splitlines()
+    assert re.fullmatch(r"\| NVIDIA-SMI [\d.]+ +Driver Version: [\d.]+ +CUDA Version: 12\.\d +\|", lines[2])
+    assert re.search(r"\|\s+0  NVIDIA L40S\s+On  \|", got.stdout)  # the seed pins llama-8b to L40S
+    (memory,) = _card_row(got.stdout)  # one GPU: the one the device plugin gave this container
+    used, total = (int(n) for n in re.findall(r"\d+", memory))
+    assert total == 46068 and 30000 < used < total  # vLLM holds ~90% of the card
+    assert "No running processes found" in got.stdout  # a container sees no PIDs outside its namespace
+    assert {len(line) for line in lines[1:]} == {91}
+
+
+def test_exec_exit_codes_stdin_and_unknown_programs(runbook_sim):
+    k, pod = runbook_sim.kubectl, _serving_pod(runbook_sim)
+    failed = k(V, "-n", "llm", "exec", pod, "--", "sh", "-c", "echo before; exit 3", timeout=30)
+    assert (failed.returncode, failed.stdout, failed.stderr.strip()) == (3, "before\n", "command terminated with "
+                                                                                        "exit code 3")
+    piped = k(V, "-n", "llm", "exec", "-i", pod, "--", "grep", "-i", "kv cache", stdin="a\nGPU KV cache size\nb\n",
+              timeout=30)
+    assert (piped.returncode, piped.stdout) == (0, "GPU KV cache size\n")
+    script = k(V, "-n", "llm", "exec", "-i", pod, "--", "sh", stdin="nvidia-smi -L\n", timeout=30)
+    assert re.fullmatch(r"GPU 0: NVIDIA L40S \(UUID: GPU-[0-9a-f-]{36}\)\n", script.stdout), script.stderr
+    missing = k(V, "-n", "llm", "exec", pod, "--", "ls", "/", timeout=30)
+    assert missing.returncode == 127
+    assert 'exec: "ls": executable file not found in $PATH' in missing.stderr
+    query = k(V, "-n", "llm", "exec", pod, "--", "nvidia-smi", "--query-gpu=name,memory.total",
+              "--format=csv,noheader,nounits", timeout=30)
+    assert query.stdout == "NVIDIA L40S, 46068\n"
+
+
+def test_debug_node_runs_nvidia_smi_shows_foreign_memory_and_completes(live_sim):
+    """Runbook step 3 on a node where a process outside Kubernetes holds 6 GiB of each GPU."""
+    store = live_sim.clusters["a"].store
+    node = store.get("nodes", "", "gpu-1")
+    node["metadata"]["annotations"] = {keys.GPU_USED_GIB: "6"}
+    store.update("nodes", node)
+    got = live_sim.kubectl(V, "debug", "node/gpu-1", "-it", CUDA_IMAGE, "--", "nvidia-smi", timeout=60)
+    assert got.returncode == 0, got.stderr
+    assert _card_row(got.stdout) == ["6144MiB /  46068MiB"] * 4  # no pod holds a GPU: only the foreign 6 GiB
+    rows = re.findall(r"\|\s+(\d)\s+N/A\s+N/A\s+(\d+)\s+C\s+(\S+)\s+(\d+)MiB \|", got.stdout)
+    assert [(gpu, name, mib) for gpu, _, name, mib in rows] == [
+        (str(i), "/opt/conda/bin/python3", "6144") for i in range(4)]  # hostPID: the node's processes
+    assert len({pid for _, pid, _, _ in rows}) == 1  # one foreign process, on every card
+
+    def debugger() -> dict:
+        return next(p for p in store.list("pods", "default")[0] if p["metadata"]["name"].startswith("node-debugger"))
+
+    assert live_sim.clusters["a"].wait_for(lambda: debugger()["status"].get("phase") == "Succeeded", 20)
+    listed = live_sim.kubectl(V, "get", "pods", "-n", "default", timeout=30).stdout
+    assert re.search(r"node-debugger-gpu-1-\w+\s+0/1\s+Completed\s+0", listed), listed
+
+
+def test_port_forward_is_a_clear_error_not_a_hang(runbook_sim):
+    got = runbook_sim.kubectl(V, "-n", "llm", "port-forward", _serving_pod(runbook_sim), "18000:8000", timeout=30)
+    assert got.returncode == 1
+    assert "port-forward is not supported by the rehearsal cluster" in got.stderr
+    assert "kubectl get --raw /api/v1/namespaces/NAMESPACE/pods/POD:PORT/proxy/PATH" in got.stderr
+
+
+def test_official_python_client_streams_exec(runbook_sim):
+    """kubernetes.stream over the v4.channel.k8s.io WebSocket the Python client speaks."""
+    from kubernetes import client, config
+    from kubernetes.stream import stream
+
+    api = client.CoreV1Api(config.new_client_from_config(str(runbook_sim.kubeconfig), context="a"))
+    out = stream(api.connect_get_namespaced_pod_exec, _serving_pod(runbook_sim), "llm",
+                 command=["nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader"],
+                 stderr=True, stdin=False, stdout=True, tty=False)
+    assert out.strip() == "46068 MiB"
