@@ -19,6 +19,7 @@ from vllm_remedy.sim.controllers.deployment import DeploymentController
 from vllm_remedy.sim.controllers.events import EventRecorder
 from vllm_remedy.sim.controllers.kubelet import Kubelet
 from vllm_remedy.sim.controllers.manager import Manager, wait_until
+from vllm_remedy.sim.controllers.nodes import NodeReporter
 from vllm_remedy.sim.controllers.replicaset import ReplicaSetController
 from vllm_remedy.sim.controllers.scheduler import Scheduler
 from vllm_remedy.sim.dcgm_exporter import DcgmExporterRuntime, is_exporter
@@ -59,6 +60,7 @@ class Cluster:
         self.replicasets = ReplicaSetController(self.store, self.clock, self.manager, self.events)
         self.scheduler = Scheduler(self.store, self.clock, self.manager, self.events)
         self.kubelet = Kubelet(self, self.manager, self.events)
+        self.node_reporter = NodeReporter(self.store, self.clock, self.manager)
         self.store.subscribe(self._on_change)
         self._started = False
 
@@ -80,7 +82,7 @@ class Cluster:
 
     def resync(self) -> None:
         """Queue every object for reconciliation, as controllers do on start-up (informer list)."""
-        for resource in ("deployments.apps", "replicasets.apps", "pods"):
+        for resource in ("nodes", "deployments.apps", "replicasets.apps", "pods"):
             for obj in self.store.list(resource)[0]:
                 meta = obj["metadata"]
                 self._route(resource, meta.get("namespace", ""), meta["name"], obj, "ADDED")
@@ -104,13 +106,16 @@ class Cluster:
                 self.deployments.on_pod_gone(namespace, obj)
         elif resource == "nodes":
             self.scheduler.on_node()
+            self.node_reporter.on_node(name, obj, kind)
 
     # -- what the kubelet serves through the apiserver --------------------------------------------
 
-    def read_log(self, namespace: str, pod: str, container: str | None = None, previous: bool = False) -> str:
-        """``GET pods/{pod}/log``: the container's output; 400 as real kube when there is none."""
+    def read_log(self, namespace: str, pod: str, container: str | None = None, previous: bool = False,
+                 timestamps: bool = False) -> str:
+        """``GET pods/{pod}/log``: the container's output (each line led by its time with ``timestamps``); 400 as
+        real kube when there is none."""
         obj = self.store.get("pods", namespace, pod)
-        return self.kubelet.read_log(obj, container, previous)
+        return self.kubelet.read_log(obj, container, previous, timestamps)
 
     def proxy(self, namespace: str, pod: str, port: int | str, path: str) -> tuple[int, str, bytes]:
         """``pods/{pod}:{port}/proxy/{path}``: what the container's HTTP server answers."""

@@ -66,8 +66,11 @@ class _Handler(BaseHTTPRequestHandler):
         clock; this header is how a client outside the process learns it (``KubeClient.server_time``).
         """
         if timestamp is None:
+            contexts = self.server.sim.contexts
             name = self.path.split("/")[2] if self.path.startswith("/clusters/") else None
-            ctx = self.server.sim.contexts.get(name) if name else None
+            ctx = contexts.get(name) if name else None
+            if name is None and len(contexts) == 1:  # served without the prefix (`get --raw`, /healthz)
+                ctx = next(iter(contexts.values()))
             if ctx is not None:
                 timestamp = ctx.cluster.clock.now()
         return super().date_time_string(timestamp)

@@ -64,6 +64,7 @@ RESOURCES: tuple[Resource, ...] = (
              subresources={"status": ("ReplicaSet", "apps", "v1"), "scale": ("Scale", "autoscaling", "v1")}),
     Resource(GATEWAY, "v1", "httproutes", "httproute", "HTTPRoute", categories=("gateway-api",),
              subresources={"status": ("HTTPRoute", GATEWAY, "v1")}, crd=True),
+    Resource("coordination.k8s.io", "v1", "leases", "lease", "Lease"),
     Resource("", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", short_names=("sa",)),
     Resource("batch", "v1", "cronjobs", "cronjob", "CronJob", short_names=("cj",), categories=("all",),
              subresources={"status": ("CronJob", "batch", "v1")}),

@@ -29,7 +29,7 @@ class KubeletServer:
     _lock: threading.RLock
     clock: Clock
 
-    def read_log(self, pod: Obj, container: str | None, previous: bool) -> str:
+    def read_log(self, pod: Obj, container: str | None, previous: bool, timestamps: bool = False) -> str:
         """``pods/log``: the current or ``--previous`` instance's output by containerID, or the apiserver's
         400 texts that kubectl prints verbatim when there is none."""
         name = pod["metadata"]["name"]
@@ -64,7 +64,7 @@ class KubeletServer:
                 raise _bad_request(f'container "{container}" in pod "{name}" is waiting to start: '
                                    f"{c.waiting_reason or 'ContainerCreating'}")
             record = self._logs.get(cid)
-            return record.text(self.clock.now()) if record else ""
+            return record.text(self.clock.now(), timestamps) if record else ""
 
     def proxy(self, pod: Obj, port: int | str, path: str) -> HttpReply:
         """``pods/proxy``: forward to the container exposing ``port`` (number or name), else the first one;
