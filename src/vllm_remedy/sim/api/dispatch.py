@@ -11,7 +11,7 @@ import logging
 import threading
 from dataclasses import dataclass, field
 
-from vllm_remedy.sim.api import openapi, reads, resources, streams, websocket, writes
+from vllm_remedy.sim.api import openapi, reads, resources, reviews, streams, websocket, writes
 from vllm_remedy.sim.api.auth import Authorizer, Identity
 from vllm_remedy.sim.api.faults import Faults
 from vllm_remedy.sim.api.http import Request, Response, error_response, json_response
@@ -85,24 +85,14 @@ def _verb(req: Request, route: Route) -> str:
             "DELETE": "delete" if route.name else "deletecollection"}.get(req.method, "unknown")
 
 
-def _review(ctx: ApiContext, req: Request, identity: Identity | None) -> Response:
-    """SelfSubjectAccessReview: would this caller be allowed? (``kubectl auth can-i``)."""
-    review = req.object_body()
-    attrs = (review.get("spec") or {}).get("resourceAttributes") or {}
-    if not isinstance(attrs, dict):
-        raise ApiError(400, "BadRequest", "spec.resourceAttributes must be an object")
-    group, resource, sub = (str(attrs.get(k) or "") for k in ("group", "resource", "subresource"))
-    key = f"{resource}/{sub}" if sub else resource
-    key += f".{group}" if group else ""
-    try:
-        ctx.auth.authorize(identity, ctx.cluster.name, str(attrs.get("verb") or ""), key,
-                           attrs.get("namespace") or None, attrs.get("name") or None, ctx.cluster.store)
-        status = {"allowed": True}
-    except ApiError:
-        status = {"allowed": False}  # RBAC gives no reason for a denial; kubectl prints a bare "no"
-    review.update(apiVersion="authorization.k8s.io/v1", kind="SelfSubjectAccessReview", status=status)
-    review.setdefault("metadata", {})
-    return json_response(review, 201)
+def _review(ctx: ApiContext, req: Request, route: Route, identity: Identity | None) -> Response:
+    """The self-reviews: access (``auth can-i``), rules (``can-i --list``), identity (``auth whoami``)."""
+    kind = route.resource.kind
+    if kind == "SelfSubjectReview":
+        return reviews.identity_review(identity)
+    if kind == "SelfSubjectRulesReview":
+        return reviews.rules_review(ctx.cluster, ctx.cluster.name, req, identity)
+    return reviews.access_review(ctx.cluster, ctx.cluster.name, ctx.auth, req, identity)
 
 
 def _route(ctx: ApiContext, req: Request, route: Route, verb: str, drop_after: float | None) -> Response:
@@ -156,7 +146,7 @@ def handle(ctx: ApiContext, req: Request) -> Response:
             if verb != "create" or route.name is not None:
                 raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested "
                                                         "resource")
-            return _review(ctx, req, identity)
+            return _review(ctx, req, route, identity)
         rbac_resource = route.resource.key if not route.subresource else (
             f"{route.resource.plural}/{route.subresource}"
             + (f".{route.resource.group}" if route.resource.group else ""))

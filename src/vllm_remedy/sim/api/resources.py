@@ -75,6 +75,10 @@ RESOURCES: tuple[Resource, ...] = (
     Resource(RBAC, "v1", "clusterrolebindings", "clusterrolebinding", "ClusterRoleBinding", namespaced=False),
     Resource(AUTHZ, "v1", "selfsubjectaccessreviews", "", "SelfSubjectAccessReview", namespaced=False,
              verbs=("create",), stored=False),
+    Resource(AUTHZ, "v1", "selfsubjectrulesreviews", "", "SelfSubjectRulesReview", namespaced=False,
+             verbs=("create",), stored=False),
+    Resource("authentication.k8s.io", "v1", "selfsubjectreviews", "", "SelfSubjectReview", namespaced=False,
+             verbs=("create",), stored=False),
 )
 
 BY_PATH: dict[tuple[str, str, str], Resource] = {(r.group, r.version, r.plural): r for r in RESOURCES}
