@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import re
+import subprocess
 
 import pytest
 
-from fixtures import sim_world
+from fixtures import pyinfra_run, sim_world
 from vllm_remedy.sim.vllm_pod import keys
 
 runbook_sim = sim_world.runbook_sim
 live_sim = sim_world.live_sim
+rehearsal = pyinfra_run.rehearsal
 V = "32"
 CUDA_IMAGE = "--image=nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04"
 
@@ -100,3 +102,30 @@ def test_official_python_client_streams_exec(runbook_sim):
                  command=["nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader"],
                  stderr=True, stdin=False, stdout=True, tty=False)
     assert out.strip() == "46068 MiB"
+
+
+def test_runbook_step_3_on_the_gpu_memory_held_world(rehearsal):
+    """The runbook's step-3 commands, unchanged, name the foreign process holding the L4 the pod crashed on."""
+    from fixtures.gpu_world import FREE_NODE, HELD_GIB, HELD_NODE, in_back_off, memory_held
+    from fixtures.pyinfra_run import CLUSTER
+
+    memory_held(rehearsal, restarts=1)
+    in_back_off(rehearsal)
+
+    def kubectl(*args: str) -> str:
+        binary = sim_world.require_kubectl(V)
+        got = subprocess.run([str(binary), "--kubeconfig", str(rehearsal.kubeconfig), "--context", CLUSTER,
+                              "--cache-dir", str(rehearsal.tmp / "kube-cache"), *args], capture_output=True,
+                             text=True, timeout=60)
+        assert got.returncode == 0, got.stderr
+        return got.stdout
+
+    wide = kubectl("-n", "llm", "get", "pod", "-l", "app=llama-8b", "-o", "wide")
+    assert HELD_NODE in wide and FREE_NODE in wide
+    held = kubectl("debug", f"node/{HELD_NODE}", "-it", CUDA_IMAGE, "--", "nvidia-smi")
+    assert re.search(r"\|\s+0  NVIDIA L4\s+On  \|", held)
+    assert _card_row(held) == [f"{HELD_GIB * 1024}MiB /  23034MiB"]  # the crashed pod holds nothing
+    assert re.search(rf"\|\s+0\s+N/A\s+N/A\s+\d+\s+C\s+/opt/conda/bin/python3\s+{HELD_GIB * 1024}MiB \|", held)
+    serving = kubectl("debug", f"node/{FREE_NODE}", "-it", CUDA_IMAGE, "--", "nvidia-smi")
+    (row,) = re.findall(r"\|\s+0\s+N/A\s+N/A\s+\d+\s+C\s+/usr/bin/python3\s+(\d+)MiB \|", serving)
+    assert int(row) > 18000 and "/opt/conda" not in serving  # vLLM's own ~90% of the card, nobody else
