@@ -96,3 +96,23 @@ def test_date_header_is_the_cluster_clock_with_or_without_the_cluster_prefix(run
         date = parsedate_to_datetime(conn.getresponse().getheader("Date")).timestamp()
         conn.close()
         assert int(before) <= date <= clock.now(), base
+
+
+def test_events_k8s_io_v1_serves_the_same_events_in_its_own_field_names(runbook_sim):
+    from kubernetes import client
+
+    api = _api(runbook_sim)
+    core = client.CoreV1Api(api).list_namespaced_event("llm").items
+    newer = client.EventsV1Api(api).list_namespaced_event("llm").items
+    assert sorted(e.metadata.name for e in newer) == sorted(e.metadata.name for e in core) and core
+    by_name = {e.metadata.name: e for e in core}
+    for event in newer:
+        old = by_name[event.metadata.name]
+        assert (event.note, event.regarding.name, event.reason, event.deprecated_count) == (
+            old.message, old.involved_object.name, old.reason, old.count)
+        assert event.event_time is not None and event.reporting_controller
+    table = runbook_sim.kubectl(V, "-n", "llm", "get", "events.v1.events.k8s.io", timeout=30)
+    assert table.returncode == 0 and table.stdout.split()[:5] == ["LAST", "SEEN", "TYPE", "REASON", "OBJECT"]
+    code, _, body = sim_world.call(runbook_sim.url(), "POST", "/apis/events.k8s.io/v1/namespaces/llm/events",
+                                   {"metadata": {"name": "x"}})
+    assert (code, body["reason"]) == (405, "MethodNotAllowed")  # the cluster's recorders write core/v1 Events

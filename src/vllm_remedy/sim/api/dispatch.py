@@ -116,6 +116,8 @@ def _route(ctx: ApiContext, req: Request, route: Route, verb: str, drop_after: f
                                           "neither SPDY nor SPDY over WebSocket); read a container's HTTP port "
                                           "with: kubectl get --raw /api/v1/namespaces/NAMESPACE/pods/POD:PORT/"
                                           "proxy/PATH")
+    if route.resource.stored_as and verb not in route.resource.verbs:
+        raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
     if verb == "get":
         return reads.get_scale(cluster, route) if sub == "scale" else reads.get(cluster, route, req)
     if verb == "list":

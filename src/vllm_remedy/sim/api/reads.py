@@ -10,7 +10,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from vllm_remedy.sim.api import heartbeats, tables
+from vllm_remedy.sim.api import events_v1, heartbeats, tables
 from vllm_remedy.sim.api.http import Request, Response, json_response
 from vllm_remedy.sim.api.routing import Route
 from vllm_remedy.sim.api.selectors import field_matcher, format_label_selector, label_matcher
@@ -26,7 +26,7 @@ IDLE_TICK = 5.0  # real seconds: an idle watch sends a BOOKMARK (if allowed) or 
 def matcher(route: Route, req: Request) -> Any:
     """A predicate for labelSelector/fieldSelector, or None to list everything without filtering."""
     labels = label_matcher(req.query.get("labelSelector"))
-    fields = field_matcher(req.query.get("fieldSelector"), route.resource.key)
+    fields = field_matcher(req.query.get("fieldSelector"), route.resource.store_key)
     if labels is None and fields is None:
         return None
     return lambda obj: (labels is None or labels(obj)) and (fields is None or fields(obj))
@@ -35,6 +35,8 @@ def matcher(route: Route, req: Request) -> Any:
 def with_type(route: Route, obj: Obj, now: float | None = None) -> Obj:
     """Stored objects omit apiVersion/kind; clients expect them on every read. With ``now`` (the cluster's),
     node heartbeats are shown as of then and Events on the reader's clock (``heartbeats``)."""
+    if route.resource.group == "events.k8s.io":
+        obj = events_v1.from_core(obj)
     obj.setdefault("apiVersion", route.resource.api_version)
     obj.setdefault("kind", route.resource.kind)
     if now is not None and route.resource.kind == "Event":
@@ -45,10 +47,10 @@ def with_type(route: Route, obj: Obj, now: float | None = None) -> Obj:
 def get(cluster: ClusterLike, route: Route, req: Request) -> Response:
     """GET one object, as a Table when kubectl asks for one (its default for `kubectl get`)."""
     assert route.name is not None
-    obj = with_type(route, cluster.store.get(route.resource.key, route.namespace or "", route.name),
+    obj = with_type(route, cluster.store.get(route.resource.store_key, route.namespace or "", route.name),
                     cluster.clock.now())
     if req.wants_table():
-        return json_response(tables.table(route.resource.key, [obj], cluster.clock.now(), resource_version=None,
+        return json_response(tables.table(route.resource.store_key, [obj], cluster.clock.now(), resource_version=None,
                                           include_object=req.query.get("includeObject", "Metadata")),
                              content_type=tables.TABLE_CONTENT_TYPE)
     return json_response(obj)
@@ -74,11 +76,11 @@ def _page(items: list[Obj], req: Request) -> tuple[list[Obj], Obj]:
 
 def list_objects(cluster: ClusterLike, route: Route, req: Request) -> Response:
     """LIST with selectors and limit/continue paging, as a Table or a typed List."""
-    items, rv = cluster.store.list(route.resource.key, route.namespace, matcher(route, req))
+    items, rv = cluster.store.list(route.resource.store_key, route.namespace, matcher(route, req))
     items, more = _page(items, req)
     now = cluster.clock.now()
     if req.wants_table():
-        table = tables.table(route.resource.key, items, cluster.clock.now(), resource_version=rv,
+        table = tables.table(route.resource.store_key, items, cluster.clock.now(), resource_version=rv,
                              include_object=req.query.get("includeObject", "Metadata"))
         table["metadata"].update(more)
         return json_response(table, content_type=tables.TABLE_CONTENT_TYPE)
@@ -110,7 +112,7 @@ def watch(cluster: ClusterLike, route: Route, req: Request, stop: threading.Even
     table = req.wants_table()
     bookmarks = req.query.get("allowWatchBookmarks") in ("true", "1")
     if rv_text in ("", "0"):
-        initial, rv = store.list(route.resource.key, route.namespace, match)
+        initial, rv = store.list(route.resource.store_key, route.namespace, match)
         since = int(rv)
     else:
         since = _int_param(req, "resourceVersion") or 0
@@ -118,7 +120,7 @@ def watch(cluster: ClusterLike, route: Route, req: Request, stop: threading.Even
 
     def line(kind: str, obj: Obj, first: bool) -> bytes:
         if table and kind in ("ADDED", "MODIFIED", "DELETED"):
-            obj = tables.table(route.resource.key, [obj], cluster.clock.now(), resource_version=None,
+            obj = tables.table(route.resource.store_key, [obj], cluster.clock.now(), resource_version=None,
                                include_object=req.query.get("includeObject", "Metadata"))
             if not first:
                 obj.pop("columnDefinitions")
@@ -130,7 +132,7 @@ def watch(cluster: ClusterLike, route: Route, req: Request, stop: threading.Even
             yield line("ADDED", with_type(route, obj, cluster.clock.now()), first)
             first = False
         try:
-            feed = store.watch(route.resource.key, route.namespace, since, deadline=deadline, stop=stop,
+            feed = store.watch(route.resource.store_key, route.namespace, since, deadline=deadline, stop=stop,
                                idle_every=IDLE_TICK)
             for event in feed:
                 if event is None and not bookmarks:

@@ -30,11 +30,17 @@ class Resource:
     crd: bool = False  # custom resources: no strategic merge patch, as in real clusters
     verbs: tuple[str, ...] = ALL_VERBS
     stored: bool = True  # False: a review answered from the request alone (SelfSubjectAccessReview)
+    stored_as: str = ""  # another resource's storage, converted on read (events.k8s.io Events are core Events)
 
     @property
     def key(self) -> str:
         """The store key, plural.group, unique across API groups."""
         return f"{self.plural}.{self.group}" if self.group else self.plural
+
+    @property
+    def store_key(self) -> str:
+        """Where its objects live in the store (its own key unless it is a view of another resource)."""
+        return self.stored_as or self.key
 
     @property
     def api_version(self) -> str:
@@ -57,6 +63,8 @@ RESOURCES: tuple[Resource, ...] = (
                            "attach": ("PodAttachOptions", "", "v1"),
                            "portforward": ("PodPortForwardOptions", "", "v1")}),
     Resource("", "v1", "events", "event", "Event", short_names=("ev",)),
+    Resource("events.k8s.io", "v1", "events", "event", "Event", short_names=("ev",), verbs=("get", "list", "watch"),
+             stored_as="events"),
     Resource("", "v1", "configmaps", "configmap", "ConfigMap", short_names=("cm",)),
     Resource("apps", "v1", "deployments", "deployment", "Deployment", short_names=("deploy",), categories=("all",),
              subresources={"status": ("Deployment", "apps", "v1"), "scale": ("Scale", "autoscaling", "v1")}),
