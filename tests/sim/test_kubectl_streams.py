@@ -55,9 +55,9 @@ def test_exec_exit_codes_stdin_and_unknown_programs(runbook_sim):
     assert (piped.returncode, piped.stdout) == (0, "GPU KV cache size\n")
     script = k(V, "-n", "llm", "exec", "-i", pod, "--", "sh", stdin="nvidia-smi -L\n", timeout=30)
     assert re.fullmatch(r"GPU 0: NVIDIA L40S \(UUID: GPU-[0-9a-f-]{36}\)\n", script.stdout), script.stderr
-    missing = k(V, "-n", "llm", "exec", pod, "--", "ls", "/", timeout=30)
+    missing = k(V, "-n", "llm", "exec", pod, "--", "vim", "/etc/hostname", timeout=30)
     assert missing.returncode == 127
-    assert 'exec: "ls": executable file not found in $PATH' in missing.stderr
+    assert 'exec: "vim": executable file not found in $PATH' in missing.stderr
     query = k(V, "-n", "llm", "exec", pod, "--", "nvidia-smi", "--query-gpu=name,memory.total",
               "--format=csv,noheader,nounits", timeout=30)
     assert query.stdout == "NVIDIA L40S, 46068\n"
@@ -129,3 +129,23 @@ def test_runbook_step_3_on_the_gpu_memory_held_world(rehearsal):
     serving = kubectl("debug", f"node/{FREE_NODE}", "-it", CUDA_IMAGE, "--", "nvidia-smi")
     (row,) = re.findall(r"\|\s+0\s+N/A\s+N/A\s+\d+\s+C\s+/usr/bin/python3\s+(\d+)MiB \|", serving)
     assert int(row) > 18000 and "/opt/conda" not in serving  # vLLM's own ~90% of the card, nobody else
+
+
+def test_cp_into_and_out_of_a_container_round_trips_bytes(runbook_sim, tmp_path):
+    k, pod = runbook_sim.kubectl, _serving_pod(runbook_sim)
+    blob = bytes(range(256)) * 40  # binary: every byte value, through tar over the exec stream
+    (tmp_path / "blob").write_bytes(blob)
+    (tmp_path / "cfg.yaml").write_text("max-model-len: 8192\n")
+    for name in ("blob", "cfg.yaml"):
+        got = k(V, "-n", "llm", "cp", str(tmp_path / name), f"{pod}:/tmp/{name}", timeout=30)
+        assert got.returncode == 0, got.stderr
+    assert k(V, "-n", "llm", "exec", pod, "--", "ls", "/tmp", timeout=30).stdout == "blob\ncfg.yaml\n"
+    assert k(V, "-n", "llm", "exec", pod, "--", "cat", "/tmp/cfg.yaml", timeout=30).stdout == "max-model-len: 8192\n"
+    back = k(V, "-n", "llm", "cp", f"{pod}:/tmp/blob", str(tmp_path / "back"), timeout=30)
+    assert back.returncode == 0, back.stderr
+    assert (tmp_path / "back").read_bytes() == blob
+    other = sorted(p["metadata"]["name"] for p in runbook_sim.clusters["a"].store.list("pods", "llm")[0])[1]
+    assert k(V, "-n", "llm", "exec", other, "--", "ls", "/tmp", timeout=30).stdout == ""  # files are per container
+    missing = k(V, "-n", "llm", "cp", f"{pod}:/nope", str(tmp_path / "x"), timeout=30)
+    assert missing.returncode != 0
+    assert "tar: /nope: Cannot stat: No such file or directory" in missing.stdout + missing.stderr

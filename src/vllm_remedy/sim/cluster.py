@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from vllm_remedy.sim.clock import Clock
-from vllm_remedy.sim.container_exec import CommandRuntime, exec_in, is_finite_command
+from vllm_remedy.sim.container_exec import CommandRuntime, ContainerFiles, exec_in, is_finite_command
 from vllm_remedy.sim.controllers.deployment import DeploymentController
 from vllm_remedy.sim.controllers.events import EventRecorder
 from vllm_remedy.sim.controllers.kubelet import Kubelet
@@ -52,6 +52,7 @@ class Cluster:
         self.runtime: Runtime = runtime or VllmRuntime(self.clock, self.store, fallback=RuntimeChooser(
             [(is_exporter, DcgmExporterRuntime(self)), (is_finite_command, CommandRuntime(self))], PlainRuntime()))
         self.node_gpu_used_mib: dict[str, int] = {}
+        self.files = ContainerFiles()  # what `kubectl cp` put into containers
         self.load: dict[tuple[str, str], float] = {}  # (namespace, deployment) → concurrent requests
         self._lock = threading.Lock()
         self.manager = Manager(self.clock)
@@ -125,7 +126,7 @@ class Cluster:
     def exec(self, namespace: str, pod: str, container: str, command: list[str],
              stdin: str = "") -> tuple[int, str, str]:
         """``pods/exec``: (exit code, stdout, stderr) of ``command`` run in the container now."""
-        return exec_in(self, self.store.get("pods", namespace, pod), container, command, stdin)
+        return exec_in(self, self.store.get("pods", namespace, pod), container, command, stdin, self.files)
 
     # -- environment -----------------------------------------------------------------------------
 

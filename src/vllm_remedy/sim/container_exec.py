@@ -10,9 +10,11 @@ sees no processes outside its PID namespace.
 from __future__ import annotations
 
 import dataclasses
+import threading
 from typing import Any
 
 from vllm_remedy.sim.dcgm_exporter import GpuHost
+from vllm_remedy.sim.files import Files, initial
 from vllm_remedy.sim.gpu_view import node_cards
 from vllm_remedy.sim.runtime import ContainerContext, ContainerRun, Exit, LogLine, exit_reason
 from vllm_remedy.sim.shell import Machine, Result, run, runs_to_completion
@@ -22,8 +24,8 @@ Obj = dict[str, Any]
 COMMAND_SECONDS = 1.0  # simulated seconds a finite command (nvidia-smi) runs before its container exits
 
 
-def machine(host: GpuHost, pod: Obj, container: Obj) -> Machine:
-    """The view from inside ``container`` of ``pod`` now."""
+def machine(host: GpuHost, pod: Obj, container: Obj, files: Files | None = None) -> Machine:
+    """The view from inside ``container`` of ``pod`` now (``files``: its file store, kept by the caller)."""
     meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
     node = str(spec.get("nodeName") or "")
     cards = node_cards(host, node) if node else []
@@ -35,7 +37,8 @@ def machine(host: GpuHost, pod: Obj, container: Obj) -> Machine:
     env = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOSTNAME": hostname}
     env.update({str(e["name"]): str(e.get("value", "")) for e in container.get("env") or []
                 if isinstance(e, dict) and "name" in e and "valueFrom" not in e})
-    return Machine(hostname, env, tuple(cards), bool(spec.get("hostPID")), host.clock.now())
+    return Machine(hostname, env, tuple(cards), bool(spec.get("hostPID")), host.clock.now(),
+                   initial(hostname) if files is None else files)
 
 
 def container_spec(pod: Obj, name: str) -> Obj:
@@ -48,9 +51,31 @@ def container_spec(pod: Obj, name: str) -> Obj:
     return {"name": name}
 
 
-def exec_in(host: GpuHost, pod: Obj, container: str, command: list[str], stdin: str = "") -> Result:
+class ContainerFiles:
+    """Each container's files, kept per pod uid and container name, so a copied file is there for the next exec
+    (and gone with the pod)."""
+
+    def __init__(self) -> None:
+        self._files: dict[tuple[str, str], Files] = {}
+        self._lock = threading.Lock()
+
+    def of(self, pod: Obj, container: str, hostname: str) -> Files:
+        key = (str((pod.get("metadata") or {}).get("uid", "")), container)
+        with self._lock:
+            if len(self._files) > 4096:  # bounded: drop the oldest containers' files
+                for old in list(self._files)[:1024]:
+                    del self._files[old]
+            return self._files.setdefault(key, initial(hostname))
+
+
+def exec_in(host: GpuHost, pod: Obj, container: str, command: list[str], stdin: str = "",
+            store: ContainerFiles | None = None) -> Result:
     """``kubectl exec``: (exit code, stdout, stderr) of ``command`` in ``container`` now."""
-    return run(command, machine(host, pod, container_spec(pod, container)), stdin)
+    spec = container_spec(pod, container)
+    view = machine(host, pod, spec)
+    if store is not None:
+        view = dataclasses.replace(view, files=store.of(pod, container, view.hostname))
+    return run(command, view, stdin)
 
 
 def is_finite_command(pod: Obj, container: Obj) -> bool:

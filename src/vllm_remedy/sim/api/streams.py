@@ -85,14 +85,15 @@ def exec_(cluster: ClusterLike, route: Route, req: Request, command: list[str], 
     tty = req.query.get("tty") in ("true", "1")
 
     def messages() -> Iterator[Message]:
-        stdin = inbox.read_to_end(stop).decode(errors="replace") if wants_stdin else ""
+        # surrogateescape: binary stdin (kubectl cp's tar stream) reaches the command byte for byte
+        stdin = inbox.read_to_end(stop).decode("utf-8", "surrogateescape") if wants_stdin else ""
         code, out, err = run(namespace, name, container, command, stdin)  # only once the stream is open
         if tty:  # a terminal has one output stream
             out, err = out + err, ""
         if out:
-            yield STDOUT, out.encode()
+            yield STDOUT, out.encode("utf-8", "surrogateescape")
         if err:
-            yield STDERR, err.encode()
+            yield STDERR, err.encode("utf-8", "surrogateescape")
         yield ERROR, exit_status(int(code), command)
 
     return messages()
