@@ -128,6 +128,12 @@ class Cluster:
         """``pods/exec``: (exit code, stdout, stderr) of ``command`` run in the container now."""
         return exec_in(self, self.store.get("pods", namespace, pod), container, command, stdin, self.files)
 
+    def end_container(self, namespace: str, pod: str, container: str, code: int) -> None:
+        """The container's process exited with ``code`` (an attached interactive shell was left)."""
+        found = self.store.find("pods", namespace, pod)
+        if found is not None:
+            self.kubelet.end(found, container, code)
+
     # -- environment -----------------------------------------------------------------------------
 
     def set_load(self, namespace: str, deployment: str, concurrency: float) -> None:

@@ -106,7 +106,7 @@ def _route(ctx: ApiContext, req: Request, route: Route, verb: str, drop_after: f
         return reads.proxy(cluster, route, req)
     if sub in ("exec", "attach"):
         inbox = websocket.Inbox()
-        session = (streams.attach(cluster, route, req, ctx.stop) if sub == "attach"
+        session = (streams.attach(cluster, route, req, ctx.stop, inbox) if sub == "attach"
                    else streams.exec_(cluster, route, req, req.multi.get("command", []), inbox, ctx.stop))
         accept, protocol = websocket.negotiate(req.headers)  # after validation: errors are plain Statuses
         return Response(101, stream=session, upgrade=(accept, protocol), inbox=inbox)

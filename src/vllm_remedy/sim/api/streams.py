@@ -13,6 +13,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+from vllm_remedy.sim.api import shell_session
 from vllm_remedy.sim.api.http import Request
 from vllm_remedy.sim.api.reads import container_of
 from vllm_remedy.sim.api.routing import Route
@@ -36,12 +37,22 @@ def _running(pod: Obj, container: str) -> None:
                                           f"pod {pod['metadata']['name']}")
 
 
-def attach(cluster: ClusterLike, route: Route, req: Request, stop: threading.Event) -> Iterator[Message]:
-    """Validate now (errors become HTTP Status), then stream the container's output until it exits."""
+def attach(cluster: ClusterLike, route: Route, req: Request, stop: threading.Event,
+           inbox: Inbox) -> Iterator[Message]:
+    """Validate now (errors become HTTP Status), then stream the container's output until it exits; a shell
+    reading stdin takes commands from the attached stdin instead (``shell_session``)."""
     namespace, name = route.namespace or "", route.name or ""
     pod = cluster.store.get("pods", namespace, name)
     container = container_of(pod, req)
     _running(pod, container)
+    run, end = getattr(cluster, "exec", None), getattr(cluster, "end_container", None)
+    if req.query.get("stdin") in ("true", "1") and run is not None and end is not None \
+            and shell_session.interactive(pod, container):
+        spec = pod.get("spec") or {}
+        hostname = str(spec.get("nodeName") or name) if spec.get("hostNetwork") else name
+        return shell_session.session(lambda argv: run(namespace, name, container, argv),
+                                     lambda code: end(namespace, name, container, code), inbox, stop, hostname,
+                                     req.query.get("tty") in ("true", "1"))
     restarts = _status(pod, container).get("restartCount", 0)
 
     def messages() -> Iterator[Message]:

@@ -64,6 +64,12 @@ class Inbox:
         with self._lock:
             return bytes(self.stdin)
 
+    def take(self) -> bytes:
+        """The stdin bytes received since the last call (an interactive session reads as it goes)."""
+        with self._lock:
+            data, self.stdin = bytes(self.stdin), bytearray()
+            return data
+
     def receive(self, channel: int, data: bytes) -> None:
         """One channel message from the client."""
         with self._lock:
