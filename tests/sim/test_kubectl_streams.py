@@ -166,3 +166,30 @@ def test_debug_node_with_an_interactive_shell_runs_typed_commands_and_ends_the_p
         return next(p for p in store.list("pods", "default")[0] if p["metadata"]["name"].startswith("node-debugger"))
 
     assert live_sim.clusters["a"].wait_for(lambda: debugger()["status"].get("phase") == "Succeeded", 20)
+
+
+def test_exec_and_cp_over_https_with_a_token(tmp_path):
+    """`sim up --auth` serves TLS: the WebSocket session reads and writes one SSL socket on one thread."""
+    from vllm_remedy.sim.api.auth import load
+
+    roles = load({"tokens": {"t-admin": {"user": "admin", "rules": [{"verbs": "*", "resources": "*"}]}}})
+    s = sim_world.make_sim(tmp_path, auth=roles, users={"admin": "t-admin"}, start=True)
+    try:
+        store = s.clusters["a"].store
+        store.create("nodes", sim_world.gpu_node("gpu-1"))
+        store.create("pods", {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "box", "namespace": "llm"},
+                              "spec": {"containers": [{"name": "box", "image": "ubuntu:22.04"}]}})
+        assert s.clusters["a"].wait_for(lambda: "running" in (
+            (store.get("pods", "llm", "box").get("status", {}).get("containerStatuses") or [{}])[0].get("state")
+            or {}), 20)
+        got = s.kubectl(V, "-n", "llm", "exec", "-i", "box", "--", "sh", stdin="hostname\nexit\n", timeout=30)
+        assert got.stdout == "root@box:/# box\nroot@box:/# ", got.stderr
+        blob = bytes(range(256)) * 400  # 100 KiB: many WebSocket frames each way
+        (tmp_path / "blob").write_bytes(blob)
+        assert s.kubectl(V, "-n", "llm", "cp", str(tmp_path / "blob"), "box:/tmp/blob", timeout=60).returncode == 0
+        assert s.kubectl(V, "-n", "llm", "cp", "box:/tmp/blob", str(tmp_path / "back"), timeout=60).returncode == 0
+        assert (tmp_path / "back").read_bytes() == blob
+    finally:
+        for c in s.clusters.values():
+            c.stop()
+        s.server.stop()

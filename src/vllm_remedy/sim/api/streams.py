@@ -19,6 +19,7 @@ from vllm_remedy.sim.api.reads import container_of
 from vllm_remedy.sim.api.routing import Route
 from vllm_remedy.sim.api.websocket import ERROR, STDERR, STDOUT, Inbox, exit_status
 from vllm_remedy.sim.protocols import ClusterLike
+from vllm_remedy.sim.shell import SHELLS
 from vllm_remedy.sim.store import ApiError
 
 Obj = dict[str, Any]
@@ -94,6 +95,11 @@ def exec_(cluster: ClusterLike, route: Route, req: Request, command: list[str], 
 
     wants_stdin = req.query.get("stdin") in ("true", "1")
     tty = req.query.get("tty") in ("true", "1")
+    if wants_stdin and command[0] in SHELLS and "-c" not in command:  # `kubectl exec -it POD -- bash`
+        spec = pod.get("spec") or {}
+        hostname = str(spec.get("nodeName") or name) if spec.get("hostNetwork") else name
+        return shell_session.session(lambda argv: run(namespace, name, container, argv), lambda code: None,
+                                     inbox, stop, hostname, tty)
 
     def messages() -> Iterator[Message]:
         # surrogateescape: binary stdin (kubectl cp's tar stream) reaches the command byte for byte
