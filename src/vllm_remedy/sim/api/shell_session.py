@@ -2,9 +2,10 @@
 
 A container started with ``stdin: true`` and a bare shell (or its image's default command, a shell in the
 CUDA and Ubuntu images) reads commands from the attached stdin. Each line runs as ``sh -c LINE`` in the
-container (``Cluster.exec``), after a ``root@host:/# `` prompt; ``exit [N]``, or the end of stdin, ends the
-shell and so the container, whose pod then completes. With a terminal (``tty``) the input is echoed and
-lines end in CR LF, as a pty's line discipline does.
+container (``Cluster.exec``); ``exit [N]``, or the end of stdin, ends the shell and so the container, whose
+pod then completes. On a pty (the container's ``tty: true``, or ``exec -t``) the shell is interactive: it
+prompts ``root@host:/# ``, and the line discipline echoes the input and ends lines in CR LF, whatever the
+client's own stdin is; without one it runs the lines silently, as ``sh < script`` does.
 """
 
 from __future__ import annotations
@@ -29,6 +30,12 @@ def interactive(pod: Obj, container: str) -> bool:
     return bool(spec.get("stdin")) and (not argv or (argv[0] in SHELLS and "-c" not in argv))
 
 
+def on_pty(pod: Obj, container: str) -> bool:
+    """Whether the container's stdin is a terminal (``tty: true``: ``kubectl debug -it``, ``run -it``)."""
+    spec = next((c for c in (pod.get("spec") or {}).get("containers") or [] if c.get("name") == container), {})
+    return bool(spec.get("tty"))
+
+
 def _exit_code(line: str) -> int | None:
     words = line.split()
     if not words or words[0] not in ("exit", "logout"):
@@ -40,14 +47,16 @@ def session(run: Run, end: Callable[[int], None], inbox: Inbox, stop: threading.
             tty: bool) -> Iterator[Message]:
     """Prompt, read a line, run it, print its output; until ``exit`` or the end of stdin."""
     newline = b"\r\n" if tty else b"\n"
-    prompt = f"root@{hostname}:/# ".encode()
+    prompt = f"root@{hostname}:/# ".encode() if tty else b""
     pending, code = b"", 0
-    yield STDOUT, prompt
+    if prompt:
+        yield STDOUT, prompt
     while not (stop.is_set() or inbox.gone):
         inbox.pump(POLL)
         data = inbox.take()
         if tty and data:
-            yield STDOUT, data.replace(b"\r", b"\r\n")  # the pty echoes what is typed
+            typed = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+            yield STDOUT, typed.replace(b"\n", b"\r\n")  # the pty echoes what is typed
         pending += data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         finished = inbox.stdin_closed and not data
         while b"\n" in pending or (finished and pending):
@@ -61,8 +70,10 @@ def session(run: Run, end: Callable[[int], None], inbox: Inbox, stop: threading.
             if text:
                 code, out, err = run(["sh", "-c", text])
                 output = (out + err).encode("utf-8", "surrogateescape")
-                yield STDOUT, output.replace(b"\n", newline) if tty else output
-            yield STDOUT, prompt
+                if output:
+                    yield STDOUT, output.replace(b"\n", newline) if tty else output
+            if prompt:
+                yield STDOUT, prompt
         if finished:
             end(code)
             yield ERROR, exit_status(code)

@@ -53,7 +53,7 @@ def attach(cluster: ClusterLike, route: Route, req: Request, stop: threading.Eve
         hostname = str(spec.get("nodeName") or name) if spec.get("hostNetwork") else name
         return shell_session.session(lambda argv: run(namespace, name, container, argv),
                                      lambda code: end(namespace, name, container, code), inbox, stop, hostname,
-                                     req.query.get("tty") in ("true", "1"))
+                                     shell_session.on_pty(pod, container))
     restarts = _status(pod, container).get("restartCount", 0)
 
     def messages() -> Iterator[Message]:
