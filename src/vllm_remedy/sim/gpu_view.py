@@ -11,7 +11,7 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass
 
-from vllm_remedy.sim.dcgm_exporter import DRIVER, GpuHost, _uuid, devices
+from vllm_remedy.sim.dcgm_exporter import DRIVER, GpuHost, devices, gpu_uuid
 from vllm_remedy.sim.vllm_pod.launch import node_gpu, other_process_gib
 
 CUDA = "12.8"  # the newest CUDA the 570 driver supports: nvidia-smi's banner shows the driver's, not the image's
@@ -66,7 +66,7 @@ def node_cards(host: GpuHost, node_name: str) -> list[GpuCard]:
         if foreign > 0:
             procs.insert(0, GpuProcess(pid_of(node_name, "foreign"), FOREIGN_PROCESS, foreign))
         used = min(total - reserved, sum(p.used_mib for p in procs))
-        cards.append(GpuCard(index, spec.product.replace("-", " "), _uuid(node_name, index),
+        cards.append(GpuCard(index, spec.product.replace("-", " "), gpu_uuid(node_name, index),
                              f"00000000:00:{0x1E + index:02X}.0", total, used, tuple(procs), tuple(owners)))
     return cards
 

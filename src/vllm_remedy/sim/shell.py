@@ -4,7 +4,7 @@ A real container runs any binary in its image; the rehearsal cluster runs the ha
 its operators reach for — ``nvidia-smi`` above all — plus the shell basics scripts wrap them in
 (``sh -c`` with ``;``, ``&&``, ``||`` and pipes, ``echo``, ``cat``, ``grep``, ``head``, ``tail``, ``env``,
 ``hostname``, ``true``/``false``/``exit``), and ``tar``/``ls``/``test``/``mkdir`` on the container's
-in-memory files (``files``), which is what ``kubectl cp`` runs. Anything else fails as a real exec does:
+in-memory files (``sim.files``), which is what ``kubectl cp`` runs. Anything else fails as a real exec does:
 exit 127 with the shell's "not found" line (or the OCI runtime's, when no shell is involved).
 """
 
@@ -15,7 +15,8 @@ import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from vllm_remedy.sim import files, nvidia_smi
+from vllm_remedy.sim import files as fs
+from vllm_remedy.sim import nvidia_smi
 from vllm_remedy.sim.gpu_view import GpuCard
 
 Result = tuple[int, str, str]  # exit code, stdout, stderr
@@ -30,7 +31,7 @@ class Machine:
     cards: tuple[GpuCard, ...] = ()
     host_pids: bool = False  # hostPID pods (node debuggers) see every process; others only their own namespace
     now: float | None = None
-    files: files.Files = field(default_factory=dict)  # the container's files (``kubectl cp``), changed in place
+    files: fs.Files = field(default_factory=dict)  # the container's files (``kubectl cp``), changed in place
 
 
 class _Exit(Exception):
@@ -93,12 +94,12 @@ def _exit(args: Sequence[str], m: Machine, stdin: str) -> Result:
 COMMANDS: dict[str, Callable[[Sequence[str], Machine, str], Result]] = {
     "nvidia-smi": _nvidia_smi,
     "echo": lambda a, m, s: (0, " ".join(a) + "\n", ""),
-    "cat": lambda a, m, s: files.cat(a, m.files, s),
-    "ls": lambda a, m, s: files.ls(a, m.files),
-    "test": lambda a, m, s: files.test(a, m.files),
-    "[": lambda a, m, s: files.test(a[:-1] if a and a[-1] == "]" else a, m.files),
-    "mkdir": lambda a, m, s: files.mkdir(a, m.files),
-    "tar": lambda a, m, s: files.tar(a, m.files, s),
+    "cat": lambda a, m, s: fs.cat(a, m.files, s),
+    "ls": lambda a, m, s: fs.ls(a, m.files),
+    "test": lambda a, m, s: fs.test(a, m.files),
+    "[": lambda a, m, s: fs.test(a[:-1] if a and a[-1] == "]" else a, m.files),
+    "mkdir": lambda a, m, s: fs.mkdir(a, m.files),
+    "tar": lambda a, m, s: fs.tar(a, m.files, s),
     "true": lambda a, m, s: (0, "", ""),
     "false": lambda a, m, s: (1, "", ""),
     "hostname": lambda a, m, s: (0, m.hostname + "\n", ""),
