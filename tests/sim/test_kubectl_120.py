@@ -103,3 +103,5 @@ def test_attach_needs_websockets_which_1_20_lacks(runbook_sim):
     assert got.returncode == 1
     assert got.stderr.strip().endswith("exec/attach needs a WebSocket upgrade (kubectl >= 1.30); SPDY streams are "
                                        "not supported by the rehearsal cluster")
+    ran = runbook_sim.kubectl(V, "-n", "llm", "exec", pod, "--", "nvidia-smi", timeout=30)
+    assert ran.returncode == 1 and "SPDY streams are not supported by the rehearsal cluster" in ran.stderr

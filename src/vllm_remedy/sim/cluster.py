@@ -14,10 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from vllm_remedy.sim.clock import Clock
+from vllm_remedy.sim.container_exec import CommandRuntime, ContainerFiles, exec_in, is_finite_command
 from vllm_remedy.sim.controllers.deployment import DeploymentController
 from vllm_remedy.sim.controllers.events import EventRecorder
 from vllm_remedy.sim.controllers.kubelet import Kubelet
 from vllm_remedy.sim.controllers.manager import Manager, wait_until
+from vllm_remedy.sim.controllers.nodes import NodeReporter
 from vllm_remedy.sim.controllers.replicaset import ReplicaSetController
 from vllm_remedy.sim.controllers.scheduler import Scheduler
 from vllm_remedy.sim.dcgm_exporter import DcgmExporterRuntime, is_exporter
@@ -48,8 +50,9 @@ class Cluster:
         self.clock = clock or (store.clock if store is not None else Clock(speed=speed))
         self.store = store or Store(clock=self.clock, name=name)
         self.runtime: Runtime = runtime or VllmRuntime(self.clock, self.store, fallback=RuntimeChooser(
-            [(is_exporter, DcgmExporterRuntime(self))], PlainRuntime()))
+            [(is_exporter, DcgmExporterRuntime(self)), (is_finite_command, CommandRuntime(self))], PlainRuntime()))
         self.node_gpu_used_mib: dict[str, int] = {}
+        self.files = ContainerFiles()  # what `kubectl cp` put into containers
         self.load: dict[tuple[str, str], float] = {}  # (namespace, deployment) → concurrent requests
         self._lock = threading.Lock()
         self.manager = Manager(self.clock)
@@ -58,6 +61,7 @@ class Cluster:
         self.replicasets = ReplicaSetController(self.store, self.clock, self.manager, self.events)
         self.scheduler = Scheduler(self.store, self.clock, self.manager, self.events)
         self.kubelet = Kubelet(self, self.manager, self.events)
+        self.node_reporter = NodeReporter(self.store, self.clock, self.manager)
         self.store.subscribe(self._on_change)
         self._started = False
 
@@ -79,7 +83,7 @@ class Cluster:
 
     def resync(self) -> None:
         """Queue every object for reconciliation, as controllers do on start-up (informer list)."""
-        for resource in ("deployments.apps", "replicasets.apps", "pods"):
+        for resource in ("nodes", "deployments.apps", "replicasets.apps", "pods"):
             for obj in self.store.list(resource)[0]:
                 meta = obj["metadata"]
                 self._route(resource, meta.get("namespace", ""), meta["name"], obj, "ADDED")
@@ -103,18 +107,32 @@ class Cluster:
                 self.deployments.on_pod_gone(namespace, obj)
         elif resource == "nodes":
             self.scheduler.on_node()
+            self.node_reporter.on_node(name, obj, kind)
 
     # -- what the kubelet serves through the apiserver --------------------------------------------
 
-    def read_log(self, namespace: str, pod: str, container: str | None = None, previous: bool = False) -> str:
-        """``GET pods/{pod}/log``: the container's output; 400 as real kube when there is none."""
+    def read_log(self, namespace: str, pod: str, container: str | None = None, previous: bool = False,
+                 timestamps: bool = False) -> str:
+        """``GET pods/{pod}/log``: the container's output (each line led by its time with ``timestamps``); 400 as
+        real kube when there is none."""
         obj = self.store.get("pods", namespace, pod)
-        return self.kubelet.read_log(obj, container, previous)
+        return self.kubelet.read_log(obj, container, previous, timestamps)
 
     def proxy(self, namespace: str, pod: str, port: int | str, path: str) -> tuple[int, str, bytes]:
         """``pods/{pod}:{port}/proxy/{path}``: what the container's HTTP server answers."""
         obj = self.store.get("pods", namespace, pod)
         return self.kubelet.proxy(obj, port, path)
+
+    def exec(self, namespace: str, pod: str, container: str, command: list[str],
+             stdin: str = "") -> tuple[int, str, str]:
+        """``pods/exec``: (exit code, stdout, stderr) of ``command`` run in the container now."""
+        return exec_in(self, self.store.get("pods", namespace, pod), container, command, stdin, self.files)
+
+    def end_container(self, namespace: str, pod: str, container: str, code: int) -> None:
+        """The container's process exited with ``code`` (an attached interactive shell was left)."""
+        found = self.store.find("pods", namespace, pod)
+        if found is not None:
+            self.kubelet.end(found, container, code)
 
     # -- environment -----------------------------------------------------------------------------
 

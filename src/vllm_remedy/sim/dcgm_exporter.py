@@ -68,7 +68,8 @@ def exporter_pod(node: Obj) -> Obj:
     }
 
 
-def _uuid(node: str, index: int) -> str:
+def gpu_uuid(node: str, index: int) -> str:
+    """A card's UUID, stable per node and index, so DCGM's labels and nvidia-smi name the same card."""
     raw = uuid.uuid5(uuid.NAMESPACE_URL, f"gpu:{node}:{index}")
     return f"GPU-{raw}"
 
@@ -111,7 +112,7 @@ def exposition(host: GpuHost, node_name: str, hostname: str) -> str:
         used = round(min(total - reserved, foreign + sum(held.get((ns, pod), 0.0) for ns, pod, _ in owners) * 1024))
         values = {"DCGM_FI_DEV_GPU_UTIL": 0, "DCGM_FI_DEV_FB_FREE": total - reserved - used,
                   "DCGM_FI_DEV_FB_USED": used, "DCGM_FI_DEV_FB_RESERVED": reserved}
-        base = (f'gpu="{index}",UUID="{_uuid(node_name, index)}",pci_bus_id="00000000:00:{0x1E + index:02X}.0",'
+        base = (f'gpu="{index}",UUID="{gpu_uuid(node_name, index)}",pci_bus_id="00000000:00:{0x1E + index:02X}.0",'
                 f'device="nvidia{index}",modelName="{model}",Hostname="{hostname}",DCGM_FI_DRIVER_VERSION="{DRIVER}"')
         for name, value in values.items():
             if not owners:

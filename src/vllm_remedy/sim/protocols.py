@@ -26,7 +26,8 @@ class ClusterLike(ClusterParts, Protocol):
 
     name: str
 
-    def read_log(self, namespace: str, pod: str, container: str, previous: bool) -> str: ...
+    def read_log(self, namespace: str, pod: str, container: str, previous: bool,
+                 timestamps: bool = False) -> str: ...
 
     def proxy(self, namespace: str, pod: str, port: int, path: str) -> tuple[int, str, bytes]: ...
 

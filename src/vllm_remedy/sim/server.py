@@ -66,8 +66,11 @@ class _Handler(BaseHTTPRequestHandler):
         clock; this header is how a client outside the process learns it (``KubeClient.server_time``).
         """
         if timestamp is None:
+            contexts = self.server.sim.contexts
             name = self.path.split("/")[2] if self.path.startswith("/clusters/") else None
-            ctx = self.server.sim.contexts.get(name) if name else None
+            ctx = contexts.get(name) if name else None
+            if name is None and len(contexts) == 1:  # served without the prefix (`get --raw`, /healthz)
+                ctx = next(iter(contexts.values()))
             if ctx is not None:
                 timestamp = ctx.cluster.clock.now()
         return super().date_time_string(timestamp)
@@ -155,9 +158,16 @@ class _Handler(BaseHTTPRequestHandler):
                 close()
 
     def _websocket(self, resp: Response) -> None:
-        """Switch to WebSocket and send the session's (channel, data) messages; then close."""
+        """Switch to WebSocket and send the session's (channel, data) messages; then close.
+
+        One thread does both directions: the session's idle ticks, and its reads of stdin, pump the socket's
+        input into the inbox (``_pump``), so an SSL socket is never read and written at once.
+        """
         assert resp.upgrade is not None and resp.stream is not None
         accept, protocol = resp.upgrade
+        inbox = resp.inbox or websocket.Inbox()
+        channels = websocket.Channels(inbox)
+        inbox.pump = lambda timeout: self._pump(channels, timeout)
         self.send_response(101, "Switching Protocols")
         self.send_header("Upgrade", "websocket")
         self.send_header("Connection", "Upgrade")
@@ -168,19 +178,37 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             for number, data in resp.stream:
                 if number < 0:
-                    if self._client_gone():
+                    self._pump(channels, 0)
+                    if inbox.gone:
                         break
                     continue
-                self.wfile.write(websocket.channel(number, data))
-                self.wfile.flush()
-            self.wfile.write(websocket.close_frame())
-            self.wfile.flush()
-        except (BrokenPipeError, ConnectionResetError):
+                self.wfile.write(channels.send(number, data))
+            self.wfile.write(channels.close())
+            self.connection.settimeout(2.0)  # let the client's close reply arrive before the socket goes
+            while not inbox.gone:
+                self._pump(channels, 2.0)
+        except (BrokenPipeError, ConnectionResetError, TimeoutError, OSError):
             pass
         finally:
             close = getattr(resp.stream, "close", None)
             if close:
                 close()
+
+    def _pump(self, channels: websocket.Channels, timeout: float) -> None:
+        """Feed what the client sent within ``timeout`` seconds to the session; answer pings and closes."""
+        conn = self.connection
+        pending = conn.pending() if isinstance(conn, ssl.SSLSocket) else 0
+        if not pending and not select.select([conn], [], [], timeout)[0]:
+            return
+        try:
+            data = conn.recv(65536)
+        except ssl.SSLWantReadError:
+            return
+        except OSError:
+            data = b""
+        reply = channels.feed(data)
+        if reply:
+            self.wfile.write(reply)
 
     def _client_gone(self) -> bool:
         """An idle stream checks whether the client hung up (readable with no data = closed)."""

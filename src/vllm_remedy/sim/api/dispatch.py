@@ -11,7 +11,7 @@ import logging
 import threading
 from dataclasses import dataclass, field
 
-from vllm_remedy.sim.api import openapi, reads, resources, streams, websocket, writes
+from vllm_remedy.sim.api import openapi, reads, resources, reviews, streams, websocket, writes
 from vllm_remedy.sim.api.auth import Authorizer, Identity
 from vllm_remedy.sim.api.faults import Faults
 from vllm_remedy.sim.api.http import Request, Response, error_response, json_response
@@ -77,7 +77,7 @@ def _verb(req: Request, route: Route) -> str:
         if route.name is None:
             return "watch" if route.watch_prefix or req.query.get("watch") in ("true", "1") else "list"
         return "get"
-    if route.subresource in ("exec", "attach"):
+    if route.subresource in ("exec", "attach", "portforward"):
         return "create"  # RBAC: exec/attach need create on pods/exec, pods/attach
     if route.subresource == "proxy":
         return {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}.get(req.method, "get")
@@ -85,24 +85,14 @@ def _verb(req: Request, route: Route) -> str:
             "DELETE": "delete" if route.name else "deletecollection"}.get(req.method, "unknown")
 
 
-def _review(ctx: ApiContext, req: Request, identity: Identity | None) -> Response:
-    """SelfSubjectAccessReview: would this caller be allowed? (``kubectl auth can-i``)."""
-    review = req.object_body()
-    attrs = (review.get("spec") or {}).get("resourceAttributes") or {}
-    if not isinstance(attrs, dict):
-        raise ApiError(400, "BadRequest", "spec.resourceAttributes must be an object")
-    group, resource, sub = (str(attrs.get(k) or "") for k in ("group", "resource", "subresource"))
-    key = f"{resource}/{sub}" if sub else resource
-    key += f".{group}" if group else ""
-    try:
-        ctx.auth.authorize(identity, ctx.cluster.name, str(attrs.get("verb") or ""), key,
-                           attrs.get("namespace") or None, attrs.get("name") or None, ctx.cluster.store)
-        status = {"allowed": True}
-    except ApiError:
-        status = {"allowed": False}  # RBAC gives no reason for a denial; kubectl prints a bare "no"
-    review.update(apiVersion="authorization.k8s.io/v1", kind="SelfSubjectAccessReview", status=status)
-    review.setdefault("metadata", {})
-    return json_response(review, 201)
+def _review(ctx: ApiContext, req: Request, route: Route, identity: Identity | None) -> Response:
+    """The self-reviews: access (``auth can-i``), rules (``can-i --list``), identity (``auth whoami``)."""
+    kind = route.resource.kind
+    if kind == "SelfSubjectReview":
+        return reviews.identity_review(identity)
+    if kind == "SelfSubjectRulesReview":
+        return reviews.rules_review(ctx.cluster, ctx.cluster.name, req, identity)
+    return reviews.access_review(ctx.cluster, ctx.cluster.name, ctx.auth, req, identity)
 
 
 def _route(ctx: ApiContext, req: Request, route: Route, verb: str, drop_after: float | None) -> Response:
@@ -115,10 +105,19 @@ def _route(ctx: ApiContext, req: Request, route: Route, verb: str, drop_after: f
     if sub == "proxy":
         return reads.proxy(cluster, route, req)
     if sub in ("exec", "attach"):
-        session = (streams.attach(cluster, route, req, ctx.stop) if sub == "attach"
-                   else streams.exec_(cluster, route, req, req.multi.get("command", [])))  # validates first
-        accept, protocol = websocket.negotiate(req.headers)
-        return Response(101, stream=session, upgrade=(accept, protocol))
+        inbox = websocket.Inbox()
+        session = (streams.attach(cluster, route, req, ctx.stop, inbox) if sub == "attach"
+                   else streams.exec_(cluster, route, req, req.multi.get("command", []), inbox, ctx.stop))
+        accept, protocol = websocket.negotiate(req.headers)  # after validation: errors are plain Statuses
+        return Response(101, stream=session, upgrade=(accept, protocol), inbox=inbox)
+    if sub == "portforward":
+        cluster.store.get("pods", route.namespace or "", route.name or "")
+        raise ApiError(400, "BadRequest", "port-forward is not supported by the rehearsal cluster (it serves "
+                                          "neither SPDY nor SPDY over WebSocket); read a container's HTTP port "
+                                          "with: kubectl get --raw /api/v1/namespaces/NAMESPACE/pods/POD:PORT/"
+                                          "proxy/PATH")
+    if route.resource.stored_as and verb not in route.resource.verbs:
+        raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
     if verb == "get":
         return reads.get_scale(cluster, route) if sub == "scale" else reads.get(cluster, route, req)
     if verb == "list":
@@ -149,7 +148,7 @@ def handle(ctx: ApiContext, req: Request) -> Response:
             if verb != "create" or route.name is not None:
                 raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested "
                                                         "resource")
-            return _review(ctx, req, identity)
+            return _review(ctx, req, route, identity)
         rbac_resource = route.resource.key if not route.subresource else (
             f"{route.resource.plural}/{route.subresource}"
             + (f".{route.resource.group}" if route.resource.group else ""))

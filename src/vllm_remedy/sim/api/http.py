@@ -9,6 +9,7 @@ from typing import Any
 
 import yaml
 
+from vllm_remedy.sim.api.websocket import Inbox
 from vllm_remedy.sim.store import ApiError
 
 Obj = dict[str, Any]
@@ -95,6 +96,7 @@ class Response:
     stream: Iterator[Any] | None = None  # chunked bytes (watch, log follow), or (channel, data) when upgraded
     headers: dict[str, str] = field(default_factory=dict)
     upgrade: tuple[str, str] | None = None  # (Sec-WebSocket-Accept, subprotocol) for exec/attach
+    inbox: Inbox | None = None  # where the upgraded connection's input goes (stdin, close)
 
 
 def json_response(obj: Any, status: int = 200, content_type: str = "application/json") -> Response:

@@ -148,4 +148,13 @@ SelfSubjectAccessReview:metadata=1ObjectMeta,spec=2SelfSubjectAccessReviewSpec,s
 SelfSubjectAccessReviewSpec:resourceAttributes=1ResourceAttributes,nonResourceAttributes=2NonResourceAttributes
 ResourceAttributes:namespace=1s,verb=2s,group=3s,version=4s,resource=5s,subresource=6s,name=7s
 NonResourceAttributes:path=1s,verb=2s
+SelfSubjectRulesReview:metadata=1ObjectMeta,spec=2SelfSubjectRulesReviewSpec,status=3SubjectRulesReviewStatus
+SelfSubjectRulesReviewSpec:namespace=1s
+SubjectRulesReviewStatus:resourceRules=1ResourceRule*,nonResourceRules=2NonResourceRule*,incomplete=3b,
+  evaluationError=4s
+ResourceRule:verbs=1s*,apiGroups=2s*,resources=3s*,resourceNames=4s*
+NonResourceRule:verbs=1s*,nonResourceURLs=2s*
+SelfSubjectReview:metadata=1ObjectMeta,status=2SelfSubjectReviewStatus
+SelfSubjectReviewStatus:userInfo=1UserInfo
+UserInfo:username=1s,uid=2s,groups=3s*
 """

@@ -20,7 +20,8 @@ from vllm_remedy.sim.store import ApiError
 Obj = dict[str, Any]
 MAGIC = b"k8s\x00"
 ROOTS = {("apps/v1", "Deployment"), ("apps/v1", "ReplicaSet"), ("v1", "Pod"), ("v1", "ConfigMap"),
-         ("v1", "Namespace"), ("authorization.k8s.io/v1", "SelfSubjectAccessReview")}
+         ("v1", "Namespace"), ("authorization.k8s.io/v1", "SelfSubjectAccessReview"),
+         ("authorization.k8s.io/v1", "SelfSubjectRulesReview"), ("authentication.k8s.io/v1", "SelfSubjectReview")}
 Field = tuple[str, str, bool, bool]  # json name, type code, repeated, map
 # Go structs embedded with `json:",inline"`: a field in protobuf, their fields directly in the parent in JSON.
 INLINE = frozenset({("Probe", "handler"), ("Volume", "volumeSource"),

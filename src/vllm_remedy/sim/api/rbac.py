@@ -45,9 +45,8 @@ def _rule_allows(rule: Obj, verb: str, group: str, resource: str, name: str | No
             and (not rule.get("resourceNames") or (name is not None and name in rule["resourceNames"])))
 
 
-def allows(store: Store, user: str, verb: str, group: str, resource: str, namespace: str | None,
-           name: str | None) -> bool:
-    """Whether the stored RBAC objects let ``user`` do ``verb`` on ``resource`` (``plural[/sub]``)."""
+def granted_rules(store: Store, user: str, namespace: str | None) -> list[Obj]:
+    """Every rule the stored RBAC objects grant ``user``: cluster-wide ones, plus ``namespace``'s."""
     groups = groups_of(user)
     granted: list[Obj] = []
     for binding in store.list(f"clusterrolebindings.{RBAC}")[0]:
@@ -62,4 +61,10 @@ def allows(store: Store, user: str, verb: str, group: str, resource: str, namesp
             role = (store.find(f"clusterroles.{RBAC}", "", ref.get("name", "")) if ref.get("kind") == "ClusterRole"
                     else store.find(f"roles.{RBAC}", namespace, ref.get("name", "")))
             granted += (role or {}).get("rules") or []
-    return any(isinstance(rule, dict) and _rule_allows(rule, verb, group, resource, name) for rule in granted)
+    return [rule for rule in granted if isinstance(rule, dict)]
+
+
+def allows(store: Store, user: str, verb: str, group: str, resource: str, namespace: str | None,
+           name: str | None) -> bool:
+    """Whether the stored RBAC objects let ``user`` do ``verb`` on ``resource`` (``plural[/sub]``)."""
+    return any(_rule_allows(rule, verb, group, resource, name) for rule in granted_rules(store, user, namespace))

@@ -10,10 +10,11 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from vllm_remedy.sim.api import tables
+from vllm_remedy.sim.api import events_v1, heartbeats, tables
 from vllm_remedy.sim.api.http import Request, Response, json_response
 from vllm_remedy.sim.api.routing import Route
 from vllm_remedy.sim.api.selectors import field_matcher, format_label_selector, label_matcher
+from vllm_remedy.sim.clock import parse_timestamp
 from vllm_remedy.sim.protocols import ClusterLike
 from vllm_remedy.sim.store import ApiError, Store, not_found
 
@@ -25,25 +26,31 @@ IDLE_TICK = 5.0  # real seconds: an idle watch sends a BOOKMARK (if allowed) or 
 def matcher(route: Route, req: Request) -> Any:
     """A predicate for labelSelector/fieldSelector, or None to list everything without filtering."""
     labels = label_matcher(req.query.get("labelSelector"))
-    fields = field_matcher(req.query.get("fieldSelector"), route.resource.key)
+    fields = field_matcher(req.query.get("fieldSelector"), route.resource.store_key)
     if labels is None and fields is None:
         return None
     return lambda obj: (labels is None or labels(obj)) and (fields is None or fields(obj))
 
 
-def with_type(route: Route, obj: Obj) -> Obj:
-    """Stored objects omit apiVersion/kind; clients expect them on every read."""
+def with_type(route: Route, obj: Obj, now: float | None = None) -> Obj:
+    """Stored objects omit apiVersion/kind; clients expect them on every read. With ``now`` (the cluster's),
+    node heartbeats are shown as of then and Events on the reader's clock (``heartbeats``)."""
+    if route.resource.group == "events.k8s.io":
+        obj = events_v1.from_core(obj)
     obj.setdefault("apiVersion", route.resource.api_version)
     obj.setdefault("kind", route.resource.kind)
-    return obj
+    if now is not None and route.resource.kind == "Event":
+        return heartbeats.on_wall_clock(obj, now, time.time())
+    return obj if now is None else heartbeats.fresh(route.resource.key, obj, now)
 
 
 def get(cluster: ClusterLike, route: Route, req: Request) -> Response:
     """GET one object, as a Table when kubectl asks for one (its default for `kubectl get`)."""
     assert route.name is not None
-    obj = with_type(route, cluster.store.get(route.resource.key, route.namespace or "", route.name))
+    obj = with_type(route, cluster.store.get(route.resource.store_key, route.namespace or "", route.name),
+                    cluster.clock.now())
     if req.wants_table():
-        return json_response(tables.table(route.resource.key, [obj], cluster.clock.now(), resource_version=None,
+        return json_response(tables.table(route.resource.store_key, [obj], cluster.clock.now(), resource_version=None,
                                           include_object=req.query.get("includeObject", "Metadata")),
                              content_type=tables.TABLE_CONTENT_TYPE)
     return json_response(obj)
@@ -69,15 +76,17 @@ def _page(items: list[Obj], req: Request) -> tuple[list[Obj], Obj]:
 
 def list_objects(cluster: ClusterLike, route: Route, req: Request) -> Response:
     """LIST with selectors and limit/continue paging, as a Table or a typed List."""
-    items, rv = cluster.store.list(route.resource.key, route.namespace, matcher(route, req))
+    items, rv = cluster.store.list(route.resource.store_key, route.namespace, matcher(route, req))
     items, more = _page(items, req)
+    now = cluster.clock.now()
     if req.wants_table():
-        table = tables.table(route.resource.key, items, cluster.clock.now(), resource_version=rv,
+        table = tables.table(route.resource.store_key, items, cluster.clock.now(), resource_version=rv,
                              include_object=req.query.get("includeObject", "Metadata"))
         table["metadata"].update(more)
         return json_response(table, content_type=tables.TABLE_CONTENT_TYPE)
     return json_response({"kind": f"{route.resource.kind}List", "apiVersion": route.resource.api_version,
-                          "metadata": {"resourceVersion": rv, **more}, "items": [with_type(route, o) for o in items]})
+                          "metadata": {"resourceVersion": rv, **more},
+                          "items": [with_type(route, o, now) for o in items]})
 
 
 def _int_param(req: Request, name: str, default: int | None = None) -> int | None:
@@ -103,7 +112,7 @@ def watch(cluster: ClusterLike, route: Route, req: Request, stop: threading.Even
     table = req.wants_table()
     bookmarks = req.query.get("allowWatchBookmarks") in ("true", "1")
     if rv_text in ("", "0"):
-        initial, rv = store.list(route.resource.key, route.namespace, match)
+        initial, rv = store.list(route.resource.store_key, route.namespace, match)
         since = int(rv)
     else:
         since = _int_param(req, "resourceVersion") or 0
@@ -111,7 +120,7 @@ def watch(cluster: ClusterLike, route: Route, req: Request, stop: threading.Even
 
     def line(kind: str, obj: Obj, first: bool) -> bytes:
         if table and kind in ("ADDED", "MODIFIED", "DELETED"):
-            obj = tables.table(route.resource.key, [obj], cluster.clock.now(), resource_version=None,
+            obj = tables.table(route.resource.store_key, [obj], cluster.clock.now(), resource_version=None,
                                include_object=req.query.get("includeObject", "Metadata"))
             if not first:
                 obj.pop("columnDefinitions")
@@ -120,10 +129,10 @@ def watch(cluster: ClusterLike, route: Route, req: Request, stop: threading.Even
     def events() -> Iterator[bytes]:
         first = True
         for obj in initial:
-            yield line("ADDED", with_type(route, obj), first)
+            yield line("ADDED", with_type(route, obj, cluster.clock.now()), first)
             first = False
         try:
-            feed = store.watch(route.resource.key, route.namespace, since, deadline=deadline, stop=stop,
+            feed = store.watch(route.resource.store_key, route.namespace, since, deadline=deadline, stop=stop,
                                idle_every=IDLE_TICK)
             for event in feed:
                 if event is None and not bookmarks:
@@ -143,7 +152,7 @@ def watch(cluster: ClusterLike, route: Route, req: Request, stop: threading.Even
                         kind = "ADDED" if now_in else "DELETED"
                     elif not now_in and not was_in:
                         continue
-                yield line(kind, with_type(route, event.object), first)
+                yield line(kind, with_type(route, event.object, cluster.clock.now()), first)
                 first = False
         except ApiError as err:  # 410 Gone arrives in-stream, as from the apiserver's watch cache
             yield line("ERROR", err.status(), False)
@@ -166,8 +175,28 @@ def container_of(pod: Obj, req: Request) -> str:
                    f"a container name must be specified for pod {name}, choose one of: [{' '.join(names)}]")
 
 
+def _since(cluster: ClusterLike, req: Request) -> float | None:
+    """The simulated time from which ``sinceSeconds``/``sinceTime`` keep lines (both: a 400, as kube says)."""
+    seconds, stamp = _int_param(req, "sinceSeconds"), req.query.get("sinceTime")
+    if seconds is not None and stamp:
+        raise ApiError(422, "Invalid", "PodLogOptions is invalid: at most one of sinceTime or sinceSeconds may be "
+                                       "specified")
+    if seconds is not None:
+        if seconds < 1:
+            raise ApiError(422, "Invalid", "PodLogOptions is invalid: sinceSeconds: Invalid value: "
+                                           f"{seconds}: must be greater than 0")
+        return cluster.clock.now() - seconds
+    if stamp:
+        try:
+            return parse_timestamp(stamp)
+        except ValueError as exc:
+            raise ApiError(400, "BadRequest", f"sinceTime: invalid RFC 3339 time {stamp!r}") from exc
+    return None
+
+
 def logs(cluster: ClusterLike, route: Route, req: Request, stop: threading.Event) -> Response:
-    """``pods/log``: previous/container/tailLines/limitBytes; ``follow`` streams until the pod goes."""
+    """``pods/log``: previous/container/tailLines/limitBytes/timestamps/sinceSeconds/sinceTime; ``follow``
+    streams until the pod goes. Line times are the cluster's simulated clock, like every other time it shows."""
     assert route.name is not None
     namespace = route.namespace or ""
     pod = cluster.store.get("pods", namespace, route.name)
@@ -175,6 +204,15 @@ def logs(cluster: ClusterLike, route: Route, req: Request, stop: threading.Event
     previous = req.query.get("previous") in ("true", "1")
     tail = _int_param(req, "tailLines")
     limit = _int_param(req, "limitBytes")
+    stamped = req.query.get("timestamps") in ("true", "1")
+    since = _since(cluster, req)
+
+    def read() -> str:
+        text = cluster.read_log(namespace, route.name or "", container, previous, since is not None or stamped)
+        if since is None:
+            return text
+        kept = [line for line in text.splitlines(keepends=True) if parse_timestamp(line.split(" ", 1)[0]) >= since]
+        return "".join(kept if stamped else (line.split(" ", 1)[1] for line in kept))
 
     def trim(text: str) -> bytes:
         if tail is not None:
@@ -183,7 +221,7 @@ def logs(cluster: ClusterLike, route: Route, req: Request, stop: threading.Event
         data = text.encode()
         return data[:limit] if limit is not None else data
 
-    text = cluster.read_log(namespace, route.name, container, previous)
+    text = read()
     if req.query.get("follow") not in ("true", "1") or previous:
         return Response(200, trim(text), "text/plain")
 
@@ -192,7 +230,7 @@ def logs(cluster: ClusterLike, route: Route, req: Request, stop: threading.Event
         yield trim(text)
         while not stop.wait(0.5):
             try:
-                now = cluster.read_log(namespace, route.name or "", container, False)
+                now = read()
             except ApiError:
                 return
             if now.startswith(sent):

@@ -30,11 +30,17 @@ class Resource:
     crd: bool = False  # custom resources: no strategic merge patch, as in real clusters
     verbs: tuple[str, ...] = ALL_VERBS
     stored: bool = True  # False: a review answered from the request alone (SelfSubjectAccessReview)
+    stored_as: str = ""  # another resource's storage, converted on read (events.k8s.io Events are core Events)
 
     @property
     def key(self) -> str:
         """The store key, plural.group, unique across API groups."""
         return f"{self.plural}.{self.group}" if self.group else self.plural
+
+    @property
+    def store_key(self) -> str:
+        """Where its objects live in the store (its own key unless it is a view of another resource)."""
+        return self.stored_as or self.key
 
     @property
     def api_version(self) -> str:
@@ -54,8 +60,11 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("", "v1", "pods", "pod", "Pod", short_names=("po",), categories=("all",),
              subresources={"status": ("Pod", "", "v1"), "log": ("Pod", "", "v1"),
                            "proxy": ("PodProxyOptions", "", "v1"), "exec": ("PodExecOptions", "", "v1"),
-                           "attach": ("PodAttachOptions", "", "v1")}),
+                           "attach": ("PodAttachOptions", "", "v1"),
+                           "portforward": ("PodPortForwardOptions", "", "v1")}),
     Resource("", "v1", "events", "event", "Event", short_names=("ev",)),
+    Resource("events.k8s.io", "v1", "events", "event", "Event", short_names=("ev",), verbs=("get", "list", "watch"),
+             stored_as="events"),
     Resource("", "v1", "configmaps", "configmap", "ConfigMap", short_names=("cm",)),
     Resource("apps", "v1", "deployments", "deployment", "Deployment", short_names=("deploy",), categories=("all",),
              subresources={"status": ("Deployment", "apps", "v1"), "scale": ("Scale", "autoscaling", "v1")}),
@@ -63,6 +72,7 @@ RESOURCES: tuple[Resource, ...] = (
              subresources={"status": ("ReplicaSet", "apps", "v1"), "scale": ("Scale", "autoscaling", "v1")}),
     Resource(GATEWAY, "v1", "httproutes", "httproute", "HTTPRoute", categories=("gateway-api",),
              subresources={"status": ("HTTPRoute", GATEWAY, "v1")}, crd=True),
+    Resource("coordination.k8s.io", "v1", "leases", "lease", "Lease"),
     Resource("", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", short_names=("sa",)),
     Resource("batch", "v1", "cronjobs", "cronjob", "CronJob", short_names=("cj",), categories=("all",),
              subresources={"status": ("CronJob", "batch", "v1")}),
@@ -73,6 +83,10 @@ RESOURCES: tuple[Resource, ...] = (
     Resource(RBAC, "v1", "clusterrolebindings", "clusterrolebinding", "ClusterRoleBinding", namespaced=False),
     Resource(AUTHZ, "v1", "selfsubjectaccessreviews", "", "SelfSubjectAccessReview", namespaced=False,
              verbs=("create",), stored=False),
+    Resource(AUTHZ, "v1", "selfsubjectrulesreviews", "", "SelfSubjectRulesReview", namespaced=False,
+             verbs=("create",), stored=False),
+    Resource("authentication.k8s.io", "v1", "selfsubjectreviews", "", "SelfSubjectReview", namespaced=False,
+             verbs=("create",), stored=False),
 )
 
 BY_PATH: dict[tuple[str, str, str], Resource] = {(r.group, r.version, r.plural): r for r in RESOURCES}
@@ -82,7 +96,7 @@ GROUPS: dict[str, str] = {r.group: r.version for r in RESOURCES}  # group -> pre
 
 SUBRESOURCE_VERBS = {"status": ("get", "patch", "update"), "scale": ("get", "patch", "update"),
                      "log": ("get",), "proxy": ("create", "delete", "get", "patch", "update"),
-                     "exec": ("create", "get"), "attach": ("create", "get")}
+                     "exec": ("create", "get"), "attach": ("create", "get"), "portforward": ("create", "get")}
 
 
 def lookup(group: str, version: str, plural: str) -> Resource | None:

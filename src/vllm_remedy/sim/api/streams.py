@@ -2,8 +2,9 @@
 
 Attach follows the container's output (``Cluster.read_log``) until that run of the container ends,
 then reports its exit code — which is how ``kubectl debug node/<node> -it ... -- nvidia-smi`` shows
-the command's output. Exec needs the cluster to offer ``exec(namespace, pod, container, command)
--> (exit code, stdout, stderr)``; without it the request is a 400 saying so.
+the command's output. Exec needs the cluster to offer ``exec(namespace, pod, container, command, stdin)
+-> (exit code, stdout, stderr)``; without it the request is a 400 saying so. With ``stdin=true`` the command
+runs once the client has closed stdin (``kubectl exec -i ... < file``), as a pipe-fed process would.
 """
 
 from __future__ import annotations
@@ -12,11 +13,13 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+from vllm_remedy.sim.api import shell_session
 from vllm_remedy.sim.api.http import Request
 from vllm_remedy.sim.api.reads import container_of
 from vllm_remedy.sim.api.routing import Route
-from vllm_remedy.sim.api.websocket import ERROR, STDERR, STDOUT, exit_status
+from vllm_remedy.sim.api.websocket import ERROR, STDERR, STDOUT, Inbox, exit_status
 from vllm_remedy.sim.protocols import ClusterLike
+from vllm_remedy.sim.shell import SHELLS
 from vllm_remedy.sim.store import ApiError
 
 Obj = dict[str, Any]
@@ -35,12 +38,22 @@ def _running(pod: Obj, container: str) -> None:
                                           f"pod {pod['metadata']['name']}")
 
 
-def attach(cluster: ClusterLike, route: Route, req: Request, stop: threading.Event) -> Iterator[Message]:
-    """Validate now (errors become HTTP Status), then stream the container's output until it exits."""
+def attach(cluster: ClusterLike, route: Route, req: Request, stop: threading.Event,
+           inbox: Inbox) -> Iterator[Message]:
+    """Validate now (errors become HTTP Status), then stream the container's output until it exits; a shell
+    reading stdin takes commands from the attached stdin instead (``shell_session``)."""
     namespace, name = route.namespace or "", route.name or ""
     pod = cluster.store.get("pods", namespace, name)
     container = container_of(pod, req)
     _running(pod, container)
+    run, end = getattr(cluster, "exec", None), getattr(cluster, "end_container", None)
+    if req.query.get("stdin") in ("true", "1") and run is not None and end is not None \
+            and shell_session.interactive(pod, container):
+        spec = pod.get("spec") or {}
+        hostname = str(spec.get("nodeName") or name) if spec.get("hostNetwork") else name
+        return shell_session.session(lambda argv: run(namespace, name, container, argv),
+                                     lambda code: end(namespace, name, container, code), inbox, stop, hostname,
+                                     shell_session.on_pty(pod, container))
     restarts = _status(pod, container).get("restartCount", 0)
 
     def messages() -> Iterator[Message]:
@@ -67,7 +80,8 @@ def attach(cluster: ClusterLike, route: Route, req: Request, stop: threading.Eve
     return messages()
 
 
-def exec_(cluster: ClusterLike, route: Route, req: Request, command: list[str]) -> Iterator[Message]:
+def exec_(cluster: ClusterLike, route: Route, req: Request, command: list[str], inbox: Inbox,
+          stop: threading.Event) -> Iterator[Message]:
     """pods/exec: validate before the stream opens so errors are HTTP statuses, then run once and stream."""
     namespace, name = route.namespace or "", route.name or ""
     pod = cluster.store.get("pods", namespace, name)
@@ -79,12 +93,24 @@ def exec_(cluster: ClusterLike, route: Route, req: Request, command: list[str]) 
         raise ApiError(400, "BadRequest", "exec is not supported by this rehearsal cluster's container runtime")
     _running(pod, container)
 
+    wants_stdin = req.query.get("stdin") in ("true", "1")
+    tty = req.query.get("tty") in ("true", "1")
+    if wants_stdin and command[0] in SHELLS and "-c" not in command:  # `kubectl exec -it POD -- bash`
+        spec = pod.get("spec") or {}
+        hostname = str(spec.get("nodeName") or name) if spec.get("hostNetwork") else name
+        return shell_session.session(lambda argv: run(namespace, name, container, argv), lambda code: None,
+                                     inbox, stop, hostname, tty)
+
     def messages() -> Iterator[Message]:
-        code, out, err = run(namespace, name, container, command)  # only once the stream is open
+        # surrogateescape: binary stdin (kubectl cp's tar stream) reaches the command byte for byte
+        stdin = inbox.read_to_end(stop).decode("utf-8", "surrogateescape") if wants_stdin else ""
+        code, out, err = run(namespace, name, container, command, stdin)  # only once the stream is open
+        if tty:  # a terminal has one output stream
+            out, err = out + err, ""
         if out:
-            yield STDOUT, out.encode()
+            yield STDOUT, out.encode("utf-8", "surrogateescape")
         if err:
-            yield STDERR, err.encode()
-        yield ERROR, exit_status(int(code))
+            yield STDERR, err.encode("utf-8", "surrogateescape")
+        yield ERROR, exit_status(int(code), command)
 
     return messages()

@@ -199,6 +199,11 @@ def _role(obj: Obj, now: float) -> list[Any]:
     return [obj["metadata"]["name"], obj["metadata"].get("creationTimestamp", "")]
 
 
+def _lease(obj: Obj, now: float) -> list[Any]:
+    return [obj["metadata"]["name"], (obj.get("spec") or {}).get("holderIdentity") or "<none>",
+            since(obj["metadata"].get("creationTimestamp"), now)]
+
+
 def _default(obj: Obj, now: float) -> list[Any]:
     return [obj["metadata"]["name"], since(obj["metadata"].get("creationTimestamp"), now)]
 
@@ -260,6 +265,7 @@ PRINTERS: dict[str, tuple[list[Column], Callable[[Obj, float], list[Any]]]] = {
                         ("Active", "integer", 0, "The number of active jobs."),
                         ("Last Schedule", "string", 0, "When the job was last scheduled."), AGE,
                         *WIDE_WORKLOAD], _cronjob),
+    "leases.coordination.k8s.io": ([NAME, ("Holder", "string", 0, "Name of the Lease holder"), AGE], _lease),
     "roles.rbac.authorization.k8s.io": ([NAME, ("Created At", "string", 0, "")], _role),
     "clusterroles.rbac.authorization.k8s.io": ([NAME, ("Created At", "string", 0, "")], _role),
     "rolebindings.rbac.authorization.k8s.io": (BINDING, _binding),

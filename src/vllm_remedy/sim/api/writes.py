@@ -289,4 +289,15 @@ def delete(cluster: ClusterLike, route: Route, req: Request) -> Response:
                                             f"{field} in object meta: {current['metadata'].get(field)}")
     gone = _delete_one(cluster, key, namespace, route.name, cascade=policy != "Orphan", dry_run=req.dry_run(),
                        grace=grace)
-    return json_response(with_type(route, gone))
+    if key in ("pods", "namespaces") or gone["metadata"].get("deletionTimestamp"):
+        return json_response(with_type(route, gone))  # pods return the object; pending deletions show their state
+    return json_response(deleted_status(route, gone))
+
+
+def deleted_status(route: Route, gone: Obj) -> Obj:
+    """The Status kube-apiserver answers an immediate DELETE with (``details.kind`` is the resource: the
+    generic registry's own quirk), rather than the object, for every kind that does not return it."""
+    details = {"name": gone["metadata"]["name"], "group": route.resource.group, "kind": route.resource.plural,
+               "uid": gone["metadata"].get("uid", "")}
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+            "details": {k: v for k, v in details.items() if v}}

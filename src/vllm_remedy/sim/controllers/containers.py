@@ -8,6 +8,7 @@ pod conditions, with lastTransitionTime preserved while a condition keeps its va
 from __future__ import annotations
 
 import hashlib
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,16 +27,26 @@ class LogRecord:
     tail: tuple[str, ...] = ()
     frozen: str | None = None  # restored from a snapshot: the full text, no timing
 
-    def text(self, now: float) -> str:
+    def text(self, now: float, timestamps: bool = False) -> str:
         """What ``kubectl logs`` sees at ``now``: only lines whose simulated time has come, plus the exit
-        tail once the instance ended, so a read mid-startup stops where vLLM would be."""
-        if self.frozen is not None:
-            return self.frozen
-        until = (self.ended if self.ended is not None else now) - self.started
-        out = [line.text for line in self.lines if line.offset <= until + 1e-9]
-        if self.ended is not None:
-            out.extend(self.tail)
-        return "".join(f"{line}\n" for line in out)
+        tail once the instance ended, so a read mid-startup stops where vLLM would be. With ``timestamps``
+        each line starts with its simulated time in RFC 3339 with nanoseconds, as the kubelet writes them."""
+        if self.frozen is not None:  # restored: the lines' times are lost; the instance's start stands in
+            out = [(self.started, line) for line in self.frozen.splitlines()]
+        else:
+            until = (self.ended if self.ended is not None else now) - self.started
+            out = [(self.started + line.offset, line.text) for line in self.lines if line.offset <= until + 1e-9]
+            if self.ended is not None:
+                out.extend((self.ended, line) for line in self.tail)
+        if not timestamps:
+            return "".join(f"{line}\n" for _, line in out)
+        return "".join(f"{nano_stamp(at)} {line}\n" for at, line in out)
+
+
+def nano_stamp(at: float) -> str:
+    """RFC 3339 with nanoseconds (``--timestamps``' format)."""
+    whole = int(at // 1)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + f".{round((at - whole) * 1e9):09d}Z"
 
 
 @dataclass

@@ -11,7 +11,8 @@ from typing import Any
 
 from vllm_remedy.sim.clock import Clock
 from vllm_remedy.sim.controllers.containers import ContainerSim, LogRecord, PodSim
-from vllm_remedy.sim.runtime import HttpReply
+from vllm_remedy.sim.controllers.manager import Manager
+from vllm_remedy.sim.runtime import Exit, HttpReply, exit_reason
 from vllm_remedy.sim.store import ApiError
 
 Obj = dict[str, Any]
@@ -28,8 +29,11 @@ class KubeletServer:
     _logs: dict[str, LogRecord]
     _lock: threading.RLock
     clock: Clock
+    manager: Manager
 
-    def read_log(self, pod: Obj, container: str | None, previous: bool) -> str:
+    def _exited(self, uid: str, name: str, token: int, exit_: Exit) -> None: ...
+
+    def read_log(self, pod: Obj, container: str | None, previous: bool, timestamps: bool = False) -> str:
         """``pods/log``: the current or ``--previous`` instance's output by containerID, or the apiserver's
         400 texts that kubectl prints verbatim when there is none."""
         name = pod["metadata"]["name"]
@@ -64,7 +68,19 @@ class KubeletServer:
                 raise _bad_request(f'container "{container}" in pod "{name}" is waiting to start: '
                                    f"{c.waiting_reason or 'ContainerCreating'}")
             record = self._logs.get(cid)
-            return record.text(self.clock.now()) if record else ""
+            return record.text(self.clock.now(), timestamps) if record else ""
+
+    def end(self, pod: Obj, container: str, code: int) -> None:
+        """The container's main process ended on its own (an attached shell its user left): the kubelet records
+        the exit as any other, on its own thread."""
+        uid = pod["metadata"].get("uid", "")
+        with self._lock:
+            sim = self._pods.get(uid)
+            c = sim.containers.get(container) if sim else None
+            if c is None or c.state != "running":
+                return
+            token = c.token
+        self.manager.after(0.0, lambda: self._exited(uid, container, token, Exit(0.0, code, exit_reason(code))))
 
     def proxy(self, pod: Obj, port: int | str, path: str) -> HttpReply:
         """``pods/proxy``: forward to the container exposing ``port`` (number or name), else the first one;

@@ -1,0 +1,99 @@
+"""Running a command inside a pod's container: ``kubectl exec``, and debug containers whose command ends.
+
+``machine`` assembles what the command sees from the cluster (pure ``shell`` does the running): the GPUs
+the container was given — all of the node's for a container that requests none, as NVIDIA's CUDA images
+set ``NVIDIA_VISIBLE_DEVICES=all`` — with the memory every process holds, foreign ones included, and the
+host's process table only for ``hostPID`` pods (``kubectl debug node/...``), as nvidia-smi in a container
+sees no processes outside its PID namespace.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from typing import Any
+
+from vllm_remedy.sim.dcgm_exporter import GpuHost
+from vllm_remedy.sim.files import Files, initial
+from vllm_remedy.sim.gpu_view import node_cards
+from vllm_remedy.sim.runtime import ContainerContext, ContainerRun, Exit, LogLine, exit_reason
+from vllm_remedy.sim.shell import Machine, Result, run, runs_to_completion
+from vllm_remedy.sim.vllm_pod.launch import gpu_limit
+
+Obj = dict[str, Any]
+COMMAND_SECONDS = 1.0  # simulated seconds a finite command (nvidia-smi) runs before its container exits
+
+
+def machine(host: GpuHost, pod: Obj, container: Obj, files: Files | None = None) -> Machine:
+    """The view from inside ``container`` of ``pod`` now (``files``: its file store, kept by the caller)."""
+    meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+    node = str(spec.get("nodeName") or "")
+    cards = node_cards(host, node) if node else []
+    if gpu_limit(container) > 0:
+        mine = [c for c in cards if any((o[0], o[1], o[2]) == (meta.get("namespace"), meta.get("name"),
+                                                              container.get("name")) for o in c.owners)]
+        cards = [dataclasses.replace(c, index=i) for i, c in enumerate(mine)]
+    hostname = node if spec.get("hostNetwork") else str(meta.get("name", ""))
+    env = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOSTNAME": hostname}
+    env.update({str(e["name"]): str(e.get("value", "")) for e in container.get("env") or []
+                if isinstance(e, dict) and "name" in e and "valueFrom" not in e})
+    return Machine(hostname, env, tuple(cards), bool(spec.get("hostPID")), host.clock.now(),
+                   initial(hostname) if files is None else files)
+
+
+def container_spec(pod: Obj, name: str) -> Obj:
+    """The named container of ``pod`` (regular, init or ephemeral)."""
+    spec = pod.get("spec") or {}
+    for key in ("containers", "initContainers", "ephemeralContainers"):
+        for c in spec.get(key) or []:
+            if c.get("name") == name:
+                return dict(c)
+    return {"name": name}
+
+
+class ContainerFiles:
+    """Each container's files, kept per pod uid and container name, so a copied file is there for the next exec
+    (and gone with the pod)."""
+
+    def __init__(self) -> None:
+        self._files: dict[tuple[str, str], Files] = {}
+        self._lock = threading.Lock()
+
+    def of(self, pod: Obj, container: str, hostname: str) -> Files:
+        key = (str((pod.get("metadata") or {}).get("uid", "")), container)
+        with self._lock:
+            if len(self._files) > 4096:  # bounded: drop the oldest containers' files
+                for old in list(self._files)[:1024]:
+                    del self._files[old]
+            return self._files.setdefault(key, initial(hostname))
+
+
+def exec_in(host: GpuHost, pod: Obj, container: str, command: list[str], stdin: str = "",
+            store: ContainerFiles | None = None) -> Result:
+    """``kubectl exec``: (exit code, stdout, stderr) of ``command`` in ``container`` now."""
+    spec = container_spec(pod, container)
+    view = machine(host, pod, spec)
+    if store is not None:
+        view = dataclasses.replace(view, files=store.of(pod, container, view.hostname))
+    return run(command, view, stdin)
+
+
+def is_finite_command(pod: Obj, container: Obj) -> bool:
+    """The runtime rule: a container whose command the rehearsal cluster runs to its end (a debug pod's)."""
+    return runs_to_completion([*(container.get("command") or []), *(container.get("args") or [])])
+
+
+class CommandRuntime:
+    """Runs such a container: its output is the log, then it exits with the command's code."""
+
+    def __init__(self, host: GpuHost) -> None:
+        self.host = host
+
+    def start(self, ctx: ContainerContext) -> ContainerRun:
+        """Run the command as the container starts; it exits a simulated second later."""
+        pod = {**ctx.pod, "spec": {**(ctx.pod.get("spec") or {}),
+                                    "nodeName": (ctx.node.get("metadata") or {}).get("name", "")}}
+        argv = [*(ctx.container.get("command") or []), *(ctx.container.get("args") or [])]
+        code, out, err = run(argv, machine(self.host, pod, ctx.container))
+        lines = [LogLine(0.0, line) for line in (out + err).splitlines()]
+        return ContainerRun(log=lines, ready_after=0.0, exit=Exit(COMMAND_SECONDS, code, exit_reason(code)))
