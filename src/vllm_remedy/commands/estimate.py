@@ -37,11 +37,12 @@ def run(args: argparse.Namespace) -> int:
     model = load_model(args)
     gpu = load_gpu(args)
     est = estimate(model, gpu, EngineSettings.from_flags(engine_flags(args), args.vllm_version))
+    r = rules(args.vllm_version)
     if args.output == "json":
         print(dumps(envelope("EstimateResult", {**est.to_json(), "model": model.name, "gpu": gpu.product,
-                                                "vllm_version": rules(args.vllm_version).label})))
+                                                "vllm_version": r.label, "rules": r.provenance})))
     else:
-        print(render(est, model.name, gpu.product, rules(args.vllm_version).label))
+        print(render(est, model.name, gpu.product, r.label))
     return 0
 
 

@@ -112,7 +112,9 @@ def run(args: argparse.Namespace) -> int:
         plan = Plan(plan.kind, plan.verdict, plan.problem, plan.current, plan.steps,
                     (*found.notes, *plan.notes), plan.subject)
     if args.output == "json":
-        print(dumps(envelope(plan.kind, plan.to_json())))
+        data = plan.to_json()
+        data["subject"] = {**data["subject"], "rules": rules(version).provenance}
+        print(dumps(envelope(plan.kind, data)))
     else:
         print(render(plan, rules(version).label))
     return exit_code(plan)

@@ -38,7 +38,7 @@ from vllm_remedy.policy import Policy
 from vllm_remedy.remedies.budget import BudgetRequest, plan_budget
 from vllm_remedy.remedies.pin_gpu import canonical_product
 from vllm_remedy.remedies.plan import Plan, Step, TemplateChange
-from vllm_remedy.remedies.predict import Prediction, failed_prediction, pinned_gpu
+from vllm_remedy.remedies.predict import Prediction, failed_prediction, pinned_gpu, rules_note
 from vllm_remedy.vllm import catalog, manifest
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS, GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, find_server
@@ -177,6 +177,8 @@ def check_workload(workload: Workload, policy: Policy, now: float) -> Result:
     version = version_from_image(server.image)
     if version is None:
         notes.append(f"image {server.image} names no vLLM version; the newest rules are used")
+    elif rules_note(version):
+        notes.append(f"image {server.image}: {rules_note(version)}")
     prediction, model, card, settings, unknown = _predict(server, model_name, label, version, policy)
     observed = Observed(server.image, model_name, server.flags.get("revision"), dict(server.flags), pinned,
                         pod_gpu_request(spec), tuple(read_toggles(Keys(policy.annotation_prefix),
