@@ -45,7 +45,8 @@ def test_model_config_and_gpu_memory(cli, tmp_path):
     ("args", "message"),
     [
         (["--model", "acme/unknown-7b", "--gpu", "NVIDIA-L4"],
-         "unknown model acme/unknown-7b; pass --model-config with its config.json"),
+         "model acme/unknown-7b: not in the catalog nor the local Hugging Face cache, and HF_HUB_OFFLINE is set; "
+         "pass --model-config with its config.json"),
         (["--model", "Qwen/Qwen2.5-7B-Instruct", "--gpu", "NVIDIA-Z1"],
          "unknown GPU label NVIDIA-Z1; pass --gpu-memory-gib"),
         (["--model", "Qwen/Qwen2.5-7B-Instruct", "--gpu", "NVIDIA-L4", "--gpu-memory-utilization", "1.1"],
