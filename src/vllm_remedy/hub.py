@@ -127,7 +127,8 @@ def _read(path: str) -> str:
     return data.decode("utf-8", errors="replace")
 
 
-_memo: dict[tuple[str, str | None], tuple[ModelSpec, str] | str] = {}
+#: (model, revision, the environment that decides the answer) → what resolving it gave, failures included.
+_memo: dict[tuple[str, str | None, tuple[Any, ...]], tuple[ModelSpec, str] | str] = {}
 
 
 def resolve(model_id: str, revision: str | None = None, fallback: Fallback | None = None) -> tuple[ModelSpec, str]:
@@ -138,7 +139,8 @@ def resolve(model_id: str, revision: str | None = None, fallback: Fallback | Non
         return catalog.model(model_id), "catalog"
     except UserError:
         pass
-    key = (model_id, revision)
+    key = (model_id, revision, (endpoint(), offline(), cache_dir(), bool(os.environ.get("HF_TOKEN")), fallback and
+                                fallback[0]))
     if key not in _memo:
         _memo[key] = _resolve(model_id, revision, fallback)
         found = _memo[key]

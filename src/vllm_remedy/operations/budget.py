@@ -42,7 +42,7 @@ from vllm_remedy.remedies.pin_gpu import apply_template_change, canonical_produc
 from vllm_remedy.remedies.plan import Plan, Step
 from vllm_remedy.remedies.predict import Prediction, failed_prediction, pinned_gpu
 from vllm_remedy.remedies.restore import crash_failures
-from vllm_remedy.vllm import catalog
+from vllm_remedy.vllm import catalog, resolved
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS
 from vllm_remedy.vllm.memory import EngineSettings
 from vllm_remedy.vllm.outcomes import Failure
@@ -95,7 +95,7 @@ def plan_for(ctx: K8sHost, template: Mapping[str, Any], gpu: str | None, target_
     if label is None:
         raise UserError(f"{ctx.where}: the template pins no GPU product and the policy names none; pass gpu=...")
     card = catalog.gpu(label)
-    model = catalog.model(str(server.model))
+    model = resolved.model(str(server.model), server.flags.get("revision"))
     settings = EngineSettings.from_flags(dict(server.flags), version_from_image(server.image))
     pods = pods_fact(host)
     running_on = pinned_gpu(spec)

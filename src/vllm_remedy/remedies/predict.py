@@ -15,7 +15,7 @@ from typing import Any
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.gpus import affinity_products
-from vllm_remedy.vllm import catalog
+from vllm_remedy.vllm import catalog, resolved
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS
 from vllm_remedy.vllm.cmdline import find_server
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate
@@ -41,7 +41,7 @@ class Prediction:
     def line(self) -> str:
         """One line for the operator, e.g. ``prediction on NVIDIA-L40S: fits — 197,840 KV tokens, ...``."""
         if self.estimate is None:
-            return f"prediction: unknown ({self.note})"
+            return f"no prediction: {self.note}"
         e = self.estimate
         rules = f" ({self.rules})" if self.rules else ""
         return (f"prediction on {self.gpu}: {e.outcome.value} — KV cache {e.kv_cache_tokens:,} tokens, "
@@ -88,9 +88,10 @@ def predict_template(template: Mapping[str, Any], container: str | None = None,
     except UserError:
         return Prediction(label, None, f"GPU {label} is not in the catalog")
     try:
-        model = catalog.model(str(server.model))
-    except UserError:
-        return Prediction(card.product, None, f"model {server.model} is not in the catalog")
+        model = resolved.model(str(server.model), server.flags.get("revision"))
+    except UserError as exc:  # said why when this run tried to resolve it (Hub, cache, policy), else the catalog's
+        known = resolved.known(str(server.model), server.flags.get("revision")) is not None
+        return Prediction(card.product, None, str(exc) if known else f"model {server.model} is not in the catalog")
     try:
         flags = dict(server.flags)
         if other_process_gib:

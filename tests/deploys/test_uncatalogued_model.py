@@ -1,0 +1,88 @@
+"""A Deployment serving a model outside the catalog, on the rehearsal cluster through the real pyinfra CLI: the
+cluster's pods and the deploys resolve its config.json the same way (a Hub-compatible server on 127.0.0.1 via
+HF_ENDPOINT, then the shared Hugging Face cache), and a model that resolves nowhere is "no prediction: <why>"."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from fixtures import pyinfra_run
+from fixtures.budget_world import BUDGET, args_of, deployment, kv_logged, policy_file, rolled_out, with_args
+from fixtures.hf_hub_server import SMOLLM2_CONFIG, SMOLLM2_ID, HubServer, Repo, hub_server
+from fixtures.pyinfra_run import Rehearsal
+from fixtures.restore_world import DIAGNOSE, HOST, host_out, quiet, vllm_runtime, wait_until, write_inventory
+from vllm_remedy.kube.errors import KubeError
+
+rehearsal = pyinfra_run.rehearsal
+SERVE = [SMOLLM2_ID, "--max-model-len", "8192", "--gpu-memory-utilization", "0.90", "--max-num-seqs", "64"]
+
+
+@pytest.fixture
+def hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[HubServer]:
+    """The Hub for this test, for the in-process cluster and (through the environment) the pyinfra CLI."""
+    with hub_server({SMOLLM2_ID: Repo({"config.json": SMOLLM2_CONFIG})}) as server:
+        monkeypatch.setenv("HF_ENDPOINT", server.url)
+        monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+        monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+        yield server
+
+
+def inventory_for(rehearsal: Rehearsal, model: str) -> str:
+    target = f"target:\n  namespaces: [llm]\n  deployments: [llama-8b]\n  models: [{model}]\n"
+    policy = policy_file(rehearsal.tmp, target)
+    return write_inventory(rehearsal.tmp, HOST, policy=policy, kubeconfig=str(rehearsal.kubeconfig))
+
+
+def test_an_uncatalogued_model_starts_and_goes_through_diagnose_and_budget(hub, rehearsal: Rehearsal) -> None:
+    vllm_runtime(rehearsal)
+    rehearsal.change(with_args(SERVE), change_cause="serve SmolLM2-1.7B")
+    rolled_out(rehearsal)
+    quiet(rehearsal)
+    logged = set(kv_logged(rehearsal).values())  # the pods started: the cluster resolved the model from the Hub
+    assert len(logged) == 1
+    inv = inventory_for(rehearsal, SMOLLM2_ID)
+    diagnosed = rehearsal.pyinfra(inv, DIAGNOSE, "-y")
+    assert diagnosed.returncode == 0, diagnosed.stderr
+    planned = rehearsal.pyinfra(inv, BUDGET, "--dry")
+    assert planned.returncode == 0, planned.stderr
+    lines = host_out(planned.stderr)
+    kv = next(iter(logged))
+    report = host_out(diagnosed.stderr)
+    assert "step 2 — startup log: 2/2 pods Ready, crash-looping: none" in report, report
+    assert f"model: meta-llama/Llama-3.1-8B-Instruct → {SMOLLM2_ID}" in report, report
+    # the deploy's prediction is the number the pods' own startup log printed (197,200 on an L40S)
+    assert ("noop: deployment llm/llama-8b fits on NVIDIA-L40S with headroom and an explicit --max-model-len "
+            f"(prediction on NVIDIA-L40S: fits — KV cache {kv:,} tokens, maximum concurrency 24.07x at max-model-len "
+            "8192)") in lines, lines
+    assert args_of(deployment(rehearsal)) == SERVE
+    fetched = [r for r in hub.requests if "/resolve/" in r[1]]
+    assert fetched == [("HEAD", f"/{SMOLLM2_ID}/resolve/main/config.json"),
+                       ("GET", f"/{SMOLLM2_ID}/resolve/main/config.json")]  # once, then the shared cache
+
+
+def test_a_model_that_resolves_nowhere_is_no_prediction_and_the_pods_say_invalid_repository(
+        hub, rehearsal: Rehearsal) -> None:
+    missing = "acme-corp/NoSuch-7B"
+    vllm_runtime(rehearsal)
+    rehearsal.change(with_args([missing, *SERVE[1:]]), change_cause="serve a model nobody has")
+    client = rehearsal.client()
+
+    def refused() -> bool:
+        for pod in client.list_pods("llm", "app=llama-8b"):
+            try:
+                log = client.pod_log("llm", pod["metadata"]["name"], "vllm")
+            except KubeError:  # still ContainerCreating
+                continue
+            if f"Invalid repository ID or local directory specified: '{missing}'" in log:
+                return True
+        return False
+
+    wait_until(refused, 30, "the pods to refuse the model")
+    got = rehearsal.pyinfra(inventory_for(rehearsal, missing), BUDGET, "--dry")
+    lines = host_out(got.stderr)
+    assert got.returncode == 0, got.stderr  # the host is not failed: the budget is refused, saying why, in one line
+    assert (f"refused: deployment llm/llama-8b: model {missing}: not found on the Hub ({hub.url}) nor in the local "
+            "Hugging Face cache") in lines, lines
