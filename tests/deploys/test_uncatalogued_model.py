@@ -4,6 +4,7 @@ HF_ENDPOINT, then the shared Hugging Face cache), and a model that resolves nowh
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -86,3 +87,28 @@ def test_a_model_that_resolves_nowhere_is_no_prediction_and_the_pods_say_invalid
     assert got.returncode == 0, got.stderr  # the host is not failed: the budget is refused, saying why, in one line
     assert (f"refused: deployment llm/llama-8b: model {missing}: not found on the Hub ({hub.url}) nor in the local "
             "Hugging Face cache") in lines, lines
+
+
+def test_offline_the_policys_configmap_is_the_last_resort(rehearsal: Rehearsal) -> None:
+    """No Hub (HF_HUB_OFFLINE, empty cache): the policy's model_config names a ConfigMap holding config.json."""
+    private = "acme-corp/SmolLM2-1.7B-FineTune"
+    config_map = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "smollm-config", "namespace": "llm"},
+                  "data": {"config.json": json.dumps(SMOLLM2_CONFIG)}}
+    rehearsal.cluster.apply_seed({"models": [{"id": private, "config": SMOLLM2_CONFIG}],  # what its pods load
+                                  "objects": [{"resource": "configmaps", "object": config_map}]})
+    vllm_runtime(rehearsal)
+    rehearsal.change(with_args([private, *SERVE[1:]]), change_cause="serve the private fine-tune")
+    rolled_out(rehearsal)
+    quiet(rehearsal)
+    kv = next(iter(set(kv_logged(rehearsal).values())))
+    target = f"target:\n  namespaces: [llm]\n  deployments: [llama-8b]\n  models: [{private}]\n"
+    without = rehearsal.pyinfra(write_inventory(rehearsal.tmp, HOST, policy=policy_file(rehearsal.tmp, target),
+                                                kubeconfig=str(rehearsal.kubeconfig)), BUDGET, "--dry")
+    assert (f"refused: deployment llm/llama-8b: model {private}: not in the catalog nor the local Hugging Face "
+            "cache, and HF_HUB_OFFLINE is set") in host_out(without.stderr), without.stderr
+    policy = policy_file(rehearsal.tmp, target + "model_config:\n  config_map: smollm-config\n")
+    got = rehearsal.pyinfra(write_inventory(rehearsal.tmp, HOST, policy=policy, kubeconfig=str(rehearsal.kubeconfig)),
+                            BUDGET, "--dry")
+    assert got.returncode == 0, got.stderr
+    assert any(f"(prediction on NVIDIA-L40S: fits — KV cache {kv:,} tokens" in line
+               for line in host_out(got.stderr)), got.stderr
