@@ -28,8 +28,9 @@ def learn_model(client: KubeClient, namespace: str, server: ServerCommand, polic
     return hub.learn(str(server.model), server.flags.get("revision"), fallback)
 
 
-def policy_config(client: KubeClient, namespace: str, policy: Policy) -> hub.Fallback | None:
-    """The policy's ``model_config`` as a reader (called only when the Hugging Face sources fail)."""
+def policy_config(client: KubeClient | None, namespace: str, policy: Policy) -> hub.Fallback | None:
+    """The policy's ``model_config`` as a reader (called only when the Hugging Face sources fail); without a
+    client (``check`` on files) a ConfigMap cannot be read, which is the reason given."""
     source = policy.config_source
     if source.path:
         base = Path(policy.source).parent if policy.source and not policy.source.startswith("<") else Path()
@@ -49,7 +50,9 @@ def _file(path: Path, where: str) -> Mapping[str, Any]:
         raise UserError(f"{where}: cannot read ({exc.strerror or exc})") from None
 
 
-def _config_map(client: KubeClient, namespace: str, name: str, key: str, where: str) -> Mapping[str, Any]:
+def _config_map(client: KubeClient | None, namespace: str, name: str, key: str, where: str) -> Mapping[str, Any]:
+    if client is None:
+        raise UserError(f"{where}: not read (no cluster: checking files)")
     try:
         data = client.request("GET", client.object_path(namespace, "configmaps", name, group="v1")).get("data") or {}
     except KubeError as exc:

@@ -232,6 +232,8 @@ def _predict(server: ServerCommand, model_name: str | None, label: str | None, v
     if model is None:
         if model_name:
             out.append(_unknown("model", why or f"model {model_name} is not in the catalog",
+                                "make its config.json reachable (HF_ENDPOINT / HF_TOKEN, or the policy's "
+                                "model_config) or add the model to the catalog (vllm/data)" if why else
                                 "add the model to the catalog (vllm/data) so its memory can be predicted"))
         else:
             out.append(_unknown("model", "the vLLM command names no model",

@@ -67,7 +67,8 @@ def test_a_model_nothing_has_is_still_an_invalid_repository(cluster):
                             or logged(cluster, "nowhere", "Invalid repository ID"), 8)
 
 
-@pytest.mark.parametrize(("image", "flagged"), [("vllm/vllm-openai:v0.25.0", True), ("vllm/vllm-openai:v0.21.0", False)])
+@pytest.mark.parametrize(("image", "flagged"), [("vllm/vllm-openai:v0.25.0", True),
+                                                ("vllm/vllm-openai:v0.21.0", False)])
 def test_a_release_newer_than_modelled_says_so_in_the_pods_log(cluster, image, flagged):
     cluster.store.create("pods", pod("new", "Qwen/Qwen2.5-7B-Instruct", image))
     assert cluster.wait_for(lambda: logged(cluster, "new", "GPU KV cache size"), 8)
