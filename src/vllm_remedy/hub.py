@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.vllm import catalog, resolved
@@ -27,8 +29,9 @@ from vllm_remedy.vllm.catalog import ModelSpec
 CONFIG = "config.json"
 #: Larger than any real config.json by far (DeepSeek-V3's is 1.7 kB); bounds what a hostile mirror can send.
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
-#: Seconds to wait for the Hub's answer to one request before calling it unreachable.
+#: Seconds to wait for the Hub's answer to one request, and for its host to accept a connection.
 TIMEOUT = 10.0
+CONNECT_TIMEOUT = 5.0
 _TRUE = ("1", "on", "yes", "true")
 
 #: A caller's fallback: (where it is, a function returning the config.json mapping), e.g. the policy's file.
@@ -84,6 +87,7 @@ def fetch_config(repo_id: str, revision: str | None = None) -> tuple[str, str]:
     # Imported here: huggingface_hub pulls in an HTTP stack that catalog models and `--help` never need.
     import huggingface_hub as hf
     from huggingface_hub import errors
+    from huggingface_hub.utils import logging as hf_logging
 
     at = f" at revision {revision}" if revision else ""
     try:
@@ -96,6 +100,11 @@ def fetch_config(repo_id: str, revision: str | None = None) -> tuple[str, str]:
         raise Unresolved(f"model {repo_id}{at}: not in the catalog nor the local Hugging Face cache, and "
                          "HF_HUB_OFFLINE is set")
     hub = endpoint()
+    unreachable = _unreachable(hub)
+    if unreachable:
+        raise Unresolved(f"model {repo_id}: the Hub ({hub}) is unreachable ({unreachable}) and the local Hugging Face "
+                         f"cache has no {CONFIG}; set HF_HUB_OFFLINE=1 where no Hub is reachable")
+    hf_logging.set_verbosity_error()  # its retry warnings are not ours to print: the one line below is
     try:
         path = hf.hf_hub_download(repo_id, CONFIG, revision=revision, cache_dir=cache_dir(), endpoint=hub,
                                   token=os.environ.get("HF_TOKEN") or None, etag_timeout=TIMEOUT)
@@ -107,6 +116,9 @@ def fetch_config(repo_id: str, revision: str | None = None) -> tuple[str, str]:
                          ) from None
     except errors.RevisionNotFoundError:
         raise Unresolved(f"model {repo_id}: revision {revision} not found on the Hub ({hub})") from None
+    except errors.LocalEntryNotFoundError as exc:  # the Hub did not answer, nothing cached
+        raise Unresolved(f"model {repo_id}: the Hub ({hub}) did not answer and the local Hugging Face cache has no "
+                         f"{CONFIG} ({type(exc.__cause__ or exc).__name__})") from None
     except errors.EntryNotFoundError:
         raise Unresolved(f"model {repo_id}{at}: the repository has no {CONFIG}") from None
     except errors.HFValidationError:
@@ -116,6 +128,27 @@ def fetch_config(repo_id: str, revision: str | None = None) -> tuple[str, str]:
         raise Unresolved(f"model {repo_id}: the Hub ({hub}) did not answer and the local Hugging Face cache has no "
                          f"{CONFIG} ({first})") from None
     return _read(path), f"the Hub ({hub})"
+
+
+def _unreachable(url: str) -> str | None:
+    """Why the Hub's host cannot be reached at all (a TCP connect, no request), else None.
+
+    huggingface_hub retries a HEAD that gets no answer five times with backoff (half a minute, more on a
+    black-holed network) before it gives up; an on-call deploy should not wait that long to learn there is no
+    Hub. Behind a proxy the direct connect proves nothing, so it is skipped.
+    """
+    if any(os.environ.get(name) for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY",
+                                              "all_proxy")):
+        return None
+    parts = urlsplit(url)
+    if not parts.hostname:
+        return f"HF_ENDPOINT {url!r} names no host"
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        socket.create_connection((parts.hostname, port), timeout=CONNECT_TIMEOUT).close()
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+    return None
 
 
 def _read(path: str) -> str:

@@ -26,13 +26,7 @@ def hub() -> Iterator[HubServer]:
 
 def estimate(hub: HubServer, home: Path, *args: str, **env: str):
     """`vllm-remedy estimate` online against ``hub``, with its own Hugging Face home."""
-    saved = dict(os.environ)
-    os.environ.update({"HF_ENDPOINT": hub.url, "HF_HOME": str(home), "HF_HUB_OFFLINE": "0", **env})
-    try:
-        return run_cli("estimate", *args)
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
+    return run_with(home, *args, **{"HF_ENDPOINT": hub.url, **env})
 
 
 def config_requests(hub: HubServer) -> list[tuple[str, str]]:
@@ -77,3 +71,25 @@ def test_not_found_and_offline_are_one_line_each(hub, tmp_path):
     assert offline.stderr == (f"vllm-remedy: error: model {SMOLLM2_ID}: not in the catalog nor the local Hugging "
                               "Face cache, and HF_HUB_OFFLINE is set; pass --model-config with its config.json\n")
     assert config_requests(hub) == [("HEAD", "/acme-corp/NoSuch-7B/resolve/main/config.json")]
+
+
+def test_an_unreachable_hub_is_one_line_at_once(tmp_path):
+    """No Hub at HF_ENDPOINT (nothing listens): one line, without huggingface_hub's half-minute of retries."""
+    with hub_server({}) as gone:
+        url = gone.url
+    got = run_with(tmp_path, "--model", SMOLLM2_ID, *ARGS, HF_ENDPOINT=url)
+    assert got.returncode == 2
+    assert got.stderr == (f"vllm-remedy: error: model {SMOLLM2_ID}: the Hub ({url}) is unreachable (Connection "
+                          "refused) and the local Hugging Face cache has no config.json; set HF_HUB_OFFLINE=1 where "
+                          "no Hub is reachable; pass --model-config with its config.json\n")
+
+
+def run_with(home: Path, *args: str, **env: str):
+    """`vllm-remedy estimate ARGS` online (HF_HUB_OFFLINE=0) with ``home`` as HF_HOME and ``env`` on top."""
+    saved = dict(os.environ)
+    os.environ.update({"HF_HOME": str(home), "HF_HUB_OFFLINE": "0", **env})
+    try:
+        return run_cli("estimate", *args)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
