@@ -14,7 +14,17 @@ from fixtures import pyinfra_run
 from fixtures.budget_world import BUDGET, args_of, deployment, kv_logged, policy_file, rolled_out, with_args
 from fixtures.hf_hub_server import SMOLLM2_CONFIG, SMOLLM2_ID, HubServer, Repo, hub_server
 from fixtures.pyinfra_run import Rehearsal
-from fixtures.restore_world import DIAGNOSE, HOST, host_out, quiet, vllm_runtime, wait_until, write_inventory
+from fixtures.restore_world import (
+    DIAGNOSE,
+    HOST,
+    RESTORE,
+    crash_looping,
+    host_out,
+    quiet,
+    vllm_runtime,
+    wait_until,
+    write_inventory,
+)
 from vllm_remedy.kube.errors import KubeError
 
 rehearsal = pyinfra_run.rehearsal
@@ -31,9 +41,9 @@ def hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[HubServer]:
         yield server
 
 
-def inventory_for(rehearsal: Rehearsal, model: str) -> str:
+def inventory_for(rehearsal: Rehearsal, model: str, extra: str = "") -> str:
     target = f"target:\n  namespaces: [llm]\n  deployments: [llama-8b]\n  models: [{model}]\n"
-    policy = policy_file(rehearsal.tmp, target)
+    policy = policy_file(rehearsal.tmp, target + extra)
     return write_inventory(rehearsal.tmp, HOST, policy=policy, kubeconfig=str(rehearsal.kubeconfig))
 
 
@@ -112,3 +122,25 @@ def test_offline_the_policys_configmap_is_the_last_resort(rehearsal: Rehearsal) 
     assert got.returncode == 0, got.stderr
     assert any(f"(prediction on NVIDIA-L40S: fits — KV cache {kv:,} tokens" in line
                for line in host_out(got.stderr)), got.stderr
+
+
+def test_restore_rolls_back_by_evidence_when_the_model_resolves_nowhere(rehearsal: Rehearsal) -> None:
+    """The tools are offline and the model is nowhere they look: no prediction, and restore still rolls back to
+    the revision that served, by the crash evidence alone."""
+    private = "acme-corp/SmolLM2-1.7B-Private"
+    rehearsal.cluster.apply_seed({"models": [{"id": private, "config": SMOLLM2_CONFIG}]})  # only the pods have it
+    vllm_runtime(rehearsal)
+    rehearsal.change(with_args([private, *SERVE[1:]]), change_cause="serve the private model")
+    rolled_out(rehearsal)
+    starved = [private, "--max-model-len", "8192", "--gpu-memory-utilization", "0.05"]
+    rehearsal.change(with_args(starved), change_cause="starve it")
+    wait_until(lambda: crash_looping(rehearsal, 1), 60, "revision 16 to crash-loop")
+    inv = inventory_for(rehearsal, private, "known_good: []\n")  # the runbook's pinned Llama unit is not this
+    got = rehearsal.pyinfra(inv, RESTORE, "-y")
+    assert got.returncode == 0, got.stderr
+    lines = host_out(got.stderr)
+    assert (f"no prediction: model {private}: not in the catalog nor the local Hugging Face cache, and "
+            "HF_HUB_OFFLINE is set") in lines, lines
+    assert any(line.startswith("roll back deployment llm/llama-8b from revision 16 to revision 15 ")
+               and ": written (resourceVersion " in line for line in lines), lines
+    assert args_of(rolled_out(rehearsal)) == [private, *SERVE[1:]]
