@@ -19,7 +19,8 @@ ARGS = ("--gpu", "NVIDIA-L4", "--max-model-len", "8192", "--vllm-version", "0.19
 
 @pytest.fixture
 def hub() -> Iterator[HubServer]:
-    with hub_server({SMOLLM2_ID: Repo({"config.json": SMOLLM2_CONFIG}),
+    short = {**SMOLLM2_CONFIG, "max_position_embeddings": 2048}  # an earlier revision, 2k context
+    with hub_server({SMOLLM2_ID: Repo({"config.json": SMOLLM2_CONFIG}, revisions={"v0-2k": {"config.json": short}}),
                      GATED: Repo({"config.json": SMOLLM2_CONFIG}, gated=True)}) as server:
         yield server
 
@@ -93,3 +94,13 @@ def run_with(home: Path, *args: str, **env: str):
     finally:
         os.environ.clear()
         os.environ.update(saved)
+
+
+def test_the_revision_pins_the_config_it_reads(hub, tmp_path):
+    """vLLM's --revision picks the config.json of that revision (here an earlier one with a 2k context)."""
+    main = estimate(hub, tmp_path, "--model", SMOLLM2_ID, "--gpu", "NVIDIA-L4", "-o", "json")
+    pinned = estimate(hub, tmp_path, "--model", SMOLLM2_ID, "--revision", "v0-2k", "--gpu", "NVIDIA-L4", "-o", "json")
+    assert main.returncode == pinned.returncode == 0, main.stderr + pinned.stderr
+    assert (json.loads(main.stdout)["max_model_len"], json.loads(pinned.stdout)["max_model_len"]) == (8192, 2048)
+    assert json.loads(pinned.stdout)["model_source"] == f"the Hub ({hub.url})"
+    assert ("GET", f"/{SMOLLM2_ID}/resolve/v0-2k/config.json") in config_requests(hub)

@@ -46,6 +46,8 @@ def add_model_gpu(parser: argparse.ArgumentParser, required: bool = True) -> Non
     gpu.add_argument("--gpu", metavar="LABEL", help="GPU product label (GFD, GKE or Karpenter value)")
     gpu.add_argument("--gpu-memory-gib", metavar="N", type=float, help="torch-visible GPU memory in GiB")
     parser.add_argument("--vllm-version", metavar="V", help="vLLM version (default: newest rules modelled)")
+    parser.add_argument("--revision", metavar="REV",
+                        help="the model's revision on the Hub (branch, tag or commit), as vLLM's --revision")
 
 
 def add_engine_flags(parser: argparse.ArgumentParser, with_defaults: bool = True) -> None:
@@ -74,11 +76,16 @@ def engine_flags(args: argparse.Namespace) -> dict[str, str]:
     return flags
 
 
-def load_model(args: argparse.Namespace) -> catalog.ModelSpec:
+def load_model(args: argparse.Namespace, revision: str | None = None) -> catalog.ModelSpec:
     """The model for --model (catalog, Hugging Face cache, Hub: see ``hub``), or the spec read from --model-config."""
+    return load_model_source(args, revision)[0]
+
+
+def load_model_source(args: argparse.Namespace, revision: str | None = None) -> tuple[catalog.ModelSpec, str]:
+    """(spec, where its config came from: ``catalog``, the cache or Hub, the --model-config file)."""
     if args.model:
         try:
-            return hub.resolve(args.model)[0]
+            return hub.resolve(args.model, getattr(args, "revision", None) or revision)
         except UserError as exc:
             raise UserError(f"{exc}; pass --model-config with its config.json") from None
     path = Path(args.model_config)
@@ -86,7 +93,7 @@ def load_model(args: argparse.Namespace) -> catalog.ModelSpec:
         text = path.read_bytes()
     except OSError as exc:
         raise UserError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    return hub.spec_from_json(text, str(path), str(path))
+    return hub.spec_from_json(text, str(path), str(path)), str(path)
 
 
 def load_gpu(args: argparse.Namespace) -> catalog.GpuSpec:
