@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -123,7 +124,7 @@ def fetch_config(repo_id: str, revision: str | None = None) -> tuple[str, str]:
         raise Unresolved(f"model {repo_id}{at}: the repository has no {CONFIG}") from None
     except errors.HFValidationError:
         raise Unresolved(f"model {repo_id}: not a Hugging Face repository id nor a catalog model") from None
-    except (OSError, errors.HfHubHTTPError) as exc:  # unreachable, refused, 5xx: LocalEntryNotFoundError et al.
+    except (OSError, errors.HfHubHTTPError) as exc:  # 5xx after retries, a broken download, the cache unwritable
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise Unresolved(f"model {repo_id}: the Hub ({hub}) did not answer and the local Hugging Face cache has no "
                          f"{CONFIG} ({first})") from None
@@ -162,6 +163,8 @@ def _read(path: str) -> str:
 
 #: (model, revision, the environment that decides the answer) → what resolving it gave, failures included.
 _memo: dict[tuple[str, str | None, tuple[Any, ...]], tuple[ModelSpec, str] | str] = {}
+#: One resolution at a time: the rehearsal cluster starts pods on several threads, and each model is asked once.
+_lock = threading.Lock()
 
 
 def resolve(model_id: str, revision: str | None = None, fallback: Fallback | None = None) -> tuple[ModelSpec, str]:
@@ -174,11 +177,12 @@ def resolve(model_id: str, revision: str | None = None, fallback: Fallback | Non
         pass
     key = (model_id, revision, (endpoint(), offline(), cache_dir(), bool(os.environ.get("HF_TOKEN")), fallback and
                                 fallback[0]))
-    if key not in _memo:
-        _memo[key] = _resolve(model_id, revision, fallback)
+    with _lock:
+        if key not in _memo:
+            _memo[key] = _resolve(model_id, revision, fallback)
+            found = _memo[key]
+            resolved.learn(model_id, revision, found[0] if isinstance(found, tuple) else found)
         found = _memo[key]
-        resolved.learn(model_id, revision, found[0] if isinstance(found, tuple) else found)
-    found = _memo[key]
     if isinstance(found, str):
         raise Unresolved(found)
     return found

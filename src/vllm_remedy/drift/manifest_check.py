@@ -247,7 +247,8 @@ def _predict(server: ServerCommand, model_name: str | None, label: str | None, v
         why = "; ".join(f.reason.removeprefix("cannot predict: ") for f in out)
         return Prediction(card.product if card else label, None, why), model, card, settings, out
     try:
-        return Prediction(card.product, estimate(model, card, settings)), model, card, settings, out
+        return (Prediction(card.product, estimate(model, card, settings), rules=rules_note(version)), model, card,
+                settings, out)
     except UserError as exc:
         out.append(_unknown("flags", str(exc), "fix the flag vLLM would reject"))
         return Prediction(card.product, None, str(exc)), model, card, None, out
