@@ -126,8 +126,8 @@ def fetch_config(repo_id: str, revision: str | None = None) -> tuple[str, str]:
         raise Unresolved(f"model {repo_id}: not a Hugging Face repository id nor a catalog model") from None
     except (OSError, errors.HfHubHTTPError) as exc:  # 5xx after retries, a broken download, the cache unwritable
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise Unresolved(f"model {repo_id}: the Hub ({hub}) did not answer and the local Hugging Face cache has no "
-                         f"{CONFIG} ({first})") from None
+        raise Unresolved(f"model {repo_id}: could not fetch {CONFIG} from the Hub ({hub}) into the Hugging Face "
+                         f"cache ({first})") from None
     return _read(path), f"the Hub ({hub})"
 
 
