@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parents[0] / "data"
+
+# Model resolution falls back to the Hugging Face Hub: tests never reach the real one, nor read a developer's own
+# Hugging Face cache. Offline with an empty cache unless a test points HF_ENDPOINT at tests/fixtures/hf_hub_server.
+for _name in ("HF_ENDPOINT", "HF_TOKEN", "HF_HUB_CACHE", "HUGGING_FACE_HUB_TOKEN", "HF_TOKEN_PATH"):
+    os.environ.pop(_name, None)
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["HF_HOME"] = tempfile.mkdtemp(prefix="vllm-remedy-hf-home-")
 
 
 def run_cli(*args: str, stdin: str | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

@@ -213,7 +213,7 @@ RANKS: tuple[tuple[str, ...], ...] = (
     ("errors",),
     ("yamlfile", "envelope", "metrics", "prometheus"),
     ("vllm",),
-    ("policy", "gitops"),
+    ("policy", "gitops", "hub"),
     ("kube", "alerts"),
     ("remedies",),
     ("facts", "connectors", "sim"),

@@ -205,3 +205,32 @@ def test_no_file_is_bad_input(cli):
     got = cli("check", "--policy", POLICY)
     assert (got.returncode, got.stdout, got.stderr) == (
         2, "", "vllm-remedy: error: no file to check: -f FILE... (a directory, or - for stdin)\n")
+
+
+def test_a_model_outside_the_catalog_is_predicted_from_the_policys_config_file(cli, tmp_path):
+    """Offline with an empty Hugging Face cache the model is unknown, saying why; the policy's model_config.path
+    (relative to the policy file) gives check its prediction."""
+    from fixtures.hf_hub_server import SMOLLM2_CONFIG
+
+    dep = seed_revision_14()
+    model = "acme-corp/SmolLM2-1.7B-FineTune"
+    dep["spec"]["template"]["spec"]["containers"][0]["args"][0] = model
+    manifest = tmp_path / "deploy.yaml"
+    manifest.write_text(yaml.safe_dump(dep))
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "smollm.json").write_text(json.dumps(SMOLLM2_CONFIG))
+    target = f"extends: {Path(POLICY).resolve()}\ntarget: {{models: [{model}]}}\nknown_good: []\n"
+    unknown = tmp_path / "unknown.yaml"
+    unknown.write_text(target)
+    got = cli("check", "-f", str(manifest), "--policy", str(unknown), "-o", "json")
+    findings = [f for i in json.loads(got.stdout)["items"] for f in i["findings"]]
+    revision = dep["spec"]["template"]["spec"]["containers"][0]["args"][2]
+    assert [(f["check"], f["reason"]) for f in findings] == [("model", (
+        f"cannot predict: model {model} at revision {revision}: not in the catalog nor the local Hugging Face cache, "
+        "and HF_HUB_OFFLINE is set"))], findings
+    named = tmp_path / "named.yaml"
+    named.write_text(target + "model_config: {path: configs/smollm.json}\n")
+    got = cli("check", "-f", str(manifest), "--policy", str(named))
+    assert got.returncode == 0, got.stdout + got.stderr
+    assert got.stdout.splitlines()[0].startswith(f"ok    {manifest}: Deployment/llm/llama-8b container vllm — fits on "
+                                                 "NVIDIA-L40S")

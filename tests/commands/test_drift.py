@@ -284,8 +284,9 @@ def _crash_looping(rehearsal: Rehearsal) -> bool:
 
 def test_a_crash_looping_model_outside_the_catalog_is_never_in_sync(rehearsal: Rehearsal, tmp_path: Path,
                                                                      cli) -> None:
-    """gpt-oss-20b is not in the model catalog: nothing can be predicted and vLLM refuses to start. Both are
-    findings - an unknown prediction and a crash loop - so the run exits 1 (detailed: 2), never 0."""
+    """gpt-oss-20b is not in the model catalog and, offline with an empty Hugging Face cache, resolves nowhere:
+    nothing can be predicted and vLLM refuses to start. Both are findings - an unknown prediction (saying why) and a
+    crash loop - so the run exits 1 (detailed: 2), never 0."""
     set_args(rehearsal, ["--model", "openai/gpt-oss-20b", "--max-model-len", "16384",
                          "--gpu-memory-utilization", "0.90", "--max-num-seqs", "64"])
     assert rehearsal.cluster.wait_for(lambda: _crash_looping(rehearsal), timeout=60)
@@ -299,7 +300,8 @@ def test_a_crash_looping_model_outside_the_catalog_is_never_in_sync(rehearsal: R
     assert host["status"] == "Drifted" and doc["status"]["result"] == "Drift"
     checks = {c["check"]: c for c in host["checks"]}
     assert checks["prediction"]["status"] == "unknown"
-    assert checks["prediction"]["detail"] == "model openai/gpt-oss-20b is not in the catalog"
+    assert checks["prediction"]["detail"] == ("model openai/gpt-oss-20b: not in the catalog nor the local Hugging Face "
+                                              "cache, and HF_HUB_OFFLINE is set")
     assert checks["crash-loop"]["status"] == "drift", checks["crash-loop"]
     assert checks["crash-loop"]["detail"].startswith("revision 15 crash-loops: pod llama-8b-"), checks["crash-loop"]
     assert checks["crash-loop"]["detail"].endswith("; startup log: unclassified")  # vLLM's refusal, no OOM class

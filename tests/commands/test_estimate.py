@@ -45,7 +45,8 @@ def test_model_config_and_gpu_memory(cli, tmp_path):
     ("args", "message"),
     [
         (["--model", "acme/unknown-7b", "--gpu", "NVIDIA-L4"],
-         "unknown model acme/unknown-7b; pass --model-config with its config.json"),
+         "model acme/unknown-7b: not in the catalog nor the local Hugging Face cache, and HF_HUB_OFFLINE is set; "
+         "pass --model-config with its config.json"),
         (["--model", "Qwen/Qwen2.5-7B-Instruct", "--gpu", "NVIDIA-Z1"],
          "unknown GPU label NVIDIA-Z1; pass --gpu-memory-gib"),
         (["--model", "Qwen/Qwen2.5-7B-Instruct", "--gpu", "NVIDIA-L4", "--gpu-memory-utilization", "1.1"],
@@ -106,3 +107,23 @@ def test_a_hostile_model_config_is_one_line_exit_2(cli, tmp_path) -> None:
         got = cli("estimate", "--model-config", str(path), "--gpu", "NVIDIA-L4")
         assert got.returncode == 2 and got.stderr.count("\n") == 1, got.stderr
         assert got.stderr.startswith(f"vllm-remedy: error: {path}: {said}"), got.stderr
+
+
+@pytest.mark.parametrize("version", ["0.25.0", "v0.30.1"])
+def test_a_version_newer_than_modelled_is_flagged_in_both_outputs(cli, version):
+    """Rules for a release we have not read are the newest ones, extrapolated: never printed as modelled."""
+    args = ("estimate", "--model", "Qwen/Qwen2.5-7B-Instruct", "--gpu", "NVIDIA-L4", "--vllm-version", version)
+    human, machine = cli(*args), cli(*args, "-o", "json")
+    assert human.returncode == machine.returncode == 0, human.stderr + machine.stderr
+    shown = version.lstrip("v")
+    assert f"/ {shown} (rules: extrapolated from 0.21)" in human.stdout
+    data = json.loads(machine.stdout)
+    assert (data["vllm_version"], data["rules"]) == (f"{shown} (rules: extrapolated from 0.21)",
+                                                     "extrapolated from 0.21")
+
+
+def test_a_modelled_version_says_modelled(cli):
+    got = cli("estimate", "--model", "Qwen/Qwen2.5-7B-Instruct", "--gpu", "NVIDIA-L4", "--vllm-version", "0.21.3",
+              "-o", "json")
+    assert got.returncode == 0, got.stderr
+    assert (json.loads(got.stdout)["vllm_version"], json.loads(got.stdout)["rules"]) == ("0.21.3", "modelled")

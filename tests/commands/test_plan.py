@@ -160,7 +160,8 @@ def test_exit_code_says_whether_anything_must_change(cli, data_dir):
 
 @pytest.mark.parametrize(("args", "message"), [
     (("--model", "acme/NoSuchModel-7B", "--gpu", "NVIDIA-L4"),
-     "unknown model acme/NoSuchModel-7B; pass --model-config with its config.json"),
+     "model acme/NoSuchModel-7B: not in the catalog nor the local Hugging Face cache, and HF_HUB_OFFLINE is set; "
+     "pass --model-config with its config.json"),
     (("--model", LLAMA, "--gpu", "NVIDIA-Z9000"), "unknown GPU label NVIDIA-Z9000; pass --gpu-memory-gib"),
     (("--model", LLAMA, "--gpu", "NVIDIA-L4", "--gpu-memory-utilization", "1.2"),
      "gpu-memory-utilization: 1.2 is out of range; expected 0 < U <= 1"),

@@ -7,9 +7,9 @@ flags as None, for commands that layer the command line over flags read from a m
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
+from vllm_remedy import hub
 from vllm_remedy.errors import UserError
 from vllm_remedy.vllm import catalog
 
@@ -39,12 +39,15 @@ def add_output(parser: argparse.ArgumentParser) -> None:
 def add_model_gpu(parser: argparse.ArgumentParser, required: bool = True) -> None:
     """``--model ID | --model-config FILE`` and ``--gpu LABEL | --gpu-memory-gib N`` (plus --vllm-version)."""
     model = parser.add_mutually_exclusive_group(required=required)
-    model.add_argument("--model", metavar="ID", help="Hugging Face id or local path of a catalog model")
+    model.add_argument("--model", metavar="ID",
+                       help="Hugging Face id or local path (the catalog, the Hugging Face cache, then the Hub)")
     model.add_argument("--model-config", metavar="FILE", help="the model's config.json (any model)")
     gpu = parser.add_mutually_exclusive_group(required=required)
     gpu.add_argument("--gpu", metavar="LABEL", help="GPU product label (GFD, GKE or Karpenter value)")
     gpu.add_argument("--gpu-memory-gib", metavar="N", type=float, help="torch-visible GPU memory in GiB")
     parser.add_argument("--vllm-version", metavar="V", help="vLLM version (default: newest rules modelled)")
+    parser.add_argument("--revision", metavar="REV",
+                        help="the model's revision on the Hub (branch, tag or commit), as vLLM's --revision")
 
 
 def add_engine_flags(parser: argparse.ArgumentParser, with_defaults: bool = True) -> None:
@@ -73,25 +76,24 @@ def engine_flags(args: argparse.Namespace) -> dict[str, str]:
     return flags
 
 
-def load_model(args: argparse.Namespace) -> catalog.ModelSpec:
-    """The catalog model for --model, or the spec read from --model-config."""
+def load_model(args: argparse.Namespace, revision: str | None = None) -> catalog.ModelSpec:
+    """The model for --model (catalog, Hugging Face cache, Hub: see ``hub``), or the spec read from --model-config."""
+    return load_model_source(args, revision)[0]
+
+
+def load_model_source(args: argparse.Namespace, revision: str | None = None) -> tuple[catalog.ModelSpec, str]:
+    """(spec, where its config came from: ``catalog``, the cache or Hub, the --model-config file)."""
     if args.model:
-        return catalog.model(args.model)
+        try:
+            return hub.resolve(args.model, getattr(args, "revision", None) or revision)
+        except UserError as exc:
+            raise UserError(f"{exc}; pass --model-config with its config.json") from None
     path = Path(args.model_config)
     try:
-        config = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_bytes()
     except OSError as exc:
         raise UserError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise UserError(f"{path}: not valid JSON ({exc})") from None
-    except (RecursionError, ValueError) as exc:  # nested past Python's stack, or an integer of thousands of digits
-        raise UserError(f"{path}: refused: {'nested too deeply' if isinstance(exc, RecursionError) else exc}") from None
-    if not isinstance(config, dict):
-        raise UserError(f"{path}: not a model config (expected a JSON object, as in a Hugging Face config.json)")
-    try:
-        return catalog.ModelSpec.from_hf_config(config, name=str(path))
-    except (OverflowError, ValueError, TypeError) as exc:  # e.g. 1e400 read as infinity where a size belongs
-        raise UserError(f"{path}: not a usable model config ({exc})") from None
+    return hub.spec_from_json(text, str(path), str(path)), str(path)
 
 
 def load_gpu(args: argparse.Namespace) -> catalog.GpuSpec:

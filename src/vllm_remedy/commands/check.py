@@ -27,7 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vllm_remedy import hub
 from vllm_remedy.commands import _check_render as render
+from vllm_remedy.connectors.models import policy_config
 from vllm_remedy.drift.manifest_check import Result, Workload, check_workload, model_id, workloads
 from vllm_remedy.envelope import dumps
 from vllm_remedy.errors import UserError
@@ -116,6 +118,9 @@ def run(args: argparse.Namespace) -> int:
         source, docs = read(name)
         found += workloads(docs, source, args.namespace)
     chosen = [(w, policies.covering(w)) for w in found]
+    for w, p in chosen:  # models outside the catalog: the Hugging Face cache, the Hub, the policy's config file
+        if w.server is not None and (model := model_id(w.server)):
+            hub.learn(model, w.server.flags.get("revision"), policy_config(None, w.namespace or "default", p))
     now = time.time()
     results = [check_workload(w, p, now) for w, p in chosen]
     if args.output == "json":

@@ -15,7 +15,7 @@ from vllm_remedy.commands._engine_args import (
     add_output,
     engine_flags,
     load_gpu,
-    load_model,
+    load_model_source,
 )
 from vllm_remedy.envelope import dumps, envelope
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate
@@ -34,14 +34,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    model = load_model(args)
+    model, source = load_model_source(args)
     gpu = load_gpu(args)
     est = estimate(model, gpu, EngineSettings.from_flags(engine_flags(args), args.vllm_version))
+    r = rules(args.vllm_version)
     if args.output == "json":
         print(dumps(envelope("EstimateResult", {**est.to_json(), "model": model.name, "gpu": gpu.product,
-                                                "vllm_version": rules(args.vllm_version).label})))
+                                                "vllm_version": r.label, "rules": r.provenance,
+                                                "model_source": source})))
     else:
-        print(render(est, model.name, gpu.product, rules(args.vllm_version).label))
+        print(render(est, model.name, gpu.product, r.label))
     return 0
 
 

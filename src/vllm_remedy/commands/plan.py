@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from vllm_remedy import hub
 from vllm_remedy.commands import _engine_args as ea
 from vllm_remedy.envelope import dumps, envelope
 from vllm_remedy.errors import UserError
@@ -85,10 +86,9 @@ def run(args: argparse.Namespace) -> int:
         model = ea.load_model(args)
     elif found.model_id:
         try:
-            model = catalog.model(found.model_id)
-        except UserError:
-            raise UserError(f"{args.file}: model {found.model_id} is not in the catalog; pass --model or "
-                            "--model-config with its config.json") from None
+            model = hub.resolve(found.model_id, args.revision or found.flags.get("revision"))[0]
+        except UserError as exc:
+            raise UserError(f"{args.file}: {exc}; pass --model or --model-config with its config.json") from None
     else:
         raise UserError(f"{args.file}: the vLLM command names no model; pass --model or --model-config")
     if args.gpu is not None or args.gpu_memory_gib is not None:
@@ -112,7 +112,9 @@ def run(args: argparse.Namespace) -> int:
         plan = Plan(plan.kind, plan.verdict, plan.problem, plan.current, plan.steps,
                     (*found.notes, *plan.notes), plan.subject)
     if args.output == "json":
-        print(dumps(envelope(plan.kind, plan.to_json())))
+        data = plan.to_json()
+        data["subject"] = {**data["subject"], "rules": rules(version).provenance}
+        print(dumps(envelope(plan.kind, data)))
     else:
         print(render(plan, rules(version).label))
     return exit_code(plan)

@@ -43,6 +43,7 @@ from pyinfra.connectors.util import CommandOutput, OutputLine
 from typing_extensions import TypedDict
 
 from vllm_remedy.connectors.hosts import PREFIX, Target, parse_target, resolve_access
+from vllm_remedy.connectors.models import learn_model
 from vllm_remedy.connectors.verbs import ClusterReads, Scope, VerbError, run_verb
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.annotations import Keys
@@ -170,6 +171,8 @@ class K8sConnector(BaseConnector):
     policy: Policy | None = None
     keys: Keys = Keys()
     server: ServerCommand | None = None
+    #: Why this host's model resolves nowhere (None when it does): each prediction then says so.
+    model_note: str | None = None
     scope: Scope | None = None
     progress_seconds: float = PROGRESS_SECONDS
     #: Answers by verb command once ``snapshot_reads`` is on; None means every fact reads the cluster afresh.
@@ -237,6 +240,7 @@ class K8sConnector(BaseConnector):
             self._check_policy_target(deployment, self.policy, self.server)
             self.keys = Keys(self.policy.annotation_prefix)
         self.client = client
+        self.model_note = learn_model(client, target.namespace, self.server, self.policy)
         self.scope = Scope(client, target.namespace, str(target.deployment), self.keys.prefix,
                            self.server.container_name)
 

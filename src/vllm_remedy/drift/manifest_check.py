@@ -38,8 +38,8 @@ from vllm_remedy.policy import Policy
 from vllm_remedy.remedies.budget import BudgetRequest, plan_budget
 from vllm_remedy.remedies.pin_gpu import canonical_product
 from vllm_remedy.remedies.plan import Plan, Step, TemplateChange
-from vllm_remedy.remedies.predict import Prediction, failed_prediction, pinned_gpu
-from vllm_remedy.vllm import catalog, manifest
+from vllm_remedy.remedies.predict import Prediction, failed_prediction, pinned_gpu, rules_note
+from vllm_remedy.vllm import catalog, manifest, resolved
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS, GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, find_server
 from vllm_remedy.vllm.failures import FAILURES
@@ -177,6 +177,8 @@ def check_workload(workload: Workload, policy: Policy, now: float) -> Result:
     version = version_from_image(server.image)
     if version is None:
         notes.append(f"image {server.image} names no vLLM version; the newest rules are used")
+    elif rules_note(version):
+        notes.append(f"image {server.image}: {rules_note(version)}")
     prediction, model, card, settings, unknown = _predict(server, model_name, label, version, policy)
     observed = Observed(server.image, model_name, server.flags.get("revision"), dict(server.flags), pinned,
                         pod_gpu_request(spec), tuple(read_toggles(Keys(policy.annotation_prefix),
@@ -216,9 +218,9 @@ def _predict(server: ServerCommand, model_name: str | None, label: str | None, v
     """(prediction, model, GPU, settings, unknown findings): what can be known, and why the rest cannot."""
     card = catalog.find_gpu(label) if label else None
     try:
-        model = catalog.model(model_name) if model_name else None
-    except UserError:
-        model = None
+        model = resolved.model(model_name, server.flags.get("revision")) if model_name else None
+    except UserError as exc:
+        model, why = None, str(exc) if resolved.known(model_name or "", server.flags.get("revision")) else ""
     out: list[Finding] = []
     if label is None:
         out.append(_unknown("gpu", "no GPU named (no nodeSelector or required node affinity on a GPU product "
@@ -229,7 +231,9 @@ def _predict(server: ServerCommand, model_name: str | None, label: str | None, v
                             f"(e.g. {', '.join(catalog.gpu_labels()[:4])}) or add it to the GPU catalog"))
     if model is None:
         if model_name:
-            out.append(_unknown("model", f"model {model_name} is not in the catalog",
+            out.append(_unknown("model", why or f"model {model_name} is not in the catalog",
+                                "make its config.json reachable (HF_ENDPOINT / HF_TOKEN, or the policy's "
+                                "model_config) or add the model to the catalog (vllm/data)" if why else
                                 "add the model to the catalog (vllm/data) so its memory can be predicted"))
         else:
             out.append(_unknown("model", "the vLLM command names no model",
@@ -243,7 +247,8 @@ def _predict(server: ServerCommand, model_name: str | None, label: str | None, v
         why = "; ".join(f.reason.removeprefix("cannot predict: ") for f in out)
         return Prediction(card.product if card else label, None, why), model, card, settings, out
     try:
-        return Prediction(card.product, estimate(model, card, settings)), model, card, settings, out
+        return (Prediction(card.product, estimate(model, card, settings), rules=rules_note(version)), model, card,
+                settings, out)
     except UserError as exc:
         out.append(_unknown("flags", str(exc), "fix the flag vLLM would reject"))
         return Prediction(card.product, None, str(exc)), model, card, None, out

@@ -40,9 +40,9 @@ from vllm_remedy.remedies import enforce_eager
 from vllm_remedy.remedies.budget import BudgetRequest, plan_budget
 from vllm_remedy.remedies.pin_gpu import apply_template_change, canonical_product, plan_pin
 from vllm_remedy.remedies.plan import Plan, Step
-from vllm_remedy.remedies.predict import Prediction, failed_prediction, pinned_gpu
+from vllm_remedy.remedies.predict import Prediction, failed_prediction, pinned_gpu, rules_note
 from vllm_remedy.remedies.restore import crash_failures
-from vllm_remedy.vllm import catalog
+from vllm_remedy.vllm import catalog, resolved
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS
 from vllm_remedy.vllm.memory import EngineSettings
 from vllm_remedy.vllm.outcomes import Failure
@@ -95,7 +95,7 @@ def plan_for(ctx: K8sHost, template: Mapping[str, Any], gpu: str | None, target_
     if label is None:
         raise UserError(f"{ctx.where}: the template pins no GPU product and the policy names none; pass gpu=...")
     card = catalog.gpu(label)
-    model = catalog.model(str(server.model))
+    model = resolved.model(str(server.model), server.flags.get("revision"))
     settings = EngineSettings.from_flags(dict(server.flags), version_from_image(server.image))
     pods = pods_fact(host)
     running_on = pinned_gpu(spec)
@@ -174,13 +174,14 @@ def smallest_fix(gpu: str | None = None, target_concurrency: float | None = None
     picture = host.get_fact(NodeObjects)  # one read of every node and GPU pod serves the planner and each rung
     try:
         plan, product = plan_for(ctx, template, gpu, target_concurrency, picture)
+        rules = rules_note(version_from_image(server_of(template, ctx.container).image))
         if plan.verdict == "no_change_needed":
             noop(state, host, f"{ctx.where} fits on {product} with headroom and an explicit --max-model-len "
-                 f"({Prediction(product, plan.current).line()})")
+                 f"({Prediction(product, plan.current, rules=rules).line()})")
             return
         step, pinned, skipped = _schedulable_step(ctx, deployment, plan, picture)
         if plan.verdict != "change" or step is None:
-            current = Prediction(product, plan.current)
+            current = Prediction(product, plan.current, rules=rules)
             yield from refuse(state, host, f"{ctx.where}: {plan.problem}; no change within policy "
                               f"{ctx.policy.source} is predicted to fit{skipped} ({current.line()})")
             return
@@ -189,7 +190,7 @@ def smallest_fix(gpu: str | None = None, target_concurrency: float | None = None
     except UserError as exc:
         yield from refuse(state, host, f"{ctx.where}: {exc}")
         return
-    prediction = Prediction(step.gpu or product, step.prediction)
+    prediction = Prediction(step.gpu or product, step.prediction, rules=rules)
     why = failed_prediction(prediction)
     if why is not None:
         yield from refuse(state, host, f"{step.describe()} on {ctx.where}: {why}")

@@ -25,6 +25,7 @@ from .sections import (
     KnownGoodUnit,
     KvCacheFp8,
     LoadShedding,
+    ModelConfig,
     Respond,
     Restore,
     Target,
@@ -77,6 +78,7 @@ class Policy(FrozenModel):
     confirm: Confirm = Field(default_factory=Confirm)
     alerts: Alerts = Field(default_factory=Alerts)
     drift: Drift = Field(default_factory=Drift)
+    config_source: ModelConfig = Field(default_factory=ModelConfig, alias="model_config")
     gitops: Annotated[str, BeforeValidator(one_of("warn", "refuse", "apply"))] = "refuse"
     annotation_prefix: Annotated[str, BeforeValidator(_annotation_prefix)] = DEFAULT_ANNOTATION_PREFIX
 

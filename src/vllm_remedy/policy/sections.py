@@ -372,3 +372,13 @@ class Drift(FrozenModel):
     def accepts_unknown(self) -> bool:
         """Whether an unknown check leaves the host in sync."""
         return self.unknown == "in-sync"
+
+
+class ModelConfig(FrozenModel):
+    """Where the model's config.json is when neither the catalog, the Hugging Face cache nor the Hub has it (a
+    cluster that reaches no Hub, a private fine-tune): a file beside the policy, or a ConfigMap in the
+    Deployment's namespace. Tried last, so a reachable Hub's config for the pinned ``--revision`` wins."""
+
+    path: Text | None = None
+    config_map: ObjectName | None = None
+    key: Text = "config.json"

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.policy import LoadShedding, parse_flag_int
-from vllm_remedy.vllm import catalog
+from vllm_remedy.vllm import catalog, resolved
 from vllm_remedy.vllm.memory import EngineSettings, resolve
 from vllm_remedy.vllm.versions import parse_version
 
@@ -82,7 +82,7 @@ def _effective_mnbt(model: str | None, gpu: str | None, flags: Mapping[str, str]
     """(effective max-num-batched-tokens, chunked prefill on?, max-model-len) — Nones when not knowable."""
     explicit = parse_flag_int(flags["max-num-batched-tokens"]) if "max-num-batched-tokens" in flags else None
     try:
-        spec, card = catalog.model(str(model)), catalog.gpu(str(gpu))
+        spec, card = resolved.model(str(model), flags.get("revision")), catalog.gpu(str(gpu))
         res = resolve(spec, card, EngineSettings.from_flags(dict(flags), version))
     except (UserError, TypeError):
         return explicit, None, parse_flag_int(flags.get("max-model-len", "")) if "max-model-len" in flags else None

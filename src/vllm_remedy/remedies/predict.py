@@ -15,11 +15,11 @@ from typing import Any
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.gpus import affinity_products
-from vllm_remedy.vllm import catalog
+from vllm_remedy.vllm import catalog, resolved
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS
 from vllm_remedy.vllm.cmdline import find_server
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate
-from vllm_remedy.vllm.versions import version_from_image
+from vllm_remedy.vllm.versions import rules, version_from_image
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,9 @@ class Prediction:
     gpu: str | None
     estimate: Estimate | None
     note: str = ""
+    #: Where the version's rules come from when they were not modelled (``vLLM 0.25.0: rules extrapolated from
+    #: 0.21``); empty for a modelled release, so a number is never printed as if it were modelled.
+    rules: str = ""
 
     @property
     def outcome(self) -> str:
@@ -38,14 +41,15 @@ class Prediction:
     def line(self) -> str:
         """One line for the operator, e.g. ``prediction on NVIDIA-L40S: fits — 197,840 KV tokens, ...``."""
         if self.estimate is None:
-            return f"prediction: unknown ({self.note})"
+            return f"no prediction: {self.note}"
         e = self.estimate
+        rules = f" ({self.rules})" if self.rules else ""
         return (f"prediction on {self.gpu}: {e.outcome.value} — KV cache {e.kv_cache_tokens:,} tokens, "
-                f"maximum concurrency {e.max_concurrency:.2f}x at max-model-len {e.max_model_len}")
+                f"maximum concurrency {e.max_concurrency:.2f}x at max-model-len {e.max_model_len}{rules}")
 
     def to_json(self) -> dict[str, Any]:
         """The prediction for the drift report, the estimate's every term included (null without one)."""
-        return {"gpu": self.gpu, "outcome": self.outcome, "note": self.note,
+        return {"gpu": self.gpu, "outcome": self.outcome, "note": self.note, "rules": self.rules or "modelled",
                 "estimate": self.estimate.to_json() if self.estimate else None}
 
 
@@ -84,17 +88,25 @@ def predict_template(template: Mapping[str, Any], container: str | None = None,
     except UserError:
         return Prediction(label, None, f"GPU {label} is not in the catalog")
     try:
-        model = catalog.model(str(server.model))
-    except UserError:
-        return Prediction(card.product, None, f"model {server.model} is not in the catalog")
+        model = resolved.model(str(server.model), server.flags.get("revision"))
+    except UserError as exc:  # said why when this run tried to resolve it (Hub, cache, policy), else the catalog's
+        known = resolved.known(str(server.model), server.flags.get("revision")) is not None
+        return Prediction(card.product, None, str(exc) if known else f"model {server.model} is not in the catalog")
     try:
         flags = dict(server.flags)
         if other_process_gib:
             flags["other-process-gib"] = str(other_process_gib)
-        settings = EngineSettings.from_flags(flags, version_from_image(server.image))
-        return Prediction(card.product, estimate(model, card, settings))
+        version = version_from_image(server.image)
+        settings = EngineSettings.from_flags(flags, version)
+        return Prediction(card.product, estimate(model, card, settings), rules=rules_note(version))
     except UserError as exc:
         return Prediction(card.product, None, str(exc))
+
+
+def rules_note(version: str | None) -> str:
+    """``vLLM 0.25.0: rules extrapolated from 0.21`` for a release newer than the newest modelled, else empty."""
+    r = rules(version)
+    return f"vLLM {r.label.split()[0]}: rules {r.provenance}" if r.extrapolated else ""
 
 
 def failed_prediction(prediction: Prediction) -> str | None:

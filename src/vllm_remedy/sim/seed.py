@@ -5,7 +5,8 @@ A seed expresses a Deployment's history as an ordered list of revisions (numbere
 controller leaves behind (its own builder: hashes, owner reference, revision and change-cause), and
 the controller rolls out only the last — so a long history costs one model load, not one per
 revision. Node entries take a GPU shorthand that expands to the labels GPU feature discovery, GKE or
-Karpenter put on real nodes; ``dcgm-exporter: true`` adds the GPU operator's DCGM exporter pod on each GPU node.
+Karpenter put on real nodes; ``dcgm-exporter: true`` adds the GPU operator's DCGM exporter pod on each GPU node;
+``models:`` ships config.json files for models outside the catalog (what the world's Hub would serve).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from vllm_remedy import hub
 from vllm_remedy.errors import UserError
 from vllm_remedy.sim.controllers.defaults import default_deployment
 from vllm_remedy.sim.controllers.images import add_images
@@ -30,6 +32,7 @@ from vllm_remedy.sim.dcgm_exporter import NAMESPACE as EXPORTER_NAMESPACE
 from vllm_remedy.sim.dcgm_exporter import exporter_pod
 from vllm_remedy.sim.protocols import SeedTarget
 from vllm_remedy.sim.store import ApiError
+from vllm_remedy.vllm import resolved
 from vllm_remedy.yamlfile import read_yaml
 
 Obj = dict[str, Any]
@@ -178,10 +181,21 @@ def apply_seed(cluster: SeedTarget, ref: Obj | str | Path, *, wait: bool = True,
         if not isinstance(obj, dict) or "resource" not in obj or "object" not in obj:
             raise UserError(f"{label}: objects[{i}]: expected {{resource: <plural[.group]>, object: <manifest>}}")
         _create(store, str(obj["resource"]), copy.deepcopy(obj["object"]))
+    for i, entry in enumerate(seed.get("models") or []):
+        ship_model(entry, f"{label}: models[{i}]")
     if seed.get("dcgm-exporter"):
         _exporters(store)
     for i, entry in enumerate(seed.get("deployments") or []):
         _roll_history(cluster, entry, f"{label}: deployments[{i}]", wait, timeout)
+
+
+def ship_model(entry: Any, where: str) -> None:
+    """``models: [{id, revision?, config}]``: a model's config.json the world's pods find as vLLM would find it on
+    the Hub, so a world can serve a model outside the catalog without any network."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("id"), str) or "config" not in entry:
+        raise UserError(f"{where}: expected {{id: <org/name>, config: <config.json mapping>, revision: optional}}")
+    revision = str(entry["revision"]) if entry.get("revision") is not None else None
+    resolved.learn(entry["id"], revision, hub.spec_from_config(entry["config"], entry["id"], f"{where}: config"))
 
 
 def _exporters(store: Any) -> None:

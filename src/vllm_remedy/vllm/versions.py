@@ -3,7 +3,8 @@
 The budget formula, the engine (V0/V1) and the scheduler defaults changed several times between
 0.6 and 0.2x; predicting a start means applying the rules of the version that will run. Facts are
 read from each release's source (worker.py, v1/worker/gpu_worker.py, engine/arg_utils.py, envs.py).
-Unknown versions (``:latest``, digests, custom tags) get the newest rules modelled here.
+Unknown versions (``:latest``, digests, custom tags) get the newest rules modelled here; a version newer
+than that is *extrapolated* from them, and every output says so (``label``, ``provenance``).
 """
 
 from __future__ import annotations
@@ -67,9 +68,24 @@ class VersionRules:
     sampler_sorts: bool = False
 
     @property
+    def extrapolated(self) -> bool:
+        """A release newer than the newest modelled: its rules are the newest ones, not read from its source."""
+        return self.known and self.version[:2] > NEWEST_MODELLED[:2]
+
+    @property
+    def provenance(self) -> str:
+        """Where the rules come from: ``modelled``, ``extrapolated from 0.21`` or ``newest rules (unknown)``."""
+        if not self.known:
+            return f"newest rules ({_minor(NEWEST_MODELLED)}), version unknown"
+        return f"extrapolated from {_minor(NEWEST_MODELLED)}" if self.extrapolated else "modelled"
+
+    @property
     def label(self) -> str:
-        """The version as ``estimate`` and ``plan`` print it; says the newest rules were assumed when unknown."""
-        return ".".join(map(str, self.version)) if self.known else "unknown (newest rules)"
+        """The version as every output prints it; never a bare number unless its rules were modelled."""
+        if not self.known:
+            return "unknown (newest rules)"
+        text = ".".join(map(str, self.version))
+        return f"{text} (rules: {self.provenance})" if self.extrapolated else text
 
     def scheduler_defaults(self, gpu_total_gib: float, gpu_product: str) -> tuple[int, int]:
         """``vllm serve`` defaults (max_num_batched_tokens, max_num_seqs) for the V1 engine on this GPU."""
@@ -81,6 +97,10 @@ class VersionRules:
         else:  # 0.8.5: >= 70 GiB of device memory; 0.9.0+ excludes A100s
             big = gpu_total_gib >= 70 and not (self.version >= (0, 9, 0) and "a100" in product)
         return (8192, 1024) if big else (2048, 256)
+
+
+def _minor(version: tuple[int, int, int]) -> str:
+    return f"{version[0]}.{version[1]}"
 
 
 @cache

@@ -160,8 +160,8 @@ def test_prediction_of_the_runbook_revisions() -> None:
 def test_prediction_without_a_pinned_gpu_says_why() -> None:
     free = copy.deepcopy(TEMPLATE)
     del free["spec"]["nodeSelector"]
-    assert predict_template(free).line() == ("prediction: unknown (the template pins no GPU product, so the card "
-                                             "is the scheduler's choice)")
+    assert predict_template(free).line() == ("no prediction: the template pins no GPU product, so the card "
+                                             "is the scheduler's choice")
 
 
 def test_pinned_gpu_from_affinity_takes_the_smallest_card() -> None:

@@ -11,9 +11,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from vllm_remedy import hub
 from vllm_remedy.errors import UserError
 from vllm_remedy.sim.vllm_pod import keys
-from vllm_remedy.vllm import catalog
+from vllm_remedy.vllm import catalog, resolved
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import ServerCommand
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, Resolved, estimate, resolve
@@ -107,7 +108,7 @@ def plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, An
     model_id = cmd.model or "facebook/opt-125m"  # vLLM's default --model
     flags = dict(cmd.flags)
     try:
-        spec = catalog.model(model_id)
+        spec = model_spec(model_id, flags.get("revision"))
     except UserError:
         return Refusal(version, model_id, _no_model_error(version, model_id), "config")
     flags["other-process-gib"] = str(other_process_gib(node, cluster_gpu_used_mib))
@@ -128,6 +129,19 @@ def plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, An
         return Refusal(version, model_id, f"ValueError: {err}", "config")
     served = str(flags.get("served-model-name") or model_id).split()[0]
     return Launch(version, model_id, served, spec, gpu, settings, resolved, result)
+
+
+def model_spec(model_id: str, revision: str | None) -> ModelSpec:
+    """The model as vLLM would find it: the catalog, a config the world ships (``models:`` in its seed), then the
+    Hugging Face cache and Hub the way the tools resolve it (``hub``); a UserError when none has it."""
+    try:
+        return resolved.model(model_id, revision)
+    except UserError:
+        pass
+    shipped = resolved.known(model_id, None)
+    if isinstance(shipped, ModelSpec):
+        return shipped
+    return hub.resolve(model_id, revision)[0]
 
 
 def _no_model_error(version: str, model_id: str) -> str:

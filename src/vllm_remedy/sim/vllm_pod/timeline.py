@@ -26,6 +26,7 @@ from vllm_remedy.vllm.log_formats import default_engine, parse_version
 from vllm_remedy.vllm.memory.terms import context_gib
 from vllm_remedy.vllm.outcomes import Failure
 from vllm_remedy.vllm.startup_log import render_startup_log
+from vllm_remedy.vllm.versions import rules
 
 BOOT_SECONDS = 8.0
 LOAD_BASE_SECONDS = 20.0
@@ -75,14 +76,29 @@ def load_seconds(weights_gib: float) -> float:
 def render(launch: Launch, failure: Failure, started: datetime, detail: dict[str, object] | None = None) -> str:
     """The version's startup log for this launch, ending in ``failure``."""
     est, res = launch.estimate, launch.resolved
-    return render_startup_log(
+    return flag_extrapolated(launch.version, render_startup_log(
         launch.version, model=launch.model_id, tp_size=res.tp, weights_gib=est.weights_gib,
         kv_cache_gib=est.kv_cache_gib, kv_cache_tokens=est.kv_cache_tokens, gpu_blocks=est.gpu_blocks,
         max_concurrency=est.max_concurrency, max_model_len=est.max_model_len,
         cudagraph_gib=None if res.enforce_eager else est.cudagraph_gib, total_gpu_gib=launch.gpu.total_gib,
         gpu_memory_utilization=res.util, activation_gib=est.activation_gib, non_torch_gib=est.non_torch_gib,
         failure=failure, failure_detail=detail or _detail(launch, failure), block_size=res.block_size,
-        started=started, enforce_eager=res.enforce_eager)
+        started=started, enforce_eager=res.enforce_eager))
+
+
+def flag_extrapolated(version: str, text: str) -> str:
+    """A release newer than the newest modelled says so in the pod's log, before its arguments: the rehearsal's
+    numbers for it are the newest rules extrapolated, never presented as that release's own."""
+    r = rules(version)
+    if not r.extrapolated:
+        return text
+    lines = text.splitlines()
+    at = next((i for i, line in enumerate(lines) if "non-default args" in line), min(1, len(lines)))
+    stamp = _STAMP.search(lines[at - 1]) if at else None
+    note = (f"{_prefix(lines[at - 1]) if at else ''}WARNING {stamp.group(0) if stamp else '01-01 00:00:00'} "
+            f"[vllm-remedy rehearsal] vLLM {r.label.split()[0]} is newer than the newest modelled release: "
+            f"memory rules {r.provenance}")
+    return "\n".join([*lines[:at], note, *lines[at:]]) + ("\n" if text.endswith("\n") else "")
 
 
 def _detail(launch: Launch, failure: Failure) -> dict[str, object]:
@@ -147,9 +163,9 @@ def _overcommitted(launch: Launch, where: str, times: dict[str, float], started:
 
 def plan_refusal(refusal: Refusal, started: datetime) -> Plan:
     """An exception before the engine exists: the version's banner and args, then the traceback."""
-    text = render_startup_log(refusal.version, model=refusal.model_id, weights_gib=0.0, kv_cache_gib=None,
-                              max_model_len=2048, total_gpu_gib=0.0, failure=Failure.HOST_OOM_KILLED,
-                              started=started)
+    text = flag_extrapolated(refusal.version, render_startup_log(
+        refusal.version, model=refusal.model_id, weights_gib=0.0, kv_cache_gib=None, max_model_len=2048,
+        total_gpu_gib=0.0, failure=Failure.HOST_OOM_KILLED, started=started))
     lines = text.splitlines()
     cut = next((i for i, line in enumerate(lines) if "Initializing" in line), len(lines))
     keep = lines[:cut] if refusal.stage == "config" else lines[:cut + 1]

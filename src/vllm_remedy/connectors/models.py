@@ -1,0 +1,71 @@
+"""The model a host's vLLM serves, resolved once at connect so every prediction of the deploy can use it.
+
+A Deployment cannot pass ``--model-config``; its model is resolved here the way ``hub`` resolves any model
+(catalog, Hugging Face cache, the Hub at the Deployment's ``--revision``), with the policy's ``model_config`` —
+a file beside the policy or a ConfigMap read through the host's own client — as the last resort. A model that
+resolves nowhere is not a connect failure: the deploy goes on, every prediction says "no prediction: <why>",
+and what needs no prediction (a rollback by evidence, a report) still happens.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from vllm_remedy import hub
+from vllm_remedy.errors import UserError
+from vllm_remedy.kube.client import KubeClient
+from vllm_remedy.kube.errors import KubeError
+from vllm_remedy.policy import Policy
+from vllm_remedy.vllm.cmdline import ServerCommand
+
+
+def learn_model(client: KubeClient, namespace: str, server: ServerCommand, policy: Policy | None) -> str | None:
+    """Resolve ``server``'s model for this run; None when it resolved, else the one-line reason."""
+    fallback = policy_config(client, namespace, policy) if policy is not None else None
+    return hub.learn(str(server.model), server.flags.get("revision"), fallback)
+
+
+def policy_config(client: KubeClient | None, namespace: str, policy: Policy) -> hub.Fallback | None:
+    """The policy's ``model_config`` as a reader (called only when the Hugging Face sources fail); without a
+    client (``check`` on files) a ConfigMap cannot be read, which is the reason given."""
+    source = policy.config_source
+    if source.path:
+        base = Path(policy.source).parent if policy.source and not policy.source.startswith("<") else Path()
+        path = base / source.path
+        where = f"policy {policy.source} model_config.path {path}"
+        return where, lambda: _file(path, where)
+    if source.config_map:
+        where = f"policy {policy.source} model_config: ConfigMap {namespace}/{source.config_map} key {source.key}"
+        return where, lambda: _config_map(client, namespace, source.config_map or "", source.key, where)
+    return None
+
+
+def _file(path: Path, where: str) -> Mapping[str, Any]:
+    try:
+        return _read_json(path.read_bytes(), where)
+    except OSError as exc:
+        raise UserError(f"{where}: cannot read ({exc.strerror or exc})") from None
+
+
+def _config_map(client: KubeClient | None, namespace: str, name: str, key: str, where: str) -> Mapping[str, Any]:
+    if client is None:
+        raise UserError(f"{where}: not read (no cluster: checking files)")
+    try:
+        data = client.request("GET", client.object_path(namespace, "configmaps", name, group="v1")).get("data") or {}
+    except KubeError as exc:
+        raise UserError(f"{where}: {exc}") from None
+    if key not in data:
+        raise UserError(f"{where}: no such key")
+    return _read_json(str(data[key]), where)
+
+
+def _read_json(text: str | bytes, where: str) -> Mapping[str, Any]:
+    if len(text) > hub.MAX_CONFIG_BYTES:
+        raise UserError(f"{where}: refused: larger than {hub.MAX_CONFIG_BYTES // 1024 // 1024} MiB")
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise UserError(f"{where}: not valid JSON ({exc})") from None

@@ -1,0 +1,32 @@
+"""A vLLM image newer than the newest modelled release, through the real pyinfra CLI on the rehearsal cluster:
+the pods' own log and every prediction the deploys print say the rules are extrapolated, never modelled."""
+
+from __future__ import annotations
+
+from fixtures import pyinfra_run
+from fixtures.budget_world import BUDGET, LOCAL, NS, live_pods, rolled_out
+from fixtures.pyinfra_run import Rehearsal
+from fixtures.restore_world import host_out, quiet, vllm_runtime
+
+rehearsal = pyinfra_run.rehearsal
+IMAGE = "vllm/vllm-openai:v0.25.0"
+
+
+def newer_image(dep: dict) -> None:
+    dep["spec"]["template"]["spec"]["containers"][0]["image"] = IMAGE
+
+
+def test_a_newer_release_is_flagged_in_the_pods_log_and_the_deploys_prediction(rehearsal: Rehearsal) -> None:
+    vllm_runtime(rehearsal)
+    rehearsal.change(newer_image, change_cause="upgrade vLLM to 0.25.0")
+    rolled_out(rehearsal)
+    quiet(rehearsal)
+    client = rehearsal.client()
+    for pod in live_pods(rehearsal):
+        assert ("[vllm-remedy rehearsal] vLLM 0.25.0 is newer than the newest modelled release: memory rules "
+                "extrapolated from 0.21") in client.pod_log(NS, pod["metadata"]["name"], "vllm")
+    got = rehearsal.pyinfra(LOCAL, BUDGET, "--dry")
+    assert got.returncode == 0, got.stderr
+    predictions = [line for line in host_out(got.stderr) if "prediction on " in line]
+    assert predictions and all(line.endswith("(vLLM 0.25.0: rules extrapolated from 0.21))") for line in predictions), \
+        predictions

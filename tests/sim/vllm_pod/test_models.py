@@ -1,0 +1,82 @@
+"""The rehearsal cluster's vLLM pods and models outside the catalog, and versions newer than the newest modelled.
+
+A world ships config.json files (``models:`` in its seed) the way a Hub would serve them: a pod serving one starts
+with the memory model's numbers for it, where it used to be refused with vLLM's "Invalid repository ID" — which
+stays for a model nothing has. A vLLM image newer than the newest modelled release says, in the pod's own log,
+that its rules are extrapolated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from fixtures.hf_hub_server import SMOLLM2_CONFIG
+from vllm_remedy.errors import UserError
+from vllm_remedy.sim.clock import Clock
+from vllm_remedy.sim.cluster import Cluster
+from vllm_remedy.sim.seed import make_node
+from vllm_remedy.sim.vllm_pod import install
+from vllm_remedy.vllm import catalog
+from vllm_remedy.vllm.memory import EngineSettings, estimate
+from vllm_remedy.vllm.startup_log import parse_startup_log
+
+SHIPPED = "acme-corp/SmolLM2-1.7B-Rehearsal"  # a name nothing else resolves: the world's copy is the only source
+
+
+@pytest.fixture
+def cluster() -> Iterator[Cluster]:
+    c = Cluster("t", clock=Clock(speed=600))
+    install(c)
+    c.store.create("nodes", make_node({"name": "l40s-1", "gpu": {"product": "NVIDIA-L40S", "count": 2}}, "t"))
+    c.apply_seed({"models": [{"id": SHIPPED, "config": SMOLLM2_CONFIG}]})
+    c.start()
+    yield c
+    c.stop()
+
+
+def pod(name: str, model: str, image: str = "vllm/vllm-openai:v0.19.0") -> dict:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "llm"},
+            "spec": {"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-L40S"},
+                     "containers": [{"name": "vllm", "image": image, "command": ["vllm", "serve"],
+                                     "args": [model, "--max-model-len", "8192"],
+                                     "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}
+
+
+def logged(c: Cluster, name: str, text: str, previous: bool = False) -> bool:
+    try:
+        return text in c.read_log("llm", name, previous=previous)
+    except Exception:  # no container yet
+        return False
+
+
+def test_a_model_the_world_ships_starts_with_the_memory_models_numbers(cluster):
+    cluster.store.create("pods", pod("shipped", SHIPPED))
+    assert cluster.wait_for(lambda: logged(cluster, "shipped", "GPU KV cache size"), 8)
+    report = parse_startup_log(cluster.read_log("llm", "shipped"))
+    spec = catalog.ModelSpec.from_hf_config(SMOLLM2_CONFIG, SHIPPED)
+    est = estimate(spec, catalog.gpu("NVIDIA-L40S"), EngineSettings.from_flags({"max-model-len": "8192"}, "0.19.0"))
+    assert (report.model, report.kv_cache_tokens) == (SHIPPED, est.kv_cache_tokens)
+
+
+def test_a_model_nothing_has_is_still_an_invalid_repository(cluster):
+    cluster.store.create("pods", pod("nowhere", "acme-corp/NoSuch-7B"))
+    assert cluster.wait_for(lambda: logged(cluster, "nowhere", "Invalid repository ID or local directory specified: "
+                                           "'acme-corp/NoSuch-7B'", previous=True)
+                            or logged(cluster, "nowhere", "Invalid repository ID"), 8)
+
+
+@pytest.mark.parametrize(("image", "flagged"), [("vllm/vllm-openai:v0.25.0", True),
+                                                ("vllm/vllm-openai:v0.21.0", False)])
+def test_a_release_newer_than_modelled_says_so_in_the_pods_log(cluster, image, flagged):
+    cluster.store.create("pods", pod("new", "Qwen/Qwen2.5-7B-Instruct", image))
+    assert cluster.wait_for(lambda: logged(cluster, "new", "GPU KV cache size"), 8)
+    warning = ("[vllm-remedy rehearsal] vLLM 0.25.0 is newer than the newest modelled release: memory rules "
+               "extrapolated from 0.21")
+    assert logged(cluster, "new", warning) is flagged
+
+
+def test_a_seed_model_without_a_config_is_one_line(cluster):
+    with pytest.raises(UserError, match=r"^seed: models\[0\]: expected \{id: <org/name>, config: "):
+        cluster.apply_seed({"models": [{"id": "acme/x"}]})
