@@ -145,7 +145,9 @@ def test_a_forced_revision_that_does_not_exist_or_is_garbage_is_one_line_exit_2(
     inv = no_pins(tmp_path)
     for value, said in (("99", "host data revision: 99 is not in the rollout history of deployment llm/llama-8b "
                                 "(revisions: 12, 13, 14, 15)"),
-                        ("fourteen", "host data revision: 'fourteen' is not a revision number (a whole number >= 1)")):
+                        ("fourteen", "host data revision: 'fourteen' is not a revision number (a whole number >= 1)"),
+                        # empty (an unset shell variable); pyinfra itself reads " 14" as 14
+                        ("", "host data revision: '' is not a revision number (a whole number >= 1)")):
         got = rehearsal.pyinfra(inv, RESTORE, "-y", "--data", f"revision={value}")
         assert got.returncode == 2, got.stderr
         assert host_out(got.stderr)[-1] == said, got.stderr

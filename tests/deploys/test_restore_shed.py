@@ -231,3 +231,24 @@ def test_load_no_flag_sheds_fails_the_run_with_the_classified_log(rehearsal: Reh
     failed = [line for line in lines if line.startswith("wait for the shed-load template to roll out: crash-loop")]
     assert len(failed) == 1 and failed[0].endswith("startup log: oom_under_load"), lines
     assert any("torch.OutOfMemoryError: CUDA out of memory" in line for line in lines), lines
+
+
+def test_a_split_nobody_recorded_as_ours_is_never_shifted_back(rehearsal: Rehearsal, tmp_path: Path) -> None:
+    """A person's 1/99 canary on the route (no record of a shift of ours), the primary stable: restore reports
+    it and leaves it as it is; confirm and drift still say the fallback serves (review finding #6)."""
+    client = rehearsal.client()
+    split = route()
+    split["spec"]["rules"][0]["backendRefs"] = [{"name": "llama-8b", "port": 8000, "weight": 1},
+                                                {"name": "hosted-llm", "port": 443, "weight": 99}]
+    client.request("POST", "/apis/gateway.networking.k8s.io/v1/namespaces/llm/httproutes", body=split)
+    policy = tmp_path / "fallback.yaml"
+    policy.write_text(POLICY.format(base=ROOT / "policies" / "llama-8b") + FALLBACK.format(after="1m"))
+    inventory = write_inventory(tmp_path, HOST, policy=str(policy))
+    stable(rehearsal, 120)
+    before = client.request("GET", ROUTE_PATH)
+    got = rehearsal.pyinfra(inventory, RESTORE, "-y")
+    assert got.returncode == 0, got.stderr
+    assert any(line.startswith("noop: HTTPRoute llm/llm sends 99% of its traffic to the fallback hosted-llm, but no "
+                               "shift of ours is recorded on it: left as it is") for line in host_out(got.stderr)), \
+        got.stderr
+    assert client.request("GET", ROUTE_PATH)["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]

@@ -185,13 +185,16 @@ def test_recorded_deployment_fields_are_validated_before_they_are_written_back()
                                                                                   "maxUnavailable": "0%"}}})
 
 
-def backoff(pod: str, count: int, ago: float, message: str = "Back-off restarting failed container vllm in pod x"
-            ) -> dict[str, Any]:
-    return {"pod": pod, "reason": "BackOff", "message": message, "count": count, "first": rfc3339(NOW - ago - 60),
-            "last": rfc3339(NOW - ago)}
+def backoff(pod: str, count: int, ago: float, message: str = "", component: str = "kubelet") -> dict[str, Any]:
+    """A back-off Event row as the PodEvents fact gives it (kubelet's message names the pod and its uid)."""
+    uid = f"uid-{pod}"
+    text = message or f"Back-off restarting failed container vllm in pod {pod}_llm({uid})"
+    return {"pod": pod, "uid": uid, "component": component, "reason": "BackOff", "message": text, "count": count,
+            "first": rfc3339(NOW - ago - 60), "last": rfc3339(NOW - ago)}
 
 
-ROWS = [{"number": 14, "replicaset": "llama-8b-6b765dc795"}, {"number": 15, "replicaset": "llama-8b-85bd68ffdd"}]
+ROWS = [{"number": 14, "replicaset": "llama-8b-6b765dc795", "created": rfc3339(NOW - 86400)},
+        {"number": 15, "replicaset": "llama-8b-85bd68ffdd", "created": rfc3339(NOW - 3600)}]
 
 
 def test_gone_pods_events_count_against_their_revision_by_pod_name() -> None:
@@ -201,7 +204,11 @@ def test_gone_pods_events_count_against_their_revision_by_pod_name() -> None:
               backoff("llama-8b-6b765dc795-abcde", 1, 100),  # one back-off, recovered: no evidence
               backoff("llama-8b-6b765dc795-fghij", 5, 100, "Back-off pulling image \"vllm/vllm-openai:v0.8.5\""),
               {**backoff("llama-8b-85bd68ffdd-zzzzz", 9, 10), "last": "yesterday", "first": None},  # no time: no
-              backoff("other-85bd68ffdd-9lfjn", 9, 10)]  # another workload's pod
+              backoff("other-85bd68ffdd-9lfjn", 9, 10),  # another workload's pod
+              backoff("llama-8b-6b765dc795-zzzzz", 9, 10, component="totally-not-kubelet"),  # not the kubelet's
+              backoff("llama-8b-6b765dc795-yyyyy", 9, 10, "Back-off restarting failed container vllm in pod "
+                      "llama-8b-6b765dc795-yyyyy_llm(someone-elses-uid)"),  # the message names another pod
+              backoff("llama-8b-85bd68ffdd-wwwww", 9, 7200)]  # before 15's ReplicaSet existed
     seen = crashes_in_events(ROWS, events)
     assert list(seen) == [15]
     assert (seen[15].backoffs, seen[15].pod, seen[15].at) == (3, "llama-8b-85bd68ffdd-9lfjn", NOW - 120)

@@ -81,19 +81,49 @@ def test_oom_under_load_right_after_a_deploy_rolls_back() -> None:
 
 
 def test_oom_under_load_on_a_revision_restore_put_back_minutes_ago_rolls_back_not_sheds() -> None:
-    """A rollback reuses an old ReplicaSet: its creation says nothing of when it came back; our own last action
-    does. Dying under load minutes after we restored it, it is rolled back from (review finding M4)."""
+    """A rollback reuses an old ReplicaSet: its creation says nothing of when it came back; our own last write
+    does, when the template running is the one it left (review findings M4 and, for shedding, #1)."""
+    from vllm_remedy.kube.annotations import template_digest
+
     h = history(4, row(2, ["--max-model-len", "8192"]), row(3, ["--max-num-seqs", "256"]),
                 row(4, ["--max-model-len", "16384"], created_ago=7 * 86400))
     dying = {"pods": [pod("oom_under_load")]}
+    ours = template_digest(h["revisions"][-1]["template"])
     assert decide_restore(h, dying, POLICY, now=NOW).action == SHED  # nothing of ours: an old revision, load
-    ours = {**h, "last_action": "restore", "last_action_at": rfc(300)}
-    got = decide_restore(ours, dying, POLICY, now=NOW)
+    restored = {**h, "last_action": "restore", "last_action_at": rfc(300), "last_action_template": ours}
+    got = decide_restore(restored, dying, POLICY, now=NOW)
     assert (got.action, got.revision) == (ROLLBACK, 3)
-    long_ago = {**h, "last_action": "restore", "last_action_at": rfc(2 * 3600)}
+    long_ago = {**restored, "last_action_at": rfc(2 * 3600)}
     assert decide_restore(long_ago, dying, POLICY, now=NOW).action == SHED
-    shed = {**h, "last_action": "shed-load", "last_action_at": rfc(300)}  # our shedding is no fresh deploy
+    not_this_one = {**restored, "last_action_template": "0123456789abcdef"}  # we wrote another template
+    assert decide_restore(not_this_one, dying, POLICY, now=NOW).action == SHED
+    shed = {**restored, "last_action": "shed-load"}  # our shedding made it: no fresh deploy
     assert decide_restore(shed, dying, POLICY, now=NOW).action == SHED
+
+
+def test_a_colleagues_revision_after_our_shedding_is_a_fresh_deploy() -> None:
+    """After we shed load, a colleague deploys revision 5 (our annotations copied onto its ReplicaSet); it dies
+    under load seconds later: that is a fresh deploy to roll back from, not more load to shed (review #1)."""
+    from vllm_remedy.kube.annotations import template_digest
+
+    shed_row = row(4, ["--max-num-seqs", "32"], created_ago=600)
+    theirs = row(5, ["--max-num-seqs", "32", "--max-num-batched-tokens", "16384"], created_ago=20,
+                 **{"vllm-remedy.io/last-action": "shed-load"})
+    h = {**history(5, row(3, ["--max-num-seqs", "64"]), shed_row, theirs), "last_action": "shed-load",
+         "last_action_at": rfc(600), "last_action_template": template_digest(shed_row["template"])}
+    got = decide_restore(h, {"pods": [pod("oom_under_load")]}, POLICY, now=NOW)
+    assert (got.action, got.revision) == (ROLLBACK, 4)
+
+
+def test_a_known_good_mark_dated_after_the_clusters_clock_is_ignored_with_a_warning() -> None:
+    crashed = {"vllm-remedy.io/crashed": '{"at":"' + rfc(600) + '","failure":"oom_under_load"}'}
+    forged = row(3, ["--max-model-len", "16384"], **crashed, **{"vllm-remedy.io/known-good": "2099-01-01T00:00:00Z"})
+    h = history(4, row(2, ["--max-model-len", "8192"]), forged, row(4, ["--max-num-seqs", "64"], created_ago=60))
+    got = decide_restore(h, {"pods": [pod("max_len_exceeds_kv")]}, POLICY, now=NOW)
+    assert (got.action, got.revision) == (ROLLBACK, 2)
+    assert any("revision 3 (rs-3): died under load (oom_under_load)" in line for line in got.skipped), got.skipped
+    assert got.warnings == ("warning: ignored the known-good mark on revision 3 (rs-3): '2099-01-01T00:00:00Z' is "
+                            "later than the cluster's clock",)
 
 
 def test_nothing_earlier_is_a_refusal_with_the_reason() -> None:

@@ -164,7 +164,9 @@ def trim_event(event: dict[str, Any]) -> dict[str, Any]:
     """The parts of a core/v1 Event that say a pod died: which pod, why, how often, when first and last."""
     involved = event.get("involvedObject") or {}
     series = event.get("series") or {}
-    return {"pod": involved.get("name"), "reason": event.get("reason"), "message": event.get("message"),
+    source = event.get("source") or {}
+    return {"pod": involved.get("name"), "uid": involved.get("uid"), "reason": event.get("reason"),
+            "component": event.get("reportingComponent") or source.get("component"), "message": event.get("message"),
             "count": int(series.get("count") or event.get("count") or 1),
             "first": event.get("firstTimestamp") or event.get("eventTime"),
             "last": series.get("lastObservedTime") or event.get("lastTimestamp") or event.get("eventTime")}

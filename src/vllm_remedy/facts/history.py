@@ -50,6 +50,7 @@ def history_data(deployment: Mapping[str, Any], replicasets: list[Mapping[str, A
         # our last write to the Deployment: a rollback reuses an old ReplicaSet, so this says when it came back
         "last_action": notes.get(keys.last_action),
         "last_action_at": notes.get(keys.last_action_at),
+        "last_action_template": notes.get(keys.last_action_template),
         "current_revision": current_revision(deployment),
         "known_good": marked,
         "annotation_prefix": keys.prefix,

@@ -10,6 +10,7 @@ A malformed toggle record is reported (``scan_toggles``), never a reason for a d
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Mapping
@@ -18,7 +19,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from vllm_remedy.errors import UserError
-from vllm_remedy.kube.history import CHANGE_CAUSE
+from vllm_remedy.kube.history import CHANGE_CAUSE, canonical_template
 from vllm_remedy.policy.model import DEFAULT_ANNOTATION_PREFIX
 
 #: The policy's ``annotation_prefix`` default; owned there, so keys written without a policy still match.
@@ -105,6 +106,12 @@ class Keys:
         return self.key("last-action-at")
 
     @property
+    def last_action_template(self) -> str:
+        """A digest of the pod template our last write left: whether the revision running now is the one we made
+        (a colleague's edit since copies our annotations onto its new ReplicaSet, but not this template)."""
+        return self.key("last-action-template")
+
+    @property
     def change_id(self) -> str:
         """The id of the last write we made; after a lost answer, its presence proves the write landed."""
         return self.key("change-id")
@@ -164,14 +171,25 @@ class Keys:
                 self.deployment_fields)
 
 
-def action_annotations(keys: Keys, action: str, reason: str, at: float) -> dict[str, str]:
-    """What every write sets on the Deployment: the last action, why, when, and kubectl's change-cause."""
-    return {
+def action_annotations(keys: Keys, action: str, reason: str, at: float,
+                       template: Mapping[str, Any] | None = None) -> dict[str, str]:
+    """What every write sets on the Deployment: the last action, why, when, kubectl's change-cause, and (for a
+    write of its pod template) the digest of the template it leaves."""
+    notes = {
         CHANGE_CAUSE: f"vllm-remedy {action}: {reason}",
         keys.last_action: action,
         keys.last_reason: reason,
         keys.last_action_at: rfc3339(at),
     }
+    if template is not None:
+        notes[keys.last_action_template] = template_digest(template)
+    return notes
+
+
+def template_digest(template: Mapping[str, Any] | None) -> str:
+    """A short digest of a pod template as ``kube.history.templates_equal`` compares them (hash label aside)."""
+    text = json.dumps(canonical_template(template), sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def known_good_annotations(keys: Keys, at: float, reason: str) -> dict[str, str]:

@@ -139,7 +139,7 @@ def plan_undo(deployment: Mapping[str, Any], replicasets: Sequence[Mapping[str, 
     notes = {k: v for k, v in ops[1]["value"].items() if k not in keys.mark_keys() and not keys.is_toggle_key(k)}
     if at is not None:
         why = reason or f"roll back to revision {number}"
-        notes.update(action_annotations(keys, action, why, at))
+        notes.update(action_annotations(keys, action, why, at, template=ops[0]["value"]))
     has_notes = bool(meta.get("annotations"))
     guarded = [resource_version_test(deployment), ops[0],
                {"op": "replace" if has_notes else "add", "path": "/metadata/annotations",

@@ -105,26 +105,29 @@ def _undo_ops(revision: int, keys: Any, reason: str, fields: dict[str, Any], cli
 
 def forced_revision(value: Any = None) -> int | None:
     """Host data ``revision`` (``--data revision=N``) checked before any operation is planned: None when unset;
-    a value that is not a revision number, or not in this Deployment's rollout history (a number a rollback
-    renumbered counts: it stays in ``revision-history``), is bad input — one line naming the host and key,
-    exit 2, nothing changed (called from the deploy file, which then stops). So is an ``override`` other than
-    ``evidence``."""
+    a value that is not a revision number (empty, spaced), or not in this Deployment's rollout history (a number a
+    rollback renumbered counts: it stays in ``revision-history``), or one with evidence against it and no
+    ``override=evidence``, is refused before any operation is planned — one line naming the host and key, exit 2,
+    nothing changed (called from the deploy file, which then stops). So is an ``override`` other than ``evidence``."""
     raw = host.data.get("revision") if value is None else value
-    text = "" if raw is None else str(raw).strip()
+    text = None if raw is None else str(raw)
     problem = _forced_problem(text, raw, host.data.get("override"))
+    if problem is None and text is not None:
+        decision, _deployment = _decision(k8s_host(host), int(text))
+        problem = decision.reason if decision.action == REFUSE else None  # before any operation writes anything
     if problem is not None:
         logger.error(f"{host.print_prefix}{problem}")
         raise SystemExit(2)
-    return int(text) if text else None
+    return None if text is None else int(text)
 
 
-def _forced_problem(text: str, raw: Any, override: Any) -> str | None:
-    if override not in (None, "", OVERRIDE):
+def _forced_problem(text: str | None, raw: Any, override: Any) -> str | None:
+    if override not in (None, OVERRIDE):
         return (f"host data override: {override!r} is not {OVERRIDE!r} (the only override: restore a forced "
                 "revision despite the evidence against it)")
-    if not text:
+    if text is None:
         return "host data override: only applies with --data revision=N" if override else None
-    if not text.isdigit() or int(text) < 1:
+    if not text.isascii() or not text.isdigit() or int(text) < 1:
         return f"host data revision: {raw!r} is not a revision number (a whole number >= 1)"
     rows = (host.get_fact(RolloutHistory) or {}).get("revisions") or []
     numbers = [int(r["number"]) for r in rows]
@@ -325,8 +328,9 @@ def shift_back(after: str | int | None = None) -> Iterator[FunctionCommand]:
     load. The route gets back exactly the rules it had before that shift (recorded on it as
     ``vllm-remedy.io/fallback-prior-rules``) when nobody edited them since; otherwise the fallback's
     weight becomes 0 and the primary's 100, and the diff says why. Nothing happens while the primary is
-    not yet stable (the reason says until when), when the route sends the fallback nothing, or when the
-    policy names no fallback.
+    not yet stable (the reason says until when), when the route sends the fallback nothing, when the split
+    is not ours (no record of our shift on the route: a canary or a migration), or when the policy names no
+    fallback.
 
     **Example:**
 
@@ -359,6 +363,11 @@ def shift_back(after: str | int | None = None) -> Iterator[FunctionCommand]:
              f"{stable.reason}{until}")
         return
     notes = (current.get("metadata") or {}).get("annotations") or {}
+    if notes.get(ctx.keys.fallback_prior) is None and notes.get(ctx.keys.last_action) != SHED:
+        # a split we did not make (a canary, a migration): drift and confirm report it; shifting it is a person's call
+        noop(state, host, f"{route_name(route)} sends {share}% of its traffic to the fallback {route.fallback.name}, "
+             "but no shift of ours is recorded on it: left as it is (shift it back by hand if it is not deliberate)")
+        return
     desired, how = shifted_back_route(current, route, notes.get(ctx.keys.fallback_prior))
     back = route_change(ctx, route, current, desired,
                         summary=f"shift {route_name(route)}'s traffic back from {route.fallback.name} to "

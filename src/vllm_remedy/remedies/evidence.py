@@ -92,6 +92,31 @@ def standing_crash(keys: Keys, notes: Mapping[str, str]) -> Crash | None:
     return crash
 
 
+#: How far ahead of the cluster's clock a mark may be dated and still be believed (clock skew between writers).
+MARK_SKEW = 300.0
+
+
+def credible_marks(history: Mapping[str, Any], keys: Keys, now: float | None) -> tuple[dict[str, Any], list[str]]:
+    """The RolloutHistory fact with every known-good mark dated after the cluster's now (beyond ``MARK_SKEW``) or
+    not a time at all taken off, and a warning line for each (pure). A mark is data anyone with patch rights can
+    write: one dated 2099 would outrank every crash record and rank first forever."""
+    if now is None:
+        return dict(history), []
+    rows, warnings = [], []
+    for row in history.get("revisions") or []:
+        notes = row.get("annotations") or {}
+        stamp = notes.get(keys.known_good)
+        at = _time(notes, keys.known_good) if stamp else None
+        if stamp and (at is None or at > now + MARK_SKEW):
+            why = "is not a time" if at is None else "is later than the cluster's clock"
+            warnings.append(f"warning: ignored the known-good mark on revision {row.get('number')} "
+                            f"({row.get('replicaset')}): {stamp!r} {why}")
+            row = {**row, "known_good": False,
+                   "annotations": {k: v for k, v in notes.items() if k != keys.known_good}}
+        rows.append(row)
+    return {**history, "revisions": rows}, warnings
+
+
 def main_failure(failures: Mapping[str, int]) -> str:
     """The most frequent failure class (ties: the name), what a record keeps."""
     return max(failures, key=lambda k: (failures[k], k)) if failures else "unknown"
@@ -160,21 +185,36 @@ class EventCrash:
                 f"pod {self.pod}, last at {rfc3339(self.at)})")
 
 
+def kubelets(event: Mapping[str, Any]) -> bool:
+    """An Event as the kubelet writes a back-off: its component, and a message naming the very pod it is about
+    (``… in pod <name>_<namespace>(<uid>)``). Events are objects many service accounts may create; this does not
+    make a forgery impossible, but a stray or careless one does not condemn a revision."""
+    pod, uid = str(event.get("pod") or ""), str(event.get("uid") or "")
+    message = str(event.get("message") or "")
+    return (event.get("component") == "kubelet" and event.get("reason") == "BackOff"
+            and message.startswith(BACKOFF_RESTART) and bool(pod) and bool(uid)
+            and f" in pod {pod}_" in message and message.endswith(f"({uid})"))
+
+
 def crashes_in_events(rows: Sequence[Mapping[str, Any]], events: Sequence[Mapping[str, Any]] | None
                       ) -> dict[int, EventCrash]:
     """Revision → its crash loop as the Events tell it (the PodEvents fact's rows; a pod belongs to the ReplicaSet
-    whose name is the pod's without its last ``-xxxxx``). Events without a readable time are not evidence of when,
-    so they do not count."""
-    by_rs = {str(r.get("replicaset")): int(r["number"]) for r in rows if r.get("replicaset")}
+    whose name is the pod's without its last ``-xxxxx``). Only the kubelet's back-offs count (:func:`kubelets`),
+    and only from after the ReplicaSet was created (its pods cannot be older); Events without a readable time are
+    not evidence of when, so they do not count."""
+    by_rs = {str(r.get("replicaset")): r for r in rows if r.get("replicaset")}
     seen: dict[int, tuple[int, str, float]] = {}
     for event in events or []:
-        if event.get("reason") != "BackOff" or not str(event.get("message") or "").startswith(BACKOFF_RESTART):
+        if not kubelets(event):
             continue
         pod = str(event.get("pod") or "")
-        number = by_rs.get(pod.rsplit("-", 1)[0])
+        row = by_rs.get(pod.rsplit("-", 1)[0])
         at = _time(event, "last") or _time(event, "first")
-        if number is None or at is None:
+        first = _time(event, "first") or at
+        born = _time(row, "created") if row is not None else None
+        if row is None or at is None or first is None or (born is not None and first < born):
             continue
+        number = int(row["number"])
         count, first_pod, last = seen.get(number, (0, pod, at))
         seen[number] = (count + max(int(event.get("count") or 1), 1), first_pod, max(last, at))
     return {n: EventCrash(c, pod, at) for n, (c, pod, at) in sorted(seen.items()) if c >= EVENT_BACKOFFS}

@@ -31,11 +31,11 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from vllm_remedy.errors import UserError
-from vllm_remedy.kube.annotations import Keys, parse_rfc3339
+from vllm_remedy.kube.annotations import Keys, parse_rfc3339, template_digest
 from vllm_remedy.kube.health import FLAP_RESTARTS, flapping
 from vllm_remedy.kube.history import REVISION_HISTORY, Revision, revisions_from_rows
 from vllm_remedy.kube.rollout import RULE_FORCED, NoRollbackTarget, choose_rollback, earlier_revisions, policy_pin
@@ -45,6 +45,7 @@ from vllm_remedy.remedies.evidence import (
     against,
     crashes_by_revision,
     crashes_in_events,
+    credible_marks,
     rejector,
     standing_crash,
     standing_event_crash,
@@ -124,36 +125,40 @@ def crash_failures(pods: Mapping[str, Any], container: str | None = None, *, now
 def _fresh_deploy(history: Mapping[str, Any], policy: Policy, keys: Keys, now: float | None) -> bool:
     """Was the current revision deployed recently (and by someone else than our load shedding)?
 
-    A rollback reuses an old ReplicaSet, so its creation time says nothing about when it came back: our own
-    last action on the Deployment (a rollback, a budget change, any template write but load shedding) within
-    ``confirm.stable_for`` makes it fresh too — a revision restore put back minutes ago that now dies under load
-    is rolled back from, not defended by shedding load.
+    Our own last write says when the revision running now came — when its template is the one that write left
+    (``Keys.last_action_template``): a rollback reuses an old ReplicaSet, whose creation time says nothing, and a
+    colleague's edit since copies our annotations onto its new ReplicaSet but is not our template. Load shedding
+    we did is no fresh deploy; any other template write of ours within ``confirm.stable_for`` is: a revision
+    restore put back minutes ago that now dies under load is rolled back from, not defended by shedding load.
     """
     row = next((r for r in history.get("revisions") or [] if r.get("number") == history.get("current_revision")), None)
     if row is None:
         return False
     notes = row.get("annotations") or {}
     stable = policy.confirm.stable_for.total_seconds()
-    action, at = history.get("last_action"), history.get("last_action_at")
-    if notes.get(keys.last_action) == SHED or action == SHED:
+    action, digest = history.get("last_action"), history.get("last_action_template")
+    ours = bool(digest) and digest == template_digest(row.get("template"))
+    if (ours and action == SHED) or (not digest and notes.get(keys.last_action) == SHED):  # older: no digest
         return False
-    if action and at and now is not None:
-        try:
-            if now - parse_rfc3339(str(at), f"deployment {history.get('deployment')} {keys.last_action_at}") < stable:
-                return True
-        except UserError:
-            pass
+    if ours and action and now is not None:
+        at = _parsed(history.get("last_action_at"))
+        if at is not None and now - at < stable:
+            return True
     # a mark withdrawn because it died under load still proves it was not a fresh deploy (the record is
     # written first in the same run, and must not turn "shed load" into "roll back")
     if row.get("known_good") or notes.get(keys.known_good_withdrawn):
         return False
     if now is None or not row.get("created"):
         return True
+    created = _parsed(row["created"])
+    return created is None or now - created < stable
+
+
+def _parsed(stamp: Any) -> float | None:
     try:
-        created = parse_rfc3339(str(row["created"]), f"replicaset {row.get('replicaset')} creationTimestamp")
+        return parse_rfc3339(str(stamp)) if stamp else None
     except UserError:
-        return True
-    return now - created < stable
+        return None
 
 
 def decide_restore(history: Mapping[str, Any], pods: Mapping[str, Any], policy: Policy, *,
@@ -168,10 +173,19 @@ def decide_restore(history: Mapping[str, Any], pods: Mapping[str, Any], policy: 
     ``override`` (host data ``override=evidence``).
     """
     keys = keys_of(policy)
-    current = history.get("current_revision")
+    history, doubted = credible_marks(history, keys, now)
     in_events = crashes_in_events(history.get("revisions") or [], events)
     if forced is not None:
-        return _forced(history, keys, forced, container, nodes, in_events, override)
+        decision = _forced(history, keys, forced, container, nodes, in_events, override)
+        return replace(decision, warnings=(*doubted, *decision.warnings))
+    return replace(decision := _decide(history, pods, policy, keys, container, now, nodes, in_events),
+                   warnings=(*doubted, *decision.warnings))
+
+
+def _decide(history: Mapping[str, Any], pods: Mapping[str, Any], policy: Policy, keys: Keys, container: str | None,
+            now: float | None, nodes: Sequence[Mapping[str, Any]] | None, in_events: Mapping[int, EventCrash]
+            ) -> RestoreDecision:
+    current = history.get("current_revision")
     failures = crash_failures(pods, container, now=now, stable=policy.confirm.stable_for.total_seconds())
     if not failures:
         stuck = [r for r in pods.get("pods") or [] if r.get("unschedulable") and r.get("new") and not r.get("deleting")]

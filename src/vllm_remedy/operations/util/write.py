@@ -30,7 +30,7 @@ from pyinfra.context import ctx_host, ctx_state
 
 from vllm_remedy import gitops
 from vllm_remedy.errors import UserError
-from vllm_remedy.kube.annotations import Keys, action_annotations
+from vllm_remedy.kube.annotations import Keys, action_annotations, template_digest
 from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.kube.diff import unified_template_diff
 from vllm_remedy.kube.history import REVISION
@@ -251,6 +251,10 @@ def change_ops(change: Change, keys: Keys, client: KubeClient, basis: dict[str, 
             notes.pop(key, None)
         else:
             notes[key] = value
+    template = desired["spec"].get("template")
+    if template is not None and notes.get(keys.last_action_at) != (
+            (basis.get("metadata") or {}).get("annotations") or {}).get(keys.last_action_at):
+        notes[keys.last_action_template] = template_digest(template)  # this write is our last action
     desired.setdefault("metadata", {})["annotations"] = notes
     return json_patch(basis, desired)
 
