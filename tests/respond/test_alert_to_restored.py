@@ -26,6 +26,8 @@ def test_a_crash_loop_is_paged_by_the_rendered_rules_and_restored_by_the_respond
         watch = Watch(rehearsal, good, alertmanager=path.alertmanager)
         watch.arm(int(bad["metadata"]["generation"]))
         try:
+            wait_until(lambda: watch.alerted is not None, timeout=60,
+                       what="an alert of the rendered rules at Alertmanager (is the kube-state-metrics series there?)")
             path.responder.wait_log(r"Vllm\w+ on @k8s/rehearsal/llm/llama-8b: deploys/restore.py remediated",
                                     timeout=120)
             wait_until(lambda: watch.ready is not None, what="the restored revision to be Ready")
