@@ -40,6 +40,10 @@ def test_up_serves_the_runbook_world_and_down_up_keeps_state(cli, tmp_path):
         assert call(staging, "PATCH", deploy, {}, content_type=merge, token="t-admin")[0] == 503
         _, _, scaled = call(prod, "PATCH", deploy, {"spec": {"replicas": 3}}, content_type=merge, token="t-admin")
         uid = scaled["metadata"]["uid"]
+        for cluster, replicas in (("prod", 3), ("staging", 2)):  # each cluster's own kube-state-metrics
+            status, _, text = call(info["url"], "GET", f"/kube-state-metrics/{cluster}/metrics", accept="text/plain")
+            assert status == 200
+            assert f'kube_deployment_spec_replicas{{namespace="llm",deployment="llama-8b"}} {replicas}' in text
         again = cli("sim", "up", "--background", "--state", str(state))
         assert again.returncode == 2
         assert "already running" in again.stderr

@@ -199,3 +199,10 @@ def test_respond_section_defaults_off_and_reads_yaml_off_as_off() -> None:
     assert (got.mode, got.cooldown) == ("auto", timedelta(minutes=2))
     with pytest.raises(UserError, match=r'respond\.mode: expected one of off, dry-run, auto, got "yes"'):
         Policy.from_mapping({"respond": {"mode": "yes"}})
+
+
+def test_respond_human_response_is_the_manual_paths_delay() -> None:
+    assert Policy.from_mapping({}).respond.human_response == timedelta(minutes=10)
+    assert Policy.from_mapping({"respond": {"human_response": "25m"}}).respond.human_response == timedelta(minutes=25)
+    with pytest.raises(UserError, match=r"respond\.human_response: expected a duration"):
+        Policy.from_mapping({"respond": {"human_response": "soon"}})

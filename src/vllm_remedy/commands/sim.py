@@ -93,6 +93,7 @@ def _report(info: dict[str, Any], output: str) -> None:
         return
     print(f"rehearsal cluster serving {info['url']} (clusters: {', '.join(info['clusters'])}; pid {info['pid']})")
     print(f"kubeconfig: {info['kubeconfig']}")
+    print(f"kube-state-metrics (for Prometheus): {info['url']}/kube-state-metrics/<cluster>/metrics")
     print(f"state: {info['state']}")
 
 

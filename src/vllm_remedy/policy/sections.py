@@ -293,6 +293,9 @@ class Respond(FrozenModel):
 
     mode: Annotated[str, BeforeValidator(_respond_mode)] = "off"
     cooldown: Duration = timedelta(minutes=15)
+    #: The manual path's delay before step 1 starts: page → acknowledged → someone at a keyboard running the
+    #: restore deploy. Never acted on; the game day compares time to restore with the responder against it.
+    human_response: Duration = timedelta(minutes=10)
 
 
 class Writes(FrozenModel):

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from vllm_remedy.sim import kubeconfig
+from vllm_remedy.sim import kube_state_metrics, kubeconfig
 from vllm_remedy.sim.api import websocket
 from vllm_remedy.sim.api.auth import Authorizer
 from vllm_remedy.sim.api.dispatch import ApiContext, handle
@@ -224,6 +224,10 @@ class _Handler(BaseHTTPRequestHandler):
             return True
 
 
+#: Path prefix of each cluster's kube-state-metrics endpoint (``/kube-state-metrics/<cluster>/metrics``).
+KSM_PREFIX = "kube-state-metrics"
+
+
 class SimServer:
     """Serve ``clusters`` on ``host:port`` (0 = a free port). Call ``start()``/``stop()``."""
 
@@ -291,6 +295,8 @@ class SimServer:
             return self._handle(ctx, req)
         if parts[1:2] == ["admin"]:
             return self._admin(req)
+        if parts[1:2] == [KSM_PREFIX] and req.method == "GET":
+            return self._kube_state_metrics(req.path)
         if req.path in ("/healthz", "/livez", "/readyz"):
             return Response(200, b"ok", "text/plain")
         if len(self.contexts) == 1:
@@ -308,6 +314,18 @@ class SimServer:
                 log.exception("write-ahead log sync failed")
                 return error_response(ApiError(500, "InternalError", f"state not saved: {exc}"))
         return resp
+
+    def _kube_state_metrics(self, path: str) -> Response:
+        """``GET /kube-state-metrics/<cluster>/metrics``: what kube-state-metrics would serve for that cluster
+        (unauthenticated, as kube-state-metrics is scraped in-cluster)."""
+        parts = path.split("?", 1)[0].strip("/").split("/")
+        ctx = self.contexts.get(parts[1]) if len(parts) == 3 and parts[2] == "metrics" else None
+        if ctx is None:
+            return error_response(ApiError(404, "NotFound", f"no kube-state-metrics at {path}; "
+                                           f"use /{KSM_PREFIX}/<cluster>/metrics"))
+        store = ctx.cluster.store
+        text = kube_state_metrics.exposition(store.list("deployments.apps")[0], store.list("pods")[0])
+        return Response(200, text.encode(), kube_state_metrics.CONTENT_TYPE)
 
     def _admin(self, req: Request) -> Response:
         """``GET /admin/clusters``; ``GET|PUT|DELETE /admin/clusters/<name>/faults``."""
