@@ -108,8 +108,8 @@ def test_oom_under_load_sheds_load_and_shifts_the_gateway_once(rehearsal: Rehear
     assert any(line.startswith("shed load on deployment llm/llama-8b: --max-num-seqs 32 --max-model-len 8192 "
                                "--max-num-batched-tokens 2048 (the prediction is for startup; the load that killed "
                                "it is not modelled): written") for line in lines), lines
-    assert any(line.startswith('wait for the shed-load template to roll out: deployment "llama-8b" successfully '
-                               "rolled out after ") for line in lines), lines
+    assert any(line.startswith('wait for the shed-load template to roll out and stay up for 2m: deployment '
+                               '"llama-8b" successfully rolled out after ') for line in lines), lines
     assert any(line.startswith("shift 50% of HTTPRoute llm/llm's traffic from llama-8b to hosted-llm: written")
                for line in lines), lines
     deployment = client.get_deployment(NS, NAME)
@@ -228,8 +228,9 @@ def test_load_no_flag_sheds_fails_the_run_with_the_classified_log(rehearsal: Reh
     got = rehearsal.pyinfra(inventory, RESTORE, "-y")
     assert got.returncode != 0
     lines = host_out(got.stderr)
-    failed = [line for line in lines if line.startswith("wait for the shed-load template to roll out: crash-loop")]
-    assert len(failed) == 1 and failed[0].endswith("startup log: oom_under_load"), lines
+    failed = [line for line in lines
+              if line.startswith("wait for the shed-load template to roll out and stay up for 2m: crash-loop")]
+    assert len(failed) == 1 and "startup log: oom_under_load" in failed[0], lines
     assert any("torch.OutOfMemoryError: CUDA out of memory" in line for line in lines), lines
 
 

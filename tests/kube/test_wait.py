@@ -203,3 +203,33 @@ def test_known_good_mark_on_replicaset_drives_the_choice(api: FakeApi) -> None:
     assert (choice.revision.number, choice.rule) == (13, RULE_MARK)
     undo(api.client, "llm", "llama-8b", choice.revision.number, at=T0)
     assert "vllm-remedy.io/known-good" not in api.get("deployments", "llm", "llama-8b")["metadata"]["annotations"]
+
+
+def test_a_rollout_that_dies_again_within_settle_is_no_success(api: FakeApi) -> None:
+    """Shed pods Ready for a moment, then OOM under the same load: with ``settle`` the wait says so (review #5)."""
+    from vllm_remedy.kube.wait import wait_restored
+
+    status = api.get("deployments", "llm", "llama-8b")["status"]
+    status.update({"replicas": 1, "updatedReplicas": 1, "readyReplicas": 1, "availableReplicas": 1})
+    serving = owned_by_rs15(crashloop_pod())
+    serving["status"]["containerStatuses"][0].update(
+        {"restartCount": 0, "ready": True, "state": {"running": {"startedAt": "2025-03-03T11:06:40Z"}},
+         "lastState": {}})
+    serving["status"]["conditions"] = [{"type": "Ready", "status": "True",
+                                        "lastTransitionTime": "2025-03-03T11:07:40Z"}]
+    api.add("pods", serving)
+    serving = api.get("pods", "llm", "llama-8b-5f6c7d8b9a-x7k2p")
+    api.logs[("llama-8b-5f6c7d8b9a-x7k2p", "vllm", True)] = MAX_LEN_LOG
+
+    def dies_again(elapsed: float) -> None:
+        if elapsed >= 40:
+            api.objects[("pods", "llm", "llama-8b-5f6c7d8b9a-x7k2p")] = owned_by_rs15(crashloop_pod())
+
+    assert wait_restored(api.client, "llm", "llama-8b", 900, StepClock(dies_again), interval=10).ok  # no settle
+    api.objects[("pods", "llm", "llama-8b-5f6c7d8b9a-x7k2p")] = serving
+    got = wait_restored(api.client, "llm", "llama-8b", 900, StepClock(dies_again), interval=10, settle=120)
+    assert (got.ok, got.outcome) == (False, "crash-loop")
+    assert got.message.endswith("; it restarted 40s after the rollout completed"), got.message
+    api.objects[("pods", "llm", "llama-8b-5f6c7d8b9a-x7k2p")] = serving  # serving again, and it stays up
+    calm = wait_restored(api.client, "llm", "llama-8b", 900, StepClock(), interval=10, settle=120)
+    assert calm.ok and calm.elapsed == 120.0

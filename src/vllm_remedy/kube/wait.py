@@ -258,14 +258,15 @@ def crash_among(client: KubeClient, namespace: str, pods: Sequence[Mapping[str, 
 
 
 def wait_restored(client: KubeClient, namespace: str, name: str, timeout: float, clock: Clock,
-                  interval: float = 2.0, progress: ProgressHook | None = None) -> WaitResult:
+                  interval: float = 2.0, progress: ProgressHook | None = None, settle: float = 0.0) -> WaitResult:
     """Rolled out and Ready within ``timeout`` clock seconds, or why not.
 
     ``wait_for_rollout`` gives up as soon as the Deployment says ProgressDeadlineExceeded. Right after a
     rollback that verdict is usually the crash-looping revision's (the controller keeps it until the
     restored ReplicaSet makes progress). Our bound is ``timeout``; while it lasts, a deadline only means
     "look at the new pods ourselves" — a crash loop there still fails fast, with the classified log, and so
-    does a new pod the scheduler cannot place, with the scheduler's reason.
+    does a new pod the scheduler cannot place, with the scheduler's reason. With ``settle``, a rollout only counts
+    once no new pod has restarted for that many clock seconds after it (:func:`settle_watch`).
     """
     start = clock.now()
     while True:
@@ -287,5 +288,31 @@ def wait_restored(client: KubeClient, namespace: str, name: str, timeout: float,
                                 0.0, None, result.statuses)
             break
         clock.sleep(interval)
+    if result.ok and settle > 0:
+        settled = settle_watch(client, namespace, name, settle, clock, interval)
+        if settled is not None:
+            result = WaitResult(False, "crash-loop", settled.message, 0.0, settled, result.statuses)
     result.elapsed = clock.now() - start
     return result
+
+
+def settle_watch(client: KubeClient, namespace: str, name: str, seconds: float, clock: Clock,
+                 interval: float = 2.0) -> Crash | None:
+    """After a rollout, ``seconds`` of clock time in which no new pod may restart: a shed revision that dies again
+    under the load that killed its predecessor is not "restored", however Ready it was for a moment. The crash,
+    with its classified log, or None when every pod stayed up."""
+    start = clock.now()
+    _deployment, pods = rollout_pods(client, namespace, name)
+    baseline = {(h.name, c.name): c.restarts for h in map(pod_health, pods) for c in h.containers}
+    while clock.now() - start < seconds:
+        clock.sleep(interval)
+        _deployment, pods = rollout_pods(client, namespace, name)
+        for pod in pods:
+            health = pod_health(pod)
+            for c in health.containers:
+                if c.restarts > baseline.get((health.name, c.name), 0) or c.crash_looping:
+                    crash = crash_report(client, namespace, health, c)
+                    after = clock.now() - start
+                    return Crash(**{**crash.__dict__, "message": f"{crash.message}; it restarted {after:.0f}s after "
+                                                                 "the rollout completed"})
+    return None

@@ -49,7 +49,7 @@ from vllm_remedy.operations.util import (
     with_flags,
     write_command,
 )
-from vllm_remedy.policy import Fallback, LoadShedding, parse_duration
+from vllm_remedy.policy import Fallback, LoadShedding, format_duration, parse_duration
 from vllm_remedy.remedies.evidence import field_problems, recorded_fields
 from vllm_remedy.remedies.load_guard import guard_flags
 from vllm_remedy.remedies.predict import pinned_gpu, predict_template
@@ -306,8 +306,11 @@ def shed_load(fallback: bool = True, wait: bool = True, revision: int | None = N
             commands.append(shed)
             if wait:
                 planned.rolled_out(host, ctx.deployment_path)  # the next operations plan on the shed pods
+                settle = ctx.policy.restore.shed_settle.total_seconds()
                 commands.append(FunctionCommand(wait_rollout, (ctx.policy.restore.rollout_timeout.total_seconds(),
-                                                               "wait for the shed-load template to roll out"), {}))
+                                                               "wait for the shed-load template to roll out and stay "
+                                                               f"up for {format_duration(int(settle))}"),
+                                                {"settle": settle}))
     else:
         done.append("no load_shedding flag lowers what runs")
     if not commands:

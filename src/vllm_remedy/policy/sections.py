@@ -272,12 +272,16 @@ class EnforceEager(FrozenModel):
 
 
 class Restore(FrozenModel):
-    """Step 1: how long to wait for the rolled-back revision (the runbook's --timeout=15m), and whether the
+    """Step 1: how long to wait for the rolled-back revision (the runbook's --timeout=15m), how long shed pods must
+    stay up after their rollout (``shed_settle``), and whether the
     Deployment-level fields confirm recorded with the target's known-good mark (strategy, minReadySeconds,
     progressDeadlineSeconds) are put back with its template (``restore``) or only shown in the diff (``show``)."""
 
     rollout_timeout: Duration = timedelta(minutes=15)
     deployment_fields: Annotated[str, BeforeValidator(one_of("restore", "show"))] = "restore"
+    #: After shedding load, how long the shed pods must stay up (no restart) before the run says it worked: the
+    #: load that killed them is still there, and Ready for a moment is not restored.
+    shed_settle: Duration = timedelta(minutes=2)
 
 
 def _respond_mode(value: Any) -> str:

@@ -34,13 +34,15 @@ from vllm_remedy.remedies.evidence import record_changes
 HEARTBEAT = 12
 
 
-def wait_rollout(state: Any, host: Any, timeout: float, label: str, replicaset: str | None = None) -> bool:
-    """FunctionCommand body: wait (cluster time) until rolled out and Ready; fail fast with the classified log."""
+def wait_rollout(state: Any, host: Any, timeout: float, label: str, replicaset: str | None = None,
+                 settle: float = 0.0) -> bool:
+    """FunctionCommand body: wait (cluster time) until rolled out and Ready — and, with ``settle``, no pod restarted
+    for that long after; fail fast with the classified log."""
     try:
         ctx = k8s_host(host)
         with progress_reports(host, ctx) as progress:
             result = wait_restored(ctx.client, ctx.namespace, ctx.deployment, timeout, ClusterClock(ctx.client),
-                                   progress=progress)
+                                   progress=progress, settle=settle)
     except UserError as exc:
         note(host, f"{label}: {exc}", error=True)
         return False
