@@ -82,6 +82,8 @@ def test_undo_targets_previous_or_named_revision() -> None:
 
 
 def test_undo_plan_kubectl_patch_and_guarded_patch() -> None:
+    from vllm_remedy.kube.annotations import template_digest
+
     dep, rss = incident()
     rss[3]["metadata"]["annotations"].update({"vllm-remedy.io/known-good": "2025-03-02T12:00:00Z",
                                               "vllm-remedy.io/known-good-reason": "stable 30m"})
@@ -104,7 +106,9 @@ def test_undo_plan_kubectl_patch_and_guarded_patch() -> None:
             "kubernetes.io/change-cause": "vllm-remedy restore: revision 15 crash-loops (CUDA OOM)",
             "vllm-remedy.io/last-action": "restore",
             "vllm-remedy.io/last-action-at": "2025-03-03T11:06:40Z",
-            "vllm-remedy.io/last-action-reason": "revision 15 crash-loops (CUDA OOM)"}}]
+            "vllm-remedy.io/last-action-reason": "revision 15 crash-loops (CUDA OOM)",
+            # the template this write leaves: whether a later crash is on a revision we put there
+            "vllm-remedy.io/last-action-template": template_digest(template)}}]
     assert (plan.revision, plan.replicaset, plan.skipped, plan.message) == (14, "llama-8b-7c9d8f6b4f", False,
                                                                            "rolled back")
 

@@ -208,12 +208,13 @@ def test_gone_pods_events_count_against_their_revision_by_pod_name() -> None:
               backoff("llama-8b-6b765dc795-zzzzz", 9, 10, component="totally-not-kubelet"),  # not the kubelet's
               backoff("llama-8b-6b765dc795-yyyyy", 9, 10, "Back-off restarting failed container vllm in pod "
                       "llama-8b-6b765dc795-yyyyy_llm(someone-elses-uid)"),  # the message names another pod
-              backoff("llama-8b-85bd68ffdd-wwwww", 9, 7200)]  # before 15's ReplicaSet existed
-    seen = crashes_in_events(ROWS, events)
+              backoff("llama-8b-85bd68ffdd-wwwww", 9, -3 * 86400)]  # dated two days ahead of the cluster
+    seen = crashes_in_events(ROWS, events, NOW)
     assert list(seen) == [15]
     assert (seen[15].backoffs, seen[15].pod, seen[15].at) == (3, "llama-8b-85bd68ffdd-9lfjn", NOW - 120)
     assert "seen crash-looping in its pods' Events (3 back-offs" in seen[15].text()
     assert crashes_in_events(ROWS, None) == {}
+    assert crashes_in_events(ROWS, events, NOW, serving=[15]) == {}  # its live pods, Ready, contradict them
 
 
 def test_events_evidence_skips_a_revision_unless_a_later_mark_supersedes_it() -> None:
@@ -233,3 +234,14 @@ def test_an_events_record_says_where_it_was_seen() -> None:
     assert json.loads(changes[KEYS.crashed]) == {"failure": "unknown", "at": rfc3339(NOW), "seen": "events"}
     crash = read_crash(KEYS, {KEYS.crashed: changes[KEYS.crashed]})
     assert crash is not None and crash.text().startswith("seen crash-looping in its pods' Events (recorded at ")
+
+
+def test_live_ready_pods_that_never_restarted_are_serving() -> None:
+    from vllm_remedy.remedies.evidence import serving_revisions
+
+    def live(revision: int, ready: bool = True, restarts: int = 0, deleting: bool = False) -> dict[str, Any]:
+        return {"revision": revision, "ready": ready, "restarts": restarts, "deleting": deleting}
+
+    pods = {"pods": [live(14), live(14), live(15), live(15, restarts=2), live(16, ready=False),
+                     live(17, deleting=True)]}
+    assert serving_revisions(pods) == [14]

@@ -191,3 +191,23 @@ def test_confirm_reports_every_failed_check_with_its_figures() -> None:
                             "pod p: KV cache usage 95.0% (limit 90%)",
                             "pod p: 1.50 preemptions/min over 1h (limit 1/min)")[1:]
     assert got.checks[2] == "ok: pod p: maximum concurrency 12.08x vs peak 10 × 1 = 10.00"
+
+
+def test_a_rollout_restart_of_our_shed_revision_is_still_ours_and_never_a_rollback_target() -> None:
+    """``kubectl rollout restart`` stamps the template: the pods run what our shedding left, so it is still our
+    shedding (shed again, not a fresh deploy), and the shed revision is no rollback target (re-review #4)."""
+    import copy
+
+    from vllm_remedy.kube.annotations import template_digest
+
+    shed_row = row(4, ["--max-num-seqs", "32"], created_ago=600)
+    restarted = row(5, ["--max-num-seqs", "32"], created_ago=30)
+    restarted["template"] = copy.deepcopy(shed_row["template"])
+    restarted["template"].setdefault("metadata", {})["annotations"] = {
+        "kubectl.kubernetes.io/restartedAt": rfc(30)}
+    crashed = {"vllm-remedy.io/crashed": '{"at":"' + rfc(900) + '","failure":"oom_under_load"}'}
+    h = {**history(5, row(3, ["--max-num-seqs", "64"], **crashed), shed_row, restarted),
+         "last_action": "shed-load", "last_action_at": rfc(600),
+         "last_action_template": template_digest(shed_row["template"])}
+    got = decide_restore(h, {"pods": [pod("oom_under_load")]}, POLICY, now=NOW)
+    assert got.action == SHED, got

@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from vllm_remedy.errors import UserError
-from vllm_remedy.kube.history import CHANGE_CAUSE, canonical_template
+from vllm_remedy.kube.history import CHANGE_CAUSE, canonical_template, without_restart
 from vllm_remedy.policy.model import DEFAULT_ANNOTATION_PREFIX
 
 #: The policy's ``annotation_prefix`` default; owned there, so keys written without a policy still match.
@@ -187,8 +187,9 @@ def action_annotations(keys: Keys, action: str, reason: str, at: float,
 
 
 def template_digest(template: Mapping[str, Any] | None) -> str:
-    """A short digest of a pod template as ``kube.history.templates_equal`` compares them (hash label aside)."""
-    text = json.dumps(canonical_template(template), sort_keys=True, separators=(",", ":"), default=str)
+    """A short digest of the pods a template runs (``kube.history.same_pod_spec``: hash label and ``rollout
+    restart``'s stamp aside, so a restart of the revision we made is still ours)."""
+    text = json.dumps(canonical_template(without_restart(template)), sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

@@ -122,6 +122,25 @@ def canonical_template(template: Mapping[str, Any] | None) -> dict[str, Any]:
     return _canonical(tpl)
 
 
+#: ``kubectl rollout restart``'s template annotation: a new revision whose pods run exactly what ran before.
+RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
+
+
+def same_pod_spec(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> bool:
+    """Templates that run the same pods: equal but for the hash label and ``rollout restart``'s stamp (rolling
+    back from one to the other would only restart the pods)."""
+    return canonical_template(without_restart(a)) == canonical_template(without_restart(b))
+
+
+def without_restart(template: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``template`` without ``kubectl rollout restart``'s annotation (a copy)."""
+    tpl = copy.deepcopy(dict(template or {}))
+    notes = (tpl.get("metadata") or {}).get("annotations")
+    if isinstance(notes, dict):
+        notes.pop(RESTARTED_AT, None)
+    return tpl
+
+
 def templates_equal(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> bool:
     """kubectl's ``equalIgnoreHash``."""
     return canonical_template(a) == canonical_template(b)

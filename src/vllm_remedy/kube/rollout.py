@@ -37,6 +37,7 @@ from vllm_remedy.kube.history import (
     Revision,
     all_replicasets,
     revision_of,
+    same_pod_spec,
     template_of,
     templates_equal,
 )
@@ -202,11 +203,11 @@ Reject = Callable[[Revision], "str | None"]
 
 
 def earlier_revisions(history: Sequence[Revision], current: int) -> list[Revision]:
-    """Revisions below ``current`` whose template differs from the current one, newest first (restoring the
-    same template would change nothing)."""
+    """Revisions below ``current`` whose pods differ from the current ones, newest first (restoring the same
+    template, or one that differs only by ``kubectl rollout restart``'s stamp, would only restart the pods)."""
     now = next((r for r in history if r.number == current), None)
     return [r for r in sorted(history, key=lambda r: r.number, reverse=True) if r.number < current
-            and (now is None or not templates_equal(r.template, now.template))]
+            and (now is None or not same_pod_spec(r.template, now.template))]
 
 
 def choose_rollback(history: Sequence[Revision], current: int, *, keys: Keys | None = None,

@@ -33,7 +33,9 @@ from vllm_remedy.remedies.evidence import (
     EVENTS,
     crashes_by_revision,
     crashes_in_events,
+    credible_marks,
     record_changes,
+    serving_revisions,
     standing_event_crash,
 )
 from vllm_remedy.remedies.restore import crash_failures
@@ -54,14 +56,16 @@ def seen_dying(history: Mapping[str, Any], pods: Mapping[str, Any], container: s
     return {str(by_number[n]): dict(sorted(k.items())) for n, k in sorted(seen.items()) if by_number.get(n)}
 
 
-def seen_in_events(history: Mapping[str, Any], events: list[dict[str, Any]] | None, keys: Keys
-                   ) -> dict[str, dict[str, int]]:
+def seen_in_events(history: Mapping[str, Any], events: list[dict[str, Any]] | None, keys: Keys, now: float,
+                   pods: Mapping[str, Any]) -> dict[str, dict[str, int]]:
     """ReplicaSet name → {"unknown": back-offs} for every revision whose gone pods crash-looped by their Events and
-    no later known-good mark supersedes it (pure): Events expire after an hour, the record does not."""
+    no later credible known-good mark supersedes it (pure; ``remedies.evidence.crashes_in_events`` weighs the
+    Events): Events expire after an hour, the record does not."""
+    history, _doubted = credible_marks(history, keys, now)
     rows = history.get("revisions") or []
     by_number = {int(r["number"]): r for r in rows}
     out: dict[str, dict[str, int]] = {}
-    for number, crash in crashes_in_events(rows, events).items():
+    for number, crash in crashes_in_events(rows, events, now, serving_revisions(pods)).items():
         row = by_number[number]
         if standing_event_crash(keys, row.get("annotations") or {}, crash) is not None:
             out[str(row.get("replicaset"))] = {"unknown": crash.backoffs}
@@ -99,7 +103,7 @@ def crash_recorded() -> Iterator[FunctionCommand]:
     now = ctx.client.server_time()
     dying = seen_dying(history, pods, ctx.container, now, ctx.policy.confirm.stable_for.total_seconds())
     evented = {name: failures for name, failures in seen_in_events(
-        history, (host.get_fact(PodEvents) or {}).get("events"), ctx.keys).items() if name not in dying}
+        history, (host.get_fact(PodEvents) or {}).get("events"), ctx.keys, now, pods).items() if name not in dying}
     dying.update(evented)
     rows = {str(r.get("replicaset")): r for r in history.get("revisions") or []}
     planned: list[str] = []

@@ -146,6 +146,17 @@ def record_changes(keys: Keys, notes: Mapping[str, str], failures: Mapping[str, 
     return out
 
 
+def serving_revisions(pods: Mapping[str, Any]) -> list[int]:
+    """Revisions with live pods that are all Ready and never restarted: what the cluster shows of them right now
+    outweighs Events saying they crash-loop."""
+    by_revision: dict[int, list[Mapping[str, Any]]] = {}
+    for pod in pods.get("pods") or []:
+        if pod.get("revision") is not None and not pod.get("deleting"):
+            by_revision.setdefault(int(pod["revision"]), []).append(pod)
+    return sorted(n for n, live in by_revision.items()
+                  if all(p.get("ready") and not int(p.get("restarts") or 0) for p in live))
+
+
 def crashes_by_revision(pods: Mapping[str, Any], container: str | None = None) -> dict[int, dict[str, int]]:
     """Revision → failure class → pods, over every live pod crash-looping or OOMKilled (any revision)."""
     out: dict[int, dict[str, int]] = {}
@@ -196,12 +207,17 @@ def kubelets(event: Mapping[str, Any]) -> bool:
             and f" in pod {pod}_" in message and message.endswith(f"({uid})"))
 
 
-def crashes_in_events(rows: Sequence[Mapping[str, Any]], events: Sequence[Mapping[str, Any]] | None
-                      ) -> dict[int, EventCrash]:
+def crashes_in_events(rows: Sequence[Mapping[str, Any]], events: Sequence[Mapping[str, Any]] | None,
+                      now: float | None = None, serving: Sequence[int] = ()) -> dict[int, EventCrash]:
     """Revision → its crash loop as the Events tell it (the PodEvents fact's rows; a pod belongs to the ReplicaSet
-    whose name is the pod's without its last ``-xxxxx``). Only the kubelet's back-offs count (:func:`kubelets`),
-    and only from after the ReplicaSet was created (its pods cannot be older); Events without a readable time are
-    not evidence of when, so they do not count."""
+    whose name is the pod's without its last ``-xxxxx``).
+
+    Events are objects many service accounts may create, so they are weighed, not believed: only the kubelet's
+    back-offs count (:func:`kubelets`); an Event dated after the cluster's clock (beyond ``MARK_SKEW``) or without
+    a readable time does not; and a revision in ``serving`` — pods live, Ready and never restarted right now —
+    is contradicted by what the cluster shows. Evidence only ever removes rollback targets: a forgery can make
+    restore choose an older revision or hand over to the budget, never return to one seen dying.
+    """
     by_rs = {str(r.get("replicaset")): r for r in rows if r.get("replicaset")}
     seen: dict[int, tuple[int, str, float]] = {}
     for event in events or []:
@@ -210,11 +226,11 @@ def crashes_in_events(rows: Sequence[Mapping[str, Any]], events: Sequence[Mappin
         pod = str(event.get("pod") or "")
         row = by_rs.get(pod.rsplit("-", 1)[0])
         at = _time(event, "last") or _time(event, "first")
-        first = _time(event, "first") or at
-        born = _time(row, "created") if row is not None else None
-        if row is None or at is None or first is None or (born is not None and first < born):
+        if row is None or at is None or (now is not None and at > now + MARK_SKEW):
             continue
         number = int(row["number"])
+        if number in serving:
+            continue
         count, first_pod, last = seen.get(number, (0, pod, at))
         seen[number] = (count + max(int(event.get("count") or 1), 1), first_pod, max(last, at))
     return {n: EventCrash(c, pod, at) for n, (c, pod, at) in sorted(seen.items()) if c >= EVENT_BACKOFFS}

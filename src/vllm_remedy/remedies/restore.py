@@ -47,6 +47,7 @@ from vllm_remedy.remedies.evidence import (
     crashes_in_events,
     credible_marks,
     rejector,
+    serving_revisions,
     standing_crash,
     standing_event_crash,
 )
@@ -174,7 +175,7 @@ def decide_restore(history: Mapping[str, Any], pods: Mapping[str, Any], policy: 
     """
     keys = keys_of(policy)
     history, doubted = credible_marks(history, keys, now)
-    in_events = crashes_in_events(history.get("revisions") or [], events)
+    in_events = crashes_in_events(history.get("revisions") or [], events, now, serving_revisions(pods))
     if forced is not None:
         decision = _forced(history, keys, forced, container, nodes, in_events, override)
         return replace(decision, warnings=(*doubted, *decision.warnings))

@@ -32,15 +32,20 @@ def matcher(route: Route, req: Request) -> Any:
     return lambda obj: (labels is None or labels(obj)) and (fields is None or fields(obj))
 
 
-def with_type(route: Route, obj: Obj, now: float | None = None) -> Obj:
+def with_type(route: Route, obj: Obj, now: float | None = None, req: Request | None = None) -> Obj:
     """Stored objects omit apiVersion/kind; clients expect them on every read. With ``now`` (the cluster's),
-    node heartbeats are shown as of then and Events on the reader's clock (``heartbeats``)."""
+    node heartbeats are shown as of then; Events read by kubectl are shown on its clock (``heartbeats``).
+
+    Only kubectl's: it computes Event ages client-side against the machine's clock, which the compressed cluster
+    clock runs ahead of (``<invalid>``). Every other client reads the one cluster clock, as on a real cluster —
+    restore weighs Event times against known-good marks, and two clocks there would be a lie about order."""
     if route.resource.group == "events.k8s.io":
         obj = events_v1.from_core(obj)
     obj.setdefault("apiVersion", route.resource.api_version)
     obj.setdefault("kind", route.resource.kind)
     if now is not None and route.resource.kind == "Event":
-        return heartbeats.on_wall_clock(obj, now, time.time())
+        agent = (req.headers.get("user-agent", "") if req is not None else "")
+        return heartbeats.on_wall_clock(obj, now, time.time()) if agent.startswith("kubectl") else obj
     return obj if now is None else heartbeats.fresh(route.resource.key, obj, now)
 
 
@@ -48,7 +53,7 @@ def get(cluster: ClusterLike, route: Route, req: Request) -> Response:
     """GET one object, as a Table when kubectl asks for one (its default for `kubectl get`)."""
     assert route.name is not None
     obj = with_type(route, cluster.store.get(route.resource.store_key, route.namespace or "", route.name),
-                    cluster.clock.now())
+                    cluster.clock.now(), req)
     if req.wants_table():
         return json_response(tables.table(route.resource.store_key, [obj], cluster.clock.now(), resource_version=None,
                                           include_object=req.query.get("includeObject", "Metadata")),
@@ -86,7 +91,7 @@ def list_objects(cluster: ClusterLike, route: Route, req: Request) -> Response:
         return json_response(table, content_type=tables.TABLE_CONTENT_TYPE)
     return json_response({"kind": f"{route.resource.kind}List", "apiVersion": route.resource.api_version,
                           "metadata": {"resourceVersion": rv, **more},
-                          "items": [with_type(route, o, now) for o in items]})
+                          "items": [with_type(route, o, now, req) for o in items]})
 
 
 def _int_param(req: Request, name: str, default: int | None = None) -> int | None:
@@ -129,7 +134,7 @@ def watch(cluster: ClusterLike, route: Route, req: Request, stop: threading.Even
     def events() -> Iterator[bytes]:
         first = True
         for obj in initial:
-            yield line("ADDED", with_type(route, obj, cluster.clock.now()), first)
+            yield line("ADDED", with_type(route, obj, cluster.clock.now(), req), first)
             first = False
         try:
             feed = store.watch(route.resource.store_key, route.namespace, since, deadline=deadline, stop=stop,
@@ -152,7 +157,7 @@ def watch(cluster: ClusterLike, route: Route, req: Request, stop: threading.Even
                         kind = "ADDED" if now_in else "DELETED"
                     elif not now_in and not was_in:
                         continue
-                yield line(kind, with_type(route, event.object, cluster.clock.now()), first)
+                yield line(kind, with_type(route, event.object, cluster.clock.now(), req), first)
                 first = False
         except ApiError as err:  # 410 Gone arrives in-stream, as from the apiserver's watch cache
             yield line("ERROR", err.status(), False)
