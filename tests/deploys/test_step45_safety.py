@@ -43,7 +43,7 @@ from fixtures.restore_world import (
     vllm_runtime,
     with_grace,
 )
-from vllm_remedy.kube.annotations import parse_rfc3339
+from vllm_remedy.kube.annotations import parse_rfc3339, template_digest
 
 rehearsal = pyinfra_run.rehearsal
 
@@ -150,6 +150,8 @@ def assert_clean_end_state(case: Case, before: Obj, after: Obj) -> None:
         REVISION: str(int(before["metadata"]["annotations"][REVISION]) + 1),
         "vllm-remedy.io/last-action": case.action,
         "vllm-remedy.io/last-action-reason": reason,
+        # the pods our write left: how restore later tells our revision from a colleague's
+        "vllm-remedy.io/last-action-template": template_digest(after["spec"]["template"]),
         **case.extra,
     }
 
