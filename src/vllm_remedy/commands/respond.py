@@ -32,7 +32,6 @@ import sys
 from pathlib import Path
 
 from vllm_remedy.errors import UserError
-from vllm_remedy.respond import inventory
 from vllm_remedy.respond.responder import Responder, Settings
 from vllm_remedy.respond.server import PATH, Server
 
@@ -81,11 +80,11 @@ def _stop(signum: int, frame: object) -> None:
 def run(args: argparse.Namespace) -> int:
     token = _token(args.token_file)
     address = _listen(args.listen)
-    hosts = inventory.load(args.inventory)  # bad inventory: one line, exit 2, before serving
     if args.chat_webhook and not args.chat_webhook.startswith(("http://", "https://")):
         raise UserError(f"--chat-webhook {args.chat_webhook}: expected an http(s):// URL")
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s")
     responder = Responder(Settings(args.inventory, args.notes, args.chat_webhook))
+    hosts = responder.hosts()  # bad inventory: one line, exit 2, before serving; then cached
     try:
         server = Server(address, responder, token)
     except OSError as exc:

@@ -54,6 +54,13 @@ class Notification:
     alerts: tuple[Alert, ...] = field(default_factory=tuple)
 
 
+def printable(text: str) -> str:
+    """``text`` with control and other unprintable characters escaped, for a log line that cannot be forged."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def _strings(value: Any, where: str) -> dict[str, str]:
     if not isinstance(value, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
         raise PayloadError(f"{where}: expected a mapping of strings to strings")
