@@ -18,14 +18,24 @@ from vllm_remedy.respond.responder import Responder, Settings
 from vllm_remedy.respond.server import Server
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[Server]:
+def _serve(tmp_path: Path, connections: int) -> Iterator[Server]:
     responder = Responder(Settings(write_inventory(tmp_path, "auto")), queue_size=1)
-    srv = Server(("127.0.0.1", 0), responder, TOKEN, connections=2, idle=1.0)
+    srv = Server(("127.0.0.1", 0), responder, TOKEN, connections=connections, idle=1.0)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     yield srv
     srv.shutdown()
     srv.server_close()
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[Server]:
+    yield from _serve(tmp_path, 64)
+
+
+@pytest.fixture
+def two(tmp_path: Path) -> Iterator[Server]:
+    """At most two connections at once."""
+    yield from _serve(tmp_path, 2)
 
 
 def _send(srv: Server, raw: bytes) -> bytes:
@@ -73,14 +83,14 @@ def test_bad_requests_are_one_line(server: Server) -> None:
         401, {"error": "Authorization: expected the responder's bearer token"})
 
 
-def test_idle_and_surplus_connections_are_closed(server: Server) -> None:
+def test_idle_and_surplus_connections_are_closed(two: Server) -> None:
     """A silent client is dropped after the idle timeout; past the connection cap, a new one is closed unanswered."""
-    first = socket.create_connection(server.server_address[:2], timeout=15)
-    second = socket.create_connection(server.server_address[:2], timeout=15)
+    first = socket.create_connection(two.server_address[:2], timeout=15)
+    second = socket.create_connection(two.server_address[:2], timeout=15)
     try:
-        assert _send(server, b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n") == b""  # cap of 2: closed at once
+        assert _send(two, b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n") == b""  # cap of 2: closed at once
         assert first.recv(100) == b"" and second.recv(100) == b""  # idle 1 s: the server hangs up, no answer
-        assert _send(server, b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").endswith(b"ok\n")
+        assert _send(two, b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").endswith(b"ok\n")
     finally:
         first.close()
         second.close()

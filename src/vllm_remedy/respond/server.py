@@ -127,10 +127,10 @@ class Server(ThreadingHTTPServer):
             return
         super().process_request(request, client_address)
 
-    def process_request_thread(self, request: socket.socket, client_address: object) -> None:  # type: ignore[override]
+    def finish_request(self, request: socket.socket, client_address: object) -> None:  # type: ignore[override]
         try:
-            super().process_request_thread(request, client_address)
-        finally:
+            super().finish_request(request, client_address)
+        finally:  # before the socket closes: a client that sees the close may connect again at once
             self._slots.release()
 
     @property
