@@ -78,6 +78,7 @@ def test_bad_requests_are_one_line(server: Server) -> None:
     assert _post(server, b"[" * 5000 + b"]" * 5000) == (400, {"error": "body: JSON nested too deeply"})
     assert _post(server, b"{}", method="PUT") == (
         405, {"error": "PUT /alertmanager: not allowed (POST /alertmanager, GET /healthz, GET /metrics)"})
+    assert _post(server, b"", path="/metrics", method="DELETE")[0] == 405
     # the token is checked before the body is read: a client announcing 1 MB and sending none is answered at once
     assert _post(server, b"", token="guess", length=1 << 20) == (
         401, {"error": "Authorization: expected the responder's bearer token"})

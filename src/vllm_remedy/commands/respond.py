@@ -10,7 +10,9 @@ no inventory host does nothing (logged). Every action leaves Kubernetes Events o
 controller vllm-remedy.io/responder) and, with --notes, an incident note (Markdown + JSON).
 
 Bearer token from --token-file or $VLLM_REMEDY_RESPOND_TOKEN (required). GET /healthz, GET /metrics (the
-responder's own Prometheus metrics). Answers within a second: deploys run after the reply.
+responder's own Prometheus metrics). Answers within a second: deploys run after the reply; when 256 alerts are
+already waiting, 503 (Alertmanager retries). The cool-down also reads the Deployment's last-action-at stamp, so
+a restart or a second replica does not act again inside it.
 
 Exit codes:
   0 stopped (SIGTERM / Ctrl-C)

@@ -264,5 +264,5 @@ class Responder:
             record.emit_event(client, record.event_body(incident, current, reason, kind, message, action))
             incident.note(f"Event {reason} recorded on deployment {incident.host.namespace}/"
                           f"{incident.host.deployment}")
-        except KubeError as exc:
-            log.error("%s: Event %s not recorded: %s", incident.host.name, reason, exc)
+        except Exception as exc:  # a missing Event never stops a remediation nor its note
+            log.error("%s: Event %s not recorded: %s: %s", incident.host.name, reason, type(exc).__name__, exc)

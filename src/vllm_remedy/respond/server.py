@@ -40,7 +40,7 @@ class Handler(BaseHTTPRequestHandler):
         super().setup()
 
     def log_message(self, format: str, *args: object) -> None:
-        log.debug("%s %s", self.address_string(), format % args)
+        log.debug("%s %s", self.address_string(), printable(format % args))
 
     def _answer(self, status: int, body: bytes, content_type: str = "application/json") -> None:
         self.send_response(status)
@@ -60,7 +60,7 @@ class Handler(BaseHTTPRequestHandler):
         self._json(405, {"error": f"{self.command} {printable(self._route())}: not allowed (POST {PATH}, GET /healthz, "
                                   "GET /metrics)"})
 
-    do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _not_allowed
+    do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_HEAD = _not_allowed
 
     def do_GET(self) -> None:
         path = self._route()
