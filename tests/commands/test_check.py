@@ -120,6 +120,19 @@ def test_junit_is_one_testcase_per_workload_with_failures(cli):
     assert "--max-model-len" in (failure.text or "") and "smallest fix (planner)" in (failure.text or "")
 
 
+def test_junit_stays_well_formed_xml_for_names_with_control_characters(cli, tmp_path):
+    """XML 1.0 cannot hold most control characters at all (etree writes them raw): they are escaped instead."""
+    doc = yaml.safe_load(BAD.read_text())
+    doc["metadata"]["name"] = "llama\x07-8b"
+    bad = tmp_path / "rev\x1b[31m15.yaml"
+    bad.write_text(yaml.safe_dump(doc))
+    got = cli("check", "-f", str(bad), "--policy", POLICY, "-o", "junit")
+    assert got.returncode == 1, got.stderr
+    (case,) = ET.fromstring(got.stdout.split("\n", 1)[1]).iter("testcase")
+    assert case.get("classname") == str(tmp_path / "rev\\x1b[31m15.yaml")
+    assert case.get("name") == "Deployment/llm/llama\\x07-8b container vllm"
+
+
 def test_directories_recurse_over_manifest_files_only(cli, tmp_path):
     (tmp_path / "apps" / "llm").mkdir(parents=True)
     (tmp_path / "apps" / "llm" / "deploy.yml").write_text(BAD.read_text())

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vllm_remedy.respond.gate import DRY_RUN, RUN, SKIP, Gate
+from vllm_remedy.respond.gate import DRY_RUN, RUN, SKIP, Gate, stamped
 
 H = "@k8s/prod/llm/llama-8b"
 
@@ -28,3 +28,21 @@ def test_modes() -> None:
     gate = Gate()
     gate.decide(H, "f", "off", 600, 0)
     assert not gate.running and gate.decide(H, "f", "auto", 600, 1).kind == RUN  # off left no trace
+
+
+def test_the_deployments_stamp_keeps_the_cool_down_across_restarts() -> None:
+    at = "vllm-remedy.io/last-action-at"
+    notes = {at: "2026-12-03T18:00:00Z", "vllm-remedy.io/last-action": "restore"}
+    now = 1796320800.0 + 60  # 18:01:00Z
+    decision, age = stamped(notes, "vllm-remedy.io/", 600, now)
+    assert decision.kind == SKIP and age == 60
+    assert decision.reason == "cool-down: last action at 2026-12-03T18:00:00Z by restore (540s left)"
+    assert stamped(notes, "vllm-remedy.io/", 600, now + 600) is None  # cool-down over
+    assert stamped(notes, "example.com/", 600, now) is None  # the policy's prefix decides the key
+    assert stamped({at: "garbage"}, "vllm-remedy.io/", 600, now) is None
+    assert stamped({}, "vllm-remedy.io/", 600, now) is None
+    gate = Gate()
+    assert gate.decide(H, "f1", "auto", 600, 1000).kind == RUN
+    gate.release(H, "f1", 1000 - 60)
+    assert not gate.running and gate.repeat("f1", 1001) is None
+    assert "cool-down for another 539s" in gate.decide(H, "f2", "auto", 600, 1001).reason

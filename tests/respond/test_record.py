@@ -78,3 +78,17 @@ def test_event_and_note(tmp_path: Path) -> None:
     assert [e["what"] for e in doc["timeline"]] == ["alert received", "restore remediated"]
     assert "## Diff" in md.read_text() and sorted(p.name for p in md.parent.iterdir()) == sorted(
         [md.name, md.with_suffix(".json").name])  # no temp file left
+
+
+def test_note_names_and_markdown_are_built_from_sanitized_parts(tmp_path: Path) -> None:
+    """Alertmanager's fingerprints are hex (webhook.parse); namespace and name come from the inventory — still,
+    nothing of them may climb out of the notes directory or open a Markdown line of its own."""
+    hostile = Alert("firing", {"alertname": "Vllm\n# Injected `x`"}, {}, datetime(2026, 1, 1, tzinfo=timezone.utc),
+                    "abcdef0123456789")
+    incident = Incident(hostile, InventoryHost(HOST, "rehearsal", "../..", "a/b\nc"), "restore", "auto")
+    incident.note("alert received")
+    incident.finish(run())
+    md = write_note(tmp_path / "notes", incident)
+    assert md.parent == tmp_path / "notes" and md.name.endswith("-..-a-b-c-abcdef012345.md"), md.name
+    text = md.read_text()
+    assert "\n# Injected" not in text and "`Vllm\\n# Injected 'x'`" in text

@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 from fixtures import pyinfra_run
@@ -126,11 +127,29 @@ def test_bad_or_unauthenticated_webhooks_and_alerts_naming_no_host_change_nothin
         responder.wait_log(r"\[bad00002\] ignored: alert VllmCrashLoopBackOff: other/llama-8b names no inventory host")
         responder.wait_log(r"\[bad00003\] resolved: resolved: nothing to do")
         responder.wait_log(r"\[bad00004\] ignored: alert VllmRemedyDriftDetected: no deploy answers it")
+        assert len(responder.wait_log(r"inventory \S+: 1 host\(s\) loaded")) == 1  # at start, not per notification
         assert responder.get("/healthz") == (200, "ok\n")
         assert "run:" not in responder.text() and not responder.notes.exists() and _events(rehearsal) == []
         assert deployment(rehearsal)["spec"] == before["spec"]
         responder.stop()  # SIGTERM, as the kubelet stops it
         assert responder.proc.returncode == 0, responder.text()
+    finally:
+        responder.stop()
+
+
+def test_a_recent_action_stamped_on_the_deployment_keeps_the_cool_down_across_restarts(rehearsal: Rehearsal) -> None:
+    """A fresh responder remembers nothing, but the Deployment does: the last writing deploy stamped when."""
+    now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    rehearsal.change(lambda d: d["metadata"].setdefault("annotations", {}).update(
+        {"vllm-remedy.io/last-action-at": now, "vllm-remedy.io/last-action": "restore"}))
+    before = deployment(rehearsal)
+    responder = start(rehearsal, write_inventory(rehearsal.tmp, "auto"))
+    try:
+        assert responder.post(payload([alert("VllmCudaOomRestart", "5ea1", namespace=NS, deployment=NAME)]))[0] == 200
+        responder.wait_log(rf"\[5ea1\] skipped: @k8s/rehearsal/llm/llama-8b: cool-down: last action at {now} "
+                           r"by restore \(\d+s left\)")
+        assert " run: " not in responder.text() and not responder.notes.exists() and _events(rehearsal) == []
+        assert deployment(rehearsal)["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
     finally:
         responder.stop()
 

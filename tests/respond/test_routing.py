@@ -8,7 +8,7 @@ import pytest
 
 from vllm_remedy.alerts.rules import footprint_rules, policy_rules
 from vllm_remedy.policy import DEFAULT_POLICY
-from vllm_remedy.respond.routing import ACTIONS, InventoryHost, route
+from vllm_remedy.respond.routing import ACTIONS, RENDERED, InventoryHost, route
 from vllm_remedy.respond.webhook import Alert
 
 HOSTS = [InventoryHost("@k8s/prod/llm/llama-8b", "prod", "llm", "llama-8b"),
@@ -54,3 +54,7 @@ def test_no_single_host_means_ignored(labels: dict[str, str], reason: str) -> No
 def test_an_alert_no_deploy_answers_is_ignored() -> None:
     got = route(alert("VllmRemedyDriftDetected", namespace="llm", deployment="llama-8b"), HOSTS, owner)
     assert got.host is None and got.reason.startswith("alert VllmRemedyDriftDetected: no deploy answers it")
+
+
+def test_metrics_label_only_the_alerts_vllm_remedy_renders() -> None:
+    assert {r.alert for r in policy_rules(DEFAULT_POLICY) + footprint_rules()} == RENDERED

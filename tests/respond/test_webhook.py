@@ -40,6 +40,12 @@ def test_a_real_payload_parses() -> None:
     (payload(alerts=[{k: v for k, v in ALERT.items() if k != "fingerprint"}]), "alerts[0].fingerprint: missing"),
     (payload(alerts=[{**ALERT, "startsAt": "yesterday"}]), "alerts[0].startsAt: expected an RFC 3339 time"),
     (b"\xff\xfe", "body: not JSON"),
+    (b"[" * 100_000 + b"]" * 100_000, "body: JSON nested too deeply"),
+    (payload(alerts=[{**ALERT, "fingerprint": "../../etc/x"}]), "alerts[0].fingerprint: expected 1-64 lowercase hex"),
+    (payload(alerts=[{**ALERT, "fingerprint": "ab\n# injected"}]), "alerts[0].fingerprint: expected 1-64"),
+    (payload(alerts=[{**ALERT, "fingerprint": "a" * 65}]), "alerts[0].fingerprint: expected 1-64"),
+    (payload(alerts=[{**ALERT, "startsAt": "9999-12-31T23:59:59Z"}]), "alerts[0].startsAt: expected a time in the"),
+    (payload(alerts=[{**ALERT, "startsAt": "0001-01-01T00:00:00Z"}]), "alerts[0].startsAt: expected a time in the"),
 ])
 def test_bad_payloads_are_one_line(body: bytes, message: str) -> None:
     with pytest.raises(PayloadError) as err:

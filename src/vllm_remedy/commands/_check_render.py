@@ -2,17 +2,20 @@
 
 JUnit is the one format GitLab (``artifacts:reports:junit``), Jenkins (``junit``) and GitHub test reporters all
 read: one ``testcase`` per workload × container, a ``failure`` with a one-line ``message`` and the findings as
-text. Built with ``xml.etree`` so names with ``<`` or ``&`` stay well-formed.
+text. Built with ``xml.etree`` so names with ``<`` or ``&`` stay well-formed; characters XML 1.0 cannot hold at
+all (control characters, which etree writes as they are) are written as backslash escapes (``\\x1b``).
 """
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from typing import Any
 
 from vllm_remedy.drift.manifest_check import Result, describe_fix
 from vllm_remedy.envelope import envelope
 
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 KIND = "CheckReport"
 SUITE = "vllm-remedy check"
 
@@ -92,5 +95,14 @@ def junit(results: list[Result]) -> str:
                                 message=f"{first.check}: {first.reason}" + (
                                     f" (+{len(r.findings) - 1} more)" if len(r.findings) > 1 else ""))
         failure.text = "\n".join([_headline(r), *_finding_lines(r), *(f"  note: {n}" for n in r.notes)])
+    for element in root.iter():
+        element.text = element.text and _xml_chars(element.text)
+        element.attrib = {k: _xml_chars(v) for k, v in element.attrib.items()}
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True)
+
+
+def _xml_chars(text: str) -> str:
+    """``text`` with what XML 1.0 forbids (C0 controls but tab/newline/CR, surrogates, U+FFFE/F) escaped."""
+    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else
+                        f"\\u{ord(m.group()):04x}", text)

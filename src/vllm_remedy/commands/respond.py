@@ -10,7 +10,9 @@ no inventory host does nothing (logged). Every action leaves Kubernetes Events o
 controller vllm-remedy.io/responder) and, with --notes, an incident note (Markdown + JSON).
 
 Bearer token from --token-file or $VLLM_REMEDY_RESPOND_TOKEN (required). GET /healthz, GET /metrics (the
-responder's own Prometheus metrics). Answers within a second: deploys run after the reply.
+responder's own Prometheus metrics). Answers within a second: deploys run after the reply; when 256 alerts are
+already waiting, 503 (Alertmanager retries). The cool-down also reads the Deployment's last-action-at stamp, so
+a restart or a second replica does not act again inside it.
 
 Exit codes:
   0 stopped (SIGTERM / Ctrl-C)
@@ -32,7 +34,6 @@ import sys
 from pathlib import Path
 
 from vllm_remedy.errors import UserError
-from vllm_remedy.respond import inventory
 from vllm_remedy.respond.responder import Responder, Settings
 from vllm_remedy.respond.server import PATH, Server
 
@@ -81,11 +82,11 @@ def _stop(signum: int, frame: object) -> None:
 def run(args: argparse.Namespace) -> int:
     token = _token(args.token_file)
     address = _listen(args.listen)
-    hosts = inventory.load(args.inventory)  # bad inventory: one line, exit 2, before serving
     if args.chat_webhook and not args.chat_webhook.startswith(("http://", "https://")):
         raise UserError(f"--chat-webhook {args.chat_webhook}: expected an http(s):// URL")
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s")
     responder = Responder(Settings(args.inventory, args.notes, args.chat_webhook))
+    hosts = responder.hosts()  # bad inventory: one line, exit 2, before serving; then cached
     try:
         server = Server(address, responder, token)
     except OSError as exc:

@@ -3,11 +3,17 @@
 Alertmanager repeats a firing alert every ``repeat_interval`` and re-sends a group when any alert in it changes;
 each repeat carries the same fingerprint. A rollback needs minutes to show whether it helped, so after an action
 on a host nothing acts on it again until the policy's ``respond.cooldown`` has passed since that action ended.
+What this process remembers is lost on restart and not shared between replicas, so before acting the responder
+also reads the Deployment: every deploy that writes stamps ``<prefix>last-action-at`` there (:func:`stamped`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+
+from vllm_remedy.errors import UserError
+from vllm_remedy.kube.annotations import Keys, parse_rfc3339
 
 RUN, DRY_RUN, SKIP = "run", "dry-run", "skip"
 
@@ -54,7 +60,31 @@ class Gate:
         self.last_action[host] = now
         return Decision(RUN if mode == "auto" else DRY_RUN, f"mode {mode}")
 
+    def release(self, host: str, fingerprint: str, last: float) -> None:
+        """A RUN decided here was skipped after all (the cluster's stamp): free the host, forget the alert, and
+        count its cool-down from ``last`` (monotonic) instead."""
+        self.running.discard(host)
+        self.seen.pop(fingerprint, None)
+        self.last_action[host] = last
+
     def finished(self, host: str, now: float) -> None:
         """The action on ``host`` ended: the cool-down counts from now."""
         self.running.discard(host)
         self.last_action[host] = now
+
+
+def stamped(annotations: Mapping[str, str], prefix: str, cooldown: float, now: float) -> tuple[Decision, float] | None:
+    """SKIP (and the stamp's age in seconds) when the Deployment's last action, by anyone, is within ``cooldown``
+    of ``now`` (epoch seconds); None when there is no stamp, an unreadable one, or an old one."""
+    keys = Keys(prefix)
+    at = annotations.get(keys.last_action_at)
+    if not at:
+        return None
+    try:
+        age = now - parse_rfc3339(at)
+    except UserError:
+        return None
+    if age >= cooldown:
+        return None
+    by = annotations.get(keys.last_action) or "unknown"
+    return Decision(SKIP, f"cool-down: last action at {at} by {by} ({cooldown - age:.0f}s left)"), age

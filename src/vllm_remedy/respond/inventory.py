@@ -3,8 +3,9 @@
 Read in a child process (``python -m vllm_remedy.respond.inventory INVENTORY``), as drift does: pyinfra's
 inventory loader lives in ``pyinfra_cli``, whose import monkey-patches the whole process for gevent — which the
 responder's threads and HTTP server must not be. The child also keeps the user's inventory code out of the
-long-running server. Read again for every notification: a namespace host (``@k8s/<cluster>/<namespace>``)
-expands to the vLLM Deployments there now.
+long-running server. Loading takes seconds, so :class:`Cache` loads it once and again only when the file
+changes — or, for an alert naming no host, when the last load is older than a minute: a namespace host
+(``@k8s/<cluster>/<namespace>``) expands to the vLLM Deployments there at load time.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import json
 import os
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +48,33 @@ def load(path: str, timeout: float = 120) -> list[InventoryHost]:
     if "error" in doc:
         raise UserError(str(doc["error"]))
     return [InventoryHost(h["name"], h["cluster"], h["namespace"], h["deployment"], h["data"]) for h in doc["hosts"]]
+
+
+class Cache:
+    """The inventory's hosts, loaded in a child process once and again when the file's mtime or size changes."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.loads = 0
+        self._lock = threading.Lock()
+        self._stamp: tuple[int, int] | None = None
+        self._loaded_at = 0.0
+        self._hosts: list[InventoryHost] = []
+
+    def hosts(self, max_age: float | None = None) -> list[InventoryHost]:
+        """The hosts; reloaded when the file changed or the last load is older than ``max_age`` seconds."""
+        with self._lock:
+            try:
+                st = os.stat(self.path)
+            except OSError:
+                raise UserError(f"{self.path}: no such inventory file") from None
+            stamp = (st.st_mtime_ns, st.st_size)
+            stale = max_age is not None and time.monotonic() - self._loaded_at > max_age
+            if stamp != self._stamp or stale:
+                self._hosts = load(self.path)
+                self._stamp, self._loaded_at = stamp, time.monotonic()
+                self.loads += 1
+            return self._hosts
 
 
 def client_for(host: InventoryHost) -> KubeClient:
@@ -93,7 +123,7 @@ def _respond(data: dict[str, Any], namespace: str, deployment: str) -> dict[str,
     except UserError as exc:
         return {"error": str(exc)}
     return {"mode": policy.respond.mode, "cooldown": policy.respond.cooldown.total_seconds(),
-            "policy": policy.source}
+            "policy": policy.source, "annotation_prefix": policy.annotation_prefix}
 
 
 def _child(path: str) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import urllib.error
 import urllib.request
@@ -21,7 +22,7 @@ from vllm_remedy.kube.client import KubeClient
 
 from .deploy import DeployRun
 from .routing import InventoryHost
-from .webhook import Alert
+from .webhook import Alert, printable
 
 REPORTING_CONTROLLER = "vllm-remedy.io/responder"
 #: The result of an incident → the Event reason and type it ends with.
@@ -30,9 +31,13 @@ RESULTS = {
     "nothing-to-change": ("NothingToChange", "Normal"),
     "refused": ("RemediationRefused", "Warning"),
     "failed": ("RemediationFailed", "Warning"),
-    "dry-run": ("RemediationDryRun", "Normal"),
-}
+}  # no dry-run entry: a dry run writes nothing to the cluster, not even an Event
 _MESSAGE_MAX = 1024
+
+
+def _safe(part: str) -> str:
+    """``part`` fit for a file name: letters, digits, dot and dash only (no ``/``, no newline, no leading dot)."""
+    return re.sub(r"[^A-Za-z0-9.-]", "-", part).lstrip(".") or "-"
 
 
 def _now() -> datetime:
@@ -63,8 +68,8 @@ class Incident:
     @property
     def id(self) -> str:
         start = self.timeline[0][0] if self.timeline else _now()
-        return f"{start.strftime('%Y%m%dT%H%M%SZ')}-{self.host.namespace}-{self.host.deployment}-" \
-               f"{self.alert.fingerprint[:12]}"
+        parts = (self.host.namespace, self.host.deployment, self.alert.fingerprint[:12])
+        return "-".join([start.strftime("%Y%m%dT%H%M%SZ"), *(_safe(p) for p in parts)])
 
     def finish(self, run: DeployRun) -> None:
         """Classify the run: a remedy written, nothing to change, a refusal (the deploy failed having written no
@@ -89,8 +94,8 @@ class Incident:
         pred = "; ".join(run.predictions) if run and run.predictions else "no prediction shown"
         why = f"{run.failure} — " if run and run.failure else ""  # a refusal leads: it is what the reader needs
         dry = " (dry run, nothing written)" if self.mode == "dry-run" else ""
-        text = f"{self.alert.name} on {self.host.name}: deploys/{self.deploy}.py {self.result}{dry}: {why}{change}; " \
-               f"{pred}"
+        name = printable(self.alert.name)
+        text = f"{name} on {self.host.name}: deploys/{self.deploy}.py {self.result}{dry}: {why}{change}; {pred}"
         return text if len(text) <= _MESSAGE_MAX else text[: _MESSAGE_MAX - 1] + "…"
 
     def to_json(self) -> dict[str, Any]:
@@ -111,8 +116,9 @@ class Incident:
     def markdown(self) -> str:
         run = self.run
         ttr = "—" if self.restored_after is None else f"{self.restored_after:.0f}s (from the alert's startsAt)"
+        name = printable(self.alert.name).replace("`", "'")
         out = [f"# Incident {self.id}", "", f"**{self.summary()}**", "",
-               f"- alert: `{self.alert.name}` (fingerprint `{self.alert.fingerprint}`), firing since "
+               f"- alert: `{name}` (fingerprint `{self.alert.fingerprint}`), firing since "
                f"{_stamp(self.alert.starts_at)}",
                f"- host: `{self.host.name}`; deploy: `deploys/{self.deploy}.py`; mode: {self.mode}",
                f"- result: **{self.result}**; time to restore: {ttr}", "", "## Timeline", ""]

@@ -25,6 +25,10 @@ ACTIONS: Mapping[str, str] = {
     "VllmPreemptionsRising": "load_guard",
 }
 
+#: Every alert `vllm-remedy alerts` renders (alerts/rules.py): the only values /metrics labels alertname with.
+RENDERED = frozenset(ACTIONS) | {"VllmRemedyDriftDetected", "VllmRemedyOverridePastExpiry",
+                                 "VllmRemedyDriftCheckStale"}
+
 
 @dataclass(frozen=True)
 class InventoryHost:

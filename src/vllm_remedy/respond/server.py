@@ -2,6 +2,8 @@
 
 Alertmanager waits for the answer and retries on a timeout, so the handler only authenticates, parses and
 queues; the deploys run after the reply (responder.py), and the threaded server keeps answering meanwhile.
+The token is checked before the body is read, an idle connection is dropped after :data:`IDLE` seconds, and at
+most :data:`CONNECTIONS` are served at once (more are closed unanswered), so no client can hold threads.
 """
 
 from __future__ import annotations
@@ -9,16 +11,22 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+import queue
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from .responder import Responder
-from .webhook import MAX_BODY, PayloadError, parse
+from .webhook import MAX_BODY, PayloadError, parse, printable
 
 log = logging.getLogger("vllm_remedy.respond")
 PATH = "/alertmanager"
+#: Seconds a connection may sit silent (headers, body, keep-alive) before it is closed.
+IDLE = 10.0
+#: Connections served at once; Alertmanager opens a few.
+CONNECTIONS = 64
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -27,8 +35,12 @@ class Handler(BaseHTTPRequestHandler):
     server: Server
     protocol_version = "HTTP/1.1"
 
+    def setup(self) -> None:
+        self.timeout = self.server.idle  # StreamRequestHandler puts it on the socket: a longer wait ends the connection
+        super().setup()
+
     def log_message(self, format: str, *args: object) -> None:
-        log.debug("%s %s", self.address_string(), format % args)
+        log.debug("%s %s", self.address_string(), printable(format % args))
 
     def _answer(self, status: int, body: bytes, content_type: str = "application/json") -> None:
         self.send_response(status)
@@ -40,17 +52,34 @@ class Handler(BaseHTTPRequestHandler):
     def _json(self, status: int, doc: dict[str, object]) -> None:
         self._answer(status, json.dumps(doc).encode() + b"\n")
 
+    def _route(self) -> str:
+        return self.path.partition("?")[0]
+
+    def _not_allowed(self) -> None:
+        self.close_connection = True
+        self._json(405, {"error": f"{self.command} {printable(self._route())}: not allowed (POST {PATH}, GET /healthz, "
+                                  "GET /metrics)"})
+
+    do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_HEAD = _not_allowed
+
     def do_GET(self) -> None:
-        if self.path == "/healthz":
+        path = self._route()
+        if path == "/healthz":
             self._answer(200, b"ok\n", "text/plain; charset=utf-8")
-        elif self.path == "/metrics":
+        elif path == "/metrics":
             self._answer(200, generate_latest(self.server.responder.metrics.registry), CONTENT_TYPE_LATEST)
         else:
-            self._json(404, {"error": f"{self.path}: not found (POST {PATH}, GET /healthz, GET /metrics)"})
+            self._json(404, {"error": f"{printable(path)}: not found (POST {PATH}, GET /healthz, GET /metrics)"})
 
     def do_POST(self) -> None:
-        if self.path != PATH:
-            self._json(404, {"error": f"{self.path}: not found (POST {PATH})"})
+        if self._route() != PATH:
+            self.close_connection = True  # the body is left unread
+            self._json(404, {"error": f"{printable(self._route())}: not found (POST {PATH})"})
+            return
+        if not self._authorized():  # before the body: an unauthenticated client gets nothing read for it
+            self.close_connection = True
+            self._json(401, {"error": "Authorization: expected the responder's bearer token"})
+            log.warning("%s: webhook refused: no or wrong bearer token", self.address_string())
             return
         length = self.headers.get("Content-Length")
         if length is None or not length.isdigit() or int(length) > MAX_BODY:
@@ -58,17 +87,18 @@ class Handler(BaseHTTPRequestHandler):
             self._json(400, {"error": f"Content-Length: expected a length up to {MAX_BODY} bytes"})
             return
         body = self.rfile.read(int(length))
-        if not self._authorized():
-            self._json(401, {"error": "Authorization: expected the responder's bearer token"})
-            log.warning("%s: webhook refused: no or wrong bearer token", self.address_string())
-            return
         try:
             notification = parse(body)
         except PayloadError as exc:
             self._json(400, {"error": str(exc)})
-            log.warning("%s: webhook refused: %s", self.address_string(), exc)
+            log.warning("%s: webhook refused: %s", self.address_string(), printable(str(exc)))
             return
-        self.server.responder.submit(notification)
+        try:
+            self.server.responder.submit(notification)
+        except queue.Full:
+            self._json(503, {"error": "busy: too many alerts waiting; retry later"})
+            log.warning("%s: webhook refused: the queue is full", self.address_string())
+            return
         self._json(200, {"status": "accepted", "alerts": len(notification.alerts)})
 
     def _authorized(self) -> bool:
@@ -81,11 +111,27 @@ class Server(ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, address: tuple[str, int], responder: Responder, token: str) -> None:
+    def __init__(self, address: tuple[str, int], responder: Responder, token: str,
+                 connections: int = CONNECTIONS, idle: float = IDLE) -> None:
         super().__init__(address, Handler)
+        self.idle = idle
         self.responder = responder
         self.token = token.encode()
+        self._slots = threading.BoundedSemaphore(connections)
         self._thread: threading.Thread | None = None
+
+    def process_request(self, request: socket.socket, client_address: object) -> None:  # type: ignore[override]
+        if not self._slots.acquire(blocking=False):
+            log.warning("%s: connection closed: %d connections already open", client_address, CONNECTIONS)
+            self.shutdown_request(request)
+            return
+        super().process_request(request, client_address)
+
+    def finish_request(self, request: socket.socket, client_address: object) -> None:  # type: ignore[override]
+        try:
+            super().finish_request(request, client_address)
+        finally:  # before the socket closes: a client that sees the close may connect again at once
+            self._slots.release()
 
     @property
     def url(self) -> str:

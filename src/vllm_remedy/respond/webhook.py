@@ -8,6 +8,7 @@ Alertmanager's documented shape (``version``, ``status``, ``alerts[]`` with ``st
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -15,6 +16,10 @@ from typing import Any
 
 #: Largest body read; Alertmanager batches alerts of a group, a few kB each.
 MAX_BODY = 1 << 20
+#: Alertmanager's fingerprints are 16 hex digits; they name note files and log lines, so nothing else passes.
+_FINGERPRINT = re.compile(r"[0-9a-f]{1,64}")
+#: startsAt outside these years is no alert time (Go's zero time, year 9999): refused before anything acts on it.
+_YEARS = (2000, 2999)
 
 
 class PayloadError(ValueError):
@@ -49,6 +54,13 @@ class Notification:
     alerts: tuple[Alert, ...] = field(default_factory=tuple)
 
 
+def printable(text: str) -> str:
+    """``text`` with control and other unprintable characters escaped, for a log line that cannot be forged."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def _strings(value: Any, where: str) -> dict[str, str]:
     if not isinstance(value, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
         raise PayloadError(f"{where}: expected a mapping of strings to strings")
@@ -69,6 +81,8 @@ def _time(value: Any, where: str) -> datetime:
         raise PayloadError(f"{where}: expected an RFC 3339 time, got {value!r}") from None
     if parsed.tzinfo is None:
         raise PayloadError(f"{where}: expected an RFC 3339 time with a zone, got {value!r}")
+    if not _YEARS[0] <= parsed.year <= _YEARS[1]:
+        raise PayloadError(f"{where}: expected a time in the years {_YEARS[0]}-{_YEARS[1]}, got {value!r}")
     return parsed
 
 
@@ -85,6 +99,8 @@ def _alert(raw: Any, i: int) -> Alert:
     fingerprint = raw.get("fingerprint")
     if not isinstance(fingerprint, str) or not fingerprint:
         raise PayloadError(f"{where}.fingerprint: missing (Alertmanager 0.19 or later sends it)")
+    if not _FINGERPRINT.fullmatch(fingerprint):
+        raise PayloadError(f"{where}.fingerprint: expected 1-64 lowercase hex digits, got {fingerprint[:80]!r}")
     return Alert(status, labels, _strings(raw.get("annotations", {}), f"{where}.annotations"),
                  _time(raw.get("startsAt"), f"{where}.startsAt"), fingerprint)
 
@@ -97,6 +113,8 @@ def parse(body: bytes) -> Notification:
         data = json.loads(body.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise PayloadError(f"body: not JSON ({' '.join(str(exc).split())})") from None
+    except RecursionError:  # `[` nested thousands deep: Python's parser gives up
+        raise PayloadError("body: JSON nested too deeply") from None
     if not isinstance(data, Mapping):
         raise PayloadError("body: expected a JSON object (Alertmanager's webhook payload)")
     if data.get("version") != "4":
