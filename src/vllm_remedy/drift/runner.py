@@ -32,8 +32,8 @@ from pyinfra.context import ctx_config, ctx_host, ctx_state
 from pyinfra_cli.inventory import make_inventory
 
 from vllm_remedy import gitops
+from vllm_remedy.connectors.fleet import FleetReads
 from vllm_remedy.connectors.k8s import HostDataError, K8sConnector
-from vllm_remedy.connectors.verbs import ClusterReads
 from vllm_remedy.drift import checks, report
 from vllm_remedy.errors import UserError
 from vllm_remedy.facts.deployment import Deployment
@@ -106,6 +106,7 @@ class Run:
     state: State
     hosts: list[Host]
     log: LineLog
+    fleet: FleetReads | None = None  # the reads its hosts share (a run that only plans)
     connect_errors: dict[str, str] = field(default_factory=dict)
     bad_input: set[str] = field(default_factory=set)  # hosts whose inventory data is wrong (HostDataError)
 
@@ -125,8 +126,9 @@ def _limit(inventory: Inventory, patterns: Iterable[str]) -> list[Host]:
     return chosen
 
 
-def start(inventory_path: str, limit: Iterable[str] = ()) -> Run:
-    """Load the inventory (as the CLI would, cwd-relative group data), connect every host in parallel."""
+def start(inventory_path: str, limit: Iterable[str] = (), fleet: FleetReads | None = None) -> Run:
+    """Load the inventory (as the CLI would, cwd-relative group data), connect every host in parallel (through
+    ``fleet``'s shared reads when given: a run that never writes)."""
     if not os.path.isfile(inventory_path):
         raise UserError(f"{inventory_path}: no such inventory file")
     log = LineLog()
@@ -146,7 +148,11 @@ def start(inventory_path: str, limit: Iterable[str] = ()) -> Run:
     if not hosts:
         raise UserError(f"{inventory_path}: no host matches" + (f" --limit {' '.join(limit)}" if limit else ""))
     state.init(inventory, Config(), initial_limit=hosts)
-    run = Run(state, hosts, log)
+    run = Run(state, hosts, log, fleet)
+    if fleet is not None:
+        for host in hosts:
+            if isinstance(host.connector, K8sConnector):
+                host.connector.share(fleet)
     log.padding = {h.name: len(h.print_prefix_padding) for h in hosts}
 
     def connect(host: Host) -> None:
@@ -279,13 +285,7 @@ def plan_host(run: Run, host: Host) -> dict[str, Any]:
 def plan(inventory_path: str, limit: Iterable[str] = ()) -> dict[str, Any]:
     """Drift-check every host of the inventory: nothing is written (pyinfra never enters Execute)."""
     started = time.monotonic()
-    run = start(inventory_path, limit)
-    per_cluster: dict[tuple[str, str], ClusterReads] = {}
-    for host in run.hosts:  # a plan never writes: one read per object and host, one list per cluster
-        connector = host.connector
-        if host.connected and isinstance(connector, K8sConnector) and connector.client is not None:
-            cluster = (connector.client.api.configuration.host, connector.client.context)
-            connector.snapshot_reads(per_cluster.setdefault(cluster, ClusterReads()))
+    run = start(inventory_path, limit, FleetReads())  # a plan never writes: one read snapshot per cluster
     try:
         hosts = _per_host(run, lambda h: plan_host(run, h))
     finally:
@@ -356,5 +356,7 @@ def _close(run: Run) -> None:
                 host.disconnect()
             except Exception:  # closing must not turn a finished check into an error
                 logging.getLogger(__name__).debug("disconnect failed", exc_info=True)
+    if run.fleet is not None:
+        run.fleet.close()
     forget(run.state)
     forget_plans(run.state)
