@@ -4,12 +4,14 @@ writes never leave the process."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from fixtures.fleet_world import CountingServer, start_fleet
+from vllm_remedy.connectors.verbs import Scope, _line, run_verb
 from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.kube.errors import KubeError, NotFoundError
 from vllm_remedy.kube.snapshot import Snapshot
@@ -18,7 +20,7 @@ from vllm_remedy.sim.api.auth import load as load_auth
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[tuple[CountingServer, Path]]:
-    fleet = start_fleet(tmp_path, clusters=1, namespaces=1, deployments=3)
+    fleet = start_fleet(tmp_path, clusters=1, namespaces=1, deployments=3, crash_every=3)  # vllm-002 crash-loops
     yield fleet.server, fleet.kubeconfig
     fleet.server.stop()
 
@@ -59,3 +61,17 @@ def test_without_list_rights_each_object_is_read_once_by_get(tmp_path: Path) -> 
         counting.stop()
     assert counting.by_path() == {("GET", "/apis/apps/v1/namespaces/llm/deployments"): 1,  # 403
                                   ("GET", "/apis/apps/v1/namespaces/llm/deployments/*"): 1}
+
+
+def test_the_verbs_answer_the_same_through_the_snapshot(server: tuple[CountingServer, Path]) -> None:
+    """Every verb a drift check sends answers byte for byte what it answers on a live client (k8s-nodes builds its
+    cluster-wide part once per run), and each answer is the canonical JSON line."""
+    _counting, kubeconfig = server
+    live = KubeClient.for_context("c0", str(kubeconfig))
+    snap = Snapshot(KubeClient.for_context("c0", str(kubeconfig)))
+    for name in ("vllm-000", "vllm-002"):
+        for command in ("k8s-deployment", "k8s-history", "k8s-pods --logs crashed", "k8s-nodes", "k8s-events",
+                        "k8s-get replicasets", "k8s-get pods"):
+            said = run_verb(Scope(snap, "llm", name, "vllm-remedy.io/", "vllm"), command)
+            assert said == run_verb(Scope(live, "llm", name, "vllm-remedy.io/", "vllm"), command), command
+            assert said == [_line(json.loads(line)) for line in said], command

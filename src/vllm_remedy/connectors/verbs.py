@@ -240,11 +240,18 @@ def verb_nodes(scope: Scope, args: list[str]) -> list[str]:
     if args:
         raise VerbError("usage: k8s-nodes")
     deployment = scope.client.get_deployment(scope.namespace, scope.deployment)
-    nodes = scope.client.list_nodes()
-    holders = [trim_pod(p) for p in scope.client.list_pods(None)
+    picture = scope.client.derived("k8s-nodes", lambda: _gpu_picture(scope.client))
+    selector = (deployment.get("spec") or {}).get("selector") or {}
+    # _line's sorted keys, with the cluster-wide part serialised once per run (a cluster of N pods and N hosts
+    # would otherwise cost N² pod serialisations)
+    return [f'{{"namespace":{_line(scope.namespace)},{picture},"selector":{_line(selector)}}}']
+
+
+def _gpu_picture(client: KubeClient) -> str:
+    """``"nodes":[...],"pods":[...]`` - every node and every GPU-holding pod (trimmed) - as one JSON fragment."""
+    holders = [trim_pod(p) for p in client.list_pods(None)
                if (p.get("spec") or {}).get("nodeName") and holds_resources(p) and pod_gpu_request(p)]
-    return [_line({"nodes": nodes, "pods": holders, "namespace": scope.namespace,
-                   "selector": (deployment.get("spec") or {}).get("selector") or {}})]
+    return f'"nodes":{_line(client.list_nodes())},"pods":{_line(holders)}'
 
 
 def _exporters(scope: Scope) -> tuple[list[dict[str, Any]], str | None]:

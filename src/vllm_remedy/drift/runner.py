@@ -35,6 +35,7 @@ from vllm_remedy import gitops
 from vllm_remedy.connectors.fleet import FleetReads
 from vllm_remedy.connectors.k8s import HostDataError, K8sConnector
 from vllm_remedy.drift import checks, report
+from vllm_remedy.drift.pyinfra_costs import connectors_listed_once, global_arguments_typed_once
 from vllm_remedy.errors import UserError
 from vllm_remedy.facts.deployment import Deployment
 from vllm_remedy.facts.pods import Pods
@@ -138,7 +139,7 @@ def start(inventory_path: str, limit: Iterable[str] = (), fleet: FleetReads | No
     logger.propagate = False
     state = State(check_for_changes=True)
     try:
-        with ctx_state.use(state):  # inventory files run with a State in context, as under the CLI
+        with ctx_state.use(state), connectors_listed_once():  # inventory files run with a State in context
             inventory = make_inventory(inventory_path, cwd=os.getcwd())
     except Exception as exc:  # the user's inventory code: any error is bad input, named with the file
         cause = getattr(exc, "exception", exc)  # pyinfra_cli wraps it in UnexpectedExternalError, str() of which fails
@@ -186,7 +187,7 @@ def _per_host(run: Run, work: Callable[[Host], dict[str, Any]]) -> list[dict[str
                 reason = run.log.error(host.name, f"{type(exc).__name__}: {exc}")
                 results[host.name] = {"host": host.name, "error": reason}
 
-    with ctx_state.use(run.state):
+    with ctx_state.use(run.state), global_arguments_typed_once():
         gevent.joinall([run.state.pool.spawn(one, h) for h in run.hosts if h.name not in run.connect_errors])
     for name, reason in run.connect_errors.items():
         results[name] = {"host": name, "error": reason, "bad_input": name in run.bad_input}

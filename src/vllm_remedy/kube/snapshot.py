@@ -9,18 +9,19 @@ read once, so every check of the run judges one instant as it judges one read. W
 runs that never write.
 
 Hosts run as concurrent greenlets: the first host to need a read makes it while the others wait for it.
-Every answer is a fresh copy, so no host's code can change what another host reads.
+Every answer is a fresh copy (thawed from ``marshal`` bytes), so no host's code can change what another reads.
 """
 
 from __future__ import annotations
 
+import marshal
 import re
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import unquote
 
-from vllm_remedy.kube.client import KubeClient
+from vllm_remedy.kube.client import KubeClient, T
 from vllm_remedy.kube.errors import KubeError, NotFoundError
 from vllm_remedy.kube.selectors import matches, parse_selector
 
@@ -30,13 +31,13 @@ LISTED = {("/apis/apps/v1", "deployments"): "Deployment", ("/apis/apps/v1", "rep
 _PATH = re.compile(r"^(?P<prefix>/api/v1|/apis/apps/v1)/namespaces/(?P<ns>[^/]+)/(?P<res>[a-z]+)(?:/(?P<name>[^/]+))?$")
 
 
-def _copy(value: Any) -> Any:
-    """A deep copy of decoded JSON (dicts, lists, scalars): several times faster than ``copy.deepcopy``."""
-    if isinstance(value, dict):
-        return {k: _copy(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_copy(v) for v in value]
-    return value
+def _frozen(value: Any) -> bytes:
+    """Decoded JSON kept as ``marshal`` bytes: each host thaws its own copy (~6x faster than a recursive copy)."""
+    return marshal.dumps(value)
+
+
+def _thaw(blob: bytes) -> Any:
+    return marshal.loads(blob)
 
 
 class Snapshot(KubeClient):
@@ -80,18 +81,25 @@ class Snapshot(KubeClient):
                 if exc.status != 403:
                     raise
                 # RBAC may allow get but not list: fall back to this exact request, still once per run
-        return _copy(self._once(("GET", path, tuple(query), expect_json),
-                                lambda: super(Snapshot, self).request("GET", path, query=query,
-                                                                      expect_json=expect_json, timeout=timeout)))
+        return _thaw(self._once(("GET", path, tuple(query), expect_json),
+                                lambda: _frozen(super(Snapshot, self).request("GET", path, query=query,
+                                                                              expect_json=expect_json,
+                                                                              timeout=timeout))))
 
-    def _listing(self, prefix: str, namespace: str, resource: str) -> list[dict[str, Any]]:
-        """Every object of ``resource`` in ``namespace``, with the ``apiVersion``/``kind`` a GET would carry."""
+    def _listing(self, prefix: str, namespace: str, resource: str) -> list[tuple[str, dict[str, str], bytes]]:
+        """Every object of ``resource`` in ``namespace`` as (name, labels, frozen object), the object with the
+        ``apiVersion``/``kind`` a GET would carry."""
         path = f"{prefix}/namespaces/{namespace}/{resource}"
 
-        def read() -> list[dict[str, Any]]:
+        def read() -> list[tuple[str, dict[str, str], bytes]]:
             answer = super(Snapshot, self).request("GET", path) or {}
             version, kind = prefix.removeprefix("/apis/").removeprefix("/api/"), LISTED[(prefix, resource)]
-            return [{"apiVersion": version, "kind": kind, **item} for item in answer.get("items") or []]
+            out = []
+            for item in answer.get("items") or []:
+                meta = item.get("metadata") or {}
+                out.append((meta.get("name"), meta.get("labels") or {},
+                            _frozen({"apiVersion": version, "kind": kind, **item})))
+            return out
 
         return self._once(("LIST", path), read)
 
@@ -100,9 +108,9 @@ class Snapshot(KubeClient):
         items = self._listing(prefix, namespace, resource)
         if name is not None:
             wanted = unquote(name)
-            for item in items:
-                if (item.get("metadata") or {}).get("name") == wanted:
-                    return _copy(item)
+            for item_name, _labels, blob in items:
+                if item_name == wanted:
+                    return _thaw(blob)
             group = "" if prefix == "/api/v1" else ".apps"
             message = f'{resource}{group} "{wanted}" not found'
             raise NotFoundError(f"{self.context}: GET {prefix}/namespaces/{namespace}/{resource}/{name}: HTTP 404: "
@@ -110,9 +118,13 @@ class Snapshot(KubeClient):
                                 body={"kind": "Status", "status": "Failure", "message": message,
                                       "reason": "NotFound", "code": 404})
         selector = parse_selector(query[0][1]) if query else {}
-        chosen = [_copy(i) for i in items if matches(selector, (i.get("metadata") or {}).get("labels"))]
+        chosen = [_thaw(blob) for _name, labels, blob in items if matches(selector, labels)]
         return {"apiVersion": prefix.removeprefix("/apis/").removeprefix("/api/"),
                 "kind": f"{LISTED[(prefix, resource)]}List", "items": chosen}
+
+    def derived(self, key: str, compute: Callable[[], T]) -> T:
+        """``compute()`` once per run, the same object for every host (read-only: see ``KubeClient.derived``)."""
+        return self._once(("DERIVED", key), compute)
 
     def server_time(self) -> float:
         """The cluster's clock, read once: every check of the run judges the instant its reads were made."""
