@@ -35,7 +35,12 @@ from vllm_remedy import gitops
 from vllm_remedy.connectors.fleet import FleetReads
 from vllm_remedy.connectors.k8s import HostDataError, K8sConnector
 from vllm_remedy.drift import checks, report
-from vllm_remedy.drift.pyinfra_costs import connectors_listed_once, global_arguments_typed_once
+from vllm_remedy.drift.pyinfra_costs import (
+    connectors_listed_once,
+    facts_read_once,
+    global_arguments_typed_once,
+    host_data_merged_once,
+)
 from vllm_remedy.errors import UserError
 from vllm_remedy.facts.deployment import Deployment
 from vllm_remedy.facts.pods import Pods
@@ -187,7 +192,7 @@ def _per_host(run: Run, work: Callable[[Host], dict[str, Any]]) -> list[dict[str
                 reason = run.log.error(host.name, f"{type(exc).__name__}: {exc}")
                 results[host.name] = {"host": host.name, "error": reason}
 
-    with ctx_state.use(run.state), global_arguments_typed_once():
+    with ctx_state.use(run.state), global_arguments_typed_once(), host_data_merged_once(run.hosts):
         gevent.joinall([run.state.pool.spawn(one, h) for h in run.hosts if h.name not in run.connect_errors])
     for name, reason in run.connect_errors.items():
         results[name] = {"host": name, "error": reason, "bad_input": name in run.bad_input}
@@ -288,7 +293,8 @@ def plan(inventory_path: str, limit: Iterable[str] = ()) -> dict[str, Any]:
     started = time.monotonic()
     run = start(inventory_path, limit, FleetReads())  # a plan never writes: one read snapshot per cluster
     try:
-        hosts = _per_host(run, lambda h: plan_host(run, h))
+        with facts_read_once(run.hosts, lambda h: getattr(h.connector, "snapshot", None) is not None):
+            hosts = _per_host(run, lambda h: plan_host(run, h))
     finally:
         _close(run)
     return {"inventory": inventory_path, "limit": list(limit), "seconds": round(time.monotonic() - started, 3),
