@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from fixtures.fleet_world import policy, start_fleet  # noqa: E402
+from fixtures.fleet_world import policy, start_fleet
 
 
 def _children() -> tuple[float, float]:

@@ -5,10 +5,21 @@ the figure ``bench/bench_drift.py`` reports (≤ 1.0 request per host at 500 hos
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+import pytest
 
 from fixtures.drift_world import as_json
 from fixtures.fleet_world import policy, start_fleet
+from test_metrics_exporters import PUSHGATEWAY, _get, _serve
+from vllm_remedy.metrics import DRIFT_DETECTED, parse_samples
+
+
+@pytest.fixture
+def pushgateway() -> Iterator[str]:
+    yield from _serve(PUSHGATEWAY)
 
 #: Per namespace: Deployments, ReplicaSets, pods. Per cluster: nodes, every pod (GPU holders), the clock.
 PER_NAMESPACE = {("GET", f"/apis/apps/v1/namespaces/{{ns}}/{r}") for r in ("deployments", "replicasets")} | {
@@ -39,3 +50,33 @@ def test_fleet_drift_requests_grow_with_namespaces_and_crashes_not_hosts(tmp_pat
     # 28 hosts, 30 requests: 12 per cluster and namespace, 6 per cluster, 4 logs. At bench_drift.py's 10 clusters ×
     # 50 Deployments in one namespace that is 6 × 10 + crashed logs for 500 hosts: ≤ 1.0 per host with up to 440.
     assert sum(expected.values()) == 2 * 2 * 3 + 2 * 3 + fleet.crashing
+
+
+def test_a_fleet_sharded_across_workers_covers_every_host_once(tmp_path: Path, cli, pushgateway: str) -> None:
+    """Two workers, each ``--limit``-ed to one cluster, push to one Pushgateway under their own group: together
+    they check every host exactly once, each reads only its cluster, and neither replaces the other's metrics."""
+    fleet = start_fleet(tmp_path, clusters=2, namespaces=1, deployments=5)
+    inventory = str(fleet.inventory(tmp_path, policy(tmp_path)))
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            shards = list(pool.map(lambda i: cli("drift", "-i", inventory, "-o", "json", "--limit", f"@k8s/c{i}/*",
+                                                 "--pushgateway", pushgateway, "--push-group", f"shard={i}"), (0, 1)))
+    finally:
+        fleet.server.stop()
+    docs = [as_json(s) for s in shards]
+    assert [s.returncode for s in shards] == [1, 1], [s.stderr for s in shards]  # vllm-000 drifts in each
+    checked = [h["host"] for d in docs for h in d["hosts"]]
+    assert sorted(checked) == sorted(fleet.hosts) and len(checked) == len(set(checked)) == 10
+    assert {(c, m) for c, m, _p in fleet.server.seen} == {("c0", "GET"), ("c1", "GET")}
+    for i, doc in enumerate(docs):  # each shard read its own cluster only
+        assert {h["host"].split("/")[1] for h in doc["hosts"]} == {f"c{i}"}
+    scraped = _get(pushgateway + "/metrics")
+    for i in (0, 1):
+        drifted = parse_samples(scraped, DRIFT_DETECTED, {"job": "vllm-remedy-drift", "shard": str(i)})
+        assert {labels[0] for labels in drifted} == {h for h in fleet.hosts if h.startswith(f"@k8s/c{i}/")}
+
+
+def test_a_malformed_push_group_is_bad_input(tmp_path: Path, cli) -> None:
+    got = cli("drift", "-i", str(tmp_path / "none.py"), "--push-group", "job=x")
+    assert (got.returncode, got.stderr.strip()) == (
+        2, "vllm-remedy: error: --push-group 'job=x': expected LABEL=VALUE (a Prometheus label name other than job)")
