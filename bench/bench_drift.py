@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-"""Benchmark `vllm-remedy drift` over a fleet: 10 clusters × 50 vLLM Deployments served by one rehearsal server.
+"""Benchmark `vllm-remedy drift` over a fleet: clusters × namespaces × vLLM Deployments on one rehearsal server.
 
-Objects are written straight into each cluster's store (controllers not started: the drift check reads
-Deployments, nodes and pods, so only the API is exercised). Every request is counted server-side by method.
-Reports wall time of the whole CLI run, API requests per host (and per method) and the exit code.
-A benchmark, not a test: prints one JSON document.
+The fleet is tests/fixtures/fleet_world.py's (the one tests/commands/test_drift_fleet.py counts): objects written
+straight into each cluster's store, controllers not started, one pod per Deployment (every 7th crash-looping,
+so its log is read) unless ``--no-pods``. Every request is counted server-side. Reports the CLI run's wall time,
+the CPU seconds and peak RSS of its processes, API requests per host (by method and by path shape) and the exit
+code. ``--limit`` checks one shard (pyinfra's host patterns); ``--profile FILE`` runs the drift runner (what the CLI
+starts as ``python -m vllm_remedy.drift``) under cProfile instead. A benchmark, not a test: prints one JSON document.
 
-    .venv/bin/python bench/bench_drift.py [--clusters 10] [--deployments 50]
+    .venv/bin/python bench/bench_drift.py [--clusters 10] [--deployments 50] [--namespaces 1] [--limit PATTERN]
 """
 
 from __future__ import annotations
@@ -15,95 +17,67 @@ import argparse
 import collections
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
-from vllm_remedy.sim.cluster import Cluster
-from vllm_remedy.sim.server import SimServer
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-ROOT = Path(__file__).resolve().parent.parent
-MODEL = "meta-llama/Llama-3.1-8B-Instruct"
+from fixtures.fleet_world import policy, start_fleet
 
 
-class CountingServer(SimServer):
-    """Counts every request it answers: (cluster, method)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.seen: collections.Counter[tuple[str, str]] = collections.Counter()
-
-    def dispatch(self, req: Any) -> Any:
-        parts = req.path.split("/", 3)
-        self.seen[(parts[2] if len(parts) > 2 and parts[1] == "clusters" else "", req.method)] += 1
-        return super().dispatch(req)
-
-
-def node(name: str) -> dict[str, Any]:
-    alloc = {"nvidia.com/gpu": "8", "cpu": "64", "memory": "512Gi", "pods": "110"}
-    return {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": {"nvidia.com/gpu.product": "NVIDIA-L40S"}},
-            "status": {"capacity": alloc, "allocatable": alloc, "conditions": [{"type": "Ready", "status": "True"}],
-                       "addresses": [{"type": "InternalIP", "address": "10.0.0.1"}]}}
-
-
-def deployment(name: str, drifted: bool) -> dict[str, Any]:
-    args = [MODEL, "--gpu-memory-utilization", "0.90"] + ([] if drifted else ["--max-model-len", "16384"])
-    return {"apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": name, "namespace": "llm", "labels": {"app": name}},
-            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
-                     "template": {"metadata": {"labels": {"app": name}}, "spec": {
-                         "nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-L40S"},
-                         "containers": [{"name": "vllm", "image": "vllm/vllm-openai:v0.8.5",
-                                         "command": ["vllm", "serve"], "args": args,
-                                         "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}}}
+def _children() -> tuple[float, float]:
+    """CPU seconds (user + system) of waited-for child processes so far, and their largest peak RSS in MiB."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime, used.ru_maxrss / 1024
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--clusters", type=int, default=10)
-    parser.add_argument("--deployments", type=int, default=50)
+    parser.add_argument("--deployments", type=int, default=50, help="per namespace")
+    parser.add_argument("--namespaces", type=int, default=1, help="per cluster")
+    parser.add_argument("--no-pods", action="store_true", help="Deployments only (the fleet before 2026-12-03)")
+    parser.add_argument("--limit", action="append", default=[], help="check only these hosts (a shard)")
+    parser.add_argument("--profile", help="write the drift runner's cProfile stats here")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench-drift-"))
-    clusters = [Cluster(f"c{i}") for i in range(args.clusters)]
-    for c in clusters:
-        c.store.create("namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "llm"},
-                                      "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}})
-        for n in range(4):
-            c.store.create("nodes", node(f"gpu-{n}"))
-        for d in range(args.deployments):
-            c.store.create("deployments.apps", deployment(f"vllm-{d:03d}", drifted=d % 5 == 0))
-    server = CountingServer(clusters)
-    server.start()
-    kubeconfig = server.write_kubeconfig(tmp / "kubeconfig")
-    policy = tmp / "policy.yaml"
-    policy.write_text(f"extends: {ROOT / 'policies' / 'default'}\n"
-                      "flags:\n  max-model-len: {max: 16384, preferred: 16384}\ngpu:\n  products: [NVIDIA-L40S]\n")
-    hosts = [f"@k8s/c{i}/llm/vllm-{d:03d}" for i in range(args.clusters) for d in range(args.deployments)]
-    inventory = tmp / "fleet.py"
-    inventory.write_text(f"fleet = ({hosts!r}, {{'kubeconfig': {str(kubeconfig)!r}, 'policy': {str(policy)!r}}})\n")
+    fleet = start_fleet(tmp, args.clusters, args.namespaces, args.deployments, pods=not args.no_pods)
+    inventory = fleet.inventory(tmp, policy(tmp))
     env = {**os.environ, "HOME": str(tmp)}
     env.pop("KUBECONFIG", None)
-    server.seen.clear()
+    argv = [sys.executable, "-m", "vllm_remedy", "drift", "-i", str(inventory), "-o", "json"]
+    if args.profile:  # the runner the CLI starts, run directly under cProfile (its JSON has no status block)
+        argv = [sys.executable, "-m", "cProfile", "-o", str(Path(args.profile).resolve()), "-m", "vllm_remedy.drift",
+                "plan", "-i", str(inventory)]
+    for pattern in args.limit:
+        argv += ["--limit", pattern]
+    fleet.server.seen.clear()
+    cpu_before, _ = _children()
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "vllm_remedy", "drift", "-i", str(inventory), "-o", "json"],
-                          capture_output=True, text=True, env=env, cwd=tmp)
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=tmp)
     wall = time.perf_counter() - started
-    server.stop()
+    cpu_after, peak = _children()
+    fleet.server.stop()
     doc = json.loads(done.stdout) if done.stdout.strip() else {}
-    total = sum(server.seen.values())
+    checked = (doc.get("status") or {}).get("hosts") or len(fleet.hosts)
+    total = sum(fleet.server.seen.values())
     by_method: collections.Counter[str] = collections.Counter()
-    for (_cluster, method), n in server.seen.items():
+    for (_cluster, method, _path), n in fleet.server.seen.items():
         by_method[method] += n
     print(json.dumps({
-        "clusters": args.clusters, "deployments_per_cluster": args.deployments, "hosts": len(hosts),
+        "clusters": args.clusters, "namespaces_per_cluster": args.namespaces,
+        "deployments_per_cluster": args.deployments * args.namespaces, "hosts": checked,
+        "pods": 0 if args.no_pods else len(fleet.hosts), "crashing_pods": fleet.crashing, "limit": args.limit,
         "exit_code": done.returncode, "status": doc.get("status"), "wall_seconds": round(wall, 2),
-        "runner_seconds": (doc.get("metadata") or {}).get("seconds"),
-        "api_requests": total, "api_requests_per_host": round(total / len(hosts), 2),
-        "api_requests_by_method": dict(by_method), "cpus": os.cpu_count(),
+        "runner_seconds": (doc.get("metadata") or {}).get("seconds"), "cpu_seconds": round(cpu_after - cpu_before, 2),
+        "peak_rss_mib": round(peak, 1), "api_requests": total, "api_requests_per_host": round(total / checked, 3),
+        "api_requests_by_method": dict(by_method),
+        "api_requests_by_path": {f"{m} {p}": n for (m, p), n in sorted(fleet.server.by_path().items())},
+        "cpus": os.cpu_count(), "load_average": [round(x, 1) for x in os.getloadavg()],
         "stderr_tail": done.stderr.strip().splitlines()[-3:] if done.returncode not in (0, 1) else []}, indent=2))
     return 0
 

@@ -11,6 +11,13 @@ because the machine is shared and noisy; the ratio of medians comes from the sam
   B  python -m pyinfra inventories/local.py deploys/restore.py -y
      (reads pods and crash logs, classifies, picks the known-good revision by rule, writes a guarded
      JSON patch, waits failing fast on crash-loops)
+  C  ansible-playbook: kubernetes.core.k8s_rollback (to the previous revision, as kubectl undo) + k8s_info
+     wait (until the Deployment's replicas are updated and available), from the bench's own virtual environment
+     (``--ansible-venv``, default .venv-ansible; see bench/README.md for installing it)
+
+``--scenario two-bad`` lands a second bad revision (16) on top of 15 before the arm runs: "previous" is then
+bad too. Waits are bounded by 15 cluster minutes (kubectl's and ansible's timeouts are real seconds, so they
+are given 900 / speed).
 
 Per trial: wall seconds of the command(s); when the Deployment was first rolled out on the good
 template, in real seconds and in cluster seconds since the command started (polled in-process, so
@@ -42,7 +49,17 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from fixtures.pyinfra_run import Rehearsal, start_rehearsal  # noqa: E402
-from fixtures.restore_world import LOCAL, NAME, NS, RESTORE, incident  # noqa: E402
+from fixtures.restore_world import (  # noqa: E402
+    LOCAL,
+    NAME,
+    NS,
+    RESTORE,
+    bad_revision,
+    crash_looping,
+    incident,
+    pods,
+    wait_until,
+)
 from vllm_remedy.kube.history import templates_equal  # noqa: E402
 
 KUBECTLS = ("/usr/lib/google-cloud-sdk/bin/kubectl.1.32", str(ROOT / ".tools/kubernetes-client/usr/bin/kubectl"))
@@ -103,18 +120,59 @@ def watch_ready(rehearsal: Rehearsal, good: dict[str, Any], started: float, sim_
     return seen
 
 
-def run_arm(arm: str, rehearsal: Rehearsal, kubectl: str) -> Trial:
-    """Land the incident, then time arm A (kubectl) or B (pyinfra restore.py) until it exits."""
+PLAYBOOK = """\
+- hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: Roll back to the previous revision
+      kubernetes.core.k8s_rollback:
+        api_version: apps/v1
+        kind: Deployment
+        name: {name}
+        namespace: {ns}
+    - name: Wait until rolled out
+      kubernetes.core.k8s_info:
+        api_version: apps/v1
+        kind: Deployment
+        name: {name}
+        namespace: {ns}
+        wait: true
+        wait_timeout: {timeout}
+"""
+
+
+def second_bad_revision(dep: dict[str, Any]) -> None:
+    """Revision 16: revision 15's mistakes plus one more flag, so "previous" (15) is bad as well."""
+    bad_revision(dep)
+    dep["spec"]["template"]["spec"]["containers"][0]["args"] += ["--max-num-seqs", "512"]
+
+
+def run_arm(arm: str, rehearsal: Rehearsal, kubectl: str, *, speed: float = 60.0, scenario: str = "one-bad",
+            ansible: Path | None = None) -> Trial:
+    """Land the incident, then time arm A (kubectl), B (pyinfra restore.py) or C (ansible) until it exits."""
     good = rehearsal.client().get_deployment(NS, NAME)["spec"]["template"]  # the seed's healthy revision
     incident(rehearsal)
+    if scenario == "two-bad":
+        rehearsal.change(second_bad_revision, change_cause="also raise --max-num-seqs")
+        wait_until(lambda: all("512" in p["spec"]["containers"][0]["args"] for p in pods(rehearsal))
+                   and crash_looping(rehearsal), timeout=60, what="revision 16 to crash-loop")
     env = rehearsal.env()
+    limit = max(1, round(900 / speed))  # 15 cluster minutes, in the real seconds kubectl and ansible count
     marks: dict[str, float] = {}
     counts = count_requests(rehearsal, marks)
     commands: list[list[str]]
     if arm == "A":
         base = [kubectl, "-n", NS]
         commands = [[*base, "rollout", "undo", f"deploy/{NAME}"],
-                    [*base, "rollout", "status", f"deploy/{NAME}", "--timeout=15m"]]
+                    [*base, "rollout", "status", f"deploy/{NAME}", f"--timeout={limit}s"]]
+    elif arm == "C":
+        assert ansible is not None
+        playbook = rehearsal.tmp / "rollback.yml"
+        playbook.write_text(PLAYBOOK.format(name=NAME, ns=NS, timeout=limit))
+        env = {**env, "ANSIBLE_COLLECTIONS_PATH": str(ansible / "collections"), "ANSIBLE_NOCOLOR": "1",
+               "ANSIBLE_LOCALHOST_WARNING": "false", "ANSIBLE_INVENTORY_UNPARSED_WARNING": "false"}
+        commands = [[str(ansible / "bin" / "ansible-playbook"), "-i", "localhost,", "-c", "local",
+                     "-e", f"ansible_python_interpreter={ansible / 'bin' / 'python'}", str(playbook)]]
     else:
         commands = [[sys.executable, "-m", "pyinfra", LOCAL, RESTORE, "-y"]]
     stop = threading.Event()
@@ -172,33 +230,39 @@ def main() -> int:
     parser.add_argument("--trials", type=int, default=5, help="trials per arm (alternating A/B)")
     parser.add_argument("--speed", type=float, default=60.0, help="cluster seconds per real second")
     parser.add_argument("--kubectl", default=next((k for k in KUBECTLS if os.access(k, os.X_OK)), "kubectl"))
+    parser.add_argument("--arms", default="AB", help="which arms, in the order of the first trial (e.g. ABC)")
+    parser.add_argument("--scenario", choices=("one-bad", "two-bad"), default="one-bad")
+    parser.add_argument("--ansible-venv", default=str(ROOT / ".venv-ansible"),
+                        help="virtual environment with ansible-core, kubernetes and collections/kubernetes.core")
     args = parser.parse_args()
     version = subprocess.run([args.kubectl, "version", "--client", "-o", "json"], capture_output=True, text=True)
     trials: list[Trial] = []
+    ansible = Path(args.ansible_venv).resolve() if "C" in args.arms else None
     for i in range(args.trials):
-        for arm in ("AB" if i % 2 == 0 else "BA"):
+        for arm in (args.arms if i % 2 == 0 else args.arms[::-1]):
             rehearsal = fresh(args.speed)()
             try:
-                trial = run_arm(arm, rehearsal, args.kubectl)
+                trial = run_arm(arm, rehearsal, args.kubectl, speed=args.speed, scenario=args.scenario,
+                                ansible=ansible)
             finally:
                 rehearsal.stop()
             trials.append(trial)
             print(json.dumps(asdict(trial)), file=sys.stderr)
-    a, b = summarise(trials, "A"), summarise(trials, "B")
-    result = {
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    arms = {arm: summarise(trials, arm) for arm in args.arms}
+    a, b = arms.get("A"), arms.get("B")
+    result: dict[str, Any] = {
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "scenario": args.scenario,
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}, "
                    f"Python {platform.python_version()}",
         "speed": args.speed,
         "kubectl": json.loads(version.stdout or "{}").get("clientVersion", {}).get("gitVersion", args.kubectl),
-        "A_kubectl_undo_status": a, "B_pyinfra_restore": b,
-        "ratio_wall_B_over_A": round(b["wall_s_median"] / a["wall_s_median"], 2),
-        "ratio_ready_sim_B_over_A": (round(b["ready_sim_s_median"] / a["ready_sim_s_median"], 2)
-                                     if a["ready_sim_s_median"] and b["ready_sim_s_median"] else None),
+        "A_kubectl_undo_status": a, "B_pyinfra_restore": b, "C_ansible_k8s_rollback": arms.get("C"),
         "trials": [asdict(t) for t in trials],
     }
+    if a and b and a["wall_s_median"] and b["wall_s_median"]:
+        result["ratio_wall_B_over_A"] = round(b["wall_s_median"] / a["wall_s_median"], 2)
     print(json.dumps(result, indent=2))
-    return 0 if a["failures"] == 0 and b["failures"] == 0 else 1
+    return 0 if all(s["failures"] == 0 for s in arms.values()) else 1
 
 
 if __name__ == "__main__":

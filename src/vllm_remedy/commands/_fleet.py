@@ -8,6 +8,7 @@ host that could not be handled, the report's exit code.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import Any
 
 from vllm_remedy.drift.report import ERROR
 from vllm_remedy.envelope import dumps
+from vllm_remedy.errors import UserError
 from vllm_remedy.metrics import Metrics, push, write_textfile
 
 
@@ -31,6 +33,20 @@ def add_metrics_arguments(parser: argparse.ArgumentParser, job: str) -> None:
     parser.add_argument("--metrics-file", type=Path, metavar="PATH",
                         help="write Prometheus metrics for node-exporter's textfile collector")
     parser.add_argument("--pushgateway", metavar="URL", help=f"push the metrics to this Pushgateway (job {job})")
+    parser.add_argument("--push-group", action="append", default=[], metavar="LABEL=VALUE",
+                        help="Pushgateway grouping key besides the job (repeatable): one group per cluster or shard, "
+                             "so runs pushing to one Pushgateway do not replace each other's metrics")
+
+
+def push_grouping(values: list[str]) -> dict[str, str]:
+    """``--push-group`` values as a grouping key; a malformed one is bad input (one line)."""
+    grouping: dict[str, str] = {}
+    for value in values:
+        label, sep, text = value.partition("=")
+        if not sep or not re.fullmatch(r"[a-zA-Z_][a-zA-Z0-9_]*", label) or label == "job" or not text:
+            raise UserError(f"--push-group {value!r}: expected LABEL=VALUE (a Prometheus label name other than job)")
+        grouping[label] = text
+    return grouping
 
 
 def finish(args: argparse.Namespace, doc: Mapping[str, Any], render: Callable[[Mapping[str, Any]], str],
@@ -53,5 +69,5 @@ def finish(args: argparse.Namespace, doc: Mapping[str, Any], render: Callable[[M
                 sample.carry_unchecked(previous.read_text(encoding="utf-8", errors="replace"), failed)
             write_textfile(args.metrics_file, sample)
         if args.pushgateway:
-            push(args.pushgateway, metrics(), job=job, unchecked=failed)
+            push(args.pushgateway, metrics(), job=job, grouping=push_grouping(args.push_group), unchecked=failed)
     return int(doc["status"]["exitCode"])

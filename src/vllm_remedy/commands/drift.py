@@ -51,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    _fleet.push_grouping(args.push_group)  # bad input before any cluster is read
     result = run_child("plan", args.inventory, args.limit)
     now = time.time()
     doc = report.drift_report(result, now, args.detailed_exitcode)

@@ -38,6 +38,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    _fleet.push_grouping(args.push_group)  # bad input before anything is reverted
     result = run_child("expire", args.inventory, args.limit)
     doc = report.expire_report(result, time.time())
     return _fleet.finish(args, doc, report.render_expire, lambda: report.expire_metrics(doc), JOB)

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from dataclasses import replace
 from io import IOBase
 from pathlib import Path
 from typing import Any
@@ -42,9 +41,10 @@ from pyinfra.connectors.base import BaseConnector, DataMeta
 from pyinfra.connectors.util import CommandOutput, OutputLine
 from typing_extensions import TypedDict
 
+from vllm_remedy.connectors.fleet import FleetReads
 from vllm_remedy.connectors.hosts import PREFIX, Target, parse_target, resolve_access
 from vllm_remedy.connectors.models import learn_model
-from vllm_remedy.connectors.verbs import ClusterReads, Scope, VerbError, run_verb
+from vllm_remedy.connectors.verbs import Scope, VerbError, run_verb
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.annotations import Keys
 from vllm_remedy.kube.client import KubeClient
@@ -175,8 +175,10 @@ class K8sConnector(BaseConnector):
     model_note: str | None = None
     scope: Scope | None = None
     progress_seconds: float = PROGRESS_SECONDS
-    #: Answers by verb command once ``snapshot_reads`` is on; None means every fact reads the cluster afresh.
+    #: Answers by verb command once ``share`` is on; None means every fact reads the cluster afresh.
     snapshot: dict[str, list[str]] | None = None
+    #: The run's shared reads (``share``); None: this host reads and loads everything itself.
+    fleet: FleetReads | None = None
 
     @staticmethod
     def make_names_data(name: str | None = None) -> Iterator[tuple[str, dict[str, Any], list[str]]]:
@@ -212,7 +214,8 @@ class K8sConnector(BaseConnector):
                                     aliases=self.data.get("k8s_contexts"))
             if access.kubeconfig and not Path(os.path.expanduser(access.kubeconfig)).is_file():
                 raise UserError(f"{access.kubeconfig_via}: {access.kubeconfig}: no such file")
-            client = KubeClient.for_context(access.context, access.kubeconfig)
+            client = (self.fleet.client(access.context, access.kubeconfig) if self.fleet is not None
+                      else KubeClient.for_context(access.context, access.kubeconfig))
         except UserError as exc:  # the kube layer speaks to CLI users; here the knob is host data
             raise _connect_error(str(exc).replace("pass --kubeconfig", "set host data kubeconfig"),
                                  bad_input=True) from exc
@@ -252,7 +255,11 @@ class K8sConnector(BaseConnector):
         if not isinstance(value, (str, os.PathLike)):
             raise UserError(f"host data policy: expected a policy file or directory, got {type(value).__name__}")
         path = Path(value)
-        return load_policies(path) if path.is_dir() else load_policy(path)
+
+        def load() -> Policy | dict[str, Policy]:
+            return load_policies(path) if path.is_dir() else load_policy(path)
+
+        return load() if self.fleet is None else self.fleet.policy(os.fspath(value), load)
 
     def _check_policy_target(self, deployment: dict[str, Any], policy: Policy, server: ServerCommand) -> None:
         meta = deployment.get("metadata") or {}
@@ -263,14 +270,14 @@ class K8sConnector(BaseConnector):
                                  "pick the policy for this Deployment in host data", bad_input=True)
 
     def disconnect(self) -> None:
-        """Close the API session so no connection outlives the deploy."""
-        if self.client is not None:
+        """Close the API session so no connection outlives the deploy (a shared one is the run's to close)."""
+        if self.client is not None and self.fleet is None:
             try:
                 self.client.api.close()
             except Exception:  # closing a pool must never fail a run
                 logger.debug("closing the API client failed", exc_info=True)
-            self.client = None
-            self.scope = None
+        self.client = None
+        self.scope = None
 
     # ---- execution --------------------------------------------------------------------
     def run_shell_command(self, command: Any, print_output: bool = False, print_input: bool = False,
@@ -285,17 +292,16 @@ class K8sConnector(BaseConnector):
                 echo(f"{self.host.print_prefix}{line}", err=True)
         return ok, output
 
-    def snapshot_reads(self, cluster_reads: ClusterReads | None = None) -> None:
-        """Answer each verb command once for the rest of this connection: for runs that never write.
+    def share(self, fleet: FleetReads) -> None:
+        """Read through ``fleet`` from connect on, and answer each verb command once: for runs that never write.
 
-        pyinfra 3.10 keeps no fact cache, so every operation of a drift check re-reads the same
-        Deployment, pods and nodes (8-9 Deployment GETs per host). A run that only plans is better
-        served by one snapshot: fewer requests, and every check and proposed fix judges the same state.
-        ``cluster_reads``, one per cluster shared by its hosts, also lists nodes and pods once.
+        pyinfra 3.10 keeps no fact cache, so every operation of a drift check re-reads the same Deployment,
+        pods and nodes; and each host would load its own kubeconfig and policy. A run that only plans is
+        better served by one snapshot per cluster: each namespace listed once, every check and proposed fix
+        judging the same state. Call before ``connect``.
         """
+        self.fleet = fleet
         self.snapshot = {}
-        if self.scope is not None and cluster_reads is not None:
-            self.scope = replace(self.scope, cluster_reads=cluster_reads)
 
     def _run(self, text: str) -> tuple[bool, CommandOutput]:
         if self.scope is None:

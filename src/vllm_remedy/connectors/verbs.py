@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -58,32 +57,6 @@ class Scope:
     deployment: str
     annotation_prefix: str
     container: str | None = None  # the vLLM container chosen at connect (host data or the only one)
-    #: Cluster-wide lists shared by every host of one cluster in a run that only reads (None: read afresh).
-    cluster_reads: ClusterReads | None = None
-
-    def cluster_list(self, key: str, read: Callable[[], list[dict[str, Any]]]) -> list[dict[str, Any]]:
-        """A cluster-wide list: read afresh, or once per cluster when the run shares ``cluster_reads``."""
-        return read() if self.cluster_reads is None else self.cluster_reads.get(key, read)
-
-
-class ClusterReads:
-    """Cluster-wide lists read once and shared by the hosts of one cluster, for runs that never write.
-
-    Nodes and every GPU-holding pod are the same for all 50 Deployments of a cluster; listing every pod
-    once per Deployment is what makes a fleet drift check heavy on a real API server. Hosts run as
-    concurrent greenlets, so the first read of a key holds the others back instead of racing them.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._lists: dict[str, list[dict[str, Any]]] = {}
-
-    def get(self, key: str, read: Callable[[], list[dict[str, Any]]]) -> list[dict[str, Any]]:
-        """The list under ``key``, reading it with ``read`` the first time it is asked for."""
-        with self._lock:
-            if key not in self._lists:
-                self._lists[key] = read()
-            return self._lists[key]
 
 
 def _line(value: Any) -> str:
@@ -269,11 +242,18 @@ def verb_nodes(scope: Scope, args: list[str]) -> list[str]:
     if args:
         raise VerbError("usage: k8s-nodes")
     deployment = scope.client.get_deployment(scope.namespace, scope.deployment)
-    nodes = scope.cluster_list("nodes", scope.client.list_nodes)
-    holders = [trim_pod(p) for p in scope.cluster_list("pods", lambda: scope.client.list_pods(None))
+    picture = scope.client.derived("k8s-nodes", lambda: _gpu_picture(scope.client))
+    selector = (deployment.get("spec") or {}).get("selector") or {}
+    # _line's sorted keys, with the cluster-wide part serialised once per run (a cluster of N pods and N hosts
+    # would otherwise cost N² pod serialisations)
+    return [f'{{"namespace":{_line(scope.namespace)},{picture},"selector":{_line(selector)}}}']
+
+
+def _gpu_picture(client: KubeClient) -> str:
+    """``"nodes":[...],"pods":[...]`` - every node and every GPU-holding pod (trimmed) - as one JSON fragment."""
+    holders = [trim_pod(p) for p in client.list_pods(None)
                if (p.get("spec") or {}).get("nodeName") and holds_resources(p) and pod_gpu_request(p)]
-    return [_line({"nodes": nodes, "pods": holders, "namespace": scope.namespace,
-                   "selector": (deployment.get("spec") or {}).get("selector") or {}})]
+    return f'"nodes":{_line(client.list_nodes())},"pods":{_line(holders)}'
 
 
 def _exporters(scope: Scope) -> tuple[list[dict[str, Any]], str | None]:

@@ -32,9 +32,15 @@ from pyinfra.context import ctx_config, ctx_host, ctx_state
 from pyinfra_cli.inventory import make_inventory
 
 from vllm_remedy import gitops
+from vllm_remedy.connectors.fleet import FleetReads
 from vllm_remedy.connectors.k8s import HostDataError, K8sConnector
-from vllm_remedy.connectors.verbs import ClusterReads
 from vllm_remedy.drift import checks, report
+from vllm_remedy.drift.pyinfra_costs import (
+    connectors_listed_once,
+    facts_read_once,
+    global_arguments_typed_once,
+    host_data_merged_once,
+)
 from vllm_remedy.errors import UserError
 from vllm_remedy.facts.deployment import Deployment
 from vllm_remedy.facts.pods import Pods
@@ -106,6 +112,7 @@ class Run:
     state: State
     hosts: list[Host]
     log: LineLog
+    fleet: FleetReads | None = None  # the reads its hosts share (a run that only plans)
     connect_errors: dict[str, str] = field(default_factory=dict)
     bad_input: set[str] = field(default_factory=set)  # hosts whose inventory data is wrong (HostDataError)
 
@@ -125,8 +132,9 @@ def _limit(inventory: Inventory, patterns: Iterable[str]) -> list[Host]:
     return chosen
 
 
-def start(inventory_path: str, limit: Iterable[str] = ()) -> Run:
-    """Load the inventory (as the CLI would, cwd-relative group data), connect every host in parallel."""
+def start(inventory_path: str, limit: Iterable[str] = (), fleet: FleetReads | None = None) -> Run:
+    """Load the inventory (as the CLI would, cwd-relative group data), connect every host in parallel (through
+    ``fleet``'s shared reads when given: a run that never writes)."""
     if not os.path.isfile(inventory_path):
         raise UserError(f"{inventory_path}: no such inventory file")
     log = LineLog()
@@ -136,7 +144,7 @@ def start(inventory_path: str, limit: Iterable[str] = ()) -> Run:
     logger.propagate = False
     state = State(check_for_changes=True)
     try:
-        with ctx_state.use(state):  # inventory files run with a State in context, as under the CLI
+        with ctx_state.use(state), connectors_listed_once():  # inventory files run with a State in context
             inventory = make_inventory(inventory_path, cwd=os.getcwd())
     except Exception as exc:  # the user's inventory code: any error is bad input, named with the file
         cause = getattr(exc, "exception", exc)  # pyinfra_cli wraps it in UnexpectedExternalError, str() of which fails
@@ -146,7 +154,11 @@ def start(inventory_path: str, limit: Iterable[str] = ()) -> Run:
     if not hosts:
         raise UserError(f"{inventory_path}: no host matches" + (f" --limit {' '.join(limit)}" if limit else ""))
     state.init(inventory, Config(), initial_limit=hosts)
-    run = Run(state, hosts, log)
+    run = Run(state, hosts, log, fleet)
+    if fleet is not None:
+        for host in hosts:
+            if isinstance(host.connector, K8sConnector):
+                host.connector.share(fleet)
     log.padding = {h.name: len(h.print_prefix_padding) for h in hosts}
 
     def connect(host: Host) -> None:
@@ -180,7 +192,7 @@ def _per_host(run: Run, work: Callable[[Host], dict[str, Any]]) -> list[dict[str
                 reason = run.log.error(host.name, f"{type(exc).__name__}: {exc}")
                 results[host.name] = {"host": host.name, "error": reason}
 
-    with ctx_state.use(run.state):
+    with ctx_state.use(run.state), global_arguments_typed_once(), host_data_merged_once(run.hosts):
         gevent.joinall([run.state.pool.spawn(one, h) for h in run.hosts if h.name not in run.connect_errors])
     for name, reason in run.connect_errors.items():
         results[name] = {"host": name, "error": reason, "bad_input": name in run.bad_input}
@@ -279,15 +291,10 @@ def plan_host(run: Run, host: Host) -> dict[str, Any]:
 def plan(inventory_path: str, limit: Iterable[str] = ()) -> dict[str, Any]:
     """Drift-check every host of the inventory: nothing is written (pyinfra never enters Execute)."""
     started = time.monotonic()
-    run = start(inventory_path, limit)
-    per_cluster: dict[tuple[str, str], ClusterReads] = {}
-    for host in run.hosts:  # a plan never writes: one read per object and host, one list per cluster
-        connector = host.connector
-        if host.connected and isinstance(connector, K8sConnector) and connector.client is not None:
-            cluster = (connector.client.api.configuration.host, connector.client.context)
-            connector.snapshot_reads(per_cluster.setdefault(cluster, ClusterReads()))
+    run = start(inventory_path, limit, FleetReads())  # a plan never writes: one read snapshot per cluster
     try:
-        hosts = _per_host(run, lambda h: plan_host(run, h))
+        with facts_read_once(run.hosts, lambda h: getattr(h.connector, "snapshot", None) is not None):
+            hosts = _per_host(run, lambda h: plan_host(run, h))
     finally:
         _close(run)
     return {"inventory": inventory_path, "limit": list(limit), "seconds": round(time.monotonic() - started, 3),
@@ -356,5 +363,7 @@ def _close(run: Run) -> None:
                 host.disconnect()
             except Exception:  # closing must not turn a finished check into an error
                 logging.getLogger(__name__).debug("disconnect failed", exc_info=True)
+    if run.fleet is not None:
+        run.fleet.close()
     forget(run.state)
     forget_plans(run.state)

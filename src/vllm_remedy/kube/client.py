@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 import urllib3
@@ -27,6 +27,8 @@ from kubernetes.config.config_exception import ConfigException
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube import config as kcfg
 from vllm_remedy.kube.errors import ConflictError, KubeError, NotFoundError
+
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
@@ -192,6 +194,12 @@ class KubeClient:
             if status < 500:
                 break
         return time.time()
+
+    def derived(self, key: str, compute: Callable[[], T]) -> T:
+        """``compute()``: a value computed from this client's reads alone. A read snapshot (``kube.snapshot``)
+        computes it once per run and hands every host the same object, so it must only be read (verbs serialise
+        it); a live client computes it afresh."""
+        return compute()
 
     @staticmethod
     def _error(status: int, data: bytes, where: str, attempts: int, *, guarded: bool = False) -> KubeError:

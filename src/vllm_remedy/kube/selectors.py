@@ -6,10 +6,13 @@ kubectl lists ReplicaSets and pods with the Deployment's ``spec.selector`` rende
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from vllm_remedy.errors import UserError
+
+_SET = re.compile(r"^(?P<key>[^\s!=(),]+)\s+(?P<op>in|notin)\s*\((?P<values>[^()]*)\)$")
 
 
 def selector_string(selector: Mapping[str, Any] | None) -> str:
@@ -51,3 +54,43 @@ def matches(selector: Mapping[str, Any] | None, labels: Mapping[str, str] | None
                 op == "Exists" and not present) or (op == "DoesNotExist" and present):
             return False
     return True
+
+
+def parse_selector(text: str) -> dict[str, Any]:
+    """The LabelSelector a ``labelSelector`` query string stands for (``selector_string``'s inverse, plus ``!=``
+    and ``==``), so a list read once per namespace can answer every Deployment's selector locally."""
+    requirements: list[dict[str, Any]] = []
+    for part in _split_requirements(text):
+        words = part.split()
+        listed = _SET.match(part)
+        if listed:
+            values = [v.strip() for v in listed["values"].split(",") if v.strip()]
+            requirements.append({"key": listed["key"], "operator": "In" if listed["op"] == "in" else "NotIn",
+                                 "values": values})
+        elif "!=" in part:
+            key, _, value = part.partition("!=")
+            requirements.append({"key": key.strip(), "operator": "NotIn", "values": [value.strip()]})
+        elif "=" in part:
+            key, _, value = part.replace("==", "=", 1).partition("=")
+            requirements.append({"key": key.strip(), "operator": "In", "values": [value.strip()]})
+        elif part.startswith("!") and len(words) == 1:
+            requirements.append({"key": part[1:], "operator": "DoesNotExist"})
+        elif len(words) == 1:
+            requirements.append({"key": part, "operator": "Exists"})
+        else:
+            raise UserError(f"label selector {text!r}: cannot read {part!r}")
+    return {"matchExpressions": requirements} if requirements else {}
+
+
+def _split_requirements(text: str) -> list[str]:
+    """Comma-separated requirements, commas inside ``in (a,b)`` kept."""
+    parts, depth, current = [], 0, ""
+    for char in text:
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            parts.append(current.strip())
+            current = ""
+        else:
+            current += char
+    parts.append(current.strip())
+    return [p for p in parts if p]

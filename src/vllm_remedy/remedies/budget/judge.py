@@ -8,6 +8,7 @@ was observed — the candidate improves the very quantity that failed.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -16,6 +17,11 @@ from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.failures import FAILURES
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate, resolve
 from vllm_remedy.vllm.outcomes import Failure
+
+#: ``estimate`` and ``resolve`` are pure over frozen inputs; a fleet plans the same (model, GPU, settings) on many
+#: Deployments (a drift check of 500 hosts: ~1,600 candidates per drifted host), so one process keeps answers.
+_estimate = functools.lru_cache(maxsize=1 << 13)(estimate)
+_resolve = functools.lru_cache(maxsize=1 << 13)(resolve)
 
 
 @dataclass
@@ -37,7 +43,7 @@ class Judge:
         key = (settings, gpu)
         est = self._cache.get(key)
         if est is None:
-            est = self._cache[key] = estimate(self.model, gpu, settings)
+            est = self._cache[key] = _estimate(self.model, gpu, settings)
         return est
 
     def accept(self, settings: EngineSettings, gpu: GpuSpec) -> Estimate | None:
@@ -47,7 +53,7 @@ class Judge:
             return None
         if est.max_concurrency * self.kv_scale < self.limits.required:
             return None
-        res = resolve(self.model, gpu, settings)
+        res = _resolve(self.model, gpu, settings)
         if not res.chunked_prefill and res.mnbt < res.max_model_len:
             return None  # vLLM refuses max-num-batched-tokens < max-model-len without chunked prefill
         return est if self.addresses_failure(est, settings) else None

@@ -9,6 +9,7 @@ max-model-len than every rung above it — otherwise a smaller change already do
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from vllm_remedy.remedies.budget.judge import Judge
@@ -112,33 +113,32 @@ def strongest(lever: Lever, ctx: Context, judge: Judge, settings: EngineSettings
     return best
 
 
-def build(ctx: Context, judge: Judge, base: EngineSettings, cap: int) -> list[Rung]:
+def build(ctx: Context, judge: Judge, base: EngineSettings, cap: int) -> Iterator[Rung]:
     """Every kept rung in ladder order (enforce-eager only when no other lever works, or, last and temporary,
-    when the observed failure is one eager mode answers: an OOM capturing CUDA graphs)."""
-    rungs: list[Rung] = []
+    when the observed failure is one eager mode answers: an OOM capturing CUDA graphs), computed as consumed: a
+    caller that only needs the first rung (is anything to change at all?) pays for no other lever."""
+    longest = 0  # the longest max-model-len of the rungs kept so far; a rung must beat it
     first = judge.longest(base, ctx.gpu, cap)
     if first is not None:
-        rungs.append(Rung("max-model-len", first[0], ctx.gpu, first[1]))
+        longest = first[1].max_model_len
+        yield Rung("max-model-len", first[0], ctx.gpu, first[1])
+    found = first is not None
     boosted = base
     for name, lever in (*FLAG_LEVERS, *HARDWARE_LEVERS):
-        beat = max((r.estimate.max_model_len for r in rungs), default=0)
         rung = rung_for(name, lever, ctx, judge, base, boosted, cap, hardware=(name, lever) in HARDWARE_LEVERS,
-                        beat=beat)
+                        beat=longest)
         if rung is not None:
-            rungs.append(rung)
+            if not found or rung.estimate.max_model_len > longest:
+                yield rung
+            found, longest = True, max(longest, rung.estimate.max_model_len)
         if (name, lever) in FLAG_LEVERS:
             boosted = strongest(lever, ctx, judge, boosted)
-    if not rungs:
+    if not found:
         rung = rung_for("enforce-eager", enforce_eager, ctx, judge, base, boosted, cap)
         if rung is not None:
-            rungs.append(rung)
-    kept: list[Rung] = []
-    for rung in rungs:
-        if not kept or rung.estimate.max_model_len > max(k.estimate.max_model_len for k in kept):
-            kept.append(rung)
-    eager_answers = judge.failure is not None and FAILURES[judge.failure].eager_rung
-    if eager_answers and not any(r.lever == "enforce-eager" for r in kept):
+            yield rung
+            return
+    if judge.failure is not None and FAILURES[judge.failure].eager_rung:
         rung = rung_for("enforce-eager", enforce_eager, ctx, judge, base, boosted, cap)
         if rung is not None:
-            kept.append(rung)
-    return kept
+            yield rung

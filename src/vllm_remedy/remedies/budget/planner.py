@@ -64,19 +64,27 @@ def plan_budget(req: BudgetRequest) -> Plan:
                      "every step must improve on the current prediction by 10 %")
     judge = Judge(req.model, lim, current, req.settings, req.failure, kv_scale, mismatch)
     problems = _problems(req, lim, current, judge) + problems
-    ctx = Context(req.model, lim, req.gpu)
-    rungs = build(ctx, judge, base, cap)
+    ladder = build(Context(req.model, lim, req.gpu), judge, base, cap)
+    first = next(ladder, None)
+    problem = "; ".join(problems) or "none: the current settings are predicted to fit with headroom"
+    if not problems and first is not None and _settles(_step(1, first, req, lim, cap)):
+        # in sync, as most of a fleet is: the rest of the ladder is never computed
+        return Plan(KIND, "no_change_needed", problem, current, (), tuple(notes + _lever_notes(req, lim, [first])),
+                    subject)
+    rungs = [first, *ladder] if first is not None else []
     steps = tuple(_step(i + 1, r, req, lim, cap) for i, r in enumerate(rungs))
     notes += _lever_notes(req, lim, rungs)
-    problem = "; ".join(problems) or "none: the current settings are predicted to fit with headroom"
     if not steps:
         verdict = "no_fitting_change"
         notes.insert(0, "no change within the policy's bounds is predicted to start and meet the target")
-    elif not problems and not steps[0].set and steps[0].template.empty:
-        verdict, steps = "no_change_needed", ()
     else:
         verdict = "change"
     return Plan(KIND, verdict, problem, current, steps, tuple(notes), subject)
+
+
+def _settles(step: Step) -> bool:
+    """The step sets no flag and changes nothing in the template: the current settings already are the plan."""
+    return not step.set and step.template.empty
 
 
 def _base(req: BudgetRequest, lim: Limits, notes: list[str]) -> tuple[EngineSettings, int, list[str]]:
