@@ -16,16 +16,20 @@ from fixtures.kube_writes import mark_known_good
 from fixtures.pyinfra_run import Rehearsal, detected_changes
 from fixtures.restore_world import (
     BAD_ARGS,
+    BIG_CHUNKS,
     DIAGNOSE,
+    LOAD,
     NS,
     RESTORE,
     crash_looping,
     deployment,
     host_out,
     incident,
+    no_pins,
     pods,
     replicaset,
     settled,
+    skipped,
     wait_until,
     write_inventory,
 )
@@ -39,13 +43,6 @@ GOOD_RS = "llama-8b-6b765dc795"  # revision 14's ReplicaSet
 L4_FAIL = "predicted max_len_exceeds_kv on NVIDIA-L4"
 #: 15's pods crash-looped and 16's Recreate deleted them: their Events speak first (then its record, once written).
 SEEN_GONE = "seen crash-looping in its pods' Events ("
-
-
-def no_pins(tmp: Path) -> str:
-    """An inventory whose policy is llama-8b's without its known_good unit: no pin, so only evidence decides."""
-    policy = tmp / "no-pins.yaml"
-    policy.write_text(f"extends: {POLICY.with_suffix('')}\nknown_good: []\n")
-    return write_inventory(tmp, policy=str(policy))
 
 
 def two_bad_revisions(rehearsal: Rehearsal) -> None:
@@ -63,12 +60,6 @@ def two_bad_revisions(rehearsal: Rehearsal) -> None:
     wait_until(lambda: crash_looping(rehearsal) and all(p["metadata"]["labels"].get("pod-template-hash") ==
                replicaset(rehearsal, 16)["metadata"]["labels"]["pod-template-hash"]
                for p in pods(rehearsal) if not p["metadata"].get("deletionTimestamp")), 60, "revision 16 to crash-loop")
-
-
-def skipped(lines: list[str], revision: int) -> str:
-    found = [line for line in lines if line.startswith(f"skipped revision {revision} (")]
-    assert len(found) == 1, lines
-    return found[0]
 
 
 def test_two_bad_revisions_restore_revision_14_in_one_run(rehearsal: Rehearsal, tmp_path: Path) -> None:
@@ -153,12 +144,6 @@ def test_a_forced_revision_that_does_not_exist_or_is_garbage_is_one_line_exit_2(
         assert host_out(got.stderr)[-1] == said, got.stderr
         assert "Traceback" not in got.stderr
     assert deployment(rehearsal)["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
-
-
-BIG_CHUNKS = ["meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "16384", "--gpu-memory-utilization", "0.90",
-              "--max-num-seqs", "64", "--max-num-batched-tokens", "16384"]
-#: Long prompts asking for prompt logprobs: one 16k-token prefill chunk's logits no longer fit (game day 4's load).
-LOAD = "requests=4,prompt-tokens=12000,max-prompt-tokens=16000,prompt-logprobs=0.1"
 
 
 def test_a_marked_revision_that_dies_under_load_loses_its_mark_and_is_skipped(rehearsal: Rehearsal,

@@ -14,41 +14,26 @@ from pathlib import Path
 from fixtures import pyinfra_run
 from fixtures.pyinfra_run import Rehearsal
 from fixtures.restore_world import (
+    BIG_CHUNKS,
+    LOAD,
     NS,
     RESTORE,
     crash_looping,
     deployment,
     host_out,
     incident,
+    no_pins,
     pods,
     replicaset,
+    skipped,
     wait_until,
-    write_inventory,
 )
 from vllm_remedy.kube.history import templates_equal
 
 rehearsal = pyinfra_run.rehearsal
-POLICY = pyinfra_run.ROOT / "policies" / "llama-8b.yaml"
 GOOD_RS = "llama-8b-6b765dc795"  # revision 14's ReplicaSet
 CHOSE_14 = ("to revision 14 (llama-8b-6b765dc795) — chosen by rule: newest earlier revision with no evidence "
             "against it")
-#: Revision 15 of these worlds: 16k prefill chunks on the L40S pool; predicted to fit, and it does start.
-BIG_CHUNKS = ["meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "16384", "--gpu-memory-utilization", "0.90",
-              "--max-num-seqs", "64", "--max-num-batched-tokens", "16384"]
-#: Long prompts asking for prompt logprobs: one 16k-token prefill chunk's logits no longer fit.
-LOAD = "requests=4,prompt-tokens=12000,max-prompt-tokens=16000,prompt-logprobs=0.1"
-
-
-def no_pins(tmp: Path) -> str:
-    policy = tmp / "no-pins.yaml"
-    policy.write_text(f"extends: {POLICY.with_suffix('')}\nknown_good: []\n")
-    return write_inventory(tmp, policy=str(policy))
-
-
-def skipped(lines: list[str], revision: int) -> str:
-    found = [line for line in lines if line.startswith(f"skipped revision {revision} (")]
-    assert len(found) == 1, lines
-    return found[0]
 
 
 def big_chunks_die_under_load(rehearsal: Rehearsal) -> None:
