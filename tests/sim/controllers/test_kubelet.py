@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from vllm_remedy.kube.annotations import parse_rfc3339
 from vllm_remedy.sim.clock import Clock
 from vllm_remedy.sim.cluster import Cluster
 from vllm_remedy.sim.controllers.kubelet import go_duration
@@ -135,10 +136,12 @@ def test_readiness_follows_the_probe_and_status_fields_are_filled(cluster):
     cluster.store.create("pods", pod(name="probed", annotations={"sim.vllm-remedy.io/ready-after": "600"}))
     cluster.store.create("pods", pod(name="plain", probe=False, annotations={"sim.vllm-remedy.io/ready-after": "600"}))
     assert cluster.wait_for(lambda: vllm_status(cluster, "plain").get("ready") is True, 3)
-    probed = vllm_status(cluster, "probed")
-    assert "running" in probed["state"] and probed["ready"] is False  # 600 s simulated = 1 s real: not yet
-    assert cluster.wait_for(lambda: vllm_status(cluster, "probed").get("ready") is True, 3)
+    assert cluster.wait_for(lambda: vllm_status(cluster, "probed").get("ready") is True, 10)
     st = status(cluster, "probed")
+    # the probe held Ready back for ready-after: compared on the cluster's own stamps, not on when the test looked
+    started = parse_rfc3339(vllm_status(cluster, "probed")["state"]["running"]["startedAt"])
+    ready_at = parse_rfc3339(next(c for c in st["conditions"] if c["type"] == "Ready")["lastTransitionTime"])
+    assert ready_at - started >= 599, (started, ready_at)
     assert st["phase"] == "Running"
     assert st["hostIP"].startswith("10.0.") and st["podIP"].startswith("10.244.") and st["startTime"]
     assert [c["type"] for c in st["conditions"]] == [
