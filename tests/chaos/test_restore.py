@@ -163,6 +163,7 @@ def test_a_patch_committed_after_the_grace_period_is_unknown_and_the_rerun_resum
     assert change_id, unknown
     wait_until(lambda: deployment(rehearsal)["metadata"]["annotations"].get(CHANGE_ID) == change_id[1], 30,
                "the late commit")
+    wait_until(lambda: bool(proxy.landed), 30, "the proxy to record the late commit")  # it books after forwarding
     assert (("PATCH", proxy.landed[0][1], 200) == proxy.landed[0]), proxy.landed  # the first attempt landed
     written = deployment(rehearsal)
     assert written["metadata"]["generation"] == before["metadata"]["generation"] + 1

@@ -185,7 +185,7 @@ def test_a_gitops_managed_deployment_is_refused_and_the_refusal_is_on_the_record
         assert deployment(rehearsal)["spec"]["template"] == template
         (refused,) = [e for e in _events(rehearsal) if e["reason"] == "RemediationRefused"]
         assert refused["type"] == "Warning" and "managed by Argo CD Application" in refused["message"], refused
-        doc = json.loads(next(responder.notes.glob("*.json")).read_text())
+        doc = json.loads(wait_for_note(responder.notes).read_text())
         assert doc["result"] == "refused" and "managed by Argo CD" in doc["failure"]
         assert doc["timeToRestoreSeconds"] is None
     finally:
@@ -214,7 +214,7 @@ def test_nothing_predicted_to_serve_stops_it_and_says_why(rehearsal: Rehearsal) 
         responder.wait_log(r"VllmCudaOomRestart on .* refused")
         assert deployment(rehearsal)["spec"]["template"] == template
         (refused,) = [e for e in _events(rehearsal) if e["reason"] == "RemediationRefused"]
-        doc = json.loads(next(responder.notes.glob("*.json")).read_text())
+        doc = json.loads(wait_for_note(responder.notes).read_text())
         assert refused["type"] == "Warning" and "no earlier revision is predicted to serve" in doc["failure"]
         assert refused["message"].startswith("VllmCudaOomRestart on @k8s/rehearsal/llm/llama-8b: deploys/restore.py "
                                              f"refused: {doc['failure'][:300]}")
@@ -231,7 +231,7 @@ def test_kv_cache_pressure_runs_the_load_guard(rehearsal: Rehearsal) -> None:
                               model_name="meta-llama/Llama-3.1-8B-Instruct")])
         assert responder.post(page)[0] == 200
         line = responder.wait_log(r"VllmKvCacheUsageHigh on .*deploys/load_guard\.py (remediated|nothing-to-change)")
-        doc = json.loads(next(responder.notes.glob("*.json")).read_text())
+        doc = json.loads(wait_for_note(responder.notes).read_text())
         # the seed's revision already sits within llama-8b's load_shedding caps: the run succeeds, changing nothing
         assert (doc["deploy"], doc["result"]) == ("load_guard", "nothing-to-change") and "nothing-to-change" in line[0]
         assert sorted(e["reason"] for e in _events(rehearsal)) == ["NothingToChange", "RemediationStarted"]
@@ -249,3 +249,14 @@ def test_mode_off_logs_the_page_and_does_nothing(rehearsal: Rehearsal) -> None:
         assert deployment(rehearsal)["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
     finally:
         responder.stop()
+
+
+def wait_for_note(folder: Path, timeout: float = 30.0) -> Path:
+    """The incident note's JSON, once written: the responder logs its result line before it writes the note."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = sorted(folder.glob("*.json"))
+        if found:
+            return found[0]
+        time.sleep(0.1)
+    raise AssertionError(f"no incident note in {folder} after {timeout:.0f}s")

@@ -25,6 +25,10 @@ from vllm_remedy.policy import Policy
 from vllm_remedy.remedies.diagnose import evidence_lines
 from vllm_remedy.vllm.startup_log import classify, parse_startup_log
 
+#: Polls a crash whose log classifies ``unknown`` is read again before it is recorded so: on a loaded node the
+#: previous log can lag the container status.
+UNKNOWN_RETRIES = 3
+
 Obj = dict[str, Any]
 
 
@@ -66,6 +70,7 @@ class Observer:
         self.errors: list[str] = []
         self._restarts: dict[str, int] = {}  # pod uid → highest restartCount seen
         self._logged: set[tuple[str, str]] = set()
+        self._tries: dict[tuple[str, str], int] = {}
         self.pods_seen: dict[str, Obj] = {}  # pod name → {spec, node, ready} for predictions vs outcomes
         self._nodes: dict[str, Obj] = {}
         self._nodes_read = 0.0
@@ -180,6 +185,10 @@ class Observer:
             text = log or ""
             failure = found or classify(parse_startup_log(text), exit_code=terminated.get("exitCode"),
                                         reason=terminated.get("reason")).value
+            tries = self._tries[death] = self._tries.get(death, 0) + 1
+            if failure == "unknown" and tries < UNKNOWN_RETRIES:
+                self._logged.discard(death)  # the log may not be readable yet (a loaded node): look again next poll
+                continue
             node = (pod.get("spec") or {}).get("nodeName") or ""
             product = node_product(self._nodes.get(node) or {}) or "?"
             self.timeline.classified.append(Classified(
