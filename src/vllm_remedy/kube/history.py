@@ -122,6 +122,12 @@ def canonical_template(template: Mapping[str, Any] | None) -> dict[str, Any]:
     return _canonical(tpl)
 
 
+def earlier_numbers(annotations: Mapping[str, Any]) -> list[str]:
+    """The revision numbers a reused ReplicaSet had before (its ``deployment.kubernetes.io/revision-history``):
+    a rollback renumbers the ReplicaSet it reuses, and the old numbers stay there."""
+    return [n.strip() for n in str(annotations.get(REVISION_HISTORY) or "").split(",") if n.strip()]
+
+
 #: ``kubectl rollout restart``'s template annotation: a new revision whose pods run exactly what ran before.
 RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
 

@@ -27,7 +27,7 @@ from vllm_remedy.kube.actions import read_rollout
 from vllm_remedy.kube.annotations import canonical_json, rfc3339
 from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.kube.diff import unified_template_diff
-from vllm_remedy.kube.history import HASH_LABEL, REVISION_HISTORY
+from vllm_remedy.kube.history import HASH_LABEL, earlier_numbers
 from vllm_remedy.kube.rollout import plan_undo, resource_version_test
 from vllm_remedy.operations.util import (
     Change,
@@ -131,8 +131,7 @@ def _forced_problem(text: str | None, raw: Any, override: Any) -> str | None:
         return f"host data revision: {raw!r} is not a revision number (a whole number >= 1)"
     rows = (host.get_fact(RolloutHistory) or {}).get("revisions") or []
     numbers = [int(r["number"]) for r in rows]
-    renumbered = {n.strip() for r in rows for n in str((r.get("annotations") or {}).get(REVISION_HISTORY) or "")
-                  .split(",")}
+    renumbered = {n for r in rows for n in earlier_numbers(r.get("annotations") or {})}
     if int(text) in numbers or text in renumbered:
         return None
     return (f"host data revision: {text} is not in the rollout history of {k8s_host(host).where} "

@@ -37,7 +37,7 @@ from typing import Any
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.annotations import Keys, parse_rfc3339, template_digest
 from vllm_remedy.kube.health import FLAP_RESTARTS, flapping
-from vllm_remedy.kube.history import REVISION_HISTORY, Revision, revisions_from_rows
+from vllm_remedy.kube.history import Revision, earlier_numbers, revisions_from_rows
 from vllm_remedy.kube.rollout import RULE_FORCED, NoRollbackTarget, choose_rollback, earlier_revisions, policy_pin
 from vllm_remedy.policy import Fallback, Policy, format_duration, parse_flag_int
 from vllm_remedy.remedies.evidence import (
@@ -241,7 +241,7 @@ def _forced(history: Mapping[str, Any], keys: Keys, forced: int, container: str 
     current = history.get("current_revision")
     rev = next((r for r in revisions(history) if r.number == forced), None)
     if rev is None:  # a rollback renumbers its ReplicaSet and keeps the old number in revision-history
-        rev = next((r for r in revisions(history) if str(forced) in _history_numbers(r)), None)
+        rev = next((r for r in revisions(history) if str(forced) in earlier_numbers(r.annotations)), None)
         if rev is not None and rev.number == current:
             return RestoreDecision(NONE, f"host data revision: {forced} is the current revision (renumbered "
                                    f"{rev.number} when it was rolled back to)", current=current)
@@ -261,11 +261,6 @@ def _forced(history: Mapping[str, Any], keys: Keys, forced: int, container: str 
                            detail=f"revision {rev.number} ({rev.replicaset}) named by the operator",
                            warnings=(f"warning: forced despite the evidence (override=evidence): {doubt}",)
                            if doubt else ())
-
-
-def _history_numbers(rev: Revision) -> list[str]:
-    """The revision numbers a reused ReplicaSet had before (``deployment.kubernetes.io/revision-history``)."""
-    return [n.strip() for n in str(rev.annotations.get(REVISION_HISTORY) or "").split(",") if n.strip()]
 
 
 def served_base(history: Mapping[str, Any], keys: Keys, container: str | None, policy: Policy,
