@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import socket
 import subprocess
-import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from fixtures.processes import stop, wait_serving
 from vllm_remedy.metrics import (
     DRIFT_DETECTED,
     LAST_CHECK,
@@ -48,20 +48,10 @@ def _serve(binary: Path, *args: str) -> Iterator[str]:
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                _get(url + "/metrics")
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    err = proc.stderr.read().decode() if proc.stderr else ""
-                    pytest.fail(f"{binary.name} did not start: {err[-500:]}")
-                time.sleep(0.1)
+        wait_serving(proc, lambda: _get(url + "/metrics") is not None, f"{binary.name} did not start", 20, tail=500)
         yield url
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        stop(proc)
 
 
 @pytest.fixture
