@@ -61,7 +61,7 @@ def test_unknown_host_form_is_one_line_and_exit_1(rehearsal: Rehearsal) -> None:
     assert got.returncode == 1
     errors = [line for line in plain(got.stderr).splitlines() if "pyinfra error" in line]
     assert len(errors) == 1
-    assert errors[0].endswith(": @k8s/onlyone: expected @k8s/<cluster>/<namespace>/<deployment> or "
+    assert errors[0].endswith(": @k8s/onlyone: expected @k8s/<cluster>/<namespace>/[<kind>/]<name> or "
                               "@k8s/<cluster>/<namespace>")
 
 
