@@ -46,8 +46,6 @@ INFERENCESERVICE = Kind("inferenceservice", "InferenceService", "serving.kserve.
                         (("spec", "predictor"),))
 
 KINDS: dict[str, Kind] = {k.word: k for k in (DEPLOYMENT, STATEFULSET, LEADERWORKERSET, INFERENCESERVICE)}
-#: Kind a controller ownerReference names → the owner to patch instead of the child (the child is regenerated).
-OWNING_KINDS = {"LeaderWorkerSet": LEADERWORKERSET, "InferenceService": INFERENCESERVICE}
 
 
 def kind_named(word: str) -> Kind | None:
