@@ -4,62 +4,21 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
 
 from fixtures import sim_world
 from fixtures.sim_world import Sim
+from fixtures.sts_world import STS, image, ok, pods, settled, web
 from vllm_remedy.sim.runtime import EXIT_AFTER, EXIT_CODE
 
 live_sim = sim_world.live_sim
 V = "32"
-STS = "statefulsets.apps"
 
 
 @pytest.fixture(autouse=True)
 def _need_kubectl() -> None:
     sim_world.require_kubectl(V)
-
-
-def web(replicas: int = 3, strategy: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {"apiVersion": "apps/v1", "kind": "StatefulSet",
-            "metadata": {"name": "web", "namespace": "llm"},
-            "spec": {"replicas": replicas, "serviceName": "web", "selector": {"matchLabels": {"app": "web"}},
-                     "updateStrategy": strategy or {"type": "RollingUpdate"},
-                     "template": {"metadata": {"labels": {"app": "web"}},
-                                  "spec": {"containers": [{"name": "web", "image": "nginx:1.27", "readinessProbe": {
-                                      "httpGet": {"path": "/", "port": 80}}}]}}}}
-
-
-def ok(got) -> str:
-    assert got.returncode == 0, got.stderr
-    return got.stdout
-
-
-def pods(sim: Sim) -> dict[str, str]:
-    """Live pod name → its controller-revision-hash."""
-    items = sim.clusters["a"].store.list("pods", "llm")[0]
-    return {p["metadata"]["name"]: p["metadata"]["labels"]["controller-revision-hash"] for p in items
-            if not p["metadata"].get("deletionTimestamp")}
-
-
-def settled(sim: Sim, replicas: int = 3) -> dict[str, Any]:
-    """Wait until every replica is ready on the update revision; the set's status then."""
-    store = sim.clusters["a"].store
-
-    def done() -> bool:
-        st = store.get(STS, "llm", "web").get("status") or {}
-        return st.get("readyReplicas") == replicas == st.get("updatedReplicas") and \
-            st.get("currentRevision") == st.get("updateRevision") and len(pods(sim)) == replicas
-    assert sim.clusters["a"].wait_for(done, 8), store.get(STS, "llm", "web").get("status")
-    return store.get(STS, "llm", "web")["status"]
-
-
-def image(sim: Sim, tag: str, notes: dict[str, str] | None = None) -> None:
-    patch = {"spec": {"template": {"metadata": {"annotations": notes or {}},
-                                   "spec": {"containers": [{"name": "web", "image": f"nginx:{tag}"}]}}}}
-    ok(sim.kubectl(V, "-n", "llm", "patch", "sts", "web", "-p", json.dumps(patch)))
 
 
 def test_ordered_creation_history_and_undo_as_kubectl_reads_them(live_sim: Sim) -> None:
