@@ -13,6 +13,7 @@ from pyinfra import logger
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.client import KubeClient
+from vllm_remedy.kube.errors import KubeError
 from vllm_remedy.kube.kinds import DEPLOYMENT, KINDS
 from vllm_remedy.kube.workloads import list_workloads
 from vllm_remedy.vllm.cmdline import NoServerError, find_server
@@ -36,8 +37,15 @@ def list_vllm_workloads(client: KubeClient, namespace: str, where: str = "",
     out = []
     for word in kinds:
         kind = KINDS[word]
-        items = (client.list_deployments(namespace) if kind is DEPLOYMENT
-                 else list_workloads(client, kind, namespace))
+        try:
+            items = (client.list_deployments(namespace) if kind is DEPLOYMENT
+                     else list_workloads(client, kind, namespace))
+        except KubeError as exc:
+            if kind is DEPLOYMENT or exc.status != 403:
+                raise
+            logger.warning(f"{where or namespace}: not listing {kind.resource}: forbidden (grant get/list on "
+                           f"{kind.resource}.{kind.group.split('/')[0]} to see vLLM {kind.kind}s here)")
+            continue
         names = []
         for item in items:
             name = item["metadata"]["name"]

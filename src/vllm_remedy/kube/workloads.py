@@ -44,7 +44,11 @@ def get_workload(client: KubeClient, kind: Kind, namespace: str, name: str) -> d
 
 
 def list_workloads(client: KubeClient, kind: Kind, namespace: str) -> list[dict[str, Any]]:
-    """Every object of ``kind`` in the namespace; [] when the cluster does not serve the kind (nothing to expand)."""
+    """Every object of ``kind`` in the namespace; [] when the cluster does not serve the kind (nothing to expand).
+
+    A 403 is raised as is: a kind we may not list could hide a vLLM workload, and callers decide whether that
+    stops them (see :func:`vllm_remedy.connectors.fleet.list_vllm_workloads`).
+    """
     if not served(client, kind):
         return []
     got = client.request("GET", client.object_path(namespace, kind.resource, group=kind.group))
