@@ -15,6 +15,7 @@ from vllm_remedy.kube import sts_history
 from vllm_remedy.kube.client import JSON_PATCH, KubeClient
 from vllm_remedy.kube.errors import RolloutError
 from vllm_remedy.kube.history import history_table
+from vllm_remedy.kube.sts_wait import wait_for_sts_rollout
 from vllm_remedy.sim.runtime import EXIT_AFTER, EXIT_CODE
 
 live_sim = sim_world.live_sim
@@ -81,3 +82,38 @@ def test_on_delete_every_pod_off_the_target_blocks() -> None:
     assert sts_history.pods_blocking_rollback({"spec": {}}, [pod], "web-new") == []  # ready: the controller moves on
     with pytest.raises(RolloutError, match=r"^rollout status is only available for RollingUpdate strategy type$"):
         sts_history.rollout_status(sts)
+
+
+def test_the_wait_fails_fast_on_the_crash_loop_then_names_the_pod_a_rollback_waits_on(live_sim: Sim) -> None:
+    client = KubeClient.for_context("a", str(live_sim.kubeconfig))
+    clock = live_sim.clusters["a"].clock
+    ok(live_sim.kubectl(V, "-n", "llm", "apply", "-f", "-", stdin=json.dumps(web(2))))
+    first = wait_for_sts_rollout(client, "llm", "web", timeout=300, clock=clock, interval=2)
+    assert (first.ok, first.outcome) == (True, "rolled-out"), first.message
+    image(live_sim, "1.28", {EXIT_CODE: "1", EXIT_AFTER: "1"})
+    failed = wait_for_sts_rollout(client, "llm", "web", timeout=300, clock=clock, interval=2, fetch_log=False)
+    assert (failed.ok, failed.outcome, failed.crash.pod) == (False, "crash-loop", "web-1"), failed.message
+    sts, revs, _ = read(client)
+    plan = sts_history.plan_undo(sts, revs)
+    client.request("PATCH", client.object_path("llm", "statefulsets", "web"), body=plan.patch,
+                   content_type=JSON_PATCH)
+    stuck = wait_for_sts_rollout(client, "llm", "web", timeout=300, clock=clock, interval=2)
+    assert (stuck.ok, stuck.outcome, stuck.message) == (False, "blocked", (
+        "statefulset web: podManagementPolicy OrderedReady does not move past a pod that is not Running and Ready: "
+        "delete pod web-1 for the change to take effect"))
+    ok(live_sim.kubectl(V, "-n", "llm", "delete", "pod", "web-1", "--wait=false"))
+    restored = wait_for_sts_rollout(client, "llm", "web", timeout=300, clock=clock, interval=2)
+    assert (restored.ok, restored.outcome) == (True, "rolled-out"), restored.message
+    assert set(pods(live_sim).values()) == {plan.controller_revision}
+
+
+def test_on_delete_wait_names_every_pod_left_behind(live_sim: Sim) -> None:
+    client = KubeClient.for_context("a", str(live_sim.kubeconfig))
+    clock = live_sim.clusters["a"].clock
+    ok(live_sim.kubectl(V, "-n", "llm", "apply", "-f", "-", stdin=json.dumps(web(2, {"type": "OnDelete"}))))
+    assert wait_for_sts_rollout(client, "llm", "web", timeout=300, clock=clock, interval=2).ok
+    image(live_sim, "1.28")
+    got = wait_for_sts_rollout(client, "llm", "web", timeout=300, clock=clock, interval=2)
+    assert (got.ok, got.outcome, got.message) == (False, "blocked", (
+        "statefulset web: updateStrategy OnDelete replaces a pod only when it is deleted: delete pod web-0, web-1 "
+        "for the change to take effect"))
