@@ -8,17 +8,10 @@ from pathlib import Path
 import pytest
 
 from fixtures.sim_world import deployment, make_sim, nginx
-from fixtures.sts_world import web
+from fixtures.sts_world import vllm_statefulset, web
 from vllm_remedy.connectors.fleet import list_vllm_workloads
 from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.sim.api.auth import load as load_auth
-
-
-def vllm_statefulset(name: str = "llama-70b") -> dict:
-    sts = web(1)
-    sts["metadata"]["name"] = name
-    sts["spec"]["template"]["spec"]["containers"] = deployment()["spec"]["template"]["spec"]["containers"]
-    return sts
 
 
 def test_every_served_kind_is_listed_and_a_forbidden_one_is_named(tmp_path: Path,

@@ -18,6 +18,7 @@ from fixtures import pyinfra_run
 from fixtures.pyinfra_run import ROOT, Rehearsal
 from fixtures.sim_world import deployment as vllm_deployment
 from fixtures.sim_world import nginx
+from fixtures.sts_world import vllm_statefulset
 from vllm_remedy.connectors.k8s import K8sConnector, vllm_hosts
 from vllm_remedy.connectors.verbs import DEFAULT_TAIL
 
@@ -71,9 +72,6 @@ def test_unknown_kind_is_an_inventory_error() -> None:
 
 
 @pytest.mark.parametrize(("host", "expected"), [
-    ("@k8s/rehearsal/llm/statefulset/llama-8b",
-     "statefulset llm/llama-8b: kind StatefulSet (statefulsets.apps) is not served by context rehearsal: its API "
-     "group or CRD is not installed"),
     ("@k8s/rehearsal/llm/leaderworkerset/llama-405b",
      "leaderworkerset llm/llama-405b: kind LeaderWorkerSet (leaderworkersets.leaderworkerset.x-k8s.io) is not "
      "served by context rehearsal: its API group or CRD is not installed"),
@@ -86,6 +84,27 @@ def test_a_kind_the_cluster_does_not_serve_fails_connect_naming_it(rehearsal: Re
     before = rehearsal.client().get_deployment("llm", "llama-8b")["metadata"]["resourceVersion"]
     assert connect_error(rehearsal, host) == expected
     assert rehearsal.client().get_deployment("llm", "llama-8b")["metadata"]["resourceVersion"] == before
+
+
+def test_a_statefulset_host_connects_far_enough_to_say_what_is_wrong(rehearsal: Rehearsal) -> None:
+    """The rehearsal cluster serves StatefulSets: a missing one, one without vLLM and one running vLLM (which
+    is not remediated yet) each fail connect with their own line, and nothing is written."""
+    client = rehearsal.client()
+    served = vllm_statefulset()
+    client.request("POST", client.object_path("llm", "statefulsets"), body=served)
+    plain = vllm_statefulset("web")
+    plain["spec"]["template"]["spec"]["containers"] = nginx()["spec"]["template"]["spec"]["containers"]
+    client.request("POST", client.object_path("llm", "statefulsets"), body=plain)
+    before = client.request("GET", client.object_path("llm", "statefulsets", "llama-70b"))["metadata"]
+    assert connect_error(rehearsal, "@k8s/rehearsal/llm/statefulset/nope") == (
+        'statefulset llm/nope not found in context rehearsal (statefulsets.apps "nope" not found)')
+    assert connect_error(rehearsal, "@k8s/rehearsal/llm/statefulset/web").startswith(
+        "statefulset llm/web: no container runs a vLLM server (containers: nginx;")
+    assert connect_error(rehearsal, "@k8s/rehearsal/llm/statefulset/llama-70b") == (
+        "statefulset llm/llama-70b: runs vLLM, but vllm-remedy does not remediate a StatefulSet yet (only "
+        "Deployments); nothing was changed")
+    after = client.request("GET", client.object_path("llm", "statefulsets", "llama-70b"))["metadata"]
+    assert after["resourceVersion"] == before["resourceVersion"]
 
 
 def test_bad_host_form_is_an_inventory_error() -> None:
