@@ -103,7 +103,8 @@ def test_a_helm_release_is_reported_and_the_dry_run_gives_the_values_change(rehe
     assert args(rehearsal) == NO_LEN
 
 
-def test_a_child_of_an_inference_service_is_refused_even_under_apply(rehearsal: Rehearsal, tmp_path: Path) -> None:
+def test_a_child_of_an_inference_service_is_refused_even_under_apply(rehearsal: Rehearsal, tmp_path: Path,
+                                                                     cli) -> None:
     def owned(dep: dict) -> None:
         dep["spec"]["template"]["spec"]["containers"][0]["args"] = list(NO_LEN)
         dep["metadata"]["ownerReferences"] = [{"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
@@ -111,6 +112,9 @@ def test_a_child_of_an_inference_service_is_refused_even_under_apply(rehearsal: 
                                                "controller": True}]
     before = rehearsal.change(owned)
     inv = inventory(tmp_path, rehearsal.kubeconfig, policy(tmp_path, UNIT + "gitops: apply\n"))
+    owner = as_json(cli("drift", "-i", inv, "-o", "json"))["hosts"][0]["gitops"]
+    assert (owner["tool"], owner["kind"], owner["name"], owner["mode"], owner["reverted_by"]) == (
+        "KServe", "InferenceService", "llama", "refuse", "the InferenceService controller")
     got = rehearsal.pyinfra(inv, BUDGET, "-y")
     assert got.returncode == 1
     assert ("refused: deployment llm/llama-8b is owned by InferenceService llm/llama (ownerReference "
