@@ -86,9 +86,9 @@ def test_a_kind_the_cluster_does_not_serve_fails_connect_naming_it(rehearsal: Re
     assert rehearsal.client().get_deployment("llm", "llama-8b")["metadata"]["resourceVersion"] == before
 
 
-def test_a_statefulset_host_connects_far_enough_to_say_what_is_wrong(rehearsal: Rehearsal) -> None:
-    """The rehearsal cluster serves StatefulSets: a missing one, one without vLLM and one running vLLM (which
-    is not remediated yet) each fail connect with their own line, and nothing is written."""
+def test_a_statefulset_host_connects_or_says_what_is_wrong(rehearsal: Rehearsal) -> None:
+    """The rehearsal cluster serves StatefulSets: a missing one and one without vLLM fail connect with their own
+    line, nothing written; one running vLLM connects, its verbs reading the set."""
     client = rehearsal.client()
     served = vllm_statefulset()
     client.request("POST", client.object_path("llm", "statefulsets"), body=served)
@@ -100,9 +100,11 @@ def test_a_statefulset_host_connects_far_enough_to_say_what_is_wrong(rehearsal: 
         'statefulset llm/nope not found in context rehearsal (statefulsets.apps "nope" not found)')
     assert connect_error(rehearsal, "@k8s/rehearsal/llm/statefulset/web").startswith(
         "statefulset llm/web: no container runs a vLLM server (containers: nginx;")
-    assert connect_error(rehearsal, "@k8s/rehearsal/llm/statefulset/llama-70b") == (
-        "statefulset llm/llama-70b: runs vLLM, but vllm-remedy does not remediate a StatefulSet yet (only "
-        "Deployments); nothing was changed")
+    _, host = connected(rehearsal, "@k8s/rehearsal/llm/statefulset/llama-70b")
+    assert (host.connector.scope.kind, host.connector.server.container_name) == ("statefulset", "vllm")
+    ok, out = host.run_shell_command("k8s-statefulset")
+    doc = json.loads(out.stdout)
+    assert ok and (doc["statefulset"]["metadata"]["name"], doc["container"]) == ("llama-70b", "vllm")
     after = client.request("GET", client.object_path("llm", "statefulsets", "llama-70b"))["metadata"]
     assert after["resourceVersion"] == before["resourceVersion"]
 
@@ -273,9 +275,9 @@ def test_verbs_answer_with_json_lines(rehearsal: Rehearsal) -> None:
 
 @pytest.mark.parametrize(("command", "error"), [
     ("ls -la", "ls: not a @k8s verb (a cluster has no shell; known verbs: k8s-get, k8s-deployment, k8s-history, "
-               "k8s-pods, k8s-logs, k8s-nodes, k8s-gpu-metrics, k8s-events)"),
+               "k8s-pods, k8s-logs, k8s-nodes, k8s-gpu-metrics, k8s-events, k8s-statefulset)"),
     ("", "empty command; the @k8s connector runs verbs: k8s-get, k8s-deployment, k8s-history, k8s-pods, k8s-logs, "
-         "k8s-nodes, k8s-gpu-metrics, k8s-events"),
+         "k8s-nodes, k8s-gpu-metrics, k8s-events, k8s-statefulset"),
     ("k8s-events now", "usage: k8s-events"),
     ("k8s-get", "usage: k8s-get deployment|replicasets|pods|node <name>"),
     ("k8s-get secrets", "usage: k8s-get deployment|replicasets|pods|node <name>"),

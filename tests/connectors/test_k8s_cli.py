@@ -111,7 +111,7 @@ def test_a_cluster_has_no_shell(rehearsal: Rehearsal) -> None:
     assert got.returncode == 1
     lines = host_lines(got.stderr, HOST)
     assert "nvidia-smi: not a @k8s verb (a cluster has no shell; known verbs: k8s-get, k8s-deployment, " \
-           "k8s-history, k8s-pods, k8s-logs, k8s-nodes, k8s-gpu-metrics, k8s-events)" in lines
+           "k8s-history, k8s-pods, k8s-logs, k8s-nodes, k8s-gpu-metrics, k8s-events, k8s-statefulset)" in lines
     assert lines[-1] == "Error: executed 0 commands"
 
 
@@ -189,10 +189,12 @@ def test_example_prod_inventory_fails_cleanly_without_its_clusters(rehearsal: Re
 
 
 def test_workload_kinds_through_the_cli(rehearsal: Rehearsal) -> None:
-    """A kind the cluster does not serve and a StatefulSet we do not remediate yet: one line each, exit 1, the
-    Deployment host still answers; an unknown kind stops the inventory in one line."""
+    """A kind the cluster does not serve and a StatefulSet without vLLM: one line each, exit 1, the Deployment
+    host still answers; an unknown kind stops the inventory in one line."""
     client = rehearsal.client()
-    client.request("POST", client.object_path("llm", "statefulsets"), body=vllm_statefulset())
+    no_vllm = vllm_statefulset()
+    no_vllm["spec"]["template"]["spec"]["containers"] = nginx()["spec"]["template"]["spec"]["containers"]
+    client.request("POST", client.object_path("llm", "statefulsets"), body=no_vllm)
     before = snapshot(rehearsal)
     inv = write_inventory(rehearsal.tmp, (
         f'hosts = ["{HOST}", "@k8s/rehearsal/llm/leaderworkerset/llama-405b", '
@@ -203,8 +205,8 @@ def test_workload_kinds_through_the_cli(rehearsal: Rehearsal) -> None:
         "leaderworkerset llm/llama-405b: kind LeaderWorkerSet (leaderworkersets.leaderworkerset.x-k8s.io) is not "
         "served by context rehearsal: its API group or CRD is not installed"]
     assert host_lines(got.stderr, "@k8s/rehearsal/llm/statefulset/llama-70b") == [
-        "statefulset llm/llama-70b: runs vLLM, but vllm-remedy does not remediate a StatefulSet yet (only "
-        "Deployments); nothing was changed"]
+        "statefulset llm/llama-70b: no container runs a vLLM server (containers: nginx; looked for vllm serve / "
+        "python -m vllm.entrypoints... in command/args)"]
     assert list(fact_output(got.stderr, DEPLOYMENT)) == [HOST]
     unknown = write_inventory(rehearsal.tmp, 'hosts = ["@k8s/rehearsal/llm/daemonset/llama-8b"]\n')
     got = rehearsal.pyinfra(unknown, "fact", DEPLOYMENT, "-y")

@@ -8,8 +8,9 @@ Hosts::
     @k8s/<cluster>/<namespace>                       every vLLM workload there, of every kind the
                                                      cluster serves (one host each)
 
-Only Deployments are remediated so far: a host of another kind connects (so a wrong name, a kind the
-cluster does not serve or a workload without vLLM is reported as such) and then fails, saying so.
+Deployments and StatefulSets are remediated (a StatefulSet by ``deploys/restore.py``'s rollback only so far);
+a host of another kind connects (so a wrong name, a kind the cluster does not serve or a workload without vLLM
+is reported as such) and then fails, saying so.
 
 Host data (plain keys, as an inventory or group data sets them):
 
@@ -186,13 +187,17 @@ class K8sConnector(BaseConnector):
         except UserError as exc:  # the kube layer speaks to CLI users; here the knob is host data
             raise _connect_error(str(exc).replace("pass --kubeconfig", "set host data kubeconfig"),
                                  bad_input=True) from exc
-        if target.kind != DEPLOYMENT.word:
+        if not target.workload.remediable:
             self._refuse_other_kind(client, target, where)
         try:
-            deployment = client.get_deployment(target.namespace, str(target.deployment))
+            deployment = (client.get_deployment(target.namespace, str(target.deployment))
+                          if target.kind == DEPLOYMENT.word else
+                          get_workload(client, target.workload, target.namespace, str(target.deployment)))
         except NotFoundError as exc:
             raise _connect_error(f"{where} not found in context {client.context} "
                                f"({exc.body.get('message') if isinstance(exc.body, dict) else exc})") from exc
+        except NotServedError as exc:
+            raise _connect_error(f"{where}: {exc}", bad_input=True) from exc
         except KubeError as exc:
             raise _connect_error(str(exc)) from exc
         spec = ((deployment.get("spec") or {}).get("template") or {}).get("spec") or {}
@@ -213,7 +218,7 @@ class K8sConnector(BaseConnector):
             self.keys = Keys(self.policy.annotation_prefix)
         self.client = client
         self.scope = Scope(client, target.namespace, str(target.deployment), self.keys.prefix,
-                           self.server.container_name)
+                           self.server.container_name, kind=target.kind)
 
     def _refuse_other_kind(self, client: KubeClient, target: Target, where: str) -> None:
         """A workload of a kind we read but do not remediate yet: say what is wrong with it, or that we cannot."""
@@ -240,7 +245,7 @@ class K8sConnector(BaseConnector):
         else:
             raise _connect_error(f"{where}: {reasons[0]}", bad_input=True)
         raise _connect_error(f"{where}: runs vLLM, but vllm-remedy does not remediate a {kind.kind} yet "
-                             "(only Deployments); nothing was changed", bad_input=True)
+                             "(only Deployments and StatefulSets); nothing was changed", bad_input=True)
 
     def _load_policy(self) -> Policy | dict[str, Policy] | None:
         """Host data ``policy``: a Policy, a policy file, or a directory of them (chosen per Deployment at connect)."""

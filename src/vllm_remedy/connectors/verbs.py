@@ -58,6 +58,7 @@ class Scope:
     deployment: str
     annotation_prefix: str
     container: str | None = None  # the vLLM container chosen at connect (host data or the only one)
+    kind: str = "deployment"  # the workload kind of the host (kube.kinds); ``deployment`` names the workload
     #: Cluster-wide lists shared by every host of one cluster in a run that only reads (None: read afresh).
     cluster_reads: ClusterReads | None = None
 
@@ -344,6 +345,20 @@ def _stopped_throughout(before: list[dict[str, Any]], after: list[dict[str, Any]
     return out
 
 
+def verb_statefulset(scope: Scope, args: list[str]) -> list[str]:
+    """k8s-statefulset: {statefulset, revisions, pods, container} — a StatefulSet host's object, its
+    ControllerRevisions and the pods its selector matches, read together."""
+    if args:
+        raise VerbError("usage: k8s-statefulset")
+    client = scope.client
+    sts = client.request("GET", client.object_path(scope.namespace, "statefulsets", scope.deployment))
+    selector = selector_string((sts.get("spec") or {}).get("selector"))
+    revisions = client.request("GET", client.object_path(scope.namespace, "controllerrevisions"),
+                               query=[("labelSelector", selector)] if selector else [])
+    return [_line({"statefulset": sts, "revisions": list(revisions.get("items") or []),
+                   "pods": client.list_pods(scope.namespace, selector), "container": scope.container})]
+
+
 VERBS: dict[str, Callable[[Scope, list[str]], list[str]]] = {
     "k8s-get": verb_get,
     "k8s-deployment": verb_deployment,
@@ -353,6 +368,7 @@ VERBS: dict[str, Callable[[Scope, list[str]], list[str]]] = {
     "k8s-nodes": verb_nodes,
     "k8s-gpu-metrics": verb_gpu_metrics,
     "k8s-events": verb_events,
+    "k8s-statefulset": verb_statefulset,
 }
 
 

@@ -38,7 +38,8 @@ class Kind:
 
 DEPLOYMENT = Kind("deployment", "Deployment", "apps/v1", "deployments", (("spec", "template", "spec"),),
                   remediable=True)
-STATEFULSET = Kind("statefulset", "StatefulSet", "apps/v1", "statefulsets", (("spec", "template", "spec"),))
+STATEFULSET = Kind("statefulset", "StatefulSet", "apps/v1", "statefulsets", (("spec", "template", "spec"),),
+                   remediable=True)
 LEADERWORKERSET = Kind("leaderworkerset", "LeaderWorkerSet", "leaderworkerset.x-k8s.io/v1", "leaderworkersets",
                        (("spec", "leaderWorkerTemplate", "leaderTemplate", "spec"),
                         ("spec", "leaderWorkerTemplate", "workerTemplate", "spec")))

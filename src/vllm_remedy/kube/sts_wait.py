@@ -26,6 +26,18 @@ def read_set(client: KubeClient, namespace: str, name: str) -> tuple[dict[str, A
     return sts, client.list_pods(namespace, selector)
 
 
+def stuck_pods(sts: dict[str, Any], pods: list[dict[str, Any]], restart_limit: int = 3) -> list[str]:
+    """Pods the set will never move off a revision other than its update revision by itself: under OnDelete all of
+    them; under OrderedReady those crash-looping or unschedulable (not one that is merely starting)."""
+    update = str((sts.get("status") or {}).get("updateRevision") or "")
+    blocking = pods_blocking_rollback(sts, pods, update) if update else []
+    if ((sts.get("spec") or {}).get("updateStrategy") or {}).get("type") == "OnDelete":
+        return blocking
+    stuck = {p["metadata"]["name"] for p in pods if crashing_container(pod_health(p), restart_limit)
+             or pod_health(p).unschedulable}
+    return [n for n in blocking if n in stuck]
+
+
 def blocked_message(sts: dict[str, Any], pods: list[str]) -> str:
     """Why the set will not reach its update revision on its own, and what would make it."""
     spec = sts.get("spec") or {}
@@ -57,11 +69,7 @@ def wait_for_sts_rollout(client: KubeClient, namespace: str, name: str, *, timeo
         fresh = [p for p in pods if (p["metadata"].get("labels") or {}).get(REVISION_LABEL) == update
                  and not p["metadata"].get("deletionTimestamp")]
         observed = int(status.get("observedGeneration") or 0) >= int(sts["metadata"].get("generation") or 0)
-        blocking = pods_blocking_rollback(sts, pods, update) if update and observed else []
-        if not on_delete:  # under OrderedReady only a pod that will not become Ready blocks (not one starting)
-            stuck = {p["metadata"]["name"] for p in pods if crashing_container(pod_health(p), restart_limit)
-                     or pod_health(p).unschedulable}
-            blocking = [n for n in blocking if n in stuck]
+        blocking = stuck_pods(sts, pods, restart_limit) if observed else []
         replicas = int((sts.get("spec") or {}).get("replicas", 1) or 0)
         if not blocking and observed and len(fresh) == replicas and all(pod_health(p).ready for p in fresh) and (
                 finished or on_delete):

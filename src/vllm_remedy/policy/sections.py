@@ -278,6 +278,9 @@ class Restore(FrozenModel):
 
     rollout_timeout: Duration = timedelta(minutes=15)
     deployment_fields: Annotated[str, BeforeValidator(one_of("restore", "show"))] = "restore"
+    #: StatefulSets: a rollback reaches a pod the controller will not replace itself (OnDelete; a crash-looping pod
+    #: under OrderedReady) only when it is deleted. ``blocking``: delete exactly those; ``never``: say so and stop.
+    delete_pods: Annotated[str, BeforeValidator(one_of("never", "blocking"))] = "never"
 
 
 def _respond_mode(value: Any) -> str:
