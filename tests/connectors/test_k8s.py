@@ -105,6 +105,9 @@ def test_a_statefulset_host_connects_or_says_what_is_wrong(rehearsal: Rehearsal)
     ok, out = host.run_shell_command("k8s-statefulset")
     doc = json.loads(out.stdout)
     assert ok and (doc["statefulset"]["metadata"]["name"], doc["container"]) == ("llama-70b", "vllm")
+    ok, out = host.run_shell_command("k8s-deployment")
+    assert (ok, out.stderr) == (False, "k8s-deployment: reads a deployment, and this host is a statefulset (not "
+                                       "supported for it yet)")
     after = client.request("GET", client.object_path("llm", "statefulsets", "llama-70b"))["metadata"]
     assert after["resourceVersion"] == before["resourceVersion"]
 

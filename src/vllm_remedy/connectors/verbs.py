@@ -372,6 +372,11 @@ VERBS: dict[str, Callable[[Scope, list[str]], list[str]]] = {
 }
 
 
+#: Verbs that read one workload kind: on a host of another kind they say so instead of answering 404.
+KIND_VERBS = {"k8s-get": "deployment", "k8s-deployment": "deployment", "k8s-history": "deployment",
+              "k8s-pods": "deployment", "k8s-events": "deployment", "k8s-statefulset": "statefulset"}
+
+
 def split_command(command: str) -> list[str]:
     """Words of a verb command; a cluster has no shell, so a bad quote or empty command is a VerbError."""
     try:
@@ -389,4 +394,7 @@ def run_verb(scope: Scope, command: str) -> list[str]:
     handler = VERBS.get(words[0])
     if handler is None:
         raise VerbError(f"{words[0]}: not a @k8s verb (a cluster has no shell; known verbs: {', '.join(VERBS)})")
+    wants = KIND_VERBS.get(words[0])
+    if wants is not None and wants != scope.kind:
+        raise VerbError(f"{words[0]}: reads a {wants}, and this host is a {scope.kind} (not supported for it yet)")
     return handler(scope, words[1:])
