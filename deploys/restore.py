@@ -18,16 +18,24 @@ Ready for the policy's ``fallback.shift_back_after`` (default ``confirm.stable_f
 when; re-run this deploy then (step 6, deploys/confirm.py, refuses to confirm while the fallback serves).
 """
 
-from vllm_remedy.operations import evidence, handover, restore, workload
+from pyinfra import host
 
-revision = restore.forced_revision()  # host data revision; bad input stops here: one line, exit 2
+from vllm_remedy.operations import evidence, handover, restore, statefulset, workload
 
-workload.revert_expired_toggles(name="Revert expired temporary toggles")
-evidence.crash_recorded(name="Record crash-looping revisions on their ReplicaSets")
-restore.known_good(name="Roll back a crash-looping revision to the last known-good one", wait=True,
-                   revision=revision)
-restore.shed_load(name="Shed load when OOM under load and nothing was deployed", fallback=True, revision=revision)
-handover.budget_handover(name="Budget's smallest change when no revision is predicted to serve", revision=revision)
-# A rerun after the first run died mid-wait (kill -9, a lost terminal) resumes waiting for that rollout.
-workload.rolled_out(name="Wait until the new pods are Ready")
-restore.shift_back(name="Shift traffic back from the fallback once the primary is stable")
+if host.data.get("k8s_kind") == "statefulset":
+    # kubectl's undo over ControllerRevisions; pods the controller will not replace are deleted only by policy
+    statefulset.rollback(name="Roll a crash-looping StatefulSet back to its previous revision", wait=True)
+else:
+    revision = restore.forced_revision()  # host data revision; bad input stops here: one line, exit 2
+
+    workload.revert_expired_toggles(name="Revert expired temporary toggles")
+    evidence.crash_recorded(name="Record crash-looping revisions on their ReplicaSets")
+    restore.known_good(name="Roll back a crash-looping revision to the last known-good one", wait=True,
+                       revision=revision)
+    restore.shed_load(name="Shed load when OOM under load and nothing was deployed", fallback=True,
+                      revision=revision)
+    handover.budget_handover(name="Budget's smallest change when no revision is predicted to serve",
+                             revision=revision)
+    # A rerun after the first run died mid-wait (kill -9, a lost terminal) resumes waiting for that rollout.
+    workload.rolled_out(name="Wait until the new pods are Ready")
+    restore.shift_back(name="Shift traffic back from the fallback once the primary is stable")

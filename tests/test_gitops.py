@@ -36,6 +36,21 @@ def with_meta(labels=None, notes=None, **meta):
     (with_meta({"app.kubernetes.io/instance": "llm-prod"}), ("Argo CD", "Application", "llm-prod", None, False)),
     (with_meta({"app.kubernetes.io/instance": "x"}, managedFields=[{"manager": "argocd-controller"}]),
      ("Argo CD", "Application", "x", None, True)),
+    (with_meta({"app.kubernetes.io/instance": "vllm", "app.kubernetes.io/managed-by": "Helm"}),
+     ("Helm", "release", "vllm", "llm", True)),
+    (with_meta({"app.kubernetes.io/instance": "x"}, {"meta.helm.sh/release-name": "stack",
+                                                    "meta.helm.sh/release-namespace": "serving"}),
+     ("Helm", "release", "stack", "serving", True)),
+    (with_meta({"app.kubernetes.io/managed-by": "Helm", "argocd.argoproj.io/instance": "llm-prod"}),
+     ("Argo CD", "Application", "llm-prod", None, True)),  # Argo CD renders the chart and self-heals: it wins
+    (with_meta({"app.kubernetes.io/managed-by": "Helm", "helm.toolkit.fluxcd.io/name": "vllm"}),
+     ("Flux", "HelmRelease", "vllm", None, True)),
+    (with_meta(ownerReferences=[{"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
+                                 "name": "qwen", "controller": True}]),
+     ("KServe", "InferenceService", "qwen", "llm", True)),
+    (with_meta(ownerReferences=[{"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+                                 "name": "llama-405b", "controller": True}]),
+     ("LeaderWorkerSet", "LeaderWorkerSet", "llama-405b", "llm", True)),
 ])
 def test_detect_owner(obj, expected) -> None:
     owner = gitops.detect(obj)
@@ -45,8 +60,6 @@ def test_detect_owner(obj, expected) -> None:
 
 @pytest.mark.parametrize("obj", [
     BASE,
-    with_meta({"app.kubernetes.io/instance": "vllm", "app.kubernetes.io/managed-by": "Helm"}),
-    with_meta({"app.kubernetes.io/instance": "vllm"}, {"meta.helm.sh/release-name": "vllm"}),
     with_meta({"kustomize.toolkit.fluxcd.io/name": "apps"}, {"kustomize.toolkit.fluxcd.io/reconcile": "disabled"}),
     with_meta({"argocd.argoproj.io/instance": "llm"}, ownerReferences=[{"kind": "Deployment", "controller": True}]),
 ])
@@ -89,3 +102,75 @@ def test_verdicts_per_mode() -> None:
     assert (warn.write, apply.write) == (True, True)
     assert warn.lines[0].startswith("warning: ") and apply.lines[0].startswith("note: ")
     assert gitops.verdict("refuse", None, "x") == gitops.Verdict(True, ())
+
+
+STACK_LABELS = {"app.kubernetes.io/managed-by": "Helm", "helm.sh/chart": "vllm-stack-0.1.7", "model": "llama3",
+                "helm-release-name": "vllm"}
+STACK_NOTES = {"meta.helm.sh/release-name": "vllm", "meta.helm.sh/release-namespace": "llm"}
+
+
+def _args(obj, args):
+    out = copy.deepcopy(obj)
+    out["spec"]["template"]["spec"]["containers"][0]["args"] = args
+    return out
+
+
+def test_production_stack_hint_is_the_exact_set_paths() -> None:
+    before = with_meta(STACK_LABELS, STACK_NOTES)
+    after = _args(before, ["meta-llama/Llama-3.1-8B-Instruct", "--gpu-memory-utilization", "0.85",
+                           "--max-model-len", "16384", "--enforce-eager"])
+    owner = gitops.detect(before)
+    assert owner == gitops.Owner("Helm", "release", "vllm", "llm", "annotation meta.helm.sh/release-name=vllm")
+    assert gitops.hint_for(owner, before, after).lines() == [
+        "helm: helm upgrade vllm vllm-stack -n llm --reuse-values "
+        "--set servingEngineSpec.modelSpec[<i>].vllmConfig.maxModelLen=16384 "
+        "--set servingEngineSpec.modelSpec[<i>].vllmConfig.gpuMemoryUtilization=0.85 "
+        "--set 'servingEngineSpec.modelSpec[<i>].vllmConfig.extraArgs={--enforce-eager}'",
+        "helm: <i> is the index of the servingEngineSpec.modelSpec entry with name: llama3"]
+    eager_off = _args(after, after["spec"]["template"]["spec"]["containers"][0]["args"][:5])
+    assert gitops.hint_for(owner, after, eager_off).lines()[0].endswith(
+        "--reuse-values --set 'servingEngineSpec.modelSpec[<i>].vllmConfig.extraArgs={}'")
+
+
+def test_generic_chart_hint_names_the_flags_and_the_upgrade() -> None:
+    before = with_meta({"app.kubernetes.io/managed-by": "Helm", "helm.sh/chart": "vllm-0.3.1"},
+                       {"meta.helm.sh/release-name": "llama"})
+    after = _args(before, ["meta-llama/Llama-3.1-8B-Instruct", "--gpu-memory-utilization", "0.85"])
+    after["spec"]["template"]["spec"]["nodeSelector"] = {"nvidia.com/gpu.product": "NVIDIA-L40S"}
+    owner = gitops.detect(before)
+    assert gitops.hint_for(owner, before, after).lines() == [
+        "helm: set the values of release llm/llama that render --gpu-memory-utilization 0.85, then "
+        "helm upgrade llama vllm -n llm --reuse-values -f <those values>",
+        "helm: also change spec.template.spec.nodeSelector: unset -> {'nvidia.com/gpu.product': 'NVIDIA-L40S'}"]
+
+
+@pytest.mark.parametrize(("mode", "write", "first"), [
+    ("warn", True, "warning: deployment llm/llama-8b is managed by Helm release llm/vllm (label "
+                   "app.kubernetes.io/managed-by=Helm): the next helm upgrade will revert this change; make it in the "
+                   "release's values too"),
+    ("apply", True, "note: deployment llm/llama-8b is managed by Helm release llm/vllm (label "
+                    "app.kubernetes.io/managed-by=Helm); applying (policy gitops: apply) — make the same change in "
+                    "the release's values or the next helm upgrade reverts it"),
+    ("refuse", False, "deployment llm/llama-8b is managed by Helm release llm/vllm (label "
+                      "app.kubernetes.io/managed-by=Helm); the next helm upgrade would revert a direct change, and "
+                      "policy gitops is refuse: nothing written — make the change in the release's values"),
+])
+def test_helm_verdicts_follow_the_policy_stance(mode: str, write: bool, first: str) -> None:
+    owner = gitops.detect(with_meta({"app.kubernetes.io/instance": "vllm", "app.kubernetes.io/managed-by": "Helm"}))
+    said = gitops.verdict(mode, owner, "deployment llm/llama-8b")
+    assert said.write is write
+    assert (said.lines[0] if write else said.refusal) == first
+
+
+@pytest.mark.parametrize("mode", ["warn", "apply", "refuse"])
+def test_a_child_of_an_inference_service_is_refused_whatever_the_stance(mode: str) -> None:
+    child = with_meta(ownerReferences=[{"kind": "InferenceService", "name": "qwen", "controller": True}])
+    after = _args(child, ["meta-llama/Llama-3.1-8B-Instruct", "--gpu-memory-utilization", "0.85"])
+    owner = gitops.detect(child)
+    said = gitops.verdict(mode, owner, "deployment llm/qwen-predictor", gitops.hint_for(owner, child, after))
+    assert not said.write
+    assert said.refusal == ("deployment llm/qwen-predictor is owned by InferenceService llm/qwen (ownerReference "
+                            "InferenceService/qwen); the InferenceService controller reverts a direct change at once: "
+                            "nothing written — patch the InferenceService, not its child")
+    assert said.lines == ("owner: change the InferenceService llm/qwen (the vLLM args of its template: --set "
+                          "gpu-memory-utilization=0.85); its controller rolls the change out to this object",)

@@ -16,6 +16,12 @@ Evidence read (an object's own metadata; children such as ReplicaSets carry owne
 * Flux: labels ``kustomize.toolkit.fluxcd.io/name``/``namespace`` (Kustomization) and
   ``helm.toolkit.fluxcd.io/name``/``namespace`` (HelmRelease). Annotation
   ``kustomize.toolkit.fluxcd.io/reconcile: disabled`` means Flux leaves the object alone.
+* Helm (no GitOps controller above it): label ``app.kubernetes.io/managed-by: Helm`` or annotation
+  ``meta.helm.sh/release-name``. Nothing reverts the change until the next ``helm upgrade``, which does; the
+  hint is the values change (:mod:`vllm_remedy.vllm.helm_values`).
+* A controller owner that regenerates its children — a KServe InferenceService, a LeaderWorkerSet — named by
+  the object's controller ownerReference: its controller reverts a direct change at once, so the write is
+  refused whatever the stance, and the hint says to patch the owner.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vllm_remedy.errors import UserError
-from vllm_remedy.vllm import manifest
+from vllm_remedy.vllm import helm_values, manifest
 from vllm_remedy.vllm.cmdline import find_server
 from vllm_remedy.vllm.manifest_text import ManifestText
 
@@ -37,20 +43,42 @@ K8S_INSTANCE = "app.kubernetes.io/instance"
 FLUX_KS_NAME, FLUX_KS_NAMESPACE = "kustomize.toolkit.fluxcd.io/name", "kustomize.toolkit.fluxcd.io/namespace"
 FLUX_HR_NAME, FLUX_HR_NAMESPACE = "helm.toolkit.fluxcd.io/name", "helm.toolkit.fluxcd.io/namespace"
 FLUX_RECONCILE = "kustomize.toolkit.fluxcd.io/reconcile"
-_HELM_MARKERS = ("meta.helm.sh/release-name",)
+HELM_MANAGED_BY = "app.kubernetes.io/managed-by"
+HELM_RELEASE, HELM_RELEASE_NAMESPACE = "meta.helm.sh/release-name", "meta.helm.sh/release-namespace"
+_HELM_MARKERS = (HELM_RELEASE,)
 MODES = ("warn", "refuse", "apply")
+#: Controller owners that regenerate their children (a controller ownerReference's kind → the tool named).
+OWNING_KINDS = {"InferenceService": "KServe", "LeaderWorkerSet": "LeaderWorkerSet"}
 
 
 @dataclass(frozen=True)
 class Owner:
     """The GitOps controller that reconciles an object, and how we know."""
 
-    tool: str  # "Argo CD" | "Flux"
-    kind: str  # "Application" | "Kustomization" | "HelmRelease"
+    tool: str  # "Argo CD" | "Flux" | "Helm" | "KServe" | "LeaderWorkerSet"
+    kind: str  # "Application" | "Kustomization" | "HelmRelease" | "release" | "InferenceService" | ...
     name: str
     namespace: str | None
     evidence: str
     certain: bool = True
+
+    @property
+    def reverter(self) -> str:
+        """What undoes a direct change, as the subject of "would revert a direct change"."""
+        return {"Helm": "the next helm upgrade"}.get(self.tool, "self-heal" if not self.controls else
+                                                      f"the {self.kind} controller")
+
+    @property
+    def place(self) -> str:
+        """Where the lasting change must be made."""
+        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
+        return ("the release's values" if self.tool == "Helm" else
+                f"the {self.kind} {where}" if self.controls else "Git")
+
+    @property
+    def controls(self) -> bool:
+        """An owner whose controller regenerates the object (not a Git or Helm source): always refused."""
+        return self.kind in OWNING_KINDS
 
     def describe(self) -> str:
         """The owner as a phrase for warning and refusal lines; "probably" when only the legacy label says so."""
@@ -61,14 +89,19 @@ class Owner:
     def to_json(self) -> dict[str, Any]:
         """The owner for the drift report's ``gitops`` entry, ``certain`` kept so scripts can tell a guess."""
         return {"tool": self.tool, "kind": self.kind, "name": self.name, "namespace": self.namespace,
-                "evidence": self.evidence, "certain": self.certain}
+                "evidence": self.evidence, "certain": self.certain, "reverted_by": self.reverter}
 
 
 def detect(obj: Mapping[str, Any]) -> Owner | None:
     """The Argo CD / Flux owner of ``obj`` from its labels, annotations and field managers, or None."""
     meta = obj.get("metadata") or {}
-    if any(ref.get("controller") for ref in meta.get("ownerReferences") or [] if isinstance(ref, Mapping)):
-        return None  # a controller's child (ReplicaSet, Pod): generated, not in Git
+    for ref in meta.get("ownerReferences") or []:
+        if isinstance(ref, Mapping) and ref.get("controller"):
+            tool = OWNING_KINDS.get(str(ref.get("kind")))
+            if tool is None:
+                return None  # a controller's child (ReplicaSet, Pod): generated, not in Git
+            return Owner(tool, str(ref.get("kind")), str(ref.get("name")), meta.get("namespace"),
+                         f"ownerReference {ref.get('kind')}/{ref.get('name')}")
     labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
     notes = {str(k): str(v) for k, v in (meta.get("annotations") or {}).items()}
     tracking = notes.get(ARGO_TRACKING_ID)
@@ -94,6 +127,12 @@ def detect(obj: Mapping[str, Any]) -> Owner | None:
     if instance and not helm:
         return Owner("Argo CD", "Application", instance, None, f"label {K8S_INSTANCE}={instance} "
                      "(Argo CD label tracking; Helm or a hand-written manifest may set it too)", certain=False)
+    if helm:
+        release = notes.get(HELM_RELEASE) or instance or "?"
+        evidence = (f"annotation {HELM_RELEASE}={notes[HELM_RELEASE]}" if notes.get(HELM_RELEASE)
+                    else f"label {HELM_MANAGED_BY}=Helm")
+        return Owner("Helm", "release", release, notes.get(HELM_RELEASE_NAMESPACE) or meta.get("namespace"),
+                     evidence)
     return None
 
 
@@ -105,6 +144,7 @@ class GitHint:
     unset: tuple[str, ...] = ()
     patch: str = ""  # unified diff of the manifest, argv edited the way `args set` edits it
     other: tuple[str, ...] = ()  # non-argv template fields that change, "path: old -> new"
+    instead: tuple[str, ...] = ()  # replaces the Git lines for owners that are not Git (Helm, a controller owner)
 
     @property
     def command(self) -> str:
@@ -116,6 +156,8 @@ class GitHint:
 
     def lines(self) -> list[str]:
         """The hint as ``git:`` lines under a gitops warning or refusal: the command, other fields, then the patch."""
+        if self.instead:
+            return list(self.instead)
         out = [f"git: {self.command}"] if self.command else []
         out += [f"git: also change {o}" for o in self.other]
         out += [f"git: {line}" for line in self.patch.rstrip("\n").splitlines()]
@@ -181,6 +223,29 @@ def git_hint(before: Mapping[str, Any], after: Mapping[str, Any], container: str
     return GitHint(set_, unset, patch, other)
 
 
+def hint_for(owner: Owner, before: Mapping[str, Any], after: Mapping[str, Any], container: str | None = None,
+             where: str = "manifest") -> GitHint:
+    """The hint fitting the owner: the Git edit, the Helm values change, or "patch the owner" (pure)."""
+    hint = git_hint(before, after, container, where)
+    if owner.controls:
+        flags = [f"--set {k}={v}" for k, v in hint.set.items()] + [f"--unset {k}" for k in hint.unset]
+        return GitHint(hint.set, hint.unset, other=hint.other, instead=(
+            f"owner: change {owner.place} (the vLLM args of its template{': ' + ' '.join(flags) if flags else ''}); "
+            "its controller rolls the change out to this object",))
+    if owner.tool != "Helm":
+        return hint
+    meta = before.get("metadata") or {}
+    try:
+        old = find_server(((before.get("spec") or {}).get("template") or {}).get("spec") or {}, container).flags
+        new = find_server(((after.get("spec") or {}).get("template") or {}).get("spec") or {}, container).flags
+    except UserError:
+        old = new = {}
+    labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
+    lines = helm_values.helm_lines(owner.name, owner.namespace or str(meta.get("namespace")), labels, old, new,
+                                   hint.other)
+    return GitHint(hint.set, hint.unset, other=hint.other, instead=tuple(lines))
+
+
 @dataclass(frozen=True)
 class Verdict:
     """What a write to a GitOps-managed object does under the policy's stance."""
@@ -197,10 +262,21 @@ def verdict(mode: str, owner: Owner | None, where: str, hint: GitHint | None = N
     if mode not in MODES:
         raise UserError(f"policy gitops: {mode!r}: expected one of {', '.join(MODES)}")
     git = tuple(hint.lines()) if hint is not None else ()
-    if mode == "refuse":
-        refusal = (f"{where} is {owner.describe()}; self-heal would revert a direct change, and policy gitops is "
-                   "refuse: nothing written — make the change in Git")
+    if owner.controls:
+        refusal = (f"{where} is owned by {owner.kind} {owner.namespace}/{owner.name} ({owner.evidence}); "
+                   f"{owner.reverter} reverts a direct change at once: nothing written — patch the {owner.kind}, "
+                   "not its child")
         return Verdict(False, git, refusal)
+    if mode == "refuse":
+        refusal = (f"{where} is {owner.describe()}; {owner.reverter} would revert a direct change, and policy gitops "
+                   f"is refuse: nothing written — make the change in {owner.place}")
+        return Verdict(False, git, refusal)
+    if owner.tool == "Helm":
+        head = (f"warning: {where} is {owner.describe()}: the next helm upgrade will revert this change; make it in "
+                "the release's values too" if mode == "warn" else f"note: {where} is {owner.describe()}; applying "
+                "(policy gitops: apply) — make the same change in the release's values or the next helm upgrade "
+                "reverts it")
+        return Verdict(True, (head, *git))
     head = (f"warning: {where} is {owner.describe()}: a sync/self-heal will revert this change; make it in Git too"
             if mode == "warn" else f"note: {where} is {owner.describe()}; applying (policy gitops: apply) — "
             "make the same change in Git or the next sync reverts it")

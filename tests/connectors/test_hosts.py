@@ -15,6 +15,9 @@ from vllm_remedy.errors import UserError
     ("rehearsal/llm", Target("rehearsal", "llm", None)),
     ("gke_acme_europe-west4_prod/serving/qwen2.5-72b", Target("gke_acme_europe-west4_prod", "serving", "qwen2.5-72b")),
     ("kind-kind/default/a", Target("kind-kind", "default", "a")),
+    ("prod/llm/statefulset/llama-8b", Target("prod", "llm", "llama-8b", "statefulset")),
+    ("prod/llm/leaderworkerset/llama-405b", Target("prod", "llm", "llama-405b", "leaderworkerset")),
+    ("prod/llm/inferenceservice/qwen", Target("prod", "llm", "qwen", "inferenceservice")),
 ])
 def test_parse_target_forms(argument: str, expected: Target) -> None:
     got = parse_target(argument)
@@ -23,13 +26,22 @@ def test_parse_target_forms(argument: str, expected: Target) -> None:
 
 
 @pytest.mark.parametrize(("argument", "message"), [
-    (None, "@k8s: no cluster given; expected @k8s/<cluster>/<namespace>/<deployment> or @k8s/<cluster>/<namespace>"),
-    ("onlyone", "@k8s/onlyone: expected @k8s/<cluster>/<namespace>/<deployment> or @k8s/<cluster>/<namespace>"),
-    ("a//b", "@k8s/a//b: expected @k8s/<cluster>/<namespace>/<deployment> or @k8s/<cluster>/<namespace>"),
-    ("a/llm/", "@k8s/a/llm/: expected @k8s/<cluster>/<namespace>/<deployment> or @k8s/<cluster>/<namespace>"),
+    (None, "@k8s: no cluster given; expected @k8s/<cluster>/<namespace>/[<kind>/]<name> or @k8s/<cluster>/<namespace>"),
+    ("onlyone", "@k8s/onlyone: expected @k8s/<cluster>/<namespace>/[<kind>/]<name> or @k8s/<cluster>/<namespace>"),
+    ("a//b", "@k8s/a//b: expected @k8s/<cluster>/<namespace>/[<kind>/]<name> or @k8s/<cluster>/<namespace>"),
+    ("a/llm/", "@k8s/a/llm/: expected @k8s/<cluster>/<namespace>/[<kind>/]<name> or @k8s/<cluster>/<namespace>"),
     ("arn:aws:eks:us-east-1:1:cluster/prod/llm/llama",
-     "@k8s/arn:aws:eks:us-east-1:1:cluster/prod/llm/llama: expected @k8s/<cluster>/<namespace>/<deployment> or "
-     "@k8s/<cluster>/<namespace>; a context name containing '/' needs an alias in host data k8s_contexts"),
+     "@k8s/arn:aws:eks:us-east-1:1:cluster/prod/llm/llama: unknown kind 'llm'; expected one of deployment, "
+     "statefulset, leaderworkerset, inferenceservice; a context name containing '/' needs an alias in host data "
+     "k8s_contexts"),
+    ("arn:aws:eks:us-east-1:1:cluster/prod/llm/deployment/llama",
+     "@k8s/arn:aws:eks:us-east-1:1:cluster/prod/llm/deployment/llama: expected @k8s/<cluster>/<namespace>/"
+     "[<kind>/]<name> or @k8s/<cluster>/<namespace>; a context name containing '/' needs an alias in host data "
+     "k8s_contexts"),
+    ("prod/llm/daemonset/llama", "@k8s/prod/llm/daemonset/llama: unknown kind 'daemonset'; expected one of "
+                                 "deployment, statefulset, leaderworkerset, inferenceservice"),
+    ("prod/llm/statefulset/Llama", "@k8s/prod/llm/statefulset/Llama: statefulset 'Llama' is not a valid StatefulSet "
+                                   "name (lowercase letters, digits, '-' and '.', at most 253)"),
     ("my cluster/llm", "@k8s/my cluster/llm: cluster 'my cluster' must not contain spaces, ',' or '/'"),
     ("a/LLM/x", "@k8s/a/LLM/x: namespace 'LLM' is not a valid namespace name (lowercase letters, digits and '-', "
                 "at most 63)"),
@@ -49,15 +61,23 @@ def test_with_deployment_keeps_cluster_and_namespace() -> None:
     ns = parse_target("prod/llm")
     assert ns.with_deployment("llama-8b") == Target("prod", "llm", "llama-8b")
     assert ns.with_deployment("llama-8b").host_name == "@k8s/prod/llm/llama-8b"
+    assert ns.with_deployment("llama-8b", "statefulset").host_name == "@k8s/prod/llm/statefulset/llama-8b"
+
+
+def test_explicit_deployment_kind_is_the_short_form() -> None:
+    """``.../deployment/<name>`` and ``.../<name>`` are the same host: pyinfra must not see it twice."""
+    assert parse_target("prod/llm/deployment/llama-8b") == parse_target("prod/llm/llama-8b")
+    assert parse_target("prod/llm/deployment/llama-8b").host_name == "@k8s/prod/llm/llama-8b"
 
 
 _label = st.from_regex(r"[a-z0-9]([-a-z0-9]{0,20}[a-z0-9])?", fullmatch=True)
 _cluster = st.from_regex(r"[A-Za-z0-9_:.@-]{1,30}", fullmatch=True)
 
 
-@given(cluster=_cluster, namespace=_label, deployment=st.one_of(st.none(), _label))
-def test_host_name_round_trips(cluster: str, namespace: str, deployment: str | None) -> None:
-    target = Target(cluster, namespace, deployment)
+@given(cluster=_cluster, namespace=_label, deployment=st.one_of(st.none(), _label),
+       kind=st.sampled_from(["deployment", "statefulset", "leaderworkerset", "inferenceservice"]))
+def test_host_name_round_trips(cluster: str, namespace: str, deployment: str | None, kind: str) -> None:
+    target = Target(cluster, namespace, deployment, kind if deployment else "deployment")
     assert parse_target(target.host_name[len("@k8s/"):]) == target
 
 

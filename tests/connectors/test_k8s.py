@@ -18,6 +18,7 @@ from fixtures import pyinfra_run
 from fixtures.pyinfra_run import ROOT, Rehearsal
 from fixtures.sim_world import deployment as vllm_deployment
 from fixtures.sim_world import nginx
+from fixtures.sts_world import vllm_statefulset
 from vllm_remedy.connectors.k8s import K8sConnector, vllm_hosts
 from vllm_remedy.connectors.verbs import DEFAULT_TAIL
 
@@ -55,10 +56,66 @@ def test_deployment_form_is_one_host_without_io() -> None:
          ["@k8s"])]
 
 
+def test_kind_form_is_one_host_carrying_its_kind() -> None:
+    assert list(K8sConnector.make_names_data("prod/llm/statefulset/llama-8b")) == [
+        ("@k8s/prod/llm/statefulset/llama-8b", {"k8s_cluster": "prod", "k8s_namespace": "llm",
+                                                "k8s_deployment": "llama-8b", "k8s_kind": "statefulset"}, ["@k8s"])]
+    assert list(K8sConnector.make_names_data("prod/llm/deployment/llama-8b")) == list(
+        K8sConnector.make_names_data("prod/llm/llama-8b"))
+
+
+def test_unknown_kind_is_an_inventory_error() -> None:
+    with pytest.raises(InventoryError) as err:
+        list(K8sConnector.make_names_data("prod/llm/daemonset/llama-8b"))
+    assert str(err.value) == ("@k8s/prod/llm/daemonset/llama-8b: unknown kind 'daemonset'; expected one of "
+                              "deployment, statefulset, leaderworkerset, inferenceservice")
+
+
+@pytest.mark.parametrize(("host", "expected"), [
+    ("@k8s/rehearsal/llm/leaderworkerset/llama-405b",
+     "leaderworkerset llm/llama-405b: kind LeaderWorkerSet (leaderworkersets.leaderworkerset.x-k8s.io) is not "
+     "served by context rehearsal: its API group or CRD is not installed"),
+    ("@k8s/rehearsal/llm/inferenceservice/qwen",
+     "inferenceservice llm/qwen: kind InferenceService (inferenceservices.serving.kserve.io) is not served by "
+     "context rehearsal: its API group or CRD is not installed"),
+])
+def test_a_kind_the_cluster_does_not_serve_fails_connect_naming_it(rehearsal: Rehearsal, host: str,
+                                                                   expected: str) -> None:
+    before = rehearsal.client().get_deployment("llm", "llama-8b")["metadata"]["resourceVersion"]
+    assert connect_error(rehearsal, host) == expected
+    assert rehearsal.client().get_deployment("llm", "llama-8b")["metadata"]["resourceVersion"] == before
+
+
+def test_a_statefulset_host_connects_or_says_what_is_wrong(rehearsal: Rehearsal) -> None:
+    """The rehearsal cluster serves StatefulSets: a missing one and one without vLLM fail connect with their own
+    line, nothing written; one running vLLM connects, its verbs reading the set."""
+    client = rehearsal.client()
+    served = vllm_statefulset()
+    client.request("POST", client.object_path("llm", "statefulsets"), body=served)
+    plain = vllm_statefulset("web")
+    plain["spec"]["template"]["spec"]["containers"] = nginx()["spec"]["template"]["spec"]["containers"]
+    client.request("POST", client.object_path("llm", "statefulsets"), body=plain)
+    before = client.request("GET", client.object_path("llm", "statefulsets", "llama-70b"))["metadata"]
+    assert connect_error(rehearsal, "@k8s/rehearsal/llm/statefulset/nope") == (
+        'statefulset llm/nope not found in context rehearsal (statefulsets.apps "nope" not found)')
+    assert connect_error(rehearsal, "@k8s/rehearsal/llm/statefulset/web").startswith(
+        "statefulset llm/web: no container runs a vLLM server (containers: nginx;")
+    _, host = connected(rehearsal, "@k8s/rehearsal/llm/statefulset/llama-70b")
+    assert (host.connector.scope.kind, host.connector.server.container_name) == ("statefulset", "vllm")
+    ok, out = host.run_shell_command("k8s-statefulset")
+    doc = json.loads(out.stdout)
+    assert ok and (doc["statefulset"]["metadata"]["name"], doc["container"]) == ("llama-70b", "vllm")
+    ok, out = host.run_shell_command("k8s-deployment")
+    assert (ok, out.stderr) == (False, "k8s-deployment: reads a deployment, and this host is a statefulset (not "
+                                       "supported for it yet)")
+    after = client.request("GET", client.object_path("llm", "statefulsets", "llama-70b"))["metadata"]
+    assert after["resourceVersion"] == before["resourceVersion"]
+
+
 def test_bad_host_form_is_an_inventory_error() -> None:
     with pytest.raises(InventoryError) as err:
         list(K8sConnector.make_names_data("onlyone"))
-    assert str(err.value) == ("@k8s/onlyone: expected @k8s/<cluster>/<namespace>/<deployment> or "
+    assert str(err.value) == ("@k8s/onlyone: expected @k8s/<cluster>/<namespace>/[<kind>/]<name> or "
                               "@k8s/<cluster>/<namespace>")
 
 
@@ -112,7 +169,7 @@ def test_namespace_form_that_cannot_expand_keeps_one_host_carrying_the_reason(
         f"vllm_remedy.connectors.k8s.vllm_hosts): kubeconfig {rehearsal.kubeconfig} (from KUBECONFIG): context "
         "'prod' not found (available: rehearsal)")
     [(_, empty, _)] = list(K8sConnector.make_names_data("rehearsal/nothing-here"))
-    assert empty["k8s_expand_error"] == "no Deployment in namespace nothing-here runs vLLM (context rehearsal)"
+    assert empty["k8s_expand_error"] == "no workload in namespace nothing-here runs vLLM (context rehearsal)"
     # ... and connect fails with exactly that line
     assert connect_error(rehearsal, "@k8s/prod/llm", k8s_expand_error=data["k8s_expand_error"]) == \
         data["k8s_expand_error"]
@@ -128,7 +185,7 @@ def test_vllm_hosts_helper_lists_with_the_given_kubeconfig_and_records_it(rehear
                                                "kubeconfig": str(rehearsal.kubeconfig)})]
     with pytest.raises(InventoryError) as err:
         vllm_hosts("prod", "llm", kubeconfig=str(rehearsal.kubeconfig))
-    assert str(err.value) == (f"@k8s/prod/llm: cannot list vLLM Deployments: kubeconfig {rehearsal.kubeconfig}: "
+    assert str(err.value) == (f"@k8s/prod/llm: cannot list vLLM workloads: kubeconfig {rehearsal.kubeconfig}: "
                               "context 'prod' not found (available: rehearsal)")
 
 
@@ -221,9 +278,9 @@ def test_verbs_answer_with_json_lines(rehearsal: Rehearsal) -> None:
 
 @pytest.mark.parametrize(("command", "error"), [
     ("ls -la", "ls: not a @k8s verb (a cluster has no shell; known verbs: k8s-get, k8s-deployment, k8s-history, "
-               "k8s-pods, k8s-logs, k8s-nodes, k8s-gpu-metrics, k8s-events)"),
+               "k8s-pods, k8s-logs, k8s-nodes, k8s-gpu-metrics, k8s-events, k8s-statefulset)"),
     ("", "empty command; the @k8s connector runs verbs: k8s-get, k8s-deployment, k8s-history, k8s-pods, k8s-logs, "
-         "k8s-nodes, k8s-gpu-metrics, k8s-events"),
+         "k8s-nodes, k8s-gpu-metrics, k8s-events, k8s-statefulset"),
     ("k8s-events now", "usage: k8s-events"),
     ("k8s-get", "usage: k8s-get deployment|replicasets|pods|node <name>"),
     ("k8s-get secrets", "usage: k8s-get deployment|replicasets|pods|node <name>"),

@@ -14,6 +14,7 @@ from fixtures import pyinfra_run
 from fixtures.pyinfra_run import ROOT, Rehearsal, fact_output, host_lines, inventory, plain
 from fixtures.sim_world import deployment as vllm_deployment
 from fixtures.sim_world import nginx
+from fixtures.sts_world import vllm_statefulset
 
 rehearsal = pyinfra_run.rehearsal
 
@@ -61,7 +62,7 @@ def test_unknown_host_form_is_one_line_and_exit_1(rehearsal: Rehearsal) -> None:
     assert got.returncode == 1
     errors = [line for line in plain(got.stderr).splitlines() if "pyinfra error" in line]
     assert len(errors) == 1
-    assert errors[0].endswith(": @k8s/onlyone: expected @k8s/<cluster>/<namespace>/<deployment> or "
+    assert errors[0].endswith(": @k8s/onlyone: expected @k8s/<cluster>/<namespace>/[<kind>/]<name> or "
                               "@k8s/<cluster>/<namespace>")
 
 
@@ -110,7 +111,7 @@ def test_a_cluster_has_no_shell(rehearsal: Rehearsal) -> None:
     assert got.returncode == 1
     lines = host_lines(got.stderr, HOST)
     assert "nvidia-smi: not a @k8s verb (a cluster has no shell; known verbs: k8s-get, k8s-deployment, " \
-           "k8s-history, k8s-pods, k8s-logs, k8s-nodes, k8s-gpu-metrics, k8s-events)" in lines
+           "k8s-history, k8s-pods, k8s-logs, k8s-nodes, k8s-gpu-metrics, k8s-events, k8s-statefulset)" in lines
     assert lines[-1] == "Error: executed 0 commands"
 
 
@@ -185,3 +186,34 @@ def test_example_prod_inventory_fails_cleanly_without_its_clusters(rehearsal: Re
     staging = pyinfra_run.run_pyinfra(inventory("staging"), "debug-inventory", env=env, cwd=rehearsal.tmp)
     assert staging.returncode == 0, staging.stderr
     assert "[@k8s/staging/llm-staging/llama-8b]" in plain(staging.stderr)
+
+
+def test_workload_kinds_through_the_cli(rehearsal: Rehearsal) -> None:
+    """A kind the cluster does not serve and a StatefulSet without vLLM: one line each, exit 1, the Deployment
+    host still answers; an unknown kind stops the inventory in one line."""
+    client = rehearsal.client()
+    no_vllm = vllm_statefulset()
+    no_vllm["spec"]["template"]["spec"]["containers"] = nginx()["spec"]["template"]["spec"]["containers"]
+    client.request("POST", client.object_path("llm", "statefulsets"), body=no_vllm)
+    before = snapshot(rehearsal)
+    inv = write_inventory(rehearsal.tmp, (
+        f'hosts = ["{HOST}", "@k8s/rehearsal/llm/leaderworkerset/llama-405b", '
+        '"@k8s/rehearsal/llm/statefulset/llama-70b"]\n'))
+    got = rehearsal.pyinfra(inv, "fact", DEPLOYMENT, "-y")
+    assert got.returncode == 1
+    assert host_lines(got.stderr, "@k8s/rehearsal/llm/leaderworkerset/llama-405b") == [
+        "leaderworkerset llm/llama-405b: kind LeaderWorkerSet (leaderworkersets.leaderworkerset.x-k8s.io) is not "
+        "served by context rehearsal: its API group or CRD is not installed"]
+    assert host_lines(got.stderr, "@k8s/rehearsal/llm/statefulset/llama-70b") == [
+        "statefulset llm/llama-70b: no container runs a vLLM server (containers: nginx; looked for vllm serve / "
+        "python -m vllm.entrypoints... in command/args)"]
+    assert list(fact_output(got.stderr, DEPLOYMENT)) == [HOST]
+    unknown = write_inventory(rehearsal.tmp, 'hosts = ["@k8s/rehearsal/llm/daemonset/llama-8b"]\n')
+    got = rehearsal.pyinfra(unknown, "fact", DEPLOYMENT, "-y")
+    assert got.returncode != 0
+    errors = [line for line in plain(got.stderr).splitlines() if "daemonset" in line]
+    assert len(errors) == 1 and errors[0].endswith(
+        "@k8s/rehearsal/llm/daemonset/llama-8b: unknown kind 'daemonset'; expected one of deployment, statefulset, "
+        "leaderworkerset, inferenceservice")
+    assert "Traceback" not in got.stderr
+    assert snapshot(rehearsal) == before

@@ -30,7 +30,8 @@ def test_drift_reports_the_argo_cd_owner_and_the_dry_run_warns_with_the_git_hint
     inv = inventory(tmp_path, rehearsal.kubeconfig, policy(tmp_path, UNIT + "gitops: warn\n"))
     host = as_json(cli("drift", "-i", inv, "-o", "json"))["hosts"][0]
     assert host["gitops"] == {"tool": "Argo CD", "kind": "Application", "name": "llm-prod", "namespace": None,
-                              "evidence": "label argocd.argoproj.io/instance=llm-prod", "certain": True, "mode": "warn"}
+                              "evidence": "label argocd.argoproj.io/instance=llm-prod", "certain": True, "mode": "warn",
+                              "reverted_by": "self-heal"}
     budget = next(op for op in host["fix"]["operations"] if op["operation"].startswith("Smallest"))
     assert budget["refused"] is None
     warning = ("warning: deployment llm/llama-8b is managed by Argo CD Application llm-prod (label "
@@ -75,3 +76,49 @@ def test_apply_mode_writes_and_gives_the_hint(rehearsal: Rehearsal, tmp_path: Pa
     assert lines.count(note) == 1
     assert lines[lines.index(note) + 1] == HINT[0]
     assert args(rehearsal) == [*NO_LEN, "--max-model-len", "16384"]
+
+
+STACK = {"app.kubernetes.io/managed-by": "Helm", "helm.sh/chart": "vllm-stack-0.1.7", "model": "llama3",
+         "helm-release-name": "vllm"}
+
+
+def test_a_helm_release_is_reported_and_the_dry_run_gives_the_values_change(rehearsal: Rehearsal, tmp_path: Path,
+                                                                             cli) -> None:
+    set_args(rehearsal, NO_LEN, labels=STACK, notes={"meta.helm.sh/release-name": "vllm"})
+    inv = inventory(tmp_path, rehearsal.kubeconfig, policy(tmp_path, UNIT + "gitops: warn\n"))
+    drift = cli("drift", "-i", inv).stdout
+    assert ("  gitops: managed by Helm release vllm (annotation meta.helm.sh/release-name=vllm); policy gitops: warn "
+            "— the next helm upgrade reverts direct changes") in drift.splitlines()
+    dry = rehearsal.pyinfra(inv, BUDGET, "--dry")
+    assert dry.returncode == 0, dry.stderr
+    lines = host_lines(dry.stderr, HOST)
+    warning = ("warning: deployment llm/llama-8b is managed by Helm release llm/vllm (annotation "
+               "meta.helm.sh/release-name=vllm): the next helm upgrade will revert this change; make it in the "
+               "release's values too")
+    assert lines.count(warning) == 1
+    assert lines[lines.index(warning) + 1: lines.index(warning) + 3] == [
+        "helm: helm upgrade vllm vllm-stack -n llm --reuse-values "
+        "--set servingEngineSpec.modelSpec[<i>].vllmConfig.maxModelLen=16384",
+        "helm: <i> is the index of the servingEngineSpec.modelSpec entry with name: llama3"]
+    assert args(rehearsal) == NO_LEN
+
+
+def test_a_child_of_an_inference_service_is_refused_even_under_apply(rehearsal: Rehearsal, tmp_path: Path,
+                                                                     cli) -> None:
+    def owned(dep: dict) -> None:
+        dep["spec"]["template"]["spec"]["containers"][0]["args"] = list(NO_LEN)
+        dep["metadata"]["ownerReferences"] = [{"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
+                                               "name": "llama", "uid": "0b8e4d0e-0000-4000-8000-000000000001",
+                                               "controller": True}]
+    before = rehearsal.change(owned)
+    inv = inventory(tmp_path, rehearsal.kubeconfig, policy(tmp_path, UNIT + "gitops: apply\n"))
+    owner = as_json(cli("drift", "-i", inv, "-o", "json"))["hosts"][0]["gitops"]
+    assert (owner["tool"], owner["kind"], owner["name"], owner["mode"], owner["reverted_by"]) == (
+        "KServe", "InferenceService", "llama", "refuse", "the InferenceService controller")
+    got = rehearsal.pyinfra(inv, BUDGET, "-y")
+    assert got.returncode == 1
+    assert ("refused: deployment llm/llama-8b is owned by InferenceService llm/llama (ownerReference "
+            "InferenceService/llama); the InferenceService controller reverts a direct change at once: nothing "
+            "written — patch the InferenceService, not its child") in host_lines(got.stderr, HOST)
+    after = rehearsal.client().get_deployment("llm", "llama-8b")
+    assert after["metadata"]["generation"] == before["metadata"]["generation"]

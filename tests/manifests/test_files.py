@@ -46,6 +46,9 @@ def _expand(resources: dict[tuple[str, str], frozenset[str]], scope: str | None)
 
 
 DRIFT = _expand({("apps", "deployments"): READ, ("apps", "replicasets"): READ, ("", "pods"): READ,
+                 ("apps", "statefulsets"): READ, ("apps", "controllerrevisions"): READ,
+                 ("leaderworkerset.x-k8s.io", "leaderworkersets"): frozenset({"get", "list"}),
+                 ("serving.kserve.io", "inferenceservices"): frozenset({"get", "list"}),
                  ("", "pods/log"): READ, ("", "events"): frozenset({"list"}),
                  ("gateway.networking.k8s.io", "httproutes"): READ}, "llm") | _expand(
     {("", "nodes"): READ, ("", "pods"): READ}, None)
@@ -93,8 +96,9 @@ def test_permission_calculator_sees_a_widened_role():
     before = permissions(docs, "llm", "vllm-remedy-drift")
     role = next(d for d in docs if d["kind"] == "Role" and d["metadata"]["name"] == "vllm-remedy-read")
     role["rules"][0]["verbs"].append("delete")
-    assert permissions(docs, "llm", "vllm-remedy-drift") - before == {("llm", "apps", "deployments", "delete"),
-                                                                       ("llm", "apps", "replicasets", "delete")}
+    assert permissions(docs, "llm", "vllm-remedy-drift") - before == {
+        ("llm", "apps", resource, "delete")
+        for resource in ("deployments", "replicasets", "statefulsets", "controllerrevisions")}
 
 
 def test_no_wildcards_no_secrets_no_dangerous_verbs():

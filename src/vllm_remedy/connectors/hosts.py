@@ -1,8 +1,9 @@
 """The ``@k8s`` host grammar and how a host's ``<cluster>`` becomes a kube context — pure, no I/O.
 
 Why a grammar of our own: pyinfra hands the connector everything after ``@k8s/`` as one string, and
-the two forms mean different things — ``<cluster>/<namespace>/<deployment>`` is one target, while
-``<cluster>/<namespace>`` asks for every vLLM Deployment there. Names are checked here, at inventory
+the forms mean different things — ``<cluster>/<namespace>/<kind>/<name>`` is one workload (``kind``
+one of :data:`~vllm_remedy.kube.kinds.KINDS`; ``<cluster>/<namespace>/<name>`` is the Deployment form),
+while ``<cluster>/<namespace>`` asks for every vLLM workload there, of every kind. Names are checked here, at inventory
 time, so a typo stops the run before anything connects. A kube context whose name holds ``/`` (EKS
 ARNs) cannot appear in a host name; such clusters are reached through an alias in ``k8s_contexts``.
 """
@@ -15,9 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from vllm_remedy.errors import UserError
+from vllm_remedy.kube.kinds import DEPLOYMENT, KINDS, Kind
 
 PREFIX = "@k8s"
-FORMS = "@k8s/<cluster>/<namespace>/<deployment> or @k8s/<cluster>/<namespace>"
+FORMS = "@k8s/<cluster>/<namespace>/[<kind>/]<name> or @k8s/<cluster>/<namespace>"
 _LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")  # DNS-1123 label (namespaces)
 _SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")  # object names
 _CLUSTER = re.compile(r"[^\s/,]+")
@@ -25,44 +27,54 @@ _CLUSTER = re.compile(r"[^\s/,]+")
 
 @dataclass(frozen=True)
 class Target:
-    """What one ``@k8s`` host string names; ``deployment`` is None for the namespace form."""
+    """What one ``@k8s`` host string names; ``deployment`` (the workload's name) is None for the namespace form."""
 
     cluster: str
     namespace: str
     deployment: str | None = None
+    kind: str = DEPLOYMENT.word
+
+    @property
+    def workload(self) -> Kind:
+        """The workload kind this host acts on (a Deployment unless the host name says otherwise)."""
+        return KINDS[self.kind]
 
     @property
     def host_name(self) -> str:
-        """The inventory name pyinfra shows, which round-trips through parse_target."""
-        tail = f"/{self.deployment}" if self.deployment else ""
+        """The inventory name pyinfra shows; round-trips through parse_target (a Deployment keeps the short form)."""
+        word = "" if self.kind == DEPLOYMENT.word else f"/{self.kind}"
+        tail = f"{word}/{self.deployment}" if self.deployment else ""
         return f"{PREFIX}/{self.cluster}/{self.namespace}{tail}"
 
-    def with_deployment(self, name: str) -> Target:
-        """One host per Deployment when a namespace target expands to several."""
-        return Target(self.cluster, self.namespace, name)
+    def with_deployment(self, name: str, kind: str = DEPLOYMENT.word) -> Target:
+        """One host per workload when a namespace target expands to several."""
+        return Target(self.cluster, self.namespace, name, kind)
 
 
 def parse_target(argument: str | None) -> Target:
-    """``cluster/namespace[/deployment]`` (what pyinfra passes after ``@k8s/``) → Target, or a one-line UserError."""
+    """``cluster/namespace[/[kind/]name]`` (what pyinfra passes after ``@k8s/``) → Target, or a one-line UserError."""
     shown = f"{PREFIX}/{argument}" if argument else PREFIX
     if not argument:
         raise UserError(f"{shown}: no cluster given; expected {FORMS}")
     parts = argument.split("/")
-    if len(parts) not in (2, 3) or any(not p for p in parts):
-        hint = ("; a context name containing '/' needs an alias in host data k8s_contexts"
-                if len(parts) > 3 else "")
-        raise UserError(f"{shown}: expected {FORMS}{hint}")
+    alias_hint = "; a context name containing '/' needs an alias in host data k8s_contexts"
+    if len(parts) not in (2, 3, 4) or any(not p for p in parts):
+        raise UserError(f"{shown}: expected {FORMS}{alias_hint if len(parts) > 4 else ''}")
     cluster, namespace = parts[0], parts[1]
-    deployment = parts[2] if len(parts) == 3 else None
+    deployment = parts[-1] if len(parts) > 2 else None
+    kind = parts[2] if len(parts) == 4 else DEPLOYMENT.word
+    if kind not in KINDS:
+        hint = alias_hint if ":" in cluster else ""  # an EKS ARN split at its '/' looks like a kind form
+        raise UserError(f"{shown}: unknown kind {kind!r}; expected one of {', '.join(KINDS)}{hint}")
     if not _CLUSTER.fullmatch(cluster):
         raise UserError(f"{shown}: cluster {cluster!r} must not contain spaces, ',' or '/'")
     if len(namespace) > 63 or not _LABEL.fullmatch(namespace):
         raise UserError(f"{shown}: namespace {namespace!r} is not a valid namespace name "
                         "(lowercase letters, digits and '-', at most 63)")
     if deployment is not None and (len(deployment) > 253 or not _SUBDOMAIN.fullmatch(deployment)):
-        raise UserError(f"{shown}: deployment {deployment!r} is not a valid Deployment name "
+        raise UserError(f"{shown}: {kind} {deployment!r} is not a valid {KINDS[kind].kind} name "
                         "(lowercase letters, digits, '-' and '.', at most 253)")
-    return Target(cluster, namespace, deployment)
+    return Target(cluster, namespace, deployment, kind)
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,15 @@
 
 Hosts::
 
-    @k8s/<cluster>/<namespace>/<deployment>   one Deployment
-    @k8s/<cluster>/<namespace>                every Deployment there that runs vLLM (one host each)
+    @k8s/<cluster>/<namespace>/<deployment>          one Deployment
+    @k8s/<cluster>/<namespace>/<kind>/<name>         one workload of kind deployment, statefulset,
+                                                     leaderworkerset or inferenceservice
+    @k8s/<cluster>/<namespace>                       every vLLM workload there, of every kind the
+                                                     cluster serves (one host each)
+
+Deployments and StatefulSets are remediated (a StatefulSet by ``deploys/restore.py``'s rollback only so far);
+a host of another kind connects (so a wrong name, a kind the cluster does not serve or a workload without vLLM
+is reported as such) and then fails, saying so.
 
 Host data (plain keys, as an inventory or group data sets them):
 
@@ -44,15 +51,19 @@ from typing_extensions import TypedDict
 from vllm_remedy.connectors.fleet import FleetReads
 from vllm_remedy.connectors.hosts import PREFIX, Target, parse_target, resolve_access
 from vllm_remedy.connectors.models import learn_model
+from vllm_remedy.connectors.namespaces import list_vllm_deployments, list_vllm_workloads
 from vllm_remedy.connectors.verbs import Scope, VerbError, run_verb
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.annotations import Keys
 from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.kube.errors import KubeError, NotFoundError
+from vllm_remedy.kube.kinds import DEPLOYMENT
+from vllm_remedy.kube.workloads import NotServedError, get_workload
 from vllm_remedy.policy import Policy, load_policies, load_policy, policy_for
-from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, find_server
+from vllm_remedy.vllm.cmdline import ServerCommand, find_server
 
 GROUP = PREFIX
+__all__ = ["K8sConnector", "list_vllm_deployments", "list_vllm_workloads", "vllm_hosts"]
 
 
 class K8sData(TypedDict, total=False):
@@ -61,6 +72,7 @@ class K8sData(TypedDict, total=False):
     k8s_cluster: str
     k8s_namespace: str
     k8s_deployment: str
+    k8s_kind: str
     k8s_expand_error: str
     k8s_contexts: Any
     kubeconfig: Any
@@ -73,7 +85,8 @@ class K8sData(TypedDict, total=False):
 DATA_META: dict[str, DataMeta] = {
     "k8s_cluster": DataMeta("cluster part of the host name (set by the connector)"),
     "k8s_namespace": DataMeta("namespace part of the host name (set by the connector)"),
-    "k8s_deployment": DataMeta("Deployment name (set by the connector)"),
+    "k8s_deployment": DataMeta("workload name (set by the connector)"),
+    "k8s_kind": DataMeta("workload kind when not a Deployment (set by the connector)"),
     "k8s_expand_error": DataMeta("why a namespace host could not be expanded (set by the connector)"),
     "k8s_contexts": DataMeta("cluster alias → kube context (or {context, kubeconfig})"),
     "kubeconfig": DataMeta("kubeconfig path; default KUBECONFIG / ~/.kube/config / in-cluster"),
@@ -90,53 +103,14 @@ def _host_entry(target: Target) -> tuple[str, dict[str, Any], list[str]]:
     data = {"k8s_cluster": target.cluster, "k8s_namespace": target.namespace}
     if target.deployment:
         data["k8s_deployment"] = target.deployment
+    if target.kind != DEPLOYMENT.word:
+        data["k8s_kind"] = target.kind
     return target.host_name, data, [GROUP]
-
-
-def list_vllm_deployments(client: KubeClient, namespace: str, where: str = "") -> list[str]:
-    """Names of the Deployments in ``namespace`` whose pod template runs vLLM (sorted).
-
-    A template where vLLM is present but ambiguous (several servers, settings outside argv) counts: its
-    host then fails at connect with find_server's reason instead of silently vanishing from the fleet.
-    One that requests GPUs but runs nothing recognisable as vLLM is skipped with a warning naming it
-    (``where``, the namespace host, prefixes it): a GPU Deployment missing from the fleet must not go unseen.
-    """
-    names = []
-    for item in client.list_deployments(namespace):
-        spec = ((item.get("spec") or {}).get("template") or {}).get("spec") or {}
-        name = item["metadata"]["name"]
-        try:
-            find_server(spec)
-        except NoServerError:
-            gpu = _gpu_containers(spec)
-            if gpu:
-                logger.warning(f"{where or namespace}: skipping Deployment {name}: it requests GPUs (container "
-                               f"{', '.join(gpu)}) but no vLLM server was recognised in its command/args; name it "
-                               f"as {where or namespace}/{name} to see why")
-            continue
-        except UserError:
-            pass
-        names.append(name)
-    return sorted(names)
-
-
-def _gpu_containers(spec: dict[str, Any]) -> list[str]:
-    """Names of the containers that request or limit a GPU resource (any `*gpu*` extended resource)."""
-    out = []
-    for key in ("containers", "initContainers"):
-        for c in spec.get(key) or []:
-            if not isinstance(c, dict):
-                continue
-            res = c.get("resources") or {}
-            wanted = {**(res.get("requests") or {}), **(res.get("limits") or {})}
-            if any("gpu" in str(k).lower() and str(v) not in ("0", "") for k, v in wanted.items()):
-                out.append(str(c.get("name", "?")))
-    return out
 
 
 def vllm_hosts(cluster: str, namespace: str, *, context: str | None = None, kubeconfig: str | None = None,
                data: dict[str, Any] | None = None) -> list[tuple[str, dict[str, Any]]]:
-    """For inventory files: ``(host, data)`` for every vLLM Deployment of a namespace, reached as given.
+    """For inventory files: ``(host, data)`` for every vLLM workload of a namespace, reached as given.
 
     Use it where the namespace form cannot work (an alias, a kubeconfig other than the default); the
     ``context``/``kubeconfig`` used for listing are put in each host's data so connect uses the same.
@@ -153,10 +127,10 @@ def vllm_hosts(cluster: str, namespace: str, *, context: str | None = None, kube
         extra.setdefault("kubeconfig", kubeconfig)
     try:
         client = KubeClient.for_context(context or cluster, kubeconfig)
-        names = list_vllm_deployments(client, namespace, target.host_name)
+        found = list_vllm_workloads(client, namespace, target.host_name)
     except UserError as exc:
-        raise InventoryError(f"{target.host_name}: cannot list vLLM Deployments: {exc}") from exc
-    return [(target.with_deployment(n).host_name, dict(extra)) for n in names]
+        raise InventoryError(f"{target.host_name}: cannot list vLLM workloads: {exc}") from exc
+    return [(target.with_deployment(n, kind).host_name, dict(extra)) for kind, n in found]
 
 
 class K8sConnector(BaseConnector):
@@ -197,7 +171,7 @@ class K8sConnector(BaseConnector):
     def target(self) -> Target:
         """The cluster/namespace/Deployment this host stands for, rebuilt from its host data."""
         return Target(self.data.get("k8s_cluster", ""), self.data.get("k8s_namespace", ""),
-                      self.data.get("k8s_deployment"))
+                      self.data.get("k8s_deployment"), self.data.get("k8s_kind") or DEPLOYMENT.word)
 
     def connect(self) -> None:
         """Open the API client; an inventory expansion error surfaces here, where pyinfra expects failures."""
@@ -205,7 +179,7 @@ class K8sConnector(BaseConnector):
         if error:
             raise _connect_error(error)
         target = self.target
-        where = f"deployment {target.namespace}/{target.deployment}"
+        where = f"{target.kind} {target.namespace}/{target.deployment}"
         try:
             self.progress_seconds = _seconds(self.data, "progress_seconds", PROGRESS_SECONDS)
             loaded = self._load_policy()
@@ -219,11 +193,17 @@ class K8sConnector(BaseConnector):
         except UserError as exc:  # the kube layer speaks to CLI users; here the knob is host data
             raise _connect_error(str(exc).replace("pass --kubeconfig", "set host data kubeconfig"),
                                  bad_input=True) from exc
+        if not target.workload.remediable:
+            self._refuse_other_kind(client, target, where)
         try:
-            deployment = client.get_deployment(target.namespace, str(target.deployment))
+            deployment = (client.get_deployment(target.namespace, str(target.deployment))
+                          if target.kind == DEPLOYMENT.word else
+                          get_workload(client, target.workload, target.namespace, str(target.deployment)))
         except NotFoundError as exc:
             raise _connect_error(f"{where} not found in context {client.context} "
                                f"({exc.body.get('message') if isinstance(exc.body, dict) else exc})") from exc
+        except NotServedError as exc:
+            raise _connect_error(f"{where}: {exc}", bad_input=True) from exc
         except KubeError as exc:
             raise _connect_error(str(exc)) from exc
         spec = ((deployment.get("spec") or {}).get("template") or {}).get("spec") or {}
@@ -245,7 +225,34 @@ class K8sConnector(BaseConnector):
         self.client = client
         self.model_note = learn_model(client, target.namespace, self.server, self.policy)
         self.scope = Scope(client, target.namespace, str(target.deployment), self.keys.prefix,
-                           self.server.container_name)
+                           self.server.container_name, kind=target.kind)
+
+    def _refuse_other_kind(self, client: KubeClient, target: Target, where: str) -> None:
+        """A workload of a kind we read but do not remediate yet: say what is wrong with it, or that we cannot."""
+        kind = target.workload
+        try:
+            obj = get_workload(client, kind, target.namespace, str(target.deployment))
+        except NotFoundError as exc:
+            raise _connect_error(f"{where} not found in context {client.context} "
+                                 f"({exc.body.get('message') if isinstance(exc.body, dict) else exc})") from exc
+        except NotServedError as exc:
+            raise _connect_error(f"{where}: {exc}", bad_input=True) from exc
+        except KubeError as exc:
+            raise _connect_error(str(exc)) from exc
+        specs = kind.pod_specs_of(obj)
+        if not specs:
+            raise _connect_error(f"{where}: no pod template found in the object", bad_input=True)
+        reasons = []
+        for spec in specs:
+            try:
+                find_server(spec, _opt_str(self.data, "container"))
+                break
+            except UserError as exc:
+                reasons.append(str(exc))
+        else:
+            raise _connect_error(f"{where}: {reasons[0]}", bad_input=True)
+        raise _connect_error(f"{where}: runs vLLM, but vllm-remedy does not remediate a {kind.kind} yet "
+                             "(only Deployments and StatefulSets); nothing was changed", bad_input=True)
 
     def _load_policy(self) -> Policy | dict[str, Policy] | None:
         """Host data ``policy``: a Policy, a policy file, or a directory of them (chosen per Deployment at connect)."""
@@ -369,20 +376,20 @@ def _stderr(message: str) -> CommandOutput:
 
 
 def _expand(target: Target) -> Iterator[tuple[str, dict[str, Any], list[str]]]:
-    """Namespace form: one host per vLLM Deployment, or the namespace host carrying why expansion failed."""
+    """Namespace form: one host per vLLM workload, or the namespace host carrying why expansion failed."""
     try:
         client = KubeClient.for_context(target.cluster)
-        names = list_vllm_deployments(client, target.namespace, target.host_name)
+        found = list_vllm_workloads(client, target.namespace, target.host_name)
     except UserError as exc:
         reason = (f"cannot expand {target.host_name} (namespace hosts expand at inventory load with the default "
                   f"kubeconfig and {target.cluster!r} as context; for aliases or another kubeconfig list hosts with "
                   f"vllm_remedy.connectors.k8s.vllm_hosts): {exc}")
     else:
-        if names:
-            for name in names:
-                yield _host_entry(target.with_deployment(name))
+        if found:
+            for kind, name in found:
+                yield _host_entry(target.with_deployment(name, kind))
             return
-        reason = f"no Deployment in namespace {target.namespace} runs vLLM (context {client.context})"
+        reason = f"no workload in namespace {target.namespace} runs vLLM (context {client.context})"
     host, data, groups = _host_entry(target)
     data["k8s_expand_error"] = " ".join(reason.split())
     yield host, data, groups

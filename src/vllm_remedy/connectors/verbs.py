@@ -57,6 +57,7 @@ class Scope:
     deployment: str
     annotation_prefix: str
     container: str | None = None  # the vLLM container chosen at connect (host data or the only one)
+    kind: str = "deployment"  # the workload kind of the host (kube.kinds); ``deployment`` names the workload
 
 
 def _line(value: Any) -> str:
@@ -326,6 +327,20 @@ def _stopped_throughout(before: list[dict[str, Any]], after: list[dict[str, Any]
     return out
 
 
+def verb_statefulset(scope: Scope, args: list[str]) -> list[str]:
+    """k8s-statefulset: {statefulset, revisions, pods, container} — a StatefulSet host's object, its
+    ControllerRevisions and the pods its selector matches, read together."""
+    if args:
+        raise VerbError("usage: k8s-statefulset")
+    client = scope.client
+    sts = client.request("GET", client.object_path(scope.namespace, "statefulsets", scope.deployment))
+    selector = selector_string((sts.get("spec") or {}).get("selector"))
+    revisions = client.request("GET", client.object_path(scope.namespace, "controllerrevisions"),
+                               query=[("labelSelector", selector)] if selector else [])
+    return [_line({"statefulset": sts, "revisions": list(revisions.get("items") or []),
+                   "pods": client.list_pods(scope.namespace, selector), "container": scope.container})]
+
+
 VERBS: dict[str, Callable[[Scope, list[str]], list[str]]] = {
     "k8s-get": verb_get,
     "k8s-deployment": verb_deployment,
@@ -335,7 +350,13 @@ VERBS: dict[str, Callable[[Scope, list[str]], list[str]]] = {
     "k8s-nodes": verb_nodes,
     "k8s-gpu-metrics": verb_gpu_metrics,
     "k8s-events": verb_events,
+    "k8s-statefulset": verb_statefulset,
 }
+
+
+#: Verbs that read one workload kind: on a host of another kind they say so instead of answering 404.
+KIND_VERBS = {"k8s-get": "deployment", "k8s-deployment": "deployment", "k8s-history": "deployment",
+              "k8s-pods": "deployment", "k8s-events": "deployment", "k8s-statefulset": "statefulset"}
 
 
 def split_command(command: str) -> list[str]:
@@ -355,4 +376,7 @@ def run_verb(scope: Scope, command: str) -> list[str]:
     handler = VERBS.get(words[0])
     if handler is None:
         raise VerbError(f"{words[0]}: not a @k8s verb (a cluster has no shell; known verbs: {', '.join(VERBS)})")
+    wants = KIND_VERBS.get(words[0])
+    if wants is not None and wants != scope.kind:
+        raise VerbError(f"{words[0]}: reads a {wants}, and this host is a {scope.kind} (not supported for it yet)")
     return handler(scope, words[1:])

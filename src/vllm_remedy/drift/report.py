@@ -116,7 +116,7 @@ def render_drift(report: Mapping[str, Any]) -> str:
             g = h["gitops"]
             maybe = "" if g["certain"] else "probably "
             out.append(f"  gitops: {maybe}managed by {g['tool']} {g['kind']} {g['name']} ({g['evidence']}); "
-                       f"policy gitops: {g['mode']} — self-heal reverts direct changes")
+                       f"policy gitops: {g['mode']} — {g.get('reverted_by', 'self-heal')} reverts direct changes")
         fix = h["fix"]
         if fix["operations"]:
             out.append("  fix (the deploys' operations, planned, nothing written):")

@@ -284,7 +284,8 @@ def plan_host(run: Run, host: Host) -> dict[str, Any]:
             "accept_unknown": ctx.policy.drift.accepts_unknown,
             "checks": [c.to_json() for c in (*result.checks, route)], "observed": result.observed.to_json(),
             "prediction": result.prediction.to_json() | {"line": result.prediction.line()},
-            "gitops": None if owner is None else {**owner.to_json(), "mode": ctx.policy.gitops},
+            "gitops": None if owner is None else {**owner.to_json(),
+                                                  "mode": "refuse" if owner.controls else ctx.policy.gitops},
             "fix": fix}
 
 

@@ -282,6 +282,9 @@ class Restore(FrozenModel):
     #: After shedding load, how long the shed pods must stay up (no restart) before the run says it worked: the
     #: load that killed them is still there, and Ready for a moment is not restored.
     shed_settle: Duration = timedelta(minutes=2)
+    #: StatefulSets: a rollback reaches a pod the controller will not replace itself (OnDelete; a crash-looping pod
+    #: under OrderedReady) only when it is deleted. ``blocking``: delete exactly those; ``never``: say so and stop.
+    delete_pods: Annotated[str, BeforeValidator(one_of("never", "blocking"))] = "never"
 
 
 def _respond_mode(value: Any) -> str:

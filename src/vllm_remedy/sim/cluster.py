@@ -22,6 +22,7 @@ from vllm_remedy.sim.controllers.manager import Manager, wait_until
 from vllm_remedy.sim.controllers.nodes import NodeReporter
 from vllm_remedy.sim.controllers.replicaset import ReplicaSetController
 from vllm_remedy.sim.controllers.scheduler import Scheduler
+from vllm_remedy.sim.controllers.statefulset import StatefulSetController
 from vllm_remedy.sim.dcgm_exporter import DcgmExporterRuntime, is_exporter
 from vllm_remedy.sim.runtime import PlainRuntime, Runtime, RuntimeChooser
 from vllm_remedy.sim.seed import apply_seed
@@ -59,6 +60,7 @@ class Cluster:
         self.events = EventRecorder(self.store, self.clock)
         self.deployments = DeploymentController(self.store, self.clock, self.manager, self.events)
         self.replicasets = ReplicaSetController(self.store, self.clock, self.manager, self.events)
+        self.statefulsets = StatefulSetController(self.store, self.clock, self.manager, self.events)
         self.scheduler = Scheduler(self.store, self.clock, self.manager, self.events)
         self.kubelet = Kubelet(self, self.manager, self.events)
         self.node_reporter = NodeReporter(self.store, self.clock, self.manager)
@@ -83,7 +85,7 @@ class Cluster:
 
     def resync(self) -> None:
         """Queue every object for reconciliation, as controllers do on start-up (informer list)."""
-        for resource in ("nodes", "deployments.apps", "replicasets.apps", "pods"):
+        for resource in ("nodes", "deployments.apps", "replicasets.apps", "statefulsets.apps", "pods"):
             for obj in self.store.list(resource)[0]:
                 meta = obj["metadata"]
                 self._route(resource, meta.get("namespace", ""), meta["name"], obj, "ADDED")
@@ -99,8 +101,11 @@ class Cluster:
         elif resource == "replicasets.apps":
             self.replicasets.on_replicaset(namespace, name, obj, kind)
             self.deployments.on_owned(namespace, obj)
+        elif resource == "statefulsets.apps":
+            self.statefulsets.on_statefulset(namespace, name, obj, kind)
         elif resource == "pods":
             self.replicasets.on_pod(namespace, obj, kind)
+            self.statefulsets.on_pod(namespace, obj, kind)
             self.scheduler.on_pod(namespace, name, obj, kind)
             self.kubelet.on_pod(namespace, name, obj, kind)
             if kind == "DELETED":

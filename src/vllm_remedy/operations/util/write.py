@@ -185,12 +185,13 @@ def write_command(path: str, build: BuildOps, label: str, *, required: bool = Tr
 
 def gitops_gate(state: Any, host: Any, ctx: K8sHost, basis: Mapping[str, Any], ops: list[dict[str, Any]]
                 ) -> gitops.Verdict:
-    """The policy's stance on writing ``ops`` to ``basis`` when Argo CD / Flux owns it; printed once per op."""
+    """The policy's stance on writing ``ops`` to ``basis`` when Argo CD / Flux / Helm / an owner controls it; printed
+    once per op."""
     owner = gitops.detect(basis)
     if owner is None or not ops:
         return gitops.Verdict(True, ())
     desired = apply_ops(basis, [op for op in ops if op.get("op") != "test"])
-    hint = gitops.git_hint(basis, desired, ctx.container, f"{ctx.deployment}.yaml") \
+    hint = gitops.hint_for(owner, basis, desired, ctx.container, f"{ctx.deployment}.yaml") \
         if (basis.get("kind") or "Deployment") == "Deployment" else None
     said = gitops.verdict(ctx.policy.gitops, owner, f"{(basis.get('kind') or 'object').lower()} "
                           f"{ctx.namespace}/{(basis.get('metadata') or {}).get('name')}", hint)
