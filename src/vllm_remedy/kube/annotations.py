@@ -44,6 +44,15 @@ def parse_rfc3339(value: str, where: str = "timestamp") -> float:
     return moment.timestamp()
 
 
+def stamp_seconds(value: Any) -> float | None:
+    """``parse_rfc3339`` for stamps read as evidence: None when absent or unreadable (an undated record, never an
+    error: a garbled stamp in someone's annotation must not stop a restore)."""
+    try:
+        return parse_rfc3339(str(value)) if value else None
+    except UserError:
+        return None
+
+
 #: The suffixes of a toggle's annotations (``<prefix><name>-expires`` and so on).
 TOGGLE_SUFFIXES = ("-expires", "-prior", "-digest")
 #: Toggle name → the boolean vLLM flag it turns on: a flag that runs only for as long as its toggle's record says.

@@ -24,7 +24,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from vllm_remedy.errors import UserError
-from vllm_remedy.kube.annotations import TOGGLE_FLAGS, Keys, canonical_json, parse_rfc3339, rfc3339, toggle_flags_on
+from vllm_remedy.kube.annotations import (
+    TOGGLE_FLAGS,
+    Keys,
+    canonical_json,
+    parse_rfc3339,
+    rfc3339,
+    stamp_seconds,
+    toggle_flags_on,
+)
 from vllm_remedy.kube.gpus import gpu_product
 from vllm_remedy.kube.health import FLAP_RESTARTS, node_health
 from vllm_remedy.kube.history import Revision
@@ -62,13 +70,6 @@ def _under_load(kind: str) -> bool:
     return failure_class(kind).phase == "load"
 
 
-def _time(notes: Mapping[str, Any], key: str) -> float | None:
-    try:
-        return parse_rfc3339(str(notes[key]), key) if notes.get(key) else None
-    except UserError:
-        return None
-
-
 def read_crash(keys: Keys, notes: Mapping[str, str]) -> Crash | None:
     """The crash record in ``notes``; a garbled one still counts (unknown failure, at an unknown time - read as
     "never superseded", so no known-good mark outranks it): whoever wrote it saw a crash or tampered with the
@@ -86,7 +87,7 @@ def read_crash(keys: Keys, notes: Mapping[str, str]) -> Crash | None:
 def standing_crash(keys: Keys, notes: Mapping[str, str]) -> Crash | None:
     """The crash record unless a known-good mark written after it supersedes it (confirm proved it again)."""
     crash = read_crash(keys, notes)
-    marked = _time(notes, keys.known_good)
+    marked = stamp_seconds(notes.get(keys.known_good))
     if crash is None or (marked is not None and marked > crash.at):
         return None
     return crash
@@ -106,7 +107,7 @@ def credible_marks(history: Mapping[str, Any], keys: Keys, now: float | None) ->
     for row in history.get("revisions") or []:
         notes = row.get("annotations") or {}
         stamp = notes.get(keys.known_good)
-        at = _time(notes, keys.known_good) if stamp else None
+        at = stamp_seconds(notes.get(keys.known_good)) if stamp else None
         if stamp and (at is None or at > now + MARK_SKEW):
             why = "is not a time" if at is None else "is later than the cluster's clock"
             warnings.append(f"warning: ignored the known-good mark on revision {row.get('number')} "
@@ -225,7 +226,7 @@ def crashes_in_events(rows: Sequence[Mapping[str, Any]], events: Sequence[Mappin
             continue
         pod = str(event.get("pod") or "")
         row = by_rs.get(pod.rsplit("-", 1)[0])
-        at = _time(event, "last") or _time(event, "first")
+        at = stamp_seconds(event.get("last")) or stamp_seconds(event.get("first"))
         if row is None or at is None or (now is not None and at > now + MARK_SKEW):
             continue
         number = int(row["number"])
@@ -238,7 +239,7 @@ def crashes_in_events(rows: Sequence[Mapping[str, Any]], events: Sequence[Mappin
 
 def standing_event_crash(keys: Keys, notes: Mapping[str, str], crash: EventCrash | None) -> EventCrash | None:
     """The Events' crash unless a known-good mark written after it supersedes it (confirm proved it since)."""
-    marked = _time(notes, keys.known_good)
+    marked = stamp_seconds(notes.get(keys.known_good))
     return None if crash is None or (marked is not None and marked > crash.at) else crash
 
 

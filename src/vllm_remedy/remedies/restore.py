@@ -35,7 +35,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from vllm_remedy.errors import UserError
-from vllm_remedy.kube.annotations import Keys, parse_rfc3339, template_digest
+from vllm_remedy.kube.annotations import Keys, parse_rfc3339, stamp_seconds, template_digest
 from vllm_remedy.kube.health import FLAP_RESTARTS, flapping
 from vllm_remedy.kube.history import Revision, earlier_numbers, revisions_from_rows
 from vllm_remedy.kube.rollout import RULE_FORCED, NoRollbackTarget, choose_rollback, earlier_revisions, policy_pin
@@ -142,7 +142,7 @@ def _fresh_deploy(history: Mapping[str, Any], policy: Policy, keys: Keys, now: f
     if (ours and action == SHED) or (not digest and notes.get(keys.last_action) == SHED):  # older: no digest
         return False
     if ours and action and now is not None:
-        at = _parsed(history.get("last_action_at"))
+        at = stamp_seconds(history.get("last_action_at"))
         if at is not None and now - at < stable:
             return True
     # a mark withdrawn because it died under load still proves it was not a fresh deploy (the record is
@@ -151,15 +151,8 @@ def _fresh_deploy(history: Mapping[str, Any], policy: Policy, keys: Keys, now: f
         return False
     if now is None or not row.get("created"):
         return True
-    created = _parsed(row["created"])
+    created = stamp_seconds(row["created"])
     return created is None or now - created < stable
-
-
-def _parsed(stamp: Any) -> float | None:
-    try:
-        return parse_rfc3339(str(stamp)) if stamp else None
-    except UserError:
-        return None
 
 
 def decide_restore(history: Mapping[str, Any], pods: Mapping[str, Any], policy: Policy, *,

@@ -12,8 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from vllm_remedy.errors import UserError
-from vllm_remedy.kube.annotations import Keys, parse_rfc3339
+from vllm_remedy.kube.annotations import Keys, stamp_seconds
 
 RUN, DRY_RUN, SKIP = "run", "dry-run", "skip"
 
@@ -78,12 +77,10 @@ def stamped(annotations: Mapping[str, str], prefix: str, cooldown: float, now: f
     of ``now`` (epoch seconds); None when there is no stamp, an unreadable one, or an old one."""
     keys = Keys(prefix)
     at = annotations.get(keys.last_action_at)
-    if not at:
+    moment = stamp_seconds(at)
+    if moment is None:
         return None
-    try:
-        age = now - parse_rfc3339(at)
-    except UserError:
-        return None
+    age = now - moment
     if age >= cooldown:
         return None
     by = annotations.get(keys.last_action) or "unknown"
