@@ -127,13 +127,13 @@ def test_held_out_outcomes_right_and_over_predictions_only_the_known_ones():
 
 
 def test_held_out_error_does_not_regress():
-    """Ratchet at today's held-out figures (23 cases from 12 sources, 22 sized): median 5.3 %, p90 18.3 %. The targets
+    """Ratchet at today's held-out figures (26 cases from 13 sources, 24 sized): median 5.5 %, p90 18.3 %. The targets
     (median <= 3 %, p90 <= 10 %) are MISSED; bench/estimate_accuracy.md names the terms behind the misses (V1
-    sampler/activation and TP >= 2 non-torch terms too high off H100, the 0.92 default utilization of recent
-    releases, V0 4-bit activation). Lower these bounds as the model improves, never raise them. Adding cases
-    may move them either way: that is a new measurement, say so in the commit."""
+    sampler/activation and TP >= 2 non-torch terms too high off H100, the CUDA-graph charge of 0.21+, V0 4-bit
+    activation). Lower these bounds as the model improves, never raise them. Adding cases may move them either way:
+    that is a new measurement, say so in the commit (the three L4 0.28 logs moved the median from 5.3 % to 5.5 %)."""
     acc = accuracy(_load(p) for p in CASES if p.stem in HELD_OUT)
-    assert acc.median_abs <= 0.054
+    assert acc.median_abs <= 0.056
     assert acc.p90_abs <= 0.184
 
 
