@@ -156,3 +156,13 @@ def test_fewer_seqs_never_less_kv(seqs, version):
     more = run(version=version, max_num_seqs=str(seqs + 64), max_model_len="8192")
     fewer = run(version=version, max_num_seqs=str(seqs), max_model_len="8192")
     assert fewer.kv_cache_tokens >= more.kv_cache_tokens
+
+
+def test_unset_utilization_is_the_releases_default():
+    """0.27.1 defaults --gpu-memory-utilization to 0.92 (vllm/config/cache.py:68); earlier releases to 0.9. An explicit
+    flag always wins."""
+    assert EngineSettings.from_flags({}, "0.19.1").gpu_memory_utilization == 0.9
+    assert EngineSettings.from_flags({}, "0.27.1").gpu_memory_utilization == 0.92
+    assert EngineSettings.from_flags({"gpu-memory-utilization": "0.9"}, "0.27.1").gpu_memory_utilization == 0.9
+    assert run(version="0.27.1", max_model_len="8192").kv_cache_tokens > run(
+        version="0.27.1", max_model_len="8192", gpu_memory_utilization="0.9").kv_cache_tokens
