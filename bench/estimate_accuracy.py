@@ -52,11 +52,23 @@ What makes the held-out error large (all but one on the safe side; the cure belo
   term (0.6 GiB for < 0.11) is also too high where custom all-reduce is disabled (no P2P, both
   same-node logs say so). At utilization 0.25 the KV cache is only 5 GiB, so the same ~1.2 GiB
   becomes a 25 % miss; at 0.5 it is 5 %.
-- L40S 0.7.1 TP 2 (vllm#15815, -13 %): the V0 TP >= 2 non-torch term (1.6 GiB, fitted on one RTX 4090
-  log) against 0.30 GiB logged.
-- A10 0.7.1 (-6 %): the V0 TP 1 non-torch term (0.25 GiB) against 0.05 GiB logged, plus 0.07 GiB of
-  weight buffers: 0.27 GiB of a 4.6 GiB KV cache. T4 0.8.2 V0 (-7.6 %) is the same story: 0.37 GiB of
-  non-torch charged against 0.05 logged, plus 0.14 GiB of weights and activation, of a 6.2 GiB cache.
+- V0 profile sampler (fixed; Phi-4 GPTQ 0.6.5 +19.6 % -> -10.1 %, L40S 0.7.1 TP 2 -13.3 % -> -1.8 %,
+  T4 0.8.2 -7.6 % -> -4.3 %): V0's `profile_run` samples its dummy batch with
+  `SamplingParams(top_p=0.99, top_k=self.vocab_size - 1)` ("Enable top-k sampling to reflect the accurate
+  memory usage", worker/model_runner.py), and V0's Sampler applies top-k/top-p with a full PyTorch sort
+  (`_apply_top_k_top_p`; FlashInfer only when VLLM_USE_FLASHINFER_SAMPLER=1). The model charged 5 B per
+  logit (never fitted); it now charges the sort's 38 B: 256 x 100,352 logits = 0.91 GiB against the
+  Phi-4 log's 0.94, 192 x 128,256 = 0.87 against the T4 log's 0.90, 256 x 152,064 = 1.38 against the
+  RTX 4060 log's 1.42. Only the driver rank samples ("Only perform sampling in the driver worker"), and
+  vllm#13061's rank 0 has 1.23 GiB less KV than the rank 1 its log line shows: the fitted V0 TP >= 2
+  non-torch term (1.6 GiB) had absorbed that sort and is refitted on the same case to 0.4 GiB
+  (0.25 logged on rank 1, 0.30 on the L40S log). The T4 log ran V0: 0.8-0.9 fall back to V0 below
+  compute capability 8.0 ("Compute Capability < 8.0 is not supported by the V1 Engine", engine/
+  arg_utils.py), now modelled (`versions.rules_on_device`); it had been sized as V1 with an absolute budget.
+- A10 0.7.1 (oracle-samples, -26.7 %, was -6.0 %): the one V0 log whose profile shows no sort (0.22 GiB
+  of activation for 256 x 128,256 logits). It comes from Oracle's AI Quick Actions container, whose
+  environment is not in the log; VLLM_USE_FLASHINFER_SAMPLER=1 would explain it. Not modelled (it is
+  not an input), and the default path's sort errs toward less KV.
 - Seed-OSS-36B FP32 on 2 x A100-80GB, 0.11.2 (xuchu0726/ai-inference-service, -18 %): the V1 TP >= 2
   non-torch term charges 2.12 GiB per rank (fitted on H100 NVLink pods at 0.19); these A100 logs imply
   about 0.5 GiB and print "SymmMemCommunicator: Device capability 8.0 not supported, communicator is not
@@ -78,14 +90,10 @@ What makes the held-out error large (all but one on the safe side; the cure belo
   cards, 1,024 on H100). On the L4 the KV budget is only 3.3 GiB at utilization 0.45, so the 0.5 GiB
   becomes 16 %. The unset-utilization default is now the release's own (0.92 at 0.27.1,
   vllm/config/cache.py:68 at tag v0.27.1): the 0.27.1 defaults log went from -8.2 % to -5.9 %.
-- Phi-4 GPTQ 4-bit on A100-80GB, V0 0.6.5 (xinyuwei-david/david-share, +19.6 %, `known_over`): the one
-  held-out over-prediction. V0's 2,048-token profile logs 0.94 GiB of activation for the 4-bit Marlin
-  layers; the bf16 formula gives 0.28 GiB, and at utilization 0.15 the KV budget is only 2.2 GiB. The
-  RTX 4060 AWQ `no_cache_blocks` case shows the same gap (1.42 against 0.54 GiB).
 
-One held-out case predicts more KV than vLLM found (the Phi-4 GPTQ one above); the newest held-out logs
-(0.19.1, 0.26.0, 0.27.1, 0.28.0) all under-predict, and the issue's over-prediction on a recent release is
-still not in this set. The 0.28.0 L4 source (3 launches of one AWQ model at utilization 0.35/0.45/0.60
+No held-out case predicts more KV than vLLM found (the largest signed error is -0.1 %); the newest held-out
+logs (0.19.1, 0.26.0, 0.27.1, 0.28.0) all under-predict, and the issue's over-prediction on a recent release
+is still not in this set. The 0.28.0 L4 source (3 launches of one AWQ model at utilization 0.35/0.45/0.60
 next to an Ollama holding 4.8 GiB) adds an L4, the newest release and a `max_len_exceeds_kv` start.
 The margin is therefore taken from |error|, not from the over-predictions alone.
 
@@ -114,10 +122,9 @@ log that over-predicts on a recent release. Five of the 24 sized held-out cases 
 (xuchu0726/ai-inference-service, one 2 x A100 machine), five from another (dennislee22) and two (plus an
 outcome-only one) from a third (floSa/data-analyst-agent, one L4). Qwen3-14B 0.15-0.18
 figures come from llm-d-planner's parsed run records (the raw logs are not published). The RTX 4060
-`no_cache_blocks` case (vllm#13882, 0.7.3, 4-bit Qwen2.5-7B) gets the outcome right but the
-activation wrong: vLLM logged 1.42 GiB, the V0 formula gives 0.54 GiB, so the predicted KV budget
-(-0.54 GiB) is 0.5 GiB less negative than logged (-1.05 GiB); 4-bit dequantisation during the
-4,096-token profile run is not modelled. `oom_loading_weights` has no public log here yet.
+`no_cache_blocks` case (vllm#13882, 0.7.3, 4-bit Qwen2.5-7B) now gets the activation right as well as the
+outcome: vLLM logged 1.42 GiB, the V0 profile's sort of 256 x 152,064 logits gives 1.40 GiB (it was 0.54
+before the sort was modelled). `oom_loading_weights` has no public log here yet.
 
 ## Left out, with reasons
 

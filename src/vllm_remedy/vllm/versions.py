@@ -10,7 +10,7 @@ than that is *extrapolated* from them, and every output says so (``label``, ``pr
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import Literal
 
@@ -137,3 +137,15 @@ def rules(version: str | None) -> VersionRules:
         sampler_sorts=engine == "V1" and v < (0, 17, 0),
         default_gpu_memory_utilization=0.92 if v >= DEFAULT_UTIL_092_SINCE else 0.9,
     )
+
+
+def rules_on_device(version: str | None, compute_capability: str) -> VersionRules:
+    """The version's rules on a GPU of this compute capability. 0.8-0.9 run V1 by default but fall back to V0 below
+    compute capability 8.0 (engine/arg_utils.py `_is_v1_supported_oracle`; the log says "Compute Capability < 8.0 is
+    not supported by the V1 Engine. Falling back to V0."), with V0's "increase" budget and no free-memory check."""
+    r = rules(version)
+    major, _, minor = compute_capability.partition(".")
+    if r.engine == "V1" and r.version < (0, 10, 0) and (int(major), int(minor or 0)) < (8, 0):
+        return replace(r, engine="V0", budget="increase", free_memory_check=False, suggests_max_len=False,
+                       sampler_sorts=False)
+    return r

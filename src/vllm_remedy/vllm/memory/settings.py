@@ -15,7 +15,7 @@ from vllm_remedy.errors import UserError
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline.flags import canonical_key
 from vllm_remedy.vllm.cmdline.values import parse_float, parse_int
-from vllm_remedy.vllm.versions import VersionRules, rules
+from vllm_remedy.vllm.versions import VersionRules, rules, rules_on_device
 
 KV_DTYPES = frozenset({"auto", "fp8", "fp8_e4m3", "fp8_e5m2", "bfloat16", "float16", "fp8_inc", "fp8_ds_mla"})
 DTYPES = frozenset({"auto", "bfloat16", "float16", "half", "float32", "float"})
@@ -185,7 +185,7 @@ class Resolved:
 
 def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
     """Apply vLLM's defaults for this version, model and GPU; reject impossible TP splits."""
-    r = rules(s.version)
+    r = rules_on_device(s.version, gpu.compute_capability)
     if model.num_heads % s.tp:
         raise UserError(
             f"tensor-parallel-size: {s.tp} does not divide the model's {model.num_heads} attention heads"
