@@ -38,7 +38,12 @@ constants were fitted on, which is why the old out-of-sample figure (median 0.3 
 HELD_OUT_NOTES = """
 What makes the held-out error large (all but one on the safe side; the cure belongs in `terms.py`, not here):
 
-- vLLM 0.10.1.1 on A100 (dennislee22/vLLM-benchmarking, 5 cases): the logs imply activation plus
+- vLLM 0.10.1.1 on A100 (dennislee22/vLLM-benchmarking, 5 cases): the logs print "[topk_topp_sampler.py:50]
+  Using FlashInfer for top-p & top-k sampling": V1's TopKTopPSampler takes FlashInfer's kernel (no
+  sort) whenever FlashInfer is importable and `VLLM_USE_FLASHINFER_SAMPLER is not False`. Tried and
+  not kept: dropping the sort for 0.10.x puts the pip-installed 0.10.2 L40S logs (tim-roethig, 1.4 GiB
+  peak activation logged, a sort's worth) 1-3 % over; whether FlashInfer is installed is not an input,
+  so the sort stays (less KV). The logs imply activation plus
   non-torch memory of 0.50-0.65 GiB per rank at TP 1 and TP 2 on one node (requested - weights - KV),
   1.54 GiB at TP 2 across two nodes over Ray; the model charges 1.75 GiB (TP 1) and 2.08 GiB (TP 2).
   Most of it is the V1 sampler term: with `sampler_sorts` (all V1 releases before 0.17) it costs
@@ -47,29 +52,50 @@ What makes the held-out error large (all but one on the safe side; the cure belo
   term (0.6 GiB for < 0.11) is also too high where custom all-reduce is disabled (no P2P, both
   same-node logs say so). At utilization 0.25 the KV cache is only 5 GiB, so the same ~1.2 GiB
   becomes a 25 % miss; at 0.5 it is 5 %.
-- L40S 0.7.1 TP 2 (vllm#15815, -13 %): the V0 TP >= 2 non-torch term (1.6 GiB, fitted on one RTX 4090
-  log) against 0.30 GiB logged.
-- A10 0.7.1 (-6 %): the V0 TP 1 non-torch term (0.25 GiB) against 0.05 GiB logged, plus 0.07 GiB of
-  weight buffers: 0.27 GiB of a 4.6 GiB KV cache. T4 0.8.2 V0 (-7.6 %) is the same story: 0.37 GiB of
-  non-torch charged against 0.05 logged, plus 0.14 GiB of weights and activation, of a 6.2 GiB cache.
+- V0 profile sampler (fixed; Phi-4 GPTQ 0.6.5 +19.6 % -> -10.1 %, L40S 0.7.1 TP 2 -13.3 % -> -1.8 %,
+  T4 0.8.2 -7.6 % -> -4.3 %): V0's `profile_run` samples its dummy batch with
+  `SamplingParams(top_p=0.99, top_k=self.vocab_size - 1)` ("Enable top-k sampling to reflect the accurate
+  memory usage", worker/model_runner.py), and V0's Sampler applies top-k/top-p with a full PyTorch sort
+  (`_apply_top_k_top_p`; FlashInfer only when VLLM_USE_FLASHINFER_SAMPLER=1). The model charged 5 B per
+  logit (never fitted); it now charges the sort's 38 B: 256 x 100,352 logits = 0.91 GiB against the
+  Phi-4 log's 0.94, 192 x 128,256 = 0.87 against the T4 log's 0.90, 256 x 152,064 = 1.38 against the
+  RTX 4060 log's 1.42. Only the driver rank samples ("Only perform sampling in the driver worker"), and
+  vllm#13061's rank 0 has 1.23 GiB less KV than the rank 1 its log line shows: the fitted V0 TP >= 2
+  non-torch term (1.6 GiB) had absorbed that sort and is refitted on the same case to 0.4 GiB
+  (0.25 logged on rank 1, 0.30 on the L40S log). The T4 log ran V0: 0.8-0.9 fall back to V0 below
+  compute capability 8.0 ("Compute Capability < 8.0 is not supported by the V1 Engine", engine/
+  arg_utils.py), now modelled (`versions.rules_on_device`); it had been sized as V1 with an absolute budget.
+- A10 0.7.1 (oracle-samples, -26.7 %, was -6.0 %): the one V0 log whose profile shows no sort (0.22 GiB
+  of activation for 256 x 128,256 logits). It comes from Oracle's AI Quick Actions container, whose
+  environment is not in the log; VLLM_USE_FLASHINFER_SAMPLER=1 would explain it. Not modelled (it is
+  not an input), and the default path's sort errs toward less KV.
 - Seed-OSS-36B FP32 on 2 x A100-80GB, 0.11.2 (xuchu0726/ai-inference-service, -18 %): the V1 TP >= 2
   non-torch term charges 2.12 GiB per rank (fitted on H100 NVLink pods at 0.19); these A100 logs imply
-  about 0.5 GiB. At utilization 0.98 with 67 GiB of FP32 weights the KV cache is only ~9 GiB, so the
+  about 0.5 GiB and print "SymmMemCommunicator: Device capability 8.0 not supported, communicator is not
+  available" (distributed/device_communicators/symm_mem.py; NCCL's NVLS buffers are Hopper-only too).
+  Tried and not kept: the pre-0.11 0.6 GiB for compute capability < 9.0 puts the mnbt-32K BF16 log of
+  the same machine +4.5 % over, so the Ampere figure lies between and would have to be fitted.
+  At utilization 0.98 with 67 GiB of FP32 weights the KV cache is only ~9 GiB, so the
   1.6 GiB becomes 18 %; the same term costs 2-5 % on this source's BF16/W8A8/128K logs.
-- RTX 4080/4090 under WSL2, 0.26-0.27 (akiyax/kvcache-lab, enginrect/llmso, -5 to -10 %): the model
-  charges 0.85-0.91 GiB of CUDA graphs where the logs show 0.0-0.48 GiB, and vLLM 0.27.1's default
-  utilization is 0.92 (the log says so; vLLM's current docs agree) where `settings.py` assumes 0.90
-  for every version (the 0.19.1 log still shows 0.9). The release that changed it is not pinned down,
-  so the default is not changed here. The 4-bit AWQ log charges more activation than modelled (1.04
-  against 0.63 GiB), which partly offsets.
-- Phi-4 GPTQ 4-bit on A100-80GB, V0 0.6.5 (xinyuwei-david/david-share, +19.6 %, `known_over`): the one
-  held-out over-prediction. V0's 2,048-token profile logs 0.94 GiB of activation for the 4-bit Marlin
-  layers; the bf16 formula gives 0.28 GiB, and at utilization 0.15 the KV budget is only 2.2 GiB. The
-  RTX 4060 AWQ `no_cache_blocks` case shows the same gap (1.42 against 0.54 GiB).
+- RTX 4080/4090 under WSL2 and L4, 0.26-0.28 (akiyax/kvcache-lab, enginrect/llmso, floSa/data-analyst-agent,
+  -5 to -16 %): from 0.21 vLLM takes the CUDA-graph charge inside the budget, but what it subtracts is
+  the estimate of `profile_cudagraph_memory()` (two graphs per mode, extrapolated), applied only when
+  `VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS` is on (v1/worker/gpu_worker.py, `cudagraph_memory_estimate_applied`;
+  "default since v0.21.0" in every 0.2x log), and the "Free memory on device" line folds it into "peak
+  activation" (`peak_activation_memory = transient_peak_headroom + cudagraph_memory_estimate_applied`).
+  Those logs give activation + estimate = 1.04 GiB (Qwen2.5-7B-AWQ, 2,048 tokens) and 0.25-0.31 GiB
+  (Qwen2.5-0.5B), where the model charges 1.54 and 1.47 GiB (its 14.5 B/logit sampler plus the graph
+  pool of an H100 0.19 capture, 0.5 + 0.0145 x layers). Not refitted: these are held-out logs, and
+  the estimate's size depends on the capture list (FULL decode graphs up to max_num_seqs: 256 on these
+  cards, 1,024 on H100). On the L4 the KV budget is only 3.3 GiB at utilization 0.45, so the 0.5 GiB
+  becomes 16 %. The unset-utilization default is now the release's own (0.92 at 0.27.1,
+  vllm/config/cache.py:68 at tag v0.27.1): the 0.27.1 defaults log went from -8.2 % to -5.9 %.
 
-One held-out case predicts more KV than vLLM found (the Phi-4 GPTQ one above); the newest held-out logs
-(0.19.1, 0.26.0, 0.27.1) all under-predict, and the issue's over-prediction on a recent release is still
-not in this set. The margin is therefore taken from |error|, not from the over-predictions alone.
+No held-out case predicts more KV than vLLM found (the largest signed error is -0.1 %); the newest held-out
+logs (0.19.1, 0.26.0, 0.27.1, 0.28.0) all under-predict, and the issue's over-prediction on a recent release
+is still not in this set. The 0.28.0 L4 source (3 launches of one AWQ model at utilization 0.35/0.45/0.60
+next to an Ollama holding 4.8 GiB) adds an L4, the newest release and a `max_len_exceeds_kv` start.
+The margin is therefore taken from |error|, not from the over-predictions alone.
 
 """
 NOTES = """
@@ -88,17 +114,17 @@ rounding, the version's budget formula and defaults) come from vLLM's source, no
 Caveats: most `fit: []` cases share the fitted cases' GPU (H100), version (0.19.0) and launcher
 (llm-d-planner), and several are the same model with one flag changed (TP 4, float16, 32k length, fp8
 KV), so they test the flag rules more than new setups; the held-out section above is the figure to
-quote. Held-out KV counts now come from 11 sources: T4, A10, L40S, A100-40GB, A100-80GB, RTX 4080 and
-RTX 4090; vLLM 0.6.5 to 0.27.1; utilization 0.15 to 0.98; TP 1, 2 and 8; MoE with expert parallelism
+quote. Held-out KV counts now come from 12 sources: T4, A10, L4, L40S, A100-40GB, A100-80GB, RTX 4080 and
+RTX 4090; vLLM 0.6.5 to 0.28.0; utilization 0.15 to 0.98; TP 1, 2 and 8; MoE with expert parallelism
 (Qwen3-30B-A3B and Qwen3-235B-A22B FP8), FP8, W8A8 int8, GPTQ and AWQ 4-bit checkpoints, FP32 weights.
-Still missing from the held-out set: fp8 KV cache, L4, A10G, RTX 3090/A6000, V100, TP 4, and a held-out
-log that over-predicts on a recent release. Five of the 22 sized held-out cases come from one repository
-(xuchu0726/ai-inference-service, one 2 x A100 machine) and five from another (dennislee22). Qwen3-14B 0.15-0.18
+Still missing from the held-out set: fp8 KV cache, A10G, RTX 3090/A6000, V100, TP 4, and a held-out
+log that over-predicts on a recent release. Five of the 24 sized held-out cases come from one repository
+(xuchu0726/ai-inference-service, one 2 x A100 machine), five from another (dennislee22) and two (plus an
+outcome-only one) from a third (floSa/data-analyst-agent, one L4). Qwen3-14B 0.15-0.18
 figures come from llm-d-planner's parsed run records (the raw logs are not published). The RTX 4060
-`no_cache_blocks` case (vllm#13882, 0.7.3, 4-bit Qwen2.5-7B) gets the outcome right but the
-activation wrong: vLLM logged 1.42 GiB, the V0 formula gives 0.54 GiB, so the predicted KV budget
-(-0.54 GiB) is 0.5 GiB less negative than logged (-1.05 GiB); 4-bit dequantisation during the
-4,096-token profile run is not modelled. `oom_loading_weights` has no public log here yet.
+`no_cache_blocks` case (vllm#13882, 0.7.3, 4-bit Qwen2.5-7B) now gets the activation right as well as the
+outcome: vLLM logged 1.42 GiB, the V0 profile's sort of 256 x 152,064 logits gives 1.40 GiB (it was 0.54
+before the sort was modelled). `oom_loading_weights` has no public log here yet.
 
 ## Left out, with reasons
 
@@ -129,8 +155,12 @@ activation wrong: vLLM logged 1.42 GiB, the V0 formula gives 0.54 GiB, so the pr
   on the GPU); kvcached#210 (kvcached replaces the KV allocator); vllm#21348 (Qwen3-235B-FP8 with an
   LMCache connector, model not in the catalog); vllm#25350 (fp8 KV figures but neither model nor GPU
   stated). Searching committed files (logs, READMEs, notebooks) found T4, RTX 4080/4090 and more A100
-  and L40S logs; none on L4, A10G or RTX 3090 with V1 that states model, version, GPU, flags and KV size
-  together.
+  and L40S logs; none on A10G or RTX 3090 with V1 that states model, version, GPU, flags and KV size
+  together. Also left out (December 2026 search): a Qwen3-8B-FP8 0.10.2 log on a 23.53 GiB card with
+  fp8 weights and 62,608 tokens (its repository could not be identified from the index, so no source URL);
+  gpustack#4660 (RTX 4090, 0.13.0, Qwen3-8B-FP8; the KV line is not in the stored excerpt); the same L4
+  source's Gemma-4-E4B w4a16 run (sliding-window/shared-KV hybrid, not modelled); DGX Spark GB10 logs
+  with fp8 KV (unified memory); club-3090 threads (Qwen3.5/3.6 hybrid GDN models with MTP/DFlash).
 - llm-d-planner runs with pipeline parallelism (PP is not modelled), multimodal models (Gemma 3,
   Mistral-Small-3.1, Kimi-VL, granite-vision: encoder profiling is not modelled), gpt-oss-20b (two
   differing KV counts for the same settings in one record set; sink/sliding-window hybrid) and

@@ -10,7 +10,7 @@ than that is *extrapolated* from them, and every output says so (``label``, ``pr
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import Literal
 
@@ -18,6 +18,10 @@ Engine = Literal["V0", "V1"]
 Budget = Literal["absolute", "increase"]
 
 NEWEST_MODELLED = (0, 21, 0)
+# The first release known to default --gpu-memory-utilization to 0.92 (vllm/config/cache.py:68 at tag v0.27.1;
+# 0.19.1 logs still print 0.9). The releases between are not pinned down and keep 0.9: assuming the lower default
+# predicts less KV cache, the safe side.
+DEFAULT_UTIL_092_SINCE = (0, 27, 0)
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:\.?(post\d+|rc\d+|dev\d*))?")
 
 
@@ -64,8 +68,15 @@ class VersionRules:
     suggests_max_len: bool  # V1 ≥0.8.5 prints "the estimated maximum model length is N"
     # V1 sampler warm-up: top-k/top-p by a full PyTorch sort of the vocab (values + int64 indices + scatter
     # copy) up to 0.16; 0.17 switched batches of >= 8 rows to a Triton kernel that does not sort
-    # (v1/sample/ops/topk_topp_sampler.py). The sort roughly 2.6x the sampler's peak.
+    # (v1/sample/ops/topk_topp_sampler.py). The sort roughly 2.6x the sampler's peak. Where FlashInfer is
+    # installed, V1 before 0.17 may take FlashInfer's kernel instead (no sort: the 0.10.1.1 A100 logs print
+    # "Using FlashInfer for top-p & top-k sampling"), but that depends on the install (a pip 0.10.2 L40S log
+    # peaks at 1.4 GiB, a sort's worth), so the sort is kept: it errs toward less KV.
     sampler_sorts: bool = False
+    # `--gpu-memory-utilization` when the flag is absent: CacheConfig's default, 0.9, later 0.92
+    # (`Field(default=0.92, gt=0, le=1)`, vllm/config/cache.py:68 at tag v0.27.1, commit 6e448d0; a 0.27.1 log
+    # with the flag unset prints "Desired GPU memory utilization is (0.92, ...)").
+    default_gpu_memory_utilization: float = 0.9
 
     @property
     def extrapolated(self) -> bool:
@@ -124,4 +135,17 @@ def rules(version: str | None) -> VersionRules:
         chunked_prefill_mnbt=512 if v < (0, 6, 5) else 2048,
         suggests_max_len=engine == "V1" and v >= (0, 8, 5),
         sampler_sorts=engine == "V1" and v < (0, 17, 0),
+        default_gpu_memory_utilization=0.92 if v >= DEFAULT_UTIL_092_SINCE else 0.9,
     )
+
+
+def rules_on_device(version: str | None, compute_capability: str) -> VersionRules:
+    """The version's rules on a GPU of this compute capability. 0.8-0.9 run V1 by default but fall back to V0 below
+    compute capability 8.0 (engine/arg_utils.py `_is_v1_supported_oracle`; the log says "Compute Capability < 8.0 is
+    not supported by the V1 Engine. Falling back to V0."), with V0's "increase" budget and no free-memory check."""
+    r = rules(version)
+    major, _, minor = compute_capability.partition(".")
+    if r.engine == "V1" and r.version < (0, 10, 0) and (int(major), int(minor or 0)) < (8, 0):
+        return replace(r, engine="V0", budget="increase", free_memory_check=False, suggests_max_len=False,
+                       sampler_sorts=False)
+    return r

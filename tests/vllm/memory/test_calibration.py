@@ -122,18 +122,19 @@ def test_held_out_outcomes_right_and_over_predictions_only_the_known_ones():
     acc = accuracy(_load(p) for p in CASES if p.stem in HELD_OUT)
     assert acc.outcomes_right == acc.cases
     assert len(acc.errors) >= 22
-    # Target 0. Today 1: the V0 4-bit GPTQ case (its `known_over` says why); no other held-out case is above +2 %.
+    # Target 0, met: the V0 4-bit GPTQ case (+19.6 % until the V0 profile sort was modelled) is now under.
     assert acc.over <= len([p for p in KNOWN_OVER if p.stem in HELD_OUT])
 
 
 def test_held_out_error_does_not_regress():
-    """Ratchet at today's held-out figures (23 cases from 12 sources, 22 sized): median 5.3 %, p90 18.3 %. The targets
+    """Ratchet at today's held-out figures (26 cases from 13 sources, 24 sized): median 5.0 %, p90 18.3 %. The targets
     (median <= 3 %, p90 <= 10 %) are MISSED; bench/estimate_accuracy.md names the terms behind the misses (V1
-    sampler/activation and TP >= 2 non-torch terms too high off H100, the 0.92 default utilization of recent
-    releases, V0 4-bit activation). Lower these bounds as the model improves, never raise them. Adding cases
-    may move them either way: that is a new measurement, say so in the commit."""
+    sampler/activation and TP >= 2 non-torch terms too high off H100, the CUDA-graph charge of 0.21+, a V0 log
+    without the profile's sort). Lower these bounds as the model improves, never raise them. Adding cases may move
+    them either way: that is a new measurement, say so in the commit (the three L4 0.28 logs moved the median from
+    5.3 % to 5.5 %; the V0 profile sort then brought it to 5.0 %)."""
     acc = accuracy(_load(p) for p in CASES if p.stem in HELD_OUT)
-    assert acc.median_abs <= 0.054
+    assert acc.median_abs <= 0.051
     assert acc.p90_abs <= 0.184
 
 

@@ -156,3 +156,30 @@ def test_fewer_seqs_never_less_kv(seqs, version):
     more = run(version=version, max_num_seqs=str(seqs + 64), max_model_len="8192")
     fewer = run(version=version, max_num_seqs=str(seqs), max_model_len="8192")
     assert fewer.kv_cache_tokens >= more.kv_cache_tokens
+
+
+def test_unset_utilization_is_the_releases_default():
+    """0.27.1 defaults --gpu-memory-utilization to 0.92 (vllm/config/cache.py:68); earlier releases to 0.9. An explicit
+    flag always wins."""
+    assert EngineSettings.from_flags({}, "0.19.1").gpu_memory_utilization == 0.9
+    assert EngineSettings.from_flags({}, "0.27.1").gpu_memory_utilization == 0.92
+    assert EngineSettings.from_flags({"gpu-memory-utilization": "0.9"}, "0.27.1").gpu_memory_utilization == 0.9
+    assert run(version="0.27.1", max_model_len="8192").kv_cache_tokens > run(
+        version="0.27.1", max_model_len="8192", gpu_memory_utilization="0.9").kv_cache_tokens
+
+
+def test_pre_ampere_gpus_run_v0_on_0_8_and_0_9():
+    """0.8-0.9 fall back to V0 below compute capability 8.0 ("Compute Capability < 8.0 is not supported by the V1
+    Engine"): V0's "increase" budget, no free-memory check. Ampere and newer keep V1."""
+    t4 = catalog.gpu("Tesla-T4")
+    assert resolve(LLAMA, t4, EngineSettings(version="0.8.2")).rules.engine == "V0"
+    assert resolve(LLAMA, t4, EngineSettings(version="0.8.2")).rules.budget == "increase"
+    assert resolve(LLAMA, L4, EngineSettings(version="0.8.2")).rules.engine == "V1"
+    assert resolve(LLAMA, t4, EngineSettings(version="0.19.0")).rules.engine == "V1"
+
+
+def test_v0_profile_sorts_the_vocab_for_its_top_k_dummy_sampling():
+    """V0's profile_run samples 256 dummy sequences with top_k = vocab - 1: a full sort of 256 x vocab logits
+    (~38 B each), larger than a short prefill's activation."""
+    est = run(version="0.7.3", gpu=L4, max_model_len="2048")
+    assert est.activation_gib > 256 * LLAMA.vocab_size * 30 / 2**30

@@ -48,10 +48,17 @@ V1_FORWARD_BYTES_PER_TOKEN_HIDDEN = 1.25  # x dtype bytes
 FLOAT32_EXTRA_GIB = 0.2  # float32 runs peaked 0.3 GiB above bf16 (Llama-3.1-8B, 0.19.0)
 # V0 activation = one prefill of mnbt tokens: gate/up + activation + residual copies, 3 x (I/TP + H)
 # values per token (matches 0.103 GiB per 1k tokens for Llama-3.1-8B on 0.6.4 exactly), or the
-# sampler over max_num_seqs logits, whichever is larger.
+# sampler over max_num_seqs logits, whichever is larger. V0's profile_run samples its dummy batch with
+# SamplingParams(top_p=0.99, top_k=vocab_size - 1) "to reflect the accurate memory usage", and the V0
+# Sampler's _apply_top_k_top_p does that with a full PyTorch sort (FlashInfer only when
+# VLLM_USE_FLASHINFER_SAMPLER=1): the same sort as V1 before 0.17, so the same bytes per logit. Only the
+# driver rank samples, so at TP >= 2 the sort lands on rank 0, whose KV budget is the smallest.
 V0_FORWARD_VALUES_PER_TOKEN = 3
-V0_SAMPLER_BYTES_PER_LOGIT = 5.0
 V0_ACTIVATION_BASE_GIB = 0.02
+# V0 non-torch growth during profiling at TP >= 2, per rank: 0.25 GiB logged on vllm#13061's rank 1; rank 0's
+# 7.46 GiB of KV (81,536 tokens) less the sort-inclusive activation leaves 0.36 -> 0.4 (fitted on that case).
+# It was 1.6 while the sampler term had no sort: the constant had absorbed rank 0's 1.2 GiB sort.
+V0_NON_TORCH_TP2_GIB = 0.4
 # MoE: routed tokens x top-k through gate/up, with sort/permute buffers (Mixtral 8x7B, 0.19.0).
 MOE_FACTOR = 2.0
 MOE_BASE_GIB = 0.1
@@ -146,7 +153,7 @@ def activation_gib(model: ModelSpec, res: Resolved) -> float:
         return (sampler + forward) / GIB + V1_FORWARD_BASE_GIB + extra + _moe_gib(model, res) + _encoder_gib(model, res)
     per_token = V0_FORWARD_VALUES_PER_TOKEN * (model.intermediate_size / res.tp + model.hidden_size) * dt
     forward = res.mnbt * per_token
-    sampler = min(res.max_num_seqs, res.mnbt) * model.vocab_size * V0_SAMPLER_BYTES_PER_LOGIT
+    sampler = min(res.max_num_seqs, res.mnbt) * model.vocab_size * V1_SORT_SAMPLER_BYTES_PER_LOGIT
     return max(forward, sampler) / GIB + V0_ACTIVATION_BASE_GIB + _moe_gib(model, res)
 
 
@@ -155,7 +162,7 @@ def non_torch_gib(gpu: GpuSpec, res: Resolved) -> float:
 
     "increase" budgets count only what grows during profiling: 0.24-0.27 GiB at TP=1 (0.19.0), but
     2.06-2.21 GiB per rank at TP >= 2 from 0.11 on (custom all-reduce buffers; llm-d 0.19.0 logs), <= 0.6
-    in 0.9-0.10 (notes), 1.6 GiB on V0 0.7 (vllm#13061 rank 0, fitted). "absolute" budgets also
+    in 0.9-0.10 (notes), 0.4 GiB on V0 0.7 (vllm#13061, fitted). "absolute" budgets also
     count the CUDA context and NCCL, which are already in the device's used memory.
     """
     r = res.rules
@@ -163,7 +170,7 @@ def non_torch_gib(gpu: GpuSpec, res: Resolved) -> float:
     if r.budget == "absolute":
         return context_gib(gpu, res.tp) + (0.6 if tp2 else 0.0)
     if r.engine == "V0":
-        return 1.6 if tp2 else 0.25
+        return V0_NON_TORCH_TP2_GIB if tp2 else 0.25
     if not tp2:
         return 0.27
     if r.version < (0, 11, 0):
