@@ -8,7 +8,7 @@ from fixtures.budget_world import BUDGET, LOCAL, MODEL, args_of, deployment, kv_
 from fixtures.dry_run import dry_then_apply
 from fixtures.pyinfra_run import Rehearsal
 from fixtures.restore_world import host_out, write_inventory
-from vllm_remedy.vllm.memory.settings import KV_ESTIMATE_MARGIN
+from vllm_remedy.vllm.memory.settings import KV_ESTIMATE_MARGIN, KV_MARGIN_PERCENTILE
 
 rehearsal = pyinfra_run.rehearsal
 
@@ -16,7 +16,8 @@ rehearsal = pyinfra_run.rehearsal
 #: 10.96 of the policy's 10 (8 x 1.25) max-length requests: 8.8 % spare, less than the 16 % margin.
 TIGHT = [MODEL, "--max-model-len", "16384", "--gpu-memory-utilization", "0.85", "--max-num-seqs", "64"]
 REQUIRED = 10.0
-MARGIN = "16 % KV estimate margin (covers the estimator's error in 90 % of held-out startup logs)"
+PCT = f"{KV_ESTIMATE_MARGIN * 100:.3g} %"
+MARGIN = f"{PCT} KV estimate margin (covers the estimator's error in {KV_MARGIN_PERCENTILE} % of held-out startup logs)"
 
 
 def test_a_revision_inside_the_margin_gets_a_shorter_max_model_len_that_holds_the_target(rehearsal: Rehearsal
@@ -27,8 +28,8 @@ def test_a_revision_inside_the_margin_gets_a_shorter_max_model_len_that_holds_th
     dry, got = dry_then_apply(rehearsal, LOCAL, BUDGET, expect_diffs=1)
     assert got.returncode == 0, got.stderr
     lines = host_out(dry.stderr)
-    assert ("problem: the predicted KV cache for 10.00x at max-model-len 16,384 fits by 8 %, below the 16 % "
-            "estimate margin") in lines, lines
+    assert ("problem: the predicted KV cache for 10.00x at max-model-len 16,384 fits by 8 %, below the "
+            f"{PCT} estimate margin") in lines, lines
     assert f"note: {MARGIN}" in lines, lines
     after = deployment(rehearsal)
     args = args_of(after)
@@ -36,7 +37,7 @@ def test_a_revision_inside_the_margin_gets_a_shorter_max_model_len_that_holds_th
     assert args[:1] + args[3:] == TIGHT[:1] + TIGHT[3:] and length < 16384 and length % 256 == 0
     reason = after["metadata"]["annotations"]["vllm-remedy.io/last-action-reason"]
     assert reason.startswith(f"max-model-len: largest max-model-len within bounds that fits: {length:,} (16,384 fits "
-                             "by 8 %, below the 16 % estimate margin)"), reason
+                             f"by 8 %, below the {PCT} estimate margin)"), reason
     # vLLM's own log on the new pods: the KV cache less the margin holds the target at this length, not one step
     # longer (0.8.5 counts concurrency as tokens / length).
     assert len(live_pods(rehearsal)) == 2

@@ -36,6 +36,7 @@ from fixtures.restore_world import (
 from vllm_remedy.kube.annotations import rfc3339
 from vllm_remedy.kube.client import MERGE_PATCH
 from vllm_remedy.kube.history import templates_equal
+from vllm_remedy.vllm.memory.settings import KV_ESTIMATE_MARGIN, KV_MARGIN_PERCENTILE
 
 rehearsal = pyinfra_run.rehearsal
 POLICY = pyinfra_run.ROOT / "policies" / "llama-8b.yaml"
@@ -298,8 +299,9 @@ def test_the_hand_over_keeps_the_policy_margin_and_its_dry_run_says_so(rehearsal
     dry = rehearsal.pyinfra(write_inventory(tmp_path, policy=str(policy)), RESTORE, "--dry")
     assert dry.returncode == 0, dry.stderr
     said = host_out(dry.stderr)
-    assert ("note: 40 % KV estimate margin (policy budget.kv_margin; the derived 16 % covers the estimator's error "
-            "in 90 % of held-out startup logs)") in said, said
+    derived = f"{KV_ESTIMATE_MARGIN * 100:.3g} %"
+    assert (f"note: 40 % KV estimate margin (policy budget.kv_margin; the derived {derived} covers the estimator's "
+            f"error in {KV_MARGIN_PERCENTILE} % of held-out startup logs)") in said, said
     assert ("budget problem: the predicted KV cache for 1.25x at max-model-len 16,384 fits by 36 %, below the 40 % "
             "estimate margin") in said, said
     assert any(line.startswith("budget handover on deployment llm/llama-8b: revision 14 (llama-8b-6b765dc795), the "
