@@ -25,6 +25,9 @@ CASES = [
      FP8_OK, None),
     ("Llama-3.1-70B / A100-40GB / 0.9.2 (weights OOM)", "meta-llama/Llama-3.1-70B-Instruct", "NVIDIA-A100-SXM4-40GB",
      EngineSettings(version="0.9.2"), None, Failure.OOM_LOADING_WEIGHTS),
+    ("Llama-3.1-8B / L4 / 0.12.0 at 0.95, CUDA-graph capture OOM", "meta-llama/Llama-3.1-8B-Instruct", "NVIDIA-L4",
+     EngineSettings(version="0.12.0", gpu_memory_utilization=0.95, max_model_len=8192), None,
+     Failure.CUDAGRAPH_CAPTURE_OOM),
     ("Qwen2.5-72B TP2 / H100 / 0.19.0, target 64", "Qwen/Qwen2.5-72B-Instruct", "NVIDIA-H100-80GB-HBM3",
      EngineSettings(version="0.19.0", tp=2), None, None),
 ]

@@ -28,5 +28,7 @@ def test_a_newer_release_is_flagged_in_the_pods_log_and_the_deploys_prediction(r
     got = rehearsal.pyinfra(LOCAL, BUDGET, "--dry")
     assert got.returncode == 0, got.stderr
     predictions = [line for line in host_out(got.stderr) if "prediction on " in line]
-    assert predictions and all(line.endswith("(vLLM 0.25.0: rules extrapolated from 0.21))") for line in predictions), \
+    # On 0.25's rules the seed's 16384 holds the target by less than the estimate margin, so the dry run plans a
+    # shorter max-model-len: its prediction line, like a no-op's, names the extrapolated rules.
+    assert predictions and all("(vLLM 0.25.0: rules extrapolated from 0.21)" in line for line in predictions), \
         predictions

@@ -36,6 +36,7 @@ from fixtures.restore_world import (
 from vllm_remedy.kube.annotations import rfc3339
 from vllm_remedy.kube.client import MERGE_PATCH
 from vllm_remedy.kube.history import templates_equal
+from vllm_remedy.vllm.memory.settings import KV_ESTIMATE_MARGIN, KV_MARGIN_PERCENTILE
 
 rehearsal = pyinfra_run.rehearsal
 POLICY = pyinfra_run.ROOT / "policies" / "llama-8b.yaml"
@@ -284,3 +285,26 @@ def test_a_record_planned_on_a_replicaset_edited_at_the_prompt_is_refused_and_ne
     assert notes["colleague/verdict"] == "do-not-trust"
     assert "vllm-remedy.io/crashed" not in notes
     assert templates_equal(deployment(rehearsal)["spec"]["template"], good["spec"]["template"])
+
+
+def test_the_hand_over_keeps_the_policy_margin_and_its_dry_run_says_so(rehearsal: Rehearsal, tmp_path: Path) -> None:
+    """Revision 14 on an L4 holds 1.97 requests of 16384 as predicted, 1.25 wanted: 36 % spare, less than this
+    policy's 40 % margin, so the hand-over shortens --max-model-len and the dry run says why."""
+    l40s_pool_gone(rehearsal)
+    two_bad_revisions(rehearsal)
+    before = settled(rehearsal)
+    policy = tmp_path / "l4.yaml"
+    policy.write_text(f"extends: {POLICY.with_suffix('')}\nknown_good: []\ngpu:\n  products: [NVIDIA-L4]\n"
+                      "peak_concurrency: 1\nbudget:\n  kv_margin: 0.4\n")
+    dry = rehearsal.pyinfra(write_inventory(tmp_path, policy=str(policy)), RESTORE, "--dry")
+    assert dry.returncode == 0, dry.stderr
+    said = host_out(dry.stderr)
+    derived = f"{KV_ESTIMATE_MARGIN * 100:.3g} %"
+    assert (f"note: 40 % KV estimate margin (policy budget.kv_margin; the derived {derived} covers the estimator's "
+            f"error in {KV_MARGIN_PERCENTILE} % of held-out startup logs)") in said, said
+    assert ("budget problem: the predicted KV cache for 1.25x at max-model-len 16,384 fits by 36 %, below the 40 % "
+            "estimate margin") in said, said
+    assert any(line.startswith("budget handover on deployment llm/llama-8b: revision 14 (llama-8b-6b765dc795), the "
+                               "last that served, with pin nvidia.com/gpu.product=NVIDIA-L4; --max-model-len ")
+               for line in said), said
+    assert deployment(rehearsal)["spec"]["template"] == before["spec"]["template"]

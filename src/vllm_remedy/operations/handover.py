@@ -24,7 +24,7 @@ from vllm_remedy.facts.nodes import NodeObjects
 from vllm_remedy.kube.history import HASH_LABEL
 from vllm_remedy.operations.budget import _schedulable_step, plan_for, planned_template
 from vllm_remedy.operations.restore import _decision
-from vllm_remedy.operations.util import K8sHost, keeps_its_plan, noop, refuse, set_template, wait_rollout
+from vllm_remedy.operations.util import K8sHost, keeps_its_plan, noop, refuse, set_template, show, wait_rollout
 from vllm_remedy.operations.util.context import k8s_host
 from vllm_remedy.remedies.pin_gpu import plan_pin
 from vllm_remedy.remedies.predict import failed_prediction, predict_template
@@ -57,6 +57,7 @@ def budget_template(ctx: K8sHost, deployment: dict[str, Any], base: dict[str, An
                                                                            "template": base}}, plan, picture)
     if step is None:
         raise UserError(f"budget: {plan.problem}; no rung is schedulable{skipped}")
+    show(state, host, [f"budget problem: {plan.problem}", *(f"note: {n}" for n in plan.notes)], topic="plan")
     planned, notes = planned_template(ctx, moved or pin.template, step, ctx.client.server_time(), pinned=True)
     return planned, notes, f"{what[0]}; {step.describe()} ({step.lever}, rung {step.rank} of {len(plan.steps)})"
 

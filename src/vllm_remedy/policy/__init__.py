@@ -15,6 +15,7 @@ from .model import API_VERSION, DEFAULT_ANNOTATION_PREFIX, Policy
 from .sections import (
     Alerts,
     BackendRef,
+    Budget,
     Confirm,
     EnforceEager,
     Fallback,
@@ -38,6 +39,7 @@ __all__ = [
     "Alerts",
     "BackendRef",
     "Bounds",
+    "Budget",
     "Choices",
     "Confirm",
     "EnforceEager",

@@ -17,6 +17,7 @@ from .messages import one_line
 from .scalars import DNS_SUBDOMAIN, Bool, FrozenModel, Int1, Text, fail, one_of
 from .sections import (
     Alerts,
+    Budget,
     Confirm,
     Drift,
     EnforceEager,
@@ -70,6 +71,7 @@ class Policy(FrozenModel):
     known_good: tuple[KnownGoodUnit, ...] = ()
     peak_concurrency: Int1 = 8
     enforce_eager: EnforceEager = Field(default_factory=EnforceEager)
+    budget: Budget = Field(default_factory=Budget)
     load_shedding: LoadShedding = Field(default_factory=LoadShedding)
     fallback: Fallback | None = None
     restore: Restore = Field(default_factory=Restore)

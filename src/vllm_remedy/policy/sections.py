@@ -30,6 +30,7 @@ from .scalars import (
     LabelKey,
     LabelValue,
     LabelValueList,
+    Margin,
     Namespace,
     NamespaceList,
     NonNegativeFloat,
@@ -269,6 +270,14 @@ class EnforceEager(FrozenModel):
         if self.max_duration > timedelta(days=7):
             raise PydanticCustomError(POLICY_ERROR, "max_duration may be at most 7d (the toggle is temporary)", {})
         return self
+
+
+class Budget(FrozenModel):
+    """Runbook step 4's planner. ``kv_margin``: the share of the predicted KV cache a change must be able to lose
+    and still hold max-model-len and the target concurrency. null (the default) uses the margin derived from
+    the estimator's held-out error; a number overrides it (0 trusts the point estimate)."""
+
+    kv_margin: Margin | None = None
 
 
 class Restore(FrozenModel):

@@ -13,6 +13,7 @@ from vllm_remedy.remedies.budget import BudgetRequest, limits, plan_budget, tp_s
 from vllm_remedy.remedies.budget.limits import LEN_STEP
 from vllm_remedy.vllm import catalog
 from vllm_remedy.vllm.memory import EngineSettings, estimate
+from vllm_remedy.vllm.memory.settings import KV_ESTIMATE_MARGIN
 from vllm_remedy.vllm.outcomes import Failure, Outcome
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -30,8 +31,9 @@ FP8_OK = policy(kv_cache_fp8={"status": "allowed", "evaluated": "eval team, MMLU
 
 
 def safe(est, gpu, required: float) -> bool:
-    """What the planner promises for every rung (see the package docstring)."""
-    return (est.outcome is Outcome.FITS and est.max_concurrency >= required
+    """What the planner promises for every rung (see the package docstring): the KV cache less the estimate
+    margin still holds the required concurrency."""
+    return (est.outcome is Outcome.FITS and est.max_concurrency * (1 - KV_ESTIMATE_MARGIN) >= required
             and est.total_gib - est.peak_gib >= max(0.5, 0.03 * gpu.total_gib))
 
 
@@ -52,7 +54,9 @@ def test_runbook_case_first_rung_is_the_longest_explicit_max_model_len(label):
     assert length % LEN_STEP == 0 and safe(first.prediction, gpu, 8.0)
     longer = estimate(model, gpu, dataclasses.replace(current, max_model_len=length + LEN_STEP))
     assert not safe(longer, gpu, 8.0)
-    assert first.prediction.kv_cache_tokens // length >= 8 > longer.kv_cache_tokens // (length + LEN_STEP)
+    # 0.8.5 counts concurrency as tokens / length: the KV cache less the margin holds 8 requests, one step longer not.
+    held = 1 - KV_ESTIMATE_MARGIN
+    assert first.prediction.kv_cache_tokens * held // length >= 8 > longer.kv_cache_tokens * held // (length + LEN_STEP)
 
 
 def test_runbook_case_single_request_target_keeps_a_long_context():
@@ -61,8 +65,9 @@ def test_runbook_case_single_request_target_keeps_a_long_context():
     plan = plan_budget(BudgetRequest(model, gpu, current, target_concurrency=1))
     length = int(plan.steps[0].set["max-model-len"])
     est = estimate(model, gpu, dataclasses.replace(current, max_model_len=length))
-    # Concurrency is tokens / length on 0.8.5; one request with 5 % spare → the largest multiple of 256 ≤ tokens/1.05.
-    assert length == est.kv_cache_tokens * 100 // 105 // LEN_STEP * LEN_STEP
+    # Concurrency is tokens / length on 0.8.5; one request with 5 % spare in the KV cache less the estimate margin
+    # → the largest multiple of 256 ≤ tokens × (1 - margin) / 1.05.
+    assert length == int(est.kv_cache_tokens * (1 - KV_ESTIMATE_MARGIN) / 1.05) // LEN_STEP * LEN_STEP
     assert plan.steps[0].prediction == est
 
 
@@ -92,9 +97,12 @@ def test_runbook_policy_pins_the_l40s_and_bounds_every_flag():
     plan = plan_budget(BudgetRequest(model, gpu, EngineSettings(version="0.8.5"), policy=pol))
     assert [s.lever for s in plan.steps] == ["tensor-parallel-size", "gpu-product"]
     swap = plan.steps[1]
-    assert dict(swap.set) == {"max-model-len": "16384"}  # the policy's preferred length fits on the L40S
+    # The policy's preferred 16384 fits the L40S as predicted, but by less than the estimate margin.
+    assert dict(swap.set) == {"max-model-len": "15872"}
+    assert "16,384 fits by 14 %, below the 16 % estimate margin" in swap.reason
     assert dict(swap.template.node_selector) == {"nvidia.com/gpu.product": "NVIDIA-L40S"}
-    assert swap.prediction.max_concurrency >= 8 * 1.25  # peak_concurrency x confirm.min_concurrency_ratio
+    # peak_concurrency x confirm.min_concurrency_ratio, with the margin taken off the predicted KV cache
+    assert swap.prediction.max_concurrency * (1 - KV_ESTIMATE_MARGIN) >= 8 * 1.25
     for step in plan.steps:
         assert pol.check_flags({**step.set}) == []
     assert "kv-cache-dtype fp8 not offered: policy forbids it (kv_cache_fp8.status)" in plan.notes
@@ -166,7 +174,8 @@ def test_no_fitting_change_is_a_verdict_not_an_error():
     plan = plan_budget(BudgetRequest(model, gpu, EngineSettings(version="0.9.2"), policy=pol))
     assert plan.current.outcome is Outcome.OOM_LOADING_WEIGHTS
     assert (plan.verdict, plan.steps) == ("no_fitting_change", ())
-    assert plan.notes[0] == "no change within the policy's bounds is predicted to start and meet the target"
+    assert plan.notes[0] == ("no change within the policy's bounds is predicted to start and meet the target with "
+                             "the estimate margin")
 
 
 def test_fitting_explicit_settings_need_no_change():

@@ -16,11 +16,16 @@ What "smallest" means — the ladder's order, least disruptive first:
 7. A bigger GPU product: the policy's products, else the next bigger data-center cards; pins nodeSelector.
 8. ``--enforce-eager``: only when nothing above fits; marked temporary with the policy's maximum duration.
 
+For a CUDA-graph capture OOM, a smaller largest captured batch size (the release's flag) comes first, and it
+and lower utilization are both kept as alternatives; eager follows as the temporary stopgap.
+
 Each lever is tried alone, then with the longest max-model-len that then fits, then on top of the earlier
 flag levers; a rung is listed only if it keeps a longer max-model-len than every rung above it. "Safe"
 means the estimator predicts ``fits`` *and* the predicted peak leaves max(0.5 GiB, 3 %) of the card free,
-maximum concurrency ≥ target × the policy's confirm ratio, vLLM's argument checks pass, and the quantity
-behind an observed failure improves. Nothing predicted to fail is ever proposed.
+maximum concurrency ≥ target × the policy's confirm ratio with the KV estimate margin taken off the predicted
+KV cache (``settings.KV_ESTIMATE_MARGIN``, derived from the held-out error, or the policy's
+``budget.kv_margin``), vLLM's argument checks pass, and the quantity behind an observed failure improves.
+Nothing predicted to fail is ever proposed.
 """
 
 from vllm_remedy.remedies.budget.levers import tp_sizes

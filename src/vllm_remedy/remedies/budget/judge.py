@@ -1,8 +1,9 @@
 """Whether a candidate is safe to propose, and the longest max-model-len that keeps it safe.
 
 "Safe" is stricter than the estimator's ``fits``: the predicted peak leaves a headroom margin on the card,
-the predicted maximum concurrency covers the target, vLLM's own argument checks pass, and — when a failure
-was observed — the candidate improves the very quantity that failed.
+the predicted KV cache, less the estimate margin (the estimator's held-out error), still covers max-model-len
+at the target concurrency, vLLM's own argument checks pass, and — when a failure was observed — the candidate
+improves the very quantity that failed.
 """
 
 from __future__ import annotations
@@ -48,10 +49,27 @@ class Judge:
 
     def accept(self, settings: EngineSettings, gpu: GpuSpec) -> Estimate | None:
         """The estimate when the candidate is safe to propose, else None."""
+        return self._accept(settings, gpu, self.limits.kv_margin)
+
+    def spare(self, est: Estimate) -> float:
+        """The share of the predicted KV cache this start could lose and still hold the required concurrency of
+        max-model-len requests (negative: short even as predicted)."""
+        held = est.max_concurrency * self.kv_scale
+        return 1 - self.limits.required / held if held > 0 else -1.0
+
+    def margin_only(self, settings: EngineSettings, gpu: GpuSpec) -> float | None:
+        """``spare`` when the estimate margin is all that refuses the candidate (safe on the point estimate), else
+        None — for "fits by 6 %, below the 16 % estimate margin"."""
+        if self.limits.kv_margin <= 0 or self.accept(settings, gpu) is not None:
+            return None
+        est = self._accept(settings, gpu, 0.0)
+        return self.spare(est) if est is not None else None
+
+    def _accept(self, settings: EngineSettings, gpu: GpuSpec, margin: float) -> Estimate | None:
         est = self.estimate(settings, gpu)
         if not est.fits or est.total_gib - est.peak_gib < self.limits.headroom_for(gpu):
             return None
-        if est.max_concurrency * self.kv_scale < self.limits.required:
+        if self.spare(est) < margin:  # the KV cache less the margin must still hold the target
             return None
         res = _resolve(self.model, gpu, settings)
         if not res.chunked_prefill and res.mnbt < res.max_model_len:

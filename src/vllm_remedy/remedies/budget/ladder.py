@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from vllm_remedy.remedies.budget.judge import Judge
 from vllm_remedy.remedies.budget.levers import (
     FLAG_LEVERS,
+    GRAPH_LEVERS,
     HARDWARE_LEVERS,
+    NUDGED_LEVERS,
     Context,
     Lever,
     Variant,
@@ -65,14 +67,16 @@ def _first_working(ctx: Context, judge: Judge, variants: list[Variant], cap: int
 
 
 def rung_for(name: str, lever: Lever, ctx: Context, judge: Judge, base: EngineSettings, boosted: EngineSettings,
-             cap: int, hardware: bool = False, beat: int = 0) -> Rung | None:
+             cap: int, nudge: bool = False, beat: int = 0) -> Rung | None:
     """The smallest safe use of one lever (see the module docstring for the a/b/c order).
 
-    Hardware levers take the smallest variant (2 GPUs before 4, an L40S before a B200) that keeps a longer
-    max-model-len than ``beat`` (the best rung so far); flag levers first try every value at full length.
+    ``nudge`` levers (hardware, and the CUDA-graph capture size) take the smallest variant (2 GPUs before 4, an
+    L40S before a B200, capture 256 before 128), with the nearest utilization that keeps the headroom margin if
+    need be, that keeps a longer max-model-len than ``beat`` (the best rung so far); flag levers first try every
+    value at full length.
     """
     variants = lever(ctx, base, ctx.gpu)
-    if hardware:
+    if nudge:
         got = _first_working(ctx, judge, variants, cap, beat)
         if got is None and boosted != base:
             got = _first_working(ctx, judge, lever(ctx, boosted, ctx.gpu), cap, beat)
@@ -125,10 +129,12 @@ def build(ctx: Context, judge: Judge, base: EngineSettings, cap: int) -> Iterato
     found = first is not None
     boosted = base
     for name, lever in (*FLAG_LEVERS, *HARDWARE_LEVERS):
-        rung = rung_for(name, lever, ctx, judge, base, boosted, cap, hardware=(name, lever) in HARDWARE_LEVERS,
-                        beat=longest)
+        alternative = ctx.graphs and name in GRAPH_LEVERS
+        rung = rung_for(name, lever, ctx, judge, base, boosted, cap, nudge=name in NUDGED_LEVERS,
+                        beat=longest - 1 if alternative else longest)
         if rung is not None:
-            if not found or rung.estimate.max_model_len > longest:
+            got = rung.estimate.max_model_len
+            if not found or got > longest or (alternative and got >= longest):
                 yield rung
             found, longest = True, max(longest, rung.estimate.max_model_len)
         if (name, lever) in FLAG_LEVERS:

@@ -1,13 +1,15 @@
 """The levers the planner may pull, least disruptive first, and the values each may take.
 
-Order (documented in the package docstring): utilization, max-num-seqs, max-num-batched-tokens, fp8 KV
-cache, tensor parallelism, a bigger GPU product; enforce-eager only as a last, temporary resort. Each lever
+Order (documented in the package docstring): (for a CUDA-graph capture OOM only: the largest captured batch
+size), utilization, max-num-seqs, max-num-batched-tokens, fp8 KV cache, tensor parallelism, a bigger GPU
+product; enforce-eager only as a last, temporary resort. Each lever
 lists its values least change first, within policy bounds and vLLM's own rules.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -15,6 +17,7 @@ from vllm_remedy.remedies.budget.limits import Limits
 from vllm_remedy.vllm import catalog
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.memory import EngineSettings, resolve
+from vllm_remedy.vllm.memory.capture import MIN_CAPTURE, capture_flag, largest_capture
 
 UTIL_STEP = 0.01
 _CONSUMER = ("geforce", "rtx")
@@ -36,6 +39,19 @@ class Context:
     model: ModelSpec
     limits: Limits
     gpu: GpuSpec  # the GPU the pod runs on now
+    graphs: bool = False  # the CUDA graphs ran (or are predicted to run) short: the capture-size lever is live
+
+
+def capture_size(ctx: Context, s: EngineSettings, gpu: GpuSpec) -> list[Variant]:
+    """Halve the largest batch captured as a CUDA graph (the pool shrinks with it; larger decode batches run
+    without graphs), down to the target concurrency or 8: only for a graph failure, on releases with the flag."""
+    if not ctx.graphs or s.enforce_eager:
+        return []
+    res = resolve(ctx.model, gpu, s)
+    if capture_flag(res.rules) is None:
+        return []
+    values = _halvings(largest_capture(res) - 1, max(MIN_CAPTURE, math.ceil(ctx.limits.target)))
+    return [Variant(dataclasses.replace(s, cudagraph_capture_size=v), gpu) for v in values]
 
 
 def utilization(ctx: Context, s: EngineSettings, gpu: GpuSpec) -> list[Variant]:
@@ -139,11 +155,17 @@ def _halvings(top: int, floor: int) -> list[int]:
 Lever = Callable[[Context, EngineSettings, GpuSpec], list[Variant]]
 #: Flag levers in the order they are tried after max-model-len; each may combine with the ones before it.
 FLAG_LEVERS: tuple[tuple[str, Lever], ...] = (
+    ("cudagraph-capture-size", capture_size),
     ("gpu-memory-utilization", utilization),
     ("max-num-seqs", max_num_seqs),
     ("max-num-batched-tokens", max_num_batched_tokens),
     ("kv-cache-dtype", kv_fp8),
 )
+#: A graph failure's alternatives to one another: each is kept beside the others even at the same max-model-len
+#: (a smaller capture size costs large-batch speed, lower utilization costs KV cache: the operator picks).
+GRAPH_LEVERS = ("cudagraph-capture-size", "gpu-memory-utilization")
+#: Levers that may take the nearest utilization restoring the headroom margin (see ``ladder._first_working``).
+NUDGED_LEVERS = ("cudagraph-capture-size", "tensor-parallel-size", "gpu-product")
 #: Levers that change the pod's hardware: more GPUs per pod, or another GPU product.
 HARDWARE_LEVERS: tuple[tuple[str, Lever], ...] = (
     ("tensor-parallel-size", tensor_parallel),

@@ -17,6 +17,7 @@ from datetime import timedelta
 
 from vllm_remedy.policy import DEFAULT_POLICY, FractionBounds, IntBounds, KvCacheFp8, Policy
 from vllm_remedy.vllm.catalog import GpuSpec
+from vllm_remedy.vllm.memory.settings import KV_ESTIMATE_MARGIN, KV_MARGIN_PERCENTILE
 
 # Device memory that must stay free after the predicted peak (weights, activations, KV, graphs, context,
 # other processes): covers allocator fragmentation and the profiled terms' estimation error (≤ 10 % of
@@ -60,6 +61,19 @@ class Limits:
     products: tuple[str, ...]  # policy's GPU products (empty: any bigger catalog product)
     selector_key: str
     gpu_resource: str
+    # Share of the predicted KV cache a step must be able to lose and still hold max-model-len and the target:
+    # the estimator's held-out error (settings.KV_ESTIMATE_MARGIN), or the policy's budget.kv_margin.
+    kv_margin: float = KV_ESTIMATE_MARGIN
+    kv_margin_from_policy: bool = False
+
+    @property
+    def margin_phrase(self) -> str:
+        """The margin and what it covers, as every plan prints it."""
+        derived = f"covers the estimator's error in {KV_MARGIN_PERCENTILE} % of held-out startup logs"
+        if not self.kv_margin_from_policy:
+            return f"{_pct(self.kv_margin)} KV estimate margin ({derived})"
+        return (f"{_pct(self.kv_margin)} KV estimate margin (policy budget.kv_margin; the derived "
+                f"{_pct(KV_ESTIMATE_MARGIN)} {derived})")
 
     def headroom_for(self, gpu: GpuSpec) -> float:
         """GiB that must stay free on ``gpu`` after the predicted peak."""
@@ -106,7 +120,19 @@ def limits(policy: Policy | None, gpu: GpuSpec, target: float | None, node_gpus:
         products=tuple(base.gpu.products),
         selector_key=base.gpu.label,
         gpu_resource=base.gpu.resource,
+        kv_margin=KV_ESTIMATE_MARGIN if base.budget.kv_margin is None else base.budget.kv_margin,
+        kv_margin_from_policy=base.budget.kv_margin is not None,
     )
+
+
+def _pct(fraction: float) -> str:
+    return f"{fraction * 100:.3g} %"
+
+
+def margin_shortfall(spare: float, margin: float) -> str:
+    """``fits by 6 %, below the 16 % estimate margin`` (the spare share rounded down, so it never reads as the
+    margin itself)."""
+    return f"fits by {max(math.floor(spare * 100), 0)} %, below the {_pct(margin)} estimate margin"
 
 
 def _fraction(policy: Policy | None, flag: str) -> FractionBounds | None:

@@ -11,13 +11,16 @@ from vllm_remedy.remedies.budget import reasons
 from vllm_remedy.remedies.budget.judge import Judge
 from vllm_remedy.remedies.budget.ladder import Rung, build
 from vllm_remedy.remedies.budget.levers import Context, tp_sizes
-from vllm_remedy.remedies.budget.limits import Limits, limits
+from vllm_remedy.remedies.budget.limits import Limits, limits, margin_shortfall
 from vllm_remedy.remedies.plan import Plan, Step, TemplateChange
 from vllm_remedy.vllm import catalog
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS, GpuSpec, ModelSpec
 from vllm_remedy.vllm.failures import FAILURES
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate, resolve
+from vllm_remedy.vllm.memory.capture import capture_flag
+from vllm_remedy.vllm.memory.settings import KV_MARGIN_PERCENTILE
 from vllm_remedy.vllm.outcomes import Failure, Outcome
+from vllm_remedy.vllm.versions import rules
 
 KIND = "BudgetPlan"
 _STARTUP = frozenset(o.value for o in Outcome) - {"fits"}
@@ -46,12 +49,14 @@ def plan_budget(req: BudgetRequest) -> Plan:
     current = estimate(req.model, req.gpu, req.settings)
     subject = {"model": req.model.name, "gpu": req.gpu.product, "gpuMemoryGiB": req.gpu.total_gib,
                "vllmVersion": req.settings.version, "targetConcurrency": lim.target,
-               "requiredConcurrency": round(lim.required, 2), "failure": req.failure.value if req.failure else None}
+               "requiredConcurrency": round(lim.required, 2), "failure": req.failure.value if req.failure else None,
+               "kvMargin": {"fraction": lim.kv_margin, "percentile": KV_MARGIN_PERCENTILE,
+                            "source": "policy" if lim.kv_margin_from_policy else "held-out error"}}
     if req.failure is not None and FAILURES[req.failure].host_memory:
         return Plan(KIND, "outside_gpu_budget", "the container was killed for host memory (OOMKilled), not GPU memory",
                     current, notes=("raise the container's memory limit or the node's RAM; no vLLM GPU flag helps",),
                     subject=subject)
-    notes: list[str] = []
+    notes: list[str] = [lim.margin_phrase]
     base, cap, problems = _base(req, lim, notes)
     mismatch = req.failure is not None and req.failure.value in _STARTUP and current.fits
     kv_scale = 1.0
@@ -64,19 +69,22 @@ def plan_budget(req: BudgetRequest) -> Plan:
                      "every step must improve on the current prediction by 10 %")
     judge = Judge(req.model, lim, current, req.settings, req.failure, kv_scale, mismatch)
     problems = _problems(req, lim, current, judge) + problems
-    ladder = build(Context(req.model, lim, req.gpu), judge, base, cap)
+    # CUDA graphs ran short (observed, or predicted with nothing observed): the capture-size lever is live
+    graphs = req.failure is Failure.CUDAGRAPH_CAPTURE_OOM or (current.graph_capture_oom and req.failure is None)
+    ladder = build(Context(req.model, lim, req.gpu, graphs=graphs), judge, base, cap)
     first = next(ladder, None)
     problem = "; ".join(problems) or "none: the current settings are predicted to fit with headroom"
-    if not problems and first is not None and _settles(_step(1, first, req, lim, cap)):
+    if not problems and first is not None and _settles(_step(1, first, req, lim, cap, judge)):
         # in sync, as most of a fleet is: the rest of the ladder is never computed
-        return Plan(KIND, "no_change_needed", problem, current, (), tuple(notes + _lever_notes(req, lim, [first])),
-                    subject)
+        return Plan(KIND, "no_change_needed", problem, current, (),
+                    tuple(notes + _lever_notes(req, lim, [first], graphs)), subject)
     rungs = [first, *ladder] if first is not None else []
-    steps = tuple(_step(i + 1, r, req, lim, cap) for i, r in enumerate(rungs))
-    notes += _lever_notes(req, lim, rungs)
+    steps = tuple(_step(i + 1, r, req, lim, cap, judge) for i, r in enumerate(rungs))
+    notes += _lever_notes(req, lim, rungs, graphs)
     if not steps:
         verdict = "no_fitting_change"
-        notes.insert(0, "no change within the policy's bounds is predicted to start and meet the target")
+        notes.insert(0, "no change within the policy's bounds is predicted to start and meet the target with the "
+                        "estimate margin")
     else:
         verdict = "change"
     return Plan(KIND, verdict, problem, current, steps, tuple(notes), subject)
@@ -142,9 +150,13 @@ def _problems(req: BudgetRequest, lim: Limits, cur: Estimate, judge: Judge) -> l
         out.append(f"predicted {Failure.CUDAGRAPH_CAPTURE_OOM}: the CUDA graphs ({cur.cudagraph_gib:.2f} GiB) do not "
                    f"fit what the budget leaves on the card")
     if cur.fits:
-        if cur.max_concurrency * judge.kv_scale < lim.required:
+        spare = judge.spare(cur)
+        if spare < 0:
             out.append(f"predicted max concurrency {cur.max_concurrency:.2f}x is below the required "
                        f"{lim.required:.2f}x at max-model-len {cur.max_model_len:,}")
+        elif spare < lim.kv_margin:
+            out.append(f"the predicted KV cache for {lim.required:.2f}x at max-model-len {cur.max_model_len:,} "
+                       f"{margin_shortfall(spare, lim.kv_margin)}")
         free, margin = cur.total_gib - cur.peak_gib, lim.headroom_for(req.gpu)
         if free < margin:
             out.append(f"predicted peak leaves {free:.2f} GiB free, below the {margin:.2f} GiB margin")
@@ -167,12 +179,16 @@ def _flags(cur: EngineSettings, new: EngineSettings) -> dict[str, str]:
     for flag, old, value in pairs:
         if value != old and value is not None:
             out[flag] = f"{value:g}" if isinstance(value, float) else str(value)
+    if new.cudagraph_capture_size != cur.cudagraph_capture_size and new.cudagraph_capture_size is not None:
+        flag = capture_flag(rules(new.version))
+        if flag is not None:
+            out[flag] = str(new.cudagraph_capture_size)
     if new.enforce_eager and not cur.enforce_eager:
         out["enforce-eager"] = "true"
     return out
 
 
-def _step(rank: int, rung: Rung, req: BudgetRequest, lim: Limits, cap: int) -> Step:
+def _step(rank: int, rung: Rung, req: BudgetRequest, lim: Limits, cap: int, judge: Judge) -> Step:
     flags = _flags(req.settings, rung.settings)
     template = TemplateChange(gpu_resource=lim.gpu_resource)
     if rung.gpu.product != req.gpu.product:
@@ -182,14 +198,18 @@ def _step(rank: int, rung: Rung, req: BudgetRequest, lim: Limits, cap: int) -> S
     if rung.settings.tp != req.settings.tp:
         template = dataclasses.replace(template, gpu_limit=rung.settings.tp)
     temporary = rung.lever == "enforce-eager"
-    reason = reasons.explain(rung, req.settings, req.gpu, lim, cap)
+    short = None
+    if rung.estimate.max_model_len < cap:  # was the full length refused by the estimate margin alone?
+        spare = judge.margin_only(dataclasses.replace(rung.settings, max_model_len=cap), rung.gpu)
+        short = margin_shortfall(spare, lim.kv_margin) if spare is not None else None
+    reason = reasons.explain(rung, req.settings, req.gpu, lim, cap, short)
     if temporary:
         reason = f"TEMPORARY, revert within {format_duration(int(lim.eager_max.total_seconds()))}: {reason}"
     return Step(rank=rank, lever=rung.lever, reason=reason, prediction=rung.estimate, set=flags, template=template,
                 temporary=temporary, revert_after=lim.eager_max if temporary else None, gpu=rung.gpu.product)
 
 
-def _lever_notes(req: BudgetRequest, lim: Limits, rungs: list[Rung]) -> list[str]:
+def _lever_notes(req: BudgetRequest, lim: Limits, rungs: list[Rung], graphs: bool) -> list[str]:
     """Why a lever is absent when it was never allowed to appear (not when a smaller rung beat it)."""
     out = []
     if lim.fp8_why_not and not req.settings.kv_cache_dtype.startswith("fp8"):
@@ -209,7 +229,9 @@ def _lever_notes(req: BudgetRequest, lim: Limits, rungs: list[Rung]) -> list[str
     elif eager:
         out.append("--enforce-eager is offered as a stopgap for the CUDA-graph capture OOM: it costs throughput "
                    "and latency; apply one of the lasting steps above before it expires")
-    if req.failure is Failure.CUDAGRAPH_CAPTURE_OOM:
-        out.append("a smaller --max-cudagraph-capture-size (older releases: --cuda-graph-sizes) also shrinks the "
-                   "graph pool; the memory model does not size the pool per capture size, so it is not a step here")
+    if graphs and capture_flag(rules(req.settings.version)) is None:
+        out.append(f"no capture-size step: vLLM {rules(req.settings.version).label} sets the CUDA-graph sizes only "
+                   "through --compilation-config (cudagraph_capture_sizes), which the planner does not write")
+    elif graphs and not any(r.lever == "cudagraph-capture-size" for r in rungs):
+        out.append("no capture-size step: no smaller CUDA-graph capture size is predicted to fit on its own")
     return out

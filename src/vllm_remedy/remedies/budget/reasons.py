@@ -7,13 +7,15 @@ from vllm_remedy.remedies.budget.limits import Limits
 from vllm_remedy.vllm.catalog import GpuSpec
 from vllm_remedy.vllm.memory import EngineSettings
 
-_HARDWARE = ("tensor-parallel-size", "gpu-product")
+_NUDGED = ("cudagraph-capture-size", "tensor-parallel-size", "gpu-product")
 
 
-def _length(rung: Rung, cap: int) -> str:
+def _length(rung: Rung, cap: int, short: str | None) -> str:
     got = rung.estimate.max_model_len
     if got >= cap:
         return f"keeps max-model-len {cap:,}"
+    if short is not None:
+        return f"with max-model-len {got:,} (the longest that then fits; {cap:,} {short})"
     return f"with max-model-len {got:,} (the longest that then fits; {cap:,} does not)"
 
 
@@ -21,24 +23,31 @@ def _target(rung: Rung, lim: Limits) -> str:
     return f"max concurrency {rung.estimate.max_concurrency:.2f}x ≥ {lim.required:.2f}x needed"
 
 
-def explain(rung: Rung, cur: EngineSettings, gpu: GpuSpec, lim: Limits, cap: int) -> str:
+def explain(rung: Rung, cur: EngineSettings, gpu: GpuSpec, lim: Limits, cap: int, short: str | None = None) -> str:
     """Why this rung: what moves, what it buys (max-model-len kept or the longest that fits) and the predicted
-    concurrency against the target — shown with each step and recorded as the write's reason."""
+    concurrency against the target — shown with each step and recorded as the write's reason. ``short``: why the
+    cap itself was refused when the estimate margin alone refused it ("fits by 6 %, below the 16 % ...")."""
     s, est = rung.settings, rung.estimate
     extra = ""
     if rung.combined:
         extra = " (together with the flag changes above it: no smaller combination fits)"
-    elif rung.lever in _HARDWARE and s.gpu_memory_utilization != cur.gpu_memory_utilization:
+    elif rung.lever in _NUDGED and s.gpu_memory_utilization != cur.gpu_memory_utilization:
         extra = f" (gpu-memory-utilization {s.gpu_memory_utilization:g} keeps the headroom margin)"
     if rung.lever == "max-model-len":
         if cur.max_model_len in (None, -1) and est.max_model_len >= cap:
             head = f"set max-model-len explicitly to {cap:,} (never the model's default)"
         else:
             head = f"largest max-model-len within bounds that fits: {est.max_model_len:,}"
+            if short is not None:
+                head += f" ({cap:,} {short})"
         return f"{head}; {_target(rung, lim)}; nothing else changes"
     if rung.lever == "gpu-memory-utilization":
         head = (f"gpu-memory-utilization {cur.gpu_memory_utilization:g}→{s.gpu_memory_utilization:g} "
                 f"(KV {est.kv_cache_gib:.2f} GiB, {est.total_gib - est.peak_gib:.2f} GiB left free)")
+    elif rung.lever == "cudagraph-capture-size":
+        head = f"largest CUDA-graph batch →{s.cudagraph_capture_size}: a smaller graph pool " \
+               f"({est.cudagraph_gib:.2f} GiB, {est.total_gib - est.peak_gib:.2f} GiB left free); larger decode " \
+               "batches run without graphs"
     elif rung.lever == "max-num-seqs":
         head = f"max-num-seqs →{s.max_num_seqs}: a smaller warm-up batch frees memory for KV (activation " \
                f"{est.activation_gib:.2f} GiB)"
@@ -58,4 +67,4 @@ def explain(rung: Rung, cur: EngineSettings, gpu: GpuSpec, lim: Limits, cap: int
         head = "enforce-eager drops the CUDA-graph pool at a throughput and latency cost"
     else:
         head = rung.lever
-    return f"{head}; {_length(rung, cap)}; {_target(rung, lim)}{extra}"
+    return f"{head}; {_length(rung, cap, short)}; {_target(rung, lim)}{extra}"

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from vllm_remedy.vllm.catalog import GIB, GpuSpec, ModelSpec
-from vllm_remedy.vllm.memory import terms
+from vllm_remedy.vllm.memory import capture, terms
 from vllm_remedy.vllm.memory.settings import EngineSettings, Resolved, resolve
 from vllm_remedy.vllm.outcomes import Outcome
 
@@ -62,7 +62,7 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
     weights = terms.weights_gib(model, res, settings.quantization)
     activation = terms.activation_gib(model, res)
     non_torch = terms.non_torch_gib(gpu, res)
-    graphs = terms.cudagraph_gib(model, res)
+    graphs = terms.cudagraph_gib(model, res) * capture.pool_scale(res)
     context = terms.context_gib(gpu, res.tp)
     other = res.other_process_gib
 

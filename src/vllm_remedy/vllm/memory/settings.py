@@ -33,6 +33,16 @@ _FALSE = frozenset({"false", "0", "no", "off"})
 KV_MARGIN_PERCENTILE = 90
 KV_ESTIMATE_MARGIN = 0.16
 
+# The flags that cap which batch sizes vLLM captures as CUDA graphs, and the release each arrived in:
+# --cuda-graph-sizes in 0.9.0 (vllm#17201, SchedulerConfig); --max-cudagraph-capture-size and
+# --cudagraph-capture-sizes in 0.11.1 (vllm#26016, CompilationConfig; --cuda-graph-sizes deprecated there).
+# Before 0.9 only --compilation-config's cudagraph_capture_sizes sets them.
+CAPTURE_FLAGS_SINCE: dict[str, tuple[int, int, int]] = {
+    "cuda-graph-sizes": (0, 9, 0),
+    "max-cudagraph-capture-size": (0, 11, 1),
+    "cudagraph-capture-sizes": (0, 11, 1),
+}
+
 
 def kv_margin(errors: Sequence[float], pct: float = KV_MARGIN_PERCENTILE) -> float:
     """The fraction to take off a predicted KV cache so that it does not exceed what vLLM logs, for ``pct`` % of
@@ -75,6 +85,8 @@ class EngineSettings:
     block_size: int | None = None
     enable_chunked_prefill: bool | None = None
     other_process_gib: float = 0.0  # memory other processes hold on each GPU at startup
+    # The largest batch size captured as a CUDA graph (--max-cudagraph-capture-size, --cuda-graph-sizes N)
+    cudagraph_capture_size: int | None = None
 
     def __post_init__(self) -> None:
         if not 0 < self.gpu_memory_utilization <= 1:
@@ -87,6 +99,7 @@ class EngineSettings:
             ("max-num-seqs", self.max_num_seqs),
             ("max-num-batched-tokens", self.max_num_batched_tokens),
             ("block-size", self.block_size),
+            ("max-cudagraph-capture-size", self.cudagraph_capture_size),
         ):
             if value is not None and value <= 0:
                 raise UserError(f"{key}: {value} must be a positive integer")
@@ -131,7 +144,28 @@ class EngineSettings:
             kwargs["enable_chunked_prefill"] = False
         if "other-process-gib" in norm:
             kwargs["other_process_gib"] = _float(norm, "other-process-gib")
+        size = _capture_size(norm, version)
+        if size is not None:
+            kwargs["cudagraph_capture_size"] = size
         return cls(**kwargs)  # type: ignore[arg-type]
+
+
+def _capture_size(flags: Mapping[str, str], version: str | None) -> int | None:
+    """The largest captured batch size from whichever spelling the version takes: a list of sizes (``1 8 128``,
+    ``--cuda-graph-sizes``/``--cudagraph-capture-sizes``) counts by its largest. A spelling the version does not
+    have is refused, as vLLM's argument parser refuses it."""
+    for flag in ("max-cudagraph-capture-size", "cudagraph-capture-sizes", "cuda-graph-sizes"):
+        if flag not in flags:
+            continue
+        since = CAPTURE_FLAGS_SINCE[flag]
+        if rules(version).version < since:
+            raise UserError(f"{flag}: vLLM {rules(version).label} has no such flag (added in "
+                            f"{'.'.join(map(str, since))})")
+        sizes = [parse_int(p) for p in str(flags[flag]).replace(",", " ").split()]
+        if not sizes or any(s is None for s in sizes):
+            raise UserError(f"{flag}: {flags[flag]!r} is not a batch size (or a list of them)")
+        return max(s for s in sizes if s is not None)
+    return None
 
 
 def _normalise(key: str) -> str:
@@ -181,6 +215,7 @@ class Resolved:
     block_size: int
     enforce_eager: bool
     other_process_gib: float
+    capture_size: int | None = None  # --max-cudagraph-capture-size or its older spelling; None: the default
 
 
 def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
@@ -218,4 +253,5 @@ def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
         block_size=s.block_size or (64 if model.is_mla else 16),
         enforce_eager=s.enforce_eager,
         other_process_gib=s.other_process_gib,
+        capture_size=s.cudagraph_capture_size,
     )

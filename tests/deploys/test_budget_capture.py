@@ -1,0 +1,67 @@
+"""deploys/budget.py answers a CUDA-graph capture OOM with a smaller capture size where the release has the flag,
+and the rehearsal cluster's pods then start as predicted (real pyinfra CLI, rehearsal cluster)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fixtures import pyinfra_run
+from fixtures.budget_world import BUDGET, MODEL, args_of, deployment, live_pods, rolled_out
+from fixtures.pyinfra_run import Rehearsal
+from fixtures.restore_world import L4_TOLERATION, crash_looping, host_out, vllm_runtime, wait_until, write_inventory
+from vllm_remedy.vllm import catalog
+from vllm_remedy.vllm.memory import EngineSettings, estimate
+from vllm_remedy.vllm.startup_log import classify, parse_startup_log
+
+rehearsal = pyinfra_run.rehearsal
+
+#: vLLM 0.12 on an L4 at utilization 0.95: the KV cache is sized, then the CUDA graphs do not fit the card.
+ARGS = [MODEL, "--max-model-len", "8192", "--gpu-memory-utilization", "0.95", "--max-num-seqs", "64"]
+POLICY = ("gpu: {products: [NVIDIA-L4], label: cloud.google.com/gke-accelerator}\nknown_good: []\n"
+          "flags:\n  max-model-len: {min: 4096, max: 8192, preferred: 8192}\n"
+          "  gpu-memory-utilization: {min: 0.80, max: 0.95}\npeak_concurrency: 1\n")
+
+
+def graphs_oom_on_l4(dep: dict[str, Any]) -> None:
+    spec = dep["spec"]["template"]["spec"]
+    spec["containers"][0]["image"] = "vllm/vllm-openai:v0.12.0"
+    spec["containers"][0]["args"] = list(ARGS)
+    spec["nodeSelector"] = {"cloud.google.com/gke-accelerator": "nvidia-l4"}
+    spec["tolerations"] = [dict(L4_TOLERATION)]
+    dep["spec"]["strategy"] = {"type": "Recreate"}  # both replicas move to the L4 pool and crash there
+
+
+def logs(rehearsal: Rehearsal, previous: bool = False) -> list[Any]:
+    client = rehearsal.client()
+    return [parse_startup_log(client.pod_log("llm", p["metadata"]["name"], "vllm", previous=previous))
+            for p in live_pods(rehearsal)]
+
+
+def test_capture_oom_gets_a_smaller_capture_size_and_the_pods_start(rehearsal: Rehearsal) -> None:
+    vllm_runtime(rehearsal)
+    rehearsal.change(graphs_oom_on_l4, change_cause="vLLM 0.12 on the L4 pool at 0.95")
+    wait_until(lambda: crash_looping(rehearsal), what="the graphs to crash the start")
+    crashed = [r for r in logs(rehearsal, previous=True) if classify(r).value == "cudagraph_capture_oom"]
+    assert crashed, "the sim's pods did not die capturing CUDA graphs"
+    policy = rehearsal.tmp / "policy.yaml"
+    policy.write_text(f"extends: {pyinfra_run.ROOT / 'policies' / 'llama-8b.yaml'}\n{POLICY}")
+    got = rehearsal.pyinfra(write_inventory(rehearsal.tmp, policy=str(policy)), BUDGET, "-y")
+    assert got.returncode == 0, got.stderr
+    lines = host_out(got.stderr)
+    summary = ("budget deployment llm/llama-8b: --gpu-memory-utilization 0.92 --max-cudagraph-capture-size 64 "
+               "(cudagraph-capture-size, rung 1 of 3)")
+    assert any(line.startswith(summary) for line in lines), lines
+    args = args_of(rolled_out(rehearsal))
+    assert args == [MODEL, "--max-model-len", "8192", "--gpu-memory-utilization", "0.92", "--max-num-seqs", "64",
+                    "--max-cudagraph-capture-size", "64"]
+    # The rehearsal cluster's vLLM starts as predicted: its graphs fit a pool smaller than the crashed start's.
+    started = logs(rehearsal)
+    assert len(started) == 2 and all(classify(r).value == "none" and r.server_was_up for r in started)
+    model, l4 = catalog.model(MODEL), catalog.gpu("NVIDIA-L4")
+    before = estimate(model, l4, EngineSettings.from_flags(dict(zip(ARGS[1::2], ARGS[2::2], strict=True)), "0.12.0"))
+    after = estimate(model, l4, EngineSettings.from_flags(dict(zip(args[1::2], args[2::2], strict=True)), "0.12.0"))
+    assert before.graph_capture_oom and after.fits and not after.graph_capture_oom
+    assert {r.cudagraph_gib for r in started} == {round(after.cudagraph_gib, 2)}
+    assert after.cudagraph_gib < before.cudagraph_gib
+    assert {r.kv_cache_tokens for r in started} == {after.kv_cache_tokens}
+    assert "--enforce-eager" not in args_of(deployment(rehearsal))
