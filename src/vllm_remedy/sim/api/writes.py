@@ -289,8 +289,8 @@ def delete(cluster: ClusterLike, route: Route, req: Request) -> Response:
                                             f"{field} in object meta: {current['metadata'].get(field)}")
     gone = _delete_one(cluster, key, namespace, route.name, cascade=policy != "Orphan", dry_run=req.dry_run(),
                        grace=grace)
-    if key in ("pods", "namespaces") or gone["metadata"].get("deletionTimestamp"):
-        return json_response(with_type(route, gone))  # pods return the object; pending deletions show their state
+    if key in ("pods", "namespaces", "services") or gone["metadata"].get("deletionTimestamp"):
+        return json_response(with_type(route, gone))  # these return the object (Services: ReturnDeletedObject)
     return json_response(deleted_status(route, gone))
 
 
