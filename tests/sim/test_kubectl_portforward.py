@@ -115,3 +115,18 @@ def test_spdy_without_websocket_is_a_clear_error_not_a_hang(runbook_sim):
         raw=b"")
     assert status == 400
     assert "port-forward needs a WebSocket upgrade (kubectl >= 1.31" in body["message"]
+
+
+def test_port_forward_through_the_deployment_and_the_service(runbook_sim):
+    """kubectl picks a pod of deploy/ or svc/ itself, and maps the Service port to its named targetPort."""
+    import yaml
+
+    sim_world.require_kubectl(V)
+    with port_forward(runbook_sim, "deploy/llama-8b", ":8000") as (port, _):
+        assert _get(port, "/health") == (200, "")
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "llama-8b", "namespace": "llm"},
+               "spec": {"selector": {"app": "llama-8b"}, "ports": [{"port": 80, "targetPort": "http"}]}}
+    assert runbook_sim.kubectl(V, "apply", "-f", "-", stdin=yaml.safe_dump(service)).returncode == 0
+    with port_forward(runbook_sim, "svc/llama-8b", ":80") as (port, _):
+        status, body = _get(port, "/v1/models")
+        assert status == 200 and "meta-llama/Llama-3.1-8B-Instruct" in body
