@@ -135,6 +135,8 @@ class EndpointsController:
     def reconcile(self, namespace: str, name: str) -> None:
         """Write the Endpoints/EndpointSlice of one Service, or of every Service in the namespace."""
         services = self.store.list("services", namespace)[0]
+        if name == ALL and not services:
+            return  # most pod changes: no Service in the namespace, nothing to compute
         if name != ALL:
             services = [s for s in services if s["metadata"]["name"] == name]
             if not services:

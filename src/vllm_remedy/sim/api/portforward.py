@@ -103,7 +103,7 @@ def _refused(cluster: ClusterLike, namespace: str, pod: str, port: int) -> str |
     declared = {int(p["containerPort"]) for c in obj.get("spec", {}).get("containers") or []
                 for p in c.get("ports") or [] if str(p.get("containerPort", "")).isdigit()}
     status, _, body = cluster.proxy(namespace, pod, port, "/")
-    if port in declared and not (status == 503 and body.startswith(b"error trying to reach service")):
+    if port in declared and not (status == 503 and b"connection refused" in body):
         return None
     uid = obj["metadata"].get("uid", "")
     return (f"error forwarding port {port} to pod {uid}, uid : failed to connect to localhost:{port} inside "
