@@ -60,3 +60,23 @@ def test_fields_a_manager_stops_applying_are_pruned_and_others_conflict(sim):
     shown = k(V, "-n", "llm", "get", "svc", "gw", "--show-managed-fields", "-o",
               "jsonpath={.metadata.managedFields[*].manager}")
     assert shown.stdout.split() == ["gitops", "responder"]
+
+
+def test_lightkube_apply_meets_the_same_ownership(sim):
+    """A second client's server-side apply: conflict without force, takeover with it."""
+    from lightkube import ApiError, Client, KubeConfig
+    from lightkube.models.meta_v1 import ObjectMeta
+    from lightkube.resources.core_v1 import Service
+
+    sim_world.require_kubectl(V)
+    got = sim.kubectl(V, "apply", "--server-side", "--field-manager=gitops", "-f", "-",
+                      stdin=_service({"tier": "edge"}, [{"name": "http", "port": 80}]))
+    assert got.returncode == 0, got.stderr
+    kc = Client(KubeConfig.from_file(sim.kubeconfig).get(context_name="a"), field_manager="chatops")
+    change = Service(metadata=ObjectMeta(name="gw", namespace="llm", labels={"tier": "canary"}))
+    with pytest.raises(ApiError) as clash:
+        kc.apply(change)
+    assert clash.value.status.code == 409
+    applied = kc.apply(change, force=True)
+    assert applied.metadata.labels == {"tier": "canary"}
+    assert [p.port for p in applied.spec.ports] == [80]  # gitops' fields untouched
