@@ -165,7 +165,9 @@ def tunnel(answer_on: Callable[[int], Answer], refused: Callable[[int], str | No
                         out += codec.data(frame.stream, b"", fin=True)
             elif frame.kind == 0 and frame.stream in conns:
                 conn = conns[frame.stream]
-                out += codec.data(frame.stream, conn.feed(frame.data))
+                reply = conn.feed(frame.data)
+                if reply:
+                    out += codec.data(frame.stream, reply)
                 if conn.closed or frame.flags & spdy.FIN:  # either side ended the connection
                     del conns[frame.stream]
                     out += codec.data(frame.stream, b"", fin=True)
