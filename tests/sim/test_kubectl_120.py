@@ -105,3 +105,11 @@ def test_attach_needs_websockets_which_1_20_lacks(runbook_sim):
                                        "not supported by the rehearsal cluster")
     ran = runbook_sim.kubectl(V, "-n", "llm", "exec", pod, "--", "nvidia-smi", timeout=30)
     assert ran.returncode == 1 and "SPDY streams are not supported by the rehearsal cluster" in ran.stderr
+
+
+def test_port_forward_over_spdy_is_a_clear_error_not_a_hang(runbook_sim):
+    """kubectl 1.20 speaks only SPDY for port-forward: it is told why at once, and exits."""
+    pod = sorted(p["metadata"]["name"] for p in runbook_sim.clusters["a"].store.list("pods", "llm")[0])[0]
+    got = runbook_sim.kubectl(V, "-n", "llm", "port-forward", pod, "18000:8000", timeout=30)
+    assert got.returncode == 1
+    assert "port-forward needs a WebSocket upgrade (kubectl >= 1.31" in got.stderr

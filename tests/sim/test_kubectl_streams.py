@@ -85,13 +85,6 @@ def test_debug_node_runs_nvidia_smi_shows_foreign_memory_and_completes(live_sim)
     assert re.search(r"node-debugger-gpu-1-\w+\s+0/1\s+Completed\s+0", listed), listed
 
 
-def test_port_forward_is_a_clear_error_not_a_hang(runbook_sim):
-    got = runbook_sim.kubectl(V, "-n", "llm", "port-forward", _serving_pod(runbook_sim), "18000:8000", timeout=30)
-    assert got.returncode == 1
-    assert "port-forward is not supported by the rehearsal cluster" in got.stderr
-    assert "kubectl get --raw /api/v1/namespaces/NAMESPACE/pods/POD:PORT/proxy/PATH" in got.stderr
-
-
 def test_official_python_client_streams_exec(runbook_sim):
     """kubernetes.stream over the v4.channel.k8s.io WebSocket the Python client speaks."""
     from kubernetes import client, config

@@ -24,6 +24,7 @@ from vllm_remedy.sim.controllers.replicaset import ReplicaSetController
 from vllm_remedy.sim.controllers.scheduler import Scheduler
 from vllm_remedy.sim.controllers.statefulset import StatefulSetController
 from vllm_remedy.sim.dcgm_exporter import DcgmExporterRuntime, is_exporter
+from vllm_remedy.sim.endpoints import EndpointsController
 from vllm_remedy.sim.runtime import PlainRuntime, Runtime, RuntimeChooser
 from vllm_remedy.sim.seed import apply_seed
 from vllm_remedy.sim.store import ApiError, Event, Store, not_found
@@ -64,6 +65,7 @@ class Cluster:
         self.scheduler = Scheduler(self.store, self.clock, self.manager, self.events)
         self.kubelet = Kubelet(self, self.manager, self.events)
         self.node_reporter = NodeReporter(self.store, self.clock, self.manager)
+        self.endpoints = EndpointsController(self.store, self.manager)  # Services → Endpoints, EndpointSlices
         self.store.subscribe(self._on_change)
         self._started = False
 
@@ -89,6 +91,7 @@ class Cluster:
             for obj in self.store.list(resource)[0]:
                 meta = obj["metadata"]
                 self._route(resource, meta.get("namespace", ""), meta["name"], obj, "ADDED")
+        self.endpoints.resync()
 
     def _on_change(self, event: Event) -> None:
         meta = event.object.get("metadata", {})

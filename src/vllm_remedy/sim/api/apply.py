@@ -12,7 +12,7 @@ import copy
 import json
 from typing import Any
 
-from vllm_remedy.sim.api.patch import MERGE_KEYS, strategic_merge_patch
+from vllm_remedy.sim.api.patch import merge_key, strategic_merge_patch
 from vllm_remedy.sim.store import ApiError
 
 Obj = dict[str, Any]
@@ -30,7 +30,7 @@ def leaves(value: Any, field: str | None = None, prefix: Path = ()) -> set[Path]
         for k, v in value.items():
             out |= leaves(v, k, (*prefix, f"f:{k}"))
         return out
-    key = MERGE_KEYS.get(field or "")
+    key = merge_key(field or "", value) if isinstance(value, list) else None
     if isinstance(value, list) and key and value and all(isinstance(x, dict) and key in x for x in value):
         out = set()
         for item in value:
@@ -136,6 +136,11 @@ def _set_entries(obj: Obj, entries: dict[tuple[str, str], Obj]) -> None:
         obj["metadata"].pop("managedFields", None)
 
 
+def _items(paths: set[Path]) -> set[Path]:
+    """The list items (paths ending in a ``k:`` segment) that ``paths`` pass through."""
+    return {p[: i + 1] for p in paths for i, seg in enumerate(p) if seg.startswith("k:")}
+
+
 def apply(live: Obj | None, applied: Obj, manager: str, force: bool, when: str) -> Obj:
     """The object after ``manager`` applies ``applied`` to ``live`` (None: create)."""
     applied = copy.deepcopy(applied)
@@ -172,6 +177,12 @@ def apply(live: Obj | None, applied: Obj, manager: str, force: bool, when: str) 
     result = strategic_merge_patch(live, applied)
     others = set().union(*(from_fields_v1(e.get("fieldsV1") or {}) for k, e in entries.items()
                            if k != (manager, "Apply"))) if entries else set()
+    # A list item the manager applied before and no longer applies goes as a whole (its "." ownership),
+    # defaulted fields in it included, unless another manager owns something in it.
+    dropped = _items(previous) - _items(paths)
+    for item in sorted(dropped, key=len, reverse=True):
+        if not _overlaps(item, others):
+            delete_path(result, item)  # first: its leaves' removal below would take its merge key
     for path in sorted(previous - paths, key=len, reverse=True):
         if not _overlaps(path, others):
             delete_path(result, path)

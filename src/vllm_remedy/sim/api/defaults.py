@@ -8,6 +8,7 @@ functions, called here on every write path.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from vllm_remedy.sim.api.validation import check_types
@@ -41,6 +42,36 @@ def _check_workload(obj: Obj, kind: str) -> None:
                         "causes": [{"reason": "FieldValueInvalid", "message": m, "field": f} for f, m in causes]})
 
 
+def _cluster_ip(namespace: str, name: str) -> str:
+    """A stable address in 10.96.0.0/12 (the kubeadm default range): re-creating a Service keeps it."""
+    n = int.from_bytes(hashlib.sha256(f"{namespace}/{name}".encode()).digest()[:4], "big") % ((1 << 20) - 2) + 1
+    return f"10.{96 + (n >> 16)}.{(n >> 8) & 0xFF}.{n & 0xFF}"
+
+
+def _default_service(obj: Obj) -> None:
+    """What the apiserver fills in on a Service: type, cluster IP, ports' protocol and targetPort."""
+    spec = obj.setdefault("spec", {})
+    kind = spec.setdefault("type", "ClusterIP")
+    if kind != "ExternalName":
+        meta = obj.get("metadata", {})
+        if spec.get("clusterIP") != "None":
+            spec["clusterIP"] = spec.get("clusterIP") or _cluster_ip(meta.get("namespace", ""), meta.get("name", ""))
+        spec["clusterIPs"] = [spec["clusterIP"]]
+        spec.setdefault("ipFamilies", ["IPv4"])
+        spec.setdefault("ipFamilyPolicy", "SingleStack")
+        spec.setdefault("internalTrafficPolicy", "Cluster")
+    spec.setdefault("sessionAffinity", "None")
+    for i, port in enumerate(spec.get("ports") or []):
+        port.setdefault("protocol", "TCP")
+        port.setdefault("targetPort", port.get("port"))
+        if kind in ("NodePort", "LoadBalancer") and not port.get("nodePort"):
+            port["nodePort"] = 30000 + (int(_cluster_ip("", obj["metadata"].get("name", "")).split(".")[-1]) * 7
+                                        + i) % 2768
+    if kind in ("NodePort", "LoadBalancer"):
+        spec.setdefault("externalTrafficPolicy", "Cluster")
+    obj.setdefault("status", {}).setdefault("loadBalancer", {})
+
+
 def default_and_validate(resource_key: str, obj: Obj) -> None:
     """Default ``obj`` in place for its resource; 400 for wrong JSON types, 422 Invalid as the apiserver."""
     check_types(resource_key, obj)
@@ -56,6 +87,8 @@ def default_and_validate(resource_key: str, obj: Obj) -> None:
     elif resource_key == "pods" and isinstance(obj.get("spec"), dict):
         default_pod(obj)
         obj.setdefault("status", {}).setdefault("phase", "Pending")
+    elif resource_key == "services":
+        _default_service(obj)
     elif resource_key == "namespaces":
         obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
         obj.setdefault("status", {}).setdefault("phase", "Active")

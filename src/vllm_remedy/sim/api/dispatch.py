@@ -11,7 +11,7 @@ import logging
 import threading
 from dataclasses import dataclass, field
 
-from vllm_remedy.sim.api import openapi, reads, resources, reviews, streams, websocket, writes
+from vllm_remedy.sim.api import openapi, portforward, reads, resources, reviews, streams, websocket, writes
 from vllm_remedy.sim.api.auth import Authorizer, Identity
 from vllm_remedy.sim.api.faults import Faults
 from vllm_remedy.sim.api.http import Request, Response, error_response, json_response
@@ -111,11 +111,8 @@ def _route(ctx: ApiContext, req: Request, route: Route, verb: str, drop_after: f
         accept, protocol = websocket.negotiate(req.headers)  # after validation: errors are plain Statuses
         return Response(101, stream=session, upgrade=(accept, protocol), inbox=inbox)
     if sub == "portforward":
-        cluster.store.get("pods", route.namespace or "", route.name or "")
-        raise ApiError(400, "BadRequest", "port-forward is not supported by the rehearsal cluster (it serves "
-                                          "neither SPDY nor SPDY over WebSocket); read a container's HTTP port "
-                                          "with: kubectl get --raw /api/v1/namespaces/NAMESPACE/pods/POD:PORT/"
-                                          "proxy/PATH")
+        accept, protocol, session, inbox = portforward.open_session(cluster, route, req, ctx.stop)
+        return Response(101, stream=session, upgrade=(accept, protocol), inbox=inbox)
     if route.resource.stored_as and verb not in route.resource.verbs:
         raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
     if verb == "get":

@@ -1,17 +1,20 @@
-"""Just enough OpenAPI for ``kubectl apply --server-side --dry-run=server`` and ``kubectl diff``.
+"""Just enough OpenAPI for ``kubectl apply --server-side --dry-run=server``, ``kubectl diff`` and ``explain``.
 
 kubectl 1.32 reads ``/openapi/v3`` and checks that each kind's PATCH operation takes ``dryRun`` and
 ``fieldValidation``; kubectl 1.20 reads ``/openapi/v2`` as protobuf (gnostic ``openapi_v2.Document``)
-for the same dryRun check. No schemas are served: kubectl then falls back to its compiled-in types
-for strategic merge and skips client-side validation, which is what these commands need.
+for the same dryRun check. The v3 documents carry component schemas generated from the official
+client's models (``openapi_schemas``) for ``kubectl explain``; the PATCH operations declare no request
+body, so kubectl still computes strategic merge patches from its compiled-in types. v2 has no schemas.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from typing import Any
 
+from vllm_remedy.sim.api.openapi_schemas import SCHEMA_SOURCE, schemas
 from vllm_remedy.sim.api.resources import RESOURCES, Resource
 
 Obj = dict[str, Any]
@@ -32,11 +35,11 @@ def _gvk(r: Resource) -> Obj:
     return {"group": r.group, "version": r.version, "kind": r.kind}
 
 
-def v3_group_doc(group: str, version: str) -> Obj | None:
-    """The per-group-version v3 document: one PATCH operation per kind."""
-    served = [r for r in RESOURCES if (r.group, r.version) == (group, version)]
-    if not served:
-        return None
+def _served(group: str, version: str) -> list[Resource]:
+    return [r for r in RESOURCES if (r.group, r.version) == (group, version)]
+
+
+def _v3_paths(served: list[Resource]) -> Obj:
     paths = {}
     for r in served:
         params = [{"name": p, "in": "query", "schema": {"type": "string", "uniqueItems": True}} for p in PATCH_PARAMS]
@@ -44,8 +47,19 @@ def v3_group_doc(group: str, version: str) -> Obj | None:
             "operationId": f"patch{r.kind}", "x-kubernetes-action": "patch",
             "x-kubernetes-group-version-kind": _gvk(r), "parameters": params,
             "responses": {"200": {"description": "OK"}}}}
-    return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": "v1.32.0"}, "paths": paths,
-            "components": {"schemas": {}}}
+    return paths
+
+
+@functools.cache
+def v3_group_doc(group: str, version: str) -> Obj | None:
+    """The per-group-version v3 document: one PATCH operation per kind, and the kinds' schemas (cached:
+    callers must not modify it)."""
+    served = _served(group, version)
+    if not served:
+        return None
+    roots = tuple(sorted({(r.group, r.version, r.kind) for r in served if r.stored and not r.crd}))
+    return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": "v1.32.0"}, "paths": _v3_paths(served),
+            "components": {"schemas": schemas(roots)}}
 
 
 def _hash(doc: Obj) -> str:
@@ -58,9 +72,12 @@ def v3_root(prefix: str) -> Obj:
     paths = {}
     for group, version in sorted({(r.group, r.version) for r in RESOURCES}):
         gv = _gv_path(group, version)
-        doc = v3_group_doc(group, version)
-        assert doc is not None
-        paths[gv] = {"serverRelativeURL": f"{prefix}/openapi/v3/{gv}?hash={_hash(doc)}"}
+        # The schemas follow from the kinds served, so hashing the paths (not the whole, slow-to-build
+        # document) still changes the hash whenever the document changes.
+        served = _served(group, version)
+        digest = _hash({"paths": _v3_paths(served), "kinds": sorted(r.kind for r in served),
+                        "schemas": SCHEMA_SOURCE})
+        paths[gv] = {"serverRelativeURL": f"{prefix}/openapi/v3/{gv}?hash={digest}"}
     return {"paths": paths}
 
 

@@ -24,6 +24,17 @@ MERGE_KEYS: dict[str, str] = {
     "volumeDevices": "devicePath", "conditions": "type", "hostAliases": "ip", "ownerReferences": "uid",
     "topologySpreadConstraints": "topologyKey", "resourceClaims": "name", "addresses": "type",
 }
+
+
+def merge_key(field: str, items: list[Any]) -> str | None:
+    """The merge key of list ``field``; ``ports`` is a Service's (keyed by ``port``) when its items have no
+    ``containerPort``, as the two API types tag the same field name differently."""
+    if field == "ports" and items and all(isinstance(x, dict) and "port" in x and "containerPort" not in x
+                                          for x in items):
+        return "port"
+    return MERGE_KEYS.get(field)
+
+
 # Primitive lists whose patch strategy is "merge" (a set union) rather than replace.
 MERGE_PRIMITIVE_LISTS = frozenset({"finalizers"})
 
@@ -119,7 +130,7 @@ def _merge_list(field: str, current: Any, patch: list[Any]) -> list[Any]:
         return [_strip_directives(x) for x in patch if not (isinstance(x, dict) and x.get("$patch") == "replace")]
     if field in MERGE_PRIMITIVE_LISTS:
         return current + [x for x in patch if x not in current]
-    key = MERGE_KEYS.get(field)
+    key = merge_key(field, patch)
     if key is None or not all(isinstance(x, dict) for x in patch):
         return [_strip_directives(x) for x in patch]
     result = [dict(x) if isinstance(x, dict) else x for x in current]
@@ -138,7 +149,7 @@ def _merge_list(field: str, current: Any, patch: list[Any]) -> list[Any]:
 
 
 def _reorder(field: str, items: list[Any], order: list[Any]) -> list[Any]:
-    key = MERGE_KEYS.get(field)
+    key = merge_key(field, items)
     ident = (lambda x: x.get(key) if isinstance(x, dict) else x) if key else (lambda x: x)
     wanted = [ident(o) for o in order]
     ranked = sorted((i for i in items if ident(i) in wanted), key=lambda x: wanted.index(ident(x)))

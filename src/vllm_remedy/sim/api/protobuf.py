@@ -25,7 +25,11 @@ ROOTS = {("apps/v1", "Deployment"), ("apps/v1", "ReplicaSet"), ("v1", "Pod"), ("
 Field = tuple[str, str, bool, bool]  # json name, type code, repeated, map
 # Go structs embedded with `json:",inline"`: a field in protobuf, their fields directly in the parent in JSON.
 INLINE = frozenset({("Probe", "handler"), ("Volume", "volumeSource"),
-                    ("EphemeralContainer", "ephemeralContainerCommon")})
+                    ("EphemeralContainer", "ephemeralContainerCommon"),
+                    # Go embeds LocalObjectReference, so its ``name`` sits beside ``items``/``key`` in JSON
+                    *((m, "localObjectReference") for m in (
+                        "ConfigMapVolumeSource", "SecretProjection", "ConfigMapProjection", "ConfigMapEnvSource",
+                        "SecretEnvSource", "ConfigMapKeySelector", "SecretKeySelector"))})
 
 
 def json_fields(message: str) -> dict[str, Field]:

@@ -204,6 +204,33 @@ def _lease(obj: Obj, now: float) -> list[Any]:
             since(obj["metadata"].get("creationTimestamp"), now)]
 
 
+def _service(obj: Obj, now: float) -> list[Any]:
+    spec = obj.get("spec") or {}
+    ports = ",".join(f"{p.get('port')}" + (f":{p['nodePort']}" if p.get("nodePort") else "")
+                     + f"/{p.get('protocol', 'TCP')}" for p in spec.get("ports") or [])
+    ingress = ((obj.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
+    external = ",".join(i.get("ip") or i.get("hostname", "") for i in ingress) or (
+        "<pending>" if spec.get("type") == "LoadBalancer" else "<none>")
+    selector = ",".join(f"{k}={v}" for k, v in sorted((spec.get("selector") or {}).items())) or "<none>"
+    return [obj["metadata"]["name"], spec.get("type", "ClusterIP"), spec.get("clusterIP") or "<none>", external,
+            ports or "<none>", since(obj["metadata"].get("creationTimestamp"), now), selector]
+
+
+def _endpoints(obj: Obj, now: float) -> list[Any]:
+    pairs = [f"{a['ip']}:{p['port']}" for s in obj.get("subsets") or [] for p in s.get("ports") or []
+             for a in s.get("addresses") or []]
+    shown = ",".join(pairs[:3]) + (f" + {len(pairs) - 3} more..." if len(pairs) > 3 else "")
+    return [obj["metadata"]["name"], shown or "<none>", since(obj["metadata"].get("creationTimestamp"), now)]
+
+
+def _endpointslice(obj: Obj, now: float) -> list[Any]:
+    ports = ",".join(str(p.get("port")) for p in obj.get("ports") or []) or "<unset>"
+    addrs = [a for e in obj.get("endpoints") or [] for a in e.get("addresses") or []]
+    shown = ",".join(addrs[:3]) + (f" + {len(addrs) - 3} more..." if len(addrs) > 3 else "")
+    return [obj["metadata"]["name"], obj.get("addressType", ""), ports, shown or "<unset>",
+            since(obj["metadata"].get("creationTimestamp"), now)]
+
+
 def _default(obj: Obj, now: float) -> list[Any]:
     return [obj["metadata"]["name"], since(obj["metadata"].get("creationTimestamp"), now)]
 
@@ -257,6 +284,16 @@ PRINTERS: dict[str, tuple[list[Column], Callable[[Obj, float], list[Any]]]] = {
                 ("Count", "integer", 1, "Number of occurrences"), ("Name", "string", 1, "Name of the event")],
                _event),
     "configmaps": ([NAME, ("Data", "string", 0, "Number of data entries."), AGE], _configmap),
+    "services": ([NAME, ("Type", "string", 0, "The type of service."),
+                  ("Cluster-IP", "string", 0, "The cluster IP of the service."),
+                  ("External-IP", "string", 0, "The external IP of the service."),
+                  ("Port(s)", "string", 0, "The ports of the service."), AGE,
+                  ("Selector", "string", 1, "The label selector of the service.")], _service),
+    "endpoints": ([NAME, ("Endpoints", "string", 0, "Endpoints of the service."), AGE], _endpoints),
+    "endpointslices.discovery.k8s.io": ([NAME, ("AddressType", "string", 0, "Type of address."),
+                                         ("Ports", "string", 0, "Ports of the EndpointSlice."),
+                                         ("Endpoints", "string", 0, "Addresses of the endpoints."), AGE],
+                                        _endpointslice),
     "namespaces": ([NAME, ("Status", "string", 0, "The status of the namespace"), AGE], _namespace),
     "httproutes.gateway.networking.k8s.io": ([NAME, ("Hostnames", "string", 0, ""), AGE], _httproute),
     "cronjobs.batch": ([NAME, ("Schedule", "string", 0, "The schedule in Cron format."),

@@ -25,20 +25,22 @@ from vllm_remedy.sim.store import ApiError
 GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io")
 STDIN, STDOUT, STDERR, ERROR, RESIZE, CLOSE = 0, 1, 2, 3, 4, 255
+RAW = 256  # not a channel: the message goes out as is (SPDY tunnelled in WebSocket has no channel byte)
 SPDY = ("exec/attach needs a WebSocket upgrade (kubectl >= 1.30); SPDY streams are not supported by the "
         "rehearsal cluster")
 
 
-def negotiate(headers: dict[str, str]) -> tuple[str, str]:
+def negotiate(headers: dict[str, str], protocols: tuple[str, ...] = PROTOCOLS,
+              spdy: str = SPDY) -> tuple[str, str]:
     """(Sec-WebSocket-Accept, chosen subprotocol) for an upgrade request, or a 400 Status."""
     if headers.get("upgrade", "").lower() != "websocket":
-        raise ApiError(400, "BadRequest", SPDY)
+        raise ApiError(400, "BadRequest", spdy)
     key = headers.get("sec-websocket-key", "")
     offered = [p.strip() for p in headers.get("sec-websocket-protocol", "").split(",")]
-    chosen = next((p for p in PROTOCOLS if p in offered), None)
+    chosen = next((p for p in protocols if p in offered), None)
     if not key or chosen is None:
         raise ApiError(400, "BadRequest", f"unsupported stream protocols {offered}; the rehearsal cluster speaks "
-                                          f"{', '.join(PROTOCOLS)}")
+                                          f"{', '.join(protocols)}")
     accept = base64.b64encode(hashlib.sha1((key + GUID).encode()).digest()).decode()
     return accept, chosen
 
@@ -70,6 +72,11 @@ class Inbox:
             data, self.stdin = bytes(self.stdin), bytearray()
             return data
 
+    def message(self, data: bytes) -> None:
+        """One whole WebSocket message: its first byte names the channel."""
+        if data:
+            self.receive(data[0], data[1:])
+
     def receive(self, channel: int, data: bytes) -> None:
         """One channel message from the client."""
         with self._lock:
@@ -97,8 +104,7 @@ class Channels:
                 self._partial += chunk
                 if event.message_finished:
                     message, self._partial = bytes(self._partial), bytearray()
-                    if message:
-                        self.inbox.receive(message[0], message[1:])
+                    self.inbox.message(message)
             elif isinstance(event, Ping):
                 reply += self._ws.send(event.response())
             elif isinstance(event, CloseConnection):
@@ -110,8 +116,8 @@ class Channels:
         return reply
 
     def send(self, channel: int, data: bytes) -> bytes:
-        """A binary message on a channel (stdout, stderr, error)."""
-        return self._ws.send(BytesMessage(bytes([channel]) + data))
+        """A binary message on a channel (stdout, stderr, error), or as is on RAW."""
+        return self._ws.send(BytesMessage(data if channel == RAW else bytes([channel]) + data))
 
     def close(self) -> bytes:
         """The close frame ending the session, so kubectl ends cleanly rather than on a dropped socket."""

@@ -92,9 +92,10 @@ def _warned(resp: Response, headers: dict[str, str]) -> Response:
 
 
 def _write(cluster: ClusterLike, route: Route, req: Request, change: Callable[[Obj], Obj], *,
-           retry: bool) -> Response:
+           retry: bool, applied: bool = False) -> Response:
     """Read, change, validate, store — retrying on a 409 caused by a concurrent writer when the caller
-    gave no resourceVersion precondition (what the apiserver's GuaranteedUpdate does)."""
+    gave no resourceVersion precondition (what the apiserver's GuaranteedUpdate does). ``applied``: the
+    change is a server-side apply, which has set managedFields itself (no Update entry for it)."""
     assert route.name is not None
     res, store = route.resource, cluster.store
     status_only = route.subresource == "status"
@@ -112,7 +113,8 @@ def _write(cluster: ClusterLike, route: Route, req: Request, change: Callable[[O
         else:
             warnings = field_validation(res.key, res.kind, new, req.query.get("fieldValidation"))
             default_and_validate(res.key, new)
-            ssa.record_update(current, new, field_manager(req), cluster.clock.timestamp())
+            if not applied:
+                ssa.record_update(current, new, field_manager(req), cluster.clock.timestamp())
         try:
             saved = store.update(res.key, new, status=status_only, dry_run=req.dry_run())
         except ApiError as err:
@@ -223,7 +225,7 @@ def _apply(cluster: ClusterLike, route: Route, req: Request) -> Response:
             if err.code != 409:
                 raise
     return _write(cluster, route, req, lambda current: ssa.apply(current, body, manager, force, when),
-                  retry=True)
+                  retry=True, applied=True)
 
 
 def _dependents(store: Store, uid: str, namespace: str) -> list[tuple[str, Obj]]:
@@ -289,8 +291,8 @@ def delete(cluster: ClusterLike, route: Route, req: Request) -> Response:
                                             f"{field} in object meta: {current['metadata'].get(field)}")
     gone = _delete_one(cluster, key, namespace, route.name, cascade=policy != "Orphan", dry_run=req.dry_run(),
                        grace=grace)
-    if key in ("pods", "namespaces") or gone["metadata"].get("deletionTimestamp"):
-        return json_response(with_type(route, gone))  # pods return the object; pending deletions show their state
+    if key in ("pods", "namespaces", "services") or gone["metadata"].get("deletionTimestamp"):
+        return json_response(with_type(route, gone))  # these return the object (Services: ReturnDeletedObject)
     return json_response(deleted_status(route, gone))
 
 
