@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from vllm_remedy.errors import UserError
+from vllm_remedy.sim.vllm_pod.reality import Reality, parse_reality
 from vllm_remedy.vllm.outcomes import Failure
 from vllm_remedy.yamlfile import read_yaml
 
@@ -94,6 +95,7 @@ class Scenario:
     deploys: tuple[Path, ...]
     success: Success
     route: str | None = None  # HTTPRoute name (in the target namespace) the game watches
+    reality: Reality | None = None  # world.reality / world.reality-seed: how far vLLM starts stray from the estimate
 
 
 def _err(where: str, message: str) -> UserError:
@@ -203,7 +205,8 @@ def parse_scenario(data: Any, source: Path) -> Scenario:
     if not NAME.fullmatch(name):
         raise _err(f"{label}: name", f"{name!r} must be lowercase letters, digits and '-'")
     target = _mapping(top.get("target"), f"{label}: target", {"namespace", "deployment", "container", "route"})
-    world = _mapping(top.get("world"), f"{label}: world", {"seed", "objects", "steps", "known-good"})
+    world = _mapping(top.get("world"), f"{label}: world", {"seed", "objects", "steps", "known-good",
+                                                                 "reality", "reality-seed"})
     objects = world.get("objects") or []
     if not isinstance(objects, list):
         raise _err(f"{label}: world.objects", "expected a list of {resource, object}")
@@ -241,6 +244,8 @@ def parse_scenario(data: Any, source: Path) -> Scenario:
         deploys=tuple(_relative(base, d, f"{label}: deploys[{i}]") for i, d in enumerate(deploys)),
         success=_success(top.get("success"), f"{label}: success"),
         route=target.get("route"),
+        reality=(parse_reality(world.get("reality"), world.get("reality-seed"), f"{label}: world")
+                 if "reality" in world or "reality-seed" in world else None),
     )
 
 
