@@ -133,6 +133,8 @@ def perturb(launch: Launch, error: float) -> Estimate:
         max_len = min(res.max_model_len, tokens)
     if blocks <= 0:
         outcome = Outcome.NO_CACHE_BLOCKS
+    elif launch.model.sliding_layers:
+        outcome = est.outcome  # a hybrid cache's need is per group, not max_len tokens: keep the model's verdict
     elif max_len > tokens:
         outcome = Outcome.MAX_LEN_EXCEEDS_KV
     else:
