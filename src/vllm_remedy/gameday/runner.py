@@ -276,6 +276,8 @@ class Game:
         try:
             if restorer is not None and restorer.deployment:
                 self.progress("restoring the pre-game state")
+                if obs is not None:
+                    obs.restoring = True
                 ok, detail = True, ""
                 try:
                     self.result.restored = restorer.restore()

@@ -197,6 +197,12 @@ def _relative(base: Path, value: Any, where: str) -> Path:
     return path
 
 
+def _seed(base: Path, value: Any, where: str) -> str:
+    """A packaged seed's name as given; a YAML file relative to the scenario, like its policy and deploys."""
+    text = str(value or "runbook")
+    return str(_relative(base, text, where)) if text.endswith((".yaml", ".yml")) else text
+
+
 def parse_scenario(data: Any, source: Path) -> Scenario:
     """Validate a parsed scenario; every error is one line naming ``source`` and the key."""
     label = str(source)
@@ -236,7 +242,7 @@ def parse_scenario(data: Any, source: Path) -> Scenario:
         source=source, namespace=str(target.get("namespace") or "llm"),
         deployment=str(target.get("deployment") or "llama-8b"), container=target.get("container"),
         policy=_relative(base, top.get("policy"), f"{label}: policy"), sim_only=bool(top.get("sim-only", False)),
-        seed=str(world.get("seed") or "runbook"), objects=tuple(objects),
+        seed=_seed(base, world.get("seed"), f"{label}: world.seed"), objects=tuple(objects),
         world=tuple(_step(s, f"{label}: world.steps[{i}]") for i, s in enumerate(steps)),
         known_good_current=known_good == "current",
         fault=tuple(_step(s, f"{label}: fault[{i}]") for i, s in enumerate(fault)),
