@@ -91,3 +91,23 @@ def test_an_alias_bomb_seed_is_refused_fast(cli, tmp_path):
     assert time.monotonic() - started < 120
     assert (got.returncode, got.stderr) == (2, f"vllm-remedy: error: {seed}: refused: YAML aliases expand to more "
                                                "than 100000 extra nodes (alias bomb?)\n")
+
+
+def test_reality_flag_overrides_the_seed_and_a_bad_key_is_one_line(cli, tmp_path):
+    """`--reality exact` wins over the seed's `reality` keys, which are validated (tests/sim/vllm_pod/test_reality.py
+    shows what the pods' logs say in each reality)."""
+    seed = tmp_path / "world.yaml"
+    seed.write_text(yaml.safe_dump({"reality": "perturbed", "reality-seed": 3, "namespaces": ["llm"], "nodes": [
+        {"name": "l40s", "gpu": {"product": "NVIDIA-L40S"}}]}))
+    state = tmp_path / "state"
+    up = cli("sim", "up", "--background", "--state", str(state), "--speed", "600", "--seed", str(seed),
+             "--reality", "exact", "-o", "json")
+    assert up.returncode == 0, up.stderr
+    try:
+        assert json.loads(up.stdout)["reality"] == {"rehearsal": "exact"}
+    finally:
+        assert cli("sim", "down", "--state", str(state)).returncode == 0
+    seed.write_text(yaml.safe_dump({"reality": "real", "namespaces": ["llm"]}))
+    bad = cli("sim", "up", "--state", str(tmp_path / "other"), "--seed", str(seed))
+    assert (bad.returncode, bad.stderr) == (2, f"vllm-remedy: error: {seed} (cluster rehearsal): reality: expected one "
+                                               "of perturbed, exact, got 'real'\n")

@@ -27,6 +27,7 @@ from fixtures.pyinfra_run import Rehearsal
 from fixtures.restore_world import L4_TOLERATION, host_out, incident, write_inventory
 
 rehearsal = pyinfra_run.rehearsal
+exact_rehearsal = pyinfra_run.exact_rehearsal  # vLLM's log compared with the prediction exactly
 
 IMPLICIT = [MODEL, "--gpu-memory-utilization", "0.90", "--max-num-seqs", "64"]
 REASON = ("max-model-len: set max-model-len explicitly to 16,384 (never the model's default); max concurrency "
@@ -38,7 +39,8 @@ def implicit_len(rehearsal: Rehearsal) -> dict[str, Any]:
     return scenario(rehearsal, with_args(IMPLICIT), "drop --max-model-len")
 
 
-def test_budget_makes_max_model_len_explicit_and_pods_start_with_the_predicted_kv(rehearsal: Rehearsal) -> None:
+def test_budget_makes_max_model_len_explicit_and_pods_start_with_the_predicted_kv(exact_rehearsal: Rehearsal) -> None:
+    rehearsal = exact_rehearsal
     implicit_len(rehearsal)
     _dry, got = dry_then_apply(rehearsal, LOCAL, BUDGET, expect_diffs=1)
     assert got.returncode == 0, got.stderr

@@ -29,7 +29,8 @@ from vllm_remedy.kube.annotations import parse_rfc3339
 from vllm_remedy.kube.client import MERGE_PATCH
 from vllm_remedy.kube.history import templates_equal
 
-rehearsal = pyinfra_run.rehearsal
+# confirm compares the concurrency vLLM logs with the policy peak in exact figures: the estimate must be the truth
+rehearsal = pyinfra_run.exact_rehearsal
 
 
 def restored(rehearsal: Rehearsal, speed: float = 600.0) -> dict:

@@ -9,6 +9,7 @@ from fixtures.restore_world import DIAGNOSE, LOCAL, NAME, NS, RESTORE, host_out,
 from vllm_remedy.remedies.diagnose import evidence_lines
 
 rehearsal = pyinfra_run.rehearsal
+exact_rehearsal = pyinfra_run.exact_rehearsal  # vLLM's log compared with the prediction exactly
 
 KV_ERROR = ("ValueError: To serve at least one request with the models's max seq len (131072), (16.00 GiB KV cache "
             "is needed, which is larger than the available KV cache memory (3.94 GiB).")
@@ -23,7 +24,8 @@ WHAT_CHANGED = [
 ]
 
 
-def test_incident_report_names_the_error_what_changed_and_the_gpus(rehearsal: Rehearsal) -> None:
+def test_incident_report_names_the_error_what_changed_and_the_gpus(exact_rehearsal: Rehearsal) -> None:
+    rehearsal = exact_rehearsal
     incident(rehearsal)
     before = settled(rehearsal)
     got = rehearsal.pyinfra(LOCAL, DIAGNOSE, "-y")

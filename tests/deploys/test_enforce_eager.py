@@ -33,6 +33,7 @@ from vllm_remedy.kube.annotations import parse_rfc3339
 from vllm_remedy.remedies.predict import predict_template
 
 rehearsal = pyinfra_run.rehearsal
+exact_rehearsal = pyinfra_run.exact_rehearsal  # vLLM's log compared with the prediction exactly
 
 EXPIRES, PRIOR = "vllm-remedy.io/enforce-eager-expires", "vllm-remedy.io/enforce-eager-prior"
 PRIOR_JSON = json.dumps({"args": GOOD_ARGS, "command": ["vllm", "serve"], "container": "vllm"}, sort_keys=True,
@@ -46,7 +47,8 @@ def eager_on(rehearsal: Rehearsal, ttl: str) -> dict:
     return rolled_out(rehearsal)
 
 
-def test_eager_toggle_records_expiry_and_exact_prior_argv(rehearsal: Rehearsal) -> None:
+def test_eager_toggle_records_expiry_and_exact_prior_argv(exact_rehearsal: Rehearsal) -> None:
+    rehearsal = exact_rehearsal
     after = eager_on(rehearsal, "2h")
     assert args_of(after) == [*GOOD_ARGS, "--enforce-eager"]
     notes = after["metadata"]["annotations"]
@@ -63,7 +65,8 @@ def test_eager_toggle_records_expiry_and_exact_prior_argv(rehearsal: Rehearsal) 
     assert_no_changes(rehearsal, EAGER, 4, "--data", "eager_ttl=2h")  # never extended, never re-applied
 
 
-def test_an_expired_toggle_is_reverted_by_any_later_deploy(rehearsal: Rehearsal) -> None:
+def test_an_expired_toggle_is_reverted_by_any_later_deploy(exact_rehearsal: Rehearsal) -> None:
+    rehearsal = exact_rehearsal
     on = eager_on(rehearsal, "1m")
     expires = parse_rfc3339(on["metadata"]["annotations"][EXPIRES])
     client = rehearsal.client()

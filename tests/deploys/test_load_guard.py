@@ -20,11 +20,13 @@ from fixtures.restore_world import host_out, vllm_runtime
 from vllm_remedy.remedies.predict import predict_template
 
 rehearsal = pyinfra_run.rehearsal
+exact_rehearsal = pyinfra_run.exact_rehearsal  # vLLM's log compared with the prediction exactly
 
 BIG_PREFILL = [*GOOD_ARGS, "--max-num-batched-tokens", "16384"]
 
 
-def test_caps_the_prefill_chunk_and_pods_start_with_the_predicted_kv(rehearsal: Rehearsal) -> None:
+def test_caps_the_prefill_chunk_and_pods_start_with_the_predicted_kv(exact_rehearsal: Rehearsal) -> None:
+    rehearsal = exact_rehearsal
     scenario(rehearsal, with_args(BIG_PREFILL), "bigger prefill chunks for throughput")
     dry, got = dry_then_apply(rehearsal, LOCAL, LOAD_GUARD, expect_diffs=1)  # --dry wrote nothing, -y wrote it
     shown = host_out(dry.stderr)

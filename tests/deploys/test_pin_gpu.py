@@ -23,6 +23,7 @@ from fixtures.pyinfra_run import Rehearsal
 from fixtures.restore_world import L4_TOLERATION, host_out, vllm_runtime
 
 rehearsal = pyinfra_run.rehearsal
+exact_rehearsal = pyinfra_run.exact_rehearsal  # vLLM's log compared with the prediction exactly
 
 
 def on_l4(dep: dict[str, Any]) -> None:
@@ -32,7 +33,8 @@ def on_l4(dep: dict[str, Any]) -> None:
     spec["tolerations"] = [dict(L4_TOLERATION)]
 
 
-def test_pins_the_policy_product_and_pods_start_on_it(rehearsal: Rehearsal) -> None:
+def test_pins_the_policy_product_and_pods_start_on_it(exact_rehearsal: Rehearsal) -> None:
+    rehearsal = exact_rehearsal
     scenario(rehearsal, on_l4, "move to the L4 pool")
     assert {p["spec"]["nodeName"] for p in live_pods(rehearsal)} == {"gke-l4-pool-1", "gke-l4-pool-2"}
     dry, got = dry_then_apply(rehearsal, LOCAL, PIN, expect_diffs=1)
@@ -62,7 +64,8 @@ def test_pins_the_policy_product_and_pods_start_on_it(rehearsal: Rehearsal) -> N
     assert_no_changes(rehearsal, PIN, 4)
 
 
-def test_full_gpu_nodes_switch_the_rollout_to_max_surge_zero(rehearsal: Rehearsal) -> None:
+def test_full_gpu_nodes_switch_the_rollout_to_max_surge_zero(exact_rehearsal: Rehearsal) -> None:
+    rehearsal = exact_rehearsal
     vllm_runtime(rehearsal)
 
     def three_on_karpenter_label(dep: dict[str, Any]) -> None:

@@ -27,7 +27,8 @@ from fixtures.restore_world import (
 )
 from vllm_remedy.kube.errors import KubeError
 
-rehearsal = pyinfra_run.rehearsal
+# the pods' logged KV cache is compared with the prediction number for number
+rehearsal = pyinfra_run.exact_rehearsal
 SERVE = [SMOLLM2_ID, "--max-model-len", "8192", "--gpu-memory-utilization", "0.90", "--max-num-seqs", "64"]
 
 

@@ -20,6 +20,7 @@ from vllm_remedy.sim.cluster import Cluster
 from vllm_remedy.sim.seed import make_node
 from vllm_remedy.sim.vllm_pod import LOAD, install, metrics, timeline
 from vllm_remedy.sim.vllm_pod.launch import Launch, node_gpu, plan
+from vllm_remedy.sim.vllm_pod.reality import EXACT
 from vllm_remedy.vllm import catalog
 from vllm_remedy.vllm.cmdline import find_server
 from vllm_remedy.vllm.memory import EngineSettings, estimate
@@ -32,7 +33,7 @@ LONG_PROMPTS = "requests=4, prompt-tokens=12000, max-prompt-tokens=16000, prompt
 
 @pytest.fixture
 def cluster() -> Iterator[Cluster]:
-    c = Cluster("t", clock=Clock(speed=600))
+    c = Cluster("t", clock=Clock(speed=600), reality=EXACT)  # KV usage is compared with estimate() exactly
     install(c)
     c.store.create("nodes", make_node({"name": "l40s-1", "gpu": {"product": "NVIDIA-L40S", "count": 2}}, "t"))
     c.start()

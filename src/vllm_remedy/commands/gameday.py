@@ -24,6 +24,7 @@ import re
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from vllm_remedy.envelope import dumps, envelope, listing
 from vllm_remedy.errors import UserError
@@ -45,6 +46,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--cluster", default="local", help="local (built-in rehearsal cluster) or a kube context")
     run.add_argument("--kubeconfig", type=Path, default=None, help="kubeconfig for --cluster CONTEXT")
     run.add_argument("--speed", type=float, default=600.0, help="rehearsal cluster speed (simulated s per s)")
+    run.add_argument("--reality", choices=("perturbed", "exact"), default=None,
+                     help="local cluster: perturbed (default) starts vLLM pods with the memory model's measured error; "
+                     "exact with its estimate (overrides the scenario's world.reality)")
+    run.add_argument("--reality-seed", type=int, default=None, metavar="N", help="seed of the perturbed draws")
     run.add_argument("--report-dir", type=Path, default=Path("gameday-reports"), help="where reports go")
     run.add_argument("--allow-prod", action="store_true", help="allow a context whose name looks like production")
     run.add_argument("-o", "--output", choices=("text", "json"), default="text")
@@ -83,6 +88,16 @@ def _list(output: str) -> int:
     return 0
 
 
+def _reality(args: argparse.Namespace, world: Any) -> Any:
+    """--reality/--reality-seed over the scenario's world.reality (None: leave it to the scenario and seed)."""
+    from vllm_remedy.sim.vllm_pod.reality import Reality
+
+    if args.reality is None and args.reality_seed is None:
+        return None
+    base = world or Reality()
+    return Reality(args.reality or base.mode, base.seed if args.reality_seed is None else args.reality_seed)
+
+
 def run(args: argparse.Namespace) -> int:
     """Exit 0 when every game passed, 1 when one failed, 130 after Ctrl-C: the remaining scenarios are skipped;
     the interrupted one is still restored (its verdict says whether fully) and reported."""
@@ -106,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
             def progress(line: str, n: str = sc.name) -> None:
                 return (print(f"[{n}] {line}", file=sys.stderr, flush=True))
             game = Game(sc, cluster=args.cluster, kubeconfig=args.kubeconfig, speed=args.speed, workdir=Path(tmp),
-                        progress=progress if human else None)
+                        progress=progress if human else None, reality=_reality(args, sc.reality))
             result = game.run()
         written = write_report(result, args.report_dir)
         results.append((result, written))

@@ -7,6 +7,7 @@ Examples:
   vllm-remedy sim up --background
   export KUBECONFIG=~/.local/state/vllm-remedy/sim/kubeconfig
   vllm-remedy sim up --background --cluster prod-eu --cluster prod-us --speed 600 -o json
+  vllm-remedy sim up --background --reality exact   # pods start exactly as the memory model estimates
   vllm-remedy sim down
 """
 
@@ -31,6 +32,7 @@ NAME = "sim"
 ORDER = 100
 HELP = "run the rehearsal cluster (kubectl-compatible API on 127.0.0.1)"
 READY_FILE = "sim.json"
+REALITIES = ("perturbed", "exact")
 
 
 def default_state() -> Path:
@@ -50,6 +52,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     up.add_argument("--speed", type=float, default=60.0, help="simulated seconds per real second")
     up.add_argument("--seed", default="runbook", help="seed YAML file or packaged seed name (default: runbook); "
                     "used only for clusters with no saved state")
+    up.add_argument("--reality", choices=REALITIES, default=None,
+                    help="perturbed (default): vLLM pods get the memory model's estimate moved by its error measured "
+                    "on real logs; exact: they get the estimate itself (overrides the seed's `reality` key)")
+    up.add_argument("--reality-seed", type=int, default=None, metavar="N",
+                    help="seed of the perturbed reality's draws (overrides the seed's `reality-seed`; default 0)")
     up.add_argument("--cluster", action="append", dest="clusters", metavar="NAME",
                     help="simulated cluster name (repeat for a fleet; default: rehearsal)")
     up.add_argument("--kubeconfig", type=Path, default=None, help="where to write the kubeconfig")
@@ -95,6 +102,9 @@ def _report(info: dict[str, Any], output: str) -> None:
     print(f"kubeconfig: {info['kubeconfig']}")
     print(f"kube-state-metrics (for Prometheus): {info['url']}/kube-state-metrics/<cluster>/metrics")
     print(f"state: {info['state']}")
+    realities = sorted(set((info.get("reality") or {}).values()))
+    if realities:
+        print(f"reality: {', '.join(realities)}")
 
 
 def _foreground_argv(args: argparse.Namespace, state: Path) -> list[str]:
@@ -103,6 +113,10 @@ def _foreground_argv(args: argparse.Namespace, state: Path) -> list[str]:
             "--seed", str(args.seed)]
     for name in args.clusters or []:
         argv += ["--cluster", name]
+    if args.reality is not None:
+        argv += ["--reality", args.reality]
+    if args.reality_seed is not None:
+        argv += ["--reality-seed", str(args.reality_seed)]
     for flag, value in (("--kubeconfig", args.kubeconfig), ("--auth", args.auth), ("--faults", args.faults)):
         if value is not None:
             argv += [flag, str(Path(value).resolve())]
@@ -147,9 +161,9 @@ def _up(args: argparse.Namespace) -> int:
                         f"run `vllm-remedy sim down --state {state}`")
     if args.background:
         return _background(args, state)
-    from vllm_remedy.sim.seed import cluster_seeds, load_seed
+    from vllm_remedy.sim.seed import cluster_seeds, enable_admission, load_seed
 
-    seed, _label = load_seed(args.seed)
+    seed, label = load_seed(args.seed)
     per_cluster = cluster_seeds(seed)
     if "clusters" in seed and not args.clusters:
         names = list(per_cluster)
@@ -167,16 +181,19 @@ def _up(args: argparse.Namespace) -> int:
         raise UserError(f"{args.faults}: expected a mapping of cluster name (or '*') to a list of fault rules")
     clusters = []
     for name in names:
+        reality = _reality(args, {**{k: seed[k] for k in ("reality", "reality-seed") if k in seed},
+                                  **per_cluster[name]}, f"{label} (cluster {name})")
         saved = state / f"{name}.json"
         if saved.exists():
             data = load_state(saved)
-            cluster = Cluster(name, clock=Clock(args.speed, start=data.get("clock")))
+            cluster = Cluster(name, clock=Clock(args.speed, start=data.get("clock")), reality=reality)
             cluster.restore(data.get("snapshot", {}))
+            enable_admission(cluster.store, {**seed, **per_cluster[name]}, label)
             cluster.start()
         else:
-            cluster = Cluster(name, clock=Clock(args.speed))
+            cluster = Cluster(name, clock=Clock(args.speed), reality=reality)
             cluster.start()
-            cluster.apply_seed(per_cluster[name], wait=True, timeout=120)
+            cluster.apply_seed(per_cluster[name], wait=True, timeout=120, reality=reality)
         clusters.append(cluster)
     faults = {}
     for name in names:
@@ -196,7 +213,7 @@ def _up(args: argparse.Namespace) -> int:
     path = server.write_kubeconfig(args.kubeconfig or state / "kubeconfig", users, default_user)
     server.start()
     info = {"pid": os.getpid(), "url": server.url, "kubeconfig": str(path.resolve()), "clusters": names,
-            "state": str(state)}
+            "state": str(state), "reality": {c.name: _describe(c.reality) for c in clusters}}
     (state / READY_FILE).write_text(json.dumps(info))
     _report(info, args.output)
     sys.stdout.flush()
@@ -210,6 +227,19 @@ def _up(args: argparse.Namespace) -> int:
     server.stop()
     (state / READY_FILE).unlink(missing_ok=True)
     return 0
+
+
+def _reality(args: argparse.Namespace, seed: dict[str, Any], label: str) -> Any:
+    """--reality/--reality-seed over the seed's keys over the default (perturbed, seed 0)."""
+    from vllm_remedy.sim.vllm_pod.reality import parse_reality
+
+    base = parse_reality(seed.get("reality"), seed.get("reality-seed"), label)
+    return parse_reality(args.reality or base.mode,
+                         args.reality_seed if args.reality_seed is not None else base.seed, "--reality")
+
+
+def _describe(reality: Any) -> str:
+    return "exact" if reality is None or reality.exact else f"perturbed (seed {reality.seed})"
 
 
 def _down(args: argparse.Namespace) -> int:

@@ -13,6 +13,7 @@ from pathlib import Path
 from vllm_remedy.sim import kubeconfig as sim_kubeconfig
 from vllm_remedy.sim.cluster import Cluster
 from vllm_remedy.sim.server import SimServer
+from vllm_remedy.sim.vllm_pod.reality import Reality
 
 CONTEXT = "rehearsal"
 
@@ -32,12 +33,13 @@ class LocalCluster:
         self.server.stop()
 
 
-def start_local(workdir: Path, seed: str | Path, speed: float) -> LocalCluster:
-    """Start controllers, apply ``seed`` (waiting for its rollouts), serve it; caller must ``stop()``."""
-    cluster = Cluster(CONTEXT, speed=speed)
+def start_local(workdir: Path, seed: str | Path, speed: float, reality: Reality | None = None) -> LocalCluster:
+    """Start controllers, apply ``seed`` (waiting for its rollouts), serve it; caller must ``stop()``. ``reality``
+    (the scenario's or the command line's) wins over the seed's; neither means perturbed."""
+    cluster = Cluster(CONTEXT, speed=speed, reality=reality)
     cluster.start()
     try:
-        cluster.apply_seed(seed, wait=True, timeout=120)
+        cluster.apply_seed(seed, wait=True, timeout=120, reality=reality)
         server = SimServer([cluster])
     except BaseException:
         cluster.stop()

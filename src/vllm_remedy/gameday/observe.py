@@ -14,6 +14,7 @@ from typing import Any
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.gameday.compliance import Finding, findings, node_product
+from vllm_remedy.gameday.predict import step_of
 from vllm_remedy.gameday.scenario import Scenario
 from vllm_remedy.gameday.timeline import DETECTION, FIRST_CRASH, Classified, Sample, Timeline
 from vllm_remedy.gameday.world import route_path
@@ -30,6 +31,16 @@ from vllm_remedy.vllm.startup_log import classify, parse_startup_log
 UNKNOWN_RETRIES = 3
 
 Obj = dict[str, Any]
+
+
+def logged_kv(text: str) -> dict[str, Any]:
+    """What vLLM's own log says it got: KV-cache tokens and GiB (None where that release's log does not say), the
+    "actual" next to the memory model's prediction in the report."""
+    report = parse_startup_log(text)
+    gib = report.kv_cache_gib
+    if gib is None:
+        gib = (report.failure_detail or {}).get("available_gib")
+    return {"kv_tokens": report.kv_cache_tokens, "kv_gib": gib}
 
 
 def bare_template(template: Obj) -> Obj:
@@ -71,7 +82,8 @@ class Observer:
         self._restarts: dict[str, int] = {}  # pod uid → highest restartCount seen
         self._logged: set[tuple[str, str]] = set()
         self._tries: dict[tuple[str, str], int] = {}
-        self.pods_seen: dict[str, Obj] = {}  # pod name → {spec, node, ready} for predictions vs outcomes
+        self.pods_seen: dict[str, Obj] = {}  # pod name → {spec, node, ready, step, actual} for predictions vs outcomes
+        self.restoring = False  # the game is putting the pre-game state back: new pods are that step's
         self._nodes: dict[str, Obj] = {}
         self._nodes_read = 0.0
         self._lock = threading.Lock()
@@ -128,8 +140,11 @@ class Observer:
                 crash_looping += int(in_crash_loop(pod, sc.container))
                 if self.fault_at is not None and pod["spec"].get("nodeName"):
                     seen = self.pods_seen.setdefault(pod["metadata"]["name"], {
-                        "spec": pod["spec"], "node": pod["spec"]["nodeName"], "ready": False, "t": now})
+                        "spec": pod["spec"], "node": pod["spec"]["nodeName"], "ready": False, "t": now,
+                        "step": "pre-game restore" if self.restoring else step_of(now, self.timeline.marks)})
                     seen["ready"] = seen["ready"] or health.ready
+                    if health.ready and "actual" not in seen:
+                        seen["actual"] = self._serving_log(pod)
                 if self.fault_at is not None:
                     self._classify(pod, now, wall, template)
             status = dep.get("status") or {}
@@ -189,6 +204,9 @@ class Observer:
             if failure == "unknown" and tries < UNKNOWN_RETRIES:
                 self._logged.discard(death)  # the log may not be readable yet (a loaded node): look again next poll
                 continue
+            seen = self.pods_seen.get(name)
+            if seen is not None and not (seen.get("actual") or {}).get("kv_tokens"):
+                seen["actual"] = logged_kv(text)
             node = (pod.get("spec") or {}).get("nodeName") or ""
             product = node_product(self._nodes.get(node) or {}) or "?"
             self.timeline.classified.append(Classified(
@@ -198,6 +216,14 @@ class Observer:
             det = self.scenario.detection
             if det.kind == "classification" and failure == det.value and self.timeline.first(DETECTION) is None:
                 self.timeline.mark(now, wall, DETECTION, f"detected: {failure} in pod {name}'s log")
+
+    def _serving_log(self, pod: Obj) -> dict[str, Any]:
+        """The KV cache a serving pod's log reports (its startup lines), read once when it first shows Ready."""
+        try:
+            text = self.client.pod_log(self.scenario.namespace, pod["metadata"]["name"], self.scenario.container)
+        except UserError:
+            return {}
+        return logged_kv(text)
 
     def _policy_detection(self, found: list[Finding], now: float, wall: float) -> None:
         want = self.scenario.detection.value

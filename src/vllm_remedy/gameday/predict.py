@@ -1,5 +1,6 @@
 """Predictions against what happened: for every pod the fault and the remedies started, the memory
-model's verdict on the card it landed on, next to how that pod actually ended (pure)."""
+model's verdict on the card it landed on, next to how that pod actually ended and the KV cache its log reports
+(pure). On the rehearsal cluster the two differ by the model's measured error (``sim.vllm_pod.reality``)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.gameday.compliance import node_product
-from vllm_remedy.gameday.timeline import Classified
+from vllm_remedy.gameday.timeline import ACTION, FAULT, Classified, Mark
 from vllm_remedy.remedies.predict import predict_template
 from vllm_remedy.sim.vllm_pod.keys import GPU_USED_GIB
 from vllm_remedy.vllm.cmdline import find_server
@@ -21,30 +22,57 @@ RUN_TIME = {c.name for c in FAILURES.values() if c.phase == "load" or c.host_mem
 
 def predict_pod(spec: Mapping[str, Any], node: Mapping[str, Any], container: str | None) -> tuple[str, str]:
     """(outcome, one-line detail) the memory model predicts for this pod spec on the card it landed on."""
+    outcome, detail, _ = predict_pod_kv(spec, node, container)
+    return outcome, detail
+
+
+def predict_pod_kv(spec: Mapping[str, Any], node: Mapping[str, Any],
+                   container: str | None) -> tuple[str, str, tuple[int, float] | None]:
+    """``predict_pod`` plus the KV cache predicted, (tokens, GiB); None when the model could not judge the pod."""
     product = node_product(node)
     if not product:
-        return "unknown", "the node names no GPU product"
+        return "unknown", "the node names no GPU product", None
     other = ((node.get("metadata") or {}).get("annotations") or {}).get(GPU_USED_GIB)
     got = predict_template({"spec": spec}, container, gpu=str(product),
                            other_process_gib=float(other) if other else None)
     est = got.estimate
     if est is None:
-        return "unknown", got.note
+        return "unknown", got.note, None
     detail = (f"{est.kv_cache_tokens:,} KV tokens, {est.max_concurrency:.2f}x at {est.max_model_len}"
               if est.fits else f"needs more than the {est.total_gib:.1f} GiB card allows")
-    return est.outcome.value, detail
+    return est.outcome.value, detail, (est.kv_cache_tokens, est.kv_cache_gib)
+
+
+def step_of(t: float, marks: Sequence[Mark]) -> str:
+    """The game step a pod first seen at cluster time ``t`` belongs to: the fault or the deploy run before it."""
+    label = "before the fault"
+    for m in sorted(marks, key=lambda m: m.t):
+        if m.kind in (FAULT, ACTION) and m.t <= t:
+            label = "fault" if m.kind == FAULT else m.label.removeprefix("run ")
+    return label
+
+
+def kv_figure(tokens: int | None, gib: float | None = None) -> str:
+    """A KV cache as the report shows it: tokens and GiB, either alone when only it is known (a crash log of some
+    releases gives only GiB), "—" when neither is."""
+    parts = [f"{tokens:,} tokens" if tokens else "", f"{gib:.2f} GiB" if gib is not None else ""]
+    return " / ".join(p for p in parts if p) or "—"
 
 
 def compare(pods_seen: Mapping[str, Mapping[str, Any]], nodes: Mapping[str, Mapping[str, Any]],
-            classified: Sequence[Classified], container: str | None) -> list[dict[str, Any]]:
-    """One row per pod: where it ran, the prediction, what happened, and whether they agree."""
+            classified: Sequence[Classified], container: str | None,
+            marks: Sequence[Mark] = ()) -> list[dict[str, Any]]:
+    """One row per pod: its step, where it ran, the prediction, what happened, the KV cache predicted against the
+    one its log reports (the rehearsal's reality, or the real card's), and whether they agree."""
     failures: dict[str, str] = {}
     for c in classified:
         failures.setdefault(c.pod, c.failure)
     rows = []
     for name, seen in pods_seen.items():
         node = nodes.get(seen["node"]) or {}
-        predicted, detail = predict_pod(seen["spec"], node, container)
+        predicted, detail, predicted_kv = predict_pod_kv(seen["spec"], node, container)
+        predicted_kv = predicted_kv or (None, None)
+        actual = seen.get("actual") or {}
         happened = failures.get(name) or ("ready" if seen.get("ready") else "not ready yet")
         expected = "ready" if predicted == "fits" else predicted
         if predicted == "unknown" or happened == "not ready yet":
@@ -59,7 +87,9 @@ def compare(pods_seen: Mapping[str, Mapping[str, Any]], nodes: Mapping[str, Mapp
             image = server.image.rsplit(":", 1)[-1]
         except UserError:
             flags, image = "", ""
-        rows.append({"pod": name, "node": f"{seen['node']} ({node_product(node) or '?'})", "image": image,
+        rows.append({"pod": name, "step": seen.get("step") or step_of(float(seen.get("t", 0.0)), marks),
+                     "node": f"{seen['node']} ({node_product(node) or '?'})", "image": image,
                      "flags": flags, "predicted": predicted, "prediction": detail, "happened": happened,
-                     "agree": agree})
+                     "agree": agree, "predicted_kv_tokens": predicted_kv[0], "predicted_kv_gib": predicted_kv[1],
+                     "actual_kv_tokens": actual.get("kv_tokens"), "actual_kv_gib": actual.get("kv_gib")})
     return rows

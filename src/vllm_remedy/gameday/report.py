@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from vllm_remedy.gameday.picture import render_png
-from vllm_remedy.gameday.predict import compare
+from vllm_remedy.gameday.predict import compare, kv_figure
 from vllm_remedy.gameday.runner import GameResult
 from vllm_remedy.gameday.timeline import FAULT, Timeline
 
@@ -41,7 +41,8 @@ def result_json(result: GameResult, paths: dict[str, str] | None = None) -> Obj:
 def predictions(result: GameResult) -> list[Obj]:
     """The memory model's verdict per pod next to what the pod did, on the nodes last seen (checks the model)."""
     nodes = (result.final or {}).get("nodes") or {}
-    return compare(result.pods_seen, nodes, result.timeline.classified, result.scenario.container)
+    return compare(result.pods_seen, nodes, result.timeline.classified, result.scenario.container,
+                   result.timeline.marks)
 
 
 def _rel(result: GameResult, t: float) -> str:
@@ -110,9 +111,11 @@ def markdown(result: GameResult, picture: str) -> str:
                 f"{run.cluster_seconds / 60:.1f} min cluster", "", "```", *run.output, "```", ""]
         out += ["```diff", *run.diff, "```", ""] if run.diff else ["No pod-template change.", ""]
     out += ["## Predictions against what happened", "",
-            "| pod | node | image | flags | predicted | happened | agree |", "|---|---|---|---|---|---|---|"]
-    out += [f"| {r['pod']} | {r['node']} | {r['image']} | `{r['flags']}` | {r['predicted']} ({r['prediction']}) | "
-            f"{r['happened']} | {r['agree']} |" for r in predictions(result)]
+            "| step | pod | node | image | flags | predicted | happened | KV cache predicted | KV cache actual (log) | "
+            "agree |", "|---|---|---|---|---|---|---|---:|---:|---|"]
+    out += [f"| {r['step']} | {r['pod']} | {r['node']} | {r['image']} | `{r['flags']}` | {r['predicted']} "
+            f"({r['prediction']}) | {r['happened']} | {kv_figure(r['predicted_kv_tokens'], r['predicted_kv_gib'])} | "
+            f"{kv_figure(r['actual_kv_tokens'], r['actual_kv_gib'])} | {r['agree']} |" for r in predictions(result)]
     out += ["", "## Pre-game state", "", *(f"- {line}" for line in result.restored)]
     return "\n".join(out) + "\n"
 
@@ -139,9 +142,12 @@ def html_page(result: GameResult, png: bytes) -> str:
         f"<pre>{_esc(chr(10).join(r.output))}</pre>"
         + (f"<pre class=diff>{_diff_html(r.diff)}</pre>" if r.diff else "<p>No pod-template change.</p>")
         for r in result.runs)
-    preds = "".join(f"<tr><td>{_esc(r['pod'])}</td><td>{_esc(r['node'])}</td><td>{_esc(r['image'])}</td>"
-                    f"<td><code>{_esc(r['flags'])}</code></td><td>{_esc(r['predicted'])} ({_esc(r['prediction'])})"
-                    f"</td><td>{_esc(r['happened'])}</td><td>{_esc(r['agree'])}</td></tr>" for r in predictions(result))
+    preds = "".join(f"<tr><td>{_esc(r['step'])}</td><td>{_esc(r['pod'])}</td><td>{_esc(r['node'])}</td>"
+                    f"<td>{_esc(r['image'])}</td><td><code>{_esc(r['flags'])}</code></td><td>{_esc(r['predicted'])} "
+                    f"({_esc(r['prediction'])})</td><td>{_esc(r['happened'])}</td>"
+                    f"<td>{_esc(kv_figure(r['predicted_kv_tokens'], r['predicted_kv_gib']))}</td>"
+                    f"<td>{_esc(kv_figure(r['actual_kv_tokens'], r['actual_kv_gib']))}</td>"
+                    f"<td>{_esc(r['agree'])}</td></tr>" for r in predictions(result))
     restored = "".join(f"<li>{_esc(line)}</li>" for line in result.restored)
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Game day: {_esc(sc.title)}</title>
@@ -157,8 +163,9 @@ color:{'#1e8449' if ok else '#c0392b'}}}.add{{color:#1e8449}}.del{{color:#c0392b
 <h2>Checks</h2><table><tr><th>check</th><th>result</th><th>detail</th></tr>{checks}</table>
 <h2>Timeline</h2><table><tr><th>min since fault (cluster)</th><th>wall s</th><th>event</th></tr>{marks}</table>
 <h2>Classified logs</h2>{logs}<h2>Remediation: what each deploy did</h2>{runs}
-<h2>Predictions against what happened</h2><table><tr><th>pod</th><th>node</th><th>image</th><th>flags</th>
-<th>predicted</th><th>happened</th><th>agree</th></tr>{preds}</table>
+<h2>Predictions against what happened</h2><table><tr><th>step</th><th>pod</th><th>node</th><th>image</th>
+<th>flags</th><th>predicted</th><th>happened</th><th>KV cache predicted</th><th>KV cache actual (log)</th><th>agree</th>
+</tr>{preds}</table>
 <h2>Pre-game state</h2><ul>{restored}</ul></body></html>
 """
 

@@ -28,6 +28,7 @@ from vllm_remedy.gameday.world import RestoreError, Restorer
 from vllm_remedy.kube.annotations import Keys
 from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.policy import Policy, load_policy
+from vllm_remedy.sim.vllm_pod.reality import Reality
 
 DETECT_WITHIN = 1800.0  # cluster seconds from the fault to detection
 STABLE_FOR = 600.0  # cluster seconds a restored Deployment must stay Ready without restarts (runner's confirm)
@@ -109,8 +110,9 @@ class Game:
 
     def __init__(self, scenario: Scenario, *, cluster: str = "local", kubeconfig: Path | None = None,
                  speed: float = 600.0, workdir: Path, interval: float = 0.1,
-                 progress: Callable[[str], None] | None = None) -> None:
+                 progress: Callable[[str], None] | None = None, reality: Reality | None = None) -> None:
         self.scenario, self.cluster_name, self.kubeconfig = scenario, cluster, kubeconfig
+        self.reality = reality or scenario.reality  # --reality over the scenario's world.reality
         self.speed, self.workdir, self.interval = speed, workdir, interval
         self.progress = progress or (lambda _line: None)
         self.policy = load_policy(scenario.policy)
@@ -179,7 +181,7 @@ class Game:
         sc = self.scenario
         if self.cluster_name == "local":
             self.progress(f"starting the rehearsal cluster (seed {sc.seed}, {self.speed:g}x)")
-            self.local = start_local(self.workdir, sc.seed, self.speed)
+            self.local = start_local(self.workdir, sc.seed, self.speed, self.reality)
             self.kubeconfig, self.context = self.local.kubeconfig, self.local.context
         elif sc.sim_only:
             raise UserError(f"{sc.source}: sim-only: this fault exists only on the rehearsal cluster; "
@@ -274,6 +276,8 @@ class Game:
         try:
             if restorer is not None and restorer.deployment:
                 self.progress("restoring the pre-game state")
+                if obs is not None:
+                    obs.restoring = True
                 ok, detail = True, ""
                 try:
                     self.result.restored = restorer.restore()

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from vllm_remedy.errors import UserError
+from vllm_remedy.sim.vllm_pod.reality import Reality, parse_reality
 from vllm_remedy.vllm.outcomes import Failure
 from vllm_remedy.yamlfile import read_yaml
 
@@ -94,6 +95,7 @@ class Scenario:
     deploys: tuple[Path, ...]
     success: Success
     route: str | None = None  # HTTPRoute name (in the target namespace) the game watches
+    reality: Reality | None = None  # world.reality / world.reality-seed: how far vLLM starts stray from the estimate
 
 
 def _err(where: str, message: str) -> UserError:
@@ -195,6 +197,12 @@ def _relative(base: Path, value: Any, where: str) -> Path:
     return path
 
 
+def _seed(base: Path, value: Any, where: str) -> str:
+    """A packaged seed's name as given; a YAML file relative to the scenario, like its policy and deploys."""
+    text = str(value or "runbook")
+    return str(_relative(base, text, where)) if text.endswith((".yaml", ".yml")) else text
+
+
 def parse_scenario(data: Any, source: Path) -> Scenario:
     """Validate a parsed scenario; every error is one line naming ``source`` and the key."""
     label = str(source)
@@ -203,7 +211,8 @@ def parse_scenario(data: Any, source: Path) -> Scenario:
     if not NAME.fullmatch(name):
         raise _err(f"{label}: name", f"{name!r} must be lowercase letters, digits and '-'")
     target = _mapping(top.get("target"), f"{label}: target", {"namespace", "deployment", "container", "route"})
-    world = _mapping(top.get("world"), f"{label}: world", {"seed", "objects", "steps", "known-good"})
+    world = _mapping(top.get("world"), f"{label}: world", {"seed", "objects", "steps", "known-good",
+                                                                 "reality", "reality-seed"})
     objects = world.get("objects") or []
     if not isinstance(objects, list):
         raise _err(f"{label}: world.objects", "expected a list of {resource, object}")
@@ -233,7 +242,7 @@ def parse_scenario(data: Any, source: Path) -> Scenario:
         source=source, namespace=str(target.get("namespace") or "llm"),
         deployment=str(target.get("deployment") or "llama-8b"), container=target.get("container"),
         policy=_relative(base, top.get("policy"), f"{label}: policy"), sim_only=bool(top.get("sim-only", False)),
-        seed=str(world.get("seed") or "runbook"), objects=tuple(objects),
+        seed=_seed(base, world.get("seed"), f"{label}: world.seed"), objects=tuple(objects),
         world=tuple(_step(s, f"{label}: world.steps[{i}]") for i, s in enumerate(steps)),
         known_good_current=known_good == "current",
         fault=tuple(_step(s, f"{label}: fault[{i}]") for i, s in enumerate(fault)),
@@ -241,6 +250,8 @@ def parse_scenario(data: Any, source: Path) -> Scenario:
         deploys=tuple(_relative(base, d, f"{label}: deploys[{i}]") for i, d in enumerate(deploys)),
         success=_success(top.get("success"), f"{label}: success"),
         route=target.get("route"),
+        reality=(parse_reality(world.get("reality"), world.get("reality-seed"), f"{label}: world")
+                 if "reality" in world or "reality-seed" in world else None),
     )
 
 

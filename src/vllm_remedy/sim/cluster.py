@@ -26,8 +26,9 @@ from vllm_remedy.sim.controllers.statefulset import StatefulSetController
 from vllm_remedy.sim.dcgm_exporter import DcgmExporterRuntime, is_exporter
 from vllm_remedy.sim.endpoints import EndpointsController
 from vllm_remedy.sim.runtime import PlainRuntime, Runtime, RuntimeChooser
-from vllm_remedy.sim.seed import apply_seed
+from vllm_remedy.sim.seed import apply_seed, seed_reality
 from vllm_remedy.sim.store import ApiError, Event, Store, not_found
+from vllm_remedy.sim.vllm_pod.reality import Reality
 from vllm_remedy.sim.vllm_pod.runtime import VllmRuntime
 
 Obj = dict[str, Any]
@@ -37,7 +38,8 @@ class Cluster:
     """A named cluster: ``store`` (objects), ``clock`` (simulated time), controllers, runtime.
 
     ``runtime`` decides what containers do: unless given, vLLM containers run the vLLM simulator (they
-    start or crash as the memory model predicts, in their version's log format), NVIDIA's dcgm-exporter
+    start or crash as the memory model predicts, moved by its measured error unless ``reality`` is exact, in
+    their version's log format), NVIDIA's dcgm-exporter
     image serves the node's GPU telemetry (``sim.dcgm_exporter``) and every other container the
     ``PlainRuntime``. Tests that need bare containers pass ``runtime=PlainRuntime()``.
     Environment knobs that no Kubernetes object carries — GPU memory
@@ -46,13 +48,14 @@ class Cluster:
 
     def __init__(
         self, name: str = "default", *, clock: Clock | None = None, speed: float = 60.0,
-        store: Store | None = None, runtime: Runtime | None = None,
+        store: Store | None = None, runtime: Runtime | None = None, reality: Reality | None = None,
     ) -> None:
         self.name = name
         self.clock = clock or (store.clock if store is not None else Clock(speed=speed))
         self.store = store or Store(clock=self.clock, name=name)
         self.runtime: Runtime = runtime or VllmRuntime(self.clock, self.store, fallback=RuntimeChooser(
-            [(is_exporter, DcgmExporterRuntime(self)), (is_finite_command, CommandRuntime(self))], PlainRuntime()))
+            [(is_exporter, DcgmExporterRuntime(self)), (is_finite_command, CommandRuntime(self))], PlainRuntime()),
+            reality=reality)
         self.node_gpu_used_mib: dict[str, int] = {}
         self.files = ContainerFiles()  # what `kubectl cp` put into containers
         self.load: dict[tuple[str, str], float] = {}  # (namespace, deployment) → concurrent requests
@@ -164,14 +167,30 @@ class Cluster:
         with self._lock:
             return self.load.get((namespace, deployment), 0.0)
 
+    def set_reality(self, reality: Reality) -> None:
+        """How far vLLM starts stray from the estimate from the next container start on (seed key, ``--reality``)."""
+        if isinstance(self.runtime, VllmRuntime):
+            self.runtime.reality = reality
+
+    @property
+    def reality(self) -> Reality | None:
+        """The vLLM runtime's reality (None when containers run on another runtime)."""
+        return self.runtime.reality if isinstance(self.runtime, VllmRuntime) else None
+
     # -- seeds and waiting -----------------------------------------------------------------------
 
-    def apply_seed(self, seed: Obj | str | Path, *, wait: bool = True, timeout: float = 30.0) -> None:
+    def apply_seed(self, seed: Obj | str | Path, *, wait: bool = True, timeout: float = 30.0,
+                   reality: Reality | None = None) -> None:
         """Create the seed's nodes, namespaces and objects and roll out its deployment histories.
 
-        ``seed`` is a parsed seed, a path to a YAML file, or the name of a packaged seed ("runbook").
+        ``seed`` is a parsed seed, a path to a YAML file, or the name of a packaged seed ("runbook"); its
+        ``reality`` keys, when set, apply to every vLLM start from now on; an explicit ``reality`` (a command
+        line's) wins over them.
         With ``wait`` the call returns once every deployment's current revision is rolled out.
         """
+        reality = reality or seed_reality(seed)
+        if reality is not None:
+            self.set_reality(reality)
         apply_seed(self, seed, wait=wait, timeout=timeout)
 
     def wait_for(self, predicate: Callable[[], bool], timeout: float = 10.0) -> bool:

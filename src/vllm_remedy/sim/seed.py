@@ -6,7 +6,9 @@ controller leaves behind (its own builder: hashes, owner reference, revision and
 the controller rolls out only the last — so a long history costs one model load, not one per
 revision. Node entries take a GPU shorthand that expands to the labels GPU feature discovery, GKE or
 Karpenter put on real nodes; ``dcgm-exporter: true`` adds the GPU operator's DCGM exporter pod on each GPU node;
-``models:`` ships config.json files for models outside the catalog (what the world's Hub would serve).
+``models:`` ships config.json files for models outside the catalog (what the world's Hub would serve);
+``reality: perturbed | exact`` and ``reality-seed: N`` say how far its vLLM starts stray from the estimate;
+``admission: [ExtendedResourceToleration]`` turns on the mutating admission of the cloud it copies (GKE).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import yaml
 
 from vllm_remedy import hub
 from vllm_remedy.errors import UserError
+from vllm_remedy.sim import admission
 from vllm_remedy.sim.controllers.defaults import default_deployment
 from vllm_remedy.sim.controllers.images import add_images
 from vllm_remedy.sim.controllers.manager import wait_until
@@ -32,6 +35,7 @@ from vllm_remedy.sim.dcgm_exporter import NAMESPACE as EXPORTER_NAMESPACE
 from vllm_remedy.sim.dcgm_exporter import exporter_pod
 from vllm_remedy.sim.protocols import SeedTarget
 from vllm_remedy.sim.store import ApiError
+from vllm_remedy.sim.vllm_pod.reality import Reality, parse_reality
 from vllm_remedy.vllm import resolved
 from vllm_remedy.yamlfile import read_yaml
 
@@ -71,6 +75,22 @@ def load_seed(ref: Obj | str | Path) -> tuple[Obj, str]:
     if not isinstance(data, dict):
         raise UserError(f"{label}: expected a mapping with nodes/namespaces/deployments")
     return data, label
+
+
+def seed_reality(ref: Obj | str | Path) -> Reality | None:
+    """The world's ``reality`` (perturbed | exact) and ``reality-seed`` keys; None when the seed sets neither."""
+    seed, label = load_seed(ref)
+    if seed.get("reality") is None and seed.get("reality-seed") is None:
+        return None
+    return parse_reality(seed.get("reality"), seed.get("reality-seed"), label)
+
+
+def enable_admission(store: Any, seed: Obj, label: str) -> None:
+    """``admission: [ExtendedResourceToleration]``: the mutating plugins of the cloud the world copies (``sim up``
+    calls it again on restored state, which keeps no functions)."""
+    for plugin in admission.plugins(seed.get("admission"), label):
+        if plugin not in store.admission:
+            store.admission.append(plugin)
 
 
 def cluster_seeds(seed: Obj) -> dict[str, Obj]:
@@ -169,6 +189,7 @@ def apply_seed(cluster: SeedTarget, ref: Obj | str | Path, *, wait: bool = True,
     re-applying a seed over restored state is harmless; bad seeds raise UserError naming the key."""
     seed, label = load_seed(ref)
     store = cluster.store
+    enable_admission(store, seed, label)
     for i, entry in enumerate(seed.get("nodes") or []):
         if not isinstance(entry, dict):
             raise UserError(f"{label}: nodes[{i}]: expected a mapping")

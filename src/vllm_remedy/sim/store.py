@@ -104,6 +104,8 @@ class Store:
     # Called under the lock with each change before it takes effect (the server's write-ahead log);
     # if it raises, the change is not made.
     journal: Callable[[Obj], None] | None = field(default=None, repr=False)
+    # Mutating admission plugins the world enables (``sim.admission``): each may change a new object in place.
+    admission: list[Callable[[str, Obj], None]] = field(default_factory=list, repr=False)
 
     # -- reads -----------------------------------------------------------------------------------
 
@@ -161,6 +163,8 @@ class Store:
                 raise ApiError(409, "AlreadyExists", f'{resource} "{name}" already exists',
                                {"name": name, "kind": resource.partition(".")[0]})
             obj = copy.deepcopy(obj)
+            for admit in self.admission:  # mutating admission, as the apiserver runs it on every create
+                admit(resource, obj)
             meta = obj["metadata"]
             meta.setdefault("uid", str(uuid.uuid4()))
             meta.setdefault("creationTimestamp", self.clock.timestamp())

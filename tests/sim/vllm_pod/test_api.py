@@ -16,6 +16,7 @@ from vllm_remedy.sim.clock import Clock
 from vllm_remedy.sim.cluster import Cluster
 from vllm_remedy.sim.server import SimServer
 from vllm_remedy.sim.vllm_pod import install
+from vllm_remedy.sim.vllm_pod.reality import EXACT
 from vllm_remedy.vllm import catalog
 from vllm_remedy.vllm.memory import EngineSettings, estimate
 from vllm_remedy.vllm.outcomes import Failure
@@ -34,7 +35,7 @@ BAD_TEMPLATE = {"spec": {"template": {"spec": {
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
     """The packaged runbook seed on the vLLM runtime at 600x, then revision 4 (no --max-model-len, on L4)."""
     tmp: Path = tmp_path_factory.mktemp("vllm-api")
-    cluster = Cluster("a", clock=Clock(speed=600))
+    cluster = Cluster("a", clock=Clock(speed=600), reality=EXACT)  # compares logs with estimate() number for number
     install(cluster)
     cluster.start()
     cluster.apply_seed("runbook", wait=True, timeout=30)

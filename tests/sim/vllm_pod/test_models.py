@@ -18,6 +18,7 @@ from vllm_remedy.sim.clock import Clock
 from vllm_remedy.sim.cluster import Cluster
 from vllm_remedy.sim.seed import make_node
 from vllm_remedy.sim.vllm_pod import install
+from vllm_remedy.sim.vllm_pod.reality import EXACT
 from vllm_remedy.vllm import catalog
 from vllm_remedy.vllm.memory import EngineSettings, estimate
 from vllm_remedy.vllm.startup_log import parse_startup_log
@@ -27,7 +28,7 @@ SHIPPED = "acme-corp/SmolLM2-1.7B-Rehearsal"  # a name nothing else resolves: th
 
 @pytest.fixture
 def cluster() -> Iterator[Cluster]:
-    c = Cluster("t", clock=Clock(speed=600))
+    c = Cluster("t", clock=Clock(speed=600), reality=EXACT)  # compares logs with estimate() number for number
     install(c)
     c.store.create("nodes", make_node({"name": "l40s-1", "gpu": {"product": "NVIDIA-L40S", "count": 2}}, "t"))
     c.apply_seed({"models": [{"id": SHIPPED, "config": SMOLLM2_CONFIG}]})

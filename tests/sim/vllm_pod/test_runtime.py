@@ -15,6 +15,7 @@ from vllm_remedy.sim.clock import Clock, parse_timestamp
 from vllm_remedy.sim.cluster import Cluster
 from vllm_remedy.sim.seed import make_node
 from vllm_remedy.sim.vllm_pod import GPU_USED_GIB, OOM_KILLED, install, timeline
+from vllm_remedy.sim.vllm_pod.reality import EXACT
 from vllm_remedy.vllm import catalog
 from vllm_remedy.vllm.memory import EngineSettings, estimate
 from vllm_remedy.vllm.outcomes import Failure
@@ -26,7 +27,7 @@ NODES = [("l40s-1", "NVIDIA-L40S"), ("l4-1", "NVIDIA-L4")]
 
 @pytest.fixture
 def cluster() -> Iterator[Cluster]:
-    c = Cluster("t", clock=Clock(speed=600))
+    c = Cluster("t", clock=Clock(speed=600), reality=EXACT)  # compares logs with estimate() number for number
     install(c)
     for name, product in NODES:
         c.store.create("nodes", make_node({"name": name, "gpu": {"product": product, "count": 2}}, "t"))

@@ -1,8 +1,8 @@
 """What a vLLM container is about to run: its flags, model, GPU and version, and the memory model's verdict.
 
 Everything the simulator needs is decided here from objects only (pod spec, node), so the same inputs
-always give the same start: that is what makes a rehearsal reproducible and lets tests compare a pod's
-log with ``estimate()`` number for number.
+always give the same start: that is what makes a rehearsal reproducible. ``reality`` then moves the KV cache
+off the estimate by the model's measured error (``--reality exact`` keeps ``estimate()`` number for number).
 """
 
 from __future__ import annotations
@@ -36,7 +36,9 @@ class Launch:
     gpu: GpuSpec
     settings: EngineSettings
     resolved: Resolved
-    estimate: Estimate
+    estimate: Estimate  # what the card really gives (``reality``): the log, the load model and GPU memory use it
+    predicted: Estimate | None = None  # the memory model's own figures, once ``reality`` has set the truth
+    revision: str | None = None  # --revision, for the arguments line
 
 
 @dataclass(frozen=True)
@@ -128,7 +130,7 @@ def plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, An
     except UserError as err:
         return Refusal(version, model_id, f"ValueError: {err}", "config")
     served = str(flags.get("served-model-name") or model_id).split()[0]
-    return Launch(version, model_id, served, spec, gpu, settings, resolved, result)
+    return Launch(version, model_id, served, spec, gpu, settings, resolved, result, revision=flags.get("revision"))
 
 
 def model_spec(model_id: str, revision: str | None) -> ModelSpec:

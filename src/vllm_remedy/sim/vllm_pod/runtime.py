@@ -1,8 +1,9 @@
 """The vLLM container runtime: plugs into the kubelet's Runtime seam and runs vLLM containers as vLLM would.
 
 A container is recognised by its argv (``find_server``); anything else runs on the fallback runtime.
-On every (re)start the runtime plans the whole run from the memory model (``launch.plan``) and
-places the version's startup log in simulated time (``timeline``); once serving, the kubelet polls
+On every (re)start the runtime plans the whole run from the memory model (``launch.plan``), moves its KV
+cache to what the card really gives (``reality``: the model's measured error, unless exact) and places the
+version's startup log in simulated time (``timeline``); once serving, the kubelet polls
 ``load_check`` and the apiserver proxies ``/health`` and ``/metrics`` to ``http``.
 """
 
@@ -31,6 +32,7 @@ from vllm_remedy.sim.runtime import (
 from vllm_remedy.sim.store import Store
 from vllm_remedy.sim.vllm_pod import env, keys, metrics, timeline
 from vllm_remedy.sim.vllm_pod.launch import Launch, plan
+from vllm_remedy.sim.vllm_pod.reality import Reality
 from vllm_remedy.vllm.cmdline import find_server
 from vllm_remedy.vllm.log_formats import default_engine
 from vllm_remedy.vllm.memory.terms import context_gib
@@ -46,9 +48,11 @@ _METRICS = "text/plain; version=0.0.4; charset=utf-8"
 class VllmRuntime:
     """Runtime for vLLM containers; ``store`` (optional) lets load annotations on Deployments count."""
 
-    def __init__(self, clock: Clock, store: Store | None = None, fallback: Runtime | None = None) -> None:
+    def __init__(self, clock: Clock, store: Store | None = None, fallback: Runtime | None = None,
+                 reality: Reality | None = None) -> None:
         self.clock, self.store = clock, store
         self.fallback: Runtime = fallback or PlainRuntime()
+        self.reality = reality or Reality()  # how far starts stray from the estimate (perturbed by default)
 
     def start(self, ctx: ContainerContext) -> ContainerRun:
         """One (re)start as vLLM would run it: argv expanded as kubelet and the shell would, then the memory
@@ -71,6 +75,7 @@ class VllmRuntime:
         if not isinstance(decided, Launch):
             p = timeline.plan_refusal(decided, started)
             return ContainerRun(log=p.lines, ready_after=None, exit=p.exit, http=_refused)
+        decided = self.reality.apply(decided)
         deployment = self.deployment_of(self.store, ctx.pod)
         p = timeline.plan_start(decided, started, oom_killed=self._oom_killed(ctx.pod, deployment))
         if p.exit is not None:
@@ -214,8 +219,10 @@ def _refused(path: str) -> HttpReply:
     return 503, _TEXT, b"error trying to reach service: connect: connection refused"
 
 
-def install(cluster: RuntimeHost) -> VllmRuntime:
-    """Make ``cluster`` run vLLM containers with this simulator (others keep the plain runtime)."""
-    runtime = VllmRuntime(cluster.clock, cluster.store, fallback=cluster.runtime)
+def install(cluster: RuntimeHost, reality: Reality | None = None) -> VllmRuntime:
+    """Make ``cluster`` run vLLM containers with this simulator (others keep the plain runtime); the reality is
+    ``reality``, else the one a vLLM runtime already there had."""
+    before = cluster.runtime.reality if isinstance(cluster.runtime, VllmRuntime) else None
+    runtime = VllmRuntime(cluster.clock, cluster.store, fallback=cluster.runtime, reality=reality or before)
     cluster.runtime = runtime
     return runtime

@@ -83,7 +83,8 @@ def render(launch: Launch, failure: Failure, started: datetime, detail: dict[str
         cudagraph_gib=None if res.enforce_eager else est.cudagraph_gib, total_gpu_gib=launch.gpu.total_gib,
         gpu_memory_utilization=res.util, activation_gib=est.activation_gib, non_torch_gib=est.non_torch_gib,
         failure=failure, failure_detail=detail or _detail(launch, failure), block_size=res.block_size,
-        started=started, enforce_eager=res.enforce_eager))
+        started=started, enforce_eager=res.enforce_eager, max_num_seqs=launch.settings.max_num_seqs,
+        revision=launch.revision))
 
 
 def flag_extrapolated(version: str, text: str) -> str:

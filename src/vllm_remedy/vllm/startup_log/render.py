@@ -109,14 +109,16 @@ def render_startup_log(version: str, *, model: str, tp_size: int = 1, weights_gi
                        non_torch_gib: float = 0.2, failure: Failure = Failure.NONE,
                        failure_detail: dict[str, Any] | None = None, engine: str | None = None,
                        block_size: int = 16, started: datetime | None = None, color: bool = False,
-                       enforce_eager: bool = False) -> str:
+                       enforce_eager: bool = False, max_num_seqs: int | None = None,
+                       revision: str | None = None) -> str:
     """A realistic log of one start of ``version`` that ends in ``failure``.
 
     Figures a version does not print are simply not in its log. ``failure_detail`` supplies the
     error's own numbers (``needed_gib``/``available_gib``/``suggested_max_model_len``, ``free_gib``/
     ``requested_gib``, ``tried_to_allocate_gib``, ``num_dummy_requests``); sensible ones are derived
     when absent. ``host_oom_killed`` renders a log cut off while loading weights, as the kernel leaves it.
-    ``enforce_eager`` is what the engine's config line says (``cudagraph_gib=None`` leaves the capture out).
+    ``enforce_eager`` is what the engine's config line says (``cudagraph_gib=None`` leaves the capture out);
+    ``max_num_seqs`` and ``revision``, when set, join the arguments line as vLLM prints them.
     """
     ver = parse_version(version)
     eng = engine or default_engine(ver)
@@ -134,7 +136,8 @@ def render_startup_log(version: str, *, model: str, tp_size: int = 1, weights_gi
         "gpu_blocks": blocks, "cpu_blocks": 2048, "kv_cache_tokens": tokens, "concurrency_max_len": max_model_len,
         "max_concurrency": concurrency, "graph_seconds": 14, "cudagraph_gib": cudagraph_gib or 0.0,
     }
-    _preamble(w, version, model, tp_size, max_model_len, gpu_memory_utilization, enforce_eager)
+    _preamble(w, version, model, tp_size, max_model_len, gpu_memory_utilization, enforce_eager,
+              max_num_seqs=max_num_seqs, revision=revision)
     if failure is Failure.FREE_MEMORY_BELOW_UTILIZATION:
         return _fail_free_memory(w, figures, detail)
     w.each_rank(f"Starting to load model {model}...", source="gpu_model_runner.py")
@@ -193,7 +196,10 @@ def _emit(w: _Writer, kind: str, figures: dict[str, Any], *, ranks: bool = False
         w.template("engine", tpl, figures, ranks=ranks and w.tp > 1)
 
 
-def _preamble(w: _Writer, version: str, model: str, tp: int, max_len: int, util: float, eager: bool) -> None:
+def _preamble(w: _Writer, version: str, model: str, tp: int, max_len: int, util: float, eager: bool, *,
+              max_num_seqs: int | None = None, revision: str | None = None) -> None:
+    """Banner and arguments line. The dict of 0.9+ lists only non-default arguments in the parser's order (model
+    config, parallel, cache, scheduler): revision before max_model_len, max_num_seqs last, as real logs show."""
     if w.v < (0, 25, 0):
         w.log("api", f"vLLM API server version {version}", source="api_server.py")
     if w.v >= (0, 15, 0):
@@ -201,15 +207,21 @@ def _preamble(w: _Writer, version: str, model: str, tp: int, max_len: int, util:
                     f"  █▄█▀ █     █     █     █  model   {model}", "   ▀▀  ▀▀▀▀▀ ▀▀▀▀▀ ▀     ▀"):
             w.log("api", art, source="utils.py", step=0)
     if w.v >= (0, 9, 0):
-        args = {"model_tag": model, "model": model, "max_model_len": max_len, "gpu_memory_utilization": util}
+        args: dict[str, Any] = {"model_tag": model, "model": model}
+        if revision is not None:
+            args["revision"] = revision
+        args.update({"max_model_len": max_len, "gpu_memory_utilization": util})
         if tp > 1:
             args["tensor_parallel_size"] = tp
         if eager:
             args["enforce_eager"] = True
+        if max_num_seqs is not None:
+            args["max_num_seqs"] = max_num_seqs
         w.log("api", f"non-default args: {args}", source="utils.py")
     else:
-        w.log("api", f"args: Namespace(model='{model}', max_model_len={max_len}, gpu_memory_utilization={util}, "
-              f"tensor_parallel_size={tp}, enforce_eager={eager})", source="api_server.py")
+        w.log("api", f"args: Namespace(model='{model}', revision={revision!r}, max_model_len={max_len}, "
+              f"gpu_memory_utilization={util}, tensor_parallel_size={tp}, enforce_eager={eager}, "
+              f"max_num_seqs={max_num_seqs!r})", source="api_server.py")
     if w.engine == "v1":
         title = "a V1 LLM engine" if w.v >= (0, 7, 2) else "an LLM engine"
     else:

@@ -1,0 +1,163 @@
+"""What a simulated vLLM start really gets: the memory model's estimate perturbed by the model's measured error.
+
+If the pods started exactly as ``estimate()`` says, a rehearsal could never catch the planner trusting a wrong
+estimate. So by default the rehearsal's "truth" is the estimate with the KV cache scaled by a residual taken
+from real startup logs (``residuals.yaml``, generated from ``tests/data/calibration`` by
+``bench/residuals.py``): the mean signed error of the cases with the same model architecture, GPU and vLLM
+minor release, else a seeded draw from the held-out errors. The draw depends only on the world's seed and that
+key, so the same world and seed give the same truth on every start. ``exact`` keeps the estimate as the truth.
+
+Pure: the only input besides the Launch is the packaged table.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import statistics
+from dataclasses import dataclass, replace
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import yaml
+
+from vllm_remedy.errors import UserError
+from vllm_remedy.sim.vllm_pod.launch import Launch
+from vllm_remedy.vllm.memory import Estimate
+from vllm_remedy.vllm.memory.terms import context_gib
+from vllm_remedy.vllm.outcomes import Outcome
+from vllm_remedy.vllm.versions import parse_version
+
+MODES = ("perturbed", "exact")
+DEFAULT_MODE = "perturbed"
+# Outcomes decided by the KV cache's size: the ones a different KV cache can turn into one another.
+_KV_DECIDED = (Outcome.FITS, Outcome.MAX_LEN_EXCEEDS_KV, Outcome.NO_CACHE_BLOCKS)
+
+
+@dataclass(frozen=True)
+class Residual:
+    """One calibration case's signed KV error, (predicted - logged) / logged, with the key it applies to."""
+
+    case: str
+    architecture: str
+    gpu: str
+    band: str  # vLLM "major.minor"
+    error: float
+    held_out: bool
+
+
+@dataclass(frozen=True)
+class Reality:
+    """How far the rehearsal's pods stray from the estimate: ``mode`` perturbed (default) or exact, and the
+    world's ``seed`` for the draws."""
+
+    mode: str = DEFAULT_MODE
+    seed: int = 0
+
+    @property
+    def exact(self) -> bool:
+        return self.mode == "exact"
+
+    def residual(self, launch: Launch) -> tuple[float, str]:
+        """(signed error, where it came from) for this launch's architecture, GPU and release band."""
+        if self.exact:
+            return 0.0, "exact"
+        return residual_for(launch.model.architecture, launch.gpu.product, band(launch.version), self.seed)
+
+    def apply(self, launch: Launch) -> Launch:
+        """The launch as the card will really run it: ``estimate`` becomes the truth, ``predicted`` keeps the
+        model's figures."""
+        error, _ = self.residual(launch)
+        if error == 0.0:
+            return replace(launch, predicted=launch.estimate)
+        return replace(launch, estimate=perturb(launch, error), predicted=launch.estimate)
+
+
+EXACT = Reality("exact")  # tests that compare a pod's log with ``estimate()`` number for number
+
+
+def parse_reality(mode: Any, seed: Any, where: str) -> Reality:
+    """A Reality from a CLI flag or seed keys; a clear UserError naming ``where`` otherwise."""
+    text = str(mode if mode is not None else DEFAULT_MODE).strip().lower()
+    if text not in MODES:
+        raise UserError(f"{where}: reality: expected one of {', '.join(MODES)}, got {mode!r}")
+    if seed is None:
+        return Reality(text)
+    if isinstance(seed, bool) or not isinstance(seed, int | str) or not str(seed).strip().lstrip("-").isdigit():
+        raise UserError(f"{where}: reality-seed: expected a whole number, got {seed!r}")
+    return Reality(text, int(str(seed).strip()))
+
+
+def band(version: str) -> str:
+    """The release band a residual applies to: vLLM's "major.minor"."""
+    parsed = parse_version(version)
+    return f"{parsed[0]}.{parsed[1]}" if parsed else version
+
+
+@cache
+def residuals() -> tuple[Residual, ...]:
+    """The packaged table (see ``bench/residuals.py``)."""
+    text = (resources.files("vllm_remedy.sim.vllm_pod") / "residuals.yaml").read_text()
+    rows = yaml.safe_load(text).get("cases") or []
+    return tuple(Residual(str(r["case"]), str(r["architecture"]), str(r["gpu"]), str(r["band"]),
+                          float(r["error"]), bool(r["held_out"])) for r in rows)
+
+
+def residual_for(architecture: str, gpu: str, release: str, seed: int,
+                 table: tuple[Residual, ...] | None = None) -> tuple[float, str]:
+    """The mean error of the cases with this key, else a draw from the held-out errors fixed by (seed, key)."""
+    rows = residuals() if table is None else table
+    same = [r for r in rows if (r.architecture, r.gpu, r.band) == (architecture, gpu, release)]
+    if same:
+        return statistics.fmean(r.error for r in same), f"measured: {', '.join(r.case for r in same)}"
+    pool = sorted((r for r in rows if r.held_out), key=lambda r: r.case)
+    if not pool:
+        return 0.0, "no residuals"
+    digest = hashlib.sha256(f"{seed}|{architecture}|{gpu}|{release}".encode()).digest()
+    pick = pool[int.from_bytes(digest[:8], "big") % len(pool)]
+    return pick.error, f"drawn (seed {seed}): {pick.case}"
+
+
+def perturb(launch: Launch, error: float) -> Estimate:
+    """The estimate with the KV cache vLLM would really find: predicted / (1 + error), whole blocks, and the
+    startup outcome that KV cache decides (a fit can become max_len_exceeds_kv, and the reverse)."""
+    est, res = launch.estimate, launch.resolved
+    if est.outcome not in _KV_DECIDED or est.kv_cache_gib <= 0:
+        return est
+    kv = est.kv_cache_gib / (1.0 + error)
+    blocks = int(est.gpu_blocks / (1.0 + error)) if est.gpu_blocks else 0
+    per_block = est.kv_cache_tokens / est.gpu_blocks if est.gpu_blocks else float(res.block_size)
+    tokens = round(blocks * per_block)
+    max_len = est.max_model_len
+    if res.auto_len and tokens > 0:
+        max_len = min(res.max_model_len, tokens)
+    if blocks <= 0:
+        outcome = Outcome.NO_CACHE_BLOCKS
+    elif launch.model.sliding_layers:
+        outcome = est.outcome  # a hybrid cache's need is per group, not max_len tokens: keep the model's verdict
+    elif max_len > tokens:
+        outcome = Outcome.MAX_LEN_EXCEEDS_KV
+    else:
+        outcome = Outcome.FITS
+    fits_peak = _fits_peak(launch)
+    peak = fits_peak if outcome is Outcome.FITS else min(
+        fits_peak, res.other_process_gib + context_gib(launch.gpu, res.tp) + est.weights_gib + est.activation_gib)
+    needed = suggested = None
+    if outcome is Outcome.MAX_LEN_EXCEEDS_KV:
+        # one request's need is bytes per token x length: the layout's, not the cache's size
+        needed = est.needed_kv_gib or est.kv_cache_gib / max(est.kv_cache_tokens, 1) * max_len
+        suggested = tokens
+    ratio = est.max_concurrency / est.kv_cache_tokens * est.max_model_len / max_len if est.kv_cache_tokens else 0.0
+    return replace(est, outcome=outcome, kv_cache_gib=kv, kv_cache_tokens=tokens, gpu_blocks=blocks,
+                   max_concurrency=tokens * ratio if ratio else tokens / max(max_len, 1), max_model_len=max_len,
+                   peak_gib=peak, needed_kv_gib=needed, suggested_max_model_len=suggested,
+                   graph_capture_oom=est.graph_capture_oom and outcome is Outcome.FITS)
+
+
+def _fits_peak(launch: Launch) -> float:
+    """The card's peak for a start that serves: the requested budget, graphs outside it, and (for budgets relative
+    to free memory) other processes and the CUDA context (as ``estimate`` counts them)."""
+    est, res, rules = launch.estimate, launch.resolved, launch.resolved.rules
+    outside = 0.0 if rules.cudagraph_in_budget else est.cudagraph_gib
+    relative = 0.0 if rules.budget == "absolute" else res.other_process_gib + context_gib(launch.gpu, res.tp)
+    return est.total_gib * res.util + outside + relative

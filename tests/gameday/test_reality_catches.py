@@ -1,0 +1,44 @@
+"""A rehearsal that can fail the plan: the thin-margin game day fails under the perturbed reality, and says why.
+
+gameday/catches/thin-margin.yaml rolls back to a revision the memory model says fits an L4 with 11 % spare KV
+cache; the world's reality is the model's worst held-out miss (+19.6 %), so that revision crash-loops. The failure
+must be in the verdict, the checks and the predictions table (predicted fits, happened max_len_exceeds_kv, the
+two KV caches side by side), not hidden; and the same game under `--reality exact` passes, so it is the reality
+that caught it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from fixtures.pyinfra_run import ROOT
+
+SCENARIO = ROOT / "gameday" / "catches" / "thin-margin.yaml"
+
+
+def test_the_thin_margin_rollback_fails_honestly_under_the_perturbed_reality(cli, tmp_path: Path):
+    got = cli("gameday", "run", str(SCENARIO), "--speed", "300", "--report-dir", str(tmp_path), "-o", "json")
+    body = json.loads(got.stdout)
+    assert got.returncode == 1 and body["passed"] is False, body["verdict"]
+    failed = {c["name"] for c in body["checks"] if not c["ok"]}
+    assert {"service restored", "ready replicas"} <= failed, body["checks"]
+    assert {"detected", "pre-game state restored"}.isdisjoint(failed)
+    rollback = [p for p in body["predictions"] if p["step"] == "deploys/restore.py"]
+    assert rollback, body["predictions"]
+    for row in rollback:
+        assert (row["predicted"], row["happened"], row["agree"]) == ("fits", "max_len_exceeds_kv", "no"), row
+        assert row["predicted_kv_tokens"] == 32240
+        assert row["actual_kv_gib"] < row["predicted_kv_gib"] * 0.85  # the log's KV cache, not the estimate's
+    report = Path(body["report"]["md"]).read_text()
+    assert ("| fits (32,240 KV tokens, 1.12x at 28672) | max_len_exceeds_kv | 32,240 tokens / 3.94 GiB | 3.29 GiB "
+            "| no |") in report
+
+
+def test_the_same_game_passes_when_the_cluster_obeys_the_estimate(cli, tmp_path: Path):
+    got = cli("gameday", "run", str(SCENARIO), "--reality", "exact", "--speed", "300", "--report-dir",
+              str(tmp_path), "-o", "json")
+    body = json.loads(got.stdout)
+    assert got.returncode == 0 and body["verdict"] == "PASS", body["checks"]
+    rollback = [p for p in body["predictions"] if p["step"] == "deploys/restore.py"]
+    assert rollback and all(p["actual_kv_tokens"] == p["predicted_kv_tokens"] == 32240 for p in rollback), rollback
