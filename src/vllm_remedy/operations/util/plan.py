@@ -68,7 +68,7 @@ def _edited_since_read() -> str | None:
         return None
     was = (prior.get("metadata") or {}).get("resourceVersion")
     now = (fresh.get("metadata") or {}).get("resourceVersion")
-    return (f"deployment {ctx.namespace}/{ctx.deployment} was edited after the plan you approved was made "
+    return (f"{ctx.where} was edited after the plan you approved was made "
             f"(resourceVersion {was} → {now}); the planned change was not made — re-run to plan against the "
             "new state")
 
