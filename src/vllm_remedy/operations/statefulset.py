@@ -39,6 +39,7 @@ from vllm_remedy.operations.util import (
     K8sHost,
     change_command,
     change_lines,
+    fail,
     k8s_host,
     keeps_its_plan,
     noop,
@@ -46,6 +47,7 @@ from vllm_remedy.operations.util import (
     refuse,
     show,
 )
+from vllm_remedy.operations.util.plan import edited_since_read
 from vllm_remedy.operations.util.show import note
 from vllm_remedy.remedies.predict import predict_template
 from vllm_remedy.remedies.restore import NONE, REFUSE, ROLLBACK, RestoreDecision, decide_restore
@@ -150,6 +152,11 @@ def rollback(wait: bool = True, timeout: float | None = None, revision: int | No
     ctx = k8s_host(host)
     facts = host.get_fact(StatefulSetState)
     sts, pods, rows = facts["statefulset"], facts["pods"], facts["pod_rows"]["pods"]
+    if state.is_executing:  # a prompted run: what was approved is planned on the set as read then, or nothing runs
+        edited = edited_since_read(sts)
+        if edited:
+            yield FunctionCommand(fail, (edited,), {})
+            return
     decision = _decision(ctx, facts, revision)
     seconds = timeout if timeout is not None else ctx.policy.restore.rollout_timeout.total_seconds()
     skipped = [f"skipped {line}" for line in decision.skipped]
