@@ -8,23 +8,24 @@ import json
 from pathlib import Path
 
 from fixtures import pyinfra_run, sim_world
-from fixtures.pyinfra_run import ROOT, Rehearsal, crash_on_start, host_lines
-from fixtures.sts_world import MAX_LEN_LOG, STS_HOST, STS_PATH, crash_looping_on, llama_set, revision_names, roll
+from fixtures.pyinfra_run import Rehearsal, crash_on_start, host_lines
+from fixtures.sts_world import (
+    MAX_LEN_LOG,
+    RESTORE,
+    STS_HOST,
+    STS_PATH,
+    crash_looping_on,
+    inventory,
+    llama_set,
+    revision_names,
+    roll,
+)
 from vllm_remedy.kube.history import templates_equal
 from vllm_remedy.kube.sts_history import revision_template
 
 rehearsal = pyinfra_run.rehearsal
-RESTORE = str(ROOT / "deploys" / "restore.py")
 RECORD = "vllm_remedy.operations.sts_evidence.crash_recorded"
 CRASHED = "vllm-remedy.io/crashed"
-
-
-def inventory(tmp: Path) -> str:
-    policy = tmp / "policy.yaml"
-    policy.write_text("restore:\n  delete_pods: blocking\n")
-    path = tmp / "inventory.py"
-    path.write_text(f'hosts = [("{STS_HOST}", {{"policy": "{policy}"}})]\n')
-    return str(path)
 
 
 def two_bad_revisions(rehearsal: Rehearsal, inv: str) -> dict:

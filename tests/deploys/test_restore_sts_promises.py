@@ -16,48 +16,17 @@ from fixtures import pyinfra_run
 from fixtures.budget_world import prompted_run
 from fixtures.chaos_proxy import HOOK, ChaosProxy, Rule
 from fixtures.dry_run import apply, diffs
-from fixtures.pyinfra_run import CLUSTER, ROOT, Rehearsal, crash_on_start, host_lines
+from fixtures.pyinfra_run import CLUSTER, Rehearsal, host_lines
 from fixtures.restore_world import wait_until
-from fixtures.sts_world import MAX_LEN_LOG, STS_HOST, STS_PATH, crash_looping_on, llama_set, roll
+from fixtures.sts_world import RESTORE, STS_HOST, STS_PATH, bad_rollout, inventory, sts
 from vllm_remedy.kube.client import JSON_PATCH
 from vllm_remedy.kube.diff import template_yaml
 from vllm_remedy.kube.patch import json_patch
 from vllm_remedy.sim import kubeconfig as sim_kubeconfig
 
 rehearsal = pyinfra_run.rehearsal
-RESTORE = str(ROOT / "deploys" / "restore.py")
 TEMPLATE = "statefulset llm/llama-sts template"
 CHANGE_ID = "vllm-remedy.io/change-id"
-
-
-def inventory(tmp: Path, delete_pods: str = "blocking") -> str:
-    policy = tmp / "policy.yaml"
-    policy.write_text(f"restore:\n  delete_pods: {delete_pods}\n")
-    path = tmp / "inventory.py"
-    path.write_text(f'hosts = [("{STS_HOST}", {{"policy": "{policy}"}})]\n')
-    return str(path)
-
-
-def bad_rollout(rehearsal: Rehearsal, strategy: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Revision 1 served, revision 2 crash-loops on llama-sts-1; the set as it is then."""
-    llama_set(rehearsal, strategy)
-    roll(rehearsal, crash_on_start(MAX_LEN_LOG.read_text()))
-    if (strategy or {}).get("type") == "OnDelete":  # nothing moves until a pod is deleted: someone did
-        delete_pod(rehearsal, "llama-sts-1")
-    crash_looping_on(rehearsal, "llama-sts-1")
-    return sts(rehearsal)
-
-
-def sts(rehearsal: Rehearsal) -> dict[str, Any]:
-    return rehearsal.client().request("GET", STS_PATH)
-
-
-def delete_pod(rehearsal: Rehearsal, name: str) -> None:
-    rehearsal.client().request("DELETE", rehearsal.client().object_path("llm", "pods", name, group="v1"))
-
-
-def pod_uids(rehearsal: Rehearsal) -> dict[str, str]:
-    return {p["metadata"]["name"]: p["metadata"]["uid"] for p in rehearsal.client().list_pods("llm", "app=llama-sts")}
 
 
 def the_change_is_the_diff(before: dict[str, Any], shown_in: str, after: dict[str, Any]) -> None:
