@@ -20,11 +20,15 @@ when; re-run this deploy then (step 6, deploys/confirm.py, refuses to confirm wh
 
 from pyinfra import host
 
-from vllm_remedy.operations import evidence, handover, restore, statefulset, workload
+from vllm_remedy.operations import evidence, handover, restore, statefulset, sts_evidence, workload
 
 if host.data.get("k8s_kind") == "statefulset":
-    # kubectl's undo over ControllerRevisions; pods the controller will not replace are deleted only by policy
-    statefulset.rollback(name="Roll a crash-looping StatefulSet back to its previous revision", wait=True)
+    revision = statefulset.forced_revision()  # as for a Deployment: bad input stops here, one line, exit 2
+
+    sts_evidence.crash_recorded(name="Record crash-looping revisions on their ControllerRevisions")
+    # chosen by evidence like a Deployment's; pods the controller will not replace are deleted only by policy
+    statefulset.rollback(name="Roll a crash-looping StatefulSet back to the newest good revision", wait=True,
+                         revision=revision)
 else:
     revision = restore.forced_revision()  # host data revision; bad input stops here: one line, exit 2
 

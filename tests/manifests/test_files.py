@@ -54,6 +54,8 @@ DRIFT = _expand({("apps", "deployments"): READ, ("apps", "replicasets"): READ, (
     {("", "nodes"): READ, ("", "pods"): READ}, None)
 REMEDIATE = DRIFT | _expand({("apps", "deployments"): frozenset({"patch"}),
                              ("apps", "replicasets"): frozenset({"patch"}), ("", "pods/proxy"): frozenset({"get"}),
+                             ("apps", "statefulsets"): frozenset({"patch"}),
+                             ("apps", "controllerrevisions"): frozenset({"patch"}),
                              ("gateway.networking.k8s.io", "httproutes"): frozenset({"patch"})}, "llm") | {
     ("gpu-operator", "", "pods/proxy", "get")}  # the DCGM exporter's /metrics, for diagnose's GPU report
 
@@ -77,11 +79,13 @@ def test_drift_account_is_read_only_exactly():
 
 
 def test_remediate_account_adds_only_patch_and_the_metrics_proxy():
-    """patch for rollback/flags/toggles (Deployments), confirm's mark (ReplicaSets), the fallback route;
+    """patch for rollback/flags/toggles (Deployments), confirm's mark (ReplicaSets), a StatefulSet's rollback and the
+    crash record on its ControllerRevisions, the fallback route;
     get on pods/proxy for confirm's /metrics reads. Nothing else."""
     got = permissions(all_docs(), "llm", "vllm-remedy-remediate")
     assert got == REMEDIATE
     assert got - DRIFT == {("llm", "apps", "deployments", "patch"), ("llm", "apps", "replicasets", "patch"),
+                           ("llm", "apps", "statefulsets", "patch"), ("llm", "apps", "controllerrevisions", "patch"),
                            ("llm", "", "pods/proxy", "get"), ("gpu-operator", "", "pods/proxy", "get"),
                            ("llm", "gateway.networking.k8s.io", "httproutes", "patch")}
 

@@ -155,3 +155,16 @@ def test_seeded_revisions_images_are_on_the_nodes_they_could_run_on():
         assert pulled and all("already present on machine" in e["message"] for e in pulled)
     finally:
         cluster.stop()
+
+
+def test_a_seed_extends_a_packaged_one_key_by_key_one_level_only(tmp_path):
+    seed, _ = load_seed("runbook-statefulset")
+    assert seed["nodes"] == load_seed("runbook")[0]["nodes"] and seed["deployments"] == []
+    assert [o["object"]["metadata"]["name"] for o in seed["objects"]] == ["llama-sts"]
+    for body, why in (("extends: nope\n", "is not a packaged seed (have: runbook, runbook-statefulset"),
+                      ("extends: runbook-statefulset\n", "extends another seed itself (one level only)")):
+        path = tmp_path / "s.yaml"
+        path.write_text(body)
+        with pytest.raises(UserError) as err:
+            load_seed(str(path))
+        assert str(err.value).startswith(f"{path}: extends: ") and why in str(err.value), err.value

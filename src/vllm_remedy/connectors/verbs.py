@@ -22,6 +22,8 @@ Verbs (all scoped to the host's namespace and Deployment)::
     k8s-gpu-metrics                         {nodes: {node: {exporter, text | error, status}}, pods, selector}:
                                             the DCGM exporter's /metrics on each node our pods run on (pods/proxy)
     k8s-events                              {events (Warning Events on the Deployment's pods) | error}
+    k8s-statefulset                         {statefulset, revisions (ControllerRevisions), pods, logs, container,
+                                            annotation_prefix} (a StatefulSet host; k8s-nodes reads its selector)
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from vllm_remedy.kube.dcgm import EXPORTER_NAMESPACE, EXPORTER_PORT, EXPORTER_SE
 from vllm_remedy.kube.errors import KubeError
 from vllm_remedy.kube.gpus import holds_resources, pod_gpu_request
 from vllm_remedy.kube.health import container_health
+from vllm_remedy.kube.kinds import KINDS
 from vllm_remedy.kube.selectors import selector_string
 
 #: Lines of a container log the Pods fact reads: a vLLM start (weights, profiling, KV cache, error) fits.
@@ -242,7 +245,10 @@ def verb_nodes(scope: Scope, args: list[str]) -> list[str]:
     """Nodes and every GPU-holding pod cluster-wide: free GPUs can only be counted against all holders."""
     if args:
         raise VerbError("usage: k8s-nodes")
-    deployment = scope.client.get_deployment(scope.namespace, scope.deployment)
+    kind = KINDS[scope.kind]  # the workload's selector, whatever its kind
+    deployment = (scope.client.get_deployment(scope.namespace, scope.deployment) if kind.word == "deployment" else
+                  scope.client.request("GET", scope.client.object_path(scope.namespace, kind.resource,
+                                                                       scope.deployment, kind.group)))
     picture = scope.client.derived("k8s-nodes", lambda: _gpu_picture(scope.client))
     selector = (deployment.get("spec") or {}).get("selector") or {}
     # _line's sorted keys, with the cluster-wide part serialised once per run (a cluster of N pods and N hosts
@@ -337,8 +343,11 @@ def verb_statefulset(scope: Scope, args: list[str]) -> list[str]:
     selector = selector_string((sts.get("spec") or {}).get("selector"))
     revisions = client.request("GET", client.object_path(scope.namespace, "controllerrevisions"),
                                query=[("labelSelector", selector)] if selector else [])
-    return [_line({"statefulset": sts, "revisions": list(revisions.get("items") or []),
-                   "pods": client.list_pods(scope.namespace, selector), "container": scope.container})]
+    pods = client.list_pods(scope.namespace, selector)
+    logs = {f"{p['metadata']['name']}/{c}": _log(scope, p["metadata"]["name"], c, previous, DEFAULT_TAIL)
+            for p in pods for c, previous in wanted_logs(p, "crashed")}  # what each crash died of, as k8s-pods
+    return [_line({"statefulset": sts, "revisions": list(revisions.get("items") or []), "pods": pods, "logs": logs,
+                   "container": scope.container, "annotation_prefix": scope.annotation_prefix})]
 
 
 VERBS: dict[str, Callable[[Scope, list[str]], list[str]]] = {

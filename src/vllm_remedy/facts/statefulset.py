@@ -1,19 +1,63 @@
 """A StatefulSet host's object, its ControllerRevision history and its pods, read together (one verb).
 
     pyinfra @k8s/<cluster>/<namespace>/statefulset/<name> fact vllm_remedy.facts.statefulset.StatefulSetState
+
+Besides the raw objects, the fact carries the set's history and pods in the very shapes the RolloutHistory and
+Pods facts give a Deployment (``rollout``, ``pod_rows``): a ControllerRevision stands where a ReplicaSet does,
+so restore's evidence (``remedies.evidence``) and its decision (``remedies.restore``) read a StatefulSet
+without a second copy of their rules. A pod's revision is the one its ``controller-revision-hash`` names.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from vllm_remedy.facts.base import JsonFact
+from vllm_remedy.facts.history import revision_row
+from vllm_remedy.facts.pods import _pod_row
+from vllm_remedy.kube.annotations import DEFAULT_PREFIX, Keys
+from vllm_remedy.kube.health import pod_health
 from vllm_remedy.kube.history import history_table
-from vllm_remedy.kube.sts_history import sts_history
+from vllm_remedy.kube.sts_history import REVISION_LABEL, sts_history
+
+
+def sts_history_data(sts: Mapping[str, Any], revisions: list[Mapping[str, Any]], *,
+                     annotation_prefix: str = DEFAULT_PREFIX, container: str | None = None) -> dict[str, Any]:
+    """The set's ControllerRevisions as the RolloutHistory fact's data (pure): ``replicaset`` names the revision."""
+    keys = Keys(annotation_prefix)
+    history = sts_history(sts, revisions)
+    notes = (sts.get("metadata") or {}).get("annotations") or {}
+    return {
+        "deployment": (sts.get("metadata") or {}).get("name"),
+        "kind": "statefulset",
+        "last_action": notes.get(keys.last_action),
+        "last_action_at": notes.get(keys.last_action_at),
+        "last_action_template": notes.get(keys.last_action_template),
+        "current_revision": next((r.number for r in history if r.current), None),
+        "known_good": [r.number for r in history if r.annotations.get(keys.known_good)],
+        "annotation_prefix": keys.prefix,
+        "revisions": [revision_row(r, keys, container) for r in history],
+    }
+
+
+def sts_pods_data(sts: Mapping[str, Any], revisions: list[Mapping[str, Any]], pods: list[Mapping[str, Any]],
+                  logs: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The set's pods as the Pods fact's rows (pure): ``new`` when made from the update revision."""
+    number = {r.replicaset: r.number for r in sts_history(sts, revisions)}
+    update = str((sts.get("status") or {}).get("updateRevision") or "")
+    rows = []
+    for pod in sorted(pods, key=lambda p: (p.get("metadata") or {}).get("name", "")):
+        made_from = str(((pod.get("metadata") or {}).get("labels") or {}).get(REVISION_LABEL) or "")
+        rows.append(_pod_row(pod, pod_health(pod), number.get(made_from), bool(update) and made_from == update,
+                             logs or {}))
+    return {"deployment": (sts.get("metadata") or {}).get("name"), "new_revision": number.get(update),
+            "pods": rows}
 
 
 class StatefulSetState(JsonFact[dict[str, Any]]):
-    """``statefulset`` and ``revisions`` (raw API dicts), ``pods``, and ``history``: kubectl's rollout history table."""
+    """``statefulset`` and ``revisions`` (raw API dicts), ``pods``, ``history`` (kubectl's rollout history table),
+    and ``rollout`` / ``pod_rows``: the RolloutHistory and Pods facts' shapes of the same reads."""
 
     def command(self) -> str:
         return "k8s-statefulset"
@@ -21,5 +65,10 @@ class StatefulSetState(JsonFact[dict[str, Any]]):
     def build(self, document: dict[str, Any]) -> dict[str, Any]:
         sts = dict(document.get("statefulset") or {})
         revisions = list(document.get("revisions") or [])
-        return {"statefulset": sts, "revisions": revisions, "pods": list(document.get("pods") or []),
-                "container": document.get("container"), "history": history_table(sts_history(sts, revisions))}
+        pods = list(document.get("pods") or [])
+        container = document.get("container")
+        return {"statefulset": sts, "revisions": revisions, "pods": pods, "container": container,
+                "history": history_table(sts_history(sts, revisions)),
+                "rollout": sts_history_data(sts, revisions, container=container,
+                                            annotation_prefix=document.get("annotation_prefix") or DEFAULT_PREFIX),
+                "pod_rows": sts_pods_data(sts, revisions, pods, document.get("logs"))}

@@ -121,7 +121,9 @@ def forced_revision(value: Any = None) -> int | None:
     return None if text is None else int(text)
 
 
-def _forced_problem(text: str | None, raw: Any, override: Any) -> str | None:
+def revision_problem(text: str | None, raw: Any, override: Any) -> str | None:
+    """What is wrong with host data ``revision`` / ``override`` as written, before any history is read (None: ok);
+    the StatefulSet restore checks the same."""
     if override not in (None, OVERRIDE):
         return (f"host data override: {override!r} is not {OVERRIDE!r} (the only override: restore a forced "
                 "revision despite the evidence against it)")
@@ -129,6 +131,13 @@ def _forced_problem(text: str | None, raw: Any, override: Any) -> str | None:
         return "host data override: only applies with --data revision=N" if override else None
     if not text.isascii() or not text.isdigit() or int(text) < 1:
         return f"host data revision: {raw!r} is not a revision number (a whole number >= 1)"
+    return None
+
+
+def _forced_problem(text: str | None, raw: Any, override: Any) -> str | None:
+    problem = revision_problem(text, raw, override)
+    if problem is not None or text is None:
+        return problem
     rows = (host.get_fact(RolloutHistory) or {}).get("revisions") or []
     numbers = [int(r["number"]) for r in rows]
     renumbered = {n for r in rows for n in earlier_numbers(r.get("annotations") or {})}

@@ -1,117 +1,219 @@
-"""Runbook step 1 for a StatefulSet: a crash-looping revision rolled back as ``kubectl rollout undo sts/…`` does,
-then waited for — and, where the controller will never replace a pod by itself, that said, and the pod deleted
-only when the policy allows it (``restore.delete_pods: blocking``).
+"""Runbook step 1 for a StatefulSet: a crash-looping revision rolled back to the newest earlier one nothing speaks
+against, then waited for — and, where the controller will never replace a pod by itself, that said, naming the
+pods, and the pods deleted only when the policy allows it (``restore.delete_pods: blocking``).
+
+The choice is the Deployment's (``remedies.restore.decide_restore`` over the StatefulSetState fact's rows, a
+ControllerRevision standing for a ReplicaSet): skipped, and said why, is every revision seen crash-looping
+(recorded on its ControllerRevision by ``operations.sts_evidence``), with no node for its pods, or predicted to
+fail on the GPU they would get; ``--data revision=N`` names the target instead, refused with evidence against it
+unless ``--data override=evidence``. The write is kubectl's undo (``spec.template`` back to the revision's, which
+the controller then renumbers to the top) plus our audit annotations, guarded by resourceVersion.
 
 Why a StatefulSet needs more than the undo: under the default ``OrderedReady`` policy the controller does not
 move past a pod that is not Running and Ready, so the crash-looping pod of the bad revision keeps the rollback
 from ever reaching it (the Kubernetes docs' "forced rollback"); under ``OnDelete`` no pod changes until it is
-deleted. The write is kubectl's (``spec.template`` back to the revision's, guarded by resourceVersion); the
-revision history is the ControllerRevisions' (:mod:`vllm_remedy.kube.sts_history`).
+deleted; and a RollingUpdate ``partition`` keeps the pods below it on the revision they run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from pyinfra import host, state
+from pyinfra import host, logger, state
 from pyinfra.api import FunctionCommand, operation
 
 from vllm_remedy.errors import UserError
+from vllm_remedy.facts.nodes import NodeObjects
 from vllm_remedy.facts.statefulset import StatefulSetState
-from vllm_remedy.kube import sts_history
-from vllm_remedy.kube.client import KubeClient
+from vllm_remedy.kube.annotations import template_digest
 from vllm_remedy.kube.clock import ClusterClock
-from vllm_remedy.kube.diff import unified_template_diff
 from vllm_remedy.kube.health import pod_health
-from vllm_remedy.kube.selectors import selector_string
+from vllm_remedy.kube.history import templates_equal
+from vllm_remedy.kube.sts_history import REVISION_LABEL, rollout_status
 from vllm_remedy.kube.sts_wait import BLOCKED, read_set, stuck_pods, wait_for_sts_rollout
-from vllm_remedy.kube.wait import RESTART_LIMIT, crashing_container
-from vllm_remedy.operations.util import k8s_host, noop, observe, refuse, show, write_command
+from vllm_remedy.operations.restore import OVERRIDE, revision_problem
+from vllm_remedy.operations.sts_evidence import record_wait_crash
+from vllm_remedy.operations.util import (
+    Change,
+    K8sHost,
+    change_command,
+    change_lines,
+    fail,
+    k8s_host,
+    keeps_its_plan,
+    noop,
+    observe,
+    refuse,
+    show,
+)
+from vllm_remedy.operations.util.plan import edited_since_read
 from vllm_remedy.operations.util.show import note
+from vllm_remedy.remedies.predict import predict_template
+from vllm_remedy.remedies.restore import NONE, REFUSE, ROLLBACK, RestoreDecision, decide_restore
+
+RESTORE = "restore"
 
 
-def _path(namespace: str, name: str) -> str:
-    return KubeClient.object_path(namespace, "statefulsets", name)
+def _decision(ctx: K8sHost, facts: Mapping[str, Any], forced: int | None) -> RestoreDecision:
+    nodes = (host.get_fact(NodeObjects) or {}).get("nodes")
+    return decide_restore(facts["rollout"], facts["pod_rows"], ctx.policy, container=ctx.container,
+                          now=ctx.client.server_time(), nodes=nodes, forced=forced,
+                          override=host.data.get("override") == OVERRIDE)
 
 
-def _undo_ops(client: KubeClient, basis: dict[str, Any], at: float) -> list[dict[str, Any]]:
-    """kubectl's undo planned on ``basis`` against the ControllerRevisions read now; [] when already in place."""
-    meta = basis["metadata"]
-    selector = selector_string((basis.get("spec") or {}).get("selector"))
-    revisions = client.request("GET", client.object_path(meta["namespace"], "controllerrevisions"),
-                               query=[("labelSelector", selector)] if selector else [])
-    plan = sts_history.plan_undo(basis, list(revisions.get("items") or []))
-    return [] if plan.skipped else plan.patch
+def forced_revision() -> int | None:
+    """Host data ``revision`` checked before any operation is planned, as for a Deployment: None when unset; not a
+    revision number, not in the set's history, or with evidence against it and no ``override=evidence`` → one
+    line naming the host and key, exit 2, nothing changed (called from the deploy file)."""
+    raw = host.data.get("revision")
+    text = None if raw is None else str(raw)
+    problem = revision_problem(text, raw, host.data.get("override"))
+    if problem is None and text is not None:
+        ctx = k8s_host(host)
+        facts = host.get_fact(StatefulSetState)
+        numbers = [int(r["number"]) for r in facts["rollout"]["revisions"]]
+        if int(text) not in numbers:
+            problem = (f"host data revision: {text} is not in the rollout history of {ctx.where} (revisions: "
+                       f"{', '.join(map(str, numbers)) or 'none'}; an undo renumbers the revision it restores)")
+        else:
+            decision = _decision(ctx, facts, int(text))
+            problem = decision.reason if decision.action == REFUSE else None
+    if problem is not None:
+        logger.error(f"{host.print_prefix}{problem}")
+        raise SystemExit(2)
+    return None if text is None else int(text)
 
 
-def _strategy_line(sts: dict[str, Any], delete_pods: str) -> str:
+def _ordinal(name: str) -> int:
+    tail = name.rpartition("-")[2]
+    return int(tail) if tail.isdigit() else -1
+
+
+def strategy_lines(sts: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], target: str, delete_pods: str
+                   ) -> list[str]:
+    """What the update strategy means for a rollback to ControllerRevision ``target``, naming the pods (pure)."""
     spec = sts.get("spec") or {}
-    if (spec.get("updateStrategy") or {}).get("type") == "OnDelete":
-        how = "updateStrategy OnDelete: the rollback reaches a pod only when it is deleted"
-    elif spec.get("podManagementPolicy", "OrderedReady") == "OrderedReady":
-        how = ("podManagementPolicy OrderedReady: a crash-looping pod of the bad revision blocks the rollback until "
-               "it is deleted")
-    else:
-        return "podManagementPolicy Parallel: the controller replaces the bad revision's pods itself"
-    act = ("such pods are deleted (policy restore.delete_pods: blocking)" if delete_pods == "blocking"
-           else "such pods are named, not deleted (policy restore.delete_pods: never)")
-    return f"then: {how}; {act}"
+    strategy = spec.get("updateStrategy") or {}
+    live = sorted((p for p in pods if not (p.get("metadata") or {}).get("deletionTimestamp")),
+                  key=lambda p: _ordinal(p["metadata"]["name"]))
+    off = [p["metadata"]["name"] for p in live if (p["metadata"].get("labels") or {}).get(REVISION_LABEL) != target]
+    act = ("deleted (policy restore.delete_pods: blocking)" if delete_pods == "blocking"
+           else "named, not deleted (policy restore.delete_pods: never): delete them for the rollback to take effect")
+    if strategy.get("type") == "OnDelete":
+        if not off:
+            return ["then: updateStrategy OnDelete: every pod already runs the revision restored"]
+        return [f"then: updateStrategy OnDelete: the rollback reaches a pod only when it is deleted; pods "
+                f"{', '.join(off)} stay on their revision until then: {act}"]
+    lines = []
+    partition = int((strategy.get("rollingUpdate") or {}).get("partition") or 0)
+    if partition:
+        held = [p["metadata"]["name"] for p in live if _ordinal(p["metadata"]["name"]) < partition]
+        reached = [p["metadata"]["name"] for p in live if _ordinal(p["metadata"]["name"]) >= partition]
+        lines.append(f"then: updateStrategy RollingUpdate partition {partition}: the rollback replaces only pods with "
+                     f"ordinal >= {partition} ({', '.join(reached) or 'none'}); pods below it "
+                     f"({', '.join(held) or 'none'}) keep the revision they run until the partition is lowered — "
+                     "as it held back the bad rollout, it holds back the rollback")
+    if spec.get("podManagementPolicy", "OrderedReady") != "OrderedReady":
+        return [*lines, "then: podManagementPolicy Parallel: the controller replaces the bad revision's pods itself"]
+    crashing = [p["metadata"]["name"] for p in live if p["metadata"]["name"] in off and pod_health(p).crash_looping]
+    blocking = f"pods {', '.join(crashing)}" if crashing else "a crash-looping pod of the bad revision"
+    return [*lines, f"then: podManagementPolicy OrderedReady: {blocking} block the rollback until deleted; such "
+            f"pods are {act}"]
+
+
+def _rolled_out(sts: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> bool:
+    """Every pod on the update revision and Ready (a partition's held-back pods aside)."""
+    if ((sts.get("spec") or {}).get("updateStrategy") or {}).get("type") == "OnDelete":
+        return all(p.get("new") and p.get("ready") for p in pods if not p.get("deleting"))
+    try:
+        return rollout_status(dict(sts))[1]
+    except UserError:
+        return False
 
 
 @operation()
-def rollback(wait: bool = True, timeout: float | None = None) -> Iterator[FunctionCommand]:
+@keeps_its_plan
+def rollback(wait: bool = True, timeout: float | None = None, revision: int | None = None
+             ) -> Iterator[FunctionCommand]:
     """
-    Roll a crash-looping StatefulSet back to its previous revision and wait until it is Ready.
+    Roll a crash-looping StatefulSet back to the newest earlier revision nothing speaks against and wait until
+    it is Ready.
 
-    + wait: wait for the rollout, failing fast on a crash loop; pods the controller will not replace by itself are
-      deleted when the policy's ``restore.delete_pods`` is ``blocking``, else named and the host fails
+    + wait: wait for the rollout, failing fast on a crash loop (recorded on that revision); pods the controller
+      will not replace by itself are deleted when the policy's ``restore.delete_pods`` is ``blocking``, else
+      named and the host fails
     + timeout: cluster seconds to wait; default the policy's ``restore.rollout_timeout``
+    + revision: the operator's target (``--data revision=N``, checked by :func:`forced_revision`)
 
-    Nothing happens when no pod of the set's update revision is crash-looping.
+    Nothing happens when no pod of the set's update revision is crash-looping — but a rollback of ours still
+    rolling out (a rerun after the first run died mid-wait) is waited for again.
     """
     ctx = k8s_host(host)
     facts = host.get_fact(StatefulSetState)
-    sts, revisions, pods = facts["statefulset"], facts["revisions"], facts["pods"]
-    where = f"statefulset {ctx.namespace}/{ctx.deployment}"
-    update = str((sts.get("status") or {}).get("updateRevision") or "")
-    crashing = sorted(p["metadata"]["name"] for p in pods
-                      if (p["metadata"].get("labels") or {}).get(sts_history.REVISION_LABEL) == update
-                      and crashing_container(pod_health(p), RESTART_LIMIT))
-    if not crashing:
-        stuck = stuck_pods(sts, pods)
-        if stuck and wait:  # a rollback written earlier that only deleting pods can finish (a re-run)
-            show(state, host, [f"{where}: pods {', '.join(stuck)} stay on another revision until deleted",
-                               _strategy_line(sts, ctx.policy.restore.delete_pods)])
-            seconds = timeout if timeout is not None else ctx.policy.restore.rollout_timeout.total_seconds()
-            yield FunctionCommand(wait_and_unblock, (seconds, f"finish the rollout of {where}"), {})
+    sts, pods, rows = facts["statefulset"], facts["pods"], facts["pod_rows"]["pods"]
+    if state.is_executing:  # a prompted run: what was approved is planned on the set as read then, or nothing runs
+        edited = edited_since_read(sts)
+        if edited:
+            yield FunctionCommand(fail, (edited,), {})
             return
-        noop(state, host, f"nothing to restore: no pod of {where}'s current revision is crash-looping")
+    decision = _decision(ctx, facts, revision)
+    seconds = timeout if timeout is not None else ctx.policy.restore.rollout_timeout.total_seconds()
+    skipped = [f"skipped {line}" for line in decision.skipped]
+    if decision.action == NONE:
+        yield from _resume(ctx, sts, pods, rows, decision, wait, seconds)
         return
-    try:
-        plan = sts_history.plan_undo(sts, revisions)
-    except UserError as exc:
-        yield from refuse(state, host, f"{where}: pods {', '.join(crashing)} crash-loop and {exc}")
+    if decision.action != ROLLBACK or decision.replicaset is None:
+        show(state, host, skipped, topic="skipped")
+        yield from refuse(state, host, decision.reason if decision.action == REFUSE else
+                          f"{decision.reason} — not for a StatefulSet: its step 1 only rolls back")
         return
-    if plan.skipped:
-        noop(state, host, f"{where} already has revision {plan.revision}'s template")
-        return
-    current = next((r.number for r in sts_history.sts_history(sts, revisions) if r.current), 0)
-    summary = (f"roll back {where} from revision {current} to revision {plan.revision} ({plan.controller_revision}) "
-               f"— pods {', '.join(crashing)} crash-loop")
-    path = _path(ctx.namespace, ctx.deployment)
-    observe(state, host, path, sts)
     before = (sts.get("spec") or {}).get("template") or {}
-    show(state, host, [summary, unified_template_diff(before, plan.template).rstrip("\n"),
-                       _strategy_line(sts, ctx.policy.restore.delete_pods)])
-    yield write_command(path, _undo_ops, summary)
+    if templates_equal(before, decision.template):
+        noop(state, host, f"{ctx.where} already has revision {decision.revision}'s template")
+        return
+    summary = (f"roll back {ctx.where} from revision {decision.current} to revision {decision.revision} "
+               f"({decision.replicaset}) — chosen by rule: {decision.rule}")
+    observe(state, host, ctx.deployment_path, sts)
+    show(state, host, [decision.reason, *skipped, *decision.warnings], topic="skipped")
+    show(state, host, [*change_lines(ctx, summary, before, decision.template,
+                                     predict_template(decision.template, ctx.container)),
+                       *strategy_lines(sts, pods, decision.replicaset, ctx.policy.restore.delete_pods)])
+    why = (f"revision {decision.current} crash-looped" if revision is None
+           else "the operator forced it (host data revision)")
+    change = Change(spec={"template": dict(decision.template)},
+                    audit=(RESTORE, f"roll back to revision {decision.revision} ({decision.rule}): {why}"))
+    yield change_command(ctx, ctx.deployment_path, change, summary)
     if wait:
-        seconds = timeout if timeout is not None else ctx.policy.restore.rollout_timeout.total_seconds()
-        yield FunctionCommand(wait_and_unblock, (seconds, f"wait for revision {plan.revision} to roll out"), {})
+        yield FunctionCommand(wait_and_unblock, (seconds, f"wait for revision {decision.revision} to roll out"), {})
+
+
+def _resume(ctx: K8sHost, sts: Mapping[str, Any], pods: list[dict[str, Any]], rows: list[dict[str, Any]],
+            decision: RestoreDecision, wait: bool, seconds: float) -> Iterator[FunctionCommand]:
+    """No crash loop now: finish a rollback that only deleting pods can finish, or wait again for one of ours that
+    is still rolling out (the run that wrote it died mid-wait); else say why nothing happens."""
+    notes = (sts.get("metadata") or {}).get("annotations") or {}
+    ours = (notes.get(ctx.keys.last_action) == RESTORE and notes.get(ctx.keys.last_action_template)
+            == template_digest((sts.get("spec") or {}).get("template")))
+    stuck = stuck_pods(dict(sts), pods)
+    if wait and stuck:
+        show(state, host, [f"{ctx.where}: pods {', '.join(stuck)} stay on another revision until deleted",
+                           *strategy_lines(sts, pods, str((sts.get("status") or {}).get("updateRevision")),
+                                           ctx.policy.restore.delete_pods)])
+        yield FunctionCommand(wait_and_unblock, (seconds, f"finish the rollout of {ctx.where}"), {})
+        return
+    if wait and ours and not _rolled_out(sts, rows):
+        label = (f"wait for {ctx.where} to roll out (last vllm-remedy write: restore at "
+                 f"{notes.get(ctx.keys.last_action_at)})")
+        show(state, host, [f"{ctx.where}: the rollback of ours is still rolling out; waiting for it again"])
+        yield FunctionCommand(wait_and_unblock, (seconds, label), {})
+        return
+    noop(state, host, f"nothing to restore: {decision.reason}")
 
 
 def wait_and_unblock(state: Any, host: Any, timeout: float, label: str) -> bool:
-    """FunctionCommand body: wait (cluster time); when only deleting pods helps, delete them if the policy allows."""
+    """FunctionCommand body: wait (cluster time); when only deleting pods helps, delete them if the policy allows;
+    a crash loop it fails on is recorded on that pod's ControllerRevision."""
     try:
         ctx = k8s_host(host)
         clock = ClusterClock(ctx.client)
@@ -119,7 +221,7 @@ def wait_and_unblock(state: Any, host: Any, timeout: float, label: str) -> bool:
         if result.outcome == BLOCKED and ctx.policy.restore.delete_pods == "blocking":
             sts, pods = read_set(ctx.client, ctx.namespace, ctx.deployment)
             for name in stuck_pods(sts, pods):
-                ctx.client.request("DELETE", KubeClient.object_path(ctx.namespace, "pods", name, group="v1"))
+                ctx.client.request("DELETE", ctx.client.object_path(ctx.namespace, "pods", name, group="v1"))
                 note(host, f"{label}: deleted pod {name} (policy restore.delete_pods: blocking)")
             result = wait_for_sts_rollout(ctx.client, ctx.namespace, ctx.deployment, timeout=timeout, clock=clock)
     except UserError as exc:
@@ -130,4 +232,9 @@ def wait_and_unblock(state: Any, host: Any, timeout: float, label: str) -> bool:
         return True
     tail = " (policy restore.delete_pods: never)" if result.outcome == BLOCKED else ""
     note(host, f"{label}: {result.outcome} after {result.elapsed:.0f}s: {result.message}{tail}", error=True)
+    if result.crash is not None and result.outcome == "crash-loop":
+        said = record_wait_crash(ctx, result.crash.pod, result.crash.failure)
+        if said:
+            note(host, f"{label}: {said}", error=said.startswith("warning"))
     return False
+

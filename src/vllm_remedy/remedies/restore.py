@@ -239,8 +239,8 @@ def _forced(history: Mapping[str, Any], keys: Keys, forced: int, container: str 
             return RestoreDecision(NONE, f"host data revision: {forced} is the current revision (renumbered "
                                    f"{rev.number} when it was rolled back to)", current=current)
     if rev is None:
-        return RestoreDecision(REFUSE, f"host data revision: {forced} is not in the rollout history of deployment "
-                               f"{history.get('deployment')} (revisions: "
+        return RestoreDecision(REFUSE, f"host data revision: {forced} is not in the rollout history of "
+                               f"{history.get('kind') or 'deployment'} {history.get('deployment')} (revisions: "
                                f"{', '.join(str(r.number) for r in revisions(history))})", current=current)
     if rev.number == current:
         return RestoreDecision(NONE, f"host data revision: {forced} is the current revision", current=current)

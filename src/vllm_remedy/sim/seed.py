@@ -74,7 +74,21 @@ def load_seed(ref: Obj | str | Path) -> tuple[Obj, str]:
         label = f"{text_ref}.yaml"
     if not isinstance(data, dict):
         raise UserError(f"{label}: expected a mapping with nodes/namespaces/deployments")
-    return data, label
+    return _extended(data, label), label
+
+
+def _extended(data: Obj, label: str) -> Obj:
+    """``extends: <packaged seed>``: that seed's keys, each replaced whole by this one's (one level, so a world
+    differing in its workloads need not repeat the runbook's nodes)."""
+    parent = data.get("extends")
+    if parent is None:
+        return data
+    if not isinstance(parent, str) or parent not in packaged_seeds():
+        raise UserError(f"{label}: extends: {parent!r} is not a packaged seed (have: {', '.join(packaged_seeds())})")
+    base = yaml.safe_load((resources.files("vllm_remedy.sim") / "seeds" / f"{parent}.yaml").read_text())
+    if not isinstance(base, dict) or "extends" in base:
+        raise UserError(f"{label}: extends: {parent!r} extends another seed itself (one level only)")
+    return {**base, **{k: v for k, v in data.items() if k != "extends"}}
 
 
 def seed_reality(ref: Obj | str | Path) -> Reality | None:

@@ -15,6 +15,7 @@ from vllm_remedy.facts.deployment import Deployment
 from vllm_remedy.facts.pods import Pods
 from vllm_remedy.kube.annotations import Keys
 from vllm_remedy.kube.client import KubeClient
+from vllm_remedy.kube.kinds import DEPLOYMENT, KINDS
 from vllm_remedy.operations.util import planned
 from vllm_remedy.policy import Policy
 
@@ -30,16 +31,18 @@ class K8sHost:
     keys: Keys
     policy: Policy
     container: str | None
+    kind: str = DEPLOYMENT.word  # the workload's kind (``kube.kinds``); ``deployment`` above is its name
 
     @property
     def deployment_path(self) -> str:
-        """The Deployment's API path: what writes target and what ``observe`` keys the read basis by."""
-        return KubeClient.object_path(self.namespace, "deployments", self.deployment)
+        """The workload's API path: what writes target and what ``observe`` keys the read basis by."""
+        kind = KINDS[self.kind]
+        return KubeClient.object_path(self.namespace, kind.resource, self.deployment, kind.group)
 
     @property
     def where(self) -> str:
-        """``deployment <ns>/<name>``, how summaries, refusals and diff headers name the target."""
-        return f"deployment {self.namespace}/{self.deployment}"
+        """``deployment <ns>/<name>`` (or its kind), how summaries, refusals and diff headers name the target."""
+        return f"{self.kind} {self.namespace}/{self.deployment}"
 
 
 def k8s_host(host: Any) -> K8sHost:
@@ -56,7 +59,7 @@ def k8s_host(host: Any) -> K8sHost:
     policy = getattr(connector, "policy", None) or Policy()
     return K8sHost(name=host.name, client=client, namespace=scope.namespace, deployment=scope.deployment,
                    keys=getattr(connector, "keys", None) or Keys(policy.annotation_prefix), policy=policy,
-                   container=scope.container)
+                   container=scope.container, kind=getattr(scope, "kind", DEPLOYMENT.word))
 
 
 def pods_fact(host: Any, **kwargs: Any) -> Any:

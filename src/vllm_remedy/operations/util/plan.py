@@ -48,19 +48,20 @@ def keeps_its_plan(body: Body) -> Body:
             yielded = True
             yield command
         if not yielded and executing and key is not None and key in _PLANNED:
-            message = _edited_since_read()
+            message = edited_since_read()
             if message:
                 yield FunctionCommand(fail, (message,), {})
 
     return guarded  # type: ignore[return-value]
 
 
-def _edited_since_read() -> str | None:
-    """One line when the host's Deployment was changed by someone else since this run read it, else None."""
+def edited_since_read(fresh: dict[str, Any] | None = None) -> str | None:
+    """One line when the host's workload was changed by someone else since this run read it (``fresh``: as read
+    now; by default read here), else None."""
     state, host = ctx_state.get(), ctx_host.get()
     try:
         ctx = k8s_host(host)
-        fresh = ctx.client.request("GET", ctx.deployment_path)
+        fresh = fresh if fresh is not None else ctx.client.request("GET", ctx.deployment_path)
     except UserError:
         return None  # unreadable now: nothing was planned on it that could be written anyway
     prior = changed_since(state, host, ctx.deployment_path, fresh)
@@ -68,7 +69,7 @@ def _edited_since_read() -> str | None:
         return None
     was = (prior.get("metadata") or {}).get("resourceVersion")
     now = (fresh.get("metadata") or {}).get("resourceVersion")
-    return (f"deployment {ctx.namespace}/{ctx.deployment} was edited after the plan you approved was made "
+    return (f"{ctx.where} was edited after the plan you approved was made "
             f"(resourceVersion {was} → {now}); the planned change was not made — re-run to plan against the "
             "new state")
 
