@@ -20,9 +20,12 @@ when; re-run this deploy then (step 6, deploys/confirm.py, refuses to confirm wh
 
 from pyinfra import host
 
-from vllm_remedy.operations import evidence, handover, restore, statefulset, workload
+from vllm_remedy.operations import evidence, handover, leaderworkerset, restore, statefulset, workload
 
-if host.data.get("k8s_kind") == "statefulset":
+if host.data.get("k8s_kind") == "leaderworkerset":
+    # no `kubectl rollout undo` for an LWS: its previous ControllerRevision written back, resourceVersion-guarded
+    leaderworkerset.rollback(name="Roll a crash-looping LeaderWorkerSet back to its previous revision", wait=True)
+elif host.data.get("k8s_kind") == "statefulset":
     # kubectl's undo over ControllerRevisions; pods the controller will not replace are deleted only by policy
     statefulset.rollback(name="Roll a crash-looping StatefulSet back to its previous revision", wait=True)
 else:

@@ -37,6 +37,7 @@ from vllm_remedy.kube.dcgm import EXPORTER_NAMESPACE, EXPORTER_PORT, EXPORTER_SE
 from vllm_remedy.kube.errors import KubeError
 from vllm_remedy.kube.gpus import holds_resources, pod_gpu_request
 from vllm_remedy.kube.health import container_health
+from vllm_remedy.kube.lws_wait import read_set as lws_read_set
 from vllm_remedy.kube.selectors import selector_string
 
 #: Lines of a container log the Pods fact reads: a vLLM start (weights, profiling, KV cache, error) fits.
@@ -341,6 +342,15 @@ def verb_statefulset(scope: Scope, args: list[str]) -> list[str]:
                    "pods": client.list_pods(scope.namespace, selector), "container": scope.container})]
 
 
+def verb_leaderworkerset(scope: Scope, args: list[str]) -> list[str]:
+    """k8s-leaderworkerset: {leaderworkerset, revisions, pods, container} — an LWS host's object, its
+    ControllerRevisions and its pods (by the set's name label), read together."""
+    if args:
+        raise VerbError("usage: k8s-leaderworkerset")
+    lws, revisions, pods = lws_read_set(scope.client, scope.namespace, scope.deployment)
+    return [_line({"leaderworkerset": lws, "revisions": revisions, "pods": pods, "container": scope.container})]
+
+
 VERBS: dict[str, Callable[[Scope, list[str]], list[str]]] = {
     "k8s-get": verb_get,
     "k8s-deployment": verb_deployment,
@@ -351,12 +361,14 @@ VERBS: dict[str, Callable[[Scope, list[str]], list[str]]] = {
     "k8s-gpu-metrics": verb_gpu_metrics,
     "k8s-events": verb_events,
     "k8s-statefulset": verb_statefulset,
+    "k8s-leaderworkerset": verb_leaderworkerset,
 }
 
 
 #: Verbs that read one workload kind: on a host of another kind they say so instead of answering 404.
 KIND_VERBS = {"k8s-get": "deployment", "k8s-deployment": "deployment", "k8s-history": "deployment",
-              "k8s-pods": "deployment", "k8s-events": "deployment", "k8s-statefulset": "statefulset"}
+              "k8s-pods": "deployment", "k8s-events": "deployment", "k8s-statefulset": "statefulset",
+              "k8s-leaderworkerset": "leaderworkerset"}
 
 
 def split_command(command: str) -> list[str]:
