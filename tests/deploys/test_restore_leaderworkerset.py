@@ -11,53 +11,26 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import Any
 
 from fixtures import pyinfra_run
-from fixtures.lws_world import BAD_ARGS, install_crd, plain_lws, vllm_lws
-from fixtures.pyinfra_run import ROOT, Rehearsal, host_lines
-from vllm_remedy.kube.client import JSON_PATCH
+from fixtures.lws_world import (
+    BAD_ARGS,
+    HOST,
+    NAME,
+    RESTORE,
+    install_crd,
+    inventory,
+    patch,
+    plain_lws,
+    read,
+    start_set,
+    vllm_lws,
+)
+from fixtures.pyinfra_run import Rehearsal, host_lines
 from vllm_remedy.kube.diff import unified_template_diff
 from vllm_remedy.kube.errors import ConflictError
-from vllm_remedy.kube.lws_wait import lws_path, wait_for_lws_rollout
 
 rehearsal = pyinfra_run.rehearsal
-NAME = "qwen-lws"
-HOST = f"@k8s/rehearsal/llm/leaderworkerset/{NAME}"
-RESTORE = str(ROOT / "deploys" / "restore.py")
-ARGS = "/spec/leaderWorkerTemplate/leaderTemplate/spec/containers/0/args"
-
-
-def read(rehearsal: Rehearsal, name: str = NAME) -> dict[str, Any]:
-    return rehearsal.client().request("GET", lws_path("llm", name))
-
-
-def patch(rehearsal: Rehearsal, ops: list[dict[str, Any]], name: str = NAME) -> dict[str, Any]:
-    return rehearsal.client().request("PATCH", lws_path("llm", name), body=ops, content_type=JSON_PATCH)
-
-
-def start_set(rehearsal: Rehearsal, lws: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The LWS CRD installed, Qwen2.5-32B over two L40S (llama-8b gives them up) rolled out, then the bad rollout
-    crash-looping; the good object is returned."""
-    cluster = rehearsal.clusters["rehearsal"]
-    install_crd(cluster)
-    rehearsal.change(lambda d: d["spec"].__setitem__("replicas", 0))
-    client = rehearsal.client()
-    client.request("POST", client.object_path("llm", "leaderworkersets", group="leaderworkerset.x-k8s.io/v1"),
-                   body=lws or vllm_lws(NAME))
-    assert wait_for_lws_rollout(client, "llm", NAME, timeout=1800, clock=cluster.clock, interval=5).ok
-    good = read(rehearsal)
-    patch(rehearsal, [{"op": "replace", "path": ARGS, "value": BAD_ARGS}])
-    failed = wait_for_lws_rollout(client, "llm", NAME, timeout=1800, clock=cluster.clock, interval=5,
-                                  fetch_log=False)
-    assert (failed.outcome, failed.crash.pod) == ("crash-loop", f"{NAME}-0"), failed.message
-    return good
-
-
-def inventory(tmp: Path, host: str = HOST) -> str:
-    path = tmp / "inventory.py"
-    path.write_text(f'hosts = ["{host}"]\n')
-    return str(path)
 
 
 def test_the_bad_rollout_is_restored_in_one_run_as_the_dry_run_showed(rehearsal: Rehearsal, tmp_path: Path) -> None:
@@ -140,16 +113,22 @@ def _one_line(got: subprocess.CompletedProcess[str], host: str) -> str:
     return lines[0]
 
 
-def test_bad_input_is_one_line_naming_the_host_and_changes_nothing(rehearsal: Rehearsal, tmp_path: Path) -> None:
+def test_an_unknown_kind_is_one_line_naming_the_host(rehearsal: Rehearsal, tmp_path: Path) -> None:
     unknown = "@k8s/rehearsal/llm/daemonset/qwen"
     got = rehearsal.pyinfra(inventory(tmp_path, unknown), RESTORE, "-y")
     assert got.returncode != 0 and "Traceback" not in got.stderr
-    assert "daemonset" in pyinfra_run.plain(got.stderr) and unknown in pyinfra_run.plain(got.stderr)
+    assert f"{unknown}: unknown kind 'daemonset'; expected one of deployment, statefulset, leaderworkerset, " \
+        "inferenceservice" in pyinfra_run.plain(got.stderr)
 
+
+def test_a_cluster_without_the_crd_is_one_line_naming_the_host(rehearsal: Rehearsal, tmp_path: Path) -> None:
     line = _one_line(rehearsal.pyinfra(inventory(tmp_path), RESTORE, "-y"), HOST)
     assert line == ("leaderworkerset llm/qwen-lws: kind LeaderWorkerSet (leaderworkersets.leaderworkerset.x-k8s.io) "
                     "is not served by context rehearsal: its API group or CRD is not installed"), line
 
+
+def test_an_lws_without_vllm_is_one_line_naming_the_host_and_changes_nothing(rehearsal: Rehearsal,
+                                                                            tmp_path: Path) -> None:
     install_crd(rehearsal.clusters["rehearsal"])
     client = rehearsal.client()
     client.request("POST", client.object_path("llm", "leaderworkersets", group="leaderworkerset.x-k8s.io/v1"),
@@ -157,7 +136,7 @@ def test_bad_input_is_one_line_naming_the_host_and_changes_nothing(rehearsal: Re
     before = read(rehearsal, "web")
     host = "@k8s/rehearsal/llm/leaderworkerset/web"
     line = _one_line(rehearsal.pyinfra(inventory(tmp_path, host), RESTORE, "-y"), host)
-    assert line.startswith("leaderworkerset llm/web: ") and "vLLM" in line, line
+    assert line.startswith("leaderworkerset llm/web: no container runs a vLLM server (containers: web;"), line
     after = read(rehearsal, "web")  # its controller still writes status: compare what an edit would change
     assert (after["spec"], after["metadata"]["generation"]) == (before["spec"], before["metadata"]["generation"])
 
