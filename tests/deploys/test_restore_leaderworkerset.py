@@ -12,6 +12,8 @@ import sys
 import threading
 from pathlib import Path
 
+import pytest
+
 from fixtures import pyinfra_run
 from fixtures.lws_world import (
     BAD_ARGS,
@@ -158,3 +160,23 @@ def test_leader_and_worker_templates_that_disagree_on_memory_are_refused(rehears
     after = read(rehearsal)
     assert (after["spec"], after["metadata"]["generation"]) == (bad["spec"], bad["metadata"]["generation"])
     assert json.dumps(after["spec"]).count("131072") == 1
+
+
+@pytest.mark.parametrize(("deploy", "what"), [("pin_gpu.py", "pinning the GPU type"),
+                                              ("budget.py", "the budget's pin and flag changes")])
+def test_pinning_an_lws_is_not_supported_yet_and_says_so_in_one_line(rehearsal: Rehearsal, tmp_path: Path,
+                                                                     deploy: str, what: str) -> None:
+    """Pinning must write the leader and the worker template both; until it does, it refuses and writes nothing."""
+    install_crd(rehearsal.clusters["rehearsal"])
+    client = rehearsal.client()
+    client.request("POST", client.object_path("llm", "leaderworkersets", group="leaderworkerset.x-k8s.io/v1"),
+                   body=vllm_lws(NAME))
+    before = read(rehearsal)
+    got = rehearsal.pyinfra(inventory(tmp_path), str(pyinfra_run.ROOT / "deploys" / deploy), "-y",
+                            "--data", "gpu_product=NVIDIA-L40S")
+    assert got.returncode != 0 and "Traceback" not in got.stderr
+    assert host_lines(got.stderr, HOST)[-2:] == [
+        f"leaderworkerset llm/qwen-lws: {what} is not supported for a LeaderWorkerSet yet (it must write the leader "
+        "and the worker template both); nothing was changed", "Error: executed 0 commands"], got.stderr
+    after = read(rehearsal)
+    assert (after["spec"], after["metadata"]["generation"]) == (before["spec"], before["metadata"]["generation"])
