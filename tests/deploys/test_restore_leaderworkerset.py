@@ -12,8 +12,6 @@ import sys
 import threading
 from pathlib import Path
 
-import pytest
-
 from fixtures import pyinfra_run
 from fixtures.lws_world import (
     BAD_ARGS,
@@ -162,11 +160,10 @@ def test_leader_and_worker_templates_that_disagree_on_memory_are_refused(rehears
     assert json.dumps(after["spec"]).count("131072") == 1
 
 
-@pytest.mark.parametrize(("deploy", "what"), [("pin_gpu.py", "pinning the GPU type"),
-                                              ("budget.py", "the budget's pin and flag changes")])
-def test_pinning_an_lws_is_not_supported_yet_and_says_so_in_one_line(rehearsal: Rehearsal, tmp_path: Path,
-                                                                     deploy: str, what: str) -> None:
-    """Pinning must write the leader and the worker template both; until it does, it refuses and writes nothing."""
+def test_the_budget_on_an_lws_is_not_supported_yet_and_says_so_in_one_line(rehearsal: Rehearsal,
+                                                                           tmp_path: Path) -> None:
+    """The budget's changes must write the leader and the worker template both; until then, one line, no write."""
+    deploy, what = "budget.py", "the budget's pin and flag changes"
     install_crd(rehearsal.clusters["rehearsal"])
     client = rehearsal.client()
     client.request("POST", client.object_path("llm", "leaderworkersets", group="leaderworkerset.x-k8s.io/v1"),
@@ -180,3 +177,32 @@ def test_pinning_an_lws_is_not_supported_yet_and_says_so_in_one_line(rehearsal: 
         "and the worker template both); nothing was changed", "Error: executed 0 commands"], got.stderr
     after = read(rehearsal)
     assert (after["spec"], after["metadata"]["generation"]) == (before["spec"], before["metadata"]["generation"])
+
+
+def test_pinning_writes_the_leader_and_the_worker_template(rehearsal: Rehearsal, tmp_path: Path) -> None:
+    """An LWS with no GPU pin: both templates get the L40S nodeSelector in one guarded write, the group rolls out
+    on it, and a rerun does nothing."""
+    lws = vllm_lws(NAME)
+    for key in ("leaderTemplate", "workerTemplate"):
+        del lws["spec"]["leaderWorkerTemplate"][key]["spec"]["nodeSelector"]
+    install_crd(rehearsal.clusters["rehearsal"])
+    rehearsal.change(lambda d: d["spec"].__setitem__("replicas", 0))
+    client = rehearsal.client()
+    client.request("POST", client.object_path("llm", "leaderworkersets", group="leaderworkerset.x-k8s.io/v1"),
+                   body=lws)
+    pin = str(pyinfra_run.ROOT / "deploys" / "pin_gpu.py")
+    got = rehearsal.pyinfra(inventory(tmp_path), pin, "-y", "--data", "gpu_product=NVIDIA-L40S", timeout=300)
+    assert got.returncode == 0, got.stderr
+    lines = host_lines(got.stderr, HOST)
+    assert any(line.startswith("pin leaderworkerset llm/qwen-lws to nvidia.com/gpu.product=NVIDIA-L40S with 1 "
+                               "GPU(s) per pod, leader and workers") for line in lines), lines
+    assert any(line.startswith("pinned: prediction on NVIDIA-L40S: fits") for line in lines), lines
+    lwt = read(rehearsal)["spec"]["leaderWorkerTemplate"]
+    for key in ("leaderTemplate", "workerTemplate"):
+        assert lwt[key]["spec"]["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-L40S"}, key
+    status = read(rehearsal)["status"]
+    assert (status["readyReplicas"], status["updatedReplicas"]) == (1, 1)
+    again = rehearsal.pyinfra(inventory(tmp_path), pin, "-y", "--data", "gpu_product=NVIDIA-L40S", timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert any(line.startswith("noop: leaderworkerset llm/qwen-lws is already pinned to nvidia.com/gpu.product="
+                               "NVIDIA-L40S") for line in host_lines(again.stderr, HOST)), again.stderr

@@ -37,6 +37,7 @@ from vllm_remedy.kube.dcgm import EXPORTER_NAMESPACE, EXPORTER_PORT, EXPORTER_SE
 from vllm_remedy.kube.errors import KubeError
 from vllm_remedy.kube.gpus import holds_resources, pod_gpu_request
 from vllm_remedy.kube.health import container_health
+from vllm_remedy.kube.lws_history import NAME_LABEL as LWS_NAME_LABEL
 from vllm_remedy.kube.lws_wait import read_set as lws_read_set
 from vllm_remedy.kube.selectors import selector_string
 
@@ -243,9 +244,12 @@ def verb_nodes(scope: Scope, args: list[str]) -> list[str]:
     """Nodes and every GPU-holding pod cluster-wide: free GPUs can only be counted against all holders."""
     if args:
         raise VerbError("usage: k8s-nodes")
-    deployment = scope.client.get_deployment(scope.namespace, scope.deployment)
+    if scope.kind == "leaderworkerset":  # its pods carry the set's name label; it has no selector of its own
+        selector = {"matchLabels": {LWS_NAME_LABEL: scope.deployment}}
+    else:
+        deployment = scope.client.get_deployment(scope.namespace, scope.deployment)
+        selector = (deployment.get("spec") or {}).get("selector") or {}
     picture = scope.client.derived("k8s-nodes", lambda: _gpu_picture(scope.client))
-    selector = (deployment.get("spec") or {}).get("selector") or {}
     # _line's sorted keys, with the cluster-wide part serialised once per run (a cluster of N pods and N hosts
     # would otherwise cost N² pod serialisations)
     return [f'{{"namespace":{_line(scope.namespace)},{picture},"selector":{_line(selector)}}}']
