@@ -251,7 +251,8 @@ class K8sConnector(BaseConnector):
         else:
             raise _connect_error(f"{where}: {reasons[0]}", bad_input=True)
         raise _connect_error(f"{where}: runs vLLM, but vllm-remedy does not remediate a {kind.kind} yet "
-                             "(only Deployments and StatefulSets); nothing was changed", bad_input=True)
+                             "(only Deployments, StatefulSets and LeaderWorkerSets); nothing was changed",
+                             bad_input=True)
 
     def _load_policy(self) -> Policy | dict[str, Policy] | None:
         """Host data ``policy``: a Policy, a policy file, or a directory of them (chosen per Deployment at connect)."""
