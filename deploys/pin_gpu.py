@@ -11,9 +11,12 @@ maxUnavailable 1, and the diff says so.
 
 from pyinfra import host
 
-from vllm_remedy.operations import evidence, pin_gpu, workload
+from vllm_remedy.operations import evidence, lws_pin, pin_gpu, workload
 
-workload.revert_expired_toggles(name="Revert expired temporary toggles")
-evidence.crash_recorded(name="Record crash-looping revisions on their ReplicaSets")
-pin_gpu.gpu_product(name="Pin the GPU type", product=host.data.get("gpu_product"))  # None: the policy's product
-workload.rolled_out(name="Wait until the new pods are Ready")
+if host.data.get("k8s_kind") == "leaderworkerset":
+    lws_pin.gpu_product(name="Pin the GPU type of leader and workers", product=host.data.get("gpu_product"))
+else:
+    workload.revert_expired_toggles(name="Revert expired temporary toggles")
+    evidence.crash_recorded(name="Record crash-looping revisions on their ReplicaSets")
+    pin_gpu.gpu_product(name="Pin the GPU type", product=host.data.get("gpu_product"))  # None: the policy's product
+    workload.rolled_out(name="Wait until the new pods are Ready")

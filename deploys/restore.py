@@ -20,9 +20,12 @@ when; re-run this deploy then (step 6, deploys/confirm.py, refuses to confirm wh
 
 from pyinfra import host
 
-from vllm_remedy.operations import evidence, handover, restore, statefulset, sts_evidence, workload
+from vllm_remedy.operations import evidence, handover, leaderworkerset, restore, statefulset, sts_evidence, workload
 
-if host.data.get("k8s_kind") == "statefulset":
+if host.data.get("k8s_kind") == "leaderworkerset":
+    # no `kubectl rollout undo` for an LWS: its previous ControllerRevision written back, resourceVersion-guarded
+    leaderworkerset.rollback(name="Roll a crash-looping LeaderWorkerSet back to its previous revision", wait=True)
+elif host.data.get("k8s_kind") == "statefulset":
     revision = statefulset.forced_revision()  # as for a Deployment: bad input stops here, one line, exit 2
 
     sts_evidence.crash_recorded(name="Record crash-looping revisions on their ControllerRevisions")

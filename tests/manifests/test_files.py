@@ -56,7 +56,8 @@ REMEDIATE = DRIFT | _expand({("apps", "deployments"): frozenset({"patch"}),
                              ("apps", "replicasets"): frozenset({"patch"}), ("", "pods/proxy"): frozenset({"get"}),
                              ("apps", "statefulsets"): frozenset({"patch"}),
                              ("apps", "controllerrevisions"): frozenset({"patch"}),
-                             ("gateway.networking.k8s.io", "httproutes"): frozenset({"patch"})}, "llm") | {
+                             ("gateway.networking.k8s.io", "httproutes"): frozenset({"patch"}),
+                             ("leaderworkerset.x-k8s.io", "leaderworkersets"): frozenset({"patch"})}, "llm") | {
     ("gpu-operator", "", "pods/proxy", "get")}  # the DCGM exporter's /metrics, for diagnose's GPU report
 
 
@@ -87,7 +88,8 @@ def test_remediate_account_adds_only_patch_and_the_metrics_proxy():
     assert got - DRIFT == {("llm", "apps", "deployments", "patch"), ("llm", "apps", "replicasets", "patch"),
                            ("llm", "apps", "statefulsets", "patch"), ("llm", "apps", "controllerrevisions", "patch"),
                            ("llm", "", "pods/proxy", "get"), ("gpu-operator", "", "pods/proxy", "get"),
-                           ("llm", "gateway.networking.k8s.io", "httproutes", "patch")}
+                           ("llm", "gateway.networking.k8s.io", "httproutes", "patch"),
+                           ("llm", "leaderworkerset.x-k8s.io", "leaderworkersets", "patch")}
 
 
 def test_responder_account_is_the_remediate_account_plus_creating_events():

@@ -206,9 +206,8 @@ class K8sConnector(BaseConnector):
             raise _connect_error(f"{where}: {exc}", bad_input=True) from exc
         except KubeError as exc:
             raise _connect_error(str(exc)) from exc
-        spec = ((deployment.get("spec") or {}).get("template") or {}).get("spec") or {}
         try:
-            self.server = find_server(spec, _opt_str(self.data, "container"))
+            self.server = _workload_server(target.workload.pod_specs_of(deployment), _opt_str(self.data, "container"))
         except UserError as exc:
             raise _connect_error(f"{where}: {exc}") from exc
         meta = deployment.get("metadata") or {}
@@ -252,7 +251,8 @@ class K8sConnector(BaseConnector):
         else:
             raise _connect_error(f"{where}: {reasons[0]}", bad_input=True)
         raise _connect_error(f"{where}: runs vLLM, but vllm-remedy does not remediate a {kind.kind} yet "
-                             "(only Deployments and StatefulSets); nothing was changed", bad_input=True)
+                             "(only Deployments, StatefulSets and LeaderWorkerSets); nothing was changed",
+                             bad_input=True)
 
     def _load_policy(self) -> Policy | dict[str, Policy] | None:
         """Host data ``policy``: a Policy, a policy file, or a directory of them (chosen per Deployment at connect)."""
@@ -364,6 +364,20 @@ def _opt_str(data: K8sData, key: str) -> str | None:
 class HostDataError(ConnectError):
     """A host that cannot connect because of what its inventory says (a missing kubeconfig or policy file, an
     unknown context, a policy that does not cover it): bad input, not a failing cluster — callers exit 2."""
+
+
+def _workload_server(specs: list[dict[str, Any]], container: str | None) -> ServerCommand:
+    """The vLLM server of the first pod spec that runs one (an LWS: the leader's, else the workers'); the first
+    spec's reason when none does."""
+    if not specs:
+        raise UserError("no pod template found in the object")
+    reasons = []
+    for spec in specs:
+        try:
+            return find_server(spec, container)
+        except UserError as exc:
+            reasons.append(exc)
+    raise reasons[0]
 
 
 def _connect_error(message: str, *, bad_input: bool = False) -> ConnectError:

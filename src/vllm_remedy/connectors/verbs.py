@@ -40,6 +40,8 @@ from vllm_remedy.kube.errors import KubeError
 from vllm_remedy.kube.gpus import holds_resources, pod_gpu_request
 from vllm_remedy.kube.health import container_health
 from vllm_remedy.kube.kinds import KINDS
+from vllm_remedy.kube.lws_history import NAME_LABEL as LWS_NAME_LABEL
+from vllm_remedy.kube.lws_wait import read_set as lws_read_set
 from vllm_remedy.kube.selectors import selector_string
 
 #: Lines of a container log the Pods fact reads: a vLLM start (weights, profiling, KV cache, error) fits.
@@ -245,12 +247,15 @@ def verb_nodes(scope: Scope, args: list[str]) -> list[str]:
     """Nodes and every GPU-holding pod cluster-wide: free GPUs can only be counted against all holders."""
     if args:
         raise VerbError("usage: k8s-nodes")
-    kind = KINDS[scope.kind]  # the workload's selector, whatever its kind
-    deployment = (scope.client.get_deployment(scope.namespace, scope.deployment) if kind.word == "deployment" else
-                  scope.client.request("GET", scope.client.object_path(scope.namespace, kind.resource,
-                                                                       scope.deployment, kind.group)))
+    if scope.kind == "leaderworkerset":  # its pods carry the set's name label; it has no selector of its own
+        selector = {"matchLabels": {LWS_NAME_LABEL: scope.deployment}}
+    else:
+        kind = KINDS[scope.kind]  # the workload's selector, whatever its kind
+        deployment = (scope.client.get_deployment(scope.namespace, scope.deployment) if kind.word == "deployment"
+                      else scope.client.request("GET", scope.client.object_path(scope.namespace, kind.resource,
+                                                                                scope.deployment, kind.group)))
+        selector = (deployment.get("spec") or {}).get("selector") or {}
     picture = scope.client.derived("k8s-nodes", lambda: _gpu_picture(scope.client))
-    selector = (deployment.get("spec") or {}).get("selector") or {}
     # _line's sorted keys, with the cluster-wide part serialised once per run (a cluster of N pods and N hosts
     # would otherwise cost N² pod serialisations)
     return [f'{{"namespace":{_line(scope.namespace)},{picture},"selector":{_line(selector)}}}']
@@ -350,6 +355,15 @@ def verb_statefulset(scope: Scope, args: list[str]) -> list[str]:
                    "container": scope.container, "annotation_prefix": scope.annotation_prefix})]
 
 
+def verb_leaderworkerset(scope: Scope, args: list[str]) -> list[str]:
+    """k8s-leaderworkerset: {leaderworkerset, revisions, pods, container} — an LWS host's object, its
+    ControllerRevisions and its pods (by the set's name label), read together."""
+    if args:
+        raise VerbError("usage: k8s-leaderworkerset")
+    lws, revisions, pods = lws_read_set(scope.client, scope.namespace, scope.deployment)
+    return [_line({"leaderworkerset": lws, "revisions": revisions, "pods": pods, "container": scope.container})]
+
+
 VERBS: dict[str, Callable[[Scope, list[str]], list[str]]] = {
     "k8s-get": verb_get,
     "k8s-deployment": verb_deployment,
@@ -360,12 +374,14 @@ VERBS: dict[str, Callable[[Scope, list[str]], list[str]]] = {
     "k8s-gpu-metrics": verb_gpu_metrics,
     "k8s-events": verb_events,
     "k8s-statefulset": verb_statefulset,
+    "k8s-leaderworkerset": verb_leaderworkerset,
 }
 
 
 #: Verbs that read one workload kind: on a host of another kind they say so instead of answering 404.
 KIND_VERBS = {"k8s-get": "deployment", "k8s-deployment": "deployment", "k8s-history": "deployment",
-              "k8s-pods": "deployment", "k8s-events": "deployment", "k8s-statefulset": "statefulset"}
+              "k8s-pods": "deployment", "k8s-events": "deployment", "k8s-statefulset": "statefulset",
+              "k8s-leaderworkerset": "leaderworkerset"}
 
 
 def split_command(command: str) -> list[str]:

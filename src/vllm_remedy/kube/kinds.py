@@ -42,7 +42,7 @@ STATEFULSET = Kind("statefulset", "StatefulSet", "apps/v1", "statefulsets", (("s
                    remediable=True)
 LEADERWORKERSET = Kind("leaderworkerset", "LeaderWorkerSet", "leaderworkerset.x-k8s.io/v1", "leaderworkersets",
                        (("spec", "leaderWorkerTemplate", "leaderTemplate", "spec"),
-                        ("spec", "leaderWorkerTemplate", "workerTemplate", "spec")))
+                        ("spec", "leaderWorkerTemplate", "workerTemplate", "spec")), remediable=True)
 INFERENCESERVICE = Kind("inferenceservice", "InferenceService", "serving.kserve.io/v1beta1", "inferenceservices",
                         (("spec", "predictor"),))
 

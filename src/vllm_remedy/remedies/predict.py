@@ -19,6 +19,7 @@ from vllm_remedy.vllm import catalog, resolved
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS
 from vllm_remedy.vllm.cmdline import find_server
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate
+from vllm_remedy.vllm.parallel import group_flags
 from vllm_remedy.vllm.versions import rules, version_from_image
 
 
@@ -93,7 +94,7 @@ def predict_template(template: Mapping[str, Any], container: str | None = None,
         known = resolved.known(str(server.model), server.flags.get("revision")) is not None
         return Prediction(card.product, None, str(exc) if known else f"model {server.model} is not in the catalog")
     try:
-        flags = dict(server.flags)
+        flags = group_flags(server.flags)  # pipeline stages split the model like tensor-parallel ranks
         if other_process_gib:
             flags["other-process-gib"] = str(other_process_gib)
         version = version_from_image(server.image)

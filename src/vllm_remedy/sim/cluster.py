@@ -18,6 +18,7 @@ from vllm_remedy.sim.container_exec import CommandRuntime, ContainerFiles, exec_
 from vllm_remedy.sim.controllers.deployment import DeploymentController
 from vllm_remedy.sim.controllers.events import EventRecorder
 from vllm_remedy.sim.controllers.kubelet import Kubelet
+from vllm_remedy.sim.controllers.leaderworkerset import LWS, LeaderWorkerSetController
 from vllm_remedy.sim.controllers.manager import Manager, wait_until
 from vllm_remedy.sim.controllers.nodes import NodeReporter
 from vllm_remedy.sim.controllers.replicaset import ReplicaSetController
@@ -65,6 +66,7 @@ class Cluster:
         self.deployments = DeploymentController(self.store, self.clock, self.manager, self.events)
         self.replicasets = ReplicaSetController(self.store, self.clock, self.manager, self.events)
         self.statefulsets = StatefulSetController(self.store, self.clock, self.manager, self.events)
+        self.leaderworkersets = LeaderWorkerSetController(self.store, self.clock, self.manager, self.events)
         self.scheduler = Scheduler(self.store, self.clock, self.manager, self.events)
         self.kubelet = Kubelet(self, self.manager, self.events)
         self.node_reporter = NodeReporter(self.store, self.clock, self.manager)
@@ -90,7 +92,7 @@ class Cluster:
 
     def resync(self) -> None:
         """Queue every object for reconciliation, as controllers do on start-up (informer list)."""
-        for resource in ("nodes", "deployments.apps", "replicasets.apps", "statefulsets.apps", "pods"):
+        for resource in ("nodes", "deployments.apps", "replicasets.apps", "statefulsets.apps", LWS, "pods"):
             for obj in self.store.list(resource)[0]:
                 meta = obj["metadata"]
                 self._route(resource, meta.get("namespace", ""), meta["name"], obj, "ADDED")
@@ -109,9 +111,12 @@ class Cluster:
             self.deployments.on_owned(namespace, obj)
         elif resource == "statefulsets.apps":
             self.statefulsets.on_statefulset(namespace, name, obj, kind)
+        elif resource == LWS:
+            self.leaderworkersets.on_leaderworkerset(namespace, name, obj, kind)
         elif resource == "pods":
             self.replicasets.on_pod(namespace, obj, kind)
             self.statefulsets.on_pod(namespace, obj, kind)
+            self.leaderworkersets.on_pod(namespace, obj, kind)
             self.scheduler.on_pod(namespace, name, obj, kind)
             self.kubelet.on_pod(namespace, name, obj, kind)
             if kind == "DELETED":

@@ -31,8 +31,10 @@ def test_discovery_lists_short_names_categories_and_subresources(sim):
     assert by_name["deployments/scale"]["group"] == "autoscaling"
     assert "deployments/status" in by_name
     _, _, groups = call(sim.url(), "GET", "/apis")
-    assert [g["name"] for g in groups["groups"]] == ["apps", "authentication.k8s.io", "authorization.k8s.io", "batch",
-                                                     "coordination.k8s.io", "discovery.k8s.io", "events.k8s.io",
+    # leaderworkerset.x-k8s.io is served only once its CustomResourceDefinition is installed
+    assert [g["name"] for g in groups["groups"]] == ["apiextensions.k8s.io", "apps", "authentication.k8s.io",
+                                                     "authorization.k8s.io", "batch", "coordination.k8s.io",
+                                                     "discovery.k8s.io", "events.k8s.io",
                                                      "gateway.networking.k8s.io", "rbac.authorization.k8s.io"]
     _, _, gw = call(sim.url(), "GET", "/apis/gateway.networking.k8s.io/v1")
     assert [r["name"] for r in gw["resources"]] == ["httproutes", "httproutes/status"]

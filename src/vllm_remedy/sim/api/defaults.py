@@ -13,6 +13,7 @@ from typing import Any
 
 from vllm_remedy.sim.api.validation import check_types
 from vllm_remedy.sim.controllers.defaults import default_deployment, default_pod, default_replicaset
+from vllm_remedy.sim.controllers.leaderworkerset import default_leaderworkerset
 from vllm_remedy.sim.controllers.statefulset import default_statefulset
 from vllm_remedy.sim.store import ApiError
 
@@ -84,6 +85,8 @@ def default_and_validate(resource_key: str, obj: Obj) -> None:
     elif resource_key == "statefulsets.apps":
         default_statefulset(obj)
         _check_workload(obj, "StatefulSet")
+    elif resource_key == "leaderworkersets.leaderworkerset.x-k8s.io":
+        default_leaderworkerset(obj)
     elif resource_key == "pods" and isinstance(obj.get("spec"), dict):
         default_pod(obj)
         obj.setdefault("status", {}).setdefault("phase", "Pending")

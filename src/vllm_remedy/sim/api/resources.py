@@ -31,6 +31,7 @@ class Resource:
     verbs: tuple[str, ...] = ALL_VERBS
     stored: bool = True  # False: a review answered from the request alone (SelfSubjectAccessReview)
     stored_as: str = ""  # another resource's storage, converted on read (events.k8s.io Events are core Events)
+    needs_crd: bool = False  # served only while its CustomResourceDefinition (``<plural>.<group>``) is stored
 
     @property
     def key(self) -> str:
@@ -50,6 +51,8 @@ class Resource:
 
 GATEWAY = "gateway.networking.k8s.io"
 AUTHZ = "authorization.k8s.io"
+LWS = "leaderworkerset.x-k8s.io"
+CRDS = "customresourcedefinitions.apiextensions.k8s.io"  # the store key of CustomResourceDefinitions
 RBAC = "rbac.authorization.k8s.io"
 
 RESOURCES: tuple[Resource, ...] = (
@@ -79,6 +82,12 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("apps", "v1", "controllerrevisions", "controllerrevision", "ControllerRevision"),
     Resource(GATEWAY, "v1", "httproutes", "httproute", "HTTPRoute", categories=("gateway-api",),
              subresources={"status": ("HTTPRoute", GATEWAY, "v1")}, crd=True),
+    Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", "customresourcedefinition",
+             "CustomResourceDefinition", namespaced=False, short_names=("crd", "crds"),
+             subresources={"status": ("CustomResourceDefinition", "apiextensions.k8s.io", "v1")}),
+    Resource(LWS, "v1", "leaderworkersets", "leaderworkerset", "LeaderWorkerSet", short_names=("lws",),
+             subresources={"status": ("LeaderWorkerSet", LWS, "v1"), "scale": ("Scale", "autoscaling", "v1")},
+             crd=True, needs_crd=True),
     Resource("coordination.k8s.io", "v1", "leases", "lease", "Lease"),
     Resource("", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", short_names=("sa",)),
     Resource("batch", "v1", "cronjobs", "cronjob", "CronJob", short_names=("cj",), categories=("all",),
@@ -106,14 +115,20 @@ SUBRESOURCE_VERBS = {"status": ("get", "patch", "update"), "scale": ("get", "pat
                      "exec": ("create", "get"), "attach": ("create", "get"), "portforward": ("create", "get")}
 
 
-def lookup(group: str, version: str, plural: str) -> Resource | None:
-    """The resource a URL names, None when the sim does not serve it (a 404)."""
-    return BY_PATH.get((group, version, plural))
+def is_served(r: Resource, crds: frozenset[str] | None) -> bool:
+    """Whether ``r`` is served given the installed CRD names (None: every CRD counts as installed)."""
+    return not r.needs_crd or crds is None or r.key in crds
 
 
-def resource_list(group: str, version: str) -> Obj | None:
+def lookup(group: str, version: str, plural: str, crds: frozenset[str] | None = None) -> Resource | None:
+    """The resource a URL names, None when the sim does not serve it (a 404) — a CRD kind until it is installed."""
+    found = BY_PATH.get((group, version, plural))
+    return found if found is not None and is_served(found, crds) else None
+
+
+def resource_list(group: str, version: str, crds: frozenset[str] | None = None) -> Obj | None:
     """``APIResourceList`` for /api/v1 or /apis/<group>/<version>; None for an unknown group/version."""
-    served = [r for r in RESOURCES if r.group == group and r.version == version]
+    served = [r for r in RESOURCES if r.group == group and r.version == version and is_served(r, crds)]
     if not served:
         return None
     entries: list[Obj] = []
@@ -141,18 +156,18 @@ def api_versions() -> Obj:
             "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1:443"}]}
 
 
-def api_group(group: str) -> Obj | None:
+def api_group(group: str, crds: frozenset[str] | None = None) -> Obj | None:
     """The APIGroup discovery document kubectl fetches before using a group."""
     version = GROUPS.get(group)
-    if not group or version is None:
+    if not group or version is None or not any(r.group == group and is_served(r, crds) for r in RESOURCES):
         return None
     gv = {"groupVersion": f"{group}/{version}", "version": version}
     return {"kind": "APIGroup", "apiVersion": "v1", "name": group, "versions": [gv], "preferredVersion": gv}
 
 
-def api_group_list() -> Obj:
+def api_group_list(crds: frozenset[str] | None = None) -> Obj:
     """``GET /apis`` — every named group with its one served version."""
-    groups = [api_group(g) for g in sorted(GROUPS) if g]
+    groups = [api_group(g, crds) for g in sorted(GROUPS) if g and api_group(g, crds) is not None]
     for g in groups:
         assert g is not None
         g.pop("kind")

@@ -44,3 +44,15 @@ def labels(obj: dict[str, Any] | None) -> dict[str, Any]:
 def truthy(value: Any) -> bool:
     """Annotation values are strings; accept the spellings people type in ``kubectl annotate``."""
     return str(value).strip().lower() in ("true", "1", "yes", "on")
+
+
+#: What the LeaderWorkerSet controller stamps on every pod of a group: how many pods the group has.
+LWS_SIZE = "leaderworkerset.sigs.k8s.io/size"
+
+
+def group_size(pod: dict[str, Any] | None) -> int:
+    """Pods in this pod's multi-node group (1 for a pod that is not part of one)."""
+    try:
+        return max(1, int(str(annotations(pod).get(LWS_SIZE, "1"))))
+    except ValueError:
+        return 1

@@ -18,6 +18,7 @@ from vllm_remedy.vllm import catalog, resolved
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import ServerCommand
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, Resolved, estimate, resolve
+from vllm_remedy.vllm.parallel import group_flags, world_size
 from vllm_remedy.vllm.versions import NEWEST_MODELLED, parse_version, version_from_image
 
 # nvidia-smi MiB → the total torch sees: the catalog's cards sit 0.55-0.6 GiB below nvidia-smi
@@ -104,8 +105,11 @@ def gpu_limit(container: Mapping[str, Any]) -> int:
 
 
 def plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, Any],
-         cluster_gpu_used_mib: int = 0) -> Launch | Refusal:
-    """Judge the start of ``cmd`` on ``node`` with vLLM's own order: config, device, memory."""
+         cluster_gpu_used_mib: int = 0, group_size: int = 1) -> Launch | Refusal:
+    """Judge the start of ``cmd`` on ``node`` with vLLM's own order: config, device, memory.
+
+    ``group_size`` > 1: the leader of a multi-node group (LeaderWorkerSet); its Ray cluster offers the GPUs of
+    every pod of the group, and each GPU holds 1/(TP×PP) of the model (:mod:`vllm_remedy.vllm.parallel`)."""
     version = image_version(cmd.image)
     model_id = cmd.model or "facebook/opt-125m"  # vLLM's default --model
     flags = dict(cmd.flags)
@@ -115,15 +119,18 @@ def plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, An
         return Refusal(version, model_id, _no_model_error(version, model_id), "config")
     flags["other-process-gib"] = str(other_process_gib(node, cluster_gpu_used_mib))
     try:
-        settings = EngineSettings.from_flags(flags, version)
+        world = world_size(flags)
+        settings = EngineSettings.from_flags(group_flags(flags), version)
     except UserError as err:
         return Refusal(version, model_id, f"ValueError: {err}", "config")
     gpu = node_gpu(node)
     if gpu is None or gpu_limit(container) < 1:
         return Refusal(version, model_id, "RuntimeError: No CUDA GPUs are available", "device")
-    if gpu_limit(container) < settings.tp:
-        return Refusal(version, model_id, f"ValueError: World size ({settings.tp}) is larger than the number "
-                       f"of available GPUs ({gpu_limit(container)}) in this node.", "device")
+    available = gpu_limit(container) * max(1, group_size)
+    if available < world:
+        where = "in this node" if group_size <= 1 else f"in the Ray cluster of {group_size} pods"
+        return Refusal(version, model_id, f"ValueError: World size ({world}) is larger than the number "
+                       f"of available GPUs ({available}) {where}.", "device")
     try:
         resolved = resolve(spec, gpu, settings)
         result = estimate(spec, gpu, settings)

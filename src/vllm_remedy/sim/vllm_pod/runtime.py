@@ -71,7 +71,7 @@ class VllmRuntime:
                           flags={k: env.shell_expand(v, values) for k, v in cmd.flags.items()})
         now = self.clock.now()
         started = timeline.sim_datetime(now)
-        decided = plan(cmd, container, ctx.node, ctx.gpu_memory_used_by_others_mib)
+        decided = plan(cmd, container, ctx.node, ctx.gpu_memory_used_by_others_mib, keys.group_size(ctx.pod))
         if not isinstance(decided, Launch):
             p = timeline.plan_refusal(decided, started)
             return ContainerRun(log=p.lines, ready_after=None, exit=p.exit, http=_refused)

@@ -1,0 +1,145 @@
+"""LeaderWorkerSet revision history, rollback and flag consistency, over its ControllerRevisions (pure).
+
+An LWS records each ``spec.leaderWorkerTemplate`` in a ControllerRevision labelled with the set's name and
+a ``template-revision-hash`` that its pods carry too. kubectl has no ``rollout undo`` for it, so a rollback is
+kubectl's StatefulSet undo done by hand: take the second-highest revision the set controls, and replace
+``spec.leaderWorkerTemplate`` with its data, guarded by resourceVersion. Multi-node vLLM runs one engine over
+the group (the leader's ``vllm serve``, workers joining its Ray cluster); when a worker template carries vLLM
+flags too, the two must agree on every flag that moves memory, else the group's pods disagree on the engine.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from vllm_remedy.errors import UserError
+from vllm_remedy.kube.errors import RolloutError
+from vllm_remedy.kube.history import CHANGE_CAUSE, Revision, annotations, is_controlled_by, templates_equal
+from vllm_remedy.kube.rollout import resource_version_test
+from vllm_remedy.vllm.cmdline import ServerCommand, find_server
+
+PREFIX = "leaderworkerset.sigs.k8s.io/"
+NAME_LABEL, REVISION_LABEL = PREFIX + "name", PREFIX + "template-revision-hash"
+GROUP_LABEL, WORKER_LABEL = PREFIX + "group-index", PREFIX + "worker-index"
+#: Flags every pod of one engine must share: they size weights, KV cache and the parallel split.
+MEMORY_FLAGS = ("max-model-len", "gpu-memory-utilization", "tensor-parallel-size", "pipeline-parallel-size",
+                "max-num-seqs", "max-num-batched-tokens", "kv-cache-dtype", "dtype", "quantization", "block-size",
+                "enforce-eager", "revision")
+
+
+def revision_lwt(rev: Mapping[str, Any]) -> dict[str, Any]:
+    """The leaderWorkerTemplate a ControllerRevision records (its ``data`` replaces it whole)."""
+    lwt = copy.deepcopy(((rev.get("data") or {}).get("spec") or {}).get("leaderWorkerTemplate") or {})
+    lwt.pop("$patch", None)
+    return lwt
+
+
+def lwt_of(lws: Mapping[str, Any]) -> dict[str, Any]:
+    """``spec.leaderWorkerTemplate`` ({} if absent)."""
+    return dict((lws.get("spec") or {}).get("leaderWorkerTemplate") or {})
+
+
+def lwts_equal(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Equal once each pod template is compared as kubectl compares templates, the rest as written."""
+    keys = ("leaderTemplate", "workerTemplate")
+    if any(not templates_equal(a.get(k), b.get(k)) for k in keys):
+        return False
+    rest = ({k: v for k, v in a.items() if k not in keys}, {k: v for k, v in b.items() if k not in keys})
+    return rest[0] == rest[1]
+
+
+def leader_template(lwt: Mapping[str, Any]) -> dict[str, Any]:
+    """The leader's pod template: ``leaderTemplate``, else the worker template (the LWS default)."""
+    return dict(lwt.get("leaderTemplate") or lwt.get("workerTemplate") or {})
+
+
+def controlled_revisions(lws: Mapping[str, Any], revisions: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """ControllerRevisions labelled with the set's name and controlled by it, by revision number."""
+    name = (lws.get("metadata") or {}).get("name")
+    out = [dict(r) for r in revisions
+           if ((r.get("metadata") or {}).get("labels") or {}).get(NAME_LABEL) == name and is_controlled_by(r, lws)]
+    return sorted(out, key=lambda r: int(r.get("revision") or 0))
+
+
+def update_hash(lws: Mapping[str, Any], revisions: Sequence[Mapping[str, Any]]) -> str:
+    """The template-revision-hash of the set's current template ("" before its controller has recorded it)."""
+    current = lwt_of(lws)
+    same = [r for r in controlled_revisions(lws, revisions) if lwts_equal(revision_lwt(r), current)]
+    return str(((same[-1].get("metadata") or {}).get("labels") or {}).get(REVISION_LABEL, "")) if same else ""
+
+
+def lws_history(lws: Mapping[str, Any], revisions: Sequence[Mapping[str, Any]]) -> list[Revision]:
+    """One Revision per number, ascending, as ``kubectl rollout history`` would show a StatefulSet's."""
+    current = update_hash(lws, revisions)
+    out: dict[int, Revision] = {}
+    for rev in controlled_revisions(lws, revisions):
+        meta = rev["metadata"]
+        out[int(rev.get("revision") or 0)] = Revision(
+            number=int(rev.get("revision") or 0), replicaset=meta["name"],
+            change_cause=annotations(rev).get(CHANGE_CAUSE, ""), template=leader_template(revision_lwt(rev)),
+            annotations=annotations(rev), created=meta.get("creationTimestamp") or "", replicas=0,
+            current=(meta.get("labels") or {}).get(REVISION_LABEL) == current)
+    return [out[n] for n in sorted(out)]
+
+
+@dataclass(frozen=True)
+class LwsUndoPlan:
+    """What the rollback will do; ``patch`` (a guarded JSON patch) is empty when the template is already in place."""
+
+    revision: int
+    controller_revision: str
+    skipped: bool
+    patch: list[dict[str, Any]]
+    lwt: dict[str, Any]
+
+
+def plan_undo(lws: Mapping[str, Any], revisions: Sequence[Mapping[str, Any]]) -> LwsUndoPlan:
+    """The previous revision's template written back to ``spec.leaderWorkerTemplate``, guarded by resourceVersion."""
+    owned = controlled_revisions(lws, revisions)
+    if len(owned) <= 1:
+        raise RolloutError("no last revision to roll back to")
+    target = owned[-2]
+    lwt = revision_lwt(target)
+    common = {"revision": int(target["revision"]), "controller_revision": target["metadata"]["name"], "lwt": lwt}
+    if lwts_equal(lwt, lwt_of(lws)):
+        return LwsUndoPlan(**common, skipped=True, patch=[])
+    patch = [resource_version_test(lws), {"op": "replace", "path": "/spec/leaderWorkerTemplate", "value": lwt}]
+    return LwsUndoPlan(**common, skipped=False, patch=patch)
+
+
+def servers(lwt: Mapping[str, Any], container: str | None = None) -> tuple[ServerCommand, ServerCommand | None]:
+    """(the leader's vLLM server, the worker template's when it runs one); a UserError when the leader runs none.
+
+    ``container`` names the leader's vLLM container (host data); the worker's is found by its command."""
+    leader = find_server(dict(leader_template(lwt).get("spec") or {}), container)
+    worker_spec = dict((lwt.get("workerTemplate") or {}).get("spec") or {})
+    try:
+        worker = find_server(worker_spec) if lwt.get("leaderTemplate") else None  # its container has its own name
+    except UserError:
+        worker = None  # workers that only join the leader's Ray cluster carry no engine flags
+    return leader, worker
+
+
+def flag_disagreement(lwt: Mapping[str, Any], container: str | None = None) -> str | None:
+    """Why the leader and worker templates describe different engines (memory-relevant flags or model), or None."""
+    leader, worker = servers(lwt, container)
+    if worker is None:
+        return None
+    if leader.model != worker.model:
+        return f"leader and worker templates name different models ({leader.model} vs {worker.model})"
+    for flag in MEMORY_FLAGS:
+        a, b = leader.flags.get(flag), worker.flags.get(flag)
+        if a != b:
+            return (f"leader and worker templates disagree on --{flag} (leader {a or 'unset'}, "
+                    f"worker {b or 'unset'})")
+    return None
+
+
+def check_consistent(lwt: Mapping[str, Any], where: str, container: str | None = None) -> None:
+    """A UserError naming ``where`` when the templates disagree on the engine."""
+    why = flag_disagreement(lwt, container)
+    if why:
+        raise UserError(f"{where}: {why}; make them agree before remediating")
