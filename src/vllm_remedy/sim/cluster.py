@@ -17,6 +17,7 @@ from vllm_remedy.sim.clock import Clock
 from vllm_remedy.sim.container_exec import CommandRuntime, ContainerFiles, exec_in, is_finite_command
 from vllm_remedy.sim.controllers.deployment import DeploymentController
 from vllm_remedy.sim.controllers.events import EventRecorder
+from vllm_remedy.sim.controllers.inferenceservice import InferenceServiceController
 from vllm_remedy.sim.controllers.kubelet import Kubelet
 from vllm_remedy.sim.controllers.manager import Manager, wait_until
 from vllm_remedy.sim.controllers.nodes import NodeReporter
@@ -61,6 +62,10 @@ class Cluster:
         self.deployments = DeploymentController(self.store, self.clock, self.manager, self.events)
         self.replicasets = ReplicaSetController(self.store, self.clock, self.manager, self.events)
         self.statefulsets = StatefulSetController(self.store, self.clock, self.manager, self.events)
+        self.inferenceservices = InferenceServiceController(self.store, self.clock, self.manager,
+                                                            self.deployments.rolled_out)
+        #: Optional CRDs this cluster serves (``sim.api.resources.Resource.optional``): seed key ``crds``.
+        self.crds: set[str] = set()
         self.scheduler = Scheduler(self.store, self.clock, self.manager, self.events)
         self.kubelet = Kubelet(self, self.manager, self.events)
         self.node_reporter = NodeReporter(self.store, self.clock, self.manager)
@@ -85,7 +90,8 @@ class Cluster:
 
     def resync(self) -> None:
         """Queue every object for reconciliation, as controllers do on start-up (informer list)."""
-        for resource in ("nodes", "deployments.apps", "replicasets.apps", "statefulsets.apps", "pods"):
+        for resource in ("nodes", "deployments.apps", "replicasets.apps", "statefulsets.apps", "pods",
+                         "inferenceservices.serving.kserve.io"):
             for obj in self.store.list(resource)[0]:
                 meta = obj["metadata"]
                 self._route(resource, meta.get("namespace", ""), meta["name"], obj, "ADDED")
@@ -98,11 +104,14 @@ class Cluster:
         """Map a store change to the controllers that watch it (called under the store lock)."""
         if resource == "deployments.apps":
             self.deployments.on_deployment(namespace, name, obj, kind)
+            self.inferenceservices.on_deployment(namespace, obj)
         elif resource == "replicasets.apps":
             self.replicasets.on_replicaset(namespace, name, obj, kind)
             self.deployments.on_owned(namespace, obj)
         elif resource == "statefulsets.apps":
             self.statefulsets.on_statefulset(namespace, name, obj, kind)
+        elif resource == "inferenceservices.serving.kserve.io":
+            self.inferenceservices.on_inferenceservice(namespace, name, obj, kind)
         elif resource == "pods":
             self.replicasets.on_pod(namespace, obj, kind)
             self.statefulsets.on_pod(namespace, obj, kind)

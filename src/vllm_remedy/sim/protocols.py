@@ -47,6 +47,8 @@ class KubeletHost(RuntimeHost, Protocol):
 
 
 class SeedTarget(ClusterParts, Protocol):
-    """What seeding needs: create objects, then wait until each deployment is rolled out."""
+    """What seeding needs: create objects, then wait until each deployment is rolled out; install optional CRDs."""
+
+    crds: set[str]
 
     def rolled_out(self, namespace: str, name: str) -> bool: ...

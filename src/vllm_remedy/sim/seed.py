@@ -169,6 +169,7 @@ def apply_seed(cluster: SeedTarget, ref: Obj | str | Path, *, wait: bool = True,
     re-applying a seed over restored state is harmless; bad seeds raise UserError naming the key."""
     seed, label = load_seed(ref)
     store = cluster.store
+    install_crds(cluster, seed.get("crds"), f"{label}: crds")
     for i, entry in enumerate(seed.get("nodes") or []):
         if not isinstance(entry, dict):
             raise UserError(f"{label}: nodes[{i}]: expected a mapping")
@@ -187,6 +188,25 @@ def apply_seed(cluster: SeedTarget, ref: Obj | str | Path, *, wait: bool = True,
         _exporters(store)
     for i, entry in enumerate(seed.get("deployments") or []):
         _roll_history(cluster, entry, f"{label}: deployments[{i}]", wait, timeout)
+
+
+#: What a seed's ``crds:`` may install: a word for a product's CRDs, or one resource key.
+CRD_SETS = {"kserve": ("inferenceservices.serving.kserve.io", "servingruntimes.serving.kserve.io",
+                       "clusterservingruntimes.serving.kserve.io")}
+
+
+def install_crds(cluster: SeedTarget, names: Any, where: str) -> None:
+    """``crds: [kserve]``: serve those optional CRDs from now on (a cluster without them answers 404)."""
+    if names is None:
+        return
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise UserError(f"{where}: expected a list of names ({', '.join(CRD_SETS)} or <plural>.<group>)")
+    known = {k for keys in CRD_SETS.values() for k in keys}
+    for name in names:
+        keys = CRD_SETS.get(name, (name,))
+        if not set(keys) <= known:
+            raise UserError(f"{where}: unknown CRD {name!r}; expected one of {', '.join(sorted({*CRD_SETS, *known}))}")
+        cluster.crds.update(keys)
 
 
 def ship_model(entry: Any, where: str) -> None:

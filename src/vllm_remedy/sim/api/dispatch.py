@@ -37,6 +37,11 @@ class ApiContext:
     stop: threading.Event = field(default_factory=threading.Event)
 
 
+def _crds(ctx: ApiContext) -> frozenset[str]:
+    """The optional CRDs (``resources.Resource.optional``) this cluster has installed."""
+    return frozenset(getattr(ctx.cluster, "crds", ()))
+
+
 def _discovery(ctx: ApiContext, req: Request) -> Response | None:
     path = req.path.rstrip("/") or "/"
     parts = [p for p in path.split("/") if p]
@@ -47,13 +52,13 @@ def _discovery(ctx: ApiContext, req: Request) -> Response | None:
     if path == "/api":
         return json_response(resources.api_versions())
     if path == "/apis":
-        return json_response(resources.api_group_list())
+        return json_response(resources.api_group_list(_crds(ctx)))
     if len(parts) == 2 and parts[0] == "api":
-        doc = resources.resource_list("", parts[1])
+        doc = resources.resource_list("", parts[1], _crds(ctx))
     elif len(parts) == 2 and parts[0] == "apis":
-        doc = resources.api_group(parts[1])
+        doc = resources.api_group(parts[1], _crds(ctx))
     elif len(parts) == 3 and parts[0] == "apis":
-        doc = resources.resource_list(parts[1], parts[2])
+        doc = resources.resource_list(parts[1], parts[2], _crds(ctx))
     elif path == "/openapi/v2":
         if "protobuf" in req.headers.get("accept", ""):
             return Response(200, openapi.v2_protobuf(), "application/octet-stream")
@@ -142,7 +147,7 @@ def handle(ctx: ApiContext, req: Request) -> Response:
         found = _discovery(ctx, req) if req.method == "GET" else None
         if found is not None:
             return found
-        route = parse(req.path)
+        route = parse(req.path, _crds(ctx))
         verb = _verb(req, route)
         if not route.resource.stored:
             if verb != "create" or route.name is not None:

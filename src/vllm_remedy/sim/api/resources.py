@@ -31,6 +31,7 @@ class Resource:
     verbs: tuple[str, ...] = ALL_VERBS
     stored: bool = True  # False: a review answered from the request alone (SelfSubjectAccessReview)
     stored_as: str = ""  # another resource's storage, converted on read (events.k8s.io Events are core Events)
+    optional: bool = False  # a CRD served only by clusters that install it (``Cluster.crds``)
 
     @property
     def key(self) -> str:
@@ -51,6 +52,7 @@ class Resource:
 GATEWAY = "gateway.networking.k8s.io"
 AUTHZ = "authorization.k8s.io"
 RBAC = "rbac.authorization.k8s.io"
+KSERVE = "serving.kserve.io"
 
 RESOURCES: tuple[Resource, ...] = (
     Resource("", "v1", "namespaces", "namespace", "Namespace", namespaced=False, short_names=("ns",),
@@ -76,6 +78,11 @@ RESOURCES: tuple[Resource, ...] = (
     Resource(GATEWAY, "v1", "httproutes", "httproute", "HTTPRoute", categories=("gateway-api",),
              subresources={"status": ("HTTPRoute", GATEWAY, "v1")}, crd=True),
     Resource("coordination.k8s.io", "v1", "leases", "lease", "Lease"),
+    Resource(KSERVE, "v1beta1", "inferenceservices", "inferenceservice", "InferenceService", short_names=("isvc",),
+             subresources={"status": ("InferenceService", KSERVE, "v1beta1")}, crd=True, optional=True),
+    Resource(KSERVE, "v1alpha1", "servingruntimes", "servingruntime", "ServingRuntime", crd=True, optional=True),
+    Resource(KSERVE, "v1alpha1", "clusterservingruntimes", "clusterservingruntime", "ClusterServingRuntime",
+             namespaced=False, crd=True, optional=True),
     Resource("", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", short_names=("sa",)),
     Resource("batch", "v1", "cronjobs", "cronjob", "CronJob", short_names=("cj",), categories=("all",),
              subresources={"status": ("CronJob", "batch", "v1")}),
@@ -95,21 +102,29 @@ RESOURCES: tuple[Resource, ...] = (
 BY_PATH: dict[tuple[str, str, str], Resource] = {(r.group, r.version, r.plural): r for r in RESOURCES}
 BY_KEY: dict[str, Resource] = {r.key: r for r in RESOURCES}
 BY_KIND: dict[tuple[str, str], Resource] = {(r.api_version, r.kind): r for r in RESOURCES}
-GROUPS: dict[str, str] = {r.group: r.version for r in RESOURCES}  # group -> preferred (only) version
+GROUPS: dict[str, str] = {}  # group -> preferred version (the first listed)
+for _r in RESOURCES:
+    GROUPS.setdefault(_r.group, _r.version)
+NO_CRDS: frozenset[str] = frozenset()
+
+
+def _served(r: Resource, installed: frozenset[str] | set[str]) -> bool:
+    return not r.optional or r.key in installed
 
 SUBRESOURCE_VERBS = {"status": ("get", "patch", "update"), "scale": ("get", "patch", "update"),
                      "log": ("get",), "proxy": ("create", "delete", "get", "patch", "update"),
                      "exec": ("create", "get"), "attach": ("create", "get"), "portforward": ("create", "get")}
 
 
-def lookup(group: str, version: str, plural: str) -> Resource | None:
-    """The resource a URL names, None when the sim does not serve it (a 404)."""
-    return BY_PATH.get((group, version, plural))
+def lookup(group: str, version: str, plural: str, installed: frozenset[str] | set[str] = NO_CRDS) -> Resource | None:
+    """The resource a URL names, None when the sim does not serve it (a 404; an optional CRD not ``installed``)."""
+    found = BY_PATH.get((group, version, plural))
+    return found if found is not None and _served(found, installed) else None
 
 
-def resource_list(group: str, version: str) -> Obj | None:
+def resource_list(group: str, version: str, installed: frozenset[str] | set[str] = NO_CRDS) -> Obj | None:
     """``APIResourceList`` for /api/v1 or /apis/<group>/<version>; None for an unknown group/version."""
-    served = [r for r in RESOURCES if r.group == group and r.version == version]
+    served = [r for r in RESOURCES if r.group == group and r.version == version and _served(r, installed)]
     if not served:
         return None
     entries: list[Obj] = []
@@ -137,18 +152,18 @@ def api_versions() -> Obj:
             "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1:443"}]}
 
 
-def api_group(group: str) -> Obj | None:
-    """The APIGroup discovery document kubectl fetches before using a group."""
-    version = GROUPS.get(group)
-    if not group or version is None:
+def api_group(group: str, installed: frozenset[str] | set[str] = NO_CRDS) -> Obj | None:
+    """The APIGroup discovery document kubectl fetches before using a group (its preferred version first)."""
+    versions = list(dict.fromkeys(r.version for r in RESOURCES if r.group == group and _served(r, installed)))
+    if not group or not versions:
         return None
-    gv = {"groupVersion": f"{group}/{version}", "version": version}
-    return {"kind": "APIGroup", "apiVersion": "v1", "name": group, "versions": [gv], "preferredVersion": gv}
+    gvs = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
+    return {"kind": "APIGroup", "apiVersion": "v1", "name": group, "versions": gvs, "preferredVersion": gvs[0]}
 
 
-def api_group_list() -> Obj:
-    """``GET /apis`` — every named group with its one served version."""
-    groups = [api_group(g) for g in sorted(GROUPS) if g]
+def api_group_list(installed: frozenset[str] | set[str] = NO_CRDS) -> Obj:
+    """``GET /apis`` — every named group with its served versions."""
+    groups = [g for g in (api_group(g, installed) for g in sorted(GROUPS) if g) if g is not None]
     for g in groups:
         assert g is not None
         g.pop("kind")

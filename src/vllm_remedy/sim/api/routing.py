@@ -25,8 +25,9 @@ def _not_found(path: str) -> ApiError:
         {"reason": "UnexpectedServerResponse", "message": f"404 page not found: {path}"}]})
 
 
-def parse(path: str) -> Route:
-    """Parse ``/api/v1/...`` or ``/apis/<group>/<version>/...`` (discovery paths are handled before this)."""
+def parse(path: str, installed: frozenset[str] | set[str] = frozenset()) -> Route:
+    """Parse ``/api/v1/...`` or ``/apis/<group>/<version>/...`` (discovery paths are handled before this);
+    ``installed``: the optional CRDs this cluster serves."""
     parts = [p for p in path.split("/") if p]
     if parts[:1] == ["api"] and len(parts) >= 3:
         group, version, rest = "", parts[1], parts[2:]
@@ -42,7 +43,7 @@ def parse(path: str) -> Route:
         namespace, rest = rest[1], rest[2:]
     elif rest[:1] == ["namespaces"] and len(rest) == 2:
         pass  # the Namespace object itself
-    resource = lookup(group, version, rest[0]) if rest else None
+    resource = lookup(group, version, rest[0], installed) if rest else None
     if resource is None:
         raise _not_found(path)
     if namespace is not None and not resource.namespaced:
