@@ -20,11 +20,14 @@ when; re-run this deploy then (step 6, deploys/confirm.py, refuses to confirm wh
 
 from pyinfra import host
 
-from vllm_remedy.operations import evidence, handover, restore, statefulset, workload
+from vllm_remedy.operations import evidence, handover, inferenceservice, restore, statefulset, workload
 
 if host.data.get("k8s_kind") == "statefulset":
     # kubectl's undo over ControllerRevisions; pods the controller will not replace are deleted only by policy
     statefulset.rollback(name="Roll a crash-looping StatefulSet back to its previous revision", wait=True)
+elif host.data.get("k8s_kind") == "inferenceservice":
+    # KServe's last ready predictor revision written back into the InferenceService (never its Deployment)
+    inferenceservice.rollback(name="Roll an InferenceService back to its last ready predictor revision", wait=True)
 else:
     revision = restore.forced_revision()  # host data revision; bad input stops here: one line, exit 2
 
