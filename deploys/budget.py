@@ -9,11 +9,17 @@ predicted-safe change is applied for that card — with ``--max-model-len`` alwa
 memory model predicts to fail is refused with one line naming the prediction.
 """
 
-from vllm_remedy.operations import budget, evidence, workload
+from pyinfra import host
 
-# Revert expired temporary toggles, pin the GPU type, the smallest change that restores headroom — every value
-# from the host's policy (host data ``policy``). One list, budget.FIX, which `vllm-remedy drift` plans as its fix.
-evidence.crash_recorded(name="Record crash-looping revisions on their ReplicaSets")
-for name, operation, arguments in budget.FIX:
-    operation(name=name, **arguments)
-workload.rolled_out(name="Wait until the new pods are Ready")
+from vllm_remedy.operations import budget, evidence, inferenceservice, workload
+
+if host.data.get("k8s_kind") == "inferenceservice":
+    # the planner's flag change written into the InferenceService's predictor (never KServe's Deployment)
+    inferenceservice.smallest_fix(name="Smallest flag change that restores headroom", wait=True)
+else:
+    # Revert expired temporary toggles, pin the GPU type, the smallest change that restores headroom — every value
+    # from the host's policy (host data ``policy``). One list, budget.FIX, which `vllm-remedy drift` plans as its fix.
+    evidence.crash_recorded(name="Record crash-looping revisions on their ReplicaSets")
+    for name, operation, arguments in budget.FIX:
+        operation(name=name, **arguments)
+    workload.rolled_out(name="Wait until the new pods are Ready")

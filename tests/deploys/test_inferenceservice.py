@@ -15,6 +15,7 @@ rehearsal = pyinfra_run.rehearsal
 HOST = "@k8s/rehearsal/llm/inferenceservice/llama"
 RESTORE = str(ROOT / "deploys" / "restore.py")
 DIAGNOSE = str(ROOT / "deploys" / "diagnose.py")
+BUDGET = str(ROOT / "deploys" / "budget.py")
 
 
 def inventory(tmp: Path, host: str = HOST) -> str:
@@ -132,3 +133,24 @@ def test_no_crd_and_no_vllm_container_fail_in_one_line_each_and_change_nothing(r
     assert (after["spec"], after["metadata"].get("annotations")) == (before["spec"], before["metadata"].get(
         "annotations"))
     assert "Traceback" not in got.stderr + missing.stderr
+
+
+def test_budget_writes_the_planners_flag_change_into_the_predictor(rehearsal: Rehearsal, tmp_path: Path) -> None:
+    kw.bad_rollout(rehearsal)
+    inv = inventory(tmp_path)
+    dry = rehearsal.pyinfra(inv, BUDGET, "--dry")
+    assert dry.returncode == 0, dry.stderr
+    shown = host_lines(dry.stderr, HOST)
+    [summary] = [line for line in shown if line.startswith("budget inferenceservice llm/llama: ")]
+    got = rehearsal.pyinfra(inv, BUDGET, "-y", timeout=300)
+    assert got.returncode == 0, got.stderr
+    lines = host_lines(got.stderr, HOST)
+    assert summary in lines and any(line.startswith("wait for inferenceservice llm/llama to be Ready: Ready on "
+                                                    "predictor revision llama-predictor-00003") for line in lines)
+    after = isvc(rehearsal)
+    [planned] = [line.removeprefix("+  - ").strip("'") for line in shown if line.startswith("+  - ")]
+    assert f"--max-model-len {planned}" in summary and int(planned) < 131072
+    args = after["spec"]["predictor"]["model"]["args"]
+    assert args == [kw.MODEL, "--max-model-len", planned, "--gpu-memory-utilization", "0.5"]  # what the dry run showed
+    owned = rehearsal.client().get_deployment("llm", "llama-predictor")
+    assert owned["spec"]["template"]["spec"]["containers"][0]["args"] == args  # KServe rolled out our spec

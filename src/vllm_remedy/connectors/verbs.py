@@ -246,7 +246,8 @@ def verb_nodes(scope: Scope, args: list[str]) -> list[str]:
     """Nodes and every GPU-holding pod cluster-wide: free GPUs can only be counted against all holders."""
     if args:
         raise VerbError("usage: k8s-nodes")
-    deployment = scope.client.get_deployment(scope.namespace, scope.deployment)
+    owner = f"{scope.deployment}-predictor" if scope.kind == "inferenceservice" else scope.deployment  # KServe's
+    deployment = scope.client.get_deployment(scope.namespace, owner)
     picture = scope.client.derived("k8s-nodes", lambda: _gpu_picture(scope.client))
     selector = (deployment.get("spec") or {}).get("selector") or {}
     # _line's sorted keys, with the cluster-wide part serialised once per run (a cluster of N pods and N hosts

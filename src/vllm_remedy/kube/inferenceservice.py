@@ -107,6 +107,12 @@ def predictor_for(isvc: Mapping[str, Any], runtime: Mapping[str, Any] | None, te
     the args after the runtime's (and the image/resources, when they differ from what it builds now); the containers
     form gets that container's args, command, image, env and resources. Other predictor fields stay as they are."""
     predictor = kserve.predictor_of(isvc)
+    for key in ("nodeSelector", "affinity", "tolerations"):  # pod-level fields a revision may have placed differently
+        value = (template.get("spec") or {}).get(key)
+        if value != kserve.pod_spec(isvc, runtime).get(key):
+            predictor[key] = copy.deepcopy(value)
+            if value is None:
+                predictor.pop(key)
     name = str((isvc.get("metadata") or {}).get("name") or "")
     old = next((c for c in (template.get("spec") or {}).get("containers") or [] if c.get("name") == container), None)
     if old is None:

@@ -14,6 +14,7 @@ crashing pods.
 
     inferenceservice.report(name="Read the startup log and what changed")
     inferenceservice.rollback(name="Roll back to the last ready predictor revision", wait=True)
+    inferenceservice.smallest_fix(name="Smallest flag change that restores headroom")
 """
 
 from __future__ import annotations
@@ -26,15 +27,19 @@ from pyinfra.api import FunctionCommand, operation
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.facts.inferenceservice import InferenceServiceState
+from vllm_remedy.facts.nodes import NodeObjects
 from vllm_remedy.facts.pods import pods_data
 from vllm_remedy.kube import inferenceservice as isvcs
 from vllm_remedy.kube.clock import ClusterClock
 from vllm_remedy.kube.diff import describe, revision_diff, unified_template_diff
 from vllm_remedy.kube.wait import RESTART_LIMIT
-from vllm_remedy.operations.util import Change, change_command, k8s_host, noop, observe, refuse, show
+from vllm_remedy.operations import budget
+from vllm_remedy.operations.util import Change, change_command, k8s_host, noop, observe, refuse, server_of, show
 from vllm_remedy.operations.util.show import note
+from vllm_remedy.remedies.predict import Prediction, failed_prediction, rules_note
 from vllm_remedy.remedies.restore import crash_failures
 from vllm_remedy.vllm.failures import failure_class
+from vllm_remedy.vllm.versions import version_from_image
 
 
 def _where(namespace: str, name: str) -> str:
@@ -148,6 +153,63 @@ def report() -> Iterator[FunctionCommand]:
             f"the predictor's vLLM container is unchanged since {target}"]
     show(state, host, lines)
     yield from ()
+
+
+@operation()
+def smallest_fix(gpu: str | None = None, target_concurrency: float | None = None,
+                 wait: bool = True) -> Iterator[FunctionCommand]:
+    """
+    Runbook step 4 on an InferenceService: the budget planner's smallest predicted-safe flag change, written into
+    the predictor's own spec (``model.args`` after the runtime's, or its container's args), then wait for Ready.
+
+    + gpu / target_concurrency: as ``budget.smallest_fix``
+    + wait: wait until KServe reports the new predictor revision Ready, failing fast on a crash loop
+
+    A rung that moves the pods to another GPU or is a temporary toggle is refused here (pin the predictor's
+    nodeSelector in its spec); so is any plan the memory model predicts to fail.
+    """
+    ctx = k8s_host(host)
+    facts = host.get_fact(InferenceServiceState)
+    isvc, template = facts["inferenceservice"], facts["template"]
+    where = _where(ctx.namespace, ctx.deployment)
+    picture = host.get_fact(NodeObjects)
+    empty = {"pods": []}
+    try:
+        plan, product = budget.plan_for(ctx, template, gpu, target_concurrency, picture, facts["pods"] or empty)
+        rules = rules_note(version_from_image(server_of(template, ctx.container).image))
+        if plan.verdict == "no_change_needed":
+            noop(state, host, f"{where} fits on {product} with headroom and an explicit --max-model-len "
+                              f"({Prediction(product, plan.current, rules=rules).line()})")
+            return
+        step = plan.steps[0] if plan.verdict == "change" and plan.steps else None
+        if step is None or step.template.node_selector or step.temporary:
+            current = Prediction(product, plan.current, rules=rules)
+            what = "is predicted to fit" if step is None else f"but {step.describe()} ({step.lever}) fits"
+            yield from refuse(state, host, f"{where}: {plan.problem}; no flag change within policy {ctx.policy.source} "
+                                           f"{what} ({current.line()})")
+            return
+        planned, _ = budget.planned_template(ctx, template, step, ctx.client.server_time())
+        predictor = isvcs.predictor_for(isvc, facts["runtime"], planned, str(facts["container"]))
+    except UserError as exc:
+        yield from refuse(state, host, f"{where}: {exc}")
+        return
+    prediction = Prediction(step.gpu or product, step.prediction, rules=rules)
+    why = failed_prediction(prediction)
+    if why is not None:
+        yield from refuse(state, host, f"{step.describe()} on {where}: {why}")
+        return
+    before = (isvc.get("spec") or {}).get("predictor") or {}
+    summary = f"budget {where}: {step.describe()} ({step.lever}, rung {step.rank} of {len(plan.steps)})"
+    path = isvcs.isvc_path(ctx.namespace, ctx.deployment)
+    observe(state, host, path, isvc)
+    diff = unified_template_diff(before, predictor, f"{where} spec.predictor (current)",
+                                 f"{where} spec.predictor (planned)")
+    show(state, host, [f"problem: {plan.problem}", summary, *diff.rstrip("\n").splitlines(), prediction.line()])
+    yield change_command(ctx, path, Change(spec={"predictor": predictor},
+                                           audit=(budget.BUDGET, f"{step.lever}: {step.reason}")), summary)
+    if wait:
+        seconds = ctx.policy.restore.rollout_timeout.total_seconds()
+        yield FunctionCommand(wait_ready, (seconds, f"wait for {where} to be Ready"), {})
 
 
 def wait_ready(state: Any, host: Any, timeout: float, label: str) -> bool:
