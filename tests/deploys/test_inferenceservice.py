@@ -10,6 +10,7 @@ from fixtures import kserve_world as kw
 from fixtures import pyinfra_run
 from fixtures.budget_world import prompted_run
 from fixtures.pyinfra_run import ROOT, Rehearsal, host_lines
+from vllm_remedy.connectors.namespaces import list_vllm_workloads
 
 rehearsal = pyinfra_run.rehearsal
 HOST = "@k8s/rehearsal/llm/inferenceservice/llama"
@@ -73,6 +74,8 @@ def test_a_bad_max_model_len_is_diagnosed_and_rolled_back_through_the_inferences
 
 def test_a_concurrent_edit_of_the_inferenceservice_is_refused(rehearsal: Rehearsal, tmp_path: Path) -> None:
     kw.bad_rollout(rehearsal)
+    # the namespace form names the InferenceService (its model.args read through the runtime), not KServe's child
+    assert list_vllm_workloads(rehearsal.client(), "llm") == [("deployment", "llama-8b"), ("inferenceservice", "llama")]
     client = rehearsal.client()
     path = client.object_path("llm", "inferenceservices", "llama", "serving.kserve.io/v1beta1")
 
