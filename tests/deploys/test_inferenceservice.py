@@ -4,6 +4,7 @@ InferenceService's own spec to KServe's last ready predictor revision — never 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from fixtures import kserve_world as kw
@@ -157,3 +158,20 @@ def test_budget_writes_the_planners_flag_change_into_the_predictor(rehearsal: Re
     assert args == [kw.MODEL, "--max-model-len", planned, "--gpu-memory-utilization", "0.5"]  # what the dry run showed
     owned = rehearsal.client().get_deployment("llm", "llama-predictor")
     assert owned["spec"]["template"]["spec"]["containers"][0]["args"] == args  # KServe rolled out our spec
+
+
+def test_drift_reads_the_inferenceservice_and_plans_the_fix_budget_would_make(rehearsal: Rehearsal, tmp_path: Path,
+                                                                             cli) -> None:
+    kw.bad_rollout(rehearsal)
+    inv = tmp_path / "drift.py"
+    inv.write_text(f'hosts = [("{HOST}", {{"kubeconfig": "{rehearsal.kubeconfig}"}})]\n')
+    got = cli("drift", "-i", str(inv), "-o", "json")
+    [found] = json.loads(got.stdout)["hosts"]
+    assert found["host"] == HOST and found["error"] is None, found
+    checks = {c["check"]: c for c in found["checks"]}
+    assert checks["crash-loop"]["status"] == "drift", checks["crash-loop"]
+    assert found["observed"]["flags"]["max-model-len"] == "131072"
+    [fix] = found["fix"]["operations"]
+    assert fix["refused"] is None and fix["changes"], fix
+    assert any(line.startswith("budget inferenceservice llm/llama: --max-model-len ") for line in fix["lines"]), fix
+    assert isvc(rehearsal)["spec"]["predictor"]["model"]["args"] == kw.BAD  # drift never writes
