@@ -134,3 +134,17 @@ def model_args_from(container: Mapping[str, Any], runtime: Mapping[str, Any], na
     base = runtime_container(runtime, name)["args"]
     args = [str(a) for a in container.get("args") or []]
     return args[len(base):] if args[: len(base)] == base else None
+
+
+def manifest_pod_specs(doc: Any, docs: Sequence[Any]) -> list[tuple[str, Obj]]:
+    """For manifest files: ``[("spec.predictor", pod spec)]`` of a model-form InferenceService, its runtime taken from
+    the ServingRuntime/ClusterServingRuntime documents of the same file, else :data:`BUILTIN_RUNTIME`; [] for any
+    other document, and for a predictor no runtime supports (a copy: editing it edits nothing)."""
+    if not isinstance(doc, Mapping) or doc.get("kind") != "InferenceService" or not uses_model(doc):
+        return []
+    runtimes = [d for d in docs if isinstance(d, Mapping) and d.get("kind") == "ServingRuntime"]
+    cluster = [d for d in docs if isinstance(d, Mapping) and d.get("kind") == "ClusterServingRuntime"]
+    try:
+        return [("spec.predictor", pod_spec(doc, pick_runtime(doc, runtimes, cluster)))]
+    except RuntimeMissing:
+        return []
