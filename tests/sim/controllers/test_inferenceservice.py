@@ -12,6 +12,8 @@ from fixtures import kserve_world as kw
 from fixtures import sim_world
 from fixtures.sim_world import Sim
 from fixtures.sts_world import ok
+from vllm_remedy.errors import UserError
+from vllm_remedy.sim.cluster import Cluster
 
 live_sim = sim_world.live_sim
 V = "32"
@@ -58,3 +60,17 @@ def test_the_predictor_runs_as_an_owned_deployment_and_its_revisions_track_readi
         "replicas"] == 1, 10)
     shown = ok(live_sim.kubectl(V, "-n", "llm", "get", "isvc", "llama", "-o", "jsonpath={.status.conditions}"))
     assert {c["type"]: c["status"] for c in json.loads(shown)}["PredictorReady"] == "False"
+
+
+def test_the_kserve_seed_installs_the_crds_and_serves_its_inferenceservice(tmp_path) -> None:
+    cluster = Cluster("kserve", speed=600)
+    cluster.start()
+    try:
+        cluster.apply_seed("kserve", wait=True, timeout=60)
+        assert {kw.ISVC, "servingruntimes.serving.kserve.io"} <= cluster.crds
+        assert cluster.wait_for(lambda: kw.ready(cluster), 30), kw.status(cluster)
+        assert kw.predictor(cluster)["latestReadyRevision"] == "llama-predictor-00001"
+    finally:
+        cluster.stop()
+    with pytest.raises(UserError, match=r"seed: crds: unknown CRD 'istio'"):
+        Cluster("other").apply_seed({"crds": ["istio"]})
