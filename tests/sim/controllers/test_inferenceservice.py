@@ -43,7 +43,7 @@ def test_the_predictor_runs_as_an_owned_deployment_and_its_revisions_track_readi
                                                                           kw.GOOD)
     assert kw.predictor(cluster)["latestReadyRevision"] == "llama-predictor-00001"
 
-    patch = {"spec": {"predictor": {"model": {"args": kw.BAD}}}}
+    patch = {"spec": {"predictor": {"canaryTrafficPercent": 10, "model": {"args": kw.BAD}}}}
     ok(live_sim.kubectl(V, "-n", "llm", "patch", "isvc", "llama", "--type", "merge", "-p", json.dumps(patch)))
 
     def crash_looping() -> bool:
@@ -54,6 +54,8 @@ def test_the_predictor_runs_as_an_owned_deployment_and_its_revisions_track_readi
     assert (got["latestCreatedRevision"], got["latestReadyRevision"]) == ("llama-predictor-00002",
                                                                           "llama-predictor-00001")
     assert not kw.ready(cluster)
+    # raw deployment mode has one Deployment behind one Service: a canary percentage cannot be honoured
+    assert got["traffic"] == [{"revisionName": "llama-predictor-00002", "percent": 100, "latestRevision": True}]
     # the controller owns its Deployment: an edit to it is put back
     ok(live_sim.kubectl(V, "-n", "llm", "scale", "deploy", "llama-predictor", "--replicas", "3"))
     assert cluster.wait_for(lambda: cluster.store.get("deployments.apps", "llm", "llama-predictor")["spec"][
