@@ -9,7 +9,12 @@ never changed; what was seen dying is recorded on its revision's ReplicaSet (Eve
 and ``restore`` must never roll back onto it), withdrawing a known-good mark there.
 """
 
-from vllm_remedy.operations import diagnose, evidence
+from pyinfra import host
 
-evidence.crash_recorded(name="Record crash-looping revisions on their ReplicaSets")
-diagnose.report(name="Read the startup log and what changed")
+from vllm_remedy.operations import diagnose, evidence, inferenceservice
+
+if host.data.get("k8s_kind") == "inferenceservice":  # read from its own spec; KServe owns the ReplicaSets
+    inferenceservice.report(name="Read the startup log and what changed since the last ready predictor")
+else:
+    evidence.crash_recorded(name="Record crash-looping revisions on their ReplicaSets")
+    diagnose.report(name="Read the startup log and what changed")

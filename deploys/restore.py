@@ -20,7 +20,16 @@ when; re-run this deploy then (step 6, deploys/confirm.py, refuses to confirm wh
 
 from pyinfra import host
 
-from vllm_remedy.operations import evidence, handover, leaderworkerset, restore, statefulset, sts_evidence, workload
+from vllm_remedy.operations import (
+    evidence,
+    handover,
+    inferenceservice,
+    leaderworkerset,
+    restore,
+    statefulset,
+    sts_evidence,
+    workload,
+)
 
 if host.data.get("k8s_kind") == "leaderworkerset":
     # no `kubectl rollout undo` for an LWS: its previous ControllerRevision written back, resourceVersion-guarded
@@ -32,6 +41,9 @@ elif host.data.get("k8s_kind") == "statefulset":
     # chosen by evidence like a Deployment's; pods the controller will not replace are deleted only by policy
     statefulset.rollback(name="Roll a crash-looping StatefulSet back to the newest good revision", wait=True,
                          revision=revision)
+elif host.data.get("k8s_kind") == "inferenceservice":
+    # KServe's last ready predictor revision written back into the InferenceService (never its Deployment)
+    inferenceservice.rollback(name="Roll an InferenceService back to its last ready predictor revision", wait=True)
 else:
     revision = restore.forced_revision()  # host data revision; bad input stops here: one line, exit 2
 

@@ -280,9 +280,10 @@ def test_verbs_answer_with_json_lines(rehearsal: Rehearsal) -> None:
 
 @pytest.mark.parametrize(("command", "error"), [
     ("ls -la", "ls: not a @k8s verb (a cluster has no shell; known verbs: k8s-get, k8s-deployment, k8s-history, "
-               "k8s-pods, k8s-logs, k8s-nodes, k8s-gpu-metrics, k8s-events, k8s-statefulset, k8s-leaderworkerset)"),
+               "k8s-pods, k8s-logs, k8s-nodes, k8s-gpu-metrics, k8s-events, k8s-statefulset, k8s-leaderworkerset, "
+               "k8s-inferenceservice)"),
     ("", "empty command; the @k8s connector runs verbs: k8s-get, k8s-deployment, k8s-history, k8s-pods, k8s-logs, "
-         "k8s-nodes, k8s-gpu-metrics, k8s-events, k8s-statefulset, k8s-leaderworkerset"),
+         "k8s-nodes, k8s-gpu-metrics, k8s-events, k8s-statefulset, k8s-leaderworkerset, k8s-inferenceservice"),
     ("k8s-events now", "usage: k8s-events"),
     ("k8s-get", "usage: k8s-get deployment|replicasets|pods|node <name>"),
     ("k8s-get secrets", "usage: k8s-get deployment|replicasets|pods|node <name>"),

@@ -112,7 +112,7 @@ def test_a_cluster_has_no_shell(rehearsal: Rehearsal) -> None:
     lines = host_lines(got.stderr, HOST)
     assert "nvidia-smi: not a @k8s verb (a cluster has no shell; known verbs: k8s-get, k8s-deployment, " \
            "k8s-history, k8s-pods, k8s-logs, k8s-nodes, k8s-gpu-metrics, k8s-events, k8s-statefulset, " \
-           "k8s-leaderworkerset)" in lines
+           "k8s-leaderworkerset, k8s-inferenceservice)" in lines
     assert lines[-1] == "Error: executed 0 commands"
 
 

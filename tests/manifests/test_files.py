@@ -49,15 +49,18 @@ DRIFT = _expand({("apps", "deployments"): READ, ("apps", "replicasets"): READ, (
                  ("apps", "statefulsets"): READ, ("apps", "controllerrevisions"): READ,
                  ("leaderworkerset.x-k8s.io", "leaderworkersets"): frozenset({"get", "list"}),
                  ("serving.kserve.io", "inferenceservices"): frozenset({"get", "list"}),
+                 ("serving.kserve.io", "servingruntimes"): frozenset({"get", "list"}),
                  ("", "pods/log"): READ, ("", "events"): frozenset({"list"}),
                  ("gateway.networking.k8s.io", "httproutes"): READ}, "llm") | _expand(
-    {("", "nodes"): READ, ("", "pods"): READ}, None)
+    {("", "nodes"): READ, ("", "pods"): READ, ("serving.kserve.io", "clusterservingruntimes"): frozenset({"list"})},
+    None)
 REMEDIATE = DRIFT | _expand({("apps", "deployments"): frozenset({"patch"}),
                              ("apps", "replicasets"): frozenset({"patch"}), ("", "pods/proxy"): frozenset({"get"}),
                              ("apps", "statefulsets"): frozenset({"patch"}),
                              ("apps", "controllerrevisions"): frozenset({"patch"}),
                              ("gateway.networking.k8s.io", "httproutes"): frozenset({"patch"}),
-                             ("leaderworkerset.x-k8s.io", "leaderworkersets"): frozenset({"patch"})}, "llm") | {
+                             ("leaderworkerset.x-k8s.io", "leaderworkersets"): frozenset({"patch"}),
+                             ("serving.kserve.io", "inferenceservices"): frozenset({"patch"})}, "llm") | {
     ("gpu-operator", "", "pods/proxy", "get")}  # the DCGM exporter's /metrics, for diagnose's GPU report
 
 
@@ -89,7 +92,8 @@ def test_remediate_account_adds_only_patch_and_the_metrics_proxy():
                            ("llm", "apps", "statefulsets", "patch"), ("llm", "apps", "controllerrevisions", "patch"),
                            ("llm", "", "pods/proxy", "get"), ("gpu-operator", "", "pods/proxy", "get"),
                            ("llm", "gateway.networking.k8s.io", "httproutes", "patch"),
-                           ("llm", "leaderworkerset.x-k8s.io", "leaderworkersets", "patch")}
+                           ("llm", "leaderworkerset.x-k8s.io", "leaderworkersets", "patch"),
+                           ("llm", "serving.kserve.io", "inferenceservices", "patch")}
 
 
 def test_responder_account_is_the_remediate_account_plus_creating_events():

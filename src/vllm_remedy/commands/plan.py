@@ -28,7 +28,7 @@ from vllm_remedy.policy import load_policy
 from vllm_remedy.remedies.budget import BudgetRequest, plan_budget
 from vllm_remedy.remedies.plan import Plan
 from vllm_remedy.remedies.predict import pinned_gpu
-from vllm_remedy.vllm import catalog, manifest
+from vllm_remedy.vllm import catalog, kserve, manifest
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS
 from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, find_server
 from vllm_remedy.vllm.memory import EngineSettings
@@ -158,7 +158,7 @@ def _from_manifest(args: argparse.Namespace) -> _Inputs:
     docs = manifest.load_documents(_read(args.file), source)
     miss: str | None = None
     for doc in docs:
-        for path, spec in manifest.pod_specs(doc):
+        for path, spec in manifest.pod_specs(doc) or kserve.manifest_pod_specs(doc, docs):
             where = f"{source}: {manifest.describe(doc)} {path or '(pod spec)'}"
             try:
                 server = find_server(spec, args.container)
@@ -169,7 +169,7 @@ def _from_manifest(args: argparse.Namespace) -> _Inputs:
                 raise UserError(f"{where}: {exc}") from None
             return _inputs(server, spec, where)
     raise UserError(miss or f"{source}: no pod spec found (expected a Deployment, Pod, StatefulSet, "
-                    "LeaderWorkerSet or pod template with containers)")
+                    "LeaderWorkerSet, KServe InferenceService or pod template with containers)")
 
 
 def _env_value(container: Mapping[str, Any], text: str | None) -> str | None:

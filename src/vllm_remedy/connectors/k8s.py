@@ -8,7 +8,8 @@ Hosts::
     @k8s/<cluster>/<namespace>                       every vLLM workload there, of every kind the
                                                      cluster serves (one host each)
 
-Deployments and StatefulSets are remediated (a StatefulSet by ``deploys/restore.py``'s rollback only so far);
+Deployments, StatefulSets and KServe InferenceServices are remediated (a StatefulSet by ``deploys/restore.py``'s
+rollback only so far; an InferenceService by restore and diagnose, through its own spec);
 a host of another kind connects (so a wrong name, a kind the cluster does not serve or a workload without vLLM
 is reported as such) and then fails, saying so.
 
@@ -57,7 +58,9 @@ from vllm_remedy.errors import UserError
 from vllm_remedy.kube.annotations import Keys
 from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.kube.errors import KubeError, NotFoundError
-from vllm_remedy.kube.kinds import DEPLOYMENT
+from vllm_remedy.kube.inferenceservice import runtime_for
+from vllm_remedy.kube.inferenceservice import template_of as isvc_template
+from vllm_remedy.kube.kinds import DEPLOYMENT, INFERENCESERVICE
 from vllm_remedy.kube.workloads import NotServedError, get_workload
 from vllm_remedy.policy import Policy, load_policies, load_policy, policy_for
 from vllm_remedy.vllm.cmdline import ServerCommand, find_server
@@ -207,7 +210,12 @@ class K8sConnector(BaseConnector):
         except KubeError as exc:
             raise _connect_error(str(exc)) from exc
         try:
-            self.server = _workload_server(target.workload.pod_specs_of(deployment), _opt_str(self.data, "container"))
+            if target.kind == INFERENCESERVICE.word:  # the pod spec its predictor makes (runtime + model.args)
+                spec = isvc_template(deployment, runtime_for(client, deployment))["spec"]
+                self.server = find_server(spec, _opt_str(self.data, "container"))
+            else:
+                self.server = _workload_server(target.workload.pod_specs_of(deployment),
+                                               _opt_str(self.data, "container"))
         except UserError as exc:
             raise _connect_error(f"{where}: {exc}") from exc
         meta = deployment.get("metadata") or {}

@@ -12,9 +12,12 @@ from typing import Any
 from pyinfra import logger
 
 from vllm_remedy.errors import UserError
+from vllm_remedy.gitops import OWNING_KINDS
 from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.kube.errors import KubeError
-from vllm_remedy.kube.kinds import DEPLOYMENT, KINDS
+from vllm_remedy.kube.inferenceservice import runtime_for
+from vllm_remedy.kube.inferenceservice import template_of as isvc_template
+from vllm_remedy.kube.kinds import DEPLOYMENT, INFERENCESERVICE, KINDS
 from vllm_remedy.kube.workloads import list_workloads
 from vllm_remedy.vllm.cmdline import NoServerError, find_server
 
@@ -49,7 +52,9 @@ def list_vllm_workloads(client: KubeClient, namespace: str, where: str = "",
         names = []
         for item in items:
             name = item["metadata"]["name"]
-            verdict = _vllm_in(kind.pod_specs_of(item))
+            if _regenerated(item):  # KServe's / an LWS's child: its owner is the host (and is listed itself)
+                continue
+            verdict = _vllm_in(_isvc_specs(client, item) if kind is INFERENCESERVICE else kind.pod_specs_of(item))
             if verdict is None:
                 continue
             if verdict:
@@ -63,6 +68,21 @@ def list_vllm_workloads(client: KubeClient, namespace: str, where: str = "",
             names.append(name)
         out += [(word, n) for n in sorted(names)]
     return out
+
+
+def _regenerated(obj: dict[str, Any]) -> bool:
+    """Whether a controller owner regenerates the object (``gitops.OWNING_KINDS``): writes to it are refused."""
+    return any(ref.get("controller") and ref.get("kind") in OWNING_KINDS
+               for ref in (obj.get("metadata") or {}).get("ownerReferences") or [])
+
+
+def _isvc_specs(client: KubeClient, isvc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The pod spec an InferenceService's predictor makes (its runtime's container plus ``model.args``); the predictor
+    as written when no runtime supports it (its vLLM is then judged from ``containers`` alone)."""
+    try:
+        return [isvc_template(isvc, runtime_for(client, isvc))["spec"]]
+    except UserError:
+        return INFERENCESERVICE.pod_specs_of(isvc)
 
 
 def _vllm_in(specs: list[dict[str, Any]]) -> list[list[str]] | None:

@@ -24,6 +24,8 @@ Verbs (all scoped to the host's namespace and Deployment)::
     k8s-events                              {events (Warning Events on the Deployment's pods) | error}
     k8s-statefulset                         {statefulset, revisions (ControllerRevisions), pods, logs, container,
                                             annotation_prefix} (a StatefulSet host; k8s-nodes reads its selector)
+    k8s-inferenceservice                    {inferenceservice, runtime, template, deployment (KServe's), replicasets,
+                                            pods, logs, container, annotation_prefix}
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from vllm_remedy.kube import inferenceservice as kserve_reads
 from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.kube.dcgm import EXPORTER_NAMESPACE, EXPORTER_PORT, EXPORTER_SELECTOR
 from vllm_remedy.kube.errors import KubeError
@@ -251,9 +254,13 @@ def verb_nodes(scope: Scope, args: list[str]) -> list[str]:
         selector = {"matchLabels": {LWS_NAME_LABEL: scope.deployment}}
     else:
         kind = KINDS[scope.kind]  # the workload's selector, whatever its kind
-        deployment = (scope.client.get_deployment(scope.namespace, scope.deployment) if kind.word == "deployment"
-                      else scope.client.request("GET", scope.client.object_path(scope.namespace, kind.resource,
-                                                                                scope.deployment, kind.group)))
+        if kind.word == "inferenceservice":  # the pods are KServe's Deployment's
+            deployment = scope.client.get_deployment(scope.namespace, f"{scope.deployment}-predictor")
+        elif kind.word == "deployment":
+            deployment = scope.client.get_deployment(scope.namespace, scope.deployment)
+        else:
+            deployment = scope.client.request("GET", scope.client.object_path(scope.namespace, kind.resource,
+                                                                              scope.deployment, kind.group))
         selector = (deployment.get("spec") or {}).get("selector") or {}
     picture = scope.client.derived("k8s-nodes", lambda: _gpu_picture(scope.client))
     # _line's sorted keys, with the cluster-wide part serialised once per run (a cluster of N pods and N hosts
@@ -364,6 +371,26 @@ def verb_leaderworkerset(scope: Scope, args: list[str]) -> list[str]:
     return [_line({"leaderworkerset": lws, "revisions": revisions, "pods": pods, "container": scope.container})]
 
 
+def verb_inferenceservice(scope: Scope, args: list[str]) -> list[str]:
+    """k8s-inferenceservice: {inferenceservice, runtime, template, deployment, replicasets, pods, logs, container} —
+    the InferenceService, its serving runtime, the pod template its predictor makes (``kube.inferenceservice``), and
+    the Deployment KServe owns for it with its ReplicaSets and pods (crashed containers' logs read), together."""
+    if args:
+        raise VerbError("usage: k8s-inferenceservice")
+    client = scope.client
+    isvc = kserve_reads.read_isvc(client, scope.namespace, scope.deployment)
+    runtime = kserve_reads.runtime_for(client, isvc)
+    owned = kserve_reads.owned_deployment(client, isvc)
+    selector = selector_string((owned.get("spec") or {}).get("selector")) if owned else ""
+    replicasets = client.list_replicasets(scope.namespace, selector) if selector else []
+    pods = client.list_pods(scope.namespace, selector) if selector else []
+    logs = {f"{p['metadata']['name']}/{c}": _log(scope, p["metadata"]["name"], c, previous, DEFAULT_TAIL)
+            for p in pods for c, previous in wanted_logs(p, "crashed")}
+    return [_line({"inferenceservice": isvc, "runtime": runtime, "template": kserve_reads.template_of(isvc, runtime),
+                   "deployment": owned, "replicasets": replicasets, "pods": pods, "logs": logs,
+                   "container": scope.container, "annotation_prefix": scope.annotation_prefix})]
+
+
 VERBS: dict[str, Callable[[Scope, list[str]], list[str]]] = {
     "k8s-get": verb_get,
     "k8s-deployment": verb_deployment,
@@ -375,13 +402,14 @@ VERBS: dict[str, Callable[[Scope, list[str]], list[str]]] = {
     "k8s-events": verb_events,
     "k8s-statefulset": verb_statefulset,
     "k8s-leaderworkerset": verb_leaderworkerset,
+    "k8s-inferenceservice": verb_inferenceservice,
 }
 
 
 #: Verbs that read one workload kind: on a host of another kind they say so instead of answering 404.
 KIND_VERBS = {"k8s-get": "deployment", "k8s-deployment": "deployment", "k8s-history": "deployment",
               "k8s-pods": "deployment", "k8s-events": "deployment", "k8s-statefulset": "statefulset",
-              "k8s-leaderworkerset": "leaderworkerset"}
+              "k8s-leaderworkerset": "leaderworkerset", "k8s-inferenceservice": "inferenceservice"}
 
 
 def split_command(command: str) -> list[str]:

@@ -39,7 +39,7 @@ from vllm_remedy.remedies.budget import BudgetRequest, plan_budget
 from vllm_remedy.remedies.pin_gpu import canonical_product
 from vllm_remedy.remedies.plan import Plan, Step, TemplateChange
 from vllm_remedy.remedies.predict import Prediction, failed_prediction, pinned_gpu, rules_note
-from vllm_remedy.vllm import catalog, manifest, resolved
+from vllm_remedy.vllm import catalog, kserve, manifest, resolved
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS, GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, find_server
 from vllm_remedy.vllm.failures import FAILURES
@@ -135,7 +135,7 @@ def workloads(docs: list[Any], source: str, namespace: str = "default") -> list[
         meta = doc.get("metadata") if isinstance(doc, dict) and isinstance(doc.get("metadata"), dict) else {}
         kind = str(doc.get("kind") or "PodSpec") if isinstance(doc, dict) else "document"
         where = (source, kind, str(meta.get("namespace") or namespace), str(meta.get("name") or "-"))
-        for path, spec in manifest.pod_specs(doc):
+        for path, spec in manifest.pod_specs(doc) or kserve.manifest_pod_specs(doc, docs):
             for name in _container_names(spec):
                 try:
                     server: ServerCommand | None = find_server(spec, name)

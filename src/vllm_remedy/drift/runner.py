@@ -43,9 +43,10 @@ from vllm_remedy.drift.pyinfra_costs import (
 )
 from vllm_remedy.errors import UserError
 from vllm_remedy.facts.deployment import Deployment
+from vllm_remedy.facts.inferenceservice import InferenceServiceState
 from vllm_remedy.facts.pods import Pods
 from vllm_remedy.kube.errors import NotFoundError
-from vllm_remedy.operations import budget, restore, workload
+from vllm_remedy.operations import budget, inferenceservice, restore, workload
 from vllm_remedy.operations.util import K8sHost, forget, forget_plans, k8s_host
 from vllm_remedy.policy import Policy
 from vllm_remedy.remedies.enforce_eager import UNREADABLE
@@ -270,16 +271,30 @@ def _without_unreadable(result: dict[str, Any]) -> dict[str, Any]:
     return {**result, "lines": [line for line in result["lines"] if not line.startswith(UNREADABLE)]}
 
 
+def _inferenceservice(run: Run, host: Host) -> tuple[dict[str, Any], dict[str, Any]]:
+    """An InferenceService host as the checks read a Deployment: its metadata with the pod template its predictor
+    makes (``kube.inferenceservice``), and the pods of the Deployment KServe owns for it."""
+    fact = host.get_fact(InferenceServiceState)
+    if host in run.state.failed_hosts or not isinstance(fact, dict) or not fact.get("inferenceservice"):
+        raise HostFailed(run.log.error(host.name, "could not read the InferenceService"))
+    isvc = fact["inferenceservice"]
+    view = {"apiVersion": isvc.get("apiVersion"), "kind": isvc.get("kind"), "metadata": isvc.get("metadata") or {},
+            "spec": {"template": fact["template"]}}
+    return view, fact["pods"] or {"pods": []}
+
+
 def plan_host(run: Run, host: Host) -> dict[str, Any]:
     """Checks + the fix the deploys would make, for one connected host (raises HostFailed on any error)."""
     ctx = k8s_host(host)
-    deployment = _deployment(run, host)
+    isvc = host.data.get("k8s_kind") == "inferenceservice"
+    deployment, pods = _inferenceservice(run, host) if isvc else (_deployment(run, host), _pods(run, host))
     now = ctx.client.server_time()
-    result = checks.run_checks(deployment, ctx.policy, now, ctx.container, _pods(run, host))
+    result = checks.run_checks(deployment, ctx.policy, now, ctx.container, pods)
     route = _route_check(ctx)
     owner = gitops.detect(deployment)
-    fix = [_without_unreadable(_operation(run, host, label, op, kwargs))
-           for label, op, kwargs in fix_operations(ctx.policy)]
+    operations = ([("Smallest flag change that restores headroom", inferenceservice.smallest_fix, {})] if isvc
+                  else fix_operations(ctx.policy))
+    fix = [_without_unreadable(_operation(run, host, label, op, kwargs)) for label, op, kwargs in operations]
     return {"host": host.name, "error": None, "policy": ctx.policy.source, "cluster_time": now,
             "accept_unknown": ctx.policy.drift.accepts_unknown,
             "checks": [c.to_json() for c in (*result.checks, route)], "observed": result.observed.to_json(),

@@ -44,7 +44,7 @@ LEADERWORKERSET = Kind("leaderworkerset", "LeaderWorkerSet", "leaderworkerset.x-
                        (("spec", "leaderWorkerTemplate", "leaderTemplate", "spec"),
                         ("spec", "leaderWorkerTemplate", "workerTemplate", "spec")), remediable=True)
 INFERENCESERVICE = Kind("inferenceservice", "InferenceService", "serving.kserve.io/v1beta1", "inferenceservices",
-                        (("spec", "predictor"),))
+                        (("spec", "predictor"),), remediable=True)
 
 KINDS: dict[str, Kind] = {k.word: k for k in (DEPLOYMENT, STATEFULSET, LEADERWORKERSET, INFERENCESERVICE)}
 

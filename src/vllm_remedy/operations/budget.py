@@ -86,9 +86,10 @@ def _node_gpus(picture: Mapping[str, Any], product: str) -> int | None:
 
 
 def plan_for(ctx: K8sHost, template: Mapping[str, Any], gpu: str | None, target_concurrency: float | None,
-             picture: Mapping[str, Any]) -> tuple[Plan, str]:
+             picture: Mapping[str, Any], pods: Mapping[str, Any] | None = None) -> tuple[Plan, str]:
     """The planner's ladder for the host's server on ``gpu`` (default: the policy's product, else the pinned one);
-    ``picture`` is the ``NodeObjects`` fact (how many GPUs the biggest node of that product has)."""
+    ``picture`` is the ``NodeObjects`` fact (how many GPUs the biggest node of that product has); ``pods`` the
+    Pods fact's picture when the host's pods are not its Deployment's (an InferenceService's)."""
     server = server_of(template, ctx.container)
     spec = dict(template.get("spec") or {})
     label = gpu or ctx.policy.gpu_product or pinned_gpu(spec)
@@ -97,7 +98,7 @@ def plan_for(ctx: K8sHost, template: Mapping[str, Any], gpu: str | None, target_
     card = catalog.gpu(label)
     model = resolved.model(str(server.model), server.flags.get("revision"))
     settings = EngineSettings.from_flags(dict(server.flags), version_from_image(server.image))
-    pods = pods_fact(host)
+    pods = pods if pods is not None else pods_fact(host)
     running_on = pinned_gpu(spec)
     same_card = running_on is not None and canonical_product(running_on) == card.product
     # what crashed on another card (the pods on an L4, the plan for the pinned L40S) says nothing about this one

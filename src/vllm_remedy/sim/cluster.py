@@ -17,6 +17,7 @@ from vllm_remedy.sim.clock import Clock
 from vllm_remedy.sim.container_exec import CommandRuntime, ContainerFiles, exec_in, is_finite_command
 from vllm_remedy.sim.controllers.deployment import DeploymentController
 from vllm_remedy.sim.controllers.events import EventRecorder
+from vllm_remedy.sim.controllers.inferenceservice import InferenceServiceController
 from vllm_remedy.sim.controllers.kubelet import Kubelet
 from vllm_remedy.sim.controllers.leaderworkerset import LWS, LeaderWorkerSetController
 from vllm_remedy.sim.controllers.manager import Manager, wait_until
@@ -67,6 +68,8 @@ class Cluster:
         self.replicasets = ReplicaSetController(self.store, self.clock, self.manager, self.events)
         self.statefulsets = StatefulSetController(self.store, self.clock, self.manager, self.events)
         self.leaderworkersets = LeaderWorkerSetController(self.store, self.clock, self.manager, self.events)
+        self.inferenceservices = InferenceServiceController(self.store, self.clock, self.manager,
+                                                            self.deployments.rolled_out)
         self.scheduler = Scheduler(self.store, self.clock, self.manager, self.events)
         self.kubelet = Kubelet(self, self.manager, self.events)
         self.node_reporter = NodeReporter(self.store, self.clock, self.manager)
@@ -92,7 +95,8 @@ class Cluster:
 
     def resync(self) -> None:
         """Queue every object for reconciliation, as controllers do on start-up (informer list)."""
-        for resource in ("nodes", "deployments.apps", "replicasets.apps", "statefulsets.apps", LWS, "pods"):
+        for resource in ("nodes", "deployments.apps", "replicasets.apps", "statefulsets.apps", LWS, "pods",
+                         "inferenceservices.serving.kserve.io"):
             for obj in self.store.list(resource)[0]:
                 meta = obj["metadata"]
                 self._route(resource, meta.get("namespace", ""), meta["name"], obj, "ADDED")
@@ -106,6 +110,7 @@ class Cluster:
         """Map a store change to the controllers that watch it (called under the store lock)."""
         if resource == "deployments.apps":
             self.deployments.on_deployment(namespace, name, obj, kind)
+            self.inferenceservices.on_deployment(namespace, obj)
         elif resource == "replicasets.apps":
             self.replicasets.on_replicaset(namespace, name, obj, kind)
             self.deployments.on_owned(namespace, obj)
@@ -113,6 +118,8 @@ class Cluster:
             self.statefulsets.on_statefulset(namespace, name, obj, kind)
         elif resource == LWS:
             self.leaderworkersets.on_leaderworkerset(namespace, name, obj, kind)
+        elif resource == "inferenceservices.serving.kserve.io":
+            self.inferenceservices.on_inferenceservice(namespace, name, obj, kind)
         elif resource == "pods":
             self.replicasets.on_pod(namespace, obj, kind)
             self.statefulsets.on_pod(namespace, obj, kind)

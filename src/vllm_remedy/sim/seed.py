@@ -25,6 +25,7 @@ import yaml
 from vllm_remedy import hub
 from vllm_remedy.errors import UserError
 from vllm_remedy.sim import admission
+from vllm_remedy.sim.api import resources as api_resources
 from vllm_remedy.sim.controllers.defaults import default_deployment
 from vllm_remedy.sim.controllers.images import add_images
 from vllm_remedy.sim.controllers.manager import wait_until
@@ -204,6 +205,7 @@ def apply_seed(cluster: SeedTarget, ref: Obj | str | Path, *, wait: bool = True,
     seed, label = load_seed(ref)
     store = cluster.store
     enable_admission(store, seed, label)
+    install_crds(cluster, seed.get("crds"), f"{label}: crds")
     for i, entry in enumerate(seed.get("nodes") or []):
         if not isinstance(entry, dict):
             raise UserError(f"{label}: nodes[{i}]: expected a mapping")
@@ -222,6 +224,28 @@ def apply_seed(cluster: SeedTarget, ref: Obj | str | Path, *, wait: bool = True,
         _exporters(store)
     for i, entry in enumerate(seed.get("deployments") or []):
         _roll_history(cluster, entry, f"{label}: deployments[{i}]", wait, timeout)
+
+
+#: What a seed's ``crds:`` may install: a word for a product's CRDs, or one resource key.
+CRD_SETS = {"kserve": ("inferenceservices.serving.kserve.io", "servingruntimes.serving.kserve.io",
+                       "clusterservingruntimes.serving.kserve.io"),
+            "lws": ("leaderworkersets.leaderworkerset.x-k8s.io",)}
+
+
+def install_crds(cluster: SeedTarget, names: Any, where: str) -> None:
+    """``crds: [kserve]``: store those CustomResourceDefinitions, so their kinds are served from now on (a cluster
+    without them answers 404, as one where the product was never installed)."""
+    if names is None:
+        return
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise UserError(f"{where}: expected a list of names ({', '.join(CRD_SETS)} or <plural>.<group>)")
+    known = {r.key: r for r in api_resources.RESOURCES if r.needs_crd}
+    for name in names:
+        keys = CRD_SETS.get(name, (name,))
+        if not set(keys) <= set(known):
+            raise UserError(f"{where}: unknown CRD {name!r}; expected one of {', '.join(sorted({*CRD_SETS, *known}))}")
+        for key in keys:
+            _create(cluster.store, api_resources.CRDS, api_resources.crd_object(known[key]))
 
 
 def ship_model(entry: Any, where: str) -> None:

@@ -54,7 +54,7 @@ def _discovery(ctx: ApiContext, req: Request) -> Response | None:
     if path == "/apis":
         return json_response(resources.api_group_list(installed_crds(ctx)))
     if len(parts) == 2 and parts[0] == "api":
-        doc = resources.resource_list("", parts[1])
+        doc = resources.resource_list("", parts[1], installed_crds(ctx))
     elif len(parts) == 2 and parts[0] == "apis":
         doc = resources.api_group(parts[1], installed_crds(ctx))
     elif len(parts) == 3 and parts[0] == "apis":

@@ -54,6 +54,7 @@ AUTHZ = "authorization.k8s.io"
 LWS = "leaderworkerset.x-k8s.io"
 CRDS = "customresourcedefinitions.apiextensions.k8s.io"  # the store key of CustomResourceDefinitions
 RBAC = "rbac.authorization.k8s.io"
+KSERVE = "serving.kserve.io"
 
 RESOURCES: tuple[Resource, ...] = (
     Resource("", "v1", "namespaces", "namespace", "Namespace", namespaced=False, short_names=("ns",),
@@ -89,6 +90,11 @@ RESOURCES: tuple[Resource, ...] = (
              subresources={"status": ("LeaderWorkerSet", LWS, "v1"), "scale": ("Scale", "autoscaling", "v1")},
              crd=True, needs_crd=True),
     Resource("coordination.k8s.io", "v1", "leases", "lease", "Lease"),
+    Resource(KSERVE, "v1beta1", "inferenceservices", "inferenceservice", "InferenceService", short_names=("isvc",),
+             subresources={"status": ("InferenceService", KSERVE, "v1beta1")}, crd=True, needs_crd=True),
+    Resource(KSERVE, "v1alpha1", "servingruntimes", "servingruntime", "ServingRuntime", crd=True, needs_crd=True),
+    Resource(KSERVE, "v1alpha1", "clusterservingruntimes", "clusterservingruntime", "ClusterServingRuntime",
+             namespaced=False, crd=True, needs_crd=True),
     Resource("", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", short_names=("sa",)),
     Resource("batch", "v1", "cronjobs", "cronjob", "CronJob", short_names=("cj",), categories=("all",),
              subresources={"status": ("CronJob", "batch", "v1")}),
@@ -108,11 +114,26 @@ RESOURCES: tuple[Resource, ...] = (
 BY_PATH: dict[tuple[str, str, str], Resource] = {(r.group, r.version, r.plural): r for r in RESOURCES}
 BY_KEY: dict[str, Resource] = {r.key: r for r in RESOURCES}
 BY_KIND: dict[tuple[str, str], Resource] = {(r.api_version, r.kind): r for r in RESOURCES}
-GROUPS: dict[str, str] = {r.group: r.version for r in RESOURCES}  # group -> preferred (only) version
+GROUPS: dict[str, str] = {}  # group -> preferred version (the first listed)
+for _r in RESOURCES:
+    GROUPS.setdefault(_r.group, _r.version)
 
 SUBRESOURCE_VERBS = {"status": ("get", "patch", "update"), "scale": ("get", "patch", "update"),
                      "log": ("get",), "proxy": ("create", "delete", "get", "patch", "update"),
                      "exec": ("create", "get"), "attach": ("create", "get"), "portforward": ("create", "get")}
+
+
+def crd_object(r: Resource) -> Obj:
+    """The CustomResourceDefinition installing ``r`` (what the product's manifests leave behind for discovery)."""
+    names = {"kind": r.kind, "listKind": f"{r.kind}List", "plural": r.plural, "singular": r.singular}
+    if r.short_names:
+        names["shortNames"] = list(r.short_names)
+    schema = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
+    version = {"name": r.version, "served": True, "storage": True, "schema": schema,
+               "subresources": {k: {} for k in r.subresources}}
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": r.key},
+            "spec": {"group": r.group, "scope": "Namespaced" if r.namespaced else "Cluster", "names": names,
+                     "versions": [version]}}
 
 
 def is_served(r: Resource, crds: frozenset[str] | None) -> bool:
@@ -157,17 +178,17 @@ def api_versions() -> Obj:
 
 
 def api_group(group: str, crds: frozenset[str] | None = None) -> Obj | None:
-    """The APIGroup discovery document kubectl fetches before using a group."""
-    version = GROUPS.get(group)
-    if not group or version is None or not any(r.group == group and is_served(r, crds) for r in RESOURCES):
+    """The APIGroup discovery document kubectl fetches before using a group (its preferred version first)."""
+    versions = list(dict.fromkeys(r.version for r in RESOURCES if r.group == group and is_served(r, crds)))
+    if not group or not versions:
         return None
-    gv = {"groupVersion": f"{group}/{version}", "version": version}
-    return {"kind": "APIGroup", "apiVersion": "v1", "name": group, "versions": [gv], "preferredVersion": gv}
+    gvs = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
+    return {"kind": "APIGroup", "apiVersion": "v1", "name": group, "versions": gvs, "preferredVersion": gvs[0]}
 
 
 def api_group_list(crds: frozenset[str] | None = None) -> Obj:
-    """``GET /apis`` — every named group with its one served version."""
-    groups = [api_group(g, crds) for g in sorted(GROUPS) if g and api_group(g, crds) is not None]
+    """``GET /apis`` — every named group with its served versions."""
+    groups = [g for g in (api_group(g, crds) for g in sorted(GROUPS) if g) if g is not None]
     for g in groups:
         assert g is not None
         g.pop("kind")
