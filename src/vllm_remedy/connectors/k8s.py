@@ -49,6 +49,7 @@ from vllm_remedy.errors import UserError
 from vllm_remedy.kube.annotations import Keys
 from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.kube.errors import KubeError, NotFoundError
+from vllm_remedy.kube.snapshot import Snapshot
 from vllm_remedy.policy import Policy, load_policies, load_policy, policy_for
 from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, find_server
 
@@ -214,8 +215,9 @@ class K8sConnector(BaseConnector):
                                     aliases=self.data.get("k8s_contexts"))
             if access.kubeconfig and not Path(os.path.expanduser(access.kubeconfig)).is_file():
                 raise UserError(f"{access.kubeconfig_via}: {access.kubeconfig}: no such file")
-            client = (self.fleet.client(access.context, access.kubeconfig) if self.fleet is not None
-                      else KubeClient.for_context(access.context, access.kubeconfig))
+            client = (self.fleet.client(access.context, access.kubeconfig) if self.fleet is not None  # one read per run
+                      else Snapshot(KubeClient.for_context(access.context, access.kubeconfig), writes=True,
+                                    epoch=lambda: getattr(self.state, "is_executing", None)))
         except UserError as exc:  # the kube layer speaks to CLI users; here the knob is host data
             raise _connect_error(str(exc).replace("pass --kubeconfig", "set host data kubeconfig"),
                                  bad_input=True) from exc
