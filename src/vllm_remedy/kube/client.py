@@ -202,9 +202,11 @@ class KubeClient:
     def renew(self, path: str | None = None) -> None:
         """Forget what was read before a change at ``path`` (every read, without one): nothing to forget here."""
 
-    def watch(self, path: str, query: Sequence[tuple[str, str]], *, seconds: int) -> Iterator[dict[str, Any]]:
+    def watch(self, path: str, query: Sequence[tuple[str, str]], *, seconds: int,
+              opened: Callable[[Any], None] | None = None) -> Iterator[dict[str, Any]]:
         """One watch request on the collection at ``path``: its events (``{"type", "object"}``) as the server sends
-        them, until it ends the stream (about ``seconds`` later). One request however long the stream lasts."""
+        them, until it ends the stream (about ``seconds`` later). One request however long the stream lasts.
+        ``opened`` gets the response, whose ``close()`` ends the stream early from another thread."""
         where = f"{self.context}: WATCH {path}"
         query = [*query, ("watch", "1"), ("allowWatchBookmarks", "true"), ("timeoutSeconds", str(int(seconds)))]
         connect = self.timeout[0] if isinstance(self.timeout, tuple) else self.timeout
@@ -212,6 +214,8 @@ class KubeClient:
             status, response = self._open(path, query, (connect, seconds + 30.0))
             if not 200 <= status < 300:
                 raise self._error(status, response.read() or b"", where, 1)
+            if opened is not None:
+                opened(response)
             pending = b""
             for chunk in response.stream(65536, decode_content=True):
                 pending += chunk

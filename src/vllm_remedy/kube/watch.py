@@ -7,13 +7,16 @@ stopped, one it expired with 410 Gone is listed again, as client-go's informers 
 arrives with the same rules as the poll (``rollout_status``, ``new_pods``, ``crashing_container``, the
 unschedulable grace, the settle window), so a crash loop still fails fast with its classified log.
 
-The clock is the cluster's (``ClusterClock``: one request a reading). It is read when nothing happened for
-``tick`` cluster seconds and at the end; between readings a change is timed by the clock's measured speed.
+Every ``tick`` cluster seconds the three are listed again (a resync, as informers do: a stream that lost events —
+the rehearsal cluster's event window overflows under load without a 410 — cannot hide a verdict). The clock is
+the cluster's (``ClusterClock``: one request a reading): read then, when nothing happened for a tick, and at the
+end; between readings a change is timed by the clock's measured speed.
 A server that refuses to watch (RBAC without ``watch``) gets the poll instead.
 """
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 import time
@@ -37,8 +40,8 @@ from vllm_remedy.kube.wait import (
     wait_restored,
 )
 
-#: Cluster seconds without a change after which the clock is read (timeouts and the grace are judged then).
-TICK = 20.0
+#: Cluster seconds between resyncs, and without a change before the clock is read (timeouts, the grace).
+TICK = 30.0
 #: Real seconds a watch request may last before the server ends it and it is resumed.
 STREAM_SECONDS = 300
 
@@ -52,6 +55,15 @@ class Feed:
         self.version = ""
         self.stop = threading.Event()
         self.lock = threading.Lock()
+        self.stream: Any = None
+
+    def close(self) -> None:
+        """Stop following: the open stream is closed, so no connection outlives the wait."""
+        self.stop.set()
+        stream = self.stream
+        if stream is not None:
+            with contextlib.suppress(Exception):  # closing a finished stream must never fail the wait
+                stream.close()
 
     def list(self) -> None:
         """Read the whole collection and the resourceVersion a watch resumes from."""
@@ -71,15 +83,20 @@ class Feed:
         while not self.stop.is_set():
             try:
                 self._follow()
-            except KubeError as exc:
+            except Exception as exc:  # a stream closed under us raises whatever urllib3 raises
                 if self.stop.is_set():
                     return
+                if not isinstance(exc, KubeError):
+                    exc = KubeError(f"{self.client.context}: WATCH {self.path}: {type(exc).__name__}: {exc}")
                 self.changed.put(exc)  # the wait decides: a lost stream ends it as a failed read would
                 return
 
     def _follow(self) -> None:
         query = [*self.query, ("resourceVersion", self.version)]
-        for event in self.client.watch(self.path, query, seconds=STREAM_SECONDS):
+        def opened(response: Any) -> None:
+            self.stream = response
+
+        for event in self.client.watch(self.path, query, seconds=STREAM_SECONDS, opened=opened):
             if self.stop.is_set():
                 return
             kind, obj = event.get("type"), event.get("object") or {}
@@ -164,14 +181,14 @@ def watch_restored(client: KubeClient, namespace: str, name: str, timeout: float
 
 def _stop(feeds: Mapping[str, Feed]) -> None:
     for feed in feeds.values():
-        feed.stop.set()
+        feed.close()
 
 
 def _judge(client: KubeClient, namespace: str, name: str, timeout: float, timer: Timer, feeds: Mapping[str, Feed],
            changed: queue.Queue[Any], progress: ProgressHook | None, settle: float, tick: float,
            restart_limit: int, grace: float) -> WaitResult:
     """Judge every change until a verdict; then the settle window on the same streams."""
-    start = now = timer.read()
+    start = now = synced = timer.read()
     statuses: list[str] = []
     first_unschedulable: dict[str, float] = {}
     settled_from: float | None = None
@@ -224,6 +241,10 @@ def _judge(client: KubeClient, namespace: str, name: str, timeout: float, timer:
                 return done(True, "rolled-out", statuses[-1].strip())
         bound = (settled_from + settle) if settled_from is not None else start + timeout
         now = _next(changed, timer, min(tick, max(bound - now, 0.0)))
+        if now - synced >= tick and getattr(timer.clock, "measured", True) is not False:
+            for feed in feeds.values():  # resync, as informers do: a stream that lost events cannot hide a verdict
+                feed.list()
+            now = synced = timer.read()
 
 
 def _next(changed: queue.Queue[Any], timer: Timer, cluster_seconds: float) -> float:
