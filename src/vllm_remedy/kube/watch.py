@@ -20,6 +20,7 @@ import contextlib
 import queue
 import threading
 import time
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
@@ -134,6 +135,10 @@ class Timer:
     def speed(self) -> float:
         return float(getattr(self.clock, "speed", 1.0) or 1.0)
 
+    def due(self, cluster: float) -> bool:
+        """Whether ``cluster`` seconds (in real time, by the speed known so far) passed since the last reading."""
+        return self.real() - self.at[0] >= self.real_seconds(cluster)
+
     def real_seconds(self, cluster: float) -> float:
         """Real seconds to wait for ``cluster`` seconds; short slices until a ClusterClock has measured its speed."""
         if getattr(self.clock, "measured", True) is False:
@@ -193,6 +198,7 @@ def _judge(client: KubeClient, namespace: str, name: str, timeout: float, timer:
     first_unschedulable: dict[str, float] = {}
     settled_from: float | None = None
     baseline: dict[tuple[str, str], int] = {}
+    unread: Counter[str] = Counter()
 
     def done(ok: bool, outcome: str, message: str, crash: Crash | None = None) -> WaitResult:
         return WaitResult(ok, outcome, message, timer.read() - start, crash, statuses)
@@ -226,6 +232,8 @@ def _judge(client: KubeClient, namespace: str, name: str, timeout: float, timer:
                     progress(dep, pods, now)
                 verdict = _crash(client, namespace, pods, restart_limit, grace, now, first_unschedulable,
                                  past_deadline)
+                if verdict is not None and _unread(verdict, unread):
+                    verdict = None  # judged at the instant it died: its log may lag the status; look again
                 if verdict is not None:
                     return done(False, verdict.kind, verdict.message, verdict)
                 if now - start >= timeout:
@@ -235,16 +243,29 @@ def _judge(client: KubeClient, namespace: str, name: str, timeout: float, timer:
                 for c in health.containers:
                     if c.restarts > baseline.get((health.name, c.name), 0) or c.crash_looping:
                         crash = crash_report(client, namespace, health, c)
+                        if _unread(crash, unread):
+                            continue
                         message = f"{crash.message}; it restarted {now - settled_from:.0f}s after the rollout completed"
                         return done(False, "crash-loop", message, Crash(**{**crash.__dict__, "message": message}))
             if now - settled_from >= settle:
                 return done(True, "rolled-out", statuses[-1].strip())
         bound = (settled_from + settle) if settled_from is not None else start + timeout
         now = _next(changed, timer, min(tick, max(bound - now, 0.0)))
+        if timer.due(tick):  # changes kept coming: the clock is still read every tick (first: to learn its speed)
+            now = timer.read()
         if now - synced >= tick and getattr(timer.clock, "measured", True) is not False:
             for feed in feeds.values():  # resync, as informers do: a stream that lost events cannot hide a verdict
                 feed.list()
             now = synced = timer.read()
+
+
+def _unread(crash: Crash, tries: Counter[str], limit: int = 3) -> bool:
+    """A crash-loop whose log does not classify yet, seen fewer than ``limit`` times: the kubelet may record the
+    death before the log is complete (the game-day observer reads again for the same reason)."""
+    if crash.kind != "crash-loop" or crash.failure not in (None, "unknown"):
+        return False
+    tries[crash.pod] += 1
+    return tries[crash.pod] < limit
 
 
 def _next(changed: queue.Queue[Any], timer: Timer, cluster_seconds: float) -> float:
