@@ -81,14 +81,23 @@ class Feed:
         threading.Thread(target=self._run, daemon=True, name=f"watch {self.path}").start()
 
     def _run(self) -> None:
+        failures = 0
         while not self.stop.is_set():
             try:
                 self._follow()
+                failures = 0
             except Exception as exc:  # a stream closed under us raises whatever urllib3 raises
                 if self.stop.is_set():
                     return
                 if not isinstance(exc, KubeError):
                     exc = KubeError(f"{self.client.context}: WATCH {self.path}: {type(exc).__name__}: {exc}")
+                failures += 1
+                if (exc.status in (0, 429) or exc.status >= 500) and failures < self.client.retry.attempts:
+                    time.sleep(self.client.retry.delay(failures))  # transient, as every other request retries it
+                    with contextlib.suppress(KubeError):
+                        self.list()  # what the lost stream may have missed
+                    self.changed.put(self.path)
+                    continue
                 self.changed.put(exc)  # the wait decides: a lost stream ends it as a failed read would
                 return
 
