@@ -61,6 +61,7 @@ from vllm_remedy.kube.errors import KubeError, NotFoundError
 from vllm_remedy.kube.inferenceservice import runtime_for
 from vllm_remedy.kube.inferenceservice import template_of as isvc_template
 from vllm_remedy.kube.kinds import DEPLOYMENT, INFERENCESERVICE
+from vllm_remedy.kube.snapshot import Snapshot
 from vllm_remedy.kube.workloads import NotServedError, get_workload
 from vllm_remedy.policy import Policy, load_policies, load_policy, policy_for
 from vllm_remedy.vllm.cmdline import ServerCommand, find_server
@@ -191,8 +192,12 @@ class K8sConnector(BaseConnector):
                                     aliases=self.data.get("k8s_contexts"))
             if access.kubeconfig and not Path(os.path.expanduser(access.kubeconfig)).is_file():
                 raise UserError(f"{access.kubeconfig_via}: {access.kubeconfig}: no such file")
-            client = (self.fleet.client(access.context, access.kubeconfig) if self.fleet is not None
-                      else KubeClient.for_context(access.context, access.kubeconfig))
+            base = KubeClient.for_context(access.context, access.kubeconfig) if self.fleet is None else None
+            # one read per run; a deploy's Deployment host reads one snapshot too (its waits and guarded writes go
+            # live()), the other kinds' waits poll their client, so they read the cluster as it is
+            client = (self.fleet.client(access.context, access.kubeconfig) if base is None
+                      else Snapshot(base, writes=True, epoch=lambda: getattr(self.state, "is_executing", None))
+                      if target.kind == DEPLOYMENT.word else base)
         except UserError as exc:  # the kube layer speaks to CLI users; here the knob is host data
             raise _connect_error(str(exc).replace("pass --kubeconfig", "set host data kubeconfig"),
                                  bad_input=True) from exc

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
@@ -194,6 +194,52 @@ class KubeClient:
             if status < 500:
                 break
         return time.time()
+
+    def live(self) -> KubeClient:
+        """A client that reads the cluster as it is now: this one (a read snapshot answers with its base)."""
+        return self
+
+    def renew(self, path: str | None = None) -> None:
+        """Forget what was read before a change at ``path`` (every read, without one): nothing to forget here."""
+
+    def watch(self, path: str, query: Sequence[tuple[str, str]], *, seconds: int,
+              opened: Callable[[Any], None] | None = None) -> Iterator[dict[str, Any]]:
+        """One watch request on the collection at ``path``: its events (``{"type", "object"}``) as the server sends
+        them, until it ends the stream (about ``seconds`` later). One request however long the stream lasts.
+        ``opened`` gets the response, whose ``close()`` ends the stream early from another thread."""
+        where = f"{self.context}: WATCH {path}"
+        query = [*query, ("watch", "1"), ("allowWatchBookmarks", "true"), ("timeoutSeconds", str(int(seconds)))]
+        connect = self.timeout[0] if isinstance(self.timeout, tuple) else self.timeout
+        try:
+            status, response = self._open(path, query, (connect, seconds + 30.0))
+            if not 200 <= status < 300:
+                raise self._error(status, response.read() or b"", where, 1)
+            if opened is not None:
+                opened(response)
+            pending = b""
+            for chunk in response.stream(65536, decode_content=True):
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    if line.strip():
+                        yield json.loads(line)
+        except _NO_ANSWER as exc:
+            raise KubeError(f"{where}: stream lost: {exc}") from exc
+        except ValueError as exc:
+            raise KubeError(f"{where}: not a JSON event: {exc}") from exc
+
+    def _open(self, path: str, query: list[tuple[str, str]], timeout: tuple[float, float]) -> tuple[int, Any]:
+        """(status, the unread urllib3 response) of a GET whose body is read as it arrives."""
+        headers = {"Accept": "application/json"}
+        if hasattr(self.api, "param_serialize"):  # kubernetes >= 37 answers unread (preload_content=False)
+            prepared = self.api.param_serialize(method="GET", resource_path=path, query_params=query,
+                                                header_params=headers, auth_settings=["BearerToken"])
+            resp = self.api.call_api(*prepared, _request_timeout=timeout)
+            return resp.status, resp.response
+        raw = self.api.call_api(path, "GET", query_params=query, header_params=headers,  # pragma: no cover
+                                auth_settings=["BearerToken"], _preload_content=False,
+                                _return_http_data_only=True, _request_timeout=timeout)
+        return raw.status, raw  # pragma: no cover
 
     def derived(self, key: str, compute: Callable[[], T]) -> T:
         """``compute()``: a value computed from this client's reads alone. A read snapshot (``kube.snapshot``)

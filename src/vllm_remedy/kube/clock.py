@@ -44,6 +44,11 @@ class ClusterClock:
         """Cluster seconds per real second, as measured so far (1.0 until measured)."""
         return self._speed
 
+    @property
+    def measured(self) -> bool:
+        """Whether ``speed`` has been measured (two readings 0.2 s of real time apart)."""
+        return self._measured
+
     def sleep(self, seconds: float) -> None:
         """Wait ``seconds`` of cluster time. Until the speed is measured, wait only ``min_real`` slices: assuming
         1.0 made the first poll of a 600x rehearsal cluster sleep 20 cluster minutes past a Ready rollout."""

@@ -6,7 +6,11 @@ Deployments that live in one namespace. Here Deployments, ReplicaSets and pods a
 and each host's GET or selector list is answered from those lists with the API server's own selector rules;
 every other GET (nodes, cluster-wide pods, events, an HTTPRoute, a log) is sent once per run, and the clock is
 read once, so every check of the run judges one instant as it judges one read. Writes raise: a snapshot is for
-runs that never write.
+runs that never write — unless made with ``writes=True`` (the deploys: pyinfra 3.10 keeps no fact cache, so each
+operation of a restore re-read the Deployment, its ReplicaSets and pods). Then a write goes to the cluster and
+renews what it may have changed (a ReplicaSet's annotations: that collection and the clock; anything else:
+every read), and ``live()`` is the base client, for what must see the cluster as it is now: the guarded
+write's re-read of its basis and the rollout wait.
 
 Hosts run as concurrent greenlets: the first host to need a read makes it while the others wait for it.
 Every answer is a fresh copy (thawed from ``marshal`` bytes), so no host's code can change what another reads.
@@ -43,15 +47,24 @@ def _thaw(blob: bytes) -> Any:
 class Snapshot(KubeClient):
     """``base``'s cluster, read once: namespaced lists shared, other GETs memoised, writes refused."""
 
-    def __init__(self, base: KubeClient) -> None:
+    def __init__(self, base: KubeClient, *, writes: bool = False, epoch: Callable[[], Any] | None = None) -> None:
+        """``epoch``: when its value changes, every read is renewed (pyinfra's execution after the plan the user
+        approved at the prompt: that may have been minutes ago)."""
         super().__init__(base.api, context=base.context, source=base.source, timeout=base.timeout,
                          retry=base.retry, sleep=base._sleep)
+        self._base, self._writes = base, writes
+        self._epoch = epoch or (lambda: None)
+        self._seen_epoch = self._epoch()
         self._guard = threading.Lock()
         self._locks: dict[Any, threading.Lock] = {}
         self._answers: dict[Any, tuple[bool, Any]] = {}
 
     def _once(self, key: Any, read: Callable[[], Any]) -> Any:
         """``read()``'s answer (or its KubeError) the first time ``key`` is asked for; the same answer afterwards."""
+        epoch = self._epoch()
+        if epoch != self._seen_epoch:
+            self._seen_epoch = epoch
+            self.renew()
         with self._guard:
             lock = self._locks.setdefault(key, threading.Lock())
         with lock:
@@ -70,7 +83,13 @@ class Snapshot(KubeClient):
                 timeout: float | tuple[float, float] | None = None) -> Any:
         """GETs from the snapshot (namespaced Deployments, ReplicaSets, pods from one list each); others raise."""
         if method != "GET":
-            raise KubeError(f"{self.context}: {method} {path}: refused: this run only reads (a read snapshot)")
+            if not self._writes:
+                raise KubeError(f"{self.context}: {method} {path}: refused: this run only reads (a read snapshot)")
+            try:
+                return self._base.request(method, path, query=query, body=body, content_type=content_type,
+                                          expect_json=expect_json, timeout=timeout)
+            finally:  # even a write whose answer was lost may have landed
+                self.renew(path)
         query = list(query or [])
         found = _PATH.match(path)
         where = (found["prefix"], found["res"]) if found else None
@@ -121,6 +140,27 @@ class Snapshot(KubeClient):
         chosen = [_thaw(blob) for _name, labels, blob in items if matches(selector, labels)]
         return {"apiVersion": prefix.removeprefix("/apis/").removeprefix("/api/"),
                 "kind": f"{LISTED[(prefix, resource)]}List", "items": chosen}
+
+    def live(self) -> KubeClient:
+        """The base client: reads the cluster as it is now (a guarded write's basis, a rollout wait)."""
+        return self._base
+
+    def renew(self, path: str | None = None) -> None:
+        """Forget what a change at ``path`` may have made stale: after a write to a ReplicaSet (our annotations:
+        no controller acts on them) its collection, the clock and what was derived; otherwise every read."""
+        found = _PATH.match(path or "")
+        keep = found is not None and found["res"] == "replicasets"
+        collection = f"{found['prefix']}/namespaces/{found['ns']}/replicasets" if keep and found else ""
+
+        def stale(key: Any) -> bool:
+            if not keep or key[0] in ("TIME", "DERIVED"):
+                return True
+            return isinstance(key[1], str) and key[1].startswith(collection)
+
+        with self._guard:
+            for key in [k for k in self._answers if stale(k)]:
+                del self._answers[key]
+                self._locks.pop(key, None)
 
     def derived(self, key: str, compute: Callable[[], T]) -> T:
         """``compute()`` once per run, the same object for every host (read-only: see ``KubeClient.derived``)."""

@@ -1,7 +1,8 @@
 """The wait every deploy ends with, as a FunctionCommand body: rolled out and Ready, in cluster time.
 
 It fails fast (with the classified startup log as evidence) when the new pods crash-loop or cannot be
-scheduled — ``kube.wait.wait_restored`` decides; this module only reports it on the host's line.
+scheduled — ``kube.watch.watch_restored`` decides (over watches, by the poll's rules); this module only
+reports it on the host's line.
 
 A wait of minutes says how far it has got: every ``progress_seconds`` of real time (host data, default 5;
 0: silent) the Ready/desired replicas and the newest new pod's stage (``kube.progress``: Pending and why,
@@ -22,7 +23,8 @@ from vllm_remedy.errors import UserError
 from vllm_remedy.kube.client import JSON_PATCH, KubeClient
 from vllm_remedy.kube.clock import ClusterClock
 from vllm_remedy.kube.progress import ProgressReader
-from vllm_remedy.kube.wait import Crash, ProgressHook, wait_restored
+from vllm_remedy.kube.wait import Crash, ProgressHook
+from vllm_remedy.kube.watch import watch_restored
 from vllm_remedy.operations.util import live
 from vllm_remedy.operations.util.context import K8sHost, k8s_host
 from vllm_remedy.operations.util.show import note
@@ -40,9 +42,13 @@ def wait_rollout(state: Any, host: Any, timeout: float, label: str, replicaset: 
     for that long after; fail fast with the classified log."""
     try:
         ctx = k8s_host(host)
-        with progress_reports(host, ctx) as progress:
-            result = wait_restored(ctx.client, ctx.namespace, ctx.deployment, timeout, ClusterClock(ctx.client),
-                                   progress=progress, settle=settle)
+        client = ctx.client.live()  # the cluster as it is now, not the run's read snapshot
+        try:
+            with progress_reports(host, ctx) as progress:
+                result = watch_restored(client, ctx.namespace, ctx.deployment, timeout, ClusterClock(client),
+                                        progress=progress, settle=settle)
+        finally:  # the rollout changed what the run read before it
+            ctx.client.renew()
     except UserError as exc:
         note(host, f"{label}: {exc}", error=True)
         return False
@@ -64,22 +70,26 @@ def wait_rollout(state: Any, host: Any, timeout: float, label: str, replicaset: 
 def record_crash(ctx: K8sHost, crash: Crash) -> str:
     """Record the crash a wait failed on on its pod's ReplicaSet (a guarded patch of our annotations, idempotent);
     what was done, in a line. Never raises: a record that cannot be written is a warning, not a second failure."""
+    client = ctx.client.live()
     try:
-        pod = ctx.client.request("GET", KubeClient.object_path(ctx.namespace, "pods", crash.pod, group="v1"))
+        pod = client.request("GET", KubeClient.object_path(ctx.namespace, "pods", crash.pod, group="v1"))
         owner = next((r.get("name") for r in (pod.get("metadata") or {}).get("ownerReferences") or []
                       if r.get("controller") and r.get("kind") == "ReplicaSet"), None)
         if not owner:
             return ""
         path = KubeClient.object_path(ctx.namespace, "replicasets", owner)
-        basis = ctx.client.request("GET", path)
-        now = ctx.client.server_time()
+        basis = client.request("GET", path)
+        now = client.server_time()
         failure = crash.failure or "unknown"
         notes = (basis.get("metadata") or {}).get("annotations") or {}
         ops = change_ops(Change(annotations=record_changes(ctx.keys, notes, {failure: 1}, now)), ctx.keys,
-                         ctx.client, basis, now)
+                         client, basis, now)
         if not ops:
             return f"the crash is already recorded on replicaset {owner}"
-        ctx.client.request("PATCH", path, body=ops, content_type=JSON_PATCH)
+        try:
+            client.request("PATCH", path, body=ops, content_type=JSON_PATCH)
+        finally:
+            ctx.client.renew(path)
     except UserError as exc:
         return f"warning: the crash could not be recorded on its ReplicaSet: {exc}"
     return f"recorded on replicaset {owner} that it was seen dying ({failure}): restore will not return to it"
@@ -121,7 +131,7 @@ def progress_reports(host: Any, ctx: K8sHost) -> Iterator[ProgressHook | None]:
         return
     board = live.board() if live.is_terminal() else None
     try:
-        yield Reports(host, ProgressReader(ctx.client, ctx.namespace, ctx.container), every, board)
+        yield Reports(host, ProgressReader(ctx.client.live(), ctx.namespace, ctx.container), every, board)
     finally:
         if board is not None:
             board.drop(str(host.name))

@@ -126,9 +126,10 @@ def run_write(state: Any, host: Any, path: str, build: BuildOps, label: str, req
     (``required=False``: a warning line and True — a write that must never block the run, such as a record)."""
     try:
         ctx = k8s_host(host)
-        fresh = ctx.client.request("GET", path)
+        client = ctx.client.live()  # the plan read the run's snapshot; the write tests the object as it is now
+        fresh = client.request("GET", path)
         basis = basis_for(state, host, path, fresh)
-        ops = build(ctx.client, basis, ctx.client.server_time())
+        ops = build(client, basis, client.server_time())
         if not ops:
             note(host, f"{label}: already in place, nothing written")
             return True
@@ -136,8 +137,11 @@ def run_write(state: Any, host: Any, path: str, build: BuildOps, label: str, req
         if not said.write:
             return _failed(host, label, f"refused: {said.refusal}", required, labelled=False)
         change = (ctx.keys.change_id, new_change_id())
-        answer = send_patch(ctx.client, path, with_change_id(basis, ops, *change), change=change, basis=basis,
-                            grace=ctx.policy.writes.unanswered_grace.total_seconds())
+        try:
+            answer = send_patch(client, path, with_change_id(basis, ops, *change), change=change, basis=basis,
+                                grace=ctx.policy.writes.unanswered_grace.total_seconds())
+        finally:  # even a write whose answer was lost may have landed: later plans read afresh
+            ctx.client.renew(path)
     except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as exc:
         return _failed(host, label, f"the planned patch does not apply to the object it was planned on: {exc}",
                        required)

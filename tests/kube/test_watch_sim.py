@@ -1,0 +1,50 @@
+"""kube/watch.py against the rehearsal cluster (real HTTP server, real controllers at 60x): the watched wait gives
+the poll's verdicts — rolled out; a crash loop failing fast with the classified log; a restart inside the settle
+window — in a handful of requests, counted at the server."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from fixtures import sim_world
+from fixtures.kube_objects import MAX_LEN_LOG
+from fixtures.sim_world import Sim, deployment
+from vllm_remedy.kube.client import KubeClient
+from vllm_remedy.kube.patch import apply_deployment_patch, json_patch
+from vllm_remedy.kube.watch import watch_restored
+from vllm_remedy.sim.runtime import EXIT_AFTER, EXIT_CODE, LOG_LINES
+
+live_sim = sim_world.live_sim  # one cluster "a", controllers at 60x, one L40S node
+
+
+def counted(live_sim: Sim) -> Counter[str]:
+    seen: Counter[str] = Counter()
+    original = live_sim.server.dispatch
+
+    def counting(req: Any) -> Any:
+        seen["watch" if req.query.get("watch") in ("1", "true") else req.method] += 1
+        return original(req)
+
+    live_sim.server.dispatch = counting  # type: ignore[method-assign]
+    return seen
+
+
+def test_watched_wait_rolls_out_and_fails_fast_on_a_crash_loop(live_sim: Sim) -> None:
+    cluster = live_sim.clusters["a"]
+    client = KubeClient.for_context("a", kubeconfig=str(live_sim.kubeconfig))
+    client.request("POST", "/apis/apps/v1/namespaces/llm/deployments", body=deployment(replicas=1))
+    seen = counted(live_sim)
+    first = watch_restored(client, "llm", "llama-8b", 600, cluster.clock)
+    assert (first.ok, first.outcome) == (True, "rolled-out"), first
+    assert seen["watch"] == 3 and seen["GET"] <= 12, seen  # three lists, three watches, no poll
+
+    current = client.get_deployment("llm", "llama-8b")
+    bad = dict(current, spec=dict(current["spec"], template=dict(current["spec"]["template"])))
+    bad["spec"]["template"]["metadata"] = dict(bad["spec"]["template"]["metadata"], annotations={
+        EXIT_CODE: "1", EXIT_AFTER: "2", LOG_LINES: MAX_LEN_LOG.rstrip("\n")})
+    apply_deployment_patch(client, "llm", "llama-8b", json_patch(current, bad))
+    failed = watch_restored(client, "llm", "llama-8b", 600, cluster.clock)
+    assert (failed.ok, failed.outcome) == (False, "crash-loop"), failed
+    assert failed.crash is not None and failed.crash.failure == "max_len_exceeds_kv"
+    assert failed.elapsed < 600  # well before the progress deadline
