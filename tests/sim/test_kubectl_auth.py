@@ -77,3 +77,12 @@ def test_delete_answers_a_status_for_immediate_kinds_and_the_object_for_pods(sim
     assert (code, pod["kind"], pod["metadata"]["name"]) == (200, "Pod", "p")  # pods return the object
     got = sim.kubectl(V, "-n", "llm", "delete", "configmap", "missing", timeout=30)
     assert got.stderr.strip() == 'Error from server (NotFound): configmaps "missing" not found'
+
+
+def test_an_rbac_style_api_groups_key_is_refused_not_ignored():
+    """Ignoring ``apiGroups`` would widen a rule to every group: the auth file is refused, naming the key."""
+    from vllm_remedy.errors import UserError
+
+    rule = {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get"]}
+    with pytest.raises(UserError, match=r"auth.yaml: tokens\.t1\.rules\[0\]: unknown key 'apiGroups'"):
+        load({"tokens": {"t1": {"user": "ops", "rules": [rule]}}}, "auth.yaml")

@@ -104,3 +104,18 @@ def test_lightkube_reads_the_same_endpoints(served):
     assert sorted(a.ip for a in ep.subsets[0].addresses) == _ready_ips(served)
     (piece,) = kc.list(EndpointSlice, namespace="llm", labels={"kubernetes.io/service-name": "llama-8b"})
     assert piece.metadata.ownerReferences[0].kind == "Service"
+
+
+def test_describe_a_service_exposed_with_an_unnamed_port(runbook_sim):
+    """`kubectl expose` writes an unnamed port; the EndpointSlice still names it "" as the controller does (kubectl
+    1.32's describe dereferenced the missing name and panicked)."""
+    sim_world.require_kubectl(V)
+    k = runbook_sim.kubectl
+    ok(k(V, "-n", "llm", "expose", "deploy", "llama-8b", "--port", "80", "--target-port", "8000", "--name", "llama"))
+    cluster = runbook_sim.clusters["a"]
+    assert cluster.wait_for(lambda: cluster.store.find("endpointslices.discovery.k8s.io", "llm", "llama")
+                            is not None or any(s["metadata"]["name"].startswith("llama-") for s in cluster.store.list(
+                                "endpointslices.discovery.k8s.io", "llm")[0]), 20)
+    described = ok(k(V, "-n", "llm", "describe", "svc", "llama"))
+    assert re.search(r"^Port:\s+<unset>\s+80/TCP$", described, re.M), described
+    assert re.search(r"^TargetPort:\s+8000/TCP$", described, re.M), described

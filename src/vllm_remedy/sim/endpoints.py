@@ -45,8 +45,11 @@ def _members(service: Obj, pods: list[Obj]) -> list[tuple[Obj, bool]]:
     return sorted(out, key=lambda m: m[0]["metadata"]["name"])
 
 
-def _ports(service: Obj, pods: list[Obj]) -> list[Obj]:
-    """The Service's ports with named targetPorts resolved against the first pod that declares them."""
+def _ports(service: Obj, pods: list[Obj], slice_: bool = False) -> list[Obj]:
+    """The Service's ports with named targetPorts resolved against the first pod that declares them.
+
+    An EndpointSlice port always carries ``name`` (``""`` for an unnamed port, as the controller writes it:
+    kubectl's describe dereferences it); an Endpoints port omits an empty one."""
     declared = {p.get("name"): p.get("containerPort") for pod in reversed(pods)
                 for c in (pod.get("spec") or {}).get("containers") or [] for p in c.get("ports") or []}
     out = []
@@ -56,8 +59,8 @@ def _ports(service: Obj, pods: list[Obj]) -> list[Obj]:
         if number is None:
             continue
         entry: Obj = {"port": int(number), "protocol": port.get("protocol", "TCP")}
-        if port.get("name"):
-            entry["name"] = port["name"]
+        if port.get("name") or slice_:
+            entry["name"] = port.get("name") or ""
         out.append(entry)
     return out
 
@@ -109,7 +112,7 @@ def desired_slice(service: Obj, pods: list[Obj]) -> Obj:
     return {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
             "metadata": {"name": slice_name(service), "generateName": f"{meta['name']}-",
                          "namespace": meta.get("namespace", ""), "labels": labels, "ownerReferences": [owner]},
-            "addressType": "IPv4", "endpoints": endpoints, "ports": _ports(service, [p for p, _ in members])}
+            "addressType": "IPv4", "endpoints": endpoints, "ports": _ports(service, [p for p, _ in members], slice_=True)}
 
 
 class EndpointsController:

@@ -112,6 +112,10 @@ def load(config: Obj | None, source: str = "auth") -> Authorizer:
         for i, rule in enumerate(spec.get("rules") or []):
             if not isinstance(rule, dict) or "verbs" not in rule or "resources" not in rule:
                 raise UserError(f"{where}.rules[{i}]: expected verbs and resources")
+            unknown = sorted(set(rule) - {"verbs", "resources", "namespaces", "clusters"})
+            if unknown:  # an RBAC-style apiGroups: ignored would widen the rule to every group
+                raise UserError(f"{where}.rules[{i}]: unknown key {unknown[0]!r} (expected verbs, resources, "
+                                "namespaces, clusters; name a group in the resource, e.g. deployments.apps)")
             rules.append(Rule(_strings(rule["verbs"], f"{where}.rules[{i}].verbs"),
                               _strings(rule["resources"], f"{where}.rules[{i}].resources"),
                               _strings(rule.get("namespaces"), f"{where}.rules[{i}].namespaces"),
