@@ -164,6 +164,17 @@ def test_debug_node_with_an_interactive_shell_runs_typed_commands_and_ends_the_p
     assert live_sim.clusters["a"].wait_for(lambda: debugger()["status"].get("phase") == "Succeeded", 20)
 
 
+def test_debug_node_sees_the_node_root_at_host(live_sim):
+    """kubectl debug node/… mounts the node's root at /host: a runbook's `cat /host/etc/hostname` reads the node's."""
+    got = live_sim.kubectl(V, "debug", "node/gpu-1", "-it", "--image=busybox",
+                           stdin="ls /host\ncat /host/etc/hostname\nexit\n", timeout=60)
+    assert got.returncode == 0, got.stderr
+    lines = got.stdout.splitlines()
+    assert "cannot access" not in got.stdout, lines
+    assert "etc" in lines, lines  # ls /host
+    assert "root@gpu-1:/# gpu-1" in lines, lines  # cat /host/etc/hostname (the shell echoes typed input at once)
+
+
 def test_exec_and_cp_over_https_with_a_token(tmp_path):
     """`sim up --auth` serves TLS: the WebSocket session reads and writes one SSL socket on one thread."""
     from vllm_remedy.sim.api.auth import load

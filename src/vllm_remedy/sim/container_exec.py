@@ -65,7 +65,20 @@ class ContainerFiles:
             if len(self._files) > 4096:  # bounded: drop the oldest containers' files
                 for old in list(self._files)[:1024]:
                     del self._files[old]
-            return self._files.setdefault(key, initial(hostname))
+            if key not in self._files:
+                self._files[key] = initial(hostname, _host_root(pod, container))
+            return self._files[key]
+
+
+def _host_root(pod: Obj, container: str) -> list[tuple[str, str]]:
+    """(mount path, node name) for each hostPath ``/`` volume ``container`` mounts."""
+    spec = pod.get("spec") or {}
+    roots = {v.get("name") for v in spec.get("volumes") or []
+             if isinstance(v, dict) and ((v.get("hostPath") or {}).get("path") or "").rstrip("/") == ""
+             and (v.get("hostPath") or {}).get("path")}
+    node = str(spec.get("nodeName") or "")
+    return [(str(m.get("mountPath")), node) for c in spec.get("containers") or [] if c.get("name") == container
+            for m in c.get("volumeMounts") or [] if m.get("name") in roots and m.get("mountPath")]
 
 
 def exec_in(host: GpuHost, pod: Obj, container: str, command: list[str], stdin: str = "",

@@ -29,9 +29,14 @@ def data(value: str) -> bytes:
     return value.encode("utf-8", "surrogateescape")
 
 
-def initial(hostname: str) -> Files:
-    """What every container starts with."""
-    return {"/etc/hostname": f"{hostname}\n".encode(), "/etc/os-release": OS_RELEASE}
+def initial(hostname: str, host_root: Sequence[tuple[str, str]] = ()) -> Files:
+    """What every container starts with; ``host_root``: (mount path, node name) of each hostPath ``/`` mounted
+    in it (``kubectl debug node/…`` mounts the node's root at ``/host``), which shows the node's own files."""
+    files = {"/etc/hostname": f"{hostname}\n".encode(), "/etc/os-release": OS_RELEASE}
+    for mount, node in host_root:
+        root = _abs(mount)
+        files |= {f"{root}/etc/hostname": f"{node}\n".encode(), f"{root}/etc/os-release": OS_RELEASE}
+    return files
 
 
 def _abs(path: str, cwd: str = "/") -> str:
