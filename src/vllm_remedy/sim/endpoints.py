@@ -112,7 +112,8 @@ def desired_slice(service: Obj, pods: list[Obj]) -> Obj:
     return {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
             "metadata": {"name": slice_name(service), "generateName": f"{meta['name']}-",
                          "namespace": meta.get("namespace", ""), "labels": labels, "ownerReferences": [owner]},
-            "addressType": "IPv4", "endpoints": endpoints, "ports": _ports(service, [p for p, _ in members], slice_=True)}
+            "addressType": "IPv4", "endpoints": endpoints,
+            "ports": _ports(service, [p for p, _ in members], slice_=True)}
 
 
 class EndpointsController:
