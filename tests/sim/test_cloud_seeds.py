@@ -83,6 +83,9 @@ def test_karpenter_world_serves_on_g5_a10g_nodes_with_eks_labels():
             assert (labels["karpenter.k8s.aws/instance-gpu-name"], labels["nvidia.com/gpu.product"]) == \
                 ("a10g", "NVIDIA-A10G")
         assert any("eks.amazonaws.com/nodegroup" in labels for labels in nodes.values())
+        (pool,) = cluster.store.list("nodepools.karpenter.sh")[0]  # served: its CRD is installed by the seed
+        assert pool["metadata"]["name"] == "gpu" and pool["spec"]["template"]["spec"]["taints"][0]["key"] == \
+            "nvidia.com/gpu"
         assert sorted(p["spec"]["nodeName"] for p in pods(cluster)) == sorted(gpu)
         assert all(p["status"]["containerStatuses"][0]["ready"] for p in pods(cluster))
     finally:

@@ -229,7 +229,7 @@ def apply_seed(cluster: SeedTarget, ref: Obj | str | Path, *, wait: bool = True,
 #: What a seed's ``crds:`` may install: a word for a product's CRDs, or one resource key.
 CRD_SETS = {"kserve": ("inferenceservices.serving.kserve.io", "servingruntimes.serving.kserve.io",
                        "clusterservingruntimes.serving.kserve.io"),
-            "lws": ("leaderworkersets.leaderworkerset.x-k8s.io",)}
+            "lws": ("leaderworkersets.leaderworkerset.x-k8s.io",), "karpenter": ("nodepools.karpenter.sh",)}
 
 
 def install_crds(cluster: SeedTarget, names: Any, where: str) -> None:

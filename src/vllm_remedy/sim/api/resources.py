@@ -90,6 +90,8 @@ RESOURCES: tuple[Resource, ...] = (
              subresources={"status": ("LeaderWorkerSet", LWS, "v1"), "scale": ("Scale", "autoscaling", "v1")},
              crd=True, needs_crd=True),
     Resource("coordination.k8s.io", "v1", "leases", "lease", "Lease"),
+    Resource("karpenter.sh", "v1", "nodepools", "nodepool", "NodePool", namespaced=False,
+             subresources={"status": ("NodePool", "karpenter.sh", "v1")}, crd=True, needs_crd=True),
     Resource(KSERVE, "v1beta1", "inferenceservices", "inferenceservice", "InferenceService", short_names=("isvc",),
              subresources={"status": ("InferenceService", KSERVE, "v1beta1")}, crd=True, needs_crd=True),
     Resource(KSERVE, "v1alpha1", "servingruntimes", "servingruntime", "ServingRuntime", crd=True, needs_crd=True),
