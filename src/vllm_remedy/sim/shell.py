@@ -161,8 +161,34 @@ def _pipeline(stages: list[list[str]], m: Machine, stdin: str, shell: str) -> Re
     return code, out, err
 
 
+def _unsupported(text: str) -> str | None:
+    """The first construct this shell does not run (a redirection, an expansion, a subshell), outside the quotes
+    that make it literal; None when there is none. Running it as plain words would print wrong output silently."""
+    quote = ""
+    for i, ch in enumerate(text):
+        if quote == "'":
+            quote = "" if ch == "'" else quote
+        elif ch == "\\":
+            continue
+        elif ch in "$`" and not (i and text[i - 1] == "\\"):
+            return "an expansion ($…, `…`)"
+        elif quote == '"':
+            quote = "" if ch == '"' else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "<>":
+            return f"a redirection ({ch})"
+        elif ch in "(){}":
+            return f"a group or subshell ({ch})"
+    return None
+
+
 def script(text: str, m: Machine, stdin: str = "", shell: str = "sh") -> Result:
-    """``sh -c text``: simple commands joined by ``|``, ``;``, ``&&`` and ``||``."""
+    """``sh -c text``: simple commands joined by ``|``, ``;``, ``&&`` and ``||``; anything else is refused."""
+    construct = _unsupported(text)
+    if construct is not None:
+        return 2, "", (f"{shell}: 1: {construct} is not supported by the rehearsal cluster's shell (it runs simple "
+                       "commands joined by ;, &&, || and |)\n")
     try:
         tokens = _tokens(text)
     except ValueError as exc:
