@@ -48,3 +48,25 @@ def test_watched_wait_rolls_out_and_fails_fast_on_a_crash_loop(live_sim: Sim) ->
     assert (failed.ok, failed.outcome) == (False, "crash-loop"), failed
     assert failed.crash is not None and failed.crash.failure == "max_len_exceeds_kv"
     assert failed.elapsed < 600  # well before the progress deadline
+
+
+def test_streams_the_server_ends_at_once_back_off_and_failing_watches_fall_back_to_polling(live_sim: Sim) -> None:
+    """A server that closes every watch immediately gets a paused resume, not a request loop; one whose watches all
+    fail (503, as API Priority and Fairness or a proxy may answer) still gets a verdict, by polling."""
+    cluster = live_sim.clusters["a"]
+    client = KubeClient.for_context("a", kubeconfig=str(live_sim.kubeconfig))
+    client.request("POST", "/apis/apps/v1/namespaces/llm/deployments", body=deployment(replicas=1))
+    live_sim.server.contexts["a"].faults.set([{"verb": "watch", "drop_watch_after": 0}])
+    seen = counted(live_sim)
+    dropped = watch_restored(client, "llm", "llama-8b", 600, cluster.clock)
+    assert (dropped.ok, dropped.outcome) == (True, "rolled-out"), dropped
+    assert seen["watch"] <= 60, seen  # before the pause: hundreds to thousands of watches in a second
+
+    live_sim.server.contexts["a"].faults.set([{"verb": "watch", "error_rate": 1.0, "error_code": 503}])
+    current = client.get_deployment("llm", "llama-8b")
+    changed = dict(current, spec=dict(current["spec"], template=dict(current["spec"]["template"])))
+    changed["spec"]["template"]["metadata"] = dict(changed["spec"]["template"]["metadata"],
+                                                   annotations={"rehearsal/roll": "2"})
+    apply_deployment_patch(client, "llm", "llama-8b", json_patch(current, changed))
+    polled = watch_restored(client, "llm", "llama-8b", 600, cluster.clock)
+    assert (polled.ok, polled.outcome) == (True, "rolled-out"), polled

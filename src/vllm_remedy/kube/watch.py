@@ -45,6 +45,14 @@ from vllm_remedy.kube.wait import (
 TICK = 30.0
 #: Real seconds a watch request may last before the server ends it and it is resumed.
 STREAM_SECONDS = 300
+#: A stream the server ended sooner than this (real seconds) is resumed only after a growing pause, as client-go's
+#: reflector backs off a "very short watch": a server closing every stream at once must not get a request loop.
+SHORT_STREAM = 1.0
+SHORT_PAUSE_MAX = 5.0
+
+
+class WatchLost(KubeError):
+    """A watch stream that could not be kept up (after retries): the wait goes on by polling, as before watches."""
 
 
 class Feed:
@@ -81,24 +89,29 @@ class Feed:
         threading.Thread(target=self._run, daemon=True, name=f"watch {self.path}").start()
 
     def _run(self) -> None:
-        failures = 0
+        failures = short = 0
         while not self.stop.is_set():
+            began = time.monotonic()
             try:
                 self._follow()
                 failures = 0
+                short = short + 1 if time.monotonic() - began < SHORT_STREAM else 0
+                if short:
+                    self.stop.wait(min(SHORT_PAUSE_MAX, 0.1 * 2 ** short))
             except Exception as exc:  # a stream closed under us raises whatever urllib3 raises
                 if self.stop.is_set():
                     return
                 if not isinstance(exc, KubeError):
                     exc = KubeError(f"{self.client.context}: WATCH {self.path}: {type(exc).__name__}: {exc}")
                 failures += 1
-                if (exc.status in (0, 429) or exc.status >= 500) and failures < self.client.retry.attempts:
-                    time.sleep(self.client.retry.delay(failures))  # transient, as every other request retries it
+                transient = exc.status in (0, 410, 429) or exc.status >= 500  # 410: expired, list again
+                if transient and failures < self.client.retry.attempts:
+                    self.stop.wait(self.client.retry.delay(failures))  # as every other request retries it
                     with contextlib.suppress(KubeError):
                         self.list()  # what the lost stream may have missed
                     self.changed.put(self.path)
                     continue
-                self.changed.put(exc)  # the wait decides: a lost stream ends it as a failed read would
+                self.changed.put(WatchLost(str(exc), status=exc.status))  # the wait goes on by polling
                 return
 
     def _follow(self) -> None:
@@ -181,14 +194,17 @@ def watch_restored(client: KubeClient, namespace: str, name: str, timeout: float
         if exc.status in (403, 405):  # may get and list but not watch: poll as before
             return wait_restored(client, namespace, name, timeout, clock, progress=progress, settle=settle)
         raise
+    timer = Timer(clock)
+    began = timer.at[1]
     try:
-        return _judge(client, namespace, name, timeout, Timer(clock), feeds, changed, progress, settle, tick,
+        return _judge(client, namespace, name, timeout, timer, feeds, changed, progress, settle, tick,
                       restart_limit, unschedulable_grace)
     except KubeError as exc:
-        if exc.status not in (403, 405):
+        if exc.status not in (403, 405) and not isinstance(exc, WatchLost):
             raise
-        _stop(feeds)
-        return wait_restored(client, namespace, name, timeout, clock, progress=progress, settle=settle)
+        _stop(feeds)  # no watch (RBAC) or none that stays up (429s, 5xx): the rest of the wait polls
+        left = max(timeout - (timer.read() - began), 0.0)
+        return wait_restored(client, namespace, name, left, clock, progress=progress, settle=settle)
     finally:
         _stop(feeds)
 
