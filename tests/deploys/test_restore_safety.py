@@ -45,8 +45,10 @@ def annotate(dep: dict[str, Any]) -> None:
     dep["metadata"]["annotations"]["oncall.example.com/owner"] = "someone-else"
 
 
-def restore_with_an_edit_at_the_prompt(rehearsal: Rehearsal, edit: Any) -> tuple[int, list[str], dict[str, Any]]:
-    """Run restore.py interactively; ``edit`` the Deployment while pyinfra waits at its prompt, then approve."""
+def restore_with_an_edit_at_the_prompt(rehearsal: Rehearsal, edit: Any, act: Any = None
+                                       ) -> tuple[int, list[str], dict[str, Any]]:
+    """Run restore.py interactively; ``edit`` the Deployment (or run ``act()``) while pyinfra waits at its prompt,
+    then approve."""
     incident(rehearsal)
     proc = subprocess.Popen([sys.executable, "-m", "pyinfra", LOCAL, RESTORE], cwd=rehearsal.tmp,
                             env=rehearsal.env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -67,7 +69,7 @@ def restore_with_an_edit_at_the_prompt(rehearsal: Rehearsal, edit: Any) -> tuple
     assert shown.wait(60), "".join(err)
     for _ in range(20):  # between prepare and execute; the crash loop's status writes may race our read
         try:
-            edited = rehearsal.change(edit)
+            edited = rehearsal.change(edit) if act is None else act()
             break
         except ConflictError:
             continue
@@ -110,6 +112,29 @@ def test_an_approved_rollback_is_never_dropped_silently(rehearsal: Rehearsal) ->
     assert "the planned change was not made — re-run to plan against the new state" in failed[0]
     after = rehearsal.client().get_deployment(NS, NAME)
     assert after["spec"]["template"] == edited["spec"]["template"]  # nothing overwritten
+
+
+def test_a_crash_record_written_at_the_prompt_does_not_change_what_is_written(rehearsal: Rehearsal) -> None:
+    """The prompt showed "revision 15 to revision 14"; someone records revision 14 as crashed meanwhile. The
+    Deployment is unchanged, so its guard passes - but the re-planned rollback would go to 13, which nobody
+    approved: the host fails with both plans named and nothing is written."""
+    def record_crash_on_14() -> dict[str, Any]:
+        rs = replicaset(rehearsal, 14)
+        body = {"metadata": {"annotations": {"vllm-remedy.io/crashed": '{"at": "2026-01-01T00:00:00Z", '
+                                                                          '"failure": "cuda_oom"}'}}}
+        rehearsal.client().request("PATCH", f"/apis/apps/v1/namespaces/{NS}/replicasets/{rs['metadata']['name']}",
+                                   body=body, content_type="application/merge-patch+json")
+        return rehearsal.client().get_deployment(NS, NAME)
+
+    code, lines, before = restore_with_an_edit_at_the_prompt(rehearsal, None, act=record_crash_on_14)
+    assert code != 0, lines
+    failed = [line for line in lines if "what would be written changed after the plan you approved" in line]
+    assert len(failed) == 1, lines
+    assert "approved: roll back deployment llm/llama-8b from revision 15 to revision 14" in failed[0], failed
+    assert "now: roll back deployment llm/llama-8b from revision 15 to revision 13" in failed[0], failed
+    after = rehearsal.client().get_deployment(NS, NAME)
+    assert after["spec"]["template"] == before["spec"]["template"]  # nothing written
+    assert after["spec"]["template"]["spec"]["containers"][0]["args"] == BAD_ARGS
 
 
 def test_transient_5xx_and_latency_converge(rehearsal: Rehearsal) -> None:

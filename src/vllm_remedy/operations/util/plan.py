@@ -6,6 +6,12 @@ nothing to do (a rollback no longer "needed" because the new revision has not cr
 pyinfra would report "No changes" - an approved rollback silently dropped. A body wrapped in
 ``keeps_its_plan`` that planned a change but yields nothing at execute checks whether the Deployment was
 edited by someone else since it was read; if so the host fails with one line instead.
+
+The second run may also find a *different* change: a crash record written on the target's ReplicaSet at the
+prompt moves a rollback to an older revision, while the Deployment, which the write's guard tests, is unchanged.
+So the writes a body planned are remembered by what they say they do (their summary up to " — ", the part
+that names the object and the change, not why), and a body that would write something else at execute fails
+the host with both, and writes nothing.
 """
 
 from __future__ import annotations
@@ -19,12 +25,12 @@ from pyinfra.context import ctx_host, ctx_state
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.operations.util.context import k8s_host
-from vllm_remedy.operations.util.write import changed_since, fail, run_id
+from vllm_remedy.operations.util.write import changed_since, fail, run_id, run_write
 
 Body = TypeVar("Body", bound=Callable[..., Iterator[Any]])
 
-#: (run, host, operation hash) of every body that planned a change while changes were detected.
-_PLANNED: set[tuple[int, str, str]] = set()
+#: (run, host, operation hash) of every body run while changes were detected -> the writes it planned.
+_PLANNED: dict[tuple[int, str, str], tuple[str, ...]] = {}
 
 
 def _key() -> tuple[int, str, str] | None:
@@ -40,19 +46,32 @@ def keeps_its_plan(body: Body) -> Body:
 
     @functools.wraps(body)
     def guarded(*args: Any, **kwargs: Any) -> Iterator[Any]:
-        key, yielded = _key(), False
+        key = _key()
         executing = ctx_state.isset() and ctx_state.get().is_executing
-        for command in body(*args, **kwargs):
-            if key is not None and not executing:
-                _PLANNED.add(key)
-            yielded = True
-            yield command
-        if not yielded and executing and key is not None and key in _PLANNED:
-            message = edited_since_read()
+        commands = list(body(*args, **kwargs))  # building commands writes nothing: they run after this
+        writes = _writes(commands)
+        if key is not None and not executing:
+            _PLANNED[key] = writes
+        elif key is not None and key in _PLANNED and writes != _PLANNED[key]:
+            planned = _PLANNED[key]
+            message = edited_since_read() if not commands and planned else None
+            if message is None and writes:
+                ctx = k8s_host(ctx_host.get())
+                message = (f"{ctx.where}: what would be written changed after the plan you approved was made "
+                           f"(approved: {'; '.join(planned) or 'no change'}; now: {'; '.join(writes)}); "
+                           "nothing was written — re-run to plan against the new state")
             if message:
                 yield FunctionCommand(fail, (message,), {})
+                return
+        yield from commands
 
     return guarded  # type: ignore[return-value]
+
+
+def _writes(commands: list[Any]) -> tuple[str, ...]:
+    """What each guarded write among ``commands`` says it does: its summary up to " — " (the why may differ)."""
+    return tuple(str(c.args[2]).split(" — ")[0] for c in commands
+                 if isinstance(c, FunctionCommand) and c.function is run_write and len(c.args) > 2)
 
 
 def edited_since_read(fresh: dict[str, Any] | None = None) -> str | None:
@@ -77,4 +96,4 @@ def edited_since_read(fresh: dict[str, Any] | None = None) -> str | None:
 def forget_plans(state: Any) -> None:
     """Drop one run's planned-change records (the Python API reuses the process)."""
     for key in [k for k in _PLANNED if k[0] == id(state)]:
-        _PLANNED.discard(key)
+        _PLANNED.pop(key, None)
