@@ -14,6 +14,7 @@ from fixtures.sim_world import Sim
 from vllm_remedy.kube.health import pod_health
 from vllm_remedy.kube.wait import crashing_container
 from vllm_remedy.sim.store import ApiError
+from vllm_remedy.sim.vllm_pod.reality import EXACT
 
 live_sim = sim_world.live_sim
 V = "32"
@@ -79,6 +80,7 @@ def test_groups_revisions_and_a_rolling_update(live_sim: Sim) -> None:
 
 def test_a_vllm_leader_serves_across_the_group_and_crash_loops_when_its_kv_cache_does_not_fit(live_sim: Sim) -> None:
     cluster = live_sim.clusters["a"]
+    cluster.set_reality(EXACT)  # the log's figures are compared with the memory model's own, number for number
     install_crd(cluster)
     ok(live_sim.kubectl(V, "-n", "llm", "apply", "-f", "-", stdin=json.dumps(vllm_lws())))
     settled(live_sim, "qwen-lws", 1, 2)  # half of Qwen2.5-32B per L40S: fits only split TP x PP = 2 ways

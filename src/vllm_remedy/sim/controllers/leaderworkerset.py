@@ -21,15 +21,13 @@ import copy
 import json
 from typing import Any
 
-from vllm_remedy.sim.clock import Clock
 from vllm_remedy.sim.controllers.defaults import default_pod, default_pod_template
-from vllm_remedy.sim.controllers.events import EventRecorder
 from vllm_remedy.sim.controllers.hashing import _prune, canonical_template, fnv32a, safe_encode
-from vllm_remedy.sim.controllers.manager import Manager
 from vllm_remedy.sim.controllers.replicaset import qos_class
+from vllm_remedy.sim.controllers.revisioned import RevisionedController
 from vllm_remedy.sim.controllers.termination import delete_pod
-from vllm_remedy.sim.controllers.util import controlled_by, controller_ref, owner_ref, pod_ready
-from vllm_remedy.sim.store import ApiError, Store
+from vllm_remedy.sim.controllers.util import controlled_by, owner_ref, pod_ready
+from vllm_remedy.sim.store import ApiError
 
 Obj = dict[str, Any]
 LWS, CR = "leaderworkersets.leaderworkerset.x-k8s.io", "controllerrevisions.apps"
@@ -97,42 +95,11 @@ def _indices(pod: Obj) -> tuple[int, int] | None:
         return None
 
 
-class LeaderWorkerSetController:
+class LeaderWorkerSetController(RevisionedController):
     """Reconciles each LeaderWorkerSet's revisions, groups and status."""
 
-    def __init__(self, store: Store, clock: Clock, manager: Manager, events: EventRecorder) -> None:
-        self.store, self.clock, self.manager, self.events = store, clock, manager, events
-        manager.register("leaderworkerset", self.sync)
-        manager.register("leaderworkerset-gc", self._collect)
-
-    def on_leaderworkerset(self, namespace: str, name: str, obj: Obj, kind: str) -> None:
-        """Informer hook: a change queues a sync; a deletion queues GC of its pods and revisions."""
-        if kind == "DELETED":
-            self.manager.enqueue("leaderworkerset-gc", namespace, obj["metadata"].get("uid", ""))
-        else:
-            self.manager.enqueue("leaderworkerset", namespace, name)
-
-    def on_pod(self, namespace: str, pod: Obj, kind: str) -> None:
-        """Informer hook: an owned pod's change (readiness, deletion) lets the set make progress."""
-        ref = controller_ref(pod)
-        if ref is not None and ref.get("kind") == "LeaderWorkerSet":
-            self.manager.enqueue("leaderworkerset", namespace, ref["name"])
-
-    def _collect(self, namespace: str, uid: str) -> None:
-        for resource in ("pods", CR):
-            for obj in self.store.list(resource, namespace, lambda o: controlled_by(o, uid))[0]:
-                with contextlib.suppress(ApiError):
-                    if resource == "pods":
-                        delete_pod(self.store, self.clock, namespace, obj["metadata"]["name"])
-                    else:
-                        self.store.delete(CR, namespace, obj["metadata"]["name"])
-
-    # -- revisions ---------------------------------------------------------------------------------
-
-    def _revisions(self, lws: Obj) -> list[Obj]:
-        uid = lws["metadata"]["uid"]
-        found = self.store.list(CR, lws["metadata"]["namespace"], lambda o: controlled_by(o, uid))[0]
-        return sorted(found, key=lambda r: int(r.get("revision", 0)))
+    word, kind = "leaderworkerset", "LeaderWorkerSet"
+    on_leaderworkerset = RevisionedController.on_object
 
     def _update_revision(self, lws: Obj, revisions: list[Obj]) -> Obj:
         """The revision of the current template: the newest if equal, an older equal one re-numbered to the top

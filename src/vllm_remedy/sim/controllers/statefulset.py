@@ -16,15 +16,13 @@ import contextlib
 import copy
 from typing import Any
 
-from vllm_remedy.sim.clock import Clock
 from vllm_remedy.sim.controllers.defaults import default_pod, default_pod_template
-from vllm_remedy.sim.controllers.events import EventRecorder
 from vllm_remedy.sim.controllers.hashing import canonical_template, pod_template_hash
-from vllm_remedy.sim.controllers.manager import Manager
 from vllm_remedy.sim.controllers.replicaset import qos_class
+from vllm_remedy.sim.controllers.revisioned import RevisionedController
 from vllm_remedy.sim.controllers.termination import delete_pod
-from vllm_remedy.sim.controllers.util import controlled_by, controller_ref, owner_ref, pod_ready
-from vllm_remedy.sim.store import ApiError, Store
+from vllm_remedy.sim.controllers.util import controlled_by, owner_ref, pod_ready
+from vllm_remedy.sim.store import ApiError
 
 Obj = dict[str, Any]
 STS, CR = "statefulsets.apps", "controllerrevisions.apps"
@@ -71,42 +69,11 @@ def running_and_ready(pod: Obj) -> bool:
     return (pod.get("status") or {}).get("phase") == "Running" and pod_ready(pod)
 
 
-class StatefulSetController:
+class StatefulSetController(RevisionedController):
     """Reconciles each StatefulSet's revisions, pods and status (one sync per change, like the upstream loop)."""
 
-    def __init__(self, store: Store, clock: Clock, manager: Manager, events: EventRecorder) -> None:
-        self.store, self.clock, self.manager, self.events = store, clock, manager, events
-        manager.register("statefulset", self.sync)
-        manager.register("statefulset-gc", self._collect)
-
-    def on_statefulset(self, namespace: str, name: str, obj: Obj, kind: str) -> None:
-        """Informer hook: a change queues a sync; a deletion queues GC of its pods and revisions."""
-        if kind == "DELETED":
-            self.manager.enqueue("statefulset-gc", namespace, obj["metadata"].get("uid", ""))
-        else:
-            self.manager.enqueue("statefulset", namespace, name)
-
-    def on_pod(self, namespace: str, pod: Obj, kind: str) -> None:
-        """Informer hook: an owned pod's change (readiness, deletion) lets the set make progress."""
-        ref = controller_ref(pod)
-        if ref is not None and ref.get("kind") == "StatefulSet":
-            self.manager.enqueue("statefulset", namespace, ref["name"])
-
-    def _collect(self, namespace: str, uid: str) -> None:
-        for resource in ("pods", CR):
-            for obj in self.store.list(resource, namespace, lambda o: controlled_by(o, uid))[0]:
-                with contextlib.suppress(ApiError):
-                    if resource == "pods":
-                        delete_pod(self.store, self.clock, namespace, obj["metadata"]["name"])
-                    else:
-                        self.store.delete(CR, namespace, obj["metadata"]["name"])
-
-    # -- revisions ---------------------------------------------------------------------------------
-
-    def _revisions(self, sts: Obj) -> list[Obj]:
-        uid = sts["metadata"]["uid"]
-        found = self.store.list(CR, sts["metadata"]["namespace"], lambda o: controlled_by(o, uid))[0]
-        return sorted(found, key=lambda r: int(r.get("revision", 0)))
+    word, kind = "statefulset", "StatefulSet"
+    on_statefulset = RevisionedController.on_object
 
     def _update_revision(self, sts: Obj, revisions: list[Obj]) -> Obj:
         """The revision for the current template: the newest if equal, an older equal one re-numbered to the
