@@ -117,11 +117,13 @@ class Observer:
         target = sc.target
         dep = self.client.request("GET", target.path)
         pods = self.client.list_pods(sc.namespace, target.selector(dep))
+        derived = target.pod_deployment
+        view = target.view(dep, self.client.get_deployment(sc.namespace, derived) if derived else None)
         if wall - self._nodes_read > 1.0:
             self._nodes = {n["metadata"]["name"]: n for n in self.client.list_nodes()}
             self._nodes_read = wall
         weight = self._fallback_weight() if self.policy.fallback is not None else None
-        found = findings(dep, pods, self._nodes, self.policy, now, sc.container)
+        found = findings(view, pods, self._nodes, self.policy, now, sc.container)
         with self._lock:
             template = self.timeline.template_index(bare_template(target.template(dep)))
             crash_looping = 0
@@ -139,13 +141,13 @@ class Observer:
                         seen["actual"] = self._serving_log(pod)
                 if self.fault_at is not None:
                     self._classify(pod, now, wall, template)
-            desired, ready = target.counts(dep)
+            desired, ready = target.counts(view)
             done = target.done(dep)
             self.timeline.samples.append(Sample(
                 t=now, wall=wall, desired=desired, ready=ready, restarts=sum(self._restarts.values()),
                 crash_looping=crash_looping, template=template, rolled_out=done, fallback_weight=weight))
-            self.latest = {"deployment": dep, "rolled_out": done, "pods": pods, "nodes": self._nodes, "t": now,
-                           "wall": wall}
+            self.latest = {"deployment": dep, "view": view, "rolled_out": done, "pods": pods, "nodes": self._nodes,
+                           "t": now, "wall": wall}
             self.findings = found
             if self.fault_at is not None and self.scenario.detection.kind == "policy":
                 self._policy_detection(found, now, wall)

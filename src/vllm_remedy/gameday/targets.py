@@ -4,7 +4,8 @@ Why an adapter and not a second runner: the game (fault, observer, verdict, rest
 of the target — its template, the pods' selector, desired and Ready counts, whether the controller has seen
 the last write and finished rolling out — and which spec fields and history objects the pre-game restore puts
 back. Each kind answers those from its own status (a Deployment's available replicas, a StatefulSet's
-update/current revisions). Pure: objects in, answers out; the I/O stays in ``world`` and ``observe``.
+update/current revisions, an InferenceService's Ready condition). Pure: objects in, answers out; the I/O
+stays in ``world`` and ``observe``.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.client import KubeClient
-from vllm_remedy.kube.kinds import DEPLOYMENT, STATEFULSET, Kind
+from vllm_remedy.kube.kinds import DEPLOYMENT, INFERENCESERVICE, STATEFULSET, Kind
 from vllm_remedy.kube.selectors import selector_string
 
 Obj = dict[str, Any]
@@ -44,6 +45,20 @@ def _statefulset_done(sts: Obj) -> bool:
             and status.get("updateRevision") == status.get("currentRevision"))
 
 
+def _isvc_done(isvc: Obj) -> bool:
+    """KServe says Ready for the generation it last saw (its predictor Deployment rolled out)."""
+    conditions = (isvc.get("status") or {}).get("conditions") or []
+    return _generation_seen(isvc) and any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def _match_labels(obj: Obj) -> str:
+    return selector_string((obj.get("spec") or {}).get("selector"))
+
+
+def _isvc_pods(isvc: Obj) -> str:
+    return f"serving.kserve.io/inferenceservice={(isvc.get('metadata') or {}).get('name', '')}"
+
+
 @dataclass(frozen=True)
 class Adapter:
     """One kind's answers: its pod template, rolled-out test, the spec fields a restore puts back, and the
@@ -53,6 +68,11 @@ class Adapter:
     rolled_out: Callable[[Obj], bool]
     restore_fields: tuple[str, ...]
     history: str
+    template_at: tuple[str, ...] = ("spec", "template")  # what the fault changes and the game tells apart
+    pods: Callable[[Obj], str] = _match_labels  # label selector of its pods
+    #: The Deployment (``<name><suffix>``) whose pod template the kind's controller derives, for the policy and
+    #: flag checks (KServe's raw mode); None: the object's own template is the pod template.
+    pod_deployment: str | None = None
     #: The controller will not replace a pod that is not Ready (OrderedReady StatefulSets): after writing the
     #: pre-game template back, the game deletes such pods, as an operator would.
     delete_unready: bool = False
@@ -62,6 +82,8 @@ ADAPTERS: dict[str, Adapter] = {
     "deployment": Adapter(DEPLOYMENT, _deployment_done, ("template", "strategy", "replicas"), "replicasets"),
     "statefulset": Adapter(STATEFULSET, _statefulset_done, ("template", "updateStrategy", "replicas"),
                            "controllerrevisions", delete_unready=True),
+    "inferenceservice": Adapter(INFERENCESERVICE, _isvc_done, ("predictor",), "replicasets",
+                                template_at=("spec", "predictor"), pods=_isvc_pods, pod_deployment="-predictor"),
 }
 
 
@@ -95,24 +117,42 @@ class Target:
     def history_path(self, name: str | None = None) -> str:
         return KubeClient.object_path(self.namespace, self.adapter.history, name)
 
-    @staticmethod
-    def template(obj: Obj) -> Obj:
-        """The pod template (``spec.template`` for every kind served so far)."""
-        return ((obj.get("spec") or {}).get("template")) or {}
+    def template(self, obj: Obj) -> Obj:
+        """The template the fault changes (``spec.template``; an InferenceService's ``spec.predictor``)."""
+        node: Any = obj
+        for key in self.adapter.template_at:
+            node = node.get(key) if isinstance(node, dict) else None
+        return node if isinstance(node, dict) else {}
+
+    def selector(self, obj: Obj) -> str:
+        """The label selector of the target's pods, as ``kubectl get pods -l`` takes it."""
+        return self.adapter.pods(obj)
+
+    @property
+    def pod_deployment(self) -> str | None:
+        """The Deployment that carries the pod template, when the kind's controller derives one."""
+        suffix = self.adapter.pod_deployment
+        return None if suffix is None else self.name + suffix
 
     @staticmethod
-    def selector(obj: Obj) -> str:
-        """The label selector of the target's pods, as ``kubectl get pods -l`` takes it."""
-        return selector_string((obj.get("spec") or {}).get("selector"))
+    def view(obj: Obj, pods_from: Obj | None) -> Obj:
+        """The target as the policy and flag checks read a Deployment: its metadata, the pod template (from
+        ``pods_from`` when the kind's controller derives it) and the Ready replicas."""
+        source = pods_from if pods_from is not None else obj
+        spec = source.get("spec") or {}
+        return {"metadata": obj.get("metadata") or {}, "spec": {"template": spec.get("template") or {},
+                                                                "replicas": spec.get("replicas", 1)},
+                "status": {"readyReplicas": int((source.get("status") or {}).get("readyReplicas", 0))}}
 
     @staticmethod
     def observed(obj: Obj) -> bool:
         """The controller has seen the last write (each workload step is one revision)."""
         return _generation_seen(obj)
 
-    def counts(self, obj: Obj) -> tuple[int, int]:
-        """(desired, Ready) replicas, from the kind's own status."""
-        return int((obj.get("spec") or {}).get("replicas", 1)), int((obj.get("status") or {}).get("readyReplicas", 0))
+    @staticmethod
+    def counts(view: Obj) -> tuple[int, int]:
+        """(desired, Ready) replicas of the :meth:`view`."""
+        return int(view["spec"].get("replicas", 1)), int(view["status"]["readyReplicas"])
 
     def done(self, obj: Obj) -> bool:
         """Rolled out and every replica Ready."""

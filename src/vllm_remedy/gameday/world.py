@@ -242,8 +242,8 @@ class Restorer:
                 errors.append(f"{label}: {exc}")
 
         if self.deployment:
-            attempt(f"{sc.target.label()}: pre-game template, strategy, replicas and annotations",
-                    self._restore_deployment)
+            fields = ", ".join(f"spec.{f}" for f in sc.target.adapter.restore_fields)
+            attempt(f"{sc.target.label()}: pre-game {fields} and annotations", self._restore_deployment)
         for name, notes in self.nodes.items():
             attempt(f"node {name}: annotations, cordon and taints", lambda n=name, a=notes: self._restore_node(n, a))
         for name, obj in self.routes.items():
