@@ -16,6 +16,7 @@ from vllm_remedy.gameday.scenario import load_scenario
 SHIPPED = ROOT / "gameday"
 STS = SHIPPED / "11-statefulset-bad-rollout.yaml"
 ISVC = SHIPPED / "12-inferenceservice-bad-rollout.yaml"
+LWS = SHIPPED / "13-leaderworkerset-bad-rollout.yaml"
 
 
 def _variant(tmp: Path, src: Path = STS, **changes: object) -> Path:
@@ -106,4 +107,36 @@ def test_inferenceservice_game_day_fails_when_the_playbook_does_not_restore(cli,
     checks = {c["name"]: c for c in body["checks"]}
     assert body["verdict"].startswith("FAIL: service restored: no rollout of a new template became Ready")
     assert checks["final flags"]["detail"] == "--max-model-len=131072 (expected 16384)"
+    assert checks["pre-game state restored"]["ok"], checks["pre-game state restored"]
+
+
+def test_leaderworkerset_game_day_writes_the_previous_revision_back(cli, tmp_path: Path):
+    got = cli("gameday", "run", "leaderworkerset-bad-rollout", "--speed", "300", "--report-dir", str(tmp_path),
+              "-o", "json")
+    body = json.loads(got.stdout)
+    assert got.returncode == 0, body["checks"]
+    assert body["verdict"] == "PASS"
+    checks = {c["name"]: c for c in body["checks"]}
+    assert checks["detected"]["detail"] == "detected: max_len_exceeds_kv in pod qwen-lws-0's log"  # the leader
+    assert checks["ready replicas"]["detail"] == "1 Ready, expected 1"  # one group
+    assert checks["final flags"]["detail"] == "--max-model-len=32768"
+    (run,) = body["deploys"]
+    assert any(line.startswith("roll back leaderworkerset llm/qwen-lws from revision 2 to revision 1")
+               for line in run["output"]), run["output"]
+    assert ("leaderworkerset llm/qwen-lws: pre-game spec.leaderWorkerTemplate, spec.replicas and annotations"
+            in body["restored"])
+
+
+def test_leaderworkerset_game_day_fails_when_the_playbook_does_not_restore(cli, tmp_path: Path):
+    noop = tmp_path / "noop.py"
+    noop.write_text('"""A deploy that does nothing (the broken playbook)."""\n')
+    data = yaml.safe_load(LWS.read_text())
+    seed = str((SHIPPED / data["world"]["seed"]).resolve())
+    got = cli("gameday", "run", str(_variant(tmp_path, LWS, deploys=[str(noop)], world={"seed": seed})),
+              "--speed", "300", "--report-dir", str(tmp_path / "r"), "-o", "json")
+    body = json.loads(got.stdout)
+    assert got.returncode == 1
+    checks = {c["name"]: c for c in body["checks"]}
+    assert body["verdict"].startswith("FAIL: service restored: no rollout of a new template became Ready")
+    assert checks["ready replicas"]["detail"] == "0 Ready, expected 1"  # the group is recreated, its leader dies
     assert checks["pre-game state restored"]["ok"], checks["pre-game state restored"]

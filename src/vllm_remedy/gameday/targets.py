@@ -17,7 +17,8 @@ from typing import Any
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.client import KubeClient
-from vllm_remedy.kube.kinds import DEPLOYMENT, INFERENCESERVICE, STATEFULSET, Kind
+from vllm_remedy.kube.kinds import DEPLOYMENT, INFERENCESERVICE, LEADERWORKERSET, STATEFULSET, Kind
+from vllm_remedy.kube.lws_history import NAME_LABEL
 from vllm_remedy.kube.selectors import selector_string
 
 Obj = dict[str, Any]
@@ -26,6 +27,13 @@ Obj = dict[str, Any]
 def _generation_seen(obj: Obj) -> bool:
     status = obj.get("status") or {}
     return int(status.get("observedGeneration") or 0) >= int((obj.get("metadata") or {}).get("generation") or 0)
+
+
+def _conditions_seen(obj: Obj) -> bool:
+    """An LWS records the generation it saw on each condition, not in ``status.observedGeneration``."""
+    generation = int((obj.get("metadata") or {}).get("generation") or 0)
+    conditions = (obj.get("status") or {}).get("conditions") or []
+    return bool(conditions) and all(int(c.get("observedGeneration") or 0) >= generation for c in conditions)
 
 
 def _deployment_done(dep: Obj) -> bool:
@@ -45,6 +53,14 @@ def _statefulset_done(sts: Obj) -> bool:
             and status.get("updateRevision") == status.get("currentRevision"))
 
 
+def _lws_done(lws: Obj) -> bool:
+    """Every group Ready on the current template (``readyReplicas`` counts groups)."""
+    spec, status = lws.get("spec") or {}, lws.get("status") or {}
+    want = int(spec.get("replicas", 1))
+    return (_conditions_seen(lws) and status.get("replicas", 0) == want and status.get("readyReplicas", 0) == want
+            and status.get("updatedReplicas", 0) == want)
+
+
 def _isvc_done(isvc: Obj) -> bool:
     """KServe says Ready for the generation it last saw (its predictor Deployment rolled out)."""
     conditions = (isvc.get("status") or {}).get("conditions") or []
@@ -53,6 +69,10 @@ def _isvc_done(isvc: Obj) -> bool:
 
 def _match_labels(obj: Obj) -> str:
     return selector_string((obj.get("spec") or {}).get("selector"))
+
+
+def _lws_pods(lws: Obj) -> str:
+    return f"{NAME_LABEL}={(lws.get('metadata') or {}).get('name', '')}"
 
 
 def _isvc_pods(isvc: Obj) -> str:
@@ -73,6 +93,9 @@ class Adapter:
     #: The Deployment (``<name><suffix>``) whose pod template the kind's controller derives, for the policy and
     #: flag checks (KServe's raw mode); None: the object's own template is the pod template.
     pod_deployment: str | None = None
+    #: Where the pod template that runs ``vllm serve`` sits, for the policy and flag checks.
+    pod_template_at: tuple[str, ...] = ("spec", "template")
+    observed: Callable[[Obj], bool] = _generation_seen  # the controller has seen the last write
     #: The controller will not replace a pod that is not Ready (OrderedReady StatefulSets): after writing the
     #: pre-game template back, the game deletes such pods, as an operator would.
     delete_unready: bool = False
@@ -82,6 +105,10 @@ ADAPTERS: dict[str, Adapter] = {
     "deployment": Adapter(DEPLOYMENT, _deployment_done, ("template", "strategy", "replicas"), "replicasets"),
     "statefulset": Adapter(STATEFULSET, _statefulset_done, ("template", "updateStrategy", "replicas"),
                            "controllerrevisions", delete_unready=True),
+    "leaderworkerset": Adapter(LEADERWORKERSET, _lws_done, ("leaderWorkerTemplate", "replicas"),
+                               "controllerrevisions", template_at=("spec", "leaderWorkerTemplate"), pods=_lws_pods,
+                               pod_template_at=("spec", "leaderWorkerTemplate", "leaderTemplate"),
+                               observed=_conditions_seen),
     "inferenceservice": Adapter(INFERENCESERVICE, _isvc_done, ("predictor",), "replicasets",
                                 template_at=("spec", "predictor"), pods=_isvc_pods, pod_deployment="-predictor"),
 }
@@ -118,11 +145,9 @@ class Target:
         return KubeClient.object_path(self.namespace, self.adapter.history, name)
 
     def template(self, obj: Obj) -> Obj:
-        """The template the fault changes (``spec.template``; an InferenceService's ``spec.predictor``)."""
-        node: Any = obj
-        for key in self.adapter.template_at:
-            node = node.get(key) if isinstance(node, dict) else None
-        return node if isinstance(node, dict) else {}
+        """The template the fault changes (``spec.template``; an LWS's ``spec.leaderWorkerTemplate``, leader and
+        workers; an InferenceService's ``spec.predictor``)."""
+        return _at(obj, self.adapter.template_at)
 
     def selector(self, obj: Obj) -> str:
         """The label selector of the target's pods, as ``kubectl get pods -l`` takes it."""
@@ -134,20 +159,18 @@ class Target:
         suffix = self.adapter.pod_deployment
         return None if suffix is None else self.name + suffix
 
-    @staticmethod
-    def view(obj: Obj, pods_from: Obj | None) -> Obj:
-        """The target as the policy and flag checks read a Deployment: its metadata, the pod template (from
-        ``pods_from`` when the kind's controller derives it) and the Ready replicas."""
+    def view(self, obj: Obj, pods_from: Obj | None) -> Obj:
+        """The target as the policy and flag checks read a Deployment: its metadata, the pod template that runs
+        vLLM (from ``pods_from`` when the kind's controller derives it) and its desired and Ready replicas."""
         source = pods_from if pods_from is not None else obj
-        spec = source.get("spec") or {}
-        return {"metadata": obj.get("metadata") or {}, "spec": {"template": spec.get("template") or {},
-                                                                "replicas": spec.get("replicas", 1)},
+        template = _at(source, ("spec", "template") if pods_from is not None else self.adapter.pod_template_at)
+        return {"metadata": obj.get("metadata") or {},
+                "spec": {"template": template, "replicas": (source.get("spec") or {}).get("replicas", 1)},
                 "status": {"readyReplicas": int((source.get("status") or {}).get("readyReplicas", 0))}}
 
-    @staticmethod
-    def observed(obj: Obj) -> bool:
+    def observed(self, obj: Obj) -> bool:
         """The controller has seen the last write (each workload step is one revision)."""
-        return _generation_seen(obj)
+        return self.adapter.observed(obj)
 
     @staticmethod
     def counts(view: Obj) -> tuple[int, int]:
@@ -163,6 +186,13 @@ class Target:
         for key in self.adapter.restore_fields:
             if key in before["spec"]:
                 now["spec"][key] = copy.deepcopy(before["spec"][key])
+
+
+def _at(obj: Obj, path: tuple[str, ...]) -> Obj:
+    node: Any = obj
+    for key in path:
+        node = node.get(key) if isinstance(node, dict) else None
+    return node if isinstance(node, dict) else {}
 
 
 def target_of(word: str, namespace: str, name: str, where: str) -> Target:

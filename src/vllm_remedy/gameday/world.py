@@ -18,6 +18,7 @@ from urllib.parse import quote
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.gameday.scenario import Scenario, Step
+from vllm_remedy.gameday.targets import Target
 from vllm_remedy.kube.annotations import Keys, known_good_annotations, rfc3339
 from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.kube.errors import ConflictError, NotFoundError
@@ -80,13 +81,12 @@ def edit(client: KubeClient, path: str, mutate: Callable[[Obj], None], attempts:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def observed(client: KubeClient, path: str, written: Obj, seconds: float = 10.0) -> None:
-    """Wait (wall clock, briefly) until the workload's controller has seen ``written``: each workload step is one
-    revision, and two steps patched before the controller looked would collapse into one."""
-    generation = (written.get("metadata") or {}).get("generation") or 0
+def observed(client: KubeClient, target: Target, seconds: float = 10.0) -> None:
+    """Wait (wall clock, briefly) until the workload's controller has seen the last write: each workload step is
+    one revision, and two steps patched before the controller looked would collapse into one."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        if ((client.request("GET", path).get("status") or {}).get("observedGeneration") or 0) >= generation:
+        if target.observed(client.request("GET", target.path)):
             return
         time.sleep(0.05)
 
@@ -198,7 +198,8 @@ class Restorer:
                 if step.change_cause:
                     _annotate(obj, {CHANGE_CAUSE: step.change_cause})
             path = sc.target.path
-            observed(self.client, path, edit(self.client, path, change))
+            edit(self.client, path, change)
+            observed(self.client, sc.target)
             done.objects.append(path)
         elif step.kind == "nodes":
             for node in self.client.list_nodes(step.selector):
