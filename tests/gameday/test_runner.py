@@ -15,10 +15,11 @@ SCENARIOS = [load_scenario(p).name for p in shipped()]
 CRASH_PREDICTED = {"bad-rollout": "max_len_exceeds_kv", "gpu-memory-held": "free_memory_below_utilization"}
 
 
-def test_ten_scenarios_ship_in_run_order():
+def test_thirteen_scenarios_ship_in_run_order():
     assert SCENARIOS == ["bad-rollout", "gpu-swap", "gpu-memory-held", "oom-under-load", "kv-fp8-unsupported",
                          "gateway-fallback", "enforce-eager-expired", "two-bad-revisions", "nothing-fits",
-                         "mark-withdrawn"]
+                         "mark-withdrawn", "statefulset-bad-rollout", "inferenceservice-bad-rollout",
+                         "leaderworkerset-bad-rollout"]
 
 
 @pytest.mark.parametrize("name", SCENARIOS)

@@ -1,4 +1,5 @@
-"""Watching the game: a thread polls the Deployment, its pods, nodes and route, and fills the Timeline.
+"""Watching the game: a thread polls the target workload (any kind in ``targets``), its pods, nodes and route,
+and fills the Timeline.
 
 Why polling and not watches: it works the same against a real cluster behind any proxy, and a sample
 every ~0.1 s of wall time is finer than anything the picture can show (a minute of cluster time at 600x).
@@ -59,15 +60,6 @@ def in_crash_loop(pod: Obj, container: str | None = None) -> bool:
                if not container or cs.get("name") == container)
 
 
-def rolled_out(dep: Obj) -> bool:
-    """``kubectl rollout status`` would say "successfully rolled out", and every replica is Ready."""
-    spec, status = dep.get("spec") or {}, dep.get("status") or {}
-    want = int(spec.get("replicas", 1))
-    return (status.get("observedGeneration", 0) >= dep["metadata"].get("generation", 0)
-            and status.get("updatedReplicas", 0) == want and status.get("replicas", 0) == want
-            and status.get("readyReplicas", 0) == want and status.get("availableReplicas", 0) == want)
-
-
 class Observer:
     """Polls until ``stop()``; every read error is kept, never raised into the game."""
 
@@ -116,22 +108,24 @@ class Observer:
                 self.errors.append(str(exc))
 
     def poll(self) -> None:
-        """One sample: Deployment, pods, nodes (at most once a wall second) and the fallback route's weight. Once the
-        fault has landed it also classifies new crashes and marks detection. Read errors raise; the loop keeps them."""
+        """One sample: the target, its pods, nodes (at most once a wall second) and the fallback route's weight. Once
+        the fault has landed it also classifies new crashes and marks detection. Read errors raise; the loop keeps
+        them."""
         sc = self.scenario
         now = self.client.server_time()
         wall = time.monotonic()
-        dep = self.client.get_deployment(sc.namespace, sc.deployment)
-        selector = ",".join(f"{k}={v}" for k, v in
-                            ((dep["spec"].get("selector") or {}).get("matchLabels") or {}).items())
-        pods = self.client.list_pods(sc.namespace, selector)
+        target = sc.target
+        dep = self.client.request("GET", target.path)
+        pods = self.client.list_pods(sc.namespace, target.selector(dep))
+        derived = target.pod_deployment
+        view = target.view(dep, self.client.get_deployment(sc.namespace, derived) if derived else None)
         if wall - self._nodes_read > 1.0:
             self._nodes = {n["metadata"]["name"]: n for n in self.client.list_nodes()}
             self._nodes_read = wall
         weight = self._fallback_weight() if self.policy.fallback is not None else None
-        found = findings(dep, pods, self._nodes, self.policy, now, sc.container)
+        found = findings(view, pods, self._nodes, self.policy, now, sc.container)
         with self._lock:
-            template = self.timeline.template_index(bare_template(dep["spec"]["template"]))
+            template = self.timeline.template_index(bare_template(target.template(dep)))
             crash_looping = 0
             for pod in pods:
                 health = pod_health(pod)
@@ -147,13 +141,13 @@ class Observer:
                         seen["actual"] = self._serving_log(pod)
                 if self.fault_at is not None:
                     self._classify(pod, now, wall, template)
-            status = dep.get("status") or {}
+            desired, ready = target.counts(view)
+            done = target.done(dep)
             self.timeline.samples.append(Sample(
-                t=now, wall=wall, desired=int(dep["spec"].get("replicas", 1)),
-                ready=int(status.get("readyReplicas", 0)), restarts=sum(self._restarts.values()),
-                crash_looping=crash_looping, template=template, rolled_out=rolled_out(dep),
-                fallback_weight=weight))
-            self.latest = {"deployment": dep, "pods": pods, "nodes": self._nodes, "t": now, "wall": wall}
+                t=now, wall=wall, desired=desired, ready=ready, restarts=sum(self._restarts.values()),
+                crash_looping=crash_looping, template=template, rolled_out=done, fallback_weight=weight))
+            self.latest = {"deployment": dep, "view": view, "rolled_out": done, "pods": pods, "nodes": self._nodes,
+                           "t": now, "wall": wall}
             self.findings = found
             if self.fault_at is not None and self.scenario.detection.kind == "policy":
                 self._policy_detection(found, now, wall)

@@ -20,7 +20,7 @@ from typing import Any
 from vllm_remedy.errors import UserError
 from vllm_remedy.gameday import play
 from vllm_remedy.gameday.local import LocalCluster, start_local
-from vllm_remedy.gameday.observe import Observer, bare_template, rolled_out
+from vllm_remedy.gameday.observe import Observer, bare_template
 from vllm_remedy.gameday.scenario import Scenario
 from vllm_remedy.gameday.timeline import ACTION, ACTION_END, CONFIRM, DETECTION, FAULT, RESTORE, ROLLOUT_DONE, Timeline
 from vllm_remedy.gameday.verdict import Check, judge
@@ -196,8 +196,8 @@ class Game:
     def _play(self) -> None:
         sc, restorer, obs = self.scenario, self.restorer, self._obs()
         assert restorer is not None
-        if not self.wait(lambda s: rolled_out(s["deployment"]), HEALTHY_WITHIN):
-            raise UserError(f"{sc.namespace}/{sc.deployment} is not rolled out and Ready before the game; "
+        if not self.wait(lambda s: s["rolled_out"], HEALTHY_WITHIN):
+            raise UserError(f"{sc.target.label()} is not rolled out and Ready before the game; "
                             "a game day starts from a healthy service")
         now, _ = self._now()
         if sc.objects:
@@ -207,7 +207,7 @@ class Game:
             restorer.apply(step, self._now()[0])
             if step.wait:
                 obs.wait_polls(3)
-                if not self.wait(lambda s: rolled_out(s["deployment"]), HEALTHY_WITHIN):
+                if not self.wait(lambda s: s["rolled_out"], HEALTHY_WITHIN):
                     raise UserError(f"{sc.source}: world step {step.what!r} did not roll out")
         if sc.known_good_current:
             restorer.mark_known_good(self._now()[0])
@@ -238,7 +238,7 @@ class Game:
             self.timeline.mark(since.t, since.wall, ROLLOUT_DONE, "rollout done: every replica Ready on a new template")
             restarts = self.timeline.samples[-1].restarts
             stable = self.wait(lambda s: self.timeline.samples[-1].restarts != restarts
-                               or not rolled_out(s["deployment"]), STABLE_FOR)
+                               or not s["rolled_out"], STABLE_FOR)
             if not stable and self.timeline.first(CONFIRM) is None:
                 t, wall = self._now()
                 self.timeline.mark(t, wall, CONFIRM, f"stable for {STABLE_FOR / 60:g}m (runner check)")
@@ -250,7 +250,7 @@ class Game:
 
     def _deploy(self, deploy: Path) -> None:
         sc, obs = self.scenario, self._obs()
-        host = f"@k8s/{self.context}/{sc.namespace}/{sc.deployment}"
+        host = sc.target.host(self.context)
         inventory = play.write_inventory(self.workdir / "inventory.py", host, sc.policy, self.kubeconfig)
         label = _short(deploy)
         before, _ = obs.snapshot()
@@ -262,8 +262,8 @@ class Game:
         after, _ = obs.snapshot()
         t1, wall1 = self._now()
         run = play.DeployRun(label, code, wall1 - wall0, t1 - t0, play.host_lines(text, host))
-        old = bare_template(before["deployment"]["spec"]["template"])
-        new = bare_template(after["deployment"]["spec"]["template"])
+        old = bare_template(sc.target.template(before["deployment"]))
+        new = bare_template(sc.target.template(after["deployment"]))
         run.diff = play.template_diff(old, new, f"{sc.deployment} pod template")
         self.result.runs.append(run)
         self.timeline.mark(t1, wall1, ACTION_END, f"{label} exited {code}", ok=code == 0)
@@ -285,7 +285,7 @@ class Game:
                     ok, detail = False, str(exc)
                     self.result.restored = exc.done
                 if obs is not None and ok:
-                    back = self.wait(lambda s: rolled_out(s["deployment"]) and restorer.template_restored(),
+                    back = self.wait(lambda s: s["rolled_out"] and restorer.template_restored(),
                                      HEALTHY_WITHIN)
                     ok = back and restorer.template_restored()
                     detail = "" if ok else "the pre-game template did not roll out again"

@@ -14,13 +14,16 @@ from pathlib import Path
 from typing import Any
 
 from vllm_remedy.errors import UserError
+from vllm_remedy.gameday.targets import ADAPTERS, Target, target_of
 from vllm_remedy.sim.vllm_pod.reality import Reality, parse_reality
 from vllm_remedy.vllm.outcomes import Failure
 from vllm_remedy.yamlfile import read_yaml
 
 Obj = dict[str, Any]
 NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-STEP_KINDS = ("deployment", "nodes", "route", "delete-pods")
+#: A workload step is keyed by the target's kind word (``deployment:``, ``statefulset:``) and writes into it.
+WORKLOAD_STEPS = tuple(ADAPTERS)
+STEP_KINDS = (*WORKLOAD_STEPS, "nodes", "route", "delete-pods")
 #: What a nodes step may set (cordon, taints): the game captures and restores exactly these.
 NODE_FIELDS = ("spec.unschedulable", "spec.taints")
 DETECT_KINDS = ("classification", "policy")
@@ -34,7 +37,8 @@ _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 class Step:
     """One reversible change through the API (world set-up or the fault itself).
 
-    ``kind`` deployment: ``set`` paths on the Deployment (``a.b[name].c``; null deletes), ``annotations``,
+    ``kind`` deployment (or the target's kind word, e.g. statefulset): ``set`` paths on the target
+    (``a.b[name].c``; null deletes), ``annotations``,
     ``change_cause`` — one new revision. nodes: ``annotations`` and/or ``set`` (``spec.unschedulable``,
     ``spec.taints``: cordon a pool, change its taints) on every node matching ``selector``.
     route: ``set`` on the HTTPRoute ``name``. delete-pods: pods matching ``selector`` (the controller
@@ -95,7 +99,13 @@ class Scenario:
     deploys: tuple[Path, ...]
     success: Success
     route: str | None = None  # HTTPRoute name (in the target namespace) the game watches
+    kind: str = "deployment"  # the target's kind word; ``deployment`` above is its name for every kind
     reality: Reality | None = None  # world.reality / world.reality-seed: how far vLLM starts stray from the estimate
+
+    @property
+    def target(self) -> Target:
+        """The workload the game faults, watches and restores."""
+        return Target(self.kind, self.namespace, self.deployment)
 
 
 def _err(where: str, message: str) -> UserError:
@@ -146,7 +156,7 @@ def _step(raw: Any, where: str) -> Step:
     for key, value in notes.items():
         if value is not None and not isinstance(value, str):
             raise _err(f"{where}.{kind}.annotations.{key}", "annotation values are strings (quote numbers)")
-    if kind == "deployment" and not sets and not notes:
+    if kind in WORKLOAD_STEPS and not sets and not notes:
         raise _err(f"{where}.{kind}", "expected set and/or annotations")
     if kind == "nodes" and (not spec.get("selector") or not (notes or sets)):
         raise _err(f"{where}.{kind}", "expected selector (a label selector) and annotations and/or set")
@@ -210,7 +220,12 @@ def parse_scenario(data: Any, source: Path) -> Scenario:
     name = _text(top.get("name"), f"{label}: name")
     if not NAME.fullmatch(name):
         raise _err(f"{label}: name", f"{name!r} must be lowercase letters, digits and '-'")
-    target = _mapping(top.get("target"), f"{label}: target", {"namespace", "deployment", "container", "route"})
+    target = _mapping(top.get("target"), f"{label}: target", {"namespace", "deployment", "kind", "name",
+                                                                  "container", "route"})
+    kind = str(target.get("kind") or "deployment")
+    target_of(kind, str(target.get("namespace") or "llm"), "-", f"{label}: target.kind")
+    if "name" in target and "deployment" in target:
+        raise _err(f"{label}: target", "name the workload once: name (any kind) or deployment")
     world = _mapping(top.get("world"), f"{label}: world", {"seed", "objects", "steps", "known-good",
                                                                  "reality", "reality-seed"})
     objects = world.get("objects") or []
@@ -223,12 +238,19 @@ def parse_scenario(data: Any, source: Path) -> Scenario:
     known_good = world.get("known-good")
     if known_good not in (None, "current"):
         raise _err(f"{label}: world.known-good", "expected 'current' (mark the running revision known-good)")
+    if known_good and kind != "deployment":
+        raise _err(f"{label}: world.known-good", f"marks a Deployment's ReplicaSet; the target is a {kind}")
     fault = top.get("fault")
     if not isinstance(fault, list) or not fault:
         raise _err(f"{label}: fault", "required, a list of steps (each a real, reversible API change)")
     steps = world.get("steps") or []
     if not isinstance(steps, list):
         raise _err(f"{label}: world.steps", "expected a list of steps")
+    for where, step_list in (("world.steps", steps), ("fault", fault)):
+        for i, raw in enumerate(step_list):
+            wrong = [k for k in WORKLOAD_STEPS if k != kind and isinstance(raw, dict) and k in raw]
+            if wrong:
+                raise _err(f"{label}: {where}[{i}].{wrong[0]}", f"the target is a {kind}: write {kind}: here")
     deploys = top.get("deploys")
     if not isinstance(deploys, list) or not deploys:
         raise _err(f"{label}: deploys", "required, a list of pyinfra deploy files (relative to this file)")
@@ -240,7 +262,7 @@ def parse_scenario(data: Any, source: Path) -> Scenario:
         name=name, title=_text(top.get("title"), f"{label}: title"),
         description=_text(top.get("description"), f"{label}: description", required=False).strip(),
         source=source, namespace=str(target.get("namespace") or "llm"),
-        deployment=str(target.get("deployment") or "llama-8b"), container=target.get("container"),
+        deployment=str(target.get("name") or target.get("deployment") or "llama-8b"), container=target.get("container"),
         policy=_relative(base, top.get("policy"), f"{label}: policy"), sim_only=bool(top.get("sim-only", False)),
         seed=_seed(base, world.get("seed"), f"{label}: world.seed"), objects=tuple(objects),
         world=tuple(_step(s, f"{label}: world.steps[{i}]") for i, s in enumerate(steps)),
@@ -249,7 +271,7 @@ def parse_scenario(data: Any, source: Path) -> Scenario:
         detection=_detection(expect["detection"], f"{label}: expect.detection"),
         deploys=tuple(_relative(base, d, f"{label}: deploys[{i}]") for i, d in enumerate(deploys)),
         success=_success(top.get("success"), f"{label}: success"),
-        route=target.get("route"),
+        route=target.get("route"), kind=kind,
         reality=(parse_reality(world.get("reality"), world.get("reality-seed"), f"{label}: world")
                  if "reality" in world or "reality-seed" in world else None),
     )

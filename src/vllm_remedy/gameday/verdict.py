@@ -56,7 +56,7 @@ def judge(sc: Scenario, timeline: Timeline, runs: Sequence[DeployRun], latest: d
         clock = f" projected ({_minutes(ttr[0])} of cluster time at {timeline.speed:g}x)" if timeline.speed else ""
         checks.append(Check("service restored", projected <= want.within,
                             f"time to restore {_minutes(projected)}{clock}, limit {_minutes(want.within)}"))
-    dep = latest.get("deployment") or {}
+    dep = latest.get("view") or latest.get("deployment") or {}  # the target as a Deployment reads (targets.view)
     ready = int((dep.get("status") or {}).get("readyReplicas", 0))
     checks.append(Check("ready replicas", ready == want.ready_replicas,
                         f"{ready} Ready, expected {want.ready_replicas}"))

@@ -18,9 +18,11 @@ from urllib.parse import quote
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.gameday.scenario import Scenario, Step
+from vllm_remedy.gameday.targets import Target
 from vllm_remedy.kube.annotations import Keys, known_good_annotations, rfc3339
 from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.kube.errors import ConflictError, NotFoundError
+from vllm_remedy.kube.health import pod_health
 from vllm_remedy.kube.history import CHANGE_CAUSE, HASH_LABEL, REVISION
 from vllm_remedy.kube.patch import json_patch
 from vllm_remedy.sim.seed import set_path
@@ -29,11 +31,6 @@ Obj = dict[str, Any]
 GATEWAY = "gateway.networking.k8s.io/v1"
 _NOW = re.compile(r"\$\{now(?:([+-])(\d+)([smhd]))?\}")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-def deployment_path(ns: str, name: str) -> str:
-    """API path of the target Deployment, which deployment steps and the restore patch."""
-    return f"/apis/apps/v1/namespaces/{quote(ns)}/deployments/{quote(name)}"
 
 
 def route_path(ns: str, name: str) -> str:
@@ -84,13 +81,12 @@ def edit(client: KubeClient, path: str, mutate: Callable[[Obj], None], attempts:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def observed(client: KubeClient, path: str, written: Obj, seconds: float = 10.0) -> None:
-    """Wait (wall clock, briefly) until the deployment controller has seen ``written``: each deployment step is one
-    revision, and two steps patched before the controller looked would collapse into one."""
-    generation = (written.get("metadata") or {}).get("generation") or 0
+def observed(client: KubeClient, target: Target, seconds: float = 10.0) -> None:
+    """Wait (wall clock, briefly) until the workload's controller has seen the last write: each workload step is
+    one revision, and two steps patched before the controller looked would collapse into one."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        if ((client.request("GET", path).get("status") or {}).get("observedGeneration") or 0) >= generation:
+        if target.observed(client.request("GET", target.path)):
             return
         time.sleep(0.05)
 
@@ -122,23 +118,25 @@ class Restorer:
     client: KubeClient
     scenario: Scenario
     keys: Keys
-    deployment: Obj = field(default_factory=dict)
-    replicasets: dict[str, dict[str, str]] = field(default_factory=dict)  # name → our annotations
+    deployment: Obj = field(default_factory=dict)  # the target workload, whatever its kind
+    replicasets: dict[str, dict[str, str]] = field(default_factory=dict)  # history object name → our annotations
     nodes: dict[str, dict[str, str]] = field(default_factory=dict)  # name → annotations
     node_specs: dict[str, Obj] = field(default_factory=dict)  # name → spec (cordon, taints)
     routes: dict[str, Obj | None] = field(default_factory=dict)  # name → object (None: did not exist)
     created: list[tuple[str, Obj]] = field(default_factory=list)
+    #: The pre-game template as the API server stored it when the restore wrote it back: a server defaults what
+    #: it is sent (imagePullPolicy, probes' thresholds), so the captured object need not read the same field by field.
+    written_template: Obj | None = None
 
     def capture(self) -> None:
-        """Read all the game may touch before anything changes: the Deployment, our ReplicaSet marks, node annotations,
-        routes. A missing target is a UserError naming the scenario."""
-        sc = self.scenario
+        """Read all the game may touch before anything changes: the target, our marks on its history (ReplicaSets,
+        ControllerRevisions), node annotations, routes. A missing target is a UserError naming the scenario."""
+        sc, target = self.scenario, self.scenario.target
         try:
-            self.deployment = self.client.get_deployment(sc.namespace, sc.deployment)
+            self.deployment = self.client.request("GET", target.path)
         except NotFoundError:
-            raise UserError(f"{self.client.context}: deployment {sc.namespace}/{sc.deployment} not found "
-                            f"({sc.source}: target)") from None
-        for rs in self.client.list_replicasets(sc.namespace):
+            raise UserError(f"{self.client.context}: {target.label()} not found ({sc.source}: target)") from None
+        for rs in self._history():
             meta = rs["metadata"]
             self.replicasets[meta["name"]] = {k: v for k, v in (meta.get("annotations") or {}).items()
                                               if self.keys.ours(k)}
@@ -192,15 +190,16 @@ class Restorer:
         values = expand(step.set, now)
         notes = expand(step.annotations, now)
         done = Applied(step.what, now)
-        if step.kind == "deployment":
+        if step.kind == sc.kind:
             def change(obj: Obj) -> None:
                 for path, value in values.items():
                     set_path(obj, path, value, f"{sc.source}: {step.what}")
                 _annotate(obj, notes)
                 if step.change_cause:
                     _annotate(obj, {CHANGE_CAUSE: step.change_cause})
-            path = deployment_path(sc.namespace, sc.deployment)
-            observed(self.client, path, edit(self.client, path, change))
+            path = sc.target.path
+            edit(self.client, path, change)
+            observed(self.client, sc.target)
             done.objects.append(path)
         elif step.kind == "nodes":
             for node in self.client.list_nodes(step.selector):
@@ -244,8 +243,8 @@ class Restorer:
                 errors.append(f"{label}: {exc}")
 
         if self.deployment:
-            attempt(f"deployment {sc.namespace}/{sc.deployment}: pre-game template, strategy, replicas and "
-                    "annotations", self._restore_deployment)
+            fields = ", ".join(f"spec.{f}" for f in sc.target.adapter.restore_fields)
+            attempt(f"{sc.target.label()}: pre-game {fields} and annotations", self._restore_deployment)
         for name, notes in self.nodes.items():
             attempt(f"node {name}: annotations, cordon and taints", lambda n=name, a=notes: self._restore_node(n, a))
         for name, obj in self.routes.items():
@@ -255,7 +254,7 @@ class Restorer:
                         spec=copy.deepcopy(o.get("spec")))))
         for path, _obj in reversed(self.created):
             attempt(f"delete {path}", lambda p=path: _delete(self.client, p))
-        attempt("replicaset marks", self._restore_marks)
+        attempt(f"{sc.target.adapter.history} marks", self._restore_marks)
         if errors:
             raise RestoreError(errors, out)
         return out
@@ -264,15 +263,19 @@ class Restorer:
         sc, before = self.scenario, self.deployment
 
         def back(obj: Obj) -> None:
-            for key in ("template", "strategy", "replicas"):
-                if key in before["spec"]:
-                    obj["spec"][key] = copy.deepcopy(before["spec"][key])
+            sc.target.restored_spec(before, obj)
             keep = {k: v for k, v in (obj["metadata"].get("annotations") or {}).items()
                     if k.startswith("deployment.kubernetes.io/")}
             obj["metadata"]["annotations"] = {
                 **{k: v for k, v in (before["metadata"].get("annotations") or {}).items()
                    if not k.startswith("deployment.kubernetes.io/")}, **keep}
-        edit(self.client, deployment_path(sc.namespace, sc.deployment), back)
+        written = edit(self.client, sc.target.path, back)
+        self.written_template = sc.target.template(written)
+        if sc.target.adapter.delete_unready:
+            for pod in self.client.list_pods(sc.namespace, sc.target.selector(written)):
+                if not pod_health(pod).ready:
+                    name = quote(pod["metadata"]["name"])
+                    _delete(self.client, f"/api/v1/namespaces/{quote(sc.namespace)}/pods/{name}")
 
     def _restore_node(self, name: str, notes: dict[str, str]) -> None:
         spec = self.node_specs.get(name) or {}
@@ -289,9 +292,10 @@ class Restorer:
             edit(self.client, f"/api/v1/nodes/{quote(name)}", back)
 
     def _restore_marks(self) -> None:
-        """Known-good marks and our annotations on ReplicaSets as they were: a game must not bless a revision."""
-        ns = self.scenario.namespace
-        for rs in self.client.list_replicasets(ns):
+        """Known-good marks and our annotations on the history objects as they were: a game must not bless a
+        revision."""
+        target = self.scenario.target
+        for rs in self._history():
             name = rs["metadata"]["name"]
             ours = {k: v for k, v in (rs["metadata"].get("annotations") or {}).items() if self.keys.ours(k)}
             wanted = self.replicasets.get(name, {})
@@ -299,14 +303,18 @@ class Restorer:
                 continue
             change: dict[str, str | None] = {k: None for k in ours if k not in wanted}
             change.update(wanted)
-            edit(self.client, f"/apis/apps/v1/namespaces/{quote(ns)}/replicasets/{quote(name)}",
-                 lambda o, c=change: _annotate(o, c))
+            edit(self.client, target.history_path(name), lambda o, c=change: _annotate(o, c))
+
+    def _history(self) -> list[Obj]:
+        """The target's revision history objects in its namespace (ReplicaSets, ControllerRevisions)."""
+        return list(self.client.request("GET", self.scenario.target.history_path()).get("items") or [])
 
     def template_restored(self) -> bool:
-        """Is the Deployment's pod template the pre-game one (ignoring the controller's hash label)?"""
-        sc = self.scenario
-        now = self.client.get_deployment(sc.namespace, sc.deployment)
-        return _bare(now["spec"]["template"]) == _bare(self.deployment["spec"]["template"])
+        """Is the target's pod template the pre-game one (ignoring the controller's hash label)?"""
+        target = self.scenario.target
+        now = self.client.request("GET", target.path)
+        wanted = self.written_template if self.written_template is not None else target.template(self.deployment)
+        return _bare(target.template(now)) == _bare(wanted)
 
 
 class RestoreError(Exception):

@@ -74,7 +74,7 @@ def wait_for_sts_rollout(client: KubeClient, namespace: str, name: str, *, timeo
         if not blocking and observed and len(fresh) == replicas and all(pod_health(p).ready for p in fresh) and (
                 finished or on_delete):
             return done(True, "rolled-out", text.strip() or f"statefulset {name}: {replicas} pods at {update}")
-        for pod in fresh:
+        for pod in fresh if observed else []:  # before the controller saw the write, "fresh" is the old revision
             health = pod_health(pod)
             bad = crashing_container(health, restart_limit)
             if bad is not None:

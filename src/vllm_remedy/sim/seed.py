@@ -26,6 +26,7 @@ from vllm_remedy import hub
 from vllm_remedy.errors import UserError
 from vllm_remedy.sim import admission
 from vllm_remedy.sim.api import resources as api_resources
+from vllm_remedy.sim.api.defaults import default_and_validate
 from vllm_remedy.sim.controllers.defaults import default_deployment
 from vllm_remedy.sim.controllers.images import add_images
 from vllm_remedy.sim.controllers.manager import wait_until
@@ -217,7 +218,12 @@ def apply_seed(cluster: SeedTarget, ref: Obj | str | Path, *, wait: bool = True,
     for i, obj in enumerate(seed.get("objects") or []):
         if not isinstance(obj, dict) or "resource" not in obj or "object" not in obj:
             raise UserError(f"{label}: objects[{i}]: expected {{resource: <plural[.group]>, object: <manifest>}}")
-        _create(store, str(obj["resource"]), copy.deepcopy(obj["object"]))
+        manifest = copy.deepcopy(obj["object"])
+        try:  # as the API server defaults a created object (a rollback writes back what it stored)
+            default_and_validate(str(obj["resource"]), manifest)
+        except ApiError as err:
+            raise UserError(f"{label}: objects[{i}]: {err}") from None
+        _create(store, str(obj["resource"]), manifest)
     for i, entry in enumerate(seed.get("models") or []):
         ship_model(entry, f"{label}: models[{i}]")
     if seed.get("dcgm-exporter"):
