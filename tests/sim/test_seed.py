@@ -161,7 +161,8 @@ def test_a_seed_extends_a_packaged_one_key_by_key_one_level_only(tmp_path):
     seed, _ = load_seed("runbook-statefulset")
     assert seed["nodes"] == load_seed("runbook")[0]["nodes"] and seed["deployments"] == []
     assert [o["object"]["metadata"]["name"] for o in seed["objects"]] == ["llama-sts"]
-    for body, why in (("extends: nope\n", "is not a packaged seed (have: runbook, runbook-statefulset"),
+    packaged = "gke, karpenter, kserve, runbook, runbook-statefulset"
+    for body, why in (("extends: nope\n", f"is not a packaged seed (have: {packaged}"),
                       ("extends: runbook-statefulset\n", "extends another seed itself (one level only)")):
         path = tmp_path / "s.yaml"
         path.write_text(body)

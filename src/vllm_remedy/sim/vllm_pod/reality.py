@@ -105,7 +105,10 @@ def residuals() -> tuple[Residual, ...]:
 
 def residual_for(architecture: str, gpu: str, release: str, seed: int,
                  table: tuple[Residual, ...] | None = None) -> tuple[float, str]:
-    """The mean error of the cases with this key, else a draw from the held-out errors fixed by (seed, key)."""
+    """The mean error of the cases with this key, else a draw fixed by (seed, key): a held-out error's magnitude,
+    with a seeded sign. Why the sign: the held-out logs now under-predict almost everywhere, yet the planner's
+    margin covers |error| (bench/estimate_accuracy.md), so a world must be able to err the dangerous way by as
+    much - a game day that only ever meets more KV cache than predicted could never catch a thin plan."""
     rows = residuals() if table is None else table
     same = [r for r in rows if (r.architecture, r.gpu, r.band) == (architecture, gpu, release)]
     if same:
@@ -115,7 +118,8 @@ def residual_for(architecture: str, gpu: str, release: str, seed: int,
         return 0.0, "no residuals"
     digest = hashlib.sha256(f"{seed}|{architecture}|{gpu}|{release}".encode()).digest()
     pick = pool[int.from_bytes(digest[:8], "big") % len(pool)]
-    return pick.error, f"drawn (seed {seed}): {pick.case}"
+    sign = 1.0 if digest[8] & 1 else -1.0
+    return sign * abs(pick.error), f"drawn (seed {seed}): {pick.case}, {'over' if sign > 0 else 'under'}"
 
 
 def perturb(launch: Launch, error: float) -> Estimate:
