@@ -31,4 +31,5 @@ def run(args: argparse.Namespace) -> int:
 
     return gameday.run(argparse.Namespace(action="run", scenario=args.scenario, all=False, cluster="local",
                                           kubeconfig=None, speed=args.speed, report_dir=args.report_dir,
-                                          allow_prod=False, output=args.output, confirmed=None))
+                                          allow_prod=False, output=args.output, confirmed=None,
+                                          reality=None, reality_seed=None))  # the scenario's own reality
