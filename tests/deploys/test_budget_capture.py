@@ -14,6 +14,7 @@ from vllm_remedy.vllm.memory import EngineSettings, estimate
 from vllm_remedy.vllm.startup_log import classify, parse_startup_log
 
 rehearsal = pyinfra_run.rehearsal
+exact_rehearsal = pyinfra_run.exact_rehearsal  # vLLM's log compared with the prediction exactly
 
 #: vLLM 0.12 on an L4 at utilization 0.95: the KV cache is sized, then the CUDA graphs do not fit the card.
 ARGS = [MODEL, "--max-model-len", "8192", "--gpu-memory-utilization", "0.95", "--max-num-seqs", "64"]
@@ -37,7 +38,8 @@ def logs(rehearsal: Rehearsal, previous: bool = False) -> list[Any]:
             for p in live_pods(rehearsal)]
 
 
-def test_capture_oom_gets_a_smaller_capture_size_and_the_pods_start(rehearsal: Rehearsal) -> None:
+def test_capture_oom_gets_a_smaller_capture_size_and_the_pods_start(exact_rehearsal: Rehearsal) -> None:
+    rehearsal = exact_rehearsal
     vllm_runtime(rehearsal)
     rehearsal.change(graphs_oom_on_l4, change_cause="vLLM 0.12 on the L4 pool at 0.95")
     wait_until(lambda: crash_looping(rehearsal), what="the graphs to crash the start")
