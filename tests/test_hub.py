@@ -67,3 +67,12 @@ def test_a_broken_policy_copy_says_both_reasons(online):
     assert str(got.value) == (f"model acme-corp/Nowhere-1B: not found on the Hub ({online.url}) nor in the local "
                               "Hugging Face cache; policy p.yaml model_config.path c.json: cannot read (No such file "
                               "or directory)")
+
+
+def test_the_environment_at_the_call_rules_not_the_one_at_import(online, monkeypatch):
+    """huggingface_hub froze HF_HUB_OFFLINE=1 when something imported it under the test session's offline default;
+    the environment now says online (as the rehearsal cluster's process sees it after a test sets its Hub)."""
+    from huggingface_hub import constants
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    spec, source = hub.resolve(SMOLLM2_ID)
+    assert (spec.num_layers, source) == (24, f"the Hub ({online.url})")

@@ -106,6 +106,10 @@ def fetch_config(repo_id: str, revision: str | None = None) -> tuple[str, str]:
         raise Unresolved(f"model {repo_id}: the Hub ({hub}) is unreachable ({unreachable}) and the local Hugging Face "
                          f"cache has no {CONFIG}; set HF_HUB_OFFLINE=1 where no Hub is reachable")
     hf_logging.set_verbosity_error()  # its retry warnings are not ours to print: the one line below is
+    # huggingface_hub reads HF_HUB_OFFLINE once, at import; we read it at each call (the rehearsal cluster resolves
+    # in the same process as the deploy it serves, and the environment may have changed since). Offline was ruled
+    # out above, so the library must not refuse on a reading taken before.
+    hf.constants.HF_HUB_OFFLINE = False
     try:
         path = hf.hf_hub_download(repo_id, CONFIG, revision=revision, cache_dir=cache_dir(), endpoint=hub,
                                   token=os.environ.get("HF_TOKEN") or None, etag_timeout=TIMEOUT)
