@@ -130,12 +130,13 @@ def test_bad_scenario_key_is_one_line(cli, tmp_path: Path):
 
 
 def test_unknown_scenario_names_the_shipped_ones(cli):
+    """The list is every scenario file on disk, in file order: a new scenario cannot go unlisted."""
+    on_disk = [p.stem.split("-", 1)[1] for p in sorted(SHIPPED.glob("[0-9]*-*.yaml"))]
+    assert len(on_disk) >= 13 and "bad-rollout" in on_disk and "statefulset-bad-rollout" in on_disk
     got = cli("gameday", "run", "meltdown")
     assert got.returncode == 2
     assert got.stderr == ("vllm-remedy: error: scenario 'meltdown': no such file or shipped scenario (have: "
-                          "bad-rollout, gpu-swap, gpu-memory-held, oom-under-load, kv-fp8-unsupported, "
-                          "gateway-fallback, enforce-eager-expired, two-bad-revisions, nothing-fits, "
-                          "mark-withdrawn)\n")
+                          f"{', '.join(on_disk)})\n")
 
 
 def test_a_nodes_step_sets_only_cordon_and_taints(cli, tmp_path: Path):
