@@ -20,7 +20,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from vllm_remedy.sim import kube_state_metrics, kubeconfig
-from vllm_remedy.sim.api import websocket
+from vllm_remedy.sim.api import reader_clock, websocket
 from vllm_remedy.sim.api.auth import Authorizer
 from vllm_remedy.sim.api.dispatch import ApiContext, handle
 from vllm_remedy.sim.api.faults import Faults
@@ -60,12 +60,14 @@ class _Handler(BaseHTTPRequestHandler):
         log.debug("%s " + format, self.address_string(), *args)
 
     def date_time_string(self, timestamp: float | None = None) -> str:
-        """The ``Date`` header in the addressed cluster's simulated time.
+        """The ``Date`` header in the addressed cluster's simulated time; a person's tool gets the wall clock.
 
         Clients measure the runbook's durations ("Ready for 30 minutes", toggle expiry) on the cluster's
         clock; this header is how a client outside the process learns it (``KubeClient.server_time``).
+        kubectl is served every time on the wall clock (``reader_clock``), so its ``Date`` is the wall clock too.
         """
-        if timestamp is None:
+        headers = getattr(self, "headers", None)
+        if timestamp is None and not reader_clock.is_reader(headers.get("User-Agent") if headers else None):
             contexts = self.server.sim.contexts
             name = self.path.split("/")[2] if self.path.startswith("/clusters/") else None
             ctx = contexts.get(name) if name else None
@@ -305,8 +307,14 @@ class SimServer:
         return error_response(ApiError(404, "NotFound", f"no cluster in path {req.path}; use /clusters/<name>/..."))
 
     def _handle(self, ctx: ApiContext, req: Request) -> Response:
-        """Answer through the API layer; a write's answer waits until the cluster's changes are durable."""
+        """Answer through the API layer; a write's answer waits until the cluster's changes are durable. A
+        person's tool (kubectl) reads and writes times on its wall clock (``reader_clock``)."""
+        reader = reader_clock.is_reader(req.headers.get("user-agent"))
+        if reader:
+            reader_clock.received(req, ctx.cluster.clock)
         resp = handle(ctx, req)
+        if reader:
+            resp = reader_clock.present(resp, req, ctx.cluster.clock)
         if self.state is not None and req.method in WRITES:
             try:
                 self.state.sync(ctx.cluster.name)

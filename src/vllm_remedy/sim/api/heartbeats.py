@@ -1,4 +1,4 @@
-"""Times that are shown as of the moment they are read: kubelet heartbeats, and Events on the reader's clock.
+"""Times that are shown as of the moment they are read: kubelet heartbeats.
 
 Heartbeats: node Leases' ``renewTime`` and node conditions' ``lastHeartbeatTime``.
 A kubelet renews its Lease every 10 s and re-posts node status at least every 5 minutes. Writing that
@@ -7,11 +7,7 @@ write-ahead log); instead a served Node or Lease carries the latest beat due at 
 ``now``, so heartbeats advance with the simulated clock at no cost. A node whose Ready condition is
 ``Unknown`` (its kubelet stopped posting) keeps its stored times.
 
-Events: the cluster's clock runs ``speed`` times faster than the wall clock, so its stamps lie in the
-reader's future and kubectl's client-side ages (``describe``'s Events, ``kubectl events``) would print
-``<invalid>``. Served Events are therefore shifted onto the reader's clock: each time moves by
-``wall_now - sim_now``, so ``wall_now - shown == sim_now - stored`` — the same age the server-side tables
-print. Nothing computes with Event times but age displays; stored Events keep the cluster's times.
+Events and every other time reach kubectl on its wall clock through ``reader_clock``.
 Pure: objects in, objects out.
 """
 
@@ -57,27 +53,4 @@ def fresh(resource: str, obj: Obj, now: float) -> Obj:
         obj = copy.deepcopy(obj)
         spec = obj.setdefault("spec", {})
         spec["renewTime"] = _stamp(_beat(now, LEASE_RENEW_SECONDS, spec.get("acquireTime")), micro=True)
-    return obj
-
-
-EVENT_TIMES = (("firstTimestamp",), ("lastTimestamp",), ("eventTime",), ("metadata", "creationTimestamp"),
-               ("series", "lastObservedTime"), ("deprecatedFirstTimestamp",), ("deprecatedLastTimestamp",))
-
-
-def on_wall_clock(obj: Obj, sim_now: float, wall_now: float) -> Obj:
-    """An Event (core/v1 or events.k8s.io/v1) with its times moved onto the reader's clock (a copy)."""
-    obj = copy.deepcopy(obj)
-    shift = wall_now - sim_now
-    for path in EVENT_TIMES:
-        holder = obj
-        for key in path[:-1]:
-            holder = holder.get(key) if isinstance(holder.get(key), dict) else {}
-        value = holder.get(path[-1])
-        if not isinstance(value, str) or not value:
-            continue
-        try:
-            moved = parse_timestamp(value) + shift
-        except ValueError:
-            continue
-        holder[path[-1]] = _stamp(moved, micro="." in value)
     return obj

@@ -34,18 +34,12 @@ def matcher(route: Route, req: Request) -> Any:
 
 def with_type(route: Route, obj: Obj, now: float | None = None, req: Request | None = None) -> Obj:
     """Stored objects omit apiVersion/kind; clients expect them on every read. With ``now`` (the cluster's),
-    node heartbeats are shown as of then; Events read by kubectl are shown on its clock (``heartbeats``).
-
-    Only kubectl's: it computes Event ages client-side against the machine's clock, which the compressed cluster
-    clock runs ahead of (``<invalid>``). Every other client reads the one cluster clock, as on a real cluster —
-    restore weighs Event times against known-good marks, and two clocks there would be a lie about order."""
+    node heartbeats are shown as of then. Times stay on the cluster clock here; kubectl gets them moved onto its
+    wall clock on the way out (``reader_clock``)."""
     if route.resource.group == "events.k8s.io":
         obj = events_v1.from_core(obj)
     obj.setdefault("apiVersion", route.resource.api_version)
     obj.setdefault("kind", route.resource.kind)
-    if now is not None and route.resource.kind == "Event":
-        agent = (req.headers.get("user-agent", "") if req is not None else "")
-        return heartbeats.on_wall_clock(obj, now, time.time()) if agent.startswith("kubectl") else obj
     return obj if now is None else heartbeats.fresh(route.resource.key, obj, now)
 
 
