@@ -54,6 +54,7 @@ class _Handler(BaseHTTPRequestHandler):
         # Headers and body go out as separate writes; without NODELAY, Nagle + the client's delayed ACK
         # add ~40 ms to every response.
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.kept: dict[str, Any] = {}  # per-connection state handed to every request (``reader_clock``'s shift)
 
     def log_message(self, format: str, *args: Any) -> None:
         """http.server's per-request lines go to debug logging, keeping ``sim up`` and test output quiet."""
@@ -122,7 +123,7 @@ class _Handler(BaseHTTPRequestHandler):
         for key, value in pairs:
             multi.setdefault(key, []).append(value)
         req = Request(self.command, url.path, dict(pairs), {k.lower(): v for k, v in self.headers.items()}, body,
-                      multi=multi)
+                      multi=multi, connection=self.kept)
         self._send(self.server.sim.dispatch(req))
 
     def _send(self, resp: Response) -> None:
@@ -309,12 +310,12 @@ class SimServer:
     def _handle(self, ctx: ApiContext, req: Request) -> Response:
         """Answer through the API layer; a write's answer waits until the cluster's changes are durable. A
         person's tool (kubectl) reads and writes times on its wall clock (``reader_clock``)."""
-        reader = reader_clock.is_reader(req.headers.get("user-agent"))
-        if reader:
-            reader_clock.received(req, ctx.cluster.clock)
+        by = reader_clock.held_shift(req, ctx.cluster.name, ctx.cluster.clock)
+        if by is not None:
+            reader_clock.received(req, by)
         resp = handle(ctx, req)
-        if reader:
-            resp = reader_clock.present(resp, req, ctx.cluster.clock)
+        if by is not None:
+            resp = reader_clock.present(resp, req, ctx.cluster.clock, by)
         if self.state is not None and req.method in WRITES:
             try:
                 self.state.sync(ctx.cluster.name)

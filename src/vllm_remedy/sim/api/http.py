@@ -27,6 +27,7 @@ class Request:
     body: bytes = b""
     user: str | None = None
     multi: dict[str, list[str]] = field(default_factory=dict)  # repeated query parameters (exec's command)
+    connection: dict[str, Any] = field(default_factory=dict)  # state kept across one connection's requests
 
     @property
     def content_type(self) -> str:
