@@ -144,8 +144,11 @@ def test_seeded_revisions_images_are_on_the_nodes_they_could_run_on():
     cluster.start()
     try:
         cluster.apply_seed("runbook", timeout=10)
-        held = {n["metadata"]["name"]: [e["names"][1] for e in n["status"]["images"]]
-                for n in cluster.store.list("nodes")[0]}
+        nodes = cluster.store.list("nodes")[0]
+        held = {n["metadata"]["name"]: sorted(e["names"][1] for e in n["status"]["images"]) for n in nodes}
+        for node in nodes:  # listed as the kubelet lists them, largest first, whatever order they were pulled in
+            sizes = [int(e["sizeBytes"]) for e in node["status"]["images"]]
+            assert sizes == sorted(sizes, reverse=True), node["metadata"]["name"]
         tags = [f"docker.io/vllm/vllm-openai:{t}" for t in ("v0.6.6", "v0.7.3", "v0.8.5")]
         # every GPU node runs the GPU operator's DCGM exporter, so each holds that image once it started there
         dcgm = ["nvcr.io/nvidia/k8s/dcgm-exporter:4.5.3-4.8.2-ubuntu22.04"]

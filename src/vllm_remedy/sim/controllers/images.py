@@ -56,6 +56,7 @@ def add_images(node: Obj, images: Iterable[str]) -> None:
     for image in images:
         if not has_image(node, image):
             listed.append({"names": image_names(image), "sizeBytes": image_bytes(image)})
+    listed.sort(key=lambda entry: -int(entry.get("sizeBytes") or 0))  # the kubelet lists the largest first
 
 
 class Pulls:
