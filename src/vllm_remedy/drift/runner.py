@@ -44,8 +44,12 @@ from vllm_remedy.drift.pyinfra_costs import (
 from vllm_remedy.errors import UserError
 from vllm_remedy.facts.deployment import Deployment
 from vllm_remedy.facts.inferenceservice import InferenceServiceState
+from vllm_remedy.facts.leaderworkerset import LeaderWorkerSetState
 from vllm_remedy.facts.pods import Pods
+from vllm_remedy.facts.statefulset import StatefulSetState
 from vllm_remedy.kube.errors import NotFoundError
+from vllm_remedy.kube.kinds import LEADERWORKERSET, STATEFULSET
+from vllm_remedy.kube.lws_history import leader_template, lwt_of
 from vllm_remedy.operations import budget, inferenceservice, restore, workload
 from vllm_remedy.operations.util import K8sHost, forget, forget_plans, k8s_host
 from vllm_remedy.policy import Policy
@@ -283,19 +287,58 @@ def _inferenceservice(run: Run, host: Host) -> tuple[dict[str, Any], dict[str, A
     return view, fact["pods"] or {"pods": []}
 
 
+def _statefulset(run: Run, host: Host) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A StatefulSet host: the set itself (its template is where a Deployment's is) and its pods as Pods rows."""
+    fact = host.get_fact(StatefulSetState)
+    if host in run.state.failed_hosts or not isinstance(fact, dict) or not fact.get("statefulset"):
+        raise HostFailed(run.log.error(host.name, "could not read the StatefulSet"))
+    return dict(fact["statefulset"]), fact["pod_rows"]
+
+
+def _leaderworkerset(run: Run, host: Host) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A LeaderWorkerSet host as the checks read a Deployment: its metadata with the leader's pod template (the
+    leader runs ``vllm serve``; the prediction splits the model over the group), and every pod of the set."""
+    fact = host.get_fact(LeaderWorkerSetState)
+    if host in run.state.failed_hosts or not isinstance(fact, dict) or not fact.get("leaderworkerset"):
+        raise HostFailed(run.log.error(host.name, "could not read the LeaderWorkerSet"))
+    lws = fact["leaderworkerset"]
+    view = {"apiVersion": lws.get("apiVersion"), "kind": lws.get("kind"), "metadata": lws.get("metadata") or {},
+            "spec": {"template": leader_template(lwt_of(lws))}}
+    return view, fact["pod_rows"]
+
+
+#: Kinds whose fix no deploy plans yet (deploys/budget.py refuses them): checked, with this note instead of a fix.
+NO_FIX = {STATEFULSET.word: "deploys/budget.py does not change a StatefulSet's flags or GPU pin yet",
+          LEADERWORKERSET.word: "deploys/budget.py does not write a LeaderWorkerSet's leader and worker templates yet"}
+
+
+def _fix_note(kind: str) -> str | None:
+    """Why a host of ``kind`` gets no planned fix (None: the deploys' operations are planned)."""
+    if kind not in NO_FIX:
+        return None
+    return (f"fix not planned for a {kind}: {NO_FIX[kind]}; roll back with deploys/restore.py or change it in Git "
+            "or by hand")
+
+
 def plan_host(run: Run, host: Host) -> dict[str, Any]:
-    """Checks + the fix the deploys would make, for one connected host (raises HostFailed on any error)."""
+    """Checks + the fix the deploys would make, for one connected host (raises HostFailed on any error).
+
+    Every kind a namespace host expands to is checked; a kind no deploy fixes yet gets a note in place of a fix."""
     ctx = k8s_host(host)
-    isvc = host.data.get("k8s_kind") == "inferenceservice"
-    deployment, pods = _inferenceservice(run, host) if isvc else (_deployment(run, host), _pods(run, host))
+    kind = str(host.data.get("k8s_kind") or "deployment")
+    isvc = kind == "inferenceservice"
+    reads = {"inferenceservice": _inferenceservice, STATEFULSET.word: _statefulset,
+             LEADERWORKERSET.word: _leaderworkerset}.get(kind)
+    deployment, pods = reads(run, host) if reads else (_deployment(run, host), _pods(run, host))
     now = ctx.client.server_time()
     result = checks.run_checks(deployment, ctx.policy, now, ctx.container, pods)
     route = _route_check(ctx)
     owner = gitops.detect(deployment)
     operations = ([("Smallest flag change that restores headroom", inferenceservice.smallest_fix, {})] if isvc
-                  else fix_operations(ctx.policy))
+                  else [] if kind in NO_FIX else fix_operations(ctx.policy))
     fix = [_without_unreadable(_operation(run, host, label, op, kwargs)) for label, op, kwargs in operations]
     return {"host": host.name, "error": None, "policy": ctx.policy.source, "cluster_time": now,
+            "fix_note": _fix_note(kind),
             "accept_unknown": ctx.policy.drift.accepts_unknown,
             "checks": [c.to_json() for c in (*result.checks, route)], "observed": result.observed.to_json(),
             "prediction": result.prediction.to_json() | {"line": result.prediction.line()},
@@ -324,9 +367,15 @@ def expire(inventory_path: str, limit: Iterable[str] = ()) -> dict[str, Any]:
     label = "Revert expired temporary toggles"
     try:
         due: dict[str, list[str]] = {}
+        other: set[str] = set()  # hosts of another kind than Deployment, which a namespace host expands to
 
         def prepare(host: Host) -> dict[str, Any]:
             ctx = k8s_host(host)
+            if ctx.kind != "deployment":  # no deploy records a timed toggle on another kind: skip it, said
+                other.add(host.name)
+                return {"host": host.name, "error": None, "operation": label, "changes": False, "refused": None,
+                        "noop": None, "lines": [f"skipped: {ctx.where}: expire reverts the timed toggles deploys "
+                                                "record on Deployments; none is recorded on this kind"]}
             deployment = _deployment(run, host)
             notes = (deployment.get("metadata") or {}).get("annotations") or {}
             limit = ctx.policy.enforce_eager.max_duration.total_seconds()
@@ -352,7 +401,7 @@ def expire(inventory_path: str, limit: Iterable[str] = ()) -> dict[str, Any]:
                     result["error"] = run.log.error(name, "revert failed")
                 elif due.get(name) and (result.get("noop") or "").startswith(workload.KEPT):
                     result["error"] = result["noop"]  # refused like any write predicted not to start: exit 1
-                result["remaining"] = _remaining(run, name)
+                result["remaining"] = [] if name in other else _remaining(run, name)
             hosts.append(result)
     finally:
         _close(run)
