@@ -41,15 +41,9 @@ from vllm_remedy.drift.pyinfra_costs import (
     global_arguments_typed_once,
     host_data_merged_once,
 )
+from vllm_remedy.drift.workloads import NO_FIX, HostFailed, deployment_of, fix_note, workload_of
 from vllm_remedy.errors import UserError
-from vllm_remedy.facts.deployment import Deployment
-from vllm_remedy.facts.inferenceservice import InferenceServiceState
-from vllm_remedy.facts.leaderworkerset import LeaderWorkerSetState
-from vllm_remedy.facts.pods import Pods
-from vllm_remedy.facts.statefulset import StatefulSetState
 from vllm_remedy.kube.errors import NotFoundError
-from vllm_remedy.kube.kinds import LEADERWORKERSET, STATEFULSET
-from vllm_remedy.kube.lws_history import leader_template, lwt_of
 from vllm_remedy.operations import budget, inferenceservice, restore, workload
 from vllm_remedy.operations.util import K8sHost, forget, forget_plans, k8s_host
 from vllm_remedy.policy import Policy
@@ -61,10 +55,6 @@ _PREFIXED = re.compile(r"^\[(?P<host>[^\]]+)\](?P<text>.*)$")
 _NOISE = ("Connected", "Loaded fact", "Ready:")
 #: How an operation says why it does nothing (``operations.util.noop``): kept apart from what it would change.
 NOOP = "noop: "
-
-
-class HostFailed(Exception):
-    """A host could not be checked; the message is the one line the report shows."""
 
 
 class LineLog(logging.Handler):
@@ -204,22 +194,6 @@ def _per_host(run: Run, work: Callable[[Host], dict[str, Any]]) -> list[dict[str
     return [results[h.name] for h in run.hosts]
 
 
-def _deployment(run: Run, host: Host) -> dict[str, Any]:
-    fact = host.get_fact(Deployment)
-    if host in run.state.failed_hosts or not fact or not fact.get("object"):
-        raise HostFailed(run.log.error(host.name, "could not read the Deployment"))
-    return dict(fact["object"])
-
-
-def _pods(run: Run, host: Host) -> dict[str, Any]:
-    """The Pods fact exactly as deploys/budget.py reads it (same verb command), so the read snapshot answers
-    both from one read: the crash-loop check adds no request per host."""
-    fact = host.get_fact(Pods)
-    if host in run.state.failed_hosts or not isinstance(fact, dict):
-        raise HostFailed(run.log.error(host.name, "could not read the pods"))
-    return fact
-
-
 def fix_operations(policy: Policy) -> list[tuple[str, Callable[..., Any], dict[str, Any]]]:
     """deploys/budget.py's operations, in its order (``operations.budget.FIX``, the very list the deploy runs, so
     this cannot go stale), then - with a gateway fallback in the policy - the last step of deploys/restore.py:
@@ -275,51 +249,6 @@ def _without_unreadable(result: dict[str, Any]) -> dict[str, Any]:
     return {**result, "lines": [line for line in result["lines"] if not line.startswith(UNREADABLE)]}
 
 
-def _inferenceservice(run: Run, host: Host) -> tuple[dict[str, Any], dict[str, Any]]:
-    """An InferenceService host as the checks read a Deployment: its metadata with the pod template its predictor
-    makes (``kube.inferenceservice``), and the pods of the Deployment KServe owns for it."""
-    fact = host.get_fact(InferenceServiceState)
-    if host in run.state.failed_hosts or not isinstance(fact, dict) or not fact.get("inferenceservice"):
-        raise HostFailed(run.log.error(host.name, "could not read the InferenceService"))
-    isvc = fact["inferenceservice"]
-    view = {"apiVersion": isvc.get("apiVersion"), "kind": isvc.get("kind"), "metadata": isvc.get("metadata") or {},
-            "spec": {"template": fact["template"]}}
-    return view, fact["pods"] or {"pods": []}
-
-
-def _statefulset(run: Run, host: Host) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A StatefulSet host: the set itself (its template is where a Deployment's is) and its pods as Pods rows."""
-    fact = host.get_fact(StatefulSetState)
-    if host in run.state.failed_hosts or not isinstance(fact, dict) or not fact.get("statefulset"):
-        raise HostFailed(run.log.error(host.name, "could not read the StatefulSet"))
-    return dict(fact["statefulset"]), fact["pod_rows"]
-
-
-def _leaderworkerset(run: Run, host: Host) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A LeaderWorkerSet host as the checks read a Deployment: its metadata with the leader's pod template (the
-    leader runs ``vllm serve``; the prediction splits the model over the group), and every pod of the set."""
-    fact = host.get_fact(LeaderWorkerSetState)
-    if host in run.state.failed_hosts or not isinstance(fact, dict) or not fact.get("leaderworkerset"):
-        raise HostFailed(run.log.error(host.name, "could not read the LeaderWorkerSet"))
-    lws = fact["leaderworkerset"]
-    view = {"apiVersion": lws.get("apiVersion"), "kind": lws.get("kind"), "metadata": lws.get("metadata") or {},
-            "spec": {"template": leader_template(lwt_of(lws))}}
-    return view, fact["pod_rows"]
-
-
-#: Kinds whose fix no deploy plans yet (deploys/budget.py refuses them): checked, with this note instead of a fix.
-NO_FIX = {STATEFULSET.word: "deploys/budget.py does not change a StatefulSet's flags or GPU pin yet",
-          LEADERWORKERSET.word: "deploys/budget.py does not write a LeaderWorkerSet's leader and worker templates yet"}
-
-
-def _fix_note(kind: str) -> str | None:
-    """Why a host of ``kind`` gets no planned fix (None: the deploys' operations are planned)."""
-    if kind not in NO_FIX:
-        return None
-    return (f"fix not planned for a {kind}: {NO_FIX[kind]}; roll back with deploys/restore.py or change it in Git "
-            "or by hand")
-
-
 def plan_host(run: Run, host: Host) -> dict[str, Any]:
     """Checks + the fix the deploys would make, for one connected host (raises HostFailed on any error).
 
@@ -327,9 +256,7 @@ def plan_host(run: Run, host: Host) -> dict[str, Any]:
     ctx = k8s_host(host)
     kind = str(host.data.get("k8s_kind") or "deployment")
     isvc = kind == "inferenceservice"
-    reads = {"inferenceservice": _inferenceservice, STATEFULSET.word: _statefulset,
-             LEADERWORKERSET.word: _leaderworkerset}.get(kind)
-    deployment, pods = reads(run, host) if reads else (_deployment(run, host), _pods(run, host))
+    deployment, pods = workload_of(run, host, kind)
     now = ctx.client.server_time()
     result = checks.run_checks(deployment, ctx.policy, now, ctx.container, pods)
     route = _route_check(ctx)
@@ -338,7 +265,7 @@ def plan_host(run: Run, host: Host) -> dict[str, Any]:
                   else [] if kind in NO_FIX else fix_operations(ctx.policy))
     fix = [_without_unreadable(_operation(run, host, label, op, kwargs)) for label, op, kwargs in operations]
     return {"host": host.name, "error": None, "policy": ctx.policy.source, "cluster_time": now,
-            "fix_note": _fix_note(kind),
+            "fix_note": fix_note(kind),
             "accept_unknown": ctx.policy.drift.accepts_unknown,
             "checks": [c.to_json() for c in (*result.checks, route)], "observed": result.observed.to_json(),
             "prediction": result.prediction.to_json() | {"line": result.prediction.line()},
@@ -376,7 +303,7 @@ def expire(inventory_path: str, limit: Iterable[str] = ()) -> dict[str, Any]:
                 return {"host": host.name, "error": None, "operation": label, "changes": False, "refused": None,
                         "noop": None, "lines": [f"skipped: {ctx.where}: expire reverts the timed toggles deploys "
                                                 "record on Deployments; none is recorded on this kind"]}
-            deployment = _deployment(run, host)
+            deployment = deployment_of(run, host)
             notes = (deployment.get("metadata") or {}).get("annotations") or {}
             limit = ctx.policy.enforce_eager.max_duration.total_seconds()
             due[host.name] = [t.name for t in expired_toggles(ctx.keys, notes, ctx.client.server_time(), limit)]
