@@ -8,11 +8,15 @@ which ``restore`` puts back); a second run changes nothing. On failure the host 
 nothing is marked.
 """
 
-from vllm_remedy.operations import confirm, evidence, workload
+from vllm_remedy.operations import confirm, evidence, kinds, workload
 
-# A temporary toggle past its expiry is not a state to bless: revert it and let the rollout finish first.
-workload.revert_expired_toggles(name="Revert expired temporary toggles")
-# A revision seen dying loses its mark here too (restore must not return to it); a confirmed one keeps it.
-evidence.crash_recorded(name="Record crash-looping revisions on their ReplicaSets")
-workload.rolled_out(name="Wait until the new pods are Ready")
-confirm.marked_known_good(name="Confirm and mark the running revision known-good")
+if not kinds.handles("deployment"):  # a namespace host expands to every kind: refuse the others in one line
+    kinds.unsupported(name="Confirm and mark the running revision known-good",
+                      what="confirming and marking known-good")
+else:
+    # A temporary toggle past its expiry is not a state to bless: revert it and let the rollout finish first.
+    workload.revert_expired_toggles(name="Revert expired temporary toggles")
+    # A revision seen dying loses its mark here too (restore must not return to it); a confirmed one keeps it.
+    evidence.crash_recorded(name="Record crash-looping revisions on their ReplicaSets")
+    workload.rolled_out(name="Wait until the new pods are Ready")
+    confirm.marked_known_good(name="Confirm and mark the running revision known-good")

@@ -11,10 +11,12 @@ and ``restore`` must never roll back onto it), withdrawing a known-good mark the
 
 from pyinfra import host
 
-from vllm_remedy.operations import diagnose, evidence, inferenceservice
+from vllm_remedy.operations import diagnose, evidence, inferenceservice, kinds
 
 if host.data.get("k8s_kind") == "inferenceservice":  # read from its own spec; KServe owns the ReplicaSets
     inferenceservice.report(name="Read the startup log and what changed since the last ready predictor")
+elif not kinds.handles("deployment"):  # a namespace host expands to every kind: refuse the others in one line
+    kinds.unsupported(name="Read the startup log and what changed", what="the diagnosis")
 else:
     evidence.crash_recorded(name="Record crash-looping revisions on their ReplicaSets")
     diagnose.report(name="Read the startup log and what changed")

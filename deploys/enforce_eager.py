@@ -11,12 +11,15 @@ refused. Eager mode costs throughput and latency: plan the real fix before it ex
 
 from pyinfra import host
 
-from vllm_remedy.operations import enforce_eager, evidence, workload
+from vllm_remedy.operations import enforce_eager, evidence, kinds, workload
 
 enabled = str(host.data.get("enforce_eager", True)).lower() not in ("false", "0", "no", "off")
 
-workload.revert_expired_toggles(name="Revert expired temporary toggles")
-evidence.crash_recorded(name="Record crash-looping revisions on their ReplicaSets")
-enforce_eager.toggle(name="Temporary eager mode" if enabled else "Eager mode off", enabled=enabled,
-                     ttl=host.data.get("eager_ttl"))
-workload.rolled_out(name="Wait until the new pods are Ready")
+if not kinds.handles("deployment"):  # a namespace host expands to every kind: refuse the others in one line
+    kinds.unsupported(name="Temporary eager mode", what="the timed --enforce-eager toggle")
+else:
+    workload.revert_expired_toggles(name="Revert expired temporary toggles")
+    evidence.crash_recorded(name="Record crash-looping revisions on their ReplicaSets")
+    enforce_eager.toggle(name="Temporary eager mode" if enabled else "Eager mode off", enabled=enabled,
+                         ttl=host.data.get("eager_ttl"))
+    workload.rolled_out(name="Wait until the new pods are Ready")

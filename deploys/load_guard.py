@@ -9,9 +9,12 @@ Values are only ever lowered; only flags that change are written. The maximum pr
 gateway's to enforce (policy ``load_shedding.max_prompt_tokens``).
 """
 
-from vllm_remedy.operations import evidence, load_guard, workload
+from vllm_remedy.operations import evidence, kinds, load_guard, workload
 
-workload.revert_expired_toggles(name="Revert expired temporary toggles")
-evidence.crash_recorded(name="Record crash-looping revisions on their ReplicaSets")
-load_guard.caps(name="Cap load per policy")  # the policy's load_shedding caps
-workload.rolled_out(name="Wait until the new pods are Ready")
+if not kinds.handles("deployment"):  # a namespace host expands to every kind: refuse the others in one line
+    kinds.unsupported(name="Cap load per policy", what="the load caps")
+else:
+    workload.revert_expired_toggles(name="Revert expired temporary toggles")
+    evidence.crash_recorded(name="Record crash-looping revisions on their ReplicaSets")
+    load_guard.caps(name="Cap load per policy")  # the policy's load_shedding caps
+    workload.rolled_out(name="Wait until the new pods are Ready")

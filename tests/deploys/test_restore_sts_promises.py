@@ -9,6 +9,7 @@ import copy
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -37,13 +38,14 @@ def the_change_is_the_diff(before: dict[str, Any], shown_in: str, after: dict[st
         {k: v for k, v in before["spec"].items() if k != "template"}
 
 
-def no_changes(rehearsal: Rehearsal, inv: str, *args: str, stdin: str | None = "") -> None:
-    """A rerun: every operation says "No changes" and the set is not written (same resourceVersion)."""
+def no_changes(rehearsal: Rehearsal, inv: str, *args: str, stdin: str | None = "") -> list[str]:
+    """A rerun: every operation says "No changes" and the set is not written (same resourceVersion); its lines."""
     version = sts(rehearsal)["metadata"]["resourceVersion"]
     again = rehearsal.pyinfra(inv, RESTORE, *args, stdin=stdin)
     assert again.returncode == 0, again.stderr
     assert host_lines(again.stderr, STS_HOST).count("No changes") == 2, again.stderr
     assert sts(rehearsal)["metadata"]["resourceVersion"] == version
+    return host_lines(again.stderr, STS_HOST)
 
 
 def test_with_y_the_dry_runs_diff_is_the_change_and_a_rerun_is_a_no_op(rehearsal: Rehearsal, tmp_path: Path) -> None:
@@ -60,6 +62,19 @@ def test_with_y_the_dry_runs_diff_is_the_change_and_a_rerun_is_a_no_op(rehearsal
     no_changes(rehearsal, inv, stdin="\n")  # the prompt path: nothing detected; pyinfra still asks
 
 
+def test_a_forced_revision_restored_is_nothing_to_do_on_a_rerun(rehearsal: Rehearsal, tmp_path: Path) -> None:
+    """As for a Deployment (tests/deploys/test_restore_gone_pods.py): once ``--data revision=1`` succeeded - the
+    controller renumbered revision 1 to 3 - the same command changes nothing and exits 0, saying why."""
+    bad_rollout(rehearsal)
+    inv = inventory(tmp_path)
+    first = rehearsal.pyinfra(inv, RESTORE, "-y", "--data", "revision=1", timeout=300)
+    assert first.returncode == 0, first.stderr
+    lines = no_changes(rehearsal, inv, "-y", "--data", "revision=1")
+    assert ("noop: nothing to restore: host data revision: 1 is the current revision (renumbered 3 when it was "
+            "rolled back to)") in lines, lines
+    no_changes(rehearsal, inv, "--data", "revision=1", stdin="\n")  # the prompt path too
+
+
 def test_at_the_prompt_what_was_shown_is_what_runs_and_a_rerun_is_a_no_op(rehearsal: Rehearsal,
                                                                           tmp_path: Path) -> None:
     before = bad_rollout(rehearsal)
@@ -73,13 +88,18 @@ def test_at_the_prompt_what_was_shown_is_what_runs_and_a_rerun_is_a_no_op(rehear
     no_changes(rehearsal, inv, stdin="\n")
 
 
-def colleague(rehearsal: Rehearsal) -> None:
-    """An on-call colleague's own fix, straight to the API server: an env var in the template."""
+def env_fix(sts: dict[str, Any]) -> None:
+    """The colleague's fix: an env var in the template (a new revision)."""
+    container = sts["spec"]["template"]["spec"]["containers"][0]
+    container["env"] = [*(container.get("env") or []), {"name": "COLLEAGUE_FIX", "value": "1"}]
+
+
+def colleague(rehearsal: Rehearsal, edit: Callable[[dict[str, Any]], None] = env_fix) -> None:
+    """An on-call colleague's own edit of the set, straight to the API server (by default: ``env_fix``)."""
     client = rehearsal.client()
     current = client.request("GET", STS_PATH)
     wanted = copy.deepcopy(current)
-    container = wanted["spec"]["template"]["spec"]["containers"][0]
-    container["env"] = [*(container.get("env") or []), {"name": "COLLEAGUE_FIX", "value": "1"}]
+    edit(wanted)
     edited = json_patch(current, wanted)
     client.request("PATCH", STS_PATH, body=edited, content_type=JSON_PATCH)
 
@@ -97,6 +117,29 @@ def test_a_concurrent_edit_at_the_prompt_is_refused_and_kept(rehearsal: Rehearsa
     got = prompted_run(rehearsal, RESTORE, lambda: colleague(rehearsal), timeout=120, inventory=inventory(tmp_path))
     assert got.returncode == 1, got.stderr
     their_edit_stands(rehearsal, host_lines(got.stderr, STS_HOST))
+
+
+def test_an_annotation_edit_at_the_prompt_is_refused_by_the_precondition_and_kept(rehearsal: Rehearsal,
+                                                                                tmp_path: Path) -> None:
+    """An edit that leaves revision 2 crash-looping (an on-call note on the set) while pyinfra waits at its prompt:
+    the approved rollback is still the plan, so it is sent - guarded by the resourceVersion read at the plan, which
+    the API refuses with the usual line, exactly as for a Deployment (tests/deploys/test_restore_safety.py)."""
+    bad_rollout(rehearsal)
+
+    def note_on_the_set(sts: dict[str, Any]) -> None:
+        sts["metadata"].setdefault("annotations", {})["oncall.example.com/owner"] = "someone-else"
+
+    got = prompted_run(rehearsal, RESTORE, lambda: colleague(rehearsal, note_on_the_set), timeout=120,
+                       inventory=inventory(tmp_path))
+    assert got.returncode == 1, got.stderr
+    lines = host_lines(got.stderr, STS_HOST)
+    [failed] = [line for line in lines if "changed since it was read" in line and not line.startswith("warning: ")]
+    assert failed.startswith("roll back statefulset llm/llama-sts from revision 2 to revision 1 ("), lines
+    assert ": rehearsal: statefulset llm/llama-sts changed since it was read (HTTP 422); nothing was written" in failed
+    after = sts(rehearsal)
+    assert after["metadata"]["annotations"]["oncall.example.com/owner"] == "someone-else"
+    assert CHANGE_ID not in after["metadata"]["annotations"]  # nothing of ours was written
+    assert after["spec"]["template"]["metadata"].get("annotations")  # still the crash-looping revision 2
 
 
 def test_with_y_an_edit_between_our_read_and_our_write_is_refused_and_kept(rehearsal: Rehearsal,
@@ -149,3 +192,4 @@ def test_after_kill_9_mid_wait_a_rerun_resumes_the_wait(rehearsal: Rehearsal, tm
     assert after["metadata"]["generation"] == written["metadata"]["generation"]  # resumed, not written again
     assert after["metadata"]["annotations"][CHANGE_ID] == written["metadata"]["annotations"][CHANGE_ID]
     assert after["status"]["readyReplicas"] == 2
+

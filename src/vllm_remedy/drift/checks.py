@@ -333,7 +333,8 @@ def run_checks(deployment: Mapping[str, Any], policy: Policy, now: float, contai
         server, observed = observe(deployment, keys, container)
     except UserError as exc:
         meta = deployment.get("metadata") or {}
-        raise UserError(f"deployment {meta.get('namespace')}/{meta.get('name')}: {exc}") from exc
+        kind = str(deployment.get("kind") or "deployment").lower()  # a namespace host's StatefulSet, LWS, ...
+        raise UserError(f"{kind} {meta.get('namespace')}/{meta.get('name')}: {exc}") from exc
     prediction = predict(deployment, policy, container)
     checks = (check_max_model_len(policy, server), check_flag_bounds(policy, server),
               check_known_good_unit(policy, observed), check_gpu_pinned(policy, observed),

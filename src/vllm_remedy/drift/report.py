@@ -49,7 +49,9 @@ def _fix(host: Mapping[str, Any], drifted: list[str]) -> dict[str, Any]:
     ops = [op for op in host.get("fix") or [] if op.get("changes") or op.get("lines")]
     waiting = [op["noop"] for op in host.get("fix") or [] if op.get("operation") == SHIFT_BACK and op.get("noop")]
     notes = []
-    if drifted and any(op.get("refused") for op in ops):
+    if host.get("fix_note"):  # a kind no deploy fixes yet: checked and said, never an error
+        notes.append(host["fix_note"])
+    elif drifted and any(op.get("refused") for op in ops):
         notes.append("the deploys refuse part of the fix (reason above): make that change in Git or by hand")
     elif [c for c in drifted if c != ROUTE_CHECK] and not any(op.get("changes") for op in ops):
         notes.append("no operation of the deploys changes this: roll to a known-good unit (deploys/restore.py), "

@@ -41,10 +41,8 @@ from vllm_remedy.drift.pyinfra_costs import (
     global_arguments_typed_once,
     host_data_merged_once,
 )
+from vllm_remedy.drift.workloads import NO_FIX, HostFailed, deployment_of, fix_note, workload_of
 from vllm_remedy.errors import UserError
-from vllm_remedy.facts.deployment import Deployment
-from vllm_remedy.facts.inferenceservice import InferenceServiceState
-from vllm_remedy.facts.pods import Pods
 from vllm_remedy.kube.errors import NotFoundError
 from vllm_remedy.operations import budget, inferenceservice, restore, workload
 from vllm_remedy.operations.util import K8sHost, forget, forget_plans, k8s_host
@@ -57,10 +55,6 @@ _PREFIXED = re.compile(r"^\[(?P<host>[^\]]+)\](?P<text>.*)$")
 _NOISE = ("Connected", "Loaded fact", "Ready:")
 #: How an operation says why it does nothing (``operations.util.noop``): kept apart from what it would change.
 NOOP = "noop: "
-
-
-class HostFailed(Exception):
-    """A host could not be checked; the message is the one line the report shows."""
 
 
 class LineLog(logging.Handler):
@@ -200,22 +194,6 @@ def _per_host(run: Run, work: Callable[[Host], dict[str, Any]]) -> list[dict[str
     return [results[h.name] for h in run.hosts]
 
 
-def _deployment(run: Run, host: Host) -> dict[str, Any]:
-    fact = host.get_fact(Deployment)
-    if host in run.state.failed_hosts or not fact or not fact.get("object"):
-        raise HostFailed(run.log.error(host.name, "could not read the Deployment"))
-    return dict(fact["object"])
-
-
-def _pods(run: Run, host: Host) -> dict[str, Any]:
-    """The Pods fact exactly as deploys/budget.py reads it (same verb command), so the read snapshot answers
-    both from one read: the crash-loop check adds no request per host."""
-    fact = host.get_fact(Pods)
-    if host in run.state.failed_hosts or not isinstance(fact, dict):
-        raise HostFailed(run.log.error(host.name, "could not read the pods"))
-    return fact
-
-
 def fix_operations(policy: Policy) -> list[tuple[str, Callable[..., Any], dict[str, Any]]]:
     """deploys/budget.py's operations, in its order (``operations.budget.FIX``, the very list the deploy runs, so
     this cannot go stale), then - with a gateway fallback in the policy - the last step of deploys/restore.py:
@@ -271,31 +249,23 @@ def _without_unreadable(result: dict[str, Any]) -> dict[str, Any]:
     return {**result, "lines": [line for line in result["lines"] if not line.startswith(UNREADABLE)]}
 
 
-def _inferenceservice(run: Run, host: Host) -> tuple[dict[str, Any], dict[str, Any]]:
-    """An InferenceService host as the checks read a Deployment: its metadata with the pod template its predictor
-    makes (``kube.inferenceservice``), and the pods of the Deployment KServe owns for it."""
-    fact = host.get_fact(InferenceServiceState)
-    if host in run.state.failed_hosts or not isinstance(fact, dict) or not fact.get("inferenceservice"):
-        raise HostFailed(run.log.error(host.name, "could not read the InferenceService"))
-    isvc = fact["inferenceservice"]
-    view = {"apiVersion": isvc.get("apiVersion"), "kind": isvc.get("kind"), "metadata": isvc.get("metadata") or {},
-            "spec": {"template": fact["template"]}}
-    return view, fact["pods"] or {"pods": []}
-
-
 def plan_host(run: Run, host: Host) -> dict[str, Any]:
-    """Checks + the fix the deploys would make, for one connected host (raises HostFailed on any error)."""
+    """Checks + the fix the deploys would make, for one connected host (raises HostFailed on any error).
+
+    Every kind a namespace host expands to is checked; a kind no deploy fixes yet gets a note in place of a fix."""
     ctx = k8s_host(host)
-    isvc = host.data.get("k8s_kind") == "inferenceservice"
-    deployment, pods = _inferenceservice(run, host) if isvc else (_deployment(run, host), _pods(run, host))
+    kind = str(host.data.get("k8s_kind") or "deployment")
+    isvc = kind == "inferenceservice"
+    deployment, pods = workload_of(run, host, kind)
     now = ctx.client.server_time()
     result = checks.run_checks(deployment, ctx.policy, now, ctx.container, pods)
     route = _route_check(ctx)
     owner = gitops.detect(deployment)
     operations = ([("Smallest flag change that restores headroom", inferenceservice.smallest_fix, {})] if isvc
-                  else fix_operations(ctx.policy))
+                  else [] if kind in NO_FIX else fix_operations(ctx.policy))
     fix = [_without_unreadable(_operation(run, host, label, op, kwargs)) for label, op, kwargs in operations]
     return {"host": host.name, "error": None, "policy": ctx.policy.source, "cluster_time": now,
+            "fix_note": fix_note(kind),
             "accept_unknown": ctx.policy.drift.accepts_unknown,
             "checks": [c.to_json() for c in (*result.checks, route)], "observed": result.observed.to_json(),
             "prediction": result.prediction.to_json() | {"line": result.prediction.line()},
@@ -324,10 +294,16 @@ def expire(inventory_path: str, limit: Iterable[str] = ()) -> dict[str, Any]:
     label = "Revert expired temporary toggles"
     try:
         due: dict[str, list[str]] = {}
+        other: set[str] = set()  # hosts of another kind than Deployment, which a namespace host expands to
 
         def prepare(host: Host) -> dict[str, Any]:
             ctx = k8s_host(host)
-            deployment = _deployment(run, host)
+            if ctx.kind != "deployment":  # no deploy records a timed toggle on another kind: skip it, said
+                other.add(host.name)
+                return {"host": host.name, "error": None, "operation": label, "changes": False, "refused": None,
+                        "noop": None, "lines": [f"skipped: {ctx.where}: expire reverts the timed toggles deploys "
+                                                "record on Deployments; none is recorded on this kind"]}
+            deployment = deployment_of(run, host)
             notes = (deployment.get("metadata") or {}).get("annotations") or {}
             limit = ctx.policy.enforce_eager.max_duration.total_seconds()
             due[host.name] = [t.name for t in expired_toggles(ctx.keys, notes, ctx.client.server_time(), limit)]
@@ -352,7 +328,7 @@ def expire(inventory_path: str, limit: Iterable[str] = ()) -> dict[str, Any]:
                     result["error"] = run.log.error(name, "revert failed")
                 elif due.get(name) and (result.get("noop") or "").startswith(workload.KEPT):
                     result["error"] = result["noop"]  # refused like any write predicted not to start: exit 1
-                result["remaining"] = _remaining(run, name)
+                result["remaining"] = [] if name in other else _remaining(run, name)
             hosts.append(result)
     finally:
         _close(run)

@@ -6,15 +6,34 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from vllm_remedy.facts.base import JsonFact
+from vllm_remedy.facts.pods import _pod_row
+from vllm_remedy.kube.health import pod_health
 from vllm_remedy.kube.history import history_table
-from vllm_remedy.kube.lws_history import lws_history
+from vllm_remedy.kube.lws_history import REVISION_LABEL, controlled_revisions, lws_history, update_hash
+
+
+def lws_pods_data(lws: Mapping[str, Any], revisions: list[Mapping[str, Any]], pods: list[Mapping[str, Any]],
+                  logs: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The set's pods (leaders and workers) as the Pods fact's rows (pure), so the drift checks read an LWS as
+    they read a Deployment: ``new`` when made from the current template (its template-revision-hash)."""
+    number = {str(((r.get("metadata") or {}).get("labels") or {}).get(REVISION_LABEL) or ""):
+              int(r.get("revision") or 0) for r in controlled_revisions(lws, revisions)}
+    current = update_hash(lws, revisions)
+    rows = []
+    for pod in sorted(pods, key=lambda p: (p.get("metadata") or {}).get("name", "")):
+        made_from = str(((pod.get("metadata") or {}).get("labels") or {}).get(REVISION_LABEL) or "")
+        rows.append(_pod_row(pod, pod_health(pod), number.get(made_from), bool(current) and made_from == current,
+                             logs or {}))
+    return {"deployment": (lws.get("metadata") or {}).get("name"), "new_revision": number.get(current), "pods": rows}
 
 
 class LeaderWorkerSetState(JsonFact[dict[str, Any]]):
-    """``leaderworkerset`` and ``revisions`` (raw API dicts), ``pods``, and ``history`` as a rollout history table."""
+    """``leaderworkerset`` and ``revisions`` (raw API dicts), ``pods``, ``history`` as a rollout history table, and
+    ``pod_rows``: the Pods fact's shape of the same pods."""
 
     def command(self) -> str:
         return "k8s-leaderworkerset"
@@ -23,4 +42,5 @@ class LeaderWorkerSetState(JsonFact[dict[str, Any]]):
         lws = dict(document.get("leaderworkerset") or {})
         revisions = list(document.get("revisions") or [])
         return {"leaderworkerset": lws, "revisions": revisions, "pods": list(document.get("pods") or []),
-                "container": document.get("container"), "history": history_table(lws_history(lws, revisions))}
+                "container": document.get("container"), "history": history_table(lws_history(lws, revisions)),
+                "pod_rows": lws_pods_data(lws, revisions, list(document.get("pods") or []), document.get("logs"))}

@@ -10,16 +10,32 @@ without a second copy of their rules. A pod's revision is the one its ``controll
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from vllm_remedy.facts.base import JsonFact
 from vllm_remedy.facts.history import revision_row
 from vllm_remedy.facts.pods import _pod_row
-from vllm_remedy.kube.annotations import DEFAULT_PREFIX, Keys
+from vllm_remedy.kube.annotations import DEFAULT_PREFIX, Keys, template_digest
 from vllm_remedy.kube.health import pod_health
-from vllm_remedy.kube.history import history_table
+from vllm_remedy.kube.history import REVISION_HISTORY, earlier_numbers, history_table
 from vllm_remedy.kube.sts_history import REVISION_LABEL, sts_history
+
+#: Our restore's audit reason (``operations.statefulset``): "roll back to revision N (rule): why".
+_RESTORED = re.compile(r"^roll back to revision (\d+) \(")
+
+
+def restored_number(sts: Mapping[str, Any], keys: Keys) -> str | None:
+    """The revision number our last restore rolled the set back to, while the set still runs the template that
+    restore left (None otherwise). The controller renumbers the restored ControllerRevision to the top and keeps
+    no record of its old number (a Deployment's ReplicaSet keeps ``revision-history``): ours is the record."""
+    notes = (sts.get("metadata") or {}).get("annotations") or {}
+    if notes.get(keys.last_action) != "restore" or notes.get(keys.last_action_template) != template_digest(
+            (sts.get("spec") or {}).get("template")):
+        return None
+    match = _RESTORED.match(str(notes.get(keys.last_reason) or ""))
+    return match[1] if match else None
 
 
 def sts_history_data(sts: Mapping[str, Any], revisions: list[Mapping[str, Any]], *,
@@ -28,6 +44,12 @@ def sts_history_data(sts: Mapping[str, Any], revisions: list[Mapping[str, Any]],
     keys = Keys(annotation_prefix)
     history = sts_history(sts, revisions)
     notes = (sts.get("metadata") or {}).get("annotations") or {}
+    rows = [revision_row(r, keys, container) for r in history]
+    restored = restored_number(sts, keys)
+    for row in rows:  # the current revision's earlier number, where restore's rules read a Deployment's
+        if row["current"] and restored and restored != str(row["number"]):
+            earlier = [n for n in earlier_numbers(row["annotations"]) if n != restored]
+            row["annotations"][REVISION_HISTORY] = ",".join([*earlier, restored])
     return {
         "deployment": (sts.get("metadata") or {}).get("name"),
         "kind": "statefulset",
@@ -37,7 +59,7 @@ def sts_history_data(sts: Mapping[str, Any], revisions: list[Mapping[str, Any]],
         "current_revision": next((r.number for r in history if r.current), None),
         "known_good": [r.number for r in history if r.annotations.get(keys.known_good)],
         "annotation_prefix": keys.prefix,
-        "revisions": [revision_row(r, keys, container) for r in history],
+        "revisions": rows,
     }
 
 

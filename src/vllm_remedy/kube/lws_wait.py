@@ -12,7 +12,8 @@ from typing import Any
 from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.kube.health import pod_health
 from vllm_remedy.kube.lws_history import NAME_LABEL, REVISION_LABEL, update_hash
-from vllm_remedy.kube.wait import Clock, WaitResult, WallClock, crash_report, crashing_container
+from vllm_remedy.kube.set_wait import Seen, poll_set
+from vllm_remedy.kube.wait import Clock, WaitResult
 
 GROUP = "leaderworkerset.x-k8s.io"
 
@@ -41,14 +42,8 @@ def wait_for_lws_rollout(client: KubeClient, namespace: str, name: str, *, timeo
                          clock: Clock | None = None, interval: float = 2.0, restart_limit: int = 3,
                          fetch_log: bool = True) -> WaitResult:
     """Poll until every group is Ready on the current template, failing fast on a crash loop; clock seconds."""
-    clock = clock or WallClock()
-    start = clock.now()
-    statuses: list[str] = []
 
-    def done(ok: bool, outcome: str, message: str, crash: Any = None) -> WaitResult:
-        return WaitResult(ok, outcome, message, clock.now() - start, crash, statuses)
-
-    while True:
+    def look() -> Seen:
         lws, revisions, pods = read_set(client, namespace, name)
         spec, status = lws.get("spec") or {}, lws.get("status") or {}
         replicas = int(spec.get("replicas", 1) or 0)
@@ -57,18 +52,10 @@ def wait_for_lws_rollout(client: KubeClient, namespace: str, name: str, *, timeo
         live = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
         fresh = [p for p in live if current and (p["metadata"].get("labels") or {}).get(REVISION_LABEL) == current]
         ready, updated = int(status.get("readyReplicas") or 0), int(status.get("updatedReplicas") or 0)
-        text = f"{updated} of {replicas} groups updated, {ready} ready"
-        if not statuses or statuses[-1] != text:
-            statuses.append(text)
-        if _observed(lws) and ready == updated == replicas and len(fresh) == len(live) == replicas * size and all(
-                pod_health(p).ready for p in fresh):
-            return done(True, "rolled-out", f"leaderworkerset {name}: {replicas} groups of {size} pods ready")
-        for pod in fresh:
-            health = pod_health(pod)
-            bad = crashing_container(health, restart_limit)
-            if bad is not None:
-                crash = crash_report(client, namespace, health, bad, fetch_log)
-                return done(False, "crash-loop", crash.message, crash)
-        if clock.now() - start >= timeout:
-            return done(False, "timeout", f'timed out waiting for leaderworkerset "{name}": {text}')
-        clock.sleep(interval)
+        done = _observed(lws) and ready == updated == replicas and len(fresh) == len(live) == replicas * size and all(
+            pod_health(p).ready for p in fresh)
+        return Seen(f"{updated} of {replicas} groups updated, {ready} ready",
+                    f"leaderworkerset {name}: {replicas} groups of {size} pods ready" if done else None, fresh)
+
+    return poll_set(client, namespace, f'leaderworkerset "{name}"', look, timeout=timeout, clock=clock,
+                    interval=interval, restart_limit=restart_limit, fetch_log=fetch_log)

@@ -13,10 +13,11 @@ from typing import Any
 from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.kube.health import pod_health
 from vllm_remedy.kube.selectors import selector_string
+from vllm_remedy.kube.set_wait import BLOCKED, Seen, poll_set
 from vllm_remedy.kube.sts_history import REVISION_LABEL, pods_blocking_rollback, rollout_status
-from vllm_remedy.kube.wait import Clock, WaitResult, WallClock, crash_report, crashing_container
+from vllm_remedy.kube.wait import Clock, WaitResult, crashing_container
 
-BLOCKED = "blocked"
+__all__ = ["BLOCKED", "blocked_message", "read_set", "stuck_pods", "wait_for_sts_rollout"]
 
 
 def read_set(client: KubeClient, namespace: str, name: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -51,37 +52,23 @@ def wait_for_sts_rollout(client: KubeClient, namespace: str, name: str, *, timeo
                          clock: Clock | None = None, interval: float = 2.0, restart_limit: int = 3,
                          fetch_log: bool = True) -> WaitResult:
     """Poll until rolled out, failing fast on a crash loop or a set that cannot move; clock seconds throughout."""
-    clock = clock or WallClock()
-    start = clock.now()
-    statuses: list[str] = []
 
-    def done(ok: bool, outcome: str, message: str, crash: Any = None) -> WaitResult:
-        return WaitResult(ok, outcome, message, clock.now() - start, crash, statuses)
-
-    while True:
+    def look() -> Seen:
         sts, pods = read_set(client, namespace, name)
         status = sts.get("status") or {}
         update = str(status.get("updateRevision") or "")
         on_delete = ((sts.get("spec") or {}).get("updateStrategy") or {}).get("type") == "OnDelete"
         text, finished = ("", False) if on_delete else rollout_status(sts)
-        if text and (not statuses or statuses[-1] != text):
-            statuses.append(text)
         fresh = [p for p in pods if (p["metadata"].get("labels") or {}).get(REVISION_LABEL) == update
                  and not p["metadata"].get("deletionTimestamp")]
         observed = int(status.get("observedGeneration") or 0) >= int(sts["metadata"].get("generation") or 0)
         blocking = stuck_pods(sts, pods, restart_limit) if observed else []
         replicas = int((sts.get("spec") or {}).get("replicas", 1) or 0)
-        if not blocking and observed and len(fresh) == replicas and all(pod_health(p).ready for p in fresh) and (
-                finished or on_delete):
-            return done(True, "rolled-out", text.strip() or f"statefulset {name}: {replicas} pods at {update}")
-        for pod in fresh if observed else []:  # before the controller saw the write, "fresh" is the old revision
-            health = pod_health(pod)
-            bad = crashing_container(health, restart_limit)
-            if bad is not None:
-                crash = crash_report(client, namespace, health, bad, fetch_log)
-                return done(False, "crash-loop", crash.message, crash)
-        if blocking:
-            return done(False, BLOCKED, blocked_message(sts, blocking))
-        if clock.now() - start >= timeout:
-            return done(False, "timeout", f'timed out waiting for statefulset "{name}": {text.strip()}')
-        clock.sleep(interval)
+        done = not blocking and observed and len(fresh) == replicas and all(pod_health(p).ready for p in fresh) and (
+            finished or on_delete)
+        return Seen(text, (text.strip() or f"statefulset {name}: {replicas} pods at {update}") if done else None,
+                    fresh if observed else [],  # before the controller saw the write, "fresh" is the old revision
+                    blocked_message(sts, blocking) if blocking else None)
+
+    return poll_set(client, namespace, f'statefulset "{name}"', look, timeout=timeout, clock=clock,
+                    interval=interval, restart_limit=restart_limit, fetch_log=fetch_log)

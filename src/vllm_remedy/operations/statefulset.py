@@ -29,7 +29,7 @@ from vllm_remedy.facts.statefulset import StatefulSetState
 from vllm_remedy.kube.annotations import template_digest
 from vllm_remedy.kube.clock import ClusterClock
 from vllm_remedy.kube.health import pod_health
-from vllm_remedy.kube.history import templates_equal
+from vllm_remedy.kube.history import earlier_numbers, templates_equal
 from vllm_remedy.kube.sts_history import REVISION_LABEL, rollout_status
 from vllm_remedy.kube.sts_wait import BLOCKED, read_set, stuck_pods, wait_for_sts_rollout
 from vllm_remedy.operations.restore import OVERRIDE, revision_problem
@@ -49,6 +49,7 @@ from vllm_remedy.operations.util import (
 )
 from vllm_remedy.operations.util.plan import edited_since_read
 from vllm_remedy.operations.util.show import note
+from vllm_remedy.operations.util.write import changed_since
 from vllm_remedy.remedies.predict import predict_template
 from vllm_remedy.remedies.restore import NONE, REFUSE, ROLLBACK, RestoreDecision, decide_restore
 
@@ -72,8 +73,10 @@ def forced_revision() -> int | None:
     if problem is None and text is not None:
         ctx = k8s_host(host)
         facts = host.get_fact(StatefulSetState)
-        numbers = [int(r["number"]) for r in facts["rollout"]["revisions"]]
-        if int(text) not in numbers:
+        rows = facts["rollout"]["revisions"]
+        numbers = [int(r["number"]) for r in rows]
+        renumbered = {n for r in rows for n in earlier_numbers(r.get("annotations") or {})}  # a restore of ours
+        if int(text) not in numbers and text not in renumbered:
             problem = (f"host data revision: {text} is not in the rollout history of {ctx.where} (revisions: "
                        f"{', '.join(map(str, numbers)) or 'none'}; an undo renumbers the revision it restores)")
         else:
@@ -153,7 +156,7 @@ def rollback(wait: bool = True, timeout: float | None = None, revision: int | No
     facts = host.get_fact(StatefulSetState)
     sts, pods, rows = facts["statefulset"], facts["pods"], facts["pod_rows"]["pods"]
     if state.is_executing:  # a prompted run: what was approved is planned on the set as read then, or nothing runs
-        edited = edited_since_read(sts)
+        edited = _spec_edited(ctx, sts)
         if edited:
             yield FunctionCommand(fail, (edited,), {})
             return
@@ -186,6 +189,17 @@ def rollback(wait: bool = True, timeout: float | None = None, revision: int | No
     yield change_command(ctx, ctx.deployment_path, change, summary)
     if wait:
         yield FunctionCommand(wait_and_unblock, (seconds, f"wait for revision {decision.revision} to roll out"), {})
+
+
+def _spec_edited(ctx: K8sHost, sts: Mapping[str, Any]) -> str | None:
+    """At execute, one line when someone changed the set's spec since the approved plan read it (a new template, a
+    scale, another strategy): replanned now, the run could wait on or delete pods of a rollout nobody approved.
+    An edit of its metadata only leaves the plan as it was: the write goes ahead and its resourceVersion guard
+    refuses it ("changed since it was read"), as a Deployment's does."""
+    prior = changed_since(state, host, ctx.deployment_path, sts)
+    if prior is None or prior.get("spec") == sts.get("spec"):
+        return None
+    return edited_since_read(dict(sts))
 
 
 def _resume(ctx: K8sHost, sts: Mapping[str, Any], pods: list[dict[str, Any]], rows: list[dict[str, Any]],
