@@ -177,7 +177,7 @@ def test_the_fallback_is_temporary(rehearsal: Rehearsal, tmp_path: Path, cli) ->
     kept = [line for line in lines if line.startswith("noop: HTTPRoute llm/llm keeps 50% of its traffic on the "
                                                       "fallback hosted-llm: pod(s) of revision ")]
     assert len(kept) == 1 and "of the required 2h; re-run after " in kept[0], lines
-    rehearsal.cluster.clock.set_speed(6.0)  # confirm and drift below see the route still shifted, however slow
+    rehearsal.cluster.clock.set_speed(60.0)  # confirm and drift below see the route still shifted (2h = 120 s here)
     shifted = client_route(rehearsal)
     prior = json.loads(shifted["metadata"]["annotations"]["vllm-remedy.io/fallback-prior-rules"])
     assert prior == route()["spec"]["rules"]
