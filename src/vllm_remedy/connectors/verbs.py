@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vllm_remedy.kube import inferenceservice as kserve_reads
+from vllm_remedy.kube.annotations import stamp_seconds
 from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.kube.dcgm import EXPORTER_NAMESPACE, EXPORTER_PORT, EXPORTER_SELECTOR
 from vllm_remedy.kube.errors import KubeError
@@ -46,9 +47,13 @@ from vllm_remedy.kube.kinds import KINDS
 from vllm_remedy.kube.lws_history import NAME_LABEL as LWS_NAME_LABEL
 from vllm_remedy.kube.lws_wait import read_set as lws_read_set
 from vllm_remedy.kube.selectors import selector_string
+from vllm_remedy.policy.durations import parse_duration
 
 #: Lines of a container log the Pods fact reads: a vLLM start (weights, profiling, KV cache, error) fits.
 DEFAULT_TAIL = 3000
+#: Seconds before a back-off's end at which a restart is already possible: RFC 3339 stamps and the API's Date
+#: are whole seconds.
+BACKOFF_SLACK = 2.0
 LOG_MODES = ("none", "crashed", "all")
 
 
@@ -319,20 +324,39 @@ def verb_gpu_metrics(scope: Scope, args: list[str]) -> list[str]:
         out[node] = row
     after = scope.client.list_pods(scope.namespace, selector) if nodes else []
     return [_line({"nodes": out, "selector": EXPORTER_SELECTOR, "port": EXPORTER_PORT,
-                   "pods": _stopped_throughout(before, after, scope.container)})]
+                   "pods": _stopped_throughout(before, after, scope.container,
+                                               scope.client.server_time() if after else 0.0)})]
 
 
-def _stopped(pod: dict[str, Any], container: str | None) -> tuple[int, ...] | None:
-    """The restart counts of the pod's (vLLM) containers when none of them runs, else None."""
+def _backoff_over(status: dict[str, Any], now: float) -> bool:
+    """Whether the kubelet may already have restarted this waiting container: its back-off (the waiting message,
+    "back-off 40s restarting failed container=…") has run out since its last exit. The API shows a start only
+    after the kubelet's next status sync, while the exporter reads the device at once; an unreadable back-off
+    counts as over (the memory is then not called foreign)."""
+    waiting = (status.get("state") or {}).get("waiting") or {}
+    if waiting.get("reason") != "CrashLoopBackOff":
+        return False
+    finished = stamp_seconds((((status.get("lastState") or {}).get("terminated")) or {}).get("finishedAt"))
+    words = str(waiting.get("message") or "").split()
+    try:
+        backoff = parse_duration(words[1]) if words[:1] == ["back-off"] and len(words) > 1 else None
+    except ValueError:
+        backoff = None
+    return finished is None or backoff is None or now >= finished + backoff - BACKOFF_SLACK
+
+
+def _stopped(pod: dict[str, Any], container: str | None, now: float) -> tuple[int, ...] | None:
+    """The restart counts of the pod's (vLLM) containers when none of them runs nor may have restarted by
+    ``now`` (cluster time), else None."""
     statuses = [s for s in (pod.get("status") or {}).get("containerStatuses") or []
                 if container is None or s.get("name") == container]
-    if not statuses or any("running" in (s.get("state") or {}) for s in statuses):
+    if not statuses or any("running" in (s.get("state") or {}) or _backoff_over(s, now) for s in statuses):
         return None
     return tuple(int(s.get("restartCount") or 0) for s in statuses)
 
 
 def _stopped_throughout(before: list[dict[str, Any]], after: list[dict[str, Any]],
-                        container: str | None) -> dict[str, dict[str, bool]]:
+                        container: str | None, now: float) -> dict[str, dict[str, bool]]:
     """Pod name → whether its vLLM container was not running for the whole scrape: stopped in the reads before
     and after it with the same restart count, so no instance ran in between. Only then is memory on its GPU
     known not to be its own (the exporter reports whole devices)."""
@@ -340,7 +364,7 @@ def _stopped_throughout(before: list[dict[str, Any]], after: list[dict[str, Any]
     out = {}
     for pod in before:
         name = pod["metadata"]["name"]
-        first, second = _stopped(pod, container), _stopped(later.get(name) or {}, container)
+        first, second = _stopped(pod, container, now), _stopped(later.get(name) or {}, container, now)
         out[name] = {"stopped": first is not None and first == second}
     return out
 
