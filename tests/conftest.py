@@ -6,9 +6,13 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from vllm_remedy import hub
+from vllm_remedy.vllm import resolved
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parents[0] / "data"
@@ -19,6 +23,20 @@ for _name in ("HF_ENDPOINT", "HF_TOKEN", "HF_HUB_CACHE", "HUGGING_FACE_HUB_TOKEN
     os.environ.pop(_name, None)
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["HF_HOME"] = tempfile.mkdtemp(prefix="vllm-remedy-hf-home-")
+
+
+@pytest.fixture(autouse=True)
+def _models_resolved_in_this_test_end_with_it() -> Iterator[None]:
+    """Each test is its own run of the model registries (``hub``'s memo, ``vllm.resolved``), which a process keeps
+    for its life: what a test's in-process rehearsal cluster or Hub fixture resolved must not answer a later pure
+    prediction in the same worker (it read "not in the catalog" alone and the offline reason after test_drift)."""
+    memo, learned = dict(hub._memo), dict(resolved._learned)
+    yield
+    with hub._lock:  # a rehearsal pod still starting would resolve under it
+        hub._memo.clear()
+        hub._memo.update(memo)
+        resolved._learned.clear()
+        resolved._learned.update(learned)
 
 
 def run_cli(*args: str, stdin: str | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

@@ -184,9 +184,10 @@ def resolve(model_id: str, revision: str | None = None, fallback: Fallback | Non
     with _lock:
         if key not in _memo:
             _memo[key] = _resolve(model_id, revision, fallback)
-            found = _memo[key]
-            resolved.learn(model_id, revision, found[0] if isinstance(found, tuple) else found)
         found = _memo[key]
+        # Told on every call, not only the first: resolved is keyed without the environment, so after a resolution
+        # under another environment it would otherwise keep that one's answer while this call says otherwise.
+        resolved.learn(model_id, revision, found[0] if isinstance(found, tuple) else found)
     if isinstance(found, str):
         raise Unresolved(found)
     return found
