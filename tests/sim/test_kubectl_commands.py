@@ -110,3 +110,14 @@ def test_vllm_with_an_sh_c_sidecar_and_init_container_rolls_out(world):
     listed = world.kubectl(V, "-n", "llm", "get", "pods", "-l", "app=sidecar", timeout=30).stdout
     assert re.search(r"sidecar-\S+\s+2/2\s+Running", listed), listed
 
+
+def test_debug_node_nvidia_smi_i_and_q_d_memory(world):
+    cuda = "--image=nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04"
+    one = world.kubectl(V, "debug", f"node/{NODE}", "-it", cuda, "--", "nvidia-smi", "-i", "0", timeout=60)
+    assert one.returncode == 0, one.stderr
+    assert re.findall(r"\|\s+(\d)  NVIDIA L40S", one.stdout) == ["0"]
+    mem = world.kubectl(V, "debug", f"node/{NODE}", "-it", cuda, "--", "nvidia-smi", "-q", "-d", "MEMORY",
+                        timeout=60)
+    assert mem.returncode == 0, mem.stderr
+    assert mem.stdout.count("FB Memory Usage") == 4 and "Invalid combination" not in mem.stdout
+    assert re.search(r"^ {8}Total {29}: 46068 MiB\r?$", mem.stdout, re.M), mem.stdout

@@ -6,6 +6,7 @@ import pytest
 
 from vllm_remedy.sim import files as fs
 from vllm_remedy.sim.container_exec import is_finite_command
+from vllm_remedy.sim.gpu_view import GpuCard
 from vllm_remedy.sim.image_path import lacks, programs
 from vllm_remedy.sim.shell import Machine, run, runs_to_completion, start_error
 
@@ -72,3 +73,37 @@ def test_chroot_runs_as_on_the_node_and_writes_into_the_mount():
 def test_script_with_a_missing_program_says_not_found():
     assert run(["sh", "-c", "foo; echo after"], Machine("p")) == (0, "after\n", "sh: 1: foo: not found\n")
 
+
+def _gpus() -> Machine:
+    cards = tuple(GpuCard(i, "NVIDIA L40S", f"GPU-{i}aaaaaaa-0000-0000-0000-000000000000", f"00000000:0{i + 1}:00.0",
+                          46068, 1000 * i, (), ()) for i in range(4))
+    return Machine("gpu-1", cards=cards, host_pids=True, now=0.0)
+
+
+def test_nvidia_smi_i_picks_cards_and_keeps_their_index():
+    code, out, _ = run(["nvidia-smi", "-i", "2"], _gpus())
+    assert code == 0 and "|   2  NVIDIA L40S" in out and "|   0  NVIDIA L40S" not in out
+    assert run(["nvidia-smi", "--id=1,3", "-L"], _gpus())[1].splitlines() == [
+        "GPU 1: NVIDIA L40S (UUID: GPU-1aaaaaaa-0000-0000-0000-000000000000)",
+        "GPU 3: NVIDIA L40S (UUID: GPU-3aaaaaaa-0000-0000-0000-000000000000)"]
+    assert run(["nvidia-smi", "-i", "00000000:02:00.0", "--query-gpu=index", "--format=csv,noheader"],
+               _gpus())[1] == "1\n"
+    assert run(["nvidia-smi", "-i", "7"], _gpus())[:2] == (6, "No devices were found\n")
+
+
+def test_nvidia_smi_q_d_memory_in_the_driver_layout():
+    code, out, _ = run(["nvidia-smi", "-q", "-d", "MEMORY", "-i", "1"], _gpus())
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[1] == "==============NVSMI LOG=============="
+    assert "Attached GPUs                             : 4" in lines
+    block = lines[lines.index("GPU 00000000:02:00.0"):]
+    assert block[1:6] == ["    FB Memory Usage",
+                          "        Total                             : 46068 MiB",
+                          "        Reserved                          : 512 MiB",
+                          "        Used                              : 1000 MiB",
+                          "        Free                              : 44556 MiB"]
+    assert block[6] == "    BAR1 Memory Usage" and "GPU 00000000:01:00.0" not in lines
+    assert run(["nvidia-smi", "--query", "--display=memory"], _gpus())[1].count("FB Memory Usage") == 4
+    code, out, _ = run(["nvidia-smi", "-q", "-d", "CLOCK"], _gpus())
+    assert code == 2 and "-d MEMORY" in out

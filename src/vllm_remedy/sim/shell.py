@@ -50,7 +50,7 @@ def _nvidia_smi(args: Sequence[str], m: Machine, stdin: str) -> Result:
     try:
         return 0, nvidia_smi.run(args, m.cards, show_processes=m.host_pids, now=m.now), ""
     except nvidia_smi.SmiError as exc:
-        return 2, str(exc) + "\n", ""
+        return exc.code, str(exc) + "\n", ""
 
 
 def _grep(args: Sequence[str], m: Machine, stdin: str) -> Result:
