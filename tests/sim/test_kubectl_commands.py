@@ -121,3 +121,12 @@ def test_debug_node_nvidia_smi_i_and_q_d_memory(world):
     assert mem.returncode == 0, mem.stderr
     assert mem.stdout.count("FB Memory Usage") == 4 and "Invalid combination" not in mem.stdout
     assert re.search(r"^ {8}Total {29}: 46068 MiB\r?$", mem.stdout, re.M), mem.stdout
+
+
+def test_interactive_debug_shell_can_chroot_into_the_node(world):
+    got = world.kubectl(V, "debug", f"node/{NODE}", "-it", "--image=busybox",
+                        stdin="chroot /host nvidia-smi -L | head -n 1\nls /\nchroot /host ls /\nexit\n", timeout=60)
+    assert got.returncode == 0, got.stderr
+    lines = got.stdout.splitlines()
+    assert any(re.fullmatch(r"GPU 0: NVIDIA L40S \(UUID: GPU-[0-9a-f-]{36}\)", line) for line in lines), lines
+    assert lines.count("boot") == 1, lines  # the node's root has /boot; the busybox container's does not
