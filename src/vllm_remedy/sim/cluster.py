@@ -55,11 +55,11 @@ class Cluster:
         self.name = name
         self.clock = clock or (store.clock if store is not None else Clock(speed=speed))
         self.store = store or Store(clock=self.clock, name=name)
-        self.runtime: Runtime = runtime or VllmRuntime(self.clock, self.store, fallback=RuntimeChooser(
-            [(is_exporter, DcgmExporterRuntime(self)), (is_finite_command, CommandRuntime(self))], PlainRuntime()),
-            reality=reality)
-        self.node_gpu_used_mib: dict[str, int] = {}
         self.files = ContainerFiles()  # what `kubectl cp` put into containers
+        self.runtime: Runtime = runtime or VllmRuntime(self.clock, self.store, fallback=RuntimeChooser(
+            [(is_exporter, DcgmExporterRuntime(self)), (is_finite_command, CommandRuntime(self, self.files))],
+            PlainRuntime()), reality=reality)
+        self.node_gpu_used_mib: dict[str, int] = {}
         self.load: dict[tuple[str, str], float] = {}  # (namespace, deployment) → concurrent requests
         self._lock = threading.Lock()
         self.manager = Manager(self.clock)

@@ -17,7 +17,7 @@ from vllm_remedy.sim.dcgm_exporter import GpuHost
 from vllm_remedy.sim.files import Files, initial
 from vllm_remedy.sim.gpu_view import node_cards
 from vllm_remedy.sim.runtime import ContainerContext, ContainerRun, Exit, LogLine, exit_reason
-from vllm_remedy.sim.shell import Machine, Result, run, runs_to_completion
+from vllm_remedy.sim.shell import Machine, Result, run, runs_to_completion, start_error
 from vllm_remedy.sim.vllm_pod.launch import gpu_limit
 
 Obj = dict[str, Any]
@@ -37,8 +37,12 @@ def machine(host: GpuHost, pod: Obj, container: Obj, files: Files | None = None)
     env = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOSTNAME": hostname}
     env.update({str(e["name"]): str(e.get("value", "")) for e in container.get("env") or []
                 if isinstance(e, dict) and "name" in e and "valueFrom" not in e})
+    mounts = tuple(mount for mount, _ in _host_root(pod, str(container.get("name", ""))))
+    node_view = Machine(node, {"PATH": env["PATH"], "HOSTNAME": node}, tuple(node_cards(host, node)) if node else (),
+                        True, host.clock.now()) if mounts else None
     return Machine(hostname, env, tuple(cards), bool(spec.get("hostPID")), host.clock.now(),
-                   initial(hostname) if files is None else files)
+                   initial(hostname, _host_root(pod, str(container.get("name", "")))) if files is None else files,
+                   node_view, tuple("/" + m.strip("/") for m in mounts))
 
 
 def container_spec(pod: Obj, name: str) -> Obj:
@@ -92,21 +96,32 @@ def exec_in(host: GpuHost, pod: Obj, container: str, command: list[str], stdin: 
 
 
 def is_finite_command(pod: Obj, container: Obj) -> bool:
-    """The runtime rule: a container whose command the rehearsal cluster runs to its end (a debug pod's)."""
-    return runs_to_completion([*(container.get("command") or []), *(container.get("args") or [])])
+    """The runtime rule: a container whose command the rehearsal cluster runs to its end (a debug pod's), or
+    which fails to start because its image lacks the program."""
+    return runs_to_completion([*(container.get("command") or []), *(container.get("args") or [])],
+                              str(container.get("image", "")))
 
 
 class CommandRuntime:
-    """Runs such a container: its output is the log, then it exits with the command's code."""
+    """Runs such a container: its output is the log, then it exits with the command's code; a program the image
+    lacks fails at once as containerd's ``StartError`` (exit 128)."""
 
-    def __init__(self, host: GpuHost) -> None:
+    def __init__(self, host: GpuHost, files: ContainerFiles | None = None) -> None:
         self.host = host
+        self.files = files  # the cluster's per-container files, so `kubectl cp` and /host are the ones exec sees
 
     def start(self, ctx: ContainerContext) -> ContainerRun:
         """Run the command as the container starts; it exits a simulated second later."""
         pod = {**ctx.pod, "spec": {**(ctx.pod.get("spec") or {}),
                                     "nodeName": (ctx.node.get("metadata") or {}).get("name", "")}}
         argv = [*(ctx.container.get("command") or []), *(ctx.container.get("args") or [])]
-        code, out, err = run(argv, machine(self.host, pod, ctx.container))
+        failed = start_error(argv, str(ctx.container.get("image", "")))
+        if failed is not None:
+            return ContainerRun(log=[], ready_after=None, exit=Exit(0.0, 128, "StartError", message=failed))
+        view = machine(self.host, pod, ctx.container)
+        if self.files is not None:
+            view = dataclasses.replace(view, files=self.files.of(pod, str(ctx.container.get("name", "")),
+                                                                 view.hostname))
+        code, out, err = run(argv, view)
         lines = [LogLine(0.0, line) for line in (out + err).splitlines()]
         return ContainerRun(log=lines, ready_after=0.0, exit=Exit(COMMAND_SECONDS, code, exit_reason(code)))

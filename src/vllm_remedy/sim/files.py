@@ -16,6 +16,8 @@ from collections.abc import Sequence
 Files = dict[str, bytes]  # absolute path -> content
 Result = tuple[int, str, str]
 BASE_DIRS = frozenset({"/", "/bin", "/etc", "/home", "/root", "/tmp", "/usr", "/usr/bin", "/var", "/var/log"})
+NODE_DIRS = ("bin", "boot", "dev", "home", "lib", "lib64", "mnt", "opt", "proc", "root", "run", "sbin", "srv", "sys",
+             "tmp", "usr/bin", "usr/lib", "var/lib/kubelet", "var/log/pods")  # a node's root, as ``ls /host`` lists
 OS_RELEASE = b'PRETTY_NAME="Ubuntu 22.04.4 LTS"\nNAME="Ubuntu"\nVERSION_ID="22.04"\nID=ubuntu\n'
 
 
@@ -36,6 +38,7 @@ def initial(hostname: str, host_root: Sequence[tuple[str, str]] = ()) -> Files:
     for mount, node in host_root:
         root = _abs(mount)
         files |= {f"{root}/etc/hostname": f"{node}\n".encode(), f"{root}/etc/os-release": OS_RELEASE}
+        files |= {f"{root}/{d}/.": b"" for d in NODE_DIRS}
     return files
 
 

@@ -3,7 +3,8 @@
 The runbook's step 3 reads this table by eye ("what is on the GPU the pod got?"), so the layout is the
 real one: the banner with driver and CUDA version, one block per card (Name, Bus-Id, Memory-Usage in MiB)
 and the Processes table (PID, process name, GPU memory). ``-L``, ``--query-gpu`` and
-``--query-compute-apps`` with ``--format=csv[,noheader][,nounits]`` cover what scripts ask for.
+``--query-compute-apps`` with ``--format=csv[,noheader][,nounits]`` cover what scripts ask for; ``-i`` picks
+cards and ``-q -d MEMORY`` prints the FB/BAR1 memory blocks a person reads when the table looks wrong.
 """
 
 from __future__ import annotations
@@ -29,8 +30,18 @@ QUERY_UNITS = {"memory.used": "MiB", "memory.total": "MiB", "memory.free": "MiB"
                "used_gpu_memory": "MiB"}
 
 
+BAR1_MIB = {"L40S": 65536, "L4": 32768, "A10G": 32768, "A100": 131072, "H100": 131072, "H200": 262144, "T4": 256}
+RESERVED_MIB = 512  # FB memory the driver keeps for itself: -q shows it, the table folds it away
+_ALIASES = {"--id": "-i", "--display": "-d", "--query": "-q", "--list-gpus": "-L"}
+_VALUED = ("-i", "--id", "-d", "--display")
+
+
 class SmiError(ValueError):
-    """A flag nvidia-smi would reject; the message is its own error line."""
+    """A flag nvidia-smi would reject; the message is its own error line, ``code`` its exit status."""
+
+    def __init__(self, message: str, code: int = 2) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 def _cap(name: str) -> int:
@@ -86,13 +97,66 @@ def _csv(rows: list[dict[str, str | int]], fields: list[str], fmt: set[str]) -> 
     return "".join(line + "\n" for line in out)
 
 
+def _options(args: Sequence[str]) -> dict[str, str]:
+    """Flags to values: ``-i 0``, ``--id=0``, ``-q``, ``-d MEMORY``, ``--query-gpu=a,b`` (long names as short)."""
+    opts: dict[str, str] = {}
+    i = 0
+    while i < len(args):
+        if args[i] in _VALUED and i + 1 < len(args):
+            opts[_ALIASES.get(args[i], args[i])], i = args[i + 1], i + 2
+            continue
+        key, _, value = args[i].partition("=")
+        opts[_ALIASES.get(key, key)] = value
+        i += 1
+    return opts
+
+
+def _select(cards: Sequence[GpuCard], ids: str) -> list[GpuCard]:
+    """``-i``: cards by index, UUID or PCI bus id (comma-separated); their indexes stay the node's."""
+    wanted = [w.strip().lower() for w in ids.split(",") if w.strip()]
+    chosen = [c for c in cards if {str(c.index), c.uuid.lower(), c.bus_id.lower(), c.bus_id[4:].lower()} & set(wanted)]
+    if not wanted or len(chosen) < len(wanted):
+        raise SmiError("No devices were found", code=6)
+    return chosen
+
+
+def _field(name: str, value: object, indent: int = 0) -> str:
+    return f"{' ' * indent}{name:<{42 - indent}}: {value}"
+
+
+def query_memory(cards: Sequence[GpuCard], now: float | None = None, attached: int | None = None) -> str:
+    """``nvidia-smi -q -d MEMORY``: the FB (framebuffer) and BAR1 blocks of each card, in the driver's layout;
+    ``attached``: how many GPUs the machine has (``-i`` shows fewer blocks, not a smaller count)."""
+    stamp = time.asctime(time.gmtime(time.time() if now is None else now))
+    count = len(cards) if attached is None else attached
+    lines = ["", "==============NVSMI LOG==============", "", _field("Timestamp", stamp),
+             _field("Driver Version", DRIVER), _field("CUDA Version", CUDA), "", _field("Attached GPUs", count)]
+    for c in cards:
+        bar1 = next((m for key, m in BAR1_MIB.items() if c.name.endswith(" " + key)), 256)
+        lines += [f"GPU {c.bus_id}", "    FB Memory Usage", _field("Total", f"{c.total_mib} MiB", 8),
+                  _field("Reserved", f"{RESERVED_MIB} MiB", 8), _field("Used", f"{c.used_mib} MiB", 8),
+                  _field("Free", f"{max(0, c.total_mib - RESERVED_MIB - c.used_mib)} MiB", 8),
+                  "    BAR1 Memory Usage", _field("Total", f"{bar1} MiB", 8), _field("Used", "1 MiB", 8),
+                  _field("Free", f"{bar1 - 1} MiB", 8), "    Conf Compute Protected Memory Usage",
+                  _field("Total", "0 MiB", 8), _field("Used", "0 MiB", 8), _field("Free", "0 MiB", 8), ""]
+    return "\n".join(lines) + "\n"
+
+
 def run(args: Sequence[str], cards: Sequence[GpuCard], *, show_processes: bool, now: float | None = None) -> str:
     """nvidia-smi's stdout for ``args`` (without the program name); raises SmiError for flags it rejects."""
-    opts = dict(a.split("=", 1) if "=" in a else (a, "") for a in args)
-    if not args:
+    opts, attached = _options(args), len(cards)
+    if "-i" in opts:
+        cards = _select(cards, opts.pop("-i"))
+    if not opts:
         return table(cards, show_processes=show_processes, now=now)
-    if list(opts) in (["-L"], ["--list-gpus"]):
+    if list(opts) == ["-L"]:
         return "".join(f"GPU {c.index}: {c.name} (UUID: {c.uuid})\n" for c in cards)
+    if "-q" in opts and set(opts) <= {"-q", "-d"}:
+        shown = {d.strip().upper() for d in opts.get("-d", "").split(",")}
+        if shown != {"MEMORY"}:
+            raise SmiError("the rehearsal cluster's nvidia-smi answers -q only with -d MEMORY (it has no "
+                           f"{', '.join(sorted(shown - {'MEMORY'})) or 'full query'} data)")
+        return query_memory(cards, now, attached)
     fmt = set(opts.get("--format", "").split(",")) - {""}
     if "csv" not in fmt or not ({"--query-gpu", "--query-compute-apps"} & set(opts)):
         raise SmiError(f"Invalid combination of input arguments: {' '.join(args)}. "

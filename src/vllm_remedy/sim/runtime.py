@@ -38,6 +38,7 @@ class Exit:
     code: int
     reason: str = "Error"  # "Error", "OOMKilled" (137, host memory), "Completed" (0)
     log: tuple[str, ...] = ()  # lines written at the moment of exit (the traceback)
+    message: str = ""  # terminated.message: why the container could not start (StartError)
 
 
 HttpReply = tuple[int, str, bytes]  # status, content-type, body

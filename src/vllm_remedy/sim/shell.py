@@ -4,8 +4,10 @@ A real container runs any binary in its image; the rehearsal cluster runs the ha
 its operators reach for — ``nvidia-smi`` above all — plus the shell basics scripts wrap them in
 (``sh -c`` with ``;``, ``&&``, ``||`` and pipes, ``echo``, ``cat``, ``grep``, ``head``, ``tail``, ``env``,
 ``hostname``, ``true``/``false``/``exit``), and ``tar``/``ls``/``test``/``mkdir`` on the container's
-in-memory files (``sim.files``), which is what ``kubectl cp`` runs. Anything else fails as a real exec does:
-exit 127 with the shell's "not found" line (or the OCI runtime's, when no shell is involved).
+in-memory files (``sim.files``), which is what ``kubectl cp`` runs, and ``chroot /host CMD`` in a node debug pod
+(CMD runs as on the node). Anything else fails as a real exec does: exit 127 with the shell's "not found" line
+(or the OCI runtime's, when no shell is involved). As a container's command, a program a well-known image lacks
+(``sim.image_path``) fails to start; one of an image the cluster does not know is taken to be its server.
 """
 
 from __future__ import annotations
@@ -13,10 +15,10 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from vllm_remedy.sim import files as fs
-from vllm_remedy.sim import nvidia_smi
+from vllm_remedy.sim import image_path, nvidia_smi
 from vllm_remedy.sim.gpu_view import GpuCard
 
 Result = tuple[int, str, str]  # exit code, stdout, stderr
@@ -32,6 +34,8 @@ class Machine:
     host_pids: bool = False  # hostPID pods (node debuggers) see every process; others only their own namespace
     now: float | None = None
     files: fs.Files = field(default_factory=dict)  # the container's files (``kubectl cp``), changed in place
+    host: Machine | None = None  # the node's own view, for ``chroot`` into a hostPath ``/`` mount
+    host_mounts: tuple[str, ...] = ()  # where the node's root is mounted (``/host`` in a node debug pod)
 
 
 class _Exit(Exception):
@@ -46,7 +50,7 @@ def _nvidia_smi(args: Sequence[str], m: Machine, stdin: str) -> Result:
     try:
         return 0, nvidia_smi.run(args, m.cards, show_processes=m.host_pids, now=m.now), ""
     except nvidia_smi.SmiError as exc:
-        return 2, str(exc) + "\n", ""
+        return exc.code, str(exc) + "\n", ""
 
 
 def _grep(args: Sequence[str], m: Machine, stdin: str) -> Result:
@@ -91,7 +95,27 @@ def _exit(args: Sequence[str], m: Machine, stdin: str) -> Result:
     raise _Exit(int(args[0]) if args and args[0].lstrip("-").isdigit() else 0)
 
 
+def _chroot(args: Sequence[str], m: Machine, stdin: str) -> Result:
+    """``chroot /host CMD``: run CMD as on the node, whose root a node debug pod mounts (Kubernetes' documented
+    way to use one); its files are the mount's, and what CMD writes there lands back in the mount."""
+    if not args:
+        return 125, "", "chroot: missing operand\n"
+    root = "/" + args[0].strip("/")
+    if m.host is None or root not in m.host_mounts:
+        return 125, "", f"chroot: cannot change root directory to '{args[0]}': No such file or directory\n"
+    prefix = root.rstrip("/") + "/"
+    view = replace(m.host, files={"/" + p[len(prefix):]: v for p, v in m.files.items() if p.startswith(prefix)})
+    argv = list(args[1:]) or ["/bin/sh", "-i"]
+    if argv[0] not in SHELLS and _program(argv[0]) not in COMMANDS:
+        code, out, err = 127, "", f"chroot: failed to run command '{argv[0]}': No such file or directory\n"
+    else:
+        code, out, err = run(argv, view, stdin)
+    m.files.update({prefix + p.lstrip("/"): v for p, v in view.files.items()})
+    return code, out, err
+
+
 COMMANDS: dict[str, Callable[[Sequence[str], Machine, str], Result]] = {
+    "chroot": _chroot,
     "nvidia-smi": _nvidia_smi,
     "echo": lambda a, m, s: (0, " ".join(a) + "\n", ""),
     "cat": lambda a, m, s: fs.cat(a, m.files, s),
@@ -127,21 +151,59 @@ def _tokens(text: str) -> list[str]:
     return list(lexer)
 
 
-def runs_to_completion(argv: Sequence[str]) -> bool:
+_KEYWORDS = frozenset(str.split("while until for do done if then else elif fi case esac in select function { } ! [[ ]] "
+                      "cd export set unset read source . wait exec trap eval"))
+
+
+def _commands(text: str) -> list[list[str]]:
+    """The simple commands of ``sh -c text`` (words between ``;``, ``&&``, ``||``, ``|``); ValueError if unbalanced."""
+    found: list[list[str]] = [[]]
+    for token in _tokens(text):
+        if token in _JOINERS:
+            found.append([])
+        else:
+            found[-1].append(token)
+    return [words for words in found if words]
+
+
+def _finite(words: Sequence[str], image: str) -> bool:
+    """Whether one simple command ends by itself: a program this module runs, or one the image lacks (it fails)."""
+    program = _program(words[0])
+    if program in _KEYWORDS:
+        return False  # a loop, a builtin we do not run: left to the long-running runtimes
+    if program == "chroot":
+        return len(words) > 2 and _finite(words[2:], "node")
+    if program in COMMANDS:
+        return True
+    return image_path.lacks(image, program) if image != "node" else program not in image_path.NODE
+
+
+def runs_to_completion(argv: Sequence[str], image: str = "") -> bool:
     """Whether ``argv`` as a container's command is one this module runs to its end (``nvidia-smi``, ``sh -c
-    'nvidia-smi; echo done'``); servers, ``sleep`` loops and unknown programs are left to the other runtimes."""
+    'nvidia-smi; echo done'``, a program ``image`` lacks, which fails); servers, ``sleep`` loops and programs of
+    images this cluster does not know are left to the other runtimes."""
     if not argv:
         return False
     if argv[0] in SHELLS:
         if len(argv) < 3 or argv[1] != "-c":
             return False
         try:
-            tokens = _tokens(argv[2])
+            commands = _commands(argv[2])
         except ValueError:
             return False
-        firsts = [w for prev, w in zip([";", *tokens], tokens, strict=True) if prev in _JOINERS]
-        return bool(firsts) and all(_program(w) in COMMANDS for w in firsts)
-    return _program(argv[0]) in COMMANDS and _program(argv[0]) != "exit"
+        return bool(commands) and all(_finite(words, image) for words in commands)
+    return _program(argv[0]) != "exit" and _finite(argv, image)
+
+
+def start_error(argv: Sequence[str], image: str) -> str | None:
+    """containerd's message when ``argv[0]`` is not in ``image`` (the container never starts), else None."""
+    if not argv or argv[0] in SHELLS or (_program(argv[0]) in COMMANDS and _program(argv[0]) != "exit"):
+        return None
+    if not image_path.lacks(image, argv[0]):
+        return None
+    return ("failed to create containerd task: failed to create shim task: OCI runtime create failed: runc create "
+            f'failed: unable to start container process: exec: "{argv[0]}": executable file not found in $PATH: '
+            "unknown")
 
 
 def _simple(words: list[str], m: Machine, stdin: str, shell: str) -> Result:

@@ -259,6 +259,8 @@ class Kubelet(KubeletServer):
             c.terminated = {"exitCode": exit_.code, "reason": exit_.reason,
                             "startedAt": self.clock.timestamp(c.started_at), "finishedAt": self.clock.timestamp(now),
                             "containerID": c.container_id}
+            if exit_.message:
+                c.terminated["message"] = exit_.message
             c.state, c.ready, c.started = "terminated", False, False
             policy = self._restart_policy(sim)
             restart = policy == "Always" or (policy == "OnFailure" and exit_.code != 0)
