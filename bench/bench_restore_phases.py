@@ -8,7 +8,7 @@ streams) and appends each request's stack to a file; the server's own count is p
 connect, facts (the verb commands pyinfra's facts run), plan (operation bodies: the clock, the rollback's read),
 evidence (the crash record on revision 15's ReplicaSet: its plan and guarded write), write (the rollback's guarded
 re-read + PATCH), wait (rollout wait and settle window). Run it with another checkout's interpreter to measure
-that code (``/work/main/.venv/bin/python bench/bench_restore_phases.py``). Prints one JSON document.
+that code (``<other checkout>/.venv/bin/python bench/bench_restore_phases.py``). Prints one JSON document.
 """
 
 from __future__ import annotations
