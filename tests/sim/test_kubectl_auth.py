@@ -86,3 +86,21 @@ def test_an_rbac_style_api_groups_key_is_refused_not_ignored():
     rule = {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get"]}
     with pytest.raises(UserError, match=r"auth.yaml: tokens\.t1\.rules\[0\]: unknown key 'apiGroups'"):
         load({"tokens": {"t1": {"user": "ops", "rules": [rule]}}}, "auth.yaml")
+
+
+def test_can_i_list_for_a_restricted_token_shows_only_real_rows(tmp_path):
+    """One token rule naming resources of two API groups is two RBAC rules, not their cross product (no
+    ``pods.apps``, no ``deployments.*``); a group-less name is the groups that serve it."""
+    reader = {"verbs": ["get", "list"], "namespaces": ["llm"], "resources": ["pods", "pods/log", "deployments.apps"]}
+    roles = load({"tokens": {"t-admin": {"user": "admin", "rules": [{"verbs": "*", "resources": "*"}]},
+                             "t-ro": {"user": "reader", "rules": [reader]}}})
+    s = sim_world.make_sim(tmp_path, auth=roles, users={"admin": "t-admin", "ro": "t-ro"})
+    try:
+        listed = s.kubectl(V, "auth", "can-i", "--list", "-n", "llm", context="a-ro", timeout=30)
+        assert listed.returncode == 0, listed.stderr
+        rows = {line.split()[0]: line.split("]", 2)[-1].strip() for line in listed.stdout.splitlines()[1:]
+                if line.strip() and not line.startswith("[")}
+        assert rows["pods"] == rows["pods/log"] == rows["deployments.apps"] == "[get list]", listed.stdout
+        assert not {"pods.apps", "pods.apps/log", "pods.*/log", "deployments.*", "pods.*"} & rows.keys(), listed.stdout
+    finally:
+        s.server.stop()

@@ -119,3 +119,20 @@ def test_describe_a_service_exposed_with_an_unnamed_port(runbook_sim):
     described = ok(k(V, "-n", "llm", "describe", "svc", "llama"))
     assert re.search(r"^Port:\s+<unset>\s+80/TCP$", described, re.M), described
     assert re.search(r"^TargetPort:\s+8000/TCP$", described, re.M), described
+
+
+def test_service_proxy_reaches_a_ready_endpoint_pod(served):
+    """``services/<name>:<port>/proxy/...`` (port: the Service's port number or name) goes to a Ready pod of its
+    endpoints on the resolved target port, as the pod proxy does; an unknown port or no Ready pod is a 503."""
+    k = served.kubectl
+    for ref in ("llama-8b:80", "llama-8b:http", "http:llama-8b:80"):
+        got = k(V, "get", "--raw", f"/api/v1/namespaces/llm/services/{ref}/proxy/v1/models", timeout=30)
+        models = json.loads(ok(got))
+        assert [m["id"] for m in models["data"]] == ["meta-llama/Llama-3.1-8B-Instruct"], (ref, models)
+    wrong = k(V, "get", "--raw", "/api/v1/namespaces/llm/services/llama-8b:8000/proxy/v1/models", timeout=30)
+    assert wrong.returncode != 0 and 'no service port 8000 found for service "llama-8b"' in wrong.stderr, wrong.stderr
+    idle = dict(SERVICE, metadata={"name": "idle", "namespace": "llm"}, spec={"selector": {"app": "none"}, "ports": [
+        {"port": 8000, "targetPort": 8000}]})
+    ok(k(V, "apply", "-f", "-", stdin=yaml.safe_dump(idle)))
+    none = k(V, "get", "--raw", "/api/v1/namespaces/llm/services/idle:8000/proxy/v1/models", timeout=30)
+    assert none.returncode != 0 and 'no endpoints available for service "idle"' in none.stderr, none.stderr

@@ -15,10 +15,12 @@ from typing import Any
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.gpus import affinity_products
+from vllm_remedy.remedies.budget.limits import margin_shortfall
 from vllm_remedy.vllm import catalog, resolved
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS
 from vllm_remedy.vllm.cmdline import find_server
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate
+from vllm_remedy.vllm.memory.settings import KV_ESTIMATE_MARGIN
 from vllm_remedy.vllm.parallel import group_flags
 from vllm_remedy.vllm.versions import rules, version_from_image
 
@@ -45,8 +47,19 @@ class Prediction:
             return f"no prediction: {self.note}"
         e = self.estimate
         rules = f" ({self.rules})" if self.rules else ""
-        return (f"prediction on {self.gpu}: {e.outcome.value} — KV cache {e.kv_cache_tokens:,} tokens, "
+        return (f"prediction on {self.gpu}: {self.verdict} — KV cache {e.kv_cache_tokens:,} tokens, "
                 f"maximum concurrency {e.max_concurrency:.2f}x at max-model-len {e.max_model_len}{rules}")
+
+    @property
+    def verdict(self) -> str:
+        """The outcome as the line prints it: a ``fits`` whose KV cache could lose less than the estimate margin and
+        still hold one max-model-len request says so as the planner does (``fits by 11 %, below the 16 % estimate
+        margin``), so an operator approving a write sees that the fit is within the estimator's own error."""
+        e = self.estimate
+        if e is None or not e.fits or e.max_concurrency <= 0:
+            return self.outcome
+        spare = 1 - 1 / e.max_concurrency
+        return margin_shortfall(spare, KV_ESTIMATE_MARGIN) if spare < KV_ESTIMATE_MARGIN else self.outcome
 
     def to_json(self) -> dict[str, Any]:
         """The prediction for the drift report, the estimate's every term included (null without one)."""

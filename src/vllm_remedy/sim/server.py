@@ -312,7 +312,7 @@ class SimServer:
         person's tool (kubectl) reads and writes times on its wall clock (``reader_clock``)."""
         by = reader_clock.held_shift(req, ctx.cluster.name, ctx.cluster.clock)
         if by is not None:
-            reader_clock.received(req, by)
+            reader_clock.received(req, by, ctx.cluster.clock)
         resp = handle(ctx, req)
         if by is not None:
             resp = reader_clock.present(resp, req, ctx.cluster.clock, by)

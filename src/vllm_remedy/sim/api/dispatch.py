@@ -108,7 +108,8 @@ def _route(ctx: ApiContext, req: Request, route: Route, verb: str, drop_after: f
             raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
         return reads.logs(cluster, route, req, ctx.stop)
     if sub == "proxy":
-        return reads.proxy(cluster, route, req)
+        return reads.service_proxy(cluster, route, req) if route.resource.plural == "services" \
+            else reads.proxy(cluster, route, req)
     if sub in ("exec", "attach"):
         inbox = websocket.Inbox()
         session = (streams.attach(cluster, route, req, ctx.stop, inbox) if sub == "attach"

@@ -12,22 +12,30 @@ cluster's own age, the one the server-side tables print. The shift is taken once
 for ``HOLD`` real seconds (one kubectl command): an unchanged object must read the same in the GET and the
 PATCH answer, or kubectl says ``patched`` for ``patched (no change)`` and ``diff`` shows every timestamp.
 Times newer than the held shift allows are capped at the wall clock, so nothing is ever in the reader's
-future. Watch and log streams take a fresh shift per line. Inbound times from a reader (``sinceTime``,
-times in a written body) are moved back by the same shift. ``sinceSeconds`` needs no mapping: it is an
-age, and ages are the cluster's.
+future. Watch and log streams take a fresh shift per line. vLLM's own stamp at the head of a log line
+(``INFO 12-04 20:52:24 [core.py:…]``) is moved too, so it reads on the same clock as ``--timestamps``'
+prefix. Inbound times from a reader (times in a written body) are moved back by the same shift.
+``sinceSeconds`` needs no mapping: it is an age, and ages are the cluster's.
 
 Automation (this project's client, the official Python client) keeps the cluster clock: it measures the
 runbook's durations from the ``Date`` header and weighs Event times against marks it stored earlier; a
 shift that moves between reads would lie to it about order. The shift moves by ``speed - 1`` seconds per
-real second, so a stamp copied from one answer and sent back later (``--since-time``) names a later
-cluster moment; at speed 1 the shift is constant.
+real second, so a stamp copied from one answer and sent back later (``--since-time``) would name a later
+cluster moment under the later request's shift, skipping lines. So each cluster remembers the shift it served
+every log-stamp second to a reader (the newest :data:`SERVED` seconds); a ``sinceTime`` on a remembered
+second is moved back by that shift — the lines from that stamp on, as that answer showed them — and any
+other ``sinceTime`` by the request's own shift.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
+import threading
 import time
+import weakref
+from collections import OrderedDict
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from typing import Any
@@ -38,8 +46,15 @@ from vllm_remedy.sim.clock import Clock
 HOLD = 2.0  # real seconds a connection keeps its shift: about one kubectl command
 READERS = ("kubectl", "k9s")  # User-Agent products whose users read times off a screen
 STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.(\d+))?Z")
+LOG_PATH = re.compile(r"/api/v1/namespaces/[^/]+/pods/[^/]+/log")
 TIME_KEY = re.compile(r"(?:Time|Timestamp|At)$|^time$")
 OPAQUE = frozenset({"annotations", "labels", "data", "binaryData", "stringData"})  # free-form: never moved
+#: vLLM's log prefix: an optional process tag (``(APIServer pid=1)``, colours allowed), the level, then its stamp.
+VLLM_STAMP = re.compile(r"^((?:\x1b\[[0-9;]*m)?(?:\([^)\n]*\)(?:\x1b\[[0-9;]*m)? )?(?:\x1b\[[0-9;]*m)?"
+                        r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)(?:\x1b\[[0-9;]*m)? )(\d\d-\d\d \d\d:\d\d:\d\d)(?=\s|$)")
+SERVED = 20_000  # log-stamp seconds (wall) remembered per cluster with the shift they were served at
+_served: weakref.WeakKeyDictionary[Clock, OrderedDict[int, float]] = weakref.WeakKeyDictionary()
+_served_lock = threading.Lock()  # the server answers each connection on its own thread
 
 
 def is_reader(user_agent: str | None) -> bool:
@@ -103,22 +118,71 @@ def move(value: Any, by: float, cap: float | None = None) -> Any:
     return out
 
 
-def _log_line(line: str, by: float, cap: float) -> str:
+def _vllm_stamp(text: str, by: float, cap: float) -> str:
+    """``text`` with vLLM's leading ``LEVEL MM-DD HH:MM:SS`` moved by ``by`` (none past ``cap``). The stamp has
+    no year: it is the year of the cluster's now (``cap - by``), or the one before when that is in its future."""
+    found = VLLM_STAMP.match(text)
+    if found is None:
+        return text
+    now = cap - by
+    year = time.gmtime(now).tm_year
+    for y in (year, year - 1):
+        try:
+            at = datetime.strptime(f"{y}-{found.group(2)}", "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc)
+        except ValueError:  # 02-29 outside a leap year
+            continue
+        if at.timestamp() <= now + 86400:
+            moved = datetime.fromtimestamp(min(at.timestamp() + by, cap), tz=timezone.utc)
+            return found.group(1) + moved.strftime("%m-%d %H:%M:%S") + text[found.end():]
+    return text
+
+
+def _log_line(line: str, by: float, cap: float, stamped: bool, seen: OrderedDict[int, float] | None) -> str:
+    if not stamped:
+        return _vllm_stamp(line, by, cap)
     stamp, sep, rest = line.partition(" ")
-    return _moved(stamp, by, cap) + sep + rest if sep else line
+    if not sep:
+        return line
+    shown = _moved(stamp, by, cap)
+    if seen is not None and shown != stamp:
+        second = math.floor(datetime.fromisoformat(shown[:19] + "+00:00").timestamp())
+        seen[second] = by
+        seen.move_to_end(second)
+    return shown + sep + _vllm_stamp(rest, by, cap)
 
 
-def _logs(text: str, by: float) -> str:
+def _logs(text: str, by: float, stamped: bool, clock: Clock | None = None) -> str:
     cap = time.time()
-    return "".join(_log_line(line, by, cap) for line in text.splitlines(keepends=True))
+    seen: OrderedDict[int, float] | None = OrderedDict() if clock is not None and stamped else None
+    out = "".join(_log_line(line, by, cap, stamped, seen) for line in text.splitlines(keepends=True))
+    if seen and clock is not None:
+        with _served_lock:
+            kept = _served.setdefault(clock, OrderedDict())
+            for second, at in seen.items():
+                kept[second] = at
+                kept.move_to_end(second)
+            while len(kept) > SERVED:
+                kept.popitem(last=False)
+    return out
 
 
-def received(req: Request, shifted: float) -> None:
-    """Move a reader's inbound times onto the cluster clock: ``sinceTime`` and times in a JSON body."""
+def _since_shift(since: str, shifted: float, clock: Clock | None) -> float:
+    """The shift a reader's ``sinceTime`` was served at: the remembered one for a log stamp's second, else now's."""
+    if clock is None:
+        return shifted
+    at = datetime.fromisoformat(since[:19] + "+00:00").timestamp()
+    with _served_lock:
+        return _served.get(clock, {}).get(math.floor(at), shifted)
+
+
+def received(req: Request, shifted: float, clock: Clock | None = None) -> None:
+    """Move a reader's inbound times onto the cluster clock: ``sinceTime`` (by the shift its stamp was served
+    at, when ``clock``'s cluster served it) and times in a JSON body."""
     by = -shifted
     since = req.query.get("sinceTime")
     if since and STAMP.fullmatch(since):
-        req.query["sinceTime"] = _moved(since.replace("Z", ".000000Z") if "." not in since else since, by)
+        req.query["sinceTime"] = _moved(since.replace("Z", ".000000Z") if "." not in since else since,
+                                        -_since_shift(since, shifted, clock))
     if req.body and req.method in ("POST", "PUT", "PATCH") and "json" in req.content_type:
         try:
             body = json.loads(req.body)
@@ -141,11 +205,12 @@ def present(resp: Response, req: Request, clock: Clock, by: float) -> Response:
             except ValueError:
                 return resp
             resp.body = json.dumps(move(doc, by, time.time()), separators=(",", ":")).encode()
-    elif resp.content_type == "text/plain" and req.query.get("timestamps") in ("true", "1"):
+    elif resp.content_type == "text/plain" and req.method == "GET" and LOG_PATH.fullmatch(req.path):
+        stamped = req.query.get("timestamps") in ("true", "1")
         if resp.stream is not None:
-            resp.stream = (_logs(chunk.decode(), shift(clock)).encode() for chunk in resp.stream)
+            resp.stream = (_logs(chunk.decode(), shift(clock), stamped, clock).encode() for chunk in resp.stream)
         else:
-            resp.body = _logs(resp.body.decode(), by).encode()
+            resp.body = _logs(resp.body.decode(), by, stamped, clock).encode()
     return resp
 
 

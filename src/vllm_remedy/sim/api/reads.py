@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import random
 import re
 import threading
 import time
@@ -264,6 +265,35 @@ def proxy(cluster: ClusterLike, route: Route, req: Request) -> Response:
     query = "&".join(f"{k}={v}" for k, v in req.query.items())
     path = "/" + route.rest + (f"?{query}" if query else "")
     status, content_type, body = cluster.proxy(route.namespace or "", name, port, path)
+    return Response(status, body, content_type)
+
+
+def service_proxy(cluster: ClusterLike, route: Route, req: Request) -> Response:
+    """``services/[SCHEME:]NAME[:PORT]/proxy/PATH`` → a Ready pod of the Service's Endpoints, as kube-apiserver
+    picks one: PORT is the Service's port number or name (omitted: its unnamed port), the pod is reached on that
+    port's resolved target; no such port or no Ready pod is kube's 503."""
+    assert route.name is not None
+    parts = route.name.split(":")
+    if len(parts) > 3 or (len(parts) == 3 and parts[0] not in ("http", "https")):
+        raise ApiError(400, "BadRequest", f"invalid service request {route.name!r}")
+    name, port_ref = (parts[-2], parts[-1]) if len(parts) == 3 else (parts[0], parts[1] if len(parts) == 2 else "")
+    namespace = route.namespace or ""
+    service = cluster.store.get("services", namespace, name)
+    if port_ref.isdigit():
+        named = [p.get("name") or "" for p in (service.get("spec") or {}).get("ports") or []
+                 if p.get("port") == int(port_ref)]
+        if not named:
+            raise ApiError(503, "ServiceUnavailable", f'no service port {port_ref} found for service "{name}"')
+        port_ref = named[0]
+    endpoints = cluster.store.find("endpoints", namespace, name) or {}
+    choices = [(a["targetRef"]["name"], int(p["port"])) for subset in endpoints.get("subsets") or []
+               for p in subset.get("ports") or [] if (p.get("name") or "") == port_ref
+               for a in subset.get("addresses") or [] if (a.get("targetRef") or {}).get("kind") == "Pod"]
+    if not choices:
+        raise ApiError(503, "ServiceUnavailable", f'no endpoints available for service "{name}"')
+    pod, port = random.choice(choices)
+    query = "&".join(f"{k}={v}" for k, v in req.query.items())
+    status, content_type, body = cluster.proxy(namespace, pod, port, "/" + route.rest + (f"?{query}" if query else ""))
     return Response(status, body, content_type)
 
 

@@ -71,7 +71,7 @@ RESOURCES: tuple[Resource, ...] = (
              stored_as="events"),
     Resource("", "v1", "configmaps", "configmap", "ConfigMap", short_names=("cm",)),
     Resource("", "v1", "services", "service", "Service", short_names=("svc",), categories=("all",),
-             subresources={"status": ("Service", "", "v1")}),
+             subresources={"status": ("Service", "", "v1"), "proxy": ("ServiceProxyOptions", "", "v1")}),
     Resource("", "v1", "endpoints", "endpoints", "Endpoints", short_names=("ep",)),
     Resource("discovery.k8s.io", "v1", "endpointslices", "endpointslice", "EndpointSlice"),
     Resource("apps", "v1", "deployments", "deployment", "Deployment", short_names=("deploy",), categories=("all",),

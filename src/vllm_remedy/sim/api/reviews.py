@@ -8,6 +8,7 @@ from typing import Any
 from vllm_remedy.sim.api import rbac
 from vllm_remedy.sim.api.auth import Authorizer, Identity
 from vllm_remedy.sim.api.http import Request, Response, json_response
+from vllm_remedy.sim.api.resources import RESOURCES
 from vllm_remedy.sim.protocols import ClusterParts
 from vllm_remedy.sim.store import ApiError
 
@@ -44,14 +45,21 @@ def access_review(cluster: ClusterParts, name: str, auth: Authorizer, req: Reque
     return json_response(review, 201)
 
 
-def _token_rule(rule: Any) -> Obj:
-    """A token rule (``deployments.apps``, ``pods/log``, ``*``) as RBAC's apiGroups/resources."""
-    groups, resources = set(), set()
+def _token_rules(rule: Any) -> list[Obj]:
+    """A token rule (``deployments.apps``, ``pods/log``, ``*``) as RBAC rules, one per API group: one rule's
+    apiGroups × resources is a cross product, so ``pods`` and ``deployments.apps`` in one would also grant
+    ``pods.apps`` and ``deployments`` in the core group. A group-less name stands for the groups serving it."""
+    by_group: dict[str, set[str]] = {}
     for item in rule.resources:
         plural, _, group = item.partition(".")
-        resources.add(plural)
-        groups.add(group if group else "*")  # a token rule without a group matches the plural in any group
-    return {"verbs": sorted(rule.verbs), "apiGroups": sorted(groups), "resources": sorted(resources)}
+        if group:
+            groups = [group]
+        else:  # ``*`` or a name the sim does not serve: any group, as the token rule matches it
+            groups = sorted({r.group for r in RESOURCES if r.plural == plural.partition("/")[0]}) or ["*"]
+        for g in groups:
+            by_group.setdefault(g, set()).add(plural)
+    return [{"verbs": sorted(rule.verbs), "apiGroups": [group], "resources": sorted(plurals)}
+            for group, plurals in sorted(by_group.items())]
 
 
 def rules_review(cluster: ClusterParts, name: str, req: Request, identity: Identity | None) -> Response:
@@ -62,8 +70,8 @@ def rules_review(cluster: ClusterParts, name: str, req: Request, identity: Ident
         rules = [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}]
         non_resource = [{"verbs": ["*"], "nonResourceURLs": ["*"]}]
     else:
-        rules = [_token_rule(r) for r in identity.rules
-                 if (not r.clusters or name in r.clusters) and (not r.namespaces or namespace in r.namespaces)]
+        rules = [out for r in identity.rules if (not r.clusters or name in r.clusters)
+                 and (not r.namespaces or namespace in r.namespaces) for out in _token_rules(r)]
         rules += [{k: v for k, v in r.items() if k in ("verbs", "apiGroups", "resources", "resourceNames")}
                   for r in rbac.granted_rules(cluster.store, identity.user, namespace or None) if r.get("resources")]
         rules += BASIC_RULES
