@@ -167,15 +167,34 @@ def test_a_patch_committed_after_the_grace_period_is_unknown_and_the_rerun_resum
     assert (("PATCH", proxy.landed[0][1], 200) == proxy.landed[0]), proxy.landed  # the first attempt landed
     written = deployment(rehearsal)
     assert written["metadata"]["generation"] == before["metadata"]["generation"] + 1
-    rerun = rehearsal.pyinfra(LOCAL, RESTORE, "-y")
-    assert rerun.returncode == 0, rerun.stderr
-    again = host_out(rerun.stderr)
+    text = rerun_speeding_up_at_its_wait(rehearsal)
+    again = host_out(text)
     resumed = [line for line in again if line.startswith("wait for deployment llm/llama-8b to roll out (last "
                                                          "vllm-remedy write: restore at ")]
     assert len(resumed) == 1 and "successfully rolled out" in resumed[0], again
     after = deployment(rehearsal)
     assert after["metadata"]["generation"] == written["metadata"]["generation"]  # resumed, not written again
     assert int(after["status"]["readyReplicas"]) == int(after["spec"]["replicas"])
+
+
+def rerun_speeding_up_at_its_wait(rehearsal: Rehearsal) -> str:
+    """Rerun restore with ``-y`` while the pods still load (slow clock), speed the cluster up once the rerun
+    waits, and return what it printed (it must exit 0)."""
+    err = rehearsal.tmp / "rerun.err"
+    with err.open("w") as fe:
+        rerun = subprocess.Popen([sys.executable, "-m", "pyinfra", LOCAL, RESTORE, "-y"], cwd=rehearsal.tmp,
+                                 env=rehearsal.env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=fe)
+        try:
+            wait_until(lambda: "Starting operation: Wait until the new pods are Ready" in err.read_text()
+                       or rerun.poll() is not None, 120, "the rerun to reach its wait")
+            rehearsal.cluster.clock.set_speed(60.0)
+            rerun.wait(timeout=180)
+        finally:
+            if rerun.poll() is None:
+                rerun.kill()
+    text = err.read_text()
+    assert rerun.returncode == 0, text
+    return text
 
 
 def test_after_kill_9_mid_wait_a_rerun_resumes_the_wait(rehearsal: Rehearsal) -> None:
@@ -194,22 +213,7 @@ def test_after_kill_9_mid_wait_a_rerun_resumes_the_wait(rehearsal: Rehearsal) ->
     written = deployment(rehearsal)
     ready = int((written.get("status") or {}).get("readyReplicas") or 0)
     assert ready < int(written["spec"]["replicas"]), written["status"]  # killed before Ready
-    # the rerun starts while the pods still load (slow clock), and the cluster speeds up once it waits
-    err = rehearsal.tmp / "rerun.err"
-    with err.open("w") as fe:
-        rerun = subprocess.Popen([sys.executable, "-m", "pyinfra", LOCAL, RESTORE, "-y"], cwd=rehearsal.tmp,
-                                 env=rehearsal.env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=fe)
-        try:
-            wait_until(lambda: "Starting operation: Wait until the new pods are Ready" in err.read_text()
-                       or rerun.poll() is not None, 120, "the rerun to reach its wait")
-            clock.set_speed(60.0)
-            rerun.wait(timeout=180)
-        finally:
-            if rerun.poll() is None:
-                rerun.kill()
-    text = err.read_text()
-    assert rerun.returncode == 0, text
-    said = host_out(text)
+    said = host_out(rerun_speeding_up_at_its_wait(rehearsal))
     resumed = [line for line in said if line.startswith("wait for deployment llm/llama-8b to roll out (last "
                                                         "vllm-remedy write: restore at ")]
     assert len(resumed) == 1 and "successfully rolled out" in resumed[0], said
