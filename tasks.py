@@ -60,7 +60,8 @@ def test(pytest_args: list[str]) -> int:
     run(BIN / "ruff", "check", *lint)
     # Two workers per core: most end-to-end tests wait on a subprocess or on the rehearsal cluster's clock, so
     # a worker per core would leave the cores idle half the time.
-    workers = ["-n", str(2 * (os.cpu_count() or 1))] if "-n" not in pytest_args else []
+    # worksteal: an idle worker takes queued tests from a busy one, so the longest tests do not end the run alone.
+    workers = ["-n", str(2 * (os.cpu_count() or 1)), "--dist", "worksteal"] if "-n" not in pytest_args else []
     return subprocess.call([str(BIN / "pytest"), *workers, *pytest_args], cwd=ROOT)
 
 
