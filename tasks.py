@@ -47,14 +47,24 @@ def ensure_test_tools() -> None:
     run(sys.executable, ROOT / "scripts" / "get_tools.py")
 
 
+def compile_sources() -> None:
+    """Byte-compile src/ (pip does it for installed packages, not editable ones): every deploy and CLI run is a
+    new process, and with PYTHONDONTWRITEBYTECODE set (as CI images often do) each compiled the whole package
+    again, ~0.1 s of CPU per run. Stale files are recompiled; Python checks the source's mtime either way."""
+    subprocess.run([str(BIN / "python"), "-m", "compileall", "-q", str(ROOT / "src")], check=True, cwd=ROOT,
+                   stdout=subprocess.DEVNULL)
+
+
 def rehearse() -> int:
     ensure_venv("")
+    compile_sources()
     return subprocess.call([str(BIN / "vllm-remedy"), "rehearse"], cwd=ROOT)
 
 
 def test(pytest_args: list[str]) -> int:
     ensure_venv("test")
     ensure_test_tools()
+    compile_sources()
     paths = ("src", "tests", "deploys", "inventories", "bench", "scripts", "tasks.py")
     lint = [p for p in paths if (ROOT / p).exists()]
     run(BIN / "ruff", "check", *lint)
