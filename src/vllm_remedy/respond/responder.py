@@ -234,7 +234,6 @@ class Responder:
         if apply:
             reason, kind = record.RESULTS[incident.result]
             self._event(client, incident, reason, kind, incident.summary(), incident.deploy)
-        log.info("%s: %s", host.name, printable(incident.summary()))
         # each record on its own: a note that cannot be written must not keep the chat from hearing, nor back
         if settings.notes is not None:
             try:
@@ -242,6 +241,8 @@ class Responder:
                 log.info("%s: incident note %s", host.name, path)
             except Exception as exc:
                 log.error("%s: cannot write the incident note: %s: %s", host.name, type(exc).__name__, exc)
+        # the summary after the note: whoever acts on the log line (a person, a log alert) finds the note written
+        log.info("%s: %s", host.name, printable(incident.summary()))
         if settings.chat_webhook:
             try:
                 record.post_chat(settings.chat_webhook, incident.summary())
