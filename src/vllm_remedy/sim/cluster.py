@@ -128,6 +128,7 @@ class Cluster:
             self.kubelet.on_pod(namespace, name, obj, kind)
             if kind == "DELETED":
                 self.deployments.on_pod_gone(namespace, obj)
+                self.files.forget(str(obj["metadata"].get("uid", "")))  # what `kubectl cp` put there goes too
         elif resource == "nodes":
             self.scheduler.on_node()
             self.node_reporter.on_node(name, obj, kind)
