@@ -177,9 +177,9 @@ def non_torch_gib(gpu: GpuSpec, res: Resolved) -> float:
     """Memory outside PyTorch's allocator that vLLM charges to the budget.
 
     "increase" budgets count only what grows during profiling: 0.24-0.27 GiB at TP=1 (0.19.0), but
-    2.06-2.21 GiB per rank at TP >= 2 from 0.11 on (custom all-reduce buffers; llm-d 0.19.0 logs), <= 0.6
-    in 0.9-0.10 (notes), 0.4 GiB on V0 0.7 (vllm#13061, fitted). "absolute" budgets also
-    count the CUDA context and NCCL, which are already in the device's used memory.
+    2.06-2.21 GiB per rank at TP >= 2 from 0.11 on Hopper (llm-d 0.19.0 H100 logs), <= 0.6 in 0.9-0.10 (notes)
+    and below capability 9.0 (2 x A100 0.11.2 logs imply ~0.5), 0.4 GiB on V0 0.7 (vllm#13061, fitted).
+    "absolute" budgets also count the CUDA context and NCCL, which are already in the device's used memory.
     """
     r = res.rules
     tp2 = res.tp >= 2
