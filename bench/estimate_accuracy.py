@@ -69,14 +69,22 @@ What makes the held-out error large (all but one on the safe side; the cure belo
   of activation for 256 x 128,256 logits). It comes from Oracle's AI Quick Actions container, whose
   environment is not in the log; VLLM_USE_FLASHINFER_SAMPLER=1 would explain it. Not modelled (it is
   not an input), and the default path's sort errs toward less KV.
-- Seed-OSS-36B FP32 on 2 x A100-80GB, 0.11.2 (xuchu0726/ai-inference-service, -18 %): the V1 TP >= 2
-  non-torch term charges 2.12 GiB per rank (fitted on H100 NVLink pods at 0.19); these A100 logs imply
-  about 0.5 GiB and print "SymmMemCommunicator: Device capability 8.0 not supported, communicator is not
-  available" (distributed/device_communicators/symm_mem.py; NCCL's NVLS buffers are Hopper-only too).
-  Tried and not kept: the pre-0.11 0.6 GiB for compute capability < 9.0 puts the mnbt-32K BF16 log of
-  the same machine +4.5 % over, so the Ampere figure lies between and would have to be fitted.
-  At utilization 0.98 with 67 GiB of FP32 weights the KV cache is only ~9 GiB, so the
-  1.6 GiB becomes 18 %; the same term costs 2-5 % on this source's BF16/W8A8/128K logs.
+- Seed-OSS-36B on 2 x A100-80GB, 0.11.2 (xuchu0726/ai-inference-service; fixed: FP32 -18.3 % -> -3.1 %,
+  BF16 64K -4.8 % -> -0.5 %, W8A8 -3.2 % -> -0.4 %, 128K eager -2.3 % -> -0.2 %, mnbt-32K -0.1 % -> -0.5 %).
+  Two rules, neither fitted on these logs. (1) The V1 TP >= 2 non-torch term of 0.11+ (2.12 GiB per rank,
+  fitted on H100 pods at 0.19) comes with buffers only Hopper and newer get: vLLM creates its
+  SymmMemCommunicator only for capability 9.0/10.0 (distributed/device_communicators/symm_mem.py; these logs
+  print "Device capability 8.0 not supported, communicator is not available") and NCCL's NVLS needs sm90;
+  below 9.0 the pre-0.11 figure (0.6) now applies. (2) V1's `profile_run` runs the dummy forward over mnbt
+  tokens, frees its intermediates, then warms the sampler up with only the hidden states alive, so the torch
+  peak is the larger phase, not the sum: the forward phase is V0's per-token count, 3 x (I/TP + H) x dtype
+  (fitted on vllm#10517), for dense models. It decides only at large mnbt or few sequences. Check from the
+  same machine: the mnbt-32K log's requested - weights - KV is 1.98 GiB above the mnbt-8K log's, and
+  3 x (13,824 + 5,120) x 2 B x 24,576 extra tokens is 1.97 GiB; the 128K eager log (max-num-seqs 1, so
+  no sampler phase) leaves 1.46 GiB, now charged 0.96 + 0.6. Applying (1) alone was tried before and put
+  the mnbt-32K log +4.5 % over: the old model's missing forward phase had been hidden by the H100 non-torch
+  figure. On H100 0.19 the 1,024-sequence sampler phase is the larger except for the small-vocab CodeLlama
+  (32,016 logits): its 7B log goes from +0.1 % to -0.2 %, the 34B busy-GPU case keeps its outcome.
 - RTX 4080/4090 under WSL2 and L4, 0.26-0.28 (akiyax/kvcache-lab, enginrect/llmso, floSa/data-analyst-agent,
   -5 to -16 %): from 0.21 vLLM takes the CUDA-graph charge inside the budget, but what it subtracts is
   the estimate of `profile_cudagraph_memory()` (two graphs per mode, extrapolated), applied only when
@@ -91,7 +99,7 @@ What makes the held-out error large (all but one on the safe side; the cure belo
   becomes 16 %. The unset-utilization default is now the release's own (0.92 at 0.27.1,
   vllm/config/cache.py:68 at tag v0.27.1): the 0.27.1 defaults log went from -8.2 % to -5.9 %.
 
-No held-out case predicts more KV than vLLM found (the largest signed error is -0.1 %); the newest held-out
+No held-out case predicts more KV than vLLM found (the largest signed error is -0.2 %); the newest held-out
 logs (0.19.1, 0.26.0, 0.27.1, 0.28.0) all under-predict, and the issue's over-prediction on a recent release
 is still not in this set. The 0.28.0 L4 source (3 launches of one AWQ model at utilization 0.35/0.45/0.60
 next to an Ollama holding 4.8 GiB) adds an L4, the newest release and a `max_len_exceeds_kv` start.

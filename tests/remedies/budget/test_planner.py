@@ -98,8 +98,8 @@ def test_runbook_policy_pins_the_l40s_and_bounds_every_flag():
     assert [s.lever for s in plan.steps] == ["tensor-parallel-size", "gpu-product"]
     swap = plan.steps[1]
     # The policy's preferred 16384 fits the L40S as predicted, but by less than the estimate margin.
-    assert dict(swap.set) == {"max-model-len": "15872"}
-    assert "16,384 fits by 14 %, below the 16 % estimate margin" in swap.reason
+    assert dict(swap.set) == {"max-model-len": "16128"}
+    assert "16,384 fits by 14 %, below the 15 % estimate margin" in swap.reason
     assert dict(swap.template.node_selector) == {"nvidia.com/gpu.product": "NVIDIA-L40S"}
     # peak_concurrency x confirm.min_concurrency_ratio, with the margin taken off the predicted KV cache
     assert swap.prediction.max_concurrency * (1 - KV_ESTIMATE_MARGIN) >= 8 * 1.25

@@ -28,8 +28,9 @@ from vllm_remedy.vllm.startup_log import parse_startup_log
 ROOT = Path(__file__).resolve().parents[3]
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 REVISION = "0e9e39f249a16976918f6564b8830bc894c89659"
-# World seed whose draw for Llama on L4 at vLLM 0.8 is the held-out over-prediction (+19.6 %, Phi-4 GPTQ).
-OVER_SEED = 5
+# World seed whose draw for Llama on L4 at vLLM 0.8 is a held-out error drawn as an over-prediction (+25.3 %,
+# the A100 0.10.1 u0.25 log). It was 5 until the Seed-OSS A100 errors shrank and the residual table changed.
+OVER_SEED = 16
 ARGS = [LLAMA, "--revision", REVISION, "--max-model-len", "16384", "--max-num-seqs", "64"]
 
 

@@ -141,6 +141,19 @@ def _moe_gib(model: ModelSpec, res: Resolved) -> float:
     return routed * MOE_FACTOR / GIB + MOE_BASE_GIB
 
 
+def _dense_forward_bytes(model: ModelSpec, res: Resolved) -> float:
+    """Peak of V1's dummy forward over mnbt tokens (v1/worker/gpu_model_runner.py ``profile_run``: ``_dummy_run``
+    then ``_dummy_sampler_run``): the MLP's gate/up, activation and residual copies, V0's per-token count (fitted
+    on vllm#10517). Not for MoE, whose routed buffers are ``_moe_gib``'s. It exceeds the sampler phase only at a
+    large mnbt or few sequences: Seed-OSS-36B at TP 2 on 0.11.2 logged 1.98 GiB more profile peak at mnbt
+    32,768 than at 8,192 (xuchu0726 logs), where 3 x (13,824 + 5,120) x 2 B x 24,576 tokens gives 1.97 GiB.
+    """
+    if model.is_moe:
+        return 0.0
+    per_token = V0_FORWARD_VALUES_PER_TOKEN * (model.intermediate_size / res.tp + model.hidden_size)
+    return res.mnbt * per_token * res.weight_dtype_bytes
+
+
 def activation_gib(model: ModelSpec, res: Resolved) -> float:
     """Peak PyTorch memory of the profile run above the weights."""
     dt = res.weight_dtype_bytes
@@ -150,7 +163,10 @@ def activation_gib(model: ModelSpec, res: Resolved) -> float:
         sampler = reqs * model.vocab_size * per_logit
         forward = res.mnbt * model.hidden_size * V1_FORWARD_BYTES_PER_TOKEN_HIDDEN * dt
         extra = FLOAT32_EXTRA_GIB if dt == 4 else 0.0
-        return (sampler + forward) / GIB + V1_FORWARD_BASE_GIB + extra + _moe_gib(model, res) + _encoder_gib(model, res)
+        # profile_run frees the dummy forward's intermediates before the sampler warm-up (only the hidden
+        # states survive), so the torch peak is the larger of the two phases, not their sum.
+        peak = max(sampler + forward, _dense_forward_bytes(model, res))
+        return peak / GIB + V1_FORWARD_BASE_GIB + extra + _moe_gib(model, res) + _encoder_gib(model, res)
     per_token = V0_FORWARD_VALUES_PER_TOKEN * (model.intermediate_size / res.tp + model.hidden_size) * dt
     forward = res.mnbt * per_token
     sampler = min(res.max_num_seqs, res.mnbt) * model.vocab_size * V1_SORT_SAMPLER_BYTES_PER_LOGIT
@@ -161,9 +177,9 @@ def non_torch_gib(gpu: GpuSpec, res: Resolved) -> float:
     """Memory outside PyTorch's allocator that vLLM charges to the budget.
 
     "increase" budgets count only what grows during profiling: 0.24-0.27 GiB at TP=1 (0.19.0), but
-    2.06-2.21 GiB per rank at TP >= 2 from 0.11 on (custom all-reduce buffers; llm-d 0.19.0 logs), <= 0.6
-    in 0.9-0.10 (notes), 0.4 GiB on V0 0.7 (vllm#13061, fitted). "absolute" budgets also
-    count the CUDA context and NCCL, which are already in the device's used memory.
+    2.06-2.21 GiB per rank at TP >= 2 from 0.11 on Hopper (llm-d 0.19.0 H100 logs), <= 0.6 in 0.9-0.10 (notes)
+    and below capability 9.0 (2 x A100 0.11.2 logs imply ~0.5), 0.4 GiB on V0 0.7 (vllm#13061, fitted).
+    "absolute" budgets also count the CUDA context and NCCL, which are already in the device's used memory.
     """
     r = res.rules
     tp2 = res.tp >= 2
@@ -173,9 +189,18 @@ def non_torch_gib(gpu: GpuSpec, res: Resolved) -> float:
         return V0_NON_TORCH_TP2_GIB if tp2 else 0.25
     if not tp2:
         return 0.27
-    if r.version < (0, 11, 0):
+    if r.version < (0, 11, 0) or not _hopper_or_newer(gpu):
         return 0.6
     return 2.12 if res.tp == 2 else 2.22
+
+
+def _hopper_or_newer(gpu: GpuSpec) -> bool:
+    """The 0.11+ growth at TP >= 2 (fitted on H100) comes with buffers only Hopper and newer get: vLLM creates its
+    SymmMemCommunicator only for capability 9.0/10.0 (distributed/device_communicators/symm_mem.py, "Device
+    capability 8.0 not supported, communicator is not available" in the 0.11.2 A100 logs), and NCCL's NVLS
+    buffers need sm90. Below that the pre-0.11 figure applies."""
+    major = gpu.compute_capability.partition(".")[0]
+    return major.isdigit() and int(major) >= 9
 
 
 def cudagraph_gib(model: ModelSpec, res: Resolved) -> float:
