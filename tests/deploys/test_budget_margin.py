@@ -14,7 +14,7 @@ rehearsal = pyinfra_run.rehearsal
 exact_rehearsal = pyinfra_run.exact_rehearsal  # vLLM's log compared with the prediction exactly
 
 #: Revision 15: the runbook's 16384 at utilization 0.85. vLLM 0.8.5 on the L40S is predicted to start and hold
-#: 10.96 of the policy's 10 (8 x 1.25) max-length requests: 8.8 % spare, less than the 16 % margin.
+#: 10.96 of the policy's 10 (8 x 1.25) max-length requests: 8.8 % spare, less than the 15 % margin.
 TIGHT = [MODEL, "--max-model-len", "16384", "--gpu-memory-utilization", "0.85", "--max-num-seqs", "64"]
 REQUIRED = 10.0
 PCT = f"{KV_ESTIMATE_MARGIN * 100:.3g} %"
