@@ -64,8 +64,23 @@ def test_two_bad_revisions_are_skipped_by_evidence_and_forced_targets_follow_the
                for line in lines), lines
     assert read(rehearsal)["metadata"]["resourceVersion"] == bad["metadata"]["resourceVersion"]  # dry: no write
 
-    got = rehearsal.pyinfra(inv, RESTORE, "-y", timeout=300)
+    # the operator insists on revision 2: it crash-loops, and the wait records that on its ControllerRevision
+    forced = rehearsal.pyinfra(inv, RESTORE, "-y", "--data", "revision=2", "--data", "override=evidence",
+                               timeout=300)
+    assert forced.returncode != 0, forced.stderr
+    assert any("crash-loop after " in line for line in host_lines(forced.stderr, HOST)), forced.stderr
+    assert any(line.startswith("wait for revision 2 to roll out: recorded on controllerrevision ") and
+               line.endswith("restore will not return to it") for line in host_lines(forced.stderr, HOST))
+
+    got = rehearsal.pyinfra(inv, RESTORE, "-y", timeout=300)  # revision 2 came back as 4: neither 4 nor 3 again
     assert got.returncode == 0, got.stderr
+    lines = host_lines(got.stderr, HOST)
+    assert any(line.startswith(f"roll back {WHERE} from revision 4 to revision 1 (") for line in lines), lines
+    assert any(line.startswith("skipped revision 3 (") for line in lines), lines
+    client = rehearsal.client()
+    records = {int(r["revision"]): (r["metadata"].get("annotations") or {}).get("vllm-remedy.io/crashed")
+               for r in client.request("GET", client.object_path("llm", "controllerrevisions"))["items"]}
+    assert records[3] and records[4] and "max_len_exceeds_kv" in records[4], records  # both bad ones, on record
     after = read(rehearsal)
     assert after["spec"]["leaderWorkerTemplate"] == good["spec"]["leaderWorkerTemplate"]
     notes = after["metadata"]["annotations"]

@@ -29,6 +29,7 @@ from vllm_remedy.kube import lws_history
 from vllm_remedy.kube.clock import ClusterClock
 from vllm_remedy.kube.diff import unified_template_diff
 from vllm_remedy.kube.lws_wait import lws_path, wait_for_lws_rollout
+from vllm_remedy.operations.lws_evidence import record_wait_crash
 from vllm_remedy.operations.restore import OVERRIDE, revision_problem
 from vllm_remedy.operations.util import (
     Change,
@@ -192,4 +193,8 @@ def wait_rolled_out(state: Any, host: Any, timeout: float, label: str) -> bool:
         note(host, f"{label}: {result.message} after {result.elapsed:.0f}s (cluster time)")
         return True
     note(host, f"{label}: {result.outcome} after {result.elapsed:.0f}s: {result.message}", error=True)
+    if result.crash is not None and result.outcome == "crash-loop":
+        said = record_wait_crash(ctx, result.crash.pod, result.crash.failure)
+        if said:
+            note(host, f"{label}: {said}", error=said.startswith("warning"))
     return False

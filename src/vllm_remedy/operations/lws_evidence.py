@@ -23,9 +23,11 @@ from pyinfra.api import FunctionCommand, operation
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.facts.leaderworkerset import LeaderWorkerSetState
+from vllm_remedy.kube.client import JSON_PATCH, KubeClient
+from vllm_remedy.kube.lws_history import NAME_LABEL, REVISION_LABEL
 from vllm_remedy.operations.evidence import record_ops, seen_dying
 from vllm_remedy.operations.sts_evidence import revision_path
-from vllm_remedy.operations.util import k8s_host, noop, observe, show, write_command
+from vllm_remedy.operations.util import K8sHost, k8s_host, noop, observe, show, write_command
 from vllm_remedy.remedies.evidence import record_changes
 
 
@@ -68,3 +70,27 @@ def crash_recorded() -> Iterator[FunctionCommand]:
         yield from commands
     else:
         noop(state, host, "no crash to record" if not dying else "every crash seen is already recorded")
+
+
+def record_wait_crash(ctx: K8sHost, pod: str, failure: str | None) -> str:
+    """Record the crash an LWS wait failed on, on the ControllerRevision its pod's template-revision-hash names;
+    what was done, in a line. Never raises: a record that cannot be written is a warning, not a second failure."""
+    try:
+        obj = ctx.client.request("GET", KubeClient.object_path(ctx.namespace, "pods", pod, group="v1"))
+        digest = ((obj.get("metadata") or {}).get("labels") or {}).get(REVISION_LABEL)
+        query = [("labelSelector", f"{NAME_LABEL}={ctx.deployment},{REVISION_LABEL}={digest}")]
+        found = ctx.client.request("GET", KubeClient.object_path(ctx.namespace, "controllerrevisions"), query=query)
+        items = sorted(found.get("items") or [], key=lambda r: int(r.get("revision") or 0))
+        if not digest or not items:
+            return ""
+        name = str(items[-1]["metadata"]["name"])
+        path = revision_path(ctx.namespace, name)
+        ops = record_ops({failure or "unknown": 1}, "", ctx.keys, ctx.client, ctx.client.request("GET", path),
+                         ctx.client.server_time())
+        if not ops:
+            return f"the crash is already recorded on controllerrevision {name}"
+        ctx.client.request("PATCH", path, body=ops, content_type=JSON_PATCH)
+    except UserError as exc:
+        return f"warning: the crash could not be recorded on its ControllerRevision: {exc}"
+    return f"recorded on controllerrevision {name} that it was seen dying ({failure or 'unknown'}): restore will " \
+           "not return to it"
