@@ -25,6 +25,7 @@ from vllm_remedy.operations import (
     handover,
     inferenceservice,
     leaderworkerset,
+    lws_evidence,
     restore,
     statefulset,
     sts_evidence,
@@ -32,8 +33,12 @@ from vllm_remedy.operations import (
 )
 
 if host.data.get("k8s_kind") == "leaderworkerset":
-    # no `kubectl rollout undo` for an LWS: its previous ControllerRevision written back, resourceVersion-guarded
-    leaderworkerset.rollback(name="Roll a crash-looping LeaderWorkerSet back to its previous revision", wait=True)
+    revision = leaderworkerset.forced_revision()  # as for a Deployment: bad input stops here, one line, exit 2
+
+    lws_evidence.crash_recorded(name="Record crash-looping revisions on their ControllerRevisions")
+    # no `kubectl rollout undo` for an LWS: the chosen ControllerRevision written back, resourceVersion-guarded
+    leaderworkerset.rollback(name="Roll a crash-looping LeaderWorkerSet back to the newest good revision", wait=True,
+                             revision=revision)
 elif host.data.get("k8s_kind") == "statefulset":
     revision = statefulset.forced_revision()  # as for a Deployment: bad input stops here, one line, exit 2
 
@@ -42,6 +47,7 @@ elif host.data.get("k8s_kind") == "statefulset":
     statefulset.rollback(name="Roll a crash-looping StatefulSet back to the newest good revision", wait=True,
                          revision=revision)
 elif host.data.get("k8s_kind") == "inferenceservice":
+    inferenceservice.no_forced_revision()  # --data revision is refused for this kind: one line, exit 2
     # KServe's last ready predictor revision written back into the InferenceService (never its Deployment)
     inferenceservice.rollback(name="Roll an InferenceService back to its last ready predictor revision", wait=True)
 else:

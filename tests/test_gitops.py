@@ -62,6 +62,9 @@ def test_detect_owner(obj, expected) -> None:
     BASE,
     with_meta({"kustomize.toolkit.fluxcd.io/name": "apps"}, {"kustomize.toolkit.fluxcd.io/reconcile": "disabled"}),
     with_meta({"argocd.argoproj.io/instance": "llm"}, ownerReferences=[{"kind": "Deployment", "controller": True}]),
+    # an LWS's revision record: restore writes its crash record there, and no controller reverts annotations
+    {**with_meta(ownerReferences=[{"kind": "LeaderWorkerSet", "name": "qwen", "controller": True}]),
+     "kind": "ControllerRevision"},
 ])
 def test_not_gitops_managed(obj) -> None:
     assert gitops.detect(obj) is None

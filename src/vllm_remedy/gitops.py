@@ -98,8 +98,10 @@ def detect(obj: Mapping[str, Any]) -> Owner | None:
     for ref in meta.get("ownerReferences") or []:
         if isinstance(ref, Mapping) and ref.get("controller"):
             tool = OWNING_KINDS.get(str(ref.get("kind")))
-            if tool is None:
-                return None  # a controller's child (ReplicaSet, Pod): generated, not in Git
+            # a controller's child (ReplicaSet, Pod): generated, not in Git; a ControllerRevision is its owner's
+            # history record, whose annotations (our crash records) no controller reverts
+            if tool is None or obj.get("kind") == "ControllerRevision":
+                return None
             return Owner(tool, str(ref.get("kind")), str(ref.get("name")), meta.get("namespace"),
                          f"ownerReference {ref.get('kind')}/{ref.get('name')}")
     labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}

@@ -44,6 +44,13 @@ def test_a_bad_max_model_len_is_diagnosed_and_rolled_back_through_the_inferences
                for line in lines), lines
     assert "changed since llama-predictor-00001: --max-model-len: 16384 → 131072" in lines
 
+    forced = rehearsal.pyinfra(inv, RESTORE, "--dry", "--data", "revision=1")  # never silently ignored
+    assert forced.returncode == 2 and "Traceback" not in forced.stderr, forced.stderr
+    assert [line for line in host_lines(forced.stderr, HOST) if line and line != "Connected"] == [
+        "host data revision: not supported for an InferenceService (inferenceservice llm/llama): restore rolls back "
+        "to KServe's last ready predictor revision only; run without --data revision, or edit spec.predictor by "
+        "hand"], forced.stderr
+
     dry = rehearsal.pyinfra(inv, RESTORE, "--dry")
     assert dry.returncode == 0, dry.stderr
     lines = host_lines(dry.stderr, HOST)

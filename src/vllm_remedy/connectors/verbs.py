@@ -392,7 +392,10 @@ def verb_leaderworkerset(scope: Scope, args: list[str]) -> list[str]:
     if args:
         raise VerbError("usage: k8s-leaderworkerset")
     lws, revisions, pods = lws_read_set(scope.client, scope.namespace, scope.deployment)
-    return [_line({"leaderworkerset": lws, "revisions": revisions, "pods": pods, "container": scope.container})]
+    logs = {f"{p['metadata']['name']}/{c}": _log(scope, p["metadata"]["name"], c, previous, DEFAULT_TAIL)
+            for p in pods for c, previous in wanted_logs(p, "crashed")}  # what each crash died of, as k8s-pods
+    return [_line({"leaderworkerset": lws, "revisions": revisions, "pods": pods, "logs": logs,
+                   "container": scope.container, "annotation_prefix": scope.annotation_prefix})]
 
 
 def verb_inferenceservice(scope: Scope, args: list[str]) -> list[str]:

@@ -10,7 +10,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from vllm_remedy.facts.base import JsonFact
+from vllm_remedy.facts.history import revision_row
 from vllm_remedy.facts.pods import _pod_row
+from vllm_remedy.kube.annotations import DEFAULT_PREFIX, Keys
 from vllm_remedy.kube.health import pod_health
 from vllm_remedy.kube.history import history_table
 from vllm_remedy.kube.lws_history import REVISION_LABEL, controlled_revisions, lws_history, update_hash
@@ -31,9 +33,31 @@ def lws_pods_data(lws: Mapping[str, Any], revisions: list[Mapping[str, Any]], po
     return {"deployment": (lws.get("metadata") or {}).get("name"), "new_revision": number.get(current), "pods": rows}
 
 
+def lws_history_data(lws: Mapping[str, Any], revisions: list[Mapping[str, Any]], *,
+                     annotation_prefix: str = DEFAULT_PREFIX, container: str | None = None) -> dict[str, Any]:
+    """The set's ControllerRevisions as the RolloutHistory fact's data (pure), so restore's evidence and decision
+    (``remedies.evidence``, ``remedies.restore``) read an LWS as they read a Deployment or a StatefulSet: a row's
+    ``replicaset`` names the ControllerRevision, its ``template`` is the leader's pod template (what runs the
+    engine and what the memory model predicts)."""
+    keys = Keys(annotation_prefix)
+    history = lws_history(lws, revisions)
+    notes = (lws.get("metadata") or {}).get("annotations") or {}
+    return {
+        "deployment": (lws.get("metadata") or {}).get("name"),
+        "kind": "leaderworkerset",
+        "last_action": notes.get(keys.last_action),
+        "last_action_at": notes.get(keys.last_action_at),
+        "last_action_template": notes.get(keys.last_action_template),
+        "current_revision": next((r.number for r in history if r.current), None),
+        "known_good": [r.number for r in history if r.annotations.get(keys.known_good)],
+        "annotation_prefix": keys.prefix,
+        "revisions": [revision_row(r, keys, container) for r in history],
+    }
+
+
 class LeaderWorkerSetState(JsonFact[dict[str, Any]]):
     """``leaderworkerset`` and ``revisions`` (raw API dicts), ``pods``, ``history`` as a rollout history table, and
-    ``pod_rows``: the Pods fact's shape of the same pods."""
+    ``rollout`` / ``pod_rows``: the RolloutHistory and Pods facts' shapes of the same reads."""
 
     def command(self) -> str:
         return "k8s-leaderworkerset"
@@ -41,6 +65,9 @@ class LeaderWorkerSetState(JsonFact[dict[str, Any]]):
     def build(self, document: dict[str, Any]) -> dict[str, Any]:
         lws = dict(document.get("leaderworkerset") or {})
         revisions = list(document.get("revisions") or [])
+        container = document.get("container")
         return {"leaderworkerset": lws, "revisions": revisions, "pods": list(document.get("pods") or []),
-                "container": document.get("container"), "history": history_table(lws_history(lws, revisions)),
+                "container": container, "history": history_table(lws_history(lws, revisions)),
+                "rollout": lws_history_data(lws, revisions, container=container,
+                                            annotation_prefix=document.get("annotation_prefix") or DEFAULT_PREFIX),
                 "pod_rows": lws_pods_data(lws, revisions, list(document.get("pods") or []), document.get("logs"))}

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from pyinfra import host, state
+from pyinfra import host, logger, state
 from pyinfra.api import FunctionCommand, operation
 
 from vllm_remedy.errors import UserError
@@ -80,6 +80,20 @@ def _target(facts: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
         raise UserError(f"the pod template of predictor revision {target} is gone from KServe's Deployment (its "
                         "ReplicaSet was pruned or re-numbered)")
     return target, isvcs.predictor_for(isvc, facts["runtime"], template, str(facts["container"]))
+
+
+def no_forced_revision() -> None:
+    """Host data ``revision`` (or ``override``) refused for an InferenceService before anything is planned: one line
+    naming the host, exit 2. KServe names its predictor revisions (``<isvc>-predictor-00002``) and keeps no history
+    of their specs beyond its Deployment's ReplicaSets; restore goes back only to KServe's last ready revision, so a
+    number would be silently ignored, or mean something restore cannot guarantee."""
+    for key in ("revision", "override"):
+        if host.data.get(key) is not None:
+            ctx = k8s_host(host)
+            logger.error(f"{host.print_prefix}host data {key}: not supported for an InferenceService ({ctx.where}): "
+                         "restore rolls back to KServe's last ready predictor revision only; run without --data "
+                         f"{key}, or edit spec.predictor by hand")
+            raise SystemExit(2)
 
 
 @operation()

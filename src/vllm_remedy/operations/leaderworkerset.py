@@ -1,47 +1,86 @@
-"""Runbook step 1 for a LeaderWorkerSet (multi-node vLLM): a crash-looping template rolled back to the previous
-ControllerRevision, then waited for, failing fast if that one crash-loops too.
+"""Runbook step 1 for a LeaderWorkerSet (multi-node vLLM): a crash-looping template rolled back to the newest earlier
+ControllerRevision nothing speaks against, then waited for, failing fast if that one crash-loops too.
+
+The choice is the Deployment's and the StatefulSet's (``remedies.restore.decide_restore`` over the
+LeaderWorkerSetState fact's rows, a ControllerRevision standing for a ReplicaSet, the leader's template for the pod
+template): skipped, and said why, is every revision seen crash-looping (recorded on its ControllerRevision by
+``operations.lws_evidence``), with no node for its pods, or predicted to fail; ``--data revision=N`` names the
+target instead, refused with evidence against it unless ``--data override=evidence``.
 
 Why by hand: kubectl has no ``rollout undo`` for an LWS. The write is what kubectl's StatefulSet undo would be:
-``spec.leaderWorkerTemplate`` replaced by the revision's, guarded by resourceVersion, so an edit made after the
-plan is refused rather than overwritten. The target's leader and worker templates must agree on every flag that
-moves memory (one engine spans the group), and its prediction splits the model TP × PP ways across the group.
+``spec.leaderWorkerTemplate`` replaced by the revision's, plus our audit annotations (change-cause, last-action),
+guarded by resourceVersion, so an edit made after the plan is refused rather than overwritten. The target's
+leader and worker templates must agree on every flag that moves memory (one engine spans the group), and its
+prediction splits the model TP × PP ways across the group.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
-from pyinfra import host, state
+from pyinfra import host, logger, state
 from pyinfra.api import FunctionCommand, operation
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.facts.leaderworkerset import LeaderWorkerSetState
+from vllm_remedy.facts.nodes import NodeObjects
 from vllm_remedy.kube import lws_history
-from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.kube.clock import ClusterClock
 from vllm_remedy.kube.diff import unified_template_diff
-from vllm_remedy.kube.health import pod_health
-from vllm_remedy.kube.lws_wait import lws_path, read_set, wait_for_lws_rollout
-from vllm_remedy.kube.wait import RESTART_LIMIT, crashing_container
-from vllm_remedy.operations.util import k8s_host, noop, observe, refuse, show, write_command
+from vllm_remedy.kube.lws_wait import lws_path, wait_for_lws_rollout
+from vllm_remedy.operations.lws_evidence import record_wait_crash
+from vllm_remedy.operations.restore import OVERRIDE, revision_problem
+from vllm_remedy.operations.util import (
+    Change,
+    K8sHost,
+    change_command,
+    fail,
+    k8s_host,
+    keeps_its_plan,
+    noop,
+    observe,
+    refuse,
+    show,
+)
+from vllm_remedy.operations.util.plan import edited_since_read
 from vllm_remedy.operations.util.show import note
+from vllm_remedy.operations.util.write import changed_since
 from vllm_remedy.remedies.predict import predict_template
+from vllm_remedy.remedies.restore import NONE, REFUSE, ROLLBACK, RestoreDecision, decide_restore
 from vllm_remedy.vllm.parallel import world_size
 
-
-def _plan(lws: dict[str, Any], revisions: list[dict[str, Any]], container: str | None) -> lws_history.LwsUndoPlan:
-    plan = lws_history.plan_undo(lws, revisions)
-    lws_history.check_consistent(plan.lwt, f"revision {plan.revision}", container)
-    return plan
+RESTORE = "restore"
 
 
-def _undo_ops(client: KubeClient, basis: dict[str, Any], at: float) -> list[dict[str, Any]]:
-    """The rollback planned on ``basis`` against the ControllerRevisions read now; [] when already in place."""
-    meta = basis["metadata"]
-    _, revisions, _ = read_set(client, meta["namespace"], meta["name"])
-    plan = _plan(basis, revisions, None)
-    return [] if plan.skipped else plan.patch
+def _decision(ctx: K8sHost, facts: Mapping[str, Any], forced: int | None) -> RestoreDecision:
+    nodes = (host.get_fact(NodeObjects) or {}).get("nodes")
+    return decide_restore(facts["rollout"], facts["pod_rows"], ctx.policy, container=ctx.container,
+                          now=ctx.client.server_time(), nodes=nodes, forced=forced,
+                          override=host.data.get("override") == OVERRIDE)
+
+
+def forced_revision() -> int | None:
+    """Host data ``revision`` checked before any operation is planned, as for a Deployment or StatefulSet: None when
+    unset; not a revision number, not in the set's history, or with evidence against it and no
+    ``override=evidence`` → one line naming the host and key, exit 2, nothing changed (called from the deploy)."""
+    raw = host.data.get("revision")
+    text = None if raw is None else str(raw)
+    problem = revision_problem(text, raw, host.data.get("override"))
+    if problem is None and text is not None:
+        ctx = k8s_host(host)
+        facts = host.get_fact(LeaderWorkerSetState)
+        numbers = [int(r["number"]) for r in facts["rollout"]["revisions"]]
+        if int(text) not in numbers:
+            problem = (f"host data revision: {text} is not in the rollout history of {ctx.where} (revisions: "
+                       f"{', '.join(map(str, numbers)) or 'none'}; a rollback renumbers the revision it restores)")
+        else:
+            decision = _decision(ctx, facts, int(text))
+            problem = decision.reason if decision.action == REFUSE else None
+    if problem is not None:
+        logger.error(f"{host.print_prefix}{problem}")
+        raise SystemExit(2)
+    return None if text is None else int(text)
 
 
 def prediction_line(lwt: dict[str, Any], number: int, container: str | None) -> str:
@@ -52,47 +91,80 @@ def prediction_line(lwt: dict[str, Any], number: int, container: str | None) -> 
     return f"revision {number}: {predict_template(lws_history.leader_template(lwt), container).line()} ({split})"
 
 
+def _target_lwt(facts: Mapping[str, Any], name: str | None) -> dict[str, Any]:
+    """The leaderWorkerTemplate the ControllerRevision ``name`` records."""
+    rev = next((r for r in facts["revisions"] if (r.get("metadata") or {}).get("name") == name), None)
+    if rev is None:
+        raise UserError(f"controllerrevision {name} is gone")
+    return lws_history.revision_lwt(rev)
+
+
+def _crashing(facts: Mapping[str, Any]) -> list[str]:
+    return sorted(p["name"] for p in facts["pod_rows"]["pods"] if p.get("new") and not p.get("deleting") and any(
+        c.get("crash_looping") for c in p.get("containers") or []))
+
+
 @operation()
-def rollback(wait: bool = True, timeout: float | None = None) -> Iterator[FunctionCommand]:
+@keeps_its_plan
+def rollback(wait: bool = True, timeout: float | None = None, revision: int | None = None
+             ) -> Iterator[FunctionCommand]:
     """
-    Roll a crash-looping LeaderWorkerSet back to its previous template and wait until every group is Ready.
+    Roll a crash-looping LeaderWorkerSet back to the newest earlier revision nothing speaks against and wait until
+    every group is Ready.
 
     + wait: wait for the rollout, failing fast on a crash loop
     + timeout: cluster seconds to wait; default the policy's ``restore.rollout_timeout``
+    + revision: the operator's target (``--data revision=N``, checked by :func:`forced_revision`)
 
     Nothing happens when no pod of the set's current template is crash-looping.
     """
     ctx = k8s_host(host)
     facts = host.get_fact(LeaderWorkerSetState)
-    lws, revisions, pods = facts["leaderworkerset"], facts["revisions"], facts["pods"]
-    where = f"leaderworkerset {ctx.namespace}/{ctx.deployment}"
-    current = lws_history.update_hash(lws, revisions)
-    crashing = sorted(p["metadata"]["name"] for p in pods
-                      if current and (p["metadata"].get("labels") or {}).get(lws_history.REVISION_LABEL) == current
-                      and crashing_container(pod_health(p), RESTART_LIMIT))
-    if not crashing:
-        noop(state, host, f"nothing to restore: no pod of {where}'s current template is crash-looping")
+    lws = facts["leaderworkerset"]
+    path = lws_path(ctx.namespace, ctx.deployment)
+    if state.is_executing:  # a prompted run: what was approved is planned on the set as read then, or nothing runs
+        prior = changed_since(state, host, path, lws)
+        if prior is not None and prior.get("spec") != lws.get("spec"):
+            yield FunctionCommand(fail, (edited_since_read(dict(lws)),), {})
+            return
+    decision = _decision(ctx, facts, revision)
+    skipped = [f"skipped {line}" for line in decision.skipped]
+    if decision.action == NONE:
+        noop(state, host, f"nothing to restore: no pod of {ctx.where}'s current template is crash-looping"
+             if revision is None else f"nothing to restore: {decision.reason}")
+        return
+    crashing = _crashing(facts)
+    if decision.action != ROLLBACK or decision.revision is None:
+        show(state, host, skipped, topic="skipped")
+        yield from refuse(state, host, decision.reason if decision.action == REFUSE else
+                          f"{decision.reason} — not for a LeaderWorkerSet: its step 1 only rolls back")
         return
     try:
-        plan = _plan(lws, revisions, ctx.container)
+        lwt = _target_lwt(facts, decision.replicaset)
+        lws_history.check_consistent(lwt, f"revision {decision.revision}", ctx.container)
     except UserError as exc:
-        yield from refuse(state, host, f"{where}: pods {', '.join(crashing)} crash-loop and {exc}; nothing was changed")
+        yield from refuse(state, host, f"{ctx.where}: pods {', '.join(crashing) or '(none)'} crash-loop and {exc}; "
+                          "nothing was changed")
         return
-    if plan.skipped:
-        noop(state, host, f"{where} already has revision {plan.revision}'s template")
-        return
-    number = next((r.number for r in lws_history.lws_history(lws, revisions) if r.current), 0)
-    summary = (f"roll back {where} from revision {number} to revision {plan.revision} ({plan.controller_revision}) "
-               f"— pods {', '.join(crashing)} crash-loop")
-    path = lws_path(ctx.namespace, ctx.deployment)
-    observe(state, host, path, lws)
     before = lws_history.lwt_of(lws)
-    show(state, host, [summary, unified_template_diff(before, plan.lwt).rstrip("\n"),
-                       prediction_line(plan.lwt, plan.revision, ctx.container)])
-    yield write_command(path, _undo_ops, summary)
+    if lws_history.lwts_equal(lwt, before):
+        noop(state, host, f"{ctx.where} already has revision {decision.revision}'s template")
+        return
+    summary = (f"roll back {ctx.where} from revision {decision.current} to revision {decision.revision} "
+               f"({decision.replicaset}) — chosen by rule: {decision.rule}"
+               + (f" — pods {', '.join(crashing)} crash-loop" if crashing else ""))
+    observe(state, host, path, lws)
+    show(state, host, [decision.reason, *skipped, *decision.warnings], topic="skipped")
+    show(state, host, [summary, unified_template_diff(before, lwt).rstrip("\n"),
+                       prediction_line(lwt, decision.revision, ctx.container)])
+    why = (f"revision {decision.current} crash-looped" if revision is None
+           else "the operator forced it (host data revision)")
+    change = Change(spec={"leaderWorkerTemplate": lwt},
+                    audit=(RESTORE, f"roll back to revision {decision.revision} ({decision.rule}): {why}"))
+    yield change_command(ctx, path, change, summary)
     if wait:
         seconds = timeout if timeout is not None else ctx.policy.restore.rollout_timeout.total_seconds()
-        yield FunctionCommand(wait_rolled_out, (seconds, f"wait for revision {plan.revision} to roll out"), {})
+        yield FunctionCommand(wait_rolled_out, (seconds, f"wait for revision {decision.revision} to roll out"), {})
 
 
 @operation()
@@ -121,4 +193,8 @@ def wait_rolled_out(state: Any, host: Any, timeout: float, label: str) -> bool:
         note(host, f"{label}: {result.message} after {result.elapsed:.0f}s (cluster time)")
         return True
     note(host, f"{label}: {result.outcome} after {result.elapsed:.0f}s: {result.message}", error=True)
+    if result.crash is not None and result.outcome == "crash-loop":
+        said = record_wait_crash(ctx, result.crash.pod, result.crash.failure)
+        if said:
+            note(host, f"{label}: {said}", error=said.startswith("warning"))
     return False
