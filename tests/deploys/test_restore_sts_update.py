@@ -1,0 +1,93 @@
+"""A colleague's template edit over a crash-looping StatefulSet revision, through the real pyinfra CLI: revision 2
+(the runbook's bad rollout: --max-model-len dropped, moved to the 24 GB L4 pool) crash-loops on llama-sts-1, then
+revision 3 = revision 2 plus an env var becomes the update revision, which no pod runs yet. Deleting llama-sts-1
+would roll it onto revision 3, predicted to fail as revision 2 did: restore rolls back to revision 1 instead."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+from fixtures import pyinfra_run
+from fixtures.pyinfra_run import Rehearsal, host_lines
+from fixtures.sts_world import (
+    RESTORE,
+    STS_HOST,
+    STS_PATH,
+    bad_rollout,
+    crash_looping_on,
+    inventory,
+    llama_set,
+    revision_names,
+    sts,
+)
+from vllm_remedy.kube.client import JSON_PATCH
+from vllm_remedy.kube.history import templates_equal
+from vllm_remedy.kube.patch import json_patch
+
+rehearsal = pyinfra_run.rehearsal
+L4 = {"cloud.google.com/gke-accelerator": "nvidia-l4"}
+
+
+def edit(rehearsal: Rehearsal, change: Any) -> None:
+    client = rehearsal.client()
+    current = client.request("GET", STS_PATH)
+    new = copy.deepcopy(current)
+    change(new["spec"]["template"]["spec"])
+    client.request("PATCH", STS_PATH, body=json_patch(current, new), content_type=JSON_PATCH)
+
+
+def bad_then_edited(rehearsal: Rehearsal) -> dict[str, Any]:
+    """Revision 1 good, revision 2 crash-looping on llama-sts-1, revision 3 (2 + an env var) the update revision."""
+    good = llama_set(rehearsal)
+
+    def bad(spec: dict[str, Any]) -> None:
+        args = spec["containers"][0]["args"]
+        at = args.index("--max-model-len")
+        spec["containers"][0]["args"] = args[:at] + args[at + 2:]
+        spec["nodeSelector"] = dict(L4)
+        spec["tolerations"] = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    edit(rehearsal, bad)
+    crash_looping_on(rehearsal, "llama-sts-1")
+    edit(rehearsal, lambda spec: spec["containers"][0].setdefault("env", []).append({"name": "LOG_LEVEL",
+                                                                                     "value": "debug"}))
+    assert sorted(revision_names(rehearsal)) == [1, 2, 3]
+    return good
+
+
+def test_pods_are_not_deleted_onto_an_update_revision_predicted_to_fail(rehearsal: Rehearsal, tmp_path: Path) -> None:
+    good = bad_then_edited(rehearsal)
+    inv = inventory(tmp_path)
+    dry = rehearsal.pyinfra(inv, RESTORE, "--dry")
+    assert dry.returncode == 0, dry.stderr
+    lines = host_lines(dry.stderr, STS_HOST)
+    back = "roll back statefulset llm/llama-sts from revision 3 to revision 1 ("
+    assert any(line.startswith(back) for line in lines), dry.stderr
+    assert any("revision 3 (" in line and "the update revision pods llama-sts-1 would roll onto when deleted: predicted"
+               in line for line in lines), lines
+    applied = rehearsal.pyinfra(inv, RESTORE, "-y", timeout=300)
+    assert applied.returncode == 0, applied.stderr
+    said = host_lines(applied.stderr, STS_HOST)
+    assert any("deleted pod llama-sts-1" in line for line in said), said
+    after = sts(rehearsal)
+    assert templates_equal(after["spec"]["template"], good["spec"]["template"])
+    assert after["status"]["readyReplicas"] == 2
+
+
+def test_pods_deleted_onto_a_good_update_revision_are_a_change_made(rehearsal: Rehearsal, tmp_path: Path) -> None:
+    """The colleague's edit fixes it (revision 3 = revision 1 plus an env var): the blocking pod is deleted onto it,
+    and pyinfra counts that deletion as a change (it said "executed 0 commands" when the wait was the only one)."""
+    bad_rollout(rehearsal)  # revision 2: revision 1 with crash-on-start annotations
+    client = rehearsal.client()
+    current = client.request("GET", STS_PATH)
+    fixed = copy.deepcopy(current)
+    fixed["spec"]["template"]["metadata"].pop("annotations")
+    fixed["spec"]["template"]["spec"]["containers"][0].setdefault("env", []).append({"name": "LOG_LEVEL",
+                                                                                     "value": "debug"})
+    client.request("PATCH", STS_PATH, body=json_patch(current, fixed), content_type=JSON_PATCH)
+    applied = rehearsal.pyinfra(inventory(tmp_path), RESTORE, "-y", timeout=300)
+    assert applied.returncode == 0, applied.stderr
+    said = host_lines(applied.stderr, STS_HOST)
+    assert any("deleted pod llama-sts-1" in line for line in said), said
+    assert sts(rehearsal)["status"]["readyReplicas"] == 2
