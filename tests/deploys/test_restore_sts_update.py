@@ -6,11 +6,15 @@ would roll it onto revision 3, predicted to fail as revision 2 did: restore roll
 from __future__ import annotations
 
 import copy
+import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 from fixtures import pyinfra_run
 from fixtures.pyinfra_run import Rehearsal, host_lines
+from fixtures.restore_world import wait_until
 from fixtures.sts_world import (
     RESTORE,
     STS_HOST,
@@ -75,10 +79,9 @@ def test_pods_are_not_deleted_onto_an_update_revision_predicted_to_fail(rehearsa
     assert after["status"]["readyReplicas"] == 2
 
 
-def test_pods_deleted_onto_a_good_update_revision_are_a_change_made(rehearsal: Rehearsal, tmp_path: Path) -> None:
-    """The colleague's edit fixes it (revision 3 = revision 1 plus an env var): the blocking pod is deleted onto it,
-    and pyinfra counts that deletion as a change (it said "executed 0 commands" when the wait was the only one)."""
-    bad_rollout(rehearsal)  # revision 2: revision 1 with crash-on-start annotations
+def fixed_by_a_colleague(rehearsal: Rehearsal) -> None:
+    """Revision 2 (crash-on-start annotations) crash-loops on llama-sts-1; revision 3 = revision 1 plus an env var."""
+    bad_rollout(rehearsal)
     client = rehearsal.client()
     current = client.request("GET", STS_PATH)
     fixed = copy.deepcopy(current)
@@ -86,8 +89,43 @@ def test_pods_deleted_onto_a_good_update_revision_are_a_change_made(rehearsal: R
     fixed["spec"]["template"]["spec"]["containers"][0].setdefault("env", []).append({"name": "LOG_LEVEL",
                                                                                      "value": "debug"})
     client.request("PATCH", STS_PATH, body=json_patch(current, fixed), content_type=JSON_PATCH)
+
+
+def test_pods_deleted_onto_a_good_update_revision_are_a_change_made(rehearsal: Rehearsal, tmp_path: Path) -> None:
+    """The colleague's edit fixes it (revision 3 = revision 1 plus an env var): the blocking pod is deleted onto it,
+    and pyinfra counts that deletion as a change (it said "executed 0 commands" when the wait was the only one)."""
+    fixed_by_a_colleague(rehearsal)
     applied = rehearsal.pyinfra(inventory(tmp_path), RESTORE, "-y", timeout=300)
     assert applied.returncode == 0, applied.stderr
     said = host_lines(applied.stderr, STS_HOST)
     assert any("deleted pod llama-sts-1" in line for line in said), said
+    assert sts(rehearsal)["status"]["readyReplicas"] == 2
+
+
+def test_after_kill_9_right_after_deleting_the_blocking_pod_a_rerun_waits_until_ready(rehearsal: Rehearsal,
+                                                                                       tmp_path: Path) -> None:
+    """The killed run wrote nothing (it only deleted llama-sts-1 onto the colleague's good revision 3): the rerun
+    must not say "nothing to restore" while the new pod is still loading, but wait until it is Ready."""
+    fixed_by_a_colleague(rehearsal)
+    inv = inventory(tmp_path)
+    clock = rehearsal.cluster.clock
+    clock.set_speed(5.0)  # the new pod takes ~15 s of real time to load: long enough to kill the run mid-wait
+    err = tmp_path / "killed.err"
+    with err.open("w") as fe:
+        run = subprocess.Popen([sys.executable, "-m", "pyinfra", inv, RESTORE, "-y"], cwd=tmp_path,
+                               env=rehearsal.env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=fe)
+        try:
+            wait_until(lambda: "deleted pod llama-sts-1" in err.read_text() or run.poll() is not None, 120,
+                       "the run to delete the blocking pod")
+        finally:
+            run.send_signal(signal.SIGKILL)
+            run.wait()
+    assert int(sts(rehearsal)["status"].get("readyReplicas") or 0) < 2, err.read_text()  # killed before Ready
+    clock.set_speed(60.0)
+    again = rehearsal.pyinfra(inv, RESTORE, "-y", timeout=180)
+    assert again.returncode == 0, again.stderr
+    said = host_lines(again.stderr, STS_HOST)
+    assert not any("nothing to restore" in line for line in said), said
+    assert any(line.startswith("wait for statefulset llm/llama-sts to roll out: ") and "complete" in line
+               for line in said), said
     assert sts(rehearsal)["status"]["readyReplicas"] == 2

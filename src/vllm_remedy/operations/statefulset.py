@@ -223,10 +223,14 @@ def _resume(ctx: K8sHost, sts: Mapping[str, Any], pods: list[dict[str, Any]], ro
             yield FunctionCommand(delete_stuck, (label,), {})
         yield FunctionCommand(wait_and_unblock, (seconds, label), {})
         return
-    if wait and ours and not _rolled_out(sts, rows):
-        label = (f"wait for {ctx.where} to roll out (last vllm-remedy write: restore at "
-                 f"{notes.get(ctx.keys.last_action_at)})")
-        show(state, host, [f"{ctx.where}: the rollback of ours is still rolling out; waiting for it again"])
+    if wait and not _rolled_out(sts, rows):
+        # as the Deployment's "Wait until the new pods are Ready": a run killed mid-wait — after our write, or after
+        # it deleted the pods blocking someone's rollout (then nothing of ours is on the set) — is waited for again
+        last = notes.get(ctx.keys.last_action)
+        label = f"wait for {ctx.where} to roll out" + (
+            f" (last vllm-remedy write: {last} at {notes.get(ctx.keys.last_action_at, '?')})" if last else "")
+        show(state, host, [f"{ctx.where}: the rollback of ours is still rolling out; waiting for it again" if ours
+                           else f"{ctx.where}: a rollout is under way; waiting until its pods are Ready"])
         yield FunctionCommand(wait_and_unblock, (seconds, label), {})
         return
     noop(state, host, f"nothing to restore: {decision.reason}")
