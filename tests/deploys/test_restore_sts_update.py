@@ -27,6 +27,7 @@ from fixtures.sts_world import (
     sts,
 )
 from vllm_remedy.kube.client import JSON_PATCH
+from vllm_remedy.kube.health import pod_health
 from vllm_remedy.kube.history import templates_equal
 from vllm_remedy.kube.patch import json_patch
 
@@ -129,3 +130,21 @@ def test_after_kill_9_right_after_deleting_the_blocking_pod_a_rerun_waits_until_
     assert any(line.startswith("wait for statefulset llm/llama-sts to roll out: ") and "complete" in line
                for line in said), said
     assert sts(rehearsal)["status"]["readyReplicas"] == 2
+
+
+def test_a_pod_that_cannot_be_scheduled_fails_the_wait_with_the_schedulers_reason(rehearsal: Rehearsal,
+                                                                                  tmp_path: Path) -> None:
+    """Revision 2 crash-loops on the L4 pool; meanwhile llama-8b takes every free L40S card. The rollback
+    to revision 1 needs an L40S: its pod stays Pending, and the wait says why at once instead of timing out."""
+    bad_then_edited(rehearsal)
+    rehearsal.change(lambda d: d["spec"].__setitem__("replicas", 8))  # every free L40S goes to someone else
+
+    def full() -> bool:  # the scheduler placed all it could: a llama-8b pod waits for a GPU
+        return any(pod_health(p).unschedulable for p in rehearsal.client().list_pods("llm", "app=llama-8b"))
+    assert rehearsal.cluster.wait_for(full, 30)
+    got = rehearsal.pyinfra(inventory(tmp_path), RESTORE, "-y", timeout=120)
+    assert got.returncode != 0
+    said = host_lines(got.stderr, STS_HOST)
+    [failed] = [line for line in said if "to roll out: " in line and "after" in line]
+    assert ": unschedulable after " in failed and "Insufficient nvidia.com/gpu" in failed, said
+    assert "timed out" not in got.stderr
