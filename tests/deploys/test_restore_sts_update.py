@@ -148,3 +148,29 @@ def test_a_pod_that_cannot_be_scheduled_fails_the_wait_with_the_schedulers_reaso
     [failed] = [line for line in said if "to roll out: " in line and "after" in line]
     assert ": unschedulable after " in failed and "Insufficient nvidia.com/gpu" in failed, said
     assert "timed out" not in got.stderr
+
+
+def test_an_update_revision_judged_good_that_crash_loops_is_rolled_back_by_the_rerun(rehearsal: Rehearsal,
+                                                                                   tmp_path: Path) -> None:
+    """Revision 3 = revision 2 (which crash-loops by its annotations, not by its flags) plus an env var: nothing
+    predicts it fails, so llama-sts-1 is deleted onto it — a change pyinfra counts — and its crash loop fails the
+    run and is recorded on revision 3; the rerun rolls back to revision 1."""
+    good = bad_rollout(rehearsal)
+    edit(rehearsal, lambda spec: spec["containers"][0].setdefault("env", []).append({"name": "LOG_LEVEL",
+                                                                                     "value": "debug"}))
+    inv = inventory(tmp_path)
+    first = rehearsal.pyinfra(inv, RESTORE, "-y", timeout=300)
+    assert first.returncode != 0
+    said = host_lines(first.stderr, STS_HOST)
+    assert any("deleted pod llama-sts-1" in line for line in said), said
+    assert any(": crash-loop after " in line for line in said), said
+    assert "executed 0 commands" not in first.stderr, first.stderr
+    again = rehearsal.pyinfra(inv, RESTORE, "-y", timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert any(line.startswith("roll back statefulset llm/llama-sts from revision 3 to revision 1 (")
+               for line in host_lines(again.stderr, STS_HOST)), again.stderr
+    good["spec"]["template"]["metadata"].pop("annotations", None)
+    after = sts(rehearsal)
+    after["spec"]["template"]["metadata"].pop("annotations", None)
+    assert templates_equal(after["spec"]["template"], good["spec"]["template"])
+    assert after["status"]["readyReplicas"] == 2
