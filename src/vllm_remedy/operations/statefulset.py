@@ -152,8 +152,9 @@ def rollback(wait: bool = True, timeout: float | None = None, revision: int | No
     + timeout: cluster seconds to wait; default the policy's ``restore.rollout_timeout``
     + revision: the operator's target (``--data revision=N``, checked by :func:`forced_revision`)
 
-    Nothing happens when no pod of the set's update revision is crash-looping — but a rollback of ours still
-    rolling out (a rerun after the first run died mid-wait) is waited for again.
+    Nothing happens when no pod of the set's update revision is crash-looping — but a rollout still under way (a
+    rerun after the first run died mid-wait) is waited for again, and pods that only deleting would move onto an
+    update revision something speaks against (``sts_update.judge_update``) are rolled back instead.
     """
     ctx = k8s_host(host)
     facts = host.get_fact(StatefulSetState)
