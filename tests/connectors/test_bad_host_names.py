@@ -16,7 +16,7 @@ from vllm_remedy.connectors.k8s import K8sConnector
 
 rehearsal = pyinfra_run.rehearsal
 CRON = "@k8s/rehearsal/llm/cronjob/llama-sts"
-UNKNOWN = ("unknown kind 'cronjob'; expected one of deployment, statefulset, leaderworkerset, "
+UNKNOWN = (f"{CRON}: unknown kind 'cronjob'; expected one of deployment, statefulset, leaderworkerset, "
            "inferenceservice")
 
 

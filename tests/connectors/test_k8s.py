@@ -68,7 +68,8 @@ def test_unknown_kind_fails_its_host_at_connect() -> None:
     """Not an InventoryError: that stopped every host of the inventory."""
     [(name, data, groups)] = list(K8sConnector.make_names_data("prod/llm/daemonset/llama-8b"))
     assert (name, data, groups) == ("@k8s/prod/llm/daemonset/llama-8b", {"k8s_name_error": (
-        "unknown kind 'daemonset'; expected one of deployment, statefulset, leaderworkerset, inferenceservice")},
+        "@k8s/prod/llm/daemonset/llama-8b: unknown kind 'daemonset'; expected one of deployment, statefulset, "
+        "leaderworkerset, inferenceservice")},
         ["@k8s"])
 
 
@@ -118,7 +119,7 @@ def test_a_statefulset_host_connects_or_says_what_is_wrong(rehearsal: Rehearsal)
 def test_bad_host_form_fails_its_host_at_connect() -> None:
     [(name, data, _)] = list(K8sConnector.make_names_data("onlyone"))
     assert (name, data) == ("@k8s/onlyone", {"k8s_name_error": (
-        "expected @k8s/<cluster>/<namespace>/[<kind>/]<name> or @k8s/<cluster>/<namespace>")})
+        "@k8s/onlyone: expected @k8s/<cluster>/<namespace>/[<kind>/]<name> or @k8s/<cluster>/<namespace>")})
 
 
 def test_namespace_form_expands_to_vllm_deployments_only(rehearsal: Rehearsal,

@@ -61,7 +61,7 @@ def test_unknown_host_form_is_one_line_and_exit_1(rehearsal: Rehearsal) -> None:
     got = rehearsal.pyinfra("@k8s/onlyone", "fact", DEPLOYMENT)
     assert got.returncode == 1
     assert host_lines(got.stderr, "@k8s/onlyone") == [
-        "expected @k8s/<cluster>/<namespace>/[<kind>/]<name> or @k8s/<cluster>/<namespace>"]
+        "@k8s/onlyone: expected @k8s/<cluster>/<namespace>/[<kind>/]<name> or @k8s/<cluster>/<namespace>"]
     assert plain(got.stderr).rstrip().endswith("--> pyinfra error: No hosts remaining!")
 
 
@@ -212,6 +212,7 @@ def test_workload_kinds_through_the_cli(rehearsal: Rehearsal) -> None:
     got = rehearsal.pyinfra(unknown, "fact", DEPLOYMENT, "-y")
     assert got.returncode != 0
     assert host_lines(got.stderr, "@k8s/rehearsal/llm/daemonset/llama-8b") == [
-        "unknown kind 'daemonset'; expected one of deployment, statefulset, leaderworkerset, inferenceservice"]
+        "@k8s/rehearsal/llm/daemonset/llama-8b: unknown kind 'daemonset'; expected one of deployment, statefulset, "
+        "leaderworkerset, inferenceservice"]
     assert "Traceback" not in got.stderr
     assert snapshot(rehearsal) == before

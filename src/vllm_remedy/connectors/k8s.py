@@ -167,8 +167,7 @@ class K8sConnector(BaseConnector):
         try:
             target = parse_target(name)
         except UserError as exc:  # one bad host name fails that host at connect; the others run
-            shown = f"{PREFIX}/{name}" if name else PREFIX
-            yield shown, {"k8s_name_error": str(exc).removeprefix(f"{shown}: ")}, [GROUP]
+            yield (f"{PREFIX}/{name}" if name else PREFIX), {"k8s_name_error": str(exc)}, [GROUP]
             return
         if target.deployment:
             yield _host_entry(target)
