@@ -64,11 +64,13 @@ def test_kind_form_is_one_host_carrying_its_kind() -> None:
         K8sConnector.make_names_data("prod/llm/llama-8b"))
 
 
-def test_unknown_kind_is_an_inventory_error() -> None:
-    with pytest.raises(InventoryError) as err:
-        list(K8sConnector.make_names_data("prod/llm/daemonset/llama-8b"))
-    assert str(err.value) == ("@k8s/prod/llm/daemonset/llama-8b: unknown kind 'daemonset'; expected one of "
-                              "deployment, statefulset, leaderworkerset, inferenceservice")
+def test_unknown_kind_fails_its_host_at_connect() -> None:
+    """Not an InventoryError: that stopped every host of the inventory."""
+    [(name, data, groups)] = list(K8sConnector.make_names_data("prod/llm/daemonset/llama-8b"))
+    assert (name, data, groups) == ("@k8s/prod/llm/daemonset/llama-8b", {"k8s_name_error": (
+        "@k8s/prod/llm/daemonset/llama-8b: unknown kind 'daemonset'; expected one of deployment, statefulset, "
+        "leaderworkerset, inferenceservice")},
+        ["@k8s"])
 
 
 @pytest.mark.parametrize(("host", "expected"), [
@@ -114,11 +116,10 @@ def test_a_statefulset_host_connects_or_says_what_is_wrong(rehearsal: Rehearsal)
         [before.get(k) for k in ("generation", "annotations", "labels")]
 
 
-def test_bad_host_form_is_an_inventory_error() -> None:
-    with pytest.raises(InventoryError) as err:
-        list(K8sConnector.make_names_data("onlyone"))
-    assert str(err.value) == ("@k8s/onlyone: expected @k8s/<cluster>/<namespace>/[<kind>/]<name> or "
-                              "@k8s/<cluster>/<namespace>")
+def test_bad_host_form_fails_its_host_at_connect() -> None:
+    [(name, data, _)] = list(K8sConnector.make_names_data("onlyone"))
+    assert (name, data) == ("@k8s/onlyone", {"k8s_name_error": (
+        "@k8s/onlyone: expected @k8s/<cluster>/<namespace>/[<kind>/]<name> or @k8s/<cluster>/<namespace>")})
 
 
 def test_namespace_form_expands_to_vllm_deployments_only(rehearsal: Rehearsal,

@@ -2,9 +2,10 @@
 
 Why a grammar of our own: pyinfra hands the connector everything after ``@k8s/`` as one string, and
 the forms mean different things — ``<cluster>/<namespace>/<kind>/<name>`` is one workload (``kind``
-one of :data:`~vllm_remedy.kube.kinds.KINDS`; ``<cluster>/<namespace>/<name>`` is the Deployment form),
-while ``<cluster>/<namespace>`` asks for every vLLM workload there, of every kind. Names are checked here, at inventory
-time, so a typo stops the run before anything connects. A kube context whose name holds ``/`` (EKS
+one of :data:`~vllm_remedy.kube.kinds.KINDS`, or kubectl's alias for it: ``sts``, ``deployments``,
+``isvc``; ``<cluster>/<namespace>/<name>`` is the Deployment form), while ``<cluster>/<namespace>`` asks
+for every vLLM workload there, of every kind. Names are checked here, at inventory time; a bad one fails
+only its own host, at connect (the connector carries the reason there). A kube context whose name holds ``/`` (EKS
 ARNs) cannot appear in a host name; such clusters are reached through an alias in ``k8s_contexts``.
 """
 
@@ -51,6 +52,19 @@ class Target:
         return Target(self.cluster, self.namespace, name, kind)
 
 
+#: kubectl's names for our kinds (short names, plurals, the API kind in any case) → the host-name word.
+KIND_ALIASES: dict[str, str] = {
+    **{word: word for word in KINDS}, **{k.resource: k.word for k in KINDS.values()},
+    **{k.kind.lower(): k.word for k in KINDS.values()},
+    "deploy": "deployment", "sts": "statefulset", "lws": "leaderworkerset", "isvc": "inferenceservice",
+}
+
+
+def canonical_kind(word: str) -> str:
+    """``sts``, ``statefulsets``, ``StatefulSet`` → ``statefulset`` (as kubectl accepts them); else ``word``."""
+    return KIND_ALIASES.get(word.lower(), word)
+
+
 def parse_target(argument: str | None) -> Target:
     """``cluster/namespace[/[kind/]name]`` (what pyinfra passes after ``@k8s/``) → Target, or a one-line UserError."""
     shown = f"{PREFIX}/{argument}" if argument else PREFIX
@@ -62,7 +76,7 @@ def parse_target(argument: str | None) -> Target:
         raise UserError(f"{shown}: expected {FORMS}{alias_hint if len(parts) > 4 else ''}")
     cluster, namespace = parts[0], parts[1]
     deployment = parts[-1] if len(parts) > 2 else None
-    kind = parts[2] if len(parts) == 4 else DEPLOYMENT.word
+    kind = canonical_kind(parts[2]) if len(parts) == 4 else DEPLOYMENT.word
     if kind not in KINDS:
         hint = alias_hint if ":" in cluster else ""  # an EKS ARN split at its '/' looks like a kind form
         raise UserError(f"{shown}: unknown kind {kind!r}; expected one of {', '.join(KINDS)}{hint}")

@@ -78,6 +78,7 @@ class K8sData(TypedDict, total=False):
     k8s_deployment: str
     k8s_kind: str
     k8s_expand_error: str
+    k8s_name_error: str
     k8s_contexts: Any
     kubeconfig: Any
     context: Any
@@ -92,6 +93,7 @@ DATA_META: dict[str, DataMeta] = {
     "k8s_deployment": DataMeta("workload name (set by the connector)"),
     "k8s_kind": DataMeta("workload kind when not a Deployment (set by the connector)"),
     "k8s_expand_error": DataMeta("why a namespace host could not be expanded (set by the connector)"),
+    "k8s_name_error": DataMeta("why the host name is not a @k8s target (set by the connector)"),
     "k8s_contexts": DataMeta("cluster alias → kube context (or {context, kubeconfig})"),
     "kubeconfig": DataMeta("kubeconfig path; default KUBECONFIG / ~/.kube/config / in-cluster"),
     "context": DataMeta("kube context; default the alias's, else the cluster name"),
@@ -160,11 +162,13 @@ class K8sConnector(BaseConnector):
 
     @staticmethod
     def make_names_data(name: str | None = None) -> Iterator[tuple[str, dict[str, Any], list[str]]]:
-        """Expand @k8s/cluster/ns[/deploy] into hosts; errors wait for connect() so pyinfra reports them per host."""
+        """Expand @k8s/cluster/ns[/deploy] into hosts; errors (a bad name too) wait for connect() so pyinfra
+        reports them per host and runs the others."""
         try:
             target = parse_target(name)
-        except UserError as exc:
-            raise InventoryError(str(exc)) from exc
+        except UserError as exc:  # one bad host name fails that host at connect; the others run
+            yield (f"{PREFIX}/{name}" if name else PREFIX), {"k8s_name_error": str(exc)}, [GROUP]
+            return
         if target.deployment:
             yield _host_entry(target)
             return
@@ -182,6 +186,8 @@ class K8sConnector(BaseConnector):
         error = self.data.get("k8s_expand_error")
         if error:
             raise _connect_error(error)
+        if self.data.get("k8s_name_error"):
+            raise _connect_error(self.data["k8s_name_error"], bad_input=True)
         target = self.target
         where = f"{target.kind} {target.namespace}/{target.deployment}"
         try:

@@ -14,7 +14,7 @@ from typing import Any
 
 from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.kube.health import pod_health
-from vllm_remedy.kube.wait import Clock, WaitResult, WallClock, crash_report, crashing_container
+from vllm_remedy.kube.wait import Clock, Crash, WaitResult, WallClock, crash_report, crashing_container
 
 BLOCKED = "blocked"
 
@@ -31,12 +31,16 @@ class Seen:
 
 
 def poll_set(client: KubeClient, namespace: str, what: str, look: Callable[[], Seen], *, timeout: float,
-             clock: Clock | None, interval: float, restart_limit: int, fetch_log: bool) -> WaitResult:
+             clock: Clock | None, interval: float, restart_limit: int, fetch_log: bool,
+             unschedulable_grace: float | None = None) -> WaitResult:
     """Poll ``look`` until rolled out, a crash loop, blocked, or ``timeout`` clock seconds; ``what`` names the set in
-    the timeout message (``statefulset "web"``)."""
+    the timeout message (``statefulset "web"``). With ``unschedulable_grace``, a pod of the revision rolled out that
+    stays Unschedulable that long fails the wait with the scheduler's reason, as the Deployment wait does: no GPU
+    frees itself while we wait, and a 900 s timeout saying "Waiting for 1 pods" tells the operator nothing."""
     clock = clock or WallClock()
     start = clock.now()
     statuses: list[str] = []
+    pending: dict[str, float] = {}
 
     def done(ok: bool, outcome: str, message: str, crash: Any = None) -> WaitResult:
         return WaitResult(ok, outcome, message, clock.now() - start, crash, statuses)
@@ -53,6 +57,15 @@ def poll_set(client: KubeClient, namespace: str, what: str, look: Callable[[], S
             if bad is not None:
                 crash = crash_report(client, namespace, health, bad, fetch_log)
                 return done(False, "crash-loop", crash.message, crash)
+        if unschedulable_grace is not None:
+            now = clock.now()
+            for pod in seen.fresh:
+                health = pod_health(pod)
+                if not health.unschedulable:
+                    pending.pop(health.name, None)
+                elif now - pending.setdefault(health.name, now) >= unschedulable_grace:
+                    return done(False, "unschedulable", f"pod {health.name}: Unschedulable: {health.unschedulable}",
+                                Crash(pod=health.name, kind="unschedulable", message=health.unschedulable))
         if seen.blocked is not None:
             return done(False, BLOCKED, seen.blocked)
         if clock.now() - start >= timeout:

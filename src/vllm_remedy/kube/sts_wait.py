@@ -50,8 +50,9 @@ def blocked_message(sts: dict[str, Any], pods: list[str]) -> str:
 
 def wait_for_sts_rollout(client: KubeClient, namespace: str, name: str, *, timeout: float = 900.0,
                          clock: Clock | None = None, interval: float = 2.0, restart_limit: int = 3,
-                         fetch_log: bool = True) -> WaitResult:
-    """Poll until rolled out, failing fast on a crash loop or a set that cannot move; clock seconds throughout."""
+                         fetch_log: bool = True, unschedulable_grace: float | None = 60.0) -> WaitResult:
+    """Poll until rolled out, failing fast on a crash loop, a pod of the update revision Unschedulable for
+    ``unschedulable_grace`` seconds, or a set that cannot move; clock seconds throughout."""
 
     def look() -> Seen:
         sts, pods = read_set(client, namespace, name)
@@ -71,4 +72,5 @@ def wait_for_sts_rollout(client: KubeClient, namespace: str, name: str, *, timeo
                     blocked_message(sts, blocking) if blocking else None)
 
     return poll_set(client, namespace, f'statefulset "{name}"', look, timeout=timeout, clock=clock,
-                    interval=interval, restart_limit=restart_limit, fetch_log=fetch_log)
+                    interval=interval, restart_limit=restart_limit, fetch_log=fetch_log,
+                    unschedulable_grace=unschedulable_grace)

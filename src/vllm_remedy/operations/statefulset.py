@@ -34,6 +34,7 @@ from vllm_remedy.kube.sts_history import REVISION_LABEL, rollout_status
 from vllm_remedy.kube.sts_wait import BLOCKED, read_set, stuck_pods, wait_for_sts_rollout
 from vllm_remedy.operations.restore import OVERRIDE, revision_problem
 from vllm_remedy.operations.sts_evidence import record_wait_crash
+from vllm_remedy.operations.sts_update import judge_update
 from vllm_remedy.operations.util import (
     Change,
     K8sHost,
@@ -58,9 +59,11 @@ RESTORE = "restore"
 
 def _decision(ctx: K8sHost, facts: Mapping[str, Any], forced: int | None) -> RestoreDecision:
     nodes = (host.get_fact(NodeObjects) or {}).get("nodes")
-    return decide_restore(facts["rollout"], facts["pod_rows"], ctx.policy, container=ctx.container,
-                          now=ctx.client.server_time(), nodes=nodes, forced=forced,
-                          override=host.data.get("override") == OVERRIDE)
+    decision = decide_restore(facts["rollout"], facts["pod_rows"], ctx.policy, container=ctx.container,
+                              now=ctx.client.server_time(), nodes=nodes, forced=forced,
+                              override=host.data.get("override") == OVERRIDE)
+    # pods to delete onto an update revision nobody judged (a colleague's edit over the bad one): judged first
+    return decision if forced is not None else judge_update(decision, facts, ctx.policy, ctx.container, nodes)
 
 
 def forced_revision() -> int | None:
@@ -149,8 +152,9 @@ def rollback(wait: bool = True, timeout: float | None = None, revision: int | No
     + timeout: cluster seconds to wait; default the policy's ``restore.rollout_timeout``
     + revision: the operator's target (``--data revision=N``, checked by :func:`forced_revision`)
 
-    Nothing happens when no pod of the set's update revision is crash-looping — but a rollback of ours still
-    rolling out (a rerun after the first run died mid-wait) is waited for again.
+    Nothing happens when no pod of the set's update revision is crash-looping — but a rollout still under way (a
+    rerun after the first run died mid-wait) is waited for again, and pods that only deleting would move onto an
+    update revision something speaks against (``sts_update.judge_update``) are rolled back instead.
     """
     ctx = k8s_host(host)
     facts = host.get_fact(StatefulSetState)
@@ -182,8 +186,9 @@ def rollback(wait: bool = True, timeout: float | None = None, revision: int | No
     show(state, host, [*change_lines(ctx, summary, before, decision.template,
                                      predict_template(decision.template, ctx.container)),
                        *strategy_lines(sts, pods, decision.replicaset, ctx.policy.restore.delete_pods)])
-    why = (f"revision {decision.current} crash-looped" if revision is None
-           else "the operator forced it (host data revision)")
+    why = ("the operator forced it (host data revision)" if revision is not None
+           else f"revision {decision.current} crash-looped" if decision.failures
+           else f"revision {decision.current} would fail once its pods are deleted")
     change = Change(spec={"template": dict(decision.template)},
                     audit=(RESTORE, f"roll back to revision {decision.revision} ({decision.rule}): {why}"))
     yield change_command(ctx, ctx.deployment_path, change, summary)
@@ -214,15 +219,43 @@ def _resume(ctx: K8sHost, sts: Mapping[str, Any], pods: list[dict[str, Any]], ro
         show(state, host, [f"{ctx.where}: pods {', '.join(stuck)} stay on another revision until deleted",
                            *strategy_lines(sts, pods, str((sts.get("status") or {}).get("updateRevision")),
                                            ctx.policy.restore.delete_pods)])
-        yield FunctionCommand(wait_and_unblock, (seconds, f"finish the rollout of {ctx.where}"), {})
+        label = f"finish the rollout of {ctx.where}"
+        if ctx.policy.restore.delete_pods == "blocking":  # its own command: a deletion is a change made, say so
+            yield FunctionCommand(delete_stuck, (label,), {})
+        yield FunctionCommand(wait_and_unblock, (seconds, label), {})
         return
-    if wait and ours and not _rolled_out(sts, rows):
-        label = (f"wait for {ctx.where} to roll out (last vllm-remedy write: restore at "
-                 f"{notes.get(ctx.keys.last_action_at)})")
-        show(state, host, [f"{ctx.where}: the rollback of ours is still rolling out; waiting for it again"])
+    if wait and not _rolled_out(sts, rows):
+        # as the Deployment's "Wait until the new pods are Ready": a run killed mid-wait — after our write, or after
+        # it deleted the pods blocking someone's rollout (then nothing of ours is on the set) — is waited for again
+        last = notes.get(ctx.keys.last_action)
+        label = f"wait for {ctx.where} to roll out" + (
+            f" (last vllm-remedy write: {last} at {notes.get(ctx.keys.last_action_at, '?')})" if last else "")
+        show(state, host, [f"{ctx.where}: the rollback of ours is still rolling out; waiting for it again" if ours
+                           else f"{ctx.where}: a rollout is under way; waiting until its pods are Ready"])
         yield FunctionCommand(wait_and_unblock, (seconds, label), {})
         return
     noop(state, host, f"nothing to restore: {decision.reason}")
+
+
+def _delete_stuck(host: Any, label: str) -> list[str]:
+    """Delete the pods the set will not replace by itself, read now; their names."""
+    ctx = k8s_host(host)
+    sts, pods = read_set(ctx.client, ctx.namespace, ctx.deployment)
+    stuck = stuck_pods(sts, pods)
+    for name in stuck:
+        ctx.client.request("DELETE", ctx.client.object_path(ctx.namespace, "pods", name, group="v1"))
+        note(host, f"{label}: deleted pod {name} (policy restore.delete_pods: blocking)")
+    return stuck
+
+
+def delete_stuck(state: Any, host: Any, label: str) -> bool:
+    """FunctionCommand body: the pods blocking a rollout judged good (``sts_update.judge_update``) deleted."""
+    try:
+        _delete_stuck(host, label)
+    except UserError as exc:
+        note(host, f"{label}: {exc}", error=True)
+        return False
+    return True
 
 
 def wait_and_unblock(state: Any, host: Any, timeout: float, label: str) -> bool:
@@ -233,10 +266,7 @@ def wait_and_unblock(state: Any, host: Any, timeout: float, label: str) -> bool:
         clock = ClusterClock(ctx.client)
         result = wait_for_sts_rollout(ctx.client, ctx.namespace, ctx.deployment, timeout=timeout, clock=clock)
         if result.outcome == BLOCKED and ctx.policy.restore.delete_pods == "blocking":
-            sts, pods = read_set(ctx.client, ctx.namespace, ctx.deployment)
-            for name in stuck_pods(sts, pods):
-                ctx.client.request("DELETE", ctx.client.object_path(ctx.namespace, "pods", name, group="v1"))
-                note(host, f"{label}: deleted pod {name} (policy restore.delete_pods: blocking)")
+            _delete_stuck(host, label)
             result = wait_for_sts_rollout(ctx.client, ctx.namespace, ctx.deployment, timeout=timeout, clock=clock)
     except UserError as exc:
         note(host, f"{label}: {exc}", error=True)

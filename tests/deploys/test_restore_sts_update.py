@@ -1,0 +1,176 @@
+"""A colleague's template edit over a crash-looping StatefulSet revision, through the real pyinfra CLI: revision 2
+(the runbook's bad rollout: --max-model-len dropped, moved to the 24 GB L4 pool) crash-loops on llama-sts-1, then
+revision 3 = revision 2 plus an env var becomes the update revision, which no pod runs yet. Deleting llama-sts-1
+would roll it onto revision 3, predicted to fail as revision 2 did: restore rolls back to revision 1 instead."""
+
+from __future__ import annotations
+
+import copy
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from fixtures import pyinfra_run
+from fixtures.pyinfra_run import Rehearsal, host_lines
+from fixtures.restore_world import wait_until
+from fixtures.sts_world import (
+    RESTORE,
+    STS_HOST,
+    STS_PATH,
+    bad_rollout,
+    crash_looping_on,
+    inventory,
+    llama_set,
+    revision_names,
+    sts,
+)
+from vllm_remedy.kube.client import JSON_PATCH
+from vllm_remedy.kube.health import pod_health
+from vllm_remedy.kube.history import templates_equal
+from vllm_remedy.kube.patch import json_patch
+
+rehearsal = pyinfra_run.rehearsal
+L4 = {"cloud.google.com/gke-accelerator": "nvidia-l4"}
+
+
+def edit(rehearsal: Rehearsal, change: Any) -> None:
+    client = rehearsal.client()
+    current = client.request("GET", STS_PATH)
+    new = copy.deepcopy(current)
+    change(new["spec"]["template"]["spec"])
+    client.request("PATCH", STS_PATH, body=json_patch(current, new), content_type=JSON_PATCH)
+
+
+def bad_then_edited(rehearsal: Rehearsal) -> dict[str, Any]:
+    """Revision 1 good, revision 2 crash-looping on llama-sts-1, revision 3 (2 + an env var) the update revision."""
+    good = llama_set(rehearsal)
+
+    def bad(spec: dict[str, Any]) -> None:
+        args = spec["containers"][0]["args"]
+        at = args.index("--max-model-len")
+        spec["containers"][0]["args"] = args[:at] + args[at + 2:]
+        spec["nodeSelector"] = dict(L4)
+        spec["tolerations"] = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    edit(rehearsal, bad)
+    crash_looping_on(rehearsal, "llama-sts-1")
+    edit(rehearsal, lambda spec: spec["containers"][0].setdefault("env", []).append({"name": "LOG_LEVEL",
+                                                                                     "value": "debug"}))
+    assert sorted(revision_names(rehearsal)) == [1, 2, 3]
+    return good
+
+
+def test_pods_are_not_deleted_onto_an_update_revision_predicted_to_fail(rehearsal: Rehearsal, tmp_path: Path) -> None:
+    good = bad_then_edited(rehearsal)
+    inv = inventory(tmp_path)
+    dry = rehearsal.pyinfra(inv, RESTORE, "--dry")
+    assert dry.returncode == 0, dry.stderr
+    lines = host_lines(dry.stderr, STS_HOST)
+    back = "roll back statefulset llm/llama-sts from revision 3 to revision 1 ("
+    assert any(line.startswith(back) for line in lines), dry.stderr
+    assert any("revision 3 (" in line and "the update revision pods llama-sts-1 would roll onto when deleted: predicted"
+               in line for line in lines), lines
+    applied = rehearsal.pyinfra(inv, RESTORE, "-y", timeout=300)
+    assert applied.returncode == 0, applied.stderr
+    said = host_lines(applied.stderr, STS_HOST)
+    assert any("deleted pod llama-sts-1" in line for line in said), said
+    after = sts(rehearsal)
+    assert templates_equal(after["spec"]["template"], good["spec"]["template"])
+    assert after["status"]["readyReplicas"] == 2
+
+
+def fixed_by_a_colleague(rehearsal: Rehearsal) -> None:
+    """Revision 2 (crash-on-start annotations) crash-loops on llama-sts-1; revision 3 = revision 1 plus an env var."""
+    bad_rollout(rehearsal)
+    client = rehearsal.client()
+    current = client.request("GET", STS_PATH)
+    fixed = copy.deepcopy(current)
+    fixed["spec"]["template"]["metadata"].pop("annotations")
+    fixed["spec"]["template"]["spec"]["containers"][0].setdefault("env", []).append({"name": "LOG_LEVEL",
+                                                                                     "value": "debug"})
+    client.request("PATCH", STS_PATH, body=json_patch(current, fixed), content_type=JSON_PATCH)
+
+
+def test_pods_deleted_onto_a_good_update_revision_are_a_change_made(rehearsal: Rehearsal, tmp_path: Path) -> None:
+    """The colleague's edit fixes it (revision 3 = revision 1 plus an env var): the blocking pod is deleted onto it,
+    and pyinfra counts that deletion as a change (it said "executed 0 commands" when the wait was the only one)."""
+    fixed_by_a_colleague(rehearsal)
+    applied = rehearsal.pyinfra(inventory(tmp_path), RESTORE, "-y", timeout=300)
+    assert applied.returncode == 0, applied.stderr
+    said = host_lines(applied.stderr, STS_HOST)
+    assert any("deleted pod llama-sts-1" in line for line in said), said
+    assert sts(rehearsal)["status"]["readyReplicas"] == 2
+
+
+def test_after_kill_9_right_after_deleting_the_blocking_pod_a_rerun_waits_until_ready(rehearsal: Rehearsal,
+                                                                                       tmp_path: Path) -> None:
+    """The killed run wrote nothing (it only deleted llama-sts-1 onto the colleague's good revision 3): the rerun
+    must not say "nothing to restore" while the new pod is still loading, but wait until it is Ready."""
+    fixed_by_a_colleague(rehearsal)
+    inv = inventory(tmp_path)
+    clock = rehearsal.cluster.clock
+    clock.set_speed(5.0)  # the new pod takes ~15 s of real time to load: long enough to kill the run mid-wait
+    err = tmp_path / "killed.err"
+    with err.open("w") as fe:
+        run = subprocess.Popen([sys.executable, "-m", "pyinfra", inv, RESTORE, "-y"], cwd=tmp_path,
+                               env=rehearsal.env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=fe)
+        try:
+            wait_until(lambda: "deleted pod llama-sts-1" in err.read_text() or run.poll() is not None, 120,
+                       "the run to delete the blocking pod")
+        finally:
+            run.send_signal(signal.SIGKILL)
+            run.wait()
+    assert int(sts(rehearsal)["status"].get("readyReplicas") or 0) < 2, err.read_text()  # killed before Ready
+    clock.set_speed(60.0)
+    again = rehearsal.pyinfra(inv, RESTORE, "-y", timeout=180)
+    assert again.returncode == 0, again.stderr
+    said = host_lines(again.stderr, STS_HOST)
+    assert not any("nothing to restore" in line for line in said), said
+    assert any(line.startswith("wait for statefulset llm/llama-sts to roll out: ") and "complete" in line
+               for line in said), said
+    assert sts(rehearsal)["status"]["readyReplicas"] == 2
+
+
+def test_a_pod_that_cannot_be_scheduled_fails_the_wait_with_the_schedulers_reason(rehearsal: Rehearsal,
+                                                                                  tmp_path: Path) -> None:
+    """Revision 2 crash-loops on the L4 pool; meanwhile llama-8b takes every free L40S card. The rollback
+    to revision 1 needs an L40S: its pod stays Pending, and the wait says why at once instead of timing out."""
+    bad_then_edited(rehearsal)
+    rehearsal.change(lambda d: d["spec"].__setitem__("replicas", 8))  # every free L40S goes to someone else
+
+    def full() -> bool:  # the scheduler placed all it could: a llama-8b pod waits for a GPU
+        return any(pod_health(p).unschedulable for p in rehearsal.client().list_pods("llm", "app=llama-8b"))
+    assert rehearsal.cluster.wait_for(full, 30)
+    got = rehearsal.pyinfra(inventory(tmp_path), RESTORE, "-y", timeout=120)
+    assert got.returncode != 0
+    said = host_lines(got.stderr, STS_HOST)
+    [failed] = [line for line in said if "to roll out: " in line and "after" in line]
+    assert ": unschedulable after " in failed and "Insufficient nvidia.com/gpu" in failed, said
+    assert "timed out" not in got.stderr
+
+
+def test_an_update_revision_judged_good_that_crash_loops_is_rolled_back_by_the_rerun(rehearsal: Rehearsal,
+                                                                                   tmp_path: Path) -> None:
+    """Revision 3 = revision 2 (which crash-loops by its annotations, not by its flags) plus an env var: nothing
+    predicts it fails, so llama-sts-1 is deleted onto it — a change pyinfra counts — and its crash loop fails the
+    run and is recorded on revision 3; the rerun rolls back to revision 1."""
+    good = bad_rollout(rehearsal)
+    edit(rehearsal, lambda spec: spec["containers"][0].setdefault("env", []).append({"name": "LOG_LEVEL",
+                                                                                     "value": "debug"}))
+    inv = inventory(tmp_path)
+    first = rehearsal.pyinfra(inv, RESTORE, "-y", timeout=300)
+    assert first.returncode != 0
+    said = host_lines(first.stderr, STS_HOST)
+    assert any("deleted pod llama-sts-1" in line for line in said), said
+    assert any(": crash-loop after " in line for line in said), said
+    assert "executed 0 commands" not in first.stderr, first.stderr
+    again = rehearsal.pyinfra(inv, RESTORE, "-y", timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert any(line.startswith("roll back statefulset llm/llama-sts from revision 3 to revision 1 (")
+               for line in host_lines(again.stderr, STS_HOST)), again.stderr
+    good["spec"]["template"]["metadata"].pop("annotations", None)
+    after = sts(rehearsal)
+    after["spec"]["template"]["metadata"].pop("annotations", None)
+    assert templates_equal(after["spec"]["template"], good["spec"]["template"])
+    assert after["status"]["readyReplicas"] == 2
