@@ -57,6 +57,10 @@ def test_a_bad_max_model_len_is_diagnosed_and_rolled_back_through_the_inferences
     assert ("roll back inferenceservice llm/llama from predictor revision llama-predictor-00002 to "
             "llama-predictor-00001 (KServe's last ready revision)") in lines
     assert "-  - '131072'" in lines and "+  - '16384'" in lines, lines
+    [prediction] = [line for line in lines if line.startswith("prediction on ")]  # diff + prediction, as every kind
+    assert prediction.startswith("prediction on NVIDIA-L40S: fits — KV cache ") and prediction.endswith(
+        " at max-model-len 16384"), prediction  # the planned predictor's template, not the crashing one's
+    assert lines.index(prediction) > lines.index("+  - '16384'")
     assert isvc(rehearsal)["spec"]["predictor"]["model"]["args"] == kw.BAD
 
     got = rehearsal.pyinfra(inv, RESTORE, "-y", timeout=300)

@@ -14,6 +14,8 @@ Each check answers for one rule the scheduled job watches — the names are the 
                       the other checks say; the classified startup log names the failure class
 * ``fallback-route``  the policy's gateway fallback route exists and sends the fallback no traffic: load
                       shedding's shift is temporary, a route left shifted is drift
+* ``leader-worker-flags`` (LeaderWorkerSet hosts only) the leader and worker templates run one engine: restore's
+                      own rule (``kube.lws_history.flag_disagreement``), so drift flags what restore would refuse
 
 A check is ``pass``, ``drift`` or ``unknown`` (it could not be judged, e.g. a model missing from the
 catalog). Unknown is not in sync: ``report`` gives such a host the status ``Unknown``, which exits as
@@ -31,6 +33,7 @@ from vllm_remedy.kube.annotations import Keys, Malformed, Toggle, parse_rfc3339,
 from vllm_remedy.kube.gpus import SHARED_SUFFIX, pod_gpu_request
 from vllm_remedy.kube.health import ContainerHealth, PodHealth, flapping_container
 from vllm_remedy.kube.history import template_of
+from vllm_remedy.kube.lws_history import flag_disagreement
 from vllm_remedy.kube.wait import RESTART_LIMIT, crashing_container
 from vllm_remedy.policy import Policy, format_duration
 from vllm_remedy.remedies.enforce_eager import TOGGLE_FLAGS, beyond_limit
@@ -40,7 +43,7 @@ from vllm_remedy.remedies.restore import fallback_traffic, route_name, shift_bac
 from vllm_remedy.vllm.cmdline import ServerCommand, find_server
 
 CHECKS = ("max-model-len", "flag-bounds", "known-good-unit", "gpu-pinned", "enforce-eager", "concurrency",
-          "prediction", "crash-loop", "fallback-route")
+          "prediction", "crash-loop", "fallback-route", "leader-worker-flags")
 PASS, DRIFT, UNKNOWN = "pass", "drift", "unknown"
 _OFF = ("false", "False", "0")
 
@@ -305,6 +308,15 @@ def check_fallback_route(policy: Policy, route: Mapping[str, Any] | None, unread
     return Check("fallback-route", PASS, said)
 
 
+def check_leader_worker_flags(lwt: Mapping[str, Any], container: str | None = None) -> Check:
+    """A group whose leader and workers start different engines splits the model inconsistently, and restore refuses
+    to remediate it: the same rule as restore (never a copy), so drift reports before a 3 a.m. refusal does."""
+    why = flag_disagreement(lwt, container)
+    if why:
+        return Check("leader-worker-flags", DRIFT, f"{why}; make them agree before remediating")
+    return Check("leader-worker-flags", PASS, "leader and worker templates agree on the model and memory flags")
+
+
 @dataclass(frozen=True)
 class HostChecks:
     """Every check for one host, the observed unit and the prediction."""
@@ -336,11 +348,14 @@ def run_checks(deployment: Mapping[str, Any], policy: Policy, now: float, contai
         kind = str(deployment.get("kind") or "deployment").lower()  # a namespace host's StatefulSet, LWS, ...
         raise UserError(f"{kind} {meta.get('namespace')}/{meta.get('name')}: {exc}") from exc
     prediction = predict(deployment, policy, container)
-    checks = (check_max_model_len(policy, server), check_flag_bounds(policy, server),
-              check_known_good_unit(policy, observed), check_gpu_pinned(policy, observed),
-              check_enforce_eager(observed, now, policy.enforce_eager.max_duration.total_seconds()),
-              check_concurrency(policy, prediction), check_prediction(prediction),
-              check_crash_loop(pods, now=now, stable=policy.confirm.stable_for.total_seconds()))
+    checks: tuple[Check, ...] = (check_max_model_len(policy, server), check_flag_bounds(policy, server),
+                                 check_known_good_unit(policy, observed), check_gpu_pinned(policy, observed),
+                                 check_enforce_eager(observed, now, policy.enforce_eager.max_duration.total_seconds()),
+                                 check_concurrency(policy, prediction), check_prediction(prediction),
+                                 check_crash_loop(pods, now=now, stable=policy.confirm.stable_for.total_seconds()))
+    lwt = (deployment.get("spec") or {}).get("leaderWorkerTemplate")  # a LeaderWorkerSet host's view carries it
+    if isinstance(lwt, Mapping):
+        checks = (*checks, check_leader_worker_flags(lwt, container))
     return HostChecks(checks, observed, prediction)
 
 

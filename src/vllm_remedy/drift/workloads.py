@@ -65,13 +65,14 @@ def _statefulset(run: Any, host: Host) -> tuple[dict[str, Any], dict[str, Any]]:
 
 def _leaderworkerset(run: Any, host: Host) -> tuple[dict[str, Any], dict[str, Any]]:
     """A LeaderWorkerSet host as the checks read a Deployment: its metadata with the leader's pod template (the
-    leader runs ``vllm serve``; the prediction splits the model over the group), and every pod of the set."""
+    leader runs ``vllm serve``; the prediction splits the model over the group) plus the whole
+    ``leaderWorkerTemplate`` (the leader-worker-flags check compares the two), and every pod of the set."""
     fact = host.get_fact(LeaderWorkerSetState)
     if host in run.state.failed_hosts or not isinstance(fact, dict) or not fact.get("leaderworkerset"):
         raise HostFailed(run.log.error(host.name, "could not read the LeaderWorkerSet"))
     lws = fact["leaderworkerset"]
     view = {"apiVersion": lws.get("apiVersion"), "kind": lws.get("kind"), "metadata": lws.get("metadata") or {},
-            "spec": {"template": leader_template(lwt_of(lws))}}
+            "spec": {"template": leader_template(lwt_of(lws)), "leaderWorkerTemplate": lwt_of(lws)}}
     return view, fact["pod_rows"]
 
 

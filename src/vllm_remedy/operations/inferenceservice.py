@@ -36,7 +36,7 @@ from vllm_remedy.kube.wait import RESTART_LIMIT
 from vllm_remedy.operations import budget
 from vllm_remedy.operations.util import Change, change_command, k8s_host, noop, observe, refuse, server_of, show
 from vllm_remedy.operations.util.show import note
-from vllm_remedy.remedies.predict import Prediction, failed_prediction, rules_note
+from vllm_remedy.remedies.predict import Prediction, failed_prediction, predict_template, rules_note
 from vllm_remedy.remedies.restore import crash_failures
 from vllm_remedy.vllm.failures import failure_class
 from vllm_remedy.vllm.versions import version_from_image
@@ -119,6 +119,8 @@ def rollback(wait: bool = True, timeout: float | None = None) -> Iterator[Functi
     why = f"pods {', '.join(crashing)} crash-loop — {_failure_line(pods, ctx.container)}"
     try:
         target, predictor = _target(facts)
+        planned = isvcs.template_of({**isvc, "spec": {**(isvc.get("spec") or {}), "predictor": predictor}},
+                                    facts["runtime"])  # what KServe builds from it: the template to predict
     except UserError as exc:
         yield from refuse(state, host, f"{where}: {why}; cannot roll back: {exc}")
         return
@@ -131,7 +133,8 @@ def rollback(wait: bool = True, timeout: float | None = None) -> Iterator[Functi
     observe(state, host, path, isvc)
     diff = unified_template_diff(before, predictor, f"{where} spec.predictor (current)",
                                  f"{where} spec.predictor (planned)")
-    show(state, host, [summary, why, *diff.rstrip("\n").splitlines()])
+    prediction = predict_template(planned, ctx.container)
+    show(state, host, [summary, why, *diff.rstrip("\n").splitlines(), prediction.line()])
     yield change_command(ctx, path, Change(spec={"predictor": predictor},
                                            audit=("restore", f"roll back to predictor revision {target}")), summary)
     if wait:
