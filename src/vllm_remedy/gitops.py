@@ -255,6 +255,7 @@ class Verdict:
     write: bool
     lines: tuple[str, ...]
     refusal: str | None = None
+    shown: bool = False  # printed by this call (the operations' gate): a refusal's failure need not repeat it
 
 
 def verdict(mode: str, owner: Owner | None, where: str, hint: GitHint | None = None) -> Verdict:
