@@ -65,6 +65,10 @@ def test_the_dry_run_of_a_refused_statefulset_rollback_fails_as_the_real_run_doe
     lines = host_lines(dry.stderr, STS_HOST)
     assert len(refusal_lines(lines)) == 1, lines
     assert refusal_lines(lines)[0].endswith("make the change in the release's values"), lines
+    after_refusal = lines[lines.index(refusal_lines(lines)[0]) + 1]
+    assert after_refusal.startswith("helm: the manifest's spec.template.metadata.annotations: "), lines
+    assert after_refusal.endswith("the chart's value that renders it is not known here: find it in the chart's "
+                                  "values by hand"), lines
     rollback = [cells for name, cells in detected_changes(dry.stderr).items() if name.startswith("Roll ")]
     assert rollback and all(cells[0] == "-" for cells in rollback), detected_changes(dry.stderr)
     assert dry.returncode == 1, dry.stderr

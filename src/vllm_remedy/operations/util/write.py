@@ -196,8 +196,8 @@ def gitops_gate(state: Any, host: Any, ctx: K8sHost, basis: Mapping[str, Any], o
     if owner is None or not ops:
         return gitops.Verdict(True, ())
     desired = apply_ops(basis, [op for op in ops if op.get("op") != "test"])
-    hint = gitops.hint_for(owner, basis, desired, ctx.container, f"{ctx.deployment}.yaml") \
-        if (basis.get("kind") or "Deployment") == "Deployment" else None
+    # every kind: a Deployment's or StatefulSet's pod template gives the flag edit, any other spec its changed paths
+    hint = gitops.hint_for(owner, basis, desired, ctx.container, f"{ctx.deployment}.yaml")
     said = gitops.verdict(ctx.policy.gitops, owner, f"{(basis.get('kind') or 'object').lower()} "
                           f"{ctx.namespace}/{(basis.get('metadata') or {}).get('name')}", hint)
     head = [f"refused: {said.refusal}"] if said.refusal else []
