@@ -144,7 +144,37 @@ def test_generic_chart_hint_names_the_flags_and_the_upgrade() -> None:
     assert gitops.hint_for(owner, before, after).lines() == [
         "helm: set the values of release llm/llama that render --gpu-memory-utilization 0.85, then "
         "helm upgrade llama vllm -n llm --reuse-values -f <those values>",
-        "helm: also change spec.template.spec.nodeSelector: unset -> {'nvidia.com/gpu.product': 'NVIDIA-L40S'}"]
+        "helm: the manifest's spec.template.spec.nodeSelector: unset -> {'nvidia.com/gpu.product': 'NVIDIA-L40S'} "
+        "— chart vllm's value that renders it is not known here: find it in the chart's values by hand"]
+
+
+def test_a_statefulset_gets_the_values_change_as_a_deployment_does() -> None:
+    before = with_meta({"app.kubernetes.io/managed-by": "Helm", "helm.sh/chart": "vllm-0.3.1"},
+                       {"meta.helm.sh/release-name": "llama"})
+    before["kind"] = "StatefulSet"
+    after = _args(before, ["meta-llama/Llama-3.1-8B-Instruct", "--gpu-memory-utilization", "0.85"])
+    assert gitops.hint_for(gitops.detect(before), before, after).lines() == [
+        "helm: set the values of release llm/llama that render --gpu-memory-utilization 0.85, then "
+        "helm upgrade llama vllm -n llm --reuse-values -f <those values>"]
+
+
+def test_a_production_stack_pin_and_scale_are_modelspec_keys() -> None:
+    before = with_meta(STACK_LABELS, STACK_NOTES)
+    before["spec"]["template"]["spec"]["nodeSelector"] = {"cloud.google.com/gke-accelerator": "nvidia-l4"}
+    after = copy.deepcopy(before)
+    after["spec"]["template"]["spec"]["nodeSelector"] = {"nvidia.com/gpu.product": "NVIDIA-L40S"}
+    after["spec"]["replicas"] = 3
+    lines = gitops.hint_for(gitops.detect(before), before, after).lines()
+    assert lines[0] == (
+        "helm: helm upgrade vllm vllm-stack -n llm --reuse-values --set-json 'servingEngineSpec.modelSpec[<i>]."
+        'nodeSelectorTerms=[{"matchExpressions": [{"key": "nvidia.com/gpu.product", "operator": "In", '
+        '"values": ["NVIDIA-L40S"]}]}]\' --set servingEngineSpec.modelSpec[<i>].replicaCount=3')
+    assert lines[2:] == ["helm: the chart renders no nodeSelector; servingEngineSpec.modelSpec[<i>].nodeSelectorTerms "
+                         "renders the same pin as a required node affinity (ignored while "
+                         "servingEngineSpec.modelSpec[<i>].affinity is set)"]
+    unpinned = copy.deepcopy(before)
+    del unpinned["spec"]["template"]["spec"]["nodeSelector"]
+    assert "nodeSelectorTerms=null'" in gitops.hint_for(gitops.detect(before), before, unpinned).lines()[0]
 
 
 @pytest.mark.parametrize(("mode", "write", "first"), [

@@ -244,7 +244,7 @@ def hint_for(owner: Owner, before: Mapping[str, Any], after: Mapping[str, Any], 
         old = new = {}
     labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
     lines = helm_values.helm_lines(owner.name, owner.namespace or str(meta.get("namespace")), labels, old, new,
-                                   hint.other)
+                                   hint.other, before, after)
     return GitHint(hint.set, hint.unset, other=hint.other, instead=tuple(lines))
 
 
@@ -255,6 +255,7 @@ class Verdict:
     write: bool
     lines: tuple[str, ...]
     refusal: str | None = None
+    shown: bool = False  # printed by this call (the operations' gate): a refusal's failure need not repeat it
 
 
 def verdict(mode: str, owner: Owner | None, where: str, hint: GitHint | None = None) -> Verdict:

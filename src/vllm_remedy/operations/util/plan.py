@@ -9,6 +9,10 @@ edited by someone else since it was read; if so the host fails with one line ins
 
 The second run may also find a *different* change: a crash record written on the target's ReplicaSet at the
 prompt moves a rollback to an older revision, while the Deployment, which the write's guard tests, is unchanged.
+A write the policy's GitOps stance refuses is no change: while detecting, a body holding one yields nothing and
+its host is marked failed, so ``--dry`` and the prompt show the refusal once, count nothing for it, and ``--dry``
+exits 1 as the run will (under pyinfra's CLI; drift reports refusals itself).
+
 So the writes a body planned are remembered by what they say they do (their summary up to " — ", the part
 that names the object and the change, not why), and a body that would write something else at execute fails
 the host with both, and writes nothing.
@@ -20,12 +24,13 @@ import functools
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
+import pyinfra
 from pyinfra.api import FunctionCommand
 from pyinfra.context import ctx_host, ctx_state
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.operations.util.context import k8s_host
-from vllm_remedy.operations.util.write import changed_since, fail, run_id, run_write
+from vllm_remedy.operations.util.write import changed_since, fail, refused, run_id, run_write
 
 Body = TypeVar("Body", bound=Callable[..., Iterator[Any]])
 
@@ -52,6 +57,13 @@ def keeps_its_plan(body: Body) -> Body:
         writes = _writes(commands)
         if key is not None and not executing:
             _PLANNED[key] = writes
+            if pyinfra.is_cli and any(isinstance(c, FunctionCommand) and c.function is refused for c in commands):
+                # a write the GitOps stance refuses: shown once already; no change to count, and --dry exits
+                # non-zero as the run will (pyinfra's exit reads failed_hosts; the host still runs, and fails).
+                # Only under pyinfra's CLI: drift runs bodies in-process and reports refusals itself
+                state, host = ctx_state.get(), ctx_host.get()
+                (getattr(host, "state", None) or state).failed_hosts.add(host)
+                return
         elif key is not None and key in _PLANNED and writes != _PLANNED[key]:
             planned = _PLANNED[key]
             message = edited_since_read() if not commands and planned else None

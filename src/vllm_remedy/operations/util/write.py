@@ -17,6 +17,7 @@ server rejects it (422/409) and nothing is overwritten: the host fails with one 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -183,7 +184,7 @@ def write_command(path: str, build: BuildOps, label: str, *, required: bool = Tr
             except (UserError, jsonpatch.JsonPatchException, jsonpatch.JsonPointerException):
                 said = gitops.Verdict(True, ())  # the write itself reports a broken plan, at execute
             if not said.write and required:
-                return FunctionCommand(fail, (f"refused: {said.refusal}",), {})
+                return FunctionCommand(refused, (f"refused: {said.refusal}", said.shown), {})
     return FunctionCommand(run_write, (path, build, label, required), {})
 
 
@@ -195,18 +196,27 @@ def gitops_gate(state: Any, host: Any, ctx: K8sHost, basis: Mapping[str, Any], o
     if owner is None or not ops:
         return gitops.Verdict(True, ())
     desired = apply_ops(basis, [op for op in ops if op.get("op") != "test"])
-    hint = gitops.hint_for(owner, basis, desired, ctx.container, f"{ctx.deployment}.yaml") \
-        if (basis.get("kind") or "Deployment") == "Deployment" else None
+    # every kind: a Deployment's or StatefulSet's pod template gives the flag edit, any other spec its changed paths
+    hint = gitops.hint_for(owner, basis, desired, ctx.container, f"{ctx.deployment}.yaml")
     said = gitops.verdict(ctx.policy.gitops, owner, f"{(basis.get('kind') or 'object').lower()} "
                           f"{ctx.namespace}/{(basis.get('metadata') or {}).get('name')}", hint)
     head = [f"refused: {said.refusal}"] if said.refusal else []
-    show(state, host, [*head, *said.lines], topic="gitops")
-    return said
+    shown = show(state, host, [*head, *said.lines], topic="gitops")
+    return dataclasses.replace(said, shown=shown)
 
 
 def fail(state: Any, host: Any, message: str) -> bool:
     """FunctionCommand body that fails the host with ``message`` (a refusal found while planning)."""
     note(host, message, error=True)
+    return False
+
+
+def refused(state: Any, host: Any, message: str, shown: bool = False) -> bool:
+    """FunctionCommand body failing the host on a write the GitOps stance refuses; ``shown``: the plan has just
+    printed the refusal with its hint (a ``-y`` run), so it is not printed twice. ``keeps_its_plan`` counts no
+    change for it while detecting changes."""
+    if not shown:
+        note(host, message, error=True)
     return False
 
 
