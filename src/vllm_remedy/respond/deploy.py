@@ -77,6 +77,10 @@ class DeployRun:
         if self.returncode == 0:
             return None
         said = [line for line in self.evidence if not line.startswith("noop: ")]
+        # a refusal is followed by its hint (the values or Git change to make): the refusal is the why
+        refusals = [line for line in said if line.startswith("refused: ")]
+        if refusals:
+            return refusals[-1]
         return said[-1] if said else (self.tail or f"pyinfra exited {self.returncode}")
 
 
