@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from pyinfra import host, logger, state
+from pyinfra import host, state
 from pyinfra.api import FunctionCommand, operation
 
 from vllm_remedy.errors import UserError
@@ -30,7 +30,7 @@ from vllm_remedy.kube.clock import ClusterClock
 from vllm_remedy.kube.diff import unified_template_diff
 from vllm_remedy.kube.lws_wait import lws_path, wait_for_lws_rollout
 from vllm_remedy.operations.lws_evidence import record_wait_crash
-from vllm_remedy.operations.restore import OVERRIDE, revision_problem
+from vllm_remedy.operations.restore import OVERRIDE, checked_revision
 from vllm_remedy.operations.util import (
     Change,
     K8sHost,
@@ -61,26 +61,12 @@ def _decision(ctx: K8sHost, facts: Mapping[str, Any], forced: int | None) -> Res
 
 
 def forced_revision() -> int | None:
-    """Host data ``revision`` checked before any operation is planned, as for a Deployment or StatefulSet: None when
-    unset; not a revision number, not in the set's history, or with evidence against it and no
-    ``override=evidence`` → one line naming the host and key, exit 2, nothing changed (called from the deploy)."""
-    raw = host.data.get("revision")
-    text = None if raw is None else str(raw)
-    problem = revision_problem(text, raw, host.data.get("override"))
-    if problem is None and text is not None:
-        ctx = k8s_host(host)
-        facts = host.get_fact(LeaderWorkerSetState)
-        numbers = [int(r["number"]) for r in facts["rollout"]["revisions"]]
-        if int(text) not in numbers:
-            problem = (f"host data revision: {text} is not in the rollout history of {ctx.where} (revisions: "
-                       f"{', '.join(map(str, numbers)) or 'none'}; a rollback renumbers the revision it restores)")
-        else:
-            decision = _decision(ctx, facts, int(text))
-            problem = decision.reason if decision.action == REFUSE else None
-    if problem is not None:
-        logger.error(f"{host.print_prefix}{problem}")
-        raise SystemExit(2)
-    return None if text is None else int(text)
+    """Host data ``revision`` checked before any operation is planned, as for a Deployment or StatefulSet
+    (``checked_revision``)."""
+    return checked_revision(host.data.get("revision"),
+                            lambda: host.get_fact(LeaderWorkerSetState)["rollout"]["revisions"],
+                            lambda number: _decision(k8s_host(host), host.get_fact(LeaderWorkerSetState), number),
+                            "; a rollback renumbers the revision it restores")
 
 
 def prediction_line(lwt: dict[str, Any], number: int, container: str | None) -> str:

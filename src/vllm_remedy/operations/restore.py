@@ -12,7 +12,7 @@ last step and acts only on a route that still sends the fallback traffic.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -109,12 +109,31 @@ def forced_revision(value: Any = None) -> int | None:
     rollback renumbered counts: it stays in ``revision-history``), or one with evidence against it and no
     ``override=evidence``, is refused before any operation is planned — one line naming the host and key, exit 2,
     nothing changed (called from the deploy file, which then stops). So is an ``override`` other than ``evidence``."""
-    raw = host.data.get("revision") if value is None else value
+    return checked_revision(host.data.get("revision") if value is None else value,
+                            lambda: (host.get_fact(RolloutHistory) or {}).get("revisions") or [],
+                            lambda number: _decision(k8s_host(host), number)[0])
+
+
+def checked_revision(raw: Any, history: Callable[[], Sequence[Mapping[str, Any]]],
+                     decide: Callable[[int], RestoreDecision], aside: str = "") -> int | None:
+    """``raw`` (host data ``revision``) as every kind's restore checks it before any operation is planned: the
+    number, or None when unset; bad input → one line naming the host and key, exit 2, nothing changed.
+
+    ``history`` reads the kind's revision rows (only when a number was given), ``decide`` is the kind's restore
+    decision forced to that number (a refusal there is evidence against it), ``aside`` ends the not-in-history
+    line with what the kind's rollback does to numbers."""
     text = None if raw is None else str(raw)
-    problem = _forced_problem(text, raw, host.data.get("override"))
+    problem = revision_problem(text, raw, host.data.get("override"))
     if problem is None and text is not None:
-        decision, _deployment = _decision(k8s_host(host), int(text))
-        problem = decision.reason if decision.action == REFUSE else None  # before any operation writes anything
+        rows = history()
+        numbers = [int(r["number"]) for r in rows]
+        renumbered = {n for r in rows for n in earlier_numbers(r.get("annotations") or {})}  # a rollback's
+        if int(text) not in numbers and text not in renumbered:
+            problem = (f"host data revision: {text} is not in the rollout history of {k8s_host(host).where} "
+                       f"(revisions: {', '.join(map(str, numbers)) or 'none'}{aside})")
+        else:
+            decision = decide(int(text))
+            problem = decision.reason if decision.action == REFUSE else None  # before any operation writes anything
     if problem is not None:
         logger.error(f"{host.print_prefix}{problem}")
         raise SystemExit(2)
@@ -122,8 +141,7 @@ def forced_revision(value: Any = None) -> int | None:
 
 
 def revision_problem(text: str | None, raw: Any, override: Any) -> str | None:
-    """What is wrong with host data ``revision`` / ``override`` as written, before any history is read (None: ok);
-    the StatefulSet restore checks the same."""
+    """What is wrong with host data ``revision`` / ``override`` as written, before any history is read (None: ok)."""
     if override not in (None, OVERRIDE):
         return (f"host data override: {override!r} is not {OVERRIDE!r} (the only override: restore a forced "
                 "revision despite the evidence against it)")
@@ -132,19 +150,6 @@ def revision_problem(text: str | None, raw: Any, override: Any) -> str | None:
     if not text.isascii() or not text.isdigit() or int(text) < 1:
         return f"host data revision: {raw!r} is not a revision number (a whole number >= 1)"
     return None
-
-
-def _forced_problem(text: str | None, raw: Any, override: Any) -> str | None:
-    problem = revision_problem(text, raw, override)
-    if problem is not None or text is None:
-        return problem
-    rows = (host.get_fact(RolloutHistory) or {}).get("revisions") or []
-    numbers = [int(r["number"]) for r in rows]
-    renumbered = {n for r in rows for n in earlier_numbers(r.get("annotations") or {})}
-    if int(text) in numbers or text in renumbered:
-        return None
-    return (f"host data revision: {text} is not in the rollout history of {k8s_host(host).where} "
-            f"(revisions: {', '.join(map(str, numbers)) or 'none'})")
 
 
 @operation()

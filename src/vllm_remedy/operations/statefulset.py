@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from pyinfra import host, logger, state
+from pyinfra import host, state
 from pyinfra.api import FunctionCommand, operation
 
 from vllm_remedy.errors import UserError
@@ -29,10 +29,10 @@ from vllm_remedy.facts.statefulset import StatefulSetState
 from vllm_remedy.kube.annotations import template_digest
 from vllm_remedy.kube.clock import ClusterClock
 from vllm_remedy.kube.health import pod_health
-from vllm_remedy.kube.history import earlier_numbers, templates_equal
+from vllm_remedy.kube.history import templates_equal
 from vllm_remedy.kube.sts_history import REVISION_LABEL, rollout_status
 from vllm_remedy.kube.sts_wait import BLOCKED, read_set, stuck_pods, wait_for_sts_rollout
-from vllm_remedy.operations.restore import OVERRIDE, revision_problem
+from vllm_remedy.operations.restore import OVERRIDE, checked_revision
 from vllm_remedy.operations.sts_evidence import record_wait_crash
 from vllm_remedy.operations.sts_update import judge_update
 from vllm_remedy.operations.util import (
@@ -67,28 +67,11 @@ def _decision(ctx: K8sHost, facts: Mapping[str, Any], forced: int | None) -> Res
 
 
 def forced_revision() -> int | None:
-    """Host data ``revision`` checked before any operation is planned, as for a Deployment: None when unset; not a
-    revision number, not in the set's history, or with evidence against it and no ``override=evidence`` → one
-    line naming the host and key, exit 2, nothing changed (called from the deploy file)."""
-    raw = host.data.get("revision")
-    text = None if raw is None else str(raw)
-    problem = revision_problem(text, raw, host.data.get("override"))
-    if problem is None and text is not None:
-        ctx = k8s_host(host)
-        facts = host.get_fact(StatefulSetState)
-        rows = facts["rollout"]["revisions"]
-        numbers = [int(r["number"]) for r in rows]
-        renumbered = {n for r in rows for n in earlier_numbers(r.get("annotations") or {})}  # a restore of ours
-        if int(text) not in numbers and text not in renumbered:
-            problem = (f"host data revision: {text} is not in the rollout history of {ctx.where} (revisions: "
-                       f"{', '.join(map(str, numbers)) or 'none'}; an undo renumbers the revision it restores)")
-        else:
-            decision = _decision(ctx, facts, int(text))
-            problem = decision.reason if decision.action == REFUSE else None
-    if problem is not None:
-        logger.error(f"{host.print_prefix}{problem}")
-        raise SystemExit(2)
-    return None if text is None else int(text)
+    """Host data ``revision`` checked before any operation is planned, as for a Deployment (``checked_revision``);
+    a number an undo of ours renumbered counts (the set's fact keeps it as the Deployment's ReplicaSet does)."""
+    return checked_revision(host.data.get("revision"), lambda: host.get_fact(StatefulSetState)["rollout"]["revisions"],
+                            lambda number: _decision(k8s_host(host), host.get_fact(StatefulSetState), number),
+                            "; an undo renumbers the revision it restores")
 
 
 def _ordinal(name: str) -> int:
