@@ -9,7 +9,7 @@ mark ``confirm`` left on its ReplicaSet and the vLLM image/model/flags of its te
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from vllm_remedy.facts.base import JsonFact, server_summary
@@ -43,18 +43,27 @@ def history_data(deployment: Mapping[str, Any], replicasets: list[Mapping[str, A
     """Plain-data rollout history (pure; the fact's ``process`` and tests on fixtures share it)."""
     keys = Keys(annotation_prefix)
     revisions = rollout_history(deployment, replicasets)
-    marked = [r.number for r in revisions if r.annotations.get(keys.known_good)]
-    notes = (deployment.get("metadata") or {}).get("annotations") or {}
+    return history_document(deployment, revisions, [revision_row(r, keys, container) for r in revisions], keys,
+                            current_revision(deployment))
+
+
+def history_document(obj: Mapping[str, Any], revisions: Sequence[Revision], rows: list[dict[str, Any]], keys: Keys,
+                     current: int | None, kind: str | None = None) -> dict[str, Any]:
+    """The RolloutHistory fact's data for any workload whose revisions read as ``Revision``s (a Deployment's
+    ReplicaSets, a StatefulSet's or LeaderWorkerSet's ControllerRevisions), so restore reads every kind alike;
+    ``rows`` are the revisions' ``revision_row``s, ``kind`` is named for the kinds that are not a Deployment."""
+    notes = (obj.get("metadata") or {}).get("annotations") or {}
     return {
-        "deployment": (deployment.get("metadata") or {}).get("name"),
-        # our last write to the Deployment: a rollback reuses an old ReplicaSet, so this says when it came back
+        "deployment": (obj.get("metadata") or {}).get("name"),
+        **({"kind": kind} if kind else {}),
+        # our last write to the workload: a rollback reuses an old revision, so this says when it came back
         "last_action": notes.get(keys.last_action),
         "last_action_at": notes.get(keys.last_action_at),
         "last_action_template": notes.get(keys.last_action_template),
-        "current_revision": current_revision(deployment),
-        "known_good": marked,
+        "current_revision": current,
+        "known_good": [r.number for r in revisions if r.annotations.get(keys.known_good)],
         "annotation_prefix": keys.prefix,
-        "revisions": [revision_row(r, keys, container) for r in revisions],
+        "revisions": rows,
     }
 
 

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from vllm_remedy.facts.base import JsonFact
-from vllm_remedy.facts.history import revision_row
+from vllm_remedy.facts.history import history_document, revision_row
 from vllm_remedy.facts.pods import _pod_row
 from vllm_remedy.kube.annotations import DEFAULT_PREFIX, Keys
 from vllm_remedy.kube.health import pod_health
@@ -41,18 +41,8 @@ def lws_history_data(lws: Mapping[str, Any], revisions: list[Mapping[str, Any]],
     engine and what the memory model predicts)."""
     keys = Keys(annotation_prefix)
     history = lws_history(lws, revisions)
-    notes = (lws.get("metadata") or {}).get("annotations") or {}
-    return {
-        "deployment": (lws.get("metadata") or {}).get("name"),
-        "kind": "leaderworkerset",
-        "last_action": notes.get(keys.last_action),
-        "last_action_at": notes.get(keys.last_action_at),
-        "last_action_template": notes.get(keys.last_action_template),
-        "current_revision": next((r.number for r in history if r.current), None),
-        "known_good": [r.number for r in history if r.annotations.get(keys.known_good)],
-        "annotation_prefix": keys.prefix,
-        "revisions": [revision_row(r, keys, container) for r in history],
-    }
+    return history_document(lws, history, [revision_row(r, keys, container) for r in history], keys,
+                            next((r.number for r in history if r.current), None), "leaderworkerset")
 
 
 class LeaderWorkerSetState(JsonFact[dict[str, Any]]):

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from vllm_remedy.facts.base import JsonFact
-from vllm_remedy.facts.history import revision_row
+from vllm_remedy.facts.history import history_document, revision_row
 from vllm_remedy.facts.pods import _pod_row
 from vllm_remedy.kube.annotations import DEFAULT_PREFIX, Keys, template_digest
 from vllm_remedy.kube.health import pod_health
@@ -43,24 +43,14 @@ def sts_history_data(sts: Mapping[str, Any], revisions: list[Mapping[str, Any]],
     """The set's ControllerRevisions as the RolloutHistory fact's data (pure): ``replicaset`` names the revision."""
     keys = Keys(annotation_prefix)
     history = sts_history(sts, revisions)
-    notes = (sts.get("metadata") or {}).get("annotations") or {}
     rows = [revision_row(r, keys, container) for r in history]
     restored = restored_number(sts, keys)
     for row in rows:  # the current revision's earlier number, where restore's rules read a Deployment's
         if row["current"] and restored and restored != str(row["number"]):
             earlier = [n for n in earlier_numbers(row["annotations"]) if n != restored]
             row["annotations"][REVISION_HISTORY] = ",".join([*earlier, restored])
-    return {
-        "deployment": (sts.get("metadata") or {}).get("name"),
-        "kind": "statefulset",
-        "last_action": notes.get(keys.last_action),
-        "last_action_at": notes.get(keys.last_action_at),
-        "last_action_template": notes.get(keys.last_action_template),
-        "current_revision": next((r.number for r in history if r.current), None),
-        "known_good": [r.number for r in history if r.annotations.get(keys.known_good)],
-        "annotation_prefix": keys.prefix,
-        "revisions": rows,
-    }
+    return history_document(sts, history, rows, keys, next((r.number for r in history if r.current), None),
+                            "statefulset")
 
 
 def sts_pods_data(sts: Mapping[str, Any], revisions: list[Mapping[str, Any]], pods: list[Mapping[str, Any]],
