@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from typing import Any
 
 from pyinfra import host, state
@@ -28,7 +28,7 @@ from vllm_remedy.facts.history import RolloutHistory
 from vllm_remedy.facts.pods import Pods
 from vllm_remedy.kube.annotations import Keys
 from vllm_remedy.kube.client import KubeClient
-from vllm_remedy.operations.util import Change, change_ops, k8s_host, noop, observe, show, write_command
+from vllm_remedy.operations.util import Change, K8sHost, change_ops, k8s_host, noop, observe, show, write_command
 from vllm_remedy.remedies.evidence import (
     EVENTS,
     crashes_by_revision,
@@ -105,7 +105,16 @@ def crash_recorded() -> Iterator[FunctionCommand]:
     evented = {name: failures for name, failures in seen_in_events(
         history, (host.get_fact(PodEvents) or {}).get("events"), ctx.keys, now, pods).items() if name not in dying}
     dying.update(evented)
+    yield from record_dying(ctx, history, dying, evented, now, "replicasets")
+
+
+def record_dying(ctx: K8sHost, history: Mapping[str, Any], dying: Mapping[str, Mapping[str, int]],
+                 evented: Collection[str], now: float, resource: str) -> Iterator[FunctionCommand]:
+    """The guarded record writes for ``dying`` (revision object name → failure counts) on the ``resource``
+    (``replicasets``, ``controllerrevisions``) that ``history``'s rows name; names in ``evented`` were seen in gone
+    pods' Events. Every kind's ``crash_recorded`` body ends here."""
     rows = {str(r.get("replicaset")): r for r in history.get("revisions") or []}
+    singular = resource.removesuffix("s")
     planned: list[str] = []
     commands: list[FunctionCommand] = []
     for name, failures in dying.items():
@@ -118,11 +127,11 @@ def crash_recorded() -> Iterator[FunctionCommand]:
         withdraw = ctx.keys.known_good_withdrawn in changes
         what = (f"{sum(failures.values())} back-offs restarting a failed container in its gone pods' Events"
                 if name in evented else ", ".join(f"{n} pod(s) {k}" for k, n in failures.items()))
-        label = (f"record on replicaset {name} (revision {number}) that it was seen dying ({what})"
+        label = (f"record on {singular} {name} (revision {number}) that it was seen dying ({what})"
                  + ("; withdraw its known-good mark" if withdraw else ""))
         planned.append(label)
-        path = KubeClient.object_path(ctx.namespace, "replicasets", name)
-        # the ReplicaSet the record is planned on: an edit after this read (at the prompt) refuses it; unreadable
+        path = KubeClient.object_path(ctx.namespace, resource, name)
+        # the object the record is planned on: an edit after this read (at the prompt) refuses it; unreadable
         # now, the write reads it again and warns if it still cannot
         with contextlib.suppress(UserError):
             observe(state, host, path, ctx.client.request("GET", path))

@@ -7,18 +7,15 @@ names its revision.
 
 from __future__ import annotations
 
-import contextlib
-import functools
 from collections.abc import Iterator
 
-from pyinfra import host, state
+from pyinfra import host
 from pyinfra.api import FactBase, FunctionCommand
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.client import JSON_PATCH, KubeClient
-from vllm_remedy.operations.evidence import record_ops, seen_dying
-from vllm_remedy.operations.util import K8sHost, k8s_host, noop, observe, show, write_command
-from vllm_remedy.remedies.evidence import record_changes
+from vllm_remedy.operations.evidence import record_dying, record_ops, seen_dying
+from vllm_remedy.operations.util import K8sHost, k8s_host
 
 
 def revision_path(namespace: str, name: str) -> str:
@@ -34,29 +31,7 @@ def record_revisions(fact: type[FactBase]) -> Iterator[FunctionCommand]:
     history, pods = facts["rollout"], facts["pod_rows"]
     now = ctx.client.server_time()
     dying = seen_dying(history, pods, ctx.container, now, ctx.policy.confirm.stable_for.total_seconds())
-    rows = {str(r.get("replicaset")): r for r in history.get("revisions") or []}
-    planned: list[str] = []
-    commands: list[FunctionCommand] = []
-    for name, failures in dying.items():
-        row = rows.get(name) or {}
-        changes = record_changes(ctx.keys, row.get("annotations") or {}, failures, now)
-        if not changes:
-            continue
-        what = ", ".join(f"{n} pod(s) {k}" for k, n in failures.items())
-        label = (f"record on controllerrevision {name} (revision {row.get('number')}) that it was seen dying ({what})"
-                 + ("; withdraw its known-good mark" if ctx.keys.known_good_withdrawn in changes else ""))
-        planned.append(label)
-        path = revision_path(ctx.namespace, name)
-        with contextlib.suppress(UserError):  # unreadable now: the write reads it again and warns if it still fails
-            observe(state, host, path, ctx.client.request("GET", path))
-        commands.append(write_command(path, functools.partial(record_ops, failures, "", ctx.keys), label,
-                                      required=False))
-    if planned:  # shown before the first yield: change detection (--dry, the prompt) runs the body only that far
-        show(state, host, planned, topic="evidence")
-        yield from commands
-    else:
-        noop(state, host, "no crash to record" if not dying else "every crash seen is already recorded")
-
+    yield from record_dying(ctx, history, dying, (), now, "controllerrevisions")
 
 
 def record_on_revision(ctx: K8sHost, name: str, failure: str | None) -> str:
