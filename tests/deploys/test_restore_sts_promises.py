@@ -6,9 +6,6 @@ refused and kept; a run killed mid-wait is resumed by the next. The bad rollout 
 from __future__ import annotations
 
 import copy
-import signal
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,8 +15,15 @@ from fixtures.budget_world import prompted_run
 from fixtures.chaos_proxy import HOOK, ChaosProxy, Rule
 from fixtures.dry_run import apply, diffs
 from fixtures.pyinfra_run import CLUSTER, Rehearsal, host_lines
-from fixtures.restore_world import wait_until
-from fixtures.sts_world import RESTORE, STS_HOST, STS_PATH, bad_rollout, inventory, sts
+from fixtures.sts_world import (
+    RESTORE,
+    STS_HOST,
+    STS_PATH,
+    bad_rollout,
+    inventory,
+    killed_after_deleting_the_blocking_pod,
+    sts,
+)
 from vllm_remedy.kube.client import JSON_PATCH
 from vllm_remedy.kube.diff import template_yaml
 from vllm_remedy.kube.patch import json_patch
@@ -165,18 +169,9 @@ def test_after_kill_9_mid_wait_a_rerun_resumes_the_wait(rehearsal: Rehearsal, tm
     inv = inventory(tmp_path)
     clock = rehearsal.cluster.clock
     clock.set_speed(5.0)  # the restored pod takes ~15 s of real time to load: long enough to kill the run mid-wait
-    err = tmp_path / "killed.err"
-    with err.open("w") as fe:
-        run = subprocess.Popen([sys.executable, "-m", "pyinfra", inv, RESTORE, "-y"], cwd=tmp_path,
-                               env=rehearsal.env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=fe)
-        try:
-            wait_until(lambda: "deleted pod llama-sts-1" in err.read_text() or run.poll() is not None, 120,
-                       "the wait to delete the blocking pod")
-        finally:
-            run.send_signal(signal.SIGKILL)
-            run.wait()
+    said = killed_after_deleting_the_blocking_pod(rehearsal, inv, tmp_path)
     written = sts(rehearsal)
-    assert CHANGE_ID in written["metadata"]["annotations"], err.read_text()
+    assert CHANGE_ID in written["metadata"]["annotations"], said
     assert int(written["status"].get("readyReplicas") or 0) < 2, written["status"]  # killed before Ready
 
     def faster() -> None:

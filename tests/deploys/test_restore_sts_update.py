@@ -6,15 +6,11 @@ would roll it onto revision 3, predicted to fail as revision 2 did: restore roll
 from __future__ import annotations
 
 import copy
-import signal
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 from fixtures import pyinfra_run
 from fixtures.pyinfra_run import Rehearsal, host_lines
-from fixtures.restore_world import wait_until
 from fixtures.sts_world import (
     RESTORE,
     STS_HOST,
@@ -22,6 +18,7 @@ from fixtures.sts_world import (
     bad_rollout,
     crash_looping_on,
     inventory,
+    killed_after_deleting_the_blocking_pod,
     llama_set,
     revision_names,
     sts,
@@ -111,17 +108,8 @@ def test_after_kill_9_right_after_deleting_the_blocking_pod_a_rerun_waits_until_
     inv = inventory(tmp_path)
     clock = rehearsal.cluster.clock
     clock.set_speed(5.0)  # the new pod takes ~15 s of real time to load: long enough to kill the run mid-wait
-    err = tmp_path / "killed.err"
-    with err.open("w") as fe:
-        run = subprocess.Popen([sys.executable, "-m", "pyinfra", inv, RESTORE, "-y"], cwd=tmp_path,
-                               env=rehearsal.env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=fe)
-        try:
-            wait_until(lambda: "deleted pod llama-sts-1" in err.read_text() or run.poll() is not None, 120,
-                       "the run to delete the blocking pod")
-        finally:
-            run.send_signal(signal.SIGKILL)
-            run.wait()
-    assert int(sts(rehearsal)["status"].get("readyReplicas") or 0) < 2, err.read_text()  # killed before Ready
+    said = killed_after_deleting_the_blocking_pod(rehearsal, inv, tmp_path)
+    assert int(sts(rehearsal)["status"].get("readyReplicas") or 0) < 2, said  # killed before Ready
     clock.set_speed(60.0)
     again = rehearsal.pyinfra(inv, RESTORE, "-y", timeout=180)
     assert again.returncode == 0, again.stderr
