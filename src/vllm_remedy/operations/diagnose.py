@@ -2,11 +2,16 @@
 
 Why an operation that never yields: the deploy stays "one step, one file, one operation" like the
 others, and the report appears in ``--dry``, prompted and ``-y`` runs alike, exactly once per host.
+Every kind gets the same report (``remedies.diagnose``): what varies is where its revisions, templates and
+pods are read — a Deployment's ReplicaSets, or a StatefulSet's or LeaderWorkerSet's ControllerRevisions
+(``operations.set_reads``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from pyinfra import host, state
 from pyinfra.api import FunctionCommand, operation
@@ -15,12 +20,77 @@ from vllm_remedy.facts.gpu_memory import GpuMemory
 from vllm_remedy.facts.history import RolloutHistory
 from vllm_remedy.facts.nodes import GpuNodes
 from vllm_remedy.facts.pods import Pods
+from vllm_remedy.kube import lws_history
+from vllm_remedy.kube.diff import describe, revision_diff
 from vllm_remedy.kube.errors import KubeError
-from vllm_remedy.operations.util import k8s_host, show
-from vllm_remedy.remedies.diagnose import crashed_containers, diagnose_lines
+from vllm_remedy.operations import set_reads
+from vllm_remedy.operations.util import K8sHost, k8s_host, show
+from vllm_remedy.remedies.diagnose import compared_revisions, crashed_containers, diagnose_lines
 
 #: Log lines read per crashed container: a whole vLLM start, like the Pods fact reads.
 LOG_TAIL = 3000
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What the report reads, in the Deployment's shapes whatever the kind. ``container`` narrows which containers'
+    logs are read (None: every container, as for an LWS, whose workers are not the leader's container);
+    ``groups`` are lines a kind adds under step 2's headline (an LWS's groups), ``extra`` after step 3's diff (its
+    worker template)."""
+
+    history: Mapping[str, Any]
+    pods: Mapping[str, Any]
+    memory: Mapping[str, Any] | None
+    container: str | None
+    groups: list[str] = field(default_factory=list)
+    extra: list[str] = field(default_factory=list)
+
+
+def _deployment_inputs(ctx: K8sHost) -> Inputs | None:
+    history = host.get_fact(RolloutHistory)
+    pods = host.get_fact(Pods)
+    if history is None or pods is None:
+        return None
+    return Inputs(history, pods, host.get_fact(GpuMemory), ctx.container)
+
+
+def _set_inputs(ctx: K8sHost) -> Inputs | None:
+    facts = host.get_fact(set_reads.state_fact(ctx.kind))
+    if facts is None:
+        return None
+    history, pods = facts["rollout"], set_reads.with_totals(facts["pod_rows"])
+    try:
+        memory: Mapping[str, Any] | None = set_reads.gpu_memory(ctx, facts, ctx.kind)
+    except KubeError:
+        memory = None  # the GPU lines then say the memory beside vLLM's is unknown
+    if ctx.kind != set_reads.LEADERWORKERSET:
+        return Inputs(history, pods, memory, ctx.container)
+    return Inputs(history, pods, memory, None, group_lines(facts), worker_lines(facts, history, pods, ctx))
+
+
+def group_lines(facts: Mapping[str, Any]) -> list[str]:
+    """Which pod of each LWS group is the leader: the group is one engine, a worker's death is the group's."""
+    groups: dict[str, list[str]] = {}
+    for pod in facts.get("pods") or []:
+        labels = (pod.get("metadata") or {}).get("labels") or {}
+        role = "leader" if labels.get(lws_history.WORKER_LABEL, "0") == "0" else "worker"
+        groups.setdefault(str(labels.get(lws_history.GROUP_LABEL, "?")), []).append(
+            f"{pod['metadata']['name']} ({role})")
+    return [f"  group {group}: {', '.join(sorted(names))}" for group, names in sorted(groups.items())]
+
+
+def worker_lines(facts: Mapping[str, Any], history: Mapping[str, Any], pods: Mapping[str, Any], ctx: K8sHost
+                 ) -> list[str]:
+    """An LWS's worker template between the same two revisions step 3 compares (its rows carry the leader's)."""
+    before, after, _, _ = compared_revisions(history, pods, ctx.policy, ctx.container)
+    if before is None or after is None:
+        return []
+    by_name = {(r.get("metadata") or {}).get("name"): r for r in facts.get("revisions") or []}
+    workers = [lws_history.revision_lwt(by_name.get(row.replicaset) or {}).get("workerTemplate") or {}
+               for row in (before, after)]
+    changes = describe(revision_diff(workers[0], workers[1], None))
+    return [f"step 3 — worker template: revision {before.number} → revision {after.number}",
+            *(f"  {line}" for line in changes or ["no change in the compared fields"])]
 
 
 @operation(is_idempotent=True)
@@ -31,6 +101,9 @@ def report(tail: int = LOG_TAIL) -> Iterator[FunctionCommand]:
 
     + tail: lines of each crashed container's log to read for the runbook's grep
 
+    A Deployment's revisions are its ReplicaSets; a StatefulSet's and a LeaderWorkerSet's their
+    ControllerRevisions (an LWS: the leader's template, then the worker's, and the logs of leader and worker pods).
+
     **Example:**
 
     .. code:: python
@@ -38,20 +111,22 @@ def report(tail: int = LOG_TAIL) -> Iterator[FunctionCommand]:
         diagnose.report(name="Read the startup log and what changed")
     """
     ctx = k8s_host(host)
-    history = host.get_fact(RolloutHistory)
-    pods = host.get_fact(Pods)
+    found = _set_inputs(ctx) if ctx.kind in set_reads.SETS else _deployment_inputs(ctx)
     nodes = host.get_fact(GpuNodes)
-    if history is None or pods is None or nodes is None:
+    if found is None or nodes is None:
         return  # pyinfra already failed the host with the fact's error
     logs: dict[str, list[str]] = {}
-    for pod, container, previous in crashed_containers(pods, ctx.container):
+    for pod, container, previous in crashed_containers(found.pods, found.container):
         try:
             text = ctx.client.pod_log(ctx.namespace, pod, container, previous=previous, tail_lines=tail)
         except KubeError:
-            continue  # the Pods fact already carries why the log is unreadable
+            continue  # the pods' fact already carries why the log is unreadable
         logs[f"{pod}/{container}"] = text.splitlines()
-    memory = host.get_fact(GpuMemory)  # None only when the fact failed, which pyinfra reports for the host
-    show(state, host, diagnose_lines(history, pods, nodes, logs, ctx.policy, ctx.container, memory, ctx.namespace),
-         topic="diagnose")
+    lines = diagnose_lines(found.history, found.pods, nodes, logs, ctx.policy, found.container, found.memory,
+                           ctx.namespace)
+    at = lines.index("step 3 — GPUs:")  # a kind's own lines: after step 3's diff, and under step 2's headline
+    lines[at:at] = found.extra
+    lines[1:1] = found.groups
+    show(state, host, lines, topic="diagnose")
     return
     yield  # a generator that never yields: diagnosis is read-only
