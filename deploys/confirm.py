@@ -2,15 +2,23 @@
 
     pyinfra inventories/prod.py deploys/confirm.py -y
 
-On success the current ReplicaSet carries ``vllm-remedy.io/known-good`` (what ``restore`` rolls back to
-first) and ``vllm-remedy.io/deployment-fields`` (the strategy and rollout settings it was confirmed with,
-which ``restore`` puts back); a second run changes nothing. On failure the host fails with the reasons and
-nothing is marked.
+On success the current revision carries ``vllm-remedy.io/known-good`` (what ``restore`` rolls back to first): a
+Deployment's ReplicaSet, with ``vllm-remedy.io/deployment-fields`` (the strategy and rollout settings it was
+confirmed with, which ``restore`` puts back); a StatefulSet's or LeaderWorkerSet's ControllerRevision, where their
+restore reads it. A second run changes nothing. On failure the host fails with the reasons and nothing is marked.
 """
 
-from vllm_remedy.operations import confirm, evidence, kinds, workload
+from vllm_remedy.operations import confirm, evidence, kinds, lws_evidence, set_confirm, sts_evidence, workload
 
-if not kinds.handles("deployment"):  # a namespace host expands to every kind: refuse the others in one line
+if kinds.handles("statefulset", "leaderworkerset"):
+    # A revision seen dying loses its mark here too (restore must not return to it); a confirmed one keeps it.
+    if kinds.handles("statefulset"):
+        sts_evidence.crash_recorded(name="Record crash-looping revisions on their ControllerRevisions")
+    else:
+        lws_evidence.crash_recorded(name="Record crash-looping revisions on their ControllerRevisions")
+    set_confirm.rolled_out(name="Wait until the new pods are Ready")
+    set_confirm.marked_known_good(name="Confirm and mark the running revision known-good")
+elif not kinds.handles("deployment"):  # a namespace host expands to every kind: refuse the others in one line
     kinds.unsupported(name="Confirm and mark the running revision known-good",
                       what="confirming and marking known-good")
 else:

@@ -1,5 +1,8 @@
 """Runbook step 6 as a pyinfra operation: confirm the running revision and mark its ReplicaSet known-good.
 
+:func:`judge` and :func:`mark` are every kind's step 6; ``operations.set_confirm`` feeds them a StatefulSet's or
+LeaderWorkerSet's history and pods and marks its ControllerRevision, where its restore reads the mark.
+
 The mark is what ``restore`` rolls back to first, so it is only written after every check passed in
 cluster time; a revision that is already marked and still passes yields nothing.
 """
@@ -7,7 +10,7 @@ cluster time; a revision that is already marked and still passes yields nothing.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from pyinfra import host, state
@@ -70,15 +73,17 @@ def read_metrics(ctx: K8sHost, names: list[str]) -> dict[str, str | None]:
     return out
 
 
-def _mark(keys: Keys, reason: str, fields: dict[str, Any], at: float) -> dict[str, str]:
+def _mark(keys: Keys, reason: str, fields: dict[str, Any] | None, at: float) -> dict[str, str]:
     """The known-good mark, stamped when it is written, and the Deployment-level fields it was confirmed with
-    (strategy, minReadySeconds, progressDeadlineSeconds: ``restore`` puts them back with the template).
+    (strategy, minReadySeconds, progressDeadlineSeconds: ``restore`` puts them back with the template; None for a
+    kind whose restore writes only the template back).
 
     Not ``change-cause``: on a ReplicaSet it is the revision's CHANGE-CAUSE in ``rollout history``. Not our
     last-action keys: the deployment controller copies the Deployment's annotations (ours included) onto
     its new ReplicaSet, so they belong to the Deployment's last write, not to this mark.
     """
-    return {**known_good_annotations(keys, at, reason), keys.deployment_fields: canonical_json(fields)}
+    marks = known_good_annotations(keys, at, reason)
+    return marks if fields is None else {**marks, keys.deployment_fields: canonical_json(fields)}
 
 
 def evaluate(ctx: K8sHost, deployment: dict[str, Any] | None = None) -> ConfirmResult | None:
@@ -88,15 +93,23 @@ def evaluate(ctx: K8sHost, deployment: dict[str, Any] | None = None) -> ConfirmR
     pods = pods_fact(host, logs="all")
     if history is None or pods is None:
         return None
-    names = [p["name"] for p in pods.get("pods") or [] if p.get("new") and not p.get("deleting")]
     deployment = deployment if deployment is not None else deployment_object(host)
+    return judge(ctx, history, pods, deployment, template_of(deployment))
+
+
+def judge(ctx: K8sHost, history: Mapping[str, Any], pods: Mapping[str, Any], workload: Mapping[str, Any],
+          template: Mapping[str, Any], checks: Sequence[tuple[bool, str]] = ()) -> ConfirmResult:
+    """Step 6 for any kind, over its history and pods in the RolloutHistory and Pods facts' shapes (``logs=all``):
+    the ``/metrics`` of the current revision's pods, the toggles in force on ``workload`` running ``template``, the
+    gateway, and a kind's own ``checks`` as (ok, text)."""
+    names = [p["name"] for p in pods.get("pods") or [] if p.get("new") and not p.get("deleting")]
     try:
-        toggles = in_force(ctx.keys, (deployment.get("metadata") or {}).get("annotations") or {},
-                           template_of(deployment), ctx.container)
+        toggles = in_force(ctx.keys, (workload.get("metadata") or {}).get("annotations") or {}, dict(template),
+                           ctx.container)
     except UserError as exc:  # no vLLM server to read flags from: the other checks say what is wrong
         toggles = [f"toggles unknown ({exc})"]
     return confirm_revision(history, pods, read_metrics(ctx, names), ctx.policy, ctx.client.server_time(),
-                            ctx.container, toggles, gateway_checks(ctx))
+                            ctx.container, toggles, [*checks, *gateway_checks(ctx)])
 
 
 def gateway_checks(ctx: K8sHost) -> list[tuple[bool, str]]:
@@ -142,23 +155,31 @@ def marked_known_good() -> Iterator[FunctionCommand]:
     """
     ctx = k8s_host(host)
     deployment = deployment_object(host)
-    result = evaluate(ctx, deployment)
+    yield from mark(ctx, evaluate(ctx, deployment), "replicasets", deployment_fields(deployment.get("spec") or {}))
+
+
+def mark(ctx: K8sHost, result: ConfirmResult | None, resource: str, fields: dict[str, Any] | None
+         ) -> Iterator[FunctionCommand]:
+    """Show step 6's checks, then refuse, say it is already marked, or yield the guarded mark on the revision's
+    object (a ``resource``: ``replicasets``, or ``controllerrevisions`` for the set kinds, where their restore
+    reads it). ``fields``: the Deployment fields confirmed with it, None for the kinds that keep none."""
     if result is None:
         return  # pyinfra already failed the host with the fact's error
-    show(state, host, [f"step 6 — confirm revision {result.revision} ({result.replicaset}):",
+    singular = resource.removesuffix("s")
+    whose = "" if resource == "replicasets" else f"{ctx.where}: "  # a namespace host names the set it refuses
+    show(state, host, [f"step 6 — confirm {whose}revision {result.revision} ({result.replicaset}):",
                        *(f"  {line}" for line in result.checks)], topic="confirm")
     if not result.ok:
-        yield from refuse(state, host, f"revision {result.revision} not confirmed: {result.reason}")
+        yield from refuse(state, host, f"{whose}revision {result.revision} not confirmed: {result.reason}")
         return
     if result.marked or not result.replicaset:
-        noop(state, host, f"revision {result.revision} is already marked known-good" if result.marked
-             else f"revision {result.revision} has no ReplicaSet to mark")
+        noop(state, host, f"{whose}revision {result.revision} is already marked known-good" if result.marked
+             else f"{whose}revision {result.revision} has no {singular} to mark")
         return
     reason = f"confirmed: {'; '.join(result.checks)}"
-    path = KubeClient.object_path(ctx.namespace, "replicasets", result.replicaset)
+    path = KubeClient.object_path(ctx.namespace, resource, result.replicaset)
     label = f"mark revision {result.revision} ({result.replicaset}) known-good"
-    fields = deployment_fields(deployment.get("spec") or {})
-    try:  # the ReplicaSet the mark is planned on: an edit after this read (at the prompt) refuses the write
+    try:  # the object the mark is planned on: an edit after this read (at the prompt) refuses the write
         observe(state, host, path, ctx.client.request("GET", path))
     except UserError as exc:
         yield from refuse(state, host, f"{label}: {exc}")
