@@ -52,8 +52,9 @@ def marked(revisions: dict[int, dict[str, Any]]) -> list[int]:
     return sorted(n for n, r in revisions.items() if KNOWN_GOOD in notes(r))
 
 
-def confirmed_twice(rehearsal: Rehearsal, inv: str, host: str, revisions: Any) -> dict[str, Any]:
-    """Confirm marks revision 1's ControllerRevision in cluster time; a rerun writes nothing. The marked one."""
+def confirmed_twice(rehearsal: Rehearsal, inv: str, host: str, revisions: Any) -> tuple[dict[str, Any], list[str]]:
+    """Confirm marks revision 1's ControllerRevision in cluster time; a rerun writes nothing. The marked one, and
+    what the first run printed."""
     clock = rehearsal.clusters["rehearsal"].clock
     started = int(clock.now())
     got = rehearsal.pyinfra(inv, CONFIRM, "-y", timeout=300)
@@ -61,7 +62,7 @@ def confirmed_twice(rehearsal: Rehearsal, inv: str, host: str, revisions: Any) -
     assert got.returncode == 0, got.stderr
     first = revisions(rehearsal)[1]
     name = first["metadata"]["name"]
-    lines = host_lines(got.stderr, host)
+    lines = printed = host_lines(got.stderr, host)
     assert f"mark revision 1 ({name}) known-good: written (resourceVersion {first['metadata']['resourceVersion']})" \
         in lines, lines
     assert started <= parse_rfc3339(notes(first)[KNOWN_GOOD]) <= finished
@@ -73,7 +74,7 @@ def confirmed_twice(rehearsal: Rehearsal, inv: str, host: str, revisions: Any) -
     assert lines.count("No changes") == 3, lines  # record crashes, wait, mark
     assert f"noop: {host_where(host)}: revision 1 is already marked known-good" in lines
     assert revisions(rehearsal)[1]["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
-    return first
+    return first, printed
 
 
 def host_where(host: str) -> str:
@@ -97,7 +98,10 @@ def test_a_healthy_statefulset_is_marked_once_and_restore_returns_to_it_first(re
     stable(rehearsal, "app=llama-sts")
     before = sts_world.sts(rehearsal)
     inv = sts_world.inventory(tmp_path)
-    confirmed = confirmed_twice(rehearsal, inv, sts_world.STS_HOST, sts_world.revision_names)
+    confirmed, lines = confirmed_twice(rehearsal, inv, sts_world.STS_HOST, sts_world.revision_names)
+    for pod in ("llama-sts-0", "llama-sts-1"):
+        assert f"ok: pod {pod}: maximum concurrency 12.08x vs peak 8 × 1 = 8.00" in lines, lines
+        assert f"ok: pod {pod}: KV cache usage 0.0% (limit 90%)" in lines
     after = sts_world.sts(rehearsal)
     assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]  # never written
 
@@ -179,7 +183,10 @@ def test_a_healthy_leaderworkerset_is_marked_once_and_restore_returns_to_it_firs
     before = healthy_lws(rehearsal)
     stable(rehearsal, f"leaderworkerset.sigs.k8s.io/name={lws_world.NAME}")
     inv = lws_inventory(tmp_path)
-    confirmed = confirmed_twice(rehearsal, inv, lws_world.HOST, lws_revisions)
+    confirmed, lines = confirmed_twice(rehearsal, inv, lws_world.HOST, lws_revisions)
+    assert any(line.startswith("ok: pod qwen-lws-0: maximum concurrency ") for line in lines), lines
+    assert not any(line.startswith("ok: pod qwen-lws-0-1: maximum concurrency") for line in lines), lines  # no engine
+    assert any(line.startswith("ok: worker pod qwen-lws-0-1: Ready for ") for line in lines), lines
     after = lws_world.read(rehearsal)
     assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]  # never written
 

@@ -9,7 +9,7 @@ import copy
 from pathlib import Path
 
 from fixtures import lws_world, pyinfra_run, sts_world
-from fixtures.pyinfra_run import ROOT, Rehearsal, crash_on_start, host_lines
+from fixtures.pyinfra_run import ROOT, Rehearsal, crash_on_start, detected_changes, host_lines
 from vllm_remedy.kube.client import JSON_PATCH
 from vllm_remedy.kube.patch import json_patch
 
@@ -36,6 +36,11 @@ def bad_flag_rollout(rehearsal: Rehearsal) -> dict:
 def test_a_crash_looping_statefulset_is_diagnosed_and_left_as_it_was(rehearsal: Rehearsal, tmp_path: Path) -> None:
     before = bad_flag_rollout(rehearsal)
     revisions = sts_world.revision_names(rehearsal)
+    dry = rehearsal.pyinfra(sts_world.inventory(tmp_path), DIAGNOSE, "--dry", timeout=300)
+    assert dry.returncode == 0, dry.stderr
+    assert host_lines(dry.stderr, sts_world.STS_HOST).count("step 3 — GPUs:") == 1  # the report, once
+    assert detected_changes(dry.stderr)["Read the startup log and what changed"] == ("-", "-")
+    assert sts_world.revision_names(rehearsal) == revisions  # --dry records nothing
     got = rehearsal.pyinfra(sts_world.inventory(tmp_path), DIAGNOSE, "-y", timeout=300)
     assert got.returncode == 0, got.stderr
     lines = host_lines(got.stderr, sts_world.STS_HOST)
