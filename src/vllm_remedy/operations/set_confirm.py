@@ -47,6 +47,8 @@ def rolled_out(timeout: float | None = None) -> Iterator[FunctionCommand]:
     """
     ctx = k8s_host(host)
     facts = host.get_fact(set_reads.state_fact(ctx.kind))
+    if facts is None:
+        return  # pyinfra already failed the host with the fact's error
     if rolled_out_now(facts["pod_rows"]):
         noop(state, host, f"{ctx.where} is rolled out")
         return
