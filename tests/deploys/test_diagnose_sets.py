@@ -53,6 +53,9 @@ def test_a_crash_looping_statefulset_is_diagnosed_and_left_as_it_was(rehearsal: 
                         "good = newest earlier revision with no evidence against it")
     assert lines[start + 1] == "--max-model-len: 16384 → 29000", lines[start:]
     assert any(line.startswith("pod llama-sts-1 (revision 2): node gpu-l40s-") for line in lines), lines
+    # the DCGM exporter read by the set's own selector: its GPU table maps the device to the set's pod
+    assert any(line.startswith("GPU 0 ") and "(NVIDIA L40S): used " in line and "/llama-sts-" in line
+               for line in lines), lines
     after = sts_world.sts(rehearsal)
     assert (after["spec"], after["metadata"]["generation"]) == (before["spec"], before["metadata"]["generation"])
     assert after["metadata"].get("annotations") == before["metadata"].get("annotations")

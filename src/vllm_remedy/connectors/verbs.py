@@ -6,7 +6,7 @@ would answer with text. Verbs only *read* — writes happen in operations' Funct
 guarded patches of ``kube/``. Each verb returns the raw API objects a fact needs in ONE answer, so the
 fact's ``process()`` stays pure and sees one consistent read.
 
-Verbs (all scoped to the host's namespace and Deployment)::
+Verbs (all scoped to the host's namespace and workload)::
 
     k8s-get deployment                      the Deployment
     k8s-get replicasets                     ReplicaSets matching its selector
@@ -37,7 +37,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from vllm_remedy.kube import inferenceservice as kserve_reads
-from vllm_remedy.kube.annotations import stamp_seconds
 from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.kube.dcgm import EXPORTER_NAMESPACE, EXPORTER_PORT, EXPORTER_SELECTOR
 from vllm_remedy.kube.errors import KubeError
@@ -47,13 +46,10 @@ from vllm_remedy.kube.kinds import KINDS
 from vllm_remedy.kube.lws_history import NAME_LABEL as LWS_NAME_LABEL
 from vllm_remedy.kube.lws_wait import read_set as lws_read_set
 from vllm_remedy.kube.selectors import selector_string
-from vllm_remedy.policy.durations import parse_duration
+from vllm_remedy.kube.stopped import stopped_throughout
 
 #: Lines of a container log the Pods fact reads: a vLLM start (weights, profiling, KV cache, error) fits.
 DEFAULT_TAIL = 3000
-#: Seconds before a back-off's end at which a restart is already possible: RFC 3339 stamps and the API's Date
-#: are whole seconds.
-BACKOFF_SLACK = 2.0
 LOG_MODES = ("none", "crashed", "all")
 
 
@@ -176,7 +172,7 @@ def verb_events(scope: Scope, args: list[str]) -> list[str]:
     return [_line({"events": events})]
 
 
-def _log(scope: Scope, pod: str, container: str, previous: bool, tail: int) -> dict[str, Any]:
+def container_log(scope: Scope, pod: str, container: str, previous: bool, tail: int) -> dict[str, Any]:
     """One container log, or the server's one-line refusal (e.g. no previous container yet)."""
     try:
         text = scope.client.pod_log(scope.namespace, pod, container, previous=previous, tail_lines=tail)
@@ -219,7 +215,7 @@ def verb_pods(scope: Scope, args: list[str]) -> list[str]:
     for pod in pods:
         name = pod["metadata"]["name"]
         for container, previous in wanted_logs(pod, mode):
-            logs[f"{name}/{container}"] = _log(scope, name, container, previous, tail)
+            logs[f"{name}/{container}"] = container_log(scope, name, container, previous, tail)
     return [_line({"deployment": deployment, "replicasets": replicasets, "pods": pods, "logs": logs,
                    "container": scope.container})]
 
@@ -251,22 +247,27 @@ def trim_pod(pod: dict[str, Any]) -> dict[str, Any]:
             "status": {"phase": (pod.get("status") or {}).get("phase")}}
 
 
+def workload_selector(scope: Scope) -> dict[str, Any]:
+    """The label selector of the host's pods, whatever its kind: an LWS's name label (it has none of its own),
+    KServe's Deployment's for an InferenceService, the object's own ``spec.selector`` otherwise."""
+    if scope.kind == "leaderworkerset":
+        return {"matchLabels": {LWS_NAME_LABEL: scope.deployment}}
+    kind = KINDS[scope.kind]
+    if kind.word == "inferenceservice":  # the pods are KServe's Deployment's
+        workload = scope.client.get_deployment(scope.namespace, f"{scope.deployment}-predictor")
+    elif kind.word == "deployment":
+        workload = scope.client.get_deployment(scope.namespace, scope.deployment)
+    else:
+        workload = scope.client.request("GET", scope.client.object_path(scope.namespace, kind.resource,
+                                                                        scope.deployment, kind.group))
+    return dict((workload.get("spec") or {}).get("selector") or {})
+
+
 def verb_nodes(scope: Scope, args: list[str]) -> list[str]:
     """Nodes and every GPU-holding pod cluster-wide: free GPUs can only be counted against all holders."""
     if args:
         raise VerbError("usage: k8s-nodes")
-    if scope.kind == "leaderworkerset":  # its pods carry the set's name label; it has no selector of its own
-        selector = {"matchLabels": {LWS_NAME_LABEL: scope.deployment}}
-    else:
-        kind = KINDS[scope.kind]  # the workload's selector, whatever its kind
-        if kind.word == "inferenceservice":  # the pods are KServe's Deployment's
-            deployment = scope.client.get_deployment(scope.namespace, f"{scope.deployment}-predictor")
-        elif kind.word == "deployment":
-            deployment = scope.client.get_deployment(scope.namespace, scope.deployment)
-        else:
-            deployment = scope.client.request("GET", scope.client.object_path(scope.namespace, kind.resource,
-                                                                              scope.deployment, kind.group))
-        selector = (deployment.get("spec") or {}).get("selector") or {}
+    selector = workload_selector(scope)
     picture = scope.client.derived("k8s-nodes", lambda: _gpu_picture(scope.client))
     # _line's sorted keys, with the cluster-wide part serialised once per run (a cluster of N pods and N hosts
     # would otherwise cost N² pod serialisations)
@@ -299,11 +300,11 @@ def _ready(pod: dict[str, Any]) -> bool:
 
 
 def verb_gpu_metrics(scope: Scope, args: list[str]) -> list[str]:
-    """The DCGM exporter's metrics from every node the Deployment's pods run on, read through pods/proxy: what the
+    """The DCGM exporter's metrics from every node the workload's pods run on, read through pods/proxy: what the
     GPUs hold, including memory no pod of ours accounts for (runbook step 3). Errors are data, per node."""
     if args:
         raise VerbError("usage: k8s-gpu-metrics")
-    _, selector = _deployment_and_selector(scope)
+    selector = selector_string(workload_selector(scope))
     before = scope.client.list_pods(scope.namespace, selector)
     nodes = sorted({str(p["spec"]["nodeName"]) for p in before if (p.get("spec") or {}).get("nodeName")})
     exporters, list_error = _exporters(scope) if nodes else ([], None)
@@ -324,49 +325,8 @@ def verb_gpu_metrics(scope: Scope, args: list[str]) -> list[str]:
         out[node] = row
     after = scope.client.list_pods(scope.namespace, selector) if nodes else []
     return [_line({"nodes": out, "selector": EXPORTER_SELECTOR, "port": EXPORTER_PORT,
-                   "pods": _stopped_throughout(before, after, scope.container,
-                                               scope.client.server_time() if after else 0.0)})]
-
-
-def _backoff_over(status: dict[str, Any], now: float) -> bool:
-    """Whether the kubelet may already have restarted this waiting container: its back-off (the waiting message,
-    "back-off 40s restarting failed container=…") has run out since its last exit. The API shows a start only
-    after the kubelet's next status sync, while the exporter reads the device at once; an unreadable back-off
-    counts as over (the memory is then not called foreign)."""
-    waiting = (status.get("state") or {}).get("waiting") or {}
-    if waiting.get("reason") != "CrashLoopBackOff":
-        return False
-    finished = stamp_seconds((((status.get("lastState") or {}).get("terminated")) or {}).get("finishedAt"))
-    words = str(waiting.get("message") or "").split()
-    try:
-        backoff = parse_duration(words[1]) if words[:1] == ["back-off"] and len(words) > 1 else None
-    except ValueError:
-        backoff = None
-    return finished is None or backoff is None or now >= finished + backoff - BACKOFF_SLACK
-
-
-def _stopped(pod: dict[str, Any], container: str | None, now: float) -> tuple[int, ...] | None:
-    """The restart counts of the pod's (vLLM) containers when none of them runs nor may have restarted by
-    ``now`` (cluster time), else None."""
-    statuses = [s for s in (pod.get("status") or {}).get("containerStatuses") or []
-                if container is None or s.get("name") == container]
-    if not statuses or any("running" in (s.get("state") or {}) or _backoff_over(s, now) for s in statuses):
-        return None
-    return tuple(int(s.get("restartCount") or 0) for s in statuses)
-
-
-def _stopped_throughout(before: list[dict[str, Any]], after: list[dict[str, Any]],
-                        container: str | None, now: float) -> dict[str, dict[str, bool]]:
-    """Pod name → whether its vLLM container was not running for the whole scrape: stopped in the reads before
-    and after it with the same restart count, so no instance ran in between. Only then is memory on its GPU
-    known not to be its own (the exporter reports whole devices)."""
-    later = {p["metadata"]["name"]: p for p in after}
-    out = {}
-    for pod in before:
-        name = pod["metadata"]["name"]
-        first, second = _stopped(pod, container, now), _stopped(later.get(name) or {}, container, now)
-        out[name] = {"stopped": first is not None and first == second}
-    return out
+                   "pods": stopped_throughout(before, after, scope.container,
+                                              scope.client.server_time() if after else 0.0)})]
 
 
 def verb_statefulset(scope: Scope, args: list[str]) -> list[str]:
@@ -380,7 +340,7 @@ def verb_statefulset(scope: Scope, args: list[str]) -> list[str]:
     revisions = client.request("GET", client.object_path(scope.namespace, "controllerrevisions"),
                                query=[("labelSelector", selector)] if selector else [])
     pods = client.list_pods(scope.namespace, selector)
-    logs = {f"{p['metadata']['name']}/{c}": _log(scope, p["metadata"]["name"], c, previous, DEFAULT_TAIL)
+    logs = {f"{p['metadata']['name']}/{c}": container_log(scope, p["metadata"]["name"], c, previous, DEFAULT_TAIL)
             for p in pods for c, previous in wanted_logs(p, "crashed")}  # what each crash died of, as k8s-pods
     return [_line({"statefulset": sts, "revisions": list(revisions.get("items") or []), "pods": pods, "logs": logs,
                    "container": scope.container, "annotation_prefix": scope.annotation_prefix})]
@@ -392,7 +352,7 @@ def verb_leaderworkerset(scope: Scope, args: list[str]) -> list[str]:
     if args:
         raise VerbError("usage: k8s-leaderworkerset")
     lws, revisions, pods = lws_read_set(scope.client, scope.namespace, scope.deployment)
-    logs = {f"{p['metadata']['name']}/{c}": _log(scope, p["metadata"]["name"], c, previous, DEFAULT_TAIL)
+    logs = {f"{p['metadata']['name']}/{c}": container_log(scope, p["metadata"]["name"], c, previous, DEFAULT_TAIL)
             for p in pods for c, previous in wanted_logs(p, "crashed")}  # what each crash died of, as k8s-pods
     return [_line({"leaderworkerset": lws, "revisions": revisions, "pods": pods, "logs": logs,
                    "container": scope.container, "annotation_prefix": scope.annotation_prefix})]
@@ -411,7 +371,7 @@ def verb_inferenceservice(scope: Scope, args: list[str]) -> list[str]:
     selector = selector_string((owned.get("spec") or {}).get("selector")) if owned else ""
     replicasets = client.list_replicasets(scope.namespace, selector) if selector else []
     pods = client.list_pods(scope.namespace, selector) if selector else []
-    logs = {f"{p['metadata']['name']}/{c}": _log(scope, p["metadata"]["name"], c, previous, DEFAULT_TAIL)
+    logs = {f"{p['metadata']['name']}/{c}": container_log(scope, p["metadata"]["name"], c, previous, DEFAULT_TAIL)
             for p in pods for c, previous in wanted_logs(p, "crashed")}
     return [_line({"inferenceservice": isvc, "runtime": runtime, "template": kserve_reads.template_of(isvc, runtime),
                    "deployment": owned, "replicasets": replicasets, "pods": pods, "logs": logs,

@@ -59,10 +59,7 @@ def _set_inputs(ctx: K8sHost) -> Inputs | None:
     if facts is None:
         return None
     history, pods = facts["rollout"], set_reads.with_totals(facts["pod_rows"])
-    try:
-        memory: Mapping[str, Any] | None = set_reads.gpu_memory(ctx, facts, ctx.kind)
-    except KubeError:
-        memory = None  # the GPU lines then say the memory beside vLLM's is unknown
+    memory = host.get_fact(GpuMemory)  # the verb reads the DCGM exporters by the set's own selector
     if ctx.kind != set_reads.LEADERWORKERSET:
         return Inputs(history, pods, memory, ctx.container)
     return Inputs(history, pods, memory, None, group_lines(facts), worker_lines(facts, history, pods, ctx))

@@ -4,8 +4,7 @@ Why one module: steps 2–3 and 6 judge the same RolloutHistory and Pods shapes 
 ``remedies.confirm``); only where revisions, templates and pods come from differs. A set's state fact
 (``facts.statefulset`` / ``facts.leaderworkerset``) already carries them as ``rollout`` and ``pod_rows``, a
 ControllerRevision standing where a ReplicaSet does. What the set facts do not read is added here: the current
-log of running containers (confirm's "maximum concurrency") and the DCGM exporter's GPU memory, which the
-``k8s-gpu-metrics`` verb reads only by a Deployment's selector.
+log of running containers (confirm's "maximum concurrency").
 """
 
 from __future__ import annotations
@@ -16,13 +15,9 @@ from typing import Any
 from pyinfra.api import FactBase
 
 from vllm_remedy.connectors import verbs
-from vllm_remedy.facts.gpu_memory import GpuMemory
 from vllm_remedy.facts.leaderworkerset import LeaderWorkerSetState, lws_pods_data
 from vllm_remedy.facts.statefulset import StatefulSetState, sts_pods_data
 from vllm_remedy.kube import lws_history
-from vllm_remedy.kube.dcgm import EXPORTER_PORT, EXPORTER_SELECTOR
-from vllm_remedy.kube.errors import KubeError
-from vllm_remedy.kube.selectors import selector_string
 from vllm_remedy.operations.revision_evidence import revision_path
 from vllm_remedy.operations.util import K8sHost
 
@@ -80,40 +75,13 @@ def pods_with_logs(ctx: K8sHost, facts: Mapping[str, Any], kind: str) -> dict[st
     too, so confirm reads vLLM's "maximum concurrency" of a set's pods as of a Deployment's."""
     scope = _scope(ctx)
     pods = list(facts.get("pods") or [])
-    logs = {f"{p['metadata']['name']}/{c}": verbs._log(scope, p["metadata"]["name"], c, previous, verbs.DEFAULT_TAIL)
+    logs = {f"{p['metadata']['name']}/{c}": verbs.container_log(scope, p["metadata"]["name"], c, previous,
+                                                                 verbs.DEFAULT_TAIL)
             for p in pods for c, previous in verbs.wanted_logs(p, "all")}
     obj, revisions = workload(facts, kind), list(facts.get("revisions") or [])
     rows = sts_pods_data(obj, revisions, pods, logs) if kind == STATEFULSET else lws_pods_data(obj, revisions, pods,
                                                                                                  logs)
     return with_totals(rows)
-
-
-def gpu_memory(ctx: K8sHost, facts: Mapping[str, Any], kind: str) -> dict[str, Any]:
-    """The GpuMemory fact's data for the set's pods: the DCGM exporter on each of their nodes, read through
-    pods/proxy, as ``k8s-gpu-metrics`` reads it for a Deployment (errors are data, per node)."""
-    scope = _scope(ctx)
-    labels = selector_string(selector(facts, kind))
-    before = ctx.client.list_pods(ctx.namespace, labels)
-    nodes = sorted({str(p["spec"]["nodeName"]) for p in before if (p.get("spec") or {}).get("nodeName")})
-    exporters, list_error = verbs._exporters(scope) if nodes else ([], None)
-    out: dict[str, dict[str, Any]] = {}
-    for node in nodes:
-        here = sorted((p for p in exporters if (p.get("spec") or {}).get("nodeName") == node),
-                      key=lambda p: (not verbs._ready(p), p["metadata"]["name"]))
-        if not here:
-            out[node] = {"missing": list_error is None,
-                         "error": list_error or f"no pod labelled {EXPORTER_SELECTOR} runs on this node"}
-            continue
-        meta = here[0]["metadata"]
-        row: dict[str, Any] = {"exporter": f"{meta['namespace']}/{meta['name']}", "ready": verbs._ready(here[0])}
-        try:
-            row["text"] = ctx.client.pod_proxy(meta["namespace"], meta["name"], EXPORTER_PORT, "metrics")
-        except KubeError as exc:
-            row.update(error=str(exc), status=exc.status)
-        out[node] = row
-    after = ctx.client.list_pods(ctx.namespace, labels) if nodes else []
-    stopped = verbs._stopped_throughout(before, after, ctx.container, ctx.client.server_time() if after else 0.0)
-    return GpuMemory().build({"nodes": out, "pods": stopped})
 
 
 def controllerrevision_path(ctx: K8sHost, name: str) -> str:
