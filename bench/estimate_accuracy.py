@@ -196,6 +196,11 @@ before the sort was modelled). `oom_loading_weights` has no public log here yet.
   gpustack#4660 (RTX 4090, 0.13.0, Qwen3-8B-FP8; the KV line is not in the stored excerpt); the same L4
   source's Gemma-4-E4B w4a16 run (sliding-window/shared-KV hybrid, not modelled); DGX Spark GB10 logs
   with fp8 KV (unified memory); club-3090 threads (Qwen3.5/3.6 hybrid GDN models with MTP/DFlash).
+- Searched for new held-out logs before the second round (none added): an Arm learning-path log of vLLM
+  0.11.0+nv25.11 with the FlashInfer sampler line (DGX Spark, unified memory); a 0.11.0 RL run starting four
+  engines on one 80 GB GPU (shared device; its OOM trace does confirm the FlashInfer path's fp32 buffer,
+  `top_k_mask_logits` -> `torch.empty_like(logits)`, "Tried to allocate 594.00 MiB" = 1,024 x 151,936 x 4 B;
+  repository not identifiable from the index); dennislee22's 32B/72B tests (KV GiB in headings, no flags).
 - llm-d-planner runs with pipeline parallelism (PP is not modelled), multimodal models (Gemma 3,
   Mistral-Small-3.1, Kimi-VL, granite-vision: encoder profiling is not modelled), gpt-oss-20b (two
   differing KV counts for the same settings in one record set; sink/sliding-window hybrid) and
