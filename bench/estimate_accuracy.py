@@ -38,20 +38,38 @@ constants were fitted on, which is why the old out-of-sample figure (median 0.3 
 HELD_OUT_NOTES = """
 What makes the held-out error large (all but one on the safe side; the cure belongs in `terms.py`, not here):
 
-- vLLM 0.10.1.1 on A100 (dennislee22/vLLM-benchmarking, 5 cases): the logs print "[topk_topp_sampler.py:50]
-  Using FlashInfer for top-p & top-k sampling": V1's TopKTopPSampler takes FlashInfer's kernel (no
-  sort) whenever FlashInfer is importable and `VLLM_USE_FLASHINFER_SAMPLER is not False`. Tried and
-  not kept: dropping the sort for 0.10.x puts the pip-installed 0.10.2 L40S logs (tim-roethig, 1.4 GiB
-  peak activation logged, a sort's worth) 1-3 % over; whether FlashInfer is installed is not an input,
-  so the sort stays (less KV). The logs imply activation plus
-  non-torch memory of 0.50-0.65 GiB per rank at TP 1 and TP 2 on one node (requested - weights - KV),
-  1.54 GiB at TP 2 across two nodes over Ray; the model charges 1.75 GiB (TP 1) and 2.08 GiB (TP 2).
-  Most of it is the V1 sampler term: with `sampler_sorts` (all V1 releases before 0.17) it costs
-  256 x 152,064 x 38 B = 1.38 GiB, fitted on Qwen3-14B at 0.15/0.16 with 1,024 sequences on H100;
-  at 0.10.1 with 256 sequences the logged peak leaves no room for a sort at all. The TP 2 non-torch
-  term (0.6 GiB for < 0.11) is also too high where custom all-reduce is disabled (no P2P, both
-  same-node logs say so). At utilization 0.25 the KV cache is only 5 GiB, so the same ~1.2 GiB
-  becomes a 25 % miss; at 0.5 it is 5 %.
+- vLLM 0.10.1.1 on A100 (dennislee22/vLLM-benchmarking, 5 cases; fixed: TP 1 u0.25 -25.3 % -> -5.1 %, u0.5
+  -5.2 % -> -1.1 %, TP 2 u0.25 -12.6 % -> -5.3 %, u0.5 -4.8 % -> -2.1 %; two nodes unchanged at -5.6 %). Rule
+  (source, not fitted): V1's TopKTopPSampler takes FlashInfer's top-k/top-p kernel, which does not sort,
+  whenever FlashInfer imports and `VLLM_USE_FLASHINFER_SAMPLER is not False` ("In V1, None means True",
+  vllm/v1/sample/ops/topk_topp_sampler.py@v0.10.1.1, same at v0.10.2 and v0.11.0); from v0.11.1 it is opt-in
+  (`if envs.VLLM_USE_FLASHINFER_SAMPLER:`, same file@v0.11.1). Up to 0.11.0 FlashInfer is the optional extra
+  `vllm[flashinfer]`, so whether it imports is an install fact: a new input (`EngineSettings.flashinfer`, the
+  case key `flashinfer:` taken from the log's own "Using FlashInfer for top-p & top-k sampling" or "FlashInfer
+  is not available" line); unknown is sized as the sort (more memory), which keeps the pip-installed 0.10.2
+  L40S logs (1.4 GiB peak, a sort's worth) where they were. FlashInfer's cost is read off the code path:
+  the model-dtype logits (`_dummy_sampler_run`), their float32 copy (`Sampler.forward`), and inside
+  `top_k_top_p_sampling_from_logits` the `top_k_mask_logits` output and `torch.softmax` probs (flashinfer
+  sampling.py@0.2.11, the extra's pin): dtype + 12 B per logit, 0.51 GiB for 256 x 152,064 logits instead
+  of the sort's 1.38. Four logs print the FlashInfer line; the two-node Ray run prints "FlashInfer is not
+  available" on both ranks and keeps the sort, and its requested - weights - KV (1.54 GiB per rank) is
+  the sort's 1.38 plus ~0.1 GiB, as the same-node runs' 0.55-0.65 is FlashInfer's 0.51 plus ~0.1.
+  What is left: V1 TP 1 non-torch is 0.13 GiB before 0.18 (see below), but the logs imply ~0.03; and the
+  V1 TP >= 2 non-torch term before 0.11 (0.6 GiB, never fitted on a case) is ~0.1 here, where NCCL and
+  custom all-reduce have no P2P (both same-node logs: "Custom allreduce is disabled because your platform
+  lacks GPU P2P capability"; the two-node log: "spans across nodes"). P2P is not an input and no fit-role
+  case sizes a P2P-less start, so 0.6 stays: these logs are held out and must not set it.
+- V1 TP 1 non-torch memory before 0.18 (rule fitted on fit-role cases only): llm-d-planner's Qwen3-14B records
+  print 0.13 GiB at 0.15.0 and 0.16.0 (`V1_NON_TORCH_TP1_EARLY_GIB`, the two fit cases), 0.13 at 0.17.0 and
+  0.25 at 0.18.0 (same source, `out`); the 0.19.0 H100 logs print 0.24-0.27. The model charged 0.27 on every
+  V1 release; it now charges 0.13 before 0.18, carried back to 0.9-0.16 as an assumption. What grew at 0.18 is
+  not identified in the source. Held-out effect: tokenkaki 0.9.2 -1.9 % -> -1.2 %, L40S 0.11.2 -1.0 % -> -0.7 %,
+  the dennislee22 TP 1 logs about 2.8 points each.
+- 4-bit group scales (source): GPTQ and AWQ store an int32 `qweight` (8 values, 0.5 B per weight), fp16
+  `scales` and int32-packed 4-bit `qzeros` per group of 128 (gptq.py / awq.py `create_weights`): +3.9 % on the
+  packed weights, not the rounded +6 % used so far. Logged weights stay at or below the sizing (Qwen2.5-7B-AWQ
+  5.20 GiB vs 5.29, Phi-4 GPTQ 8.51 vs 8.61, Llama-3.1-8B w4a16 5.38 vs 5.43). Phi-4 GPTQ 0.6.5 -10.1 % -> -3.9 %,
+  the AWQ logs on L4 / RTX 4080 by about 1 point.
 - V0 profile sampler (fixed; Phi-4 GPTQ 0.6.5 +19.6 % -> -10.1 %, L40S 0.7.1 TP 2 -13.3 % -> -1.8 %,
   T4 0.8.2 -7.6 % -> -4.3 %): V0's `profile_run` samples its dummy batch with
   `SamplingParams(top_p=0.99, top_k=self.vocab_size - 1)` ("Enable top-k sampling to reflect the accurate
@@ -98,6 +116,15 @@ What makes the held-out error large (all but one on the safe side; the cure belo
   cards, 1,024 on H100). On the L4 the KV budget is only 3.3 GiB at utilization 0.45, so the 0.5 GiB
   becomes 16 %. The unset-utilization default is now the release's own (0.92 at 0.27.1,
   vllm/config/cache.py:68 at tag v0.27.1): the 0.27.1 defaults log went from -8.2 % to -5.9 %.
+  The RTX 4080 0.26.0 breakdown (5.29 weights, 1.04 peak activation with the graph estimate folded in, 0.06
+  non-torch: 14.39 - 6.39 = 8.0 GiB, exactly its logged KV) puts the miss in two terms: 0.27 GiB non-torch
+  charged against 0.06 logged, and sampler + graph pool 1.54 against 1.04. Two source facts for whoever
+  models it: at v0.28.0 the FlashInfer sampler is the default again (`VLLM_USE_FLASHINFER_SAMPLER: bool =
+  True`, vllm/envs.py@v0.28.0; `flashinfer_sampler_supported`, topk_topp_sampler.py), at v0.19.0 it is not
+  (envs default None, opt-in); FlashInfer's ~14 B per logit is close to the 14.5 fitted at 0.19, so it does not
+  explain these logs. The estimate is `first_capture + (n - 1) x max(second capture, 1 MiB)` per mode
+  (`profile_cudagraph_memory`, gpu_model_runner.py@v0.28.0); its first capture is a measured quantity with no
+  fit-role 0.2x case to fit it on, so it is left as the H100 0.19 pool.
 
 No held-out case predicts more KV than vLLM found (the largest signed error is -0.2 %); the newest held-out
 logs (0.19.1, 0.26.0, 0.27.1, 0.28.0) all under-predict, and the issue's over-prediction on a recent release
@@ -169,6 +196,11 @@ before the sort was modelled). `oom_loading_weights` has no public log here yet.
   gpustack#4660 (RTX 4090, 0.13.0, Qwen3-8B-FP8; the KV line is not in the stored excerpt); the same L4
   source's Gemma-4-E4B w4a16 run (sliding-window/shared-KV hybrid, not modelled); DGX Spark GB10 logs
   with fp8 KV (unified memory); club-3090 threads (Qwen3.5/3.6 hybrid GDN models with MTP/DFlash).
+- Searched for new held-out logs before the second round (none added): an Arm learning-path log of vLLM
+  0.11.0+nv25.11 with the FlashInfer sampler line (DGX Spark, unified memory); a 0.11.0 RL run starting four
+  engines on one 80 GB GPU (shared device; its OOM trace does confirm the FlashInfer path's fp32 buffer,
+  `top_k_mask_logits` -> `torch.empty_like(logits)`, "Tried to allocate 594.00 MiB" = 1,024 x 151,936 x 4 B;
+  repository not identifiable from the index); dennislee22's 32B/72B tests (KV GiB in headings, no flags).
 - llm-d-planner runs with pipeline parallelism (PP is not modelled), multimodal models (Gemma 3,
   Mistral-Small-3.1, Kimi-VL, granite-vision: encoder profiling is not modelled), gpt-oss-20b (two
   differing KV counts for the same settings in one record set; sink/sliding-window hybrid) and

@@ -21,8 +21,8 @@ def test_human_output_has_table_and_bar(cli):
     assert got.returncode == 0, got.stderr
     lines = got.stdout.splitlines()
     assert lines[0].split() == ["outcome", "max_len_exceeds_kv"]
-    assert "KV cache                 3.17 GiB = 25,920 tokens (1,620 blocks)" in lines
-    assert "largest max-model-len    25,920" in lines
+    assert "KV cache                 3.31 GiB = 27,072 tokens (1,692 blocks)" in lines
+    assert "largest max-model-len    27,072" in lines
     bar = lines[-1]
     assert bar.startswith("[") and bar.endswith("] W weights | A activation | G graphs | K KV | . free")
     assert len(bar.split("]")[0]) == 61 and bar.count("W") == 42  # 15.06 of 21.96 GiB in 60 cells (+ legend)

@@ -22,6 +22,8 @@ NEWEST_MODELLED = (0, 21, 0)
 # 0.19.1 logs still print 0.9). The releases between are not pinned down and keep 0.9: assuming the lower default
 # predicts less KV cache, the safe side.
 DEFAULT_UTIL_092_SINCE = (0, 27, 0)
+# The V1 sampler stops taking FlashInfer by default (VLLM_USE_FLASHINFER_SAMPLER=1 to opt in).
+FLASHINFER_SAMPLER_OPT_IN_SINCE = (0, 11, 1)
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:\.?(post\d+|rc\d+|dev\d*))?")
 
 
@@ -69,10 +71,15 @@ class VersionRules:
     # V1 sampler warm-up: top-k/top-p by a full PyTorch sort of the vocab (values + int64 indices + scatter
     # copy) up to 0.16; 0.17 switched batches of >= 8 rows to a Triton kernel that does not sort
     # (v1/sample/ops/topk_topp_sampler.py). The sort roughly 2.6x the sampler's peak. Where FlashInfer is
-    # installed, V1 before 0.17 may take FlashInfer's kernel instead (no sort: the 0.10.1.1 A100 logs print
-    # "Using FlashInfer for top-p & top-k sampling"), but that depends on the install (a pip 0.10.2 L40S log
-    # peaks at 1.4 GiB, a sort's worth), so the sort is kept: it errs toward less KV.
+    # installed, V1 before 0.11.1 takes FlashInfer's kernel instead (see ``flashinfer_sampler_by_default``).
     sampler_sorts: bool = False
+    # V1's TopKTopPSampler takes FlashInfer's top-k/top-p kernel (no sort) whenever FlashInfer imports and
+    # VLLM_USE_FLASHINFER_SAMPLER is not set to 0: "`VLLM_USE_FLASHINFER_SAMPLER is not False`", "In V1, None
+    # means True" (v1/sample/ops/topk_topp_sampler.py, tags v0.10.1.1, v0.10.2, v0.11.0). From 0.11.1 it is
+    # opt-in (`if envs.VLLM_USE_FLASHINFER_SAMPLER:`, "Users must opt in explicitly", same file at v0.11.1,
+    # v0.11.2, v0.13.0, v0.16.0). Whether FlashInfer imports is the install's business (an optional extra,
+    # `vllm[flashinfer]`, up to 0.11.0), so it is an input (``EngineSettings.flashinfer``), not assumed.
+    flashinfer_sampler_by_default: bool = False
     # `--gpu-memory-utilization` when the flag is absent: CacheConfig's default, 0.9, later 0.92
     # (`Field(default=0.92, gt=0, le=1)`, vllm/config/cache.py:68 at tag v0.27.1, commit 6e448d0; a 0.27.1 log
     # with the flag unset prints "Desired GPU memory utilization is (0.92, ...)").
@@ -135,6 +142,7 @@ def rules(version: str | None) -> VersionRules:
         chunked_prefill_mnbt=512 if v < (0, 6, 5) else 2048,
         suggests_max_len=engine == "V1" and v >= (0, 8, 5),
         sampler_sorts=engine == "V1" and v < (0, 17, 0),
+        flashinfer_sampler_by_default=engine == "V1" and v < FLASHINFER_SAMPLER_OPT_IN_SINCE,
         default_gpu_memory_utilization=0.92 if v >= DEFAULT_UTIL_092_SINCE else 0.9,
     )
 
@@ -147,5 +155,5 @@ def rules_on_device(version: str | None, compute_capability: str) -> VersionRule
     major, _, minor = compute_capability.partition(".")
     if r.engine == "V1" and r.version < (0, 10, 0) and (int(major), int(minor or 0)) < (8, 0):
         return replace(r, engine="V0", budget="increase", free_memory_check=False, suggests_max_len=False,
-                       sampler_sorts=False)
+                       sampler_sorts=False, flashinfer_sampler_by_default=False)
     return r

@@ -42,15 +42,15 @@ def test_max_len_exceeds_kv_reports_what_vllm_prints():
     assert est.outcome is Outcome.MAX_LEN_EXCEEDS_KV
     assert est.needed_kv_gib == 16.0  # 131072 tokens x 128 KiB
     # 21.96 x 0.9 - 15.06 weights - 1.27 activation (256 x 128256 logits sorted at 38 B each, + forward)
-    # - 0.27 non-torch = 3.17 GiB / 2 MiB per block = 1620 blocks
-    assert est.gpu_blocks == 1620
-    assert est.suggested_max_model_len == est.kv_cache_tokens == 25920
+    # - 0.13 non-torch (V1 before 0.18) = 3.31 GiB / 2 MiB per block = 1692 blocks
+    assert est.gpu_blocks == 1692
+    assert est.suggested_max_model_len == est.kv_cache_tokens == 27072
 
 
 def test_auto_max_len_takes_the_largest_that_fits():
     est = run(gpu=L4, version="0.11.0", max_model_len="auto")
     assert est.outcome is Outcome.FITS
-    assert est.max_model_len == est.kv_cache_tokens == 25920
+    assert est.max_model_len == est.kv_cache_tokens == 27072
 
 
 def test_no_cache_blocks_when_weights_fill_the_budget():

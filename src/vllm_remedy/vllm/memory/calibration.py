@@ -41,6 +41,8 @@ def estimate_case(case: Case) -> Estimate:
         gpu = gpu.with_total(float(case["gpu_memory_gib"]))
     flags = {k: str(v) for k, v in case["flags"].items()}
     flags["other-process-gib"] = str(case.get("other_process_gib", 0.0))
+    if "flashinfer" in case:  # the log's "Using FlashInfer for top-p & top-k sampling" (or its fallback warning)
+        flags["flashinfer"] = str(bool(case["flashinfer"])).lower()
     return estimate(model, gpu, EngineSettings.from_flags(flags, str(case["vllm_version"])))
 
 

@@ -17,8 +17,13 @@ from vllm_remedy.vllm.memory.settings import Resolved
 # Weights: logged "Model loading took" is params x bytes / TP plus 0.01-0.09 GiB of buffers (rotary
 # caches, padding) across the calibration logs; 0.10 covers them all.
 WEIGHT_BUFFERS_GIB = 0.10
-# 4-bit checkpoints carry group scales / zero points (group 128, fp16): ~6 % on top of the packed weights.
-INT4_SCALE_OVERHEAD = 1.06
+# 4-bit checkpoints carry per-group scales and zero points. GPTQ/AWQ layouts (vllm gptq.py / awq.py
+# `create_weights`): int32 `qweight` packs 8 values (0.5 B per weight), fp16 `scales` [in/group, out] (2 B per group)
+# and int32 `qzeros` packing 8 zero points (0.5 B per group): (2 + 0.5) / 128 B on 0.5 B at group 128 = +3.9 %.
+# It was a rounded +6 %; logged weights (Qwen2.5-7B-AWQ 5.20 GiB, Phi-4 GPTQ 8.51, Llama-3.1-8B w4a16 5.38) stay
+# at or below the new sizing (5.29, 8.61, 5.44 with the 0.10 buffers).
+INT4_GROUP_SIZE = 128
+INT4_SCALE_OVERHEAD = 1 + (2 + 0.5) / INT4_GROUP_SIZE / 0.5
 # mxfp4 (gpt-oss experts): 4-bit values plus one 8-bit scale per 32 (vllm mxfp4.py create_weights). The MoE
 # kernels pad the expert shapes: hidden to a multiple of 256 and the per-rank intermediate to 128 (Marlin,
 # the larger of the Marlin / Triton paddings). gpt-oss-120b on H100 logged 65.97 GiB on 0.10.1 (Marlin,
@@ -43,6 +48,12 @@ V1_SAMPLER_BYTES_PER_LOGIT = 14.5
 # 2.23 GiB on 0.17/0.18 with everything else equal (llm-d-planner version sweep) -> 37.6 B per logit,
 # rounded up.
 V1_SORT_SAMPLER_BYTES_PER_LOGIT = 38.0
+# FlashInfer's path (V1 before 0.11.1 where FlashInfer imports; not fitted): the sampler holds the model-dtype logits
+# (`_dummy_sampler_run`) and their float32 copy (`Sampler.forward`: `logits.to(torch.float32)`), and
+# `flashinfer_sample` calls `top_k_top_p_sampling_from_logits`, which with both k and p set allocates
+# `masked_logits = top_k_mask_logits(logits, top_k)` then `probs = torch.softmax(masked_logits)` (flashinfer
+# sampling.py, 0.2.11 as pinned by vllm 0.10.1.1's `flashinfer` extra): dtype + 3 x 4 B per logit, no sort.
+FLASHINFER_FP32_BUFFERS_PER_LOGIT = 3
 V1_FORWARD_BASE_GIB = 0.09
 V1_FORWARD_BYTES_PER_TOKEN_HIDDEN = 1.25  # x dtype bytes
 FLOAT32_EXTRA_GIB = 0.2  # float32 runs peaked 0.3 GiB above bf16 (Llama-3.1-8B, 0.19.0)
@@ -62,6 +73,14 @@ V0_NON_TORCH_TP2_GIB = 0.4
 # MoE: routed tokens x top-k through gate/up, with sort/permute buffers (Mixtral 8x7B, 0.19.0).
 MOE_FACTOR = 2.0
 MOE_BASE_GIB = 0.1
+
+# V1 non-torch growth during profiling at TP 1: 0.24-0.27 GiB printed by the 0.19.0 H100 logs ("GiB for non-torch
+# memory"), but 0.13 by llm-d-planner's Qwen3-14B records at 0.15.0 and 0.16.0 (fitted here; 0.17.0 prints 0.13 too,
+# 0.18.0 0.25, same source). What grew at 0.18 is not identified in the source; the early figure is carried back to
+# every V1 release before 0.18 (an assumption, not a fit on older logs).
+V1_NON_TORCH_TP1_GIB = 0.27
+V1_NON_TORCH_TP1_EARLY_GIB = 0.13
+V1_NON_TORCH_TP1_GROWTH_SINCE = (0, 18, 0)
 
 # CUDA context (+ cuBLAS workspace) per process: 0.51 GiB on H100 (llm-d logs), 0.35 GiB on RTX 3090
 # (vllm#10517). NCCL + custom all-reduce add ~1.0 GiB per rank at TP >= 2 before vLLM's snapshot.
@@ -159,7 +178,12 @@ def activation_gib(model: ModelSpec, res: Resolved) -> float:
     dt = res.weight_dtype_bytes
     if res.rules.engine == "V1":
         reqs = min(res.max_num_seqs, res.mnbt)
-        per_logit = V1_SORT_SAMPLER_BYTES_PER_LOGIT if res.rules.sampler_sorts else V1_SAMPLER_BYTES_PER_LOGIT
+        if res.flashinfer_sampler:
+            per_logit = dt + 4.0 * FLASHINFER_FP32_BUFFERS_PER_LOGIT
+        elif res.rules.sampler_sorts:
+            per_logit = V1_SORT_SAMPLER_BYTES_PER_LOGIT
+        else:
+            per_logit = V1_SAMPLER_BYTES_PER_LOGIT
         sampler = reqs * model.vocab_size * per_logit
         forward = res.mnbt * model.hidden_size * V1_FORWARD_BYTES_PER_TOKEN_HIDDEN * dt
         extra = FLOAT32_EXTRA_GIB if dt == 4 else 0.0
@@ -188,7 +212,7 @@ def non_torch_gib(gpu: GpuSpec, res: Resolved) -> float:
     if r.engine == "V0":
         return V0_NON_TORCH_TP2_GIB if tp2 else 0.25
     if not tp2:
-        return 0.27
+        return V1_NON_TORCH_TP1_GIB if r.version >= V1_NON_TORCH_TP1_GROWTH_SINCE else V1_NON_TORCH_TP1_EARLY_GIB
     if r.version < (0, 11, 0) or not _hopper_or_newer(gpu):
         return 0.6
     return 2.12 if res.tp == 2 else 2.22
