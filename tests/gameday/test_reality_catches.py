@@ -1,7 +1,7 @@
 """A rehearsal that can fail the plan: the thin-margin game day fails under the perturbed reality, and says why.
 
 gameday/catches/thin-margin.yaml rolls back to a revision the memory model says fits an L4 with 11 % spare KV
-cache; the world's reality is a held-out miss of +25.3 % (seed 16), so that revision crash-loops. The failure
+cache; the world's reality is a held-out miss of +14.5 % (seed 11), so that revision crash-loops. The failure
 must be in the verdict, the checks and the predictions table (predicted fits, happened max_len_exceeds_kv, the
 two KV caches side by side), not hidden; and the same game under `--reality exact` passes, so it is the reality
 that caught it.
@@ -29,10 +29,10 @@ def test_the_thin_margin_rollback_fails_honestly_under_the_perturbed_reality(cli
     for row in rollback:
         assert (row["predicted"], row["happened"], row["agree"]) == ("fits", "max_len_exceeds_kv", "no"), row
         assert row["predicted_kv_tokens"] == 32240
-        assert row["actual_kv_gib"] < row["predicted_kv_gib"] * 0.85  # the log's KV cache, not the estimate's
+        assert row["actual_kv_gib"] < row["predicted_kv_gib"] * 0.9  # the log's KV cache (1 / 1.145), not the estimate's
     report = Path(body["report"]["md"]).read_text()
     actual = f"{rollback[0]['actual_kv_gib']:.2f} GiB"  # the report prints the log's figure as the JSON has it
-    assert ("| fits (32,240 KV tokens, 1.12x at 28672) | max_len_exceeds_kv | 32,240 tokens / 3.94 GiB | "
+    assert ("| fits (32,240 KV tokens, 1.07x at 30208) | max_len_exceeds_kv | 32,240 tokens / 3.94 GiB | "
             f"{actual} | no |") in report
 
 

@@ -28,9 +28,9 @@ from vllm_remedy.vllm.startup_log import parse_startup_log
 ROOT = Path(__file__).resolve().parents[3]
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 REVISION = "0e9e39f249a16976918f6564b8830bc894c89659"
-# World seed whose draw for Llama on L4 at vLLM 0.8 is a held-out error drawn as an over-prediction (+25.3 %,
-# the A100 0.10.1 u0.25 log). It was 5 until the Seed-OSS A100 errors shrank and the residual table changed.
-OVER_SEED = 16
+# World seed whose draw for Llama on L4 at vLLM 0.8 is a held-out error drawn as an over-prediction (+14.5 %,
+# the L4 0.28 AWQ u0.45 log). It was 16 until the FlashInfer sampler rule shrank the A100 0.10.1 errors.
+OVER_SEED = 11
 ARGS = [LLAMA, "--revision", REVISION, "--max-model-len", "16384", "--max-num-seqs", "64"]
 
 
@@ -75,12 +75,12 @@ def test_an_unmeasured_key_draws_a_held_out_error_fixed_by_world_seed():
     assert len({e for e, _ in draws}) > 5  # the seed matters...
     assert draws == [residual_for("LlamaForCausalLM", "NVIDIA-L4", "0.8", s) for s in range(40)]  # ...and only it
     assert {e > 0 for e, _ in draws} == {True, False}  # both directions: over-predictions are drawn too
-    assert draws[OVER_SEED][0] > 0.15 and draws[OVER_SEED][1].endswith(", over")
+    assert draws[OVER_SEED][0] > 0.10 and draws[OVER_SEED][1].endswith(", over")
 
 
 def test_an_over_prediction_turns_a_thin_fit_into_max_len_exceeds_kv():
-    """28,672 tokens of 32,240 predicted on an L4 (11 % margin): the estimate fits, the card does not."""
-    thin = launch_on("NVIDIA-L4", [LLAMA, "--max-model-len", "28672", "--max-num-seqs", "64"])
+    """30,208 tokens of 32,240 predicted on an L4 (6 % margin): the estimate fits, the card does not."""
+    thin = launch_on("NVIDIA-L4", [LLAMA, "--max-model-len", "30208", "--max-num-seqs", "64"])
     assert thin.estimate.fits and thin.estimate.kv_cache_tokens == 32240
     real = Reality(seed=OVER_SEED).apply(thin)
     assert real.predicted == thin.estimate
@@ -88,7 +88,7 @@ def test_an_over_prediction_turns_a_thin_fit_into_max_len_exceeds_kv():
     over = residual_for("LlamaForCausalLM", "NVIDIA-L4", "0.8", OVER_SEED)[0]
     assert real.estimate.kv_cache_tokens == pytest.approx(32240 / (1 + over), rel=0.002)
     assert real.estimate.suggested_max_model_len == real.estimate.kv_cache_tokens
-    assert real.estimate.needed_kv_gib == pytest.approx(thin.estimate.kv_cache_gib * 28672 / 32240, rel=0.01)
+    assert real.estimate.needed_kv_gib == pytest.approx(thin.estimate.kv_cache_gib * 30208 / 32240, rel=0.01)
     # the model's usual under-prediction leaves more room, and exact leaves the estimate alone
     roomy = Reality(seed=2).apply(thin)
     assert roomy.estimate.fits and roomy.estimate.kv_cache_tokens > 32240
