@@ -29,7 +29,7 @@ def test_the_thin_margin_rollback_fails_honestly_under_the_perturbed_reality(cli
     for row in rollback:
         assert (row["predicted"], row["happened"], row["agree"]) == ("fits", "max_len_exceeds_kv", "no"), row
         assert row["predicted_kv_tokens"] == 32240
-        assert row["actual_kv_gib"] < row["predicted_kv_gib"] * 0.9  # the log's KV cache (1 / 1.145), not the estimate's
+        assert row["actual_kv_gib"] < row["predicted_kv_gib"] * 0.9  # the log's KV (1 / 1.145), not the estimate's
     report = Path(body["report"]["md"]).read_text()
     actual = f"{rollback[0]['actual_kv_gib']:.2f} GiB"  # the report prints the log's figure as the JSON has it
     assert ("| fits (32,240 KV tokens, 1.07x at 30208) | max_len_exceeds_kv | 32,240 tokens / 3.94 GiB | "
