@@ -4,7 +4,7 @@
     pyinfra inventories/prod.py deploys/enforce_eager.py -y --data eager_ttl=30m     # on for 30 minutes
     pyinfra inventories/prod.py deploys/enforce_eager.py -y --data enforce_eager=false  # off now
 
-The expiry (RFC 3339, cluster time) and the exact prior argv are stored on the Deployment; any later
+The expiry (RFC 3339, cluster time) and the exact prior argv are stored on the Deployment or StatefulSet; any later
 run of any deploy reverts it once expired. A ttl above the policy's ``enforce_eager.max_duration`` is
 refused. Eager mode costs throughput and latency: plan the real fix before it expires.
 """

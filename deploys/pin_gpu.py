@@ -5,8 +5,8 @@
 
 nodeSelector on the policy's product (under the policy's ``gpu.label``: GPU feature discovery, GKE or
 Karpenter; ``-SHARED``/MIG variants handled) and ``limits: nvidia.com/gpu``. Refused when no schedulable
-node of that product can take a pod; on full GPU nodes the rollout switches to maxSurge 0 /
-maxUnavailable 1, and the diff says so.
+node of that product can take a pod; on full GPU nodes a Deployment's rollout switches to maxSurge 0 /
+maxUnavailable 1, and the diff says so (a StatefulSet deletes each pod before creating its successor: no switch).
 """
 
 from pyinfra import host

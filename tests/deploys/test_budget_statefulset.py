@@ -4,10 +4,11 @@ cluster: the Deployment's promises (tests/deploys/test_budget.py) kept for the o
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from fixtures import pyinfra_run
 from fixtures.budget_world import BUDGET, L40S_KV, MODEL, prompted_run
-from fixtures.pyinfra_run import Rehearsal, host_lines
+from fixtures.pyinfra_run import Rehearsal, detected_changes, host_lines
 from fixtures.sts_step4 import (
     CHANGE_ID,
     IMPLICIT,
@@ -25,7 +26,7 @@ from fixtures.sts_step4 import (
     their_edit_stands,
     with_args,
 )
-from fixtures.sts_world import STS_HOST, sts
+from fixtures.sts_world import STS_HOST, llama_set, sts
 
 rehearsal = pyinfra_run.rehearsal
 SUMMARY = "budget statefulset llm/llama-sts: --max-model-len 16384 (max-model-len, rung 1 of 1)"
@@ -104,3 +105,30 @@ def test_an_edit_at_the_prompt_is_refused_and_kept(rehearsal: Rehearsal, tmp_pat
                        inventory=inventory(tmp_path))
     their_edit_stands(rehearsal, got)
     assert CHANGE_ID not in (sts(rehearsal)["metadata"].get("annotations") or {})
+
+
+def test_a_helm_managed_set_is_refused_under_gitops_refuse_in_dry_as_with_y(rehearsal: Rehearsal,
+                                                                            tmp_path: Path) -> None:
+    """The owner gate is the Deployment's: a Helm release's set is not edited under policy gitops: refuse; --dry
+    shows the refusal once, counts no change for it and exits 1, as -y does; nothing is written."""
+    def helm(obj: dict[str, Any]) -> None:
+        with_args(IMPLICIT)(obj)
+        obj["metadata"].setdefault("labels", {})["app.kubernetes.io/managed-by"] = "Helm"
+        obj["metadata"].setdefault("annotations", {})["meta.helm.sh/release-name"] = "vllm"
+
+    llama_set(rehearsal)
+    edit(rehearsal, helm)
+    before = rolled_out(rehearsal)
+    inv = inventory(tmp_path, "gitops: refuse\n")
+    for mode in ("--dry", "-y"):
+        got = rehearsal.pyinfra(inv, BUDGET, mode, timeout=300)
+        assert got.returncode == 1, got.stderr
+        lines = host_lines(got.stderr, STS_HOST)
+        refused = [line for line in lines if line.startswith("refused: ") and "policy gitops is refuse" in line]
+        assert len(refused) == 1, lines
+        assert any(line.startswith("helm: ") for line in lines), lines
+        if mode == "--dry":  # no change counted for the refused write
+            fix = [cells for name, cells in detected_changes(got.stderr).items() if name.startswith("Smallest")]
+            assert fix and all(cells[0] == "-" for cells in fix), got.stderr
+    after = sts(rehearsal)
+    assert (after["spec"], after["metadata"]["generation"]) == (before["spec"], before["metadata"]["generation"])
