@@ -22,7 +22,7 @@ from fixtures.sts_step4 import (
     rolled_out,
     their_edit_stands,
 )
-from fixtures.sts_world import STS_HOST, llama_set, sts
+from fixtures.sts_world import STS_HOST, bad_rollout, llama_set, revision_names, sts
 
 rehearsal = pyinfra_run.rehearsal
 EXPIRES, PRIOR = "vllm-remedy.io/enforce-eager-expires", "vllm-remedy.io/enforce-eager-prior"
@@ -106,3 +106,23 @@ def test_an_edit_at_the_prompt_is_refused_and_kept(rehearsal: Rehearsal, tmp_pat
     got = prompted_run(rehearsal, EAGER, lambda: edit(rehearsal, env_fix), timeout=120, inventory=inventory(tmp_path))
     their_edit_stands(rehearsal, got)
     assert args(sts(rehearsal)) == GOOD_ARGS
+
+
+def test_a_crash_loop_after_the_change_fails_fast_and_is_recorded_on_its_revision(rehearsal: Rehearsal,
+                                                                                   tmp_path: Path) -> None:
+    """Eager mode on a set whose revision 2 dies at start whatever its flags: the crash-looping pod OrderedReady
+    waits on is deleted (policy blocking), the new revision crash-loops too, and the wait fails on it long before
+    its timeout, recording the crash on that revision's ControllerRevision and on revision 2's before it."""
+    bad_rollout(rehearsal)
+    got = rehearsal.pyinfra(inventory(tmp_path), EAGER, "-y", "--data", "eager_ttl=30m", timeout=300)
+    assert got.returncode == 1, got.stderr
+    lines = host_lines(got.stderr, STS_HOST)
+    [failed] = [line for line in lines if line.startswith("wait for statefulset llm/llama-sts to roll out: crash-loop "
+                                                          "after ")]
+    assert int(failed.split(" after ")[1].split("s")[0]) < 900, failed  # the policy's timeout: 15 minutes
+    assert any(line.startswith("wait for statefulset llm/llama-sts to roll out: recorded on controllerrevision ")
+               for line in lines), lines
+    revisions = revision_names(rehearsal)
+    for number in (2, 3):
+        assert "vllm-remedy.io/crashed" in (revisions[number]["metadata"].get("annotations") or {}), number
+    assert "--enforce-eager" in args(sts(rehearsal))
