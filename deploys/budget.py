@@ -11,14 +11,17 @@ memory model predicts to fail is refused with one line naming the prediction.
 
 from pyinfra import host
 
-from vllm_remedy.operations import budget, evidence, inferenceservice, kinds, leaderworkerset, workload
+from vllm_remedy.operations import budget, evidence, inferenceservice, leaderworkerset, sts_evidence, workload
 
 # Revert expired temporary toggles, pin the GPU type, the smallest change that restores headroom — every value
 # from the host's policy (host data ``policy``). One list, budget.FIX, which `vllm-remedy drift` plans as its fix.
 if host.data.get("k8s_kind") == "leaderworkerset":
     leaderworkerset.unsupported(name="Budget's smallest change", what="the budget's pin and flag changes")
-elif kinds.handles("statefulset"):  # a namespace host expands to every kind: refuse it in one line
-    kinds.unsupported(name="Budget's smallest change", what="the budget's pin and flag changes")
+elif host.data.get("k8s_kind") == "statefulset":  # the Deployment's operations on spec.template; its own wait
+    sts_evidence.crash_recorded(name="Record crash-looping revisions on their ControllerRevisions")
+    for name, operation, arguments in budget.FIX:
+        operation(name=name, **arguments)
+    workload.rolled_out(name="Wait until the new pods are Ready")
 elif host.data.get("k8s_kind") == "inferenceservice":
     # the planner's flag change written into the InferenceService's predictor (never KServe's Deployment)
     inferenceservice.smallest_fix(name="Smallest flag change that restores headroom", wait=True)

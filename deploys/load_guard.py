@@ -9,9 +9,16 @@ Values are only ever lowered; only flags that change are written. The maximum pr
 gateway's to enforce (policy ``load_shedding.max_prompt_tokens``).
 """
 
-from vllm_remedy.operations import evidence, kinds, load_guard, workload
+from pyinfra import host
 
-if not kinds.handles("deployment"):  # a namespace host expands to every kind: refuse the others in one line
+from vllm_remedy.operations import evidence, kinds, load_guard, sts_evidence, workload
+
+if host.data.get("k8s_kind") == "statefulset":
+    workload.revert_expired_toggles(name="Revert expired temporary toggles")
+    sts_evidence.crash_recorded(name="Record crash-looping revisions on their ControllerRevisions")
+    load_guard.caps(name="Cap load per policy")
+    workload.rolled_out(name="Wait until the new pods are Ready")
+elif not kinds.handles("deployment"):  # a namespace host expands to every kind: refuse the others in one line
     kinds.unsupported(name="Cap load per policy", what="the load caps")
 else:
     workload.revert_expired_toggles(name="Revert expired temporary toggles")

@@ -65,8 +65,11 @@ def wait_for_sts_rollout(client: KubeClient, namespace: str, name: str, *, timeo
         observed = int(status.get("observedGeneration") or 0) >= int(sts["metadata"].get("generation") or 0)
         blocking = stuck_pods(sts, pods, restart_limit) if observed else []
         replicas = int((sts.get("spec") or {}).get("replicas", 1) or 0)
-        done = not blocking and observed and len(fresh) == replicas and all(pod_health(p).ready for p in fresh) and (
-            finished or on_delete)
+        # a RollingUpdate partition keeps the pods below it on their revision: the rollout ends at it, as kubectl's
+        partition = 0 if on_delete else int(
+            (((sts.get("spec") or {}).get("updateStrategy") or {}).get("rollingUpdate") or {}).get("partition") or 0)
+        done = not blocking and observed and len(fresh) >= replicas - partition and all(
+            pod_health(p).ready for p in fresh) and (finished or on_delete)
         return Seen(text, (text.strip() or f"statefulset {name}: {replicas} pods at {update}") if done else None,
                     fresh if observed else [],  # before the controller saw the write, "fresh" is the old revision
                     blocked_message(sts, blocking) if blocking else None)

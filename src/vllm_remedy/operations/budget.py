@@ -121,7 +121,7 @@ def _schedulable_step(ctx: K8sHost, deployment: Mapping[str, Any], plan: Plan, p
         if not step.template.node_selector:
             return step, None, ""
         product = step.gpu or next(iter(step.template.node_selector.values()))
-        pin = plan_pin(template, deployment.get("spec") or {}, picture["nodes"], picture["pods"],
+        pin = plan_pin(template, pin_gpu.rollout_spec(ctx, deployment), picture["nodes"], picture["pods"],
                        ctx.namespace, ctx.policy.gpu, product, step.template.gpu_limit or ctx.policy.gpu.per_pod,
                        ctx.container)
         if pin.refusal is None:

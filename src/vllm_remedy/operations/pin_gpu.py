@@ -13,7 +13,7 @@ finish rolling out.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from pyinfra import host, state
@@ -22,8 +22,10 @@ from pyinfra.api import FunctionCommand, operation
 from vllm_remedy.facts.nodes import NodeObjects
 from vllm_remedy.kube.diff import unified_template_diff
 from vllm_remedy.kube.history import template_of
+from vllm_remedy.kube.kinds import STATEFULSET
 from vllm_remedy.operations.util import (
     Change,
+    K8sHost,
     change_command,
     change_lines,
     deployment_object,
@@ -41,6 +43,16 @@ from vllm_remedy.remedies.predict import failed_prediction, predict_template
 PIN = "pin-gpu"
 
 
+def rollout_spec(ctx: K8sHost, workload: Mapping[str, Any]) -> dict[str, Any]:
+    """The workload's spec as ``plan_pin`` reads it (selector, replicas, rollout strategy). A StatefulSet replaces a
+    pod by deleting it before its successor starts, as a Deployment's Recreate does: no surge pod needs a free GPU,
+    so no maxSurge/maxUnavailable switch is planned (nor shown) for a strategy it does not have."""
+    spec = dict(workload.get("spec") or {})
+    if ctx.kind == STATEFULSET.word:
+        spec["strategy"] = {"type": "Recreate"}
+    return spec
+
+
 @operation()
 @keeps_its_plan
 def gpu_product(product: str | None = None, gpus: int | None = None) -> Iterator[FunctionCommand]:
@@ -54,8 +66,8 @@ def gpu_product(product: str | None = None, gpus: int | None = None) -> Iterator
     The label key is the policy's ``gpu.label`` (GFD, GKE or Karpenter) and the value the one matching
     nodes carry (``-SHARED`` only when ``gpu.allow_shared``; MIG slices only when ``product`` names the
     profile); conflicting product keys are dropped. Refused when no schedulable node of that product can
-    take a pod. On full nodes (no free GPU for a surge pod) the RollingUpdate becomes ``maxSurge: 0,
-    maxUnavailable: 1`` and the diff shows it.
+    take a pod. On full nodes (no free GPU for a surge pod) a Deployment's RollingUpdate becomes ``maxSurge: 0,
+    maxUnavailable: 1`` and the diff shows it; a StatefulSet has no surge (:func:`rollout_spec`).
 
     **Example:**
 
@@ -72,7 +84,7 @@ def gpu_product(product: str | None = None, gpus: int | None = None) -> Iterator
     deployment = deployment_object(host)
     template = template_of(deployment)
     picture = host.get_fact(NodeObjects)
-    plan = plan_pin(template, deployment.get("spec") or {}, picture["nodes"], picture["pods"], ctx.namespace,
+    plan = plan_pin(template, rollout_spec(ctx, deployment), picture["nodes"], picture["pods"], ctx.namespace,
                     ctx.policy.gpu, product, gpus, ctx.container)
     if plan.refusal is not None:
         yield from refuse(state, host, f"pin {ctx.where} to {product}: {plan.refusal}")

@@ -20,9 +20,12 @@ from pyinfra import host, state
 from pyinfra.api import FunctionCommand, operation
 
 from vllm_remedy.errors import UserError
+from vllm_remedy.facts.statefulset import StatefulSetState
 from vllm_remedy.kube.errors import RolloutError
 from vllm_remedy.kube.history import template_of
+from vllm_remedy.kube.kinds import STATEFULSET
 from vllm_remedy.kube.wait import rollout_status
+from vllm_remedy.operations import sts_rollout
 from vllm_remedy.operations.enforce_eager import warn_malformed
 from vllm_remedy.operations.util import (
     deployment_object,
@@ -30,6 +33,7 @@ from vllm_remedy.operations.util import (
     k8s_host,
     keeps_its_plan,
     noop,
+    pods_fact,
     propose,
     refuse,
     server_of,
@@ -154,12 +158,14 @@ def revert_expired_toggles() -> Iterator[FunctionCommand]:
 @operation()
 def rolled_out(timeout: float | None = None) -> Iterator[FunctionCommand]:
     """
-    The Deployment is rolled out and its new pods are Ready; waits (cluster time) if a rollout is under way.
+    The workload is rolled out and its new pods are Ready; waits (cluster time) if a rollout is under way.
 
     + timeout: cluster seconds to wait; default the policy's ``restore.rollout_timeout``
 
     Fails fast when the new pods crash-loop or stay unschedulable, with the classified startup log.
-    Nothing happens when the rollout is already complete.
+    Nothing happens when the rollout is already complete. On a StatefulSet the update strategy is said first
+    (``operations.sts_rollout``): pods the controller will not replace by itself (OnDelete, a crash-looping pod
+    under OrderedReady) are deleted only under the policy's ``restore.delete_pods: blocking``, else named.
 
     **Example:**
 
@@ -169,13 +175,6 @@ def rolled_out(timeout: float | None = None) -> Iterator[FunctionCommand]:
     """
     ctx = k8s_host(host)
     deployment = deployment_object(host)
-    try:
-        _, done = rollout_status(deployment)
-    except RolloutError:
-        done = False
-    if done:
-        noop(state, host, f"{ctx.where} is rolled out")
-        return
     seconds = timeout if timeout is not None else ctx.policy.restore.rollout_timeout.total_seconds()
     notes = (deployment.get("metadata") or {}).get("annotations") or {}
     ours = notes.get(ctx.keys.last_action)
@@ -183,4 +182,15 @@ def rolled_out(timeout: float | None = None) -> Iterator[FunctionCommand]:
     # a rerun after a run died mid-wait (kill -9, a lost terminal) resumes the wait: say whose write it was
     if ours and not wrote_in_this_run(state, host, ctx.deployment_path):
         label += f" (last vllm-remedy write: {ours} at {notes.get(ctx.keys.last_action_at, '?')})"
+    if ctx.kind == STATEFULSET.word:  # its own wait: OnDelete, a partition and OrderedReady's stuck pods
+        facts = host.get_fact(StatefulSetState)
+        yield from sts_rollout.wait(ctx, deployment, facts["pods"], pods_fact(host)["pods"], seconds, label)
+        return
+    try:
+        _, done = rollout_status(deployment)
+    except RolloutError:
+        done = False
+    if done:
+        noop(state, host, f"{ctx.where} is rolled out")
+        return
     yield FunctionCommand(wait_rollout, (seconds, label), {})

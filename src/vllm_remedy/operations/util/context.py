@@ -13,9 +13,10 @@ from typing import Any
 from vllm_remedy.errors import UserError
 from vllm_remedy.facts.deployment import Deployment
 from vllm_remedy.facts.pods import Pods
+from vllm_remedy.facts.statefulset import StatefulSetState
 from vllm_remedy.kube.annotations import Keys
 from vllm_remedy.kube.client import KubeClient
-from vllm_remedy.kube.kinds import DEPLOYMENT, KINDS
+from vllm_remedy.kube.kinds import DEPLOYMENT, KINDS, STATEFULSET
 from vllm_remedy.operations.util import planned
 from vllm_remedy.policy import Policy
 
@@ -63,13 +64,21 @@ def k8s_host(host: Any) -> K8sHost:
 
 
 def pods_fact(host: Any, **kwargs: Any) -> Any:
-    """The Pods fact (``kwargs`` as the fact takes them); while changes are detected, as the run's earlier operations
-    leave them (``planned.pods``: after a planned template change, none is of the current revision)."""
-    return planned.pods(host, k8s_host(host).deployment_path, host.get_fact(Pods, **kwargs))
+    """The Pods fact (``kwargs`` as the fact takes them) — a StatefulSet's pods in the same shape (its fact's
+    ``pod_rows``, crashed containers' logs read); while changes are detected, as the run's earlier operations leave
+    them (``planned.pods``: after a planned template change, none is of the current revision)."""
+    path = k8s_host(host).deployment_path
+    if k8s_host(host).kind == STATEFULSET.word:
+        facts = host.get_fact(StatefulSetState)
+        return planned.pods(host, path, None if facts is None else facts["pod_rows"])
+    return planned.pods(host, path, host.get_fact(Pods, **kwargs))
 
 
 def deployment_object(host: Any) -> dict[str, Any]:
-    """The host's Deployment as the API sent it (the Deployment fact's object): what writes are planned on.
-    While changes are detected, as the run's earlier operations plan to leave it (``planned.current``)."""
+    """The host's workload of its kind as the API sent it — a Deployment (its fact's object) or a StatefulSet (its
+    fact's ``statefulset``), both keeping the pod template at ``spec.template``: what writes are planned on. While
+    changes are detected, as the run's earlier operations plan to leave it (``planned.current``)."""
     ctx = k8s_host(host)
+    if ctx.kind == STATEFULSET.word:
+        return planned.current(host, ctx.deployment_path, host.get_fact(StatefulSetState)["statefulset"])
     return planned.current(host, ctx.deployment_path, host.get_fact(Deployment)["object"])

@@ -1,0 +1,84 @@
+"""The end of a StatefulSet deploy that changed the pod template (budget, pin, eager mode, load caps): the change is
+waited for as a rollback's is (``operations.statefulset.wait_and_unblock``: fail fast on a crash loop, recorded on
+its ControllerRevision; pods the controller will not replace by itself deleted only under the policy's
+``restore.delete_pods: blocking``), and what the update strategy means for the change is said first, naming pods.
+
+Why say it: a Deployment replaces every pod of a new template by itself; a StatefulSet does not always. Under
+``OnDelete`` a template change reaches no pod until it is deleted; a RollingUpdate ``partition`` keeps the pods
+below it on the revision they run; under ``OrderedReady`` a crash-looping pod of any revision stops the rollout
+until it is deleted. The operator must know before approving whether pods will be deleted or stay.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from pyinfra import host, state
+from pyinfra.api import FunctionCommand
+
+from vllm_remedy.errors import UserError
+from vllm_remedy.kube.health import pod_health
+from vllm_remedy.kube.sts_history import rollout_status
+from vllm_remedy.operations.statefulset import wait_and_unblock
+from vllm_remedy.operations.util import K8sHost, noop, show
+
+
+def _ordinal(name: str) -> int:
+    tail = name.rpartition("-")[2]
+    return int(tail) if tail.isdigit() else -1
+
+
+def rolled_out(sts: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> bool:
+    """Every pod on the update revision and Ready (under a partition: every pod at or above it), pure; ``rows`` are
+    the Pods fact's rows of the set (``new``: made from the update revision)."""
+    if ((sts.get("spec") or {}).get("updateStrategy") or {}).get("type") == "OnDelete":
+        status = sts.get("status") or {}
+        observed = int(status.get("observedGeneration") or 0) >= int((sts.get("metadata") or {}).get("generation")
+                                                                       or 0)
+        live = [p for p in rows if not p.get("deleting")]
+        return observed and bool(live) and all(p.get("new") and p.get("ready") for p in live)
+    try:
+        return rollout_status(dict(sts))[1]
+    except UserError:
+        return False
+
+
+def update_lines(sts: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], delete_pods: str) -> list[str]:
+    """What the set's update strategy means for a template change written now, naming the pods (pure)."""
+    spec = sts.get("spec") or {}
+    strategy = spec.get("updateStrategy") or {}
+    live = sorted((str(p["metadata"]["name"]) for p in pods if not (p.get("metadata") or {}).get("deletionTimestamp")),
+                  key=_ordinal)
+    act = ("deleted (policy restore.delete_pods: blocking)" if delete_pods == "blocking" else
+           "named, not deleted (policy restore.delete_pods: never): delete them for the change to take effect")
+    if strategy.get("type") == "OnDelete":
+        return [f"then: updateStrategy OnDelete: the change reaches a pod only when it is deleted; pods "
+                f"{', '.join(live) or 'none'} stay on their revision until then: {act}"]
+    lines = []
+    partition = int((strategy.get("rollingUpdate") or {}).get("partition") or 0)
+    if partition:
+        held = [n for n in live if _ordinal(n) < partition]
+        reached = [n for n in live if _ordinal(n) >= partition]
+        lines.append(f"then: updateStrategy RollingUpdate partition {partition}: the change replaces only pods with "
+                     f"ordinal >= {partition} ({', '.join(reached) or 'none'}); pods below it "
+                     f"({', '.join(held) or 'none'}) keep the revision they run until the partition is lowered")
+    if spec.get("podManagementPolicy", "OrderedReady") == "OrderedReady":
+        crashing = [str(p["metadata"]["name"]) for p in pods if pod_health(p).crash_looping
+                    and not p["metadata"].get("deletionTimestamp")]
+        if crashing:
+            lines.append(f"then: podManagementPolicy OrderedReady: pods {', '.join(crashing)} crash-loop and block "
+                         f"the rollout until deleted; such pods are {act}")
+    return lines or ["then: updateStrategy RollingUpdate: the controller replaces the pods one at a time, highest "
+                     "ordinal first, each deleted before its replacement starts"]
+
+
+def wait(ctx: K8sHost, sts: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]],
+         seconds: float, label: str) -> Iterator[FunctionCommand]:
+    """``workload.rolled_out``'s body for a StatefulSet host: nothing when rolled out, else the update strategy's
+    lines and the wait (``raw`` pods for their names and health, ``rows`` for which revision they run)."""
+    if rolled_out(sts, rows):
+        noop(state, host, f"{ctx.where} is rolled out")
+        return
+    show(state, host, update_lines(sts, pods, ctx.policy.restore.delete_pods), topic="strategy")
+    yield FunctionCommand(wait_and_unblock, (seconds, label), {})
