@@ -11,11 +11,18 @@ refused. Eager mode costs throughput and latency: plan the real fix before it ex
 
 from pyinfra import host
 
-from vllm_remedy.operations import enforce_eager, evidence, kinds, workload
+from vllm_remedy.operations import enforce_eager, evidence, kinds, lws_eager, lws_evidence, lws_flags, workload
 
 enabled = str(host.data.get("enforce_eager", True)).lower() not in ("false", "0", "no", "off")
 
-if not kinds.handles("deployment"):  # a namespace host expands to every kind: refuse the others in one line
+if host.data.get("k8s_kind") == "leaderworkerset":
+    # recorded on the LeaderWorkerSet; leader and workers switch together, in one write of leaderWorkerTemplate
+    lws_eager.revert_expired_toggles(name="Revert expired temporary toggles")
+    lws_evidence.crash_recorded(name="Record crash-looping revisions on their ControllerRevisions")
+    lws_eager.toggle(name="Temporary eager mode" if enabled else "Eager mode off", enabled=enabled,
+                     ttl=host.data.get("eager_ttl"))
+    lws_flags.rolled_out(name="Wait until every group is Ready")
+elif not kinds.handles("deployment"):  # a namespace host expands to every kind: refuse the others in one line
     kinds.unsupported(name="Temporary eager mode", what="the timed --enforce-eager toggle")
 else:
     workload.revert_expired_toggles(name="Revert expired temporary toggles")

@@ -9,9 +9,16 @@ Values are only ever lowered; only flags that change are written. The maximum pr
 gateway's to enforce (policy ``load_shedding.max_prompt_tokens``).
 """
 
-from vllm_remedy.operations import evidence, kinds, load_guard, workload
+from pyinfra import host
 
-if not kinds.handles("deployment"):  # a namespace host expands to every kind: refuse the others in one line
+from vllm_remedy.operations import evidence, kinds, load_guard, lws_eager, lws_evidence, lws_flags, workload
+
+if host.data.get("k8s_kind") == "leaderworkerset":
+    lws_eager.revert_expired_toggles(name="Revert expired temporary toggles")
+    lws_evidence.crash_recorded(name="Record crash-looping revisions on their ControllerRevisions")
+    lws_flags.caps(name="Cap load per policy, leader and workers")
+    lws_flags.rolled_out(name="Wait until every group is Ready")
+elif not kinds.handles("deployment"):  # a namespace host expands to every kind: refuse the others in one line
     kinds.unsupported(name="Cap load per policy", what="the load caps")
 else:
     workload.revert_expired_toggles(name="Revert expired temporary toggles")
