@@ -102,3 +102,18 @@ def test_nothing_predicted_to_fit_is_refused_in_one_line_and_nothing_changes(reh
             got.stderr
     assert edits(read(rehearsal))[:2] == edits(before)[:2]
     assert "vllm-remedy.io/last-action" not in (read(rehearsal)["metadata"].get("annotations") or {})
+
+
+def test_a_set_argo_cd_owns_is_refused_under_gitops_refuse(rehearsal: Rehearsal, tmp_path: Path) -> None:
+    """The owner gate applies as for any kind: a direct write Argo CD would revert is refused, nothing written."""
+    lws = vllm_lws(NAME)
+    lws["metadata"]["labels"] = {"argocd.argoproj.io/instance": "llm-prod"}
+    start_set(rehearsal, lws)
+    before = read(rehearsal)
+    inv = inventory(tmp_path, "gitops: refuse\n")
+    for flag in ("--dry", "-y"):  # --dry exits non-zero as the run will
+        got = rehearsal.pyinfra(inv, BUDGET, flag, timeout=300)
+        assert got.returncode == 1 and "Traceback" not in got.stderr, got.stderr
+        refused = [line for line in lines(got) if line.startswith(f"refused: {WHERE} is managed by Argo CD")]
+        assert len(refused) == 1 and "nothing written" in refused[0], got.stderr
+    assert edits(read(rehearsal))[:2] == edits(before)[:2] and _leader_args(read(rehearsal)) == BAD_ARGS

@@ -14,11 +14,11 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from vllm_remedy.kube import lws_history
+from vllm_remedy.errors import UserError
 from vllm_remedy.remedies.lws_pin import pinned_lwt
 from vllm_remedy.remedies.pin_gpu import gpu_quantity
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS
-from vllm_remedy.vllm.cmdline import find_server
+from vllm_remedy.vllm.cmdline import ServerCommand, find_server
 
 
 def _flag_edits(before: Mapping[str, str], after: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
@@ -36,17 +36,27 @@ def _gpus(template: Mapping[str, Any], resource: str, container: str | None) -> 
     return gpu_quantity(((server.container.get("resources") or {}).get("limits") or {}).get(resource))
 
 
+def _worker_server(lwt: Mapping[str, Any]) -> ServerCommand | None:
+    """The worker template's vLLM server, as ``kube.lws_history.servers`` finds it; None for workers that only join
+    the leader's Ray cluster."""
+    try:
+        return find_server(dict((lwt.get("workerTemplate") or {}).get("spec") or {}))
+    except UserError:
+        return None
+
+
 def with_leader(lwt: Mapping[str, Any], leader: Mapping[str, Any], container: str | None = None,
                 resource: str = "nvidia.com/gpu") -> dict[str, Any]:
     """``lwt`` with ``leader`` as the leader's pod template and the workers following it: the vLLM flag edits
     between the old and the new leader made on a worker command line that runs vLLM too, and a changed GPU pin
     (product label, GPUs per pod) copied to the workers."""
-    old_leader = lws_history.leader_template(lwt)
     if not lwt.get("leaderTemplate"):
         new = copy.deepcopy(dict(lwt))
         new["workerTemplate"] = copy.deepcopy(dict(leader))
         return new
-    old_server, worker_server = lws_history.servers(lwt, container)
+    old_leader = dict(lwt["leaderTemplate"])
+    old_server = find_server(dict(old_leader.get("spec") or {}), container)
+    worker_server = _worker_server(lwt)
     new = copy.deepcopy(dict(lwt))
     new["leaderTemplate"] = copy.deepcopy(dict(leader))
     set_, unset = _flag_edits(old_server.flags, find_server(dict(leader.get("spec") or {}), container).flags)
