@@ -117,3 +117,26 @@ def test_a_set_argo_cd_owns_is_refused_under_gitops_refuse(rehearsal: Rehearsal,
         refused = [line for line in lines(got) if line.startswith(f"refused: {WHERE} is managed by Argo CD")]
         assert len(refused) == 1 and "nothing written" in refused[0], got.stderr
     assert edits(read(rehearsal))[:2] == edits(before)[:2] and _leader_args(read(rehearsal)) == BAD_ARGS
+
+
+def test_an_unpinned_set_is_pinned_first_and_the_fix_is_planned_on_the_pin(rehearsal: Rehearsal,
+                                                                           tmp_path: Path) -> None:
+    """As for a Deployment: the policy's GPU product pinned in leader and workers, then the smallest change planned
+    on the pinned set - two writes, --dry showing the second on what the first leaves. (The set serves at 32768, but
+    its KV cache holds 1.47 requests of that length, not the 8 at peak; as for a Deployment, a pin is refused when the
+    pinned set is predicted not to start, so the pin comes before a crash loop, not after.)"""
+    lws = vllm_lws(NAME)
+    for key in ("leaderTemplate", "workerTemplate"):
+        del lws["spec"]["leaderWorkerTemplate"][key]["spec"]["nodeSelector"]
+    serve(rehearsal, lws)
+    inv = inventory(tmp_path, "gpu:\n  products: [NVIDIA-L40S]\n")
+    dry, got = dry_then_apply(rehearsal, inv, BUDGET, expect_diffs=2)
+    assert got.returncode == 0, got.stderr
+    shown = lines(dry)
+    pin = next(i for i, line in enumerate(shown) if line.startswith(f"pin {WHERE} to nvidia.com/gpu.product="))
+    fix = next(i for i, line in enumerate(shown) if line.startswith(f"budget {WHERE}, leader and workers: "))
+    assert pin < fix, shown
+    after = read(rehearsal)
+    for key in ("leaderTemplate", "workerTemplate"):
+        assert lwt(after)[key]["spec"]["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-L40S"}, key
+    assert (after["status"]["readyReplicas"], after["status"]["updatedReplicas"]) == (1, 1)
