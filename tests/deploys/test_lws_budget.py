@@ -7,11 +7,14 @@ line and no write."""
 from __future__ import annotations
 
 import copy
+import time
 from pathlib import Path
 
 from fixtures import pyinfra_run
 from fixtures.lws_remedy import (
     BUDGET,
+    EAGER,
+    EXPIRES,
     colleague_edits_at_the_prompt,
     dry_then_apply,
     edits,
@@ -22,6 +25,7 @@ from fixtures.lws_remedy import (
 )
 from fixtures.lws_world import BAD_ARGS, GOOD_ARGS, NAME, read, start_set, vllm_lws
 from fixtures.pyinfra_run import Rehearsal
+from vllm_remedy.kube.annotations import parse_rfc3339
 
 rehearsal = pyinfra_run.rehearsal
 WHERE = f"leaderworkerset llm/{NAME}"
@@ -139,4 +143,25 @@ def test_an_unpinned_set_is_pinned_first_and_the_fix_is_planned_on_the_pin(rehea
     after = read(rehearsal)
     for key in ("leaderTemplate", "workerTemplate"):
         assert lwt(after)[key]["spec"]["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-L40S"}, key
+    assert (after["status"]["readyReplicas"], after["status"]["updatedReplicas"]) == (1, 1)
+
+
+def test_an_expired_toggle_on_an_unpinned_set_comes_off_in_the_run_that_pins_it(rehearsal: Rehearsal,
+                                                                                tmp_path: Path) -> None:
+    """Pin, revert, fix: three writes, each planned in --dry on what the one before leaves, as -y makes them."""
+    lws = vllm_lws(NAME)
+    for key in ("leaderTemplate", "workerTemplate"):
+        del lws["spec"]["leaderWorkerTemplate"][key]["spec"]["nodeSelector"]
+    serve(rehearsal, lws)
+    got = rehearsal.pyinfra(inventory(tmp_path), EAGER, "-y", "--data", "eager_ttl=1m", timeout=300)
+    assert got.returncode == 0, got.stderr
+    client = rehearsal.client()
+    while client.server_time() < parse_rfc3339(read(rehearsal)["metadata"]["annotations"][EXPIRES]):
+        time.sleep(0.05)  # the rehearsal clock runs 600x: a cluster minute is 0.1 s
+    inv = inventory(tmp_path, "gpu:\n  products: [NVIDIA-L40S]\n", name="pinned")
+    _dry, got = dry_then_apply(rehearsal, inv, BUDGET, expect_diffs=3)
+    assert got.returncode == 0, got.stderr
+    after = read(rehearsal)
+    assert "--enforce-eager" not in _leader_args(after) and EXPIRES not in after["metadata"]["annotations"]
+    assert lwt(after)["leaderTemplate"]["spec"]["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-L40S"}
     assert (after["status"]["readyReplicas"], after["status"]["updatedReplicas"]) == (1, 1)

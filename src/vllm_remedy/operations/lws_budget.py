@@ -151,10 +151,11 @@ def smallest_fix(gpu: str | None = None, target_concurrency: float | None = None
 
 
 #: deploys/budget.py's operations for a LeaderWorkerSet before its wait, in order, as ``budget.FIX`` is for a
-#: Deployment: revert expired toggles, pin the GPU type of leader and workers (waited for once, at the end), then
-#: the smallest change.
+#: Deployment, pinning before the smallest change. The pin comes before the revert of expired toggles here:
+#: ``operations.lws_pin`` plans on the set as read, not as this run's earlier operations leave it, so after a planned
+#: revert its --dry diff would be planned on a set -y never sees; the revert and the fix plan on what the pin leaves.
 FIX: tuple[tuple[str, Callable[..., Any], dict[str, Any]], ...] = (
-    ("Revert expired temporary toggles", revert_expired_toggles, {}),
     ("Pin the GPU type of leader and workers", lws_pin.gpu_product, {"wait": False}),
+    ("Revert expired temporary toggles", revert_expired_toggles, {}),
     ("Smallest change that restores headroom, leader and workers", smallest_fix, {}),
 )
