@@ -120,3 +120,25 @@ def test_a_ttl_above_the_policy_maximum_is_refused(rehearsal: Rehearsal, tmp_pat
     said = [line for line in lines(got) if "exceeds the policy's enforce_eager.max_duration 2h" in line]
     assert len(said) == 1 and said[0].startswith(f"{WHERE}: ttl: 3h"), got.stderr
     assert edits(read(rehearsal)) == edits(before)
+
+
+def test_running_the_eager_deploy_after_expiry_shows_in_dry_what_it_does(rehearsal: Rehearsal, tmp_path: Path) -> None:
+    """The expired toggle comes off (the argv from before it), then eager mode goes on anew on that argv with a new
+    expiry: two writes, --dry planning the second on what the first leaves."""
+    serve(rehearsal)
+    inv = inventory(tmp_path)
+    got = rehearsal.pyinfra(inv, EAGER, "-y", "--data", "eager_ttl=1m", timeout=300)
+    assert got.returncode == 0, got.stderr
+    expires = read(rehearsal)["metadata"]["annotations"][EXPIRES]
+    client = rehearsal.client()
+    while client.server_time() < parse_rfc3339(expires):
+        time.sleep(0.05)
+    dry, got = dry_then_apply(rehearsal, inv, EAGER, "--data", "eager_ttl=30m", expect_diffs=2)
+    assert got.returncode == 0, got.stderr
+    assert any(line.startswith(f"revert expired toggles on {WHERE}: enforce-eager") for line in lines(dry))
+    assert any(line.startswith(f"turn on --enforce-eager on {WHERE}, leader and workers, for 30m")
+               for line in lines(got)), lines(got)
+    after = rolled_out(rehearsal)
+    assert _args(after) == [*GOOD_ARGS, "--enforce-eager"]
+    notes = after["metadata"]["annotations"]
+    assert parse_rfc3339(notes[EXPIRES]) > parse_rfc3339(expires) and notes[PRIOR] == PRIOR_JSON
