@@ -24,7 +24,7 @@ from pyinfra.api import FunctionCommand, operation
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.operations.enforce_eager import EAGER_OFF, _toggle_record, warn_malformed
-from vllm_remedy.operations.lws_flags import LwsView, planned_lwt, refuse_failing, view, write_lwt
+from vllm_remedy.operations.lws_flags import LwsView, failing, planned_lwt, refuse_failing, view, write_lwt
 from vllm_remedy.operations.util import k8s_host, keeps_its_plan, noop, refuse, server_of, with_flags
 from vllm_remedy.operations.workload import EXPIRE, KEPT
 from vllm_remedy.policy import format_duration
@@ -72,11 +72,11 @@ def revert_expired_toggles() -> Iterator[FunctionCommand]:
     if new is None:
         noop(state, host, "no temporary toggle has expired")
         return
-    why = refuse_failing(got, new, "revert")
+    why = failing(got, new)
     if why is not None:
         names = ", ".join(f"{t.name} (expired {t.expires})" for t in due)
-        noop(state, host, f"{KEPT}{names} on {ctx.where}: without it {why.split('revert: ', 1)[-1]}; fix the budget "
-             "first (deploys/budget.py) - drift and the expiry alert report it until then")
+        noop(state, host, f"{KEPT}{names} on {ctx.where}: without it {why}; fix the budget first (deploys/budget.py)"
+             " - drift and the expiry alert report it until then")
         return
     yield from write_lwt(got, new, action=EXPIRE, reason="; ".join(said), annotations=drops,
                          summary=f"revert expired toggles on {ctx.where}: {'; '.join(said)}")

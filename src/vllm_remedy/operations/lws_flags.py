@@ -17,7 +17,6 @@ LWS. Plans are made on the leader's pod template as a Deployment's are on its te
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -124,25 +123,28 @@ def write_lwt(got: LwsView, new: Mapping[str, Any], *, action: str, reason: str,
                                  f"{ctx.where} leaderWorkerTemplate (planned)")
     show(state, host, [summary, *(diff.rstrip("\n").splitlines() or ["(leaderWorkerTemplate unchanged)"]), *lines,
                        line])
-    stamp_ = functools.partial(stamp) if stamp is not None else None
     change = Change(spec={"leaderWorkerTemplate": dict(new)}, annotations=dict(annotations or {}),
-                    audit=(action, reason), stamp=stamp_)
+                    audit=(action, reason), stamp=stamp)
     yield change_command(ctx, got.path, change, summary)
 
 
-def refuse_failing(got: LwsView, new: Mapping[str, Any], what: str) -> str | None:
-    """Why the write of ``new`` must be refused (one line): a flag outside the policy's bounds or a start predicted
-    to fail; None when it may go."""
+def failing(got: LwsView, new: Mapping[str, Any]) -> str | None:
+    """Why writing ``new`` must not happen (a flag it changes outside the policy's bounds, or a start predicted to
+    fail), or None when it may."""
     ctx = got.ctx
     before = server_of(got.leader, ctx.container).flags
     after = server_of(lws_history.leader_template(new), ctx.container).flags
     changed = {k for k, v in after.items() if before.get(k) != v}
     broken = [v for v in ctx.policy.check_flags(after) if v.flag in changed]
     if broken:
-        return f"{ctx.where}: {what}: policy {ctx.policy.source}: {broken[0]}; nothing was changed"
-    prediction, _ = group_prediction(new, ctx.container)
-    why = failed_prediction(prediction)
-    return None if why is None else f"{ctx.where}: {what}: {why}; nothing was changed"
+        return f"policy {ctx.policy.source}: {broken[0]}"
+    return failed_prediction(group_prediction(new, ctx.container)[0])
+
+
+def refuse_failing(got: LwsView, new: Mapping[str, Any], what: str) -> str | None:
+    """The one-line refusal of writing ``new`` (``what`` names the change), or None when it may go."""
+    why = failing(got, new)
+    return None if why is None else f"{got.ctx.where}: {what}: {why}; nothing was changed"
 
 
 @operation()
