@@ -84,8 +84,8 @@ def test_an_edit_at_the_prompt_is_refused_not_overwritten(rehearsal: Rehearsal, 
     start_set(rehearsal)
     got, edited = colleague_edits_at_the_prompt(rehearsal, inventory(tmp_path), BUDGET)
     assert got.returncode != 0, got.stderr
-    assert any("changed since it was read" in line or "was edited after the plan" in line for line in lines(got)), \
-        got.stderr
+    failed = [line for line in lines(got) if "changed since it was read (HTTP 422); nothing was written" in line]
+    assert len(failed) == 1 and failed[0].startswith(f"budget {WHERE}, leader and workers: "), got.stderr
     after = read(rehearsal)
     assert after["spec"] == edited["spec"] and _leader_args(after) == BAD_ARGS
     assert after["metadata"]["annotations"]["oncall.example.com/owner"] == "someone-else"
