@@ -11,12 +11,25 @@ memory model predicts to fail is refused with one line naming the prediction.
 
 from pyinfra import host
 
-from vllm_remedy.operations import budget, evidence, inferenceservice, leaderworkerset, sts_evidence, workload
+from vllm_remedy.operations import (
+    budget,
+    evidence,
+    inferenceservice,
+    lws_budget,
+    lws_evidence,
+    lws_flags,
+    sts_evidence,
+    workload,
+)
 
 # Revert expired temporary toggles, pin the GPU type, the smallest change that restores headroom — every value
 # from the host's policy (host data ``policy``). One list, budget.FIX, which `vllm-remedy drift` plans as its fix.
 if host.data.get("k8s_kind") == "leaderworkerset":
-    leaderworkerset.unsupported(name="Budget's smallest change", what="the budget's pin and flag changes")
+    # the same steps on the leader's template, the workers following it, one guarded write of leaderWorkerTemplate each
+    lws_evidence.crash_recorded(name="Record crash-looping revisions on their ControllerRevisions")
+    for name, operation, arguments in lws_budget.FIX:
+        operation(name=name, **arguments)
+    lws_flags.rolled_out(name="Wait until every group is Ready")
 elif host.data.get("k8s_kind") == "statefulset":  # the Deployment's operations on spec.template; its own wait
     sts_evidence.crash_recorded(name="Record crash-looping revisions on their ControllerRevisions")
     for name, operation, arguments in budget.FIX:

@@ -11,11 +11,27 @@ refused. Eager mode costs throughput and latency: plan the real fix before it ex
 
 from pyinfra import host
 
-from vllm_remedy.operations import enforce_eager, evidence, kinds, sts_evidence, workload
+from vllm_remedy.operations import (
+    enforce_eager,
+    evidence,
+    kinds,
+    lws_eager,
+    lws_evidence,
+    lws_flags,
+    sts_evidence,
+    workload,
+)
 
 enabled = str(host.data.get("enforce_eager", True)).lower() not in ("false", "0", "no", "off")
 
-if host.data.get("k8s_kind") == "statefulset":  # the toggle's record on the StatefulSet, as on a Deployment
+if host.data.get("k8s_kind") == "leaderworkerset":
+    # recorded on the LeaderWorkerSet; leader and workers switch together, in one write of leaderWorkerTemplate
+    lws_eager.revert_expired_toggles(name="Revert expired temporary toggles")
+    lws_evidence.crash_recorded(name="Record crash-looping revisions on their ControllerRevisions")
+    lws_eager.toggle(name="Temporary eager mode" if enabled else "Eager mode off", enabled=enabled,
+                     ttl=host.data.get("eager_ttl"))
+    lws_flags.rolled_out(name="Wait until every group is Ready")
+elif host.data.get("k8s_kind") == "statefulset":  # the toggle's record on the StatefulSet, as on a Deployment
     workload.revert_expired_toggles(name="Revert expired temporary toggles")
     sts_evidence.crash_recorded(name="Record crash-looping revisions on their ControllerRevisions")
     enforce_eager.toggle(name="Temporary eager mode" if enabled else "Eager mode off", enabled=enabled,

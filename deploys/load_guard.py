@@ -11,9 +11,23 @@ gateway's to enforce (policy ``load_shedding.max_prompt_tokens``).
 
 from pyinfra import host
 
-from vllm_remedy.operations import evidence, kinds, load_guard, sts_evidence, workload
+from vllm_remedy.operations import (
+    evidence,
+    kinds,
+    load_guard,
+    lws_eager,
+    lws_evidence,
+    lws_flags,
+    sts_evidence,
+    workload,
+)
 
-if host.data.get("k8s_kind") == "statefulset":
+if host.data.get("k8s_kind") == "leaderworkerset":
+    lws_eager.revert_expired_toggles(name="Revert expired temporary toggles")
+    lws_evidence.crash_recorded(name="Record crash-looping revisions on their ControllerRevisions")
+    lws_flags.caps(name="Cap load per policy, leader and workers")
+    lws_flags.rolled_out(name="Wait until every group is Ready")
+elif host.data.get("k8s_kind") == "statefulset":
     workload.revert_expired_toggles(name="Revert expired temporary toggles")
     sts_evidence.crash_recorded(name="Record crash-looping revisions on their ControllerRevisions")
     load_guard.caps(name="Cap load per policy")

@@ -160,25 +160,6 @@ def test_leader_and_worker_templates_that_disagree_on_memory_are_refused(rehears
     assert json.dumps(after["spec"]).count("131072") == 1
 
 
-def test_the_budget_on_an_lws_is_not_supported_yet_and_says_so_in_one_line(rehearsal: Rehearsal,
-                                                                           tmp_path: Path) -> None:
-    """The budget's changes must write the leader and the worker template both; until then, one line, no write."""
-    deploy, what = "budget.py", "the budget's pin and flag changes"
-    install_crd(rehearsal.clusters["rehearsal"])
-    client = rehearsal.client()
-    client.request("POST", client.object_path("llm", "leaderworkersets", group="leaderworkerset.x-k8s.io/v1"),
-                   body=vllm_lws(NAME))
-    before = read(rehearsal)
-    got = rehearsal.pyinfra(inventory(tmp_path), str(pyinfra_run.ROOT / "deploys" / deploy), "-y",
-                            "--data", "gpu_product=NVIDIA-L40S")
-    assert got.returncode != 0 and "Traceback" not in got.stderr
-    assert host_lines(got.stderr, HOST)[-2:] == [
-        f"leaderworkerset llm/qwen-lws: {what} is not supported for a LeaderWorkerSet yet (it must write the leader "
-        "and the worker template both); nothing was changed", "Error: executed 0 commands"], got.stderr
-    after = read(rehearsal)
-    assert (after["spec"], after["metadata"]["generation"]) == (before["spec"], before["metadata"]["generation"])
-
-
 def test_pinning_writes_the_leader_and_the_worker_template(rehearsal: Rehearsal, tmp_path: Path) -> None:
     """An LWS with no GPU pin: both templates get the L40S nodeSelector in one guarded write, the group rolls out
     on it, and a rerun does nothing."""

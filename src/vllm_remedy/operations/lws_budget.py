@@ -1,0 +1,161 @@
+"""Runbook step 4 on a LeaderWorkerSet: the planner's smallest predicted-safe change, in leader and workers alike.
+
+The planner is the Deployment's (``remedies.budget.plan_budget``), asked about the group's engine: the leader's
+flags with pipeline stages counted as tensor-parallel ranks (``vllm.parallel.group_flags``: each GPU holds
+1/(TP×PP) of the model), so a 32B model over two 48 GB cards is planned as one engine over two GPUs, not as one
+card holding all of it. Its first rung the group can take is applied to the leader's template as
+``operations.budget.planned_template`` applies it to a Deployment's (``--max-model-len`` always explicit, an
+``--enforce-eager`` rung as a timed toggle recorded on the set) and the workers follow (``remedies.lws_flags``).
+
+Rungs that change the group's shape are skipped, saying so: a new ``--tensor-parallel-size`` changes how many GPUs
+each pod asks for and how the group's ``size`` splits the model, which is a new LWS, not a remediation. A bigger
+GPU rung is pinned as ``remedies.pin_gpu.plan_pin`` pins the leader, for every pod of every group.
+
+    from vllm_remedy.operations import lws_budget
+
+    for name, operation, arguments in lws_budget.FIX:
+        operation(name=name, **arguments)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from pyinfra import host, state
+from pyinfra.api import FunctionCommand, operation
+
+from vllm_remedy.errors import UserError
+from vllm_remedy.facts.nodes import NodeObjects
+from vllm_remedy.operations import lws_pin
+from vllm_remedy.operations.budget import BUDGET, _failure, _logged_kv, _node_gpus, planned_template
+from vllm_remedy.operations.lws_eager import revert_expired_toggles
+from vllm_remedy.operations.lws_flags import LwsView, planned_lwt, refuse_failing, view, write_lwt
+from vllm_remedy.operations.util import k8s_host, keeps_its_plan, noop, refuse, server_of, show
+from vllm_remedy.remedies.budget import BudgetRequest, plan_budget
+from vllm_remedy.remedies.pin_gpu import canonical_product, plan_pin
+from vllm_remedy.remedies.plan import Plan, Step
+from vllm_remedy.remedies.predict import Prediction, pinned_gpu, rules_note
+from vllm_remedy.vllm import catalog, resolved
+from vllm_remedy.vllm.memory import EngineSettings
+from vllm_remedy.vllm.parallel import TP, group_flags, world_size
+from vllm_remedy.vllm.versions import version_from_image
+
+
+def plan_group(got: LwsView, gpu: str | None, target_concurrency: float | None, picture: Mapping[str, Any]
+               ) -> tuple[Plan, str]:
+    """The planner's ladder for the group's engine on ``gpu`` (default: the policy's product, else the pinned one)."""
+    ctx = got.ctx
+    server = server_of(got.leader, ctx.container)
+    spec = dict(got.leader.get("spec") or {})
+    label = gpu or ctx.policy.gpu_product or pinned_gpu(spec)
+    if label is None:
+        raise UserError(f"{ctx.where}: the leader's template pins no GPU product and the policy names none; "
+                        "pass gpu=...")
+    card = catalog.gpu(label)
+    model = resolved.model(str(server.model), server.flags.get("revision"))
+    settings = EngineSettings.from_flags(group_flags(server.flags), version_from_image(server.image))
+    running_on = pinned_gpu(spec)
+    same_card = running_on is not None and canonical_product(running_on) == card.product
+    pods = got.pods()
+    world = world_size(server.flags)
+    # the group's world already spans nodes: one node's GPU count bounds tensor parallelism only for a one-pod engine
+    node_gpus = _node_gpus(picture, card.product) if world == 1 else None
+    request = BudgetRequest(model, card, settings, policy=ctx.policy,
+                            failure=_failure(pods, ctx.container) if same_card else None,
+                            target_concurrency=target_concurrency, node_gpus=node_gpus,
+                            logged_kv_tokens=_logged_kv(pods) if same_card else None,
+                            node_selector=dict(spec.get("nodeSelector") or {}), gpu_label=running_on)
+    return plan_budget(request), card.product
+
+
+def _group_step(got: LwsView, plan: Plan, picture: Mapping[str, Any]
+                ) -> tuple[Step | None, dict[str, Any] | None, str]:
+    """The first rung the group can take: no new tensor-parallel split, and (moving to another GPU) capacity for
+    every pod of every group; the leader pinned to the label value those nodes carry; what was skipped."""
+    ctx = got.ctx
+    spec = got.lws.get("spec") or {}
+    pods = int(spec.get("replicas", 1) or 0) * int(got.lwt.get("size", 1) or 1)
+    skipped = []
+    for step in plan.steps:
+        if TP in step.set or step.template.gpu_limit is not None:
+            skipped.append(f"rung {step.rank} ({step.lever}): a new tensor-parallel split changes the group's shape "
+                           "(GPUs per pod, size), not a flag")
+            continue
+        if not step.template.node_selector:
+            return step, None, _skipped(skipped)
+        product = step.gpu or next(iter(step.template.node_selector.values()))
+        gpus = int(((server_of(got.leader, ctx.container).container.get("resources") or {}).get("limits") or {})
+                   .get(ctx.policy.gpu.resource) or ctx.policy.gpu.per_pod)
+        shape = {"replicas": pods, "selector": picture["selector"], "strategy": {"type": "Recreate"}}
+        pin = plan_pin(got.leader, shape, picture["nodes"], picture["pods"], ctx.namespace, ctx.policy.gpu, product,
+                       gpus, ctx.container)
+        if pin.refusal is None:
+            return step, pin.template, _skipped(skipped)
+        skipped.append(f"rung {step.rank} ({step.lever} {product}): {pin.refusal}")
+    return None, None, _skipped(skipped)
+
+
+def _skipped(lines: list[str]) -> str:
+    return ("; skipped " + "; ".join(lines)) if lines else ""
+
+
+@operation()
+@keeps_its_plan
+def smallest_fix(gpu: str | None = None, target_concurrency: float | None = None) -> Iterator[FunctionCommand]:
+    """
+    Apply the planner's smallest change predicted to restore headroom to a LeaderWorkerSet, in the leader's and the
+    workers' templates alike (runbook step 4).
+
+    + gpu: GPU product to plan for; default the policy's first ``gpu.products`` entry, else the product the leader
+      pins (pin it with ``lws_pin.gpu_product`` in the same deploy)
+    + target_concurrency: as ``budget.smallest_fix``
+
+    Refused with one line when no change within policy the group can take is predicted to fit. Nothing happens when
+    the current settings fit with headroom and ``--max-model-len`` is explicit.
+    """
+    try:
+        got = view()
+        ctx = got.ctx
+        picture = host.get_fact(NodeObjects)
+        plan, product = plan_group(got, gpu, target_concurrency, picture)
+        rules = rules_note(version_from_image(server_of(got.leader, ctx.container).image))
+        if plan.verdict == "no_change_needed":
+            noop(state, host, f"{ctx.where} fits on {product} with headroom and an explicit --max-model-len "
+                 f"({Prediction(product, plan.current, rules=rules).line()})")
+            return
+        step, pinned, skipped = _group_step(got, plan, picture)
+        if plan.verdict != "change" or step is None:
+            current = Prediction(product, plan.current, rules=rules)
+            yield from refuse(state, host, f"{ctx.where}: {plan.problem}; no change within policy "
+                              f"{ctx.policy.source} the group can take is predicted to fit{skipped} "
+                              f"({current.line()}); nothing was changed")
+            return
+        leader, notes = planned_template(ctx, pinned or got.leader, step, ctx.client.server_time(),
+                                         pinned=pinned is not None)
+        new = planned_lwt(got, leader)
+    except UserError as exc:
+        where = k8s_host(host).where
+        yield from refuse(state, host, str(exc) if str(exc).startswith(where) else f"{where}: {exc}")
+        return
+    why = refuse_failing(got, new, step.describe())
+    if why is not None:
+        yield from refuse(state, host, why)
+        return
+    show(state, host, [f"problem: {plan.problem}", *(f"note: {n}" for n in plan.notes),
+                       *([f"note: {skipped[2:]}"] if skipped else [])], topic="plan")
+    summary = (f"budget {ctx.where}, leader and workers: {step.describe()} ({step.lever}, rung {step.rank} of "
+               f"{len(plan.steps)})")
+    yield from write_lwt(got, new, action=BUDGET, reason=f"{step.lever}: {step.reason}", summary=summary,
+                         annotations=notes)
+
+
+#: deploys/budget.py's operations for a LeaderWorkerSet before its wait, in order, as ``budget.FIX`` is for a
+#: Deployment, pinning before the smallest change. The pin comes before the revert of expired toggles here:
+#: ``operations.lws_pin`` plans on the set as read, not as this run's earlier operations leave it, so after a planned
+#: revert its --dry diff would be planned on a set -y never sees; the revert and the fix plan on what the pin leaves.
+FIX: tuple[tuple[str, Callable[..., Any], dict[str, Any]], ...] = (
+    ("Pin the GPU type of leader and workers", lws_pin.gpu_product, {"wait": False}),
+    ("Revert expired temporary toggles", revert_expired_toggles, {}),
+    ("Smallest change that restores headroom, leader and workers", smallest_fix, {}),
+)
