@@ -10,9 +10,10 @@ refused host — no body runs, no change is counted (the ``-`` of pyinfra's tabl
 it — and prints one ``not run:`` line naming the refusal. Every operation of every deploy is covered, ours or not,
 without each body having to ask.
 
-Under pyinfra's CLI the host is also marked failed, so ``--dry`` and a declined prompt exit 1 as ``-y`` does (the
-host still executes its earlier operations, then fails at the refusal). ``vllm-remedy drift`` runs bodies in-process
-and reads :func:`refusal` instead: its report says "fix refused", never "would change".
+The exit status of ``--dry`` is left as it was: 0 for a refusal the operation itself makes (``refuse``: shown, the
+host fails at execute), 1 for a write the GitOps stance refuses (``plan.keeps_its_plan`` marks that host failed).
+``vllm-remedy drift`` runs bodies in-process and reads :func:`refusal` instead: its report says "fix refused", never
+"would change".
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import pyinfra
 from pyinfra import logger
 from pyinfra.context import ctx_host
 
@@ -54,7 +54,7 @@ def op_name(state: Any, op_hash: str | None) -> str:
 
 def record(state: Any, host: Any, reason: str) -> None:
     """While detecting changes: ``host`` is refused by the operation being planned (``reason``, one line). Its later
-    operations are not planned; under pyinfra's CLI the host is marked failed (``--dry`` exits 1, as ``-y``)."""
+    operations are not planned."""
     real = _state(state, host)
     if real is None or real.is_executing:
         return
@@ -63,8 +63,6 @@ def record(state: Any, host: Any, reason: str) -> None:
         op_hash = str(getattr(host, "current_op_hash", None) or "")
         _REFUSED[key] = Refusal(op_name(real, op_hash), op_hash, " ".join(str(reason).split()))
     _install(real)
-    if pyinfra.is_cli:
-        real.failed_hosts.add(host)  # pyinfra's exit reads failed_hosts; the host still runs, and fails there
 
 
 def refusal(state: Any, host: Any) -> Refusal | None:
