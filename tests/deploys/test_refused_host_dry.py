@@ -12,8 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from fixtures import pyinfra_run
-from fixtures.budget_world import BUDGET, MODEL, scenario, with_args
-from fixtures.drift_world import add_vllm_deployment
+from fixtures.budget_world import BUDGET, MODEL, prompted_run, scenario, with_args
+from fixtures.drift_world import UNIT, add_vllm_deployment, set_args
+from fixtures.drift_world import inventory as drift_inventory
+from fixtures.drift_world import policy as drift_policy
 from fixtures.pyinfra_run import ROOT, Rehearsal, detected_changes, host_lines, plain
 from fixtures.restore_world import HOST, L4_TOLERATION, incident
 
@@ -157,3 +159,28 @@ def test_a_budget_predicted_not_to_fit_counts_no_change_in_the_dry_run_as_in_the
     assert planned == made_changes(real.stderr, HOST) == [], (planned, real.stderr)
     assert len([line for line in host_lines(real.stderr, HOST) if "no change within policy" in line]) == 1
     assert generation(rehearsal) == before["metadata"]["generation"]
+
+
+def test_an_approved_plan_that_stops_at_a_refusal_stops_there_even_if_the_refusal_is_gone_at_execute(
+        rehearsal: Rehearsal, tmp_path: Path) -> None:
+    """The prompt showed the budget refused (GitOps stance) and nothing after it; at the prompt a colleague takes
+    the Deployment out of Flux and sets --max-model-len themselves. The run must not go on to wait for their
+    rollout - a step the operator was told would not run: the host fails at the refused step, saying why."""
+    flux = {"kustomize.toolkit.fluxcd.io/name": "apps", "kustomize.toolkit.fluxcd.io/namespace": "flux-system"}
+    set_args(rehearsal, IMPLICIT, labels=flux)
+    inv = drift_inventory(tmp_path, rehearsal.kubeconfig, drift_policy(tmp_path, UNIT + "gitops: refuse\n"))
+
+    def colleague(dep: dict[str, Any]) -> None:
+        for key in flux:
+            dep["metadata"]["labels"].pop(key, None)
+        dep["spec"]["template"]["spec"]["containers"][0]["args"] = [*IMPLICIT, "--max-model-len", "16384"]
+
+    got = prompted_run(rehearsal, BUDGET, lambda: rehearsal.change(colleague), timeout=120, inventory=inv)
+    assert got.returncode == 1, got.stderr
+    lines = host_lines(got.stderr, HOST)
+    assert any("the plan you approved stops here, refused (deployment llm/llama-8b is managed by Flux" in line
+               and line.endswith("it would not be refused now: nothing was written — re-run to plan against the new "
+                                 "state") for line in lines), lines
+    assert made_changes(got.stderr, HOST) == [], got.stderr
+    notes = rehearsal.client().get_deployment("llm", "llama-8b")["metadata"].get("annotations") or {}
+    assert "vllm-remedy.io/last-action" not in notes
