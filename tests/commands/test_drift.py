@@ -39,12 +39,13 @@ def test_in_sync_exits_0_in_both_conventions(rehearsal: Rehearsal, tmp_path: Pat
     doc = as_json(got)
     assert (doc["apiVersion"], doc["kind"]) == ("vllm-remedy.io/v1alpha1", "DriftReport")
     assert doc["status"] | {"exitCodes": None} == {"result": "NoDrift", "exitCode": 0, "exitCodes": None, "hosts": 1,
+                                                     "fixRefused": 0,
                                                      "inSync": 1, "drifted": 0, "errors": 0, "unknown": 0}
     assert statuses(doc) == dict.fromkeys(CHECKS, "pass")
     host = doc["hosts"][0]
     assert host["checks"][2]["detail"] == "matches known-good unit llama-8b-v085"
     assert host["checks"][5]["detail"] == "predicted maximum concurrency 12.08x ≥ peak 8 on NVIDIA-L40S"
-    assert host["fix"] == {"operations": [], "note": None}
+    assert host["fix"] == {"operations": [], "changes": 0, "refused": None, "note": None}
     assert host["gitops"] is None
     assert cli("drift", "-i", inv, "--detailed-exitcode").returncode == 0
     human = cli("drift", "-i", inv)
@@ -146,7 +147,8 @@ def test_api_error_is_an_error_never_no_drift(rehearsal: Rehearsal, tmp_path: Pa
     assert got.returncode == 2
     doc = as_json(got)
     assert doc["status"] | {"exitCodes": None} == {"result": "Error", "exitCode": 2, "exitCodes": None, "hosts": 1,
-                                                     "inSync": 0, "drifted": 0, "errors": 1, "unknown": 0}
+                                                     "inSync": 0, "drifted": 0, "fixRefused": 0, "errors": 1,
+                                                     "unknown": 0}
     assert doc["hosts"][0]["status"] == "Error"
     assert "injected fault: 500 on list" in doc["hosts"][0]["error"]
     assert f"vllm-remedy: error: {HOST}: {doc['hosts'][0]['error']}" in got.stderr.splitlines()
@@ -287,7 +289,8 @@ def test_a_crash_looping_model_outside_the_catalog_is_never_in_sync(rehearsal: R
                                                                      cli) -> None:
     """gpt-oss-20b is not in the model catalog and, offline with an empty Hugging Face cache, resolves nowhere:
     nothing can be predicted and vLLM refuses to start. Both are findings - an unknown prediction (saying why) and a
-    crash loop - so the run exits 1 (detailed: 2), never 0."""
+    crash loop - and the budget refuses to plan a fix it cannot predict, so the run exits 3 (drift whose fix is
+    refused, in both conventions), never 0."""
     set_args(rehearsal, ["--model", "openai/gpt-oss-20b", "--max-model-len", "16384",
                          "--gpu-memory-utilization", "0.90", "--max-num-seqs", "64"])
     assert rehearsal.cluster.wait_for(lambda: _crash_looping(rehearsal), timeout=60)
@@ -297,8 +300,8 @@ def test_a_crash_looping_model_outside_the_catalog_is_never_in_sync(rehearsal: R
     got = cli("drift", "-i", inv, "-o", "json")
     doc = as_json(got)
     host = doc["hosts"][0]
-    assert got.returncode == 1, json.dumps(host["checks"])
-    assert host["status"] == "Drifted" and doc["status"]["result"] == "Drift"
+    assert got.returncode == 3, json.dumps(host["checks"])
+    assert host["status"] == "FixRefused" and doc["status"]["result"] == "DriftFixRefused"
     checks = {c["check"]: c for c in host["checks"]}
     assert checks["prediction"]["status"] == "unknown"
     assert checks["prediction"]["detail"] == ("model openai/gpt-oss-20b: not in the catalog nor the local Hugging Face "
@@ -307,14 +310,17 @@ def test_a_crash_looping_model_outside_the_catalog_is_never_in_sync(rehearsal: R
     assert checks["crash-loop"]["detail"].startswith("revision 15 crash-loops: pod llama-8b-"), checks["crash-loop"]
     assert checks["crash-loop"]["detail"].endswith("; startup log: unclassified")  # vLLM's refusal, no OOM class
     assert host["drifted"] == ["crash-loop"] and host["unknown"] == ["concurrency", "prediction"]
-    assert cli("drift", "-i", inv, "--detailed-exitcode").returncode == 2
+    assert host["fix"]["refused"] == {"operation": "Smallest change that restores headroom",
+                                      "reason": f"deployment llm/llama-8b: {checks['prediction']['detail']}"}
+    assert cli("drift", "-i", inv, "--detailed-exitcode").returncode == 3
     human = cli("drift", "-i", inv).stdout.splitlines()
     assert human[0].startswith(f"{HOST}: DRIFTED (") and "crash-loop" in human[0], human
     # a policy that accepts unknown still sees the crash loop: acceptance covers what cannot be judged, only
     accepting = inventory(tmp_path, rehearsal.kubeconfig, policy(tmp_path, covers + "drift: {unknown: in-sync}\n",
                                                                  name="accepting"), name="inv2")
     host = as_json(cli("drift", "-i", accepting, "-o", "json"))["hosts"][0]
-    assert (host["status"], host["acceptsUnknown"], host["unknown"]) == ("Drifted", True, ["concurrency", "prediction"])
+    assert (host["status"], host["acceptsUnknown"], host["unknown"]) == ("FixRefused", True,
+                                                                         ["concurrency", "prediction"])
 
 
 # Real vLLM 0.6.4 log, Llama-3.1-8B at max-model-len 29000 (source: tests/data/logs/SOURCES.md).
@@ -334,8 +340,10 @@ def test_a_crash_loop_is_drift_whatever_the_other_checks_say(rehearsal: Rehearsa
     got = cli("drift", "-i", inv, "-o", "json")
     doc = as_json(got)
     host = doc["hosts"][0]
-    assert (got.returncode, host["status"], host["drifted"], host["unknown"]) == (1, "Drifted", ["crash-loop"], []), (
-        json.dumps(host["checks"]))
+    # the budget's fix is refused: the known-good unit is predicted to fit already
+    assert (got.returncode, host["status"], host["drifted"], host["unknown"]) == (
+        3, "FixRefused", ["crash-loop"], []), json.dumps(host["checks"])
+    assert host["fix"]["changes"] == 0 and "no change within policy" in host["fix"]["refused"]["reason"]
     detail = next(c["detail"] for c in host["checks"] if c["check"] == "crash-loop")
     assert detail.startswith("revision 15 crash-loops: pod llama-8b-") and "(last exit 1, Error)" in detail, detail
     assert "startup log: max_len_exceeds_kv" in detail, detail

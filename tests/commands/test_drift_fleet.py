@@ -36,7 +36,8 @@ def test_fleet_drift_requests_grow_with_namespaces_and_crashes_not_hosts(tmp_pat
     doc = as_json(got)
     assert got.returncode == 1, got.stderr  # every fifth Deployment has no --max-model-len: drift, not an error
     assert doc["status"] | {"exitCodes": None} == {"result": "Drift", "exitCode": 1, "exitCodes": None, "hosts": 28,
-                                                     "inSync": 16, "drifted": 12, "errors": 0, "unknown": 0}
+                                                     "inSync": 16, "drifted": 12, "fixRefused": 0, "errors": 0,
+                                                     "unknown": 0}
     crash = {h["host"]: c["status"] for h in doc["hosts"] for c in h["checks"] if c["check"] == "crash-loop"}
     assert sorted(h for h, status in crash.items() if status != "pass") == [
         f"@k8s/c{i}/ns{j}/vllm-006" for i in range(2) for j in range(2)]

@@ -128,3 +128,30 @@ def test_a_shifted_route_gets_the_shift_backs_reason_as_its_note_not_the_known_g
     both = report.host_entry({"host": "h", "checks": [unit, route], "fix": [waiting]})["fix"]["note"]
     assert both.startswith("no operation of the deploys changes this: roll to a known-good unit")
     assert both.endswith(f"not yet: {waiting['noop']}")
+
+
+def test_drift_whose_fix_is_refused_has_its_own_status_and_exit_code_and_counts_no_change() -> None:
+    """In sync 0, drift a deploy would fix 1 (detailed 2), drift whose fix is refused 3 in both, an error 2 (detailed
+    1) whatever else: a refused fix is never "N changes", and the operations after it are not run."""
+    drift = [{"check": "max-model-len", "status": "drift", "detail": "not set"}]
+    pin = {"operation": "Pin the GPU type", "changes": False, "refused": "pin: no node", "notRun": False,
+           "lines": ["refused: pin: no node"], "noop": None}
+    after = {"operation": "Smallest change", "changes": False, "refused": None, "notRun": True, "lines": [],
+             "noop": None}
+    fixable = {"operation": "Smallest change", "changes": True, "refused": None, "notRun": False, "lines": ["+x"],
+               "noop": None}
+    refused = {"host": "a", "checks": drift, "fix": [pin, after]}
+    entry = report.host_entry(refused)
+    assert entry["status"] == report.FIX_REFUSED
+    assert (entry["fix"]["changes"], entry["fix"]["refused"]) == (0, {"operation": "Pin the GPU type",
+                                                                      "reason": "pin: no node"})
+    assert [op["operation"] for op in entry["fix"]["operations"]] == ["Pin the GPU type", "Smallest change"]
+    other = {"host": "b", "checks": drift, "fix": [fixable]}
+    insync = {"host": "c", "checks": [{"check": "max-model-len", "status": "pass", "detail": "set"}], "fix": []}
+    for hosts, plain, detailed in (([insync], 0, 0), ([insync, other], 1, 2), ([other, refused], 3, 3),
+                                   ([refused, {"host": "d", "error": "down"}], 2, 1)):
+        assert report.drift_report({"hosts": hosts}, NOW)["status"]["exitCode"] == plain, hosts
+        assert report.drift_report({"hosts": hosts}, NOW, True)["status"]["exitCode"] == detailed, hosts
+    doc = report.drift_report({"hosts": [other, refused]}, NOW)
+    assert (doc["status"]["result"], doc["status"]["drifted"], doc["status"]["fixRefused"]) == ("DriftFixRefused", 1, 1)
+    assert report.host_entry(other)["fix"]["changes"] == 1

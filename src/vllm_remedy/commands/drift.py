@@ -8,6 +8,7 @@ the prediction). A host that could not be checked is an error, never "no drift".
 Exit codes:
   0 no drift, 1 drift, 2 error (also bad input)
   with --detailed-exitcode: 0 no drift, 2 drift, 1 error (also bad input)
+  3 in both: drift whose fix the deploys refuse (GitOps stance, predicted not to fit, policy): a run would stop there
 
 Examples:
   vllm-remedy drift -i inventories/local.py
@@ -28,7 +29,7 @@ from vllm_remedy.errors import UserError
 
 NAME = "drift"
 ORDER = 60
-HELP = "check every host against its policy, show the fix; exit 0 none / 1 drift / 2 error"
+HELP = "check every host against its policy, show the fix; exit 0 none / 1 drift / 2 error / 3 fix refused"
 JOB = "vllm-remedy-drift"
 
 

@@ -1,7 +1,9 @@
 """The versioned ``DriftReport`` / ``ExpireReport``, their exit codes, human views and metrics (pure).
 
 Exit codes follow kubectl diff / flux diff / argocd app diff: 0 in sync, 1 drift, 2 error; with
-``--detailed-exitcode`` Terraform's and helm-diff's: 0 in sync, 2 drift, 1 error. A host that could not be
+``--detailed-exitcode`` Terraform's and helm-diff's: 0 in sync, 2 drift, 1 error. Drift whose fix the deploys
+refuse (the GitOps stance ``refuse``, no change predicted to fit, the policy's bounds) exits 3 in both: a deploy run
+would stop at the refusal, so a scheduled job must page a human, not run the deploy. A host that could not be
 checked makes the whole run an error — whatever the other hosts say — so an unreachable cluster, a failed
 API call or a broken policy can never read as "no drift". Likewise a host whose checks could not judge it
 (a model or GPU outside the catalogs) is ``Unknown`` and exits as drift does: unknown is not in sync —
@@ -18,9 +20,12 @@ from vllm_remedy.envelope import envelope
 from vllm_remedy.kube.annotations import parse_rfc3339
 from vllm_remedy.metrics import Metrics
 
-IN_SYNC, DRIFTED, UNKNOWN, ERROR = "InSync", "Drifted", "Unknown", "Error"
-EXIT = {False: {IN_SYNC: 0, DRIFTED: 1, UNKNOWN: 1, ERROR: 2}, True: {IN_SYNC: 0, DRIFTED: 2, UNKNOWN: 2, ERROR: 1}}
-_RESULT = {IN_SYNC: "NoDrift", DRIFTED: "Drift", UNKNOWN: "Unknown", ERROR: "Error"}
+IN_SYNC, DRIFTED, UNKNOWN, FIX_REFUSED, ERROR = "InSync", "Drifted", "Unknown", "FixRefused", "Error"
+EXIT = {False: {IN_SYNC: 0, DRIFTED: 1, UNKNOWN: 1, FIX_REFUSED: 3, ERROR: 2},
+        True: {IN_SYNC: 0, DRIFTED: 2, UNKNOWN: 2, FIX_REFUSED: 3, ERROR: 1}}
+_RESULT = {IN_SYNC: "NoDrift", DRIFTED: "Drift", UNKNOWN: "Unknown", FIX_REFUSED: "DriftFixRefused", ERROR: "Error"}
+#: Worst first: a host that could not be checked, then drift no deploy will fix, then drift a deploy fixes.
+_WORST = (ERROR, FIX_REFUSED, DRIFTED, UNKNOWN)
 
 
 def _rfc3339(seconds: float) -> str:
@@ -30,12 +35,13 @@ def _rfc3339(seconds: float) -> str:
 def host_status(host: Mapping[str, Any]) -> str:
     """A host that could not be checked is an error, one that could not be judged unknown, never in sync:
     silence must not read as health — unless its policy accepts unknown (``drift.unknown: in-sync``, set by the
-    runner as ``accept_unknown``). Drift wins over unknown, as it names something to fix."""
+    runner as ``accept_unknown``). Drift wins over unknown, as it names something to fix; drift whose fix the deploys
+    refuse is ``FixRefused``: a deploy run would stop at the refusal, so it is not drift "a run would fix"."""
     if host.get("error"):
         return ERROR
     found = {c["status"] for c in host.get("checks") or []}
     if "drift" in found:
-        return DRIFTED
+        return FIX_REFUSED if refusal_of(host) is not None else DRIFTED
     return UNKNOWN if "unknown" in found and not host.get("accept_unknown") else IN_SYNC
 
 
@@ -45,20 +51,33 @@ ROUTE_CHECK = "fallback-route"
 SHIFT_BACK = "Shift traffic back from the fallback once the primary is stable"
 
 
+def refusal_of(host: Mapping[str, Any]) -> dict[str, str] | None:
+    """The operation of the fix that is refused and why (a deploy run fails the host there), else None."""
+    said = next((op for op in host.get("fix") or [] if op.get("refused")), None)
+    return None if said is None else {"operation": said["operation"], "reason": said["refused"]}
+
+
 def _fix(host: Mapping[str, Any], drifted: list[str]) -> dict[str, Any]:
-    ops = [op for op in host.get("fix") or [] if op.get("changes") or op.get("lines")]
+    """The fix as a deploy run would make it: its operations (refused / would change / no change / not run), how
+    many would change, and the refusal a run stops at — never counted as a change."""
+    ops = [op for op in host.get("fix") or [] if op.get("changes") or op.get("lines") or op.get("notRun")]
     waiting = [op["noop"] for op in host.get("fix") or [] if op.get("operation") == SHIFT_BACK and op.get("noop")]
+    refused = refusal_of(host)
+    changes = sum(bool(op.get("changes")) for op in ops)
+    if not any(op.get("changes") or op.get("lines") for op in ops):
+        ops = []  # nothing would run that says or changes anything
     notes = []
     if host.get("fix_note"):  # a kind no deploy fixes yet: checked and said, never an error
         notes.append(host["fix_note"])
-    elif drifted and any(op.get("refused") for op in ops):
-        notes.append("the deploys refuse part of the fix (reason above): make that change in Git or by hand")
-    elif [c for c in drifted if c != ROUTE_CHECK] and not any(op.get("changes") for op in ops):
+    elif drifted and refused is not None:
+        notes.append(f"the deploys refuse the fix ({refused['operation']}: reason above) and a run stops there: "
+                     "make that change in Git or by hand")
+    elif [c for c in drifted if c != ROUTE_CHECK] and not changes:
         notes.append("no operation of the deploys changes this: roll to a known-good unit (deploys/restore.py), "
                      "test this one in staging and add it to the policy, or edit the Deployment")
     if ROUTE_CHECK in drifted and waiting:
         notes.append(f"deploys/restore.py shifts the route back once the primary is stable; not yet: {waiting[0]}")
-    return {"operations": ops, "note": "; ".join(notes) or None}
+    return {"operations": ops, "changes": changes, "refused": refused, "note": "; ".join(notes) or None}
 
 
 def host_entry(host: Mapping[str, Any]) -> dict[str, Any]:
@@ -76,9 +95,9 @@ def host_entry(host: Mapping[str, Any]) -> dict[str, Any]:
 
 def overall(statuses: list[str]) -> str:
     """Worst status wins, and an empty run is an error so a misconfigured inventory cannot pass."""
-    if not statuses or ERROR in statuses:
+    if not statuses:
         return ERROR
-    return DRIFTED if DRIFTED in statuses else UNKNOWN if UNKNOWN in statuses else IN_SYNC
+    return next((s for s in _WORST if s in statuses), IN_SYNC)
 
 
 def drift_report(result: Mapping[str, Any], now: float, detailed: bool = False) -> dict[str, Any]:
@@ -90,10 +109,11 @@ def drift_report(result: Mapping[str, Any], now: float, detailed: bool = False) 
         "metadata": {"inventory": result.get("inventory"), "limit": list(result.get("limit") or []),
                      "generatedAt": _rfc3339(now), "seconds": result.get("seconds")},
         "status": {"result": _RESULT[state], "exitCode": EXIT[detailed][state],
-                   "exitCodes": "detailed (0 none, 2 drift or unknown, 1 error)" if detailed
-                   else "0 none, 1 drift or unknown, 2 error",
+                   "exitCodes": "detailed (0 none, 2 drift or unknown, 3 drift whose fix is refused, 1 error)"
+                   if detailed else "0 none, 1 drift or unknown, 3 drift whose fix is refused, 2 error",
                    "hosts": len(hosts), "inSync": statuses.count(IN_SYNC), "drifted": statuses.count(DRIFTED),
-                   "errors": statuses.count(ERROR), "unknown": statuses.count(UNKNOWN)},
+                   "fixRefused": statuses.count(FIX_REFUSED), "errors": statuses.count(ERROR),
+                   "unknown": statuses.count(UNKNOWN)},
         "hosts": hosts,
     })
 
@@ -107,6 +127,7 @@ def render_drift(report: Mapping[str, Any]) -> str:
             continue
         accepted = f" (unknown accepted by policy: {', '.join(h['unknown'])})" if h["unknown"] else ""
         head = {IN_SYNC: f"in sync{accepted}", DRIFTED: f"DRIFTED ({', '.join(h['drifted'])})",
+                FIX_REFUSED: f"DRIFTED ({', '.join(h['drifted'])}), fix refused",
                 UNKNOWN: f"UNKNOWN ({', '.join(h['unknown'])}): not in sync"}[h["status"]]
         out.append(f"{h['host']}: {head}")
         for c in h["checks"]:
@@ -123,15 +144,20 @@ def render_drift(report: Mapping[str, Any]) -> str:
         if fix["operations"]:
             out.append("  fix (the deploys' operations, planned, nothing written):")
             for op in fix["operations"]:
-                state = "refused" if op.get("refused") else "would change" if op.get("changes") else "no change"
+                state = ("refused" if op.get("refused") else "not run: the host stops at the refusal"
+                         if op.get("notRun") else "would change" if op.get("changes") else "no change")
                 out.append(f"    {op['operation']}: {state}")
                 out += [f"      {line}" for line in op.get("lines") or []]
+            if fix.get("refused"):
+                out.append(f"  fix refused: {fix['refused']['operation']}: {fix['refused']['reason']} — a deploy run "
+                           f"stops there ({fix['changes']} change(s) before it)")
         if fix.get("note"):
             out.append(f"  note: {fix['note']}")
         out.append("")
     s = report["status"]
     unknown = f"{s['unknown']} unknown, " if s["unknown"] else ""
-    out.append(f"{s['hosts']} host(s): {s['inSync']} in sync, {s['drifted']} drifted, {unknown}{s['errors']} "
+    refused = f"{s['fixRefused']} drifted with the fix refused, " if s["fixRefused"] else ""
+    out.append(f"{s['hosts']} host(s): {s['inSync']} in sync, {s['drifted']} drifted, {refused}{unknown}{s['errors']} "
                f"error(s) -> {s['result']} (exit {s['exitCode']})")
     return "\n".join(out) + "\n"
 

@@ -45,7 +45,7 @@ from vllm_remedy.drift.workloads import NO_FIX, HostFailed, deployment_of, fix_n
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.errors import NotFoundError
 from vllm_remedy.operations import budget, inferenceservice, restore, workload
-from vllm_remedy.operations.util import K8sHost, forget, forget_plans, k8s_host
+from vllm_remedy.operations.util import K8sHost, forget, forget_plans, k8s_host, refusal
 from vllm_remedy.policy import Policy
 from vllm_remedy.remedies.enforce_eager import UNREADABLE
 from vllm_remedy.remedies.enforce_eager import expired as expired_toggles
@@ -225,7 +225,9 @@ def _route_check(ctx: K8sHost) -> checks.Check:
 
 
 def _operation(run: Run, host: Host, label: str, op: Callable[..., Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    """Run one operation in change-detection mode; what it printed, whether it would change, any refusal."""
+    """Run one operation in change-detection mode; what it printed, whether it would change, any refusal.
+
+    A refusal (``operations.util.refusal``) is no change: a deploy run fails the host there, writing nothing."""
     meta = run.state.get_meta_for_host(host)
     before = meta.ops_change
     run.log.begin(host.name, label)
@@ -239,9 +241,15 @@ def _operation(run: Run, host: Host, label: str, op: Callable[..., Any], kwargs:
     said = run.log.take(host.name, label)
     lines = [line for line in said if not line.startswith(NOOP)]
     noop = next((line.removeprefix(NOOP) for line in said if line.startswith(NOOP)), None)
-    refused = next((line.removeprefix("refused: ") for line in lines if line.startswith("refused:")), None)
-    return {"operation": label, "changes": meta.ops_change > before, "refused": refused, "lines": lines,
-            "noop": noop}
+    stop = refusal.refusal(run.state, host)
+    refused = stop.reason if stop is not None else None
+    return {"operation": label, "changes": meta.ops_change > before and refused is None, "refused": refused,
+            "notRun": False, "lines": lines, "noop": noop}
+
+
+def not_run(label: str) -> dict[str, Any]:
+    """An operation after a refusal: a deploy run stops the host at the refusal, so it neither runs nor changes."""
+    return {"operation": label, "changes": False, "refused": None, "notRun": True, "lines": [], "noop": None}
 
 
 def _without_unreadable(result: dict[str, Any]) -> dict[str, Any]:
@@ -263,7 +271,10 @@ def plan_host(run: Run, host: Host) -> dict[str, Any]:
     owner = gitops.detect(deployment)
     operations = ([("Smallest flag change that restores headroom", inferenceservice.smallest_fix, {})] if isvc
                   else [] if kind in NO_FIX else fix_operations(ctx.policy))
-    fix = [_without_unreadable(_operation(run, host, label, op, kwargs)) for label, op, kwargs in operations]
+    fix: list[dict[str, Any]] = []
+    for label, op, kwargs in operations:  # in the deploy's order; a refusal stops the host, as it stops a run
+        refused = any(f["refused"] for f in fix)
+        fix.append(not_run(label) if refused else _without_unreadable(_operation(run, host, label, op, kwargs)))
     return {"host": host.name, "error": None, "policy": ctx.policy.source, "cluster_time": now,
             "fix_note": fix_note(kind),
             "accept_unknown": ctx.policy.drift.accepts_unknown,
@@ -324,7 +335,9 @@ def expire(inventory_path: str, limit: Iterable[str] = ()) -> dict[str, Any]:
                 result["lines"] = result.get("lines", []) + run.log.take(name, label)
                 failed = any(h.name == name for h in run.state.failed_hosts)
                 result["reverted"] = [] if failed or not result["changes"] else due.get(name, [])
-                if failed:
+                if result.get("refused"):  # refused while planned: nothing was run, nothing written
+                    result["error"] = result["refused"]
+                elif failed:
                     result["error"] = run.log.error(name, "revert failed")
                 elif due.get(name) and (result.get("noop") or "").startswith(workload.KEPT):
                     result["error"] = result["noop"]  # refused like any write predicted not to start: exit 1

@@ -9,9 +9,11 @@ edited by someone else since it was read; if so the host fails with one line ins
 
 The second run may also find a *different* change: a crash record written on the target's ReplicaSet at the
 prompt moves a rollback to an older revision, while the Deployment, which the write's guard tests, is unchanged.
-A write the policy's GitOps stance refuses is no change: while detecting, a body holding one yields nothing and
-its host is marked failed, so ``--dry`` and the prompt show the refusal once, count nothing for it, and ``--dry``
-exits 1 as the run will (under pyinfra's CLI; drift reports refusals itself).
+A refusal is no change: while detecting, a body that refuses (``refuse``, or a write the policy's GitOps stance
+refuses) yields nothing and its host's later operations are not planned (``refusal``), so ``--dry`` and the prompt
+show the refusal once and count nothing for it or after it, as ``-y`` changes nothing there. A GitOps refusal also
+marks the host failed, so ``--dry`` exits 1 as the run will (under pyinfra's CLI; drift reports refusals itself).
+An approved plan that stops at a refusal stops there at execute too, even if the body would no longer refuse.
 
 So the writes a body planned are remembered by what they say they do (their summary up to " — ", the part
 that names the object and the change, not why), and a body that would write something else at execute fails
@@ -29,6 +31,7 @@ from pyinfra.api import FunctionCommand
 from pyinfra.context import ctx_host, ctx_state
 
 from vllm_remedy.errors import UserError
+from vllm_remedy.operations.util import refusal
 from vllm_remedy.operations.util.context import k8s_host
 from vllm_remedy.operations.util.write import changed_since, fail, refused, run_id, run_write
 
@@ -36,6 +39,8 @@ Body = TypeVar("Body", bound=Callable[..., Iterator[Any]])
 
 #: (run, host, operation hash) of every body run while changes were detected -> the writes it planned.
 _PLANNED: dict[tuple[int, str, str], tuple[str, ...]] = {}
+#: The same key of a body refused while changes were detected -> the refusal's reason.
+_REFUSED_PLANS: dict[tuple[int, str, str], str] = {}
 
 
 def _key() -> tuple[int, str, str] | None:
@@ -57,13 +62,23 @@ def keeps_its_plan(body: Body) -> Body:
         writes = _writes(commands)
         if key is not None and not executing:
             _PLANNED[key] = writes
-            if pyinfra.is_cli and any(isinstance(c, FunctionCommand) and c.function is refused for c in commands):
-                # a write the GitOps stance refuses: shown once already; no change to count, and --dry exits
-                # non-zero as the run will (pyinfra's exit reads failed_hosts; the host still runs, and fails).
-                # Only under pyinfra's CLI: drift runs bodies in-process and reports refusals itself
-                state, host = ctx_state.get(), ctx_host.get()
-                (getattr(host, "state", None) or state).failed_hosts.add(host)
+            state, host = ctx_state.get(), ctx_host.get()
+            said = refusal.refused_here(state, host)
+            if said is not None:
+                # a refusal (``refuse`` or the GitOps stance): shown once already, no change to count, the host's
+                # later operations not planned (``refusal``)
+                _REFUSED_PLANS[key] = said.reason
+                if pyinfra.is_cli and any(isinstance(c, FunctionCommand) and c.function is refused for c in commands):
+                    # the GitOps stance: --dry exits non-zero as the run will (pyinfra's exit reads failed_hosts; the
+                    # host still runs, and fails). Only under pyinfra's CLI: drift reports refusals itself
+                    (getattr(host, "state", None) or state).failed_hosts.add(host)
                 return
+        elif key is not None and key in _REFUSED_PLANS and not _refuses(commands):
+            # approved: the host stops here. Whatever this body would do now, it is not what was approved
+            yield FunctionCommand(fail, (f"{k8s_host(ctx_host.get()).where}: the plan you approved stops here, "
+                                         f"refused ({_REFUSED_PLANS[key]}); it would not be refused now: nothing was "
+                                         "written — re-run to plan against the new state",), {})
+            return
         elif key is not None and key in _PLANNED and writes != _PLANNED[key]:
             planned = _PLANNED[key]
             message = edited_since_read() if not commands and planned else None
@@ -78,6 +93,11 @@ def keeps_its_plan(body: Body) -> Body:
         yield from commands
 
     return guarded  # type: ignore[return-value]
+
+
+def _refuses(commands: list[Any]) -> bool:
+    """Whether ``commands`` fail the host as a refusal does (``refuse``'s ``fail``, the GitOps stance's ``refused``)."""
+    return any(isinstance(c, FunctionCommand) and c.function in (fail, refused) for c in commands)
 
 
 def _writes(commands: list[Any]) -> tuple[str, ...]:
@@ -107,5 +127,6 @@ def edited_since_read(fresh: dict[str, Any] | None = None) -> str | None:
 
 def forget_plans(state: Any) -> None:
     """Drop one run's planned-change records (the Python API reuses the process)."""
-    for key in [k for k in _PLANNED if k[0] == id(state)]:
-        _PLANNED.pop(key, None)
+    for store in (_PLANNED, _REFUSED_PLANS):
+        for key in [k for k in store if k[0] == id(state)]:
+            store.pop(key, None)

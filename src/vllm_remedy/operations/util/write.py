@@ -36,7 +36,7 @@ from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.kube.diff import unified_template_diff
 from vllm_remedy.kube.history import REVISION
 from vllm_remedy.kube.patch import apply_ops, json_patch, new_change_id, send_patch, with_change_id
-from vllm_remedy.operations.util import planned
+from vllm_remedy.operations.util import planned, refusal
 from vllm_remedy.operations.util.context import K8sHost, k8s_host
 from vllm_remedy.operations.util.show import note, show
 from vllm_remedy.remedies.predict import Prediction
@@ -120,6 +120,7 @@ def forget(state: Any) -> None:
             del store[key]
     _DETECTED.difference_update([k for k in _DETECTED if k[0] == id(state)])
     planned.forget(id(state))
+    refusal.forget(id(state))
 
 
 def run_write(state: Any, host: Any, path: str, build: BuildOps, label: str, required: bool = True) -> bool:
@@ -184,6 +185,7 @@ def write_command(path: str, build: BuildOps, label: str, *, required: bool = Tr
             except (UserError, jsonpatch.JsonPatchException, jsonpatch.JsonPointerException):
                 said = gitops.Verdict(True, ())  # the write itself reports a broken plan, at execute
             if not said.write and required:
+                refusal.record(state, host, said.refusal or "refused")  # the host's later operations are not planned
                 return FunctionCommand(refused, (f"refused: {said.refusal}", said.shown), {})
     return FunctionCommand(run_write, (path, build, label, required), {})
 
@@ -222,9 +224,14 @@ def refused(state: Any, host: Any, message: str, shown: bool = False) -> bool:
 
 def refuse(state: Any, host: Any, message: str) -> Iterator[FunctionCommand]:
     """Show ``message`` while detecting changes and fail the host at execute (bodies must not raise); a ``-y`` run,
-    which detects nothing, prints it once, as the failure."""
+    which detects nothing, prints it once, as the failure.
+
+    While detecting nothing is yielded: a refusal is no change (``-y`` fails there, changing nothing), so pyinfra
+    counts none for it, and :mod:`.refusal` keeps the host's later operations from being planned."""
     if not state.is_executing:
         show(state, host, [f"refused: {' '.join(message.split())}"], topic="refuse")
+        refusal.record(state, host, message)
+        return
     yield FunctionCommand(fail, (message,), {})
 
 
