@@ -8,13 +8,24 @@ confirmed with, which ``restore`` puts back); a StatefulSet's or LeaderWorkerSet
 restore reads it. A second run changes nothing. On failure the host fails with the reasons and nothing is marked.
 """
 
-from vllm_remedy.operations import confirm, evidence, kinds, lws_evidence, set_confirm, sts_evidence, workload
+from vllm_remedy.operations import (
+    confirm,
+    evidence,
+    kinds,
+    lws_eager,
+    lws_evidence,
+    set_confirm,
+    sts_evidence,
+    workload,
+)
 
 if kinds.handles("statefulset", "leaderworkerset"):
-    # A revision seen dying loses its mark here too (restore must not return to it); a confirmed one keeps it.
+    # As for a Deployment: an expired toggle comes off first; a revision seen dying loses its mark.
     if kinds.handles("statefulset"):
+        workload.revert_expired_toggles(name="Revert expired temporary toggles")
         sts_evidence.crash_recorded(name="Record crash-looping revisions on their ControllerRevisions")
     else:
+        lws_eager.revert_expired_toggles(name="Revert expired temporary toggles")
         lws_evidence.crash_recorded(name="Record crash-looping revisions on their ControllerRevisions")
     set_confirm.rolled_out(name="Wait until the new pods are Ready")
     set_confirm.marked_known_good(name="Confirm and mark the running revision known-good")

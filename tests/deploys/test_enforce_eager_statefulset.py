@@ -5,12 +5,14 @@ the Deployment's promises (tests/deploys/test_enforce_eager.py) are kept."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
 from fixtures import pyinfra_run
 from fixtures.budget_world import EAGER, GOOD_ARGS, LOAD_GUARD, prompted_run
 from fixtures.pyinfra_run import Rehearsal, host_lines
+from fixtures.restore_world import CONFIRM
 from fixtures.sts_step4 import (
     dry_is_the_run,
     edit,
@@ -126,3 +128,30 @@ def test_a_crash_loop_after_the_change_fails_fast_and_is_recorded_on_its_revisio
     for number in (2, 3):
         assert "vllm-remedy.io/crashed" in (revisions[number]["metadata"].get("annotations") or {}), number
     assert "--enforce-eager" in args(sts(rehearsal))
+
+
+def test_confirm_takes_an_expired_toggle_off_before_it_marks_the_revision(rehearsal: Rehearsal, tmp_path: Path) -> None:
+    """Step 6 must not bless a stop-gap: on a StatefulSet too, the expired toggle comes off and the mark goes on the
+    revision that runs without it."""
+    llama_set(rehearsal)
+    inv = inventory(tmp_path)
+    on = rehearsal.pyinfra(inv, EAGER, "-y", "--data", "eager_ttl=30m", timeout=300)
+    assert on.returncode == 0, on.stderr
+    edit(rehearsal, lambda obj: obj["metadata"]["annotations"].__setitem__(EXPIRES, "2001-01-01T00:00:00Z"))
+    rolled_out(rehearsal)
+    quiet(rehearsal)
+    got = rehearsal.pyinfra(inv, CONFIRM, "-y", timeout=300)
+    assert "-    - --enforce-eager" in host_lines(got.stderr, STS_HOST), got.stderr
+    # the reverted pods have just started: not stable yet, so nothing is marked in this run
+    assert got.returncode == 1 and "not confirmed: pod llama-sts-" in got.stderr, got.stderr
+    after = rolled_out(rehearsal)
+    assert args(after) == GOOD_ARGS
+    assert EXPIRES not in after["metadata"]["annotations"] and PRIOR not in after["metadata"]["annotations"]
+    assert not any("vllm-remedy.io/known-good" in (r["metadata"].get("annotations") or {})
+                   for r in revision_names(rehearsal).values())
+    time.sleep(4)  # the rehearsal clock runs 600x: past the policy's 30m of stability
+    got = rehearsal.pyinfra(inv, CONFIRM, "-y", timeout=300)
+    assert got.returncode == 0, got.stderr
+    marked = [r for r in revision_names(rehearsal).values()
+              if "vllm-remedy.io/known-good" in (r["metadata"].get("annotations") or {})]
+    assert len(marked) == 1 and "--enforce-eager" not in json.dumps(marked[0]["data"]), marked

@@ -153,19 +153,6 @@ def rollback(wait: bool = True, timeout: float | None = None, revision: int | No
         yield FunctionCommand(wait_rolled_out, (seconds, f"wait for revision {decision.revision} to roll out"), {})
 
 
-@operation()
-def unsupported(what: str) -> Iterator[FunctionCommand]:
-    """
-    Refuse, in one line, a remediation that must write both of an LWS's pod templates and does not yet.
-
-    + what: the remediation, as the line names it ("pinning the GPU type")
-    """
-    ctx = k8s_host(host)
-    yield from refuse(state, host, f"leaderworkerset {ctx.namespace}/{ctx.deployment}: {what} is not supported for "
-                      "a LeaderWorkerSet yet (it must write the leader and the worker template both); nothing was "
-                      "changed")
-
-
 def wait_rolled_out(state: Any, host: Any, timeout: float, label: str) -> bool:
     """FunctionCommand body: wait in cluster time until every group is Ready on the current template."""
     try:
