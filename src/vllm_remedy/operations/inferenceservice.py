@@ -34,7 +34,17 @@ from vllm_remedy.kube.clock import ClusterClock
 from vllm_remedy.kube.diff import describe, revision_diff, unified_template_diff
 from vllm_remedy.kube.wait import RESTART_LIMIT
 from vllm_remedy.operations import budget
-from vllm_remedy.operations.util import Change, change_command, k8s_host, noop, observe, refuse, server_of, show
+from vllm_remedy.operations.util import (
+    Change,
+    change_command,
+    k8s_host,
+    keeps_its_plan,
+    noop,
+    observe,
+    refuse,
+    server_of,
+    show,
+)
 from vllm_remedy.operations.util.show import note
 from vllm_remedy.remedies.predict import Prediction, failed_prediction, predict_template, rules_note
 from vllm_remedy.remedies.restore import crash_failures
@@ -97,6 +107,7 @@ def no_forced_revision() -> None:
 
 
 @operation()
+@keeps_its_plan
 def rollback(wait: bool = True, timeout: float | None = None) -> Iterator[FunctionCommand]:
     """
     Roll a crash-looping InferenceService back to its last ready predictor revision, through its own spec.
@@ -173,6 +184,7 @@ def report() -> Iterator[FunctionCommand]:
 
 
 @operation()
+@keeps_its_plan
 def smallest_fix(gpu: str | None = None, target_concurrency: float | None = None,
                  wait: bool = True) -> Iterator[FunctionCommand]:
     """

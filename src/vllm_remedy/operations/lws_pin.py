@@ -22,7 +22,7 @@ from vllm_remedy.kube.diff import unified_template_diff
 from vllm_remedy.kube.lws_wait import lws_path
 from vllm_remedy.kube.rollout import resource_version_test
 from vllm_remedy.operations.leaderworkerset import prediction_line, wait_rolled_out
-from vllm_remedy.operations.util import k8s_host, noop, observe, refuse, show, write_command
+from vllm_remedy.operations.util import k8s_host, keeps_its_plan, noop, observe, refuse, show, write_command
 from vllm_remedy.remedies.lws_pin import pinned_lwt
 from vllm_remedy.remedies.pin_gpu import plan_pin
 from vllm_remedy.remedies.predict import failed_prediction, predict_template
@@ -38,6 +38,7 @@ def _writes(lwt: dict[str, Any]) -> Any:
 
 
 @operation()
+@keeps_its_plan
 def gpu_product(product: str | None = None, gpus: int | None = None, wait: bool = True) -> Iterator[FunctionCommand]:
     """
     Pin every pod of a LeaderWorkerSet to one GPU product with ``gpus`` GPUs per pod, leader and workers alike.
