@@ -71,7 +71,7 @@ def confirmed_twice(rehearsal: Rehearsal, inv: str, host: str, revisions: Any) -
     again = rehearsal.pyinfra(inv, CONFIRM, "-y", timeout=300)
     assert again.returncode == 0, again.stderr
     lines = host_lines(again.stderr, host)
-    assert lines.count("No changes") == 3, lines  # record crashes, wait, mark
+    assert lines.count("No changes") == 4, lines  # revert toggles, record crashes, wait, mark
     assert f"noop: {host_where(host)}: revision 1 is already marked known-good" in lines
     assert revisions(rehearsal)[1]["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
     return first, printed
