@@ -174,3 +174,27 @@ def test_a_refused_pin_on_the_set_is_fix_refused_and_the_later_operations_do_not
     assert (fix["notRun"], fix["lines"]) == (True, [])  # a deploy run stops the host at the pin
     assert remedy(rehearsal, "drift", "-i", inv, "--detailed-exitcode").returncode == 3
     assert edits(sts(rehearsal)) == edits(before)
+
+
+def test_expire_keeps_an_expired_toggle_the_set_would_not_start_without_and_fails(rehearsal: Rehearsal,
+                                                                                  tmp_path: Path) -> None:
+    """At --gpu-memory-utilization 0.98 the CUDA graphs eager mode saves put the predicted peak over the L40S: the
+    revert is refused like any write predicted not to start (exit 1), nothing written, the toggle still remaining."""
+    llama_set(rehearsal)
+    tight = [a if a != "0.90" else "0.98" for a in GOOD_ARGS]
+    prior = json.dumps({"args": tight, "command": ["vllm", "serve"], "container": "vllm"})
+    expired = rfc3339(rehearsal.client().server_time() - 600)
+
+    def tight_and_eager(obj: dict[str, Any]) -> None:
+        obj["spec"]["template"]["spec"]["containers"][0]["args"] = [*tight, "--enforce-eager"]
+        obj["metadata"].setdefault("annotations", {}).update({EXPIRES: expired, PRIOR: prior})
+
+    edit(rehearsal, tight_and_eager)
+    before = quiet(rehearsal)
+    got = remedy(rehearsal, "expire", "-i", sts_inventory(rehearsal, tmp_path), "-o", "json")
+    [host] = as_json(got)["hosts"]
+    assert got.returncode == 1 and host["reverted"] == [], got.stdout
+    assert host["error"].startswith("kept expired toggle enforce-eager (expired ") and \
+        "on statefulset llm/llama-sts: without it predicted peak" in host["error"], host
+    assert [t["name"] for t in host["remaining"]] == ["enforce-eager"]
+    assert edits(sts(rehearsal)) == edits(before)
