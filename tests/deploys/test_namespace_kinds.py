@@ -62,21 +62,24 @@ def test_drift_checks_every_kind_of_a_namespace(world: tuple[Rehearsal, str]) ->
     assert hosts[LWS]["observed"]["model"] == "Qwen/Qwen2.5-32B-Instruct"
     crash = next(c for c in hosts[STS]["checks"] if c["check"] == "crash-loop")
     assert crash["detail"] == "2 pod(s) of revision 1, none crash-looping"
-    for name, kind in ((STS, "statefulset"), (LWS, "leaderworkerset")):
-        assert hosts[name]["fix"]["operations"] == []
-        assert f"not planned for a {kind}" in (hosts[name]["fix"]["note"] or ""), hosts[name]["fix"]
+    assert hosts[STS]["fix"] == {"operations": [], "changes": 0, "refused": None, "note": None}  # in sync: nothing
+    [fix] = hosts[LWS]["fix"]["operations"]  # deploys/budget.py's lws_budget.FIX, planned: only its last step changes
+    assert (fix["operation"], fix["changes"], hosts[LWS]["fix"]["note"]) == (
+        "Smallest change that restores headroom, leader and workers", True, None), hosts[LWS]["fix"]
+    assert any(line.startswith("budget leaderworkerset llm/qwen-lws, leader and workers: --max-model-len ")
+               for line in fix["lines"]), fix["lines"]
 
 
-def test_expire_skips_the_kinds_that_carry_no_toggle_by_name(world: tuple[Rehearsal, str]) -> None:
+def test_expire_checks_the_toggles_of_every_kind_that_records_them(world: tuple[Rehearsal, str]) -> None:
     rehearsal, inv = world
     got = remedy(rehearsal, "expire", "-i", inv, "-o", "json")
     assert KIND_ERROR not in got.stdout + got.stderr
     doc = as_json(got)
     assert (got.returncode, doc["status"]["errors"]) == (0, 0), got.stdout
     hosts = {h["host"]: h for h in doc["hosts"]}
-    assert hosts[STS]["status"] == hosts[LWS]["status"] == "Unchanged"
-    assert hosts[STS]["lines"] == ["skipped: statefulset llm/llama-sts: expire reverts the timed toggles deploys "
-                                   "record on Deployments; none is recorded on this kind"]
+    for name in (STS, LWS):  # deploys/enforce_eager.py records toggles on both kinds: checked, none due
+        assert (hosts[name]["status"], hosts[name]["lines"], hosts[name]["remaining"]) == ("Unchanged", [], []), \
+            hosts[name]
 
 
 @pytest.mark.parametrize("deploy", sorted(p.name for p in (ROOT / "deploys").glob("*.py")))

@@ -43,13 +43,17 @@ def test_drift_reports_leader_and_worker_templates_that_disagree(rehearsal: Rehe
     got = subprocess.run([sys.executable, "-m", "vllm_remedy", "drift", "-i", inv, "-o", "json"],
                          capture_output=True, text=True, env=rehearsal.env(), cwd=rehearsal.tmp, timeout=180)
     doc = as_json(got)
-    assert (got.returncode, doc["status"]["errors"]) == (1, 0), got.stdout
+    # deploys/budget.py refuses the split set (its operations read both templates): drift with its fix refused, exit 3
+    assert (got.returncode, doc["status"]["errors"]) == (3, 0), got.stdout
     hosts = {h["host"]: h for h in doc["hosts"]}
+    said = ("leader and worker templates disagree on --max-model-len (leader 32768, worker 8192); make them agree "
+            "before remediating")
     split = {c["check"]: c for c in hosts[SPLIT_HOST]["checks"]}["leader-worker-flags"]
-    assert split == {"check": "leader-worker-flags", "status": "drift", "detail": (
-        "leader and worker templates disagree on --max-model-len (leader 32768, worker 8192); make them agree "
-        "before remediating")}, hosts[SPLIT_HOST]["checks"]
+    assert split == {"check": "leader-worker-flags", "status": "drift", "detail": said}, hosts[SPLIT_HOST]["checks"]
     assert "leader-worker-flags" in hosts[SPLIT_HOST]["drifted"]
+    assert hosts[SPLIT_HOST]["status"] == "FixRefused"  # refused in the check's words, before anything is written
+    assert hosts[SPLIT_HOST]["fix"]["refused"]["reason"] == f"leaderworkerset llm/{SPLIT}: {said}"
+    assert hosts[lws_world.HOST]["status"] == "Drifted" and hosts[lws_world.HOST]["fix"]["changes"] == 1
     agreeing = {c["check"]: c["status"] for c in hosts[lws_world.HOST]["checks"]}
     assert agreeing["leader-worker-flags"] == "pass"
     assert "leader-worker-flags" not in hosts[lws_world.HOST]["drifted"]

@@ -1,8 +1,9 @@
 """Revert every timed toggle past its expiry (e.g. --enforce-eager), nothing else.
 
-Crash-safe: the expiry and the prior argv live on the Deployment, so a toggle set by a process that died is
-reverted all the same. Runs the deploys' own `workload.revert_expired_toggles` operation (guarded write, GitOps
-stance of the policy): the exact prior argv comes back only where it is the running container without the
+Crash-safe: the expiry and the prior argv live on the workload (a Deployment, StatefulSet or LeaderWorkerSet), so
+a toggle set by a process that died is reverted all the same. Runs the revert the deploys run first for that kind
+(`workload.revert_expired_toggles`, on a LeaderWorkerSet `lws_eager.revert_expired_toggles`: guarded write, GitOps
+stance of the policy): the exact prior argv comes back only where it is the running (leader) container without the
 toggle's flag, token for token, else just the flag comes off; an expiry later than the policy's
 enforce_eager.max_duration from now is not ours and counts as expired; a revert the memory model predicts
 will not start is not written.

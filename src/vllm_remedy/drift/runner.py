@@ -41,10 +41,21 @@ from vllm_remedy.drift.pyinfra_costs import (
     global_arguments_typed_once,
     host_data_merged_once,
 )
-from vllm_remedy.drift.workloads import NO_FIX, HostFailed, deployment_of, fix_note, workload_of
+from vllm_remedy.drift.workloads import (
+    NO_FIX,
+    TOGGLED,
+    HostFailed,
+    Step,
+    checked_view,
+    deployment_of,
+    fix_note,
+    fix_of,
+    revert_of,
+    workload_of,
+)
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.errors import NotFoundError
-from vllm_remedy.operations import budget, inferenceservice, restore, workload
+from vllm_remedy.operations import inferenceservice, restore, workload
 from vllm_remedy.operations.util import K8sHost, forget, forget_plans, k8s_host, refusal
 from vllm_remedy.policy import Policy
 from vllm_remedy.remedies.enforce_eager import UNREADABLE
@@ -194,18 +205,19 @@ def _per_host(run: Run, work: Callable[[Host], dict[str, Any]]) -> list[dict[str
     return [results[h.name] for h in run.hosts]
 
 
-def fix_operations(policy: Policy) -> list[tuple[str, Callable[..., Any], dict[str, Any]]]:
-    """deploys/budget.py's operations, in its order (``operations.budget.FIX``, the very list the deploy runs, so
-    this cannot go stale), then - with a gateway fallback in the policy - the last step of deploys/restore.py:
-    what would bring a host back to its policy.
+def fix_operations(policy: Policy, kind: str = "deployment") -> list[Step]:
+    """deploys/budget.py's operations for ``kind``, in its order (``workloads.fix_of``: ``operations.budget.FIX`` or
+    ``operations.lws_budget.FIX``, the very list the deploy runs, so this cannot go stale), then - for a Deployment
+    with a gateway fallback in the policy - the last step of deploys/restore.py (which shifts traffic back only for
+    a Deployment): what would bring a host back to its policy.
 
     Flags outside their bounds are the budget planner's to fix too (it starts from the current flags
     clamped into the policy), so the report never offers a fix no deploy would make, nor two values
     for one flag. Pinning is a noop without reads where the policy names no GPU product. A route left
     shifted to the fallback goes back once the primary is stable (its noop says until when).
     """
-    ops: list[tuple[str, Callable[..., Any], dict[str, Any]]] = list(budget.FIX)
-    if policy.fallback is not None:
+    ops: list[Step] = list(fix_of(kind))
+    if policy.fallback is not None and kind == "deployment":
         ops.append((report.SHIFT_BACK, restore.shift_back, {}))
     return ops
 
@@ -260,7 +272,7 @@ def _without_unreadable(result: dict[str, Any]) -> dict[str, Any]:
 def plan_host(run: Run, host: Host) -> dict[str, Any]:
     """Checks + the fix the deploys would make, for one connected host (raises HostFailed on any error).
 
-    Every kind a namespace host expands to is checked; a kind no deploy fixes yet gets a note in place of a fix."""
+    Every kind a namespace host expands to is checked and gets the fix deploys/budget.py makes for that kind."""
     ctx = k8s_host(host)
     kind = str(host.data.get("k8s_kind") or "deployment")
     isvc = kind == "inferenceservice"
@@ -270,7 +282,7 @@ def plan_host(run: Run, host: Host) -> dict[str, Any]:
     route = _route_check(ctx)
     owner = gitops.detect(deployment)
     operations = ([("Smallest flag change that restores headroom", inferenceservice.smallest_fix, {})] if isvc
-                  else [] if kind in NO_FIX else fix_operations(ctx.policy))
+                  else [] if kind in NO_FIX else fix_operations(ctx.policy, kind))
     fix: list[dict[str, Any]] = []
     for label, op, kwargs in operations:  # in the deploy's order; a refusal stops the host, as it stops a run
         refused = any(f["refused"] for f in fix)
@@ -299,27 +311,28 @@ def plan(inventory_path: str, limit: Iterable[str] = ()) -> dict[str, Any]:
 
 
 def expire(inventory_path: str, limit: Iterable[str] = ()) -> dict[str, Any]:
-    """Revert every timed toggle past its expiry — ``workload.revert_expired_toggles`` executed, nothing else."""
+    """Revert every timed toggle past its expiry — the revert every deploy of the host's kind runs first
+    (``workloads.revert_of``: a Deployment's or StatefulSet's, or a LeaderWorkerSet's), executed, nothing else."""
     started = time.monotonic()
     run = start(inventory_path, limit)
     label = "Revert expired temporary toggles"
     try:
         due: dict[str, list[str]] = {}
-        other: set[str] = set()  # hosts of another kind than Deployment, which a namespace host expands to
+        other: set[str] = set()  # hosts of a kind no deploy records a toggle on (an InferenceService)
 
         def prepare(host: Host) -> dict[str, Any]:
             ctx = k8s_host(host)
-            if ctx.kind != "deployment":  # no deploy records a timed toggle on another kind: skip it, said
+            if ctx.kind not in TOGGLED:  # no deploy records a timed toggle on this kind: skip it, said
                 other.add(host.name)
                 return {"host": host.name, "error": None, "operation": label, "changes": False, "refused": None,
                         "noop": None, "lines": [f"skipped: {ctx.where}: expire reverts the timed toggles deploys "
-                                                "record on Deployments; none is recorded on this kind"]}
-            deployment = deployment_of(run, host)
-            notes = (deployment.get("metadata") or {}).get("annotations") or {}
+                                                "record on Deployments, StatefulSets and LeaderWorkerSets; none is "
+                                                "recorded on this kind"]}
+            obj = deployment_of(run, host) if ctx.kind == "deployment" else workload_of(run, host, ctx.kind)[0]
+            notes = (obj.get("metadata") or {}).get("annotations") or {}
             limit = ctx.policy.enforce_eager.max_duration.total_seconds()
             due[host.name] = [t.name for t in expired_toggles(ctx.keys, notes, ctx.client.server_time(), limit)]
-            op = workload.revert_expired_toggles
-            return {"host": host.name, "error": None, **_operation(run, host, label, op, {})}
+            return {"host": host.name, "error": None, **_operation(run, host, label, revert_of(ctx.kind), {})}
 
         prepared = _per_host(run, prepare)
         if any(r.get("changes") for r in prepared):
@@ -350,12 +363,12 @@ def expire(inventory_path: str, limit: Iterable[str] = ()) -> dict[str, Any]:
 
 
 def _remaining(run: Run, name: str) -> list[dict[str, Any]]:
-    """Toggles still recorded on the host's Deployment after the run (their expiry feeds the metric)."""
+    """Toggles still recorded on the host's workload after the run (their expiry feeds the metric)."""
     host = next(h for h in run.hosts if h.name == name)
     try:
         ctx = k8s_host(host)
-        deployment = ctx.client.get_deployment(ctx.namespace, ctx.deployment)
-        _server, observed = checks.observe(deployment, ctx.keys, ctx.container)
+        obj = checked_view(ctx.kind, ctx.client.request("GET", ctx.deployment_path))
+        _server, observed = checks.observe(obj, ctx.keys, ctx.container)
     except UserError:
         return []
     return [{"name": t.name, "expires": t.expires, "expires_at": checks.expiry_seconds(t)} for t in observed.toggles]

@@ -3,12 +3,14 @@
 Why per kind: a namespace host (``@k8s/<cluster>/<namespace>``) expands to every vLLM workload of every kind,
 and a Deployment-only read fails the others ("reads a deployment, and this host is a statefulset"). Each kind
 gives the checks an object whose ``spec.template`` is the vLLM pod template and its pods as Pods-fact rows;
-a kind whose fix no deploy plans yet gets a note (:func:`fix_note`) instead of one. ``run`` is the runner's
-``Run`` (its pyinfra state, for failed hosts, and its log, for the reason).
+each kind's fix is the list deploys/budget.py runs for it (:func:`fix_of`) and its toggles are reverted by the
+operation deploys/enforce_eager.py records them for (:func:`revert_of`). ``run`` is the runner's ``Run`` (its
+pyinfra state, for failed hosts, and its log, for the reason).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pyinfra.api.host import Host
@@ -20,6 +22,10 @@ from vllm_remedy.facts.pods import Pods
 from vllm_remedy.facts.statefulset import StatefulSetState
 from vllm_remedy.kube.kinds import DEPLOYMENT, INFERENCESERVICE, LEADERWORKERSET, STATEFULSET
 from vllm_remedy.kube.lws_history import leader_template, lwt_of
+from vllm_remedy.operations import budget, lws_budget, lws_eager, workload
+
+#: One deploy operation as a FIX list names it: (label, operation, its arguments).
+Step = tuple[str, Callable[..., Any], dict[str, Any]]
 
 
 class HostFailed(Exception):
@@ -70,15 +76,36 @@ def _leaderworkerset(run: Any, host: Host) -> tuple[dict[str, Any], dict[str, An
     fact = host.get_fact(LeaderWorkerSetState)
     if host in run.state.failed_hosts or not isinstance(fact, dict) or not fact.get("leaderworkerset"):
         raise HostFailed(run.log.error(host.name, "could not read the LeaderWorkerSet"))
-    lws = fact["leaderworkerset"]
-    view = {"apiVersion": lws.get("apiVersion"), "kind": lws.get("kind"), "metadata": lws.get("metadata") or {},
-            "spec": {"template": leader_template(lwt_of(lws)), "leaderWorkerTemplate": lwt_of(lws)}}
-    return view, fact["pod_rows"]
+    return checked_view(LEADERWORKERSET.word, fact["leaderworkerset"]), fact["pod_rows"]
 
 
-#: Kinds whose fix no deploy plans yet (deploys/budget.py refuses them): checked, with this note instead of a fix.
-NO_FIX = {STATEFULSET.word: "deploys/budget.py does not change a StatefulSet's flags or GPU pin yet",
-          LEADERWORKERSET.word: "deploys/budget.py does not write a LeaderWorkerSet's leader and worker templates yet"}
+def checked_view(kind: str, obj: dict[str, Any]) -> dict[str, Any]:
+    """``obj`` (a workload of ``kind`` as the API sent it) as the checks read a Deployment: an LWS's metadata with the
+    leader's template at ``spec.template`` (its annotations hold the toggles); other kinds keep theirs there."""
+    if kind != LEADERWORKERSET.word:
+        return dict(obj)
+    lwt = lwt_of(obj)
+    return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": obj.get("metadata") or {},
+            "spec": {"template": leader_template(lwt), "leaderWorkerTemplate": lwt}}
+
+
+#: Kinds whose fix no deploy plans yet: checked, with this note instead of a fix (none now: deploys/budget.py fixes
+#: Deployments and StatefulSets with ``budget.FIX``, LeaderWorkerSets with ``lws_budget.FIX``; an InferenceService
+#: has its own operation, planned by the runner).
+NO_FIX: dict[str, str] = {}
+#: Kinds deploys/enforce_eager.py records timed toggles on, which ``vllm-remedy expire`` reverts.
+TOGGLED = (DEPLOYMENT.word, STATEFULSET.word, LEADERWORKERSET.word)
+
+
+def fix_of(kind: str) -> tuple[Step, ...]:
+    """deploys/budget.py's operations for ``kind``, in its order: the very list the deploy runs, so drift's plan
+    cannot go stale (``lws_budget.FIX`` for a LeaderWorkerSet, ``budget.FIX`` for a Deployment or StatefulSet)."""
+    return lws_budget.FIX if kind == LEADERWORKERSET.word else budget.FIX
+
+
+def revert_of(kind: str) -> Callable[..., Any]:
+    """The operation that reverts ``kind``'s expired toggles, the one every deploy of that kind runs."""
+    return lws_eager.revert_expired_toggles if kind == LEADERWORKERSET.word else workload.revert_expired_toggles
 
 
 def fix_note(kind: str) -> str | None:
