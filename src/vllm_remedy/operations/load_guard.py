@@ -27,8 +27,7 @@ from vllm_remedy.operations.util import (
     server_of,
     show,
 )
-from vllm_remedy.policy import LoadShedding
-from vllm_remedy.remedies.load_guard import guard_flags
+from vllm_remedy.remedies.load_guard import caps_of, guard_flags
 from vllm_remedy.remedies.predict import predict_template
 from vllm_remedy.vllm.versions import version_from_image
 
@@ -62,12 +61,7 @@ def caps(max_num_batched_tokens: int | None = None, limit_mm_per_prompt: Mapping
     deployment = deployment_object(host)
     template = template_of(deployment)
     server = server_of(template, ctx.container)
-    policy = ctx.policy.load_shedding
-    mm = limit_mm_per_prompt if limit_mm_per_prompt is not None else policy.limit_mm_per_prompt
-    shed = LoadShedding(max_num_batched_tokens=max_num_batched_tokens if max_num_batched_tokens is not None
-                        else policy.max_num_batched_tokens,
-                        max_loras=max_loras if max_loras is not None else policy.max_loras,
-                        limit_mm_per_prompt=dict(mm) if mm else None)
+    shed = caps_of(ctx.policy.load_shedding, max_num_batched_tokens, limit_mm_per_prompt, max_loras)
     prediction = predict_template(template, ctx.container)
     try:
         guard = guard_flags(server.flags, shed, model=server.model, version=version_from_image(server.image),

@@ -47,8 +47,7 @@ from vllm_remedy.operations.util import (
     wrote_in_this_run,
 )
 from vllm_remedy.operations.util import planned as planned_objects
-from vllm_remedy.policy import LoadShedding
-from vllm_remedy.remedies.load_guard import guard_flags
+from vllm_remedy.remedies.load_guard import caps_of, guard_flags
 from vllm_remedy.remedies.lws_flags import with_leader
 from vllm_remedy.remedies.predict import Prediction, failed_prediction, predict_template
 from vllm_remedy.vllm.parallel import world_size
@@ -165,12 +164,7 @@ def caps(max_num_batched_tokens: int | None = None, limit_mm_per_prompt: Mapping
         got = view()
         ctx = got.ctx
         server = server_of(got.leader, ctx.container)
-        policy = ctx.policy.load_shedding
-        mm = limit_mm_per_prompt if limit_mm_per_prompt is not None else policy.limit_mm_per_prompt
-        shed = LoadShedding(max_num_batched_tokens=max_num_batched_tokens if max_num_batched_tokens is not None
-                            else policy.max_num_batched_tokens,
-                            max_loras=max_loras if max_loras is not None else policy.max_loras,
-                            limit_mm_per_prompt=dict(mm) if mm else None)
+        shed = caps_of(ctx.policy.load_shedding, max_num_batched_tokens, limit_mm_per_prompt, max_loras)
         guard = guard_flags(server.flags, shed, model=server.model, version=version_from_image(server.image),
                             gpu=predict_template(got.leader, ctx.container).gpu)
         changes = {k: v for k, v in guard.set.items() if not same_value(server.flags.get(k), v)}

@@ -89,6 +89,17 @@ def _effective_mnbt(model: str | None, gpu: str | None, flags: Mapping[str, str]
     return res.mnbt, res.chunked_prefill, res.max_model_len
 
 
+def caps_of(policy: LoadShedding, max_num_batched_tokens: int | None = None,
+            limit_mm_per_prompt: Mapping[str, int] | None = None, max_loras: int | None = None) -> LoadShedding:
+    """The caps an operation applies: each one given, else the policy's ``load_shedding`` value (one rule for every
+    kind's step 5)."""
+    mm = limit_mm_per_prompt if limit_mm_per_prompt is not None else policy.limit_mm_per_prompt
+    return LoadShedding(max_num_batched_tokens=max_num_batched_tokens if max_num_batched_tokens is not None
+                        else policy.max_num_batched_tokens,
+                        max_loras=max_loras if max_loras is not None else policy.max_loras,
+                        limit_mm_per_prompt=dict(mm) if mm else None)
+
+
 def guard_flags(flags: Mapping[str, str], shed: LoadShedding, *, model: str | None, version: str | None,
                 gpu: str | None) -> Guard:
     """The step-5 caps of ``shed`` that would lower what the server runs with now (see the module docstring)."""
