@@ -92,3 +92,16 @@ def test_a_crash_looping_pod_blocks_the_rollback_until_it_is_deleted(live_sim: S
     assert pods(live_sim) == {"web-0": good, "web-1": bad}  # stuck: the controller waits on web-1
     ok(live_sim.kubectl(V, "-n", "llm", "delete", "pod", "web-1", "--wait=false"))
     assert settled(live_sim, 2)["currentRevision"] == good
+
+
+def test_a_revision_carries_the_change_cause_the_set_had_when_it_was_created(live_sim: Sim) -> None:
+    """The upstream controller copies the set's annotations onto each ControllerRevision it creates; that is where
+    `kubectl rollout history sts/…` reads CHANGE-CAUSE (a revision re-numbered by an undo keeps its own)."""
+    ok(live_sim.kubectl(V, "-n", "llm", "apply", "-f", "-", stdin=json.dumps(web())))
+    settled(live_sim)
+    ok(live_sim.kubectl(V, "-n", "llm", "annotate", "sts/web", "kubernetes.io/change-cause=nginx 1.28 for the CVE"))
+    image(live_sim, "1.28")
+    settled(live_sim)
+    history = ok(live_sim.kubectl(V, "-n", "llm", "rollout", "history", "sts/web")).splitlines()
+    assert [line.split(None, 1) for line in history[1:] if line] == [["REVISION", "CHANGE-CAUSE"], ["1", "<none>"],
+                                                             ["2", "nginx 1.28 for the CVE"]], history

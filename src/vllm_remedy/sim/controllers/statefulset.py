@@ -89,9 +89,12 @@ class StatefulSetController(RevisionedController):
                                      lambda obj: obj.__setitem__("revision", top + 1))
         digest = pod_template_hash(template, int((sts.get("status") or {}).get("collisionCount") or 0))
         labels = {**(template.get("metadata") or {}).get("labels", {}), HASH_LABEL: digest}
+        # the upstream controller's newRevision copies the set's annotations (kubernetes.io/change-cause among them)
+        # onto the revision it creates, which is where `kubectl rollout history sts/…` reads CHANGE-CAUSE
+        notes = dict((sts["metadata"].get("annotations") or {}))
         rev = {"apiVersion": "apps/v1", "kind": "ControllerRevision",
                "metadata": {"name": f"{sts['metadata']['name']}-{digest}", "namespace": ns, "labels": labels,
-                            "ownerReferences": [owner_ref(sts)]},
+                            "ownerReferences": [owner_ref(sts)], **({"annotations": notes} if notes else {})},
                "data": revision_data(template), "revision": top + 1}
         return self.store.create(CR, rev)
 
