@@ -105,3 +105,18 @@ def test_a_revision_carries_the_change_cause_the_set_had_when_it_was_created(liv
     history = ok(live_sim.kubectl(V, "-n", "llm", "rollout", "history", "sts/web")).splitlines()
     assert [line.split(None, 1) for line in history[1:] if line] == [["REVISION", "CHANGE-CAUSE"], ["1", "<none>"],
                                                              ["2", "nginx 1.28 for the CVE"]], history
+
+
+def test_only_the_fields_the_apiserver_allows_may_change(live_sim: Sim) -> None:
+    """serviceName and podManagementPolicy are fixed at creation on a real cluster (a hostile review patched both
+    here); replicas, template and updateStrategy are not."""
+    ok(live_sim.kubectl(V, "-n", "llm", "apply", "-f", "-", stdin=json.dumps(web())))
+    for patch in ({"spec": {"podManagementPolicy": "Parallel"}}, {"spec": {"serviceName": "other"}}):
+        got = live_sim.kubectl(V, "-n", "llm", "patch", "sts", "web", "-p", json.dumps(patch))
+        assert got.returncode == 1, got.stdout
+        assert got.stderr.strip() == (
+            'The StatefulSet "web" is invalid: spec: Forbidden: updates to statefulset spec for fields other than '
+            "'replicas', 'ordinals', 'template', 'updateStrategy', 'revisionHistoryLimit', "
+            "'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden"), got.stderr
+    ok(live_sim.kubectl(V, "-n", "llm", "patch", "sts", "web", "-p", json.dumps(
+        {"spec": {"replicas": 2, "updateStrategy": {"type": "OnDelete"}}})))

@@ -73,6 +73,26 @@ def _default_service(obj: Obj) -> None:
     obj.setdefault("status", {}).setdefault("loadBalancer", {})
 
 
+#: What an update may change in a StatefulSet's spec (the apiserver's ValidateStatefulSetUpdate); the rest is fixed.
+STS_MUTABLE = ("replicas", "ordinals", "template", "updateStrategy", "revisionHistoryLimit",
+               "persistentVolumeClaimRetentionPolicy", "minReadySeconds")
+
+
+def check_statefulset_update(old: Obj, new: Obj) -> None:
+    """422 as the apiserver answers an update touching any other spec field (serviceName, podManagementPolicy,
+    selector, volumeClaimTemplates): tools must not get away here with an edit a real cluster refuses."""
+    before, after = dict(old.get("spec") or {}), dict(new.get("spec") or {})
+    if {k: v for k, v in before.items() if k not in STS_MUTABLE} == {k: v for k, v in after.items()
+                                                                     if k not in STS_MUTABLE}:
+        return
+    name = new.get("metadata", {}).get("name", "")
+    allowed = ", ".join(f"'{f}'" for f in STS_MUTABLE[:-1]) + f" and '{STS_MUTABLE[-1]}'"
+    message = f"updates to statefulset spec for fields other than {allowed} are forbidden"
+    raise ApiError(422, "Invalid", f'StatefulSet.apps "{name}" is invalid: spec: Forbidden: {message}',
+                   {"name": name, "group": "apps", "kind": "StatefulSet",
+                    "causes": [{"reason": "FieldValueForbidden", "message": f"Forbidden: {message}", "field": "spec"}]})
+
+
 def default_and_validate(resource_key: str, obj: Obj) -> None:
     """Default ``obj`` in place for its resource; 400 for wrong JSON types, 422 Invalid as the apiserver."""
     check_types(resource_key, obj)

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from vllm_remedy.sim.api import apply as ssa
-from vllm_remedy.sim.api.defaults import default_and_validate
+from vllm_remedy.sim.api.defaults import check_statefulset_update, default_and_validate
 from vllm_remedy.sim.api.http import Request, Response, json_response
 from vllm_remedy.sim.api.patch import json_patch, merge_patch, strategic_merge_patch
 from vllm_remedy.sim.api.reads import matcher, scale_of, with_type
@@ -113,6 +113,8 @@ def _write(cluster: ClusterLike, route: Route, req: Request, change: Callable[[O
         else:
             warnings = field_validation(res.key, res.kind, new, req.query.get("fieldValidation"))
             default_and_validate(res.key, new)
+            if res.key == "statefulsets.apps":
+                check_statefulset_update(current, new)
             if not applied:
                 ssa.record_update(current, new, field_manager(req), cluster.clock.timestamp())
         try:

@@ -91,7 +91,7 @@ class StatefulSetController(RevisionedController):
         labels = {**(template.get("metadata") or {}).get("labels", {}), HASH_LABEL: digest}
         # the upstream controller's newRevision copies the set's annotations (kubernetes.io/change-cause among them)
         # onto the revision it creates, which is where `kubectl rollout history sts/…` reads CHANGE-CAUSE
-        notes = dict((sts["metadata"].get("annotations") or {}))
+        notes = dict(sts["metadata"].get("annotations") or {})
         rev = {"apiVersion": "apps/v1", "kind": "ControllerRevision",
                "metadata": {"name": f"{sts['metadata']['name']}-{digest}", "namespace": ns, "labels": labels,
                             "ownerReferences": [owner_ref(sts)], **({"annotations": notes} if notes else {})},
