@@ -139,10 +139,14 @@ def test_no_tp_rung_when_heads_do_not_divide_or_node_too_small():
     odd = catalog.ModelSpec.from_hf_config(config, "odd-heads")
     plan = plan_budget(BudgetRequest(odd, catalog.gpu("NVIDIA-L4"), EngineSettings(version="0.9.2"), node_gpus=4))
     assert all(s.lever != "tensor-parallel-size" for s in plan.steps)
-    assert any(n.startswith("tensor-parallel-size above 1 not offered") for n in plan.notes)
+    assert ("tensor-parallel-size above 1 not offered: no size from 2 to 4 GPUs divides 15 attention / 5 KV heads"
+            in plan.notes), plan.notes
     one_gpu = plan_budget(BudgetRequest(catalog.model(LLAMA), catalog.gpu("NVIDIA-L4"),
                                         EngineSettings(version="0.8.5"), node_gpus=1))
     assert all(s.lever != "tensor-parallel-size" for s in one_gpu.steps)
+    # the bound rules it out, not the heads (it read "none up to 1 GPUs divides 32 attention / 8 KV heads")
+    assert ("tensor-parallel-size above 1 not offered: at most 1 GPU(s) per pod (policy "
+            "flags.tensor-parallel-size.max, or the GPUs of the largest node)" in one_gpu.notes), one_gpu.notes
 
 
 TIGHT = {"flags": {"max-model-len": {"min": 4096, "max": 8192}, "gpu-memory-utilization": {"min": 0.9, "max": 0.9},

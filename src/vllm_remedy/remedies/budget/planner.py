@@ -215,8 +215,13 @@ def _lever_notes(req: BudgetRequest, lim: Limits, rungs: list[Rung], graphs: boo
     if lim.fp8_why_not and not req.settings.kv_cache_dtype.startswith("fp8"):
         out.append(f"kv-cache-dtype fp8 not offered: {lim.fp8_why_not}")
     if not tp_sizes(req.model, max(req.settings.tp + 1, lim.tp_min), lim.tp_max):
-        out.append(f"tensor-parallel-size above {req.settings.tp} not offered: none up to {lim.tp_max} GPUs divides "
-                   f"{req.model.num_heads} attention / {req.model.num_kv_heads} KV heads")
+        if lim.tp_max <= req.settings.tp:  # the bound itself, not the heads, rules it out
+            out.append(f"tensor-parallel-size above {req.settings.tp} not offered: at most {lim.tp_max} GPU(s) per "
+                       "pod (policy flags.tensor-parallel-size.max, or the GPUs of the largest node)")
+        else:
+            out.append(f"tensor-parallel-size above {req.settings.tp} not offered: no size from "
+                       f"{req.settings.tp + 1} to {lim.tp_max} GPUs divides {req.model.num_heads} attention / "
+                       f"{req.model.num_kv_heads} KV heads")
     unknown = [p for p in lim.products if catalog.find_gpu(p) is None]
     if unknown:
         out.append(f"policy GPU products not in the catalog (skipped): {', '.join(unknown)}")
