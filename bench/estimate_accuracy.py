@@ -220,7 +220,9 @@ before the sort was modelled). `oom_loading_weights` has no public log here yet.
   lm-eval 0.19.1 Qwen3-0.6B W4A16 session (the request names an RTX 4090, but 34.3 GiB of KV cannot fit one);
   ozgurgulerx/inference-journal (RTX 2000 Ada 16 GB, 0.11.2: not in the GPU catalog and its total is not
   logged); a Qwen3-30B-A3B 0.8.5 TP 4 YaRN blog (22 GB cards of unnamed type, concurrency only); a Colab
-  A100-40GB Phi-4-mini fine-tune at 0.7.3 (repository not identifiable); olmOCR-2-7B on 2 x A40 (multimodal);
+  A100-40GB Phi-4-mini fine-tune at 0.7.3 (repository not identifiable); jyngjeon/multiagentsdebate's
+  Qwen2.5-14B TP 4 on 0.9.2 (279,408 tokens; "more than two PCIe-only GPUs", but the card is named nowhere in
+  the repository); olmOCR-2-7B on 2 x A40 (multimodal); a Windows vLLM build's log (aivrar/vllm-windows-build#4);
   GB10 / DGX Spark and DeepSeek-V3.2 / Qwen3.5 hybrid logs (unified memory, MLA or linear attention); logs whose
   KV line follows a `num_gpu_blocks_override`; LMCache#1739 (LMCache connector).
 - llm-d-planner runs with pipeline parallelism (PP is not modelled), multimodal models (Gemma 3,
