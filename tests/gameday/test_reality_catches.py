@@ -1,7 +1,7 @@
 """A rehearsal that can fail the plan: the thin-margin game day fails under the perturbed reality, and says why.
 
 gameday/catches/thin-margin.yaml rolls back to a revision the memory model says fits an L4 with 11 % spare KV
-cache; the world's reality is a held-out miss of +14.5 % (seed 11), so that revision crash-loops. The failure
+cache; the world's reality is a held-out miss of +14.5 % (seed 35), so that revision crash-loops. The failure
 must be in the verdict, the checks and the predictions table (predicted fits, happened max_len_exceeds_kv, the
 two KV caches side by side), not hidden; and the same game under `--reality exact` passes, so it is the reality
 that caught it.

@@ -150,6 +150,8 @@ def _observed(args: argparse.Namespace, flags: dict[str, str]) -> tuple[Failure 
         free, total = detail.get("free_gib"), detail.get("total_gpu_gib") or report.total_gpu_gib
         if isinstance(free, (int, float)) and isinstance(total, (int, float)) and total > free:
             flags["other-process-gib"] = f"{total - free:.2f}"  # includes our own CUDA context: errs safe
+    if report.flashinfer is not None and "flashinfer" not in flags:  # the sampler line: FlashInfer or the sort
+        flags["flashinfer"] = str(report.flashinfer).lower()
     return failure, report.kv_cache_tokens, report.vllm_version
 
 

@@ -29,8 +29,9 @@ ROOT = Path(__file__).resolve().parents[3]
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 REVISION = "0e9e39f249a16976918f6564b8830bc894c89659"
 # World seed whose draw for Llama on L4 at vLLM 0.8 is a held-out error drawn as an over-prediction (+14.5 %,
-# the L4 0.28 AWQ u0.45 log). It was 16 until the FlashInfer sampler rule shrank the A100 0.10.1 errors.
-OVER_SEED = 11
+# the L4 0.28 AWQ u0.45 log). It was 16 until the FlashInfer sampler rule shrank the A100 0.10.1 errors, and
+# 11 until three more held-out logs (orca3/llm-model-inference) grew the pool the draw picks from.
+OVER_SEED = 35
 ARGS = [LLAMA, "--revision", REVISION, "--max-model-len", "16384", "--max-num-seqs", "64"]
 
 

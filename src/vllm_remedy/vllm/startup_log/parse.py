@@ -40,6 +40,9 @@ _MAX_LEN = (re.compile(r"with config: .*\bmax_seq_len=(\d+)"), re.compile(r"Usin
             re.compile(r"'max_model_len': (\d+)"), re.compile(r"Namespace\(.*\bmax_model_len=(\d+)"))
 _UTIL = (re.compile(r"'gpu_memory_utilization': ([\d.]+)"),
          re.compile(r"Namespace\(.*\bgpu_memory_utilization=([\d.]+)"))
+# The V1 sampler says which top-k/top-p path it took (vllm/v1/sample/ops/topk_topp_sampler.py, 0.7-0.11).
+_FLASHINFER_ON = "Using FlashInfer for top-p & top-k sampling"
+_FLASHINFER_OFF = "Falling back to the PyTorch-native implementation of top-p & top-k sampling"
 _V1_MARKERS = ("Initializing a V1 LLM engine", "EngineCore", "/v1/", "VllmWorker rank=", "(Worker",
                "warming up sampler")
 _V0_MARKERS = ("Initializing a V0 LLM engine", "VllmWorkerProcess", "MQLLMEngine", "llm_engine.py")
@@ -234,6 +237,17 @@ def _identity(lines: list[Line], report: StartupReport) -> None:
         report.max_model_len = int(max_len)
     if (util := _first(lines, _UTIL)) is not None:
         report.gpu_memory_utilization = float(util)
+    report.flashinfer = _sampler(lines)
+
+
+def _sampler(lines: list[Line]) -> bool | None:
+    """Whether the sampler took FlashInfer's kernel (its first sampler line decides); None when not printed."""
+    for line in lines:
+        if _FLASHINFER_ON in line.text:
+            return True
+        if _FLASHINFER_OFF in line.text:
+            return False
+    return None
 
 
 def _engine(lines: list[Line], found: _Matches, version: str | None) -> str | None:

@@ -33,6 +33,9 @@ class StartupReport:
     total_gpu_gib: float | None = None
     gpu_memory_utilization: float | None = None
     free_at_start_gib: float | None = None  # free GPU memory vLLM saw as it started (its post-start advisory line)
+    # The V1 sampler's line: True for "Using FlashInfer for top-p & top-k sampling", False when it falls back
+    # to the PyTorch sort (FlashInfer absent, or present but disabled); feeds EngineSettings.flashinfer.
+    flashinfer: bool | None = None
     failure: Failure = Failure.UNKNOWN
     failure_detail: dict[str, Any] = field(default_factory=dict)
     evidence: list[str] = field(default_factory=list)
