@@ -112,6 +112,9 @@ def toggle(enabled: bool = True, ttl: str | int | None = None) -> Iterator[Funct
                 noop(state, host, f"--enforce-eager is already on for {ctx.where} until {record.expires} "
                      "(a toggle is never extended)")
                 return
+            elif is_on and not unreadable:
+                noop(state, host, not_ours(ctx.where))  # a person's flag: timing it would later remove it
+                return
             else:
                 base = with_flags(template, unset=["enforce-eager"], container=ctx.container) if is_on else template
             planned, notes = toggles.switch_on(base, ctx.keys, now, seconds, ctx.container)
@@ -147,6 +150,12 @@ def toggle(enabled: bool = True, ttl: str | int | None = None) -> Iterator[Funct
     stamp = functools.partial(_toggle_record, toggles.argv_record(base, ctx.container), seconds, ctx.keys)
     yield change_command(ctx, ctx.deployment_path, Change(spec={"template": copy.deepcopy(planned)}, stamp=stamp),
                          summary)
+
+
+def not_ours(where: str) -> str:
+    """The noop line for a flag a person set in the template: no record of ours, so nothing of ours to time — a
+    toggle recorded over it would store an argv that never ran and its revert would take their flag away."""
+    return f"--enforce-eager is already on in {where} and not a toggle of ours: nothing to time"
 
 
 def _toggle_record(prior: dict[str, Any], seconds: int, keys: Keys, at: float) -> dict[str, str]:
