@@ -5,7 +5,9 @@ on the Deployment (``remedies.enforce_eager``); ``workload.revert_expired_toggle
 first, takes it off after that — restoring that argv only where it is the running
 container without the flag, token for token (no spelling of the flag in it); an expiry beyond the policy's
 ``enforce_eager.max_duration`` counts as expired. An unreadable record of this toggle is warned about
-once and replaced (on) or dropped (off) — the eager deploy is the one that owns it.
+once and replaced (on) or dropped (off) — the eager deploy is the one that owns it. A flag already in the template
+with no record of ours is a person's: turning eager mode on is then a noop saying so, never a toggle that would
+record an argv that never ran and take their flag away at its expiry.
 
     from vllm_remedy.operations import enforce_eager
 
