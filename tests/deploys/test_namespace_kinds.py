@@ -87,9 +87,13 @@ def test_every_deploy_plans_or_refuses_each_kind_in_its_own_words(world: tuple[R
     rehearsal, inv = world
     got = rehearsal.pyinfra(inv, str(ROOT / "deploys" / deploy), "--dry", timeout=300)
     assert KIND_ERROR not in got.stdout + got.stderr, got.stderr
-    assert got.returncode == 0, got.stderr
+    refused = False
     for name, kind in ((STS, "statefulset"), (LWS, "leaderworkerset")):  # planned, a noop or refused by name
         said = [line for line in host_lines(got.stderr, name) if line.startswith(("refused: ", "noop: "))]
         assert said and all(line.startswith(("noop: ", f"refused: {kind} llm/")) for line in said), got.stderr
+        refused = refused or any(line.startswith("refused: ") for line in said)
+    refused = refused or any(line.startswith("refused: ") for line in host_lines(got.stderr, DEP))
+    # a refusal (kinds.unsupported among them) fails its host in --dry as -y would: exit 1 exactly then
+    assert got.returncode == (1 if refused else 0), got.stderr
 
 

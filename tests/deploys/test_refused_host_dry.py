@@ -110,7 +110,7 @@ def test_a_refused_pin_the_dry_run_lists_what_the_real_run_changes_and_the_other
     add_vllm_deployment(rehearsal, "llama-b", IMPLICIT)
     inv = inventory(tmp_path, {HOST: policy(tmp_path, "h100", NO_H100), OTHER: policy(tmp_path, "l40s")})
     human = rehearsal.pyinfra(inv, BUDGET, "--dry", timeout=300)
-    assert human.returncode == 0, human.stderr  # a refusal is shown, not a failure, in --dry (gitops's exits 1)
+    assert human.returncode == 1, human.stderr  # a refusal fails the host in --dry as in -y (CI reads the exit)
     table = detected_changes(human.stderr)
     fix, wait = table["Smallest change that restores headroom"], table["Wait until the new pods are Ready"]
     assert HOST not in fix[0] and HOST not in wait[0] and OTHER in fix[0], table
@@ -126,7 +126,7 @@ def test_a_refused_pin_the_dry_run_lists_what_the_real_run_changes_and_the_other
     other = planned_changes(rehearsal, inv, BUDGET, OTHER)[1]
     before = rehearsal.client().get_deployment("llm", "llama-8b")
     real = real_run(rehearsal, inv, BUDGET)
-    assert (code, real.returncode) == (0, 1), real.stderr
+    assert (code, real.returncode) == (1, 1), real.stderr
     assert planned == made_changes(real.stderr, HOST) == [], (planned, real.stderr)
     fix = "Smallest change that restores headroom"
     assert fix in other and fix in made_changes(real.stderr, OTHER), (other, real.stderr)
@@ -148,14 +148,14 @@ def test_a_budget_predicted_not_to_fit_counts_no_change_in_the_dry_run_as_in_the
     before = scenario(rehearsal, on_l4, "move to the L4 pool at 4096")
     inv = inventory(tmp_path, {HOST: policy(tmp_path, "l4", L4_ONLY)})
     human = rehearsal.pyinfra(inv, BUDGET, "--dry", timeout=300)
-    assert human.returncode == 0, human.stderr
+    assert human.returncode == 1, human.stderr  # refused (no change within policy): --dry exits 1 as -y does
     assert detected_changes(human.stderr)["Smallest change that restores headroom"][0] == "-"
     lines = host_lines(human.stderr, HOST)
     assert len([line for line in lines if "no change within policy" in line]) == 1, lines
 
     code, planned = planned_changes(rehearsal, inv, BUDGET, HOST)
     real = real_run(rehearsal, inv, BUDGET)
-    assert (code, real.returncode) == (0, 1), real.stderr
+    assert (code, real.returncode) == (1, 1), real.stderr
     assert planned == made_changes(real.stderr, HOST) == [], (planned, real.stderr)
     assert len([line for line in host_lines(real.stderr, HOST) if "no change within policy" in line]) == 1
     assert generation(rehearsal) == before["metadata"]["generation"]

@@ -150,11 +150,13 @@ def test_leader_and_worker_templates_that_disagree_on_memory_are_refused(rehears
     del lwt["workerTemplate"]["spec"]["containers"][0]["readinessProbe"]
     start_set(rehearsal, lws)
     bad = read(rehearsal)
-    got = rehearsal.pyinfra(inventory(tmp_path), RESTORE, "-y", timeout=300)
-    assert got.returncode != 0
-    [line] = [line for line in host_lines(got.stderr, HOST) if "disagree" in line]
-    assert line.endswith("crash-loop and revision 1: leader and worker templates disagree on --max-model-len (leader "
-                         "32768, worker 16384); make them agree before remediating; nothing was changed"), line
+    for flag in ("--dry", "-y"):  # refused in both, and --dry exits 1 as -y does: CI and the responder read it
+        got = rehearsal.pyinfra(inventory(tmp_path), RESTORE, flag, timeout=300)
+        assert got.returncode == 1, (flag, got.stderr)
+        [line] = [line for line in host_lines(got.stderr, HOST) if "disagree" in line]
+        assert line.endswith("crash-loop and revision 1: leader and worker templates disagree on --max-model-len "
+                             "(leader 32768, worker 16384); make them agree before remediating; nothing was "
+                             "changed"), line
     after = read(rehearsal)
     assert (after["spec"], after["metadata"]["generation"]) == (bad["spec"], bad["metadata"]["generation"])
     assert json.dumps(after["spec"]).count("131072") == 1

@@ -95,7 +95,7 @@ def test_a_model_that_resolves_nowhere_is_no_prediction_and_the_pods_say_invalid
     wait_until(refused, 30, "the pods to refuse the model")
     got = rehearsal.pyinfra(inventory_for(rehearsal, missing), BUDGET, "--dry")
     lines = host_out(got.stderr)
-    assert got.returncode == 0, got.stderr  # the host is not failed: the budget is refused, saying why, in one line
+    assert got.returncode == 1, got.stderr  # the budget is refused, saying why, in one line: the host fails, as -y
     assert (f"refused: deployment llm/llama-8b: model {missing}: not found on the Hub ({hub.url}) nor in the local "
             "Hugging Face cache") in lines, lines
 
@@ -117,6 +117,7 @@ def test_offline_the_policys_configmap_is_the_last_resort(rehearsal: Rehearsal) 
                                                 kubeconfig=str(rehearsal.kubeconfig)), BUDGET, "--dry")
     assert (f"refused: deployment llm/llama-8b: model {private}: not in the catalog nor the local Hugging Face "
             "cache, and HF_HUB_OFFLINE is set") in host_out(without.stderr), without.stderr
+    assert without.returncode == 1, without.stderr  # refused: --dry exits 1 as -y would
     policy = policy_file(rehearsal.tmp, target + "model_config:\n  config_map: smollm-config\n")
     got = rehearsal.pyinfra(write_inventory(rehearsal.tmp, HOST, policy=policy, kubeconfig=str(rehearsal.kubeconfig)),
                             BUDGET, "--dry")

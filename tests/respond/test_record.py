@@ -64,6 +64,22 @@ def test_results() -> None:
     assert incident.summary().startswith(f"VllmCrashLoopBackOff on {HOST}: deploys/restore.py refused: no earlier")
 
 
+def test_a_dry_run_that_a_deploy_refuses_is_refused_not_a_dry_run_result() -> None:
+    """--dry exits 1 exactly when -y would fail at a refusal (an operation's own, not only the GitOps stance's): the
+    record says refused, the refusal leading, as the -y run's would."""
+    host = InventoryHost(HOST, "rehearsal", "llm", "llama-8b")
+    said = ("refused: leaderworkerset llm/qwen-lws: leader and worker templates disagree on --max-model-len (leader "
+            "32768, worker 16384); make them agree before remediating")
+    text = f"    [{HOST}] noop: no temporary toggle has expired\n    [{HOST}] {said}\n"
+    for dry in (True, False):
+        incident = Incident(ALERT, host, "budget", "dry-run" if dry else "auto")
+        incident.finish(run(1, dry=dry, text=text))
+        assert (incident.result, incident.run.failure) == ("refused", said), dry
+    incident = Incident(ALERT, host, "budget", "dry-run")
+    incident.finish(run(0, dry=True, text=f"    [{HOST}] noop: nothing\n"))
+    assert incident.result == "dry-run"
+
+
 def test_event_and_note(tmp_path: Path) -> None:
     incident = Incident(ALERT, InventoryHost(HOST, "rehearsal", "llm", "llama-8b"), "restore", "auto")
     incident.note("alert received")

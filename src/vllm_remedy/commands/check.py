@@ -6,6 +6,8 @@ nodeSelector/affinity GPU product label, else the policy's GPU — and checked a
 policy; each finding names the file, the object, the container, the reason and the planner's smallest fix.
 Objects that run no vLLM (Services, ConfigMaps, sidecars) are ignored. A workload that cannot be predicted
 (no GPU named, model not in the catalog, flags outside argv) fails as "unknown": unproven is not a pass.
+A LeaderWorkerSet is one engine over its group, sized as the LWS deploys size it (TP × PP split, their prediction
+line as a note), its workers' flags checked against the leader's, and no fix that changes the group's shape.
 
 Exit codes:
   0 every vLLM workload predicted to start and within policy (or none found)

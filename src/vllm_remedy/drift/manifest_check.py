@@ -9,6 +9,11 @@ Every vLLM container of every pod spec is one :class:`Workload`; containers that
 Services, ConfigMaps, a Helm chart's other objects) are not workloads and are ignored. A workload that cannot
 be predicted (no GPU named, a model outside the catalog, flags not in argv) gets an ``unknown`` finding: it
 fails the check like an error, because "not proven to start" must never read as "passes".
+
+A LeaderWorkerSet is one engine over its group, sized as the LWS deploys size it: the leader's vLLM flags with
+pipeline stages counted as tensor-parallel ranks (``vllm.parallel.group_flags``), its prediction line with the
+split the deploys print, workers that disagree with the leader on a memory flag reported, and no fix that changes
+the group's shape (a new ``--tensor-parallel-size``: GPUs per pod and ``size``), which the LWS budget skips too.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from vllm_remedy.drift.checks import (
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.annotations import Keys, read_toggles
 from vllm_remedy.kube.gpus import pod_gpu_request
+from vllm_remedy.kube.lws_history import flag_disagreement, leader_template, lwt_of
 from vllm_remedy.policy import Policy
 from vllm_remedy.remedies.budget import BudgetRequest, plan_budget
 from vllm_remedy.remedies.pin_gpu import canonical_product
@@ -44,6 +50,7 @@ from vllm_remedy.vllm.catalog import PRODUCT_LABELS, GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, find_server
 from vllm_remedy.vllm.failures import FAILURES
 from vllm_remedy.vllm.memory import EngineSettings, estimate
+from vllm_remedy.vllm.parallel import TP, group_flags, world_size
 from vllm_remedy.vllm.versions import version_from_image
 
 ERROR, UNKNOWN_SEVERITY = "error", "unknown"
@@ -67,6 +74,7 @@ class Workload:
     metadata: Mapping[str, Any] = field(repr=False)
     server: ServerCommand | None = field(repr=False, default=None)
     problem: str | None = None
+    group: Mapping[str, Any] | None = field(repr=False, default=None)  # a LeaderWorkerSet's leaderWorkerTemplate
 
     @property
     def object(self) -> str:
@@ -135,7 +143,13 @@ def workloads(docs: list[Any], source: str, namespace: str = "default") -> list[
         meta = doc.get("metadata") if isinstance(doc, dict) and isinstance(doc.get("metadata"), dict) else {}
         kind = str(doc.get("kind") or "PodSpec") if isinstance(doc, dict) else "document"
         where = (source, kind, str(meta.get("namespace") or namespace), str(meta.get("name") or "-"))
-        for path, spec in manifest.pod_specs(doc) or kserve.manifest_pod_specs(doc, docs):
+        group = lwt_of(doc) if kind == "LeaderWorkerSet" and isinstance(doc, dict) else None
+        if group is not None:  # one engine: the leader's server, the workers' flags compared with it
+            key = "leaderTemplate" if group.get("leaderTemplate") else "workerTemplate"
+            pods = [(f"spec.leaderWorkerTemplate.{key}.spec", dict(leader_template(group).get("spec") or {}))]
+        else:
+            pods = list(manifest.pod_specs(doc) or kserve.manifest_pod_specs(doc, docs))
+        for path, spec in pods:
             for name in _container_names(spec):
                 try:
                     server: ServerCommand | None = find_server(spec, name)
@@ -144,7 +158,7 @@ def workloads(docs: list[Any], source: str, namespace: str = "default") -> list[
                     continue
                 except UserError as exc:  # vLLM whose flags are not in argv, or a script we cannot read
                     server, problem = None, str(exc)
-                out.append(Workload(*where, path or "(pod spec)", name, spec, meta, server, problem))
+                out.append(Workload(*where, path or "(pod spec)", name, spec, meta, server, problem, group))
     return out
 
 
@@ -179,7 +193,9 @@ def check_workload(workload: Workload, policy: Policy, now: float) -> Result:
         notes.append(f"image {server.image} names no vLLM version; the newest rules are used")
     elif rules_note(version):
         notes.append(f"image {server.image}: {rules_note(version)}")
-    prediction, model, card, settings, unknown = _predict(server, model_name, label, version, policy)
+    group = workload.group
+    prediction, model, card, settings, unknown = _predict(server, model_name, label, version, policy,
+                                                          group is not None)
     observed = Observed(server.image, model_name, server.flags.get("revision"), dict(server.flags), pinned,
                         pod_gpu_request(spec), tuple(read_toggles(Keys(policy.annotation_prefix),
                                                                   workload.metadata.get("annotations") or {})))
@@ -193,14 +209,29 @@ def check_workload(workload: Workload, policy: Policy, now: float) -> Result:
     findings += [Finding(c.name, ERROR if c.status == DRIFT else UNKNOWN_SEVERITY, c.detail, "")
                  for c in checks if c.status in (DRIFT, UNKNOWN)]
     findings += unknown
+    if group is not None:
+        findings += _group_findings(group, workload.container)
+        size = int(group.get("size", 1) or 1)
+        notes.append(f"{prediction.line()} (TP × PP = {world_size(server.flags)} GPUs over {size} pods)")
     fix: Step | None = None
     plan_note = ""
     if findings and model is not None and card is not None and settings is not None:
-        fix, plan_note = _plan(model, card, settings, policy, spec, pinned)
+        fix, plan_note = _plan(model, card, settings, policy, spec, pinned, group is not None)
     findings = [_with_fix(f, fix, plan_note, policy) for f in findings]
     if pinned is None and policy.gpu_product and prediction.estimate is not None:
         notes.append(f"the template pins no GPU product: predicted on the policy's {policy.gpu_product}")
     return Result(workload, name, prediction, tuple(findings), fix, tuple(notes))
+
+
+def _group_findings(group: Mapping[str, Any], container: str) -> list[Finding]:
+    """Leader and workers describing different engines: the LWS deploys refuse to remediate such a set."""
+    try:
+        why = flag_disagreement(group, container)
+    except UserError as exc:
+        why = str(exc)
+    fix = ("make the workers' vLLM flags match the leader's (or let workers only join its Ray cluster); the LWS "
+           "deploys refuse to remediate until they agree")
+    return [Finding("leader-worker", ERROR, why, fix)] if why else []
 
 
 def _start_reason(prediction: Prediction, failed: str) -> str:
@@ -213,9 +244,11 @@ def _start_reason(prediction: Prediction, failed: str) -> str:
             f"{e.max_model_len:,}")
 
 
-def _predict(server: ServerCommand, model_name: str | None, label: str | None, version: str | None, policy: Policy
+def _predict(server: ServerCommand, model_name: str | None, label: str | None, version: str | None, policy: Policy,
+             group: bool = False
              ) -> tuple[Prediction, ModelSpec | None, GpuSpec | None, EngineSettings | None, list[Finding]]:
-    """(prediction, model, GPU, settings, unknown findings): what can be known, and why the rest cannot."""
+    """(prediction, model, GPU, settings, unknown findings): what can be known, and why the rest cannot. A ``group``
+    (an LWS leader) is sized as the LWS deploys size it: TP × PP ranks, each holding its share."""
     card = catalog.find_gpu(label) if label else None
     try:
         model = resolved.model(model_name, server.flags.get("revision")) if model_name else None
@@ -240,7 +273,7 @@ def _predict(server: ServerCommand, model_name: str | None, label: str | None, v
                                 "name the model in argv (positional or --model), where it can be checked"))
     settings: EngineSettings | None = None
     try:
-        settings = EngineSettings.from_flags(dict(server.flags), version)
+        settings = EngineSettings.from_flags(group_flags(server.flags) if group else dict(server.flags), version)
     except UserError as exc:
         out.append(_unknown("flags", str(exc), "write the memory flags as literal values"))
     if card is None or model is None or settings is None:
@@ -266,18 +299,19 @@ def _pin(policy: Policy, spec: Mapping[str, Any], pinned: str | None) -> Templat
 
 
 def _plan(model: ModelSpec, card: GpuSpec, settings: EngineSettings, policy: Policy, spec: Mapping[str, Any],
-          pinned: str | None) -> tuple[Step | None, str]:
-    """The planner's smallest step, on the policy's GPU (pinned in the step) when the template's is not allowed."""
+          pinned: str | None, group: bool = False) -> tuple[Step | None, str]:
+    """The planner's smallest step, on the policy's GPU (pinned in the step) when the template's is not allowed;
+    for a ``group`` the first that keeps its shape."""
     pin = _pin(policy, spec, pinned)
     target = catalog.find_gpu(policy.gpu_product) if pin is not None and policy.gpu_product else None
     if pin is None or target is None:
         plan = plan_budget(BudgetRequest(model=model, gpu=card, settings=settings, policy=policy,
                                          node_selector=_selector(spec), gpu_label=pinned))
-        return _smallest(plan)
+        return _smallest(plan, group)
     selector = {k: v for k, v in _selector(spec).items() if k not in pin.drop_node_selector} | dict(pin.node_selector)
     plan = plan_budget(BudgetRequest(model=model, gpu=target, settings=settings, policy=policy,
                                      node_selector=selector, gpu_label=policy.gpu_product))
-    step, note = _smallest(plan)
+    step, note = _smallest(plan, group)
     if step is None and plan.verdict == "no_change_needed":
         return Step(rank=1, lever="gpu", reason=f"pin the policy's GPU {target.product}", prediction=plan.current,
                     template=pin, gpu=target.product), ""
@@ -294,10 +328,14 @@ def _selector(spec: Mapping[str, Any]) -> dict[str, str]:
     return {str(k): str(v) for k, v in selector.items()} if isinstance(selector, Mapping) else {}
 
 
-def _smallest(plan: Plan) -> tuple[Step | None, str]:
-    """The planner's first rung, or why there is none."""
-    if plan.verdict == "change" and plan.steps:
-        return plan.steps[0], ""
+def _smallest(plan: Plan, group: bool = False) -> tuple[Step | None, str]:
+    """The planner's first rung (for a ``group``, the first with no new tensor-parallel split), or why there is
+    none."""
+    steps = [s for s in plan.steps if not group or (TP not in s.set and s.template.gpu_limit is None)]
+    if plan.verdict == "change" and steps:
+        return steps[0], ""
+    if plan.verdict == "change" and group:
+        return None, "every rung the planner found changes the group's shape (a new tensor-parallel split)"
     if plan.verdict == "no_fitting_change":
         return None, "no change within the policy's bounds is predicted to start and meet the target"
     return None, ""

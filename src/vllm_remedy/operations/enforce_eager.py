@@ -5,7 +5,9 @@ on the Deployment (``remedies.enforce_eager``); ``workload.revert_expired_toggle
 first, takes it off after that — restoring that argv only where it is the running
 container without the flag, token for token (no spelling of the flag in it); an expiry beyond the policy's
 ``enforce_eager.max_duration`` counts as expired. An unreadable record of this toggle is warned about
-once and replaced (on) or dropped (off) — the eager deploy is the one that owns it.
+once and replaced (on) or dropped (off) — the eager deploy is the one that owns it. A flag already in the template
+with no record of ours is a person's: turning eager mode on is then a noop saying so, never a toggle that would
+record an argv that never ran and take their flag away at its expiry.
 
     from vllm_remedy.operations import enforce_eager
 
@@ -112,6 +114,9 @@ def toggle(enabled: bool = True, ttl: str | int | None = None) -> Iterator[Funct
                 noop(state, host, f"--enforce-eager is already on for {ctx.where} until {record.expires} "
                      "(a toggle is never extended)")
                 return
+            elif is_on and not unreadable:
+                noop(state, host, not_ours(ctx.where))  # a person's flag: timing it would later remove it
+                return
             else:
                 base = with_flags(template, unset=["enforce-eager"], container=ctx.container) if is_on else template
             planned, notes = toggles.switch_on(base, ctx.keys, now, seconds, ctx.container)
@@ -147,6 +152,12 @@ def toggle(enabled: bool = True, ttl: str | int | None = None) -> Iterator[Funct
     stamp = functools.partial(_toggle_record, toggles.argv_record(base, ctx.container), seconds, ctx.keys)
     yield change_command(ctx, ctx.deployment_path, Change(spec={"template": copy.deepcopy(planned)}, stamp=stamp),
                          summary)
+
+
+def not_ours(where: str) -> str:
+    """The noop line for a flag a person set in the template: no record of ours, so nothing of ours to time — a
+    toggle recorded over it would store an argv that never ran and its revert would take their flag away."""
+    return f"--enforce-eager is already on in {where} and not a toggle of ours: nothing to time"
 
 
 def _toggle_record(prior: dict[str, Any], seconds: int, keys: Keys, at: float) -> dict[str, str]:

@@ -74,7 +74,8 @@ class Incident:
     def finish(self, run: DeployRun) -> None:
         """Classify the run: a remedy written, nothing to change, a refusal (the deploy failed having written no
         remedy — a GitOps stance, nothing predicted to fit — its last line saying why) or a failure after a
-        remedy was written (e.g. the rollback did not become Ready)."""
+        remedy was written (e.g. the rollback did not become Ready). A ``--dry`` run exits 1 exactly when ``-y``
+        would fail at a refusal (every refusal marks its host failed in ``--dry`` too), so it reads the same way."""
         self.run = run
         if run.dry:
             self.result = "dry-run" if run.returncode == 0 else "refused"

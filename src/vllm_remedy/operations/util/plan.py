@@ -11,8 +11,9 @@ The second run may also find a *different* change: a crash record written on the
 prompt moves a rollback to an older revision, while the Deployment, which the write's guard tests, is unchanged.
 A refusal is no change: while detecting, a body that refuses (``refuse``, or a write the policy's GitOps stance
 refuses) yields nothing and its host's later operations are not planned (``refusal``), so ``--dry`` and the prompt
-show the refusal once and count nothing for it or after it, as ``-y`` changes nothing there. A GitOps refusal also
-marks the host failed, so ``--dry`` exits 1 as the run will (under pyinfra's CLI; drift reports refusals itself).
+show the refusal once and count nothing for it or after it, as ``-y`` changes nothing there. Every refusal also
+marks the host failed (``refusal.record``), so ``--dry`` exits 1 as the run will (under pyinfra's CLI; drift reports
+refusals itself).
 An approved plan that stops at a refusal stops there at execute too, even if the body would no longer refuse.
 
 So the writes a body planned are remembered by what they say they do (their summary up to " — ", the part
@@ -26,7 +27,6 @@ import functools
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-import pyinfra
 from pyinfra.api import FunctionCommand
 from pyinfra.context import ctx_host, ctx_state
 
@@ -66,12 +66,8 @@ def keeps_its_plan(body: Body) -> Body:
             said = refusal.refused_here(state, host)
             if said is not None:
                 # a refusal (``refuse`` or the GitOps stance): shown once already, no change to count, the host's
-                # later operations not planned (``refusal``)
+                # later operations not planned and the host marked failed, so --dry exits 1 as -y will (``refusal``)
                 _REFUSED_PLANS[key] = said.reason
-                if pyinfra.is_cli and any(isinstance(c, FunctionCommand) and c.function is refused for c in commands):
-                    # the GitOps stance: --dry exits non-zero as the run will (pyinfra's exit reads failed_hosts; the
-                    # host still runs, and fails). Only under pyinfra's CLI: drift reports refusals itself
-                    (getattr(host, "state", None) or state).failed_hosts.add(host)
                 return
         elif key is not None and key in _REFUSED_PLANS and not _refuses(commands):
             # approved: the host stops here. Whatever this body would do now, it is not what was approved

@@ -10,10 +10,12 @@ refused host — no body runs, no change is counted (the ``-`` of pyinfra's tabl
 it — and prints one ``not run:`` line naming the refusal. Every operation of every deploy is covered, ours or not,
 without each body having to ask.
 
-The exit status of ``--dry`` is left as it was: 0 for a refusal the operation itself makes (``refuse``: shown, the
-host fails at execute), 1 for a write the GitOps stance refuses (``plan.keeps_its_plan`` marks that host failed).
-``vllm-remedy drift`` runs bodies in-process and reads :func:`refusal` instead: its report says "fix refused", never
-"would change".
+Every refusal also marks the host failed (under pyinfra's CLI): ``--dry`` exits 1 exactly when ``-y`` would fail at
+a refusal — an operation's own ``refuse`` (a change predicted not to fit, leader and workers disagreeing, a kind a
+deploy does not handle) as much as a write the GitOps stance refuses. CI and the Alertmanager responder run ``--dry``
+and read its exit status as what ``-y`` would do. The host is only added to ``failed_hosts`` (what pyinfra's exit
+reads), not deactivated: with a prompt it still runs, and fails at the refusal as shown. ``vllm-remedy drift`` runs
+bodies in-process and reads :func:`refusal` instead: its report says "fix refused", never "would change".
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import pyinfra
 from pyinfra import logger
 from pyinfra.context import ctx_host
 
@@ -54,7 +57,8 @@ def op_name(state: Any, op_hash: str | None) -> str:
 
 def record(state: Any, host: Any, reason: str) -> None:
     """While detecting changes: ``host`` is refused by the operation being planned (``reason``, one line). Its later
-    operations are not planned."""
+    operations are not planned, and under pyinfra's CLI the host is marked failed, so ``--dry`` exits 1 as ``-y``
+    will (drift, in-process, reports the refusal itself)."""
     real = _state(state, host)
     if real is None or real.is_executing:
         return
@@ -62,6 +66,8 @@ def record(state: Any, host: Any, reason: str) -> None:
     if key not in _REFUSED:
         op_hash = str(getattr(host, "current_op_hash", None) or "")
         _REFUSED[key] = Refusal(op_name(real, op_hash), op_hash, " ".join(str(reason).split()))
+    if pyinfra.is_cli:
+        real.failed_hosts.add(ctx_host.get() if ctx_host.isset() else host)  # the Host itself, not the proxy
     _install(real)
 
 
