@@ -48,7 +48,8 @@ def _one_line(exc: UserError) -> str:
 def revert_expired_toggles(wait: bool = False) -> Iterator[FunctionCommand]:
     """
     Revert every temporary toggle on the LeaderWorkerSet whose expiry (cluster time) has passed, or lies beyond the
-    policy's ``enforce_eager.max_duration`` from now — every LWS deploy runs this first.
+    policy's ``enforce_eager.max_duration`` from now — every LWS deploy runs this, after any operation that plans on
+    the set as read (``lws_pin.gpu_product``, ``leaderworkerset.rollback``) so that --dry's diffs are the run's.
 
     The leader's exact prior argv comes back only where it is its running container without the toggled flag;
     otherwise the flag alone comes off (leader and workers), the line saying why. When the memory model predicts the
