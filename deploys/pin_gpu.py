@@ -11,10 +11,14 @@ maxUnavailable 1, and the diff says so (a StatefulSet deletes each pod before cr
 
 from pyinfra import host
 
-from vllm_remedy.operations import evidence, kinds, lws_pin, pin_gpu, sts_evidence, workload
+from vllm_remedy.operations import evidence, kinds, lws_eager, lws_flags, lws_pin, pin_gpu, sts_evidence, workload
 
 if host.data.get("k8s_kind") == "leaderworkerset":
-    lws_pin.gpu_product(name="Pin the GPU type of leader and workers", product=host.data.get("gpu_product"))
+    # the pin before the revert (as lws_budget.FIX): it plans on the set as read, the revert on what the pin leaves
+    lws_pin.gpu_product(name="Pin the GPU type of leader and workers", product=host.data.get("gpu_product"),
+                        wait=False)
+    lws_eager.revert_expired_toggles(name="Revert expired temporary toggles")
+    lws_flags.rolled_out(name="Wait until every group is Ready")
 elif host.data.get("k8s_kind") == "statefulset":  # no surge to switch off: it deletes a pod before creating one
     workload.revert_expired_toggles(name="Revert expired temporary toggles")
     sts_evidence.crash_recorded(name="Record crash-looping revisions on their ControllerRevisions")

@@ -25,6 +25,7 @@ from vllm_remedy.operations import (
     handover,
     inferenceservice,
     leaderworkerset,
+    lws_eager,
     lws_evidence,
     restore,
     statefulset,
@@ -39,6 +40,9 @@ if host.data.get("k8s_kind") == "leaderworkerset":
     # no `kubectl rollout undo` for an LWS: the chosen ControllerRevision written back, resourceVersion-guarded
     leaderworkerset.rollback(name="Roll a crash-looping LeaderWorkerSet back to the newest good revision", wait=True,
                              revision=revision)
+    # after the rollback, not before: it plans on the set as read, so --dry would show a diff -y never makes;
+    # the revert plans on what the rollback leaves (a restored template without the flag has no toggle left)
+    lws_eager.revert_expired_toggles(name="Revert expired temporary toggles", wait=True)
 elif host.data.get("k8s_kind") == "statefulset":
     revision = statefulset.forced_revision()  # as for a Deployment: bad input stops here, one line, exit 2
 
@@ -46,6 +50,9 @@ elif host.data.get("k8s_kind") == "statefulset":
     # chosen by evidence like a Deployment's; pods the controller will not replace are deleted only by policy
     statefulset.rollback(name="Roll a crash-looping StatefulSet back to the newest good revision", wait=True,
                          revision=revision)
+    # after the rollback for the same reason as a LeaderWorkerSet's (it plans on the set as read); then its wait
+    workload.revert_expired_toggles(name="Revert expired temporary toggles")
+    workload.rolled_out(name="Wait until the new pods are Ready")
 elif host.data.get("k8s_kind") == "inferenceservice":
     inferenceservice.no_forced_revision()  # --data revision is refused for this kind: one line, exit 2
     # KServe's last ready predictor revision written back into the InferenceService (never its Deployment)

@@ -26,6 +26,7 @@ from vllm_remedy.errors import UserError
 from vllm_remedy.facts.leaderworkerset import LeaderWorkerSetState
 from vllm_remedy.facts.nodes import NodeObjects
 from vllm_remedy.kube import lws_history
+from vllm_remedy.kube.annotations import TOGGLE_FLAGS, Keys, scan_toggles, toggle_flags_on
 from vllm_remedy.kube.clock import ClusterClock
 from vllm_remedy.kube.diff import unified_template_diff
 from vllm_remedy.kube.lws_wait import lws_path, wait_for_lws_rollout
@@ -41,6 +42,7 @@ from vllm_remedy.operations.util import (
     noop,
     observe,
     refuse,
+    server_of,
     show,
 )
 from vllm_remedy.operations.util.plan import edited_since_read
@@ -85,6 +87,27 @@ def _target_lwt(facts: Mapping[str, Any], name: str | None) -> dict[str, Any]:
     return lws_history.revision_lwt(rev)
 
 
+def stale_toggles(keys: Keys, notes: Mapping[str, str], template: Mapping[str, Any], container: str | None
+                  ) -> dict[str, None]:
+    """The annotations of each recorded toggle whose flag ``template`` does not run with, to drop in the write that
+    gives the set that template: left behind, the next deploy would make an annotation-only write for them."""
+    running = toggle_flags_on(server_of(template, container).flags)
+    return {key: None for toggle in scan_toggles(keys, notes)[0]
+            if TOGGLE_FLAGS.get(toggle.name, toggle.name) not in running
+            for key in keys.toggle_keys(toggle.name) if key in notes}
+
+
+def groups_ready(lws: Mapping[str, Any]) -> bool:
+    """Every group Ready on the current template, as far as the set's status says (its conditions have observed
+    the current generation, as ``kube.lws_wait`` reads them)."""
+    spec, status = lws.get("spec") or {}, lws.get("status") or {}
+    replicas = int(spec.get("replicas", 1) or 0)
+    generation = int((lws.get("metadata") or {}).get("generation") or 0)
+    conditions = status.get("conditions") or []
+    observed = bool(conditions) and all(int(c.get("observedGeneration") or 0) >= generation for c in conditions)
+    return observed and all(int(status.get(k) or 0) == replicas for k in ("readyReplicas", "updatedReplicas"))
+
+
 def _crashing(facts: Mapping[str, Any]) -> list[str]:
     return sorted(p["name"] for p in facts["pod_rows"]["pods"] if p.get("new") and not p.get("deleting") and any(
         c.get("crash_looping") for c in p.get("containers") or []))
@@ -102,7 +125,9 @@ def rollback(wait: bool = True, timeout: float | None = None, revision: int | No
     + timeout: cluster seconds to wait; default the policy's ``restore.rollout_timeout``
     + revision: the operator's target (``--data revision=N``, checked by :func:`forced_revision`)
 
-    Nothing happens when no pod of the set's current template is crash-looping.
+    Nothing happens when no pod of the set's current template is crash-looping — but a rollout still under way (a
+    rerun after the first run died mid-wait) is waited for again, failing fast if it crash-loops, as a Deployment's.
+    Toggle records whose flag the restored template does not run go in the same write.
     """
     ctx = k8s_host(host)
     facts = host.get_fact(LeaderWorkerSetState)
@@ -115,6 +140,16 @@ def rollback(wait: bool = True, timeout: float | None = None, revision: int | No
             return
     decision = _decision(ctx, facts, revision)
     skipped = [f"skipped {line}" for line in decision.skipped]
+    if decision.action == NONE and wait and not groups_ready(lws):
+        # a run killed mid-wait (kill -9, a lost terminal): the rollout it started, or anyone's, is waited for again
+        notes = (lws.get("metadata") or {}).get("annotations") or {}
+        last = notes.get(ctx.keys.last_action)
+        label = f"wait for {ctx.where} to roll out" + (
+            f" (last vllm-remedy write: {last} at {notes.get(ctx.keys.last_action_at, '?')})" if last else "")
+        show(state, host, [f"{ctx.where}: a rollout is under way; waiting until every group is Ready"])
+        seconds = timeout if timeout is not None else ctx.policy.restore.rollout_timeout.total_seconds()
+        yield FunctionCommand(wait_rolled_out, (seconds, label), {})
+        return
     if decision.action == NONE:
         noop(state, host, f"nothing to restore: no pod of {ctx.where}'s current template is crash-looping"
              if revision is None else f"nothing to restore: {decision.reason}")
@@ -145,7 +180,9 @@ def rollback(wait: bool = True, timeout: float | None = None, revision: int | No
                        prediction_line(lwt, decision.revision, ctx.container)])
     why = (f"revision {decision.current} crash-looped" if revision is None
            else "the operator forced it (host data revision)")
-    change = Change(spec={"leaderWorkerTemplate": lwt},
+    notes = (lws.get("metadata") or {}).get("annotations") or {}
+    drops = stale_toggles(ctx.keys, notes, lws_history.leader_template(lwt), ctx.container)
+    change = Change(spec={"leaderWorkerTemplate": lwt}, annotations=drops,
                     audit=(RESTORE, f"roll back to revision {decision.revision} ({decision.rule}): {why}"))
     yield change_command(ctx, path, change, summary)
     if wait:

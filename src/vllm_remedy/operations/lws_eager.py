@@ -23,7 +23,9 @@ from pyinfra import host, state
 from pyinfra.api import FunctionCommand, operation
 
 from vllm_remedy.errors import UserError
+from vllm_remedy.kube import lws_history
 from vllm_remedy.operations.enforce_eager import EAGER_OFF, _toggle_record, not_ours, warn_malformed
+from vllm_remedy.operations.leaderworkerset import wait_rolled_out
 from vllm_remedy.operations.lws_flags import LwsView, failing, planned_lwt, refuse_failing, view, write_lwt
 from vllm_remedy.operations.util import k8s_host, keeps_its_plan, noop, refuse, server_of, with_flags
 from vllm_remedy.operations.workload import EXPIRE, KEPT
@@ -43,15 +45,19 @@ def _one_line(exc: UserError) -> str:
 
 @operation()
 @keeps_its_plan
-def revert_expired_toggles() -> Iterator[FunctionCommand]:
+def revert_expired_toggles(wait: bool = False) -> Iterator[FunctionCommand]:
     """
     Revert every temporary toggle on the LeaderWorkerSet whose expiry (cluster time) has passed, or lies beyond the
-    policy's ``enforce_eager.max_duration`` from now — every LWS deploy runs this first.
+    policy's ``enforce_eager.max_duration`` from now — every LWS deploy runs this, after any operation that plans on
+    the set as read (``lws_pin.gpu_product``, ``leaderworkerset.rollback``) so that --dry's diffs are the run's.
 
     The leader's exact prior argv comes back only where it is its running container without the toggled flag;
     otherwise the flag alone comes off (leader and workers), the line saying why. When the memory model predicts the
     group will not start without it, nothing is written and the line says so (drift reports it until the budget is
     fixed). An unreadable record is one warning line and left in place.
+
+    + wait: after a write, wait until every group is Ready on the reverted template (a deploy with no wait of its own
+      after this one, such as restore's)
     """
     try:
         got = view()
@@ -80,6 +86,9 @@ def revert_expired_toggles() -> Iterator[FunctionCommand]:
         return
     yield from write_lwt(got, new, action=EXPIRE, reason="; ".join(said), annotations=drops,
                          summary=f"revert expired toggles on {ctx.where}: {'; '.join(said)}")
+    if wait and not lws_history.lwts_equal(new, got.lwt):
+        seconds = ctx.policy.restore.rollout_timeout.total_seconds()
+        yield FunctionCommand(wait_rolled_out, (seconds, f"wait for {ctx.where} to roll out without the toggle"), {})
 
 
 def _is_on(got: LwsView) -> bool:

@@ -29,7 +29,7 @@ from vllm_remedy.facts.leaderworkerset import LeaderWorkerSetState
 from vllm_remedy.kube import lws_history
 from vllm_remedy.kube.diff import unified_template_diff
 from vllm_remedy.kube.lws_wait import lws_path
-from vllm_remedy.operations.leaderworkerset import wait_rolled_out
+from vllm_remedy.operations.leaderworkerset import groups_ready, wait_rolled_out
 from vllm_remedy.operations.util import (
     Change,
     K8sHost,
@@ -187,17 +187,6 @@ def caps(max_num_batched_tokens: int | None = None, limit_mm_per_prompt: Mapping
                          summary=f"cap load on {ctx.where}, leader and workers: {describe(changes)}")
 
 
-def _ready(lws: Mapping[str, Any]) -> bool:
-    """Every group Ready on the current template, as far as the set's status says (its conditions have observed
-    the current generation, as ``kube.lws_wait`` reads them)."""
-    spec, status = lws.get("spec") or {}, lws.get("status") or {}
-    replicas = int(spec.get("replicas", 1) or 0)
-    generation = int((lws.get("metadata") or {}).get("generation") or 0)
-    conditions = status.get("conditions") or []
-    observed = bool(conditions) and all(int(c.get("observedGeneration") or 0) >= generation for c in conditions)
-    return observed and all(int(status.get(k) or 0) == replicas for k in ("readyReplicas", "updatedReplicas"))
-
-
 @operation()
 def rolled_out(timeout: float | None = None) -> Iterator[FunctionCommand]:
     """
@@ -210,7 +199,7 @@ def rolled_out(timeout: float | None = None) -> Iterator[FunctionCommand]:
     path = lws_path(ctx.namespace, ctx.deployment)
     fresh = host.get_fact(LeaderWorkerSetState)["leaderworkerset"]
     planned = planned_objects.current(host, path, fresh)
-    if planned == fresh and not wrote_in_this_run(state, host, path) and _ready(fresh):
+    if planned == fresh and not wrote_in_this_run(state, host, path) and groups_ready(fresh):
         noop(state, host, f"{ctx.where} is rolled out")
         return
     seconds = timeout if timeout is not None else ctx.policy.restore.rollout_timeout.total_seconds()

@@ -1,0 +1,46 @@
+"""deploys/restore.py on the StatefulSet llama-sts keeps the timed toggle's promise, through the real pyinfra CLI on
+the rehearsal cluster: after rolling a crash-looping revision back to the toggled one, an expired --enforce-eager
+comes off in the same run — the revert planned on what the rollback leaves, so --dry's two diffs applied in order
+give the template after -y."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from fixtures import pyinfra_run
+from fixtures.budget_world import EAGER, GOOD_ARGS
+from fixtures.pyinfra_run import Rehearsal, crash_on_start, host_lines
+from fixtures.sts_step4 import dry_is_the_run, edit, inventory, quiet, rolled_out
+from fixtures.sts_world import MAX_LEN_LOG, RESTORE, STS_HOST, crash_looping_on, llama_set, roll
+from fixtures.sts_world import inventory as plain_inventory
+
+rehearsal = pyinfra_run.rehearsal
+EXPIRES, PRIOR = "vllm-remedy.io/enforce-eager-expires", "vllm-remedy.io/enforce-eager-prior"
+
+
+def args(obj: dict[str, Any]) -> list[str]:
+    return list(obj["spec"]["template"]["spec"]["containers"][0]["args"])
+
+
+def test_restore_reverts_an_expired_toggle_after_the_rollback_as_dry_showed(rehearsal: Rehearsal,
+                                                                            tmp_path: Path) -> None:
+    llama_set(rehearsal)
+    inv = inventory(tmp_path)
+    on = rehearsal.pyinfra(inv, EAGER, "-y", "--data", "eager_ttl=30m", timeout=300)
+    assert on.returncode == 0, on.stderr
+    assert args(rolled_out(rehearsal)) == [*GOOD_ARGS, "--enforce-eager"]
+    edit(rehearsal, lambda obj: obj["metadata"]["annotations"].__setitem__(EXPIRES, "2001-01-01T00:00:00Z"))
+    roll(rehearsal, crash_on_start(MAX_LEN_LOG.read_text()))  # revision 3 over the toggled revision 2 dies
+    crash_looping_on(rehearsal, "llama-sts-1")
+    quiet(rehearsal)
+    # the shipped default policy: no known-good unit pins revision 1, so the newest good one (toggled) is restored
+    dry, got = dry_is_the_run(rehearsal, plain_inventory(tmp_path), RESTORE, expect_diffs=2)
+    assert got.returncode == 0, got.stderr
+    said = host_lines(dry.stderr, STS_HOST)
+    assert any(line.startswith("roll back statefulset llm/llama-sts from revision 3 to revision 2") for line in said)
+    assert "-    - --enforce-eager" in said, dry.stderr
+    after = rolled_out(rehearsal)
+    assert args(after) == GOOD_ARGS
+    notes = after["metadata"]["annotations"]
+    assert EXPIRES not in notes and PRIOR not in notes and notes["vllm-remedy.io/last-action"] == "expire", notes
