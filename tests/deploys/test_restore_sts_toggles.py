@@ -1,7 +1,7 @@
 """deploys/restore.py on the StatefulSet llama-sts keeps the timed toggle's promise, through the real pyinfra CLI on
-the rehearsal cluster: after rolling a crash-looping revision back to the toggled one, an expired --enforce-eager
-comes off in the same run — the revert planned on what the rollback leaves, so --dry's two diffs applied in order
-give the template after -y."""
+the rehearsal cluster: the toggled revision is no rollback target (its ControllerRevision carries the toggle's
+record, which the controller copies from the set, as a Deployment's ReplicaSet does), and the expired record
+comes off the set in the same run — planned on what the rollback leaves, so --dry is the run."""
 
 from __future__ import annotations
 
@@ -34,12 +34,14 @@ def test_restore_reverts_an_expired_toggle_after_the_rollback_as_dry_showed(rehe
     roll(rehearsal, crash_on_start(MAX_LEN_LOG.read_text()))  # revision 3 over the toggled revision 2 dies
     crash_looping_on(rehearsal, "llama-sts-1")
     quiet(rehearsal)
-    # the shipped default policy: no known-good unit pins revision 1, so the newest good one (toggled) is restored
-    dry, got = dry_is_the_run(rehearsal, plain_inventory(tmp_path), RESTORE, expect_diffs=2)
+    # the shipped default policy: the newest good revision (2) ran the toggle, so revision 1 is restored
+    # one template diff (the rollback); the revert then only drops the set's stale record (annotations)
+    dry, got = dry_is_the_run(rehearsal, plain_inventory(tmp_path), RESTORE, expect_diffs=1)
     assert got.returncode == 0, got.stderr
     said = host_lines(dry.stderr, STS_HOST)
-    assert any(line.startswith("roll back statefulset llm/llama-sts from revision 3 to revision 2") for line in said)
-    assert "-    - --enforce-eager" in said, dry.stderr
+    assert any(line.startswith("roll back statefulset llm/llama-sts from revision 3 to revision 1") for line in said)
+    assert any(line.startswith("skipped revision 2 (") and "ran --enforce-eager as a temporary toggle (its record "
+               "is on that revision)" in line for line in said), said
     after = rolled_out(rehearsal)
     assert args(after) == GOOD_ARGS
     notes = after["metadata"]["annotations"]

@@ -312,8 +312,9 @@ def against(rev: Revision, keys: Keys, container: str | None, nodes: Sequence[Ma
 
 def temporary_toggle(rev: Revision, keys: Keys, container: str | None) -> str | None:
     """Why a revision that ran a *timed* toggle is no target: the controller copied the toggle's record onto its
-    ReplicaSet, and restoring that template would keep the flag on with no expiry and no record on the
-    Deployment. A template that runs the flag without a record (eager on purpose) is not affected."""
+    revision object (a Deployment's ReplicaSet; a StatefulSet's ControllerRevision, whose controller copies the
+    set's annotations), and restoring that template would keep the flag on with no expiry and no record on the
+    workload. A template that runs the flag without a record (eager on purpose) is not affected."""
     try:
         server = find_server(rev.template.get("spec") or {}, container)
     except UserError:
@@ -321,7 +322,7 @@ def temporary_toggle(rev: Revision, keys: Keys, container: str | None) -> str | 
     running = toggle_flags_on(server.flags)
     for toggle, flag in TOGGLE_FLAGS.items():
         if flag in running and rev.annotations.get(keys.toggle_expires(toggle)):
-            return (f"ran --{flag} as a temporary toggle (its record is on the ReplicaSet): restoring it would "
+            return (f"ran --{flag} as a temporary toggle (its record is on that revision): restoring it would "
                     f"keep --{flag} on with no expiry")
     return None
 
