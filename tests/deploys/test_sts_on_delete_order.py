@@ -15,18 +15,21 @@ from pathlib import Path
 
 from fixtures import pyinfra_run
 from fixtures.budget_world import BUDGET
-from fixtures.pyinfra_run import Rehearsal, host_lines
+from fixtures.pyinfra_run import Rehearsal, crash_on_start, host_lines
 from fixtures.restore_world import wait_until
 from fixtures.sts_step4 import IMPLICIT, edit, env_fix, live, quiet, rolled_out, with_args
 from fixtures.sts_step4 import inventory as step4_inventory
 from fixtures.sts_world import (
+    MAX_LEN_LOG,
     RESTORE,
     STS_HOST,
-    bad_rollout,
+    crash_looping_on,
+    delete_pod,
     inventory,
     killed_after_deleting_the_blocking_pod,
     llama_set,
     pod_uids,
+    roll,
     sts,
 )
 from vllm_remedy.kube.health import pod_health
@@ -56,6 +59,17 @@ def fewest_ready(rehearsal: Rehearsal) -> Iterator[list[int]]:
         thread.join()
 
 
+def three_revisions(rehearsal: Rehearsal) -> None:
+    """OnDelete: llama-sts-0 serves revision 1; revision 2 (a colleague's env var) never ran; llama-sts-1 crash-loops
+    on revision 3. The restore's target is revision 2: both pods are off it, one of them serving."""
+    llama_set(rehearsal, ON_DELETE)
+    edit(rehearsal, env_fix)
+    quiet(rehearsal)
+    roll(rehearsal, crash_on_start(MAX_LEN_LOG.read_text()))
+    delete_pod(rehearsal, "llama-sts-1")
+    crash_looping_on(rehearsal, "llama-sts-1")
+
+
 def deletions(lines: list[str]) -> list[str]:
     return [line.split("deleted pod ", 1)[1].split()[0] for line in lines if "deleted pod " in line]
 
@@ -70,21 +84,21 @@ def test_a_template_change_deletes_the_ready_pods_one_at_a_time_highest_first(re
         got = rehearsal.pyinfra(step4_inventory(tmp_path), BUDGET, "-y", timeout=300)
     assert got.returncode == 0, got.stderr
     lines = host_lines(got.stderr, STS_HOST)
-    assert deletions(lines) == ["llama-sts-1", "llama-sts-0"], lines
     assert fewest[0] >= 1, f"the set went to {fewest[0]} Ready pods"
+    assert deletions(lines) == ["llama-sts-1", "llama-sts-0"], lines
     rolled_out(rehearsal)
     assert set(pod_uids(rehearsal).values()).isdisjoint(before.values())
 
 
 def test_a_restore_deletes_the_crash_looping_pod_first_and_keeps_the_serving_one(rehearsal: Rehearsal,
                                                                                  tmp_path: Path) -> None:
-    bad_rollout(rehearsal, ON_DELETE)  # llama-sts-0 serves revision 1, llama-sts-1 crash-loops on revision 2
+    three_revisions(rehearsal)
     with fewest_ready(rehearsal) as fewest:
         got = rehearsal.pyinfra(inventory(tmp_path), RESTORE, "-y", timeout=300)
     assert got.returncode == 0, got.stderr
     lines = host_lines(got.stderr, STS_HOST)
-    assert deletions(lines)[:1] == ["llama-sts-1"], lines
     assert fewest[0] >= 1, f"the set went to {fewest[0]} Ready pods"
+    assert deletions(lines) == ["llama-sts-1", "llama-sts-0"], lines
     rolled_out(rehearsal)
 
 
@@ -117,16 +131,18 @@ def test_a_colleagues_edit_during_the_wait_stops_the_deletions(rehearsal: Rehear
 
 def test_after_kill_9_an_on_delete_restore_rerun_waits_for_the_rollout(rehearsal: Rehearsal,
                                                                        tmp_path: Path) -> None:
-    bad_rollout(rehearsal, ON_DELETE)
+    three_revisions(rehearsal)
     inv = inventory(tmp_path)
     rehearsal.cluster.clock.set_speed(5.0)  # the restored pod takes ~15 s of real time to load: killed mid-wait
     said = killed_after_deleting_the_blocking_pod(rehearsal, inv, tmp_path)
     assert int(sts(rehearsal)["status"].get("readyReplicas") or 0) < 2, said
-    again = rehearsal.pyinfra(inv, RESTORE, "-y", timeout=180)
+    with fewest_ready(rehearsal) as fewest:
+        again = rehearsal.pyinfra(inv, RESTORE, "-y", timeout=180)
     assert again.returncode == 0, again.stderr
     lines = host_lines(again.stderr, STS_HOST)
     assert not any("nothing to restore" in line for line in lines), lines
-    assert any("roll out" in line and " after " in line for line in lines), lines
+    assert deletions(lines) == ["llama-sts-0"], lines  # once llama-sts-1 serves the restored revision
+    assert fewest[0] >= 1, f"the set went to {fewest[0]} Ready pods"
     rehearsal.cluster.clock.set_speed(60.0)
     rolled_out(rehearsal)
 
