@@ -93,10 +93,16 @@ def test_a_template_change_deletes_the_ready_pods_one_at_a_time_highest_first(re
 def test_a_restore_deletes_the_crash_looping_pod_first_and_keeps_the_serving_one(rehearsal: Rehearsal,
                                                                                  tmp_path: Path) -> None:
     three_revisions(rehearsal)
+    dry = rehearsal.pyinfra(inventory(tmp_path), RESTORE, "--dry")
+    order = ("then: the deletions: first llama-sts-1 (not Ready: they serve nothing); then the Ready pods one at a "
+             "time, highest ordinal first (llama-sts-0), each once every other pod is Ready on the new revision; a "
+             "replacement that crash-loops stops the run, and so does an edit of the template after this run's")
+    assert order in host_lines(dry.stderr, STS_HOST), dry.stderr
     with fewest_ready(rehearsal) as fewest:
         got = rehearsal.pyinfra(inventory(tmp_path), RESTORE, "-y", timeout=300)
     assert got.returncode == 0, got.stderr
     lines = host_lines(got.stderr, STS_HOST)
+    assert order in lines, lines
     assert fewest[0] >= 1, f"the set went to {fewest[0]} Ready pods"
     assert deletions(lines) == ["llama-sts-1", "llama-sts-0"], lines
     rolled_out(rehearsal)

@@ -19,8 +19,8 @@ from vllm_remedy.kube.set_wait import BLOCKED, Seen, poll_set
 from vllm_remedy.kube.sts_history import REVISION_LABEL, pods_blocking_rollback, rollout_status
 from vllm_remedy.kube.wait import Clock, WaitResult, crashing_container
 
-__all__ = ["BLOCKED", "blocked_message", "next_deletions", "pod_names", "read_set", "rows_rolled_out", "stuck_pods",
-           "wait_for_replacements", "wait_for_sts_rollout"]
+__all__ = ["BLOCKED", "blocked_message", "deletion_order", "next_deletions", "pod_names", "read_set",
+           "rows_rolled_out", "stuck_pods", "wait_for_replacements", "wait_for_sts_rollout"]
 
 
 def read_set(client: KubeClient, namespace: str, name: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -144,9 +144,16 @@ def rows_rolled_out(sts: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -
         return observed and len(live) >= replicas and len(live) == len(rows) and all(
             p.get("new") and p.get("ready") for p in live)
     try:
-        return rollout_status(dict(sts))[1]
+        done = rollout_status(dict(sts))[1]
     except UserError:
         return False
+    # the status may lag the pods (a rerun right after a pod was deleted): the rows must agree
+    partition = int((((sts.get("spec") or {}).get("updateStrategy") or {}).get("rollingUpdate") or {}).get(
+        "partition") or 0)
+    reached = [p for p in rows if _ordinal(str(p.get("name") or "")) >= partition]
+    replicas = int((sts.get("spec") or {}).get("replicas", 1) or 0)
+    return done and len(reached) >= replicas - partition and all(
+        p.get("new") and p.get("ready") and not p.get("deleting") for p in reached)
 
 
 def pod_names(sts: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -158,3 +165,14 @@ def pod_names(sts: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> list
     first = int((spec.get("ordinals") or {}).get("start") or 0)
     made = {f"{name}-{i}" for i in range(first, first + int(spec.get("replicas", 1) or 0))} if name else set()
     return sorted(made | {str(p["metadata"]["name"]) for p in pods}, key=_ordinal)
+
+
+def deletion_order(pods: Sequence[Mapping[str, Any]], names: Sequence[str]) -> str:
+    """How the wait will delete ``names`` under OnDelete (pure): the line an operator approves."""
+    by_name = {str(p["metadata"]["name"]): p for p in pods}
+    idle = [n for n in sorted(names, key=_ordinal, reverse=True) if n in by_name and not pod_health(by_name[n]).ready]
+    serving = [n for n in sorted(names, key=_ordinal, reverse=True) if n not in idle]
+    first = f"first {', '.join(idle)} (not Ready: they serve nothing); then " if idle else ""
+    return (f"then: the deletions: {first}the Ready pods one at a time, highest ordinal first "
+            f"({', '.join(serving) or 'none'}), each once every other pod is Ready on the new revision; a replacement "
+            "that crash-loops stops the run, and so does an edit of the template after this run's")

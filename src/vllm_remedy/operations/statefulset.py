@@ -33,6 +33,7 @@ from vllm_remedy.kube.history import templates_equal
 from vllm_remedy.kube.sts_history import REVISION_LABEL
 from vllm_remedy.kube.sts_wait import (
     BLOCKED,
+    deletion_order,
     next_deletions,
     pod_names,
     read_set,
@@ -102,7 +103,8 @@ def strategy_lines(sts: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], ta
         if not off:
             return ["then: updateStrategy OnDelete: every pod already runs the revision restored"]
         return [f"then: updateStrategy OnDelete: the rollback reaches a pod only when it is deleted; pods "
-                f"{', '.join(off)} stay on their revision until then: {act}"]
+                f"{', '.join(off)} stay on their revision until then: {act}",
+                *([deletion_order(live, off)] if delete_pods == "blocking" else [])]
     lines = []
     partition = int((strategy.get("rollingUpdate") or {}).get("partition") or 0)
     if partition:

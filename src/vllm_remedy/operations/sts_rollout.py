@@ -19,7 +19,7 @@ from pyinfra.api import FunctionCommand
 
 from vllm_remedy.kube.annotations import template_digest
 from vllm_remedy.kube.health import pod_health
-from vllm_remedy.kube.sts_wait import pod_names, rows_rolled_out
+from vllm_remedy.kube.sts_wait import deletion_order, pod_names, rows_rolled_out
 from vllm_remedy.operations.statefulset import wait_and_unblock
 from vllm_remedy.operations.util import K8sHost, noop, show
 
@@ -45,7 +45,8 @@ def update_lines(sts: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], dele
            "named, not deleted (policy restore.delete_pods: never): delete them for the change to take effect")
     if strategy.get("type") == "OnDelete":
         return [f"then: updateStrategy OnDelete: the change reaches a pod only when it is deleted; pods "
-                f"{', '.join(live) or 'none'} stay on their revision until then: {act}"]
+                f"{', '.join(live) or 'none'} stay on their revision until then: {act}",
+                *([deletion_order(pods, live)] if delete_pods == "blocking" and live else [])]
     lines = []
     partition = int((strategy.get("rollingUpdate") or {}).get("partition") or 0)
     if partition:
