@@ -167,3 +167,23 @@ def test_a_partition_names_the_same_pods_in_dry_and_y(rehearsal: Rehearsal, tmp_
     lines = host_lines(got.stderr, STS_HOST)
     assert said in lines and not any("(none)" in line for line in lines), lines
     assert len(live(rehearsal)) == 2
+
+
+def test_a_replacement_that_crash_loops_stops_the_deletions(rehearsal: Rehearsal, tmp_path: Path) -> None:
+    llama_set(rehearsal, ON_DELETE)
+
+    def crashing(obj: dict) -> None:  # the colleague's edit no pod runs yet (OnDelete): it will crash on start
+        with_args(IMPLICIT)(obj)
+        obj["spec"]["template"]["metadata"]["annotations"] = crash_on_start(MAX_LEN_LOG.read_text())
+    edit(rehearsal, crashing)
+    quiet(rehearsal)
+    kept = pod_uids(rehearsal)["llama-sts-0"]
+    with fewest_ready(rehearsal) as fewest:
+        got = rehearsal.pyinfra(step4_inventory(tmp_path), BUDGET, "-y", timeout=300)
+    assert got.returncode == 1, got.stderr
+    lines = host_lines(got.stderr, STS_HOST)
+    assert deletions(lines) == ["llama-sts-1"], lines
+    assert any(line.startswith("wait for statefulset llm/llama-sts to roll out: crash-loop after ")
+               for line in lines), lines
+    assert any("record" in line and "controllerrevision" in line for line in lines), lines
+    assert pod_uids(rehearsal)["llama-sts-0"] == kept and fewest[0] >= 1
