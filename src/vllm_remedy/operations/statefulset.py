@@ -1,6 +1,9 @@
 """Runbook step 1 for a StatefulSet: a crash-looping revision rolled back to the newest earlier one nothing speaks
 against, then waited for — and, where the controller will never replace a pod by itself, that said, naming the
-pods, and the pods deleted only when the policy allows it (``restore.delete_pods: blocking``).
+pods, and the pods deleted only when the policy allows it (``restore.delete_pods: blocking``) — and then as a
+RollingUpdate would: pods that serve nothing first, each Ready pod only once every other pod serves the update
+revision, one at a time, highest ordinal first, and never onto a template edited after this run's write
+(``wait_and_unblock``).
 
 The choice is the Deployment's (``remedies.restore.decide_restore`` over the StatefulSetState fact's rows, a
 ControllerRevision standing for a ReplicaSet): skipped, and said why, is every revision seen crash-looping

@@ -1,7 +1,8 @@
 """The end of a StatefulSet deploy that changed the pod template (budget, pin, eager mode, load caps): the change is
 waited for as a rollback's is (``operations.statefulset.wait_and_unblock``: fail fast on a crash loop, recorded on
 its ControllerRevision; pods the controller will not replace by itself deleted only under the policy's
-``restore.delete_pods: blocking``), and what the update strategy means for the change is said first, naming pods.
+``restore.delete_pods: blocking``, in the order it says: not-Ready pods first, then Ready ones one at a time), and
+what the update strategy means for the change is said first, naming pods.
 
 Why say it: a Deployment replaces every pod of a new template by itself; a StatefulSet does not always. Under
 ``OnDelete`` a template change reaches no pod until it is deleted; a RollingUpdate ``partition`` keeps the pods
