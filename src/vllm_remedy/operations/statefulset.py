@@ -292,23 +292,29 @@ def wait_and_unblock(state: Any, host: Any, timeout: float, label: str, digest: 
                 break
             expected = expected or _expected(ctx, wrote, digest)
             deleted = _delete_next(host, label, expected, wrote)
-            if not _on_delete(read_set(ctx.client, ctx.namespace, ctx.deployment)[0]):
+            sts, pods = read_set(ctx.client, ctx.namespace, ctx.deployment)
+            if not _on_delete(sts):
                 if not deleted:
                     break  # blocked, and nothing to delete: say so
             else:
+                rest = [n for n in stuck_pods(sts, pods) if n not in deleted]
+                if deleted and rest:
+                    note(host, f"{label}: next {', '.join(rest)}, once every other pod is Ready on the update "
+                         "revision")
                 # the controller replaces no pod by itself: wait for each replacement, failing fast, before the next
                 left = max(timeout - (clock.now() - start), 0.0)
                 result = wait_for_replacements(ctx.client, ctx.namespace, ctx.deployment, timeout=left, clock=clock)
                 if not result.ok:
                     break
+        elapsed = clock.now() - start  # the whole wait, deletions and replacements included
     except UserError as exc:
         note(host, f"{label}: {exc}", error=True)
         return False
     if result.ok:
-        note(host, f"{label}: {result.message.strip()} after {result.elapsed:.0f}s (cluster time)")
+        note(host, f"{label}: {result.message.strip()} after {elapsed:.0f}s (cluster time)")
         return True
     tail = " (policy restore.delete_pods: never)" if result.outcome == BLOCKED else ""
-    note(host, f"{label}: {result.outcome} after {result.elapsed:.0f}s: {result.message}{tail}", error=True)
+    note(host, f"{label}: {result.outcome} after {elapsed:.0f}s: {result.message}{tail}", error=True)
     if result.crash is not None and result.outcome == "crash-loop":
         said = record_wait_crash(ctx, result.crash.pod, result.crash.failure)
         if said:
