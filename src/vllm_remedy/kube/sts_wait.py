@@ -8,8 +8,10 @@ Ready under OrderedReady — and names the pods to delete, since waiting longer 
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from vllm_remedy.errors import UserError
 from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.kube.health import pod_health
 from vllm_remedy.kube.selectors import selector_string
@@ -17,7 +19,8 @@ from vllm_remedy.kube.set_wait import BLOCKED, Seen, poll_set
 from vllm_remedy.kube.sts_history import REVISION_LABEL, pods_blocking_rollback, rollout_status
 from vllm_remedy.kube.wait import Clock, WaitResult, crashing_container
 
-__all__ = ["BLOCKED", "blocked_message", "read_set", "stuck_pods", "wait_for_sts_rollout"]
+__all__ = ["BLOCKED", "blocked_message", "deletion_order", "next_deletions", "pod_names", "read_set",
+           "rows_rolled_out", "stuck_pods", "wait_for_replacements", "wait_for_sts_rollout"]
 
 
 def read_set(client: KubeClient, namespace: str, name: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -77,3 +80,99 @@ def wait_for_sts_rollout(client: KubeClient, namespace: str, name: str, *, timeo
     return poll_set(client, namespace, f'statefulset "{name}"', look, timeout=timeout, clock=clock,
                     interval=interval, restart_limit=restart_limit, fetch_log=fetch_log,
                     unschedulable_grace=unschedulable_grace)
+
+
+def _ordinal(name: str) -> int:
+    tail = name.rpartition("-")[2]
+    return int(tail) if tail.isdigit() else -1
+
+
+def _settled(sts: dict[str, Any], pods: list[dict[str, Any]], stuck: list[str]) -> bool:
+    """Every pod but ``stuck`` runs the update revision and is Ready, none is going away, none is missing."""
+    update = str((sts.get("status") or {}).get("updateRevision") or "")
+    replicas = int((sts.get("spec") or {}).get("replicas", 1) or 0)
+    if any(p["metadata"].get("deletionTimestamp") for p in pods) or len(pods) < replicas:
+        return False
+    return all((p["metadata"].get("labels") or {}).get(REVISION_LABEL) == update and pod_health(p).ready
+               for p in pods if p["metadata"]["name"] not in stuck)
+
+
+def next_deletions(sts: dict[str, Any], pods: list[dict[str, Any]], restart_limit: int = 3) -> list[str]:
+    """The pods to delete now to move the set on, highest ordinal first (pure): every stuck pod that is not Ready
+    (it serves nothing); else one Ready pod of another revision — the highest ordinal, as a RollingUpdate would take
+    it — and only once every other pod is Ready on the update revision; else none (wait for the replacements)."""
+    stuck = sorted(stuck_pods(sts, pods, restart_limit), key=_ordinal, reverse=True)
+    by_name = {p["metadata"]["name"]: p for p in pods}
+    idle = [n for n in stuck if not pod_health(by_name[n]).ready]
+    if idle:
+        return idle
+    return stuck[:1] if stuck and _settled(sts, pods, stuck) else []
+
+
+def wait_for_replacements(client: KubeClient, namespace: str, name: str, *, timeout: float,
+                          clock: Clock | None = None, interval: float = 2.0, restart_limit: int = 3,
+                          fetch_log: bool = True, unschedulable_grace: float | None = 60.0) -> WaitResult:
+    """Poll until every pod but those still to be deleted runs the update revision and is Ready (the replacement of
+    a pod we deleted serves), failing fast as :func:`wait_for_sts_rollout` does on a crash loop or Unschedulable."""
+
+    def look() -> Seen:
+        sts, pods = read_set(client, namespace, name)
+        update = str((sts.get("status") or {}).get("updateRevision") or "")
+        live = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+        fresh = [p for p in live if (p["metadata"].get("labels") or {}).get(REVISION_LABEL) == update]
+        ready = sum(1 for p in fresh if pod_health(p).ready)
+        text = f"statefulset {name}: {ready} of {len(fresh)} pods Ready at {update}\n"
+        done = _settled(sts, pods, stuck_pods(sts, pods, restart_limit))
+        return Seen(text, text.strip() if done else None, fresh)
+
+    return poll_set(client, namespace, f'statefulset "{name}"', look, timeout=timeout, clock=clock,
+                    interval=interval, restart_limit=restart_limit, fetch_log=fetch_log,
+                    unschedulable_grace=unschedulable_grace)
+
+
+def rows_rolled_out(sts: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> bool:
+    """Every pod on the update revision and Ready (under a partition: every pod at or above it), pure; ``rows`` are
+    the Pods fact's rows of the set (``new``: made from the update revision). Under OnDelete the set's status says
+    nothing, so the rows are counted: a pod deleted and not yet recreated (a run killed right after deleting it)
+    is a rollout under way, not a finished one."""
+    if ((sts.get("spec") or {}).get("updateStrategy") or {}).get("type") == "OnDelete":
+        status = sts.get("status") or {}
+        observed = int(status.get("observedGeneration") or 0) >= int((sts.get("metadata") or {}).get("generation")
+                                                                       or 0)
+        live = [p for p in rows if not p.get("deleting")]
+        replicas = int((sts.get("spec") or {}).get("replicas", 1) or 0)
+        return observed and len(live) >= replicas and len(live) == len(rows) and all(
+            p.get("new") and p.get("ready") for p in live)
+    try:
+        done = rollout_status(dict(sts))[1]
+    except UserError:
+        return False
+    # the status may lag the pods (a rerun right after a pod was deleted): the rows must agree
+    partition = int((((sts.get("spec") or {}).get("updateStrategy") or {}).get("rollingUpdate") or {}).get(
+        "partition") or 0)
+    reached = [p for p in rows if _ordinal(str(p.get("name") or "")) >= partition]
+    replicas = int((sts.get("spec") or {}).get("replicas", 1) or 0)
+    return done and len(reached) >= replicas - partition and all(
+        p.get("new") and p.get("ready") and not p.get("deleting") for p in reached)
+
+
+def pod_names(sts: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The set's pods by ordinal (pure): those read, a pod being deleted included, and those its replicas make
+    (``name-N`` from ``spec.ordinals.start``) — so a line naming them is the same before the write and after it,
+    while the controller replaces a pod (``--dry`` and ``-y`` say the same)."""
+    spec = sts.get("spec") or {}
+    name = str((sts.get("metadata") or {}).get("name") or "")
+    first = int((spec.get("ordinals") or {}).get("start") or 0)
+    made = {f"{name}-{i}" for i in range(first, first + int(spec.get("replicas", 1) or 0))} if name else set()
+    return sorted(made | {str(p["metadata"]["name"]) for p in pods}, key=_ordinal)
+
+
+def deletion_order(pods: Sequence[Mapping[str, Any]], names: Sequence[str]) -> str:
+    """How the wait will delete ``names`` under OnDelete (pure): the line an operator approves."""
+    by_name = {str(p["metadata"]["name"]): p for p in pods}
+    idle = [n for n in sorted(names, key=_ordinal, reverse=True) if n in by_name and not pod_health(by_name[n]).ready]
+    serving = [n for n in sorted(names, key=_ordinal, reverse=True) if n not in idle]
+    first = f"first {', '.join(idle)} (not Ready: they serve nothing); then " if idle else ""
+    return (f"then: the deletions: {first}the Ready pods one at a time, highest ordinal first "
+            f"({', '.join(serving) or 'none'}), each once every other pod is Ready on the new revision; a replacement "
+            "that crash-loops stops the run, and so does an edit of the template after this run's")

@@ -1,6 +1,9 @@
 """Runbook step 1 for a StatefulSet: a crash-looping revision rolled back to the newest earlier one nothing speaks
 against, then waited for — and, where the controller will never replace a pod by itself, that said, naming the
-pods, and the pods deleted only when the policy allows it (``restore.delete_pods: blocking``).
+pods, and the pods deleted only when the policy allows it (``restore.delete_pods: blocking``) — and then as a
+RollingUpdate would: pods that serve nothing first, each Ready pod only once every other pod serves the update
+revision, one at a time, highest ordinal first, and never onto a template edited after this run's write
+(``wait_and_unblock``).
 
 The choice is the Deployment's (``remedies.restore.decide_restore`` over the StatefulSetState fact's rows, a
 ControllerRevision standing for a ReplicaSet): skipped, and said why, is every revision seen crash-looping
@@ -30,8 +33,18 @@ from vllm_remedy.kube.annotations import template_digest
 from vllm_remedy.kube.clock import ClusterClock
 from vllm_remedy.kube.health import pod_health
 from vllm_remedy.kube.history import templates_equal
-from vllm_remedy.kube.sts_history import REVISION_LABEL, rollout_status
-from vllm_remedy.kube.sts_wait import BLOCKED, read_set, stuck_pods, wait_for_sts_rollout
+from vllm_remedy.kube.sts_history import REVISION_LABEL
+from vllm_remedy.kube.sts_wait import (
+    BLOCKED,
+    deletion_order,
+    next_deletions,
+    pod_names,
+    read_set,
+    rows_rolled_out,
+    stuck_pods,
+    wait_for_replacements,
+    wait_for_sts_rollout,
+)
 from vllm_remedy.operations.restore import OVERRIDE, checked_revision
 from vllm_remedy.operations.sts_evidence import record_wait_crash
 from vllm_remedy.operations.sts_update import judge_update
@@ -50,7 +63,7 @@ from vllm_remedy.operations.util import (
 )
 from vllm_remedy.operations.util.plan import edited_since_read
 from vllm_remedy.operations.util.show import note
-from vllm_remedy.operations.util.write import changed_since
+from vllm_remedy.operations.util.write import changed_since, wrote_in_this_run
 from vllm_remedy.remedies.predict import predict_template
 from vllm_remedy.remedies.restore import NONE, REFUSE, ROLLBACK, RestoreDecision, decide_restore
 
@@ -93,12 +106,14 @@ def strategy_lines(sts: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], ta
         if not off:
             return ["then: updateStrategy OnDelete: every pod already runs the revision restored"]
         return [f"then: updateStrategy OnDelete: the rollback reaches a pod only when it is deleted; pods "
-                f"{', '.join(off)} stay on their revision until then: {act}"]
+                f"{', '.join(off)} stay on their revision until then: {act}",
+                *([deletion_order(live, off)] if delete_pods == "blocking" else [])]
     lines = []
     partition = int((strategy.get("rollingUpdate") or {}).get("partition") or 0)
     if partition:
-        held = [p["metadata"]["name"] for p in live if _ordinal(p["metadata"]["name"]) < partition]
-        reached = [p["metadata"]["name"] for p in live if _ordinal(p["metadata"]["name"]) >= partition]
+        names = pod_names(sts, pods)  # as read before the write, and the same after it
+        held = [n for n in names if _ordinal(n) < partition]
+        reached = [n for n in names if _ordinal(n) >= partition]
         lines.append(f"then: updateStrategy RollingUpdate partition {partition}: the rollback replaces only pods with "
                      f"ordinal >= {partition} ({', '.join(reached) or 'none'}); pods below it "
                      f"({', '.join(held) or 'none'}) keep the revision they run until the partition is lowered — "
@@ -113,12 +128,7 @@ def strategy_lines(sts: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], ta
 
 def _rolled_out(sts: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> bool:
     """Every pod on the update revision and Ready (a partition's held-back pods aside)."""
-    if ((sts.get("spec") or {}).get("updateStrategy") or {}).get("type") == "OnDelete":
-        return all(p.get("new") and p.get("ready") for p in pods if not p.get("deleting"))
-    try:
-        return rollout_status(dict(sts))[1]
-    except UserError:
-        return False
+    return rows_rolled_out(sts, pods)
 
 
 @operation()
@@ -203,9 +213,10 @@ def _resume(ctx: K8sHost, sts: Mapping[str, Any], pods: list[dict[str, Any]], ro
                            *strategy_lines(sts, pods, str((sts.get("status") or {}).get("updateRevision")),
                                            ctx.policy.restore.delete_pods)])
         label = f"finish the rollout of {ctx.where}"
+        digest = template_digest((sts.get("spec") or {}).get("template"))  # pods go only onto the template shown
         if ctx.policy.restore.delete_pods == "blocking":  # its own command: a deletion is a change made, say so
-            yield FunctionCommand(delete_stuck, (label,), {})
-        yield FunctionCommand(wait_and_unblock, (seconds, label), {})
+            yield FunctionCommand(delete_stuck, (label, digest), {})
+        yield FunctionCommand(wait_and_unblock, (seconds, label, digest), {})
         return
     if wait and not _rolled_out(sts, rows):
         # as the Deployment's "Wait until the new pods are Ready": a run killed mid-wait — after our write, or after
@@ -215,50 +226,95 @@ def _resume(ctx: K8sHost, sts: Mapping[str, Any], pods: list[dict[str, Any]], ro
             f" (last vllm-remedy write: {last} at {notes.get(ctx.keys.last_action_at, '?')})" if last else "")
         show(state, host, [f"{ctx.where}: the rollback of ours is still rolling out; waiting for it again" if ours
                            else f"{ctx.where}: a rollout is under way; waiting until its pods are Ready"])
-        yield FunctionCommand(wait_and_unblock, (seconds, label), {})
+        yield FunctionCommand(wait_and_unblock, (seconds, label, template_digest((sts.get("spec") or {}).get(
+            "template"))), {})
         return
     noop(state, host, f"nothing to restore: {decision.reason}")
 
 
-def _delete_stuck(host: Any, label: str) -> list[str]:
-    """Delete the pods the set will not replace by itself, read now; their names."""
+def _on_delete(sts: Mapping[str, Any]) -> bool:
+    return ((sts.get("spec") or {}).get("updateStrategy") or {}).get("type") == "OnDelete"
+
+
+def _expected(ctx: K8sHost, wrote: bool, digest: str | None) -> str | None:
+    """The template digest pods may be deleted onto: the one our write of this run recorded on the set, else the one
+    the approved plan read (``digest``), else the one read now."""
+    sts, _ = read_set(ctx.client, ctx.namespace, ctx.deployment)
+    notes = (sts.get("metadata") or {}).get("annotations") or {}
+    return (wrote and notes.get(ctx.keys.last_action_template)) or digest or template_digest(
+        (sts.get("spec") or {}).get("template"))
+
+
+def _delete_next(host: Any, label: str, expected: str | None, wrote: bool) -> list[str]:
+    """Delete the pods to delete now (``sts_wait.next_deletions``), read now, saying each; their names. Refused
+    (UserError) when the set's template is no longer ``expected``: its pods would roll onto a revision nobody
+    approved in this run."""
     ctx = k8s_host(host)
     sts, pods = read_set(ctx.client, ctx.namespace, ctx.deployment)
-    stuck = stuck_pods(sts, pods)
-    for name in stuck:
+    victims = next_deletions(sts, pods)
+    if victims and expected and template_digest((sts.get("spec") or {}).get("template")) != expected:
+        raise UserError(f"{ctx.where} edited after this run's " + ("write" if wrote else "read") +
+                        ": not deleting pods for a revision this run did not show")
+    for name in victims:
         ctx.client.request("DELETE", ctx.client.object_path(ctx.namespace, "pods", name, group="v1"))
         note(host, f"{label}: deleted pod {name} (policy restore.delete_pods: blocking)")
-    return stuck
+    return victims
 
 
-def delete_stuck(state: Any, host: Any, label: str) -> bool:
-    """FunctionCommand body: the pods blocking a rollout judged good (``sts_update.judge_update``) deleted."""
+def delete_stuck(state: Any, host: Any, label: str, digest: str | None = None) -> bool:
+    """FunctionCommand body: the first pods blocking a rollout judged good (``sts_update.judge_update``) deleted —
+    those not Ready; a Ready one only when all others are Ready on the update revision (``wait_and_unblock`` does
+    the rest, one at a time)."""
     try:
-        _delete_stuck(host, label)
+        _delete_next(host, label, _expected(k8s_host(host), False, digest), False)
     except UserError as exc:
         note(host, f"{label}: {exc}", error=True)
         return False
     return True
 
 
-def wait_and_unblock(state: Any, host: Any, timeout: float, label: str) -> bool:
-    """FunctionCommand body: wait (cluster time); when only deleting pods helps, delete them if the policy allows;
-    a crash loop it fails on is recorded on that pod's ControllerRevision."""
+def wait_and_unblock(state: Any, host: Any, timeout: float, label: str, digest: str | None = None) -> bool:
+    """FunctionCommand body: wait (cluster time); when only deleting pods helps and the policy allows it, delete them
+    — the pods that are not Ready first, then the Ready ones one at a time, highest ordinal first, each once every
+    other pod is Ready on the update revision, so the set never drops more serving pods than a RollingUpdate would;
+    never onto a template other than this run's (``digest``: the one the plan read, when this run wrote none). A
+    crash loop it fails on is recorded on that pod's ControllerRevision."""
     try:
         ctx = k8s_host(host)
         clock = ClusterClock(ctx.client)
-        result = wait_for_sts_rollout(ctx.client, ctx.namespace, ctx.deployment, timeout=timeout, clock=clock)
-        if result.outcome == BLOCKED and ctx.policy.restore.delete_pods == "blocking":
-            _delete_stuck(host, label)
-            result = wait_for_sts_rollout(ctx.client, ctx.namespace, ctx.deployment, timeout=timeout, clock=clock)
+        start = clock.now()
+        wrote = wrote_in_this_run(state, host, ctx.deployment_path)
+        expected: str | None = None
+        while True:  # each pass deletes pods or waits for replacements; the waits end at ``timeout``
+            left = max(timeout - (clock.now() - start), 0.0)
+            result = wait_for_sts_rollout(ctx.client, ctx.namespace, ctx.deployment, timeout=left, clock=clock)
+            if result.outcome != BLOCKED or ctx.policy.restore.delete_pods != "blocking":
+                break
+            expected = expected or _expected(ctx, wrote, digest)
+            deleted = _delete_next(host, label, expected, wrote)
+            sts, pods = read_set(ctx.client, ctx.namespace, ctx.deployment)
+            if not _on_delete(sts):
+                if not deleted:
+                    break  # blocked, and nothing to delete: say so
+            else:
+                rest = [n for n in stuck_pods(sts, pods) if n not in deleted]
+                if deleted and rest:
+                    note(host, f"{label}: next {', '.join(rest)}, once every other pod is Ready on the update "
+                         "revision")
+                # the controller replaces no pod by itself: wait for each replacement, failing fast, before the next
+                left = max(timeout - (clock.now() - start), 0.0)
+                result = wait_for_replacements(ctx.client, ctx.namespace, ctx.deployment, timeout=left, clock=clock)
+                if not result.ok:
+                    break
+        elapsed = clock.now() - start  # the whole wait, deletions and replacements included
     except UserError as exc:
         note(host, f"{label}: {exc}", error=True)
         return False
     if result.ok:
-        note(host, f"{label}: {result.message.strip()} after {result.elapsed:.0f}s (cluster time)")
+        note(host, f"{label}: {result.message.strip()} after {elapsed:.0f}s (cluster time)")
         return True
     tail = " (policy restore.delete_pods: never)" if result.outcome == BLOCKED else ""
-    note(host, f"{label}: {result.outcome} after {result.elapsed:.0f}s: {result.message}{tail}", error=True)
+    note(host, f"{label}: {result.outcome} after {elapsed:.0f}s: {result.message}{tail}", error=True)
     if result.crash is not None and result.outcome == "crash-loop":
         said = record_wait_crash(ctx, result.crash.pod, result.crash.failure)
         if said:

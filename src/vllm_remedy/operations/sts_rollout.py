@@ -1,7 +1,8 @@
 """The end of a StatefulSet deploy that changed the pod template (budget, pin, eager mode, load caps): the change is
 waited for as a rollback's is (``operations.statefulset.wait_and_unblock``: fail fast on a crash loop, recorded on
 its ControllerRevision; pods the controller will not replace by itself deleted only under the policy's
-``restore.delete_pods: blocking``), and what the update strategy means for the change is said first, naming pods.
+``restore.delete_pods: blocking``, in the order it says: not-Ready pods first, then Ready ones one at a time), and
+what the update strategy means for the change is said first, naming pods.
 
 Why say it: a Deployment replaces every pod of a new template by itself; a StatefulSet does not always. Under
 ``OnDelete`` a template change reaches no pod until it is deleted; a RollingUpdate ``partition`` keeps the pods
@@ -17,9 +18,9 @@ from typing import Any
 from pyinfra import host, state
 from pyinfra.api import FunctionCommand
 
-from vllm_remedy.errors import UserError
+from vllm_remedy.kube.annotations import template_digest
 from vllm_remedy.kube.health import pod_health
-from vllm_remedy.kube.sts_history import rollout_status
+from vllm_remedy.kube.sts_wait import deletion_order, pod_names, rows_rolled_out
 from vllm_remedy.operations.statefulset import wait_and_unblock
 from vllm_remedy.operations.util import K8sHost, noop, show
 
@@ -32,16 +33,7 @@ def _ordinal(name: str) -> int:
 def rolled_out(sts: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> bool:
     """Every pod on the update revision and Ready (under a partition: every pod at or above it), pure; ``rows`` are
     the Pods fact's rows of the set (``new``: made from the update revision)."""
-    if ((sts.get("spec") or {}).get("updateStrategy") or {}).get("type") == "OnDelete":
-        status = sts.get("status") or {}
-        observed = int(status.get("observedGeneration") or 0) >= int((sts.get("metadata") or {}).get("generation")
-                                                                       or 0)
-        live = [p for p in rows if not p.get("deleting")]
-        return observed and bool(live) and all(p.get("new") and p.get("ready") for p in live)
-    try:
-        return rollout_status(dict(sts))[1]
-    except UserError:
-        return False
+    return rows_rolled_out(sts, rows)
 
 
 def update_lines(sts: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], delete_pods: str) -> list[str]:
@@ -54,12 +46,14 @@ def update_lines(sts: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], dele
            "named, not deleted (policy restore.delete_pods: never): delete them for the change to take effect")
     if strategy.get("type") == "OnDelete":
         return [f"then: updateStrategy OnDelete: the change reaches a pod only when it is deleted; pods "
-                f"{', '.join(live) or 'none'} stay on their revision until then: {act}"]
+                f"{', '.join(live) or 'none'} stay on their revision until then: {act}",
+                *([deletion_order(pods, live)] if delete_pods == "blocking" and live else [])]
     lines = []
     partition = int((strategy.get("rollingUpdate") or {}).get("partition") or 0)
     if partition:
-        held = [n for n in live if _ordinal(n) < partition]
-        reached = [n for n in live if _ordinal(n) >= partition]
+        names = pod_names(sts, pods)  # as read before the write (-y reads them after it, mid-replacement)
+        held = [n for n in names if _ordinal(n) < partition]
+        reached = [n for n in names if _ordinal(n) >= partition]
         lines.append(f"then: updateStrategy RollingUpdate partition {partition}: the change replaces only pods with "
                      f"ordinal >= {partition} ({', '.join(reached) or 'none'}); pods below it "
                      f"({', '.join(held) or 'none'}) keep the revision they run until the partition is lowered")
@@ -81,4 +75,6 @@ def wait(ctx: K8sHost, sts: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]
         noop(state, host, f"{ctx.where} is rolled out")
         return
     show(state, host, update_lines(sts, pods, ctx.policy.restore.delete_pods), topic="strategy")
-    yield FunctionCommand(wait_and_unblock, (seconds, label), {})
+    # pods are deleted only onto the template this run wrote, or (none written) the one read here
+    yield FunctionCommand(wait_and_unblock, (seconds, label, template_digest((sts.get("spec") or {}).get("template"))),
+                          {})
