@@ -33,7 +33,9 @@ def judge_update(decision: RestoreDecision, facts: Mapping[str, Any], policy: Po
         return decision
     keys = keys_of(policy)
     dying = crashes_by_revision(facts["pod_rows"], container)
-    doubt = against(update, keys, container, nodes, dying)
+    # the update revision is the set's own template: a timed toggle on it is the set's, expiring there (a colleague
+    # edit over an expired toggle is theirs to keep; the revert takes the flag off it, never a rollback)
+    doubt = against(update, keys, container, nodes, dying, toggles=False)
     if doubt is None:
         return decision
     line = (f"revision {current} ({update.replicaset}): the update revision pods {', '.join(stuck)} would roll onto "

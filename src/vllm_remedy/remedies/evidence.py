@@ -286,10 +286,12 @@ def placement(spec: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]] | None
 
 def against(rev: Revision, keys: Keys, container: str | None, nodes: Sequence[Mapping[str, Any]] | None,
             dying: Mapping[int, Mapping[str, int]] | None = None,
-            in_events: Mapping[int, EventCrash] | None = None) -> str | None:
+            in_events: Mapping[int, EventCrash] | None = None, *, toggles: bool = True) -> str | None:
     """Why ``rev`` must not be restored (dying now, seen dying, in its pods' Events, no node for it, predicted to
     fail), None when nothing is. ``dying`` and ``in_events`` are what this run sees (``crashes_by_revision``,
-    ``crashes_in_events``): their record is written later in the run, but the choice is made now."""
+    ``crashes_in_events``): their record is written later in the run, but the choice is made now. ``toggles``
+    False: the revision is the workload's own current template, whose timed toggle is recorded on the workload
+    and expires there, so having run one speaks against it only as a restore target."""
     now = (dying or {}).get(rev.number)
     if now:
         kind = main_failure(now)
@@ -300,7 +302,7 @@ def against(rev: Revision, keys: Keys, container: str | None, nodes: Sequence[Ma
     evented = standing_event_crash(keys, rev.annotations, (in_events or {}).get(rev.number))
     if evented is not None:
         return evented.text()
-    toggled = temporary_toggle(rev, keys, container)
+    toggled = temporary_toggle(rev, keys, container) if toggles else None
     if toggled:
         return toggled
     spec = rev.template.get("spec") or {}
