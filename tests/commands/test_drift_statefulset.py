@@ -198,3 +198,22 @@ def test_expire_keeps_an_expired_toggle_the_set_would_not_start_without_and_fail
         "on statefulset llm/llama-sts: without it predicted peak" in host["error"], host
     assert [t["name"] for t in host["remaining"]] == ["enforce-eager"]
     assert edits(sts(rehearsal)) == edits(before)
+
+
+def test_pods_an_on_delete_set_left_on_an_older_revision_are_drift(rehearsal: Rehearsal, tmp_path: Path) -> None:
+    """Under OnDelete a template change reaches no pod until it is deleted (a hostile review saw drift say 'in sync'
+    while both pods kept an expired --enforce-eager the template no longer had)."""
+    llama_set(rehearsal, {"type": "OnDelete"})
+    inv = sts_inventory(rehearsal, tmp_path)
+    quiet(rehearsal)
+    clean = {c["check"]: c for c in as_json(remedy(rehearsal, "drift", "-i", inv, "-o", "json"))["hosts"][0]["checks"]}
+    assert clean["rollout-pending"]["status"] == "pass", clean
+    edit(rehearsal, lambda obj: obj["spec"]["template"]["metadata"].setdefault("annotations", {}).__setitem__(
+        "example.com/rotated", "1"))  # any template change: the pods stay as they are
+    quiet(rehearsal)
+    got = remedy(rehearsal, "drift", "-i", inv, "-o", "json")
+    checks = {c["check"]: c for c in as_json(got)["hosts"][0]["checks"]}
+    assert checks["rollout-pending"]["status"] == "drift", checks
+    assert checks["rollout-pending"]["detail"].startswith("pods llama-sts-0 (revision 1), llama-sts-1 (revision 1) "
+                                                          "do not run the update revision 2"), checks
+    assert got.returncode != 0, got.stdout

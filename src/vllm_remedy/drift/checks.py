@@ -10,6 +10,7 @@ Each check answers for one rule the scheduled job watches — the names are the 
 * ``enforce-eager``   ``--enforce-eager`` only as a timed toggle, never past its expiry
 * ``concurrency``     predicted maximum concurrency ≥ the policy's peak concurrent requests
 * ``prediction``      the memory model can predict the start at all (model and GPU in the catalogs)
+* ``rollout-pending`` an OnDelete StatefulSet's pods all on the update revision (else what serves is not the template)
 * ``crash-loop``      no pod of the current revision crash-looping (``kube/wait.py``'s rule), whatever
                       the other checks say; the classified startup log names the failure class
 * ``fallback-route``  the policy's gateway fallback route exists and sends the fallback no traffic: load
@@ -43,7 +44,7 @@ from vllm_remedy.remedies.restore import fallback_traffic, route_name, shift_bac
 from vllm_remedy.vllm.cmdline import ServerCommand, find_server
 
 CHECKS = ("max-model-len", "flag-bounds", "known-good-unit", "gpu-pinned", "enforce-eager", "concurrency",
-          "prediction", "crash-loop", "fallback-route", "leader-worker-flags")
+          "prediction", "crash-loop", "fallback-route", "leader-worker-flags", "rollout-pending")
 PASS, DRIFT, UNKNOWN = "pass", "drift", "unknown"
 _OFF = ("false", "False", "0")
 
@@ -284,6 +285,23 @@ def check_crash_loop(pods: Mapping[str, Any] | None, restart_limit: int = RESTAR
     return Check("crash-loop", PASS, f"{len(current)} pod(s) of revision {revision}, none crash-looping")
 
 
+def check_rollout_pending(workload: Mapping[str, Any], pods: Mapping[str, Any] | None) -> Check | None:
+    """A StatefulSet under ``updateStrategy: OnDelete`` changes a pod only when it is deleted, so pods left on an
+    older revision run it for good: what the template says (an expired toggle's revert, budget's fix) is not what
+    serves. None for every other workload (a rollout there finishes by itself; a partition holds pods on purpose)."""
+    spec = workload.get("spec") or {}
+    if str(workload.get("kind") or "") != "StatefulSet" or (spec.get("updateStrategy") or {}).get("type") != "OnDelete":
+        return None
+    if pods is None:
+        return Check("rollout-pending", UNKNOWN, "the pods were not read")
+    behind = [r for r in pods.get("pods") or [] if not r.get("new") and not r.get("deleting")]
+    if not behind:
+        return Check("rollout-pending", PASS, f"every pod runs the update revision {pods.get('new_revision')}")
+    named = ", ".join(f"{r.get('name')} (revision {r.get('revision')})" for r in behind)
+    return Check("rollout-pending", DRIFT, f"pods {named} do not run the update revision {pods.get('new_revision')}: "
+                 "under updateStrategy OnDelete they change only when deleted")
+
+
 def check_fallback_route(policy: Policy, route: Mapping[str, Any] | None, unreadable: str | None = None,
                          missing: bool = False) -> Check:
     """The gateway fallback is temporary (``restore.shed_load`` shifts, ``restore.shift_back`` returns): a route left
@@ -356,6 +374,9 @@ def run_checks(deployment: Mapping[str, Any], policy: Policy, now: float, contai
     lwt = (deployment.get("spec") or {}).get("leaderWorkerTemplate")  # a LeaderWorkerSet host's view carries it
     if isinstance(lwt, Mapping):
         checks = (*checks, check_leader_worker_flags(lwt, container))
+    pending = check_rollout_pending(deployment, pods)
+    if pending is not None:
+        checks = (*checks, pending)
     return HostChecks(checks, observed, prediction)
 
 
