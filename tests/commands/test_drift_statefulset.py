@@ -19,7 +19,7 @@ from fixtures.drift_world import inventory as drift_inventory
 from fixtures.dry_run import apply, diffs
 from fixtures.pyinfra_run import Rehearsal
 from fixtures.sts_step4 import IMPLICIT, TEMPLATE, edit, edits, inventory, quiet, rolled_out, scenario, with_args
-from fixtures.sts_world import STS_HOST, llama_set, sts
+from fixtures.sts_world import STS_HOST, delete_pod, llama_set, sts
 from vllm_remedy.kube.annotations import rfc3339
 from vllm_remedy.kube.diff import template_yaml
 from vllm_remedy.operations import budget
@@ -217,3 +217,28 @@ def test_pods_an_on_delete_set_left_on_an_older_revision_are_drift(rehearsal: Re
     assert checks["rollout-pending"]["detail"].startswith("pods llama-sts-0 (revision 1), llama-sts-1 (revision 1) "
                                                           "do not run the update revision 2"), checks
     assert got.returncode != 0, got.stdout
+
+
+def test_expire_on_an_on_delete_set_says_the_pods_still_run_the_toggle_and_fails(rehearsal: Rehearsal,
+                                                                                  tmp_path: Path) -> None:
+    """expire writes the revert but deletes no pod; under OnDelete the pods keep --enforce-eager until deleted, so
+    'reverted, exit 0' would be a timed toggle that never expires where it runs (a hostile review's finding)."""
+    llama_set(rehearsal, {"type": "OnDelete"})
+    expired = rfc3339(rehearsal.client().server_time() - 600)
+
+    def dead_process_toggle(obj: dict[str, Any]) -> None:
+        obj["spec"]["template"]["spec"]["containers"][0]["args"] = [*GOOD_ARGS, "--enforce-eager"]
+        obj["metadata"].setdefault("annotations", {}).update({EXPIRES: expired, PRIOR: PRIOR_JSON})
+
+    edit(rehearsal, dead_process_toggle)
+    for pod in ("llama-sts-1", "llama-sts-0"):  # OnDelete: the pods take the toggled revision once deleted
+        delete_pod(rehearsal, pod)
+    rolled_out(rehearsal)
+    quiet(rehearsal)
+    got = remedy(rehearsal, "expire", "-i", sts_inventory(rehearsal, tmp_path), "-o", "json")
+    [host] = as_json(got)["hosts"]
+    assert got.returncode == 1, got.stdout
+    assert host["error"] == ("statefulset llm/llama-sts: the toggle is off the template, but pods llama-sts-0, "
+                             "llama-sts-1 keep running it until they are deleted (updateStrategy OnDelete): delete "
+                             "them, or run a deploy under restore.delete_pods: blocking"), host
+    assert args(sts(rehearsal)) == GOOD_ARGS  # the template's revert was written

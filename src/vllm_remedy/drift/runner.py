@@ -55,6 +55,8 @@ from vllm_remedy.drift.workloads import (
 )
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.errors import NotFoundError
+from vllm_remedy.kube.selectors import selector_string
+from vllm_remedy.kube.sts_history import REVISION_LABEL
 from vllm_remedy.operations import inferenceservice, restore, workload
 from vllm_remedy.operations.util import K8sHost, forget, forget_plans, k8s_host, refusal
 from vllm_remedy.policy import Policy
@@ -355,11 +357,35 @@ def expire(inventory_path: str, limit: Iterable[str] = ()) -> dict[str, Any]:
                 elif due.get(name) and (result.get("noop") or "").startswith(workload.KEPT):
                     result["error"] = result["noop"]  # refused like any write predicted not to start: exit 1
                 result["remaining"] = [] if name in other else _remaining(run, name)
+                held = _held_by_on_delete(run, name) if result["reverted"] else None
+                if held is not None and result.get("error") is None:
+                    result["error"] = held  # reverted on paper only: the pods still run the toggle
             hosts.append(result)
     finally:
         _close(run)
     return {"inventory": inventory_path, "limit": list(limit), "seconds": round(time.monotonic() - started, 3),
             "hosts": hosts}
+
+
+def _held_by_on_delete(run: Run, name: str) -> str | None:
+    """Why a revert has not reached the pods: an OnDelete StatefulSet changes a pod only when it is deleted, and
+    expire deletes none (a deploy does, under ``restore.delete_pods: blocking``); None when nothing is held."""
+    host = next(h for h in run.hosts if h.name == name)
+    ctx = k8s_host(host)
+    if ctx.kind != "statefulset":
+        return None
+    sts = ctx.client.request("GET", ctx.deployment_path)
+    if ((sts.get("spec") or {}).get("updateStrategy") or {}).get("type") != "OnDelete":
+        return None
+    update = str((sts.get("status") or {}).get("updateRevision") or "")
+    selector = selector_string((sts.get("spec") or {}).get("selector"))
+    behind = sorted(p["metadata"]["name"] for p in ctx.client.list_pods(ctx.namespace, selector)
+                    if not p["metadata"].get("deletionTimestamp")
+                    and (p["metadata"].get("labels") or {}).get(REVISION_LABEL) != update)
+    if not behind:
+        return None
+    return (f"{ctx.where}: the toggle is off the template, but pods {', '.join(behind)} keep running it until they "
+            "are deleted (updateStrategy OnDelete): delete them, or run a deploy under restore.delete_pods: blocking")
 
 
 def _remaining(run: Run, name: str) -> list[dict[str, Any]]:
