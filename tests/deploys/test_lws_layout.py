@@ -13,14 +13,18 @@ from __future__ import annotations
 
 import copy
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 from fixtures import pyinfra_run
 from fixtures.budget_world import EAGER
+from fixtures.drift_world import as_json
+from fixtures.drift_world import inventory as drift_inventory
 from fixtures.lws_remedy import inventory, lines, serve
-from fixtures.lws_world import ARGS, GOOD_ARGS, NAME, RESTORE, install_crd, patch, read, vllm_lws
-from fixtures.pyinfra_run import Rehearsal
+from fixtures.lws_world import ARGS, GOOD_ARGS, HOST, NAME, RESTORE, install_crd, patch, read, vllm_lws
+from fixtures.pyinfra_run import ROOT, Rehearsal
 from vllm_remedy.kube.lws_history import rollout_outage, world_size_shortfall
 from vllm_remedy.kube.lws_wait import wait_for_lws_rollout
 from vllm_remedy.operations.leaderworkerset import prediction_line
@@ -114,3 +118,18 @@ def test_restore_reads_the_crash_and_rolls_back_with_the_warning(rehearsal: Rehe
     said = lines(got)
     assert f"warning: {OUTAGE}" in said, got.stderr
     assert read(rehearsal)["spec"]["leaderWorkerTemplate"] == good["spec"]["leaderWorkerTemplate"]
+
+
+def test_drift_reports_the_layout_as_a_failed_prediction(rehearsal: Rehearsal, tmp_path: Path) -> None:
+    """`vllm-remedy drift` on the wide set (POSTed, never Ready): its prediction check drifts in the same words."""
+    install_crd(rehearsal.clusters["rehearsal"])
+    client = rehearsal.client()
+    client.request("POST", client.object_path("llm", "leaderworkersets", group="leaderworkerset.x-k8s.io/v1"),
+                   body=wide(vllm_lws(NAME)))
+    inv = drift_inventory(tmp_path, rehearsal.kubeconfig, str(ROOT / "policies"), hosts=[HOST])
+    got = subprocess.run([sys.executable, "-m", "vllm_remedy", "drift", "-i", inv, "-o", "json"],
+                         capture_output=True, text=True, env=rehearsal.env(), cwd=rehearsal.tmp, timeout=180)
+    host = as_json(got)["hosts"][0]
+    checks = {c["check"]: c for c in host["checks"]}
+    assert checks["prediction"] == {"check": "prediction", "status": "drift", "detail": f"predicted to fail: {SHORT}"}
+    assert "prediction" in host["drifted"], host
