@@ -133,3 +133,16 @@ def test_drift_reports_the_layout_as_a_failed_prediction(rehearsal: Rehearsal, t
     checks = {c["check"]: c for c in host["checks"]}
     assert checks["prediction"] == {"check": "prediction", "status": "drift", "detail": f"predicted to fail: {SHORT}"}
     assert "prediction" in host["drifted"], host
+
+
+def test_a_deploy_refuses_to_write_a_layout_the_group_cannot_hold(rehearsal: Rehearsal, tmp_path: Path) -> None:
+    """enforce_eager on the wide set: any template it would write keeps the world size, so it is one refusal line
+    naming it, and nothing is written."""
+    install_crd(rehearsal.clusters["rehearsal"])
+    client = rehearsal.client()
+    client.request("POST", client.object_path("llm", "leaderworkersets", group="leaderworkerset.x-k8s.io/v1"),
+                   body=wide(vllm_lws(NAME)))
+    before = read(rehearsal)
+    got = rehearsal.pyinfra(inventory(tmp_path), EAGER, "-y", "--data", "eager_ttl=2h", timeout=300)
+    assert any(SHORT in line for line in lines(got)), got.stderr
+    assert read(rehearsal)["spec"] == before["spec"]
