@@ -34,7 +34,7 @@ from vllm_remedy.kube.annotations import Keys, Malformed, Toggle, parse_rfc3339,
 from vllm_remedy.kube.gpus import SHARED_SUFFIX, pod_gpu_request
 from vllm_remedy.kube.health import ContainerHealth, PodHealth, flapping_container
 from vllm_remedy.kube.history import template_of
-from vllm_remedy.kube.lws_history import flag_disagreement
+from vllm_remedy.kube.lws_history import flag_disagreement, world_size_shortfall
 from vllm_remedy.kube.wait import RESTART_LIMIT, crashing_container
 from vllm_remedy.policy import Policy, format_duration
 from vllm_remedy.remedies.enforce_eager import TOGGLE_FLAGS, beyond_limit
@@ -373,6 +373,10 @@ def run_checks(deployment: Mapping[str, Any], policy: Policy, now: float, contai
                                  check_crash_loop(pods, now=now, stable=policy.confirm.stable_for.total_seconds()))
     lwt = (deployment.get("spec") or {}).get("leaderWorkerTemplate")  # a LeaderWorkerSet host's view carries it
     if isinstance(lwt, Mapping):
+        short = world_size_shortfall(lwt, container, policy.gpu.resource)  # vLLM refuses it before sizing memory
+        if short is not None:
+            checks = tuple(Check("prediction", DRIFT, f"predicted to fail: {short}") if c.name == "prediction" else c
+                           for c in checks)
         checks = (*checks, check_leader_worker_flags(lwt, container))
     pending = check_rollout_pending(deployment, pods)
     if pending is not None:

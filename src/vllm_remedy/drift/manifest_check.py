@@ -39,7 +39,7 @@ from vllm_remedy.drift.checks import (
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.annotations import Keys, read_toggles
 from vllm_remedy.kube.gpus import pod_gpu_request
-from vllm_remedy.kube.lws_history import flag_disagreement, leader_template, lwt_of
+from vllm_remedy.kube.lws_history import flag_disagreement, leader_template, lwt_of, world_size_shortfall
 from vllm_remedy.policy import Policy
 from vllm_remedy.remedies.budget import BudgetRequest, plan_budget
 from vllm_remedy.remedies.pin_gpu import canonical_product
@@ -211,8 +211,13 @@ def check_workload(workload: Workload, policy: Policy, now: float) -> Result:
     findings += unknown
     if group is not None:
         findings += _group_findings(group, workload.container)
-        size = int(group.get("size", 1) or 1)
-        notes.append(f"{prediction.line()} (TP × PP = {world_size(server.flags)} GPUs over {size} pods)")
+        short = _shortfall(group, workload.container, policy.gpu.resource)
+        if short is not None:  # vLLM refuses this at config time, before any memory is sized
+            findings = [f for f in findings if f.check != "start"] + [Finding("start", ERROR, short, _LAYOUT_FIX)]
+            notes.append(f"predicted to fail: {short}")
+        else:
+            size = int(group.get("size", 1) or 1)
+            notes.append(f"{prediction.line()} (TP × PP = {world_size(server.flags)} GPUs over {size} pods)")
     fix: Step | None = None
     plan_note = ""
     if findings and model is not None and card is not None and settings is not None:
@@ -221,6 +226,19 @@ def check_workload(workload: Workload, policy: Policy, now: float) -> Result:
     if pinned is None and policy.gpu_product and prediction.estimate is not None:
         notes.append(f"the template pins no GPU product: predicted on the policy's {policy.gpu_product}")
     return Result(workload, name, prediction, tuple(findings), fix, tuple(notes))
+
+
+_LAYOUT_FIX = ("make --tensor-parallel-size × --pipeline-parallel-size at most size × GPUs per pod (raise size or "
+               "the GPUs per pod, or lower a split); vLLM refuses the start with 'World size (N) is larger than the "
+               "number of available GPUs (M)'")
+
+
+def _shortfall(group: Mapping[str, Any], container: str, resource: str) -> str | None:
+    """``kube.lws_history.world_size_shortfall``, None when the leader cannot be read (reported elsewhere)."""
+    try:
+        return world_size_shortfall(group, container, resource)
+    except UserError:
+        return None
 
 
 def _group_findings(group: Mapping[str, Any], container: str) -> list[Finding]:

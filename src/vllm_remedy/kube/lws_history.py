@@ -20,6 +20,7 @@ from vllm_remedy.kube.errors import RolloutError
 from vllm_remedy.kube.history import CHANGE_CAUSE, Revision, annotations, is_controlled_by, templates_equal
 from vllm_remedy.kube.rollout import resource_version_test
 from vllm_remedy.vllm.cmdline import ServerCommand, find_server
+from vllm_remedy.vllm.parallel import parallel_sizes
 
 PREFIX = "leaderworkerset.sigs.k8s.io/"
 NAME_LABEL, REVISION_LABEL = PREFIX + "name", PREFIX + "template-revision-hash"
@@ -143,3 +144,72 @@ def check_consistent(lwt: Mapping[str, Any], where: str, container: str | None =
     why = flag_disagreement(lwt, container)
     if why:
         raise UserError(f"{where}: {why}; make them agree before remediating")
+
+
+def _count(value: Any) -> int | None:
+    try:
+        return int(str(value))
+    except ValueError:
+        return None
+
+
+def group_gpus(lwt: Mapping[str, Any], container: str | None = None, resource: str = "nvidia.com/gpu"
+               ) -> tuple[int, int] | None:
+    """(pods per group, GPUs per pod): ``size`` and the leader's vLLM container's ``resource`` limit, which the LWS
+    pin copies to every worker; None when the leader names no whole GPU count (nothing to judge by)."""
+    leader, _ = servers(lwt, container)
+    limits = (leader.container.get("resources") or {}).get("limits") or {}
+    per_pod = _count(limits.get(resource)) if resource in limits else None
+    if per_pod is None:
+        return None
+    return int(lwt.get("size", 1) or 1), per_pod
+
+
+def world_size_shortfall(lwt: Mapping[str, Any], container: str | None = None, resource: str = "nvidia.com/gpu"
+                         ) -> str | None:
+    """Why the group cannot start because its engine spans more GPUs than it has, or None.
+
+    vLLM refuses at config time (``World size (N) is larger than the number of available GPUs (M)``) when TP × PP
+    exceeds the GPUs its Ray cluster offers — every pod of the group, each with the leader's GPUs — before any
+    memory is sized, so every LWS prediction asks this first."""
+    shape = group_gpus(lwt, container, resource)
+    if shape is None:
+        return None
+    leader, _ = servers(lwt, container)
+    tp, pp = parallel_sizes(leader.flags)
+    pods, per_pod = shape
+    if tp * pp <= pods * per_pod:
+        return None
+    return (f"world size {tp * pp} (TP {tp} × PP {pp}) is larger than the {pods * per_pod} GPUs of the group "
+            f"({pods} pods × {per_pod})")
+
+
+def _scaled(value: Any, replicas: int, up: bool) -> int:
+    """An intstr count or percentage of ``replicas`` (percentages round up for surge, down for unavailable)."""
+    text = str(value).strip()
+    if text.endswith("%"):
+        share = replicas * float(text[:-1]) / 100
+        return int(-(-share // 1)) if up else int(share // 1)
+    return _count(text) or 0
+
+
+def rollout_outage(lws: Mapping[str, Any]) -> str | None:
+    """What an operator must hear before any template write: the rollout leaves no group serving, or None.
+
+    The LWS default rollout (maxSurge 0, maxUnavailable 1) recreates groups in place; with as many groups
+    unavailable as there are (a single group, the common multi-node case) the model is down for the restart."""
+    spec = lws.get("spec") or {}
+    replicas = int(spec.get("replicas", 1) if spec.get("replicas") is not None else 1)
+    if replicas < 1:
+        return None
+    rolling = ((spec.get("rolloutStrategy") or {}).get("rollingUpdateConfiguration") or {})
+    if _scaled(rolling.get("maxSurge", 0), replicas, True) > 0:
+        return None  # new groups come up beside the old ones
+    unavailable = max(1, _scaled(rolling.get("maxUnavailable", 1), replicas, False))  # both 0 still replaces one
+    if unavailable < replicas:
+        return None
+    if replicas == 1:
+        return ("replicas 1 with maxSurge 0: the only group is recreated; the model is unavailable for the "
+                "restart")
+    return (f"replicas {replicas} with maxSurge 0 and maxUnavailable {unavailable}: every group is recreated at once; "
+            "the model is unavailable for the restart")

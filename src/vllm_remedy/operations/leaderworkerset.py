@@ -71,8 +71,13 @@ def forced_revision() -> int | None:
                             "; a rollback renumbers the revision it restores")
 
 
-def prediction_line(lwt: dict[str, Any], number: int, container: str | None) -> str:
-    """The memory model's verdict on the revision's leader, the model split TP × PP ways over the group."""
+def prediction_line(lwt: dict[str, Any], number: int, container: str | None, resource: str = "nvidia.com/gpu"
+                    ) -> str:
+    """The memory model's verdict on the revision's leader, the model split TP × PP ways over the group — or the
+    failure vLLM reports before any memory is sized: a world size larger than the group's GPUs."""
+    short = lws_history.world_size_shortfall(lwt, container, resource)
+    if short is not None:
+        return f"revision {number}: predicted to fail: {short}"
     leader, _ = lws_history.servers(lwt, container)
     size = int(lwt.get("size", 1) or 1)
     split = f"TP × PP = {world_size(leader.flags)} GPUs over {size} pods"
@@ -163,6 +168,9 @@ def rollback(wait: bool = True, timeout: float | None = None, revision: int | No
     try:
         lwt = _target_lwt(facts, decision.replicaset)
         lws_history.check_consistent(lwt, f"revision {decision.revision}", ctx.container)
+        short = lws_history.world_size_shortfall(lwt, ctx.container, ctx.policy.gpu.resource)
+        if short is not None:
+            raise UserError(f"revision {decision.revision} cannot start either: {short}")
     except UserError as exc:
         yield from refuse(state, host, f"{ctx.where}: pods {', '.join(crashing) or '(none)'} crash-loop and {exc}; "
                           "nothing was changed")
@@ -176,8 +184,10 @@ def rollback(wait: bool = True, timeout: float | None = None, revision: int | No
                + (f" — pods {', '.join(crashing)} crash-loop" if crashing else ""))
     observe(state, host, path, lws)
     show(state, host, [decision.reason, *skipped, *decision.warnings], topic="skipped")
+    outage = lws_history.rollout_outage(lws)
     show(state, host, [summary, unified_template_diff(before, lwt).rstrip("\n"),
-                       prediction_line(lwt, decision.revision, ctx.container)])
+                       prediction_line(lwt, decision.revision, ctx.container, ctx.policy.gpu.resource),
+                       *([f"warning: {outage}"] if outage else [])])
     why = (f"revision {decision.current} crash-looped" if revision is None
            else "the operator forced it (host data revision)")
     notes = (lws.get("metadata") or {}).get("annotations") or {}

@@ -93,10 +93,15 @@ def view() -> LwsView:
     return got
 
 
-def group_prediction(lwt: Mapping[str, Any], container: str | None) -> tuple[Prediction, str]:
-    """The memory model's verdict on the group's leader, and its line naming the TP × PP split over the pods."""
+def group_prediction(lwt: Mapping[str, Any], container: str | None, resource: str = "nvidia.com/gpu"
+                     ) -> tuple[Prediction, str]:
+    """The memory model's verdict on the group's leader, and its line naming the TP × PP split over the pods (or,
+    first, the world size the group's GPUs cannot hold: vLLM refuses that before sizing any memory)."""
     leader, _ = lws_history.servers(lwt, container)
     prediction = predict_template(lws_history.leader_template(lwt), container)
+    short = lws_history.world_size_shortfall(lwt, container, resource)
+    if short is not None:
+        return prediction, f"predicted to fail: {short}"
     split = f"TP × PP = {world_size(leader.flags)} GPUs over {int(lwt.get('size', 1) or 1)} pods"
     return prediction, f"{prediction.line()} ({split})"
 
@@ -117,11 +122,12 @@ def write_lwt(got: LwsView, new: Mapping[str, Any], *, action: str, reason: str,
     (with ``annotations``, the audit ``action``/``reason`` and a write-time ``stamp``)."""
     ctx = got.ctx
     observe(state, host, got.path, got.lws)
-    _, line = group_prediction(new, ctx.container)
+    _, line = group_prediction(new, ctx.container, ctx.policy.gpu.resource)
+    outage = lws_history.rollout_outage(got.lws)
     diff = unified_template_diff(got.lwt, new, f"{ctx.where} leaderWorkerTemplate (current)",
                                  f"{ctx.where} leaderWorkerTemplate (planned)")
     show(state, host, [summary, *(diff.rstrip("\n").splitlines() or ["(leaderWorkerTemplate unchanged)"]), *lines,
-                       line])
+                       line, *([f"warning: {outage}"] if outage else [])])
     change = Change(spec={"leaderWorkerTemplate": dict(new)}, annotations=dict(annotations or {}),
                     audit=(action, reason), stamp=stamp)
     yield change_command(ctx, got.path, change, summary)
@@ -137,7 +143,8 @@ def failing(got: LwsView, new: Mapping[str, Any]) -> str | None:
     broken = [v for v in ctx.policy.check_flags(after) if v.flag in changed]
     if broken:
         return f"policy {ctx.policy.source}: {broken[0]}"
-    return failed_prediction(group_prediction(new, ctx.container)[0])
+    return lws_history.world_size_shortfall(new, ctx.container, ctx.policy.gpu.resource) or \
+        failed_prediction(group_prediction(new, ctx.container, ctx.policy.gpu.resource)[0])
 
 
 def refuse_failing(got: LwsView, new: Mapping[str, Any], what: str) -> str | None:

@@ -74,7 +74,8 @@ def gpu_product(product: str | None = None, gpus: int | None = None, wait: bool 
     if lws_history.lwts_equal(new, lwt):
         noop(state, host, f"{where} is already pinned to {plan.label}={plan.value} with {gpus} GPU(s) per pod")
         return
-    why = failed_prediction(predict_template(lws_history.leader_template(new), ctx.container))
+    why = lws_history.world_size_shortfall(new, ctx.container, ctx.policy.gpu.resource) or \
+        failed_prediction(predict_template(lws_history.leader_template(new), ctx.container))
     if why is not None:
         yield from refuse(state, host, f"pin {where} to {product}: {why}")
         return
@@ -82,7 +83,9 @@ def gpu_product(product: str | None = None, gpus: int | None = None, wait: bool 
     path = lws_path(ctx.namespace, ctx.deployment)
     observe(state, host, path, lws)
     show(state, host, [summary, unified_template_diff(lwt, new).rstrip("\n"), *plan.lines,
-                       prediction_line(new, 0, ctx.container).replace("revision 0: ", "pinned: ", 1)])
+                       prediction_line(new, 0, ctx.container, ctx.policy.gpu.resource)
+                       .replace("revision 0: ", "pinned: ", 1),
+                       *([f"warning: {outage}"] if (outage := lws_history.rollout_outage(lws)) else [])])
     yield write_command(path, _writes(new), summary)
     if wait:
         seconds = ctx.policy.restore.rollout_timeout.total_seconds()

@@ -104,6 +104,13 @@ _CLASSES = (
     FailureClass(
         Failure.HOST_OOM_KILLED, "container killed by the host OOM killer (pod status), not a CUDA OOM",
         step=3, hint="the pod hit its memory limit / node RAM: raise resources.limits.memory", host_memory=True),
+    FailureClass(  # a layout error, not memory: nothing to budget; restore rolls back from it as from any crash loop
+        Failure.WORLD_SIZE_EXCEEDS_GPUS, "the engine's world size (TP × PP) is larger than the GPUs it can see",
+        step=1, hint="roll back to the last known-good revision, then make --tensor-parallel-size × "
+                     "--pipeline-parallel-size at most the GPUs of the group (pods × GPUs per pod)",
+        precise_hint="roll back to the last known-good revision: world size {world_size} needs {world_size} GPUs, "
+                     "the engine sees {available_gpus}; make TP × PP at most the GPUs of the group",
+        error_kind="err_world_size"),
     FailureClass(
         Failure.UNKNOWN, "the start failed with something this tool does not recognise",
         step=1, hint="roll back to the last known-good revision, then read the evidence below"),

@@ -204,6 +204,11 @@ TEMPLATES: tuple[Template, ...] = (
     Template("err_load_oom", "Failed to load model - not enough GPU memory.", since=v("0.13.0"), engine="v1",
              level="ERROR", source="gpu_model_runner.py", tail=" Try lowering --gpu-memory-utilization to free "
              "memory for weights, increasing --tensor-parallel-size, or using --quantization. " + _DOCS),
+    # vLLM's ParallelConfig refuses a world size (TP × PP) beyond the GPUs it sees, before any memory is sized
+    # (since 0.11.1; earlier releases fell back to Ray or failed later with other words).
+    Template("err_world_size", "World size ({world_size:d}) is larger than the number of available GPUs "
+             "({available_gpus:d})", since=v("0.11.1"), level="ERROR", exception="ValueError",
+             source="parallel.py", tail=" in this node."),
     # --- server up ------------------------------------------------------------------------------
     Template("up", "Starting vLLM API server on http://{host:s}:{port:d}", since=v("0.7.3"), until=v("0.9.1"),
              source="api_server.py"),

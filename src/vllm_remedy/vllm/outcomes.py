@@ -23,6 +23,7 @@ class Failure(str, Enum):
     CUDAGRAPH_CAPTURE_OOM = "cudagraph_capture_oom"
     OOM_UNDER_LOAD = "oom_under_load"
     HOST_OOM_KILLED = "host_oom_killed"
+    WORLD_SIZE_EXCEEDS_GPUS = "world_size_exceeds_gpus"
     UNKNOWN = "unknown"
 
     def __str__(self) -> str:

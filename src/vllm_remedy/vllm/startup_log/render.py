@@ -140,6 +140,11 @@ def render_startup_log(version: str, *, model: str, tp_size: int = 1, weights_gi
               max_num_seqs=max_num_seqs, revision=revision)
     if failure is Failure.FREE_MEMORY_BELOW_UTILIZATION:
         return _fail_free_memory(w, figures, detail)
+    if failure is Failure.WORLD_SIZE_EXCEEDS_GPUS:  # config time: nothing was loaded
+        figures["world_size"] = detail.get("world_size", max(2, tp_size))
+        figures["available_gpus"] = detail.get("available_gpus", figures["world_size"] // 2)
+        return _fail(w, failure, figures, [("engine/arg_utils.py", "create_engine_config"),
+                                           ("config/parallel.py", "__post_init__")])
     w.each_rank(f"Starting to load model {model}...", source="gpu_model_runner.py")
     if failure in (Failure.OOM_LOADING_WEIGHTS, Failure.HOST_OOM_KILLED):
         w.raw("worker", "Loading safetensors checkpoint shards:  50% Completed | 2/4 [00:05<00:05,  2.61s/it]")
