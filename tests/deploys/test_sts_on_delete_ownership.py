@@ -60,6 +60,13 @@ def test_load_guard_writing_nothing_leaves_a_colleagues_on_delete_patch_alone(re
     assert sts(rehearsal)["spec"] == before["spec"]
 
 
+def test_restore_with_nothing_to_restore_leaves_a_colleagues_on_delete_patch_alone(rehearsal: Rehearsal,
+                                                                                   tmp_path: Path) -> None:
+    pods = colleagues_patch(rehearsal)
+    got = rehearsal.pyinfra(restore_inventory(tmp_path), RESTORE, "-y", timeout=300)
+    untouched(rehearsal, got, pods)
+
+
 def test_enforce_eager_on_a_persons_flag_leaves_a_colleagues_on_delete_patch_alone(rehearsal: Rehearsal,
                                                                                    tmp_path: Path) -> None:
     pods = colleagues_patch(rehearsal, with_args([*GOOD_ARGS, "--enforce-eager"]))

@@ -3,7 +3,9 @@ against, then waited for — and, where the controller will never replace a pod 
 pods, and the pods deleted only when the policy allows it (``restore.delete_pods: blocking``) — and then as a
 RollingUpdate would: pods that serve nothing first, each Ready pod only once every other pod serves the update
 revision, one at a time, highest ordinal first, and never onto a template edited after this run's write
-(``wait_and_unblock``).
+(``wait_and_unblock``). Under OnDelete never onto a template that is not our write at all (``sts_wait.foreign_update``):
+the controller would never move those pods, so a colleague's patch is rolled out by whoever reviews it, not by a
+deploy that happens to run next; the pods are named and the host does not fail for it when this run wrote nothing.
 
 The choice is the Deployment's (``remedies.restore.decide_restore`` over the StatefulSetState fact's rows, a
 ControllerRevision standing for a ReplicaSet): skipped, and said why, is every revision seen crash-looping
