@@ -128,7 +128,7 @@ def test_restores_wait_after_an_on_delete_rollback_plans_on_the_rollback(rehears
     dry = rehearsal.pyinfra(inv, RESTORE, "--dry")
     assert dry.returncode == 0, dry.stderr
     lines = host_lines(dry.stderr, STS_HOST)
-    assert "noop: statefulset llm/llama-sts is rolled out by the wait above" in lines, lines
+    assert "noop: statefulset llm/llama-sts: its rollout is waited for above" in lines, lines
     assert not any("the change reaches a pod only when it is deleted" in line for line in lines), lines
     table = detected_changes(dry.stderr)
     assert table["Wait until the new pods are Ready"][0] == "-", table

@@ -25,8 +25,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+import pyinfra
 from pyinfra import host, state
 from pyinfra.api import FunctionCommand, operation
+from pyinfra.context import ctx_host
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.facts.nodes import NodeObjects
@@ -67,7 +69,6 @@ from vllm_remedy.operations.util import (
     show,
 )
 from vllm_remedy.operations.util.plan import edited_since_read
-from vllm_remedy.operations.util.refusal import record as record_refusal
 from vllm_remedy.operations.util.show import note
 from vllm_remedy.operations.util.write import changed_since, wrote_in_this_run
 from vllm_remedy.remedies.predict import predict_template
@@ -231,13 +232,16 @@ def planned_rolled_out(host: Any, path: str, template: Mapping[str, Any] | None)
 
 def blocked_in_plan(ctx: K8sHost, sts: Mapping[str, Any], stuck: Sequence[str], label: str) -> None:
     """While detecting, under OnDelete and ``restore.delete_pods: never``: pods that stay on another revision block the
-    wait as ``-y`` will find it, so the host fails here too (``refusal.record``: ``--dry`` exits 1, as ``-y``), with
-    the line ``-y``'s wait prints."""
+    wait as ``-y`` will find it, so the host is marked failed here too (``--dry`` exits 1, as ``-y``), with the line
+    ``-y``'s wait prints. Marked failed as ``refusal.record`` does, not recorded as a refusal: the write before the
+    wait is still made (``-y`` makes it, then fails), so the plan keeps it and a prompted run still runs it."""
     if state.is_executing or not stuck or not _on_delete(sts) or ctx.policy.restore.delete_pods == "blocking":
         return
     line = f"{label}: blocked: {blocked_message(dict(sts), list(stuck))} (policy restore.delete_pods: never)"
     note(host, line, error=True)
-    record_refusal(state, host, line)
+    real = getattr(host, "state", None)
+    if pyinfra.is_cli and real is not None:
+        real.failed_hosts.add(ctx_host.get() if ctx_host.isset() else host)  # the Host itself, not the proxy
 
 
 def foreign_line(where: str, stuck: Sequence[str]) -> str:

@@ -82,7 +82,7 @@ def wait(ctx: K8sHost, sts: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]
         noop(state, host, f"{ctx.where} is rolled out")
         return
     if planned_rolled_out(host, ctx.deployment_path, template):  # --dry: an earlier wait of the run rolls it out
-        noop(state, host, f"{ctx.where} is rolled out by the wait above")
+        noop(state, host, f"{ctx.where}: its rollout is waited for above")
         return
     on_delete = ((sts.get("spec") or {}).get("updateStrategy") or {}).get("type") == "OnDelete"
     off = sorted((str(r.get("name")) for r in rows if not r.get("new") and not r.get("deleting")), key=_ordinal)
