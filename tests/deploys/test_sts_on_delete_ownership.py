@@ -120,6 +120,27 @@ def test_under_never_dry_fails_as_y_does_and_so_does_a_rerun(rehearsal: Rehearsa
                                                                                   "16384"]
 
 
+def test_a_restore_under_never_dry_fails_as_y_does_and_so_does_a_rerun(rehearsal: Rehearsal,
+                                                                       tmp_path: Path) -> None:
+    bad_rollout(rehearsal, ON_DELETE)
+    pods = pod_uids(rehearsal)
+    inv = restore_inventory(tmp_path, "never")
+    tail = BLOCKED.replace("llama-sts-0, llama-sts-1", "llama-sts-1")
+    for n, (args, label) in enumerate([("--dry", "wait for revision 1 to roll out"),
+                                       ("-y", "wait for revision 1 to roll out"),
+                                       ("--dry", "finish the rollout of statefulset llm/llama-sts"),
+                                       ("-y", "finish the rollout of statefulset llm/llama-sts")]):
+        got = rehearsal.pyinfra(inv, RESTORE, args, timeout=300)
+        assert got.returncode == 1, (n, got.stderr)
+        lines = host_lines(got.stderr, STS_HOST)
+        assert [line for line in lines if line.startswith(f"{label}: blocked") and line.endswith(tail)], (
+            n, "\n".join(lines))
+        assert pod_uids(rehearsal) == pods
+        if n == 0:
+            assert any(line.startswith("roll back statefulset llm/llama-sts from revision 2 to revision 1 (")
+                       for line in lines), lines
+
+
 def test_restores_wait_after_an_on_delete_rollback_plans_on_the_rollback(rehearsal: Rehearsal,
                                                                          tmp_path: Path) -> None:
     bad_rollout(rehearsal, ON_DELETE)  # llama-sts-0 Ready on revision 1, llama-sts-1 crash-looping on revision 2
