@@ -35,7 +35,7 @@ def test_on_delete_without_the_policy_names_the_pods_writes_the_template_and_fai
             "llama-sts-1 stay on their revision until then: named, not deleted (policy restore.delete_pods: never): "
             "delete them for the change to take effect")
     dry = rehearsal.pyinfra(inv, BUDGET, "--dry")
-    assert dry.returncode == 0 and said in host_lines(dry.stderr, STS_HOST), dry.stderr
+    assert dry.returncode == 1 and said in host_lines(dry.stderr, STS_HOST), dry.stderr  # as -y: blocked
     got = rehearsal.pyinfra(inv, BUDGET, "-y", timeout=300)
     assert got.returncode == 1, got.stderr
     lines = host_lines(got.stderr, STS_HOST)

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from vllm_remedy.errors import UserError
+from vllm_remedy.kube.annotations import template_digest
 from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.kube.health import pod_health
 from vllm_remedy.kube.selectors import selector_string
@@ -19,8 +20,8 @@ from vllm_remedy.kube.set_wait import BLOCKED, Seen, poll_set
 from vllm_remedy.kube.sts_history import REVISION_LABEL, pods_blocking_rollback, rollout_status
 from vllm_remedy.kube.wait import Clock, WaitResult, crashing_container
 
-__all__ = ["BLOCKED", "blocked_message", "deletion_order", "next_deletions", "pod_names", "read_set",
-           "rows_rolled_out", "stuck_pods", "wait_for_replacements", "wait_for_sts_rollout"]
+__all__ = ["BLOCKED", "NOT_OURS", "blocked_message", "deletion_order", "foreign_update", "next_deletions", "pod_names",
+           "read_set", "rows_rolled_out", "stuck_pods", "wait_for_replacements", "wait_for_sts_rollout"]
 
 
 def read_set(client: KubeClient, namespace: str, name: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -28,6 +29,21 @@ def read_set(client: KubeClient, namespace: str, name: str) -> tuple[dict[str, A
     sts = client.request("GET", client.object_path(namespace, "statefulsets", name))
     selector = selector_string((sts.get("spec") or {}).get("selector"))
     return sts, client.list_pods(namespace, selector)
+
+
+#: Why pods stay on their revision under OnDelete when the set's template is not our write.
+NOT_OURS = "the update revision is not ours: a change nobody reviewed here; delete them yourself after reviewing it"
+
+
+def foreign_update(sts: Mapping[str, Any], template_key: str) -> bool:
+    """Under OnDelete, whether the set's template is not the one our last write recorded (``template_key``: the
+    ``last-action-template`` annotation, set by this run's write or an earlier run's), pure. Deleting a pod then rolls
+    it onto a change nobody reviewed here (a colleague's ``kubectl patch``): the controller would never move it, so
+    nothing of ours may. A rerun after our own write (kill -9) still finds its digest there and finishes."""
+    if ((sts.get("spec") or {}).get("updateStrategy") or {}).get("type") != "OnDelete":
+        return False
+    notes = (sts.get("metadata") or {}).get("annotations") or {}
+    return notes.get(template_key) != template_digest((sts.get("spec") or {}).get("template"))
 
 
 def stuck_pods(sts: dict[str, Any], pods: list[dict[str, Any]], restart_limit: int = 3) -> list[str]:

@@ -3,7 +3,9 @@ against, then waited for — and, where the controller will never replace a pod 
 pods, and the pods deleted only when the policy allows it (``restore.delete_pods: blocking``) — and then as a
 RollingUpdate would: pods that serve nothing first, each Ready pod only once every other pod serves the update
 revision, one at a time, highest ordinal first, and never onto a template edited after this run's write
-(``wait_and_unblock``).
+(``wait_and_unblock``). Under OnDelete never onto a template that is not our write at all (``sts_wait.foreign_update``):
+the controller would never move those pods, so a colleague's patch is rolled out by whoever reviews it, not by a
+deploy that happens to run next; the pods are named and the host does not fail for it when this run wrote nothing.
 
 The choice is the Deployment's (``remedies.restore.decide_restore`` over the StatefulSetState fact's rows, a
 ControllerRevision standing for a ReplicaSet): skipped, and said why, is every revision seen crash-looping
@@ -23,8 +25,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+import pyinfra
 from pyinfra import host, state
 from pyinfra.api import FunctionCommand, operation
+from pyinfra.context import ctx_host
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.facts.nodes import NodeObjects
@@ -36,7 +40,10 @@ from vllm_remedy.kube.history import templates_equal
 from vllm_remedy.kube.sts_history import REVISION_LABEL
 from vllm_remedy.kube.sts_wait import (
     BLOCKED,
+    NOT_OURS,
+    blocked_message,
     deletion_order,
+    foreign_update,
     next_deletions,
     pod_names,
     read_set,
@@ -184,9 +191,62 @@ def rollback(wait: bool = True, timeout: float | None = None, revision: int | No
            else f"revision {decision.current} would fail once its pods are deleted")
     change = Change(spec={"template": dict(decision.template)},
                     audit=(RESTORE, f"roll back to revision {decision.revision} ({decision.rule}): {why}"))
+    label = f"wait for revision {decision.revision} to roll out"
+    if wait:  # the run's later operations plan on the set this wait leaves (or on a host it fails)
+        plan_rolled_out(host, ctx.deployment_path, decision.template)
+        if _on_delete(sts):
+            blocked_in_plan(ctx, {**sts, "spec": {**(sts.get("spec") or {}), "template": decision.template}},
+                            _off(pods, decision.replicaset), label)
     yield change_command(ctx, ctx.deployment_path, change, summary)
     if wait:
-        yield FunctionCommand(wait_and_unblock, (seconds, f"wait for revision {decision.revision} to roll out"), {})
+        yield FunctionCommand(wait_and_unblock, (seconds, label), {})
+
+
+def _off(pods: Sequence[Mapping[str, Any]], revision: str | None) -> list[str]:
+    """Live pods not on ControllerRevision ``revision``, by ordinal."""
+    return sorted((str(p["metadata"]["name"]) for p in pods if not (p.get("metadata") or {}).get("deletionTimestamp")
+                   and (p["metadata"].get("labels") or {}).get(REVISION_LABEL) != revision), key=_ordinal)
+
+
+_WAITED = "_vllm_remedy_sts_waited"
+
+
+def plan_rolled_out(host: Any, path: str, template: Mapping[str, Any] | None) -> None:
+    """While detecting: an operation of this run waits for the set at ``path`` to roll out onto ``template`` (it
+    deletes what it must, or fails the host), so a later wait of the run plans on it rolled out — what ``-y`` finds
+    there — instead of planning deletions on the template before the rollback."""
+    real = getattr(host, "state", None)
+    if real is None or real.is_executing:
+        return
+    if not hasattr(real, _WAITED):
+        setattr(real, _WAITED, set())
+    getattr(real, _WAITED).add((str(host.name), path, template_digest(template)))
+
+
+def planned_rolled_out(host: Any, path: str, template: Mapping[str, Any] | None) -> bool:
+    """While detecting: an earlier operation of this run waits for the set to roll out onto ``template``."""
+    real = getattr(host, "state", None)
+    return (real is not None and not real.is_executing
+            and (str(host.name), path, template_digest(template)) in getattr(real, _WAITED, set()))
+
+
+def blocked_in_plan(ctx: K8sHost, sts: Mapping[str, Any], stuck: Sequence[str], label: str) -> None:
+    """While detecting, under OnDelete and ``restore.delete_pods: never``: pods that stay on another revision block the
+    wait as ``-y`` will find it, so the host is marked failed here too (``--dry`` exits 1, as ``-y``), with the line
+    ``-y``'s wait prints. Marked failed as ``refusal.record`` does, not recorded as a refusal: the write before the
+    wait is still made (``-y`` makes it, then fails), so the plan keeps it and a prompted run still runs it."""
+    if state.is_executing or not stuck or not _on_delete(sts) or ctx.policy.restore.delete_pods == "blocking":
+        return
+    line = f"{label}: blocked: {blocked_message(dict(sts), list(stuck))} (policy restore.delete_pods: never)"
+    note(host, line, error=True)
+    real = getattr(host, "state", None)
+    if pyinfra.is_cli and real is not None:
+        real.failed_hosts.add(ctx_host.get() if ctx_host.isset() else host)  # the Host itself, not the proxy
+
+
+def foreign_line(where: str, stuck: Sequence[str]) -> str:
+    """Why pods stay when the set's template is not our write (``sts_wait.foreign_update``)."""
+    return f"{where}: pods {', '.join(stuck)} stay on their revision: {NOT_OURS}"
 
 
 def _spec_edited(ctx: K8sHost, sts: Mapping[str, Any]) -> str | None:
@@ -208,12 +268,17 @@ def _resume(ctx: K8sHost, sts: Mapping[str, Any], pods: list[dict[str, Any]], ro
     ours = (notes.get(ctx.keys.last_action) == RESTORE and notes.get(ctx.keys.last_action_template)
             == template_digest((sts.get("spec") or {}).get("template")))
     stuck = stuck_pods(dict(sts), pods)
+    if wait and stuck and foreign_update(sts, ctx.keys.last_action_template):
+        noop(state, host, foreign_line(ctx.where, stuck))  # OnDelete onto a template we did not write: not ours to do
+        return
     if wait and stuck:
         show(state, host, [f"{ctx.where}: pods {', '.join(stuck)} stay on another revision until deleted",
                            *strategy_lines(sts, pods, str((sts.get("status") or {}).get("updateRevision")),
                                            ctx.policy.restore.delete_pods)])
         label = f"finish the rollout of {ctx.where}"
         digest = template_digest((sts.get("spec") or {}).get("template"))  # pods go only onto the template shown
+        plan_rolled_out(host, ctx.deployment_path, (sts.get("spec") or {}).get("template"))
+        blocked_in_plan(ctx, sts, stuck, label)
         if ctx.policy.restore.delete_pods == "blocking":  # its own command: a deletion is a change made, say so
             yield FunctionCommand(delete_stuck, (label, digest), {})
         yield FunctionCommand(wait_and_unblock, (seconds, label, digest), {})
@@ -226,6 +291,7 @@ def _resume(ctx: K8sHost, sts: Mapping[str, Any], pods: list[dict[str, Any]], ro
             f" (last vllm-remedy write: {last} at {notes.get(ctx.keys.last_action_at, '?')})" if last else "")
         show(state, host, [f"{ctx.where}: the rollback of ours is still rolling out; waiting for it again" if ours
                            else f"{ctx.where}: a rollout is under way; waiting until its pods are Ready"])
+        plan_rolled_out(host, ctx.deployment_path, (sts.get("spec") or {}).get("template"))
         yield FunctionCommand(wait_and_unblock, (seconds, label, template_digest((sts.get("spec") or {}).get(
             "template"))), {})
         return
@@ -288,6 +354,14 @@ def wait_and_unblock(state: Any, host: Any, timeout: float, label: str, digest: 
         while True:  # each pass deletes pods or waits for replacements; the waits end at ``timeout``
             left = max(timeout - (clock.now() - start), 0.0)
             result = wait_for_sts_rollout(ctx.client, ctx.namespace, ctx.deployment, timeout=left, clock=clock)
+            if result.outcome == BLOCKED:
+                sts, pods = read_set(ctx.client, ctx.namespace, ctx.deployment)
+                if foreign_update(sts, ctx.keys.last_action_template):  # OnDelete, a template we did not write
+                    if wrote:
+                        raise UserError(f"{ctx.where} edited after this run's write: not deleting pods for a "
+                                        "revision this run did not show")
+                    note(host, f"{label}: {foreign_line(ctx.where, stuck_pods(sts, pods))}")
+                    return True
             if result.outcome != BLOCKED or ctx.policy.restore.delete_pods != "blocking":
                 break
             expected = expected or _expected(ctx, wrote, digest)
