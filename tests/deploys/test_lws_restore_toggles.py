@@ -5,9 +5,6 @@ the toggle's record in the same write; a rerun after kill -9 mid-wait waits for 
 
 from __future__ import annotations
 
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -18,7 +15,7 @@ from fixtures.lws_remedy import EAGER, EXPIRES, LOAD_GUARD, PRIOR, dry_then_appl
 from fixtures.lws_remedy import rolled_out as lws_rolled_out
 from fixtures.lws_world import ARGS, BAD_ARGS, GOOD_ARGS, NAME, RESTORE, patch, read, start_set, vllm_lws
 from fixtures.pyinfra_run import ROOT, Rehearsal
-from fixtures.restore_world import wait_until
+from fixtures.restore_world import killed_once
 from vllm_remedy.kube.annotations import parse_rfc3339
 from vllm_remedy.kube.lws_wait import wait_for_lws_rollout
 
@@ -120,18 +117,10 @@ def test_after_kill_9_mid_wait_a_rerun_waits_for_the_rollback_to_be_ready(rehear
     inv = inventory(tmp_path)
     clock = rehearsal.cluster.clock
     clock.set_speed(5.0)  # the restored group takes real seconds to load: long enough to kill the run mid-wait
-    err = tmp_path / "killed.err"
-    with err.open("w") as fe:
-        run = subprocess.Popen([sys.executable, "-m", "pyinfra", inv, RESTORE, "-y"], cwd=tmp_path,
-                               env=rehearsal.env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=fe)
-        try:
-            wait_until(lambda: "crash-loop: written (resourceVersion" in err.read_text() or run.poll() is not None, 120,
+    said = killed_once(rehearsal, inv, RESTORE, tmp_path, "crash-loop: written (resourceVersion",
                        "the run to write the rollback")
-        finally:
-            run.send_signal(signal.SIGKILL)
-            run.wait()
     written = read(rehearsal)
-    assert _args(written) == GOOD_ARGS, err.read_text()
+    assert _args(written) == GOOD_ARGS, said
     assert int(written["status"].get("readyReplicas") or 0) < 1, written["status"]  # killed before Ready
 
     def faster() -> None:

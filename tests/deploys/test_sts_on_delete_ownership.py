@@ -7,15 +7,13 @@ rollback is planned on what the rollback leaves: ``--dry`` plans no deletion tha
 
 from __future__ import annotations
 
-import signal
 import subprocess
-import sys
 from pathlib import Path
 
 from fixtures import pyinfra_run
 from fixtures.budget_world import BUDGET, EAGER, GOOD_ARGS, LOAD_GUARD
 from fixtures.pyinfra_run import Rehearsal, detected_changes, host_lines
-from fixtures.restore_world import wait_until
+from fixtures.restore_world import killed_once
 from fixtures.sts_step4 import IMPLICIT, edit, env_fix, inventory, quiet, rolled_out, with_args
 from fixtures.sts_world import RESTORE, STS_HOST, bad_rollout, llama_set, pod_uids, sts
 from fixtures.sts_world import inventory as restore_inventory
@@ -82,16 +80,7 @@ def test_after_kill_9_a_deploy_writing_nothing_still_finishes_our_own_rollout(re
     quiet(rehearsal)
     inv = inventory(tmp_path)
     rehearsal.cluster.clock.set_speed(5.0)  # the replacement takes ~15 s of real time to load: killed mid-wait
-    err = tmp_path / "killed.err"
-    with err.open("w") as fe:
-        run = subprocess.Popen([sys.executable, "-m", "pyinfra", inv, BUDGET, "-y"], cwd=tmp_path,
-                               env=rehearsal.env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=fe)
-        try:
-            wait_until(lambda: "deleted pod llama-sts-1" in err.read_text() or run.poll() is not None, 120,
-                       "the run to delete its first pod")
-        finally:
-            run.send_signal(signal.SIGKILL)
-            run.wait()
+    killed_once(rehearsal, inv, BUDGET, tmp_path, "deleted pod llama-sts-1", "the run to delete its first pod")
     kept = pod_uids(rehearsal)["llama-sts-0"]
     again = rehearsal.pyinfra(inv, LOAD_GUARD, "-y", timeout=300)  # writes nothing: the template is our budget's
     assert again.returncode == 0, again.stderr
