@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from fixtures.drift_world import as_json
 from fixtures.drift_world import inventory as drift_inventory
 from fixtures.dry_run import apply, diffs
 from fixtures.pyinfra_run import Rehearsal
+from fixtures.restore_world import wait_until
 from fixtures.sts_step4 import IMPLICIT, TEMPLATE, edit, edits, inventory, quiet, rolled_out, scenario, with_args
 from fixtures.sts_world import STS_HOST, delete_pod, llama_set, sts
 from vllm_remedy.kube.annotations import rfc3339
@@ -51,6 +53,14 @@ def planned_diffs(host: dict[str, Any]) -> list[Any]:
 
 def args(obj: dict[str, Any]) -> list[str]:
     return list(obj["spec"]["template"]["spec"]["containers"][0]["args"])
+
+
+def toggled(expires: str, served: list[str] = GOOD_ARGS, prior: str = PRIOR_JSON) -> Callable[[dict[str, Any]], None]:
+    """The edit deploys/enforce_eager.py makes (``served`` plus the flag, the toggle's record), its writer gone."""
+    def edit_(obj: dict[str, Any]) -> None:
+        obj["spec"]["template"]["spec"]["containers"][0]["args"] = [*served, "--enforce-eager"]
+        obj["metadata"].setdefault("annotations", {}).update({EXPIRES: expires, PRIOR: prior})
+    return edit_
 
 
 def test_a_drifted_set_gets_budgets_fix_and_budget_writes_exactly_it(rehearsal: Rehearsal, tmp_path: Path) -> None:
@@ -105,11 +115,7 @@ def test_expire_reverts_an_expired_toggle_on_the_set_and_a_second_run_changes_no
     llama_set(rehearsal)
     expired = rfc3339(rehearsal.client().server_time() - 600)
 
-    def dead_process_toggle(obj: dict[str, Any]) -> None:  # what deploys/enforce_eager.py writes, its writer gone
-        obj["spec"]["template"]["spec"]["containers"][0]["args"] = [*GOOD_ARGS, "--enforce-eager"]
-        obj["metadata"].setdefault("annotations", {}).update({EXPIRES: expired, PRIOR: PRIOR_JSON})
-
-    edit(rehearsal, dead_process_toggle)
+    edit(rehearsal, toggled(expired))
     rolled_out(rehearsal)
     quiet(rehearsal)
     inv = sts_inventory(rehearsal, tmp_path)
@@ -142,11 +148,7 @@ def test_expire_leaves_a_toggle_not_yet_due_on_the_set_and_reports_it_remaining(
     rehearsal.cluster.clock.set_speed(1.0)  # an hour of cluster time must outlast the run
     expires = rfc3339(rehearsal.client().server_time() + 3600)
 
-    def toggle(obj: dict[str, Any]) -> None:
-        obj["spec"]["template"]["spec"]["containers"][0]["args"] = [*GOOD_ARGS, "--enforce-eager"]
-        obj["metadata"].setdefault("annotations", {}).update({EXPIRES: expires, PRIOR: PRIOR_JSON})
-
-    edit(rehearsal, toggle)
+    edit(rehearsal, toggled(expires))
     before = quiet(rehearsal)
     got = remedy(rehearsal, "expire", "-i", sts_inventory(rehearsal, tmp_path), "-o", "json")
     [host] = as_json(got)["hosts"]
@@ -185,11 +187,7 @@ def test_expire_keeps_an_expired_toggle_the_set_would_not_start_without_and_fail
     prior = json.dumps({"args": tight, "command": ["vllm", "serve"], "container": "vllm"})
     expired = rfc3339(rehearsal.client().server_time() - 600)
 
-    def tight_and_eager(obj: dict[str, Any]) -> None:
-        obj["spec"]["template"]["spec"]["containers"][0]["args"] = [*tight, "--enforce-eager"]
-        obj["metadata"].setdefault("annotations", {}).update({EXPIRES: expired, PRIOR: prior})
-
-    edit(rehearsal, tight_and_eager)
+    edit(rehearsal, toggled(expired, tight, prior))
     before = quiet(rehearsal)
     got = remedy(rehearsal, "expire", "-i", sts_inventory(rehearsal, tmp_path), "-o", "json")
     [host] = as_json(got)["hosts"]
@@ -226,11 +224,10 @@ def test_expire_on_an_on_delete_set_says_the_pods_still_run_the_toggle_and_fails
     llama_set(rehearsal, {"type": "OnDelete"})
     expired = rfc3339(rehearsal.client().server_time() - 600)
 
-    def dead_process_toggle(obj: dict[str, Any]) -> None:
-        obj["spec"]["template"]["spec"]["containers"][0]["args"] = [*GOOD_ARGS, "--enforce-eager"]
-        obj["metadata"].setdefault("annotations", {}).update({EXPIRES: expired, PRIOR: PRIOR_JSON})
-
-    edit(rehearsal, dead_process_toggle)
+    first = sts(rehearsal)["status"]["updateRevision"]
+    edit(rehearsal, toggled(expired))
+    # the controller must have made the toggled revision before the pods are deleted, or they come back on the old one
+    wait_until(lambda: sts(rehearsal)["status"]["updateRevision"] != first, 30, "the toggled update revision")
     for pod in ("llama-sts-1", "llama-sts-0"):  # OnDelete: the pods take the toggled revision once deleted
         delete_pod(rehearsal, pod)
     rolled_out(rehearsal)

@@ -55,8 +55,7 @@ from vllm_remedy.drift.workloads import (
 )
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.errors import NotFoundError
-from vllm_remedy.kube.selectors import selector_string
-from vllm_remedy.kube.sts_history import REVISION_LABEL
+from vllm_remedy.kube.sts_wait import read_set, stuck_pods
 from vllm_remedy.operations import inferenceservice, restore, workload
 from vllm_remedy.operations.util import K8sHost, forget, forget_plans, k8s_host, refusal
 from vllm_remedy.policy import Policy
@@ -374,14 +373,10 @@ def _held_by_on_delete(run: Run, name: str) -> str | None:
     ctx = k8s_host(host)
     if ctx.kind != "statefulset":
         return None
-    sts = ctx.client.request("GET", ctx.deployment_path)
+    sts, pods = read_set(ctx.client, ctx.namespace, ctx.deployment)
     if ((sts.get("spec") or {}).get("updateStrategy") or {}).get("type") != "OnDelete":
         return None
-    update = str((sts.get("status") or {}).get("updateRevision") or "")
-    selector = selector_string((sts.get("spec") or {}).get("selector"))
-    behind = sorted(p["metadata"]["name"] for p in ctx.client.list_pods(ctx.namespace, selector)
-                    if not p["metadata"].get("deletionTimestamp")
-                    and (p["metadata"].get("labels") or {}).get(REVISION_LABEL) != update)
+    behind = sorted(stuck_pods(sts, pods))  # under OnDelete: every live pod off the update revision
     if not behind:
         return None
     return (f"{ctx.where}: the toggle is off the template, but pods {', '.join(behind)} keep running it until they "

@@ -110,12 +110,8 @@ def toggle(enabled: bool = True, ttl: str | int | None = None) -> Iterator[Funct
                 # goes on anew (planned from the reverted argv, so --dry shows what -y does) - never extended
                 again = f" again (the last {'' if record.expired(now) else 'toggle: '}{why_due})"
                 base = toggles.revert(template, ctx.keys, record, ctx.container).template
-            elif is_on and record is not None:
-                noop(state, host, f"--enforce-eager is already on for {ctx.where} until {record.expires} "
-                     "(a toggle is never extended)")
-                return
-            elif is_on and not unreadable:
-                noop(state, host, not_ours(ctx.where))  # a person's flag: timing it would later remove it
+            elif (on := already_on(ctx.where, is_on, record, unreadable)) is not None:
+                noop(state, host, on)
                 return
             else:
                 base = with_flags(template, unset=["enforce-eager"], container=ctx.container) if is_on else template
@@ -154,10 +150,17 @@ def toggle(enabled: bool = True, ttl: str | int | None = None) -> Iterator[Funct
                          summary)
 
 
-def not_ours(where: str) -> str:
-    """The noop line for a flag a person set in the template: no record of ours, so nothing of ours to time — a
-    toggle recorded over it would store an argv that never ran and its revert would take their flag away."""
-    return f"--enforce-eager is already on in {where} and not a toggle of ours: nothing to time"
+def already_on(where: str, is_on: bool, record: Any, unreadable: Mapping[str, Any]) -> str | None:
+    """The noop line when eager mode is on already and nothing is to be timed, else None: our toggle runs (never
+    extended), or a person set the flag — no record of ours, so nothing of ours to time (a toggle recorded over it
+    would store an argv that never ran, and its revert would take their flag away)."""
+    if not is_on:
+        return None
+    if record is not None:
+        return f"--enforce-eager is already on for {where} until {record.expires} (a toggle is never extended)"
+    if not unreadable:
+        return f"--enforce-eager is already on in {where} and not a toggle of ours: nothing to time"
+    return None
 
 
 def _toggle_record(prior: dict[str, Any], seconds: int, keys: Keys, at: float) -> dict[str, str]:

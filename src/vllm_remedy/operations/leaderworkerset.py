@@ -24,17 +24,15 @@ from pyinfra.api import FunctionCommand, operation
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.facts.leaderworkerset import LeaderWorkerSetState
-from vllm_remedy.facts.nodes import NodeObjects
 from vllm_remedy.kube import lws_history
 from vllm_remedy.kube.annotations import TOGGLE_FLAGS, Keys, scan_toggles, toggle_flags_on
 from vllm_remedy.kube.clock import ClusterClock
 from vllm_remedy.kube.diff import unified_template_diff
 from vllm_remedy.kube.lws_wait import lws_path, wait_for_lws_rollout
 from vllm_remedy.operations.lws_evidence import record_wait_crash
-from vllm_remedy.operations.restore import OVERRIDE, checked_revision
+from vllm_remedy.operations.restore import checked_revision, set_decision
 from vllm_remedy.operations.util import (
     Change,
-    K8sHost,
     change_command,
     fail,
     k8s_host,
@@ -49,17 +47,10 @@ from vllm_remedy.operations.util.plan import edited_since_read
 from vllm_remedy.operations.util.show import note
 from vllm_remedy.operations.util.write import changed_since
 from vllm_remedy.remedies.predict import predict_template
-from vllm_remedy.remedies.restore import NONE, REFUSE, ROLLBACK, RestoreDecision, decide_restore
+from vllm_remedy.remedies.restore import NONE, REFUSE, ROLLBACK
 from vllm_remedy.vllm.parallel import world_size
 
 RESTORE = "restore"
-
-
-def _decision(ctx: K8sHost, facts: Mapping[str, Any], forced: int | None) -> RestoreDecision:
-    nodes = (host.get_fact(NodeObjects) or {}).get("nodes")
-    return decide_restore(facts["rollout"], facts["pod_rows"], ctx.policy, container=ctx.container,
-                          now=ctx.client.server_time(), nodes=nodes, forced=forced,
-                          override=host.data.get("override") == OVERRIDE)
 
 
 def forced_revision() -> int | None:
@@ -67,7 +58,7 @@ def forced_revision() -> int | None:
     (``checked_revision``)."""
     return checked_revision(host.data.get("revision"),
                             lambda: host.get_fact(LeaderWorkerSetState)["rollout"]["revisions"],
-                            lambda number: _decision(k8s_host(host), host.get_fact(LeaderWorkerSetState), number),
+                            lambda number: set_decision(k8s_host(host), host.get_fact(LeaderWorkerSetState), number),
                             "; a rollback renumbers the revision it restores")
 
 
@@ -143,7 +134,7 @@ def rollback(wait: bool = True, timeout: float | None = None, revision: int | No
         if prior is not None and prior.get("spec") != lws.get("spec"):
             yield FunctionCommand(fail, (edited_since_read(dict(lws)),), {})
             return
-    decision = _decision(ctx, facts, revision)
+    decision = set_decision(ctx, facts, revision)
     skipped = [f"skipped {line}" for line in decision.skipped]
     if decision.action == NONE and wait and not groups_ready(lws):
         # a run killed mid-wait (kill -9, a lost terminal): the rollout it started, or anyone's, is waited for again

@@ -24,7 +24,7 @@ from pyinfra.api import FunctionCommand, operation
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube import lws_history
-from vllm_remedy.operations.enforce_eager import EAGER_OFF, _toggle_record, not_ours, warn_malformed
+from vllm_remedy.operations.enforce_eager import EAGER_OFF, _toggle_record, already_on, warn_malformed
 from vllm_remedy.operations.leaderworkerset import wait_rolled_out
 from vllm_remedy.operations.lws_flags import LwsView, failing, planned_lwt, refuse_failing, view, write_lwt
 from vllm_remedy.operations.util import k8s_host, keeps_its_plan, noop, refuse, server_of, with_flags
@@ -117,12 +117,8 @@ def toggle(enabled: bool = True, ttl: str | int | None = None) -> Iterator[Funct
         seconds = 0
         if enabled:
             seconds = toggles.ttl_seconds(ttl, ctx.policy)
-            if is_on and record is not None:
-                noop(state, host, f"--enforce-eager is already on for {ctx.where} until {record.expires} "
-                     "(a toggle is never extended)")
-                return
-            if is_on and not unreadable:
-                noop(state, host, not_ours(ctx.where))  # a person's flag: timing it would later remove it
+            if (on := already_on(ctx.where, is_on, record, unreadable)) is not None:
+                noop(state, host, on)
                 return
             base = with_flags(got.leader, unset=["enforce-eager"], container=ctx.container) if is_on else got.leader
             leader, annotations = toggles.switch_on(base, ctx.keys, ctx.client.server_time(), seconds, ctx.container)

@@ -88,6 +88,15 @@ def _decision(ctx: K8sHost, forced: int | None = None) -> tuple[RestoreDecision,
                           override=host.data.get("override") == OVERRIDE), deployment
 
 
+def set_decision(ctx: K8sHost, facts: Mapping[str, Any], forced: int | None = None) -> RestoreDecision:
+    """The Deployment's choice over a set kind's state fact (``rollout``, ``pod_rows``: a StatefulSet's or
+    LeaderWorkerSet's ControllerRevisions standing for ReplicaSets); their pods' Events are not read."""
+    nodes = (host.get_fact(NodeObjects) or {}).get("nodes")
+    return decide_restore(facts["rollout"], facts["pod_rows"], ctx.policy, container=ctx.container,
+                          now=ctx.client.server_time(), nodes=nodes, forced=forced,
+                          override=host.data.get("override") == OVERRIDE)
+
+
 def _undo_ops(revision: int, keys: Any, reason: str, fields: dict[str, Any], client: KubeClient,
               basis: dict[str, Any], at: float) -> list[dict[str, Any]]:
     """kubectl's undo patch to ``revision`` planned on ``basis`` (guarded), plus the Deployment-level ``fields``

@@ -18,10 +18,13 @@ from vllm_remedy.connectors import verbs
 from vllm_remedy.facts.leaderworkerset import LeaderWorkerSetState, lws_pods_data
 from vllm_remedy.facts.statefulset import StatefulSetState, sts_pods_data
 from vllm_remedy.kube import lws_history
+from vllm_remedy.kube.kinds import LEADERWORKERSET as LEADERWORKERSET_KIND
+from vllm_remedy.kube.kinds import STATEFULSET as STATEFULSET_KIND
 from vllm_remedy.operations.revision_evidence import revision_path
 from vllm_remedy.operations.util import K8sHost
 
-STATEFULSET, LEADERWORKERSET = "statefulset", "leaderworkerset"
+#: The set kinds' words (``kube.kinds``), as ``K8sHost.kind`` holds them.
+STATEFULSET, LEADERWORKERSET = STATEFULSET_KIND.word, LEADERWORKERSET_KIND.word
 SETS = (STATEFULSET, LEADERWORKERSET)
 #: The object each set fact carries under its own key.
 _OBJECT = {STATEFULSET: "statefulset", LEADERWORKERSET: "leaderworkerset"}

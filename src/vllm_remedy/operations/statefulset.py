@@ -52,7 +52,7 @@ from vllm_remedy.kube.sts_wait import (
     wait_for_replacements,
     wait_for_sts_rollout,
 )
-from vllm_remedy.operations.restore import OVERRIDE, checked_revision
+from vllm_remedy.operations.restore import checked_revision, set_decision
 from vllm_remedy.operations.sts_evidence import record_wait_crash
 from vllm_remedy.operations.sts_update import judge_update
 from vllm_remedy.operations.util import (
@@ -72,16 +72,14 @@ from vllm_remedy.operations.util.plan import edited_since_read
 from vllm_remedy.operations.util.show import note
 from vllm_remedy.operations.util.write import changed_since, wrote_in_this_run
 from vllm_remedy.remedies.predict import predict_template
-from vllm_remedy.remedies.restore import NONE, REFUSE, ROLLBACK, RestoreDecision, decide_restore
+from vllm_remedy.remedies.restore import NONE, REFUSE, ROLLBACK, RestoreDecision
 
 RESTORE = "restore"
 
 
 def _decision(ctx: K8sHost, facts: Mapping[str, Any], forced: int | None) -> RestoreDecision:
     nodes = (host.get_fact(NodeObjects) or {}).get("nodes")
-    decision = decide_restore(facts["rollout"], facts["pod_rows"], ctx.policy, container=ctx.container,
-                              now=ctx.client.server_time(), nodes=nodes, forced=forced,
-                              override=host.data.get("override") == OVERRIDE)
+    decision = set_decision(ctx, facts, forced)
     # pods to delete onto an update revision nobody judged (a colleague's edit over the bad one): judged first
     return decision if forced is not None else judge_update(decision, facts, ctx.policy, ctx.container, nodes)
 
