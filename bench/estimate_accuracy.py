@@ -104,27 +104,27 @@ What makes the held-out error large (all but one on the safe side; the cure belo
   figure. On H100 0.19 the 1,024-sequence sampler phase is the larger except for the small-vocab CodeLlama
   (32,016 logits): its 7B log goes from +0.1 % to -0.2 %, the 34B busy-GPU case keeps its outcome.
 - RTX 4080/4090 under WSL2 and L4, 0.26-0.28 (akiyax/kvcache-lab, enginrect/llmso, floSa/data-analyst-agent,
-  -5 to -16 %): from 0.21 vLLM takes the CUDA-graph charge inside the budget, but what it subtracts is
-  the estimate of `profile_cudagraph_memory()` (two graphs per mode, extrapolated), applied only when
-  `VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS` is on (v1/worker/gpu_worker.py, `cudagraph_memory_estimate_applied`;
-  "default since v0.21.0" in every 0.2x log), and the "Free memory on device" line folds it into "peak
-  activation" (`peak_activation_memory = transient_peak_headroom + cudagraph_memory_estimate_applied`).
-  Those logs give activation + estimate = 1.04 GiB (Qwen2.5-7B-AWQ, 2,048 tokens) and 0.25-0.31 GiB
-  (Qwen2.5-0.5B), where the model charges 1.54 and 1.47 GiB (its 14.5 B/logit sampler plus the graph
-  pool of an H100 0.19 capture, 0.5 + 0.0145 x layers). Not refitted: these are held-out logs, and
-  the estimate's size depends on the capture list (FULL decode graphs up to max_num_seqs: 256 on these
-  cards, 1,024 on H100). On the L4 the KV budget is only 3.3 GiB at utilization 0.45, so the 0.5 GiB
-  becomes 16 %. The unset-utilization default is now the release's own (0.92 at 0.27.1,
-  vllm/config/cache.py:68 at tag v0.27.1): the 0.27.1 defaults log went from -8.2 % to -5.9 %.
-  The RTX 4080 0.26.0 breakdown (5.29 weights, 1.04 peak activation with the graph estimate folded in, 0.06
-  non-torch: 14.39 - 6.39 = 8.0 GiB, exactly its logged KV) puts the miss in two terms: 0.27 GiB non-torch
-  charged against 0.06 logged, and sampler + graph pool 1.54 against 1.04. Two source facts for whoever
-  models it: at v0.28.0 the FlashInfer sampler is the default again (`VLLM_USE_FLASHINFER_SAMPLER: bool =
-  True`, vllm/envs.py@v0.28.0; `flashinfer_sampler_supported`, topk_topp_sampler.py), at v0.19.0 it is not
-  (envs default None, opt-in); FlashInfer's ~14 B per logit is close to the 14.5 fitted at 0.19, so it does not
-  explain these logs. The estimate is `first_capture + (n - 1) x max(second capture, 1 MiB)` per mode
-  (`profile_cudagraph_memory`, gpu_model_runner.py@v0.28.0); its first capture is a measured quantity with no
-  fit-role 0.2x case to fit it on, so it is left as the H100 0.19 pool.
+  -5 to -16 %): these starts ran Model Runner V2, not the V1 runner the model's 0.19 constants describe. The
+  0.27.1 log's lines come from `v1/worker/gpu/model_runner.py` (MRv2; V1's is `gpu_model_runner.py`), and the
+  release notes date the switch: MRv2 selected by default for Qwen3 dense models before 0.23, for Llama and
+  Mistral dense at 0.23.0, for quantized models at 0.24.0, for every dense model at 0.25.0 (vllm#44443) and for
+  every model at 0.29.0 (vllm#53183). The budgets leave no room for a graph estimate: 20.39 - 1.49 - 0.25 =
+  18.65 GiB of KV exactly (0.27.1, serve) and 14.39 - 5.29 - 1.04 - 0.06 = 8.0 (0.26.0), with the measured
+  graphs (0.37 and 0.48 GiB) captured after the KV cache, outside it; a source study of MRv2 records its
+  `profile_cudagraph_memory` as `return 0` ("It is TBD whether we keep this API"), while V1's estimates
+  `max(first capture) + sum((n - 1) x max(second capture, 1 MiB))` per mode (gpu_model_runner.py). So the
+  model's 0.2x charge of an H100 0.19 graph pool (0.5 + 0.0145 x layers) is not in these budgets at all, and
+  "peak activation" is MRv2's own profile: 1.04 GiB for Qwen2.5-7B-AWQ at 2,048 tokens, 0.25 / 0.31 GiB for
+  Qwen2.5-0.5B at 2,048 / 8,192, where the V1 terms give about 0.63 and 0.62. Not modelled: dropping the graph
+  charge alone would put the 7B-AWQ logs about 3 % over (the dangerous direction), and no fit-role log measures
+  MRv2's activation (what makes 7B-AWQ 0.8 GiB heavier than 0.5B at the same vocabulary and batch is not
+  identified); a search for V1-runner estimate lines ("Estimated CUDA graph memory: X GiB total") found 26
+  starts, 23 of them in files whose repository the index does not name, mostly MoE and hybrid models, so none
+  was added. The unset-utilization default is the release's own (0.92 at 0.27.1, vllm/config/cache.py:68 at
+  tag v0.27.1): the 0.27.1 defaults log went from -8.2 % to -5.9 %. Also from the release notes, for whoever
+  models 0.22+: 0.28.0 raised the `max_num_batched_tokens` default 8192 -> 16384 and the FlashInfer sampler is
+  the default again there (`VLLM_USE_FLASHINFER_SAMPLER: bool = True`, vllm/envs.py@v0.28.0); 0.29.0 shards
+  sampling logits over TP ranks.
 
 No held-out case predicts more KV than vLLM found (the largest signed error is -0.2 %); the newest held-out
 logs (0.19.1, 0.26.0, 0.27.1, 0.28.0) all under-predict, and the issue's over-prediction on a recent release
