@@ -255,11 +255,17 @@ before the sort was modelled). `oom_loading_weights` has no public log here yet.
   the repository); olmOCR-2-7B on 2 x A40 (multimodal); a Windows vLLM build's log (aivrar/vllm-windows-build#4);
   GB10 / DGX Spark and DeepSeek-V3.2 / Qwen3.5 hybrid logs (unified memory, MLA or linear attention); logs whose
   KV line follows a `num_gpu_blocks_override`; LMCache#1739 (LMCache connector).
-- llm-d-planner runs with pipeline parallelism (PP is not modelled), multimodal models (Gemma 3,
-  Mistral-Small-3.1, Kimi-VL, granite-vision: encoder profiling is not modelled), gpt-oss-20b (two
-  differing KV counts for the same settings in one record set; sink/sliding-window hybrid) and
-  DeepSeek-V2-Lite (MLA with 64-token blocks; not checked yet). Runs that failed on network or
-  config validation say nothing about memory.
+- llm-d-planner runs with pipeline parallelism (PP is not modelled) and multimodal models other than Gemma 3
+  (Mistral-Small-3.1, Kimi-VL, granite-vision). gpt-oss-20b at TP 2, Gemma-3-27B and DeepSeek-V2-Lite-Chat are
+  checked through the local Hub instead (tests/commands/test_estimate_hub_architectures.py; fitted source, so
+  not held out): 1.2 % and 1.1 % under the two gpt-oss launches, 8.6 % under Gemma 3 (its encoder profile
+  over-charged), 0.4 % under DeepSeek. gpt-oss-20b's "two KV counts" were two utilizations: the default 0.9
+  (2,591,776 tokens) and 0.95 (2,764,768, the .FAILED.log). That 0.95 start then died in the sampler warm-up
+  after graph capture ("Tried to allocate 786.00 MiB ... 298.50 MiB is free", `_dummy_sampler_run` in
+  `compile_or_warm_up_model`): its graphs took 1.55 GiB outside the 0.19 budget where the model charges 0.85,
+  and 2.01 GiB was in use before the start. The model predicts that start fits: a known miss in the dangerous
+  direction, on an outcome the estimator does not predict (`sampler_warmup_oom` is a classifier class only).
+  Runs that failed on network or config validation say nothing about memory.
 """
 
 
