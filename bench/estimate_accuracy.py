@@ -110,8 +110,11 @@ What makes the held-out error large (all but one on the safe side; the cure belo
   Mistral dense at 0.23.0, for quantized models at 0.24.0, for every dense model at 0.25.0 (vllm#44443) and for
   every model at 0.29.0 (vllm#53183). The budgets leave no room for a graph estimate: 20.39 - 1.49 - 0.25 =
   18.65 GiB of KV exactly (0.27.1, serve) and 14.39 - 5.29 - 1.04 - 0.06 = 8.0 (0.26.0), with the measured
-  graphs (0.37 and 0.48 GiB) captured after the KV cache, outside it; a source study of MRv2 records its
-  `profile_cudagraph_memory` as `return 0` ("It is TBD whether we keep this API"), while V1's estimates
+  graphs (0.37 and 0.48 GiB) captured after the KV cache, outside it. MRv2's `profile_cudagraph_memory` is
+  `return 0` ("It is TBD whether we keep this API or not", v1/worker/gpu/model_runner.py in a 0.30.0 port,
+  github.com/deathwing475/vllm-030win at 025ffaf; its `profile_run` is one `_dummy_run` over
+  max_num_batched_tokens without attention, then `_dummy_sampler_run` on min(tokens, max_num_seqs) rows, whose
+  sampler "may skip top_k, top_p, and logprobs" while profiling), while V1's estimates
   `max(first capture) + sum((n - 1) x max(second capture, 1 MiB))` per mode (gpu_model_runner.py). So the
   model's 0.2x charge of an H100 0.19 graph pool (0.5 + 0.0145 x layers) is not in these budgets at all, and
   "peak activation" is MRv2's own profile: 1.04 GiB for Qwen2.5-7B-AWQ at 2,048 tokens, 0.25 / 0.31 GiB for
