@@ -127,15 +127,15 @@ def test_held_out_outcomes_right_and_over_predictions_only_the_known_ones():
 
 
 def test_held_out_error_does_not_regress():
-    """Ratchet at today's held-out figures (26 cases from 13 sources, 24 sized): median 5.0 %, p90 18.3 %. The targets
-    (median <= 3 %, p90 <= 10 %) are MISSED; bench/estimate_accuracy.md names the terms behind the misses (V1
-    sampler/activation and TP >= 2 non-torch terms too high off H100, the CUDA-graph charge of 0.21+, a V0 log
-    without the profile's sort). Lower these bounds as the model improves, never raise them. Adding cases may move
-    them either way: that is a new measurement, say so in the commit (the three L4 0.28 logs moved the median from
-    5.3 % to 5.5 %; the V0 profile sort then brought it to 5.0 %)."""
+    """Ratchet at today's held-out figures (37 cases from 20 sources, 35 sized): median 4.9 %, p90 12.3 %. The targets
+    (median <= 3 %, p90 <= 10 %) are MISSED; bench/estimate_accuracy.md names the terms behind the misses (Model
+    Runner V2's profile on 0.25+, a cold or warm torch.compile cache, the CUDA-graph charge of 0.21+, V1 activation
+    and TP >= 2 non-torch terms off H100, a V0 log without the profile's sort). Lower these bounds as the model
+    improves, never raise them. Adding cases may move them either way: that is a new measurement, say so in the
+    commit (eight logs from six new sources moved the median from 3.1 % to 4.9 % and p90 from 8.8 % to 12.3 %)."""
     acc = accuracy(_load(p) for p in CASES if p.stem in HELD_OUT)
-    assert acc.median_abs <= 0.051
-    assert acc.p90_abs <= 0.184
+    assert acc.median_abs <= 0.049
+    assert acc.p90_abs <= 0.124
 
 
 def test_safety_margin_is_derived_from_the_held_out_errors():
