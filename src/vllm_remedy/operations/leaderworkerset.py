@@ -27,7 +27,6 @@ from pyinfra.api import FunctionCommand, operation
 from vllm_remedy.errors import UserError
 from vllm_remedy.facts.leaderworkerset import LeaderWorkerSetState
 from vllm_remedy.kube import lws_history
-from vllm_remedy.kube.annotations import TOGGLE_FLAGS, Keys, scan_toggles, toggle_flags_on
 from vllm_remedy.kube.clock import ClusterClock
 from vllm_remedy.kube.diff import unified_template_diff
 from vllm_remedy.kube.history import Revision
@@ -44,11 +43,11 @@ from vllm_remedy.operations.util import (
     noop,
     observe,
     refuse,
-    server_of,
     show,
 )
 from vllm_remedy.operations.util.plan import edited_since_read
 from vllm_remedy.operations.util.show import note
+from vllm_remedy.operations.util.template import stale_toggles
 from vllm_remedy.operations.util.write import changed_since
 from vllm_remedy.remedies.evidence import StartCheck
 from vllm_remedy.remedies.predict import predict_template
@@ -103,16 +102,6 @@ def _target_lwt(facts: Mapping[str, Any], name: str | None) -> dict[str, Any]:
     if rev is None:
         raise UserError(f"controllerrevision {name} is gone")
     return lws_history.revision_lwt(rev)
-
-
-def stale_toggles(keys: Keys, notes: Mapping[str, str], template: Mapping[str, Any], container: str | None
-                  ) -> dict[str, None]:
-    """The annotations of each recorded toggle whose flag ``template`` does not run with, to drop in the write that
-    gives the set that template: left behind, the next deploy would make an annotation-only write for them."""
-    running = toggle_flags_on(server_of(template, container).flags)
-    return {key: None for toggle in scan_toggles(keys, notes)[0]
-            if TOGGLE_FLAGS.get(toggle.name, toggle.name) not in running
-            for key in keys.toggle_keys(toggle.name) if key in notes}
 
 
 def groups_ready(lws: Mapping[str, Any]) -> bool:

@@ -70,6 +70,7 @@ from vllm_remedy.operations.util import (
 )
 from vllm_remedy.operations.util.plan import edited_since_read
 from vllm_remedy.operations.util.show import note
+from vllm_remedy.operations.util.template import stale_toggles
 from vllm_remedy.operations.util.write import changed_since, wrote_in_this_run
 from vllm_remedy.remedies.predict import predict_template
 from vllm_remedy.remedies.restore import NONE, REFUSE, ROLLBACK, RestoreDecision
@@ -187,7 +188,10 @@ def rollback(wait: bool = True, timeout: float | None = None, revision: int | No
     why = ("the operator forced it (host data revision)" if revision is not None
            else f"revision {decision.current} crash-looped" if decision.failures
            else f"revision {decision.current} would fail once its pods are deleted")
-    change = Change(spec={"template": dict(decision.template)},
+    notes = (sts.get("metadata") or {}).get("annotations") or {}
+    # toggle records the restored template does not run go in this write: one guarded change, not a second one
+    drops = stale_toggles(ctx.keys, notes, decision.template, ctx.container)
+    change = Change(spec={"template": dict(decision.template)}, annotations=drops,
                     audit=(RESTORE, f"roll back to revision {decision.revision} ({decision.rule}): {why}"))
     label = f"wait for revision {decision.revision} to roll out"
     if wait:  # the run's later operations plan on the set this wait leaves (or on a host it fails)
