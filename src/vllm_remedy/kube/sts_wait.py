@@ -21,7 +21,7 @@ from vllm_remedy.kube.sts_history import REVISION_LABEL, pods_blocking_rollback,
 from vllm_remedy.kube.wait import Clock, WaitResult, crashing_container
 
 __all__ = ["BLOCKED", "NOT_OURS", "blocked_message", "deletion_order", "foreign_update", "next_deletions", "pod_names",
-           "read_set", "rows_rolled_out", "stuck_pods", "wait_for_replacements", "wait_for_sts_rollout"]
+           "read_set", "rows_rolled_out", "stuck_after", "stuck_pods", "wait_for_replacements", "wait_for_sts_rollout"]
 
 
 def read_set(client: KubeClient, namespace: str, name: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -56,6 +56,21 @@ def stuck_pods(sts: dict[str, Any], pods: list[dict[str, Any]], restart_limit: i
     stuck = {p["metadata"]["name"] for p in pods if crashing_container(pod_health(p), restart_limit)
              or pod_health(p).unschedulable}
     return [n for n in blocking if n in stuck]
+
+
+def stuck_after(sts: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], off: Sequence[str],
+                restart_limit: int = 3) -> list[str]:
+    """Pods :func:`stuck_pods` will find once a write moves the set's update revision off the pods ``off`` run, as
+    the plan reads them now (pure): under OnDelete every one of them; under OrderedReady those crash-looping or
+    unschedulable; under Parallel none — so ``--dry`` fails where ``-y``'s wait will stop, and names the same pods."""
+    spec = sts.get("spec") or {}
+    if (spec.get("updateStrategy") or {}).get("type") == "OnDelete":
+        return list(off)
+    if spec.get("podManagementPolicy", "OrderedReady") != "OrderedReady":
+        return []
+    by_name = {str((p.get("metadata") or {}).get("name")): p for p in pods}
+    return [n for n in off if n in by_name and (crashing_container(pod_health(dict(by_name[n])), restart_limit)
+                                                or pod_health(dict(by_name[n])).unschedulable)]
 
 
 def blocked_message(sts: dict[str, Any], pods: list[str]) -> str:

@@ -48,6 +48,7 @@ from vllm_remedy.kube.sts_wait import (
     pod_names,
     read_set,
     rows_rolled_out,
+    stuck_after,
     stuck_pods,
     wait_for_replacements,
     wait_for_sts_rollout,
@@ -196,9 +197,8 @@ def rollback(wait: bool = True, timeout: float | None = None, revision: int | No
     label = f"wait for revision {decision.revision} to roll out"
     if wait:  # the run's later operations plan on the set this wait leaves (or on a host it fails)
         plan_rolled_out(host, ctx.deployment_path, decision.template)
-        if _on_delete(sts):
-            blocked_in_plan(ctx, {**sts, "spec": {**(sts.get("spec") or {}), "template": decision.template}},
-                            _off(pods, decision.replicaset), label)
+        blocked_in_plan(ctx, {**sts, "spec": {**(sts.get("spec") or {}), "template": decision.template}},
+                        stuck_after(sts, pods, _off(pods, decision.replicaset)), label)
     yield change_command(ctx, ctx.deployment_path, change, summary)
     if wait:
         yield FunctionCommand(wait_and_unblock, (seconds, label), {})
@@ -233,11 +233,13 @@ def planned_rolled_out(host: Any, path: str, template: Mapping[str, Any] | None)
 
 
 def blocked_in_plan(ctx: K8sHost, sts: Mapping[str, Any], stuck: Sequence[str], label: str) -> None:
-    """While detecting, under OnDelete and ``restore.delete_pods: never``: pods that stay on another revision block the
-    wait as ``-y`` will find it, so the host is marked failed here too (``--dry`` exits 1, as ``-y``), with the line
-    ``-y``'s wait prints. Marked failed as ``refusal.record`` does, not recorded as a refusal: the write before the
-    wait is still made (``-y`` makes it, then fails), so the plan keeps it and a prompted run still runs it."""
-    if state.is_executing or not stuck or not _on_delete(sts) or ctx.policy.restore.delete_pods == "blocking":
+    """While detecting, under ``restore.delete_pods: never``: pods the controller will not move by itself
+    (``stuck``: every pod left on another revision under OnDelete, a crash-looping or unschedulable one under
+    OrderedReady — ``sts_wait.stuck_after``) block the wait as ``-y`` will find it, so the host is marked failed here
+    too (``--dry`` exits 1, as ``-y``), with the line ``-y``'s wait prints. Marked failed as ``refusal.record`` does,
+    not recorded as a refusal: the write before the wait is still made (``-y`` makes it, then fails), so the plan
+    keeps it and a prompted run still runs it."""
+    if state.is_executing or not stuck or ctx.policy.restore.delete_pods == "blocking":
         return
     line = f"{label}: blocked: {blocked_message(dict(sts), list(stuck))} (policy restore.delete_pods: never)"
     note(host, line, error=True)

@@ -20,7 +20,7 @@ from pyinfra.api import FunctionCommand
 
 from vllm_remedy.kube.annotations import template_digest
 from vllm_remedy.kube.health import pod_health
-from vllm_remedy.kube.sts_wait import deletion_order, foreign_update, pod_names, rows_rolled_out
+from vllm_remedy.kube.sts_wait import deletion_order, foreign_update, pod_names, rows_rolled_out, stuck_after
 from vllm_remedy.operations.statefulset import (
     blocked_in_plan,
     foreign_line,
@@ -92,7 +92,7 @@ def wait(ctx: K8sHost, sts: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]
         return
     show(state, host, update_lines(sts, pods, ctx.policy.restore.delete_pods), topic="strategy")
     plan_rolled_out(host, ctx.deployment_path, template)
-    blocked_in_plan(ctx, sts, off, label)
+    blocked_in_plan(ctx, sts, stuck_after(sts, pods, off), label)
     # pods are deleted only onto the template this run wrote, or (none written) the one read here
     yield FunctionCommand(wait_and_unblock, (seconds, label, template_digest((sts.get("spec") or {}).get("template"))),
                           {})
