@@ -31,17 +31,16 @@ def read_set(client: KubeClient, namespace: str, name: str) -> tuple[dict[str, A
     return sts, client.list_pods(namespace, selector)
 
 
-#: Why pods stay on their revision under OnDelete when the set's template is not our write.
+#: Why pods the controller will not move stay on their revision when the set's template is not our write.
 NOT_OURS = "the update revision is not ours: a change nobody reviewed here; delete them yourself after reviewing it"
 
 
 def foreign_update(sts: Mapping[str, Any], template_key: str) -> bool:
-    """Under OnDelete, whether the set's template is not the one our last write recorded (``template_key``: the
-    ``last-action-template`` annotation, set by this run's write or an earlier run's), pure. Deleting a pod then rolls
-    it onto a change nobody reviewed here (a colleague's ``kubectl patch``): the controller would never move it, so
-    nothing of ours may. A rerun after our own write (kill -9) still finds its digest there and finishes."""
-    if ((sts.get("spec") or {}).get("updateStrategy") or {}).get("type") != "OnDelete":
-        return False
+    """Whether the set's template is not the one our last write recorded (``template_key``: the
+    ``last-action-template`` annotation, set by this run's write or an earlier run's), pure. Deleting a pod the
+    controller will not move by itself (any under OnDelete, a crash-looping one under OrderedReady) then rolls it onto
+    a change nobody reviewed here (a colleague's ``kubectl patch``, judged good or not): the controller would never
+    move it, so nothing of ours may. A rerun after our own write (kill -9) still finds its digest there and finishes."""
     notes = (sts.get("metadata") or {}).get("annotations") or {}
     return notes.get(template_key) != template_digest((sts.get("spec") or {}).get("template"))
 

@@ -3,9 +3,10 @@ against, then waited for — and, where the controller will never replace a pod 
 pods, and the pods deleted only when the policy allows it (``restore.delete_pods: blocking``) — and then as a
 RollingUpdate would: pods that serve nothing first, each Ready pod only once every other pod serves the update
 revision, one at a time, highest ordinal first, and never onto a template edited after this run's write
-(``wait_and_unblock``). Under OnDelete never onto a template that is not our write at all (``sts_wait.foreign_update``):
-the controller would never move those pods, so a colleague's patch is rolled out by whoever reviews it, not by a
-deploy that happens to run next; the pods are named and the host does not fail for it when this run wrote nothing.
+(``wait_and_unblock``). Never onto a template that is not our write at all (``sts_wait.foreign_update``), under OnDelete
+or OrderedReady alike, even one judged good: the controller would never move those pods, so a colleague's patch is
+rolled out by whoever reviews it, not by a deploy that happens to run next; the pods are named and the host does not
+fail for it when this run wrote nothing.
 
 The choice is the Deployment's (``remedies.restore.decide_restore`` over the StatefulSetState fact's rows, a
 ControllerRevision standing for a ReplicaSet): skipped, and said why, is every revision seen crash-looping
@@ -131,11 +132,6 @@ def strategy_lines(sts: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], ta
     blocking = f"pods {', '.join(crashing)}" if crashing else "a crash-looping pod of the bad revision"
     return [*lines, f"then: podManagementPolicy OrderedReady: {blocking} block the rollback until deleted; such "
             f"pods are {act}"]
-
-
-def _rolled_out(sts: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> bool:
-    """Every pod on the update revision and Ready (a partition's held-back pods aside)."""
-    return rows_rolled_out(sts, pods)
 
 
 @operation()
@@ -273,7 +269,7 @@ def _resume(ctx: K8sHost, sts: Mapping[str, Any], pods: list[dict[str, Any]], ro
             == template_digest((sts.get("spec") or {}).get("template")))
     stuck = stuck_pods(dict(sts), pods)
     if wait and stuck and foreign_update(sts, ctx.keys.last_action_template):
-        noop(state, host, foreign_line(ctx.where, stuck))  # OnDelete onto a template we did not write: not ours to do
+        noop(state, host, foreign_line(ctx.where, stuck))  # onto a template we did not write: not ours to do
         return
     if wait and stuck:
         show(state, host, [f"{ctx.where}: pods {', '.join(stuck)} stay on another revision until deleted",
@@ -287,7 +283,7 @@ def _resume(ctx: K8sHost, sts: Mapping[str, Any], pods: list[dict[str, Any]], ro
             yield FunctionCommand(delete_stuck, (label, digest), {})
         yield FunctionCommand(wait_and_unblock, (seconds, label, digest), {})
         return
-    if wait and not _rolled_out(sts, rows):
+    if wait and not rows_rolled_out(sts, rows):
         # as the Deployment's "Wait until the new pods are Ready": a run killed mid-wait — after our write, or after
         # it deleted the pods blocking someone's rollout (then nothing of ours is on the set) — is waited for again
         last = notes.get(ctx.keys.last_action)
@@ -360,7 +356,7 @@ def wait_and_unblock(state: Any, host: Any, timeout: float, label: str, digest: 
             result = wait_for_sts_rollout(ctx.client, ctx.namespace, ctx.deployment, timeout=left, clock=clock)
             if result.outcome == BLOCKED:
                 sts, pods = read_set(ctx.client, ctx.namespace, ctx.deployment)
-                if foreign_update(sts, ctx.keys.last_action_template):  # OnDelete, a template we did not write
+                if foreign_update(sts, ctx.keys.last_action_template):  # a template we did not write
                     if wrote:
                         raise UserError(f"{ctx.where} edited after this run's write: not deleting pods for a "
                                         "revision this run did not show")
