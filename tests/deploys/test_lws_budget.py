@@ -148,7 +148,9 @@ def test_an_unpinned_set_is_pinned_first_and_the_fix_is_planned_on_the_pin(rehea
 
 def test_an_expired_toggle_on_an_unpinned_set_comes_off_in_the_run_that_pins_it(rehearsal: Rehearsal,
                                                                                 tmp_path: Path) -> None:
-    """Pin, revert, fix: three writes, each planned in --dry on what the one before leaves, as -y makes them."""
+    """Pin, then the fix planned on the pinned set with the expired toggle reverted: two writes, the second taking the
+    revert in (one guarded write, not a revert and then a change), --dry planning each on what the one before
+    leaves, as -y makes them."""
     lws = vllm_lws(NAME)
     for key in ("leaderTemplate", "workerTemplate"):
         del lws["spec"]["leaderWorkerTemplate"][key]["spec"]["nodeSelector"]
@@ -159,9 +161,19 @@ def test_an_expired_toggle_on_an_unpinned_set_comes_off_in_the_run_that_pins_it(
     while client.server_time() < parse_rfc3339(read(rehearsal)["metadata"]["annotations"][EXPIRES]):
         time.sleep(0.05)  # the rehearsal clock runs 600x: a cluster minute is 0.1 s
     inv = inventory(tmp_path, "gpu:\n  products: [NVIDIA-L40S]\n", name="pinned")
-    _dry, got = dry_then_apply(rehearsal, inv, BUDGET, expect_diffs=3)
+    dry, got = dry_then_apply(rehearsal, inv, BUDGET, expect_diffs=2)
     assert got.returncode == 0, got.stderr
+    for run in (dry, got):
+        said = lines(run)
+        assert any(line.startswith(f"budget {WHERE}, leader and workers: ") and "; revert expired toggles: "
+                   "enforce-eager: " in line for line in said), said
+        assert any(line.startswith(f"noop: expired toggles on {WHERE} come off in the budget's write below: ")
+                   for line in said), said
+    writes = [line for line in lines(got) if ": written (resourceVersion " in line]
+    assert len(writes) == 2 and writes[0].startswith(f"pin {WHERE}") and writes[1].startswith(f"budget {WHERE}"), \
+        writes
     after = read(rehearsal)
     assert "--enforce-eager" not in _leader_args(after) and EXPIRES not in after["metadata"]["annotations"]
+    assert after["metadata"]["annotations"]["vllm-remedy.io/last-action"] == "budget"
     assert lwt(after)["leaderTemplate"]["spec"]["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-L40S"}
     assert (after["status"]["readyReplicas"], after["status"]["updatedReplicas"]) == (1, 1)

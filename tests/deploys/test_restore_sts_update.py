@@ -1,7 +1,8 @@
 """A colleague's template edit over a crash-looping StatefulSet revision, through the real pyinfra CLI: revision 2
 (the runbook's bad rollout: --max-model-len dropped, moved to the 24 GB L4 pool) crash-loops on llama-sts-1, then
 revision 3 = revision 2 plus an env var becomes the update revision, which no pod runs yet. Deleting llama-sts-1
-would roll it onto revision 3, predicted to fail as revision 2 did: restore rolls back to revision 1 instead."""
+would roll it onto revision 3, predicted to fail as revision 2 did: restore rolls back to revision 1 instead. A
+revision 3 judged good is still not ours: the pod is named, never deleted onto it (the OnDelete ownership rule)."""
 
 from __future__ import annotations
 
@@ -17,9 +18,10 @@ from fixtures.sts_world import (
     STS_PATH,
     bad_rollout,
     crash_looping_on,
+    delete_pod,
     inventory,
-    killed_after_deleting_the_blocking_pod,
     llama_set,
+    pod_uids,
     revision_names,
     sts,
 )
@@ -27,9 +29,11 @@ from vllm_remedy.kube.client import JSON_PATCH
 from vllm_remedy.kube.health import pod_health
 from vllm_remedy.kube.history import templates_equal
 from vllm_remedy.kube.patch import json_patch
+from vllm_remedy.kube.sts_wait import NOT_OURS
 
 rehearsal = pyinfra_run.rehearsal
 L4 = {"cloud.google.com/gke-accelerator": "nvidia-l4"}
+NAMED = f"statefulset llm/llama-sts: pods llama-sts-1 stay on their revision: {NOT_OURS}"
 
 
 def edit(rehearsal: Rehearsal, change: Any) -> None:
@@ -89,32 +93,41 @@ def fixed_by_a_colleague(rehearsal: Rehearsal) -> None:
     client.request("PATCH", STS_PATH, body=json_patch(current, fixed), content_type=JSON_PATCH)
 
 
-def test_pods_deleted_onto_a_good_update_revision_are_a_change_made(rehearsal: Rehearsal, tmp_path: Path) -> None:
-    """The colleague's edit fixes it (revision 3 = revision 1 plus an env var): the blocking pod is deleted onto it,
-    and pyinfra counts that deletion as a change (it said "executed 0 commands" when the wait was the only one)."""
+def test_pods_are_not_deleted_onto_a_colleagues_update_revision_even_judged_good(rehearsal: Rehearsal,
+                                                                                 tmp_path: Path) -> None:
+    """The colleague's edit fixes it (revision 3 = revision 1 plus an env var), but it is not our write: as under
+    OnDelete, the blocking pod is named, not deleted, under OrderedReady too — --dry and -y alike exit 0, list no
+    change and leave llama-sts-1 as it is; rolling their revision out is for whoever reviews it."""
     fixed_by_a_colleague(rehearsal)
-    applied = rehearsal.pyinfra(inventory(tmp_path), RESTORE, "-y", timeout=300)
-    assert applied.returncode == 0, applied.stderr
-    said = host_lines(applied.stderr, STS_HOST)
-    assert any("deleted pod llama-sts-1" in line for line in said), said
-    assert sts(rehearsal)["status"]["readyReplicas"] == 2
+    inv = inventory(tmp_path)  # restore.delete_pods: blocking — the policy would delete, the ownership rule does not
+    pods = pod_uids(rehearsal)
+    before = sts(rehearsal)
+    for flag in ("--dry", "-y"):
+        got = rehearsal.pyinfra(inv, RESTORE, flag, timeout=300)
+        assert got.returncode == 0, (flag, got.stderr)
+        said = host_lines(got.stderr, STS_HOST)
+        assert f"noop: {NAMED}" in said, (flag, "\n".join(said))
+        assert not any("deleted pod" in line for line in said), said
+        assert pod_uids(rehearsal) == pods, flag
+        assert sts(rehearsal)["spec"] == before["spec"] and sts(rehearsal)["metadata"].get("annotations") == \
+            before["metadata"].get("annotations"), flag
 
 
-def test_after_kill_9_right_after_deleting_the_blocking_pod_a_rerun_waits_until_ready(rehearsal: Rehearsal,
-                                                                                       tmp_path: Path) -> None:
-    """The killed run wrote nothing (it only deleted llama-sts-1 onto the colleague's good revision 3): the rerun
-    must not say "nothing to restore" while the new pod is still loading, but wait until it is Ready."""
+def test_once_the_colleague_deletes_the_pod_a_rerun_waits_until_ready(rehearsal: Rehearsal, tmp_path: Path) -> None:
+    """Their revision rolled out by them (llama-sts-1 deleted after review): while the new pod is still loading a
+    rerun must not say "nothing to restore", but wait until it is Ready, deleting nothing."""
     fixed_by_a_colleague(rehearsal)
     inv = inventory(tmp_path)
     clock = rehearsal.cluster.clock
-    clock.set_speed(5.0)  # the new pod takes ~15 s of real time to load: long enough to kill the run mid-wait
-    said = killed_after_deleting_the_blocking_pod(rehearsal, inv, tmp_path)
-    assert int(sts(rehearsal)["status"].get("readyReplicas") or 0) < 2, said  # killed before Ready
+    clock.set_speed(5.0)  # the new pod takes ~15 s of real time to load: the rerun starts before it is Ready
+    old = pod_uids(rehearsal)["llama-sts-1"]
+    delete_pod(rehearsal, "llama-sts-1")
+    assert rehearsal.cluster.wait_for(lambda: pod_uids(rehearsal).get("llama-sts-1", old) != old, 30)
     clock.set_speed(60.0)
     again = rehearsal.pyinfra(inv, RESTORE, "-y", timeout=180)
     assert again.returncode == 0, again.stderr
     said = host_lines(again.stderr, STS_HOST)
-    assert not any("nothing to restore" in line for line in said), said
+    assert not any("nothing to restore" in line or "deleted pod" in line for line in said), said
     assert any(line.startswith("wait for statefulset llm/llama-sts to roll out: ") and "complete" in line
                for line in said), said
     assert sts(rehearsal)["status"]["readyReplicas"] == 2
@@ -141,18 +154,18 @@ def test_a_pod_that_cannot_be_scheduled_fails_the_wait_with_the_schedulers_reaso
 def test_an_update_revision_judged_good_that_crash_loops_is_rolled_back_by_the_rerun(rehearsal: Rehearsal,
                                                                                    tmp_path: Path) -> None:
     """Revision 3 = revision 2 (which crash-loops by its annotations, not by its flags) plus an env var: nothing
-    predicts it fails, so llama-sts-1 is deleted onto it — a change pyinfra counts — and its crash loop fails the
-    run and is recorded on revision 3; the rerun rolls back to revision 1."""
+    predicts it fails, but it is not our write, so llama-sts-1 is named, not deleted onto it; once the colleague
+    deletes it and it crash-loops on revision 3, the rerun rolls back to revision 1."""
     good = bad_rollout(rehearsal)
     edit(rehearsal, lambda spec: spec["containers"][0].setdefault("env", []).append({"name": "LOG_LEVEL",
                                                                                      "value": "debug"}))
     inv = inventory(tmp_path)
     first = rehearsal.pyinfra(inv, RESTORE, "-y", timeout=300)
-    assert first.returncode != 0
+    assert first.returncode == 0, first.stderr
     said = host_lines(first.stderr, STS_HOST)
-    assert any("deleted pod llama-sts-1" in line for line in said), said
-    assert any(": crash-loop after " in line for line in said), said
-    assert "executed 0 commands" not in first.stderr, first.stderr
+    assert f"noop: {NAMED}" in said and not any("deleted pod" in line for line in said), said
+    delete_pod(rehearsal, "llama-sts-1")  # the colleague rolls their revision out
+    crash_looping_on(rehearsal, "llama-sts-1")
     again = rehearsal.pyinfra(inv, RESTORE, "-y", timeout=300)
     assert again.returncode == 0, again.stderr
     assert any(line.startswith("roll back statefulset llm/llama-sts from revision 3 to revision 1 (")

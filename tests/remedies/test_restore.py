@@ -211,3 +211,22 @@ def test_a_rollout_restart_of_our_shed_revision_is_still_ours_and_never_a_rollba
          "last_action_template": template_digest(shed_row["template"])}
     got = decide_restore(h, {"pods": [pod("oom_under_load")]}, POLICY, now=NOW)
     assert got.action == SHED, got
+
+
+def test_a_kinds_own_start_verdict_skips_a_revision_as_a_failed_prediction_does() -> None:
+    """An LWS group's world size is not in the leader's pod template: the kind's ``cannot_start`` speaks against a
+    revision in the choice, the forced-revision check and the budget hand-over's base alike."""
+    h = history(4, row(2, ["--max-model-len", "8192"]), row(3, ["--max-model-len", "16384"]),
+                row(4, ["--max-num-seqs", "64"], created_ago=60))
+
+    def wide(rev: Any) -> str | None:
+        return "predicted to fail: world size 4" if rev.number == 3 else None
+
+    got = decide_restore(h, {"pods": [pod("max_len_exceeds_kv")]}, POLICY, now=NOW, cannot_start=wide)
+    assert (got.action, got.revision) == (ROLLBACK, 2), got
+    assert any(line.startswith("revision 3 (rs-3): predicted to fail: world size 4") for line in got.skipped), got
+    forced = decide_restore(h, {"pods": [pod("max_len_exceeds_kv")]}, POLICY, now=NOW, forced=3, cannot_start=wide)
+    assert forced.action == REFUSE and "predicted to fail: world size 4" in forced.reason, forced
+    none = decide_restore(history(4, row(3, ["--max-model-len", "16384"]), row(4, ["--max-num-seqs", "64"])),
+                          {"pods": [pod("max_len_exceeds_kv")]}, POLICY, now=NOW, cannot_start=wide)
+    assert none.action == REFUSE and "no earlier revision served" in none.reason, none

@@ -21,7 +21,7 @@ from vllm_remedy.kube.sts_history import REVISION_LABEL, pods_blocking_rollback,
 from vllm_remedy.kube.wait import Clock, WaitResult, crashing_container
 
 __all__ = ["BLOCKED", "NOT_OURS", "blocked_message", "deletion_order", "foreign_update", "next_deletions", "pod_names",
-           "read_set", "rows_rolled_out", "stuck_pods", "wait_for_replacements", "wait_for_sts_rollout"]
+           "read_set", "rows_rolled_out", "stuck_after", "stuck_pods", "wait_for_replacements", "wait_for_sts_rollout"]
 
 
 def read_set(client: KubeClient, namespace: str, name: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -31,17 +31,16 @@ def read_set(client: KubeClient, namespace: str, name: str) -> tuple[dict[str, A
     return sts, client.list_pods(namespace, selector)
 
 
-#: Why pods stay on their revision under OnDelete when the set's template is not our write.
+#: Why pods the controller will not move stay on their revision when the set's template is not our write.
 NOT_OURS = "the update revision is not ours: a change nobody reviewed here; delete them yourself after reviewing it"
 
 
 def foreign_update(sts: Mapping[str, Any], template_key: str) -> bool:
-    """Under OnDelete, whether the set's template is not the one our last write recorded (``template_key``: the
-    ``last-action-template`` annotation, set by this run's write or an earlier run's), pure. Deleting a pod then rolls
-    it onto a change nobody reviewed here (a colleague's ``kubectl patch``): the controller would never move it, so
-    nothing of ours may. A rerun after our own write (kill -9) still finds its digest there and finishes."""
-    if ((sts.get("spec") or {}).get("updateStrategy") or {}).get("type") != "OnDelete":
-        return False
+    """Whether the set's template is not the one our last write recorded (``template_key``: the
+    ``last-action-template`` annotation, set by this run's write or an earlier run's), pure. Deleting a pod the
+    controller will not move by itself (any under OnDelete, a crash-looping one under OrderedReady) then rolls it onto
+    a change nobody reviewed here (a colleague's ``kubectl patch``, judged good or not): the controller would never
+    move it, so nothing of ours may. A rerun after our own write (kill -9) still finds its digest there and finishes."""
     notes = (sts.get("metadata") or {}).get("annotations") or {}
     return notes.get(template_key) != template_digest((sts.get("spec") or {}).get("template"))
 
@@ -56,6 +55,21 @@ def stuck_pods(sts: dict[str, Any], pods: list[dict[str, Any]], restart_limit: i
     stuck = {p["metadata"]["name"] for p in pods if crashing_container(pod_health(p), restart_limit)
              or pod_health(p).unschedulable}
     return [n for n in blocking if n in stuck]
+
+
+def stuck_after(sts: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], off: Sequence[str],
+                restart_limit: int = 3) -> list[str]:
+    """Pods :func:`stuck_pods` will find once a write moves the set's update revision off the pods ``off`` run, as
+    the plan reads them now (pure): under OnDelete every one of them; under OrderedReady those crash-looping or
+    unschedulable; under Parallel none — so ``--dry`` fails where ``-y``'s wait will stop, and names the same pods."""
+    spec = sts.get("spec") or {}
+    if (spec.get("updateStrategy") or {}).get("type") == "OnDelete":
+        return list(off)
+    if spec.get("podManagementPolicy", "OrderedReady") != "OrderedReady":
+        return []
+    by_name = {str((p.get("metadata") or {}).get("name")): p for p in pods}
+    return [n for n in off if n in by_name and (crashing_container(pod_health(dict(by_name[n])), restart_limit)
+                                                or pod_health(dict(by_name[n])).unschedulable)]
 
 
 def blocked_message(sts: dict[str, Any], pods: list[str]) -> str:

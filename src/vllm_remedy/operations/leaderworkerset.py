@@ -4,8 +4,10 @@ ControllerRevision nothing speaks against, then waited for, failing fast if that
 The choice is the Deployment's and the StatefulSet's (``remedies.restore.decide_restore`` over the
 LeaderWorkerSetState fact's rows, a ControllerRevision standing for a ReplicaSet, the leader's template for the pod
 template): skipped, and said why, is every revision seen crash-looping (recorded on its ControllerRevision by
-``operations.lws_evidence``), with no node for its pods, or predicted to fail; ``--data revision=N`` names the
-target instead, refused with evidence against it unless ``--data override=evidence``.
+``operations.lws_evidence``), with no node for its pods, or predicted to fail — its group's world size (TP × PP
+above the group's GPUs, ``start_check``) included, so a layout that cannot start is reached past, never chosen and
+then refused; ``--data revision=N`` names the target instead, refused with evidence against it unless
+``--data override=evidence``.
 
 Why by hand: kubectl has no ``rollout undo`` for an LWS. The write is what kubectl's StatefulSet undo would be:
 ``spec.leaderWorkerTemplate`` replaced by the revision's, plus our audit annotations (change-cause, last-action),
@@ -25,14 +27,15 @@ from pyinfra.api import FunctionCommand, operation
 from vllm_remedy.errors import UserError
 from vllm_remedy.facts.leaderworkerset import LeaderWorkerSetState
 from vllm_remedy.kube import lws_history
-from vllm_remedy.kube.annotations import TOGGLE_FLAGS, Keys, scan_toggles, toggle_flags_on
 from vllm_remedy.kube.clock import ClusterClock
 from vllm_remedy.kube.diff import unified_template_diff
+from vllm_remedy.kube.history import Revision
 from vllm_remedy.kube.lws_wait import lws_path, wait_for_lws_rollout
 from vllm_remedy.operations.lws_evidence import record_wait_crash
 from vllm_remedy.operations.restore import checked_revision, set_decision
 from vllm_remedy.operations.util import (
     Change,
+    K8sHost,
     change_command,
     fail,
     k8s_host,
@@ -40,14 +43,15 @@ from vllm_remedy.operations.util import (
     noop,
     observe,
     refuse,
-    server_of,
     show,
 )
 from vllm_remedy.operations.util.plan import edited_since_read
 from vllm_remedy.operations.util.show import note
+from vllm_remedy.operations.util.template import stale_toggles
 from vllm_remedy.operations.util.write import changed_since
+from vllm_remedy.remedies.evidence import StartCheck
 from vllm_remedy.remedies.predict import predict_template
-from vllm_remedy.remedies.restore import NONE, REFUSE, ROLLBACK
+from vllm_remedy.remedies.restore import NONE, REFUSE, ROLLBACK, RestoreDecision
 from vllm_remedy.vllm.parallel import world_size
 
 RESTORE = "restore"
@@ -58,8 +62,25 @@ def forced_revision() -> int | None:
     (``checked_revision``)."""
     return checked_revision(host.data.get("revision"),
                             lambda: host.get_fact(LeaderWorkerSetState)["rollout"]["revisions"],
-                            lambda number: set_decision(k8s_host(host), host.get_fact(LeaderWorkerSetState), number),
+                            lambda number: _decision(k8s_host(host), host.get_fact(LeaderWorkerSetState), number),
                             "; a rollback renumbers the revision it restores")
+
+
+def start_check(facts: Mapping[str, Any], container: str | None, resource: str) -> StartCheck:
+    """Restore's candidate filter for what the leader's pod template alone does not say: a revision whose world
+    size (TP × PP) exceeds its group's GPUs is predicted to fail, so the choice reaches further back instead."""
+    def check(rev: Revision) -> str | None:
+        try:
+            short = lws_history.world_size_shortfall(_target_lwt(facts, rev.replicaset), container, resource)
+        except UserError:
+            return None  # no vLLM server in the leader, a gone revision: the rollback's own checks say so
+        return f"predicted to fail: {short}" if short is not None else None
+    return check
+
+
+def _decision(ctx: K8sHost, facts: Mapping[str, Any], forced: int | None = None) -> RestoreDecision:
+    """The set kinds' shared choice with the group's world size asked of every candidate."""
+    return set_decision(ctx, facts, forced, start_check(facts, ctx.container, ctx.policy.gpu.resource))
 
 
 def prediction_line(lwt: dict[str, Any], number: int, container: str | None, resource: str = "nvidia.com/gpu"
@@ -81,16 +102,6 @@ def _target_lwt(facts: Mapping[str, Any], name: str | None) -> dict[str, Any]:
     if rev is None:
         raise UserError(f"controllerrevision {name} is gone")
     return lws_history.revision_lwt(rev)
-
-
-def stale_toggles(keys: Keys, notes: Mapping[str, str], template: Mapping[str, Any], container: str | None
-                  ) -> dict[str, None]:
-    """The annotations of each recorded toggle whose flag ``template`` does not run with, to drop in the write that
-    gives the set that template: left behind, the next deploy would make an annotation-only write for them."""
-    running = toggle_flags_on(server_of(template, container).flags)
-    return {key: None for toggle in scan_toggles(keys, notes)[0]
-            if TOGGLE_FLAGS.get(toggle.name, toggle.name) not in running
-            for key in keys.toggle_keys(toggle.name) if key in notes}
 
 
 def groups_ready(lws: Mapping[str, Any]) -> bool:
@@ -134,7 +145,7 @@ def rollback(wait: bool = True, timeout: float | None = None, revision: int | No
         if prior is not None and prior.get("spec") != lws.get("spec"):
             yield FunctionCommand(fail, (edited_since_read(dict(lws)),), {})
             return
-    decision = set_decision(ctx, facts, revision)
+    decision = _decision(ctx, facts, revision)
     skipped = [f"skipped {line}" for line in decision.skipped]
     if decision.action == NONE and wait and not groups_ready(lws):
         # a run killed mid-wait (kill -9, a lost terminal): the rollout it started, or anyone's, is waited for again

@@ -20,6 +20,7 @@ GPU rung is pinned as ``remedies.pin_gpu.plan_pin`` pins the leader, for every p
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from pyinfra import host, state
@@ -29,7 +30,7 @@ from vllm_remedy.errors import UserError
 from vllm_remedy.facts.nodes import NodeObjects
 from vllm_remedy.operations import lws_pin
 from vllm_remedy.operations.budget import BUDGET, _failure, _logged_kv, _node_gpus, planned_template
-from vllm_remedy.operations.lws_eager import revert_expired_toggles
+from vllm_remedy.operations.lws_eager import due_revert, reverted
 from vllm_remedy.operations.lws_flags import LwsView, planned_lwt, refuse_failing, view, write_lwt
 from vllm_remedy.operations.util import k8s_host, keeps_its_plan, noop, refuse, server_of, show
 from vllm_remedy.remedies.budget import BudgetRequest, plan_budget
@@ -100,6 +101,57 @@ def _skipped(lines: list[str]) -> str:
     return ("; skipped " + "; ".join(lines)) if lines else ""
 
 
+@dataclass(frozen=True)
+class GroupFix:
+    """The budget's write on a set: the new leaderWorkerTemplate, the rung and what to say with it."""
+
+    new: dict[str, Any]
+    step: Step
+    plan: Plan
+    notes: dict[str, str | None]
+    skipped: str
+
+
+def plan_fix(got: LwsView, gpu: str | None, target_concurrency: float | None) -> GroupFix | tuple[str, str]:
+    """What :func:`smallest_fix` does on ``got``: its write, or ("noop" | "refuse", the one line). UserError when
+    the set cannot be planned on."""
+    ctx = got.ctx
+    picture = host.get_fact(NodeObjects)
+    plan, product = plan_group(got, gpu, target_concurrency, picture)
+    rules = rules_note(version_from_image(server_of(got.leader, ctx.container).image))
+    if plan.verdict == "no_change_needed":
+        return ("noop", f"{ctx.where} fits on {product} with headroom and an explicit --max-model-len "
+                f"({Prediction(product, plan.current, rules=rules).line()})")
+    step, pinned, skipped = _group_step(got, plan, picture)
+    if plan.verdict != "change" or step is None:
+        current = Prediction(product, plan.current, rules=rules)
+        return ("refuse", f"{ctx.where}: {plan.problem}; no change within policy {ctx.policy.source} the group can "
+                f"take is predicted to fit{skipped} ({current.line()}); nothing was changed")
+    leader, notes = planned_template(ctx, pinned or got.leader, step, ctx.client.server_time(),
+                                     pinned=pinned is not None)
+    return GroupFix(planned_lwt(got, leader), step, plan, dict(notes), skipped)
+
+
+@operation()
+@keeps_its_plan
+def revert_unless_fixed() -> Iterator[FunctionCommand]:
+    """
+    Revert expired temporary toggles on a LeaderWorkerSet (``lws_eager.revert_expired_toggles``) — unless the budget's
+    smallest change (:func:`smallest_fix`, next in ``FIX``) will write the set: that write takes the revert in, so a
+    toggle due and a budget change are one guarded write of ``spec.leaderWorkerTemplate``, not two.
+    """
+    try:
+        base, _, said = due_revert(view())
+        deferred = bool(said) and isinstance(plan_fix(base, None, None), GroupFix)
+    except UserError:
+        deferred = False  # the revert's own body says why, in one line
+    if deferred:
+        noop(state, host, f"expired toggles on {base.ctx.where} come off in the budget's write below: "
+             f"{'; '.join(said)}")
+        return
+    yield from reverted()
+
+
 @operation()
 @keeps_its_plan
 def smallest_fix(gpu: str | None = None, target_concurrency: float | None = None) -> Iterator[FunctionCommand]:
@@ -111,43 +163,37 @@ def smallest_fix(gpu: str | None = None, target_concurrency: float | None = None
       pins (pin it with ``lws_pin.gpu_product`` in the same deploy)
     + target_concurrency: as ``budget.smallest_fix``
 
-    Refused with one line when no change within policy the group can take is predicted to fit. Nothing happens when
-    the current settings fit with headroom and ``--max-model-len`` is explicit.
+    Planned on the set with its expired toggles reverted (``lws_eager.due_revert``), which the same write then drops:
+    one write. Refused with one line when no change within policy the group can take is predicted to fit. Nothing
+    happens when the current settings fit with headroom and ``--max-model-len`` is explicit.
     """
     try:
         got = view()
         ctx = got.ctx
-        picture = host.get_fact(NodeObjects)
-        plan, product = plan_group(got, gpu, target_concurrency, picture)
-        rules = rules_note(version_from_image(server_of(got.leader, ctx.container).image))
-        if plan.verdict == "no_change_needed":
-            noop(state, host, f"{ctx.where} fits on {product} with headroom and an explicit --max-model-len "
-                 f"({Prediction(product, plan.current, rules=rules).line()})")
-            return
-        step, pinned, skipped = _group_step(got, plan, picture)
-        if plan.verdict != "change" or step is None:
-            current = Prediction(product, plan.current, rules=rules)
-            yield from refuse(state, host, f"{ctx.where}: {plan.problem}; no change within policy "
-                              f"{ctx.policy.source} the group can take is predicted to fit{skipped} "
-                              f"({current.line()}); nothing was changed")
-            return
-        leader, notes = planned_template(ctx, pinned or got.leader, step, ctx.client.server_time(),
-                                         pinned=pinned is not None)
-        new = planned_lwt(got, leader)
+        base, drops, said = due_revert(got)
+        fix = plan_fix(base, gpu, target_concurrency)
     except UserError as exc:
         where = k8s_host(host).where
         yield from refuse(state, host, str(exc) if str(exc).startswith(where) else f"{where}: {exc}")
         return
-    why = refuse_failing(got, new, step.describe())
+    if not isinstance(fix, GroupFix):
+        if fix[0] == "noop":
+            noop(state, host, fix[1])
+        else:
+            yield from refuse(state, host, fix[1])
+        return
+    step, plan = fix.step, fix.plan
+    why = refuse_failing(got, fix.new, step.describe())
     if why is not None:
         yield from refuse(state, host, why)
         return
     show(state, host, [f"problem: {plan.problem}", *(f"note: {n}" for n in plan.notes),
-                       *([f"note: {skipped[2:]}"] if skipped else [])], topic="plan")
+                       *([f"note: {fix.skipped[2:]}"] if fix.skipped else [])], topic="plan")
+    revert = f"; revert expired toggles: {'; '.join(said)}" if said else ""
     summary = (f"budget {ctx.where}, leader and workers: {step.describe()} ({step.lever}, rung {step.rank} of "
-               f"{len(plan.steps)})")
-    yield from write_lwt(got, new, action=BUDGET, reason=f"{step.lever}: {step.reason}", summary=summary,
-                         annotations=notes)
+               f"{len(plan.steps)}){revert}")
+    yield from write_lwt(got, fix.new, action=BUDGET, reason=f"{step.lever}: {step.reason}{revert}", summary=summary,
+                         annotations={**drops, **fix.notes})
 
 
 #: deploys/budget.py's operations for a LeaderWorkerSet before its wait, in order, as ``budget.FIX`` is for a
@@ -156,6 +202,6 @@ def smallest_fix(gpu: str | None = None, target_concurrency: float | None = None
 #: revert its --dry diff would be planned on a set -y never sees; the revert and the fix plan on what the pin leaves.
 FIX: tuple[tuple[str, Callable[..., Any], dict[str, Any]], ...] = (
     ("Pin the GPU type of leader and workers", lws_pin.gpu_product, {"wait": False}),
-    ("Revert expired temporary toggles", revert_expired_toggles, {}),
+    ("Revert expired temporary toggles", revert_unless_fixed, {}),
     ("Smallest change that restores headroom, leader and workers", smallest_fix, {}),
 )

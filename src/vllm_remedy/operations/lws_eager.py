@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterator
+from typing import Any
 
 from pyinfra import host, state
 from pyinfra.api import FunctionCommand, operation
@@ -59,18 +60,17 @@ def revert_expired_toggles(wait: bool = False) -> Iterator[FunctionCommand]:
     + wait: after a write, wait until every group is Ready on the reverted template (a deploy with no wait of its own
       after this one, such as restore's)
     """
+    yield from reverted(wait)
+
+
+def reverted(wait: bool = False) -> Iterator[FunctionCommand]:
+    """:func:`revert_expired_toggles`'s body, for an operation that reverts only when no later write of its deploy
+    takes the revert in (``lws_budget.revert_unless_fixed``)."""
     try:
         got = view()
         ctx = got.ctx
         warn_malformed(state, host, toggles.malformed(ctx.keys, got.notes))
-        now, limit = ctx.client.server_time(), ctx.policy.enforce_eager.max_duration.total_seconds()
-        due = toggles.expired(ctx.keys, got.notes, now, limit)
-        leader, drops, said = got.leader, {}, []
-        for record in due:
-            undo = toggles.revert(leader, ctx.keys, record, ctx.container, toggles.due(record, now, limit))
-            leader = undo.template
-            drops.update(undo.annotations)
-            said.append(f"{record.name}: {undo.message}")
+        due, leader, drops, said = _reverts(got)
         new = planned_lwt(got, leader) if due else None
     except UserError as exc:
         yield from refuse(state, host, _one_line(exc))
@@ -89,6 +89,38 @@ def revert_expired_toggles(wait: bool = False) -> Iterator[FunctionCommand]:
     if wait and not lws_history.lwts_equal(new, got.lwt):
         seconds = ctx.policy.restore.rollout_timeout.total_seconds()
         yield FunctionCommand(wait_rolled_out, (seconds, f"wait for {ctx.where} to roll out without the toggle"), {})
+
+
+def due_revert(got: LwsView) -> tuple[LwsView, dict[str, str | None], list[str]]:
+    """The set as reverting its due toggles would leave it — the view to plan on, the record's annotations to drop
+    and what each revert does — for a write that takes the revert in (one write, not a revert and then a change);
+    ``got`` itself, {} and [] when none is due or the group is predicted not to start without it (then
+    :func:`revert_expired_toggles` keeps it and says why)."""
+    due, leader, drops, said = _reverts(got)
+    if not due:
+        return got, {}, []
+    new = planned_lwt(got, leader)
+    if failing(got, new) is not None:
+        return got, {}, []
+    notes = {k: v for k, v in got.notes.items() if k not in drops}
+    lws = {**got.lws, "metadata": {**(got.lws.get("metadata") or {}), "annotations": notes},
+           "spec": {**(got.lws.get("spec") or {}), "leaderWorkerTemplate": new}}
+    return LwsView(got.ctx, got.path, lws, new), drops, said
+
+
+def _reverts(got: LwsView) -> tuple[list[Any], dict[str, Any], dict[str, str | None], list[str]]:
+    """(the toggles due now, the leader with them reverted, their record's annotations to drop, what each revert
+    does): the one reading of expiry both the revert and a write taking it in use."""
+    ctx = got.ctx
+    now, limit = ctx.client.server_time(), ctx.policy.enforce_eager.max_duration.total_seconds()
+    due = toggles.expired(ctx.keys, got.notes, now, limit)
+    leader, drops, said = got.leader, {}, []
+    for record in due:
+        undo = toggles.revert(leader, ctx.keys, record, ctx.container, toggles.due(record, now, limit))
+        leader = undo.template
+        drops.update(undo.annotations)
+        said.append(f"{record.name}: {undo.message}")
+    return list(due), leader, drops, said
 
 
 def _is_on(got: LwsView) -> bool:

@@ -50,7 +50,7 @@ from vllm_remedy.operations.util import (
     write_command,
 )
 from vllm_remedy.policy import Fallback, LoadShedding, format_duration, parse_duration
-from vllm_remedy.remedies.evidence import field_problems, recorded_fields
+from vllm_remedy.remedies.evidence import StartCheck, field_problems, recorded_fields
 from vllm_remedy.remedies.load_guard import guard_flags
 from vllm_remedy.remedies.predict import pinned_gpu, predict_template
 from vllm_remedy.remedies.restore import (
@@ -88,13 +88,16 @@ def _decision(ctx: K8sHost, forced: int | None = None) -> tuple[RestoreDecision,
                           override=host.data.get("override") == OVERRIDE), deployment
 
 
-def set_decision(ctx: K8sHost, facts: Mapping[str, Any], forced: int | None = None) -> RestoreDecision:
+def set_decision(ctx: K8sHost, facts: Mapping[str, Any], forced: int | None = None,
+                 cannot_start: StartCheck | None = None) -> RestoreDecision:
     """The Deployment's choice over a set kind's state fact (``rollout``, ``pod_rows``: a StatefulSet's or
-    LeaderWorkerSet's ControllerRevisions standing for ReplicaSets); their pods' Events are not read."""
+    LeaderWorkerSet's ControllerRevisions standing for ReplicaSets); their pods' Events are not read.
+    ``cannot_start`` is the kind's own start verdict (an LWS group's world size), weighed like a failed
+    prediction."""
     nodes = (host.get_fact(NodeObjects) or {}).get("nodes")
     return decide_restore(facts["rollout"], facts["pod_rows"], ctx.policy, container=ctx.container,
                           now=ctx.client.server_time(), nodes=nodes, forced=forced,
-                          override=host.data.get("override") == OVERRIDE)
+                          override=host.data.get("override") == OVERRIDE, cannot_start=cannot_start)
 
 
 def _undo_ops(revision: int, keys: Any, reason: str, fields: dict[str, Any], client: KubeClient,

@@ -3,9 +3,10 @@ against, then waited for — and, where the controller will never replace a pod 
 pods, and the pods deleted only when the policy allows it (``restore.delete_pods: blocking``) — and then as a
 RollingUpdate would: pods that serve nothing first, each Ready pod only once every other pod serves the update
 revision, one at a time, highest ordinal first, and never onto a template edited after this run's write
-(``wait_and_unblock``). Under OnDelete never onto a template that is not our write at all (``sts_wait.foreign_update``):
-the controller would never move those pods, so a colleague's patch is rolled out by whoever reviews it, not by a
-deploy that happens to run next; the pods are named and the host does not fail for it when this run wrote nothing.
+(``wait_and_unblock``). Never onto a template that is not our write at all (``sts_wait.foreign_update``), under OnDelete
+or OrderedReady alike, even one judged good: the controller would never move those pods, so a colleague's patch is
+rolled out by whoever reviews it, not by a deploy that happens to run next; the pods are named and the host does not
+fail for it when this run wrote nothing.
 
 The choice is the Deployment's (``remedies.restore.decide_restore`` over the StatefulSetState fact's rows, a
 ControllerRevision standing for a ReplicaSet): skipped, and said why, is every revision seen crash-looping
@@ -48,6 +49,7 @@ from vllm_remedy.kube.sts_wait import (
     pod_names,
     read_set,
     rows_rolled_out,
+    stuck_after,
     stuck_pods,
     wait_for_replacements,
     wait_for_sts_rollout,
@@ -70,6 +72,7 @@ from vllm_remedy.operations.util import (
 )
 from vllm_remedy.operations.util.plan import edited_since_read
 from vllm_remedy.operations.util.show import note
+from vllm_remedy.operations.util.template import stale_toggles
 from vllm_remedy.operations.util.write import changed_since, wrote_in_this_run
 from vllm_remedy.remedies.predict import predict_template
 from vllm_remedy.remedies.restore import NONE, REFUSE, ROLLBACK, RestoreDecision
@@ -131,11 +134,6 @@ def strategy_lines(sts: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], ta
             f"pods are {act}"]
 
 
-def _rolled_out(sts: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> bool:
-    """Every pod on the update revision and Ready (a partition's held-back pods aside)."""
-    return rows_rolled_out(sts, pods)
-
-
 @operation()
 @keeps_its_plan
 def rollback(wait: bool = True, timeout: float | None = None, revision: int | None = None
@@ -187,14 +185,16 @@ def rollback(wait: bool = True, timeout: float | None = None, revision: int | No
     why = ("the operator forced it (host data revision)" if revision is not None
            else f"revision {decision.current} crash-looped" if decision.failures
            else f"revision {decision.current} would fail once its pods are deleted")
-    change = Change(spec={"template": dict(decision.template)},
+    notes = (sts.get("metadata") or {}).get("annotations") or {}
+    # toggle records the restored template does not run go in this write: one guarded change, not a second one
+    drops = stale_toggles(ctx.keys, notes, decision.template, ctx.container)
+    change = Change(spec={"template": dict(decision.template)}, annotations=drops,
                     audit=(RESTORE, f"roll back to revision {decision.revision} ({decision.rule}): {why}"))
     label = f"wait for revision {decision.revision} to roll out"
     if wait:  # the run's later operations plan on the set this wait leaves (or on a host it fails)
         plan_rolled_out(host, ctx.deployment_path, decision.template)
-        if _on_delete(sts):
-            blocked_in_plan(ctx, {**sts, "spec": {**(sts.get("spec") or {}), "template": decision.template}},
-                            _off(pods, decision.replicaset), label)
+        blocked_in_plan(ctx, {**sts, "spec": {**(sts.get("spec") or {}), "template": decision.template}},
+                        stuck_after(sts, pods, _off(pods, decision.replicaset)), label)
     yield change_command(ctx, ctx.deployment_path, change, summary)
     if wait:
         yield FunctionCommand(wait_and_unblock, (seconds, label), {})
@@ -229,11 +229,13 @@ def planned_rolled_out(host: Any, path: str, template: Mapping[str, Any] | None)
 
 
 def blocked_in_plan(ctx: K8sHost, sts: Mapping[str, Any], stuck: Sequence[str], label: str) -> None:
-    """While detecting, under OnDelete and ``restore.delete_pods: never``: pods that stay on another revision block the
-    wait as ``-y`` will find it, so the host is marked failed here too (``--dry`` exits 1, as ``-y``), with the line
-    ``-y``'s wait prints. Marked failed as ``refusal.record`` does, not recorded as a refusal: the write before the
-    wait is still made (``-y`` makes it, then fails), so the plan keeps it and a prompted run still runs it."""
-    if state.is_executing or not stuck or not _on_delete(sts) or ctx.policy.restore.delete_pods == "blocking":
+    """While detecting, under ``restore.delete_pods: never``: pods the controller will not move by itself
+    (``stuck``: every pod left on another revision under OnDelete, a crash-looping or unschedulable one under
+    OrderedReady — ``sts_wait.stuck_after``) block the wait as ``-y`` will find it, so the host is marked failed here
+    too (``--dry`` exits 1, as ``-y``), with the line ``-y``'s wait prints. Marked failed as ``refusal.record`` does,
+    not recorded as a refusal: the write before the wait is still made (``-y`` makes it, then fails), so the plan
+    keeps it and a prompted run still runs it."""
+    if state.is_executing or not stuck or ctx.policy.restore.delete_pods == "blocking":
         return
     line = f"{label}: blocked: {blocked_message(dict(sts), list(stuck))} (policy restore.delete_pods: never)"
     note(host, line, error=True)
@@ -267,7 +269,7 @@ def _resume(ctx: K8sHost, sts: Mapping[str, Any], pods: list[dict[str, Any]], ro
             == template_digest((sts.get("spec") or {}).get("template")))
     stuck = stuck_pods(dict(sts), pods)
     if wait and stuck and foreign_update(sts, ctx.keys.last_action_template):
-        noop(state, host, foreign_line(ctx.where, stuck))  # OnDelete onto a template we did not write: not ours to do
+        noop(state, host, foreign_line(ctx.where, stuck))  # onto a template we did not write: not ours to do
         return
     if wait and stuck:
         show(state, host, [f"{ctx.where}: pods {', '.join(stuck)} stay on another revision until deleted",
@@ -281,7 +283,7 @@ def _resume(ctx: K8sHost, sts: Mapping[str, Any], pods: list[dict[str, Any]], ro
             yield FunctionCommand(delete_stuck, (label, digest), {})
         yield FunctionCommand(wait_and_unblock, (seconds, label, digest), {})
         return
-    if wait and not _rolled_out(sts, rows):
+    if wait and not rows_rolled_out(sts, rows):
         # as the Deployment's "Wait until the new pods are Ready": a run killed mid-wait — after our write, or after
         # it deleted the pods blocking someone's rollout (then nothing of ours is on the set) — is waited for again
         last = notes.get(ctx.keys.last_action)
@@ -354,7 +356,7 @@ def wait_and_unblock(state: Any, host: Any, timeout: float, label: str, digest: 
             result = wait_for_sts_rollout(ctx.client, ctx.namespace, ctx.deployment, timeout=left, clock=clock)
             if result.outcome == BLOCKED:
                 sts, pods = read_set(ctx.client, ctx.namespace, ctx.deployment)
-                if foreign_update(sts, ctx.keys.last_action_template):  # OnDelete, a template we did not write
+                if foreign_update(sts, ctx.keys.last_action_template):  # a template we did not write
                     if wrote:
                         raise UserError(f"{ctx.where} edited after this run's write: not deleting pods for a "
                                         "revision this run did not show")

@@ -20,7 +20,7 @@ from pyinfra.api import FunctionCommand
 
 from vllm_remedy.kube.annotations import template_digest
 from vllm_remedy.kube.health import pod_health
-from vllm_remedy.kube.sts_wait import deletion_order, foreign_update, pod_names, rows_rolled_out
+from vllm_remedy.kube.sts_wait import deletion_order, foreign_update, pod_names, rows_rolled_out, stuck_after
 from vllm_remedy.operations.statefulset import (
     blocked_in_plan,
     foreign_line,
@@ -84,15 +84,15 @@ def wait(ctx: K8sHost, sts: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]
     if planned_rolled_out(host, ctx.deployment_path, template):  # --dry: an earlier wait of the run rolls it out
         noop(state, host, f"{ctx.where}: its rollout is waited for above")
         return
-    on_delete = ((sts.get("spec") or {}).get("updateStrategy") or {}).get("type") == "OnDelete"
     off = sorted((str(r.get("name")) for r in rows if not r.get("new") and not r.get("deleting")), key=_ordinal)
-    if on_delete and off and foreign_update(sts, ctx.keys.last_action_template):
-        # a template nobody wrote here (a colleague's patch under OnDelete): its rollout is theirs to make
-        noop(state, host, foreign_line(ctx.where, off))
+    stuck = stuck_after(sts, pods, off)
+    if stuck and foreign_update(sts, ctx.keys.last_action_template):
+        # a template nobody wrote here (a colleague's patch): moving the pods the controller will not is theirs to do
+        noop(state, host, foreign_line(ctx.where, stuck))
         return
     show(state, host, update_lines(sts, pods, ctx.policy.restore.delete_pods), topic="strategy")
     plan_rolled_out(host, ctx.deployment_path, template)
-    blocked_in_plan(ctx, sts, off, label)
+    blocked_in_plan(ctx, sts, stuck, label)
     # pods are deleted only onto the template this run wrote, or (none written) the one read here
     yield FunctionCommand(wait_and_unblock, (seconds, label, template_digest((sts.get("spec") or {}).get("template"))),
                           {})

@@ -1,8 +1,9 @@
-"""Before a StatefulSet restore finishes someone's rollout by deleting pods, the revision those pods would roll
-onto is judged like any rollback target: a colleague's template edit over a crash-looping revision (revision 3 =
-the bad revision 2 plus an env var) makes the update revision one nobody saw, and no pod of it runs yet, so "no
-pod is crash-looping" says nothing about it. Deleting the stuck pod would roll it onto that revision; when the
-evidence or the memory model speaks against it, the set is rolled back to the newest good revision instead."""
+"""When pods wait to be deleted onto a StatefulSet's update revision, that revision is judged like any rollback
+target: a colleague's template edit over a crash-looping revision (revision 3 = the bad revision 2 plus an env var)
+makes the update revision one nobody saw, and no pod of it runs yet, so "no pod is crash-looping" says nothing about
+it. When the evidence or the memory model speaks against it, the set is rolled back to the newest good revision
+instead; judged good, it is still not ours, and its pods are named, never deleted onto it
+(``statefulset._resume``, ``sts_wait.foreign_update``)."""
 
 from __future__ import annotations
 

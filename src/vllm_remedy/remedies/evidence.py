@@ -62,6 +62,8 @@ class Crash:
         return f"{how} ({self.failure}) at {rfc3339(self.at)}"
 
 
+#: A kind's own verdict on whether a revision can start (why not, or None), asked next to the memory model's.
+StartCheck = Callable[[Revision], str | None]
 #: A crash record's ``seen`` when it was read from gone pods' Events, not from live pods.
 EVENTS = "events"
 
@@ -286,12 +288,14 @@ def placement(spec: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]] | None
 
 def against(rev: Revision, keys: Keys, container: str | None, nodes: Sequence[Mapping[str, Any]] | None,
             dying: Mapping[int, Mapping[str, int]] | None = None,
-            in_events: Mapping[int, EventCrash] | None = None, *, toggles: bool = True) -> str | None:
+            in_events: Mapping[int, EventCrash] | None = None, *, toggles: bool = True,
+            cannot_start: StartCheck | None = None) -> str | None:
     """Why ``rev`` must not be restored (dying now, seen dying, in its pods' Events, no node for it, predicted to
     fail), None when nothing is. ``dying`` and ``in_events`` are what this run sees (``crashes_by_revision``,
     ``crashes_in_events``): their record is written later in the run, but the choice is made now. ``toggles``
     False: the revision is the workload's own current template, whose timed toggle is recorded on the workload
-    and expires there, so having run one speaks against it only as a restore target."""
+    and expires there, so having run one speaks against it only as a restore target. ``cannot_start`` is the
+    kind's own start verdict on what the pod template alone does not say (an LWS group's world size)."""
     now = (dying or {}).get(rev.number)
     if now:
         kind = main_failure(now)
@@ -309,7 +313,8 @@ def against(rev: Revision, keys: Keys, container: str | None, nodes: Sequence[Ma
     where = placement(spec, nodes)
     if where.problem:
         return where.problem
-    return failed_prediction(predict_template(rev.template, container, gpu=where.gpu))
+    kind_says = cannot_start(rev) if cannot_start is not None else None
+    return kind_says or failed_prediction(predict_template(rev.template, container, gpu=where.gpu))
 
 
 def temporary_toggle(rev: Revision, keys: Keys, container: str | None) -> str | None:
@@ -331,9 +336,10 @@ def temporary_toggle(rev: Revision, keys: Keys, container: str | None) -> str | 
 
 def rejector(keys: Keys, container: str | None, nodes: Sequence[Mapping[str, Any]] | None,
              dying: Mapping[int, Mapping[str, int]] | None = None,
-             in_events: Mapping[int, EventCrash] | None = None) -> Callable[[Revision], str | None]:
+             in_events: Mapping[int, EventCrash] | None = None, cannot_start: StartCheck | None = None
+             ) -> StartCheck:
     """``against`` bound to this host: the ``reject`` that ``kube.rollout.choose_rollback`` asks."""
-    return lambda rev: against(rev, keys, container, nodes, dying, in_events)
+    return lambda rev: against(rev, keys, container, nodes, dying, in_events, cannot_start=cannot_start)
 
 
 # ---- Deployment-level fields confirm records with its mark -----------------------------------------------

@@ -42,6 +42,7 @@ from vllm_remedy.kube.rollout import RULE_FORCED, NoRollbackTarget, choose_rollb
 from vllm_remedy.policy import Fallback, Policy, format_duration, parse_flag_int
 from vllm_remedy.remedies.evidence import (
     EventCrash,
+    StartCheck,
     against,
     crashes_by_revision,
     crashes_in_events,
@@ -158,27 +159,29 @@ def _fresh_deploy(history: Mapping[str, Any], policy: Policy, keys: Keys, now: f
 def decide_restore(history: Mapping[str, Any], pods: Mapping[str, Any], policy: Policy, *,
                    container: str | None = None, now: float | None = None,
                    nodes: Sequence[Mapping[str, Any]] | None = None, forced: int | None = None,
-                   events: Sequence[Mapping[str, Any]] | None = None, override: bool = False) -> RestoreDecision:
+                   events: Sequence[Mapping[str, Any]] | None = None, override: bool = False,
+                   cannot_start: StartCheck | None = None) -> RestoreDecision:
     """Step 1's decision for one Deployment (see the module docstring for the rules).
 
     ``nodes`` (the cluster's Node objects, None when unreadable) say where each candidate's pods would go now;
     ``events`` (the PodEvents fact's rows) tell of earlier revisions' pods that crash-looped and are gone;
     ``forced`` is the operator's revision (host data ``revision``), restored despite evidence only with
-    ``override`` (host data ``override=evidence``).
+    ``override`` (host data ``override=evidence``); ``cannot_start`` is the kind's own start verdict (an LWS
+    group's world size), weighed as a failed prediction.
     """
     keys = keys_of(policy)
     history, doubted = credible_marks(history, keys, now)
     in_events = crashes_in_events(history.get("revisions") or [], events, now, serving_revisions(pods))
     if forced is not None:
-        decision = _forced(history, keys, forced, container, nodes, in_events, override)
+        decision = _forced(history, keys, forced, container, nodes, in_events, override, cannot_start)
         return replace(decision, warnings=(*doubted, *decision.warnings))
-    return replace(decision := _decide(history, pods, policy, keys, container, now, nodes, in_events),
+    return replace(decision := _decide(history, pods, policy, keys, container, now, nodes, in_events, cannot_start),
                    warnings=(*doubted, *decision.warnings))
 
 
 def _decide(history: Mapping[str, Any], pods: Mapping[str, Any], policy: Policy, keys: Keys, container: str | None,
-            now: float | None, nodes: Sequence[Mapping[str, Any]] | None, in_events: Mapping[int, EventCrash]
-            ) -> RestoreDecision:
+            now: float | None, nodes: Sequence[Mapping[str, Any]] | None, in_events: Mapping[int, EventCrash],
+            cannot_start: StartCheck | None = None) -> RestoreDecision:
     current = history.get("current_revision")
     failures = crash_failures(pods, container, now=now, stable=policy.confirm.stable_for.total_seconds())
     if not failures:
@@ -200,12 +203,12 @@ def _decide(history: Mapping[str, Any], pods: Mapping[str, Any], policy: Policy,
         choice = choose_rollback(revisions(history), int(current or 0), keys=keys,
                                  pinned=policy_pin(policy.known_good, container),
                                  reject=rejector(keys, container, nodes, crashes_by_revision(pods, container),
-                                                 in_events))
+                                                 in_events, cannot_start))
     except NoRollbackTarget as exc:
         if under_load:
             return RestoreDecision(SHED, f"revision {current} crash-loops with OOM under load ({seen}) and {exc}: "
                                    "shed load", current=current, failures=failures, skipped=(now_line, *exc.skipped))
-        base = served_base(history, keys, container, policy, in_events)
+        base = served_base(history, keys, container, policy, in_events, cannot_start)
         if base is not None:
             return RestoreDecision(HANDOVER, f"revision {current} crash-loops ({seen}) and {exc}: no rollback; "
                                    f"runbook step 4 instead — the budget's smallest change on revision "
@@ -229,8 +232,8 @@ def keys_of(policy: Policy) -> Keys:
 
 
 def _forced(history: Mapping[str, Any], keys: Keys, forced: int, container: str | None,
-            nodes: Sequence[Mapping[str, Any]] | None, in_events: Mapping[int, EventCrash], override: bool
-            ) -> RestoreDecision:
+            nodes: Sequence[Mapping[str, Any]] | None, in_events: Mapping[int, EventCrash], override: bool,
+            cannot_start: StartCheck | None = None) -> RestoreDecision:
     current = history.get("current_revision")
     rev = next((r for r in revisions(history) if r.number == forced), None)
     if rev is None:  # a rollback renumbers its ReplicaSet and keeps the old number in revision-history
@@ -244,7 +247,7 @@ def _forced(history: Mapping[str, Any], keys: Keys, forced: int, container: str 
                                f"{', '.join(str(r.number) for r in revisions(history))})", current=current)
     if rev.number == current:
         return RestoreDecision(NONE, f"host data revision: {forced} is the current revision", current=current)
-    doubt = against(rev, keys, container, nodes, None, in_events)
+    doubt = against(rev, keys, container, nodes, None, in_events, cannot_start=cannot_start)
     named = f"revision {forced}" + (f" (now numbered {rev.number})" if rev.number != forced else "")
     if doubt and not override:
         return RestoreDecision(REFUSE, f"host data revision: {named} is not restored: {doubt}; to restore it "
@@ -257,7 +260,8 @@ def _forced(history: Mapping[str, Any], keys: Keys, forced: int, container: str 
 
 
 def served_base(history: Mapping[str, Any], keys: Keys, container: str | None, policy: Policy,
-                in_events: Mapping[int, EventCrash] | None = None) -> Revision | None:
+                in_events: Mapping[int, EventCrash] | None = None, cannot_start: StartCheck | None = None
+                ) -> Revision | None:
     """The last revision that served, for a budget change to start from: the newest earlier one (marked, pinned,
     then the rest) not seen dying whose start fits the card it pins — held back only by where its pods would go
     now, which the budget's GPU pin decides again."""
@@ -268,6 +272,7 @@ def served_base(history: Mapping[str, Any], keys: Keys, container: str | None, p
     for rev in ranked:
         if standing_crash(keys, rev.annotations) is None and standing_event_crash(
                 keys, rev.annotations, (in_events or {}).get(rev.number)) is None and \
+                (cannot_start is None or cannot_start(rev) is None) and \
                 failed_prediction(predict_template(rev.template, container)) is None:
             return rev
     return None

@@ -10,6 +10,7 @@ import copy
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from vllm_remedy.kube.annotations import TOGGLE_FLAGS, Keys, scan_toggles, toggle_flags_on
 from vllm_remedy.vllm.cmdline import ServerCommand, find_server
 
 
@@ -37,3 +38,14 @@ def missing_flags(template: Mapping[str, Any], wanted: Mapping[str, str], contai
     """The ``wanted`` flags the template's server does not already run with (by canonical name, exact value)."""
     flags = server_of(template, container).flags
     return {k: v for k, v in wanted.items() if flags.get(k) != v}
+
+
+def stale_toggles(keys: Keys, notes: Mapping[str, str], template: Mapping[str, Any], container: str | None
+                  ) -> dict[str, None]:
+    """The annotations of each recorded toggle whose flag ``template`` does not run with, to drop in the write that
+    gives the workload that template (a rollback): left behind, the next deploy would make a second,
+    annotation-only write for them, unguarded by the plan that showed the first."""
+    running = toggle_flags_on(server_of(template, container).flags)
+    return {key: None for toggle in scan_toggles(keys, notes)[0]
+            if TOGGLE_FLAGS.get(toggle.name, toggle.name) not in running
+            for key in keys.toggle_keys(toggle.name) if key in notes}

@@ -274,9 +274,12 @@ def change_ops(change: Change, keys: Keys, client: KubeClient, basis: dict[str, 
         else:
             notes[key] = value
     template = desired["spec"].get("template")
-    if template is not None and notes.get(keys.last_action_at) != (
-            (basis.get("metadata") or {}).get("annotations") or {}).get(keys.last_action_at):
-        notes[keys.last_action_template] = template_digest(template)  # this write is our last action
+    ours = change.audit is not None or keys.last_action_at in stamped  # audited, or stamped at the write
+    if template is not None and (ours or notes.get(keys.last_action_at) != (
+            (basis.get("metadata") or {}).get("annotations") or {}).get(keys.last_action_at)):
+        # this write is our last action — even in the same second as the one before it (a pin, then the budget's
+        # change): the time alone would leave the earlier write's digest, and its template would read as not ours
+        notes[keys.last_action_template] = template_digest(template)
     desired.setdefault("metadata", {})["annotations"] = notes
     return json_patch(basis, desired)
 
