@@ -10,7 +10,7 @@ from typing import Any
 from vllm_remedy.kube.annotations import canonical_json, rfc3339
 from vllm_remedy.policy import Fallback, GatewayErrorRate, Policy
 from vllm_remedy.remedies.confirm import error_rate_check, fallback_check
-from vllm_remedy.remedies.restore import (
+from vllm_remedy.remedies.fallback import (
     fallback_share,
     primary_stable,
     shift_back_after,

@@ -9,7 +9,8 @@ import pytest
 from vllm_remedy.errors import UserError
 from vllm_remedy.policy import Policy
 from vllm_remedy.remedies.confirm import confirm_revision, parse_metrics
-from vllm_remedy.remedies.restore import NONE, REFUSE, ROLLBACK, SHED, decide_restore, shed_flags, shifted_route
+from vllm_remedy.remedies.fallback import shifted_route
+from vllm_remedy.remedies.restore import NONE, REFUSE, ROLLBACK, SHED, decide_restore, shed_flags
 
 NOW = 1_800_000_000.0  # 2027-01-15T08:00:00Z
 

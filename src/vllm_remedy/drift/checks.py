@@ -38,9 +38,9 @@ from vllm_remedy.kube.lws_history import flag_disagreement, world_size_shortfall
 from vllm_remedy.kube.wait import RESTART_LIMIT, crashing_container
 from vllm_remedy.policy import Policy, format_duration
 from vllm_remedy.remedies.enforce_eager import TOGGLE_FLAGS, beyond_limit
+from vllm_remedy.remedies.fallback import fallback_traffic, route_name, shift_back_after
 from vllm_remedy.remedies.pin_gpu import canonical_product
 from vllm_remedy.remedies.predict import Prediction, pinned_gpu, predict_template
-from vllm_remedy.remedies.restore import fallback_traffic, route_name, shift_back_after
 from vllm_remedy.vllm.cmdline import ServerCommand, find_server
 
 CHECKS = ("max-model-len", "flag-bounds", "known-good-unit", "gpu-pinned", "enforce-eager", "concurrency",

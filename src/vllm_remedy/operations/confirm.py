@@ -40,7 +40,7 @@ from vllm_remedy.prometheus import PrometheusError, instant_query
 from vllm_remedy.remedies.confirm import ConfirmResult, confirm_revision, error_rate_check, fallback_check
 from vllm_remedy.remedies.enforce_eager import in_force
 from vllm_remedy.remedies.evidence import deployment_fields
-from vllm_remedy.remedies.restore import shift_back_after
+from vllm_remedy.remedies.fallback import shift_back_after
 from vllm_remedy.vllm.cmdline import find_server
 
 

@@ -51,23 +51,17 @@ from vllm_remedy.operations.util import (
 )
 from vllm_remedy.policy import Fallback, LoadShedding, format_duration, parse_duration
 from vllm_remedy.remedies.evidence import StartCheck, field_problems, recorded_fields
-from vllm_remedy.remedies.load_guard import guard_flags
-from vllm_remedy.remedies.predict import pinned_gpu, predict_template
-from vllm_remedy.remedies.restore import (
-    NONE,
-    REFUSE,
-    ROLLBACK,
-    SHED,
-    RestoreDecision,
-    decide_restore,
+from vllm_remedy.remedies.fallback import (
     fallback_traffic,
     primary_stable,
     route_name,
-    shed_flags,
     shift_back_after,
     shifted_back_route,
     shifted_route,
 )
+from vllm_remedy.remedies.load_guard import guard_flags
+from vllm_remedy.remedies.predict import pinned_gpu, predict_template
+from vllm_remedy.remedies.restore import NONE, REFUSE, ROLLBACK, SHED, RestoreDecision, decide_restore, shed_flags
 from vllm_remedy.vllm.versions import version_from_image
 
 GATEWAY = "gateway.networking.k8s.io/v1"

@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vllm_remedy.policy import Fallback, GatewayErrorRate, Policy, format_duration
-from vllm_remedy.remedies.restore import crash_looping, fallback_traffic, ready_for, route_name
+from vllm_remedy.remedies.fallback import fallback_traffic, route_name
+from vllm_remedy.remedies.restore import crash_looping, ready_for
 
 #: KV usage gauges, newest name first (vLLM 0.9.2 added kv_cache_usage_perc; older releases only gpu_...).
 KV_USAGE = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
