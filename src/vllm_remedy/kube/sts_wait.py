@@ -57,6 +57,20 @@ def stuck_pods(sts: dict[str, Any], pods: list[dict[str, Any]], restart_limit: i
     return [n for n in blocking if n in stuck]
 
 
+def held_by_partition(sts: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], restart_limit: int = 3) -> list[str]:
+    """Crash-looping pods below a RollingUpdate ``partition`` (pure): no rollback reaches them — the controller
+    updates only ordinals at or above it, and recreates a deleted pod below it at the set's current revision (the
+    StatefulSet docs' partitioned rolling update) — so they crash-loop until someone lowers the partition."""
+    spec = sts.get("spec") or {}
+    strategy = spec.get("updateStrategy") or {}
+    if strategy.get("type") == "OnDelete":
+        return []
+    partition = int((strategy.get("rollingUpdate") or {}).get("partition") or 0)
+    names = [str((p.get("metadata") or {}).get("name")) for p in pods
+             if crashing_container(pod_health(dict(p)), restart_limit)]
+    return sorted((n for n in names if 0 <= _ordinal(n) < partition), key=_ordinal)
+
+
 def stuck_after(sts: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], off: Sequence[str],
                 restart_limit: int = 3) -> list[str]:
     """Pods :func:`stuck_pods` will find once a write moves the set's update revision off the pods ``off`` run, as

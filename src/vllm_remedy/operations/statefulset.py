@@ -26,10 +26,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-import pyinfra
 from pyinfra import host, state
 from pyinfra.api import FunctionCommand, operation
-from pyinfra.context import ctx_host
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.facts.nodes import NodeObjects
@@ -45,6 +43,7 @@ from vllm_remedy.kube.sts_wait import (
     blocked_message,
     deletion_order,
     foreign_update,
+    held_by_partition,
     next_deletions,
     pod_names,
     read_set,
@@ -71,6 +70,7 @@ from vllm_remedy.operations.util import (
     show,
 )
 from vllm_remedy.operations.util.plan import edited_since_read
+from vllm_remedy.operations.util.refusal import fails_later
 from vllm_remedy.operations.util.show import note
 from vllm_remedy.operations.util.template import stale_toggles
 from vllm_remedy.operations.util.write import changed_since, wrote_in_this_run
@@ -175,6 +175,14 @@ def rollback(wait: bool = True, timeout: float | None = None, revision: int | No
     if templates_equal(before, decision.template):
         noop(state, host, f"{ctx.where} already has revision {decision.revision}'s template")
         return
+    held = held_by_partition(sts, pods)
+    if held:  # the rollback would reach none of them, and -y would wait on them until its timeout
+        partition = (((sts.get("spec") or {}).get("updateStrategy") or {}).get("rollingUpdate") or {}).get("partition")
+        yield from refuse(state, host, f"{ctx.where}: updateStrategy partition {partition} keeps crash-looping pod(s) "
+                          f"{', '.join(held)} below it: neither a rollback nor a deletion reaches them (a pod deleted "
+                          "below the partition comes back at the current revision); lower "
+                          "spec.updateStrategy.rollingUpdate.partition, then rerun")
+        return
     summary = (f"roll back {ctx.where} from revision {decision.current} to revision {decision.revision} "
                f"({decision.replicaset}) — chosen by rule: {decision.rule}")
     observe(state, host, ctx.deployment_path, sts)
@@ -239,9 +247,7 @@ def blocked_in_plan(ctx: K8sHost, sts: Mapping[str, Any], stuck: Sequence[str], 
         return
     line = f"{label}: blocked: {blocked_message(dict(sts), list(stuck))} (policy restore.delete_pods: never)"
     note(host, line, error=True)
-    real = getattr(host, "state", None)
-    if pyinfra.is_cli and real is not None:
-        real.failed_hosts.add(ctx_host.get() if ctx_host.isset() else host)  # the Host itself, not the proxy
+    fails_later(state, host)
 
 
 def foreign_line(where: str, stuck: Sequence[str]) -> str:

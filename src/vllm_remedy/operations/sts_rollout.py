@@ -18,6 +18,7 @@ from typing import Any
 from pyinfra import host, state
 from pyinfra.api import FunctionCommand
 
+from vllm_remedy.facts.statefulset import StatefulSetState
 from vllm_remedy.kube.annotations import template_digest
 from vllm_remedy.kube.health import pod_health
 from vllm_remedy.kube.sts_wait import deletion_order, foreign_update, pod_names, rows_rolled_out, stuck_after
@@ -28,7 +29,7 @@ from vllm_remedy.operations.statefulset import (
     planned_rolled_out,
     wait_and_unblock,
 )
-from vllm_remedy.operations.util import K8sHost, noop, show
+from vllm_remedy.operations.util import K8sHost, crash_loop_ahead, noop, pods_fact, show
 
 
 def _ordinal(name: str) -> int:
@@ -93,6 +94,8 @@ def wait(ctx: K8sHost, sts: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]
     show(state, host, update_lines(sts, pods, ctx.policy.restore.delete_pods), topic="strategy")
     plan_rolled_out(host, ctx.deployment_path, template)
     blocked_in_plan(ctx, sts, stuck, label)
+    if not (stuck and ctx.policy.restore.delete_pods == "never"):  # else blocked_in_plan said why it fails
+        crash_loop_ahead(state, host, ctx, host.get_fact(StatefulSetState)["statefulset"], sts, pods_fact(host), label)
     # pods are deleted only onto the template this run wrote, or (none written) the one read here
     yield FunctionCommand(wait_and_unblock, (seconds, label, template_digest((sts.get("spec") or {}).get("template"))),
                           {})

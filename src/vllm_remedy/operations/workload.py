@@ -20,6 +20,7 @@ from pyinfra import host, state
 from pyinfra.api import FunctionCommand, operation
 
 from vllm_remedy.errors import UserError
+from vllm_remedy.facts.deployment import Deployment
 from vllm_remedy.facts.statefulset import StatefulSetState
 from vllm_remedy.kube.errors import RolloutError
 from vllm_remedy.kube.history import template_of
@@ -28,6 +29,7 @@ from vllm_remedy.kube.wait import rollout_status
 from vllm_remedy.operations import sts_rollout
 from vllm_remedy.operations.enforce_eager import warn_malformed
 from vllm_remedy.operations.util import (
+    crash_loop_ahead,
     deployment_object,
     flag_text,
     k8s_host,
@@ -193,4 +195,6 @@ def rolled_out(timeout: float | None = None) -> Iterator[FunctionCommand]:
     if done:
         noop(state, host, f"{ctx.where} is rolled out")
         return
+    crash_loop_ahead(state, host, ctx, host.get_fact(Deployment)["object"], deployment, pods_fact(host), label)
     yield FunctionCommand(wait_rollout, (seconds, label), {})
+

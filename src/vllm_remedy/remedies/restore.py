@@ -168,7 +168,8 @@ def decide_restore(history: Mapping[str, Any], pods: Mapping[str, Any], policy: 
     history, doubted = credible_marks(history, keys, now)
     in_events = crashes_in_events(history.get("revisions") or [], events, now, serving_revisions(pods))
     if forced is not None:
-        decision = _forced(history, keys, forced, container, nodes, in_events, override, cannot_start)
+        dying = crash_failures(pods, container, now=now, stable=policy.confirm.stable_for.total_seconds())
+        decision = _forced(history, keys, forced, container, nodes, in_events, override, cannot_start, dying)
         return replace(decision, warnings=(*doubted, *decision.warnings))
     return replace(decision := _decide(history, pods, policy, keys, container, now, nodes, in_events, cannot_start),
                    warnings=(*doubted, *decision.warnings))
@@ -228,20 +229,20 @@ def keys_of(policy: Policy) -> Keys:
 
 def _forced(history: Mapping[str, Any], keys: Keys, forced: int, container: str | None,
             nodes: Sequence[Mapping[str, Any]] | None, in_events: Mapping[int, EventCrash], override: bool,
-            cannot_start: StartCheck | None = None) -> RestoreDecision:
+            cannot_start: StartCheck | None = None, dying: Mapping[str, int] | None = None) -> RestoreDecision:
     current = history.get("current_revision")
     rev = next((r for r in revisions(history) if r.number == forced), None)
     if rev is None:  # a rollback renumbers its ReplicaSet and keeps the old number in revision-history
         rev = next((r for r in revisions(history) if str(forced) in earlier_numbers(r.annotations)), None)
         if rev is not None and rev.number == current:
-            return RestoreDecision(NONE, f"host data revision: {forced} is the current revision (renumbered "
-                                   f"{rev.number} when it was rolled back to)", current=current)
+            return _forced_current(f"{forced} is the current revision (renumbered {rev.number} when it was rolled "
+                                   "back to)", current, dying, override)
     if rev is None:
         return RestoreDecision(REFUSE, f"host data revision: {forced} is not in the rollout history of "
                                f"{history.get('kind') or 'deployment'} {history.get('deployment')} (revisions: "
                                f"{', '.join(str(r.number) for r in revisions(history))})", current=current)
     if rev.number == current:
-        return RestoreDecision(NONE, f"host data revision: {forced} is the current revision", current=current)
+        return _forced_current(f"{forced} is the current revision", current, dying, override)
     doubt = against(rev, keys, container, nodes, None, in_events, cannot_start=cannot_start)
     named = f"revision {forced}" + (f" (now numbered {rev.number})" if rev.number != forced else "")
     if doubt and not override:
@@ -252,6 +253,18 @@ def _forced(history: Mapping[str, Any], keys: Keys, forced: int, container: str 
                            detail=f"revision {rev.number} ({rev.replicaset}) named by the operator",
                            warnings=(f"warning: forced despite the evidence (override=evidence): {doubt}",)
                            if doubt else ())
+
+
+def _forced_current(what: str, current: Any, dying: Mapping[str, int] | None, override: bool) -> RestoreDecision:
+    """The operator named the revision that runs now: nothing to restore — unless its pods are crash-looping, the
+    live evidence a recorded crash would be for any other revision: refused like one (the run would only wait on
+    the crash loop and fail), restored-as-is with ``override=evidence`` (its wait then fails as it will)."""
+    if dying and not override:
+        seen = ", ".join(f"{n} pod(s) {k}" for k, n in dying.items())
+        return RestoreDecision(REFUSE, f"host data revision: {what} and it is crash-looping now ({seen}): nothing "
+                               "to restore to; name an earlier revision, or to wait on it anyway add --data "
+                               "override=evidence", current=current)
+    return RestoreDecision(NONE, f"host data revision: {what}", current=current)
 
 
 def served_base(history: Mapping[str, Any], keys: Keys, container: str | None, policy: Policy,

@@ -71,6 +71,16 @@ def record(state: Any, host: Any, reason: str) -> None:
     _install(real)
 
 
+def fails_later(state: Any, host: Any) -> None:
+    """While detecting changes: a step ``-y`` will reach fails there (a wait on pods nothing in this run replaces
+    or unblocks), so under pyinfra's CLI the host is marked failed now and ``--dry`` exits 1 as ``-y`` will. Not a
+    refusal: the host's operations are all still planned, and a prompted run still runs them (its writes too)."""
+    real = _state(state, host)
+    if real is None or real.is_executing or not pyinfra.is_cli:
+        return
+    real.failed_hosts.add(ctx_host.get() if ctx_host.isset() else host)  # the Host itself, not the proxy
+
+
 def refusal(state: Any, host: Any) -> Refusal | None:
     """The host's refusal in this run while changes were detected, if any."""
     return _REFUSED.get((id(_state(state, host)), str(host.name)))

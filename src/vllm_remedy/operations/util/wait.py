@@ -22,15 +22,18 @@ from vllm_remedy.connectors.k8s import PROGRESS_SECONDS
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.client import JSON_PATCH, KubeClient
 from vllm_remedy.kube.clock import ClusterClock
+from vllm_remedy.kube.history import template_of
 from vllm_remedy.kube.progress import ProgressReader
 from vllm_remedy.kube.wait import Crash, ProgressHook
 from vllm_remedy.kube.watch import watch_restored
 from vllm_remedy.operations.util import live
 from vllm_remedy.operations.util.context import K8sHost, k8s_host
+from vllm_remedy.operations.util.refusal import fails_later
 from vllm_remedy.operations.util.show import note
 from vllm_remedy.operations.util.write import Change, change_ops
 from vllm_remedy.remedies.diagnose import evidence_lines
 from vllm_remedy.remedies.evidence import record_changes
+from vllm_remedy.remedies.restore import crash_failures
 
 #: Outside a terminal an unchanged report is repeated every this many reports (a minute at the default 5 s).
 HEARTBEAT = 12
@@ -135,3 +138,20 @@ def progress_reports(host: Any, ctx: K8sHost) -> Iterator[ProgressHook | None]:
     finally:
         if board is not None:
             board.drop(str(host.name))
+
+
+def crash_loop_ahead(state: Any, host: Any, ctx: K8sHost, read: Mapping[str, Any], planned: Mapping[str, Any],
+                     pods: Mapping[str, Any], label: str) -> None:
+    """While detecting: this run writes no template (``planned``, the workload as its earlier operations leave it,
+    has the template ``read`` has) and the current revision's pods are crash-looping, so the wait ``-y`` reaches
+    fails fast on that crash loop. Say so with the wait's label and fail the host now: ``--dry`` exits 1 as ``-y``
+    will."""
+    if state.is_executing or template_of(dict(planned)) != template_of(dict(read)):
+        return
+    dying = crash_failures(pods, ctx.container)
+    if not dying:
+        return
+    seen = ", ".join(f"{n} pod(s) {k}" for k, n in dying.items())
+    note(host, f"{label}: will fail: the current revision is crash-looping ({seen}) and this run writes nothing "
+         "that replaces it; see deploys/restore.py and deploys/diagnose.py", error=True)
+    fails_later(state, host)
