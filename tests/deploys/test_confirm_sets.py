@@ -11,7 +11,7 @@ from typing import Any
 from fixtures import lws_world, pyinfra_run, sts_world
 from fixtures.budget_world import prompted_run
 from fixtures.pyinfra_run import ROOT, Rehearsal, crash_on_start, host_lines
-from fixtures.restore_world import wait_until
+from fixtures.restore_world import FAST_POLL, fast_forward, wait_until
 from vllm_remedy.kube.annotations import parse_rfc3339
 from vllm_remedy.kube.client import JSON_PATCH, MERGE_PATCH
 from vllm_remedy.kube.lws_wait import wait_for_lws_rollout
@@ -33,7 +33,8 @@ def stable(rehearsal: Rehearsal, selector: str, seconds: float = 31 * 60) -> Non
         return bool(live) and all(c is not None and c["status"] == "True"
                                   and clock.now() - parse_rfc3339(c["lastTransitionTime"]) >= seconds for c in conds)
 
-    wait_until(ready_long_enough, 60, f"pods Ready for {seconds:.0f}s of cluster time")
+    with fast_forward(clock):
+        wait_until(ready_long_enough, 60, f"pods Ready for {seconds:.0f}s of cluster time", FAST_POLL)
 
 
 def notes(revision: dict[str, Any]) -> dict[str, str]:

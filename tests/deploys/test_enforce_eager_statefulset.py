@@ -12,7 +12,7 @@ from typing import Any
 from fixtures import pyinfra_run
 from fixtures.budget_world import EAGER, GOOD_ARGS, LOAD_GUARD, prompted_run
 from fixtures.pyinfra_run import Rehearsal, host_lines
-from fixtures.restore_world import CONFIRM
+from fixtures.restore_world import CONFIRM, FAST_FORWARD, fast_forward
 from fixtures.sts_step4 import (
     dry_is_the_run,
     edit,
@@ -149,7 +149,8 @@ def test_confirm_takes_an_expired_toggle_off_before_it_marks_the_revision(rehear
     assert EXPIRES not in after["metadata"]["annotations"] and PRIOR not in after["metadata"]["annotations"]
     assert not any("vllm-remedy.io/known-good" in (r["metadata"].get("annotations") or {})
                    for r in revision_names(rehearsal).values())
-    time.sleep(4)  # the rehearsal clock runs 600x: past the policy's 30m of stability
+    with fast_forward(rehearsal.cluster.clock):  # 40 cluster minutes: past the policy's 30m of stability
+        time.sleep(40 * 60 / FAST_FORWARD)
     got = rehearsal.pyinfra(inv, CONFIRM, "-y", timeout=300)
     assert got.returncode == 0, got.stderr
     marked = [r for r in revision_names(rehearsal).values()

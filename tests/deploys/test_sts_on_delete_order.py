@@ -25,6 +25,7 @@ from fixtures.sts_world import (
     STS_HOST,
     crash_looping_on,
     delete_pod,
+    faster_once_deleted,
     inventory,
     killed_after_deleting_the_blocking_pod,
     llama_set,
@@ -142,7 +143,7 @@ def test_after_kill_9_an_on_delete_restore_rerun_waits_for_the_rollout(rehearsal
     rehearsal.cluster.clock.set_speed(5.0)  # the restored pod takes ~15 s of real time to load: killed mid-wait
     said = killed_after_deleting_the_blocking_pod(rehearsal, inv, tmp_path)
     assert int(sts(rehearsal)["status"].get("readyReplicas") or 0) < 2, said
-    with fewest_ready(rehearsal) as fewest:
+    with fewest_ready(rehearsal) as fewest, faster_once_deleted(rehearsal, "llama-sts-0"):
         again = rehearsal.pyinfra(inv, RESTORE, "-y", timeout=180)
     assert again.returncode == 0, again.stderr
     lines = host_lines(again.stderr, STS_HOST)

@@ -15,7 +15,7 @@ from fixtures.budget_world import BUDGET, EAGER, GOOD_ARGS, LOAD_GUARD
 from fixtures.pyinfra_run import Rehearsal, detected_changes, host_lines
 from fixtures.restore_world import killed_once
 from fixtures.sts_step4 import IMPLICIT, edit, env_fix, inventory, quiet, rolled_out, with_args
-from fixtures.sts_world import RESTORE, STS_HOST, bad_rollout, llama_set, pod_uids, sts
+from fixtures.sts_world import RESTORE, STS_HOST, bad_rollout, faster_once_deleted, llama_set, pod_uids, sts
 from fixtures.sts_world import inventory as restore_inventory
 from vllm_remedy.kube.sts_wait import NOT_OURS
 
@@ -82,7 +82,8 @@ def test_after_kill_9_a_deploy_writing_nothing_still_finishes_our_own_rollout(re
     rehearsal.cluster.clock.set_speed(5.0)  # the replacement takes ~15 s of real time to load: killed mid-wait
     killed_once(rehearsal, inv, BUDGET, tmp_path, "deleted pod llama-sts-1", "the run to delete its first pod")
     kept = pod_uids(rehearsal)["llama-sts-0"]
-    again = rehearsal.pyinfra(inv, LOAD_GUARD, "-y", timeout=300)  # writes nothing: the template is our budget's
+    with faster_once_deleted(rehearsal, "llama-sts-0"):  # the rerun has waited for llama-sts-1 by then
+        again = rehearsal.pyinfra(inv, LOAD_GUARD, "-y", timeout=300)  # writes nothing: the template is our budget's
     assert again.returncode == 0, again.stderr
     lines = host_lines(again.stderr, STS_HOST)
     assert deletions(lines) == ["llama-sts-0"], lines

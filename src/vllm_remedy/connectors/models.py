@@ -12,14 +12,16 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vllm_remedy import hub
 from vllm_remedy.errors import UserError
-from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.kube.errors import KubeError
 from vllm_remedy.policy import Policy
 from vllm_remedy.vllm.cmdline import ServerCommand
+
+if TYPE_CHECKING:  # annotations only: vllm-remedy check reads policy_config offline without the kubernetes package
+    from vllm_remedy.kube.client import KubeClient
 
 
 def learn_model(client: KubeClient, namespace: str, server: ServerCommand, policy: Policy | None) -> str | None:

@@ -13,7 +13,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from vllm_remedy.gameday.picture import render_png
 from vllm_remedy.gameday.predict import compare, kv_figure
 from vllm_remedy.gameday.runner import GameResult
 from vllm_remedy.gameday.timeline import FAULT, Timeline
@@ -183,6 +182,9 @@ def write_report(result: GameResult, folder: Path) -> dict[str, str]:
     """Write ``<scenario>.md``, ``<scenario>.png``, ``<scenario>.html`` and ``<scenario>.json`` into ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
     name = result.scenario.name
+    # matplotlib is ~0.37 s of imports: only a game that gets this far pays it, not a refused or unknown scenario
+    from vllm_remedy.gameday.picture import render_png
+
     png = render_png(result.timeline, result.scenario.title)
     paths = {kind: str((folder / f"{name}.{kind}").resolve()) for kind in ("md", "html", "png", "json")}
     Path(paths["png"]).write_bytes(png)
