@@ -125,8 +125,9 @@ def plan_fix(got: LwsView, gpu: str | None, target_concurrency: float | None) ->
     step, pinned, skipped = _group_step(got, plan, picture)
     if plan.verdict != "change" or step is None:
         current = Prediction(product, plan.current, rules=rules)
+        # an expired toggle's revert may have been written before this step: the budget itself changed nothing
         return ("refuse", f"{ctx.where}: {plan.problem}; no change within policy {ctx.policy.source} the group can "
-                f"take is predicted to fit{skipped} ({current.line()}); nothing was changed")
+                f"take is predicted to fit{skipped} ({current.line()}); the budget changed nothing")
     leader, notes = planned_template(ctx, pinned or got.leader, step, ctx.client.server_time(),
                                      pinned=pinned is not None)
     return GroupFix(planned_lwt(got, leader), step, plan, dict(notes), skipped)
