@@ -102,8 +102,8 @@ def test_every_revision_too_wide_refuses_in_one_line(rehearsal: Rehearsal, tmp_p
 
 
 def test_override_evidence_on_a_layout_vllm_always_refuses(rehearsal: Rehearsal, tmp_path: Path) -> None:
-    """--data revision=2 on a too-wide revision says 'to restore it anyway, add --data override=evidence'. vLLM refuses
-    a world size above the group's GPUs deterministically; does the override write a layout that cannot start?"""
+    """vLLM refuses a world size above the group's GPUs deterministically: naming such a revision is refused as input
+    (one line, exit 2) with or without override=evidence, which no longer offers itself as the way out."""
     _serve(rehearsal)
     _roll(rehearsal, [{"op": "replace", "path": SIZE, "value": 1}])
     _roll(rehearsal, [{"op": "replace", "path": SIZE, "value": 2}, {"op": "replace", "path": ARGS, "value": BAD_ARGS}])
@@ -111,9 +111,10 @@ def test_override_evidence_on_a_layout_vllm_always_refuses(rehearsal: Rehearsal,
     before = read(rehearsal)
     dry = rehearsal.pyinfra(inv, RESTORE, "--dry", "--data", "revision=2", "--data", "override=evidence", timeout=300)
     print(dry.stderr)
-    assert dry.returncode == 1, dry.stderr
+    assert dry.returncode == 2, dry.stderr
     got = rehearsal.pyinfra(inv, RESTORE, "-y", "--data", "revision=2", "--data", "override=evidence", timeout=300)
-    assert got.returncode == 1, got.stderr
+    assert got.returncode == 2, got.stderr
+    assert "revision 2 is not restored: it cannot start" in got.stderr and "override" not in got.stderr, got.stderr
     print(got.stderr)
     after = read(rehearsal)
     assert after["spec"]["leaderWorkerTemplate"]["size"] == before["spec"]["leaderWorkerTemplate"]["size"], (
