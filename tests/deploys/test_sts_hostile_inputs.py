@@ -19,9 +19,11 @@ def test_hostile_revision_and_override_values(rehearsal: Rehearsal, tmp_path: Pa
     cases = [("revision=abc",), ("revision=0",), ("revision=-1",), ("revision=99",), ("revision=" + "9" * 30,),
              ("revision=2.0",), ("revision=",), ("revision=2",), ("override=evidence",), ("override=yes",),
              ("revision=1", "override=everything"), ("revision=[1]",), ("revision=true",)]
+    # the values are checked before any operation is planned, the same code under --dry and -y: every value under
+    # --dry, three of them under -y as well (the suite's time: each run is a pyinfra process)
     for case in cases:
         data = [x for kv in case for x in ("--data", kv)]
-        for flag in ("--dry", "-y"):
+        for flag in ("--dry", "-y") if case in (("revision=abc",), ("revision=99",), ("revision=2",)) else ("--dry",):
             got = rehearsal.pyinfra(inv, RESTORE, flag, *data, timeout=300)
             said = [line for line in host_lines(got.stderr, STS_HOST) if line and line != "Connected"]
             if got.returncode != 2 or len(said) != 1 or sts(rehearsal)["spec"] != before or pod_uids(rehearsal) != pods:
@@ -52,7 +54,7 @@ def test_bad_delete_pods_policy_values_are_one_line_naming_file_and_key(rehearsa
         sub = tmp_path / f"v{abs(hash(value))}"
         sub.mkdir()
         inv = inventory(sub, value)
-        for flag in ("--dry", "-y"):
+        for flag in ("--dry", "-y") if value in ("sometimes", "[blocking]") else ("--dry",):  # as above
             got = rehearsal.pyinfra(inv, RESTORE, flag, timeout=300)
             said = [line for line in host_lines(got.stderr, STS_HOST) if line and line != "Connected"]
             ok = (got.returncode == 1 and len(said) == 1 and "delete_pods" in said[0] and "policy.yaml" in said[0])
