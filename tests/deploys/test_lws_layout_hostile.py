@@ -13,7 +13,7 @@ import pytest
 
 from fixtures import pyinfra_run
 from fixtures.lws_remedy import inventory, lines
-from fixtures.lws_world import ARGS, BAD_ARGS, GOOD_ARGS, NAME, RESTORE, install_crd, patch, read, vllm_lws
+from fixtures.lws_world import ARGS, BAD_ARGS, GOOD_ARGS, NAME, RESTORE, install_crd, patch, read, serve_set, vllm_lws
 from fixtures.pyinfra_run import Rehearsal
 from vllm_remedy.kube.lws_wait import wait_for_lws_rollout
 
@@ -22,14 +22,7 @@ SIZE = "/spec/leaderWorkerTemplate/size"
 
 
 def _serve(rehearsal: Rehearsal) -> dict:
-    cluster = rehearsal.clusters["rehearsal"]
-    install_crd(cluster)
-    rehearsal.change(lambda d: d["spec"].__setitem__("replicas", 0))
-    client = rehearsal.client()
-    client.request("POST", client.object_path("llm", "leaderworkersets", group="leaderworkerset.x-k8s.io/v1"),
-                   body=vllm_lws(NAME))
-    assert wait_for_lws_rollout(client, "llm", NAME, timeout=1800, clock=cluster.clock, interval=5).ok
-    return read(rehearsal)
+    return serve_set(rehearsal)
 
 
 def _roll(rehearsal: Rehearsal, ops: list[dict]) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from fixtures import pyinfra_run
 from fixtures.lws_remedy import dry_then_apply, inventory, lines
-from fixtures.lws_world import ARGS, BAD_ARGS, GOOD_ARGS, HOST, NAME, RESTORE, install_crd, patch, read, vllm_lws
+from fixtures.lws_world import ARGS, BAD_ARGS, GOOD_ARGS, HOST, NAME, RESTORE, patch, read, serve_set
 from fixtures.pyinfra_run import Rehearsal
 from vllm_remedy.kube.annotations import rfc3339
 from vllm_remedy.kube.lws_wait import wait_for_lws_rollout
@@ -30,14 +30,9 @@ CRASHED = "vllm-remedy.io/crashed"
 
 def _history(rehearsal: Rehearsal) -> dict:
     """Revisions 1 (serves), 2 (wide: cannot start), 3 (bad, crash-looping now); the good set is returned."""
+    good = serve_set(rehearsal)
     cluster = rehearsal.clusters["rehearsal"]
-    install_crd(cluster)
-    rehearsal.change(lambda d: d["spec"].__setitem__("replicas", 0))
     client = rehearsal.client()
-    client.request("POST", client.object_path("llm", "leaderworkersets", group="leaderworkerset.x-k8s.io/v1"),
-                   body=vllm_lws(NAME))
-    assert wait_for_lws_rollout(client, "llm", NAME, timeout=1800, clock=cluster.clock, interval=5).ok
-    good = read(rehearsal)
     for args in (WIDE_ARGS, BAD_ARGS):
         patch(rehearsal, [{"op": "replace", "path": ARGS, "value": args}])
         failed = wait_for_lws_rollout(client, "llm", NAME, timeout=1800, clock=cluster.clock, interval=5,

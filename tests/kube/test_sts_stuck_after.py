@@ -6,24 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from fixtures.sts_objects import pod, sset
 from vllm_remedy.kube.annotations import Keys, template_digest
 from vllm_remedy.kube.sts_wait import foreign_update, stuck_after, stuck_pods
 
 ORDERED = {"type": "RollingUpdate"}
 KEY = Keys("vllm-remedy.io/").last_action_template
 
-
-def pod(name: str, rev: str, ready: bool = True, crashing: bool = False) -> dict[str, Any]:
-    state = {"waiting": {"reason": "CrashLoopBackOff"}} if crashing else {"running": {}}
-    return {"metadata": {"name": name, "labels": {"controller-revision-hash": rev}}, "spec": {"nodeName": "n1"},
-            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": str(ready)}],
-                       "containerStatuses": [{"name": "vllm", "ready": ready, "restartCount": 5 if crashing else 0,
-                                              "state": state}]}}
-
-
-def sset(strategy: dict[str, Any], replicas: int = 3) -> dict[str, Any]:
-    return {"metadata": {"name": "s", "generation": 2}, "spec": {"replicas": replicas, "updateStrategy": strategy},
-            "status": {"observedGeneration": 2, "updateRevision": "new"}}
 
 
 def test_under_ordered_ready_only_crash_looping_pods_off_the_target_are_stuck() -> None:

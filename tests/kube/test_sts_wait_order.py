@@ -3,27 +3,9 @@ line names while the controller replaces one (``sts_rollout.update_lines``): pur
 
 from __future__ import annotations
 
-from typing import Any
-
+from fixtures.sts_objects import pod, sset
 from vllm_remedy.kube.sts_wait import next_deletions, rows_rolled_out
 from vllm_remedy.operations.sts_rollout import update_lines
-
-
-def pod(name: str, rev: str, ready: bool = True, crashing: bool = False, deleting: bool = False) -> dict[str, Any]:
-    state = ({"waiting": {"reason": "CrashLoopBackOff"}} if crashing else {"running": {}})
-    meta: dict[str, Any] = {"name": name, "labels": {"controller-revision-hash": rev}}
-    if deleting:
-        meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
-    return {"metadata": meta, "spec": {"nodeName": "n1"},
-            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": str(ready)}],
-                       "containerStatuses": [{"name": "vllm", "ready": ready, "restartCount": 5 if crashing else 0,
-                                              "state": state}]}}
-
-
-def sset(strategy: dict[str, Any], replicas: int = 3) -> dict[str, Any]:
-    return {"metadata": {"name": "s", "generation": 2}, "spec": {"replicas": replicas, "updateStrategy": strategy},
-            "status": {"observedGeneration": 2, "updateRevision": "new"}}
-
 
 ON_DELETE = {"type": "OnDelete"}
 
