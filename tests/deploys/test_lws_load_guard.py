@@ -87,3 +87,16 @@ def test_caps_on_a_group_predicted_not_to_start_are_refused_and_nothing_changes(
         refused = [line for line in lines(got) if f"{WHERE}: cap load --max-num-batched-tokens 1024: " in line]
         assert len(refused) == 1 and refused[0].endswith("nothing was changed"), got.stderr
     assert edits(read(rehearsal))[:2] == edits(before)[:2] and _args(read(rehearsal)) == BAD_ARGS
+
+
+def test_on_a_crash_looping_set_with_nothing_to_lower_dry_fails_as_y_does(rehearsal: Rehearsal, tmp_path: Path) -> None:
+    """The bad rollout crash-loops and the policy caps nothing: the run writes nothing, and the wait -y reaches fails
+    fast on the crash loop. --dry says so with the wait's label and exits 1 as -y does; the set is not changed."""
+    start_set(rehearsal)
+    inv = inventory(tmp_path)
+    before = read(rehearsal)
+    dry = rehearsal.pyinfra(inv, LOAD_GUARD, "--dry", timeout=300)
+    got = rehearsal.pyinfra(inv, LOAD_GUARD, "-y", timeout=300)
+    assert (dry.returncode, got.returncode) == (1, 1), (dry.stderr, got.stderr)
+    assert any(line.startswith(f"wait for {WHERE} to roll out: will fail: ") for line in lines(dry)), lines(dry)
+    assert lwt(read(rehearsal)) == lwt(before)

@@ -115,7 +115,8 @@ def groups_ready(lws: Mapping[str, Any]) -> bool:
     return observed and all(int(status.get(k) or 0) == replicas for k in ("readyReplicas", "updatedReplicas"))
 
 
-def _crashing(facts: Mapping[str, Any]) -> list[str]:
+def crashing_pods(facts: Mapping[str, Any]) -> list[str]:
+    """The current template's crash-looping pods (the LeaderWorkerSetState fact's pod rows), by name."""
     return sorted(p["name"] for p in facts["pod_rows"]["pods"] if p.get("new") and not p.get("deleting") and any(
         c.get("crash_looping") for c in p.get("containers") or []))
 
@@ -161,7 +162,7 @@ def rollback(wait: bool = True, timeout: float | None = None, revision: int | No
         noop(state, host, f"nothing to restore: no pod of {ctx.where}'s current template is crash-looping"
              if revision is None else f"nothing to restore: {decision.reason}")
         return
-    crashing = _crashing(facts)
+    crashing = crashing_pods(facts)
     if decision.action != ROLLBACK or decision.revision is None:
         show(state, host, skipped, topic="skipped")
         yield from refuse(state, host, decision.reason if decision.action == REFUSE else

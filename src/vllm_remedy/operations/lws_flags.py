@@ -29,7 +29,7 @@ from vllm_remedy.facts.leaderworkerset import LeaderWorkerSetState
 from vllm_remedy.kube import lws_history
 from vllm_remedy.kube.diff import unified_template_diff
 from vllm_remedy.kube.lws_wait import lws_path
-from vllm_remedy.operations.leaderworkerset import groups_ready, wait_rolled_out
+from vllm_remedy.operations.leaderworkerset import crashing_pods, groups_ready, wait_rolled_out
 from vllm_remedy.operations.util import (
     Change,
     K8sHost,
@@ -47,6 +47,8 @@ from vllm_remedy.operations.util import (
     wrote_in_this_run,
 )
 from vllm_remedy.operations.util import planned as planned_objects
+from vllm_remedy.operations.util.refusal import fails_later
+from vllm_remedy.operations.util.show import note
 from vllm_remedy.remedies.load_guard import caps_of, guard_flags
 from vllm_remedy.remedies.lws_flags import with_leader
 from vllm_remedy.remedies.predict import Prediction, failed_prediction, predict_template
@@ -210,4 +212,10 @@ def rolled_out(timeout: float | None = None) -> Iterator[FunctionCommand]:
         noop(state, host, f"{ctx.where} is rolled out")
         return
     seconds = timeout if timeout is not None else ctx.policy.restore.rollout_timeout.total_seconds()
-    yield FunctionCommand(wait_rolled_out, (seconds, f"wait for {ctx.where} to roll out"), {})
+    label = f"wait for {ctx.where} to roll out"
+    dying = crashing_pods(host.get_fact(LeaderWorkerSetState)) if planned == fresh and not state.is_executing else []
+    if dying:  # nothing of this run replaces them: the wait -y reaches fails fast on them (as the Deployment's)
+        note(host, f"{label}: will fail: the current template's pod(s) {', '.join(dying)} are crash-looping and this "
+             "run writes nothing that replaces them; see deploys/restore.py and deploys/diagnose.py", error=True)
+        fails_later(state, host)
+    yield FunctionCommand(wait_rolled_out, (seconds, label), {})
