@@ -181,3 +181,10 @@ def read_yaml(path: Path, what: str) -> Any:
         return load_text(text, path)
     except yaml.YAMLError as exc:
         raise UserError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
+
+
+def load_packaged(text: str) -> Any:
+    """A YAML file this package ships (catalogs, rehearsal seeds, the residual table): trusted, so not bounded, and
+    parsed by libyaml when PyYAML has it — the same SafeLoader constructors, ~8x faster than the pure-Python parser,
+    which every deploy, CLI run and rehearsal cluster otherwise paid for (~35 ms of CPU for the catalogs alone)."""
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))

@@ -61,14 +61,10 @@ def held_by_partition(sts: Mapping[str, Any], pods: Sequence[Mapping[str, Any]],
     """Crash-looping pods below a RollingUpdate ``partition`` (pure): no rollback reaches them — the controller
     updates only ordinals at or above it, and recreates a deleted pod below it at the set's current revision (the
     StatefulSet docs' partitioned rolling update) — so they crash-loop until someone lowers the partition."""
-    spec = sts.get("spec") or {}
-    strategy = spec.get("updateStrategy") or {}
-    if strategy.get("type") == "OnDelete":
-        return []
-    partition = int((strategy.get("rollingUpdate") or {}).get("partition") or 0)
+    partition = partition_of(sts)
     names = [str((p.get("metadata") or {}).get("name")) for p in pods
              if crashing_container(pod_health(dict(p)), restart_limit)]
-    return sorted((n for n in names if 0 <= _ordinal(n) < partition), key=_ordinal)
+    return sorted((n for n in names if 0 <= ordinal(n) < partition), key=ordinal)
 
 
 def stuck_after(sts: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], off: Sequence[str],
@@ -113,8 +109,7 @@ def wait_for_sts_rollout(client: KubeClient, namespace: str, name: str, *, timeo
         blocking = stuck_pods(sts, pods, restart_limit) if observed else []
         replicas = int((sts.get("spec") or {}).get("replicas", 1) or 0)
         # a RollingUpdate partition keeps the pods below it on their revision: the rollout ends at it, as kubectl's
-        partition = 0 if on_delete else int(
-            (((sts.get("spec") or {}).get("updateStrategy") or {}).get("rollingUpdate") or {}).get("partition") or 0)
+        partition = partition_of(sts)
         done = not blocking and observed and len(fresh) >= replicas - partition and all(
             pod_health(p).ready for p in fresh) and (finished or on_delete)
         return Seen(text, (text.strip() or f"statefulset {name}: {replicas} pods at {update}") if done else None,
@@ -126,9 +121,19 @@ def wait_for_sts_rollout(client: KubeClient, namespace: str, name: str, *, timeo
                     unschedulable_grace=unschedulable_grace)
 
 
-def _ordinal(name: str) -> int:
+def ordinal(name: str) -> int:
+    """A set's pod's ordinal from its name (``llama-sts-1`` → 1; -1 when the name carries none)."""
     tail = name.rpartition("-")[2]
     return int(tail) if tail.isdigit() else -1
+
+
+def partition_of(sts: Mapping[str, Any]) -> int:
+    """The RollingUpdate ``partition`` (0 when unset, and under OnDelete, which has none): pods with a lower ordinal
+    keep their revision."""
+    strategy = (sts.get("spec") or {}).get("updateStrategy") or {}
+    if strategy.get("type") == "OnDelete":
+        return 0
+    return int((strategy.get("rollingUpdate") or {}).get("partition") or 0)
 
 
 def _settled(sts: dict[str, Any], pods: list[dict[str, Any]], stuck: list[str]) -> bool:
@@ -145,7 +150,7 @@ def next_deletions(sts: dict[str, Any], pods: list[dict[str, Any]], restart_limi
     """The pods to delete now to move the set on, highest ordinal first (pure): every stuck pod that is not Ready
     (it serves nothing); else one Ready pod of another revision — the highest ordinal, as a RollingUpdate would take
     it — and only once every other pod is Ready on the update revision; else none (wait for the replacements)."""
-    stuck = sorted(stuck_pods(sts, pods, restart_limit), key=_ordinal, reverse=True)
+    stuck = sorted(stuck_pods(sts, pods, restart_limit), key=ordinal, reverse=True)
     by_name = {p["metadata"]["name"]: p for p in pods}
     idle = [n for n in stuck if not pod_health(by_name[n]).ready]
     if idle:
@@ -192,9 +197,8 @@ def rows_rolled_out(sts: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -
     except UserError:
         return False
     # the status may lag the pods (a rerun right after a pod was deleted): the rows must agree
-    partition = int((((sts.get("spec") or {}).get("updateStrategy") or {}).get("rollingUpdate") or {}).get(
-        "partition") or 0)
-    reached = [p for p in rows if _ordinal(str(p.get("name") or "")) >= partition]
+    partition = partition_of(sts)
+    reached = [p for p in rows if ordinal(str(p.get("name") or "")) >= partition]
     replicas = int((sts.get("spec") or {}).get("replicas", 1) or 0)
     return done and len(reached) >= replicas - partition and all(
         p.get("new") and p.get("ready") and not p.get("deleting") for p in reached)
@@ -208,14 +212,14 @@ def pod_names(sts: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> list
     name = str((sts.get("metadata") or {}).get("name") or "")
     first = int((spec.get("ordinals") or {}).get("start") or 0)
     made = {f"{name}-{i}" for i in range(first, first + int(spec.get("replicas", 1) or 0))} if name else set()
-    return sorted(made | {str(p["metadata"]["name"]) for p in pods}, key=_ordinal)
+    return sorted(made | {str(p["metadata"]["name"]) for p in pods}, key=ordinal)
 
 
 def deletion_order(pods: Sequence[Mapping[str, Any]], names: Sequence[str]) -> str:
     """How the wait will delete ``names`` under OnDelete (pure): the line an operator approves."""
     by_name = {str(p["metadata"]["name"]): p for p in pods}
-    idle = [n for n in sorted(names, key=_ordinal, reverse=True) if n in by_name and not pod_health(by_name[n]).ready]
-    serving = [n for n in sorted(names, key=_ordinal, reverse=True) if n not in idle]
+    idle = [n for n in sorted(names, key=ordinal, reverse=True) if n in by_name and not pod_health(by_name[n]).ready]
+    serving = [n for n in sorted(names, key=ordinal, reverse=True) if n not in idle]
     first = f"first {', '.join(idle)} (not Ready: they serve nothing); then " if idle else ""
     return (f"then: the deletions: {first}the Ready pods one at a time, highest ordinal first "
             f"({', '.join(serving) or 'none'}), each once every other pod is Ready on the new revision; a replacement "

@@ -43,12 +43,11 @@ from vllm_remedy.operations.util import (
     same_value,
     server_of,
     show,
+    wait_fails,
     with_flags,
     wrote_in_this_run,
 )
 from vllm_remedy.operations.util import planned as planned_objects
-from vllm_remedy.operations.util.refusal import fails_later
-from vllm_remedy.operations.util.show import note
 from vllm_remedy.remedies.load_guard import caps_of, guard_flags
 from vllm_remedy.remedies.lws_flags import with_leader
 from vllm_remedy.remedies.predict import Prediction, failed_prediction, predict_template
@@ -215,7 +214,6 @@ def rolled_out(timeout: float | None = None) -> Iterator[FunctionCommand]:
     label = f"wait for {ctx.where} to roll out"
     dying = crashing_pods(host.get_fact(LeaderWorkerSetState)) if planned == fresh and not state.is_executing else []
     if dying:  # nothing of this run replaces them: the wait -y reaches fails fast on them (as the Deployment's)
-        note(host, f"{label}: will fail: the current template's pod(s) {', '.join(dying)} are crash-looping and this "
-             "run writes nothing that replaces them; see deploys/restore.py and deploys/diagnose.py", error=True)
-        fails_later(state, host)
+        wait_fails(state, host, label, f"the current template's pod(s) {', '.join(dying)} are crash-looping and this "
+                   "run writes nothing that replaces them")
     yield FunctionCommand(wait_rolled_out, (seconds, label), {})

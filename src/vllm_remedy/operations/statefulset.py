@@ -45,6 +45,8 @@ from vllm_remedy.kube.sts_wait import (
     foreign_update,
     held_by_partition,
     next_deletions,
+    ordinal,
+    partition_of,
     pod_names,
     read_set,
     rows_rolled_out,
@@ -95,18 +97,13 @@ def forced_revision() -> int | None:
                             "; an undo renumbers the revision it restores")
 
 
-def _ordinal(name: str) -> int:
-    tail = name.rpartition("-")[2]
-    return int(tail) if tail.isdigit() else -1
-
-
 def strategy_lines(sts: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], target: str, delete_pods: str
                    ) -> list[str]:
     """What the update strategy means for a rollback to ControllerRevision ``target``, naming the pods (pure)."""
     spec = sts.get("spec") or {}
     strategy = spec.get("updateStrategy") or {}
     live = sorted((p for p in pods if not (p.get("metadata") or {}).get("deletionTimestamp")),
-                  key=lambda p: _ordinal(p["metadata"]["name"]))
+                  key=lambda p: ordinal(p["metadata"]["name"]))
     off = [p["metadata"]["name"] for p in live if (p["metadata"].get("labels") or {}).get(REVISION_LABEL) != target]
     act = ("deleted (policy restore.delete_pods: blocking)" if delete_pods == "blocking"
            else "named, not deleted (policy restore.delete_pods: never): delete them for the rollback to take effect")
@@ -117,11 +114,11 @@ def strategy_lines(sts: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], ta
                 f"{', '.join(off)} stay on their revision until then: {act}",
                 *([deletion_order(live, off)] if delete_pods == "blocking" else [])]
     lines = []
-    partition = int((strategy.get("rollingUpdate") or {}).get("partition") or 0)
+    partition = partition_of(sts)
     if partition:
         names = pod_names(sts, pods)  # as read before the write, and the same after it
-        held = [n for n in names if _ordinal(n) < partition]
-        reached = [n for n in names if _ordinal(n) >= partition]
+        held = [n for n in names if ordinal(n) < partition]
+        reached = [n for n in names if ordinal(n) >= partition]
         lines.append(f"then: updateStrategy RollingUpdate partition {partition}: the rollback replaces only pods with "
                      f"ordinal >= {partition} ({', '.join(reached) or 'none'}); pods below it "
                      f"({', '.join(held) or 'none'}) keep the revision they run until the partition is lowered — "
@@ -177,7 +174,7 @@ def rollback(wait: bool = True, timeout: float | None = None, revision: int | No
         return
     held = held_by_partition(sts, pods)
     if held:  # the rollback would reach none of them, and -y would wait on them until its timeout
-        partition = (((sts.get("spec") or {}).get("updateStrategy") or {}).get("rollingUpdate") or {}).get("partition")
+        partition = partition_of(sts)
         yield from refuse(state, host, f"{ctx.where}: updateStrategy partition {partition} keeps crash-looping pod(s) "
                           f"{', '.join(held)} below it: neither a rollback nor a deletion reaches them (a pod deleted "
                           "below the partition comes back at the current revision); lower "
@@ -211,7 +208,7 @@ def rollback(wait: bool = True, timeout: float | None = None, revision: int | No
 def _off(pods: Sequence[Mapping[str, Any]], revision: str | None) -> list[str]:
     """Live pods not on ControllerRevision ``revision``, by ordinal."""
     return sorted((str(p["metadata"]["name"]) for p in pods if not (p.get("metadata") or {}).get("deletionTimestamp")
-                   and (p["metadata"].get("labels") or {}).get(REVISION_LABEL) != revision), key=_ordinal)
+                   and (p["metadata"].get("labels") or {}).get(REVISION_LABEL) != revision), key=ordinal)
 
 
 _WAITED = "_vllm_remedy_sts_waited"

@@ -21,7 +21,15 @@ from pyinfra.api import FunctionCommand
 from vllm_remedy.facts.statefulset import StatefulSetState
 from vllm_remedy.kube.annotations import template_digest
 from vllm_remedy.kube.health import pod_health
-from vllm_remedy.kube.sts_wait import deletion_order, foreign_update, pod_names, rows_rolled_out, stuck_after
+from vllm_remedy.kube.sts_wait import (
+    deletion_order,
+    foreign_update,
+    ordinal,
+    partition_of,
+    pod_names,
+    rows_rolled_out,
+    stuck_after,
+)
 from vllm_remedy.operations.statefulset import (
     blocked_in_plan,
     foreign_line,
@@ -32,23 +40,12 @@ from vllm_remedy.operations.statefulset import (
 from vllm_remedy.operations.util import K8sHost, crash_loop_ahead, noop, pods_fact, show
 
 
-def _ordinal(name: str) -> int:
-    tail = name.rpartition("-")[2]
-    return int(tail) if tail.isdigit() else -1
-
-
-def rolled_out(sts: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> bool:
-    """Every pod on the update revision and Ready (under a partition: every pod at or above it), pure; ``rows`` are
-    the Pods fact's rows of the set (``new``: made from the update revision)."""
-    return rows_rolled_out(sts, rows)
-
-
 def update_lines(sts: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], delete_pods: str) -> list[str]:
     """What the set's update strategy means for a template change written now, naming the pods (pure)."""
     spec = sts.get("spec") or {}
     strategy = spec.get("updateStrategy") or {}
     live = sorted((str(p["metadata"]["name"]) for p in pods if not (p.get("metadata") or {}).get("deletionTimestamp")),
-                  key=_ordinal)
+                  key=ordinal)
     act = ("deleted (policy restore.delete_pods: blocking)" if delete_pods == "blocking" else
            "named, not deleted (policy restore.delete_pods: never): delete them for the change to take effect")
     if strategy.get("type") == "OnDelete":
@@ -56,11 +53,11 @@ def update_lines(sts: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], dele
                 f"{', '.join(live) or 'none'} stay on their revision until then: {act}",
                 *([deletion_order(pods, live)] if delete_pods == "blocking" and live else [])]
     lines = []
-    partition = int((strategy.get("rollingUpdate") or {}).get("partition") or 0)
+    partition = partition_of(sts)
     if partition:
         names = pod_names(sts, pods)  # as read before the write (-y reads them after it, mid-replacement)
-        held = [n for n in names if _ordinal(n) < partition]
-        reached = [n for n in names if _ordinal(n) >= partition]
+        held = [n for n in names if ordinal(n) < partition]
+        reached = [n for n in names if ordinal(n) >= partition]
         lines.append(f"then: updateStrategy RollingUpdate partition {partition}: the change replaces only pods with "
                      f"ordinal >= {partition} ({', '.join(reached) or 'none'}); pods below it "
                      f"({', '.join(held) or 'none'}) keep the revision they run until the partition is lowered")
@@ -79,13 +76,13 @@ def wait(ctx: K8sHost, sts: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]
     """``workload.rolled_out``'s body for a StatefulSet host: nothing when rolled out, else the update strategy's
     lines and the wait (``raw`` pods for their names and health, ``rows`` for which revision they run)."""
     template = (sts.get("spec") or {}).get("template")
-    if rolled_out(sts, rows):
+    if rows_rolled_out(sts, rows):
         noop(state, host, f"{ctx.where} is rolled out")
         return
     if planned_rolled_out(host, ctx.deployment_path, template):  # --dry: an earlier wait of the run rolls it out
         noop(state, host, f"{ctx.where}: its rollout is waited for above")
         return
-    off = sorted((str(r.get("name")) for r in rows if not r.get("new") and not r.get("deleting")), key=_ordinal)
+    off = sorted((str(r.get("name")) for r in rows if not r.get("new") and not r.get("deleting")), key=ordinal)
     stuck = stuck_after(sts, pods, off)
     if stuck and foreign_update(sts, ctx.keys.last_action_template):
         # a template nobody wrote here (a colleague's patch): moving the pods the controller will not is theirs to do
@@ -97,5 +94,4 @@ def wait(ctx: K8sHost, sts: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]
     if not (stuck and ctx.policy.restore.delete_pods == "never"):  # else blocked_in_plan said why it fails
         crash_loop_ahead(state, host, ctx, host.get_fact(StatefulSetState)["statefulset"], sts, pods_fact(host), label)
     # pods are deleted only onto the template this run wrote, or (none written) the one read here
-    yield FunctionCommand(wait_and_unblock, (seconds, label, template_digest((sts.get("spec") or {}).get("template"))),
-                          {})
+    yield FunctionCommand(wait_and_unblock, (seconds, label, template_digest(template)), {})

@@ -197,4 +197,3 @@ def rolled_out(timeout: float | None = None) -> Iterator[FunctionCommand]:
         return
     crash_loop_ahead(state, host, ctx, host.get_fact(Deployment)["object"], deployment, pods_fact(host), label)
     yield FunctionCommand(wait_rollout, (seconds, label), {})
-

@@ -20,8 +20,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from vllm_remedy import hub
 from vllm_remedy.errors import UserError
 from vllm_remedy.sim import admission
@@ -39,7 +37,7 @@ from vllm_remedy.sim.protocols import SeedTarget
 from vllm_remedy.sim.store import ApiError
 from vllm_remedy.sim.vllm_pod.reality import Reality, parse_reality
 from vllm_remedy.vllm import resolved
-from vllm_remedy.yamlfile import read_yaml
+from vllm_remedy.yamlfile import load_packaged, read_yaml
 
 Obj = dict[str, Any]
 
@@ -80,10 +78,8 @@ def load_seed(ref: Obj | str | Path) -> tuple[Obj, str]:
 
 
 def _packaged(name: str) -> Any:
-    """A packaged seed, parsed by libyaml when PyYAML has it (every test's rehearsal cluster reads one; the
-    pure-Python parser is ~8x slower on the same SafeLoader constructors)."""
-    text = (resources.files("vllm_remedy.sim") / "seeds" / f"{name}.yaml").read_text()
-    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    """A packaged seed (every rehearsal cluster reads one)."""
+    return load_packaged((resources.files("vllm_remedy.sim") / "seeds" / f"{name}.yaml").read_text())
 
 
 def _extended(data: Obj, label: str) -> Obj:

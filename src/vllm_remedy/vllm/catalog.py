@@ -15,10 +15,9 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-import yaml
-
 from vllm_remedy.errors import UserError
 from vllm_remedy.vllm import hf_config, shapes
+from vllm_remedy.yamlfile import load_packaged
 
 GIB = 1024**3
 #: Node labels that name the GPU product, in the order they are trusted: GPU feature discovery, GKE, Karpenter.
@@ -154,15 +153,10 @@ def _replace(spec: ModelSpec, **changes: Any) -> ModelSpec:
 # ---- catalogs -------------------------------------------------------------------------------------
 
 
-#: libyaml's parser when PyYAML has it: every deploy and CLI run is a new process that reads models.yaml, and the
-#: pure-Python parser took ~35 ms of each run's CPU for it (libyaml ~4 ms); the same SafeLoader constructors.
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
 @cache
 def _load(filename: str) -> dict[str, Any]:
     text = resources.files("vllm_remedy.vllm").joinpath("data", filename).read_text(encoding="utf-8")
-    return yaml.load(text, Loader=_LOADER)
+    return load_packaged(text)
 
 
 @cache

@@ -21,7 +21,7 @@ from vllm_remedy.operations.util.flags import describe, flag_text, propose, same
 from vllm_remedy.operations.util.plan import forget_plans, keeps_its_plan
 from vllm_remedy.operations.util.show import noop, note, should_show, show
 from vllm_remedy.operations.util.template import missing_flags, server_of, with_flags
-from vllm_remedy.operations.util.wait import crash_loop_ahead, wait_rollout
+from vllm_remedy.operations.util.wait import crash_loop_ahead, wait_fails, wait_rollout
 from vllm_remedy.operations.util.write import (
     BuildOps,
     Change,
@@ -73,6 +73,7 @@ __all__ = [
     "should_show",
     "show",
     "template_change",
+    "wait_fails",
     "wait_rollout",
     "with_flags",
     "write_command",

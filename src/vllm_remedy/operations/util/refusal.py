@@ -66,8 +66,7 @@ def record(state: Any, host: Any, reason: str) -> None:
     if key not in _REFUSED:
         op_hash = str(getattr(host, "current_op_hash", None) or "")
         _REFUSED[key] = Refusal(op_name(real, op_hash), op_hash, " ".join(str(reason).split()))
-    if pyinfra.is_cli:
-        real.failed_hosts.add(ctx_host.get() if ctx_host.isset() else host)  # the Host itself, not the proxy
+    fails_later(real, host)
     _install(real)
 
 

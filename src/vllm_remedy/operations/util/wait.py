@@ -152,6 +152,12 @@ def crash_loop_ahead(state: Any, host: Any, ctx: K8sHost, read: Mapping[str, Any
     if not dying:
         return
     seen = ", ".join(f"{n} pod(s) {k}" for k, n in dying.items())
-    note(host, f"{label}: will fail: the current revision is crash-looping ({seen}) and this run writes nothing "
-         "that replaces it; see deploys/restore.py and deploys/diagnose.py", error=True)
+    wait_fails(state, host, label, f"the current revision is crash-looping ({seen}) and this run writes nothing that "
+               "replaces it")
+
+
+def wait_fails(state: Any, host: Any, label: str, why: str) -> None:
+    """While detecting: the wait ``label`` will fail fast (``why``); say it as that wait will and fail the host now,
+    so ``--dry`` exits 1 as ``-y`` will (every kind's wait on a crash loop nothing in the run replaces)."""
+    note(host, f"{label}: will fail: {why}; see deploys/restore.py and deploys/diagnose.py", error=True)
     fails_later(state, host)

@@ -19,14 +19,13 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-import yaml
-
 from vllm_remedy.errors import UserError
 from vllm_remedy.sim.vllm_pod.launch import Launch
 from vllm_remedy.vllm.memory import Estimate
 from vllm_remedy.vllm.memory.terms import context_gib
 from vllm_remedy.vllm.outcomes import Outcome
 from vllm_remedy.vllm.versions import parse_version
+from vllm_remedy.yamlfile import load_packaged
 
 MODES = ("perturbed", "exact")
 DEFAULT_MODE = "perturbed"
@@ -98,7 +97,7 @@ def band(version: str) -> str:
 def residuals() -> tuple[Residual, ...]:
     """The packaged table (see ``bench/residuals.py``)."""
     text = (resources.files("vllm_remedy.sim.vllm_pod") / "residuals.yaml").read_text()
-    rows = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)).get("cases") or []  # libyaml: 8x
+    rows = load_packaged(text).get("cases") or []
     return tuple(Residual(str(r["case"]), str(r["architecture"]), str(r["gpu"]), str(r["band"]),
                           float(r["error"]), bool(r["held_out"])) for r in rows)
 
