@@ -10,8 +10,15 @@ from pathlib import Path
 from fixtures import pyinfra_run
 from fixtures.budget_world import BUDGET
 from fixtures.pyinfra_run import Rehearsal, host_lines
-from fixtures.sts_step4 import IMPLICIT, dry_is_the_run, edit, inventory, live, quiet, rolled_out, with_args
-from fixtures.sts_world import STS_HOST, llama_set, pod_uids, sts
+from fixtures.sts_step4 import (
+    IMPLICIT,
+    dry_is_the_run,
+    implicit_pending,
+    inventory,
+    live,
+    rolled_out,
+)
+from fixtures.sts_world import STS_HOST, pod_uids, sts
 
 rehearsal = pyinfra_run.rehearsal
 FIXED = [*IMPLICIT, "--max-model-len", "16384"]
@@ -20,9 +27,7 @@ ON_DELETE = {"type": "OnDelete"}
 
 def implicit_on_delete(rehearsal: Rehearsal) -> dict[str, str]:
     """An OnDelete set whose template dropped --max-model-len; its pods (uids) still run revision 1."""
-    llama_set(rehearsal, ON_DELETE)
-    edit(rehearsal, with_args(IMPLICIT))
-    quiet(rehearsal)
+    implicit_pending(rehearsal, ON_DELETE)
     return pod_uids(rehearsal)
 
 
@@ -68,9 +73,7 @@ def test_on_delete_with_the_policy_deletes_the_pods_and_they_end_ready(rehearsal
 
 def test_a_partition_is_said_to_hold_the_pods_below_it_and_the_wait_ends_at_it(rehearsal: Rehearsal,
                                                                                tmp_path: Path) -> None:
-    llama_set(rehearsal, {"type": "RollingUpdate", "rollingUpdate": {"partition": 1}})
-    edit(rehearsal, with_args(IMPLICIT))
-    quiet(rehearsal)
+    implicit_pending(rehearsal, {"type": "RollingUpdate", "rollingUpdate": {"partition": 1}})
     held = pod_uids(rehearsal)["llama-sts-0"]
     inv = inventory(tmp_path)
     said = ("then: updateStrategy RollingUpdate partition 1: the change replaces only pods with ordinal >= 1 "

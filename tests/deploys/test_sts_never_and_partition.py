@@ -20,7 +20,6 @@ from fixtures.sts_world import (
     crash_looping_on,
     delete_pod,
     inventory,
-    pod_uids,
     roll,
 )
 from vllm_remedy.kube.sts_wait import wait_for_sts_rollout
@@ -52,21 +51,30 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("case", list(CASES))
-def test_dry_exits_as_y_under_never(rehearsal: Rehearsal, tmp_path: Path, case: str) -> None:
+def _crash_looping(rehearsal: Rehearsal, case: str) -> None:
+    """The set of ``case`` rolled out, then revision 2 crash-looping on llama-sts-1 (deleted onto it under OnDelete)."""
     strategy, pmp = CASES[case]
     make_set(rehearsal, strategy, pmp)
     roll(rehearsal, crash_on_start(MAX_LEN_LOG.read_text()))
     if strategy["type"] == "OnDelete":
         delete_pod(rehearsal, "llama-sts-1")
     crash_looping_on(rehearsal, "llama-sts-1")
+
+
+def _blocked(lines: list[str]) -> list[str]:
+    """What the "blocked" lines say, without the wait's elapsed time (which differs between runs)."""
+    return [re.sub(r"^ after \d+s", "", line.split(": blocked", 1)[1]) for line in lines if ": blocked" in line]
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_dry_exits_as_y_under_never(rehearsal: Rehearsal, tmp_path: Path, case: str) -> None:
+    _crash_looping(rehearsal, case)
     inv = inventory(tmp_path, "never")
     runs = []
     for flag in ("--dry", "-y", "--dry", "-y"):
-        pod_uids(rehearsal)
         got = rehearsal.pyinfra(inv, RESTORE, flag, timeout=300)
         lines = host_lines(got.stderr, STS_HOST)
-        blocked = [re.sub(r"^ after \d+s", "", line.split(": blocked", 1)[1]) for line in lines if ": blocked" in line]
+        blocked = _blocked(lines)
         runs.append((flag, got.returncode, blocked, not any("deleted pod" in line for line in lines)))
         print(case, flag, got.returncode, "\n".join(lines))
     print(case, runs)
@@ -79,19 +87,14 @@ def test_dry_exits_as_y_under_never(rehearsal: Rehearsal, tmp_path: Path, case: 
 def test_forced_revision_under_never_dry_exits_as_y(rehearsal: Rehearsal, tmp_path: Path, case: str) -> None:
     """--data revision=1 (the good one) under never: the forced path must predict the blocked wait as the chosen path
     does."""
-    strategy, pmp = CASES[case]
-    make_set(rehearsal, strategy, pmp)
-    roll(rehearsal, crash_on_start(MAX_LEN_LOG.read_text()))
-    if strategy["type"] == "OnDelete":
-        delete_pod(rehearsal, "llama-sts-1")
-    crash_looping_on(rehearsal, "llama-sts-1")
+    _crash_looping(rehearsal, case)
     inv = inventory(tmp_path, "never")
     runs = []
     for flag in ("--dry", "-y"):
         got = rehearsal.pyinfra(inv, RESTORE, flag, "--data", "revision=1", timeout=300)
         lines = host_lines(got.stderr, STS_HOST)
         print("\n".join(lines))
-        blocked = [re.sub(r"^ after \d+s", "", line.split(": blocked", 1)[1]) for line in lines if ": blocked" in line]
+        blocked = _blocked(lines)
         runs.append((got.returncode, blocked))
     assert runs[0] == runs[1], runs
 

@@ -17,7 +17,7 @@ from fixtures import pyinfra_run
 from fixtures.budget_world import BUDGET
 from fixtures.pyinfra_run import Rehearsal, crash_on_start, host_lines
 from fixtures.restore_world import wait_until
-from fixtures.sts_step4 import IMPLICIT, edit, env_fix, live, quiet, rolled_out, with_args
+from fixtures.sts_step4 import IMPLICIT, edit, env_fix, implicit_pending, live, quiet, rolled_out, with_args
 from fixtures.sts_step4 import inventory as step4_inventory
 from fixtures.sts_world import (
     MAX_LEN_LOG,
@@ -77,9 +77,7 @@ def deletions(lines: list[str]) -> list[str]:
 
 def test_a_template_change_deletes_the_ready_pods_one_at_a_time_highest_first(rehearsal: Rehearsal,
                                                                               tmp_path: Path) -> None:
-    llama_set(rehearsal, ON_DELETE)
-    edit(rehearsal, with_args(IMPLICIT))
-    quiet(rehearsal)
+    implicit_pending(rehearsal, ON_DELETE)
     before = pod_uids(rehearsal)
     with fewest_ready(rehearsal) as fewest:
         got = rehearsal.pyinfra(step4_inventory(tmp_path), BUDGET, "-y", timeout=300)
@@ -110,9 +108,7 @@ def test_a_restore_deletes_the_crash_looping_pod_first_and_keeps_the_serving_one
 
 
 def test_a_colleagues_edit_during_the_wait_stops_the_deletions(rehearsal: Rehearsal, tmp_path: Path) -> None:
-    llama_set(rehearsal, ON_DELETE)
-    edit(rehearsal, with_args(IMPLICIT))
-    quiet(rehearsal)
+    implicit_pending(rehearsal, ON_DELETE)
     kept = pod_uids(rehearsal)["llama-sts-0"]
     rehearsal.cluster.clock.set_speed(5.0)  # the replacement takes ~15 s of real time to load: time to edit
     err = tmp_path / "run.err"
@@ -155,9 +151,7 @@ def test_after_kill_9_an_on_delete_restore_rerun_waits_for_the_rollout(rehearsal
 
 
 def test_a_partition_names_the_same_pods_in_dry_and_y(rehearsal: Rehearsal, tmp_path: Path) -> None:
-    llama_set(rehearsal, {"type": "RollingUpdate", "rollingUpdate": {"partition": 1}})
-    edit(rehearsal, with_args(IMPLICIT))
-    quiet(rehearsal)
+    implicit_pending(rehearsal, {"type": "RollingUpdate", "rollingUpdate": {"partition": 1}})
     said = ("then: updateStrategy RollingUpdate partition 1: the change replaces only pods with ordinal >= 1 "
             "(llama-sts-1); pods below it (llama-sts-0) keep the revision they run until the partition is lowered")
     inv = step4_inventory(tmp_path)

@@ -14,7 +14,7 @@ from fixtures import pyinfra_run
 from fixtures.budget_world import BUDGET, EAGER, GOOD_ARGS, LOAD_GUARD
 from fixtures.pyinfra_run import Rehearsal, detected_changes, host_lines
 from fixtures.restore_world import killed_once
-from fixtures.sts_step4 import IMPLICIT, edit, env_fix, inventory, quiet, rolled_out, with_args
+from fixtures.sts_step4 import IMPLICIT, edit, env_fix, implicit_pending, inventory, quiet, rolled_out, with_args
 from fixtures.sts_world import RESTORE, STS_HOST, bad_rollout, faster_once_deleted, llama_set, pod_uids, sts
 from fixtures.sts_world import inventory as restore_inventory
 from vllm_remedy.kube.sts_wait import NOT_OURS
@@ -75,9 +75,7 @@ def test_enforce_eager_on_a_persons_flag_leaves_a_colleagues_on_delete_patch_alo
 
 def test_after_kill_9_a_deploy_writing_nothing_still_finishes_our_own_rollout(rehearsal: Rehearsal,
                                                                                tmp_path: Path) -> None:
-    llama_set(rehearsal, ON_DELETE)
-    edit(rehearsal, with_args(IMPLICIT))
-    quiet(rehearsal)
+    implicit_pending(rehearsal, ON_DELETE)
     inv = inventory(tmp_path)
     rehearsal.cluster.clock.set_speed(5.0)  # the replacement takes ~15 s of real time to load: killed mid-wait
     killed_once(rehearsal, inv, BUDGET, tmp_path, "deleted pod llama-sts-1", "the run to delete its first pod")
@@ -94,9 +92,7 @@ def test_after_kill_9_a_deploy_writing_nothing_still_finishes_our_own_rollout(re
 
 
 def test_under_never_dry_fails_as_y_does_and_so_does_a_rerun(rehearsal: Rehearsal, tmp_path: Path) -> None:
-    llama_set(rehearsal, ON_DELETE)
-    edit(rehearsal, with_args(IMPLICIT))
-    quiet(rehearsal)
+    implicit_pending(rehearsal, ON_DELETE)
     pods = pod_uids(rehearsal)
     inv = inventory(tmp_path, delete_pods="never")
     for n, args in enumerate([("--dry",), ("-y",), ("--dry",), ("-y",)]):
