@@ -24,6 +24,17 @@ NEWEST_MODELLED = (0, 21, 0)
 DEFAULT_UTIL_092_SINCE = (0, 27, 0)
 # The V1 sampler stops taking FlashInfer by default (VLLM_USE_FLASHINFER_SAMPLER=1 to opt in).
 FLASHINFER_SAMPLER_OPT_IN_SINCE = (0, 11, 1)
+# Model Runner V2 (v1/worker/gpu/model_runner.py) is the default for every dense model from 0.25.0 (vllm#44443) and
+# for every model from 0.29.0 (vllm#53183), by the release notes; earlier it was the default only for some dense
+# families (Qwen3, then Llama/Mistral at 0.23.0, their quantized checkpoints at 0.24.0), not modelled here.
+MRV2_DENSE_SINCE = (0, 25, 0)
+MRV2_ALL_SINCE = (0, 29, 0)
+# `vllm serve`'s batch-token default on cards below the "big" class: 2048 through 0.11 (logged by the 0.10/0.11 A100 and
+# L4 starts), 8192 by 0.27.1 (an RTX 4090 logs "Chunked prefill is enabled with max_num_batched_tokens=8192"; the 0.26.0
+# RTX 4080 and 0.30.0 T4 profiles agree). The release that changed it is not pinned down: 0.26.0 is the earliest known.
+SERVE_MNBT_8192_SINCE = (0, 26, 0)
+# The big-card default went 8192 -> 16384 (vllm#51726, "when gpu memory is enough"; 0.28.0 release notes).
+BIG_MNBT_16384_SINCE = (0, 28, 0)
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:\.?(post\d+|rc\d+|dev\d*))?")
 
 
@@ -114,7 +125,9 @@ class VersionRules:
             big = "h100" in product or "h200" in product
         else:  # 0.8.5: >= 70 GiB of device memory; 0.9.0+ excludes A100s
             big = gpu_total_gib >= 70 and not (self.version >= (0, 9, 0) and "a100" in product)
-        return (8192, 1024) if big else (2048, 256)
+        if big:
+            return (16384 if self.version >= BIG_MNBT_16384_SINCE else 8192), 1024
+        return (8192 if self.version >= SERVE_MNBT_8192_SINCE else 2048), 256
 
 
 def _minor(version: tuple[int, int, int]) -> str:

@@ -22,16 +22,18 @@ from vllm_remedy.sim.seed import make_node
 from vllm_remedy.sim.vllm_pod.launch import Launch, node_gpu, plan
 from vllm_remedy.sim.vllm_pod.reality import EXACT, Reality, parse_reality, residual_for, residuals
 from vllm_remedy.vllm.cmdline import find_server
+from vllm_remedy.vllm.memory.settings import KV_ESTIMATE_MARGIN
 from vllm_remedy.vllm.outcomes import Outcome
 from vllm_remedy.vllm.startup_log import parse_startup_log
 
 ROOT = Path(__file__).resolve().parents[3]
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 REVISION = "0e9e39f249a16976918f6564b8830bc894c89659"
-# World seed whose draw for Llama on L4 at vLLM 0.8 is a held-out error drawn as an over-prediction (+14.5 %,
-# the L4 0.28 AWQ u0.45 log). It was 16 until the FlashInfer sampler rule shrank the A100 0.10.1 errors, and
-# 11 until three more held-out logs (orca3/llm-model-inference) grew the pool the draw picks from.
-OVER_SEED = 35
+# World seed whose draw for Llama on L4 at vLLM 0.8 is a held-out error drawn as an over-prediction (+9.0 %,
+# the L4 0.11.0 Llama-3.1-8B log). It was 16 until the FlashInfer sampler rule shrank the A100 0.10.1 errors,
+# 11 until three more held-out logs (orca3/llm-model-inference) grew the pool the draw picks from, and 35 until the
+# Model Runner V2 logs (0.26-0.30) became the fit of that runner's terms and left the held-out pool.
+OVER_SEED = 30
 ARGS = [LLAMA, "--revision", REVISION, "--max-model-len", "16384", "--max-num-seqs", "64"]
 
 
@@ -76,7 +78,7 @@ def test_an_unmeasured_key_draws_a_held_out_error_fixed_by_world_seed():
     assert len({e for e, _ in draws}) > 5  # the seed matters...
     assert draws == [residual_for("LlamaForCausalLM", "NVIDIA-L4", "0.8", s) for s in range(40)]  # ...and only it
     assert {e > 0 for e, _ in draws} == {True, False}  # both directions: over-predictions are drawn too
-    assert draws[OVER_SEED][0] > 0.10 and draws[OVER_SEED][1].endswith(", over")
+    assert draws[OVER_SEED][0] > KV_ESTIMATE_MARGIN and draws[OVER_SEED][1].endswith(", over")
 
 
 def test_an_over_prediction_turns_a_thin_fit_into_max_len_exceeds_kv():

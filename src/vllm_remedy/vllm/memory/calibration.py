@@ -43,6 +43,8 @@ def estimate_case(case: Case) -> Estimate:
     flags["other-process-gib"] = str(case.get("other_process_gib", 0.0))
     if "flashinfer" in case:  # the log's "Using FlashInfer for top-p & top-k sampling" (or its fallback warning)
         flags["flashinfer"] = str(bool(case["flashinfer"])).lower()
+    if case.get("compile_cache") == "warm":  # the log's "Directly load AOT compilation" line
+        flags["compile-cache-warm"] = "true"
     return estimate(model, gpu, EngineSettings.from_flags(flags, str(case["vllm_version"])))
 
 

@@ -66,10 +66,12 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
     context = terms.context_gib(gpu, res.tp)
     other = res.other_process_gib
 
+    # Model Runner V2's profile_cudagraph_memory returns 0: its graphs are captured after the KV cache, outside it.
+    graphs_in_budget = r.cudagraph_in_budget and not res.runner_v2
     kv = requested - weights - activation - non_torch
     if r.budget == "absolute":
         kv -= other  # other processes' memory shows up as used device memory
-    if r.cudagraph_in_budget:
+    if graphs_in_budget:
         kv -= graphs
     layout = terms.kv_layout(model, res)
     block_bytes = layout.block_bytes
@@ -80,7 +82,7 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
     if res.auto_len and tokens > 0:
         max_len = min(max_len, _longest(layout, res, kv, tokens, max_len))
 
-    outside = 0.0 if r.cudagraph_in_budget else graphs
+    outside = 0.0 if graphs_in_budget else graphs
     outcome = _outcome(res, total, requested, weights, context, other, kv, blocks, tokens, max_len, layout)
     # Graphs are captured after the KV cache is allocated; outside the budget they need the card's spare room.
     peak = requested + outside + (0.0 if r.budget == "absolute" else other + context)

@@ -65,6 +65,20 @@ FLOAT32_EXTRA_GIB = 0.2  # float32 runs peaked 0.3 GiB above bf16 (Llama-3.1-8B,
 # VLLM_USE_FLASHINFER_SAMPLER=1): the same sort as V1 before 0.17, so the same bytes per logit. Only the
 # driver rank samples, so at TP >= 2 the sort lands on rank 0, whose KV budget is the smallest.
 V0_FORWARD_VALUES_PER_TOKEN = 3
+# Model Runner V2's dummy forward over mnbt tokens (``mrv2_activation_gib``), in values per token of (I/TP + H). Fitted
+# on the MRv2 logs (0.26-0.30), which are therefore in sample: checkpoints with packed weights (AWQ, GPTQ, ...; their
+# GEMMs are custom kernels) profile at V0's count, 3 (Qwen2.5-7B-AWQ on an RTX 4080 and an L4: 2.4-3.1 -> 3.1);
+# 16-bit checkpoints profile heavier on a cold torch.compile cache: Qwen3-8B logged 1.18 GiB cold and 0.19 warm on
+# one RTX 4090 (4.4 values cold, the figure used; 2.9 for Qwen2.5-0.5B and 1.5B). A Kubernetes pod without a
+# persistent compile cache starts cold, so cold is what to plan with; the warm start is the model's largest
+# safe-side miss. Why the 16-bit GEMMs cost more cold is not identified in the source (Inductor autotuning is a
+# guess).
+MRV2_FORWARD_VALUES_PER_TOKEN = 3.1
+MRV2_COLD_COMPILE_VALUES_PER_TOKEN = 4.4
+# MRv2 graph pool, captured after the KV cache (outside the budget): 0.37-0.56 GiB "took" on 24-36 layer models
+# at the default capture sizes (0.0154-0.0171 GiB per layer), 0.15 on a T4; rounded up. Only the capture-OOM check
+# reads it, so too much here predicts a capture OOM that does not happen and too little one that does.
+MRV2_GRAPH_GIB_PER_LAYER = 0.0175
 V0_ACTIVATION_BASE_GIB = 0.02
 # V0 non-torch growth during profiling at TP >= 2, per rank: 0.25 GiB logged on vllm#13061's rank 1; rank 0's
 # 7.46 GiB of KV (81,536 tokens) less the sort-inclusive activation leaves 0.36 -> 0.4 (fitted on that case).
@@ -173,9 +187,29 @@ def _dense_forward_bytes(model: ModelSpec, res: Resolved) -> float:
     return res.mnbt * per_token * res.weight_dtype_bytes
 
 
+def mrv2_activation_gib(model: ModelSpec, res: Resolved) -> float:
+    """Model Runner V2's profile peak (v1/worker/gpu/model_runner.py ``profile_run``): one ``_dummy_run`` over mnbt
+    tokens without attention, then ``_dummy_sampler_run`` on min(mnbt, max_num_seqs) rows while the forward's hidden
+    states are still held: the logits, and the sampler's float32 copy (``Sampler.sample``; the dummy requests skip
+    top-k/top-p, so nothing sorts). The forward phase is sized per token like V0's, with its own count of values
+    (``MRV2_FORWARD_VALUES_PER_TOKEN``) because a cold torch.compile cache profiles heavier than the fused graph."""
+    dt = res.weight_dtype_bytes
+    rows = min(res.max_num_seqs, res.mnbt)
+    sampler = rows * model.vocab_size * (dt + 4) + res.mnbt * model.hidden_size * dt
+    forward = 0.0
+    if not model.is_moe and not res.compile_cache_warm:  # warm: the fused graph's forward stays under the sampler
+        packed = bool(model.quantization) and model.weight_bits < 16
+        values = MRV2_FORWARD_VALUES_PER_TOKEN if packed else MRV2_COLD_COMPILE_VALUES_PER_TOKEN
+        forward = res.mnbt * values * (model.intermediate_size / res.tp + model.hidden_size) * dt
+    extra = FLOAT32_EXTRA_GIB if dt == 4 else 0.0
+    return max(sampler, forward) / GIB + extra + _moe_gib(model, res) + _encoder_gib(model, res)
+
+
 def activation_gib(model: ModelSpec, res: Resolved) -> float:
     """Peak PyTorch memory of the profile run above the weights."""
     dt = res.weight_dtype_bytes
+    if res.runner_v2:
+        return mrv2_activation_gib(model, res)
     if res.rules.engine == "V1":
         reqs = min(res.max_num_seqs, res.mnbt)
         if res.flashinfer_sampler:
@@ -228,9 +262,12 @@ def _hopper_or_newer(gpu: GpuSpec) -> bool:
 
 
 def cudagraph_gib(model: ModelSpec, res: Resolved) -> float:
-    """CUDA-graph pool: 0.65-1.85 GiB observed (0.19.0), growing with depth; none with --enforce-eager."""
+    """CUDA-graph pool: 0.65-1.85 GiB observed (0.19.0), growing with depth; none with --enforce-eager; Model
+    Runner V2's own per-layer figure."""
     if res.enforce_eager:
         return 0.0
+    if res.runner_v2:
+        return MRV2_GRAPH_GIB_PER_LAYER * model.num_layers
     return 0.5 + 0.0145 * model.num_layers
 
 

@@ -1,0 +1,84 @@
+"""Model Runner V2 (vLLM 0.25+ for dense models, 0.29+ for all): its profile, its graphs outside the budget, and the
+batch-token defaults of the releases that run it. The figures the constants were fitted on are the calibration
+cases' (tests/data/calibration, role `fit`); these tests pin the rules, not the fit."""
+
+from __future__ import annotations
+
+import pytest
+
+from vllm_remedy.errors import UserError
+from vllm_remedy.vllm import catalog
+from vllm_remedy.vllm.catalog import GIB
+from vllm_remedy.vllm.memory import EngineSettings, estimate
+from vllm_remedy.vllm.memory.settings import resolve
+from vllm_remedy.vllm.versions import rules
+
+QWEN3_8B = catalog.model("Qwen/Qwen3-8B")
+QWEN_AWQ = catalog.model("Qwen/Qwen2.5-7B-Instruct-AWQ")
+QWEN3_MOE = catalog.model("Qwen/Qwen3-30B-A3B")
+RTX4090 = catalog.gpu("NVIDIA-GeForce-RTX-4090")
+H100 = catalog.gpu("NVIDIA-H100-80GB-HBM3")
+A100 = catalog.gpu("NVIDIA-A100-SXM4-80GB")
+FLAGS = {"max-model-len": "8192", "gpu-memory-utilization": "0.9"}
+
+
+@pytest.mark.parametrize(("version", "gpu", "expected"), [
+    ("0.11.0", RTX4090, (2048, 256)),  # the 0.10/0.11 A100 and L4 logs print 2048
+    ("0.27.1", RTX4090, (8192, 256)),  # an RTX 4090 0.27.1 log prints 8192
+    ("0.27.1", H100, (8192, 1024)),
+    ("0.28.0", H100, (16384, 1024)),  # vllm#51726
+    ("0.28.0", A100, (8192, 256)),  # A100s stay out of the big class (vllm#17885)
+])
+def test_serve_batch_token_defaults_follow_the_release(version, gpu, expected):
+    assert rules(version).scheduler_defaults(gpu.total_gib, gpu.product) == expected
+
+
+@pytest.mark.parametrize(("version", "model", "v2"), [
+    ("0.21.0", QWEN3_8B, False), ("0.24.0", QWEN_AWQ, False), ("0.25.0", QWEN_AWQ, True), ("0.27.1", QWEN3_8B, True),
+    ("0.28.0", QWEN3_MOE, False), ("0.29.0", QWEN3_MOE, True), ("0.30.0", QWEN3_MOE, True),
+])
+def test_runner_v2_is_the_default_for_dense_models_from_0_25_and_all_from_0_29(version, model, v2):
+    assert resolve(model, H100, EngineSettings.from_flags(FLAGS, version)).runner_v2 is v2
+
+
+def test_runner_v2_budget_has_no_graph_estimate():
+    """MRv2's profile_cudagraph_memory returns 0: the KV cache is the budget less weights, activation and non-torch
+    memory, and the graphs (still sized) are captured after it."""
+    est = estimate(QWEN3_8B, RTX4090, EngineSettings.from_flags(FLAGS, "0.27.1"))
+    budget = RTX4090.total_gib * 0.9 - est.weights_gib - est.activation_gib - est.non_torch_gib
+    assert est.kv_cache_gib == pytest.approx(budget)
+    assert est.cudagraph_gib > 0
+    v1 = estimate(QWEN3_8B, RTX4090, EngineSettings.from_flags(FLAGS, "0.21.0"))  # V1 runner: graphs inside
+    assert v1.kv_cache_gib == pytest.approx(RTX4090.total_gib * 0.9 - v1.weights_gib - v1.activation_gib
+                                            - v1.non_torch_gib - v1.cudagraph_gib)
+
+
+def test_runner_v2_graphs_that_do_not_fit_the_card_are_a_capture_oom_and_eager_avoids_it():
+    crowded = {**FLAGS, "gpu-memory-utilization": "0.98"}  # passes the free-memory check
+    est = estimate(QWEN3_8B, RTX4090, EngineSettings.from_flags(crowded, "0.27.1"))
+    assert est.fits and est.graph_capture_oom and est.peak_gib > est.total_gib
+    eager = estimate(QWEN3_8B, RTX4090, EngineSettings.from_flags({**crowded, "enforce-eager": "true"}, "0.27.1"))
+    assert eager.fits and not eager.graph_capture_oom
+    roomy = estimate(QWEN3_8B, RTX4090, EngineSettings.from_flags(FLAGS, "0.27.1"))
+    assert roomy.fits and not roomy.graph_capture_oom
+
+
+def test_cold_compile_cache_is_assumed_and_profiles_heavier_than_warm():
+    cold = estimate(QWEN3_8B, RTX4090, EngineSettings.from_flags(FLAGS, "0.27.1"))
+    warm = estimate(QWEN3_8B, RTX4090, EngineSettings.from_flags({**FLAGS, "compile-cache-warm": "true"}, "0.27.1"))
+    assert cold.activation_gib > warm.activation_gib + 0.5
+    assert warm.kv_cache_tokens > cold.kv_cache_tokens
+    # Warm leaves the sampler phase: 256 rows of 151,936 logits in bf16 and float32, and the hidden states.
+    assert warm.activation_gib == pytest.approx((256 * 151_936 * 6 + 8192 * 4096 * 2) / GIB)
+    with pytest.raises(UserError, match="compile-cache-warm"):
+        EngineSettings.from_flags({"compile-cache-warm": "maybe"}, "0.27.1")
+
+
+def test_packed_checkpoints_profile_at_the_lighter_forward_count():
+    """Per token of (I/TP + H): 3.1 values for AWQ/GPTQ checkpoints, 4.4 for 16-bit ones on a cold cache."""
+    def forward_values(model: catalog.ModelSpec) -> float:
+        est = estimate(model, RTX4090, EngineSettings.from_flags(FLAGS, "0.27.1"))
+        return est.activation_gib * GIB / (8192 * (model.intermediate_size + model.hidden_size) * 2)
+
+    assert forward_values(QWEN_AWQ) == pytest.approx(3.1)
+    assert forward_values(QWEN3_8B) == pytest.approx(4.4)
