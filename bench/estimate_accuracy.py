@@ -376,10 +376,35 @@ def held_out_section(cases: list[tuple[str, dict[str, Any]]]) -> str:
     )
 
 
+def batch_section(cases: list[tuple[str, dict[str, Any]]]) -> str:
+    """Each fresh batch (cases carrying ``batch:``, collected by someone who never ran the estimator on them, after
+    the model change they test): its own figures, held-out ones apart, so a batch reads as the test it was."""
+    batches: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    for name, case in cases:
+        if case.get("batch"):
+            batches.setdefault(str(case["batch"]), []).append((name, case))
+    held = set(held_out(cases))
+    out = []
+    for batch, members in sorted(batches.items()):
+        acc = accuracy(c for n, c in members if n in held)
+        rows = [f"- {n} ({source_group(c)}, {c['vllm_version']}, {c['gpu']}): "
+                + (f"{e * 100:+.1f} %" if (e := kv_error(c)) is not None else "outcome only")
+                + ("" if n in held else " (source in sample)")
+                + ("" if estimate_case(c).outcome.value == c["logged"]["outcome"]
+                   else f"; outcome WRONG: predicted {estimate_case(c).outcome.value}, logged {c['logged']['outcome']}")
+                for n, c in members]
+        figures = (f"median |error| {acc.median_abs * 100:.1f} %, p90 {acc.p90_abs * 100:.1f} %, max "
+                   f"{acc.max_abs * 100:.1f} %, {acc.over} above +{OVER_TOLERANCE * 100:.0f} %, outcome class right "
+                   f"{acc.outcomes_right} of {acc.cases}" if acc.errors else "no sized held-out case")
+        out.append(f"### Batch {batch}: {len(members)} cases\n\nHeld out: {figures}.\n\n" + "\n".join(rows) + "\n")
+    return ("\n## Fresh batches\n\n" + "\n".join(out)) if out else ""
+
+
 def main(argv: list[str]) -> int:
     cases = load_cases()
     text, _ = table(cases)
     text += "\n## Held-out accuracy (by source)\n\n" + HELD_OUT_INTRO + held_out_section(cases) + HELD_OUT_NOTES
+    text += batch_section(cases)
     oos = [n for n, c in cases if not c.get("fit")]
     notes = NOTES.format(fit_table=fit_table(cases), oos=", ".join(oos))
     print(text)
