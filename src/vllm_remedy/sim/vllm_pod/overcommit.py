@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from vllm_remedy.sim.vllm_pod.launch import Launch
+from vllm_remedy.vllm.memory.core import graphs_in_budget
 
 _SITE = "/usr/local/lib/python3.12/dist-packages/vllm"
 _FRAME = re.compile(r'File "[^"]+", line \d+, in \w+')
@@ -33,8 +34,8 @@ _FRAMES = {
 
 
 def graphs_outside(launch: Launch) -> float:
-    """CUDA-graph GiB allocated outside the KV budget (0 from 0.20, and with --enforce-eager)."""
-    return 0.0 if launch.resolved.rules.cudagraph_in_budget else launch.estimate.cudagraph_gib
+    """CUDA-graph GiB allocated outside the KV budget (0 on V1 from 0.20, and with --enforce-eager)."""
+    return 0.0 if graphs_in_budget(launch.resolved) else launch.estimate.cudagraph_gib
 
 
 def step(launch: Launch) -> str | None:

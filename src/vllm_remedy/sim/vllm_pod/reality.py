@@ -22,6 +22,7 @@ from typing import Any
 from vllm_remedy.errors import UserError
 from vllm_remedy.sim.vllm_pod.launch import Launch
 from vllm_remedy.vllm.memory import Estimate
+from vllm_remedy.vllm.memory.core import graphs_in_budget
 from vllm_remedy.vllm.memory.terms import context_gib
 from vllm_remedy.vllm.outcomes import Outcome
 from vllm_remedy.vllm.versions import parse_version
@@ -161,6 +162,6 @@ def _fits_peak(launch: Launch) -> float:
     """The card's peak for a start that serves: the requested budget, graphs outside it, and (for budgets relative
     to free memory) other processes and the CUDA context (as ``estimate`` counts them)."""
     est, res, rules = launch.estimate, launch.resolved, launch.resolved.rules
-    outside = 0.0 if rules.cudagraph_in_budget else est.cudagraph_gib
+    outside = 0.0 if graphs_in_budget(res) else est.cudagraph_gib
     relative = 0.0 if rules.budget == "absolute" else res.other_process_gib + context_gib(launch.gpu, res.tp)
     return est.total_gib * res.util + outside + relative

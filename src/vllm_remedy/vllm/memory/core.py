@@ -66,12 +66,11 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
     context = terms.context_gib(gpu, res.tp)
     other = res.other_process_gib
 
-    # Model Runner V2's profile_cudagraph_memory returns 0: its graphs are captured after the KV cache, outside it.
-    graphs_in_budget = r.cudagraph_in_budget and not res.runner_v2
+    in_budget = graphs_in_budget(res)
     kv = requested - weights - activation - non_torch
     if r.budget == "absolute":
         kv -= other  # other processes' memory shows up as used device memory
-    if graphs_in_budget:
+    if in_budget:
         kv -= graphs
     layout = terms.kv_layout(model, res)
     block_bytes = layout.block_bytes
@@ -82,7 +81,7 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
     if res.auto_len and tokens > 0:
         max_len = min(max_len, _longest(layout, res, kv, tokens, max_len))
 
-    outside = 0.0 if graphs_in_budget else graphs
+    outside = 0.0 if in_budget else graphs
     outcome = _outcome(res, total, requested, weights, context, other, kv, blocks, tokens, max_len, layout)
     # Graphs are captured after the KV cache is allocated; outside the budget they need the card's spare room.
     peak = requested + outside + (0.0 if r.budget == "absolute" else other + context)
@@ -114,6 +113,12 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
         suggested_max_model_len=suggested,
         graph_capture_oom=capture_oom,
     )
+
+
+def graphs_in_budget(res: Resolved) -> bool:
+    """Whether the KV budget already subtracts a CUDA-graph estimate: V1 from 0.20, but not Model Runner V2, whose
+    ``profile_cudagraph_memory`` returns 0 (its graphs are captured after the KV cache, outside it)."""
+    return res.rules.cudagraph_in_budget and not res.runner_v2
 
 
 def _longest(layout: terms.KvLayout, res: Resolved, kv: float, tokens: int, cap: int) -> int:
