@@ -288,6 +288,27 @@ before the sort was modelled). `oom_loading_weights` has no public log here yet.
   and 2.01 GiB was in use before the start. The model predicts that start fits: a known miss in the dangerous
   direction, on an outcome the estimator does not predict (`sampler_warmup_oom` is a classifier class only).
   Runs that failed on network or config validation say nothing about memory.
+- December 2026, second search (a fresh held-out batch, `batch: 2026-12-05` in each case; inclusion decided by
+  source, model, version, GPU and flags before any estimate was run). Left out: a Llama-3.1-8B 128K start on one
+  A100 80GB from a vllm-openai v0.31.0 image (460,496 tokens; a "learning-lab" tree on host dg05 whose repository
+  could not be identified from the index); enginrect/llmso's Qwen3-8B-FP8 and Qwen3-14B-FP8 starts on its WSL2
+  RTX 4090 at 0.27.1 (90,080 and 29,248 tokens: the Windows desktop's share of the card is not logged for them,
+  and the source already has two cases); floSa/data-analyst-agent's gemma-4-E4B QAT start on L4 0.28.0
+  (sliding-window/shared-KV multimodal; that source already has three cases); WaroonRagwongsiri/SuperAi-SS6-
+  Level2-Hack4 (0.22.0: sleep mode at 0.6 beside OCR (Qwen2.5-VL) and embedding engines on one card);
+  trietnguyeminh/Submission---EXACT--IJCNN (0.22.x on Kaggle 2 x T4: LoRA enabled, or the notebook kernel's own
+  CUDA context on the card, unlogged); phivan3008/meeting-translator (0.27.1, Qwen3.6 hybrid GDN) and
+  leadawon/LAMBO's logs/vllm_*.log (Qwen3.5); 2215860382/VedioSifter's RL-training engines (colocated with the
+  trainer); kubesimplify's PP=2 start (pipeline parallelism); llm-d/llm-d-benchmark's empirical-memory page (KV
+  GiB only, no token counts or version); about twenty other copies of the Nebius MLOps assignment (no startup log
+  committed); emocat17/GraphRAG (0.13.0, Llama-3-8B TP 4: card named nowhere); kumaxxp/duo-talk (0.13.0: GPU not
+  stated for the log; the RTX A5000 its guide names is not in the catalog); sridhar1804/local-ai (0.19.1 Phi-3-mini
+  on a WSL2 RTX 3090: desktop share not logged); index-only logs whose repository could not be identified (0.22.0
+  Qwen2.5-7B 4K at 0.95 on an unnamed ~48 GB card, 492,912 tokens; 0.24.0 '/workspace/base' 8K, 223,152; a
+  0.28.1 dev build's TP 2 Qwen2.5-1.5B on 23.47 GiB cards with a custom KV layout); a LoRA run on an RTX 4090;
+  club-3090 bench threads, DeepSeek-V4, Gemma 4 and Qwen3.5-3.8 logs (hybrid or MLA); GB10, gfx1151 (unified
+  memory), CPU-backend and Metal-plugin logs. Almost every public 0.22+ log of 2026 found serves a hybrid model;
+  dense or plain-MoE 0.22+ starts with an identifiable source were scarce (three added).
 """
 
 
