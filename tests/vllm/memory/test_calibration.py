@@ -51,8 +51,9 @@ def test_outcome_matches_log(path):
     assert estimate_case(case).outcome.value == case["logged"]["outcome"]
 
 
-# A sized case the estimator over-predicts for a reason understood but not yet modelled says so in `known_over`;
-# it stays in every figure (held-out error, margin) and is only spared the per-case bar below.
+# A sized case the estimator over-predicts says what is known of why in `known_over` (the terms the log's own
+# arithmetic points at, or that the cause is not identified); it stays in every figure (held-out error, margin) and
+# is only spared the per-case bar below.
 KNOWN_OVER = [p for p in SIZED if _load(p).get("known_over")]
 BARRED = [p for p in SIZED if p not in KNOWN_OVER]
 
@@ -122,19 +123,30 @@ def test_held_out_outcomes_right_and_over_predictions_only_the_known_ones():
     acc = accuracy(_load(p) for p in CASES if p.stem in HELD_OUT)
     assert acc.outcomes_right == acc.cases
     assert len(acc.errors) >= 22
-    # Target 0, met: the V0 4-bit GPTQ case (+19.6 % until the V0 profile sort was modelled) is now under.
+    # Target 0, MISSED by one: the fresh batch of 2026-12-05 brought a T4 0.17.1 AWQ start predicted 3.6 % over
+    # (known_over says what is known). The V0 4-bit GPTQ case (+19.6 % until the V0 profile sort) is under.
     assert acc.over <= len([p for p in KNOWN_OVER if p.stem in HELD_OUT])
 
 
+def test_the_derived_margin_covers_every_held_out_over_prediction():
+    """The planner trusts (1 - margin) x the predicted KV cache: no held-out log may hold less than that."""
+    for path in SIZED:
+        if path.stem in HELD_OUT:
+            case = _load(path)
+            trusted = estimate_case(case).kv_cache_tokens * (1 - KV_ESTIMATE_MARGIN)
+            assert trusted <= case["logged"]["kv_cache_tokens"], path.stem
+
+
 def test_held_out_error_does_not_regress():
-    """Ratchet at today's held-out figures (28 cases from 15 sources, 27 sized): median 2.2 %, p90 7.9 %, inside the
-    targets (median <= 3 %, p90 <= 10 %) — but only because the Model Runner V2 logs became the fit of that runner's
-    terms and left the set (they measured 4.9 % / 12.3 % with them); bench/estimate_accuracy.md says so. Lower these
-    bounds as the model improves, never raise them. Adding cases may move them either way: that is a new
-    measurement, say so in the commit."""
+    """Ratchet at today's held-out figures (38 cases from 22 sources, 37 sized): median 3.1 %, p90 11.5 %. The targets
+    (median <= 3 %, p90 <= 10 %) are MISSED. The Model Runner V2 logs are the fit of that runner's terms (without
+    them and before the fresh batch: 2.2 % / 7.9 %); the fresh batch of 2026-12-05 (ten logs, eight sources, none
+    estimated before the model was frozen) measured 3.5 % / 12.8 % on its own. Lower these bounds as the model
+    improves, never raise them. Adding cases may move them either way: that is a new measurement, say so in the
+    commit."""
     acc = accuracy(_load(p) for p in CASES if p.stem in HELD_OUT)
-    assert acc.median_abs <= 0.023
-    assert acc.p90_abs <= 0.079
+    assert acc.median_abs <= 0.032
+    assert acc.p90_abs <= 0.116
 
 
 def test_safety_margin_is_derived_from_the_held_out_errors():
