@@ -74,7 +74,6 @@ from vllm_remedy.operations.util import (
 from vllm_remedy.operations.util.plan import edited_since_read
 from vllm_remedy.operations.util.refusal import fails_later
 from vllm_remedy.operations.util.show import note
-from vllm_remedy.operations.util.template import stale_toggles
 from vllm_remedy.operations.util.write import changed_since, wrote_in_this_run
 from vllm_remedy.remedies.predict import predict_template
 from vllm_remedy.remedies.restore import NONE, REFUSE, ROLLBACK, RestoreDecision
@@ -191,8 +190,9 @@ def rollback(wait: bool = True, timeout: float | None = None, revision: int | No
            else f"revision {decision.current} crash-looped" if decision.failures
            else f"revision {decision.current} would fail once its pods are deleted")
     notes = (sts.get("metadata") or {}).get("annotations") or {}
-    # toggle records the restored template does not run go in this write: one guarded change, not a second one
-    drops = stale_toggles(ctx.keys, notes, decision.template, ctx.container)
+    # a toggle belongs to the template this write replaces: its records go in it, as a Deployment's undo drops them, so
+    # a forced toggled revision keeps its flag with no expiry, as warned, with no second rollout reverting it
+    drops: dict[str, str | None] = {key: None for key in notes if ctx.keys.is_toggle_key(key)}
     change = Change(spec={"template": dict(decision.template)}, annotations=drops,
                     audit=(RESTORE, f"roll back to revision {decision.revision} ({decision.rule}): {why}"))
     label = f"wait for revision {decision.revision} to roll out"

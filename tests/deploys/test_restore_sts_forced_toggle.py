@@ -1,0 +1,53 @@
+"""deploys/restore.py forced onto a StatefulSet's toggled revision (``--data revision=2 --data override=evidence``),
+through the real pyinfra CLI on the rehearsal cluster: the operator gets the revision they named, as a Deployment does
+(kubectl's undo brings no toggle record back): its template with --enforce-eager on, the set's toggle record dropped
+in the rollback's own write, so the flag stays with no expiry — what the warning says — and no revert rolls the set a
+second time. --dry lists one change to the set, and -y makes exactly that one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from fixtures import pyinfra_run
+from fixtures.budget_world import EAGER, GOOD_ARGS
+from fixtures.pyinfra_run import Rehearsal, crash_on_start, host_lines
+from fixtures.sts_step4 import dry_is_the_run, edit, inventory, quiet, rolled_out
+from fixtures.sts_world import MAX_LEN_LOG, RESTORE, STS_HOST, crash_looping_on, llama_set, revision_names, roll
+from fixtures.sts_world import inventory as plain_inventory
+
+rehearsal = pyinfra_run.rehearsal
+EXPIRES, PRIOR = "vllm-remedy.io/enforce-eager-expires", "vllm-remedy.io/enforce-eager-prior"
+FORCED = ("--data", "revision=2", "--data", "override=evidence")
+
+
+def args(obj: dict[str, Any]) -> list[str]:
+    return list(obj["spec"]["template"]["spec"]["containers"][0]["args"])
+
+
+def test_forcing_the_toggled_revision_keeps_the_flag_with_no_expiry_in_one_rollout(rehearsal: Rehearsal,
+                                                                                   tmp_path: Path) -> None:
+    llama_set(rehearsal)
+    on = rehearsal.pyinfra(inventory(tmp_path), EAGER, "-y", "--data", "eager_ttl=30m", timeout=300)
+    assert on.returncode == 0, on.stderr
+    assert args(rolled_out(rehearsal)) == [*GOOD_ARGS, "--enforce-eager"]
+    edit(rehearsal, lambda obj: obj["metadata"]["annotations"].__setitem__(EXPIRES, "2001-01-01T00:00:00Z"))
+    roll(rehearsal, crash_on_start(MAX_LEN_LOG.read_text()))  # revision 3 over the toggled revision 2 dies
+    crash_looping_on(rehearsal, "llama-sts-1")
+    quiet(rehearsal)
+    dry, got = dry_is_the_run(rehearsal, plain_inventory(tmp_path), RESTORE, *FORCED, expect_diffs=1)
+    assert got.returncode == 0, got.stderr
+    for run in (dry, got):
+        said = host_lines(run.stderr, STS_HOST)
+        assert any(line.startswith("roll back statefulset llm/llama-sts from revision 3 to revision 2")
+                   for line in said), said
+        assert any(line.startswith("warning: forced despite the evidence (override=evidence): ran --enforce-eager as "
+                                   "a temporary toggle") and "keep --enforce-eager on with no expiry" in line
+                   for line in said), said
+        assert "noop: no temporary toggle has expired" in said, run.stderr  # the rollback left none to revert
+    after = rolled_out(rehearsal)
+    assert args(after) == [*GOOD_ARGS, "--enforce-eager"]  # the revision the operator named, as it ran
+    notes = after["metadata"]["annotations"]
+    assert EXPIRES not in notes and PRIOR not in notes, notes
+    assert notes["vllm-remedy.io/last-action"] == "restore", notes
+    assert max(revision_names(rehearsal)) == 4  # one rollout: revision 2 renumbered to 4, no revert on top
