@@ -190,8 +190,8 @@ def rollback(wait: bool = True, timeout: float | None = None, revision: int | No
            else f"revision {decision.current} crash-looped" if decision.failures
            else f"revision {decision.current} would fail once its pods are deleted")
     notes = (sts.get("metadata") or {}).get("annotations") or {}
-    # a toggle belongs to the template this write replaces: its records go in it, as a Deployment's undo drops them, so
-    # a forced toggled revision keeps its flag with no expiry, as warned, with no second rollout reverting it
+    # toggle records belong to the template this write replaces: all go (a Deployment's undo drops them too), so a
+    # forced toggled revision keeps its flag with no expiry, as warned, and no revert rolls the set again
     drops: dict[str, str | None] = {key: None for key in notes if ctx.keys.is_toggle_key(key)}
     change = Change(spec={"template": dict(decision.template)}, annotations=drops,
                     audit=(RESTORE, f"roll back to revision {decision.revision} ({decision.rule}): {why}"))
