@@ -46,6 +46,7 @@ from vllm_remedy.kube.sts_wait import (
     held_by_partition,
     next_deletions,
     ordinal,
+    partition_floor,
     partition_of,
     pod_names,
     read_set,
@@ -112,14 +113,13 @@ def strategy_lines(sts: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], ta
         return [f"then: updateStrategy OnDelete: the rollback reaches a pod only when it is deleted; pods "
                 f"{', '.join(off)} stay on their revision until then: {act}",
                 *([deletion_order(live, off)] if delete_pods == "blocking" else [])]
-    lines = []
-    partition = partition_of(sts)
+    lines, partition, floor = [], partition_of(sts), partition_floor(sts)  # the partition counts from ordinals.start
     if partition:
         names = pod_names(sts, pods)  # as read before the write, and the same after it
-        held = [n for n in names if ordinal(n) < partition]
-        reached = [n for n in names if ordinal(n) >= partition]
+        held = [n for n in names if ordinal(n) < floor]
+        reached = [n for n in names if ordinal(n) >= floor]
         lines.append(f"then: updateStrategy RollingUpdate partition {partition}: the rollback replaces only pods with "
-                     f"ordinal >= {partition} ({', '.join(reached) or 'none'}); pods below it "
+                     f"ordinal >= {floor} ({', '.join(reached) or 'none'}); pods below it "
                      f"({', '.join(held) or 'none'}) keep the revision they run until the partition is lowered — "
                      "as it held back the bad rollout, it holds back the rollback")
     if spec.get("podManagementPolicy", "OrderedReady") != "OrderedReady":
