@@ -99,6 +99,8 @@ def test_refuses_when_nothing_within_policy_is_predicted_to_fit(rehearsal: Rehea
     assert got.returncode == 1, got.stderr
     refused = [line for line in host_out(got.stderr) if "no change within policy" in line]
     assert len(refused) == 1, host_out(got.stderr)
+    assert refused[0].startswith("refused: "), refused  # as --dry prints it
+    refused = [line.removeprefix("refused: ") for line in refused]
     assert refused[0] == ("deployment llm/llama-8b: predicted max concurrency 7.87x is below the required 10.00x at "
                           "max-model-len 4,096; max-model-len 4096 is below the policy minimum 16384; no change within "
                           f"policy {policy} is predicted to fit (prediction on NVIDIA-L4: fits — KV cache 32,240 "

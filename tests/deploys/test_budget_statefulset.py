@@ -83,6 +83,8 @@ def test_nothing_predicted_to_fit_is_refused_and_nothing_changes(rehearsal: Rehe
     assert got.returncode == 1, got.stderr
     refused = [line for line in host_lines(got.stderr, STS_HOST) if "no change within policy" in line]
     assert len(refused) == 1, got.stderr
+    assert refused[0].startswith("refused: "), refused  # as --dry prints it
+    refused = [line.removeprefix("refused: ") for line in refused]
     assert refused[0].startswith("statefulset llm/llama-sts: predicted max concurrency 7.87x is below the required "
                                  "10.00x at max-model-len 4,096; max-model-len 4096 is below the policy minimum "
                                  "16384; no change within policy "), refused

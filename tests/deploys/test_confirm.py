@@ -51,7 +51,7 @@ def test_confirm_waits_for_stability_then_marks_the_replicaset_once(rehearsal: R
     rehearsal.cluster.clock.set_speed(600.0)
     assert early.returncode != 0
     lines = host_out(early.stderr)
-    refusal = [line for line in lines if line.startswith("revision 16 not confirmed: ")]
+    refusal = [line for line in lines if line.startswith("refused: revision 16 not confirmed: ")]
     assert len(refusal) == 1, lines
     assert "of the required 30m" in refusal[0] and "Ready for " in refusal[0]
     client = rehearsal.client()
@@ -156,7 +156,7 @@ def test_confirm_never_marks_a_revision_running_a_temporary_toggle(rehearsal: Re
     got = rehearsal.pyinfra(LOCAL, CONFIRM, "-y")
     assert got.returncode != 0
     lines = host_out(got.stderr)
-    refusal = [line for line in lines if line.startswith("revision 15 not confirmed: ")]
+    refusal = [line for line in lines if line.startswith("refused: revision 15 not confirmed: ")]
     assert len(refusal) == 1, lines
     assert f"temporary toggle enforce-eager is on until {expires}" in refusal[0], refusal
     assert "vllm-remedy.io/known-good" not in (replicaset(rehearsal, 15)["metadata"].get("annotations") or {})

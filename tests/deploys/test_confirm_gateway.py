@@ -37,7 +37,7 @@ def test_the_gateway_error_rate_decides_the_mark(rehearsal: Rehearsal, prometheu
     said = [line for line in lines if line.startswith("FAIL: gateway error rate ")]
     assert len(said) == 1 and said[0].endswith(f"(limit 0.01, query at {prometheus.url})"), lines
     assert 0.15 <= float(said[0].split()[4]) <= 0.25, said  # the failing route answers 20 % 503s
-    refusal = [line for line in lines if line.startswith("revision 14 not confirmed: ")]
+    refusal = [line for line in lines if line.startswith("refused: revision 14 not confirmed: ")]
     assert len(refusal) == 1 and refusal[0].endswith(f"(limit 0.01, query at {prometheus.url})"), lines
     assert KNOWN_GOOD not in (replicaset(rehearsal, 14)["metadata"].get("annotations") or {})
 

@@ -112,7 +112,7 @@ def test_a_ttl_above_the_policy_maximum_is_refused(rehearsal: Rehearsal) -> None
     got = rehearsal.pyinfra(LOCAL, EAGER, "-y", "--data", "eager_ttl=3h")
     assert got.returncode == 1, got.stderr
     policy = str(pyinfra_run.ROOT / "policies" / "llama-8b.yaml")
-    assert (f"deployment llm/llama-8b: ttl: 3h exceeds the policy's enforce_eager.max_duration 2h ({policy})"
+    assert (f"refused: deployment llm/llama-8b: ttl: 3h exceeds the policy's enforce_eager.max_duration 2h ({policy})"
             in host_out(got.stderr)), got.stderr
     assert deployment(rehearsal)["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
 

@@ -119,7 +119,7 @@ def test_a_ttl_above_the_policy_maximum_is_refused(rehearsal: Rehearsal, tmp_pat
     got = rehearsal.pyinfra(inventory(tmp_path), EAGER, "-y", "--data", "eager_ttl=3h", timeout=300)
     assert got.returncode == 1, got.stderr
     said = [line for line in lines(got) if "exceeds the policy's enforce_eager.max_duration 2h" in line]
-    assert len(said) == 1 and said[0].startswith(f"{WHERE}: ttl: 3h"), got.stderr
+    assert len(said) == 1 and said[0].startswith(f"refused: {WHERE}: ttl: 3h"), got.stderr
     assert edits(read(rehearsal)) == edits(before)
 
 

@@ -105,11 +105,11 @@ def test_refuses_a_product_without_schedulable_capacity(rehearsal: Rehearsal) ->
     before = quiet(rehearsal)
     tainted = rehearsal.pyinfra(LOCAL, PIN, "-y", "--data", "gpu_product=NVIDIA-L4")
     assert tainted.returncode == 1, tainted.stderr
-    assert ("pin deployment llm/llama-8b to NVIDIA-L4: no schedulable NVIDIA-L4 capacity: 2 node(s) labelled "
+    assert ("refused: pin deployment llm/llama-8b to NVIDIA-L4: no schedulable NVIDIA-L4 capacity: 2 node(s) labelled "
             "nvidia.com/gpu.product=NVIDIA-L4, 0 free GPU(s), none can take a pod of 1 GPU(s)"
             in host_out(tainted.stderr)), tainted.stderr
     absent = rehearsal.pyinfra(LOCAL, PIN, "-y", "--data", "gpu_product=NVIDIA-H100-80GB-HBM3")
     assert absent.returncode == 1, absent.stderr
-    assert ("pin deployment llm/llama-8b to NVIDIA-H100-80GB-HBM3: no node offers NVIDIA-H100-80GB-HBM3 under "
+    assert ("refused: pin deployment llm/llama-8b to NVIDIA-H100-80GB-HBM3: no node offers NVIDIA-H100-80GB-HBM3 under "
             "nvidia.com/gpu.product (allow_shared=False); nothing to pin to" in host_out(absent.stderr))
     assert deployment(rehearsal)["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]

@@ -72,7 +72,7 @@ def test_a_pin_predicted_not_to_start_is_refused_and_nothing_changes(rehearsal: 
     got = rehearsal.pyinfra(inventory(tmp_path), PIN, "-y", "--data", "gpu_product=NVIDIA-L4")
     assert got.returncode == 1, got.stderr
     refused = [line for line in host_lines(got.stderr, STS_HOST)
-               if line.startswith("pin statefulset llm/llama-sts to NVIDIA-L4: ")]
+               if line.startswith("refused: pin statefulset llm/llama-sts to NVIDIA-L4: ")]
     assert len(refused) == 1 and "predicted" in refused[0], got.stderr
     after = sts(rehearsal)
     assert (after["spec"], after["metadata"]["generation"]) == (before["spec"], before["metadata"]["generation"])

@@ -61,10 +61,10 @@ def held_by_partition(sts: Mapping[str, Any], pods: Sequence[Mapping[str, Any]],
     """Crash-looping pods below a RollingUpdate ``partition`` (pure): no rollback reaches them — the controller
     updates only ordinals at or above it, and recreates a deleted pod below it at the set's current revision (the
     StatefulSet docs' partitioned rolling update) — so they crash-loop until someone lowers the partition."""
-    partition = partition_of(sts)
+    first, floor = first_ordinal(sts), partition_floor(sts)
     names = [str((p.get("metadata") or {}).get("name")) for p in pods
              if crashing_container(pod_health(dict(p)), restart_limit)]
-    return sorted((n for n in names if 0 <= ordinal(n) < partition), key=ordinal)
+    return sorted((n for n in names if first <= ordinal(n) < floor), key=ordinal)
 
 
 def stuck_after(sts: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], off: Sequence[str],
@@ -136,6 +136,18 @@ def partition_of(sts: Mapping[str, Any]) -> int:
     return int((strategy.get("rollingUpdate") or {}).get("partition") or 0)
 
 
+def first_ordinal(sts: Mapping[str, Any]) -> int:
+    """``spec.ordinals.start``: the ordinal of the set's first pod (0 when unset)."""
+    return int(((sts.get("spec") or {}).get("ordinals") or {}).get("start") or 0)
+
+
+def partition_floor(sts: Mapping[str, Any]) -> int:
+    """The lowest ordinal a RollingUpdate replaces: the controller counts the partition from ``spec.ordinals.start``
+    (upstream's newVersionedStatefulSetPod), so pods below ``start + partition`` keep their revision."""
+    partition = partition_of(sts)
+    return first_ordinal(sts) + partition if partition else 0
+
+
 def _settled(sts: dict[str, Any], pods: list[dict[str, Any]], stuck: list[str]) -> bool:
     """Every pod but ``stuck`` runs the update revision and is Ready, none is going away, none is missing."""
     update = str((sts.get("status") or {}).get("updateRevision") or "")
@@ -197,8 +209,8 @@ def rows_rolled_out(sts: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -
     except UserError:
         return False
     # the status may lag the pods (a rerun right after a pod was deleted): the rows must agree
-    partition = partition_of(sts)
-    reached = [p for p in rows if ordinal(str(p.get("name") or "")) >= partition]
+    partition, floor = partition_of(sts), partition_floor(sts)
+    reached = [p for p in rows if ordinal(str(p.get("name") or "")) >= floor]
     replicas = int((sts.get("spec") or {}).get("replicas", 1) or 0)
     return done and len(reached) >= replicas - partition and all(
         p.get("new") and p.get("ready") and not p.get("deleting") for p in reached)
@@ -210,7 +222,7 @@ def pod_names(sts: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> list
     while the controller replaces a pod (``--dry`` and ``-y`` say the same)."""
     spec = sts.get("spec") or {}
     name = str((sts.get("metadata") or {}).get("name") or "")
-    first = int((spec.get("ordinals") or {}).get("start") or 0)
+    first = first_ordinal(sts)
     made = {f"{name}-{i}" for i in range(first, first + int(spec.get("replicas", 1) or 0))} if name else set()
     return sorted(made | {str(p["metadata"]["name"]) for p in pods}, key=ordinal)
 

@@ -12,11 +12,11 @@ last step and acts only on a route that still sends the fallback traffic.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import quote
 
-from pyinfra import host, logger, state
+from pyinfra import host, state
 from pyinfra.api import FunctionCommand, operation
 
 from vllm_remedy.errors import UserError
@@ -27,8 +27,9 @@ from vllm_remedy.kube.actions import read_rollout
 from vllm_remedy.kube.annotations import canonical_json, rfc3339
 from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.kube.diff import unified_template_diff
-from vllm_remedy.kube.history import HASH_LABEL, earlier_numbers
+from vllm_remedy.kube.history import HASH_LABEL
 from vllm_remedy.kube.rollout import plan_undo, resource_version_test
+from vllm_remedy.operations.forced_revision import OVERRIDE, checked_revision
 from vllm_remedy.operations.util import (
     Change,
     K8sHost,
@@ -65,8 +66,6 @@ from vllm_remedy.remedies.restore import NONE, REFUSE, ROLLBACK, SHED, RestoreDe
 from vllm_remedy.vllm.versions import version_from_image
 
 GATEWAY = "gateway.networking.k8s.io/v1"
-#: Host data ``override`` that lets a forced revision through the evidence against it.
-OVERRIDE = "evidence"
 #: The last-action of shifting the fallback's traffic back to the primary.
 SHIFT_BACK = "shift-back"
 
@@ -111,51 +110,13 @@ def _undo_ops(revision: int, keys: Any, reason: str, fields: dict[str, Any], cli
 
 def forced_revision(value: Any = None) -> int | None:
     """Host data ``revision`` (``--data revision=N``) checked before any operation is planned: None when unset;
-    a value that is not a revision number (empty, spaced), or not in this Deployment's rollout history (a number a
-    rollback renumbered counts: it stays in ``revision-history``), or one with evidence against it and no
+    a value that is not a plain revision number (empty, signed, spaced), or not in this Deployment's rollout history
+    (a number a rollback renumbered counts: it stays in ``revision-history``), or one with evidence against it and no
     ``override=evidence``, is refused before any operation is planned — one line naming the host and key, exit 2,
     nothing changed (called from the deploy file, which then stops). So is an ``override`` other than ``evidence``."""
     return checked_revision(host.data.get("revision") if value is None else value,
                             lambda: (host.get_fact(RolloutHistory) or {}).get("revisions") or [],
                             lambda number: _decision(k8s_host(host), number)[0])
-
-
-def checked_revision(raw: Any, history: Callable[[], Sequence[Mapping[str, Any]]],
-                     decide: Callable[[int], RestoreDecision], aside: str = "") -> int | None:
-    """``raw`` (host data ``revision``) as every kind's restore checks it before any operation is planned: the
-    number, or None when unset; bad input → one line naming the host and key, exit 2, nothing changed.
-
-    ``history`` reads the kind's revision rows (only when a number was given), ``decide`` is the kind's restore
-    decision forced to that number (a refusal there is evidence against it), ``aside`` ends the not-in-history
-    line with what the kind's rollback does to numbers."""
-    text = None if raw is None else str(raw)
-    problem = revision_problem(text, raw, host.data.get("override"))
-    if problem is None and text is not None:
-        rows = history()
-        numbers = [int(r["number"]) for r in rows]
-        renumbered = {n for r in rows for n in earlier_numbers(r.get("annotations") or {})}  # a rollback's
-        if int(text) not in numbers and text not in renumbered:
-            problem = (f"host data revision: {text} is not in the rollout history of {k8s_host(host).where} "
-                       f"(revisions: {', '.join(map(str, numbers)) or 'none'}{aside})")
-        else:
-            decision = decide(int(text))
-            problem = decision.reason if decision.action == REFUSE else None  # before any operation writes anything
-    if problem is not None:
-        logger.error(f"{host.print_prefix}{problem}")
-        raise SystemExit(2)
-    return None if text is None else int(text)
-
-
-def revision_problem(text: str | None, raw: Any, override: Any) -> str | None:
-    """What is wrong with host data ``revision`` / ``override`` as written, before any history is read (None: ok)."""
-    if override not in (None, OVERRIDE):
-        return (f"host data override: {override!r} is not {OVERRIDE!r} (the only override: restore a forced "
-                "revision despite the evidence against it)")
-    if text is None:
-        return "host data override: only applies with --data revision=N" if override else None
-    if not text.isascii() or not text.isdigit() or int(text) < 1:
-        return f"host data revision: {raw!r} is not a revision number (a whole number >= 1)"
-    return None
 
 
 @operation()

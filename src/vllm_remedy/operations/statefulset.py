@@ -46,6 +46,7 @@ from vllm_remedy.kube.sts_wait import (
     held_by_partition,
     next_deletions,
     ordinal,
+    partition_floor,
     partition_of,
     pod_names,
     read_set,
@@ -74,7 +75,6 @@ from vllm_remedy.operations.util import (
 from vllm_remedy.operations.util.plan import edited_since_read
 from vllm_remedy.operations.util.refusal import fails_later
 from vllm_remedy.operations.util.show import note
-from vllm_remedy.operations.util.template import stale_toggles
 from vllm_remedy.operations.util.write import changed_since, wrote_in_this_run
 from vllm_remedy.remedies.predict import predict_template
 from vllm_remedy.remedies.restore import NONE, REFUSE, ROLLBACK, RestoreDecision
@@ -113,14 +113,13 @@ def strategy_lines(sts: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], ta
         return [f"then: updateStrategy OnDelete: the rollback reaches a pod only when it is deleted; pods "
                 f"{', '.join(off)} stay on their revision until then: {act}",
                 *([deletion_order(live, off)] if delete_pods == "blocking" else [])]
-    lines = []
-    partition = partition_of(sts)
+    lines, partition, floor = [], partition_of(sts), partition_floor(sts)  # the partition counts from ordinals.start
     if partition:
         names = pod_names(sts, pods)  # as read before the write, and the same after it
-        held = [n for n in names if ordinal(n) < partition]
-        reached = [n for n in names if ordinal(n) >= partition]
+        held = [n for n in names if ordinal(n) < floor]
+        reached = [n for n in names if ordinal(n) >= floor]
         lines.append(f"then: updateStrategy RollingUpdate partition {partition}: the rollback replaces only pods with "
-                     f"ordinal >= {partition} ({', '.join(reached) or 'none'}); pods below it "
+                     f"ordinal >= {floor} ({', '.join(reached) or 'none'}); pods below it "
                      f"({', '.join(held) or 'none'}) keep the revision they run until the partition is lowered — "
                      "as it held back the bad rollout, it holds back the rollback")
     if spec.get("podManagementPolicy", "OrderedReady") != "OrderedReady":
@@ -191,8 +190,9 @@ def rollback(wait: bool = True, timeout: float | None = None, revision: int | No
            else f"revision {decision.current} crash-looped" if decision.failures
            else f"revision {decision.current} would fail once its pods are deleted")
     notes = (sts.get("metadata") or {}).get("annotations") or {}
-    # toggle records the restored template does not run go in this write: one guarded change, not a second one
-    drops = stale_toggles(ctx.keys, notes, decision.template, ctx.container)
+    # toggle records belong to the template this write replaces: all go (a Deployment's undo drops them too), so a
+    # forced toggled revision keeps its flag with no expiry, as warned, and no revert rolls the set again
+    drops: dict[str, str | None] = {key: None for key in notes if ctx.keys.is_toggle_key(key)}
     change = Change(spec={"template": dict(decision.template)}, annotations=drops,
                     audit=(RESTORE, f"roll back to revision {decision.revision} ({decision.rule}): {why}"))
     label = f"wait for revision {decision.revision} to roll out"

@@ -25,6 +25,7 @@ from vllm_remedy.kube.sts_wait import (
     deletion_order,
     foreign_update,
     ordinal,
+    partition_floor,
     partition_of,
     pod_names,
     rows_rolled_out,
@@ -53,13 +54,13 @@ def update_lines(sts: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], dele
                 f"{', '.join(live) or 'none'} stay on their revision until then: {act}",
                 *([deletion_order(pods, live)] if delete_pods == "blocking" and live else [])]
     lines = []
-    partition = partition_of(sts)
+    partition, floor = partition_of(sts), partition_floor(sts)  # the partition counts from ordinals.start
     if partition:
         names = pod_names(sts, pods)  # as read before the write (-y reads them after it, mid-replacement)
-        held = [n for n in names if ordinal(n) < partition]
-        reached = [n for n in names if ordinal(n) >= partition]
+        held = [n for n in names if ordinal(n) < floor]
+        reached = [n for n in names if ordinal(n) >= floor]
         lines.append(f"then: updateStrategy RollingUpdate partition {partition}: the change replaces only pods with "
-                     f"ordinal >= {partition} ({', '.join(reached) or 'none'}); pods below it "
+                     f"ordinal >= {floor} ({', '.join(reached) or 'none'}); pods below it "
                      f"({', '.join(held) or 'none'}) keep the revision they run until the partition is lowered")
     if spec.get("podManagementPolicy", "OrderedReady") == "OrderedReady":
         crashing = [str(p["metadata"]["name"]) for p in pods if pod_health(p).crash_looping

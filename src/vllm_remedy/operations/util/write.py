@@ -224,15 +224,17 @@ def refused(state: Any, host: Any, message: str, shown: bool = False) -> bool:
 
 def refuse(state: Any, host: Any, message: str) -> Iterator[FunctionCommand]:
     """Show ``message`` while detecting changes and fail the host at execute (bodies must not raise); a ``-y`` run,
-    which detects nothing, prints it once, as the failure.
+    which detects nothing, prints it once, as the failure — the same ``refused:`` line, so a CronJob's log and a
+    grep for refusals read a ``-y`` run as they read ``--dry``.
 
     While detecting nothing is yielded: a refusal is no change (``-y`` fails there, changing nothing), so pyinfra
     counts none for it, and :mod:`.refusal` keeps the host's later operations from being planned."""
+    line = f"refused: {' '.join(message.split())}"
     if not state.is_executing:
-        show(state, host, [f"refused: {' '.join(message.split())}"], topic="refuse")
+        show(state, host, [line], topic="refuse")
         refusal.record(state, host, message)
         return
-    yield FunctionCommand(fail, (message,), {})
+    yield FunctionCommand(fail, (line,), {})
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,8 @@
 Why model it closely: a vLLM StatefulSet's remediation differs from a Deployment's exactly where this
 controller is peculiar. History lives in ControllerRevisions (``kubectl rollout history/undo sts/…`` read
 and apply their ``data``); a RollingUpdate replaces pods highest ordinal first, one at a time, and never
-below ``partition``; OnDelete replaces nothing until a pod is deleted; and under the default
+below ``partition`` (counted from ``spec.ordinals.start``: a pod deleted below it comes back at the set's
+current revision); OnDelete replaces nothing until a pod is deleted; and under the default
 ``OrderedReady`` policy a pod that is not Running and Ready blocks all progress — so a rollback of a
 crash-looping StatefulSet takes effect only once the broken pods are deleted (the "forced rollback" of
 the Kubernetes docs). Behaviour follows the upstream controller (pkg/controller/statefulset); no code
@@ -62,6 +63,11 @@ def ordinal(pod: Obj, set_name: str) -> int | None:
     """The ordinal of ``<set>-<n>``, or None for a pod that is not one of the set's."""
     head, _, tail = pod["metadata"]["name"].rpartition("-")
     return int(tail) if head == set_name and tail.isdigit() else None
+
+
+def first_ordinal(sts: Obj) -> int:
+    """``spec.ordinals.start``: the set's pods are ``<set>-<start>`` … ``<set>-<start + replicas - 1>``."""
+    return int(((sts.get("spec") or {}).get("ordinals") or {}).get("start") or 0)
 
 
 def running_and_ready(pod: Obj) -> bool:
@@ -172,8 +178,10 @@ class StatefulSetController(RevisionedController):
         ordered = spec.get("podManagementPolicy", "OrderedReady") == "OrderedReady"
         strategy = spec.get("updateStrategy") or {}
         rolling = strategy.get("type", "RollingUpdate") == "RollingUpdate"
-        partition = int((strategy.get("rollingUpdate") or {}).get("partition", 0) or 0) if rolling else 0
-        for index in range(replicas):
+        start = first_ordinal(sts)
+        # upstream newVersionedStatefulSetPod: an ordinal below start + partition is made from the current revision
+        below = start + (int((strategy.get("rollingUpdate") or {}).get("partition", 0) or 0) if rolling else 0)
+        for index in range(start, start + replicas):
             pod = pods.get(index)
             if pod is not None and (pod.get("status") or {}).get("phase") == "Failed":
                 self._delete(sts, pod)  # a failed pod is replaced, with the revision its ordinal should run
@@ -181,7 +189,7 @@ class StatefulSetController(RevisionedController):
                     return
                 continue
             if pod is None:
-                self._create_pod(sts, index, current if rolling and index < partition else update)
+                self._create_pod(sts, index, current if rolling and index < below else update)
                 if ordered:
                     return
                 continue
@@ -189,7 +197,7 @@ class StatefulSetController(RevisionedController):
                 return
             if ordered and not running_and_ready(pod):
                 return  # OrderedReady: nothing moves past a pod that is not Running and Ready
-        for index in sorted((i for i in pods if i >= replicas), reverse=True):
+        for index in sorted((i for i in pods if not start <= i < start + replicas), reverse=True):
             pod = pods[index]
             if not pod["metadata"].get("deletionTimestamp"):
                 self._delete(sts, pod)
@@ -197,7 +205,7 @@ class StatefulSetController(RevisionedController):
                 return
         if not rolling:
             return  # OnDelete: pods change revision only when someone deletes them
-        for index in range(replicas - 1, partition - 1, -1):
+        for index in range(start + replicas - 1, below - 1, -1):
             pod = pods.get(index)
             if pod is None:
                 return
