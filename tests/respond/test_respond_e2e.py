@@ -216,8 +216,9 @@ def test_nothing_predicted_to_serve_stops_it_and_says_why(rehearsal: Rehearsal) 
         (refused,) = [e for e in _events(rehearsal) if e["reason"] == "RemediationRefused"]
         doc = json.loads(wait_for_note(responder.notes).read_text())
         assert refused["type"] == "Warning" and "no earlier revision is predicted to serve" in doc["failure"]
+        assert doc["failure"].startswith("refused: ")  # the deploy's own line; the Event says "refused" once
         assert refused["message"].startswith("VllmCudaOomRestart on @k8s/rehearsal/llm/llama-8b: deploys/restore.py "
-                                             f"refused: {doc['failure'][:300]}")
+                                             f"refused: {doc['failure'].removeprefix('refused: ')[:300]}")
         assert "budget: pin NVIDIA-L40S: no schedulable NVIDIA-L40S capacity" in doc["failure"]
     finally:
         responder.stop()

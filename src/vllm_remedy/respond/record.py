@@ -93,7 +93,8 @@ class Incident:
         run = self.run
         change = "; ".join(run.changes) if run and run.changes else "no change"
         pred = "; ".join(run.predictions) if run and run.predictions else "no prediction shown"
-        why = f"{run.failure} — " if run and run.failure else ""  # a refusal leads: it is what the reader needs
+        # a refusal leads: it is what the reader needs (the result word already says "refused")
+        why = f"{run.failure.removeprefix('refused: ')} — " if run and run.failure else ""
         dry = " (dry run, nothing written)" if self.mode == "dry-run" else ""
         name = printable(self.alert.name)
         text = f"{name} on {self.host.name}: deploys/{self.deploy}.py {self.result}{dry}: {why}{change}; {pred}"
