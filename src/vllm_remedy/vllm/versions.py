@@ -18,10 +18,11 @@ Engine = Literal["V0", "V1"]
 Budget = Literal["absolute", "increase"]
 
 NEWEST_MODELLED = (0, 21, 0)
-# The first release known to default --gpu-memory-utilization to 0.92 (vllm/config/cache.py:68 at tag v0.27.1;
-# 0.19.1 logs still print 0.9). The releases between are not pinned down and keep 0.9: assuming the lower default
-# predicts less KV cache, the safe side.
-DEFAULT_UTIL_092_SINCE = (0, 27, 0)
+# The first release known to default --gpu-memory-utilization to 0.92: a 0.22.1 log with the flag unset prints "The
+# current --gpu-memory-utilization=0.9200" (NnamdiOdozi/mlops-assignment, found by the fresh calibration batch of
+# 2026-12-05), and vllm/config/cache.py:68 at tag v0.27.1 reads `Field(default=0.92, gt=0, le=1)`. 0.19.1 logs still
+# print 0.9; 0.20-0.22.0 are not pinned down and keep 0.9 (the lower default predicts less KV cache, the safe side).
+DEFAULT_UTIL_092_SINCE = (0, 22, 1)
 # The V1 sampler stops taking FlashInfer by default (VLLM_USE_FLASHINFER_SAMPLER=1 to opt in).
 FLASHINFER_SAMPLER_OPT_IN_SINCE = (0, 11, 1)
 # Model Runner V2 (v1/worker/gpu/model_runner.py) is the default for every dense model from 0.25.0 (vllm#44443) and

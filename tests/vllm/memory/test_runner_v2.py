@@ -82,3 +82,10 @@ def test_packed_checkpoints_profile_at_the_lighter_forward_count():
 
     assert forward_values(QWEN_AWQ) == pytest.approx(3.1)
     assert forward_values(QWEN3_8B) == pytest.approx(4.4)
+
+
+@pytest.mark.parametrize(("version", "default"), [("0.19.1", 0.9), ("0.22.0", 0.9), ("0.22.1", 0.92), ("0.27.1", 0.92)])
+def test_unset_utilization_is_the_release_default(version, default):
+    """0.19.1 logs print 0.9; a 0.22.1 log prints "The current --gpu-memory-utilization=0.9200" with the flag unset."""
+    assert rules(version).default_gpu_memory_utilization == default
+    assert EngineSettings.from_flags({}, version).gpu_memory_utilization == default
