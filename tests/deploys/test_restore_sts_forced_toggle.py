@@ -14,11 +14,11 @@ from fixtures import pyinfra_run
 from fixtures.budget_world import EAGER, GOOD_ARGS
 from fixtures.budget_world import rolled_out as deployment_rolled_out
 from fixtures.dry_run import dry_then_apply
-from fixtures.pyinfra_run import Rehearsal, crash_on_start, host_lines
+from fixtures.pyinfra_run import Rehearsal, host_lines
 from fixtures.restore_world import HOST, LOCAL, bad_revision, crash_looping, deployment, vllm_runtime, wait_until
 from fixtures.restore_world import quiet as deployment_quiet
-from fixtures.sts_step4 import dry_is_the_run, edit, inventory, quiet, rolled_out
-from fixtures.sts_world import MAX_LEN_LOG, RESTORE, STS_HOST, crash_looping_on, llama_set, revision_names, roll
+from fixtures.sts_step4 import dry_is_the_run, expired_toggle_under_a_crash, rolled_out
+from fixtures.sts_world import RESTORE, STS_HOST, revision_names
 from fixtures.sts_world import inventory as plain_inventory
 
 rehearsal = pyinfra_run.rehearsal
@@ -34,14 +34,7 @@ def args(obj: dict[str, Any]) -> list[str]:
 
 def test_forcing_the_toggled_revision_keeps_the_flag_with_no_expiry_in_one_rollout(rehearsal: Rehearsal,
                                                                                    tmp_path: Path) -> None:
-    llama_set(rehearsal)
-    on = rehearsal.pyinfra(inventory(tmp_path), EAGER, "-y", "--data", "eager_ttl=30m", timeout=300)
-    assert on.returncode == 0, on.stderr
-    assert args(rolled_out(rehearsal)) == [*GOOD_ARGS, "--enforce-eager"]
-    edit(rehearsal, lambda obj: obj["metadata"]["annotations"].__setitem__(EXPIRES, "2001-01-01T00:00:00Z"))
-    roll(rehearsal, crash_on_start(MAX_LEN_LOG.read_text()))  # revision 3 over the toggled revision 2 dies
-    crash_looping_on(rehearsal, "llama-sts-1")
-    quiet(rehearsal)
+    expired_toggle_under_a_crash(rehearsal, tmp_path)  # revision 3 over the toggled revision 2 dies
     dry, got = dry_is_the_run(rehearsal, plain_inventory(tmp_path), RESTORE, *FORCED, expect_diffs=1)
     assert got.returncode == 0, got.stderr
     for run in (dry, got):

@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from fixtures import pyinfra_run
-from fixtures.budget_world import EAGER, GOOD_ARGS
-from fixtures.pyinfra_run import Rehearsal, crash_on_start, host_lines
-from fixtures.sts_step4 import dry_is_the_run, edit, inventory, quiet, rolled_out
-from fixtures.sts_world import MAX_LEN_LOG, RESTORE, STS_HOST, crash_looping_on, llama_set, roll
+from fixtures.budget_world import GOOD_ARGS
+from fixtures.pyinfra_run import Rehearsal, host_lines
+from fixtures.sts_step4 import dry_is_the_run, expired_toggle_under_a_crash, rolled_out
+from fixtures.sts_world import RESTORE, STS_HOST
 from fixtures.sts_world import inventory as plain_inventory
 
 rehearsal = pyinfra_run.rehearsal
@@ -27,15 +27,7 @@ def args(obj: dict[str, Any]) -> list[str]:
 
 def test_restore_reverts_an_expired_toggle_after_the_rollback_as_dry_showed(rehearsal: Rehearsal,
                                                                             tmp_path: Path) -> None:
-    llama_set(rehearsal)
-    inv = inventory(tmp_path)
-    on = rehearsal.pyinfra(inv, EAGER, "-y", "--data", "eager_ttl=30m", timeout=300)
-    assert on.returncode == 0, on.stderr
-    assert args(rolled_out(rehearsal)) == [*GOOD_ARGS, "--enforce-eager"]
-    edit(rehearsal, lambda obj: obj["metadata"]["annotations"].__setitem__(EXPIRES, "2001-01-01T00:00:00Z"))
-    roll(rehearsal, crash_on_start(MAX_LEN_LOG.read_text()))  # revision 3 over the toggled revision 2 dies
-    crash_looping_on(rehearsal, "llama-sts-1")
-    quiet(rehearsal)
+    expired_toggle_under_a_crash(rehearsal, tmp_path)  # revision 3 over the toggled revision 2 dies
     # the shipped default policy: the newest good revision (2) ran the toggle, so revision 1 is restored
     # one template diff (the rollback), whose write drops the set's stale record too: the revert has nothing left
     dry, got = dry_is_the_run(rehearsal, plain_inventory(tmp_path), RESTORE, expect_diffs=1)
