@@ -191,8 +191,8 @@ def test_expire_keeps_a_toggle_the_memory_model_says_the_server_needs(rehearsal:
     assert got.returncode == 1, got.stderr
     host = as_json(got)["hosts"][0]
     assert host["status"] == "Error" and host["error"].startswith(
-        f"kept expired toggle enforce-eager (expired {expires}) on deployment llm/llama-8b: without it predicted peak "
-        "44.50 GiB exceeds the 44.42 GiB of NVIDIA-L40S"), host
+        f"kept expired toggle enforce-eager (expired {expires}) on deployment llm/llama-8b: without it predicted "
+        "cudagraph_capture_oom on NVIDIA-L40S (prediction on NVIDIA-L40S: cudagraph_capture_oom"), host
     after = rehearsal.client().get_deployment("llm", "llama-8b")
     assert (after["spec"], after["metadata"]["annotations"]) == (before["spec"], before["metadata"]["annotations"])
     assert parse_samples(prom.read_text(), OVERRIDE_EXPIRY) == {(HOST, "enforce-eager"): parse_rfc3339(expires)}

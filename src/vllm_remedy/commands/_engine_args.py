@@ -45,7 +45,8 @@ def add_model_gpu(parser: argparse.ArgumentParser, required: bool = True) -> Non
     gpu = parser.add_mutually_exclusive_group(required=required)
     gpu.add_argument("--gpu", metavar="LABEL", help="GPU product label (GFD, GKE or Karpenter value)")
     gpu.add_argument("--gpu-memory-gib", metavar="N", type=float, help="torch-visible GPU memory in GiB")
-    parser.add_argument("--vllm-version", metavar="V", help="vLLM version (default: newest rules modelled)")
+    parser.add_argument("--vllm-version", metavar="V",
+                        help="vLLM version (default: unknown, sized with the newest release's rules)")
     parser.add_argument("--revision", metavar="REV",
                         help="the model's revision on the Hub (branch, tag or commit), as vLLM's --revision")
 
@@ -54,7 +55,9 @@ def add_engine_flags(parser: argparse.ArgumentParser, with_defaults: bool = True
     """The flags that move vLLM's memory budget, named as `vllm serve` names them."""
     d = with_defaults
     parser.add_argument("--tp", "--tensor-parallel-size", dest="tp", metavar="N", type=int, default=1 if d else None)
-    parser.add_argument("--gpu-memory-utilization", metavar="U", type=float, default=0.9 if d else None)
+    # no default here: unset, the release's own default applies (0.9, or 0.92 from 0.22.1), as for a manifest
+    parser.add_argument("--gpu-memory-utilization", metavar="U", type=float,
+                        help="fraction of the GPU vLLM may use (default: the release's own)")
     parser.add_argument("--max-model-len", metavar="N", help="tokens per request (default: the model's)")
     parser.add_argument("--max-num-seqs", metavar="N", type=int)
     parser.add_argument("--max-num-batched-tokens", metavar="N", type=int)

@@ -49,8 +49,13 @@ def run(args: argparse.Namespace) -> int:
 
 def render(est: Estimate, model: str, gpu: str, version: str) -> str:
     """The human view: a table of the budget and a one-line bar of the GPU's memory split."""
+    outcome = est.outcome.value
+    if est.graph_capture_oom:  # vLLM's checks pass, then the start dies capturing its graphs
+        free = est.total_gib - (est.peak_gib - est.cudagraph_gib)
+        outcome = (f"cudagraph_capture_oom: vLLM's checks pass and the KV cache is sized, then the CUDA graphs "
+                   f"({est.cudagraph_gib:.2f} GiB) do not fit the {max(free, 0.0):.2f} GiB left on the card")
     rows = [
-        ("outcome", est.outcome.value),
+        ("outcome", outcome),
         ("model / GPU / vLLM", f"{model} / {gpu} ({est.total_gib:.2f} GiB) / {version}"),
         ("weights", f"{est.weights_gib:.2f} GiB"),
         ("activation peak", f"{est.activation_gib:.2f} GiB"),

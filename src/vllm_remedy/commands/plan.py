@@ -206,7 +206,7 @@ def render(plan: Plan, version: str) -> str:
     lines = [
         f"BudgetPlan: {sub['model']} on {sub['gpu']} ({cur.total_gib:.2f} GiB), vLLM {version}",
         f"problem:  {plan.problem}",
-        f"current:  {cur.outcome} — KV {cur.kv_cache_tokens:,} tokens, max concurrency {cur.max_concurrency:.2f}x "
+        f"current:  {cur.start} — KV {cur.kv_cache_tokens:,} tokens, max concurrency {cur.max_concurrency:.2f}x "
         f"at {cur.max_model_len:,} tokens, peak {cur.peak_gib:.2f} of {cur.total_gib:.2f} GiB",
         f"target:   {sub['targetConcurrency']:g} concurrent requests (max concurrency ≥ "
         f"{sub['requiredConcurrency']:.2f}x)",

@@ -38,8 +38,9 @@ class Prediction:
 
     @property
     def outcome(self) -> str:
-        """The predicted outcome's value, ``unknown`` without an estimate, so JSON always carries a string."""
-        return self.estimate.outcome.value if self.estimate else "unknown"
+        """The predicted start (``Estimate.start``: a graph-capture OOM after vLLM's checks pass is named, not called
+        ``fits``), ``unknown`` without an estimate, so JSON always carries a string."""
+        return self.estimate.start if self.estimate else "unknown"
 
     def line(self) -> str:
         """One line for the operator, e.g. ``prediction on NVIDIA-L40S: fits — 197,840 KV tokens, ...``."""
@@ -132,8 +133,8 @@ def failed_prediction(prediction: Prediction) -> str | None:
     e = prediction.estimate
     if e is None:
         return None
-    if not e.fits:
-        return f"predicted {e.outcome.value} on {prediction.gpu} ({prediction.line()})"
+    if e.start != "fits":
+        return f"predicted {e.start} on {prediction.gpu} ({prediction.line()})"
     if e.total_gib - e.peak_gib < 0:
         return (f"predicted peak {e.peak_gib:.2f} GiB exceeds the {e.total_gib:.2f} GiB of {prediction.gpu} "
                 f"({prediction.line()})")

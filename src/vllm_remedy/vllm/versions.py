@@ -3,8 +3,9 @@
 The budget formula, the engine (V0/V1) and the scheduler defaults changed several times between
 0.6 and 0.2x; predicting a start means applying the rules of the version that will run. Facts are
 read from each release's source (worker.py, v1/worker/gpu_worker.py, engine/arg_utils.py, envs.py).
-Unknown versions (``:latest``, digests, custom tags) get the newest rules modelled here; a version newer
-than that is *extrapolated* from them, and every output says so (``label``, ``provenance``).
+Unknown versions (``:latest``, digests, custom tags) get the rules of the newest release known here
+(``NEWEST_RELEASE``: what ``:latest`` most likely runs); a version newer than the newest whose rules were read from
+its source (``NEWEST_MODELLED``) is *extrapolated* from them, and every output says so (``label``, ``provenance``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ Engine = Literal["V0", "V1"]
 Budget = Literal["absolute", "increase"]
 
 NEWEST_MODELLED = (0, 21, 0)
+# The newest vLLM release known here (0.30.0, 2026-09-22): an unknown version gets its rules, which include the
+# version facts modelled past NEWEST_MODELLED (Model Runner V2, batch-token and utilization defaults).
+NEWEST_RELEASE = (0, 30, 0)
 # The first release known to default --gpu-memory-utilization to 0.92: a 0.22.1 log with the flag unset prints "The
 # current --gpu-memory-utilization=0.9200" (NnamdiOdozi/mlops-assignment, found by the fresh calibration batch of
 # 2026-12-05), and vllm/config/cache.py:68 at tag v0.27.1 reads `Field(default=0.92, gt=0, le=1)`. 0.19.1 logs still
@@ -25,9 +29,12 @@ NEWEST_MODELLED = (0, 21, 0)
 DEFAULT_UTIL_092_SINCE = (0, 22, 1)
 # The V1 sampler stops taking FlashInfer by default (VLLM_USE_FLASHINFER_SAMPLER=1 to opt in).
 FLASHINFER_SAMPLER_OPT_IN_SINCE = (0, 11, 1)
-# Model Runner V2 (v1/worker/gpu/model_runner.py) is the default for every dense model from 0.25.0 (vllm#44443) and
-# for every model from 0.29.0 (vllm#53183), by the release notes; earlier it was the default only for some dense
-# families (Qwen3, then Llama/Mistral at 0.23.0, their quantized checkpoints at 0.24.0), not modelled here.
+# Model Runner V2 (v1/worker/gpu/model_runner.py) is the default, by the release notes, for Llama and Mistral dense
+# models at 0.23.0 (Qwen3 dense earlier; the release is not pinned down, so 0.23.0 here too), for their quantized
+# checkpoints at 0.24.0, for every dense model at 0.25.0 (vllm#44443) and for every model at 0.29.0 (vllm#53183).
+MRV2_FAMILIES = frozenset({"LlamaForCausalLM", "MistralForCausalLM", "Qwen3ForCausalLM"})
+MRV2_FAMILIES_SINCE = (0, 23, 0)
+MRV2_FAMILIES_QUANTIZED_SINCE = (0, 24, 0)
 MRV2_DENSE_SINCE = (0, 25, 0)
 MRV2_ALL_SINCE = (0, 29, 0)
 # `vllm serve`'s batch-token default on cards below the "big" class: 2048 through 0.11 (logged by the 0.10/0.11 A100 and
@@ -104,16 +111,17 @@ class VersionRules:
 
     @property
     def provenance(self) -> str:
-        """Where the rules come from: ``modelled``, ``extrapolated from 0.21`` or ``newest rules (unknown)``."""
+        """Where the rules come from: ``modelled``, ``extrapolated from 0.21`` or, for an unknown version, the newest
+        release's rules and how they were made."""
         if not self.known:
-            return f"newest rules ({_minor(NEWEST_MODELLED)}), version unknown"
+            return f"rules of {_minor(NEWEST_RELEASE)}, extrapolated from {_minor(NEWEST_MODELLED)}; version unknown"
         return f"extrapolated from {_minor(NEWEST_MODELLED)}" if self.extrapolated else "modelled"
 
     @property
     def label(self) -> str:
         """The version as every output prints it; never a bare number unless its rules were modelled."""
         if not self.known:
-            return "unknown (newest rules)"
+            return f"unknown (rules of {_minor(NEWEST_RELEASE)}, extrapolated from {_minor(NEWEST_MODELLED)})"
         text = ".".join(map(str, self.version))
         return f"{text} (rules: {self.provenance})" if self.extrapolated else text
 
@@ -137,10 +145,10 @@ def _minor(version: tuple[int, int, int]) -> str:
 
 @cache
 def rules(version: str | None) -> VersionRules:
-    """The rules for a version string (None or unparseable → the newest modelled release)."""
+    """The rules for a version string (None or unparseable → the newest release known here)."""
     parsed = parse_version(version)
     known = parsed is not None
-    v = parsed or NEWEST_MODELLED
+    v = parsed or NEWEST_RELEASE
     engine: Engine = "V1" if v >= (0, 8, 0) else "V0"
     if engine == "V0":
         budget: Budget = "absolute" if v < (0, 6, 5) else "increase"

@@ -33,11 +33,18 @@ def test_serve_batch_token_defaults_follow_the_release(version, gpu, expected):
     assert rules(version).scheduler_defaults(gpu.total_gib, gpu.product) == expected
 
 
+LLAMA = catalog.model("meta-llama/Llama-3.1-8B-Instruct")
+LLAMA_AWQ = LLAMA.quantized("awq", 4)
+
+
 @pytest.mark.parametrize(("version", "model", "v2"), [
-    ("0.21.0", QWEN3_8B, False), ("0.24.0", QWEN_AWQ, False), ("0.25.0", QWEN_AWQ, True), ("0.27.1", QWEN3_8B, True),
+    ("0.21.0", QWEN3_8B, False), ("0.22.1", LLAMA, False), ("0.23.0", LLAMA, True), ("0.23.0", QWEN3_8B, True),
+    ("0.23.0", LLAMA_AWQ, False), ("0.24.0", LLAMA_AWQ, True), ("0.24.0", QWEN_AWQ, False),
+    ("0.25.0", QWEN_AWQ, True), ("0.27.1", QWEN3_8B, True),
     ("0.28.0", QWEN3_MOE, False), ("0.29.0", QWEN3_MOE, True), ("0.30.0", QWEN3_MOE, True),
 ])
-def test_runner_v2_is_the_default_for_dense_models_from_0_25_and_all_from_0_29(version, model, v2):
+def test_runner_v2_is_the_default_by_family_then_for_dense_models_then_all(version, model, v2):
+    """Llama/Mistral/Qwen3 dense at 0.23 (quantized at 0.24), every dense model at 0.25, every model at 0.29."""
     assert resolve(model, H100, EngineSettings.from_flags(FLAGS, version)).runner_v2 is v2
 
 
@@ -89,3 +96,14 @@ def test_unset_utilization_is_the_release_default(version, default):
     """0.19.1 logs print 0.9; a 0.22.1 log prints "The current --gpu-memory-utilization=0.9200" with the flag unset."""
     assert rules(version).default_gpu_memory_utilization == default
     assert EngineSettings.from_flags({}, version).gpu_memory_utilization == default
+
+
+def test_an_unknown_version_gets_the_newest_release_rules_and_says_how_they_were_made():
+    """`:latest` most likely runs the newest release: its rules (Model Runner V2 and all), labelled as extrapolated."""
+    r = rules(None)
+    assert r.version == (0, 30, 0) and not r.known
+    assert r.label == "unknown (rules of 0.30, extrapolated from 0.21)"
+    crowded = {**FLAGS, "gpu-memory-utilization": "0.98"}
+    unknown = estimate(QWEN3_8B, RTX4090, EngineSettings.from_flags(crowded, None))
+    newest = estimate(QWEN3_8B, RTX4090, EngineSettings.from_flags(crowded, "0.30.0"))
+    assert unknown.graph_capture_oom and unknown == newest

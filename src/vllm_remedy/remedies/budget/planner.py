@@ -143,7 +143,8 @@ def _policy_min(policy: Policy | None, flag: str) -> int | None:
 def _problems(req: BudgetRequest, lim: Limits, cur: Estimate, judge: Judge) -> list[str]:
     out = []
     if req.failure is not None and req.failure not in (Failure.NONE, Failure.UNKNOWN):
-        out.append(f"observed {req.failure} (predicted {cur.outcome})")
+        said = "predicted the same" if cur.start == str(req.failure) else f"predicted {cur.start}"
+        out.append(f"observed {req.failure} ({said})")
     elif not cur.fits:
         out.append(f"predicted {cur.outcome}")
     elif cur.graph_capture_oom:

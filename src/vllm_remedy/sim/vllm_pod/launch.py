@@ -19,7 +19,7 @@ from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import ServerCommand
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, Resolved, estimate, resolve
 from vllm_remedy.vllm.parallel import group_flags, world_size
-from vllm_remedy.vllm.versions import NEWEST_MODELLED, parse_version, version_from_image
+from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version, version_from_image
 
 # nvidia-smi MiB → the total torch sees: the catalog's cards sit 0.55-0.6 GiB below nvidia-smi
 # (L40S 46068 MiB → 44.42 GiB); 0.6 keeps unknown cards on the safe side like the catalog does.
@@ -86,8 +86,8 @@ def other_process_gib(node: Mapping[str, Any], cluster_mib: int) -> float:
 
 
 def image_version(image: str) -> str:
-    """The vLLM version the image tag names; unknown tags run the newest modelled release."""
-    return version_from_image(image) or ".".join(map(str, NEWEST_MODELLED))
+    """The vLLM version the image tag names; unknown tags (:latest) run the newest release known here."""
+    return version_from_image(image) or ".".join(map(str, NEWEST_RELEASE))
 
 
 def gpu_limit(container: Mapping[str, Any]) -> int:
@@ -155,7 +155,7 @@ def model_spec(model_id: str, revision: str | None) -> ModelSpec:
 
 def _no_model_error(version: str, model_id: str) -> str:
     """What vLLM raises for a model id that is neither a Hugging Face repo nor a local folder."""
-    if (parse_version(version) or NEWEST_MODELLED) >= (0, 8, 0):
+    if (parse_version(version) or NEWEST_RELEASE) >= (0, 8, 0):
         return (f"ValueError: Invalid repository ID or local directory specified: '{model_id}'.\n"
                 "Please verify the following requirements:\n"
                 "1. Provide a valid Hugging Face repository ID.\n"

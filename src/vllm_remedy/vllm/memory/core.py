@@ -43,10 +43,18 @@ class Estimate:
         """The estimator's own verdict; the planner's ``Judge.accept`` also demands headroom, so not "safe"."""
         return self.outcome is Outcome.FITS
 
+    @property
+    def start(self) -> str:
+        """The start as a whole: ``outcome`` (vLLM's own checks), or ``cudagraph_capture_oom`` when they all pass and
+        the graphs then do not fit the card. What a script should read to know whether the pod will serve."""
+        return "cudagraph_capture_oom" if self.graph_capture_oom else self.outcome.value
+
     def to_json(self) -> dict[str, Any]:
-        """Every term, the outcome as its string and floats rounded to 2 places, for ``-o json`` and reports."""
+        """Every term, the outcome as its string, the start as a whole and floats rounded to 2 places, for ``-o json``
+        and reports."""
         data = asdict(self)
         data["outcome"] = self.outcome.value
+        data["start"] = self.start
         for key, value in data.items():
             if isinstance(value, float):
                 data[key] = round(value, 2)

@@ -15,7 +15,16 @@ from vllm_remedy.errors import UserError
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline.flags import canonical_key
 from vllm_remedy.vllm.cmdline.values import parse_float, parse_int
-from vllm_remedy.vllm.versions import MRV2_ALL_SINCE, MRV2_DENSE_SINCE, VersionRules, rules, rules_on_device
+from vllm_remedy.vllm.versions import (
+    MRV2_ALL_SINCE,
+    MRV2_DENSE_SINCE,
+    MRV2_FAMILIES,
+    MRV2_FAMILIES_QUANTIZED_SINCE,
+    MRV2_FAMILIES_SINCE,
+    VersionRules,
+    rules,
+    rules_on_device,
+)
 
 KV_DTYPES = frozenset({"auto", "fp8", "fp8_e4m3", "fp8_e5m2", "bfloat16", "float16", "fp8_inc", "fp8_ds_mla"})
 DTYPES = frozenset({"auto", "bfloat16", "float16", "half", "float32", "float"})
@@ -279,7 +288,13 @@ def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
 
 
 def runs_runner_v2(r: VersionRules, model: ModelSpec) -> bool:
-    """Whether this release runs the model on Model Runner V2 by default (dense from 0.25, all from 0.29)."""
+    """Whether this release runs the model on Model Runner V2 by default (see ``versions.MRV2_*``)."""
     if r.engine != "V1":
         return False
-    return r.version >= MRV2_ALL_SINCE or (r.version >= MRV2_DENSE_SINCE and not model.is_moe)
+    v = r.version
+    if v >= MRV2_ALL_SINCE or (v >= MRV2_DENSE_SINCE and not model.is_moe):
+        return True
+    if model.is_moe or model.architecture not in MRV2_FAMILIES:
+        return False
+    packed = bool(model.quantization) and model.weight_bits < 16
+    return v >= (MRV2_FAMILIES_QUANTIZED_SINCE if packed else MRV2_FAMILIES_SINCE)
