@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from vllm_remedy.vllm.versions import version_from_image
+from vllm_remedy.vllm.versions import typed_version, version_from_image
 
 
 @pytest.mark.parametrize("image", [
@@ -31,3 +31,16 @@ def test_a_tag_whose_major_is_not_0_is_an_unknown_version(image: str) -> None:
 ])
 def test_vllm_release_tags_still_read(image: str, version: str) -> None:
     assert version_from_image(image) == version
+
+
+@pytest.mark.parametrize("text", ["0.8.5", "v0.8.5", "0.8.5.post1", "0.26.1rc1", "0.26.1rc1.dev156+g0eec856cc",
+                                  "0.30.0", "0.10.1.1", "0.9", " 0.8.5 "])
+def test_a_typed_version_is_accepted_whole(text: str) -> None:
+    assert typed_version(text) == text.strip()
+
+
+@pytest.mark.parametrize("text", ["0.3O.0", "foo", "", "0.8.5x", "0.8.5 junk", "0.8.5.post", "latest", "0..8",
+                                  "0.8.5+", "8"])
+def test_a_malformed_typed_version_is_refused(text: str) -> None:
+    with pytest.raises(ValueError, match="is not a vLLM version"):
+        typed_version(text)

@@ -49,6 +49,23 @@ def parse_version(text: str | None) -> tuple[int, int, int] | None:
     return int(match.group(1)), int(match.group(2)), int(match.group(3) or 0)
 
 
+# A whole version as typed: 0.8.5, v0.8.5, 0.10.1.1, 0.8.5.post1, 0.26.1rc1, 0.26.1rc1.dev156+g0eec856cc.
+_TYPED_VERSION = re.compile(
+    r"v?\d+\.\d+(?:\.\d+){0,2}(?:[.-]?(?:a|b|rc)\d+)?(?:[.-]?post\d+)?(?:[.-]?dev\d*)?(?:\+[A-Za-z0-9.]+)?")
+
+
+def typed_version(text: str) -> str:
+    """A version typed by a person (``--vllm-version``), checked whole; ValueError names what is wrong.
+
+    :func:`parse_version` reads a prefix on purpose (log banners and tags carry suffixes), so on its own it would
+    size ``0.3O.0`` (a letter O) as 0.3.0 and quietly treat ``foo`` as unknown: typed input must match entirely.
+    """
+    stripped = text.strip()
+    if not _TYPED_VERSION.fullmatch(stripped):
+        raise ValueError(f"{text!r} is not a vLLM version (e.g. 0.8.5, v0.10.1.1, 0.8.5.post1, 0.26.1rc1)")
+    return stripped
+
+
 def version_from_image(image: str) -> str | None:
     """The vLLM version an image runs, from its tag: ``vllm/vllm-openai:v0.8.5`` → ``"0.8.5"``.
 
