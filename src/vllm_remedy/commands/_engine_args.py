@@ -12,6 +12,7 @@ from pathlib import Path
 from vllm_remedy import hub
 from vllm_remedy.errors import UserError
 from vllm_remedy.vllm import catalog
+from vllm_remedy.vllm.versions import typed_version
 
 #: (flag, argparse dest) of the engine flags, in `vllm serve` spelling.
 ENGINE_FLAGS = (
@@ -36,6 +37,14 @@ def add_output(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", choices=("text", "json"), default="text", type=_output)
 
 
+def _vllm_version(text: str) -> str:
+    """--vllm-version checked whole: a typo must stop the command (exit 2), not size another release."""
+    try:
+        return typed_version(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def add_model_gpu(parser: argparse.ArgumentParser, required: bool = True) -> None:
     """``--model ID | --model-config FILE`` and ``--gpu LABEL | --gpu-memory-gib N`` (plus --vllm-version)."""
     model = parser.add_mutually_exclusive_group(required=required)
@@ -45,7 +54,7 @@ def add_model_gpu(parser: argparse.ArgumentParser, required: bool = True) -> Non
     gpu = parser.add_mutually_exclusive_group(required=required)
     gpu.add_argument("--gpu", metavar="LABEL", help="GPU product label (GFD, GKE or Karpenter value)")
     gpu.add_argument("--gpu-memory-gib", metavar="N", type=float, help="torch-visible GPU memory in GiB")
-    parser.add_argument("--vllm-version", metavar="V",
+    parser.add_argument("--vllm-version", metavar="V", type=_vllm_version,
                         help="vLLM version (default: unknown, sized with the newest release's rules)")
     parser.add_argument("--revision", metavar="REV",
                         help="the model's revision on the Hub (branch, tag or commit), as vLLM's --revision")

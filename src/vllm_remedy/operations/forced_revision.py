@@ -62,7 +62,9 @@ def checked_revision(raw: Any, history: Callable[[], Sequence[Mapping[str, Any]]
     decision forced to that number (a refusal there is evidence against it), ``aside`` ends the not-in-history
     line with what the kind's rollback does to numbers."""
     said = typed("revision")
-    text = None if raw is None else said if said is not None else str(raw)
+    # The typed text wins even when pyinfra's value is None: it json-loads `revision=null` to None, and reading
+    # that as "no revision given" would plan the automatic rollback the operator did not ask for.
+    text = said if said is not None else None if raw is None else str(raw)
     problem = revision_problem(text, host.data.get("override"))
     if problem is None and text is not None:
         rows = history()

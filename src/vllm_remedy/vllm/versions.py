@@ -56,17 +56,37 @@ def parse_version(text: str | None) -> tuple[int, int, int] | None:
     return int(match.group(1)), int(match.group(2)), int(match.group(3) or 0)
 
 
+# A whole version as typed: 0.8.5, v0.8.5, 0.10.1.1, 0.8.5.post1, 0.26.1rc1, 0.26.1rc1.dev156+g0eec856cc.
+_TYPED_VERSION = re.compile(
+    r"v?\d+\.\d+(?:\.\d+){0,2}(?:[.-]?(?:a|b|rc)\d+)?(?:[.-]?post\d+)?(?:[.-]?dev\d*)?(?:\+[A-Za-z0-9.]+)?")
+
+
+def typed_version(text: str) -> str:
+    """A version typed by a person (``--vllm-version``), checked whole; ValueError names what is wrong.
+
+    :func:`parse_version` reads a prefix on purpose (log banners and tags carry suffixes), so on its own it would
+    size ``0.3O.0`` (a letter O) as 0.3.0 and quietly treat ``foo`` as unknown: typed input must match entirely.
+    """
+    stripped = text.strip()
+    if not _TYPED_VERSION.fullmatch(stripped):
+        raise ValueError(f"{text!r} is not a vLLM version (e.g. 0.8.5, v0.10.1.1, 0.8.5.post1, 0.26.1rc1)")
+    return stripped
+
+
 def version_from_image(image: str) -> str | None:
     """The vLLM version an image runs, from its tag: ``vllm/vllm-openai:v0.8.5`` → ``"0.8.5"``.
 
-    ``:latest``, ``:nightly``, digests and tags without a version give None (unknown).
+    ``:latest``, ``:nightly``, digests and tags without a version give None (unknown). So do numbered tags whose
+    major is not 0: every vLLM release is 0.x (0.30 as of December 2026), so ``rhaiis/vllm-cuda-rhel9:3.0.0`` (a
+    product's own release), ``tritonserver:24.05-vllm-python-py3`` or ``myorg/vllm:2024.11`` (dates) number something
+    else; reading them as vLLM 3.0.0 or 24.5.0 would size the start by rules that release never had.
     """
     ref = image.strip().split("@", 1)[0]
     name, _, tag = ref.rpartition(":")
     if not name or "/" in tag:  # no tag, or the colon was a registry port
         return None
     match = _VERSION.match(tag)
-    if not match:
+    if not match or int(match.group(1)) != 0:
         return None
     version = f"{match.group(1)}.{match.group(2)}.{match.group(3) or 0}"
     return version + (f".{match.group(4)}" if match.group(4) and match.group(4).startswith("post") else "")

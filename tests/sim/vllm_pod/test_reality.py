@@ -150,4 +150,4 @@ def test_the_arguments_line_names_max_num_seqs_and_revision(worlds):
     assert f"revision='{REVISION}'" in old and "max_num_seqs=64)" in old
     line = next(x for x in _log(worlds[0]).splitlines() if "non-default args" in x)
     assert line.endswith(f"non-default args: {{'model_tag': '{LLAMA}', 'model': '{LLAMA}', 'revision': '{REVISION}', "
-                         "'max_model_len': 16384, 'gpu_memory_utilization': 0.9, 'max_num_seqs': 64}")
+                         "'max_model_len': 16384, 'max_num_seqs': 64}")  # utilization unset: not listed

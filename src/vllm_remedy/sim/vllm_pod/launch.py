@@ -16,7 +16,7 @@ from vllm_remedy.errors import UserError
 from vllm_remedy.sim.vllm_pod import keys
 from vllm_remedy.vllm import catalog, resolved
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
-from vllm_remedy.vllm.cmdline import ServerCommand
+from vllm_remedy.vllm.cmdline import ServerCommand, canonical_key
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, Resolved, estimate, resolve
 from vllm_remedy.vllm.parallel import group_flags, world_size
 from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version, version_from_image
@@ -40,6 +40,8 @@ class Launch:
     estimate: Estimate  # what the card really gives (``reality``): the log, the load model and GPU memory use it
     predicted: Estimate | None = None  # the memory model's own figures, once ``reality`` has set the truth
     revision: str | None = None  # --revision, for the arguments line
+    # --gpu-memory-utilization on the command line: vLLM lists it under "non-default args" only then
+    utilization_set: bool = True
 
 
 @dataclass(frozen=True)
@@ -137,7 +139,8 @@ def plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, An
     except UserError as err:
         return Refusal(version, model_id, f"ValueError: {err}", "config")
     served = str(flags.get("served-model-name") or model_id).split()[0]
-    return Launch(version, model_id, served, spec, gpu, settings, resolved, result, revision=flags.get("revision"))
+    return Launch(version, model_id, served, spec, gpu, settings, resolved, result, revision=flags.get("revision"),
+                  utilization_set=any(canonical_key(k) == "gpu-memory-utilization" for k in cmd.flags))
 
 
 def model_spec(model_id: str, revision: str | None) -> ModelSpec:

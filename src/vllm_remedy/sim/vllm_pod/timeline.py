@@ -84,7 +84,13 @@ def render(launch: Launch, failure: Failure, started: datetime, detail: dict[str
         gpu_memory_utilization=res.util, activation_gib=est.activation_gib, non_torch_gib=est.non_torch_gib,
         failure=failure, failure_detail=detail or _detail(launch, failure), block_size=res.block_size,
         started=started, enforce_eager=res.enforce_eager, max_num_seqs=launch.settings.max_num_seqs,
-        revision=launch.revision))
+        revision=launch.revision, utilization_set=_listed_utilization(launch)))
+
+
+def _listed_utilization(launch: Launch) -> bool:
+    """Whether "non-default args" lists the utilization: vLLM lists a flag the command line sets to a value other
+    than the parser's default (entrypoints/utils.py log_non_default_args), never an unset one."""
+    return launch.utilization_set and launch.resolved.util != rules(launch.version).default_gpu_memory_utilization
 
 
 def flag_extrapolated(version: str, text: str) -> str:

@@ -18,6 +18,7 @@ from vllm_remedy.vllm.log_formats import (
 from vllm_remedy.vllm.startup_log.failure import Event, failure_from_events
 from vllm_remedy.vllm.startup_log.lines import Line, split_lines
 from vllm_remedy.vllm.startup_log.report import StartupReport
+from vllm_remedy.vllm.versions import rules
 
 # KV capacity is the minimum over ranks (vLLM sizes the cache for the smallest rank); the rest
 # is taken from rank 0, the driver whose numbers vLLM reports.
@@ -137,6 +138,8 @@ def parse_startup_log(text: str) -> StartupReport:
     for name in ("total_gpu_gib", "kv_cache_tokens", "max_model_len", "gpu_memory_utilization"):
         if getattr(report, name) is None and name in report.failure_detail:
             setattr(report, name, report.failure_detail[name])
+    if report.gpu_memory_utilization is None:
+        report.gpu_memory_utilization = _default_utilization(lines, report.vllm_version)
     found.evidence.update(e.index for e in found.events if e.evidence)
     report.evidence = [lines[i].text for i in sorted(found.evidence)]
     return report
@@ -238,6 +241,15 @@ def _identity(lines: list[Line], report: StartupReport) -> None:
     if (util := _first(lines, _UTIL)) is not None:
         report.gpu_memory_utilization = float(util)
     report.flashinfer = _sampler(lines)
+
+
+def _default_utilization(lines: list[Line], version: str | None) -> float | None:
+    """The release's default utilization when the log proves the flag unset: 0.9+ lists every flag the command
+    line sets under "non-default args", so a line without it means the default (0.9, 0.92 from 0.22.1). None when
+    that line or the version is missing: a cut log cannot tell unset from unseen."""
+    if version is None or not any("non-default args:" in line.text for line in lines):
+        return None
+    return rules(version).default_gpu_memory_utilization
 
 
 def _sampler(lines: list[Line]) -> bool | None:

@@ -110,7 +110,7 @@ def render_startup_log(version: str, *, model: str, tp_size: int = 1, weights_gi
                        failure_detail: dict[str, Any] | None = None, engine: str | None = None,
                        block_size: int = 16, started: datetime | None = None, color: bool = False,
                        enforce_eager: bool = False, max_num_seqs: int | None = None,
-                       revision: str | None = None) -> str:
+                       revision: str | None = None, utilization_set: bool = True) -> str:
     """A realistic log of one start of ``version`` that ends in ``failure``.
 
     Figures a version does not print are simply not in its log. ``failure_detail`` supplies the
@@ -118,7 +118,9 @@ def render_startup_log(version: str, *, model: str, tp_size: int = 1, weights_gi
     ``requested_gib``, ``tried_to_allocate_gib``, ``num_dummy_requests``); sensible ones are derived
     when absent. ``host_oom_killed`` renders a log cut off while loading weights, as the kernel leaves it.
     ``enforce_eager`` is what the engine's config line says (``cudagraph_gib=None`` leaves the capture out);
-    ``max_num_seqs`` and ``revision``, when set, join the arguments line as vLLM prints them.
+    ``max_num_seqs`` and ``revision``, when set, join the arguments line as vLLM prints them;
+    ``utilization_set=False`` (the flag left at the release's default) leaves the utilization out of 0.9+'s
+    "non-default args", as real logs do: it then shows only where the engine prints the figure it used.
     """
     ver = parse_version(version)
     eng = engine or default_engine(ver)
@@ -137,7 +139,7 @@ def render_startup_log(version: str, *, model: str, tp_size: int = 1, weights_gi
         "max_concurrency": concurrency, "graph_seconds": 14, "cudagraph_gib": cudagraph_gib or 0.0,
     }
     _preamble(w, version, model, tp_size, max_model_len, gpu_memory_utilization, enforce_eager,
-              max_num_seqs=max_num_seqs, revision=revision)
+              max_num_seqs=max_num_seqs, revision=revision, utilization_set=utilization_set)
     if failure is Failure.FREE_MEMORY_BELOW_UTILIZATION:
         return _fail_free_memory(w, figures, detail)
     if failure is Failure.WORLD_SIZE_EXCEEDS_GPUS:  # config time: nothing was loaded
@@ -202,7 +204,7 @@ def _emit(w: _Writer, kind: str, figures: dict[str, Any], *, ranks: bool = False
 
 
 def _preamble(w: _Writer, version: str, model: str, tp: int, max_len: int, util: float, eager: bool, *,
-              max_num_seqs: int | None = None, revision: str | None = None) -> None:
+              max_num_seqs: int | None = None, revision: str | None = None, utilization_set: bool = True) -> None:
     """Banner and arguments line. The dict of 0.9+ lists only non-default arguments in the parser's order (model
     config, parallel, cache, scheduler): revision before max_model_len, max_num_seqs last, as real logs show."""
     if w.v < (0, 25, 0):
@@ -215,7 +217,9 @@ def _preamble(w: _Writer, version: str, model: str, tp: int, max_len: int, util:
         args: dict[str, Any] = {"model_tag": model, "model": model}
         if revision is not None:
             args["revision"] = revision
-        args.update({"max_model_len": max_len, "gpu_memory_utilization": util})
+        args["max_model_len"] = max_len
+        if utilization_set:  # an unset flag is not a non-default arg, whatever the release's default
+            args["gpu_memory_utilization"] = util
         if tp > 1:
             args["tensor_parallel_size"] = tp
         if eager:
