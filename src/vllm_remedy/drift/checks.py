@@ -8,7 +8,8 @@ Each check answers for one rule the scheduled job watches — the names are the 
 * ``known-good-unit`` image tag + model revision + flags form an allowed known-good unit
 * ``gpu-pinned``      the pod pins a GPU product the policy names, with the policy's GPUs per pod
 * ``enforce-eager``   ``--enforce-eager`` only as a timed toggle, never past its expiry
-* ``concurrency``     predicted maximum concurrency ≥ the policy's peak concurrent requests
+* ``concurrency``     predicted to start (``remedies.predict.failed_prediction``, as ``check``), with a maximum
+                      concurrency ≥ the policy's peak concurrent requests
 * ``prediction``      the memory model can predict the start at all (model and GPU in the catalogs)
 * ``rollout-pending`` an OnDelete StatefulSet's pods all on the update revision (else what serves is not the template)
 * ``crash-loop``      no pod of the current revision crash-looping (``kube/wait.py``'s rule), whatever
@@ -40,7 +41,7 @@ from vllm_remedy.policy import Policy, format_duration
 from vllm_remedy.remedies.enforce_eager import TOGGLE_FLAGS, beyond_limit
 from vllm_remedy.remedies.fallback import fallback_traffic, route_name, shift_back_after
 from vllm_remedy.remedies.pin_gpu import canonical_product
-from vllm_remedy.remedies.predict import Prediction, pinned_gpu, predict_template
+from vllm_remedy.remedies.predict import Prediction, failed_prediction, pinned_gpu, predict_template
 from vllm_remedy.vllm.cmdline import ServerCommand, find_server
 
 CHECKS = ("max-model-len", "flag-bounds", "known-good-unit", "gpu-pinned", "enforce-eager", "concurrency",
@@ -213,12 +214,18 @@ def check_prediction(prediction: Prediction) -> Check:
 
 
 def check_concurrency(policy: Policy, prediction: Prediction) -> Check:
-    """A unit that fits but cannot serve peak concurrency will preempt or OOM under load, so it is drift."""
+    """A unit that fits but cannot serve peak concurrency will preempt or OOM under load, so it is drift.
+
+    A start predicted to fail is drift by ``failed_prediction``, the rule ``check -f`` and every operation use: not
+    only vLLM's own checks (``Estimate.fits``) but also a graph capture that dies past them (peak above the card),
+    so drift never calls in sync a template ``check`` reports as ``start [error]``.
+    """
     e = prediction.estimate
     if e is None:
         return Check("concurrency", UNKNOWN, f"no prediction: {prediction.note}")
-    if not e.fits:
-        return Check("concurrency", DRIFT, f"predicted {e.outcome.value} on {prediction.gpu} ({prediction.line()})")
+    failed = failed_prediction(prediction)
+    if failed is not None:
+        return Check("concurrency", DRIFT, failed)
     if e.max_concurrency < policy.peak_concurrency:
         return Check("concurrency", DRIFT, f"predicted maximum concurrency {e.max_concurrency:.2f}x on "
                      f"{prediction.gpu} is below the policy's peak {policy.peak_concurrency}")

@@ -1,6 +1,11 @@
 """Predictions against what happened: for every pod the fault and the remedies started, the memory
 model's verdict on the card it landed on, next to how that pod actually ended and the KV cache its log reports
-(pure). On the rehearsal cluster the two differ by the model's measured error (``sim.vllm_pod.reality``)."""
+(pure). On the rehearsal cluster the two differ by the model's measured error (``sim.vllm_pod.reality``).
+
+A prediction names the failure class the classifier would: a start that passes every vLLM check but whose CUDA
+graphs do not fit after the KV cache (``remedies.predict.failed_prediction``, the rule ``check`` and drift use) is
+``cudagraph_capture_oom``, never ``fits``; and a release newer than the newest modelled says its rules are
+extrapolated, in the row's detail and its JSON (``vllm_version``, ``rules``), as every other output does."""
 
 from __future__ import annotations
 
@@ -10,10 +15,12 @@ from typing import Any
 from vllm_remedy.errors import UserError
 from vllm_remedy.gameday.compliance import node_product
 from vllm_remedy.gameday.timeline import ACTION, FAULT, Classified, Mark
-from vllm_remedy.remedies.predict import predict_template
+from vllm_remedy.remedies.predict import failed_prediction, predict_template
 from vllm_remedy.sim.vllm_pod.keys import GPU_USED_GIB
 from vllm_remedy.vllm.cmdline import find_server
 from vllm_remedy.vllm.failures import FAILURES
+from vllm_remedy.vllm.outcomes import Failure
+from vllm_remedy.vllm.versions import rules, version_from_image
 
 #: Failures the memory model's startup prediction does not speak of: those under load (once long prompts
 #: arrive) and the kernel's OOM killer (host memory, not the GPU).
@@ -38,9 +45,18 @@ def predict_pod_kv(spec: Mapping[str, Any], node: Mapping[str, Any],
     est = got.estimate
     if est is None:
         return "unknown", got.note, None
-    detail = (f"{est.kv_cache_tokens:,} KV tokens, {est.max_concurrency:.2f}x at {est.max_model_len}"
-              if est.fits else f"needs more than the {est.total_gib:.1f} GiB card allows")
-    return est.outcome.value, detail, (est.kv_cache_tokens, est.kv_cache_gib)
+    outcome = est.outcome.value
+    if not est.fits:
+        detail = f"needs more than the {est.total_gib:.1f} GiB card allows"
+    elif failed_prediction(got) is not None:  # vLLM's checks pass, the KV cache is sized, the graphs do not fit
+        outcome = Failure.CUDAGRAPH_CAPTURE_OOM.value
+        detail = (f"{est.kv_cache_tokens:,} KV tokens sized, then peak {est.peak_gib:.2f} GiB with the CUDA graphs "
+                  f"exceeds the {est.total_gib:.2f} GiB card")
+    else:
+        detail = f"{est.kv_cache_tokens:,} KV tokens, {est.max_concurrency:.2f}x at {est.max_model_len}"
+    if got.rules:  # e.g. "vLLM 0.27.1: rules extrapolated from 0.21": never printed as if modelled
+        detail = f"{detail}; {got.rules}"
+    return outcome, detail, (est.kv_cache_tokens, est.kv_cache_gib)
 
 
 def step_of(t: float, marks: Sequence[Mark]) -> str:
@@ -85,10 +101,13 @@ def compare(pods_seen: Mapping[str, Mapping[str, Any]], nodes: Mapping[str, Mapp
             server = find_server(dict(seen["spec"]), container)
             flags = " ".join(f"--{k}" if v == "true" else f"--{k} {v}" for k, v in sorted(server.flags.items()))
             image = server.image.rsplit(":", 1)[-1]
+            version = rules(version_from_image(server.image))
+            label, provenance = version.label, version.provenance
         except UserError:
-            flags, image = "", ""
+            flags, image, label, provenance = "", "", "", ""
         rows.append({"pod": name, "step": seen.get("step") or step_of(float(seen.get("t", 0.0)), marks),
                      "node": f"{seen['node']} ({node_product(node) or '?'})", "image": image,
+                     "vllm_version": label, "rules": provenance,
                      "flags": flags, "predicted": predicted, "prediction": detail, "happened": happened,
                      "agree": agree, "predicted_kv_tokens": predicted_kv[0], "predicted_kv_gib": predicted_kv[1],
                      "actual_kv_tokens": actual.get("kv_tokens"), "actual_kv_gib": actual.get("kv_gib")})

@@ -1,0 +1,93 @@
+"""The predictions table names a predicted graph-capture OOM as such, and says when a release's rules are extrapolated.
+
+vLLM 0.27.1 runs Model Runner V2 for dense models: its CUDA graphs are captured after the KV cache, outside the
+budget, so Llama-3.1-8B at utilization 0.98 on an L40S passes every vLLM check and dies in capture. The memory model
+predicts exactly that (``Estimate.graph_capture_oom``); the game-day report must not print ``predicted: fits ...
+agree: no`` for it. And 0.27.1 is newer than the newest modelled release (0.21): every row, md, html and json, says
+its rules are extrapolated, as every other output of the tool does.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from fixtures.pyinfra_run import ROOT
+from vllm_remedy.gameday.predict import predict_pod
+
+LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
+NODE = {"metadata": {"name": "gpu-l40s-3", "labels": {"nvidia.com/gpu.product": "NVIDIA-L40S"}}}
+EXTRAPOLATED = "vLLM 0.27.1: rules extrapolated from 0.21"
+#: Revision 15 of the runbook's llama-8b: 0.27.1 at utilization 0.98; restore goes back to revision 14.
+SCENARIO = f"""name: mrv2-u98
+title: "0.27.1 at utilization 0.98: graphs do not fit after the KV cache"
+description: Model Runner V2 captures its graphs outside the budget and every pod of the new revision dies in capture.
+target: {{namespace: llm, deployment: llama-8b}}
+policy: {ROOT / "policies" / "llama-8b.yaml"}
+world: {{seed: runbook}}
+fault:
+  - what: "new revision: vLLM 0.27.1 at utilization 0.98"
+    deployment:
+      change-cause: "upgrade to 0.27.1, utilization 0.98"
+      set:
+        spec.template.spec.containers[vllm].image: vllm/vllm-openai:v0.27.1
+        spec.template.spec.containers[vllm].args: ["{LLAMA}", "--max-model-len", "16384",
+                                                   "--gpu-memory-utilization", "0.98", "--max-num-seqs", "64"]
+expect:
+  detection: {{classification: cudagraph_capture_oom}}
+deploys: ["{ROOT / "deploys" / "restore.py"}"]
+success:
+  ready-replicas: 2
+  within: 1h
+  gpu-product: NVIDIA-L40S
+  flags: {{max-model-len: "16384"}}
+  max-template-changes: 1
+"""
+
+
+def spec(image: str, utilization: str) -> dict[str, Any]:
+    return {"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-L40S"},
+            "containers": [{"name": "vllm", "image": image, "command": ["vllm", "serve"],
+                            "args": [LLAMA, "--max-model-len", "16384", "--gpu-memory-utilization", utilization,
+                                     "--max-num-seqs", "64"],
+                            "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}
+
+
+def test_a_predicted_graph_capture_oom_is_predicted_as_one() -> None:
+    outcome, detail = predict_pod(spec("vllm/vllm-openai:v0.27.1", "0.98"), NODE, "vllm")
+    assert outcome == "cudagraph_capture_oom", (outcome, detail)
+    assert "exceeds the 44.42 GiB card" in detail and detail.endswith(EXTRAPOLATED), detail
+
+
+def test_a_fitting_start_on_a_newer_release_says_its_rules_are_extrapolated() -> None:
+    outcome, detail = predict_pod(spec("vllm/vllm-openai:v0.27.1", "0.90"), NODE, "vllm")
+    assert outcome == "fits" and detail.endswith(EXTRAPOLATED), detail
+
+
+def test_a_modelled_release_is_printed_as_before() -> None:
+    assert predict_pod(spec("vllm/vllm-openai:v0.8.5", "0.90"), NODE, "vllm") == (
+        "fits", "197,840 KV tokens, 12.08x at 16384")
+
+
+def test_the_report_agrees_with_a_capture_oom_it_predicted(cli, tmp_path: Path) -> None:
+    """End to end under ``--reality exact``: the pod dies in capture as predicted; md, html and json all say so."""
+    scenario = tmp_path / "mrv2-u98.yaml"
+    scenario.write_text(SCENARIO)
+    got = cli("gameday", "run", str(scenario), "--reality", "exact", "--speed", "300", "--report-dir",
+              str(tmp_path / "out"), "-o", "json")
+    body = json.loads(got.stdout)
+    assert got.returncode == 0 and body["passed"] is True, body["checks"]
+    died = [p for p in body["predictions"] if p["happened"] == "cudagraph_capture_oom"]
+    assert died, body["predictions"]
+    for row in died:
+        assert (row["predicted"], row["agree"]) == ("cudagraph_capture_oom", "yes"), row
+        assert (row["vllm_version"], row["rules"]) == ("0.27.1 (rules: extrapolated from 0.21)",
+                                                       "extrapolated from 0.21"), row
+        assert row["prediction"].endswith(EXTRAPOLATED), row
+    assert all(p["rules"] == "modelled" for p in body["predictions"] if p["image"] == "v0.8.5"), body["predictions"]
+    md, page = Path(body["report"]["md"]).read_text(), Path(body["report"]["html"]).read_text()
+    assert f"| cudagraph_capture_oom ({died[0]['prediction']}) | cudagraph_capture_oom |" in md, md
+    assert md.count(EXTRAPOLATED) == len(died) and "| fits (220,912" not in md, md
+    assert f"<td>cudagraph_capture_oom ({died[0]['prediction']})</td><td>cudagraph_capture_oom</td>" in page
+    assert json.loads(Path(body["report"]["json"]).read_text())["predictions"] == body["predictions"]
