@@ -42,8 +42,8 @@ def test_drift_does_not_call_a_predicted_graph_capture_oom_in_sync() -> None:
     assert e is not None and e.fits and e.graph_capture_oom  # vLLM's checks pass; the capture does not
     by_name = {c.name: c for c in got.checks}
     assert by_name["concurrency"].status == checks.DRIFT, by_name["concurrency"]
-    assert by_name["concurrency"].detail.startswith("predicted peak "), by_name["concurrency"]
-    assert "exceeds" in by_name["concurrency"].detail and "NVIDIA-L40S" in by_name["concurrency"].detail
+    assert by_name["concurrency"].detail.startswith("predicted cudagraph_capture_oom on NVIDIA-L40S ("), by_name
+    assert "rules extrapolated from 0.21" in by_name["concurrency"].detail
 
 
 def test_drift_and_check_fail_the_start_with_one_rule_and_one_reason() -> None:
