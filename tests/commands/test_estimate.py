@@ -127,3 +127,21 @@ def test_a_modelled_version_says_modelled(cli):
               "-o", "json")
     assert got.returncode == 0, got.stderr
     assert (json.loads(got.stdout)["vllm_version"], json.loads(got.stdout)["rules"]) == ("0.21.3", "modelled")
+
+
+def test_a_graph_capture_oom_is_named_in_both_outputs_and_unset_utilization_is_the_releases(cli):
+    """0.27.1 (Model Runner V2: graphs outside the budget) at 0.98 on an L40S: vLLM's checks pass, the graphs do not
+    fit. The human view's outcome names cudagraph_capture_oom; JSON keeps `outcome` as vLLM's checks and `start` says
+    what happens to the start. Unset utilization is the release's default (0.92), as in plan and manifests."""
+    base = ("estimate", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "NVIDIA-L40S", "--max-model-len",
+            "16384", "--vllm-version", "0.27.1")
+    human = cli(*base, "--gpu-memory-utilization", "0.98")
+    assert human.returncode == 0 and human.stdout.splitlines()[0].split(None, 1)[1].startswith(
+        "cudagraph_capture_oom: vLLM's checks pass and the KV cache is sized, then the CUDA graphs"), human.stdout
+    data = json.loads(cli(*base, "--gpu-memory-utilization", "0.98", "-o", "json").stdout)
+    assert (data["outcome"], data["graph_capture_oom"], data["start"]) == ("fits", True, "cudagraph_capture_oom")
+    roomy = json.loads(cli(*base, "--gpu-memory-utilization", "0.9", "-o", "json").stdout)
+    assert (roomy["start"], roomy["graph_capture_oom"]) == ("fits", False)
+    unset = json.loads(cli(*base, "-o", "json").stdout)
+    explicit = json.loads(cli(*base, "--gpu-memory-utilization", "0.92", "-o", "json").stdout)
+    assert unset["kv_cache_tokens"] == explicit["kv_cache_tokens"] > roomy["kv_cache_tokens"]
