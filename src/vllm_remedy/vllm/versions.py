@@ -25,7 +25,8 @@ NEWEST_RELEASE = (0, 30, 0)
 # The first release known to default --gpu-memory-utilization to 0.92: a 0.22.1 log with the flag unset prints "The
 # current --gpu-memory-utilization=0.9200" (NnamdiOdozi/mlops-assignment, found by the fresh calibration batch of
 # 2026-12-05), and vllm/config/cache.py:68 at tag v0.27.1 reads `Field(default=0.92, gt=0, le=1)`. 0.19.1 logs still
-# print 0.9; 0.20-0.22.0 are not pinned down and keep 0.9 (the lower default predicts less KV cache, the safe side).
+# print 0.9; 0.20-0.22.0 are not pinned down and keep 0.9: less KV cache predicted (the safe side for the KV
+# checks), though the free-memory check would be the stricter with 0.92.
 DEFAULT_UTIL_092_SINCE = (0, 22, 1)
 # The V1 sampler stops taking FlashInfer by default (VLLM_USE_FLASHINFER_SAMPLER=1 to opt in).
 FLASHINFER_SAMPLER_OPT_IN_SINCE = (0, 11, 1)
