@@ -89,8 +89,8 @@ def test_turning_it_off_predicted_not_to_start_is_refused_and_nothing_changes(re
     for flags in ("--dry",), ("-y",):  # a refusal fails the host in both: --dry exits 1 as -y does (CI reads it)
         got = rehearsal.pyinfra(inv, EAGER, *flags, "--data", "enforce_eager=false")
         assert got.returncode == 1, got.stderr
-        said = "--enforce-eager off on statefulset llm/llama-sts: without it predicted peak 44.50 GiB exceeds the " \
-               "44.42 GiB of NVIDIA-L40S"
+        said = "--enforce-eager off on statefulset llm/llama-sts: without it predicted " \
+               "cudagraph_capture_oom on NVIDIA-L40S (prediction on NVIDIA-L40S: cudagraph_capture_oom"
         assert len([line for line in host_lines(got.stderr, STS_HOST) if said in line]) == 1, got.stderr
     after = sts(rehearsal)
     assert (after["spec"], after["metadata"]["annotations"]) == (before["spec"], before["metadata"]["annotations"])

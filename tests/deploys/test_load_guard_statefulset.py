@@ -54,7 +54,7 @@ def test_a_cap_predicted_not_to_start_is_refused_and_nothing_changes(rehearsal: 
     got = rehearsal.pyinfra(inventory(tmp_path), LOAD_GUARD, "-y")
     assert got.returncode == 1, got.stderr
     refused = [line for line in host_lines(got.stderr, STS_HOST)
-               if line.startswith("--max-num-batched-tokens 4096 on statefulset llm/llama-sts: ")]
+               if line.startswith("refused: --max-num-batched-tokens 4096 on statefulset llm/llama-sts: ")]
     assert len(refused) == 1 and "predicted" in refused[0], got.stderr
     after = sts(rehearsal)
     assert (after["spec"], after["metadata"]["generation"]) == (before["spec"], before["metadata"]["generation"])
