@@ -19,10 +19,13 @@ rehearsal = pyinfra_run.rehearsal
 
 def test_a_revision_that_is_not_a_plain_positive_integer_is_one_line_exit_2(rehearsal: Rehearsal,
                                                                            tmp_path: Path) -> None:
+    """pyinfra reads --data values with int() and json.loads, so +14, 014 and 1_4 arrive as 14 and null as None: the
+    text as typed is what is checked, under --dry and -y alike."""
     incident(rehearsal)  # revisions 12-15, 15 crash-looping: 14 is a target restore would take
     before = settled(rehearsal)
     inv = no_pins(tmp_path)
-    for value, flag in (("+14", "--dry"), ("+14", "-y"), ("014", "--dry"), ("1_4", "--dry")):
+    for value, flag in (("+14", "--dry"), ("+14", "-y"), ("014", "--dry"), ("1_4", "--dry"),
+                        ("null", "--dry"), ("null", "-y"), ("true", "--dry"), ("[]", "-y")):
         got = rehearsal.pyinfra(inv, RESTORE, flag, "--data", f"revision={value}")
         said = [line for line in host_out(got.stderr) if line]
         assert (got.returncode, said[-1:]) == (
