@@ -80,6 +80,12 @@ class ModelSpec:
         return self.num_experts > 0
 
     @property
+    def quantized_checkpoint(self) -> bool:
+        """The checkpoint itself stores weights below 16 bits (FP8, AWQ, GPTQ, mxfp4, ...): they load at that width
+        and run through the method's own kernels, whatever flags the start adds."""
+        return bool(self.quantization) and self.weight_bits < 16
+
+    @property
     def is_mla(self) -> bool:
         """Multi-head latent attention (DeepSeek): KV per token is the latent plus rope dims, not K and V per
         head, and vLLM's default block is 64 tokens."""

@@ -296,5 +296,4 @@ def runs_runner_v2(r: VersionRules, model: ModelSpec) -> bool:
         return True
     if model.is_moe or model.architecture not in MRV2_FAMILIES:
         return False
-    packed = bool(model.quantization) and model.weight_bits < 16
-    return v >= (MRV2_FAMILIES_QUANTIZED_SINCE if packed else MRV2_FAMILIES_SINCE)
+    return v >= (MRV2_FAMILIES_QUANTIZED_SINCE if model.quantized_checkpoint else MRV2_FAMILIES_SINCE)

@@ -111,7 +111,7 @@ def context_gib(gpu: GpuSpec, tp: int) -> float:
 
 def weight_bits(model: ModelSpec, quantization: str | None, dtype_bytes: int) -> int:
     """Bits per stored weight: the checkpoint's quantization, else online ``--quantization fp8``, else dtype."""
-    if model.quantization and model.weight_bits < 16:
+    if model.quantized_checkpoint:
         return model.weight_bits
     if quantization in ("fp8", "fbgemm_fp8", "ptpc_fp8", "modelopt"):
         return 8
@@ -198,8 +198,7 @@ def mrv2_activation_gib(model: ModelSpec, res: Resolved) -> float:
     sampler = rows * model.vocab_size * (dt + 4) + res.mnbt * model.hidden_size * dt
     forward = 0.0
     if not model.is_moe and not res.compile_cache_warm:  # warm: the fused graph's forward stays under the sampler
-        packed = bool(model.quantization) and model.weight_bits < 16
-        values = MRV2_FORWARD_VALUES_PER_TOKEN if packed else MRV2_COLD_COMPILE_VALUES_PER_TOKEN
+        values = MRV2_FORWARD_VALUES_PER_TOKEN if model.quantized_checkpoint else MRV2_COLD_COMPILE_VALUES_PER_TOKEN
         forward = res.mnbt * values * (model.intermediate_size / res.tp + model.hidden_size) * dt
     extra = FLOAT32_EXTRA_GIB if dt == 4 else 0.0
     return max(sampler, forward) / GIB + extra + _moe_gib(model, res) + _encoder_gib(model, res)
