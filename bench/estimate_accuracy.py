@@ -139,17 +139,25 @@ def batch_section(cases: list[tuple[str, dict[str, Any]]]) -> str:
     out = []
     for batch, members in sorted(batches.items()):
         acc = accuracy(c for n, c in members if n in held)
-        rows = [f"- {n} ({source_group(c)}, {c['vllm_version']}, {c['gpu']}): "
-                + (f"{e * 100:+.1f} %" if (e := kv_error(c)) is not None else "outcome only")
-                + ("" if n in held else " (source in sample)")
-                + ("" if estimate_case(c).outcome.value == c["logged"]["outcome"]
-                   else f"; outcome WRONG: predicted {estimate_case(c).outcome.value}, logged {c['logged']['outcome']}")
-                for n, c in members]
+        rows = [_batch_row(n, c, n in held) for n, c in members]
         figures = (f"median |error| {acc.median_abs * 100:.1f} %, p90 {acc.p90_abs * 100:.1f} %, max "
                    f"{acc.max_abs * 100:.1f} %, {acc.over} above +{OVER_TOLERANCE * 100:.0f} %, outcome class right "
                    f"{acc.outcomes_right} of {acc.cases}" if acc.errors else "no sized held-out case")
         out.append(f"### Batch {batch}: {len(members)} cases\n\nHeld out: {figures}.\n\n" + "\n".join(rows) + "\n")
     return ("\n## Fresh batches\n\n" + "\n".join(out)) if out else ""
+
+
+def _batch_row(name: str, case: dict[str, Any], held: bool) -> str:
+    """One batch case: its source, version and GPU, its KV error, and whether the outcome class was right."""
+    outcome = estimate_case(case).outcome.value
+    logged = case["logged"]
+    error = kv_error(case)
+    row = f"- {name} ({source_group(case)}, {case['vllm_version']}, {case['gpu']}): "
+    row += "outcome only" if error is None else f"{error * 100:+.1f} %"
+    row += "" if held else " (source in sample)"
+    if outcome != logged["outcome"]:
+        row += f"; outcome WRONG: predicted {outcome}, logged {logged['outcome']}"
+    return row
 
 
 def held_facts(cases: list[tuple[str, dict[str, Any]]]) -> dict[str, str]:
