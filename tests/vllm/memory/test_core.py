@@ -80,6 +80,16 @@ def test_cudagraph_estimate_inside_budget_from_0_20():
     assert run(version="0.20.0", max_model_len="8192", enforce_eager="true").cudagraph_gib == 0.0
 
 
+def test_moe_budget_holds_vllms_graph_estimate_not_the_dense_pool():
+    """From 0.20 the V1 budget holds vLLM's estimate (first capture + growth per further size), 0.11-0.14 GiB for
+    a 48-layer MoE in the logs; the 0.19 dense pool term (1.2 GiB) stays for the capture after the KV cache."""
+    moe = catalog.model("Qwen/Qwen3-30B-A3B")
+    old, new = run(moe, version="0.19.0", max_model_len="8192"), run(moe, version="0.22.1", max_model_len="8192")
+    assert round(old.cudagraph_gib, 3) == round(0.5 + 0.0145 * 48, 3)
+    assert round(new.cudagraph_gib, 3) == 0.192
+    assert run(moe, version="0.22.1", max_model_len="8192", enforce_eager="true").cudagraph_gib == 0.0
+
+
 def test_version_defaults():
     r = resolve(LLAMA, H100, EngineSettings(version="0.19.0"))
     assert (r.mnbt, r.max_num_seqs, r.chunked_prefill) == (8192, 1024, True)

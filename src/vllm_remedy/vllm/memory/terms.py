@@ -79,6 +79,16 @@ MRV2_COLD_COMPILE_VALUES_PER_TOKEN = 4.4
 # at the default capture sizes (0.0154-0.0171 GiB per layer), 0.15 on a T4; rounded up. Only the capture-OOM check
 # reads it, so too much here predicts a capture OOM that does not happen and too little one that does.
 MRV2_GRAPH_GIB_PER_LAYER = 0.0175
+# V1 from 0.20 reserves, inside the KV budget, not the pool it will capture but its own estimate of it
+# (v1/worker/gpu_model_runner.py ``profile_cudagraph_memory``): per mode the first (largest) capture plus the
+# second capture's growth, at least 1 MiB, times the remaining sizes; the graphs share one pool, so the second
+# capture mostly reuses the first's memory. Logged estimates: 0.14 GiB ("Estimated CUDA graph memory") for the
+# 48-layer Qwen3-30B-A3B on an H100 (0.22.1) and 0.11 GiB (the "Actual usage" advisory line) for Qwen3-Coder-30B-A3B
+# on an A100 (0.26.1), 0.0023-0.0029 GiB per layer; rounded up to 0.004 (fitted on those two). The 0.19-era pool
+# term (1.2 GiB for 48 layers) had stood in for it. Checked, not fitted, on a 94-layer TP 4 start on RTX PRO 6000
+# cards (0.32 logged, 0.38 charged). MoE models only: no dense start on the V1 runner from 0.20 is in the set, and
+# estimates of 0.6-0.8 GiB appear in public logs of other (hybrid) models, so dense models keep the pool term.
+V1_GRAPH_ESTIMATE_GIB_PER_LAYER = 0.004
 V0_ACTIVATION_BASE_GIB = 0.02
 # V0 non-torch growth during profiling at TP >= 2, per rank: 0.25 GiB logged on vllm#13061's rank 1; rank 0's
 # 7.46 GiB of KV (81,536 tokens) less the sort-inclusive activation leaves 0.36 -> 0.4 (fitted on that case).
@@ -261,12 +271,15 @@ def _hopper_or_newer(gpu: GpuSpec) -> bool:
 
 
 def cudagraph_gib(model: ModelSpec, res: Resolved) -> float:
-    """CUDA-graph pool: 0.65-1.85 GiB observed (0.19.0), growing with depth; none with --enforce-eager; Model
-    Runner V2's own per-layer figure."""
+    """CUDA-graph memory: the pool captured after the KV cache (0.65-1.85 GiB observed on 0.19.0, growing with
+    depth; from 0.20 reserved inside the V1 budget), for MoE models from 0.20 vLLM's own, smaller estimate of it;
+    none with --enforce-eager; Model Runner V2's own per-layer pool (outside its budget again)."""
     if res.enforce_eager:
         return 0.0
     if res.runner_v2:
         return MRV2_GRAPH_GIB_PER_LAYER * model.num_layers
+    if res.rules.cudagraph_in_budget and model.is_moe:
+        return V1_GRAPH_ESTIMATE_GIB_PER_LAYER * model.num_layers
     return 0.5 + 0.0145 * model.num_layers
 
 
