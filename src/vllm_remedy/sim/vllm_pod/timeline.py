@@ -84,7 +84,8 @@ def render(launch: Launch, failure: Failure, started: datetime, detail: dict[str
         gpu_memory_utilization=res.util, activation_gib=est.activation_gib, non_torch_gib=est.non_torch_gib,
         failure=failure, failure_detail=detail or _detail(launch, failure), block_size=res.block_size,
         started=started, enforce_eager=res.enforce_eager, max_num_seqs=launch.settings.max_num_seqs,
-        revision=launch.revision, utilization_set=_listed_utilization(launch)))
+        revision=launch.revision, utilization_set=_listed_utilization(launch),
+        max_model_len_arg=launch.settings.max_model_len))
 
 
 def _listed_utilization(launch: Launch) -> bool:

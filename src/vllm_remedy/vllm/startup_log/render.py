@@ -110,7 +110,8 @@ def render_startup_log(version: str, *, model: str, tp_size: int = 1, weights_gi
                        failure_detail: dict[str, Any] | None = None, engine: str | None = None,
                        block_size: int = 16, started: datetime | None = None, color: bool = False,
                        enforce_eager: bool = False, max_num_seqs: int | None = None,
-                       revision: str | None = None, utilization_set: bool = True) -> str:
+                       revision: str | None = None, utilization_set: bool = True,
+                       max_model_len_arg: int | None = 0) -> str:
     """A realistic log of one start of ``version`` that ends in ``failure``.
 
     Figures a version does not print are simply not in its log. ``failure_detail`` supplies the
@@ -121,6 +122,8 @@ def render_startup_log(version: str, *, model: str, tp_size: int = 1, weights_gi
     ``max_num_seqs`` and ``revision``, when set, join the arguments line as vLLM prints them;
     ``utilization_set=False`` (the flag left at the release's default) leaves the utilization out of 0.9+'s
     "non-default args", as real logs do: it then shows only where the engine prints the figure it used.
+    ``max_model_len_arg`` is --max-model-len as typed (-1 for auto, None when unset, which leaves it out of the
+    arguments; 0, the default, lists ``max_model_len``).
     """
     ver = parse_version(version)
     eng = engine or default_engine(ver)
@@ -139,7 +142,8 @@ def render_startup_log(version: str, *, model: str, tp_size: int = 1, weights_gi
         "max_concurrency": concurrency, "graph_seconds": 14, "cudagraph_gib": cudagraph_gib or 0.0,
     }
     _preamble(w, version, model, tp_size, max_model_len, gpu_memory_utilization, enforce_eager,
-              max_num_seqs=max_num_seqs, revision=revision, utilization_set=utilization_set)
+              max_num_seqs=max_num_seqs, revision=revision, utilization_set=utilization_set,
+              typed_len=max_model_len if max_model_len_arg == 0 else max_model_len_arg)
     if failure is Failure.FREE_MEMORY_BELOW_UTILIZATION:
         return _fail_free_memory(w, figures, detail)
     if failure is Failure.WORLD_SIZE_EXCEEDS_GPUS:  # config time: nothing was loaded
@@ -204,9 +208,12 @@ def _emit(w: _Writer, kind: str, figures: dict[str, Any], *, ranks: bool = False
 
 
 def _preamble(w: _Writer, version: str, model: str, tp: int, max_len: int, util: float, eager: bool, *,
-              max_num_seqs: int | None = None, revision: str | None = None, utilization_set: bool = True) -> None:
-    """Banner and arguments line. The dict of 0.9+ lists only non-default arguments in the parser's order (model
-    config, parallel, cache, scheduler): revision before max_model_len, max_num_seqs last, as real logs show."""
+              max_num_seqs: int | None = None, revision: str | None = None, utilization_set: bool = True,
+              typed_len: int | None = None) -> None:
+    """Banner, arguments line and the engine's config line. The dict of 0.9+ lists only non-default arguments in the
+    parser's order (model config, parallel, cache, scheduler): revision before max_model_len, max_num_seqs last, as
+    real logs show. The arguments carry --max-model-len as typed (``typed_len``), the config line the length the
+    engine resolved (``max_len``)."""
     if w.v < (0, 25, 0):
         w.log("api", f"vLLM API server version {version}", source="api_server.py")
     if w.v >= (0, 15, 0):
@@ -217,7 +224,8 @@ def _preamble(w: _Writer, version: str, model: str, tp: int, max_len: int, util:
         args: dict[str, Any] = {"model_tag": model, "model": model}
         if revision is not None:
             args["revision"] = revision
-        args["max_model_len"] = max_len
+        if typed_len is not None:  # the parser's default is None: only a typed length is a non-default arg
+            args["max_model_len"] = typed_len
         if utilization_set:  # an unset flag is not a non-default arg, whatever the release's default
             args["gpu_memory_utilization"] = util
         if tp > 1:
@@ -228,7 +236,7 @@ def _preamble(w: _Writer, version: str, model: str, tp: int, max_len: int, util:
             args["max_num_seqs"] = max_num_seqs
         w.log("api", f"non-default args: {args}", source="utils.py")
     else:
-        w.log("api", f"args: Namespace(model='{model}', revision={revision!r}, max_model_len={max_len}, "
+        w.log("api", f"args: Namespace(model='{model}', revision={revision!r}, max_model_len={typed_len}, "
               f"gpu_memory_utilization={util}, tensor_parallel_size={tp}, enforce_eager={eager}, "
               f"max_num_seqs={max_num_seqs!r})", source="api_server.py")
     if w.engine == "v1":
