@@ -15,6 +15,7 @@ from typing import Any
 
 from fixtures.pyinfra_run import ROOT
 from vllm_remedy.gameday.predict import predict_pod
+from vllm_remedy.sim.vllm_pod.keys import GPU_USED_GIB
 
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 NODE = {"metadata": {"name": "gpu-l40s-3", "labels": {"nvidia.com/gpu.product": "NVIDIA-L40S"}}}
@@ -58,6 +59,16 @@ def test_a_predicted_graph_capture_oom_is_predicted_as_one() -> None:
     outcome, detail = predict_pod(spec("vllm/vllm-openai:v0.27.1", "0.98"), NODE, "vllm")
     assert outcome == "cudagraph_capture_oom", (outcome, detail)
     assert "exceeds the 44.42 GiB card" in detail and detail.endswith(EXTRAPOLATED), detail
+
+
+def test_a_budget_that_overruns_the_card_is_not_called_a_capture_oom() -> None:
+    """V0 0.7.3 budgets the memory profiling adds, blind to other processes: 6 GiB held by another process on the
+    L40S makes the KV cache allocation itself run out, before any graph. That is no capture OOM (the classifier places
+    a CUDA OOM in initialize_kv_cache in no phase: unknown), and never fits."""
+    node = {"metadata": {**NODE["metadata"], "annotations": {GPU_USED_GIB: "6"}}}
+    outcome, detail = predict_pod(spec("vllm/vllm-openai:v0.7.3", "0.90"), node, "vllm")
+    assert outcome == "unknown", (outcome, detail)
+    assert "before any CUDA graph: a CUDA OOM while the KV cache is allocated" in detail, detail
 
 
 def test_a_fitting_start_on_a_newer_release_says_its_rules_are_extrapolated() -> None:

@@ -3,9 +3,11 @@ model's verdict on the card it landed on, next to how that pod actually ended an
 (pure). On the rehearsal cluster the two differ by the model's measured error (``sim.vllm_pod.reality``).
 
 A prediction names the failure class the classifier would: a start that passes every vLLM check but whose CUDA
-graphs do not fit after the KV cache (``remedies.predict.failed_prediction``, the rule ``check`` and drift use) is
-``cudagraph_capture_oom``, never ``fits``; and a release newer than the newest modelled says its rules are
-extrapolated, in the row's detail and its JSON (``vllm_version``, ``rules``), as every other output does."""
+graphs do not fit after the KV cache (``Estimate.graph_capture_oom``) is ``cudagraph_capture_oom``, never ``fits``;
+one whose budget alone overruns the card (``remedies.predict.failed_prediction``, the rule ``check`` and drift use)
+dies allocating the KV cache, which the classifier calls ``unknown``; and a release newer than the newest modelled
+says its rules are extrapolated, in the row's detail and its JSON (``vllm_version``, ``rules``), as every other
+output does."""
 
 from __future__ import annotations
 
@@ -48,10 +50,16 @@ def predict_pod_kv(spec: Mapping[str, Any], node: Mapping[str, Any],
     outcome = est.outcome.value
     if not est.fits:
         detail = f"needs more than the {est.total_gib:.1f} GiB card allows"
-    elif failed_prediction(got) is not None:  # vLLM's checks pass, the KV cache is sized, the graphs do not fit
+    elif est.graph_capture_oom:  # vLLM's checks pass, the KV cache is sized, the graphs do not fit
         outcome = Failure.CUDAGRAPH_CAPTURE_OOM.value
         detail = (f"{est.kv_cache_tokens:,} KV tokens sized, then peak {est.peak_gib:.2f} GiB with the CUDA graphs "
                   f"exceeds the {est.total_gib:.2f} GiB card")
+    elif failed_prediction(got) is not None:
+        # The budget alone overruns the card (other processes an "increase" budget does not subtract): PyTorch's
+        # OOM comes while the KV cache is allocated, a phase the classifier names no failure class for.
+        outcome = Failure.UNKNOWN.value
+        detail = (f"peak {est.peak_gib:.2f} GiB exceeds the {est.total_gib:.2f} GiB card before any CUDA graph: "
+                  f"a CUDA OOM while the KV cache is allocated")
     else:
         detail = f"{est.kv_cache_tokens:,} KV tokens, {est.max_concurrency:.2f}x at {est.max_model_len}"
     if got.rules:  # e.g. "vLLM 0.27.1: rules extrapolated from 0.21": never printed as if modelled
