@@ -31,10 +31,12 @@ DEFAULT_UTIL_092_SINCE = (0, 22, 1)
 # The V1 sampler stops taking FlashInfer by default (VLLM_USE_FLASHINFER_SAMPLER=1 to opt in).
 FLASHINFER_SAMPLER_OPT_IN_SINCE = (0, 11, 1)
 # Model Runner V2 (v1/worker/gpu/model_runner.py) is the default, by the release notes, for Llama and Mistral dense
-# models at 0.23.0 (Qwen3 dense earlier; the release is not pinned down, so 0.23.0 here too), for their quantized
-# checkpoints at 0.24.0, for every dense model at 0.25.0 (vllm#44443) and for every model at 0.29.0 (vllm#53183).
+# models at 0.23.0 (Qwen3 dense earlier: a 0.22.0 Qwen3-8B log prints "Using V2 Model Runner", trietnguyeminh's
+# 2 x T4 start in the calibration set; 0.22.0 is the earliest known), for their quantized checkpoints at 0.24.0, for
+# every dense model at 0.25.0 (vllm#44443) and for every model at 0.29.0 (vllm#53183).
 MRV2_FAMILIES = frozenset({"LlamaForCausalLM", "MistralForCausalLM", "Qwen3ForCausalLM"})
 MRV2_FAMILIES_SINCE = (0, 23, 0)
+MRV2_QWEN3_SINCE = (0, 22, 0)
 MRV2_FAMILIES_QUANTIZED_SINCE = (0, 24, 0)
 MRV2_DENSE_SINCE = (0, 25, 0)
 MRV2_ALL_SINCE = (0, 29, 0)

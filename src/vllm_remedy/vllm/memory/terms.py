@@ -105,6 +105,10 @@ MOE_BASE_GIB = 0.1
 V1_NON_TORCH_TP1_GIB = 0.27
 V1_NON_TORCH_TP1_EARLY_GIB = 0.13
 V1_NON_TORCH_TP1_GROWTH_SINCE = (0, 18, 0)
+# V1 at TP >= 2 on Hopper: 2.06-2.21 GiB per rank (llm-d 0.19.0 H100 logs, fitted as 2.12 at TP 2 and 2.22 above). It
+# was applied from 0.11 on no evidence; DaisukeTakai's two 8 x H100 starts on 0.10.0 leave 7.96 GiB per rank for
+# activation and non-torch memory, which holds the sampler's sort (5.7) only with it (fitted on those two).
+V1_NON_TORCH_HOPPER_TP2_SINCE = (0, 10, 0)
 
 # CUDA context (+ cuBLAS workspace) per process: 0.51 GiB on H100 (llm-d logs), 0.35 GiB on RTX 3090
 # (vllm#10517). NCCL + custom all-reduce add ~1.0 GiB per rank at TP >= 2 before vLLM's snapshot.
@@ -208,7 +212,10 @@ def mrv2_activation_gib(model: ModelSpec, res: Resolved) -> float:
     sampler = rows * model.vocab_size * (dt + 4) + res.mnbt * model.hidden_size * dt
     forward = 0.0
     if not model.is_moe and not res.compile_cache_warm:  # warm: the fused graph's forward stays under the sampler
-        values = MRV2_FORWARD_VALUES_PER_TOKEN if model.quantized_checkpoint else MRV2_COLD_COMPILE_VALUES_PER_TOKEN
+        # --enforce-eager disables torch.compile altogether ("Enforce eager set, disabling torch.compile"): no cold
+        # compile to pay, the forward is the eager count the packed checkpoints profile at.
+        cold = not model.quantized_checkpoint and not res.enforce_eager
+        values = MRV2_COLD_COMPILE_VALUES_PER_TOKEN if cold else MRV2_FORWARD_VALUES_PER_TOKEN
         forward = res.mnbt * values * (model.intermediate_size / res.tp + model.hidden_size) * dt
     extra = FLOAT32_EXTRA_GIB if dt == 4 else 0.0
     return max(sampler, forward) / GIB + extra + _moe_gib(model, res) + _encoder_gib(model, res)
@@ -244,7 +251,7 @@ def non_torch_gib(gpu: GpuSpec, res: Resolved) -> float:
     """Memory outside PyTorch's allocator that vLLM charges to the budget.
 
     "increase" budgets count only what grows during profiling: 0.24-0.27 GiB at TP=1 (0.19.0), but
-    2.06-2.21 GiB per rank at TP >= 2 from 0.11 on Hopper (llm-d 0.19.0 H100 logs), <= 0.6 in 0.9-0.10 (notes)
+    2.06-2.21 GiB per rank at TP >= 2 from 0.10 on Hopper (llm-d 0.19.0 H100 logs, two 0.10.0 logs), 0.6 before
     and below capability 9.0 (2 x A100 0.11.2 logs imply ~0.5), 0.4 GiB on V0 0.7 (vllm#13061, fitted).
     "absolute" budgets also count the CUDA context and NCCL, which are already in the device's used memory.
     """
@@ -256,7 +263,7 @@ def non_torch_gib(gpu: GpuSpec, res: Resolved) -> float:
         return V0_NON_TORCH_TP2_GIB if tp2 else 0.25
     if not tp2:
         return V1_NON_TORCH_TP1_GIB if r.version >= V1_NON_TORCH_TP1_GROWTH_SINCE else V1_NON_TORCH_TP1_EARLY_GIB
-    if r.version < (0, 11, 0) or not _hopper_or_newer(gpu):
+    if r.version < V1_NON_TORCH_HOPPER_TP2_SINCE or not _hopper_or_newer(gpu):
         return 0.6
     return 2.12 if res.tp == 2 else 2.22
 
