@@ -78,7 +78,8 @@ def test_kv_tokens_never_more_than_logged(path):
 
 def test_known_over_predictions_are_few_explained_and_still_over():
     """The exemption is a marker, not a waiver: once the model is fixed the case must rejoin the bar above."""
-    # Two since the blind batch of 2026-12-05b brought the L40S FP8 start (+4.1 %) beside the T4 AWQ one (+3.6 %).
+    # Two: the held-out L40S FP8 start of the blind batch of 2026-12-05b (+4.1 %) and the in-sample MRv2 0.5B start at
+    # 2,048 tokens (+1.0 % once the cold-compile rule replaced the fitted forward count). The T4 AWQ one (+3.6 %) left.
     assert len(KNOWN_OVER) <= 2
     for path in KNOWN_OVER:
         case = _load(path)
@@ -136,8 +137,8 @@ def test_held_out_outcomes_right_and_over_predictions_only_the_known_ones():
     # Target every one, MISSED by one since the blind batch of 2026-12-05b (gpt-oss-120b on 0.16.0: known_outcome_miss).
     assert acc.outcomes_right >= acc.cases - len([p for p in KNOWN_OUTCOME_MISS if p.stem in HELD_OUT])
     assert len(acc.errors) >= 22
-    # Target 0, MISSED by two: the fresh batches of 2026-12-05 brought a T4 0.17.1 AWQ start predicted 3.6 % over and
-    # an L40S 0.11.0 FP8 one 4.1 % over (known_over says what is known).
+    # Target 0, MISSED by one: the blind batch of 2026-12-05b brought an L40S 0.11.0 FP8 start predicted 4.1 % over
+    # (known_over says what is known); the T4 0.17.1 AWQ one (+3.6 %) is -2.2 % since the cold-compile rule.
     assert acc.over <= len([p for p in KNOWN_OVER if p.stem in HELD_OUT])
 
 

@@ -81,14 +81,36 @@ def test_cold_compile_cache_is_assumed_and_profiles_heavier_than_warm():
         EngineSettings.from_flags({"compile-cache-warm": "maybe"}, "0.27.1")
 
 
-def test_packed_checkpoints_profile_at_the_lighter_forward_count():
-    """Per token of (I/TP + H): 3.1 values for AWQ/GPTQ checkpoints, 4.4 for 16-bit ones on a cold cache."""
-    def forward_values(model: catalog.ModelSpec) -> float:
-        est = estimate(model, RTX4090, EngineSettings.from_flags(FLAGS, "0.27.1"))
-        return est.activation_gib * GIB / (8192 * (model.intermediate_size + model.hidden_size) * 2)
+def test_a_cold_compile_peaks_at_the_autotuners_copy_of_the_embedding():
+    """Cold: the 64-padded vocabulary x hidden table plus the lookup's output over mnbt tokens (Qwen3-8B: 151,936 x
+    4,096 x 2 B = 1.16 GiB, its cold log peaked at 1.18). Warm or --enforce-eager: no compile, the forward at 3.1
+    values per token of (I/TP + H), or the sampler phase when that is larger."""
+    def activation(model: catalog.ModelSpec, **extra: str) -> float:
+        return estimate(model, RTX4090, EngineSettings.from_flags({**FLAGS, **extra}, "0.27.1")).activation_gib
 
-    assert forward_values(QWEN_AWQ) == pytest.approx(3.1)
-    assert forward_values(QWEN3_8B) == pytest.approx(4.4)
+    table = (151936 + 8192) * 4096 * 2 / GIB
+    assert activation(QWEN3_8B) == pytest.approx(table)
+    forward = 8192 * 3.1 * (QWEN3_8B.intermediate_size + QWEN3_8B.hidden_size) * 2 / GIB
+    eager = activation(QWEN3_8B, **{"enforce-eager": "true"})
+    assert eager == pytest.approx(forward) and eager < table
+    assert activation(QWEN3_8B, **{"compile-cache-warm": "true"}) < forward  # the sampler phase
+    awq_forward = 8192 * 3.1 * (QWEN_AWQ.intermediate_size + QWEN_AWQ.hidden_size) * 2 / GIB
+    assert activation(QWEN_AWQ, **{"enforce-eager": "true"}) == pytest.approx(awq_forward)
+    assert activation(QWEN_AWQ) == pytest.approx((152064 + 8192) * 3584 * 2 / GIB)
+
+
+def test_the_cold_compile_peak_applies_to_the_v1_runner_from_0_12():
+    """A cold 0.11.0 L4 log shows no autotune copy, a cold 0.17.1 T4 log does; in between it is charged (less KV)."""
+    t4 = catalog.gpu("Tesla-T4")
+    flags = {"max-model-len": "2048", "dtype": "half", "quantization": "awq_marlin", "max-num-seqs": "16"}
+
+    def activation(version: str, **extra: str) -> float:
+        return estimate(QWEN_AWQ, t4, EngineSettings.from_flags({**flags, **extra}, version)).activation_gib
+
+    cold = {v: activation(v) for v in ("0.11.2", "0.12.0", "0.17.1")}
+    assert cold["0.11.2"] == pytest.approx(activation("0.11.2", **{"compile-cache-warm": "true"}))
+    assert cold["0.11.2"] < 0.5 and activation("0.17.1", **{"compile-cache-warm": "true"}) < 0.5
+    assert cold["0.12.0"] == cold["0.17.1"] == pytest.approx((152064 + 2048) * 3584 * 2 / GIB)
 
 
 @pytest.mark.parametrize(("version", "default"), [("0.19.1", 0.9), ("0.22.0", 0.9), ("0.22.1", 0.92), ("0.27.1", 0.92)])

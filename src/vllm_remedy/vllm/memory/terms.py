@@ -66,15 +66,19 @@ FLOAT32_EXTRA_GIB = 0.2  # float32 runs peaked 0.3 GiB above bf16 (Llama-3.1-8B,
 # driver rank samples, so at TP >= 2 the sort lands on rank 0, whose KV budget is the smallest.
 V0_FORWARD_VALUES_PER_TOKEN = 3
 # Model Runner V2's dummy forward over mnbt tokens (``mrv2_activation_gib``), in values per token of (I/TP + H). Fitted
-# on the MRv2 logs (0.26-0.30), which are therefore in sample: checkpoints with packed weights (AWQ, GPTQ, ...; their
-# GEMMs are custom kernels) profile at V0's count, 3 (Qwen2.5-7B-AWQ on an RTX 4080 and an L4: 2.4-3.1 -> 3.1);
-# 16-bit checkpoints profile heavier on a cold torch.compile cache: Qwen3-8B logged 1.18 GiB cold and 0.19 warm on
-# one RTX 4090 (4.4 values cold, the figure used; 2.9 for Qwen2.5-0.5B and 1.5B). A Kubernetes pod without a
-# persistent compile cache starts cold, so cold is what to plan with; the warm start is the model's largest
-# safe-side miss. Why the 16-bit GEMMs cost more cold is not identified in the source (Inductor autotuning is a
-# guess).
+# on the MRv2 logs of packed-weight checkpoints (AWQ on an RTX 4080 and an L4: 2.4-3.1 -> 3.1), which are therefore in
+# sample; a warm torch.compile cache leaves only the sampler phase.
 MRV2_FORWARD_VALUES_PER_TOKEN = 3.1
-MRV2_COLD_COMPILE_VALUES_PER_TOKEN = 4.4
+# A cold torch.compile compiles the model inside vLLM's profiling window, and Inductor's standalone compile autotunes
+# every generated Triton kernel at compile time on full-size random copies of its inputs (torch `standalone_compile`
+# forces `triton.autotune_at_compile_time`; `codegen/wrapper.py` `generate_and_run_autotune_block`): the embedding
+# lookup is such a kernel, so a copy of the (vocab-parallel, 64-padded) embedding table plus the kernel's output
+# over mnbt tokens briefly is the torch peak. Read in vLLM 0.17.1 with torch 2.10; it matches every cold log whose
+# sampler phase is smaller: T4 0.17.1 Qwen2.5-7B-AWQ (1.02 GiB table, 0.96 logged peak), MRv2 Qwen3-8B (1.16, 1.18
+# logged), Qwen2.5-0.5B (0.25, 0.25-0.31), Qwen2.5-1.5B (0.43, 0.46), Qwen2.5-7B-AWQ (1.02, 1.04). A cold 0.11.0 L4
+# log shows no such peak (0.53 GiB for activation and non-torch memory against a 1.0 GiB table); the release in
+# between is not pinned down, so it applies from 0.12.0, the earlier, which errs toward less KV. Not fitted.
+COLD_COMPILE_EMBEDDING_SINCE = (0, 12, 0)
 # MRv2 graph pool, captured after the KV cache (outside the budget): 0.37-0.56 GiB "took" on 24-36 layer models
 # at the default capture sizes (0.0154-0.0171 GiB per layer), 0.15 on a T4; rounded up. Only the capture-OOM check
 # reads it, so too much here predicts a capture OOM that does not happen and too little one that does.
@@ -201,24 +205,31 @@ def _dense_forward_bytes(model: ModelSpec, res: Resolved) -> float:
     return res.mnbt * per_token * res.weight_dtype_bytes
 
 
+def cold_compile_gib(model: ModelSpec, res: Resolved) -> float:
+    """The torch peak of a cold torch.compile inside the profile (``COLD_COMPILE_EMBEDDING_SINCE``): the autotuner's
+    copy of the embedding table and the lookup's output over mnbt tokens. None with --enforce-eager (no compile) or a
+    warm compile cache (the compiled artifacts are loaded, nothing is autotuned)."""
+    if res.enforce_eager or res.compile_cache_warm or res.rules.version < COLD_COMPILE_EMBEDDING_SINCE:
+        return 0.0
+    rows = _round_up(model.vocab_size, 64) // res.tp + res.mnbt
+    return rows * model.hidden_size * res.weight_dtype_bytes / GIB
+
+
 def mrv2_activation_gib(model: ModelSpec, res: Resolved) -> float:
     """Model Runner V2's profile peak (v1/worker/gpu/model_runner.py ``profile_run``): one ``_dummy_run`` over mnbt
     tokens without attention, then ``_dummy_sampler_run`` on min(mnbt, max_num_seqs) rows while the forward's hidden
     states are still held: the logits, and the sampler's float32 copy (``Sampler.sample``; the dummy requests skip
     top-k/top-p, so nothing sorts). The forward phase is sized per token like V0's, with its own count of values
-    (``MRV2_FORWARD_VALUES_PER_TOKEN``) because a cold torch.compile cache profiles heavier than the fused graph."""
+    (``MRV2_FORWARD_VALUES_PER_TOKEN``); a cold compile's autotuning is a phase of its own (``cold_compile_gib``)."""
     dt = res.weight_dtype_bytes
     rows = min(res.max_num_seqs, res.mnbt)
     sampler = rows * model.vocab_size * (dt + 4) + res.mnbt * model.hidden_size * dt
     forward = 0.0
     if not model.is_moe and not res.compile_cache_warm:  # warm: the fused graph's forward stays under the sampler
-        # --enforce-eager disables torch.compile altogether ("Enforce eager set, disabling torch.compile"): no cold
-        # compile to pay, the forward is the eager count the packed checkpoints profile at.
-        cold = not model.quantized_checkpoint and not res.enforce_eager
-        values = MRV2_COLD_COMPILE_VALUES_PER_TOKEN if cold else MRV2_FORWARD_VALUES_PER_TOKEN
-        forward = res.mnbt * values * (model.intermediate_size / res.tp + model.hidden_size) * dt
+        forward = res.mnbt * MRV2_FORWARD_VALUES_PER_TOKEN * (model.intermediate_size / res.tp + model.hidden_size) * dt
     extra = FLOAT32_EXTRA_GIB if dt == 4 else 0.0
-    return max(sampler, forward) / GIB + extra + _moe_gib(model, res) + _encoder_gib(model, res)
+    steady = max(sampler, forward) / GIB + extra + _moe_gib(model, res) + _encoder_gib(model, res)
+    return max(steady, cold_compile_gib(model, res))
 
 
 def activation_gib(model: ModelSpec, res: Resolved) -> float:
@@ -240,7 +251,8 @@ def activation_gib(model: ModelSpec, res: Resolved) -> float:
         # profile_run frees the dummy forward's intermediates before the sampler warm-up (only the hidden
         # states survive), so the torch peak is the larger of the two phases, not their sum.
         peak = max(sampler + forward, _dense_forward_bytes(model, res))
-        return peak / GIB + V1_FORWARD_BASE_GIB + extra + _moe_gib(model, res) + _encoder_gib(model, res)
+        steady = peak / GIB + V1_FORWARD_BASE_GIB + extra + _moe_gib(model, res) + _encoder_gib(model, res)
+        return max(steady, cold_compile_gib(model, res))
     per_token = V0_FORWARD_VALUES_PER_TOKEN * (model.intermediate_size / res.tp + model.hidden_size) * dt
     forward = res.mnbt * per_token
     sampler = min(res.max_num_seqs, res.mnbt) * model.vocab_size * V1_SORT_SAMPLER_BYTES_PER_LOGIT
