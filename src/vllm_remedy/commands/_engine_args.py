@@ -76,6 +76,9 @@ def add_engine_flags(parser: argparse.ArgumentParser, with_defaults: bool = True
     parser.add_argument("--enforce-eager", action="store_true", default=None if not d else False)
     parser.add_argument("--other-gib", metavar="N", type=float,
                         help="GiB other processes hold on each GPU at startup (nvidia-smi)")
+    parser.add_argument("--compile-cache", choices=("cold", "warm"),
+                        help="vLLM's torch.compile cache at startup (default cold: a pod without a persistent "
+                             "~/.cache/vllm compiles, and the compiler's autotuning adds to the memory profile)")
 
 
 def engine_flags(args: argparse.Namespace) -> dict[str, str]:
@@ -85,6 +88,8 @@ def engine_flags(args: argparse.Namespace) -> dict[str, str]:
         flags["enforce-eager"] = "true"
     if getattr(args, "other_gib", None) is not None:
         flags["other-process-gib"] = str(args.other_gib)
+    if getattr(args, "compile_cache", None) == "warm":
+        flags["compile-cache-warm"] = "true"
     return flags
 
 
