@@ -102,3 +102,19 @@ def test_the_report_agrees_with_a_capture_oom_it_predicted(cli, tmp_path: Path) 
     assert md.count(EXTRAPOLATED) == len(died) and "| fits (220,912" not in md, md
     assert f"<td>cudagraph_capture_oom ({died[0]['prediction']})</td><td>cudagraph_capture_oom</td>" in page
     assert json.loads(Path(body["report"]["json"]).read_text())["predictions"] == body["predictions"]
+
+
+def test_a_kv_allocation_oom_is_predicted_and_seen_alike(cli, tmp_path: Path) -> None:
+    """Game day 3 on V0 0.7.3 (8 GiB held on every L40S): the budget ignores the foreign memory, the pods die
+    allocating the KV cache, and the row says so on both sides (a reviewer saw 'unknown' predicted, capture OOM seen,
+    agree n/a: the rehearsal's log had kept V0's 'Capturing cudagraphs' announcement before the OOM)."""
+    text = (ROOT / "gameday" / "03-gpu-memory-held.yaml").read_text()
+    scenario = tmp_path / "03-v073.yaml"
+    scenario.write_text(text.replace("v0.9.2", "v0.7.3").replace("../", f"{ROOT}/"))
+    got = cli("gameday", "run", str(scenario), "--reality", "exact", "--speed", "300", "--report-dir",
+              str(tmp_path / "out"), "-o", "json")
+    body = json.loads(got.stdout)
+    rows = [p for p in body["predictions"] if "before any CUDA graph" in p["prediction"]]
+    assert rows, body["predictions"]
+    for row in rows:
+        assert (row["predicted"], row["happened"], row["agree"]) == ("unknown", "unknown", "yes"), row

@@ -94,12 +94,13 @@ def compare(pods_seen: Mapping[str, Mapping[str, Any]], nodes: Mapping[str, Mapp
     rows = []
     for name, seen in pods_seen.items():
         node = nodes.get(seen["node"]) or {}
-        predicted, detail, predicted_kv = predict_pod_kv(seen["spec"], node, container)
-        predicted_kv = predicted_kv or (None, None)
+        predicted, detail, judged = predict_pod_kv(seen["spec"], node, container)
+        predicted_kv = judged or (None, None)
         actual = seen.get("actual") or {}
         happened = failures.get(name) or ("ready" if seen.get("ready") else "not ready yet")
         expected = "ready" if predicted == "fits" else predicted
-        if predicted == "unknown" or happened == "not ready yet":
+        # "unknown" is both "cannot judge" (no estimate) and a predicted CUDA OOM the classifier places in no phase
+        if (predicted == "unknown" and judged is None) or happened == "not ready yet":
             agree = "n/a"
         elif happened in RUN_TIME and predicted == "fits":
             agree = "n/a (run time)"  # it did start as predicted; the model speaks of startup only
