@@ -160,3 +160,17 @@ def test_compile_cache_warm_drops_the_cold_compile_phase(cli):
     assert cold_kv["kv_cache_tokens"] < warm_kv["kv_cache_tokens"] <= 43040  # the warm log's KV
     bad = cli(*args, "--compile-cache", "tepid")
     assert bad.returncode == 2 and "--compile-cache: invalid choice: 'tepid'" in bad.stderr and not bad.stdout
+
+
+def test_a_card_known_by_its_memory_alone_gets_v1_rules_and_the_larger_tp_figure(cli):
+    """--gpu-memory-gib has no compute capability: it was read as 0.0, which sent 0.8-0.9 to the V0 fallback (no
+    free-memory check) and never charged Hopper's TP >= 2 non-torch memory. Unknown now means: V1 runs, and the
+    larger figure (less KV) is charged."""
+    base = ("estimate", "--model", "meta-llama/Llama-3.1-8B-Instruct", "-o", "json")
+    busy = [cli(*base, *gpu, "--vllm-version", "0.9.2", "--max-model-len", "16384", "--other-gib", "6")
+            for gpu in (("--gpu-memory-gib", "44.42"), ("--gpu", "NVIDIA-L40S"))]
+    assert [json.loads(r.stdout)["outcome"] for r in busy] == ["free_memory_below_utilization"] * 2
+    custom, h100 = (json.loads(cli(*base, *gpu, "--vllm-version", "0.10.0", "--tp", "2").stdout)
+                    for gpu in (("--gpu-memory-gib", "79.19"), ("--gpu", "NVIDIA-H100-80GB-HBM3")))
+    assert custom["non_torch_gib"] == h100["non_torch_gib"] == 2.12
+    assert custom["kv_cache_tokens"] <= h100["kv_cache_tokens"]

@@ -118,5 +118,6 @@ def load_gpu(args: argparse.Namespace) -> catalog.GpuSpec:
     if args.gpu_memory_gib is not None:
         if args.gpu_memory_gib <= 0:
             raise UserError(f"--gpu-memory-gib: {args.gpu_memory_gib} must be > 0")
-        return catalog.GpuSpec("custom", float(args.gpu_memory_gib), "0.0", False, int(args.gpu_memory_gib * 1024))
+        return catalog.GpuSpec("custom", float(args.gpu_memory_gib), catalog.UNKNOWN_CAPABILITY, False,
+                               int(args.gpu_memory_gib * 1024))
     return catalog.gpu(args.gpu)

@@ -24,6 +24,12 @@ GIB = 1024**3
 PRODUCT_LABELS = ("nvidia.com/gpu.product", "cloud.google.com/gke-accelerator", "karpenter.k8s.aws/instance-gpu-name")
 
 
+#: The compute capability of a card known only by its memory size (``--gpu-memory-gib``, a node labelled with memory
+#: but no catalog product): rules read it as Ampere or newer (V1 runs), and the TP >= 2 non-torch term takes the
+#: larger Hopper figure (less KV predicted).
+UNKNOWN_CAPABILITY = "unknown"
+
+
 @dataclass(frozen=True)
 class GpuSpec:
     """One GPU as torch sees it: ``total_gib`` is the T in vLLM's ``T x gpu_memory_utilization``."""

@@ -198,6 +198,8 @@ def rules_on_device(version: str | None, compute_capability: str) -> VersionRule
     not supported by the V1 Engine. Falling back to V0."), with V0's "increase" budget and no free-memory check."""
     r = rules(version)
     major, _, minor = compute_capability.partition(".")
+    if not (major.isdigit() and (minor or "0").isdigit()):  # unknown: taken as a card V1 runs on
+        return r
     if r.engine == "V1" and r.version < (0, 10, 0) and (int(major), int(minor or 0)) < (8, 0):
         return replace(r, engine="V0", budget="increase", free_memory_check=False, suggests_max_len=False,
                        sampler_sorts=False, flashinfer_sampler_by_default=False)

@@ -72,7 +72,8 @@ def node_gpu(node: Mapping[str, Any]) -> GpuSpec | None:
             continue
         if mib > 0:
             total = round(mib / 1024 - DRIVER_RESERVE_GIB, 2)
-            return GpuSpec(product=product, total_gib=total, compute_capability="8.0", fp8=False, memory_mib=mib)
+            return GpuSpec(product=product, total_gib=total, compute_capability=catalog.UNKNOWN_CAPABILITY, fp8=False,
+                           memory_mib=mib)
     return None
 
 

@@ -281,12 +281,14 @@ def non_torch_gib(gpu: GpuSpec, res: Resolved) -> float:
 
 
 def _hopper_or_newer(gpu: GpuSpec) -> bool:
-    """The 0.11+ growth at TP >= 2 (fitted on H100) comes with buffers only Hopper and newer get: vLLM creates its
+    """The growth at TP >= 2 from 0.10 (fitted on H100) comes with buffers only Hopper and newer get: vLLM creates its
     SymmMemCommunicator only for capability 9.0/10.0 (distributed/device_communicators/symm_mem.py, "Device
     capability 8.0 not supported, communicator is not available" in the 0.11.2 A100 logs), and NCCL's NVLS
-    buffers need sm90. Below that the pre-0.11 figure applies."""
+    buffers need sm90. Below that the smaller figure applies. Capability 12.x (RTX PRO 6000, RTX 5090) gets no
+    SymmMem, yet a 4 x RTX PRO 6000 TP 4 start logs 1.70 GiB of non-torch memory, so it keeps the larger figure (a
+    TP 2 start on the same box logs less: not modelled); an unknown card takes it too (less KV predicted)."""
     major = gpu.compute_capability.partition(".")[0]
-    return major.isdigit() and int(major) >= 9
+    return not major.isdigit() or int(major) >= 9
 
 
 def cudagraph_gib(model: ModelSpec, res: Resolved) -> float:
