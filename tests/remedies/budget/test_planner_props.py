@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from vllm_remedy.policy import Policy, load_policy
 from vllm_remedy.remedies.budget import BudgetRequest, limits, plan_budget
-from vllm_remedy.remedies.budget.levers import GRAPH_LEVERS
+from vllm_remedy.remedies.budget.levers import GRAPH_LEVERS, tp_sizes
 from vllm_remedy.vllm import catalog
 from vllm_remedy.vllm.memory import EngineSettings, estimate, resolve
 from vllm_remedy.vllm.outcomes import Failure, Outcome
@@ -47,7 +47,7 @@ def requests(draw: st.DrawFn) -> tuple[BudgetRequest, dict[str, str]]:
     if draw(st.booleans()):
         flags["max-num-seqs"] = str(draw(st.sampled_from([4, 16, 64, 256, 512])))
     if draw(st.booleans()):
-        flags["tensor-parallel-size"] = str(draw(st.sampled_from([t for t in (1, 2, 4) if model.num_heads % t == 0])))
+        flags["tensor-parallel-size"] = str(draw(st.sampled_from([t for t in (1, 2, 4) if t in tp_sizes(model, 1, 4)])))
     if draw(st.booleans()):
         flags["other-process-gib"] = f"{draw(st.integers(0, 40)) / 10:g}"
     if draw(st.booleans()):

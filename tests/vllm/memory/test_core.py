@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -149,6 +151,19 @@ def test_from_flags_rejects_bad_values(flags, message):
 def test_tp_must_divide_attention_heads():
     with pytest.raises(UserError, match=r"^tensor-parallel-size: 3 does not divide the model's 32 attention heads$"):
         run(tensor_parallel_size="3")
+
+
+def test_tp_must_split_kv_heads_and_the_mlp_evenly():
+    """A reviewer's TP 5 on Qwen2.5-14B (40 heads, 8 KV heads) was sized with one KV head per rank and 'fit'; vLLM
+    refuses it while building the layers. TP 16 on 8 KV heads replicates them (valid); 13,824 / 16 is exact too."""
+    qwen14 = catalog.model("Qwen/Qwen2.5-14B-Instruct")
+    for tp in ("5", "10", "20"):
+        with pytest.raises(UserError, match=rf"^tensor-parallel-size: {tp} splits the model's 8 KV heads unevenly"):
+            run(qwen14, tensor_parallel_size=tp)
+    assert run(LLAMA, tensor_parallel_size="8", max_model_len="8192").fits
+    odd = dataclasses.replace(LLAMA, intermediate_size=14337)
+    with pytest.raises(UserError, match=r"^tensor-parallel-size: 2 does not divide the model's intermediate size"):
+        run(odd, tensor_parallel_size="2")
 
 
 @settings(max_examples=60, deadline=None)

@@ -18,6 +18,7 @@ from vllm_remedy.vllm import catalog
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.memory import EngineSettings, resolve
 from vllm_remedy.vllm.memory.capture import MIN_CAPTURE, capture_flag, largest_capture
+from vllm_remedy.vllm.memory.settings import tp_split_problem
 
 UTIL_STEP = 0.01
 _CONSUMER = ("geforce", "rtx")
@@ -93,11 +94,8 @@ def kv_fp8(ctx: Context, s: EngineSettings, gpu: GpuSpec) -> list[Variant]:
 
 
 def tp_sizes(model: ModelSpec, lo: int, hi: int) -> list[int]:
-    """TP sizes vLLM accepts for this model: they divide the attention heads, and the KV heads divide
-    evenly across ranks (or are replicated whole: TP a multiple of the KV heads)."""
-    kv = model.num_kv_heads
-    return [t for t in range(lo, hi + 1)
-            if model.num_heads % t == 0 and (kv % t == 0 or t % kv == 0)]
+    """TP sizes vLLM accepts for this model (``settings.tp_split_problem``, the rule the estimator refuses by)."""
+    return [t for t in range(lo, hi + 1) if tp_split_problem(model, t) is None]
 
 
 def tensor_parallel(ctx: Context, s: EngineSettings, gpu: GpuSpec) -> list[Variant]:

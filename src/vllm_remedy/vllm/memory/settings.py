@@ -251,10 +251,8 @@ class Resolved:
 def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
     """Apply vLLM's defaults for this version, model and GPU; reject impossible TP splits."""
     r = rules_on_device(s.version, gpu.compute_capability)
-    if model.num_heads % s.tp:
-        raise UserError(
-            f"tensor-parallel-size: {s.tp} does not divide the model's {model.num_heads} attention heads"
-        )
+    if problem := tp_split_problem(model, s.tp):
+        raise UserError(problem)
     auto_len = s.max_model_len == -1
     max_len = model.max_model_len if s.max_model_len in (None, -1) else int(s.max_model_len)
     if r.engine == "V1":
@@ -288,6 +286,23 @@ def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
         runner_v2=runs_runner_v2(r, model),
         compile_cache_warm=s.compile_cache_warm,
     )
+
+
+def tp_split_problem(model: ModelSpec, tp: int) -> str | None:
+    """Why vLLM refuses this TP size for the model, or None: the attention heads must divide evenly
+    (``ModelConfig.verify_with_parallel_config``), the KV heads split or replicate evenly (``QKVParallelLinear``: one
+    of TP and the KV-head count divides the other), and the MLP's (or the experts') intermediate width is divided
+    exactly (``divide`` in the column-parallel layers)."""
+    if model.num_heads % tp:
+        return f"tensor-parallel-size: {tp} does not divide the model's {model.num_heads} attention heads"
+    kv = model.num_kv_heads
+    if not model.is_mla and kv and (tp % kv if tp >= kv else kv % tp):
+        return (f"tensor-parallel-size: {tp} splits the model's {kv} KV heads unevenly (vLLM needs one of the two to "
+                f"divide the other)")
+    inter = (model.moe_intermediate_size or model.intermediate_size) if model.is_moe else model.intermediate_size
+    if inter and inter % tp:
+        return f"tensor-parallel-size: {tp} does not divide the model's intermediate size {inter}"
+    return None
 
 
 def runs_runner_v2(r: VersionRules, model: ModelSpec) -> bool:
