@@ -7,12 +7,19 @@ flags as None, for commands that layer the command line over flags read from a m
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 
 from vllm_remedy import hub
 from vllm_remedy.errors import UserError
 from vllm_remedy.vllm import catalog
+from vllm_remedy.vllm.cmdline.ranges import INT_MAX
+from vllm_remedy.vllm.cmdline.values import parse_int
 from vllm_remedy.vllm.versions import typed_version
+
+#: The largest GPU (or other-process) memory a card may state: 4 TiB is far above any accelerator, and a bound
+#: keeps ``inf`` or ``1e300`` from reaching the integer MiB conversion and the bar's scale.
+MAX_GIB = 4096.0
 
 #: (flag, argparse dest) of the engine flags, in `vllm serve` spelling.
 ENGINE_FLAGS = (
@@ -45,6 +52,64 @@ def _vllm_version(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+# The flag types below refuse, as argparse's own one-line usage error (exit 2), what no rule downstream can read:
+# a non-number, nan or inf (they crashed the integer MiB conversion), and a size or count beyond any card or
+# int32 (a 20-digit count made the activation estimate, and the bar drawn from it, exhaust memory). The ranges
+# vLLM itself states (0 < U <= 1, counts and --tp >= 1, --other-gib >= 0) stay with ``EngineSettings``, which
+# words them the same for a flag given here and one read from a manifest.
+
+
+def _number(text: str) -> float:
+    """A finite float: ``nan`` and ``inf`` bound nothing."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+    return value
+
+
+def _gpu_gib(text: str) -> float:
+    """--gpu-memory-gib: 1 to 4096 GiB (no card is smaller or larger; nothing else checks this flag)."""
+    value = _number(text)
+    if not 1 <= value <= MAX_GIB:
+        raise argparse.ArgumentTypeError(f"{text} is out of range; expected 1 <= N <= {MAX_GIB:g} GiB")
+    return value
+
+
+def _other_gib(text: str) -> float:
+    """--other-gib: finite and at most 4096 GiB (a negative value is EngineSettings' error)."""
+    value = _number(text)
+    if value > MAX_GIB:
+        raise argparse.ArgumentTypeError(f"{text} is out of range; expected 0 <= N <= {MAX_GIB:g} GiB")
+    return value
+
+
+def _count(text: str) -> int:
+    """A count within int32, as vLLM keeps token counts (zero or negative is EngineSettings' error)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value > INT_MAX:
+        raise argparse.ArgumentTypeError(f"{text} is out of range; expected 1 <= N <= {INT_MAX}")
+    return value
+
+
+def _max_model_len(text: str) -> str:
+    """--max-model-len as vLLM reads it (``16384``, ``16k``, ``auto``), kept as text for the flags; refused
+    here when it is not a length at all or beyond int32."""
+    if text.strip().lower() == "auto":
+        return text
+    value = parse_int(text)
+    if value is None:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer (or auto)")
+    if value > INT_MAX:
+        raise argparse.ArgumentTypeError(f"{text} is out of range; expected 1 <= N <= {INT_MAX} (or auto)")
+    return text
+
+
 def add_model_gpu(parser: argparse.ArgumentParser, required: bool = True) -> None:
     """``--model ID | --model-config FILE`` and ``--gpu LABEL | --gpu-memory-gib N`` (plus --vllm-version)."""
     model = parser.add_mutually_exclusive_group(required=required)
@@ -53,7 +118,8 @@ def add_model_gpu(parser: argparse.ArgumentParser, required: bool = True) -> Non
     model.add_argument("--model-config", metavar="FILE", help="the model's config.json (any model)")
     gpu = parser.add_mutually_exclusive_group(required=required)
     gpu.add_argument("--gpu", metavar="LABEL", help="GPU product label (GFD, GKE or Karpenter value)")
-    gpu.add_argument("--gpu-memory-gib", metavar="N", type=float, help="torch-visible GPU memory in GiB")
+    gpu.add_argument("--gpu-memory-gib", metavar="N", type=_gpu_gib,
+                     help="torch-visible GPU memory in GiB (1 to 4096)")
     parser.add_argument("--vllm-version", metavar="V", type=_vllm_version,
                         help="vLLM version (default: unknown, sized with the newest release's rules)")
     parser.add_argument("--revision", metavar="REV",
@@ -63,18 +129,20 @@ def add_model_gpu(parser: argparse.ArgumentParser, required: bool = True) -> Non
 def add_engine_flags(parser: argparse.ArgumentParser, with_defaults: bool = True) -> None:
     """The flags that move vLLM's memory budget, named as `vllm serve` names them."""
     d = with_defaults
-    parser.add_argument("--tp", "--tensor-parallel-size", dest="tp", metavar="N", type=int, default=1 if d else None)
+    parser.add_argument("--tp", "--tensor-parallel-size", dest="tp", metavar="N", type=_count,
+                        default=1 if d else None)
     # no default here: unset, the release's own default applies (0.9, or 0.92 from 0.22.1), as for a manifest
-    parser.add_argument("--gpu-memory-utilization", metavar="U", type=float,
+    parser.add_argument("--gpu-memory-utilization", metavar="U", type=_number,
                         help="fraction of the GPU vLLM may use (default: the release's own)")
-    parser.add_argument("--max-model-len", metavar="N", help="tokens per request (default: the model's)")
-    parser.add_argument("--max-num-seqs", metavar="N", type=int)
-    parser.add_argument("--max-num-batched-tokens", metavar="N", type=int)
+    parser.add_argument("--max-model-len", metavar="N", type=_max_model_len,
+                        help="tokens per request (default: the model's)")
+    parser.add_argument("--max-num-seqs", metavar="N", type=_count)
+    parser.add_argument("--max-num-batched-tokens", metavar="N", type=_count)
     parser.add_argument("--kv-cache-dtype", choices=("auto", "fp8"), default="auto" if d else None)
     parser.add_argument("--quantization", metavar="Q")
     parser.add_argument("--dtype", metavar="D", default="auto" if d else None)
     parser.add_argument("--enforce-eager", action="store_true", default=None if not d else False)
-    parser.add_argument("--other-gib", metavar="N", type=float,
+    parser.add_argument("--other-gib", metavar="N", type=_other_gib,
                         help="GiB other processes hold on each GPU at startup (nvidia-smi)")
     parser.add_argument("--compile-cache", choices=("cold", "warm"),
                         help="vLLM's torch.compile cache at startup (default cold: a pod without a persistent "

@@ -110,6 +110,7 @@ class ModelSpec:
         layers = hf_config.require_int(text, "num_hidden_layers", "n_layer", "num_layers", name=name)
         heads = hf_config.require_int(text, "num_attention_heads", "n_head", name=name)
         vocab = hf_config.require_int(text, "vocab_size", name=name)
+        hf_config.check_sizes(text, name=name)
         inter = int(text.get("intermediate_size") or text.get("ffn_dim") or 4 * hidden)
         experts, per_token, moe_inter = hf_config.num_experts(text)
         archs = config.get("architectures") or text.get("architectures") or ["unknown"]
