@@ -90,8 +90,9 @@ MRV2_GRAPH_GIB_PER_LAYER = 0.0175
 # 48-layer Qwen3-30B-A3B on an H100 (0.22.1) and 0.11 GiB (the "Actual usage" advisory line) for Qwen3-Coder-30B-A3B
 # on an A100 (0.26.1), 0.0023-0.0029 GiB per layer; rounded up to 0.004 (fitted on those two). The 0.19-era pool
 # term (1.2 GiB for 48 layers) had stood in for it. Checked, not fitted, on a 94-layer TP 4 start on RTX PRO 6000
-# cards (0.32 logged, 0.38 charged). MoE models only: no dense start on the V1 runner from 0.20 is in the set, and
-# estimates of 0.6-0.8 GiB appear in public logs of other (hybrid) models, so dense models keep the pool term.
+# cards (0.32 logged, 0.38 charged). MoE models with full attention only: no dense start on the V1 runner from 0.20
+# is in the set, and estimates of 0.6-0.8 GiB appear in public logs of hybrid models (gpt-oss-120b's graphs take
+# about 1 GiB on an H100), so dense and sliding-window models keep the pool term.
 V1_GRAPH_ESTIMATE_GIB_PER_LAYER = 0.004
 V0_ACTIVATION_BASE_GIB = 0.02
 # V0 non-torch growth during profiling at TP >= 2, per rank: 0.25 GiB logged on vllm#13061's rank 1; rank 0's
@@ -299,7 +300,7 @@ def cudagraph_gib(model: ModelSpec, res: Resolved) -> float:
         return 0.0
     if res.runner_v2:
         return MRV2_GRAPH_GIB_PER_LAYER * model.num_layers
-    if res.rules.cudagraph_in_budget and model.is_moe:
+    if res.rules.cudagraph_in_budget and model.is_moe and not model.sliding_layers:
         return V1_GRAPH_ESTIMATE_GIB_PER_LAYER * model.num_layers
     return 0.5 + 0.0145 * model.num_layers
 
