@@ -68,7 +68,7 @@ def test_usable_numbers_pass_unchanged():
     args = _parse("--gpu-memory-gib", "4096", "--max-model-len", "16k", "--max-num-batched-tokens", "2147483647",
                   "--gpu-memory-utilization", "1", "--other-gib", "0", "--tp", "2")
     assert (args.gpu_memory_gib, args.max_model_len, args.max_num_batched_tokens) == (4096.0, "16k", 2147483647)
-    assert ea.engine_flags(args)["other-process-gib"] == "0.0"
+    assert ea.model_inputs(args)["other-process-gib"] == "0.0"
     assert _parse("--gpu-memory-gib", "1", "--max-model-len", "auto").max_model_len == "auto"
 
 

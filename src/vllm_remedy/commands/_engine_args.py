@@ -154,11 +154,17 @@ def engine_flags(args: argparse.Namespace) -> dict[str, str]:
     flags = {flag: str(getattr(args, dest)) for flag, dest in ENGINE_FLAGS if getattr(args, dest) is not None}
     if getattr(args, "enforce_eager", None):
         flags["enforce-eager"] = "true"
-    if getattr(args, "other_gib", None) is not None:
-        flags["other-process-gib"] = str(args.other_gib)
-    if getattr(args, "compile_cache", None) == "warm":
-        flags["compile-cache-warm"] = "true"
     return flags
+
+
+def model_inputs(args: argparse.Namespace) -> dict[str, str]:
+    """--other-gib and --compile-cache as the memory model's own inputs (``settings.MODEL_INPUTS``): not vLLM flags."""
+    inputs: dict[str, str] = {}
+    if getattr(args, "other_gib", None) is not None:
+        inputs["other-process-gib"] = str(args.other_gib)
+    if getattr(args, "compile_cache", None) == "warm":
+        inputs["compile-cache-warm"] = "true"
+    return inputs
 
 
 def load_model(args: argparse.Namespace, revision: str | None = None) -> catalog.ModelSpec:

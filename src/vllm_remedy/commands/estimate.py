@@ -16,6 +16,7 @@ from vllm_remedy.commands._engine_args import (
     engine_flags,
     load_gpu,
     load_model_source,
+    model_inputs,
 )
 from vllm_remedy.envelope import dumps, envelope
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate
@@ -36,7 +37,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     model, source = load_model_source(args)
     gpu = load_gpu(args)
-    est = estimate(model, gpu, EngineSettings.from_flags(engine_flags(args), args.vllm_version))
+    est = estimate(model, gpu, EngineSettings.from_flags(engine_flags(args), args.vllm_version, model_inputs(args)))
     r = rules(args.vllm_version)
     if args.output == "json":
         print(dumps(envelope("EstimateResult", {**est.to_json(), "model": model.name, "gpu": gpu.product,

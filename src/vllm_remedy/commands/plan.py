@@ -100,9 +100,10 @@ def run(args: argparse.Namespace) -> int:
                 "Karpenter labels); pass --gpu" if args.file else "--gpu or --gpu-memory-gib is required"
         raise UserError(where)
     flags = {**found.flags, **ea.engine_flags(args)}
-    failure, logged_tokens, version = _observed(args, flags)
+    inputs = ea.model_inputs(args)
+    failure, logged_tokens, version = _observed(args, inputs)
     version = args.vllm_version or found.version or version
-    settings = EngineSettings.from_flags(flags, version)
+    settings = EngineSettings.from_flags(flags, version, inputs)
     policy = load_policy(args.policy) if args.policy else None
     plan = plan_budget(BudgetRequest(
         model=model, gpu=gpu, settings=settings, policy=policy, failure=failure,
@@ -136,7 +137,7 @@ def _read(path: str) -> str:
         raise UserError(f"{path}: cannot read: {reason}") from None
 
 
-def _observed(args: argparse.Namespace, flags: dict[str, str]) -> tuple[Failure | None, int | None, str | None]:
+def _observed(args: argparse.Namespace, inputs: dict[str, str]) -> tuple[Failure | None, int | None, str | None]:
     """(failure, logged KV tokens, logged version) from --failure or --log; a free-memory failure in the log
     also tells how much other processes hold (unless --other-gib says)."""
     if args.failure:
@@ -146,12 +147,12 @@ def _observed(args: argparse.Namespace, flags: dict[str, str]) -> tuple[Failure 
     report = parse_startup_log(_read(args.log))
     failure = classify(report)
     detail = report.failure_detail
-    if failure is Failure.FREE_MEMORY_BELOW_UTILIZATION and "other-process-gib" not in flags:
+    if failure is Failure.FREE_MEMORY_BELOW_UTILIZATION and "other-process-gib" not in inputs:
         free, total = detail.get("free_gib"), detail.get("total_gpu_gib") or report.total_gpu_gib
         if isinstance(free, (int, float)) and isinstance(total, (int, float)) and total > free:
-            flags["other-process-gib"] = f"{total - free:.2f}"  # includes our own CUDA context: errs safe
-    if report.flashinfer is not None and "flashinfer" not in flags:  # the sampler line: FlashInfer or the sort
-        flags["flashinfer"] = str(report.flashinfer).lower()
+            inputs["other-process-gib"] = f"{total - free:.2f}"  # includes our own CUDA context: errs safe
+    if report.flashinfer is not None and "flashinfer" not in inputs:  # the sampler line: FlashInfer or the sort
+        inputs["flashinfer"] = str(report.flashinfer).lower()
     return failure, report.kv_cache_tokens, report.vllm_version
 
 

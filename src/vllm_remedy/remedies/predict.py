@@ -109,10 +109,9 @@ def predict_template(template: Mapping[str, Any], container: str | None = None,
         return Prediction(card.product, None, str(exc) if known else f"model {server.model} is not in the catalog")
     try:
         flags = group_flags(server.flags)  # pipeline stages split the model like tensor-parallel ranks
-        if other_process_gib:
-            flags["other-process-gib"] = str(other_process_gib)
+        inputs = {"other-process-gib": str(other_process_gib)} if other_process_gib else {}
         version = version_from_image(server.image)
-        settings = EngineSettings.from_flags(flags, version)
+        settings = EngineSettings.from_flags(flags, version, inputs)
         return Prediction(card.product, estimate(model, card, settings), rules=rules_note(version))
     except UserError as exc:
         return Prediction(card.product, None, str(exc))

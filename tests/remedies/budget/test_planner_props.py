@@ -48,8 +48,7 @@ def requests(draw: st.DrawFn) -> tuple[BudgetRequest, dict[str, str]]:
         flags["max-num-seqs"] = str(draw(st.sampled_from([4, 16, 64, 256, 512])))
     if draw(st.booleans()):
         flags["tensor-parallel-size"] = str(draw(st.sampled_from([t for t in (1, 2, 4) if t in tp_sizes(model, 1, 4)])))
-    if draw(st.booleans()):
-        flags["other-process-gib"] = f"{draw(st.integers(0, 40)) / 10:g}"
+    inputs = {"other-process-gib": f"{draw(st.integers(0, 40)) / 10:g}"} if draw(st.booleans()) else {}
     if draw(st.booleans()):
         flags["enforce-eager"] = "true"
     if draw(st.booleans()):
@@ -57,24 +56,25 @@ def requests(draw: st.DrawFn) -> tuple[BudgetRequest, dict[str, str]]:
     if draw(st.booleans()):
         flags["enable-chunked-prefill"] = draw(st.sampled_from(["true", "false"]))
     version = draw(st.sampled_from(VERSIONS))
-    req = BudgetRequest(model=model, gpu=gpu, settings=EngineSettings.from_flags(flags, version),
+    req = BudgetRequest(model=model, gpu=gpu, settings=EngineSettings.from_flags(flags, version, inputs),
                         policy=draw(st.sampled_from(POLICIES)), failure=draw(st.sampled_from(FAILURES)),
                         target_concurrency=draw(st.sampled_from([None, 1, 4, 32])),
                         node_gpus=draw(st.sampled_from([None, 1, 2, 8])))
-    return req, flags
+    return req, flags, inputs
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(requests())
-def test_every_rung_fits_from_its_flags_alone_and_respects_policy(drawn: tuple[BudgetRequest, dict[str, str]]) -> None:
-    req, flags = drawn
+def test_every_rung_fits_from_its_flags_alone_and_respects_policy(
+        drawn: tuple[BudgetRequest, dict[str, str], dict[str, str]]) -> None:
+    req, flags, inputs = drawn
     plan = plan_budget(req)
     lim = limits(req.policy, req.gpu, req.target_concurrency, req.node_gpus)
     assert plan.verdict in ("change", "no_change_needed", "no_fitting_change")
     assert (plan.verdict == "change") == bool(plan.steps)
     for step in plan.steps:
         effective = {**{k: v for k, v in flags.items() if k not in step.unset}, **step.set}
-        settings_ = EngineSettings.from_flags(effective, req.settings.version)
+        settings_ = EngineSettings.from_flags(effective, req.settings.version, inputs)
         gpu = catalog.gpu(step.gpu) if step.gpu != req.gpu.product else req.gpu
         est = estimate(req.model, gpu, settings_)
         assert est == step.prediction

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from vllm_remedy.remedies.predict import predict_template
 from vllm_remedy.sim.clock import Clock, parse_timestamp
 from vllm_remedy.sim.cluster import Cluster
 from vllm_remedy.sim.seed import make_node
@@ -52,8 +53,9 @@ def vllm_status(c: Cluster, name: str) -> dict:
     return next((s for s in statuses if s["name"] == "vllm"), {})
 
 
-def predicted(gpu: str, flags: dict[str, str], version: str | None):
-    return estimate(catalog.model(LLAMA), catalog.gpu(gpu), EngineSettings.from_flags(flags, version))
+def predicted(gpu: str, flags: dict[str, str], version: str | None, other_gib: float | None = None):
+    inputs = {"other-process-gib": str(other_gib)} if other_gib is not None else {}
+    return estimate(catalog.model(LLAMA), catalog.gpu(gpu), EngineSettings.from_flags(flags, version, inputs))
 
 
 def crashed(c: Cluster, name: str, timeout: float = 8) -> dict:
@@ -106,19 +108,19 @@ def test_runbook_incident_default_max_len_on_l4_crash_loops_as_predicted(cluster
 
 def test_other_process_on_the_gpu_refuses_start_on_091_and_shrinks_kv_before(cluster):
     cluster.store.mutate("nodes", "", "l40s-1", lambda n: n["metadata"]["annotations"].update({GPU_USED_GIB: "8"}))
-    flags = {"max-model-len": "16384", "other-process-gib": "8"}
+    flags = {"max-model-len": "16384"}
     cluster.store.create("pods", pod("new", [LLAMA, "--max-model-len", "16384"], image="vllm/vllm-openai:v0.10.2"))
     cluster.store.create("pods", pod("old", [LLAMA, "--max-model-len", "16384"], image="vllm/vllm-openai:v0.8.5"))
     crashed(cluster, "new")
     report = parse_startup_log(cluster.read_log("llm", "new", previous=True))
-    assert classify(report) is predicted("NVIDIA-L40S", flags, "0.10.2").outcome.failure
+    assert classify(report) is predicted("NVIDIA-L40S", flags, "0.10.2", 8).outcome.failure
     assert classify(report) is Failure.FREE_MEMORY_BELOW_UTILIZATION
     assert report.failure_detail["free_gib"] == round(44.42 - 0.37 - 8, 2)  # minus CUDA context
     assert report.failure_detail["requested_gib"] == round(44.42 * 0.9, 2)
     # 0.8.5 has no free-memory check: it starts, with the other process's 8 GiB taken out of the KV cache.
     assert cluster.wait_for(lambda: vllm_status(cluster, "old").get("ready") is True, 8)
     old = parse_startup_log(cluster.read_log("llm", "old"))
-    assert old.kv_cache_tokens == predicted("NVIDIA-L40S", flags, "0.8.5").kv_cache_tokens == 125168
+    assert old.kv_cache_tokens == predicted("NVIDIA-L40S", flags, "0.8.5", 8).kv_cache_tokens == 125168
 
 
 def test_cluster_gpu_memory_figure_counts_when_the_node_has_no_annotation(cluster):
@@ -217,6 +219,19 @@ def test_a_budget_blind_to_other_processes_dies_allocating_the_kv_cache_not_in_c
     report = parse_startup_log(text)
     assert "CUDA out of memory" in text and "Capturing cudagraphs" not in text
     assert classify(report) is Failure.UNKNOWN and report.failure_detail["phase"] == "unknown"
+
+
+def test_the_memory_models_own_inputs_are_no_vllm_flags_in_a_container(cluster):
+    """--compile-cache-warm, --flashinfer and --other-process-gib are the estimator's inputs, not vLLM's: typed into a
+    container's args, vLLM refuses them as unrecognized arguments (a reviewer's pod started with them and `check`
+    sized it warm), and the prediction says so instead of honouring them."""
+    args = [LLAMA, "--max-model-len", "16384", "--compile-cache-warm", "--other-process-gib", "0"]
+    cluster.store.create("pods", pod("fake", args))
+    crashed(cluster, "fake")
+    assert "unrecognized arguments: --compile-cache-warm --other-process-gib" in cluster.read_log("llm", "fake",
+                                                                                                  previous=True)
+    got = predict_template({"spec": pod("fake", args)["spec"]}, "vllm", gpu="NVIDIA-L40S")
+    assert got.estimate is None and "unrecognized arguments: --compile-cache-warm" in got.note
 
 
 def test_kubelet_and_shell_substitutions_reach_vllm_expanded(cluster):

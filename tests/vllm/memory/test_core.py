@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from vllm_remedy.errors import UserError
 from vllm_remedy.vllm import catalog, versions
 from vllm_remedy.vllm.memory import EngineSettings, estimate, resolve
+from vllm_remedy.vllm.memory.settings import MODEL_INPUTS
 from vllm_remedy.vllm.outcomes import Outcome
 
 LLAMA = catalog.model("meta-llama/Llama-3.1-8B-Instruct")
@@ -17,7 +18,11 @@ L4 = catalog.gpu("NVIDIA-L4")
 
 
 def run(model=LLAMA, gpu=H100, version="0.19.0", **flags: str):
-    return estimate(model, gpu, EngineSettings.from_flags({k.replace("_", "-"): v for k, v in flags.items()}, version))
+    """Estimate with vLLM flags as keywords; the model's own inputs (other_process_gib, ...) go apart, as callers do."""
+    named = {k.replace("_", "-"): v for k, v in flags.items()}
+    inputs = {k: v for k, v in named.items() if k in MODEL_INPUTS}
+    return estimate(model, gpu, EngineSettings.from_flags({k: v for k, v in named.items() if k not in inputs}, version,
+                                                          inputs))
 
 
 def test_llama_8b_h100_v0_19_exact():

@@ -14,8 +14,9 @@ A100 = catalog.gpu("NVIDIA-A100-SXM4-80GB")
 
 
 def _activation(version: str, flashinfer: str | None) -> float:
-    flags = {"max-model-len": "16384"} | ({"flashinfer": flashinfer} if flashinfer is not None else {})
-    return terms.activation_gib(QWEN, resolve(QWEN, A100, EngineSettings.from_flags(flags, version)))
+    inputs = {"flashinfer": flashinfer} if flashinfer is not None else {}
+    return terms.activation_gib(QWEN, resolve(QWEN, A100, EngineSettings.from_flags({"max-model-len": "16384"}, version,
+                                                                                     inputs)))
 
 
 def test_flashinfer_replaces_the_sort_before_0_11_1():

@@ -120,10 +120,10 @@ def plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, An
         spec = model_spec(model_id, flags.get("revision"))
     except UserError:
         return Refusal(version, model_id, _no_model_error(version, model_id), "config")
-    flags["other-process-gib"] = str(other_process_gib(node, cluster_gpu_used_mib))
+    inputs = {"other-process-gib": str(other_process_gib(node, cluster_gpu_used_mib))}
     try:
         world = world_size(flags)
-        settings = EngineSettings.from_flags(group_flags(flags), version)
+        settings = EngineSettings.from_flags(group_flags(flags), version, inputs)
     except UserError as err:
         return Refusal(version, model_id, f"ValueError: {err}", "config")
     gpu = node_gpu(node)

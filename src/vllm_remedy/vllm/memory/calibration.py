@@ -40,12 +40,12 @@ def estimate_case(case: Case) -> Estimate:
     if case.get("gpu_memory_gib"):
         gpu = gpu.with_total(float(case["gpu_memory_gib"]))
     flags = {k: str(v) for k, v in case["flags"].items()}
-    flags["other-process-gib"] = str(case.get("other_process_gib", 0.0))
+    inputs = {"other-process-gib": str(case.get("other_process_gib", 0.0))}
     if "flashinfer" in case:  # the log's "Using FlashInfer for top-p & top-k sampling" (or its fallback warning)
-        flags["flashinfer"] = str(bool(case["flashinfer"])).lower()
+        inputs["flashinfer"] = str(bool(case["flashinfer"])).lower()
     if case.get("compile_cache") == "warm":  # the log's "Directly load AOT compilation" line
-        flags["compile-cache-warm"] = "true"
-    return estimate(model, gpu, EngineSettings.from_flags(flags, str(case["vllm_version"])))
+        inputs["compile-cache-warm"] = "true"
+    return estimate(model, gpu, EngineSettings.from_flags(flags, str(case["vllm_version"]), inputs))
 
 
 def source_group(case: Case) -> str:

@@ -29,6 +29,10 @@ from vllm_remedy.vllm.versions import (
 
 KV_DTYPES = frozenset({"auto", "fp8", "fp8_e4m3", "fp8_e5m2", "bfloat16", "float16", "fp8_inc", "fp8_ds_mla"})
 DTYPES = frozenset({"auto", "bfloat16", "float16", "half", "float32", "float"})
+#: What the memory model needs beyond vLLM's flags: GiB other processes hold on the card, whether the sampler takes
+#: FlashInfer's kernel (an install fact), whether the torch.compile cache is warm. ``EngineSettings.from_flags`` takes
+#: them apart from the flags.
+MODEL_INPUTS = frozenset({"other-process-gib", "flashinfer", "compile-cache-warm"})
 _TRUE = frozenset({"", "true", "1", "yes", "on"})
 _FALSE = frozenset({"false", "0", "no", "off"})
 
@@ -135,10 +139,18 @@ class EngineSettings:
             raise UserError(f"other-process-gib: {self.other_process_gib} must be >= 0")
 
     @classmethod
-    def from_flags(cls, flags: Mapping[str, str], version: str | None) -> EngineSettings:
-        """Typed settings from canonical dash-named flags (``{"max-model-len": "16384"}``); unknown flags
-        are ignored (they do not move the budget)."""
+    def from_flags(cls, flags: Mapping[str, str], version: str | None,
+                   inputs: Mapping[str, str] | None = None) -> EngineSettings:
+        """Typed settings from canonical dash-named vLLM flags (``{"max-model-len": "16384"}``) and the model's own
+        inputs (``MODEL_INPUTS``, never read from a command line: vLLM refuses them as unrecognized arguments, so
+        one typed into a container's args is refused here too); other unknown flags are ignored (they do not move
+        the budget)."""
         norm = {_normalise(k): v for k, v in flags.items()}
+        if stray := sorted(k for k in norm if k in MODEL_INPUTS):
+            raise UserError("unrecognized arguments: " + " ".join(f"--{k}" for k in stray))
+        given = {_normalise(k): v for k, v in (inputs or {}).items()}
+        if unknown := sorted(k for k in given if k not in MODEL_INPUTS):
+            raise ValueError(f"not memory-model inputs: {unknown}")
         kwargs: dict[str, object] = {"version": version}
         if "tensor-parallel-size" in norm:
             kwargs["tp"] = _int(norm, "tensor-parallel-size")
@@ -164,12 +176,12 @@ class EngineSettings:
             kwargs["enable_chunked_prefill"] = _bool(norm, "enable-chunked-prefill")
         if "no-enable-chunked-prefill" in norm and _bool(norm, "no-enable-chunked-prefill"):
             kwargs["enable_chunked_prefill"] = False
-        if "other-process-gib" in norm:
-            kwargs["other_process_gib"] = _float(norm, "other-process-gib")
-        if "flashinfer" in norm:
-            kwargs["flashinfer"] = _bool(norm, "flashinfer")
-        if "compile-cache-warm" in norm:
-            kwargs["compile_cache_warm"] = _bool(norm, "compile-cache-warm")
+        if "other-process-gib" in given:
+            kwargs["other_process_gib"] = _float(given, "other-process-gib")
+        if "flashinfer" in given:
+            kwargs["flashinfer"] = _bool(given, "flashinfer")
+        if "compile-cache-warm" in given:
+            kwargs["compile_cache_warm"] = _bool(given, "compile-cache-warm")
         size = _capture_size(norm, version)
         if size is not None:
             kwargs["cudagraph_capture_size"] = size
