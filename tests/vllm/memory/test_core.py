@@ -55,7 +55,9 @@ def test_max_len_exceeds_kv_reports_what_vllm_prints():
 
 
 def test_auto_max_len_takes_the_largest_that_fits():
-    est = run(gpu=L4, version="0.11.0", max_model_len="auto")
+    with pytest.raises(UserError, match=r"^max-model-len: auto needs vLLM 0.12.0 or newer .*; vLLM 0.11.0 refuses it$"):
+        run(gpu=L4, version="0.11.0", max_model_len="auto")
+    est = run(gpu=L4, version="0.12.0", max_model_len="auto")
     assert est.outcome is Outcome.FITS
     assert est.max_model_len == est.kv_cache_tokens == 27072
 

@@ -23,12 +23,16 @@ from vllm_remedy.vllm.versions import (
     MRV2_FAMILIES_SINCE,
     MRV2_QWEN3_SINCE,
     VersionRules,
+    parse_version,
     rules,
     rules_on_device,
 )
 
 KV_DTYPES = frozenset({"auto", "fp8", "fp8_e4m3", "fp8_e5m2", "bfloat16", "float16", "fp8_inc", "fp8_ds_mla"})
 DTYPES = frozenset({"auto", "bfloat16", "float16", "half", "float32", "float"})
+#: `--max-model-len auto` (or -1): vLLM fits the longest length the KV cache holds (vllm#29431, merged November 2025;
+#: 0.12.0 the first release after it). Older parsers take no "auto" and no -1.
+AUTO_MAX_MODEL_LEN_SINCE = (0, 12, 0)
 #: What the memory model needs beyond vLLM's flags: GiB other processes hold on the card, whether the sampler takes
 #: FlashInfer's kernel (an install fact), whether the torch.compile cache is warm. ``EngineSettings.from_flags`` takes
 #: them apart from the flags.
@@ -161,6 +165,10 @@ class EngineSettings:
         if "max-model-len" in norm:
             raw = str(norm["max-model-len"]).strip().lower()
             kwargs["max_model_len"] = -1 if raw in ("auto", "-1") else _int(norm, "max-model-len")
+            known = parse_version(version)
+            if raw in ("auto", "-1") and known is not None and known < AUTO_MAX_MODEL_LEN_SINCE:
+                raise UserError(f"max-model-len: {raw} needs vLLM {'.'.join(map(str, AUTO_MAX_MODEL_LEN_SINCE))} or "
+                                f"newer (auto-fit, vllm#29431); vLLM {version} refuses it")
         for flag, field in (("max-num-seqs", "max_num_seqs"), ("max-num-batched-tokens", "max_num_batched_tokens"),
                             ("block-size", "block_size")):
             if flag in norm:
