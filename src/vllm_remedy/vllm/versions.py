@@ -19,6 +19,9 @@ Engine = Literal["V0", "V1"]
 Budget = Literal["absolute", "increase"]
 
 NEWEST_MODELLED = (0, 21, 0)
+# The oldest release the rules are read for (the calibration logs start at 0.6.4); an older one gets 0.6's rules,
+# labelled as extrapolated like a newer one.
+OLDEST_MODELLED = (0, 6, 0)
 # The newest vLLM release known here (0.30.0, 2026-09-22): an unknown version gets its rules, which include the
 # version facts modelled past NEWEST_MODELLED (Model Runner V2, batch-token and utilization defaults).
 NEWEST_RELEASE = (0, 30, 0)
@@ -129,8 +132,9 @@ class VersionRules:
 
     @property
     def extrapolated(self) -> bool:
-        """A release newer than the newest modelled: its rules are the newest ones, not read from its source."""
-        return self.known and self.version[:2] > NEWEST_MODELLED[:2]
+        """A release outside the modelled ones: its rules are the nearest modelled release's, not read from its
+        source."""
+        return self.known and not OLDEST_MODELLED[:2] <= self.version[:2] <= NEWEST_MODELLED[:2]
 
     @property
     def provenance(self) -> str:
@@ -138,7 +142,9 @@ class VersionRules:
         release's rules and how they were made."""
         if not self.known:
             return f"rules of {_minor(NEWEST_RELEASE)}, extrapolated from {_minor(NEWEST_MODELLED)}; version unknown"
-        return f"extrapolated from {_minor(NEWEST_MODELLED)}" if self.extrapolated else "modelled"
+        if not self.extrapolated:
+            return "modelled"
+        return f"extrapolated from {_minor(OLDEST_MODELLED if self.version < OLDEST_MODELLED else NEWEST_MODELLED)}"
 
     @property
     def label(self) -> str:

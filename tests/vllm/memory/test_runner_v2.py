@@ -135,3 +135,13 @@ def test_an_unknown_version_gets_the_newest_release_rules_and_says_how_they_were
     unknown = estimate(QWEN3_8B, RTX4090, EngineSettings.from_flags(crowded, None))
     newest = estimate(QWEN3_8B, RTX4090, EngineSettings.from_flags(crowded, "0.30.0"))
     assert unknown.graph_capture_oom and unknown == newest
+
+
+@pytest.mark.parametrize(("version", "label"), [("0.5.0", "0.5.0 (rules: extrapolated from 0.6)"),
+                                                ("0.0.1", "0.0.1 (rules: extrapolated from 0.6)"),
+                                                ("0.6.4", "0.6.4"), ("0.21.0", "0.21.0"),
+                                                ("0.25.0", "0.25.0 (rules: extrapolated from 0.21)")])
+def test_a_release_older_than_any_modelled_says_its_rules_are_extrapolated(version, label):
+    """A reviewer's 0.5.0 printed as a bare, 'modelled' version: older releases get 0.6's rules, and say so."""
+    assert rules(version).label == label
+    assert rules(version).extrapolated is (label != version)

@@ -26,7 +26,7 @@ from vllm_remedy.vllm.log_formats import default_engine, parse_version
 from vllm_remedy.vllm.memory.terms import context_gib
 from vllm_remedy.vllm.outcomes import Failure
 from vllm_remedy.vllm.startup_log import render_startup_log
-from vllm_remedy.vllm.versions import rules
+from vllm_remedy.vllm.versions import OLDEST_MODELLED, VersionRules, rules
 
 BOOT_SECONDS = 8.0
 LOAD_BASE_SECONDS = 20.0
@@ -94,6 +94,10 @@ def _listed_utilization(launch: Launch) -> bool:
     return launch.utilization_set and launch.resolved.util != rules(launch.version).default_gpu_memory_utilization
 
 
+def _beyond(r: VersionRules) -> str:
+    return "older than the oldest" if r.version < OLDEST_MODELLED else "newer than the newest"
+
+
 def flag_extrapolated(version: str, text: str) -> str:
     """A release newer than the newest modelled says so in the pod's log, before its arguments: the rehearsal's
     numbers for it are the newest rules extrapolated, never presented as that release's own."""
@@ -104,7 +108,7 @@ def flag_extrapolated(version: str, text: str) -> str:
     at = next((i for i, line in enumerate(lines) if "non-default args" in line), min(1, len(lines)))
     stamp = _STAMP.search(lines[at - 1]) if at else None
     note = (f"{_prefix(lines[at - 1]) if at else ''}WARNING {stamp.group(0) if stamp else '01-01 00:00:00'} "
-            f"[vllm-remedy rehearsal] vLLM {r.label.split()[0]} is newer than the newest modelled release: "
+            f"[vllm-remedy rehearsal] vLLM {r.label.split()[0]} is {_beyond(r)} modelled release: "
             f"memory rules {r.provenance}")
     return "\n".join([*lines[:at], note, *lines[at:]]) + ("\n" if text.endswith("\n") else "")
 
