@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import compileall
+import gc
 import json
 import os
 import subprocess
@@ -53,6 +54,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     the same in every worker (xdist requires it); files missing from the table (new or fast) keep their place after.
     """
     items.sort(key=lambda item: -_SLOW_FILES.get(item.nodeid.split("::")[0], 0.0))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Move what collection built (every test module, the packages they import, the test items) to the collector's
+    permanent generation: it lives for the whole session, and each full collection of a worker otherwise walked it
+    again (the collector was ~12% of a worker's CPU in a whole-suite profile). Objects made by tests are collected
+    as before."""
+    gc.collect()
+    gc.freeze()
 
 
 @pytest.fixture(autouse=True)

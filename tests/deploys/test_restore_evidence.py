@@ -178,6 +178,11 @@ def test_a_marked_revision_that_dies_under_load_loses_its_mark_and_is_skipped(re
     assert json.loads(notes["vllm-remedy.io/crashed"])["failure"] == "oom_under_load"
 
     incident(rehearsal)  # revision 16: the runbook's bad rollout on top
+    # 15's pods crash-loop already, so incident() can return before 16's do (restore then saw "no pod is
+    # crash-looping" and waited on 16's crash): wait for the pods to be 16's
+    wait_until(lambda: crash_looping(rehearsal) and all(p["metadata"]["labels"].get("pod-template-hash") ==
+               replicaset(rehearsal, 16)["metadata"]["labels"]["pod-template-hash"]
+               for p in pods(rehearsal) if not p["metadata"].get("deletionTimestamp")), 60, "revision 16 to crash-loop")
     got = rehearsal.pyinfra(no_pins(tmp_path), RESTORE, "-y")
     assert got.returncode == 0, got.stderr
     lines = host_out(got.stderr)

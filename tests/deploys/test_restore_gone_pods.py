@@ -55,6 +55,10 @@ def test_a_revision_whose_dying_pods_were_deleted_is_skipped_by_its_events(rehea
     has no record — only its pods' Events speak against it. Restore must go to 14, and record 15's crash."""
     big_chunks_die_under_load(rehearsal)
     incident(rehearsal)  # revision 16; Recreate deletes 15's pods first
+    # 15's pods crash-loop too, so incident() can return before 16's do (restore then saw "no pod is crash-looping")
+    wait_until(lambda: crash_looping(rehearsal) and all(p["metadata"]["labels"].get("pod-template-hash") ==
+               replicaset(rehearsal, 16)["metadata"]["labels"]["pod-template-hash"]
+               for p in pods(rehearsal) if not p["metadata"].get("deletionTimestamp")), 60, "revision 16 to crash-loop")
     gone = replicaset(rehearsal, 15)["metadata"]["labels"]["pod-template-hash"]
     assert not [p for p in pods(rehearsal) if p["metadata"]["labels"].get("pod-template-hash") == gone]
     assert "vllm-remedy.io/crashed" not in replicaset(rehearsal, 15)["metadata"]["annotations"]
