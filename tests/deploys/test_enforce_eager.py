@@ -195,6 +195,11 @@ def test_turning_it_off_is_refused_like_any_write_predicted_not_to_start(rehears
         dep["metadata"]["annotations"].update({EXPIRES: "2099-01-01T00:00:00Z", PRIOR: prior})
 
     rehearsal.change(tight_and_eager, change_cause="tight budget, eager on")
+
+    def seen() -> bool:  # the controller has stamped the new revision: only then is "before" the object runs compare
+        dep = deployment(rehearsal)
+        return (dep.get("status") or {}).get("observedGeneration") == dep["metadata"]["generation"]
+    wait_until(seen, 20, "the controller to see the tight, eager revision")
     before = deployment(rehearsal)
     for flags in ("--dry",), ("-y",):  # a refusal fails the host in both: --dry exits 1 as -y does (CI reads it)
         got = rehearsal.pyinfra(LOCAL, EAGER, *flags, "--data", "enforce_eager=false")
