@@ -189,9 +189,7 @@ def load_model_source(args: argparse.Namespace, revision: str | None = None) -> 
 
 def load_gpu(args: argparse.Namespace) -> catalog.GpuSpec:
     """The catalog GPU for --gpu, or a card of --gpu-memory-gib (no fp8 assumed)."""
-    if args.gpu_memory_gib is not None:
-        if args.gpu_memory_gib <= 0:
-            raise UserError(f"--gpu-memory-gib: {args.gpu_memory_gib} must be > 0")
+    if args.gpu_memory_gib is not None:  # bounded by its argparse type (_gpu_gib)
         return catalog.GpuSpec("custom", float(args.gpu_memory_gib), catalog.UNKNOWN_CAPABILITY, False,
                                int(args.gpu_memory_gib * 1024))
     return catalog.gpu(args.gpu)

@@ -40,6 +40,15 @@ class GpuSpec:
     fp8: bool
     memory_mib: int
 
+    @property
+    def capability(self) -> tuple[int, int] | None:
+        """``compute_capability`` as (major, minor); None for ``UNKNOWN_CAPABILITY`` (or anything else unreadable),
+        which each rule reads on its own safe side."""
+        major, _, minor = self.compute_capability.partition(".")
+        if not (major.isdigit() and (minor or "0").isdigit()):
+            return None
+        return int(major), int(minor or 0)
+
     def with_total(self, total_gib: float) -> GpuSpec:
         """The same card with a measured total (``--gpu-memory-gib``)."""
         return GpuSpec(self.product, float(total_gib), self.compute_capability, self.fp8, self.memory_mib)

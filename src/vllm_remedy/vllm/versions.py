@@ -198,15 +198,13 @@ def rules(version: str | None) -> VersionRules:
     )
 
 
-def rules_on_device(version: str | None, compute_capability: str) -> VersionRules:
+def rules_on_device(version: str | None, capability: tuple[int, int] | None) -> VersionRules:
     """The version's rules on a GPU of this compute capability. 0.8-0.9 run V1 by default but fall back to V0 below
     compute capability 8.0 (engine/arg_utils.py `_is_v1_supported_oracle`; the log says "Compute Capability < 8.0 is
-    not supported by the V1 Engine. Falling back to V0."), with V0's "increase" budget and no free-memory check."""
+    not supported by the V1 Engine. Falling back to V0."), with V0's "increase" budget and no free-memory check.
+    An unknown capability (None) is taken as a card V1 runs on."""
     r = rules(version)
-    major, _, minor = compute_capability.partition(".")
-    if not (major.isdigit() and (minor or "0").isdigit()):  # unknown: taken as a card V1 runs on
-        return r
-    if r.engine == "V1" and r.version < (0, 10, 0) and (int(major), int(minor or 0)) < (8, 0):
+    if capability is not None and r.engine == "V1" and r.version < (0, 10, 0) and capability < (8, 0):
         return replace(r, engine="V0", budget="increase", free_memory_check=False, suggests_max_len=False,
                        sampler_sorts=False, flashinfer_sampler_by_default=False)
     return r

@@ -135,7 +135,8 @@ def enforce_eager(ctx: Context, s: EngineSettings, gpu: GpuSpec) -> list[Variant
 
 
 def _cc(gpu: GpuSpec) -> tuple[int, ...]:
-    return tuple(int(p) for p in gpu.compute_capability.split(".") if p.isdigit())
+    """The capability to compare GPUs by; an unknown one sorts below every known card."""
+    return gpu.capability or ()
 
 
 def _halvings(top: int, floor: int) -> list[int]:

@@ -270,7 +270,7 @@ class Resolved:
 
 def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
     """Apply vLLM's defaults for this version, model and GPU; reject impossible TP splits."""
-    r = rules_on_device(s.version, gpu.compute_capability)
+    r = rules_on_device(s.version, gpu.capability)
     if problem := tp_split_problem(model, s.tp):
         raise UserError(problem)
     auto_len = s.max_model_len == -1

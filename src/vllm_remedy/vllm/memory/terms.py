@@ -288,8 +288,7 @@ def _hopper_or_newer(gpu: GpuSpec) -> bool:
     buffers need sm90. Below that the smaller figure applies. Capability 12.x (RTX PRO 6000, RTX 5090) gets no
     SymmMem, yet a 4 x RTX PRO 6000 TP 4 start logs 1.70 GiB of non-torch memory, so it keeps the larger figure (a
     TP 2 start on the same box logs less: not modelled); an unknown card takes it too (less KV predicted)."""
-    major = gpu.compute_capability.partition(".")[0]
-    return not major.isdigit() or int(major) >= 9
+    return gpu.capability is None or gpu.capability >= (9, 0)
 
 
 def cudagraph_gib(model: ModelSpec, res: Resolved) -> float:
