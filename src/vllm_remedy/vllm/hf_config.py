@@ -143,11 +143,11 @@ NON_NEGATIVE_KEYS = (
 
 
 def _size(value: Any, minimum: int) -> bool:
-    """Whether ``value`` is a number whose integer part is at least ``minimum`` (JSON has one number type:
+    """Whether finite ``value`` is a number whose integer part is at least ``minimum`` (JSON has one number type:
     ``4096.0`` is a size; ``true``, ``"4096"`` and 0.5 are not)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return False
-    return not math.isfinite(value) or int(value) >= minimum
+    return int(value) >= minimum
 
 
 def _check(name: str, key: str, value: Any, minimum: int, expected: str) -> None:

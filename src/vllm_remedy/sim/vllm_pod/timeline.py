@@ -26,6 +26,7 @@ from vllm_remedy.vllm.log_formats import default_engine, parse_version
 from vllm_remedy.vllm.memory.terms import context_gib
 from vllm_remedy.vllm.outcomes import Failure
 from vllm_remedy.vllm.startup_log import render_startup_log
+from vllm_remedy.vllm.startup_log.parse import CAPTURING
 from vllm_remedy.vllm.versions import OLDEST_MODELLED, VersionRules, rules
 
 BOOT_SECONDS = 8.0
@@ -156,17 +157,13 @@ def plan_start(launch: Launch, started: datetime, oom_killed: bool = False) -> P
     return Plan(tuple(timed), None, exit_, startup_text)
 
 
-_CAPTURE_BEGUN = ("Capturing cudagraphs", "Capturing the model for CUDA graphs", "Capturing CUDA graph",
-                  "Graph capturing")
-
-
 def _overcommitted(launch: Launch, where: str, times: dict[str, float], started: datetime,
                    startup_text: str) -> Plan:
     """Every check passed, then PyTorch's allocator failed (KV allocation or graph capture)."""
     lines = _split(startup_text)[0]
-    # A KV-cache allocation dies before any capture begins (V0 announces its capture with "Capturing cudagraphs
-    # for decoding", which places a later OOM in capture); a capture OOM after the capture began, before it finished.
-    cut = _CAPTURE_BEGUN if where == "kv" else ("Graph capturing", "Capturing CUDA graph")
+    # A KV-cache allocation dies before any capture begins: cut at the parser's own capture-start markers (V0's
+    # "Capturing cudagraphs for decoding" placed a later OOM in capture); a capture OOM after the capture began.
+    cut = (*CAPTURING, "Graph capturing") if where == "kv" else ("Graph capturing", "Capturing CUDA graph")
     lines = lines[:next((i for i, line in enumerate(lines) if any(m in line for m in cut)), len(lines))]
     lines = [line for line in lines if not any(m in line for m in ("Starting vLLM", "INFO:     "))]
     timed = _place(lines, times, started, launch)

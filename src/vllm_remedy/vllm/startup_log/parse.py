@@ -57,7 +57,7 @@ _CRASH = ("EngineCore failed to start", "Engine core initialization failed", "En
 _LOADING = ("Starting to load model", "checkpoint shards", "Loading weights", "Loading model from")
 # CUDA-graph capture starting (V0's announcement, V1's progress bar) and finishing: an OOM between the two,
 # after the KV cache was sized, happened while capturing even when the log kept no traceback frames.
-_CAPTURING = ("Capturing cudagraphs", "Capturing the model for CUDA graphs", "Capturing CUDA graph")
+CAPTURING = ("Capturing cudagraphs", "Capturing the model for CUDA graphs", "Capturing CUDA graph")
 _CAPTURED = ("Graph capturing finished",)
 
 
@@ -193,7 +193,7 @@ def _scan_other(line: Line, found: _Matches) -> None:
         found.events.append(Event("frame", line.index, line.rank, {"function": frame}, evidence=False))
     elif any(marker in line.text for marker in _LOADING):
         found.events.append(Event("loading", line.index, line.rank, {}, evidence=False))
-    elif any(marker in line.text for marker in _CAPTURING):
+    elif any(marker in line.text for marker in CAPTURING):
         found.events.append(Event("capturing", line.index, line.rank, {}, evidence=False))
     elif any(marker in line.text for marker in _CAPTURED):
         found.events.append(Event("captured", line.index, line.rank, {}, evidence=False))
