@@ -229,12 +229,17 @@ def mrv2_activation_gib(model: ModelSpec, res: Resolved) -> float:
     if not model.is_moe and not res.compile_cache_warm:  # warm: the fused graph's forward stays under the sampler
         forward = res.mnbt * MRV2_FORWARD_VALUES_PER_TOKEN * (model.intermediate_size / res.tp + model.hidden_size) * dt
     extra = FLOAT32_EXTRA_GIB if dt == 4 else 0.0
-    steady = max(sampler, forward) / GIB + extra + _moe_gib(model, res) + _encoder_gib(model, res)
-    return max(steady, cold_compile_gib(model, res))
+    return max(sampler, forward) / GIB + extra + _moe_gib(model, res) + _encoder_gib(model, res)
 
 
 def activation_gib(model: ModelSpec, res: Resolved) -> float:
-    """Peak PyTorch memory of the profile run above the weights."""
+    """Peak PyTorch memory of the profile run above the weights: the runner's own phases, or a cold compile's
+    autotuning when that is larger (one phase for every runner; it is 0 where no compile happens)."""
+    return max(_profile_phases_gib(model, res), cold_compile_gib(model, res))
+
+
+def _profile_phases_gib(model: ModelSpec, res: Resolved) -> float:
+    """The profile run's forward and sampler phases, per runner (V0, V1, Model Runner V2)."""
     dt = res.weight_dtype_bytes
     if res.runner_v2:
         return mrv2_activation_gib(model, res)
@@ -252,8 +257,7 @@ def activation_gib(model: ModelSpec, res: Resolved) -> float:
         # profile_run frees the dummy forward's intermediates before the sampler warm-up (only the hidden
         # states survive), so the torch peak is the larger of the two phases, not their sum.
         peak = max(sampler + forward, _dense_forward_bytes(model, res))
-        steady = peak / GIB + V1_FORWARD_BASE_GIB + extra + _moe_gib(model, res) + _encoder_gib(model, res)
-        return max(steady, cold_compile_gib(model, res))
+        return peak / GIB + V1_FORWARD_BASE_GIB + extra + _moe_gib(model, res) + _encoder_gib(model, res)
     per_token = V0_FORWARD_VALUES_PER_TOKEN * (model.intermediate_size / res.tp + model.hidden_size) * dt
     forward = res.mnbt * per_token
     sampler = min(res.max_num_seqs, res.mnbt) * model.vocab_size * V1_SORT_SAMPLER_BYTES_PER_LOGIT
