@@ -147,6 +147,10 @@ def add_engine_flags(parser: argparse.ArgumentParser, with_defaults: bool = True
     parser.add_argument("--compile-cache", choices=("cold", "warm"),
                         help="vLLM's torch.compile cache at startup (default cold: a pod without a persistent "
                              "~/.cache/vllm compiles, and the compiler's autotuning adds to the memory profile)")
+    parser.add_argument("--p2p", choices=("yes", "no", "unknown"),
+                        help="whether the TP GPUs of one node have CUDA peer access (`nvidia-smi topo -p2p r`; vLLM "
+                             "logs \"lacks GPU P2P capability\" when not); without it NCCL keeps its buffers in host "
+                             "memory, counted on V1 below Hopper (default unknown: sized as present, less KV)")
 
 
 def engine_flags(args: argparse.Namespace) -> dict[str, str]:
@@ -158,12 +162,15 @@ def engine_flags(args: argparse.Namespace) -> dict[str, str]:
 
 
 def model_inputs(args: argparse.Namespace) -> dict[str, str]:
-    """--other-gib and --compile-cache as the memory model's own inputs (``settings.MODEL_INPUTS``): not vLLM flags."""
+    """--other-gib, --compile-cache and --p2p as the memory model's own inputs (``settings.MODEL_INPUTS``): not vLLM
+    flags."""
     inputs: dict[str, str] = {}
     if getattr(args, "other_gib", None) is not None:
         inputs["other-process-gib"] = str(args.other_gib)
     if getattr(args, "compile_cache", None) == "warm":
         inputs["compile-cache-warm"] = "true"
+    if getattr(args, "p2p", None) in ("yes", "no"):
+        inputs["p2p"] = "true" if args.p2p == "yes" else "false"
     return inputs
 
 

@@ -36,6 +36,10 @@ from vllm_remedy.vllm.outcomes import Failure
 from vllm_remedy.vllm.startup_log import classify, parse_startup_log
 from vllm_remedy.vllm.versions import rules, version_from_image
 
+# custom all-reduce's warning when the driver reports no peer access between the TP GPUs (distributed/
+# device_communicators/custom_all_reduce.py@v0.10.1.1 to @v0.27.1; see EngineSettings.p2p), matched with whitespace
+# removed: saved logs are often hard-wrapped, mid-word too.
+_NO_P2P = "CustomallreduceisdisabledbecauseyourplatformlacksGPUP2Pcapability"
 NAME = "plan"
 ORDER = 50
 HELP = "ladder of the smallest flag/GPU changes predicted to make vLLM fit again (runbook step 4)"
@@ -139,12 +143,14 @@ def _read(path: str) -> str:
 
 def _observed(args: argparse.Namespace, inputs: dict[str, str]) -> tuple[Failure | None, int | None, str | None]:
     """(failure, logged KV tokens, logged version) from --failure or --log; a free-memory failure in the log
-    also tells how much other processes hold (unless --other-gib says)."""
+    also tells how much other processes hold (unless --other-gib says), its custom all-reduce line whether the GPUs
+    lack P2P (unless --p2p says)."""
     if args.failure:
         return Failure(args.failure), None, None
     if not args.log:
         return None, None, None
-    report = parse_startup_log(_read(args.log))
+    text = _read(args.log)
+    report = parse_startup_log(text)
     failure = classify(report)
     detail = report.failure_detail
     if failure is Failure.FREE_MEMORY_BELOW_UTILIZATION and "other-process-gib" not in inputs:
@@ -153,6 +159,8 @@ def _observed(args: argparse.Namespace, inputs: dict[str, str]) -> tuple[Failure
             inputs["other-process-gib"] = f"{total - free:.2f}"  # includes our own CUDA context: errs safe
     if report.flashinfer is not None and "flashinfer" not in inputs:  # the sampler line: FlashInfer or the sort
         inputs["flashinfer"] = str(report.flashinfer).lower()
+    if "p2p" not in inputs and _NO_P2P in "".join(text.split()):  # the driver's no, which NCCL's P2P transport obeys
+        inputs["p2p"] = "false"
     return failure, report.kv_cache_tokens, report.vllm_version
 
 

@@ -43,6 +43,8 @@ def estimate_case(case: Case) -> Estimate:
     inputs = {"other-process-gib": str(case.get("other_process_gib", 0.0))}
     if "flashinfer" in case:  # the log's "Using FlashInfer for top-p & top-k sampling" (or its fallback warning)
         inputs["flashinfer"] = str(bool(case["flashinfer"])).lower()
+    if "p2p" in case:  # the log's own P2P line ("... your platform lacks GPU P2P capability" for no)
+        inputs["p2p"] = str(bool(case["p2p"])).lower()
     if case.get("compile_cache") == "warm":  # the log's "Directly load AOT compilation" line
         inputs["compile-cache-warm"] = "true"
     return estimate(model, gpu, EngineSettings.from_flags(flags, str(case["vllm_version"]), inputs))

@@ -34,11 +34,12 @@ DTYPES = frozenset({"auto", "bfloat16", "float16", "half", "float32", "float"})
 #: 0.12.0 the first release after it). Older parsers take no "auto" and no -1.
 AUTO_MAX_MODEL_LEN_SINCE = (0, 12, 0)
 #: What the memory model needs beyond vLLM's flags: GiB other processes hold on the card, whether the sampler takes
-#: FlashInfer's kernel (an install fact), whether the torch.compile cache is warm. ``EngineSettings.from_flags`` takes
-#: them apart from the flags.
-MODEL_INPUTS = frozenset({"other-process-gib", "flashinfer", "compile-cache-warm"})
+#: FlashInfer's kernel (an install fact), whether the torch.compile cache is warm, whether the TP ranks' GPUs have
+#: CUDA peer access (a machine fact). ``EngineSettings.from_flags`` takes them apart from the flags.
+MODEL_INPUTS = frozenset({"other-process-gib", "flashinfer", "compile-cache-warm", "p2p"})
 _TRUE = frozenset({"", "true", "1", "yes", "on"})
 _FALSE = frozenset({"false", "0", "no", "off"})
+_UNKNOWN = frozenset({"unknown", "auto", "none"})
 
 # The planner's KV safety margin: treat a predicted KV cache as (1 - margin) x predicted. It is derived, not chosen:
 # ``kv_margin`` over the held-out KV errors of tests/data/calibration (source-level split, see ``memory.calibration``)
@@ -117,6 +118,10 @@ class EngineSettings:
     # The start finds a populated torch.compile cache (its log: "Directly load AOT compilation"). Unknown is cold:
     # a pod without a persistent compile cache always is, and a cold profile peaks higher (less KV, the safe side).
     compile_cache_warm: bool = False
+    # The TP ranks' GPUs can access each other's memory (CUDA P2P; a log says no with "Custom allreduce is disabled
+    # because your platform lacks GPU P2P capability"). None = unknown, sized as present (the larger non-torch figure,
+    # less KV); see ``terms.non_torch_gib``.
+    p2p: bool | None = None
 
     def __post_init__(self) -> None:
         if not 0 < self.gpu_memory_utilization <= 1:
@@ -190,6 +195,8 @@ class EngineSettings:
             kwargs["flashinfer"] = _bool(given, "flashinfer")
         if "compile-cache-warm" in given:
             kwargs["compile_cache_warm"] = _bool(given, "compile-cache-warm")
+        if "p2p" in given and str(given["p2p"]).strip().lower() not in _UNKNOWN:
+            kwargs["p2p"] = _bool(given, "p2p")
         size = _capture_size(norm, version)
         if size is not None:
             kwargs["cudagraph_capture_size"] = size
@@ -266,6 +273,7 @@ class Resolved:
     # Model Runner V2 profiles its own way and leaves CUDA graphs out of the budget (terms.mrv2_activation_gib).
     runner_v2: bool = False
     compile_cache_warm: bool = False
+    p2p: bool | None = None  # CUDA peer access between the TP ranks' GPUs; None = unknown (EngineSettings.p2p)
 
 
 def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
@@ -305,6 +313,7 @@ def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
         flashinfer_sampler=bool(s.flashinfer) and r.flashinfer_sampler_by_default,
         runner_v2=runs_runner_v2(r, model),
         compile_cache_warm=s.compile_cache_warm,
+        p2p=s.p2p,
     )
 
 

@@ -114,6 +114,10 @@ V1_NON_TORCH_TP1_GROWTH_SINCE = (0, 18, 0)
 # was applied from 0.11 on no evidence; DaisukeTakai's two 8 x H100 starts on 0.10.0 leave 7.96 GiB per rank for
 # activation and non-torch memory, which holds the sampler's sort (5.7) only with it (fitted on those two).
 V1_NON_TORCH_HOPPER_TP2_SINCE = (0, 10, 0)
+# V1 at TP >= 2 below Hopper (or before 0.10) when the GPUs have CUDA P2P, or it is not known: per rank, never fitted
+# on a case (the 2 x A100 0.11.2 logs, P2P on, imply ~0.5). What it stands for is NCCL's P2P-transport buffers
+# in device memory (see ``non_torch_gib``). Without P2P the TP-1 figure applies instead.
+V1_NON_TORCH_TP2_GIB = 0.6
 
 # CUDA context (+ cuBLAS workspace) per process: 0.51 GiB on H100 (llm-d logs), 0.35 GiB on RTX 3090
 # (vllm#10517). NCCL + custom all-reduce add ~1.0 GiB per rank at TP >= 2 before vLLM's snapshot.
@@ -271,18 +275,30 @@ def non_torch_gib(gpu: GpuSpec, res: Resolved) -> float:
     2.06-2.21 GiB per rank at TP >= 2 from 0.10 on Hopper (llm-d 0.19.0 H100 logs, two 0.10.0 logs), 0.6 before
     and below capability 9.0 (2 x A100 0.11.2 logs imply ~0.5), 0.4 GiB on V0 0.7 (vllm#13061, fitted).
     "absolute" budgets also count the CUDA context and NCCL, which are already in the device's used memory.
+
+    Below Hopper the TP >= 2 growth is what the distributed groups, set up after the baseline snapshot
+    (v1/worker/gpu_worker.py@v0.10.1.1), put in device memory: custom all-reduce's two IPC buffers (~16 MiB,
+    custom_all_reduce.py) and mostly NCCL's transport buffers (LL 0.5 + LL128 4.7 + Simple 4 MiB per channel and
+    peer, src/init.cc@v2.26.2-1), which the P2P transport keeps in device memory (src/transport/p2p.cc) only where
+    ``cudaDeviceCanAccessPeer`` allows. Without P2P, vLLM builds no custom all-reduce ("lacks GPU P2P capability";
+    VLLM_SKIP_P2P_CHECK defaults to trusting that same driver report, envs.py@v0.10.1.1-v0.27.1) and NCCL uses SHM,
+    whose buffers are host memory (NCCL_SHM_DISABLE docs; src/transport/shm.cc@v2.26.2-1): ``res.p2p`` False charges
+    the TP-1 figure (NCCL's small per-communicator structures unsized). Unknown keeps the P2P figure (less KV);
+    Hopper keeps its fitted one (symmetric memory without P2P not read from source); across nodes NCCL's NET
+    buffers sit in device memory under GPUDirect RDMA (src/transport/net.cc), so the input is for one node.
     """
     r = res.rules
     tp2 = res.tp >= 2
     if r.budget == "absolute":
-        return context_gib(gpu, res.tp) + (0.6 if tp2 else 0.0)
+        return context_gib(gpu, res.tp) + (V1_NON_TORCH_TP2_GIB if tp2 else 0.0)
     if r.engine == "V0":
         return V0_NON_TORCH_TP2_GIB if tp2 else 0.25
+    tp1 = V1_NON_TORCH_TP1_GIB if r.version >= V1_NON_TORCH_TP1_GROWTH_SINCE else V1_NON_TORCH_TP1_EARLY_GIB
     if not tp2:
-        return V1_NON_TORCH_TP1_GIB if r.version >= V1_NON_TORCH_TP1_GROWTH_SINCE else V1_NON_TORCH_TP1_EARLY_GIB
-    if r.version < V1_NON_TORCH_HOPPER_TP2_SINCE or not _hopper_or_newer(gpu):
-        return 0.6
-    return 2.12 if res.tp == 2 else 2.22
+        return tp1
+    if r.version >= V1_NON_TORCH_HOPPER_TP2_SINCE and _hopper_or_newer(gpu):
+        return 2.12 if res.tp == 2 else 2.22
+    return tp1 if res.p2p is False else V1_NON_TORCH_TP2_GIB
 
 
 def _hopper_or_newer(gpu: GpuSpec) -> bool:
