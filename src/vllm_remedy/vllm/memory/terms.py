@@ -102,6 +102,13 @@ V0_NON_TORCH_TP2_GIB = 0.4
 # MoE: routed tokens x top-k through gate/up, with sort/permute buffers (Mixtral 8x7B, 0.19.0).
 MOE_FACTOR = 2.0
 MOE_BASE_GIB = 0.1
+# Before 0.11 every MoE kernel allocates its intermediate caches per call (fused_moe.py / fused_marlin_moe.py
+# `torch.empty`, and modular_kernel.py's workspace13/workspace2 at 0.10.0-0.10.2), so they are freed when the dummy
+# forward returns, before the sampler warm-up: a phase of its own, not a sum with the sampler. 0.11.0 gives the modular
+# kernel class-level buffers that persist (`SharedResizableBuffer`), later the WorkspaceManager (0.13.0), which the
+# single-GPU bf16 path adopts at 0.14.0; from 0.11 the term stays additive (less KV where a path keeps its buffers).
+# Checked, not fitted: the H100 0.10.2 Qwen3-30B-A3B advisory logs 5.58 GiB peak activation, the sampler's sort alone.
+MOE_BUFFERS_PERSIST_SINCE = (0, 11, 0)
 
 # V1 non-torch growth during profiling at TP 1: 0.24-0.27 GiB printed by the 0.19.0 H100 logs ("GiB for non-torch
 # memory"), but 0.13 by llm-d-planner's Qwen3-14B records at 0.15.0 and 0.16.0 (fitted here; 0.17.0 prints 0.13 too,
@@ -261,7 +268,10 @@ def _profile_phases_gib(model: ModelSpec, res: Resolved) -> float:
         # profile_run frees the dummy forward's intermediates before the sampler warm-up (only the hidden
         # states survive), so the torch peak is the larger of the two phases, not their sum.
         peak = max(sampler + forward, _dense_forward_bytes(model, res))
-        return peak / GIB + V1_FORWARD_BASE_GIB + extra + _moe_gib(model, res) + _encoder_gib(model, res)
+        moe = _moe_gib(model, res)
+        if res.rules.version < MOE_BUFFERS_PERSIST_SINCE:  # per-call MoE caches: the forward phase, not a sum
+            peak, moe = max(peak, moe * GIB), 0.0
+        return peak / GIB + V1_FORWARD_BASE_GIB + extra + moe + _encoder_gib(model, res)
     per_token = V0_FORWARD_VALUES_PER_TOKEN * (model.intermediate_size / res.tp + model.hidden_size) * dt
     forward = res.mnbt * per_token
     sampler = min(res.max_num_seqs, res.mnbt) * model.vocab_size * V1_SORT_SAMPLER_BYTES_PER_LOGIT
