@@ -8,10 +8,10 @@ cache. Every constant names the evidence it was fitted on.
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-
 from vllm_remedy.vllm.catalog import GIB, GpuSpec, ModelSpec
+from vllm_remedy.vllm.memory.kv_layout import HYBRID_KV_SINCE as HYBRID_KV_SINCE
+from vllm_remedy.vllm.memory.kv_layout import KvLayout as KvLayout
+from vllm_remedy.vllm.memory.kv_layout import build
 from vllm_remedy.vllm.memory.settings import Resolved
 
 # Weights: logged "Model loading took" is params x bytes / TP plus 0.01-0.09 GiB of buffers (rotary
@@ -36,9 +36,6 @@ MXFP4_INTER_PAD = 128
 # language-model dummy run. Not fitted: no public startup log of a vision model with these figures was
 # found; the MLP's input and output per patch are counted as the encoder's peak.
 ENCODER_ACTIVATIONS_PER_PATCH = 2
-# vLLM's hybrid KV-cache manager (sliding-window layers keep only their window) arrived in 0.10.0; before
-# it, sliding-window layers of a mixed model were sized as full attention.
-HYBRID_KV_SINCE = (0, 10, 0)
 
 # V1 activation peak = the sampler warm-up on min(max_num_seqs, mnbt) dummy requests (logits, probs,
 # top-k/top-p sort buffers: 14.3 B per vocab entry fitted on 13 models at 0.19.0, rounded up) plus a
@@ -322,66 +319,7 @@ def _kv_bytes_per_layer_token(model: ModelSpec, res: Resolved) -> int:
     return 2 * heads * model.head_dim * res.kv_dtype_bytes
 
 
-@dataclass(frozen=True)
-class KvLayout:
-    """How vLLM lays the KV cache out (``kv_cache_utils``): layers split into groups of equal size, one group
-    per attention kind (full, or a sliding window); one block id holds a page in ``group_layers`` layers of
-    every group, so a token costs a page in every group whether or not its kind needs it."""
-
-    page_bytes: int  # one layer, one block
-    group_layers: int
-    windows: tuple[int | None, ...]  # per group: None for full attention, else the window
-    block_size: int
-
-    @property
-    def block_bytes(self) -> int:
-        return self.page_bytes * self.group_layers
-
-    def tokens(self, blocks: int) -> int:
-        """ "GPU KV cache size" as vLLM logs it: blocks shared out among the groups."""
-        return blocks // len(self.windows) * self.block_size
-
-    def blocks_for(self, length: int, mnbt: int) -> int:
-        """Blocks one request of ``length`` tokens needs: all of it for full attention; the window plus one
-        prefill chunk (and a block of misalignment) for a sliding-window group."""
-        need = 0
-        for window in self.windows:
-            if window is None:
-                need += math.ceil(length / self.block_size)
-            else:
-                need += math.ceil(min(window - 1 + mnbt, length) / self.block_size) + 1
-        return need
-
-    def longest(self, kv_bytes: float, mnbt: int, cap: int) -> int:
-        """The longest request length up to ``cap`` whose blocks fit ``kv_bytes`` (vLLM's binary search)."""
-        if self.blocks_for(1, mnbt) * self.block_bytes > kv_bytes:
-            return 0
-        lo, hi = 1, cap
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            if self.blocks_for(mid, mnbt) * self.block_bytes <= kv_bytes:
-                lo = mid
-            else:
-                hi = mid - 1
-        return lo
-
-
 def kv_layout(model: ModelSpec, res: Resolved) -> KvLayout:
-    """The groups vLLM forms: one for a uniform model; for a hybrid one the smaller kind's layer count is the
-    group size (the larger when they differ by under 1.5x, padding the short kind), each kind split into
-    groups of that size. V0, and V1 before the hybrid manager, size sliding-window layers as full."""
+    """The groups vLLM forms for this model and version (``kv_layout.build``)."""
     page = _kv_bytes_per_layer_token(model, res) * res.block_size
-    layers = model.num_layers
-    window = model.sliding_window
-    sliding = model.sliding_layers if window and res.rules.engine == "V1" else 0
-    if 0 < sliding < layers and res.rules.version < HYBRID_KV_SINCE:
-        sliding = 0
-    if sliding == 0 or window is None:
-        return KvLayout(page, layers, (None,), res.block_size)
-    if sliding == layers:
-        return KvLayout(page, layers, (window,), res.block_size)
-    full = layers - sliding
-    small, large = min(full, sliding), max(full, sliding)
-    size = large if large < small * 1.5 else small
-    windows = (None,) * math.ceil(full / size) + (window,) * math.ceil(sliding / size)
-    return KvLayout(page, size, windows, res.block_size)
+    return build(model, page, res.block_size, res.rules.engine, res.rules.version)
