@@ -68,8 +68,8 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
     r = res.rules
     total = gpu.total_gib
     requested = total * res.util
-    weights = terms.weights_gib(model, res, settings.quantization)
-    activation = terms.activation_gib(model, res)
+    weights = terms.weights_gib(model, res, settings.quantization, gpu.capability)
+    activation = terms.activation_gib(model, res, gpu.capability)
     non_torch = terms.non_torch_gib(gpu, res)
     graphs = terms.cudagraph_gib(model, res) * capture.pool_scale(res)
     context = terms.context_gib(gpu, res.tp)
