@@ -11,6 +11,7 @@ from typing import Any
 
 from vllm_remedy.vllm.catalog import GIB, GpuSpec, ModelSpec
 from vllm_remedy.vllm.memory import capture, terms
+from vllm_remedy.vllm.memory.kv_layout import check_rule
 from vllm_remedy.vllm.memory.settings import EngineSettings, Resolved, resolve
 from vllm_remedy.vllm.outcomes import Outcome
 
@@ -67,8 +68,8 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
     r = res.rules
     total = gpu.total_gib
     requested = total * res.util
-    weights = terms.weights_gib(model, res, settings.quantization)
-    activation = terms.activation_gib(model, res)
+    weights = terms.weights_gib(model, res, settings.quantization, gpu.capability)
+    activation = terms.activation_gib(model, res, gpu.capability)
     non_torch = terms.non_torch_gib(gpu, res)
     graphs = terms.cudagraph_gib(model, res) * capture.pool_scale(res)
     context = terms.context_gib(gpu, res.tp)
@@ -96,7 +97,7 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
     capture_oom = outcome is Outcome.FITS and outside > 0 and peak - outside <= total < peak
     needed = suggested = None
     if outcome is Outcome.MAX_LEN_EXCEEDS_KV:
-        needed = layout.blocks_for(max_len, res.mnbt) * block_bytes / GIB
+        needed = layout.needed_bytes(max_len, res.mnbt, check_rule(r.version)) / GIB
         if r.suggests_max_len or r.engine == "V0":
             suggested = tokens if r.engine == "V0" else _longest(layout, res, kv, tokens, max_len)
 
@@ -131,10 +132,11 @@ def graphs_in_budget(res: Resolved) -> bool:
 
 def _longest(layout: terms.KvLayout, res: Resolved, kv: float, tokens: int, cap: int) -> int:
     """The longest max-model-len one request can have: the cache's tokens for one full-attention group, vLLM's
-    search over the groups' needs otherwise (a sliding-window group needs only its window)."""
+    search over the need its max-length check computes otherwise (``kv_layout.check_rule``: a sliding-window group
+    needs only its window, and 0.14-0.18 count only the first group)."""
     if layout.windows == (None,):
         return tokens
-    return layout.longest(kv * GIB, res.mnbt, cap)
+    return layout.longest(kv * GIB, res.mnbt, cap, check_rule(res.rules.version))
 
 
 def _outcome(res: Resolved, total: float, requested: float, weights: float, context: float, other: float,
@@ -147,9 +149,12 @@ def _outcome(res: Resolved, total: float, requested: float, weights: float, cont
         return Outcome.OOM_LOADING_WEIGHTS
     if kv <= 0 or blocks == 0:
         return Outcome.NO_CACHE_BLOCKS
-    # V0 compares token counts; V1 compares the bytes one max-length request needs with the budget.
-    v1_needed = layout.blocks_for(max_len, res.mnbt) * layout.block_bytes
-    exceeds = tokens < max_len if r.engine == "V0" else v1_needed > kv * GIB
+    # V0 compares token counts; V1 compares the bytes one max-length request needs, as the version counts them
+    # (``kv_layout.check_rule``), with the budget.
+    if r.engine == "V0":
+        exceeds = tokens < max_len
+    else:
+        exceeds = layout.needed_bytes(max_len, res.mnbt, check_rule(r.version)) > kv * GIB
     return Outcome.MAX_LEN_EXCEEDS_KV if exceeds else Outcome.FITS
 
 

@@ -8,10 +8,11 @@ cache. Every constant names the evidence it was fitted on.
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-
 from vllm_remedy.vllm.catalog import GIB, GpuSpec, ModelSpec
+from vllm_remedy.vllm.memory import mxfp4
+from vllm_remedy.vllm.memory.kv_layout import HYBRID_KV_SINCE as HYBRID_KV_SINCE
+from vllm_remedy.vllm.memory.kv_layout import KvLayout as KvLayout
+from vllm_remedy.vllm.memory.kv_layout import build
 from vllm_remedy.vllm.memory.settings import Resolved
 
 # Weights: logged "Model loading took" is params x bytes / TP plus 0.01-0.09 GiB of buffers (rotary
@@ -24,21 +25,14 @@ WEIGHT_BUFFERS_GIB = 0.10
 # at or below the new sizing (5.29, 8.61, 5.44 with the 0.10 buffers).
 INT4_GROUP_SIZE = 128
 INT4_SCALE_OVERHEAD = 1 + (2 + 0.5) / INT4_GROUP_SIZE / 0.5
-# mxfp4 (gpt-oss experts): 4-bit values plus one 8-bit scale per 32 (vllm mxfp4.py create_weights). The MoE
-# kernels pad the expert shapes: hidden to a multiple of 256 and the per-rank intermediate to 128 (Marlin,
-# the larger of the Marlin / Triton paddings). gpt-oss-120b on H100 logged 65.97 GiB on 0.10.1 (Marlin,
-# vllm#23278) and 64.38 GiB on 0.14.1 (Triton, vllm#33155); this sizing gives 65.9 GiB.
-MXFP4_BITS = 4.25
-MXFP4_HIDDEN_PAD = 256
-MXFP4_INTER_PAD = 128
+# mxfp4 (gpt-oss experts): sized per kernel backend in ``mxfp4.expert_bytes`` (the backend from GPU and version).
+# gpt-oss-120b on an H100 gives 65.90 GiB on Marlin (logged 65.97 on 0.10.1, vllm#23278) and 64.40 on Triton
+# (logged 64.38 on 0.14.1, vllm#33155, and on 0.16.0 in tests/data/calibration).
 # V1 profiles the vision encoder on the largest dummy images that fit the encoder budget
 # (max(max_num_batched_tokens, tokens of one image)) and holds their output embeddings through the
 # language-model dummy run. Not fitted: no public startup log of a vision model with these figures was
 # found; the MLP's input and output per patch are counted as the encoder's peak.
 ENCODER_ACTIVATIONS_PER_PATCH = 2
-# vLLM's hybrid KV-cache manager (sliding-window layers keep only their window) arrived in 0.10.0; before
-# it, sliding-window layers of a mixed model were sized as full attention.
-HYBRID_KV_SINCE = (0, 10, 0)
 
 # V1 activation peak = the sampler warm-up on min(max_num_seqs, mnbt) dummy requests (logits, probs,
 # top-k/top-p sort buffers: 14.3 B per vocab entry fitted on 13 models at 0.19.0, rounded up) plus a
@@ -154,23 +148,26 @@ def _round_up(value: int, multiple: int) -> int:
     return -(-value // multiple) * multiple
 
 
-def weights_gib(model: ModelSpec, res: Resolved, quantization: str | None) -> float:
+def mxfp4_backend(model: ModelSpec, res: Resolved, capability: tuple[int, int] | None) -> mxfp4.Backend | None:
+    """The MoE kernel backend of an mxfp4 checkpoint (``mxfp4.backend``); None for any other model."""
+    if model.quantized_scope != "experts" or not model.quantization or model.weight_bits >= 16:
+        return None
+    return mxfp4.backend(capability, res.rules.version)
+
+
+def weights_gib(model: ModelSpec, res: Resolved, quantization: str | None,
+                capability: tuple[int, int] | None = None) -> float:
     """Per-rank weight memory, each part at its own width: packed weights where the checkpoint packs them,
-    16-bit embeddings and vision tower, mxfp4 experts with their scales and kernel padding."""
+    16-bit embeddings and vision tower, mxfp4 experts as the GPU's backend lays them out."""
     bits = weight_bits(model, quantization, res.weight_dtype_bytes)
     params = model.params_b * 1e9
+    backend = mxfp4_backend(model, res, capability)
     if bits >= 16:
         total = params * bits / 8
-    elif model.quantized_scope == "experts" and model.quantization:
+    elif backend is not None:
         experts = model.expert_params_b * 1e9
-        inter = model.moe_intermediate_size or model.intermediate_size
-        rank_inter = max(1, inter // res.tp)
-        padding = (
-            _round_up(model.hidden_size, MXFP4_HIDDEN_PAD)
-            * _round_up(rank_inter, MXFP4_INTER_PAD)
-            / (model.hidden_size * rank_inter)
-        )
-        total = (params - experts) * 2 + experts * padding * MXFP4_BITS / 8
+        rank_experts = mxfp4.expert_bytes(model, res.tp, backend, res.rules.version)
+        return ((params - experts) * 2 / res.tp + rank_experts) / GIB + WEIGHT_BUFFERS_GIB
     else:
         embed = model.vocab_size * model.hidden_size * (1 if model.tie_word_embeddings else 2)
         kept = embed + model.vision_params_b * 1e9
@@ -196,12 +193,22 @@ def _encoder_gib(model: ModelSpec, res: Resolved) -> float:
     return max(cache, forward) / GIB
 
 
-def _moe_gib(model: ModelSpec, res: Resolved) -> float:
-    if not model.is_moe:
+def _moe_gib(model: ModelSpec, res: Resolved, backend: mxfp4.Backend | None = None) -> float:
+    """Routed-expert buffers charged on top of the sampler phase (fitted on Mixtral, 0.19.0): the fused-MoE modular
+    kernel takes them from a workspace that vLLM keeps between forwards (v0.16.0 v1/worker/workspace.py). The mxfp4
+    Triton path allocates its own per call, a forward-phase peak instead (``_transient_moe_bytes``)."""
+    if not model.is_moe or backend == "triton":
         return 0.0
     inter = model.moe_intermediate_size or model.intermediate_size
     routed = res.mnbt * max(1, model.experts_per_token) * 2 * inter / res.tp * res.weight_dtype_bytes
     return routed * MOE_FACTOR / GIB + MOE_BASE_GIB
+
+
+def _transient_moe_bytes(model: ModelSpec, res: Resolved, backend: mxfp4.Backend | None) -> float:
+    """The mxfp4 Triton MoE's per-call buffers (``mxfp4.triton_forward_bytes``), freed before the sampler runs."""
+    if backend != "triton":
+        return 0.0
+    return mxfp4.triton_forward_bytes(model, res.mnbt, res.tp, res.weight_dtype_bytes)
 
 
 def _dense_forward_bytes(model: ModelSpec, res: Resolved) -> float:
@@ -227,7 +234,7 @@ def cold_compile_gib(model: ModelSpec, res: Resolved) -> float:
     return rows * model.hidden_size * res.weight_dtype_bytes / GIB
 
 
-def mrv2_activation_gib(model: ModelSpec, res: Resolved) -> float:
+def mrv2_activation_gib(model: ModelSpec, res: Resolved, capability: tuple[int, int] | None = None) -> float:
     """Model Runner V2's profile peak (v1/worker/gpu/model_runner.py ``profile_run``): one ``_dummy_run`` over mnbt
     tokens without attention, then ``_dummy_sampler_run`` on min(mnbt, max_num_seqs) rows while the forward's hidden
     states are still held: the logits, and the sampler's float32 copy (``Sampler.sample``; the dummy requests skip
@@ -240,20 +247,24 @@ def mrv2_activation_gib(model: ModelSpec, res: Resolved) -> float:
     if not model.is_moe and not res.compile_cache_warm:  # warm: the fused graph's forward stays under the sampler
         forward = res.mnbt * MRV2_FORWARD_VALUES_PER_TOKEN * (model.intermediate_size / res.tp + model.hidden_size) * dt
     extra = FLOAT32_EXTRA_GIB if dt == 4 else 0.0
-    return max(sampler, forward) / GIB + extra + _moe_gib(model, res) + _encoder_gib(model, res)
+    backend = mxfp4_backend(model, res, capability)
+    forward = max(forward, _transient_moe_bytes(model, res, backend))
+    return max(sampler, forward) / GIB + extra + _moe_gib(model, res, backend) + _encoder_gib(model, res)
 
 
-def activation_gib(model: ModelSpec, res: Resolved) -> float:
+def activation_gib(model: ModelSpec, res: Resolved, capability: tuple[int, int] | None = None) -> float:
     """Peak PyTorch memory of the profile run above the weights: the runner's own phases, or a cold compile's
-    autotuning when that is larger (one phase for every runner; it is 0 where no compile happens)."""
-    return max(_profile_phases_gib(model, res), cold_compile_gib(model, res))
+    autotuning when that is larger (one phase for every runner; it is 0 where no compile happens). The GPU's
+    ``capability`` picks an mxfp4 checkpoint's MoE backend."""
+    return max(_profile_phases_gib(model, res, capability), cold_compile_gib(model, res))
 
 
-def _profile_phases_gib(model: ModelSpec, res: Resolved) -> float:
+def _profile_phases_gib(model: ModelSpec, res: Resolved, capability: tuple[int, int] | None) -> float:
     """The profile run's forward and sampler phases, per runner (V0, V1, Model Runner V2)."""
     dt = res.weight_dtype_bytes
     if res.runner_v2:
-        return mrv2_activation_gib(model, res)
+        return mrv2_activation_gib(model, res, capability)
+    backend = mxfp4_backend(model, res, capability)
     if res.rules.engine == "V1":
         reqs = min(res.max_num_seqs, res.mnbt)
         if res.flashinfer_sampler:
@@ -267,15 +278,16 @@ def _profile_phases_gib(model: ModelSpec, res: Resolved) -> float:
         extra = FLOAT32_EXTRA_GIB if dt == 4 else 0.0
         # profile_run frees the dummy forward's intermediates before the sampler warm-up (only the hidden
         # states survive), so the torch peak is the larger of the two phases, not their sum.
-        peak = max(sampler + forward, _dense_forward_bytes(model, res))
-        moe = _moe_gib(model, res)
+        moe_phase = _transient_moe_bytes(model, res, backend) + forward
+        peak = max(sampler + forward, _dense_forward_bytes(model, res), moe_phase)
+        moe = _moe_gib(model, res, backend)
         if res.rules.version < MOE_BUFFERS_PERSIST_SINCE:  # per-call MoE caches: the forward phase, not a sum
             peak, moe = max(peak, moe * GIB), 0.0
         return peak / GIB + V1_FORWARD_BASE_GIB + extra + moe + _encoder_gib(model, res)
     per_token = V0_FORWARD_VALUES_PER_TOKEN * (model.intermediate_size / res.tp + model.hidden_size) * dt
     forward = res.mnbt * per_token
     sampler = min(res.max_num_seqs, res.mnbt) * model.vocab_size * V1_SORT_SAMPLER_BYTES_PER_LOGIT
-    return max(forward, sampler) / GIB + V0_ACTIVATION_BASE_GIB + _moe_gib(model, res)
+    return max(forward, sampler) / GIB + V0_ACTIVATION_BASE_GIB + _moe_gib(model, res, backend)
 
 
 def non_torch_gib(gpu: GpuSpec, res: Resolved) -> float:
@@ -348,66 +360,7 @@ def _kv_bytes_per_layer_token(model: ModelSpec, res: Resolved) -> int:
     return 2 * heads * model.head_dim * res.kv_dtype_bytes
 
 
-@dataclass(frozen=True)
-class KvLayout:
-    """How vLLM lays the KV cache out (``kv_cache_utils``): layers split into groups of equal size, one group
-    per attention kind (full, or a sliding window); one block id holds a page in ``group_layers`` layers of
-    every group, so a token costs a page in every group whether or not its kind needs it."""
-
-    page_bytes: int  # one layer, one block
-    group_layers: int
-    windows: tuple[int | None, ...]  # per group: None for full attention, else the window
-    block_size: int
-
-    @property
-    def block_bytes(self) -> int:
-        return self.page_bytes * self.group_layers
-
-    def tokens(self, blocks: int) -> int:
-        """ "GPU KV cache size" as vLLM logs it: blocks shared out among the groups."""
-        return blocks // len(self.windows) * self.block_size
-
-    def blocks_for(self, length: int, mnbt: int) -> int:
-        """Blocks one request of ``length`` tokens needs: all of it for full attention; the window plus one
-        prefill chunk (and a block of misalignment) for a sliding-window group."""
-        need = 0
-        for window in self.windows:
-            if window is None:
-                need += math.ceil(length / self.block_size)
-            else:
-                need += math.ceil(min(window - 1 + mnbt, length) / self.block_size) + 1
-        return need
-
-    def longest(self, kv_bytes: float, mnbt: int, cap: int) -> int:
-        """The longest request length up to ``cap`` whose blocks fit ``kv_bytes`` (vLLM's binary search)."""
-        if self.blocks_for(1, mnbt) * self.block_bytes > kv_bytes:
-            return 0
-        lo, hi = 1, cap
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            if self.blocks_for(mid, mnbt) * self.block_bytes <= kv_bytes:
-                lo = mid
-            else:
-                hi = mid - 1
-        return lo
-
-
 def kv_layout(model: ModelSpec, res: Resolved) -> KvLayout:
-    """The groups vLLM forms: one for a uniform model; for a hybrid one the smaller kind's layer count is the
-    group size (the larger when they differ by under 1.5x, padding the short kind), each kind split into
-    groups of that size. V0, and V1 before the hybrid manager, size sliding-window layers as full."""
+    """The groups vLLM forms for this model and version (``kv_layout.build``)."""
     page = _kv_bytes_per_layer_token(model, res) * res.block_size
-    layers = model.num_layers
-    window = model.sliding_window
-    sliding = model.sliding_layers if window and res.rules.engine == "V1" else 0
-    if 0 < sliding < layers and res.rules.version < HYBRID_KV_SINCE:
-        sliding = 0
-    if sliding == 0 or window is None:
-        return KvLayout(page, layers, (None,), res.block_size)
-    if sliding == layers:
-        return KvLayout(page, layers, (window,), res.block_size)
-    full = layers - sliding
-    small, large = min(full, sliding), max(full, sliding)
-    size = large if large < small * 1.5 else small
-    windows = (None,) * math.ceil(full / size) + (window,) * math.ceil(sliding / size)
-    return KvLayout(page, size, windows, res.block_size)
+    return build(model, page, res.block_size, res.rules.engine, res.rules.version)
