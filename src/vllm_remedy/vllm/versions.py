@@ -66,7 +66,6 @@ MRV2_FAMILIES_SINCE = (0, 23, 0)
 MRV2_FAMILIES_QUANTIZED_SINCE = (0, 24, 0)
 MRV2_DENSE_SINCE = (0, 25, 0)
 MRV2_ALL_SINCE = (0, 29, 0)
-V1_RUNNER_REMOVED_SINCE = (0, 34, 0)
 MRV2_FAMILIES = frozenset({"LlamaForCausalLM", "MistralForCausalLM", "Qwen3ForCausalLM"})
 # MoE architectures on V2 by default before 0.29, by the release that listed them (config/vllm.py at each).
 MRV2_MOE_ARCHITECTURES_SINCE: dict[str, tuple[int, int, int]] = {
@@ -163,8 +162,8 @@ class VersionRules:
     # other processes included); increase: T·u − (weights + peak increase + non-torch increase) over a
     # snapshot taken at startup, so other processes only matter through the free-memory check.
     budget: Budget
-    free_memory_check: bool  # V1 ≥0.9.1 refuses to start when free < T·u
-    cudagraph_in_budget: bool  # ≥0.20 subtracts a CUDA-graph estimate from the KV budget
+    free_memory_check: bool  # V1 ≥0.9.1 refuses to start when free < T·u (not with 0.34's extensible KV cache)
+    cudagraph_in_budget: bool  # ≥0.20 subtracts the V1 runner's CUDA-graph estimate from the KV budget
     chunked_prefill_mnbt: int  # V0 default batch-token budget when chunked prefill is on
     suggests_max_len: bool  # V1 ≥0.8.5 prints "the estimated maximum model length is N"
     # V1 sampler warm-up: top-k/top-p by a full PyTorch sort of the vocab (values + int64 indices + scatter
@@ -176,12 +175,13 @@ class VersionRules:
     # VLLM_USE_FLASHINFER_SAMPLER is not set to 0: "`VLLM_USE_FLASHINFER_SAMPLER is not False`", "In V1, None
     # means True" (v1/sample/ops/topk_topp_sampler.py, tags v0.10.1.1, v0.10.2, v0.11.0). From 0.11.1 it is
     # opt-in (`if envs.VLLM_USE_FLASHINFER_SAMPLER:`, "Users must opt in explicitly", same file at v0.11.1,
-    # v0.11.2, v0.13.0, v0.16.0). Whether FlashInfer imports is the install's business (an optional extra,
-    # `vllm[flashinfer]`, up to 0.11.0), so it is an input (``EngineSettings.flashinfer``), not assumed.
+    # v0.11.2, v0.13.0, v0.16.0), and default-on again from 0.21.0 (``FLASHINFER_SAMPLER_DEFAULT_AGAIN_SINCE``).
+    # Whether FlashInfer imports is the install's business (an optional extra, `vllm[flashinfer]`, up to 0.11.0), so
+    # it is an input (``EngineSettings.flashinfer``), not assumed.
     flashinfer_sampler_by_default: bool = False
-    # `--gpu-memory-utilization` when the flag is absent: CacheConfig's default, 0.9, later 0.92
-    # (`Field(default=0.92, gt=0, le=1)`, vllm/config/cache.py:68 at tag v0.27.1, commit 6e448d0; a 0.27.1 log
-    # with the flag unset prints "Desired GPU memory utilization is (0.92, ...)").
+    # `--gpu-memory-utilization` when the flag is absent: CacheConfig's default, 0.9, 0.92 from 0.20.0
+    # (``DEFAULT_UTIL_092_SINCE``; a 0.27.1 log with the flag unset prints "Desired GPU memory utilization is (0.92,
+    # ...)").
     default_gpu_memory_utilization: float = 0.9
     # Model Runner V2 subtracts its own CUDA-graph estimate from the budget (``MRV2_GRAPHS_IN_BUDGET_SINCE``).
     runner_v2_graphs_in_budget: bool = False
