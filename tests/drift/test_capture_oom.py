@@ -43,7 +43,7 @@ def test_drift_does_not_call_a_predicted_graph_capture_oom_in_sync() -> None:
     by_name = {c.name: c for c in got.checks}
     assert by_name["concurrency"].status == checks.DRIFT, by_name["concurrency"]
     assert by_name["concurrency"].detail.startswith("predicted cudagraph_capture_oom on NVIDIA-L40S ("), by_name
-    assert "rules extrapolated from 0.21" in by_name["concurrency"].detail
+    assert "extrapolated" not in by_name["concurrency"].detail  # 0.27.1's rules are read from its source
 
 
 def test_drift_and_check_fail_the_start_with_one_rule_and_one_reason() -> None:

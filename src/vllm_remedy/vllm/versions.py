@@ -18,37 +18,90 @@ from typing import Literal
 Engine = Literal["V0", "V1"]
 Budget = Literal["absolute", "increase"]
 
-NEWEST_MODELLED = (0, 21, 0)
+# Every release from 0.21.0 to 0.34.0 was read from its PyPI sdist (vllm-X.tar.gz): v1/worker/gpu_worker.py,
+# v1/worker/gpu/model_runner.py (Model Runner V2), v1/core/kv_cache_utils.py (kv_cache_planning.py from 0.33),
+# config/{cache,scheduler,vllm}.py, engine/arg_utils.py and envs.py. The rules below cite file@version. 0.34.0 is
+# known but not modelled: it sizes the KV cache after warmup and graph capture (the "extensible KV cache", default on
+# CUDA), which the memory model does not compute yet, so its rules are those of 0.33 and are labelled extrapolated.
+NEWEST_MODELLED = (0, 33, 0)
 # The oldest release the rules are read for (the calibration logs start at 0.6.4); an older one gets 0.6's rules,
 # labelled as extrapolated like a newer one.
 OLDEST_MODELLED = (0, 6, 0)
-# The newest vLLM release known here (0.30.0, 2026-09-22): an unknown version gets its rules, which include the
-# version facts modelled past NEWEST_MODELLED (Model Runner V2, batch-token and utilization defaults).
-NEWEST_RELEASE = (0, 30, 0)
-# The first release known to default --gpu-memory-utilization to 0.92: a 0.22.1 log with the flag unset prints "The
-# current --gpu-memory-utilization=0.9200" (NnamdiOdozi/mlops-assignment, found by the fresh calibration batch of
-# 2026-12-05), and vllm/config/cache.py:68 at tag v0.27.1 reads `Field(default=0.92, gt=0, le=1)`. 0.19.1 logs still
-# print 0.9; 0.20-0.22.0 are not pinned down and keep 0.9: less KV cache predicted (the safe side for the KV
-# checks), though the free-memory check would be the stricter with 0.92.
-DEFAULT_UTIL_092_SINCE = (0, 22, 1)
-# The V1 sampler stops taking FlashInfer by default (VLLM_USE_FLASHINFER_SAMPLER=1 to opt in).
+# The newest vLLM release known here (0.34.0 on PyPI, December 2026): an unknown version gets its rules.
+NEWEST_RELEASE = (0, 34, 0)
+# CacheConfig.gpu_memory_utilization defaults to 0.92 from 0.20.0 (`Field(default=0.92, gt=0, le=1)`,
+# config/cache.py@0.20.0; 0.9 in config/cache.py@0.19.1; EngineArgs takes CacheConfig's value, engine/arg_utils.py).
+# It was 0.22.1, the earliest log known to print it (NnamdiOdozi/mlops-assignment's "--gpu-memory-utilization=0.9200").
+# From 0.34.0 the field is None when unset and resolves to 1.0 with the extensible KV cache, 0.92 without it
+# (CacheConfig.resolved_gpu_memory_utilization, config/cache.py@0.34.0); the model keeps 0.92 (see NEWEST_MODELLED).
+DEFAULT_UTIL_092_SINCE = (0, 20, 0)
+# The V1 sampler stops taking FlashInfer by default (VLLM_USE_FLASHINFER_SAMPLER=1 to opt in) ...
 FLASHINFER_SAMPLER_OPT_IN_SINCE = (0, 11, 1)
-# Model Runner V2 (v1/worker/gpu/model_runner.py) is the default, by the release notes, for Llama and Mistral dense
-# models at 0.23.0 (Qwen3 dense earlier: a 0.22.0 Qwen3-8B log prints "Using V2 Model Runner", trietnguyeminh's
-# 2 x T4 start in the calibration set; 0.22.0 is the earliest known), for their quantized checkpoints at 0.24.0, for
-# every dense model at 0.25.0 (vllm#44443) and for every model at 0.29.0 (vllm#53183).
-MRV2_FAMILIES = frozenset({"LlamaForCausalLM", "MistralForCausalLM", "Qwen3ForCausalLM"})
-MRV2_FAMILIES_SINCE = (0, 23, 0)
+# ... and takes it by default again from 0.21.0: envs.py@0.21.0 defaults VLLM_USE_FLASHINFER_SAMPLER to True (None,
+# i.e. off, in envs.py@0.20.0) and v1/sample/ops/topk_topp_sampler.py@0.21.0 uses FlashInfer's kernel when the GPU's
+# capability is one FlashInfer supports, falling back quietly otherwise. (Not 0.28 as the release notes suggested.)
+FLASHINFER_SAMPLER_DEFAULT_AGAIN_SINCE = (0, 21, 0)
+# FlashInferBackend.supports_compute_capability (v1/attention/backends/flashinfer.py): 7.5-12.1, from 0.24.0 8.0-12.1
+# (Turing excluded: flashinfer#3620). The sampler's default-on path checks it (the T4 0.30.0 log: "FlashInfer
+# top-p/top-k sampling unavailable: unsupported compute capability 7.5; falling back").
+FLASHINFER_MIN_CAPABILITY_80_SINCE = (0, 24, 0)
+# Model Runner V2 (v1/worker/gpu/model_runner.py) by default (VllmConfig.use_v2_model_runner, config/vllm.py), when
+# VLLM_USE_V2_MODEL_RUNNER is unset (envs.py: unset means the config's default from 0.22.0; 0.21.0 and earlier run it
+# only with the variable set to 1). ``runner_v2_by_default`` applies these facts:
+# 0.22.0  the generate runner of a Qwen3ForCausalLM, not MoE, not a quantized checkpoint (model_config.is_quantized:
+#         the checkpoint has a quantization_config) (DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES, config/vllm.py@0.22.0);
+# 0.23.0  the same for LlamaForCausalLM and MistralForCausalLM (config/vllm.py@0.23.0);
+# 0.24.0  the listed architectures whatever their checkpoint, and three MoE architectures joined the list
+#         (config/vllm.py@0.24.0);
+# 0.25.0  every model that is not MoE, and the listed MoE architectures; hybrid (Mamba) and attention-free models
+#         stay on V1 (config/vllm.py@0.25.0, _is_default_v2_model_runner_model);
+# 0.29.0  every model (the architecture test is gone, config/vllm.py@0.29.0);
+# 0.34.0  the V1 runner is removed (v1/worker/gpu_model_runner.py absent; VLLM_USE_V2_MODEL_RUNNER=0 is refused,
+#         platforms/interface.py@0.34.0).
+# Before 0.29 a feature V2 lacks falls back to V1 ("Model Runner V2 does not yet support ..."): stock torch.compile,
+# sequence parallelism, prompt embeds, custom logits processors, some speculative methods (not modelled: no such
+# flag is an input here).
 MRV2_QWEN3_SINCE = (0, 22, 0)
+MRV2_FAMILIES_SINCE = (0, 23, 0)
 MRV2_FAMILIES_QUANTIZED_SINCE = (0, 24, 0)
 MRV2_DENSE_SINCE = (0, 25, 0)
 MRV2_ALL_SINCE = (0, 29, 0)
-# `vllm serve`'s batch-token default on cards below the "big" class: 2048 through 0.11 (logged by the 0.10/0.11 A100 and
-# L4 starts), 8192 by 0.27.1 (an RTX 4090 logs "Chunked prefill is enabled with max_num_batched_tokens=8192"; the 0.26.0
-# RTX 4080 and 0.30.0 T4 profiles agree). The release that changed it is not pinned down: 0.26.0 is the earliest known.
-SERVE_MNBT_8192_SINCE = (0, 26, 0)
-# The big-card default went 8192 -> 16384 (vllm#51726, "when gpu memory is enough"; 0.28.0 release notes).
+MRV2_FAMILIES = frozenset({"LlamaForCausalLM", "MistralForCausalLM", "Qwen3ForCausalLM"})
+# MoE architectures on V2 by default before 0.29, by the release that listed them (config/vllm.py at each).
+MRV2_MOE_ARCHITECTURES_SINCE: dict[str, tuple[int, int, int]] = {
+    "DeepseekV2ForCausalLM": (0, 24, 0), "Qwen2MoeForCausalLM": (0, 24, 0), "GraniteMoeForCausalLM": (0, 24, 0),
+    "InklingForCausalLM": (0, 26, 0), "InklingForConditionalGeneration": (0, 26, 0),
+    "LongcatFlashNgramForCausalLM": (0, 26, 0), "KimiK3ForConditionalGeneration": (0, 27, 0),
+    "DeepseekV4ForCausalLM": (0, 28, 0),
+}
+# V2's profile_cudagraph_memory returns 0 through 0.28 ("It is TBD whether we keep this API or not",
+# v1/worker/gpu/model_runner.py@0.28.0); from 0.29.0 it captures the graphs once into a throwaway pool before the KV
+# cache exists and the worker subtracts that estimate from the budget, as it does V1's from 0.20
+# (v1/worker/gpu/cudagraph_utils.py@0.29.0 profile_cudagraph_memory: PIECEWISE graphs measured in full, FULL graphs
+# as first capture + (n - 1) x max(second capture, 1 MiB)). A T4 0.30.0 log: "0.15 GiB (actual), 0.34 GiB (estimated)".
+MRV2_GRAPHS_IN_BUDGET_SINCE = (0, 29, 0)
+# V2's profile samples twice from 0.33.0: the default pass, then one with SamplingParams.for_sampler_warmup() (top-k
+# 50, top-p 0.9, min-p, penalties, logit bias, logprobs 5) on the same min(max_num_seqs, mnbt) rows, so the profiled
+# peak pays for the float32 logits pipeline (_dummy_sampler_run, v1/worker/gpu/model_runner.py@0.33.0); before, the
+# dummy sampler "may skip top_k, top_p, and logprobs".
+MRV2_FULL_SAMPLER_PROFILE_SINCE = (0, 33, 0)
+# check_enough_kv_cache_memory holds back the null block the BlockPool keeps: one max-length request must fit in the
+# budget less one block (v1/core/kv_cache_utils.py@0.29.0).
+MAX_LEN_CHECK_NULL_BLOCK_SINCE = (0, 29, 0)
+# The extensible KV cache (config/cache.py, v1/worker/extensible_kv_cache.py@0.34.0): on by default on CUDA unless
+# --kv-cache-memory-bytes or --num-gpu-blocks-override is set (VllmConfig._resolve_extensible_kv_cache). The cache is
+# sized after warmup and graph capture from measured free memory, and the startup free-memory check is skipped.
+EXTENSIBLE_KV_CACHE_SINCE = (0, 34, 0)
+# `vllm serve` (UsageContext.OPENAI_API_SERVER) batch-token defaults, EngineArgs.get_batch_defaults
+# (engine/arg_utils.py): cards below 70 GiB (and A100s from 0.9.0) 2048 tokens / 256 sequences in every release read
+# (0.21.0-0.34.0); 70 GiB and up 8192 / 1024; from 0.28.0 cards of 160 GiB and up (B200 class) 16384 / 1024
+# (arg_utils.py@0.28.0); from 0.33.0 a GB10 (capability 12.1) stays in the small class (arg_utils.py@0.33.0). The
+# offline `LLM()` class defaults to 8192 below 70 GiB and 16384 above: the RTX 4090 0.27.1 log that prints
+# "max_num_batched_tokens=8192" is an `LLM()` run, so it is not evidence of a serve default (which the model had
+# taken from it, as 8192 from 0.26.0).
+BIG_MNBT_16384_MIN_GIB = 160
 BIG_MNBT_16384_SINCE = (0, 28, 0)
+GB10_SMALL_CLASS_SINCE = (0, 33, 0)
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:\.?(post\d+|rc\d+|dev\d*))?")
 
 
@@ -83,7 +136,7 @@ def version_from_image(image: str) -> str | None:
     """The vLLM version an image runs, from its tag: ``vllm/vllm-openai:v0.8.5`` → ``"0.8.5"``.
 
     ``:latest``, ``:nightly``, digests and tags without a version give None (unknown). So do numbered tags whose
-    major is not 0: every vLLM release is 0.x (0.30 as of December 2026), so ``rhaiis/vllm-cuda-rhel9:3.0.0`` (a
+    major is not 0: every vLLM release is 0.x (0.34 as of December 2026), so ``rhaiis/vllm-cuda-rhel9:3.0.0`` (a
     product's own release), ``tritonserver:24.05-vllm-python-py3`` or ``myorg/vllm:2024.11`` (dates) number something
     else; reading them as vLLM 3.0.0 or 24.5.0 would size the start by rules that release never had.
     """
@@ -109,8 +162,8 @@ class VersionRules:
     # other processes included); increase: T·u − (weights + peak increase + non-torch increase) over a
     # snapshot taken at startup, so other processes only matter through the free-memory check.
     budget: Budget
-    free_memory_check: bool  # V1 ≥0.9.1 refuses to start when free < T·u
-    cudagraph_in_budget: bool  # ≥0.20 subtracts a CUDA-graph estimate from the KV budget
+    free_memory_check: bool  # V1 ≥0.9.1 refuses to start when free < T·u (not with 0.34's extensible KV cache)
+    cudagraph_in_budget: bool  # ≥0.20 subtracts the V1 runner's CUDA-graph estimate from the KV budget
     chunked_prefill_mnbt: int  # V0 default batch-token budget when chunked prefill is on
     suggests_max_len: bool  # V1 ≥0.8.5 prints "the estimated maximum model length is N"
     # V1 sampler warm-up: top-k/top-p by a full PyTorch sort of the vocab (values + int64 indices + scatter
@@ -122,13 +175,22 @@ class VersionRules:
     # VLLM_USE_FLASHINFER_SAMPLER is not set to 0: "`VLLM_USE_FLASHINFER_SAMPLER is not False`", "In V1, None
     # means True" (v1/sample/ops/topk_topp_sampler.py, tags v0.10.1.1, v0.10.2, v0.11.0). From 0.11.1 it is
     # opt-in (`if envs.VLLM_USE_FLASHINFER_SAMPLER:`, "Users must opt in explicitly", same file at v0.11.1,
-    # v0.11.2, v0.13.0, v0.16.0). Whether FlashInfer imports is the install's business (an optional extra,
-    # `vllm[flashinfer]`, up to 0.11.0), so it is an input (``EngineSettings.flashinfer``), not assumed.
+    # v0.11.2, v0.13.0, v0.16.0), and default-on again from 0.21.0 (``FLASHINFER_SAMPLER_DEFAULT_AGAIN_SINCE``).
+    # Whether FlashInfer imports is the install's business (an optional extra, `vllm[flashinfer]`, up to 0.11.0), so
+    # it is an input (``EngineSettings.flashinfer``), not assumed.
     flashinfer_sampler_by_default: bool = False
-    # `--gpu-memory-utilization` when the flag is absent: CacheConfig's default, 0.9, later 0.92
-    # (`Field(default=0.92, gt=0, le=1)`, vllm/config/cache.py:68 at tag v0.27.1, commit 6e448d0; a 0.27.1 log
-    # with the flag unset prints "Desired GPU memory utilization is (0.92, ...)").
+    # `--gpu-memory-utilization` when the flag is absent: CacheConfig's default, 0.9, 0.92 from 0.20.0
+    # (``DEFAULT_UTIL_092_SINCE``; a 0.27.1 log with the flag unset prints "Desired GPU memory utilization is (0.92,
+    # ...)").
     default_gpu_memory_utilization: float = 0.9
+    # Model Runner V2 subtracts its own CUDA-graph estimate from the budget (``MRV2_GRAPHS_IN_BUDGET_SINCE``).
+    runner_v2_graphs_in_budget: bool = False
+    # Model Runner V2's profile runs the full sampler pipeline (``MRV2_FULL_SAMPLER_PROFILE_SINCE``).
+    runner_v2_full_sampler_profile: bool = False
+    # The one-request check compares with the budget less one block (``MAX_LEN_CHECK_NULL_BLOCK_SINCE``).
+    max_len_check_reserves_null_block: bool = False
+    # The KV cache is sized after warmup and graph capture by default (``EXTENSIBLE_KV_CACHE_SINCE``).
+    kv_sized_after_warmup: bool = False
 
     @property
     def extrapolated(self) -> bool:
@@ -154,18 +216,20 @@ class VersionRules:
         text = ".".join(map(str, self.version))
         return f"{text} (rules: {self.provenance})" if self.extrapolated else text
 
-    def scheduler_defaults(self, gpu_total_gib: float, gpu_product: str) -> tuple[int, int]:
+    def scheduler_defaults(self, gpu_total_gib: float, gpu_product: str,
+                           capability: tuple[int, int] | None = None) -> tuple[int, int]:
         """``vllm serve`` defaults (max_num_batched_tokens, max_num_seqs) for the V1 engine on this GPU."""
         if self.version < (0, 8, 3):
             return 2048, 1024 if self.engine == "V1" else 256
         product = gpu_product.lower()
         if self.version < (0, 8, 5):  # 0.8.3-0.8.4 decide by device name (engine/arg_utils.py)
             big = "h100" in product or "h200" in product
-        else:  # 0.8.5: >= 70 GiB of device memory; 0.9.0+ excludes A100s
-            big = gpu_total_gib >= 70 and not (self.version >= (0, 9, 0) and "a100" in product)
-        if big:
-            return (16384 if self.version >= BIG_MNBT_16384_SINCE else 8192), 1024
-        return (8192 if self.version >= SERVE_MNBT_8192_SINCE else 2048), 256
+        else:  # 0.8.5: >= 70 GiB of device memory; 0.9.0+ excludes A100s; 0.33.0+ a GB10
+            gb10 = self.version >= GB10_SMALL_CLASS_SINCE and capability == (12, 1)
+            big = gpu_total_gib >= 70 and not (self.version >= (0, 9, 0) and "a100" in product) and not gb10
+            if self.version >= BIG_MNBT_16384_SINCE and gpu_total_gib >= BIG_MNBT_16384_MIN_GIB:
+                return 16384, 1024
+        return (8192, 1024) if big else (2048, 256)
 
 
 def _minor(version: tuple[int, int, int]) -> str:
@@ -188,13 +252,19 @@ def rules(version: str | None) -> VersionRules:
         known=known,
         engine=engine,
         budget=budget,
-        free_memory_check=engine == "V1" and v >= (0, 9, 1),
+        # 0.34's extensible KV cache skips the check (request_memory, v1/worker/utils.py@0.34.0)
+        free_memory_check=engine == "V1" and v >= (0, 9, 1) and v < EXTENSIBLE_KV_CACHE_SINCE,
         cudagraph_in_budget=v >= (0, 20, 0),
         chunked_prefill_mnbt=512 if v < (0, 6, 5) else 2048,
         suggests_max_len=engine == "V1" and v >= (0, 8, 5),
         sampler_sorts=engine == "V1" and v < (0, 17, 0),
-        flashinfer_sampler_by_default=engine == "V1" and v < FLASHINFER_SAMPLER_OPT_IN_SINCE,
+        flashinfer_sampler_by_default=engine == "V1" and not (
+            FLASHINFER_SAMPLER_OPT_IN_SINCE <= v < FLASHINFER_SAMPLER_DEFAULT_AGAIN_SINCE),
         default_gpu_memory_utilization=0.92 if v >= DEFAULT_UTIL_092_SINCE else 0.9,
+        runner_v2_graphs_in_budget=v >= MRV2_GRAPHS_IN_BUDGET_SINCE,
+        runner_v2_full_sampler_profile=v >= MRV2_FULL_SAMPLER_PROFILE_SINCE,
+        max_len_check_reserves_null_block=v >= MAX_LEN_CHECK_NULL_BLOCK_SINCE,
+        kv_sized_after_warmup=v >= EXTENSIBLE_KV_CACHE_SINCE,
     )
 
 
@@ -202,9 +272,35 @@ def rules_on_device(version: str | None, capability: tuple[int, int] | None) -> 
     """The version's rules on a GPU of this compute capability. 0.8-0.9 run V1 by default but fall back to V0 below
     compute capability 8.0 (engine/arg_utils.py `_is_v1_supported_oracle`; the log says "Compute Capability < 8.0 is
     not supported by the V1 Engine. Falling back to V0."), with V0's "increase" budget and no free-memory check.
-    An unknown capability (None) is taken as a card V1 runs on."""
+    From 0.21 the FlashInfer sampler is on by default only where FlashInfer supports the card
+    (``FLASHINFER_MIN_CAPABILITY_80_SINCE``). An unknown capability (None) is taken as a card both run on."""
     r = rules(version)
     if capability is not None and r.engine == "V1" and r.version < (0, 10, 0) and capability < (8, 0):
         return replace(r, engine="V0", budget="increase", free_memory_check=False, suggests_max_len=False,
                        sampler_sorts=False, flashinfer_sampler_by_default=False)
+    again = r.version >= FLASHINFER_SAMPLER_DEFAULT_AGAIN_SINCE
+    if capability is not None and r.flashinfer_sampler_by_default and again:
+        lowest = (8, 0) if r.version >= FLASHINFER_MIN_CAPABILITY_80_SINCE else (7, 5)
+        if not lowest <= capability <= (12, 1):
+            return replace(r, flashinfer_sampler_by_default=False)
     return r
+
+
+def runner_v2_by_default(rules_: VersionRules, architecture: str, *, is_moe: bool, quantized: bool) -> bool:
+    """Whether this release runs the model on Model Runner V2 when VLLM_USE_V2_MODEL_RUNNER is unset (see the
+    ``MRV2_*`` facts above; hybrid and attention-free models, which 0.25-0.28 keep on V1, are not modelled)."""
+    v = rules_.version
+    if rules_.engine != "V1" or v < MRV2_QWEN3_SINCE:
+        return False
+    if v >= MRV2_ALL_SINCE:
+        return True
+    moe_since = MRV2_MOE_ARCHITECTURES_SINCE.get(architecture)
+    if moe_since is not None and v >= moe_since:
+        return True
+    if v >= MRV2_DENSE_SINCE:
+        return not is_moe
+    since = MRV2_QWEN3_SINCE if architecture == "Qwen3ForCausalLM" else MRV2_FAMILIES_SINCE
+    listed = architecture in MRV2_FAMILIES and v >= since
+    if v >= MRV2_FAMILIES_QUANTIZED_SINCE:  # 0.24 dropped the MoE and quantized exclusions
+        return listed
+    return listed and not is_moe and not quantized

@@ -101,7 +101,7 @@ def test_runbook_incident_default_max_len_on_l4_crash_loops_as_predicted(cluster
         assert report.failure_detail["needed_gib"] == round(est.needed_kv_gib, 2) == 16.0
         assert report.failure_detail["available_gib"] == round(est.kv_cache_gib, 2)
         assert report.failure_detail["suggested_max_model_len"] == est.suggested_max_model_len
-        assert report.vllm_version == (version or "0.30.0")  # :latest runs the newest release known
+        assert report.vllm_version == (version or "0.34.0")  # :latest runs the newest release known
     if version == "0.6.6":  # V0 compares token counts (its profile sorts 256 x vocab logits)
         assert report.failure_detail["kv_cache_tokens"] == est.kv_cache_tokens == 26816
 

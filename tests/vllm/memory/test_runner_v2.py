@@ -19,15 +19,18 @@ QWEN3_MOE = catalog.model("Qwen/Qwen3-30B-A3B")
 RTX4090 = catalog.gpu("NVIDIA-GeForce-RTX-4090")
 H100 = catalog.gpu("NVIDIA-H100-80GB-HBM3")
 A100 = catalog.gpu("NVIDIA-A100-SXM4-80GB")
-FLAGS = {"max-model-len": "8192", "gpu-memory-utilization": "0.9"}
+B200 = catalog.gpu("NVIDIA-B200")
+# The term tests below were written at 8,192 batch tokens; `vllm serve` defaults to 2,048 on an RTX 4090, so it is set.
+FLAGS = {"max-model-len": "8192", "gpu-memory-utilization": "0.9", "max-num-batched-tokens": "8192"}
 
 
 @pytest.mark.parametrize(("version", "gpu", "expected"), [
     ("0.11.0", RTX4090, (2048, 256)),  # the 0.10/0.11 A100 and L4 logs print 2048
-    ("0.27.1", RTX4090, (8192, 256)),  # an RTX 4090 0.27.1 log prints 8192
+    ("0.27.1", RTX4090, (2048, 256)),  # serve's default below 70 GiB (the 8192 an RTX 4090 log prints is LLM()'s)
     ("0.27.1", H100, (8192, 1024)),
-    ("0.28.0", H100, (16384, 1024)),  # vllm#51726
-    ("0.28.0", A100, (8192, 256)),  # A100s stay out of the big class (vllm#17885)
+    ("0.28.0", H100, (8192, 1024)),  # 16384 only from 160 GiB (engine/arg_utils.py@0.28.0)
+    ("0.28.0", B200, (16384, 1024)),
+    ("0.28.0", A100, (2048, 256)),  # A100s stay out of the big class (vllm#17885)
 ])
 def test_serve_batch_token_defaults_follow_the_release(version, gpu, expected):
     assert rules(version).scheduler_defaults(gpu.total_gib, gpu.product) == expected
@@ -119,9 +122,11 @@ def test_the_cold_compile_peak_applies_to_the_v1_runner_from_0_12():
     assert cold["0.12.0"] == cold["0.17.1"] == pytest.approx((152064 + 2048) * 3584 * 2 / GIB)
 
 
-@pytest.mark.parametrize(("version", "default"), [("0.19.1", 0.9), ("0.22.0", 0.9), ("0.22.1", 0.92), ("0.27.1", 0.92)])
+@pytest.mark.parametrize(("version", "default"), [("0.19.1", 0.9), ("0.20.0", 0.92), ("0.22.0", 0.92),
+                                                  ("0.22.1", 0.92), ("0.27.1", 0.92)])
 def test_unset_utilization_is_the_release_default(version, default):
-    """0.19.1 logs print 0.9; a 0.22.1 log prints "The current --gpu-memory-utilization=0.9200" with the flag unset."""
+    """0.19.1 logs print 0.9; config/cache.py@0.20.0 defaults to 0.92 (a 0.22.1 log prints "The current
+    --gpu-memory-utilization=0.9200" with the flag unset)."""
     assert rules(version).default_gpu_memory_utilization == default
     assert EngineSettings.from_flags({}, version).gpu_memory_utilization == default
 
@@ -129,18 +134,19 @@ def test_unset_utilization_is_the_release_default(version, default):
 def test_an_unknown_version_gets_the_newest_release_rules_and_says_how_they_were_made():
     """`:latest` most likely runs the newest release: its rules (Model Runner V2 and all), labelled as extrapolated."""
     r = rules(None)
-    assert r.version == (0, 30, 0) and not r.known
-    assert r.label == "unknown (rules of 0.30, extrapolated from 0.21)"
+    assert r.version == (0, 34, 0) and not r.known
+    assert r.label == "unknown (rules of 0.34, extrapolated from 0.33)"
     crowded = {**FLAGS, "gpu-memory-utilization": "0.98"}
     unknown = estimate(QWEN3_8B, RTX4090, EngineSettings.from_flags(crowded, None))
-    newest = estimate(QWEN3_8B, RTX4090, EngineSettings.from_flags(crowded, "0.30.0"))
+    newest = estimate(QWEN3_8B, RTX4090, EngineSettings.from_flags(crowded, "0.34.0"))
     assert unknown.graph_capture_oom and unknown == newest
 
 
 @pytest.mark.parametrize(("version", "label"), [("0.5.0", "0.5.0 (rules: extrapolated from 0.6)"),
                                                 ("0.0.1", "0.0.1 (rules: extrapolated from 0.6)"),
                                                 ("0.6.4", "0.6.4"), ("0.21.0", "0.21.0"),
-                                                ("0.25.0", "0.25.0 (rules: extrapolated from 0.21)")])
+                                                ("0.25.0", "0.25.0"), ("0.33.0", "0.33.0"),
+                                                ("0.34.0", "0.34.0 (rules: extrapolated from 0.33)")])
 def test_a_release_older_than_any_modelled_says_its_rules_are_extrapolated(version, label):
     """A reviewer's 0.5.0 printed as a bare, 'modelled' version: older releases get 0.6's rules, and say so."""
     assert rules(version).label == label

@@ -16,16 +16,11 @@ from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline.flags import canonical_key
 from vllm_remedy.vllm.cmdline.values import parse_float, parse_int
 from vllm_remedy.vllm.versions import (
-    MRV2_ALL_SINCE,
-    MRV2_DENSE_SINCE,
-    MRV2_FAMILIES,
-    MRV2_FAMILIES_QUANTIZED_SINCE,
-    MRV2_FAMILIES_SINCE,
-    MRV2_QWEN3_SINCE,
     VersionRules,
     parse_version,
     rules,
     rules_on_device,
+    runner_v2_by_default,
 )
 
 KV_DTYPES = frozenset({"auto", "fp8", "fp8_e4m3", "fp8_e5m2", "bfloat16", "float16", "fp8_inc", "fp8_ds_mla"})
@@ -286,7 +281,7 @@ def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
     auto_len = s.max_model_len == -1
     max_len = model.max_model_len if s.max_model_len in (None, -1) else int(s.max_model_len)
     if r.engine == "V1":
-        default_mnbt, default_seqs = r.scheduler_defaults(gpu.total_gib, gpu.product)
+        default_mnbt, default_seqs = r.scheduler_defaults(gpu.total_gib, gpu.product, gpu.capability)
         chunked = True if s.enable_chunked_prefill is None else s.enable_chunked_prefill
         mnbt = s.max_num_batched_tokens or (default_mnbt if chunked else max(max_len, default_mnbt))
         seqs = s.max_num_seqs or default_seqs
@@ -337,14 +332,5 @@ def tp_split_problem(model: ModelSpec, tp: int) -> str | None:
 
 
 def runs_runner_v2(r: VersionRules, model: ModelSpec) -> bool:
-    """Whether this release runs the model on Model Runner V2 by default (see ``versions.MRV2_*``)."""
-    if r.engine != "V1":
-        return False
-    v = r.version
-    if v >= MRV2_ALL_SINCE or (v >= MRV2_DENSE_SINCE and not model.is_moe):
-        return True
-    if model.is_moe or model.architecture not in MRV2_FAMILIES:
-        return False
-    if model.quantized_checkpoint:
-        return v >= MRV2_FAMILIES_QUANTIZED_SINCE
-    return v >= (MRV2_QWEN3_SINCE if model.architecture == "Qwen3ForCausalLM" else MRV2_FAMILIES_SINCE)
+    """Whether this release runs the model on Model Runner V2 by default (``versions.runner_v2_by_default``)."""
+    return runner_v2_by_default(r, model.architecture, is_moe=model.is_moe, quantized=model.quantized_checkpoint)
