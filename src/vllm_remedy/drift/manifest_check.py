@@ -259,7 +259,8 @@ def _start_reason(prediction: Prediction, failed: str) -> str:
     if e is None or e.fits:
         return failed
     if e.outcome is Outcome.MAX_LEN_EXCEEDS_MODEL:  # a config refusal: the KV figures mean nothing
-        return f"predicted {e.outcome.value} — {FAILURES[e.outcome.failure].headline}: max-model-len {e.max_model_len:,}"
+        head = FAILURES[e.outcome.failure].headline
+        return f"predicted {e.outcome.value} — {head}: max-model-len {e.max_model_len:,}"
     return (f"predicted {e.outcome.value} on {prediction.gpu} — {FAILURES[e.outcome.failure].headline}: KV cache "
             f"{e.kv_cache_tokens:,} tokens, maximum concurrency {e.max_concurrency:.2f}x at max-model-len "
             f"{e.max_model_len:,}")
