@@ -89,12 +89,16 @@ def _derive(facts: LengthFacts, v: tuple[int, int, int]) -> Limit:
     if facts.model_max_length and v >= OVERRIDE_SINCE:
         key, derived = "model_max_length", facts.model_max_length
     kind = facts.rope_type
-    skip = "gemma3" in facts.model_type and v >= OVERRIDE_SINCE
-    scaled = (facts.has_rope if v >= ROPE_ALWAYS_SINCE else kind is not None) and not skip
-    if scaled and kind not in _UNSCALED and not (kind in _YARN_KINDS and v >= YARN_UNSCALED_SINCE):
-        if kind == "yarn" and facts.original:
-            derived = facts.original
-        derived = derived * (facts.factor if facts.factor is not None else 1.0)
+    if "gemma3" in facts.model_type and v >= OVERRIDE_SINCE:
+        return Limit(key, derived, facts.model_max_length)
+    multiplies = kind not in _UNSCALED and not (kind in _YARN_KINDS and v >= YARN_UNSCALED_SINCE)
+    if multiplies and kind == "yarn" and facts.original:
+        derived = facts.original
+    factor = (facts.factor if facts.factor is not None else 1.0) if multiplies else 1.0
+    # From 0.12 any RoPE config is multiplied (by 1.0 when no factor applies); before, only a rope_scaling that scales.
+    applies = facts.has_rope if v >= ROPE_ALWAYS_SINCE else kind is not None and multiplies
+    if applies:
+        derived = derived * factor
     return Limit(key, derived, facts.model_max_length)
 
 
