@@ -89,7 +89,19 @@ def render(launch: Launch, failure: Failure, started: datetime, detail: dict[str
         failure=failure, failure_detail=detail or _detail(launch, failure), block_size=res.block_size,
         started=started, enforce_eager=res.enforce_eager, max_num_seqs=launch.settings.max_num_seqs,
         revision=launch.revision, utilization_set=_listed_utilization(launch),
-        max_model_len_arg=launch.settings.max_model_len, long_len=_long_len(launch)))
+        max_model_len_arg=launch.settings.max_model_len, long_len=_long_len(launch), typed=_typed(launch)))
+
+
+def _typed(launch: Launch) -> dict[str, object]:
+    """The arguments line's other memory flags as the command line set them (an unset or "auto" one is not listed)."""
+    s = launch.settings
+    out: dict[str, object] = {}
+    for name, value in (("dtype", s.dtype), ("kv_cache_dtype", s.kv_cache_dtype)):
+        if value != "auto":
+            out[name] = value
+    if s.max_num_batched_tokens is not None:
+        out["max_num_batched_tokens"] = s.max_num_batched_tokens
+    return out
 
 
 def _long_len(launch: Launch) -> dict[str, object] | None:
