@@ -110,19 +110,20 @@ def test_the_env_var_lets_the_start_go_on_to_the_kv_cache_check():
 
 
 def test_the_planner_never_proposes_a_length_above_the_models():
-    """A policy whose floor is above the model's maximum: every rung stays at or below 32768 and none is predicted
-    to be refused; the current start (65536) is the refusal."""
+    """A policy whose floor (65536) is above the model's maximum (32768): the planner's cap became the floor and it
+    proposed --max-model-len 65536, a start vLLM refuses; now no rung is predicted to start. Without that floor the
+    current 65536 is the refusal and every rung stays within 32768."""
     from vllm_remedy.policy import Policy
 
     model, gpu = catalog.model(QWEN7), catalog.gpu("NVIDIA-H100-80GB-HBM3")
     pol = Policy.from_mapping({"apiVersion": "vllm-remedy.io/v1alpha1", "kind": "Policy",
                                "flags": {"max-model-len": {"min": 65536}}})
-    plan = plan_budget(BudgetRequest(model, gpu, settings("65536"), policy=pol))
-    assert plan.current.outcome is Outcome.MAX_LEN_EXCEEDS_MODEL
+    plan = plan_budget(BudgetRequest(model, gpu, settings("16384"), policy=pol))
+    assert plan.verdict == "no_fitting_change" and not plan.steps, [s.set for s in plan.steps]
+    plan = plan_budget(BudgetRequest(model, gpu, settings("65536")))
+    assert plan.current.outcome is Outcome.MAX_LEN_EXCEEDS_MODEL and plan.steps
     for step in plan.steps:
         assert step.prediction.outcome is Outcome.FITS and step.prediction.max_model_len <= 32768, step
-    plan = plan_budget(BudgetRequest(model, gpu, settings("65536")))
-    assert plan.steps and all(int(s.set.get("max-model-len", "0")) <= 32768 for s in plan.steps)
 
 
 # --- the log ------------------------------------------------------------------------------------------------------
