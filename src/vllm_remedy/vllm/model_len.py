@@ -36,7 +36,6 @@ YARN_UNSCALED_SINCE = (0, 28, 0)
 ROPE_ALWAYS_SINCE = (0, 12, 0)  # patch_rope_parameters: rope_theta alone makes rope parameters (factor 1.0)
 OVERRIDE_SINCE = (0, 8, 0)  # model_max_length replaces the keys' minimum (seen in 0.8.5, absent in 0.7.1)
 _REFERENCE = (0, 11, 0)  # the release whose rule ``hf_config.derived_max_model_len`` (the default length) follows
-PYDANTIC_SINCE = (0, 9, 1)  # ModelConfig became a pydantic dataclass: the ValueError is a ValidationError
 
 
 @dataclass(frozen=True)

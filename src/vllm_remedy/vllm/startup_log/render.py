@@ -9,17 +9,12 @@ workers, ``(VllmWorker rank=N pid=…)`` for V1 until 0.10.1, ``(Worker_TPn pid=
 
 from __future__ import annotations
 
-import dataclasses
 from datetime import datetime, timedelta
 from typing import Any
 
 from vllm_remedy.vllm.failures import FAILURES
 from vllm_remedy.vllm.log_formats import (
     CAPTURE_BARS,
-    LONG_CAUTION,
-    LONG_CAUTION_SINCE,
-    LONG_OLD_NOTE,
-    LONG_OLD_WARNING,
     UVICORN_UP,
     Template,
     default_engine,
@@ -28,11 +23,11 @@ from vllm_remedy.vllm.log_formats import (
     templates_for,
 )
 from vllm_remedy.vllm.outcomes import Failure
+from vllm_remedy.vllm.startup_log import config_refusal
 
 _CYAN_OLD, _CYAN, _RESET = "\x1b[1;36m", "\x1b[0;36m", "\x1b[0;0m"
 _LEVEL_COLOUR = {"DEBUG": "\x1b[37m", "INFO": "\x1b[32m", "WARNING": "\x1b[33m", "ERROR": "\x1b[31m"}
 _SITE = "/usr/local/lib/python3.12/dist-packages/vllm"
-_PYDANTIC = "/usr/local/lib/python3.12/dist-packages/pydantic"
 _DEFAULT_START = datetime(2025, 6, 2, 9, 30, 0)
 
 
@@ -151,13 +146,14 @@ def render_startup_log(version: str, *, model: str, tp_size: int = 1, weights_gi
         "gpu_blocks": blocks, "cpu_blocks": 2048, "kv_cache_tokens": tokens, "concurrency_max_len": max_model_len,
         "max_concurrency": concurrency, "graph_seconds": 14, "cudagraph_gib": cudagraph_gib or 0.0,
     }
-    config_refusal = failure is Failure.MAX_LEN_EXCEEDS_MODEL  # before the engine (and its config line) exists
+    at_config = failure is Failure.MAX_LEN_EXCEEDS_MODEL  # before the engine (and its config line) exists
     _preamble(w, version, model, tp_size, max_model_len, gpu_memory_utilization, enforce_eager,
               max_num_seqs=max_num_seqs, revision=revision, utilization_set=utilization_set,
-              typed_len=max_model_len if max_model_len_arg == 0 else max_model_len_arg, engine_line=not config_refusal,
+              typed_len=max_model_len if max_model_len_arg == 0 else max_model_len_arg, engine_line=not at_config,
               long_len=long_len, typed=typed or {})
-    if config_refusal:
-        return _fail_max_len_model(w, model, max_model_len, detail)
+    if at_config:
+        config_refusal.write_refusal(w, model, max_model_len, detail)
+        return _text(w)
     if failure is Failure.FREE_MEMORY_BELOW_UTILIZATION:
         return _fail_free_memory(w, figures, detail)
     if failure is Failure.WORLD_SIZE_EXCEEDS_GPUS:  # config time: nothing was loaded
@@ -266,7 +262,7 @@ def _preamble(w: _Writer, version: str, model: str, tp: int, max_len: int, util:
               f"enforce_eager={eager}, max_num_batched_tokens={extra.get('max_num_batched_tokens')!r}, "
               f"max_num_seqs={max_num_seqs!r})", source="api_server.py")
     if long_len is not None and engine_line:
-        _long_len_warning(w, long_len)
+        config_refusal.write_warning(w, long_len)
     if not engine_line:
         return
     if w.engine == "v1":
@@ -314,49 +310,6 @@ def _fail_max_len(w: _Writer, figures: dict[str, Any], detail: dict[str, Any], m
         _emit(w, "blocks", figures)
         _emit(w, "concurrency", figures)
     return _fail(w, Failure.MAX_LEN_EXCEEDS_KV, figures, _kv_frames(w))
-
-
-def _long_len_warning(w: _Writer, figures: dict[str, Any]) -> None:
-    """The warning vLLM's model config logs instead of refusing when VLLM_ALLOW_LONG_MAX_MODEL_LEN is set."""
-    tpl = templates_for("err_max_len_model", w.v, w.engine)[-1]
-    head = fill(dataclasses.replace(tpl, exception=None, tail=""), figures)
-    tail = LONG_CAUTION if w.v >= LONG_CAUTION_SINCE else LONG_OLD_NOTE + LONG_OLD_WARNING
-    w.log("api", head + tail, level="WARNING", source="config.py")
-
-
-def _fail_max_len_model(w: _Writer, model: str, max_len: int, detail: dict[str, Any]) -> str:
-    """vLLM's model config refusing --max-model-len (``vllm.model_len``): the API server's traceback on stderr, a
-    ValueError until 0.9.0, pydantic's ValidationError around the same words from 0.9.1."""
-    figures = {"max_model_len": detail.get("max_model_len", max_len),
-               "max_len_key": detail.get("max_len_key", "max_position_embeddings"),
-               "derived_max_model_len": detail.get("derived_max_model_len", max(1, max_len // 2)),
-               "model_max_length": detail.get("model_max_length", "None")}
-    tpl = templates_for("err_max_len_model", w.v, w.engine)[-1]
-    pydantic = w.v >= (0, 9, 1)
-    w.raw("api", "Traceback (most recent call last):")
-    frames = [("engine/arg_utils.py", "create_engine_config", "model_config = self.create_model_config()"),
-              ("engine/arg_utils.py", "create_model_config", "return ModelConfig(")]
-    if pydantic:
-        frames.append((f"{_PYDANTIC}/_internal/_dataclasses.py", "__init__",
-                       "s.__pydantic_validator__.validate_python(ArgsKwargs(args, kwargs), self_instance=s)"))
-    else:
-        frames += [("config.py", "__init__" if w.v < (0, 9, 0) else "__post_init__",
-                    "self.max_model_len = _get_and_verify_max_len("),
-                   ("config.py", "_get_and_verify_max_len", "raise ValueError(")]
-    for path, function, code in frames:
-        where = path if path.startswith("/") else f"{_SITE}/{path}"
-        w.raw("api", f'  File "{where}", line {120 + len(function) * 7}, in {function}')
-        w.raw("api", f"    {code}")
-    text = fill(tpl, figures)
-    if not pydantic:
-        w.raw("api", text)
-        return _text(w)
-    kwargs = f"ArgsKwargs((), {{'model': '{model}', 'runner': 'auto', 'convert': 'auto', 'task': None, ...}})"
-    shown = kwargs if len(kwargs) <= 50 else f"{kwargs[:25]}...{kwargs[-25:]}"  # pydantic shortens long inputs
-    w.raw("api", "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig")
-    w.raw("api", f"  Value error, {text} [type=value_error, input_value={shown}, input_type=ArgsKwargs]")
-    w.raw("api", "    For further information visit https://errors.pydantic.dev/2.11/v/value_error")
-    return _text(w)
 
 
 def _kv_frames(w: _Writer) -> list[tuple[str, str]]:
