@@ -39,12 +39,16 @@ def settings(length: str | None, version: str | None = "0.11.0", allow: bool = F
     ({}, "0.11.0", "max_position_embeddings", 32768),  # no rope_scaling before 0.12: an int
     ({}, "0.12.0", "max_position_embeddings", 32768.0),  # rope_theta alone becomes rope parameters: times 1.0
     ({"seq_length": 8192}, "0.8.5", "seq_length", 8192),  # the smallest key present wins
-    ({"model_max_length": 131072}, "0.8.5", "model_max_length", 131072),  # replaces the keys' minimum
-    ({"model_max_length": 131072}, "0.7.1", "max_position_embeddings", 32768),  # 0.7.1: one more key in the min
+    ({"model_max_length": 131072}, "0.8.3", "model_max_length", 131072),  # replaces the keys' minimum
+    ({"model_max_length": 131072}, "0.8.2", "max_position_embeddings", 32768),  # until 0.8.2: one more key in the min
     ({"rope_scaling": {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}}, "0.11.0",
      "max_position_embeddings", 131072.0),  # YaRN: original x factor (a float: JSON's 4.0)
     ({"rope_scaling": {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}}, "0.28.0",
      "max_position_embeddings", 32768.0),  # from 0.28 YaRN's max_position_embeddings is taken as already scaled
+    ({"rope_scaling": {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}}, "0.27.0",
+     "max_position_embeddings", 131072.0),
+    ({"max_target_positions": 448}, "0.7.0", "max_target_positions", 448),  # a key from 0.7.0 ...
+    ({"max_target_positions": 448}, "0.6.3", "max_position_embeddings", 32768),  # ... unknown to 0.6.3
     ({"rope_scaling": {"type": "dynamic", "factor": 2.0}}, "0.11.0", "max_position_embeddings", 65536.0),
     ({"rope_scaling": {"rope_type": "llama3", "factor": 8.0, "original_max_position_embeddings": 8192}}, "0.11.0",
      "max_position_embeddings", 32768),  # llama3 (and su/longrope) already state the long length

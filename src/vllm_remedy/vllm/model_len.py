@@ -3,16 +3,16 @@
 Before it sizes any memory, vLLM's model config derives the longest sequence the checkpoint was built for and
 refuses a longer ``--max-model-len`` (a ValueError; from 0.9.1 wrapped in pydantic's ValidationError) unless the
 environment sets ``VLLM_ALLOW_LONG_MAX_MODEL_LEN`` to 1 or true, when it only warns. Read from the wheels'
-``_get_and_verify_max_len`` (vllm/config.py 0.6.0-0.10.1, vllm/config/__init__.py 0.10.x, vllm/config/model.py
+``_get_and_verify_max_len`` (vllm/config.py 0.6.0-0.9.2, vllm/config/__init__.py 0.10.x, vllm/config/model.py
 0.11+; the key scan in transformers_utils/model_arch_config_convertor.py from 0.14):
 
-- the smallest of the length keys present (``hf_config.MAX_LEN_KEYS``; ``max_target_positions`` from 0.7), then
-  config.json's ``model_max_length`` replaces it outright (by 0.8.5; 0.7.1 still took the minimum);
-- times the rope factor, except for su/longrope/llama3 (and gemma3 models, by 0.8.5), YaRN starting from its
-  ``original_max_position_embeddings``; from 0.28 YaRN, deepseek_yarn and deepseek_llama_scaling are no longer
-  scaled either (their max_position_embeddings is taken as already scaled). A rope type without a factor scales by
-  1.0, which makes the number a float ("32768.0"); from 0.12 every RoPE config does (rope_theta alone becomes
-  rope parameters), so the message prints a float for nearly every modern model;
+- the smallest of the length keys present (``hf_config.MAX_LEN_KEYS``; ``max_target_positions`` from 0.7.0), then
+  config.json's ``model_max_length`` replaces it outright (from 0.8.3; 0.8.2 still took the minimum);
+- times the rope factor, except for su/longrope/llama3 (and gemma3 models, from 0.8.0), YaRN starting from its
+  ``original_max_position_embeddings``; from 0.28.0 YaRN, deepseek_yarn and deepseek_llama_scaling are no longer
+  scaled either (their max_position_embeddings is taken as already scaled; 0.27.0 still scaled YaRN). A rope type
+  without a factor scales by 1.0, which makes the number a float ("32768.0"); from 0.12 every RoPE config does
+  (rope_theta alone becomes rope parameters), so the message prints a float for nearly every modern model;
 - a length up to config.json's ``model_max_length`` is still accepted above that;
 - only --disable-sliding-window lowers it to the window, and only pooling models read the tokenizer's
   ``model_max_length`` (from 0.9.2; 0.9.1 capped every model by it, silently): neither is an input here.
@@ -34,7 +34,8 @@ _UNSCALED = ("su", "longrope", "llama3")
 _YARN_KINDS = ("yarn", "deepseek_yarn", "deepseek_llama_scaling")
 YARN_UNSCALED_SINCE = (0, 28, 0)
 ROPE_ALWAYS_SINCE = (0, 12, 0)  # patch_rope_parameters: rope_theta alone makes rope parameters (factor 1.0)
-OVERRIDE_SINCE = (0, 8, 0)  # model_max_length replaces the keys' minimum (seen in 0.8.5, absent in 0.7.1)
+OVERRIDE_SINCE = (0, 8, 3)  # config.json's model_max_length replaces the keys' minimum (0.8.2 still took the min)
+GEMMA3_SINCE = (0, 8, 0)  # gemma3's length is already scaled: no rope factor
 _REFERENCE = (0, 11, 0)  # the release whose rule ``hf_config.derived_max_model_len`` (the default length) follows
 
 
@@ -88,7 +89,7 @@ def _derive(facts: LengthFacts, v: tuple[int, int, int]) -> Limit:
     if facts.model_max_length and v >= OVERRIDE_SINCE:
         key, derived = "model_max_length", facts.model_max_length
     kind = facts.rope_type
-    if "gemma3" in facts.model_type and v >= OVERRIDE_SINCE:
+    if "gemma3" in facts.model_type and v >= GEMMA3_SINCE:
         return Limit(key, derived, facts.model_max_length)
     multiplies = kind not in _UNSCALED and not (kind in _YARN_KINDS and v >= YARN_UNSCALED_SINCE)
     if multiplies and kind == "yarn" and facts.original:
