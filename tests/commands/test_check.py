@@ -227,7 +227,9 @@ def test_a_model_outside_the_catalog_is_predicted_from_the_policys_config_file(c
 
     dep = seed_revision_14()
     model = "acme-corp/SmolLM2-1.7B-FineTune"
-    dep["spec"]["template"]["spec"]["containers"][0]["args"][0] = model
+    args = dep["spec"]["template"]["spec"]["containers"][0]["args"]
+    args[0] = model
+    args[args.index("--max-model-len") + 1] = "8192"  # SmolLM2's own maximum (16384 is refused: max_len_exceeds_model)
     manifest = tmp_path / "deploy.yaml"
     manifest.write_text(yaml.safe_dump(dep))
     (tmp_path / "configs").mkdir()

@@ -55,7 +55,7 @@ def deploys_line(lws: dict[str, Any]) -> str:
 
 
 def test_a_healthy_lws_is_sized_over_its_group_as_the_deploys_size_it(cli, tmp_path: Path) -> None:
-    """Qwen2.5-32B, PP 2 over two L40S: half the weights per GPU — it fits; the one finding under qwen-lws is the
+    """the 32B distill, PP 2 over two L40S: half the weights per GPU — it fits; the one finding under qwen-lws is the
     policy's peak concurrency, and the fix keeps the group's shape (no --tensor-parallel-size)."""
     lws = vllm_lws()
     for form in (as_kubectl_json(lws), docs_form(lws)):

@@ -1,5 +1,5 @@
 """deploys/budget.py on a multi-node vLLM LeaderWorkerSet, through the real pyinfra CLI on the rehearsal cluster: the
-planner's smallest change for the group's engine (Qwen2.5-32B split over two L40S by pipeline parallelism) written
+planner's smallest change for the group's engine (the 32B distill split over two L40S by pipeline parallelism) written
 into the leader's and the workers' templates in one guarded write, exactly as --dry showed, and waited for until every
 group is Ready; a rerun does nothing; a colleague's edit at the prompt is refused; nothing predicted to fit is one
 line and no write."""

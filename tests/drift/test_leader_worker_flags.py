@@ -18,7 +18,7 @@ from fixtures.pyinfra_run import ROOT, Rehearsal
 rehearsal = pyinfra_run.rehearsal
 SPLIT = "qwen-split"
 SPLIT_HOST = f"@k8s/rehearsal/llm/leaderworkerset/{SPLIT}"
-WORKER_ARGS = ["Qwen/Qwen2.5-32B-Instruct", "--max-model-len", "8192", "--gpu-memory-utilization", "0.50",
+WORKER_ARGS = [lws_world.GOOD_ARGS[0], "--max-model-len", "8192", "--gpu-memory-utilization", "0.50",
                *lws_world.GOOD_ARGS[5:]]
 
 

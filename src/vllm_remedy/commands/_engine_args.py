@@ -151,6 +151,9 @@ def add_engine_flags(parser: argparse.ArgumentParser, with_defaults: bool = True
                         help="whether the TP GPUs of one node have CUDA peer access (`nvidia-smi topo -p2p r`; vLLM "
                              "logs \"lacks GPU P2P capability\" when not); without it NCCL keeps its buffers in host "
                              "memory, counted on V1 below Hopper (default unknown: sized as present, less KV)")
+    parser.add_argument("--allow-long-max-model-len", action="store_true", default=None,
+                        help="the pod's env sets VLLM_ALLOW_LONG_MAX_MODEL_LEN=1: vLLM then only warns about a "
+                             "--max-model-len above the model's maximum instead of refusing to start")
 
 
 def engine_flags(args: argparse.Namespace) -> dict[str, str]:
@@ -162,8 +165,8 @@ def engine_flags(args: argparse.Namespace) -> dict[str, str]:
 
 
 def model_inputs(args: argparse.Namespace) -> dict[str, str]:
-    """--other-gib, --compile-cache and --p2p as the memory model's own inputs (``settings.MODEL_INPUTS``): not vLLM
-    flags."""
+    """--other-gib, --compile-cache, --p2p and --allow-long-max-model-len as the memory model's own inputs
+    (``settings.MODEL_INPUTS``): not vLLM flags."""
     inputs: dict[str, str] = {}
     if getattr(args, "other_gib", None) is not None:
         inputs["other-process-gib"] = str(args.other_gib)
@@ -171,6 +174,8 @@ def model_inputs(args: argparse.Namespace) -> dict[str, str]:
         inputs["compile-cache-warm"] = "true"
     if getattr(args, "p2p", None) in ("yes", "no"):
         inputs["p2p"] = "true" if args.p2p == "yes" else "false"
+    if getattr(args, "allow_long_max_model_len", None):
+        inputs["allow-long-max-model-len"] = "true"
     return inputs
 
 

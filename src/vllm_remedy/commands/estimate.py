@@ -19,7 +19,9 @@ from vllm_remedy.commands._engine_args import (
     model_inputs,
 )
 from vllm_remedy.envelope import dumps, envelope
+from vllm_remedy.vllm import model_len
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate
+from vllm_remedy.vllm.outcomes import Outcome
 from vllm_remedy.vllm.versions import rules
 
 NAME = "estimate"
@@ -39,18 +41,24 @@ def run(args: argparse.Namespace) -> int:
     gpu = load_gpu(args)
     est = estimate(model, gpu, EngineSettings.from_flags(engine_flags(args), args.vllm_version, model_inputs(args)))
     r = rules(args.vllm_version)
+    longest = model_len.limit(model, args.vllm_version)
     if args.output == "json":
         print(dumps(envelope("EstimateResult", {**est.to_json(), "model": model.name, "gpu": gpu.product,
                                                 "vllm_version": r.label, "rules": r.provenance,
-                                                "model_source": source})))
+                                                "model_source": source, "model_max_len": longest.tokens,
+                                                "model_max_len_key": longest.key})))
     else:
-        print(render(est, model.name, gpu.product, r.label))
+        print(render(est, model.name, gpu.product, r.label, longest))
     return 0
 
 
-def render(est: Estimate, model: str, gpu: str, version: str) -> str:
+def render(est: Estimate, model: str, gpu: str, version: str, longest: model_len.Limit | None = None) -> str:
     """The human view: a table of the budget and a one-line bar of the GPU's memory split."""
     outcome = est.outcome.value
+    if est.outcome is Outcome.MAX_LEN_EXCEEDS_MODEL and longest is not None:  # refused before any memory is used
+        outcome = (f"max_len_exceeds_model: vLLM refuses --max-model-len {est.max_model_len:,} above the model's "
+                   f"{longest.tokens:,} ({longest.key}); set it at most {longest.tokens:,}, or run with "
+                   f"VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (--allow-long-max-model-len) for a model known to take more")
     if est.graph_capture_oom:  # vLLM's checks pass, then the start dies capturing its graphs
         free = est.total_gib - (est.peak_gib - est.cudagraph_gib)
         outcome = (f"cudagraph_capture_oom: vLLM's checks pass and the KV cache is sized, then the CUDA graphs "

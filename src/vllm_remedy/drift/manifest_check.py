@@ -45,11 +45,12 @@ from vllm_remedy.remedies.budget import BudgetRequest, plan_budget
 from vllm_remedy.remedies.pin_gpu import canonical_product
 from vllm_remedy.remedies.plan import Plan, Step, TemplateChange
 from vllm_remedy.remedies.predict import Prediction, failed_prediction, pinned_gpu, rules_note
-from vllm_remedy.vllm import catalog, kserve, manifest, resolved
+from vllm_remedy.vllm import catalog, kserve, manifest, model_len, resolved
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS, GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, find_server
 from vllm_remedy.vllm.failures import FAILURES
 from vllm_remedy.vllm.memory import EngineSettings, estimate
+from vllm_remedy.vllm.outcomes import Outcome
 from vllm_remedy.vllm.parallel import TP, group_flags, world_size
 from vllm_remedy.vllm.versions import version_from_image
 
@@ -257,6 +258,9 @@ def _start_reason(prediction: Prediction, failed: str) -> str:
     e = prediction.estimate
     if e is None or e.fits:
         return failed
+    if e.outcome is Outcome.MAX_LEN_EXCEEDS_MODEL:  # a config refusal: the KV figures mean nothing
+        head = FAILURES[e.outcome.failure].headline
+        return f"predicted {e.outcome.value} — {head}: max-model-len {e.max_model_len:,}"
     return (f"predicted {e.outcome.value} on {prediction.gpu} — {FAILURES[e.outcome.failure].headline}: KV cache "
             f"{e.kv_cache_tokens:,} tokens, maximum concurrency {e.max_concurrency:.2f}x at max-model-len "
             f"{e.max_model_len:,}")
@@ -291,7 +295,8 @@ def _predict(server: ServerCommand, model_name: str | None, label: str | None, v
                                 "name the model in argv (positional or --model), where it can be checked"))
     settings: EngineSettings | None = None
     try:
-        settings = EngineSettings.from_flags(group_flags(server.flags) if group else dict(server.flags), version)
+        settings = EngineSettings.from_flags(group_flags(server.flags) if group else dict(server.flags), version,
+                                             model_len.env_inputs(server.container))
     except UserError as exc:
         out.append(_unknown("flags", str(exc), "write the memory flags as literal values"))
     if card is None or model is None or settings is None:

@@ -16,7 +16,7 @@ from typing import Any
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.gpus import affinity_products
 from vllm_remedy.remedies.budget.limits import margin_shortfall
-from vllm_remedy.vllm import catalog, resolved
+from vllm_remedy.vllm import catalog, model_len, resolved
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS
 from vllm_remedy.vllm.cmdline import find_server
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate
@@ -110,6 +110,7 @@ def predict_template(template: Mapping[str, Any], container: str | None = None,
     try:
         flags = group_flags(server.flags)  # pipeline stages split the model like tensor-parallel ranks
         inputs = {"other-process-gib": str(other_process_gib)} if other_process_gib else {}
+        inputs.update(model_len.env_inputs(server.container))  # VLLM_ALLOW_LONG_MAX_MODEL_LEN in the pod's env
         version = version_from_image(server.image)
         settings = EngineSettings.from_flags(flags, version, inputs)
         return Prediction(card.product, estimate(model, card, settings), rules=rules_note(version))

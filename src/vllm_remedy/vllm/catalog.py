@@ -87,6 +87,8 @@ class ModelSpec:
     vision_intermediate: int = 0
     image_patches: int = 0  # patches one largest image is cut in (encoder profiling)
     image_tokens: int = 0  # language-model tokens one image becomes (encoder cache)
+    # What vLLM's max-length check reads from config.json (``vllm.model_len``); None: a spec not built from one.
+    length: hf_config.LengthFacts | None = None
 
     @property
     def is_moe(self) -> bool:
@@ -141,6 +143,7 @@ class ModelSpec:
             intermediate_size=inter,
             vocab_size=vocab,
             max_model_len=hf_config.derived_max_model_len(text),
+            length=hf_config.length_facts(text),
             params_b=float(params_b) if params_b is not None else (counts.total + vision_params) / 1e9,
             dtype=hf_config.torch_dtype(text),
             quantization=hf_config.quantization(text),

@@ -82,6 +82,13 @@ _CLASSES = (
         precise_hint="set an explicit --max-model-len ≤ {suggested_max_model_len} "
                      "(or give the KV cache more memory)",
         error_kind="err_max_len", short_of="max_concurrency"),
+    FailureClass(  # a config error, not memory: vLLM refuses it before loading anything (vllm.model_len)
+        Failure.MAX_LEN_EXCEEDS_MODEL, "max-model-len is above the model's own maximum (config.json)",
+        step=1, hint="roll back to the last known-good revision, then set --max-model-len at most the model's "
+                     "maximum (VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 only for a model known to take longer inputs)",
+        precise_hint="roll back to the last known-good revision, then set --max-model-len ≤ {derived_max_model_len} "
+                     "(the model's {max_len_key}; it asked for {max_model_len})",
+        error_kind="err_max_len_model"),
     FailureClass(
         Failure.FREE_MEMORY_BELOW_UTILIZATION, "free GPU memory at startup is below --gpu-memory-utilization",
         step=3, hint="another process holds GPU memory; check nvidia-smi on the node, or lower "

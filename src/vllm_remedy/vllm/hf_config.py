@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from vllm_remedy.errors import UserError
@@ -229,6 +230,42 @@ def derived_max_model_len(config: Mapping[str, Any]) -> int:
             derived = float(scaling["original_max_position_embeddings"])
         derived *= factor
     return int(derived)
+
+
+@dataclass(frozen=True)
+class LengthFacts:
+    """The config.json facts vLLM's max-length check reads, kept as the JSON has them so ``vllm.model_len`` can
+    apply each release's rule (and print the numbers as vLLM prints them: 4.0 is a float in Python too)."""
+
+    keys: tuple[tuple[str, int | float], ...]  # the MAX_LEN_KEYS present, in vLLM's scan order
+    model_max_length: int | float | None = None
+    rope_type: str | None = None  # after vLLM's patch (``rope_type``)
+    factor: int | float | None = None  # rope_scaling.factor as written (None: absent)
+    original: int | float | None = None  # rope_scaling.original_max_position_embeddings (YaRN's base)
+    has_rope: bool = False  # the config carries RoPE parameters (rope_theta / rope_scaling / rope_parameters)
+    model_type: str = ""
+
+
+# Families whose transformers config class fills in a default ``rope_theta`` when config.json leaves it out: from
+# 0.12 vLLM turns that into ``rope_parameters`` and scales the derived length by 1.0 (it then prints as a float).
+_ROPE_FAMILIES = ("llama", "mistral", "mixtral", "qwen", "gemma", "phi3", "cohere", "deepseek", "gpt_oss", "gptoss",
+                  "granite", "olmo", "starcoder2", "internlm", "exaone", "glm", "minicpm", "yi")
+
+
+def length_facts(config: Mapping[str, Any]) -> LengthFacts:
+    """What ``_get_and_verify_max_len`` reads from the (text) config, for ``vllm.model_len``."""
+    keys = tuple((k, config[k]) for k in MAX_LEN_KEYS
+                 if isinstance(config.get(k), (int, float)) and not isinstance(config.get(k), bool))
+    scaling = config.get("rope_scaling") or config.get("rope_parameters")
+    scaling = scaling if isinstance(scaling, Mapping) else {}
+    family = model_type(config) or str((config.get("architectures") or [""])[0]).lower()
+    factor, original = scaling.get("factor"), scaling.get("original_max_position_embeddings")
+    has_rope = bool(scaling) or "rope_theta" in config or family.startswith(_ROPE_FAMILIES)
+    mml = config.get("model_max_length")
+    return LengthFacts(keys=keys, model_max_length=mml if isinstance(mml, (int, float)) else None,
+                       rope_type=rope_type(config), factor=factor if isinstance(factor, (int, float)) else None,
+                       original=original if isinstance(original, (int, float)) else None, has_rope=has_rope,
+                       model_type=str(config.get("model_type") or family))
 
 
 def sliding_window(config: Mapping[str, Any]) -> int | None:

@@ -74,6 +74,22 @@ _CAPTURE_OOM = (" If out-of-memory error occurs during cudagraph capture, consid
                 "needed to decrease memory usage.")
 
 
+_LONG_HEAD = ("User-specified max_model_len ({max_model_len:d}) is greater than the derived max_model_len "
+              "({max_len_key:s}={derived_max_model_len:s} or model_max_length={model_max_length:s} in model's "
+              "config.json).")
+_LONG_ENV = " To allow overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1"
+LONG_OLD_NOTE = " This may lead to incorrect model outputs or CUDA errors."  # part of the message until 0.10.1
+LONG_CAUTION = (" VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme caution. If the model uses relative position "
+                "encoding (RoPE), positions exceeding derived_max_model_len lead to nan. If the model uses absolute "
+                "position encoding, positions exceeding derived_max_model_len will cause a CUDA array out-of-bounds "
+                "error.")  # from 0.10.2, after the error's advice and in the warning the env var turns it into
+# The warning's end until 0.10.1.
+LONG_OLD_WARNING = " Make sure the value is correct and within the model context size."
+LONG_CAUTION_SINCE: Version = (0, 10, 2)
+_LONG_OLD_TAIL = LONG_OLD_NOTE + _LONG_ENV
+_LONG_TAIL = _LONG_ENV + "." + LONG_CAUTION
+
+
 def _maxlen(spec: str, unit: str, apostrophe: str = "models's") -> str:
     return (_MAXLEN_HEAD.replace("{apostrophe}", apostrophe).replace("SPEC", spec).replace("UNIT", unit))
 
@@ -209,6 +225,15 @@ TEMPLATES: tuple[Template, ...] = (
     Template("err_world_size", "World size ({world_size:d}) is larger than the number of available GPUs "
              "({available_gpus:d})", since=v("0.11.1"), level="ERROR", exception="ValueError",
              source="parallel.py", tail=" in this node."),
+    # vLLM's model config refuses a --max-model-len above the model's derived maximum (vllm/config.py, then
+    # vllm/config/model.py, ``_get_and_verify_max_len``; see ``vllm.model_len``). A plain ValueError until 0.9.0;
+    # from 0.9.1 ModelConfig is a pydantic dataclass and the same words arrive as "  Value error, <text> [type=...]"
+    # (the renderer writes that frame). The derived length prints as vLLM's number (int, or float once scaled).
+    *(Template("err_max_len_model", _LONG_HEAD, since=since, until=until, level="ERROR", source="config.py",
+               exception=exception, tail=tail)
+      for since, until, exception, tail in ((OLDEST, v("0.9.1"), "ValueError", _LONG_OLD_TAIL),
+                                            (v("0.9.1"), v("0.10.2"), None, _LONG_OLD_TAIL),
+                                            (LONG_CAUTION_SINCE, None, None, _LONG_TAIL))),
     # --- server up ------------------------------------------------------------------------------
     Template("up", "Starting vLLM API server on http://{host:s}:{port:d}", since=v("0.7.3"), until=v("0.9.1"),
              source="api_server.py"),

@@ -18,6 +18,7 @@ class Failure(str, Enum):
     OOM_LOADING_WEIGHTS = "oom_loading_weights"
     NO_CACHE_BLOCKS = "no_cache_blocks"
     MAX_LEN_EXCEEDS_KV = "max_len_exceeds_kv"
+    MAX_LEN_EXCEEDS_MODEL = "max_len_exceeds_model"
     FREE_MEMORY_BELOW_UTILIZATION = "free_memory_below_utilization"
     SAMPLER_WARMUP_OOM = "sampler_warmup_oom"
     CUDAGRAPH_CAPTURE_OOM = "cudagraph_capture_oom"
@@ -37,6 +38,9 @@ class Outcome(str, Enum):
     OOM_LOADING_WEIGHTS = Failure.OOM_LOADING_WEIGHTS.value
     NO_CACHE_BLOCKS = Failure.NO_CACHE_BLOCKS.value
     MAX_LEN_EXCEEDS_KV = Failure.MAX_LEN_EXCEEDS_KV.value
+    # vLLM's model config refuses a --max-model-len above the model's own maximum before any memory is touched
+    # (unless VLLM_ALLOW_LONG_MAX_MODEL_LEN is set): a config error, not a budget one (``vllm.model_len``).
+    MAX_LEN_EXCEEDS_MODEL = Failure.MAX_LEN_EXCEEDS_MODEL.value
     FREE_MEMORY_BELOW_UTILIZATION = Failure.FREE_MEMORY_BELOW_UTILIZATION.value
 
     def __str__(self) -> str:

@@ -83,7 +83,7 @@ def test_a_vllm_leader_serves_across_the_group_and_crash_loops_when_its_kv_cache
     cluster.set_reality(EXACT)  # the log's figures are compared with the memory model's own, number for number
     install_crd(cluster)
     ok(live_sim.kubectl(V, "-n", "llm", "apply", "-f", "-", stdin=json.dumps(vllm_lws())))
-    settled(live_sim, "qwen-lws", 1, 2)  # half of Qwen2.5-32B per L40S: fits only split TP x PP = 2 ways
+    settled(live_sim, "qwen-lws", 1, 2)  # half of the 32B distill per L40S: fits only split TP x PP = 2 ways
     patch = [{"op": "replace", "path": "/spec/leaderWorkerTemplate/leaderTemplate/spec/containers/0/args",
               "value": BAD_ARGS}]
     ok(live_sim.kubectl(V, "-n", "llm", "patch", "lws", "qwen-lws", "--type", "json", "-p", json.dumps(patch)))

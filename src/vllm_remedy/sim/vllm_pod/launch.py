@@ -14,7 +14,7 @@ from typing import Any
 from vllm_remedy import hub
 from vllm_remedy.errors import UserError
 from vllm_remedy.sim.vllm_pod import keys
-from vllm_remedy.vllm import catalog, resolved
+from vllm_remedy.vllm import catalog, model_len, resolved
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import ServerCommand, canonical_key
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, Resolved, estimate, resolve
@@ -120,7 +120,9 @@ def plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, An
         spec = model_spec(model_id, flags.get("revision"))
     except UserError:
         return Refusal(version, model_id, _no_model_error(version, model_id), "config")
-    inputs = {"other-process-gib": str(other_process_gib(node, cluster_gpu_used_mib))}
+    # The container's env is vLLM's too: VLLM_ALLOW_LONG_MAX_MODEL_LEN turns the max-length refusal into a warning.
+    inputs = {"other-process-gib": str(other_process_gib(node, cluster_gpu_used_mib)),
+              **model_len.env_inputs(container)}
     try:
         world = world_size(flags)
         settings = EngineSettings.from_flags(group_flags(flags), version, inputs)

@@ -10,7 +10,8 @@ in simulated time. Durations, in simulated seconds from container start (documen
 - ``GRAPH_SECONDS`` (12) of CUDA-graph capture (none with --enforce-eager), then the HTTP server is up
   ``UP_SECONDS`` (3) later: that is when /health answers 200 and the readiness probe passes.
 - A CUDA OOM while loading weights happens at the share of the checkpoint that fitted; a host OOM kill
-  half-way through reading it; a free-memory refusal right after boot.
+  half-way through reading it; a free-memory refusal right after boot; a --max-model-len above the model's
+  maximum ``CONFIG_SECONDS`` (3) in, at config validation.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from datetime import datetime, timedelta, timezone
 from vllm_remedy.sim.runtime import Exit, LogLine
 from vllm_remedy.sim.vllm_pod import overcommit
 from vllm_remedy.sim.vllm_pod.launch import Launch, Refusal
+from vllm_remedy.vllm import model_len
 from vllm_remedy.vllm.log_formats import default_engine, parse_version
 from vllm_remedy.vllm.memory.terms import context_gib
 from vllm_remedy.vllm.outcomes import Failure
@@ -36,6 +38,7 @@ PROFILE_SECONDS = 5.0
 GRAPH_SECONDS = 12.0
 UP_SECONDS = 3.0
 LINE_GAP = 0.1  # between consecutive lines of one phase
+CONFIG_SECONDS = 3.0  # an error in vLLM's config validation: arguments parsed, no engine, no GPU touched
 
 _STAMP = re.compile(r"\b\d{2}-\d{2} \d{2}:\d{2}:\d{2}\b")
 _ERROR = re.compile(r"(?:^|\s)ERROR \d{2}-\d{2} \d{2}:|Traceback \(most recent call last\)")
@@ -86,7 +89,28 @@ def render(launch: Launch, failure: Failure, started: datetime, detail: dict[str
         failure=failure, failure_detail=detail or _detail(launch, failure), block_size=res.block_size,
         started=started, enforce_eager=res.enforce_eager, max_num_seqs=launch.settings.max_num_seqs,
         revision=launch.revision, utilization_set=_listed_utilization(launch),
-        max_model_len_arg=launch.settings.max_model_len))
+        max_model_len_arg=launch.settings.max_model_len, long_len=_long_len(launch), typed=_typed(launch)))
+
+
+def _typed(launch: Launch) -> dict[str, object]:
+    """The arguments line's other memory flags as the command line set them (an unset or "auto" one is not listed)."""
+    s = launch.settings
+    out: dict[str, object] = {}
+    for name, value in (("dtype", s.dtype), ("kv_cache_dtype", s.kv_cache_dtype)):
+        if value != "auto":
+            out[name] = value
+    if s.max_num_batched_tokens is not None:
+        out["max_num_batched_tokens"] = s.max_num_batched_tokens
+    return out
+
+
+def _long_len(launch: Launch) -> dict[str, object] | None:
+    """The figures of the warning vLLM logs for a --max-model-len above the model's that the env var let through."""
+    typed = launch.settings.max_model_len
+    if not launch.settings.allow_long_max_model_len or typed is None:
+        return None
+    lim = model_len.refused(launch.model, typed, launch.version, allowed=False)
+    return model_len.detail(lim, typed) if lim is not None else None
 
 
 def _listed_utilization(launch: Launch) -> bool:
@@ -122,6 +146,8 @@ def _detail(launch: Launch, failure: Failure) -> dict[str, object]:
         if est.suggested_max_model_len is not None:
             detail["suggested_max_model_len"] = est.suggested_max_model_len
         return detail
+    if failure is Failure.MAX_LEN_EXCEEDS_MODEL and launch.settings.max_model_len is not None:
+        return model_len.detail(model_len.limit(launch.model, launch.version), launch.settings.max_model_len)
     if failure is Failure.FREE_MEMORY_BELOW_UTILIZATION:
         free = launch.gpu.total_gib - context_gib(launch.gpu, launch.resolved.tp) - res.other_process_gib
         return {"free_gib": max(0.0, free), "requested_gib": launch.gpu.total_gib * res.util}
@@ -151,7 +177,7 @@ def plan_start(launch: Launch, started: datetime, oom_killed: bool = False) -> P
         return Plan(tuple(timed), timed[-1].offset if timed else times["up"], None, startup_text)
     if failure is Failure.HOST_OOM_KILLED:
         return Plan(tuple(timed), None, Exit(times["partial"] + 0.5, 137, "OOMKilled"), startup_text)
-    end = {Failure.FREE_MEMORY_BELOW_UTILIZATION: BOOT_SECONDS + 1.0,
+    end = {Failure.FREE_MEMORY_BELOW_UTILIZATION: BOOT_SECONDS + 1.0, Failure.MAX_LEN_EXCEEDS_MODEL: CONFIG_SECONDS,
            Failure.OOM_LOADING_WEIGHTS: times["partial"] + 0.5}.get(failure, times["profiled"] + 1.0)
     exit_ = Exit(end, 1, "Error", tuple(stamp_all(tail, started + timedelta(seconds=end))))
     return Plan(tuple(timed), None, exit_, startup_text)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from vllm_remedy.vllm import model_len
 from vllm_remedy.vllm.catalog import GIB, GpuSpec, ModelSpec
 from vllm_remedy.vllm.memory import capture, terms
 from vllm_remedy.vllm.memory.kv_layout import check_rule
@@ -92,6 +93,8 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
 
     outside = 0.0 if in_budget else graphs
     outcome = _outcome(res, total, requested, weights, context, other, kv, blocks, tokens, max_len, layout)
+    if model_len.refused(model, settings.max_model_len, settings.version, settings.allow_long_max_model_len):
+        outcome = Outcome.MAX_LEN_EXCEEDS_MODEL  # vLLM's model config refuses it before touching the GPU
     # Graphs are captured after the KV cache is allocated; outside the budget they need the card's spare room.
     peak = requested + outside + (0.0 if r.budget == "absolute" else other + context)
     capture_oom = outcome is Outcome.FITS and outside > 0 and peak - outside <= total < peak
@@ -104,6 +107,8 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
     # "absolute" budgets already contain the context and other processes; graphs sit outside until 0.20.
     if outcome is not Outcome.FITS:
         peak = min(peak, other + context + weights + (activation if kv > 0 else 0.0))
+    if outcome is Outcome.MAX_LEN_EXCEEDS_MODEL:
+        peak = other  # refused at config time: only the other processes hold memory
     concurrency = _concurrency(res, layout, blocks, tokens, max_len)
     return Estimate(
         outcome=outcome,

@@ -30,8 +30,9 @@ DTYPES = frozenset({"auto", "bfloat16", "float16", "half", "float32", "float"})
 AUTO_MAX_MODEL_LEN_SINCE = (0, 12, 0)
 #: What the memory model needs beyond vLLM's flags: GiB other processes hold on the card, whether the sampler takes
 #: FlashInfer's kernel (an install fact), whether the torch.compile cache is warm, whether the TP ranks' GPUs have
-#: CUDA peer access (a machine fact). ``EngineSettings.from_flags`` takes them apart from the flags.
-MODEL_INPUTS = frozenset({"other-process-gib", "flashinfer", "compile-cache-warm", "p2p"})
+#: CUDA peer access (a machine fact), whether the env allows a length above the model's (VLLM_ALLOW_LONG_MAX_MODEL_LEN).
+#: ``EngineSettings.from_flags`` takes them apart from the flags.
+MODEL_INPUTS = frozenset({"other-process-gib", "flashinfer", "compile-cache-warm", "p2p", "allow-long-max-model-len"})
 _TRUE = frozenset({"", "true", "1", "yes", "on"})
 _FALSE = frozenset({"false", "0", "no", "off"})
 _UNKNOWN = frozenset({"unknown", "auto", "none"})
@@ -119,6 +120,9 @@ class EngineSettings:
     # because your platform lacks GPU P2P capability"). None = unknown, sized as present (the larger non-torch figure,
     # less KV); see ``terms.non_torch_gib``.
     p2p: bool | None = None
+    # The container's env sets VLLM_ALLOW_LONG_MAX_MODEL_LEN: vLLM warns instead of refusing a --max-model-len above
+    # the model's maximum (``vllm.model_len``).
+    allow_long_max_model_len: bool = False
 
     def __post_init__(self) -> None:
         if not 0 < self.gpu_memory_utilization <= 1:
@@ -194,6 +198,8 @@ class EngineSettings:
             kwargs["compile_cache_warm"] = _bool(given, "compile-cache-warm")
         if "p2p" in given and str(given["p2p"]).strip().lower() not in _UNKNOWN:
             kwargs["p2p"] = _bool(given, "p2p")
+        if "allow-long-max-model-len" in given:
+            kwargs["allow_long_max_model_len"] = _bool(given, "allow-long-max-model-len")
         size = _capture_size(norm, version)
         if size is not None:
             kwargs["cudagraph_capture_size"] = size

@@ -62,7 +62,19 @@ def _detail(event: Event) -> dict[str, Any]:
     if event.kind == "err_max_len" and "suggested_max_model_len" not in detail and "kv_cache_tokens" in detail:
         # V0 prints the tokens the cache holds; a max_model_len up to that number starts.
         detail["suggested_max_model_len"] = detail["kv_cache_tokens"]
+    if event.kind == "err_max_len_model":
+        # vLLM prints the derived length as its number ("32768", or "131072.0" once a rope factor scaled it) and a
+        # missing model_max_length as "None"; the detail carries whole tokens (the longest --max-model-len it takes).
+        for key in ("derived_max_model_len", "model_max_length"):
+            detail[key] = _whole(detail.get(key))
     return detail
+
+
+def _whole(text: Any) -> int | None:
+    try:
+        return int(float(str(text).replace(",", "")))
+    except ValueError:
+        return None
 
 
 def _oom(events: list[Event], ooms: list[Event], up_index: int | None,

@@ -161,6 +161,9 @@ def _scan(line: Line, found: _Matches) -> None:
         if engine:
             found.engines.add(engine)
         if kind.startswith("err_"):
+            if line.level == "WARNING":  # VLLM_ALLOW_LONG_MAX_MODEL_LEN turns the refusal into a warning: not fatal
+                found.evidence.add(line.index)
+                continue
             found.events.append(Event(kind, line.index, line.rank, values))
             found.evidence.add(line.index)
             continue

@@ -23,6 +23,7 @@ from vllm_remedy.vllm.log_formats import (
     templates_for,
 )
 from vllm_remedy.vllm.outcomes import Failure
+from vllm_remedy.vllm.startup_log import config_refusal
 
 _CYAN_OLD, _CYAN, _RESET = "\x1b[1;36m", "\x1b[0;36m", "\x1b[0;0m"
 _LEVEL_COLOUR = {"DEBUG": "\x1b[37m", "INFO": "\x1b[32m", "WARNING": "\x1b[33m", "ERROR": "\x1b[31m"}
@@ -111,7 +112,8 @@ def render_startup_log(version: str, *, model: str, tp_size: int = 1, weights_gi
                        block_size: int = 16, started: datetime | None = None, color: bool = False,
                        enforce_eager: bool = False, max_num_seqs: int | None = None,
                        revision: str | None = None, utilization_set: bool = True,
-                       max_model_len_arg: int | None = 0) -> str:
+                       max_model_len_arg: int | None = 0, long_len: dict[str, Any] | None = None,
+                       typed: dict[str, Any] | None = None) -> str:
     """A realistic log of one start of ``version`` that ends in ``failure``.
 
     Figures a version does not print are simply not in its log. ``failure_detail`` supplies the
@@ -123,7 +125,10 @@ def render_startup_log(version: str, *, model: str, tp_size: int = 1, weights_gi
     ``utilization_set=False`` (the flag left at the release's default) leaves the utilization out of 0.9+'s
     "non-default args", as real logs do: it then shows only where the engine prints the figure it used.
     ``max_model_len_arg`` is --max-model-len as typed (-1 for auto, None when unset, which leaves it out of the
-    arguments; 0, the default, lists ``max_model_len``).
+    arguments; 0, the default, lists ``max_model_len``). ``long_len``: the figures of a --max-model-len above the
+    model's maximum that VLLM_ALLOW_LONG_MAX_MODEL_LEN let through, which vLLM then only warns about. ``typed``: other
+    arguments set on the command line, by vLLM's names (``dtype``, ``kv_cache_dtype``, ``max_num_batched_tokens``),
+    listed as vLLM lists them; the config line then shows the dtypes they resolve to.
     """
     ver = parse_version(version)
     eng = engine or default_engine(ver)
@@ -141,9 +146,14 @@ def render_startup_log(version: str, *, model: str, tp_size: int = 1, weights_gi
         "gpu_blocks": blocks, "cpu_blocks": 2048, "kv_cache_tokens": tokens, "concurrency_max_len": max_model_len,
         "max_concurrency": concurrency, "graph_seconds": 14, "cudagraph_gib": cudagraph_gib or 0.0,
     }
+    at_config = failure is Failure.MAX_LEN_EXCEEDS_MODEL  # before the engine (and its config line) exists
     _preamble(w, version, model, tp_size, max_model_len, gpu_memory_utilization, enforce_eager,
               max_num_seqs=max_num_seqs, revision=revision, utilization_set=utilization_set,
-              typed_len=max_model_len if max_model_len_arg == 0 else max_model_len_arg)
+              typed_len=max_model_len if max_model_len_arg == 0 else max_model_len_arg, engine_line=not at_config,
+              long_len=long_len, typed=typed or {})
+    if at_config:
+        config_refusal.write_refusal(w, model, max_model_len, detail)
+        return _text(w)
     if failure is Failure.FREE_MEMORY_BELOW_UTILIZATION:
         return _fail_free_memory(w, figures, detail)
     if failure is Failure.WORLD_SIZE_EXCEEDS_GPUS:  # config time: nothing was loaded
@@ -209,11 +219,13 @@ def _emit(w: _Writer, kind: str, figures: dict[str, Any], *, ranks: bool = False
 
 def _preamble(w: _Writer, version: str, model: str, tp: int, max_len: int, util: float, eager: bool, *,
               max_num_seqs: int | None = None, revision: str | None = None, utilization_set: bool = True,
-              typed_len: int | None = None) -> None:
+              typed_len: int | None = None, engine_line: bool = True,
+              long_len: dict[str, Any] | None = None, typed: dict[str, Any] | None = None) -> None:
     """Banner, arguments line and the engine's config line. The dict of 0.9+ lists only non-default arguments in the
-    parser's order (model config, parallel, cache, scheduler): revision before max_model_len, max_num_seqs last, as
-    real logs show. The arguments carry --max-model-len as typed (``typed_len``), the config line the length the
-    engine resolved (``max_len``)."""
+    parser's order (model config, parallel, cache, scheduler): dtype before revision (from 0.9; after it in the older
+    Namespace), revision before max_model_len, kv_cache_dtype after the utilization, max_num_batched_tokens before
+    max_num_seqs, as real logs show. The arguments carry --max-model-len as typed (``typed_len``), the config line the
+    length the engine resolved (``max_len``)."""
     if w.v < (0, 25, 0):
         w.log("api", f"vLLM API server version {version}", source="api_server.py")
     if w.v >= (0, 15, 0):
@@ -221,7 +233,10 @@ def _preamble(w: _Writer, version: str, model: str, tp: int, max_len: int, util:
                     f"  █▄█▀ █     █     █     █  model   {model}", "   ▀▀  ▀▀▀▀▀ ▀▀▀▀▀ ▀     ▀"):
             w.log("api", art, source="utils.py", step=0)
     if w.v >= (0, 9, 0):
+        extra = typed or {}
         args: dict[str, Any] = {"model_tag": model, "model": model}
+        if extra.get("dtype") is not None:
+            args["dtype"] = extra["dtype"]
         if revision is not None:
             args["revision"] = revision
         if typed_len is not None:  # the parser's default is None: only a typed length is a non-default arg
@@ -232,23 +247,43 @@ def _preamble(w: _Writer, version: str, model: str, tp: int, max_len: int, util:
             args["tensor_parallel_size"] = tp
         if eager:
             args["enforce_eager"] = True
+        if extra.get("kv_cache_dtype") is not None:
+            args["kv_cache_dtype"] = extra["kv_cache_dtype"]
+        if extra.get("max_num_batched_tokens") is not None:
+            args["max_num_batched_tokens"] = extra["max_num_batched_tokens"]
         if max_num_seqs is not None:
             args["max_num_seqs"] = max_num_seqs
         w.log("api", f"non-default args: {args}", source="utils.py")
     else:
-        w.log("api", f"args: Namespace(model='{model}', revision={revision!r}, max_model_len={typed_len}, "
-              f"gpu_memory_utilization={util}, tensor_parallel_size={tp}, enforce_eager={eager}, "
+        extra = typed or {}
+        w.log("api", f"args: Namespace(model='{model}', revision={revision!r}, "
+              f"dtype={extra.get('dtype') or 'auto'!r}, max_model_len={typed_len}, tensor_parallel_size={tp}, "
+              f"gpu_memory_utilization={util}, kv_cache_dtype={extra.get('kv_cache_dtype') or 'auto'!r}, "
+              f"enforce_eager={eager}, max_num_batched_tokens={extra.get('max_num_batched_tokens')!r}, "
               f"max_num_seqs={max_num_seqs!r})", source="api_server.py")
+    if long_len is not None and engine_line:
+        config_refusal.write_warning(w, long_len)
+    if not engine_line:
+        return
     if w.engine == "v1":
         title = "a V1 LLM engine" if w.v >= (0, 7, 2) else "an LLM engine"
     else:
         title = "a V0 LLM engine" if w.v >= (0, 7, 2) else "an LLM engine"
     w.log("engine", f"Initializing {title} (v{version}) with config: model='{model}', speculative_config=None, "
-          f"tokenizer='{model}', skip_tokenizer_init=False, tokenizer_mode=auto, revision=None, "
-          f"trust_remote_code=False, dtype=torch.bfloat16, max_seq_len={max_len}, download_dir=None, "
+          f"tokenizer='{model}', skip_tokenizer_init=False, tokenizer_mode=auto, revision={revision}, "
+          f"trust_remote_code=False, dtype=torch.{_torch_dtype(extra.get('dtype'))}, max_seq_len={max_len}, "
+          f"download_dir=None, "
           f"load_format=auto, tensor_parallel_size={tp}, pipeline_parallel_size=1, "
-          f"disable_custom_all_reduce=False, quantization=None, enforce_eager={eager}, kv_cache_dtype=auto, "
+          f"disable_custom_all_reduce=False, quantization=None, enforce_eager={eager}, "
+          f"kv_cache_dtype={extra.get('kv_cache_dtype') or 'auto'}, "
           f"seed=0, served_model_name={model}", source="core.py" if w.engine == "v1" else "llm_engine.py")
+
+
+def _torch_dtype(typed: str | None) -> str:
+    """The torch dtype the engine's config line prints for --dtype as typed (unset or auto: the checkpoint's, taken
+    as bfloat16 here)."""
+    name = {"half": "float16", "float": "float32"}.get(str(typed), str(typed))
+    return "bfloat16" if typed in (None, "auto") else name
 
 
 def _fail(w: _Writer, failure: Failure, figures: dict[str, Any], frames: list[tuple[str, str]]) -> str:

@@ -1,0 +1,77 @@
+"""The rendered log of vLLM's model config refusing a --max-model-len above the model's maximum (``vllm.model_len``).
+
+The check runs in the API server while it builds the engine config, before any engine or GPU exists, so the log is
+the banner, the arguments and the server's own traceback on stderr: a ValueError until 0.9.0, pydantic's
+ValidationError around the same words from 0.9.1 (ModelConfig became a pydantic dataclass). With
+VLLM_ALLOW_LONG_MAX_MODEL_LEN set, the same words are a WARNING and the start goes on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Protocol
+
+from vllm_remedy.vllm.log_formats import (
+    LONG_CAUTION,
+    LONG_CAUTION_SINCE,
+    LONG_OLD_NOTE,
+    LONG_OLD_WARNING,
+    Version,
+    fill,
+    templates_for,
+)
+
+_PACKAGES = "/usr/local/lib/python3.12/dist-packages"
+PYDANTIC_SINCE: Version = (0, 9, 1)
+
+
+class Writer(Protocol):
+    """What of the renderer's writer this module uses (``render._Writer``)."""
+
+    v: Version
+    engine: str
+
+    def raw(self, role: str, text: str, rank: int = 0) -> None: ...
+
+    def log(self, role: str, message: str, *, level: str = "INFO", source: str = "worker.py", rank: int = 0,
+            step: float = 0.4) -> None: ...
+
+
+def write_warning(w: Writer, figures: dict[str, Any]) -> None:
+    """The warning vLLM's model config logs instead of refusing when VLLM_ALLOW_LONG_MAX_MODEL_LEN is set."""
+    tpl = templates_for("err_max_len_model", w.v, w.engine)[-1]
+    head = fill(dataclasses.replace(tpl, exception=None, tail=""), figures)
+    tail = LONG_CAUTION if w.v >= LONG_CAUTION_SINCE else LONG_OLD_NOTE + LONG_OLD_WARNING
+    w.log("api", head + tail, level="WARNING", source="config.py")
+
+
+def write_refusal(w: Writer, model: str, max_len: int, detail: dict[str, Any]) -> None:
+    """The API server's traceback for the refusal, with ``detail``'s figures (``model_len.detail``) or stand-ins."""
+    figures = {"max_model_len": detail.get("max_model_len", max_len),
+               "max_len_key": detail.get("max_len_key", "max_position_embeddings"),
+               "derived_max_model_len": detail.get("derived_max_model_len", max(1, max_len // 2)),
+               "model_max_length": detail.get("model_max_length", "None")}
+    tpl = templates_for("err_max_len_model", w.v, w.engine)[-1]
+    pydantic = w.v >= PYDANTIC_SINCE
+    w.raw("api", "Traceback (most recent call last):")
+    frames = [("vllm/engine/arg_utils.py", "create_engine_config", "model_config = self.create_model_config()"),
+              ("vllm/engine/arg_utils.py", "create_model_config", "return ModelConfig(")]
+    if pydantic:
+        frames.append(("pydantic/_internal/_dataclasses.py", "__init__",
+                       "s.__pydantic_validator__.validate_python(ArgsKwargs(args, kwargs), self_instance=s)"))
+    else:
+        frames += [("vllm/config.py", "__init__" if w.v < (0, 9, 0) else "__post_init__",
+                    "self.max_model_len = _get_and_verify_max_len("),
+                   ("vllm/config.py", "_get_and_verify_max_len", "raise ValueError(")]
+    for path, function, code in frames:
+        w.raw("api", f'  File "{_PACKAGES}/{path}", line {120 + len(function) * 7}, in {function}')
+        w.raw("api", f"    {code}")
+    text = fill(tpl, figures)
+    if not pydantic:
+        w.raw("api", text)
+        return
+    kwargs = f"ArgsKwargs((), {{'model': '{model}', 'runner': 'auto', 'convert': 'auto', 'task': None, ...}})"
+    shown = kwargs if len(kwargs) <= 50 else f"{kwargs[:25]}...{kwargs[-25:]}"  # pydantic shortens long inputs
+    w.raw("api", "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig")
+    w.raw("api", f"  Value error, {text} [type=value_error, input_value={shown}, input_type=ArgsKwargs]")
+    w.raw("api", "    For further information visit https://errors.pydantic.dev/2.11/v/value_error")
