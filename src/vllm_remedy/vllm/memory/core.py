@@ -125,9 +125,11 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
 
 
 def graphs_in_budget(res: Resolved) -> bool:
-    """Whether the KV budget already subtracts a CUDA-graph estimate: V1 from 0.20, but not Model Runner V2, whose
-    ``profile_cudagraph_memory`` returns 0 (its graphs are captured after the KV cache, outside it)."""
-    return res.rules.cudagraph_in_budget and not res.runner_v2
+    """Whether the KV budget already subtracts a CUDA-graph estimate: V1 from 0.20; Model Runner V2 from 0.29
+    (``profile_cudagraph_memory`` returns 0 through 0.28, v1/worker/gpu/model_runner.py@0.28.0, so its graphs were
+    captured after the KV cache, outside it; gpu/cudagraph_utils.py@0.29.0 measures them first)."""
+    r = res.rules
+    return r.cudagraph_in_budget and (not res.runner_v2 or r.runner_v2_graphs_in_budget)
 
 
 def _longest(layout: terms.KvLayout, res: Resolved, kv: float, tokens: int, cap: int) -> int:
