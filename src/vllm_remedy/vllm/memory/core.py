@@ -137,8 +137,16 @@ def _longest(layout: terms.KvLayout, res: Resolved, kv: float, tokens: int, cap:
     search over the need its max-length check computes otherwise (``kv_layout.check_rule``: a sliding-window group
     needs only its window, and 0.14-0.18 count only the first group)."""
     if layout.windows == (None,):
-        return tokens
-    return layout.longest(kv * GIB, res.mnbt, cap, check_rule(res.rules.version))
+        return max(0, tokens - layout.block_size) if res.rules.max_len_check_reserves_null_block else tokens
+    return layout.longest(_check_bytes(res, layout, kv), res.mnbt, cap, check_rule(res.rules.version))
+
+
+def _check_bytes(res: Resolved, layout: terms.KvLayout, kv: float) -> float:
+    """The bytes the one-request check and the max-length search compare with: the KV budget, from 0.29.0 less the
+    null block the BlockPool holds back (``check_enough_kv_cache_memory`` and ``get_kv_cache_configs``,
+    v1/core/kv_cache_utils.py@0.29.0: "Reserve the null block BlockPool permanently holds back"; the block is the
+    largest group's pages, ``_get_kv_cache_bytes_per_block``, i.e. ``layout.block_bytes``)."""
+    return kv * GIB - (layout.block_bytes if res.rules.max_len_check_reserves_null_block else 0)
 
 
 def _outcome(res: Resolved, total: float, requested: float, weights: float, context: float, other: float,
@@ -156,7 +164,7 @@ def _outcome(res: Resolved, total: float, requested: float, weights: float, cont
     if r.engine == "V0":
         exceeds = tokens < max_len
     else:
-        exceeds = layout.needed_bytes(max_len, res.mnbt, check_rule(r.version)) > kv * GIB
+        exceeds = layout.needed_bytes(max_len, res.mnbt, check_rule(r.version)) > _check_bytes(res, layout, kv)
     return Outcome.MAX_LEN_EXCEEDS_KV if exceeds else Outcome.FITS
 
 
