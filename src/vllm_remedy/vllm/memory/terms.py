@@ -63,6 +63,11 @@ V0_FORWARD_VALUES_PER_TOKEN = 3
 # on the MRv2 logs of packed-weight checkpoints (AWQ on an RTX 4080 and an L4: 2.4-3.1 -> 3.1), which are therefore in
 # sample; a warm torch.compile cache leaves only the sampler phase.
 MRV2_FORWARD_VALUES_PER_TOKEN = 3.1
+# From 0.33.0 MRv2's profile samples a second time with SamplingParams.for_sampler_warmup() (temperature, top-k 50,
+# top-p 0.9, min-p, penalties, logit bias, bad words, logprobs 5) on the same rows, so the profiled peak pays for the
+# float32 logits pipeline (``_dummy_sampler_run``, v1/worker/gpu/model_runner.py@0.33.0;
+# ``versions.MRV2_FULL_SAMPLER_PROFILE_SINCE``). Sized per logit as V1's non-greedy sampler warm-up (FlashInfer's
+# buffers where it runs, else ``V1_SAMPLER_BYTES_PER_LOGIT``): a stand-in, not fitted (no log of 0.33 or later).
 # A cold torch.compile compiles the model inside vLLM's profiling window, and Inductor's standalone compile autotunes
 # every generated Triton kernel at compile time on full-size random copies of its inputs (torch `standalone_compile`
 # forces `triton.autotune_at_compile_time`; `codegen/wrapper.py` `generate_and_run_autotune_block`): the embedding
@@ -246,10 +251,15 @@ def mrv2_activation_gib(model: ModelSpec, res: Resolved, capability: tuple[int, 
     tokens without attention, then ``_dummy_sampler_run`` on min(mnbt, max_num_seqs) rows while the forward's hidden
     states are still held: the logits, and the sampler's float32 copy (``Sampler.sample``; the dummy requests skip
     top-k/top-p, so nothing sorts). The forward phase is sized per token like V0's, with its own count of values
-    (``MRV2_FORWARD_VALUES_PER_TOKEN``); a cold compile's autotuning is a phase of its own (``cold_compile_gib``)."""
+    (``MRV2_FORWARD_VALUES_PER_TOKEN``); a cold compile's autotuning is a phase of its own (``cold_compile_gib``).
+    From 0.33 a second, full-pipeline sampler pass on the same rows."""
     dt = res.weight_dtype_bytes
     rows = min(res.max_num_seqs, res.mnbt)
-    sampler = rows * model.vocab_size * (dt + 4) + res.mnbt * model.hidden_size * dt
+    per_logit = dt + 4.0
+    if res.rules.runner_v2_full_sampler_profile:  # the warm-up pass (MRV2_FULL_SAMPLER_PROFILE_SINCE)
+        full = dt + 4.0 * FLASHINFER_FP32_BUFFERS_PER_LOGIT if res.flashinfer_sampler else V1_SAMPLER_BYTES_PER_LOGIT
+        per_logit = max(per_logit, full)
+    sampler = rows * model.vocab_size * per_logit + res.mnbt * model.hidden_size * dt
     forward = 0.0
     if not model.is_moe and not res.compile_cache_warm:  # warm: the fused graph's forward stays under the sampler
         forward = res.mnbt * MRV2_FORWARD_VALUES_PER_TOKEN * (model.intermediate_size / res.tp + model.hidden_size) * dt
