@@ -68,6 +68,9 @@ MRV2_FORWARD_VALUES_PER_TOKEN = 3.1
 # float32 logits pipeline (``_dummy_sampler_run``, v1/worker/gpu/model_runner.py@0.33.0;
 # ``versions.MRV2_FULL_SAMPLER_PROFILE_SINCE``). Sized per logit as V1's non-greedy sampler warm-up (FlashInfer's
 # buffers where it runs, else ``V1_SAMPLER_BYTES_PER_LOGIT``): a stand-in, not fitted (no log of 0.33 or later).
+# From 0.27.0 MRv2's ``profile_run`` profiles the encoder cache first (``encoder_runner.profile_encoder_cache``,
+# v1/worker/gpu/model_runner.py@0.27.0; absent at 0.26.0), so the vision encoder term applies to it from then.
+MRV2_ENCODER_PROFILE_SINCE = (0, 27, 0)
 # A cold torch.compile compiles the model inside vLLM's profiling window, and Inductor's standalone compile autotunes
 # every generated Triton kernel at compile time on full-size random copies of its inputs (torch `standalone_compile`
 # forces `triton.autotune_at_compile_time`; `codegen/wrapper.py` `generate_and_run_autotune_block`): the embedding
@@ -252,7 +255,7 @@ def mrv2_activation_gib(model: ModelSpec, res: Resolved, capability: tuple[int, 
     states are still held: the logits, and the sampler's float32 copy (``Sampler.sample``; the dummy requests skip
     top-k/top-p, so nothing sorts). The forward phase is sized per token like V0's, with its own count of values
     (``MRV2_FORWARD_VALUES_PER_TOKEN``); a cold compile's autotuning is a phase of its own (``cold_compile_gib``).
-    From 0.33 a second, full-pipeline sampler pass on the same rows."""
+    From 0.33 a second, full-pipeline sampler pass on the same rows; from 0.27 the encoder profile."""
     dt = res.weight_dtype_bytes
     rows = min(res.max_num_seqs, res.mnbt)
     per_logit = dt + 4.0
@@ -266,7 +269,8 @@ def mrv2_activation_gib(model: ModelSpec, res: Resolved, capability: tuple[int, 
     extra = FLOAT32_EXTRA_GIB if dt == 4 else 0.0
     backend = mxfp4_backend(model, res, capability)
     forward = max(forward, _transient_moe_bytes(model, res, backend))
-    return max(sampler, forward) / GIB + extra + _moe_gib(model, res, backend) + _encoder_gib(model, res)
+    encoder = _encoder_gib(model, res) if res.rules.version >= MRV2_ENCODER_PROFILE_SINCE else 0.0
+    return max(sampler, forward) / GIB + extra + _moe_gib(model, res, backend) + encoder
 
 
 def activation_gib(model: ModelSpec, res: Resolved, capability: tuple[int, int] | None = None) -> float:
