@@ -81,6 +81,8 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
         kv -= other  # other processes' memory shows up as used device memory
     if in_budget:
         kv -= graphs
+    if r.kv_sized_after_warmup:
+        kv = kv_after_warmup(total, requested, weights + non_torch + graphs, activation, context + other)
     layout = terms.kv_layout(model, res)
     block_bytes = layout.block_bytes
     blocks = max(0, int(kv * GIB // block_bytes)) if kv > 0 else 0
@@ -90,10 +92,12 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
     if res.auto_len and tokens > 0:
         max_len = min(max_len, _longest(layout, res, kv, tokens, max_len))
 
-    outside = 0.0 if in_budget else graphs
+    outside = 0.0 if in_budget or r.kv_sized_after_warmup else graphs
     outcome = _outcome(res, total, requested, weights, context, other, kv, blocks, tokens, max_len, layout)
     # Graphs are captured after the KV cache is allocated; outside the budget they need the card's spare room.
     peak = requested + outside + (0.0 if r.budget == "absolute" else other + context)
+    if r.kv_sized_after_warmup:  # what the start holds: everything measured, the cache, the kept transient
+        peak = other + context + weights + non_torch + graphs + max(kv, 0.0) + activation
     capture_oom = outcome is Outcome.FITS and outside > 0 and peak - outside <= total < peak
     needed = suggested = None
     if outcome is Outcome.MAX_LEN_EXCEEDS_KV:
@@ -130,6 +134,23 @@ def graphs_in_budget(res: Resolved) -> bool:
     captured after the KV cache, outside it; gpu/cudagraph_utils.py@0.29.0 measures them first)."""
     r = res.rules
     return r.cudagraph_in_budget and (not res.runner_v2 or r.runner_v2_graphs_in_budget)
+
+
+# The extensible KV cache's safety margin (v1/worker/extensible_kv_cache.py@0.34.0, CUDA): at least 1 GiB, or 0.75 of
+# the transient peak kept free.
+KV_MARGIN_FLOOR_GIB = 1.0
+KV_MARGIN_TRANSIENT_FRACTION = 0.75
+
+
+def kv_after_warmup(total: float, requested: float, used: float, transient: float, before_start: float) -> float:
+    """0.34's KV cache, sized after warmup and graph capture from measured memory (``measure_kv_cache_bytes``,
+    v1/worker/extensible_kv_cache.py@0.34.0): the budget ``requested`` (ceil(T x u), u = 1.0 when unset) less what the
+    engine uses since its start (``used``: weights, non-torch memory, the captured graphs), capped by the device's
+    free memory (``total`` less ``before_start``: CUDA context and other processes, and ``used``) less a margin of
+    max(1 GiB, 0.75 x transient); then the transient peak (the profile's headroom) is kept free as well. Torch's
+    reservation growth during warmup, the other candidate for what is kept free, is taken as not above the peak."""
+    margin = max(KV_MARGIN_FLOOR_GIB, KV_MARGIN_TRANSIENT_FRACTION * transient)
+    return min(requested - used, total - before_start - used - margin) - transient
 
 
 def _longest(layout: terms.KvLayout, res: Resolved, kv: float, tokens: int, cap: int) -> int:
