@@ -59,10 +59,14 @@ FLOAT32_EXTRA_GIB = 0.2  # float32 runs peaked 0.3 GiB above bf16 (Llama-3.1-8B,
 # VLLM_USE_FLASHINFER_SAMPLER=1): the same sort as V1 before 0.17, so the same bytes per logit. Only the
 # driver rank samples, so at TP >= 2 the sort lands on rank 0, whose KV budget is the smallest.
 V0_FORWARD_VALUES_PER_TOKEN = 3
-# Model Runner V2's dummy forward over mnbt tokens (``mrv2_activation_gib``), in values per token of (I/TP + H). Fitted
-# on the MRv2 logs of packed-weight checkpoints (AWQ on an RTX 4080 and an L4: 2.4-3.1 -> 3.1), which are therefore in
-# sample; a warm torch.compile cache leaves only the sampler phase.
-MRV2_FORWARD_VALUES_PER_TOKEN = 3.1
+# Model Runner V2's dummy forward over mnbt tokens (``mrv2_activation_gib``), in values per token of (I/TP + H). NOT
+# FITTED: it was fitted (3.1) on the RTX 4080 0.26.0 and L4 0.28.0 AWQ `vllm serve` logs read as 8192 batch tokens, but
+# serve ran 2048 there (engine/arg_utils.py get_batch_defaults, every release 0.21-0.34), where their peak is the cold
+# compile's embedding copy and any count up to ~11.9 gives the same estimate: no log constrains it. Now V0's count for
+# the same MLP, read from its code (gate_up's 2 x I/TP and the activation's I/TP held at once, plus the residual, hidden
+# and output copies of H); it binds only at a large mnbt with a warm or no compile. A warm torch.compile cache leaves
+# only the sampler phase.
+MRV2_FORWARD_VALUES_PER_TOKEN = V0_FORWARD_VALUES_PER_TOKEN
 # From 0.33.0 MRv2's profile samples a second time with SamplingParams.for_sampler_warmup() (temperature, top-k 50,
 # top-p 0.9, min-p, penalties, logit bias, bad words, logprobs 5) on the same rows, so the profiled peak pays for the
 # float32 logits pipeline (``_dummy_sampler_run``, v1/worker/gpu/model_runner.py@0.33.0;
