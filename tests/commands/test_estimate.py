@@ -109,18 +109,18 @@ def test_a_hostile_model_config_is_one_line_exit_2(cli, tmp_path) -> None:
         assert got.stderr.startswith(f"vllm-remedy: error: {path}: {said}"), got.stderr
 
 
-@pytest.mark.parametrize("version", ["0.34.0", "v0.35.1"])
+@pytest.mark.parametrize("version", ["0.35.0", "v0.35.1"])
 def test_a_version_newer_than_modelled_is_flagged_in_both_outputs(cli, version):
-    """Rules for a release not modelled (0.34: read, its after-warmup sizing not modelled; 0.35: unknown) are the
-    newest modelled ones, extrapolated: never printed as modelled."""
+    """Rules for a release not modelled (0.35: newer than any read) are the newest modelled ones, extrapolated:
+    never printed as modelled."""
     args = ("estimate", "--model", "Qwen/Qwen2.5-7B-Instruct", "--gpu", "NVIDIA-L4", "--vllm-version", version)
     human, machine = cli(*args), cli(*args, "-o", "json")
     assert human.returncode == machine.returncode == 0, human.stderr + machine.stderr
     shown = version.lstrip("v")
-    assert f"/ {shown} (rules: extrapolated from 0.33)" in human.stdout
+    assert f"/ {shown} (rules: extrapolated from 0.34)" in human.stdout
     data = json.loads(machine.stdout)
-    assert (data["vllm_version"], data["rules"]) == (f"{shown} (rules: extrapolated from 0.33)",
-                                                     "extrapolated from 0.33")
+    assert (data["vllm_version"], data["rules"]) == (f"{shown} (rules: extrapolated from 0.34)",
+                                                     "extrapolated from 0.34")
 
 
 def test_a_modelled_version_says_modelled(cli):

@@ -9,7 +9,7 @@ from fixtures.pyinfra_run import Rehearsal
 from fixtures.restore_world import host_out, quiet, vllm_runtime
 
 rehearsal = pyinfra_run.rehearsal
-IMAGE = "vllm/vllm-openai:v0.34.0"
+IMAGE = "vllm/vllm-openai:v0.35.0"
 
 
 def newer_image(dep: dict) -> None:
@@ -18,16 +18,16 @@ def newer_image(dep: dict) -> None:
 
 def test_a_newer_release_is_flagged_in_the_pods_log_and_the_deploys_prediction(rehearsal: Rehearsal) -> None:
     vllm_runtime(rehearsal)
-    rehearsal.change(newer_image, change_cause="upgrade vLLM to 0.34.0")
+    rehearsal.change(newer_image, change_cause="upgrade vLLM to 0.35.0")
     rolled_out(rehearsal)
     quiet(rehearsal)
     client = rehearsal.client()
     for pod in live_pods(rehearsal):
-        assert ("[vllm-remedy rehearsal] vLLM 0.34.0 is newer than the newest modelled release: memory rules "
-                "extrapolated from 0.33") in client.pod_log(NS, pod["metadata"]["name"], "vllm")
+        assert ("[vllm-remedy rehearsal] vLLM 0.35.0 is newer than the newest modelled release: memory rules "
+                "extrapolated from 0.34") in client.pod_log(NS, pod["metadata"]["name"], "vllm")
     got = rehearsal.pyinfra(LOCAL, BUDGET, "--dry")
     assert got.returncode == 0, got.stderr
     predictions = [line for line in host_out(got.stderr) if "prediction on " in line]
     # The dry run's prediction lines, a plan's or a no-op's, name the extrapolated rules.
-    assert predictions and all("(vLLM 0.34.0: rules extrapolated from 0.33)" in line for line in predictions), \
+    assert predictions and all("(vLLM 0.35.0: rules extrapolated from 0.34)" in line for line in predictions), \
         predictions

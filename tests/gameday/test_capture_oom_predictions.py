@@ -4,7 +4,7 @@ vLLM 0.27.1 runs Model Runner V2 for dense models: its CUDA graphs are captured 
 budget, so Llama-3.1-8B at utilization 0.98 on an L40S passes every vLLM check and dies in capture. The memory model
 predicts exactly that (``Estimate.graph_capture_oom``); the game-day report must not print ``predicted: fits ...
 agree: no`` for it. 0.27.1's rules are read from its source (modelled: no "extrapolated" anywhere in the row), while a
-release newer than the newest modelled one (0.33) says its rules are extrapolated, as every other output does.
+release newer than the newest modelled one (0.34) says its rules are extrapolated, as every other output does.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from vllm_remedy.sim.vllm_pod.keys import GPU_USED_GIB
 
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 NODE = {"metadata": {"name": "gpu-l40s-3", "labels": {"nvidia.com/gpu.product": "NVIDIA-L40S"}}}
-EXTRAPOLATED = "vLLM 0.35.0: rules extrapolated from 0.33"
+EXTRAPOLATED = "vLLM 0.35.0: rules extrapolated from 0.34"
 #: Revision 15 of the runbook's llama-8b: 0.27.1 at utilization 0.98; restore goes back to revision 14.
 SCENARIO = f"""name: mrv2-u98
 title: "0.27.1 at utilization 0.98: graphs do not fit after the KV cache"

@@ -27,20 +27,20 @@ RTX4090 = catalog.gpu("NVIDIA-GeForce-RTX-4090")
 L4 = catalog.gpu("NVIDIA-L4")
 
 
-def test_every_release_to_0_34_is_known_and_0_33_the_newest_modelled():
-    """0.34 sizes the KV cache after warmup (the extensible KV cache), which the model does not compute yet."""
-    assert (NEWEST_RELEASE, NEWEST_MODELLED) == ((0, 34, 0), (0, 33, 0))
-    assert rules(None).label == "unknown (rules of 0.34, extrapolated from 0.33)"
-    assert rules("0.34.0").label == "0.34.0 (rules: extrapolated from 0.33)"
-    assert [rules(v).label for v in ("0.21.0", "0.25.1", "0.27.1", "0.33.0")] == ["0.21.0", "0.25.1", "0.27.1",
-                                                                                 "0.33.0"]
+def test_every_release_to_0_34_is_known_and_modelled():
+    """0.34 sizes the KV cache after warmup (the extensible KV cache), which core.kv_after_warmup computes."""
+    assert (NEWEST_RELEASE, NEWEST_MODELLED) == ((0, 34, 0), (0, 34, 0))
+    assert rules(None).label == "unknown (rules of 0.34, extrapolated from 0.34)"
+    assert rules("0.35.0").label == "0.35.0 (rules: extrapolated from 0.34)"
+    assert [rules(v).label for v in ("0.21.0", "0.25.1", "0.27.1", "0.33.0", "0.34.0")] == [
+        "0.21.0", "0.25.1", "0.27.1", "0.33.0", "0.34.0"]
 
 
 @pytest.mark.parametrize(("version", "default"), [("0.19.1", 0.9), ("0.20.0", 0.92), ("0.21.0", 0.92),
-                                                  ("0.22.0", 0.92), ("0.33.0", 0.92), ("0.34.0", 0.92)])
+                                                  ("0.22.0", 0.92), ("0.33.0", 0.92), ("0.34.0", 1.0)])
 def test_unset_utilization_defaults_to_0_92_from_0_20(version: str, default: float):
     """config/cache.py@0.20.0 `Field(default=0.92, ...)`, 0.9 at 0.19.1. 0.34 resolves an unset value to 1.0 with the
-    extensible KV cache; the model keeps 0.92 there (its after-warmup sizing is not modelled)."""
+    extensible KV cache (``resolved_gpu_memory_utilization``, config/cache.py@0.34.0), on by default on CUDA."""
     assert rules(version).default_gpu_memory_utilization == default
 
 

@@ -20,10 +20,10 @@ Budget = Literal["absolute", "increase"]
 
 # Every release from 0.21.0 to 0.34.0 was read from its PyPI sdist (vllm-X.tar.gz): v1/worker/gpu_worker.py,
 # v1/worker/gpu/model_runner.py (Model Runner V2), v1/core/kv_cache_utils.py (kv_cache_planning.py from 0.33),
-# config/{cache,scheduler,vllm}.py, engine/arg_utils.py and envs.py. The rules below cite file@version. 0.34.0 is
-# known but not modelled: it sizes the KV cache after warmup and graph capture (the "extensible KV cache", default on
-# CUDA), which the memory model does not compute yet, so its rules are those of 0.33 and are labelled extrapolated.
-NEWEST_MODELLED = (0, 33, 0)
+# config/{cache,scheduler,vllm}.py, engine/arg_utils.py and envs.py. The rules below cite file@version. 0.34.0 sizes
+# the KV cache after warmup and graph capture (the "extensible KV cache", default on CUDA), which the memory model
+# computes (core.kv_after_warmup).
+NEWEST_MODELLED = (0, 34, 0)
 # The oldest release the rules are read for (the calibration logs start at 0.6.4); an older one gets 0.6's rules,
 # labelled as extrapolated like a newer one.
 OLDEST_MODELLED = (0, 6, 0)
@@ -33,7 +33,8 @@ NEWEST_RELEASE = (0, 34, 0)
 # config/cache.py@0.20.0; 0.9 in config/cache.py@0.19.1; EngineArgs takes CacheConfig's value, engine/arg_utils.py).
 # It was 0.22.1, the earliest log known to print it (NnamdiOdozi/mlops-assignment's "--gpu-memory-utilization=0.9200").
 # From 0.34.0 the field is None when unset and resolves to 1.0 with the extensible KV cache, 0.92 without it
-# (CacheConfig.resolved_gpu_memory_utilization, config/cache.py@0.34.0); the model keeps 0.92 (see NEWEST_MODELLED).
+# (CacheConfig.resolved_gpu_memory_utilization, config/cache.py@0.34.0); the extensible cache is on by default there
+# (``kv_sized_after_warmup``), so the default is 1.0.
 DEFAULT_UTIL_092_SINCE = (0, 20, 0)
 # The V1 sampler stops taking FlashInfer by default (VLLM_USE_FLASHINFER_SAMPLER=1 to opt in) ...
 FLASHINFER_SAMPLER_OPT_IN_SINCE = (0, 11, 1)
@@ -181,7 +182,7 @@ class VersionRules:
     flashinfer_sampler_by_default: bool = False
     # `--gpu-memory-utilization` when the flag is absent: CacheConfig's default, 0.9, 0.92 from 0.20.0
     # (``DEFAULT_UTIL_092_SINCE``; a 0.27.1 log with the flag unset prints "Desired GPU memory utilization is (0.92,
-    # ...)").
+    # ...)"), 1.0 from 0.34.0 with the extensible KV cache (``EXTENSIBLE_KV_CACHE_SINCE``).
     default_gpu_memory_utilization: float = 0.9
     # Model Runner V2 subtracts its own CUDA-graph estimate from the budget (``MRV2_GRAPHS_IN_BUDGET_SINCE``).
     runner_v2_graphs_in_budget: bool = False
@@ -260,7 +261,8 @@ def rules(version: str | None) -> VersionRules:
         sampler_sorts=engine == "V1" and v < (0, 17, 0),
         flashinfer_sampler_by_default=engine == "V1" and not (
             FLASHINFER_SAMPLER_OPT_IN_SINCE <= v < FLASHINFER_SAMPLER_DEFAULT_AGAIN_SINCE),
-        default_gpu_memory_utilization=0.92 if v >= DEFAULT_UTIL_092_SINCE else 0.9,
+        default_gpu_memory_utilization=(
+            1.0 if v >= EXTENSIBLE_KV_CACHE_SINCE else 0.92 if v >= DEFAULT_UTIL_092_SINCE else 0.9),
         runner_v2_graphs_in_budget=v >= MRV2_GRAPHS_IN_BUDGET_SINCE,
         runner_v2_full_sampler_profile=v >= MRV2_FULL_SAMPLER_PROFILE_SINCE,
         max_len_check_reserves_null_block=v >= MAX_LEN_CHECK_NULL_BLOCK_SINCE,

@@ -68,13 +68,14 @@ def test_a_model_nothing_has_is_still_an_invalid_repository(cluster):
                             or logged(cluster, "nowhere", "Invalid repository ID"), 8)
 
 
-@pytest.mark.parametrize(("image", "flagged"), [("vllm/vllm-openai:v0.34.0", True),
+@pytest.mark.parametrize(("image", "flagged"), [("vllm/vllm-openai:v0.35.0", True),
+                                                ("vllm/vllm-openai:v0.34.0", False),
                                                 ("vllm/vllm-openai:v0.21.0", False)])
 def test_a_release_newer_than_modelled_says_so_in_the_pods_log(cluster, image, flagged):
     cluster.store.create("pods", pod("new", "Qwen/Qwen2.5-7B-Instruct", image))
     assert cluster.wait_for(lambda: logged(cluster, "new", "GPU KV cache size"), 8)
-    warning = ("[vllm-remedy rehearsal] vLLM 0.34.0 is newer than the newest modelled release: memory rules "
-               "extrapolated from 0.33")
+    warning = (f"[vllm-remedy rehearsal] vLLM {image.rsplit(':v', 1)[1]} is newer than the newest modelled release: "
+               "memory rules extrapolated from 0.34")
     assert logged(cluster, "new", warning) is flagged
 
 

@@ -89,8 +89,8 @@ def test_cold_compile_cache_is_assumed_and_profiles_heavier_than_warm():
 
 def test_a_cold_compile_peaks_at_the_autotuners_copy_of_the_embedding():
     """Cold: the 64-padded vocabulary x hidden table plus the lookup's output over mnbt tokens (Qwen3-8B: 151,936 x
-    4,096 x 2 B = 1.16 GiB, its cold log peaked at 1.18). Warm or --enforce-eager: no compile, the forward at 3.1
-    values per token of (I/TP + H), or the sampler phase when that is larger."""
+    4,096 x 2 B = 1.16 GiB, its cold log peaked at 1.18). Warm or --enforce-eager: no compile, the forward at 3 values
+    per token of (I/TP + H) (V0's count, not fitted), or the sampler phase when that is larger."""
     def activation(model: catalog.ModelSpec, **extra: str) -> float:
         inputs = {k: v for k, v in extra.items() if k == "compile-cache-warm"}
         flags = {**FLAGS, **{k: v for k, v in extra.items() if k not in inputs}}
@@ -98,11 +98,11 @@ def test_a_cold_compile_peaks_at_the_autotuners_copy_of_the_embedding():
 
     table = (151936 + 8192) * 4096 * 2 / GIB
     assert activation(QWEN3_8B) == pytest.approx(table)
-    forward = 8192 * 3.1 * (QWEN3_8B.intermediate_size + QWEN3_8B.hidden_size) * 2 / GIB
+    forward = 8192 * 3 * (QWEN3_8B.intermediate_size + QWEN3_8B.hidden_size) * 2 / GIB
     eager = activation(QWEN3_8B, **{"enforce-eager": "true"})
     assert eager == pytest.approx(forward) and eager < table
     assert activation(QWEN3_8B, **{"compile-cache-warm": "true"}) < forward  # the sampler phase
-    awq_forward = 8192 * 3.1 * (QWEN_AWQ.intermediate_size + QWEN_AWQ.hidden_size) * 2 / GIB
+    awq_forward = 8192 * 3 * (QWEN_AWQ.intermediate_size + QWEN_AWQ.hidden_size) * 2 / GIB
     assert activation(QWEN_AWQ, **{"enforce-eager": "true"}) == pytest.approx(awq_forward)
     assert activation(QWEN_AWQ) == pytest.approx((152064 + 8192) * 3584 * 2 / GIB)
 
@@ -135,18 +135,20 @@ def test_an_unknown_version_gets_the_newest_release_rules_and_says_how_they_were
     """`:latest` most likely runs the newest release: its rules (Model Runner V2 and all), labelled as extrapolated."""
     r = rules(None)
     assert r.version == (0, 34, 0) and not r.known
-    assert r.label == "unknown (rules of 0.34, extrapolated from 0.33)"
+    assert r.label == "unknown (rules of 0.34, extrapolated from 0.34)"
     crowded = {**FLAGS, "gpu-memory-utilization": "0.98"}
     unknown = estimate(QWEN3_8B, RTX4090, EngineSettings.from_flags(crowded, None))
     newest = estimate(QWEN3_8B, RTX4090, EngineSettings.from_flags(crowded, "0.34.0"))
-    assert unknown.graph_capture_oom and unknown == newest
+    # 0.34 sizes the KV cache after capturing the graphs, so a crowded start cannot die in capture after it.
+    assert not unknown.graph_capture_oom and unknown == newest
 
 
 @pytest.mark.parametrize(("version", "label"), [("0.5.0", "0.5.0 (rules: extrapolated from 0.6)"),
                                                 ("0.0.1", "0.0.1 (rules: extrapolated from 0.6)"),
                                                 ("0.6.4", "0.6.4"), ("0.21.0", "0.21.0"),
                                                 ("0.25.0", "0.25.0"), ("0.33.0", "0.33.0"),
-                                                ("0.34.0", "0.34.0 (rules: extrapolated from 0.33)")])
+                                                ("0.34.0", "0.34.0"),
+                                                ("0.35.0", "0.35.0 (rules: extrapolated from 0.34)")])
 def test_a_release_older_than_any_modelled_says_its_rules_are_extrapolated(version, label):
     """A reviewer's 0.5.0 printed as a bare, 'modelled' version: older releases get 0.6's rules, and say so."""
     assert rules(version).label == label

@@ -82,6 +82,8 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
         kv -= other  # other processes' memory shows up as used device memory
     if in_budget:
         kv -= graphs
+    if r.kv_sized_after_warmup:
+        kv = kv_after_warmup(total, requested, weights + non_torch + graphs, activation, context + other)
     layout = terms.kv_layout(model, res)
     block_bytes = layout.block_bytes
     blocks = max(0, int(kv * GIB // block_bytes)) if kv > 0 else 0
@@ -91,12 +93,14 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
     if res.auto_len and tokens > 0:
         max_len = min(max_len, _longest(layout, res, kv, tokens, max_len))
 
-    outside = 0.0 if in_budget else graphs
+    outside = 0.0 if in_budget or r.kv_sized_after_warmup else graphs
     outcome = _outcome(res, total, requested, weights, context, other, kv, blocks, tokens, max_len, layout)
     if model_len.refused(model, settings.max_model_len, settings.version, settings.allow_long_max_model_len):
         outcome = Outcome.MAX_LEN_EXCEEDS_MODEL  # vLLM's model config refuses it before touching the GPU
     # Graphs are captured after the KV cache is allocated; outside the budget they need the card's spare room.
     peak = requested + outside + (0.0 if r.budget == "absolute" else other + context)
+    if r.kv_sized_after_warmup:  # what the start holds: everything measured, the cache, the kept transient
+        peak = other + context + weights + non_torch + graphs + max(kv, 0.0) + activation
     capture_oom = outcome is Outcome.FITS and outside > 0 and peak - outside <= total < peak
     needed = suggested = None
     if outcome is Outcome.MAX_LEN_EXCEEDS_KV:
@@ -130,9 +134,28 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
 
 
 def graphs_in_budget(res: Resolved) -> bool:
-    """Whether the KV budget already subtracts a CUDA-graph estimate: V1 from 0.20, but not Model Runner V2, whose
-    ``profile_cudagraph_memory`` returns 0 (its graphs are captured after the KV cache, outside it)."""
-    return res.rules.cudagraph_in_budget and not res.runner_v2
+    """Whether the KV budget already subtracts a CUDA-graph estimate: V1 from 0.20; Model Runner V2 from 0.29
+    (``profile_cudagraph_memory`` returns 0 through 0.28, v1/worker/gpu/model_runner.py@0.28.0, so its graphs were
+    captured after the KV cache, outside it; gpu/cudagraph_utils.py@0.29.0 measures them first)."""
+    r = res.rules
+    return r.cudagraph_in_budget and (not res.runner_v2 or r.runner_v2_graphs_in_budget)
+
+
+# The extensible KV cache's safety margin (v1/worker/extensible_kv_cache.py@0.34.0, CUDA): at least 1 GiB, or 0.75 of
+# the transient peak kept free.
+KV_MARGIN_FLOOR_GIB = 1.0
+KV_MARGIN_TRANSIENT_FRACTION = 0.75
+
+
+def kv_after_warmup(total: float, requested: float, used: float, transient: float, before_start: float) -> float:
+    """0.34's KV cache, sized after warmup and graph capture from measured memory (``measure_kv_cache_bytes``,
+    v1/worker/extensible_kv_cache.py@0.34.0): the budget ``requested`` (ceil(T x u), u = 1.0 when unset) less what the
+    engine uses since its start (``used``: weights, non-torch memory, the captured graphs), capped by the device's
+    free memory (``total`` less ``before_start``: CUDA context and other processes, and ``used``) less a margin of
+    max(1 GiB, 0.75 x transient); then the transient peak (the profile's headroom) is kept free as well. Torch's
+    reservation growth during warmup, the other candidate for what is kept free, is taken as not above the peak."""
+    margin = max(KV_MARGIN_FLOOR_GIB, KV_MARGIN_TRANSIENT_FRACTION * transient)
+    return min(requested - used, total - before_start - used - margin) - transient
 
 
 def _longest(layout: terms.KvLayout, res: Resolved, kv: float, tokens: int, cap: int) -> int:
@@ -140,8 +163,16 @@ def _longest(layout: terms.KvLayout, res: Resolved, kv: float, tokens: int, cap:
     search over the need its max-length check computes otherwise (``kv_layout.check_rule``: a sliding-window group
     needs only its window, and 0.14-0.18 count only the first group)."""
     if layout.windows == (None,):
-        return tokens
-    return layout.longest(kv * GIB, res.mnbt, cap, check_rule(res.rules.version))
+        return max(0, tokens - layout.block_size) if res.rules.max_len_check_reserves_null_block else tokens
+    return layout.longest(_check_bytes(res, layout, kv), res.mnbt, cap, check_rule(res.rules.version))
+
+
+def _check_bytes(res: Resolved, layout: terms.KvLayout, kv: float) -> float:
+    """The bytes the one-request check and the max-length search compare with: the KV budget, from 0.29.0 less the
+    null block the BlockPool holds back (``check_enough_kv_cache_memory`` and ``get_kv_cache_configs``,
+    v1/core/kv_cache_utils.py@0.29.0: "Reserve the null block BlockPool permanently holds back"; the block is the
+    largest group's pages, ``_get_kv_cache_bytes_per_block``, i.e. ``layout.block_bytes``)."""
+    return kv * GIB - (layout.block_bytes if res.rules.max_len_check_reserves_null_block else 0)
 
 
 def _outcome(res: Resolved, total: float, requested: float, weights: float, context: float, other: float,
@@ -159,7 +190,7 @@ def _outcome(res: Resolved, total: float, requested: float, weights: float, cont
     if r.engine == "V0":
         exceeds = tokens < max_len
     else:
-        exceeds = layout.needed_bytes(max_len, res.mnbt, check_rule(r.version)) > kv * GIB
+        exceeds = layout.needed_bytes(max_len, res.mnbt, check_rule(r.version)) > _check_bytes(res, layout, kv)
     return Outcome.MAX_LEN_EXCEEDS_KV if exceeds else Outcome.FITS
 
 

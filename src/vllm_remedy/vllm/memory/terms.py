@@ -59,10 +59,22 @@ FLOAT32_EXTRA_GIB = 0.2  # float32 runs peaked 0.3 GiB above bf16 (Llama-3.1-8B,
 # VLLM_USE_FLASHINFER_SAMPLER=1): the same sort as V1 before 0.17, so the same bytes per logit. Only the
 # driver rank samples, so at TP >= 2 the sort lands on rank 0, whose KV budget is the smallest.
 V0_FORWARD_VALUES_PER_TOKEN = 3
-# Model Runner V2's dummy forward over mnbt tokens (``mrv2_activation_gib``), in values per token of (I/TP + H). Fitted
-# on the MRv2 logs of packed-weight checkpoints (AWQ on an RTX 4080 and an L4: 2.4-3.1 -> 3.1), which are therefore in
-# sample; a warm torch.compile cache leaves only the sampler phase.
-MRV2_FORWARD_VALUES_PER_TOKEN = 3.1
+# Model Runner V2's dummy forward over mnbt tokens (``mrv2_activation_gib``), in values per token of (I/TP + H). NOT
+# FITTED: it was fitted (3.1) on the RTX 4080 0.26.0 and L4 0.28.0 AWQ `vllm serve` logs read as 8192 batch tokens, but
+# serve ran 2048 there (engine/arg_utils.py get_batch_defaults, every release 0.21-0.34), where their peak is the cold
+# compile's embedding copy and any count up to ~11.9 gives the same estimate: no log constrains it. Now V0's count for
+# the same MLP, read from its code (gate_up's 2 x I/TP and the activation's I/TP held at once, plus the residual, hidden
+# and output copies of H); it binds only at a large mnbt with a warm or no compile. A warm torch.compile cache leaves
+# only the sampler phase.
+MRV2_FORWARD_VALUES_PER_TOKEN = V0_FORWARD_VALUES_PER_TOKEN
+# From 0.33.0 MRv2's profile samples a second time with SamplingParams.for_sampler_warmup() (temperature, top-k 50,
+# top-p 0.9, min-p, penalties, logit bias, bad words, logprobs 5) on the same rows, so the profiled peak pays for the
+# float32 logits pipeline (``_dummy_sampler_run``, v1/worker/gpu/model_runner.py@0.33.0;
+# ``versions.MRV2_FULL_SAMPLER_PROFILE_SINCE``). Sized per logit as V1's non-greedy sampler warm-up (FlashInfer's
+# buffers where it runs, else ``V1_SAMPLER_BYTES_PER_LOGIT``): a stand-in, not fitted (no log of 0.33 or later).
+# From 0.27.0 MRv2's ``profile_run`` profiles the encoder cache first (``encoder_runner.profile_encoder_cache``,
+# v1/worker/gpu/model_runner.py@0.27.0; absent at 0.26.0), so the vision encoder term applies to it from then.
+MRV2_ENCODER_PROFILE_SINCE = (0, 27, 0)
 # A cold torch.compile compiles the model inside vLLM's profiling window, and Inductor's standalone compile autotunes
 # every generated Triton kernel at compile time on full-size random copies of its inputs (torch `standalone_compile`
 # forces `triton.autotune_at_compile_time`; `codegen/wrapper.py` `generate_and_run_autotune_block`): the embedding
@@ -77,6 +89,13 @@ COLD_COMPILE_EMBEDDING_SINCE = (0, 12, 0)
 # at the default capture sizes (0.0154-0.0171 GiB per layer), 0.15 on a T4; rounded up. Only the capture-OOM check
 # reads it, so too much here predicts a capture OOM that does not happen and too little one that does.
 MRV2_GRAPH_GIB_PER_LAYER = 0.0175
+# From 0.29.0 MRv2 captures its graphs once into a throwaway pool before the KV cache exists and the worker subtracts
+# that estimate from the budget (``versions.MRV2_GRAPHS_IN_BUDGET_SINCE``; v1/worker/gpu/cudagraph_utils.py@0.29.0
+# ``profile_cudagraph_memory``: PIECEWISE graphs measured in full, FULL graphs as the first capture + (n - 1) x
+# max(second capture, 1 MiB), so it exceeds the shared pool it stands for). One logged point: the 28-layer
+# Qwen2.5-1.5B on a T4 (0.30.0) "0.15 GiB (actual), 0.34 GiB (estimated)", 0.0121 GiB per layer, rounded up (fitted
+# on that case alone). From 0.34.0 the estimate is skipped (the KV cache is sized after capture).
+MRV2_GRAPH_ESTIMATE_GIB_PER_LAYER = 0.0125
 # V1 from 0.20 reserves, inside the KV budget, not the pool it will capture but its own estimate of it
 # (v1/worker/gpu_model_runner.py ``profile_cudagraph_memory``): per mode the first (largest) capture plus the
 # second capture's growth, at least 1 MiB, times the remaining sizes; the graphs share one pool, so the second
@@ -239,17 +258,23 @@ def mrv2_activation_gib(model: ModelSpec, res: Resolved, capability: tuple[int, 
     tokens without attention, then ``_dummy_sampler_run`` on min(mnbt, max_num_seqs) rows while the forward's hidden
     states are still held: the logits, and the sampler's float32 copy (``Sampler.sample``; the dummy requests skip
     top-k/top-p, so nothing sorts). The forward phase is sized per token like V0's, with its own count of values
-    (``MRV2_FORWARD_VALUES_PER_TOKEN``); a cold compile's autotuning is a phase of its own (``cold_compile_gib``)."""
+    (``MRV2_FORWARD_VALUES_PER_TOKEN``); a cold compile's autotuning is a phase of its own (``cold_compile_gib``).
+    From 0.33 a second, full-pipeline sampler pass on the same rows; from 0.27 the encoder profile."""
     dt = res.weight_dtype_bytes
     rows = min(res.max_num_seqs, res.mnbt)
-    sampler = rows * model.vocab_size * (dt + 4) + res.mnbt * model.hidden_size * dt
+    per_logit = dt + 4.0
+    if res.rules.runner_v2_full_sampler_profile:  # the warm-up pass (MRV2_FULL_SAMPLER_PROFILE_SINCE)
+        full = dt + 4.0 * FLASHINFER_FP32_BUFFERS_PER_LOGIT if res.flashinfer_sampler else V1_SAMPLER_BYTES_PER_LOGIT
+        per_logit = max(per_logit, full)
+    sampler = rows * model.vocab_size * per_logit + res.mnbt * model.hidden_size * dt
     forward = 0.0
     if not model.is_moe and not res.compile_cache_warm:  # warm: the fused graph's forward stays under the sampler
         forward = res.mnbt * MRV2_FORWARD_VALUES_PER_TOKEN * (model.intermediate_size / res.tp + model.hidden_size) * dt
     extra = FLOAT32_EXTRA_GIB if dt == 4 else 0.0
     backend = mxfp4_backend(model, res, capability)
     forward = max(forward, _transient_moe_bytes(model, res, backend))
-    return max(sampler, forward) / GIB + extra + _moe_gib(model, res, backend) + _encoder_gib(model, res)
+    encoder = _encoder_gib(model, res) if res.rules.version >= MRV2_ENCODER_PROFILE_SINCE else 0.0
+    return max(sampler, forward) / GIB + extra + _moe_gib(model, res, backend) + encoder
 
 
 def activation_gib(model: ModelSpec, res: Resolved, capability: tuple[int, int] | None = None) -> float:
@@ -336,10 +361,14 @@ def _hopper_or_newer(gpu: GpuSpec) -> bool:
 def cudagraph_gib(model: ModelSpec, res: Resolved) -> float:
     """CUDA-graph memory: the pool captured after the KV cache (0.65-1.85 GiB observed on 0.19.0, growing with
     depth; from 0.20 reserved inside the V1 budget), for MoE models from 0.20 vLLM's own, smaller estimate of it;
-    none with --enforce-eager; Model Runner V2's own per-layer pool (outside its budget again)."""
+    none with --enforce-eager; Model Runner V2's own per-layer pool (outside its budget through 0.28), from 0.29 its
+    larger in-budget estimate (``MRV2_GRAPH_ESTIMATE_GIB_PER_LAYER``), at 0.34 the pool again (captured before the
+    KV cache is sized)."""
     if res.enforce_eager:
         return 0.0
     if res.runner_v2:
+        if res.rules.runner_v2_graphs_in_budget and not res.rules.kv_sized_after_warmup:
+            return MRV2_GRAPH_ESTIMATE_GIB_PER_LAYER * model.num_layers
         return MRV2_GRAPH_GIB_PER_LAYER * model.num_layers
     if res.rules.cudagraph_in_budget and model.is_moe and not model.sliding_layers:
         return V1_GRAPH_ESTIMATE_GIB_PER_LAYER * model.num_layers
