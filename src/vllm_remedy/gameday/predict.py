@@ -62,7 +62,7 @@ def predict_pod_kv(spec: Mapping[str, Any], node: Mapping[str, Any],
                   f"a CUDA OOM while the KV cache is allocated")
     else:
         detail = f"{est.kv_cache_tokens:,} KV tokens, {est.max_concurrency:.2f}x at {est.max_model_len}"
-    if got.rules:  # e.g. "vLLM 0.27.1: rules extrapolated from 0.21": never printed as if modelled
+    if got.rules:  # e.g. "vLLM 0.35.0: rules extrapolated from 0.34": never printed as if modelled
         detail = f"{detail}; {got.rules}"
     return outcome, detail, (est.kv_cache_tokens, est.kv_cache_gib)
 

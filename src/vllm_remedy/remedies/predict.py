@@ -119,7 +119,7 @@ def predict_template(template: Mapping[str, Any], container: str | None = None,
 
 
 def rules_note(version: str | None) -> str:
-    """``vLLM 0.25.0: rules extrapolated from 0.21`` for a release newer than the newest modelled, else empty."""
+    """``vLLM 0.35.0: rules extrapolated from 0.34`` for a release newer than the newest modelled, else empty."""
     r = rules(version)
     return f"vLLM {r.label.split()[0]}: rules {r.provenance}" if r.extrapolated else ""
 
