@@ -7,7 +7,9 @@ change in vLLM's wording is therefore a one-line edit here, not a code change.
 
 Placeholders are ``{name:spec}``; ``spec`` says how vLLM formats the value:
 ``.Nf`` fixed decimals, ``d`` integer, ``,`` comma-grouped integer, ``r2`` vLLM's
-``format_gib`` (``str(round(x, 2))``), ``g`` Python ``str()`` of a float, ``s`` free text.
+``format_gib`` (``str(round(x, 2))``), ``g`` Python ``str()`` of a float, ``s`` free text, ``dev`` the KV
+pool's device word at the head of a line (``GPU``, ``XPU``, ``GPU + host``). Releases 0.21-0.34 are cited as
+``file@version`` (paths inside the ``vllm`` package of the PyPI sdist).
 """
 
 from __future__ import annotations
@@ -45,12 +47,13 @@ class Template:
     render: bool = True  # False: parse-only (DEBUG lines, messages we never simulate)
     parse: bool = True  # False: render-only (the parser reads it with a looser pattern)
     exception: str | None = None  # "ValueError": rendered as "ValueError: <text>", optional when parsing
-    tail: str = ""  # rendered after the text; not parsed (advice wording that changes every release)
+    tail: str = ""  # rendered after the text, placeholders filled; not parsed (advice that changes every release)
+    runner: str | None = None  # "v1" (gpu_model_runner.py) / "v2" (Model Runner V2) / None (both)
 
-    def valid_for(self, version: Version, engine: str) -> bool:
-        """Whether this release and engine print this wording (``until`` is exclusive)."""
+    def valid_for(self, version: Version, engine: str, runner: str = "v1") -> bool:
+        """Whether this release, engine and model runner print this wording (``until`` is exclusive)."""
         in_range = self.since <= version and (self.until is None or version < self.until)
-        return in_range and (self.engine is None or self.engine == engine)
+        return in_range and (self.engine is None or self.engine == engine) and self.runner in (None, runner)
 
 
 def v(text: str) -> Version:
@@ -90,6 +93,61 @@ _LONG_OLD_TAIL = LONG_OLD_NOTE + _LONG_ENV
 _LONG_TAIL = _LONG_ENV + "." + LONG_CAUTION
 
 
+# 0.22.0 added a CPU-backend note to both KV errors' advice (v1/core/kv_cache_utils.py@0.22.0, through 0.33.0 in
+# v1/core/kv_cache_planning.py@0.33.0); 0.34.0 replaced it by a hint that depends on the extensible KV cache and the
+# utilization (``kv_hint``, v1/core/kv_cache_planning.py@0.34.0 ``_more_kv_cache_memory_hint``).
+_CPU_NOTE_UTIL = ("Try increasing `gpu_memory_utilization` when initializing the engine (this flag also controls CPU "
+                  "memory reservation on the CPU backend, despite its name).")
+_CPU_NOTE_BOTH = ("Try increasing `gpu_memory_utilization` (which also controls CPU memory on the CPU backend) or "
+                  "decreasing `max_model_len` when initializing the engine.")
+_ADVISORY_HEAD = ("Free memory on device ({free_gib:r2}/{total_gpu_gib:r2} GiB) on startup. Desired GPU memory "
+                  "utilization is ({gpu_memory_utilization:g}, {requested_gib:r2} GiB). Actual usage is ")
+_USAGE_4 = ("{profile_weights_gib:r2} GiB for weight, {activation_gib:r2} GiB for peak activation, {non_torch_gib:r2} "
+            "GiB for non-torch memory, and {cudagraph_gib:r2} GiB for CUDAGraph memory.")
+_USAGE_3 = ("{consumed_gib:r2} GiB for consumed memory (weights + non-torch), {peak_activation_gib:r2} GiB for peak "
+            "activation, and {cudagraph_gib:r2} GiB for CUDAGraph memory.")
+_ADVISORY_TAIL = (" Replace gpu_memory_utilization config with `--kv-cache-memory={fit_bytes:d}` ({fit_gib:r2} GiB) "
+                  "to fit into requested memory, or `--kv-cache-memory={full_bytes:d}` ({full_gib:r2} GiB) to fully "
+                  "utilize gpu memory. Current kv cache memory in use is {kv_in_use_gib:r2} GiB.")
+_FIT = "Auto-fit max_model_len: "
+_AFTER = "after CUDA graph capture and warmup"
+# 0.34.0's extensible KV cache (v1/worker/extensible_kv_cache.py@0.34.0): "Available KV cache memory" is the reserved
+# capacity; the size is measured after warmup and capture, then committed. The engine logs the capacity line
+# between the two (finalize_extensible_kv_cache, v1/core/kv_cache_planning.py@0.34.0, before extend_kv_cache).
+# Auto-fit (--max-model-len -1/auto, v1/core/kv_cache_utils.py@0.19.0-@0.32.0, kv_cache_planning.py@0.33.0-): the
+# "GPU memory" wording through 0.31, the KV cache memory and its device from 0.32.0, the after-warmup refit @0.34.0.
+LATE_KV: tuple[Template, ...] = (
+    Template("warmup_memory", "Memory after warmup: {after_warmup_free_gib:r2} GiB free, {committed_gib:r2} GiB "
+             "committed to the KV cache, {transient_gib:r2} GiB kept for transient activations "
+             "({transient_peak_gib:r2} GiB allocated at peak, {torch_growth_gib:r2} GiB of torch reservation "
+             "growth); {final_blocks:d} KV cache blocks ({final_kv_gib:r2} GiB) fit within the requested "
+             "{final_requested_gib:r2} GiB. Torch may reserve up to {torch_limit_gib:r2} GiB.", since=v("0.34.0"),
+             engine="v1", source="extensible_kv_cache.py"),
+    Template("kv_extended", "Extended KV cache to {gpu_blocks:d} blocks ({extended_kv_gib:.2f} GiB).",
+             since=v("0.34.0"), engine="v1", source="extensible_kv_cache.py"),
+    Template("auto_fit", _FIT + "reduced from {auto_fit_from:d} to {auto_fit_max_model_len:d} to fit in available GPU "
+             "memory ({auto_fit_kv_gib:r2} GiB available for KV cache)", since=v("0.19.0"), until=v("0.32.0"),
+             engine="v1", source="kv_cache_utils.py"),
+    Template("auto_fit", _FIT + "full model context length {auto_fit_max_model_len:d} fits in available GPU memory",
+             since=v("0.19.0"), until=v("0.32.0"), engine="v1", source="kv_cache_utils.py"),
+    *(Template("auto_fit", _FIT + text, since=since, until=until, engine="v1", source="kv_cache_utils.py", tail=tail)
+      for text in ("reduced from {auto_fit_from:d} to {auto_fit_max_model_len:d} to fit in available KV cache memory "
+                   "({auto_fit_kv_gib:r2} GiB {kv_device:s})", "full model context length {auto_fit_max_model_len:d} "
+                   "fits in available KV cache memory ({auto_fit_kv_gib:r2} GiB {kv_device:s})")
+      for since, until, tail in ((v("0.32.0"), v("0.34.0"), ""), (v("0.34.0"), None, "; the final length is set "
+                                 "after CUDA graph capture and warmup"))),
+    Template("auto_fit_final", _FIT + "using max_model_len={auto_fit_max_model_len:d}, which fits in the KV cache "
+             "memory left " + _AFTER + " ({auto_fit_kv_gib:r2} GiB {kv_device:s}).", since=v("0.34.0"), engine="v1",
+             source="kv_cache_planning.py"),
+    Template("auto_fit_final", "--max-model-len auto reduced max_model_len from {auto_fit_from:d} to "
+             "{auto_fit_max_model_len:d} ({auto_fit_kv_gib:r2} GiB {kv_device:s} left for the KV cache " + _AFTER +
+             ").", since=v("0.34.0"), engine="v1", source="kv_cache_planning.py", render=False),
+    Template("auto_fit_final", "--max-model-len auto reduced max_model_len from {auto_fit_from:d} to "
+             "{auto_fit_max_model_len:d} ({auto_fit_kv_gib:r2} GiB {kv_device:s} available for the KV cache).",
+             since=v("0.34.0"), engine="v1", source="kv_cache_planning.py", render=False),
+)
+
+
 def _maxlen(spec: str, unit: str, apostrophe: str = "models's") -> str:
     return (_MAXLEN_HEAD.replace("{apostrophe}", apostrophe).replace("SPEC", spec).replace("UNIT", unit))
 
@@ -105,7 +163,15 @@ TEMPLATES: tuple[Template, ...] = (
     Template("weights", "Model loading took {weights_gib:.4f} GiB memory and {load_seconds:.6f} seconds",
              since=v("0.11.1"), until=v("0.14.0"), source="gpu_model_runner.py"),
     Template("weights", "Model loading took {weights_gib:r2} GiB memory and {load_seconds:.6f} seconds",
-             since=v("0.14.0"), source="gpu_model_runner.py"),
+             since=v("0.14.0"), until=v("0.34.0"), source="gpu_model_runner.py", runner="v1"),
+    # Model Runner V2 (v1/worker/gpu/model_runner.py): no "memory" until 0.27.x (@0.21.0-@0.27.1), then the V1
+    # wording (@0.28.0); at 0.34 the only runner. Its announcement, gpu_worker.py@0.21.0-@0.33.0 (gone @0.34.0).
+    Template("weights", "Model loading took {weights_gib:r2} GiB and {load_seconds:.6f} seconds", since=v("0.19.0"),
+             until=v("0.28.0"), engine="v1", source="model_runner.py", runner="v2"),
+    Template("weights", "Model loading took {weights_gib:r2} GiB memory and {load_seconds:.6f} seconds",
+             since=v("0.28.0"), engine="v1", source="model_runner.py", runner="v2"),
+    Template("runner", "Using V2 Model Runner", since=v("0.19.0"), until=v("0.34.0"), engine="v1",
+             source="gpu_worker.py", runner="v2", parse=False),
     # --- V0 memory profile ---------------------------------------------------------------------
     Template("profile", "Memory profiling results: total_gpu_memory={total_gpu_gib:.2f}GiB "
              "initial_memory_usage={initial_gib:.2f}GiB peak_torch_memory={peak_torch_gib:.2f}GiB "
@@ -129,12 +195,23 @@ TEMPLATES: tuple[Template, ...] = (
     Template("profile", "Memory profiling takes {profile_seconds:.2f} seconds. Total non KV cache memory: "
              "{non_kv_gib:r2}GiB; torch peak memory increase: {activation_gib:r2}GiB; non-torch forward "
              "increase memory: {non_torch_gib:r2}GiB; weights memory: {profile_weights_gib:r2}GiB.",
-             since=v("0.14.0"), engine="v1", level="DEBUG", source="gpu_worker.py", render=False),
+             since=v("0.14.0"), until=v("0.27.0"), engine="v1", level="DEBUG", source="gpu_worker.py", render=False),
+    # utils/mem_utils.py@0.27.0 MemoryProfilingResult.__repr__: the mem_get_info total replaces non-torch.
+    Template("profile", "Memory profiling takes {profile_seconds:.2f} seconds. Total non KV cache memory: "
+             "{non_kv_gib:r2}GiB; torch peak memory increase: {activation_gib:r2}GiB; total consumed (from "
+             "mem_get_info): {consumed_gib:r2}GiB; weights memory: {profile_weights_gib:r2}GiB.",
+             since=v("0.27.0"), engine="v1", level="DEBUG", source="gpu_worker.py", render=False),
     Template("profile", "Free memory on device ({free_gib:r2}/{total_gpu_gib:r2} GiB) on startup. Desired GPU "
              "memory utilization is ({gpu_memory_utilization:g}, {requested_gib:r2} GiB). Actual usage is "
              "{profile_weights_gib:r2} GiB for weight, {activation_gib:r2} GiB for peak activation, "
              "{non_torch_gib:r2} GiB for non-torch memory, and {cudagraph_gib:r2} GiB for CUDAGraph memory.",
-             since=v("0.10.2"), engine="v1", level="DEBUG", source="gpu_worker.py", render=False),
+             since=v("0.10.2"), until=v("0.26.0"), engine="v1", level="DEBUG", source="gpu_worker.py", render=False),
+    # The advisory after capture: INFO from 0.26.0 (logger.info, gpu_worker.py@0.26.0; logger.debug @0.25.1); from
+    # 0.27.0 (and 0.26.1rc1 dev builds) weights + non-torch print as one mem_get_info sum and the peak activation
+    # includes the applied CUDA-graph estimate (gpu_worker.py@0.27.0). @0.34.0 prints the resolved utilization.
+    *(Template("advisory", _ADVISORY_HEAD + usage + _ADVISORY_TAIL, since=since, until=until, engine="v1",
+               source="gpu_worker.py")
+      for since, until, usage in ((v("0.26.0"), v("0.27.0"), _USAGE_4), (v("0.27.0"), None, _USAGE_3))),
     # The head every form of the post-start advisory shares (0.10.2 "for weight, ...", 2026 "for consumed memory
     # (weights + non-torch), ...", DEBUG or INFO): the free/total GiB torch saw before vLLM allocated anything.
     Template("startup_free", "Free memory on device ({free_gib:r2}/{total_gpu_gib:r2} GiB) on startup. Desired GPU "
@@ -151,17 +228,23 @@ TEMPLATES: tuple[Template, ...] = (
              until=v("0.11.0"), engine="v0", source="executor_base.py"),
     Template("blocks", "# GPU blocks: {gpu_blocks:d}", since=v("0.6.4"), until=v("0.8.0"), engine="v1",
              source="kv_cache_utils.py"),
-    Template("tokens", "GPU KV cache size: {kv_cache_tokens:,} tokens", since=v("0.8.0"), until=v("0.30.0"),
+    Template("tokens", "GPU KV cache size: {kv_cache_tokens:,} tokens", since=v("0.8.0"), until=v("0.28.0"),
              engine="v1", source="kv_cache_utils.py"),
     Template("concurrency", "Maximum concurrency for {concurrency_max_len:d} tokens per request: "
              "{max_concurrency:.2f}x", until=v("0.11.0"), engine="v0", source="executor_base.py"),
     Template("concurrency", "Maximum concurrency for {concurrency_max_len:d} tokens per request: "
              "{max_concurrency:.2f}x", since=v("0.6.4"), until=v("0.8.0"), engine="v1", source="kv_cache_utils.py"),
     Template("concurrency", "Maximum concurrency for {concurrency_max_len:,} tokens per request: "
-             "{max_concurrency:.2f}x", since=v("0.8.0"), until=v("0.30.0"), engine="v1", source="kv_cache_utils.py"),
+             "{max_concurrency:.2f}x", since=v("0.8.0"), until=v("0.28.0"), engine="v1", source="kv_cache_utils.py"),
+    # One line from 0.28.0 (update_kv_cache_capacity, v1/core/kv_cache_utils.py@0.28.0); the pool's device word
+    # from 0.30.0 ("GPU" on CUDA, @0.30.0), " + host" after it with a HiSparse host pool (@0.32.0).
     Template("tokens", "GPU KV cache size: {kv_cache_tokens:,} tokens, Maximum concurrency for "
+             "{concurrency_max_len:,} tokens per request: {max_concurrency:.2f}x", since=v("0.28.0"),
+             until=v("0.30.0"), engine="v1", source="kv_cache_utils.py"),
+    Template("tokens", "{kv_device:dev} KV cache size: {kv_cache_tokens:,} tokens, Maximum concurrency for "
              "{concurrency_max_len:,} tokens per request: {max_concurrency:.2f}x", since=v("0.30.0"),
              engine="v1", source="kv_cache_utils.py"),
+    *LATE_KV,
     # --- CUDA graphs ---------------------------------------------------------------------------
     # V0 announces the capture when it starts (the 0.6.3 log in tests/data/logs; 0.6.4 logs already use the
     # "cudagraphs for decoding" wording, 0.6.6 added the out-of-memory advice). V1 prints only tqdm's bar.
@@ -180,8 +263,10 @@ TEMPLATES: tuple[Template, ...] = (
     # --- errors (exception name and advice tail are rendered, not required when parsing) -------
     Template("err_no_cache", "No available memory for the cache blocks.", until=v("0.13.0"), level="ERROR",
              exception="ValueError", tail=" " + _TRY_UTIL),
-    Template("err_no_cache", "No available memory for the cache blocks.", since=v("0.13.0"), level="ERROR",
-             exception="ValueError", tail=" " + _TRY_UTIL + " " + _DOCS),
+    *(Template("err_no_cache", "No available memory for the cache blocks.", since=since, until=until, level="ERROR",
+               exception="ValueError", tail=" " + advice + " " + _DOCS)
+      for since, until, advice in ((v("0.13.0"), v("0.22.0"), _TRY_UTIL), (v("0.22.0"), v("0.34.0"), _CPU_NOTE_UTIL),
+                                   (v("0.34.0"), None, "{kv_hint}"))),
     Template("err_max_len", "The model's max seq len ({max_model_len:d}) is larger than the maximum number of "
              "tokens that can be stored in KV cache ({kv_cache_tokens:d}).", until=v("0.11.0"), engine="v0",
              level="ERROR", exception="ValueError", tail=" " + _TRY_BOTH),
@@ -197,8 +282,11 @@ TEMPLATES: tuple[Template, ...] = (
              engine="v1", level="ERROR", exception="ValueError", tail=" " + _TRY_BOTH + " " + _DOCS),
     Template("err_max_len", _maxlen("r2", "GiB") + _ESTIMATE, since=v("0.14.0"), until=v("0.22.0"),
              engine="v1", level="ERROR", exception="ValueError", tail=" " + _TRY_BOTH + " " + _DOCS),
-    Template("err_max_len", _maxlen("r2", "GiB", "model's") + _ESTIMATE, since=v("0.22.0"), engine="v1",
-             level="ERROR", exception="ValueError", tail=" " + _TRY_BOTH + " " + _DOCS),
+    *(Template("err_max_len", _maxlen("r2", "GiB", "model's") + _ESTIMATE, since=since, until=until, engine="v1",
+               level="ERROR", exception="ValueError", tail=" " + advice + " " + _DOCS)
+      for since, until, advice in ((v("0.22.0"), v("0.34.0"), _CPU_NOTE_BOTH),
+                                   (v("0.34.0"), None, "{kv_hint} Decreasing `max_model_len` also reduces what is "
+                                    "needed."))),
     Template("err_free_memory", "Free memory on device ({free_gib:r2}/{total_gpu_gib:r2} GiB) on startup is "
              "less than desired GPU memory utilization ({gpu_memory_utilization:g}, {requested_gib:r2} GiB).",
              since=v("0.9.1"), until=v("0.14.0"), engine="v1", level="ERROR", exception="ValueError",
@@ -208,7 +296,7 @@ TEMPLATES: tuple[Template, ...] = (
              "{requested_gib:r2} GiB).", since=v("0.14.0"), engine="v1", level="ERROR", exception="ValueError",
              tail=_FREE_TAIL),
     Template("err_sampler", "CUDA out of memory occurred when warming up sampler with {num_dummy_requests:d} "
-             "dummy requests.", since=v("0.8.0"), until=v("0.34.0"), engine="v1", level="ERROR",
+             "dummy requests.", since=v("0.8.0"), until=v("0.34.0"), engine="v1", level="ERROR", runner="v1",
              exception="RuntimeError", tail=" Please try lowering `max_num_seqs` or `gpu_memory_utilization` "
              "when initializing the engine."),
     Template("err_cuda_oom", "CUDA out of memory. Tried to allocate {tried_size:.2f} {tried_unit:s}. GPU "
@@ -264,6 +352,7 @@ UP_MARKERS = ("Application startup complete", "Uvicorn running on", "Starting vL
               "Starting vLLM server on", "Available routes are")
 
 _NUM = r"-?\d[\d,]*(?:\.\d+)?"
+_PATTERNS = {"s": ".+?", "dev": r"\b[A-Z]{2,}(?: \+ host)?"}  # non-numeric specs
 _FIELD = re.compile(r"\{(\w+)(?::([^}]*))?\}")
 
 
@@ -274,7 +363,7 @@ def compiled(template: Template) -> re.Pattern[str]:
     for m in _FIELD.finditer(template.text):
         out.append(_loose(template.text[pos:m.start()]))
         name, spec = m.group(1), m.group(2) or "s"
-        out.append(f"(?P<{name}>{'.+?' if spec == 's' else _NUM})")
+        out.append(f"(?P<{name}>{_PATTERNS.get(spec, _NUM)})")
         pos = m.end()
     out.append(_loose(template.text[pos:]))
     return re.compile("".join(out), re.IGNORECASE)
@@ -300,7 +389,7 @@ def to_number(text: str) -> float | int:
 def fill(template: Template, values: dict[str, object]) -> str:
     """Render a template (exception name, text, tail) with vLLM's own number formatting."""
     head = f"{template.exception}: " if template.exception else ""
-    return head + _FIELD.sub(lambda m: _one(m, values), template.text) + template.tail
+    return head + "".join(_FIELD.sub(lambda m: _one(m, values), part) for part in (template.text, template.tail))
 
 
 def _one(m: re.Match[str], values: dict[str, object]) -> str:
@@ -310,14 +399,14 @@ def _one(m: re.Match[str], values: dict[str, object]) -> str:
         return str(round(float(value), 2))  # type: ignore[arg-type]
     if spec == "g":
         return str(float(value))  # type: ignore[arg-type]
-    if spec == "s":
+    if spec in ("s", "dev"):
         return str(value)
     return format(value, spec)
 
 
-def templates_for(kind: str, version: Version, engine: str) -> list[Template]:
-    """The renderable templates of one kind that the given version and engine print, in table order."""
-    return [t for t in TEMPLATES if t.kind == kind and t.render and t.valid_for(version, engine)]
+def templates_for(kind: str, version: Version, engine: str, runner: str = "v1") -> list[Template]:
+    """The renderable templates of one kind that the given version, engine and model runner print, in table order."""
+    return [t for t in TEMPLATES if t.kind == kind and t.render and t.valid_for(version, engine, runner)]
 
 
 def default_engine(version: Version) -> str:
