@@ -259,7 +259,9 @@ TEMPLATES: tuple[Template, ...] = (
     Template("graphs", "Graph capturing finished in {graph_seconds:.0f} secs.", until=v("0.6.4"),
              source="model_runner.py"),
     Template("graphs", "Graph capturing finished in {graph_seconds:.0f} secs, took {cudagraph_gib:.2f} GiB",
-             since=v("0.6.4"), source="gpu_model_runner.py"),
+             since=v("0.6.4"), source="gpu_model_runner.py", runner="v1"),
+    Template("graphs", "Graph capturing finished in {graph_seconds:.0f} secs, took {cudagraph_gib:.2f} GiB",
+             since=v("0.19.0"), engine="v1", source="model_runner.py", runner="v2"),  # gpu/model_runner.py@0.22.0
     # --- errors (exception name and advice tail are rendered, not required when parsing) -------
     Template("err_no_cache", "No available memory for the cache blocks.", until=v("0.13.0"), level="ERROR",
              exception="ValueError", tail=" " + _TRY_UTIL),

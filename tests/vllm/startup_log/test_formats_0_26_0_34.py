@@ -239,3 +239,35 @@ def test_every_template_renders_and_parses_itself():
         for name, spec in field_specs(tpl).items():
             values.setdefault(name, 7 if spec in ("d", ",") else ("x" if spec == "s" else 1.25))
         assert compiled(tpl).search(fill(tpl, values)), tpl.text
+
+
+# --- the rehearsal cluster's pods (sim/vllm_pod/timeline.py passes the runner, free memory and the model's length) ---
+
+def _launch(image: str, *args: str):
+    from vllm_remedy.sim.seed import make_node
+    from vllm_remedy.sim.vllm_pod.launch import Launch, plan
+    from vllm_remedy.vllm.cmdline import find_server
+
+    c = {"name": "vllm", "image": image, "args": ["--model", "Qwen/Qwen2.5-7B-Instruct", *args],
+         "resources": {"limits": {"nvidia.com/gpu": "1"}}}
+    node = make_node({"name": "n", "gpu": {"product": "NVIDIA-L40S", "count": 1}}, "t")
+    got = plan(find_server({"containers": [c]}), c, node)
+    assert isinstance(got, Launch)
+    return got
+
+
+@pytest.mark.parametrize("version", ["0.27.1", "0.30.0", "0.34.0"])
+def test_rehearsal_pod_logs_the_release_formats(version):
+    from datetime import datetime
+
+    from vllm_remedy.sim.vllm_pod import timeline
+
+    run = _launch(f"vllm/vllm-openai:v{version}", "--max-model-len", "-1")
+    text = "\n".join(line.text for line in timeline.plan_start(run, datetime(2026, 1, 1)).lines)
+    r = parse_startup_log(text)
+    est = run.estimate
+    assert r.runner == ("v2" if run.resolved.runner_v2 and version != "0.34.0" else None)
+    assert (r.kv_cache_tokens, r.max_model_len) == (est.kv_cache_tokens, est.max_model_len)
+    assert "Auto-fit max_model_len: " in text
+    assert r.free_at_start_gib is not None and r.free_at_start_gib < run.gpu.total_gib
+    assert ("Extended KV cache to" in text) is (version == "0.34.0")

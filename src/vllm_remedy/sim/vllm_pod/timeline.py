@@ -45,6 +45,7 @@ _ERROR = re.compile(r"(?:^|\s)ERROR \d{2}-\d{2} \d{2}:|Traceback \(most recent c
 # Phase markers in the order a start passes them; a line that matches none stays in the current phase.
 _MARKERS: tuple[tuple[str, str], ...] = (
     ("Starting to load model", "loading"),
+    ("Loading model from scratch", "loading"),  # Model Runner V2's wording
     ("Loading safetensors checkpoint shards", "partial"),
     ("Loading model weights took", "weights"),
     ("Model loading took", "weights"),

@@ -171,7 +171,10 @@ def render_startup_log(version: str, *, model: str, tp_size: int = 1, weights_gi
         return _fail(w, failure, figures, [("engine/arg_utils.py", "create_engine_config"),
                                            ("config/parallel.py", "__post_init__")])
     _emit(w, "runner", figures, ranks=True)
-    w.each_rank(f"Starting to load model {model}...", source="gpu_model_runner.py")
+    if w.runner == "v2":  # Model Runner V2 names no model here (v1/worker/gpu/model_runner.py@0.21.0-@0.34.0)
+        w.each_rank("Loading model from scratch...", source="model_runner.py")
+    else:
+        w.each_rank(f"Starting to load model {model}...", source="gpu_model_runner.py")
     if failure in (Failure.OOM_LOADING_WEIGHTS, Failure.HOST_OOM_KILLED):
         w.raw("worker", "Loading safetensors checkpoint shards:  50% Completed | 2/4 [00:05<00:05,  2.61s/it]")
         if failure is Failure.HOST_OOM_KILLED:

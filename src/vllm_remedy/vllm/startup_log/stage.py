@@ -44,6 +44,7 @@ STAGES = (STARTING, LOADING, PROFILING, GRAPHS, API, SERVING)
 # (substring, stage it announces, what the detail says); the first match of a line wins.
 _MARKERS: tuple[tuple[str, str, str], ...] = (
     ("Starting to load model", LOADING, ""),
+    ("Loading model from scratch", LOADING, ""),  # Model Runner V2 (v1/worker/gpu/model_runner.py@0.21.0-@0.34.0)
     ("checkpoint shards", LOADING, "shards"),
     ("Loading weights took", LOADING, ""),
     ("Loading model weights took", PROFILING, "weights"),
