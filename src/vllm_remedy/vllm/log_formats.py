@@ -15,51 +15,19 @@ pool's device word at the head of a line (``GPU``, ``XPU``, ``GPU + host``). Rel
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import cache
 
-Version = tuple[int, int, int]
-
-# The rehearsal cluster renders this when it is asked for a version older than the table.
-OLDEST: Version = (0, 6, 0)
-
-
-def parse_version(text: str) -> Version:
-    """``"0.6.4.post1"`` → ``(0, 6, 4)``; dev/rc suffixes are ignored (they log like the release)."""
-    parts = re.findall(r"\d+", text.split("+")[0])[:3]
-    if not parts:
-        raise ValueError(f"not a vLLM version: {text!r}")
-    nums = [int(p) for p in parts] + [0] * (3 - len(parts))
-    return nums[0], nums[1], nums[2]
-
-
-@dataclass(frozen=True)
-class Template:
-    """One log message as vLLM prints it between ``since`` (inclusive) and ``until`` (exclusive)."""
-
-    kind: str
-    text: str
-    since: Version = OLDEST
-    until: Version | None = None
-    engine: str | None = None  # "v0" / "v1" / None (both)
-    level: str = "INFO"
-    source: str = "worker.py"  # file name vLLM's logger shows for this message
-    render: bool = True  # False: parse-only (DEBUG lines, messages we never simulate)
-    parse: bool = True  # False: render-only (the parser reads it with a looser pattern)
-    exception: str | None = None  # "ValueError": rendered as "ValueError: <text>", optional when parsing
-    tail: str = ""  # rendered after the text, placeholders filled; not parsed (advice that changes every release)
-    runner: str | None = None  # "v1" (gpu_model_runner.py) / "v2" (Model Runner V2) / None (both)
-
-    def valid_for(self, version: Version, engine: str, runner: str = "v1") -> bool:
-        """Whether this release, engine and model runner print this wording (``until`` is exclusive)."""
-        in_range = self.since <= version and (self.until is None or version < self.until)
-        return in_range and (self.engine is None or self.engine == engine) and self.runner in (None, runner)
-
-
-def v(text: str) -> Version:
-    """Short alias of :func:`parse_version` so the table below stays readable."""
-    return parse_version(text)
-
+from vllm_remedy.vllm.log_formats_late import (
+    ADVISORY_HEAD,
+    ADVISORY_TAIL,
+    CPU_NOTE_BOTH,
+    CPU_NOTE_UTIL,
+    LATE_KV,
+    USAGE_3,
+    USAGE_4,
+)
+from vllm_remedy.vllm.log_template import OLDEST, Template, Version, v
+from vllm_remedy.vllm.log_template import parse_version as parse_version  # re-exported: callers import it from here
 
 # The "Try increasing …" tails of vLLM's errors changed often; only the head carries numbers.
 _TRY_UTIL = "Try increasing `gpu_memory_utilization` when initializing the engine."
@@ -93,59 +61,6 @@ _LONG_OLD_TAIL = LONG_OLD_NOTE + _LONG_ENV
 _LONG_TAIL = _LONG_ENV + "." + LONG_CAUTION
 
 
-# 0.22.0 added a CPU-backend note to both KV errors' advice (v1/core/kv_cache_utils.py@0.22.0, through 0.33.0 in
-# v1/core/kv_cache_planning.py@0.33.0); 0.34.0 replaced it by a hint that depends on the extensible KV cache and the
-# utilization (``kv_hint``, v1/core/kv_cache_planning.py@0.34.0 ``_more_kv_cache_memory_hint``).
-_CPU_NOTE_UTIL = ("Try increasing `gpu_memory_utilization` when initializing the engine (this flag also controls CPU "
-                  "memory reservation on the CPU backend, despite its name).")
-_CPU_NOTE_BOTH = ("Try increasing `gpu_memory_utilization` (which also controls CPU memory on the CPU backend) or "
-                  "decreasing `max_model_len` when initializing the engine.")
-_ADVISORY_HEAD = ("Free memory on device ({free_gib:r2}/{total_gpu_gib:r2} GiB) on startup. Desired GPU memory "
-                  "utilization is ({gpu_memory_utilization:g}, {requested_gib:r2} GiB). Actual usage is ")
-_USAGE_4 = ("{profile_weights_gib:r2} GiB for weight, {activation_gib:r2} GiB for peak activation, {non_torch_gib:r2} "
-            "GiB for non-torch memory, and {cudagraph_gib:r2} GiB for CUDAGraph memory.")
-_USAGE_3 = ("{consumed_gib:r2} GiB for consumed memory (weights + non-torch), {peak_activation_gib:r2} GiB for peak "
-            "activation, and {cudagraph_gib:r2} GiB for CUDAGraph memory.")
-_ADVISORY_TAIL = (" Replace gpu_memory_utilization config with `--kv-cache-memory={fit_bytes:d}` ({fit_gib:r2} GiB) "
-                  "to fit into requested memory, or `--kv-cache-memory={full_bytes:d}` ({full_gib:r2} GiB) to fully "
-                  "utilize gpu memory. Current kv cache memory in use is {kv_in_use_gib:r2} GiB.")
-_FIT = "Auto-fit max_model_len: "
-_AFTER = "after CUDA graph capture and warmup"
-# 0.34.0's extensible KV cache (v1/worker/extensible_kv_cache.py@0.34.0): "Available KV cache memory" is the reserved
-# capacity; the size is measured after warmup and capture, then committed. The engine logs the capacity line
-# between the two (finalize_extensible_kv_cache, v1/core/kv_cache_planning.py@0.34.0, before extend_kv_cache).
-# Auto-fit (--max-model-len -1/auto, v1/core/kv_cache_utils.py@0.19.0-@0.32.0, kv_cache_planning.py@0.33.0-): the
-# "GPU memory" wording through 0.31, the KV cache memory and its device from 0.32.0, the after-warmup refit @0.34.0.
-LATE_KV: tuple[Template, ...] = (
-    Template("warmup_memory", "Memory after warmup: {after_warmup_free_gib:r2} GiB free, {committed_gib:r2} GiB "
-             "committed to the KV cache, {transient_gib:r2} GiB kept for transient activations "
-             "({transient_peak_gib:r2} GiB allocated at peak, {torch_growth_gib:r2} GiB of torch reservation "
-             "growth); {final_blocks:d} KV cache blocks ({final_kv_gib:r2} GiB) fit within the requested "
-             "{final_requested_gib:r2} GiB. Torch may reserve up to {torch_limit_gib:r2} GiB.", since=v("0.34.0"),
-             engine="v1", source="extensible_kv_cache.py"),
-    Template("kv_extended", "Extended KV cache to {gpu_blocks:d} blocks ({extended_kv_gib:.2f} GiB).",
-             since=v("0.34.0"), engine="v1", source="extensible_kv_cache.py"),
-    Template("auto_fit", _FIT + "reduced from {auto_fit_from:d} to {auto_fit_max_model_len:d} to fit in available GPU "
-             "memory ({auto_fit_kv_gib:r2} GiB available for KV cache)", since=v("0.19.0"), until=v("0.32.0"),
-             engine="v1", source="kv_cache_utils.py"),
-    Template("auto_fit", _FIT + "full model context length {auto_fit_max_model_len:d} fits in available GPU memory",
-             since=v("0.19.0"), until=v("0.32.0"), engine="v1", source="kv_cache_utils.py"),
-    *(Template("auto_fit", _FIT + text, since=since, until=until, engine="v1", source="kv_cache_utils.py", tail=tail)
-      for text in ("reduced from {auto_fit_from:d} to {auto_fit_max_model_len:d} to fit in available KV cache memory "
-                   "({auto_fit_kv_gib:r2} GiB {kv_device:s})", "full model context length {auto_fit_max_model_len:d} "
-                   "fits in available KV cache memory ({auto_fit_kv_gib:r2} GiB {kv_device:s})")
-      for since, until, tail in ((v("0.32.0"), v("0.34.0"), ""), (v("0.34.0"), None, "; the final length is set "
-                                 "after CUDA graph capture and warmup"))),
-    Template("auto_fit_final", _FIT + "using max_model_len={auto_fit_max_model_len:d}, which fits in the KV cache "
-             "memory left " + _AFTER + " ({auto_fit_kv_gib:r2} GiB {kv_device:s}).", since=v("0.34.0"), engine="v1",
-             source="kv_cache_planning.py"),
-    Template("auto_fit_final", "--max-model-len auto reduced max_model_len from {auto_fit_from:d} to "
-             "{auto_fit_max_model_len:d} ({auto_fit_kv_gib:r2} GiB {kv_device:s} left for the KV cache " + _AFTER +
-             ").", since=v("0.34.0"), engine="v1", source="kv_cache_planning.py", render=False),
-    Template("auto_fit_final", "--max-model-len auto reduced max_model_len from {auto_fit_from:d} to "
-             "{auto_fit_max_model_len:d} ({auto_fit_kv_gib:r2} GiB {kv_device:s} available for the KV cache).",
-             since=v("0.34.0"), engine="v1", source="kv_cache_planning.py", render=False),
-)
 
 
 def _maxlen(spec: str, unit: str, apostrophe: str = "models's") -> str:
@@ -209,9 +124,9 @@ TEMPLATES: tuple[Template, ...] = (
     # The advisory after capture: INFO from 0.26.0 (logger.info, gpu_worker.py@0.26.0; logger.debug @0.25.1); from
     # 0.27.0 (and 0.26.1rc1 dev builds) weights + non-torch print as one mem_get_info sum and the peak activation
     # includes the applied CUDA-graph estimate (gpu_worker.py@0.27.0). @0.34.0 prints the resolved utilization.
-    *(Template("advisory", _ADVISORY_HEAD + usage + _ADVISORY_TAIL, since=since, until=until, engine="v1",
+    *(Template("advisory", ADVISORY_HEAD + usage + ADVISORY_TAIL, since=since, until=until, engine="v1",
                source="gpu_worker.py")
-      for since, until, usage in ((v("0.26.0"), v("0.27.0"), _USAGE_4), (v("0.27.0"), None, _USAGE_3))),
+      for since, until, usage in ((v("0.26.0"), v("0.27.0"), USAGE_4), (v("0.27.0"), None, USAGE_3))),
     # The head every form of the post-start advisory shares (0.10.2 "for weight, ...", 2026 "for consumed memory
     # (weights + non-torch), ...", DEBUG or INFO): the free/total GiB torch saw before vLLM allocated anything.
     Template("startup_free", "Free memory on device ({free_gib:r2}/{total_gpu_gib:r2} GiB) on startup. Desired GPU "
@@ -267,7 +182,7 @@ TEMPLATES: tuple[Template, ...] = (
              exception="ValueError", tail=" " + _TRY_UTIL),
     *(Template("err_no_cache", "No available memory for the cache blocks.", since=since, until=until, level="ERROR",
                exception="ValueError", tail=" " + advice + " " + _DOCS)
-      for since, until, advice in ((v("0.13.0"), v("0.22.0"), _TRY_UTIL), (v("0.22.0"), v("0.34.0"), _CPU_NOTE_UTIL),
+      for since, until, advice in ((v("0.13.0"), v("0.22.0"), _TRY_UTIL), (v("0.22.0"), v("0.34.0"), CPU_NOTE_UTIL),
                                    (v("0.34.0"), None, "{kv_hint}"))),
     Template("err_max_len", "The model's max seq len ({max_model_len:d}) is larger than the maximum number of "
              "tokens that can be stored in KV cache ({kv_cache_tokens:d}).", until=v("0.11.0"), engine="v0",
@@ -286,7 +201,7 @@ TEMPLATES: tuple[Template, ...] = (
              engine="v1", level="ERROR", exception="ValueError", tail=" " + _TRY_BOTH + " " + _DOCS),
     *(Template("err_max_len", _maxlen("r2", "GiB", "model's") + _ESTIMATE, since=since, until=until, engine="v1",
                level="ERROR", exception="ValueError", tail=" " + advice + " " + _DOCS)
-      for since, until, advice in ((v("0.22.0"), v("0.34.0"), _CPU_NOTE_BOTH),
+      for since, until, advice in ((v("0.22.0"), v("0.34.0"), CPU_NOTE_BOTH),
                                    (v("0.34.0"), None, "{kv_hint} Decreasing `max_model_len` also reduces what is "
                                     "needed."))),
     Template("err_free_memory", "Free memory on device ({free_gib:r2}/{total_gpu_gib:r2} GiB) on startup is "
@@ -342,6 +257,10 @@ CAPTURE_BARS: tuple[tuple[Version, Version | None, str | None, tuple[tuple[str, 
     ((0, 11, 0), None, "v1", (("Capturing CUDA graphs (mixed prefill-decode, PIECEWISE)", 67),
                               ("Capturing CUDA graphs (decode, FULL)", 35))),
 )
+
+# Model Runner V2's bars name only the mode, PIECEWISE first (v1/worker/gpu/cudagraph_utils.py@0.22.0-@0.34.0).
+MRV2_CAPTURE_BARS: tuple[tuple[str, int], ...] = (("Capturing CUDA graphs (PIECEWISE)", 67),
+                                                  ("Capturing CUDA graphs (FULL)", 35))
 
 # uvicorn's own lines (not vLLM's logger, so no level/timestamp header of vLLM's kind).
 UVICORN_UP = (

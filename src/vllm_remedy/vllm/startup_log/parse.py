@@ -272,7 +272,7 @@ def _identity(lines: list[Line], report: StartupReport) -> None:
 
 def _default_utilization(lines: list[Line], version: str | None) -> float | None:
     """The release's default utilization when the log proves the flag unset: 0.9+ lists every flag the command
-    line sets under "non-default args", so a line without it means the default (0.9, 0.92 from 0.22.1). None when
+    line sets under "non-default args", so a line without it means the default (``versions.rules``). None when
     that line or the version is missing: a cut log cannot tell unset from unseen."""
     if version is None or not any("non-default args:" in line.text for line in lines):
         return None
@@ -322,7 +322,10 @@ _ADVICE = re.compile(
 class KvAdvice:
     """vLLM's own account of one rank's start, printed after the KV cache and CUDA graphs exist: the profile
     terms it measured and the ``--kv-cache-memory`` that would reproduce the requested budget. Free calibration
-    data: ``fit_bytes`` is ``requested - (weights + non-torch + activation + CUDA graphs)``, graphs included."""
+    data: ``fit_bytes`` is ``requested - (weights + non-torch + activation + CUDA graphs)``, graphs included. In the
+    consumed form (0.27.0 on, gpu_worker.py@0.27.0) ``activation_gib`` includes the CUDA-graph estimate the budget
+    applied and ``cudagraph_gib`` is the actual capture; at 0.34 ``in_use_gib`` is the reserved capacity of the
+    extensible KV cache, not its final size."""
 
     rank: int
     free_gib: float

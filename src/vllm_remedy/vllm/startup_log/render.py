@@ -15,6 +15,7 @@ from typing import Any
 from vllm_remedy.vllm.failures import FAILURES
 from vllm_remedy.vllm.log_formats import (
     CAPTURE_BARS,
+    MRV2_CAPTURE_BARS,
     UVICORN_UP,
     Template,
     default_engine,
@@ -227,7 +228,8 @@ def _runner(v: tuple[int, int, int], engine: str, runner_v2: bool) -> str:
 def _capture(w: _Writer, figures: dict[str, Any]) -> None:
     """CUDA-graph capture: V0's announcement, rank 0's closed progress bars, every rank's "finished" line."""
     _emit(w, "capture", figures, ranks=True)
-    for since, until, engine, bars in CAPTURE_BARS:
+    eras = [((0, 0, 0), None, w.engine, MRV2_CAPTURE_BARS)] if w.runner == "v2" else CAPTURE_BARS
+    for since, until, engine, bars in eras:
         if since <= w.v and (until is None or w.v < until) and engine == w.engine:
             seconds = int(figures["graph_seconds"])
             for desc, shapes in bars:
