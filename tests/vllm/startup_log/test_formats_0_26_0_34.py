@@ -151,6 +151,7 @@ def test_sampler_warmup_error_is_v1_runner_only():
 def test_rendered_auto_fit(version, line):
     text = render_startup_log(version, max_model_len_arg=-1, derived_max_model_len=40960, **BASE)
     assert line in text
+    assert "max_seq_len=40960," in text  # the config line's length before auto-fit (config/model.py@0.30.0)
     assert parse_startup_log(text).max_model_len == 8192
     if version == "0.34.0":
         assert ("Auto-fit max_model_len: using max_model_len=8192, which fits in the KV cache memory left after CUDA "

@@ -155,7 +155,11 @@ def render_startup_log(version: str, *, model: str, tp_size: int = 1, weights_gi
     figures["kv_hint"] = late.kv_hint(gpu_memory_utilization)
     after_warmup = eng == "v1" and late.extensible(version)
     at_config = failure is Failure.MAX_LEN_EXCEEDS_MODEL  # before the engine (and its config line) exists
-    _preamble(w, version, model, tp_size, max_model_len, gpu_memory_utilization, enforce_eager,
+    # --max-model-len auto: the engine's config line shows the model's own length; auto-fit reduces it later
+    # (config/model.py@0.30.0 takes the derived length for -1), in releases whose table has the auto-fit line.
+    fits_later = max_model_len_arg == -1 and derived_max_model_len and templates_for("auto_fit", ver, eng)
+    _preamble(w, version, model, tp_size, derived_max_model_len if fits_later else max_model_len,
+              gpu_memory_utilization, enforce_eager,
               max_num_seqs=max_num_seqs, revision=revision, utilization_set=utilization_set,
               typed_len=max_model_len if max_model_len_arg == 0 else max_model_len_arg, engine_line=not at_config,
               long_len=long_len, typed=typed or {})
