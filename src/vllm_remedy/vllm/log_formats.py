@@ -127,6 +127,9 @@ TEMPLATES: tuple[Template, ...] = (
     *(Template("advisory", ADVISORY_HEAD + usage + ADVISORY_TAIL, since=since, until=until, engine="v1",
                source="gpu_worker.py")
       for since, until, usage in ((v("0.26.0"), v("0.27.0"), USAGE_4), (v("0.27.0"), None, USAGE_3))),
+    # The same line cut after its figures (logs quoted with "..."): the figures still count.
+    Template("advisory_usage", ADVISORY_HEAD + USAGE_3, since=v("0.27.0"), engine="v1", source="gpu_worker.py",
+             render=False),
     # The head every form of the post-start advisory shares (0.10.2 "for weight, ...", 2026 "for consumed memory
     # (weights + non-torch), ...", DEBUG or INFO): the free/total GiB torch saw before vLLM allocated anything.
     Template("startup_free", "Free memory on device ({free_gib:r2}/{total_gpu_gib:r2} GiB) on startup. Desired GPU "

@@ -24,8 +24,10 @@ from vllm_remedy.vllm.versions import rules
 # is taken from rank 0, the driver whose numbers vLLM reports.
 _MIN_OVER_RANKS = frozenset({"kv_cache_gib", "gpu_blocks", "kv_cache_tokens", "max_concurrency", "extended_kv_gib",
                              "final_kv_gib"})
-# The last one logged wins: 0.34 fits --max-model-len auto twice (reserved capacity, then after warmup).
-_LAST_LOGGED = frozenset({"auto_fit_max_model_len"})
+# The last one logged wins: 0.34 fits --max-model-len auto twice (reserved capacity, then after warmup); Model
+# Runner V2 from 0.29 captures once while profiling (a throwaway pool, gpu/cudagraph_utils.py@0.29.0) and logs
+# "Graph capturing finished" for it before the real capture, which the advisory then reports.
+_LAST_LOGGED = frozenset({"auto_fit_max_model_len", "cudagraph_gib"})
 _REPORT_FIELDS = ("weights_gib", "activation_gib", "non_torch_gib", "kv_cache_gib", "gpu_blocks",
                   "kv_cache_tokens", "max_concurrency", "concurrency_max_len", "cudagraph_gib",
                   "total_gpu_gib", "gpu_memory_utilization", "consumed_gib", "peak_activation_gib")
