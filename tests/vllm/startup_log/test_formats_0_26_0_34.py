@@ -274,3 +274,15 @@ def test_rehearsal_pod_logs_the_release_formats(version):
     assert "Auto-fit max_model_len: " in text
     assert r.free_at_start_gib is not None and r.free_at_start_gib < run.gpu.total_gib
     assert ("Extended KV cache to" in text) is (version == "0.34.0")
+
+
+def test_stage_of_a_profile_time_capture():
+    """Real: a100-40gb-v0.31.0 (ReidHarris/sql-agent-rl vllm.log). Model Runner V2 logs 'Graph capturing finished'
+    while profiling (gpu/cudagraph_utils.py@0.29.0), before the KV budget: a log cut there is still profiling."""
+    from vllm_remedy.vllm.startup_log.stage import GRAPHS, PROFILING, startup_stage
+
+    lines = _excerpt("a100-40gb-v0.31.0-qwen2.5-coder-1.5b-fp16-16k.yaml").splitlines()
+    cut = next(i for i, line in enumerate(lines) if "Graph capturing finished" in line) + 1
+    assert startup_stage("\n".join(lines[:cut])).stage == PROFILING
+    sized = next(i for i, line in enumerate(lines) if "KV cache size" in line) + 1
+    assert startup_stage("\n".join(lines[:sized])).stage == GRAPHS
