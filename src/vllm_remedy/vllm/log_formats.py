@@ -7,56 +7,27 @@ change in vLLM's wording is therefore a one-line edit here, not a code change.
 
 Placeholders are ``{name:spec}``; ``spec`` says how vLLM formats the value:
 ``.Nf`` fixed decimals, ``d`` integer, ``,`` comma-grouped integer, ``r2`` vLLM's
-``format_gib`` (``str(round(x, 2))``), ``g`` Python ``str()`` of a float, ``s`` free text.
+``format_gib`` (``str(round(x, 2))``), ``g`` Python ``str()`` of a float, ``s`` free text, ``dev`` the KV
+pool's device word at the head of a line (``GPU``, ``XPU``, ``GPU + host``). Releases 0.21-0.34 are cited as
+``file@version`` (paths inside the ``vllm`` package of the PyPI sdist).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import cache
 
-Version = tuple[int, int, int]
-
-# The rehearsal cluster renders this when it is asked for a version older than the table.
-OLDEST: Version = (0, 6, 0)
-
-
-def parse_version(text: str) -> Version:
-    """``"0.6.4.post1"`` → ``(0, 6, 4)``; dev/rc suffixes are ignored (they log like the release)."""
-    parts = re.findall(r"\d+", text.split("+")[0])[:3]
-    if not parts:
-        raise ValueError(f"not a vLLM version: {text!r}")
-    nums = [int(p) for p in parts] + [0] * (3 - len(parts))
-    return nums[0], nums[1], nums[2]
-
-
-@dataclass(frozen=True)
-class Template:
-    """One log message as vLLM prints it between ``since`` (inclusive) and ``until`` (exclusive)."""
-
-    kind: str
-    text: str
-    since: Version = OLDEST
-    until: Version | None = None
-    engine: str | None = None  # "v0" / "v1" / None (both)
-    level: str = "INFO"
-    source: str = "worker.py"  # file name vLLM's logger shows for this message
-    render: bool = True  # False: parse-only (DEBUG lines, messages we never simulate)
-    parse: bool = True  # False: render-only (the parser reads it with a looser pattern)
-    exception: str | None = None  # "ValueError": rendered as "ValueError: <text>", optional when parsing
-    tail: str = ""  # rendered after the text; not parsed (advice wording that changes every release)
-
-    def valid_for(self, version: Version, engine: str) -> bool:
-        """Whether this release and engine print this wording (``until`` is exclusive)."""
-        in_range = self.since <= version and (self.until is None or version < self.until)
-        return in_range and (self.engine is None or self.engine == engine)
-
-
-def v(text: str) -> Version:
-    """Short alias of :func:`parse_version` so the table below stays readable."""
-    return parse_version(text)
-
+from vllm_remedy.vllm.log_formats_late import (
+    ADVISORY_HEAD,
+    ADVISORY_TAIL,
+    CPU_NOTE_BOTH,
+    CPU_NOTE_UTIL,
+    LATE_KV,
+    USAGE_3,
+    USAGE_4,
+)
+from vllm_remedy.vllm.log_template import OLDEST, Template, Version, v
+from vllm_remedy.vllm.log_template import parse_version as parse_version  # re-exported: callers import it from here
 
 # The "Try increasing …" tails of vLLM's errors changed often; only the head carries numbers.
 _TRY_UTIL = "Try increasing `gpu_memory_utilization` when initializing the engine."
@@ -90,6 +61,8 @@ _LONG_OLD_TAIL = LONG_OLD_NOTE + _LONG_ENV
 _LONG_TAIL = _LONG_ENV + "." + LONG_CAUTION
 
 
+
+
 def _maxlen(spec: str, unit: str, apostrophe: str = "models's") -> str:
     return (_MAXLEN_HEAD.replace("{apostrophe}", apostrophe).replace("SPEC", spec).replace("UNIT", unit))
 
@@ -105,7 +78,15 @@ TEMPLATES: tuple[Template, ...] = (
     Template("weights", "Model loading took {weights_gib:.4f} GiB memory and {load_seconds:.6f} seconds",
              since=v("0.11.1"), until=v("0.14.0"), source="gpu_model_runner.py"),
     Template("weights", "Model loading took {weights_gib:r2} GiB memory and {load_seconds:.6f} seconds",
-             since=v("0.14.0"), source="gpu_model_runner.py"),
+             since=v("0.14.0"), until=v("0.34.0"), source="gpu_model_runner.py", runner="v1"),
+    # Model Runner V2 (v1/worker/gpu/model_runner.py): no "memory" until 0.27.x (@0.21.0-@0.27.1), then the V1
+    # wording (@0.28.0); at 0.34 the only runner. Its announcement, gpu_worker.py@0.21.0-@0.33.0 (gone @0.34.0).
+    Template("weights", "Model loading took {weights_gib:r2} GiB and {load_seconds:.6f} seconds", since=v("0.19.0"),
+             until=v("0.28.0"), engine="v1", source="model_runner.py", runner="v2"),
+    Template("weights", "Model loading took {weights_gib:r2} GiB memory and {load_seconds:.6f} seconds",
+             since=v("0.28.0"), engine="v1", source="model_runner.py", runner="v2"),
+    Template("runner", "Using V2 Model Runner", since=v("0.19.0"), until=v("0.34.0"), engine="v1",
+             source="gpu_worker.py", runner="v2", parse=False),
     # --- V0 memory profile ---------------------------------------------------------------------
     Template("profile", "Memory profiling results: total_gpu_memory={total_gpu_gib:.2f}GiB "
              "initial_memory_usage={initial_gib:.2f}GiB peak_torch_memory={peak_torch_gib:.2f}GiB "
@@ -129,12 +110,26 @@ TEMPLATES: tuple[Template, ...] = (
     Template("profile", "Memory profiling takes {profile_seconds:.2f} seconds. Total non KV cache memory: "
              "{non_kv_gib:r2}GiB; torch peak memory increase: {activation_gib:r2}GiB; non-torch forward "
              "increase memory: {non_torch_gib:r2}GiB; weights memory: {profile_weights_gib:r2}GiB.",
-             since=v("0.14.0"), engine="v1", level="DEBUG", source="gpu_worker.py", render=False),
+             since=v("0.14.0"), until=v("0.27.0"), engine="v1", level="DEBUG", source="gpu_worker.py", render=False),
+    # utils/mem_utils.py@0.27.0 MemoryProfilingResult.__repr__: the mem_get_info total replaces non-torch.
+    Template("profile", "Memory profiling takes {profile_seconds:.2f} seconds. Total non KV cache memory: "
+             "{non_kv_gib:r2}GiB; torch peak memory increase: {activation_gib:r2}GiB; total consumed (from "
+             "mem_get_info): {consumed_gib:r2}GiB; weights memory: {profile_weights_gib:r2}GiB.",
+             since=v("0.27.0"), engine="v1", level="DEBUG", source="gpu_worker.py", render=False),
     Template("profile", "Free memory on device ({free_gib:r2}/{total_gpu_gib:r2} GiB) on startup. Desired GPU "
              "memory utilization is ({gpu_memory_utilization:g}, {requested_gib:r2} GiB). Actual usage is "
              "{profile_weights_gib:r2} GiB for weight, {activation_gib:r2} GiB for peak activation, "
              "{non_torch_gib:r2} GiB for non-torch memory, and {cudagraph_gib:r2} GiB for CUDAGraph memory.",
-             since=v("0.10.2"), engine="v1", level="DEBUG", source="gpu_worker.py", render=False),
+             since=v("0.10.2"), until=v("0.26.0"), engine="v1", level="DEBUG", source="gpu_worker.py", render=False),
+    # The advisory after capture: INFO from 0.26.0 (logger.info, gpu_worker.py@0.26.0; logger.debug @0.25.1); from
+    # 0.27.0 (and 0.26.1rc1 dev builds) weights + non-torch print as one mem_get_info sum and the peak activation
+    # includes the applied CUDA-graph estimate (gpu_worker.py@0.27.0). @0.34.0 prints the resolved utilization.
+    *(Template("advisory", ADVISORY_HEAD + usage + ADVISORY_TAIL, since=since, until=until, engine="v1",
+               source="gpu_worker.py")
+      for since, until, usage in ((v("0.26.0"), v("0.27.0"), USAGE_4), (v("0.27.0"), None, USAGE_3))),
+    # The same line cut after its figures (logs quoted with "..."): the figures still count.
+    Template("advisory_usage", ADVISORY_HEAD + USAGE_3, since=v("0.27.0"), engine="v1", source="gpu_worker.py",
+             render=False),
     # The head every form of the post-start advisory shares (0.10.2 "for weight, ...", 2026 "for consumed memory
     # (weights + non-torch), ...", DEBUG or INFO): the free/total GiB torch saw before vLLM allocated anything.
     Template("startup_free", "Free memory on device ({free_gib:r2}/{total_gpu_gib:r2} GiB) on startup. Desired GPU "
@@ -151,17 +146,23 @@ TEMPLATES: tuple[Template, ...] = (
              until=v("0.11.0"), engine="v0", source="executor_base.py"),
     Template("blocks", "# GPU blocks: {gpu_blocks:d}", since=v("0.6.4"), until=v("0.8.0"), engine="v1",
              source="kv_cache_utils.py"),
-    Template("tokens", "GPU KV cache size: {kv_cache_tokens:,} tokens", since=v("0.8.0"), until=v("0.30.0"),
+    Template("tokens", "GPU KV cache size: {kv_cache_tokens:,} tokens", since=v("0.8.0"), until=v("0.28.0"),
              engine="v1", source="kv_cache_utils.py"),
     Template("concurrency", "Maximum concurrency for {concurrency_max_len:d} tokens per request: "
              "{max_concurrency:.2f}x", until=v("0.11.0"), engine="v0", source="executor_base.py"),
     Template("concurrency", "Maximum concurrency for {concurrency_max_len:d} tokens per request: "
              "{max_concurrency:.2f}x", since=v("0.6.4"), until=v("0.8.0"), engine="v1", source="kv_cache_utils.py"),
     Template("concurrency", "Maximum concurrency for {concurrency_max_len:,} tokens per request: "
-             "{max_concurrency:.2f}x", since=v("0.8.0"), until=v("0.30.0"), engine="v1", source="kv_cache_utils.py"),
+             "{max_concurrency:.2f}x", since=v("0.8.0"), until=v("0.28.0"), engine="v1", source="kv_cache_utils.py"),
+    # One line from 0.28.0 (update_kv_cache_capacity, v1/core/kv_cache_utils.py@0.28.0); the pool's device word
+    # from 0.30.0 ("GPU" on CUDA, @0.30.0), " + host" after it with a HiSparse host pool (@0.32.0).
     Template("tokens", "GPU KV cache size: {kv_cache_tokens:,} tokens, Maximum concurrency for "
+             "{concurrency_max_len:,} tokens per request: {max_concurrency:.2f}x", since=v("0.28.0"),
+             until=v("0.30.0"), engine="v1", source="kv_cache_utils.py"),
+    Template("tokens", "{kv_device:dev} KV cache size: {kv_cache_tokens:,} tokens, Maximum concurrency for "
              "{concurrency_max_len:,} tokens per request: {max_concurrency:.2f}x", since=v("0.30.0"),
              engine="v1", source="kv_cache_utils.py"),
+    *LATE_KV,
     # --- CUDA graphs ---------------------------------------------------------------------------
     # V0 announces the capture when it starts (the 0.6.3 log in tests/data/logs; 0.6.4 logs already use the
     # "cudagraphs for decoding" wording, 0.6.6 added the out-of-memory advice). V1 prints only tqdm's bar.
@@ -176,12 +177,16 @@ TEMPLATES: tuple[Template, ...] = (
     Template("graphs", "Graph capturing finished in {graph_seconds:.0f} secs.", until=v("0.6.4"),
              source="model_runner.py"),
     Template("graphs", "Graph capturing finished in {graph_seconds:.0f} secs, took {cudagraph_gib:.2f} GiB",
-             since=v("0.6.4"), source="gpu_model_runner.py"),
+             since=v("0.6.4"), source="gpu_model_runner.py", runner="v1"),
+    Template("graphs", "Graph capturing finished in {graph_seconds:.0f} secs, took {cudagraph_gib:.2f} GiB",
+             since=v("0.19.0"), engine="v1", source="model_runner.py", runner="v2"),  # gpu/model_runner.py@0.22.0
     # --- errors (exception name and advice tail are rendered, not required when parsing) -------
     Template("err_no_cache", "No available memory for the cache blocks.", until=v("0.13.0"), level="ERROR",
              exception="ValueError", tail=" " + _TRY_UTIL),
-    Template("err_no_cache", "No available memory for the cache blocks.", since=v("0.13.0"), level="ERROR",
-             exception="ValueError", tail=" " + _TRY_UTIL + " " + _DOCS),
+    *(Template("err_no_cache", "No available memory for the cache blocks.", since=since, until=until, level="ERROR",
+               exception="ValueError", tail=" " + advice + " " + _DOCS)
+      for since, until, advice in ((v("0.13.0"), v("0.22.0"), _TRY_UTIL), (v("0.22.0"), v("0.34.0"), CPU_NOTE_UTIL),
+                                   (v("0.34.0"), None, "{kv_hint}"))),
     Template("err_max_len", "The model's max seq len ({max_model_len:d}) is larger than the maximum number of "
              "tokens that can be stored in KV cache ({kv_cache_tokens:d}).", until=v("0.11.0"), engine="v0",
              level="ERROR", exception="ValueError", tail=" " + _TRY_BOTH),
@@ -197,8 +202,11 @@ TEMPLATES: tuple[Template, ...] = (
              engine="v1", level="ERROR", exception="ValueError", tail=" " + _TRY_BOTH + " " + _DOCS),
     Template("err_max_len", _maxlen("r2", "GiB") + _ESTIMATE, since=v("0.14.0"), until=v("0.22.0"),
              engine="v1", level="ERROR", exception="ValueError", tail=" " + _TRY_BOTH + " " + _DOCS),
-    Template("err_max_len", _maxlen("r2", "GiB", "model's") + _ESTIMATE, since=v("0.22.0"), engine="v1",
-             level="ERROR", exception="ValueError", tail=" " + _TRY_BOTH + " " + _DOCS),
+    *(Template("err_max_len", _maxlen("r2", "GiB", "model's") + _ESTIMATE, since=since, until=until, engine="v1",
+               level="ERROR", exception="ValueError", tail=" " + advice + " " + _DOCS)
+      for since, until, advice in ((v("0.22.0"), v("0.34.0"), CPU_NOTE_BOTH),
+                                   (v("0.34.0"), None, "{kv_hint} Decreasing `max_model_len` also reduces what is "
+                                    "needed."))),
     Template("err_free_memory", "Free memory on device ({free_gib:r2}/{total_gpu_gib:r2} GiB) on startup is "
              "less than desired GPU memory utilization ({gpu_memory_utilization:g}, {requested_gib:r2} GiB).",
              since=v("0.9.1"), until=v("0.14.0"), engine="v1", level="ERROR", exception="ValueError",
@@ -208,7 +216,7 @@ TEMPLATES: tuple[Template, ...] = (
              "{requested_gib:r2} GiB).", since=v("0.14.0"), engine="v1", level="ERROR", exception="ValueError",
              tail=_FREE_TAIL),
     Template("err_sampler", "CUDA out of memory occurred when warming up sampler with {num_dummy_requests:d} "
-             "dummy requests.", since=v("0.8.0"), until=v("0.34.0"), engine="v1", level="ERROR",
+             "dummy requests.", since=v("0.8.0"), until=v("0.34.0"), engine="v1", level="ERROR", runner="v1",
              exception="RuntimeError", tail=" Please try lowering `max_num_seqs` or `gpu_memory_utilization` "
              "when initializing the engine."),
     Template("err_cuda_oom", "CUDA out of memory. Tried to allocate {tried_size:.2f} {tried_unit:s}. GPU "
@@ -253,6 +261,10 @@ CAPTURE_BARS: tuple[tuple[Version, Version | None, str | None, tuple[tuple[str, 
                               ("Capturing CUDA graphs (decode, FULL)", 35))),
 )
 
+# Model Runner V2's bars name only the mode, PIECEWISE first (v1/worker/gpu/cudagraph_utils.py@0.22.0-@0.34.0).
+MRV2_CAPTURE_BARS: tuple[tuple[str, int], ...] = (("Capturing CUDA graphs (PIECEWISE)", 67),
+                                                  ("Capturing CUDA graphs (FULL)", 35))
+
 # uvicorn's own lines (not vLLM's logger, so no level/timestamp header of vLLM's kind).
 UVICORN_UP = (
     "INFO:     Started server process [{pid}]",
@@ -264,6 +276,7 @@ UP_MARKERS = ("Application startup complete", "Uvicorn running on", "Starting vL
               "Starting vLLM server on", "Available routes are")
 
 _NUM = r"-?\d[\d,]*(?:\.\d+)?"
+_PATTERNS = {"s": ".+?", "dev": r"\b[A-Z]{2,}(?: \+ host)?"}  # non-numeric specs
 _FIELD = re.compile(r"\{(\w+)(?::([^}]*))?\}")
 
 
@@ -274,7 +287,7 @@ def compiled(template: Template) -> re.Pattern[str]:
     for m in _FIELD.finditer(template.text):
         out.append(_loose(template.text[pos:m.start()]))
         name, spec = m.group(1), m.group(2) or "s"
-        out.append(f"(?P<{name}>{'.+?' if spec == 's' else _NUM})")
+        out.append(f"(?P<{name}>{_PATTERNS.get(spec, _NUM)})")
         pos = m.end()
     out.append(_loose(template.text[pos:]))
     return re.compile("".join(out), re.IGNORECASE)
@@ -300,7 +313,7 @@ def to_number(text: str) -> float | int:
 def fill(template: Template, values: dict[str, object]) -> str:
     """Render a template (exception name, text, tail) with vLLM's own number formatting."""
     head = f"{template.exception}: " if template.exception else ""
-    return head + _FIELD.sub(lambda m: _one(m, values), template.text) + template.tail
+    return head + "".join(_FIELD.sub(lambda m: _one(m, values), part) for part in (template.text, template.tail))
 
 
 def _one(m: re.Match[str], values: dict[str, object]) -> str:
@@ -310,14 +323,14 @@ def _one(m: re.Match[str], values: dict[str, object]) -> str:
         return str(round(float(value), 2))  # type: ignore[arg-type]
     if spec == "g":
         return str(float(value))  # type: ignore[arg-type]
-    if spec == "s":
+    if spec in ("s", "dev"):
         return str(value)
     return format(value, spec)
 
 
-def templates_for(kind: str, version: Version, engine: str) -> list[Template]:
-    """The renderable templates of one kind that the given version and engine print, in table order."""
-    return [t for t in TEMPLATES if t.kind == kind and t.render and t.valid_for(version, engine)]
+def templates_for(kind: str, version: Version, engine: str, runner: str = "v1") -> list[Template]:
+    """The renderable templates of one kind that the given version, engine and model runner print, in table order."""
+    return [t for t in TEMPLATES if t.kind == kind and t.render and t.valid_for(version, engine, runner)]
 
 
 def default_engine(version: Version) -> str:

@@ -45,17 +45,20 @@ _ERROR = re.compile(r"(?:^|\s)ERROR \d{2}-\d{2} \d{2}:|Traceback \(most recent c
 # Phase markers in the order a start passes them; a line that matches none stays in the current phase.
 _MARKERS: tuple[tuple[str, str], ...] = (
     ("Starting to load model", "loading"),
+    ("Loading model from scratch", "loading"),  # Model Runner V2's wording
     ("Loading safetensors checkpoint shards", "partial"),
     ("Loading model weights took", "weights"),
     ("Model loading took", "weights"),
     ("Memory profiling", "profiled"),
     ("the current vLLM instance can use", "profiled"),
     ("Available KV cache memory", "profiled"),
+    ("Auto-fit max_model_len", "profiled"),
     ("blocks:", "profiled"),
     ("GPU KV cache size", "profiled"),
     ("Maximum concurrency", "profiled"),
     ("Capturing CUDA graph", "graphs"),  # tqdm's bar, in the log once it closes
     ("Graph capturing finished", "graphs"),
+    ("Memory after warmup", "graphs"),  # 0.34: the KV cache is sized after capture (stays in the graphs phase)
     ("Starting vLLM", "up"),
     ("INFO:     ", "up"),
 )
@@ -89,7 +92,16 @@ def render(launch: Launch, failure: Failure, started: datetime, detail: dict[str
         failure=failure, failure_detail=detail or _detail(launch, failure), block_size=res.block_size,
         started=started, enforce_eager=res.enforce_eager, max_num_seqs=launch.settings.max_num_seqs,
         revision=launch.revision, utilization_set=_listed_utilization(launch),
-        max_model_len_arg=launch.settings.max_model_len, long_len=_long_len(launch), typed=_typed(launch)))
+        max_model_len_arg=launch.settings.max_model_len, long_len=_long_len(launch), typed=_typed(launch),
+        runner_v2=res.runner_v2, free_at_start_gib=_free_at_start(launch),
+        derived_max_model_len=launch.model.max_model_len))
+
+
+def _free_at_start(launch: Launch) -> float:
+    """What vLLM's startup snapshot sees free: the card less other processes and its own CUDA context (the advisory's
+    first figure, INFO from 0.26)."""
+    res = launch.resolved
+    return max(0.0, launch.gpu.total_gib - context_gib(launch.gpu, res.tp) - res.other_process_gib)
 
 
 def _typed(launch: Launch) -> dict[str, object]:

@@ -4,9 +4,9 @@ V1 engines take a memory snapshot right after CUDA initialisation (``MemorySnaps
 name its free and total bytes twice: in the refusal ``Free memory on device [cuda:N] (F/T GiB) on startup is less
 than desired GPU memory utilization (U, R GiB)`` (0.9.1 on, the device named from ~0.14), and after a start that
 passed in the advisory ``Free memory on device (F/T GiB) on startup. Desired GPU memory utilization is (U, R GiB).
-Actual usage is …`` (0.10.2 on; DEBUG in some releases, INFO in others). ``T - F`` is what was in use on the card
-before vLLM loaded anything: other processes plus vLLM's own CUDA context (about 0.4-0.5 GiB per rank, more with
-NCCL at TP >= 2), which is why ``held_gib`` is an upper bound on the foreign memory.
+Actual usage is …`` (0.10.2 on; DEBUG through 0.25.x, INFO from 0.26.0, gpu_worker.py@0.26.0). ``T - F`` is what was
+in use on the card before vLLM loaded anything: other processes plus vLLM's own CUDA context (about 0.4-0.5 GiB per
+rank, more with NCCL at TP >= 2), which is why ``held_gib`` is an upper bound on the foreign memory.
 
 Pure: reads a ``StartupReport`` or the dict a fact carries (``StartupReport.to_dict()``).
 """

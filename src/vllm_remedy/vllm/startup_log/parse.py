@@ -22,10 +22,15 @@ from vllm_remedy.vllm.versions import rules
 
 # KV capacity is the minimum over ranks (vLLM sizes the cache for the smallest rank); the rest
 # is taken from rank 0, the driver whose numbers vLLM reports.
-_MIN_OVER_RANKS = frozenset({"kv_cache_gib", "gpu_blocks", "kv_cache_tokens", "max_concurrency"})
+_MIN_OVER_RANKS = frozenset({"kv_cache_gib", "gpu_blocks", "kv_cache_tokens", "max_concurrency", "extended_kv_gib",
+                             "final_kv_gib"})
+# The last one logged wins: 0.34 fits --max-model-len auto twice (reserved capacity, then after warmup); Model
+# Runner V2 from 0.29 captures once while profiling (a throwaway pool, gpu/cudagraph_utils.py@0.29.0) and logs
+# "Graph capturing finished" for it before the real capture, which the advisory then reports.
+_LAST_LOGGED = frozenset({"auto_fit_max_model_len", "cudagraph_gib"})
 _REPORT_FIELDS = ("weights_gib", "activation_gib", "non_torch_gib", "kv_cache_gib", "gpu_blocks",
                   "kv_cache_tokens", "max_concurrency", "concurrency_max_len", "cudagraph_gib",
-                  "total_gpu_gib", "gpu_memory_utilization")
+                  "total_gpu_gib", "gpu_memory_utilization", "consumed_gib", "peak_activation_gib")
 _INT_FIELDS = frozenset({"gpu_blocks", "kv_cache_tokens", "concurrency_max_len", "max_model_len", "tp_size"})
 
 _VERSION = (re.compile(r"vLLM API server version (\d[\w.+-]*)"),
@@ -44,6 +49,7 @@ _UTIL = (re.compile(r"'gpu_memory_utilization': ([\d.]+)"),
 # The V1 sampler says which top-k/top-p path it took (vllm/v1/sample/ops/topk_topp_sampler.py, 0.7-0.11).
 _FLASHINFER_ON = "Using FlashInfer for top-p & top-k sampling"
 _FLASHINFER_OFF = "Falling back to the PyTorch-native implementation of top-p & top-k sampling"
+_RUNNER_V2 = "Using V2 Model Runner"  # gpu_worker.py@0.21.0-@0.33.0; 0.34 has no other runner and does not say so
 _V1_MARKERS = ("Initializing a V1 LLM engine", "EngineCore", "/v1/", "VllmWorker rank=", "(Worker",
                "warming up sampler")
 _V0_MARKERS = ("Initializing a V0 LLM engine", "VllmWorkerProcess", "MQLLMEngine", "llm_engine.py")
@@ -80,6 +86,8 @@ class _Matches:
             return None
         if name in _MIN_OVER_RANKS:
             return min(v for _, _, v in found)  # type: ignore[type-var]
+        if name in _LAST_LOGGED:
+            return max(found, key=lambda item: item[0])[2]
         return min(found, key=lambda item: (item[1], item[0]))[2]
 
 
@@ -120,6 +128,7 @@ def parse_startup_log(text: str) -> StartupReport:
         report.free_at_start_gib = float(free)
     if report.weights_gib is None and (fallback := found.pick("profile_weights_gib")) is not None:
         report.weights_gib = float(fallback)
+    _late_kv(report, found)
     if report.max_model_len is None:
         for name in ("concurrency_max_len", "max_model_len"):
             if (value := found.pick(name)) is not None:
@@ -203,7 +212,22 @@ def _scan_other(line: Line, found: _Matches) -> None:
 
 
 def _numeric(tpl: Template, name: str) -> bool:
-    return field_specs(tpl).get(name, "s") != "s"
+    return field_specs(tpl).get(name, "s") not in ("s", "dev")
+
+
+def _late_kv(report: StartupReport, found: _Matches) -> None:
+    """0.34's extensible KV cache: "Available KV cache memory" is only the reserved capacity; the size is the
+    committed one ("Extended KV cache to N blocks (F GiB)"), else the measured one ("Memory after warmup: … N KV cache
+    blocks (F GiB) fit …"). --max-model-len auto: the length the last auto-fit line settled on."""
+    final = found.pick("extended_kv_gib")
+    final = found.pick("final_kv_gib") if final is None else final
+    if final is not None:
+        report.kv_reserved_gib = report.kv_cache_gib
+        report.kv_cache_gib = float(final)
+        if report.gpu_blocks is None and (blocks := found.pick("final_blocks")) is not None:
+            report.gpu_blocks = int(blocks)
+    if (fitted := found.pick("auto_fit_max_model_len")) is not None:
+        report.max_model_len = int(fitted)
 
 
 def _oom_values(m: re.Match[str]) -> dict[str, float | int | str]:
@@ -244,11 +268,13 @@ def _identity(lines: list[Line], report: StartupReport) -> None:
     if (util := _first(lines, _UTIL)) is not None:
         report.gpu_memory_utilization = float(util)
     report.flashinfer = _sampler(lines)
+    if any(line.message == _RUNNER_V2 for line in lines):
+        report.runner = "v2"
 
 
 def _default_utilization(lines: list[Line], version: str | None) -> float | None:
     """The release's default utilization when the log proves the flag unset: 0.9+ lists every flag the command
-    line sets under "non-default args", so a line without it means the default (0.9, 0.92 from 0.22.1). None when
+    line sets under "non-default args", so a line without it means the default (``versions.rules``). None when
     that line or the version is missing: a cut log cannot tell unset from unseen."""
     if version is None or not any("non-default args:" in line.text for line in lines):
         return None
@@ -298,7 +324,10 @@ _ADVICE = re.compile(
 class KvAdvice:
     """vLLM's own account of one rank's start, printed after the KV cache and CUDA graphs exist: the profile
     terms it measured and the ``--kv-cache-memory`` that would reproduce the requested budget. Free calibration
-    data: ``fit_bytes`` is ``requested - (weights + non-torch + activation + CUDA graphs)``, graphs included."""
+    data: ``fit_bytes`` is ``requested - (weights + non-torch + activation + CUDA graphs)``, graphs included. In the
+    consumed form (0.27.0 on, gpu_worker.py@0.27.0) ``activation_gib`` includes the CUDA-graph estimate the budget
+    applied and ``cudagraph_gib`` is the actual capture; at 0.34 ``in_use_gib`` is the reserved capacity of the
+    extensible KV cache, not its final size."""
 
     rank: int
     free_gib: float

@@ -15,6 +15,7 @@ from typing import Any
 from vllm_remedy.vllm.failures import FAILURES
 from vllm_remedy.vllm.log_formats import (
     CAPTURE_BARS,
+    MRV2_CAPTURE_BARS,
     UVICORN_UP,
     Template,
     default_engine,
@@ -23,7 +24,7 @@ from vllm_remedy.vllm.log_formats import (
     templates_for,
 )
 from vllm_remedy.vllm.outcomes import Failure
-from vllm_remedy.vllm.startup_log import config_refusal
+from vllm_remedy.vllm.startup_log import config_refusal, late
 
 _CYAN_OLD, _CYAN, _RESET = "\x1b[1;36m", "\x1b[0;36m", "\x1b[0;0m"
 _LEVEL_COLOUR = {"DEBUG": "\x1b[37m", "INFO": "\x1b[32m", "WARNING": "\x1b[33m", "ERROR": "\x1b[31m"}
@@ -34,9 +35,10 @@ _DEFAULT_START = datetime(2025, 6, 2, 9, 30, 0)
 class _Writer:
     """Accumulates log lines with the version's header, prefixes and clock."""
 
-    def __init__(self, version: str, engine: str, tp_size: int, started: datetime, color: bool) -> None:
+    def __init__(self, version: str, engine: str, tp_size: int, started: datetime, color: bool,
+                 runner: str = "v1") -> None:
         self.v = parse_version(version)
-        self.engine, self.tp, self.color = engine, tp_size, color
+        self.engine, self.tp, self.color, self.runner = engine, tp_size, color, runner
         self.clock = started
         self.lines: list[str] = []
 
@@ -113,7 +115,8 @@ def render_startup_log(version: str, *, model: str, tp_size: int = 1, weights_gi
                        enforce_eager: bool = False, max_num_seqs: int | None = None,
                        revision: str | None = None, utilization_set: bool = True,
                        max_model_len_arg: int | None = 0, long_len: dict[str, Any] | None = None,
-                       typed: dict[str, Any] | None = None) -> str:
+                       typed: dict[str, Any] | None = None, runner_v2: bool = False,
+                       free_at_start_gib: float | None = None, derived_max_model_len: int | None = None) -> str:
     """A realistic log of one start of ``version`` that ends in ``failure``.
 
     Figures a version does not print are simply not in its log. ``failure_detail`` supplies the
@@ -128,11 +131,13 @@ def render_startup_log(version: str, *, model: str, tp_size: int = 1, weights_gi
     arguments; 0, the default, lists ``max_model_len``). ``long_len``: the figures of a --max-model-len above the
     model's maximum that VLLM_ALLOW_LONG_MAX_MODEL_LEN let through, which vLLM then only warns about. ``typed``: other
     arguments set on the command line, by vLLM's names (``dtype``, ``kv_cache_dtype``, ``max_num_batched_tokens``),
-    listed as vLLM lists them; the config line then shows the dtypes they resolve to.
+    listed as vLLM lists them; the config line then shows the dtypes they resolve to. ``runner_v2``: the start runs
+    Model Runner V2 (its own weights line and announcement). ``free_at_start_gib``: free memory at startup, for the
+    advisory (INFO from 0.26). ``derived_max_model_len``: the model's own length, which auto-fit reduces from.
     """
     ver = parse_version(version)
     eng = engine or default_engine(ver)
-    w = _Writer(version, eng, tp_size, started or _DEFAULT_START, color)
+    w = _Writer(version, eng, tp_size, started or _DEFAULT_START, color, _runner(ver, eng, runner_v2))
     detail = dict(failure_detail or {})
     blocks = gpu_blocks if gpu_blocks is not None else (kv_cache_tokens or 0) // block_size
     tokens = kv_cache_tokens if kv_cache_tokens is not None else blocks * block_size
@@ -146,8 +151,15 @@ def render_startup_log(version: str, *, model: str, tp_size: int = 1, weights_gi
         "gpu_blocks": blocks, "cpu_blocks": 2048, "kv_cache_tokens": tokens, "concurrency_max_len": max_model_len,
         "max_concurrency": concurrency, "graph_seconds": 14, "cudagraph_gib": cudagraph_gib or 0.0,
     }
+    late.add_figures(figures, free_at_start_gib=free_at_start_gib)
+    figures["kv_hint"] = late.kv_hint(gpu_memory_utilization)
+    after_warmup = eng == "v1" and late.extensible(version)
     at_config = failure is Failure.MAX_LEN_EXCEEDS_MODEL  # before the engine (and its config line) exists
-    _preamble(w, version, model, tp_size, max_model_len, gpu_memory_utilization, enforce_eager,
+    # --max-model-len auto: the engine's config line shows the model's own length; auto-fit reduces it later
+    # (config/model.py@0.30.0 takes the derived length for -1), in releases whose table has the auto-fit line.
+    fits_later = max_model_len_arg == -1 and derived_max_model_len and templates_for("auto_fit", ver, eng)
+    _preamble(w, version, model, tp_size, derived_max_model_len if fits_later else max_model_len,
+              gpu_memory_utilization, enforce_eager,
               max_num_seqs=max_num_seqs, revision=revision, utilization_set=utilization_set,
               typed_len=max_model_len if max_model_len_arg == 0 else max_model_len_arg, engine_line=not at_config,
               long_len=long_len, typed=typed or {})
@@ -155,13 +167,19 @@ def render_startup_log(version: str, *, model: str, tp_size: int = 1, weights_gi
         config_refusal.write_refusal(w, model, max_model_len, detail)
         return _text(w)
     if failure is Failure.FREE_MEMORY_BELOW_UTILIZATION:
+        if not late.free_memory_check(version):  # 0.34's extensible KV cache skips the check (utils.py@0.34.0)
+            raise ValueError(f"vLLM {version} does not check free memory against the utilization at startup")
         return _fail_free_memory(w, figures, detail)
     if failure is Failure.WORLD_SIZE_EXCEEDS_GPUS:  # config time: nothing was loaded
         figures["world_size"] = detail.get("world_size", max(2, tp_size))
         figures["available_gpus"] = detail.get("available_gpus", figures["world_size"] // 2)
         return _fail(w, failure, figures, [("engine/arg_utils.py", "create_engine_config"),
                                            ("config/parallel.py", "__post_init__")])
-    w.each_rank(f"Starting to load model {model}...", source="gpu_model_runner.py")
+    _emit(w, "runner", figures, ranks=True)
+    if w.runner == "v2":  # Model Runner V2 names no model here (v1/worker/gpu/model_runner.py@0.21.0-@0.34.0)
+        w.each_rank("Loading model from scratch...", source="model_runner.py")
+    else:
+        w.each_rank(f"Starting to load model {model}...", source="gpu_model_runner.py")
     if failure in (Failure.OOM_LOADING_WEIGHTS, Failure.HOST_OOM_KILLED):
         w.raw("worker", "Loading safetensors checkpoint shards:  50% Completed | 2/4 [00:05<00:05,  2.61s/it]")
         if failure is Failure.HOST_OOM_KILLED:
@@ -169,12 +187,16 @@ def render_startup_log(version: str, *, model: str, tp_size: int = 1, weights_gi
         return _fail_oom(w, figures, detail, loading=True)
     _emit(w, "weights", figures, ranks=True)
     _emit(w, "profile", figures, ranks=True)
-    _emit(w, "kv_memory", figures, ranks=True)
+    _emit(w, "kv_memory", {**figures, "kv_cache_gib": figures["kv_capacity_gib"]} if after_warmup else figures,
+          ranks=True)
     if failure is Failure.NO_CACHE_BLOCKS:
         return _fail(w, failure, figures, _kv_frames(w))
     if failure is Failure.MAX_LEN_EXCEEDS_KV:
         return _fail_max_len(w, figures, detail, max_model_len)
-    for kind in ("blocks", "tokens", "concurrency"):
+    auto = eng == "v1" and max_model_len_arg == -1
+    if auto:
+        late.auto_fit(w, figures, derived_max_model_len, after_warmup)
+    for kind in ("blocks", "tokens", "concurrency") if not after_warmup else ():
         _emit(w, kind, figures)
     if failure is Failure.CUDAGRAPH_CAPTURE_OOM:
         _emit(w, "capture", figures, ranks=True)
@@ -182,6 +204,9 @@ def render_startup_log(version: str, *, model: str, tp_size: int = 1, weights_gi
                                                      ("v1/worker/gpu_model_runner.py", "capture_model")])
     if cudagraph_gib is not None:
         _capture(w, figures)
+    late.advisory(w, figures, capacity=after_warmup)
+    if after_warmup:
+        late.kv_lines(w, figures, refit=auto)
     if failure is Failure.SAMPLER_WARMUP_OOM:
         figures["num_dummy_requests"] = detail.get("num_dummy_requests", 256)
         return _fail(w, failure, figures, [("v1/worker/gpu_worker.py", "compile_or_warm_up_model"),
@@ -196,10 +221,19 @@ def render_startup_log(version: str, *, model: str, tp_size: int = 1, weights_gi
     return _text(w)
 
 
+def _runner(v: tuple[int, int, int], engine: str, runner_v2: bool) -> str:
+    """"v2" for Model Runner V2, and where the release has no other runner (0.34 removed gpu_model_runner.py: the
+    format table has no V1-runner weights line there)."""
+    if runner_v2 or (not templates_for("weights", v, engine, "v1") and templates_for("weights", v, engine, "v2")):
+        return "v2"
+    return "v1"
+
+
 def _capture(w: _Writer, figures: dict[str, Any]) -> None:
     """CUDA-graph capture: V0's announcement, rank 0's closed progress bars, every rank's "finished" line."""
     _emit(w, "capture", figures, ranks=True)
-    for since, until, engine, bars in CAPTURE_BARS:
+    eras = [((0, 0, 0), None, w.engine, MRV2_CAPTURE_BARS)] if w.runner == "v2" else CAPTURE_BARS
+    for since, until, engine, bars in eras:
         if since <= w.v and (until is None or w.v < until) and engine == w.engine:
             seconds = int(figures["graph_seconds"])
             for desc, shapes in bars:
@@ -213,7 +247,7 @@ def _text(w: _Writer) -> str:
 
 
 def _emit(w: _Writer, kind: str, figures: dict[str, Any], *, ranks: bool = False) -> None:
-    for tpl in templates_for(kind, w.v, w.engine):
+    for tpl in templates_for(kind, w.v, w.engine, w.runner):
         w.template("engine", tpl, figures, ranks=ranks and w.tp > 1)
 
 
@@ -289,7 +323,7 @@ def _torch_dtype(typed: str | None) -> str:
 def _fail(w: _Writer, failure: Failure, figures: dict[str, Any], frames: list[tuple[str, str]]) -> str:
     """vLLM's own error for ``failure`` (the registry names its message) after the engine's failure line."""
     kind = FAILURES[failure].error_kind or ""
-    tpl = templates_for(kind, w.v, w.engine)
+    tpl = templates_for(kind, w.v, w.engine, w.runner)
     if not tpl:  # this version cannot fail this way; say so in the log rather than invent text
         raise ValueError(f"vLLM {'.'.join(map(str, w.v))} ({w.engine}) has no '{kind}' message")
     w.log("engine", "EngineCore failed to start." if w.engine == "v1" else "Error in engine startup.",

@@ -33,6 +33,15 @@ class StartupReport:
     total_gpu_gib: float | None = None
     gpu_memory_utilization: float | None = None
     free_at_start_gib: float | None = None  # free GPU memory vLLM saw as it started (its post-start advisory line)
+    # The post-start advisory's figures from 0.27.0: weights + non-torch as one mem_get_info sum, and the peak
+    # activation, which there includes the CUDA-graph estimate the budget applied (gpu_worker.py@0.27.0), so it is
+    # not comparable with ``activation_gib`` (torch's peak increase alone).
+    consumed_gib: float | None = None
+    peak_activation_gib: float | None = None
+    # 0.34's extensible KV cache: the capacity "Available KV cache memory" reserved, when a later line gave the size
+    # committed (then ``kv_cache_gib``).
+    kv_reserved_gib: float | None = None
+    runner: str | None = None  # "v2" when the log says "Using V2 Model Runner" (0.21-0.33); None when not said
     # The V1 sampler's line: True for "Using FlashInfer for top-p & top-k sampling", False when it falls back
     # to the PyTorch sort (FlashInfer absent, or present but disabled); feeds EngineSettings.flashinfer.
     flashinfer: bool | None = None

@@ -44,6 +44,7 @@ STAGES = (STARTING, LOADING, PROFILING, GRAPHS, API, SERVING)
 # (substring, stage it announces, what the detail says); the first match of a line wins.
 _MARKERS: tuple[tuple[str, str, str], ...] = (
     ("Starting to load model", LOADING, ""),
+    ("Loading model from scratch", LOADING, ""),  # Model Runner V2 (v1/worker/gpu/model_runner.py@0.21.0-@0.34.0)
     ("checkpoint shards", LOADING, "shards"),
     ("Loading weights took", LOADING, ""),
     ("Loading model weights took", PROFILING, "weights"),
@@ -69,6 +70,7 @@ _MARKERS: tuple[tuple[str, str, str], ...] = (
     ("init engine (profile, create kv cache, warmup model) took", API, "engine initialised"),
     *((marker, SERVING, "") for marker in UP_MARKERS),
 )
+_BUDGET = "Available KV cache memory"
 _ACCESS = re.compile(r'INFO:\s+\S+ - "(?:GET|POST|PUT|DELETE|HEAD|OPTIONS) ')  # uvicorn's access log
 _PROGRESS = re.compile(r"\|\s*(\d+)/(\d+)\b")  # tqdm's "| i/n"
 # The engine's config line / non-default args (V0's capture line quotes 'enforce_eager=True' as advice).
@@ -104,13 +106,19 @@ def furthest(seen: StartupStage | None, now: StartupStage) -> StartupStage:
 def startup_stage(text: str) -> StartupStage:
     """The stage the log of one container instance has reached; pure, tolerant of colours, ranks and a tail."""
     stage, kind, progress = STARTING, "", ""
-    kv_sized = eager = False
+    kv_sized = eager = loaded = budgeted = False
     for line in split_lines(text):
         eager = eager or bool(_EAGER.search(line.text))
         found = _marker(line.text)
         if found is None:
             continue
         step, what = found
+        if loaded and not budgeted and what in ("graphs", "CUDA graphs captured"):
+            # Model Runner V2 from 0.29 captures once while profiling, before the budget line
+            # (gpu/cudagraph_utils.py@0.29.0 profile_cudagraph_memory): still profiling.
+            step, what = PROFILING, "memory profiling"
+        loaded = loaded or what == "weights"
+        budgeted = budgeted or what == "kv" or _BUDGET in line.text
         kv_sized = kv_sized or what == "kv"
         if STAGES.index(step) < STAGES.index(stage):
             continue
