@@ -117,6 +117,8 @@ def test_log_gives_the_failure_and_free_memory(cli, data_dir):
     plan = json.loads(got.stdout)
     assert plan["subject"]["failure"] == "free_memory_below_utilization"
     assert plan["current"]["outcome"] == "free_memory_below_utilization"  # 47.38 - 31.44 GiB held by others
+    # The log names no version and 0.34 (the newest rules) no longer refuses this way: the last release that does.
+    assert plan["subject"]["rules"] == "modelled" and any("rules of 0.33.0 are used" in n for n in plan["notes"])
     assert plan["steps"] and all(float(s["set"].get("gpu-memory-utilization", 1)) < 0.95 or s["gpu"] != "NVIDIA-L40S"
                                  for s in plan["steps"])
 

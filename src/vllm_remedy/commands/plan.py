@@ -34,7 +34,7 @@ from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, find_server
 from vllm_remedy.vllm.memory import EngineSettings
 from vllm_remedy.vllm.outcomes import Failure
 from vllm_remedy.vllm.startup_log import classify, parse_startup_log
-from vllm_remedy.vllm.versions import rules, version_from_image
+from vllm_remedy.vllm.versions import EXTENSIBLE_KV_CACHE_SINCE, rules, version_from_image
 
 # custom all-reduce's warning when the driver reports no peer access between the TP GPUs (distributed/
 # device_communicators/custom_all_reduce.py@v0.10.1.1 to @v0.27.1; see EngineSettings.p2p), matched with whitespace
@@ -107,6 +107,11 @@ def run(args: argparse.Namespace) -> int:
     inputs = ea.model_inputs(args)
     failure, logged_tokens, version = _observed(args, inputs)
     version = args.vllm_version or found.version or version
+    if version is None and failure is Failure.FREE_MEMORY_BELOW_UTILIZATION and not rules(None).free_memory_check:
+        version = _LAST_FREE_MEMORY_CHECK  # the newest rules cannot fail this way, so the log predates them
+        found.notes.append(f"the log names no vLLM version; its free-memory refusal is gone from "
+                           f"{EXTENSIBLE_KV_CACHE_SINCE[0]}.{EXTENSIBLE_KV_CACHE_SINCE[1]}, so the rules of "
+                           f"{version} are used")
     settings = EngineSettings.from_flags(flags, version, inputs)
     policy = load_policy(args.policy) if args.policy else None
     plan = plan_budget(BudgetRequest(
@@ -123,6 +128,10 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(render(plan, rules(version).label))
     return exit_code(plan)
+
+
+# The newest release whose V1 engine still refuses a start when free memory is below utilization x total.
+_LAST_FREE_MEMORY_CHECK = f"{EXTENSIBLE_KV_CACHE_SINCE[0]}.{EXTENSIBLE_KV_CACHE_SINCE[1] - 1}.0"
 
 
 def exit_code(plan: Plan) -> int:
