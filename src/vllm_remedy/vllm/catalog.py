@@ -87,6 +87,7 @@ class ModelSpec:
     vision_intermediate: int = 0
     image_patches: int = 0  # patches one largest image is cut in (encoder profiling)
     image_tokens: int = 0  # language-model tokens one image becomes (encoder cache)
+    mm_embed_dim: int = 0  # Qwen3-VL: width of one encoder output row, deepstack levels included (shapes.Vision)
     # What vLLM's max-length check reads from config.json (``vllm.model_len``); None: a spec not built from one.
     length: hf_config.LengthFacts | None = None
 
@@ -163,6 +164,7 @@ class ModelSpec:
             vision_intermediate=tower.intermediate if tower else 0,
             image_patches=tower.patches if tower else 0,
             image_tokens=tower.tokens if tower else 0,
+            mm_embed_dim=tower.embed_dim if tower else 0,
         )
         return spec
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from vllm_remedy.vllm.catalog import GIB, GpuSpec, ModelSpec
 from vllm_remedy.vllm.memory import mxfp4
+from vllm_remedy.vllm.memory.encoder import encoder_gib
 from vllm_remedy.vllm.memory.kv_layout import HYBRID_KV_SINCE as HYBRID_KV_SINCE
 from vllm_remedy.vllm.memory.kv_layout import KvLayout as KvLayout
 from vllm_remedy.vllm.memory.kv_layout import build
@@ -28,11 +29,7 @@ INT4_SCALE_OVERHEAD = 1 + (2 + 0.5) / INT4_GROUP_SIZE / 0.5
 # mxfp4 (gpt-oss experts): sized per kernel backend in ``mxfp4.expert_bytes`` (the backend from GPU and version).
 # gpt-oss-120b on an H100 gives 65.90 GiB on Marlin (logged 65.97 on 0.10.1, vllm#23278) and 64.40 on Triton
 # (logged 64.38 on 0.14.1, vllm#33155, and on 0.16.0 in tests/data/calibration).
-# V1 profiles the vision encoder on the largest dummy images that fit the encoder budget
-# (max(max_num_batched_tokens, tokens of one image)) and holds their output embeddings through the
-# language-model dummy run. Not fitted: no public startup log of a vision model with these figures was
-# found; the MLP's input and output per patch are counted as the encoder's peak.
-ENCODER_ACTIVATIONS_PER_PATCH = 2
+# The vision encoder's profile terms: ``encoder.py``.
 
 # V1 activation peak = the sampler warm-up on min(max_num_seqs, mnbt) dummy requests (logits, probs,
 # top-k/top-p sort buffers: 14.3 B per vocab entry fitted on 13 models at 0.19.0, rounded up) plus a
@@ -195,23 +192,6 @@ def weights_gib(model: ModelSpec, res: Resolved, quantization: str | None,
     return total / res.tp / GIB + WEIGHT_BUFFERS_GIB
 
 
-def _encoder_gib(model: ModelSpec, res: Resolved) -> float:
-    """The vision encoder's profile run: dummy images filling the encoder budget, and their embeddings."""
-    if not model.image_tokens or not model.image_patches or res.rules.engine != "V1":
-        return 0.0
-    budget = max(res.mnbt, model.image_tokens)
-    images = max(1, budget // model.image_tokens)
-    cache = budget * model.hidden_size * res.weight_dtype_bytes
-    forward = (
-        images
-        * model.image_patches
-        * model.vision_intermediate
-        * res.weight_dtype_bytes
-        * ENCODER_ACTIVATIONS_PER_PATCH
-    )
-    return max(cache, forward) / GIB
-
-
 def _moe_gib(model: ModelSpec, res: Resolved, backend: mxfp4.Backend | None = None) -> float:
     """Routed-expert buffers charged on top of the sampler phase (fitted on Mixtral, 0.19.0): the fused-MoE modular
     kernel takes them from a workspace that vLLM keeps between forwards (v0.16.0 v1/worker/workspace.py). The mxfp4
@@ -273,7 +253,7 @@ def mrv2_activation_gib(model: ModelSpec, res: Resolved, capability: tuple[int, 
     extra = FLOAT32_EXTRA_GIB if dt == 4 else 0.0
     backend = mxfp4_backend(model, res, capability)
     forward = max(forward, _transient_moe_bytes(model, res, backend))
-    encoder = _encoder_gib(model, res) if res.rules.version >= MRV2_ENCODER_PROFILE_SINCE else 0.0
+    encoder = encoder_gib(model, res) if res.rules.version >= MRV2_ENCODER_PROFILE_SINCE else 0.0
     return max(sampler, forward) / GIB + extra + _moe_gib(model, res, backend) + encoder
 
 
@@ -308,7 +288,7 @@ def _profile_phases_gib(model: ModelSpec, res: Resolved, capability: tuple[int, 
         moe = _moe_gib(model, res, backend)
         if res.rules.version < MOE_BUFFERS_PERSIST_SINCE:  # per-call MoE caches: the forward phase, not a sum
             peak, moe = max(peak, moe * GIB), 0.0
-        return peak / GIB + V1_FORWARD_BASE_GIB + extra + moe + _encoder_gib(model, res)
+        return peak / GIB + V1_FORWARD_BASE_GIB + extra + moe + encoder_gib(model, res)
     per_token = V0_FORWARD_VALUES_PER_TOKEN * (model.intermediate_size / res.tp + model.hidden_size) * dt
     forward = res.mnbt * per_token
     sampler = min(res.max_num_seqs, res.mnbt) * model.vocab_size * V1_SORT_SAMPLER_BYTES_PER_LOGIT
