@@ -100,9 +100,11 @@ MRV2_GRAPH_ESTIMATE_GIB_PER_LAYER = 0.0125
 # 48-layer Qwen3-30B-A3B on an H100 (0.22.1) and 0.11 GiB (the "Actual usage" advisory line) for Qwen3-Coder-30B-A3B
 # on an A100 (0.26.1), 0.0023-0.0029 GiB per layer; rounded up to 0.004 (fitted on those two). The 0.19-era pool
 # term (1.2 GiB for 48 layers) had stood in for it. Checked, not fitted, on a 94-layer TP 4 start on RTX PRO 6000
-# cards (0.32 logged, 0.38 charged). MoE models with full attention only: no dense start on the V1 runner from 0.20
-# is in the set, and estimates of 0.6-0.8 GiB appear in public logs of hybrid models (gpt-oss-120b's graphs take
-# about 1 GiB on an H100), so dense and sliding-window models keep the pool term.
+# cards (0.32 logged, 0.38 charged). Dense full-attention models too: the function has no MoE branch
+# (gpu_model_runner.py@0.20.1), and a dense 0.20.1 start on an RTX 3090 (Orpheus 3B, 28 layers, kawshikbuet17/
+# tts-playground) leaves 0.17 GiB for it after its cold-compile peak and non-torch memory (0.11 charged; checked, not
+# fitted). Sliding-window models keep the pool term: estimates of 0.6-0.8 GiB appear in public logs of hybrid models
+# (gpt-oss-120b's graphs take about 1 GiB on an H100).
 V1_GRAPH_ESTIMATE_GIB_PER_LAYER = 0.004
 V0_ACTIVATION_BASE_GIB = 0.02
 # V0 non-torch growth during profiling at TP >= 2, per rank: 0.25 GiB logged on vllm#13061's rank 1; rank 0's
@@ -340,7 +342,7 @@ def _hopper_or_newer(gpu: GpuSpec) -> bool:
 
 def cudagraph_gib(model: ModelSpec, res: Resolved) -> float:
     """CUDA-graph memory: the pool captured after the KV cache (0.65-1.85 GiB observed on 0.19.0, growing with
-    depth; from 0.20 reserved inside the V1 budget), for MoE models from 0.20 vLLM's own, smaller estimate of it;
+    depth; from 0.20 reserved inside the V1 budget), for full-attention models from 0.20 vLLM's own, smaller estimate;
     none with --enforce-eager; Model Runner V2's own per-layer pool (outside its budget through 0.28), from 0.29 its
     larger in-budget estimate (``MRV2_GRAPH_ESTIMATE_GIB_PER_LAYER``), at 0.34 the pool again (captured before the
     KV cache is sized)."""
@@ -350,7 +352,7 @@ def cudagraph_gib(model: ModelSpec, res: Resolved) -> float:
         if res.rules.runner_v2_graphs_in_budget and not res.rules.kv_sized_after_warmup:
             return MRV2_GRAPH_ESTIMATE_GIB_PER_LAYER * model.num_layers
         return MRV2_GRAPH_GIB_PER_LAYER * model.num_layers
-    if res.rules.cudagraph_in_budget and model.is_moe and not model.sliding_layers:
+    if res.rules.cudagraph_in_budget and not model.sliding_layers:
         return V1_GRAPH_ESTIMATE_GIB_PER_LAYER * model.num_layers
     return 0.5 + 0.0145 * model.num_layers
 
