@@ -81,6 +81,7 @@ class ModelSpec:
     qk_rope_head_dim: int | None = None
     sliding_layers: int = 0  # layers attending within sliding_window only (hybrid KV-cache manager)
     quantized_scope: str = "linear"  # which weights weight_bits applies to: "linear" or "experts" (mxfp4)
+    zero_points: bool = True  # packed int weights carry zero points (GPTQ/AWQ; not symmetric compressed-tensors)
     expert_params_b: float = 0.0  # routed experts, all of them (part of params_b)
     vision_params_b: float = 0.0  # vision tower + projector, kept 16-bit (part of params_b)
     vision_hidden: int = 0
@@ -158,6 +159,7 @@ class ModelSpec:
             qk_rope_head_dim=mla[1] if mla else None,
             sliding_layers=hf_config.sliding_layers(text, layers),
             quantized_scope=hf_config.quantized_scope(text),
+            zero_points=hf_config.zero_points(text),
             expert_params_b=counts.experts / 1e9,
             vision_params_b=vision_params / 1e9,
             vision_hidden=tower.hidden if tower else 0,

@@ -26,6 +26,9 @@ WEIGHT_BUFFERS_GIB = 0.10
 # at or below the new sizing (5.29, 8.61, 5.44 with the 0.10 buffers).
 INT4_GROUP_SIZE = 128
 INT4_SCALE_OVERHEAD = 1 + (2 + 0.5) / INT4_GROUP_SIZE / 0.5
+# Symmetric compressed-tensors int4 stores no zero points (compressed_tensors_wNa16.py@0.10.0 registers
+# ``weight_zero_point`` only when not symmetric; its WNA16 MoE methods take symmetric schemes only): scales alone.
+INT4_SCALE_ONLY_OVERHEAD = 1 + 2 / INT4_GROUP_SIZE / 0.5
 # mxfp4 (gpt-oss experts): sized per kernel backend in ``mxfp4.expert_bytes`` (the backend from GPU and version).
 # gpt-oss-120b on an H100 gives 65.90 GiB on Marlin (logged 65.97 on 0.10.1, vllm#23278) and 64.40 on Triton
 # (logged 64.38 on 0.14.1, vllm#33155, and on 0.16.0 in tests/data/calibration).
@@ -184,8 +187,9 @@ def mxfp4_backend(model: ModelSpec, res: Resolved, capability: tuple[int, int] |
 
 def weights_gib(model: ModelSpec, res: Resolved, quantization: str | None,
                 capability: tuple[int, int] | None = None) -> float:
-    """Per-rank weight memory, each part at its own width: packed weights where the checkpoint packs them,
-    16-bit embeddings and vision tower, mxfp4 experts as the GPU's backend lays them out."""
+    """Per-rank weight memory, each part at its own width: packed weights where the checkpoint packs them (with zero
+    points unless symmetric compressed-tensors), 16-bit embeddings and vision tower, mxfp4 experts as the GPU's
+    backend lays them out."""
     bits = weight_bits(model, quantization, res.weight_dtype_bytes)
     params = model.params_b * 1e9
     backend = mxfp4_backend(model, res, capability)
@@ -198,7 +202,8 @@ def weights_gib(model: ModelSpec, res: Resolved, quantization: str | None,
     else:
         embed = model.vocab_size * model.hidden_size * (1 if model.tie_word_embeddings else 2)
         kept = embed + model.vision_params_b * 1e9
-        body = (params - kept) * bits / 8 * (INT4_SCALE_OVERHEAD if bits <= 4 else 1.0)
+        overhead = INT4_SCALE_OVERHEAD if model.zero_points else INT4_SCALE_ONLY_OVERHEAD
+        body = (params - kept) * bits / 8 * (overhead if bits <= 4 else 1.0)
         total = kept * 2 + body
     return total / res.tp / GIB + WEIGHT_BUFFERS_GIB
 
