@@ -1,4 +1,4 @@
-"""Packed 4-bit checkpoints: what is stored beside the packed values (``terms.weights_gib``)."""
+"""Quantized checkpoints: what is stored beside the packed values, and what stays 16-bit (``terms.weights_gib``)."""
 
 from __future__ import annotations
 
@@ -40,3 +40,13 @@ def test_symmetric_int4_stores_scales_alone():
     # one int4 zero point (0.5 B) per group of 128 less
     assert asym - sym == pytest.approx(packed * 0.5 * (0.5 / INT4_GROUP_SIZE / 0.5) / GIB)
     assert sym == pytest.approx((2 * 128256 * 4096 * 2 + packed * 0.5 * (1 + 2 / 128 / 0.5)) / GIB + WEIGHT_BUFFERS_GIB)
+
+
+def test_moe_router_gates_stay_16_bit():
+    # vLLM builds the MoE gate with quant_config=None (qwen3_moe.py@0.10.0), so an fp8 or int4 checkpoint keeps it bf16
+    model = catalog.model("Qwen/Qwen3-30B-A3B")
+    res = resolve(model, RTX3090, EngineSettings.from_flags({"max-model-len": "8192"}, "0.10.0"))
+    router = model.num_layers * model.hidden_size * model.num_experts  # 48 x 2048 x 128
+    kept = model.vocab_size * model.hidden_size * 2 + router
+    expected = (kept * 2 + (model.params_b * 1e9 - kept) * 1) / GIB + WEIGHT_BUFFERS_GIB
+    assert weights_gib(model, res, "fp8") == pytest.approx(expected)

@@ -188,8 +188,9 @@ def mxfp4_backend(model: ModelSpec, res: Resolved, capability: tuple[int, int] |
 def weights_gib(model: ModelSpec, res: Resolved, quantization: str | None,
                 capability: tuple[int, int] | None = None) -> float:
     """Per-rank weight memory, each part at its own width: packed weights where the checkpoint packs them (with zero
-    points unless symmetric compressed-tensors), 16-bit embeddings and vision tower, mxfp4 experts as the GPU's
-    backend lays them out."""
+    points unless symmetric compressed-tensors), 16-bit embeddings, MoE router gates (built with ``quant_config=None``:
+    qwen3_moe.py, qwen2_moe.py, mixtral.py, deepseek_v2.py, llama4.py@0.10.0) and vision tower, mxfp4 experts as the
+    GPU's backend lays them out."""
     bits = weight_bits(model, quantization, res.weight_dtype_bytes)
     params = model.params_b * 1e9
     backend = mxfp4_backend(model, res, capability)
@@ -201,7 +202,8 @@ def weights_gib(model: ModelSpec, res: Resolved, quantization: str | None,
         return ((params - experts) * 2 / res.tp + rank_experts) / GIB + WEIGHT_BUFFERS_GIB
     else:
         embed = model.vocab_size * model.hidden_size * (1 if model.tie_word_embeddings else 2)
-        kept = embed + model.vision_params_b * 1e9
+        router = model.num_layers * model.hidden_size * model.num_experts  # MoE gates: built with quant_config=None
+        kept = embed + router + model.vision_params_b * 1e9
         overhead = INT4_SCALE_OVERHEAD if model.zero_points else INT4_SCALE_ONLY_OVERHEAD
         body = (params - kept) * bits / 8 * (overhead if bits <= 4 else 1.0)
         total = kept * 2 + body
