@@ -81,12 +81,14 @@ class ModelSpec:
     qk_rope_head_dim: int | None = None
     sliding_layers: int = 0  # layers attending within sliding_window only (hybrid KV-cache manager)
     quantized_scope: str = "linear"  # which weights weight_bits applies to: "linear" or "experts" (mxfp4)
+    zero_points: bool = True  # packed int weights carry zero points (GPTQ/AWQ; not symmetric compressed-tensors)
     expert_params_b: float = 0.0  # routed experts, all of them (part of params_b)
     vision_params_b: float = 0.0  # vision tower + projector, kept 16-bit (part of params_b)
     vision_hidden: int = 0
     vision_intermediate: int = 0
     image_patches: int = 0  # patches one largest image is cut in (encoder profiling)
     image_tokens: int = 0  # language-model tokens one image becomes (encoder cache)
+    mm_embed_dim: int = 0  # Qwen3-VL: width of one encoder output row, deepstack levels included (shapes.Vision)
     # What vLLM's max-length check reads from config.json (``vllm.model_len``); None: a spec not built from one.
     length: hf_config.LengthFacts | None = None
 
@@ -157,12 +159,14 @@ class ModelSpec:
             qk_rope_head_dim=mla[1] if mla else None,
             sliding_layers=hf_config.sliding_layers(text, layers),
             quantized_scope=hf_config.quantized_scope(text),
+            zero_points=hf_config.zero_points(text),
             expert_params_b=counts.experts / 1e9,
             vision_params_b=vision_params / 1e9,
             vision_hidden=tower.hidden if tower else 0,
             vision_intermediate=tower.intermediate if tower else 0,
             image_patches=tower.patches if tower else 0,
             image_tokens=tower.tokens if tower else 0,
+            mm_embed_dim=tower.embed_dim if tower else 0,
         )
         return spec
 

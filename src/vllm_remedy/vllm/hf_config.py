@@ -386,6 +386,19 @@ def weight_bits(config: Mapping[str, Any]) -> int | None:
     raise cannot_predict(config, f"quantization_config.quant_method {method or '(none)'!r} is not modelled")
 
 
+def zero_points(config: Mapping[str, Any]) -> bool:
+    """Whether packed integer weights carry zero points: compressed-tensors registers ``weight_zero_point`` only for
+    asymmetric schemes (compressed_tensors_wNa16.py@0.10.0 ``create_weights``), so a config whose every weight group
+    says ``symmetric: true`` has none; GPTQ/AWQ layouts always store ``qzeros``."""
+    qc = config.get("quantization_config")
+    if not isinstance(qc, Mapping) or str(qc.get("quant_method", "")).lower() != "compressed-tensors":
+        return True
+    groups = qc.get("config_groups")
+    groups = groups.values() if isinstance(groups, Mapping) else ()
+    weights = [g.get("weights") for g in groups if isinstance(g, Mapping)]
+    return not weights or not all(isinstance(w, Mapping) and w.get("symmetric") is True for w in weights)
+
+
 def quantized_scope(config: Mapping[str, Any]) -> str:
     """Which weights the checkpoint stores packed: "experts" (mxfp4: attention, router and embeddings stay
     bf16) or "linear" (every linear layer; embeddings and the vision tower stay 16-bit)."""

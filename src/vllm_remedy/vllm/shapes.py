@@ -41,6 +41,9 @@ class Vision:
     intermediate: int
     patches: int
     tokens: int
+    # Width of one encoder output row for towers whose rows carry deepstack features (Qwen3-VL: the merger's
+    # out_hidden_size once per level, the main output plus each ``deepstack_visual_indexes`` entry); 0 otherwise.
+    embed_dim: int = 0
 
 
 def attention_params(text: Mapping[str, Any], hidden: int, heads: int, kv_heads: int, head_dim: int) -> float:
@@ -121,4 +124,6 @@ def vision(config: Mapping[str, Any], text_hidden: int) -> Vision | None:
     side = int(vc.get("image_size") or 0) // patch
     patches = side * side if side else int(config.get("mm_tokens_per_image") or 0) * merge * merge
     tokens = int(config.get("mm_tokens_per_image") or (patches // (merge * merge)))
-    return Vision(params=float(tower + projector), hidden=hidden, intermediate=inter, patches=patches, tokens=tokens)
+    deepstack = len(vc.get("deepstack_visual_indexes") or ())
+    return Vision(params=float(tower + projector), hidden=hidden, intermediate=inter, patches=patches, tokens=tokens,
+                  embed_dim=out * (1 + deepstack) if deepstack else 0)

@@ -71,7 +71,7 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
     requested = total * res.util
     weights = terms.weights_gib(model, res, settings.quantization, gpu.capability)
     activation = terms.activation_gib(model, res, gpu.capability)
-    non_torch = terms.non_torch_gib(gpu, res)
+    non_torch = terms.non_torch_gib(gpu, res) + terms.pinned_compile_gib(model, res, gpu.capability)
     graphs = terms.cudagraph_gib(model, res) * capture.pool_scale(res)
     context = terms.context_gib(gpu, res.tp)
     other = res.other_process_gib

@@ -7,6 +7,7 @@ running version would apply so the estimator works on what vLLM will actually us
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -123,6 +124,9 @@ class EngineSettings:
     # The container's env sets VLLM_ALLOW_LONG_MAX_MODEL_LEN: vLLM warns instead of refusing a --max-model-len above
     # the model's maximum (``vllm.model_len``).
     allow_long_max_model_len: bool = False
+    # --limit-mm-per-prompt as sorted (modality, count) pairs; empty = vLLM's defaults. A 0 takes the modality out of
+    # the encoder profile (``encoder.qwen3_vl_encoder_cache_gib``).
+    mm_limits: tuple[tuple[str, int], ...] = ()
 
     def __post_init__(self) -> None:
         if not 0 < self.gpu_memory_utilization <= 1:
@@ -190,6 +194,8 @@ class EngineSettings:
             kwargs["enable_chunked_prefill"] = _bool(norm, "enable-chunked-prefill")
         if "no-enable-chunked-prefill" in norm and _bool(norm, "no-enable-chunked-prefill"):
             kwargs["enable_chunked_prefill"] = False
+        if norm.get("limit-mm-per-prompt"):
+            kwargs["mm_limits"] = _mm_limits(str(norm["limit-mm-per-prompt"]))
         if "other-process-gib" in given:
             kwargs["other_process_gib"] = _float(given, "other-process-gib")
         if "flashinfer" in given:
@@ -204,6 +210,20 @@ class EngineSettings:
         if size is not None:
             kwargs["cudagraph_capture_size"] = size
         return cls(**kwargs)  # type: ignore[arg-type]
+
+
+def _mm_limits(value: str) -> tuple[tuple[str, int], ...]:
+    """``{"image": 1, "video": 0}`` (JSON, 0.8.5 on) or ``image=1,video=0`` (older) as sorted pairs. The remedies'
+    ``load_guard.parse_mm_limits`` reads the same flag, but it imports this package (a layer above it)."""
+    text = value.strip()
+    try:
+        data = json.loads(text) if text.startswith("{") else {
+            k.strip(): int(v) for k, _, v in (p.partition("=") for p in text.split(",") if p.strip())}
+    except ValueError as exc:
+        raise UserError(f"limit-mm-per-prompt: {value!r} is neither a JSON object nor modality=count pairs") from exc
+    if not isinstance(data, dict) or not all(isinstance(v, int) and not isinstance(v, bool) for v in data.values()):
+        raise UserError(f"limit-mm-per-prompt: {value!r} must map each modality to a count")
+    return tuple(sorted((str(k), int(v)) for k, v in data.items()))
 
 
 def _capture_size(flags: Mapping[str, str], version: str | None) -> int | None:
@@ -277,6 +297,7 @@ class Resolved:
     runner_v2: bool = False
     compile_cache_warm: bool = False
     p2p: bool | None = None  # CUDA peer access between the TP ranks' GPUs; None = unknown (EngineSettings.p2p)
+    mm_limits: tuple[tuple[str, int], ...] = ()  # --limit-mm-per-prompt (EngineSettings.mm_limits)
 
 
 def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
@@ -317,6 +338,7 @@ def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
         runner_v2=runs_runner_v2(r, model),
         compile_cache_warm=s.compile_cache_warm,
         p2p=s.p2p,
+        mm_limits=s.mm_limits,
     )
 
 

