@@ -316,7 +316,8 @@ QWEN2_VL_MAX_PIXELS = 12_845_056
 
 def _with_qwen2_vl_tower(spec: ModelSpec, config: Mapping[str, Any]) -> ModelSpec:
     """A Qwen2-VL spec with its tower's profile geometry. Its vision_config states both ``embed_dim`` (the blocks'
-    width) and ``hidden_size`` (the merger's output, the language model's width); the blocks run at embed_dim."""
+    width) and ``hidden_size`` (the merger's output, the language model's width); the blocks run at embed_dim. Outside
+    the releases ``encoder.qwen2_vl_tower_gib`` sizes, the generic tower term applies to this geometry."""
     vc = config.get("vision_config")
     if str(config.get("model_type")) != "qwen2_vl" or not isinstance(vc, Mapping) or not vc.get("embed_dim"):
         return spec
@@ -324,10 +325,13 @@ def _with_qwen2_vl_tower(spec: ModelSpec, config: Mapping[str, Any]) -> ModelSpe
     patch = int(vc.get("patch_size") or vc.get("spatial_patch_size") or 14)
     merge = int(vc.get("spatial_merge_size") or 2)
     side = math.isqrt(QWEN2_VL_MAX_PIXELS) // (patch * merge) * merge  # patches per side of the square dummy image
+    mlp = int(embed * float(vc.get("mlp_ratio") or 4))
     return _replace(
         spec,
+        vision_hidden=embed,
+        vision_intermediate=mlp,
         vit_embed_dim=embed,
-        vit_mlp_dim=int(embed * float(vc.get("mlp_ratio") or 4)),
+        vit_mlp_dim=mlp,
         vit_patch_values=int(vc.get("in_chans") or vc.get("in_channels") or 3) * int(vc.get("temporal_patch_size") or 2)
         * patch * patch,
         image_patches=side * side,

@@ -78,6 +78,14 @@ def test_a_larger_batch_budget_profiles_more_images():
     assert two == pytest.approx(2 * 2_657_091_584 / GIB)
 
 
+def test_0_11_pads_each_cached_output_to_the_budget():
+    # mnbt 32,768: 2 images of 16,384 tokens, each padded to 32,768 rows of 1536 x 2 B, with 2 x 65,536 x 4704 B of
+    # pixels: 2 x 100,663,296 + 616,562,688 = 817,889,280 B (0.10.2 keeps 2 x 16,384 rows: 717,225,984 B).
+    flags = {"max-num-batched-tokens": "32768", "max-model-len": "32768"}
+    assert encoder_gib(QWEN2_VL, res("0.11.0", **flags)) == pytest.approx(817_889_280 / GIB)
+    assert encoder_gib(QWEN2_VL, res("0.10.2", **flags)) == pytest.approx(717_225_984 / GIB)
+
+
 @pytest.mark.parametrize("version", ["0.9.2", "0.12.0", "0.20.0"])
 def test_only_0_10_and_0_11_are_sized(version: str):
     assert qwen2_vl_tower_gib(QWEN2_VL, res(version)) == 0.0

@@ -116,10 +116,14 @@ def _qwen2_vl_items(model: ModelSpec, res: Resolved) -> int:
 def _qwen2_vl_held_gib(model: ModelSpec, res: Resolved) -> float:
     """What the Qwen2-VL profile keeps through the language model's dummy run and sampler: the dummy batch's float32
     pixel_values (``profile_run`` holds ``batched_dummy_mm_inputs`` until it returns, v1/worker/gpu_model_runner.py
-    @0.10.2) and the cached encoder outputs (tokens x the language model's width)."""
+    @0.10.2) and the cached encoder outputs (rows of the language model's width: an image's tokens, or on 0.11 the
+    whole encoder budget, ``ENCODER_PADDING_SINCE``)."""
     items = _qwen2_vl_items(model, res)
     pixels = items * model.image_patches * model.vit_patch_values * PIXEL_BYTES
-    cache = items * model.image_tokens * model.hidden_size * res.weight_dtype_bytes
+    rows = model.image_tokens
+    if ENCODER_PADDING_SINCE <= res.rules.version < ENCODER_PADDING_UNTIL:
+        rows = max(res.mnbt, model.image_tokens)
+    cache = items * rows * model.hidden_size * res.weight_dtype_bytes
     return (pixels + cache) / GIB
 
 
@@ -128,7 +132,8 @@ def qwen2_vl_tower_gib(model: ModelSpec, res: Resolved) -> float:
     phase of its own, freed before the language model's dummy run (``profile_run`` keeps only the outputs), so the
     caller takes the larger of it and the language-model phases. The pixel_values stay allocated, and one block's
     attention (``QWEN2_VL_ATTENTION_ROWS``) or MLP (``QWEN2_VL_MLP_ROWS_*``) peaks over every patch of the dummy
-    images (one sequence per image: full attention, no window). 0 for other towers and releases."""
+    images (one sequence per image: full attention, no window). 0 for other towers and releases (Qwen2-VL on other
+    releases gets the generic tower term of ``encoder_gib``, not read for it)."""
     if not _qwen2_vl_tower_applies(model, res):
         return 0.0
     dt = res.weight_dtype_bytes
