@@ -98,7 +98,11 @@ def qwen3_vl_encoder_cache_gib(model: ModelSpec, res: Resolved) -> float:
 
 
 def _qwen2_vl_tower_applies(model: ModelSpec, res: Resolved) -> bool:
+    """The image profile only: with the default video limit a dummy video is one frame pair, the image's tokens, and
+    the image wins the tie ("profiled with 1 image items"); a video profile (a small video limit and a long
+    max_model_len give more frames, ``get_num_frames_with_most_features``, qwen2_vl.py@0.10.2) is not sized."""
     return (bool(model.vit_embed_dim) and res.rules.engine == "V1" and not res.runner_v2
+            and dict(res.mm_limits).get("image", 1) != 0
             and QWEN2_VL_TOWER_SINCE <= res.rules.version < QWEN2_VL_TOWER_UNTIL)
 
 
