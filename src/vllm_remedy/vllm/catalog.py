@@ -8,6 +8,7 @@ The YAML files are read once (the one file read allowed in this layer) and cache
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -89,6 +90,11 @@ class ModelSpec:
     image_patches: int = 0  # patches one largest image is cut in (encoder profiling)
     image_tokens: int = 0  # language-model tokens one image becomes (encoder cache)
     mm_embed_dim: int = 0  # Qwen3-VL: width of one encoder output row, deepstack levels included (shapes.Vision)
+    # Qwen2-VL's vision transformer as its profile peak needs it (``encoder.qwen2_vl_tower_gib``): block width
+    # (vision_config.embed_dim), MLP width (embed_dim x mlp_ratio) and values per patch (channels x temporal x patch²).
+    vit_embed_dim: int = 0
+    vit_mlp_dim: int = 0
+    vit_patch_values: int = 0
     # What vLLM's max-length check reads from config.json (``vllm.model_len``); None: a spec not built from one.
     length: hf_config.LengthFacts | None = None
 
@@ -168,7 +174,7 @@ class ModelSpec:
             image_tokens=tower.tokens if tower else 0,
             mm_embed_dim=tower.embed_dim if tower else 0,
         )
-        return spec
+        return _with_qwen2_vl_tower(spec, config)
 
     def quantized(self, method: str, bits: int) -> ModelSpec:
         """The same architecture stored with ``bits``-bit weights (an FP8/AWQ/GPTQ variant)."""
@@ -298,3 +304,36 @@ def model(model_id: str) -> ModelSpec:
         raise UserError(f"unknown model {model_id}; pass --model-config with its config.json")
     spec = _replace(spec, name=model_id)
     return spec.quantized(*quant) if quant else spec
+
+
+# The largest image Qwen2-VL's official processors keep: preprocessor_config.json's max_pixels 12,845,056 (= 16,384
+# tokens of 28 x 28 px). vLLM sizes its dummy image from it (model_executor/models/qwen2_vl.py@0.10.2
+# ``get_image_size_with_most_features``: ``smart_resize`` to max_pixels), and an RTX 4080 0.10.2 log prints the result:
+# "Encoder cache will be initialized with a budget of 16384 tokens, and profiled with 1 image items". The
+# preprocessor config is not an input, so a checkpoint with a smaller max_pixels is sized as the official one.
+QWEN2_VL_MAX_PIXELS = 12_845_056
+
+
+def _with_qwen2_vl_tower(spec: ModelSpec, config: Mapping[str, Any]) -> ModelSpec:
+    """A Qwen2-VL spec with its tower's profile geometry. Its vision_config states both ``embed_dim`` (the blocks'
+    width) and ``hidden_size`` (the merger's output, the language model's width); the blocks run at embed_dim. Outside
+    the releases ``encoder.qwen2_vl_tower_gib`` sizes, the generic tower term applies to this geometry."""
+    vc = config.get("vision_config")
+    if str(config.get("model_type")) != "qwen2_vl" or not isinstance(vc, Mapping) or not vc.get("embed_dim"):
+        return spec
+    embed = int(vc["embed_dim"])
+    patch = int(vc.get("patch_size") or vc.get("spatial_patch_size") or 14)
+    merge = int(vc.get("spatial_merge_size") or 2)
+    side = math.isqrt(QWEN2_VL_MAX_PIXELS) // (patch * merge) * merge  # patches per side of the square dummy image
+    mlp = int(embed * float(vc.get("mlp_ratio") or 4))
+    return _replace(
+        spec,
+        vision_hidden=embed,
+        vision_intermediate=mlp,
+        vit_embed_dim=embed,
+        vit_mlp_dim=mlp,
+        vit_patch_values=int(vc.get("in_chans") or vc.get("in_channels") or 3) * int(vc.get("temporal_patch_size") or 2)
+        * patch * patch,
+        image_patches=side * side,
+        image_tokens=side * side // (merge * merge),
+    )

@@ -30,6 +30,24 @@ ENCODER_PADDING_UNTIL = (0, 13, 0)
 QWEN3_VL_IMAGE_TOKENS = 16384
 QWEN3_VL_VIDEO_TOKENS = 153600
 MM_DEFAULT_LIMIT_PER_PROMPT = 999  # V1's default per modality (config/multimodal.py@0.11.0 get_limit_per_prompt)
+# Qwen2-VL's vision transformer on V1 0.10-0.11 (``qwen2_vl_tower_gib``): read in model_executor/models/qwen2_vl.py at
+# 0.10.0, 0.10.2 and 0.11.0 (same rotary and MLP code); 0.12.0 replaced the rotary (``dispatch_rotary_emb_function``).
+QWEN2_VL_TOWER_SINCE = (0, 10, 0)
+QWEN2_VL_TOWER_UNTIL = (0, 12, 0)
+# Live rows of embed_dim width at the attention's peak, in model-dtype tensors: the block input, norm1's output, the
+# fused qkv output (3, kept by the local name while the views are copied), contiguous q, k, v (3), and the rotated copy
+# being cast back (1); plus two float32 rows (``apply_rotary_pos_emb_vision``: ``t.float()`` and the rotary kernel's
+# output, vllm_flash_attn/layers/rotary.py ``apply_rotary``: ``torch.empty_like`` unless in place).
+QWEN2_VL_ATTENTION_ROWS = 9
+QWEN2_VL_ATTENTION_FP32_ROWS = 2
+# The MLP's peak: the block input and norm2's output (2 rows of embed_dim) with fc1's output and QuickGELU's
+# buffers (rows of the MLP width): the CUDA kernel writes one output (2 rows); the native ``x * sigmoid(1.702 x)`` holds
+# two temporaries besides fc1's output (3 rows). vLLM disables custom ops by default under Inductor
+# (model_executor/custom_op.py@0.10.2 ``default_on``), so a compiled start runs the native form, --enforce-eager the
+# kernel.
+QWEN2_VL_MLP_ROWS_KERNEL = 2
+QWEN2_VL_MLP_ROWS_NATIVE = 3
+PIXEL_BYTES = 4  # the processor's pixel_values are float32 and reach the GPU as they are (multimodal/inputs.py@0.10.2)
 
 
 def encoder_gib(model: ModelSpec, res: Resolved) -> float:
@@ -39,6 +57,8 @@ def encoder_gib(model: ModelSpec, res: Resolved) -> float:
         return 0.0
     if model.mm_embed_dim:
         return qwen3_vl_encoder_cache_gib(model, res)
+    if _qwen2_vl_tower_applies(model, res):
+        return _qwen2_vl_held_gib(model, res)
     if not model.image_tokens or not model.image_patches:
         return 0.0
     budget = max(res.mnbt, model.image_tokens)
@@ -75,3 +95,55 @@ def qwen3_vl_encoder_cache_gib(model: ModelSpec, res: Resolved) -> float:
     requests = res.max_num_seqs if res.chunked_prefill else min(res.max_num_seqs, res.mnbt // per_item)
     items = max(1, min(budget // per_item, requests * per_prompt))
     return items * budget * model.mm_embed_dim * res.weight_dtype_bytes / GIB
+
+
+def _qwen2_vl_tower_applies(model: ModelSpec, res: Resolved) -> bool:
+    """The image profile only: with the default video limit a dummy video is one frame pair, the image's tokens, and
+    the image wins the tie ("profiled with 1 image items"); a video profile (a small video limit and a long
+    max_model_len give more frames, ``get_num_frames_with_most_features``, qwen2_vl.py@0.10.2) is not sized."""
+    return (bool(model.vit_embed_dim) and res.rules.engine == "V1" and not res.runner_v2
+            and dict(res.mm_limits).get("image", 1) != 0
+            and QWEN2_VL_TOWER_SINCE <= res.rules.version < QWEN2_VL_TOWER_UNTIL)
+
+
+def _qwen2_vl_items(model: ModelSpec, res: Resolved) -> int:
+    """Dummy images in the profile batch (``MultiModalBudget``, v1/worker/utils.py@0.10.2): budget max(mnbt, one
+    image's tokens) // tokens, capped by requests x images per prompt (at least one, even above max_model_len)."""
+    per_item = model.image_tokens
+    budget = max(res.mnbt, per_item)
+    limit = dict(res.mm_limits).get("image", MM_DEFAULT_LIMIT_PER_PROMPT)
+    per_prompt = max(1, min(limit, res.max_model_len // per_item))
+    requests = res.max_num_seqs if res.chunked_prefill else min(res.max_num_seqs, res.mnbt // per_item)
+    return max(1, min(budget // per_item, requests * per_prompt))
+
+
+def _qwen2_vl_held_gib(model: ModelSpec, res: Resolved) -> float:
+    """What the Qwen2-VL profile keeps through the language model's dummy run and sampler: the dummy batch's float32
+    pixel_values (``profile_run`` holds ``batched_dummy_mm_inputs`` until it returns, v1/worker/gpu_model_runner.py
+    @0.10.2) and the cached encoder outputs (rows of the language model's width: an image's tokens, or on 0.11 the
+    whole encoder budget, ``ENCODER_PADDING_SINCE``)."""
+    items = _qwen2_vl_items(model, res)
+    pixels = items * model.image_patches * model.vit_patch_values * PIXEL_BYTES
+    rows = model.image_tokens
+    if ENCODER_PADDING_SINCE <= res.rules.version < ENCODER_PADDING_UNTIL:
+        rows = max(res.mnbt, model.image_tokens)
+    cache = items * rows * model.hidden_size * res.weight_dtype_bytes
+    return (pixels + cache) / GIB
+
+
+def qwen2_vl_tower_gib(model: ModelSpec, res: Resolved) -> float:
+    """The Qwen2-VL vision transformer's own peak in the profile run (V1 0.10-0.11, ``QWEN2_VL_TOWER_SINCE``): a
+    phase of its own, freed before the language model's dummy run (``profile_run`` keeps only the outputs), so the
+    caller takes the larger of it and the language-model phases. The pixel_values stay allocated, and one block's
+    attention (``QWEN2_VL_ATTENTION_ROWS``) or MLP (``QWEN2_VL_MLP_ROWS_*``) peaks over every patch of the dummy
+    images (one sequence per image: full attention, no window). 0 for other towers and releases (Qwen2-VL on other
+    releases gets the generic tower term of ``encoder_gib``, not read for it)."""
+    if not _qwen2_vl_tower_applies(model, res):
+        return 0.0
+    dt = res.weight_dtype_bytes
+    patches = _qwen2_vl_items(model, res) * model.image_patches
+    attention = model.vit_embed_dim * (QWEN2_VL_ATTENTION_ROWS * dt + QWEN2_VL_ATTENTION_FP32_ROWS * 4)
+    mlp_rows = QWEN2_VL_MLP_ROWS_KERNEL if res.enforce_eager else QWEN2_VL_MLP_ROWS_NATIVE
+    mlp = 2 * model.vit_embed_dim * dt + mlp_rows * model.vit_mlp_dim * dt
+    pixels = model.vit_patch_values * PIXEL_BYTES
+    return patches * (pixels + max(attention, mlp)) / GIB

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from vllm_remedy.vllm.catalog import GIB, GpuSpec, ModelSpec
 from vllm_remedy.vllm.memory import mxfp4
-from vllm_remedy.vllm.memory.encoder import encoder_gib
+from vllm_remedy.vllm.memory.encoder import encoder_gib, qwen2_vl_tower_gib
 from vllm_remedy.vllm.memory.kv_layout import HYBRID_KV_SINCE as HYBRID_KV_SINCE
 from vllm_remedy.vllm.memory.kv_layout import KvLayout as KvLayout
 from vllm_remedy.vllm.memory.kv_layout import build
@@ -317,7 +317,8 @@ def _profile_phases_gib(model: ModelSpec, res: Resolved, capability: tuple[int, 
         moe = _moe_gib(model, res, backend)
         if res.rules.version < MOE_BUFFERS_PERSIST_SINCE:  # per-call MoE caches: the forward phase, not a sum
             peak, moe = max(peak, moe * GIB), 0.0
-        return peak / GIB + V1_FORWARD_BASE_GIB + extra + moe + encoder_gib(model, res)
+        lm = peak / GIB + V1_FORWARD_BASE_GIB + extra + moe + encoder_gib(model, res)
+        return max(lm, qwen2_vl_tower_gib(model, res))  # a tower freed before the LM run: a phase of its own
     per_token = V0_FORWARD_VALUES_PER_TOKEN * (model.intermediate_size / res.tp + model.hidden_size) * dt
     forward = res.mnbt * per_token
     sampler = min(res.max_num_seqs, res.mnbt) * model.vocab_size * V1_SORT_SAMPLER_BYTES_PER_LOGIT
