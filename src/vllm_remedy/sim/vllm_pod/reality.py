@@ -6,6 +6,8 @@ from real startup logs (``residuals.yaml``, generated from ``tests/data/calibrat
 ``bench/residuals.py``): the mean signed error of the cases with the same model architecture, GPU and vLLM
 minor release, else a seeded draw from the held-out errors. The draw depends only on the world's seed and that
 key, so the same world and seed give the same truth on every start. ``exact`` keeps the estimate as the truth.
+A release that sizes the KV cache from memory measured after warmup (0.34) turns the error into a different cache
+size with the same peak, never an OOM (``_after_warmup``).
 
 Pure: the only input besides the Launch is the packaged table.
 """
