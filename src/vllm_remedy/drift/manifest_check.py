@@ -36,6 +36,7 @@ from vllm_remedy.drift.checks import (
     check_known_good_unit,
     check_max_model_len,
 )
+from vllm_remedy.drift.release_default import check_default_utilization
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.annotations import Keys, read_toggles
 from vllm_remedy.kube.gpus import pod_gpu_request
@@ -202,7 +203,8 @@ def check_workload(workload: Workload, policy: Policy, now: float) -> Result:
                                                                   workload.metadata.get("annotations") or {})))
     checks: list[Check] = [check_max_model_len(policy, server), check_flag_bounds(policy, server),
                            check_known_good_unit(policy, observed), check_gpu_pinned(policy, observed),
-                           check_enforce_eager(observed, now, policy.enforce_eager.max_duration.total_seconds())]
+                           check_enforce_eager(observed, now, policy.enforce_eager.max_duration.total_seconds()),
+                           check_default_utilization(policy, server, settings)]
     failed = failed_prediction(prediction) if prediction.estimate else None
     if prediction.estimate is not None and failed is None:
         checks.append(check_concurrency(policy, prediction))

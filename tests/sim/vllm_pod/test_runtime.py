@@ -218,7 +218,7 @@ def test_a_budget_blind_to_other_processes_dies_allocating_the_kv_cache_not_in_c
     text = cluster.read_log("llm", "kv", previous=True)
     report = parse_startup_log(text)
     assert "CUDA out of memory" in text and "Capturing cudagraphs" not in text
-    assert classify(report) is Failure.UNKNOWN and report.failure_detail["phase"] == "unknown"
+    assert classify(report) is Failure.UNKNOWN and report.failure_detail["phase"] == "kv_cache_allocation"
 
 
 def test_the_memory_models_own_inputs_are_no_vllm_flags_in_a_container(cluster):

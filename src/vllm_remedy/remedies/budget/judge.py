@@ -67,7 +67,7 @@ class Judge:
 
     def _accept(self, settings: EngineSettings, gpu: GpuSpec, margin: float) -> Estimate | None:
         est = self.estimate(settings, gpu)
-        if not est.fits or est.total_gib - est.peak_gib < self.limits.headroom_for(gpu):
+        if not est.fits or est.total_gib - est.peak_gib < self.limits.headroom_for(gpu, settings.version):
             return None
         if self.spare(est) < margin:  # the KV cache less the margin must still hold the target
             return None

@@ -105,7 +105,7 @@ def strongest(lever: Lever, ctx: Context, judge: Judge, settings: EngineSettings
     def score(s: EngineSettings) -> float:
         at_floor = dataclasses.replace(s, max_model_len=min(floor, s.max_model_len or floor))
         est = judge.estimate(at_floor, ctx.gpu)
-        if not est.fits or est.total_gib - est.peak_gib < ctx.limits.headroom_for(ctx.gpu):
+        if not est.fits or est.total_gib - est.peak_gib < ctx.limits.headroom_for(ctx.gpu, at_floor.version):
             return -1.0
         return est.max_concurrency if judge.addresses_failure(est, at_floor) else -1.0
 

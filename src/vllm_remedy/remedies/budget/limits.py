@@ -18,6 +18,7 @@ from datetime import timedelta
 from vllm_remedy.policy import DEFAULT_POLICY, FractionBounds, IntBounds, KvCacheFp8, Policy
 from vllm_remedy.vllm.catalog import GpuSpec
 from vllm_remedy.vllm.memory.settings import KV_ESTIMATE_MARGIN, KV_MARGIN_PERCENTILE
+from vllm_remedy.vllm.versions import rules
 
 # Device memory that must stay free after the predicted peak (weights, activations, KV, graphs, context,
 # other processes): covers allocator fragmentation and the profiled terms' estimation error (≤ 10 % of
@@ -75,8 +76,14 @@ class Limits:
         return (f"{_pct(self.kv_margin)} KV estimate margin (policy budget.kv_margin; the derived "
                 f"{_pct(KV_ESTIMATE_MARGIN)} {derived})")
 
-    def headroom_for(self, gpu: GpuSpec) -> float:
-        """GiB that must stay free on ``gpu`` after the predicted peak."""
+    def headroom_for(self, gpu: GpuSpec, version: str | None) -> float:
+        """GiB that must stay free on ``gpu`` after the predicted peak; none on a release that sizes the KV cache
+        from memory measured after warmup (0.34's extensible cache): vLLM keeps its own margin free there
+        (max(1 GiB, 0.75 x the transient peak), already in the predicted peak) and an error in the profiled terms
+        changes the cache's size, which the KV estimate margin covers, not the peak; a second margin on top would
+        only refuse the release's own default utilization."""
+        if rules(version).kv_sized_after_warmup:
+            return 0.0
         return max(HEADROOM_MIN_GIB, HEADROOM_FRACTION * gpu.total_gib)
 
 

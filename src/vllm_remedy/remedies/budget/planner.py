@@ -158,7 +158,7 @@ def _problems(req: BudgetRequest, lim: Limits, cur: Estimate, judge: Judge) -> l
         elif spare < lim.kv_margin:
             out.append(f"the predicted KV cache for {lim.required:.2f}x at max-model-len {cur.max_model_len:,} "
                        f"{margin_shortfall(spare, lim.kv_margin)}")
-        free, margin = cur.total_gib - cur.peak_gib, lim.headroom_for(req.gpu)
+        free, margin = cur.total_gib - cur.peak_gib, lim.headroom_for(req.gpu, req.settings.version)
         if free < margin:
             out.append(f"predicted peak leaves {free:.2f} GiB free, below the {margin:.2f} GiB margin")
     res = resolve(req.model, req.gpu, req.settings)

@@ -2,19 +2,33 @@
 
 Real manifests write ``--model=$(MODEL_ID)`` (Vertex, KServe) or ``--tensor-parallel-size $TP_SIZE`` inside a
 script; the container runs with the expanded values, so the simulator must judge those, not the tokens.
-Only literal ``env`` values are known here (``valueFrom`` needs the API); anything unknown stays verbatim,
-as kubelet leaves an undefined ``$(VAR)`` and as the memory model then reports it.
+``pod_env`` builds the environment the way kubelet does (``envFrom`` ConfigMaps and Secrets, then ``env`` in order
+with ``valueFrom`` read from the pod's namespace and ``$(VAR)`` of earlier entries), and ``script_env`` adds what an
+``sh -c`` script exports or prefixes to the vLLM command (``VAR=1 exec vllm serve ...``); ``with_env`` writes the
+result back as literal entries so everything downstream reads one env. Anything unknown stays verbatim, as kubelet
+leaves an undefined ``$(VAR)`` and as the memory model then reports it.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import copy
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
+
+from vllm_remedy.vllm.cmdline import ServerCommand, parse, shell
 
 _KUBELET = re.compile(r"\$\$|\$\((\w+)\)")
 _SHELL = re.compile(r"\$\{(\w+)(?::?-([^}]*))?\}|\$(\w+)")
+_ASSIGN = re.compile(r"^([A-Za-z_]\w*)=(.*)$", re.S)
+
+
+class Objects(Protocol):
+    """What ``pod_env`` needs of the store: ``find`` (None when the object is missing)."""
+
+    def find(self, resource: str, namespace: str, name: str) -> dict[str, Any] | None: ...
 
 
 def literal_env(container: Mapping[str, Any]) -> dict[str, str]:
@@ -49,3 +63,100 @@ def shell_expand(value: str, env: Mapping[str, str]) -> str:
         return m.group(2) if m.group(2) is not None else m.group(0)
 
     return _SHELL.sub(one, value)
+
+
+def pod_env(container: Mapping[str, Any], pod: Mapping[str, Any], store: Objects | None) -> dict[str, str]:
+    """The container's environment as kubelet builds it: ``envFrom`` sources in order (a ``prefix`` before each key),
+    then ``env`` in order, later names winning; ``valueFrom`` reads ConfigMap/Secret keys in the pod's namespace and
+    a few pod fields. A source that is missing is skipped (real kubelet refuses to start a container whose required
+    source is missing: CreateContainerConfigError, which the rehearsal does not model)."""
+    meta = pod.get("metadata") or {}
+    namespace = str(meta.get("namespace") or "default")
+    out: dict[str, str] = {}
+    for source in container.get("envFrom") or []:
+        if not isinstance(source, Mapping):
+            continue
+        prefix = str(source.get("prefix") or "")
+        for kind, resource in (("configMapRef", "configmaps"), ("secretRef", "secrets")):
+            ref = source.get(kind)
+            if isinstance(ref, Mapping) and ref.get("name"):
+                data = _data(store, resource, namespace, str(ref["name"]))
+                out.update({f"{prefix}{k}": v for k, v in data.items()})
+    for entry in container.get("env") or []:
+        if not isinstance(entry, Mapping) or "name" not in entry:
+            continue
+        if "value" in entry:
+            out[str(entry["name"])] = _KUBELET.sub(
+                lambda m: "$" if m.group(0) == "$$" else out.get(m.group(1), m.group(0)), str(entry["value"]))
+        elif isinstance(entry.get("valueFrom"), Mapping):
+            value = _value_from(entry["valueFrom"], pod, namespace, store)
+            if value is not None:
+                out[str(entry["name"])] = value
+    return out
+
+
+def _data(store: Objects | None, resource: str, namespace: str, name: str) -> dict[str, str]:
+    """A ConfigMap's data, or a Secret's (base64 ``data`` decoded, ``stringData`` as written)."""
+    obj = store.find(resource, namespace, name) if store is not None else None
+    if obj is None:
+        return {}
+    out = {str(k): str(v) for k, v in (obj.get("data") or {}).items()}
+    if resource == "secrets":
+        decoded = {}
+        for k, v in out.items():
+            try:
+                decoded[k] = base64.b64decode(v, validate=True).decode()
+            except (binascii.Error, UnicodeDecodeError):
+                decoded[k] = v
+        out = decoded | {str(k): str(v) for k, v in (obj.get("stringData") or {}).items()}
+    return out
+
+
+_FIELDS = {"metadata.name": ("metadata", "name"), "metadata.namespace": ("metadata", "namespace"),
+           "spec.nodeName": ("spec", "nodeName"), "spec.serviceAccountName": ("spec", "serviceAccountName")}
+
+
+def _value_from(ref: Mapping[str, Any], pod: Mapping[str, Any], namespace: str, store: Objects | None) -> str | None:
+    for kind, resource in (("configMapKeyRef", "configmaps"), ("secretKeyRef", "secrets")):
+        key_ref = ref.get(kind)
+        if isinstance(key_ref, Mapping) and key_ref.get("name") and key_ref.get("key"):
+            return _data(store, resource, namespace, str(key_ref["name"])).get(str(key_ref["key"]))
+    field = ref.get("fieldRef")
+    if isinstance(field, Mapping) and str(field.get("fieldPath")) in _FIELDS:
+        part, name = _FIELDS[str(field["fieldPath"])]
+        value = (pod.get(part) or {}).get(name)
+        return None if value is None else str(value)
+    return None
+
+
+def with_env(container: Mapping[str, Any], values: Mapping[str, str]) -> dict[str, Any]:
+    """A copy whose ``env`` is ``values`` as literal entries (``envFrom`` dropped: it is in them)."""
+    out = copy.deepcopy(dict(container))
+    out.pop("envFrom", None)
+    out["env"] = [{"name": k, "value": v} for k, v in values.items()]
+    return out
+
+
+def command_env(cmd: ServerCommand, container: Mapping[str, Any], values: Mapping[str, str]) -> dict[str, str]:
+    """What vLLM's process gets on top of the container's env from its command: in an ``sh -c`` script, ``export
+    X=...`` statements before the vLLM command and the ``X=... [exec] [env Y=...] vllm serve`` prefix of that command
+    (shell-expanded with the env so far); in a plain argv, ``env X=... vllm serve``'s assignments."""
+    env = dict(values)
+    if cmd.script is None:
+        words = [str(w) for key in ("command", "args") for w in container.get(key) or []]
+        hit = parse.entrypoint(words)
+        for word in words[:hit[0]] if hit else []:
+            if (m := _ASSIGN.match(word)) is not None:
+                env[m.group(1)] = m.group(2)
+        return {k: v for k, v in env.items() if values.get(k) != v}
+    field, index = cmd.script
+    for stmt in shell.statements(str((container.get(field) or [])[index])):
+        words = [w.value for w in stmt.words]
+        hit = parse.entrypoint(words)
+        prefix = words[:hit[0]] if hit is not None else words[1:] if words[:1] == ["export"] else []
+        for word in prefix:
+            if (m := _ASSIGN.match(word)) is not None:
+                env[m.group(1)] = shell_expand(m.group(2), env)
+        if hit is not None:
+            break
+    return {k: v for k, v in env.items() if values.get(k) != v}

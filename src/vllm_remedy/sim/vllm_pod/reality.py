@@ -6,6 +6,8 @@ from real startup logs (``residuals.yaml``, generated from ``tests/data/calibrat
 ``bench/residuals.py``): the mean signed error of the cases with the same model architecture, GPU and vLLM
 minor release, else a seeded draw from the held-out errors. The draw depends only on the world's seed and that
 key, so the same world and seed give the same truth on every start. ``exact`` keeps the estimate as the truth.
+A release that sizes the KV cache from memory measured after warmup (0.34) turns the error into a different cache
+size with the same peak, never an OOM (``_after_warmup``).
 
 Pure: the only input besides the Launch is the packaged table.
 """
@@ -128,8 +130,12 @@ def perturb(launch: Launch, error: float) -> Estimate:
     est, res = launch.estimate, launch.resolved
     if est.outcome not in _KV_DECIDED or est.kv_cache_gib <= 0:
         return est
-    kv = est.kv_cache_gib / (1.0 + error)
-    blocks = int(est.gpu_blocks / (1.0 + error)) if est.gpu_blocks else 0
+    scale, measured = 1.0 / (1.0 + error), dict[str, float]()
+    after_warmup = res.rules.kv_sized_after_warmup
+    if after_warmup:
+        scale, measured = _after_warmup(est, scale)
+    kv = est.kv_cache_gib * scale
+    blocks = int(est.gpu_blocks * scale) if est.gpu_blocks else 0
     per_block = est.kv_cache_tokens / est.gpu_blocks if est.gpu_blocks else float(res.block_size)
     tokens = round(blocks * per_block)
     max_len = est.max_model_len
@@ -143,7 +149,8 @@ def perturb(launch: Launch, error: float) -> Estimate:
         outcome = Outcome.MAX_LEN_EXCEEDS_KV
     else:
         outcome = Outcome.FITS
-    fits_peak = _fits_peak(launch)
+    # 0.34 sizes the cache from memory measured after warmup: the card's peak stays where vLLM's margin puts it
+    fits_peak = est.peak_gib if after_warmup else _fits_peak(launch)
     peak = fits_peak if outcome is Outcome.FITS else min(
         fits_peak, res.other_process_gib + context_gib(launch.gpu, res.tp) + est.weights_gib + est.activation_gib)
     needed = suggested = None
@@ -155,7 +162,17 @@ def perturb(launch: Launch, error: float) -> Estimate:
     return replace(est, outcome=outcome, kv_cache_gib=kv, kv_cache_tokens=tokens, gpu_blocks=blocks,
                    max_concurrency=tokens * ratio if ratio else tokens / max(max_len, 1), max_model_len=max_len,
                    peak_gib=peak, needed_kv_gib=needed, suggested_max_model_len=suggested,
-                   graph_capture_oom=est.graph_capture_oom and outcome is Outcome.FITS)
+                   graph_capture_oom=est.graph_capture_oom and outcome is Outcome.FITS, **measured)
+
+
+def _after_warmup(est: Estimate, scale: float) -> tuple[float, dict[str, float]]:
+    """(KV scale, the measured non-torch memory) for a release that sizes the KV cache after warmup and graph capture
+    (0.34's extensible cache). The model's error is then in what the engine measured, not in a fixed budget: the cache
+    shrinks or grows by what the non-torch memory really took (the log's "Actual usage", "Memory after warmup" and
+    "Extended KV cache" lines follow) and the card's peak stays at vLLM's own margin, so no OOM. Weights and the
+    captured graphs are logged as measured, so the cache gains at most the non-torch figure."""
+    gain = min(est.kv_cache_gib * (scale - 1.0), est.non_torch_gib)
+    return 1.0 + gain / est.kv_cache_gib, {"non_torch_gib": est.non_torch_gib - gain}
 
 
 def _fits_peak(launch: Launch) -> float:

@@ -60,15 +60,17 @@ class VllmRuntime:
         and the plain runtime's test hooks go to the fallback."""
         if any(hook in keys.annotations(ctx.pod) for hook in (EXIT_CODE, READY_AFTER, LOG_LINES)):
             return self.fallback.start(ctx)  # an explicit test hook of the plain runtime wins
-        container = env.kubelet_expand(ctx.container)
+        values = env.pod_env(ctx.container, ctx.pod, self.store)  # envFrom, valueFrom: kubelet's env
+        container = env.kubelet_expand(env.with_env(ctx.container, values))
         try:
             cmd = find_server({"containers": [container]})
         except UserError:
             return self.fallback.start(ctx)
         if cmd.script is not None:  # `sh -c "vllm serve $MODEL ..."`: the shell expands before vLLM parses
-            values = env.literal_env(container)
             cmd = replace(cmd, model=env.shell_expand(cmd.model, values) if cmd.model else cmd.model,
                           flags={k: env.shell_expand(v, values) for k, v in cmd.flags.items()})
+        # `VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 exec vllm serve ...`: what the process itself sees
+        container = env.with_env(container, {**values, **env.command_env(cmd, container, values)})
         now = self.clock.now()
         started = timeline.sim_datetime(now)
         decided = plan(cmd, container, ctx.node, ctx.gpu_memory_used_by_others_mib, keys.group_size(ctx.pod))

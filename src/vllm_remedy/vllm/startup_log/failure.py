@@ -14,6 +14,10 @@ from vllm_remedy.vllm.startup_log.report import StartupReport
 _PHASES = (
     ("sampler_warmup", frozenset({"_dummy_sampler_run"})),
     ("cuda_graph_capture", frozenset({"capture_model", "_capture_cudagraphs", "capture"})),
+    # The cache's own allocation (V1 initialize_kv_cache, V0 cache_engine's _allocate_kv_cache): a budget the card
+    # cannot hold. No class of its own (unknown, as game day predicts it), but the stage is named.
+    ("kv_cache_allocation", frozenset({"initialize_kv_cache", "_allocate_kv_cache", "initialize_cache",
+                                       "_allocate_kv_cache_tensors", "_reshape_kv_cache_tensors"})),
     ("profiling", frozenset({"profile_run", "_dummy_run", "determine_available_memory",
                              "determine_num_available_blocks"})),
     ("loading_weights", frozenset({"load_model", "load_weights", "get_model", "create_weights",

@@ -1,0 +1,92 @@
+"""Rehearsal pods see VLLM_ALLOW_LONG_MAX_MODEL_LEN wherever a real kubelet and shell would give it to vLLM:
+``valueFrom.configMapKeyRef`` / ``secretKeyRef``, ``envFrom`` (with its prefix), ``sh -c 'X=1 exec vllm serve ...'``
+and ``export X=1`` in the script, ``env X=1 vllm serve`` in argv. Without it vLLM refuses the --max-model-len."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterator
+
+import pytest
+
+from vllm_remedy.sim.clock import Clock
+from vllm_remedy.sim.cluster import Cluster
+from vllm_remedy.sim.seed import make_node
+from vllm_remedy.sim.vllm_pod import env, install
+from vllm_remedy.sim.vllm_pod.reality import EXACT
+from vllm_remedy.vllm.outcomes import Failure
+from vllm_remedy.vllm.startup_log import classify, parse_startup_log
+
+QWEN7 = "Qwen/Qwen2.5-7B-Instruct"  # max_position_embeddings 32768
+ARGS = [QWEN7, "--max-model-len", "65536"]
+VAR = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
+WARNING = "VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme caution"
+
+
+@pytest.fixture
+def cluster() -> Iterator[Cluster]:
+    c = Cluster("t", clock=Clock(speed=600), reality=EXACT)
+    install(c)
+    c.store.create("nodes", make_node({"name": "l40s-1", "gpu": {"product": "NVIDIA-L40S", "count": 4}}, "t"))
+    c.store.create("configmaps", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "vllm-env",
+                                  "namespace": "llm"}, "data": {VAR: "1", "ALLOW": "1"}})
+    c.store.create("secrets", {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "vllm-secret",
+                               "namespace": "llm"}, "data": {"allow": base64.b64encode(b"true").decode()}})
+    c.start()
+    yield c
+    c.stop()
+
+
+def pod(name: str, **container: object) -> dict:
+    spec = {"name": "vllm", "image": "vllm/vllm-openai:v0.11.0", "command": ["vllm", "serve"], "args": ARGS,
+            "ports": [{"containerPort": 8000}], "readinessProbe": {"httpGet": {"path": "/health", "port": 8000}},
+            "resources": {"limits": {"nvidia.com/gpu": "1"}}, **container}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "llm"},
+            "spec": {"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-L40S"}, "containers": [spec]}}
+
+
+def _status(c: Cluster, name: str) -> dict:
+    statuses = (c.store.get("pods", "llm", name).get("status") or {}).get("containerStatuses") or []
+    return next((s for s in statuses if s["name"] == "vllm"), {})
+
+
+SCRIPT = "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 exec vllm serve " + " ".join(ARGS)
+CASES = {
+    "config-map-key": {"env": [{"name": VAR, "valueFrom": {"configMapKeyRef": {"name": "vllm-env", "key": "ALLOW"}}}]},
+    "secret-key": {"env": [{"name": VAR, "valueFrom": {"secretKeyRef": {"name": "vllm-secret", "key": "allow"}}}]},
+    "env-from": {"envFrom": [{"configMapRef": {"name": "vllm-env"}}]},
+    "env-from-prefix": {"envFrom": [{"prefix": "VLLM_", "configMapRef": {"name": "vllm-env"}}],
+                        "env": [{"name": VAR, "value": "$(VLLM_ALLOW)"}]},
+    "shell-prefix": {"command": ["sh", "-c", SCRIPT], "args": []},
+    "shell-export": {"command": ["/bin/sh", "-c", f"export {VAR}=1\nexec vllm serve {' '.join(ARGS)}"], "args": []},
+    "env-wrapper": {"command": ["env", f"{VAR}=1", "vllm", "serve"]},
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_env_var_reaches_vllm_as_kubelet_and_the_shell_pass_it(cluster, case):
+    cluster.store.create("pods", pod(case, **CASES[case]))
+    assert cluster.wait_for(lambda: _status(cluster, case).get("ready") is True, 8), _status(cluster, case)
+    text = cluster.read_log("llm", case)
+    report = parse_startup_log(text)
+    assert classify(report) is Failure.NONE and report.max_model_len == 65536
+    assert any("WARNING" in line and WARNING in line for line in text.splitlines())
+
+
+def test_a_missing_key_or_an_unrelated_prefix_still_refuses(cluster):
+    missing = {"env": [{"name": VAR, "valueFrom": {"configMapKeyRef": {"name": "vllm-env", "key": "nope"}}}]}
+    cluster.store.create("pods", pod("missing", **missing))
+    assert cluster.wait_for(lambda: "CrashLoopBackOff" in str(_status(cluster, "missing").get("state")), 8)
+    assert classify(parse_startup_log(cluster.read_log("llm", "missing", previous=True))) \
+        is Failure.MAX_LEN_EXCEEDS_MODEL
+
+
+def test_pod_env_orders_sources_as_kubelet_does():
+    class Store:
+        def find(self, resource: str, namespace: str, name: str) -> dict | None:
+            return {"data": {"A": "from-map", "B": "b"}} if (resource, namespace) == ("configmaps", "ns") else None
+    container = {"envFrom": [{"configMapRef": {"name": "m"}}],
+                 "env": [{"name": "A", "value": "literal"}, {"name": "C", "value": "$(B)-$(D)"},
+                         {"name": "P", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}]}
+    got = env.pod_env(container, {"metadata": {"name": "p", "namespace": "ns"}}, Store())
+    assert got == {"A": "literal", "B": "b", "C": "b-$(D)", "P": "p"}
