@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import inspect
+import os
 import pkgutil
 import sys
 import textwrap
@@ -18,6 +19,9 @@ from vllm_remedy.errors import UserError
 
 #: Where a command module without ``ORDER`` goes in `vllm-remedy --help`: after the runbook's commands.
 LAST = 1000
+#: The exit status when the reader of the output went away (`vllm-remedy check ... | head`): 128 + SIGPIPE, what a
+#: shell reports for a process the signal ended. Never 0: a verdict nobody read is not a success.
+CLOSED_PIPE = 141
 
 
 def command_modules() -> list[ModuleType]:
@@ -133,13 +137,34 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 1
         raise
     try:
+        code = _run(args)
+        sys.stdout.flush()  # a reader that closed early fails here, not in the interpreter's exit flush
+    except BrokenPipeError:  # `vllm-remedy ... | head`
+        return _reader_gone()
+    return code
+
+
+def _run(args: argparse.Namespace) -> int:
+    """The command's exit code; a user error is one line on stderr and its own code."""
+    try:
         return int(args._run(args) or 0)
     except UserError as exc:
         print(f"vllm-remedy: error: {exc}", file=sys.stderr)
         return exc.exit_code
-    except BrokenPipeError:  # `vllm-remedy ... | head`
-        return 0
 
+
+def _reader_gone() -> int:
+    """Exit status after a write to a closed pipe: 141, whatever the command's verdict was, since nobody read it.
+
+    stdout is pointed at /dev/null first, as Python's docs on SIGPIPE recommend, so the interpreter's own flush at
+    exit finds nowhere broken to write and does not raise again (an "Exception ignored" and exit 120)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout is not a file descriptor (captured in-process): nothing left to flush
+        pass
+    return CLOSED_PIPE
 
 if __name__ == "__main__":
     sys.exit(main())

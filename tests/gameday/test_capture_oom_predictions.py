@@ -19,7 +19,7 @@ from vllm_remedy.sim.vllm_pod.keys import GPU_USED_GIB
 
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 NODE = {"metadata": {"name": "gpu-l40s-3", "labels": {"nvidia.com/gpu.product": "NVIDIA-L40S"}}}
-EXTRAPOLATED = "vLLM 0.35.0: rules extrapolated from 0.34"
+EXTRAPOLATED = "vLLM 0.35.0: rules extrapolated from 0.34.0"
 #: Revision 15 of the runbook's llama-8b: 0.27.1 at utilization 0.98; restore goes back to revision 14.
 SCENARIO = f"""name: mrv2-u98
 title: "0.27.1 at utilization 0.98: graphs do not fit after the KV cache"

@@ -30,8 +30,8 @@ L4 = catalog.gpu("NVIDIA-L4")
 def test_every_release_to_0_34_is_known_and_modelled():
     """0.34 sizes the KV cache after warmup (the extensible KV cache), which core.kv_after_warmup computes."""
     assert (NEWEST_RELEASE, NEWEST_MODELLED) == ((0, 34, 0), (0, 34, 0))
-    assert rules(None).label == "unknown (rules of 0.34, extrapolated from 0.34)"
-    assert rules("0.35.0").label == "0.35.0 (rules: extrapolated from 0.34)"
+    assert rules(None).label == "unknown (rules of the newest release, 0.34.0)"
+    assert rules("0.35.0").label == "0.35.0 (rules: extrapolated from 0.34.0)"
     assert [rules(v).label for v in ("0.21.0", "0.25.1", "0.27.1", "0.33.0", "0.34.0")] == [
         "0.21.0", "0.25.1", "0.27.1", "0.33.0", "0.34.0"]
 

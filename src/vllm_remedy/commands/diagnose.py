@@ -20,6 +20,7 @@ from vllm_remedy.envelope import dumps, envelope
 from vllm_remedy.errors import UserError
 from vllm_remedy.vllm.failures import FAILURES, OOM_PHASES
 from vllm_remedy.vllm.startup_log import StartupReport, classify, parse_startup_log
+from vllm_remedy.vllm.versions import rules
 
 NAME = "diagnose"
 ORDER = 20
@@ -49,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     report = parse_startup_log(_read(args.log))
     report.failure = classify(report, exit_code=args.exit_code, reason=args.reason)
     if args.output == "json":
-        print(dumps(envelope("DiagnoseReport", {**report.to_dict(), "hint": hint(report)})))
+        print(dumps(envelope("DiagnoseReport", {**report.to_dict(), "rules": rules_of(report), "hint": hint(report)})))
     else:
         print(render_text(report))
     return 0
@@ -76,6 +77,13 @@ def hint(report: StartupReport) -> str:
     return FAILURES[report.failure].hint_for(report.failure_detail)
 
 
+def rules_of(report: StartupReport) -> str | None:
+    """How the logged release's rules were made (``modelled``, ``extrapolated from 0.34.0``): the defaults a log
+    leaves out (the utilization, the engine) are read by them. None when the log names no version: no release's
+    rules are applied then."""
+    return rules(report.vllm_version).provenance if report.vllm_version else None
+
+
 def render_text(report: StartupReport) -> str:
     """Headline, the figures the runbook's grep looks for, vLLM's own lines as evidence, then the hint."""
     lines = [f"{report.failure.value}: {FAILURES[report.failure].headline}"]
@@ -84,6 +92,8 @@ def render_text(report: StartupReport) -> str:
         lines[0] += f" (during {phase.replace('_', ' ')})"
     rows = [(label, fmt.format(getattr(report, name))) for label, name, fmt in _FIGURES
             if getattr(report, name) is not None]
+    if report.vllm_version and rules(report.vllm_version).extrapolated:  # as logged, and how its rules were made
+        rows[0] = (rows[0][0], f"{report.vllm_version} (rules: {rules_of(report)})")
     if report.max_concurrency is not None:
         per = f" at {report.concurrency_max_len:,} tokens" if report.concurrency_max_len else ""
         rows.append(("max concurrency", f"{report.max_concurrency:.2f}x{per}"))

@@ -119,9 +119,13 @@ def predict_template(template: Mapping[str, Any], container: str | None = None,
 
 
 def rules_note(version: str | None) -> str:
-    """``vLLM 0.35.0: rules extrapolated from 0.34`` for a release newer than the newest modelled, else empty."""
+    """How the rules were made when not read from the release itself, for the prediction lines: ``vLLM 0.35.0: rules
+    extrapolated from 0.34.0``, ``unknown version: rules of the newest release, 0.34.0`` (no version: ``:latest``, a
+    digest, a tag naming no vLLM version); empty for a release whose rules were read."""
     r = rules(version)
-    return f"vLLM {r.label.split()[0]}: rules {r.provenance}" if r.extrapolated else ""
+    if not r.known:
+        return r.provenance
+    return f"vLLM {r.display}: rules {r.provenance}" if r.extrapolated else ""
 
 
 def failed_prediction(prediction: Prediction) -> str | None:

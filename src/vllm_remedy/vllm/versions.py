@@ -4,14 +4,16 @@ The budget formula, the engine (V0/V1) and the scheduler defaults changed severa
 0.6 and 0.2x; predicting a start means applying the rules of the version that will run. Facts are
 read from each release's source (worker.py, v1/worker/gpu_worker.py, engine/arg_utils.py, envs.py).
 Unknown versions (``:latest``, digests, custom tags) get the rules of the newest release known here
-(``NEWEST_RELEASE``: what ``:latest`` most likely runs); a version newer than the newest whose rules were read from
-its source (``NEWEST_MODELLED``) is *extrapolated* from them, and every output says so (``label``, ``provenance``).
+(``NEWEST_RELEASE``: what ``:latest`` most likely runs), and every output says the version is unknown; a release
+whose source was not read (newer than ``NEWEST_MODELLED``, older than ``OLDEST_MODELLED``, or a patch past the last one
+read of its minor, ``LAST_READ_PATCH``) is *extrapolated* from the nearest one read, and every output says so too
+(``label``, ``provenance``).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Literal
 
@@ -29,6 +31,13 @@ NEWEST_MODELLED = (0, 34, 0)
 OLDEST_MODELLED = (0, 6, 0)
 # The newest vLLM release known here (0.34.0 on PyPI, December 2026): an unknown version gets its rules.
 NEWEST_RELEASE = (0, 34, 0)
+# The last patch release of each minor whose rules apply as read (the sources above; before 0.21 the tags and logs
+# the rules cite); a minor not listed was read at .0 only. A later patch of a minor (0.27.2, 0.33.1, a typo'd 0.33.99)
+# was never read, so its rules are that minor's last read release's, extrapolated, as a newer release's are.
+LAST_READ_PATCH: dict[tuple[int, int], int] = {
+    (0, 6): 6, (0, 7): 3, (0, 8): 5, (0, 9): 2, (0, 10): 2, (0, 11): 2, (0, 14): 1, (0, 15): 1, (0, 17): 1,
+    (0, 18): 1, (0, 19): 1, (0, 20): 1, (0, 22): 1, (0, 25): 1, (0, 26): 1, (0, 27): 1,
+}
 # CacheConfig.gpu_memory_utilization defaults to 0.92 from 0.20.0 (`Field(default=0.92, gt=0, le=1)`,
 # config/cache.py@0.20.0; 0.9 in config/cache.py@0.19.1; EngineArgs takes CacheConfig's value, engine/arg_utils.py).
 # It was 0.22.1, the earliest log known to print it (NnamdiOdozi/mlops-assignment's "--gpu-memory-utilization=0.9200").
@@ -192,30 +201,47 @@ class VersionRules:
     max_len_check_reserves_null_block: bool = False
     # The KV cache is sized after warmup and graph capture by default (``EXTENSIBLE_KV_CACHE_SINCE``).
     kv_sized_after_warmup: bool = False
+    # The version as typed or logged (``0.35.0rc1``, ``0.10.1.1``), for display only: the rules go by ``version``.
+    shown: str = field(default="", compare=False)
+
+    @property
+    def read_from(self) -> tuple[int, int, int]:
+        """The release whose source the rules were read from: the version itself when it was read, else the nearest
+        one read (0.6.0 below the oldest, 0.34.0 above the newest, 0.27.1 for a 0.27.2)."""
+        v = self.version
+        if v < OLDEST_MODELLED:
+            return OLDEST_MODELLED
+        if v > NEWEST_MODELLED:
+            return NEWEST_MODELLED
+        last = LAST_READ_PATCH.get(v[:2], 0)
+        return (v[0], v[1], last) if v[2] > last else v
 
     @property
     def extrapolated(self) -> bool:
-        """A release outside the modelled ones: its rules are the nearest modelled release's, not read from its
-        source."""
-        return self.known and not OLDEST_MODELLED[:2] <= self.version[:2] <= NEWEST_MODELLED[:2]
+        """A known release whose source was not read: its rules are the nearest read release's (``read_from``)."""
+        return self.known and self.read_from != self.version
 
     @property
     def provenance(self) -> str:
-        """Where the rules come from: ``modelled``, ``extrapolated from 0.21`` or, for an unknown version, the newest
-        release's rules and how they were made."""
+        """Where the rules come from: ``modelled``, ``extrapolated from 0.34.0`` or, for an unknown version,
+        ``unknown version: rules of the newest release, 0.34.0``."""
         if not self.known:
-            return f"rules of {_minor(NEWEST_RELEASE)}, extrapolated from {_minor(NEWEST_MODELLED)}; version unknown"
-        if not self.extrapolated:
-            return "modelled"
-        return f"extrapolated from {_minor(OLDEST_MODELLED if self.version < OLDEST_MODELLED else NEWEST_MODELLED)}"
+            return f"unknown version: {newest_rules()}"
+        return f"extrapolated from {_dotted(self.read_from)}" if self.extrapolated else "modelled"
 
     @property
     def label(self) -> str:
-        """The version as every output prints it; never a bare number unless its rules were modelled."""
+        """The version as every output prints it, as typed or logged; never a bare number unless its rules were read
+        from that release's source: ``0.35.0rc1 (rules: extrapolated from 0.34.0)``, ``unknown (rules of the newest
+        release, 0.34.0)``."""
         if not self.known:
-            return f"unknown (rules of {_minor(NEWEST_RELEASE)}, extrapolated from {_minor(NEWEST_MODELLED)})"
-        text = ".".join(map(str, self.version))
-        return f"{text} (rules: {self.provenance})" if self.extrapolated else text
+            return f"unknown ({newest_rules()})"
+        return f"{self.display} (rules: {self.provenance})" if self.extrapolated else self.display
+
+    @property
+    def display(self) -> str:
+        """The version alone, as typed or logged (``0.35.0rc1``); ``unknown`` when none was given."""
+        return (self.shown or _dotted(self.version)) if self.known else "unknown"
 
     def scheduler_defaults(self, gpu_total_gib: float, gpu_product: str,
                            capability: tuple[int, int] | None = None) -> tuple[int, int]:
@@ -233,8 +259,22 @@ class VersionRules:
         return (8192, 1024) if big else (2048, 256)
 
 
-def _minor(version: tuple[int, int, int]) -> str:
-    return f"{version[0]}.{version[1]}"
+def _dotted(version: tuple[int, int, int]) -> str:
+    return ".".join(map(str, version))
+
+
+def newest_rules() -> str:
+    """What an unknown version is sized by: ``rules of the newest release, 0.34.0`` (and, were that release not read,
+    what they are extrapolated from)."""
+    newest = rules(_dotted(NEWEST_RELEASE))
+    made = f", {newest.provenance}" if newest.extrapolated else ""
+    return f"rules of the newest release, {_dotted(NEWEST_RELEASE)}{made}"
+
+
+def _shown(text: str | None) -> str:
+    """A version as typed or logged, without the tag's ``v`` and anything after the version (a log's ``)``)."""
+    match = _TYPED_VERSION.match((text or "").strip())
+    return match.group(0).removeprefix("v") if match else ""
 
 
 @cache
@@ -267,6 +307,7 @@ def rules(version: str | None) -> VersionRules:
         runner_v2_full_sampler_profile=v >= MRV2_FULL_SAMPLER_PROFILE_SINCE,
         max_len_check_reserves_null_block=v >= MAX_LEN_CHECK_NULL_BLOCK_SINCE,
         kv_sized_after_warmup=v >= EXTENSIBLE_KV_CACHE_SINCE,
+        shown=_shown(version) if known else "",
     )
 
 

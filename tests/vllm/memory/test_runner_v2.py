@@ -135,7 +135,7 @@ def test_an_unknown_version_gets_the_newest_release_rules_and_says_how_they_were
     """`:latest` most likely runs the newest release: its rules (Model Runner V2 and all), labelled as extrapolated."""
     r = rules(None)
     assert r.version == (0, 34, 0) and not r.known
-    assert r.label == "unknown (rules of 0.34, extrapolated from 0.34)"
+    assert r.label == "unknown (rules of the newest release, 0.34.0)"
     crowded = {**FLAGS, "gpu-memory-utilization": "0.98"}
     unknown = estimate(QWEN3_8B, RTX4090, EngineSettings.from_flags(crowded, None))
     newest = estimate(QWEN3_8B, RTX4090, EngineSettings.from_flags(crowded, "0.34.0"))
@@ -143,12 +143,12 @@ def test_an_unknown_version_gets_the_newest_release_rules_and_says_how_they_were
     assert not unknown.graph_capture_oom and unknown == newest
 
 
-@pytest.mark.parametrize(("version", "label"), [("0.5.0", "0.5.0 (rules: extrapolated from 0.6)"),
-                                                ("0.0.1", "0.0.1 (rules: extrapolated from 0.6)"),
+@pytest.mark.parametrize(("version", "label"), [("0.5.0", "0.5.0 (rules: extrapolated from 0.6.0)"),
+                                                ("0.0.1", "0.0.1 (rules: extrapolated from 0.6.0)"),
                                                 ("0.6.4", "0.6.4"), ("0.21.0", "0.21.0"),
                                                 ("0.25.0", "0.25.0"), ("0.33.0", "0.33.0"),
                                                 ("0.34.0", "0.34.0"),
-                                                ("0.35.0", "0.35.0 (rules: extrapolated from 0.34)")])
+                                                ("0.35.0", "0.35.0 (rules: extrapolated from 0.34.0)")])
 def test_a_release_older_than_any_modelled_says_its_rules_are_extrapolated(version, label):
     """A reviewer's 0.5.0 printed as a bare, 'modelled' version: older releases get 0.6's rules, and say so."""
     assert rules(version).label == label

@@ -8,7 +8,7 @@ off the estimate by the model's measured error (``--reality exact`` keeps ``esti
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from vllm_remedy import hub
@@ -42,6 +42,8 @@ class Launch:
     revision: str | None = None  # --revision, for the arguments line
     # --gpu-memory-utilization on the command line: vLLM lists it under "non-default args" only then
     utilization_set: bool = True
+    # False when the image names no vLLM version (:latest, a digest): the log then says the newest rules were used
+    version_named: bool = True
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,7 @@ class Refusal:
     model_id: str
     error: str  # the exception line(s) as Python prints them
     stage: str  # "config" (argument/config validation) or "device" (CUDA initialisation)
+    version_named: bool = True  # as Launch.version_named
 
 
 def node_gpu(node: Mapping[str, Any]) -> GpuSpec | None:
@@ -113,6 +116,12 @@ def plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, An
 
     ``group_size`` > 1: the leader of a multi-node group (LeaderWorkerSet); its Ray cluster offers the GPUs of
     every pod of the group, and each GPU holds 1/(TP×PP) of the model (:mod:`vllm_remedy.vllm.parallel`)."""
+    judged = _plan(cmd, container, node, cluster_gpu_used_mib, group_size)
+    return judged if version_from_image(cmd.image) else replace(judged, version_named=False)
+
+
+def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, Any],
+          cluster_gpu_used_mib: int, group_size: int) -> Launch | Refusal:
     version = image_version(cmd.image)
     model_id = cmd.model or "facebook/opt-125m"  # vLLM's default --model
     flags = dict(cmd.flags)

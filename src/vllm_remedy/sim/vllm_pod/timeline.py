@@ -29,7 +29,7 @@ from vllm_remedy.vllm.memory.terms import context_gib
 from vllm_remedy.vllm.outcomes import Failure
 from vllm_remedy.vllm.startup_log import render_startup_log
 from vllm_remedy.vllm.startup_log.parse import CAPTURING
-from vllm_remedy.vllm.versions import OLDEST_MODELLED, VersionRules, rules
+from vllm_remedy.vllm.versions import NEWEST_MODELLED, OLDEST_MODELLED, VersionRules, newest_rules, rules
 
 BOOT_SECONDS = 8.0
 LOAD_BASE_SECONDS = 20.0
@@ -83,7 +83,7 @@ def load_seconds(weights_gib: float) -> float:
 def render(launch: Launch, failure: Failure, started: datetime, detail: dict[str, object] | None = None) -> str:
     """The version's startup log for this launch, ending in ``failure``."""
     est, res = launch.estimate, launch.resolved
-    return flag_extrapolated(launch.version, render_startup_log(
+    return flag_extrapolated(launch.version, named=launch.version_named, text=render_startup_log(
         launch.version, model=launch.model_id, tp_size=res.tp, weights_gib=est.weights_gib,
         kv_cache_gib=est.kv_cache_gib, kv_cache_tokens=est.kv_cache_tokens, gpu_blocks=est.gpu_blocks,
         max_concurrency=est.max_concurrency, max_model_len=est.max_model_len,
@@ -132,21 +132,27 @@ def _listed_utilization(launch: Launch) -> bool:
 
 
 def _beyond(r: VersionRules) -> str:
-    return "older than the oldest" if r.version < OLDEST_MODELLED else "newer than the newest"
+    if r.version < OLDEST_MODELLED:
+        return "older than the oldest modelled release"
+    if r.version > NEWEST_MODELLED:
+        return "newer than the newest modelled release"
+    return f"newer than the last modelled {r.version[0]}.{r.version[1]} release"  # 0.27.2: 0.27.1 was read
 
 
-def flag_extrapolated(version: str, text: str) -> str:
-    """A release newer than the newest modelled says so in the pod's log, before its arguments: the rehearsal's
-    numbers for it are the newest rules extrapolated, never presented as that release's own."""
+def flag_extrapolated(version: str, text: str, named: bool = True) -> str:
+    """A release whose rules were not read from its source says so in the pod's log, before its arguments, and so
+    does an image naming no vLLM version (``named`` False: ``version`` is then the newest release, whose rules it
+    runs): the rehearsal's numbers are never presented as a release's own when they are not."""
     r = rules(version)
-    if not r.extrapolated:
+    if named and not r.extrapolated:
         return text
+    said = (f"vLLM {r.display} is {_beyond(r)}: memory rules {r.provenance}" if named
+            else f"the image names no vLLM version: memory {newest_rules()}")
     lines = text.splitlines()
     at = next((i for i, line in enumerate(lines) if "non-default args" in line), min(1, len(lines)))
     stamp = _STAMP.search(lines[at - 1]) if at else None
     note = (f"{_prefix(lines[at - 1]) if at else ''}WARNING {stamp.group(0) if stamp else '01-01 00:00:00'} "
-            f"[vllm-remedy rehearsal] vLLM {r.label.split()[0]} is {_beyond(r)} modelled release: "
-            f"memory rules {r.provenance}")
+            f"[vllm-remedy rehearsal] {said}")
     return "\n".join([*lines[:at], note, *lines[at:]]) + ("\n" if text.endswith("\n") else "")
 
 
@@ -216,7 +222,7 @@ def _overcommitted(launch: Launch, where: str, times: dict[str, float], started:
 
 def plan_refusal(refusal: Refusal, started: datetime) -> Plan:
     """An exception before the engine exists: the version's banner and args, then the traceback."""
-    text = flag_extrapolated(refusal.version, render_startup_log(
+    text = flag_extrapolated(refusal.version, named=refusal.version_named, text=render_startup_log(
         refusal.version, model=refusal.model_id, weights_gib=0.0, kv_cache_gib=None, max_model_len=2048,
         total_gpu_gib=0.0, failure=Failure.HOST_OOM_KILLED, started=started))
     lines = text.splitlines()
