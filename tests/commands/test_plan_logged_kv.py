@@ -91,6 +91,7 @@ def test_no_step_at_the_logged_budget_asks_for_more_than_vllm_estimated_human(cl
     for row in kept:
         assert int(row.split()[2]) <= ESTIMATED, row
     assert "every candidate's KV cache is scaled by 0.090" in got.stdout
+    assert "predicted max concurrency 0.34x (scaled to the log) is below the required 1.05x" in got.stdout
 
 
 def test_a_utilization_increase_scales_from_the_logged_cache(cli, tmp_path):

@@ -156,8 +156,9 @@ def _problems(req: BudgetRequest, lim: Limits, cur: Estimate, judge: Judge) -> l
     if cur.fits:
         spare = judge.spare(cur)
         if spare < 0:
-            out.append(f"predicted max concurrency {cur.max_concurrency:.2f}x is below the required "
-                       f"{lim.required:.2f}x at max-model-len {cur.max_model_len:,}")
+            scaled = " (scaled to the log)" if judge.kv_scale < 1.0 else ""
+            out.append(f"predicted max concurrency {cur.max_concurrency * judge.kv_scale:.2f}x{scaled} is below the "
+                       f"required {lim.required:.2f}x at max-model-len {cur.max_model_len:,}")
         elif spare < lim.kv_margin:
             out.append(f"the predicted KV cache for {lim.required:.2f}x at max-model-len {cur.max_model_len:,} "
                        f"{margin_shortfall(spare, lim.kv_margin)}")
