@@ -5,7 +5,8 @@ V1 start prints it before its error), and the error's own "the estimated maximum
 into KV bytes per GPU with the memory model's layout (groups, sliding windows, the release's max-length check), so a
 hybrid model is not divided naively per token; the smallest wins. Compared with the estimator's KV at the settings
 the log ran with, it gives one factor applied to every candidate — those that keep the budget and those that change
-it (utilization, TP, GPU) — so no candidate at the logged budget asks for more than vLLM said it holds.
+it (utilization, TP, GPU) — so no candidate at the logged budget asks for more than vLLM said it holds (a step
+must hold at least ``limits.MIN_CONCURRENCY`` max-length requests of the scaled cache).
 """
 
 from __future__ import annotations
