@@ -26,6 +26,7 @@ from vllm_remedy.errors import UserError
 from vllm_remedy.kube.gpus import affinity_products
 from vllm_remedy.policy import load_policy
 from vllm_remedy.remedies.budget import BudgetRequest, plan_budget
+from vllm_remedy.remedies.budget.observed import KvObservation
 from vllm_remedy.remedies.plan import Plan
 from vllm_remedy.remedies.predict import pinned_gpu
 from vllm_remedy.vllm import catalog, kserve, manifest
@@ -105,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(where)
     flags = {**found.flags, **ea.engine_flags(args)}
     inputs = ea.model_inputs(args)
-    failure, logged_tokens, version = _observed(args, inputs)
+    failure, observed, version = _observed(args, inputs)
     version = args.vllm_version or found.version or version
     if version is None and failure is Failure.FREE_MEMORY_BELOW_UTILIZATION and not rules(None).free_memory_check:
         version = _LAST_FREE_MEMORY_CHECK  # the newest rules cannot fail this way, so the log predates them
@@ -116,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
     policy = load_policy(args.policy) if args.policy else None
     plan = plan_budget(BudgetRequest(
         model=model, gpu=gpu, settings=settings, policy=policy, failure=failure,
-        target_concurrency=args.target_concurrency, node_gpus=args.node_gpus, logged_kv_tokens=logged_tokens,
+        target_concurrency=args.target_concurrency, node_gpus=args.node_gpus, observed=observed,
         node_selector=found.node_selector, gpu_label=found.gpu_label))
     if found.notes:
         plan = Plan(plan.kind, plan.verdict, plan.problem, plan.current, plan.steps,
@@ -150,8 +151,10 @@ def _read(path: str) -> str:
         raise UserError(f"{path}: cannot read: {reason}") from None
 
 
-def _observed(args: argparse.Namespace, inputs: dict[str, str]) -> tuple[Failure | None, int | None, str | None]:
-    """(failure, logged KV tokens, logged version) from --failure or --log; a free-memory failure in the log
+def _observed(args: argparse.Namespace, inputs: dict[str, str]
+              ) -> tuple[Failure | None, KvObservation | None, str | None]:
+    """(failure, the logged KV cache, logged version) from --failure or --log: the KV cache as tokens, memory or
+    vLLM's own estimated maximum length, which the planner scales every candidate by; a free-memory failure in the log
     also tells how much other processes hold (unless --other-gib says), its custom all-reduce line whether the GPUs
     lack P2P (unless --p2p says)."""
     if args.failure:
@@ -170,7 +173,7 @@ def _observed(args: argparse.Namespace, inputs: dict[str, str]) -> tuple[Failure
         inputs["flashinfer"] = str(report.flashinfer).lower()
     if "p2p" not in inputs and _NO_P2P in "".join(text.split()):  # the driver's no, which NCCL's P2P transport obeys
         inputs["p2p"] = "false"
-    return failure, report.kv_cache_tokens, report.vllm_version
+    return failure, KvObservation.from_report(report.to_dict()), report.vllm_version
 
 
 def _from_manifest(args: argparse.Namespace) -> _Inputs:

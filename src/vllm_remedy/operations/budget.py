@@ -38,6 +38,7 @@ from vllm_remedy.operations.util import (
 )
 from vllm_remedy.remedies import enforce_eager
 from vllm_remedy.remedies.budget import BudgetRequest, plan_budget
+from vllm_remedy.remedies.budget.observed import KvObservation
 from vllm_remedy.remedies.pin_gpu import apply_template_change, canonical_product, plan_pin
 from vllm_remedy.remedies.plan import Plan, Step
 from vllm_remedy.remedies.predict import Prediction, failed_prediction, pinned_gpu, rules_note
@@ -63,12 +64,14 @@ def _failure(pods: Mapping[str, Any], container: str | None) -> Failure | None:
         return Failure.UNKNOWN
 
 
-def _logged_kv(pods: Mapping[str, Any]) -> int | None:
-    """The smallest KV size a current-revision container logged (the planner scales its targets by it)."""
-    sizes = [int(((c.get("startup") or {}).get("report") or {}).get("kv_cache_tokens") or 0)
-             for p in pods.get("pods") or [] if p.get("new") for c in p.get("containers") or []]
-    sizes = [s for s in sizes if s > 0]
-    return min(sizes) if sizes else None
+def _logged_kv(pods: Mapping[str, Any]) -> KvObservation | None:
+    """The smallest KV cache the current revision's containers logged — tokens, memory, or the estimated maximum
+    length a refused start printed (the planner scales every candidate by it)."""
+    seen: KvObservation | None = None
+    for c in (c for p in pods.get("pods") or [] if p.get("new") for c in p.get("containers") or []):
+        got = KvObservation.from_report((c.get("startup") or {}).get("report") or {})
+        seen = got.smallest(seen) if got else seen
+    return seen
 
 
 def _node_gpus(picture: Mapping[str, Any], product: str) -> int | None:
@@ -106,7 +109,7 @@ def plan_for(ctx: K8sHost, template: Mapping[str, Any], gpu: str | None, target_
                             failure=_failure(pods, ctx.container) if same_card else None,
                             target_concurrency=target_concurrency,
                             node_gpus=_node_gpus(picture, card.product),
-                            logged_kv_tokens=_logged_kv(pods) if same_card else None,
+                            observed=_logged_kv(pods) if same_card else None,
                             node_selector=dict(spec.get("nodeSelector") or {}), gpu_label=running_on)
     return plan_budget(request), card.product
 

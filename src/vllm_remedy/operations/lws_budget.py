@@ -65,7 +65,7 @@ def plan_group(got: LwsView, gpu: str | None, target_concurrency: float | None, 
     request = BudgetRequest(model, card, settings, policy=ctx.policy,
                             failure=_failure(pods, ctx.container) if same_card else None,
                             target_concurrency=target_concurrency, node_gpus=node_gpus,
-                            logged_kv_tokens=_logged_kv(pods) if same_card else None,
+                            observed=_logged_kv(pods) if same_card else None,
                             node_selector=dict(spec.get("nodeSelector") or {}), gpu_label=running_on)
     return plan_budget(request), card.product
 

@@ -34,8 +34,8 @@ def test_plan_log_passes_the_sampler_line_to_the_estimate(tmp_path):
     log = tmp_path / "vllm.log"
     log.write_text(f"{ON}\n{KV}\n")
     inputs: dict[str, str] = {}
-    _, tokens, _ = _observed(argparse.Namespace(failure=None, log=str(log)), inputs)
-    assert (tokens, inputs["flashinfer"]) == (450192, "true")
+    _, observed, _ = _observed(argparse.Namespace(failure=None, log=str(log)), inputs)
+    assert observed is not None and (observed.tokens, inputs["flashinfer"]) == (450192, "true")
     assert EngineSettings.from_flags({"gpu-memory-utilization": "0.5"}, "0.10.1.1", inputs).flashinfer is True
     given = {"flashinfer": "false"}  # an explicit input wins over the log
     _observed(argparse.Namespace(failure=None, log=str(log)), given)

@@ -34,7 +34,7 @@ class Judge:
     current: Estimate
     current_settings: EngineSettings
     failure: Failure | None = None
-    kv_scale: float = 1.0  # logged / predicted KV tokens when a log showed fewer than predicted
+    kv_scale: float = 1.0  # logged / predicted KV cache when a log showed less than predicted (``observed``)
     mismatch: bool = False  # the log shows a failure the estimator did not predict
     _cache: dict[tuple[EngineSettings, GpuSpec], Estimate] = field(default_factory=dict, repr=False)
 
@@ -56,6 +56,15 @@ class Judge:
         max-model-len requests (negative: short even as predicted)."""
         held = est.max_concurrency * self.kv_scale
         return 1 - self.limits.required / held if held > 0 else -1.0
+
+    def shown(self, est: Estimate) -> Estimate:
+        """``est`` with its KV cache scaled to what the log showed: what a step records and prints, so neither reads
+        the unscaled cache the log already contradicted."""
+        if self.kv_scale >= 1.0:
+            return est
+        k = self.kv_scale
+        return dataclasses.replace(est, kv_cache_gib=est.kv_cache_gib * k, kv_cache_tokens=int(est.kv_cache_tokens * k),
+                                   gpu_blocks=int(est.gpu_blocks * k), max_concurrency=est.max_concurrency * k)
 
     def margin_only(self, settings: EngineSettings, gpu: GpuSpec) -> float | None:
         """``spare`` when the estimate margin is all that refuses the candidate (safe on the point estimate), else

@@ -12,6 +12,8 @@ from vllm_remedy.remedies.budget.judge import Judge
 from vllm_remedy.remedies.budget.ladder import Rung, build
 from vllm_remedy.remedies.budget.levers import Context, tp_sizes
 from vllm_remedy.remedies.budget.limits import Limits, limits, margin_shortfall
+from vllm_remedy.remedies.budget.observed import KvObservation
+from vllm_remedy.remedies.budget.observed import kv_scale as kv_scale_for
 from vllm_remedy.remedies.plan import Plan, Step, TemplateChange
 from vllm_remedy.vllm import catalog
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS, GpuSpec, ModelSpec
@@ -29,7 +31,8 @@ _STARTUP = frozenset(o.value for o in Outcome) - {"fits"}
 @dataclass(frozen=True)
 class BudgetRequest:
     """Everything the planner looks at. ``settings`` are the running ones (``other_process_gib`` included);
-    ``failure`` is what the log classifier saw; ``logged_kv_tokens`` the KV size that log printed, if any."""
+    ``failure`` is what the log classifier saw; ``logged_kv_tokens`` the KV size that log printed, if any;
+    ``observed`` everything it showed of the KV cache (memory, vLLM's estimated maximum length), which wins."""
 
     model: ModelSpec
     gpu: GpuSpec
@@ -39,6 +42,7 @@ class BudgetRequest:
     target_concurrency: float | None = None
     node_gpus: int | None = None
     logged_kv_tokens: int | None = None
+    observed: KvObservation | None = None
     node_selector: Mapping[str, str] = field(default_factory=dict)
     gpu_label: str | None = None  # the label value the pod is pinned to now, if any
 
@@ -59,11 +63,10 @@ def plan_budget(req: BudgetRequest) -> Plan:
     notes: list[str] = [lim.margin_phrase]
     base, cap, problems = _base(req, lim, notes)
     mismatch = req.failure is not None and req.failure.value in _STARTUP and current.fits
-    kv_scale = 1.0
-    if req.logged_kv_tokens and current.kv_cache_tokens > req.logged_kv_tokens:
-        kv_scale = req.logged_kv_tokens / current.kv_cache_tokens
-        notes.append(f"the log shows {req.logged_kv_tokens:,} KV tokens, {current.kv_cache_tokens:,} predicted: "
-                     f"concurrency targets are scaled by {kv_scale:.3f}")
+    observed = req.observed or (KvObservation(tokens=req.logged_kv_tokens) if req.logged_kv_tokens else None)
+    kv_scale, scaled = kv_scale_for(observed, req.model, req.gpu, req.settings) if observed else (1.0, None)
+    if scaled:
+        notes.append(scaled)
     if mismatch:
         notes.append(f"the estimator predicts the current settings fit but the log shows {req.failure}: "
                      "every step must improve on the current prediction by 10 %")
@@ -153,8 +156,9 @@ def _problems(req: BudgetRequest, lim: Limits, cur: Estimate, judge: Judge) -> l
     if cur.fits:
         spare = judge.spare(cur)
         if spare < 0:
-            out.append(f"predicted max concurrency {cur.max_concurrency:.2f}x is below the required "
-                       f"{lim.required:.2f}x at max-model-len {cur.max_model_len:,}")
+            scaled = " (scaled to the log)" if judge.kv_scale < 1.0 else ""
+            out.append(f"predicted max concurrency {cur.max_concurrency * judge.kv_scale:.2f}x{scaled} is below the "
+                       f"required {lim.required:.2f}x at max-model-len {cur.max_model_len:,}")
         elif spare < lim.kv_margin:
             out.append(f"the predicted KV cache for {lim.required:.2f}x at max-model-len {cur.max_model_len:,} "
                        f"{margin_shortfall(spare, lim.kv_margin)}")
@@ -190,6 +194,7 @@ def _flags(cur: EngineSettings, new: EngineSettings) -> dict[str, str]:
 
 
 def _step(rank: int, rung: Rung, req: BudgetRequest, lim: Limits, cap: int, judge: Judge) -> Step:
+    rung = dataclasses.replace(rung, estimate=judge.shown(rung.estimate))  # the KV cache the log vouches for
     flags = _flags(req.settings, rung.settings)
     template = TemplateChange(gpu_resource=lim.gpu_resource)
     if rung.gpu.product != req.gpu.product:
