@@ -3,7 +3,7 @@ CLI, rehearsal cluster seeded with the thin-margin game day's world).
 
 Revision 12 of gameday/catches/thin-margin-world.yaml is predicted to fit an L4 at --max-model-len 30208 with
 1.07x concurrency: its KV cache could lose only 6 % and still hold one request, less than the estimator's own
-held-out error. The planner says so ("fits by 6 %, below the 12 % estimate margin"); the line an operator
+held-out error. The planner says so ("fits by 6 %, below the 11 % estimate margin"); the line an operator
 reads before approving the rollback must say it the same way, not a bare "fits".
 """
 
