@@ -110,9 +110,11 @@ def predict_template(template: Mapping[str, Any], container: str | None = None,
     try:
         flags = group_flags(server.flags)  # pipeline stages split the model like tensor-parallel ranks
         inputs = {"other-process-gib": str(other_process_gib)} if other_process_gib else {}
-        inputs.update(model_len.env_inputs(server.container))  # VLLM_ALLOW_LONG_MAX_MODEL_LEN in the pod's env
+        inputs.update(model_len.env_inputs(server.container))  # VLLM_ALLOW_LONG_MAX_MODEL_LEN in vLLM's process
         version = version_from_image(server.image)
         settings = EngineSettings.from_flags(flags, version, inputs)
+        if (why := model_len.unknown(model, server.container, settings)) is not None:
+            return Prediction(card.product, None, why)  # the refusal hangs on a value this tool cannot see
         return Prediction(card.product, estimate(model, card, settings), rules=rules_note(version))
     except UserError as exc:
         return Prediction(card.product, None, str(exc))
