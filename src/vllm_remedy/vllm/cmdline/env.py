@@ -15,7 +15,8 @@ from typing import Any
 
 from vllm_remedy.vllm.cmdline import parse, shell
 
-_OPAQUE = frozenset({"source", ".", "eval", "set", "declare", "typeset", "readonly", "local", "read", "getopts"})
+_OPAQUE = frozenset({"source", ".", "eval"})  # may set anything (the server finder refuses them next to vLLM)
+_ALLEXPORT = frozenset({"-a", "allexport"})  # `set -a` / `set -o allexport`: later bare assignments are exported
 _ENV_CLEAR = frozenset({"-i", "--ignore-environment", "-"})
 
 
@@ -76,9 +77,9 @@ def _statement(words: list[str], name: str) -> list[Change]:
                 for w in words[start + 1:] if w.partition("=")[0] == name]
     if prog == "unset":
         return [Change("unset", None, text)] if name in words[start + 1:] else []
-    if prog in _OPAQUE or (prog == "env" and start + 1 == len(words)):
+    if prog in _OPAQUE or (prog == "set" and _ALLEXPORT & set(words[start + 1:])):
         return [Change("unknown", f"`{text}` runs before vLLM and may set it", text)]
-    if any(name in w for w in words):
+    if any(name in w for w in words[start:]):  # `X=v cmd` sets X for cmd alone: only the command's words count
         return [Change("unknown", f"`{text}` names it before vLLM starts", text)]
     return []
 
