@@ -111,3 +111,18 @@ def test_the_planner_does_not_cut_an_allowed_length_to_the_models_maximum():
     assert all(s.set.get("max-model-len") != "32768" for s in plan.steps), [s.set for s in plan.steps]
     refused = plan_budget(BudgetRequest(model, gpu, flags("65536", "0.5.3", allow=True)))  # no env var on 0.5.3
     assert "max-model-len 65536 is above the allowed 32768" in refused.problem, refused.problem
+
+
+# --- L2: the refusal's words name the model's maximum and the env var wherever a prediction forbids a write ---------
+
+def test_a_refused_template_says_the_maximum_and_the_env_var():
+    from vllm_remedy.remedies.predict import failed_prediction, predict_template
+
+    box = {"name": "vllm", "image": "vllm/vllm-openai:v0.11.0", "command": ["vllm", "serve", QWEN7],
+           "args": ["--max-model-len", "65536"]}
+    spec = {"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-L40S"}, "containers": [box]}
+    said = failed_prediction(predict_template({"spec": spec}))
+    assert said is not None and "above the model's 32,768" in said and "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1" in said, said
+    box["env"] = [{"name": "VLLM_ALLOW_LONG_MAX_MODEL_LEN", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}]
+    got = predict_template({"spec": spec})
+    assert got.estimate is None and "secretKeyRef" in got.note, got.note  # unknown, not a refusal

@@ -21,13 +21,15 @@ from vllm_remedy.vllm.catalog import PRODUCT_LABELS
 from vllm_remedy.vllm.cmdline import find_server
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate
 from vllm_remedy.vllm.memory.settings import KV_ESTIMATE_MARGIN
+from vllm_remedy.vllm.outcomes import Outcome
 from vllm_remedy.vllm.parallel import group_flags
 from vllm_remedy.vllm.versions import rules, version_from_image
 
 
 @dataclass(frozen=True)
 class Prediction:
-    """The memory model's verdict for one template, or ``note`` saying why there is none."""
+    """The memory model's verdict for one template, or ``note`` saying why there is none (with a max-length refusal,
+    ``note`` is its words: the model's maximum and the env var, ``model_len.refusal``)."""
 
     gpu: str | None
     estimate: Estimate | None
@@ -115,7 +117,8 @@ def predict_template(template: Mapping[str, Any], container: str | None = None,
         settings = EngineSettings.from_flags(flags, version, inputs)
         if (why := model_len.unknown(model, server.container, settings)) is not None:
             return Prediction(card.product, None, why)  # the refusal hangs on a value this tool cannot see
-        return Prediction(card.product, estimate(model, card, settings), rules=rules_note(version))
+        refusal = model_len.refusal(model, settings) or ""  # names the model's maximum and the env var
+        return Prediction(card.product, estimate(model, card, settings), refusal, rules=rules_note(version))
     except UserError as exc:
         return Prediction(card.product, None, str(exc))
 
@@ -135,6 +138,8 @@ def failed_prediction(prediction: Prediction) -> str | None:
     e = prediction.estimate
     if e is None:
         return None
+    if e.outcome is Outcome.MAX_LEN_EXCEEDS_MODEL and prediction.note:  # refused at config time: no KV figures
+        return f"predicted {e.start}: {prediction.note}"
     if e.start != "fits":
         return f"predicted {e.start} on {prediction.gpu} ({prediction.line()})"
     if e.total_gib - e.peak_gib < 0:
