@@ -65,7 +65,94 @@ def test_check_predicts_the_refusal_and_honours_the_deployments_env(cli, tmp_pat
     got = cli("check", "-f", str(manifest))
     assert got.returncode == 1, got.stdout + got.stderr
     assert ("start [error]: predicted max_len_exceeds_model — max-model-len is above the model's own maximum "
-            "(config.json): max-model-len 65,536") in got.stdout
+            "(config.json): --max-model-len 65,536 is above the model's 32,768 (max_position_embeddings=32768); set it "
+            "at most 32,768, or set VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 in the container's env") in got.stdout  # both named
     manifest.write_text(yaml.safe_dump(_deployment([{"name": "VLLM_ALLOW_LONG_MAX_MODEL_LEN", "value": "1"}])))
     got = cli("check", "-f", str(manifest))
     assert "max_len_exceeds_model" not in got.stdout, got.stdout
+
+
+def _check(cli, tmp_path, env: list[dict], *extra: dict, script: str | None = None):
+    deploy = _deployment(env)
+    if script is not None:
+        box = deploy["spec"]["template"]["spec"]["containers"][0]
+        box["command"], box["args"] = ["sh", "-c", script], []
+    (tmp_path / "deploy.yaml").write_text(yaml.safe_dump(deploy))
+    for i, doc in enumerate(extra):
+        (tmp_path / f"extra{i}.yaml").write_text(yaml.safe_dump(doc))
+    return cli("check", "-f", str(tmp_path))
+
+
+@pytest.mark.parametrize("env", [
+    [{"name": "VLLM_ALLOW_LONG_MAX_MODEL_LEN", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}],
+    [{"name": "VLLM_ALLOW_LONG_MAX_MODEL_LEN", "valueFrom": {"configMapKeyRef": {"name": "vllm-env", "key": "a"}}}],
+    [{"name": "VLLM_ALLOW_LONG_MAX_MODEL_LEN", "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['x']"}}}],
+    [{"name": "FLAG", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}},
+     {"name": "VLLM_ALLOW_LONG_MAX_MODEL_LEN", "value": "$(FLAG)"}],
+])
+def test_an_env_value_the_tool_cannot_see_makes_the_length_check_unknown(cli, tmp_path, env):
+    """Read as unset, these gave a confident refusal and a fix; the value is elsewhere (a Secret, a ConfigMap not
+    checked, the pod's fields), so the start is unknown, naming the variable and why."""
+    got = _check(cli, tmp_path, env)
+    assert "max_len_exceeds_model" not in got.stdout and "smallest fix" not in got.stdout, got.stdout
+    assert "depends on VLLM_ALLOW_LONG_MAX_MODEL_LEN, which cannot be read" in got.stdout, got.stdout
+
+
+def test_env_from_an_unchecked_source_makes_it_unknown_and_a_checked_configmap_is_read(cli, tmp_path):
+    got = _check(cli, tmp_path, [])
+    assert "max_len_exceeds_model" in got.stdout
+    deploy_env_from = [{"name": "UNRELATED", "value": "x"}]
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "vllm-env", "namespace": "llm"},
+          "data": {"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1", "a": "true"}}
+    ref = [{"name": "VLLM_ALLOW_LONG_MAX_MODEL_LEN",
+            "valueFrom": {"configMapKeyRef": {"name": "vllm-env", "key": "a"}}}]
+    got = _check(cli, tmp_path, ref, cm)  # the ConfigMap is in the directory checked: its value is read
+    assert "max_len_exceeds_model" not in got.stdout and "cannot be read" not in got.stdout, got.stdout
+    (tmp_path / "extra0.yaml").unlink()
+    deploy = _deployment(deploy_env_from)
+    deploy["spec"]["template"]["spec"]["containers"][0]["envFrom"] = [{"configMapRef": {"name": "vllm-env"}}]
+    (tmp_path / "deploy.yaml").write_text(yaml.safe_dump(deploy))
+    got = cli("check", "-f", str(tmp_path))
+    assert "envFrom ConfigMap vllm-env, which is not among the manifests checked" in got.stdout, got.stdout
+    (tmp_path / "cm.yaml").write_text(yaml.safe_dump(cm))
+    got = cli("check", "-f", str(tmp_path))
+    assert "max_len_exceeds_model" not in got.stdout and "cannot be read" not in got.stdout, got.stdout
+
+
+ALLOW = [{"name": "VLLM_ALLOW_LONG_MAX_MODEL_LEN", "value": "1"}]
+SERVE = "vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 65536"
+
+
+@pytest.mark.parametrize(("env", "script", "refused"), [
+    (ALLOW, f"VLLM_ALLOW_LONG_MAX_MODEL_LEN=0 exec {SERVE}", True),
+    (ALLOW, f"unset VLLM_ALLOW_LONG_MAX_MODEL_LEN; exec {SERVE}", True),
+    (ALLOW, f"env -u VLLM_ALLOW_LONG_MAX_MODEL_LEN {SERVE}", True),
+    (ALLOW, f"env -i PATH=/usr/bin {SERVE}", True),
+    ([], f"export VLLM_ALLOW_LONG_MAX_MODEL_LEN=1; exec {SERVE}", False),
+    ([], f"VLLM_ALLOW_LONG_MAX_MODEL_LEN=true exec {SERVE}", False),
+    (ALLOW, f"exec {SERVE}", False),
+])
+def test_the_launch_script_decides_the_value_vllm_sees(cli, tmp_path, env, script, refused):
+    got = _check(cli, tmp_path, env, script=script)
+    assert ("predicted max_len_exceeds_model" in got.stdout) is refused, got.stdout
+
+
+@pytest.mark.parametrize("script", [f"read -r VLLM_ALLOW_LONG_MAX_MODEL_LEN < /etc/a\nexport "
+                                    f"VLLM_ALLOW_LONG_MAX_MODEL_LEN\n{SERVE}",
+                                    f"export VLLM_ALLOW_LONG_MAX_MODEL_LEN=$FLAG; exec {SERVE}"])
+def test_a_script_that_may_set_it_unseen_makes_it_unknown(cli, tmp_path, script):
+    got = _check(cli, tmp_path, [], script=script)
+    assert "max_len_exceeds_model" not in got.stdout and "cannot be read" in got.stdout, got.stdout
+
+
+def test_a_config_json_without_a_length_key_is_sized_at_the_asked_length(cli, tmp_path):
+    """No max_position_embeddings or kin: vLLM takes --max-model-len as given (the 2048 is only its default), so
+    estimate neither refuses it "above the model's 2,048 (None)" nor states a maximum."""
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 2048,
+                                  "num_hidden_layers": 16, "num_attention_heads": 16, "num_key_value_heads": 4,
+                                  "intermediate_size": 8192, "vocab_size": 32000, "torch_dtype": "bfloat16"}))
+    got = cli("estimate", "--model-config", str(config), "--gpu", "NVIDIA-L40S", "--max-model-len", "8192",
+              "--vllm-version", "0.11.0", "-o", "json")
+    data = json.loads(got.stdout)
+    assert (data["outcome"], data["max_model_len"], data["model_max_len"]) == ("fits", 8192, None), data

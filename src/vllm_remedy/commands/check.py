@@ -23,6 +23,7 @@ Examples:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from dataclasses import dataclass
@@ -36,7 +37,7 @@ from vllm_remedy.drift.manifest_check import Result, Workload, check_workload, m
 from vllm_remedy.envelope import dumps
 from vllm_remedy.errors import UserError
 from vllm_remedy.policy import DEFAULT_POLICY, Policy, load_policies, load_policy, policy_for
-from vllm_remedy.vllm import manifest
+from vllm_remedy.vllm import manifest, pod_env
 
 NAME = "check"
 ORDER = 55
@@ -116,9 +117,13 @@ def run(args: argparse.Namespace) -> int:
     policies = _policies(args.policy)
     files = expand([*args.files, *args.more])
     found: list[Workload] = []
+    every: list[object] = []
     for name in files:
         source, docs = read(name)
+        every += docs
         found += workloads(docs, source, args.namespace)
+    maps = pod_env.config_maps(every)  # a variable read from a ConfigMap checked with it is known
+    found = [dataclasses.replace(w, config_maps=maps) for w in found]
     chosen = [(w, policies.covering(w)) for w in found]
     for w, p in chosen:  # models outside the catalog: the Hugging Face cache, the Hub, the policy's config file
         if w.server is not None and (model := model_id(w.server)):

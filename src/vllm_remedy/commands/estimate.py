@@ -45,7 +45,8 @@ def run(args: argparse.Namespace) -> int:
     if args.output == "json":
         print(dumps(envelope("EstimateResult", {**est.to_json(), "model": model.name, "gpu": gpu.product,
                                                 "vllm_version": r.label, "rules": r.provenance,
-                                                "model_source": source, "model_max_len": longest.tokens,
+                                                "model_source": source,  # null: no length key caps it
+                                                "model_max_len": None if longest.unbounded else longest.tokens,
                                                 "model_max_len_key": longest.key})))
     else:
         print(render(est, model.name, gpu.product, r.label, longest))

@@ -77,6 +77,8 @@ class Workload:
     server: ServerCommand | None = field(repr=False, default=None)
     problem: str | None = None
     group: Mapping[str, Any] | None = field(repr=False, default=None)  # a LeaderWorkerSet's leaderWorkerTemplate
+    # The ConfigMaps among the manifests checked with it (``pod_env.config_maps``): env read from them is known.
+    config_maps: Mapping[str, Mapping[str, str]] = field(repr=False, default_factory=dict)
 
     @property
     def object(self) -> str:
@@ -197,7 +199,7 @@ def check_workload(workload: Workload, policy: Policy, now: float) -> Result:
         notes.append(f"image {server.image}: {rules_note(version)}")
     group = workload.group
     prediction, model, card, settings, unknown = _predict(server, model_name, label, version, policy,
-                                                          group is not None)
+                                                          group is not None, workload.config_maps)
     observed = Observed(server.image, model_name, server.flags.get("revision"), dict(server.flags), pinned,
                         pod_gpu_request(spec), tuple(read_toggles(Keys(policy.annotation_prefix),
                                                                   workload.metadata.get("annotations") or {})))
@@ -208,7 +210,8 @@ def check_workload(workload: Workload, policy: Policy, now: float) -> Result:
     failed = failed_prediction(prediction) if prediction.estimate else None
     if prediction.estimate is not None and failed is None:
         checks.append(check_concurrency(policy, prediction))
-    findings = [Finding("start", ERROR, _start_reason(prediction, failed), "")] if failed else []
+    refusal = model_len.refusal(model, settings) if model is not None and settings is not None else None
+    findings = [Finding("start", ERROR, _start_reason(prediction, failed, refusal), "")] if failed else []
     findings += [Finding(c.name, ERROR if c.status == DRIFT else UNKNOWN_SEVERITY, c.detail, "")
                  for c in checks if c.status in (DRIFT, UNKNOWN)]
     findings += unknown
@@ -255,21 +258,22 @@ def _group_findings(group: Mapping[str, Any], container: str) -> list[Finding]:
     return [Finding("leader-worker", ERROR, why, fix)] if why else []
 
 
-def _start_reason(prediction: Prediction, failed: str) -> str:
-    """``predicted max_len_exceeds_kv on NVIDIA-L4 — <the failure's headline>: <the figures>``."""
+def _start_reason(prediction: Prediction, failed: str, refusal: str | None = None) -> str:
+    """``predicted max_len_exceeds_kv on NVIDIA-L4 — <the failure's headline>: <the figures>``; a max-length refusal
+    names the model's maximum and the env var that would allow more (``model_len.refusal``)."""
     e = prediction.estimate
     if e is None or e.fits:
         return failed
     if e.outcome is Outcome.MAX_LEN_EXCEEDS_MODEL:  # a config refusal: the KV figures mean nothing
         head = FAILURES[e.outcome.failure].headline
-        return f"predicted {e.outcome.value} — {head}: max-model-len {e.max_model_len:,}"
+        return f"predicted {e.outcome.value} — {head}: {refusal or f'max-model-len {e.max_model_len:,}'}"
     return (f"predicted {e.outcome.value} on {prediction.gpu} — {FAILURES[e.outcome.failure].headline}: KV cache "
             f"{e.kv_cache_tokens:,} tokens, maximum concurrency {e.max_concurrency:.2f}x at max-model-len "
             f"{e.max_model_len:,}")
 
 
 def _predict(server: ServerCommand, model_name: str | None, label: str | None, version: str | None, policy: Policy,
-             group: bool = False
+             group: bool = False, maps: Mapping[str, Mapping[str, str]] | None = None
              ) -> tuple[Prediction, ModelSpec | None, GpuSpec | None, EngineSettings | None, list[Finding]]:
     """(prediction, model, GPU, settings, unknown findings): what can be known, and why the rest cannot. A ``group``
     (an LWS leader) is sized as the LWS deploys size it: TP × PP ranks, each holding its share."""
@@ -298,9 +302,14 @@ def _predict(server: ServerCommand, model_name: str | None, label: str | None, v
     settings: EngineSettings | None = None
     try:
         settings = EngineSettings.from_flags(group_flags(server.flags) if group else dict(server.flags), version,
-                                             model_len.env_inputs(server.container))
+                                             model_len.env_inputs(server.container, maps))
     except UserError as exc:
         out.append(_unknown("flags", str(exc), "write the memory flags as literal values"))
+    env_why = model_len.unknown(model, server.container, settings, maps) if model and settings else None
+    if env_why is not None:  # the refusal hangs on a value this tool cannot see: unknown, not a refusal and a fix
+        out.append(_unknown("max-model-len-env", env_why, f"set {model_len.ENV} as a literal value in the "
+                            "container's env, or check the manifests together with the ConfigMap it comes from"))
+        return Prediction(card.product if card else label, None, env_why), model, card, None, out
     if card is None or model is None or settings is None:
         why = "; ".join(f.reason.removeprefix("cannot predict: ") for f in out)
         return Prediction(card.product if card else label, None, why), model, card, settings, out

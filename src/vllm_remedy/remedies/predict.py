@@ -21,13 +21,15 @@ from vllm_remedy.vllm.catalog import PRODUCT_LABELS
 from vllm_remedy.vllm.cmdline import find_server
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate
 from vllm_remedy.vllm.memory.settings import KV_ESTIMATE_MARGIN
+from vllm_remedy.vllm.outcomes import Outcome
 from vllm_remedy.vllm.parallel import group_flags
 from vllm_remedy.vllm.versions import rules, version_from_image
 
 
 @dataclass(frozen=True)
 class Prediction:
-    """The memory model's verdict for one template, or ``note`` saying why there is none."""
+    """The memory model's verdict for one template, or ``note`` saying why there is none (with a max-length refusal,
+    ``note`` is its words: the model's maximum and the env var, ``model_len.refusal``)."""
 
     gpu: str | None
     estimate: Estimate | None
@@ -110,10 +112,13 @@ def predict_template(template: Mapping[str, Any], container: str | None = None,
     try:
         flags = group_flags(server.flags)  # pipeline stages split the model like tensor-parallel ranks
         inputs = {"other-process-gib": str(other_process_gib)} if other_process_gib else {}
-        inputs.update(model_len.env_inputs(server.container))  # VLLM_ALLOW_LONG_MAX_MODEL_LEN in the pod's env
+        inputs.update(model_len.env_inputs(server.container))  # VLLM_ALLOW_LONG_MAX_MODEL_LEN in vLLM's process
         version = version_from_image(server.image)
         settings = EngineSettings.from_flags(flags, version, inputs)
-        return Prediction(card.product, estimate(model, card, settings), rules=rules_note(version))
+        if (why := model_len.unknown(model, server.container, settings)) is not None:
+            return Prediction(card.product, None, why)  # the refusal hangs on a value this tool cannot see
+        refusal = model_len.refusal(model, settings) or ""  # names the model's maximum and the env var
+        return Prediction(card.product, estimate(model, card, settings), refusal, rules=rules_note(version))
     except UserError as exc:
         return Prediction(card.product, None, str(exc))
 
@@ -137,6 +142,8 @@ def failed_prediction(prediction: Prediction) -> str | None:
     e = prediction.estimate
     if e is None:
         return None
+    if e.outcome is Outcome.MAX_LEN_EXCEEDS_MODEL and prediction.note:  # refused at config time: no KV figures
+        return f"predicted {e.start}: {prediction.note}"
     if e.start != "fits":
         return f"predicted {e.start} on {prediction.gpu} ({prediction.line()})"
     if e.total_gib - e.peak_gib < 0:

@@ -15,7 +15,7 @@ from vllm_remedy.remedies.budget.limits import Limits, limits, margin_shortfall
 from vllm_remedy.remedies.budget.observed import KvObservation
 from vllm_remedy.remedies.budget.observed import kv_scale as kv_scale_for
 from vllm_remedy.remedies.plan import Plan, Step, TemplateChange
-from vllm_remedy.vllm import catalog
+from vllm_remedy.vllm import catalog, model_len
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS, GpuSpec, ModelSpec
 from vllm_remedy.vllm.failures import FAILURES
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate, resolve
@@ -102,7 +102,9 @@ def _base(req: BudgetRequest, lim: Limits, notes: list[str]) -> tuple[EngineSett
     """The current settings brought inside the policy's bounds, the max-model-len cap, and what was off."""
     s, problems = req.settings, []
     explicit = s.max_model_len if s.max_model_len not in (None, -1) else None
-    cap = req.model.max_model_len
+    # The model's maximum caps the length unless vLLM would not refuse above it (vllm.model_len.cap).
+    most = model_len.cap(req.model, s.version, s.allow_long_max_model_len, s.disable_sliding_window)
+    cap = most if most is not None else explicit or req.model.max_model_len
     for bound in (lim.len_preferred or lim.len_max, explicit):
         if bound is not None:
             cap = min(cap, bound)

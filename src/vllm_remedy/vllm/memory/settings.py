@@ -128,6 +128,8 @@ class EngineSettings:
     # The container's env sets VLLM_ALLOW_LONG_MAX_MODEL_LEN: vLLM warns instead of refusing a --max-model-len above
     # the model's maximum (``vllm.model_len``).
     allow_long_max_model_len: bool = False
+    # --disable-sliding-window: vLLM caps the model's maximum length at the window (``vllm.model_len``).
+    disable_sliding_window: bool = False
     # --limit-mm-per-prompt as sorted (modality, count) pairs; empty = vLLM's defaults. A 0 takes the modality out of
     # the encoder profile (``encoder.qwen3_vl_encoder_cache_gib``).
     mm_limits: tuple[tuple[str, int], ...] = ()
@@ -194,6 +196,8 @@ class EngineSettings:
             kwargs["quantization"] = str(norm["quantization"]).strip().lower()
         if "enforce-eager" in norm:
             kwargs["enforce_eager"] = _bool(norm, "enforce-eager")
+        if "disable-sliding-window" in norm:
+            kwargs["disable_sliding_window"] = _bool(norm, "disable-sliding-window")
         if "enable-chunked-prefill" in norm:
             kwargs["enable_chunked_prefill"] = _bool(norm, "enable-chunked-prefill")
         if "no-enable-chunked-prefill" in norm and _bool(norm, "no-enable-chunked-prefill"):

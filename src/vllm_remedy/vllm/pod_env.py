@@ -1,0 +1,123 @@
+"""The value one environment variable has in vLLM's process, as far as the manifests say it.
+
+Kubernetes builds a container's environment from ``envFrom`` (in order), then ``env`` (later entries win, ``$(X)``
+expanded from the entries before them); the launch command can then change it (``cmdline.env``). A value that comes
+from a Secret, a field or resource reference, or a ConfigMap that is not among the manifests being checked cannot
+be read here: the result then says which variable and why instead of guessing "unset".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from vllm_remedy.vllm.cmdline import env as launch
+
+_REFERENCE = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
+ConfigMaps = Mapping[str, Mapping[str, str]]  # ConfigMap name -> its data, from the manifests checked
+
+
+@dataclass(frozen=True)
+class EnvValue:
+    """The variable's value in vLLM's process (None: unset), or ``unknown``: why it cannot be read."""
+
+    name: str
+    value: str | None
+    unknown: str | None = None
+
+
+def config_maps(docs: list[Any]) -> dict[str, dict[str, str]]:
+    """The ConfigMaps among ``docs`` (one namespace assumed, as a manifest directory usually is), by name."""
+    out: dict[str, dict[str, str]] = {}
+    for doc in docs:
+        items = doc.get("items") if isinstance(doc, Mapping) and doc.get("kind") == "List" else [doc]
+        for d in items or []:
+            if isinstance(d, Mapping) and d.get("kind") == "ConfigMap":
+                name = str((d.get("metadata") or {}).get("name") or "")
+                out[name] = {str(k): str(v) for k, v in (d.get("data") or {}).items()}
+    return out
+
+
+def read(container: Mapping[str, Any], name: str, maps: ConfigMaps | None = None) -> EnvValue:
+    """``name``'s value in the process the container's command starts."""
+    value, why = _from_spec(container, name, maps or {})
+    if why is not None:
+        return EnvValue(name, None, why)
+    value, why = launch.apply(value, launch.changes(container, name))
+    return EnvValue(name, value, f"the launch command changes it: {why}" if why else None)
+
+
+def _from_spec(container: Mapping[str, Any], name: str, maps: ConfigMaps) -> tuple[str | None, str | None]:
+    known: dict[str, str] = {}
+    opaque: dict[str, str] = {}  # variables whose value this tool cannot see, with why
+    for source in container.get("envFrom") or []:
+        if not isinstance(source, Mapping):
+            continue
+        prefix = str(source.get("prefix") or "")
+        ref = source.get("configMapRef")
+        if isinstance(ref, Mapping) and str(ref.get("name")) in maps:
+            known.update({prefix + k: v for k, v in maps[str(ref.get("name"))].items()})
+            opaque = {k: v for k, v in opaque.items() if k not in known}
+            continue
+        what = (f"ConfigMap {ref.get('name')}, which is not among the manifests checked" if isinstance(ref, Mapping)
+                else f"Secret {(source.get('secretRef') or {}).get('name')}, whose values are not read")
+        opaque["*"] = f"envFrom {what} may set it"
+    for entry in container.get("env") or []:
+        if not isinstance(entry, Mapping) or "name" not in entry:
+            continue
+        key = str(entry["name"])
+        if "valueFrom" in entry:
+            got, why = _value_from(entry["valueFrom"], maps)
+        else:
+            got, why = _expand(str(entry.get("value", "")), known, opaque)
+        if why is None and got is not None:
+            known[key] = got
+            opaque.pop(key, None)
+        elif why is not None:
+            opaque[key] = why
+            known.pop(key, None)
+        else:  # an optional key its ConfigMap lacks: Kubernetes leaves the variable out
+            known.pop(key, None)
+    if name in opaque:
+        return None, f"{name} {opaque[name]}"
+    if name not in known and "*" in opaque:
+        return None, f"{name}: {opaque['*']}"
+    return known.get(name), None
+
+
+def _value_from(ref: Any, maps: ConfigMaps) -> tuple[str | None, str | None]:
+    if not isinstance(ref, Mapping):
+        return None, "has a valueFrom this tool cannot read"
+    cm = ref.get("configMapKeyRef")
+    if isinstance(cm, Mapping):
+        data = maps.get(str(cm.get("name")))
+        if data is None:
+            return None, (f"comes from ConfigMap {cm.get('name')} (key {cm.get('key')}), which is not among the "
+                          "manifests checked")
+        if str(cm.get("key")) in data:
+            return data[str(cm.get("key"))], None
+        lacks = f"names key {cm.get('key')}, which ConfigMap {cm.get('name')} lacks"
+        return None, None if cm.get("optional") else lacks
+    kind = next(iter(ref), "valueFrom")
+    return None, f"comes from a {kind}, whose value is not in the manifests"
+
+
+def _expand(value: str, known: Mapping[str, str], opaque: Mapping[str, str]) -> tuple[str | None, str | None]:
+    """Kubernetes' ``$(X)`` expansion from the variables defined before (``$$`` escapes); an undefined X stays as
+    written, unless it may come from a source this tool cannot read."""
+    problem: list[str] = []
+
+    def swap(m: re.Match[str]) -> str:
+        if m.group(0) == "$$":
+            return "$"
+        ref = m.group(1)
+        if ref in known:
+            return known[ref]
+        if ref in opaque or "*" in opaque:
+            problem.append(f"expands $({ref}), which {opaque.get(ref) or opaque['*']}")
+        return m.group(0)
+
+    out = _REFERENCE.sub(swap, value)
+    return (None, problem[0]) if problem else (out, None)

@@ -1,0 +1,46 @@
+"""pod_env: a variable's value in vLLM's process, from env, envFrom and the ConfigMaps checked with it."""
+
+from __future__ import annotations
+
+from vllm_remedy.vllm import pod_env
+
+X = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
+MAPS = {"cm": {X: "1", "flag": "true"}}
+
+
+def read(env: list | None = None, env_from: list | None = None, maps: dict | None = None) -> pod_env.EnvValue:
+    box = {"command": ["vllm", "serve", "m"], "env": env or [], "envFrom": env_from or []}
+    return pod_env.read(box, X, maps)
+
+
+def test_literal_values_and_kubernetes_expansion():
+    assert read([{"name": X, "value": "1"}]).value == "1"
+    assert read([{"name": "A", "value": "true"}, {"name": X, "value": "$(A)"}]).value == "true"
+    assert read([{"name": X, "value": "$(LATER)"}, {"name": "LATER", "value": "1"}]).value == "$(LATER)"
+    assert read([{"name": "A", "value": "1"}, {"name": X, "value": "$$(A)"}]).value == "$(A)"  # escaped
+
+
+def test_config_maps_among_the_manifests_are_read():
+    ref = {"configMapKeyRef": {"name": "cm", "key": "flag"}}
+    assert read([{"name": X, "valueFrom": ref}], maps=MAPS).value == "true"
+    assert read(env_from=[{"configMapRef": {"name": "cm"}}], maps=MAPS).value == "1"
+    assert read(env_from=[{"configMapRef": {"name": "cm"}, "prefix": "P_"}], maps=MAPS).value is None
+    missing = {"configMapKeyRef": {"name": "cm", "key": "nope", "optional": True}}
+    assert read([{"name": X, "valueFrom": missing}], maps=MAPS) == pod_env.EnvValue(X, None)
+    # env wins over envFrom
+    assert read([{"name": X, "value": "0"}], [{"configMapRef": {"name": "cm"}}], MAPS).value == "0"
+
+
+def test_what_the_manifests_do_not_hold_is_unknown():
+    assert "not among the manifests" in read([{"name": X, "valueFrom": {"configMapKeyRef": {
+        "name": "cm", "key": "k"}}}]).unknown
+    assert "secretKeyRef" in read([{"name": X, "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}]).unknown
+    assert "Secret s" in read(env_from=[{"secretRef": {"name": "s"}}]).unknown
+    assert read([{"name": X, "value": "1"}], [{"secretRef": {"name": "s"}}]).value == "1"  # env overrides it
+
+
+def test_config_maps_are_collected_from_documents_and_lists():
+    docs = [{"kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"k": "v"}},
+            {"kind": "List", "items": [{"kind": "ConfigMap", "metadata": {"name": "b"}, "data": {"n": 1}}]},
+            {"kind": "Deployment"}]
+    assert pod_env.config_maps(docs) == {"a": {"k": "v"}, "b": {"n": "1"}}
