@@ -59,8 +59,6 @@ def test_the_planner_stays_within_the_window_when_the_flag_is_set():
     assert all(int(s.set.get("max-model-len", "0")) <= 4096 for s in plan.steps), [s.set for s in plan.steps]
 
 
-@pytest.mark.xfail(strict=True, reason="memory/core.py must pass settings.disable_sliding_window to "
-                                       "model_len.refused (one line; core.py is another helper's file)")
 def test_estimate_refuses_above_the_window_when_the_flag_is_set():
     model, gpu = catalog.model(GEMMA2), catalog.gpu("NVIDIA-H100-80GB-HBM3")
     got = estimate(model, gpu, flags("8192", "0.12.0", **{"disable-sliding-window": "true"}))

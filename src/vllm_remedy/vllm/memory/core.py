@@ -95,7 +95,8 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
 
     outside = 0.0 if in_budget or r.kv_sized_after_warmup else graphs
     outcome = _outcome(res, total, requested, weights, context, other, kv, blocks, tokens, max_len, layout)
-    if model_len.refused(model, settings.max_model_len, settings.version, settings.allow_long_max_model_len):
+    if model_len.refused(model, settings.max_model_len, settings.version, settings.allow_long_max_model_len,
+                         settings.disable_sliding_window):
         outcome = Outcome.MAX_LEN_EXCEEDS_MODEL  # vLLM's model config refuses it before touching the GPU
     # Graphs are captured after the KV cache is allocated; outside the budget they need the card's spare room.
     peak = requested + outside + (0.0 if r.budget == "absolute" else other + context)
