@@ -8,12 +8,10 @@ from datetime import datetime
 
 import pytest
 
-from vllm_remedy.sim.clock import Clock
+from fixtures.sim_world import l40s_pod_cluster
 from vllm_remedy.sim.cluster import Cluster
-from vllm_remedy.sim.seed import make_node
-from vllm_remedy.sim.vllm_pod import install, timeline
+from vllm_remedy.sim.vllm_pod import timeline
 from vllm_remedy.sim.vllm_pod.launch import Launch, plan
-from vllm_remedy.sim.vllm_pod.reality import EXACT
 from vllm_remedy.sim.vllm_pod.runtime import own_gib
 from vllm_remedy.vllm.cmdline import find_server
 from vllm_remedy.vllm.outcomes import Failure
@@ -26,12 +24,8 @@ ALLOW = [{"name": "VLLM_ALLOW_LONG_MAX_MODEL_LEN", "value": "1"}]
 
 @pytest.fixture
 def cluster() -> Iterator[Cluster]:
-    c = Cluster("t", clock=Clock(speed=600), reality=EXACT)
-    install(c)
-    c.store.create("nodes", make_node({"name": "l40s-1", "gpu": {"product": "NVIDIA-L40S", "count": 1}}, "t"))
-    c.start()
-    yield c
-    c.stop()
+    with l40s_pod_cluster(1) as c:
+        yield c
 
 
 def container(args: list[str], image: str = "vllm/vllm-openai:v0.11.0", env: list | None = None) -> dict:

@@ -12,12 +12,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from vllm_remedy.sim.clock import Clock
+from fixtures.sim_world import l40s_pod_cluster
 from vllm_remedy.sim.cluster import Cluster
-from vllm_remedy.sim.seed import make_node
 from vllm_remedy.sim.store import ApiError
-from vllm_remedy.sim.vllm_pod import install
-from vllm_remedy.sim.vllm_pod.reality import EXACT
 from vllm_remedy.vllm.startup_log import parse_startup_log
 
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
@@ -25,12 +22,8 @@ LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 
 @pytest.fixture
 def cluster() -> Iterator[Cluster]:
-    c = Cluster("t", clock=Clock(speed=600), reality=EXACT)
-    install(c)
-    c.store.create("nodes", make_node({"name": "l40s-1", "gpu": {"product": "NVIDIA-L40S", "count": 2}}, "t"))
-    c.start()
-    yield c
-    c.stop()
+    with l40s_pod_cluster(2) as c:
+        yield c
 
 
 def _log(cluster: Cluster, name: str) -> str:

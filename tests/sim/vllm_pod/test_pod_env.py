@@ -9,11 +9,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from vllm_remedy.sim.clock import Clock
+from fixtures.sim_world import l40s_pod_cluster
 from vllm_remedy.sim.cluster import Cluster
-from vllm_remedy.sim.seed import make_node
-from vllm_remedy.sim.vllm_pod import env, install
-from vllm_remedy.sim.vllm_pod.reality import EXACT
+from vllm_remedy.sim.vllm_pod import env
 from vllm_remedy.vllm.outcomes import Failure
 from vllm_remedy.vllm.startup_log import classify, parse_startup_log
 
@@ -23,18 +21,16 @@ VAR = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
 WARNING = "VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme caution"
 
 
+CONFIG_MAP = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "vllm-env", "namespace": "llm"},
+              "data": {VAR: "1", "ALLOW": "1"}}
+SECRET = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "vllm-secret", "namespace": "llm"},
+          "data": {"allow": base64.b64encode(b"true").decode()}}
+
+
 @pytest.fixture
 def cluster() -> Iterator[Cluster]:
-    c = Cluster("t", clock=Clock(speed=600), reality=EXACT)
-    install(c)
-    c.store.create("nodes", make_node({"name": "l40s-1", "gpu": {"product": "NVIDIA-L40S", "count": 4}}, "t"))
-    c.store.create("configmaps", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "vllm-env",
-                                  "namespace": "llm"}, "data": {VAR: "1", "ALLOW": "1"}})
-    c.store.create("secrets", {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "vllm-secret",
-                               "namespace": "llm"}, "data": {"allow": base64.b64encode(b"true").decode()}})
-    c.start()
-    yield c
-    c.stop()
+    with l40s_pod_cluster(4, ("configmaps", CONFIG_MAP), ("secrets", SECRET)) as c:
+        yield c
 
 
 def pod(name: str, **container: object) -> dict:
