@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from vllm_remedy.vllm import pod_env
 from vllm_remedy.vllm.catalog import ModelSpec
@@ -35,8 +35,16 @@ from vllm_remedy.vllm.hf_config import LengthFacts
 from vllm_remedy.vllm.pod_env import ConfigMaps
 from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version
 
-if TYPE_CHECKING:
-    from vllm_remedy.vllm.memory.settings import EngineSettings
+
+class EngineSettings(Protocol):
+    """What the length check reads of ``memory.settings.EngineSettings`` (a protocol: the memory model imports this
+    module, so importing it back would make a circle)."""
+
+    max_model_len: int | None
+    version: str | None
+    allow_long_max_model_len: bool
+    disable_sliding_window: bool
+
 
 ENV = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
 INPUT = "allow-long-max-model-len"  # the memory model's own input (``settings.MODEL_INPUTS``)
