@@ -89,10 +89,13 @@ def _node_gpus(picture: Mapping[str, Any], product: str) -> int | None:
 
 
 def plan_for(ctx: K8sHost, template: Mapping[str, Any], gpu: str | None, target_concurrency: float | None,
-             picture: Mapping[str, Any], pods: Mapping[str, Any] | None = None) -> tuple[Plan, str]:
+             picture: Mapping[str, Any], pods: Mapping[str, Any] | None = None,
+             pods_run_template: bool = True) -> tuple[Plan, str]:
     """The planner's ladder for the host's server on ``gpu`` (default: the policy's product, else the pinned one);
     ``picture`` is the ``NodeObjects`` fact (how many GPUs the biggest node of that product has); ``pods`` the
-    Pods fact's picture when the host's pods are not its Deployment's (an InferenceService's)."""
+    Pods fact's picture when the host's pods are not its Deployment's (an InferenceService's). The KV cache the pods
+    logged scales the plan only when they run ``template`` (``pods_run_template``): the handover plans an older
+    revision, whose flags the crashing pods' log does not measure."""
     server = server_of(template, ctx.container)
     spec = dict(template.get("spec") or {})
     label = gpu or ctx.policy.gpu_product or pinned_gpu(spec)
@@ -109,7 +112,7 @@ def plan_for(ctx: K8sHost, template: Mapping[str, Any], gpu: str | None, target_
                             failure=_failure(pods, ctx.container) if same_card else None,
                             target_concurrency=target_concurrency,
                             node_gpus=_node_gpus(picture, card.product),
-                            observed=_logged_kv(pods) if same_card else None,
+                            observed=_logged_kv(pods) if same_card and pods_run_template else None,
                             node_selector=dict(spec.get("nodeSelector") or {}), gpu_label=running_on)
     return plan_budget(request), card.product
 

@@ -43,7 +43,7 @@ def budget_template(ctx: K8sHost, deployment: dict[str, Any], base: dict[str, An
                     ) -> tuple[dict[str, Any], dict[str, str], str]:
     """(template, toggle annotations, what it does): ``base`` pinned to the policy's GPU plus the planner's
     first schedulable rung; a UserError says why budget cannot (no product, no capacity, nothing fits)."""
-    plan, product = plan_for(ctx, base, None, None, picture)
+    plan, product = plan_for(ctx, base, None, None, picture, pods_run_template=False)
     if plan.verdict not in ("change", "no_change_needed"):
         raise UserError(f"budget: {plan.problem}; no change within policy {ctx.policy.source} is predicted to fit")
     pin = plan_pin(base, deployment.get("spec") or {}, picture["nodes"], picture["pods"], ctx.namespace,
