@@ -135,3 +135,34 @@ def test_a_hybrid_model_reads_the_estimated_length_through_its_layout(cli, tmp_p
         assert int(step["set"]["max-model-len"]) <= longest, step
     _held_to_the_log(model, plan["steps"], dict(TP2), 2.68)
     assert any("(2.68 GiB per GPU)" in n for n in plan["notes"]), plan["notes"]
+
+
+#: CONSTRUCTED (the second hostile review's case): a 0.19.0 L4 start at 0.95 whose log shows 1.50 GiB of KV cache, then
+#: a CUDA out-of-memory in graph capture; lines shaped as tests/data/logs' 0.19.0 planner logs print them.
+CAPTURE_LOG = (
+    "(APIServer pid=1) INFO 04-22 15:56:27 [entrypoints/utils.py:299]  version 0.19.0\n"
+    "(EngineCore pid=285) INFO 04-22 15:57:45 [v1/worker/gpu_worker.py:436] Available KV cache memory: 1.50 GiB\n"
+    "(EngineCore pid=285) INFO 04-22 15:57:45 [v1/core/kv_cache_utils.py:1319] GPU KV cache size: 12,288 tokens\n"
+    "(EngineCore pid=285) INFO 04-22 15:57:46 [v1/worker/gpu_model_runner.py:5900] Capturing CUDA graphs (mixed "
+    "prefill-decode, PIECEWISE):  10%|\n"
+    "(EngineCore pid=285) ERROR 04-22 15:57:47 [v1/engine/core.py:1100] EngineCore failed to start.\n"
+    "(EngineCore pid=285) ERROR 04-22 15:57:47 [v1/engine/core.py:1100] torch.OutOfMemoryError: CUDA out of memory. "
+    "Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 21.96 GiB of which 3.06 MiB is free.\n")
+
+
+def test_a_lower_utilization_loses_the_logged_shortfall_in_gib_not_a_share(cli, tmp_path):
+    """vLLM's KV budget is utilization x total less the non-KV memory it measured, which does not shrink with
+    utilization: at 0.95 the log had 1.50 GiB, so at 0.92 it has 1.50 - 0.03 x 21.96 = 0.84 GiB (6,880 tokens at
+    128 KiB). Scaling the prediction by logged/predicted (0.33) would credit more and proposed 8,704, which vLLM
+    refuses; every step at a lower utilization must fit 0.84 GiB's worth."""
+    got = cli("plan", "--model", LLAMA, "--gpu", "NVIDIA-L4", "--vllm-version", "0.19.0", "--max-model-len", "16384",
+              "--gpu-memory-utilization", "0.95", "--log", _log(tmp_path, CAPTURE_LOG), "--target-concurrency", "1",
+              "-o", "json")
+    plan = json.loads(got.stdout)
+    lowered = [s for s in plan["steps"] if float(s["set"].get("gpu-memory-utilization", "0.95")) < 0.95
+               and s["set"].get("tensor-parallel-size", "1") == "1" and s["gpu"] == "NVIDIA-L4"]
+    assert lowered, plan["steps"]
+    for step in lowered:
+        util = float(step["set"]["gpu-memory-utilization"])
+        real_gib = 1.50 - (0.95 - util) * 21.96
+        assert int(step["set"]["max-model-len"]) <= real_gib * GIB / (128 * 1024), step

@@ -36,6 +36,7 @@ class Judge:
     failure: Failure | None = None
     kv_scale: float = 1.0  # logged / predicted KV cache when a log showed less than predicted (``observed``)
     mismatch: bool = False  # the log shows a failure the estimator did not predict
+    kv_deficit_gib: float = 0.0  # GiB per GPU the log had less than predicted at its settings (``observed``)
     _cache: dict[tuple[EngineSettings, GpuSpec], Estimate] = field(default_factory=dict, repr=False)
 
     def estimate(self, settings: EngineSettings, gpu: GpuSpec) -> Estimate:
@@ -54,15 +55,23 @@ class Judge:
     def spare(self, est: Estimate) -> float:
         """The share of the predicted KV cache this start could lose and still hold the required concurrency of
         max-model-len requests (negative: short even as predicted)."""
-        held = est.max_concurrency * self.kv_scale
+        held = est.max_concurrency * self.factor(est)
         return 1 - self.limits.required / held if held > 0 else -1.0
+
+    def factor(self, est: Estimate) -> float:
+        """The share of ``est``'s predicted KV cache the log lets the planner count on: the logged/predicted ratio,
+        or less where the shortfall in GiB is a larger part of this candidate's cache (a lower utilization)."""
+        k = self.kv_scale
+        if self.kv_deficit_gib > 0 and est.kv_cache_gib > 0:
+            k = min(k, max(0.0, (est.kv_cache_gib - self.kv_deficit_gib) / est.kv_cache_gib))
+        return k
 
     def shown(self, est: Estimate) -> Estimate:
         """``est`` with its KV cache scaled to what the log showed: what a step records and prints, so neither reads
         the unscaled cache the log already contradicted."""
-        if self.kv_scale >= 1.0:
+        k = self.factor(est)
+        if k >= 1.0:
             return est
-        k = self.kv_scale
         return dataclasses.replace(est, kv_cache_gib=est.kv_cache_gib * k, kv_cache_tokens=int(est.kv_cache_tokens * k),
                                    gpu_blocks=int(est.gpu_blocks * k), max_concurrency=est.max_concurrency * k)
 

@@ -99,3 +99,17 @@ def kv_scale(obs: KvObservation, model: ModelSpec, gpu: GpuSpec, settings: Engin
     return scale, (f"the log shows {obs.describe()} ({scale * predicted.kv_cache_gib:.2f} GiB per GPU), "
                    f"{predicted.kv_cache_gib:.2f} GiB predicted at the same settings: every candidate's KV cache is "
                    f"scaled by {scale:.3f}")
+
+
+def kv_deficit_gib(obs: KvObservation, model: ModelSpec, gpu: GpuSpec, settings: EngineSettings,
+                   scale: float) -> float:
+    """GiB per GPU the logged cache fell short of the prediction at the log's own settings (0 when it did not).
+
+    vLLM's KV budget is utilization x total less the non-KV memory it measured, and that measurement does not
+    shrink with utilization: a candidate that lowers utilization (or has less KV for any reason) loses these GiB,
+    not the same share. The judge takes the smaller of the two readings for every candidate."""
+    if scale >= 1.0:
+        return 0.0
+    logged = dataclasses.replace(settings, tp=obs.tp or settings.tp,
+                                 gpu_memory_utilization=obs.utilization or settings.gpu_memory_utilization)
+    return estimate(model, gpu, logged).kv_cache_gib * (1.0 - scale)

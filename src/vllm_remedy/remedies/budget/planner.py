@@ -12,7 +12,7 @@ from vllm_remedy.remedies.budget.judge import Judge
 from vllm_remedy.remedies.budget.ladder import Rung, build
 from vllm_remedy.remedies.budget.levers import Context, tp_sizes
 from vllm_remedy.remedies.budget.limits import Limits, limits, margin_shortfall
-from vllm_remedy.remedies.budget.observed import KvObservation
+from vllm_remedy.remedies.budget.observed import KvObservation, kv_deficit_gib
 from vllm_remedy.remedies.budget.observed import kv_scale as kv_scale_for
 from vllm_remedy.remedies.plan import Plan, Step, TemplateChange
 from vllm_remedy.vllm import catalog, model_len
@@ -70,7 +70,8 @@ def plan_budget(req: BudgetRequest) -> Plan:
     if mismatch:
         notes.append(f"the estimator predicts the current settings fit but the log shows {req.failure}: "
                      "every step must improve on the current prediction by 10 %")
-    judge = Judge(req.model, lim, current, req.settings, req.failure, kv_scale, mismatch)
+    deficit = kv_deficit_gib(observed, req.model, req.gpu, req.settings, kv_scale) if observed else 0.0
+    judge = Judge(req.model, lim, current, req.settings, req.failure, kv_scale, mismatch, deficit)
     problems = _problems(req, lim, current, judge) + problems
     # CUDA graphs ran short (observed, or predicted with nothing observed): the capture-size lever is live
     graphs = req.failure is Failure.CUDAGRAPH_CAPTURE_OOM or (current.graph_capture_oom and req.failure is None)
@@ -158,8 +159,8 @@ def _problems(req: BudgetRequest, lim: Limits, cur: Estimate, judge: Judge) -> l
     if cur.fits:
         spare = judge.spare(cur)
         if spare < 0:
-            scaled = " (scaled to the log)" if judge.kv_scale < 1.0 else ""
-            out.append(f"predicted max concurrency {cur.max_concurrency * judge.kv_scale:.2f}x{scaled} is below the "
+            scaled = " (scaled to the log)" if judge.factor(cur) < 1.0 else ""
+            out.append(f"predicted max concurrency {cur.max_concurrency * judge.factor(cur):.2f}x{scaled} is below the "
                        f"required {lim.required:.2f}x at max-model-len {cur.max_model_len:,}")
         elif spare < lim.kv_margin:
             out.append(f"the predicted KV cache for {lim.required:.2f}x at max-model-len {cur.max_model_len:,} "
