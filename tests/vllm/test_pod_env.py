@@ -43,4 +43,14 @@ def test_config_maps_are_collected_from_documents_and_lists():
     docs = [{"kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"k": "v"}},
             {"kind": "List", "items": [{"kind": "ConfigMap", "metadata": {"name": "b"}, "data": {"n": 1}}]},
             {"kind": "Deployment"}]
-    assert pod_env.config_maps(docs) == {"a": {"k": "v"}, "b": {"n": "1"}}
+    assert pod_env.config_maps(docs, "default") == {"a": {"k": "v"}, "b": {"n": "1"}}
+
+
+def test_a_config_map_counts_only_in_the_pods_namespace():
+    """Kubernetes resolves configMapKeyRef and envFrom in the pod's own namespace: a ConfigMap of the same name in
+    another namespace among the files says nothing of it (the second hostile review's H4)."""
+    docs = [{"kind": "ConfigMap", "metadata": {"name": "cfg", "namespace": "other"}, "data": {"allow": "1"}},
+            {"kind": "ConfigMap", "metadata": {"name": "plain"}, "data": {"k": "v"}}]
+    assert pod_env.config_maps(docs, "llm") == {}
+    assert pod_env.config_maps(docs, "other") == {"cfg": {"allow": "1"}}
+    assert pod_env.config_maps(docs, "llm", default="llm") == {"plain": {"k": "v"}}  # namespace-less: check -n's

@@ -122,8 +122,8 @@ def run(args: argparse.Namespace) -> int:
         source, docs = read(name)
         every += docs
         found += workloads(docs, source, args.namespace)
-    maps = pod_env.config_maps(every)  # a variable read from a ConfigMap checked with it is known
-    found = [dataclasses.replace(w, config_maps=maps) for w in found]
+    # a variable read from a ConfigMap checked with it, in the workload's namespace, is known
+    found = [dataclasses.replace(w, config_maps=pod_env.config_maps(every, w.namespace, args.namespace)) for w in found]
     chosen = [(w, policies.covering(w)) for w in found]
     for w, p in chosen:  # models outside the catalog: the Hugging Face cache, the Hub, the policy's config file
         if w.server is not None and (model := model_id(w.server)):

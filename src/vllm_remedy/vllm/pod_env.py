@@ -28,15 +28,18 @@ class EnvValue:
     unknown: str | None = None
 
 
-def config_maps(docs: list[Any]) -> dict[str, dict[str, str]]:
-    """The ConfigMaps among ``docs`` (one namespace assumed, as a manifest directory usually is), by name."""
+def config_maps(docs: list[Any], namespace: str, default: str = "default") -> dict[str, dict[str, str]]:
+    """The ConfigMaps among ``docs`` in ``namespace`` (a namespace-less one gets ``default``, as kubectl apply would
+    place it), by name: a pod's reference resolves only in its own namespace."""
     out: dict[str, dict[str, str]] = {}
     for doc in docs:
         items = doc.get("items") if isinstance(doc, Mapping) and doc.get("kind") == "List" else [doc]
         for d in items or []:
             if isinstance(d, Mapping) and d.get("kind") == "ConfigMap":
-                name = str((d.get("metadata") or {}).get("name") or "")
-                out[name] = {str(k): str(v) for k, v in (d.get("data") or {}).items()}
+                meta = d.get("metadata") or {}
+                if str(meta.get("namespace") or default) != namespace:
+                    continue
+                out[str(meta.get("name") or "")] = {str(k): str(v) for k, v in (d.get("data") or {}).items()}
     return out
 
 
