@@ -44,3 +44,27 @@ def test_what_the_words_do_not_say_is_unknown(command, why):
 def test_a_bare_assignment_of_an_unset_variable_is_unknown():
     """`X=1; exec vllm` exports nothing unless X already was: whether vLLM sees it is not in the words."""
     assert seen(None, ["sh", "-c", f"{X}=1; exec {SERVE}"])[1] is not None
+
+
+@pytest.mark.parametrize("script", [  # the second hostile review's H1: each checked with dash and bash, none reaches vLLM
+    f"false && export {X}=1; exec {SERVE}",
+    f"true || export {X}=1; exec {SERVE}",
+    f"if false; then export {X}=1; fi; exec {SERVE}",
+    f"export {X}=1 | cat; exec {SERVE}",
+    f"export {X}=1 & exec {SERVE}",
+    f"f() {{ export {X}=1; }}; exec {SERVE}",
+    f"( export {X}=1 ); exec {SERVE}",
+])
+def test_an_export_inside_control_syntax_is_unknown_not_set(script):
+    value, reason = seen(None, ["sh", "-c", script])
+    assert value is None and reason is not None and "list, pipeline, subshell" in reason
+
+
+def test_export_n_takes_the_export_away():
+    """`export -n X` keeps X a shell variable only (bash): vLLM's process does not see it."""
+    assert seen("1", ["bash", "-c", f"export -n {X}; exec {SERVE}"]) == (None, None)
+
+
+def test_plain_sequences_and_redirections_are_still_followed():
+    assert seen(None, ["sh", "-c", f"export {X}=1 2>&1; exec {SERVE} > /tmp/log 2>&1"]) == ("1", None)
+    assert seen(None, ["sh", "-c", f"pip install x && exec {SERVE}"]) == (None, None)  # X not named before vLLM

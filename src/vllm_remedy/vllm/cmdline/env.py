@@ -9,6 +9,7 @@ module reads those forms, in order, where the words say it plainly; anything els
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +18,11 @@ from vllm_remedy.vllm.cmdline import parse, shell
 
 _OPAQUE = frozenset({"source", ".", "eval"})  # may set anything (the server finder refuses them next to vLLM)
 _ALLEXPORT = frozenset({"-a", "allexport"})  # `set -a` / `set -o allexport`: later bare assignments are exported
+# Control syntax the statement walk does not follow: `&&`/`||` lists, pipelines and `&` (each side of which may run
+# in a subshell), `( )` subshells, `{ }` groups and function bodies, and the compound keywords. An export written
+# inside one may or may not reach vLLM (`false && export X=1` does not, nor does `export X=1 | cat`).
+_CONTROL = re.compile(r"&&|\|\||(?<![<>|])\|(?!\|)|(?<![<>&])&(?![>&])|[(){}]"
+                      r"|\b(?:if|then|else|elif|fi|case|esac|for|while|until|do|done|function)\b")
 _ENV_CLEAR = frozenset({"-i", "--ignore-environment", "-"})
 
 
@@ -60,6 +66,10 @@ def _statements(script: str, name: str) -> list[Change]:
         words = [w.value for w in stmt.words]
         hit = parse.entrypoint(words)
         if hit is not None:  # vLLM's statement: its own prefix, then stop (later statements run after it)
+            before = script[: stmt.words[0].start] if stmt.words else script
+            if name in before and _CONTROL.search(before):
+                return [Change("unknown", "it is set before vLLM inside a list, pipeline, subshell, conditional or "
+                                          "function, which this tool does not follow", before.strip())]
             return out + _prefix(words[: hit[0]], name)
         out += _statement(words, name)
     return out
@@ -72,6 +82,8 @@ def _statement(words: list[str], name: str) -> list[Change]:
     prog = words[start] if start < len(words) else ""
     if start == len(words):  # only assignments: they set shell variables (exported ones reach vLLM)
         return [_assign(w, name, text, exported=False) for w in words if w.partition("=")[0] == name]
+    if prog == "export" and "-n" in words[start + 1:]:  # `export -n X`: X stays a shell variable, not exported
+        return [Change("unset", None, text)] if name in {w.partition("=")[0] for w in words[start + 1:]} else []
     if prog == "export":
         return [_assign(w, name, text, exported=True) if "=" in w else Change("set?", None, text)
                 for w in words[start + 1:] if w.partition("=")[0] == name]
