@@ -52,3 +52,36 @@ def test_a_pipe_closed_before_the_first_write_is_not_success():
     finally:
         os.close(write)
     assert got.returncode == 141 and got.stderr == "", got.stderr
+
+
+@pytest.mark.parametrize("args", [("--help",), ("plan", "--help"), ("--version",)])
+def test_help_into_a_closed_pipe_is_not_success(args):
+    """argparse swallows write errors while printing help (the second review: `--help | true` exited 0)."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        got = subprocess.run([sys.executable, "-m", "vllm_remedy", *args], stdout=write, stderr=subprocess.PIPE,
+                             text=True, cwd=ROOT, timeout=120)
+    finally:
+        os.close(write)
+    assert got.returncode == 141 and got.stderr == "", got.stderr
+
+
+def test_a_closed_stdout_is_one_line_and_not_a_verdict():
+    """`vllm-remedy check ... >&-`: Python starts with no stdout; a passing check must not say 1 ("finding"), a drift
+    not 1 ("drift"), and nothing may raise."""
+    good = ("check", "-f", "tests/data/manifests/runbook/good-rev14.yaml", "--policy", "policies/llama-8b.yaml")
+    cli = shlex.join([sys.executable, "-m", "vllm_remedy", *good])
+    got = subprocess.run(f"{cli} >&-", shell=True, executable="/bin/bash", capture_output=True, text=True, cwd=ROOT,
+                         timeout=120)
+    assert got.returncode == 141 and got.stderr == "vllm-remedy: error: standard output is closed\n", got.stderr
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full on this system")
+def test_a_full_disk_is_one_line_and_exit_74():
+    """`> /dev/full`: the verdict could not be written; EX_IOERR (74), one line, no traceback."""
+    with open("/dev/full", "w") as full:
+        got = subprocess.run([sys.executable, "-m", "vllm_remedy", *CHECK], stdout=full, stderr=subprocess.PIPE,
+                             text=True, cwd=ROOT, timeout=120)
+    assert got.returncode == 74, got.stderr
+    assert got.stderr == "vllm-remedy: error: cannot write standard output: No space left on device\n", got.stderr

@@ -11,7 +11,7 @@ import sys
 import textwrap
 from collections.abc import Sequence
 from types import ModuleType
-from typing import Any, NoReturn
+from typing import IO, Any, NoReturn
 
 import vllm_remedy.commands
 from vllm_remedy import __version__
@@ -22,6 +22,7 @@ LAST = 1000
 #: The exit status when the reader of the output went away (`vllm-remedy check ... | head`): 128 + SIGPIPE, what a
 #: shell reports for a process the signal ended. Never 0: a verdict nobody read is not a success.
 CLOSED_PIPE = 141
+WRITE_FAILED = 74  # sysexits' EX_IOERR: the output could not be written, so no verdict was given
 
 
 def command_modules() -> list[ModuleType]:
@@ -100,6 +101,11 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message}\n")
 
+    def _print_message(self, message: str, file: IO[str] | None = None) -> None:
+        """argparse swallows write errors here, so `--help | true` exited 0: a closed pipe must reach ``main``."""
+        if message:
+            (file or sys.stderr).write(message)
+
 
 def named_module(word: str) -> ModuleType | None:
     """The command module a first word names, imported alone; None for anything else (``--help``, a typo).
@@ -129,18 +135,26 @@ def build_parser(only: ModuleType | None = None) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
+    if sys.stdout is None:  # started with stdout closed (`>&-`): no verdict can be read, so none is claimed
+        print("vllm-remedy: error: standard output is closed", file=sys.stderr)
+        return CLOSED_PIPE
     try:
-        args = build_parser(named_module(words[0]) if words else None).parse_args(words)
-    except SystemExit as exc:
-        # Terraform's convention reads 2 as "changes found": a mistyped drift flag must stay an error (1).
-        if exc.code == 2 and "--detailed-exitcode" in words:
-            return 1
-        raise
-    try:
+        try:
+            args = build_parser(named_module(words[0]) if words else None).parse_args(words)
+        except SystemExit as exc:
+            sys.stdout.flush()  # `--help | true`: the closed pipe is seen here
+            # Terraform's convention reads 2 as "changes found": a mistyped drift flag must stay an error (1).
+            if exc.code == 2 and "--detailed-exitcode" in words:
+                return 1
+            raise
         code = _run(args)
         sys.stdout.flush()  # a reader that closed early fails here, not in the interpreter's exit flush
     except BrokenPipeError:  # `vllm-remedy ... | head`
         return _reader_gone()
+    except OSError as exc:  # stdout on a full disk (`> /dev/full`): the verdict was not written
+        _reader_gone()
+        print(f"vllm-remedy: error: cannot write standard output: {exc.strerror or exc}", file=sys.stderr)
+        return WRITE_FAILED
     return code
 
 
