@@ -77,6 +77,25 @@ def test_a_missing_key_or_an_unrelated_prefix_still_refuses(cluster):
         is Failure.MAX_LEN_EXCEEDS_MODEL
 
 
+SERVE = "exec vllm serve " + " ".join(ARGS)
+DROPPED = {  # the second hostile review's H1: real dash and bash leave the variable out of vLLM's env in each
+    "after-false-and": f"false && export {VAR}=1; {SERVE}",
+    "after-true-or": f"true || export {VAR}=1; {SERVE}",
+    "in-a-pipeline": f"export {VAR}=1 | cat; {SERVE}",
+    "in-the-background": f"export {VAR}=1 & {SERVE}",
+    "in-a-subshell": f"( export {VAR}=1 ); {SERVE}",
+    "in-an-uncalled-function": f"f() {{ export {VAR}=1; }}; {SERVE}",
+}
+
+
+@pytest.mark.parametrize("case", sorted(DROPPED))
+def test_an_export_the_shell_drops_does_not_reach_vllm(cluster, case):
+    cluster.store.create("pods", pod(case, command=["sh", "-c", DROPPED[case]], args=[]))
+    assert cluster.wait_for(lambda: "CrashLoopBackOff" in str(_status(cluster, case).get("state")), 8), \
+        _status(cluster, case)
+    assert classify(parse_startup_log(cluster.read_log("llm", case, previous=True))) is Failure.MAX_LEN_EXCEEDS_MODEL
+
+
 def test_pod_env_orders_sources_as_kubelet_does():
     class Store:
         def find(self, resource: str, namespace: str, name: str) -> dict | None:
