@@ -86,11 +86,14 @@ def test_from_hf_config_yarn_multimodal_and_quantization():
             "rope_scaling": {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768},
         },
         "quantization_config": {"quant_method": "awq", "bits": 4},
+        # Qwen2-VL-7B's tower (without a vision_config the model is refused: test_cannot_predict.py).
+        "vision_config": {"depth": 32, "embed_dim": 1280, "hidden_size": 3584, "mlp_ratio": 4, "patch_size": 14,
+                          "spatial_merge_size": 2, "temporal_patch_size": 2},
     }
     spec = catalog.ModelSpec.from_hf_config(config, "x/config.json")
     assert (spec.max_model_len, spec.head_dim, spec.quantization, spec.weight_bits) == (131072, 128, "awq", 4)
     assert spec.architecture == "Qwen2VLForConditionalGeneration"
-    assert round(spec.params_b, 2) == 7.62  # from shapes; Qwen2.5-7B publishes 7.62B
+    assert round(spec.params_b - spec.vision_params_b, 2) == 7.62  # from shapes; Qwen2.5-7B publishes 7.62B
 
 
 def test_hf_config_rules():

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vllm_remedy.errors import UserError
+from vllm_remedy.vllm import architectures
 
 # The keys vLLM scans for the model's maximum length; the smallest present value wins.
 MAX_LEN_KEYS = (
@@ -80,6 +81,7 @@ UNMODELLED_LAYER_KEYS = (
 def text_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
     """The language-model part: multimodal configs nest it under ``text_config`` (or ``llm_config``), with
     the defaults transformers fills in for keys the checkpoint leaves out (vLLM reads the filled config)."""
+    architectures.check_family(config)  # the name decides first: a hybrid or unknown family is never sized
     for key in ("text_config", "llm_config", "language_config"):
         inner = config.get(key)
         if isinstance(inner, Mapping) and ("hidden_size" in inner or "num_hidden_layers" in inner):
@@ -324,6 +326,7 @@ def mla_dims(config: Mapping[str, Any]) -> tuple[int, int] | None:
     layer; None for ordinary attention."""
     rank = config.get("kv_lora_rank")
     if not rank:
+        architectures.check_mla(config)
         return None
     rope = config.get("qk_rope_head_dim")
     if not rope:

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from vllm_remedy.vllm import hf_config
+from vllm_remedy.vllm import architectures, hf_config
 
 # Activations whose MLP has a gate (three matrices per MLP instead of two).
 _GATED = ("silu", "swiglu", "gelu_pytorch_tanh_gated", "quick_gelu_gated")
@@ -102,6 +102,7 @@ def vision(config: Mapping[str, Any], text_hidden: int) -> Vision | None:
     """
     raw = config.get("vision_config")
     if not isinstance(raw, Mapping):
+        architectures.check_vision(config)
         return None
     vc = hf_config.with_defaults(raw)
     hidden = vc.get("hidden_size") or vc.get("embed_dim")
