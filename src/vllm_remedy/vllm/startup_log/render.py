@@ -178,13 +178,7 @@ def render_startup_log(version: str, *, model: str, tp_size: int = 1, weights_gi
     if failure is Failure.DTYPE_UNSUPPORTED:  # the worker's device setup: nothing was loaded
         figures["gpu_name"] = detail.get("gpu_name", "Tesla T4")
         figures["capability"] = detail.get("capability", "7.5")
-        frames = ([("v1/worker/gpu_worker.py", "init_device")] if w.engine == "v1"
-                  else [("worker/worker.py", "init_device"), ("worker/worker.py", "_check_if_gpu_supports_dtype")])
-        if w.engine == "v1" and w.v >= (0, 10, 2):
-            frames.append(("platforms/cuda.py", "check_if_supports_dtype"))
-        elif w.engine == "v1":
-            frames.append(("v1/worker/gpu_worker.py", "_check_if_gpu_supports_dtype"))
-        return _fail(w, failure, figures, frames)
+        return _fail(w, failure, figures, config_refusal.dtype_frames(w.v, w.engine))
     _emit(w, "runner", figures, ranks=True)
     if w.runner == "v2":  # Model Runner V2 names no model here (v1/worker/gpu/model_runner.py@0.21.0-@0.34.0)
         w.each_rank("Loading model from scratch...", source="model_runner.py")
