@@ -70,6 +70,8 @@ def test_check_fails_a_t4_deployment_with_dtype_bfloat16(cli, tmp_path, image):
     assert got.returncode == 1, got.stdout + got.stderr
     assert ("start [error]: predicted dtype_unsupported on Tesla-T4 — bfloat16 on a GPU below compute capability 8.0 "
             "(Volta, Turing): set --dtype half (float16) on this GPU") in got.stdout, got.stdout
+    fix = next(line for line in got.stdout.splitlines() if "smallest fix (planner)" in line)
+    assert "--dtype float16" in fix and "predicted fits on Tesla-T4" in fix, fix  # the same card, float16
     manifest.write_text(yaml.safe_dump(_deployment(image, ["--dtype", "half"])))
     got = cli("check", "-f", str(manifest))
     assert "dtype_unsupported" not in got.stdout, got.stdout

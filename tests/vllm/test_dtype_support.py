@@ -109,12 +109,23 @@ def test_the_rendered_refusal_round_trips_and_carries_the_releases_advice(versio
 
 # --- the planner ----------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("flags", "version"), [({"dtype": "bfloat16"}, "0.34.0"), ({}, "0.8.5")])
-def test_the_planner_never_keeps_bfloat16_on_a_card_without_it(flags, version):
+@pytest.mark.parametrize(("flags", "version"), [({"dtype": "bfloat16"}, "0.34.0"), ({}, "0.8.5"),
+                                               ({"dtype": "bfloat16", "max-model-len": "8192"}, "0.11.0")])
+def test_the_planner_sets_float16_and_never_keeps_bfloat16_on_a_card_without_it(flags, version):
     model = catalog.model(LLAMA)
     plan = plan_budget(BudgetRequest(model, catalog.gpu("Tesla-T4"), EngineSettings.from_flags(flags, version)))
-    assert plan.current.outcome is Outcome.DTYPE_UNSUPPORTED
+    assert plan.current.outcome is Outcome.DTYPE_UNSUPPORTED and plan.verdict == "change" and plan.steps
+    assert "refused on Tesla-T4 (compute capability below 8.0): --dtype float16" in plan.problem
+    assert plan.steps[0].gpu == "Tesla-T4" and plan.steps[0].set["dtype"] == "float16"
+    assert "dtype float16: vLLM refuses bfloat16 on this card" in plan.steps[0].reason
     for step in plan.steps:
         assert step.prediction.outcome is Outcome.FITS, step
         card = catalog.gpu(step.gpu)
-        assert card.capability is not None and card.capability >= (8, 0), step
+        assert step.set.get("dtype") == "float16" or (card.capability or (0, 0)) >= (8, 0), step
+
+
+def test_the_planner_leaves_dtype_alone_where_vllm_takes_it():
+    model = catalog.model(LLAMA)
+    for gpu, flags in (("Tesla-T4", {}), ("NVIDIA-L4", {"dtype": "bfloat16"})):
+        plan = plan_budget(BudgetRequest(model, catalog.gpu(gpu), EngineSettings.from_flags(flags, "0.34.0")))
+        assert all("dtype" not in step.set for step in plan.steps), [s.set for s in plan.steps]
