@@ -60,6 +60,9 @@ def render(est: Estimate, model: str, gpu: str, version: str, longest: model_len
         outcome = (f"max_len_exceeds_model: vLLM refuses --max-model-len {est.max_model_len:,} above the model's "
                    f"{longest.tokens:,} ({longest.key}); set it at most {longest.tokens:,}, or run with "
                    f"VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (--allow-long-max-model-len) for a model known to take more")
+    if est.outcome is Outcome.DTYPE_UNSUPPORTED:  # the worker refuses before loading anything (vllm.dtype_support)
+        outcome = (f"dtype_unsupported: vLLM refuses bfloat16 on the {gpu} (compute capability below 8.0) before "
+                   f"loading the model; set --dtype half (float16), or pin a GPU of capability 8.0 or newer")
     if est.graph_capture_oom:  # vLLM's checks pass, then the start dies capturing its graphs
         free = est.total_gib - (est.peak_gib - est.cudagraph_gib)
         outcome = (f"cudagraph_capture_oom: vLLM's checks pass and the KV cache is sized, then the CUDA graphs "

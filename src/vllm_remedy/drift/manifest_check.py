@@ -267,6 +267,9 @@ def _start_reason(prediction: Prediction, failed: str, refusal: str | None = Non
     if e.outcome is Outcome.MAX_LEN_EXCEEDS_MODEL:  # a config refusal: the KV figures mean nothing
         head = FAILURES[e.outcome.failure].headline
         return f"predicted {e.outcome.value} — {head}: {refusal or f'max-model-len {e.max_model_len:,}'}"
+    if e.outcome is Outcome.DTYPE_UNSUPPORTED:  # a config refusal too: the worker stops before loading anything
+        head = FAILURES[e.outcome.failure].headline
+        return f"predicted {e.outcome.value} on {prediction.gpu} — {head}: set --dtype half (float16) on this GPU"
     return (f"predicted {e.outcome.value} on {prediction.gpu} — {FAILURES[e.outcome.failure].headline}: KV cache "
             f"{e.kv_cache_tokens:,} tokens, maximum concurrency {e.max_concurrency:.2f}x at max-model-len "
             f"{e.max_model_len:,}")

@@ -118,6 +118,13 @@ _CLASSES = (
         precise_hint="roll back to the last known-good revision: world size {world_size} needs {world_size} GPUs, "
                      "the engine sees {available_gpus}; make TP × PP at most the GPUs of the group",
         error_kind="err_world_size"),
+    FailureClass(  # a config error, not memory: the worker refuses it before loading anything (vllm.dtype_support)
+        Failure.DTYPE_UNSUPPORTED, "bfloat16 on a GPU below compute capability 8.0 (Volta, Turing)",
+        step=1, hint="roll back to the last known-good revision, then set --dtype half (float16) on this GPU type, "
+                     "or pin a GPU of compute capability 8.0 or newer",
+        precise_hint="roll back to the last known-good revision, then set --dtype half: the {gpu_name} has compute "
+                     "capability {capability}, bfloat16 needs 8.0",
+        error_kind="err_dtype"),
     FailureClass(
         Failure.UNKNOWN, "the start failed with something this tool does not recognise",
         step=1, hint="roll back to the last known-good revision, then read the evidence below"),

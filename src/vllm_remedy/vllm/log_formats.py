@@ -63,6 +63,12 @@ _LONG_TAIL = _LONG_ENV + "." + LONG_CAUTION
 
 
 
+_BF16_HEAD = ("Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your {gpu_name:s} GPU has "
+              "compute capability {capability:cc}.")
+_BF16_TAIL = " You can use float16 instead by explicitly setting the `dtype` flag in CLI, for example: --dtype=half."
+_BF16_OLD_TAIL = _BF16_TAIL.replace("the `dtype`", "the`dtype`")
+
+
 def _maxlen(spec: str, unit: str, apostrophe: str = "models's") -> str:
     return (_MAXLEN_HEAD.replace("{apostrophe}", apostrophe).replace("SPEC", spec).replace("UNIT", unit))
 
@@ -242,6 +248,13 @@ TEMPLATES: tuple[Template, ...] = (
       for since, until, exception, tail in ((OLDEST, v("0.9.1"), "ValueError", _LONG_OLD_TAIL),
                                             (v("0.9.1"), v("0.10.2"), None, _LONG_OLD_TAIL),
                                             (LONG_CAUTION_SINCE, None, None, _LONG_TAIL))),
+    # vLLM's worker refuses a bfloat16 model dtype below compute capability 8.0 as it sets its device up
+    # (``_check_if_gpu_supports_dtype``, worker/worker.py@0.6.0-@0.10.1.1 and v1/worker/gpu_worker.py@0.8.5; then
+    # ``check_if_supports_dtype``, platforms/cuda.py@0.10.2-@0.34.0; see ``vllm.dtype_support``). The advice's
+    # missing space ("the`dtype`") until the 0.8 line (worker/worker.py@0.7.2; @0.8.5 has it) is only in the tail.
+    *(Template("err_dtype", _BF16_HEAD, since=since, until=until, level="ERROR", source="worker.py",
+               exception="ValueError", tail=tail)
+      for since, until, tail in ((OLDEST, v("0.8.0"), _BF16_OLD_TAIL), (v("0.8.0"), None, _BF16_TAIL))),
     # --- server up ------------------------------------------------------------------------------
     Template("up", "Starting vLLM API server on http://{host:s}:{port:d}", since=v("0.7.3"), until=v("0.9.1"),
              source="api_server.py"),
@@ -276,7 +289,9 @@ UP_MARKERS = ("Application startup complete", "Uvicorn running on", "Starting vL
               "Starting vLLM server on", "Available routes are")
 
 _NUM = r"-?\d[\d,]*(?:\.\d+)?"
-_PATTERNS = {"s": ".+?", "dev": r"\b[A-Z]{2,}(?: \+ host)?"}  # non-numeric specs
+# Non-numeric specs; ``cc`` a compute capability as torch prints it ("7.5"), kept as text.
+_PATTERNS = {"s": ".+?", "dev": r"\b[A-Z]{2,}(?: \+ host)?", "cc": r"\d+\.\d+"}
+TEXT_SPECS = ("s", "dev", "cc")
 _FIELD = re.compile(r"\{(\w+)(?::([^}]*))?\}")
 
 
@@ -323,7 +338,7 @@ def _one(m: re.Match[str], values: dict[str, object]) -> str:
         return str(round(float(value), 2))  # type: ignore[arg-type]
     if spec == "g":
         return str(float(value))  # type: ignore[arg-type]
-    if spec in ("s", "dev"):
+    if spec in TEXT_SPECS:
         return str(value)
     return format(value, spec)
 

@@ -25,6 +25,7 @@ class Failure(str, Enum):
     OOM_UNDER_LOAD = "oom_under_load"
     HOST_OOM_KILLED = "host_oom_killed"
     WORLD_SIZE_EXCEEDS_GPUS = "world_size_exceeds_gpus"
+    DTYPE_UNSUPPORTED = "dtype_unsupported"
     UNKNOWN = "unknown"
 
     def __str__(self) -> str:
@@ -42,6 +43,9 @@ class Outcome(str, Enum):
     # (unless VLLM_ALLOW_LONG_MAX_MODEL_LEN is set): a config error, not a budget one (``vllm.model_len``).
     MAX_LEN_EXCEEDS_MODEL = Failure.MAX_LEN_EXCEEDS_MODEL.value
     FREE_MEMORY_BELOW_UTILIZATION = Failure.FREE_MEMORY_BELOW_UTILIZATION.value
+    # vLLM's worker refuses a bfloat16 model dtype on a GPU below compute capability 8.0 before loading anything
+    # (``vllm.dtype_support``): a config error, not a budget one.
+    DTYPE_UNSUPPORTED = Failure.DTYPE_UNSUPPORTED.value
 
     def __str__(self) -> str:
         return self.value

@@ -15,7 +15,7 @@ from vllm_remedy.remedies.budget.limits import Limits, limits, margin_shortfall
 from vllm_remedy.remedies.budget.observed import KvObservation, kv_deficit_gib
 from vllm_remedy.remedies.budget.observed import kv_scale as kv_scale_for
 from vllm_remedy.remedies.plan import Plan, Step, TemplateChange
-from vllm_remedy.vllm import catalog, model_len
+from vllm_remedy.vllm import catalog, dtype_support, model_len
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS, GpuSpec, ModelSpec
 from vllm_remedy.vllm.failures import FAILURES
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate, resolve
@@ -135,6 +135,10 @@ def _base(req: BudgetRequest, lim: Limits, notes: list[str]) -> tuple[EngineSett
             changes["tp"] = min(inside, key=lambda t: abs(t - s.tp))
         else:
             notes.append("no tensor-parallel-size within the bounds divides the model's heads")
+    if dtype_support.refused(req.model.dtype, s.dtype, req.gpu.capability, s.version):  # vLLM refuses it on this card
+        problems.append(f"dtype {dtype_support.resolved(req.model.dtype, s.dtype, req.gpu.capability, s.version)} is "
+                        f"refused on {req.gpu.product} (compute capability below 8.0): --dtype float16")
+        changes["dtype"] = "float16"  # the same 2 bytes per weight and KV element: no budget moves
     if req.policy is not None and s.kv_cache_dtype.startswith("fp8") and not lim.fp8_allowed:
         problems.append(f"kv-cache-dtype {s.kv_cache_dtype} is not allowed by the policy")
         changes["kv_cache_dtype"] = "auto"
@@ -183,6 +187,7 @@ def _flags(cur: EngineSettings, new: EngineSettings) -> dict[str, str]:
              ("max-num-seqs", cur.max_num_seqs, new.max_num_seqs),
              ("max-num-batched-tokens", cur.max_num_batched_tokens, new.max_num_batched_tokens),
              ("kv-cache-dtype", cur.kv_cache_dtype, new.kv_cache_dtype),
+             ("dtype", cur.dtype, new.dtype),
              ("tensor-parallel-size", cur.tp, new.tp))
     for flag, old, value in pairs:
         if value != old and value is not None:

@@ -33,6 +33,8 @@ def explain(rung: Rung, cur: EngineSettings, gpu: GpuSpec, lim: Limits, cap: int
         extra = " (together with the flag changes above it: no smaller combination fits)"
     elif rung.lever in _NUDGED and s.gpu_memory_utilization != cur.gpu_memory_utilization:
         extra = f" (gpu-memory-utilization {s.gpu_memory_utilization:g} keeps the headroom margin)"
+    # The planner's base sets float16 where vLLM refuses the running bfloat16 on this card (planner._base).
+    dtype = f"; dtype {s.dtype}: vLLM refuses bfloat16 on this card" if s.dtype != cur.dtype else ""
     if rung.lever == "max-model-len":
         if cur.max_model_len in (None, -1) and est.max_model_len >= cap:
             head = f"set max-model-len explicitly to {cap:,} (never the model's default)"
@@ -40,7 +42,7 @@ def explain(rung: Rung, cur: EngineSettings, gpu: GpuSpec, lim: Limits, cap: int
             head = f"largest max-model-len within bounds that fits: {est.max_model_len:,}"
             if short is not None:
                 head += f" ({cap:,} {short})"
-        return f"{head}; {_target(rung, lim)}; nothing else changes"
+        return f"{head}; {_target(rung, lim)}; " + (dtype[2:] if dtype else "nothing else changes")
     if rung.lever == "gpu-memory-utilization":
         head = (f"gpu-memory-utilization {cur.gpu_memory_utilization:g}→{s.gpu_memory_utilization:g} "
                 f"(KV {est.kv_cache_gib:.2f} GiB, {est.total_gib - est.peak_gib:.2f} GiB left free)")
@@ -67,4 +69,4 @@ def explain(rung: Rung, cur: EngineSettings, gpu: GpuSpec, lim: Limits, cap: int
         head = "enforce-eager drops the CUDA-graph pool at a throughput and latency cost"
     else:
         head = rung.lever
-    return f"{head}; {_length(rung, cap, short)}; {_target(rung, lim)}{extra}"
+    return f"{head}; {_length(rung, cap, short)}; {_target(rung, lim)}{extra}{dtype}"

@@ -23,7 +23,7 @@ from datetime import datetime, timedelta, timezone
 from vllm_remedy.sim.runtime import Exit, LogLine
 from vllm_remedy.sim.vllm_pod import overcommit
 from vllm_remedy.sim.vllm_pod.launch import Launch, Refusal
-from vllm_remedy.vllm import model_len
+from vllm_remedy.vllm import dtype_support, model_len
 from vllm_remedy.vllm.log_formats import default_engine, parse_version
 from vllm_remedy.vllm.memory.terms import context_gib
 from vllm_remedy.vllm.outcomes import Failure
@@ -113,6 +113,11 @@ def _typed(launch: Launch) -> dict[str, object]:
             out[name] = value
     if s.max_num_batched_tokens is not None:
         out["max_num_batched_tokens"] = s.max_num_batched_tokens
+    cap = launch.gpu.capability
+    if dtype_support.fell_back(launch.model.dtype, s.dtype, cap, launch.version):  # vLLM warns, runs float16
+        name = dtype_support.detail(launch.gpu.product, cap)
+        out["torch_dtype"] = "float16"
+        out["dtype_fallback"] = f"'{name['gpu_name']}' (with compute capability {name['capability']})"
     return out
 
 
@@ -166,6 +171,8 @@ def _detail(launch: Launch, failure: Failure) -> dict[str, object]:
         return detail
     if failure is Failure.MAX_LEN_EXCEEDS_MODEL and launch.settings.max_model_len is not None:
         return model_len.detail(model_len.limit(launch.model, launch.version), launch.settings.max_model_len)
+    if failure is Failure.DTYPE_UNSUPPORTED:
+        return dict(dtype_support.detail(launch.gpu.product, launch.gpu.capability))
     if failure is Failure.FREE_MEMORY_BELOW_UTILIZATION:
         free = launch.gpu.total_gib - context_gib(launch.gpu, launch.resolved.tp) - res.other_process_gib
         return {"free_gib": max(0.0, free), "requested_gib": launch.gpu.total_gib * res.util}
@@ -196,6 +203,7 @@ def plan_start(launch: Launch, started: datetime, oom_killed: bool = False) -> P
     if failure is Failure.HOST_OOM_KILLED:
         return Plan(tuple(timed), None, Exit(times["partial"] + 0.5, 137, "OOMKilled"), startup_text)
     end = {Failure.FREE_MEMORY_BELOW_UTILIZATION: BOOT_SECONDS + 1.0, Failure.MAX_LEN_EXCEEDS_MODEL: CONFIG_SECONDS,
+           Failure.DTYPE_UNSUPPORTED: BOOT_SECONDS + 1.0,
            Failure.OOM_LOADING_WEIGHTS: times["partial"] + 0.5}.get(failure, times["profiled"] + 1.0)
     exit_ = Exit(end, 1, "Error", tuple(stamp_all(tail, started + timedelta(seconds=end))))
     return Plan(tuple(timed), None, exit_, startup_text)

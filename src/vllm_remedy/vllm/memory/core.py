@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from vllm_remedy.vllm import model_len
+from vllm_remedy.vllm import dtype_support, model_len
 from vllm_remedy.vllm.catalog import GIB, GpuSpec, ModelSpec
 from vllm_remedy.vllm.memory import capture, terms
 from vllm_remedy.vllm.memory.kv_layout import check_rule
@@ -98,6 +98,8 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
     if model_len.refused(model, settings.max_model_len, settings.version, settings.allow_long_max_model_len,
                          settings.disable_sliding_window):
         outcome = Outcome.MAX_LEN_EXCEEDS_MODEL  # vLLM's model config refuses it before touching the GPU
+    elif dtype_support.refused(model.dtype, settings.dtype, gpu.capability, settings.version):
+        outcome = Outcome.DTYPE_UNSUPPORTED  # the worker refuses bfloat16 below capability 8.0 before loading
     # Graphs are captured after the KV cache is allocated; outside the budget they need the card's spare room.
     peak = requested + outside + (0.0 if r.budget == "absolute" else other + context)
     if r.kv_sized_after_warmup:  # what the start holds: everything measured, the cache, the kept transient
@@ -114,6 +116,8 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
         peak = min(peak, other + context + weights + (activation if kv > 0 else 0.0))
     if outcome is Outcome.MAX_LEN_EXCEEDS_MODEL:
         peak = other  # refused at config time: only the other processes hold memory
+    elif outcome is Outcome.DTYPE_UNSUPPORTED:
+        peak = other + context  # refused as the worker sets its device up: a CUDA context, nothing loaded
     concurrency = _concurrency(res, layout, blocks, tokens, max_len)
     return Estimate(
         outcome=outcome,

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from vllm_remedy.errors import UserError
+from vllm_remedy.vllm import dtype_support
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline.flags import canonical_key
 from vllm_remedy.vllm.cmdline.values import parse_float, parse_int
@@ -306,6 +307,9 @@ class Resolved:
     compile_cache_warm: bool = False
     p2p: bool | None = None  # CUDA peer access between the TP ranks' GPUs; None = unknown (EngineSettings.p2p)
     mm_limits: tuple[tuple[str, int], ...] = ()  # --limit-mm-per-prompt (EngineSettings.mm_limits)
+    # The dtype vLLM runs the model in (``dtype_support.resolved``): auto on a bfloat16 checkpoint is float16 on a card
+    # below capability 8.0 from 0.9.1 (the same 2 bytes, but what vLLM's config line and the planner see).
+    dtype: str = "bfloat16"
 
 
 def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
@@ -324,7 +328,7 @@ def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
         chunked = s.enable_chunked_prefill if s.enable_chunked_prefill is not None else max_len > 32768
         mnbt = s.max_num_batched_tokens or (r.chunked_prefill_mnbt if chunked else max(max_len, 2048))
         seqs = s.max_num_seqs or 256
-    dtype = model.dtype if s.dtype == "auto" else {"half": "float16", "float": "float32"}.get(s.dtype, s.dtype)
+    dtype = dtype_support.resolved(model.dtype, s.dtype, gpu.capability, s.version)
     weight_bytes = 4 if dtype == "float32" else 2
     kv_bytes = 1 if s.kv_cache_dtype.startswith("fp8") else weight_bytes
     return Resolved(
@@ -347,6 +351,7 @@ def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
         compile_cache_warm=s.compile_cache_warm,
         p2p=s.p2p,
         mm_limits=s.mm_limits,
+        dtype=dtype,
     )
 
 

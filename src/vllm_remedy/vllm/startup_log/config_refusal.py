@@ -1,4 +1,5 @@
-"""The rendered log of vLLM's model config refusing a --max-model-len above the model's maximum (``vllm.model_len``).
+"""The rendered log of vLLM's model config refusing a --max-model-len above the model's maximum (``vllm.model_len``),
+and the worker's frames of its bfloat16 refusal below compute capability 8.0 (``vllm.dtype_support``).
 
 The check runs in the API server while it builds the engine config, before any engine or GPU exists, so the log is
 the banner, the arguments and the server's own traceback on stderr: a ValueError until 0.9.0, pydantic's
@@ -75,3 +76,13 @@ def write_refusal(w: Writer, model: str, max_len: int, detail: dict[str, Any]) -
     w.raw("api", "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig")
     w.raw("api", f"  Value error, {text} [type=value_error, input_value={shown}, input_type=ArgsKwargs]")
     w.raw("api", "    For further information visit https://errors.pydantic.dev/2.11/v/value_error")
+
+
+def dtype_frames(version: Version, engine: str) -> list[tuple[str, str]]:
+    """The worker's frames of the bfloat16 refusal (``vllm.dtype_support``): V0's and 0.8-0.10.1 V1's own
+    ``_check_if_gpu_supports_dtype``, the CUDA platform's ``check_if_supports_dtype`` from 0.10.2."""
+    if engine != "v1":
+        return [("worker/worker.py", "init_device"), ("worker/worker.py", "_check_if_gpu_supports_dtype")]
+    if version >= (0, 10, 2):
+        return [("v1/worker/gpu_worker.py", "init_device"), ("platforms/cuda.py", "check_if_supports_dtype")]
+    return [("v1/worker/gpu_worker.py", "init_device"), ("v1/worker/gpu_worker.py", "_check_if_gpu_supports_dtype")]

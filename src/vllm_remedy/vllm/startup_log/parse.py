@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from vllm_remedy.vllm.log_formats import (
     TEMPLATES,
+    TEXT_SPECS,
     UP_MARKERS,
     Template,
     compiled,
@@ -212,7 +213,7 @@ def _scan_other(line: Line, found: _Matches) -> None:
 
 
 def _numeric(tpl: Template, name: str) -> bool:
-    return field_specs(tpl).get(name, "s") not in ("s", "dev")
+    return field_specs(tpl).get(name, "s") not in TEXT_SPECS
 
 
 def _late_kv(report: StartupReport, found: _Matches) -> None:

@@ -175,6 +175,10 @@ def render_startup_log(version: str, *, model: str, tp_size: int = 1, weights_gi
         figures["available_gpus"] = detail.get("available_gpus", figures["world_size"] // 2)
         return _fail(w, failure, figures, [("engine/arg_utils.py", "create_engine_config"),
                                            ("config/parallel.py", "__post_init__")])
+    if failure is Failure.DTYPE_UNSUPPORTED:  # the worker's device setup: nothing was loaded
+        figures["gpu_name"] = detail.get("gpu_name", "Tesla T4")
+        figures["capability"] = detail.get("capability", "7.5")
+        return _fail(w, failure, figures, config_refusal.dtype_frames(w.v, w.engine))
     _emit(w, "runner", figures, ranks=True)
     if w.runner == "v2":  # Model Runner V2 names no model here (v1/worker/gpu/model_runner.py@0.21.0-@0.34.0)
         w.each_rank("Loading model from scratch...", source="model_runner.py")
@@ -297,15 +301,20 @@ def _preamble(w: _Writer, version: str, model: str, tp: int, max_len: int, util:
               f"max_num_seqs={max_num_seqs!r})", source="api_server.py")
     if long_len is not None and engine_line:
         config_refusal.write_warning(w, long_len)
+    if extra.get("dtype_fallback"):  # auto on a bfloat16 checkpoint, a card without bfloat16, 0.9.1+ (dtype_support)
+        w.log("api", f"Your device {extra['dtype_fallback']} doesn't support torch.bfloat16. Falling back to "
+              "torch.float16 for compatibility.", level="WARNING", source="model.py" if w.v >= (0, 11, 0) else
+              "__init__.py" if w.v >= (0, 10, 1) else "config.py")
     if not engine_line:
         return
+    torch_dtype = extra.get("torch_dtype") or _torch_dtype(extra.get("dtype"))  # auto's float16 fallback: timeline
     if w.engine == "v1":
         title = "a V1 LLM engine" if w.v >= (0, 7, 2) else "an LLM engine"
     else:
         title = "a V0 LLM engine" if w.v >= (0, 7, 2) else "an LLM engine"
     w.log("engine", f"Initializing {title} (v{version}) with config: model='{model}', speculative_config=None, "
           f"tokenizer='{model}', skip_tokenizer_init=False, tokenizer_mode=auto, revision={revision}, "
-          f"trust_remote_code=False, dtype=torch.{_torch_dtype(extra.get('dtype'))}, max_seq_len={max_len}, "
+          f"trust_remote_code=False, dtype=torch.{torch_dtype}, max_seq_len={max_len}, "
           f"download_dir=None, "
           f"load_format=auto, tensor_parallel_size={tp}, pipeline_parallel_size=1, "
           f"disable_custom_all_reduce=False, quantization=None, enforce_eager={eager}, "

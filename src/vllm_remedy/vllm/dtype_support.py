@@ -1,0 +1,74 @@
+"""vLLM's refusal of bfloat16 on a GPU below compute capability 8.0 (Volta, Turing: V100, T4), release by release.
+
+Read from the PyPI wheels:
+
+- Every release 0.6.0-0.34.0 refuses a bfloat16 model dtype on such a card with a ValueError ("Bfloat16 is only
+  supported on GPUs with compute capability of at least 8.0. Your <name> GPU has compute capability 7.5. ...") when
+  the worker initialises its device, after the engine config is built and before any weight is loaded:
+  ``_check_if_gpu_supports_dtype`` in worker/worker.py@0.6.0-@0.10.1.1 (V0) and v1/worker/gpu_worker.py@0.8.5-
+  @0.10.1.1 (V1); from 0.10.2 ``CudaPlatform.check_if_supports_dtype`` (platforms/cuda.py@0.10.2-@0.34.0), called by
+  v1/worker/gpu_worker.py's ``init_device`` (@0.34.0).
+- ``--dtype auto`` on a checkpoint saved in bfloat16: through 0.9.0 it takes the config's dtype as it is
+  (``_get_and_verify_dtype``, config.py@0.6.0-@0.9.0), so the start is refused the same way. From 0.9.1
+  ``_resolve_auto_dtype`` (config.py@0.9.1, config/__init__.py@0.10.1.1, config/model.py@0.11.0-@0.34.0) keeps only
+  the platform's ``supported_dtypes`` (platforms/cuda.py@0.9.1: float16 and float32 below 8.0) and falls back to
+  float16 with a WARNING ("Your device 'Tesla T4' (with compute capability 7.5) doesn't support torch.bfloat16.
+  Falling back to torch.float16 for compatibility."): the start goes on in float16.
+- A float32 checkpoint under auto becomes float16 in every release (gemma2's bfloat16 downcast before 0.9.1 is not
+  modelled; the catalog's dtype is the checkpoint's torch_dtype).
+
+An unknown capability (``GpuSpec.capability`` None) is never refused: the card may well be Ampere or newer.
+"""
+
+from __future__ import annotations
+
+from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version
+
+MIN_CAPABILITY = (8, 0)
+AUTO_FALLBACK_SINCE = (0, 9, 1)  # _resolve_auto_dtype: auto falls back to float16 instead of refusing
+_ALIASES = {"half": "float16", "float": "float32"}
+
+
+def requested(dtype: str) -> str:
+    """``--dtype`` as vLLM's table names it (``half`` is float16, ``float`` float32)."""
+    return _ALIASES.get(dtype, dtype)
+
+
+def no_bf16(capability: tuple[int, int] | None) -> bool:
+    """Whether the card is known to lack bfloat16 (a capability below 8.0); unknown is not."""
+    return capability is not None and capability < MIN_CAPABILITY
+
+
+def falls_back(version: str | None) -> bool:
+    """Whether ``--dtype auto`` drops a bfloat16 checkpoint to float16 on such a card (from 0.9.1) rather than
+    taking bfloat16 and being refused. An unknown version reads as the newest release."""
+    return (parse_version(version) or NEWEST_RELEASE) >= AUTO_FALLBACK_SINCE
+
+
+def resolved(model_dtype: str, dtype: str, capability: tuple[int, int] | None, version: str | None) -> str:
+    """The dtype vLLM runs the model in: ``--dtype`` when given; under auto the checkpoint's, a float32 checkpoint
+    as float16, and a bfloat16 one as float16 where the release falls back on a card without bfloat16."""
+    if dtype != "auto":
+        return requested(dtype)
+    if model_dtype == "float32":
+        return "float16"
+    if model_dtype == "bfloat16" and no_bf16(capability) and falls_back(version):
+        return "float16"
+    return model_dtype
+
+
+def refused(model_dtype: str, dtype: str, capability: tuple[int, int] | None, version: str | None) -> bool:
+    """Whether the worker refuses the start: the resolved dtype is bfloat16 on a card known to lack it."""
+    return no_bf16(capability) and resolved(model_dtype, dtype, capability, version) == "bfloat16"
+
+
+def fell_back(model_dtype: str, dtype: str, capability: tuple[int, int] | None, version: str | None) -> bool:
+    """Whether vLLM logs its fallback warning (auto on a bfloat16 checkpoint, a card without bfloat16, 0.9.1+)."""
+    return dtype == "auto" and model_dtype == "bfloat16" and no_bf16(capability) and falls_back(version)
+
+
+def detail(gpu_product: str, capability: tuple[int, int] | None) -> dict[str, str]:
+    """The figures vLLM's error prints: torch's device name and the capability as ``7.5``."""
+    name = gpu_product.replace("-", " ", 1)  # torch: "Tesla T4", "Tesla V100-SXM2-16GB"
+    cap = f"{capability[0]}.{capability[1]}" if capability is not None else "unknown"
+    return {"gpu_name": name, "capability": cap}
