@@ -42,28 +42,26 @@ def test_a_reader_that_reads_everything_keeps_the_verdict():
     assert _piped(DIAGNOSE, "cat >/dev/null")[0] == 0
 
 
-def test_a_pipe_closed_before_the_first_write_is_not_success():
-    """No race with the reader: the pipe's read end is closed before the CLI starts, so its first write fails."""
+def _into_closed_pipe(args: tuple[str, ...]) -> subprocess.CompletedProcess[str]:
+    """The CLI writing into a pipe whose read end was closed before it started: no race with a reader."""
     read, write = os.pipe()
     os.close(read)
     try:
-        got = subprocess.run([sys.executable, "-m", "vllm_remedy", *DIAGNOSE], stdout=write, stderr=subprocess.PIPE,
-                             text=True, cwd=ROOT, timeout=120)
+        return subprocess.run([sys.executable, "-m", "vllm_remedy", *args], stdout=write, stderr=subprocess.PIPE,
+                              text=True, cwd=ROOT, timeout=120)
     finally:
         os.close(write)
+
+
+def test_a_pipe_closed_before_the_first_write_is_not_success():
+    got = _into_closed_pipe(DIAGNOSE)
     assert got.returncode == 141 and got.stderr == "", got.stderr
 
 
 @pytest.mark.parametrize("args", [("--help",), ("plan", "--help"), ("--version",)])
 def test_help_into_a_closed_pipe_is_not_success(args):
     """argparse swallows write errors while printing help (the second review: `--help | true` exited 0)."""
-    read, write = os.pipe()
-    os.close(read)
-    try:
-        got = subprocess.run([sys.executable, "-m", "vllm_remedy", *args], stdout=write, stderr=subprocess.PIPE,
-                             text=True, cwd=ROOT, timeout=120)
-    finally:
-        os.close(write)
+    got = _into_closed_pipe(args)
     assert got.returncode == 141 and got.stderr == "", got.stderr
 
 
