@@ -31,7 +31,10 @@ def test_a_restore_reads_one_snapshot_and_watches_the_rollout(rehearsal: Rehears
     def counting(req: Any) -> Any:
         watch = req.query.get("watch") in ("1", "true")
         seen["WATCH" if watch else req.method] += 1
-        return original(req)
+        response = original(req)
+        if response.status == 409:  # a guarded write met a concurrent change (a controller's status update): redone
+            seen["CONFLICT"] += 1
+        return response
 
     rehearsal.server.dispatch = counting  # type: ignore[method-assign]
     got = rehearsal.pyinfra(LOCAL, RESTORE, "-y")
@@ -40,6 +43,8 @@ def test_a_restore_reads_one_snapshot_and_watches_the_rollout(rehearsal: Rehears
     assert "successfully rolled out" in got.stderr, got.stderr
     after = rehearsal.client().get_deployment(NS, "llama-8b")
     assert templates_equal(after["spec"]["template"], good["spec"]["template"])
-    assert seen["PATCH"] == 2, seen  # the crash record on revision 15's ReplicaSet, then the guarded rollback
+    # the crash record on revision 15's ReplicaSet, then the guarded rollback; a write refused for a concurrent
+    # change is read again and redone (a loaded CI run saw 3 PATCHes once), never more than that
+    assert seen["PATCH"] == 2 + seen["CONFLICT"], seen
     assert 1 <= seen["WATCH"] <= 6, seen  # Deployment, ReplicaSets, pods: watched, not polled
     assert sum(seen.values()) <= BOUND, seen
