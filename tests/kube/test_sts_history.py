@@ -13,7 +13,7 @@ from fixtures.sim_world import Sim
 from fixtures.sts_world import image, ok, pods, settled, web
 from vllm_remedy.kube import sts_history
 from vllm_remedy.kube.client import JSON_PATCH, KubeClient
-from vllm_remedy.kube.errors import RolloutError
+from vllm_remedy.kube.errors import ConflictError, RolloutError
 from vllm_remedy.kube.history import history_table
 from vllm_remedy.kube.sts_wait import wait_for_sts_rollout
 from vllm_remedy.sim.runtime import EXIT_AFTER, EXIT_CODE
@@ -54,8 +54,14 @@ def test_history_and_undo_match_kubectl_and_the_forced_rollback_names_the_broken
     assert (plan.revision, plan.controller_revision, plan.skipped) == (1, good, False)
     with pytest.raises(RolloutError, match=r"^unable to find specified revision 7 in history$"):
         sts_history.plan_undo(sts, revs, 7)
-    client.request("PATCH", client.object_path("llm", "statefulsets", "web"), body=plan.patch,
-                   content_type=JSON_PATCH)
+    for _ in range(5):  # the patch is guarded by the read's resourceVersion; a status update in between: read again
+        try:
+            client.request("PATCH", client.object_path("llm", "statefulsets", "web"), body=plan.patch,
+                           content_type=JSON_PATCH)
+            break
+        except ConflictError:
+            sts, revs, _ = read(client)
+            plan = sts_history.plan_undo(sts, revs)
     assert live_sim.clusters["a"].wait_for(
         lambda: store.get("statefulsets.apps", "llm", "web")["status"].get("updateRevision") == good, 5)
     # kubectl sees what its own undo would have made: revision 1 re-numbered 3
