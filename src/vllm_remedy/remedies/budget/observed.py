@@ -75,8 +75,7 @@ def _positive(value: Any, kind: type) -> Any:
 def kv_scale(obs: KvObservation, model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> tuple[float, str | None]:
     """(factor, note): the observed KV bytes over the predicted ones at the settings the log ran with (``settings``
     with the log's TP and utilization when it printed them); 1.0 and no note when the log shows no less."""
-    logged = dataclasses.replace(settings, tp=obs.tp or settings.tp,
-                                 gpu_memory_utilization=obs.utilization or settings.gpu_memory_utilization)
+    logged = _logged_settings(obs, settings)
     predicted = estimate(model, gpu, logged)
     if predicted.kv_cache_gib <= 0:
         return 1.0, None
@@ -110,6 +109,10 @@ def kv_deficit_gib(obs: KvObservation, model: ModelSpec, gpu: GpuSpec, settings:
     not the same share. The judge takes the smaller of the two readings for every candidate."""
     if scale >= 1.0:
         return 0.0
-    logged = dataclasses.replace(settings, tp=obs.tp or settings.tp,
-                                 gpu_memory_utilization=obs.utilization or settings.gpu_memory_utilization)
-    return estimate(model, gpu, logged).kv_cache_gib * (1.0 - scale)
+    return estimate(model, gpu, _logged_settings(obs, settings)).kv_cache_gib * (1.0 - scale)
+
+
+def _logged_settings(obs: KvObservation, settings: EngineSettings) -> EngineSettings:
+    """``settings`` at the TP and utilization the log ran with, where it printed them."""
+    return dataclasses.replace(settings, tp=obs.tp or settings.tp,
+                               gpu_memory_utilization=obs.utilization or settings.gpu_memory_utilization)

@@ -195,12 +195,10 @@ class EngineSettings:
                 kwargs[field] = str(norm[flag]).strip().lower()
         if norm.get("quantization"):
             kwargs["quantization"] = str(norm["quantization"]).strip().lower()
-        if "enforce-eager" in norm:
-            kwargs["enforce_eager"] = _bool(norm, "enforce-eager")
-        if "disable-sliding-window" in norm:
-            kwargs["disable_sliding_window"] = _bool(norm, "disable-sliding-window")
-        if "enable-chunked-prefill" in norm:
-            kwargs["enable_chunked_prefill"] = _bool(norm, "enable-chunked-prefill")
+        for flag, field in (("enforce-eager", "enforce_eager"), ("disable-sliding-window", "disable_sliding_window"),
+                            ("enable-chunked-prefill", "enable_chunked_prefill")):
+            if flag in norm:
+                kwargs[field] = _bool(norm, flag)
         if "no-enable-chunked-prefill" in norm and _bool(norm, "no-enable-chunked-prefill"):
             kwargs["enable_chunked_prefill"] = False
         if norm.get("limit-mm-per-prompt"):
