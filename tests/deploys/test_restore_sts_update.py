@@ -61,6 +61,8 @@ def bad_then_edited(rehearsal: Rehearsal) -> dict[str, Any]:
     crash_looping_on(rehearsal, "llama-sts-1")
     edit(rehearsal, lambda spec: spec["containers"][0].setdefault("env", []).append({"name": "LOG_LEVEL",
                                                                                      "value": "debug"}))
+    # the controller writes revision 3's ControllerRevision after the edit, not with it
+    wait_until(lambda: sorted(revision_names(rehearsal)) == [1, 2, 3], 30, "revision 3 to be recorded")
     assert sorted(revision_names(rehearsal)) == [1, 2, 3]
     return good
 
