@@ -24,7 +24,7 @@ QWEN3_8B = catalog.model("Qwen/Qwen3-8B")  # 36 layers
 T4 = catalog.gpu("Tesla-T4")  # 14.58 GiB, capability 7.5: no FlashInfer sampler
 L4 = catalog.gpu("NVIDIA-L4")  # capability 8.9
 H100 = catalog.gpu("NVIDIA-H100-80GB-HBM3")  # 79.19 GiB, CUDA context 0.51
-WARM = {"compile-cache-warm": "true"}  # no cold-compile autotuning phase, no MRv2 forward phase: the sampler alone
+WARM = {"compile-cache-warm": "true"}  # no cold-compile autotuning phase; MRv2's forward is below the sampler here
 CASES = Path(__file__).resolve().parents[2] / "data" / "calibration"
 
 

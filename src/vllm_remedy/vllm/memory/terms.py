@@ -64,8 +64,12 @@ V0_FORWARD_VALUES_PER_TOKEN = 3
 # serve ran 2048 there (engine/arg_utils.py get_batch_defaults, every release 0.21-0.34), where their peak is the cold
 # compile's embedding copy and any count up to ~11.9 gives the same estimate: no log constrains it. Now V0's count for
 # the same MLP, read from its code (gate_up's 2 x I/TP and the activation's I/TP held at once, plus the residual, hidden
-# and output copies of H); it binds only at a large mnbt with a warm or no compile. A warm torch.compile cache leaves
-# only the sampler phase.
+# and output copies of H); it binds only at a large mnbt with a warm or no compile. A warm torch.compile cache does not
+# skip it: ``profile_run`` always runs ``_dummy_run(max_num_tokens, skip_attn=True, is_profile=True)``, whose
+# ``execute_model`` calls ``self.model(**model_inputs)`` (v1/worker/gpu/model_runner.py@0.28.0), and a warm cache only
+# swaps Dynamo/Inductor for the loaded artifact, which is then called on the same inputs ("Directly load AOT
+# compilation", ``output = self.aot_compiled_fn(self, *args, **kwargs)``, compilation/decorators.py@0.28.0). What a
+# warm start drops is the compile's autotuning (``cold_compile_gib``), not the forward.
 MRV2_FORWARD_VALUES_PER_TOKEN = V0_FORWARD_VALUES_PER_TOKEN
 # From 0.33.0 MRv2's profile samples a second time with SamplingParams.for_sampler_warmup() (temperature, top-k 50,
 # top-p 0.9, min-p, penalties, logit bias, bad words, logprobs 5) on the same rows, so the profiled peak pays for the
@@ -277,7 +281,7 @@ def mrv2_activation_gib(model: ModelSpec, res: Resolved, capability: tuple[int, 
         per_logit = max(per_logit, full)
     sampler = rows * model.vocab_size * per_logit + res.mnbt * model.hidden_size * dt
     forward = 0.0
-    if not model.is_moe and not res.compile_cache_warm:  # warm: the fused graph's forward stays under the sampler
+    if not model.is_moe:  # warm or cold: the loaded or compiled graph runs the forward (MRV2_FORWARD_VALUES_PER_TOKEN)
         forward = res.mnbt * MRV2_FORWARD_VALUES_PER_TOKEN * (model.intermediate_size / res.tp + model.hidden_size) * dt
     extra = FLOAT32_EXTRA_GIB if dt == 4 else 0.0
     backend = mxfp4_backend(model, res, capability)
