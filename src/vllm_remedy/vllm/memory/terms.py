@@ -76,6 +76,12 @@ MRV2_FORWARD_VALUES_PER_TOKEN = V0_FORWARD_VALUES_PER_TOKEN
 # float32 logits pipeline (``_dummy_sampler_run``, v1/worker/gpu/model_runner.py@0.33.0;
 # ``versions.MRV2_FULL_SAMPLER_PROFILE_SINCE``). Sized per logit as V1's non-greedy sampler warm-up (FlashInfer's
 # buffers where it runs, else ``V1_SAMPLER_BYTES_PER_LOGIT``): a stand-in, not fitted (no log of 0.33 or later).
+# From 0.26.0 the profile's (default) sampler pass keeps the logits in the model dtype: 0.26.0's
+# ``apply_sampling_params`` works in place in the input dtype (a clone only for raw logprobs), and 0.27.0-0.34.0 copy to
+# float32 only when a request needs logits processing, which the dummy batch's default states never do
+# (v1/worker/gpu/sample/sampler.py; 0.33.0's ``_dummy_sampler_run``: "logits in the model dtype, no per-request
+# processing"). Through 0.25.1 the float32 copy is unconditional.
+MRV2_DTYPE_LOGITS_SINCE = (0, 26, 0)
 # From 0.27.0 MRv2's ``profile_run`` profiles the encoder cache first (``encoder_runner.profile_encoder_cache``,
 # v1/worker/gpu/model_runner.py@0.27.0; absent at 0.26.0), so the vision encoder term applies to it from then.
 MRV2_ENCODER_PROFILE_SINCE = (0, 27, 0)
@@ -269,13 +275,14 @@ def pinned_compile_gib(model: ModelSpec, res: Resolved, capability: tuple[int, i
 def mrv2_activation_gib(model: ModelSpec, res: Resolved, capability: tuple[int, int] | None = None) -> float:
     """Model Runner V2's profile peak (v1/worker/gpu/model_runner.py ``profile_run``): one ``_dummy_run`` over mnbt
     tokens without attention, then ``_dummy_sampler_run`` on min(mnbt, max_num_seqs) rows while the forward's hidden
-    states are still held: the logits, and the sampler's float32 copy (``Sampler.sample``; the dummy requests skip
-    top-k/top-p, so nothing sorts). The forward phase is sized per token like V0's, with its own count of values
-    (``MRV2_FORWARD_VALUES_PER_TOKEN``); a cold compile's autotuning is a phase of its own (``cold_compile_gib``).
+    states are still held: the logits, and before 0.26 the sampler's float32 copy (``MRV2_DTYPE_LOGITS_SINCE``; the
+    dummy requests skip top-k/top-p, so nothing sorts). The forward phase is sized per token like V0's, with its own
+    count of values (``MRV2_FORWARD_VALUES_PER_TOKEN``); a cold compile's autotuning is a phase of its own
+    (``cold_compile_gib``).
     From 0.33 a second, full-pipeline sampler pass on the same rows; from 0.27 the encoder profile."""
     dt = res.weight_dtype_bytes
     rows = min(res.max_num_seqs, res.mnbt)
-    per_logit = dt + 4.0
+    per_logit = dt if res.rules.version >= MRV2_DTYPE_LOGITS_SINCE else dt + 4.0  # + the float32 copy before 0.26
     if res.rules.runner_v2_full_sampler_profile:  # the warm-up pass (MRV2_FULL_SAMPLER_PROFILE_SINCE)
         full = dt + 4.0 * FLASHINFER_FP32_BUFFERS_PER_LOGIT if res.flashinfer_sampler else V1_SAMPLER_BYTES_PER_LOGIT
         per_logit = max(per_logit, full)
