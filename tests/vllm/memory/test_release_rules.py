@@ -24,7 +24,7 @@ QWEN3_8B = catalog.model("Qwen/Qwen3-8B")  # 36 layers
 T4 = catalog.gpu("Tesla-T4")  # 14.58 GiB, capability 7.5: no FlashInfer sampler
 L4 = catalog.gpu("NVIDIA-L4")  # capability 8.9
 H100 = catalog.gpu("NVIDIA-H100-80GB-HBM3")  # 79.19 GiB, CUDA context 0.51
-WARM = {"compile-cache-warm": "true"}  # no cold-compile autotuning phase, no MRv2 forward phase: the sampler alone
+WARM = {"compile-cache-warm": "true"}  # no cold-compile autotuning phase; MRv2's forward is below the sampler here
 CASES = Path(__file__).resolve().parents[2] / "data" / "calibration"
 
 
@@ -53,40 +53,43 @@ def test_mrv2_graph_estimate_is_zero_with_enforce_eager():
 
 def test_the_t4_0_30_log_is_a_warm_compile_and_its_peak_activation_includes_the_graph_estimate():
     """The log's 0.46 GiB "peak activation" is 0.12 of profile headroom + the 0.34 GiB graph estimate (gpu_worker.py
-    @0.27.0); with the compile cache warm (its "Directly load AOT compilation" line) the model charges the sampler
-    (256 x 151,936 x 6 B + 2,048 x 1,536 x 2 B = 0.2232 GiB) and 0.35 GiB of graphs: 320,432 tokens, -1.3 %."""
+    @0.27.0); with the compile cache warm (its "Directly load AOT compilation" line) the model charges the profile's
+    forward, which a warm cache still runs (3 x (8,960 + 1,536) values x 2,048 tokens x 2 B = 0.1201 GiB, above the
+    sampler's fp16 logits: terms.MRV2_DTYPE_LOGITS_SINCE), and 0.35 GiB of graphs: 324,304 tokens, -0.1 %. (It
+    charged the sampler with a float32 copy, 0.2232 GiB, -1.3 %, until 0.30.0's sampler was read.)"""
     case = yaml.safe_load((CASES / "t4-v0.30.0-qwen2.5-1.5b-4k-u0.85.yaml").read_text())
     assert case["compile_cache"] == "warm"
     e = estimate_case(case)
-    assert e.activation_gib == pytest.approx((256 * 151_936 * 6 + 2048 * 1536 * 2) / GIB)
+    assert e.activation_gib == pytest.approx(3 * (8960 + 1536) * 2048 * 2 / GIB)
     assert e.cudagraph_gib == pytest.approx(0.35)
-    assert e.kv_cache_tokens == 320_432
+    assert e.kv_cache_tokens == 324_304
 
 
 # b. The null block held back in the one-request check from 0.29.0 (kv_cache_utils.py@0.29.0).
 
-MAX_LEN_FLAGS = {"gpu-memory-utilization": "0.295", "enforce-eager": "true"}
+MAX_LEN_FLAGS = {"gpu-memory-utilization": "0.288", "enforce-eager": "true"}
 
 
 def test_a_request_filling_every_block_is_refused_from_0_29():
-    """Eager, so graphs take nothing at either release: 0.295 x 14.58 GiB less 2.976 weights, 0.223 activation and
-    0.27 non-torch leaves 1,947 blocks of 458,752 B (28 layers x 16 tokens x 1,024 B): 31,152 tokens. A 31,152-token
-    request needs all 1,947 blocks: it fits the budget (0.28), not the budget less the null block (0.29)."""
+    """Eager, so graphs take nothing at either release: 0.288 x 14.58 GiB less 2.976 weights, 0.120 activation (the
+    forward) and 0.27 non-torch leaves 1,949 blocks of 458,752 B (28 layers x 16 tokens x 1,024 B): 31,184 tokens. A
+    31,184-token request needs all 1,949 blocks: it fits the budget (0.28), not the budget less the null block (0.29).
+    (0.295 gave the same blocks while the sampler's float32 copy was charged.)"""
     for version in ("0.28.0", "0.29.0"):
         e = run(QWEN_1_5B, T4, version, WARM, **MAX_LEN_FLAGS, **{"max-model-len": "4096"})
-        assert (e.gpu_blocks, e.kv_cache_tokens) == (1947, 31_152)
-    full = {**MAX_LEN_FLAGS, "max-model-len": "31152"}
+        assert (e.gpu_blocks, e.kv_cache_tokens) == (1949, 31_184)
+    full = {**MAX_LEN_FLAGS, "max-model-len": "31184"}
     assert run(QWEN_1_5B, T4, "0.28.0", WARM, **full).outcome is Outcome.FITS
     refused = run(QWEN_1_5B, T4, "0.29.0", WARM, **full)
     assert refused.outcome is Outcome.MAX_LEN_EXCEEDS_KV
-    assert refused.suggested_max_model_len == 31_136  # 1,946 blocks x 16: the search plans against usable blocks
-    assert run(QWEN_1_5B, T4, "0.29.0", WARM, **{**MAX_LEN_FLAGS, "max-model-len": "31136"}).outcome is Outcome.FITS
+    assert refused.suggested_max_model_len == 31_168  # 1,948 blocks x 16: the search plans against usable blocks
+    assert run(QWEN_1_5B, T4, "0.29.0", WARM, **{**MAX_LEN_FLAGS, "max-model-len": "31168"}).outcome is Outcome.FITS
 
 
 def test_auto_fit_leaves_out_the_null_block_from_0_29():
     auto = {**MAX_LEN_FLAGS, "max-model-len": "-1"}
-    assert run(QWEN_1_5B, T4, "0.28.0", WARM, **auto).max_model_len == 31_152
-    assert run(QWEN_1_5B, T4, "0.29.0", WARM, **auto).max_model_len == 31_136
+    assert run(QWEN_1_5B, T4, "0.28.0", WARM, **auto).max_model_len == 31_184
+    assert run(QWEN_1_5B, T4, "0.29.0", WARM, **auto).max_model_len == 31_168
 
 
 # c. MRv2's full sampler pass in the profile from 0.33.0 (v1/worker/gpu/model_runner.py@0.33.0 _dummy_sampler_run).
@@ -94,8 +97,15 @@ def test_auto_fit_leaves_out_the_null_block_from_0_29():
 HIDDEN_STATES = 2048 * 1536 * 2  # mnbt x hidden x fp16, held through the sampler
 
 
+def test_before_0_33_the_mrv2_sampler_phase_is_the_fp16_logits_under_the_forward():
+    """0.32.0's default pass keeps the logits in fp16 (no float32 copy for the dummy requests, which need no logits
+    processing: MRV2_DTYPE_LOGITS_SINCE), 256 x 151,936 x 2 B + the hidden states = 0.078 GiB, under the profile's
+    forward, 3 x (8,960 + 1,536) x 2,048 x 2 B = 0.120 GiB."""
+    e = run(QWEN_1_5B, T4, "0.32.0", WARM, **{"max-model-len": "4096"})
+    assert (256 * 151_936 * 2 + HIDDEN_STATES) / GIB < e.activation_gib == pytest.approx(3 * 10_496 * 2048 * 2 / GIB)
+
+
 @pytest.mark.parametrize(("version", "gpu", "inputs", "per_logit"), [
-    ("0.32.0", T4, {}, 2 + 4),  # logits + their float32 copy; the dummy requests skip top-k/top-p
     ("0.33.0", T4, {}, 14.5),  # + the warm-up pass: V1's non-greedy sampler per logit (no FlashInfer below 8.0)
     ("0.33.0", L4, {"flashinfer": "true"}, 2 + 3 * 4),  # FlashInfer's buffers where it runs
 ])

@@ -64,14 +64,24 @@ V0_FORWARD_VALUES_PER_TOKEN = 3
 # serve ran 2048 there (engine/arg_utils.py get_batch_defaults, every release 0.21-0.34), where their peak is the cold
 # compile's embedding copy and any count up to ~11.9 gives the same estimate: no log constrains it. Now V0's count for
 # the same MLP, read from its code (gate_up's 2 x I/TP and the activation's I/TP held at once, plus the residual, hidden
-# and output copies of H); it binds only at a large mnbt with a warm or no compile. A warm torch.compile cache leaves
-# only the sampler phase.
+# and output copies of H); it binds only at a large mnbt with a warm or no compile. A warm torch.compile cache does not
+# skip it: ``profile_run`` always runs ``_dummy_run(max_num_tokens, skip_attn=True, is_profile=True)``, whose
+# ``execute_model`` calls ``self.model(**model_inputs)`` (v1/worker/gpu/model_runner.py@0.28.0), and a warm cache only
+# swaps Dynamo/Inductor for the loaded artifact, which is then called on the same inputs ("Directly load AOT
+# compilation", ``output = self.aot_compiled_fn(self, *args, **kwargs)``, compilation/decorators.py@0.28.0). What a
+# warm start drops is the compile's autotuning (``cold_compile_gib``), not the forward.
 MRV2_FORWARD_VALUES_PER_TOKEN = V0_FORWARD_VALUES_PER_TOKEN
 # From 0.33.0 MRv2's profile samples a second time with SamplingParams.for_sampler_warmup() (temperature, top-k 50,
 # top-p 0.9, min-p, penalties, logit bias, bad words, logprobs 5) on the same rows, so the profiled peak pays for the
 # float32 logits pipeline (``_dummy_sampler_run``, v1/worker/gpu/model_runner.py@0.33.0;
 # ``versions.MRV2_FULL_SAMPLER_PROFILE_SINCE``). Sized per logit as V1's non-greedy sampler warm-up (FlashInfer's
 # buffers where it runs, else ``V1_SAMPLER_BYTES_PER_LOGIT``): a stand-in, not fitted (no log of 0.33 or later).
+# From 0.26.0 the profile's (default) sampler pass keeps the logits in the model dtype: 0.26.0's
+# ``apply_sampling_params`` works in place in the input dtype (a clone only for raw logprobs), and 0.27.0-0.34.0 copy to
+# float32 only when a request needs logits processing, which the dummy batch's default states never do
+# (v1/worker/gpu/sample/sampler.py; 0.33.0's ``_dummy_sampler_run``: "logits in the model dtype, no per-request
+# processing"). Through 0.25.1 the float32 copy is unconditional.
+MRV2_DTYPE_LOGITS_SINCE = (0, 26, 0)
 # From 0.27.0 MRv2's ``profile_run`` profiles the encoder cache first (``encoder_runner.profile_encoder_cache``,
 # v1/worker/gpu/model_runner.py@0.27.0; absent at 0.26.0), so the vision encoder term applies to it from then.
 MRV2_ENCODER_PROFILE_SINCE = (0, 27, 0)
@@ -265,19 +275,20 @@ def pinned_compile_gib(model: ModelSpec, res: Resolved, capability: tuple[int, i
 def mrv2_activation_gib(model: ModelSpec, res: Resolved, capability: tuple[int, int] | None = None) -> float:
     """Model Runner V2's profile peak (v1/worker/gpu/model_runner.py ``profile_run``): one ``_dummy_run`` over mnbt
     tokens without attention, then ``_dummy_sampler_run`` on min(mnbt, max_num_seqs) rows while the forward's hidden
-    states are still held: the logits, and the sampler's float32 copy (``Sampler.sample``; the dummy requests skip
-    top-k/top-p, so nothing sorts). The forward phase is sized per token like V0's, with its own count of values
-    (``MRV2_FORWARD_VALUES_PER_TOKEN``); a cold compile's autotuning is a phase of its own (``cold_compile_gib``).
+    states are still held: the logits, and before 0.26 the sampler's float32 copy (``MRV2_DTYPE_LOGITS_SINCE``; the
+    dummy requests skip top-k/top-p, so nothing sorts). The forward phase is sized per token like V0's, with its own
+    count of values (``MRV2_FORWARD_VALUES_PER_TOKEN``); a cold compile's autotuning is a phase of its own
+    (``cold_compile_gib``).
     From 0.33 a second, full-pipeline sampler pass on the same rows; from 0.27 the encoder profile."""
     dt = res.weight_dtype_bytes
     rows = min(res.max_num_seqs, res.mnbt)
-    per_logit = dt + 4.0
+    per_logit = dt if res.rules.version >= MRV2_DTYPE_LOGITS_SINCE else dt + 4.0  # + the float32 copy before 0.26
     if res.rules.runner_v2_full_sampler_profile:  # the warm-up pass (MRV2_FULL_SAMPLER_PROFILE_SINCE)
         full = dt + 4.0 * FLASHINFER_FP32_BUFFERS_PER_LOGIT if res.flashinfer_sampler else V1_SAMPLER_BYTES_PER_LOGIT
         per_logit = max(per_logit, full)
     sampler = rows * model.vocab_size * per_logit + res.mnbt * model.hidden_size * dt
     forward = 0.0
-    if not model.is_moe and not res.compile_cache_warm:  # warm: the fused graph's forward stays under the sampler
+    if not model.is_moe:  # warm or cold: the loaded or compiled graph runs the forward (MRV2_FORWARD_VALUES_PER_TOKEN)
         forward = res.mnbt * MRV2_FORWARD_VALUES_PER_TOKEN * (model.intermediate_size / res.tp + model.hidden_size) * dt
     extra = FLOAT32_EXTRA_GIB if dt == 4 else 0.0
     backend = mxfp4_backend(model, res, capability)
