@@ -40,3 +40,16 @@ def test_smaller_images_profile_more_items_and_less_kv() -> None:
     official = estimate_case({k: v for k, v in case.items() if k != "image_max_pixels"})
     assert capped.activation_gib > official.activation_gib
     assert capped.kv_cache_tokens < official.kv_cache_tokens
+
+
+def test_mm_processor_kwargs_flag_overrides_the_checkpoint_cap() -> None:
+    """vLLM merges --mm-processor-kwargs into the processor; max_pixels overrides size.longest_edge."""
+    inputs = {"image-max-pixels": "1310720"}
+    flag = EngineSettings.from_flags({"mm-processor-kwargs": '{"max_pixels": 200704}'}, "0.11.0", inputs)
+    assert flag.image_max_pixels == 200_704
+    size = EngineSettings.from_flags({"mm-processor-kwargs": '{"size": {"longest_edge": 401408}}'}, "0.11.0")
+    assert size.image_max_pixels == 401_408
+    other = EngineSettings.from_flags({"mm-processor-kwargs": '{"fps": 1}'}, "0.11.0", inputs)
+    assert other.image_max_pixels == 1_310_720
+    with pytest.raises(UserError):
+        EngineSettings.from_flags({"mm-processor-kwargs": "max_pixels=5"}, "0.11.0")
