@@ -53,3 +53,12 @@ def test_mm_processor_kwargs_flag_overrides_the_checkpoint_cap() -> None:
     assert other.image_max_pixels == 1_310_720
     with pytest.raises(UserError):
         EngineSettings.from_flags({"mm-processor-kwargs": "max_pixels=5"}, "0.11.0")
+
+
+def test_cli_passes_the_cap_as_a_model_input() -> None:
+    import argparse
+
+    from vllm_remedy.commands._engine_args import model_inputs
+
+    assert model_inputs(argparse.Namespace(image_max_pixels=1_310_720)) == {"image-max-pixels": "1310720"}
+    assert model_inputs(argparse.Namespace(image_max_pixels=None)) == {}
