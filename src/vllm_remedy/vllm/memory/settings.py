@@ -17,6 +17,7 @@ from vllm_remedy.vllm import dtype_support
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline.flags import canonical_key
 from vllm_remedy.vllm.cmdline.values import parse_float, parse_int
+from vllm_remedy.vllm.memory.mm_processor import mm_processor_max_pixels
 from vllm_remedy.vllm.versions import (
     VersionRules,
     parse_version,
@@ -222,7 +223,7 @@ class EngineSettings:
             kwargs["allow_long_max_model_len"] = _bool(given, "allow-long-max-model-len")
         if given.get("image-max-pixels"):
             kwargs["image_max_pixels"] = _int(given, "image-max-pixels")
-        if norm.get("mm-processor-kwargs") and (cap := _mm_image_max_pixels(str(norm["mm-processor-kwargs"]))):
+        if norm.get("mm-processor-kwargs") and (cap := mm_processor_max_pixels(str(norm["mm-processor-kwargs"]))):
             kwargs["image_max_pixels"] = cap  # the flag overrides the checkpoint's processor, as in vLLM
         size = _capture_size(norm, version)
         if size is not None:
@@ -242,24 +243,6 @@ def _mm_limits(value: str) -> tuple[tuple[str, int], ...]:
     if not isinstance(data, dict) or not all(isinstance(v, int) and not isinstance(v, bool) for v in data.values()):
         raise UserError(f"limit-mm-per-prompt: {value!r} must map each modality to a count")
     return tuple(sorted((str(k), int(v)) for k, v in data.items()))
-
-
-def _mm_image_max_pixels(value: str) -> int | None:
-    """The image cap a ``--mm-processor-kwargs`` JSON object sets, or None. vLLM merges these kwargs into the HF
-    processor it sizes the dummy image with (multimodal/processing.py and transformers_utils/processor.py@0.11.0
-    ``_merge_mm_kwargs``), and the Qwen2-VL fast image processor Qwen3-VL uses lets ``max_pixels`` override
-    ``size["longest_edge"]`` (transformers 4.57.1 image_processing_qwen2_vl_fast.py ``__init__``)."""
-    try:
-        data = json.loads(value)
-    except ValueError as exc:
-        raise UserError(f"mm-processor-kwargs: {value!r} is not a JSON object") from exc
-    if not isinstance(data, dict):
-        raise UserError(f"mm-processor-kwargs: {value!r} is not a JSON object")
-    size = data.get("size")
-    cap = data.get("max_pixels", size.get("longest_edge") if isinstance(size, dict) else None)
-    if isinstance(cap, bool) or not isinstance(cap, int | float) or cap <= 0:
-        return None  # not a pixel count this model reads; left to vLLM and transformers to judge
-    return int(cap)
 
 
 def _capture_size(flags: Mapping[str, str], version: str | None) -> int | None:
