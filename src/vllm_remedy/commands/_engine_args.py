@@ -154,6 +154,10 @@ def add_engine_flags(parser: argparse.ArgumentParser, with_defaults: bool = True
     parser.add_argument("--allow-long-max-model-len", action="store_true", default=None,
                         help="the pod's env sets VLLM_ALLOW_LONG_MAX_MODEL_LEN=1: vLLM then only warns about a "
                              "--max-model-len above the model's maximum instead of refusing to start")
+    parser.add_argument("--image-max-pixels", metavar="N", type=_count,
+                        help="the checkpoint's image-processor cap (preprocessor_config.json size.longest_edge or "
+                             "max_pixels): Qwen3-VL profiles its encoder on images this large (default: the "
+                             "official processor's; a pod's --mm-processor-kwargs max_pixels wins)")
 
 
 def engine_flags(args: argparse.Namespace) -> dict[str, str]:
@@ -165,7 +169,8 @@ def engine_flags(args: argparse.Namespace) -> dict[str, str]:
 
 
 def model_inputs(args: argparse.Namespace) -> dict[str, str]:
-    """--other-gib, --compile-cache, --p2p and --allow-long-max-model-len as the memory model's own inputs
+    """--other-gib, --compile-cache, --p2p, --allow-long-max-model-len and --image-max-pixels as the memory model's own
+    inputs
     (``settings.MODEL_INPUTS``): not vLLM flags."""
     inputs: dict[str, str] = {}
     if getattr(args, "other_gib", None) is not None:
@@ -176,6 +181,8 @@ def model_inputs(args: argparse.Namespace) -> dict[str, str]:
         inputs["p2p"] = "true" if args.p2p == "yes" else "false"
     if getattr(args, "allow_long_max_model_len", None):
         inputs["allow-long-max-model-len"] = "true"
+    if getattr(args, "image_max_pixels", None) is not None:
+        inputs["image-max-pixels"] = str(args.image_max_pixels)
     return inputs
 
 

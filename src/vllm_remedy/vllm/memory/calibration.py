@@ -47,6 +47,8 @@ def estimate_case(case: Case) -> Estimate:
         inputs["p2p"] = str(bool(case["p2p"])).lower()
     if case.get("compile_cache") == "warm":  # the log's "Directly load AOT compilation" line
         inputs["compile-cache-warm"] = "true"
+    if case.get("image_max_pixels"):  # the checkpoint's preprocessor_config.json size.longest_edge / max_pixels
+        inputs["image-max-pixels"] = str(case["image_max_pixels"])
     return estimate(model, gpu, EngineSettings.from_flags(flags, str(case["vllm_version"]), inputs))
 
 

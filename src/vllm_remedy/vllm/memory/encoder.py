@@ -7,6 +7,8 @@ profile peak (V1, and Model Runner V2 from ``terms.MRV2_ENCODER_PROFILE_SINCE``)
 
 from __future__ import annotations
 
+import math
+
 from vllm_remedy.vllm.catalog import GIB, ModelSpec
 from vllm_remedy.vllm.memory.settings import Resolved
 
@@ -24,11 +26,14 @@ ENCODER_PADDING_UNTIL = (0, 13, 0)
 # Qwen3-VL's largest dummy items as vLLM 0.11-0.12 count them (model_executor/models/qwen3_vl.py@0.11.0): an image of
 # the processor's longest_edge 16,777,216 px is 16,384 tokens (32 x 32 px each); a video of 25,165,824 px over all
 # frames is 12,288 tokens, counted 12.5 times for its timestamp text (``get_max_video_tokens``) = 153,600. These are
-# the official processors' sizes (preprocessor_config.json is not an input; a checkpoint with a smaller processor, as
-# Qwen3-VL-Embedding-2B's log shows, profiles more, smaller images). A 4 x RTX 3090 log prints the video budget:
-# "Encoder cache will be initialized with a budget of 153600 tokens, and profiled with 1 video items".
+# the official processors' sizes; a checkpoint whose preprocessor_config.json caps images lower (the
+# ``image-max-pixels`` input, ``qwen3_vl_image_tokens``) profiles more, smaller images. A 4 x RTX 3090 log prints the
+# video budget: "Encoder cache will be initialized with a budget of 153600 tokens, and profiled with 1 video items".
 QWEN3_VL_IMAGE_TOKENS = 16384
 QWEN3_VL_VIDEO_TOKENS = 153600
+# Pixels per side of one Qwen3-VL language-model token: patch_size 16 x spatial_merge_size 2 (the ``factor`` vLLM passes
+# to ``smart_resize``, qwen3_vl.py@0.11.0 ``_get_vision_info``).
+QWEN3_VL_TOKEN_PX = 32
 MM_DEFAULT_LIMIT_PER_PROMPT = 999  # V1's default per modality (config/multimodal.py@0.11.0 get_limit_per_prompt)
 # Qwen2-VL's vision transformer on V1 0.10-0.11 (``qwen2_vl_tower_gib``): read in model_executor/models/qwen2_vl.py at
 # 0.10.0, 0.10.2 and 0.11.0 (same rotary and MLP code); 0.12.0 replaced the rotary (``dispatch_rotary_emb_function``).
@@ -86,7 +91,8 @@ def qwen3_vl_encoder_cache_gib(model: ModelSpec, res: Resolved) -> float:
     if not ENCODER_PADDING_SINCE <= res.rules.version < ENCODER_PADDING_UNTIL:
         return 0.0
     limits = dict(res.mm_limits)
-    sizes = {m: t for m, t in (("image", QWEN3_VL_IMAGE_TOKENS), ("video", QWEN3_VL_VIDEO_TOKENS)) if limits.get(m, 1)}
+    image = qwen3_vl_image_tokens(res.image_max_pixels)
+    sizes = {m: t for m, t in (("image", image), ("video", QWEN3_VL_VIDEO_TOKENS)) if limits.get(m, 1)}
     if not sizes:
         return 0.0
     modality, per_item = max(sizes.items(), key=lambda item: item[1])
@@ -95,6 +101,18 @@ def qwen3_vl_encoder_cache_gib(model: ModelSpec, res: Resolved) -> float:
     requests = res.max_num_seqs if res.chunked_prefill else min(res.max_num_seqs, res.mnbt // per_item)
     items = max(1, min(budget // per_item, requests * per_prompt))
     return items * budget * model.mm_embed_dim * res.weight_dtype_bytes / GIB
+
+
+def qwen3_vl_image_tokens(max_pixels: int | None) -> int:
+    """Tokens of Qwen3-VL's largest dummy image. vLLM 0.11.0 sizes it as ``smart_resize`` of a 9,999,999 px square image
+    with the image processor's ``size["longest_edge"]`` as max_pixels (qwen2_vl.py@0.11.0
+    ``get_image_size_with_most_features``, via qwen3_vl.py@0.11.0 ``_get_vision_info``; transformers' smart_resize
+    shrinks it to floor(sqrt(max_pixels) / factor) x factor a side), one token per 32 x 32 px. The processor is the
+    checkpoint's own (preprocessor_config.json); None takes the official Qwen3-VL processor's 16,384 tokens."""
+    if not max_pixels:
+        return QWEN3_VL_IMAGE_TOKENS
+    side = max(1, math.isqrt(max_pixels) // QWEN3_VL_TOKEN_PX)
+    return side * side
 
 
 def _qwen2_vl_tower_applies(model: ModelSpec, res: Resolved) -> bool:

@@ -17,6 +17,7 @@ from vllm_remedy.vllm import dtype_support
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline.flags import canonical_key
 from vllm_remedy.vllm.cmdline.values import parse_float, parse_int
+from vllm_remedy.vllm.memory.mm_processor import mm_processor_max_pixels
 from vllm_remedy.vllm.versions import (
     VersionRules,
     parse_version,
@@ -32,9 +33,11 @@ DTYPES = frozenset({"auto", "bfloat16", "float16", "half", "float32", "float"})
 AUTO_MAX_MODEL_LEN_SINCE = (0, 12, 0)
 #: What the memory model needs beyond vLLM's flags: GiB other processes hold on the card, whether the sampler takes
 #: FlashInfer's kernel (an install fact), whether the torch.compile cache is warm, whether the TP ranks' GPUs have
-#: CUDA peer access (a machine fact), whether the env allows a length above the model's (VLLM_ALLOW_LONG_MAX_MODEL_LEN).
+#: CUDA peer access (a machine fact), whether the env allows a length above the model's (VLLM_ALLOW_LONG_MAX_MODEL_LEN),
+#: the checkpoint's image-processor pixel cap (preprocessor_config.json, ``EngineSettings.image_max_pixels``).
 #: ``EngineSettings.from_flags`` takes them apart from the flags.
-MODEL_INPUTS = frozenset({"other-process-gib", "flashinfer", "compile-cache-warm", "p2p", "allow-long-max-model-len"})
+MODEL_INPUTS = frozenset({"other-process-gib", "flashinfer", "compile-cache-warm", "p2p", "allow-long-max-model-len",
+                          "image-max-pixels"})
 _TRUE = frozenset({"", "true", "1", "yes", "on"})
 _FALSE = frozenset({"false", "0", "no", "off"})
 _UNKNOWN = frozenset({"unknown", "auto", "none"})
@@ -134,6 +137,10 @@ class EngineSettings:
     # --limit-mm-per-prompt as sorted (modality, count) pairs; empty = vLLM's defaults. A 0 takes the modality out of
     # the encoder profile (``encoder.qwen3_vl_encoder_cache_gib``).
     mm_limits: tuple[tuple[str, int], ...] = ()
+    # The checkpoint's image processor's largest image in pixels (preprocessor_config.json ``size.longest_edge``, or
+    # the legacy ``max_pixels``): vLLM sizes its dummy profile image from it (``encoder.qwen3_vl_image_tokens``).
+    # None = the official processor's (a checkpoint that ships a smaller one profiles more, smaller images).
+    image_max_pixels: int | None = None
 
     def __post_init__(self) -> None:
         if not 0 < self.gpu_memory_utilization <= 1:
@@ -147,6 +154,7 @@ class EngineSettings:
             ("max-num-batched-tokens", self.max_num_batched_tokens),
             ("block-size", self.block_size),
             ("max-cudagraph-capture-size", self.cudagraph_capture_size),
+            ("image-max-pixels", self.image_max_pixels),
         ):
             if value is not None and value <= 0:
                 raise UserError(f"{key}: {value} must be a positive integer")
@@ -213,6 +221,10 @@ class EngineSettings:
             kwargs["p2p"] = _bool(given, "p2p")
         if "allow-long-max-model-len" in given:
             kwargs["allow_long_max_model_len"] = _bool(given, "allow-long-max-model-len")
+        if given.get("image-max-pixels"):
+            kwargs["image_max_pixels"] = _int(given, "image-max-pixels")
+        if norm.get("mm-processor-kwargs") and (cap := mm_processor_max_pixels(str(norm["mm-processor-kwargs"]))):
+            kwargs["image_max_pixels"] = cap  # the flag overrides the checkpoint's processor, as in vLLM
         size = _capture_size(norm, version)
         if size is not None:
             kwargs["cudagraph_capture_size"] = size
@@ -305,6 +317,7 @@ class Resolved:
     compile_cache_warm: bool = False
     p2p: bool | None = None  # CUDA peer access between the TP ranks' GPUs; None = unknown (EngineSettings.p2p)
     mm_limits: tuple[tuple[str, int], ...] = ()  # --limit-mm-per-prompt (EngineSettings.mm_limits)
+    image_max_pixels: int | None = None  # the checkpoint's image-processor cap (EngineSettings.image_max_pixels)
     # The dtype vLLM runs the model in (``dtype_support.resolved``): auto on a bfloat16 checkpoint is float16 on a card
     # below capability 8.0 from 0.9.1 (the same 2 bytes, but what vLLM's config line and the planner see).
     dtype: str = "bfloat16"
@@ -349,6 +362,7 @@ def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
         compile_cache_warm=s.compile_cache_warm,
         p2p=s.p2p,
         mm_limits=s.mm_limits,
+        image_max_pixels=s.image_max_pixels,
         dtype=dtype,
     )
 
