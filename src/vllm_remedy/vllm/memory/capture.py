@@ -43,6 +43,20 @@ def largest_capture(res: Resolved) -> int:
     return res.capture_size if res.capture_size is not None else default_capture(res)
 
 
+def default_sizes_scale(res: Resolved) -> float:
+    """Model Runner V2's in-budget graph estimate relative to the one fitted (the T4 0.30.0 start, at the default
+    largest size 512) when this start's DEFAULT sizes are smaller. From 0.29 the estimate captures the graphs the
+    start will capture (v1/worker/gpu/cudagraph_utils.py@0.29.0 ``profile_cudagraph_memory`` runs ``capture_model``
+    over the manager's capture descriptors), whose largest size defaults to min(2 x max_num_seqs, 512), then capped
+    by max-num-batched-tokens (config/vllm.py@0.29.0, same through 0.33.0): fewer and smaller graphs. How much of the
+    estimate shrinks is not in source; ``FIXED_SHARE`` is kept (it errs toward more graph memory). 1.0 when a flag
+    sets the size, which ``pool_scale`` scales instead."""
+    if res.capture_size is not None:
+        return 1.0
+    largest = min(default_capture(res), res.mnbt, DEFAULT_MAX_CAPTURE)
+    return FIXED_SHARE + (1 - FIXED_SHARE) * largest / DEFAULT_MAX_CAPTURE
+
+
 def pool_scale(res: Resolved) -> float:
     """The graph pool relative to the fitted one: 1.0 at the default sizes."""
     if res.capture_size is None:

@@ -9,7 +9,7 @@ cache. Every constant names the evidence it was fitted on.
 from __future__ import annotations
 
 from vllm_remedy.vllm.catalog import GIB, GpuSpec, ModelSpec
-from vllm_remedy.vllm.memory import mxfp4
+from vllm_remedy.vllm.memory import capture, mxfp4
 from vllm_remedy.vllm.memory.encoder import encoder_gib, qwen2_vl_tower_gib
 from vllm_remedy.vllm.memory.kv_layout import HYBRID_KV_SINCE as HYBRID_KV_SINCE
 from vllm_remedy.vllm.memory.kv_layout import KvLayout as KvLayout
@@ -113,7 +113,11 @@ MRV2_GRAPH_GIB_PER_LAYER = 0.0175
 # ``profile_cudagraph_memory``: PIECEWISE graphs measured in full, FULL graphs as the first capture + (n - 1) x
 # max(second capture, 1 MiB), so it exceeds the shared pool it stands for). One logged point: the 28-layer
 # Qwen2.5-1.5B on a T4 (0.30.0) "0.15 GiB (actual), 0.34 GiB (estimated)", 0.0121 GiB per layer, rounded up (fitted
-# on that case alone). From 0.34.0 the estimate is skipped (the KV cache is sized after capture).
+# on that case alone). From 0.34.0 the estimate is skipped (the KV cache is sized after capture). It measures the
+# sizes the start captures, so a smaller default largest size (max_num_seqs < 256, mnbt < 512) shrinks it
+# (``capture.default_sizes_scale``). The advisory line prints it inside "peak activation" (gpu_worker.py@0.29.0:
+# ``peak_activation_memory`` = peak headroom + estimate; its "CUDAGraph memory" is the real capture): the 48 GB RTX
+# 4090 0.29.0 Qwen3-8B starts at max_num_seqs 8 leave 0.07-0.09 GiB for it over the cold compile's 1.16 GiB table.
 MRV2_GRAPH_ESTIMATE_GIB_PER_LAYER = 0.0125
 # V1 from 0.20 reserves, inside the KV budget, not the pool it will capture but its own estimate of it
 # (v1/worker/gpu_model_runner.py ``profile_cudagraph_memory``): per mode the first (largest) capture plus the
@@ -389,7 +393,7 @@ def cudagraph_gib(model: ModelSpec, res: Resolved) -> float:
         return 0.0
     if res.runner_v2:
         if res.rules.runner_v2_graphs_in_budget and not res.rules.kv_sized_after_warmup:
-            return MRV2_GRAPH_ESTIMATE_GIB_PER_LAYER * model.num_layers
+            return MRV2_GRAPH_ESTIMATE_GIB_PER_LAYER * model.num_layers * capture.default_sizes_scale(res)
         return MRV2_GRAPH_GIB_PER_LAYER * model.num_layers
     if res.rules.cudagraph_in_budget and not model.sliding_layers:
         return V1_GRAPH_ESTIMATE_GIB_PER_LAYER * model.num_layers
