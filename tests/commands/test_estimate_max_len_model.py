@@ -156,3 +156,14 @@ def test_a_config_json_without_a_length_key_is_sized_at_the_asked_length(cli, tm
               "--vllm-version", "0.11.0", "-o", "json")
     data = json.loads(got.stdout)
     assert (data["outcome"], data["max_model_len"], data["model_max_len"]) == ("fits", 8192, None), data
+
+
+def test_check_calls_an_unquoted_boolean_env_value_an_invalid_manifest(cli, tmp_path):
+    """`VLLM_ALLOW_LONG_MAX_MODEL_LEN: True` (a YAML boolean): Kubernetes refuses the Deployment, so check says so in
+    one line naming the variable instead of reading it as set and passing the long length (review L7)."""
+    manifest = tmp_path / "deploy.yaml"
+    manifest.write_text(yaml.safe_dump(_deployment([{"name": "VLLM_ALLOW_LONG_MAX_MODEL_LEN", "value": True}])))
+    got = cli("check", "-f", str(manifest))
+    assert got.returncode == 1, got.stdout + got.stderr
+    assert ("  manifest [error]: env VLLM_ALLOW_LONG_MAX_MODEL_LEN: value True is a boolean, not a string, so "
+            'Kubernetes refuses the manifest (quote it: "true")') in got.stdout.splitlines(), got.stdout
