@@ -47,10 +47,17 @@ def run(args: argparse.Namespace) -> int:
                                                 "vllm_version": r.label, "rules": r.provenance,
                                                 "model_source": source,  # null: no length key caps it
                                                 "model_max_len": None if longest.unbounded else longest.tokens,
-                                                "model_max_len_key": longest.key})))
+                                                "model_max_len_key": longest.key, **echo_inputs(args)})))
     else:
         print(render(est, model.name, gpu.product, r.label, longest))
     return 0
+
+
+def echo_inputs(args: argparse.Namespace) -> dict[str, object]:
+    """The memory model's own inputs as given (``--p2p``, ``--compile-cache``, ``--other-gib``,
+    ``--allow-long-max-model-len``), defaults spelled out, so a JSON result says what it was sized for."""
+    return {"p2p": args.p2p or "unknown", "compile_cache": args.compile_cache or "cold",
+            "other_gib": args.other_gib or 0.0, "allow_long_max_model_len": bool(args.allow_long_max_model_len)}
 
 
 def render(est: Estimate, model: str, gpu: str, version: str, longest: model_len.Limit | None = None) -> str:
