@@ -3,14 +3,14 @@
 The policy checks bounds and the memory model budgets with these, so a manifest value can never mean one
 number to the drift check and another to the prediction.
 
-vLLM's ``human_readable_int`` (engine/arg_utils.py from 0.8.4, utils/argparse_utils.py from 0.20.0, read in every
-release's wheel from 0.7.3 to 0.34.0) takes a number and one suffix: lowercase ``k``/``m``/``g`` are decimal
-(``int(float(n) * 10**3k)``, so ``25.6k`` is 25600), uppercase ``K``/``M``/``G`` binary (``16K`` is 16384, a whole
-number only: ``1.5K`` is refused); ``t``/``T`` (10**12, 2**40) from 0.13.0 (before, the pattern matched them but the
-tables lacked them, so ``int()`` refused). No release reads ``Ki``/``Mi``/``Gi``, a sign or spaces before a suffix.
-Which flags take it grew release by release (``HUMAN_INT_SINCE``); every other integer flag is ``type=int``, as
-``--max-model-len`` was up to 0.8.3. A spelling a release refuses stops ``vllm serve`` at argument parsing
-(``invalid human_readable_int value``).
+vLLM's ``human_readable_int`` (engine/arg_utils.py from 0.8.4, utils/argparse_utils.py from 0.20.0; read in the PyPI
+wheels of 41 releases from 0.7.3 to 0.34.0, every boundary below checked against the release before it) takes a
+number and one suffix: lowercase ``k``/``m``/``g`` are decimal (``int(float(n) * 1000**x)``, so ``25.6k`` is 25600),
+uppercase ``K``/``M``/``G`` binary (``16K`` is 16384, a whole number only: ``1.5K`` is refused); ``t``/``T`` (10**12,
+2**40) from 0.13.0 (before, the pattern matched them but the tables lacked them, so ``int()`` refused). No release
+reads ``Ki``/``Mi``/``Gi``, a sign or spaces before a suffix. Which flags take it grew release by release
+(``HUMAN_INT_SINCE``); every other integer flag is ``type=int``, as ``--max-model-len`` was up to 0.8.3. A spelling
+a release refuses stops ``vllm serve`` at argument parsing (``invalid human_readable_int value``).
 """
 
 from __future__ import annotations
