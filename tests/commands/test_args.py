@@ -354,7 +354,10 @@ SHELL_FORM = str(MANIFESTS / "forms" / "07-shell-string.yaml")
                                 "(at most 2147483647)"),
     ("max-model-len= 4096", "--set max-model-len= 4096: max-model-len: ' 4096' has spaces around it"),
     ("port=8001 ", "--set port=8001 : port: '8001 ' has spaces around it"),
-    ("max-model-len=16K", "--set max-model-len=16K: max-model-len: '16K' is not an integer"),
+    ("max-model-len=16Ki", "--set max-model-len=16Ki: max-model-len: vLLM unknown (rules of the newest release, "
+                           "0.34.0) refuses '16Ki' at argument parsing: its suffixes are k/m/g/t (x1000, decimals "
+                           "allowed) and K/M/G/T (x1024, whole numbers only), e.g. 16k = 16000, 16K = 16384"),
+    ("port=8K", "--set port=8K: port: '8K' is not a TCP port (1-65535)"),  # type=int: no suffix
 ])
 def test_set_refuses_bad_values_and_unknown_flags(cli, tmp_path: Path, setting: str, message: str) -> None:
     path = tmp_path / "m.yaml"
@@ -365,7 +368,8 @@ def test_set_refuses_bad_values_and_unknown_flags(cli, tmp_path: Path, setting: 
     assert path.read_bytes() == original
 
 
-@pytest.mark.parametrize("setting", ["max-model-len=16k", "max-model-len=auto", "max-model-len=$(MAX_LEN)",
+@pytest.mark.parametrize("setting", ["max-model-len=16k", "max-model-len=16K", "max-model-len=auto",
+                                     "max-model-len=$(MAX_LEN)",
                                      "gpu-memory-utilization=0.85", "kv-cache-dtype=fp8", "port=8001",
                                      "port=$(PORT)", "max-loras=4", "cpu-offload-gb=2.5", "max-logprobs=-1",
                                      "served-model-name=llama", "seed=-1"])

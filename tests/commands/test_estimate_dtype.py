@@ -24,6 +24,7 @@ def test_explicit_bfloat16_is_refused_below_capability_8_in_every_release(cli, g
     data = _estimate(cli, gpu, version, "--dtype", "bfloat16")
     assert (data["outcome"], data["start"]) == ("dtype_unsupported", "dtype_unsupported")
     assert data["peak_gib"] < 1.0  # refused as the worker sets its device up: nothing loaded
+    assert [data[k] for k in ("kv_cache_gib", "kv_cache_tokens", "gpu_blocks", "max_concurrency")] == [None] * 4
 
 
 @pytest.mark.parametrize(("version", "outcome"), [("0.6.3", "dtype_unsupported"), ("0.8.5", "dtype_unsupported"),

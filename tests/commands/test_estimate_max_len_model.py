@@ -23,6 +23,10 @@ def test_human_output_names_the_models_maximum(cli):
         "(max_position_embeddings); set it at most 32,768, or run with VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 "
         "(--allow-long-max-model-len) for a model known to take more")]
     assert "peak device memory  0.00 of 44.42 GiB" in lines  # refused before the GPU is touched
+    # no KV cache or concurrency as if the engine had sized one (review L1)
+    not_sized = "not sized: vLLM refuses the start at config time, before the KV cache"
+    assert f"KV cache            {not_sized}" in lines and f"max concurrency     {not_sized}" in lines, lines
+    assert lines[-1] == "(no memory split: nothing is loaded)"
 
 
 def test_json_output_carries_the_outcome_and_the_models_maximum(cli):
@@ -31,6 +35,7 @@ def test_json_output_carries_the_outcome_and_the_models_maximum(cli):
     data = json.loads(got.stdout)
     assert (data["outcome"], data["start"], data["max_model_len"], data["model_max_len"], data["model_max_len_key"]) \
         == ("max_len_exceeds_model", "max_len_exceeds_model", 65536, 32768, "max_position_embeddings")
+    assert [data[k] for k in ("kv_cache_gib", "kv_cache_tokens", "gpu_blocks", "max_concurrency")] == [None] * 4
 
 
 def test_the_env_var_input_turns_it_into_a_sized_start(cli):
@@ -38,6 +43,7 @@ def test_the_env_var_input_turns_it_into_a_sized_start(cli):
     assert got.returncode == 0, got.stderr
     data = json.loads(got.stdout)
     assert (data["outcome"], data["max_model_len"], data["model_max_len"]) == ("fits", 65536, 32768)
+    assert data["kv_cache_tokens"] > 0 and data["max_concurrency"] > 0  # sized: the figures are back
 
 
 def test_the_input_is_not_a_vllm_flag():
@@ -156,3 +162,14 @@ def test_a_config_json_without_a_length_key_is_sized_at_the_asked_length(cli, tm
               "--vllm-version", "0.11.0", "-o", "json")
     data = json.loads(got.stdout)
     assert (data["outcome"], data["max_model_len"], data["model_max_len"]) == ("fits", 8192, None), data
+
+
+def test_check_calls_an_unquoted_boolean_env_value_an_invalid_manifest(cli, tmp_path):
+    """`VLLM_ALLOW_LONG_MAX_MODEL_LEN: True` (a YAML boolean): Kubernetes refuses the Deployment, so check says so in
+    one line naming the variable instead of reading it as set and passing the long length (review L7)."""
+    manifest = tmp_path / "deploy.yaml"
+    manifest.write_text(yaml.safe_dump(_deployment([{"name": "VLLM_ALLOW_LONG_MAX_MODEL_LEN", "value": True}])))
+    got = cli("check", "-f", str(manifest))
+    assert got.returncode == 1, got.stdout + got.stderr
+    assert ("  manifest [error]: env VLLM_ALLOW_LONG_MAX_MODEL_LEN: value True is a boolean, not a string, so "
+            'Kubernetes refuses the manifest (quote it: "true")') in got.stdout.splitlines(), got.stdout

@@ -22,10 +22,21 @@ def test_estimate_p2p_no_charges_the_tp1_figure_and_unknown_the_larger(cli):
     assert all(r.returncode == 0 for r in runs.values()), [r.stderr for r in runs.values()]
     got = {value: json.loads(r.stdout) for value, r in runs.items()}
     assert got["no"]["non_torch_gib"] == 0.13
+    assert [got[v].pop("p2p") for v in ("no", "yes", "unknown", None)] == ["no", "yes", "unknown", "unknown"]
     assert got["yes"] == got["unknown"] == got[None] and got[None]["non_torch_gib"] == 0.6
     assert got[None]["kv_cache_tokens"] < got["no"]["kv_cache_tokens"] <= 450192  # the logged start's KV
     bad = cli(*ESTIMATE, "--p2p", "maybe")
     assert bad.returncode == 2 and "--p2p: invalid choice: 'maybe'" in bad.stderr and not bad.stdout
+
+
+def test_estimate_json_echoes_the_model_inputs(cli):
+    """--p2p was missing from the JSON result while the flags were in it (review L8): a result read later could not
+    say whether it was sized with or without peer access. The other model inputs are echoed with it."""
+    data = json.loads(cli(*ESTIMATE, "--p2p", "no", "--compile-cache", "warm", "--other-gib", "1.5").stdout)
+    assert (data["p2p"], data["compile_cache"], data["other_gib"], data["allow_long_max_model_len"]) == (
+        "no", "warm", 1.5, False)
+    data = json.loads(cli(*ESTIMATE).stdout)
+    assert (data["p2p"], data["compile_cache"], data["other_gib"]) == ("unknown", "cold", 0.0)
 
 
 def test_plan_reads_the_missing_p2p_from_the_log_unless_told(cli, tmp_path):

@@ -202,3 +202,19 @@ def test_an_unreadable_toggle_record_is_drift_never_an_error() -> None:
     assert got.status == checks.DRIFT
     assert got.detail.startswith("unreadable toggle record enforce-eager (toggle enforce-eager expiry: 'tomorrow' is "
                                  "not an RFC 3339 timestamp")
+
+
+def test_a_length_above_the_models_maximum_is_its_own_check_not_concurrency() -> None:
+    """vLLM refuses --max-model-len above the model's maximum at config time: drift filed it under "concurrency"
+    (review L3), a verdict about a KV cache no start ever sizes. It is "model-max-len"; concurrency is unknown."""
+    dep = deployment("Qwen/Qwen2.5-7B-Instruct")
+    dep["spec"]["template"]["spec"]["containers"][0]["args"] = ["Qwen/Qwen2.5-7B-Instruct", "--max-model-len", "65536"]
+    got = run(dep)
+    assert got["model-max-len"].status == "drift"
+    assert got["model-max-len"].detail.startswith("predicted max_len_exceeds_model: --max-model-len 65,536 is above "
+                                                  "the model's 32,768"), got["model-max-len"].detail
+    assert (got["concurrency"].status, got["concurrency"].detail) == (
+        "unknown", "not sized: vLLM refuses --max-model-len at config time (model-max-len)")
+    assert [c.name for c in checks.run_checks(dep, Policy.from_mapping({}), NOW, pods=pods(dep, [])).checks] == [
+        n for n in checks.CHECKS if n not in ("fallback-route", "leader-worker-flags", "rollout-pending")]
+    assert "model-max-len" not in run(deployment())  # listed only when it fails

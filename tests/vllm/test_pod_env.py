@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+from vllm_remedy.errors import UserError
 from vllm_remedy.vllm import pod_env
 
 X = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
@@ -54,3 +57,15 @@ def test_a_config_map_counts_only_in_the_pods_namespace():
     assert pod_env.config_maps(docs, "llm") == {}
     assert pod_env.config_maps(docs, "other") == {"cfg": {"allow": "1"}}
     assert pod_env.config_maps(docs, "llm", default="llm") == {"plain": {"k": "v"}}  # namespace-less: check -n's
+
+
+def test_a_non_string_env_value_is_a_manifest_kubernetes_refuses():
+    """`value: True` unquoted decodes as a boolean; the API server refuses a non-string env[].value (400), so no pod
+    runs with it. Read as the text "True" it counted as set and allowed the long length (review L7)."""
+    for value, kind, quoted in ((True, "boolean", '"true"'), (1, "int", '"1"')):
+        with pytest.raises(UserError) as err:
+            read([{"name": X, "value": value}])
+        assert str(err.value) == (f"env {X}: value {value!r} is a {kind}, not a string, so Kubernetes refuses the "
+                                  f"manifest (quote it: {quoted})")
+    assert pod_env.invalid({"env": [{"name": "OTHER", "value": False}]}) is not None  # any entry: the pod is refused
+    assert read([{"name": X, "value": None}]).value == ""  # `value:` (null) is the empty string, not "None"

@@ -26,8 +26,9 @@ def test_a_tag_whose_major_is_not_0_is_an_unknown_version(image: str) -> None:
 
 @pytest.mark.parametrize(("image", "version"), [
     ("vllm/vllm-openai:v0.30.0", "0.30.0"), ("vllm/vllm-openai:v0.8.5.post1", "0.8.5.post1"),
-    ("vllm/vllm-openai:v0.26.1rc1", "0.26.1"), ("myorg/vllm:0.9.2-cu128", "0.9.2"),
-    ("registry:5000/vllm/vllm-openai:v0.22.1", "0.22.1"),
+    ("vllm/vllm-openai:v0.26.1rc1", "0.26.1rc1"), ("myorg/vllm:0.9.2-cu128", "0.9.2"),
+    ("registry:5000/vllm/vllm-openai:v0.22.1", "0.22.1"), ("vllm/vllm-openai:v0.10.1.1", "0.10.1.1"),
+    ("vllm/vllm-openai:v0.35.0rc1", "0.35.0rc1"),  # as tagged: an rc is not its release (check showed 0.35.0)
 ])
 def test_vllm_release_tags_still_read(image: str, version: str) -> None:
     assert version_from_image(image) == version

@@ -13,8 +13,9 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
-from vllm_remedy.remedies.predict import rules_note
+from vllm_remedy.remedies.predict import predict_template, rules_note
 from vllm_remedy.vllm.versions import rules, version_from_image
 
 UNKNOWN = "unknown version: rules of the newest release, 0.34.0"
@@ -42,10 +43,24 @@ def test_a_release_whose_source_was_not_read_is_extrapolated_from_the_nearest_on
 
 
 @pytest.mark.parametrize("version", ["0.34.0", "0.33.0", "0.27.1", "0.25.1", "0.21.0", "0.19.1", "0.10.1.1",
-                                     "0.8.5.post1", "0.6.6", "0.11.0+torch271", "0.26.1rc1.dev156+g0eec856cc"])
+                                     "0.8.5.post1", "0.6.4.post1", "0.6.6", "0.11.0+torch271"])
 def test_a_release_that_was_read_is_modelled_and_printed_as_given(version):
     r = rules(version)
     assert (r.label, r.provenance, r.extrapolated, rules_note(version)) == (version, "modelled", False, "")
+
+
+@pytest.mark.parametrize(("version", "provenance"), [
+    ("0.34.0.post1", "extrapolated from 0.34.0"), ("0.27.1.post1", "extrapolated from 0.27.1"),
+    ("0.8.5.post2", "extrapolated from 0.8.5.post1"), ("0.33.1.post1", "extrapolated from 0.33.0"),
+    ("0.34.0rc2", "modelled on the 0.34.0 release"), ("0.34.0.dev3", "modelled on the 0.34.0 release"),
+    ("0.26.1rc1.dev156+g0eec856cc", "modelled on the 0.26.1 release"), ("0.27.2rc1", "extrapolated from 0.27.1")])
+def test_a_post_release_not_read_is_extrapolated_and_a_pre_release_says_whose_rules_it_gets(version, provenance):
+    """Neither was read: a post release past the ones whose logs the rules cite (READ_POST) differs from the release
+    it follows by whatever it fixed; an rc precedes its release, whose rules it gets, and its label says so."""
+    r = rules(version)
+    assert (r.provenance, r.label) == (provenance, f"{version} (rules: {provenance})")
+    assert rules_note(version) == f"vLLM {version}: rules {provenance}"
+    assert r == rules(".".join(map(str, r.version)))  # sized by its release's tuple
 
 
 @pytest.mark.parametrize(("typed", "shown"), [("0.35.0rc1", "0.35.0rc1"), ("v0.35.1", "0.35.1"),
@@ -80,6 +95,20 @@ def test_estimate_prints_an_rc_as_typed(cli):
     assert "/ 0.35.0rc1 (rules: extrapolated from 0.34.0)" in human.stdout, human.stdout
     assert (machine["vllm_version"], machine["rules"]) == ("0.35.0rc1 (rules: extrapolated from 0.34.0)",
                                                            "extrapolated from 0.34.0")
+
+
+def test_check_plan_and_drift_show_an_rc_tag_as_tagged(cli, tmp_path):
+    """An image tagged v0.35.0rc1 was shown as 0.35.0 by check, plan and drift (estimate showed it as typed)."""
+    image = "vllm/vllm-openai:v0.35.0rc1"
+    assert version_from_image(image) == "0.35.0rc1"
+    manifest = tmp_path / "deploy.yaml"
+    manifest.write_text(MANIFEST.read_text().replace("vllm/vllm-openai:v0.8.5", image))
+    item = json.loads(cli("check", "-f", str(manifest), "--policy", "policies/llama-8b.yaml", "-o", "json").stdout)
+    assert item["items"][0]["prediction"]["rules"] == "vLLM 0.35.0rc1: rules extrapolated from 0.34.0"
+    plan = cli("plan", "-f", str(manifest)).stdout.splitlines()[0]
+    assert plan.endswith(", vLLM 0.35.0rc1 (rules: extrapolated from 0.34.0)"), plan
+    template = yaml.safe_load(manifest.read_text())["spec"]["template"]
+    assert predict_template(template).rules == "vLLM 0.35.0rc1: rules extrapolated from 0.34.0"  # drift's reading
 
 
 @pytest.mark.parametrize(("logged", "row", "provenance"), [

@@ -14,7 +14,7 @@ from vllm_remedy import hub
 from vllm_remedy.errors import UserError
 from vllm_remedy.vllm import catalog
 from vllm_remedy.vllm.cmdline.ranges import INT_MAX
-from vllm_remedy.vllm.cmdline.values import parse_int
+from vllm_remedy.vllm.cmdline.values import parse_int, suffixed
 from vllm_remedy.vllm.versions import typed_version
 
 #: The largest GPU (or other-process) memory a card may state: 4 TiB is far above any accelerator, and a bound
@@ -103,6 +103,8 @@ def _max_model_len(text: str) -> str:
     if text.strip().lower() == "auto":
         return text
     value = parse_int(text)
+    if value is None and suffixed(text):
+        return text  # 16Ki, or 16k before 0.8.4: EngineSettings says what --vllm-version's parser does with it
     if value is None:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer (or auto)")
     if value > INT_MAX:

@@ -92,7 +92,7 @@ def render_text(report: StartupReport) -> str:
         lines[0] += f" (during {phase.replace('_', ' ')})"
     rows = [(label, fmt.format(getattr(report, name))) for label, name, fmt in _FIGURES
             if getattr(report, name) is not None]
-    if report.vllm_version and rules(report.vllm_version).extrapolated:  # as logged, and how its rules were made
+    if report.vllm_version and rules(report.vllm_version).qualified:  # as logged, and how its rules were made
         rows[0] = (rows[0][0], f"{report.vllm_version} (rules: {rules_of(report)})")
     if report.max_concurrency is not None:
         per = f" at {report.concurrency_max_len:,} tokens" if report.concurrency_max_len else ""

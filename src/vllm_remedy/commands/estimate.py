@@ -28,6 +28,12 @@ NAME = "estimate"
 ORDER = 40
 HELP = "predict vLLM's startup memory split, KV cache and outcome for a model on a GPU"
 BAR_WIDTH = 60
+#: Starts vLLM refuses at config time, before the engine sizes anything (``vllm.model_len``, ``vllm.dtype_support``):
+#: the memory model still computes a KV cache, but no vLLM run ever reaches it, so it is not shown as one.
+REFUSED_BEFORE_SIZING = frozenset({Outcome.MAX_LEN_EXCEEDS_MODEL, Outcome.DTYPE_UNSUPPORTED})
+#: The figures only a sized engine has: null in JSON (the keys stay, for a stable shape), "not sized" in text.
+SIZING_KEYS = ("kv_cache_gib", "kv_cache_tokens", "gpu_blocks", "max_concurrency")
+_NOT_SIZED = "not sized: vLLM refuses the start at config time, before the KV cache"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -43,14 +49,29 @@ def run(args: argparse.Namespace) -> int:
     r = rules(args.vllm_version)
     longest = model_len.limit(model, args.vllm_version)
     if args.output == "json":
-        print(dumps(envelope("EstimateResult", {**est.to_json(), "model": model.name, "gpu": gpu.product,
+        print(dumps(envelope("EstimateResult", {**result_json(est), "model": model.name, "gpu": gpu.product,
                                                 "vllm_version": r.label, "rules": r.provenance,
                                                 "model_source": source,  # null: no length key caps it
                                                 "model_max_len": None if longest.unbounded else longest.tokens,
-                                                "model_max_len_key": longest.key})))
+                                                "model_max_len_key": longest.key, **echo_inputs(args)})))
     else:
         print(render(est, model.name, gpu.product, r.label, longest))
     return 0
+
+
+def result_json(est: Estimate) -> dict[str, object]:
+    """``Estimate.to_json`` with the sizing figures null when vLLM refuses the start before it sizes anything."""
+    data = est.to_json()
+    if est.outcome in REFUSED_BEFORE_SIZING:
+        data.update(dict.fromkeys(SIZING_KEYS))
+    return data
+
+
+def echo_inputs(args: argparse.Namespace) -> dict[str, object]:
+    """The memory model's own inputs as given (``--p2p``, ``--compile-cache``, ``--other-gib``,
+    ``--allow-long-max-model-len``), defaults spelled out, so a JSON result says what it was sized for."""
+    return {"p2p": args.p2p or "unknown", "compile_cache": args.compile_cache or "cold",
+            "other_gib": args.other_gib or 0.0, "allow_long_max_model_len": bool(args.allow_long_max_model_len)}
 
 
 def render(est: Estimate, model: str, gpu: str, version: str, longest: model_len.Limit | None = None) -> str:
@@ -67,6 +88,7 @@ def render(est: Estimate, model: str, gpu: str, version: str, longest: model_len
         free = est.total_gib - (est.peak_gib - est.cudagraph_gib)
         outcome = (f"cudagraph_capture_oom: vLLM's checks pass and the KV cache is sized, then the CUDA graphs "
                    f"({est.cudagraph_gib:.2f} GiB) do not fit the {max(free, 0.0):.2f} GiB left on the card")
+    sized = est.outcome not in REFUSED_BEFORE_SIZING
     rows = [
         ("outcome", outcome),
         ("model / GPU / vLLM", f"{model} / {gpu} ({est.total_gib:.2f} GiB) / {version}"),
@@ -74,9 +96,10 @@ def render(est: Estimate, model: str, gpu: str, version: str, longest: model_len
         ("activation peak", f"{est.activation_gib:.2f} GiB"),
         ("non-torch", f"{est.non_torch_gib:.2f} GiB"),
         ("CUDA graphs", f"{est.cudagraph_gib:.2f} GiB"),
-        ("KV cache", f"{est.kv_cache_gib:.2f} GiB = {est.kv_cache_tokens:,} tokens ({est.gpu_blocks:,} blocks)"),
+        ("KV cache", f"{est.kv_cache_gib:.2f} GiB = {est.kv_cache_tokens:,} tokens ({est.gpu_blocks:,} blocks)"
+         if sized else _NOT_SIZED),
         ("max model len", f"{est.max_model_len:,}"),
-        ("max concurrency", f"{est.max_concurrency:.2f}x at {est.max_model_len:,} tokens"),
+        ("max concurrency", f"{est.max_concurrency:.2f}x at {est.max_model_len:,} tokens" if sized else _NOT_SIZED),
         ("peak device memory", f"{est.peak_gib:.2f} of {est.total_gib:.2f} GiB"),
     ]
     if est.needed_kv_gib is not None:
@@ -85,7 +108,7 @@ def render(est: Estimate, model: str, gpu: str, version: str, longest: model_len
         rows.append(("largest max-model-len", f"{est.suggested_max_model_len:,}"))
     width = max(len(k) for k, _ in rows)
     lines = [f"{k.ljust(width)}  {v}" for k, v in rows]
-    return "\n".join([*lines, "", bar(est)])
+    return "\n".join([*lines, "", bar(est) if sized else "(no memory split: nothing is loaded)"])
 
 
 def bar(est: Estimate) -> str:

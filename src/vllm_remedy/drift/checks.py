@@ -10,6 +10,8 @@ Each check answers for one rule the scheduled job watches — the names are the 
 * ``enforce-eager``   ``--enforce-eager`` only as a timed toggle, never past its expiry
 * ``concurrency``     predicted to start (``remedies.predict.failed_prediction``, as ``check``), with a maximum
                       concurrency ≥ the policy's peak concurrent requests
+* ``model-max-len``   (listed only when it fails) --max-model-len above the model's maximum: vLLM refuses it at
+                      config time, before sizing anything (``concurrency`` is then unknown)
 * ``prediction``      the memory model can predict the start at all (model and GPU in the catalogs)
 * ``rollout-pending`` an OnDelete StatefulSet's pods all on the update revision (else what serves is not the template)
 * ``crash-loop``      no pod of the current revision crash-looping (``kube/wait.py``'s rule), whatever
@@ -43,9 +45,10 @@ from vllm_remedy.remedies.fallback import fallback_traffic, route_name, shift_ba
 from vllm_remedy.remedies.pin_gpu import canonical_product
 from vllm_remedy.remedies.predict import Prediction, failed_prediction, pinned_gpu, predict_template
 from vllm_remedy.vllm.cmdline import ServerCommand, find_server
+from vllm_remedy.vllm.outcomes import Outcome
 
 CHECKS = ("max-model-len", "flag-bounds", "known-good-unit", "gpu-pinned", "enforce-eager", "concurrency",
-          "prediction", "crash-loop", "fallback-route", "leader-worker-flags", "rollout-pending")
+          "model-max-len", "prediction", "crash-loop", "fallback-route", "leader-worker-flags", "rollout-pending")
 PASS, DRIFT, UNKNOWN = "pass", "drift", "unknown"
 _OFF = ("false", "False", "0")
 
@@ -224,6 +227,8 @@ def check_concurrency(policy: Policy, prediction: Prediction) -> Check:
     if e is None:
         return Check("concurrency", UNKNOWN, f"no prediction: {prediction.note}")
     failed = failed_prediction(prediction)
+    if e.outcome is Outcome.MAX_LEN_EXCEEDS_MODEL:  # filed under model-max-len: the engine never sizes a cache
+        return Check("concurrency", UNKNOWN, "not sized: vLLM refuses --max-model-len at config time (model-max-len)")
     if failed is not None:
         return Check("concurrency", DRIFT, failed)
     if e.max_concurrency < policy.peak_concurrency:
@@ -231,6 +236,14 @@ def check_concurrency(policy: Policy, prediction: Prediction) -> Check:
                      f"{prediction.gpu} is below the policy's peak {policy.peak_concurrency}")
     return Check("concurrency", PASS, f"predicted maximum concurrency {e.max_concurrency:.2f}x ≥ peak "
                  f"{policy.peak_concurrency} on {prediction.gpu}")
+
+
+def check_model_max_len(prediction: Prediction) -> tuple[Check, ...]:
+    """A config refusal of its own kind, not a concurrency verdict; no check unless the start is refused so."""
+    e = prediction.estimate
+    if e is None or e.outcome is not Outcome.MAX_LEN_EXCEEDS_MODEL:
+        return ()
+    return (Check("model-max-len", DRIFT, failed_prediction(prediction) or f"predicted {e.outcome.value}"),)
 
 
 def _container(row: Mapping[str, Any]) -> ContainerHealth:
@@ -376,7 +389,8 @@ def run_checks(deployment: Mapping[str, Any], policy: Policy, now: float, contai
     checks: tuple[Check, ...] = (check_max_model_len(policy, server), check_flag_bounds(policy, server),
                                  check_known_good_unit(policy, observed), check_gpu_pinned(policy, observed),
                                  check_enforce_eager(observed, now, policy.enforce_eager.max_duration.total_seconds()),
-                                 check_concurrency(policy, prediction), check_prediction(prediction),
+                                 check_concurrency(policy, prediction), *check_model_max_len(prediction),
+                                 check_prediction(prediction),
                                  check_crash_loop(pods, now=now, stable=policy.confirm.stable_for.total_seconds()))
     lwt = (deployment.get("spec") or {}).get("leaderWorkerTemplate")  # a LeaderWorkerSet host's view carries it
     if isinstance(lwt, Mapping):

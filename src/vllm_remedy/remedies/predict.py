@@ -130,7 +130,7 @@ def rules_note(version: str | None) -> str:
     r = rules(version)
     if not r.known:
         return r.provenance
-    return f"vLLM {r.display}: rules {r.provenance}" if r.extrapolated else ""
+    return f"vLLM {r.display}: rules {r.provenance}" if r.qualified else ""
 
 
 def failed_prediction(prediction: Prediction) -> str | None:

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from vllm_remedy.errors import UserError
 from vllm_remedy.vllm.cmdline import env as launch
 
 _REFERENCE = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
@@ -43,8 +44,29 @@ def config_maps(docs: list[Any], namespace: str, default: str = "default") -> di
     return out
 
 
+def invalid(container: Mapping[str, Any]) -> str | None:
+    """Why Kubernetes refuses the container's ``env`` (one line naming the variable), None when it takes it.
+
+    ``env[].value`` is a string field: the API server refuses a YAML boolean or number there (``value: True``
+    unquoted decodes as a bool, 400 Bad Request), so no pod ever runs with it. Reading it as the text "True" would
+    call a variable set in a manifest that never applies.
+    """
+    for entry in container.get("env") or []:
+        if not isinstance(entry, Mapping) or "name" not in entry:
+            continue
+        value = entry.get("value")
+        if value is not None and not isinstance(value, str):
+            kind = "boolean" if isinstance(value, bool) else type(value).__name__
+            return (f"env {entry['name']}: value {value!r} is a {kind}, "
+                    f"not a string, so Kubernetes refuses the manifest (quote it: \"{str(value).lower()}\")")
+    return None
+
+
 def read(container: Mapping[str, Any], name: str, maps: ConfigMaps | None = None) -> EnvValue:
-    """``name``'s value in the process the container's command starts."""
+    """``name``'s value in the process the container's command starts; UserError for an ``env`` Kubernetes
+    refuses (:func:`invalid`)."""
+    if (why := invalid(container)) is not None:
+        raise UserError(why)
     value, why = _from_spec(container, name, maps or {})
     if why is not None:
         return EnvValue(name, None, why)
@@ -74,7 +96,7 @@ def _from_spec(container: Mapping[str, Any], name: str, maps: ConfigMaps) -> tup
         if "valueFrom" in entry:
             got, why = _value_from(entry["valueFrom"], maps)
         else:
-            got, why = _expand(str(entry.get("value", "")), known, opaque)
+            got, why = _expand(entry.get("value") or "", known, opaque)  # null or absent: the empty string
         if why is None and got is not None:
             known[key] = got
             opaque.pop(key, None)

@@ -38,6 +38,10 @@ LAST_READ_PATCH: dict[tuple[int, int], int] = {
     (0, 6): 6, (0, 7): 3, (0, 8): 5, (0, 9): 2, (0, 10): 2, (0, 11): 2, (0, 14): 1, (0, 15): 1, (0, 17): 1,
     (0, 18): 1, (0, 19): 1, (0, 20): 1, (0, 22): 1, (0, 25): 1, (0, 26): 1, (0, 27): 1,
 }
+# The post releases whose logs the rules cite (tests/data/calibration, tests/data/logs): a later post release, or one
+# of a release not listed (0.34.0.post1), was never read, so it is extrapolated from the release it follows. A
+# pre-release (0.34.0rc2, 0.34.0.dev3) of a read release gets that release's rules, and its label says so.
+READ_POST: dict[tuple[int, int, int], int] = {(0, 6, 4): 1, (0, 8, 5): 1}
 # CacheConfig.gpu_memory_utilization defaults to 0.92 from 0.20.0 (`Field(default=0.92, gt=0, le=1)`,
 # config/cache.py@0.20.0; 0.9 in config/cache.py@0.19.1; EngineArgs takes CacheConfig's value, engine/arg_utils.py).
 # It was 0.22.1, the earliest log known to print it (NnamdiOdozi/mlops-assignment's "--gpu-memory-utilization=0.9200").
@@ -143,7 +147,8 @@ def typed_version(text: str) -> str:
 
 
 def version_from_image(image: str) -> str | None:
-    """The vLLM version an image runs, from its tag: ``vllm/vllm-openai:v0.8.5`` → ``"0.8.5"``.
+    """The vLLM version an image runs, from its tag as tagged: ``vllm/vllm-openai:v0.8.5`` → ``"0.8.5"``,
+    ``:v0.35.0rc1`` → ``"0.35.0rc1"``.
 
     ``:latest``, ``:nightly``, digests and tags without a version give None (unknown). So do numbered tags whose
     major is not 0: every vLLM release is 0.x (0.34 as of December 2026), so ``rhaiis/vllm-cuda-rhel9:3.0.0`` (a
@@ -157,8 +162,7 @@ def version_from_image(image: str) -> str | None:
     match = _VERSION.match(tag)
     if not match or int(match.group(1)) != 0:
         return None
-    version = f"{match.group(1)}.{match.group(2)}.{match.group(3) or 0}"
-    return version + (f".{match.group(4)}" if match.group(4) and match.group(4).startswith("post") else "")
+    return _shown(tag)  # as tagged, rc and post included (v0.35.0rc1 runs 0.35.0rc1, not 0.35.0)
 
 
 @dataclass(frozen=True)
@@ -203,6 +207,9 @@ class VersionRules:
     kv_sized_after_warmup: bool = False
     # The version as typed or logged (``0.35.0rc1``, ``0.10.1.1``), for display only: the rules go by ``version``.
     shown: str = field(default="", compare=False)
+    # Its pre-release part (``rc2``, ``rc1.dev156``) and post-release number, which ``version`` leaves out.
+    pre: str = field(default="", compare=False)
+    post: int = field(default=0, compare=False)
 
     @property
     def read_from(self) -> tuple[int, int, int]:
@@ -218,25 +225,40 @@ class VersionRules:
 
     @property
     def extrapolated(self) -> bool:
-        """A known release whose source was not read: its rules are the nearest read release's (``read_from``)."""
-        return self.known and self.read_from != self.version
+        """A known release whose source was not read: its rules are the nearest read release's (``read_from``); a post
+        release past the ones read (``READ_POST``) is extrapolated from the release it follows."""
+        return self.known and (self.read_from != self.version or self.post > READ_POST.get(self.version, 0))
+
+    @property
+    def pre_release(self) -> bool:
+        """A pre-release (rc, dev) of a release that was read: modelled by that release's rules, labelled so."""
+        return self.known and bool(self.pre) and not self.extrapolated
 
     @property
     def provenance(self) -> str:
-        """Where the rules come from: ``modelled``, ``extrapolated from 0.34.0`` or, for an unknown version,
-        ``unknown version: rules of the newest release, 0.34.0``."""
+        """Where the rules come from: ``modelled``, ``extrapolated from 0.34.0``, ``modelled on the 0.34.0 release``
+        (a pre-release of it) or, for an unknown version, ``unknown version: rules of the newest release, 0.34.0``."""
         if not self.known:
             return f"unknown version: {newest_rules()}"
-        return f"extrapolated from {_dotted(self.read_from)}" if self.extrapolated else "modelled"
+        if self.extrapolated:
+            read = self.read_from
+            post = READ_POST.get(read, 0) if self.post and read == self.version else 0
+            return f"extrapolated from {_dotted(read)}{f'.post{post}' if post else ''}"
+        return f"modelled on the {_dotted(self.version)} release" if self.pre_release else "modelled"
+
+    @property
+    def qualified(self) -> bool:
+        """Whether the label must say where the rules come from: their release is not the one named."""
+        return self.extrapolated or self.pre_release
 
     @property
     def label(self) -> str:
         """The version as every output prints it, as typed or logged; never a bare number unless its rules were read
-        from that release's source: ``0.35.0rc1 (rules: extrapolated from 0.34.0)``, ``unknown (rules of the newest
-        release, 0.34.0)``."""
+        from that release's source: ``0.35.0rc1 (rules: extrapolated from 0.34.0)``, ``0.34.0rc2 (rules: modelled on
+        the 0.34.0 release)``, ``unknown (rules of the newest release, 0.34.0)``."""
         if not self.known:
             return f"unknown ({newest_rules()})"
-        return f"{self.display} (rules: {self.provenance})" if self.extrapolated else self.display
+        return f"{self.display} (rules: {self.provenance})" if self.qualified else self.display
 
     @property
     def display(self) -> str:
@@ -277,6 +299,18 @@ def _shown(text: str | None) -> str:
     return match.group(0).removeprefix("v") if match else ""
 
 
+_PRE = re.compile(r"(?:a|b|rc)\d+|dev\d*")
+_POST = re.compile(r"post(\d+)")
+
+
+def _pre_post(shown: str) -> tuple[str, int]:
+    """(``rc1.dev156``, 0) of ``0.26.1rc1.dev156+g0eec856cc``, ("", 1) of ``0.8.5.post1``; the local part is no
+    release of its own (``0.11.0+torch271`` runs 0.11.0)."""
+    public = shown.partition("+")[0]
+    post = _POST.search(public)
+    return ".".join(_PRE.findall(public)), int(post.group(1)) if post else 0
+
+
 @cache
 def rules(version: str | None) -> VersionRules:
     """The rules for a version string (None or unparseable → the newest release known here)."""
@@ -308,6 +342,8 @@ def rules(version: str | None) -> VersionRules:
         max_len_check_reserves_null_block=v >= MAX_LEN_CHECK_NULL_BLOCK_SINCE,
         kv_sized_after_warmup=v >= EXTENSIBLE_KV_CACHE_SINCE,
         shown=_shown(version) if known else "",
+        pre=_pre_post(_shown(version))[0] if known else "",
+        post=_pre_post(_shown(version))[1] if known else 0,
     )
 
 

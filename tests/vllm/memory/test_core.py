@@ -55,9 +55,13 @@ def test_max_len_exceeds_kv_reports_what_vllm_prints():
 
 
 def test_auto_max_len_takes_the_largest_that_fits():
-    with pytest.raises(UserError, match=r"^max-model-len: auto needs vLLM 0.12.0 or newer .*; vLLM 0.11.0 refuses it$"):
-        run(gpu=L4, version="0.11.0", max_model_len="auto")
-    est = run(gpu=L4, version="0.12.0", max_model_len="auto")
+    """0.14.0 is the first release that takes it (human_readable_int_or_auto, ``Field(ge=-1)``): 0.12.0 and 0.13.0
+    parse --max-model-len with human_readable_int, which refuses "auto" (engine/arg_utils.py at each)."""
+    for older in ("0.11.0", "0.13.0"):
+        with pytest.raises(UserError, match=rf"^max-model-len: auto needs vLLM 0.14.0 or newer .*; vLLM {older} "
+                                            "refuses it$"):
+            run(gpu=L4, version=older, max_model_len="auto")
+    est = run(gpu=L4, version="0.14.0", max_model_len="auto")
     assert est.outcome is Outcome.FITS
     assert est.max_model_len == est.kv_cache_tokens == 27072
 

@@ -7,9 +7,10 @@ the frozen flag table, so this judges only what is obviously wrong whatever the 
 int32 (vLLM's argparse takes any Python int, e.g. ``99999999999999999999``, then fails at start or later in
 int32 kernels and tensors), and a value with spaces around it (a slip like ``--set max-model-len= 4096``).
 
-``max-model-len`` is parsed by vLLM's ``human_readable_int`` (vllm/engine/arg_utils.py: ``16k`` is 16000,
-``25.6k`` 25600), so ``16k`` is accepted and read the same way by show, the policy and the estimate
-(``values.parse_int``).
+``max-model-len`` and a few token counts and sizes are parsed by vLLM's ``human_readable_int`` (``16k`` is 16000,
+``16K`` 16384), every other count by ``int()``: each is read here as the newest release reads that flag
+(``values.vllm_int``; a manifest's own release is judged by the memory model, ``EngineSettings.from_flags``). A size
+in bytes is not a count: vLLM keeps it in a Python int, so int32 does not bound it.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from __future__ import annotations
 import re
 
 from vllm_remedy.vllm.cmdline import table
-from vllm_remedy.vllm.cmdline.values import parse_float, parse_int
+from vllm_remedy.vllm.cmdline.values import parse_float, parse_int, vllm_int
 
 #: Flags whose value is a TCP port.
 PORTS: frozenset[str] = frozenset(n for n in table.SINGLE_VALUE if n == "port" or n.endswith("-port"))
@@ -47,7 +48,7 @@ def check(name: str, value: str) -> str | None:
     """Why ``value`` is obviously wrong for flag ``name`` (one phrase, e.g. ``99999 is not a TCP port
     (1-65535)``), None when it may be right. Only ports and counts are judged."""
     if name in PORTS:
-        port = parse_int(value)
+        port = vllm_int(value, name)  # type=int: no suffix
         return None if port is not None and 1 <= port <= 65535 else f"{value!r} is not a TCP port (1-65535)"
     if name == "max-model-len":
         length = parse_int(value)
@@ -58,12 +59,12 @@ def check(name: str, value: str) -> str | None:
         number: float | None = parse_float(value)
         kind = "a number"
     else:
-        number, kind = parse_int(value), "an integer"
+        number, kind = vllm_int(value, name), "an integer"
     if number is None:
         return f"{value!r} is not {kind}"
     if number < 0:
         return f"{value} must not be negative"
-    return _too_large(value) if number > INT_MAX else None
+    return _too_large(value) if number > INT_MAX and not name.endswith("-bytes") else None
 
 
 def _too_large(value: str) -> str:

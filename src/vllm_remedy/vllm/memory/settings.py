@@ -16,7 +16,7 @@ from vllm_remedy.errors import UserError
 from vllm_remedy.vllm import dtype_support
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline.flags import canonical_key
-from vllm_remedy.vllm.cmdline.values import parse_float, parse_int
+from vllm_remedy.vllm.cmdline.values import parse_float, parse_int, refusal, vllm_int
 from vllm_remedy.vllm.memory.mm_processor import mm_processor_max_pixels
 from vllm_remedy.vllm.versions import (
     VersionRules,
@@ -28,9 +28,10 @@ from vllm_remedy.vllm.versions import (
 
 KV_DTYPES = frozenset({"auto", "fp8", "fp8_e4m3", "fp8_e5m2", "bfloat16", "float16", "fp8_inc", "fp8_ds_mla"})
 DTYPES = frozenset({"auto", "bfloat16", "float16", "half", "float32", "float"})
-#: `--max-model-len auto` (or -1): vLLM fits the longest length the KV cache holds (vllm#29431, merged November 2025;
-#: 0.12.0 the first release after it). Older parsers take no "auto" and no -1.
-AUTO_MAX_MODEL_LEN_SINCE = (0, 12, 0)
+#: `--max-model-len auto` (or -1): vLLM fits the longest length the KV cache holds (vllm#29431). The first release that
+#: takes it is 0.14.0: ``human_readable_int_or_auto`` and ``ModelConfig.max_model_len: Field(ge=-1)`` (config/model.py);
+#: 0.12.0 and 0.13.0 still parse it with ``human_readable_int`` ("auto" refused) and 0.13.0's field is ``gt=0``.
+AUTO_MAX_MODEL_LEN_SINCE = (0, 14, 0)
 #: What the memory model needs beyond vLLM's flags: GiB other processes hold on the card, whether the sampler takes
 #: FlashInfer's kernel (an install fact), whether the torch.compile cache is warm, whether the TP ranks' GPUs have
 #: CUDA peer access (a machine fact), whether the env allows a length above the model's (VLLM_ALLOW_LONG_MAX_MODEL_LEN),
@@ -182,14 +183,14 @@ class EngineSettings:
             raise ValueError(f"not memory-model inputs: {unknown}")
         kwargs: dict[str, object] = {"version": version}
         if "tensor-parallel-size" in norm:
-            kwargs["tp"] = _int(norm, "tensor-parallel-size")
+            kwargs["tp"] = _int(norm, "tensor-parallel-size", version)
         if "gpu-memory-utilization" in norm:
             kwargs["gpu_memory_utilization"] = _float(norm, "gpu-memory-utilization")
         else:  # the running release's own default (0.92 at 0.27), not this class's 0.9
             kwargs["gpu_memory_utilization"] = rules(version).default_gpu_memory_utilization
         if "max-model-len" in norm:
             raw = str(norm["max-model-len"]).strip().lower()
-            kwargs["max_model_len"] = -1 if raw in ("auto", "-1") else _int(norm, "max-model-len")
+            kwargs["max_model_len"] = -1 if raw in ("auto", "-1") else _int(norm, "max-model-len", version)
             known = parse_version(version)
             if raw in ("auto", "-1") and known is not None and known < AUTO_MAX_MODEL_LEN_SINCE:
                 raise UserError(f"max-model-len: {raw} needs vLLM {'.'.join(map(str, AUTO_MAX_MODEL_LEN_SINCE))} or "
@@ -197,7 +198,7 @@ class EngineSettings:
         for flag, field in (("max-num-seqs", "max_num_seqs"), ("max-num-batched-tokens", "max_num_batched_tokens"),
                             ("block-size", "block_size")):
             if flag in norm:
-                kwargs[field] = _int(norm, flag)
+                kwargs[field] = _int(norm, flag, version)
         for flag, field in (("kv-cache-dtype", "kv_cache_dtype"), ("dtype", "dtype")):
             if flag in norm:
                 kwargs[field] = str(norm[flag]).strip().lower()
@@ -270,10 +271,14 @@ def _normalise(key: str) -> str:
     return bare if bare.startswith("no-") else canonical_key(key)
 
 
-def _int(flags: Mapping[str, str], key: str) -> int:
-    number = parse_int(str(flags[key]))
+def _int(flags: Mapping[str, str], key: str, version: str | None) -> int:
+    """The integer ``version``'s argument parser reads (``values.vllm_int``: ``16k`` only where that release takes
+    suffixes for this flag); a spelling it refuses stops vLLM at argument parsing, so it is a UserError saying so."""
+    r = rules(version)
+    number = vllm_int(str(flags[key]), key, r.version)
     if number is None:
-        raise UserError(f"{key}: {flags[key]!r} is not an integer")
+        why = refusal(str(flags[key]), key, r.version, r.label)
+        raise UserError(f"{key}: {why or f'{flags[key]!r} is not an integer'}")
     return number
 
 
