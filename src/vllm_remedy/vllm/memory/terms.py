@@ -15,6 +15,7 @@ from vllm_remedy.vllm.memory.kv_layout import HYBRID_KV_SINCE as HYBRID_KV_SINCE
 from vllm_remedy.vllm.memory.kv_layout import KvLayout as KvLayout
 from vllm_remedy.vllm.memory.kv_layout import build
 from vllm_remedy.vllm.memory.settings import Resolved
+from vllm_remedy.vllm.memory.v0_comm import v0_p2p_comm_gib
 
 # Weights: logged "Model loading took" is params x bytes / TP plus 0.01-0.09 GiB of buffers (rotary
 # caches, padding) across the calibration logs; 0.10 covers them all.
@@ -122,6 +123,7 @@ V0_ACTIVATION_BASE_GIB = 0.02
 # V0 non-torch growth during profiling at TP >= 2, per rank: 0.25 GiB logged on vllm#13061's rank 1; rank 0's
 # 7.46 GiB of KV (81,536 tokens) less the sort-inclusive activation leaves 0.36 -> 0.4 (fitted on that case).
 # It was 1.6 while the sampler term had no sort: the constant had absorbed rank 0's 1.2 GiB sort.
+# That pair has no CUDA P2P; with P2P, v0_comm adds NCCL's and custom all-reduce's buffers (from source, not fitted).
 V0_NON_TORCH_TP2_GIB = 0.4
 # MoE: routed tokens x top-k through gate/up, with sort/permute buffers (Mixtral 8x7B, 0.19.0).
 MOE_FACTOR = 2.0
@@ -330,7 +332,7 @@ def non_torch_gib(gpu: GpuSpec, res: Resolved) -> float:
 
     "increase" budgets count only what grows during profiling: 0.24-0.27 GiB at TP=1 (0.19.0), but
     2.06-2.21 GiB per rank at TP >= 2 from 0.10 on Hopper (llm-d 0.19.0 H100 logs, two 0.10.0 logs), 0.6 before
-    and below capability 9.0 (2 x A100 0.11.2 logs imply ~0.5), 0.4 GiB on V0 0.7 (vllm#13061, fitted).
+    and below capability 9.0 (2 x A100 0.11.2 logs imply ~0.5), 0.4 GiB on V0 0.7 (vllm#13061, fitted; + ``v0_comm``).
     "absolute" budgets also count the CUDA context and NCCL, which are already in the device's used memory.
 
     Below Hopper the TP >= 2 growth is what the distributed groups, set up after the baseline snapshot
@@ -348,8 +350,8 @@ def non_torch_gib(gpu: GpuSpec, res: Resolved) -> float:
     tp2 = res.tp >= 2
     if r.budget == "absolute":
         return context_gib(gpu, res.tp) + (V1_NON_TORCH_TP2_GIB if tp2 else 0.0)
-    if r.engine == "V0":
-        return V0_NON_TORCH_TP2_GIB if tp2 else 0.25
+    if r.engine == "V0":  # plus the TP communicators' P2P buffers, set up after V0's baseline (v0_comm.py)
+        return V0_NON_TORCH_TP2_GIB + v0_p2p_comm_gib(gpu, res.tp, res.p2p) if tp2 else 0.25
     tp1 = V1_NON_TORCH_TP1_GIB if r.version >= V1_NON_TORCH_TP1_GROWTH_SINCE else V1_NON_TORCH_TP1_EARLY_GIB
     if not tp2:
         return tp1
