@@ -16,6 +16,7 @@ from vllm_remedy.vllm.memory.kv_layout import KvLayout as KvLayout
 from vllm_remedy.vllm.memory.kv_layout import build
 from vllm_remedy.vllm.memory.settings import Resolved
 from vllm_remedy.vllm.memory.v0_comm import v0_p2p_comm_gib
+from vllm_remedy.vllm.memory.v0_forward import v0_forward_values_per_token
 
 # Weights: logged "Model loading took" is params x bytes / TP plus 0.01-0.09 GiB of buffers (rotary
 # caches, padding) across the calibration logs; 0.10 covers them all.
@@ -321,7 +322,7 @@ def _profile_phases_gib(model: ModelSpec, res: Resolved, capability: tuple[int, 
             peak, moe = max(peak, moe * GIB), 0.0
         lm = peak / GIB + V1_FORWARD_BASE_GIB + extra + moe + encoder_gib(model, res)
         return max(lm, qwen2_vl_tower_gib(model, res))  # a tower freed before the LM run: a phase of its own
-    per_token = V0_FORWARD_VALUES_PER_TOKEN * (model.intermediate_size / res.tp + model.hidden_size) * dt
+    per_token = v0_forward_values_per_token(model, res.tp) * dt  # live rows at the MLP's peak (v0_forward.py)
     forward = res.mnbt * per_token
     sampler = min(res.max_num_seqs, res.mnbt) * model.vocab_size * V1_SORT_SAMPLER_BYTES_PER_LOGIT
     return max(forward, sampler) / GIB + V0_ACTIVATION_BASE_GIB + _moe_gib(model, res, backend)
