@@ -7,9 +7,10 @@ GIB = 1024**3
 
 
 def test_nvswitch_a100_pair_is_two_communicators_gather_and_custom_allreduce() -> None:
-    """24 channels x (6 MiB send + 6 MiB receive) x 2 communicators, 32 x 6 MiB gather, 18 MiB custom all-reduce."""
+    """2 communicators x (24 channels x (6 MiB send + 6 MiB receive) + the NET proxy's 32 x 16 x 512 KiB), 32 x 6 MiB
+    gather, 18 MiB custom all-reduce: 1.27 GiB."""
     gpu = catalog.gpu("NVIDIA-A100-SXM4-40GB")
-    expected = (2 * 24 * 12 + 32 * 6 + 18) * MIB / GIB
+    expected = (2 * (24 * 12 + 256) + 32 * 6 + 18) * MIB / GIB
     assert abs(v0_p2p_comm_gib(gpu, 2, None) - expected) < 1e-9
     assert v0_p2p_comm_gib(gpu, 2, True) == v0_p2p_comm_gib(gpu, 2, None)
 
@@ -21,9 +22,10 @@ def test_no_p2p_or_tp1_charges_nothing() -> None:
 
 
 def test_pcie_pair_without_p2p_read() -> None:
-    """4 channels x (2 MiB send + 10 MiB receive) x 2, rank 0's 2 gather receives x 10 MiB, 18 MiB custom AR."""
+    """2 x (4 channels x (2 MiB send + 10 MiB receive) + 4 x 16 x 128 KiB), rank 0's 2 gather receives x 10 MiB,
+    18 MiB custom AR."""
     gpu = catalog.gpu("NVIDIA-L40S")
-    expected = (2 * 4 * 12 + 2 * 10 + 18) * MIB / GIB
+    expected = (2 * (4 * 12 + 8) + 2 * 10 + 18) * MIB / GIB
     assert abs(v0_p2p_comm_gib(gpu, 2, None) - expected) < 1e-9
 
 
@@ -32,7 +34,7 @@ def test_more_ranks_hold_more_on_rank_0() -> None:
     sxm = catalog.gpu("NVIDIA-A100-SXM4-80GB")
     pcie = catalog.gpu("NVIDIA-A100-PCIE-40GB")
     assert v0_p2p_comm_gib(sxm, 4, None) > v0_p2p_comm_gib(sxm, 2, None)
-    assert abs(v0_p2p_comm_gib(pcie, 4, None) - (2 * 4 * 22 + 3 * 2 * 10) * MIB / GIB) < 1e-9
+    assert abs(v0_p2p_comm_gib(pcie, 4, None) - (2 * (4 * 22 + 8) + 3 * 2 * 10) * MIB / GIB) < 1e-9
 
 
 def test_v0_non_torch_adds_the_term_unless_p2p_is_false() -> None:

@@ -16,7 +16,13 @@ none of this applies (``terms.V0_NON_TORCH_TP2_GIB`` is the P2P-free figure, fit
    At TP 2 the tree peers are the ring peers, so each channel holds one send and one receive connection per rank.
 2. torch's ``gather`` is ncclSend/ncclRecv to the root (torch/csrc/cuda/nccl.cpp ``gather``), which connects
    ``p2pnChannelsPerPeer`` P2P channels (src/enqueue.cc@v2.21.5-1): rank 0 receives from every peer, the others send.
-3. Custom all-reduce (distributed/device_communicators/custom_all_reduce.py@0.7.2), built only where ``_can_p2p``
+3. Each communicator's init also connects its local NET proxy and sizes its shared P2P buffer in device memory,
+   eagerly while runtime connection is off (src/init.cc@v2.21.5-1 "Connect to local net proxy",
+   ``ncclProxyMsgSharedInit``; src/transport/net.cc ``sharedNetBuffersInit``): p2pnChannels x NCCL_SHARED_STEPS (16)
+   x the P2P chunk (512 KiB where every path is NVLink, 128 KiB over PCIe; init.cc ``computeBuffSizes``). NVIDIA/nccl
+   #2363 reports the same eager buffer (512 MiB at 64 channels) on a single-rank communicator. Without P2P it is a
+   few MiB (2 channels x 16 x 128 KiB), inside the fitted P2P-free figure.
+4. Custom all-reduce (distributed/device_communicators/custom_all_reduce.py@0.7.2), built only where ``_can_p2p``
    holds (and for more than 2 GPUs only on full NVLink): two ``cudaMalloc`` IPC buffers, ``meta_size() + max_size``
    and ``max_size`` (8 MiB each), i.e. 10 + 8 MiB in 2 MiB pages; ``rank_data`` is a torch tensor (not counted).
 
@@ -45,9 +51,10 @@ MIB = 1024**2
 _IPC_MIN = 2 * MIB
 _LL, _LL128, _SIMPLE = 512 * 1024, 4_915_200, 4 * MIB
 _MEM_STRUCT = 4096  # ncclSendMem / ncclRecvMem (MEM_ALIGN, src/include/comm.h@v2.21.5-1)
-# (collective channels, P2P channels per peer) by board, see the module docstring.
-NVSWITCH_CHANNELS = (24, 32)
-PCIE_CHANNELS = (4, 2)
+# (collective channels, P2P channels, P2P channels per peer, P2P chunk bytes) by board, see the module docstring.
+NVSWITCH_CHANNELS = (24, 32, 32, 512 * 1024)
+PCIE_CHANNELS = (4, 4, 2, 128 * 1024)
+NET_SHARED_STEPS = 16  # NCCL_SHARED_STEPS, src/transport/net.cc@v2.21.5-1
 CUSTOM_AR_BYTES = 18 * MIB
 # The communicators per TP group that exist by the end of V0's profile run: PyNccl's and torch's device group.
 NCCL_COMMS = 2
@@ -74,17 +81,17 @@ def v0_p2p_comm_gib(gpu: GpuSpec, tp: int, p2p: bool | None) -> float:
 
     Sized for the rank that holds the most, rank 0 (the engine takes the minimum KV over ranks): per communicator one
     send and one receive connection per collective channel, plus one more receive per channel above 2 ranks (the
-    intra-node tree chain's down link differs from the ring's previous rank; checked in source, not in a log), the
-    gather's receive connections from every peer, and custom all-reduce's IPC buffers.
+    intra-node tree chain's down link differs from the ring's previous rank; checked in source, not in a log), and
+    the NET proxy's shared buffer; the gather's receive connections from every peer; custom all-reduce's buffers.
     """
     if tp < 2 or p2p is False:
         return 0.0
     nvl = nvlink_board(gpu)
-    coll, per_peer = NVSWITCH_CHANNELS if nvl else PCIE_CHANNELS
+    coll, p2p_channels, per_peer, chunk = NVSWITCH_CHANNELS if nvl else PCIE_CHANNELS
     read = nvl and gpu.capability == (8, 0)  # P2P read: NVLink between sm80 GPUs only (graph/paths.cc@v2.21.5-1)
     send, recv = _conn_bytes(read)
     per_channel = send + recv + (recv if tp > 2 else 0)
-    comms = NCCL_COMMS * coll * per_channel
+    comms = NCCL_COMMS * (coll * per_channel + p2p_channels * NET_SHARED_STEPS * chunk)
     gather = (tp - 1) * per_peer * recv
     custom_ar = CUSTOM_AR_BYTES if (tp == 2 or nvl) else 0
     return (comms + gather + custom_ar) / GIB
