@@ -3,7 +3,7 @@
 V0 takes its memory baseline in ``Worker.init_device`` before ``init_worker_distributed_environment``
 (worker/worker.py@0.7.2: ``self.baseline_snapshot = MemorySnapshot()`` first), so everything the distributed setup and
 the profile run put outside PyTorch's allocator is charged as "non_torch_memory" (utils.py@0.7.2 ``memory_profiling``).
-With P2P, three things put large buffers in device memory, all sized from source below; without P2P NCCL's SHM
+With P2P, four things put large buffers in device memory, all sized from source below; without P2P NCCL's SHM
 transport keeps its buffers in host memory (src/transport/shm.cc@v2.21.5-1) and vLLM builds no custom all-reduce, so
 none of this applies (``terms.V0_NON_TORCH_TP2_GIB`` is the P2P-free figure, fitted on an RTX 4090 pair).
 
@@ -40,7 +40,11 @@ nextPow2(2 x 240 / 20) = 32 (src/graph/paths.cc ``ncclTopoComputeP2pChannels``).
 A100-SXM4-80GB (NCCL 2.20.5) prints "24 coll channels, ..., 32 p2p channels, 32 p2p channels per peer". A 4-GPU HGX
 A100 board (4 NVLinks per pair) gets fewer (8 collective, 8 per peer): the NVSwitch figure is the larger, so less KV.
 Other cards are sized as a PCIe Gen4 pair: 2 ring channels at 12 GB/s doubled to 4, and 2 P2P channels per peer
-(non-NVLink peers, paths.cc). Hopper's NVLS buffers (sm90 with NVSwitch) are not sized here.
+(non-NVLink peers, paths.cc), 4 P2P channels. Hopper's NVLS buffers (sm90 with NVSwitch) are not sized here.
+
+Releases: NCCL 2.18-2.21 (torch 2.1-2.6) connect eagerly and have the NET proxy buffer; V0 on 0.9-0.10 (capability
+below 8.0 only) loads NCCL 2.26, which connects at runtime, so there this is an upper bound. Whether V0 releases before
+0.7 also set NCCL_CUMEM_ENABLE=0 was not checked (with cuMem each small per-channel structure takes 2 MiB more).
 """
 
 from __future__ import annotations
