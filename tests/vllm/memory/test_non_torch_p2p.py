@@ -42,11 +42,11 @@ def test_present_or_unknown_keeps_the_larger_figure(p2p: str | None):
     assert _non_torch("0.10.1.1", p2p) == terms.V1_NON_TORCH_TP2_GIB == 0.6
 
 
-@pytest.mark.parametrize(("version", "gpu", "tp"), [("0.19.0", H100, 2), ("0.19.0", H100, 4), ("0.7.2", A100, 2),
+@pytest.mark.parametrize(("version", "gpu", "tp"), [("0.19.0", H100, 2), ("0.19.0", H100, 4),
                                                     ("0.8.5", A100, 2), ("0.19.0", A100, 1)])
 def test_hopper_v0_absolute_budget_and_tp1_are_unchanged(version: str, gpu: catalog.GpuSpec, tp: int):
-    """Hopper's symmetric-memory buffers without P2P are not read from source; V0's figure was fitted on one case whose
-    P2P is not known; 0.8-0.9.0 budget absolutely (CUDA context + NCCL); TP 1 has no peers."""
+    """Hopper's symmetric-memory buffers without P2P are not read from source; 0.8-0.9.0 budget absolutely (CUDA
+    context + NCCL); TP 1 has no peers. V0 reads p2p since its communicator term (test_v0_comm.py)."""
     assert _non_torch(version, "false", gpu, tp) == _non_torch(version, None, gpu, tp)
 
 

@@ -15,6 +15,8 @@ from vllm_remedy.vllm.memory.kv_layout import HYBRID_KV_SINCE as HYBRID_KV_SINCE
 from vllm_remedy.vllm.memory.kv_layout import KvLayout as KvLayout
 from vllm_remedy.vllm.memory.kv_layout import build
 from vllm_remedy.vllm.memory.settings import Resolved
+from vllm_remedy.vllm.memory.v0_comm import v0_p2p_comm_gib
+from vllm_remedy.vllm.memory.v0_forward import v0_forward_values_per_token
 
 # Weights: logged "Model loading took" is params x bytes / TP plus 0.01-0.09 GiB of buffers (rotary
 # caches, padding) across the calibration logs; 0.10 covers them all.
@@ -136,6 +138,7 @@ V0_ACTIVATION_BASE_GIB = 0.02
 # V0 non-torch growth during profiling at TP >= 2, per rank: 0.25 GiB logged on vllm#13061's rank 1; rank 0's
 # 7.46 GiB of KV (81,536 tokens) less the sort-inclusive activation leaves 0.36 -> 0.4 (fitted on that case).
 # It was 1.6 while the sampler term had no sort: the constant had absorbed rank 0's 1.2 GiB sort.
+# That pair has no CUDA P2P; with P2P, v0_comm adds NCCL's and custom all-reduce's buffers (from source, not fitted).
 V0_NON_TORCH_TP2_GIB = 0.4
 # MoE: routed tokens x top-k through gate/up, with sort/permute buffers (Mixtral 8x7B, 0.19.0).
 MOE_FACTOR = 2.0
@@ -334,7 +337,7 @@ def _profile_phases_gib(model: ModelSpec, res: Resolved, capability: tuple[int, 
             peak, moe = max(peak, moe * GIB), 0.0
         lm = peak / GIB + V1_FORWARD_BASE_GIB + extra + moe + encoder_gib(model, res)
         return max(lm, qwen2_vl_tower_gib(model, res))  # a tower freed before the LM run: a phase of its own
-    per_token = V0_FORWARD_VALUES_PER_TOKEN * (model.intermediate_size / res.tp + model.hidden_size) * dt
+    per_token = v0_forward_values_per_token(model, res.tp) * dt  # live rows at the MLP's peak (v0_forward.py)
     forward = res.mnbt * per_token
     sampler = min(res.max_num_seqs, res.mnbt) * model.vocab_size * V1_SORT_SAMPLER_BYTES_PER_LOGIT
     return max(forward, sampler) / GIB + V0_ACTIVATION_BASE_GIB + _moe_gib(model, res, backend)
@@ -345,7 +348,7 @@ def non_torch_gib(gpu: GpuSpec, res: Resolved) -> float:
 
     "increase" budgets count only what grows during profiling: 0.24-0.27 GiB at TP=1 (0.19.0), but
     2.06-2.21 GiB per rank at TP >= 2 from 0.10 on Hopper (llm-d 0.19.0 H100 logs, two 0.10.0 logs), 0.6 before
-    and below capability 9.0 (2 x A100 0.11.2 logs imply ~0.5), 0.4 GiB on V0 0.7 (vllm#13061, fitted).
+    and below capability 9.0 (2 x A100 0.11.2 logs imply ~0.5), 0.4 GiB on V0 0.7 (vllm#13061, fitted; + ``v0_comm``).
     "absolute" budgets also count the CUDA context and NCCL, which are already in the device's used memory.
 
     Below Hopper the TP >= 2 growth is what the distributed groups, set up after the baseline snapshot
@@ -363,8 +366,8 @@ def non_torch_gib(gpu: GpuSpec, res: Resolved) -> float:
     tp2 = res.tp >= 2
     if r.budget == "absolute":
         return context_gib(gpu, res.tp) + (V1_NON_TORCH_TP2_GIB if tp2 else 0.0)
-    if r.engine == "V0":
-        return V0_NON_TORCH_TP2_GIB if tp2 else 0.25
+    if r.engine == "V0":  # plus the TP communicators' P2P buffers, set up after V0's baseline (v0_comm.py)
+        return V0_NON_TORCH_TP2_GIB + v0_p2p_comm_gib(gpu, res.tp, res.p2p) if tp2 else 0.25
     tp1 = V1_NON_TORCH_TP1_GIB if r.version >= V1_NON_TORCH_TP1_GROWTH_SINCE else V1_NON_TORCH_TP1_EARLY_GIB
     if not tp2:
         return tp1
