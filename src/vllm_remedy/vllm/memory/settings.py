@@ -222,8 +222,11 @@ class EngineSettings:
             kwargs["p2p"] = _bool(given, "p2p")
         if "allow-long-max-model-len" in given:
             kwargs["allow_long_max_model_len"] = _bool(given, "allow-long-max-model-len")
-        if given.get("image-max-pixels"):
-            kwargs["image_max_pixels"] = _int(given, "image-max-pixels")
+        if given.get("image-max-pixels"):  # our input, not a vLLM flag: a plain integer
+            pixels = parse_int(str(given["image-max-pixels"]))
+            if pixels is None:
+                raise UserError(f"image-max-pixels: {given['image-max-pixels']!r} is not an integer")
+            kwargs["image_max_pixels"] = pixels
         if norm.get("mm-processor-kwargs") and (cap := mm_processor_max_pixels(str(norm["mm-processor-kwargs"]))):
             kwargs["image_max_pixels"] = cap  # the flag overrides the checkpoint's processor, as in vLLM
         size = _capture_size(norm, version)
