@@ -46,7 +46,7 @@ from vllm_remedy.remedies.budget import BudgetRequest, plan_budget
 from vllm_remedy.remedies.pin_gpu import canonical_product
 from vllm_remedy.remedies.plan import Plan, Step, TemplateChange
 from vllm_remedy.remedies.predict import Prediction, failed_prediction, pinned_gpu, rules_note
-from vllm_remedy.vllm import catalog, kserve, manifest, model_len, pod_env, resolved
+from vllm_remedy.vllm import catalog, kserve, manifest, model_len, pod_shape, resolved
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS, GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, find_server
 from vllm_remedy.vllm.failures import FAILURES
@@ -185,12 +185,13 @@ def check_workload(workload: Workload, policy: Policy, now: float) -> Result:
     """The drift rules, the start prediction and, when anything fails, the planner's smallest fix."""
     name = policy.name or str(policy.source)
     server = workload.server
+    if (refused := pod_shape.pod_problem(workload.spec)) is not None:  # the API server refuses it: no pod ever runs
+        return Result(workload, name, None, (Finding("manifest", ERROR, refused, (
+            "write command/args as lists of quoted strings and env as {name, value} entries with string values, "
+            "as Kubernetes requires")),))
     if server is None:
         return Result(workload, name, None, (_unknown("command", workload.problem or "no vLLM command", (
             "put the vLLM server's flags in the container's command/args, where they can be read and checked")),))
-    if (refused := pod_env.invalid(server.container)) is not None:  # the API server refuses it: no pod ever runs
-        return Result(workload, name, None, (Finding("manifest", ERROR, refused, (
-            "write every env value as a YAML string (quoted), as Kubernetes requires")),))
     spec, notes = workload.spec, []
     pinned = pinned_gpu(spec)
     label = pinned or policy.gpu_product
