@@ -51,6 +51,7 @@ from vllm_remedy.vllm.catalog import PRODUCT_LABELS, GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, find_server
 from vllm_remedy.vllm.failures import FAILURES
 from vllm_remedy.vllm.memory import EngineSettings, estimate
+from vllm_remedy.vllm.memory.occurrences import overridden_refusal
 from vllm_remedy.vllm.outcomes import Outcome
 from vllm_remedy.vllm.parallel import TP, group_flags, world_size
 from vllm_remedy.vllm.versions import version_from_image
@@ -308,10 +309,15 @@ def _predict(server: ServerCommand, model_name: str | None, label: str | None, v
                                 "name the model in argv (positional or --model), where it can be checked"))
     settings: EngineSettings | None = None
     try:
-        settings = EngineSettings.from_flags(group_flags(server.flags) if group else dict(server.flags), version,
-                                             model_len.env_inputs(server.container, maps))
-    except UserError as exc:
-        out.append(_unknown("flags", str(exc), "write the memory flags as literal values"))
+        flags = group_flags(server.flags) if group else dict(server.flags)
+        inputs = model_len.env_inputs(server.container, maps)
+        settings = EngineSettings.from_flags(flags, version, inputs)
+        if (earlier := overridden_refusal(server, flags, version, inputs)) is not None:  # vLLM stops there
+            settings = None
+            raise UserError(earlier)
+    except UserError as exc:  # a placeholder cannot be typed; a literal the release refuses needs its spelling
+        out.append(_unknown("flags", str(exc), "spell the value as this vLLM release reads it (the reason says how)"
+                            if " refuses " in str(exc) else "write the memory flags as literal values"))
     env_why = model_len.unknown(model, server.container, settings, maps) if model and settings else None
     if env_why is not None:  # the refusal hangs on a value this tool cannot see: unknown, not a refusal and a fix
         out.append(_unknown("max-model-len-env", env_why, f"set {model_len.ENV} as a literal value in the "

@@ -73,6 +73,16 @@ class ServerCommand:
         """The container as parsed (a deep copy): rendering without edits is byte-identical."""
         return copy.deepcopy(self.container)
 
+    def overridden(self) -> list[tuple[str, str]]:
+        """(flag, value) of every occurrence a later one of the same flag overrides, in argv order.
+
+        ``flags`` keeps the last, as argparse's result does; but argparse converts each occurrence with the flag's
+        type as it reads it, so ``--max-model-len 16Ki --max-model-len 8192`` stops vLLM at the first. Callers
+        judge these values with the release's types too."""
+        last = {opt.name: i for i, opt in enumerate(self.options)}
+        return [(opt.name, opt.value) for i, opt in enumerate(self.options)
+                if opt.name != "model" and last[opt.name] != i]
+
     def edit(self, set: Mapping[str, str] | None = None, unset: Iterable[str] = ()) -> dict[str, Any]:
         """A new container dict with flags set/unset, touching only the tokens that must change."""
         return edit_container(self, dict(set or {}), list(unset))
