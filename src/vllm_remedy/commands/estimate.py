@@ -13,6 +13,7 @@ from vllm_remedy.commands._engine_args import (
     add_engine_flags,
     add_model_gpu,
     add_output,
+    check_int32,
     engine_flags,
     load_gpu,
     load_model_source,
@@ -45,7 +46,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     model, source = load_model_source(args)
     gpu = load_gpu(args)
-    est = estimate(model, gpu, EngineSettings.from_flags(engine_flags(args), args.vllm_version, model_inputs(args)))
+    flags = engine_flags(args)
+    settings = EngineSettings.from_flags(flags, args.vllm_version, model_inputs(args))
+    check_int32(settings, flags)
+    est = estimate(model, gpu, settings)
     r = rules(args.vllm_version)
     longest = model_len.limit(model, args.vllm_version)
     if args.output == "json":

@@ -114,6 +114,7 @@ def run(args: argparse.Namespace) -> int:
                            f"{EXTENSIBLE_KV_CACHE_SINCE[0]}.{EXTENSIBLE_KV_CACHE_SINCE[1]}, so the rules of "
                            f"{version} are used")
     settings = EngineSettings.from_flags(flags, version, inputs)
+    ea.check_int32(settings, flags)
     policy = load_policy(args.policy) if args.policy else None
     plan = plan_budget(BudgetRequest(
         model=model, gpu=gpu, settings=settings, policy=policy, failure=failure,
