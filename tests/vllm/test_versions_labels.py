@@ -94,8 +94,9 @@ def test_estimate_prints_an_rc_as_typed(cli):
     args = ("estimate", "--model", "Qwen/Qwen2.5-7B-Instruct", "--gpu", "NVIDIA-L4", "--vllm-version", "0.35.0rc1")
     human, machine = cli(*args), json.loads(cli(*args, "-o", "json").stdout)
     assert "/ 0.35.0rc1 (rules: extrapolated from 0.34.0)" in human.stdout, human.stdout
-    assert (machine["vllm_version"], machine["rules"]) == ("0.35.0rc1 (rules: extrapolated from 0.34.0)",
-                                                           "extrapolated from 0.34.0")
+    # vllm_version is the version typed (a JSON consumer compares it); the printed label is its own key (review3 L6)
+    assert (machine["vllm_version"], machine["vllm_version_label"], machine["rules"]) == (
+        "0.35.0rc1", "0.35.0rc1 (rules: extrapolated from 0.34.0)", "extrapolated from 0.34.0")
 
 
 def test_check_plan_and_drift_show_an_rc_tag_as_tagged(cli, tmp_path):

@@ -31,6 +31,7 @@ ENGINE_FLAGS = (
     ("kv-cache-dtype", "kv_cache_dtype"),
     ("quantization", "quantization"),
     ("dtype", "dtype"),
+    ("limit-mm-per-prompt", "limit_mm_per_prompt"),
 )
 
 
@@ -163,6 +164,11 @@ def add_engine_flags(parser: argparse.ArgumentParser, with_defaults: bool = True
     parser.add_argument("--quantization", metavar="Q")
     parser.add_argument("--dtype", metavar="D", default="auto" if d else None)
     parser.add_argument("--enforce-eager", action="store_true", default=None if not d else False)
+    parser.add_argument("--limit-mm-per-prompt", metavar="JSON",
+                        help="items per prompt by modality, as vLLM's flag ('{\"image\": 1, \"video\": 0}', or "
+                             "image=1,video=0): a multimodal model's encoder is profiled on the most expensive "
+                             "modality allowed, so capping video lets --image-max-pixels decide the profile "
+                             "(default: the model's own limits)")
     parser.add_argument("--other-gib", metavar="N", type=_other_gib,
                         help="GiB other processes hold on each GPU at startup (nvidia-smi)")
     parser.add_argument("--compile-cache", choices=("cold", "warm"),
