@@ -36,7 +36,7 @@ CASES = {
                         "container vllm: args[3] is an integer (8192), not a string"),
     "unquoted boolean in command": (_manifest(f'[{MODEL}]').replace("        args:", "        command: [vllm, serve, "
                                                                     "true]\n        args:"),
-                                    "container vllm: command[2] is a boolean (True), not a string"),
+                                    "container vllm: command[2] is a boolean, not a string"),
     "args as a string": (_manifest('"--model meta-llama/Llama-3.1-8B-Instruct --max-model-len 16384"'),
                          "container vllm: args is a string, not a list of strings"),
     "env as a string": (_manifest(f"[{MODEL}]", '        env: "FOO=1"\n'), "container vllm: env is a string"),
@@ -100,3 +100,13 @@ def test_find_server_refuses_an_argv_kubernetes_refuses():
     spec["containers"][0].update(image="busybox", args="sleep 1")  # not vLLM: not a server, whatever its shape
     with pytest.raises(UserError, match="no container runs a vLLM server"):
         find_server(spec)
+
+
+def test_a_null_argument_is_named_null(cli, tmp_path):
+    """`- null` (or an empty item) in args was read as the word 'None' ('None' is not an integer; review L3)."""
+    path = tmp_path / "m.yaml"
+    path.write_text(_manifest(f'[{MODEL}, "--max-model-len", null]'))
+    got = cli("check", "-f", str(path))
+    assert got.returncode == 1 and "None" not in got.stdout, got.stdout
+    assert "  manifest [error]: container vllm: args[3] is null, not a string, so Kubernetes refuses the manifest " \
+           "(quote the value as you meant it)" in got.stdout.splitlines(), got.stdout

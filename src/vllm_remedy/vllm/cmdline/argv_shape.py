@@ -32,6 +32,7 @@ def argv_problem(container: Mapping[str, Any]) -> str | None:
                     f"each word as its own item: {key}: [\"--flag\", \"value\"])")
         for i, item in enumerate(value):
             if not isinstance(item, str):
-                return (f"{key}[{i}] is {kind_of(item)} ({item!r}), not a string, so Kubernetes refuses the manifest "
+                shown = "" if item is None or isinstance(item, bool) else f" ({item!r})"  # null, not 'None'
+                return (f"{key}[{i}] is {kind_of(item)}{shown}, not a string, so Kubernetes refuses the manifest "
                         "(quote the value as you meant it)")
     return None
