@@ -56,3 +56,14 @@ def test_the_prediction_of_a_template_says_vllm_stops_at_the_first():
     """drift and the deploys predict through predict_template: no figures for a start that never parses."""
     got = predict_template({"spec": _spec("v0.11.0", ["--max-model-len", "16Ki", "--max-model-len", "8192"])})
     assert got.estimate is None and "refuses '16Ki'" in got.note, got
+
+
+def test_plan_f_stops_at_the_refused_occurrence_unless_the_command_line_replaces_the_flag(cli, tmp_path):
+    path = tmp_path / "m.yaml"
+    path.write_text(json.dumps({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "llm"},
+                                "spec": {"template": {"spec": _spec("v0.11.0", REFUSED[0][1])}}}))
+    got = cli("plan", "-f", str(path))
+    assert (got.returncode, got.stdout) == (2, ""), got.stdout
+    assert got.stderr.startswith(f"vllm-remedy: error: {path}: max-model-len: vLLM 0.11.0 refuses '16Ki'"), got.stderr
+    replaced = cli("plan", "-f", str(path), "--max-model-len", "4096")  # every occurrence replaced: nothing refused
+    assert replaced.returncode == 0 and replaced.stderr == "", replaced.stderr

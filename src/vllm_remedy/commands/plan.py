@@ -33,6 +33,7 @@ from vllm_remedy.vllm import catalog, kserve, manifest
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS
 from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, find_server
 from vllm_remedy.vllm.memory import EngineSettings
+from vllm_remedy.vllm.memory.occurrences import overridden_refusal
 from vllm_remedy.vllm.outcomes import Failure
 from vllm_remedy.vllm.startup_log import classify, parse_startup_log
 from vllm_remedy.vllm.versions import EXTENSIBLE_KV_CACHE_SINCE, rules, version_from_image
@@ -75,6 +76,7 @@ class _Inputs:
     gpu_label: str | None = None
     node_selector: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    server: ServerCommand | None = None  # the manifest's server, whose every flag occurrence vLLM types
 
 
 def run(args: argparse.Namespace) -> int:
@@ -115,6 +117,9 @@ def run(args: argparse.Namespace) -> int:
                            f"{version} are used")
     settings = EngineSettings.from_flags(flags, version, inputs)
     ea.check_int32(settings, flags)
+    if found.server is not None and (why := overridden_refusal(found.server, flags, version, inputs,
+                                                                 ea.engine_flags(args))) is not None:
+        raise UserError(f"{args.file}: {why}")  # vLLM stops at that occurrence, as at a refused last one
     policy = load_policy(args.policy) if args.policy else None
     plan = plan_budget(BudgetRequest(
         model=model, gpu=gpu, settings=settings, policy=policy, failure=failure,
@@ -209,7 +214,8 @@ def _env_value(container: Mapping[str, Any], text: str | None) -> str | None:
 
 def _inputs(server: ServerCommand, spec: Mapping[str, Any], where: str) -> _Inputs:
     model = _env_value(server.container, server.model)
-    found = _Inputs(model_id=model, version=version_from_image(server.image), flags=dict(server.flags))
+    found = _Inputs(model_id=model, version=version_from_image(server.image), flags=dict(server.flags),
+                    server=server)
     selector = spec.get("nodeSelector") if isinstance(spec.get("nodeSelector"), dict) else {}
     found.node_selector = {str(k): str(v) for k, v in selector.items()}
     pinned = pinned_gpu(spec)

@@ -9,7 +9,7 @@ keeps the last, so each overridden value is typed here with the same rules as th
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.vllm.cmdline import ServerCommand
@@ -17,12 +17,13 @@ from vllm_remedy.vllm.memory.settings import EngineSettings
 
 
 def overridden_refusal(server: ServerCommand, flags: Mapping[str, str], version: str | None,
-                       inputs: Mapping[str, str] | None = None) -> str | None:
+                       inputs: Mapping[str, str] | None = None, replaced: Collection[str] = ()) -> str | None:
     """Why vLLM ``version`` refuses an overridden occurrence of a flag in ``server``'s argv (one line naming it),
     None when every one parses. ``flags`` are the effective flags as the caller types them (an LWS leader's grouped
-    flags, say); each overridden value is tried in place of the kept one."""
+    flags, say); each overridden value is tried in place of the kept one. Flags in ``replaced`` (given on plan's
+    command line) replace every occurrence, so theirs are not judged."""
     for name, value in server.overridden():
-        if name not in flags or flags[name] == value:
+        if name not in flags or flags[name] == value or name in replaced:
             continue
         try:
             EngineSettings.from_flags({**flags, name: value}, version, inputs)
