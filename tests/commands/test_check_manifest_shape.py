@@ -110,3 +110,16 @@ def test_a_null_argument_is_named_null(cli, tmp_path):
     assert got.returncode == 1 and "None" not in got.stdout, got.stdout
     assert "  manifest [error]: container vllm: args[3] is null, not a string, so Kubernetes refuses the manifest " \
            "(quote the value as you meant it)" in got.stdout.splitlines(), got.stdout
+
+
+@pytest.mark.parametrize("case", ["unquoted number", "args as a string", "initContainer value", "env entry a string"])
+@pytest.mark.parametrize("command", [("plan", "-f"), ("args", "set", "--set", "max-num-seqs=8", "-f")])
+def test_plan_and_args_set_stop_on_a_manifest_kubernetes_refuses(cli, tmp_path, case, command):
+    """One error line naming the file and the container; args set writes nothing."""
+    text, why = CASES[case]
+    path = tmp_path / "m.yaml"
+    path.write_text(text)
+    got = cli(*command, str(path))
+    assert (got.returncode, got.stdout) == (2, ""), got.stdout
+    assert got.stderr.startswith(f"vllm-remedy: error: {path}: Deployment/llm spec.template.spec: {why}"), got.stderr
+    assert got.stderr.count("\n") == 1, got.stderr

@@ -20,7 +20,7 @@ from typing import Any
 from vllm_remedy import yamlfile
 from vllm_remedy.envelope import dumps, listing
 from vllm_remedy.errors import UserError
-from vllm_remedy.vllm import manifest
+from vllm_remedy.vllm import manifest, pod_shape
 from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, canonical_key, find_server, ranges
 from vllm_remedy.vllm.cmdline.flags import KNOWN, is_boolean
 from vllm_remedy.vllm.manifest_text import ManifestText
@@ -89,6 +89,8 @@ def _servers(docs: list[Any], source: str, container: str | None) -> list[tuple[
                 continue
             except UserError as exc:
                 raise UserError(f"{where}: {exc}") from None
+            if (refused := pod_shape.pod_problem(spec)) is not None:  # the API server refuses it: edit nothing
+                raise UserError(f"{where}: {refused}")
             found.append((i, manifest.describe(doc), path, spec, server))
     if not found:
         if not specs_seen:

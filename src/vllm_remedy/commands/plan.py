@@ -29,7 +29,7 @@ from vllm_remedy.remedies.budget import BudgetRequest, plan_budget
 from vllm_remedy.remedies.budget.observed import KvObservation
 from vllm_remedy.remedies.plan import Plan
 from vllm_remedy.remedies.predict import pinned_gpu
-from vllm_remedy.vllm import catalog, kserve, manifest
+from vllm_remedy.vllm import catalog, kserve, manifest, pod_shape
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS
 from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, find_server
 from vllm_remedy.vllm.memory import EngineSettings
@@ -196,6 +196,8 @@ def _from_manifest(args: argparse.Namespace) -> _Inputs:
                 continue
             except UserError as exc:
                 raise UserError(f"{where}: {exc}") from None
+            if (refused := pod_shape.pod_problem(spec)) is not None:  # the API server refuses it: no pod runs
+                raise UserError(f"{where}: {refused}")
             return _inputs(server, spec, where)
     raise UserError(miss or f"{source}: no pod spec found (expected a Deployment, Pod, StatefulSet, "
                     "LeaderWorkerSet, KServe InferenceService or pod template with containers)")
