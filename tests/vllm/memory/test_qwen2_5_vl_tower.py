@@ -89,3 +89,7 @@ def test_qwen2_vl_shares_the_0_11_0_concatenated_rotary():
     settings = EngineSettings.from_flags({"max-model-len": "4096", "enforce-eager": "true"}, "0.11.0")
     r = resolve(model, catalog.gpu("NVIDIA-GeForce-RTX-4080").with_total(15.99), settings)
     assert qwen2_vl_tower_gib(model, r) == pytest.approx(3_509_583_872 / GIB)
+    # 0.11.1 dropped the q/k/v copies and changed the rotary: not sized (the generic tower term applies).
+    later = resolve(model, catalog.gpu("NVIDIA-GeForce-RTX-4080").with_total(15.99),
+                    EngineSettings.from_flags({"max-model-len": "4096"}, "0.11.1"))
+    assert qwen2_vl_tower_gib(model, later) == 0.0

@@ -37,9 +37,9 @@ QWEN3_VL_TOKEN_PX = 32
 MM_DEFAULT_LIMIT_PER_PROMPT = 999  # V1's default per modality (config/multimodal.py@0.11.0 get_limit_per_prompt)
 # Qwen2-VL's vision transformer on V1 0.10-0.11 (``qwen2_vl_tower_gib``): read in model_executor/models/qwen2_vl.py at
 # 0.10.0, 0.10.2 and 0.11.0 (same MLP code; the rotary takes q and k together from 0.11.0, ``QK_CONCAT_ROTARY_SINCE``);
-# 0.12.0 replaced the rotary (``dispatch_rotary_emb_function``).
+# 0.11.1 dropped the q/k/v copies and replaced the rotary (``dispatch_rotary_emb_function``), so it is not sized.
 QWEN2_VL_TOWER_SINCE = (0, 10, 0)
-QWEN2_VL_TOWER_UNTIL = (0, 12, 0)
+QWEN2_VL_TOWER_UNTIL = (0, 11, 1)
 # Live rows of embed_dim width at the attention's peak, in model-dtype tensors: the block input, norm1's output, the
 # fused qkv output (3, kept by the local name while the views are copied), contiguous q, k, v (3), and the rotated copy
 # being cast back (1); plus two float32 rows (``apply_rotary_pos_emb_vision``: ``t.float()`` and the rotary kernel's
@@ -53,8 +53,8 @@ QWEN2_VL_ATTENTION_FP32_ROWS = 2
 # kernel.
 QWEN2_VL_MLP_ROWS_KERNEL = 2
 QWEN2_VL_MLP_ROWS_NATIVE = 3
-# From 0.11.0 both towers rotate q and k together (qwen2_vl.py, qwen2_5_vl.py@0.11.0: ``torch.cat([q, k], dim=0)`` then
-# ``apply_rotary_pos_emb_vision`` on the pair; qwen2_vl.py@0.11.1-0.11.2 keep it); 0.10.x rotated q, then k. At the
+# At 0.11.0 both towers rotate q and k together (qwen2_vl.py, qwen2_5_vl.py@0.11.0: ``torch.cat([q, k], dim=0)`` then
+# ``apply_rotary_pos_emb_vision`` on the pair); 0.10.x rotated q, then k. At the
 # pair's cast back: block input, norm1's output, fused qkv (3), contiguous q, k, v (3), the pair (2) and its cast-back
 # copy (2) = 12 model-dtype rows; the pair's ``t.float()`` and the rotary kernel's float32 output, 2 rows each.
 QK_CONCAT_ROTARY_SINCE = (0, 11, 0)
