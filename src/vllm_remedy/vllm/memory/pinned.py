@@ -100,3 +100,17 @@ def start_peak(other: float, context: float, weights: float, non_torch: float, a
     is counted as the process holds it (the profile's activation peak, the cache allocated after it, the graphs
     captured last)."""
     return other + context + weights + non_torch + activation + max(blocks, 0) * block_bytes / GIB + graphs
+
+
+def pinned_notes(s: EngineSettings) -> list[str]:
+    """What the planner says when a flag fixes the cache's size: no utilization change moves it, and only the flag
+    (which no step edits) would let the budget size it again."""
+    out = []
+    if s.kv_cache_memory_bytes:
+        out.append(f"the KV cache is pinned at {s.kv_cache_memory_bytes:,} bytes per GPU by --kv-cache-memory-bytes "
+                   f"(vLLM skips the --gpu-memory-utilization budget for it): utilization changes do not move it; "
+                   f"change or remove that flag to size the cache differently")
+    if s.num_gpu_blocks_override is not None:
+        out.append(f"the KV cache is pinned at {s.num_gpu_blocks_override:,} blocks by --num-gpu-blocks-override "
+                   f"(whatever the memory): no memory change moves it; change or remove that flag to size it")
+    return out
