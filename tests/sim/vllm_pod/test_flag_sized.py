@@ -98,3 +98,14 @@ def test_lora_is_refused_by_the_simulator_in_its_own_name():
 
 def test_the_settings_the_pod_reads_carry_the_flag():
     assert EngineSettings.from_flags({"kv-cache-memory": "1G"}, "0.11.0").kv_cache_memory_bytes == 2**30
+
+
+@pytest.mark.parametrize(("image", "size"), [("v0.11.0", "27G"), ("v0.21.0", str(int(27.7 * 2**30)))])
+def test_graphs_that_do_not_fit_after_a_flag_sized_cache_die_in_capture(image, size):
+    """The cache fits the L40S, the graphs captured after it do not: the estimator says cudagraph_capture_oom and the
+    pod dies there, not at the cache, also from 0.20 where the utilization budget would have counted the graphs."""
+    got = launch(["--kv-cache-memory-bytes", size], f"vllm/vllm-openai:{image}")
+    assert isinstance(got, Launch) and got.estimate.start == "cudagraph_capture_oom"
+    start = timeline.plan_start(flag_sized.size(EXACT.apply(got)), datetime(2026, 1, 1))
+    assert start.exit is not None and "capture" in "\n".join(start.exit.log)
+    assert "initialize_kv_cache" not in "\n".join(start.exit.log)

@@ -112,3 +112,11 @@ def test_a_start_refused_before_any_adapter_exists_is_still_predicted():
     est = estimate(LLAMA, L40S, EngineSettings.from_flags(
         {"max-model-len": "16384", "enable-lora": "true"}, "0.11.0", {"other-process-gib": "10"}))
     assert est.outcome is Outcome.FREE_MEMORY_BELOW_UTILIZATION
+
+
+def test_zero_bytes_is_unset_and_a_sliver_fails_the_one_request_check():
+    """``if kv_cache_memory_bytes := ...``: 0 leaves the budget to size the cache; a positive amount under one block
+    passes the "no memory" test (<= 0 only) and fails the one-request check; a negative one is "no memory"."""
+    assert run("0.11.0", kv_cache_memory_bytes="0").kv_cache_tokens == run("0.11.0").kv_cache_tokens
+    assert run("0.11.0", kv_cache_memory_bytes="1000").outcome is Outcome.MAX_LEN_EXCEEDS_KV
+    assert run("0.11.0", kv_cache_memory_bytes="-5").outcome is Outcome.NO_CACHE_BLOCKS

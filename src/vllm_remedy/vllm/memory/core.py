@@ -105,6 +105,8 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
     if pin:  # the cache is allocated at the flag's size whatever the budget; graphs are captured after it
         outside = graphs
     outcome = _outcome(res, total, requested, weights, context, other, kv, blocks, tokens, max_len, layout)
+    if pin and r.engine == "V1" and outcome is Outcome.NO_CACHE_BLOCKS and kv > 0:
+        outcome = Outcome.MAX_LEN_EXCEEDS_KV  # bytes under one block: V1 refuses only <= 0 as "no memory"
     if model_len.refused(model, settings.max_model_len, settings.version, settings.allow_long_max_model_len,
                          settings.disable_sliding_window):
         outcome = Outcome.MAX_LEN_EXCEEDS_MODEL  # vLLM's model config refuses it before touching the GPU
