@@ -76,6 +76,7 @@ def test_the_override_replaces_the_count_and_v1_checks_it_from_0_21():
     before = run("0.11.0", num_gpu_blocks_override="100")  # the check ran on the profiled budget
     assert before.outcome is Outcome.FITS and (before.gpu_blocks, before.kv_cache_tokens) == (100, 1600)
     assert before.max_concurrency == pytest.approx(100 / 1024)
+    assert before.kv_cache_gib == pytest.approx(100 * 2 / 1024)  # allocated: 100 blocks of 2 MiB, not the budget
     after = run("0.21.0", num_gpu_blocks_override="100")
     assert after.outcome is Outcome.MAX_LEN_EXCEEDS_KV and after.kv_cache_tokens == 1600
     assert run("0.21.0", num_gpu_blocks_override="1100").outcome is Outcome.FITS

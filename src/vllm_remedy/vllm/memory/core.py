@@ -132,6 +132,8 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
         peak = other  # refused at config time: only the other processes hold memory
     elif outcome is Outcome.DTYPE_UNSUPPORTED:
         peak = other + context  # refused as the worker sets its device up: a CUDA context, nothing loaded
+    if pin and kv > 0:  # the cache as allocated (before 0.21 V1 logs the budget it checked, then the override)
+        kv = blocks * block_bytes / GIB
     if settings.unmodelled and outcome not in DECIDED_BEFORE:
         raise CannotPredict(settings.unmodelled)
     concurrency = _concurrency(res, layout, blocks, tokens, max_len)
