@@ -31,6 +31,8 @@ ENGINE_FLAGS = (
     ("kv-cache-dtype", "kv_cache_dtype"),
     ("quantization", "quantization"),
     ("dtype", "dtype"),
+    ("kv-cache-memory-bytes", "kv_cache_memory_bytes"),
+    ("num-gpu-blocks-override", "num_gpu_blocks_override"),
 )
 
 
@@ -144,6 +146,11 @@ def add_engine_flags(parser: argparse.ArgumentParser, with_defaults: bool = True
     parser.add_argument("--quantization", metavar="Q")
     parser.add_argument("--dtype", metavar="D", default="auto" if d else None)
     parser.add_argument("--enforce-eager", action="store_true", default=None if not d else False)
+    # read as the release reads them (EngineSettings.from_flags): 4G on 0.10.2+, refused before that release
+    parser.add_argument("--kv-cache-memory-bytes", metavar="N",
+                        help="KV cache bytes per GPU (vLLM 0.10.2+): the flag, not the utilization budget, sizes it")
+    parser.add_argument("--num-gpu-blocks-override", metavar="N",
+                        help="KV cache blocks, whatever the memory (vLLM's --num-gpu-blocks-override)")
     parser.add_argument("--other-gib", metavar="N", type=_other_gib,
                         help="GiB other processes hold on each GPU at startup (nvidia-smi)")
     parser.add_argument("--compile-cache", choices=("cold", "warm"),

@@ -51,6 +51,7 @@ from vllm_remedy.vllm.catalog import PRODUCT_LABELS, GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, find_server
 from vllm_remedy.vllm.failures import FAILURES
 from vllm_remedy.vllm.memory import EngineSettings, estimate
+from vllm_remedy.vllm.memory.unmodelled import CannotPredict
 from vllm_remedy.vllm.outcomes import Outcome
 from vllm_remedy.vllm.parallel import TP, group_flags, world_size
 from vllm_remedy.vllm.versions import version_from_image
@@ -322,6 +323,10 @@ def _predict(server: ServerCommand, model_name: str | None, label: str | None, v
     try:
         return (Prediction(card.product, estimate(model, card, settings), rules=rules_note(version)), model, card,
                 settings, out)
+    except CannotPredict as exc:  # a valid start the memory model does not size (LoRA, speculative decoding)
+        out.append(_unknown("flags", str(exc).removeprefix("cannot predict "), "the memory model does not size this "
+                            "feature: confirm the start on one pod (or a test node) before rolling it out"))
+        return Prediction(card.product, None, str(exc)), model, card, None, out
     except UserError as exc:
         out.append(_unknown("flags", str(exc), "fix the flag vLLM would reject"))
         return Prediction(card.product, None, str(exc)), model, card, None, out

@@ -18,6 +18,7 @@ from vllm_remedy.vllm import catalog, model_len, resolved
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import ServerCommand, canonical_key
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, Resolved, estimate, resolve
+from vllm_remedy.vllm.memory.unmodelled import CannotPredict
 from vllm_remedy.vllm.parallel import group_flags, world_size
 from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version, version_from_image
 
@@ -148,6 +149,8 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
     try:
         resolved = resolve(spec, gpu, settings)
         result = estimate(spec, gpu, settings)
+    except CannotPredict as err:  # vLLM would start; the simulator has no physics for it and says so, not vLLM
+        return Refusal(version, model_id, f"RuntimeError: vllm-remedy simulator: {err}", "config")
     except UserError as err:
         return Refusal(version, model_id, f"ValueError: {err}", "config")
     served = str(flags.get("served-model-name") or model_id).split()[0]
