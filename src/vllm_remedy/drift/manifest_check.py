@@ -45,7 +45,7 @@ from vllm_remedy.policy import Policy
 from vllm_remedy.remedies.budget import BudgetRequest, plan_budget
 from vllm_remedy.remedies.pin_gpu import canonical_product
 from vllm_remedy.remedies.plan import Plan, Step, TemplateChange
-from vllm_remedy.remedies.predict import Prediction, failed_prediction, pinned_gpu, rules_note
+from vllm_remedy.remedies.predict import Prediction, config_refusal, failed_prediction, pinned_gpu, rules_note
 from vllm_remedy.vllm import catalog, kserve, manifest, model_len, pod_env, resolved
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS, GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, find_server
@@ -320,8 +320,8 @@ def _predict(server: ServerCommand, model_name: str | None, label: str | None, v
         why = "; ".join(f.reason.removeprefix("cannot predict: ") for f in out)
         return Prediction(card.product if card else label, None, why), model, card, settings, out
     try:
-        return (Prediction(card.product, estimate(model, card, settings), rules=rules_note(version)), model, card,
-                settings, out)
+        return (Prediction(card.product, estimate(model, card, settings), config_refusal(model, card, settings) or "",
+                           rules=rules_note(version)), model, card, settings, out)
     except UserError as exc:
         out.append(_unknown("flags", str(exc), "fix the flag vLLM would reject"))
         return Prediction(card.product, None, str(exc)), model, card, None, out
