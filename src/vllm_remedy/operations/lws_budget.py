@@ -37,7 +37,7 @@ from vllm_remedy.remedies.budget import BudgetRequest, plan_budget
 from vllm_remedy.remedies.pin_gpu import canonical_product, plan_pin
 from vllm_remedy.remedies.plan import Plan, Step
 from vllm_remedy.remedies.predict import Prediction, pinned_gpu, rules_note
-from vllm_remedy.vllm import catalog, resolved
+from vllm_remedy.vllm import catalog, model_len, resolved
 from vllm_remedy.vllm.memory import EngineSettings
 from vllm_remedy.vllm.parallel import TP, group_flags, world_size
 from vllm_remedy.vllm.versions import version_from_image
@@ -55,7 +55,8 @@ def plan_group(got: LwsView, gpu: str | None, target_concurrency: float | None, 
                         "pass gpu=...")
     card = catalog.gpu(label)
     model = resolved.model(str(server.model), server.flags.get("revision"))
-    settings = EngineSettings.from_flags(group_flags(server.flags), version_from_image(server.image))
+    settings = EngineSettings.from_flags(group_flags(server.flags), version_from_image(server.image),
+                                         model_len.env_inputs(server.container))  # the env var, as predicted
     running_on = pinned_gpu(spec)
     same_card = running_on is not None and canonical_product(running_on) == card.product
     pods = got.pods()
