@@ -90,3 +90,14 @@ def test_plan_says_when_the_env_var_cannot_be_read(cli, tmp_path):
     secret = [{"name": "VLLM_ALLOW_LONG_MAX_MODEL_LEN", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}]
     got = cli("plan", "-f", manifest(tmp_path, ["--max-model-len", "200000"], env=secret))
     assert "note: whether vLLM refuses --max-model-len 200,000 above the model's 131,072" in got.stdout, got.stdout
+
+
+def test_plan_words_auto_as_auto_not_as_an_implicit_length(cli):
+    """``--max-model-len auto`` resolved to 27,072 on an L4 was reported as "implicit (131,072 from the model)" and
+    each rung's reason said "131,072 does not" as if it had been asked for (review 3, L5)."""
+    got = cli("plan", "--model", LLAMA, "--gpu", "NVIDIA-L4", "--max-model-len", "auto", "--vllm-version", "0.14.0")
+    assert got.returncode == 1, got.stderr
+    problem = got.stdout.splitlines()[1]
+    assert "implicit" not in problem and ("max-model-len is auto (vLLM sizes it to what the KV cache holds: 27,072 "
+                                          "here, up to the model's 131,072): set it explicitly") in problem, problem
+    assert "; 131,072 does not" not in got.stdout and "the model's 131,072 does not" in got.stdout, got.stdout
