@@ -27,6 +27,7 @@ class Failure(str, Enum):
     HOST_OOM_KILLED = "host_oom_killed"
     WORLD_SIZE_EXCEEDS_GPUS = "world_size_exceeds_gpus"
     DTYPE_UNSUPPORTED = "dtype_unsupported"
+    ARGUMENT_REFUSED = "argument_refused"  # vLLM's argparse refused a flag's value: exit 2, nothing started
     UNKNOWN = "unknown"
 
     def __str__(self) -> str:
