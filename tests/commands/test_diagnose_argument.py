@@ -25,7 +25,8 @@ def test_the_real_error_is_classified_with_flag_value_and_evidence(cli, tmp_path
     got = cli("diagnose", "--log", str(log))
     assert got.returncode == 0, got.stderr
     lines = got.stdout.splitlines()
-    assert lines[0] == "argument_refused: vLLM's argument parser refused a flag's value (exit 2, before anything starts)"
+    assert lines[0] == ("argument_refused: vLLM's argument parser refused a flag's value (exit 2, before anything "
+                        "starts)")
     assert "  vllm serve: error: argument --max-model-len: invalid human_readable_int value: '16Ki'" in lines
     assert lines[-1] == ("hint: step 1: roll back to the last known-good revision, then write --max-model-len as a "
                          "plain integer: this release reads it as human_readable_int and refused '16Ki'")
