@@ -101,3 +101,25 @@ def test_plan_words_auto_as_auto_not_as_an_implicit_length(cli):
     assert "implicit" not in problem and ("max-model-len is auto (vLLM sizes it to what the KV cache holds: 27,072 "
                                           "here, up to the model's 131,072): set it explicitly") in problem, problem
     assert "; 131,072 does not" not in got.stdout and "the model's 131,072 does not" in got.stdout, got.stdout
+
+
+@pytest.mark.parametrize(("image", "value", "literal"), [("vllm/vllm-openai:v0.11.0", "16Ki", "16384"),
+                                                         ("vllm/vllm-openai:v0.8.3", "16k", "16000"),
+                                                         ("vllm/vllm-openai:v0.8.5", "auto", None)])
+def test_plan_on_a_refused_spelling_proposes_the_literal(cli, tmp_path, image, value, literal):
+    """plan -f exited 2 with no plan for a spelling the release's parser refuses, though the fix is one token
+    (review 3, M8c): it plans with the literal the spelling means and every step writes a literal."""
+    got = cli("plan", "-f", manifest(tmp_path, ["--max-model-len", value], image=image), "-o", "json")
+    assert got.returncode == 1, got.stderr
+    data = json.loads(got.stdout)
+    assert data["verdict"] == "change" and data["steps"], data
+    assert "(exit 2: the pod never starts)" in data["problem"] and f"'{value}'" in data["notes"][0], data
+    for step in data["steps"]:
+        assert step["set"]["max-model-len"].isdigit(), step
+    if literal is not None:
+        assert data["steps"][0]["set"]["max-model-len"] == literal and data["current"]["max_model_len"] == int(literal)
+
+
+def test_plan_still_refuses_a_spelling_with_no_clear_number(cli, tmp_path):
+    got = cli("plan", "-f", manifest(tmp_path, ["--max-model-len", "lots"]))
+    assert got.returncode == 2 and "lots" in got.stderr, got.stderr

@@ -25,7 +25,7 @@ from vllm_remedy.envelope import dumps, envelope
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.gpus import affinity_products
 from vllm_remedy.policy import load_policy
-from vllm_remedy.remedies.budget import BudgetRequest, plan_budget
+from vllm_remedy.remedies.budget import BudgetRequest, plan_budget, spelling
 from vllm_remedy.remedies.budget.observed import KvObservation
 from vllm_remedy.remedies.plan import Plan
 from vllm_remedy.remedies.predict import pinned_gpu
@@ -108,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
         where = f"{args.file}: no GPU pinning (nodeSelector or node affinity on {PRODUCT_LABELS[0]}, GKE or " \
                 "Karpenter labels); pass --gpu" if args.file else "--gpu or --gpu-memory-gib is required"
         raise UserError(where)
-    flags = {**found.flags, **ea.engine_flags(args)}
+    typed = ea.engine_flags(args)
     inputs = {**found.inputs, **ea.model_inputs(args)}  # what was typed wins over the manifest's env
     failure, observed, version = _observed(args, inputs)
     version = args.vllm_version or found.version or version
@@ -117,6 +117,9 @@ def run(args: argparse.Namespace) -> int:
         found.notes.append(f"the log names no vLLM version; its free-memory refusal is gone from "
                            f"{EXTENSIBLE_KV_CACHE_SINCE[0]}.{EXTENSIBLE_KV_CACHE_SINCE[1]}, so the rules of "
                            f"{version} are used")
+    # a manifest value the release's parser refuses (16Ki, auto before 0.14): planned as the literal it means
+    manifest_flags, respelled = spelling.respell({k: v for k, v in found.flags.items() if k not in typed}, version)
+    flags = {**manifest_flags, **typed}
     settings = EngineSettings.from_flags(flags, version, inputs)
     why = model_len.unknown(model, found.container, settings, found.config_maps) if found.container else None
     if why is not None and not args.allow_long_max_model_len:  # the env var's value cannot be read: say so
@@ -126,6 +129,7 @@ def run(args: argparse.Namespace) -> int:
         model=model, gpu=gpu, settings=settings, policy=policy, failure=failure,
         target_concurrency=args.target_concurrency, node_gpus=args.node_gpus, observed=observed,
         node_selector=found.node_selector, gpu_label=found.gpu_label))
+    plan = spelling.apply(plan, respelled, version)
     if found.notes:
         plan = Plan(plan.kind, plan.verdict, plan.problem, plan.current, plan.steps,
                     (*found.notes, *plan.notes), plan.subject)
