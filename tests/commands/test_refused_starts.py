@@ -123,3 +123,12 @@ def test_plan_on_a_refused_spelling_proposes_the_literal(cli, tmp_path, image, v
 def test_plan_still_refuses_a_spelling_with_no_clear_number(cli, tmp_path):
     got = cli("plan", "-f", manifest(tmp_path, ["--max-model-len", "lots"]))
     assert got.returncode == 2 and "lots" in got.stderr, got.stderr
+
+
+def test_check_reports_a_refused_spelling_as_an_error_with_the_literal_fix(cli, tmp_path):
+    got = cli("check", "-f", manifest(tmp_path, ["--max-model-len", "16Ki"]))
+    assert got.returncode == 1, got.stderr
+    lines = got.stdout.splitlines()
+    assert lines[1].startswith("  flags [error]: max-model-len: vLLM 0.11.0 refuses '16Ki' at argument parsing") and \
+        lines[1].endswith("(exit 2: the pod never starts)"), lines
+    assert lines[2].startswith("  smallest fix (planner): --max-model-len 16384 (predicted fits"), lines
