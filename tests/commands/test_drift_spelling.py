@@ -25,6 +25,10 @@ def test_a_refused_spelling_is_drift_whose_fix_writes_the_literal(rehearsal: Reh
     budget = ops[FIX]
     assert budget["changes"] and budget["refused"] is None, budget
     assert "-    - 16Ki" in budget["lines"] and "+    - '16384'" in budget["lines"], budget["lines"]
+    checks = {c["check"]: c for c in host["checks"]}
+    assert checks["prediction"]["status"] == "drift" and checks["prediction"]["detail"].startswith(
+        "predicted to fail: vLLM refuses the start at argument parsing (exit 2): max-model-len: vLLM 0.8.5 refuses "
+        "'16Ki'"), checks["prediction"]
     human = cli("drift", "-i", inventory(tmp_path, rehearsal.kubeconfig, policy(tmp_path))).stdout.splitlines()
     # the rehearsal pod refused it as vLLM does (exit 2), and the crash loop's log is classified so
     assert any("(last exit 2, Error); startup log: argument_refused" in line for line in human), human

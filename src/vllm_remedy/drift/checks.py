@@ -213,6 +213,9 @@ def check_prediction(prediction: Prediction) -> Check:
     """Every memory verdict rests on the prediction: a model or GPU outside the catalogs is an explicit
     finding (UNKNOWN), never silence that reads as in sync; a start vLLM refuses at config time is drift (it never
     runs), its line without KV figures."""
+    if prediction.estimate is None and prediction.refused:  # a value vLLM's argument parser refuses: exit 2
+        return Check("prediction", DRIFT, f"predicted to fail: vLLM refuses the start at argument parsing (exit 2): "
+                     f"{prediction.note}")
     if prediction.estimate is None:
         return Check("prediction", UNKNOWN, prediction.note or "no prediction")
     if not sized(prediction.estimate.outcome):  # vLLM refuses the start at config time: predicted, and a failure

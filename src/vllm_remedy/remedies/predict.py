@@ -15,6 +15,7 @@ from typing import Any
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.gpus import affinity_products
+from vllm_remedy.remedies.budget import spelling
 from vllm_remedy.remedies.budget.limits import margin_shortfall
 from vllm_remedy.vllm import catalog, dtype_support, model_len, resolved
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS, GpuSpec, ModelSpec
@@ -37,6 +38,9 @@ class Prediction:
     #: Where the version's rules come from when they were not modelled (``vLLM 0.25.0: rules extrapolated from
     #: 0.21``); empty for a modelled release, so a number is never printed as if it were modelled.
     rules: str = ""
+    #: No estimate because vLLM's argument parser refuses a flag's value (``note`` says which): a certain failure
+    #: (exit 2), not an unknown.
+    refused: bool = False
 
     @property
     def outcome(self) -> str:
@@ -123,8 +127,9 @@ def predict_template(template: Mapping[str, Any], container: str | None = None,
             return Prediction(card.product, None, why)  # the refusal hangs on a value this tool cannot see
         refusal = config_refusal(model, card, settings) or ""  # names the model's maximum and the env var
         return Prediction(card.product, estimate(model, card, settings), refusal, rules=rules_note(version))
-    except UserError as exc:
-        return Prediction(card.product, None, str(exc))
+    except UserError as exc:  # a spelling the release's parser refuses (16Ki) is a refused start, not an unknown
+        refused = bool(spelling.respell(group_flags(server.flags), version_from_image(server.image))[1])
+        return Prediction(card.product, None, str(exc), refused=refused)
 
 
 def config_refusal(model: ModelSpec, card: GpuSpec, settings: EngineSettings) -> str | None:
