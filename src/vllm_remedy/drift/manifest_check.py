@@ -42,10 +42,10 @@ from vllm_remedy.kube.annotations import Keys, read_toggles
 from vllm_remedy.kube.gpus import pod_gpu_request
 from vllm_remedy.kube.lws_history import flag_disagreement, leader_template, lwt_of, world_size_shortfall
 from vllm_remedy.policy import Policy
-from vllm_remedy.remedies.budget import BudgetRequest, plan_budget
+from vllm_remedy.remedies.budget import BudgetRequest, plan_budget, spelling
 from vllm_remedy.remedies.pin_gpu import canonical_product
 from vllm_remedy.remedies.plan import Plan, Step, TemplateChange
-from vllm_remedy.remedies.predict import Prediction, failed_prediction, pinned_gpu, rules_note
+from vllm_remedy.remedies.predict import Prediction, config_refusal, failed_prediction, pinned_gpu, rules_note
 from vllm_remedy.vllm import catalog, kserve, manifest, model_len, pod_env, resolved
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS, GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, find_server
@@ -231,7 +231,8 @@ def check_workload(workload: Workload, policy: Policy, now: float) -> Result:
     fix: Step | None = None
     plan_note = ""
     if findings and model is not None and card is not None and settings is not None:
-        fix, plan_note = _plan(model, card, settings, policy, spec, pinned, group is not None)
+        respelled = spelling.respell(group_flags(server.flags) if group else dict(server.flags), version)[1]
+        fix, plan_note = _plan(model, card, settings, policy, spec, pinned, group is not None, respelled)
     findings = [_with_fix(f, fix, plan_note, policy) for f in findings]
     if pinned is None and policy.gpu_product and prediction.estimate is not None:
         notes.append(f"the template pins no GPU product: predicted on the policy's {policy.gpu_product}")
@@ -307,9 +308,12 @@ def _predict(server: ServerCommand, model_name: str | None, label: str | None, v
             out.append(_unknown("model", "the vLLM command names no model",
                                 "name the model in argv (positional or --model), where it can be checked"))
     settings: EngineSettings | None = None
+    # a value the release's parser refuses (16Ki, auto before 0.14): the start is refused (exit 2); predicted and
+    # planned as the literal it means, which the fix writes (remedies.budget.spelling)
+    flags, respelled = spelling.respell(group_flags(server.flags) if group else dict(server.flags), version)
+    out += [Finding("flags", ERROR, f"{r.why} (exit 2: the pod never starts)", "") for r in respelled]
     try:
-        settings = EngineSettings.from_flags(group_flags(server.flags) if group else dict(server.flags), version,
-                                             model_len.env_inputs(server.container, maps))
+        settings = EngineSettings.from_flags(flags, version, model_len.env_inputs(server.container, maps))
     except UserError as exc:
         out.append(_unknown("flags", str(exc), "write the memory flags as literal values"))
     env_why = model_len.unknown(model, server.container, settings, maps) if model and settings else None
@@ -321,7 +325,8 @@ def _predict(server: ServerCommand, model_name: str | None, label: str | None, v
         why = "; ".join(f.reason.removeprefix("cannot predict: ") for f in out)
         return Prediction(card.product if card else label, None, why), model, card, settings, out
     try:
-        return (Prediction(card.product, estimate(model, card, settings), rules=rules_note(version)), model, card,
+        note = "; ".join(n for n in (*(r.note() for r in respelled), config_refusal(model, card, settings)) if n)
+        return (Prediction(card.product, estimate(model, card, settings), note, rules=rules_note(version)), model, card,
                 settings, out)
     except CannotPredict as exc:  # a valid start the memory model does not size (LoRA, speculative decoding)
         out.append(_unknown("flags", str(exc).removeprefix("cannot predict "), "the memory model does not size this "
@@ -344,7 +349,8 @@ def _pin(policy: Policy, spec: Mapping[str, Any], pinned: str | None) -> Templat
 
 
 def _plan(model: ModelSpec, card: GpuSpec, settings: EngineSettings, policy: Policy, spec: Mapping[str, Any],
-          pinned: str | None, group: bool = False) -> tuple[Step | None, str]:
+          pinned: str | None, group: bool = False, respelled: list[spelling.Respelled] | None = None
+          ) -> tuple[Step | None, str]:
     """The planner's smallest step, on the policy's GPU (pinned in the step) when the template's is not allowed;
     for a ``group`` the first that keeps its shape."""
     pin = _pin(policy, spec, pinned)
@@ -352,10 +358,11 @@ def _plan(model: ModelSpec, card: GpuSpec, settings: EngineSettings, policy: Pol
     if pin is None or target is None:
         plan = plan_budget(BudgetRequest(model=model, gpu=card, settings=settings, policy=policy,
                                          node_selector=_selector(spec), gpu_label=pinned))
-        return _smallest(plan, group)
+        return _smallest(spelling.apply(plan, respelled or [], settings.version), group)
     selector = {k: v for k, v in _selector(spec).items() if k not in pin.drop_node_selector} | dict(pin.node_selector)
-    plan = plan_budget(BudgetRequest(model=model, gpu=target, settings=settings, policy=policy,
-                                     node_selector=selector, gpu_label=policy.gpu_product))
+    plan = spelling.apply(plan_budget(BudgetRequest(model=model, gpu=target, settings=settings, policy=policy,
+                                                    node_selector=selector, gpu_label=policy.gpu_product)),
+                          respelled or [], settings.version)
     step, note = _smallest(plan, group)
     if step is None and plan.verdict == "no_change_needed":
         return Step(rank=1, lever="gpu", reason=f"pin the policy's GPU {target.product}", prediction=plan.current,

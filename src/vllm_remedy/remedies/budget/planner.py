@@ -115,7 +115,11 @@ def _base(req: BudgetRequest, lim: Limits, notes: list[str]) -> tuple[EngineSett
         cap = lim.len_floor
     elif explicit is not None and explicit > cap:
         problems.append(f"max-model-len {explicit} is above the allowed {cap}")
-    if explicit is None:
+    if s.max_model_len == -1:  # auto: vLLM fits the longest length the KV cache holds, which moves with the memory
+        auto = estimate(req.model, req.gpu, s).max_model_len
+        problems.append(f"max-model-len is auto (vLLM sizes it to what the KV cache holds: {auto:,} here, up to the "
+                        f"model's {req.model.max_model_len:,}): set it explicitly")
+    elif explicit is None:
         problems.append(f"max-model-len is implicit ({req.model.max_model_len:,} from the model): set it explicitly")
     util = min(max(s.gpu_memory_utilization, lim.util_min), lim.util_max)
     if util != s.gpu_memory_utilization:
