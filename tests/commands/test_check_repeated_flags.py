@@ -58,12 +58,17 @@ def test_the_prediction_of_a_template_says_vllm_stops_at_the_first():
     assert got.estimate is None and "refuses '16Ki'" in got.note, got
 
 
-def test_plan_f_stops_at_the_refused_occurrence_unless_the_command_line_replaces_the_flag(cli, tmp_path):
+def test_plan_f_plans_the_kept_value_written_once(cli, tmp_path):
+    """As for a refused spelling (remedies.budget.spelling): the start is refused, so the plan's first problem says
+    so and its step writes the kept value, which the edit writes once (duplicates collapse)."""
     path = tmp_path / "m.yaml"
     path.write_text(json.dumps({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "llm"},
                                 "spec": {"template": {"spec": _spec("v0.11.0", REFUSED[0][1])}}}))
-    got = cli("plan", "-f", str(path))
-    assert (got.returncode, got.stdout) == (2, ""), got.stdout
-    assert got.stderr.startswith(f"vllm-remedy: error: {path}: max-model-len: vLLM 0.11.0 refuses '16Ki'"), got.stderr
-    replaced = cli("plan", "-f", str(path), "--max-model-len", "4096")  # every occurrence replaced: nothing refused
-    assert replaced.returncode == 0 and replaced.stderr == "", replaced.stderr
+    got = json.loads(cli("plan", "-f", str(path), "-o", "json").stdout)
+    assert "refuses '16Ki'" in got["problem"] and "exit 2: the pod never starts" in got["problem"], got["problem"]
+    assert got["steps"][0]["set"] == {"max-model-len": "8192"}, got["steps"]
+    edited = cli("args", "set", "-f", str(path), "--set", "max-model-len=8192")
+    assert edited.returncode == 0 and "16Ki" not in edited.stdout and edited.stdout.count("--max-model-len") == 1, \
+        edited.stdout
+    replaced = cli("plan", "-f", str(path), "--max-model-len", "4096", "-o", "json")  # every occurrence replaced
+    assert "16Ki" not in json.loads(replaced.stdout)["problem"], replaced.stdout

@@ -218,3 +218,21 @@ def test_a_length_above_the_models_maximum_is_its_own_check_not_concurrency() ->
     assert [c.name for c in checks.run_checks(dep, Policy.from_mapping({}), NOW, pods=pods(dep, [])).checks] == [
         n for n in checks.CHECKS if n not in ("fallback-route", "leader-worker-flags", "rollout-pending")]
     assert "model-max-len" not in run(deployment())  # listed only when it fails
+
+
+def test_a_start_refused_at_config_time_fails_the_prediction_check_with_no_kv_figures() -> None:
+    """Drift said ``ok prediction: ... max_len_exceeds_model — KV cache 197,840 tokens`` (review 3, M3): a start vLLM
+    refuses before it sizes anything passed the prediction check with a KV cache no run ever has."""
+    dep = deployment("Qwen/Qwen2.5-7B-Instruct")
+    dep["spec"]["template"]["spec"]["containers"][0]["args"] = ["Qwen/Qwen2.5-7B-Instruct", "--max-model-len", "65536"]
+    got = run(dep)["prediction"]
+    assert got.status == checks.DRIFT, got
+    assert got.detail.startswith("predicted to fail: prediction on NVIDIA-L40S: max_len_exceeds_model — not sized: "
+                                 "vLLM refuses the start at config time, before the KV cache (--max-model-len 65,536 "
+                                 "is above the model's 32,768"), got.detail
+    assert "tokens" not in got.detail.split("(")[0] and "concurrency" not in got.detail, got.detail
+    t4 = deployment("meta-llama/Llama-3.2-1B-Instruct", {"nvidia.com/gpu.product": "Tesla-T4"})
+    t4["spec"]["template"]["spec"]["containers"][0]["args"] += ["--dtype", "bfloat16"]
+    got = run(t4, Policy.from_mapping({"gpu": {"products": ["Tesla-T4"]}}))
+    assert got["prediction"].status == checks.DRIFT and "not sized" in got["prediction"].detail, got["prediction"]
+    assert "KV cache" not in got["concurrency"].detail.replace("before the KV cache", ""), got["concurrency"]

@@ -33,7 +33,7 @@ def test_an_unknown_version_says_so_and_whose_rules_it_gets():
 
 @pytest.mark.parametrize(("version", "read_from"), [
     ("0.34.1", "0.34.0"), ("0.33.99", "0.33.0"), ("0.33.1", "0.33.0"), ("0.27.2", "0.27.1"), ("0.21.3", "0.21.0"),
-    ("0.35.0", "0.34.0"), ("0.5.0", "0.6.0"), ("0.8.9", "0.8.5"), ("0.34.0.1", "0.34.0"),
+    ("0.35.0", "0.34.0"), ("0.5.0", "0.5.5"), ("0.8.9", "0.8.5"), ("0.34.0.1", "0.34.0"),
     ("0.10.1.2", "0.10.1.1")])
 def test_a_release_whose_source_was_not_read_is_extrapolated_from_the_nearest_one_read(version, read_from):
     """Past NEWEST_MODELLED in the whole (major, minor, patch) tuple, or a patch past the last one read of its minor."""

@@ -32,6 +32,8 @@ ENGINE_FLAGS = (
     ("quantization", "quantization"),
     ("dtype", "dtype"),
     ("limit-mm-per-prompt", "limit_mm_per_prompt"),
+    ("kv-cache-memory-bytes", "kv_cache_memory_bytes"),
+    ("num-gpu-blocks-override", "num_gpu_blocks_override"),
 )
 
 
@@ -169,6 +171,11 @@ def add_engine_flags(parser: argparse.ArgumentParser, with_defaults: bool = True
                              "image=1,video=0): a multimodal model's encoder is profiled on the most expensive "
                              "modality allowed, so capping video lets --image-max-pixels decide the profile "
                              "(default: the model's own limits)")
+    # read as the release reads them (EngineSettings.from_flags): 4G on 0.10.2+, refused before that release
+    parser.add_argument("--kv-cache-memory-bytes", metavar="N",
+                        help="KV cache bytes per GPU (vLLM 0.10.2+): the flag, not the utilization budget, sizes it")
+    parser.add_argument("--num-gpu-blocks-override", metavar="N",
+                        help="KV cache blocks, whatever the memory (vLLM's --num-gpu-blocks-override)")
     parser.add_argument("--other-gib", metavar="N", type=_other_gib,
                         help="GiB other processes hold on each GPU at startup (nvidia-smi)")
     parser.add_argument("--compile-cache", choices=("cold", "warm"),

@@ -20,7 +20,7 @@ from vllm_remedy.commands._engine_args import (
     model_inputs,
 )
 from vllm_remedy.envelope import dumps, envelope
-from vllm_remedy.vllm import model_len
+from vllm_remedy.vllm import model_len, outcomes
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate
 from vllm_remedy.vllm.outcomes import Outcome
 from vllm_remedy.vllm.versions import rules
@@ -29,12 +29,8 @@ NAME = "estimate"
 ORDER = 40
 HELP = "predict vLLM's startup memory split, KV cache and outcome for a model on a GPU"
 BAR_WIDTH = 60
-#: Starts vLLM refuses at config time, before the engine sizes anything (``vllm.model_len``, ``vllm.dtype_support``):
-#: the memory model still computes a KV cache, but no vLLM run ever reaches it, so it is not shown as one.
-REFUSED_BEFORE_SIZING = frozenset({Outcome.MAX_LEN_EXCEEDS_MODEL, Outcome.DTYPE_UNSUPPORTED})
-#: The figures only a sized engine has: null in JSON (the keys stay, for a stable shape), "not sized" in text.
-SIZING_KEYS = ("kv_cache_gib", "kv_cache_tokens", "gpu_blocks", "max_concurrency")
-_NOT_SIZED = "not sized: vLLM refuses the start at config time, before the KV cache"
+# Starts vLLM refuses at config time, and the figures such a start never has: shared with check, drift and plan.
+REFUSED_BEFORE_SIZING, SIZING_KEYS = outcomes.REFUSED_BEFORE_SIZING, outcomes.SIZING_KEYS
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -67,10 +63,7 @@ def run(args: argparse.Namespace) -> int:
 
 def result_json(est: Estimate) -> dict[str, object]:
     """``Estimate.to_json`` with the sizing figures null when vLLM refuses the start before it sizes anything."""
-    data = est.to_json()
-    if est.outcome in REFUSED_BEFORE_SIZING:
-        data.update(dict.fromkeys(SIZING_KEYS))
-    return data
+    return outcomes.sized_json(est)
 
 
 def echo_inputs(args: argparse.Namespace) -> dict[str, object]:
@@ -98,7 +91,8 @@ def render(est: Estimate, model: str, gpu: str, version: str, longest: model_len
         free = est.total_gib - (est.peak_gib - est.cudagraph_gib)
         outcome = (f"cudagraph_capture_oom: vLLM's checks pass and the KV cache is sized, then the CUDA graphs "
                    f"({est.cudagraph_gib:.2f} GiB) do not fit the {max(free, 0.0):.2f} GiB left on the card")
-    sized = est.outcome not in REFUSED_BEFORE_SIZING
+    if not outcomes.sized(est.outcome):
+        return _render_refused(est, outcome, model, gpu, version)
     rows = [
         ("outcome", outcome),
         ("model / GPU / vLLM", f"{model} / {gpu} ({est.total_gib:.2f} GiB) / {version}"),
@@ -106,10 +100,9 @@ def render(est: Estimate, model: str, gpu: str, version: str, longest: model_len
         ("activation peak", f"{est.activation_gib:.2f} GiB"),
         ("non-torch", f"{est.non_torch_gib:.2f} GiB"),
         ("CUDA graphs", f"{est.cudagraph_gib:.2f} GiB"),
-        ("KV cache", f"{est.kv_cache_gib:.2f} GiB = {est.kv_cache_tokens:,} tokens ({est.gpu_blocks:,} blocks)"
-         if sized else _NOT_SIZED),
+        ("KV cache", f"{est.kv_cache_gib:.2f} GiB = {est.kv_cache_tokens:,} tokens ({est.gpu_blocks:,} blocks)"),
         ("max model len", f"{est.max_model_len:,}"),
-        ("max concurrency", f"{est.max_concurrency:.2f}x at {est.max_model_len:,} tokens" if sized else _NOT_SIZED),
+        ("max concurrency", f"{est.max_concurrency:.2f}x at {est.max_model_len:,} tokens"),
         ("peak device memory", f"{est.peak_gib:.2f} of {est.total_gib:.2f} GiB"),
     ]
     if est.needed_kv_gib is not None:
@@ -118,7 +111,22 @@ def render(est: Estimate, model: str, gpu: str, version: str, longest: model_len
         rows.append(("largest max-model-len", f"{est.suggested_max_model_len:,}"))
     width = max(len(k) for k, _ in rows)
     lines = [f"{k.ljust(width)}  {v}" for k, v in rows]
-    return "\n".join([*lines, "", bar(est) if sized else "(no memory split: nothing is loaded)"])
+    return "\n".join([*lines, "", bar(est)])
+
+
+def _render_refused(est: Estimate, outcome: str, model: str, gpu: str, version: str) -> str:
+    """A start vLLM refuses at config time: only what it reached. Nothing is loaded, so no weights, activation, graph
+    or KV figures; the device memory is what the refusal leaves held (``memory.core``: none of vLLM's before the
+    max-length check, which runs before the GPU is touched; the worker's CUDA context for the dtype refusal)."""
+    if est.outcome is Outcome.MAX_LEN_EXCEEDS_MODEL:
+        device = "not touched: the model config refuses the length before vLLM uses the GPU"
+    else:
+        device = (f"{est.peak_gib:.2f} of {est.total_gib:.2f} GiB: the worker's CUDA context (and any other "
+                  "process), nothing loaded")
+    rows = [("outcome", outcome), ("model / GPU / vLLM", f"{model} / {gpu} ({est.total_gib:.2f} GiB) / {version}"),
+            ("max model len", f"{est.max_model_len:,}"), ("memory", outcomes.NOT_SIZED), ("device memory", device)]
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k.ljust(width)}  {v}" for k, v in rows)
 
 
 def bar(est: Estimate) -> str:

@@ -25,16 +25,15 @@ from vllm_remedy.envelope import dumps, envelope
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.gpus import affinity_products
 from vllm_remedy.policy import load_policy
-from vllm_remedy.remedies.budget import BudgetRequest, plan_budget
+from vllm_remedy.remedies.budget import BudgetRequest, plan_budget, spelling
 from vllm_remedy.remedies.budget.observed import KvObservation
 from vllm_remedy.remedies.plan import Plan
 from vllm_remedy.remedies.predict import pinned_gpu
-from vllm_remedy.vllm import catalog, kserve, manifest, pod_shape
+from vllm_remedy.vllm import catalog, kserve, manifest, model_len, pod_env, pod_shape
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS
 from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, find_server
-from vllm_remedy.vllm.memory import EngineSettings
-from vllm_remedy.vllm.memory.occurrences import overridden_refusal
-from vllm_remedy.vllm.outcomes import Failure
+from vllm_remedy.vllm.memory import EngineSettings, Estimate
+from vllm_remedy.vllm.outcomes import NOT_SIZED, Failure, sized
 from vllm_remedy.vllm.startup_log import classify, parse_startup_log
 from vllm_remedy.vllm.versions import EXTENSIBLE_KV_CACHE_SINCE, rules, version_from_image
 
@@ -76,6 +75,10 @@ class _Inputs:
     gpu_label: str | None = None
     node_selector: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    #: the memory model's inputs the pod's env gives (VLLM_ALLOW_LONG_MAX_MODEL_LEN), as check and drift read them
+    inputs: dict[str, str] = field(default_factory=dict)
+    container: Mapping[str, Any] = field(default_factory=dict)
+    config_maps: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     server: ServerCommand | None = None  # the manifest's server, whose every flag occurrence vLLM types
 
 
@@ -106,8 +109,8 @@ def run(args: argparse.Namespace) -> int:
         where = f"{args.file}: no GPU pinning (nodeSelector or node affinity on {PRODUCT_LABELS[0]}, GKE or " \
                 "Karpenter labels); pass --gpu" if args.file else "--gpu or --gpu-memory-gib is required"
         raise UserError(where)
-    flags = {**found.flags, **ea.engine_flags(args)}
-    inputs = ea.model_inputs(args)
+    typed = ea.engine_flags(args)
+    inputs = {**found.inputs, **ea.model_inputs(args)}  # what was typed wins over the manifest's env
     failure, observed, version = _observed(args, inputs)
     version = args.vllm_version or found.version or version
     if version is None and failure is Failure.FREE_MEMORY_BELOW_UTILIZATION and not rules(None).free_memory_check:
@@ -115,16 +118,22 @@ def run(args: argparse.Namespace) -> int:
         found.notes.append(f"the log names no vLLM version; its free-memory refusal is gone from "
                            f"{EXTENSIBLE_KV_CACHE_SINCE[0]}.{EXTENSIBLE_KV_CACHE_SINCE[1]}, so the rules of "
                            f"{version} are used")
+    # a manifest value the release's parser refuses (16Ki, auto before 0.14): planned as the literal it means
+    manifest_flags, respelled = spelling.respell({k: v for k, v in found.flags.items() if k not in typed}, version)
+    flags = {**manifest_flags, **typed}
+    if found.server is not None:  # an overridden occurrence it refuses stops vLLM too: planned with the kept value
+        respelled += spelling.overridden(found.server, flags, version, typed)
     settings = EngineSettings.from_flags(flags, version, inputs)
     ea.check_int32(settings, flags)
-    if found.server is not None and (why := overridden_refusal(found.server, flags, version, inputs,
-                                                                 ea.engine_flags(args))) is not None:
-        raise UserError(f"{args.file}: {why}")  # vLLM stops at that occurrence, as at a refused last one
+    why = model_len.unknown(model, found.container, settings, found.config_maps) if found.container else None
+    if why is not None and not args.allow_long_max_model_len:  # the env var's value cannot be read: say so
+        found.notes.append(f"{why}; planned as if it is unset (vLLM refuses the length)")
     policy = load_policy(args.policy) if args.policy else None
     plan = plan_budget(BudgetRequest(
         model=model, gpu=gpu, settings=settings, policy=policy, failure=failure,
         target_concurrency=args.target_concurrency, node_gpus=args.node_gpus, observed=observed,
         node_selector=found.node_selector, gpu_label=found.gpu_label))
+    plan = spelling.apply(plan, respelled, version)
     if found.notes:
         plan = Plan(plan.kind, plan.verdict, plan.problem, plan.current, plan.steps,
                     (*found.notes, *plan.notes), plan.subject)
@@ -198,7 +207,9 @@ def _from_manifest(args: argparse.Namespace) -> _Inputs:
                 raise UserError(f"{where}: {exc}") from None
             if (refused := pod_shape.pod_problem(spec)) is not None:  # the API server refuses it: no pod runs
                 raise UserError(f"{where}: {refused}")
-            return _inputs(server, spec, where)
+            namespace = str((doc.get("metadata") or {}).get("namespace") or "default") if isinstance(doc, dict) \
+                else "default"
+            return _inputs(server, spec, where, pod_env.config_maps(docs, namespace))
     raise UserError(miss or f"{source}: no pod spec found (expected a Deployment, Pod, StatefulSet, "
                     "LeaderWorkerSet, KServe InferenceService or pod template with containers)")
 
@@ -214,10 +225,15 @@ def _env_value(container: Mapping[str, Any], text: str | None) -> str | None:
     return text
 
 
-def _inputs(server: ServerCommand, spec: Mapping[str, Any], where: str) -> _Inputs:
+def _inputs(server: ServerCommand, spec: Mapping[str, Any], where: str,
+            maps: Mapping[str, Mapping[str, str]] | None = None) -> _Inputs:
     model = _env_value(server.container, server.model)
     found = _Inputs(model_id=model, version=version_from_image(server.image), flags=dict(server.flags),
-                    server=server)
+                    container=server.container, config_maps=maps or {}, server=server)
+    try:  # VLLM_ALLOW_LONG_MAX_MODEL_LEN in vLLM's process, read as check and drift's prediction read it
+        found.inputs = model_len.env_inputs(server.container, maps)
+    except UserError as exc:  # an env Kubernetes refuses: no pod ever runs it
+        raise UserError(f"{where}: {exc}") from None
     selector = spec.get("nodeSelector") if isinstance(spec.get("nodeSelector"), dict) else {}
     found.node_selector = {str(k): str(v) for k, v in selector.items()}
     pinned = pinned_gpu(spec)
@@ -230,14 +246,21 @@ def _inputs(server: ServerCommand, spec: Mapping[str, Any], where: str) -> _Inpu
     return found
 
 
+def _current(cur: Estimate) -> str:
+    """The current prediction in one line; a start vLLM refuses at config time has no KV cache or peak to show."""
+    if not sized(cur.outcome):
+        return f"{cur.start} at max-model-len {cur.max_model_len:,} — {NOT_SIZED}, nothing is loaded"
+    return (f"{cur.start} — KV {cur.kv_cache_tokens:,} tokens, max concurrency {cur.max_concurrency:.2f}x at "
+            f"{cur.max_model_len:,} tokens, peak {cur.peak_gib:.2f} of {cur.total_gib:.2f} GiB")
+
+
 def render(plan: Plan, version: str) -> str:
     """Human view: subject, problem, current prediction, the ladder as a table, notes, verdict."""
     cur, sub = plan.current, plan.subject
     lines = [
         f"BudgetPlan: {sub['model']} on {sub['gpu']} ({cur.total_gib:.2f} GiB), vLLM {version}",
         f"problem:  {plan.problem}",
-        f"current:  {cur.start} — KV {cur.kv_cache_tokens:,} tokens, max concurrency {cur.max_concurrency:.2f}x "
-        f"at {cur.max_model_len:,} tokens, peak {cur.peak_gib:.2f} of {cur.total_gib:.2f} GiB",
+        f"current:  {_current(cur)}",
         f"target:   {sub['targetConcurrency']:g} concurrent requests (max concurrency ≥ "
         f"{sub['requiredConcurrency']:.2f}x)",
     ]

@@ -12,7 +12,8 @@ Each check answers for one rule the scheduled job watches — the names are the 
                       concurrency ≥ the policy's peak concurrent requests
 * ``model-max-len``   (listed only when it fails) --max-model-len above the model's maximum: vLLM refuses it at
                       config time, before sizing anything (``concurrency`` is then unknown)
-* ``prediction``      the memory model can predict the start at all (model and GPU in the catalogs)
+* ``prediction``      the memory model can predict the start at all (model and GPU in the catalogs), and vLLM does
+                      not refuse it at config time (max-length or dtype refusal: drift, no KV figures)
 * ``rollout-pending`` an OnDelete StatefulSet's pods all on the update revision (else what serves is not the template)
 * ``crash-loop``      no pod of the current revision crash-looping (``kube/wait.py``'s rule), whatever
                       the other checks say; the classified startup log names the failure class
@@ -45,7 +46,7 @@ from vllm_remedy.remedies.fallback import fallback_traffic, route_name, shift_ba
 from vllm_remedy.remedies.pin_gpu import canonical_product
 from vllm_remedy.remedies.predict import Prediction, failed_prediction, pinned_gpu, predict_template
 from vllm_remedy.vllm.cmdline import ServerCommand, find_server
-from vllm_remedy.vllm.outcomes import Outcome
+from vllm_remedy.vllm.outcomes import Outcome, sized
 
 CHECKS = ("max-model-len", "flag-bounds", "known-good-unit", "gpu-pinned", "enforce-eager", "concurrency",
           "model-max-len", "prediction", "crash-loop", "fallback-route", "leader-worker-flags", "rollout-pending")
@@ -210,9 +211,15 @@ def predict(deployment: Mapping[str, Any], policy: Policy, container: str | None
 
 def check_prediction(prediction: Prediction) -> Check:
     """Every memory verdict rests on the prediction: a model or GPU outside the catalogs is an explicit
-    finding (UNKNOWN), never silence that reads as in sync."""
+    finding (UNKNOWN), never silence that reads as in sync; a start vLLM refuses at config time is drift (it never
+    runs), its line without KV figures."""
+    if prediction.estimate is None and prediction.refused:  # a value vLLM's argument parser refuses: exit 2
+        return Check("prediction", DRIFT, f"predicted to fail: vLLM refuses the start at argument parsing (exit 2): "
+                     f"{prediction.note}")
     if prediction.estimate is None:
         return Check("prediction", UNKNOWN, prediction.note or "no prediction")
+    if not sized(prediction.estimate.outcome):  # vLLM refuses the start at config time: predicted, and a failure
+        return Check("prediction", DRIFT, f"predicted to fail: {prediction.line()}")
     return Check("prediction", PASS, prediction.line())
 
 

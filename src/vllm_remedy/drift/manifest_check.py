@@ -42,16 +42,16 @@ from vllm_remedy.kube.annotations import Keys, read_toggles
 from vllm_remedy.kube.gpus import pod_gpu_request
 from vllm_remedy.kube.lws_history import flag_disagreement, leader_template, lwt_of, world_size_shortfall
 from vllm_remedy.policy import Policy
-from vllm_remedy.remedies.budget import BudgetRequest, plan_budget
+from vllm_remedy.remedies.budget import BudgetRequest, plan_budget, spelling
 from vllm_remedy.remedies.pin_gpu import canonical_product
 from vllm_remedy.remedies.plan import Plan, Step, TemplateChange
-from vllm_remedy.remedies.predict import Prediction, failed_prediction, pinned_gpu, rules_note
+from vllm_remedy.remedies.predict import Prediction, config_refusal, failed_prediction, pinned_gpu, rules_note
 from vllm_remedy.vllm import catalog, kserve, manifest, model_len, pod_shape, resolved
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS, GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, find_server
 from vllm_remedy.vllm.failures import FAILURES
 from vllm_remedy.vllm.memory import EngineSettings, estimate
-from vllm_remedy.vllm.memory.occurrences import overridden_refusal
+from vllm_remedy.vllm.memory.unmodelled import CannotPredict
 from vllm_remedy.vllm.outcomes import Outcome
 from vllm_remedy.vllm.parallel import TP, group_flags, world_size
 from vllm_remedy.vllm.versions import version_from_image
@@ -232,7 +232,8 @@ def check_workload(workload: Workload, policy: Policy, now: float) -> Result:
     fix: Step | None = None
     plan_note = ""
     if findings and model is not None and card is not None and settings is not None:
-        fix, plan_note = _plan(model, card, settings, policy, spec, pinned, group is not None)
+        respelled = _respelled(server, group is not None, version)[1]
+        fix, plan_note = _plan(model, card, settings, policy, spec, pinned, group is not None, respelled)
     findings = [_with_fix(f, fix, plan_note, policy) for f in findings]
     if pinned is None and policy.gpu_product and prediction.estimate is not None:
         notes.append(f"the template pins no GPU product: predicted on the policy's {policy.gpu_product}")
@@ -280,6 +281,15 @@ def _start_reason(prediction: Prediction, failed: str, refusal: str | None = Non
             f"{e.max_model_len:,}")
 
 
+def _respelled(server: ServerCommand, group: bool, version: str | None
+               ) -> tuple[dict[str, str], list[spelling.Respelled]]:
+    """The flags to predict with and each value vLLM refuses at argument parsing: a refused spelling (planned as
+    the literal it means) and a refused overridden occurrence (argparse types every one; planned with the kept
+    value, which the fix writes once)."""
+    flags, found = spelling.respell(group_flags(server.flags) if group else dict(server.flags), version)
+    return flags, found + spelling.overridden(server, spelling.respell(dict(server.flags), version)[0], version)
+
+
 def _predict(server: ServerCommand, model_name: str | None, label: str | None, version: str | None, policy: Policy,
              group: bool = False, maps: Mapping[str, Mapping[str, str]] | None = None
              ) -> tuple[Prediction, ModelSpec | None, GpuSpec | None, EngineSettings | None, list[Finding]]:
@@ -308,13 +318,12 @@ def _predict(server: ServerCommand, model_name: str | None, label: str | None, v
             out.append(_unknown("model", "the vLLM command names no model",
                                 "name the model in argv (positional or --model), where it can be checked"))
     settings: EngineSettings | None = None
+    # a value the release's parser refuses (16Ki, auto before 0.14, anywhere it occurs): the start is refused (exit
+    # 2); predicted and planned as the literal it means, which the fix writes (remedies.budget.spelling)
+    flags, respelled = _respelled(server, group, version)
+    out += [Finding("flags", ERROR, f"{r.why} (exit 2: the pod never starts)", "") for r in respelled]
     try:
-        flags = group_flags(server.flags) if group else dict(server.flags)
-        inputs = model_len.env_inputs(server.container, maps)
-        settings = EngineSettings.from_flags(flags, version, inputs)
-        if (earlier := overridden_refusal(server, flags, version, inputs)) is not None:  # vLLM stops there
-            settings = None
-            raise UserError(earlier)
+        settings = EngineSettings.from_flags(flags, version, model_len.env_inputs(server.container, maps))
     except UserError as exc:  # a placeholder cannot be typed; a literal the release refuses needs its spelling
         out.append(_unknown("flags", str(exc), "spell the value as this vLLM release reads it (the reason says how)"
                             if " refuses " in str(exc) else "write the memory flags as literal values"))
@@ -327,8 +336,13 @@ def _predict(server: ServerCommand, model_name: str | None, label: str | None, v
         why = "; ".join(f.reason.removeprefix("cannot predict: ") for f in out)
         return Prediction(card.product if card else label, None, why), model, card, settings, out
     try:
-        return (Prediction(card.product, estimate(model, card, settings), rules=rules_note(version)), model, card,
+        note = "; ".join(n for n in (*(r.note() for r in respelled), config_refusal(model, card, settings)) if n)
+        return (Prediction(card.product, estimate(model, card, settings), note, rules=rules_note(version)), model, card,
                 settings, out)
+    except CannotPredict as exc:  # a valid start the memory model does not size (LoRA, speculative decoding)
+        out.append(_unknown("flags", str(exc).removeprefix("cannot predict "), "the memory model does not size this "
+                            "feature: confirm the start on one pod (or a test node) before rolling it out"))
+        return Prediction(card.product, None, str(exc)), model, card, None, out
     except UserError as exc:
         out.append(_unknown("flags", str(exc), "fix the flag vLLM would reject"))
         return Prediction(card.product, None, str(exc)), model, card, None, out
@@ -346,7 +360,8 @@ def _pin(policy: Policy, spec: Mapping[str, Any], pinned: str | None) -> Templat
 
 
 def _plan(model: ModelSpec, card: GpuSpec, settings: EngineSettings, policy: Policy, spec: Mapping[str, Any],
-          pinned: str | None, group: bool = False) -> tuple[Step | None, str]:
+          pinned: str | None, group: bool = False, respelled: list[spelling.Respelled] | None = None
+          ) -> tuple[Step | None, str]:
     """The planner's smallest step, on the policy's GPU (pinned in the step) when the template's is not allowed;
     for a ``group`` the first that keeps its shape."""
     pin = _pin(policy, spec, pinned)
@@ -354,10 +369,11 @@ def _plan(model: ModelSpec, card: GpuSpec, settings: EngineSettings, policy: Pol
     if pin is None or target is None:
         plan = plan_budget(BudgetRequest(model=model, gpu=card, settings=settings, policy=policy,
                                          node_selector=_selector(spec), gpu_label=pinned))
-        return _smallest(plan, group)
+        return _smallest(spelling.apply(plan, respelled or [], settings.version), group)
     selector = {k: v for k, v in _selector(spec).items() if k not in pin.drop_node_selector} | dict(pin.node_selector)
-    plan = plan_budget(BudgetRequest(model=model, gpu=target, settings=settings, policy=policy,
-                                     node_selector=selector, gpu_label=policy.gpu_product))
+    plan = spelling.apply(plan_budget(BudgetRequest(model=model, gpu=target, settings=settings, policy=policy,
+                                                    node_selector=selector, gpu_label=policy.gpu_product)),
+                          respelled or [], settings.version)
     step, note = _smallest(plan, group)
     if step is None and plan.verdict == "no_change_needed":
         return Step(rank=1, lever="gpu", reason=f"pin the policy's GPU {target.product}", prediction=plan.current,

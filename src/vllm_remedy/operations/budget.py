@@ -37,13 +37,13 @@ from vllm_remedy.operations.util import (
     with_flags,
 )
 from vllm_remedy.remedies import enforce_eager
-from vllm_remedy.remedies.budget import BudgetRequest, plan_budget
+from vllm_remedy.remedies.budget import BudgetRequest, plan_budget, spelling
 from vllm_remedy.remedies.budget.observed import KvObservation
 from vllm_remedy.remedies.pin_gpu import apply_template_change, canonical_product, plan_pin
 from vllm_remedy.remedies.plan import Plan, Step
 from vllm_remedy.remedies.predict import Prediction, failed_prediction, pinned_gpu, rules_note
 from vllm_remedy.remedies.restore import crash_failures
-from vllm_remedy.vllm import catalog, resolved
+from vllm_remedy.vllm import catalog, model_len, resolved
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS
 from vllm_remedy.vllm.memory import EngineSettings
 from vllm_remedy.vllm.outcomes import Failure
@@ -103,7 +103,11 @@ def plan_for(ctx: K8sHost, template: Mapping[str, Any], gpu: str | None, target_
         raise UserError(f"{ctx.where}: the template pins no GPU product and the policy names none; pass gpu=...")
     card = catalog.gpu(label)
     model = resolved.model(str(server.model), server.flags.get("revision"))
-    settings = EngineSettings.from_flags(dict(server.flags), version_from_image(server.image))
+    # VLLM_ALLOW_LONG_MAX_MODEL_LEN in the pod's env, read as the prediction (remedies.predict) reads it
+    version = version_from_image(server.image)
+    # a value the release's parser refuses (16Ki, auto before 0.14): planned as its literal, which every step writes
+    flags, respelled = spelling.respell(server.flags, version)
+    settings = EngineSettings.from_flags(flags, version, model_len.env_inputs(server.container))
     pods = pods if pods is not None else pods_fact(host)
     running_on = pinned_gpu(spec)
     same_card = running_on is not None and canonical_product(running_on) == card.product
@@ -114,7 +118,7 @@ def plan_for(ctx: K8sHost, template: Mapping[str, Any], gpu: str | None, target_
                             node_gpus=_node_gpus(picture, card.product),
                             observed=_logged_kv(pods) if same_card and pods_run_template else None,
                             node_selector=dict(spec.get("nodeSelector") or {}), gpu_label=running_on)
-    return plan_budget(request), card.product
+    return spelling.apply(plan_budget(request), respelled, version), card.product
 
 
 def _schedulable_step(ctx: K8sHost, deployment: Mapping[str, Any], plan: Plan, picture: Mapping[str, Any]

@@ -33,11 +33,11 @@ from vllm_remedy.operations.budget import BUDGET, _failure, _logged_kv, _node_gp
 from vllm_remedy.operations.lws_eager import due_revert, reverted
 from vllm_remedy.operations.lws_flags import LwsView, planned_lwt, refuse_failing, view, write_lwt
 from vllm_remedy.operations.util import k8s_host, keeps_its_plan, noop, refuse, server_of, show
-from vllm_remedy.remedies.budget import BudgetRequest, plan_budget
+from vllm_remedy.remedies.budget import BudgetRequest, plan_budget, spelling
 from vllm_remedy.remedies.pin_gpu import canonical_product, plan_pin
 from vllm_remedy.remedies.plan import Plan, Step
 from vllm_remedy.remedies.predict import Prediction, pinned_gpu, rules_note
-from vllm_remedy.vllm import catalog, resolved
+from vllm_remedy.vllm import catalog, model_len, resolved
 from vllm_remedy.vllm.memory import EngineSettings
 from vllm_remedy.vllm.parallel import TP, group_flags, world_size
 from vllm_remedy.vllm.versions import version_from_image
@@ -55,7 +55,9 @@ def plan_group(got: LwsView, gpu: str | None, target_concurrency: float | None, 
                         "pass gpu=...")
     card = catalog.gpu(label)
     model = resolved.model(str(server.model), server.flags.get("revision"))
-    settings = EngineSettings.from_flags(group_flags(server.flags), version_from_image(server.image))
+    version = version_from_image(server.image)
+    flags, respelled = spelling.respell(group_flags(server.flags), version)  # a refused spelling: its literal
+    settings = EngineSettings.from_flags(flags, version, model_len.env_inputs(server.container))  # env as predicted
     running_on = pinned_gpu(spec)
     same_card = running_on is not None and canonical_product(running_on) == card.product
     pods = got.pods()
@@ -67,7 +69,7 @@ def plan_group(got: LwsView, gpu: str | None, target_concurrency: float | None, 
                             target_concurrency=target_concurrency, node_gpus=node_gpus,
                             observed=_logged_kv(pods) if same_card else None,
                             node_selector=dict(spec.get("nodeSelector") or {}), gpu_label=running_on)
-    return plan_budget(request), card.product
+    return spelling.apply(plan_budget(request), respelled, version), card.product
 
 
 def _group_step(got: LwsView, plan: Plan, picture: Mapping[str, Any]

@@ -13,6 +13,7 @@ from datetime import timedelta
 from typing import Any
 
 from vllm_remedy.vllm.memory import Estimate
+from vllm_remedy.vllm.outcomes import sized_json
 
 API_VERSION = "vllm-remedy.io/v1alpha1"
 
@@ -121,7 +122,7 @@ class Plan:
             "subject": dict(self.subject),
             "verdict": self.verdict,
             "problem": self.problem,
-            "current": self.current.to_json(),
+            "current": sized_json(self.current),  # a start refused at config time has no KV figures
             "steps": [s.to_json() for s in self.steps],
             "notes": list(self.notes),
         }

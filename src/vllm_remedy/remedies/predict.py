@@ -15,14 +15,15 @@ from typing import Any
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.gpus import affinity_products
+from vllm_remedy.remedies.budget import spelling
 from vllm_remedy.remedies.budget.limits import margin_shortfall
-from vllm_remedy.vllm import catalog, model_len, resolved
-from vllm_remedy.vllm.catalog import PRODUCT_LABELS
+from vllm_remedy.vllm import catalog, dtype_support, model_len, resolved
+from vllm_remedy.vllm.catalog import PRODUCT_LABELS, GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import find_server
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate
 from vllm_remedy.vllm.memory.occurrences import overridden_refusal
 from vllm_remedy.vllm.memory.settings import KV_ESTIMATE_MARGIN
-from vllm_remedy.vllm.outcomes import Outcome
+from vllm_remedy.vllm.outcomes import NOT_SIZED, Outcome, sized, sized_json
 from vllm_remedy.vllm.parallel import group_flags
 from vllm_remedy.vllm.versions import rules, version_from_image
 
@@ -38,6 +39,9 @@ class Prediction:
     #: Where the version's rules come from when they were not modelled (``vLLM 0.25.0: rules extrapolated from
     #: 0.21``); empty for a modelled release, so a number is never printed as if it were modelled.
     rules: str = ""
+    #: No estimate because vLLM's argument parser refuses a flag's value (``note`` says which): a certain failure
+    #: (exit 2), not an unknown.
+    refused: bool = False
 
     @property
     def outcome(self) -> str:
@@ -51,6 +55,9 @@ class Prediction:
             return f"no prediction: {self.note}"
         e = self.estimate
         rules = f" ({self.rules})" if self.rules else ""
+        if not sized(e.outcome):  # refused at config time: no KV cache is ever sized, so none is shown
+            why = f" ({self.note})" if self.note else ""
+            return f"prediction on {self.gpu}: {self.verdict} — {NOT_SIZED}{why}{rules}"
         return (f"prediction on {self.gpu}: {self.verdict} — KV cache {e.kv_cache_tokens:,} tokens, "
                 f"maximum concurrency {e.max_concurrency:.2f}x at max-model-len {e.max_model_len}{rules}")
 
@@ -66,9 +73,10 @@ class Prediction:
         return margin_shortfall(spare, KV_ESTIMATE_MARGIN) if spare < KV_ESTIMATE_MARGIN else self.outcome
 
     def to_json(self) -> dict[str, Any]:
-        """The prediction for the drift report, the estimate's every term included (null without one)."""
+        """The prediction for the drift report, the estimate's every term included (null without one; the sizing
+        figures null for a start refused at config time, ``outcomes.sized_json``)."""
         return {"gpu": self.gpu, "outcome": self.outcome, "note": self.note, "rules": self.rules or "modelled",
-                "estimate": self.estimate.to_json() if self.estimate else None}
+                "estimate": sized_json(self.estimate) if self.estimate else None}
 
 
 def pinned_gpu(spec: Mapping[str, Any]) -> str | None:
@@ -120,10 +128,22 @@ def predict_template(template: Mapping[str, Any], container: str | None = None,
             return Prediction(card.product, None, earlier)
         if (why := model_len.unknown(model, server.container, settings)) is not None:
             return Prediction(card.product, None, why)  # the refusal hangs on a value this tool cannot see
-        refusal = model_len.refusal(model, settings) or ""  # names the model's maximum and the env var
+        refusal = config_refusal(model, card, settings) or ""  # names the model's maximum and the env var
         return Prediction(card.product, estimate(model, card, settings), refusal, rules=rules_note(version))
-    except UserError as exc:
-        return Prediction(card.product, None, str(exc))
+    except UserError as exc:  # a spelling the release's parser refuses (16Ki) is a refused start, not an unknown
+        refused = bool(spelling.respell(group_flags(server.flags), version_from_image(server.image))[1])
+        return Prediction(card.product, None, str(exc), refused=refused)
+
+
+def config_refusal(model: ModelSpec, card: GpuSpec, settings: EngineSettings) -> str | None:
+    """Why vLLM refuses the start at config time, in words (None when it does not): the max-length refusal names the
+    model's maximum and the env var (``model_len.refusal``); the dtype refusal the card and the flag to set."""
+    if (why := model_len.refusal(model, settings)) is not None:
+        return why
+    if dtype_support.refused(model.dtype, settings.dtype, card.capability, settings.version):
+        return (f"vLLM refuses bfloat16 on the {card.product} (compute capability below 8.0) before loading the "
+                "model; set --dtype half (float16), or pin a GPU of capability 8.0 or newer")
+    return None
 
 
 def rules_note(version: str | None) -> str:

@@ -95,6 +95,7 @@ class ModelSpec:
     vit_embed_dim: int = 0
     vit_mlp_dim: int = 0
     vit_patch_values: int = 0
+    vit_family: str = ""  # "qwen2_vl" or "qwen2_5_vl" (gated SiLU MLP, RMSNorm): the blocks differ
     # What vLLM's max-length check reads from config.json (``vllm.model_len``); None: a spec not built from one.
     length: hf_config.LengthFacts | None = None
 
@@ -315,23 +316,34 @@ QWEN2_VL_MAX_PIXELS = 12_845_056
 
 
 def _with_qwen2_vl_tower(spec: ModelSpec, config: Mapping[str, Any]) -> ModelSpec:
-    """A Qwen2-VL spec with its tower's profile geometry. Its vision_config states both ``embed_dim`` (the blocks'
-    width) and ``hidden_size`` (the merger's output, the language model's width); the blocks run at embed_dim. Outside
-    the releases ``encoder.qwen2_vl_tower_gib`` sizes, the generic tower term applies to this geometry."""
+    """A Qwen2-VL or Qwen2.5-VL spec with its tower's profile geometry. Qwen2-VL's vision_config states both
+    ``embed_dim`` (the blocks' width) and ``hidden_size`` (the merger's output, the language model's width); the blocks
+    run at embed_dim. Outside the releases ``encoder.qwen2_vl_tower_gib`` sizes, the generic tower term applies to this
+    geometry."""
     vc = config.get("vision_config")
-    if str(config.get("model_type")) != "qwen2_vl" or not isinstance(vc, Mapping) or not vc.get("embed_dim"):
+    family = str(config.get("model_type"))
+    if not isinstance(vc, Mapping):
         return spec
-    embed = int(vc["embed_dim"])
+    if family == "qwen2_vl" and vc.get("embed_dim"):
+        embed = int(vc["embed_dim"])
+        mlp = int(embed * float(vc.get("mlp_ratio") or 4))
+    elif family == "qwen2_5_vl" and vc.get("hidden_size") and vc.get("intermediate_size"):
+        # Qwen2.5-VL's blocks run at vision_config.hidden_size with a gated MLP of intermediate_size; out_hidden_size is
+        # the merger's output (model_executor/models/qwen2_5_vl.py@0.11.0 ``Qwen2_5_VisionTransformer``). Its
+        # processor keeps the same max_pixels (the A100 0.11.0 log: "a budget of 16384 tokens").
+        embed, mlp = int(vc["hidden_size"]), int(vc["intermediate_size"])
+    else:
+        return spec
     patch = int(vc.get("patch_size") or vc.get("spatial_patch_size") or 14)
     merge = int(vc.get("spatial_merge_size") or 2)
     side = math.isqrt(QWEN2_VL_MAX_PIXELS) // (patch * merge) * merge  # patches per side of the square dummy image
-    mlp = int(embed * float(vc.get("mlp_ratio") or 4))
     return _replace(
         spec,
         vision_hidden=embed,
         vision_intermediate=mlp,
         vit_embed_dim=embed,
         vit_mlp_dim=mlp,
+        vit_family=family,
         vit_patch_values=int(vc.get("in_chans") or vc.get("in_channels") or 3) * int(vc.get("temporal_patch_size") or 2)
         * patch * patch,
         image_patches=side * side,

@@ -125,6 +125,13 @@ _CLASSES = (
         precise_hint="roll back to the last known-good revision, then set --dtype half: the {gpu_name} has compute "
                      "capability {capability}, bfloat16 needs 8.0",
         error_kind="err_dtype"),
+    FailureClass(  # argparse refuses a flag's value before vLLM starts anything (vllm.cmdline.values)
+        Failure.ARGUMENT_REFUSED, "vLLM's argument parser refused a flag's value (exit 2, before anything starts)",
+        step=1, hint="roll back to the last known-good revision, then write the flag's value in a spelling this "
+                     "release's parser takes (a plain integer always is)",
+        precise_hint="roll back to the last known-good revision, then write {flag} as a plain integer: this release "
+                     "reads it as {type_name} and refused '{value}'",
+        error_kind="err_argument"),
     FailureClass(
         Failure.UNKNOWN, "the start failed with something this tool does not recognise",
         step=1, hint="roll back to the last known-good revision, then read the evidence below"),

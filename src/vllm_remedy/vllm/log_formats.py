@@ -255,6 +255,14 @@ TEMPLATES: tuple[Template, ...] = (
     *(Template("err_dtype", _BF16_HEAD, since=since, until=until, level="ERROR", source="worker.py",
                exception="ValueError", tail=tail)
       for since, until, tail in ((OLDEST, v("0.8.0"), _BF16_OLD_TAIL), (v("0.8.0"), None, _BF16_TAIL))),
+    # argparse refusing a flag's value (``parser.error``, stderr, exit 2) before vLLM logs anything: the type's
+    # ``__name__`` in "invalid ... value" (int, float, human_readable_int from 0.8.4, human_readable_int_or_auto for
+    # --max-model-len from 0.14.0), or human_readable_int's ArgumentTypeError for decimals with a binary suffix.
+    Template("err_argument", "error: argument {flag:s}: invalid {type_name:s} value: '{value:s}'", level="ERROR",
+             source="argparse"),
+    Template("err_argument", "error: argument {flag:s}: Decimals are not allowed with binary suffixes like "
+             "{suffix:s}. Did you mean to use {suggested:s} instead?", since=v("0.8.4"), level="ERROR",
+             source="argparse", render=False),
     # --- server up ------------------------------------------------------------------------------
     Template("up", "Starting vLLM API server on http://{host:s}:{port:d}", since=v("0.7.3"), until=v("0.9.1"),
              source="api_server.py"),

@@ -7,6 +7,7 @@ happens at run time (``oom_under_load``) or outside vLLM (``host_oom_killed``).
 from __future__ import annotations
 
 from enum import Enum
+from typing import Any, Protocol
 
 
 class Failure(str, Enum):
@@ -26,6 +27,7 @@ class Failure(str, Enum):
     HOST_OOM_KILLED = "host_oom_killed"
     WORLD_SIZE_EXCEEDS_GPUS = "world_size_exceeds_gpus"
     DTYPE_UNSUPPORTED = "dtype_unsupported"
+    ARGUMENT_REFUSED = "argument_refused"  # vLLM's argparse refused a flag's value: exit 2, nothing started
     UNKNOWN = "unknown"
 
     def __str__(self) -> str:
@@ -54,3 +56,34 @@ class Outcome(str, Enum):
     def failure(self) -> Failure:
         """The classifier's name for this outcome (``fits`` ↔ ``none``)."""
         return Failure.NONE if self is Outcome.FITS else Failure(self.value)
+
+
+#: Starts vLLM refuses at config time, before the engine sizes anything (``vllm.model_len``, ``vllm.dtype_support``):
+#: the memory model still computes a KV cache for them, but no vLLM run ever reaches it, so no view shows one.
+REFUSED_BEFORE_SIZING = frozenset({Outcome.MAX_LEN_EXCEEDS_MODEL, Outcome.DTYPE_UNSUPPORTED})
+#: The figures only a sized engine has: null in JSON (the keys stay, for a stable shape), "not sized" in text.
+SIZING_KEYS = ("kv_cache_gib", "kv_cache_tokens", "gpu_blocks", "max_concurrency")
+NOT_SIZED = "not sized: vLLM refuses the start at config time, before the KV cache"
+
+
+class _Judged(Protocol):
+    """What :func:`sized_json` reads of ``memory.Estimate`` (a protocol: the memory model imports this module)."""
+
+    @property
+    def outcome(self) -> Outcome: ...
+
+    def to_json(self) -> dict[str, Any]: ...
+
+
+def sized(outcome: Outcome) -> bool:
+    """Whether a start with this outcome gets as far as sizing its KV cache."""
+    return outcome not in REFUSED_BEFORE_SIZING
+
+
+def sized_json(est: _Judged) -> dict[str, Any]:
+    """``Estimate.to_json`` with the sizing figures null when vLLM refuses the start before it sizes anything: every
+    JSON view (estimate, check, drift, plan) shows a refused start the same way."""
+    data = est.to_json()
+    if not sized(est.outcome):
+        data.update(dict.fromkeys(SIZING_KEYS))
+    return data

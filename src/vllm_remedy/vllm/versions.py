@@ -1,7 +1,7 @@
 """vLLM versions: parse them from image tags, and the memory rules and defaults each one applies.
 
 The budget formula, the engine (V0/V1) and the scheduler defaults changed several times between
-0.6 and 0.2x; predicting a start means applying the rules of the version that will run. Facts are
+0.5 and 0.3x; predicting a start means applying the rules of the version that will run. Facts are
 read from each release's source (worker.py, v1/worker/gpu_worker.py, engine/arg_utils.py, envs.py).
 Unknown versions (``:latest``, digests, custom tags) get the rules of the newest release known here
 (``NEWEST_RELEASE``: what ``:latest`` most likely runs), and every output says the version is unknown; a release
@@ -26,16 +26,17 @@ Budget = Literal["absolute", "increase"]
 # the KV cache after warmup and graph capture (the "extensible KV cache", default on CUDA), which the memory model
 # computes (core.kv_after_warmup).
 NEWEST_MODELLED = (0, 34, 0)
-# The oldest release the rules are read for (the calibration logs start at 0.6.4); an older one gets 0.6's rules,
-# labelled as extrapolated like a newer one.
-OLDEST_MODELLED = (0, 6, 0)
+# The oldest release the rules are read for: 0.5.5 (vllm-0.5.5 wheel: worker/worker.py, worker/model_runner.py,
+# config.py, engine/arg_utils.py, distributed/parallel_state.py, worker/worker_base.py; and 0.6.0-0.6.4's worker.py and
+# parallel_state.py for what changed in between). An older one gets 0.5.5's rules, labelled as extrapolated.
+OLDEST_MODELLED = (0, 5, 5)
 # The newest vLLM release known here (0.34.0 on PyPI, December 2026): an unknown version gets its rules.
 NEWEST_RELEASE = (0, 34, 0)
 # The last patch release of each minor whose rules apply as read (the sources above; before 0.21 the tags and logs
 # the rules cite); a minor not listed was read at .0 only. A later patch of a minor (0.27.2, 0.33.1, a typo'd 0.33.99)
 # was never read, so its rules are that minor's last read release's, extrapolated, as a newer release's are.
 LAST_READ_PATCH: dict[tuple[int, int], int] = {
-    (0, 6): 6, (0, 7): 3, (0, 8): 5, (0, 9): 2, (0, 10): 2, (0, 11): 2, (0, 14): 1, (0, 15): 1, (0, 17): 1,
+    (0, 5): 5, (0, 6): 6, (0, 7): 3, (0, 8): 5, (0, 9): 2, (0, 10): 2, (0, 11): 2, (0, 14): 1, (0, 15): 1, (0, 17): 1,
     (0, 18): 1, (0, 19): 1, (0, 20): 1, (0, 22): 1, (0, 25): 1, (0, 26): 1, (0, 27): 1,
 }
 # The post releases whose logs the rules cite (tests/data/calibration, tests/data/logs): a later post release, or one
@@ -118,6 +119,17 @@ EXTENSIBLE_KV_CACHE_SINCE = (0, 34, 0)
 BIG_MNBT_16384_MIN_GIB = 160
 BIG_MNBT_16384_SINCE = (0, 28, 0)
 GB10_SMALL_CLASS_SINCE = (0, 33, 0)
+# V0's KV budget by release (worker/worker.py ``determine_num_available_blocks`` and ``init_device``):
+# 0.5.5-0.6.3  T x u - (free memory at ``init_device``, taken after the CUDA context and before the distributed setup,
+#              less free memory after ``profile_run``, before any ``empty_cache``): what the instance added since then,
+#              so neither the CUDA context nor other processes are charged ("increase"; read at 0.5.5, 0.6.0, 0.6.1,
+#              0.6.2, 0.6.3). The torch part is the caching allocator's reserved memory after the profile, not the
+#              allocated peak the model sizes: fragmentation above the peak is charged there and not modelled.
+# 0.6.4        T x u - (torch's allocated peak + everything else in use on the device, context and other processes
+#              included) ("absolute", worker.py@0.6.4);
+# 0.6.5-0.7    T x u - (weights + torch peak increase + non-torch increase over the ``init_device`` baseline)
+#              ("increase", ``memory_profiling``, utils.py@0.6.5).
+V0_ABSOLUTE_BUDGET = ((0, 6, 4), (0, 6, 5))
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:\.?(post\d+|rc\d+|dev\d*))?")
 
 
@@ -217,7 +229,7 @@ class VersionRules:
     @property
     def read_from(self) -> tuple[int, int, int]:
         """The release whose source the rules were read from: the version itself when it was read, else the nearest
-        one read (0.6.0 below the oldest, 0.34.0 above the newest, 0.27.1 for a 0.27.2)."""
+        one read (0.5.5 below the oldest, 0.34.0 above the newest, 0.27.1 for a 0.27.2)."""
         v = self.version
         if v < OLDEST_MODELLED:
             return OLDEST_MODELLED
@@ -333,7 +345,7 @@ def rules(version: str | None) -> VersionRules:
     v = parsed if parsed is not None and known else NEWEST_RELEASE
     engine: Engine = "V1" if v >= (0, 8, 0) else "V0"
     if engine == "V0":
-        budget: Budget = "absolute" if v < (0, 6, 5) else "increase"
+        budget: Budget = "absolute" if V0_ABSOLUTE_BUDGET[0] <= v < V0_ABSOLUTE_BUDGET[1] else "increase"
     else:
         budget = "absolute" if v < (0, 9, 1) else "increase"
     return VersionRules(

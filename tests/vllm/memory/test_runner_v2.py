@@ -154,13 +154,13 @@ def test_an_unknown_version_gets_the_newest_release_rules_and_says_how_they_were
     assert not unknown.graph_capture_oom and unknown == newest
 
 
-@pytest.mark.parametrize(("version", "label"), [("0.5.0", "0.5.0 (rules: extrapolated from 0.6.0)"),
-                                                ("0.0.1", "0.0.1 (rules: extrapolated from 0.6.0)"),
+@pytest.mark.parametrize(("version", "label"), [("0.5.0", "0.5.0 (rules: extrapolated from 0.5.5)"),
+                                                ("0.0.1", "0.0.1 (rules: extrapolated from 0.5.5)"),
                                                 ("0.6.4", "0.6.4"), ("0.21.0", "0.21.0"),
                                                 ("0.25.0", "0.25.0"), ("0.33.0", "0.33.0"),
                                                 ("0.34.0", "0.34.0"),
                                                 ("0.35.0", "0.35.0 (rules: extrapolated from 0.34.0)")])
 def test_a_release_older_than_any_modelled_says_its_rules_are_extrapolated(version, label):
-    """A reviewer's 0.5.0 printed as a bare, 'modelled' version: older releases get 0.6's rules, and say so."""
+    """A reviewer's 0.5.0 printed as a bare, 'modelled' version: older releases get 0.5.5's rules, and say so."""
     assert rules(version).label == label
     assert rules(version).extrapolated is (label != version)

@@ -20,6 +20,7 @@ from vllm_remedy.vllm.catalog import PRODUCT_LABELS, GpuSpec, ModelSpec
 from vllm_remedy.vllm.failures import FAILURES
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate, resolve
 from vllm_remedy.vllm.memory.capture import capture_flag
+from vllm_remedy.vllm.memory.pinned import pinned_notes
 from vllm_remedy.vllm.memory.settings import KV_MARGIN_PERCENTILE
 from vllm_remedy.vllm.outcomes import Failure, Outcome
 from vllm_remedy.vllm.versions import rules
@@ -60,7 +61,7 @@ def plan_budget(req: BudgetRequest) -> Plan:
         return Plan(KIND, "outside_gpu_budget", "the container was killed for host memory (OOMKilled), not GPU memory",
                     current, notes=("raise the container's memory limit or the node's RAM; no vLLM GPU flag helps",),
                     subject=subject)
-    notes: list[str] = [lim.margin_phrase]
+    notes: list[str] = [lim.margin_phrase, *pinned_notes(req.settings)]
     base, cap, problems = _base(req, lim, notes)
     mismatch = req.failure is not None and req.failure.value in _STARTUP and current.fits
     observed = req.observed or (KvObservation(tokens=req.logged_kv_tokens) if req.logged_kv_tokens else None)
@@ -114,7 +115,11 @@ def _base(req: BudgetRequest, lim: Limits, notes: list[str]) -> tuple[EngineSett
         cap = lim.len_floor
     elif explicit is not None and explicit > cap:
         problems.append(f"max-model-len {explicit} is above the allowed {cap}")
-    if explicit is None:
+    if s.max_model_len == -1:  # auto: vLLM fits the longest length the KV cache holds, which moves with the memory
+        auto = estimate(req.model, req.gpu, s).max_model_len
+        problems.append(f"max-model-len is auto (vLLM sizes it to what the KV cache holds: {auto:,} here, up to the "
+                        f"model's {req.model.max_model_len:,}): set it explicitly")
+    elif explicit is None:
         problems.append(f"max-model-len is implicit ({req.model.max_model_len:,} from the model): set it explicitly")
     util = min(max(s.gpu_memory_utilization, lim.util_min), lim.util_max)
     if util != s.gpu_memory_utilization:

@@ -10,13 +10,15 @@ from vllm_remedy.vllm.memory import EngineSettings
 _NUDGED = ("cudagraph-capture-size", "tensor-parallel-size", "gpu-product")
 
 
-def _length(rung: Rung, cap: int, short: str | None) -> str:
+def _length(rung: Rung, cap: int, short: str | None, cur: EngineSettings) -> str:
     got = rung.estimate.max_model_len
     if got >= cap:
         return f"keeps max-model-len {cap:,}"
+    # The cap is the model's own length when none was typed or auto was: say whose, not as if it had been asked for.
+    whose = f"the model's {cap:,}" if cur.max_model_len in (None, -1) else f"{cap:,}"
     if short is not None:
-        return f"with max-model-len {got:,} (the longest that then fits; {cap:,} {short})"
-    return f"with max-model-len {got:,} (the longest that then fits; {cap:,} does not)"
+        return f"with max-model-len {got:,} (the longest that then fits; {whose} {short})"
+    return f"with max-model-len {got:,} (the longest that then fits; {whose} does not)"
 
 
 def _target(rung: Rung, lim: Limits) -> str:
@@ -36,7 +38,9 @@ def explain(rung: Rung, cur: EngineSettings, gpu: GpuSpec, lim: Limits, cap: int
     # The planner's base sets float16 where vLLM refuses the running bfloat16 on this card (planner._base).
     dtype = f"; dtype {s.dtype}: vLLM refuses bfloat16 on this card" if s.dtype != cur.dtype else ""
     if rung.lever == "max-model-len":
-        if cur.max_model_len in (None, -1) and est.max_model_len >= cap:
+        if cur.max_model_len == -1 and est.max_model_len >= cap:
+            head = f"set max-model-len explicitly to {cap:,} (auto moves with the memory left)"
+        elif cur.max_model_len is None and est.max_model_len >= cap:
             head = f"set max-model-len explicitly to {cap:,} (never the model's default)"
         else:
             head = f"largest max-model-len within bounds that fits: {est.max_model_len:,}"
@@ -69,4 +73,4 @@ def explain(rung: Rung, cur: EngineSettings, gpu: GpuSpec, lim: Limits, cap: int
         head = "enforce-eager drops the CUDA-graph pool at a throughput and latency cost"
     else:
         head = rung.lever
-    return f"{head}; {_length(rung, cap, short)}; {_target(rung, lim)}{extra}{dtype}"
+    return f"{head}; {_length(rung, cap, short, cur)}; {_target(rung, lim)}{extra}{dtype}"

@@ -13,11 +13,12 @@ from typing import Any
 
 from vllm_remedy import hub
 from vllm_remedy.errors import UserError
-from vllm_remedy.sim.vllm_pod import keys
+from vllm_remedy.sim.vllm_pod import argv, keys
 from vllm_remedy.vllm import catalog, model_len, resolved
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import ServerCommand, canonical_key
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, Resolved, estimate, resolve
+from vllm_remedy.vllm.memory.unmodelled import CannotPredict
 from vllm_remedy.vllm.parallel import group_flags, world_size
 from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version, version_from_image
 
@@ -52,8 +53,8 @@ class Refusal:
 
     version: str
     model_id: str
-    error: str  # the exception line(s) as Python prints them
-    stage: str  # "config" (argument/config validation) or "device" (CUDA initialisation)
+    error: str  # the exception line(s) as Python prints them; for "argparse", the usage and error lines
+    stage: str  # "argparse" (exit 2), "config" (argument/config validation) or "device" (CUDA initialisation)
     version_named: bool = True  # as Launch.version_named
 
 
@@ -125,6 +126,13 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
     version = image_version(cmd.image)
     model_id = cmd.model or "facebook/opt-125m"  # vLLM's default --model
     flags = dict(cmd.flags)
+    # argparse runs before anything else: a value its type refuses ends the process with exit 2 (``argv``)
+    # (a script's words as its shell expanded them into ``flags``: one per flag, the last occurrence)
+    words = cmd.flags.items() if cmd.script is not None else [(o.name, o.value) for o in cmd.options if o.values]
+    refused = argv.first_error(words, parse_version(version) or NEWEST_RELEASE)
+    if refused is not None:
+        prog = "api_server.py" if "api_server" in cmd.entrypoint else "vllm serve"
+        return Refusal(version, model_id, "\n".join(refused.lines(prog)), "argparse")
     try:
         spec = model_spec(model_id, flags.get("revision"))
     except UserError:
@@ -148,6 +156,8 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
     try:
         resolved = resolve(spec, gpu, settings)
         result = estimate(spec, gpu, settings)
+    except CannotPredict as err:  # vLLM would start; the simulator has no physics for it and says so, not vLLM
+        return Refusal(version, model_id, f"RuntimeError: vllm-remedy simulator: {err}", "config")
     except UserError as err:
         return Refusal(version, model_id, f"ValueError: {err}", "config")
     served = str(flags.get("served-model-name") or model_id).split()[0]

@@ -34,8 +34,11 @@ _FRAMES = {
 
 
 def graphs_outside(launch: Launch) -> float:
-    """CUDA-graph GiB allocated outside the KV budget (0 on V1 from 0.20, and with --enforce-eager)."""
-    return 0.0 if graphs_in_budget(launch.resolved) else launch.estimate.cudagraph_gib
+    """CUDA-graph GiB allocated outside the KV budget (0 on V1 from 0.20, and with --enforce-eager); all of them when
+    a flag sizes the cache (``flag_sized``): it is allocated at its size and the graphs are captured after it."""
+    s = launch.settings
+    pinned = bool(s.kv_cache_memory_bytes) or s.num_gpu_blocks_override is not None
+    return 0.0 if graphs_in_budget(launch.resolved) and not pinned else launch.estimate.cudagraph_gib
 
 
 def step(launch: Launch) -> str | None:

@@ -30,7 +30,7 @@ from vllm_remedy.sim.runtime import (
     Runtime,
 )
 from vllm_remedy.sim.store import Store
-from vllm_remedy.sim.vllm_pod import env, keys, metrics, timeline
+from vllm_remedy.sim.vllm_pod import env, flag_sized, keys, metrics, timeline
 from vllm_remedy.sim.vllm_pod.launch import Launch, plan
 from vllm_remedy.sim.vllm_pod.reality import Reality
 from vllm_remedy.vllm.cmdline import find_server
@@ -77,7 +77,7 @@ class VllmRuntime:
         if not isinstance(decided, Launch):
             p = timeline.plan_refusal(decided, started)
             return ContainerRun(log=p.lines, ready_after=None, exit=p.exit, http=_refused)
-        decided = self.reality.apply(decided)
+        decided = flag_sized.size(self.reality.apply(decided))  # a flag-sized cache is the flag's, not moved
         deployment = self.deployment_of(self.store, ctx.pod)
         p = timeline.plan_start(decided, started, oom_killed=self._oom_killed(ctx.pod, deployment))
         if p.exit is not None:

@@ -229,7 +229,10 @@ def _overcommitted(launch: Launch, where: str, times: dict[str, float], started:
 
 
 def plan_refusal(refusal: Refusal, started: datetime) -> Plan:
-    """An exception before the engine exists: the version's banner and args, then the traceback."""
+    """An exception before the engine exists: the version's banner and args, then the traceback; argparse's refusal
+    (stage ``argparse``) is only its usage and error lines on stderr, exit 2, before vLLM logs anything."""
+    if refusal.stage == "argparse":
+        return Plan((), None, Exit(1.0, 2, "Error", tuple(refusal.error.splitlines())), "")
     text = flag_extrapolated(refusal.version, named=refusal.version_named, text=render_startup_log(
         refusal.version, model=refusal.model_id, weights_gib=0.0, kv_cache_gib=None, max_model_len=2048,
         total_gpu_gib=0.0, failure=Failure.HOST_OOM_KILLED, started=started))

@@ -11,9 +11,10 @@ from typing import Any
 
 from vllm_remedy.vllm import dtype_support, model_len
 from vllm_remedy.vllm.catalog import GIB, GpuSpec, ModelSpec
-from vllm_remedy.vllm.memory import capture, terms
+from vllm_remedy.vllm.memory import capture, pinned, terms
 from vllm_remedy.vllm.memory.kv_layout import check_rule
 from vllm_remedy.vllm.memory.settings import EngineSettings, Resolved, resolve
+from vllm_remedy.vllm.memory.unmodelled import DECIDED_BEFORE, CannotPredict
 from vllm_remedy.vllm.outcomes import Outcome
 
 
@@ -64,7 +65,8 @@ class Estimate:
 
 
 def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estimate:
-    """Apply the version's budget rules to this model, GPU and flags."""
+    """Apply the version's budget rules to this model, GPU and flags; ``CannotPredict`` for flags it does not size,
+    unless the start ends before their memory matters (``unmodelled.DECIDED_BEFORE``)."""
     res = resolve(model, gpu, settings)
     r = res.rules
     total = gpu.total_gib
@@ -82,19 +84,29 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
         kv -= other  # other processes' memory shows up as used device memory
     if in_budget:
         kv -= graphs
-    if r.kv_sized_after_warmup:
+    pin = pinned.pinned(res)  # the flag sizes the cache; 0.34's extensible cache is off then (``pinned``)
+    if r.kv_sized_after_warmup and not pin:
         kv = kv_after_warmup(total, requested, weights + non_torch + graphs, activation, context + other)
     layout = terms.kv_layout(model, res)
     block_bytes = layout.block_bytes
     blocks = max(0, int(kv * GIB // block_bytes)) if kv > 0 else 0
+    if pin:
+        kv, blocks = pinned.checked_budget(res, block_bytes, kv, blocks)
     tokens = layout.tokens(blocks)
 
     max_len = res.max_model_len
     if res.auto_len and tokens > 0:
         max_len = min(max_len, _longest(layout, res, kv, tokens, max_len))
 
+    if pin:  # V1 before 0.21 overrides the count after its checks ran on the budget
+        blocks = pinned.allocated_blocks(res, blocks)
+        tokens = layout.tokens(blocks)
     outside = 0.0 if in_budget or r.kv_sized_after_warmup else graphs
+    if pin:  # the cache is allocated at the flag's size whatever the budget; graphs are captured after it
+        outside = graphs
     outcome = _outcome(res, total, requested, weights, context, other, kv, blocks, tokens, max_len, layout)
+    if pin and r.engine == "V1" and outcome is Outcome.NO_CACHE_BLOCKS and kv > 0:
+        outcome = Outcome.MAX_LEN_EXCEEDS_KV  # bytes under one block: V1 refuses only <= 0 as "no memory"
     if model_len.refused(model, settings.max_model_len, settings.version, settings.allow_long_max_model_len,
                          settings.disable_sliding_window):
         outcome = Outcome.MAX_LEN_EXCEEDS_MODEL  # vLLM's model config refuses it before touching the GPU
@@ -104,6 +116,8 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
     peak = requested + outside + (0.0 if r.budget == "absolute" else other + context)
     if r.kv_sized_after_warmup:  # what the start holds: everything measured, the cache, the kept transient
         peak = other + context + weights + non_torch + graphs + max(kv, 0.0) + activation
+    if pin:
+        peak = pinned.start_peak(other, context, weights, non_torch, activation, graphs, blocks, block_bytes)
     capture_oom = outcome is Outcome.FITS and outside > 0 and peak - outside <= total < peak
     needed = suggested = None
     if outcome is Outcome.MAX_LEN_EXCEEDS_KV:
@@ -118,6 +132,10 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
         peak = other  # refused at config time: only the other processes hold memory
     elif outcome is Outcome.DTYPE_UNSUPPORTED:
         peak = other + context  # refused as the worker sets its device up: a CUDA context, nothing loaded
+    if pin and kv > 0:  # the cache as allocated (before 0.21 V1 logs the budget it checked, then the override)
+        kv = blocks * block_bytes / GIB
+    if settings.unmodelled and outcome not in DECIDED_BEFORE:
+        raise CannotPredict(settings.unmodelled)
     concurrency = _concurrency(res, layout, blocks, tokens, max_len)
     return Estimate(
         outcome=outcome,

@@ -36,9 +36,10 @@ QWEN3_VL_VIDEO_TOKENS = 153600
 QWEN3_VL_TOKEN_PX = 32
 MM_DEFAULT_LIMIT_PER_PROMPT = 999  # V1's default per modality (config/multimodal.py@0.11.0 get_limit_per_prompt)
 # Qwen2-VL's vision transformer on V1 0.10-0.11 (``qwen2_vl_tower_gib``): read in model_executor/models/qwen2_vl.py at
-# 0.10.0, 0.10.2 and 0.11.0 (same rotary and MLP code); 0.12.0 replaced the rotary (``dispatch_rotary_emb_function``).
+# 0.10.0, 0.10.2 and 0.11.0 (same MLP code; the rotary takes q and k together from 0.11.0, ``QK_CONCAT_ROTARY_SINCE``);
+# 0.11.1 dropped the q/k/v copies and replaced the rotary (``dispatch_rotary_emb_function``), so it is not sized.
 QWEN2_VL_TOWER_SINCE = (0, 10, 0)
-QWEN2_VL_TOWER_UNTIL = (0, 12, 0)
+QWEN2_VL_TOWER_UNTIL = (0, 11, 1)
 # Live rows of embed_dim width at the attention's peak, in model-dtype tensors: the block input, norm1's output, the
 # fused qkv output (3, kept by the local name while the views are copied), contiguous q, k, v (3), and the rotated copy
 # being cast back (1); plus two float32 rows (``apply_rotary_pos_emb_vision``: ``t.float()`` and the rotary kernel's
@@ -52,7 +53,23 @@ QWEN2_VL_ATTENTION_FP32_ROWS = 2
 # kernel.
 QWEN2_VL_MLP_ROWS_KERNEL = 2
 QWEN2_VL_MLP_ROWS_NATIVE = 3
-PIXEL_BYTES = 4  # the processor's pixel_values are float32 and reach the GPU as they are (multimodal/inputs.py@0.10.2)
+# At 0.11.0 both towers rotate q and k together (qwen2_vl.py, qwen2_5_vl.py@0.11.0: ``torch.cat([q, k], dim=0)`` then
+# ``apply_rotary_pos_emb_vision`` on the pair); 0.10.x rotated q, then k. At the
+# pair's cast back: block input, norm1's output, fused qkv (3), contiguous q, k, v (3), the pair (2) and its cast-back
+# copy (2) = 12 model-dtype rows; the pair's ``t.float()`` and the rotary kernel's float32 output, 2 rows each.
+QK_CONCAT_ROTARY_SINCE = (0, 11, 0)
+QK_CONCAT_ATTENTION_ROWS = 12
+QK_CONCAT_ATTENTION_FP32_ROWS = 4
+# Qwen2.5-VL's vision transformer (``qwen2_vl_tower_gib``, ``_mlp_bytes``): read in model_executor/models/qwen2_5_vl.py
+# at 0.10.2 and 0.11.0 (RMSNorm, gated SiLU MLP, window attention). Sized post hoc, after the A100 0.11.0 start was
+# measured blind at +45.7 %. 0.10.0 has another block (separate gate and up projections, no fused residual norm);
+# 0.11.1 rewrote the attention (no q/k/v copies, the rotary on a reshaped view) and can compile the tower
+# (``support_torch_compile``). Rows of the MLP width at its peak: gate_up (2) plus the kernel's output (1), or the
+# native form's silu output and product (2).
+QWEN2_5_VL_TOWER_SINCE = (0, 10, 2)
+QWEN2_5_VL_TOWER_UNTIL = (0, 11, 1)
+QWEN2_5_VL_MLP_ROWS_KERNEL = 3
+QWEN2_5_VL_MLP_ROWS_NATIVE = 4
 
 
 def encoder_gib(model: ModelSpec, res: Resolved) -> float:
@@ -119,9 +136,12 @@ def _qwen2_vl_tower_applies(model: ModelSpec, res: Resolved) -> bool:
     """The image profile only: with the default video limit a dummy video is one frame pair, the image's tokens, and
     the image wins the tie ("profiled with 1 image items"); a video profile (a small video limit and a long
     max_model_len give more frames, ``get_num_frames_with_most_features``, qwen2_vl.py@0.10.2) is not sized."""
+    since, until = (
+        (QWEN2_5_VL_TOWER_SINCE, QWEN2_5_VL_TOWER_UNTIL) if model.vit_family == "qwen2_5_vl"
+        else (QWEN2_VL_TOWER_SINCE, QWEN2_VL_TOWER_UNTIL)
+    )
     return (bool(model.vit_embed_dim) and res.rules.engine == "V1" and not res.runner_v2
-            and dict(res.mm_limits).get("image", 1) != 0
-            and QWEN2_VL_TOWER_SINCE <= res.rules.version < QWEN2_VL_TOWER_UNTIL)
+            and dict(res.mm_limits).get("image", 1) != 0 and since <= res.rules.version < until)
 
 
 def _qwen2_vl_items(model: ModelSpec, res: Resolved) -> int:
@@ -136,12 +156,12 @@ def _qwen2_vl_items(model: ModelSpec, res: Resolved) -> int:
 
 
 def _qwen2_vl_held_gib(model: ModelSpec, res: Resolved) -> float:
-    """What the Qwen2-VL profile keeps through the language model's dummy run and sampler: the dummy batch's float32
+    """What the Qwen2-VL profile keeps through the language model's dummy run and sampler: the dummy batch's
     pixel_values (``profile_run`` holds ``batched_dummy_mm_inputs`` until it returns, v1/worker/gpu_model_runner.py
-    @0.10.2) and the cached encoder outputs (rows of the language model's width: an image's tokens, or on 0.11 the
-    whole encoder budget, ``ENCODER_PADDING_SINCE``)."""
+    @0.10.2; in the model dtype, ``_pixel_bytes``) and the cached encoder outputs (rows of the language model's width:
+    an image's tokens, or on 0.11 the whole encoder budget, ``ENCODER_PADDING_SINCE``)."""
     items = _qwen2_vl_items(model, res)
-    pixels = items * model.image_patches * model.vit_patch_values * PIXEL_BYTES
+    pixels = items * model.image_patches * model.vit_patch_values * _pixel_bytes(res)
     rows = model.image_tokens
     if ENCODER_PADDING_SINCE <= res.rules.version < ENCODER_PADDING_UNTIL:
         rows = max(res.mnbt, model.image_tokens)
@@ -149,19 +169,49 @@ def _qwen2_vl_held_gib(model: ModelSpec, res: Resolved) -> float:
     return (pixels + cache) / GIB
 
 
+def _pixel_bytes(res: Resolved) -> int:
+    """Bytes of one pixel value on the GPU: vLLM casts the HF processor's floating outputs to the model dtype before
+    they are cached or batched ("this emulates output.to(dtype=self.model_config.dtype)": inputs/registry.py@0.10.0 and
+    @0.10.2 ``maybe_cast_dtype``, multimodal/processing.py@0.11.0 and @0.12.0 ``_postprocess_output``), the dummy
+    profile image included (``_call_hf_processor`` -> ``ctx.call_hf_processor``)."""
+    return res.weight_dtype_bytes
+
+
+def _attention_bytes(model: ModelSpec, res: Resolved) -> int:
+    """One block's attention peak per patch: q and k rotated one after the other (0.10.x) or as one concatenated
+    pair (``QK_CONCAT_ROTARY_SINCE``); the same code in both towers (qwen2_vl.py, qwen2_5_vl.py at 0.10.2 and
+    0.11.0). FlashAttention's varlen kernel keeps no score matrix, so window and full-attention blocks
+    (Qwen2.5-VL's ``fullatt_block_indexes``) hold the same rows."""
+    dt = res.weight_dtype_bytes
+    if res.rules.version >= QK_CONCAT_ROTARY_SINCE:
+        return model.vit_embed_dim * (QK_CONCAT_ATTENTION_ROWS * dt + QK_CONCAT_ATTENTION_FP32_ROWS * 4)
+    return model.vit_embed_dim * (QWEN2_VL_ATTENTION_ROWS * dt + QWEN2_VL_ATTENTION_FP32_ROWS * 4)
+
+
+def _mlp_bytes(model: ModelSpec, res: Resolved) -> int:
+    """One block's MLP peak per patch. Qwen2-VL: ``QWEN2_VL_MLP_ROWS_*``. Qwen2.5-VL (qwen2_5_vl.py@0.10.2 and
+    @0.11.0 ``Qwen2_5_VisionBlock``, ``Qwen2_5_VisionMLP``): ``norm2(x, residual=x_attn)`` then gate_up_proj (2 rows
+    of the MLP width) and SiluAndMul. Eager runs the kernels: ``fused_add_rms_norm`` works in place (the block input
+    and the attention output, 2 rows of embed_dim) and the activation writes one row. Compiled, custom ops are off
+    (``QWEN2_VL_MLP_ROWS_NATIVE``): the native RMSNorm returns new normed and residual rows (4 of embed_dim) and
+    ``F.silu(x[..., :d]) * x[..., d:]`` holds silu's output and the product (4 rows of the MLP width)."""
+    dt = res.weight_dtype_bytes
+    if model.vit_family == "qwen2_5_vl":
+        embed_rows, mlp_rows = (2, QWEN2_5_VL_MLP_ROWS_KERNEL) if res.enforce_eager else (4, QWEN2_5_VL_MLP_ROWS_NATIVE)
+        return embed_rows * model.vit_embed_dim * dt + mlp_rows * model.vit_mlp_dim * dt
+    mlp_rows = QWEN2_VL_MLP_ROWS_KERNEL if res.enforce_eager else QWEN2_VL_MLP_ROWS_NATIVE
+    return 2 * model.vit_embed_dim * dt + mlp_rows * model.vit_mlp_dim * dt
+
+
 def qwen2_vl_tower_gib(model: ModelSpec, res: Resolved) -> float:
-    """The Qwen2-VL vision transformer's own peak in the profile run (V1 0.10-0.11, ``QWEN2_VL_TOWER_SINCE``): a
-    phase of its own, freed before the language model's dummy run (``profile_run`` keeps only the outputs), so the
-    caller takes the larger of it and the language-model phases. The pixel_values stay allocated, and one block's
-    attention (``QWEN2_VL_ATTENTION_ROWS``) or MLP (``QWEN2_VL_MLP_ROWS_*``) peaks over every patch of the dummy
-    images (one sequence per image: full attention, no window). 0 for other towers and releases (Qwen2-VL on other
-    releases gets the generic tower term of ``encoder_gib``, not read for it)."""
+    """The Qwen2-VL or Qwen2.5-VL vision transformer's own peak in the profile run (V1; ``QWEN2_VL_TOWER_SINCE``,
+    ``QWEN2_5_VL_TOWER_SINCE``): a phase of its own, freed before the language model's dummy run (``profile_run``
+    keeps only the outputs), so the caller takes the larger of it and the language-model phases. The pixel_values
+    stay allocated, and one block's attention (``_attention_bytes``) or MLP (``_mlp_bytes``) peaks over every patch of
+    the dummy images. 0 for other towers and releases (both get the generic tower term of ``encoder_gib`` there, not
+    read for them)."""
     if not _qwen2_vl_tower_applies(model, res):
         return 0.0
-    dt = res.weight_dtype_bytes
     patches = _qwen2_vl_items(model, res) * model.image_patches
-    attention = model.vit_embed_dim * (QWEN2_VL_ATTENTION_ROWS * dt + QWEN2_VL_ATTENTION_FP32_ROWS * 4)
-    mlp_rows = QWEN2_VL_MLP_ROWS_KERNEL if res.enforce_eager else QWEN2_VL_MLP_ROWS_NATIVE
-    mlp = 2 * model.vit_embed_dim * dt + mlp_rows * model.vit_mlp_dim * dt
-    pixels = model.vit_patch_values * PIXEL_BYTES
-    return patches * (pixels + max(attention, mlp)) / GIB
+    pixels = model.vit_patch_values * _pixel_bytes(res)
+    return patches * (pixels + max(_attention_bytes(model, res), _mlp_bytes(model, res))) / GIB

@@ -16,18 +16,27 @@ from vllm_remedy.vllm.cmdline import ServerCommand
 from vllm_remedy.vllm.memory.settings import EngineSettings
 
 
-def overridden_refusal(server: ServerCommand, flags: Mapping[str, str], version: str | None,
-                       inputs: Mapping[str, str] | None = None, replaced: Collection[str] = ()) -> str | None:
-    """Why vLLM ``version`` refuses an overridden occurrence of a flag in ``server``'s argv (one line naming it),
-    None when every one parses. ``flags`` are the effective flags as the caller types them (an LWS leader's grouped
-    flags, say); each overridden value is tried in place of the kept one. Flags in ``replaced`` (given on plan's
-    command line) replace every occurrence, so theirs are not judged."""
+def refused_overrides(server: ServerCommand, flags: Mapping[str, str], version: str | None,
+                      inputs: Mapping[str, str] | None = None, replaced: Collection[str] = ()
+                      ) -> list[tuple[str, str, str]]:
+    """(flag, overridden value, why vLLM ``version`` refuses it) for each overridden occurrence in ``server``'s argv
+    that release refuses, in argv order. ``flags`` are the effective flags as the caller types them (an LWS
+    leader's grouped flags, say); each overridden value is tried in place of the kept one. Flags in ``replaced``
+    (given on plan's command line) replace every occurrence, so theirs are not judged."""
+    out: list[tuple[str, str, str]] = []
     for name, value in server.overridden():
         if name not in flags or flags[name] == value or name in replaced:
             continue
         try:
             EngineSettings.from_flags({**flags, name: value}, version, inputs)
         except UserError as exc:
-            return (f"{exc} (an earlier --{name} {value}, overridden by a later one: vLLM's argument parser reads "
-                    "every occurrence and stops at the first it refuses)")
-    return None
+            out.append((name, value, f"{exc} (an earlier --{name} {value}, overridden by a later one: vLLM's "
+                                     "argument parser reads every occurrence and stops at the first it refuses)"))
+    return out
+
+
+def overridden_refusal(server: ServerCommand, flags: Mapping[str, str], version: str | None,
+                       inputs: Mapping[str, str] | None = None, replaced: Collection[str] = ()) -> str | None:
+    """The first of :func:`refused_overrides` as one line, None when every occurrence parses."""
+    found = refused_overrides(server, flags, version, inputs, replaced)
+    return found[0][2] if found else None

@@ -18,6 +18,8 @@ from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline.flags import canonical_key
 from vllm_remedy.vllm.cmdline.values import parse_float, parse_int, refusal, vllm_int
 from vllm_remedy.vllm.memory.mm_processor import mm_processor_max_pixels
+from vllm_remedy.vllm.memory.pinned import pin_flags, rules_without_extensible_cache
+from vllm_remedy.vllm.memory.unmodelled import unmodelled
 from vllm_remedy.vllm.versions import (
     VersionRules,
     parse_version,
@@ -144,6 +146,10 @@ class EngineSettings:
     # the legacy ``max_pixels``): vLLM sizes its dummy profile image from it (``encoder.qwen3_vl_image_tokens``).
     # None = the official processor's (a checkpoint that ships a smaller one profiles more, smaller images).
     image_max_pixels: int | None = None
+    # --kv-cache-memory-bytes / --num-gpu-blocks-override: the flag, not the budget, sizes the cache (``pinned``)
+    kv_cache_memory_bytes: int | None = None
+    num_gpu_blocks_override: int | None = None
+    unmodelled: str | None = None  # why a flag (LoRA, speculative decoding) makes ``estimate`` unknown (``unmodelled``)
 
     def __post_init__(self) -> None:
         if not 0 < self.gpu_memory_utilization <= 1:
@@ -234,6 +240,8 @@ class EngineSettings:
         size = _capture_size(norm, version)
         if size is not None:
             kwargs["cudagraph_capture_size"] = size
+        kwargs.update(pin_flags(norm, rules(version), lambda key: _int(norm, key, version)))
+        kwargs["unmodelled"] = unmodelled(norm)
         return cls(**kwargs)  # type: ignore[arg-type]
 
 
@@ -331,11 +339,13 @@ class Resolved:
     # The dtype vLLM runs the model in (``dtype_support.resolved``): auto on a bfloat16 checkpoint is float16 on a card
     # below capability 8.0 from 0.9.1 (the same 2 bytes, but what vLLM's config line and the planner see).
     dtype: str = "bfloat16"
+    kv_cache_memory_bytes: int | None = None  # EngineSettings.kv_cache_memory_bytes
+    num_gpu_blocks_override: int | None = None  # EngineSettings.num_gpu_blocks_override
 
 
 def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
     """Apply vLLM's defaults for this version, model and GPU; reject impossible TP splits."""
-    r = rules_on_device(s.version, gpu.capability)
+    r = rules_without_extensible_cache(rules_on_device(s.version, gpu.capability), s)
     if problem := tp_split_problem(model, s.tp):
         raise UserError(problem)
     auto_len = s.max_model_len == -1
@@ -374,6 +384,8 @@ def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
         mm_limits=s.mm_limits,
         image_max_pixels=s.image_max_pixels,
         dtype=dtype,
+        kv_cache_memory_bytes=s.kv_cache_memory_bytes,
+        num_gpu_blocks_override=s.num_gpu_blocks_override,
     )
 
 

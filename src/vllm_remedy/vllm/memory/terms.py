@@ -139,6 +139,8 @@ V0_ACTIVATION_BASE_GIB = 0.02
 # 7.46 GiB of KV (81,536 tokens) less the sort-inclusive activation leaves 0.36 -> 0.4 (fitted on that case).
 # It was 1.6 while the sampler term had no sort: the constant had absorbed rank 0's 1.2 GiB sort.
 # That pair has no CUDA P2P; with P2P, v0_comm adds NCCL's and custom all-reduce's buffers (from source, not fitted).
+# 0.5.5-0.6.3 take the same baseline (free memory before the distributed setup, worker/worker.py@0.5.5) and get the
+# same figure, carried down unfitted (``versions.V0_ABSOLUTE_BUDGET``).
 V0_NON_TORCH_TP2_GIB = 0.4
 # MoE: routed tokens x top-k through gate/up, with sort/permute buffers (Mixtral 8x7B, 0.19.0).
 MOE_FACTOR = 2.0
@@ -337,7 +339,7 @@ def _profile_phases_gib(model: ModelSpec, res: Resolved, capability: tuple[int, 
             peak, moe = max(peak, moe * GIB), 0.0
         lm = peak / GIB + V1_FORWARD_BASE_GIB + extra + moe + encoder_gib(model, res)
         return max(lm, qwen2_vl_tower_gib(model, res))  # a tower freed before the LM run: a phase of its own
-    per_token = v0_forward_values_per_token(model, res.tp) * dt  # live rows at the MLP's peak (v0_forward.py)
+    per_token = v0_forward_values_per_token(model, res.tp, res.rules.version) * dt  # rows at the MLP's peak
     forward = res.mnbt * per_token
     sampler = min(res.max_num_seqs, res.mnbt) * model.vocab_size * V1_SORT_SAMPLER_BYTES_PER_LOGIT
     return max(forward, sampler) / GIB + V0_ACTIVATION_BASE_GIB + _moe_gib(model, res, backend)

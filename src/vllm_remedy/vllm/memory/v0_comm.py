@@ -43,8 +43,16 @@ Other cards are sized as a PCIe Gen4 pair: 2 ring channels at 12 GB/s doubled to
 (non-NVLink peers, paths.cc), 4 P2P channels. Hopper's NVLS buffers (sm90 with NVSwitch) are not sized here.
 
 Releases: NCCL 2.18-2.21 (torch 2.1-2.6) connect eagerly and have the NET proxy buffer; V0 on 0.9-0.10 (capability
-below 8.0 only) loads NCCL 2.26, which connects at runtime, so there this is an upper bound. Whether V0 releases before
-0.7 also set NCCL_CUMEM_ENABLE=0 was not checked (with cuMem each small per-channel structure takes 2 MiB more).
+below 8.0 only) loads NCCL 2.26, which connects at runtime, so there this is an upper bound. 0.5.5-0.6.5 set
+NCCL_CUMEM_ENABLE=0 in ``WorkerWrapperBase.init_worker`` (worker/worker_base.py@0.5.5, @0.6.0, @0.6.3, @0.6.5), before
+the worker exists, for the driver too (``create_worker``, executor/gpu_executor.py@0.5.5). 0.5.5 runs torch 2.4.0, whose
+wheel pins nvidia-nccl-cu12 2.20.5 (eager); it builds the same two communicators per TP group (PyNccl in
+``GroupCoordinator.__init__``; torch's device group on the profile's first collective: the driver's tensor broadcast
+and ``tensor_model_parallel_gather``, model_executor/layers/logits_processor.py@0.5.5), after its baseline
+(``init_device`` reads free memory before ``init_worker_distributed_environment``, worker/worker.py@0.5.5). Its custom
+all-reduce buffers are torch tensors (``torch.zeros(meta_size() + max_size)``, ``torch.empty(max_size)``,
+custom_all_reduce.py@0.5.5), charged all the same. ``--disable-custom-all-reduce`` is not an input here: its 18 MiB
+stay charged where the model assumes P2P (less KV).
 """
 
 from __future__ import annotations

@@ -86,3 +86,12 @@ def dtype_frames(version: Version, engine: str) -> list[tuple[str, str]]:
     if version >= (0, 10, 2):
         return [("v1/worker/gpu_worker.py", "init_device"), ("platforms/cuda.py", "check_if_supports_dtype")]
     return [("v1/worker/gpu_worker.py", "init_device"), ("v1/worker/gpu_worker.py", "_check_if_gpu_supports_dtype")]
+
+
+def argument_error(v: Version, detail: dict[str, Any]) -> str:
+    """argparse's refusal as ``vllm serve`` prints it on stderr (usage, then the error), with ``detail``'s figures
+    (``flag``, ``type_name``, ``value``) or stand-ins: nothing else, vLLM has not started."""
+    tpl = templates_for("err_argument", v, "v1")[0]
+    figures = {"flag": detail.get("flag", "--max-model-len"), "value": detail.get("value", "16Ki"),
+               "type_name": detail.get("type_name", "human_readable_int" if v >= (0, 8, 4) else "int")}
+    return f"usage: vllm serve [model_tag] [options]\nvllm serve: {fill(tpl, figures)}\n"

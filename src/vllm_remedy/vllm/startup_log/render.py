@@ -136,6 +136,8 @@ def render_startup_log(version: str, *, model: str, tp_size: int = 1, weights_gi
     advisory (INFO from 0.26). ``derived_max_model_len``: the model's own length, which auto-fit reduces from.
     """
     ver = parse_version(version)
+    if failure is Failure.ARGUMENT_REFUSED:  # argparse's usage error, before vLLM logs anything
+        return config_refusal.argument_error(ver, dict(failure_detail or {}))
     eng = engine or default_engine(ver)
     w = _Writer(version, eng, tp_size, started or _DEFAULT_START, color, _runner(ver, eng, runner_v2))
     detail = dict(failure_detail or {})

@@ -1,0 +1,124 @@
+"""Flag values the release's argument parser refuses, and the literal each one means: the one-token fix.
+
+``--max-model-len 16Ki`` (no release reads ``Ki``), ``16k`` where the release parses the flag as a plain int,
+``auto`` before 0.14.0: vLLM stops at argument parsing (exit 2), so no pod ever starts and nothing can be sized as
+written. The fix is the same number spelled as the release reads it, so the planner plans with that literal and
+every step writes it (``apply``); ``auto`` before it existed is planned as unset, and the planner's step then writes an
+explicit length, as it does for an implicit one. A spelling with no clear number (``lots``) is left for the caller's
+error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+
+from vllm_remedy.errors import UserError
+from vllm_remedy.remedies.plan import Plan, Step
+from vllm_remedy.vllm.cmdline import ServerCommand
+from vllm_remedy.vllm.cmdline.values import vllm_int
+from vllm_remedy.vllm.memory import EngineSettings
+from vllm_remedy.vllm.memory.occurrences import refused_overrides
+from vllm_remedy.vllm.versions import rules
+
+# 16Ki, 16KiB, 16ki, 1.5K: binary multiples (a lowercase k/m/g/t alone is decimal, as vLLM reads it)
+_IEC = re.compile(r"(\d+(?:\.\d+)?)\s*(?:([KMGT])[iI]?|([kmgt])[iI])B?")
+_POWER = {"K": 1, "M": 2, "G": 3, "T": 4}
+_AUTO = ("auto", "-1")
+
+
+@dataclass(frozen=True)
+class Respelled:
+    """One refused value: the flag, the text written, the literal planned (None: left unset) and vLLM's refusal."""
+
+    flag: str
+    typed: str
+    literal: str | None
+    why: str
+
+    def phrase(self) -> str:
+        """The problem: the refusal, and what is planned instead."""
+        planned = (f"planned as {self.literal}, which every step writes" if self.literal is not None else
+                   f"planned as unset: every step writes an explicit --{self.flag}")
+        return f"{self.why} (exit 2: the pod never starts); {planned}"
+
+    def note(self) -> str:
+        """Whose settings the current prediction is for."""
+        planned = f"--{self.flag} {self.literal}" if self.literal is not None else f"no --{self.flag}"
+        return f"the current prediction is for {planned}: as written ({self.typed!r}) vLLM refuses the start"
+
+
+def meaning(flag: str, value: str) -> int | None:
+    """The integer a spelling plainly means: what the newest vLLM reads (``16k`` 16000, ``16K`` 16384), an IEC
+    binary multiple (``16Ki`` 16384, ``1.5K`` 1536) or an integral decimal (``16384.0``); None otherwise."""
+    text = value.strip()
+    if (got := vllm_int(text, flag)) is not None or (got := vllm_int(text, "max-model-len")) is not None:
+        return got  # the flag's own reading, else the newest human_readable_int's (16k is 16000 for any flag)
+    if (m := _IEC.fullmatch(text)) is not None:
+        number = float(m.group(1)) * 1024 ** _POWER[(m.group(2) or m.group(3)).upper()]
+        return int(number) if number.is_integer() else None
+    try:
+        number = float(text)
+    except ValueError:
+        return None
+    return int(number) if number.is_integer() and abs(number) < 2**63 else None
+
+
+def _refusal(flag: str, value: str, version: str | None) -> str | None:
+    try:
+        EngineSettings.from_flags({flag: value}, version)
+    except UserError as exc:
+        return str(exc)
+    return None
+
+
+def respell(flags: Mapping[str, str], version: str | None) -> tuple[dict[str, str], list[Respelled]]:
+    """(the flags to plan with, each refused spelling with its literal): only values vLLM ``version`` refuses and
+    whose literal it takes are changed; anything else stays for the caller's own error."""
+    out, found = dict(flags), []
+    for flag, value in flags.items():
+        why = _refusal(flag, value, version)
+        if why is None:
+            continue
+        if flag == "max-model-len" and value.strip().lower() in _AUTO:
+            out.pop(flag)
+            found.append(Respelled(flag, value, None, why))
+            continue
+        number = meaning(flag, value)
+        if number is not None and _refusal(flag, str(number), version) is None:
+            out[flag] = str(number)
+            found.append(Respelled(flag, value, str(number), why))
+    return out, found
+
+
+def overridden(server: ServerCommand, flags: Mapping[str, str], version: str | None,
+               replaced: Collection[str] = ()) -> list[Respelled]:
+    """An overridden occurrence the release refuses (``memory.occurrences``: vLLM types every occurrence): the start
+    stops there although a later one would win, so it is planned with the kept value, which every step writes once
+    (an edit collapses a flag's duplicates to one)."""
+    return [Respelled(flag, value, flags[flag], why)
+            for flag, value, why in refused_overrides(server, flags, version, None, replaced)]
+
+
+def apply(plan: Plan, found: list[Respelled], version: str | None) -> Plan:
+    """``plan`` with the refused spellings as its first problem and every step writing their literals (unsetting one
+    planned as unset); a plan with nothing else to change gets the respelling as its one step."""
+    if not found:
+        return plan
+    problem = "; ".join(r.phrase() for r in found)
+    literals = {r.flag: r.literal for r in found if r.literal is not None}
+    unset = tuple(r.flag for r in found if r.literal is None)
+    steps = tuple(dataclasses.replace(s, set={**literals, **s.set},
+                                      unset=tuple(dict.fromkeys((*s.unset, *(f for f in unset if f not in s.set)))))
+                  for s in plan.steps)
+    verdict = plan.verdict
+    if verdict == "no_change_needed":
+        label = rules(version).label
+        steps = (Step(rank=1, lever="spelling", reason=f"write the value as vLLM {label} parses it; nothing else "
+                      "changes", prediction=plan.current, set=literals, unset=unset),)
+        verdict = "change"
+    before = "" if plan.problem.startswith("none:") else f"; {plan.problem}"
+    notes = (*(r.note() for r in found), *plan.notes)
+    return Plan(plan.kind, verdict, problem + before, plan.current, steps, notes, plan.subject)

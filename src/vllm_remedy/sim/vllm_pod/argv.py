@@ -1,0 +1,113 @@
+"""vLLM's argument parser on a rehearsal pod's argv: the values argparse refuses before anything else runs.
+
+Kept apart from the tools' reading of the same values (``vllm.cmdline.values``), as ``env`` is from ``pod_env``: the
+rehearsal is what the tools are tested against, so it must not share their mistakes. Read from vLLM's source:
+``human_readable_int`` (engine/arg_utils.py@0.8.4-0.19, utils/argparse_utils.py@0.20.0-0.34.0) strips the text, takes
+a number with one suffix, ``k/m/g`` decimal (``int(float(n) * 1000**x)``) and ``K/M/G`` binary (a whole number only:
+``1.5K`` raises ``argparse.ArgumentTypeError("Decimals are not allowed with binary suffixes like K. Did you mean to
+use 1.5k instead?")``); ``t/T`` joined the tables in 0.13.0 (before, the pattern matched and ``int()`` refused);
+anything else goes to ``int()``. ``human_readable_int_or_auto`` (--max-model-len from 0.14.0) takes ``-1`` and
+``auto`` first. The flags that use them grew by release; every other integer flag is ``type=int`` and a float flag
+``type=float``. argparse (CPython 3.12, ``_get_value``) turns a ValueError into ``invalid <type.__name__> value:
+'<text>'`` and an ArgumentTypeError into its own message, both as ``argument --flag: ...``; ``parser.error`` prints the
+usage line and ``<prog>: error: <message>`` on stderr and exits 2. ``vllm serve``'s usage is ``vllm serve [model_tag]
+[options]`` (entrypoints/cli/serve.py, every release read 0.8.5-0.34.0).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+Version = tuple[int, int, int]
+
+#: The first release whose parser reads each flag with ``human_readable_int`` (engine/arg_utils.py at each release).
+HUMAN_SINCE: dict[str, Version] = {
+    "max-model-len": (0, 8, 4), "max-num-batched-tokens": (0, 9, 1), "kv-cache-memory-bytes": (0, 10, 2),
+}
+OR_AUTO_SINCE: Version = (0, 14, 0)  # --max-model-len: human_readable_int_or_auto
+TERA_SINCE: Version = (0, 13, 0)
+#: Flags every release modelled here parses with ``type=int`` or ``type=float`` (the ones the rehearsal reads).
+INT_FLAGS = frozenset({"max-model-len", "max-num-batched-tokens", "max-num-seqs", "tensor-parallel-size",
+                       "pipeline-parallel-size", "num-gpu-blocks-override"})
+FLOAT_FLAGS = frozenset({"gpu-memory-utilization"})
+_HUMAN = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
+SERVE_USAGE = "usage: vllm serve [model_tag] [options]"
+
+
+@dataclass(frozen=True)
+class ArgError:
+    """argparse's refusal: the message after ``error: `` (``argument --max-model-len: invalid ... value: '16Ki'``)."""
+
+    flag: str
+    message: str
+
+    def lines(self, prog: str = "vllm serve") -> list[str]:
+        """What the process writes to stderr before it exits 2. ``python -m vllm.entrypoints.openai.api_server``
+        (``api_server.py``) prints argparse's generated usage of every option first, which is not rendered here."""
+        usage = [SERVE_USAGE] if prog == "vllm serve" else []
+        return [*usage, f"{prog}: error: {self.message}"]
+
+
+def _human(value: str, version: Version) -> int:
+    text = value.strip()
+    match = _HUMAN.fullmatch(text)
+    if match:
+        number, suffix = match.groups()
+        decimal = {"k": 10**3, "m": 10**6, "g": 10**9, **({"t": 10**12} if version >= TERA_SINCE else {})}
+        binary = {"K": 2**10, "M": 2**20, "G": 2**30, **({"T": 2**40} if version >= TERA_SINCE else {})}
+        if suffix in decimal:
+            return int(float(number) * decimal[suffix])
+        if suffix in binary:
+            if "." in number:
+                raise _TypeError(f"Decimals are not allowed with binary suffixes like {suffix}. Did you mean to use "
+                                 f"{number}{suffix.lower()} instead?")
+            return int(number) * binary[suffix]
+    return int(text)
+
+
+class _TypeError(Exception):
+    """argparse.ArgumentTypeError: argparse prints its message as it is."""
+
+
+def _type_name(flag: str, version: Version) -> str | None:
+    """The ``__name__`` of the flag's ``type=`` in ``version`` (None: a flag this module does not judge)."""
+    if flag == "max-model-len" and version >= OR_AUTO_SINCE:
+        return "human_readable_int_or_auto"
+    since = HUMAN_SINCE.get(flag)
+    if since is not None and version >= since:
+        return "human_readable_int"
+    if flag in FLOAT_FLAGS:
+        return "float"
+    return "int" if flag in INT_FLAGS else None
+
+
+def convert(flag: str, value: str, version: Version) -> str | None:
+    """argparse's message refusing ``value`` for ``--flag`` (canonical name), None when the type takes it."""
+    name = _type_name(flag, version)
+    if name is None:
+        return None
+    try:
+        if name == "human_readable_int_or_auto" and (value.strip() == "-1" or value.strip().lower() == "auto"):
+            return None
+        if name.startswith("human_readable_int"):
+            _human(value, version)
+        elif name == "float":
+            float(value)
+        else:
+            int(value)
+    except _TypeError as exc:
+        return f"argument --{flag}: {exc}"
+    except ValueError:
+        return f"argument --{flag}: invalid {name} value: {value!r}"
+    return None
+
+
+def first_error(options: Iterable[tuple[str, str]], version: Version) -> ArgError | None:
+    """argparse converts every occurrence in argv order and stops at the first it refuses (a repeated flag's first
+    value too, though the last one wins when all parse)."""
+    for flag, value in options:
+        if (message := convert(flag, value, version)) is not None:
+            return ArgError(flag, message)
+    return None

@@ -1,0 +1,46 @@
+"""Flags that change GPU memory in ways the memory model does not size: an estimate that ignored them would be a
+number for a different start, so the model says "cannot predict" instead (as for an architecture it cannot size,
+``vllm.architectures``).
+
+* ``--enable-lora``: vLLM preallocates adapter slots (``--max-loras`` x ``--max-lora-rank`` per layer and target
+  module, lora/layers, punica wrapper buffers) and profiles with dummy adapters loaded
+  (v1/worker/lora_model_runner_mixin.py@0.11.0); none of it is in the budget terms.
+* ``--speculative-config`` (and the older ``--speculative-model`` / ``--num-speculative-tokens``): a draft model's
+  weights, activations and KV cache layers, or EAGLE/MTP heads, share the card and the KV budget
+  (v1/spec_decode/). An ngram method loads no draft model, but the lookahead slots still change the scheduler's
+  token budget; not modelled either.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from vllm_remedy.errors import UserError
+from vllm_remedy.vllm.outcomes import Outcome
+
+_TRUE = frozenset({"", "true", "1", "yes", "on"})
+SPECULATIVE = ("speculative-config", "speculative-model", "num-speculative-tokens")
+#: Outcomes vLLM reaches before any of that memory exists, so the flags cannot change them: config-time refusals, the
+#: free-memory check in ``init_device`` (v1/worker/gpu_worker.py@0.10.2), and base weights that alone overflow the
+#: card (adapters and a draft model load after them and only add memory).
+DECIDED_BEFORE = frozenset({Outcome.MAX_LEN_EXCEEDS_MODEL, Outcome.DTYPE_UNSUPPORTED,
+                            Outcome.FREE_MEMORY_BELOW_UTILIZATION, Outcome.OOM_LOADING_WEIGHTS})
+
+
+class CannotPredict(UserError):
+    """The start is valid for vLLM, but this model cannot size it: ``cannot predict <flag>: <why>``."""
+
+
+def unmodelled(flags: Mapping[str, str]) -> str | None:
+    """Why these canonical flags make the estimate unknown, one line, or None."""
+    lora = "enable-lora" in flags and str(flags["enable-lora"]).strip().lower() in _TRUE
+    if lora and "no-enable-lora" not in flags:
+        sizes = ", ".join(f"--{k} {flags[k]}" for k in ("max-loras", "max-lora-rank", "max-cpu-loras") if k in flags)
+        return (f"cannot predict --enable-lora{f' ({sizes})' if sizes else ''}: LoRA's adapter slots and punica "
+                "buffers (max-loras x max-lora-rank per layer and target module) take GPU memory the memory model "
+                "does not size")
+    for flag in SPECULATIVE:
+        if str(flags.get(flag) or "").strip():
+            return (f"cannot predict --{flag}: speculative decoding's draft model or heads (weights, activations, "
+                    "their KV cache layers) take GPU memory the memory model does not size")
+    return None
