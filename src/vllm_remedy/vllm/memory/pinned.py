@@ -28,14 +28,28 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.vllm.catalog import GIB
+from vllm_remedy.vllm.versions import VersionRules
 
-if TYPE_CHECKING:
-    from vllm_remedy.vllm.memory.settings import EngineSettings, Resolved
-    from vllm_remedy.vllm.versions import VersionRules
+
+class Pins(Protocol):
+    """The two flags as ``settings.EngineSettings`` and ``settings.Resolved`` hold them (a Protocol, because
+    settings imports this module)."""
+
+    @property
+    def kv_cache_memory_bytes(self) -> int | None: ...
+    @property
+    def num_gpu_blocks_override(self) -> int | None: ...
+
+
+class ResolvedPins(Pins, Protocol):
+    """``settings.Resolved``: the flags and the release's rules."""
+
+    @property
+    def rules(self) -> VersionRules: ...
 
 #: The first release with --kv-cache-memory-bytes (engine/arg_utils.py@0.10.2; not in @0.10.1.1).
 KV_BYTES_SINCE = (0, 10, 2)
@@ -65,7 +79,7 @@ def pin_flags(flags: Mapping[str, str], r: VersionRules, read_int: Callable[[str
 NO_EXTENSIBLE_DEFAULT_UTIL = 0.92
 
 
-def rules_without_extensible_cache(r: VersionRules, s: EngineSettings) -> VersionRules:
+def rules_without_extensible_cache(r: VersionRules, s: Pins) -> VersionRules:
     """0.34's rules with either flag set: the extensible cache is off (config/vllm.py@0.34.0), so the KV cache is sized
     before warmup and ``request_memory``'s free-memory check runs again (v1/worker/utils.py@0.34.0)."""
     if r.kv_sized_after_warmup and (s.kv_cache_memory_bytes or s.num_gpu_blocks_override is not None):
@@ -73,12 +87,12 @@ def rules_without_extensible_cache(r: VersionRules, s: EngineSettings) -> Versio
     return r
 
 
-def pinned(res: Resolved) -> bool:
+def pinned(res: Pins) -> bool:
     """Whether a flag, not the memory budget, sizes the KV cache."""
     return bool(res.kv_cache_memory_bytes) or res.num_gpu_blocks_override is not None
 
 
-def checked_budget(res: Resolved, block_bytes: int, kv: float, blocks: int) -> tuple[float, int]:
+def checked_budget(res: ResolvedPins, block_bytes: int, kv: float, blocks: int) -> tuple[float, int]:
     """(KV GiB vLLM's checks and auto-fit compare with, blocks) once the flags apply, before the length checks."""
     if res.kv_cache_memory_bytes:  # the bytes replace the profiled budget
         kv, blocks = res.kv_cache_memory_bytes / GIB, max(0, res.kv_cache_memory_bytes // block_bytes)
@@ -88,7 +102,7 @@ def checked_budget(res: Resolved, block_bytes: int, kv: float, blocks: int) -> t
     return kv, blocks
 
 
-def allocated_blocks(res: Resolved, blocks: int) -> int:
+def allocated_blocks(res: Pins, blocks: int) -> int:
     """The blocks vLLM allocates: V1 before 0.21 overrides the count only after its checks ran on the budget."""
     override = res.num_gpu_blocks_override
     return override if override is not None else blocks
@@ -102,7 +116,7 @@ def start_peak(other: float, context: float, weights: float, non_torch: float, a
     return other + context + weights + non_torch + activation + max(blocks, 0) * block_bytes / GIB + graphs
 
 
-def pinned_notes(s: EngineSettings) -> list[str]:
+def pinned_notes(s: Pins) -> list[str]:
     """What the planner says when a flag fixes the cache's size: no utilization change moves it, and only the flag
     (which no step edits) would let the budget size it again."""
     out = []
