@@ -55,7 +55,7 @@ def test_the_overridden_values_are_listed_and_judged_with_the_release():
 def test_the_prediction_of_a_template_says_vllm_stops_at_the_first():
     """drift and the deploys predict through predict_template: no figures for a start that never parses."""
     got = predict_template({"spec": _spec("v0.11.0", ["--max-model-len", "16Ki", "--max-model-len", "8192"])})
-    assert got.estimate is None and "refuses '16Ki'" in got.note, got
+    assert got.estimate is None and got.refused and "refuses '16Ki'" in got.note, got
 
 
 def test_plan_f_plans_the_kept_value_written_once(cli, tmp_path):

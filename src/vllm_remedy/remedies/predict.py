@@ -125,7 +125,7 @@ def predict_template(template: Mapping[str, Any], container: str | None = None,
         version = version_from_image(server.image)
         settings = EngineSettings.from_flags(flags, version, inputs)
         if (earlier := overridden_refusal(server, flags, version, inputs)) is not None:  # vLLM stops there
-            return Prediction(card.product, None, earlier)
+            return Prediction(card.product, None, earlier, refused=True)  # exit 2, as for a refused last value
         if (why := model_len.unknown(model, server.container, settings)) is not None:
             return Prediction(card.product, None, why)  # the refusal hangs on a value this tool cannot see
         refusal = config_refusal(model, card, settings) or ""  # names the model's maximum and the env var
