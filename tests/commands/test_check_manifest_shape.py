@@ -123,3 +123,13 @@ def test_plan_and_args_set_stop_on_a_manifest_kubernetes_refuses(cli, tmp_path, 
     assert (got.returncode, got.stdout) == (2, ""), got.stdout
     assert got.stderr.startswith(f"vllm-remedy: error: {path}: Deployment/llm spec.template.spec: {why}"), got.stderr
     assert got.stderr.count("\n") == 1, got.stderr
+
+
+def test_plan_f_refuses_a_config_map_with_non_string_data(cli, tmp_path):
+    path = tmp_path / "m.yaml"
+    path.write_text(_manifest(f'[{MODEL}, "--max-model-len", "8192"]') + "---\napiVersion: v1\nkind: ConfigMap\n"
+                    "metadata: {name: cfg, namespace: llm}\ndata: {X: 1}\n")
+    got = cli("plan", "-f", str(path))
+    assert (got.returncode, got.stdout) == (2, ""), got.stdout
+    assert got.stderr.startswith(f"vllm-remedy: error: {path}: ConfigMap cfg: data.X: value 1 is an integer"), \
+        got.stderr

@@ -194,6 +194,8 @@ def _observed(args: argparse.Namespace, inputs: dict[str, str]
 def _from_manifest(args: argparse.Namespace) -> _Inputs:
     source = "<stdin>" if args.file == "-" else args.file
     docs = manifest.load_documents(_read(args.file), source)
+    if (bad := next(filter(None, map(pod_env.config_map_problem, docs)), None)) is not None:
+        raise UserError(f"{source}: {bad}")  # data the API server refuses: not env to read
     miss: str | None = None
     for doc in docs:
         for path, spec in manifest.pod_specs(doc) or kserve.manifest_pod_specs(doc, docs):
