@@ -118,16 +118,17 @@ def test_a_version_newer_than_modelled_is_flagged_in_both_outputs(cli, version):
     assert human.returncode == machine.returncode == 0, human.stderr + machine.stderr
     shown = version.lstrip("v")
     assert f"/ {shown} (rules: extrapolated from 0.34.0)" in human.stdout
-    data = json.loads(machine.stdout)
-    assert (data["vllm_version"], data["rules"]) == (f"{shown} (rules: extrapolated from 0.34.0)",
-                                                     "extrapolated from 0.34.0")
+    data = json.loads(machine.stdout)  # vllm_version as typed, the printed label apart (third review L6)
+    assert (data["vllm_version"], data["vllm_version_label"], data["rules"]) == (
+        version, f"{shown} (rules: extrapolated from 0.34.0)", "extrapolated from 0.34.0")
 
 
 def test_a_modelled_version_says_modelled(cli):
     got = cli("estimate", "--model", "Qwen/Qwen2.5-7B-Instruct", "--gpu", "NVIDIA-L4", "--vllm-version", "0.25.1",
               "-o", "json")
     assert got.returncode == 0, got.stderr
-    assert (json.loads(got.stdout)["vllm_version"], json.loads(got.stdout)["rules"]) == ("0.25.1", "modelled")
+    data = json.loads(got.stdout)
+    assert (data["vllm_version"], data["vllm_version_label"], data["rules"]) == ("0.25.1", "0.25.1", "modelled")
 
 
 def test_a_graph_capture_oom_is_named_in_both_outputs_and_unset_utilization_is_the_releases(cli):

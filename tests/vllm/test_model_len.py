@@ -184,3 +184,13 @@ def test_rendered_refusals_read_back_in_every_releases_form(version):
     assert "Initializing" not in text and "Starting to load model" not in text  # refused before the engine exists
     assert ("pydantic_core._pydantic_core.ValidationError" in text) is (version not in ("0.6.3", "0.8.5", "0.9.0"))
     assert ("extreme caution" in text) is (version not in ("0.6.3", "0.8.5", "0.9.0", "0.9.1", "0.10.1"))
+
+
+def test_the_refusal_prints_a_whole_derived_maximum_as_an_integer():
+    """vLLM's own message says 131072.0 (a float once a rope factor multiplied it) and the rendered log keeps that;
+    this tool's sentence says 131072 (third review L3)."""
+    yarn = spec(rope_scaling={"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768})
+    assert model_len.limit(yarn, "0.11.0").derived_text == "131072.0"  # vLLM's words, kept for the rendered log
+    said = model_len.refusal(yarn, settings("200000"))
+    assert said is not None and "(max_position_embeddings=131072);" in said, said
+    assert "(max_position_embeddings=32768);" in (model_len.refusal(spec(), settings("200000", "0.12.0")) or "")

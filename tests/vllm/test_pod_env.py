@@ -62,10 +62,41 @@ def test_a_config_map_counts_only_in_the_pods_namespace():
 def test_a_non_string_env_value_is_a_manifest_kubernetes_refuses():
     """`value: True` unquoted decodes as a boolean; the API server refuses a non-string env[].value (400), so no pod
     runs with it. Read as the text "True" it counted as set and allowed the long length (review L7)."""
-    for value, kind, quoted in ((True, "boolean", '"true"'), (1, "int", '"1"')):
+    for value, kind in ((True, "a boolean"), (1, "an integer")):
         with pytest.raises(UserError) as err:
             read([{"name": X, "value": value}])
-        assert str(err.value) == (f"env {X}: value {value!r} is a {kind}, not a string, so Kubernetes refuses the "
-                                  f"manifest (quote it: {quoted})")
+        # YAML's spelling is gone once decoded (`y` and `true` are both True): no guess at the quoted text (review L3)
+        assert str(err.value) == (f"env {X}: value {value!r} is {kind}, not a string, so Kubernetes refuses the "
+                                  "manifest (quote the value as you meant it)")
     assert pod_env.invalid({"env": [{"name": "OTHER", "value": False}]}) is not None  # any entry: the pod is refused
     assert read([{"name": X, "value": None}]).value == ""  # `value:` (null) is the empty string, not "None"
+
+
+@pytest.mark.parametrize(("env", "why"), [
+    ("FOO=1", "env is a string ('FOO=1'), not a list of {name, value} entries"),
+    (["FOO=1"], "env[0] is a string ('FOO=1'), not a {name, value} entry"),
+    ([{"value": "1"}], "env[0] has no name"),
+    ([{"name": 5, "value": "1"}], "env[0] has name 5, an integer, not a string"),
+    ([{"name": X, "value": "1", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}],
+     f"env {X}: both value and valueFrom are set"),
+])
+def test_env_shapes_kubernetes_refuses_are_named(env, why):
+    """The API server refuses each of these shapes (review M5): the reason names the entry, never reads past it."""
+    got = pod_env.invalid({"env": env})
+    assert got is not None and got.startswith(why) and got.count("Kubernetes refuses the manifest") == 1, got
+
+
+def test_env_shapes_kubernetes_takes_pass():
+    assert pod_env.invalid({"env": [{"name": X, "value": "", "valueFrom": {"fieldRef": {"fieldPath": "x"}}}]}) is None
+    assert pod_env.invalid({"env": [{"name": X}, {"name": "Y", "value": None}]}) is None
+    assert pod_env.invalid({"env": None}) is None
+
+
+def test_a_config_map_with_non_string_data_is_refused():
+    """ConfigMap data is map[string]string: `{X: 1}` unquoted is refused by the API server (review M5)."""
+    doc = {"kind": "ConfigMap", "metadata": {"name": "cfg"}, "data": {"ok": "1", X: 1}}
+    assert pod_env.config_map_problem(doc) == (f"ConfigMap cfg: data.{X}: value 1 is an integer, not a string, so "
+                                               "Kubernetes refuses it (data is map[string]string: quote the value as "
+                                               "you meant it)")
+    assert pod_env.config_map_problem({**doc, "data": {X: "1"}}) is None
+    assert pod_env.config_map_problem({"kind": "Secret", "data": {X: 1}}) is None

@@ -33,7 +33,8 @@ def test_an_unknown_version_says_so_and_whose_rules_it_gets():
 
 @pytest.mark.parametrize(("version", "read_from"), [
     ("0.34.1", "0.34.0"), ("0.33.99", "0.33.0"), ("0.33.1", "0.33.0"), ("0.27.2", "0.27.1"), ("0.21.3", "0.21.0"),
-    ("0.35.0", "0.34.0"), ("1.0.0", "0.34.0"), ("0.5.0", "0.5.5"), ("0.8.9", "0.8.5")])
+    ("0.35.0", "0.34.0"), ("0.5.0", "0.5.5"), ("0.8.9", "0.8.5"), ("0.34.0.1", "0.34.0"),
+    ("0.10.1.2", "0.10.1.1")])
 def test_a_release_whose_source_was_not_read_is_extrapolated_from_the_nearest_one_read(version, read_from):
     """Past NEWEST_MODELLED in the whole (major, minor, patch) tuple, or a patch past the last one read of its minor."""
     r = rules(version)
@@ -93,8 +94,9 @@ def test_estimate_prints_an_rc_as_typed(cli):
     args = ("estimate", "--model", "Qwen/Qwen2.5-7B-Instruct", "--gpu", "NVIDIA-L4", "--vllm-version", "0.35.0rc1")
     human, machine = cli(*args), json.loads(cli(*args, "-o", "json").stdout)
     assert "/ 0.35.0rc1 (rules: extrapolated from 0.34.0)" in human.stdout, human.stdout
-    assert (machine["vllm_version"], machine["rules"]) == ("0.35.0rc1 (rules: extrapolated from 0.34.0)",
-                                                           "extrapolated from 0.34.0")
+    # vllm_version is the version typed (a JSON consumer compares it); the printed label is its own key (review3 L6)
+    assert (machine["vllm_version"], machine["vllm_version_label"], machine["rules"]) == (
+        "0.35.0rc1", "0.35.0rc1 (rules: extrapolated from 0.34.0)", "extrapolated from 0.34.0")
 
 
 def test_check_plan_and_drift_show_an_rc_tag_as_tagged(cli, tmp_path):
@@ -128,3 +130,17 @@ def test_diagnose_says_how_the_logged_releases_rules_were_made(cli, tmp_path, lo
 def test_diagnose_of_a_log_naming_no_version_applies_no_releases_rules(cli):
     got = json.loads(cli("diagnose", "--log", "tests/data/logs/v0.9.1_l40s_free_memory.log", "-o", "json").stdout)
     assert (got["vllm_version"], got["rules"]) == (None, None)
+
+
+def test_a_fourth_number_never_read_is_extrapolated_typed_or_tagged():
+    """0.10.1.1 was read, 0.10.1.2 and 0.34.0.1 were not: they were labelled modelled (third review L1)."""
+    assert rules("0.10.1.1").provenance == "modelled"
+    assert rules(version_from_image("vllm/vllm-openai:v0.34.0.1")).label == "0.34.0.1 (rules: extrapolated from 0.34.0)"
+
+
+@pytest.mark.parametrize("version", ["v1.0.0", "1.0.0", "2.3.4"])
+def test_a_version_past_0x_is_unknown_typed_or_tagged(version):
+    """Every vLLM release is 0.x: --vllm-version v1.0.0 said extrapolated while the tag v1.0.0 said unknown (L1)."""
+    typed, tagged = rules(version), rules(version_from_image(f"vllm/vllm-openai:{version}"))
+    assert typed.label == tagged.label == "unknown (rules of the newest release, 0.34.0)"
+    assert typed.version == tagged.version == (0, 34, 0)

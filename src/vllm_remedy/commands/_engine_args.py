@@ -14,8 +14,8 @@ from vllm_remedy import hub
 from vllm_remedy.errors import UserError
 from vllm_remedy.vllm import catalog
 from vllm_remedy.vllm.cmdline.ranges import INT_MAX
-from vllm_remedy.vllm.cmdline.values import parse_int, suffixed
-from vllm_remedy.vllm.versions import typed_version
+from vllm_remedy.vllm.memory import EngineSettings
+from vllm_remedy.vllm.versions import rules, typed_version
 
 #: The largest GPU (or other-process) memory a card may state: 4 TiB is far above any accelerator, and a bound
 #: keeps ``inf`` or ``1e300`` from reaching the integer MiB conversion and the bar's scale.
@@ -31,6 +31,7 @@ ENGINE_FLAGS = (
     ("kv-cache-dtype", "kv_cache_dtype"),
     ("quantization", "quantization"),
     ("dtype", "dtype"),
+    ("limit-mm-per-prompt", "limit_mm_per_prompt"),
     ("kv-cache-memory-bytes", "kv_cache_memory_bytes"),
     ("num-gpu-blocks-override", "num_gpu_blocks_override"),
 )
@@ -99,19 +100,36 @@ def _count(text: str) -> int:
     return value
 
 
-def _max_model_len(text: str) -> str:
-    """--max-model-len as vLLM reads it (``16384``, ``16k``, ``auto``), kept as text for the flags; refused
-    here when it is not a length at all or beyond int32."""
-    if text.strip().lower() == "auto":
+def _release_int(text: str, auto: bool = False) -> str:
+    """A token count read by --vllm-version's own parser (``16384``, ``16k``, ``8k``, ``auto`` for --max-model-len),
+    kept as text: whether ``16k``, ``1t`` or ``1e4`` is a number depends on the release, which is not known while
+    argparse reads argv, so ``EngineSettings`` judges it naming that release (``values.refusal``) and
+    :func:`check_int32` bounds what it makes of it. A plain integer reads alike everywhere: bounded here."""
+    if auto and text.strip().lower() == "auto":
         return text
-    value = parse_int(text)
-    if value is None and suffixed(text):
-        return text  # 16Ki, or 16k before 0.8.4: EngineSettings says what --vllm-version's parser does with it
-    if value is None:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer (or auto)")
+    try:
+        value = int(text)
+    except ValueError:
+        return text
     if value > INT_MAX:
-        raise argparse.ArgumentTypeError(f"{text} is out of range; expected 1 <= N <= {INT_MAX} (or auto)")
+        raise argparse.ArgumentTypeError(f"{text} is out of range; expected 1 <= N <= {INT_MAX}"
+                                         f"{' (or auto)' if auto else ''}")
     return text
+
+
+def _max_model_len(text: str) -> str:
+    """--max-model-len as the release reads it (:func:`_release_int`)."""
+    return _release_int(text, auto=True)
+
+
+def check_int32(settings: EngineSettings, flags: dict[str, str]) -> None:
+    """A count the release read above int32 (``9999999k``, ``1t`` from 0.13.0) is refused, as one line naming the
+    flag: vLLM keeps token counts in int32 (``ranges.INT_MAX``)."""
+    for flag, got in (("max-model-len", settings.max_model_len), ("max-num-batched-tokens",
+                                                                  settings.max_num_batched_tokens)):
+        if got is not None and got > INT_MAX:
+            raise UserError(f"{flag}: {flags.get(flag, got)} is {got:,} tokens to vLLM {rules(settings.version).label}"
+                            f", out of range; expected 1 <= N <= {INT_MAX}")
 
 
 def add_model_gpu(parser: argparse.ArgumentParser, required: bool = True) -> None:
@@ -141,11 +159,18 @@ def add_engine_flags(parser: argparse.ArgumentParser, with_defaults: bool = True
     parser.add_argument("--max-model-len", metavar="N", type=_max_model_len,
                         help="tokens per request (default: the model's)")
     parser.add_argument("--max-num-seqs", metavar="N", type=_count)
-    parser.add_argument("--max-num-batched-tokens", metavar="N", type=_count)
+    parser.add_argument("--max-num-batched-tokens", metavar="N", type=_release_int,
+                        help="tokens per scheduler step, read as the release reads it (8k = 8000 where it takes "
+                             "suffixes)")
     parser.add_argument("--kv-cache-dtype", choices=("auto", "fp8"), default="auto" if d else None)
     parser.add_argument("--quantization", metavar="Q")
     parser.add_argument("--dtype", metavar="D", default="auto" if d else None)
     parser.add_argument("--enforce-eager", action="store_true", default=None if not d else False)
+    parser.add_argument("--limit-mm-per-prompt", metavar="JSON",
+                        help="items per prompt by modality, as vLLM's flag ('{\"image\": 1, \"video\": 0}', or "
+                             "image=1,video=0): a multimodal model's encoder is profiled on the most expensive "
+                             "modality allowed, so capping video lets --image-max-pixels decide the profile "
+                             "(default: the model's own limits)")
     # read as the release reads them (EngineSettings.from_flags): 4G on 0.10.2+, refused before that release
     parser.add_argument("--kv-cache-memory-bytes", metavar="N",
                         help="KV cache bytes per GPU (vLLM 0.10.2+): the flag, not the utilization budget, sizes it")

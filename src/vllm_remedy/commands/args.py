@@ -20,11 +20,12 @@ from typing import Any
 from vllm_remedy import yamlfile
 from vllm_remedy.envelope import dumps, listing
 from vllm_remedy.errors import UserError
-from vllm_remedy.vllm import manifest
+from vllm_remedy.vllm import manifest, pod_shape
 from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, canonical_key, find_server, ranges
 from vllm_remedy.vllm.cmdline.flags import KNOWN, is_boolean
 from vllm_remedy.vllm.manifest_text import ManifestText
 from vllm_remedy.vllm.memory.settings import EngineSettings
+from vllm_remedy.vllm.versions import version_from_image
 
 NAME = "args"
 ORDER = 30
@@ -88,6 +89,8 @@ def _servers(docs: list[Any], source: str, container: str | None) -> list[tuple[
                 continue
             except UserError as exc:
                 raise UserError(f"{where}: {exc}") from None
+            if (refused := pod_shape.pod_problem(spec)) is not None:  # the API server refuses it: edit nothing
+                raise UserError(f"{where}: {refused}")
             found.append((i, manifest.describe(doc), path, spec, server))
     if not found:
         if not specs_seen:
@@ -109,7 +112,8 @@ def _pairs(items: list[str]) -> dict[str, str]:
 
 def _validate(changes: dict[str, str], servers: list[ServerCommand]) -> None:
     """Refuse unknown flag names and values vLLM would reject, as `estimate` does, before anything is printed:
-    the memory flags typed by ``EngineSettings``, every port and count by ``cmdline.ranges``.
+    the memory flags typed by ``EngineSettings`` with the release each server's image tag names (``16k`` or ``auto``
+    on a v0.8.3 image is refused naming 0.8.3), every port and count by ``cmdline.ranges``.
 
     A flag vLLM does not know is accepted only when the command already has it (wrapper programs' own flags);
     `$(VAR)`, `${VAR}` and `{{ .X }}` values are the cluster's to fill in, so they are not judged.
@@ -126,10 +130,11 @@ def _validate(changes: dict[str, str], servers: list[ServerCommand]) -> None:
         spaced = ranges.spacing(value)
         if spaced is not None:
             raise UserError(f"--set {key}={value}: {name}: {spaced}")
-        try:
-            EngineSettings.from_flags({name: value}, None)
-        except UserError as exc:
-            raise UserError(f"--set {key}={value}: {exc}") from None
+        for version in dict.fromkeys(version_from_image(s.image) for s in servers):  # each image's own parser
+            try:
+                EngineSettings.from_flags({name: value}, version)
+            except UserError as exc:
+                raise UserError(f"--set {key}={value}: {exc}") from None
         wrong = ranges.check(name, value.strip())  # ports, counts, sizes: the flags EngineSettings does not type
         if wrong is not None:
             raise UserError(f"--set {key}={value}: {name}: {wrong}")

@@ -120,6 +120,10 @@ def run(args: argparse.Namespace) -> int:
     every: list[object] = []
     for name in files:
         source, docs = read(name)
+        for doc in docs:  # a ConfigMap the API server refuses is bad input, not a value to read env from
+            for item in (doc.get("items") or []) if isinstance(doc, dict) and doc.get("kind") == "List" else [doc]:
+                if (why := pod_env.config_map_problem(item)) is not None:
+                    raise UserError(f"{source}: {why}")
         every += docs
         found += workloads(docs, source, args.namespace)
     # a variable read from a ConfigMap checked with it, in the workload's namespace, is known

@@ -13,6 +13,7 @@ from vllm_remedy.commands._engine_args import (
     add_engine_flags,
     add_model_gpu,
     add_output,
+    check_int32,
     engine_flags,
     load_gpu,
     load_model_source,
@@ -41,12 +42,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     model, source = load_model_source(args)
     gpu = load_gpu(args)
-    est = estimate(model, gpu, EngineSettings.from_flags(engine_flags(args), args.vllm_version, model_inputs(args)))
+    flags = engine_flags(args)
+    settings = EngineSettings.from_flags(flags, args.vllm_version, model_inputs(args))
+    check_int32(settings, flags)
+    est = estimate(model, gpu, settings)
     r = rules(args.vllm_version)
     longest = model_len.limit(model, args.vllm_version)
     if args.output == "json":
         print(dumps(envelope("EstimateResult", {**result_json(est), "model": model.name, "gpu": gpu.product,
-                                                "vllm_version": r.label, "rules": r.provenance,
+                                                # as typed (null: none), and as every output prints it
+                                                "vllm_version": args.vllm_version, "vllm_version_label": r.label,
+                                                "rules": r.provenance,
                                                 "model_source": source,  # null: no length key caps it
                                                 "model_max_len": None if longest.unbounded else longest.tokens,
                                                 "model_max_len_key": longest.key, **echo_inputs(args)})))
@@ -61,10 +67,14 @@ def result_json(est: Estimate) -> dict[str, object]:
 
 
 def echo_inputs(args: argparse.Namespace) -> dict[str, object]:
-    """The memory model's own inputs as given (``--p2p``, ``--compile-cache``, ``--other-gib``,
-    ``--allow-long-max-model-len``), defaults spelled out, so a JSON result says what it was sized for."""
-    return {"p2p": args.p2p or "unknown", "compile_cache": args.compile_cache or "cold",
-            "other_gib": args.other_gib or 0.0, "allow_long_max_model_len": bool(args.allow_long_max_model_len)}
+    """Every input as given, defaults spelled out, so a JSON result says what it was sized for: the vLLM flags
+    (``flags``, `vllm serve` names and spellings, ``--tp`` as tensor-parallel-size), the model's revision and the
+    memory model's own inputs (``--p2p``, ``--compile-cache``, ``--other-gib``, ``--allow-long-max-model-len``,
+    ``--image-max-pixels``; null: the checkpoint's official processor)."""
+    return {"flags": engine_flags(args), "revision": args.revision, "p2p": args.p2p or "unknown",
+            "compile_cache": args.compile_cache or "cold", "other_gib": args.other_gib or 0.0,
+            "allow_long_max_model_len": bool(args.allow_long_max_model_len),
+            "image_max_pixels": args.image_max_pixels}
 
 
 def render(est: Estimate, model: str, gpu: str, version: str, longest: model_len.Limit | None = None) -> str:

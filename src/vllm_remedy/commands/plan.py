@@ -29,7 +29,7 @@ from vllm_remedy.remedies.budget import BudgetRequest, plan_budget, spelling
 from vllm_remedy.remedies.budget.observed import KvObservation
 from vllm_remedy.remedies.plan import Plan
 from vllm_remedy.remedies.predict import pinned_gpu
-from vllm_remedy.vllm import catalog, kserve, manifest, model_len, pod_env
+from vllm_remedy.vllm import catalog, kserve, manifest, model_len, pod_env, pod_shape
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS
 from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, find_server
 from vllm_remedy.vllm.memory import EngineSettings, Estimate
@@ -79,6 +79,7 @@ class _Inputs:
     inputs: dict[str, str] = field(default_factory=dict)
     container: Mapping[str, Any] = field(default_factory=dict)
     config_maps: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    server: ServerCommand | None = None  # the manifest's server, whose every flag occurrence vLLM types
 
 
 def run(args: argparse.Namespace) -> int:
@@ -120,7 +121,10 @@ def run(args: argparse.Namespace) -> int:
     # a manifest value the release's parser refuses (16Ki, auto before 0.14): planned as the literal it means
     manifest_flags, respelled = spelling.respell({k: v for k, v in found.flags.items() if k not in typed}, version)
     flags = {**manifest_flags, **typed}
+    if found.server is not None:  # an overridden occurrence it refuses stops vLLM too: planned with the kept value
+        respelled += spelling.overridden(found.server, flags, version, typed)
     settings = EngineSettings.from_flags(flags, version, inputs)
+    ea.check_int32(settings, flags)
     why = model_len.unknown(model, found.container, settings, found.config_maps) if found.container else None
     if why is not None and not args.allow_long_max_model_len:  # the env var's value cannot be read: say so
         found.notes.append(f"{why}; planned as if it is unset (vLLM refuses the length)")
@@ -190,6 +194,8 @@ def _observed(args: argparse.Namespace, inputs: dict[str, str]
 def _from_manifest(args: argparse.Namespace) -> _Inputs:
     source = "<stdin>" if args.file == "-" else args.file
     docs = manifest.load_documents(_read(args.file), source)
+    if (bad := next(filter(None, map(pod_env.config_map_problem, docs)), None)) is not None:
+        raise UserError(f"{source}: {bad}")  # data the API server refuses: not env to read
     miss: str | None = None
     for doc in docs:
         for path, spec in manifest.pod_specs(doc) or kserve.manifest_pod_specs(doc, docs):
@@ -201,6 +207,8 @@ def _from_manifest(args: argparse.Namespace) -> _Inputs:
                 continue
             except UserError as exc:
                 raise UserError(f"{where}: {exc}") from None
+            if (refused := pod_shape.pod_problem(spec)) is not None:  # the API server refuses it: no pod runs
+                raise UserError(f"{where}: {refused}")
             namespace = str((doc.get("metadata") or {}).get("namespace") or "default") if isinstance(doc, dict) \
                 else "default"
             return _inputs(server, spec, where, pod_env.config_maps(docs, namespace))
@@ -223,7 +231,7 @@ def _inputs(server: ServerCommand, spec: Mapping[str, Any], where: str,
             maps: Mapping[str, Mapping[str, str]] | None = None) -> _Inputs:
     model = _env_value(server.container, server.model)
     found = _Inputs(model_id=model, version=version_from_image(server.image), flags=dict(server.flags),
-                    container=server.container, config_maps=maps or {})
+                    container=server.container, config_maps=maps or {}, server=server)
     try:  # VLLM_ALLOW_LONG_MAX_MODEL_LEN in vLLM's process, read as check and drift's prediction read it
         found.inputs = model_len.env_inputs(server.container, maps)
     except UserError as exc:  # an env Kubernetes refuses: no pod ever runs it

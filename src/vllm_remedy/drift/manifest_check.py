@@ -46,7 +46,7 @@ from vllm_remedy.remedies.budget import BudgetRequest, plan_budget, spelling
 from vllm_remedy.remedies.pin_gpu import canonical_product
 from vllm_remedy.remedies.plan import Plan, Step, TemplateChange
 from vllm_remedy.remedies.predict import Prediction, config_refusal, failed_prediction, pinned_gpu, rules_note
-from vllm_remedy.vllm import catalog, kserve, manifest, model_len, pod_env, resolved
+from vllm_remedy.vllm import catalog, kserve, manifest, model_len, pod_shape, resolved
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS, GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, find_server
 from vllm_remedy.vllm.failures import FAILURES
@@ -186,12 +186,13 @@ def check_workload(workload: Workload, policy: Policy, now: float) -> Result:
     """The drift rules, the start prediction and, when anything fails, the planner's smallest fix."""
     name = policy.name or str(policy.source)
     server = workload.server
+    if (refused := pod_shape.pod_problem(workload.spec)) is not None:  # the API server refuses it: no pod ever runs
+        return Result(workload, name, None, (Finding("manifest", ERROR, refused, (
+            "write command/args as lists of quoted strings and env as {name, value} entries with string values, "
+            "as Kubernetes requires")),))
     if server is None:
         return Result(workload, name, None, (_unknown("command", workload.problem or "no vLLM command", (
             "put the vLLM server's flags in the container's command/args, where they can be read and checked")),))
-    if (refused := pod_env.invalid(server.container)) is not None:  # the API server refuses it: no pod ever runs
-        return Result(workload, name, None, (Finding("manifest", ERROR, refused, (
-            "write every env value as a YAML string (quoted), as Kubernetes requires")),))
     spec, notes = workload.spec, []
     pinned = pinned_gpu(spec)
     label = pinned or policy.gpu_product
@@ -231,7 +232,7 @@ def check_workload(workload: Workload, policy: Policy, now: float) -> Result:
     fix: Step | None = None
     plan_note = ""
     if findings and model is not None and card is not None and settings is not None:
-        respelled = spelling.respell(group_flags(server.flags) if group else dict(server.flags), version)[1]
+        respelled = _respelled(server, group is not None, version)[1]
         fix, plan_note = _plan(model, card, settings, policy, spec, pinned, group is not None, respelled)
     findings = [_with_fix(f, fix, plan_note, policy) for f in findings]
     if pinned is None and policy.gpu_product and prediction.estimate is not None:
@@ -280,6 +281,15 @@ def _start_reason(prediction: Prediction, failed: str, refusal: str | None = Non
             f"{e.max_model_len:,}")
 
 
+def _respelled(server: ServerCommand, group: bool, version: str | None
+               ) -> tuple[dict[str, str], list[spelling.Respelled]]:
+    """The flags to predict with and each value vLLM refuses at argument parsing: a refused spelling (planned as
+    the literal it means) and a refused overridden occurrence (argparse types every one; planned with the kept
+    value, which the fix writes once)."""
+    flags, found = spelling.respell(group_flags(server.flags) if group else dict(server.flags), version)
+    return flags, found + spelling.overridden(server, spelling.respell(dict(server.flags), version)[0], version)
+
+
 def _predict(server: ServerCommand, model_name: str | None, label: str | None, version: str | None, policy: Policy,
              group: bool = False, maps: Mapping[str, Mapping[str, str]] | None = None
              ) -> tuple[Prediction, ModelSpec | None, GpuSpec | None, EngineSettings | None, list[Finding]]:
@@ -308,14 +318,15 @@ def _predict(server: ServerCommand, model_name: str | None, label: str | None, v
             out.append(_unknown("model", "the vLLM command names no model",
                                 "name the model in argv (positional or --model), where it can be checked"))
     settings: EngineSettings | None = None
-    # a value the release's parser refuses (16Ki, auto before 0.14): the start is refused (exit 2); predicted and
-    # planned as the literal it means, which the fix writes (remedies.budget.spelling)
-    flags, respelled = spelling.respell(group_flags(server.flags) if group else dict(server.flags), version)
+    # a value the release's parser refuses (16Ki, auto before 0.14, anywhere it occurs): the start is refused (exit
+    # 2); predicted and planned as the literal it means, which the fix writes (remedies.budget.spelling)
+    flags, respelled = _respelled(server, group, version)
     out += [Finding("flags", ERROR, f"{r.why} (exit 2: the pod never starts)", "") for r in respelled]
     try:
         settings = EngineSettings.from_flags(flags, version, model_len.env_inputs(server.container, maps))
-    except UserError as exc:
-        out.append(_unknown("flags", str(exc), "write the memory flags as literal values"))
+    except UserError as exc:  # a placeholder cannot be typed; a literal the release refuses needs its spelling
+        out.append(_unknown("flags", str(exc), "spell the value as this vLLM release reads it (the reason says how)"
+                            if " refuses " in str(exc) else "write the memory flags as literal values"))
     env_why = model_len.unknown(model, server.container, settings, maps) if model and settings else None
     if env_why is not None:  # the refusal hangs on a value this tool cannot see: unknown, not a refusal and a fix
         out.append(_unknown("max-model-len-env", env_why, f"set {model_len.ENV} as a literal value in the "

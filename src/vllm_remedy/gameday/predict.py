@@ -6,8 +6,8 @@ A prediction names the failure class the classifier would: a start that passes e
 graphs do not fit after the KV cache (``Estimate.graph_capture_oom``) is ``cudagraph_capture_oom``, never ``fits``;
 one whose budget alone overruns the card (``remedies.predict.failed_prediction``, the rule ``check`` and drift use)
 dies allocating the KV cache, which the classifier calls ``unknown``; and a release newer than the newest modelled
-says its rules are extrapolated, in the row's detail and its JSON (``vllm_version``, ``rules``), as every other
-output does."""
+says its rules are extrapolated, in the row's detail and its JSON (``vllm_version`` as tagged, ``vllm_version_label``,
+``rules``), as every other output does."""
 
 from __future__ import annotations
 
@@ -110,13 +110,14 @@ def compare(pods_seen: Mapping[str, Mapping[str, Any]], nodes: Mapping[str, Mapp
             server = find_server(dict(seen["spec"]), container)
             flags = " ".join(f"--{k}" if v == "true" else f"--{k} {v}" for k, v in sorted(server.flags.items()))
             image = server.image.rsplit(":", 1)[-1]
-            version = rules(version_from_image(server.image))
+            tagged = version_from_image(server.image)
+            version = rules(tagged)
             label, provenance = version.label, version.provenance
         except UserError:
-            flags, image, label, provenance = "", "", "", ""
+            flags, image, tagged, label, provenance = "", "", None, "", ""
         rows.append({"pod": name, "step": seen.get("step") or step_of(float(seen.get("t", 0.0)), marks),
                      "node": f"{seen['node']} ({node_product(node) or '?'})", "image": image,
-                     "vllm_version": label, "rules": provenance,
+                     "vllm_version": tagged, "vllm_version_label": label, "rules": provenance,
                      "flags": flags, "predicted": predicted, "prediction": detail, "happened": happened,
                      "agree": agree, "predicted_kv_tokens": predicted_kv[0], "predicted_kv_gib": predicted_kv[1],
                      "actual_kv_tokens": actual.get("kv_tokens"), "actual_kv_gib": actual.get("kv_gib")})

@@ -107,6 +107,7 @@ def plan_for(ctx: K8sHost, template: Mapping[str, Any], gpu: str | None, target_
     version = version_from_image(server.image)
     # a value the release's parser refuses (16Ki, auto before 0.14): planned as its literal, which every step writes
     flags, respelled = spelling.respell(server.flags, version)
+    respelled += spelling.overridden(server, flags, version)  # an earlier occurrence it refuses: the kept value
     settings = EngineSettings.from_flags(flags, version, model_len.env_inputs(server.container))
     pods = pods if pods is not None else pods_fact(host)
     running_on = pinned_gpu(spec)

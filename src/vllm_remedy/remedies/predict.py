@@ -21,6 +21,7 @@ from vllm_remedy.vllm import catalog, dtype_support, model_len, resolved
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS, GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import find_server
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate
+from vllm_remedy.vllm.memory.occurrences import overridden_refusal
 from vllm_remedy.vllm.memory.settings import KV_ESTIMATE_MARGIN
 from vllm_remedy.vllm.outcomes import NOT_SIZED, Outcome, sized, sized_json
 from vllm_remedy.vllm.parallel import group_flags
@@ -123,6 +124,8 @@ def predict_template(template: Mapping[str, Any], container: str | None = None,
         inputs.update(model_len.env_inputs(server.container))  # VLLM_ALLOW_LONG_MAX_MODEL_LEN in vLLM's process
         version = version_from_image(server.image)
         settings = EngineSettings.from_flags(flags, version, inputs)
+        if (earlier := overridden_refusal(server, flags, version, inputs)) is not None:  # vLLM stops there
+            return Prediction(card.product, None, earlier, refused=True)  # exit 2, as for a refused last value
         if (why := model_len.unknown(model, server.container, settings)) is not None:
             return Prediction(card.product, None, why)  # the refusal hangs on a value this tool cannot see
         refusal = config_refusal(model, card, settings) or ""  # names the model's maximum and the env var

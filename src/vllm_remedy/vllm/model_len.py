@@ -181,7 +181,8 @@ def refusal(model: ModelSpec, settings: EngineSettings) -> str | None:
         return None
     env = (f"or set {ENV}=1 in the container's env for a model known to take more" if env_read(settings.version)
            else f"vLLM {settings.version} predates {ENV}, so nothing else lets it start")
-    return (f"--max-model-len {asked:,} is above the model's {lim.tokens:,} ({lim.key}={lim.derived_text}); set it "
+    derived = int(lim.derived) if float(lim.derived).is_integer() else lim.derived  # our words: 131072, not 131072.0
+    return (f"--max-model-len {asked:,} is above the model's {lim.tokens:,} ({lim.key}={derived}); set it "
             f"at most {lim.tokens:,}, {env}")
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.vllm.cmdline import env as launch
+from vllm_remedy.vllm.cmdline.argv_shape import kind_of
 
 _REFERENCE = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
 ConfigMaps = Mapping[str, Mapping[str, str]]  # ConfigMap name -> its data, from the manifests checked
@@ -47,18 +48,52 @@ def config_maps(docs: list[Any], namespace: str, default: str = "default") -> di
 def invalid(container: Mapping[str, Any]) -> str | None:
     """Why Kubernetes refuses the container's ``env`` (one line naming the variable), None when it takes it.
 
-    ``env[].value`` is a string field: the API server refuses a YAML boolean or number there (``value: True``
-    unquoted decodes as a bool, 400 Bad Request), so no pod ever runs with it. Reading it as the text "True" would
-    call a variable set in a manifest that never applies.
+    ``env`` is a list of ``{name, value | valueFrom}`` objects whose ``name`` and ``value`` are strings: the API server
+    refuses any other shape (``env: "FOO=1"``, ``env: ["FOO=1"]``, an entry without a name, both a value and a
+    valueFrom) and a YAML boolean or number as a value (``value: True`` unquoted decodes as a bool, 400 Bad Request),
+    so no pod ever runs with it. Reading ``True`` as the text "True" would call a variable set in a manifest that
+    never applies. The YAML's own spelling is gone once decoded (``y`` and ``true`` are both True), so the advice is
+    to quote what was meant, not a guess at it.
     """
-    for entry in container.get("env") or []:
-        if not isinstance(entry, Mapping) or "name" not in entry:
-            continue
+    env = container.get("env")
+    if env is None:
+        return None
+    if not isinstance(env, list):
+        return (f"env is {kind_of(env)} ({env!r}), not a list of {{name, value}} entries, so Kubernetes refuses the "
+                "manifest")
+    for i, entry in enumerate(env):
+        if not isinstance(entry, Mapping):
+            return (f"env[{i}] is {kind_of(entry)} ({entry!r}), not a {{name, value}} entry, so Kubernetes refuses "
+                    "the manifest")
+        name = entry.get("name")
+        if not isinstance(name, str) or not name:
+            what = "has no name" if name is None or name == "" else f"has name {name!r}, {kind_of(name)}, not a string"
+            return f"env[{i}] {what}, so Kubernetes refuses the manifest"
         value = entry.get("value")
+        if isinstance(value, str) and value and entry.get("valueFrom") is not None:
+            return (f"env {name}: both value and valueFrom are set, so Kubernetes refuses the manifest (keep one "
+                    "of them)")
         if value is not None and not isinstance(value, str):
-            kind = "boolean" if isinstance(value, bool) else type(value).__name__
-            return (f"env {entry['name']}: value {value!r} is a {kind}, "
-                    f"not a string, so Kubernetes refuses the manifest (quote it: \"{str(value).lower()}\")")
+            return (f"env {name}: value {value!r} is {kind_of(value)}, not a string, so Kubernetes refuses the "
+                    "manifest (quote the value as you meant it)")
+    return None
+
+
+def config_map_problem(doc: Any) -> str | None:
+    """Why the API server refuses a ConfigMap's ``data`` (a map of string to string), one phrase naming the key;
+    None for any other object or a valid one. ``{X: 1}`` unquoted is an integer there, refused with 400."""
+    if not isinstance(doc, Mapping) or doc.get("kind") != "ConfigMap":
+        return None
+    data = doc.get("data")
+    if data is None:
+        return None
+    name = f"ConfigMap {(doc.get('metadata') or {}).get('name')}"
+    if not isinstance(data, Mapping):
+        return f"{name}: data is {kind_of(data)}, not a map of strings, so Kubernetes refuses it"
+    for key, value in data.items():
+        if not isinstance(value, str):
+            return (f"{name}: data.{key}: value {value!r} is {kind_of(value)}, not a string, so Kubernetes refuses it "
+                    "(data is map[string]string: quote the value as you meant it)")
     return None
 
 

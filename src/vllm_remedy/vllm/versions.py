@@ -43,6 +43,8 @@ LAST_READ_PATCH: dict[tuple[int, int], int] = {
 # of a release not listed (0.34.0.post1), was never read, so it is extrapolated from the release it follows. A
 # pre-release (0.34.0rc2, 0.34.0.dev3) of a read release gets that release's rules, and its label says so.
 READ_POST: dict[tuple[int, int, int], int] = {(0, 6, 4): 1, (0, 8, 5): 1}
+# Four-part releases read (0.10.1.1's tag is cited below); one never read (0.10.1.2, 0.34.0.1) is extrapolated.
+READ_FOURTH: dict[tuple[int, int, int], int] = {(0, 10, 1): 1}
 # CacheConfig.gpu_memory_utilization defaults to 0.92 from 0.20.0 (`Field(default=0.92, gt=0, le=1)`,
 # config/cache.py@0.20.0; 0.9 in config/cache.py@0.19.1; EngineArgs takes CacheConfig's value, engine/arg_utils.py).
 # It was 0.22.1, the earliest log known to print it (NnamdiOdozi/mlops-assignment's "--gpu-memory-utilization=0.9200").
@@ -222,6 +224,7 @@ class VersionRules:
     # Its pre-release part (``rc2``, ``rc1.dev156``) and post-release number, which ``version`` leaves out.
     pre: str = field(default="", compare=False)
     post: int = field(default=0, compare=False)
+    fourth: int = field(default=0, compare=False)  # 0.10.1.1's last number, which ``version`` leaves out too
 
     @property
     def read_from(self) -> tuple[int, int, int]:
@@ -239,7 +242,8 @@ class VersionRules:
     def extrapolated(self) -> bool:
         """A known release whose source was not read: its rules are the nearest read release's (``read_from``); a post
         release past the ones read (``READ_POST``) is extrapolated from the release it follows."""
-        return self.known and (self.read_from != self.version or self.post > READ_POST.get(self.version, 0))
+        return self.known and (self.read_from != self.version or self.post > READ_POST.get(self.version, 0)
+                               or self.fourth > READ_FOURTH.get(self.version, 0))
 
     @property
     def pre_release(self) -> bool:
@@ -255,7 +259,8 @@ class VersionRules:
         if self.extrapolated:
             read = self.read_from
             post = READ_POST.get(read, 0) if self.post and read == self.version else 0
-            return f"extrapolated from {_dotted(read)}{f'.post{post}' if post else ''}"
+            fourth = READ_FOURTH.get(read, 0) if self.fourth and read == self.version else 0
+            return f"extrapolated from {_dotted(read)}{f'.{fourth}' if fourth else ''}{f'.post{post}' if post else ''}"
         return f"modelled on the {_dotted(self.version)} release" if self.pre_release else "modelled"
 
     @property
@@ -313,6 +318,7 @@ def _shown(text: str | None) -> str:
 
 _PRE = re.compile(r"(?:a|b|rc)\d+|dev\d*")
 _POST = re.compile(r"post(\d+)")
+_FOURTH = re.compile(r"\d+\.\d+\.\d+\.(\d+)")
 
 
 def _pre_post(shown: str) -> tuple[str, int]:
@@ -323,12 +329,20 @@ def _pre_post(shown: str) -> tuple[str, int]:
     return ".".join(_PRE.findall(public)), int(post.group(1)) if post else 0
 
 
+def _fourth(shown: str) -> int:
+    """1 of ``0.10.1.1``; 0 of a three-part version."""
+    match = _FOURTH.match(shown)
+    return int(match.group(1)) if match else 0
+
+
 @cache
 def rules(version: str | None) -> VersionRules:
     """The rules for a version string (None or unparseable → the newest release known here)."""
     parsed = parse_version(version)
-    known = parsed is not None
-    v = parsed or NEWEST_RELEASE
+    # Every vLLM release is 0.x: a 1.0.0 names no release known to exist, typed or tagged (``version_from_image``
+    # reads such a tag as no version), so it gets the newest release's rules as unknown, not extrapolated.
+    known = parsed is not None and parsed[0] == 0
+    v = parsed if parsed is not None and known else NEWEST_RELEASE
     engine: Engine = "V1" if v >= (0, 8, 0) else "V0"
     if engine == "V0":
         budget: Budget = "absolute" if V0_ABSOLUTE_BUDGET[0] <= v < V0_ABSOLUTE_BUDGET[1] else "increase"
@@ -356,6 +370,7 @@ def rules(version: str | None) -> VersionRules:
         shown=_shown(version) if known else "",
         pre=_pre_post(_shown(version))[0] if known else "",
         post=_pre_post(_shown(version))[1] if known else 0,
+        fourth=_fourth(_shown(version)) if known else 0,
     )
 
 

@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.remedies.plan import Plan, Step
+from vllm_remedy.vllm.cmdline import ServerCommand
 from vllm_remedy.vllm.cmdline.values import vllm_int
 from vllm_remedy.vllm.memory import EngineSettings
+from vllm_remedy.vllm.memory.occurrences import refused_overrides
 from vllm_remedy.vllm.versions import rules
 
 # 16Ki, 16KiB, 16ki, 1.5K: binary multiples (a lowercase k/m/g/t alone is decimal, as vLLM reads it)
@@ -89,6 +91,15 @@ def respell(flags: Mapping[str, str], version: str | None) -> tuple[dict[str, st
             out[flag] = str(number)
             found.append(Respelled(flag, value, str(number), why))
     return out, found
+
+
+def overridden(server: ServerCommand, flags: Mapping[str, str], version: str | None,
+               replaced: Collection[str] = ()) -> list[Respelled]:
+    """An overridden occurrence the release refuses (``memory.occurrences``: vLLM types every occurrence): the start
+    stops there although a later one would win, so it is planned with the kept value, which every step writes once
+    (an edit collapses a flag's duplicates to one)."""
+    return [Respelled(flag, value, flags[flag], why)
+            for flag, value, why in refused_overrides(server, flags, version, None, replaced)]
 
 
 def apply(plan: Plan, found: list[Respelled], version: str | None) -> Plan:

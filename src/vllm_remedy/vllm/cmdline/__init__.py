@@ -6,7 +6,7 @@ Public API: ``find_server(pod_spec, container=None) -> ServerCommand``; ``Server
 
 from __future__ import annotations
 
-from vllm_remedy.vllm.cmdline.command import NoServerError, ServerCommand, UnsafeScriptError, find_server
+from vllm_remedy.vllm.cmdline.command import ManifestError, NoServerError, ServerCommand, UnsafeScriptError, find_server
 from vllm_remedy.vllm.cmdline.flags import canonical_key
 
-__all__ = ["NoServerError", "ServerCommand", "UnsafeScriptError", "canonical_key", "find_server"]
+__all__ = ["ManifestError", "NoServerError", "ServerCommand", "UnsafeScriptError", "canonical_key", "find_server"]

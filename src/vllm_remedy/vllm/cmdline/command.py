@@ -15,6 +15,7 @@ from typing import Any
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.vllm.cmdline import parse, shell
+from vllm_remedy.vllm.cmdline.argv_shape import argv_problem
 from vllm_remedy.vllm.cmdline.edit import edit_container
 from vllm_remedy.vllm.cmdline.flags import Kind, resolve
 from vllm_remedy.vllm.cmdline.parse import Entrypoint, Option, Token
@@ -37,6 +38,10 @@ _FUNCTION = re.compile(r"(?:^|[\s;&|(])(?:function\s+[A-Za-z_][\w-]*(?:\s*\(\s*\
 
 class NoServerError(UserError):
     """No container of this pod spec runs vLLM (callers walking many templates may skip it)."""
+
+
+class ManifestError(UserError):
+    """The container's argv has a shape Kubernetes refuses (``argv_shape.argv_problem``): no pod runs it."""
 
 
 class UnsafeScriptError(UserError):
@@ -67,6 +72,16 @@ class ServerCommand:
     def render(self) -> dict[str, Any]:
         """The container as parsed (a deep copy): rendering without edits is byte-identical."""
         return copy.deepcopy(self.container)
+
+    def overridden(self) -> list[tuple[str, str]]:
+        """(flag, value) of every occurrence a later one of the same flag overrides, in argv order.
+
+        ``flags`` keeps the last, as argparse's result does; but argparse converts each occurrence with the flag's
+        type as it reads it, so ``--max-model-len 16Ki --max-model-len 8192`` stops vLLM at the first. Callers
+        judge these values with the release's types too."""
+        last = {opt.name: i for i, opt in enumerate(self.options)}
+        return [(opt.name, opt.value) for i, opt in enumerate(self.options)
+                if opt.name != "model" and last[opt.name] != i]
 
     def edit(self, set: Mapping[str, str] | None = None, unset: Iterable[str] = ()) -> dict[str, Any]:
         """A new container dict with flags set/unset, touching only the tokens that must change."""
@@ -227,7 +242,10 @@ def _refuse_bash_only(script: str, stmt: shell.Statement, shell_name: str) -> No
 def _analyse(container: Mapping[str, Any]) -> ServerCommand | None:
     """ServerCommand for a container that runs vLLM from argv, else None."""
     command, args = _strings(container.get("command")), _strings(container.get("args"))
-    if command is None or args is None:
+    if command is None or args is None:  # a string, not a list: vLLM's if it names vLLM, but never run
+        text = " ".join(str(container.get(k) or "") for k in ("image", "command", "args")).lower()
+        if "vllm" in text or any(f"--{flag}" in text for flag in _TELLTALE):
+            raise ManifestError(f"container {container.get('name', '?')}: {argv_problem(container)}")
         return None
     tokens = [Token(v, "command", i) for i, v in enumerate(command)] + [Token(v, "args", i) for i, v in enumerate(args)]
     values = [t.value for t in tokens]
@@ -258,6 +276,8 @@ def _analyse(container: Mapping[str, Any]) -> ServerCommand | None:
             entry, rest, anchor = _IMAGE_DEFAULT, tokens, tokens[-1]
     if entry is None:
         return None
+    if (refused := argv_problem(container)) is not None:  # `- 8192` unquoted: the API server refuses the pod
+        raise ManifestError(f"container {container.get('name', '?')}: {refused}")
     options, positionals = parse.parse_options(rest)
     model_token = positionals[0] if entry.positional_model and positionals else None
     flags: dict[str, str] = {}

@@ -62,11 +62,19 @@ def suffixed(value: str) -> bool:
 
 
 def refusal(value: str, flag: str, version: tuple[int, int, int], label: str) -> str | None:
-    """Why vLLM ``label`` (``version``) refuses a suffixed spelling like ``16Ki`` or ``16k`` for ``flag`` at argument
-    parsing, one phrase; None when it reads the value or the value is not a suffixed number at all."""
-    if vllm_int(value, flag, version) is not None or not suffixed(value):
+    """Why vLLM ``label`` (``version``) refuses a number spelled like ``16Ki``, ``16k``, ``1e4`` or ``16000.0`` for
+    ``flag`` at argument parsing, one phrase; None when it reads the value or the value is no number at all (a
+    placeholder such as ``$(LEN)``, which the caller words)."""
+    if vllm_int(value, flag, version) is not None:
         return None
     since = HUMAN_INT_SINCE.get(flag)
+    if not suffixed(value):
+        if not _decimal(value):
+            return None
+        human = since is not None and version >= since
+        decimals = " (a decimal only before a k/m/g suffix, e.g. 16.5k)" if human else ""
+        return (f"vLLM {label} refuses {value!r} at argument parsing: it reads --{flag} as a whole number, no "
+                f"decimal point or exponent{decimals}")
     if since is None or version < since:
         added = f" (k/K/m/M/g/G suffixes from {'.'.join(map(str, since))})" if since else ""
         return f"vLLM {label} refuses {value!r} at argument parsing: it reads --{flag} as a plain integer{added}"
@@ -74,6 +82,15 @@ def refusal(value: str, flag: str, version: tuple[int, int, int], label: str) ->
     binary = "/T" if version >= TERA_SINCE else ""
     return (f"vLLM {label} refuses {value!r} at argument parsing: its suffixes are k/m/g{tera} (x1000, "
             f"decimals allowed) and K/M/G{binary} (x1024, whole numbers only), e.g. 16k = 16000, 16K = 16384")
+
+
+def _decimal(value: str) -> bool:
+    """``1e4``, ``16000.0``: a finite number Python's float() reads, which int() (every release's plain path) does
+    not."""
+    try:
+        return math.isfinite(float(value))
+    except ValueError:
+        return False
 
 
 def parse_int(value: str) -> int | None:
