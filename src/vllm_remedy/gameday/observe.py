@@ -19,6 +19,7 @@ from vllm_remedy.gameday.predict import step_of
 from vllm_remedy.gameday.scenario import Scenario
 from vllm_remedy.gameday.timeline import DETECTION, FIRST_CRASH, Classified, Sample, Timeline
 from vllm_remedy.gameday.world import route_path
+from vllm_remedy.kube.annotations import stamp_seconds
 from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.kube.health import container_health, pod_health
 from vllm_remedy.kube.history import HASH_LABEL
@@ -58,6 +59,15 @@ def in_crash_loop(pod: Obj, container: str | None = None) -> bool:
     return any(container_health(cs).crash_looping
                for cs in (pod.get("status") or {}).get("containerStatuses") or []
                if not container or cs.get("name") == container)
+
+
+def started_since(pod: Obj, t: float) -> bool:
+    """Was ``pod`` created at cluster time ``t`` or later (a pod the fault or a remedy started)? The runner sets
+    ``fault_at`` before it applies the fault, so a poll in between still sees the healthy pre-game pods — Ready,
+    not yet deleted — and judging those against the fault's nodes made a row 'predicted unknown, happened ready'.
+    creationTimestamp has whole seconds: the second ``t`` falls in counts. An undated pod counts."""
+    created = stamp_seconds((pod.get("metadata") or {}).get("creationTimestamp"))
+    return created is None or created >= int(t)
 
 
 class Observer:
@@ -132,7 +142,7 @@ class Observer:
                 uid = pod["metadata"].get("uid", pod["metadata"]["name"])
                 self._restarts[uid] = max(self._restarts.get(uid, 0), health.restarts)
                 crash_looping += int(in_crash_loop(pod, sc.container))
-                if self.fault_at is not None and pod["spec"].get("nodeName"):
+                if self.fault_at is not None and pod["spec"].get("nodeName") and started_since(pod, self.fault_at):
                     seen = self.pods_seen.setdefault(pod["metadata"]["name"], {
                         "spec": pod["spec"], "node": pod["spec"]["nodeName"], "ready": False, "t": now,
                         "step": "pre-game restore" if self.restoring else step_of(now, self.timeline.marks)})
