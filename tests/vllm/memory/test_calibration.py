@@ -78,7 +78,8 @@ def test_kv_tokens_never_more_than_logged(path):
 
 def test_known_over_predictions_are_few_explained_and_still_over():
     """The exemption is a marker, not a waiver: once the model is fixed the case must rejoin the bar above."""
-    # Fifteen: reading Qwen2.5-VL's tower from source (batch 2026-12-05f) showed that vLLM casts the dummy image's
+    # Sixteen: the sixth blind batch (2026-12-05f) measured one more, +1.2 % (a new measurement). Fifteen: reading
+    # Qwen2.5-VL's tower from source (batch 2026-12-05f) showed that vLLM casts the dummy image's
     # pixel values to the model dtype; with the Qwen2-VL tower corrected to match, the compiled RTX 4080 Qwen2-VL start
     # is +1.7 % (its logged peak is 0.32 GiB above the computed tower, not identified) -- a source fix kept although
     # it costs a slot. Fourteen: the diagnoses after 2026-12-05e took the V0 2 x A100 (+10.6 %) and the T4
@@ -90,7 +91,7 @@ def test_known_over_predictions_are_few_explained_and_still_over():
     # (+1.0 %). Ten measured by the blind batches of 2026-12-05c/d (a new measurement, not a change of the model; each
     # case's known_over says what is known): five above the issue's 2 % (+11.7, +10.6, +6.6, +4.2 and the L40S +4.1),
     # five between 0.5 and 2 %. Lower this as cases rejoin the bar; never raise it for a change of the model.
-    assert len(KNOWN_OVER) <= 15
+    assert len(KNOWN_OVER) <= 16
     for path in KNOWN_OVER:
         case = _load(path)
         assert len(case["known_over"].split()) >= 20, path.stem
