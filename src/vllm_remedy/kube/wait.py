@@ -148,18 +148,22 @@ def crash_log(client: KubeClient, namespace: str, pod: str, c: ContainerHealth) 
     may restart it between our status read and our log read, so when the first choice does not classify
     (the new instance's log is still loading), the other one is read too.
     """
-    first: tuple[str | None, str | None, Any] | None = None
+    # A container that died with a failure has a failing log; "none" from it is the restarted instance's log, still
+    # loading, and as inconclusive as "unknown" (a game day read that half-written log and reported no failure).
+    died_failing = c.exit_code not in (None, 0)
+    inconclusive = {None, "unknown", "none"} if died_failing else {None, "unknown"}
+    tried: list[tuple[str | None, str | None, Any]] = []
     for previous in (not c.terminated_now, c.terminated_now):
         try:
             log: str | None = client.pod_log(namespace, pod, c.name, previous=previous)
         except KubeError:
             log = None
         failure, report = classify_log(log, c.exit_code, c.terminated_reason)
-        if failure not in (None, "unknown"):
+        if failure not in inconclusive:
             return log, failure, report
-        first = first or (log, failure, report)
-    assert first is not None
-    return first
+        tried.append((log, failure, report))
+    # neither read classifies: prefer one that does not claim "none" for a container that died failing
+    return next((t for t in tried if not (died_failing and t[1] == "none")), tried[0])
 
 
 def crash_report(client: KubeClient, namespace: str, health: PodHealth, c: ContainerHealth,
