@@ -163,8 +163,9 @@ def test_the_derived_margin_covers_every_held_out_over_prediction():
 
 
 def test_held_out_error_does_not_regress():
-    """Ratchet at today's held-out figures (110 cases, 99 sized): median 1.6 %, p90 7.9 % (both meet their targets,
-    3 % and 10 %; p90 was 9.0 % before the post-hoc diagnoses of the 2026-12-05e over-predictions). The fifth blind
+    """Ratchet at today's held-out figures (123 cases, 111 sized): median 1.6 %, p90 6.6 % (both meet their targets,
+    3 % and 10 %). The sixth blind batch (2026-12-05f, 13 cases) moved p90 7.8 -> 6.6 %: a new measurement; p90 was
+    9.0 % before the post-hoc diagnoses of the 2026-12-05e over-predictions. The fifth blind
     batch (2026-12-05e, 11 held out) measured median 3.1 %, p90 5.6 % and moved the
     median 1.5 -> 1.6 %: a new measurement. Post hoc: the third and fourth blind batches measured median 8.5 / 2.2 %,
     p90 31.4 / 11.0 % before the rules taken from them (bench/accuracy_notes/held_out_notes.md). Earlier: 2.1 % /
@@ -173,7 +174,7 @@ def test_held_out_error_does_not_regress():
     either way: that is a new measurement, say so in the commit."""
     acc = accuracy(_load(p) for p in CASES if p.stem in HELD_OUT)
     assert acc.median_abs <= 0.017
-    assert acc.p90_abs <= 0.080
+    assert acc.p90_abs <= 0.067
 
 
 def test_safety_margin_is_derived_from_the_held_out_errors():
