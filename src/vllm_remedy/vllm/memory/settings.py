@@ -132,7 +132,7 @@ class EngineSettings:
     compile_cache_warm: bool = False
     # The TP ranks' GPUs can access each other's memory (CUDA P2P; a log says no with "Custom allreduce is disabled
     # because your platform lacks GPU P2P capability"). None = unknown, sized as present (the larger non-torch figure,
-    # less KV); see ``terms.non_torch_gib``.
+    # less KV); see ``non_torch.non_torch_gib``.
     p2p: bool | None = None
     # The container's env sets VLLM_ALLOW_LONG_MAX_MODEL_LEN: vLLM warns instead of refusing a --max-model-len above
     # the model's maximum (``vllm.model_len``).
