@@ -1,4 +1,4 @@
-"""`--p2p` on estimate and plan, and plan reading a no-P2P start from its log (terms.non_torch_gib)."""
+"""`--p2p` on estimate and plan, and plan reading a no-P2P start from its log (non_torch.non_torch_gib)."""
 
 from __future__ import annotations
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from vllm_remedy.drift import checks, report
+from vllm_remedy.drift.fallback_route import check_fallback_route
 from vllm_remedy.facts.pods import pods_data
 from vllm_remedy.kube.annotations import parse_rfc3339
 from vllm_remedy.policy import Policy
@@ -162,16 +163,16 @@ def test_a_route_left_shifted_to_the_fallback_is_drift() -> None:
         {"name": "llama-8b", "weight": 100}, {"name": "hosted", "weight": 0}]}]}}
     shifted = {"metadata": {"namespace": "llm"}, "spec": {"rules": [{"backendRefs": [
         {"name": "llama-8b", "weight": 50}, {"name": "hosted", "weight": 50}]}]}}
-    assert checks.check_fallback_route(policy, primary_only).to_json() == {
+    assert check_fallback_route(policy, primary_only).to_json() == {
         "check": "fallback-route", "status": "pass",
         "detail": "HTTPRoute llm/llm sends no traffic to the fallback hosted"}
-    left = checks.check_fallback_route(policy, shifted)
+    left = check_fallback_route(policy, shifted)
     assert (left.status, left.detail) == ("drift", "HTTPRoute llm/llm sends 50% of its traffic to the fallback hosted, "
                                           "left shifted: the fallback is temporary — deploys/restore.py shifts it "
                                           "back once the primary has been Ready for 1h")
-    assert checks.check_fallback_route(policy, None, missing=True).status == "drift"
-    assert checks.check_fallback_route(policy, None, "HTTP 403: forbidden").status == "unknown"
-    assert checks.check_fallback_route(Policy(), None).detail == "policy names no fallback route"
+    assert check_fallback_route(policy, None, missing=True).status == "drift"
+    assert check_fallback_route(policy, None, "HTTP 403: forbidden").status == "unknown"
+    assert check_fallback_route(Policy(), None).detail == "policy names no fallback route"
     assert report.host_status({"checks": [left.to_json()]}) == report.DRIFTED
 
 

@@ -12,7 +12,8 @@ import re
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from vllm_remedy.drift.manifest_check import Result, describe_fix
+from vllm_remedy.drift.manifest_check import Result
+from vllm_remedy.drift.manifest_fix import describe_fix
 from vllm_remedy.envelope import envelope
 
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")

@@ -42,7 +42,6 @@ from vllm_remedy.kube.lws_history import flag_disagreement, world_size_shortfall
 from vllm_remedy.kube.wait import RESTART_LIMIT, crashing_container
 from vllm_remedy.policy import Policy, format_duration
 from vllm_remedy.remedies.enforce_eager import TOGGLE_FLAGS, beyond_limit
-from vllm_remedy.remedies.fallback import fallback_traffic, route_name, shift_back_after
 from vllm_remedy.remedies.pin_gpu import canonical_product
 from vllm_remedy.remedies.predict import Prediction, failed_prediction, pinned_gpu, predict_template
 from vllm_remedy.vllm.cmdline import ServerCommand, find_server
@@ -327,30 +326,6 @@ def check_rollout_pending(workload: Mapping[str, Any], pods: Mapping[str, Any] |
     named = ", ".join(f"{r.get('name')} (revision {r.get('revision')})" for r in behind)
     return Check("rollout-pending", DRIFT, f"pods {named} do not run the update revision {pods.get('new_revision')}: "
                  "under updateStrategy OnDelete they change only when deleted")
-
-
-def check_fallback_route(policy: Policy, route: Mapping[str, Any] | None, unreadable: str | None = None,
-                         missing: bool = False) -> Check:
-    """The gateway fallback is temporary (``restore.shed_load`` shifts, ``restore.shift_back`` returns): a route left
-    sending the fallback traffic is drift. ``route`` is the policy's HTTPRoute as read (None: ``missing`` - the
-    API said 404 - or ``unreadable`` saying why), separate from :func:`run_checks` because only the runner reads it.
-    """
-    fallback = policy.fallback
-    if fallback is None:
-        return Check("fallback-route", PASS, "policy names no fallback route")
-    if route is None:
-        if missing:
-            return Check("fallback-route", DRIFT, f"{route_name(fallback)}, the policy's fallback route, does not "
-                         "exist: the gateway has no fallback to shift traffic to")
-        return Check("fallback-route", UNKNOWN, f"cannot read {route_name(fallback)}: {unreadable}")
-    share, said = fallback_traffic(route, fallback)
-    if share is None:
-        return Check("fallback-route", DRIFT, f"{said}: policy fallback.route / fallback.primary name another route")
-    if share:
-        after = format_duration(int(shift_back_after(policy)))
-        return Check("fallback-route", DRIFT, f"{said}, left shifted: the fallback is temporary — deploys/restore.py "
-                     f"shifts it back once the primary has been Ready for {after}")
-    return Check("fallback-route", PASS, said)
 
 
 def check_leader_worker_flags(lwt: Mapping[str, Any], container: str | None = None) -> Check:

@@ -18,7 +18,6 @@ the group's shape (a new ``--tensor-parallel-size``: GPUs per pod and ``size``),
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -36,24 +35,24 @@ from vllm_remedy.drift.checks import (
     check_known_good_unit,
     check_max_model_len,
 )
+from vllm_remedy.drift.manifest_fix import describe_fix, plan_fix
 from vllm_remedy.drift.release_default import check_default_utilization
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.annotations import Keys, read_toggles
 from vllm_remedy.kube.gpus import pod_gpu_request
 from vllm_remedy.kube.lws_history import flag_disagreement, leader_template, lwt_of, world_size_shortfall
 from vllm_remedy.policy import Policy
-from vllm_remedy.remedies.budget import BudgetRequest, plan_budget, spelling
-from vllm_remedy.remedies.pin_gpu import canonical_product
-from vllm_remedy.remedies.plan import Plan, Step, TemplateChange
+from vllm_remedy.remedies.budget import spelling
+from vllm_remedy.remedies.plan import Step
 from vllm_remedy.remedies.predict import Prediction, config_refusal, failed_prediction, pinned_gpu, rules_note
 from vllm_remedy.vllm import catalog, kserve, manifest, model_len, pod_shape, resolved
-from vllm_remedy.vllm.catalog import PRODUCT_LABELS, GpuSpec, ModelSpec
+from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, find_server
 from vllm_remedy.vllm.failures import FAILURES
 from vllm_remedy.vllm.memory import EngineSettings, estimate
 from vllm_remedy.vllm.memory.unmodelled import CannotPredict
 from vllm_remedy.vllm.outcomes import Outcome
-from vllm_remedy.vllm.parallel import TP, group_flags, world_size
+from vllm_remedy.vllm.parallel import group_flags, world_size
 from vllm_remedy.vllm.versions import version_from_image
 
 ERROR, UNKNOWN_SEVERITY = "error", "unknown"
@@ -233,7 +232,7 @@ def check_workload(workload: Workload, policy: Policy, now: float) -> Result:
     plan_note = ""
     if findings and model is not None and card is not None and settings is not None:
         respelled = _respelled(server, group is not None, version)[1]
-        fix, plan_note = _plan(model, card, settings, policy, spec, pinned, group is not None, respelled)
+        fix, plan_note = plan_fix(model, card, settings, policy, spec, pinned, group is not None, respelled)
     findings = [_with_fix(f, fix, plan_note, policy) for f in findings]
     if pinned is None and policy.gpu_product and prediction.estimate is not None:
         notes.append(f"the template pins no GPU product: predicted on the policy's {policy.gpu_product}")
@@ -346,70 +345,6 @@ def _predict(server: ServerCommand, model_name: str | None, label: str | None, v
     except UserError as exc:
         out.append(_unknown("flags", str(exc), "fix the flag vLLM would reject"))
         return Prediction(card.product, None, str(exc)), model, card, None, out
-
-
-def _pin(policy: Policy, spec: Mapping[str, Any], pinned: str | None) -> TemplateChange | None:
-    """The nodeSelector edit onto the policy's GPU when the template pins none or one the policy does not allow
-    (the runbook pins before it budgets: deploys/pin_gpu.py, then deploys/budget.py)."""
-    wanted = {canonical_product(p) for p in policy.gpu.products}
-    if not policy.gpu_product or (pinned is not None and canonical_product(pinned) in wanted):
-        return None
-    drop = tuple(k for k in _selector(spec) if k in PRODUCT_LABELS and k != policy.gpu.label)
-    return TemplateChange(node_selector={policy.gpu.label: policy.gpu_product}, drop_node_selector=drop,
-                          gpu_resource=policy.gpu.resource)
-
-
-def _plan(model: ModelSpec, card: GpuSpec, settings: EngineSettings, policy: Policy, spec: Mapping[str, Any],
-          pinned: str | None, group: bool = False, respelled: list[spelling.Respelled] | None = None
-          ) -> tuple[Step | None, str]:
-    """The planner's smallest step, on the policy's GPU (pinned in the step) when the template's is not allowed;
-    for a ``group`` the first that keeps its shape."""
-    pin = _pin(policy, spec, pinned)
-    target = catalog.find_gpu(policy.gpu_product) if pin is not None and policy.gpu_product else None
-    if pin is None or target is None:
-        plan = plan_budget(BudgetRequest(model=model, gpu=card, settings=settings, policy=policy,
-                                         node_selector=_selector(spec), gpu_label=pinned))
-        return _smallest(spelling.apply(plan, respelled or [], settings.version), group)
-    selector = {k: v for k, v in _selector(spec).items() if k not in pin.drop_node_selector} | dict(pin.node_selector)
-    plan = spelling.apply(plan_budget(BudgetRequest(model=model, gpu=target, settings=settings, policy=policy,
-                                                    node_selector=selector, gpu_label=policy.gpu_product)),
-                          respelled or [], settings.version)
-    step, note = _smallest(plan, group)
-    if step is None and plan.verdict == "no_change_needed":
-        return Step(rank=1, lever="gpu", reason=f"pin the policy's GPU {target.product}", prediction=plan.current,
-                    template=pin, gpu=target.product), ""
-    if step is None:
-        return None, note
-    merged = dataclasses.replace(step.template, node_selector={**pin.node_selector, **step.template.node_selector},
-                                 drop_node_selector=tuple(dict.fromkeys(pin.drop_node_selector
-                                                                        + step.template.drop_node_selector)))
-    return dataclasses.replace(step, template=merged), ""
-
-
-def _selector(spec: Mapping[str, Any]) -> dict[str, str]:
-    selector = spec.get("nodeSelector")
-    return {str(k): str(v) for k, v in selector.items()} if isinstance(selector, Mapping) else {}
-
-
-def _smallest(plan: Plan, group: bool = False) -> tuple[Step | None, str]:
-    """The planner's first rung (for a ``group``, the first with no new tensor-parallel split), or why there is
-    none."""
-    steps = [s for s in plan.steps if not group or (TP not in s.set and s.template.gpu_limit is None)]
-    if plan.verdict == "change" and steps:
-        return steps[0], ""
-    if plan.verdict == "change" and group:
-        return None, "every rung the planner found changes the group's shape (a new tensor-parallel split)"
-    if plan.verdict == "no_fitting_change":
-        return None, "no change within the policy's bounds is predicted to start and meet the target"
-    return None, ""
-
-
-def describe_fix(step: Step) -> str:
-    """``--max-model-len 16384 nodeSelector ...=NVIDIA-L40S (predicted fits: KV 197,840 tokens, 12.08x at 16384)``."""
-    p = step.prediction
-    on = f" on {step.gpu}" if step.gpu else ""
-    return (f"{step.describe()} (predicted {p.outcome.value}{on}: KV cache {p.kv_cache_tokens:,} tokens, "
-            f"maximum concurrency {p.max_concurrency:.2f}x at {p.max_model_len:,})")
 
 
 def _with_fix(finding: Finding, step: Step | None, plan_note: str, policy: Policy) -> Finding:

@@ -35,6 +35,7 @@ from vllm_remedy import gitops
 from vllm_remedy.connectors.fleet import FleetReads
 from vllm_remedy.connectors.k8s import HostDataError, K8sConnector
 from vllm_remedy.drift import checks, report
+from vllm_remedy.drift.fallback_route import check_fallback_route
 from vllm_remedy.drift.pyinfra_costs import (
     connectors_listed_once,
     facts_read_once,
@@ -228,13 +229,13 @@ def _route_check(ctx: K8sHost) -> checks.Check:
     error an unknown)."""
     fallback = ctx.policy.fallback
     if fallback is None:
-        return checks.check_fallback_route(ctx.policy, None)
+        return check_fallback_route(ctx.policy, None)
     try:
-        return checks.check_fallback_route(ctx.policy, ctx.client.request("GET", restore.route_path(fallback)))
+        return check_fallback_route(ctx.policy, ctx.client.request("GET", restore.route_path(fallback)))
     except NotFoundError:
-        return checks.check_fallback_route(ctx.policy, None, missing=True)
+        return check_fallback_route(ctx.policy, None, missing=True)
     except UserError as exc:
-        return checks.check_fallback_route(ctx.policy, None, " ".join(str(exc).split()))
+        return check_fallback_route(ctx.policy, None, " ".join(str(exc).split()))
 
 
 def _operation(run: Run, host: Host, label: str, op: Callable[..., Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:

@@ -15,7 +15,7 @@ import yaml
 
 from vllm_remedy.vllm import catalog
 from vllm_remedy.vllm.catalog import GIB
-from vllm_remedy.vllm.memory import EngineSettings, resolve, terms
+from vllm_remedy.vllm.memory import EngineSettings, non_torch, resolve, terms
 from vllm_remedy.vllm.memory.calibration import estimate_case
 from vllm_remedy.vllm.memory.encoder import encoder_gib, qwen2_vl_tower_gib
 from vllm_remedy.vllm.outcomes import Outcome
@@ -113,5 +113,5 @@ def test_the_wsl_starts_are_no_longer_over_predicted(name: str, logged: int):
 def test_the_concurrent_start_is_refused_at_the_logged_free_memory():
     # "Free memory on device (13.58/15.99 GiB) ... (0.85, 13.59 GiB)": context 0.37 + others 2.04 = 2.41 in use.
     c = case("rtx4080-v0.10.2-llava-1.5-7b-awq-u0.85-concurrent-start-free-memory")
-    assert c["other_process_gib"] == pytest.approx(15.99 - 13.58 - terms.CONTEXT_SMALL_GPU_GIB)
+    assert c["other_process_gib"] == pytest.approx(15.99 - 13.58 - non_torch.CONTEXT_SMALL_GPU_GIB)
     assert estimate_case(c).outcome is Outcome.FREE_MEMORY_BELOW_UTILIZATION

@@ -1,6 +1,6 @@
 """Non-torch memory at TP >= 2 without CUDA P2P: NCCL's buffers go to host memory, custom all-reduce is not built.
 
-The rule is read from source (see ``terms.non_torch_gib``), not fitted: without P2P the TP-1 figure is charged;
+The rule is read from source (see ``non_torch.non_torch_gib``), not fitted: without P2P the TP-1 figure is charged;
 unknown keeps the P2P figure (less KV); Hopper, V0 and the "absolute" budgets are left as they were.
 """
 
@@ -13,7 +13,7 @@ import yaml
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.vllm import catalog
-from vllm_remedy.vllm.memory import terms
+from vllm_remedy.vllm.memory import non_torch
 from vllm_remedy.vllm.memory.calibration import estimate_case
 from vllm_remedy.vllm.memory.settings import EngineSettings, resolve
 
@@ -27,7 +27,7 @@ CASES = Path(__file__).resolve().parents[2] / "data" / "calibration"
 def _non_torch(version: str, p2p: str | None, gpu: catalog.GpuSpec = A100, tp: int = 2) -> float:
     inputs = {"p2p": p2p} if p2p is not None else {}
     settings = EngineSettings.from_flags({"tensor-parallel-size": str(tp), "max-model-len": "16384"}, version, inputs)
-    return terms.non_torch_gib(gpu, resolve(QWEN, gpu, settings))
+    return non_torch.non_torch_gib(gpu, resolve(QWEN, gpu, settings))
 
 
 @pytest.mark.parametrize(("version", "gpu", "tp1"), [("0.10.1.1", A100, 0.13), ("0.11.2", A100, 0.13),
@@ -39,7 +39,7 @@ def test_without_p2p_only_the_tp1_figure_remains(version: str, gpu: catalog.GpuS
 
 @pytest.mark.parametrize("p2p", [None, "unknown", "yes", "true"])
 def test_present_or_unknown_keeps_the_larger_figure(p2p: str | None):
-    assert _non_torch("0.10.1.1", p2p) == terms.V1_NON_TORCH_TP2_GIB == 0.6
+    assert _non_torch("0.10.1.1", p2p) == non_torch.V1_NON_TORCH_TP2_GIB == 0.6
 
 
 @pytest.mark.parametrize(("version", "gpu", "tp"), [("0.19.0", H100, 2), ("0.19.0", H100, 4),

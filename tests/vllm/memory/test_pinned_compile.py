@@ -8,7 +8,8 @@ import pytest
 from vllm_remedy.vllm import catalog
 from vllm_remedy.vllm.catalog import GIB
 from vllm_remedy.vllm.memory import EngineSettings, estimate, resolve
-from vllm_remedy.vllm.memory.terms import non_torch_gib, pinned_compile_gib
+from vllm_remedy.vllm.memory.non_torch import non_torch_gib
+from vllm_remedy.vllm.memory.terms import pinned_compile_gib
 
 QWEN3_8B = catalog.model("Qwen/Qwen3-8B")
 RTX5090 = catalog.gpu("NVIDIA-GeForce-RTX-5090")

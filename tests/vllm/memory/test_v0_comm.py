@@ -39,7 +39,7 @@ def test_more_ranks_hold_more_on_rank_0() -> None:
 
 def test_v0_non_torch_adds_the_term_unless_p2p_is_false() -> None:
     """The fitted 0.4 GiB is the P2P-free figure (an RTX 4090 pair); P2P present or unknown adds the buffers."""
-    from vllm_remedy.vllm.memory import terms
+    from vllm_remedy.vllm.memory.non_torch import V0_NON_TORCH_TP2_GIB, non_torch_gib
     from vllm_remedy.vllm.memory.settings import EngineSettings, resolve
 
     model = catalog.model("Qwen/Qwen2.5-7B-Instruct")
@@ -47,7 +47,7 @@ def test_v0_non_torch_adds_the_term_unless_p2p_is_false() -> None:
 
     def non_torch(inputs: dict[str, str]) -> float:
         settings = EngineSettings.from_flags({"tensor-parallel-size": "2", "max-model-len": "16384"}, "0.7.2", inputs)
-        return terms.non_torch_gib(gpu, resolve(model, gpu, settings))
+        return non_torch_gib(gpu, resolve(model, gpu, settings))
 
-    assert non_torch({"p2p": "false"}) == terms.V0_NON_TORCH_TP2_GIB
-    assert non_torch({}) == non_torch({"p2p": "true"}) == terms.V0_NON_TORCH_TP2_GIB + v0_p2p_comm_gib(gpu, 2, None)
+    assert non_torch({"p2p": "false"}) == V0_NON_TORCH_TP2_GIB
+    assert non_torch({}) == non_torch({"p2p": "true"}) == V0_NON_TORCH_TP2_GIB + v0_p2p_comm_gib(gpu, 2, None)

@@ -10,7 +10,7 @@ import pytest
 
 from vllm_remedy.vllm import catalog
 from vllm_remedy.vllm.catalog import GpuSpec
-from vllm_remedy.vllm.memory import terms
+from vllm_remedy.vllm.memory import non_torch
 from vllm_remedy.vllm.memory.core import estimate
 from vllm_remedy.vllm.memory.settings import EngineSettings
 from vllm_remedy.vllm.memory.v0_forward import v0_forward_values_per_token
@@ -52,6 +52,6 @@ def test_0_5_5_charges_neither_the_cuda_context_nor_nccl_init_as_absolute_budget
     gpu = _a100_pcie()
     old = estimate(QWEN2_72B, gpu, EngineSettings.from_flags(flags, "0.5.5"))
     absolute = estimate(QWEN2_72B, gpu, EngineSettings.from_flags(flags, "0.6.4"))
-    assert old.non_torch_gib == pytest.approx(terms.V0_NON_TORCH_TP2_GIB + 0.146, abs=0.01)
-    assert absolute.non_torch_gib > old.non_torch_gib + terms.context_gib(gpu, 2) - 0.01
+    assert old.non_torch_gib == pytest.approx(non_torch.V0_NON_TORCH_TP2_GIB + 0.146, abs=0.01)
+    assert absolute.non_torch_gib > old.non_torch_gib + non_torch.context_gib(gpu, 2) - 0.01
     assert old.kv_cache_tokens > absolute.kv_cache_tokens

@@ -19,7 +19,8 @@ from vllm_remedy.sim.vllm_pod.launch import Launch
 from vllm_remedy.vllm.catalog import GIB
 from vllm_remedy.vllm.memory import estimate
 from vllm_remedy.vllm.memory.kv_layout import check_rule
-from vllm_remedy.vllm.memory.terms import context_gib, kv_layout
+from vllm_remedy.vllm.memory.non_torch import context_gib
+from vllm_remedy.vllm.memory.terms import kv_layout
 from vllm_remedy.vllm.outcomes import Outcome
 
 _KV_DECIDED = (Outcome.FITS, Outcome.MAX_LEN_EXCEEDS_KV, Outcome.NO_CACHE_BLOCKS)

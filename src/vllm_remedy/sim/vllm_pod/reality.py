@@ -25,7 +25,7 @@ from vllm_remedy.errors import UserError
 from vllm_remedy.sim.vllm_pod.launch import Launch
 from vllm_remedy.vllm.memory import Estimate
 from vllm_remedy.vllm.memory.core import graphs_in_budget
-from vllm_remedy.vllm.memory.terms import context_gib
+from vllm_remedy.vllm.memory.non_torch import context_gib
 from vllm_remedy.vllm.outcomes import Outcome
 from vllm_remedy.vllm.versions import parse_version
 from vllm_remedy.yamlfile import load_packaged

@@ -35,7 +35,7 @@ from vllm_remedy.sim.vllm_pod.launch import Launch, plan
 from vllm_remedy.sim.vllm_pod.reality import Reality
 from vllm_remedy.vllm.cmdline import find_server
 from vllm_remedy.vllm.log_formats import default_engine
-from vllm_remedy.vllm.memory.terms import context_gib
+from vllm_remedy.vllm.memory.non_torch import context_gib
 from vllm_remedy.vllm.outcomes import Outcome
 from vllm_remedy.vllm.versions import parse_version
 

@@ -25,7 +25,7 @@ from vllm_remedy.sim.vllm_pod import overcommit
 from vllm_remedy.sim.vllm_pod.launch import Launch, Refusal
 from vllm_remedy.vllm import dtype_support, model_len
 from vllm_remedy.vllm.log_formats import default_engine, parse_version
-from vllm_remedy.vllm.memory.terms import context_gib
+from vllm_remedy.vllm.memory.non_torch import context_gib
 from vllm_remedy.vllm.outcomes import Failure
 from vllm_remedy.vllm.startup_log import render_startup_log
 from vllm_remedy.vllm.startup_log.parse import CAPTURING

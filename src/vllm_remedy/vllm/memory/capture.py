@@ -9,7 +9,8 @@ assumption chosen to err toward MORE graph memory: only ``1 - FIXED_SHARE`` of t
 
 from __future__ import annotations
 
-from vllm_remedy.vllm.memory.settings import CAPTURE_FLAGS_SINCE, Resolved
+from vllm_remedy.vllm.memory.flag_values import CAPTURE_FLAGS_SINCE
+from vllm_remedy.vllm.memory.settings import Resolved
 from vllm_remedy.vllm.versions import VersionRules
 
 #: The largest batch captured by default; from 0.11.1 also at most twice max-num-seqs (vllm#26016).

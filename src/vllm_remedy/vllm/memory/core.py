@@ -13,6 +13,7 @@ from vllm_remedy.vllm import dtype_support, model_len
 from vllm_remedy.vllm.catalog import GIB, GpuSpec, ModelSpec
 from vllm_remedy.vllm.memory import capture, pinned, terms
 from vllm_remedy.vllm.memory.kv_layout import check_rule
+from vllm_remedy.vllm.memory.non_torch import context_gib, non_torch_gib
 from vllm_remedy.vllm.memory.settings import EngineSettings, Resolved, resolve
 from vllm_remedy.vllm.memory.unmodelled import DECIDED_BEFORE, CannotPredict
 from vllm_remedy.vllm.outcomes import Outcome
@@ -73,9 +74,9 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
     requested = total * res.util
     weights = terms.weights_gib(model, res, settings.quantization, gpu.capability)
     activation = terms.activation_gib(model, res, gpu.capability)
-    non_torch = terms.non_torch_gib(gpu, res) + terms.pinned_compile_gib(model, res, gpu.capability)
+    non_torch = non_torch_gib(gpu, res) + terms.pinned_compile_gib(model, res, gpu.capability)
     graphs = terms.cudagraph_gib(model, res) * capture.pool_scale(res)
-    context = terms.context_gib(gpu, res.tp)
+    context = context_gib(gpu, res.tp)
     other = res.other_process_gib
 
     in_budget = graphs_in_budget(res)

@@ -7,7 +7,6 @@ running version would apply so the estimator works on what vLLM will actually us
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -16,7 +15,14 @@ from vllm_remedy.errors import UserError
 from vllm_remedy.vllm import dtype_support
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline.flags import canonical_key
-from vllm_remedy.vllm.cmdline.values import parse_float, parse_int, refusal, vllm_int
+from vllm_remedy.vllm.cmdline.values import parse_int
+from vllm_remedy.vllm.memory.flag_values import (
+    read_bool,
+    read_capture_size,
+    read_float,
+    read_int,
+    read_mm_limits,
+)
 from vllm_remedy.vllm.memory.mm_processor import mm_processor_max_pixels
 from vllm_remedy.vllm.memory.pinned import pin_flags, rules_without_extensible_cache
 from vllm_remedy.vllm.memory.unmodelled import unmodelled
@@ -41,8 +47,6 @@ AUTO_MAX_MODEL_LEN_SINCE = (0, 14, 0)
 #: ``EngineSettings.from_flags`` takes them apart from the flags.
 MODEL_INPUTS = frozenset({"other-process-gib", "flashinfer", "compile-cache-warm", "p2p", "allow-long-max-model-len",
                           "image-max-pixels"})
-_TRUE = frozenset({"", "true", "1", "yes", "on"})
-_FALSE = frozenset({"false", "0", "no", "off"})
 _UNKNOWN = frozenset({"unknown", "auto", "none"})
 
 # The planner's KV safety margin: treat a predicted KV cache as (1 - margin) x predicted. It is derived, not chosen:
@@ -66,16 +70,6 @@ _UNKNOWN = frozenset({"unknown", "auto", "none"})
 # warm forward, Qwen3-VL's image cap): the largest left is +8.0 % (RTX 5090 0.9.0), 0.080 / 1.080 = 7.4 % -> 0.08.
 KV_MARGIN_PERCENTILE = 90
 KV_ESTIMATE_MARGIN = 0.08
-
-# The flags that cap which batch sizes vLLM captures as CUDA graphs, and the release each arrived in:
-# --cuda-graph-sizes in 0.9.0 (vllm#17201, SchedulerConfig); --max-cudagraph-capture-size and
-# --cudagraph-capture-sizes in 0.11.1 (vllm#26016, CompilationConfig; --cuda-graph-sizes deprecated there).
-# Before 0.9 only --compilation-config's cudagraph_capture_sizes sets them.
-CAPTURE_FLAGS_SINCE: dict[str, tuple[int, int, int]] = {
-    "cuda-graph-sizes": (0, 9, 0),
-    "max-cudagraph-capture-size": (0, 11, 1),
-    "cudagraph-capture-sizes": (0, 11, 1),
-}
 
 
 def kv_margin(errors: Sequence[float], pct: float = KV_MARGIN_PERCENTILE) -> float:
@@ -132,7 +126,7 @@ class EngineSettings:
     compile_cache_warm: bool = False
     # The TP ranks' GPUs can access each other's memory (CUDA P2P; a log says no with "Custom allreduce is disabled
     # because your platform lacks GPU P2P capability"). None = unknown, sized as present (the larger non-torch figure,
-    # less KV); see ``terms.non_torch_gib``.
+    # less KV); see ``non_torch.non_torch_gib``.
     p2p: bool | None = None
     # The container's env sets VLLM_ALLOW_LONG_MAX_MODEL_LEN: vLLM warns instead of refusing a --max-model-len above
     # the model's maximum (``vllm.model_len``).
@@ -191,14 +185,14 @@ class EngineSettings:
             raise ValueError(f"not memory-model inputs: {unknown}")
         kwargs: dict[str, object] = {"version": version}
         if "tensor-parallel-size" in norm:
-            kwargs["tp"] = _int(norm, "tensor-parallel-size", version)
+            kwargs["tp"] = read_int(norm, "tensor-parallel-size", version)
         if "gpu-memory-utilization" in norm:
-            kwargs["gpu_memory_utilization"] = _float(norm, "gpu-memory-utilization")
+            kwargs["gpu_memory_utilization"] = read_float(norm, "gpu-memory-utilization")
         else:  # the running release's own default (0.92 at 0.27), not this class's 0.9
             kwargs["gpu_memory_utilization"] = rules(version).default_gpu_memory_utilization
         if "max-model-len" in norm:
             raw = str(norm["max-model-len"]).strip().lower()
-            kwargs["max_model_len"] = -1 if raw in ("auto", "-1") else _int(norm, "max-model-len", version)
+            kwargs["max_model_len"] = -1 if raw in ("auto", "-1") else read_int(norm, "max-model-len", version)
             known = parse_version(version)
             if raw in ("auto", "-1") and known is not None and known < AUTO_MAX_MODEL_LEN_SINCE:
                 raise UserError(f"max-model-len: {raw} needs vLLM {'.'.join(map(str, AUTO_MAX_MODEL_LEN_SINCE))} or "
@@ -206,7 +200,7 @@ class EngineSettings:
         for flag, field in (("max-num-seqs", "max_num_seqs"), ("max-num-batched-tokens", "max_num_batched_tokens"),
                             ("block-size", "block_size")):
             if flag in norm:
-                kwargs[field] = _int(norm, flag, version)
+                kwargs[field] = read_int(norm, flag, version)
         for flag, field in (("kv-cache-dtype", "kv_cache_dtype"), ("dtype", "dtype")):
             if flag in norm:
                 kwargs[field] = str(norm[flag]).strip().lower()
@@ -215,21 +209,21 @@ class EngineSettings:
         for flag, field in (("enforce-eager", "enforce_eager"), ("disable-sliding-window", "disable_sliding_window"),
                             ("enable-chunked-prefill", "enable_chunked_prefill")):
             if flag in norm:
-                kwargs[field] = _bool(norm, flag)
-        if "no-enable-chunked-prefill" in norm and _bool(norm, "no-enable-chunked-prefill"):
+                kwargs[field] = read_bool(norm, flag)
+        if "no-enable-chunked-prefill" in norm and read_bool(norm, "no-enable-chunked-prefill"):
             kwargs["enable_chunked_prefill"] = False
         if norm.get("limit-mm-per-prompt"):
-            kwargs["mm_limits"] = _mm_limits(str(norm["limit-mm-per-prompt"]))
+            kwargs["mm_limits"] = read_mm_limits(str(norm["limit-mm-per-prompt"]))
         if "other-process-gib" in given:
-            kwargs["other_process_gib"] = _float(given, "other-process-gib")
+            kwargs["other_process_gib"] = read_float(given, "other-process-gib")
         if "flashinfer" in given:
-            kwargs["flashinfer"] = _bool(given, "flashinfer")
+            kwargs["flashinfer"] = read_bool(given, "flashinfer")
         if "compile-cache-warm" in given:
-            kwargs["compile_cache_warm"] = _bool(given, "compile-cache-warm")
+            kwargs["compile_cache_warm"] = read_bool(given, "compile-cache-warm")
         if "p2p" in given and str(given["p2p"]).strip().lower() not in _UNKNOWN:
-            kwargs["p2p"] = _bool(given, "p2p")
+            kwargs["p2p"] = read_bool(given, "p2p")
         if "allow-long-max-model-len" in given:
-            kwargs["allow_long_max_model_len"] = _bool(given, "allow-long-max-model-len")
+            kwargs["allow_long_max_model_len"] = read_bool(given, "allow-long-max-model-len")
         if given.get("image-max-pixels"):  # our input, not a vLLM flag: a plain integer
             pixels = parse_int(str(given["image-max-pixels"]))
             if pixels is None:
@@ -237,44 +231,12 @@ class EngineSettings:
             kwargs["image_max_pixels"] = pixels
         if norm.get("mm-processor-kwargs") and (cap := mm_processor_max_pixels(str(norm["mm-processor-kwargs"]))):
             kwargs["image_max_pixels"] = cap  # the flag overrides the checkpoint's processor, as in vLLM
-        size = _capture_size(norm, version)
+        size = read_capture_size(norm, version)
         if size is not None:
             kwargs["cudagraph_capture_size"] = size
-        kwargs.update(pin_flags(norm, rules(version), lambda key: _int(norm, key, version)))
+        kwargs.update(pin_flags(norm, rules(version), lambda key: read_int(norm, key, version)))
         kwargs["unmodelled"] = unmodelled(norm)
         return cls(**kwargs)  # type: ignore[arg-type]
-
-
-def _mm_limits(value: str) -> tuple[tuple[str, int], ...]:
-    """``{"image": 1, "video": 0}`` (JSON, 0.8.5 on) or ``image=1,video=0`` (older) as sorted pairs. The remedies'
-    ``load_guard.parse_mm_limits`` reads the same flag, but it imports this package (a layer above it)."""
-    text = value.strip()
-    try:
-        data = json.loads(text) if text.startswith("{") else {
-            k.strip(): int(v) for k, _, v in (p.partition("=") for p in text.split(",") if p.strip())}
-    except ValueError as exc:
-        raise UserError(f"limit-mm-per-prompt: {value!r} is neither a JSON object nor modality=count pairs") from exc
-    if not isinstance(data, dict) or not all(isinstance(v, int) and not isinstance(v, bool) for v in data.values()):
-        raise UserError(f"limit-mm-per-prompt: {value!r} must map each modality to a count")
-    return tuple(sorted((str(k), int(v)) for k, v in data.items()))
-
-
-def _capture_size(flags: Mapping[str, str], version: str | None) -> int | None:
-    """The largest captured batch size from whichever spelling the version takes: a list of sizes (``1 8 128``,
-    ``--cuda-graph-sizes``/``--cudagraph-capture-sizes``) counts by its largest. A spelling the version does not
-    have is refused, as vLLM's argument parser refuses it."""
-    for flag in ("max-cudagraph-capture-size", "cudagraph-capture-sizes", "cuda-graph-sizes"):
-        if flag not in flags:
-            continue
-        since = CAPTURE_FLAGS_SINCE[flag]
-        if rules(version).version < since:
-            raise UserError(f"{flag}: vLLM {rules(version).label} has no such flag (added in "
-                            f"{'.'.join(map(str, since))})")
-        sizes = [parse_int(p) for p in str(flags[flag]).replace(",", " ").split()]
-        if not sizes or any(s is None for s in sizes):
-            raise UserError(f"{flag}: {flags[flag]!r} is not a batch size (or a list of them)")
-        return max(s for s in sizes if s is not None)
-    return None
 
 
 def _normalise(key: str) -> str:
@@ -282,33 +244,6 @@ def _normalise(key: str) -> str:
     below) instead of collapsing onto ``x``."""
     bare = key.lstrip("-").replace("_", "-")
     return bare if bare.startswith("no-") else canonical_key(key)
-
-
-def _int(flags: Mapping[str, str], key: str, version: str | None) -> int:
-    """The integer ``version``'s argument parser reads (``values.vllm_int``: ``16k`` only where that release takes
-    suffixes for this flag); a spelling it refuses stops vLLM at argument parsing, so it is a UserError saying so."""
-    r = rules(version)
-    number = vllm_int(str(flags[key]), key, r.version)
-    if number is None:
-        why = refusal(str(flags[key]), key, r.version, r.label)
-        raise UserError(f"{key}: {why or f'{flags[key]!r} is not an integer'}")
-    return number
-
-
-def _float(flags: Mapping[str, str], key: str) -> float:
-    number = parse_float(str(flags[key]))
-    if number is None:
-        raise UserError(f"{key}: {flags[key]!r} is not a number")
-    return number
-
-
-def _bool(flags: Mapping[str, str], key: str) -> bool:
-    raw = str(flags[key]).strip().lower()
-    if raw in _TRUE:
-        return True
-    if raw in _FALSE:
-        return False
-    raise UserError(f"{key}: {flags[key]!r} is not true/false")
 
 
 @dataclass(frozen=True)

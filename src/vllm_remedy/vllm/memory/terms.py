@@ -1,21 +1,20 @@
 """The terms of vLLM's startup memory budget, each as a small formula of model, GPU and settings.
 
 Exact terms (KV bytes per token, blocks) follow vLLM's code. The profiled terms (activation peak,
-non-torch memory, CUDA context, graph pool) cannot be computed from first principles; they are
-fits to real startup logs (tests/data/calibration), rounded so the estimate errs toward LESS KV
-cache. Every constant names the evidence it was fitted on.
+graph pool) cannot be computed from first principles; they are fits to real startup logs
+(tests/data/calibration), rounded so the estimate errs toward LESS KV cache. Every constant names
+the evidence it was fitted on. Non-torch memory and the CUDA context are ``non_torch``'s.
 """
 
 from __future__ import annotations
 
-from vllm_remedy.vllm.catalog import GIB, GpuSpec, ModelSpec
+from vllm_remedy.vllm.catalog import GIB, ModelSpec
 from vllm_remedy.vllm.memory import capture, mxfp4
 from vllm_remedy.vllm.memory.encoder import encoder_gib, qwen2_vl_tower_gib
 from vllm_remedy.vllm.memory.kv_layout import HYBRID_KV_SINCE as HYBRID_KV_SINCE
 from vllm_remedy.vllm.memory.kv_layout import KvLayout as KvLayout
 from vllm_remedy.vllm.memory.kv_layout import build
 from vllm_remedy.vllm.memory.settings import Resolved
-from vllm_remedy.vllm.memory.v0_comm import v0_p2p_comm_gib
 from vllm_remedy.vllm.memory.v0_forward import v0_forward_values_per_token
 
 # Weights: logged "Model loading took" is params x bytes / TP plus 0.01-0.09 GiB of buffers (rotary
@@ -135,13 +134,6 @@ MRV2_GRAPH_ESTIMATE_GIB_PER_LAYER = 0.0125
 # (gpt-oss-120b's graphs take about 1 GiB on an H100).
 V1_GRAPH_ESTIMATE_GIB_PER_LAYER = 0.004
 V0_ACTIVATION_BASE_GIB = 0.02
-# V0 non-torch growth during profiling at TP >= 2, per rank: 0.25 GiB logged on vllm#13061's rank 1; rank 0's
-# 7.46 GiB of KV (81,536 tokens) less the sort-inclusive activation leaves 0.36 -> 0.4 (fitted on that case).
-# It was 1.6 while the sampler term had no sort: the constant had absorbed rank 0's 1.2 GiB sort.
-# That pair has no CUDA P2P; with P2P, v0_comm adds NCCL's and custom all-reduce's buffers (from source, not fitted).
-# 0.5.5-0.6.3 take the same baseline (free memory before the distributed setup, worker/worker.py@0.5.5) and get the
-# same figure, carried down unfitted (``versions.V0_ABSOLUTE_BUDGET``).
-V0_NON_TORCH_TP2_GIB = 0.4
 # MoE: routed tokens x top-k through gate/up, with sort/permute buffers (Mixtral 8x7B, 0.19.0).
 MOE_FACTOR = 2.0
 MOE_BASE_GIB = 0.1
@@ -152,34 +144,6 @@ MOE_BASE_GIB = 0.1
 # single-GPU bf16 path adopts at 0.14.0; from 0.11 the term stays additive (less KV where a path keeps its buffers).
 # Checked, not fitted: the H100 0.10.2 Qwen3-30B-A3B advisory logs 5.58 GiB peak activation, the sampler's sort alone.
 MOE_BUFFERS_PERSIST_SINCE = (0, 11, 0)
-
-# V1 non-torch growth during profiling at TP 1: 0.24-0.27 GiB printed by the 0.19.0 H100 logs ("GiB for non-torch
-# memory"), but 0.13 by llm-d-planner's Qwen3-14B records at 0.15.0 and 0.16.0 (fitted here; 0.17.0 prints 0.13 too,
-# 0.18.0 0.25, same source). What grew at 0.18 is not identified in the source; the early figure is carried back to
-# every V1 release before 0.18 (an assumption, not a fit on older logs).
-V1_NON_TORCH_TP1_GIB = 0.27
-V1_NON_TORCH_TP1_EARLY_GIB = 0.13
-V1_NON_TORCH_TP1_GROWTH_SINCE = (0, 18, 0)
-# V1 at TP >= 2 on Hopper: 2.06-2.21 GiB per rank (llm-d 0.19.0 H100 logs, fitted as 2.12 at TP 2 and 2.22 above). It
-# was applied from 0.11 on no evidence; DaisukeTakai's two 8 x H100 starts on 0.10.0 leave 7.96 GiB per rank for
-# activation and non-torch memory, which holds the sampler's sort (5.7) only with it (fitted on those two).
-V1_NON_TORCH_HOPPER_TP2_SINCE = (0, 10, 0)
-# V1 at TP >= 2 below Hopper (or before 0.10) when the GPUs have CUDA P2P, or it is not known: per rank, never fitted
-# on a case (the 2 x A100 0.11.2 logs, P2P on, imply ~0.5). What it stands for is NCCL's P2P-transport buffers
-# in device memory (see ``non_torch_gib``). Without P2P the TP-1 figure applies instead.
-V1_NON_TORCH_TP2_GIB = 0.6
-
-# CUDA context (+ cuBLAS workspace) per process: 0.51 GiB on H100 (llm-d logs), 0.35 GiB on RTX 3090
-# (vllm#10517). NCCL + custom all-reduce add ~1.0 GiB per rank at TP >= 2 before vLLM's snapshot.
-CONTEXT_BIG_GPU_GIB = 0.51
-CONTEXT_SMALL_GPU_GIB = 0.37
-NCCL_INIT_GIB = 1.03
-
-
-def context_gib(gpu: GpuSpec, tp: int) -> float:
-    """Memory the process holds before loading weights (CUDA context, NCCL at TP >= 2)."""
-    base = CONTEXT_BIG_GPU_GIB if gpu.total_gib >= 70 else CONTEXT_SMALL_GPU_GIB
-    return base + (NCCL_INIT_GIB if tp >= 2 else 0.0)
 
 
 def weight_bits(model: ModelSpec, quantization: str | None, dtype_bytes: int) -> int:
@@ -344,48 +308,6 @@ def _profile_phases_gib(model: ModelSpec, res: Resolved, capability: tuple[int, 
     sampler = min(res.max_num_seqs, res.mnbt) * model.vocab_size * V1_SORT_SAMPLER_BYTES_PER_LOGIT
     return max(forward, sampler) / GIB + V0_ACTIVATION_BASE_GIB + _moe_gib(model, res, backend)
 
-
-def non_torch_gib(gpu: GpuSpec, res: Resolved) -> float:
-    """Memory outside PyTorch's allocator that vLLM charges to the budget.
-
-    "increase" budgets count only what grows during profiling: 0.24-0.27 GiB at TP=1 (0.19.0), but
-    2.06-2.21 GiB per rank at TP >= 2 from 0.10 on Hopper (llm-d 0.19.0 H100 logs, two 0.10.0 logs), 0.6 before
-    and below capability 9.0 (2 x A100 0.11.2 logs imply ~0.5), 0.4 GiB on V0 0.7 (vllm#13061, fitted; + ``v0_comm``).
-    "absolute" budgets also count the CUDA context and NCCL, which are already in the device's used memory.
-
-    Below Hopper the TP >= 2 growth is what the distributed groups, set up after the baseline snapshot
-    (v1/worker/gpu_worker.py@v0.10.1.1), put in device memory: custom all-reduce's two IPC buffers (~16 MiB,
-    custom_all_reduce.py) and mostly NCCL's transport buffers (LL 0.5 + LL128 4.7 + Simple 4 MiB per channel and
-    peer, src/init.cc@v2.26.2-1), which the P2P transport keeps in device memory (src/transport/p2p.cc) only where
-    ``cudaDeviceCanAccessPeer`` allows. Without P2P, vLLM builds no custom all-reduce ("lacks GPU P2P capability";
-    VLLM_SKIP_P2P_CHECK defaults to trusting that same driver report, envs.py@v0.10.1.1-v0.27.1) and NCCL uses SHM,
-    whose buffers are host memory (NCCL_SHM_DISABLE docs; src/transport/shm.cc@v2.26.2-1): ``res.p2p`` False charges
-    the TP-1 figure (NCCL's small per-communicator structures unsized). Unknown keeps the P2P figure (less KV);
-    Hopper keeps its fitted one (symmetric memory without P2P not read from source); across nodes NCCL's NET
-    buffers sit in device memory under GPUDirect RDMA (src/transport/net.cc), so the input is for one node.
-    """
-    r = res.rules
-    tp2 = res.tp >= 2
-    if r.budget == "absolute":
-        return context_gib(gpu, res.tp) + (V1_NON_TORCH_TP2_GIB if tp2 else 0.0)
-    if r.engine == "V0":  # plus the TP communicators' P2P buffers, set up after V0's baseline (v0_comm.py)
-        return V0_NON_TORCH_TP2_GIB + v0_p2p_comm_gib(gpu, res.tp, res.p2p) if tp2 else 0.25
-    tp1 = V1_NON_TORCH_TP1_GIB if r.version >= V1_NON_TORCH_TP1_GROWTH_SINCE else V1_NON_TORCH_TP1_EARLY_GIB
-    if not tp2:
-        return tp1
-    if r.version >= V1_NON_TORCH_HOPPER_TP2_SINCE and _hopper_or_newer(gpu):
-        return 2.12 if res.tp == 2 else 2.22
-    return tp1 if res.p2p is False else V1_NON_TORCH_TP2_GIB
-
-
-def _hopper_or_newer(gpu: GpuSpec) -> bool:
-    """The growth at TP >= 2 from 0.10 (fitted on H100) comes with buffers only Hopper and newer get: vLLM creates its
-    SymmMemCommunicator only for capability 9.0/10.0 (distributed/device_communicators/symm_mem.py, "Device
-    capability 8.0 not supported, communicator is not available" in the 0.11.2 A100 logs), and NCCL's NVLS
-    buffers need sm90. Below that the smaller figure applies. Capability 12.x (RTX PRO 6000, RTX 5090) gets no
-    SymmMem, yet a 4 x RTX PRO 6000 TP 4 start logs 1.70 GiB of non-torch memory, so it keeps the larger figure (a
-    TP 2 start on the same box logs less: not modelled); an unknown card takes it too (less KV predicted)."""
-    return gpu.capability is None or gpu.capability >= (9, 0)
 
 
 def cudagraph_gib(model: ModelSpec, res: Resolved) -> float:

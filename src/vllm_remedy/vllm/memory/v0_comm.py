@@ -5,7 +5,7 @@ V0 takes its memory baseline in ``Worker.init_device`` before ``init_worker_dist
 the profile run put outside PyTorch's allocator is charged as "non_torch_memory" (utils.py@0.7.2 ``memory_profiling``).
 With P2P, four things put large buffers in device memory, all sized from source below; without P2P NCCL's SHM
 transport keeps its buffers in host memory (src/transport/shm.cc@v2.21.5-1) and vLLM builds no custom all-reduce, so
-none of this applies (``terms.V0_NON_TORCH_TP2_GIB`` is the P2P-free figure, fitted on an RTX 4090 pair).
+none of this applies (``non_torch.V0_NON_TORCH_TP2_GIB`` is the P2P-free figure, fitted on an RTX 4090 pair).
 
 1. Two NCCL communicators per TP group. vLLM's ``PyNcclCommunicator`` (created in ``GroupCoordinator.__init__``,
    distributed/parallel_state.py@0.7.2), and torch's ProcessGroupNCCL for the TP ``device_group``, created lazily by
