@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from vllm_remedy.vllm.catalog import GIB, ModelSpec
 from vllm_remedy.vllm.memory import capture, mxfp4
+from vllm_remedy.vllm.memory.alloc_tail import weight_floor_gib
 from vllm_remedy.vllm.memory.encoder import encoder_gib, qwen2_vl_tower_gib
 from vllm_remedy.vllm.memory.kv_layout import HYBRID_KV_SINCE as HYBRID_KV_SINCE
 from vllm_remedy.vllm.memory.kv_layout import KvLayout as KvLayout
@@ -190,7 +191,11 @@ def weights_gib(model: ModelSpec, res: Resolved, quantization: str | None,
         overhead = INT4_SCALE_OVERHEAD if model.zero_points else INT4_SCALE_ONLY_OVERHEAD
         body = (params - kept) * bits / 8 * (overhead if bits <= 4 else 1.0)
         total = kept * 2 + body
-    return total / res.tp / GIB + WEIGHT_BUFFERS_GIB
+    # The flat buffers stand for the rotary cache and the allocator's padding; where those, sized, exceed it
+    # (large-tailed shapes, e.g. FP8 32B models: ``alloc_tail``), the sized figure is charged instead.
+    online = bits < 16 and not model.quantized_checkpoint
+    floor = weight_floor_gib(model, res.tp, bits, res.weight_dtype_bytes, online)
+    return total / res.tp / GIB + max(WEIGHT_BUFFERS_GIB, floor)
 
 
 def _moe_gib(model: ModelSpec, res: Resolved, backend: mxfp4.Backend | None = None) -> float:
