@@ -66,7 +66,7 @@ def test_a_healthy_lws_is_sized_over_its_group_as_the_deploys_size_it(cli, tmp_p
         assert got.returncode == 1, out + got.stderr
         assert "oom_loading_weights" not in out and "tensor-parallel-size" not in out, out
         assert "  start [" not in out, out
-        low = "  concurrency [error]: predicted maximum concurrency 1.47x on NVIDIA-L40S is below the policy's peak 8"
+        low = "  concurrency [error]: predicted maximum concurrency 1.44x on NVIDIA-L40S is below the policy's peak 8"
         assert low in out.splitlines(), out
         assert any(line.startswith("  smallest fix (planner): --max-model-len ") for line in out.splitlines()), out
         assert f"  note: {deploys_line(lws)}" in out.splitlines(), out
@@ -74,14 +74,14 @@ def test_a_healthy_lws_is_sized_over_its_group_as_the_deploys_size_it(cli, tmp_p
 
 def test_a_consistent_lws_within_its_policy_passes_in_both_forms(cli, tmp_path: Path) -> None:
     lws = vllm_lws()
-    policy = peak(tmp_path, 1)  # the group's 1.47x covers a peak of one request at 32k
+    policy = peak(tmp_path, 1)  # the group's 1.44x covers a peak of one request at 32k
     for name, form in (("kubectl.json", as_kubectl_json(lws)), ("docs.yaml", docs_form(lws))):
         path = tmp_path / name
         path.write_text(json.dumps(form) if name.endswith(".json") else yaml.safe_dump(form))
         got = cli("check", "-f", str(path), "--policy", policy)
         assert got.returncode == 0, got.stdout + got.stderr
         first = got.stdout.splitlines()[0]
-        assert first.startswith(f"ok    {path}: {HEADLINE} — fits on NVIDIA-L40S, maximum concurrency 1.47x"), first
+        assert first.startswith(f"ok    {path}: {HEADLINE} — fits on NVIDIA-L40S, maximum concurrency 1.44x"), first
         assert got.stdout.splitlines()[-1] == "checked 1 vLLM workload(s) in 1 file(s): 1 passed, 0 failed"
 
 

@@ -85,7 +85,7 @@ def test_a_drifted_set_gets_budgets_fix_and_budget_writes_exactly_it(rehearsal: 
 
 def test_an_in_sync_set_is_in_sync_with_exit_0(rehearsal: Rehearsal, tmp_path: Path) -> None:
     serve(rehearsal)
-    inv = lws_inventory(rehearsal, tmp_path, "peak_concurrency: 1\n")  # 32k over two L40S holds 1.47 requests
+    inv = lws_inventory(rehearsal, tmp_path, "peak_concurrency: 1\n")  # 32k over two L40S holds 1.44 requests
     for flags in ((), ("--detailed-exitcode",)):
         got = remedy(rehearsal, "drift", "-i", inv, "-o", "json", *flags)
         [host] = as_json(got)["hosts"]

@@ -160,7 +160,7 @@ def test_a_colleagues_edit_at_the_prompt_refuses_the_mark(rehearsal: Rehearsal, 
 # ---- LeaderWorkerSet ----
 
 def lws_inventory(tmp: Path) -> str:
-    """the 32B distill at 32k over two L40S serves 1.47 requests at once: the policy's peak is 1."""
+    """the 32B distill at 32k over two L40S serves 1.44 requests at once: the policy's peak is 1."""
     policy = tmp / "policy.yaml"
     policy.write_text("peak_concurrency: 1\n")
     path = tmp / "inventory.py"

@@ -76,7 +76,7 @@ def test_a_crash_looping_leaderworkerset_is_diagnosed_leader_and_workers(rehears
     assert lines[lines.index("step 2 — startup log: 1/2 pods Ready, crash-looping: qwen-lws-0") + 1] == \
         "group 0: qwen-lws-0 (leader), qwen-lws-0-1 (worker)", lines
     [head] = [line for line in lines if line.startswith("qwen-lws-0/vllm-leader (previous log, ")]
-    assert head.endswith(": max_len_exceeds_kv — model weights 30.61 GiB, max-model-len 131072"), head
+    assert head.endswith(": max_len_exceeds_kv — model weights 30.73 GiB, max-model-len 131072"), head
     assert sum("larger than the available KV cache memory" in line for line in lines if line.startswith("| ")) == 1
     start = lines.index("step 3 — what changed: revision 1 (good) → revision 2 (bad); current revision crash-loops; "
                         "good = newest earlier revision with no evidence against it")

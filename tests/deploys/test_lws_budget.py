@@ -127,7 +127,7 @@ def test_an_unpinned_set_is_pinned_first_and_the_fix_is_planned_on_the_pin(rehea
                                                                            tmp_path: Path) -> None:
     """As for a Deployment: the policy's GPU product pinned in leader and workers, then the smallest change planned
     on the pinned set - two writes, --dry showing the second on what the first leaves. (The set serves at 32768, but
-    its KV cache holds 1.47 requests of that length, not the 8 at peak; as for a Deployment, a pin is refused when the
+    its KV cache holds 1.44 requests of that length, not the 8 at peak; as for a Deployment, a pin is refused when the
     pinned set is predicted not to start, so the pin comes before a crash loop, not after.)"""
     lws = vllm_lws(NAME)
     for key in ("leaderTemplate", "workerTemplate"):

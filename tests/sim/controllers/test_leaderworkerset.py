@@ -94,7 +94,7 @@ def test_a_vllm_leader_serves_across_the_group_and_crash_loops_when_its_kv_cache
             return False
         try:
             return "max seq len (131072), (16.00 GiB KV cache is needed, which is larger than the available KV " \
-                "cache memory (5.87 GiB)" in cluster.read_log("llm", "qwen-lws-0", previous=True)
+                "cache memory (5.75 GiB)" in cluster.read_log("llm", "qwen-lws-0", previous=True)
         except ApiError:  # the kubelet records the previous container a moment after the status says so
             return False
     assert cluster.wait_for(crash_logged, 20)
