@@ -34,6 +34,9 @@ ENGINE_FLAGS = (
     ("limit-mm-per-prompt", "limit_mm_per_prompt"),
     ("kv-cache-memory-bytes", "kv_cache_memory_bytes"),
     ("num-gpu-blocks-override", "num_gpu_blocks_override"),
+    ("max-loras", "max_loras"),
+    ("max-lora-rank", "max_lora_rank"),
+    ("speculative-config", "speculative_config"),
 )
 
 
@@ -176,6 +179,15 @@ def add_engine_flags(parser: argparse.ArgumentParser, with_defaults: bool = True
                         help="KV cache bytes per GPU (vLLM 0.10.2+): the flag, not the utilization budget, sizes it")
     parser.add_argument("--num-gpu-blocks-override", metavar="N",
                         help="KV cache blocks, whatever the memory (vLLM's --num-gpu-blocks-override)")
+    # accepted so the answer is the memory model's "cannot predict <flag>" (``unmodelled``), not argparse's
+    # "unrecognized arguments" for a flag `vllm serve` takes
+    parser.add_argument("--enable-lora", action="store_true", default=None,
+                        help="LoRA adapters (vLLM's --enable-lora): its buffers are not sized, so: cannot predict")
+    parser.add_argument("--max-loras", metavar="N", help="vLLM's --max-loras (with --enable-lora)")
+    parser.add_argument("--max-lora-rank", metavar="N", help="vLLM's --max-lora-rank (with --enable-lora)")
+    parser.add_argument("--speculative-config", "-sc", metavar="JSON",
+                        help="vLLM's speculative decoding config: its draft model or heads are not sized, so: "
+                             "cannot predict")
     parser.add_argument("--other-gib", metavar="N", type=_other_gib,
                         help="GiB other processes hold on each GPU at startup (nvidia-smi)")
     parser.add_argument("--compile-cache", choices=("cold", "warm"),
@@ -197,8 +209,9 @@ def add_engine_flags(parser: argparse.ArgumentParser, with_defaults: bool = True
 def engine_flags(args: argparse.Namespace) -> dict[str, str]:
     """The given engine flags as canonical `vllm serve` flags with string values (unset ones left out)."""
     flags = {flag: str(getattr(args, dest)) for flag, dest in ENGINE_FLAGS if getattr(args, dest) is not None}
-    if getattr(args, "enforce_eager", None):
-        flags["enforce-eager"] = "true"
+    for flag, dest in (("enforce-eager", "enforce_eager"), ("enable-lora", "enable_lora")):
+        if getattr(args, dest, None):
+            flags[flag] = "true"
     return flags
 
 

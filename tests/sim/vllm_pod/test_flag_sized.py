@@ -1,6 +1,6 @@
 """Rehearsal pods size a flag-sized KV cache as vLLM does (``flag_sized``), in their own arithmetic: an estimate that
 ignored the flag does not change what the pod does; the measured error (``reality``) does not move such a cache; an
-oversized cache dies in a CUDA OOM at allocation; LoRA is a start the simulator says it cannot run."""
+oversized cache dies in a CUDA OOM at allocation (LoRA pods: ``test_adapters``)."""
 
 from __future__ import annotations
 
@@ -88,12 +88,6 @@ def test_an_oversized_cache_dies_allocating_it():
     assert start.exit is not None and start.exit.code == 1
     assert "initialize_kv_cache" in "\n".join(start.exit.log)
     assert "torch.OutOfMemoryError: CUDA out of memory" in start.exit.log[-1]
-
-
-def test_lora_is_refused_by_the_simulator_in_its_own_name():
-    got = launch(["--enable-lora", "--max-loras", "32"])
-    assert isinstance(got, Refusal)
-    assert got.error.startswith("RuntimeError: vllm-remedy simulator: cannot predict --enable-lora")
 
 
 def test_the_settings_the_pod_reads_carry_the_flag():

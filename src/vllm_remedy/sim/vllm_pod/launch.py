@@ -13,12 +13,11 @@ from typing import Any
 
 from vllm_remedy import hub
 from vllm_remedy.errors import UserError
-from vllm_remedy.sim.vllm_pod import argv, keys
+from vllm_remedy.sim.vllm_pod import adapters, argv, keys
 from vllm_remedy.vllm import catalog, model_len, resolved
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import ServerCommand, canonical_key
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, Resolved, estimate, resolve
-from vllm_remedy.vllm.memory.unmodelled import CannotPredict
 from vllm_remedy.vllm.parallel import group_flags, world_size
 from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version, version_from_image
 
@@ -142,9 +141,17 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
               **model_len.env_inputs(container)}
     try:
         world = world_size(flags)
-        settings = EngineSettings.from_flags(group_flags(flags), version, inputs)
+        settings = EngineSettings.from_flags(group_flags(adapters.without(flags)), version, inputs)
     except UserError as err:
         return Refusal(version, model_id, f"ValueError: {err}", "config")
+    draft = adapters.draft_model(adapters.speculative(flags))
+    try:  # SpeculativeConfig builds the draft's ModelConfig at config time, like the target's
+        draft_spec = model_spec(draft, None) if draft else None
+    except UserError:
+        return Refusal(version, model_id, _no_model_error(version, draft or ""), "config")
+    if draft and draft_spec and (why := adapters.draft_refused(parse_version(version) or NEWEST_RELEASE, draft,
+                                                               draft_spec)):
+        return Refusal(version, model_id, why, "config")
     gpu = node_gpu(node)
     if gpu is None or gpu_limit(container) < 1:
         return Refusal(version, model_id, "RuntimeError: No CUDA GPUs are available", "device")
@@ -154,10 +161,10 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
         return Refusal(version, model_id, f"ValueError: World size ({world}) is larger than the number "
                        f"of available GPUs ({available}) {where}.", "device")
     try:
+        resolved = resolve(spec, gpu, settings)  # LoRA and a draft model sized by the simulator itself (``adapters``)
+        spec = adapters.loaded(spec, draft_spec, gpu, resolved, settings.quantization, flags)
         resolved = resolve(spec, gpu, settings)
         result = estimate(spec, gpu, settings)
-    except CannotPredict as err:  # vLLM would start; the simulator has no physics for it and says so, not vLLM
-        return Refusal(version, model_id, f"RuntimeError: vllm-remedy simulator: {err}", "config")
     except UserError as err:
         return Refusal(version, model_id, f"ValueError: {err}", "config")
     served = str(flags.get("served-model-name") or model_id).split()[0]

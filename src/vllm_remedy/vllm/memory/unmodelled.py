@@ -8,7 +8,12 @@ number for a different start, so the model says "cannot predict" instead (as for
 * ``--speculative-config`` (and the older ``--speculative-model`` / ``--num-speculative-tokens``): a draft model's
   weights, activations and KV cache layers, or EAGLE/MTP heads, share the card and the KV budget
   (v1/spec_decode/). An ngram method loads no draft model, but the lookahead slots still change the scheduler's
-  token budget; not modelled either.
+  token budget; not modelled either. vLLM accepts it in more spellings than the JSON flag: dotted keys
+  (``--speculative-config.method ngram``, ``=`` too; FlexibleArgumentParser folds every ``--x.k v`` into
+  ``--x '{"k": v}'``, utils/__init__.py@0.11.0), the ``-sc`` alias (and ``-sc.method``, 0.19+), and 0.22+'s
+  ``--spec-method`` / ``--spec-model`` / ``--spec-tokens``, which ``create_speculative_config`` merges into the same
+  config (engine/arg_utils.py@0.34.0). ``--lora-modules`` alone does not enable LoRA (the engine's ``LoRAConfig``
+  exists only with ``--enable-lora``), nor do ``--max-loras`` / ``--max-lora-rank`` without it.
 """
 
 from __future__ import annotations
@@ -19,7 +24,10 @@ from vllm_remedy.errors import UserError
 from vllm_remedy.vllm.outcomes import Outcome
 
 _TRUE = frozenset({"", "true", "1", "yes", "on"})
-SPECULATIVE = ("speculative-config", "speculative-model", "num-speculative-tokens")
+SPECULATIVE = ("speculative-config", "speculative-model", "num-speculative-tokens", "spec-method", "spec-model",
+               "spec-tokens")
+#: Base names (before the first ``.``) of dotted keys that FlexibleArgumentParser folds into ``--speculative-config``.
+_DOTTED_SPECULATIVE = frozenset({"speculative-config", "sc"})
 #: Outcomes vLLM reaches before any of that memory exists, so the flags cannot change them: config-time refusals, the
 #: free-memory check in ``init_device`` (v1/worker/gpu_worker.py@0.10.2), and base weights that alone overflow the
 #: card (adapters and a draft model load after them and only add memory).
@@ -39,8 +47,10 @@ def unmodelled(flags: Mapping[str, str]) -> str | None:
         return (f"cannot predict --enable-lora{f' ({sizes})' if sizes else ''}: LoRA's adapter slots and punica "
                 "buffers (max-loras x max-lora-rank per layer and target module) take GPU memory the memory model "
                 "does not size")
-    for flag in SPECULATIVE:
-        if str(flags.get(flag) or "").strip():
-            return (f"cannot predict --{flag}: speculative decoding's draft model or heads (weights, activations, "
-                    "their KV cache layers) take GPU memory the memory model does not size")
+    spelled = [f"--{k}" for k in SPECULATIVE if str(flags.get(k) or "").strip().lower() not in ("", "null")]
+    spelled += [f"-{k}" if k.startswith("sc.") else f"--{k}" for k in flags
+                if "." in k and k.partition(".")[0].replace("_", "-") in _DOTTED_SPECULATIVE]
+    if spelled:
+        return (f"cannot predict {spelled[0]}: speculative decoding's draft model or heads (weights, activations, "
+                "their KV cache layers) take GPU memory the memory model does not size")
     return None
