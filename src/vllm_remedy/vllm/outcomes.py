@@ -23,6 +23,7 @@ class Failure(str, Enum):
     FREE_MEMORY_BELOW_UTILIZATION = "free_memory_below_utilization"
     SAMPLER_WARMUP_OOM = "sampler_warmup_oom"
     CUDAGRAPH_CAPTURE_OOM = "cudagraph_capture_oom"
+    KV_CACHE_ALLOCATION_OOM = "kv_cache_allocation_oom"  # a CUDA OOM allocating the KV cache (initialize_kv_cache)
     OOM_UNDER_LOAD = "oom_under_load"
     HOST_OOM_KILLED = "host_oom_killed"
     WORLD_SIZE_EXCEEDS_GPUS = "world_size_exceeds_gpus"

@@ -162,6 +162,9 @@ def _problems(req: BudgetRequest, lim: Limits, cur: Estimate, judge: Judge) -> l
         out.append(f"observed {req.failure} ({said})")
     elif not cur.fits:
         out.append(f"predicted {cur.outcome}")
+    elif cur.kv_allocation_oom:
+        out.append(f"predicted {Failure.KV_CACHE_ALLOCATION_OOM}: the {cur.kv_cache_gib:.2f} GiB KV cache the flag "
+                   f"sizes does not fit what the card leaves after the weights and activations")
     elif cur.graph_capture_oom:
         out.append(f"predicted {Failure.CUDAGRAPH_CAPTURE_OOM}: the CUDA graphs ({cur.cudagraph_gib:.2f} GiB) do not "
                    f"fit what the budget leaves on the card")
