@@ -5,9 +5,9 @@ model's verdict on the card it landed on, next to how that pod actually ended an
 A prediction names the failure class the classifier would: a start that passes every vLLM check but whose CUDA
 graphs do not fit after the KV cache (``Estimate.graph_capture_oom``) is ``cudagraph_capture_oom``, never ``fits``;
 one whose budget or flag-sized cache alone overruns the card (``remedies.predict.failed_prediction``, the rule
-``check`` and drift use) dies allocating the KV cache, ``kv_cache_allocation_oom`` as the classifier names it; and a release newer than the newest modelled
-says its rules are extrapolated, in the row's detail and its JSON (``vllm_version`` as tagged, ``vllm_version_label``,
-``rules``), as every other output does."""
+``check`` and drift use) dies allocating the KV cache, ``kv_cache_allocation_oom`` as the classifier names it; and a
+release newer than the newest modelled says its rules are extrapolated, in the row's detail and its JSON
+(``vllm_version`` as tagged, ``vllm_version_label``, ``rules``), as every other output does."""
 
 from __future__ import annotations
 

@@ -54,7 +54,8 @@ class Estimate:
     @property
     def start(self) -> str:
         """The start as a whole: ``outcome`` (vLLM's own checks), or ``kv_cache_allocation_oom`` /
-        ``cudagraph_capture_oom`` when they all pass and the flag-sized cache / the graphs then do not fit the card. What a script should read to know whether the pod will serve."""
+        ``cudagraph_capture_oom`` when they all pass and the flag-sized cache / the graphs then do not fit the card.
+        What a script should read to know whether the pod will serve."""
         if self.kv_allocation_oom:
             return "kv_cache_allocation_oom"
         return "cudagraph_capture_oom" if self.graph_capture_oom else self.outcome.value
