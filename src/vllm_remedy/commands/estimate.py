@@ -105,9 +105,11 @@ def render(est: Estimate, model: str, gpu: str, version: str, longest: model_len
         ("activation peak", f"{est.activation_gib:.2f} GiB"),
         ("non-torch", f"{est.non_torch_gib:.2f} GiB"),
         ("CUDA graphs", f"{est.cudagraph_gib:.2f} GiB"),
-        ("KV cache", f"{est.kv_cache_gib:.2f} GiB = {est.kv_cache_tokens:,} tokens ({est.gpu_blocks:,} blocks)"),
+        ("KV cache", f"{est.kv_cache_gib:.2f} GiB = {est.kv_cache_tokens:,} tokens ({est.gpu_blocks:,} blocks)"
+                     if outcomes.has_cache(est.outcome) else outcomes.NO_CACHE),
         ("max model len", f"{est.max_model_len:,}"),
-        ("max concurrency", f"{est.max_concurrency:.2f}x at {est.max_model_len:,} tokens"),
+        ("max concurrency", f"{est.max_concurrency:.2f}x at {est.max_model_len:,} tokens"
+                            if outcomes.has_cache(est.outcome) else "none: no KV cache"),
         ("peak device memory", f"{est.peak_gib:.2f} of {est.total_gib:.2f} GiB"),
     ]
     if est.needed_kv_gib is not None:
