@@ -20,7 +20,7 @@ from vllm_remedy.vllm.catalog import PRODUCT_LABELS, GpuSpec, ModelSpec
 from vllm_remedy.vllm.failures import FAILURES
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate, resolve
 from vllm_remedy.vllm.memory.capture import capture_flag
-from vllm_remedy.vllm.memory.pinned import pinned_notes
+from vllm_remedy.vllm.memory.pinned import UNPIN_NOTE, UNPINNED, lifted, pinned, pinned_notes
 from vllm_remedy.vllm.memory.settings import KV_MARGIN_PERCENTILE
 from vllm_remedy.vllm.outcomes import Failure, Outcome
 from vllm_remedy.vllm.versions import rules
@@ -147,6 +147,10 @@ def _base(req: BudgetRequest, lim: Limits, notes: list[str]) -> tuple[EngineSett
     if req.policy is not None and s.kv_cache_dtype.startswith("fp8") and not lim.fp8_allowed:
         problems.append(f"kv-cache-dtype {s.kv_cache_dtype} is not allowed by the policy")
         changes["kv_cache_dtype"] = "auto"
+    if pinned(s) and (estimate(req.model, req.gpu, s).start != "fits" or req.failure not in (None, Failure.NONE)):
+        problems.append("the KV cache's size is pinned by a flag and that start is predicted or seen to fail")
+        changes.update(UNPINNED)  # back to the budget (pinned.UNPIN_NOTE says why, not a smaller pin)
+        notes.append(UNPIN_NOTE)
     return dataclasses.replace(s, **changes), cap, problems  # type: ignore[arg-type]
 
 
@@ -228,7 +232,8 @@ def _step(rank: int, rung: Rung, req: BudgetRequest, lim: Limits, cap: int, judg
     if temporary:
         reason = f"TEMPORARY, revert within {format_duration(int(lim.eager_max.total_seconds()))}: {reason}"
     return Step(rank=rank, lever=rung.lever, reason=reason, prediction=rung.estimate, set=flags, template=template,
-                temporary=temporary, revert_after=lim.eager_max if temporary else None, gpu=rung.gpu.product)
+                unset=lifted(req.settings, rung.settings), temporary=temporary,
+                revert_after=lim.eager_max if temporary else None, gpu=rung.gpu.product)
 
 
 def _lever_notes(req: BudgetRequest, lim: Limits, rungs: list[Rung], graphs: bool) -> list[str]:
