@@ -229,10 +229,14 @@ def _step(rank: int, rung: Rung, req: BudgetRequest, lim: Limits, cap: int, judg
         spare = judge.margin_only(dataclasses.replace(rung.settings, max_model_len=cap), rung.gpu)
         short = margin_shortfall(spare, lim.kv_margin) if spare is not None else None
     reason = reasons.explain(rung, req.settings, req.gpu, lim, cap, short)
+    unset = lifted(req.settings, rung.settings)
+    if unset:  # the pin is lifted in the base every rung starts from (``_base``)
+        reason = (f"{reason.removesuffix('; nothing else changes')}; without "
+                  f"{' / '.join('--' + f for f in unset)} the --gpu-memory-utilization budget sizes the KV cache")
     if temporary:
         reason = f"TEMPORARY, revert within {format_duration(int(lim.eager_max.total_seconds()))}: {reason}"
     return Step(rank=rank, lever=rung.lever, reason=reason, prediction=rung.estimate, set=flags, template=template,
-                unset=lifted(req.settings, rung.settings), temporary=temporary,
+                unset=unset, temporary=temporary,
                 revert_after=lim.eager_max if temporary else None, gpu=rung.gpu.product)
 
 
