@@ -1,5 +1,6 @@
 """The lines vLLM logs when a flag sizes the KV cache (``--kv-cache-memory-bytes``, ``--num-gpu-blocks-override``),
-for the rehearsal's renderer; the figures are the caller's (the simulator sizes such a cache in its own arithmetic).
+and where allocating a cache too large for the card fails, for the rehearsal's renderer; the figures are the
+caller's (the simulator sizes such a cache in its own arithmetic).
 
 * ``Worker.determine_available_memory`` (v1/worker/gpu_worker.py@0.10.2 through 0.34.0) returns the bytes after the
   profile run and logs "Initial free memory X GiB, reserved Y GiB memory for KV Cache as specified by
@@ -52,3 +53,16 @@ def override(w: _Log, pins: Mapping[str, Any], failure: Failure) -> None:
     w.log("engine", f"Overriding num_gpu_blocks={int(pins.get('profiled_blocks', 0))} with "
                     f"num_gpu_blocks_override={count}",
           source="kv_cache_utils.py" if w.engine == "v1" else "llm_engine.py")
+
+
+def allocation_frames(engine: str) -> list[tuple[str, str]]:
+    """Where allocating the KV cache raises a CUDA OOM: V1 ``initialize_kv_cache`` -> ``initialize_kv_cache_tensors``
+    -> ``_allocate_kv_cache_tensors``' torch.zeros (v1/worker/gpu_model_runner.py@0.11.0), V0
+    ``CacheEngine._allocate_kv_cache`` (worker/cache_engine.py)."""
+    if engine == "v0":
+        return [("worker/worker.py", "initialize_cache"), ("worker/cache_engine.py", "__init__"),
+                ("worker/cache_engine.py", "_allocate_kv_cache")]
+    return [("v1/worker/gpu_worker.py", "initialize_from_config"),
+            ("v1/worker/gpu_model_runner.py", "initialize_kv_cache"),
+            ("v1/worker/gpu_model_runner.py", "initialize_kv_cache_tensors"),
+            ("v1/worker/gpu_model_runner.py", "_allocate_kv_cache_tensors")]

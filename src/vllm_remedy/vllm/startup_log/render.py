@@ -210,6 +210,8 @@ def render_startup_log(version: str, *, model: str, tp_size: int = 1, weights_gi
         late.auto_fit(w, figures, derived_max_model_len, after_warmup)
     for kind in ("blocks", "tokens", "concurrency") if not after_warmup else ():
         _emit(w, kind, figures)
+    if failure is Failure.KV_CACHE_ALLOCATION_OOM:  # sized and checked, then the cache's own torch.zeros fails
+        return _fail_oom(w, figures, detail, frames=pinned_lines.allocation_frames(w.engine))
     if failure is Failure.CUDAGRAPH_CAPTURE_OOM:
         _emit(w, "capture", figures, ranks=True)
         return _fail_oom(w, figures, detail, frames=[("v1/worker/gpu_worker.py", "compile_or_warm_up_model"),
@@ -391,7 +393,7 @@ def _fail_oom(w: _Writer, figures: dict[str, Any], detail: dict[str, Any], *, lo
         for tpl in templates_for("err_load_oom", w.v, w.engine):
             w.log("worker", fill(tpl, {}) + f" (original error: {fill(oom, values).split(': ', 1)[1]})",
                   level="ERROR", source=tpl.source)
-    elif frames is not None:  # a start that fails after the KV cache (graph capture)
+    elif frames is not None:  # a start that fails allocating the KV cache or after it (graph capture)
         w.log("engine", "EngineCore failed to start." if w.engine == "v1" else "Error in engine startup.",
               level="ERROR", source="core.py")
     else:
