@@ -35,3 +35,29 @@ def test_free_memory_below_utilization_prints_no_kv_figures(cli):
 def test_a_start_that_allocates_its_cache_still_shows_it(cli):
     got = cli(*BASE, "--vllm-version", "0.11.0")
     assert "tokens (" in got.stdout and "x at 16,384 tokens" in got.stdout
+
+
+def test_check_and_plan_show_no_kv_figures_for_it(cli, tmp_path):
+    manifest = tmp_path / "dep.yaml"
+    manifest.write_text(f"""apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: llama, namespace: llm}}
+spec:
+  selector: {{matchLabels: {{app: llama}}}}
+  template:
+    metadata: {{labels: {{app: llama}}}}
+    spec:
+      nodeSelector: {{nvidia.com/gpu.product: NVIDIA-L4}}
+      containers:
+      - name: vllm
+        image: vllm/vllm-openai:v0.11.0
+        args: ["--model", "{M}", "--max-model-len", "16384", "--gpu-memory-utilization", "0.7",
+               "--num-gpu-blocks-override", "2000"]
+        resources: {{limits: {{nvidia.com/gpu: "1"}}}}
+""")
+    checked = cli("check", "-f", str(manifest)).stdout
+    start = next(line for line in checked.splitlines() if "start [error]" in line)
+    assert "no_cache_blocks" in start and "32,000" not in start and "1.95x" not in start, checked
+    current = next(line for line in cli("plan", "-f", str(manifest)).stdout.splitlines()
+                   if line.startswith("current:"))
+    assert "no KV cache" in current and "32,000" not in current, current
