@@ -41,3 +41,12 @@ def test_a_pin_that_fits_is_kept():
     settings = EngineSettings.from_flags({"max-model-len": "16384", "kv-cache-memory-bytes": "4G"}, "0.11.0")
     plan = plan_budget(BudgetRequest(LLAMA, L4, settings, target_concurrency=1))
     assert all(not s.unset for s in plan.steps) and UNPIN_NOTE not in plan.notes
+
+
+def test_on_0_34_the_lifted_pin_writes_the_utilization_it_was_planned_with():
+    """0.34's default utilization is 0.92 with a pin and 1.0 (the extensible cache) without: the step writes it."""
+    settings = EngineSettings.from_flags({"max-model-len": "16384", "num-gpu-blocks-override": "4000"}, "0.34.0")
+    plan = plan_budget(BudgetRequest(LLAMA, L4, settings, target_concurrency=2))
+    assert plan.current.start == "kv_cache_allocation_oom" and plan.steps
+    for step in plan.steps:
+        assert "num-gpu-blocks-override" in step.unset and "gpu-memory-utilization" in step.set

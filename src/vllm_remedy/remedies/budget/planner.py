@@ -230,6 +230,9 @@ def _step(rank: int, rung: Rung, req: BudgetRequest, lim: Limits, cap: int, judg
         short = margin_shortfall(spare, lim.kv_margin) if spare is not None else None
     reason = reasons.explain(rung, req.settings, req.gpu, lim, cap, short)
     unset = lifted(req.settings, rung.settings)
+    if unset and rules(rung.settings.version).kv_sized_after_warmup:
+        # 0.34 defaults to 1.0 once no flag pins the cache (pinned.NO_EXTENSIBLE_DEFAULT_UTIL): write what was planned
+        flags.setdefault("gpu-memory-utilization", f"{rung.settings.gpu_memory_utilization:g}")
     if unset:  # the pin is lifted in the base every rung starts from (``_base``)
         reason = (f"{reason.removesuffix('; nothing else changes')}; without "
                   f"{' / '.join('--' + f for f in unset)} the --gpu-memory-utilization budget sizes the KV cache")
