@@ -63,11 +63,11 @@ def test_a_predicted_graph_capture_oom_is_predicted_as_one() -> None:
 
 def test_a_budget_that_overruns_the_card_is_not_called_a_capture_oom() -> None:
     """V0 0.7.3 budgets the memory profiling adds, blind to other processes: 6 GiB held by another process on the
-    L40S makes the KV cache allocation itself run out, before any graph. That is no capture OOM (the classifier places
-    a CUDA OOM in initialize_kv_cache in no phase: unknown), and never fits."""
+    L40S makes the KV cache allocation itself run out, before any graph. That is no capture OOM (the classifier names
+    a CUDA OOM in initialize_kv_cache kv_cache_allocation_oom), and never fits."""
     node = {"metadata": {**NODE["metadata"], "annotations": {GPU_USED_GIB: "6"}}}
     outcome, detail = predict_pod(spec("vllm/vllm-openai:v0.7.3", "0.90"), node, "vllm")
-    assert outcome == "unknown", (outcome, detail)
+    assert outcome == "kv_cache_allocation_oom", (outcome, detail)
     assert "before any CUDA graph: a CUDA OOM while the KV cache is allocated" in detail, detail
 
 
@@ -116,4 +116,5 @@ def test_a_kv_allocation_oom_is_predicted_and_seen_alike(cli, tmp_path: Path) ->
     rows = [p for p in body["predictions"] if "before any CUDA graph" in p["prediction"]]
     assert rows, body["predictions"]
     for row in rows:
-        assert (row["predicted"], row["happened"], row["agree"]) == ("unknown", "unknown", "yes"), row
+        assert (row["predicted"], row["happened"], row["agree"]) == (
+            "kv_cache_allocation_oom", "kv_cache_allocation_oom", "yes"), row

@@ -91,6 +91,11 @@ def render(est: Estimate, model: str, gpu: str, version: str, longest: model_len
         free = est.total_gib - (est.peak_gib - est.cudagraph_gib)
         outcome = (f"cudagraph_capture_oom: vLLM's checks pass and the KV cache is sized, then the CUDA graphs "
                    f"({est.cudagraph_gib:.2f} GiB) do not fit the {max(free, 0.0):.2f} GiB left on the card")
+    if est.kv_allocation_oom:  # vLLM's checks pass, then allocating the flag-sized cache runs the card out
+        left = est.total_gib - (est.peak_gib - est.cudagraph_gib - est.kv_cache_gib)
+        outcome = (f"kv_cache_allocation_oom: vLLM's checks pass, then the {est.kv_cache_gib:.2f} GiB KV cache the "
+                   f"flag sizes does not fit the {max(left, 0.0):.2f} GiB left on the card (CUDA OOM in "
+                   f"initialize_kv_cache); lower or remove --kv-cache-memory-bytes / --num-gpu-blocks-override")
     if not outcomes.sized(est.outcome):
         return _render_refused(est, outcome, model, gpu, version)
     rows = [
@@ -100,9 +105,11 @@ def render(est: Estimate, model: str, gpu: str, version: str, longest: model_len
         ("activation peak", f"{est.activation_gib:.2f} GiB"),
         ("non-torch", f"{est.non_torch_gib:.2f} GiB"),
         ("CUDA graphs", f"{est.cudagraph_gib:.2f} GiB"),
-        ("KV cache", f"{est.kv_cache_gib:.2f} GiB = {est.kv_cache_tokens:,} tokens ({est.gpu_blocks:,} blocks)"),
+        ("KV cache", f"{est.kv_cache_gib:.2f} GiB = {est.kv_cache_tokens:,} tokens ({est.gpu_blocks:,} blocks)"
+                     if outcomes.has_cache(est.outcome) else outcomes.NO_CACHE),
         ("max model len", f"{est.max_model_len:,}"),
-        ("max concurrency", f"{est.max_concurrency:.2f}x at {est.max_model_len:,} tokens"),
+        ("max concurrency", f"{est.max_concurrency:.2f}x at {est.max_model_len:,} tokens"
+                            if outcomes.has_cache(est.outcome) else "none: no KV cache"),
         ("peak device memory", f"{est.peak_gib:.2f} of {est.total_gib:.2f} GiB"),
     ]
     if est.needed_kv_gib is not None:

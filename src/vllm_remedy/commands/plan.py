@@ -33,7 +33,7 @@ from vllm_remedy.vllm import catalog, kserve, manifest, model_len, pod_env, pod_
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS
 from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, find_server
 from vllm_remedy.vllm.memory import EngineSettings, Estimate
-from vllm_remedy.vllm.outcomes import NOT_SIZED, Failure, sized
+from vllm_remedy.vllm.outcomes import NOT_SIZED, Failure, has_cache, sized
 from vllm_remedy.vllm.startup_log import classify, parse_startup_log
 from vllm_remedy.vllm.versions import EXTENSIBLE_KV_CACHE_SINCE, rules, version_from_image
 
@@ -252,6 +252,9 @@ def _current(cur: Estimate) -> str:
     """The current prediction in one line; a start vLLM refuses at config time has no KV cache or peak to show."""
     if not sized(cur.outcome):
         return f"{cur.start} at max-model-len {cur.max_model_len:,} — {NOT_SIZED}, nothing is loaded"
+    if not has_cache(cur.outcome):  # stopped before a KV cache exists: no KV or concurrency figures
+        return f"{cur.start} at max-model-len {cur.max_model_len:,} — no KV cache, peak {cur.peak_gib:.2f} of " \
+               f"{cur.total_gib:.2f} GiB"
     return (f"{cur.start} — KV {cur.kv_cache_tokens:,} tokens, max concurrency {cur.max_concurrency:.2f}x at "
             f"{cur.max_model_len:,} tokens, peak {cur.peak_gib:.2f} of {cur.total_gib:.2f} GiB")
 

@@ -51,7 +51,7 @@ from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, find_server
 from vllm_remedy.vllm.failures import FAILURES
 from vllm_remedy.vllm.memory import EngineSettings, estimate
 from vllm_remedy.vllm.memory.unmodelled import CannotPredict
-from vllm_remedy.vllm.outcomes import Outcome
+from vllm_remedy.vllm.outcomes import Outcome, has_cache
 from vllm_remedy.vllm.parallel import group_flags, world_size
 from vllm_remedy.vllm.versions import version_from_image
 
@@ -275,6 +275,8 @@ def _start_reason(prediction: Prediction, failed: str, refusal: str | None = Non
     if e.outcome is Outcome.DTYPE_UNSUPPORTED:  # a config refusal too: the worker stops before loading anything
         head = FAILURES[e.outcome.failure].headline
         return f"predicted {e.outcome.value} on {prediction.gpu} — {head}: set --dtype half (float16) on this GPU"
+    if not has_cache(e.outcome):  # stopped before a KV cache exists: no KV or concurrency figures (outcomes)
+        return f"predicted {e.outcome.value} on {prediction.gpu} — {FAILURES[e.outcome.failure].headline}"
     return (f"predicted {e.outcome.value} on {prediction.gpu} — {FAILURES[e.outcome.failure].headline}: KV cache "
             f"{e.kv_cache_tokens:,} tokens, maximum concurrency {e.max_concurrency:.2f}x at max-model-len "
             f"{e.max_model_len:,}")

@@ -4,10 +4,10 @@ model's verdict on the card it landed on, next to how that pod actually ended an
 
 A prediction names the failure class the classifier would: a start that passes every vLLM check but whose CUDA
 graphs do not fit after the KV cache (``Estimate.graph_capture_oom``) is ``cudagraph_capture_oom``, never ``fits``;
-one whose budget alone overruns the card (``remedies.predict.failed_prediction``, the rule ``check`` and drift use)
-dies allocating the KV cache, which the classifier calls ``unknown``; and a release newer than the newest modelled
-says its rules are extrapolated, in the row's detail and its JSON (``vllm_version`` as tagged, ``vllm_version_label``,
-``rules``), as every other output does."""
+one whose budget or flag-sized cache alone overruns the card (``remedies.predict.failed_prediction``, the rule
+``check`` and drift use) dies allocating the KV cache, ``kv_cache_allocation_oom`` as the classifier names it; and a
+release newer than the newest modelled says its rules are extrapolated, in the row's detail and its JSON
+(``vllm_version`` as tagged, ``vllm_version_label``, ``rules``), as every other output does."""
 
 from __future__ import annotations
 
@@ -56,8 +56,8 @@ def predict_pod_kv(spec: Mapping[str, Any], node: Mapping[str, Any],
                   f"exceeds the {est.total_gib:.2f} GiB card")
     elif failed_prediction(got) is not None:
         # The budget alone overruns the card (other processes an "increase" budget does not subtract): PyTorch's
-        # OOM comes while the KV cache is allocated, a phase the classifier names no failure class for.
-        outcome = Failure.UNKNOWN.value
+        # OOM comes while the KV cache is allocated, as with a flag-sized cache larger than the card leaves.
+        outcome = Failure.KV_CACHE_ALLOCATION_OOM.value
         detail = (f"peak {est.peak_gib:.2f} GiB exceeds the {est.total_gib:.2f} GiB card before any CUDA graph: "
                   f"a CUDA OOM while the KV cache is allocated")
     else:

@@ -23,7 +23,7 @@ from vllm_remedy.vllm.cmdline import find_server
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate
 from vllm_remedy.vllm.memory.occurrences import overridden_refusal
 from vllm_remedy.vllm.memory.settings import KV_ESTIMATE_MARGIN
-from vllm_remedy.vllm.outcomes import NOT_SIZED, Outcome, sized, sized_json
+from vllm_remedy.vllm.outcomes import Outcome, has_cache, no_cache, sized_json
 from vllm_remedy.vllm.parallel import group_flags
 from vllm_remedy.vllm.versions import rules, version_from_image
 
@@ -55,9 +55,9 @@ class Prediction:
             return f"no prediction: {self.note}"
         e = self.estimate
         rules = f" ({self.rules})" if self.rules else ""
-        if not sized(e.outcome):  # refused at config time: no KV cache is ever sized, so none is shown
+        if not has_cache(e.outcome):  # refused before a KV cache exists, so none is shown
             why = f" ({self.note})" if self.note else ""
-            return f"prediction on {self.gpu}: {self.verdict} — {NOT_SIZED}{why}{rules}"
+            return f"prediction on {self.gpu}: {self.verdict} — {no_cache(e.outcome)}{why}{rules}"
         return (f"prediction on {self.gpu}: {self.verdict} — KV cache {e.kv_cache_tokens:,} tokens, "
                 f"maximum concurrency {e.max_concurrency:.2f}x at max-model-len {e.max_model_len}{rules}")
 

@@ -104,6 +104,11 @@ _CLASSES = (
         step=4, hint="graphs are captured outside the memory budget: --enforce-eager as a temporary measure, "
                      "then lower --gpu-memory-utilization or cap --max-cudagraph-capture-size",
         oom_phase="cuda_graph_capture", short_of="graph_headroom", eager_rung=True),
+    FailureClass(  # vLLM allocates the cache at its size with no check against the card (vllm.memory.pinned)
+        Failure.KV_CACHE_ALLOCATION_OOM, "CUDA out of memory while allocating the KV cache, after every check passed",
+        step=4, hint="the KV cache is larger than what the card has left: lower or remove --kv-cache-memory-bytes / "
+                     "--num-gpu-blocks-override, or lower --gpu-memory-utilization (other processes hold memory)",
+        oom_phase="kv_cache_allocation"),  # the cache was too large: no step must raise it
     FailureClass(
         Failure.OOM_UNDER_LOAD, "CUDA out of memory under load, after the server was up",
         step=5, hint="cap --max-num-batched-tokens and the prompt length at the gateway",

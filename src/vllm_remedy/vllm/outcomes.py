@@ -23,6 +23,7 @@ class Failure(str, Enum):
     FREE_MEMORY_BELOW_UTILIZATION = "free_memory_below_utilization"
     SAMPLER_WARMUP_OOM = "sampler_warmup_oom"
     CUDAGRAPH_CAPTURE_OOM = "cudagraph_capture_oom"
+    KV_CACHE_ALLOCATION_OOM = "kv_cache_allocation_oom"  # a CUDA OOM allocating the KV cache (initialize_kv_cache)
     OOM_UNDER_LOAD = "oom_under_load"
     HOST_OOM_KILLED = "host_oom_killed"
     WORLD_SIZE_EXCEEDS_GPUS = "world_size_exceeds_gpus"
@@ -64,6 +65,13 @@ REFUSED_BEFORE_SIZING = frozenset({Outcome.MAX_LEN_EXCEEDS_MODEL, Outcome.DTYPE_
 #: The figures only a sized engine has: null in JSON (the keys stay, for a stable shape), "not sized" in text.
 SIZING_KEYS = ("kv_cache_gib", "kv_cache_tokens", "gpu_blocks", "max_concurrency")
 NOT_SIZED = "not sized: vLLM refuses the start at config time, before the KV cache"
+#: Starts that end before a KV cache exists, though the engine ran: the free-memory check (init_device), weights that
+#: do not load, and "No available memory for the cache blocks" (before the cache is allocated; on V1 before 0.21 a
+#: --num-gpu-blocks-override does not bypass it: get_kv_cache_config, v1/core/kv_cache_utils.py@0.11.0, checks the
+#: profiled bytes first). The model's figures for them (a negative budget, the override's blocks) are no cache.
+NO_CACHE_BEFORE_ALLOCATION = frozenset({Outcome.FREE_MEMORY_BELOW_UTILIZATION, Outcome.OOM_LOADING_WEIGHTS,
+                                        Outcome.NO_CACHE_BLOCKS})
+NO_CACHE = "no KV cache: vLLM stops the start before it allocates one"
 
 
 class _Judged(Protocol):
@@ -80,10 +88,20 @@ def sized(outcome: Outcome) -> bool:
     return outcome not in REFUSED_BEFORE_SIZING
 
 
+def has_cache(outcome: Outcome) -> bool:
+    """Whether a start with this outcome allocates a KV cache, so has KV and concurrency figures to show."""
+    return sized(outcome) and outcome not in NO_CACHE_BEFORE_ALLOCATION
+
+
+def no_cache(outcome: Outcome) -> str:
+    """What the views print instead of KV figures for a start without a cache (``has_cache`` false)."""
+    return NOT_SIZED if not sized(outcome) else NO_CACHE
+
+
 def sized_json(est: _Judged) -> dict[str, Any]:
-    """``Estimate.to_json`` with the sizing figures null when vLLM refuses the start before it sizes anything: every
-    JSON view (estimate, check, drift, plan) shows a refused start the same way."""
+    """``Estimate.to_json`` with the sizing figures null when vLLM stops the start before a KV cache exists: every
+    JSON view (estimate, check, drift, plan) shows such a start the same way."""
     data = est.to_json()
-    if not sized(est.outcome):
+    if not has_cache(est.outcome):
         data.update(dict.fromkeys(SIZING_KEYS))
     return data

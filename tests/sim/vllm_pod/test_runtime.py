@@ -210,15 +210,16 @@ def test_utilization_098_crashes_in_graph_capture_unless_graphs_are_in_the_budge
 
 def test_a_budget_blind_to_other_processes_dies_allocating_the_kv_cache_not_in_capture(cluster):
     """V0 0.7.3 budgets only what profiling adds: with 6 GiB held by another process its KV cache allocation runs the
-    card out, before V0 announces any capture, so the log shows no capture begun: classified unknown (no failure
-    class of its own), as the game-day prediction says, never cudagraph_capture_oom."""
+    card out, before V0 announces any capture, so the log shows no capture begun: classified kv_cache_allocation_oom,
+    as the game-day prediction says, never cudagraph_capture_oom."""
     cluster.store.mutate("nodes", "", "l40s-1", lambda n: n["metadata"]["annotations"].update({GPU_USED_GIB: "6"}))
     cluster.store.create("pods", pod("kv", [LLAMA, "--max-model-len", "16384"], image="vllm/vllm-openai:v0.7.3"))
     crashed(cluster, "kv")
     text = cluster.read_log("llm", "kv", previous=True)
     report = parse_startup_log(text)
     assert "CUDA out of memory" in text and "Capturing cudagraphs" not in text
-    assert classify(report) is Failure.UNKNOWN and report.failure_detail["phase"] == "kv_cache_allocation"
+    assert classify(report) is Failure.KV_CACHE_ALLOCATION_OOM
+    assert report.failure_detail["phase"] == "kv_cache_allocation"
 
 
 def test_the_memory_models_own_inputs_are_no_vllm_flags_in_a_container(cluster):

@@ -33,7 +33,8 @@ def test_llama_8b_h100_v0_19_exact():
         "outcome": "fits", "weights_gib": 15.06, "activation_gib": 1.94, "non_torch_gib": 0.27,
         "cudagraph_gib": 0.96, "kv_cache_gib": 57.96, "kv_cache_tokens": 474816, "gpu_blocks": 29676,
         "max_concurrency": 57.96, "max_model_len": 8192, "peak_gib": 76.7, "total_gib": 79.19,
-        "needed_kv_gib": None, "suggested_max_model_len": None, "graph_capture_oom": False, "start": "fits",
+        "needed_kv_gib": None, "suggested_max_model_len": None, "graph_capture_oom": False, "kv_allocation_oom": False,
+        "start": "fits",
     }
 
 

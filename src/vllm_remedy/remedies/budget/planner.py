@@ -20,7 +20,7 @@ from vllm_remedy.vllm.catalog import PRODUCT_LABELS, GpuSpec, ModelSpec
 from vllm_remedy.vllm.failures import FAILURES
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate, resolve
 from vllm_remedy.vllm.memory.capture import capture_flag
-from vllm_remedy.vllm.memory.pinned import pinned_notes
+from vllm_remedy.vllm.memory.pinned import UNPIN_NOTE, UNPINNED, lifted, pinned, pinned_notes
 from vllm_remedy.vllm.memory.settings import KV_MARGIN_PERCENTILE
 from vllm_remedy.vllm.outcomes import Failure, Outcome
 from vllm_remedy.vllm.versions import rules
@@ -147,6 +147,10 @@ def _base(req: BudgetRequest, lim: Limits, notes: list[str]) -> tuple[EngineSett
     if req.policy is not None and s.kv_cache_dtype.startswith("fp8") and not lim.fp8_allowed:
         problems.append(f"kv-cache-dtype {s.kv_cache_dtype} is not allowed by the policy")
         changes["kv_cache_dtype"] = "auto"
+    if pinned(s) and (estimate(req.model, req.gpu, s).start != "fits" or req.failure not in (None, Failure.NONE)):
+        problems.append("the KV cache's size is pinned by a flag and that start is predicted or seen to fail")
+        changes.update(UNPINNED)  # back to the budget (pinned.UNPIN_NOTE says why, not a smaller pin)
+        notes.append(UNPIN_NOTE)
     return dataclasses.replace(s, **changes), cap, problems  # type: ignore[arg-type]
 
 
@@ -162,6 +166,9 @@ def _problems(req: BudgetRequest, lim: Limits, cur: Estimate, judge: Judge) -> l
         out.append(f"observed {req.failure} ({said})")
     elif not cur.fits:
         out.append(f"predicted {cur.outcome}")
+    elif cur.kv_allocation_oom:
+        out.append(f"predicted {Failure.KV_CACHE_ALLOCATION_OOM}: the {cur.kv_cache_gib:.2f} GiB KV cache the flag "
+                   f"sizes does not fit what the card leaves after the weights and activations")
     elif cur.graph_capture_oom:
         out.append(f"predicted {Failure.CUDAGRAPH_CAPTURE_OOM}: the CUDA graphs ({cur.cudagraph_gib:.2f} GiB) do not "
                    f"fit what the budget leaves on the card")
@@ -222,10 +229,18 @@ def _step(rank: int, rung: Rung, req: BudgetRequest, lim: Limits, cap: int, judg
         spare = judge.margin_only(dataclasses.replace(rung.settings, max_model_len=cap), rung.gpu)
         short = margin_shortfall(spare, lim.kv_margin) if spare is not None else None
     reason = reasons.explain(rung, req.settings, req.gpu, lim, cap, short)
+    unset = lifted(req.settings, rung.settings)
+    if unset and rules(rung.settings.version).kv_sized_after_warmup:
+        # 0.34 defaults to 1.0 once no flag pins the cache (pinned.NO_EXTENSIBLE_DEFAULT_UTIL): write what was planned
+        flags.setdefault("gpu-memory-utilization", f"{rung.settings.gpu_memory_utilization:g}")
+    if unset:  # the pin is lifted in the base every rung starts from (``_base``)
+        reason = (f"{reason.removesuffix('; nothing else changes')}; without "
+                  f"{' / '.join('--' + f for f in unset)} the --gpu-memory-utilization budget sizes the KV cache")
     if temporary:
         reason = f"TEMPORARY, revert within {format_duration(int(lim.eager_max.total_seconds()))}: {reason}"
     return Step(rank=rank, lever=rung.lever, reason=reason, prediction=rung.estimate, set=flags, template=template,
-                temporary=temporary, revert_after=lim.eager_max if temporary else None, gpu=rung.gpu.product)
+                unset=unset, temporary=temporary,
+                revert_after=lim.eager_max if temporary else None, gpu=rung.gpu.product)
 
 
 def _lever_notes(req: BudgetRequest, lim: Limits, rungs: list[Rung], graphs: bool) -> list[str]:

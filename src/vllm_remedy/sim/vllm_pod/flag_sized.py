@@ -41,11 +41,7 @@ def size(launch: Launch) -> Launch:
     s, res, rules = launch.settings, launch.resolved, launch.resolved.rules
     layout = kv_layout(launch.model, res)
     page = layout.block_bytes
-    if s.kv_cache_memory_bytes:
-        budget = float(s.kv_cache_memory_bytes)
-    else:  # what the profile leaves, as the simulator's physics sizes it without the flag
-        plain = estimate(launch.model, launch.gpu, replace(s, num_gpu_blocks_override=None))
-        budget = plain.kv_cache_gib * GIB
+    budget = _budget(launch)
     blocks = int(budget // page) if budget > 0 else 0
     override = s.num_gpu_blocks_override
     checked = budget
@@ -77,3 +73,26 @@ def size(launch: Launch) -> Launch:
         peak_gib=peak, needed_kv_gib=need / GIB if outcome is Outcome.MAX_LEN_EXCEEDS_KV else None,
         suggested_max_model_len=tokens if outcome is Outcome.MAX_LEN_EXCEEDS_KV and rules.engine == "V0" else None,
         graph_capture_oom=outcome is Outcome.FITS and graphs > 0 and peak - graphs <= est.total_gib < peak))
+
+
+def _budget(launch: Launch) -> float:
+    """The KV bytes before any override: the flag's bytes, or what the profile leaves (the simulator's physics)."""
+    s = launch.settings
+    if s.kv_cache_memory_bytes:
+        return float(s.kv_cache_memory_bytes)
+    plain = estimate(launch.model, launch.gpu, replace(s, num_gpu_blocks_override=None))
+    return plain.kv_cache_gib * GIB
+
+
+def log_pins(launch: Launch) -> dict[str, object] | None:
+    """What the pod's log says of the flags (``startup_log.pinned_lines``): the bytes reserved, the override and the
+    block count it replaces, the free memory at startup; None without a flag."""
+    if not flag_sized(launch):
+        return None
+    s, res = launch.settings, launch.resolved
+    budget = _budget(launch)
+    page = kv_layout(launch.model, res).block_bytes
+    free = launch.gpu.total_gib - context_gib(launch.gpu, res.tp) - res.other_process_gib
+    return {"kv_cache_memory_bytes": s.kv_cache_memory_bytes, "num_gpu_blocks_override": s.num_gpu_blocks_override,
+            "profiled_blocks": int(budget // page) if budget > 0 else 0, "budget_gib": budget / GIB,
+            "free_gib": max(0.0, free)}

@@ -18,9 +18,11 @@ _SITE = "/usr/local/lib/python3.12/dist-packages/vllm"
 _FRAME = re.compile(r'File "[^"]+", line \d+, in \w+')
 # Where the OOM is raised, per engine and step (read from gpu_worker.py / worker.py of 0.6.6 and 0.8.5).
 _FRAMES = {
-    ("v1", "kv"): [("v1/worker/gpu_worker.py", 226, "initialize_from_config"),
-                   ("v1/worker/gpu_model_runner.py", 1689, "initialize_kv_cache"),
-                   ("v1/worker/gpu_model_runner.py", 1702, "initialize_kv_cache")],
+    # V1: initialize_kv_cache -> initialize_kv_cache_tensors -> _allocate_kv_cache_tensors' torch.zeros
+    # (v1/worker/gpu_model_runner.py@0.11.0).
+    ("v1", "kv"): [("v1/worker/gpu_model_runner.py", 3977, "initialize_kv_cache"),
+                   ("v1/worker/gpu_model_runner.py", 3893, "initialize_kv_cache_tensors"),
+                   ("v1/worker/gpu_model_runner.py", 3680, "_allocate_kv_cache_tensors")],
     ("v1", "graphs"): [("v1/worker/gpu_worker.py", 242, "compile_or_warm_up_model"),
                        ("v1/worker/gpu_model_runner.py", 1661, "capture_model"),
                        ("v1/worker/gpu_model_runner.py", 1676, "_dummy_run")],

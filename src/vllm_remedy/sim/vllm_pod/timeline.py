@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
 from vllm_remedy.sim.runtime import Exit, LogLine
-from vllm_remedy.sim.vllm_pod import overcommit
+from vllm_remedy.sim.vllm_pod import flag_sized, overcommit
 from vllm_remedy.sim.vllm_pod.launch import Launch, Refusal
 from vllm_remedy.vllm import dtype_support, model_len
 from vllm_remedy.vllm.log_formats import default_engine, parse_version
@@ -94,7 +94,7 @@ def render(launch: Launch, failure: Failure, started: datetime, detail: dict[str
         revision=launch.revision, utilization_set=_listed_utilization(launch),
         max_model_len_arg=launch.settings.max_model_len, long_len=_long_len(launch), typed=_typed(launch),
         runner_v2=res.runner_v2, free_at_start_gib=_free_at_start(launch),
-        derived_max_model_len=launch.model.max_model_len))
+        derived_max_model_len=launch.model.max_model_len, pinned=flag_sized.log_pins(launch)))
 
 
 def _free_at_start(launch: Launch) -> float:

@@ -41,6 +41,10 @@ class Estimate:
     # Every vLLM check passes, but the CUDA graphs, captured after the KV cache and outside the budget (before
     # 0.20), do not fit what is left on the card: the start dies in capture (Failure.CUDAGRAPH_CAPTURE_OOM).
     graph_capture_oom: bool = False
+    # Every vLLM check passes, but a flag-sized KV cache (--kv-cache-memory-bytes, --num-gpu-blocks-override) does not
+    # fit what weights, activation, non-torch memory and the context leave: nothing compares it with the card, so the
+    # start dies allocating it (Failure.KV_CACHE_ALLOCATION_OOM, ``pinned``).
+    kv_allocation_oom: bool = False
 
     @property
     def fits(self) -> bool:
@@ -49,8 +53,11 @@ class Estimate:
 
     @property
     def start(self) -> str:
-        """The start as a whole: ``outcome`` (vLLM's own checks), or ``cudagraph_capture_oom`` when they all pass and
-        the graphs then do not fit the card. What a script should read to know whether the pod will serve."""
+        """The start as a whole: ``outcome`` (vLLM's own checks), or ``kv_cache_allocation_oom`` /
+        ``cudagraph_capture_oom`` when they all pass and the flag-sized cache / the graphs then do not fit the card.
+        What a script should read to know whether the pod will serve."""
+        if self.kv_allocation_oom:
+            return "kv_cache_allocation_oom"
         return "cudagraph_capture_oom" if self.graph_capture_oom else self.outcome.value
 
     def to_json(self) -> dict[str, Any]:
@@ -120,6 +127,7 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
     if pin:
         peak = pinned.start_peak(other, context, weights, non_torch, activation, graphs, blocks, block_bytes)
     capture_oom = outcome is Outcome.FITS and outside > 0 and peak - outside <= total < peak
+    kv_oom = pin and outcome is Outcome.FITS and peak - outside > total  # allocated before any graph is captured
     needed = suggested = None
     if outcome is Outcome.MAX_LEN_EXCEEDS_KV:
         needed = layout.needed_bytes(max_len, res.mnbt, check_rule(r.version)) / GIB
@@ -154,6 +162,7 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
         needed_kv_gib=needed,
         suggested_max_model_len=suggested,
         graph_capture_oom=capture_oom,
+        kv_allocation_oom=kv_oom,
     )
 
 

@@ -128,3 +128,19 @@ def pinned_notes(s: Pins) -> list[str]:
         out.append(f"the KV cache is pinned at {s.num_gpu_blocks_override:,} blocks by --num-gpu-blocks-override "
                    f"(whatever the memory): no memory change moves it; change or remove that flag to size it")
     return out
+
+
+#: The flags and their ``EngineSettings`` fields.
+PIN_FIELDS = (("kv-cache-memory-bytes", "kv_cache_memory_bytes"),
+              ("num-gpu-blocks-override", "num_gpu_blocks_override"))
+#: Fields that lift the pin (back to the utilization budget), for ``dataclasses.replace``.
+UNPINNED = {name: None for _, name in PIN_FIELDS}
+UNPIN_NOTE = ("the flag-sized KV cache is planned without its flag, back to the --gpu-memory-utilization budget: vLLM "
+              "then sizes the cache to what its profile measures the card leaves (other processes, weights and "
+              "activations as they are at each start), and the budget's levers move it; a smaller pinned size would "
+              "be this tool's guess at that figure, inside the estimator's error, with every other lever still dead")
+
+
+def lifted(cur: Pins, new: Pins) -> tuple[str, ...]:
+    """The flags ``cur`` sets and ``new`` does not: a step unsets them."""
+    return tuple(flag for flag, name in PIN_FIELDS if getattr(cur, name) is not None and getattr(new, name) is None)

@@ -14,8 +14,9 @@ from vllm_remedy.vllm.startup_log.report import StartupReport
 _PHASES = (
     ("sampler_warmup", frozenset({"_dummy_sampler_run"})),
     ("cuda_graph_capture", frozenset({"capture_model", "_capture_cudagraphs", "capture"})),
-    # The cache's own allocation (V1 initialize_kv_cache, V0 cache_engine's _allocate_kv_cache): a budget the card
-    # cannot hold. No class of its own (unknown, as game day predicts it), but the stage is named.
+    # The cache's own allocation (V1 initialize_kv_cache -> _allocate_kv_cache_tensors' torch.zeros,
+    # v1/worker/gpu_model_runner.py@0.11.0; V0 cache_engine's _allocate_kv_cache): a cache the card cannot hold
+    # (Failure.KV_CACHE_ALLOCATION_OOM).
     ("kv_cache_allocation", frozenset({"initialize_kv_cache", "_allocate_kv_cache", "initialize_cache",
                                        "_allocate_kv_cache_tensors", "_reshape_kv_cache_tensors"})),
     ("profiling", frozenset({"profile_run", "_dummy_run", "determine_available_memory",

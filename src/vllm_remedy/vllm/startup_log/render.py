@@ -24,7 +24,7 @@ from vllm_remedy.vllm.log_formats import (
     templates_for,
 )
 from vllm_remedy.vllm.outcomes import Failure
-from vllm_remedy.vllm.startup_log import config_refusal, late
+from vllm_remedy.vllm.startup_log import config_refusal, late, pinned_lines
 
 _CYAN_OLD, _CYAN, _RESET = "\x1b[1;36m", "\x1b[0;36m", "\x1b[0;0m"
 _LEVEL_COLOUR = {"DEBUG": "\x1b[37m", "INFO": "\x1b[32m", "WARNING": "\x1b[33m", "ERROR": "\x1b[31m"}
@@ -116,7 +116,8 @@ def render_startup_log(version: str, *, model: str, tp_size: int = 1, weights_gi
                        revision: str | None = None, utilization_set: bool = True,
                        max_model_len_arg: int | None = 0, long_len: dict[str, Any] | None = None,
                        typed: dict[str, Any] | None = None, runner_v2: bool = False,
-                       free_at_start_gib: float | None = None, derived_max_model_len: int | None = None) -> str:
+                       free_at_start_gib: float | None = None, derived_max_model_len: int | None = None,
+                       pinned: dict[str, Any] | None = None) -> str:
     """A realistic log of one start of ``version`` that ends in ``failure``.
 
     Figures a version does not print are simply not in its log. ``failure_detail`` supplies the
@@ -134,7 +135,10 @@ def render_startup_log(version: str, *, model: str, tp_size: int = 1, weights_gi
     listed as vLLM lists them; the config line then shows the dtypes they resolve to. ``runner_v2``: the start runs
     Model Runner V2 (its own weights line and announcement). ``free_at_start_gib``: free memory at startup, for the
     advisory (INFO from 0.26). ``derived_max_model_len``: the model's own length, which auto-fit reduces from.
+    ``pinned``: a flag sizes the cache (``pinned_lines``: ``kv_cache_memory_bytes``, ``num_gpu_blocks_override``,
+    ``profiled_blocks``, ``budget_gib``, ``free_gib``); 0.34 then has no extensible cache and checks free memory again.
     """
+    pins = dict(pinned or {})
     ver = parse_version(version)
     if failure is Failure.ARGUMENT_REFUSED:  # argparse's usage error, before vLLM logs anything
         return config_refusal.argument_error(ver, dict(failure_detail or {}))
@@ -155,7 +159,7 @@ def render_startup_log(version: str, *, model: str, tp_size: int = 1, weights_gi
     }
     late.add_figures(figures, free_at_start_gib=free_at_start_gib)
     figures["kv_hint"] = late.kv_hint(gpu_memory_utilization)
-    after_warmup = eng == "v1" and late.extensible(version)
+    after_warmup = eng == "v1" and late.extensible(version) and not pins
     at_config = failure is Failure.MAX_LEN_EXCEEDS_MODEL  # before the engine (and its config line) exists
     # --max-model-len auto: the engine's config line shows the model's own length; auto-fit reduces it later
     # (config/model.py@0.30.0 takes the derived length for -1), in releases whose table has the auto-fit line.
@@ -169,7 +173,7 @@ def render_startup_log(version: str, *, model: str, tp_size: int = 1, weights_gi
         config_refusal.write_refusal(w, model, max_model_len, detail)
         return _text(w)
     if failure is Failure.FREE_MEMORY_BELOW_UTILIZATION:
-        if not late.free_memory_check(version):  # 0.34's extensible KV cache skips the check (utils.py@0.34.0)
+        if not late.free_memory_check(version) and not pins:  # 0.34 skips it with its extensible cache
             raise ValueError(f"vLLM {version} does not check free memory against the utilization at startup")
         return _fail_free_memory(w, figures, detail)
     if failure is Failure.WORLD_SIZE_EXCEEDS_GPUS:  # config time: nothing was loaded
@@ -193,8 +197,10 @@ def render_startup_log(version: str, *, model: str, tp_size: int = 1, weights_gi
         return _fail_oom(w, figures, detail, loading=True)
     _emit(w, "weights", figures, ranks=True)
     _emit(w, "profile", figures, ranks=True)
-    _emit(w, "kv_memory", {**figures, "kv_cache_gib": figures["kv_capacity_gib"]} if after_warmup else figures,
-          ranks=True)
+    if not pinned_lines.reserved(w, pins):
+        budget = figures["kv_capacity_gib"] if after_warmup else pins.get("budget_gib", figures["kv_cache_gib"])
+        _emit(w, "kv_memory", {**figures, "kv_cache_gib": budget}, ranks=True)
+    pinned_lines.override(w, pins, failure)
     if failure is Failure.NO_CACHE_BLOCKS:
         return _fail(w, failure, figures, _kv_frames(w))
     if failure is Failure.MAX_LEN_EXCEEDS_KV:
@@ -204,6 +210,8 @@ def render_startup_log(version: str, *, model: str, tp_size: int = 1, weights_gi
         late.auto_fit(w, figures, derived_max_model_len, after_warmup)
     for kind in ("blocks", "tokens", "concurrency") if not after_warmup else ():
         _emit(w, kind, figures)
+    if failure is Failure.KV_CACHE_ALLOCATION_OOM:  # sized and checked, then the cache's own torch.zeros fails
+        return _fail_oom(w, figures, detail, frames=pinned_lines.allocation_frames(w.engine))
     if failure is Failure.CUDAGRAPH_CAPTURE_OOM:
         _emit(w, "capture", figures, ranks=True)
         return _fail_oom(w, figures, detail, frames=[("v1/worker/gpu_worker.py", "compile_or_warm_up_model"),
@@ -385,7 +393,7 @@ def _fail_oom(w: _Writer, figures: dict[str, Any], detail: dict[str, Any], *, lo
         for tpl in templates_for("err_load_oom", w.v, w.engine):
             w.log("worker", fill(tpl, {}) + f" (original error: {fill(oom, values).split(': ', 1)[1]})",
                   level="ERROR", source=tpl.source)
-    elif frames is not None:  # a start that fails after the KV cache (graph capture)
+    elif frames is not None:  # a start that fails allocating the KV cache or after it (graph capture)
         w.log("engine", "EngineCore failed to start." if w.engine == "v1" else "Error in engine startup.",
               level="ERROR", source="core.py")
     else:
