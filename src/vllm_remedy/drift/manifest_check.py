@@ -211,8 +211,10 @@ def check_workload(workload: Workload, policy: Policy, now: float) -> Result:
                            check_known_good_unit(policy, observed), check_gpu_pinned(policy, observed),
                            check_enforce_eager(observed, now, policy.enforce_eager.max_duration.total_seconds()),
                            check_default_utilization(policy, server, settings)]
-    failed = failed_prediction(prediction) if prediction.estimate else None
-    if prediction.estimate is not None and failed is None:
+    # vLLM stops at argument parsing (exit 2): no engine starts, so no start or concurrency prediction is shown
+    parsing = any(f.check == "flags" and f.severity == ERROR for f in unknown)
+    failed = failed_prediction(prediction) if prediction.estimate and not parsing else None
+    if prediction.estimate is not None and failed is None and not parsing:
         checks.append(check_concurrency(policy, prediction))
     refusal = model_len.refusal(model, settings) if model is not None and settings is not None else None
     findings = [Finding("start", ERROR, _start_reason(prediction, failed, refusal), "")] if failed else []

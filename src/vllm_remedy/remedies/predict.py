@@ -19,7 +19,7 @@ from vllm_remedy.remedies.budget import spelling
 from vllm_remedy.remedies.budget.limits import margin_shortfall
 from vllm_remedy.vllm import catalog, dtype_support, model_len, resolved
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS, GpuSpec, ModelSpec
-from vllm_remedy.vllm.cmdline import find_server
+from vllm_remedy.vllm.cmdline import find_server, unrecognized
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate
 from vllm_remedy.vllm.memory.occurrences import overridden_refusal
 from vllm_remedy.vllm.memory.settings import KV_ESTIMATE_MARGIN
@@ -124,7 +124,9 @@ def predict_template(template: Mapping[str, Any], container: str | None = None,
         inputs.update(model_len.env_inputs(server.container))  # VLLM_ALLOW_LONG_MAX_MODEL_LEN in vLLM's process
         version = version_from_image(server.image)
         settings = EngineSettings.from_flags(flags, version, inputs)
-        if (earlier := overridden_refusal(server, flags, version, inputs)) is not None:  # vLLM stops there
+        earlier = overridden_refusal(server, flags, version, inputs) or next(  # or at a flag it does not have
+            (unrecognized.why(w, rules(version).label) for w in unrecognized.unrecognized(server, version)), None)
+        if earlier is not None:  # vLLM stops there
             return Prediction(card.product, None, earlier, refused=True)  # exit 2, as for a refused last value
         if (why := model_len.unknown(model, server.container, settings)) is not None:
             return Prediction(card.product, None, why)  # the refusal hangs on a value this tool cannot see
