@@ -21,6 +21,7 @@ from typing import Any
 
 from vllm_remedy import hub
 from vllm_remedy.commands import _engine_args as ea
+from vllm_remedy.commands.estimate import echo_inputs
 from vllm_remedy.envelope import dumps, envelope
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.gpus import affinity_products
@@ -140,6 +141,10 @@ def run(args: argparse.Namespace) -> int:
     if args.output == "json":
         data = plan.to_json()
         data["subject"] = {**data["subject"], "rules": rules(version).provenance}
+        # its inputs as given, as estimate's JSON echoes them: the manifest's flags as written with the typed ones
+        # over them, the version as typed (null: none; the manifest's or the log's then) and as every output prints it
+        data.update({**echo_inputs(args), "flags": {**found.flags, **typed}, "vllm_version": args.vllm_version,
+                     "vllm_version_label": rules(version).label})
         if respelled:  # vLLM stops at argument parsing as written: "current" is the planned reading of it
             data["current"] = {**data["current"], "as_written": Failure.ARGUMENT_REFUSED.value}
         print(dumps(envelope(plan.kind, data)))
