@@ -13,9 +13,10 @@ import yaml
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 
 
-def manifest(tmp_path, args: list[str], *, gpu: str = "NVIDIA-L40S", image: str = "vllm/vllm-openai:v0.11.0") -> str:
+def manifest(tmp_path, args: list[str], *, gpu: str = "NVIDIA-L40S", image: str = "vllm/vllm-openai:v0.11.0",
+             env: list[dict[str, str]] | None = None) -> str:
     container = {"name": "vllm", "image": image, "args": ["--model", LLAMA, *args],
-                 "resources": {"limits": {"nvidia.com/gpu": "1"}}}
+                 "resources": {"limits": {"nvidia.com/gpu": "1"}}, "env": env or []}
     doc = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "llm", "namespace": "default"},
            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "llm"}},
                     "template": {"metadata": {"labels": {"app": "llm"}},
@@ -70,3 +71,10 @@ def test_valid_spellings_are_not_refused(cli, tmp_path, args):
 def test_a_release_the_table_was_not_read_for_is_not_judged(cli, tmp_path, image):
     got = cli("check", "-f", manifest(tmp_path, ["--max-model-len", "4096", "--bogus-flag"], image=image))
     assert "it has no such flag" not in got.stdout, got.stdout
+
+
+def test_a_kubernetes_variable_in_args_is_judged_as_expanded(cli, tmp_path):
+    """``--max-model-len "$(MML)"`` with env MML=16Ki: Kubernetes hands vLLM 16Ki, which 0.11 refuses (M6)."""
+    got = cli("check", "-f", manifest(tmp_path, ["--max-model-len", "$(MML)"], env=[{"name": "MML", "value": "16Ki"}]))
+    assert got.returncode == 1, got.stdout
+    assert "refuses '16Ki' at argument parsing" in got.stdout and "is not an integer" not in got.stdout

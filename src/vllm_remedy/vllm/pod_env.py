@@ -109,7 +109,28 @@ def read(container: Mapping[str, Any], name: str, maps: ConfigMaps | None = None
     return EnvValue(name, value, f"the launch command changes it: {why}" if why else None)
 
 
+def expand_arg(container: Mapping[str, Any], text: str, maps: ConfigMaps | None = None) -> str:
+    """One ``command``/``args`` string as the process receives it: Kubernetes expands ``$(X)`` there from the
+    container's env too (``$$`` escapes, an undefined X stays as written). A reference to a variable this tool cannot
+    read (a Secret, a ConfigMap not among the manifests) leaves the text as written, as does an ``env`` Kubernetes
+    refuses."""
+    if "$" not in text or invalid(container) is not None:
+        return text
+    out, why = _expand(text, *_environment(container, maps or {}))
+    return text if why is not None or out is None else out
+
+
 def _from_spec(container: Mapping[str, Any], name: str, maps: ConfigMaps) -> tuple[str | None, str | None]:
+    known, opaque = _environment(container, maps)
+    if name in opaque:
+        return None, f"{name} {opaque[name]}"
+    if name not in known and "*" in opaque:
+        return None, f"{name}: {opaque['*']}"
+    return known.get(name), None
+
+
+def _environment(container: Mapping[str, Any], maps: ConfigMaps) -> tuple[dict[str, str], dict[str, str]]:
+    """(the variables whose values are read, the ones that cannot be with why; ``*``: envFrom that may set any)."""
     known: dict[str, str] = {}
     opaque: dict[str, str] = {}  # variables whose value this tool cannot see, with why
     for source in container.get("envFrom") or []:
@@ -140,11 +161,7 @@ def _from_spec(container: Mapping[str, Any], name: str, maps: ConfigMaps) -> tup
             known.pop(key, None)
         else:  # an optional key its ConfigMap lacks: Kubernetes leaves the variable out
             known.pop(key, None)
-    if name in opaque:
-        return None, f"{name} {opaque[name]}"
-    if name not in known and "*" in opaque:
-        return None, f"{name}: {opaque['*']}"
-    return known.get(name), None
+    return known, opaque
 
 
 def _value_from(ref: Any, maps: ConfigMaps) -> tuple[str | None, str | None]:
