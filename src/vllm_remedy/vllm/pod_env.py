@@ -41,7 +41,8 @@ def config_maps(docs: list[Any], namespace: str, default: str = "default") -> di
                 meta = d.get("metadata") or {}
                 if str(meta.get("namespace") or default) != namespace:
                     continue
-                out[str(meta.get("name") or "")] = {str(k): str(v) for k, v in (d.get("data") or {}).items()}
+                out[str(meta.get("name") or "")] = {str(k): "" if v is None else str(v)  # null: "" (argv_shape)
+                                                    for k, v in (d.get("data") or {}).items()}
     return out
 
 
@@ -91,7 +92,7 @@ def config_map_problem(doc: Any) -> str | None:
     if not isinstance(data, Mapping):
         return f"{name}: data is {kind_of(data)}, not a map of strings, so Kubernetes refuses it"
     for key, value in data.items():
-        if not isinstance(value, str):
+        if value is not None and not isinstance(value, str):  # null decodes as "" (Go's JSON rules, argv_shape)
             return (f"{name}: data.{key}: value {value!r} is {kind_of(value)}, not a string, so Kubernetes refuses it "
                     "(data is map[string]string: quote the value as you meant it)")
     return None

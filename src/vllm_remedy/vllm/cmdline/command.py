@@ -93,7 +93,7 @@ def _strings(value: Any) -> list[str] | None:
         return []
     if not isinstance(value, list):
         return None
-    return [v if isinstance(v, str) else str(v) for v in value]
+    return ["" if v is None else v if isinstance(v, str) else str(v) for v in value]  # null: "" (argv_shape)
 
 
 def _shell_script_index(values: list[str]) -> int | None:
