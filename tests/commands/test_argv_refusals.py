@@ -6,6 +6,7 @@ for — never a valid spelling (alias, ``--no-`` form, underscores, a dotted key
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import yaml
@@ -78,3 +79,12 @@ def test_a_kubernetes_variable_in_args_is_judged_as_expanded(cli, tmp_path):
     got = cli("check", "-f", manifest(tmp_path, ["--max-model-len", "$(MML)"], env=[{"name": "MML", "value": "16Ki"}]))
     assert got.returncode == 1, got.stdout
     assert "refuses '16Ki' at argument parsing" in got.stdout and "is not an integer" not in got.stdout
+
+
+def test_drifts_prediction_is_an_argument_refusal_for_a_flag_the_release_lacks(tmp_path):
+    from vllm_remedy.remedies.predict import predict_template
+
+    doc = yaml.safe_load(Path(manifest(tmp_path, ["--max-model-len", "4096", "--bogus-flag"])).read_text())
+    got = predict_template(doc["spec"]["template"], None)
+    assert got.estimate is None and got.refused, got
+    assert got.note.startswith("vLLM 0.11.0 refuses --bogus-flag at argument parsing: it has no such flag"), got.note
