@@ -35,6 +35,8 @@ def test_check_shows_no_prediction_beside_an_argument_refusal(cli, tmp_path):
     assert got.returncode == 1, got.stdout + got.stderr
     assert "exit 2: the pod never starts" in got.stdout
     assert "concurrency [error]" not in got.stdout and "start [error]" not in got.stdout, got.stdout
+    item = json.loads(cli("check", "-f", manifest(tmp_path, DUP, gpu="NVIDIA-L4"), "-o", "json").stdout)["items"][0]
+    assert (item["prediction"]["outcome"], item["prediction"]["estimate"]) == ("argument_refused", None), item
 
 
 def test_plan_current_says_argument_refused(cli, tmp_path):

@@ -212,9 +212,11 @@ def check_workload(workload: Workload, policy: Policy, now: float) -> Result:
                            check_enforce_eager(observed, now, policy.enforce_eager.max_duration.total_seconds()),
                            check_default_utilization(policy, server, settings)]
     # vLLM stops at argument parsing (exit 2): no engine starts, so no start or concurrency prediction is shown
-    parsing = any(f.check == "flags" and f.severity == ERROR for f in unknown)
-    failed = failed_prediction(prediction) if prediction.estimate and not parsing else None
-    if prediction.estimate is not None and failed is None and not parsing:
+    parsing = [f.reason for f in unknown if f.check == "flags" and f.severity == ERROR]
+    if parsing:  # its figures are the planned reading's, which the fix plans with: none is the pod's own
+        prediction = Prediction(prediction.gpu, None, "; ".join(parsing), rules=prediction.rules, refused=True)
+    failed = failed_prediction(prediction) if prediction.estimate else None
+    if prediction.estimate is not None and failed is None:
         checks.append(check_concurrency(policy, prediction))
     refusal = model_len.refusal(model, settings) if model is not None and settings is not None else None
     findings = [Finding("start", ERROR, _start_reason(prediction, failed, refusal), "")] if failed else []

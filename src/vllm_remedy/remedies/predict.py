@@ -23,7 +23,7 @@ from vllm_remedy.vllm.cmdline import find_server, unrecognized
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate
 from vllm_remedy.vllm.memory.occurrences import overridden_refusal
 from vllm_remedy.vllm.memory.settings import KV_ESTIMATE_MARGIN
-from vllm_remedy.vllm.outcomes import NOT_SIZED, Outcome, sized, sized_json
+from vllm_remedy.vllm.outcomes import NOT_SIZED, Failure, Outcome, sized, sized_json
 from vllm_remedy.vllm.parallel import group_flags
 from vllm_remedy.vllm.versions import rules, version_from_image
 
@@ -46,8 +46,11 @@ class Prediction:
     @property
     def outcome(self) -> str:
         """The predicted start (``Estimate.start``: a graph-capture OOM after vLLM's checks pass is named, not called
-        ``fits``), ``unknown`` without an estimate, so JSON always carries a string."""
-        return self.estimate.start if self.estimate else "unknown"
+        ``fits``), ``argument_refused`` when vLLM's parser stops it, ``unknown`` without an estimate otherwise, so JSON
+        always carries a string."""
+        if self.estimate is None:
+            return Failure.ARGUMENT_REFUSED.value if self.refused else "unknown"
+        return self.estimate.start
 
     def line(self) -> str:
         """One line for the operator, e.g. ``prediction on NVIDIA-L40S: fits — 197,840 KV tokens, ...``."""

@@ -18,6 +18,7 @@ from vllm_remedy.vllm.cmdline import parse, shell
 from vllm_remedy.vllm.cmdline.argv_shape import argv_problem
 from vllm_remedy.vllm.cmdline.edit import edit_container
 from vllm_remedy.vllm.cmdline.flags import Kind, resolve
+from vllm_remedy.vllm.cmdline.kubelet_env import expand_arg
 from vllm_remedy.vllm.cmdline.parse import Entrypoint, Option, Token
 
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash", "ksh"})
@@ -287,21 +288,13 @@ def _analyse(container: Mapping[str, Any]) -> ServerCommand | None:
             model = model if model_token else opt.value
         else:
             flags[opt.name] = opt.value
-    flags = {k: _kubelet(container, v) for k, v in flags.items()}  # what vLLM reads; the tokens stay as written
+    flags = {k: expand_arg(container, v) for k, v in flags.items()}  # what vLLM reads; the tokens stay as written
     return ServerCommand(
         container_name=str(container.get("name", "")), image=str(container.get("image", "")),
         entrypoint=entry.label, model=model, flags=flags, container=copy.deepcopy(dict(container)),
         options=options, model_token=model_token, anchor=anchor, script=script,
         end_of_options=next((t for t in rest if t.value == "--"), None),
     )
-
-
-def _kubelet(container: Mapping[str, Any], value: str) -> str:
-    """``$(VAR)`` in a flag's value as Kubernetes expands it from the container's env before vLLM starts
-    (``pod_env.expand_arg``; imported here, as pod_env reads the launch command through this package)."""
-    from vllm_remedy.vllm.pod_env import expand_arg
-
-    return expand_arg(container, value)
 
 
 def _vllm_without_argv(container: Mapping[str, Any]) -> bool:
