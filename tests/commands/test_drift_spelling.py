@@ -29,6 +29,8 @@ def test_a_refused_spelling_is_drift_whose_fix_writes_the_literal(rehearsal: Reh
     assert checks["prediction"]["status"] == "drift" and checks["prediction"]["detail"].startswith(
         "predicted to fail: vLLM refuses the start at argument parsing (exit 2): max-model-len: vLLM 0.8.5 refuses "
         "'16Ki'"), checks["prediction"]
+    assert checks["max-model-len"]["status"] == "drift", checks["max-model-len"]  # not "ok" as written (review 4, M4)
     human = cli("drift", "-i", inventory(tmp_path, rehearsal.kubeconfig, policy(tmp_path))).stdout.splitlines()
+    assert not any("ok max-model-len" in line for line in human), human
     # the rehearsal pod refused it as vLLM does (exit 2), and the crash loop's log is classified so
     assert any("(last exit 2, Error); startup log: argument_refused" in line for line in human), human

@@ -99,4 +99,6 @@ def test_a_config_map_with_non_string_data_is_refused():
                                                "Kubernetes refuses it (data is map[string]string: quote the value as "
                                                "you meant it)")
     assert pod_env.config_map_problem({**doc, "data": {X: "1"}}) is None
+    assert pod_env.config_map_problem({**doc, "data": {X: None}}) is None  # null decodes as "" (review 4, L2)
+    assert pod_env.config_maps([{**doc, "data": {X: None}}], "default").popitem()[1] == {X: ""}
     assert pod_env.config_map_problem({"kind": "Secret", "data": {X: 1}}) is None

@@ -23,6 +23,7 @@ from vllm_remedy.errors import UserError
 from vllm_remedy.vllm import manifest, pod_shape
 from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, canonical_key, find_server, ranges
 from vllm_remedy.vllm.cmdline.flags import KNOWN, is_boolean
+from vllm_remedy.vllm.cmdline.values import parse_float, vllm_int
 from vllm_remedy.vllm.manifest_text import ManifestText
 from vllm_remedy.vllm.memory.settings import EngineSettings
 from vllm_remedy.vllm.versions import version_from_image
@@ -140,6 +141,15 @@ def _validate(changes: dict[str, str], servers: list[ServerCommand]) -> None:
             raise UserError(f"--set {key}={value}: {name}: {wrong}")
 
 
+def _unspaced(key: str, value: str) -> str:
+    """A number with spaces around it (``--set max-model-len= 16384``), written without them: vLLM's ``int``,
+    ``float`` and ``human_readable_int`` types strip them, so it is the same number. Any other value keeps its
+    spaces, which vLLM keeps too (a name, a path), and ``_validate`` refuses them as a likely slip."""
+    text, name = value.strip(), canonical_key(key)
+    numeric = vllm_int(text, name) is not None or parse_float(text) is not None
+    return text if numeric and text and not _PLACEHOLDER.search(value) and not is_boolean(name) else value
+
+
 def run(args: argparse.Namespace) -> int:
     """Show or set; every edit is validated before any output, so bad input prints nothing but the error."""
     source = "<stdin>" if args.file == "-" else args.file
@@ -147,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
     servers = _servers(stream.documents, source, args.container)
     if args.action == "show":
         return _show(servers, args.output)
-    changes = _pairs(args.set)
+    changes = {key: _unspaced(key, value) for key, value in _pairs(args.set).items()}
     _validate(changes, [server for *_rest, server in servers])
     edited = [(spec, server, server.edit(set=changes, unset=args.unset)) for _i, _w, _p, spec, server in servers]
     for spec, server, new in edited:  # all edits validated first: a bad key changes nothing

@@ -21,6 +21,7 @@ from typing import Any
 
 from vllm_remedy import hub
 from vllm_remedy.commands import _engine_args as ea
+from vllm_remedy.commands.estimate import echo_inputs
 from vllm_remedy.envelope import dumps, envelope
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.gpus import affinity_products
@@ -140,9 +141,15 @@ def run(args: argparse.Namespace) -> int:
     if args.output == "json":
         data = plan.to_json()
         data["subject"] = {**data["subject"], "rules": rules(version).provenance}
+        # its inputs as given, as estimate's JSON echoes them: the manifest's flags as written with the typed ones
+        # over them, the version as typed (null: none; the manifest's or the log's then) and as every output prints it
+        data.update({**echo_inputs(args), "flags": {**found.flags, **typed}, "vllm_version": args.vllm_version,
+                     "vllm_version_label": rules(version).label})
+        if respelled:  # vLLM stops at argument parsing as written: "current" is the planned reading of it
+            data["current"] = {**data["current"], "as_written": Failure.ARGUMENT_REFUSED.value}
         print(dumps(envelope(plan.kind, data)))
     else:
-        print(render(plan, rules(version).label))
+        print(render(plan, rules(version).label, refused=bool(respelled)))
     return exit_code(plan)
 
 
@@ -248,8 +255,12 @@ def _inputs(server: ServerCommand, spec: Mapping[str, Any], where: str,
     return found
 
 
-def _current(cur: Estimate) -> str:
-    """The current prediction in one line; a start vLLM refuses at config time has no KV cache or peak to show."""
+def _current(cur: Estimate, refused: bool = False) -> str:
+    """The current prediction in one line; a start vLLM refuses at config time has no KV cache or peak to show, and
+    one it refuses at argument parsing (``refused``) never reaches the engine: its figures are the planned reading's."""
+    if refused:
+        return (f"{Failure.ARGUMENT_REFUSED.value} — vLLM's argument parser stops the start as written (exit 2), "
+                "nothing is loaded")
     if not sized(cur.outcome):
         return f"{cur.start} at max-model-len {cur.max_model_len:,} — {NOT_SIZED}, nothing is loaded"
     if not has_cache(cur.outcome):  # stopped before a KV cache exists: no KV or concurrency figures
@@ -259,13 +270,14 @@ def _current(cur: Estimate) -> str:
             f"{cur.max_model_len:,} tokens, peak {cur.peak_gib:.2f} of {cur.total_gib:.2f} GiB")
 
 
-def render(plan: Plan, version: str) -> str:
-    """Human view: subject, problem, current prediction, the ladder as a table, notes, verdict."""
+def render(plan: Plan, version: str, refused: bool = False) -> str:
+    """Human view: subject, problem, current prediction (``refused``: as written, vLLM's parser stops it), the
+    ladder as a table, notes, verdict."""
     cur, sub = plan.current, plan.subject
     lines = [
         f"BudgetPlan: {sub['model']} on {sub['gpu']} ({cur.total_gib:.2f} GiB), vLLM {version}",
         f"problem:  {plan.problem}",
-        f"current:  {_current(cur)}",
+        f"current:  {_current(cur, refused)}",
         f"target:   {sub['targetConcurrency']:g} concurrent requests (max concurrency ≥ "
         f"{sub['requiredConcurrency']:.2f}x)",
     ]

@@ -368,7 +368,11 @@ def run_checks(deployment: Mapping[str, Any], policy: Policy, now: float, contai
         kind = str(deployment.get("kind") or "deployment").lower()  # a namespace host's StatefulSet, LWS, ...
         raise UserError(f"{kind} {meta.get('namespace')}/{meta.get('name')}: {exc}") from exc
     prediction = predict(deployment, policy, container)
-    checks: tuple[Check, ...] = (check_max_model_len(policy, server), check_flag_bounds(policy, server),
+    length = check_max_model_len(policy, server)
+    if prediction.refused and "max-model-len" in prediction.note and length.status == PASS:  # not ok as written
+        length = Check("max-model-len", DRIFT, f"--max-model-len {server.flags.get('max-model-len')}: vLLM's "
+                       "argument parser refuses the start as written (exit 2, see prediction)")
+    checks: tuple[Check, ...] = (length, check_flag_bounds(policy, server),
                                  check_known_good_unit(policy, observed), check_gpu_pinned(policy, observed),
                                  check_enforce_eager(observed, now, policy.enforce_eager.max_duration.total_seconds()),
                                  check_concurrency(policy, prediction), *check_model_max_len(prediction),

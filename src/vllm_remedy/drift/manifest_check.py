@@ -211,6 +211,10 @@ def check_workload(workload: Workload, policy: Policy, now: float) -> Result:
                            check_known_good_unit(policy, observed), check_gpu_pinned(policy, observed),
                            check_enforce_eager(observed, now, policy.enforce_eager.max_duration.total_seconds()),
                            check_default_utilization(policy, server, settings)]
+    # vLLM stops at argument parsing (exit 2): no engine starts, so no start or concurrency prediction is shown
+    parsing = [f.reason for f in unknown if f.check == "flags" and f.severity == ERROR]
+    if parsing:  # its figures are the planned reading's, which the fix plans with: none is the pod's own
+        prediction = Prediction(prediction.gpu, None, "; ".join(parsing), rules=prediction.rules, refused=True)
     failed = failed_prediction(prediction) if prediction.estimate else None
     if prediction.estimate is not None and failed is None:
         checks.append(check_concurrency(policy, prediction))

@@ -19,11 +19,11 @@ from vllm_remedy.remedies.budget import spelling
 from vllm_remedy.remedies.budget.limits import margin_shortfall
 from vllm_remedy.vllm import catalog, dtype_support, model_len, resolved
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS, GpuSpec, ModelSpec
-from vllm_remedy.vllm.cmdline import find_server
+from vllm_remedy.vllm.cmdline import find_server, unrecognized
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate
 from vllm_remedy.vllm.memory.occurrences import overridden_refusal
 from vllm_remedy.vllm.memory.settings import KV_ESTIMATE_MARGIN
-from vllm_remedy.vllm.outcomes import Outcome, has_cache, no_cache, sized_json
+from vllm_remedy.vllm.outcomes import Failure, Outcome, has_cache, no_cache, sized_json
 from vllm_remedy.vllm.parallel import group_flags
 from vllm_remedy.vllm.versions import rules, version_from_image
 
@@ -46,8 +46,11 @@ class Prediction:
     @property
     def outcome(self) -> str:
         """The predicted start (``Estimate.start``: a graph-capture OOM after vLLM's checks pass is named, not called
-        ``fits``), ``unknown`` without an estimate, so JSON always carries a string."""
-        return self.estimate.start if self.estimate else "unknown"
+        ``fits``), ``argument_refused`` when vLLM's parser stops it, ``unknown`` without an estimate otherwise, so JSON
+        always carries a string."""
+        if self.estimate is None:
+            return Failure.ARGUMENT_REFUSED.value if self.refused else "unknown"
+        return self.estimate.start
 
     def line(self) -> str:
         """One line for the operator, e.g. ``prediction on NVIDIA-L40S: fits — 197,840 KV tokens, ...``."""
@@ -124,7 +127,9 @@ def predict_template(template: Mapping[str, Any], container: str | None = None,
         inputs.update(model_len.env_inputs(server.container))  # VLLM_ALLOW_LONG_MAX_MODEL_LEN in vLLM's process
         version = version_from_image(server.image)
         settings = EngineSettings.from_flags(flags, version, inputs)
-        if (earlier := overridden_refusal(server, flags, version, inputs)) is not None:  # vLLM stops there
+        earlier = overridden_refusal(server, flags, version, inputs) or next(  # or at a flag it does not have
+            (unrecognized.why(w, rules(version).label) for w in unrecognized.unrecognized(server, version)), None)
+        if earlier is not None:  # vLLM stops there
             return Prediction(card.product, None, earlier, refused=True)  # exit 2, as for a refused last value
         if (why := model_len.unknown(model, server.container, settings)) is not None:
             return Prediction(card.product, None, why)  # the refusal hangs on a value this tool cannot see

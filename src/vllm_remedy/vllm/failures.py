@@ -132,8 +132,9 @@ _CLASSES = (
         error_kind="err_dtype"),
     FailureClass(  # argparse refuses a flag's value before vLLM starts anything (vllm.cmdline.values)
         Failure.ARGUMENT_REFUSED, "vLLM's argument parser refused a flag's value (exit 2, before anything starts)",
-        step=1, hint="roll back to the last known-good revision, then write the flag's value in a spelling this "
-                     "release's parser takes (a plain integer always is)",
+        step=1, hint="roll back to the last known-good revision, then correct the flag the error names: a value "
+                     "this release's parser takes (a plain integer always is for a number; one of the listed "
+                     "choices), or remove or correct a flag this release does not have",
         precise_hint="roll back to the last known-good revision, then write {flag} as a plain integer: this release "
                      "reads it as {type_name} and refused '{value}'",
         error_kind="err_argument"),

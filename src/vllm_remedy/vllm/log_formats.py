@@ -263,6 +263,17 @@ TEMPLATES: tuple[Template, ...] = (
     Template("err_argument", "error: argument {flag:s}: Decimals are not allowed with binary suffixes like "
              "{suffix:s}. Did you mean to use {suggested:s} instead?", since=v("0.8.4"), level="ERROR",
              source="argparse", render=False),
+    # argparse's other refusals (CPython's argparse.py, the same words since 3.8): a value outside ``choices=``
+    # (``%(value)r``, the choices as reprs joined by ", "), a flag without its value, a value on a store_true flag
+    # (``--enable-lora=true``), and a flag the release does not define at all.
+    Template("err_argument", "error: argument {flag:s}: invalid choice: '{value:s}' (choose from {choices:s})",
+             level="ERROR", source="argparse", render=False),
+    Template("err_argument", "error: argument {flag:s}: expected one argument", level="ERROR", source="argparse",
+             render=False),
+    Template("err_argument", "error: argument {flag:s}: ignored explicit argument '{value:s}'", level="ERROR",
+             source="argparse", render=False),
+    Template("err_argument", "error: unrecognized arguments: {unrecognized:rest}", level="ERROR",
+             source="argparse", render=False),
     # --- server up ------------------------------------------------------------------------------
     Template("up", "Starting vLLM API server on http://{host:s}:{port:d}", since=v("0.7.3"), until=v("0.9.1"),
              source="api_server.py"),
@@ -298,8 +309,8 @@ UP_MARKERS = ("Application startup complete", "Uvicorn running on", "Starting vL
 
 _NUM = r"-?\d[\d,]*(?:\.\d+)?"
 # Non-numeric specs; ``cc`` a compute capability as torch prints it ("7.5"), kept as text.
-_PATTERNS = {"s": ".+?", "dev": r"\b[A-Z]{2,}(?: \+ host)?", "cc": r"\d+\.\d+"}
-TEXT_SPECS = ("s", "dev", "cc")
+_PATTERNS = {"s": ".+?", "rest": r"[^\n]+", "dev": r"\b[A-Z]{2,}(?: \+ host)?", "cc": r"\d+\.\d+"}
+TEXT_SPECS = ("s", "rest", "dev", "cc")
 _FIELD = re.compile(r"\{(\w+)(?::([^}]*))?\}")
 
 

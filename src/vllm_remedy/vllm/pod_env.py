@@ -8,7 +8,6 @@ be read here: the result then says which variable and why instead of guessing "u
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -16,8 +15,11 @@ from typing import Any
 from vllm_remedy.errors import UserError
 from vllm_remedy.vllm.cmdline import env as launch
 from vllm_remedy.vllm.cmdline.argv_shape import kind_of
+from vllm_remedy.vllm.cmdline.kubelet_env import environment as _environment
+from vllm_remedy.vllm.cmdline.kubelet_env import expand_arg
 
-_REFERENCE = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
+__all__ = ["ConfigMaps", "EnvValue", "config_map_problem", "config_maps", "expand_arg", "invalid", "read"]
+
 ConfigMaps = Mapping[str, Mapping[str, str]]  # ConfigMap name -> its data, from the manifests checked
 
 
@@ -41,7 +43,8 @@ def config_maps(docs: list[Any], namespace: str, default: str = "default") -> di
                 meta = d.get("metadata") or {}
                 if str(meta.get("namespace") or default) != namespace:
                     continue
-                out[str(meta.get("name") or "")] = {str(k): str(v) for k, v in (d.get("data") or {}).items()}
+                out[str(meta.get("name") or "")] = {str(k): "" if v is None else str(v)  # null: "" (argv_shape)
+                                                    for k, v in (d.get("data") or {}).items()}
     return out
 
 
@@ -91,7 +94,7 @@ def config_map_problem(doc: Any) -> str | None:
     if not isinstance(data, Mapping):
         return f"{name}: data is {kind_of(data)}, not a map of strings, so Kubernetes refuses it"
     for key, value in data.items():
-        if not isinstance(value, str):
+        if value is not None and not isinstance(value, str):  # null decodes as "" (Go's JSON rules, argv_shape)
             return (f"{name}: data.{key}: value {value!r} is {kind_of(value)}, not a string, so Kubernetes refuses it "
                     "(data is map[string]string: quote the value as you meant it)")
     return None
@@ -110,74 +113,9 @@ def read(container: Mapping[str, Any], name: str, maps: ConfigMaps | None = None
 
 
 def _from_spec(container: Mapping[str, Any], name: str, maps: ConfigMaps) -> tuple[str | None, str | None]:
-    known: dict[str, str] = {}
-    opaque: dict[str, str] = {}  # variables whose value this tool cannot see, with why
-    for source in container.get("envFrom") or []:
-        if not isinstance(source, Mapping):
-            continue
-        prefix = str(source.get("prefix") or "")
-        ref = source.get("configMapRef")
-        if isinstance(ref, Mapping) and str(ref.get("name")) in maps:
-            known.update({prefix + k: v for k, v in maps[str(ref.get("name"))].items()})
-            opaque = {k: v for k, v in opaque.items() if k not in known}
-            continue
-        what = (f"ConfigMap {ref.get('name')}, which is not among the manifests checked" if isinstance(ref, Mapping)
-                else f"Secret {(source.get('secretRef') or {}).get('name')}, whose values are not read")
-        opaque["*"] = f"envFrom {what} may set it"
-    for entry in container.get("env") or []:
-        if not isinstance(entry, Mapping) or "name" not in entry:
-            continue
-        key = str(entry["name"])
-        if "valueFrom" in entry:
-            got, why = _value_from(entry["valueFrom"], maps)
-        else:
-            got, why = _expand(entry.get("value") or "", known, opaque)  # null or absent: the empty string
-        if why is None and got is not None:
-            known[key] = got
-            opaque.pop(key, None)
-        elif why is not None:
-            opaque[key] = why
-            known.pop(key, None)
-        else:  # an optional key its ConfigMap lacks: Kubernetes leaves the variable out
-            known.pop(key, None)
+    known, opaque = _environment(container, maps)
     if name in opaque:
         return None, f"{name} {opaque[name]}"
     if name not in known and "*" in opaque:
         return None, f"{name}: {opaque['*']}"
     return known.get(name), None
-
-
-def _value_from(ref: Any, maps: ConfigMaps) -> tuple[str | None, str | None]:
-    if not isinstance(ref, Mapping):
-        return None, "has a valueFrom this tool cannot read"
-    cm = ref.get("configMapKeyRef")
-    if isinstance(cm, Mapping):
-        data = maps.get(str(cm.get("name")))
-        if data is None:
-            return None, (f"comes from ConfigMap {cm.get('name')} (key {cm.get('key')}), which is not among the "
-                          "manifests checked")
-        if str(cm.get("key")) in data:
-            return data[str(cm.get("key"))], None
-        lacks = f"names key {cm.get('key')}, which ConfigMap {cm.get('name')} lacks"
-        return None, None if cm.get("optional") else lacks
-    kind = next(iter(ref), "valueFrom")
-    return None, f"comes from a {kind}, whose value is not in the manifests"
-
-
-def _expand(value: str, known: Mapping[str, str], opaque: Mapping[str, str]) -> tuple[str | None, str | None]:
-    """Kubernetes' ``$(X)`` expansion from the variables defined before (``$$`` escapes); an undefined X stays as
-    written, unless it may come from a source this tool cannot read."""
-    problem: list[str] = []
-
-    def swap(m: re.Match[str]) -> str:
-        if m.group(0) == "$$":
-            return "$"
-        ref = m.group(1)
-        if ref in known:
-            return known[ref]
-        if ref in opaque or "*" in opaque:
-            problem.append(f"expands $({ref}), which {opaque.get(ref) or opaque['*']}")
-        return m.group(0)
-
-    out = _REFERENCE.sub(swap, value)
-    return (None, problem[0]) if problem else (out, None)

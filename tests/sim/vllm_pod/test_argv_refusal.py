@@ -69,3 +69,27 @@ def test_the_reader_is_the_rehearsals_own():
     with open(argv.__file__, encoding="utf-8") as fh:
         imports = [line for line in fh if line.startswith(("import ", "from "))]
     assert not [line for line in imports if "vllm_remedy" in line], imports
+
+
+@pytest.mark.parametrize(("tag", "args", "error"), [  # review 4, H4: every occurrence is checked, not the last
+    ("v0.11.0", ["--kv-cache-dtype", "fp9", "--kv-cache-dtype", "auto"],
+     "argument --kv-cache-dtype: invalid choice: 'fp9' (choose from 'auto', 'bfloat16', 'fp8', 'fp8_e4m3', "
+     "'fp8_e5m2', 'fp8_inc', 'fp8_ds_mla')"),
+    ("v0.8.5", ["--dtype", "fp16", "--dtype", "half"],
+     "argument --dtype: invalid choice: 'fp16' (choose from 'auto', 'half', 'float16', 'bfloat16', 'float', "
+     "'float32')"),
+    ("v0.8.5", ["--kv-cache-dtype=fp8_inc"],
+     "argument --kv-cache-dtype: invalid choice: 'fp8_inc' (choose from 'auto', 'fp8', 'fp8_e5m2', 'fp8_e4m3')"),
+])
+def test_argparse_checks_choices_at_every_occurrence(tag, args, error):
+    got = judge(tag, *args)
+    assert isinstance(got, Refusal) and got.stage == "argparse", got
+    run = timeline.plan_refusal(got, datetime(2026, 1, 1))
+    assert run.exit is not None and run.exit.code == 2
+    assert run.exit.log[-1] == f"vllm serve: error: {error}"
+
+
+@pytest.mark.parametrize(("tag", "args"), [("v0.11.0", ["--kv-cache-dtype", "fp8", "--dtype", "bfloat16"]),
+                                           ("v0.8.5", ["--kv-cache-dtype", "fp8_e5m2", "--dtype", "half"])])
+def test_allowed_choices_start(tag, args):
+    assert isinstance(judge(tag, *args), Launch)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.remedies.plan import Plan, Step
-from vllm_remedy.vllm.cmdline import ServerCommand
+from vllm_remedy.vllm.cmdline import ServerCommand, canonical_key, unrecognized
 from vllm_remedy.vllm.cmdline.values import vllm_int
 from vllm_remedy.vllm.memory import EngineSettings
 from vllm_remedy.vllm.memory.occurrences import refused_overrides
@@ -37,9 +37,12 @@ class Respelled:
     typed: str
     literal: str | None
     why: str
+    unknown: bool = False  # a flag the release does not have: planned without it, and the fix removes or corrects it
 
     def phrase(self) -> str:
         """The problem: the refusal, and what is planned instead."""
+        if self.unknown:
+            return f"{self.why} (exit 2: the pod never starts); remove or correct it (planned without it)"
         planned = (f"planned as {self.literal}, which every step writes" if self.literal is not None else
                    f"planned as unset: every step writes an explicit --{self.flag}")
         return f"{self.why} (exit 2: the pod never starts); {planned}"
@@ -97,9 +100,13 @@ def overridden(server: ServerCommand, flags: Mapping[str, str], version: str | N
                replaced: Collection[str] = ()) -> list[Respelled]:
     """An overridden occurrence the release refuses (``memory.occurrences``: vLLM types every occurrence): the start
     stops there although a later one would win, so it is planned with the kept value, which every step writes once
-    (an edit collapses a flag's duplicates to one)."""
-    return [Respelled(flag, value, flags[flag], why)
-            for flag, value, why in refused_overrides(server, flags, version, None, replaced)]
+    (an edit collapses a flag's duplicates to one). Then each flag the release certainly does not have
+    (``cmdline.unrecognized``): planned without it, which every step writes."""
+    found = [Respelled(flag, value, flags[flag], why)
+             for flag, value, why in refused_overrides(server, flags, version, None, replaced)]
+    label = rules(version).label
+    return found + [Respelled(canonical_key(w.split()[0]), w, None, unrecognized.why(w, label), unknown=True)
+                    for w in unrecognized.unrecognized(server, version) if canonical_key(w.split()[0]) not in replaced]
 
 
 def apply(plan: Plan, found: list[Respelled], version: str | None) -> Plan:
@@ -116,8 +123,10 @@ def apply(plan: Plan, found: list[Respelled], version: str | None) -> Plan:
     verdict = plan.verdict
     if verdict == "no_change_needed":
         label = rules(version).label
-        steps = (Step(rank=1, lever="spelling", reason=f"write the value as vLLM {label} parses it; nothing else "
-                      "changes", prediction=plan.current, set=literals, unset=unset),)
+        reason = (f"remove the flags vLLM {label} does not have, or correct their spelling; nothing else changes"
+                  if all(r.unknown for r in found) else f"write the value as vLLM {label} parses it; nothing else "
+                  "changes")
+        steps = (Step(rank=1, lever="spelling", reason=reason, prediction=plan.current, set=literals, unset=unset),)
         verdict = "change"
     before = "" if plan.problem.startswith("none:") else f"; {plan.problem}"
     notes = (*(r.note() for r in found), *plan.notes)

@@ -32,6 +32,24 @@ TERA_SINCE: Version = (0, 13, 0)
 INT_FLAGS = frozenset({"max-model-len", "max-num-batched-tokens", "max-num-seqs", "tensor-parallel-size",
                        "pipeline-parallel-size", "num-gpu-blocks-override"})
 FLOAT_FLAGS = frozenset({"gpu-memory-utilization"})
+#: ``choices=`` per release, (first release, choices in vLLM's order): argparse checks each occurrence after its type
+#: and refuses ``invalid choice: 'fp9' (choose from 'auto', ...)`` (CPython 3.12 ``_check_value``: the value's repr,
+#: the choices' reprs joined by ", "). --dtype is ModelDType ("auto", "half", "float16", "bfloat16", "float",
+#: "float32") in every release read; --kv-cache-dtype was an explicit list in engine/arg_utils.py (0.5-0.8:
+#: auto, fp8, fp8_e5m2, fp8_e4m3), then config's CacheDType literal, which grew fp8_inc, then bfloat16 and fp8_ds_mla
+#: (config/cache.py), then float16 and the quantized layouts of the newest config/cache.py read.
+CHOICES: dict[str, tuple[tuple[Version, tuple[str, ...]], ...]] = {
+    "dtype": (((0, 0, 0), ("auto", "half", "float16", "bfloat16", "float", "float32")),),
+    "kv-cache-dtype": (
+        ((0, 0, 0), ("auto", "fp8", "fp8_e5m2", "fp8_e4m3")),
+        ((0, 9, 0), ("auto", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc")),
+        ((0, 11, 0), ("auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla")),
+        ((0, 20, 0), ("auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla",
+                      "nvfp4_ds_mla", "turboquant_k8v4", "turboquant_4bit_nc", "turboquant_k3v4_nc",
+                      "turboquant_3bit_nc", "int4_per_token_head", "int8_per_token_head", "fp8_per_token_head",
+                      "nvfp4", "nvfp4_4over6")),
+    ),
+}
 _HUMAN = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
 SERVE_USAGE = "usage: vllm serve [model_tag] [options]"
 
@@ -104,10 +122,18 @@ def convert(flag: str, value: str, version: Version) -> str | None:
     return None
 
 
+def choice(flag: str, value: str, version: Version) -> str | None:
+    """argparse's message refusing ``value`` outside ``--flag``'s ``choices`` in ``version``, None when allowed."""
+    allowed = next((c for since, c in reversed(CHOICES.get(flag, ())) if version >= since), None)
+    if allowed is None or value in allowed:
+        return None
+    return f"argument --{flag}: invalid choice: {value!r} (choose from {', '.join(map(repr, allowed))})"
+
+
 def first_error(options: Iterable[tuple[str, str]], version: Version) -> ArgError | None:
     """argparse converts every occurrence in argv order and stops at the first it refuses (a repeated flag's first
     value too, though the last one wins when all parse)."""
     for flag, value in options:
-        if (message := convert(flag, value, version)) is not None:
+        if (message := convert(flag, value, version) or choice(flag, value, version)) is not None:
             return ArgError(flag, message)
     return None

@@ -18,6 +18,7 @@ from vllm_remedy.vllm.cmdline import parse, shell
 from vllm_remedy.vllm.cmdline.argv_shape import argv_problem
 from vllm_remedy.vllm.cmdline.edit import edit_container
 from vllm_remedy.vllm.cmdline.flags import Kind, resolve
+from vllm_remedy.vllm.cmdline.kubelet_env import expand_arg
 from vllm_remedy.vllm.cmdline.parse import Entrypoint, Option, Token
 
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash", "ksh"})
@@ -93,7 +94,7 @@ def _strings(value: Any) -> list[str] | None:
         return []
     if not isinstance(value, list):
         return None
-    return [v if isinstance(v, str) else str(v) for v in value]
+    return ["" if v is None else v if isinstance(v, str) else str(v) for v in value]  # null: "" (argv_shape)
 
 
 def _shell_script_index(values: list[str]) -> int | None:
@@ -287,6 +288,7 @@ def _analyse(container: Mapping[str, Any]) -> ServerCommand | None:
             model = model if model_token else opt.value
         else:
             flags[opt.name] = opt.value
+    flags = {k: expand_arg(container, v) for k, v in flags.items()}  # what vLLM reads; the tokens stay as written
     return ServerCommand(
         container_name=str(container.get("name", "")), image=str(container.get("image", "")),
         entrypoint=entry.label, model=model, flags=flags, container=copy.deepcopy(dict(container)),

@@ -1,0 +1,97 @@
+"""Kubernetes' ``$(VAR)`` expansion: in an ``env`` entry's value from the entries before it, and in ``command``/``args``
+from the container's whole env, before the process starts (``$$`` escapes, an undefined variable stays as written).
+
+Kept in ``cmdline`` so the parser can apply it to the flags it reads (``command``) and ``pod_env`` to the values it
+reads, with one implementation and no import cycle.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+_REFERENCE = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
+ConfigMaps = Mapping[str, Mapping[str, str]]  # ConfigMap name -> its data, from the manifests checked
+
+
+def expand_arg(container: Mapping[str, Any], text: str, maps: ConfigMaps | None = None) -> str:
+    """One ``command``/``args`` string as the process receives it: Kubernetes expands ``$(X)`` there from the
+    container's env too (``$$`` escapes, an undefined X stays as written). A reference to a variable this tool cannot
+    read (a Secret, a ConfigMap not among the manifests) leaves the text as written."""
+    if "$" not in text:
+        return text
+    out, why = _expand(text, *environment(container, maps or {}))
+    return text if why is not None or out is None else out
+
+
+def environment(container: Mapping[str, Any], maps: ConfigMaps) -> tuple[dict[str, str], dict[str, str]]:
+    """(the variables whose values are read, the ones that cannot be with why; ``*``: envFrom that may set any)."""
+    known: dict[str, str] = {}
+    opaque: dict[str, str] = {}  # variables whose value this tool cannot see, with why
+    for source in container.get("envFrom") or []:
+        if not isinstance(source, Mapping):
+            continue
+        prefix = str(source.get("prefix") or "")
+        ref = source.get("configMapRef")
+        if isinstance(ref, Mapping) and str(ref.get("name")) in maps:
+            known.update({prefix + k: v for k, v in maps[str(ref.get("name"))].items()})
+            opaque = {k: v for k, v in opaque.items() if k not in known}
+            continue
+        what = (f"ConfigMap {ref.get('name')}, which is not among the manifests checked" if isinstance(ref, Mapping)
+                else f"Secret {(source.get('secretRef') or {}).get('name')}, whose values are not read")
+        opaque["*"] = f"envFrom {what} may set it"
+    for entry in container.get("env") or []:
+        if not isinstance(entry, Mapping) or "name" not in entry:
+            continue
+        key = str(entry["name"])
+        if "valueFrom" in entry:
+            got, why = _value_from(entry["valueFrom"], maps)
+        else:
+            value = entry.get("value")  # null or absent: the empty string (a non-string: pod_env.invalid's)
+            got, why = _expand(value if isinstance(value, str) else "", known, opaque)
+        if why is None and got is not None:
+            known[key] = got
+            opaque.pop(key, None)
+        elif why is not None:
+            opaque[key] = why
+            known.pop(key, None)
+        else:  # an optional key its ConfigMap lacks: Kubernetes leaves the variable out
+            known.pop(key, None)
+    return known, opaque
+
+
+def _value_from(ref: Any, maps: ConfigMaps) -> tuple[str | None, str | None]:
+    if not isinstance(ref, Mapping):
+        return None, "has a valueFrom this tool cannot read"
+    cm = ref.get("configMapKeyRef")
+    if isinstance(cm, Mapping):
+        data = maps.get(str(cm.get("name")))
+        if data is None:
+            return None, (f"comes from ConfigMap {cm.get('name')} (key {cm.get('key')}), which is not among the "
+                          "manifests checked")
+        if str(cm.get("key")) in data:
+            return data[str(cm.get("key"))], None
+        lacks = f"names key {cm.get('key')}, which ConfigMap {cm.get('name')} lacks"
+        return None, None if cm.get("optional") else lacks
+    kind = next(iter(ref), "valueFrom")
+    return None, f"comes from a {kind}, whose value is not in the manifests"
+
+
+def _expand(value: str, known: Mapping[str, str], opaque: Mapping[str, str]) -> tuple[str | None, str | None]:
+    """Kubernetes' ``$(X)`` expansion from the variables defined before (``$$`` escapes); an undefined X stays as
+    written, unless it may come from a source this tool cannot read."""
+    problem: list[str] = []
+
+    def swap(m: re.Match[str]) -> str:
+        if m.group(0) == "$$":
+            return "$"
+        ref = m.group(1)
+        if ref in known:
+            return known[ref]
+        if ref in opaque or "*" in opaque:
+            problem.append(f"expands $({ref}), which {opaque.get(ref) or opaque['*']}")
+        return m.group(0)
+
+    out = _REFERENCE.sub(swap, value)
+    return (None, problem[0]) if problem else (out, None)

@@ -1,0 +1,36 @@
+"""Options vLLM's argument parser certainly refuses as unknown: ``vllm serve: error: unrecognized arguments``, exit 2.
+
+The flag table (``table``) is the union of three releases' parsers (0.7.3, 0.11.0, 0.34.0), not a table per release:
+a flag in none of them may still exist in a release in between (0.9's, say). So the refusal is claimed only for those
+three releases, where the union is complete (a long option the union lacks is in none of them, the requested one
+included), and only for long options: a dotted key (``--x.y``), an alias, a ``--no-`` form, an underscore spelling and
+a unique prefix all resolve to a known flag first (``flags.resolve``). Every other release is left to vLLM (not judged),
+as is a wrapper with its own parser (``dynamo.vllm``).
+"""
+
+from __future__ import annotations
+
+from vllm_remedy.vllm.cmdline.command import ServerCommand
+from vllm_remedy.vllm.cmdline.flags import Kind
+
+#: The releases whose parsers the flag table was read from (table.py's docstring).
+READ_RELEASES = frozenset({"0.7.3", "0.11.0", "0.34.0"})
+
+
+def unrecognized(server: ServerCommand, version: str | None) -> list[str]:
+    """Each unknown long option of ``server`` as written with its value (``--bogus-flag 1``), in argv order, when
+    ``version`` is a release the table is complete for; empty otherwise."""
+    if version not in READ_RELEASES or "dynamo" in server.entrypoint:
+        return []
+    out = []
+    for opt in server.options:
+        flag = opt.flag
+        if flag.kind is Kind.UNKNOWN and flag.spelled.startswith("--") and "." not in flag.name:
+            out.append(" ".join(t.value for t in opt.tokens))
+    return out
+
+
+def why(words: str, label: str) -> str:
+    """The refusal in one phrase, in vLLM's words."""
+    return (f"vLLM {label} refuses {words.split()[0]} at argument parsing: it has no such flag (argparse: "
+            f"\"unrecognized arguments: {words}\", or \"ambiguous option\" for the prefix of several)")
