@@ -11,21 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
-
-
-def manifest(tmp_path, args: list[str], *, gpu: str = "NVIDIA-L40S", image: str = "vllm/vllm-openai:v0.11.0",
-             env: list[dict[str, str]] | None = None) -> str:
-    container = {"name": "vllm", "image": image, "args": ["--model", LLAMA, *args],
-                 "resources": {"limits": {"nvidia.com/gpu": "1"}}, "env": env or []}
-    doc = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "llm", "namespace": "default"},
-           "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "llm"}},
-                    "template": {"metadata": {"labels": {"app": "llm"}},
-                                 "spec": {"nodeSelector": {"nvidia.com/gpu.product": gpu},
-                                          "containers": [container]}}}}
-    path = tmp_path / "m.yaml"
-    path.write_text(yaml.safe_dump(doc))
-    return str(path)
+from fixtures.vllm_deployment import manifest
 
 DUP = ["--max-model-len", "16Ki", "--max-model-len", "16384"]
 

@@ -5,29 +5,12 @@ current line; and ``plan -f`` reads the Deployment's VLLM_ALLOW_LONG_MAX_MODEL_L
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
-import yaml
 
-LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
+from fixtures.vllm_deployment import LLAMA, manifest
+
 SIZING = ("kv_cache_gib", "kv_cache_tokens", "gpu_blocks", "max_concurrency")
-
-
-def manifest(tmp_path: Path, args: list[str], *, gpu: str = "NVIDIA-L40S", image: str = "vllm/vllm-openai:v0.11.0",
-             env: list[dict] | None = None, model: str = LLAMA) -> str:
-    container = {"name": "vllm", "image": image, "args": ["--model", model, *args],
-                 "resources": {"limits": {"nvidia.com/gpu": "1"}}}
-    if env is not None:
-        container["env"] = env
-    doc = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "llm", "namespace": "default"},
-           "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "llm"}},
-                    "template": {"metadata": {"labels": {"app": "llm"}},
-                                 "spec": {"nodeSelector": {"nvidia.com/gpu.product": gpu},
-                                          "containers": [container]}}}}
-    path = tmp_path / "m.yaml"
-    path.write_text(yaml.safe_dump(doc))
-    return str(path)
 
 
 REFUSED = [

@@ -6,12 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 from fixtures import pyinfra_run
-from fixtures.budget_world import BUDGET, MODEL, args_of, deployment, live_pods, rolled_out
+from fixtures.budget_world import BUDGET, MODEL, args_of, deployment, rolled_out, startup_logs
 from fixtures.pyinfra_run import Rehearsal
 from fixtures.restore_world import L4_TOLERATION, crash_looping, host_out, vllm_runtime, wait_until, write_inventory
 from vllm_remedy.vllm import catalog
 from vllm_remedy.vllm.memory import EngineSettings, estimate
-from vllm_remedy.vllm.startup_log import classify, parse_startup_log
+from vllm_remedy.vllm.startup_log import classify
 
 rehearsal = pyinfra_run.rehearsal
 exact_rehearsal = pyinfra_run.exact_rehearsal  # vLLM's log compared with the prediction exactly
@@ -32,18 +32,12 @@ def graphs_oom_on_l4(dep: dict[str, Any]) -> None:
     dep["spec"]["strategy"] = {"type": "Recreate"}  # both replicas move to the L4 pool and crash there
 
 
-def logs(rehearsal: Rehearsal, previous: bool = False) -> list[Any]:
-    client = rehearsal.client()
-    return [parse_startup_log(client.pod_log("llm", p["metadata"]["name"], "vllm", previous=previous))
-            for p in live_pods(rehearsal)]
-
-
 def test_capture_oom_gets_a_smaller_capture_size_and_the_pods_start(exact_rehearsal: Rehearsal) -> None:
     rehearsal = exact_rehearsal
     vllm_runtime(rehearsal)
     rehearsal.change(graphs_oom_on_l4, change_cause="vLLM 0.12 on the L4 pool at 0.95")
     wait_until(lambda: crash_looping(rehearsal), what="the graphs to crash the start")
-    crashed = [r for r in logs(rehearsal, previous=True) if classify(r).value == "cudagraph_capture_oom"]
+    crashed = [r for r in startup_logs(rehearsal, previous=True) if classify(r).value == "cudagraph_capture_oom"]
     assert crashed, "the sim's pods did not die capturing CUDA graphs"
     policy = rehearsal.tmp / "policy.yaml"
     policy.write_text(f"extends: {pyinfra_run.ROOT / 'policies' / 'llama-8b.yaml'}\n{POLICY}")
@@ -57,7 +51,7 @@ def test_capture_oom_gets_a_smaller_capture_size_and_the_pods_start(exact_rehear
     assert args == [MODEL, "--max-model-len", "8192", "--gpu-memory-utilization", "0.92", "--max-num-seqs", "64",
                     "--max-cudagraph-capture-size", "64"]
     # The rehearsal cluster's vLLM starts as predicted: its graphs fit a pool smaller than the crashed start's.
-    started = logs(rehearsal)
+    started = startup_logs(rehearsal)
     assert len(started) == 2 and all(classify(r).value == "none" and r.server_was_up for r in started)
     model, l4 = catalog.model(MODEL), catalog.gpu("NVIDIA-L4")
     before = estimate(model, l4, EngineSettings.from_flags(dict(zip(ARGS[1::2], ARGS[2::2], strict=True)), "0.12.0"))

@@ -7,10 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from fixtures import pyinfra_run
-from fixtures.budget_world import BUDGET, MODEL, args_of, live_pods, rolled_out
+from fixtures.budget_world import BUDGET, MODEL, args_of, rolled_out, startup_logs
 from fixtures.pyinfra_run import Rehearsal
 from fixtures.restore_world import L4_TOLERATION, crash_looping, host_out, vllm_runtime, wait_until, write_inventory
-from vllm_remedy.vllm.startup_log import classify, parse_startup_log
+from vllm_remedy.vllm.startup_log import classify
 
 exact_rehearsal = pyinfra_run.exact_rehearsal
 
@@ -29,18 +29,12 @@ def pinned_on_l4(dep: dict[str, Any]) -> None:
     dep["spec"]["strategy"] = {"type": "Recreate"}
 
 
-def logs(rehearsal: Rehearsal, previous: bool = False) -> list[Any]:
-    client = rehearsal.client()
-    return [parse_startup_log(client.pod_log("llm", p["metadata"]["name"], "vllm", previous=previous))
-            for p in live_pods(rehearsal)]
-
-
 def test_an_oversized_pin_is_removed_and_the_pods_start(exact_rehearsal: Rehearsal) -> None:
     rehearsal = exact_rehearsal
     vllm_runtime(rehearsal)
     rehearsal.change(pinned_on_l4, change_cause="an 8 GiB pinned KV cache on the L4 pool")
     wait_until(lambda: crash_looping(rehearsal), what="the pinned cache to crash the start")
-    crashed = [r for r in logs(rehearsal, previous=True) if classify(r).value == "kv_cache_allocation_oom"]
+    crashed = [r for r in startup_logs(rehearsal, previous=True) if classify(r).value == "kv_cache_allocation_oom"]
     assert crashed, "the sim's pods did not die allocating the KV cache"
     policy = rehearsal.tmp / "policy.yaml"
     policy.write_text(f"extends: {pyinfra_run.ROOT / 'policies' / 'llama-8b.yaml'}\n{POLICY}")
@@ -49,5 +43,5 @@ def test_an_oversized_pin_is_removed_and_the_pods_start(exact_rehearsal: Rehears
     assert any("unset --kv-cache-memory-bytes" in line for line in host_out(got.stderr)), host_out(got.stderr)
     args = args_of(rolled_out(rehearsal))
     assert "--kv-cache-memory-bytes" not in args, args
-    started = logs(rehearsal)
+    started = startup_logs(rehearsal)
     assert started and all(classify(r).value == "none" and r.server_was_up for r in started)
