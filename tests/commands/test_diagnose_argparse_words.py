@@ -14,6 +14,11 @@ CASES = [
     ("argument --max-model-len: expected one argument", {"flag": "--max-model-len"}),
     ("argument --enable-lora: ignored explicit argument 'true'", {"flag": "--enable-lora", "value": "true"}),
     ("unrecognized arguments: --kv-cache-memory-bytes 4G", {"unrecognized": "--kv-cache-memory-bytes 4G"}),
+    # vLLM's parse_type wrapper (0.9+) and an ambiguous prefix (final probe, M1: both read `unknown`)
+    ("argument --max-model-len: Value 16Ki cannot be converted to <function human_readable_int at 0x7f3a2c1e5a80>.",
+     {"flag": "--max-model-len", "value": "16Ki", "converter": "<function human_readable_int at 0x7f3a2c1e5a80>."}),
+    ("ambiguous option: --max-num could match --max-num-seqs, --max-num-batched-tokens",
+     {"flag": "--max-num", "matches": "--max-num-seqs, --max-num-batched-tokens"}),
 ]
 
 

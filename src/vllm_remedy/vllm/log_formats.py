@@ -274,6 +274,12 @@ TEMPLATES: tuple[Template, ...] = (
              source="argparse", render=False),
     Template("err_argument", "error: unrecognized arguments: {unrecognized:rest}", level="ERROR",
              source="argparse", render=False),
+    # vLLM's own ``parse_type`` wrapper (engine/arg_utils.py from 0.9) turns a converter's ValueError into this
+    # ArgumentTypeError, naming the converter's repr; and argparse's refusal of an option prefix that matches several.
+    Template("err_argument", "error: argument {flag:s}: Value {value:s} cannot be converted to {converter:rest}",
+             level="ERROR", source="argparse", render=False),
+    Template("err_argument", "error: ambiguous option: {flag:s} could match {matches:rest}", level="ERROR",
+             source="argparse", render=False),
     # --- server up ------------------------------------------------------------------------------
     Template("up", "Starting vLLM API server on http://{host:s}:{port:d}", since=v("0.7.3"), until=v("0.9.1"),
              source="api_server.py"),
