@@ -71,7 +71,9 @@ EXPECTED = {
     "14-substitutions": ("kserve-container", "python3 -m vllm.entrypoints.openai.api_server", "${MODEL_NAME}",
                          {"served-model-name": "{{.Name}}", "tensor-parallel-size": "${TP:-1}",
                           # $(MAX_LEN): Kubernetes expands it from env (16384) before the shell runs (review 4, M6)
-                          "max-model-len": "16384", "api-key": "$HF_TOKEN"}),
+                          "max-model-len": "16384", "api-key": "$HF_TOKEN",
+                          # a bare `${REV:+--revision "$REV"}` may add a flag: recorded, the estimate is unknown
+                          "hidden-argument": '${REV:+--revision "$REV"}'}),
     "15-config-file": ("vllm", "vllm serve", None, {"config": "/etc/vllm/profile.yaml"}),
     "16-wrapper-program": ("falcon-7b", "python3 /workspace/vllm/inference_api.py", None,
                            {"load-format": "auto", "tokenizer-mode": "auto",

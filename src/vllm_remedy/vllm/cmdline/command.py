@@ -27,6 +27,8 @@ _PASSTHROUGH = frozenset({"$@", "$*", "${@}", "${*}"})
 _TELLTALE = frozenset({"model", "max-model-len", "gpu-memory-utilization", "tensor-parallel-size",
                        "served-model-name", "max-num-seqs", "kv-cache-dtype", "enforce-eager"})
 _IMAGE_DEFAULT = Entrypoint("image default", 0, True)
+#: The pseudo-flag a variable-borne argument is recorded under (``memory.unmodelled`` makes the estimate unknown).
+HIDDEN_ARGUMENT = "hidden-argument"
 # A script that names vLLM this way somewhere it cannot be edited word by word is refused, not guessed at.
 _VLLM_MENTION = re.compile(r"\bvllm(\s+serve\b|[./]entrypoints\b)")
 _INDIRECT = frozenset({"eval", "source", ".", "su", "sudo", "xargs"})
@@ -289,6 +291,12 @@ def _analyse(container: Mapping[str, Any]) -> ServerCommand | None:
         else:
             flags[opt.name] = opt.value
     flags = {k: expand_arg(container, v) for k, v in flags.items()}  # what vLLM reads; the tokens stay as written
+    # A bare argument taken from a variable (`$(EXTRA)` in args, `$EXTRA` in a script) can carry flags vLLM then reads
+    # (Kubernetes expands the first, the shell expands and splits the second); not followed: the estimate is unknown.
+    named = any(o.name == "model" for o in options)  # then a leading positional is no model tag either
+    hidden = [t.value for t in positionals if "$" in t.value and (t is not model_token or named)]
+    if hidden:
+        flags[HIDDEN_ARGUMENT] = hidden[0]
     return ServerCommand(
         container_name=str(container.get("name", "")), image=str(container.get("image", "")),
         entrypoint=entry.label, model=model, flags=flags, container=copy.deepcopy(dict(container)),

@@ -41,6 +41,9 @@ class CannotPredict(UserError):
 
 def unmodelled(flags: Mapping[str, str]) -> str | None:
     """Why these canonical flags make the estimate unknown, one line, or None."""
+    if hidden := flags.get("hidden-argument"):  # cmdline.command.HIDDEN_ARGUMENT
+        return (f"cannot predict {hidden}: an argument taken from a variable may carry flags (Kubernetes expands "
+                "$(VAR) in args, a shell expands and splits $VAR) that this tool does not read; write them out")
     lora = "enable-lora" in flags and str(flags["enable-lora"]).strip().lower() in _TRUE
     if lora and "no-enable-lora" not in flags:
         sizes = ", ".join(f"--{k} {flags[k]}" for k in ("max-loras", "max-lora-rank", "max-cpu-loras") if k in flags)
