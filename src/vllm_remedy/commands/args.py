@@ -163,8 +163,8 @@ def run(args: argparse.Namespace) -> int:
     for spec, server, new in edited:  # all edits validated first: a bad key changes nothing
         live = _live_container(spec, server.container_name)
         for key in ("command", "args"):
-            if new.get(key) != live.get(key):  # a YAML null item is "" to Kubernetes, and is written so
-                stream.set_list(live, key, ["" if v is None else v for v in new[key]])
+            if new.get(key) != live.get(key):
+                stream.set_list(live, key, new[key])
     sys.stdout.write(stream.render())
     return 0
 

@@ -75,8 +75,11 @@ class ManifestText:
                         self._containers[id(c)] = c_node
             self._index(value_node, value)
 
-    def set_list(self, container: dict[str, Any], key: str, values: list[str]) -> None:
-        """Make ``container[key]`` (e.g. `args`) hold ``values`` in the text; ``container`` is one of ours."""
+    def set_list(self, container: dict[str, Any], key: str, values: list[str | None]) -> None:
+        """Make ``container[key]`` (e.g. `args`) hold ``values`` in the text; ``container`` is one of ours. A null
+        item (YAML ``~``, kept by an edit of the rest) is the empty string to Kubernetes (``cmdline.argv_shape``), and
+        is written so."""
+        values = ["" if v is None else v for v in values]
         c_node = self._containers.get(id(container))
         seq = _value_node(c_node, key) if c_node is not None else None
         if not isinstance(seq, SequenceNode):

@@ -35,7 +35,7 @@ def argv_problem(container: Mapping[str, Any]) -> str | None:
             return (f"{key} is {kind_of(value)}, not a list of strings, so Kubernetes refuses the manifest (write "
                     f"each word as its own item: {key}: [\"--flag\", \"value\"])")
         for i, item in enumerate(value):
-            if item is not None and not isinstance(item, str):  # null: Go's JSON decoding leaves "" (NULL_IS_EMPTY)
+            if item is not None and not isinstance(item, str):  # null: Go's JSON decoding leaves "" (see above)
                 shown = "" if isinstance(item, bool) else f" ({item!r})"
                 return (f"{key}[{i}] is {kind_of(item)}{shown}, not a string, so Kubernetes refuses the manifest "
                         "(quote the value as you meant it)")
