@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from vllm_remedy.errors import UserError
-from vllm_remedy.vllm import catalog, hf_config
+from vllm_remedy.vllm import catalog, hf_config, quant_config
 
 
 @pytest.mark.parametrize(
@@ -105,7 +105,7 @@ def test_hf_config_rules():
         {"max_position_embeddings": 131072, "rope_scaling": {"type": "su", "long_factor": [1.0]}}) == 131072
     assert hf_config.head_dim({"head_dim": 256}, 3584, 16) == 256
     assert hf_config.head_dim({}, 4096, 32) == 128
-    assert hf_config.weight_bits({"quantization_config": {"quant_method": "compressed-tensors", "config_groups": {
+    assert quant_config.weight_bits({"quantization_config": {"quant_method": "compressed-tensors", "config_groups": {
         "g0": {"weights": {"num_bits": 8}}}}}) == 8
 
 

@@ -17,7 +17,7 @@ from importlib import resources
 from typing import Any
 
 from vllm_remedy.errors import UserError
-from vllm_remedy.vllm import hf_config, shapes
+from vllm_remedy.vllm import hf_config, quant_config, shapes
 from vllm_remedy.yamlfile import load_packaged
 
 GIB = 1024**3
@@ -155,8 +155,8 @@ class ModelSpec:
             length=hf_config.length_facts(text),
             params_b=float(params_b) if params_b is not None else (counts.total + vision_params) / 1e9,
             dtype=hf_config.torch_dtype(text),
-            quantization=hf_config.quantization(text),
-            weight_bits=hf_config.weight_bits(text) or 16,
+            quantization=quant_config.quantization(text),
+            weight_bits=quant_config.weight_bits(text) or 16,
             tie_word_embeddings=tie,
             sliding_window=hf_config.sliding_window(text),
             num_experts=experts,
@@ -165,8 +165,8 @@ class ModelSpec:
             kv_lora_rank=mla[0] if mla else None,
             qk_rope_head_dim=mla[1] if mla else None,
             sliding_layers=hf_config.sliding_layers(text, layers),
-            quantized_scope=hf_config.quantized_scope(text),
-            zero_points=hf_config.zero_points(text),
+            quantized_scope=quant_config.quantized_scope(text),
+            zero_points=quant_config.zero_points(text),
             expert_params_b=counts.experts / 1e9,
             vision_params_b=vision_params / 1e9,
             vision_hidden=tower.hidden if tower else 0,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from vllm_remedy.vllm import catalog, hf_config
+from vllm_remedy.vllm import catalog, quant_config
 from vllm_remedy.vllm.catalog import GIB
 from vllm_remedy.vllm.memory import EngineSettings, resolve
 from vllm_remedy.vllm.memory.terms import INT4_GROUP_SIZE, WEIGHT_BUFFERS_GIB, weights_gib
@@ -22,10 +22,10 @@ def compressed(symmetric: bool) -> dict:
 
 
 def test_only_symmetric_compressed_tensors_has_no_zero_points():
-    assert not hf_config.zero_points({"quantization_config": compressed(True)})
-    assert hf_config.zero_points({"quantization_config": compressed(False)})
-    assert hf_config.zero_points({"quantization_config": {"quant_method": "awq", "bits": 4, "group_size": 128}})
-    assert hf_config.zero_points({"quantization_config": {"quant_method": "gptq", "bits": 4, "sym": True}})
+    assert not quant_config.zero_points({"quantization_config": compressed(True)})
+    assert quant_config.zero_points({"quantization_config": compressed(False)})
+    assert quant_config.zero_points({"quantization_config": {"quant_method": "awq", "bits": 4, "group_size": 128}})
+    assert quant_config.zero_points({"quantization_config": {"quant_method": "gptq", "bits": 4, "sym": True}})
 
 
 def test_symmetric_int4_stores_scales_alone():
