@@ -42,8 +42,12 @@ cached-block path does not shrink it: an oversize request takes only an oversize
 no block of max_split_size or more for a smaller request, none of ``size + kLargeBuffer`` or more for a larger one),
 and AWQ's repacked weight, allocated in ``process_weights_after_loading`` (``MarlinLinearKernel``, kernels/linear/
 mixed_precision/marlin.py@0.28.0), finds the block its checkpoint copy just freed, of the same rounded size
-(best fit). Found post hoc, reading 0.28.0 for the RTX 5090 Qwen3-AWQ over-predictions; the L40S 0.28.0
-Qwen3-14B-AWQ log's 9.44 GiB loaded (9.36 sized before, 9.42 with it) agrees, not fitted.
+(best fit). Found post hoc, reading 0.28.0 for the RTX 5090 Qwen3-AWQ over-predictions. Checked, not fitted: the
+L40S 0.28.0 Qwen3-14B-AWQ write-up tabulates 9.44 GiB for the model, where the sized floor gave 9.36 (the flat 0.10
+charged 9.39) and gives 9.42 with these tails; the RTX 4090 0.23.0 Qwen2.5-Coder-7B logs "Model loading took 14.29"
+(24.5 MiB bf16 o_proj: +1.5 MiB x 28; 14.290 charged, 14.286 before). From 0.27 the budget counts used device memory
+(``total_consumed``, utils/mem_utils.py), where an unsplit tail and a split-off free rest both count while the
+segment holds a live block; only the unsplit one is derivable (a free rest may be reused by a later tensor).
 """
 
 from __future__ import annotations
