@@ -169,8 +169,9 @@ def mxfp4_backend(model: ModelSpec, res: Resolved, capability: tuple[int, int] |
     return mxfp4.backend(capability, res.rules.version)
 
 
-def weights_gib(model: ModelSpec, res: Resolved, quantization: str | None,
-                capability: tuple[int, int] | None = None) -> float:
+def weights_gib(
+    model: ModelSpec, res: Resolved, quantization: str | None, capability: tuple[int, int] | None = None
+) -> float:
     """Per-rank weight memory, each part at its own width: packed weights where the checkpoint packs them (with zero
     points unless symmetric compressed-tensors), 16-bit embeddings, MoE router gates (built with ``quant_config=None``:
     qwen3_moe.py, qwen2_moe.py, mixtral.py, deepseek_v2.py, llama4.py@0.10.0) and vision tower, mxfp4 experts as the
@@ -194,7 +195,7 @@ def weights_gib(model: ModelSpec, res: Resolved, quantization: str | None,
     # The flat buffers stand for the rotary cache and the allocator's padding; where those, sized, exceed it
     # (large-tailed shapes, e.g. FP8 32B models: ``alloc_tail``), the sized figure is charged instead.
     online = bits < 16 and not model.quantized_checkpoint
-    floor = weight_floor_gib(model, res.tp, bits, res.weight_dtype_bytes, online)
+    floor = weight_floor_gib(model, res.tp, bits, res.weight_dtype_bytes, online, res.rules.version)
     return total / res.tp / GIB + max(WEIGHT_BUFFERS_GIB, floor)
 
 
@@ -312,7 +313,6 @@ def _profile_phases_gib(model: ModelSpec, res: Resolved, capability: tuple[int, 
     forward = res.mnbt * per_token
     sampler = min(res.max_num_seqs, res.mnbt) * model.vocab_size * V1_SORT_SAMPLER_BYTES_PER_LOGIT
     return max(forward, sampler) / GIB + V0_ACTIVATION_BASE_GIB + _moe_gib(model, res, backend)
-
 
 
 def cudagraph_gib(model: ModelSpec, res: Resolved) -> float:
