@@ -49,3 +49,22 @@ def test_a_start_that_passes_the_check_still_counts_everything(cli):
         ).stdout
     )
     assert data["start"] == "fits" and data["peak_gib"] > 2 + data["weights_gib"] + data["kv_cache_gib"], data
+
+
+def test_plan_shows_the_same_peak(cli):
+    args = (
+        "--model",
+        M,
+        "--gpu",
+        "NVIDIA-L4",
+        "--vllm-version",
+        "0.19.0",
+        "--max-model-len",
+        "8192",
+        "--other-gib",
+        "3",
+    )
+    current = next(line for line in cli("plan", *args).stdout.splitlines() if line.startswith("current:"))
+    peak = json.loads(cli("estimate", *args, "-o", "json").stdout)["peak_gib"]
+    assert current.startswith("current:  free_memory_below_utilization") and f"peak {peak:.2f} of" in current, current
+    assert 3 < peak < 4, current
