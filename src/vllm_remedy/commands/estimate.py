@@ -139,7 +139,7 @@ def _render_refused(est: Estimate, outcome: str, model: str, gpu: str, version: 
 def bar(est: Estimate) -> str:
     """``[WWWWAGKKKK....] W weights | A activation | G graphs | K KV | . free`` scaled to the GPU."""
     parts = [("W", est.weights_gib), ("A", est.activation_gib + est.non_torch_gib), ("G", est.cudagraph_gib),
-             ("K", max(est.kv_cache_gib, 0.0))]
+             ("K", max(est.kv_cache_gib, 0.0) if outcomes.has_cache(est.outcome) else 0.0)]  # no cache: no K
     total = max(est.total_gib, 1e-9)
     cells: list[str] = []
     for char, gib in parts:

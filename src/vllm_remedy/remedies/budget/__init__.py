@@ -19,6 +19,11 @@ What "smallest" means — the ladder's order, least disruptive first:
 For a CUDA-graph capture OOM, a smaller largest captured batch size (the release's flag) comes first, and it
 and lower utilization are both kept as alternatives; eager follows as the temporary stopgap.
 
+A KV cache pinned by ``--kv-cache-memory-bytes`` / ``--num-gpu-blocks-override`` that fails is planned without the
+flag in every rung; one that starts but holds fewer requests than required gets "unset the pin" as a rung of its own
+(``kv-cache-pin``, before utilization, which does not move a pinned cache), kept like any rung only when it buys a
+longer max-model-len than the rungs above; one that starts and holds the target is kept.
+
 Each lever is tried alone, then with the longest max-model-len that then fits, then on top of the earlier
 flag levers; a rung is listed only if it keeps a longer max-model-len than every rung above it. "Safe"
 means the estimator predicts ``fits`` *and* the predicted peak leaves max(0.5 GiB, 3 %) of the card free,

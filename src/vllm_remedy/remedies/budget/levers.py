@@ -1,9 +1,9 @@
 """The levers the planner may pull, least disruptive first, and the values each may take.
 
 Order (documented in the package docstring): (for a CUDA-graph capture OOM only: the largest captured batch
-size), utilization, max-num-seqs, max-num-batched-tokens, fp8 KV cache, tensor parallelism, a bigger GPU
-product; enforce-eager only as a last, temporary resort. Each lever
-lists its values least change first, within policy bounds and vLLM's own rules.
+size), (for a pinned KV cache that starts short of the target: removing the pin), utilization, max-num-seqs,
+max-num-batched-tokens, fp8 KV cache, tensor parallelism, a bigger GPU product; enforce-eager only as a last,
+temporary resort. Each lever lists its values least change first, within policy bounds and vLLM's own rules.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from vllm_remedy.vllm import catalog
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.memory import EngineSettings, resolve
 from vllm_remedy.vllm.memory.capture import MIN_CAPTURE, capture_flag, largest_capture
+from vllm_remedy.vllm.memory.pinned import UNPINNED, pinned
 from vllm_remedy.vllm.memory.settings import tp_split_problem
 
 UTIL_STEP = 0.01
@@ -41,6 +42,7 @@ class Context:
     limits: Limits
     gpu: GpuSpec  # the GPU the pod runs on now
     graphs: bool = False  # the CUDA graphs ran (or are predicted to run) short: the capture-size lever is live
+    pin_short: bool = False  # a flag-sized cache that starts holds too few requests: the unpin lever is live
 
 
 def capture_size(ctx: Context, s: EngineSettings, gpu: GpuSpec) -> list[Variant]:
@@ -53,6 +55,15 @@ def capture_size(ctx: Context, s: EngineSettings, gpu: GpuSpec) -> list[Variant]
         return []
     values = _halvings(largest_capture(res) - 1, max(MIN_CAPTURE, math.ceil(ctx.limits.target)))
     return [Variant(dataclasses.replace(s, cudagraph_capture_size=v), gpu) for v in values]
+
+
+def unpin(ctx: Context, s: EngineSettings, gpu: GpuSpec) -> list[Variant]:
+    """The KV cache back to the --gpu-memory-utilization budget: the pinning flag removed. Only for a pin that starts
+    but falls short of the concurrency target (``planner._base`` already lifts one that fails; one that starts and
+    holds the target is kept): the budget may hold more, and every lever after this one moves the cache again."""
+    if not ctx.pin_short or not pinned(s):
+        return []
+    return [Variant(dataclasses.replace(s, **UNPINNED), gpu)]  # type: ignore[arg-type]
 
 
 def utilization(ctx: Context, s: EngineSettings, gpu: GpuSpec) -> list[Variant]:
@@ -155,6 +166,7 @@ Lever = Callable[[Context, EngineSettings, GpuSpec], list[Variant]]
 #: Flag levers in the order they are tried after max-model-len; each may combine with the ones before it.
 FLAG_LEVERS: tuple[tuple[str, Lever], ...] = (
     ("cudagraph-capture-size", capture_size),
+    ("kv-cache-pin", unpin),  # before utilization: no budget lever moves a pinned cache
     ("gpu-memory-utilization", utilization),
     ("max-num-seqs", max_num_seqs),
     ("max-num-batched-tokens", max_num_batched_tokens),

@@ -76,7 +76,9 @@ def plan_budget(req: BudgetRequest) -> Plan:
     problems = _problems(req, lim, current, judge) + problems
     # CUDA graphs ran short (observed, or predicted with nothing observed): the capture-size lever is live
     graphs = req.failure is Failure.CUDAGRAPH_CAPTURE_OOM or (current.graph_capture_oom and req.failure is None)
-    ladder = build(Context(req.model, lim, req.gpu, graphs=graphs), judge, base, cap)
+    # a pin that starts (else _base lifted it) but holds fewer requests than required: lifting it is a rung
+    pin_short = pinned(base) and current.fits and judge.spare(current) < lim.kv_margin
+    ladder = build(Context(req.model, lim, req.gpu, graphs=graphs, pin_short=pin_short), judge, base, cap)
     first = next(ladder, None)
     problem = "; ".join(problems) or "none: the current settings are predicted to fit with headroom"
     if not problems and first is not None and _settles(_step(1, first, req, lim, cap, judge)):
@@ -261,6 +263,10 @@ def _lever_notes(req: BudgetRequest, lim: Limits, rungs: list[Rung], graphs: boo
         out.append(f"policy GPU products not in the catalog (skipped): {', '.join(unknown)}")
     if req.gpu_label is None and lim.products and req.gpu.product not in lim.products:
         out.append(f"the policy pins {', '.join(lim.products)}; pin the GPU so scheduling cannot pick a smaller card")
+    if any(r.lever == "kv-cache-pin" for r in rungs):
+        out.append(f"the pinned KV cache starts but falls short of the policy's concurrency ({lim.required:.2f}x "
+                   f"required): removing its flag is offered as a step, predicted on the --gpu-memory-utilization "
+                   f"budget like every step (the budget's levers then move the cache again)")
     eager = [r for r in rungs if r.lever == "enforce-eager"]
     if eager and len(eager) == len(rungs):
         out.append("--enforce-eager is the only change predicted to fit: it costs throughput and latency; "

@@ -54,6 +54,9 @@ def explain(rung: Rung, cur: EngineSettings, gpu: GpuSpec, lim: Limits, cap: int
         head = f"largest CUDA-graph batch →{s.cudagraph_capture_size}: a smaller graph pool " \
                f"({est.cudagraph_gib:.2f} GiB, {est.total_gib - est.peak_gib:.2f} GiB left free); larger decode " \
                "batches run without graphs"
+    elif rung.lever == "kv-cache-pin":  # planner._step adds which flag goes and that the budget then sizes the cache
+        head = f"remove the KV cache pin: the pinned cache falls short of the policy's concurrency, the budget " \
+               f"holds {est.kv_cache_tokens:,} tokens (KV {est.kv_cache_gib:.2f} GiB)"
     elif rung.lever == "max-num-seqs":
         head = f"max-num-seqs →{s.max_num_seqs}: a smaller warm-up batch frees memory for KV (activation " \
                f"{est.activation_gib:.2f} GiB)"

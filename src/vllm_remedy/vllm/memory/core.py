@@ -141,6 +141,11 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
         peak = other  # refused at config time: only the other processes hold memory
     elif outcome is Outcome.DTYPE_UNSUPPORTED:
         peak = other + context  # refused as the worker sets its device up: a CUDA context, nothing loaded
+    elif outcome is Outcome.FREE_MEMORY_BELOW_UTILIZATION:
+        # init_device compares the snapshot's free memory with ceil(total x utilization) right after the CUDA context
+        # and NCCL, before load_model (v1/worker/gpu_worker.py@0.11.0 inline; request_memory, v1/worker/utils.py@0.19.0
+        # and @0.28.0): no weights, profile or KV cache were ever held
+        peak = other + context
     if pin and kv > 0:  # the cache as allocated (before 0.21 V1 logs the budget it checked, then the override)
         kv = blocks * block_bytes / GIB
     if settings.unmodelled and outcome not in DECIDED_BEFORE:
