@@ -33,7 +33,8 @@ from pyinfra_cli.inventory import make_inventory
 
 from vllm_remedy import gitops
 from vllm_remedy.connectors.fleet import FleetReads
-from vllm_remedy.connectors.k8s import HostDataError, K8sConnector
+from vllm_remedy.connectors.host_data import HostDataError
+from vllm_remedy.connectors.k8s import K8sConnector
 from vllm_remedy.drift import checks, report
 from vllm_remedy.drift.fallback_route import check_fallback_route
 from vllm_remedy.drift.pyinfra_costs import (
