@@ -53,7 +53,8 @@ from vllm_remedy.connectors.host_data import DATA_META, PROGRESS_SECONDS, HostDa
 from vllm_remedy.connectors.hosts import PREFIX, Target, parse_target, resolve_access
 from vllm_remedy.connectors.models import learn_model
 from vllm_remedy.connectors.namespaces import list_vllm_deployments, list_vllm_workloads
-from vllm_remedy.connectors.verbs import Scope, VerbError, run_verb
+from vllm_remedy.connectors.scope import Scope, VerbError
+from vllm_remedy.connectors.verbs import run_verb
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.annotations import Keys
 from vllm_remedy.kube.client import KubeClient
