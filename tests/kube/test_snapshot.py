@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from fixtures.fleet_world import CountingServer, start_fleet
-from vllm_remedy.connectors.verbs import Scope, _line, run_verb
+from vllm_remedy.connectors.scope import Scope, json_line
+from vllm_remedy.connectors.verbs import run_verb
 from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.kube.errors import KubeError, NotFoundError
 from vllm_remedy.kube.snapshot import Snapshot
@@ -88,4 +89,4 @@ def test_the_verbs_answer_the_same_through_the_snapshot(server: tuple[CountingSe
             said = run_verb(Scope(snap, "llm", name, "vllm-remedy.io/", "vllm"), command)
             now = run_verb(Scope(live, "llm", name, "vllm-remedy.io/", "vllm"), command)
             assert _beatless(said) == _beatless(now), command
-            assert said == [_line(json.loads(line)) for line in said], command
+            assert said == [json_line(json.loads(line)) for line in said], command

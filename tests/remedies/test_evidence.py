@@ -12,11 +12,9 @@ from vllm_remedy.policy import Policy
 from vllm_remedy.remedies.evidence import (
     against,
     crashes_by_revision,
-    field_problems,
     placement,
     read_crash,
     record_changes,
-    recorded_fields,
     standing_crash,
 )
 from vllm_remedy.remedies.restore import HANDOVER, REFUSE, ROLLBACK, SHED, decide_restore
@@ -100,12 +98,6 @@ def test_against_names_the_first_evidence() -> None:
     assert seen == f"seen crash-looping (max_len_exceeds_kv) at {rfc3339(NOW)}"
 
 
-def test_recorded_fields_keep_only_the_deployment_fields() -> None:
-    notes = {KEYS.deployment_fields: json.dumps({"strategy": {"type": "Recreate"}, "replicas": 9})}
-    assert recorded_fields(KEYS, notes) == {"strategy": {"type": "Recreate"}}
-    assert recorded_fields(KEYS, {KEYS.deployment_fields: "{"}) == {}
-
-
 def _row(r: Revision) -> dict[str, Any]:
     return {"number": r.number, "replicaset": r.replicaset, "change_cause": "", "template": r.template,
             "annotations": r.annotations, "created": "", "replicas": 0, "current": False,
@@ -164,25 +156,6 @@ def test_a_garbled_crash_record_outranks_any_known_good_mark() -> None:
     assert crash is not None and "unreadable" in crash.text()
     why = against(rev(14, template(selector=L40S), **notes), KEYS, None, NODES)
     assert why is not None and "unreadable" in why
-
-
-def test_recorded_deployment_fields_are_validated_before_they_are_written_back() -> None:
-    """A review forged minReadySeconds 86400 and progressDeadlineSeconds 1 and restore wrote them: every later
-    rollout then "exceeded its progress deadline" while serving."""
-    assert field_problems({"strategy": {"type": "Recreate"}, "minReadySeconds": 30,
-                           "progressDeadlineSeconds": 600}) == []
-    assert field_problems({"strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%",
-                                                                                  "maxUnavailable": 0}}}) == []
-    forged = field_problems({"strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "100%",
-                                                                                    "maxUnavailable": "100%"}},
-                             "minReadySeconds": 86400, "progressDeadlineSeconds": 1})
-    assert forged == ["minReadySeconds 86400 is above 3600", "progressDeadlineSeconds 1 is below 60",
-                      "progressDeadlineSeconds 1 is not above minReadySeconds 86400"]
-    assert field_problems({"strategy": {"type": "Banana"}}) == ["strategy.type 'Banana' is neither RollingUpdate nor "
-                                                                "Recreate"]
-    assert field_problems({"minReadySeconds": -3}) == ["minReadySeconds -3 is not a non-negative integer"]
-    assert field_problems({"strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0,
-                                                                                  "maxUnavailable": "0%"}}})
 
 
 def backoff(pod: str, count: int, ago: float, message: str = "", component: str = "kubelet") -> dict[str, Any]:

@@ -45,15 +45,16 @@ from typing import Any
 from pyinfra import logger
 from pyinfra.api.exceptions import ConnectError, InventoryError
 from pyinfra.api.output import echo
-from pyinfra.connectors.base import BaseConnector, DataMeta
+from pyinfra.connectors.base import BaseConnector
 from pyinfra.connectors.util import CommandOutput, OutputLine
-from typing_extensions import TypedDict
 
 from vllm_remedy.connectors.fleet import FleetReads
+from vllm_remedy.connectors.host_data import DATA_META, PROGRESS_SECONDS, HostDataError, K8sData, data_seconds, data_str
 from vllm_remedy.connectors.hosts import PREFIX, Target, parse_target, resolve_access
 from vllm_remedy.connectors.models import learn_model
 from vllm_remedy.connectors.namespaces import list_vllm_deployments, list_vllm_workloads
-from vllm_remedy.connectors.verbs import Scope, VerbError, run_verb
+from vllm_remedy.connectors.scope import Scope, VerbError
+from vllm_remedy.connectors.verbs import run_verb
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.annotations import Keys
 from vllm_remedy.kube.client import KubeClient
@@ -68,41 +69,6 @@ from vllm_remedy.vllm.cmdline import ServerCommand, find_server
 
 GROUP = PREFIX
 __all__ = ["K8sConnector", "list_vllm_deployments", "list_vllm_workloads", "vllm_hosts"]
-
-
-class K8sData(TypedDict, total=False):
-    """Host data pyinfra carries for a @k8s host, so operations know which Deployment they act on."""
-
-    k8s_cluster: str
-    k8s_namespace: str
-    k8s_deployment: str
-    k8s_kind: str
-    k8s_expand_error: str
-    k8s_name_error: str
-    k8s_contexts: Any
-    kubeconfig: Any
-    context: Any
-    policy: Any
-    container: Any
-    progress_seconds: Any
-
-
-DATA_META: dict[str, DataMeta] = {
-    "k8s_cluster": DataMeta("cluster part of the host name (set by the connector)"),
-    "k8s_namespace": DataMeta("namespace part of the host name (set by the connector)"),
-    "k8s_deployment": DataMeta("workload name (set by the connector)"),
-    "k8s_kind": DataMeta("workload kind when not a Deployment (set by the connector)"),
-    "k8s_expand_error": DataMeta("why a namespace host could not be expanded (set by the connector)"),
-    "k8s_name_error": DataMeta("why the host name is not a @k8s target (set by the connector)"),
-    "k8s_contexts": DataMeta("cluster alias → kube context (or {context, kubeconfig})"),
-    "kubeconfig": DataMeta("kubeconfig path; default KUBECONFIG / ~/.kube/config / in-cluster"),
-    "context": DataMeta("kube context; default the alias's, else the cluster name"),
-    "policy": DataMeta("policy YAML path or loaded Policy"),
-    "container": DataMeta("name of the vLLM container when several run vLLM"),
-    "progress_seconds": DataMeta("real seconds between a rollout wait's progress reports (0: none)"),
-}
-#: Real seconds between a rollout wait's progress reports unless host data ``progress_seconds`` says otherwise.
-PROGRESS_SECONDS = 5.0
 
 
 def _host_entry(target: Target) -> tuple[str, dict[str, Any], list[str]]:
@@ -191,10 +157,10 @@ class K8sConnector(BaseConnector):
         target = self.target
         where = f"{target.kind} {target.namespace}/{target.deployment}"
         try:
-            self.progress_seconds = _seconds(self.data, "progress_seconds", PROGRESS_SECONDS)
+            self.progress_seconds = data_seconds(self.data, "progress_seconds", PROGRESS_SECONDS)
             loaded = self._load_policy()
-            access = resolve_access(target.cluster, context=_opt_str(self.data, "context"),
-                                    kubeconfig=_opt_str(self.data, "kubeconfig"),
+            access = resolve_access(target.cluster, context=data_str(self.data, "context"),
+                                    kubeconfig=data_str(self.data, "kubeconfig"),
                                     aliases=self.data.get("k8s_contexts"))
             if access.kubeconfig and not Path(os.path.expanduser(access.kubeconfig)).is_file():
                 raise UserError(f"{access.kubeconfig_via}: {access.kubeconfig}: no such file")
@@ -223,10 +189,10 @@ class K8sConnector(BaseConnector):
         try:
             if target.kind == INFERENCESERVICE.word:  # the pod spec its predictor makes (runtime + model.args)
                 spec = isvc_template(deployment, runtime_for(client, deployment))["spec"]
-                self.server = find_server(spec, _opt_str(self.data, "container"))
+                self.server = find_server(spec, data_str(self.data, "container"))
             else:
                 self.server = _workload_server(target.workload.pod_specs_of(deployment),
-                                               _opt_str(self.data, "container"))
+                                               data_str(self.data, "container"))
         except UserError as exc:
             raise _connect_error(f"{where}: {exc}") from exc
         meta = deployment.get("metadata") or {}
@@ -263,7 +229,7 @@ class K8sConnector(BaseConnector):
         reasons = []
         for spec in specs:
             try:
-                find_server(spec, _opt_str(self.data, "container"))
+                find_server(spec, data_str(self.data, "container"))
                 break
             except UserError as exc:
                 reasons.append(str(exc))
@@ -353,36 +319,6 @@ class K8sConnector(BaseConnector):
         """Refuse: facts are read through verbs, not by copying files out of pods."""
         logger.error(f"{self.host.print_prefix}the @k8s connector cannot download files ({remote_filename})")
         return False
-
-
-def _seconds(data: K8sData, key: str, default: float) -> float:
-    """A number of seconds ≥ 0 from host data (``--data key=2.5`` arrives as text)."""
-    value = data.get(key)  # type: ignore[misc]
-    if value is None:
-        return default
-    try:
-        seconds = float(value) if not isinstance(value, bool) else -1.0
-    except (TypeError, ValueError):
-        seconds = -1.0
-    if not 0 <= seconds < float("inf"):
-        raise UserError(f"host data {key}: expected a number of seconds >= 0, got {value!r}")
-    return seconds
-
-
-def _opt_str(data: K8sData, key: str) -> str | None:
-    value = data.get(key)  # type: ignore[misc]
-    if value is None:
-        return None
-    if isinstance(value, os.PathLike):
-        return os.fspath(value)
-    if not isinstance(value, str) or not value:
-        raise UserError(f"host data {key}: expected a non-empty string, got {value!r}")
-    return value
-
-
-class HostDataError(ConnectError):
-    """A host that cannot connect because of what its inventory says (a missing kubeconfig or policy file, an
-    unknown context, a policy that does not cover it): bad input, not a failing cluster — callers exit 2."""
 
 
 def _workload_server(specs: list[dict[str, Any]], container: str | None) -> ServerCommand:

@@ -4,7 +4,8 @@ Why verbs: every pyinfra fact goes through ``run_shell_command``, and a cluster 
 a short command (``k8s-get deployment``); the connector answers with JSON lines, exactly as a shell
 would answer with text. Verbs only *read* — writes happen in operations' FunctionCommands, with the
 guarded patches of ``kube/``. Each verb returns the raw API objects a fact needs in ONE answer, so the
-fact's ``process()`` stays pure and sees one consistent read.
+fact's ``process()`` stays pure and sees one consistent read. What every verb works on and how it answers is
+``scope``; the two verbs that read the nodes and their GPUs are ``gpu_verbs``; the rest and the dispatch are here.
 
 Verbs (all scoped to the host's namespace and workload)::
 
@@ -30,47 +31,21 @@ Verbs (all scoped to the host's namespace and workload)::
 
 from __future__ import annotations
 
-import json
 import shlex
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
+from vllm_remedy.connectors.gpu_verbs import verb_gpu_metrics, verb_nodes
+from vllm_remedy.connectors.scope import Scope, VerbError, json_line
 from vllm_remedy.kube import inferenceservice as kserve_reads
-from vllm_remedy.kube.client import KubeClient
-from vllm_remedy.kube.dcgm import EXPORTER_NAMESPACE, EXPORTER_PORT, EXPORTER_SELECTOR
 from vllm_remedy.kube.errors import KubeError
-from vllm_remedy.kube.gpus import holds_resources, pod_gpu_request
 from vllm_remedy.kube.health import container_health
-from vllm_remedy.kube.kinds import KINDS
-from vllm_remedy.kube.lws_history import NAME_LABEL as LWS_NAME_LABEL
 from vllm_remedy.kube.lws_wait import read_set as lws_read_set
 from vllm_remedy.kube.selectors import selector_string
-from vllm_remedy.kube.stopped import stopped_throughout
 
 #: Lines of a container log the Pods fact reads: a vLLM start (weights, profiling, KV cache, error) fits.
 DEFAULT_TAIL = 3000
 LOG_MODES = ("none", "crashed", "all")
-
-
-class VerbError(Exception):
-    """The command is not a verb we know, or its arguments are wrong: one line for stderr."""
-
-
-@dataclass(frozen=True)
-class Scope:
-    """What every verb works on: one Deployment through one client."""
-
-    client: KubeClient
-    namespace: str
-    deployment: str
-    annotation_prefix: str
-    container: str | None = None  # the vLLM container chosen at connect (host data or the only one)
-    kind: str = "deployment"  # the workload kind of the host (kube.kinds); ``deployment`` names the workload
-
-
-def _line(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), sort_keys=True)
 
 
 def _tail(value: str) -> int:
@@ -114,13 +89,13 @@ def verb_get(scope: Scope, args: list[str]) -> list[str]:
     """Raw objects for ad-hoc facts, scoped to the target Deployment's selector so no other workload leaks in."""
     usage = "k8s-get deployment|replicasets|pods|node <name>"
     if args == ["deployment"]:
-        return [_line(scope.client.get_deployment(scope.namespace, scope.deployment))]
+        return [json_line(scope.client.get_deployment(scope.namespace, scope.deployment))]
     if args in (["replicasets"], ["pods"]):
         _, selector = _deployment_and_selector(scope)
         lister = scope.client.list_replicasets if args[0] == "replicasets" else scope.client.list_pods
-        return [_line(item) for item in lister(scope.namespace, selector)]
+        return [json_line(item) for item in lister(scope.namespace, selector)]
     if len(args) == 2 and args[0] == "node":
-        return [_line(scope.client.get_node(args[1]))]
+        return [json_line(scope.client.get_node(args[1]))]
     raise VerbError(f"usage: {usage}")
 
 
@@ -129,8 +104,8 @@ def verb_deployment(scope: Scope, args: list[str]) -> list[str]:
     if args:
         raise VerbError("usage: k8s-deployment")
     deployment = scope.client.get_deployment(scope.namespace, scope.deployment)
-    return [_line({"deployment": deployment, "container": scope.container, "context": scope.client.context,
-                   "annotation_prefix": scope.annotation_prefix})]
+    return [json_line({"deployment": deployment, "container": scope.container, "context": scope.client.context,
+                       "annotation_prefix": scope.annotation_prefix})]
 
 
 def verb_history(scope: Scope, args: list[str]) -> list[str]:
@@ -139,8 +114,8 @@ def verb_history(scope: Scope, args: list[str]) -> list[str]:
         raise VerbError("usage: k8s-history")
     deployment, selector = _deployment_and_selector(scope)
     replicasets = scope.client.list_replicasets(scope.namespace, selector)
-    return [_line({"deployment": deployment, "replicasets": replicasets, "container": scope.container,
-                   "annotation_prefix": scope.annotation_prefix})]
+    return [json_line({"deployment": deployment, "replicasets": replicasets, "container": scope.container,
+                       "annotation_prefix": scope.annotation_prefix})]
 
 
 def trim_event(event: dict[str, Any]) -> dict[str, Any]:
@@ -166,10 +141,10 @@ def verb_events(scope: Scope, args: list[str]) -> list[str]:
         answer = scope.client.request("GET", f"/api/v1/namespaces/{scope.namespace}/events",
                                       query=[("fieldSelector", "involvedObject.kind=Pod,type=Warning")])
     except KubeError as exc:
-        return [_line({"events": None, "error": str(exc)})]
+        return [json_line({"events": None, "error": str(exc)})]
     events = [trim_event(e) for e in (answer or {}).get("items") or []
               if str((e.get("involvedObject") or {}).get("name") or "").startswith(prefix)]
-    return [_line({"events": events})]
+    return [json_line({"events": events})]
 
 
 def container_log(scope: Scope, pod: str, container: str, previous: bool, tail: int) -> dict[str, Any]:
@@ -216,8 +191,8 @@ def verb_pods(scope: Scope, args: list[str]) -> list[str]:
         name = pod["metadata"]["name"]
         for container, previous in wanted_logs(pod, mode):
             logs[f"{name}/{container}"] = container_log(scope, name, container, previous, tail)
-    return [_line({"deployment": deployment, "replicasets": replicasets, "pods": pods, "logs": logs,
-                   "container": scope.container})]
+    return [json_line({"deployment": deployment, "replicasets": replicasets, "pods": pods, "logs": logs,
+                       "container": scope.container})]
 
 
 def verb_logs(scope: Scope, args: list[str]) -> list[str]:
@@ -230,103 +205,7 @@ def verb_logs(scope: Scope, args: list[str]) -> list[str]:
     tail = _tail(str(opts["tail"])) if "tail" in opts else None
     text = scope.client.pod_log(scope.namespace, pod, container, previous=bool(opts.get("previous")),
                                 tail_lines=tail)
-    return [_line({"pod": pod, "container": container, "previous": bool(opts.get("previous")), "text": text})]
-
-
-def trim_pod(pod: dict[str, Any]) -> dict[str, Any]:
-    """The parts of a pod the GPU picture needs: who it is, where it runs, what it requests."""
-    meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
-
-    def slim(containers: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
-        return [{"name": c.get("name"), "resources": c.get("resources") or {}} for c in containers or []]
-
-    return {"metadata": {"name": meta.get("name"), "namespace": meta.get("namespace"),
-                         "labels": meta.get("labels") or {}},
-            "spec": {"nodeName": spec.get("nodeName"), "containers": slim(spec.get("containers")),
-                     "initContainers": slim(spec.get("initContainers"))},
-            "status": {"phase": (pod.get("status") or {}).get("phase")}}
-
-
-def workload_selector(scope: Scope) -> dict[str, Any]:
-    """The label selector of the host's pods, whatever its kind: an LWS's name label (it has none of its own),
-    KServe's Deployment's for an InferenceService, the object's own ``spec.selector`` otherwise."""
-    if scope.kind == "leaderworkerset":
-        return {"matchLabels": {LWS_NAME_LABEL: scope.deployment}}
-    kind = KINDS[scope.kind]
-    if kind.word == "inferenceservice":  # the pods are KServe's Deployment's
-        workload = scope.client.get_deployment(scope.namespace, f"{scope.deployment}-predictor")
-    elif kind.word == "deployment":
-        workload = scope.client.get_deployment(scope.namespace, scope.deployment)
-    else:
-        workload = scope.client.request("GET", scope.client.object_path(scope.namespace, kind.resource,
-                                                                        scope.deployment, kind.group))
-    return dict((workload.get("spec") or {}).get("selector") or {})
-
-
-def verb_nodes(scope: Scope, args: list[str]) -> list[str]:
-    """Nodes and every GPU-holding pod cluster-wide: free GPUs can only be counted against all holders."""
-    if args:
-        raise VerbError("usage: k8s-nodes")
-    selector = workload_selector(scope)
-    picture = scope.client.derived("k8s-nodes", lambda: _gpu_picture(scope.client))
-    # _line's sorted keys, with the cluster-wide part serialised once per run (a cluster of N pods and N hosts
-    # would otherwise cost N² pod serialisations)
-    return [f'{{"namespace":{_line(scope.namespace)},{picture},"selector":{_line(selector)}}}']
-
-
-def _gpu_picture(client: KubeClient) -> str:
-    """``"nodes":[...],"pods":[...]`` - every node and every GPU-holding pod (trimmed) - as one JSON fragment."""
-    holders = [trim_pod(p) for p in client.list_pods(None)
-               if (p.get("spec") or {}).get("nodeName") and holds_resources(p) and pod_gpu_request(p)]
-    return f'"nodes":{_line(client.list_nodes())},"pods":{_line(holders)}'
-
-
-def _exporters(scope: Scope) -> tuple[list[dict[str, Any]], str | None]:
-    """DCGM exporter pods by label: cluster-wide, else in the GPU operator's namespace when RBAC allows no more."""
-    try:
-        return scope.client.list_pods(None, EXPORTER_SELECTOR), None
-    except KubeError as exc:
-        if exc.status != 403:
-            return [], str(exc)
-    try:
-        return scope.client.list_pods(EXPORTER_NAMESPACE, EXPORTER_SELECTOR), None
-    except KubeError as exc:
-        return [], str(exc)
-
-
-def _ready(pod: dict[str, Any]) -> bool:
-    return any(c.get("type") == "Ready" and c.get("status") == "True"
-               for c in (pod.get("status") or {}).get("conditions") or [])
-
-
-def verb_gpu_metrics(scope: Scope, args: list[str]) -> list[str]:
-    """The DCGM exporter's metrics from every node the workload's pods run on, read through pods/proxy: what the
-    GPUs hold, including memory no pod of ours accounts for (runbook step 3). Errors are data, per node."""
-    if args:
-        raise VerbError("usage: k8s-gpu-metrics")
-    selector = selector_string(workload_selector(scope))
-    before = scope.client.list_pods(scope.namespace, selector)
-    nodes = sorted({str(p["spec"]["nodeName"]) for p in before if (p.get("spec") or {}).get("nodeName")})
-    exporters, list_error = _exporters(scope) if nodes else ([], None)
-    out: dict[str, dict[str, Any]] = {}
-    for node in nodes:
-        here = sorted((p for p in exporters if (p.get("spec") or {}).get("nodeName") == node),
-                      key=lambda p: (not _ready(p), p["metadata"]["name"]))
-        if not here:
-            out[node] = {"missing": list_error is None,
-                         "error": list_error or f"no pod labelled {EXPORTER_SELECTOR} runs on this node"}
-            continue
-        meta = here[0]["metadata"]
-        row: dict[str, Any] = {"exporter": f"{meta['namespace']}/{meta['name']}", "ready": _ready(here[0])}
-        try:
-            row["text"] = scope.client.pod_proxy(meta["namespace"], meta["name"], EXPORTER_PORT, "metrics")
-        except KubeError as exc:
-            row.update(error=str(exc), status=exc.status)
-        out[node] = row
-    after = scope.client.list_pods(scope.namespace, selector) if nodes else []
-    return [_line({"nodes": out, "selector": EXPORTER_SELECTOR, "port": EXPORTER_PORT,
-                   "pods": stopped_throughout(before, after, scope.container,
-                                              scope.client.server_time() if after else 0.0)})]
+    return [json_line({"pod": pod, "container": container, "previous": bool(opts.get("previous")), "text": text})]
 
 
 def verb_statefulset(scope: Scope, args: list[str]) -> list[str]:
@@ -342,8 +221,8 @@ def verb_statefulset(scope: Scope, args: list[str]) -> list[str]:
     pods = client.list_pods(scope.namespace, selector)
     logs = {f"{p['metadata']['name']}/{c}": container_log(scope, p["metadata"]["name"], c, previous, DEFAULT_TAIL)
             for p in pods for c, previous in wanted_logs(p, "crashed")}  # what each crash died of, as k8s-pods
-    return [_line({"statefulset": sts, "revisions": list(revisions.get("items") or []), "pods": pods, "logs": logs,
-                   "container": scope.container, "annotation_prefix": scope.annotation_prefix})]
+    return [json_line({"statefulset": sts, "revisions": list(revisions.get("items") or []), "pods": pods, "logs": logs,
+                       "container": scope.container, "annotation_prefix": scope.annotation_prefix})]
 
 
 def verb_leaderworkerset(scope: Scope, args: list[str]) -> list[str]:
@@ -354,8 +233,8 @@ def verb_leaderworkerset(scope: Scope, args: list[str]) -> list[str]:
     lws, revisions, pods = lws_read_set(scope.client, scope.namespace, scope.deployment)
     logs = {f"{p['metadata']['name']}/{c}": container_log(scope, p["metadata"]["name"], c, previous, DEFAULT_TAIL)
             for p in pods for c, previous in wanted_logs(p, "crashed")}  # what each crash died of, as k8s-pods
-    return [_line({"leaderworkerset": lws, "revisions": revisions, "pods": pods, "logs": logs,
-                   "container": scope.container, "annotation_prefix": scope.annotation_prefix})]
+    return [json_line({"leaderworkerset": lws, "revisions": revisions, "pods": pods, "logs": logs,
+                       "container": scope.container, "annotation_prefix": scope.annotation_prefix})]
 
 
 def verb_inferenceservice(scope: Scope, args: list[str]) -> list[str]:
@@ -373,9 +252,10 @@ def verb_inferenceservice(scope: Scope, args: list[str]) -> list[str]:
     pods = client.list_pods(scope.namespace, selector) if selector else []
     logs = {f"{p['metadata']['name']}/{c}": container_log(scope, p["metadata"]["name"], c, previous, DEFAULT_TAIL)
             for p in pods for c, previous in wanted_logs(p, "crashed")}
-    return [_line({"inferenceservice": isvc, "runtime": runtime, "template": kserve_reads.template_of(isvc, runtime),
-                   "deployment": owned, "replicasets": replicasets, "pods": pods, "logs": logs,
-                   "container": scope.container, "annotation_prefix": scope.annotation_prefix})]
+    return [json_line({"inferenceservice": isvc, "runtime": runtime,
+                       "template": kserve_reads.template_of(isvc, runtime),
+                       "deployment": owned, "replicasets": replicasets, "pods": pods, "logs": logs,
+                       "container": scope.container, "annotation_prefix": scope.annotation_prefix})]
 
 
 VERBS: dict[str, Callable[[Scope, list[str]], list[str]]] = {

@@ -6,46 +6,30 @@ diff and prediction. pyinfra's ``--dry`` cannot say "drift" (it exits 0 with cha
 drops the diff, so we drive the API: connect, run each operation in change-detection mode (the body runs up
 to its first yield, nothing executes), and keep what each printed, per host and per operation.
 
-Must run in a process where ``gevent.monkey.patch_all()`` ran before urllib3 was imported — see
-``python -m vllm_remedy.drift`` — or every host is served one after another. A fresh Inventory and State
-per run (pyinfra's state does not survive reuse).
+The pyinfra run itself (inventory, connect, greenlets, captured lines, one operation detected) is
+``drift.session``; like it, this module must run in a process where gevent's ``patch_all()`` ran first
+(``python -m vllm_remedy.drift``).
 """
 
 from __future__ import annotations
 
-import fnmatch
-import logging
-import os
-import re
 import time
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable
 from typing import Any
 
-import gevent
-from pyinfra.api import Config, State
-from pyinfra.api.exceptions import ConnectError, PyinfraError
+from pyinfra.api.exceptions import PyinfraError
 from pyinfra.api.host import Host
-from pyinfra.api.inventory import Inventory
 from pyinfra.api.operations import run_ops
-from pyinfra.context import ctx_config, ctx_host, ctx_state
-from pyinfra_cli.inventory import make_inventory
 
 from vllm_remedy import gitops
 from vllm_remedy.connectors.fleet import FleetReads
-from vllm_remedy.connectors.k8s import HostDataError, K8sConnector
 from vllm_remedy.drift import checks, report
 from vllm_remedy.drift.fallback_route import check_fallback_route
-from vllm_remedy.drift.pyinfra_costs import (
-    connectors_listed_once,
-    facts_read_once,
-    global_arguments_typed_once,
-    host_data_merged_once,
-)
+from vllm_remedy.drift.pyinfra_costs import facts_read_once
+from vllm_remedy.drift.session import Run, close, not_run, per_host, run_operation, start
 from vllm_remedy.drift.workloads import (
     NO_FIX,
     TOGGLED,
-    HostFailed,
     Step,
     checked_view,
     deployment_of,
@@ -58,153 +42,10 @@ from vllm_remedy.errors import UserError
 from vllm_remedy.kube.errors import NotFoundError
 from vllm_remedy.kube.sts_wait import read_set, stuck_pods
 from vllm_remedy.operations import inferenceservice, restore, workload
-from vllm_remedy.operations.util import K8sHost, forget, forget_plans, k8s_host, refusal
+from vllm_remedy.operations.util import K8sHost, k8s_host
 from vllm_remedy.policy import Policy
 from vllm_remedy.remedies.enforce_eager import UNREADABLE
 from vllm_remedy.remedies.enforce_eager import expired as expired_toggles
-
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
-_PREFIXED = re.compile(r"^\[(?P<host>[^\]]+)\](?P<text>.*)$")
-_NOISE = ("Connected", "Loaded fact", "Ready:")
-#: How an operation says why it does nothing (``operations.util.noop``): kept apart from what it would change.
-NOOP = "noop: "
-
-
-class LineLog(logging.Handler):
-    """pyinfra's log lines, sorted per host and per operation (hosts run concurrently in greenlets)."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.INFO)
-        self.current: dict[str, str] = {}
-        self.lines: dict[tuple[str, str], list[str]] = {}
-        self.errors: dict[str, list[str]] = {}
-        #: pyinfra pads every host's prefix to the longest name; a diff's own indentation must survive.
-        self.padding: dict[str, int] = {}
-
-    def emit(self, record: logging.LogRecord) -> None:
-        """File each ``[host] ...`` line under the operation that host is running now (greenlets interleave);
-        connect/fact chatter is dropped, ERROR lines are kept aside as the host's failure reason."""
-        text = _ANSI.sub("", record.getMessage())
-        for line in text.splitlines():
-            match = _PREFIXED.match(line)
-            if not match:
-                continue
-            host, said = match["host"], match["text"].rstrip()
-            pad = 1 + self.padding.get(host, 0)
-            said = said[pad:] if said[:pad].isspace() else said.lstrip(" ")
-            if record.levelno >= logging.ERROR:
-                self.errors.setdefault(host, []).append(" ".join(said.split()))
-            if said.startswith(_NOISE):
-                continue
-            self.lines.setdefault((host, self.current.get(host, "")), []).append(said)
-
-    def begin(self, host: str, label: str) -> None:
-        """Lines ``host`` logs from now on belong to ``label`` ("" between operations)."""
-        self.current[host] = label
-
-    def take(self, host: str, label: str) -> list[str]:
-        """Hand over and forget what ``host`` printed under ``label``: a later take (execute) gets only new lines."""
-        return self.lines.pop((host, label), [])
-
-    def error(self, host: str, fallback: str) -> str:
-        """The host's pyinfra ERROR lines as one reason (deduplicated, pyinfra's generic "could not load fact" line
-        dropped), else ``fallback``: the single line the report shows for a failed host."""
-        said = [e for e in self.errors.get(host, []) if e and not e.startswith("Error: could not")]
-        return " / ".join(dict.fromkeys(said)) or fallback
-
-
-@dataclass
-class Run:
-    """One pyinfra run: its State, the hosts asked for and what was captured."""
-
-    state: State
-    hosts: list[Host]
-    log: LineLog
-    fleet: FleetReads | None = None  # the reads its hosts share (a run that only plans)
-    connect_errors: dict[str, str] = field(default_factory=dict)
-    bad_input: set[str] = field(default_factory=set)  # hosts whose inventory data is wrong (HostDataError)
-
-
-def _limit(inventory: Inventory, patterns: Iterable[str]) -> list[Host]:
-    """pyinfra's ``--limit``: a group name or an fnmatch pattern on host names."""
-    patterns = list(patterns)
-    if not patterns:
-        return list(inventory)
-    chosen: list[Host] = []
-    for pattern in patterns:
-        try:
-            group = inventory.get_group(pattern)
-        except Exception:  # pyinfra's NoGroupError: fall back to host-name patterns
-            group = [h for h in inventory if fnmatch.fnmatch(h.name, pattern)]
-        chosen += [h for h in group if h not in chosen]
-    return chosen
-
-
-def start(inventory_path: str, limit: Iterable[str] = (), fleet: FleetReads | None = None) -> Run:
-    """Load the inventory (as the CLI would, cwd-relative group data), connect every host in parallel (through
-    ``fleet``'s shared reads when given: a run that never writes)."""
-    if not os.path.isfile(inventory_path):
-        raise UserError(f"{inventory_path}: no such inventory file")
-    log = LineLog()
-    logger = logging.getLogger("pyinfra")
-    logger.handlers = [log]
-    logger.setLevel(logging.INFO)
-    logger.propagate = False
-    state = State(check_for_changes=True)
-    try:
-        with ctx_state.use(state), connectors_listed_once():  # inventory files run with a State in context
-            inventory = make_inventory(inventory_path, cwd=os.getcwd())
-    except Exception as exc:  # the user's inventory code: any error is bad input, named with the file
-        cause = getattr(exc, "exception", exc)  # pyinfra_cli wraps it in UnexpectedExternalError, str() of which fails
-        raise UserError(f"{inventory_path}: cannot load the inventory: {type(cause).__name__}: "
-                        f"{' '.join(str(cause).split())}") from exc
-    hosts = _limit(inventory, limit)
-    if not hosts:
-        raise UserError(f"{inventory_path}: no host matches" + (f" --limit {' '.join(limit)}" if limit else ""))
-    state.init(inventory, Config(), initial_limit=hosts)
-    run = Run(state, hosts, log, fleet)
-    if fleet is not None:
-        for host in hosts:
-            if isinstance(host.connector, K8sConnector):
-                host.connector.share(fleet)
-    log.padding = {h.name: len(h.print_prefix_padding) for h in hosts}
-
-    def connect(host: Host) -> None:
-        try:
-            host.connect(show_errors=False, raise_exceptions=True)
-        except ConnectError as exc:
-            run.connect_errors[host.name] = " ".join(str(exc.args[0] if exc.args else exc).split())
-            if isinstance(exc, HostDataError):
-                run.bad_input.add(host.name)
-        except Exception as exc:  # a connector bug must fail its host, not the run
-            run.connect_errors[host.name] = f"{type(exc).__name__}: {exc}"
-
-    gevent.joinall([state.pool.spawn(connect, h) for h in hosts])
-    for host in hosts:
-        if host.connected:
-            state.activate_host(host)
-    return run
-
-
-def _per_host(run: Run, work: Callable[[Host], dict[str, Any]]) -> list[dict[str, Any]]:
-    """``work`` for every connected host in parallel (pyinfra's contexts set), errors caught per host."""
-    results: dict[str, dict[str, Any]] = {}
-
-    def one(host: Host) -> None:
-        with ctx_config.use(run.state.config.copy()), ctx_host.use(host):
-            try:
-                results[host.name] = work(host)
-            except (HostFailed, UserError) as exc:
-                results[host.name] = {"host": host.name, "error": " ".join(str(exc).split())}
-            except Exception as exc:  # an operation bug: report it on this host, keep the others
-                reason = run.log.error(host.name, f"{type(exc).__name__}: {exc}")
-                results[host.name] = {"host": host.name, "error": reason}
-
-    with ctx_state.use(run.state), global_arguments_typed_once(), host_data_merged_once(run.hosts):
-        gevent.joinall([run.state.pool.spawn(one, h) for h in run.hosts if h.name not in run.connect_errors])
-    for name, reason in run.connect_errors.items():
-        results[name] = {"host": name, "error": reason, "bad_input": name in run.bad_input}
-    return [results[h.name] for h in run.hosts]
 
 
 def fix_operations(policy: Policy, kind: str = "deployment") -> list[Step]:
@@ -238,32 +79,6 @@ def _route_check(ctx: K8sHost) -> checks.Check:
         return check_fallback_route(ctx.policy, None, " ".join(str(exc).split()))
 
 
-def _operation(run: Run, host: Host, label: str, op: Callable[..., Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    """Run one operation in change-detection mode; what it printed, whether it would change, any refusal.
-
-    A refusal (``operations.util.refusal``) is no change: a deploy run fails the host there, writing nothing."""
-    meta = run.state.get_meta_for_host(host)
-    before = meta.ops_change
-    run.log.begin(host.name, label)
-    try:
-        op(name=label, **kwargs)
-    except Exception as exc:  # a failed fact surfaces as an exception in the body: name the operation
-        raise HostFailed(f"{label}: {run.log.error(host.name, f'{type(exc).__name__}: {exc}')}") from exc
-    run.log.begin(host.name, "")
-    if host in run.state.failed_hosts:
-        raise HostFailed(f"{label}: {run.log.error(host.name, 'failed')}")
-    said = run.log.take(host.name, label)
-    lines = [line for line in said if not line.startswith(NOOP)]
-    noop = next((line.removeprefix(NOOP) for line in said if line.startswith(NOOP)), None)
-    stop = refusal.refusal(run.state, host)
-    refused = stop.reason if stop is not None else None
-    return {"operation": label, "changes": meta.ops_change > before and refused is None, "refused": refused,
-            "notRun": False, "lines": lines, "noop": noop}
-
-
-def not_run(label: str) -> dict[str, Any]:
-    """An operation after a refusal: a deploy run stops the host at the refusal, so it neither runs nor changes."""
-    return {"operation": label, "changes": False, "refused": None, "notRun": True, "lines": [], "noop": None}
 
 
 def _without_unreadable(result: dict[str, Any]) -> dict[str, Any]:
@@ -288,7 +103,7 @@ def plan_host(run: Run, host: Host) -> dict[str, Any]:
     fix: list[dict[str, Any]] = []
     for label, op, kwargs in operations:  # in the deploy's order; a refusal stops the host, as it stops a run
         refused = any(f["refused"] for f in fix)
-        fix.append(not_run(label) if refused else _without_unreadable(_operation(run, host, label, op, kwargs)))
+        fix.append(not_run(label) if refused else _without_unreadable(run_operation(run, host, label, op, kwargs)))
     return {"host": host.name, "error": None, "policy": ctx.policy.source, "cluster_time": now,
             "fix_note": fix_note(kind),
             "accept_unknown": ctx.policy.drift.accepts_unknown,
@@ -305,9 +120,9 @@ def plan(inventory_path: str, limit: Iterable[str] = ()) -> dict[str, Any]:
     run = start(inventory_path, limit, FleetReads())  # a plan never writes: one read snapshot per cluster
     try:
         with facts_read_once(run.hosts, lambda h: getattr(h.connector, "snapshot", None) is not None):
-            hosts = _per_host(run, lambda h: plan_host(run, h))
+            hosts = per_host(run, lambda h: plan_host(run, h))
     finally:
-        _close(run)
+        close(run)
     return {"inventory": inventory_path, "limit": list(limit), "seconds": round(time.monotonic() - started, 3),
             "hosts": hosts}
 
@@ -334,9 +149,9 @@ def expire(inventory_path: str, limit: Iterable[str] = ()) -> dict[str, Any]:
             notes = (obj.get("metadata") or {}).get("annotations") or {}
             limit = ctx.policy.enforce_eager.max_duration.total_seconds()
             due[host.name] = [t.name for t in expired_toggles(ctx.keys, notes, ctx.client.server_time(), limit)]
-            return {"host": host.name, "error": None, **_operation(run, host, label, revert_of(ctx.kind), {})}
+            return {"host": host.name, "error": None, **run_operation(run, host, label, revert_of(ctx.kind), {})}
 
-        prepared = _per_host(run, prepare)
+        prepared = per_host(run, prepare)
         if any(r.get("changes") for r in prepared):
             try:
                 run.log.current = {r["host"]: label for r in prepared}
@@ -362,7 +177,7 @@ def expire(inventory_path: str, limit: Iterable[str] = ()) -> dict[str, Any]:
                     result["error"] = held  # reverted on paper only: the pods still run the toggle
             hosts.append(result)
     finally:
-        _close(run)
+        close(run)
     return {"inventory": inventory_path, "limit": list(limit), "seconds": round(time.monotonic() - started, 3),
             "hosts": hosts}
 
@@ -394,16 +209,3 @@ def _remaining(run: Run, name: str) -> list[dict[str, Any]]:
     except UserError:
         return []
     return [{"name": t.name, "expires": t.expires, "expires_at": checks.expiry_seconds(t)} for t in observed.toggles]
-
-
-def _close(run: Run) -> None:
-    for host in run.hosts:
-        if host.connected:
-            try:
-                host.disconnect()
-            except Exception:  # closing must not turn a finished check into an error
-                logging.getLogger(__name__).debug("disconnect failed", exc_info=True)
-    if run.fleet is not None:
-        run.fleet.close()
-    forget(run.state)
-    forget_plans(run.state)

@@ -4,7 +4,7 @@ Why per kind: a namespace host (``@k8s/<cluster>/<namespace>``) expands to every
 and a Deployment-only read fails the others ("reads a deployment, and this host is a statefulset"). Each kind
 gives the checks an object whose ``spec.template`` is the vLLM pod template and its pods as Pods-fact rows;
 each kind's fix is the list deploys/budget.py runs for it (:func:`fix_of`) and its toggles are reverted by the
-operation deploys/enforce_eager.py records them for (:func:`revert_of`). ``run`` is the runner's ``Run`` (its
+operation deploys/enforce_eager.py records them for (:func:`revert_of`). ``run`` is ``session.Run`` (its
 pyinfra state, for failed hosts, and its log, for the reason).
 """
 

@@ -38,8 +38,8 @@ from vllm_remedy.operations.util import (
 )
 from vllm_remedy.prometheus import PrometheusError, instant_query
 from vllm_remedy.remedies.confirm import ConfirmResult, confirm_revision, error_rate_check, fallback_check
+from vllm_remedy.remedies.deployment_fields import deployment_fields
 from vllm_remedy.remedies.enforce_eager import in_force
-from vllm_remedy.remedies.evidence import deployment_fields
 from vllm_remedy.remedies.fallback import shift_back_after
 from vllm_remedy.vllm.cmdline import find_server
 

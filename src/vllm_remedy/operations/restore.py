@@ -51,7 +51,8 @@ from vllm_remedy.operations.util import (
     write_command,
 )
 from vllm_remedy.policy import Fallback, LoadShedding, format_duration, parse_duration
-from vllm_remedy.remedies.evidence import StartCheck, field_problems, recorded_fields
+from vllm_remedy.remedies.deployment_fields import field_problems, recorded_fields
+from vllm_remedy.remedies.evidence import StartCheck
 from vllm_remedy.remedies.fallback import (
     fallback_traffic,
     primary_stable,

@@ -22,7 +22,7 @@ from typing import Any
 from pyinfra import host, state
 from pyinfra.api import FunctionCommand, operation
 
-from vllm_remedy.operations import confirm, leaderworkerset, set_reads, statefulset
+from vllm_remedy.operations import confirm, leaderworkerset, set_reads, sts_unblock
 from vllm_remedy.operations.util import k8s_host, keeps_its_plan, noop
 from vllm_remedy.remedies.confirm import format_duration_s
 from vllm_remedy.remedies.restore import crash_looping, ready_for
@@ -41,7 +41,7 @@ def rolled_out(timeout: float | None = None) -> Iterator[FunctionCommand]:
 
     + timeout: cluster seconds to wait; default the policy's ``restore.rollout_timeout``
 
-    A StatefulSet's wait (``statefulset.wait_and_unblock``) deletes pods the controller will never replace only when
+    A StatefulSet's wait (``sts_unblock.wait_and_unblock``) deletes pods the controller will never replace only when
     the policy's ``restore.delete_pods`` is ``blocking``; an LWS's (``leaderworkerset.wait_rolled_out``) waits for
     every group. Both fail fast on a crash loop, recorded on that revision. Nothing happens when already rolled out.
     """
@@ -53,7 +53,7 @@ def rolled_out(timeout: float | None = None) -> Iterator[FunctionCommand]:
         noop(state, host, f"{ctx.where} is rolled out")
         return
     seconds = timeout if timeout is not None else ctx.policy.restore.rollout_timeout.total_seconds()
-    wait = statefulset.wait_and_unblock if ctx.kind == set_reads.STATEFULSET else leaderworkerset.wait_rolled_out
+    wait = sts_unblock.wait_and_unblock if ctx.kind == set_reads.STATEFULSET else leaderworkerset.wait_rolled_out
     yield FunctionCommand(wait, (seconds, f"wait for {ctx.where} to roll out"), {})
 
 

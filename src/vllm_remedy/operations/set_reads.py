@@ -15,6 +15,7 @@ from typing import Any
 from pyinfra.api import FactBase
 
 from vllm_remedy.connectors import verbs
+from vllm_remedy.connectors.scope import Scope
 from vllm_remedy.facts.leaderworkerset import LeaderWorkerSetState, lws_pods_data
 from vllm_remedy.facts.statefulset import StatefulSetState, sts_pods_data
 from vllm_remedy.kube import lws_history
@@ -68,9 +69,9 @@ def leaders(facts: Mapping[str, Any]) -> set[str]:
             if ((p.get("metadata") or {}).get("labels") or {}).get(lws_history.WORKER_LABEL, "0") == "0"}
 
 
-def _scope(ctx: K8sHost) -> verbs.Scope:
-    return verbs.Scope(client=ctx.client, namespace=ctx.namespace, deployment=ctx.deployment,
-                       annotation_prefix=ctx.keys.prefix, container=ctx.container, kind=ctx.kind)
+def _scope(ctx: K8sHost) -> Scope:
+    return Scope(client=ctx.client, namespace=ctx.namespace, deployment=ctx.deployment,
+                 annotation_prefix=ctx.keys.prefix, container=ctx.container, kind=ctx.kind)
 
 
 def pods_with_logs(ctx: K8sHost, facts: Mapping[str, Any], kind: str) -> dict[str, Any]:

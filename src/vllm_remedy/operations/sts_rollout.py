@@ -1,5 +1,5 @@
 """The end of a StatefulSet deploy that changed the pod template (budget, pin, eager mode, load caps): the change is
-waited for as a rollback's is (``operations.statefulset.wait_and_unblock``: fail fast on a crash loop, recorded on
+waited for as a rollback's is (``operations.sts_unblock.wait_and_unblock``: fail fast on a crash loop, recorded on
 its ControllerRevision; pods the controller will not replace by itself deleted only under the policy's
 ``restore.delete_pods: blocking``, in the order it says: not-Ready pods first, then Ready ones one at a time), and
 what the update strategy means for the change is said first, naming pods.
@@ -31,7 +31,7 @@ from vllm_remedy.kube.sts_wait import (
     rows_rolled_out,
     stuck_after,
 )
-from vllm_remedy.operations.statefulset import (
+from vllm_remedy.operations.sts_unblock import (
     blocked_in_plan,
     foreign_line,
     plan_rolled_out,

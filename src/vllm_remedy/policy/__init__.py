@@ -10,6 +10,7 @@ from __future__ import annotations
 from .defaults import BASELINE_FLAGS, DEFAULT_POLICY
 from .durations import format_duration, parse_duration
 from .flags import Bounds, Choices, FlagRules, FractionBounds, IntBounds, Violation, canonical_flag, parse_flag_int
+from .known_good import KnownGoodUnit
 from .loader import load_policies, load_policy, policy_for
 from .model import API_VERSION, DEFAULT_ANNOTATION_PREFIX, Policy
 from .sections import (
@@ -21,7 +22,6 @@ from .sections import (
     Fallback,
     GatewayErrorRate,
     GpuPolicy,
-    KnownGoodUnit,
     KvCacheFp8,
     LoadShedding,
     Respond,

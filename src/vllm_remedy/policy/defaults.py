@@ -3,8 +3,8 @@
 Every policy default has one owner:
 
 * What a policy gets for a key it leaves out is the field default on the models (``sections.py``,
-  ``flags.py``, ``model.py``): peak_concurrency 8, enforce_eager 2h, gitops refuse, ... ``Policy()``
-  is exactly those.
+  ``known_good.py``, ``flags.py``, ``model.py``): peak_concurrency 8, enforce_eager 2h, gitops refuse, ...
+  ``Policy()`` is exactly those.
 * What the default policy *states* beyond them is :data:`BASELINE_FLAGS`, the flag bounds every
   deployment must meet. They are not ``FlagRules`` field defaults on purpose: a policy that does not
   ``extends: default`` must stay unbounded there (e.g. kv-cache-dtype ``[auto]`` would refuse fp8 to a

@@ -13,6 +13,7 @@ from pydantic_core import PydanticCustomError
 from ..errors import UserError
 from .files import resolve
 from .flags import Bounds, FlagRules, IntBounds, Violation, canonical_flag
+from .known_good import KnownGoodUnit
 from .messages import one_line
 from .scalars import DNS_SUBDOMAIN, Bool, FrozenModel, Int1, Text, fail, one_of
 from .sections import (
@@ -23,7 +24,6 @@ from .sections import (
     EnforceEager,
     Fallback,
     GpuPolicy,
-    KnownGoodUnit,
     KvCacheFp8,
     LoadShedding,
     ModelConfig,

@@ -1,4 +1,4 @@
-"""The sections of a policy other than flag bounds: what it targets, the GPU, known-good units,
+"""The sections of a policy other than flag bounds and known-good units (``known_good``): what it targets, the GPU,
 load shedding, the gateway fallback, confirmation, alerts. Each is a frozen model; cross-section
 rules live on :class:`~vllm_remedy.policy.model.Policy`.
 """
@@ -6,7 +6,6 @@ rules live on :class:`~vllm_remedy.policy.model.Policy`.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from datetime import timedelta
 from types import MappingProxyType
@@ -17,7 +16,7 @@ from pydantic import BeforeValidator, Field, model_validator
 from pydantic_core import PydanticCustomError
 
 from .durations import parse_duration
-from .flags import FP8_PREFIX, canonical_flag, parse_flag_float, parse_flag_int
+from .flags import FP8_PREFIX
 from .scalars import (
     POLICY_ERROR,
     ApiGroup,
@@ -43,7 +42,6 @@ from .scalars import (
     TextList,
     UsagePercent,
     fail,
-    got,
     one_of,
 )
 
@@ -89,79 +87,6 @@ class GpuPolicy(FrozenModel):
     def pinned(self) -> bool:
         """Whether the policy pins a GPU type at all (an empty list leaves scheduling alone)."""
         return bool(self.products)
-
-
-def _flag_value(value: Any) -> str:
-    """A YAML scalar as the command-line parser would report it: booleans true/false, JSON compact."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float, str)):
-        return str(value)
-    if isinstance(value, (Mapping, list)):
-        return json.dumps(value, separators=(",", ":"), sort_keys=True)
-    raise fail("a flag value (string, number, boolean or JSON mapping)", value)
-
-
-def _flag_map(value: Any) -> dict[str, str]:
-    if not isinstance(value, Mapping):
-        raise fail("a mapping of vLLM flag names to values", value)
-    out: dict[str, str] = {}
-    for name, raw in value.items():
-        if not isinstance(name, str) or not re.fullmatch(r"-{0,2}[A-Za-z0-9][A-Za-z0-9_-]*", name):
-            raise fail("a vLLM flag name such as max-model-len", name)
-        flag = canonical_flag(name)
-        if flag in out:
-            raise PydanticCustomError(POLICY_ERROR, "flag {flag} is given twice (as {name})",
-                                      {"flag": flag, "name": got(name)})
-        out[flag] = _flag_value(raw)
-    return out
-
-
-FlagMap = Annotated[Mapping[str, str], BeforeValidator(_flag_map), FrozenMapping, AsDict]
-
-_IMAGE = re.compile(r"(?P<name>[^\s@]+?)(?::(?P<tag>[\w][\w.-]{0,127}))?(?:@(?P<digest>sha256:[0-9a-f]{64}))?")
-
-
-def _image(value: Any) -> str:
-    expected = "an image reference with a version tag or digest, e.g. vllm/vllm-openai:v0.8.5"
-    if not isinstance(value, str):
-        raise fail(expected, value)
-    match = _IMAGE.fullmatch(value)
-    if not match or "/" in (match["tag"] or "") or not (match["tag"] or match["digest"]):
-        raise fail(expected, value)
-    if match["tag"] == "latest" and not match["digest"]:
-        raise fail(expected + ' ("latest" moves, so it cannot be known-good)', value)
-    return value
-
-
-class KnownGoodUnit(FrozenModel):
-    """Model + vLLM image + flags that were tested together: the runbook's one versioned unit."""
-
-    name: Text | None = None
-    image: Annotated[str, BeforeValidator(_image)]
-    model: Text | None = None
-    model_revision: Text | None = None
-    flags: FlagMap = Field(default_factory=dict)
-
-    def matches(self, image: str, flags: Mapping[str, str], model_revision: str | None = None) -> bool:
-        """Same image, same revision (when the unit pins one), and every unit flag set to the same value.
-
-        Flags the unit does not name (ports, served-model-name) are not part of the unit.
-        """
-        if image != self.image or (self.model_revision is not None and model_revision != self.model_revision):
-            return False
-        running = {canonical_flag(k): v for k, v in flags.items()}
-        return all(k in running and _same_value(running[k], v) for k, v in self.flags.items())
-
-
-def _same_value(a: str, b: str) -> bool:
-    if a == b:
-        return True
-    ia, ib = parse_flag_int(a), parse_flag_int(b)
-    if ia is not None and ib is not None:
-        return ia == ib
-    fa, fb = parse_flag_float(a), parse_flag_float(b)
-    return fa is not None and fb is not None and fa == fb
 
 
 class LoadShedding(FrozenModel):

@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from vllm_remedy.connectors.k8s import PROGRESS_SECONDS
+from vllm_remedy.connectors.host_data import PROGRESS_SECONDS
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.client import JSON_PATCH, KubeClient
 from vllm_remedy.kube.clock import ClusterClock

@@ -27,7 +27,7 @@ PYDANTIC_SINCE: Version = (0, 9, 1)
 
 
 class Writer(Protocol):
-    """What of the renderer's writer this module uses (``render._Writer``)."""
+    """What of the renderer's writer this module uses (``writer.Writer``)."""
 
     v: Version
     engine: str

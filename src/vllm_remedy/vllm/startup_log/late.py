@@ -18,7 +18,7 @@ _REDUNDANCY_GIB = 150 / 1024  # the advisory keeps 150 MiB back (gpu_worker.py@0
 
 
 class Writer(Protocol):
-    """What these helpers need of ``render._Writer``."""
+    """What these helpers need of ``writer.Writer``."""
 
     v: tuple[int, int, int]
     engine: str

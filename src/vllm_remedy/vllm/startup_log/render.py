@@ -2,14 +2,14 @@
 
 Messages come from ``log_formats`` (the table the parser reads), so a rendered log parses back
 to the numbers it was rendered from. Process prefixes, header style and colours follow the
-version: ``file.py:12]`` before 0.8, ``[file.py:12]`` after; ``(VllmWorkerProcess pid=…)`` for V0
+version (``writer``): ``file.py:12]`` before 0.8, ``[file.py:12]`` after; ``(VllmWorkerProcess pid=…)`` for V0
 workers, ``(VllmWorker rank=N pid=…)`` for V1 until 0.10.1, ``(Worker_TPn pid=…)`` after;
 ``(APIServer pid=1)`` / ``(EngineCore_DP0 pid=…)`` from 0.10.1. Nothing here reads a clock.
 """
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from vllm_remedy.vllm.failures import FAILURES
@@ -17,7 +17,6 @@ from vllm_remedy.vllm.log_formats import (
     CAPTURE_BARS,
     MRV2_CAPTURE_BARS,
     UVICORN_UP,
-    Template,
     default_engine,
     fill,
     parse_version,
@@ -25,83 +24,9 @@ from vllm_remedy.vllm.log_formats import (
 )
 from vllm_remedy.vllm.outcomes import Failure
 from vllm_remedy.vllm.startup_log import config_refusal, late, pinned_lines
+from vllm_remedy.vllm.startup_log.writer import Writer
 
-_CYAN_OLD, _CYAN, _RESET = "\x1b[1;36m", "\x1b[0;36m", "\x1b[0;0m"
-_LEVEL_COLOUR = {"DEBUG": "\x1b[37m", "INFO": "\x1b[32m", "WARNING": "\x1b[33m", "ERROR": "\x1b[31m"}
-_SITE = "/usr/local/lib/python3.12/dist-packages/vllm"
 _DEFAULT_START = datetime(2025, 6, 2, 9, 30, 0)
-
-
-class _Writer:
-    """Accumulates log lines with the version's header, prefixes and clock."""
-
-    def __init__(self, version: str, engine: str, tp_size: int, started: datetime, color: bool,
-                 runner: str = "v1") -> None:
-        self.v = parse_version(version)
-        self.engine, self.tp, self.color, self.runner = engine, tp_size, color, runner
-        self.clock = started
-        self.lines: list[str] = []
-
-    def prefix(self, role: str, rank: int = 0) -> str:
-        """The process tag this version prints before a role's lines (``(Worker_TP1 pid=301)``; none for the
-        API server before 0.10.1), coloured as vLLM colours it."""
-        name = self._process_name(role, rank)
-        if name is None:
-            return ""
-        if self.v < (0, 12, 0):  # before 0.12 the prefix was always cyan, tty or not
-            return f"{_CYAN_OLD}({name}){_RESET} "
-        return f"{_CYAN}({name}){_RESET} " if self.color else f"({name}) "
-
-    def _process_name(self, role: str, rank: int) -> str | None:
-        new_prefixes = self.v >= (0, 10, 1)
-        if role == "api":
-            return "APIServer pid=1" if new_prefixes else None
-        engine_name = None
-        if self.engine == "v1" and new_prefixes:
-            engine_name = ("EngineCore" if self.v >= (0, 18, 0) else "EngineCore_DP0") + " pid=231"
-        if role == "engine" or self.tp == 1:
-            return engine_name
-        if self.engine == "v0":
-            return None if rank == 0 else f"VllmWorkerProcess pid={300 + rank}"
-        if self.v < (0, 10, 2):
-            return f"VllmWorker rank={rank} pid={300 + rank}"
-        return f"Worker_TP{rank} pid={300 + rank}"
-
-    def log(self, role: str, message: str, *, level: str = "INFO", source: str = "worker.py",
-            rank: int = 0, step: float = 0.4) -> None:
-        """One logger record per message line in the version's header style, ``step`` seconds after the last."""
-        self.clock += timedelta(seconds=step)
-        stamp = self.clock.strftime("%m-%d %H:%M:%S")
-        where = f"{source}:{100 + len(message) % 800}"
-        where = f"[{where}]" if self.v >= (0, 8, 0) else f"{where}]"
-        shown = f"{_LEVEL_COLOUR[level]}{level}\x1b[0m" if self.color and self.v >= (0, 12, 0) else level
-        for part in message.split("\n"):
-            self.lines.append(f"{self.prefix(role, rank)}{shown} {stamp} {where} {part}")
-
-    def raw(self, role: str, text: str, rank: int = 0) -> None:
-        """A line printed without vLLM's logger header (progress bars, uvicorn's own lines)."""
-        self.lines.append(f"{self.prefix(role, rank)}{text}")
-
-    def each_rank(self, message: str, **kw: Any) -> None:
-        """The same message from every TP worker, as each rank logs its own copy."""
-        for rank in range(self.tp):
-            self.log("worker", message, rank=rank, **kw)
-
-    def template(self, role: str, tpl: Template, values: dict[str, Any], *, ranks: bool = False) -> None:
-        """A ``log_formats`` message filled with ``values``, so the parser reads back those very figures."""
-        text = fill(tpl, values)
-        if ranks:
-            self.each_rank(text, level=tpl.level, source=tpl.source)
-        else:
-            self.log(role, text, level=tpl.level, source=tpl.source)
-
-    def traceback(self, role: str, frames: list[tuple[str, str]], last: str) -> None:
-        """A traceback logged through vLLM's logger (each line carries the ERROR header)."""
-        self.log(role, "Traceback (most recent call last):", level="ERROR", source="core.py", step=0)
-        for path, function in frames:
-            self.log(role, f'  File "{_SITE}/{path}", line {120 + len(function) * 7}, in {function}',
-                     level="ERROR", source="core.py", step=0)
-        self.log(role, last, level="ERROR", source="core.py", step=0)
 
 
 def render_startup_log(version: str, *, model: str, tp_size: int = 1, weights_gib: float,
@@ -143,7 +68,7 @@ def render_startup_log(version: str, *, model: str, tp_size: int = 1, weights_gi
     if failure is Failure.ARGUMENT_REFUSED:  # argparse's usage error, before vLLM logs anything
         return config_refusal.argument_error(ver, dict(failure_detail or {}))
     eng = engine or default_engine(ver)
-    w = _Writer(version, eng, tp_size, started or _DEFAULT_START, color, _runner(ver, eng, runner_v2))
+    w = Writer(version, eng, tp_size, started or _DEFAULT_START, color, _runner(ver, eng, runner_v2))
     detail = dict(failure_detail or {})
     blocks = gpu_blocks if gpu_blocks is not None else (kv_cache_tokens or 0) // block_size
     tokens = kv_cache_tokens if kv_cache_tokens is not None else blocks * block_size
@@ -243,7 +168,7 @@ def _runner(v: tuple[int, int, int], engine: str, runner_v2: bool) -> str:
     return "v1"
 
 
-def _capture(w: _Writer, figures: dict[str, Any]) -> None:
+def _capture(w: Writer, figures: dict[str, Any]) -> None:
     """CUDA-graph capture: V0's announcement, rank 0's closed progress bars, every rank's "finished" line."""
     _emit(w, "capture", figures, ranks=True)
     eras = [((0, 0, 0), None, w.engine, MRV2_CAPTURE_BARS)] if w.runner == "v2" else CAPTURE_BARS
@@ -256,16 +181,16 @@ def _capture(w: _Writer, figures: dict[str, Any]) -> None:
     _emit(w, "graphs", figures, ranks=True)
 
 
-def _text(w: _Writer) -> str:
+def _text(w: Writer) -> str:
     return "\n".join(w.lines) + "\n"
 
 
-def _emit(w: _Writer, kind: str, figures: dict[str, Any], *, ranks: bool = False) -> None:
+def _emit(w: Writer, kind: str, figures: dict[str, Any], *, ranks: bool = False) -> None:
     for tpl in templates_for(kind, w.v, w.engine, w.runner):
         w.template("engine", tpl, figures, ranks=ranks and w.tp > 1)
 
 
-def _preamble(w: _Writer, version: str, model: str, tp: int, max_len: int, util: float, eager: bool, *,
+def _preamble(w: Writer, version: str, model: str, tp: int, max_len: int, util: float, eager: bool, *,
               max_num_seqs: int | None = None, revision: str | None = None, utilization_set: bool = True,
               typed_len: int | None = None, engine_line: bool = True,
               long_len: dict[str, Any] | None = None, typed: dict[str, Any] | None = None) -> None:
@@ -339,7 +264,7 @@ def _torch_dtype(typed: str | None) -> str:
     return "bfloat16" if typed in (None, "auto") else name
 
 
-def _fail(w: _Writer, failure: Failure, figures: dict[str, Any], frames: list[tuple[str, str]]) -> str:
+def _fail(w: Writer, failure: Failure, figures: dict[str, Any], frames: list[tuple[str, str]]) -> str:
     """vLLM's own error for ``failure`` (the registry names its message) after the engine's failure line."""
     kind = FAILURES[failure].error_kind or ""
     tpl = templates_for(kind, w.v, w.engine, w.runner)
@@ -351,7 +276,7 @@ def _fail(w: _Writer, failure: Failure, figures: dict[str, Any], frames: list[tu
     return _text(w)
 
 
-def _fail_max_len(w: _Writer, figures: dict[str, Any], detail: dict[str, Any], max_len: int) -> str:
+def _fail_max_len(w: Writer, figures: dict[str, Any], detail: dict[str, Any], max_len: int) -> str:
     figures["max_model_len"] = max_len
     available = detail.get("available_gib", figures["kv_cache_gib"])
     figures["available_gib"] = available
@@ -365,21 +290,21 @@ def _fail_max_len(w: _Writer, figures: dict[str, Any], detail: dict[str, Any], m
     return _fail(w, Failure.MAX_LEN_EXCEEDS_KV, figures, _kv_frames(w))
 
 
-def _kv_frames(w: _Writer) -> list[tuple[str, str]]:
+def _kv_frames(w: Writer) -> list[tuple[str, str]]:
     if w.engine == "v0":
         return [("worker/worker.py", "initialize_cache"), ("worker/worker.py", "raise_if_cache_size_invalid")]
     return [("v1/core/kv_cache_utils.py", "get_kv_cache_config"),
             ("v1/core/kv_cache_utils.py", "check_enough_kv_cache_memory")]
 
 
-def _fail_free_memory(w: _Writer, figures: dict[str, Any], detail: dict[str, Any]) -> str:
+def _fail_free_memory(w: Writer, figures: dict[str, Any], detail: dict[str, Any]) -> str:
     figures["free_gib"] = detail.get("free_gib", figures["requested_gib"] * 0.8)
     figures["requested_gib"] = detail.get("requested_gib", figures["requested_gib"])
     figures["device"] = detail.get("device", "cuda:0")
     return _fail(w, Failure.FREE_MEMORY_BELOW_UTILIZATION, figures, [("v1/worker/gpu_worker.py", "init_device")])
 
 
-def _fail_oom(w: _Writer, figures: dict[str, Any], detail: dict[str, Any], *, loading: bool = False,
+def _fail_oom(w: Writer, figures: dict[str, Any], detail: dict[str, Any], *, loading: bool = False,
               frames: list[tuple[str, str]] | None = None) -> str:
     tried = float(detail.get("tried_to_allocate_gib", 0.5))
     free = float(detail.get("free_gib", 0.12))
@@ -404,7 +329,7 @@ def _fail_oom(w: _Writer, figures: dict[str, Any], detail: dict[str, Any], *, lo
     return _text(w)
 
 
-def _server_up(w: _Writer) -> None:
+def _server_up(w: Writer) -> None:
     for tpl in templates_for("up", w.v, w.engine):
         w.template("api", tpl, {"server_index": 0, "host": "0.0.0.0", "port": 8000})
     for line in UVICORN_UP:
