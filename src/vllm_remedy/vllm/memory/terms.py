@@ -114,9 +114,10 @@ PINNED_AUTOTUNE_COPY_SINCE = (0, 27, 0)
 # handed to a smaller request nor split (c10/cuda/CUDACachingAllocator.cpp ``get_free_block``: no block of
 # max_split_size or more for a smaller request, none of size + 20 MiB or more for a larger one; ``should_split``: only
 # a request below max_split_size), so its segment stays whole and ``empty_cache`` returns it (``release_blocks`` frees
-# every segment without a live block). The 48 GB RTX 4090 0.29.0 log shows it is that carve, not a live copy: its
-# "peak activation" (1.23 GiB, headroom = peak - still allocated, plus the ~0.07 graph estimate) still holds the
-# table, so the copy was freed while its 1.16 GiB stayed consumed. Moves no recorded case (no 0.31+ cold start on
+# every segment without a live block). The 48 GB RTX 4090 0.29.0 mnbt-512 log shows it is that carve, not a live
+# copy: its "peak activation" (1.23 GiB: peak less what is still allocated, plus the graph estimate, sized 0.23 here)
+# can hold the 1.16 GiB table only if the copy was freed, and yet 1.16 GiB more stayed consumed than at mnbt 4096. The
+# profile split limit is not in 0.28.0-0.30.0, so the rule stays there. Moves no recorded case (no 0.31+ cold start on
 # capability >= 12.0 or an unknown card). Not read: a compile range below mnbt (fusion passes' endpoints, compile_sizes)
 # compiles in ``compile_or_warm_up_model``, outside the limit, which 0.34 sizes the KV cache after.
 PINNED_AUTOTUNE_COPY_UNTIL = (0, 31, 0)
