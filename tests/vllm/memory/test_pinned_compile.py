@@ -27,6 +27,15 @@ def test_a_cold_start_on_capability_12_pays_the_table_again_from_0_27():
     assert pinned("0.26.0", (12, 0)) == 0.0  # weights + peak increase + non-torch increase: counted once
 
 
+@pytest.mark.parametrize("capability", [(12, 0), None])
+def test_from_0_31_the_profile_split_limit_returns_the_copy(capability):
+    """0.31.0 profiles under max_split_size_mb=20 (v1/worker/gpu_worker.py@0.31.0-0.34.0): the freed copy is never
+    carved, so ``empty_cache`` returns its segment; 0.28.0-0.30.0 profile without the limit."""
+    assert pinned("0.30.0", capability) == pytest.approx(TABLE)
+    for version in ("0.31.0", "0.32.0", "0.34.0"):
+        assert pinned(version, capability) == 0.0
+
+
 @pytest.mark.parametrize("capability", [(8, 9), (8, 0), (7, 5)])
 def test_older_cards_do_not(capability):
     assert pinned("0.28.0", capability) == 0.0

@@ -106,6 +106,21 @@ COLD_COMPILE_EMBEDDING_SINCE = (0, 12, 0)
 # syslab-server 0.28.0: "consumed" 11.22 GiB for 9.29 of Qwen3-14B-AWQ weights, Qwen3-32B-AWQ 20.04 cold vs 18.62 warm,
 # one ~1.45 GiB table more; no cold L4, T4, A100 or RTX 4090 Qwen3-8B log shows it). The size is the table, not fitted.
 PINNED_AUTOTUNE_COPY_SINCE = (0, 27, 0)
+# From 0.31.0 ``determine_available_memory`` runs ``profile_run``, where the cold compile autotunes, under
+# ``_scoped_allocator_max_split(max_split_size_mb=20)``, exited before ``memory_profiling`` collects, empties the cache
+# and measures (v1/worker/gpu_worker.py@0.31.0, the same at 0.32.0, 0.33.0, 0.34.0; absent at 0.27.1, 0.29.0, 0.30.0).
+# Its comment names this mechanism: without the limit "a later small allocation can be carved out of a freed multi-GiB
+# block and pin the whole segment past the empty_cache()". Under the limit the freed copy's block (>= 20 MiB) is never
+# handed to a smaller request nor split (c10/cuda/CUDACachingAllocator.cpp ``get_free_block``: no block of
+# max_split_size or more for a smaller request, none of size + 20 MiB or more for a larger one; ``should_split``: only
+# a request below max_split_size), so its segment stays whole and ``empty_cache`` returns it (``release_blocks`` frees
+# every segment without a live block). The 48 GB RTX 4090 0.29.0 mnbt-512 log shows it is that carve, not a live
+# copy: its "peak activation" (1.23 GiB: peak less what is still allocated, plus the graph estimate, sized 0.23 here)
+# can hold the 1.16 GiB table only if the copy was freed, and yet 1.16 GiB more stayed consumed than at mnbt 4096. The
+# profile split limit is not in 0.28.0-0.30.0, so the rule stays there. Moves no recorded case (no 0.31+ cold start on
+# capability >= 12.0 or an unknown card). Not read: a compile range below mnbt (fusion passes' endpoints, compile_sizes)
+# compiles in ``compile_or_warm_up_model``, outside the limit, which 0.34 sizes the KV cache after.
+PINNED_AUTOTUNE_COPY_UNTIL = (0, 31, 0)
 # MRv2 graph pool, captured after the KV cache (outside the budget): 0.37-0.56 GiB "took" on 24-36 layer models
 # at the default capture sizes (0.0154-0.0171 GiB per layer), 0.15 on a T4; rounded up. Only the capture-OOM check
 # reads it, so too much here predicts a capture OOM that does not happen and too little one that does.
@@ -242,11 +257,13 @@ def cold_compile_gib(model: ModelSpec, res: Resolved) -> float:
 
 def pinned_compile_gib(model: ModelSpec, res: Resolved, capability: tuple[int, int] | None = None) -> float:
     """The cold compile's embedding copy charged a second time, as consumed (non-torch) memory, from 0.27.0
-    (``PINNED_AUTOTUNE_COPY_SINCE``) on capability >= 12.0 or an unknown card; 0 where no cold compile happens. The
+    (``PINNED_AUTOTUNE_COPY_SINCE``) to 0.30.x, before the profile ran under the 20 MiB split limit
+    (``PINNED_AUTOTUNE_COPY_UNTIL``), on capability >= 12.0 or an unknown card; 0 where no cold compile happens. The
     capability condition is not from source: it was read from the held-out RTX 5090 logs, post hoc."""
     if capability is not None and capability < (12, 0):
         return 0.0
-    if res.rules.version < PINNED_AUTOTUNE_COPY_SINCE or cold_compile_gib(model, res) == 0.0:
+    version = res.rules.version
+    if not PINNED_AUTOTUNE_COPY_SINCE <= version < PINNED_AUTOTUNE_COPY_UNTIL or cold_compile_gib(model, res) == 0.0:
         return 0.0
     return _round_up(model.vocab_size, 64) // res.tp * model.hidden_size * res.weight_dtype_bytes / GIB
 
