@@ -328,7 +328,8 @@ def _predict(server: ServerCommand, model_name: str | None, label: str | None, v
     flags, respelled = _respelled(server, group, version)
     out += [Finding("flags", ERROR, f"{r.why} (exit 2: the pod never starts)", "") for r in respelled]
     try:
-        settings = EngineSettings.from_flags(flags, version, model_len.env_inputs(server.container, maps))
+        settings = EngineSettings.from_flags(flags, version, model_len.env_inputs(server.container, maps),
+                                             server.hidden)
     except UserError as exc:  # a placeholder cannot be typed; a literal the release refuses needs its spelling
         out.append(_unknown("flags", str(exc), "spell the value as this vLLM release reads it (the reason says how)"
                             if " refuses " in str(exc) else "write the memory flags as literal values"))

@@ -17,7 +17,6 @@ from vllm_remedy.sim.vllm_pod import adapters, argv, keys
 from vllm_remedy.vllm import catalog, model_len, resolved
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import ServerCommand, canonical_key
-from vllm_remedy.vllm.cmdline.command import HIDDEN_ARGUMENT
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, Resolved, estimate, resolve
 from vllm_remedy.vllm.parallel import group_flags, world_size
 from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version, version_from_image
@@ -125,9 +124,9 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
           cluster_gpu_used_mib: int, group_size: int) -> Launch | Refusal:
     version = image_version(cmd.image)
     model_id = cmd.model or "facebook/opt-125m"  # vLLM's default --model
-    # The tools' parse records a variable-borne argument (`$(X)`, `$X`) as a marker that makes *their* estimate
-    # unknown; vLLM never sees such a flag, and the pod does not expand it into flags either (not modelled here).
-    flags = {k: v for k, v in cmd.flags.items() if k != HIDDEN_ARGUMENT}
+    # A variable-borne argument (`$(X)`, `$X`: ``cmd.hidden``) makes the tools' estimate unknown; the pod does not
+    # expand it into flags (not modelled here), so the rehearsal starts with the flags as written.
+    flags = dict(cmd.flags)
     # argparse runs before anything else: a value its type refuses ends the process with exit 2 (``argv``)
     # (a script's words as its shell expanded them into ``flags``: one per flag, the last occurrence)
     words = flags.items() if cmd.script is not None else [(o.name, o.value) for o in cmd.options if o.values]
