@@ -17,6 +17,8 @@ from vllm_remedy.sim.vllm_pod import adapters, argv, keys
 from vllm_remedy.vllm import catalog, model_len, resolved
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import ServerCommand, canonical_key
+from vllm_remedy.vllm.cmdline.flags import Kind
+from vllm_remedy.vllm.cmdline.parse import Option
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, Resolved, estimate, resolve
 from vllm_remedy.vllm.parallel import group_flags, world_size
 from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version, version_from_image
@@ -129,7 +131,11 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
     flags = dict(cmd.flags)
     # argparse runs before anything else: a value its type refuses ends the process with exit 2 (``argv``)
     # (a script's words as its shell expanded them into ``flags``: one per flag, the last occurrence)
-    words = flags.items() if cmd.script is not None else [(o.name, o.value) for o in cmd.options if o.values]
+    # (a flag that takes a value and got none: None)
+    words: list[tuple[str, str | None]] = [(o.name, o.value if o.values else None) for o in cmd.options
+                                           if o.values or _without_value(o)]  # argv order
+    if cmd.script is not None:
+        words = [(o.name, None) for o in cmd.options if _without_value(o)] + list(flags.items())
     refused = argv.first_error(words, parse_version(version) or NEWEST_RELEASE)
     if refused is not None:
         prog = "api_server.py" if "api_server" in cmd.entrypoint else "vllm serve"
@@ -172,6 +178,13 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
     served = str(flags.get("served-model-name") or model_id).split()[0]
     return Launch(version, model_id, served, spec, gpu, settings, resolved, result, revision=flags.get("revision"),
                   utilization_set=any(canonical_key(k) == "gpu-memory-utilization" for k in cmd.flags))
+
+
+def _without_value(opt: Option) -> bool:
+    """A flag that takes a value (one, or one or more) written without any: argparse's ``expected one argument``."""
+    flag = opt.flag
+    return (not opt.values and flag.attached is None and not flag.negated and "." not in flag.name
+            and flag.kind in (Kind.VALUE, Kind.MULTI))
 
 
 def model_spec(model_id: str, revision: str | None) -> ModelSpec:

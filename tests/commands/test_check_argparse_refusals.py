@@ -1,0 +1,72 @@
+"""`check` on argv that vLLM's argument parser refuses (exit 2 before anything starts): a value outside a flag's
+choices, a flag without its value. Each is ``argument_refused`` in vLLM's own argparse words, never "cannot predict"
+(hostile review, finding 2)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fixtures.vllm_deployment import LLAMA, manifest
+
+
+def _check(
+    cli, tmp_path: Path, args: list[str], image: str = "vllm/vllm-openai:v0.11.0", command: list[str] | None = None
+) -> dict:
+    doc = yaml.safe_load(Path(manifest(tmp_path, [], image=image)).read_text())
+    container = doc["spec"]["template"]["spec"]["containers"][0]
+    container["args"] = args
+    if command is not None:
+        container["command"] = command
+    path = tmp_path / "m.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    got = cli("check", "-f", str(path), "-o", "json")
+    assert got.returncode == 1, got.stdout + got.stderr
+    return json.loads(got.stdout)["items"][0]
+
+
+def _reasons(item: dict) -> str:
+    return "\n".join(f"{f['check']} [{f['severity']}]: {f['reason']}" for f in item["findings"])
+
+
+CHOICES = [
+    (
+        ["--kv-cache-dtype", "fp9"],
+        "vllm/vllm-openai:v0.11.0",
+        "argument --kv-cache-dtype: invalid choice: 'fp9' (choose from 'auto', 'bfloat16', 'fp8', 'fp8_e4m3', "
+        "'fp8_e5m2', 'fp8_inc')",
+    ),
+    (
+        ["--dtype", "float17"],
+        "vllm/vllm-openai:v0.11.0",
+        "argument --dtype: invalid choice: 'float17' (choose from 'auto', 'bfloat16', 'float', 'float16', 'float32', "
+        "'half')",
+    ),
+    (
+        ["--dtype", "float17"],
+        "vllm/vllm-openai:v0.8.5",
+        "argument --dtype: invalid choice: 'float17' (choose from 'auto', 'half', 'float16', 'bfloat16', 'float', "
+        "'float32')",
+    ),
+]
+
+
+@pytest.mark.parametrize(("extra", "image", "said"), CHOICES)
+def test_a_value_outside_the_choices_is_refused_at_parsing(
+    cli, tmp_path: Path, extra: list[str], image: str, said: str
+) -> None:
+    item = _check(cli, tmp_path, ["--model", LLAMA, "--max-model-len", "8192", *extra], image)
+    assert item["prediction"]["outcome"] == "argument_refused", _reasons(item)
+    assert said in _reasons(item)
+    assert "cannot predict" not in _reasons(item)
+
+
+@pytest.mark.parametrize("tail", [["--max-model-len"], ["--max-model-len", "--enforce-eager"]])
+def test_a_flag_without_its_value_is_refused_at_parsing(cli, tmp_path: Path, tail: list[str]) -> None:
+    item = _check(cli, tmp_path, ["--model", LLAMA, *tail])
+    assert item["prediction"]["outcome"] == "argument_refused", _reasons(item)
+    assert "argument --max-model-len: expected one argument" in _reasons(item)
+    assert "cannot predict" not in _reasons(item)
