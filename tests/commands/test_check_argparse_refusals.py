@@ -1,6 +1,6 @@
 """`check` on argv that vLLM's argument parser refuses (exit 2 before anything starts): a value outside a flag's
-choices, a flag without its value. Each is ``argument_refused`` in vLLM's own argparse words, never "cannot predict"
-(hostile review, finding 2)."""
+choices, a flag without its value, a stray positional argument. Each is ``argument_refused`` in
+vLLM's own argparse words, never "cannot predict" and never a pass (hostile review, findings 2-3)."""
 
 from __future__ import annotations
 
@@ -70,3 +70,22 @@ def test_a_flag_without_its_value_is_refused_at_parsing(cli, tmp_path: Path, tai
     assert item["prediction"]["outcome"] == "argument_refused", _reasons(item)
     assert "argument --max-model-len: expected one argument" in _reasons(item)
     assert "cannot predict" not in _reasons(item)
+
+
+def test_a_stray_positional_is_refused_at_parsing(cli, tmp_path: Path) -> None:
+    item = _check(cli, tmp_path, [LLAMA, "extra-word", "--max-model-len", "8192"], command=["vllm", "serve"])
+    assert item["prediction"]["outcome"] == "argument_refused", _reasons(item)
+    assert "unrecognized arguments: extra-word" in _reasons(item)
+
+
+def test_a_positional_to_the_api_server_of_085_is_refused(cli, tmp_path: Path) -> None:
+    """0.8.5's api_server parser has no positional at all (model_tag joined make_arg_parser later)."""
+    item = _check(
+        cli,
+        tmp_path,
+        ["--model", LLAMA, "--max-model-len", "8192", "extra"],
+        "vllm/vllm-openai:v0.8.5",
+        command=["python3", "-m", "vllm.entrypoints.openai.api_server"],
+    )
+    assert item["prediction"]["outcome"] == "argument_refused", _reasons(item)
+    assert "unrecognized arguments: extra" in _reasons(item)

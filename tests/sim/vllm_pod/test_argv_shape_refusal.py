@@ -1,7 +1,8 @@
 """A rehearsal pod whose argv vLLM's argument parser refuses for its shape ends as real vLLM does, exit 2 with
-argparse's words: a flag without its value (``expected one argument``); and choices listed as each release lists
-them (``sorted(Literal)`` from 0.11.0, engine/arg_utils.py ``literal_to_kwargs``; config/cache.py@0.11.0 has
-no fp8_ds_mla). Hostile review, finding 2."""
+argparse's words: a flag without its value (``expected one argument``) and a positional beyond ``vllm serve``'s one
+model tag (``unrecognized arguments``, reported after every option parsed); and choices listed as each release
+lists them (``sorted(Literal)`` from 0.11.0, engine/arg_utils.py ``literal_to_kwargs``; config/cache.py@0.11.0 has
+no fp8_ds_mla). Hostile review, findings 2-3."""
 
 from __future__ import annotations
 
@@ -41,6 +42,12 @@ def stderr(got: Launch | Refusal) -> tuple[str, ...]:
     [
         ([LLAMA, "--max-model-len"], "argument --max-model-len: expected one argument"),
         ([LLAMA, "--max-model-len", "--enforce-eager"], "argument --max-model-len: expected one argument"),
+        ([LLAMA, "extra-word", "--max-model-len", "8192"], "unrecognized arguments: extra-word"),
+        ([LLAMA, "--enforce-eager", "one", "two"], "unrecognized arguments: one two"),
+        (
+            [LLAMA, "extra", "--max-model-len", "16Ki"],
+            "argument --max-model-len: invalid human_readable_int value: '16Ki'",
+        ),
         (
             [LLAMA, "--kv-cache-dtype", "fp9"],
             "argument --kv-cache-dtype: invalid choice: 'fp9' (choose from 'auto', "
@@ -55,6 +62,11 @@ def stderr(got: Launch | Refusal) -> tuple[str, ...]:
 )
 def test_vllm_serve_refuses_the_shape(args: list[str], error: str) -> None:
     assert stderr(judge("v0.11.0", *args)) == ("usage: vllm serve [model_tag] [options]", f"vllm serve: error: {error}")
+
+
+def test_the_085_api_server_takes_no_positional() -> None:
+    got = judge("v0.8.5", "--model", LLAMA, "extra", command=["python3", "-m", "vllm.entrypoints.openai.api_server"])
+    assert stderr(got) == ("api_server.py: error: unrecognized arguments: extra",)
 
 
 def test_one_model_tag_and_a_variable_start() -> None:

@@ -8,8 +8,8 @@ a number with one suffix, ``k/m/g`` decimal (``int(float(n) * 1000**x)``) and ``
 use 1.5k instead?")``); ``t/T`` joined the tables in 0.13.0 (before, the pattern matched and ``int()`` refused);
 anything else goes to ``int()``. ``human_readable_int_or_auto`` (--max-model-len from 0.14.0) takes ``-1`` and
 ``auto`` first. The flags that use them grew by release; every other integer flag is ``type=int`` and a float flag
-``type=float``. A flag that takes a value and gets none is argparse's own refusal. argparse (CPython 3.12,
-``_get_value``) turns a ValueError into ``invalid <type.__name__> value:
+``type=float``. A flag that takes a value and gets none, and words left over (a second positional), are argparse's
+own refusals. argparse (CPython 3.12, ``_get_value``) turns a ValueError into ``invalid <type.__name__> value:
 '<text>'`` and an ArgumentTypeError into its own message, both as ``argument --flag: ...``; ``parser.error`` prints
 the usage line and ``<prog>: error: <message>`` on stderr and exits 2. ``vllm serve``'s usage is
 ``vllm serve [model_tag] [options]`` (entrypoints/cli/serve.py, every release read 0.8.5-0.34.0).
@@ -57,6 +57,9 @@ CHOICES: dict[str, tuple[tuple[Version, tuple[str, ...] | None], ...]] = {
         ((0, 34, 0), None),
     ),
 }
+#: ``python -m vllm.entrypoints.openai.api_server`` takes the ``model_tag`` positional from 0.11.0 (``make_arg_parser``
+#: in entrypoints/openai/cli_args.py; entrypoints/common/cli_args.py@0.34.0); 0.8.5's parser has none (first read).
+API_SERVER_MODEL_TAG_SINCE: Version = (0, 11, 0)
 _HUMAN = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
 SERVE_USAGE = "usage: vllm serve [model_tag] [options]"
 
@@ -137,13 +140,17 @@ def choice(flag: str, value: str, version: Version) -> str | None:
     return f"argument --{flag}: invalid choice: {value!r} (choose from {', '.join(map(repr, allowed))})"
 
 
-def first_error(options: Iterable[tuple[str, str | None]], version: Version) -> ArgError | None:
+def first_error(options: Iterable[tuple[str, str | None]], version: Version, positionals: Iterable[str] = (),
+                api_server: bool = False) -> ArgError | None:
     """argparse converts every occurrence in argv order and stops at the first it refuses (a repeated flag's first
     value too, though the last one wins when all parse); a value of None is a flag that takes one but got none
-    (``expected one argument``)."""
+    (``expected one argument``). Positionals beyond the parser's one ``model_tag`` (``nargs='?'``; none in the
+    api_server module before ``API_SERVER_MODEL_TAG_SINCE``) are left over and refused last, all in one message."""
     for flag, value in options:
         if value is None:
             return ArgError(flag, f"argument --{flag}: expected one argument")
         if (message := convert(flag, value, version) or choice(flag, value, version)) is not None:
             return ArgError(flag, message)
-    return None
+    takes = 0 if api_server and version < API_SERVER_MODEL_TAG_SINCE else 1
+    extra = list(positionals)[takes:]
+    return ArgError("", f"unrecognized arguments: {' '.join(extra)}") if extra else None

@@ -131,12 +131,17 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
     flags = dict(cmd.flags)
     # argparse runs before anything else: a value its type refuses ends the process with exit 2 (``argv``)
     # (a script's words as its shell expanded them into ``flags``: one per flag, the last occurrence)
-    # (a flag that takes a value and got none: None)
+    # (a flag that takes a value and got none: None; the vLLM parsers' leftover positionals, unless a variable's
+    # expansion, which the pod does not model, could change their count)
     words: list[tuple[str, str | None]] = [(o.name, o.value if o.values else None) for o in cmd.options
                                            if o.values or _without_value(o)]  # argv order
     if cmd.script is not None:
         words = [(o.name, None) for o in cmd.options if _without_value(o)] + list(flags.items())
-    refused = argv.first_error(words, parse_version(version) or NEWEST_RELEASE)
+    bare = [t.value for t in cmd.positionals]
+    judged = cmd.entrypoint.endswith(" serve") or cmd.entrypoint == "image default" or "api_server" in cmd.entrypoint
+    bare = bare if judged and not any("$" in w or "{{" in w for w in bare) else []
+    refused = argv.first_error(words, parse_version(version) or NEWEST_RELEASE, bare,
+                               api_server="openai.api_server" in cmd.entrypoint)
     if refused is not None:
         prog = "api_server.py" if "api_server" in cmd.entrypoint else "vllm serve"
         return Refusal(version, model_id, "\n".join(refused.lines(prog)), "argparse")

@@ -72,6 +72,7 @@ class ServerCommand:
     script: tuple[str, int] | None = field(repr=False, default=None)  # (field, index) of an `sh -c` script
     end_of_options: Token | None = field(repr=False, default=None)  # a `--`: new flags must go before it
     hidden: tuple[str, ...] = ()
+    positionals: list[Token] = field(repr=False, default_factory=list)  # every bare word, a model tag included
 
     def render(self) -> dict[str, Any]:
         """The container as parsed (a deep copy): rendering without edits is byte-identical."""
@@ -300,7 +301,7 @@ def _analyse(container: Mapping[str, Any]) -> ServerCommand | None:
         container_name=str(container.get("name", "")), image=str(container.get("image", "")),
         entrypoint=entry.label, model=model, flags=flags, container=copy.deepcopy(dict(container)),
         options=options, model_token=model_token, anchor=anchor, script=script,
-        end_of_options=next((t for t in rest if t.value == "--"), None), hidden=hidden,
+        end_of_options=next((t for t in rest if t.value == "--"), None), hidden=hidden, positionals=positionals,
     )
 
 

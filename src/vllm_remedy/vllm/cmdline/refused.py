@@ -7,7 +7,12 @@ Read in the PyPI wheels of 0.8.5, 0.11.0, 0.16.0, 0.19.0, 0.28.0 and 0.34.0 (arg
   every release read to 0.34.0); --kv-cache-dtype is ``sorted(CacheDType)`` from 0.8.5 to 0.28.0, and from 0.34.0 a
   ``CacheDType | str`` field, a ``metavar`` not ``choices``, refused by config validation instead (not judged here);
 * a flag that takes a value given none (the last word, or followed by an option): ``argument --max-model-len:
-  expected one argument`` (``expected at least one argument`` for ``nargs='+'``).
+  expected one argument`` (``expected at least one argument`` for ``nargs='+'``);
+* a positional beyond the one ``model_tag`` (``nargs='?'``) of ``vllm serve`` (entrypoints/cli/serve.py@0.8.5,
+  entrypoints/openai/cli_args.py ``make_arg_parser`` from 0.11.0, entrypoints/common/cli_args.py@0.34.0):
+  ``unrecognized arguments: extra-word``. ``python -m vllm.entrypoints.openai.api_server`` shares ``make_arg_parser``
+  from 0.11.0, so it takes one too; 0.8.5's has no positional at all (any is refused there; releases between were not
+  read, so only a second positional is judged for them).
 
 A word taken from a variable or a template (``$X``, ``{{ .X }}``) is not judged: its value is not known here.
 """
@@ -38,6 +43,7 @@ _KV_CHOICES_UNTIL: Version = (0, 28, 0)
 #: Every kv-cache dtype of every release read, 0.34.0's additions included: a value outside it no release takes.
 _KV_EVER = frozenset(d for c in KV_CACHE_DTYPES.values() for d in c) | {
     "nvfp4_ds_mla", "octave_k3v3", "octave_k3v3_compact", "octave_k3v4", "ultraquant_4bit"}
+_API_SERVER_WITHOUT_POSITIONAL: Version = (0, 8, 5)
 
 
 class Refused(str):
@@ -53,8 +59,8 @@ class Refused(str):
 
 
 def refused(server: ServerCommand, version: str | None) -> list[Refused]:
-    """Each option of ``server``'s argv that vLLM ``version``'s parser refuses (the newest rules when None), in argv
-    order."""
+    """Each part of ``server``'s argv that vLLM ``version``'s parser refuses (the newest rules when None): options in
+    argv order, then stray positionals (argparse reports those last, once every option parsed)."""
     if not _judged(server.entrypoint):
         return []
     v = parse_version(version) or NEWEST_RELEASE
@@ -69,6 +75,7 @@ def refused(server: ServerCommand, version: str | None) -> list[Refused]:
             out.append(Refused(words, f"argument --{flag.name}: expected {many}"))
         elif opt.values and (message := _value(flag.name, opt.values[0], v)) is not None:
             out.append(Refused(words, message))
+    out += [Refused(shlex.quote(w), f"unrecognized arguments: {w}") for w in _strays(server, v)]
     return out
 
 
@@ -97,3 +104,12 @@ def _invalid_choice(flag: str, value: str, choices: tuple[str, ...] | None) -> s
     """argparse's words; a release whose list was not read gets them without it (every release read refuses it)."""
     listed = f" (choose from {', '.join(map(repr, choices))})" if choices else ""
     return f"argument --{flag}: invalid choice: {value!r}{listed}"
+
+
+def _strays(server: ServerCommand, v: Version) -> list[str]:
+    """Positionals beyond what the parser takes, when all are known (a variable's expansion is not known here)."""
+    words = [t.value for t in server.positionals]
+    if any("$" in w or "{{" in w for w in words):
+        return []
+    takes = 0 if "api_server" in server.entrypoint and v == _API_SERVER_WITHOUT_POSITIONAL else 1
+    return words[takes:]

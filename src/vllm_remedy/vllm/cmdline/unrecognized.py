@@ -7,9 +7,9 @@ included), and only for long options: a dotted key (``--x.y``), an alias, a ``--
 a unique prefix all resolve to a known flag first (``flags.resolve``). Every other release is left to vLLM (not judged),
 as is a wrapper with its own parser (``dynamo.vllm``).
 
-What every release's parser refuses whatever its table (a value outside ``choices``, a flag without its value:
-``refused``) is returned here too, in the order argparse reports it, so every caller of ``unrecognized`` says the
-start is refused (exit 2) in argparse's words (``why``).
+What every release's parser refuses whatever its table (a value outside ``choices``, a flag without its value, a
+stray positional: ``refused``) is returned here too, in the order argparse reports it, so every
+caller of ``unrecognized`` says the start is refused (exit 2) in argparse's words (``why``).
 """
 
 from __future__ import annotations
@@ -25,8 +25,11 @@ READ_RELEASES = frozenset({"0.7.3", "0.11.0", "0.34.0"})
 def unrecognized(server: ServerCommand, version: str | None) -> list[str]:
     """Each part of ``server``'s argv vLLM ``version``'s parser refuses, as written (``--bogus-flag 1``): first the
     options it cannot read (``refused``), then the unknown long options when ``version`` is a release the table is
-    complete for, as argparse reports them (``unrecognized arguments`` last)."""
-    return [*refused(server, version), *_unknown(server, version)]
+    complete for, then stray positionals, as argparse reports them (``unrecognized arguments`` last)."""
+    found = refused(server, version)
+    options = [r for r in found if not r.message.startswith("unrecognized")]
+    strays = [r for r in found if r.message.startswith("unrecognized")]
+    return [*options, *_unknown(server, version), *strays]
 
 
 def _unknown(server: ServerCommand, version: str | None) -> list[str]:
