@@ -1,6 +1,7 @@
 """`check` on argv that vLLM's argument parser refuses (exit 2 before anything starts): a value outside a flag's
-choices, a flag without its value, a stray positional argument. Each is ``argument_refused`` in
-vLLM's own argparse words, never "cannot predict" and never a pass (hostile review, findings 2-3)."""
+choices, a flag without its value, a stray positional argument, an empty integer (each release's ``int`` /
+``human_readable_int(_or_auto)`` strips the text and ends in ``int('')``). Each is ``argument_refused`` in vLLM's own
+argparse words, never "cannot predict" and never a pass (hostile review, findings 2-4)."""
 
 from __future__ import annotations
 
@@ -89,3 +90,18 @@ def test_a_positional_to_the_api_server_of_085_is_refused(cli, tmp_path: Path) -
     )
     assert item["prediction"]["outcome"] == "argument_refused", _reasons(item)
     assert "unrecognized arguments: extra" in _reasons(item)
+
+
+@pytest.mark.parametrize(
+    ("image", "type_name"),
+    [
+        ("vllm/vllm-openai:v0.8.3", "int"),
+        ("vllm/vllm-openai:v0.11.0", "human_readable_int"),
+        ("vllm/vllm-openai:v0.14.0", "human_readable_int_or_auto"),
+    ],
+)
+def test_an_empty_max_model_len_is_refused_at_parsing(cli, tmp_path: Path, image: str, type_name: str) -> None:
+    item = _check(cli, tmp_path, ["--model", LLAMA, "--max-model-len", ""], image)
+    assert item["prediction"]["outcome"] == "argument_refused", _reasons(item)
+    assert f"argument --max-model-len: invalid {type_name} value: ''" in _reasons(item)
+    assert "cannot predict" not in _reasons(item)

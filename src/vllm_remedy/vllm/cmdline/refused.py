@@ -8,6 +8,9 @@ Read in the PyPI wheels of 0.8.5, 0.11.0, 0.16.0, 0.19.0, 0.28.0 and 0.34.0 (arg
   ``CacheDType | str`` field, a ``metavar`` not ``choices``, refused by config validation instead (not judged here);
 * a flag that takes a value given none (the last word, or followed by an option): ``argument --max-model-len:
   expected one argument`` (``expected at least one argument`` for ``nargs='+'``);
+* an empty or non-numeric integer (``--max-model-len ""``): ``argument --max-model-len: invalid int value: ''``,
+  ``human_readable_int`` from 0.8.4, ``human_readable_int_or_auto`` from 0.14.0 (``values.HUMAN_INT_SINCE``): each
+  strips the text and ends in ``int()``, which refuses it;
 * a positional beyond the one ``model_tag`` (``nargs='?'``) of ``vllm serve`` (entrypoints/cli/serve.py@0.8.5,
   entrypoints/openai/cli_args.py ``make_arg_parser`` from 0.11.0, entrypoints/common/cli_args.py@0.34.0):
   ``unrecognized arguments: extra-word``. ``python -m vllm.entrypoints.openai.api_server`` shares ``make_arg_parser``
@@ -23,6 +26,7 @@ import shlex
 
 from vllm_remedy.vllm.cmdline.command import ServerCommand
 from vllm_remedy.vllm.cmdline.flags import Kind
+from vllm_remedy.vllm.cmdline.values import HUMAN_INT_SINCE, suffixed, vllm_int
 from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version
 
 Version = tuple[int, int, int]
@@ -43,6 +47,7 @@ _KV_CHOICES_UNTIL: Version = (0, 28, 0)
 #: Every kv-cache dtype of every release read, 0.34.0's additions included: a value outside it no release takes.
 _KV_EVER = frozenset(d for c in KV_CACHE_DTYPES.values() for d in c) | {
     "nvfp4_ds_mla", "octave_k3v3", "octave_k3v3_compact", "octave_k3v4", "ultraquant_4bit"}
+_OR_AUTO_SINCE: Version = (0, 14, 0)
 _API_SERVER_WITHOUT_POSITIONAL: Version = (0, 8, 5)
 
 
@@ -91,7 +96,23 @@ def _value(flag: str, value: str, v: Version) -> str | None:
         return _invalid_choice(flag, value, _dtype_choices(v))
     if flag == "kv-cache-dtype" and v <= _KV_CHOICES_UNTIL and value not in _KV_EVER:
         return _invalid_choice(flag, value, KV_CACHE_DTYPES.get(v))
+    since = HUMAN_INT_SINCE.get(flag)
+    if since is not None and vllm_int(value, flag, v) is None and not suffixed(value) and not _number(value):
+        if flag == "max-model-len" and value.strip().lower() in ("auto", "-1"):
+            return None  # 0.14.0's auto-fit, which the memory settings judge by release (``EngineSettings``)
+        name = ("human_readable_int_or_auto" if flag == "max-model-len" and v >= _OR_AUTO_SINCE else
+                "human_readable_int" if v >= since else "int")
+        return f"argument --{flag}: invalid {name} value: {value!r}"
     return None
+
+
+def _number(value: str) -> bool:
+    """A decimal or exponent (``16000.0``, ``1e4``): refused too, but ``values.refusal`` words those already."""
+    try:
+        float(value)
+    except ValueError:
+        return False
+    return True
 
 
 def _dtype_choices(v: Version) -> tuple[str, ...] | None:

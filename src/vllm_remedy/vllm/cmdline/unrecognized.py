@@ -7,8 +7,8 @@ included), and only for long options: a dotted key (``--x.y``), an alias, a ``--
 a unique prefix all resolve to a known flag first (``flags.resolve``). Every other release is left to vLLM (not judged),
 as is a wrapper with its own parser (``dynamo.vllm``).
 
-What every release's parser refuses whatever its table (a value outside ``choices``, a flag without its value, a
-stray positional: ``refused``) is returned here too, in the order argparse reports it, so every
+What every release's parser refuses whatever its table (a value outside ``choices``, a flag without its value, an
+empty integer, a stray positional: ``refused``) is returned here too, in the order argparse reports it, so every
 caller of ``unrecognized`` says the start is refused (exit 2) in argparse's words (``why``).
 """
 
