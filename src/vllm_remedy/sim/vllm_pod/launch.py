@@ -55,7 +55,9 @@ class Refusal:
     version: str
     model_id: str
     error: str  # the exception line(s) as Python prints them; for "argparse", the usage and error lines
-    stage: str  # "argparse" (exit 2), "config" (argument/config validation) or "device" (CUDA initialisation)
+    # "argparse" (exit 2), "config" (argument/config validation), "device" (CUDA initialisation) or "worker" (the
+    # engine core's worker building its model runner)
+    stage: str
     version_named: bool = True  # as Launch.version_named
 
 
@@ -152,9 +154,11 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
     # The container's env is vLLM's too: VLLM_ALLOW_LONG_MAX_MODEL_LEN turns the max-length refusal into a warning.
     inputs = {"other-process-gib": str(other_process_gib(node, cluster_gpu_used_mib)),
               **model_len.env_inputs(container)}
+    minus_one = _minus_one_without_auto_fit(flags, version)
+    sized = {k: v for k, v in flags.items() if not (minus_one and k == "max-model-len")}
     try:
         world = world_size(flags)
-        settings = EngineSettings.from_flags(group_flags(adapters.without(flags)), version, inputs)
+        settings = EngineSettings.from_flags(group_flags(adapters.without(sized)), version, inputs)
     except UserError as err:
         return Refusal(version, model_id, f"ValueError: {err}", "config")
     draft = adapters.draft_model(adapters.speculative(flags))
@@ -173,6 +177,9 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
         where = "in this node" if group_size <= 1 else f"in the Ray cluster of {group_size} pods"
         return Refusal(version, model_id, f"ValueError: World size ({world}) is larger than the number "
                        f"of available GPUs ({available}) {where}.", "device")
+    if minus_one:  # Worker.init_device builds GPUModelRunner, whose buffers are sized by max_model_len
+        return Refusal(version, model_id, "RuntimeError: Trying to create tensor with negative dimension -1: [-1, 1]",
+                       "worker")
     try:
         resolved = resolve(spec, gpu, settings)  # LoRA and a draft model sized by the simulator itself (``adapters``)
         spec = adapters.loaded(spec, draft_spec, gpu, resolved, settings.quantization, flags)
@@ -183,6 +190,16 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
     served = str(flags.get("served-model-name") or model_id).split()[0]
     return Launch(version, model_id, served, spec, gpu, settings, resolved, result, revision=flags.get("revision"),
                   utilization_set=any(canonical_key(k) == "gpu-memory-utilization" for k in cmd.flags))
+
+
+def _minus_one_without_auto_fit(flags: Mapping[str, str], version: str) -> bool:
+    """``--max-model-len -1`` on 0.11: its parser takes it (``human_readable_int`` ends in ``int("-1")``), ModelConfig
+    keeps it (``max_model_len: SkipValidation[int]``; ``_get_and_verify_max_len`` returns a length that is neither None
+    nor above the model's unchanged, config/model.py@0.11.0), the scheduler only warns, and ``GPUModelRunner.__init__``
+    fails on ``torch.empty((self.max_model_len, 1), ...)`` (v1/worker/gpu_model_runner.py@0.11.0, from
+    ``Worker.init_device``). Auto-fit is 0.14.0's; the other releases before it were not read for -1."""
+    release = parse_version(version) or NEWEST_RELEASE
+    return release[:2] == (0, 11) and str(flags.get("max-model-len", "")).strip() == "-1"
 
 
 def _without_value(opt: Option) -> bool:
