@@ -39,3 +39,11 @@ def test_show_json_keeps_flags_to_flags(cli, tmp_path: Path) -> None:
     item = json.loads(got.stdout)["items"][0]
     assert item["flags"] == {"max-model-len": "16384"}
     assert item["from_variables"] == ["$EXTRA"]
+
+
+def test_plan_of_that_manifest_still_cannot_predict(cli, tmp_path: Path) -> None:
+    """The variables are no flag, but the estimate is still unknown (``EngineSettings.from_flags(hidden=...)``)."""
+    path = _with(tmp_path, args=[LLAMA, "--max-model-len", "16384", "$(KVF)"])
+    got = cli("plan", "-f", path)
+    assert got.returncode != 0, got.stdout
+    assert "cannot predict $(KVF): an argument taken from a variable may carry flags" in got.stderr
