@@ -103,6 +103,19 @@ def _count(text: str) -> int:
     return value
 
 
+def _typed_count(text: str) -> str:
+    """A vLLM count flag (--tp, --max-num-seqs): checked as :func:`_count`, kept as typed (``064``), so a JSON echo
+    says what was given, as it does for --max-model-len and the version; vLLM's ``int()`` reads it alike."""
+    _count(text)
+    return text
+
+
+def _typed_number(text: str) -> str:
+    """--gpu-memory-utilization: checked as :func:`_number`, kept as typed (``0.90``), like :func:`_typed_count`."""
+    _number(text)
+    return text
+
+
 def _release_int(text: str, auto: bool = False) -> str:
     """A token count read by --vllm-version's own parser (``16384``, ``16k``, ``8k``, ``auto`` for --max-model-len),
     kept as text: whether ``16k``, ``1t`` or ``1e4`` is a number depends on the release, which is not known while
@@ -154,14 +167,14 @@ def add_model_gpu(parser: argparse.ArgumentParser, required: bool = True) -> Non
 def add_engine_flags(parser: argparse.ArgumentParser, with_defaults: bool = True) -> None:
     """The flags that move vLLM's memory budget, named as `vllm serve` names them."""
     d = with_defaults
-    parser.add_argument("--tp", "--tensor-parallel-size", dest="tp", metavar="N", type=_count,
+    parser.add_argument("--tp", "--tensor-parallel-size", dest="tp", metavar="N", type=_typed_count,
                         default=1 if d else None)
     # no default here: unset, the release's own default applies (0.9, or 0.92 from 0.22.1), as for a manifest
-    parser.add_argument("--gpu-memory-utilization", metavar="U", type=_number,
+    parser.add_argument("--gpu-memory-utilization", metavar="U", type=_typed_number,
                         help="fraction of the GPU vLLM may use (default: the release's own)")
     parser.add_argument("--max-model-len", metavar="N", type=_max_model_len,
                         help="tokens per request (default: the model's)")
-    parser.add_argument("--max-num-seqs", metavar="N", type=_count)
+    parser.add_argument("--max-num-seqs", metavar="N", type=_typed_count)
     parser.add_argument("--max-num-batched-tokens", metavar="N", type=_release_int,
                         help="tokens per scheduler step, read as the release reads it (8k = 8000 where it takes "
                              "suffixes)")

@@ -1,7 +1,8 @@
 """Show or edit the vLLM server flags in a manifest, preserving how each command line is written.
 
 `show` prints, for every pod template that runs vLLM, the container, entrypoint, model and effective flags
-(`-o json`: a VllmServerList, one item per template). `set` prints the manifest with flags set/unset in
+(`-o json`: a VllmServerList, one item per template), and apart from them the bare arguments taken from a variable
+(`$(EXTRA)`, `$EXTRA`), which may carry flags nobody here reads. `set` prints the manifest with flags set/unset in
 every such template (e.g. LWS leader and worker alike); it never writes the file.
 
 Examples:
@@ -181,7 +182,7 @@ def _live_container(spec: dict[str, Any], name: str) -> dict[str, Any]:
 def _show(servers: list[tuple[int, str, str, dict, ServerCommand]], output: str) -> int:
     rows = [
         {"document": i, "object": what, "path": path, "container": s.container_name, "image": s.image,
-         "entrypoint": s.entrypoint, "model": s.model, "flags": s.flags}
+         "entrypoint": s.entrypoint, "model": s.model, "flags": s.flags, "from_variables": list(s.hidden)}
         for i, what, path, _spec, s in servers
     ]
     if output == "json":
@@ -196,4 +197,6 @@ def _show(servers: list[tuple[int, str, str, dict, ServerCommand]], output: str)
         print("  flags:" if row["flags"] else "  flags: (none)")
         for key, value in row["flags"].items():
             print(f"    {key}: {value}")
+        if row["from_variables"]:
+            print(f"  arguments from variables (not read; they may carry flags): {' '.join(row['from_variables'])}")
     return 0

@@ -124,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
     flags = {**manifest_flags, **typed}
     if found.server is not None:  # an overridden occurrence it refuses stops vLLM too: planned with the kept value
         respelled += spelling.overridden(found.server, flags, version, typed)
-    settings = EngineSettings.from_flags(flags, version, inputs)
+    settings = EngineSettings.from_flags(flags, version, inputs, found.server.hidden if found.server else ())
     ea.check_int32(settings, flags)
     why = model_len.unknown(model, found.container, settings, found.config_maps) if found.container else None
     if why is not None and not args.allow_long_max_model_len:  # the env var's value cannot be read: say so

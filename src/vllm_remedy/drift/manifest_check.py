@@ -292,7 +292,9 @@ def _respelled(server: ServerCommand, group: bool, version: str | None
     the literal it means) and a refused overridden occurrence (argparse types every one; planned with the kept
     value, which the fix writes once)."""
     flags, found = spelling.respell(group_flags(server.flags) if group else dict(server.flags), version)
-    return flags, found + spelling.overridden(server, spelling.respell(dict(server.flags), version)[0], version)
+    found += spelling.overridden(server, spelling.respell(dict(server.flags), version)[0], version)
+    dropped = {r.flag for r in found if r.unknown}  # planned without them (``fp9``, a missing value), as the fix writes
+    return {k: v for k, v in flags.items() if k not in dropped}, found
 
 
 def _predict(server: ServerCommand, model_name: str | None, label: str | None, version: str | None, policy: Policy,
@@ -328,7 +330,8 @@ def _predict(server: ServerCommand, model_name: str | None, label: str | None, v
     flags, respelled = _respelled(server, group, version)
     out += [Finding("flags", ERROR, f"{r.why} (exit 2: the pod never starts)", "") for r in respelled]
     try:
-        settings = EngineSettings.from_flags(flags, version, model_len.env_inputs(server.container, maps))
+        settings = EngineSettings.from_flags(flags, version, model_len.env_inputs(server.container, maps),
+                                             server.hidden)
     except UserError as exc:  # a placeholder cannot be typed; a literal the release refuses needs its spelling
         out.append(_unknown("flags", str(exc), "spell the value as this vLLM release reads it (the reason says how)"
                             if " refuses " in str(exc) else "write the memory flags as literal values"))

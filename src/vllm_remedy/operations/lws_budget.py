@@ -58,7 +58,8 @@ def plan_group(got: LwsView, gpu: str | None, target_concurrency: float | None, 
     version = version_from_image(server.image)
     flags, respelled = spelling.respell(group_flags(server.flags), version)  # a refused spelling: its literal
     respelled += spelling.overridden(server, spelling.respell(dict(server.flags), version)[0], version)
-    settings = EngineSettings.from_flags(flags, version, model_len.env_inputs(server.container))  # env as predicted
+    settings = EngineSettings.from_flags(flags, version, model_len.env_inputs(server.container),  # env as predicted
+                                         server.hidden)
     running_on = pinned_gpu(spec)
     same_card = running_on is not None and canonical_product(running_on) == card.product
     pods = got.pods()

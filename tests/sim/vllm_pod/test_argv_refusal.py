@@ -74,12 +74,12 @@ def test_the_reader_is_the_rehearsals_own():
 @pytest.mark.parametrize(("tag", "args", "error"), [  # review 4, H4: every occurrence is checked, not the last
     ("v0.11.0", ["--kv-cache-dtype", "fp9", "--kv-cache-dtype", "auto"],
      "argument --kv-cache-dtype: invalid choice: 'fp9' (choose from 'auto', 'bfloat16', 'fp8', 'fp8_e4m3', "
-     "'fp8_e5m2', 'fp8_inc', 'fp8_ds_mla')"),
+     "'fp8_e5m2', 'fp8_inc')"),  # sorted(CacheDType), config/cache.py@0.11.0: no fp8_ds_mla yet
     ("v0.8.5", ["--dtype", "fp16", "--dtype", "half"],
      "argument --dtype: invalid choice: 'fp16' (choose from 'auto', 'half', 'float16', 'bfloat16', 'float', "
      "'float32')"),
     ("v0.8.5", ["--kv-cache-dtype=fp8_inc"],
-     "argument --kv-cache-dtype: invalid choice: 'fp8_inc' (choose from 'auto', 'fp8', 'fp8_e5m2', 'fp8_e4m3')"),
+     "argument --kv-cache-dtype: invalid choice: 'fp8_inc' (choose from 'auto', 'fp8', 'fp8_e4m3', 'fp8_e5m2')"),
 ])
 def test_argparse_checks_choices_at_every_occurrence(tag, args, error):
     got = judge(tag, *args)

@@ -1,5 +1,5 @@
 """A rehearsal pod whose args hold a variable-borne argument (`$(KVF)`) starts: the tools' "cannot predict" marker for
-it (``cmdline.command.HIDDEN_ARGUMENT``) is theirs, never a refusal in the simulated vLLM's name."""
+it (``ServerCommand.hidden``) is theirs, never a refusal in the simulated vLLM's name."""
 
 from __future__ import annotations
 

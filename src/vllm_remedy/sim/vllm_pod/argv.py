@@ -8,10 +8,11 @@ a number with one suffix, ``k/m/g`` decimal (``int(float(n) * 1000**x)``) and ``
 use 1.5k instead?")``); ``t/T`` joined the tables in 0.13.0 (before, the pattern matched and ``int()`` refused);
 anything else goes to ``int()``. ``human_readable_int_or_auto`` (--max-model-len from 0.14.0) takes ``-1`` and
 ``auto`` first. The flags that use them grew by release; every other integer flag is ``type=int`` and a float flag
-``type=float``. argparse (CPython 3.12, ``_get_value``) turns a ValueError into ``invalid <type.__name__> value:
-'<text>'`` and an ArgumentTypeError into its own message, both as ``argument --flag: ...``; ``parser.error`` prints the
-usage line and ``<prog>: error: <message>`` on stderr and exits 2. ``vllm serve``'s usage is ``vllm serve [model_tag]
-[options]`` (entrypoints/cli/serve.py, every release read 0.8.5-0.34.0).
+``type=float``. A flag that takes a value and gets none, and words left over (a second positional), are argparse's
+own refusals. argparse (CPython 3.12, ``_get_value``) turns a ValueError into ``invalid <type.__name__> value:
+'<text>'`` and an ArgumentTypeError into its own message, both as ``argument --flag: ...``; ``parser.error`` prints
+the usage line and ``<prog>: error: <message>`` on stderr and exits 2. ``vllm serve``'s usage is
+``vllm serve [model_tag] [options]`` (entrypoints/cli/serve.py, every release read 0.8.5-0.34.0).
 """
 
 from __future__ import annotations
@@ -32,24 +33,33 @@ TERA_SINCE: Version = (0, 13, 0)
 INT_FLAGS = frozenset({"max-model-len", "max-num-batched-tokens", "max-num-seqs", "tensor-parallel-size",
                        "pipeline-parallel-size", "num-gpu-blocks-override"})
 FLOAT_FLAGS = frozenset({"gpu-memory-utilization"})
-#: ``choices=`` per release, (first release, choices in vLLM's order): argparse checks each occurrence after its type
-#: and refuses ``invalid choice: 'fp9' (choose from 'auto', ...)`` (CPython 3.12 ``_check_value``: the value's repr,
-#: the choices' reprs joined by ", "). --dtype is ModelDType ("auto", "half", "float16", "bfloat16", "float",
-#: "float32") in every release read; --kv-cache-dtype was an explicit list in engine/arg_utils.py (0.5-0.8:
-#: auto, fp8, fp8_e5m2, fp8_e4m3), then config's CacheDType literal, which grew fp8_inc, then bfloat16 and fp8_ds_mla
-#: (config/cache.py), then float16 and the quantized layouts of the newest config/cache.py read.
-CHOICES: dict[str, tuple[tuple[Version, tuple[str, ...]], ...]] = {
-    "dtype": (((0, 0, 0), ("auto", "half", "float16", "bfloat16", "float", "float32")),),
+#: ``choices=`` per release, (first release, choices as argparse lists them; None: no ``choices=``): argparse checks
+#: each occurrence after its type and refuses ``invalid choice: 'fp9' (choose from 'auto', ...)`` (CPython 3.12
+#: ``_check_value``: the value's repr, the choices' reprs joined by ", "). --dtype: an explicit list in
+#: engine/arg_utils.py@0.8.5, then ``sorted(ModelDType)`` (``literal_to_kwargs``, read at 0.11.0, 0.16.0, 0.19.0,
+#: 0.28.0, 0.34.0). --kv-cache-dtype: an explicit list before 0.8.5 (auto, fp8, fp8_e5m2, fp8_e4m3), then
+#: ``sorted(CacheDType)`` (config.py@0.8.5, config/cache.py@0.11.0/0.16.0/0.19.0/0.28.0; fp8_inc from 0.9); from
+#: 0.34.0 the field is ``CacheDType | str``, a ``metavar`` without choices, and config validation refuses an unknown
+#: name instead. Each boundary is the first release read with that list (the releases between were not read).
+CHOICES: dict[str, tuple[tuple[Version, tuple[str, ...] | None], ...]] = {
+    "dtype": (((0, 0, 0), ("auto", "half", "float16", "bfloat16", "float", "float32")),
+              ((0, 11, 0), ("auto", "bfloat16", "float", "float16", "float32", "half"))),
     "kv-cache-dtype": (
         ((0, 0, 0), ("auto", "fp8", "fp8_e5m2", "fp8_e4m3")),
+        ((0, 8, 5), ("auto", "fp8", "fp8_e4m3", "fp8_e5m2")),
         ((0, 9, 0), ("auto", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc")),
-        ((0, 11, 0), ("auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla")),
-        ((0, 20, 0), ("auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla",
-                      "nvfp4_ds_mla", "turboquant_k8v4", "turboquant_4bit_nc", "turboquant_k3v4_nc",
-                      "turboquant_3bit_nc", "int4_per_token_head", "int8_per_token_head", "fp8_per_token_head",
-                      "nvfp4", "nvfp4_4over6")),
+        ((0, 11, 0), ("auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc")),
+        ((0, 16, 0), ("auto", "bfloat16", "fp8", "fp8_ds_mla", "fp8_e4m3", "fp8_e5m2", "fp8_inc")),
+        ((0, 19, 0), ("auto", "bfloat16", "float16", "fp8", "fp8_ds_mla", "fp8_e4m3", "fp8_e5m2", "fp8_inc")),
+        ((0, 28, 0), ("auto", "bfloat16", "float16", "fp8", "fp8_ds_mla", "fp8_e4m3", "fp8_e5m2", "fp8_inc",
+                      "fp8_per_token_head", "int4_per_token_head", "int8_per_token_head", "nvfp4", "nvfp4_4over6",
+                      "turboquant_3bit_nc", "turboquant_4bit_nc", "turboquant_k3v4_nc", "turboquant_k8v4")),
+        ((0, 34, 0), None),
     ),
 }
+#: ``python -m vllm.entrypoints.openai.api_server`` takes the ``model_tag`` positional from 0.11.0 (``make_arg_parser``
+#: in entrypoints/openai/cli_args.py; entrypoints/common/cli_args.py@0.34.0); 0.8.5's parser has none (first read).
+API_SERVER_MODEL_TAG_SINCE: Version = (0, 11, 0)
 _HUMAN = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
 SERVE_USAGE = "usage: vllm serve [model_tag] [options]"
 
@@ -130,10 +140,17 @@ def choice(flag: str, value: str, version: Version) -> str | None:
     return f"argument --{flag}: invalid choice: {value!r} (choose from {', '.join(map(repr, allowed))})"
 
 
-def first_error(options: Iterable[tuple[str, str]], version: Version) -> ArgError | None:
+def first_error(options: Iterable[tuple[str, str | None]], version: Version, positionals: Iterable[str] = (),
+                api_server: bool = False) -> ArgError | None:
     """argparse converts every occurrence in argv order and stops at the first it refuses (a repeated flag's first
-    value too, though the last one wins when all parse)."""
+    value too, though the last one wins when all parse); a value of None is a flag that takes one but got none
+    (``expected one argument``). Positionals beyond the parser's one ``model_tag`` (``nargs='?'``; none in the
+    api_server module before ``API_SERVER_MODEL_TAG_SINCE``) are left over and refused last, all in one message."""
     for flag, value in options:
+        if value is None:
+            return ArgError(flag, f"argument --{flag}: expected one argument")
         if (message := convert(flag, value, version) or choice(flag, value, version)) is not None:
             return ArgError(flag, message)
-    return None
+    takes = 0 if api_server and version < API_SERVER_MODEL_TAG_SINCE else 1
+    extra = list(positionals)[takes:]
+    return ArgError("", f"unrecognized arguments: {' '.join(extra)}") if extra else None

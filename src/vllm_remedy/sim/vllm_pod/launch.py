@@ -17,7 +17,8 @@ from vllm_remedy.sim.vllm_pod import adapters, argv, keys
 from vllm_remedy.vllm import catalog, model_len, resolved
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import ServerCommand, canonical_key
-from vllm_remedy.vllm.cmdline.command import HIDDEN_ARGUMENT
+from vllm_remedy.vllm.cmdline.flags import Kind
+from vllm_remedy.vllm.cmdline.parse import Option
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, Resolved, estimate, resolve
 from vllm_remedy.vllm.parallel import group_flags, world_size
 from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version, version_from_image
@@ -54,7 +55,9 @@ class Refusal:
     version: str
     model_id: str
     error: str  # the exception line(s) as Python prints them; for "argparse", the usage and error lines
-    stage: str  # "argparse" (exit 2), "config" (argument/config validation) or "device" (CUDA initialisation)
+    # "argparse" (exit 2), "config" (argument/config validation), "device" (CUDA initialisation) or "worker" (the
+    # engine core's worker building its model runner)
+    stage: str
     version_named: bool = True  # as Launch.version_named
 
 
@@ -125,13 +128,22 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
           cluster_gpu_used_mib: int, group_size: int) -> Launch | Refusal:
     version = image_version(cmd.image)
     model_id = cmd.model or "facebook/opt-125m"  # vLLM's default --model
-    # The tools' parse records a variable-borne argument (`$(X)`, `$X`) as a marker that makes *their* estimate
-    # unknown; vLLM never sees such a flag, and the pod does not expand it into flags either (not modelled here).
-    flags = {k: v for k, v in cmd.flags.items() if k != HIDDEN_ARGUMENT}
+    # A variable-borne argument (`$(X)`, `$X`: ``cmd.hidden``) makes the tools' estimate unknown; the pod does not
+    # expand it into flags (not modelled here), so the rehearsal starts with the flags as written.
+    flags = dict(cmd.flags)
     # argparse runs before anything else: a value its type refuses ends the process with exit 2 (``argv``)
     # (a script's words as its shell expanded them into ``flags``: one per flag, the last occurrence)
-    words = flags.items() if cmd.script is not None else [(o.name, o.value) for o in cmd.options if o.values]
-    refused = argv.first_error(words, parse_version(version) or NEWEST_RELEASE)
+    # (a flag that takes a value and got none: None; the vLLM parsers' leftover positionals, unless a variable's
+    # expansion, which the pod does not model, could change their count)
+    words: list[tuple[str, str | None]] = [(o.name, o.value if o.values else None) for o in cmd.options
+                                           if o.values or _without_value(o)]  # argv order
+    if cmd.script is not None:
+        words = [(o.name, None) for o in cmd.options if _without_value(o)] + list(flags.items())
+    bare = [t.value for t in cmd.positionals]
+    judged = cmd.entrypoint.endswith(" serve") or cmd.entrypoint == "image default" or "api_server" in cmd.entrypoint
+    bare = bare if judged and not any("$" in w or "{{" in w for w in bare) else []
+    refused = argv.first_error(words, parse_version(version) or NEWEST_RELEASE, bare,
+                               api_server="openai.api_server" in cmd.entrypoint)
     if refused is not None:
         prog = "api_server.py" if "api_server" in cmd.entrypoint else "vllm serve"
         return Refusal(version, model_id, "\n".join(refused.lines(prog)), "argparse")
@@ -142,9 +154,11 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
     # The container's env is vLLM's too: VLLM_ALLOW_LONG_MAX_MODEL_LEN turns the max-length refusal into a warning.
     inputs = {"other-process-gib": str(other_process_gib(node, cluster_gpu_used_mib)),
               **model_len.env_inputs(container)}
+    minus_one = _minus_one_without_auto_fit(flags, version)
+    sized = {k: v for k, v in flags.items() if not (minus_one and k == "max-model-len")}
     try:
         world = world_size(flags)
-        settings = EngineSettings.from_flags(group_flags(adapters.without(flags)), version, inputs)
+        settings = EngineSettings.from_flags(group_flags(adapters.without(sized)), version, inputs)
     except UserError as err:
         return Refusal(version, model_id, f"ValueError: {err}", "config")
     draft = adapters.draft_model(adapters.speculative(flags))
@@ -163,6 +177,9 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
         where = "in this node" if group_size <= 1 else f"in the Ray cluster of {group_size} pods"
         return Refusal(version, model_id, f"ValueError: World size ({world}) is larger than the number "
                        f"of available GPUs ({available}) {where}.", "device")
+    if minus_one:  # Worker.init_device builds GPUModelRunner, whose buffers are sized by max_model_len
+        return Refusal(version, model_id, "RuntimeError: Trying to create tensor with negative dimension -1: [-1, 1]",
+                       "worker")
     try:
         resolved = resolve(spec, gpu, settings)  # LoRA and a draft model sized by the simulator itself (``adapters``)
         spec = adapters.loaded(spec, draft_spec, gpu, resolved, settings.quantization, flags)
@@ -173,6 +190,23 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
     served = str(flags.get("served-model-name") or model_id).split()[0]
     return Launch(version, model_id, served, spec, gpu, settings, resolved, result, revision=flags.get("revision"),
                   utilization_set=any(canonical_key(k) == "gpu-memory-utilization" for k in cmd.flags))
+
+
+def _minus_one_without_auto_fit(flags: Mapping[str, str], version: str) -> bool:
+    """``--max-model-len -1`` on 0.11: its parser takes it (``human_readable_int`` ends in ``int("-1")``), ModelConfig
+    keeps it (``max_model_len: SkipValidation[int]``; ``_get_and_verify_max_len`` returns a length that is neither None
+    nor above the model's unchanged, config/model.py@0.11.0), the scheduler only warns, and ``GPUModelRunner.__init__``
+    fails on ``torch.empty((self.max_model_len, 1), ...)`` (v1/worker/gpu_model_runner.py@0.11.0, from
+    ``Worker.init_device``). Auto-fit is 0.14.0's; the other releases before it were not read for -1."""
+    release = parse_version(version) or NEWEST_RELEASE
+    return release[:2] == (0, 11) and str(flags.get("max-model-len", "")).strip() == "-1"
+
+
+def _without_value(opt: Option) -> bool:
+    """A flag that takes a value (one, or one or more) written without any: argparse's ``expected one argument``."""
+    flag = opt.flag
+    return (not opt.values and flag.attached is None and not flag.negated and "." not in flag.name
+            and flag.kind in (Kind.VALUE, Kind.MULTI))
 
 
 def model_spec(model_id: str, revision: str | None) -> ModelSpec:

@@ -325,6 +325,11 @@ def _refusal_frames(stage: str) -> list[tuple[str, int, str, str]]:
     if stage == "config":
         return [*frames, (f"{site}/engine/arg_utils.py", 1049, "create_engine_config",
                           "model_config = self.create_model_config()")]
+    if stage == "worker":  # the engine core's worker, building its model runner (v1/worker/*.py@0.11.0)
+        return [(f"{site}/v1/worker/gpu_worker.py", 201, "init_device",
+                 "self.model_runner: GPUModelRunner = GPUModelRunner("),
+                (f"{site}/v1/worker/gpu_model_runner.py", 438, "__init__",
+                 "self.sampled_token_ids_pinned_cpu = torch.empty(")]
     return [*frames, (f"{site}/platforms/cuda.py", 96, "get_device_capability",
                       "major, minor = torch.cuda.get_device_capability(device_id)")]
 

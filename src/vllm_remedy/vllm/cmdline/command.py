@@ -27,8 +27,6 @@ _PASSTHROUGH = frozenset({"$@", "$*", "${@}", "${*}"})
 _TELLTALE = frozenset({"model", "max-model-len", "gpu-memory-utilization", "tensor-parallel-size",
                        "served-model-name", "max-num-seqs", "kv-cache-dtype", "enforce-eager"})
 _IMAGE_DEFAULT = Entrypoint("image default", 0, True)
-#: The pseudo-flag a variable-borne argument is recorded under (``memory.unmodelled`` makes the estimate unknown).
-HIDDEN_ARGUMENT = "hidden-argument"
 # A script that names vLLM this way somewhere it cannot be edited word by word is refused, not guessed at.
 _VLLM_MENTION = re.compile(r"\bvllm(\s+serve\b|[./]entrypoints\b)")
 _INDIRECT = frozenset({"eval", "source", ".", "su", "sudo", "xargs"})
@@ -57,7 +55,9 @@ class ServerCommand:
 
     ``flags`` maps canonical dash names (no `--`) to string values; the last occurrence wins like argparse;
     booleans are "true"/"false"; JSON and `$(VAR)`/`{{ .X }}` placeholders are kept verbatim. The model is
-    in ``model`` (positional or `--model`), not in ``flags``.
+    in ``model`` (positional or `--model`), not in ``flags``. ``hidden`` holds the bare arguments taken from a variable
+    (`$(EXTRA)` in args, `$EXTRA` in a script) as written: they can carry flags this parse never sees, so whoever
+    sizes the start (``memory.unmodelled``) says it cannot, while ``flags`` stays what vLLM's parser is shown.
     """
 
     container_name: str
@@ -71,6 +71,8 @@ class ServerCommand:
     anchor: Token | None = field(repr=False, default=None)
     script: tuple[str, int] | None = field(repr=False, default=None)  # (field, index) of an `sh -c` script
     end_of_options: Token | None = field(repr=False, default=None)  # a `--`: new flags must go before it
+    hidden: tuple[str, ...] = ()
+    positionals: list[Token] = field(repr=False, default_factory=list)  # every bare word, a model tag included
 
     def render(self) -> dict[str, Any]:
         """The container as parsed (a deep copy): rendering without edits is byte-identical."""
@@ -294,14 +296,12 @@ def _analyse(container: Mapping[str, Any]) -> ServerCommand | None:
     # A bare argument taken from a variable (`$(EXTRA)` in args, `$EXTRA` in a script) can carry flags vLLM then reads
     # (Kubernetes expands the first, the shell expands and splits the second); not followed: the estimate is unknown.
     named = any(o.name == "model" for o in options)  # then a leading positional is no model tag either
-    hidden = [t.value for t in positionals if "$" in t.value and (t is not model_token or named)]
-    if hidden:
-        flags[HIDDEN_ARGUMENT] = hidden[0]
+    hidden = tuple(t.value for t in positionals if "$" in t.value and (t is not model_token or named))
     return ServerCommand(
         container_name=str(container.get("name", "")), image=str(container.get("image", "")),
         entrypoint=entry.label, model=model, flags=flags, container=copy.deepcopy(dict(container)),
         options=options, model_token=model_token, anchor=anchor, script=script,
-        end_of_options=next((t for t in rest if t.value == "--"), None),
+        end_of_options=next((t for t in rest if t.value == "--"), None), hidden=hidden, positionals=positionals,
     )
 
 

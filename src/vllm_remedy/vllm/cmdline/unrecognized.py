@@ -6,20 +6,33 @@ three releases, where the union is complete (a long option the union lacks is in
 included), and only for long options: a dotted key (``--x.y``), an alias, a ``--no-`` form, an underscore spelling and
 a unique prefix all resolve to a known flag first (``flags.resolve``). Every other release is left to vLLM (not judged),
 as is a wrapper with its own parser (``dynamo.vllm``).
+
+What every release's parser refuses whatever its table (a value outside ``choices``, a flag without its value, an
+empty integer, a stray positional: ``refused``) is returned here too, in the order argparse reports it, so every
+caller of ``unrecognized`` says the start is refused (exit 2) in argparse's words (``why``).
 """
 
 from __future__ import annotations
 
 from vllm_remedy.vllm.cmdline.command import ServerCommand
 from vllm_remedy.vllm.cmdline.flags import Kind
+from vllm_remedy.vllm.cmdline.refused import Refused, refused
 
 #: The releases whose parsers the flag table was read from (table.py's docstring).
 READ_RELEASES = frozenset({"0.7.3", "0.11.0", "0.34.0"})
 
 
 def unrecognized(server: ServerCommand, version: str | None) -> list[str]:
-    """Each unknown long option of ``server`` as written with its value (``--bogus-flag 1``), in argv order, when
-    ``version`` is a release the table is complete for; empty otherwise."""
+    """Each part of ``server``'s argv vLLM ``version``'s parser refuses, as written (``--bogus-flag 1``): first the
+    options it cannot read (``refused``), then the unknown long options when ``version`` is a release the table is
+    complete for, then stray positionals, as argparse reports them (``unrecognized arguments`` last)."""
+    found = refused(server, version)
+    options = [r for r in found if not r.message.startswith("unrecognized")]
+    strays = [r for r in found if r.message.startswith("unrecognized")]
+    return [*options, *_unknown(server, version), *strays]
+
+
+def _unknown(server: ServerCommand, version: str | None) -> list[str]:
     if version not in READ_RELEASES or "dynamo" in server.entrypoint:
         return []
     out = []
@@ -32,5 +45,7 @@ def unrecognized(server: ServerCommand, version: str | None) -> list[str]:
 
 def why(words: str, label: str) -> str:
     """The refusal in one phrase, in vLLM's words."""
+    if isinstance(words, Refused):
+        return f"vLLM {label} refuses {words} at argument parsing (argparse: \"{words.message}\")"
     return (f"vLLM {label} refuses {words.split()[0]} at argument parsing: it has no such flag (argparse: "
             f"\"unrecognized arguments: {words}\", or \"ambiguous option\" for the prefix of several)")

@@ -172,11 +172,12 @@ class EngineSettings:
 
     @classmethod
     def from_flags(cls, flags: Mapping[str, str], version: str | None,
-                   inputs: Mapping[str, str] | None = None) -> EngineSettings:
+                   inputs: Mapping[str, str] | None = None, hidden: Sequence[str] = ()) -> EngineSettings:
         """Typed settings from canonical dash-named vLLM flags (``{"max-model-len": "16384"}``) and the model's own
         inputs (``MODEL_INPUTS``, never read from a command line: vLLM refuses them as unrecognized arguments, so
         one typed into a container's args is refused here too); other unknown flags are ignored (they do not move
-        the budget)."""
+        the budget). ``hidden``: the command's arguments taken from variables (``ServerCommand.hidden``), which may
+        carry flags not in ``flags``, so the estimate is unknown."""
         norm = {_normalise(k): v for k, v in flags.items()}
         if stray := sorted(k for k in norm if k in MODEL_INPUTS):
             raise UserError("unrecognized arguments: " + " ".join(f"--{k}" for k in stray))
@@ -235,7 +236,7 @@ class EngineSettings:
         if size is not None:
             kwargs["cudagraph_capture_size"] = size
         kwargs.update(pin_flags(norm, rules(version), lambda key: read_int(norm, key, version)))
-        kwargs["unmodelled"] = unmodelled(norm)
+        kwargs["unmodelled"] = unmodelled(norm, hidden)
         return cls(**kwargs)  # type: ignore[arg-type]
 
 

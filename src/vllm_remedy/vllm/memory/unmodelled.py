@@ -18,7 +18,7 @@ number for a different start, so the model says "cannot predict" instead (as for
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.vllm.outcomes import Outcome
@@ -39,10 +39,11 @@ class CannotPredict(UserError):
     """The start is valid for vLLM, but this model cannot size it: ``cannot predict <flag>: <why>``."""
 
 
-def unmodelled(flags: Mapping[str, str]) -> str | None:
-    """Why these canonical flags make the estimate unknown, one line, or None."""
-    if hidden := flags.get("hidden-argument"):  # cmdline.command.HIDDEN_ARGUMENT
-        return (f"cannot predict {hidden}: an argument taken from a variable may carry flags (Kubernetes expands "
+def unmodelled(flags: Mapping[str, str], hidden: Sequence[str] = ()) -> str | None:
+    """Why these canonical flags, or the arguments taken from variables (``ServerCommand.hidden``), make the estimate
+    unknown, one line, or None."""
+    if hidden:
+        return (f"cannot predict {hidden[0]}: an argument taken from a variable may carry flags (Kubernetes expands "
                 "$(VAR) in args, a shell expands and splits $VAR) that this tool does not read; write them out")
     lora = "enable-lora" in flags and str(flags["enable-lora"]).strip().lower() in _TRUE
     if lora and "no-enable-lora" not in flags:

@@ -1,0 +1,136 @@
+"""Argv that vLLM's argument parser refuses whatever its flag table: ``<prog>: error: ...``, exit 2, nothing starts.
+
+Read in the PyPI wheels of 0.8.5, 0.11.0, 0.16.0, 0.19.0, 0.28.0 and 0.34.0 (argparse as CPython 3.12 words it):
+
+* a value outside ``choices=``: ``argument --dtype: invalid choice: 'float17' (choose from 'auto', ...)``. --dtype
+  lists an explicit order in engine/arg_utils.py@0.8.5 and ``sorted(ModelDType)`` from 0.11.0 (``literal_to_kwargs``,
+  every release read to 0.34.0); --kv-cache-dtype is ``sorted(CacheDType)`` from 0.8.5 to 0.28.0, and from 0.34.0 a
+  ``CacheDType | str`` field, a ``metavar`` not ``choices``, refused by config validation instead (not judged here);
+* a flag that takes a value given none (the last word, or followed by an option): ``argument --max-model-len:
+  expected one argument`` (``expected at least one argument`` for ``nargs='+'``);
+* an empty or non-numeric integer (``--max-model-len ""``): ``argument --max-model-len: invalid int value: ''``,
+  ``human_readable_int`` from 0.8.4, ``human_readable_int_or_auto`` from 0.14.0 (``values.HUMAN_INT_SINCE``): each
+  strips the text and ends in ``int()``, which refuses it;
+* a positional beyond the one ``model_tag`` (``nargs='?'``) of ``vllm serve`` (entrypoints/cli/serve.py@0.8.5,
+  entrypoints/openai/cli_args.py ``make_arg_parser`` from 0.11.0, entrypoints/common/cli_args.py@0.34.0):
+  ``unrecognized arguments: extra-word``. ``python -m vllm.entrypoints.openai.api_server`` shares ``make_arg_parser``
+  from 0.11.0, so it takes one too; 0.8.5's has no positional at all (any is refused there; releases between were not
+  read, so only a second positional is judged for them).
+
+A word taken from a variable or a template (``$X``, ``{{ .X }}``) is not judged: its value is not known here.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from vllm_remedy.vllm.cmdline.command import ServerCommand
+from vllm_remedy.vllm.cmdline.flags import Kind
+from vllm_remedy.vllm.cmdline.values import HUMAN_INT_SINCE, suffixed, vllm_int
+from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version
+
+Version = tuple[int, int, int]
+_DTYPES = ("auto", "half", "float16", "bfloat16", "float", "float32")  # engine/arg_utils.py@0.8.5, in its order
+_SORTED_DTYPES_SINCE: Version = (0, 11, 0)
+#: ``sorted(CacheDType)`` (config.py@0.8.5, config/cache.py after) in each release read where it is ``choices=``.
+KV_CACHE_DTYPES: dict[Version, tuple[str, ...]] = {
+    (0, 8, 5): ("auto", "fp8", "fp8_e4m3", "fp8_e5m2"),
+    (0, 11, 0): ("auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc"),
+    (0, 16, 0): ("auto", "bfloat16", "fp8", "fp8_ds_mla", "fp8_e4m3", "fp8_e5m2", "fp8_inc"),
+    (0, 19, 0): ("auto", "bfloat16", "float16", "fp8", "fp8_ds_mla", "fp8_e4m3", "fp8_e5m2", "fp8_inc"),
+    (0, 28, 0): ("auto", "bfloat16", "float16", "fp8", "fp8_ds_mla", "fp8_e4m3", "fp8_e5m2", "fp8_inc",
+                 "fp8_per_token_head", "int4_per_token_head", "int8_per_token_head", "nvfp4", "nvfp4_4over6",
+                 "turboquant_3bit_nc", "turboquant_4bit_nc", "turboquant_k3v4_nc", "turboquant_k8v4"),
+}
+#: The last release read where --kv-cache-dtype is ``choices=`` (0.34.0 validates it in config/cache.py instead).
+_KV_CHOICES_UNTIL: Version = (0, 28, 0)
+#: Every kv-cache dtype of every release read, 0.34.0's additions included: a value outside it no release takes.
+_KV_EVER = frozenset(d for c in KV_CACHE_DTYPES.values() for d in c) | {
+    "nvfp4_ds_mla", "octave_k3v3", "octave_k3v3_compact", "octave_k3v4", "ultraquant_4bit"}
+_OR_AUTO_SINCE: Version = (0, 14, 0)
+_API_SERVER_WITHOUT_POSITIONAL: Version = (0, 8, 5)
+
+
+class Refused(str):
+    """The argv words as written (``--kv-cache-dtype fp9``, ``extra-word``) carrying argparse's ``message``: a ``str``,
+    so callers of ``unrecognized.unrecognized`` take it as they take an unknown flag's words."""
+
+    message: str
+
+    def __new__(cls, words: str, message: str) -> Refused:
+        obj = super().__new__(cls, words)
+        obj.message = message
+        return obj
+
+
+def refused(server: ServerCommand, version: str | None) -> list[Refused]:
+    """Each part of ``server``'s argv that vLLM ``version``'s parser refuses (the newest rules when None): options in
+    argv order, then stray positionals (argparse reports those last, once every option parsed)."""
+    if not _judged(server.entrypoint):
+        return []
+    v = parse_version(version) or NEWEST_RELEASE
+    out: list[Refused] = []
+    for opt in server.options:
+        flag = opt.flag
+        if "." in flag.name or flag.negated or flag.kind is Kind.UNKNOWN:
+            continue
+        words = " ".join(shlex.quote(t.value) for t in opt.tokens)  # `--max-model-len ''`, as a shell would show it
+        if not opt.values and flag.attached is None and flag.kind in (Kind.VALUE, Kind.MULTI):
+            many = "at least one argument" if flag.kind is Kind.MULTI else "one argument"
+            out.append(Refused(words, f"argument --{flag.name}: expected {many}"))
+        elif opt.values and (message := _value(flag.name, opt.values[0], v)) is not None:
+            out.append(Refused(words, message))
+    out += [Refused(shlex.quote(w), f"unrecognized arguments: {w}") for w in _strays(server, v)]
+    return out
+
+
+def _judged(entrypoint: str) -> bool:
+    """vLLM's own parsers: ``vllm serve`` (or the image's entrypoint) and the OpenAI api_server module."""
+    return entrypoint.endswith(" serve") or entrypoint == "image default" or "openai.api_server" in entrypoint
+
+
+def _value(flag: str, value: str, v: Version) -> str | None:
+    if "$" in value or "{{" in value:
+        return None
+    if flag == "dtype" and value not in _DTYPES:
+        return _invalid_choice(flag, value, _dtype_choices(v))
+    if flag == "kv-cache-dtype" and v <= _KV_CHOICES_UNTIL and value not in _KV_EVER:
+        return _invalid_choice(flag, value, KV_CACHE_DTYPES.get(v))
+    since = HUMAN_INT_SINCE.get(flag)
+    if since is not None and vllm_int(value, flag, v) is None and not suffixed(value) and not _number(value):
+        if flag == "max-model-len" and value.strip().lower() in ("auto", "-1"):
+            return None  # 0.14.0's auto-fit, which the memory settings judge by release (``EngineSettings``)
+        name = ("human_readable_int_or_auto" if flag == "max-model-len" and v >= _OR_AUTO_SINCE else
+                "human_readable_int" if v >= since else "int")
+        return f"argument --{flag}: invalid {name} value: {value!r}"
+    return None
+
+
+def _number(value: str) -> bool:
+    """A decimal or exponent (``16000.0``, ``1e4``): refused too, but ``values.refusal`` words those already."""
+    try:
+        float(value)
+    except ValueError:
+        return False
+    return True
+
+
+def _dtype_choices(v: Version) -> tuple[str, ...] | None:
+    if v == (0, 8, 5):
+        return _DTYPES
+    return tuple(sorted(_DTYPES)) if v >= _SORTED_DTYPES_SINCE else None
+
+
+def _invalid_choice(flag: str, value: str, choices: tuple[str, ...] | None) -> str:
+    """argparse's words; a release whose list was not read gets them without it (every release read refuses it)."""
+    listed = f" (choose from {', '.join(map(repr, choices))})" if choices else ""
+    return f"argument --{flag}: invalid choice: {value!r}{listed}"
+
+
+def _strays(server: ServerCommand, v: Version) -> list[str]:
+    """Positionals beyond what the parser takes, when all are known (a variable's expansion is not known here)."""
+    words = [t.value for t in server.positionals]
+    if any("$" in w or "{{" in w for w in words):
+        return []
+    takes = 0 if "api_server" in server.entrypoint and v == _API_SERVER_WITHOUT_POSITIONAL else 1
+    return words[takes:]

@@ -1,0 +1,74 @@
+"""A rehearsal pod whose argv vLLM's argument parser refuses for its shape ends as real vLLM does, exit 2 with
+argparse's words: a flag without its value (``expected one argument``) and a positional beyond ``vllm serve``'s one
+model tag (``unrecognized arguments``, reported after every option parsed); and choices listed as each release
+lists them (``sorted(Literal)`` from 0.11.0, engine/arg_utils.py ``literal_to_kwargs``; config/cache.py@0.11.0 has
+no fp8_ds_mla). Hostile review, findings 2-3."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+
+from vllm_remedy.sim.seed import make_node
+from vllm_remedy.sim.vllm_pod import timeline
+from vllm_remedy.sim.vllm_pod.launch import Launch, Refusal, plan
+from vllm_remedy.vllm.cmdline import find_server
+
+LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
+
+
+def judge(tag: str, *args: str, command: list[str] | None = None) -> Launch | Refusal:
+    c = {
+        "name": "vllm",
+        "image": f"vllm/vllm-openai:{tag}",
+        "command": command or ["vllm", "serve"],
+        "args": list(args),
+        "resources": {"limits": {"nvidia.com/gpu": "1"}},
+    }
+    node = make_node({"name": "n", "gpu": {"product": "NVIDIA-L40S", "count": 1}}, "t")
+    return plan(find_server({"containers": [c]}), c, node)
+
+
+def stderr(got: Launch | Refusal) -> tuple[str, ...]:
+    assert isinstance(got, Refusal) and got.stage == "argparse", got
+    run = timeline.plan_refusal(got, datetime(2026, 1, 1))
+    assert run.exit is not None and run.exit.code == 2
+    return run.exit.log
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        ([LLAMA, "--max-model-len"], "argument --max-model-len: expected one argument"),
+        ([LLAMA, "--max-model-len", "--enforce-eager"], "argument --max-model-len: expected one argument"),
+        ([LLAMA, "extra-word", "--max-model-len", "8192"], "unrecognized arguments: extra-word"),
+        ([LLAMA, "--enforce-eager", "one", "two"], "unrecognized arguments: one two"),
+        (
+            [LLAMA, "extra", "--max-model-len", "16Ki"],
+            "argument --max-model-len: invalid human_readable_int value: '16Ki'",
+        ),
+        (
+            [LLAMA, "--kv-cache-dtype", "fp9"],
+            "argument --kv-cache-dtype: invalid choice: 'fp9' (choose from 'auto', "
+            "'bfloat16', 'fp8', 'fp8_e4m3', 'fp8_e5m2', 'fp8_inc')",
+        ),
+        (
+            [LLAMA, "--dtype", "float17"],
+            "argument --dtype: invalid choice: 'float17' (choose from 'auto', 'bfloat16', "
+            "'float', 'float16', 'float32', 'half')",
+        ),
+    ],
+)
+def test_vllm_serve_refuses_the_shape(args: list[str], error: str) -> None:
+    assert stderr(judge("v0.11.0", *args)) == ("usage: vllm serve [model_tag] [options]", f"vllm serve: error: {error}")
+
+
+def test_the_085_api_server_takes_no_positional() -> None:
+    got = judge("v0.8.5", "--model", LLAMA, "extra", command=["python3", "-m", "vllm.entrypoints.openai.api_server"])
+    assert stderr(got) == ("api_server.py: error: unrecognized arguments: extra",)
+
+
+def test_one_model_tag_and_a_variable_start() -> None:
+    assert isinstance(judge("v0.11.0", LLAMA, "--max-model-len", "8192"), Launch)
+    assert isinstance(judge("v0.11.0", LLAMA, "$(EXTRA)"), Launch)  # not expanded here (test_hidden_argument)
