@@ -126,9 +126,14 @@ def predict_template(template: Mapping[str, Any], container: str | None = None,
         inputs = {"other-process-gib": str(other_process_gib)} if other_process_gib else {}
         inputs.update(model_len.env_inputs(server.container))  # VLLM_ALLOW_LONG_MAX_MODEL_LEN in vLLM's process
         version = version_from_image(server.image)
-        settings = EngineSettings.from_flags(flags, version, inputs)
-        earlier = overridden_refusal(server, flags, version, inputs) or next(  # or at a flag it does not have
+        # Argparse's refusals first (an invalid choice, a missing value, a flag the release lacks): vLLM stops there,
+        # before any value is typed, so typing them here would report the wrong reason.
+        parsed = next(
             (unrecognized.why(w, rules(version).label) for w in unrecognized.unrecognized(server, version)), None)
+        if parsed is not None:
+            return Prediction(card.product, None, parsed, refused=True)
+        settings = EngineSettings.from_flags(flags, version, inputs, server.hidden)
+        earlier = overridden_refusal(server, flags, version, inputs)
         if earlier is not None:  # vLLM stops there
             return Prediction(card.product, None, earlier, refused=True)  # exit 2, as for a refused last value
         if (why := model_len.unknown(model, server.container, settings)) is not None:
