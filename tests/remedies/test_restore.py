@@ -231,3 +231,10 @@ def test_a_kinds_own_start_verdict_skips_a_revision_as_a_failed_prediction_does(
     none = decide_restore(history(4, row(3, ["--max-model-len", "16384"]), row(4, ["--max-num-seqs", "64"])),
                           {"pods": [pod("max_len_exceeds_kv")]}, POLICY, now=NOW, cannot_start=wide)
     assert none.action == REFUSE and "no earlier revision served" in none.reason, none
+
+
+def test_a_profile_oom_crash_loop_rolls_back_as_a_start_failure() -> None:
+    """The profiling forward's OOM ends a start (registry phase "start"): restore rolls back, never sheds load."""
+    h = history(4, row(3, ["--max-model-len", "8192"]), row(4, ["--max-num-batched-tokens", "65536"], created_ago=60))
+    got = decide_restore(h, {"pods": [pod("profile_oom")]}, POLICY, now=NOW)
+    assert (got.action, got.revision) == (ROLLBACK, 3) and got.failures == {"profile_oom": 1}

@@ -94,3 +94,13 @@ def test_cli_json_carries_the_registry_hint(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["failure"] == "max_len_exceeds_kv"
     assert out["hint"] == "step 4: set an explicit --max-model-len ≤ 5632 (or give the KV cache more memory)"
+
+
+def test_a_profile_oom_is_a_class_of_its_own_answered_by_a_smaller_profile():
+    """The profiling forward's OOM (before any KV check) has its own entry, traceback phase and quantity: not
+    ``unknown``, and no hint to raise the utilization, which sizes only the KV cache after the profile."""
+    entry = failure_class("profile_oom")
+    assert entry.failure is Failure.PROFILE_OOM and OOM_PHASES["profiling"] is Failure.PROFILE_OOM
+    assert entry.step == 4 and entry.short_of == "profile_room" and entry.phase == "start"
+    assert "--max-num-batched-tokens" in entry.hint and "raising --gpu-memory-utilization does not help" in entry.hint
+    assert [v for v, _ in _renders(Failure.PROFILE_OOM)] == list(VERSIONS)  # every engine and runner renders it

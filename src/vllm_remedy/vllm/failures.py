@@ -94,6 +94,12 @@ _CLASSES = (
         step=3, hint="another process holds GPU memory; check nvidia-smi on the node, or lower "
                      "--gpu-memory-utilization (step 4)",
         error_kind="err_free_memory", short_of="free_at_start"),
+    FailureClass(  # weights + the profile's forward + non-torch + context + other processes exceed the card
+        Failure.PROFILE_OOM, "CUDA out of memory during the memory-profiling forward, before the KV cache is sized",
+        step=4, hint="the profiling forward runs over --max-num-batched-tokens: lower it (or --max-num-seqs where the "
+                     "sampler's warm-up is the larger part), use TP=2, or free the card of other processes; raising "
+                     "--gpu-memory-utilization does not help (the profile runs before the budget is applied)",
+        oom_phase="profiling", short_of="profile_room"),
     FailureClass(
         Failure.SAMPLER_WARMUP_OOM, "CUDA out of memory while warming up the sampler",
         step=4, hint="lower --max-num-seqs (e.g. 64) or --gpu-memory-utilization",

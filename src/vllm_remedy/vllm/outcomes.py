@@ -21,6 +21,8 @@ class Failure(str, Enum):
     MAX_LEN_EXCEEDS_KV = "max_len_exceeds_kv"
     MAX_LEN_EXCEEDS_MODEL = "max_len_exceeds_model"
     FREE_MEMORY_BELOW_UTILIZATION = "free_memory_below_utilization"
+    # a raw CUDA OOM in the memory-profiling forward (profile_run / _dummy_run), before the KV cache is sized
+    PROFILE_OOM = "profile_oom"
     SAMPLER_WARMUP_OOM = "sampler_warmup_oom"
     CUDAGRAPH_CAPTURE_OOM = "cudagraph_capture_oom"
     KV_CACHE_ALLOCATION_OOM = "kv_cache_allocation_oom"  # a CUDA OOM allocating the KV cache (initialize_kv_cache)
@@ -46,6 +48,9 @@ class Outcome(str, Enum):
     # (unless VLLM_ALLOW_LONG_MAX_MODEL_LEN is set): a config error, not a budget one (``vllm.model_len``).
     MAX_LEN_EXCEEDS_MODEL = Failure.MAX_LEN_EXCEEDS_MODEL.value
     FREE_MEMORY_BELOW_UTILIZATION = Failure.FREE_MEMORY_BELOW_UTILIZATION.value
+    # The weights load, then the profiling forward over --max-num-batched-tokens (its activations, with the non-torch
+    # memory, the CUDA context and other processes) does not fit the card: a raw CUDA OOM before any KV check.
+    PROFILE_OOM = Failure.PROFILE_OOM.value
     # vLLM's worker refuses a bfloat16 model dtype on a GPU below compute capability 8.0 before loading anything
     # (``vllm.dtype_support``): a config error, not a budget one.
     DTYPE_UNSUPPORTED = Failure.DTYPE_UNSUPPORTED.value
@@ -66,11 +71,12 @@ REFUSED_BEFORE_SIZING = frozenset({Outcome.MAX_LEN_EXCEEDS_MODEL, Outcome.DTYPE_
 SIZING_KEYS = ("kv_cache_gib", "kv_cache_tokens", "gpu_blocks", "max_concurrency")
 NOT_SIZED = "not sized: vLLM refuses the start at config time, before the KV cache"
 #: Starts that end before a KV cache exists, though the engine ran: the free-memory check (init_device), weights that
-#: do not load, and "No available memory for the cache blocks" (before the cache is allocated; on V1 before 0.21 a
+#: do not load, a profiling forward that runs the card out of memory (profile_oom), and "No available memory for the
+#: cache blocks" (before the cache is allocated; on V1 before 0.21 a
 #: --num-gpu-blocks-override does not bypass it: get_kv_cache_config, v1/core/kv_cache_utils.py@0.11.0, checks the
 #: profiled bytes first). The model's figures for them (a negative budget, the override's blocks) are no cache.
 NO_CACHE_BEFORE_ALLOCATION = frozenset({Outcome.FREE_MEMORY_BELOW_UTILIZATION, Outcome.OOM_LOADING_WEIGHTS,
-                                        Outcome.NO_CACHE_BLOCKS})
+                                        Outcome.PROFILE_OOM, Outcome.NO_CACHE_BLOCKS})
 NO_CACHE = "no KV cache: vLLM stops the start before it allocates one"
 
 

@@ -32,7 +32,8 @@ POLICIES: list[Policy | None] = [
                          "peak_concurrency": 4, "enforce_eager": {"max_duration": "1h"}}),
 ]
 FAILURES = [None, Failure.MAX_LEN_EXCEEDS_KV, Failure.NO_CACHE_BLOCKS, Failure.OOM_LOADING_WEIGHTS,
-            Failure.FREE_MEMORY_BELOW_UTILIZATION, Failure.OOM_UNDER_LOAD, Failure.SAMPLER_WARMUP_OOM]
+            Failure.FREE_MEMORY_BELOW_UTILIZATION, Failure.OOM_UNDER_LOAD, Failure.SAMPLER_WARMUP_OOM,
+            Failure.PROFILE_OOM]
 
 
 @st.composite

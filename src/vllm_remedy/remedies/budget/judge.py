@@ -162,6 +162,15 @@ def _activation_headroom(cur: Estimate, est: Estimate, cur_s: EngineSettings, s:
     return lower_activation or more_headroom
 
 
+def _profile_room(cur: Estimate, est: Estimate, cur_s: EngineSettings, s: EngineSettings, up: float) -> bool:
+    """The profiling forward held the weights, its activations and the non-torch memory at once (profile_oom): a
+    step must shrink that per-GPU footprint (a smaller --max-num-batched-tokens or --max-num-seqs, TP). The
+    utilization only sizes the KV cache after the profile, so it moves none of it."""
+    def footprint(e: Estimate) -> float:
+        return e.weights_gib + e.activation_gib + e.non_torch_gib
+    return footprint(est) < footprint(cur) / up - 1e-9
+
+
 def _graph_headroom(cur: Estimate, est: Estimate, cur_s: EngineSettings, s: EngineSettings, up: float) -> bool:
     """Graphs are captured into what the budget leaves on the card: no graphs at all (eager), or more room."""
     if est.cudagraph_gib == 0.0 < cur.cudagraph_gib:
@@ -172,4 +181,5 @@ def _graph_headroom(cur: Estimate, est: Estimate, cur_s: EngineSettings, s: Engi
 _RAISES: dict[str, _Raises] = {
     "max_concurrency": _max_concurrency, "kv_cache": _kv_cache, "weights_room": _weights_room,
     "free_at_start": _free_at_start, "activation_headroom": _activation_headroom, "graph_headroom": _graph_headroom,
+    "profile_room": _profile_room,
 }

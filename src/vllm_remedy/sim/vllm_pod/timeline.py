@@ -6,7 +6,8 @@ in simulated time. Durations, in simulated seconds from container start (documen
 - ``BOOT_SECONDS`` (8): imports, argument parsing, engine init — then "Starting to load model".
 - weights are loaded ``LOAD_BASE_SECONDS + LOAD_SECONDS_PER_GIB × weights GiB`` after start
   (20 s + 4 s/GiB: Llama-3.1-8B's 15 GiB take 80 s, i.e. 1.3 s of wall time at speed 60).
-- ``PROFILE_SECONDS`` (5) of memory profiling, then the KV-cache lines; KV errors end the run here.
+- ``PROFILE_SECONDS`` (5) of memory profiling, then the KV-cache lines; KV errors end the run here (a CUDA OOM in
+  the profiling forward half-way through it).
 - ``GRAPH_SECONDS`` (12) of CUDA-graph capture (none with --enforce-eager), then the HTTP server is up
   ``UP_SECONDS`` (3) later: that is when /health answers 200 and the readiness probe passes.
 - A CUDA OOM while loading weights happens at the share of the checkpoint that fitted; a host OOM kill
@@ -179,7 +180,19 @@ def _detail(launch: Launch, failure: Failure) -> dict[str, object]:
     if failure is Failure.OOM_LOADING_WEIGHTS:
         shard = est.weights_gib / max(1, launch.model.num_layers)
         return {"tried_to_allocate_gib": shard, "free_gib": min(shard / 3, 0.3)}
+    if failure is Failure.PROFILE_OOM:
+        return _profile_oom_detail(launch)
     return {}
+
+
+def _profile_oom_detail(launch: Launch) -> dict[str, object]:
+    """The profiling forward's failed allocation: one of its larger transients (taken as a quarter of the activation
+    peak), asked of what is left once the rest of the peak is held; torch says what was free, below the ask."""
+    est, res = launch.estimate, launch.resolved
+    tried = max(est.activation_gib / 4, 0.02)
+    held = res.other_process_gib + context_gib(launch.gpu, res.tp) + est.weights_gib + est.non_torch_gib
+    left = launch.gpu.total_gib - held - (est.activation_gib - tried)
+    return {"tried_to_allocate_gib": tried, "free_gib": min(max(left, 0.0), tried * 0.9)}
 
 
 def plan_start(launch: Launch, started: datetime, oom_killed: bool = False) -> Plan:
@@ -204,7 +217,8 @@ def plan_start(launch: Launch, started: datetime, oom_killed: bool = False) -> P
         return Plan(tuple(timed), None, Exit(times["partial"] + 0.5, 137, "OOMKilled"), startup_text)
     end = {Failure.FREE_MEMORY_BELOW_UTILIZATION: BOOT_SECONDS + 1.0, Failure.MAX_LEN_EXCEEDS_MODEL: CONFIG_SECONDS,
            Failure.DTYPE_UNSUPPORTED: BOOT_SECONDS + 1.0,
-           Failure.OOM_LOADING_WEIGHTS: times["partial"] + 0.5}.get(failure, times["profiled"] + 1.0)
+           Failure.OOM_LOADING_WEIGHTS: times["partial"] + 0.5,
+           Failure.PROFILE_OOM: times["weights"] + PROFILE_SECONDS / 2}.get(failure, times["profiled"] + 1.0)
     exit_ = Exit(end, 1, "Error", tuple(stamp_all(tail, started + timedelta(seconds=end))))
     return Plan(tuple(timed), None, exit_, startup_text)
 

@@ -112,7 +112,8 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
     outside = 0.0 if in_budget or r.kv_sized_after_warmup else graphs
     if pin:  # the cache is allocated at the flag's size whatever the budget; graphs are captured after it
         outside = graphs
-    outcome = _outcome(res, total, requested, weights, context, other, kv, blocks, tokens, max_len, layout)
+    outcome = _outcome(res, total, requested, weights, context, other, kv, blocks, tokens, max_len, layout,
+                       profiled=activation + non_torch)
     if pin and r.engine == "V1" and outcome is Outcome.NO_CACHE_BLOCKS and kv > 0:
         outcome = Outcome.MAX_LEN_EXCEEDS_KV  # bytes under one block: V1 refuses only <= 0 as "no memory"
     if model_len.refused(model, settings.max_model_len, settings.version, settings.allow_long_max_model_len,
@@ -137,6 +138,10 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
     # "absolute" budgets already contain the context and other processes; graphs sit outside until 0.20.
     if outcome is not Outcome.FITS:
         peak = min(peak, other + context + weights + (activation if kv > 0 else 0.0))
+    if outcome in (Outcome.PROFILE_OOM, Outcome.NO_CACHE_BLOCKS):
+        # the profiling forward ran (or tried to) before the KV check: the card held the weights, its activations and
+        # the non-torch memory at once; above the total for profile_oom, where the start died
+        peak = other + context + weights + activation + non_torch
     if outcome is Outcome.MAX_LEN_EXCEEDS_MODEL:
         peak = other  # refused at config time: only the other processes hold memory
     elif outcome is Outcome.DTYPE_UNSUPPORTED:
@@ -214,13 +219,22 @@ def _check_bytes(res: Resolved, layout: terms.KvLayout, kv: float) -> float:
 
 
 def _outcome(res: Resolved, total: float, requested: float, weights: float, context: float, other: float,
-             kv: float, blocks: int, tokens: int, max_len: int, layout: terms.KvLayout) -> Outcome:
-    """The first check vLLM fails, in the order it runs them (graph capture, which comes last, is the caller's)."""
+             kv: float, blocks: int, tokens: int, max_len: int, layout: terms.KvLayout, *,
+             profiled: float = 0.0) -> Outcome:
+    """The first check vLLM fails, in the order it runs them (graph capture, which comes last, is the caller's).
+
+    ``profiled``: what the memory-profiling forward adds to the loaded weights (its activation peak and the non-torch
+    memory). The profile runs after the weights load and before any KV check (V1 determine_available_memory ->
+    profile_run, v1/worker/gpu_worker.py@0.19.0, also with --kv-cache-memory-bytes; Model Runner V2's profile_run,
+    v1/worker/gpu/model_runner.py@0.28.0; V0 determine_num_available_blocks -> profile_run,
+    worker/worker.py@0.6.6), whatever the utilization: when it does not fit the card, the start dies there."""
     r = res.rules
     if r.free_memory_check and total - context - other < requested:
         return Outcome.FREE_MEMORY_BELOW_UTILIZATION
     if other + context + weights > total:
         return Outcome.OOM_LOADING_WEIGHTS
+    if other + context + weights + profiled > total:
+        return Outcome.PROFILE_OOM
     if kv <= 0 or blocks == 0:
         return Outcome.NO_CACHE_BLOCKS
     # V0 compares token counts; V1 compares the bytes one max-length request needs, as the version counts them

@@ -19,6 +19,13 @@ _PHASES = (
     # (Failure.KV_CACHE_ALLOCATION_OOM).
     ("kv_cache_allocation", frozenset({"initialize_kv_cache", "_allocate_kv_cache", "initialize_cache",
                                        "_allocate_kv_cache_tensors", "_reshape_kv_cache_tensors"})),
+    # Warm-up forwards after the KV cache exists (V1 compile_or_warm_up_model runs _dummy_run per compile size,
+    # v1/worker/gpu_worker.py@0.19.0): not the profile, and no class of their own.
+    ("warmup", frozenset({"compile_or_warm_up_model", "_warm_up_model"})),
+    # The memory-profiling forward, before any KV check (Failure.PROFILE_OOM): V1 determine_available_memory ->
+    # profile_run -> _dummy_run (v1/worker/gpu_worker.py and gpu_model_runner.py@0.19.0; Model Runner V2's
+    # profile_run -> _dummy_run -> execute_model, v1/worker/gpu/model_runner.py@0.28.0), V0
+    # determine_num_available_blocks -> profile_run -> execute_model (worker/worker.py, model_runner.py@0.6.6).
     ("profiling", frozenset({"profile_run", "_dummy_run", "determine_available_memory",
                              "determine_num_available_blocks"})),
     ("loading_weights", frozenset({"load_model", "load_weights", "get_model", "create_weights",
@@ -100,8 +107,8 @@ def _oom(events: list[Event], ooms: list[Event], up_index: int | None,
         if loading and (weights_index is None or weights_index > first.index):
             phase = "loading_weights"
     detail["phase"] = phase or "unknown"
-    # "serving" frames mean the server was up even if the log lost that line. OOM while profiling has no
-    # Failure of its own: unknown + phase.
+    # "serving" frames mean the server was up even if the log lost that line. Phases without a class of their own
+    # (a warm-up forward, an OOM no frame places) read as unknown + phase.
     return OOM_PHASES.get(detail["phase"], Failure.UNKNOWN), detail, first.index
 
 

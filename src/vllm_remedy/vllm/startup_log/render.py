@@ -121,6 +121,8 @@ def render_startup_log(version: str, *, model: str, tp_size: int = 1, weights_gi
             return _text(w)
         return _fail_oom(w, figures, detail, loading=True)
     _emit(w, "weights", figures, ranks=True)
+    if failure is Failure.PROFILE_OOM:  # the profiling forward dies before it prints any profile or KV line
+        return _fail_oom(w, figures, detail, frames=_profile_frames(w))
     _emit(w, "profile", figures, ranks=True)
     if not pinned_lines.reserved(w, pins):
         budget = figures["kv_capacity_gib"] if after_warmup else pins.get("budget_gib", figures["kv_cache_gib"])
@@ -290,6 +292,24 @@ def _fail_max_len(w: Writer, figures: dict[str, Any], detail: dict[str, Any], ma
     return _fail(w, Failure.MAX_LEN_EXCEEDS_KV, figures, _kv_frames(w))
 
 
+def _profile_frames(w: Writer) -> list[tuple[str, str]]:
+    """The memory-profiling forward's traceback down to the model call, as each runner nests it: V1
+    EngineCore._initialize_kv_caches -> determine_available_memory -> profile_run -> _dummy_run
+    (v1/engine/core.py, v1/worker/gpu_worker.py, v1/worker/gpu_model_runner.py@0.19.0); Model Runner V2's
+    _dummy_run runs execute_model (v1/worker/gpu/model_runner.py@0.28.0); V0 LLMEngine._initialize_kv_caches ->
+    determine_num_available_blocks -> profile_run -> execute_model (engine/llm_engine.py, worker/worker.py,
+    worker/model_runner.py@0.6.6)."""
+    model = ("model_executor/models/llama.py", "forward")
+    if w.engine == "v0":
+        return [("engine/llm_engine.py", "_initialize_kv_caches"),
+                ("worker/worker.py", "determine_num_available_blocks"), ("worker/model_runner.py", "profile_run"),
+                ("worker/model_runner.py", "execute_model"), model]
+    head = [("v1/engine/core.py", "_initialize_kv_caches"), ("v1/worker/gpu_worker.py", "determine_available_memory")]
+    runner = "v1/worker/gpu/model_runner.py" if w.runner == "v2" else "v1/worker/gpu_model_runner.py"
+    forward = [(runner, "execute_model")] if w.runner == "v2" else []
+    return [*head, (runner, "profile_run"), (runner, "_dummy_run"), *forward, model]
+
+
 def _kv_frames(w: Writer) -> list[tuple[str, str]]:
     if w.engine == "v0":
         return [("worker/worker.py", "initialize_cache"), ("worker/worker.py", "raise_if_cache_size_invalid")]
@@ -318,7 +338,7 @@ def _fail_oom(w: Writer, figures: dict[str, Any], detail: dict[str, Any], *, loa
         for tpl in templates_for("err_load_oom", w.v, w.engine):
             w.log("worker", fill(tpl, {}) + f" (original error: {fill(oom, values).split(': ', 1)[1]})",
                   level="ERROR", source=tpl.source)
-    elif frames is not None:  # a start that fails allocating the KV cache or after it (graph capture)
+    elif frames is not None:  # a start that fails profiling, allocating the KV cache or after it (graph capture)
         w.log("engine", "EngineCore failed to start." if w.engine == "v1" else "Error in engine startup.",
               level="ERROR", source="core.py")
     else:
