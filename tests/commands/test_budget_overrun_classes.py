@@ -18,6 +18,8 @@ import json
 
 import pytest
 
+from fixtures.vllm_deployment import manifest as deployment
+
 M = "meta-llama/Llama-3.1-8B-Instruct"
 # 0.35 x 44.42 GiB = 15.55 GiB: below the 15.06 GiB of weights plus the profile's activation and non-torch memory
 OVERRUN = ("--gpu", "NVIDIA-L40S", "--max-model-len", "8192", "--gpu-memory-utilization", "0.35")
@@ -34,22 +36,8 @@ def test_estimate_says_no_cache_blocks(cli, version):
 
 @pytest.mark.parametrize("version", ["0.11.0", "0.34.0"])
 def test_check_says_no_cache_blocks(cli, tmp_path, version):
-    manifest = tmp_path / "dep.yaml"
-    manifest.write_text(f"""apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: llama, namespace: llm}}
-spec:
-  selector: {{matchLabels: {{app: llama}}}}
-  template:
-    metadata: {{labels: {{app: llama}}}}
-    spec:
-      nodeSelector: {{nvidia.com/gpu.product: NVIDIA-L40S}}
-      containers:
-      - name: vllm
-        image: vllm/vllm-openai:v{version}
-        args: ["--model", "{M}", "--max-model-len", "8192", "--gpu-memory-utilization", "0.35"]
-        resources: {{limits: {{nvidia.com/gpu: "1"}}}}
-""")
-    checked = cli("check", "-f", str(manifest)).stdout
+    manifest = deployment(tmp_path, ["--max-model-len", "8192", "--gpu-memory-utilization", "0.35"],
+                          image=f"vllm/vllm-openai:v{version}", model=M)
+    checked = cli("check", "-f", manifest).stdout
     start = next(line for line in checked.splitlines() if "start [error]" in line)
     assert "no_cache_blocks" in start and "kv_cache_allocation_oom" not in start, checked
