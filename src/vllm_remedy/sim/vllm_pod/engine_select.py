@@ -1,0 +1,44 @@
+"""What a rehearsal pod's vLLM does with VLLM_USE_V1 in its env, as the release does (``vllm.engine_env`` holds the
+source read): 0 on 0.8-0.10 starts the V0 engine (its log lines and budget, through the memory model's rules); the
+starts a release refuses end with its exception.
+
+Left out: 1 on 0.6.5-0.7.3 opts into the V1 alpha engine, which the memory model does not size; the pod starts as
+V0 instead (the tools say "cannot predict" for it, so no rehearsal compares the two).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from vllm_remedy.vllm import engine_env
+from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version
+
+
+def env_inputs(container: Mapping[str, Any], version: str | None) -> dict[str, str]:
+    """The memory-model inputs of the pod's env (``engine_env.env_inputs``), less a V1-alpha opt-in (see above)."""
+    inputs = engine_env.env_inputs(container)
+    v = parse_version(version) or NEWEST_RELEASE
+    if v < engine_env.V1_DEFAULT_SINCE and inputs.get(engine_env.INPUT, "0").strip() not in ("0", "-0", "+0"):
+        inputs.pop(engine_env.INPUT)
+    return inputs
+
+
+def refusal(version: str | None, capability: tuple[int, int] | None, inputs: Mapping[str, str]) -> str | None:
+    """The exception line vLLM ends the start with for this VLLM_USE_V1, or None when it starts: a value ``int()``
+    refuses (envs.py ``bool(int(...))``, 0.6.5-0.11.0), 1 below capability 8.0 on 0.8-0.9 (``_raise_or_fallback``,
+    engine/arg_utils.py@0.8.3, 0.9.2), 0 on 0.11.0 (the bare ``assert envs.VLLM_USE_V1``, api_server.py@0.11.0)."""
+    value = inputs.get(engine_env.INPUT)
+    v = parse_version(version) or NEWEST_RELEASE
+    if value is None or not engine_env.ENV_SINCE <= v < engine_env.IGNORED_SINCE:
+        return None
+    try:
+        number = int(value)
+    except ValueError:
+        return f"ValueError: invalid literal for int() with base 10: {value!r}"
+    if v >= engine_env.V0_REMOVED_SINCE and number == 0:
+        return "AssertionError"
+    below_80 = capability is not None and capability < (8, 0)
+    if number and below_80 and engine_env.V1_DEFAULT_SINCE <= v < engine_env.V0_FALLBACK_UNTIL:
+        return "NotImplementedError: VLLM_USE_V1=1 is not supported with Compute Capability < 8.0."
+    return None
