@@ -108,3 +108,16 @@ def test_check_says_cannot_predict_when_the_value_is_in_a_secret(cli, tmp_path):
     ignored = _check_prediction(cli, manifest(tmp_path, ["--max-model-len", "16384"], image="vllm/vllm-openai:v0.12.0",
                                               model=QWEN, env=SECRET))
     assert ignored["estimate"] is not None, ignored
+
+
+def test_check_reads_vllm_use_flashinfer_sampler_from_the_pod(cli, tmp_path):
+    """The same path carries VLLM_USE_FLASHINFER_SAMPLER (``vllm.sampler_env``): 1 on a V100 is refused from 0.12.0."""
+    env = [{"name": "VLLM_USE_FLASHINFER_SAMPLER", "value": "1"}]
+    path = manifest(tmp_path, ["--dtype", "half"], gpu="Tesla-V100-SXM2-16GB", image="vllm/vllm-openai:v0.12.0",
+                    model="Qwen/Qwen2.5-1.5B-Instruct", env=env)
+    got = _check_prediction(cli, path)
+    assert got["estimate"] is None and got["note"].startswith(
+        "cannot predict VLLM_USE_FLASHINFER_SAMPLER=1: vLLM 0.12.0 refuses it on a card of compute capability 7.0"), got
+    typed = cli("estimate", "--model", "Qwen/Qwen2.5-1.5B-Instruct", "--gpu", "Tesla-V100-SXM2-16GB", "--dtype", "half",
+                "--vllm-version", "0.12.0", "--vllm-use-flashinfer-sampler", "1")
+    assert typed.returncode == 2 and got["note"] in typed.stderr, typed.stderr

@@ -348,9 +348,10 @@ def _predict(server: ServerCommand, model_name: str | None, label: str | None, v
         return (Prediction(card.product, estimate(model, card, settings), note, rules=rules_note(version)), model, card,
                 settings, out)
     except CannotPredict as exc:  # a valid start the memory model does not size (LoRA, speculative decoding)
-        if str(exc).startswith(f"cannot predict {engine_env.USE_V1}"):  # the engine hangs on the env (engine_env)
-            out.append(_unknown("engine-env", str(exc).removeprefix("cannot predict "), f"set {engine_env.USE_V1} "
-                                "as a literal 0 or 1 the release takes in the container's env, or unset it"))
+        if str(exc).startswith("cannot predict VLLM_"):  # the engine hangs on the env (engine_env, sampler_env)
+            name = str(exc).removeprefix("cannot predict ").split(":")[0].split("=")[0]
+            out.append(_unknown("engine-env", str(exc).removeprefix("cannot predict "), f"set {name} as a literal 0 "
+                                "or 1 the release takes in the container's env, or unset it"))
             return Prediction(card.product, None, str(exc)), model, card, None, out
         out.append(_unknown("flags", str(exc).removeprefix("cannot predict "), "the memory model does not size this "
                             "feature: confirm the start on one pod (or a test node) before rolling it out"))

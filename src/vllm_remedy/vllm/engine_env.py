@@ -19,7 +19,10 @@ Read from the wheels (vllm/envs.py, engine/arg_utils.py ``create_engine_config``
   envs.VLLM_USE_V1``, then ``vllm serve`` stops at ``assert envs.VLLM_USE_V1`` (api_server.py@0.11.0) and ``LLM()`` at
   "Using V1 LLMEngine, but envs.VLLM_USE_V1=False" (v1/engine/llm_engine.py@0.11.0), before any GPU memory is used.
 - 0.11.1 on: ignored. No file of the 0.11.1, 0.12.0 or 0.34.0 wheels mentions VLLM_USE_V1 (envs.py no longer defines
-  it), so a pod that still sets it runs V1 as if unset; later releases are taken to ignore it as those do.
+  it), so a pod that still sets it runs V1 as if unset; the releases between are taken to ignore it as those do. 0.34.0
+  only warns "Unknown vLLM environment variable detected: VLLM_USE_V1" (``validate_environ``,
+  platforms/interface.py@0.34.0; it raises only with ``EngineArgs.fail_on_environ_validation``, default False, not
+  modelled); 0.11.1 and 0.12.0 have no such check.
 
 A value ``int()`` refuses ("true", "") makes the releases that read it fail when the engine first reads it
 (``bool(int(...))``), so that start cannot be predicted either. Unreadable values (a Secret, a ConfigMap outside the
@@ -31,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from vllm_remedy.vllm import model_len, pod_env
+from vllm_remedy.vllm import model_len, pod_env, sampler_env
 from vllm_remedy.vllm.pod_env import ConfigMaps
 from vllm_remedy.vllm.versions import VersionRules, as_v0, rules_on_device
 
@@ -47,13 +50,16 @@ IGNORED_SINCE = (0, 11, 1)  # no longer read (envs.py@0.11.1 has no VLLM_USE_V1)
 
 def env_inputs(container: Mapping[str, Any], maps: ConfigMaps | None = None) -> dict[str, str]:
     """The memory-model inputs the engine-selecting variables of vLLM's process give, VLLM_ALLOW_LONG_MAX_MODEL_LEN's
-    (``model_len.env_inputs``) included: the text of VLLM_USE_V1 when set, or why it cannot be read."""
+    (``model_len.env_inputs``) included: the text of VLLM_USE_V1 and VLLM_USE_FLASHINFER_SAMPLER (``sampler_env``)
+    when set, or why it cannot be read."""
     out = model_len.env_inputs(container, maps)
-    got = pod_env.read(container, USE_V1, maps)
-    if got.unknown is not None:
-        out[UNREADABLE] = got.unknown
-    elif got.value is not None:
-        out[INPUT] = got.value
+    for name, given, unreadable in ((USE_V1, INPUT, UNREADABLE),
+                                    (sampler_env.ENV, sampler_env.INPUT, sampler_env.UNREADABLE)):
+        got = pod_env.read(container, name, maps)
+        if got.unknown is not None:
+            out[unreadable] = got.unknown
+        elif got.value is not None:
+            out[given] = got.value
     return out
 
 

@@ -11,8 +11,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from vllm_remedy.vllm import engine_env
-from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version
+from vllm_remedy.vllm import engine_env, sampler_env
+from vllm_remedy.vllm.versions import (
+    FLASHINFER_SAMPLER_DEFAULT_AGAIN_SINCE,
+    NEWEST_RELEASE,
+    VersionRules,
+    parse_version,
+    rules,
+)
 
 
 def env_inputs(container: Mapping[str, Any], version: str | None) -> dict[str, str]:
@@ -27,9 +33,13 @@ def env_inputs(container: Mapping[str, Any], version: str | None) -> dict[str, s
 def refusal(version: str | None, capability: tuple[int, int] | None, inputs: Mapping[str, str]) -> str | None:
     """The exception line vLLM ends the start with for this VLLM_USE_V1, or None when it starts: a value ``int()``
     refuses (envs.py ``bool(int(...))``, 0.6.5-0.11.0), 1 below capability 8.0 on 0.8-0.9 (``_raise_or_fallback``,
-    engine/arg_utils.py@0.8.3, 0.9.2), 0 on 0.11.0 (the bare ``assert envs.VLLM_USE_V1``, api_server.py@0.11.0)."""
-    value = inputs.get(engine_env.INPUT)
+    engine/arg_utils.py@0.8.3, 0.9.2), 0 on 0.11.0 (the bare ``assert envs.VLLM_USE_V1``, api_server.py@0.11.0); and
+    VLLM_USE_FLASHINFER_SAMPLER's refusals (``sampler_env``: text int() refuses, 1 on a card FlashInfer does not
+    support from 0.12.0, in 0.12.0's words)."""
     v = parse_version(version) or NEWEST_RELEASE
+    if (sampler := _sampler_refusal(v, capability, inputs)) is not None:
+        return sampler
+    value = inputs.get(engine_env.INPUT)
     if value is None or not engine_env.ENV_SINCE <= v < engine_env.IGNORED_SINCE:
         return None
     try:
@@ -41,4 +51,26 @@ def refusal(version: str | None, capability: tuple[int, int] | None, inputs: Map
     below_80 = capability is not None and capability < (8, 0)
     if number and below_80 and engine_env.V1_DEFAULT_SINCE <= v < engine_env.V0_FALLBACK_UNTIL:
         return "NotImplementedError: VLLM_USE_V1=1 is not supported with Compute Capability < 8.0."
+    return None
+
+
+def _sampler_refusal(v: tuple[int, int, int], capability: tuple[int, int] | None,
+                     inputs: Mapping[str, str]) -> str | None:
+    """VLLM_USE_FLASHINFER_SAMPLER's exception as V1's sampler raises it (v1/sample/ops/topk_topp_sampler.py at
+    0.12.0, and at 0.34.0 for 0.21 on)."""
+    value = inputs.get(sampler_env.INPUT)
+    if value is None or v < engine_env.V1_DEFAULT_SINCE:
+        return None
+    try:
+        number = int(value)
+    except ValueError:
+        return f"ValueError: invalid literal for int() with base 10: {value!r}"
+    r: VersionRules = rules(".".join(map(str, v)))
+    if number and capability is not None and v >= sampler_env.CAPABILITY_CHECKED_SINCE \
+            and sampler_env.sampler(r, capability, True, value)[1] is not None:
+        cap = f"{capability[0]}.{capability[1]}"
+        if v >= FLASHINFER_SAMPLER_DEFAULT_AGAIN_SINCE:
+            return (f"RuntimeError: FlashInfer top-p/top-k sampling unavailable: unsupported compute capability {cap}. "
+                    "Unset VLLM_USE_FLASHINFER_SAMPLER=1.")
+        return f"RuntimeError: FlashInfer does not support compute capability {cap}, unset {sampler_env.ENV}=1."
     return None
