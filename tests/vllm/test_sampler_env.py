@@ -7,6 +7,7 @@ import pytest
 
 from vllm_remedy.vllm.catalog import gpu, model
 from vllm_remedy.vllm.memory.settings import EngineSettings, resolve
+from vllm_remedy.vllm.runner_env import runner_v2
 from vllm_remedy.vllm.sampler_env import sampler
 from vllm_remedy.vllm.versions import rules_on_device
 
@@ -47,3 +48,24 @@ def test_the_resolved_settings_follow_the_env():
     on = resolve(spec, card, EngineSettings.from_flags({}, "0.10.2", inputs))
     off = resolve(spec, card, EngineSettings.from_flags({}, "0.10.2", {**inputs, "flashinfer-sampler-env": "0"}))
     assert (on.flashinfer_sampler, off.flashinfer_sampler) == (True, False)
+
+
+@pytest.mark.parametrize(("version", "value", "runs_v2"), [
+    ("0.22.0", "1", True), ("0.26.0", "0", False), ("0.26.0", None, True), ("0.34.0", "1", True),
+    ("0.16.0", "0", False),
+])
+def test_vllm_use_v2_model_runner_overrides_the_runner_default(version, value, runs_v2):
+    """VLLM_USE_V2_MODEL_RUNNER (``vllm.runner_env``): a set value overrides the per-model default from 0.22.0."""
+    spec, card = model("Qwen/Qwen2.5-7B-Instruct"), gpu("NVIDIA-L40S")
+    inputs = {} if value is None else {"v2-model-runner-env": value}
+    assert resolve(spec, card, EngineSettings.from_flags({}, version, inputs)).runner_v2 is runs_v2
+
+
+@pytest.mark.parametrize(("version", "value", "said"), [
+    ("0.34.0", "0", "has no V1 model runner and refuses any value but 1"),
+    ("0.21.0", "1", "whose memory terms were read from 0.22 on"),
+    ("0.26.0", "on", "raises ValueError"),
+])
+def test_vllm_use_v2_model_runner_cannot_predict(version, value, said):
+    why = runner_v2(rules_on_device(version, L4), False, value)[1]
+    assert why is not None and why.startswith("cannot predict VLLM_USE_V2_MODEL_RUNNER") and said in why, why

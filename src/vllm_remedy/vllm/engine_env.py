@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from vllm_remedy.vllm import model_len, pod_env, sampler_env
+from vllm_remedy.vllm import model_len, pod_env, runner_env, sampler_env
 from vllm_remedy.vllm.pod_env import ConfigMaps
 from vllm_remedy.vllm.versions import VersionRules, as_v0, rules_on_device
 
@@ -50,11 +50,12 @@ IGNORED_SINCE = (0, 11, 1)  # no longer read (envs.py@0.11.1 has no VLLM_USE_V1)
 
 def env_inputs(container: Mapping[str, Any], maps: ConfigMaps | None = None) -> dict[str, str]:
     """The memory-model inputs the engine-selecting variables of vLLM's process give, VLLM_ALLOW_LONG_MAX_MODEL_LEN's
-    (``model_len.env_inputs``) included: the text of VLLM_USE_V1 and VLLM_USE_FLASHINFER_SAMPLER (``sampler_env``)
-    when set, or why it cannot be read."""
+    (``model_len.env_inputs``) included: the text of VLLM_USE_V1, VLLM_USE_FLASHINFER_SAMPLER (``sampler_env``) and
+    VLLM_USE_V2_MODEL_RUNNER (``runner_env``) when set, or why it cannot be read."""
     out = model_len.env_inputs(container, maps)
     for name, given, unreadable in ((USE_V1, INPUT, UNREADABLE),
-                                    (sampler_env.ENV, sampler_env.INPUT, sampler_env.UNREADABLE)):
+                                    (sampler_env.ENV, sampler_env.INPUT, sampler_env.UNREADABLE),
+                                    (runner_env.ENV, runner_env.INPUT, runner_env.UNREADABLE)):
         got = pod_env.read(container, name, maps)
         if got.unknown is not None:
             out[unreadable] = got.unknown

@@ -79,3 +79,21 @@ def test_0_11_0_refuses_vllm_use_v1_0(cluster):
     assert cluster.wait_for(lambda: "CrashLoopBackOff" in str(_status(cluster, "gone").get("state")), 8)
     text = cluster.read_log("llm", "gone", previous=True)
     assert text.rstrip().splitlines()[-1].endswith("AssertionError"), text[-600:]
+
+
+def test_vllm_use_v2_model_runner_0_runs_the_v1_runner_and_0_34_refuses_it(cluster):
+    """VLLM_USE_V2_MODEL_RUNNER (``vllm.runner_env``) through the same path: 0 on 0.26 keeps the V1 model runner (its
+    KV cache, as predicted for the pod), 0.34 refuses it."""
+    runner = [{"name": "VLLM_USE_V2_MODEL_RUNNER", "value": "0"}]
+    args, image = ["--max-model-len", "16384"], "vllm/vllm-openai:v0.26.0"
+    cluster.store.create("pods", pod("v1-runner", args, image, env=runner))
+    cluster.store.create("pods", pod("v2-runner", args, image))
+    cluster.store.create("pods", pod("gone-runner", args, "vllm/vllm-openai:v0.34.0", env=runner))
+    for name in ("v1-runner", "v2-runner"):
+        assert cluster.wait_for(lambda n=name: _status(cluster, n).get("ready") is True, 8), _status(cluster, name)
+    v1, v2 = (parse_startup_log(cluster.read_log("llm", n)) for n in ("v1-runner", "v2-runner"))
+    predicted = predict_template(pod("v1-runner", args, image, env=runner)).estimate
+    assert predicted is not None and v1.kv_cache_tokens == predicted.kv_cache_tokens != v2.kv_cache_tokens
+    assert cluster.wait_for(lambda: "CrashLoopBackOff" in str(_status(cluster, "gone-runner").get("state")), 8)
+    text = cluster.read_log("llm", "gone-runner", previous=True)
+    assert "ValueError: VLLM_USE_V2_MODEL_RUNNER=0 is no longer supported" in text, text[-600:]

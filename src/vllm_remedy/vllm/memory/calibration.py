@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from vllm_remedy.vllm import catalog, engine_env, model_len, sampler_env
+from vllm_remedy.vllm import catalog, engine_env, model_len, runner_env, sampler_env
 from vllm_remedy.vllm.memory.core import Estimate, estimate
 from vllm_remedy.vllm.memory.settings import EngineSettings, percentile
 
@@ -27,7 +27,7 @@ Case = Mapping[str, Any]
 # A prediction more than this far above the logged KV cache is the dangerous direction (the target is none).
 OVER_TOLERANCE = 0.02
 # The environment variables a case's ``env`` may set: those the tools read from a pod (``engine_env.env_inputs``).
-ENV_READ = frozenset({engine_env.USE_V1, sampler_env.ENV, model_len.ENV})
+ENV_READ = frozenset({engine_env.USE_V1, sampler_env.ENV, runner_env.ENV, model_len.ENV})
 _GITHUB = re.compile(r"^https://github\.com/(?P<repo>[^/]+/[^/]+)(?:/(?P<kind>issues|pull|discussions)/(?P<n>\d+))?")
 
 

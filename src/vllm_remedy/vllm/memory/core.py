@@ -118,7 +118,7 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
     if model_len.refused(model, settings.max_model_len, settings.version, settings.allow_long_max_model_len,
                          settings.disable_sliding_window):
         outcome = Outcome.MAX_LEN_EXCEEDS_MODEL  # vLLM's model config refuses it before touching the GPU
-    elif (env_why := env_problem(settings, gpu)) is not None:
+    elif (env_why := env_problem(model, settings, gpu)) is not None:
         raise CannotPredict(env_why)  # VLLM_USE_V1 / _FLASHINFER_SAMPLER refuse the start, or are unmodelled, unread
     elif dtype_support.refused(model.dtype, settings.dtype, gpu.capability, settings.version):
         outcome = Outcome.DTYPE_UNSUPPORTED  # the worker refuses bfloat16 below capability 8.0 before loading
