@@ -12,7 +12,7 @@ from pathlib import Path
 
 from vllm_remedy import hub
 from vllm_remedy.errors import UserError
-from vllm_remedy.vllm import catalog
+from vllm_remedy.vllm import catalog, engine_env, runner_env, sampler_env
 from vllm_remedy.vllm.cmdline.ranges import INT_MAX
 from vllm_remedy.vllm.memory import EngineSettings
 from vllm_remedy.vllm.versions import rules, typed_version
@@ -213,6 +213,16 @@ def add_engine_flags(parser: argparse.ArgumentParser, with_defaults: bool = True
     parser.add_argument("--allow-long-max-model-len", action="store_true", default=None,
                         help="the pod's env sets VLLM_ALLOW_LONG_MAX_MODEL_LEN=1: vLLM then only warns about a "
                              "--max-model-len above the model's maximum instead of refusing to start")
+    parser.add_argument("--vllm-use-v1", metavar="VALUE",
+                        help="the pod's env sets VLLM_USE_V1 to VALUE (0 or 1): on 0.8-0.10 0 runs the V0 engine, "
+                             "sized by V0's rules; 0.11.0 refuses 0; from 0.11.1 it is ignored (vllm.engine_env)")
+    parser.add_argument("--vllm-use-flashinfer-sampler", metavar="VALUE",
+                        help="the pod's env sets VLLM_USE_FLASHINFER_SAMPLER to VALUE (0 or 1): 0 keeps V1's sampler "
+                             "off FlashInfer's kernel, 1 opts in on 0.11.1-0.20 and is refused where FlashInfer "
+                             "cannot run from 0.12 (vllm.sampler_env)")
+    parser.add_argument("--vllm-use-v2-model-runner", metavar="VALUE",
+                        help="the pod's env sets VLLM_USE_V2_MODEL_RUNNER to VALUE (0 or 1): from 0.22 it overrides "
+                             "the release's runner choice; 0.34 refuses 0 (vllm.runner_env)")
     parser.add_argument("--image-max-pixels", metavar="N", type=_count,
                         help="the checkpoint's image-processor cap (preprocessor_config.json size.longest_edge or "
                              "max_pixels): Qwen3-VL profiles its encoder on images this large (default: the "
@@ -229,8 +239,8 @@ def engine_flags(args: argparse.Namespace) -> dict[str, str]:
 
 
 def model_inputs(args: argparse.Namespace) -> dict[str, str]:
-    """--other-gib, --compile-cache, --p2p, --allow-long-max-model-len and --image-max-pixels as the memory model's own
-    inputs
+    """--other-gib, --compile-cache, --p2p, --allow-long-max-model-len, --image-max-pixels, --vllm-use-v1,
+    --vllm-use-flashinfer-sampler and --vllm-use-v2-model-runner as the memory model's own inputs
     (``settings.MODEL_INPUTS``): not vLLM flags."""
     inputs: dict[str, str] = {}
     if getattr(args, "other_gib", None) is not None:
@@ -243,6 +253,12 @@ def model_inputs(args: argparse.Namespace) -> dict[str, str]:
         inputs["allow-long-max-model-len"] = "true"
     if getattr(args, "image_max_pixels", None) is not None:
         inputs["image-max-pixels"] = str(args.image_max_pixels)
+    if getattr(args, "vllm_use_v1", None) is not None:  # the env's text, judged as the release reads it
+        inputs[engine_env.INPUT] = str(args.vllm_use_v1)
+    if getattr(args, "vllm_use_flashinfer_sampler", None) is not None:
+        inputs[sampler_env.INPUT] = str(args.vllm_use_flashinfer_sampler)
+    if getattr(args, "vllm_use_v2_model_runner", None) is not None:
+        inputs[runner_env.INPUT] = str(args.vllm_use_v2_model_runner)
     return inputs
 
 

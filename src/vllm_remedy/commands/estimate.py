@@ -22,6 +22,7 @@ from vllm_remedy.commands._engine_args import (
 from vllm_remedy.envelope import dumps, envelope
 from vllm_remedy.vllm import model_len, outcomes
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate
+from vllm_remedy.vllm.memory.settings import engine_rules
 from vllm_remedy.vllm.outcomes import Outcome
 from vllm_remedy.vllm.versions import rules
 
@@ -47,17 +48,19 @@ def run(args: argparse.Namespace) -> int:
     check_int32(settings, flags)
     est = estimate(model, gpu, settings)
     r = rules(args.vllm_version)
+    engine = engine_rules(settings, gpu)[0].engine  # V0 where VLLM_USE_V1=0 (or a fallback) selects it
+    label = r.label if engine == r.engine else f"{r.label}, {engine} engine"
     longest = model_len.limit(model, args.vllm_version)
     if args.output == "json":
         print(dumps(envelope("EstimateResult", {**result_json(est), "model": model.name, "gpu": gpu.product,
                                                 # as typed (null: none), and as every output prints it
                                                 "vllm_version": args.vllm_version, "vllm_version_label": r.label,
-                                                "rules": r.provenance,
+                                                "rules": r.provenance, "engine": engine,
                                                 "model_source": source,  # null: no length key caps it
                                                 "model_max_len": None if longest.unbounded else longest.tokens,
                                                 "model_max_len_key": longest.key, **echo_inputs(args)})))
     else:
-        print(render(est, model.name, gpu.product, r.label, longest))
+        print(render(est, model.name, gpu.product, label, longest))
     return 0
 
 
@@ -70,11 +73,14 @@ def echo_inputs(args: argparse.Namespace) -> dict[str, object]:
     """Every input as given, defaults spelled out, so a JSON result says what it was sized for: the vLLM flags
     (``flags``, `vllm serve` names and spellings, ``--tp`` as tensor-parallel-size), the model's revision and the
     memory model's own inputs (``--p2p``, ``--compile-cache``, ``--other-gib``, ``--allow-long-max-model-len``,
-    ``--image-max-pixels``; null: the checkpoint's official processor)."""
+    ``--image-max-pixels``, null: the checkpoint's official processor; ``--vllm-use-v1``,
+    ``--vllm-use-flashinfer-sampler``, ``--vllm-use-v2-model-runner``, null: unset)."""
     return {"flags": engine_flags(args), "revision": args.revision, "p2p": args.p2p or "unknown",
             "compile_cache": args.compile_cache or "cold", "other_gib": args.other_gib or 0.0,
             "allow_long_max_model_len": bool(args.allow_long_max_model_len),
-            "image_max_pixels": args.image_max_pixels}
+            "image_max_pixels": args.image_max_pixels, "vllm_use_v1": args.vllm_use_v1,
+            "vllm_use_flashinfer_sampler": args.vllm_use_flashinfer_sampler,
+            "vllm_use_v2_model_runner": args.vllm_use_v2_model_runner}
 
 
 def render(est: Estimate, model: str, gpu: str, version: str, longest: model_len.Limit | None = None) -> str:

@@ -30,7 +30,7 @@ from vllm_remedy.remedies.budget import BudgetRequest, plan_budget, spelling
 from vllm_remedy.remedies.budget.observed import KvObservation
 from vllm_remedy.remedies.plan import Plan
 from vllm_remedy.remedies.predict import pinned_gpu
-from vllm_remedy.vllm import catalog, kserve, manifest, model_len, pod_env, pod_shape
+from vllm_remedy.vllm import catalog, engine_env, kserve, manifest, model_len, pod_env, pod_shape
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS
 from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, find_server
 from vllm_remedy.vllm.memory import EngineSettings, Estimate
@@ -239,8 +239,8 @@ def _inputs(server: ServerCommand, spec: Mapping[str, Any], where: str,
     model = _env_value(server.container, server.model)
     found = _Inputs(model_id=model, version=version_from_image(server.image), flags=dict(server.flags),
                     container=server.container, config_maps=maps or {}, server=server)
-    try:  # VLLM_ALLOW_LONG_MAX_MODEL_LEN in vLLM's process, read as check and drift's prediction read it
-        found.inputs = model_len.env_inputs(server.container, maps)
+    try:  # VLLM_ALLOW_LONG_MAX_MODEL_LEN, VLLM_USE_V1 in vLLM's process, read as check and drift's prediction read them
+        found.inputs = engine_env.env_inputs(server.container, maps)
     except UserError as exc:  # an env Kubernetes refuses: no pod ever runs it
         raise UserError(f"{where}: {exc}") from None
     selector = spec.get("nodeSelector") if isinstance(spec.get("nodeSelector"), dict) else {}

@@ -45,7 +45,7 @@ from vllm_remedy.policy import Policy
 from vllm_remedy.remedies.budget import spelling
 from vllm_remedy.remedies.plan import Step
 from vllm_remedy.remedies.predict import Prediction, config_refusal, failed_prediction, pinned_gpu, rules_note
-from vllm_remedy.vllm import catalog, kserve, manifest, model_len, pod_shape, resolved
+from vllm_remedy.vllm import catalog, engine_env, kserve, manifest, model_len, pod_shape, resolved
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, find_server
 from vllm_remedy.vllm.failures import FAILURES
@@ -330,7 +330,7 @@ def _predict(server: ServerCommand, model_name: str | None, label: str | None, v
     flags, respelled = _respelled(server, group, version)
     out += [Finding("flags", ERROR, f"{r.why} (exit 2: the pod never starts)", "") for r in respelled]
     try:
-        settings = EngineSettings.from_flags(flags, version, model_len.env_inputs(server.container, maps),
+        settings = EngineSettings.from_flags(flags, version, engine_env.env_inputs(server.container, maps),
                                              server.hidden)
     except UserError as exc:  # a placeholder cannot be typed; a literal the release refuses needs its spelling
         out.append(_unknown("flags", str(exc), "spell the value as this vLLM release reads it (the reason says how)"
@@ -348,6 +348,11 @@ def _predict(server: ServerCommand, model_name: str | None, label: str | None, v
         return (Prediction(card.product, estimate(model, card, settings), note, rules=rules_note(version)), model, card,
                 settings, out)
     except CannotPredict as exc:  # a valid start the memory model does not size (LoRA, speculative decoding)
+        if str(exc).startswith("cannot predict VLLM_"):  # the engine hangs on the env (engine_env, sampler_env)
+            name = str(exc).removeprefix("cannot predict ").split(":")[0].split("=")[0]
+            out.append(_unknown("engine-env", str(exc).removeprefix("cannot predict "), f"set {name} as a literal 0 "
+                                "or 1 the release takes in the container's env, or unset it"))
+            return Prediction(card.product, None, str(exc)), model, card, None, out
         out.append(_unknown("flags", str(exc).removeprefix("cannot predict "), "the memory model does not size this "
                             "feature: confirm the start on one pod (or a test node) before rolling it out"))
         return Prediction(card.product, None, str(exc)), model, card, None, out

@@ -43,7 +43,7 @@ from vllm_remedy.remedies.pin_gpu import apply_template_change, canonical_produc
 from vllm_remedy.remedies.plan import Plan, Step
 from vllm_remedy.remedies.predict import Prediction, failed_prediction, pinned_gpu, rules_note
 from vllm_remedy.remedies.restore import crash_failures
-from vllm_remedy.vllm import catalog, model_len, resolved
+from vllm_remedy.vllm import catalog, engine_env, resolved
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS
 from vllm_remedy.vllm.memory import EngineSettings
 from vllm_remedy.vllm.outcomes import Failure
@@ -103,12 +103,12 @@ def plan_for(ctx: K8sHost, template: Mapping[str, Any], gpu: str | None, target_
         raise UserError(f"{ctx.where}: the template pins no GPU product and the policy names none; pass gpu=...")
     card = catalog.gpu(label)
     model = resolved.model(str(server.model), server.flags.get("revision"))
-    # VLLM_ALLOW_LONG_MAX_MODEL_LEN in the pod's env, read as the prediction (remedies.predict) reads it
+    # VLLM_ALLOW_LONG_MAX_MODEL_LEN and VLLM_USE_V1 in the pod env, read as the prediction (remedies.predict) does
     version = version_from_image(server.image)
     # a value the release's parser refuses (16Ki, auto before 0.14): planned as its literal, which every step writes
     flags, respelled = spelling.respell(server.flags, version)
     respelled += spelling.overridden(server, flags, version)  # an earlier occurrence it refuses: the kept value
-    settings = EngineSettings.from_flags(flags, version, model_len.env_inputs(server.container), server.hidden)
+    settings = EngineSettings.from_flags(flags, version, engine_env.env_inputs(server.container), server.hidden)
     pods = pods if pods is not None else pods_fact(host)
     running_on = pinned_gpu(spec)
     same_card = running_on is not None and canonical_product(running_on) == card.product

@@ -37,7 +37,7 @@ from vllm_remedy.remedies.budget import BudgetRequest, plan_budget, spelling
 from vllm_remedy.remedies.pin_gpu import canonical_product, plan_pin
 from vllm_remedy.remedies.plan import Plan, Step
 from vllm_remedy.remedies.predict import Prediction, pinned_gpu, rules_note
-from vllm_remedy.vllm import catalog, model_len, resolved
+from vllm_remedy.vllm import catalog, engine_env, resolved
 from vllm_remedy.vllm.memory import EngineSettings
 from vllm_remedy.vllm.parallel import TP, group_flags, world_size
 from vllm_remedy.vllm.versions import version_from_image
@@ -58,7 +58,7 @@ def plan_group(got: LwsView, gpu: str | None, target_concurrency: float | None, 
     version = version_from_image(server.image)
     flags, respelled = spelling.respell(group_flags(server.flags), version)  # a refused spelling: its literal
     respelled += spelling.overridden(server, spelling.respell(dict(server.flags), version)[0], version)
-    settings = EngineSettings.from_flags(flags, version, model_len.env_inputs(server.container),  # env as predicted
+    settings = EngineSettings.from_flags(flags, version, engine_env.env_inputs(server.container),  # env as predicted
                                          server.hidden)
     running_on = pinned_gpu(spec)
     same_card = running_on is not None and canonical_product(running_on) == card.product

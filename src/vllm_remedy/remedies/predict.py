@@ -17,7 +17,7 @@ from vllm_remedy.errors import UserError
 from vllm_remedy.kube.gpus import affinity_products
 from vllm_remedy.remedies.budget import spelling
 from vllm_remedy.remedies.budget.limits import margin_shortfall
-from vllm_remedy.vllm import catalog, dtype_support, model_len, resolved
+from vllm_remedy.vllm import catalog, dtype_support, engine_env, model_len, resolved
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS, GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import find_server, unrecognized
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate
@@ -124,7 +124,7 @@ def predict_template(template: Mapping[str, Any], container: str | None = None,
     try:
         flags = group_flags(server.flags)  # pipeline stages split the model like tensor-parallel ranks
         inputs = {"other-process-gib": str(other_process_gib)} if other_process_gib else {}
-        inputs.update(model_len.env_inputs(server.container))  # VLLM_ALLOW_LONG_MAX_MODEL_LEN in vLLM's process
+        inputs.update(engine_env.env_inputs(server.container))  # VLLM_ALLOW_LONG_MAX_MODEL_LEN, VLLM_USE_V1
         version = version_from_image(server.image)
         # Argparse's refusals first (an invalid choice, a missing value, a flag the release lacks): vLLM stops there,
         # before any value is typed, so typing them here would report the wrong reason.

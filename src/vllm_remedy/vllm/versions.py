@@ -382,14 +382,20 @@ def rules_on_device(version: str | None, capability: tuple[int, int] | None) -> 
     (``FLASHINFER_MIN_CAPABILITY_80_SINCE``). An unknown capability (None) is taken as a card both run on."""
     r = rules(version)
     if capability is not None and r.engine == "V1" and r.version < (0, 10, 0) and capability < (8, 0):
-        return replace(r, engine="V0", budget="increase", free_memory_check=False, suggests_max_len=False,
-                       sampler_sorts=False, flashinfer_sampler_by_default=False)
+        return as_v0(r)
     again = r.version >= FLASHINFER_SAMPLER_DEFAULT_AGAIN_SINCE
     if capability is not None and r.flashinfer_sampler_by_default and again:
         lowest = (8, 0) if r.version >= FLASHINFER_MIN_CAPABILITY_80_SINCE else (7, 5)
         if not lowest <= capability <= (12, 1):
             return replace(r, flashinfer_sampler_by_default=False)
     return r
+
+
+def as_v0(r: VersionRules) -> VersionRules:
+    """A V1-default release (0.8-0.10) running its V0 engine (worker/worker.py's "increase" budget, no free-memory
+    check, no max-length suggestion, V0's sampler); also what VLLM_USE_V1=0 selects (``vllm.engine_env``)."""
+    return replace(r, engine="V0", budget="increase", free_memory_check=False, suggests_max_len=False,
+                   sampler_sorts=False, flashinfer_sampler_by_default=False)
 
 
 def runner_v2_by_default(rules_: VersionRules, architecture: str, *, is_moe: bool, quantized: bool) -> bool:

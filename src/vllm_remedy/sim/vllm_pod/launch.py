@@ -13,8 +13,8 @@ from typing import Any
 
 from vllm_remedy import hub
 from vllm_remedy.errors import UserError
-from vllm_remedy.sim.vllm_pod import adapters, argv, keys
-from vllm_remedy.vllm import catalog, model_len, resolved
+from vllm_remedy.sim.vllm_pod import adapters, argv, engine_select, keys
+from vllm_remedy.vllm import catalog, resolved
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import ServerCommand, canonical_key
 from vllm_remedy.vllm.cmdline.flags import Kind
@@ -153,7 +153,7 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
         return Refusal(version, model_id, _no_model_error(version, model_id), "config")
     # The container's env is vLLM's too: VLLM_ALLOW_LONG_MAX_MODEL_LEN turns the max-length refusal into a warning.
     inputs = {"other-process-gib": str(other_process_gib(node, cluster_gpu_used_mib)),
-              **model_len.env_inputs(container)}
+              **engine_select.env_inputs(container, version)}  # and VLLM_USE_V1 selects the engine
     minus_one = _minus_one_without_auto_fit(flags, version)
     sized = {k: v for k, v in flags.items() if not (minus_one and k == "max-model-len")}
     try:
@@ -172,6 +172,8 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
     gpu = node_gpu(node)
     if gpu is None or gpu_limit(container) < 1:
         return Refusal(version, model_id, "RuntimeError: No CUDA GPUs are available", "device")
+    if (engine_refused := engine_select.refusal(version, gpu.capability, inputs)) is not None:
+        return Refusal(version, model_id, engine_refused, "config")
     available = gpu_limit(container) * max(1, group_size)
     if available < world:
         where = "in this node" if group_size <= 1 else f"in the Ray cluster of {group_size} pods"

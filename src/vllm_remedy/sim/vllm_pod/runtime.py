@@ -34,7 +34,6 @@ from vllm_remedy.sim.vllm_pod import env, flag_sized, keys, metrics, timeline
 from vllm_remedy.sim.vllm_pod.launch import Launch, plan
 from vllm_remedy.sim.vllm_pod.reality import Reality
 from vllm_remedy.vllm.cmdline import find_server
-from vllm_remedy.vllm.log_formats import default_engine
 from vllm_remedy.vllm.memory.non_torch import context_gib
 from vllm_remedy.vllm.outcomes import Outcome
 from vllm_remedy.vllm.versions import parse_version
@@ -156,7 +155,7 @@ class _Engine:
             total_gib=est.total_gib)
         self.meter = loadmodel.LoadMeter(budget, since=self.started + self.up_after)
         version = parse_version(self.launch.version) or (0, 0, 0)
-        self.version, self.engine = version, default_engine(version)
+        self.version, self.engine = version, self.launch.resolved.rules.engine.lower()  # V0 where it runs
 
     def up(self, now: float) -> bool:
         """Serving once the simulated startup is over; before that nothing listens, as while vLLM still loads."""

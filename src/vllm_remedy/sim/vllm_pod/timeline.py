@@ -25,7 +25,6 @@ from vllm_remedy.sim.runtime import Exit, LogLine
 from vllm_remedy.sim.vllm_pod import flag_sized, overcommit
 from vllm_remedy.sim.vllm_pod.launch import Launch, Refusal
 from vllm_remedy.vllm import dtype_support, model_len
-from vllm_remedy.vllm.log_formats import default_engine, parse_version
 from vllm_remedy.vllm.memory.non_torch import context_gib
 from vllm_remedy.vllm.outcomes import Failure
 from vllm_remedy.vllm.startup_log import render_startup_log
@@ -95,7 +94,8 @@ def render(launch: Launch, failure: Failure, started: datetime, detail: dict[str
         revision=launch.revision, utilization_set=_listed_utilization(launch),
         max_model_len_arg=launch.settings.max_model_len, long_len=_long_len(launch), typed=_typed(launch),
         runner_v2=res.runner_v2, free_at_start_gib=_free_at_start(launch),
-        derived_max_model_len=launch.model.max_model_len, pinned=flag_sized.log_pins(launch)))
+        derived_max_model_len=launch.model.max_model_len, pinned=flag_sized.log_pins(launch),
+        engine=res.rules.engine.lower()))  # the engine that runs: V0 where VLLM_USE_V1=0 or a fallback selects it
 
 
 def _free_at_start(launch: Launch) -> float:
@@ -237,7 +237,7 @@ def _overcommitted(launch: Launch, where: str, times: dict[str, float], started:
     end = times["graphs"] if where == "graphs" else times["profiled"] + 0.5
     text = render(launch, Failure.OOM_UNDER_LOAD, started, {"tried_to_allocate_gib": tried, "free_gib": free})
     tail = overcommit.retarget(text.splitlines()[len(startup_text.splitlines()):],
-                               default_engine(parse_version(launch.version)), where)
+                               launch.resolved.rules.engine.lower(), where)
     exit_ = Exit(end, 1, "Error", tuple(stamp_all(tail, started + timedelta(seconds=end))))
     return Plan(tuple(timed), None, exit_, startup_text)
 

@@ -19,13 +19,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from vllm_remedy.vllm import catalog
+from vllm_remedy.vllm import catalog, engine_env, model_len, runner_env, sampler_env
 from vllm_remedy.vllm.memory.core import Estimate, estimate
 from vllm_remedy.vllm.memory.settings import EngineSettings, percentile
 
 Case = Mapping[str, Any]
 # A prediction more than this far above the logged KV cache is the dangerous direction (the target is none).
 OVER_TOLERANCE = 0.02
+# The environment variables a case's ``env`` may set: those the tools read from a pod (``engine_env.env_inputs``).
+ENV_READ = frozenset({engine_env.USE_V1, sampler_env.ENV, runner_env.ENV, model_len.ENV})
 _GITHUB = re.compile(r"^https://github\.com/(?P<repo>[^/]+/[^/]+)(?:/(?P<kind>issues|pull|discussions)/(?P<n>\d+))?")
 
 
@@ -49,6 +51,10 @@ def estimate_case(case: Case) -> Estimate:
         inputs["compile-cache-warm"] = "true"
     if case.get("image_max_pixels"):  # the checkpoint's preprocessor_config.json size.longest_edge / max_pixels
         inputs["image-max-pixels"] = str(case["image_max_pixels"])
+    if case.get("env"):  # the launch's environment as the log shows it, read as a pod's env is (``engine_env``)
+        if stray := sorted(set(case["env"]) - ENV_READ):
+            raise ValueError(f"env: {stray} are not variables the tools read ({sorted(ENV_READ)})")
+        inputs.update(engine_env.env_inputs({"env": [{"name": k, "value": str(v)} for k, v in case["env"].items()]}))
     return estimate(model, gpu, EngineSettings.from_flags(flags, str(case["vllm_version"]), inputs))
 
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from vllm_remedy.errors import UserError
-from vllm_remedy.vllm import dtype_support
+from vllm_remedy.vllm import dtype_support, engine_env, runner_env, sampler_env
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline.flags import canonical_key
 from vllm_remedy.vllm.cmdline.values import parse_int
@@ -30,7 +30,6 @@ from vllm_remedy.vllm.versions import (
     VersionRules,
     parse_version,
     rules,
-    rules_on_device,
     runner_v2_by_default,
 )
 
@@ -43,10 +42,13 @@ AUTO_MAX_MODEL_LEN_SINCE = (0, 14, 0)
 #: What the memory model needs beyond vLLM's flags: GiB other processes hold on the card, whether the sampler takes
 #: FlashInfer's kernel (an install fact), whether the torch.compile cache is warm, whether the TP ranks' GPUs have
 #: CUDA peer access (a machine fact), whether the env allows a length above the model's (VLLM_ALLOW_LONG_MAX_MODEL_LEN),
-#: the checkpoint's image-processor pixel cap (preprocessor_config.json, ``EngineSettings.image_max_pixels``).
+#: the checkpoint's image-processor pixel cap (preprocessor_config.json, ``EngineSettings.image_max_pixels``), the
+#: env's VLLM_USE_V1, VLLM_USE_FLASHINFER_SAMPLER and VLLM_USE_V2_MODEL_RUNNER (their text, or why it cannot be
+#: read: ``vllm.engine_env``, ``vllm.sampler_env``, ``vllm.runner_env``).
 #: ``EngineSettings.from_flags`` takes them apart from the flags.
 MODEL_INPUTS = frozenset({"other-process-gib", "flashinfer", "compile-cache-warm", "p2p", "allow-long-max-model-len",
-                          "image-max-pixels"})
+                          "image-max-pixels", engine_env.INPUT, engine_env.UNREADABLE, sampler_env.INPUT,
+                          sampler_env.UNREADABLE, runner_env.INPUT, runner_env.UNREADABLE})
 _UNKNOWN = frozenset({"unknown", "auto", "none"})
 
 # The planner's KV safety margin: treat a predicted KV cache as (1 - margin) x predicted. It is derived, not chosen:
@@ -144,6 +146,16 @@ class EngineSettings:
     kv_cache_memory_bytes: int | None = None
     num_gpu_blocks_override: int | None = None
     unmodelled: str | None = None  # why a flag (LoRA, speculative decoding) makes ``estimate`` unknown (``unmodelled``)
+    # The container's env: VLLM_USE_V1 as vLLM's process reads it (None: unset), or why it cannot be read; it selects
+    # the engine on 0.6.5-0.11.0 (``vllm.engine_env``).
+    vllm_use_v1: str | None = None
+    vllm_use_v1_unreadable: str | None = None
+    # VLLM_USE_FLASHINFER_SAMPLER likewise: whether V1's sampler takes FlashInfer's kernel (``vllm.sampler_env``).
+    flashinfer_sampler_env: str | None = None
+    flashinfer_sampler_env_unreadable: str | None = None
+    # VLLM_USE_V2_MODEL_RUNNER likewise: a set value overrides the release's runner default (``vllm.runner_env``).
+    runner_v2_env: str | None = None
+    runner_v2_env_unreadable: str | None = None
 
     def __post_init__(self) -> None:
         if not 0 < self.gpu_memory_utilization <= 1:
@@ -225,6 +237,18 @@ class EngineSettings:
             kwargs["p2p"] = read_bool(given, "p2p")
         if "allow-long-max-model-len" in given:
             kwargs["allow_long_max_model_len"] = read_bool(given, "allow-long-max-model-len")
+        if engine_env.INPUT in given:  # the env's text as vLLM reads it ("0", " 1", "true"): engine_env judges it
+            kwargs["vllm_use_v1"] = str(given[engine_env.INPUT])
+        if given.get(engine_env.UNREADABLE) and engine_env.INPUT not in given:  # a typed value wins over the pod's
+            kwargs["vllm_use_v1_unreadable"] = str(given[engine_env.UNREADABLE])
+        if sampler_env.INPUT in given:
+            kwargs["flashinfer_sampler_env"] = str(given[sampler_env.INPUT])
+        if given.get(sampler_env.UNREADABLE) and sampler_env.INPUT not in given:
+            kwargs["flashinfer_sampler_env_unreadable"] = str(given[sampler_env.UNREADABLE])
+        if runner_env.INPUT in given:
+            kwargs["runner_v2_env"] = str(given[runner_env.INPUT])
+        if given.get(runner_env.UNREADABLE) and runner_env.INPUT not in given:
+            kwargs["runner_v2_env_unreadable"] = str(given[runner_env.UNREADABLE])
         if given.get("image-max-pixels"):  # our input, not a vLLM flag: a plain integer
             pixels = parse_int(str(given["image-max-pixels"]))
             if pixels is None:
@@ -281,7 +305,7 @@ class Resolved:
 
 def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
     """Apply vLLM's defaults for this version, model and GPU; reject impossible TP splits."""
-    r = rules_without_extensible_cache(rules_on_device(s.version, gpu.capability), s)
+    r = rules_without_extensible_cache(engine_rules(s, gpu)[0], s)
     if problem := tp_split_problem(model, s.tp):
         raise UserError(problem)
     auto_len = s.max_model_len == -1
@@ -313,8 +337,9 @@ def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
         enforce_eager=s.enforce_eager,
         other_process_gib=s.other_process_gib,
         capture_size=s.cudagraph_capture_size,
-        flashinfer_sampler=bool(s.flashinfer) and r.flashinfer_sampler_by_default,
-        runner_v2=runs_runner_v2(r, model),
+        flashinfer_sampler=sampler_env.sampler(r, gpu.capability, s.flashinfer, s.flashinfer_sampler_env,
+                                               s.flashinfer_sampler_env_unreadable)[0],
+        runner_v2=runner_env.runner_v2(r, runs_runner_v2(r, model), s.runner_v2_env, s.runner_v2_env_unreadable)[0],
         compile_cache_warm=s.compile_cache_warm,
         p2p=s.p2p,
         mm_limits=s.mm_limits,
@@ -323,6 +348,21 @@ def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
         kv_cache_memory_bytes=s.kv_cache_memory_bytes,
         num_gpu_blocks_override=s.num_gpu_blocks_override,
     )
+
+
+def engine_rules(s: EngineSettings, gpu: GpuSpec) -> tuple[VersionRules, str | None]:
+    """The version's rules on this card with the env's VLLM_USE_V1, and why that value makes the start unknown
+    (``engine_env.engine_rules``; ``versions.rules_on_device`` when unset)."""
+    return engine_env.engine_rules(s.version, gpu.capability, s.vllm_use_v1, s.vllm_use_v1_unreadable)
+
+
+def env_problem(model: ModelSpec, s: EngineSettings, gpu: GpuSpec) -> str | None:
+    """Why the env's engine-selecting variables make the start unknown ("cannot predict VLLM_...": refused, an engine
+    or runner not modelled, a value that cannot be read), or None."""
+    r, why = engine_rules(s, gpu)
+    return why or sampler_env.sampler(r, gpu.capability, s.flashinfer, s.flashinfer_sampler_env,
+                                      s.flashinfer_sampler_env_unreadable)[1] or runner_env.runner_v2(
+        r, runs_runner_v2(r, model), s.runner_v2_env, s.runner_v2_env_unreadable)[1]
 
 
 def tp_split_problem(model: ModelSpec, tp: int) -> str | None:
