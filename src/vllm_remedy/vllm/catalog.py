@@ -83,6 +83,7 @@ class ModelSpec:
     sliding_layers: int = 0  # layers attending within sliding_window only (hybrid KV-cache manager)
     quantized_scope: str = "linear"  # which weights weight_bits applies to: "linear" or "experts" (mxfp4)
     zero_points: bool = True  # packed int weights carry zero points (GPTQ/AWQ; not symmetric compressed-tensors)
+    group_size: int | None = 128  # input channels per scale of packed int weights; None: per output channel
     expert_params_b: float = 0.0  # routed experts, all of them (part of params_b)
     vision_params_b: float = 0.0  # vision tower + projector, kept 16-bit (part of params_b)
     vision_hidden: int = 0
@@ -167,6 +168,7 @@ class ModelSpec:
             sliding_layers=hf_config.sliding_layers(text, layers),
             quantized_scope=quant_config.quantized_scope(text),
             zero_points=quant_config.zero_points(text),
+            group_size=quant_config.group_size(text),
             expert_params_b=counts.experts / 1e9,
             vision_params_b=vision_params / 1e9,
             vision_hidden=tower.hidden if tower else 0,

@@ -84,3 +84,39 @@ def quantized_scope(config: Mapping[str, Any]) -> str:
     """Which weights the checkpoint stores packed: "experts" (mxfp4: attention, router and embeddings stay
     bf16) or "linear" (every linear layer; embeddings and the vision tower stay 16-bit)."""
     return "experts" if quantization(config) == "mxfp4" else "linear"
+
+
+DEFAULT_GROUP_SIZE = 128  # GPTQ's, AutoAWQ's and llm-compressor's default when a config states none
+
+
+def group_size(config: Mapping[str, Any]) -> int | None:
+    """Input channels sharing one scale (and zero point) in packed integer weights; None: one per output channel.
+
+    vLLM shapes the scales ``[in / group_size, out]`` from the config (gptq.py / awq.py ``create_weights``@0.8.3, and
+    compressed-tensors' ``weights.group_size``, compressed_tensors_wNa16.py@0.10.0), so a group of 32 stores four times
+    the scales of 128: +15.6 % on the packed weights instead of +3.9 %. ``-1`` (GPTQ) and compressed-tensors' channel
+    strategy mean per output channel."""
+    qc = config.get("quantization_config")
+    if not isinstance(qc, Mapping):
+        return DEFAULT_GROUP_SIZE
+    raw: Any = qc.get("group_size", qc.get("q_group_size"))
+    if str(qc.get("quant_method", "")).lower() == "compressed-tensors":
+        groups = qc.get("config_groups")
+        for group in groups.values() if isinstance(groups, Mapping) else ():
+            weights = group.get("weights") if isinstance(group, Mapping) else None
+            if isinstance(weights, Mapping) and weights.get("num_bits"):
+                if str(weights.get("strategy", "")).lower() == "channel":
+                    return None
+                raw = weights.get("group_size")
+                break
+    if raw is None:
+        return DEFAULT_GROUP_SIZE
+    try:
+        size = int(raw)
+    except (TypeError, ValueError):
+        raise cannot_predict(config, f"quantization_config group_size {raw!r} is not an integer") from None
+    if size == -1:
+        return None
+    if size <= 0:
+        raise cannot_predict(config, f"quantization_config group_size {size} is neither -1 nor positive")
+    return size

@@ -50,3 +50,34 @@ def test_moe_router_gates_stay_16_bit():
     kept = model.vocab_size * model.hidden_size * 2 + router
     expected = (kept * 2 + (model.params_b * 1e9 - kept) * 1) / GIB + WEIGHT_BUFFERS_GIB
     assert weights_gib(model, res, "fp8") == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(("qc", "group"), [
+    ({"quant_method": "awq", "bits": 4, "group_size": 32}, 32),
+    ({"quant_method": "awq", "w_bit": 4, "q_group_size": 64}, 64),  # AutoAWQ's own key names
+    ({"quant_method": "gptq", "bits": 4}, 128),  # unstated: the quantizers' default
+    ({"quant_method": "gptq", "bits": 4, "group_size": -1}, None),  # per output channel
+    (compressed(False), 128),
+    ({**compressed(False), "config_groups": {"g": {"weights": {"num_bits": 4, "strategy": "channel"}}}}, None),
+])
+def test_group_size_is_the_configs(qc, group):
+    assert quant_config.group_size({"quantization_config": qc}) == group
+
+
+def test_group_size_that_is_not_a_size_cannot_be_predicted():
+    with pytest.raises(Exception, match="group_size"):
+        quant_config.group_size({"quantization_config": {"quant_method": "awq", "bits": 4, "group_size": "lots"}})
+
+
+def test_scales_follow_the_group_size():
+    # awq.py create_weights@0.8.3: scales [in / group_size, out] fp16 and qzeros packed 8 per int32, per group: a
+    # group of 32 stores four times the scales and zero points of 128 (gemma-3-27b-it-int4-awq is one such export)
+    def gib(group: int) -> float:
+        model = catalog.ModelSpec.from_hf_config(
+            {**LLAMA, "quantization_config": {"quant_method": "awq", "bits": 4, "group_size": group}}, "m")
+        res = resolve(model, RTX3090, EngineSettings.from_flags({"max-model-len": "8192"}, "0.10.0"))
+        return weights_gib(model, res, None)
+
+    model = catalog.ModelSpec.from_hf_config({**LLAMA, "quantization_config": {"quant_method": "awq", "bits": 4}}, "m")
+    packed = model.params_b * 1e9 - 2 * model.vocab_size * model.hidden_size
+    assert gib(32) - gib(128) == pytest.approx(packed * 0.5 * ((2 + 0.5) / 32 / 0.5 - (2 + 0.5) / 128 / 0.5) / GIB)

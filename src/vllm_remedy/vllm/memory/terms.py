@@ -26,11 +26,20 @@ WEIGHT_BUFFERS_GIB = 0.10
 # and int32 `qzeros` packing 8 zero points (0.5 B per group): (2 + 0.5) / 128 B on 0.5 B at group 128 = +3.9 %.
 # It was a rounded +6 %; logged weights (Qwen2.5-7B-AWQ 5.20 GiB, Phi-4 GPTQ 8.51, Llama-3.1-8B w4a16 5.38) stay
 # at or below the new sizing (5.29, 8.61, 5.44 with the 0.10 buffers).
+# The group is the config's (``quant_config.group_size``): 128 by default, 32 for some QAT exports (four times the
+# scales), per output channel for GPTQ's -1 (negligible scales).
 INT4_GROUP_SIZE = 128
-INT4_SCALE_OVERHEAD = 1 + (2 + 0.5) / INT4_GROUP_SIZE / 0.5
-# Symmetric compressed-tensors int4 stores no zero points (compressed_tensors_wNa16.py@0.10.0 registers
-# ``weight_zero_point`` only when not symmetric; its WNA16 MoE methods take symmetric schemes only): scales alone.
-INT4_SCALE_ONLY_OVERHEAD = 1 + 2 / INT4_GROUP_SIZE / 0.5
+
+
+def int4_overhead(group_size: int | None, zero_points: bool) -> float:
+    """Packed 4-bit weights' size over 0.5 B per weight: fp16 scales and, unless symmetric compressed-tensors
+    (compressed_tensors_wNa16.py@0.10.0 registers ``weight_zero_point`` only when not symmetric), int32-packed zero
+    points, per group of ``group_size`` input channels; per output channel (None) they are negligible."""
+    if group_size is None:
+        return 1.0
+    return 1 + (2 + (0.5 if zero_points else 0.0)) / group_size / 0.5
+
+
 # mxfp4 (gpt-oss experts): sized per kernel backend in ``mxfp4.expert_bytes`` (the backend from GPU and version).
 # gpt-oss-120b on an H100 gives 65.90 GiB on Marlin (logged 65.97 on 0.10.1, vllm#23278) and 64.40 on Triton
 # (logged 64.38 on 0.14.1, vllm#33155, and on 0.16.0 in tests/data/calibration).
@@ -204,7 +213,7 @@ def weights_gib(
         embed = model.vocab_size * model.hidden_size * (1 if model.tie_word_embeddings else 2)
         router = model.num_layers * model.hidden_size * model.num_experts  # MoE gates: built with quant_config=None
         kept = embed + router + model.vision_params_b * 1e9
-        overhead = INT4_SCALE_OVERHEAD if model.zero_points else INT4_SCALE_ONLY_OVERHEAD
+        overhead = int4_overhead(model.group_size, model.zero_points)
         body = (params - kept) * bits / 8 * (overhead if bits <= 4 else 1.0)
         total = kept * 2 + body
     # The flat buffers stand for the rotary cache and the allocator's padding; where those, sized, exceed it
