@@ -1,10 +1,10 @@
-"""VLLM_USE_V2_MODEL_RUNNER: whether V1 runs the model on Model Runner V2 (``versions.runner_v2_by_default`` is the
+"""VLLM_USE_V2_MODEL_RUNNER: whether V1 runs the model on Model Runner V2 (``runner_v2.runner_v2_by_default`` is the
 unset case), release by release.
 
 Read from envs.py and config/vllm.py (``VllmConfig.use_v2_model_runner``) and platforms/interface.py:
 
 - 0.21.0: ``bool(int(os.getenv("VLLM_USE_V2_MODEL_RUNNER", "0")))``: V2 only when set to 1. That release's V2 runner
-  is not what the model's V2 terms were read from (0.22 on, ``versions.MRV2_*``), so 1 there cannot be predicted;
+  is not what the model's V2 terms were read from (0.22 on, ``runner_v2.MRV2_*``), so 1 there cannot be predicted;
   releases before 0.21 were not read for it (0 asks for the V1 runner they run anyway).
 - 0.22.0: ``maybe_convert_bool(os.getenv(...))``, None when unset; ``use_v2_model_runner`` returns a set value as it is
   ("if use_v2_model_runner is not None: return use_v2_model_runner"), else the per-model default. So 0 keeps the V1
@@ -20,7 +20,8 @@ A value ``int()`` refuses raises ValueError where the variable is read with ``bo
 
 from __future__ import annotations
 
-from vllm_remedy.vllm.versions import MRV2_QWEN3_SINCE, VersionRules
+from vllm_remedy.vllm.runner_v2 import MRV2_QWEN3_SINCE
+from vllm_remedy.vllm.versions import VersionRules
 
 ENV = "VLLM_USE_V2_MODEL_RUNNER"
 INPUT = "v2-model-runner-env"  # the variable's text in vLLM's process (absent: unset)
@@ -55,7 +56,7 @@ def _decide(r: VersionRules, default: bool, value: str) -> tuple[bool, str | Non
 def runner_v2(r: VersionRules, default: bool, value: str | None,
               unreadable: str | None = None) -> tuple[bool, str | None]:
     """Whether the model runs on Model Runner V2 with the variable at ``value`` (None: unset; ``default``: this
-    release's choice for the model, ``versions.runner_v2_by_default``), and why the start cannot be predicted when
+    release's choice for the model, ``runner_v2.runner_v2_by_default``), and why the start cannot be predicted when
     the value makes it so (refused, a runner not modelled, or unreadable where 0 and 1 differ)."""
     if r.engine != "V1" or (value is None and unreadable is None):
         return default, None

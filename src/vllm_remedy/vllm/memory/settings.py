@@ -26,12 +26,8 @@ from vllm_remedy.vllm.memory.flag_values import (
 from vllm_remedy.vllm.memory.mm_processor import mm_processor_max_pixels
 from vllm_remedy.vllm.memory.pinned import pin_flags, rules_without_extensible_cache
 from vllm_remedy.vllm.memory.unmodelled import unmodelled
-from vllm_remedy.vllm.versions import (
-    VersionRules,
-    parse_version,
-    rules,
-    runner_v2_by_default,
-)
+from vllm_remedy.vllm.runner_v2 import runner_v2_by_default
+from vllm_remedy.vllm.versions import VersionRules, parse_version, rules
 
 KV_DTYPES = frozenset({"auto", "fp8", "fp8_e4m3", "fp8_e5m2", "bfloat16", "float16", "fp8_inc", "fp8_ds_mla"})
 DTYPES = frozenset({"auto", "bfloat16", "float16", "half", "float32", "float"})
@@ -383,5 +379,5 @@ def tp_split_problem(model: ModelSpec, tp: int) -> str | None:
 
 
 def runs_runner_v2(r: VersionRules, model: ModelSpec) -> bool:
-    """Whether this release runs the model on Model Runner V2 by default (``versions.runner_v2_by_default``)."""
+    """Whether this release runs the model on Model Runner V2 by default (``runner_v2.runner_v2_by_default``)."""
     return runner_v2_by_default(r, model.architecture, is_moe=model.is_moe, quantized=model.quantized_checkpoint)
