@@ -23,7 +23,7 @@ def test_show_names_the_variable_apart_from_the_flags(cli, tmp_path: Path) -> No
     path = _with(
         tmp_path,
         args=[LLAMA, "--max-model-len", "16384", "$(KVF)"],
-        env=[{"name": "KVF", "value": "--kv-cache-memory-bytes=60G"}],
+        env=[{"name": "KVF", "valueFrom": {"secretKeyRef": {"name": "extra", "key": "args"}}}],
     )
     got = cli("args", "show", "-f", path)
     assert got.returncode == 0, got.stderr
@@ -47,3 +47,16 @@ def test_plan_of_that_manifest_still_cannot_predict(cli, tmp_path: Path) -> None
     got = cli("plan", "-f", path)
     assert got.returncode != 0, got.stdout
     assert "cannot predict $(KVF): an argument taken from a variable may carry flags" in got.stderr
+
+
+def test_show_reads_a_variable_kubernetes_expands_to_an_option(cli, tmp_path: Path) -> None:
+    """A literal env value is expanded by the kubelet before vLLM parses argv: the word is that flag."""
+    path = _with(
+        tmp_path,
+        args=[LLAMA, "--max-model-len", "16384", "$(KVF)"],
+        env=[{"name": "KVF", "value": "--kv-cache-memory-bytes=60G"}],
+    )
+    got = cli("args", "show", "-f", path)
+    assert got.returncode == 0, got.stderr
+    assert "  flags:\n    max-model-len: 16384\n    kv-cache-memory-bytes: 60G\n" in got.stdout
+    assert "arguments from variables" not in got.stdout

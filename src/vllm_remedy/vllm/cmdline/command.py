@@ -18,7 +18,7 @@ from vllm_remedy.vllm.cmdline import parse, shell
 from vllm_remedy.vllm.cmdline.argv_shape import argv_problem
 from vllm_remedy.vllm.cmdline.edit import edit_container
 from vllm_remedy.vllm.cmdline.flags import Kind, resolve
-from vllm_remedy.vllm.cmdline.kubelet_env import expand_arg
+from vllm_remedy.vllm.cmdline.kubelet_env import expand_arg, unreadable
 from vllm_remedy.vllm.cmdline.parse import Entrypoint, Option, Token
 
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash", "ksh"})
@@ -284,7 +284,12 @@ def _analyse(container: Mapping[str, Any]) -> ServerCommand | None:
     if (refused := argv_problem(container)) is not None:  # `- 8192` unquoted: the API server refuses the pod
         raise ManifestError(f"container {container.get('name', '?')}: {refused}")
     options, positionals = parse.parse_options(rest)
+    if script is None and (expanded := _expanded_options(container, rest, positionals)) is not None:
+        rest = expanded
+        options, positionals = parse.parse_options(rest)
     model_token = positionals[0] if entry.positional_model and positionals else None
+    if model_token is not None and any(o.name == "model" for o in options) and unreadable(container, model_token.value):
+        model_token = None  # it may expand to a flag or a model tag: --model stands, the word is a hidden argument
     flags: dict[str, str] = {}
     model = model_token.value if model_token else None
     for opt in options:
@@ -303,6 +308,21 @@ def _analyse(container: Mapping[str, Any]) -> ServerCommand | None:
         options=options, model_token=model_token, anchor=anchor, script=script,
         end_of_options=next((t for t in rest if t.value == "--"), None), hidden=hidden, positionals=positionals,
     )
+
+
+def _expanded_options(container: Mapping[str, Any], rest: list[Token],
+                      positionals: list[Token]) -> list[Token] | None:
+    """``rest`` with each bare `$(X)` word whose value Kubernetes expands to an option (`--kv-cache-memory-bytes=4G`)
+    read as that option, or None when there is none: the kubelet expands exec-form `command`/`args` before vLLM's
+    argparse sees them, one word each, so such a word is a flag, not a model tag. Its token keeps its place in the
+    manifest; a value this tool cannot read stays a hidden argument (``ServerCommand.hidden``)."""
+    swapped = {id(t): expand_arg(container, t.value) for t in positionals if "$(" in t.value}
+    # argparse reads a word with a space as a positional unless it names an option outright (`_parse_optional`)
+    swapped = {k: v for k, v in swapped.items() if v.startswith("-") and " " not in v and resolve(v) is not None}
+    if not swapped:
+        return None
+    return [Token(swapped[id(t)], t.field, t.index, t.span, t.gap_start, t.raw) if id(t) in swapped else t
+            for t in rest]
 
 
 def _vllm_without_argv(container: Mapping[str, Any]) -> bool:

@@ -25,6 +25,13 @@ def expand_arg(container: Mapping[str, Any], text: str, maps: ConfigMaps | None 
     return text if why is not None or out is None else out
 
 
+def unreadable(container: Mapping[str, Any], text: str, maps: ConfigMaps | None = None) -> str | None:
+    """Why ``text``'s ``$(X)`` expansion cannot be read (a Secret, an unchecked ConfigMap), None when it can."""
+    if "$" not in text:
+        return None
+    return _expand(text, *environment(container, maps or {}))[1]
+
+
 def environment(container: Mapping[str, Any], maps: ConfigMaps) -> tuple[dict[str, str], dict[str, str]]:
     """(the variables whose values are read, the ones that cannot be with why; ``*``: envFrom that may set any)."""
     known: dict[str, str] = {}
