@@ -26,6 +26,10 @@ def test_the_refused_start_holds_only_its_cuda_context(cli):
         text = cli(*args).stdout
         bar = next(line for line in text.splitlines() if line.startswith("["))
         assert "K" not in bar.split("]")[0], (case, bar)
+        # nothing of the model was loaded: the bar holds other processes + context alone, at the reported peak
+        cells = bar.split("]")[0].lstrip("[")
+        assert set(cells) <= {"O", "."} and "O other processes + CUDA context" in bar, (case, bar)
+        assert cells.count("O") == round(60 * data["peak_gib"] / data["total_gib"]), (case, bar)
         peak = next(line for line in text.splitlines() if line.startswith("peak device memory"))
         assert f"{data['peak_gib']:.2f} of" in peak, peak
 

@@ -143,13 +143,20 @@ def _render_refused(est: Estimate, outcome: str, model: str, gpu: str, version: 
 
 
 def bar(est: Estimate) -> str:
-    """``[WWWWAGKKKK....] W weights | A activation | G graphs | K KV | . free`` scaled to the GPU."""
-    parts = [("W", est.weights_gib), ("A", est.activation_gib + est.non_torch_gib), ("G", est.cudagraph_gib),
-             ("K", max(est.kv_cache_gib, 0.0) if outcomes.has_cache(est.outcome) else 0.0)]  # no cache: no K
+    """``[WWWWAGKKKK....] W weights | A activation | G graphs | K KV | . free`` scaled to the GPU. A start refused at
+    the free-memory check loads nothing: its bar is what held the card then (``O``: other processes and vLLM's CUDA
+    context, the peak ``free_memory_below_utilization`` reports)."""
+    legend = "W weights | A activation | G graphs | K KV | . free"
+    if est.outcome is Outcome.FREE_MEMORY_BELOW_UTILIZATION:
+        parts = [("O", est.peak_gib)]
+        legend = "O other processes + CUDA context | . free"
+    else:
+        parts = [("W", est.weights_gib), ("A", est.activation_gib + est.non_torch_gib), ("G", est.cudagraph_gib),
+                 ("K", max(est.kv_cache_gib, 0.0) if outcomes.has_cache(est.outcome) else 0.0)]  # no cache: no K
     total = max(est.total_gib, 1e-9)
     cells: list[str] = []
     for char, gib in parts:
         cells.extend(char * round(BAR_WIDTH * gib / total))
     cells = cells[:BAR_WIDTH]
     cells.extend("." * (BAR_WIDTH - len(cells)))
-    return f"[{''.join(cells)}] W weights | A activation | G graphs | K KV | . free"
+    return f"[{''.join(cells)}] {legend}"
