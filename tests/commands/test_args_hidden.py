@@ -60,3 +60,11 @@ def test_show_reads_a_variable_kubernetes_expands_to_an_option(cli, tmp_path: Pa
     assert got.returncode == 0, got.stderr
     assert "  flags:\n    max-model-len: 16384\n    kv-cache-memory-bytes: 60G\n" in got.stdout
     assert "arguments from variables" not in got.stdout
+
+
+def test_check_says_how_to_make_a_hidden_argument_predictable(cli, tmp_path: Path) -> None:
+    path = _with(tmp_path, args=[LLAMA, "--max-model-len", "16384", "$(KVF)"],
+                 env=[{"name": "KVF", "valueFrom": {"secretKeyRef": {"name": "extra", "key": "args"}}}])
+    got = cli("check", "-f", path)
+    assert "cannot predict: $(KVF): an argument taken from a variable" in got.stdout, got.stdout
+    assert "fix: write those arguments out in args" in got.stdout and "does not size this feature" not in got.stdout

@@ -353,8 +353,12 @@ def _predict(server: ServerCommand, model_name: str | None, label: str | None, v
             out.append(_unknown("engine-env", str(exc).removeprefix("cannot predict "), f"set {name} as a literal 0 "
                                 "or 1 the release takes in the container's env, or unset it"))
             return Prediction(card.product, None, str(exc)), model, card, None, out
-        out.append(_unknown("flags", str(exc).removeprefix("cannot predict "), "the memory model does not size this "
-                            "feature: confirm the start on one pod (or a test node) before rolling it out"))
+        hidden = "an argument taken from a variable" in str(exc)  # unmodelled.unmodelled's hidden-argument reason
+        fix = ("write those arguments out in args, or check the manifests together with the ConfigMap that sets the "
+               "variable" if hidden else
+               "the memory model does not size this feature: confirm the start on one pod (or a test node) before "
+               "rolling it out")
+        out.append(_unknown("flags", str(exc).removeprefix("cannot predict "), fix))
         return Prediction(card.product, None, str(exc)), model, card, None, out
     except UserError as exc:
         out.append(_unknown("flags", str(exc), "fix the flag vLLM would reject"))
