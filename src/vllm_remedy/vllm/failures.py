@@ -97,8 +97,10 @@ _CLASSES = (
     FailureClass(  # weights + the profile's forward + non-torch + context + other processes exceed the card
         Failure.PROFILE_OOM, "CUDA out of memory during the memory-profiling forward, before the KV cache is sized",
         step=4, hint="the profiling forward runs over --max-num-batched-tokens: lower it (or --max-num-seqs where the "
-                     "sampler's warm-up is the larger part), use TP=2, or free the card of other processes; raising "
-                     "--gpu-memory-utilization does not help (the profile runs before the budget is applied)",
+                     "sampler's warm-up is the larger part), use a larger tensor-parallel-size (`vllm-remedy plan` "
+                     "names one), or free the card of other processes; on its own, raising --gpu-memory-utilization "
+                     "does not help (the profile runs before the budget is applied), though alongside a smaller "
+                     "profile it may be needed to size the KV cache",
         oom_phase="profiling", short_of="profile_room"),
     FailureClass(
         Failure.SAMPLER_WARMUP_OOM, "CUDA out of memory while warming up the sampler",

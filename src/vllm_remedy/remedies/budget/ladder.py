@@ -2,8 +2,13 @@
 
 For a lever the planner tries, in order: (a) the lever alone, keeping the max-model-len cap; (b) the lever
 plus the longest max-model-len that is then safe; (c) the same on top of the earlier flag levers at their
-strongest safe values. The first that works is the rung. A rung is kept only when it buys a longer
-max-model-len than every rung above it — otherwise a smaller change already does as well.
+strongest safe values; (d) the same with another utilization. The first that works is the rung. (d) is for a
+lever that makes a utilization possible: a smaller profile (--max-num-batched-tokens) fits a profile_oom start
+whose KV cache the running utilization is then too small for, while a higher utilization alone never fits the
+profile, so ``strongest`` never carries it into (c). Every combination is predicted like any rung.
+
+A rung is kept only when it buys a longer max-model-len than every rung above it — otherwise a smaller
+change already does as well.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ class Rung:
     estimate: Estimate
     label: str | None = None
     combined: bool = False  # needed the earlier flag levers too
+    bounded: bool = False  # the change is the policy's bound on the flag it is named by (``planner._step``)
 
 
 def _best_longest(judge: Judge, variants: list[Variant], cap: int) -> tuple[Variant, EngineSettings, Estimate] | None:
@@ -94,6 +100,13 @@ def rung_for(name: str, lever: Lever, ctx: Context, judge: Judge, base: EngineSe
         got = _best_longest(judge, lever(ctx, boosted, ctx.gpu), cap)
         if got is not None:
             return Rung(name, got[1], got[0].gpu, got[2], got[0].label, combined=True)
+    if name == "gpu-memory-utilization":
+        return None
+    for start in dict.fromkeys((base, boosted)):  # (d) with another utilization, nearest first
+        got = _best_longest(judge, [u for v in lever(ctx, start, ctx.gpu) for u in utilization(ctx, v.settings, v.gpu)],
+                            cap)
+        if got is not None:
+            return Rung(name, got[1], got[0].gpu, got[2], got[0].label, combined=start != base)
     return None
 
 

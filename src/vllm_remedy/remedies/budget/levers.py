@@ -87,13 +87,14 @@ def max_num_seqs(ctx: Context, s: EngineSettings, gpu: GpuSpec) -> list[Variant]
 
 
 def max_num_batched_tokens(ctx: Context, s: EngineSettings, gpu: GpuSpec) -> list[Variant]:
-    """Halve the prefill chunk (chunked prefill only: without it vLLM needs mnbt ≥ max-model-len)."""
+    """Halve the prefill chunk (with chunked prefill) or the whole-prompt batch (without it: down to max-model-len,
+    since V0 refuses max_num_batched_tokens < max_model_len unless chunked prefill is on — vLLM 0.6.3 config.py,
+    ``SchedulerConfig._verify_args``; the profile still runs over the smaller batch)."""
     lim = ctx.limits
     res = resolve(ctx.model, gpu, s)
-    if not res.chunked_prefill:
-        return []
+    floor = lim.mnbt_min if res.chunked_prefill else max(lim.mnbt_min, res.max_model_len)
     top = min(res.mnbt - 1, lim.mnbt_max) if lim.mnbt_max is not None else res.mnbt - 1
-    values = _halvings(top, lim.mnbt_min)
+    values = _halvings(top, floor)
     return [Variant(dataclasses.replace(s, max_num_batched_tokens=v), gpu) for v in values]
 
 

@@ -218,6 +218,9 @@ def _flags(cur: EngineSettings, new: EngineSettings) -> dict[str, str]:
 def _step(rank: int, rung: Rung, req: BudgetRequest, lim: Limits, cap: int, judge: Judge) -> Step:
     rung = dataclasses.replace(rung, estimate=judge.shown(rung.estimate))  # the KV cache the log vouches for
     flags = _flags(req.settings, rung.settings)
+    bounded = [f for f in flags if f not in ("max-model-len", "dtype")]  # what ``_base`` clamped to the policy
+    if rung.lever == "max-model-len" and len(bounded) == 1 and "max-model-len" not in flags:
+        rung = dataclasses.replace(rung, lever=bounded[0], bounded=True)  # named by the flag that changes
     template = TemplateChange(gpu_resource=lim.gpu_resource)
     if rung.gpu.product != req.gpu.product:
         drop = tuple(k for k in req.node_selector if k in PRODUCT_LABELS and k != lim.selector_key)
@@ -231,6 +234,10 @@ def _step(rank: int, rung: Rung, req: BudgetRequest, lim: Limits, cap: int, judg
         spare = judge.margin_only(dataclasses.replace(rung.settings, max_model_len=cap), rung.gpu)
         short = margin_shortfall(spare, lim.kv_margin) if spare is not None else None
     reason = reasons.explain(rung, req.settings, req.gpu, lim, cap, short)
+    if rung.lever == "max-model-len" and bounded:
+        within = ", ".join(f"--{f} {flags[f]}" for f in bounded)
+        reason = f"{reason.removesuffix('nothing else changes')}{within} within the policy's bounds".replace(
+            "; ; ", "; ")
     unset = lifted(req.settings, rung.settings)
     if unset and rules(rung.settings.version).kv_sized_after_warmup:
         # 0.34 defaults to 1.0 once no flag pins the cache (pinned.NO_EXTENSIBLE_DEFAULT_UTIL): write what was planned

@@ -31,10 +31,19 @@ def explain(rung: Rung, cur: EngineSettings, gpu: GpuSpec, lim: Limits, cap: int
     cap itself was refused when the estimate margin alone refused it ("fits by 6 %, below the 16 % ...")."""
     s, est = rung.settings, rung.estimate
     extra = ""
-    if rung.combined:
+    if rung.bounded:  # the first rung: the planner's base brought this flag inside the policy's bounds
+        extra = f" (the policy's bound on --{rung.lever})"
+    elif rung.combined:
         extra = " (together with the flag changes above it: no smaller combination fits)"
+    elif s.gpu_memory_utilization > cur.gpu_memory_utilization and rung.lever != "gpu-memory-utilization":
+        # a smaller profile or weights per GPU fit the start; the budget then sizes the KV cache (ladder (d), nudges)
+        extra = (f" (gpu-memory-utilization {cur.gpu_memory_utilization:g}→{s.gpu_memory_utilization:g}: with this "
+                 "change the larger budget holds the KV cache the target needs)")
     elif rung.lever in _NUDGED and s.gpu_memory_utilization != cur.gpu_memory_utilization:
         extra = f" (gpu-memory-utilization {s.gpu_memory_utilization:g} keeps the headroom margin)"
+    elif s.gpu_memory_utilization < cur.gpu_memory_utilization and rung.lever != "gpu-memory-utilization":
+        extra = (f" (gpu-memory-utilization {cur.gpu_memory_utilization:g}→{s.gpu_memory_utilization:g}: the nearest "
+                 "budget that fits with it)")
     # The planner's base sets float16 where vLLM refuses the running bfloat16 on this card (planner._base).
     dtype = f"; dtype {s.dtype}: vLLM refuses bfloat16 on this card" if s.dtype != cur.dtype else ""
     if rung.lever == "max-model-len":
@@ -61,7 +70,7 @@ def explain(rung: Rung, cur: EngineSettings, gpu: GpuSpec, lim: Limits, cap: int
         head = f"max-num-seqs →{s.max_num_seqs}: a smaller warm-up batch frees memory for KV (activation " \
                f"{est.activation_gib:.2f} GiB)"
     elif rung.lever == "max-num-batched-tokens":
-        head = f"max-num-batched-tokens →{s.max_num_batched_tokens}: smaller prefill chunks, smaller activation " \
+        head = f"max-num-batched-tokens →{s.max_num_batched_tokens}: smaller prefill batches, smaller activation " \
                f"peak ({est.activation_gib:.2f} GiB)"
     elif rung.lever == "kv-cache-dtype":
         head = f"kv-cache-dtype {s.kv_cache_dtype}: half the KV bytes per token ({est.kv_cache_tokens:,} tokens); " \
