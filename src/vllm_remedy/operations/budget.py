@@ -108,6 +108,7 @@ def plan_for(ctx: K8sHost, template: Mapping[str, Any], gpu: str | None, target_
     # a value the release's parser refuses (16Ki, auto before 0.14): planned as its literal, which every step writes
     flags, respelled = spelling.respell(server.flags, version)
     respelled += spelling.overridden(server, flags, version)  # an earlier occurrence it refuses: the kept value
+    flags = spelling.without_refused(flags, respelled)  # what argparse refuses is planned without it, never typed
     settings = EngineSettings.from_flags(flags, version, engine_env.env_inputs(server.container), server.hidden)
     pods = pods if pods is not None else pods_fact(host)
     running_on = pinned_gpu(spec)

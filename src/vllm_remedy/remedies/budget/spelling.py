@@ -109,6 +109,14 @@ def overridden(server: ServerCommand, flags: Mapping[str, str], version: str | N
                     for w in unrecognized.unrecognized(server, version) if canonical_key(w.split()[0]) not in replaced]
 
 
+def without_refused(flags: Mapping[str, str], found: list[Respelled]) -> dict[str, str]:
+    """``flags`` without those argparse refuses outright (``unknown``: a flag the release lacks, a value outside its
+    choices, a flag without its value): they are planned without, so their value is never typed (``fp9``, ``''``
+    would otherwise stop the plan with a bad-input error where check predicts argument_refused)."""
+    gone = {r.flag for r in found if r.unknown}
+    return {k: v for k, v in flags.items() if k not in gone}
+
+
 def apply(plan: Plan, found: list[Respelled], version: str | None) -> Plan:
     """``plan`` with the refused spellings as its first problem and every step writing their literals (unsetting one
     planned as unset); a plan with nothing else to change gets the respelling as its one step."""
