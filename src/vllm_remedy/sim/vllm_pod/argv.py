@@ -38,7 +38,8 @@ FLOAT_FLAGS = frozenset({"gpu-memory-utilization"})
 #: ``_check_value``: the value's repr, the choices' reprs joined by ", "). --dtype: an explicit list in
 #: engine/arg_utils.py@0.8.5, then ``sorted(ModelDType)`` (``literal_to_kwargs``, read at 0.11.0, 0.16.0, 0.19.0,
 #: 0.28.0, 0.34.0). --kv-cache-dtype: an explicit list before 0.8.5 (auto, fp8, fp8_e5m2, fp8_e4m3), then
-#: ``sorted(CacheDType)`` (config.py@0.8.5, config/cache.py@0.11.0/0.16.0/0.19.0/0.28.0; fp8_inc from 0.9); from
+#: ``sorted(CacheDType)`` (config.py@0.8.5/0.9.2, config/cache.py@0.10.2/0.11.0/0.16.0/0.19.0/0.28.0; fp8_inc first
+#: read in 0.10.2); from
 #: 0.34.0 the field is ``CacheDType | str``, a ``metavar`` without choices, and config validation refuses an unknown
 #: name instead. Each boundary is the first release read with that list (the releases between were not read).
 CHOICES: dict[str, tuple[tuple[Version, tuple[str, ...] | None], ...]] = {
@@ -47,7 +48,7 @@ CHOICES: dict[str, tuple[tuple[Version, tuple[str, ...] | None], ...]] = {
     "kv-cache-dtype": (
         ((0, 0, 0), ("auto", "fp8", "fp8_e5m2", "fp8_e4m3")),
         ((0, 8, 5), ("auto", "fp8", "fp8_e4m3", "fp8_e5m2")),
-        ((0, 9, 0), ("auto", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc")),
+        ((0, 10, 2), ("auto", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc")),  # config.py@0.9.2 has no fp8_inc
         ((0, 11, 0), ("auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc")),
         ((0, 16, 0), ("auto", "bfloat16", "fp8", "fp8_ds_mla", "fp8_e4m3", "fp8_e5m2", "fp8_inc")),
         ((0, 19, 0), ("auto", "bfloat16", "float16", "fp8", "fp8_ds_mla", "fp8_e4m3", "fp8_e5m2", "fp8_inc")),
