@@ -117,3 +117,14 @@ def test_plan_reads_an_argparse_refusal_as_check_does(cli, tmp_path, args, said)
     assert said in got.stdout, got.stdout
     data = json.loads(cli("plan", "-f", path, "-o", "json").stdout)
     assert data["current"]["as_written"] == "argument_refused"
+
+
+def test_plan_removes_a_stray_word_not_a_flag_of_that_name(cli, tmp_path):
+    """``vllm serve M extra``: argparse leaves ``extra`` over; the fix is removing the word (no ``--extra`` exists)."""
+    path = _command(tmp_path, "0.11.0", ["vllm", "serve", LLAMA, "extra", "--max-model-len", "4096"])
+    text = cli("plan", "-f", path).stdout
+    assert "remove the word extra (planned without it)" in text, text
+    assert "--extra" not in text, text
+    data = json.loads(cli("plan", "-f", path, "-o", "json").stdout)
+    assert data["current"]["as_written"] == "argument_refused"
+    assert all("extra" not in s["unset"] for s in data["steps"]), data["steps"]

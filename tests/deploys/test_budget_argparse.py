@@ -20,3 +20,13 @@ def test_dry_plans_a_value_outside_the_choices_as_an_argparse_refusal(rehearsal:
     assert not any("is not one of" in line for line in lines), lines
     assert any("refuses --dtype float17 at argument parsing (argparse: \"argument --dtype: invalid choice: "
                "'float17'" in line for line in lines), lines
+
+
+def test_dry_removes_a_stray_word_as_plan_says(rehearsal: Rehearsal) -> None:
+    vllm_runtime(rehearsal)
+    rehearsal.change(with_args([GOOD_ARGS[0], "extra", *GOOD_ARGS[1:]]), change_cause="a stray word")
+    got = rehearsal.pyinfra(LOCAL, BUDGET, "--dry")
+    lines = host_out(got.stderr)
+    assert any("remove the word extra (planned without it)" in line for line in lines), lines
+    assert "-    - extra" in lines, lines
+    assert not any("--extra" in line for line in lines), lines

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import shlex
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
@@ -38,9 +39,12 @@ class Respelled:
     literal: str | None
     why: str
     unknown: bool = False  # a flag the release does not have: planned without it, and the fix removes or corrects it
+    word: bool = False  # a bare word argparse leaves over (``extra``): planned without it, the fix removes the word
 
     def phrase(self) -> str:
         """The problem: the refusal, and what is planned instead."""
+        if self.word:
+            return f"{self.why} (exit 2: the pod never starts); remove the word {self.typed} (planned without it)"
         if self.unknown:
             return f"{self.why} (exit 2: the pod never starts); remove or correct it (planned without it)"
         planned = (f"planned as {self.literal}, which every step writes" if self.literal is not None else
@@ -49,6 +53,8 @@ class Respelled:
 
     def note(self) -> str:
         """Whose settings the current prediction is for."""
+        if self.word:
+            return f"the current prediction is without the word {self.typed}: as written vLLM refuses the start"
         planned = f"--{self.flag} {self.literal}" if self.literal is not None else f"no --{self.flag}"
         return f"the current prediction is for {planned}: as written ({self.typed!r}) vLLM refuses the start"
 
@@ -105,8 +111,21 @@ def overridden(server: ServerCommand, flags: Mapping[str, str], version: str | N
     found = [Respelled(flag, value, flags[flag], why)
              for flag, value, why in refused_overrides(server, flags, version, None, replaced)]
     label = rules(version).label
-    return found + [Respelled(canonical_key(w.split()[0]), w, None, unrecognized.why(w, label), unknown=True)
-                    for w in unrecognized.unrecognized(server, version) if canonical_key(w.split()[0]) not in replaced]
+    out = []
+    for w in unrecognized.unrecognized(server, version):
+        if w in stray_words(server, version):
+            out.append(Respelled("", w, None, unrecognized.why(w, label), unknown=True, word=True))
+        elif canonical_key(w.split()[0]) not in replaced:
+            out.append(Respelled(canonical_key(w.split()[0]), w, None, unrecognized.why(w, label), unknown=True))
+    return found + out
+
+
+def stray_words(server: ServerCommand, version: str | None) -> list[str]:
+    """The bare words of ``server``'s argv that vLLM ``version``'s parser leaves over (``unrecognized arguments``),
+    as written: the fix removes each (``ServerCommand.edit(drop=...)``), not a flag of that name."""
+    bare = {t.value for t in server.positionals}
+    return [w for w in unrecognized.unrecognized(server, version)
+            if getattr(w, "message", "").startswith("unrecognized") and shlex.split(w) and shlex.split(w)[0] in bare]
 
 
 def without_refused(flags: Mapping[str, str], found: list[Respelled]) -> dict[str, str]:
@@ -124,14 +143,18 @@ def apply(plan: Plan, found: list[Respelled], version: str | None) -> Plan:
         return plan
     problem = "; ".join(r.phrase() for r in found)
     literals = {r.flag: r.literal for r in found if r.literal is not None}
-    unset = tuple(r.flag for r in found if r.literal is None)
+    unset = tuple(r.flag for r in found if r.literal is None and not r.word)
     steps = tuple(dataclasses.replace(s, set={**literals, **s.set},
                                       unset=tuple(dict.fromkeys((*s.unset, *(f for f in unset if f not in s.set)))))
                   for s in plan.steps)
     verdict = plan.verdict
     if verdict == "no_change_needed":
         label = rules(version).label
-        reason = (f"remove the flags vLLM {label} does not have, or correct their spelling; nothing else changes"
+        words = " ".join(r.typed for r in found if r.word)
+        reason = (f"remove the word {words} vLLM {label} leaves over; nothing else changes"
+                  if all(r.word for r in found) else
+                  f"remove the flags vLLM {label} does not have, or correct their spelling"
+                  f"{f', and remove the word {words}' if words else ''}; nothing else changes"
                   if all(r.unknown for r in found) else f"write the value as vLLM {label} parses it; nothing else "
                   "changes")
         steps = (Step(rank=1, lever="spelling", reason=reason, prediction=plan.current, set=literals, unset=unset),)

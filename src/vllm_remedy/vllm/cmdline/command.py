@@ -88,9 +88,11 @@ class ServerCommand:
         return [(opt.name, opt.value) for i, opt in enumerate(self.options)
                 if opt.name != "model" and last[opt.name] != i]
 
-    def edit(self, set: Mapping[str, str] | None = None, unset: Iterable[str] = ()) -> dict[str, Any]:
-        """A new container dict with flags set/unset, touching only the tokens that must change."""
-        return edit_container(self, dict(set or {}), list(unset))
+    def edit(self, set: Mapping[str, str] | None = None, unset: Iterable[str] = (), drop: Iterable[str] = ()
+             ) -> dict[str, Any]:
+        """A new container dict with flags set/unset (and stray bare words ``drop``ped), touching only the tokens
+        that must change."""
+        return edit_container(self, dict(set or {}), list(unset), frozenset(drop))
 
 
 def _strings(value: Any) -> list[str] | None:

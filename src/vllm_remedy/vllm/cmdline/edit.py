@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import re
 from collections import defaultdict
+from collections.abc import Collection
 from typing import Any, Protocol
 
 from vllm_remedy.errors import UserError
@@ -40,6 +41,8 @@ class ParsedCommand(Protocol):
     def anchor(self) -> Token | None: ...
     @property
     def end_of_options(self) -> Token | None: ...
+    @property
+    def positionals(self) -> list[Token]: ...
 
 
 class _Plan:
@@ -110,9 +113,12 @@ def _new_words(name: str, value: str | None, eq: bool) -> list[str]:
     return [f"--{name}={value}"] if eq else [f"--{name}", value]
 
 
-def edit_container(cmd: ParsedCommand, set_: dict[str, str], unset: list[str]) -> dict[str, Any]:
-    """Apply set/unset to a parsed server command and return the new container dict."""
+def edit_container(cmd: ParsedCommand, set_: dict[str, str], unset: list[str], drop: Collection[str] = ()
+                   ) -> dict[str, Any]:
+    """Apply set/unset to a parsed server command and return the new container dict; ``drop`` deletes the bare words
+    written so (a stray positional argparse leaves over, ``extra``), never the model tag."""
     plan = _Plan()
+    plan.delete.update(t for t in cmd.positionals if t.value in drop and t is not cmd.model_token)
     eq = option_style_eq(cmd.options)
     wanted = [_normalise(k, v) for k, v in set_.items()] + [_normalise(k, None) for k in unset]
     appended: list[str] = []
