@@ -128,3 +128,11 @@ def test_plan_removes_a_stray_word_not_a_flag_of_that_name(cli, tmp_path):
     data = json.loads(cli("plan", "-f", path, "-o", "json").stdout)
     assert data["current"]["as_written"] == "argument_refused"
     assert all("extra" not in s["unset"] for s in data["steps"]), data["steps"]
+
+
+def test_plan_removes_the_word_a_legacy_store_boolean_took(cli, tmp_path):
+    path = _command(tmp_path, "0.8.5", ["vllm", "serve", LLAMA, "--max-model-len", "4096",
+                                        "--enable-chunked-prefill", "False"])
+    text = cli("plan", "-f", path).stdout
+    assert "remove the word False (planned without it)" in text, text
+    assert "--False" not in text, text

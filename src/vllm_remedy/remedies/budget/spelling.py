@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import shlex
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
@@ -121,11 +120,11 @@ def overridden(server: ServerCommand, flags: Mapping[str, str], version: str | N
 
 
 def stray_words(server: ServerCommand, version: str | None) -> list[str]:
-    """The bare words of ``server``'s argv that vLLM ``version``'s parser leaves over (``unrecognized arguments``),
-    as written: the fix removes each (``ServerCommand.edit(drop=...)``), not a flag of that name."""
-    bare = {t.value for t in server.positionals}
+    """The bare words of ``server``'s argv that vLLM ``version``'s parser leaves over (``unrecognized arguments``: a
+    stray positional, a legacy StoreBoolean's true/false), as written: the fix removes each
+    (``ServerCommand.edit(drop=...)``), not a flag of that name."""
     return [w for w in unrecognized.unrecognized(server, version)
-            if getattr(w, "message", "").startswith("unrecognized") and shlex.split(w) and shlex.split(w)[0] in bare]
+            if getattr(w, "message", "").startswith("unrecognized") and not w.startswith("-")]
 
 
 def without_refused(flags: Mapping[str, str], found: list[Respelled]) -> dict[str, str]:
