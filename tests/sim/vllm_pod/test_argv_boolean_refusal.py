@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from vllm_remedy.sim.vllm_pod import argv
 from vllm_remedy.sim.vllm_pod.launch import Launch, Refusal
 
 from .test_argv_shape_refusal import LLAMA, judge, stderr
@@ -27,3 +28,19 @@ def test_a_legacy_store_boolean_takes_its_word() -> None:
     got = judge("v0.7.3", LLAMA, "--max-model-len", "4096", "--enable-chunked-prefill", "False")
     assert not (isinstance(got, Refusal) and got.stage == "argparse"), got
     assert isinstance(got, Launch | Refusal)
+
+
+@pytest.mark.parametrize(("flag", "text", "version", "error"), [
+    ("enforce-eager", "true", (0, 8, 5), "argument --enforce-eager: ignored explicit argument 'true'"),
+    ("enforce-eager", "true", (0, 11, 0),
+     "argument --enforce-eager/--no-enforce-eager: ignored explicit argument 'true'"),
+    ("enable-prefix-caching", "1", (0, 8, 5),
+     "argument --enable-prefix-caching/--no-enable-prefix-caching: ignored explicit argument '1'"),
+    ("disable-log-stats", "true", (0, 34, 0), "argument --disable-log-stats: ignored explicit argument 'true'"),
+    ("enable-chunked-prefill", "false", (0, 7, 3), None),
+])
+def test_the_parser_refuses_a_value_after_equals_on_a_boolean(flag: str, text: str, version: tuple[int, int, int],
+                                                              error: str | None) -> None:
+    """``argv.first_error``'s ``booleans`` (the pod's argparse; the launch passes the `=` forms it reads)."""
+    got = argv.first_error([], version, booleans=[(flag, text)])
+    assert (got.message if got else None) == error
