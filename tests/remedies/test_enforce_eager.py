@@ -169,8 +169,10 @@ def test_a_prior_spelling_the_flag_in_any_form_is_never_restored(spelling: list[
     undo = toggle.revert(on, KEYS, record)
     assert not undo.exact, undo.message
     assert (container(undo.template)["command"], container(undo.template)["args"]) == (["vllm", "serve"], ARGS)
-    assert undo.message.startswith("remove --enforce-eager only: the prior argv spells --enforce-eager itself ("
-                                   ), undo.message
+    # `--enforce-eager false`: `false` is a positional to argparse (store_true/BooleanOptionalAction take no value)
+    assert undo.message.startswith(("remove --enforce-eager only: the prior argv spells --enforce-eager itself (",
+                                    "remove --enforce-eager only: it differs from the running container outside its "
+                                    "vLLM flags")), undo.message
     assert "\n" not in undo.message
 
 

@@ -124,6 +124,7 @@ def run(args: argparse.Namespace) -> int:
     flags = {**manifest_flags, **typed}
     if found.server is not None:  # an overridden occurrence it refuses stops vLLM too: planned with the kept value
         respelled += spelling.overridden(found.server, flags, version, typed)
+        flags = spelling.without_refused(flags, respelled)  # argparse stops first: never typed (as predict_template)
     settings = EngineSettings.from_flags(flags, version, inputs, found.server.hidden if found.server else ())
     ea.check_int32(settings, flags)
     why = model_len.unknown(model, found.container, settings, found.config_maps) if found.container else None

@@ -13,6 +13,7 @@ when nothing within policy is predicted to work. ``--max-model-len`` always ends
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -108,6 +109,7 @@ def plan_for(ctx: K8sHost, template: Mapping[str, Any], gpu: str | None, target_
     # a value the release's parser refuses (16Ki, auto before 0.14): planned as its literal, which every step writes
     flags, respelled = spelling.respell(server.flags, version)
     respelled += spelling.overridden(server, flags, version)  # an earlier occurrence it refuses: the kept value
+    flags = spelling.without_refused(flags, respelled)  # what argparse refuses is planned without it, never typed
     settings = EngineSettings.from_flags(flags, version, engine_env.env_inputs(server.container), server.hidden)
     pods = pods if pods is not None else pods_fact(host)
     running_on = pinned_gpu(spec)
@@ -141,13 +143,26 @@ def _schedulable_step(ctx: K8sHost, deployment: Mapping[str, Any], plan: Plan, p
     return None, None, ("; skipped " + "; ".join(skipped)) if skipped else ""
 
 
+def _without_strays(template: dict[str, Any], container: str | None) -> dict[str, Any]:
+    """``template`` without the bare words its release's parser leaves over (``vllm serve M extra``): every step is
+    planned without them (``spelling.overridden``), so every step's edit removes them, as plan's fix says."""
+    server = server_of(template, container)
+    words = {shlex.split(w)[0] for w in spelling.stray_words(server, version_from_image(server.image))}
+    if not words:
+        return template
+    edited = server.edit(drop=words)
+    containers = template["spec"]["containers"]
+    template["spec"]["containers"] = [edited if c.get("name") == server.container_name else c for c in containers]
+    return template
+
+
 def planned_template(ctx: K8sHost, template: Mapping[str, Any], step: Step, now: float, *, pinned: bool = False
                      ) -> tuple[dict[str, Any], dict[str, str]]:
     """``template`` with ``step`` applied (and max-model-len explicit); a temporary rung as a timed toggle."""
     flags = {k: v for k, v in step.set.items() if not (step.temporary and k == enforce_eager.EAGER)}
     if "max-model-len" not in server_of(template, ctx.container).flags and "max-model-len" not in flags:
         flags["max-model-len"] = str(step.prediction.max_model_len)
-    planned = with_flags(template, flags, step.unset, container=ctx.container)
+    planned = _without_strays(with_flags(template, flags, step.unset, container=ctx.container), ctx.container)
     if not pinned:
         planned = apply_template_change(planned, step.template, ctx.container)
     if not step.temporary:

@@ -38,9 +38,12 @@ class Respelled:
     literal: str | None
     why: str
     unknown: bool = False  # a flag the release does not have: planned without it, and the fix removes or corrects it
+    word: bool = False  # a bare word argparse leaves over (``extra``): planned without it, the fix removes the word
 
     def phrase(self) -> str:
         """The problem: the refusal, and what is planned instead."""
+        if self.word:
+            return f"{self.why} (exit 2: the pod never starts); remove the word {self.typed} (planned without it)"
         if self.unknown:
             return f"{self.why} (exit 2: the pod never starts); remove or correct it (planned without it)"
         planned = (f"planned as {self.literal}, which every step writes" if self.literal is not None else
@@ -49,6 +52,8 @@ class Respelled:
 
     def note(self) -> str:
         """Whose settings the current prediction is for."""
+        if self.word:
+            return f"the current prediction is without the word {self.typed}: as written vLLM refuses the start"
         planned = f"--{self.flag} {self.literal}" if self.literal is not None else f"no --{self.flag}"
         return f"the current prediction is for {planned}: as written ({self.typed!r}) vLLM refuses the start"
 
@@ -105,8 +110,29 @@ def overridden(server: ServerCommand, flags: Mapping[str, str], version: str | N
     found = [Respelled(flag, value, flags[flag], why)
              for flag, value, why in refused_overrides(server, flags, version, None, replaced)]
     label = rules(version).label
-    return found + [Respelled(canonical_key(w.split()[0]), w, None, unrecognized.why(w, label), unknown=True)
-                    for w in unrecognized.unrecognized(server, version) if canonical_key(w.split()[0]) not in replaced]
+    out = []
+    for w in unrecognized.unrecognized(server, version):
+        if w in stray_words(server, version):
+            out.append(Respelled("", w, None, unrecognized.why(w, label), unknown=True, word=True))
+        elif canonical_key(w.split()[0]) not in replaced:
+            out.append(Respelled(canonical_key(w.split()[0]), w, None, unrecognized.why(w, label), unknown=True))
+    return found + out
+
+
+def stray_words(server: ServerCommand, version: str | None) -> list[str]:
+    """The bare words of ``server``'s argv that vLLM ``version``'s parser leaves over (``unrecognized arguments``: a
+    stray positional, a legacy StoreBoolean's true/false), as written: the fix removes each
+    (``ServerCommand.edit(drop=...)``), not a flag of that name."""
+    return [w for w in unrecognized.unrecognized(server, version)
+            if getattr(w, "message", "").startswith("unrecognized") and not w.startswith("-")]
+
+
+def without_refused(flags: Mapping[str, str], found: list[Respelled]) -> dict[str, str]:
+    """``flags`` without those argparse refuses outright (``unknown``: a flag the release lacks, a value outside its
+    choices, a flag without its value): they are planned without, so their value is never typed (``fp9``, ``''``
+    would otherwise stop the plan with a bad-input error where check predicts argument_refused)."""
+    gone = {r.flag for r in found if r.unknown}
+    return {k: v for k, v in flags.items() if k not in gone}
 
 
 def apply(plan: Plan, found: list[Respelled], version: str | None) -> Plan:
@@ -116,14 +142,18 @@ def apply(plan: Plan, found: list[Respelled], version: str | None) -> Plan:
         return plan
     problem = "; ".join(r.phrase() for r in found)
     literals = {r.flag: r.literal for r in found if r.literal is not None}
-    unset = tuple(r.flag for r in found if r.literal is None)
+    unset = tuple(r.flag for r in found if r.literal is None and not r.word)
     steps = tuple(dataclasses.replace(s, set={**literals, **s.set},
                                       unset=tuple(dict.fromkeys((*s.unset, *(f for f in unset if f not in s.set)))))
                   for s in plan.steps)
     verdict = plan.verdict
     if verdict == "no_change_needed":
         label = rules(version).label
-        reason = (f"remove the flags vLLM {label} does not have, or correct their spelling; nothing else changes"
+        words = " ".join(r.typed for r in found if r.word)
+        reason = (f"remove the word {words} vLLM {label} leaves over; nothing else changes"
+                  if all(r.word for r in found) else
+                  f"remove the flags vLLM {label} does not have, or correct their spelling"
+                  f"{f', and remove the word {words}' if words else ''}; nothing else changes"
                   if all(r.unknown for r in found) else f"write the value as vLLM {label} parses it; nothing else "
                   "changes")
         steps = (Step(rank=1, lever="spelling", reason=reason, prediction=plan.current, set=literals, unset=unset),)

@@ -38,7 +38,8 @@ FLOAT_FLAGS = frozenset({"gpu-memory-utilization"})
 #: ``_check_value``: the value's repr, the choices' reprs joined by ", "). --dtype: an explicit list in
 #: engine/arg_utils.py@0.8.5, then ``sorted(ModelDType)`` (``literal_to_kwargs``, read at 0.11.0, 0.16.0, 0.19.0,
 #: 0.28.0, 0.34.0). --kv-cache-dtype: an explicit list before 0.8.5 (auto, fp8, fp8_e5m2, fp8_e4m3), then
-#: ``sorted(CacheDType)`` (config.py@0.8.5, config/cache.py@0.11.0/0.16.0/0.19.0/0.28.0; fp8_inc from 0.9); from
+#: ``sorted(CacheDType)`` (config.py@0.8.5/0.9.2, config/cache.py@0.10.2/0.11.0/0.16.0/0.19.0/0.28.0; fp8_inc first
+#: read in 0.10.2); from
 #: 0.34.0 the field is ``CacheDType | str``, a ``metavar`` without choices, and config validation refuses an unknown
 #: name instead. Each boundary is the first release read with that list (the releases between were not read).
 CHOICES: dict[str, tuple[tuple[Version, tuple[str, ...] | None], ...]] = {
@@ -47,7 +48,7 @@ CHOICES: dict[str, tuple[tuple[Version, tuple[str, ...] | None], ...]] = {
     "kv-cache-dtype": (
         ((0, 0, 0), ("auto", "fp8", "fp8_e5m2", "fp8_e4m3")),
         ((0, 8, 5), ("auto", "fp8", "fp8_e4m3", "fp8_e5m2")),
-        ((0, 9, 0), ("auto", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc")),
+        ((0, 10, 2), ("auto", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc")),  # config.py@0.9.2 has no fp8_inc
         ((0, 11, 0), ("auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc")),
         ((0, 16, 0), ("auto", "bfloat16", "fp8", "fp8_ds_mla", "fp8_e4m3", "fp8_e5m2", "fp8_inc")),
         ((0, 19, 0), ("auto", "bfloat16", "float16", "fp8", "fp8_ds_mla", "fp8_e4m3", "fp8_e5m2", "fp8_inc")),
@@ -60,6 +61,18 @@ CHOICES: dict[str, tuple[tuple[Version, tuple[str, ...] | None], ...]] = {
 #: ``python -m vllm.entrypoints.openai.api_server`` takes the ``model_tag`` positional from 0.11.0 (``make_arg_parser``
 #: in entrypoints/openai/cli_args.py; entrypoints/common/cli_args.py@0.34.0); 0.8.5's parser has none (first read).
 API_SERVER_MODEL_TAG_SINCE: Version = (0, 11, 0)
+#: Flags read with ``StoreBoolean`` (utils.py, ``nargs='?'``: true/false after ``=`` or as the next word), to the first
+#: release read without it (engine/arg_utils.py@0.8.3 has the first two, @0.8.5 none; @0.8.0 the third, @0.8.3 not).
+STORE_BOOLEAN_UNTIL: dict[str, Version] = {
+    "enable-chunked-prefill": (0, 8, 5), "multi-step-stream-outputs": (0, 8, 5),
+    "disable-logprobs-during-spec-decoding": (0, 8, 3),
+}
+#: ``action='store_true'`` (no ``--no-`` form) until the first release read where the flag is a dataclass field made a
+#: ``BooleanOptionalAction`` (engine/arg_utils.py@0.8.5 store_true, @0.9.2 ``get_kwargs``); None: in every release read.
+STORE_TRUE_UNTIL: dict[str, Version | None] = {
+    "enforce-eager": (0, 9, 2), "trust-remote-code": (0, 9, 2), "skip-tokenizer-init": (0, 9, 2),
+    "disable-log-stats": None,
+}
 _HUMAN = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
 SERVE_USAGE = "usage: vllm serve [model_tag] [options]"
 
@@ -140,12 +153,28 @@ def choice(flag: str, value: str, version: Version) -> str | None:
     return f"argument --{flag}: invalid choice: {value!r} (choose from {', '.join(map(repr, allowed))})"
 
 
+def explicit(flag: str, text: str, version: Version) -> str | None:
+    """argparse's refusal of ``--flag=text`` on a boolean flag that takes no value in ``version`` (CPython 3.12
+    ``consume_optional``: ``ignored explicit argument``, named by the action's option strings joined by ``/``); None
+    for a StoreBoolean, which takes it."""
+    until = STORE_BOOLEAN_UNTIL.get(flag)
+    if until is not None and version < until:
+        return None
+    store_true = flag in STORE_TRUE_UNTIL and (STORE_TRUE_UNTIL[flag] is None or version < STORE_TRUE_UNTIL[flag])
+    names = f"--{flag}" if store_true else f"--{flag}/--no-{flag}"
+    return f"argument {names}: ignored explicit argument {text!r}"
+
+
 def first_error(options: Iterable[tuple[str, str | None]], version: Version, positionals: Iterable[str] = (),
-                api_server: bool = False) -> ArgError | None:
+                api_server: bool = False, booleans: Iterable[tuple[str, str]] = ()) -> ArgError | None:
     """argparse converts every occurrence in argv order and stops at the first it refuses (a repeated flag's first
     value too, though the last one wins when all parse); a value of None is a flag that takes one but got none
     (``expected one argument``). Positionals beyond the parser's one ``model_tag`` (``nargs='?'``; none in the
-    api_server module before ``API_SERVER_MODEL_TAG_SINCE``) are left over and refused last, all in one message."""
+    api_server module before ``API_SERVER_MODEL_TAG_SINCE``) are left over and refused last, all in one message.
+    ``booleans``: (flag, text) of each boolean flag written ``--flag=text`` (``explicit``), judged first."""
+    for flag, text in booleans:
+        if (message := explicit(flag, text, version)) is not None:
+            return ArgError(flag, message)
     for flag, value in options:
         if value is None:
             return ArgError(flag, f"argument --{flag}: expected one argument")

@@ -17,7 +17,7 @@ from vllm_remedy.errors import UserError
 from vllm_remedy.vllm.cmdline import parse, shell
 from vllm_remedy.vllm.cmdline.argv_shape import argv_problem
 from vllm_remedy.vllm.cmdline.edit import edit_container
-from vllm_remedy.vllm.cmdline.flags import Kind, resolve
+from vllm_remedy.vllm.cmdline.flags import resolve
 from vllm_remedy.vllm.cmdline.kubelet_env import expand_arg, unreadable
 from vllm_remedy.vllm.cmdline.parse import Entrypoint, Option, Token
 
@@ -88,9 +88,11 @@ class ServerCommand:
         return [(opt.name, opt.value) for i, opt in enumerate(self.options)
                 if opt.name != "model" and last[opt.name] != i]
 
-    def edit(self, set: Mapping[str, str] | None = None, unset: Iterable[str] = ()) -> dict[str, Any]:
-        """A new container dict with flags set/unset, touching only the tokens that must change."""
-        return edit_container(self, dict(set or {}), list(unset))
+    def edit(self, set: Mapping[str, str] | None = None, unset: Iterable[str] = (), drop: Iterable[str] = ()
+             ) -> dict[str, Any]:
+        """A new container dict with flags set/unset (and stray bare words ``drop``ped), touching only the tokens
+        that must change."""
+        return edit_container(self, dict(set or {}), list(unset), frozenset(drop))
 
 
 def _strings(value: Any) -> list[str] | None:
@@ -192,7 +194,8 @@ def _refuse_shell_dependent(stmt: shell.Statement, shell_name: str) -> None:
     """Refuse a vLLM statement whose argv depends on the shell or lost a flag's value to a redirect.
 
     `--port 8000>>log`: dash (/bin/sh on Debian/Ubuntu) takes only one digit as an fd, so vLLM gets `8000`;
-    bash redirects fd 8000 and vLLM gets `--port` alone. `--port 2>&1`: every shell drops the value.
+    bash redirects fd 8000 and vLLM gets `--port` alone. `--port 2>&1`: every shell takes the redirect out of argv
+    alike, so vLLM gets `--port` without its value and argparse refuses it (``refused``: argument_refused).
     """
     for r in stmt.redirects:
         fd = _MULTI_DIGIT_FD.match(r.raw)
@@ -205,12 +208,6 @@ def _refuse_shell_dependent(stmt: shell.Statement, shell_name: str) -> None:
             if "$'" in w.raw:
                 raise UnsafeScriptError(f"{w.raw} is expanded by bash but not by dash (/bin/sh on Debian/Ubuntu); "
                                         "use plain '...' quotes")
-    after = {r.gap_start: r for r in stmt.redirects}
-    for w in stmt.words:
-        flag = resolve(w.value)
-        r = after.get(w.end)
-        if r and flag and flag.attached is None and flag.kind in (Kind.VALUE, Kind.MULTI):
-            raise UnsafeScriptError(f"{w.value} is followed by the redirect {r.raw}, not by its value")
 
 
 #: Syntax whose meaning differs between bash and POSIX sh (dash): bash-only operators, and brace expansion.

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from vllm_remedy.vllm.cmdline.flags import Flag, Kind, is_option, resolve
+from vllm_remedy.vllm.cmdline.table import LEGACY_OPTIONAL_BOOLEAN
 
 _PYTHON = re.compile(r"^python(\d+(\.\d+)?)?$")
 _SERVER_MODULES = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server")
@@ -219,7 +220,10 @@ def parse_options(tokens: list[Token]) -> tuple[list[Option], list[Token]]:
         elif flag.negated or nxt is None:
             pass
         elif flag.kind in (Kind.BOOLEAN, Kind.STORE_TRUE):
-            if nxt.lower() in _BOOL_WORDS:  # legacy `--enable-chunked-prefill False`
+            # legacy StoreBoolean `--enable-chunked-prefill False` only: any other boolean takes no value, so the
+            # word is a positional to argparse (``unrecognized arguments: true``), and a release without StoreBoolean
+            # leaves it over too (``refused``)
+            if flag.name in LEGACY_OPTIONAL_BOOLEAN and nxt.lower() in _BOOL_WORDS:
                 opt.tokens.append(tokens[i])
                 opt.values.append(nxt)
                 i += 1

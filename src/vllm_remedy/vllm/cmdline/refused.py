@@ -11,6 +11,9 @@ Read in the PyPI wheels of 0.8.5, 0.11.0, 0.16.0, 0.19.0, 0.28.0 and 0.34.0 (arg
 * an empty or non-numeric integer (``--max-model-len ""``): ``argument --max-model-len: invalid int value: ''``,
   ``human_readable_int`` from 0.8.4, ``human_readable_int_or_auto`` from 0.14.0 (``values.HUMAN_INT_SINCE``): each
   strips the text and ends in ``int()``, which refuses it;
+* a value on a boolean flag that takes none (``--enforce-eager=true``): ``argument --enforce-eager: ignored explicit
+  argument 'true'``, the flag's option strings as that release's action has them (``booleans``); only the legacy
+  StoreBoolean flags took true/false, up to 0.8.3;
 * a positional beyond the one ``model_tag`` (``nargs='?'``) of ``vllm serve`` (entrypoints/cli/serve.py@0.8.5,
   entrypoints/openai/cli_args.py ``make_arg_parser`` from 0.11.0, entrypoints/common/cli_args.py@0.34.0):
   ``unrecognized arguments: extra-word``. ``python -m vllm.entrypoints.openai.api_server`` shares ``make_arg_parser``
@@ -24,17 +27,23 @@ from __future__ import annotations
 
 import shlex
 
+from vllm_remedy.vllm.cmdline.booleans import option_strings, store_boolean
 from vllm_remedy.vllm.cmdline.command import ServerCommand
 from vllm_remedy.vllm.cmdline.flags import Kind
+from vllm_remedy.vllm.cmdline.parse import Option
 from vllm_remedy.vllm.cmdline.values import HUMAN_INT_SINCE, suffixed, vllm_int
 from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version
 
 Version = tuple[int, int, int]
 _DTYPES = ("auto", "half", "float16", "bfloat16", "float", "float32")  # engine/arg_utils.py@0.8.5, in its order
 _SORTED_DTYPES_SINCE: Version = (0, 11, 0)
-#: ``sorted(CacheDType)`` (config.py@0.8.5, config/cache.py after) in each release read where it is ``choices=``.
+#: --kv-cache-dtype's ``choices=`` as argparse lists them, from each release read until the next one read: an explicit
+#: list in engine/arg_utils.py@0.6.5 (to 0.8.3), then ``sorted(CacheDType)`` (config.py@0.8.5 and @0.9.2 without
+#: fp8_inc, config/cache.py@0.10.2 with it, @0.11.0, @0.16.0, @0.19.0, @0.28.0).
 KV_CACHE_DTYPES: dict[Version, tuple[str, ...]] = {
+    (0, 0, 0): ("auto", "fp8", "fp8_e5m2", "fp8_e4m3"),
     (0, 8, 5): ("auto", "fp8", "fp8_e4m3", "fp8_e5m2"),
+    (0, 10, 2): ("auto", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc"),
     (0, 11, 0): ("auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc"),
     (0, 16, 0): ("auto", "bfloat16", "fp8", "fp8_ds_mla", "fp8_e4m3", "fp8_e5m2", "fp8_inc"),
     (0, 19, 0): ("auto", "bfloat16", "float16", "fp8", "fp8_ds_mla", "fp8_e4m3", "fp8_e5m2", "fp8_inc"),
@@ -44,9 +53,6 @@ KV_CACHE_DTYPES: dict[Version, tuple[str, ...]] = {
 }
 #: The last release read where --kv-cache-dtype is ``choices=`` (0.34.0 validates it in config/cache.py instead).
 _KV_CHOICES_UNTIL: Version = (0, 28, 0)
-#: Every kv-cache dtype of every release read, 0.34.0's additions included: a value outside it no release takes.
-_KV_EVER = frozenset(d for c in KV_CACHE_DTYPES.values() for d in c) | {
-    "nvfp4_ds_mla", "octave_k3v3", "octave_k3v3_compact", "octave_k3v4", "ultraquant_4bit"}
 _OR_AUTO_SINCE: Version = (0, 14, 0)
 _API_SERVER_WITHOUT_POSITIONAL: Version = (0, 8, 5)
 
@@ -72,9 +78,15 @@ def refused(server: ServerCommand, version: str | None) -> list[Refused]:
     out: list[Refused] = []
     for opt in server.options:
         flag = opt.flag
-        if "." in flag.name or flag.negated or flag.kind is Kind.UNKNOWN:
+        if "." in flag.name or flag.kind is Kind.UNKNOWN:
             continue
         words = " ".join(shlex.quote(t.value) for t in opt.tokens)  # `--max-model-len ''`, as a shell would show it
+        if flag.kind in (Kind.BOOLEAN, Kind.STORE_TRUE):
+            if (message := _boolean(server, opt, v)) is not None:
+                out.append(Refused(words if flag.attached is not None else shlex.quote(opt.values[0]), message))
+            continue
+        if flag.negated:
+            continue
         if not opt.values and flag.attached is None and flag.kind in (Kind.VALUE, Kind.MULTI):
             many = "at least one argument" if flag.kind is Kind.MULTI else "one argument"
             out.append(Refused(words, f"argument --{flag.name}: expected {many}"))
@@ -94,8 +106,8 @@ def _value(flag: str, value: str, v: Version) -> str | None:
         return None
     if flag == "dtype" and value not in _DTYPES:
         return _invalid_choice(flag, value, _dtype_choices(v))
-    if flag == "kv-cache-dtype" and v <= _KV_CHOICES_UNTIL and value not in _KV_EVER:
-        return _invalid_choice(flag, value, KV_CACHE_DTYPES.get(v))
+    if flag == "kv-cache-dtype" and v <= _KV_CHOICES_UNTIL and value not in (kv := kv_cache_dtypes(v)):
+        return _invalid_choice(flag, value, kv)
     since = HUMAN_INT_SINCE.get(flag)
     if since is not None and vllm_int(value, flag, v) is None and not suffixed(value) and not _number(value):
         if flag == "max-model-len" and value.strip().lower() in ("auto", "-1"):
@@ -103,6 +115,29 @@ def _value(flag: str, value: str, v: Version) -> str | None:
         name = ("human_readable_int_or_auto" if flag == "max-model-len" and v >= _OR_AUTO_SINCE else
                 "human_readable_int" if v >= since else "int")
         return f"argument --{flag}: invalid {name} value: {value!r}"
+    return None
+
+
+def kv_cache_dtypes(v: Version) -> tuple[str, ...]:
+    """--kv-cache-dtype's choices in release ``v`` (up to ``_KV_CHOICES_UNTIL``): those of the newest release read at
+    or before it; argparse refuses any other value there, whatever a later release takes."""
+    return next(c for since, c in sorted(KV_CACHE_DTYPES.items(), reverse=True) if v >= since)
+
+
+def _boolean(server: ServerCommand, opt: Option, v: Version) -> str | None:
+    """argparse's refusal of a value on a boolean flag in release ``v`` (``booleans``): after ``=`` on a flag that
+    takes none, or a true/false word parsed as a legacy StoreBoolean's value where the flag no longer takes one (left
+    over once the parser's ``model_tag`` is taken by an earlier positional)."""
+    flag = opt.flag
+    if "$" in " ".join(opt.values) or "{{" in " ".join(opt.values):
+        return None
+    legacy = store_boolean(flag.name, v) and not flag.negated
+    if flag.attached is not None:
+        if legacy:
+            return None  # StoreBoolean: true/false taken (any other word raises ValueError, not argparse's refusal)
+        return f"argument {option_strings(flag.name, v)}: ignored explicit argument {flag.attached!r}"
+    if opt.values and not legacy and server.positionals:
+        return f"unrecognized arguments: {opt.values[0]}"
     return None
 
 

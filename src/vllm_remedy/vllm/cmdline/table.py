@@ -7,7 +7,7 @@ older releases know (``--use-v2-block-manager``, ``--disable-log-requests``...) 
 
 from __future__ import annotations
 
-# BooleanOptionalAction in the newest release: `--x` / `--no-x` (legacy `--x=False` accepted).
+# BooleanOptionalAction in the newest release: `--x` / `--no-x`, no value (`--x=true` is refused: ``refused``).
 BOOLEAN: frozenset[str] = frozenset({
     "allow-credentials", "allow-deprecated-quantization", "async-scheduling", "calculate-kv-scales",
     "checkpoint-prepare-on-startup", "cohere-is-reasoning-model", "cudagraph-metrics",
@@ -124,9 +124,10 @@ SINGLE_VALUE: frozenset[str] = frozenset({
     "weight-transfer-config", "worker-cls", "worker-extension-cls",
 })
 
-# StoreBoolean (nargs='?') around v0.7: `--x False` took the next token.
+# StoreBoolean (nargs='?', true/false) in old releases (engine/arg_utils.py@0.6.5-0.8.3): `--x False` and
+# `--x=false` took the value; the only flags that ever took a boolean word (``refused.store_boolean`` by release).
 LEGACY_OPTIONAL_BOOLEAN: frozenset[str] = frozenset({
-    "--disable-logprobs-during-spec-decoding", "--enable-chunked-prefill", "--multi-step-stream-outputs",
+    "disable-logprobs-during-spec-decoding", "enable-chunked-prefill", "multi-step-stream-outputs",
 })
 
 # Booleans that default to False in every release read: absent means false.

@@ -17,7 +17,13 @@ from __future__ import annotations
 from vllm_remedy.vllm.cmdline.command import ServerCommand
 from vllm_remedy.vllm.cmdline.flags import Kind
 from vllm_remedy.vllm.cmdline.refused import Refused, refused
+from vllm_remedy.vllm.memory.flag_values import CAPTURE_FLAGS_SINCE
+from vllm_remedy.vllm.memory.pinned import KV_BYTES_SINCE
+from vllm_remedy.vllm.versions import parse_version
 
+#: Flags whose first release was read (engine/arg_utils.py per release: memory.pinned, memory.flag_values): an older
+#: release's parser has no such option, whatever release the table was read from.
+ADDED: dict[str, tuple[int, int, int]] = {"kv-cache-memory-bytes": KV_BYTES_SINCE, **CAPTURE_FLAGS_SINCE}
 #: The releases whose parsers the flag table was read from (table.py's docstring).
 READ_RELEASES = frozenset({"0.7.3", "0.11.0", "0.34.0"})
 
@@ -33,14 +39,22 @@ def unrecognized(server: ServerCommand, version: str | None) -> list[str]:
 
 
 def _unknown(server: ServerCommand, version: str | None) -> list[str]:
-    if version not in READ_RELEASES or "dynamo" in server.entrypoint:
+    if "dynamo" in server.entrypoint:
         return []
+    v = parse_version(version)
     out = []
     for opt in server.options:
         flag = opt.flag
-        if flag.kind is Kind.UNKNOWN and flag.spelled.startswith("--") and "." not in flag.name:
+        unknown = version in READ_RELEASES and flag.kind is Kind.UNKNOWN and "." not in flag.name
+        if flag.spelled.startswith("--") and (unknown or _added_later(flag.name, v)):
             out.append(" ".join(t.value for t in opt.tokens))
     return out
+
+
+def _added_later(name: str, v: tuple[int, int, int] | None) -> bool:
+    """A flag whose first release is known (``ADDED``) given to an older one: refused as any flag it lacks."""
+    since = ADDED.get(name)
+    return since is not None and v is not None and v < since
 
 
 def why(words: str, label: str) -> str:
