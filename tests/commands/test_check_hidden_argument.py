@@ -14,12 +14,26 @@ def test_a_variable_borne_flag_in_args_makes_the_prediction_unknown(cli, tmp_pat
     doc = yaml.safe_load(Path(manifest(tmp_path, [])).read_text())
     container = doc["spec"]["template"]["spec"]["containers"][0]
     container["args"] = [LLAMA, "--max-model-len", "16384", "$(KVF)"]  # the model tag first, as the image runs it
-    container["env"] = [{"name": "KVF", "value": "--kv-cache-memory-bytes=60G"}]
+    container["env"] = [{"name": "KVF", "valueFrom": {"secretKeyRef": {"name": "extra", "key": "args"}}}]
     path = tmp_path / "a.yaml"
     path.write_text(yaml.safe_dump(doc))
     got = cli("check", "-f", str(path))
     assert got.returncode == 1, got.stdout
     assert "flags [unknown]: cannot predict: $(KVF): an argument taken from a variable may carry flags" in got.stdout
+
+
+def test_a_literal_variable_kubernetes_expands_is_read_as_the_flag_it_carries(cli, tmp_path):
+    """The kubelet expands `$(KVF)` from a literal env value before vLLM parses argv: the pin it carries is sized
+    (60 GiB on a 44 GiB L40S: the cache allocation fails), never `ok`."""
+    doc = yaml.safe_load(Path(manifest(tmp_path, [])).read_text())
+    container = doc["spec"]["template"]["spec"]["containers"][0]
+    container["args"] = [LLAMA, "--max-model-len", "16384", "$(KVF)"]
+    container["env"] = [{"name": "KVF", "value": "--kv-cache-memory-bytes=60G"}]
+    path = tmp_path / "a.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    got = cli("check", "-f", str(path))
+    assert got.returncode == 1, got.stdout
+    assert "predicted kv_cache_allocation_oom" in got.stdout, got.stdout
 
 
 def test_a_shell_variable_in_the_launch_script_makes_the_prediction_unknown(cli, tmp_path):
