@@ -237,7 +237,7 @@ def _overcommitted(launch: Launch, where: str, times: dict[str, float], started:
     end = times["graphs"] if where == "graphs" else times["profiled"] + 0.5
     text = render(launch, Failure.OOM_UNDER_LOAD, started, {"tried_to_allocate_gib": tried, "free_gib": free})
     tail = overcommit.retarget(text.splitlines()[len(startup_text.splitlines()):],
-                               launch.resolved.rules.engine.lower(), where)
+                               launch.resolved.rules.engine.lower(), where, launch.version)
     exit_ = Exit(end, 1, "Error", tuple(stamp_all(tail, started + timedelta(seconds=end))))
     return Plan(tuple(timed), None, exit_, startup_text)
 
