@@ -84,3 +84,10 @@ def test_v0_logs_the_error_from_the_engine_process_not_a_v1_module():
             and line.endswith("] No available memory for the cache blocks. Try increasing "
                               "`gpu_memory_utilization` when initializing the engine.")]
     assert "core.py" not in new
+
+
+def test_the_sim_times_python_s_own_print_with_the_crash_not_the_startup():
+    from vllm_remedy.sim.vllm_pod import timeline
+
+    lines, tail = timeline._split(render_startup_log("0.6.3", failure=Failure.NO_CACHE_BLOCKS, **BASE))
+    assert tail[:2] == ["Process SpawnProcess-1:", "Traceback (most recent call last):"] and "Process" not in lines[-1]

@@ -41,7 +41,8 @@ LINE_GAP = 0.1  # between consecutive lines of one phase
 CONFIG_SECONDS = 3.0  # an error in vLLM's config validation: arguments parsed, no engine, no GPU touched
 
 _STAMP = re.compile(r"\b\d{2}-\d{2} \d{2}:\d{2}:\d{2}\b")
-_ERROR = re.compile(r"(?:^|\s)ERROR \d{2}-\d{2} \d{2}:|Traceback \(most recent call last\)")
+# the crash tail starts at the first ERROR record, or at Python's own print of an exception that escaped a process
+_ERROR = re.compile(r"(?:^|\s)ERROR \d{2}-\d{2} \d{2}:|Traceback \(most recent call last\)|^Process SpawnProcess-\d+:$")
 # Phase markers in the order a start passes them; a line that matches none stays in the current phase.
 _MARKERS: tuple[tuple[str, str], ...] = (
     ("Starting to load model", "loading"),
