@@ -80,10 +80,18 @@ def test_v0_logs_the_error_from_the_engine_process_not_a_v1_module():
     assert "core.py" not in old and "Error in engine startup." not in old
     assert "Process SpawnProcess-1:" in old.splitlines()  # run_mp_engine let it escape: Python's own print
     new = render_startup_log("0.6.4", failure=Failure.NO_CACHE_BLOCKS, **BASE)
-    (_,) = [line for line in new.splitlines() if line.startswith("ERROR") and "engine.py:" in line
+    (_,) = [line for line in new.splitlines() if line.startswith("ERROR") and "engine.py:366]" in line
             and line.endswith("] No available memory for the cache blocks. Try increasing "
                               "`gpu_memory_utilization` when initializing the engine.")]
     assert "core.py" not in new
+
+
+@pytest.mark.parametrize(("version", "site"), [("0.8.5", "[core.py:396]"), ("0.9.1", "[core.py:515]"),
+                                               ("0.10.2", "[core.py:515]"), ("0.11.0", "[core.py:708]"),
+                                               ("0.22.0", "[core.py:1108]")])
+def test_engine_core_failed_to_start_is_logged_where_the_release_logs_it(version, site):
+    text = render_startup_log(version, failure=Failure.NO_CACHE_BLOCKS, **BASE)
+    assert f"{site} EngineCore failed to start." in text
 
 
 def test_the_sim_times_python_s_own_print_with_the_crash_not_the_startup():

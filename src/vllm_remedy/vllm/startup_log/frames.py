@@ -16,6 +16,10 @@ from typing import Protocol
 _SITE = "/usr/local/lib/python3.12/dist-packages/vllm"
 _PYTHON = "/usr/lib/python3.12"
 V0_LOGGED_SINCE = (0, 6, 4)
+#: Where ``run_engine_core`` logs "EngineCore failed to start." in releases whose real logs we hold (the 0.8.5-era
+#: issue #17979, tests/data/logs v0.9.1, v0.11, v0.19); a release between takes the nearest one at or below it.
+V1_SITES = ((0, 8, 5), 396), ((0, 9, 1), 515), ((0, 11, 0), 708), ((0, 19, 0), 1108)
+V0_SITE = 366  # run_mp_engine's logger.exception(e), the 0.6.4.post1 log
 
 #: (path, function) -> the statement Python prints under the frame: the call into the next frame, or the raise.
 CODE: dict[tuple[str, str], str] = {
@@ -91,7 +95,7 @@ class Lines(Protocol):
     engine: str
 
     def log(self, role: str, message: str, *, level: str = ..., source: str = ..., rank: int = ...,
-            step: float = ..., site: str | None = ...) -> None: ...
+            step: float = ..., site: str | None = ..., line: int | None = ...) -> None: ...
 
     def raw(self, role: str, text: str, rank: int = 0) -> None: ...
 
@@ -113,13 +117,14 @@ def engine_failure(w: Lines, frames: list[tuple[str, str]], last: str, header: s
     """A start's death as the release logs it (module docstring); ``header`` overrides V1's message."""
     if w.engine == "v1":
         message = header or "EngineCore failed to start."
+        line = next((n for since, n in reversed(V1_SITES) if w.v >= since), None) if header is None else None
         w.log("engine", "\n".join([message, *traceback_text(frames, last)]), level="ERROR", source="core.py",
-              site=message)
+              site=message, line=line)
         return
     if w.v >= V0_LOGGED_SINCE:
         error = last.split(": ", 1)[1] if ": " in last else last  # logger.exception(e): str(e) is the message
         body = traceback_text(_V0_HEAD + frames, last)
-        w.log("engine", "\n".join([error, *body]), level="ERROR", source="engine.py", site="run_mp_engine")
+        w.log("engine", "\n".join([error, *body]), level="ERROR", source="engine.py", line=V0_SITE)
         return
     w.raw("engine", "Process SpawnProcess-1:")
     w.raw("engine", "Traceback (most recent call last):")

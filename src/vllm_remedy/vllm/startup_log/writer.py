@@ -65,13 +65,14 @@ class Writer:
         rank: int = 0,
         step: float = 0.4,
         site: str | None = None,
+        line: int | None = None,
     ) -> None:
         """One logger record in the version's header style, ``step`` seconds after the last; every line of a
         multi-line message carries the same header, as vLLM's formatter prefixes them. ``site`` stands for the
-        logging call (its line number is derived from it; default the message)."""
+        logging call (its line number is derived from it; default the message) unless ``line`` gives the real one."""
         self.clock += timedelta(seconds=step)
         stamp = self.clock.strftime("%m-%d %H:%M:%S")
-        where = f"{source}:{100 + len(site or message) % 800}"
+        where = f"{source}:{line if line is not None else 100 + len(site or message) % 800}"
         where = f"[{where}]" if self.v >= (0, 8, 0) else f"{where}]"
         shown = f"{_LEVEL_COLOUR[level]}{level}\x1b[0m" if self.color and self.v >= (0, 12, 0) else level
         for part in message.split("\n"):
