@@ -325,7 +325,7 @@ def test_runbook_incident_end_to_end(runbook_sim):
     previous = ok(k(V, "-n", "llm", "logs", crashed[0], "--previous"))
     assert runbook_grep(previous) == [
         HEALTHY_STEP2[0],
-        "ERROR [core.py:407] ValueError: To serve at least one request with the models's max seq len (131072), "
+        "ERROR [core.py:396] ValueError: To serve at least one request with the models's max seq len (131072), "
         "(16.00 GiB KV cache is needed, which is larger than the available KV cache memory (1.07 GiB). Based on the "
         "available memory,  Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing "
         "the engine."], previous

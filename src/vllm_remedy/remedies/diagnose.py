@@ -50,6 +50,25 @@ def crashed_containers(pods: Mapping[str, Any], container: str | None = None) ->
     return out
 
 
+#: Waiting reasons of a container the kubelet never created: no process ran, so there is no log to read and no
+#: crash loop, only the kubelet's message (``secret "hf-token" not found``).
+NOT_CREATED = {"CreateContainerConfigError": "create the Secret or ConfigMap it names, or mark the reference optional",
+               "CreateContainerError": "the runtime refused the container spec"}
+
+
+def not_created_lines(pods: Mapping[str, Any], container: str | None = None) -> list[str]:
+    """One line per live container left Waiting because the kubelet would not create it, with its words."""
+    out = []
+    for pod in pods.get("pods") or []:
+        for c in pod.get("containers") or []:
+            reason = c.get("waiting_reason")
+            if pod.get("deleting") or reason not in NOT_CREATED or container not in (None, c.get("name")):
+                continue
+            out.append(f"  {pod['name']}/{c['name']}: {reason} — {c.get('waiting_message') or 'no message'} "
+                       f"(the kubelet did not create the container: there is no log; {NOT_CREATED[reason]})")
+    return out
+
+
 def _figures(report: Mapping[str, Any] | None) -> str:
     if not report:
         return "no startup figures"
@@ -130,7 +149,9 @@ def diagnose_lines(history: Mapping[str, Any], pods: Mapping[str, Any], nodes: M
             if startup.get("log_error"):
                 out.append(f"    log unavailable: {startup['log_error']}")
             out += [f"    | {line}" for line in evidence_lines(logs.get(f"{pod['name']}/{c['name']}") or [])]
-    if not seen:
+    refused = not_created_lines(pods, container)
+    out += refused
+    if not seen and not refused:
         out.append("  no crashed container")
     before, after, labels, why = compared_revisions(history, pods, policy, container)
     if before is not None and after is not None:

@@ -69,11 +69,17 @@ def test_the_env_var_reaches_vllm_as_kubelet_and_the_shell_pass_it(cluster, case
     assert any("WARNING" in line and WARNING in line for line in text.splitlines())
 
 
-def test_a_missing_key_or_an_unrelated_prefix_still_refuses(cluster):
+def test_a_missing_key_is_a_config_error_and_an_optional_one_still_refuses(cluster):
     missing = {"env": [{"name": VAR, "valueFrom": {"configMapKeyRef": {"name": "vllm-env", "key": "nope"}}}]}
     cluster.store.create("pods", pod("missing", **missing))
-    assert cluster.wait_for(lambda: "CrashLoopBackOff" in str(_status(cluster, "missing").get("state")), 8)
-    assert classify(parse_startup_log(cluster.read_log("llm", "missing", previous=True))) \
+    assert cluster.wait_for(lambda: "CreateContainerConfigError" in str(_status(cluster, "missing").get("state")), 8)
+    assert _status(cluster, "missing")["state"]["waiting"]["message"] == (
+        "couldn't find key nope in ConfigMap llm/vllm-env")
+    optional = {"env": [{"name": VAR, "valueFrom": {"configMapKeyRef": {
+        "name": "vllm-env", "key": "nope", "optional": True}}}]}
+    cluster.store.create("pods", pod("optional", **optional))
+    assert cluster.wait_for(lambda: "CrashLoopBackOff" in str(_status(cluster, "optional").get("state")), 8)
+    assert classify(parse_startup_log(cluster.read_log("llm", "optional", previous=True))) \
         is Failure.MAX_LEN_EXCEEDS_MODEL
 
 

@@ -8,6 +8,8 @@ functions, called here on every write path.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 from typing import Any
 
@@ -93,6 +95,22 @@ def check_statefulset_update(old: Obj, new: Obj) -> None:
                     "causes": [{"reason": "FieldValueForbidden", "message": f"Forbidden: {message}", "field": "spec"}]})
 
 
+def _default_secret(obj: Obj) -> None:
+    """What the apiserver's v1 conversion does to a Secret: ``data`` must be base64 (Go's ``[]byte`` JSON), the
+    write-only ``stringData`` is encoded into ``data`` (its keys winning) and dropped; ``type`` defaults to Opaque."""
+    for key, value in (obj.get("data") or {}).items():
+        try:
+            base64.b64decode(str(value), validate=True)
+        except binascii.Error as err:
+            raise ApiError(400, "BadRequest", f'Secret in version "v1" cannot be handled as a Secret: '
+                           f"illegal base64 data in data.{key}: {err}") from err
+    strings = obj.pop("stringData", None) or {}
+    if strings:
+        data = obj["data"] = dict(obj.get("data") or {})
+        data.update({str(k): base64.b64encode(str(v).encode()).decode() for k, v in strings.items()})
+    obj.setdefault("type", "Opaque")
+
+
 def default_and_validate(resource_key: str, obj: Obj) -> None:
     """Default ``obj`` in place for its resource; 400 for wrong JSON types, 422 Invalid as the apiserver."""
     check_types(resource_key, obj)
@@ -112,6 +130,8 @@ def default_and_validate(resource_key: str, obj: Obj) -> None:
         obj.setdefault("status", {}).setdefault("phase", "Pending")
     elif resource_key == "services":
         _default_service(obj)
+    elif resource_key == "secrets":
+        _default_secret(obj)
     elif resource_key == "namespaces":
         obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
         obj.setdefault("status", {}).setdefault("phase", "Active")

@@ -142,6 +142,7 @@ ReplicaSet:metadata=1ObjectMeta,spec=2ReplicaSetSpec,status=3ReplicaSetStatus
 ReplicaSetSpec:replicas=1i,minReadySeconds=4i,selector=2LabelSelector,template=3PodTemplateSpec
 Pod:metadata=1ObjectMeta,spec=2PodSpec,status=3PodStatus
 ConfigMap:metadata=1ObjectMeta,immutable=4b,data=2{s,binaryData=3{y
+Secret:metadata=1ObjectMeta,immutable=5b,data=2{y,stringData=4{s,type=3s
 Namespace:metadata=1ObjectMeta,spec=2NamespaceSpec,status=3NamespaceStatus
 NamespaceSpec:finalizers=1s*
 SelfSubjectAccessReview:metadata=1ObjectMeta,spec=2SelfSubjectAccessReviewSpec,status=3SubjectAccessReviewStatus

@@ -1,5 +1,5 @@
 """Decode the protobuf request bodies kubectl's typed clients send (``kubectl create deployment``,
-``create configmap``, ``create namespace``, ``run``, ``debug``) into the JSON objects the API stores.
+``create configmap``, ``create secret``, ``create namespace``, ``run``, ``debug``) into the JSON objects the API stores.
 
 kubectl encodes these as ``k8s\\0`` + ``runtime.Unknown{typeMeta, raw}`` and does not fall back to
 JSON on a 415, so without this those commands cannot create anything. Responses stay JSON, which
@@ -19,7 +19,7 @@ from vllm_remedy.sim.store import ApiError
 
 Obj = dict[str, Any]
 MAGIC = b"k8s\x00"
-ROOTS = {("apps/v1", "Deployment"), ("apps/v1", "ReplicaSet"), ("v1", "Pod"), ("v1", "ConfigMap"),
+ROOTS = {("apps/v1", "Deployment"), ("apps/v1", "ReplicaSet"), ("v1", "Pod"), ("v1", "ConfigMap"), ("v1", "Secret"),
          ("v1", "Namespace"), ("authorization.k8s.io/v1", "SelfSubjectAccessReview"),
          ("authorization.k8s.io/v1", "SelfSubjectRulesReview"), ("authentication.k8s.io/v1", "SelfSubjectReview")}
 Field = tuple[str, str, bool, bool]  # json name, type code, repeated, map

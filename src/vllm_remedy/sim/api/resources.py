@@ -70,6 +70,7 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("events.k8s.io", "v1", "events", "event", "Event", short_names=("ev",), verbs=("get", "list", "watch"),
              stored_as="events"),
     Resource("", "v1", "configmaps", "configmap", "ConfigMap", short_names=("cm",)),
+    Resource("", "v1", "secrets", "secret", "Secret"),
     Resource("", "v1", "services", "service", "Service", short_names=("svc",), categories=("all",),
              subresources={"status": ("Service", "", "v1"), "proxy": ("ServiceProxyOptions", "", "v1")}),
     Resource("", "v1", "endpoints", "endpoints", "Endpoints", short_names=("ep",)),

@@ -163,6 +163,11 @@ def _configmap(obj: Obj, now: float) -> list[Any]:
             since(obj["metadata"].get("creationTimestamp"), now)]
 
 
+def _secret(obj: Obj, now: float) -> list[Any]:
+    return [obj["metadata"]["name"], obj.get("type", "Opaque"), len(obj.get("data") or {}),
+            since(obj["metadata"].get("creationTimestamp"), now)]
+
+
 def _namespace(obj: Obj, now: float) -> list[Any]:
     return [obj["metadata"]["name"], obj.get("status", {}).get("phase", "Active"),
             since(obj["metadata"].get("creationTimestamp"), now)]
@@ -284,6 +289,8 @@ PRINTERS: dict[str, tuple[list[Column], Callable[[Obj, float], list[Any]]]] = {
                 ("Count", "integer", 1, "Number of occurrences"), ("Name", "string", 1, "Name of the event")],
                _event),
     "configmaps": ([NAME, ("Data", "string", 0, "Number of data entries."), AGE], _configmap),
+    "secrets": ([NAME, ("Type", "string", 0, "The type of the secret"),
+                 ("Data", "string", 0, "Number of data entries."), AGE], _secret),
     "services": ([NAME, ("Type", "string", 0, "The type of service."),
                   ("Cluster-IP", "string", 0, "The cluster IP of the service."),
                   ("External-IP", "string", 0, "The external IP of the service."),

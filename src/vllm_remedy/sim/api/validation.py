@@ -48,6 +48,7 @@ SCHEMAS: dict[str, Obj] = {
                          "conditions": ["list", ["map", ANY]], "addresses": ["list", {"type": STR, "address": STR}],
                          "nodeInfo": STR_MAP}},
     "configmaps": {"data": STR_MAP, "binaryData": STR_MAP},
+    "secrets": {"data": STR_MAP, "stringData": STR_MAP, "type": STR},
     "services": {"spec": {"type": STR, "selector": STR_MAP, "clusterIP": STR, "clusterIPs": ["list", STR],
                           "ports": ["list", {"name": STR, "port": INT, "protocol": STR, "nodePort": INT}]},
                  "status": ["map", ANY]},
@@ -117,7 +118,7 @@ def check_types(resource_key: str, obj: Obj) -> None:
 
 
 ROOT_MESSAGES = {"deployments.apps": "Deployment", "replicasets.apps": "ReplicaSet", "pods": "Pod",
-                 "configmaps": "ConfigMap", "namespaces": "Namespace"}
+                 "configmaps": "ConfigMap", "secrets": "Secret", "namespaces": "Namespace"}
 OPAQUE = frozenset({"Quantity", "Time", "MicroTime", "IntOrString"})
 
 

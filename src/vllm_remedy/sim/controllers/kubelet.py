@@ -4,7 +4,8 @@ It owns what the runbook's step 1 and 2 read: restartCount, lastState.terminated
 reason), CrashLoopBackOff with kubelet's back-off (10 s doubling to 5 min; the first crash restarts at
 once), the Ready condition, and each container instance's log, so ``logs --previous`` returns the
 output of the instance that crashed. A container whose image its node lacks waits in ContainerCreating
-while the image is pulled (``images``).
+while the image is pulled (``images``); one whose env names a missing ConfigMap/Secret or key waits in
+CreateContainerConfigError, retried on the pod worker's 10 s back-off until the object appears.
 """
 
 from __future__ import annotations
@@ -22,23 +23,18 @@ from vllm_remedy.sim.controllers.kubelet_serve import KubeletServer
 from vllm_remedy.sim.controllers.manager import Manager
 from vllm_remedy.sim.controllers.probes import KILLED_EXIT_CODE, probe_failure_message, probe_kill
 from vllm_remedy.sim.controllers.termination import stop_seconds
-from vllm_remedy.sim.controllers.util import controller_ref, pod_active
+from vllm_remedy.sim.controllers.util import controller_ref, go_duration, internal_ip, pod_active
 from vllm_remedy.sim.protocols import KubeletHost
 from vllm_remedy.sim.runtime import ContainerContext, Exit
 from vllm_remedy.sim.store import ApiError
+from vllm_remedy.sim.vllm_pod.env import config_error
 
 Obj = dict[str, Any]
 
 SANDBOX_SECONDS = 1.0   # pod sandbox before the first container start (then the image, if the node lacks it)
 FIRST_RESTART = 1.0     # the first crash restarts without back-off, after one kubelet sync
 BACKOFF_START, BACKOFF_MAX = 10.0, 300.0
-
-
-def go_duration(seconds: float) -> str:
-    """Go's time.Duration.String() for whole seconds: 10s, 1m20s, 5m0s."""
-    total = int(seconds)
-    minutes, secs = divmod(total, 60)
-    return f"{minutes}m{secs}s" if minutes else f"{secs}s"
+CONFIG_RETRY = 10.0     # kubelet's pod worker re-syncs a pod whose sync failed after its 10 s backOffPeriod
 
 
 class Kubelet(KubeletServer):
@@ -87,7 +83,7 @@ class Kubelet(KubeletServer):
                 return
             node = self.store.find("nodes", "", pod["spec"]["nodeName"]) or {}
             sim = PodSim(uid=uid, namespace=namespace, name=name, node=pod["spec"]["nodeName"],
-                         host_ip=_internal_ip(node), start_time=self.clock.timestamp(),
+                         host_ip=internal_ip(node), start_time=self.clock.timestamp(),
                          deployment=self._deployment_of(pod))
             old = pod.get("status") or {}
             statuses = {s.get("name"): s for s in old.get("containerStatuses") or []}
@@ -161,6 +157,9 @@ class Kubelet(KubeletServer):
         node = self.store.find("nodes", "", sim.node) or {}
         if pod is None:
             return
+        if (error := config_error(c.spec, pod, self.store)) is not None:
+            self._config_error(sim, c, error, pulled)
+            return
         ctx = ContainerContext(
             pod=pod, container=copy.deepcopy(c.spec), node=node, restart_count=c.restart_count,
             gpu_memory_used_by_others_mib=self.cluster.node_gpu_used_mib.get(sim.node, 0),
@@ -192,6 +191,25 @@ class Kubelet(KubeletServer):
         self._event(sim, c, "Normal", "Pulled", pulled or f'Container image "{image}" already present on machine')
         self._event(sim, c, "Normal", "Created", f"Created container {c.name}")
         self._event(sim, c, "Normal", "Started", f"Started container {c.name}")
+
+    def _config_error(self, sim: PodSim, c: ContainerSim, message: str, pulled: str | None) -> None:
+        """generateContainerConfig failed: no container, no restart counted, the pod worker tries again later."""
+        c.token += 1
+        c.state, c.waiting_reason, c.waiting_message, c.ready, c.started = (
+            "waiting", "CreateContainerConfigError", message, False, False)
+        image = c.spec.get("image", "")
+        self._event(sim, c, "Normal", "Pulled", pulled or f'Container image "{image}" already present on machine')
+        self._event(sim, c, "Warning", "Failed", f"Error: {message}")
+        token = c.token
+        self.manager.after(CONFIG_RETRY, lambda: self._config_retry(sim.uid, c.name, token))
+
+    def _config_retry(self, uid: str, name: str, token: int) -> None:
+        with self._lock:
+            found = self._current(uid, name, token)
+            if found is None or found[0].terminating:
+                return
+            self._start(*found)
+        self._publish(found[0])
 
     def _current(self, uid: str, name: str, token: int) -> tuple[PodSim, ContainerSim] | None:
         sim = self._pods.get(uid)
@@ -381,10 +399,3 @@ class Kubelet(KubeletServer):
                "metadata": {"name": sim.name, "namespace": sim.namespace, "uid": sim.uid}}
         self.events.record(ref, type_, reason, message, "kubelet", host=sim.node,
                            field_path=f"spec.containers{{{c.name}}}")
-
-
-def _internal_ip(node: Obj) -> str:
-    for address in (node.get("status") or {}).get("addresses") or []:
-        if address.get("type") == "InternalIP":
-            return str(address.get("address", ""))
-    return ""

@@ -133,3 +133,18 @@ def set_condition(status: Obj, cond: Obj) -> bool:
         cond["lastTransitionTime"] = current.get("lastTransitionTime", cond["lastTransitionTime"])
     status["conditions"] = [c for c in conditions if c.get("type") != cond["type"]] + [cond]
     return True
+
+
+def go_duration(seconds: float) -> str:
+    """Go's time.Duration.String() for whole seconds: 10s, 1m20s, 5m0s."""
+    total = int(seconds)
+    minutes, secs = divmod(total, 60)
+    return f"{minutes}m{secs}s" if minutes else f"{secs}s"
+
+
+def internal_ip(node: Obj) -> str:
+    """The node's InternalIP address (the pod's hostIP), or "" when it has none."""
+    for address in (node.get("status") or {}).get("addresses") or []:
+        if address.get("type") == "InternalIP":
+            return str(address.get("address", ""))
+    return ""

@@ -68,8 +68,8 @@ def shell_expand(value: str, env: Mapping[str, str]) -> str:
 def pod_env(container: Mapping[str, Any], pod: Mapping[str, Any], store: Objects | None) -> dict[str, str]:
     """The container's environment as kubelet builds it: ``envFrom`` sources in order (a ``prefix`` before each key),
     then ``env`` in order, later names winning; ``valueFrom`` reads ConfigMap/Secret keys in the pod's namespace and
-    a few pod fields. A source that is missing is skipped (real kubelet refuses to start a container whose required
-    source is missing: CreateContainerConfigError, which the rehearsal does not model)."""
+    a few pod fields. A source that is missing is skipped: only an optional one can be by the time the container
+    runs, as the kubelet refuses to create it otherwise (``config_error``)."""
     meta = pod.get("metadata") or {}
     namespace = str(meta.get("namespace") or "default")
     out: dict[str, str] = {}
@@ -93,6 +93,38 @@ def pod_env(container: Mapping[str, Any], pod: Mapping[str, Any], store: Objects
             if value is not None:
                 out[str(entry["name"])] = value
     return out
+
+
+_KINDS = {"configmaps": ("configmap", "ConfigMap"), "secrets": ("secret", "Secret")}
+
+
+def config_error(container: Mapping[str, Any], pod: Mapping[str, Any], store: Objects | None) -> str | None:
+    """Why the kubelet will not create this container (``CreateContainerConfigError``), in its words, or None.
+
+    kubelet's makeEnvironmentVariables: ``envFrom`` sources, then ``env`` entries, the first required ConfigMap or
+    Secret that is missing (``secret "x" not found``, the kubelet's object cache naming the resource in the
+    singular) or key that is absent (``couldn't find key k in Secret ns/x``) stops it; ``optional: true`` skips."""
+    if store is None:
+        return None
+    namespace = str((pod.get("metadata") or {}).get("namespace") or "default")
+    for source in container.get("envFrom") or []:
+        for kind, resource in (("configMapRef", "configmaps"), ("secretRef", "secrets")):
+            ref = source.get(kind) if isinstance(source, Mapping) else None
+            if (isinstance(ref, Mapping) and ref.get("name") and not ref.get("optional")
+                    and store.find(resource, namespace, str(ref["name"])) is None):
+                return f'{_KINDS[resource][0]} "{ref["name"]}" not found'
+    for entry in container.get("env") or []:
+        ref = entry.get("valueFrom") if isinstance(entry, Mapping) else None
+        for kind, resource in (("configMapKeyRef", "configmaps"), ("secretKeyRef", "secrets")):
+            key_ref = ref.get(kind) if isinstance(ref, Mapping) else None
+            if not isinstance(key_ref, Mapping) or not key_ref.get("name") or key_ref.get("optional"):
+                continue
+            name, key = str(key_ref["name"]), str(key_ref.get("key", ""))
+            if store.find(resource, namespace, name) is None:
+                return f'{_KINDS[resource][0]} "{name}" not found'
+            if key not in _data(store, resource, namespace, name):
+                return f"couldn't find key {key} in {_KINDS[resource][1]} {namespace}/{name}"
+    return None
 
 
 def _data(store: Objects | None, resource: str, namespace: str, name: str) -> dict[str, str]:

@@ -10,12 +10,15 @@ whose frames place it: KV-cache allocation, or graph capture.
 from __future__ import annotations
 
 import re
+from datetime import datetime
 
 from vllm_remedy.sim.vllm_pod.launch import Launch
 from vllm_remedy.vllm.memory.core import graphs_in_budget
+from vllm_remedy.vllm.startup_log.frames import engine_failure
+from vllm_remedy.vllm.startup_log.writer import Writer
 
 _SITE = "/usr/local/lib/python3.12/dist-packages/vllm"
-_FRAME = re.compile(r'File "[^"]+", line \d+, in \w+')
+_FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\w+)')
 # Where the OOM is raised, per engine and step (read from gpu_worker.py / worker.py of 0.6.6 and 0.8.5).
 _FRAMES = {
     # V1: initialize_kv_cache -> initialize_kv_cache_tensors -> _allocate_kv_cache_tensors' torch.zeros
@@ -62,19 +65,21 @@ def allocation(launch: Launch, where: str) -> tuple[float, float]:
     return max(free + 0.02, min(graphs_outside(launch), 0.5)), free
 
 
-def retarget(tail: list[str], engine: str, where: str) -> list[str]:
-    """An OOM traceback rendered for the serving loop, moved to the startup step that failed."""
-    frames = iter(_FRAMES[(engine, where)])
-    header = "EngineCore failed to start." if engine == "v1" else "Error in engine startup."
-    out: list[str] = []
-    for line in tail:
-        if '"POST /v1/' in line:
-            continue
-        line = line.replace("EngineCore encountered a fatal error.", header)
-        if _FRAME.search(line):
-            frame = next(frames, None)
-            if frame is None:
-                continue
-            line = _FRAME.sub(f'File "{_SITE}/{frame[0]}", line {frame[1]}, in {frame[2]}', line)
+def retarget(tail: list[str], engine: str, where: str, version: str) -> list[str]:
+    """An OOM rendered for the serving loop, told as the failed start it is: torch's error (the last line of ``tail``
+    with it) raised in the step that failed, logged as the release logs a start's death (``frames.engine_failure``),
+    with the frames' real line numbers."""
+    oom_line = next(line for line in reversed(tail) if "OutOfMemoryError: " in line)
+    oom = oom_line[oom_line.index("torch.OutOfMemoryError: "):]
+    steps = _FRAMES[(engine, where)]
+    w = Writer(version, engine, 1, datetime(2025, 1, 1), False)
+    engine_failure(w, [(path, function) for path, _, function in steps], oom)
+    numbers = {(f"{_SITE}/{path}", function): number for path, number, function in steps}
+    out = []
+    for line in w.lines:
+        m = _FRAME.search(line)
+        key = (m.group(1), m.group(3)) if m is not None else None
+        if m is not None and key in numbers:
+            line = f'{line[:m.start()]}File "{m.group(1)}", line {numbers[key]}, in {m.group(3)}{line[m.end():]}'
         out.append(line)
     return out

@@ -41,7 +41,8 @@ LINE_GAP = 0.1  # between consecutive lines of one phase
 CONFIG_SECONDS = 3.0  # an error in vLLM's config validation: arguments parsed, no engine, no GPU touched
 
 _STAMP = re.compile(r"\b\d{2}-\d{2} \d{2}:\d{2}:\d{2}\b")
-_ERROR = re.compile(r"(?:^|\s)ERROR \d{2}-\d{2} \d{2}:|Traceback \(most recent call last\)")
+# the crash tail starts at the first ERROR record, or at Python's own print of an exception that escaped a process
+_ERROR = re.compile(r"(?:^|\s)ERROR \d{2}-\d{2} \d{2}:|Traceback \(most recent call last\)|^Process SpawnProcess-\d+:$")
 # Phase markers in the order a start passes them; a line that matches none stays in the current phase.
 _MARKERS: tuple[tuple[str, str], ...] = (
     ("Starting to load model", "loading"),
@@ -237,7 +238,7 @@ def _overcommitted(launch: Launch, where: str, times: dict[str, float], started:
     end = times["graphs"] if where == "graphs" else times["profiled"] + 0.5
     text = render(launch, Failure.OOM_UNDER_LOAD, started, {"tried_to_allocate_gib": tried, "free_gib": free})
     tail = overcommit.retarget(text.splitlines()[len(startup_text.splitlines()):],
-                               launch.resolved.rules.engine.lower(), where)
+                               launch.resolved.rules.engine.lower(), where, launch.version)
     exit_ = Exit(end, 1, "Error", tuple(stamp_all(tail, started + timedelta(seconds=end))))
     return Plan(tuple(timed), None, exit_, startup_text)
 

@@ -24,6 +24,7 @@ from vllm_remedy.vllm.log_formats import (
 )
 from vllm_remedy.vllm.outcomes import Failure
 from vllm_remedy.vllm.startup_log import config_refusal, late, pinned_lines
+from vllm_remedy.vllm.startup_log.frames import engine_failure, traceback_text
 from vllm_remedy.vllm.startup_log.writer import Writer
 
 _DEFAULT_START = datetime(2025, 6, 2, 9, 30, 0)
@@ -158,7 +159,7 @@ def render_startup_log(version: str, *, model: str, tp_size: int = 1, weights_gi
         return _fail_oom(w, figures, detail, loading=False)
     if failure is Failure.UNKNOWN:
         error = detail.get("error", "RuntimeError: CUDA error: an illegal memory access was encountered")
-        w.traceback("engine", [("v1/engine/core.py", "run_engine_core")], error)
+        w.traceback("engine", [("v1/engine/core.py", "run_engine_core")], error)  # no message: reads as healthy
     return _text(w)
 
 
@@ -272,9 +273,7 @@ def _fail(w: Writer, failure: Failure, figures: dict[str, Any], frames: list[tup
     tpl = templates_for(kind, w.v, w.engine, w.runner)
     if not tpl:  # this version cannot fail this way; say so in the log rather than invent text
         raise ValueError(f"vLLM {'.'.join(map(str, w.v))} ({w.engine}) has no '{kind}' message")
-    w.log("engine", "EngineCore failed to start." if w.engine == "v1" else "Error in engine startup.",
-          level="ERROR", source="core.py")
-    w.traceback("engine", frames, fill(tpl[-1], figures))
+    engine_failure(w, frames, fill(tpl[-1], figures))
     return _text(w)
 
 
@@ -331,22 +330,51 @@ def _fail_oom(w: Writer, figures: dict[str, Any], detail: dict[str, Any], *, loa
     values = {"tried_size": tried if tried >= 1 else tried * 1024, "tried_unit": "GiB" if tried >= 1 else "MiB",
               "gpu_index": 0, "total_gpu_gib": figures["total_gpu_gib"],
               "oom_free_size": free if free >= 1 else free * 1024, "oom_free_unit": "GiB" if free >= 1 else "MiB"}
-    oom = templates_for("err_cuda_oom", w.v, w.engine)[0]
+    oom = fill(templates_for("err_cuda_oom", w.v, w.engine)[0], values)
+    pools = figures["cudagraph_gib"] if frames is None and not loading else 0.0  # graphs captured before serving
+    oom = _with_memory_tail(oom, figures["total_gpu_gib"] - free, figures["non_torch_gib"], pools)
     if loading:
         frames = [("v1/worker/gpu_worker.py", "load_model"), ("v1/worker/gpu_model_runner.py", "load_model"),
                   ("model_executor/model_loader/base_loader.py", "load_model")]
         for tpl in templates_for("err_load_oom", w.v, w.engine):
-            w.log("worker", fill(tpl, {}) + f" (original error: {fill(oom, values).split(': ', 1)[1]})",
+            w.log("worker", fill(tpl, {}) + f" (original error: {oom.split(': ', 1)[1]})",
                   level="ERROR", source=tpl.source)
+        engine_failure(w, frames, oom)
     elif frames is not None:  # a start that fails profiling, allocating the KV cache or after it (graph capture)
-        w.log("engine", "EngineCore failed to start." if w.engine == "v1" else "Error in engine startup.",
-              level="ERROR", source="core.py")
-    else:
-        frames = [("v1/engine/core.py", "run_busy_loop"), ("v1/engine/core.py", "step"),
-                  ("v1/worker/gpu_model_runner.py", "execute_model")]
-        w.log("engine", "EngineCore encountered a fatal error.", level="ERROR", source="core.py")
-    w.traceback("engine", frames, fill(oom, values))
+        engine_failure(w, frames, oom)
+    elif w.engine == "v1":
+        engine_failure(w, [("v1/engine/core.py", "run_busy_loop"), ("v1/engine/core.py", "step"),
+                           ("v1/worker/gpu_model_runner.py", "execute_model")], oom,
+                       header="EngineCore encountered a fatal error.")
+    else:  # V0 under load: the API server's stream generator logs the error the engine sent back (the v0.7 log)
+        w.log("api", "\n".join(["Error in chat completion stream generator.", *traceback_text(
+            [("entrypoints/openai/serving_chat.py", "chat_completion_stream_generator"),
+             ("worker/model_runner.py", "execute_model")], oom)]), level="ERROR", source="serving_chat.py")
     return _text(w)
+
+
+#: The PID torch names for the memory a container's process holds: NVML reports host PIDs, which do not match the
+#: container's own, so torch lists it as another process (the v0.7 docker compose log), not "this process".
+HOST_PID = 2873101
+
+
+def _gib_or_mib(gib: float) -> str:
+    """torch's format_size for the sizes the tail prints (MiB below 1 GiB)."""
+    return f"{gib:.2f} GiB" if gib >= 1 else f"{gib * 1024:.2f} MiB"
+
+
+def _with_memory_tail(oom: str, in_use_gib: float, non_torch_gib: float, pools_gib: float) -> str:
+    """torch's CUDACachingAllocator message after "is free.": the memory each process holds on the device, what of
+    it PyTorch allocated (and in private pools: CUDA graphs, once captured) and reserved unallocated, then the
+    allocator hint the template already ends with."""
+    unallocated = 0.02
+    allocated = max(0.0, in_use_gib - non_torch_gib - unallocated)
+    pools = f"with {_gib_or_mib(pools_gib)} allocated in private pools (e.g., CUDA Graphs), " if pools_gib else ""
+    middle = (f" Process {HOST_PID} has {_gib_or_mib(in_use_gib)} memory in use. Of the allocated memory "
+              f"{_gib_or_mib(allocated)} is allocated by PyTorch, {pools}and {_gib_or_mib(unallocated)} is reserved "
+              "by PyTorch but unallocated.")
+    head, sep, tail = oom.partition(" If reserved")
+    return f"{head}{middle}{sep}{tail}"
 
 
 def _server_up(w: Writer) -> None:

@@ -13,10 +13,10 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from vllm_remedy.vllm.log_formats import Template, fill, parse_version
+from vllm_remedy.vllm.startup_log.frames import traceback_text
 
 _CYAN_OLD, _CYAN, _RESET = "\x1b[1;36m", "\x1b[0;36m", "\x1b[0;0m"
 _LEVEL_COLOUR = {"DEBUG": "\x1b[37m", "INFO": "\x1b[32m", "WARNING": "\x1b[33m", "ERROR": "\x1b[31m"}
-_SITE = "/usr/local/lib/python3.12/dist-packages/vllm"
 
 
 class Writer:
@@ -64,11 +64,15 @@ class Writer:
         source: str = "worker.py",
         rank: int = 0,
         step: float = 0.4,
+        site: str | None = None,
+        line: int | None = None,
     ) -> None:
-        """One logger record per message line in the version's header style, ``step`` seconds after the last."""
+        """One logger record in the version's header style, ``step`` seconds after the last; every line of a
+        multi-line message carries the same header, as vLLM's formatter prefixes them. ``site`` stands for the
+        logging call (its line number is derived from it; default the message) unless ``line`` gives the real one."""
         self.clock += timedelta(seconds=step)
         stamp = self.clock.strftime("%m-%d %H:%M:%S")
-        where = f"{source}:{100 + len(message) % 800}"
+        where = f"{source}:{line if line is not None else 100 + len(site or message) % 800}"
         where = f"[{where}]" if self.v >= (0, 8, 0) else f"{where}]"
         shown = f"{_LEVEL_COLOUR[level]}{level}\x1b[0m" if self.color and self.v >= (0, 12, 0) else level
         for part in message.split("\n"):
@@ -91,15 +95,7 @@ class Writer:
         else:
             self.log(role, text, level=tpl.level, source=tpl.source)
 
-    def traceback(self, role: str, frames: list[tuple[str, str]], last: str) -> None:
-        """A traceback logged through vLLM's logger (each line carries the ERROR header)."""
-        self.log(role, "Traceback (most recent call last):", level="ERROR", source="core.py", step=0)
-        for path, function in frames:
-            self.log(
-                role,
-                f'  File "{_SITE}/{path}", line {120 + len(function) * 7}, in {function}',
-                level="ERROR",
-                source="core.py",
-                step=0,
-            )
-        self.log(role, last, level="ERROR", source="core.py", step=0)
+    def traceback(self, role: str, frames: list[tuple[str, str]], last: str, source: str = "core.py") -> None:
+        """A traceback logged through vLLM's logger with no message of its own: one record, one call site."""
+        self.log(role, "\n".join(traceback_text(frames, last)), level="ERROR", source=source, step=0,
+                 site="Traceback")
