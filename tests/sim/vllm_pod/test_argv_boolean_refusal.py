@@ -44,3 +44,22 @@ def test_the_parser_refuses_a_value_after_equals_on_a_boolean(flag: str, text: s
     """``argv.first_error``'s ``booleans`` (the pod's argparse; the launch passes the `=` forms it reads)."""
     got = argv.first_error([], version, booleans=[(flag, text)])
     assert (got.message if got else None) == error
+
+
+@pytest.mark.parametrize(("tag", "args", "command", "error"), [
+    ("v0.11.0", [LLAMA, "--enforce-eager=true"], None,
+     "argument --enforce-eager/--no-enforce-eager: ignored explicit argument 'true'"),
+    ("v0.8.5", [LLAMA, "--max-model-len", "4096", "--enable-prefix-caching=true"], None,
+     "argument --enable-prefix-caching/--no-enable-prefix-caching: ignored explicit argument 'true'"),
+    ("v0.11.0", [f"exec vllm serve {LLAMA} --enforce-eager=false"], ["/bin/sh", "-c"],
+     "argument --enforce-eager/--no-enforce-eager: ignored explicit argument 'false'"),
+])
+def test_the_pod_refuses_an_explicit_value_on_a_boolean(tag: str, args: list[str], command: list[str] | None,
+                                                       error: str) -> None:
+    """Helm often renders `--flag=true`: the pod exits 2 as vLLM does, it does not start."""
+    assert stderr(judge(tag, *args, command=command))[-1] == f"vllm serve: error: {error}"
+
+
+def test_a_bare_boolean_still_starts() -> None:
+    got = judge("v0.11.0", LLAMA, "--max-model-len", "4096", "--enforce-eager")
+    assert not (isinstance(got, Refusal) and got.stage == "argparse"), got

@@ -142,8 +142,12 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
     bare = [t.value for t in cmd.positionals]
     judged = cmd.entrypoint.endswith(" serve") or cmd.entrypoint == "image default" or "api_server" in cmd.entrypoint
     bare = bare if judged and not any("$" in w or "{{" in w for w in bare) else []
+    # a boolean written --flag=text: argparse refuses the explicit value ("ignored explicit argument"); only the
+    # `=` forms, as a bare boolean's value in ``flags`` is the tools' reading, not what was written
+    booleans = [(o.name, o.flag.attached) for o in cmd.options
+                if o.flag.kind in (Kind.BOOLEAN, Kind.STORE_TRUE) and o.flag.attached is not None]
     refused = argv.first_error(words, parse_version(version) or NEWEST_RELEASE, bare,
-                               api_server="openai.api_server" in cmd.entrypoint)
+                               api_server="openai.api_server" in cmd.entrypoint, booleans=booleans)
     if refused is not None:
         prog = "api_server.py" if "api_server" in cmd.entrypoint else "vllm serve"
         return Refusal(version, model_id, "\n".join(refused.lines(prog)), "argparse")
