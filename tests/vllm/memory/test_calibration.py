@@ -157,8 +157,10 @@ def test_the_derived_margin_covers_every_held_out_over_prediction():
 
 
 def test_held_out_error_does_not_regress():
-    """Ratchet at today's held-out figures (123 cases, 111 sized): median 1.6 %, p90 6.6 % (both meet their targets,
-    3 % and 10 %). The sixth blind batch (2026-12-05f, 13 cases) moved p90 7.8 -> 6.6 %: a new measurement; p90 was
+    """Ratchet at today's held-out figures (129 cases, 116 sized): median 1.6 %, p90 6.7 % (both meet their targets,
+    3 % and 10 %). The seventh blind batch (2026-12-05g/h, 6 cases; measured blind at outcome 5 of 6, median 3.3 %)
+    moved p90 5.6 -> 6.7 % after the load split-limit rule had moved it 6.6 -> 5.6 %: a new measurement. The sixth
+    blind batch (2026-12-05f, 13 cases) moved p90 7.8 -> 6.6 %: a new measurement; p90 was
     9.0 % before the post-hoc diagnoses of the 2026-12-05e over-predictions. The fifth blind
     batch (2026-12-05e, 11 held out) measured median 3.1 %, p90 5.6 % and moved the
     median 1.5 -> 1.6 %: a new measurement. Post hoc: the third and fourth blind batches measured median 8.5 / 2.2 %,
