@@ -12,25 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from fixtures.vllm_deployment import manifest as deployment
+
 ROOT = Path(__file__).resolve().parents[2]
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
-MANIFEST = """\
-apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: llama-8b, namespace: llm}}
-spec:
-  selector: {{matchLabels: {{app: llama}}}}
-  template:
-    metadata: {{labels: {{app: llama}}}}
-    spec:
-      nodeSelector: {{nvidia.com/gpu.product: NVIDIA-L4}}
-      containers:
-      - name: vllm
-        image: vllm/vllm-openai:v0.11.0
-        args: ["--model", "{model}", "--max-model-len", "8192",
-               "--max-num-batched-tokens", "65536", "--gpu-memory-utilization", "{util}"]
-        resources: {{limits: {{nvidia.com/gpu: "1"}}}}
-"""
 POLICY = """\
 extends: default
 description: Llama-3.1-8B-Instruct on one L4, two requests at a time.
@@ -51,9 +36,8 @@ def _policy(tmp_path: Path, extra: str = "") -> str:
 
 
 def _manifest(tmp_path: Path, util: str) -> str:
-    path = tmp_path / "p3.yaml"
-    path.write_text(MANIFEST.format(model=LLAMA, util=util))
-    return str(path)
+    return deployment(tmp_path, ["--max-model-len", "8192", "--max-num-batched-tokens", "65536",
+                                 "--gpu-memory-utilization", util], gpu="NVIDIA-L4")
 
 
 def _steps(cli, *args: str) -> list[dict]:

@@ -7,32 +7,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from fixtures.vllm_deployment import manifest as deployment
+
 ROOT = Path(__file__).resolve().parents[2]
 
 POLICY = str(ROOT / "policies" / "llama-8b.yaml")  # peak 8 x confirm ratio 1.25: 10x at 16,384 tokens
-MANIFEST = """\
-apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: llama-8b, namespace: llm}}
-spec:
-  selector: {{matchLabels: {{app: llama}}}}
-  template:
-    metadata: {{labels: {{app: llama}}}}
-    spec:
-      nodeSelector: {{nvidia.com/gpu.product: NVIDIA-L40S}}
-      containers:
-      - name: vllm
-        image: vllm/vllm-openai:v0.11.0
-        args: ["--model", "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "16384",
-               "--gpu-memory-utilization", "0.9", "--max-num-seqs", "64", "{flag}", "{value}"]
-        resources: {{limits: {{nvidia.com/gpu: "1"}}}}
-"""
 
 
 def _manifest(tmp_path: Path, flag: str, value: str) -> str:
-    path = tmp_path / "dep.yaml"
-    path.write_text(MANIFEST.format(flag=flag, value=value))
-    return str(path)
+    return deployment(tmp_path, ["--max-model-len", "16384", "--gpu-memory-utilization", "0.9", "--max-num-seqs", "64",
+                                 flag, value])
 
 
 def test_a_pin_short_of_the_concurrency_target_is_offered_unset(cli, tmp_path):
