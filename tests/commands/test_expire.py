@@ -212,11 +212,15 @@ def test_host_data_naming_a_missing_file_is_bad_input_exit_2(rehearsal: Rehearsa
         assert "no such file" in doc["hosts"][0]["error"] or "missing-policy" in doc["hosts"][0]["error"], doc
 
 
-@pytest.mark.parametrize(("spelling", "shown"), [
-    (["--enforce-eager", "false"], "--enforce-eager false"), (["--enforce-eager=0"], "--enforce-eager=0"),
-    (["--enforce-eager", "--enforce-eager=false"], "--enforce-eager; --enforce-eager=false")])
+# `--enforce-eager false`: the flag takes no value (store_true / BooleanOptionalAction, engine/arg_utils.py@0.8.5,
+# @0.11.0), so argparse leaves `false` over as a positional: that prior differs outside its flags
+@pytest.mark.parametrize(("spelling", "reason"), [
+    (["--enforce-eager", "false"], "it differs from the running container outside its vLLM flags"),
+    (["--enforce-eager=0"], "the prior argv spells --enforce-eager itself (--enforce-eager=0)"),
+    (["--enforce-eager", "--enforce-eager=false"],
+     "the prior argv spells --enforce-eager itself (--enforce-eager; --enforce-eager=false)")])
 def test_expire_never_restores_a_prior_that_spells_the_flag(rehearsal: Rehearsal, tmp_path: Path, cli,
-                                                            spelling: list[str], shown: str) -> None:
+                                                            spelling: list[str], reason: str) -> None:
     """The review's forged prior: the running argv plus an 'off' spelling of the flag. Restoring it would add
     `false` (vLLM rejects it: crash loop) while the record, `args show` and drift all said eager mode was off.
     Only the flag comes off, in one line saying why; the toggle record goes with it."""
@@ -227,8 +231,8 @@ def test_expire_never_restores_a_prior_that_spells_the_flag(rehearsal: Rehearsal
     inv = inventory(tmp_path, rehearsal.kubeconfig, policy(tmp_path))
     got = cli("expire", "-i", inv)
     assert got.returncode == 0, got.stderr
-    said = [line for line in got.stdout.splitlines() if "enforce-eager: remove --enforce-eager only: the prior argv "
-            f"spells --enforce-eager itself ({shown})" in line and ": written (" in line]
+    said = [line for line in got.stdout.splitlines()
+            if f"enforce-eager: remove --enforce-eager only: {reason}" in line and ": written (" in line]
     assert len(said) == 1, got.stdout
     assert "restore the exact argv" not in got.stdout
     c = container(rehearsal)

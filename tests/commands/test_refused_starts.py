@@ -103,9 +103,14 @@ def test_plan_on_a_refused_spelling_proposes_the_literal(cli, tmp_path, image, v
         assert data["steps"][0]["set"]["max-model-len"] == literal and data["current"]["max_model_len"] == int(literal)
 
 
-def test_plan_still_refuses_a_spelling_with_no_clear_number(cli, tmp_path):
-    got = cli("plan", "-f", manifest(tmp_path, ["--max-model-len", "lots"]))
-    assert got.returncode == 2 and "lots" in got.stderr, got.stderr
+def test_plan_of_a_spelling_with_no_clear_number_is_argparse_s_refusal(cli, tmp_path):
+    """`lots` means no number, so no literal is planned for it: plan predicts the refused start as check does (not a
+    bad-input stop), plans without the flag, and every step writes an explicit length."""
+    got = cli("plan", "-f", manifest(tmp_path, ["--max-model-len", "lots"]), "-o", "json")
+    assert got.returncode == 1, got.stderr
+    data = json.loads(got.stdout)
+    assert data["current"]["as_written"] == "argument_refused", data["current"]
+    assert data["steps"] and all(step["set"]["max-model-len"].isdigit() for step in data["steps"]), data["steps"]
 
 
 def test_check_reports_a_refused_spelling_as_an_error_with_the_literal_fix(cli, tmp_path):
