@@ -23,6 +23,7 @@ from vllm_remedy.remedies.budget.levers import (
     GRAPH_LEVERS,
     HARDWARE_LEVERS,
     NUDGED_LEVERS,
+    PROFILE_LEVERS,
     Context,
     Lever,
     Variant,
@@ -100,7 +101,7 @@ def rung_for(name: str, lever: Lever, ctx: Context, judge: Judge, base: EngineSe
         got = _best_longest(judge, lever(ctx, boosted, ctx.gpu), cap)
         if got is not None:
             return Rung(name, got[1], got[0].gpu, got[2], got[0].label, combined=True)
-    if name == "gpu-memory-utilization":
+    if not ctx.profile or name not in PROFILE_LEVERS:  # (d) is for a smaller profile; elsewhere it only costs time
         return None
     for start in dict.fromkeys((base, boosted)):  # (d) with another utilization, nearest first
         got = _best_longest(judge, [u for v in lever(ctx, start, ctx.gpu) for u in utilization(ctx, v.settings, v.gpu)],

@@ -43,6 +43,7 @@ class Context:
     gpu: GpuSpec  # the GPU the pod runs on now
     graphs: bool = False  # the CUDA graphs ran (or are predicted to run) short: the capture-size lever is live
     pin_short: bool = False  # a flag-sized cache that starts holds too few requests: the unpin lever is live
+    profile: bool = False  # the start dies in the memory profile: profile levers may take a utilization (step (d))
 
 
 def capture_size(ctx: Context, s: EngineSettings, gpu: GpuSpec) -> list[Variant]:
@@ -173,6 +174,9 @@ FLAG_LEVERS: tuple[tuple[str, Lever], ...] = (
     ("max-num-batched-tokens", max_num_batched_tokens),
     ("kv-cache-dtype", kv_fp8),
 )
+#: Levers that shrink the memory profile (the sampler's rows, the forward's batch): only these make a higher
+#: utilization possible where it alone never fits (``ladder`` step (d), profile_oom).
+PROFILE_LEVERS = ("max-num-seqs", "max-num-batched-tokens")
 #: A graph failure's alternatives to one another: each is kept beside the others even at the same max-model-len
 #: (a smaller capture size costs large-batch speed, lower utilization costs KV cache: the operator picks).
 GRAPH_LEVERS = ("cudagraph-capture-size", "gpu-memory-utilization")

@@ -78,7 +78,11 @@ def plan_budget(req: BudgetRequest) -> Plan:
     graphs = req.failure is Failure.CUDAGRAPH_CAPTURE_OOM or (current.graph_capture_oom and req.failure is None)
     # a pin that starts (else _base lifted it) but holds fewer requests than required: lifting it is a rung
     pin_short = pinned(base) and current.fits and judge.spare(current) < lim.kv_margin
-    ladder = build(Context(req.model, lim, req.gpu, graphs=graphs, pin_short=pin_short), judge, base, cap)
+    # the start dies in the memory profile (observed, or predicted with nothing observed): a smaller profile may
+    # take a utilization with it (ladder step (d))
+    profile = req.failure is Failure.PROFILE_OOM or (current.outcome is Outcome.PROFILE_OOM and req.failure is None)
+    ladder = build(Context(req.model, lim, req.gpu, graphs=graphs, pin_short=pin_short, profile=profile), judge, base,
+                   cap)
     first = next(ladder, None)
     problem = "; ".join(problems) or "none: the current settings are predicted to fit with headroom"
     if not problems and first is not None and _settles(_step(1, first, req, lim, cap, judge)):
