@@ -85,7 +85,7 @@ def test_from_hf_config_yarn_multimodal_and_quantization():
             "intermediate_size": 18944, "vocab_size": 152064, "max_position_embeddings": 32768,
             "rope_scaling": {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768},
         },
-        "quantization_config": {"quant_method": "awq", "bits": 4},
+        "quantization_config": {"quant_method": "awq", "bits": 4, "group_size": 128},
         # Qwen2-VL-7B's tower (without a vision_config the model is refused: test_cannot_predict.py).
         "vision_config": {"depth": 32, "embed_dim": 1280, "hidden_size": 3584, "mlp_ratio": 4, "patch_size": 14,
                           "spatial_merge_size": 2, "temporal_patch_size": 2},

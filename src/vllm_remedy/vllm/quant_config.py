@@ -95,12 +95,16 @@ def group_size(config: Mapping[str, Any]) -> int | None:
     vLLM shapes the scales ``[in / group_size, out]`` from the config (gptq.py / awq.py ``create_weights``@0.8.3, and
     compressed-tensors' ``weights.group_size``, compressed_tensors_wNa16.py@0.10.0), so a group of 32 stores four times
     the scales of 128: +15.6 % on the packed weights instead of +3.9 %. ``-1`` (GPTQ) and compressed-tensors' channel
-    strategy mean per output channel."""
+    strategy mean per output channel. AWQ reads ``q_group_size`` before ``group_size`` and GPTQ/AutoRound
+    ``group_size`` (``get_from_keys`` in awq.py / gptq.py / auto_round.py ``from_config``@0.8.3), which raises when
+    neither is there: that config cannot be predicted, nor one whose size is not a JSON integer."""
     qc = config.get("quantization_config")
     if not isinstance(qc, Mapping):
         return DEFAULT_GROUP_SIZE
-    raw: Any = qc.get("group_size", qc.get("q_group_size"))
-    if str(qc.get("quant_method", "")).lower() == "compressed-tensors":
+    method = str(qc.get("quant_method", "")).lower()
+    keys = ("q_group_size", "group_size") if method.startswith("awq") else ("group_size",)
+    raw: Any = next((qc[k] for k in keys if k in qc), None)
+    if method == "compressed-tensors":
         groups = qc.get("config_groups")
         for group in groups.values() if isinstance(groups, Mapping) else ():
             weights = group.get("weights") if isinstance(group, Mapping) else None
@@ -110,13 +114,14 @@ def group_size(config: Mapping[str, Any]) -> int | None:
                 raw = weights.get("group_size")
                 break
     if raw is None:
+        if method in _INT_METHODS:
+            raise cannot_predict(config, f"quantization_config ({method}) states no {' / '.join(keys)}, which vLLM "
+                                         "requires (get_from_keys raises)")
         return DEFAULT_GROUP_SIZE
-    try:
-        size = int(raw)
-    except (TypeError, ValueError):
-        raise cannot_predict(config, f"quantization_config group_size {raw!r} is not an integer") from None
-    if size == -1:
+    if isinstance(raw, bool) or not isinstance(raw, int):
+        raise cannot_predict(config, f"quantization_config group_size {raw!r} is not an integer")
+    if raw == -1:
         return None
-    if size <= 0:
-        raise cannot_predict(config, f"quantization_config group_size {size} is neither -1 nor positive")
-    return size
+    if raw <= 0:
+        raise cannot_predict(config, f"quantization_config group_size {raw} is neither -1 nor positive")
+    return raw

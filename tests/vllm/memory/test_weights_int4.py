@@ -55,7 +55,8 @@ def test_moe_router_gates_stay_16_bit():
 @pytest.mark.parametrize(("qc", "group"), [
     ({"quant_method": "awq", "bits": 4, "group_size": 32}, 32),
     ({"quant_method": "awq", "w_bit": 4, "q_group_size": 64}, 64),  # AutoAWQ's own key names
-    ({"quant_method": "gptq", "bits": 4}, 128),  # unstated: the quantizers' default
+    ({"quant_method": "awq", "bits": 4, "q_group_size": 32, "group_size": 128}, 32),  # awq.py reads q_group_size first
+    ({"quant_method": "gptq", "bits": 4, "q_group_size": 32, "group_size": 128}, 128),  # gptq.py reads group_size
     ({"quant_method": "gptq", "bits": 4, "group_size": -1}, None),  # per output channel
     (compressed(False), 128),
     ({**compressed(False), "config_groups": {"g": {"weights": {"num_bits": 4, "strategy": "channel"}}}}, None),
@@ -64,9 +65,16 @@ def test_group_size_is_the_configs(qc, group):
     assert quant_config.group_size({"quantization_config": qc}) == group
 
 
-def test_group_size_that_is_not_a_size_cannot_be_predicted():
+@pytest.mark.parametrize("qc", [
+    {"quant_method": "awq", "bits": 4, "group_size": "lots"},
+    {"quant_method": "awq", "bits": 4, "group_size": "128"},  # a JSON string: vLLM's shape arithmetic fails on it
+    {"quant_method": "gptq", "bits": 4, "group_size": 0},
+    {"quant_method": "gptq", "bits": 4},  # get_from_keys raises when the key is missing (gptq.py from_config@0.8.3)
+    {"quant_method": "awq", "w_bit": 4},
+])
+def test_group_size_vllm_cannot_read_cannot_be_predicted(qc):
     with pytest.raises(Exception, match="group_size"):
-        quant_config.group_size({"quantization_config": {"quant_method": "awq", "bits": 4, "group_size": "lots"}})
+        quant_config.group_size({"quantization_config": qc})
 
 
 def test_scales_follow_the_group_size():
@@ -78,6 +86,7 @@ def test_scales_follow_the_group_size():
         res = resolve(model, RTX3090, EngineSettings.from_flags({"max-model-len": "8192"}, "0.10.0"))
         return weights_gib(model, res, None)
 
-    model = catalog.ModelSpec.from_hf_config({**LLAMA, "quantization_config": {"quant_method": "awq", "bits": 4}}, "m")
+    model = catalog.ModelSpec.from_hf_config(
+        {**LLAMA, "quantization_config": {"quant_method": "awq", "bits": 4, "group_size": 128}}, "m")
     packed = model.params_b * 1e9 - 2 * model.vocab_size * model.hidden_size
     assert gib(32) - gib(128) == pytest.approx(packed * 0.5 * ((2 + 0.5) / 32 / 0.5 - (2 + 0.5) / 128 / 0.5) / GIB)
