@@ -23,7 +23,7 @@ from vllm_remedy.envelope import dumps, listing
 from vllm_remedy.errors import UserError
 from vllm_remedy.vllm import manifest, pod_shape
 from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, canonical_key, find_server, ranges
-from vllm_remedy.vllm.cmdline.flags import KNOWN, is_boolean
+from vllm_remedy.vllm.cmdline.flags import KNOWN, is_boolean, misspaced
 from vllm_remedy.vllm.cmdline.values import parse_float, vllm_int
 from vllm_remedy.vllm.manifest_text import ManifestText
 from vllm_remedy.vllm.memory.settings import EngineSettings
@@ -160,7 +160,8 @@ def run(args: argparse.Namespace) -> int:
         return _show(servers, args.output)
     changes = {key: _unspaced(key, value) for key, value in _pairs(args.set).items()}
     _validate(changes, [server for *_rest, server in servers])
-    edited = [(spec, server, server.edit(set=changes, unset=args.unset)) for _i, _w, _p, spec, server in servers]
+    edited = [(spec, server, server.edit(set=changes, unset=args.unset, drop=_misspaced(server, changes, args.unset)))
+              for _i, _w, _p, spec, server in servers]
     for spec, server, new in edited:  # all edits validated first: a bad key changes nothing
         live = _live_container(spec, server.container_name)
         for key in ("command", "args"):
@@ -168,6 +169,13 @@ def run(args: argparse.Namespace) -> int:
                 stream.set_list(live, key, new[key])
     sys.stdout.write(stream.render())
     return 0
+
+
+def _misspaced(server: ServerCommand, changes: dict[str, str], unset: list[str]) -> list[str]:
+    """The one-item ``"--max-model-len 16384"`` words of the flags being set or unset: argparse reads each as a
+    positional (refused, or taken as the model tag), so the edit removes it instead of writing the flag beside it."""
+    names = {canonical_key(k) for k in [*changes, *unset]}
+    return [t.value for t in server.positionals if misspaced(t.value) in names]
 
 
 def _live_container(spec: dict[str, Any], name: str) -> dict[str, Any]:

@@ -74,12 +74,16 @@ class Step:
     temporary: bool = False
     revert_after: timedelta | None = None
     gpu: str | None = None  # the GPU product the prediction is for (differs from the plan's when swapped)
+    drop: tuple[str, ...] = ()  # bare words argparse leaves over, as written: the edit removes them (edit(drop=...))
 
     def describe(self) -> str:
-        """``--max-model-len 16384 --gpu-memory-utilization 0.93 nodeSelector ...`` for tables and logs."""
+        """``--max-model-len 16384 --gpu-memory-utilization 0.93 nodeSelector ...`` for tables and logs; a removed
+        stray word is named (``remove the word stray``), so a step that only removes one never reads ``(no change)``
+        beside a diff that removes it."""
         parts = [f"--{k} {v}" if v != "true" else f"--{k}" for k, v in self.set.items()]
         parts += [f"unset --{k}" for k in self.unset]
         parts += self.template.describe()
+        parts += [f"remove the word {w}" for w in self.drop]
         return " ".join(parts) or "(no change)"
 
     def to_json(self) -> dict[str, Any]:
@@ -94,6 +98,7 @@ class Step:
             "temporary": self.temporary,
             "revertAfterSeconds": int(self.revert_after.total_seconds()) if self.revert_after else None,
             "gpu": self.gpu,
+            "drop": list(self.drop),
             "prediction": self.prediction.to_json(),
         }
 

@@ -1,6 +1,7 @@
 """The value one environment variable has in vLLM's process, as far as the manifests say it.
 
-Kubernetes builds a container's environment from ``envFrom`` (in order), then ``env`` (later entries win, ``$(X)``
+Kubernetes builds a container's environment from ``envFrom`` (in order, a later source overwriting an earlier one's
+key, so an unreadable source listed later makes an earlier value unknown), then ``env`` (later entries win, ``$(X)``
 expanded from the entries before them); the launch command can then change it (``cmdline.env``). A value that comes
 from a Secret, a field or resource reference, or a ConfigMap that is not among the manifests being checked cannot
 be read here: the result then says which variable and why instead of guessing "unset".
@@ -16,7 +17,7 @@ from vllm_remedy.errors import UserError
 from vllm_remedy.vllm.cmdline import env as launch
 from vllm_remedy.vllm.cmdline.argv_shape import kind_of
 from vllm_remedy.vllm.cmdline.kubelet_env import environment as _environment
-from vllm_remedy.vllm.cmdline.kubelet_env import expand_arg
+from vllm_remedy.vllm.cmdline.kubelet_env import expand_arg, wildcard
 
 __all__ = ["ConfigMaps", "EnvValue", "config_map_problem", "config_maps", "expand_arg", "invalid", "read"]
 
@@ -116,6 +117,6 @@ def _from_spec(container: Mapping[str, Any], name: str, maps: ConfigMaps) -> tup
     known, opaque = _environment(container, maps)
     if name in opaque:
         return None, f"{name} {opaque[name]}"
-    if name not in known and "*" in opaque:
-        return None, f"{name}: {opaque['*']}"
+    if name not in known and (why := wildcard(opaque, name)) is not None:
+        return None, f"{name}: {why}"
     return known.get(name), None

@@ -143,9 +143,10 @@ def apply(plan: Plan, found: list[Respelled], version: str | None) -> Plan:
     problem = "; ".join(r.phrase() for r in found)
     literals = {r.flag: r.literal for r in found if r.literal is not None}
     unset = tuple(r.flag for r in found if r.literal is None and not r.word)
-    steps = tuple(dataclasses.replace(s, set={**literals, **s.set},
-                                      unset=tuple(dict.fromkeys((*s.unset, *(f for f in unset if f not in s.set)))))
-                  for s in plan.steps)
+    drop = tuple(r.typed for r in found if r.word)
+    steps = tuple(_relabelled(dataclasses.replace(
+        s, set={**literals, **s.set}, unset=tuple(dict.fromkeys((*s.unset, *(f for f in unset if f not in s.set)))),
+        drop=tuple(dict.fromkeys((*s.drop, *drop))))) for s in plan.steps)
     verdict = plan.verdict
     if verdict == "no_change_needed":
         label = rules(version).label
@@ -156,8 +157,17 @@ def apply(plan: Plan, found: list[Respelled], version: str | None) -> Plan:
                   f"{f', and remove the word {words}' if words else ''}; nothing else changes"
                   if all(r.unknown for r in found) else f"write the value as vLLM {label} parses it; nothing else "
                   "changes")
-        steps = (Step(rank=1, lever="spelling", reason=reason, prediction=plan.current, set=literals, unset=unset),)
+        steps = (Step(rank=1, lever="spelling", reason=reason, prediction=plan.current, set=literals, unset=unset,
+                      drop=drop),)
         verdict = "change"
     before = "" if plan.problem.startswith("none:") else f"; {plan.problem}"
     notes = (*(r.note() for r in found), *plan.notes)
     return Plan(plan.kind, verdict, problem + before, plan.current, steps, notes, plan.subject)
+
+
+def _relabelled(step: Step) -> Step:
+    """A rung whose own change is already written (its lever's value unchanged) and that only removes words or
+    respells: labelled by what it changes (``spelling``), not by a lever it leaves as it is."""
+    if step.drop and not step.set and not step.unset and step.template.empty:
+        return dataclasses.replace(step, lever="spelling")
+    return step

@@ -160,19 +160,37 @@ def explicit(flag: str, text: str, version: Version) -> str | None:
     until = STORE_BOOLEAN_UNTIL.get(flag)
     if until is not None and version < until:
         return None
-    store_true = flag in STORE_TRUE_UNTIL and (STORE_TRUE_UNTIL[flag] is None or version < STORE_TRUE_UNTIL[flag])
-    names = f"--{flag}" if store_true else f"--{flag}/--no-{flag}"
+    names = f"--{flag}" if store_true(flag, version) else f"--{flag}/--no-{flag}"
     return f"argument {names}: ignored explicit argument {text!r}"
 
 
+def store_true(flag: str, version: Version) -> bool:
+    """Whether ``--flag`` is ``store_true`` in ``version``: then the parser has no ``--no-flag`` option string."""
+    return flag in STORE_TRUE_UNTIL and (STORE_TRUE_UNTIL[flag] is None or version < STORE_TRUE_UNTIL[flag])
+
+
+def unknown_negations(negated: Iterable[tuple[str, str]], version: Version) -> list[str]:
+    """The ``--no-x`` words (flag, word as written) ``version``'s parser has no option for: ``x`` is ``store_true``
+    there, so argparse (CPython 3.12 ``_parse_optional``: no exact, ``=``-split or prefix match) keeps the word as an
+    unknown option and refuses it with the leftovers, ``unrecognized arguments: --no-enforce-eager``."""
+    return [word for flag, word in negated if store_true(flag, version)]
+
+
 def first_error(options: Iterable[tuple[str, str | None]], version: Version, positionals: Iterable[str] = (),
-                api_server: bool = False, booleans: Iterable[tuple[str, str]] = ()) -> ArgError | None:
+                api_server: bool = False, booleans: Iterable[tuple[str, str]] = (),
+                negated: Iterable[tuple[str, str]] = ()) -> ArgError | None:
     """argparse converts every occurrence in argv order and stops at the first it refuses (a repeated flag's first
     value too, though the last one wins when all parse); a value of None is a flag that takes one but got none
     (``expected one argument``). Positionals beyond the parser's one ``model_tag`` (``nargs='?'``; none in the
     api_server module before ``API_SERVER_MODEL_TAG_SINCE``) are left over and refused last, all in one message.
-    ``booleans``: (flag, text) of each boolean flag written ``--flag=text`` (``explicit``), judged first."""
+    ``booleans``: (flag, text) of each boolean flag written ``--flag=text`` (``explicit``), judged first; ``negated``:
+    (flag, word) of each ``--no-flag`` written, refused with the leftovers where the release has no such form.
+    A one-item ``"--max-model-len 16384"`` is a positional here (argparse: "if it contains a space, it was meant to
+    be a positional"): the model tag when none is given before it, else a leftover."""
+    negated = list(negated)
     for flag, text in booleans:
+        if any(f == flag for f, _w in negated) and store_true(flag, version):
+            continue  # `--no-x=1` where there is no `--no-x`: an unknown option, not an explicit value
         if (message := explicit(flag, text, version)) is not None:
             return ArgError(flag, message)
     for flag, value in options:
@@ -181,5 +199,5 @@ def first_error(options: Iterable[tuple[str, str | None]], version: Version, pos
         if (message := convert(flag, value, version) or choice(flag, value, version)) is not None:
             return ArgError(flag, message)
     takes = 0 if api_server and version < API_SERVER_MODEL_TAG_SINCE else 1
-    extra = list(positionals)[takes:]
+    extra = unknown_negations(negated, version) + list(positionals)[takes:]
     return ArgError("", f"unrecognized arguments: {' '.join(extra)}") if extra else None

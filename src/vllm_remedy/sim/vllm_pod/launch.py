@@ -147,7 +147,8 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
     booleans = [(o.name, o.flag.attached) for o in cmd.options
                 if o.flag.kind in (Kind.BOOLEAN, Kind.STORE_TRUE) and o.flag.attached is not None]
     refused = argv.first_error(words, parse_version(version) or NEWEST_RELEASE, bare,
-                               api_server="openai.api_server" in cmd.entrypoint, booleans=booleans)
+                               api_server="openai.api_server" in cmd.entrypoint, booleans=booleans,
+                               negated=[(o.name, o.tokens[0].value) for o in cmd.options if o.flag.negated])
     if refused is not None:
         prog = "api_server.py" if "api_server" in cmd.entrypoint else "vllm serve"
         return Refusal(version, model_id, "\n".join(refused.lines(prog)), "argparse")

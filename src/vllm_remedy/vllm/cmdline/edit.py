@@ -118,9 +118,12 @@ def edit_container(cmd: ParsedCommand, set_: dict[str, str], unset: list[str], d
                    ) -> dict[str, Any]:
     """Apply set/unset to a parsed server command and return the new container dict; ``drop`` deletes the bare words
     written so (a stray positional argparse leaves over, ``extra``, or the word a legacy StoreBoolean flag took in
-    old releases, ``--enable-chunked-prefill False``, that a newer one leaves over), never the model tag."""
+    old releases, ``--enable-chunked-prefill False``, that a newer one leaves over), never the model tag unless it is
+    a misspaced flag (``"--max-model-len 16384"`` read as the tag) beside a ``--model`` that then stands."""
     plan = _Plan()
-    plan.delete.update(t for t in cmd.positionals if t.value in drop and t is not cmd.model_token)
+    named = any(o.name == "model" for o in cmd.options)  # then a misspaced item taken as the model tag may go too
+    plan.delete.update(t for t in cmd.positionals if t.value in drop
+                       and (t is not cmd.model_token or (named and F.misspaced(t.value) is not None)))
     plan.delete.update(o.tokens[1] for o in cmd.options if o.name in LEGACY_OPTIONAL_BOOLEAN and len(o.tokens) == 2
                        and o.tokens[1].value in drop)
     eq = option_style_eq(cmd.options)

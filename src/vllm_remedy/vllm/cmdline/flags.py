@@ -66,8 +66,9 @@ def off_by_default(name: str) -> bool:
 
 
 def is_option(token: str) -> bool:
-    """Does argparse see this token as an option (not a value)? Negative numbers and `-` are values."""
-    return token.startswith("-") and token != "-" and not _NEGATIVE_NUMBER.match(token)
+    """Does argparse see this token as an option (not a value)? Negative numbers, `-` and a spaced word that names
+    no option (`"--max-model-len 16384"` as one argv item) are values."""
+    return resolve(token) is not None
 
 
 @dataclass(frozen=True)
@@ -108,7 +109,7 @@ def _canonical_long(norm: str) -> tuple[str, bool] | None:
 
 def resolve(token: str) -> Flag | None:
     """The flag a token denotes, or None when it is a value/positional. Unknown options resolve too."""
-    if not is_option(token):
+    if not token.startswith("-") or token == "-" or _NEGATIVE_NUMBER.match(token):
         return None
     if token.startswith("--"):
         head, eq, value = token[2:].partition("=")
@@ -116,6 +117,9 @@ def resolve(token: str) -> Flag | None:
         base, dot, rest = head.partition(".")
         norm = base.replace("_", "-")
         found = _canonical_long(norm)
+        if found is None and " " in token:
+            return None  # a positional to argparse (`_parse_optional`: "if it contains a space, it was meant to be a
+            # positional"): `"--max-model-len 16384"` as one argv item names no option, exactly or by prefix
         name, negated = found if found else (norm, False)
         if dot:
             return Flag(f"{name}.{rest}", Kind.VALUE, False, attached, "--" + head)
@@ -129,7 +133,20 @@ def resolve(token: str) -> Flag | None:
     if head in table.ALIASES:
         name = table.ALIASES[head]
         return Flag(name, kind_of(name), False, attached, head)
+    if " " in token:
+        return None  # `"-tp 2"` as one item: no option string, so a positional to argparse, as above
     return Flag(head.lstrip("-"), Kind.UNKNOWN, False, attached, head)
+
+
+def misspaced(word: str) -> str | None:
+    """The canonical flag a one-item ``"--max-model-len 16384"`` (flag and value in one argv item, a common YAML slip)
+    was meant as, or None: argparse reads such an item as a positional (``resolve``), so an edit of that flag removes
+    it rather than keep it beside the flag it writes."""
+    head = word.split(None, 1)[0] if word.strip() else ""
+    if " " not in word or resolve(word) is not None or not head.startswith("-"):
+        return None
+    flag = resolve(head)
+    return flag.name if flag is not None and flag.kind is not Kind.UNKNOWN else None
 
 
 def canonical_key(key: str) -> str:

@@ -33,7 +33,13 @@ def unreadable(container: Mapping[str, Any], text: str, maps: ConfigMaps | None 
 
 
 def environment(container: Mapping[str, Any], maps: ConfigMaps) -> tuple[dict[str, str], dict[str, str]]:
-    """(the variables whose values are read, the ones that cannot be with why; ``*``: envFrom that may set any)."""
+    """(the variables whose values are read, the ones that cannot be with why; ``*P``: an envFrom source this tool
+    cannot read, with ``prefix`` P, may set any variable named P...; ``*`` any at all: see ``wildcard``).
+
+    Kubernetes (``MakeEnvironmentVariables``, kubelet_pods.go) applies ``envFrom`` sources in order, a later source
+    overwriting a key an earlier one set, then every ``env`` entry over all of them: so a Secret or an unchecked
+    ConfigMap listed after the ConfigMap that sets a variable may reset it (its value is then unknown), one listed
+    before it cannot, and an ``env`` entry decides whatever envFrom holds."""
     known: dict[str, str] = {}
     opaque: dict[str, str] = {}  # variables whose value this tool cannot see, with why
     for source in container.get("envFrom") or []:
@@ -47,7 +53,11 @@ def environment(container: Mapping[str, Any], maps: ConfigMaps) -> tuple[dict[st
             continue
         what = (f"ConfigMap {ref.get('name')}, which is not among the manifests checked" if isinstance(ref, Mapping)
                 else f"Secret {(source.get('secretRef') or {}).get('name')}, whose values are not read")
-        opaque["*"] = f"envFrom {what} may set it"
+        for key in [k for k in known if k.startswith(prefix)]:  # set by an earlier source: this one may reset it
+            opaque[key] = (f"may be reset by envFrom {what}: it is listed after the source that sets it, and a "
+                           "later envFrom source wins")
+            del known[key]
+        opaque["*" + prefix] = f"envFrom {what} may set it"
     for entry in container.get("env") or []:
         if not isinstance(entry, Mapping) or "name" not in entry:
             continue
@@ -66,6 +76,11 @@ def environment(container: Mapping[str, Any], maps: ConfigMaps) -> tuple[dict[st
         else:  # an optional key its ConfigMap lacks: Kubernetes leaves the variable out
             known.pop(key, None)
     return known, opaque
+
+
+def wildcard(opaque: Mapping[str, str], name: str) -> str | None:
+    """Why an envFrom source this tool cannot read may set ``name`` (its ``prefix`` starts the name), else None."""
+    return next((why for key, why in opaque.items() if key.startswith("*") and name.startswith(key[1:])), None)
 
 
 def _value_from(ref: Any, maps: ConfigMaps) -> tuple[str | None, str | None]:
@@ -96,8 +111,8 @@ def _expand(value: str, known: Mapping[str, str], opaque: Mapping[str, str]) -> 
         ref = m.group(1)
         if ref in known:
             return known[ref]
-        if ref in opaque or "*" in opaque:
-            problem.append(f"expands $({ref}), which {opaque.get(ref) or opaque['*']}")
+        if (why := opaque.get(ref) or wildcard(opaque, ref)) is not None:
+            problem.append(f"expands $({ref}), which {why}")
         return m.group(0)
 
     out = _REFERENCE.sub(swap, value)

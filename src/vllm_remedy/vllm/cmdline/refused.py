@@ -132,6 +132,8 @@ def _boolean(server: ServerCommand, opt: Option, v: Version) -> str | None:
     if "$" in " ".join(opt.values) or "{{" in " ".join(opt.values):
         return None
     legacy = store_boolean(flag.name, v) and not flag.negated
+    if flag.negated and option_strings(flag.name, v) == f"--{flag.name}":
+        return None  # no `--no-x` option string in that release: an unknown option (``unrecognized._no_negation``)
     if flag.attached is not None:
         if legacy:
             return None  # StoreBoolean: true/false taken (any other word raises ValueError, not argparse's refusal)

@@ -4,8 +4,9 @@ The flag table (``table``) is the union of three releases' parsers (0.7.3, 0.11.
 a flag in none of them may still exist in a release in between (0.9's, say). So the refusal is claimed only for those
 three releases, where the union is complete (a long option the union lacks is in none of them, the requested one
 included), and only for long options: a dotted key (``--x.y``), an alias, a ``--no-`` form, an underscore spelling and
-a unique prefix all resolve to a known flag first (``flags.resolve``). Every other release is left to vLLM (not judged),
-as is a wrapper with its own parser (``dynamo.vllm``).
+a unique prefix all resolve to a known flag first (``flags.resolve``); a ``--no-`` form is then refused where the
+release's flag is ``store_true`` (``booleans``: no negated form there). Every other release is left to vLLM (not
+judged), as is a wrapper with its own parser (``dynamo.vllm``).
 
 What every release's parser refuses whatever its table (a value outside ``choices``, a flag without its value, an
 empty integer, a stray positional: ``refused``) is returned here too, in the order argparse reports it, so every
@@ -14,8 +15,10 @@ caller of ``unrecognized`` says the start is refused (exit 2) in argparse's word
 
 from __future__ import annotations
 
+from vllm_remedy.vllm.cmdline.booleans import option_strings
 from vllm_remedy.vllm.cmdline.command import ServerCommand
 from vllm_remedy.vllm.cmdline.flags import Kind
+from vllm_remedy.vllm.cmdline.parse import Option
 from vllm_remedy.vllm.cmdline.refused import Refused, refused
 from vllm_remedy.vllm.memory.flag_values import CAPTURE_FLAGS_SINCE
 from vllm_remedy.vllm.memory.pinned import KV_BYTES_SINCE
@@ -46,9 +49,22 @@ def _unknown(server: ServerCommand, version: str | None) -> list[str]:
     for opt in server.options:
         flag = opt.flag
         unknown = version in READ_RELEASES and flag.kind is Kind.UNKNOWN and "." not in flag.name
-        if flag.spelled.startswith("--") and (unknown or _added_later(flag.name, v)):
-            out.append(" ".join(t.value for t in opt.tokens))
+        words = " ".join(t.value for t in opt.tokens)
+        if flag.spelled.startswith("--") and _no_negation(opt, v):
+            out.append(Refused(words, f"unrecognized arguments: {words}"))
+        elif flag.spelled.startswith("--") and (unknown or _added_later(flag.name, v)):
+            out.append(words)
     return out
+
+
+def _no_negation(opt: Option, v: tuple[int, int, int] | None) -> bool:
+    """``--no-x`` given to a release where ``--x`` is ``store_true`` (``booleans``: --enforce-eager and
+    --trust-remote-code through 0.8.5): argparse has no ``--no-x`` option string there, nor one it prefixes, so it is
+    ``unrecognized arguments: --no-enforce-eager`` (exit 2), whatever the newest table's BooleanOptionalAction says."""
+    flag = opt.flag
+    if not flag.negated or v is None or flag.kind is not Kind.BOOLEAN:
+        return False
+    return option_strings(flag.name, v) == f"--{flag.name}"
 
 
 def _added_later(name: str, v: tuple[int, int, int] | None) -> bool:
