@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     check_int32(settings, flags)
     est = estimate(model, gpu, settings)
     r = rules(args.vllm_version)
-    engine = engine_rules(settings, gpu)[0].engine  # V0 where VLLM_USE_V1=0 (or a fallback) selects it
+    engine = engine_rules(settings, gpu, model)[0].engine  # V0 where VLLM_USE_V1=0 (or a fallback) selects it
     label = r.label if engine == r.engine else f"{r.label}, {engine} engine"
     longest = model_len.limit(model, args.vllm_version)
     if args.output == "json":

@@ -11,9 +11,11 @@ Read from the wheels (vllm/envs.py, engine/arg_utils.py ``create_engine_config``
   decides: "If VLLM_USE_V1 is unset, we enable V1 for supported features and fall back to V0 for experimental or
   unsupported features. If VLLM_USE_V1=1, we enable V1 for supported + experimental features and raise error for
   unsupported features. If VLLM_USE_V1=0, we disable V1." (engine/arg_utils.py@0.8.3, 0.10.2). So 0 runs the V0
-  engine (``versions.as_v0``, the rules of the capability fallback); 1 runs V1, except that where the oracle would
-  fall back (compute capability below 8.0, 0.8-0.9) ``_raise_or_fallback`` raises NotImplementedError("VLLM_USE_V1=1
-  is not supported with Compute Capability < 8.0.") and the start is refused before any memory is used.
+  engine (``versions.as_v0``, the rules of the oracle's fallback); 1 runs V1, except that where the oracle would
+  fall back (``v1_oracle.fallback``: compute capability below 8.0 through 0.10.1, --kv-cache-dtype fp8 where
+  FlashAttention 3 does not run, float32 through 0.9.1) ``_raise_or_fallback`` raises NotImplementedError("VLLM_USE_V1=1
+  is not supported with Compute Capability < 8.0.", "... with --kv-cache-dtype.") and the start is refused before any
+  memory is used.
 - 0.11.0: V0 is gone (engine/llm_engine.py and engine/async_llm_engine.py alias the V1 classes), the variable is
   still read (envs.py@0.11.0) and 0 is refused: ``create_engine_config`` passes its ``assert use_v1 ==
   envs.VLLM_USE_V1``, then ``vllm serve`` stops at ``assert envs.VLLM_USE_V1`` (api_server.py@0.11.0) and ``LLM()`` at
@@ -34,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from vllm_remedy.vllm import model_len, pod_env, runner_env, sampler_env
+from vllm_remedy.vllm import model_len, pod_env, runner_env, sampler_env, v1_oracle
 from vllm_remedy.vllm.pod_env import ConfigMaps
 from vllm_remedy.vllm.versions import VersionRules, as_v0, rules_on_device
 
@@ -43,7 +45,6 @@ INPUT = "vllm-use-v1"  # the memory model's input: the variable's text in vLLM's
 UNREADABLE = "vllm-use-v1-unreadable"  # why the pod's value cannot be read (``pod_env.read``)
 ENV_SINCE = (0, 6, 5)  # envs.py@0.6.5 defines it (default "0")
 V1_DEFAULT_SINCE = (0, 8, 0)  # envs.py@0.8.0: default "1"
-V0_FALLBACK_UNTIL = (0, 10, 0)  # 0.8-0.9's oracle falls back to V0 below capability 8.0 (``rules_on_device``)
 V0_REMOVED_SINCE = (0, 11, 0)  # 0.11.0 has no V0 engine and refuses VLLM_USE_V1=0
 IGNORED_SINCE = (0, 11, 1)  # no longer read (envs.py@0.11.1 has no VLLM_USE_V1)
 
@@ -73,11 +74,13 @@ def _int(value: str) -> int | None:
 
 
 def engine_rules(version: str | None, capability: tuple[int, int] | None, value: str | None,
-                 unreadable: str | None = None) -> tuple[VersionRules, str | None]:
-    """The rules of the engine this release runs with VLLM_USE_V1 at ``value`` (None: unset) on this card, and why
-    the start cannot be predicted when the variable's value makes it so ("cannot predict VLLM_USE_V1...": refused,
-    an engine not modelled, or a value that cannot be read); the rules are the release's default ones then."""
-    r = rules_on_device(version, capability)
+                 unreadable: str | None = None, kv_cache_dtype: str = "auto", dtype: str | None = None,
+                 mla: bool = False) -> tuple[VersionRules, str | None]:
+    """The rules of the engine this release runs with VLLM_USE_V1 at ``value`` (None: unset) on this card, for this
+    KV cache dtype, model dtype and attention (``v1_oracle.fallback``), and why the start cannot be predicted when the
+    variable's value makes it so ("cannot predict VLLM_USE_V1...": refused, an engine not modelled, or a value that
+    cannot be read); the rules are the release's default ones then."""
+    r = rules_on_device(version, capability, kv_cache_dtype, dtype, mla)
     v = r.version
     if not r.known or v >= IGNORED_SINCE or (value is None and unreadable is None):
         return r, None
@@ -106,9 +109,12 @@ def engine_rules(version: str | None, capability: tuple[int, int] | None, value:
                    " LLM() raises \"Using V1 LLMEngine, but envs.VLLM_USE_V1=False\"); unset it or set it to 1")
     if number == 0:
         return as_v0(r), None
-    if capability is not None and v < V0_FALLBACK_UNTIL and capability < (8, 0):
-        return r, (f"cannot predict {USE_V1}={value}: {at} refuses it on a GPU of compute capability "
-                   f"{capability[0]}.{capability[1]} (NotImplementedError: VLLM_USE_V1=1 is not supported with "
-                   "Compute Capability < 8.0, engine/arg_utils.py _raise_or_fallback) before using any GPU memory; "
-                   "unset it to let vLLM fall back to V0")
-    return r, None
+    feature = v1_oracle.fallback(v, capability, kv_cache_dtype, dtype, mla)
+    if feature is None:
+        return r, None
+    card = f"a GPU of compute capability {capability[0]}.{capability[1]}" if capability else "this GPU"
+    what = {"--kv-cache-dtype": f"with --kv-cache-dtype {kv_cache_dtype} on {card}",
+            "--dtype torch.float32": "with --dtype float32"}.get(feature, f"on {card}")
+    return r, (f"cannot predict {USE_V1}={value}: {at} refuses it {what} ({v1_oracle.refusal(feature)[:-1]}, "
+               "engine/arg_utils.py _raise_or_fallback) before using any GPU memory; unset it to let vLLM fall back "
+               "to V0")

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Literal
 
+from vllm_remedy.vllm import v1_oracle
+
 Engine = Literal["V0", "V1"]
 Budget = Literal["absolute", "increase"]
 
@@ -345,14 +347,17 @@ def rules(version: str | None) -> VersionRules:
     )
 
 
-def rules_on_device(version: str | None, capability: tuple[int, int] | None) -> VersionRules:
-    """The version's rules on a GPU of this compute capability. 0.8-0.9 run V1 by default but fall back to V0 below
-    compute capability 8.0 (engine/arg_utils.py `_is_v1_supported_oracle`; the log says "Compute Capability < 8.0 is
-    not supported by the V1 Engine. Falling back to V0."), with V0's "increase" budget and no free-memory check.
+def rules_on_device(version: str | None, capability: tuple[int, int] | None, kv_cache_dtype: str = "auto",
+                    dtype: str | None = None, mla: bool = False) -> VersionRules:
+    """The version's rules on a GPU of this compute capability, for this KV cache dtype, model dtype and attention.
+    0.8-0.10 run V1 by default but fall back to V0 where engine/arg_utils.py `_is_v1_supported_oracle` finds a
+    feature V1 lacks (``v1_oracle.fallback``: compute capability below 8.0 through 0.10.1, an fp8 KV cache where
+    FlashAttention 3 does not run, float32 through 0.9.1; the log says "<feature> is not supported by the V1 Engine.
+    Falling back to V0."), with V0's "increase" budget and no free-memory check.
     From 0.21 the FlashInfer sampler is on by default only where FlashInfer supports the card
     (``FLASHINFER_MIN_CAPABILITY_80_SINCE``). An unknown capability (None) is taken as a card both run on."""
     r = rules(version)
-    if capability is not None and r.engine == "V1" and r.version < (0, 10, 0) and capability < (8, 0):
+    if r.engine == "V1" and v1_oracle.fallback(r.version, capability, kv_cache_dtype, dtype, mla) is not None:
         return as_v0(r)
     again = r.version >= FLASHINFER_SAMPLER_DEFAULT_AGAIN_SINCE
     if capability is not None and r.flashinfer_sampler_by_default and again:

@@ -19,7 +19,7 @@ from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.memory import EngineSettings, resolve
 from vllm_remedy.vllm.memory.capture import MIN_CAPTURE, capture_flag, largest_capture
 from vllm_remedy.vllm.memory.pinned import UNPINNED, pinned
-from vllm_remedy.vllm.memory.settings import tp_split_problem
+from vllm_remedy.vllm.memory.settings import engine_rules, tp_split_problem
 
 UTIL_STEP = 0.01
 _CONSUMER = ("geforce", "rtx")
@@ -100,10 +100,16 @@ def max_num_batched_tokens(ctx: Context, s: EngineSettings, gpu: GpuSpec) -> lis
 
 
 def kv_fp8(ctx: Context, s: EngineSettings, gpu: GpuSpec) -> list[Variant]:
-    """fp8 KV cache in the policy's spelling, only when the policy allows it (evaluated) and the card has fp8."""
+    """fp8 KV cache in the policy's spelling, only when the policy allows it (evaluated) and the card has fp8. The
+    variant is sized with the engine that runs it: on 0.8-0.10 an fp8 cache where FlashAttention 3 does not run sends
+    vLLM to V0 (``vllm.v1_oracle``), whose rules the estimate then applies; with VLLM_USE_V1=1 vLLM refuses the start
+    instead (NotImplementedError), so the lever is not offered."""
     if not ctx.limits.fp8_allowed or not gpu.fp8 or s.kv_cache_dtype.startswith("fp8"):
         return []
-    return [Variant(dataclasses.replace(s, kv_cache_dtype=ctx.limits.fp8_value), gpu)]
+    fp8 = dataclasses.replace(s, kv_cache_dtype=ctx.limits.fp8_value)
+    if engine_rules(fp8, gpu, ctx.model)[1] is not None and engine_rules(s, gpu, ctx.model)[1] is None:
+        return []  # the env's VLLM_USE_V1 refuses what the running flags start
+    return [Variant(fp8, gpu)]
 
 
 def tp_sizes(model: ModelSpec, lo: int, hi: int) -> list[int]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from vllm_remedy.vllm import engine_env, runner_env, sampler_env
+from vllm_remedy.vllm import engine_env, runner_env, sampler_env, v1_oracle
 from vllm_remedy.vllm.versions import (
     FLASHINFER_SAMPLER_DEFAULT_AGAIN_SINCE,
     NEWEST_RELEASE,
@@ -35,10 +35,13 @@ def env_inputs(container: Mapping[str, Any], version: str | None) -> dict[str, s
     return inputs
 
 
-def refusal(version: str | None, capability: tuple[int, int] | None, inputs: Mapping[str, str]) -> str | None:
+def refusal(version: str | None, capability: tuple[int, int] | None, inputs: Mapping[str, str],
+            kv_cache_dtype: str = "auto", dtype: str | None = None, mla: bool = False) -> str | None:
     """The exception line vLLM ends the start with for this VLLM_USE_V1, or None when it starts: a value ``int()``
-    refuses (envs.py ``bool(int(...))``, 0.6.5-0.11.0), 1 below capability 8.0 on 0.8-0.9 (``_raise_or_fallback``,
-    engine/arg_utils.py@0.8.3, 0.9.2), 0 on 0.11.0 (the bare ``assert envs.VLLM_USE_V1``, api_server.py@0.11.0); and
+    refuses (envs.py ``bool(int(...))``, 0.6.5-0.11.0), 1 on 0.8-0.10 where the V1 oracle would fall back
+    (``v1_oracle.fallback``: capability below 8.0 through 0.10.1, an fp8 KV cache FlashAttention 3 does not take,
+    float32 through 0.9.1; ``_raise_or_fallback``, engine/arg_utils.py@0.8.3, 0.9.2, 0.10.1.1), 0 on 0.11.0 (the bare
+    ``assert envs.VLLM_USE_V1``, api_server.py@0.11.0); and
     VLLM_USE_FLASHINFER_SAMPLER's refusals (``sampler_env``: text int() refuses, 1 on a card FlashInfer does not
     support from 0.12.0, in 0.12.0's words) and VLLM_USE_V2_MODEL_RUNNER's (``runner_env``)."""
     v = parse_version(version) or NEWEST_RELEASE
@@ -53,10 +56,8 @@ def refusal(version: str | None, capability: tuple[int, int] | None, inputs: Map
         return f"ValueError: invalid literal for int() with base 10: {value!r}"
     if v >= engine_env.V0_REMOVED_SINCE and number == 0:
         return "AssertionError"
-    below_80 = capability is not None and capability < (8, 0)
-    if number and below_80 and engine_env.V1_DEFAULT_SINCE <= v < engine_env.V0_FALLBACK_UNTIL:
-        return "NotImplementedError: VLLM_USE_V1=1 is not supported with Compute Capability < 8.0."
-    return None
+    feature = v1_oracle.fallback(v, capability, kv_cache_dtype, dtype, mla) if number else None
+    return v1_oracle.refusal(feature) if feature is not None else None
 
 
 def _sampler_refusal(v: tuple[int, int, int], capability: tuple[int, int] | None,

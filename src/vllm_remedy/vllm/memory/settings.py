@@ -301,7 +301,7 @@ class Resolved:
 
 def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
     """Apply vLLM's defaults for this version, model and GPU; reject impossible TP splits."""
-    r = rules_without_extensible_cache(engine_rules(s, gpu)[0], s)
+    r = rules_without_extensible_cache(engine_rules(s, gpu, model)[0], s)
     if problem := tp_split_problem(model, s.tp):
         raise UserError(problem)
     auto_len = s.max_model_len == -1
@@ -346,16 +346,20 @@ def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
     )
 
 
-def engine_rules(s: EngineSettings, gpu: GpuSpec) -> tuple[VersionRules, str | None]:
-    """The version's rules on this card with the env's VLLM_USE_V1, and why that value makes the start unknown
-    (``engine_env.engine_rules``; ``versions.rules_on_device`` when unset)."""
-    return engine_env.engine_rules(s.version, gpu.capability, s.vllm_use_v1, s.vllm_use_v1_unreadable)
+def engine_rules(s: EngineSettings, gpu: GpuSpec, model: ModelSpec | None = None) -> tuple[VersionRules, str | None]:
+    """The version's rules on this card with the env's VLLM_USE_V1, the KV cache dtype and the model's dtype and
+    attention (the V1 oracle's fallbacks, ``vllm.v1_oracle``), and why VLLM_USE_V1 makes the start unknown
+    (``engine_env.engine_rules``). Without the model, ``--dtype`` as typed and no MLA."""
+    dtype = (dtype_support.resolved(model.dtype, s.dtype, gpu.capability, s.version) if model is not None
+             else dtype_support.requested(s.dtype))
+    return engine_env.engine_rules(s.version, gpu.capability, s.vllm_use_v1, s.vllm_use_v1_unreadable,
+                                   s.kv_cache_dtype, dtype, model is not None and model.is_mla)
 
 
 def env_problem(model: ModelSpec, s: EngineSettings, gpu: GpuSpec) -> str | None:
     """Why the env's engine-selecting variables make the start unknown ("cannot predict VLLM_...": refused, an engine
     or runner not modelled, a value that cannot be read), or None."""
-    r, why = engine_rules(s, gpu)
+    r, why = engine_rules(s, gpu, model)
     return why or sampler_env.sampler(r, gpu.capability, s.flashinfer, s.flashinfer_sampler_env,
                                       s.flashinfer_sampler_env_unreadable)[1] or runner_env.runner_v2(
         r, runs_runner_v2(r, model), s.runner_v2_env, s.runner_v2_env_unreadable)[1]
