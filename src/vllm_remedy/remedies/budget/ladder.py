@@ -109,8 +109,14 @@ def rung_for(name: str, lever: Lever, ctx: Context, judge: Judge, base: EngineSe
     for start in dict.fromkeys((base, boosted)):
         if found is not None and found.estimate.max_model_len >= cap:
             break
-        got = _best_longest(judge, [u for v in lever(ctx, start, ctx.gpu) for u in utilization(ctx, v.settings, v.gpu)],
-                            cap)
+        variants = lever(ctx, start, ctx.gpu)
+        if found is not None:  # only what could beat it: a larger budget, and (V0) a batch above its length
+            beat = found.estimate.max_model_len
+            variants = [v for v in variants if (v.settings.max_num_batched_tokens or cap + 1) > beat
+                        or judge.chunked(v.settings, v.gpu)]
+        floor = start.gpu_memory_utilization if found is not None else 0.0  # a smaller budget never buys length
+        got = _best_longest(judge, [u for v in variants for u in utilization(ctx, v.settings, v.gpu)
+                                    if u.settings.gpu_memory_utilization > floor], cap)
         if got is not None and (found is None or got[2].max_model_len > found.estimate.max_model_len):
             return Rung(name, got[1], got[0].gpu, got[2], got[0].label, combined=start != base)
         if found is not None:
@@ -132,6 +138,8 @@ def strongest(lever: Lever, ctx: Context, judge: Judge, settings: EngineSettings
 
     best, best_score = settings, score(settings)
     for v in lever(ctx, settings, ctx.gpu):
+        if judge.batch_short(v.settings, ctx.gpu):  # a V0 batch below the length: a shorter context in disguise,
+            continue  # which would refuse every later lever at the running length
         sc = score(v.settings)
         if sc > best_score:
             best, best_score = v.settings, sc
