@@ -62,6 +62,8 @@ def test_the_refusal_renders_and_diagnoses_as_config_refused(cluster, cli, tmp_p
     args_line = next(line for line in lines if "non-default args" in line or "args: Namespace" in line)
     assert "16384" in args_line and "gpu_memory_utilization': 0.9" not in args_line, args_line
     assert "2048" not in args_line, args_line
+    if "--max-num-batched-tokens" in args:
+        assert "4096" in args_line, args_line
     log = tmp_path / f"{name}.log"
     log.write_text(text)
     got = cli("diagnose", "--log", str(log), "-o", "json")

@@ -64,9 +64,11 @@ class Refusal:
     # the frames below ``run_server`` that raise it, when this refusal has its own (``config_refusal``); else the
     # stage's (``timeline._refusal_frames``)
     frames: tuple[tuple[str, int, str, str], ...] = ()
-    # the pod's --max-model-len and --gpu-memory-utilization as typed (None: not set), for "non-default args"
+    # the pod's --max-model-len, --gpu-memory-utilization and --max-num-batched-tokens as typed (None: not set), for
+    # "non-default args"
     max_model_len: int | None = None
     gpu_memory_utilization: float | None = None
+    max_num_batched_tokens: int | None = None
 
 
 def node_gpu(node: Mapping[str, Any]) -> GpuSpec | None:
@@ -131,7 +133,8 @@ def plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, An
     judged = _plan(cmd, container, node, cluster_gpu_used_mib, group_size)
     if isinstance(judged, Refusal) and judged.stage != "argparse":  # vLLM printed its arguments first
         judged = replace(judged, max_model_len=_typed(cmd.flags.get("max-model-len"), int),
-                         gpu_memory_utilization=_typed(cmd.flags.get("gpu-memory-utilization"), float))
+                         gpu_memory_utilization=_typed(cmd.flags.get("gpu-memory-utilization"), float),
+                         max_num_batched_tokens=_typed(cmd.flags.get("max-num-batched-tokens"), int))
     return judged if version_from_image(cmd.image) else replace(judged, version_named=False)
 
 
