@@ -146,6 +146,14 @@ _CLASSES = (
         precise_hint="roll back to the last known-good revision, then write {flag} as a plain integer: this release "
                      "reads it as {type_name} and refused '{value}'",
         error_kind="err_argument"),
+    FailureClass(  # a config error, not memory: vLLM's config checks refuse it before loading anything
+        Failure.CONFIG_REFUSED, "vLLM's configuration check refused the settings before loading anything "
+                                "(ValueError/AssertionError at startup)",
+        step=1, hint="roll back to the last known-good revision, then fix the setting or environment variable the "
+                     "error names (V0 without chunked prefill: --max-num-batched-tokens at least --max-model-len)",
+        precise_hint="roll back to the last known-good revision, then set --max-num-batched-tokens ≥ "
+                     "{max_model_len} (it was {max_num_batched_tokens}; without chunked prefill vLLM refuses less), "
+                     "or --enable-chunked-prefill"),
     FailureClass(
         Failure.UNKNOWN, "the start failed with something this tool does not recognise",
         step=1, hint="roll back to the last known-good revision, then read the evidence below"),

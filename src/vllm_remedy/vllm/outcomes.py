@@ -31,6 +31,9 @@ class Failure(str, Enum):
     WORLD_SIZE_EXCEEDS_GPUS = "world_size_exceeds_gpus"
     DTYPE_UNSUPPORTED = "dtype_unsupported"
     ARGUMENT_REFUSED = "argument_refused"  # vLLM's argparse refused a flag's value: exit 2, nothing started
+    # vLLM's own configuration checks refused the settings (a ValueError/AssertionError while the engine config is
+    # built, or an environment variable it cannot read): nothing was loaded
+    CONFIG_REFUSED = "config_refused"
     UNKNOWN = "unknown"
 
     def __str__(self) -> str:
@@ -54,6 +57,9 @@ class Outcome(str, Enum):
     # vLLM's worker refuses a bfloat16 model dtype on a GPU below compute capability 8.0 before loading anything
     # (``vllm.dtype_support``): a config error, not a budget one.
     DTYPE_UNSUPPORTED = Failure.DTYPE_UNSUPPORTED.value
+    # V0 without chunked prefill refuses --max-num-batched-tokens below max-model-len while it builds the scheduler
+    # config (``SchedulerConfig._verify_args``, config.py@0.6.3 and @0.8.5): a config error, not a budget one.
+    CONFIG_REFUSED = Failure.CONFIG_REFUSED.value
 
     def __str__(self) -> str:
         return self.value
@@ -66,7 +72,7 @@ class Outcome(str, Enum):
 
 #: Starts vLLM refuses at config time, before the engine sizes anything (``vllm.model_len``, ``vllm.dtype_support``):
 #: the memory model still computes a KV cache for them, but no vLLM run ever reaches it, so no view shows one.
-REFUSED_BEFORE_SIZING = frozenset({Outcome.MAX_LEN_EXCEEDS_MODEL, Outcome.DTYPE_UNSUPPORTED})
+REFUSED_BEFORE_SIZING = frozenset({Outcome.MAX_LEN_EXCEEDS_MODEL, Outcome.DTYPE_UNSUPPORTED, Outcome.CONFIG_REFUSED})
 #: The figures only a sized engine has: null in JSON (the keys stay, for a stable shape), "not sized" in text.
 SIZING_KEYS = ("kv_cache_gib", "kv_cache_tokens", "gpu_blocks", "max_concurrency")
 NOT_SIZED = "not sized: vLLM refuses the start at config time, before the KV cache"

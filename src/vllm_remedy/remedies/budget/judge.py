@@ -89,10 +89,18 @@ class Judge:
             return None
         if self.spare(est) < margin:  # the KV cache less the margin must still hold the target
             return None
-        res = _resolve(self.model, gpu, settings)
-        if not res.chunked_prefill and res.mnbt < res.max_model_len:
+        if self.batch_short(settings, gpu):
             return None  # vLLM refuses max-num-batched-tokens < max-model-len without chunked prefill
         return est if self.addresses_failure(est, settings) else None
+
+    def chunked(self, settings: EngineSettings, gpu: GpuSpec) -> bool:
+        """Whether vLLM chunks prefills at these settings (else the batch bounds max-model-len)."""
+        return _resolve(self.model, gpu, settings).chunked_prefill
+
+    def batch_short(self, settings: EngineSettings, gpu: GpuSpec) -> bool:
+        """vLLM refuses max-num-batched-tokens below max-model-len without chunked prefill (V0's _verify_args)."""
+        res = _resolve(self.model, gpu, settings)
+        return not res.chunked_prefill and res.mnbt < res.max_model_len
 
     def addresses_failure(self, est: Estimate, settings: EngineSettings) -> bool:
         """A step must raise the quantity the observed failure ran short of (the registry's ``short_of``), by a

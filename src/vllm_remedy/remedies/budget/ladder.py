@@ -94,21 +94,34 @@ def rung_for(name: str, lever: Lever, ctx: Context, judge: Judge, base: EngineSe
         est = judge.accept(s, v.gpu)
         if est is not None:
             return Rung(name, s, v.gpu, est, v.label)
+    found: Rung | None = None
     got = _best_longest(judge, variants, cap)  # (b) with a shorter max-model-len
     if got is not None:
-        return Rung(name, got[1], got[0].gpu, got[2], got[0].label)
-    if boosted != base:  # (c) on top of the earlier flag levers
+        found = Rung(name, got[1], got[0].gpu, got[2], got[0].label)
+    elif boosted != base:  # (c) on top of the earlier flag levers
         got = _best_longest(judge, lever(ctx, boosted, ctx.gpu), cap)
         if got is not None:
-            return Rung(name, got[1], got[0].gpu, got[2], got[0].label, combined=True)
+            found = Rung(name, got[1], got[0].gpu, got[2], got[0].label, combined=True)
     if not ctx.profile or name not in PROFILE_LEVERS:  # (d) is for a smaller profile; elsewhere it only costs time
-        return None
-    for start in dict.fromkeys((base, boosted)):  # (d) with another utilization, nearest first
-        got = _best_longest(judge, [u for v in lever(ctx, start, ctx.gpu) for u in utilization(ctx, v.settings, v.gpu)],
-                            cap)
-        if got is not None:
+        return found
+    # (d) with another utilization, nearest first: also when (b)/(c) had to cut the context, since a smaller profile
+    # may fit a longer one only with a larger budget (V0, 32,768 tokens at 0.85: 11,776 alone, 16,384 at 0.9)
+    for start in dict.fromkeys((base, boosted)):
+        if found is not None and found.estimate.max_model_len >= cap:
+            break
+        variants = lever(ctx, start, ctx.gpu)
+        if found is not None:  # only what could beat it: a larger budget, and (V0) a batch above its length
+            beat = found.estimate.max_model_len
+            variants = [v for v in variants if (v.settings.max_num_batched_tokens or cap + 1) > beat
+                        or judge.chunked(v.settings, v.gpu)]
+        floor = start.gpu_memory_utilization if found is not None else 0.0  # a smaller budget never buys length
+        got = _best_longest(judge, [u for v in variants for u in utilization(ctx, v.settings, v.gpu)
+                                    if u.settings.gpu_memory_utilization > floor], cap)
+        if got is not None and (found is None or got[2].max_model_len > found.estimate.max_model_len):
             return Rung(name, got[1], got[0].gpu, got[2], got[0].label, combined=start != base)
-    return None
+        if found is not None:
+            break  # only the running flags' (d) is weighed against a rung already found
+    return found
 
 
 def strongest(lever: Lever, ctx: Context, judge: Judge, settings: EngineSettings) -> EngineSettings:
@@ -125,6 +138,8 @@ def strongest(lever: Lever, ctx: Context, judge: Judge, settings: EngineSettings
 
     best, best_score = settings, score(settings)
     for v in lever(ctx, settings, ctx.gpu):
+        if judge.batch_short(v.settings, ctx.gpu):  # a V0 batch below the length: a shorter context in disguise,
+            continue  # which would refuse every later lever at the running length
         sc = score(v.settings)
         if sc > best_score:
             best, best_score = v.settings, sc

@@ -88,12 +88,15 @@ def max_num_seqs(ctx: Context, s: EngineSettings, gpu: GpuSpec) -> list[Variant]
 
 
 def max_num_batched_tokens(ctx: Context, s: EngineSettings, gpu: GpuSpec) -> list[Variant]:
-    """Halve the prefill chunk (with chunked prefill) or the whole-prompt batch (without it: down to max-model-len,
-    since V0 refuses max_num_batched_tokens < max_model_len unless chunked prefill is on — vLLM 0.6.3 config.py,
-    ``SchedulerConfig._verify_args``; the profile still runs over the smaller batch)."""
+    """Halve the prefill chunk (with chunked prefill) or the whole-prompt batch (without it: down to the shortest
+    max-model-len the plan may try, since V0 refuses max_num_batched_tokens < max_model_len unless chunked prefill
+    is on — vLLM 0.6.3 config.py, ``SchedulerConfig._verify_args``; the profile still runs over the smaller batch).
+    Below the running max-model-len a value only fits with a length it covers: the judge refuses the rest and the
+    ladder's length search brings max-model-len down to it, so 16,384/16,384 is found where 32,768 tokens would have
+    left a 7,424-token context."""
     lim = ctx.limits
     res = resolve(ctx.model, gpu, s)
-    floor = lim.mnbt_min if res.chunked_prefill else max(lim.mnbt_min, res.max_model_len)
+    floor = lim.mnbt_min if res.chunked_prefill else max(lim.mnbt_min, min(res.max_model_len, lim.len_floor))
     top = min(res.mnbt - 1, lim.mnbt_max) if lim.mnbt_max is not None else res.mnbt - 1
     values = _halvings(top, floor)
     return [Variant(dataclasses.replace(s, max_num_batched_tokens=v), gpu) for v in values]

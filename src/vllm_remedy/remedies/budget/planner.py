@@ -6,6 +6,7 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from vllm_remedy.errors import UserError
 from vllm_remedy.policy import Policy, format_duration
 from vllm_remedy.remedies.budget import reasons
 from vllm_remedy.remedies.budget.judge import Judge
@@ -20,6 +21,7 @@ from vllm_remedy.vllm.catalog import PRODUCT_LABELS, GpuSpec, ModelSpec
 from vllm_remedy.vllm.failures import FAILURES
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate, resolve
 from vllm_remedy.vllm.memory.capture import capture_flag
+from vllm_remedy.vllm.memory.core import batch_refused
 from vllm_remedy.vllm.memory.pinned import UNPIN_NOTE, UNPINNED, lifted, pinned, pinned_notes
 from vllm_remedy.vllm.memory.settings import KV_MARGIN_PERCENTILE
 from vllm_remedy.vllm.outcomes import Failure, Outcome
@@ -150,6 +152,11 @@ def _base(req: BudgetRequest, lim: Limits, notes: list[str]) -> tuple[EngineSett
         problems.append(f"dtype {dtype_support.resolved(req.model.dtype, s.dtype, req.gpu.capability, s.version)} is "
                         f"refused on {req.gpu.product} (compute capability below 8.0): --dtype float16")
         changes["dtype"] = "float16"  # the same 2 bytes per weight and KV element: no budget moves
+    at_cap = resolve(req.model, req.gpu, dataclasses.replace(s, **changes))  # type: ignore[arg-type]
+    if batch_refused(at_cap):  # V0 without chunked prefill refuses it at config time (config_refused)
+        # the smallest fix: the batch raised to the length, not the context cut to the batch (the ladder's
+        # max-num-batched-tokens lever still halves it, with the length following, if the profile then runs short)
+        changes["max_num_batched_tokens"] = at_cap.max_model_len
     if req.policy is not None and s.kv_cache_dtype.startswith("fp8") and not lim.fp8_allowed:
         problems.append(f"kv-cache-dtype {s.kv_cache_dtype} is not allowed by the policy")
         changes["kv_cache_dtype"] = "auto"
@@ -223,8 +230,13 @@ def _step(rank: int, rung: Rung, req: BudgetRequest, lim: Limits, cap: int, judg
     rung = dataclasses.replace(rung, estimate=judge.shown(rung.estimate))  # the KV cache the log vouches for
     flags = _flags(req.settings, rung.settings)
     bounded = [f for f in flags if f not in ("max-model-len", "dtype")]  # what ``_base`` clamped to the policy
+    # the base raised the batch V0 refuses (config_refused): a fix of its own, not a policy bound
+    raised = "max-num-batched-tokens" in flags and _batch_refused(req) and (
+        (rung.settings.max_num_batched_tokens or 0) > (req.settings.max_num_batched_tokens or 0))
     if rung.lever == "max-model-len" and len(bounded) == 1 and "max-model-len" not in flags:
         rung = dataclasses.replace(rung, lever=bounded[0], bounded=True)  # named by the flag that changes
+    if raised:
+        bounded.remove("max-num-batched-tokens")
     template = TemplateChange(gpu_resource=lim.gpu_resource)
     if rung.gpu.product != req.gpu.product:
         drop = tuple(k for k in req.node_selector if k in PRODUCT_LABELS and k != lim.selector_key)
@@ -237,7 +249,7 @@ def _step(rank: int, rung: Rung, req: BudgetRequest, lim: Limits, cap: int, judg
     if rung.estimate.max_model_len < cap:  # was the full length refused by the estimate margin alone?
         spare = judge.margin_only(dataclasses.replace(rung.settings, max_model_len=cap), rung.gpu)
         short = margin_shortfall(spare, lim.kv_margin) if spare is not None else None
-    reason = reasons.explain(rung, req.settings, req.gpu, lim, cap, short)
+    reason = reasons.explain(rung, req.settings, req.gpu, lim, cap, short, raised)
     if rung.lever == "max-model-len" and bounded:
         within = ", ".join(f"--{f} {flags[f]}" for f in bounded)
         reason = f"{reason.removesuffix('nothing else changes')}{within} within the policy's bounds".replace(
@@ -254,6 +266,14 @@ def _step(rank: int, rung: Rung, req: BudgetRequest, lim: Limits, cap: int, judg
     return Step(rank=rank, lever=rung.lever, reason=reason, prediction=rung.estimate, set=flags, template=template,
                 unset=unset, temporary=temporary,
                 revert_after=lim.eager_max if temporary else None, gpu=rung.gpu.product)
+
+
+def _batch_refused(req: BudgetRequest) -> bool:
+    """Whether V0 refuses the running --max-num-batched-tokens below max-model-len (``_base`` raises it)."""
+    try:
+        return batch_refused(resolve(req.model, req.gpu, req.settings))
+    except UserError:
+        return False
 
 
 def _lever_notes(req: BudgetRequest, lim: Limits, rungs: list[Rung], graphs: bool) -> list[str]:

@@ -25,13 +25,16 @@ def _target(rung: Rung, lim: Limits) -> str:
     return f"max concurrency {rung.estimate.max_concurrency:.2f}x ≥ {lim.required:.2f}x needed"
 
 
-def explain(rung: Rung, cur: EngineSettings, gpu: GpuSpec, lim: Limits, cap: int, short: str | None = None) -> str:
+def explain(rung: Rung, cur: EngineSettings, gpu: GpuSpec, lim: Limits, cap: int, short: str | None = None,
+            raised: bool = False) -> str:
     """Why this rung: what moves, what it buys (max-model-len kept or the longest that fits) and the predicted
     concurrency against the target — shown with each step and recorded as the write's reason. ``short``: why the
-    cap itself was refused when the estimate margin alone refused it ("fits by 6 %, below the 16 % ...")."""
+    cap itself was refused when the estimate margin alone refused it ("fits by 6 %, below the 16 % ...").
+    ``raised``: the planner's base raised --max-num-batched-tokens because V0 refuses the running one (config_refused),
+    which the reason says instead of calling it a smaller batch or the policy's bound."""
     s, est = rung.settings, rung.estimate
     extra = ""
-    if rung.bounded:  # the first rung: the planner's base brought this flag inside the policy's bounds
+    if rung.bounded and not raised:  # the first rung: the planner's base brought this flag inside the policy's bounds
         extra = f" (the policy's bound on --{rung.lever})"
     elif rung.combined:
         extra = " (together with the flag changes above it: no smaller combination fits)"
@@ -46,6 +49,9 @@ def explain(rung: Rung, cur: EngineSettings, gpu: GpuSpec, lim: Limits, cap: int
                  "budget that fits with it)")
     # The planner's base sets float16 where vLLM refuses the running bfloat16 on this card (planner._base).
     dtype = f"; dtype {s.dtype}: vLLM refuses bfloat16 on this card" if s.dtype != cur.dtype else ""
+    if raised:  # the base raised the batch V0 refused (planner._base): say so on every rung that carries it
+        dtype += (f"; max-num-batched-tokens {cur.max_num_batched_tokens}→{s.max_num_batched_tokens}: V0 without "
+                  "chunked prefill refuses a batch below max-model-len at config time (config_refused)")
     if rung.lever == "max-model-len":
         if cur.max_model_len == -1 and est.max_model_len >= cap:
             head = f"set max-model-len explicitly to {cap:,} (auto moves with the memory left)"
@@ -69,6 +75,8 @@ def explain(rung: Rung, cur: EngineSettings, gpu: GpuSpec, lim: Limits, cap: int
     elif rung.lever == "max-num-seqs":
         head = f"max-num-seqs →{s.max_num_seqs}: a smaller warm-up batch frees memory for KV (activation " \
                f"{est.activation_gib:.2f} GiB)"
+    elif rung.lever == "max-num-batched-tokens" and raised and rung.bounded:  # only the base's raise
+        return f"{dtype[2:]}; {_length(rung, cap, short, cur)}; {_target(rung, lim)}"
     elif rung.lever == "max-num-batched-tokens":
         head = f"max-num-batched-tokens →{s.max_num_batched_tokens}: smaller prefill batches, smaller activation " \
                f"peak ({est.activation_gib:.2f} GiB)"

@@ -14,13 +14,15 @@ from typing import Any
 from vllm_remedy import hub
 from vllm_remedy.errors import UserError
 from vllm_remedy.sim.vllm_pod import adapters, argv, engine_select, keys
-from vllm_remedy.vllm import catalog, resolved
+from vllm_remedy.vllm import catalog, engine_env, resolved, runner_env, sampler_env
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import ServerCommand, canonical_key
 from vllm_remedy.vllm.cmdline.flags import Kind
 from vllm_remedy.vllm.cmdline.parse import Option
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, Resolved, estimate, resolve
+from vllm_remedy.vllm.outcomes import Outcome
 from vllm_remedy.vllm.parallel import group_flags, world_size
+from vllm_remedy.vllm.startup_log import config_refusal
 from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version, version_from_image
 
 # nvidia-smi MiB → the total torch sees: the catalog's cards sit 0.55-0.6 GiB below nvidia-smi
@@ -59,6 +61,14 @@ class Refusal:
     # engine core's worker building its model runner)
     stage: str
     version_named: bool = True  # as Launch.version_named
+    # the frames below ``run_server`` that raise it, when this refusal has its own (``config_refusal``); else the
+    # stage's (``timeline._refusal_frames``)
+    frames: tuple[tuple[str, int, str, str], ...] = ()
+    # the pod's --max-model-len, --gpu-memory-utilization and --max-num-batched-tokens as typed (None: not set), for
+    # "non-default args"
+    max_model_len: int | None = None
+    gpu_memory_utilization: float | None = None
+    max_num_batched_tokens: int | None = None
 
 
 def node_gpu(node: Mapping[str, Any]) -> GpuSpec | None:
@@ -121,7 +131,19 @@ def plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, An
     ``group_size`` > 1: the leader of a multi-node group (LeaderWorkerSet); its Ray cluster offers the GPUs of
     every pod of the group, and each GPU holds 1/(TP×PP) of the model (:mod:`vllm_remedy.vllm.parallel`)."""
     judged = _plan(cmd, container, node, cluster_gpu_used_mib, group_size)
+    if isinstance(judged, Refusal) and judged.stage != "argparse":  # vLLM printed its arguments first
+        judged = replace(judged, max_model_len=_typed(cmd.flags.get("max-model-len"), int),
+                         gpu_memory_utilization=_typed(cmd.flags.get("gpu-memory-utilization"), float),
+                         max_num_batched_tokens=_typed(cmd.flags.get("max-num-batched-tokens"), int))
     return judged if version_from_image(cmd.image) else replace(judged, version_named=False)
+
+
+def _typed(value: str | None, kind: type[int] | type[float]) -> Any:
+    """A flag's value as vLLM's arguments line prints it, or None when unset or not a plain number."""
+    try:
+        return kind(value) if value is not None else None
+    except ValueError:
+        return None
 
 
 def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, Any],
@@ -178,7 +200,7 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
     if gpu is None or gpu_limit(container) < 1:
         return Refusal(version, model_id, "RuntimeError: No CUDA GPUs are available", "device")
     if (engine_refused := engine_select.refusal(version, gpu.capability, inputs)) is not None:
-        return Refusal(version, model_id, engine_refused, "config")
+        return Refusal(version, model_id, engine_refused, "config", frames=_env_frames(version, engine_refused, inputs))
     available = gpu_limit(container) * max(1, group_size)
     if available < world:
         where = "in this node" if group_size <= 1 else f"in the Ray cluster of {group_size} pods"
@@ -194,9 +216,24 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
         result = estimate(spec, gpu, settings)
     except UserError as err:
         return Refusal(version, model_id, f"ValueError: {err}", "config")
+    if result.outcome is Outcome.CONFIG_REFUSED:  # the scheduler config refuses the batch (V0, no chunked prefill)
+        v = parse_version(version) or NEWEST_RELEASE
+        return Refusal(version, model_id, config_refusal.batch_error(v, resolved.mnbt, resolved.max_model_len),
+                       "config", frames=tuple(config_refusal.batch_frames(v)))
     served = str(flags.get("served-model-name") or model_id).split()[0]
     return Launch(version, model_id, served, spec, gpu, settings, resolved, result, revision=flags.get("revision"),
                   utilization_set=any(canonical_key(k) == "gpu-memory-utilization" for k in cmd.flags))
+
+
+def _env_frames(version: str, error: str, inputs: Mapping[str, str]) -> tuple[tuple[str, int, str, str], ...]:
+    """The frames of an environment variable's refusal (``config_refusal.env_frames``), for the variable
+    ``engine_select.refusal`` judged first (the sampler's and the runner's, then VLLM_USE_V1)."""
+    variable = engine_env.USE_V1
+    for name, key in ((sampler_env.ENV, sampler_env.INPUT), (runner_env.ENV, runner_env.INPUT)):
+        if key in inputs and repr(inputs[key]) in error:
+            variable = name
+            break
+    return tuple(config_refusal.env_frames(parse_version(version) or NEWEST_RELEASE, variable, error))
 
 
 def _minus_one_without_auto_fit(flags: Mapping[str, str], version: str) -> bool:

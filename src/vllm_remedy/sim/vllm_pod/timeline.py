@@ -248,15 +248,21 @@ def plan_refusal(refusal: Refusal, started: datetime) -> Plan:
     (stage ``argparse``) is only its usage and error lines on stderr, exit 2, before vLLM logs anything."""
     if refusal.stage == "argparse":
         return Plan((), None, Exit(1.0, 2, "Error", tuple(refusal.error.splitlines())), "")
+    # the pod's own arguments in "non-default args" (not a stand-in length and utilization)
+    typed_len, util = refusal.max_model_len, refusal.gpu_memory_utilization
     text = flag_extrapolated(refusal.version, named=refusal.version_named, text=render_startup_log(
-        refusal.version, model=refusal.model_id, weights_gib=0.0, kv_cache_gib=None, max_model_len=2048,
-        total_gpu_gib=0.0, failure=Failure.HOST_OOM_KILLED, started=started))
+        refusal.version, model=refusal.model_id, weights_gib=0.0, kv_cache_gib=None, max_model_len=typed_len or 2048,
+        max_model_len_arg=0 if typed_len else None, gpu_memory_utilization=util if util is not None else 0.9,
+        utilization_set=util is not None, total_gpu_gib=0.0, failure=Failure.HOST_OOM_KILLED, started=started,
+        typed={"max_num_batched_tokens": refusal.max_num_batched_tokens} if refusal.max_num_batched_tokens else None))
     lines = text.splitlines()
     cut = next((i for i, line in enumerate(lines) if "Initializing" in line), len(lines))
     keep = lines[:cut] if refusal.stage == "config" else lines[:cut + 1]
     prefix = _prefix(keep[-1]) if keep else ""
     end = 3.0 if refusal.stage == "config" else BOOT_SECONDS
     frames = _refusal_frames(refusal.stage)
+    if refusal.frames:  # its own frames below run_server (``config_refusal``), not the stage's last one
+        frames = [*_refusal_frames("config")[:4], *refusal.frames]
     tail = [f"{prefix}Traceback (most recent call last):"]
     for path, line, function, code in frames:
         tail += [f'{prefix}  File "{path}", line {line}, in {function}', f"{prefix}    {code}"]

@@ -121,6 +121,8 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
         outcome = Outcome.MAX_LEN_EXCEEDS_MODEL  # vLLM's model config refuses it before touching the GPU
     elif (env_why := env_problem(model, settings, gpu)) is not None:
         raise CannotPredict(env_why)  # VLLM_USE_V1 / _FLASHINFER_SAMPLER refuse the start, or are unmodelled, unread
+    elif batch_refused(res):
+        outcome = Outcome.CONFIG_REFUSED  # the scheduler config refuses the batch below the length before anything
     elif dtype_support.refused(model.dtype, settings.dtype, gpu.capability, settings.version):
         outcome = Outcome.DTYPE_UNSUPPORTED  # the worker refuses bfloat16 below capability 8.0 before loading
     # Graphs are captured after the KV cache is allocated; outside the budget they need the card's spare room.
@@ -144,7 +146,7 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
         # the profiling forward ran (or tried to) before the KV check: the card held the weights, its activations and
         # the non-torch memory at once; above the total for profile_oom, where the start died
         peak = other + context + weights + activation + non_torch
-    if outcome is Outcome.MAX_LEN_EXCEEDS_MODEL:
+    if outcome in (Outcome.MAX_LEN_EXCEEDS_MODEL, Outcome.CONFIG_REFUSED):
         peak = other  # refused at config time: only the other processes hold memory
     elif outcome is Outcome.DTYPE_UNSUPPORTED:
         peak = other + context  # refused as the worker sets its device up: a CUDA context, nothing loaded
@@ -176,6 +178,14 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
         graph_capture_oom=capture_oom,
         kv_allocation_oom=kv_oom,
     )
+
+
+def batch_refused(res: Resolved) -> bool:
+    """V0 without chunked prefill refuses max_num_batched_tokens below max_model_len while it builds the scheduler
+    config (``SchedulerConfig._verify_args``, config.py@0.5.5, @0.6.3, @0.8.5; V0 turns chunked prefill on by default
+    only above 32,768 tokens, ``_set_default_args_v0``/``create_engine_config``, engine/arg_utils.py@0.6.3 and
+    @0.8.5, which ``resolve`` applies). V1 chunks prefills by default; with it turned off it is left unpredicted."""
+    return res.rules.engine == "V0" and not res.chunked_prefill and res.mnbt < res.max_model_len
 
 
 def graphs_in_budget(res: Resolved) -> bool:

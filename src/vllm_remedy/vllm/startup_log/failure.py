@@ -57,6 +57,8 @@ def failure_from_events(events: list[Event], up_index: int | None, weights_index
     for event in events:
         if event.kind in ERROR_KINDS:
             return ERROR_KINDS[event.kind], _detail(event), event.index
+        if event.kind == "config_refused":  # matched by ``config_errors``, not one log_formats message
+            return Failure.CONFIG_REFUSED, dict(event.values), event.index
     ooms = [e for e in events if e.kind in ("cuda_oom", "err_load_oom")]
     if ooms:
         return _oom(events, ooms, up_index, weights_index)

@@ -16,6 +16,7 @@ from vllm_remedy.vllm.log_formats import (
     parse_version,
     to_number,
 )
+from vllm_remedy.vllm.startup_log import config_errors
 from vllm_remedy.vllm.startup_log.failure import Event, failure_from_events
 from vllm_remedy.vllm.startup_log.lines import Line, split_lines
 from vllm_remedy.vllm.startup_log.report import StartupReport
@@ -75,6 +76,7 @@ class _Matches:
     engines: set[str] = field(default_factory=set)
     events: list[Event] = field(default_factory=list)
     first_weights: int | None = None
+    env_read: str | None = None  # the last VLLM_* variable a traceback line read (``config_errors``)
 
     def add(self, name: str, line: Line, value: float | int | str) -> None:
         """Keep every figure a line yields, with its line and rank, so ``pick`` can choose across TP ranks."""
@@ -196,6 +198,12 @@ def _scan_other(line: Line, found: _Matches) -> None:
     if any(marker in line.text for marker in _CRASH):
         found.events.append(Event("crash", line.index, line.rank, {"error": line.message}, evidence=True))
         return
+    if (refused := config_errors.refusal(line.message, found.env_read)) is not None:
+        found.events.append(Event("config_refused", line.index, line.rank, refused))
+        return
+    if "Traceback (most recent call last)" in line.text:
+        found.env_read = None  # a new traceback: only its own source lines name the variable
+    found.env_read = config_errors.env_read(line.text) or found.env_read
     exc = _EXCEPTION.match(line.message) or _EXCEPTION.match(line.text)
     if exc and "Traceback" not in line.text:
         found.events.append(Event("exception", line.index, line.rank, {"error": line.message}, evidence=False))

@@ -86,7 +86,8 @@ def render_startup_log(version: str, *, model: str, tp_size: int = 1, weights_gi
     late.add_figures(figures, free_at_start_gib=free_at_start_gib)
     figures["kv_hint"] = late.kv_hint(gpu_memory_utilization)
     after_warmup = eng == "v1" and late.extensible(version) and not pins
-    at_config = failure is Failure.MAX_LEN_EXCEEDS_MODEL  # before the engine (and its config line) exists
+    # before the engine (and its config line) exists
+    at_config = failure in (Failure.MAX_LEN_EXCEEDS_MODEL, Failure.CONFIG_REFUSED)
     # --max-model-len auto: the engine's config line shows the model's own length; auto-fit reduces it later
     # (config/model.py@0.30.0 takes the derived length for -1), in releases whose table has the auto-fit line.
     fits_later = max_model_len_arg == -1 and derived_max_model_len and templates_for("auto_fit", ver, eng)
@@ -95,6 +96,9 @@ def render_startup_log(version: str, *, model: str, tp_size: int = 1, weights_gi
               max_num_seqs=max_num_seqs, revision=revision, utilization_set=utilization_set,
               typed_len=max_model_len if max_model_len_arg == 0 else max_model_len_arg, engine_line=not at_config,
               long_len=long_len, typed=typed or {})
+    if failure is Failure.CONFIG_REFUSED:  # the scheduler config's batched-tokens check (V0, no chunked prefill)
+        config_refusal.write_batch_refusal(w, max_model_len, detail)
+        return _text(w)
     if at_config:
         config_refusal.write_refusal(w, model, max_model_len, detail)
         return _text(w)

@@ -1,0 +1,42 @@
+"""vLLM's configuration checks refusing a start (``Failure.CONFIG_REFUSED``), as its log shows them.
+
+Three refusals, each read in the wheels: V0 without chunked prefill refusing --max-num-batched-tokens below
+max-model-len (``SchedulerConfig._verify_args``: a ValueError in config.py@0.6.3-@0.8.5, pydantic's ValidationError
+around the same words once SchedulerConfig became a pydantic dataclass, config.py@0.9.2, config/scheduler.py@0.10.2);
+``VLLM_USE_V1`` text that ``int()`` refuses (``bool(int(os.getenv("VLLM_USE_V1", "1")))``, envs.py@0.9.2); and
+``VLLM_USE_V1=0`` on a release without V0 (``assert envs.VLLM_USE_V1``, entrypoints/openai/api_server.py@0.11.0).
+The environment refusals are a bare ValueError/AssertionError: only the traceback's source lines name the variable,
+so they count as this class only when a ``VLLM_*`` variable is read in the lines above them.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+_BATCH = re.compile(r"max_num_batched_tokens \((?P<max_num_batched_tokens>\d+)\) is smaller than max_model_len "
+                    r"\((?P<max_model_len>\d+)\)")
+_ENV_READ = re.compile(r"""(?:getenv\(\s*["']|envs\.)(?P<variable>VLLM_\w+)""")
+_INT_REFUSED = re.compile(r"^(?:[\w.]+\.)?ValueError: invalid literal for int\(\) with base 10: (?P<value>'.*')\s*$")
+_ASSERTION = re.compile(r"^(?:[\w.]+\.)?AssertionError\s*$")
+
+
+def env_read(text: str) -> str | None:
+    """The ``VLLM_*`` variable a traceback source line reads, if any."""
+    m = _ENV_READ.search(text)
+    return m.group("variable") if m else None
+
+
+def refusal(message: str, variable: str | None) -> dict[str, Any] | None:
+    """The detail of a configuration refusal on this line (``variable``: the last ``VLLM_*`` variable the traceback
+    read above it), or None."""
+    if (m := _BATCH.search(message)) is not None:
+        return {"setting": "max-num-batched-tokens", "max_num_batched_tokens": int(m["max_num_batched_tokens"]),
+                "max_model_len": int(m["max_model_len"]), "error": message.strip()}
+    if variable is None:
+        return None
+    if (m := _INT_REFUSED.match(message.strip())) is not None:
+        return {"variable": variable, "value": m["value"].strip("'"), "error": message.strip()}
+    if _ASSERTION.match(message.strip()):
+        return {"variable": variable, "error": message.strip()}
+    return None
