@@ -85,8 +85,10 @@ def test_the_refusal_ends_the_container_at_config_time_before_any_gpu_memory():
 
 # --- the arguments and config lines (task: flags the renderer left out) --------------------------------------------
 
+# batched tokens at least max-model-len: V0 (0.7.3; 0.8.5 with an fp8 KV cache off Hopper, the V1 oracle's fallback)
+# refuses fewer without chunked prefill (SchedulerConfig._verify_args, config.py@0.7.3)
 FLAGS = [QWEN7, "--max-model-len", "8192", "--dtype", "half", "--kv-cache-dtype", "fp8",
-         "--max-num-batched-tokens", "4096", "--revision", "a09a35458c702b33eeacc393d103063234e8bc28"]
+         "--max-num-batched-tokens", "16384", "--revision", "a09a35458c702b33eeacc393d103063234e8bc28"]
 
 
 def _lines(image: str, args: list[str]) -> tuple[str, str]:
@@ -102,13 +104,13 @@ def test_non_default_args_list_dtype_kv_cache_dtype_and_batched_tokens_in_the_pa
     assert args_line.endswith(
         f"non-default args: {{'model_tag': '{QWEN7}', 'model': '{QWEN7}', 'dtype': 'half', "
         "'revision': 'a09a35458c702b33eeacc393d103063234e8bc28', 'max_model_len': 8192, 'kv_cache_dtype': 'fp8', "
-        "'max_num_batched_tokens': 4096}")
+        "'max_num_batched_tokens': 16384}")
 
 
 def test_the_older_namespace_carries_them_too():
     args_line, _ = _lines("vllm/vllm-openai:v0.8.5", FLAGS)
     for part in ("revision='a09a35458c702b33eeacc393d103063234e8bc28', dtype='half', max_model_len=8192",
-                 "kv_cache_dtype='fp8'", "max_num_batched_tokens=4096"):
+                 "kv_cache_dtype='fp8'", "max_num_batched_tokens=16384"):
         assert part in args_line, args_line
 
 

@@ -52,6 +52,8 @@ def test_vllm_use_v1_1_with_fp8_on_an_l40s_does_not_start(cluster):
     assert cluster.wait_for(lambda: "CrashLoopBackOff" in str(_status(cluster, "forced").get("state")), 8)
     text = cluster.read_log("llm", "forced", previous=True)
     assert "Initializing a V1 LLM engine" not in text and "KV cache" not in text, text[-800:]
+    # vLLM's own line (engine/arg_utils.py@0.8.5 _raise_or_fallback), not the tools' "cannot predict"
+    assert "NotImplementedError: VLLM_USE_V1=1 is not supported with --kv-cache-dtype." in text, text[-800:]
 
 
 def test_the_refusal_line_is_vllms():

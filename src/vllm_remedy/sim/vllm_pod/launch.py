@@ -14,7 +14,7 @@ from typing import Any
 from vllm_remedy import hub
 from vllm_remedy.errors import UserError
 from vllm_remedy.sim.vllm_pod import adapters, argv, engine_select, keys
-from vllm_remedy.vllm import catalog, engine_env, resolved, runner_env, sampler_env
+from vllm_remedy.vllm import catalog, dtype_support, engine_env, resolved, runner_env, sampler_env
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import ServerCommand, canonical_key
 from vllm_remedy.vllm.cmdline.flags import Kind
@@ -199,7 +199,10 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
     gpu = node_gpu(node)
     if gpu is None or gpu_limit(container) < 1:
         return Refusal(version, model_id, "RuntimeError: No CUDA GPUs are available", "device")
-    if (engine_refused := engine_select.refusal(version, gpu.capability, inputs)) is not None:
+    # the V1 oracle's refusals under VLLM_USE_V1=1 hang on the KV dtype, the model's dtype and MLA too (v1_oracle)
+    run_dtype = dtype_support.resolved(spec.dtype, settings.dtype, gpu.capability, settings.version)
+    if (engine_refused := engine_select.refusal(version, gpu.capability, inputs, settings.kv_cache_dtype,
+                                                run_dtype, spec.is_mla)) is not None:
         return Refusal(version, model_id, engine_refused, "config", frames=_env_frames(version, engine_refused, inputs))
     available = gpu_limit(container) * max(1, group_size)
     if available < world:
