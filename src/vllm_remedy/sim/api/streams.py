@@ -25,6 +25,12 @@ from vllm_remedy.sim.store import ApiError
 Obj = dict[str, Any]
 Message = tuple[int, bytes]  # (channel, data); channel -1 = idle tick (the server checks the client)
 POLL = 0.2
+# A real exec's first output comes after the container runtime has started the process (runc exec: tens of ms).
+# client-go's WebSocket executor starts reading before it has created its stdout/stderr streams
+# (remotecommand/websocket.go StreamWithContext: readDemuxLoop runs beside streamer.stream), so output that
+# arrives sooner is discarded ("Unknown stream id 1") and the session fails with "closed all streams"; a runtime
+# that answered in microseconds would make kubectl exec flaky under load, which real clusters are not.
+EXEC_START_S = 0.15
 
 
 def _status(pod: Obj, container: str) -> Obj:
@@ -104,6 +110,7 @@ def exec_(cluster: ClusterLike, route: Route, req: Request, command: list[str], 
     def messages() -> Iterator[Message]:
         # surrogateescape: binary stdin (kubectl cp's tar stream) reaches the command byte for byte
         stdin = inbox.read_to_end(stop).decode("utf-8", "surrogateescape") if wants_stdin else ""
+        stop.wait(EXEC_START_S)  # the runtime starting the process
         code, out, err = run(namespace, name, container, command, stdin)  # only once the stream is open
         if tty:  # a terminal has one output stream
             out, err = out + err, ""
