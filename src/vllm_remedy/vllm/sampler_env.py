@@ -22,22 +22,12 @@ fallbacks (16 or fewer SMs, a FlashInfer JIT that cannot build), which no input 
 
 from __future__ import annotations
 
-from vllm_remedy.vllm.versions import (
-    FLASHINFER_MIN_CAPABILITY_80_SINCE,
-    FLASHINFER_SAMPLER_DEFAULT_AGAIN_SINCE,
-    VersionRules,
-)
+from vllm_remedy.vllm.versions import FLASHINFER_SAMPLER_DEFAULT_AGAIN_SINCE, VersionRules, flashinfer_supports
 
 ENV = "VLLM_USE_FLASHINFER_SAMPLER"
 INPUT = "flashinfer-sampler-env"  # the variable's text in vLLM's process (absent: unset)
 UNREADABLE = "flashinfer-sampler-env-unreadable"  # why the pod's value cannot be read
 CAPABILITY_CHECKED_SINCE = (0, 12, 0)  # 1 on a card FlashInfer does not support raises (topk_topp_sampler.py@0.12.0)
-
-
-def _supported(r: VersionRules, capability: tuple[int, int]) -> bool:
-    """FlashInferBackend.supports_compute_capability: 7.5-12.1, 8.0-12.1 from 0.24 (``versions``)."""
-    lowest = (8, 0) if r.version >= FLASHINFER_MIN_CAPABILITY_80_SINCE else (7, 5)
-    return lowest <= capability <= (12, 1)
 
 
 def _decide(r: VersionRules, capability: tuple[int, int] | None, installed: bool | None,
@@ -51,7 +41,7 @@ def _decide(r: VersionRules, capability: tuple[int, int] | None, installed: bool
     if number == 0:
         return False, None
     v = r.version
-    if v >= CAPABILITY_CHECKED_SINCE and capability is not None and not _supported(r, capability):
+    if v >= CAPABILITY_CHECKED_SINCE and capability is not None and not flashinfer_supports(r, capability):
         return False, (f"cannot predict {ENV}={value}: {at} refuses it on a card of compute capability "
                        f"{capability[0]}.{capability[1]}, which FlashInfer does not support (RuntimeError, "
                        "v1/sample/ops/topk_topp_sampler.py); unset it")

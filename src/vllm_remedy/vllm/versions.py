@@ -360,11 +360,16 @@ def rules_on_device(version: str | None, capability: tuple[int, int] | None, kv_
     if r.engine == "V1" and v1_oracle.fallback(r.version, capability, kv_cache_dtype, dtype, mla) is not None:
         return as_v0(r)
     again = r.version >= FLASHINFER_SAMPLER_DEFAULT_AGAIN_SINCE
-    if capability is not None and r.flashinfer_sampler_by_default and again:
-        lowest = (8, 0) if r.version >= FLASHINFER_MIN_CAPABILITY_80_SINCE else (7, 5)
-        if not lowest <= capability <= (12, 1):
-            return replace(r, flashinfer_sampler_by_default=False)
+    if capability is not None and r.flashinfer_sampler_by_default and again and not flashinfer_supports(r, capability):
+        return replace(r, flashinfer_sampler_by_default=False)
     return r
+
+
+def flashinfer_supports(r: VersionRules, capability: tuple[int, int]) -> bool:
+    """``FlashInferBackend.supports_compute_capability``: 7.5-12.1, 8.0-12.1 from 0.24
+    (``FLASHINFER_MIN_CAPABILITY_80_SINCE``)."""
+    lowest = (8, 0) if r.version >= FLASHINFER_MIN_CAPABILITY_80_SINCE else (7, 5)
+    return lowest <= capability <= (12, 1)
 
 
 def as_v0(r: VersionRules) -> VersionRules:
