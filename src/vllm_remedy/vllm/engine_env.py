@@ -49,14 +49,19 @@ V0_REMOVED_SINCE = (0, 11, 0)  # 0.11.0 has no V0 engine and refuses VLLM_USE_V1
 IGNORED_SINCE = (0, 11, 1)  # no longer read (envs.py@0.11.1 has no VLLM_USE_V1)
 
 
+#: The engine-selecting variables: (name, the memory-model input holding its text, the one saying why it cannot be
+#: read, the ``EngineSettings`` field both land in; ``<field>_unreadable`` for the second).
+VARIABLES = ((USE_V1, INPUT, UNREADABLE, "vllm_use_v1"),
+             (sampler_env.ENV, sampler_env.INPUT, sampler_env.UNREADABLE, "flashinfer_sampler_env"),
+             (runner_env.ENV, runner_env.INPUT, runner_env.UNREADABLE, "runner_v2_env"))
+
+
 def env_inputs(container: Mapping[str, Any], maps: ConfigMaps | None = None) -> dict[str, str]:
     """The memory-model inputs the engine-selecting variables of vLLM's process give, VLLM_ALLOW_LONG_MAX_MODEL_LEN's
     (``model_len.env_inputs``) included: the text of VLLM_USE_V1, VLLM_USE_FLASHINFER_SAMPLER (``sampler_env``) and
     VLLM_USE_V2_MODEL_RUNNER (``runner_env``) when set, or why it cannot be read."""
     out = model_len.env_inputs(container, maps)
-    for name, given, unreadable in ((USE_V1, INPUT, UNREADABLE),
-                                    (sampler_env.ENV, sampler_env.INPUT, sampler_env.UNREADABLE),
-                                    (runner_env.ENV, runner_env.INPUT, runner_env.UNREADABLE)):
+    for name, given, unreadable, _ in VARIABLES:
         got = pod_env.read(container, name, maps)
         if got.unknown is not None:
             out[unreadable] = got.unknown

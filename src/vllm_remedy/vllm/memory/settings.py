@@ -43,8 +43,7 @@ AUTO_MAX_MODEL_LEN_SINCE = (0, 14, 0)
 #: read: ``vllm.engine_env``, ``vllm.sampler_env``, ``vllm.runner_env``).
 #: ``EngineSettings.from_flags`` takes them apart from the flags.
 MODEL_INPUTS = frozenset({"other-process-gib", "flashinfer", "compile-cache-warm", "p2p", "allow-long-max-model-len",
-                          "image-max-pixels", engine_env.INPUT, engine_env.UNREADABLE, sampler_env.INPUT,
-                          sampler_env.UNREADABLE, runner_env.INPUT, runner_env.UNREADABLE})
+                          "image-max-pixels", *(key for _, *keys, _ in engine_env.VARIABLES for key in keys)})
 _UNKNOWN = frozenset({"unknown", "auto", "none"})
 
 # The planner's KV safety margin: treat a predicted KV cache as (1 - margin) x predicted. It is derived, not chosen:
@@ -233,18 +232,11 @@ class EngineSettings:
             kwargs["p2p"] = read_bool(given, "p2p")
         if "allow-long-max-model-len" in given:
             kwargs["allow_long_max_model_len"] = read_bool(given, "allow-long-max-model-len")
-        if engine_env.INPUT in given:  # the env's text as vLLM reads it ("0", " 1", "true"): engine_env judges it
-            kwargs["vllm_use_v1"] = str(given[engine_env.INPUT])
-        if given.get(engine_env.UNREADABLE) and engine_env.INPUT not in given:  # a typed value wins over the pod's
-            kwargs["vllm_use_v1_unreadable"] = str(given[engine_env.UNREADABLE])
-        if sampler_env.INPUT in given:
-            kwargs["flashinfer_sampler_env"] = str(given[sampler_env.INPUT])
-        if given.get(sampler_env.UNREADABLE) and sampler_env.INPUT not in given:
-            kwargs["flashinfer_sampler_env_unreadable"] = str(given[sampler_env.UNREADABLE])
-        if runner_env.INPUT in given:
-            kwargs["runner_v2_env"] = str(given[runner_env.INPUT])
-        if given.get(runner_env.UNREADABLE) and runner_env.INPUT not in given:
-            kwargs["runner_v2_env_unreadable"] = str(given[runner_env.UNREADABLE])
+        for _, text, unreadable, field in engine_env.VARIABLES:  # the env's text as vLLM reads it ("0", " 1", "true")
+            if text in given:
+                kwargs[field] = str(given[text])
+            elif given.get(unreadable):  # a typed value wins over the pod's unreadable one
+                kwargs[f"{field}_unreadable"] = str(given[unreadable])
         if given.get("image-max-pixels"):  # our input, not a vLLM flag: a plain integer
             pixels = parse_int(str(given["image-max-pixels"]))
             if pixels is None:
