@@ -14,7 +14,7 @@ from vllm_remedy.vllm.catalog import GIB, GpuSpec, ModelSpec
 from vllm_remedy.vllm.memory import capture, pinned, terms
 from vllm_remedy.vllm.memory.kv_layout import check_rule
 from vllm_remedy.vllm.memory.non_torch import context_gib, non_torch_gib
-from vllm_remedy.vllm.memory.settings import EngineSettings, Resolved, env_problem, resolve
+from vllm_remedy.vllm.memory.settings import EngineSettings, Resolved, resolve
 from vllm_remedy.vllm.memory.unmodelled import DECIDED_BEFORE, CannotPredict
 from vllm_remedy.vllm.outcomes import Outcome
 
@@ -119,8 +119,8 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
     if model_len.refused(model, settings.max_model_len, settings.version, settings.allow_long_max_model_len,
                          settings.disable_sliding_window):
         outcome = Outcome.MAX_LEN_EXCEEDS_MODEL  # vLLM's model config refuses it before touching the GPU
-    elif (env_why := env_problem(model, settings, gpu)) is not None:
-        raise CannotPredict(env_why)  # VLLM_USE_V1 / _FLASHINFER_SAMPLER refuse the start, or are unmodelled, unread
+    elif res.env_problem is not None:
+        raise CannotPredict(res.env_problem)  # the env refuses the start, or is unmodelled or unread
     elif batch_refused(res):
         outcome = Outcome.CONFIG_REFUSED  # the scheduler config refuses the batch below the length before anything
     elif dtype_support.refused(model.dtype, settings.dtype, gpu.capability, settings.version):

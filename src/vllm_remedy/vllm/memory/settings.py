@@ -289,11 +289,15 @@ class Resolved:
     dtype: str = "bfloat16"
     kv_cache_memory_bytes: int | None = None  # EngineSettings.kv_cache_memory_bytes
     num_gpu_blocks_override: int | None = None  # EngineSettings.num_gpu_blocks_override
+    # Why the env's engine-selecting variables make the start unknown ("cannot predict VLLM_...": refused, an engine
+    # or runner not modelled, a value that cannot be read), judged with the rules above; None when they do not.
+    env_problem: str | None = None
 
 
 def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
     """Apply vLLM's defaults for this version, model and GPU; reject impossible TP splits."""
-    r = rules_without_extensible_cache(engine_rules(s, gpu, model)[0], s)
+    engine, engine_why = engine_rules(s, gpu, model)
+    r = rules_without_extensible_cache(engine, s)
     if problem := tp_split_problem(model, s.tp):
         raise UserError(problem)
     auto_len = s.max_model_len == -1
@@ -310,6 +314,9 @@ def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
     dtype = dtype_support.resolved(model.dtype, s.dtype, gpu.capability, s.version)
     weight_bytes = 4 if dtype == "float32" else 2
     kv_bytes = 1 if s.kv_cache_dtype.startswith("fp8") else weight_bytes
+    sampler, sampler_why = sampler_env.sampler(r, gpu.capability, s.flashinfer, s.flashinfer_sampler_env,
+                                               s.flashinfer_sampler_env_unreadable)
+    runner, runner_why = runner_env.runner_v2(r, runs_runner_v2(r, model), s.runner_v2_env, s.runner_v2_env_unreadable)
     return Resolved(
         rules=r,
         tp=s.tp,
@@ -325,9 +332,8 @@ def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
         enforce_eager=s.enforce_eager,
         other_process_gib=s.other_process_gib,
         capture_size=s.cudagraph_capture_size,
-        flashinfer_sampler=sampler_env.sampler(r, gpu.capability, s.flashinfer, s.flashinfer_sampler_env,
-                                               s.flashinfer_sampler_env_unreadable)[0],
-        runner_v2=runner_env.runner_v2(r, runs_runner_v2(r, model), s.runner_v2_env, s.runner_v2_env_unreadable)[0],
+        flashinfer_sampler=sampler,
+        runner_v2=runner,
         compile_cache_warm=s.compile_cache_warm,
         p2p=s.p2p,
         mm_limits=s.mm_limits,
@@ -335,6 +341,7 @@ def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
         dtype=dtype,
         kv_cache_memory_bytes=s.kv_cache_memory_bytes,
         num_gpu_blocks_override=s.num_gpu_blocks_override,
+        env_problem=engine_why or sampler_why or runner_why,
     )
 
 
@@ -346,15 +353,6 @@ def engine_rules(s: EngineSettings, gpu: GpuSpec, model: ModelSpec | None = None
              else dtype_support.requested(s.dtype))
     return engine_env.engine_rules(s.version, gpu.capability, s.vllm_use_v1, s.vllm_use_v1_unreadable,
                                    s.kv_cache_dtype, dtype, model is not None and model.is_mla)
-
-
-def env_problem(model: ModelSpec, s: EngineSettings, gpu: GpuSpec) -> str | None:
-    """Why the env's engine-selecting variables make the start unknown ("cannot predict VLLM_...": refused, an engine
-    or runner not modelled, a value that cannot be read), or None."""
-    r, why = engine_rules(s, gpu, model)
-    return why or sampler_env.sampler(r, gpu.capability, s.flashinfer, s.flashinfer_sampler_env,
-                                      s.flashinfer_sampler_env_unreadable)[1] or runner_env.runner_v2(
-        r, runs_runner_v2(r, model), s.runner_v2_env, s.runner_v2_env_unreadable)[1]
 
 
 def tp_split_problem(model: ModelSpec, tp: int) -> str | None:
