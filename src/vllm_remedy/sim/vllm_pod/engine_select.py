@@ -37,27 +37,37 @@ def env_inputs(container: Mapping[str, Any], version: str | None) -> dict[str, s
 
 def refusal(version: str | None, capability: tuple[int, int] | None, inputs: Mapping[str, str],
             kv_cache_dtype: str = "auto", dtype: str | None = None, mla: bool = False) -> str | None:
-    """The exception line vLLM ends the start with for this VLLM_USE_V1, or None when it starts: a value ``int()``
-    refuses (envs.py ``bool(int(...))``, 0.6.5-0.11.0), 1 on 0.8-0.10 where the V1 oracle would fall back
+    """The exception line of ``refused_by``, or None when the start goes on."""
+    got = refused_by(version, capability, inputs, kv_cache_dtype, dtype, mla)
+    return got[1] if got is not None else None
+
+
+def refused_by(version: str | None, capability: tuple[int, int] | None, inputs: Mapping[str, str],
+               kv_cache_dtype: str = "auto", dtype: str | None = None,
+               mla: bool = False) -> tuple[str, str] | None:
+    """(the variable, the exception line) vLLM ends the start with for its env, or None when it starts: a value
+    ``int()`` refuses (envs.py ``bool(int(...))``, 0.6.5-0.11.0), 1 on 0.8-0.10 where the V1 oracle would fall back
     (``v1_oracle.fallback``: capability below 8.0 through 0.10.1, an fp8 KV cache FlashAttention 3 does not take,
     float32 through 0.9.1; ``_raise_or_fallback``, engine/arg_utils.py@0.8.3, 0.9.2, 0.10.1.1), 0 on 0.11.0 (the bare
     ``assert envs.VLLM_USE_V1``, api_server.py@0.11.0); and
     VLLM_USE_FLASHINFER_SAMPLER's refusals (``sampler_env``: text int() refuses, 1 on a card FlashInfer does not
     support from 0.12.0, in 0.12.0's words) and VLLM_USE_V2_MODEL_RUNNER's (``runner_env``)."""
     v = parse_version(version) or NEWEST_RELEASE
-    if (sampler := _sampler_refusal(v, capability, inputs) or _runner_refusal(v, inputs)) is not None:
-        return sampler
+    if (sampler := _sampler_refusal(v, capability, inputs)) is not None:
+        return sampler_env.ENV, sampler
+    if (runner := _runner_refusal(v, inputs)) is not None:
+        return runner_env.ENV, runner
     value = inputs.get(engine_env.INPUT)
     if value is None or not engine_env.ENV_SINCE <= v < engine_env.IGNORED_SINCE:
         return None
     try:
         number = int(value)
     except ValueError:
-        return f"ValueError: invalid literal for int() with base 10: {value!r}"
+        return engine_env.USE_V1, f"ValueError: invalid literal for int() with base 10: {value!r}"
     if v >= engine_env.V0_REMOVED_SINCE and number == 0:
-        return "AssertionError"
+        return engine_env.USE_V1, "AssertionError"
     feature = v1_oracle.fallback(v, capability, kv_cache_dtype, dtype, mla) if number else None
-    return v1_oracle.refusal(feature) if feature is not None else None
+    return (engine_env.USE_V1, v1_oracle.refusal(feature)) if feature is not None else None
 
 
 def _sampler_refusal(v: tuple[int, int, int], capability: tuple[int, int] | None,

@@ -14,7 +14,7 @@ from typing import Any
 from vllm_remedy import hub
 from vllm_remedy.errors import UserError
 from vllm_remedy.sim.vllm_pod import adapters, argv, engine_select, keys
-from vllm_remedy.vllm import catalog, dtype_support, engine_env, resolved, runner_env, sampler_env
+from vllm_remedy.vllm import catalog, dtype_support, resolved
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import ServerCommand, canonical_key
 from vllm_remedy.vllm.cmdline.flags import Kind
@@ -201,9 +201,11 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
         return Refusal(version, model_id, "RuntimeError: No CUDA GPUs are available", "device")
     # the V1 oracle's refusals under VLLM_USE_V1=1 hang on the KV dtype, the model's dtype and MLA too (v1_oracle)
     run_dtype = dtype_support.resolved(spec.dtype, settings.dtype, gpu.capability, settings.version)
-    if (engine_refused := engine_select.refusal(version, gpu.capability, inputs, settings.kv_cache_dtype,
-                                                run_dtype, spec.is_mla)) is not None:
-        return Refusal(version, model_id, engine_refused, "config", frames=_env_frames(version, engine_refused, inputs))
+    if (engine_refused := engine_select.refused_by(version, gpu.capability, inputs, settings.kv_cache_dtype,
+                                                   run_dtype, spec.is_mla)) is not None:
+        variable, line = engine_refused
+        frames = config_refusal.env_frames(parse_version(version) or NEWEST_RELEASE, variable, line)
+        return Refusal(version, model_id, line, "config", frames=tuple(frames))
     available = gpu_limit(container) * max(1, group_size)
     if available < world:
         where = "in this node" if group_size <= 1 else f"in the Ray cluster of {group_size} pods"
@@ -226,17 +228,6 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
     served = str(flags.get("served-model-name") or model_id).split()[0]
     return Launch(version, model_id, served, spec, gpu, settings, resolved, result, revision=flags.get("revision"),
                   utilization_set=any(canonical_key(k) == "gpu-memory-utilization" for k in cmd.flags))
-
-
-def _env_frames(version: str, error: str, inputs: Mapping[str, str]) -> tuple[tuple[str, int, str, str], ...]:
-    """The frames of an environment variable's refusal (``config_refusal.env_frames``), for the variable
-    ``engine_select.refusal`` judged first (the sampler's and the runner's, then VLLM_USE_V1)."""
-    variable = engine_env.USE_V1
-    for name, key in ((sampler_env.ENV, sampler_env.INPUT), (runner_env.ENV, runner_env.INPUT)):
-        if key in inputs and repr(inputs[key]) in error:
-            variable = name
-            break
-    return tuple(config_refusal.env_frames(parse_version(version) or NEWEST_RELEASE, variable, error))
 
 
 def _minus_one_without_auto_fit(flags: Mapping[str, str], version: str) -> bool:
