@@ -70,8 +70,8 @@ def test_the_refusal_line_is_vllms():
 
 def test_a_sampler_refusal_carries_the_sampler_variables_frames():
     """The refusing variable is the one engine_select judged (``refused_by``), not guessed from the exception text:
-    VLLM_USE_FLASHINFER_SAMPLER=1 on a T4 at 0.24.0 (FlashInfer from capability 8.0) raises the sampler's RuntimeError, whose text holds no repr of
-    the value, and its frames read that variable, never VLLM_USE_V1."""
+    VLLM_USE_FLASHINFER_SAMPLER=1 on a T4 at 0.24.0 (FlashInfer from capability 8.0) raises the sampler's
+    RuntimeError, whose text holds no repr of the value, and its frames read that variable, never VLLM_USE_V1."""
     from vllm_remedy.sim.seed import make_node
     from vllm_remedy.sim.vllm_pod.launch import Refusal, plan
     from vllm_remedy.vllm.cmdline import find_server
@@ -82,6 +82,7 @@ def test_a_sampler_refusal_carries_the_sampler_variables_frames():
          "resources": {"limits": {"nvidia.com/gpu": "1"}}}
     node = make_node({"name": "n", "gpu": {"product": "Tesla-T4", "count": 1}}, "t")
     got = plan(find_server({"containers": [c]}), c, node)
-    assert isinstance(got, Refusal) and got.error.startswith("RuntimeError: FlashInfer top-p/top-k sampling unavailable"), got
+    assert isinstance(got, Refusal), got
+    assert got.error.startswith("RuntimeError: FlashInfer top-p/top-k sampling unavailable"), got.error
     code = " ".join(frame[3] for frame in got.frames)
     assert "VLLM_USE_FLASHINFER_SAMPLER" in code and "VLLM_USE_V1" not in code, got.frames
