@@ -14,11 +14,10 @@ import pytest
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.remedies.budget import tp_sizes
-from vllm_remedy.vllm import catalog
+from vllm_remedy.vllm import catalog, quant_config
 from vllm_remedy.vllm.catalog import ModelSpec
 from vllm_remedy.vllm.memory import EngineSettings, estimate
 from vllm_remedy.vllm.memory.settings import tp_split_problem
-from vllm_remedy.vllm.quant_config import vllm_exception
 
 CONFIGS = Path(__file__).resolve().parents[2] / "data" / "configs"
 VLLM_SAYS = ("ValueError: The input size is not aligned with the quantized weight shape. This can be caused by too "
@@ -37,7 +36,7 @@ def test_an_unpadded_awq_72b_is_refused_where_a_group_straddles_two_gpus(tp, per
     assert problem is not None
     assert problem.startswith(f"tensor-parallel-size: {tp} splits down_proj's 29568 input channels into {per_rank} "
                               "per GPU, which the AWQ group size 128 does not divide"), problem
-    assert vllm_exception(problem) == VLLM_SAYS
+    assert quant_config.vllm_exception(problem) == VLLM_SAYS
 
 
 def test_the_published_padded_checkpoint_takes_every_tp_it_was_padded_for():
