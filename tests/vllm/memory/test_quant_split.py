@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.remedies.budget import tp_sizes
@@ -76,3 +77,17 @@ def test_gptq_with_the_same_shapes_is_not_judged():
     config["quantization_config"] = {"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": False,
                                      "sym": True}
     assert tp_split_problem(ModelSpec.from_hf_config(config, "acme/gptq"), 2) is None
+
+
+def test_o_proj_is_judged_too():
+    """Qwen2.5-0.5B's attention output (14 heads x 64 = 896 channels, the catalog's config.json facts) with AutoAWQ's
+    group 128 is 448 per GPU at TP 2: RowParallelLinear o_proj meets the same check in awq.py. Read from the source
+    only: no vLLM log of it was seen (intel/auto-round#643 reports that checkpoint not starting at TP 2 in SGLang)."""
+    models = yaml.safe_load((Path(catalog.__file__).parent / "data" / "models.yaml").read_text())["models"]
+    config = dict(next(m for m in models if m["id"] == "Qwen/Qwen2.5-0.5B-Instruct")["config"])
+    config["quantization_config"] = json.loads((CONFIGS / "Qwen2.5-72B-Instruct-AWQ.json").read_text())[
+        "quantization_config"]
+    small = ModelSpec.from_hf_config(config, "acme/Qwen2.5-0.5B-Instruct-AWQ")
+    problem = tp_split_problem(small, 2)
+    assert problem is not None and problem.startswith("tensor-parallel-size: 2 splits o_proj's 896 input channels "
+                                                      "into 448 per GPU"), problem
