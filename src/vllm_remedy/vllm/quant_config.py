@@ -156,10 +156,10 @@ def packed_split_problem(method: str | None, group: int | None, tp: int,
     - awq_marlin (the default for an AWQ checkpoint on such a card) to 0.7.2: ``AWQMarlinLinearMethod.create_weights``
       calls ``verify_marlin_supports_shape`` (utils/marlin_utils.py@0.5.5, @0.6.3), which raises "Weight
       input_size_per_partition = N is not divisible by min_thread_k = 128" (a multiple of 128 is checked first) or
-      "... by group_size = G" when ``group_size < input_size``; from
-      0.7.3 ``AWQMarlinConfig.get_quant_method`` sends a layer ``check_marlin_supports_layer`` refuses to the AWQ
-      method above ("Falling back to unoptimized AWQ kernels", awq_marlin.py@0.7.3, auto_awq.py@0.34.0, where
-      ``allow_tile_padding`` leaves the group straddling the shard as the one refusal), which raises.
+      "... by group_size = G" when ``group_size < input_size``; from 0.7.3 ``AWQMarlinConfig.get_quant_method`` sends
+      a layer ``check_marlin_supports_layer`` refuses to the AWQ method above ("Falling back to unoptimized AWQ
+      kernels", awq_marlin.py@0.7.3, auto_awq.py@0.34.0, where ``allow_tile_padding`` leaves the group straddling the
+      shard as the one refusal), which raises.
     So the group straddling two ranks is refused whatever the card and release; only the message differs (Marlin's on
     capability 8.0+ up to 0.7.2, which the rehearsal pod does not render). Marlin's other rules up to 0.7.2
     (``min_thread_k`` 128 on the input and ``min_thread_n`` 64 on the output per rank) hang on the card and the
