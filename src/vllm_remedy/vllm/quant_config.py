@@ -6,7 +6,7 @@ packed) that the weight sizing consults, while the rest of config.json describes
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from vllm_remedy.vllm.hf_config import cannot_predict
@@ -89,6 +89,14 @@ def quantized_scope(config: Mapping[str, Any]) -> str:
 DEFAULT_GROUP_SIZE = 128  # GPTQ's, AutoAWQ's and llm-compressor's default when a config states none
 
 
+class AssumedGroupSize(int):
+    """``DEFAULT_GROUP_SIZE`` read from a config without ``quantization_config``: the weight sizing takes it like any
+    group size, but it was not read from a checkpoint. A catalog variant named by its suffix (``catalog.model``:
+    ``Qwen/Qwen2.5-72B-Instruct-AWQ``) keeps it with the base model's shapes, which the published checkpoint may have
+    padded (that one's intermediate_size is 29696, the base model's 29568): the TP alignment rule
+    (``packed_split_problem``) judges only a group size a checkpoint states."""
+
+
 def group_size(config: Mapping[str, Any]) -> int | None:
     """Input channels sharing one scale (and zero point) in packed integer weights; None: one per output channel.
 
@@ -100,7 +108,7 @@ def group_size(config: Mapping[str, Any]) -> int | None:
     neither is there: that config cannot be predicted, nor one whose size is not a JSON integer."""
     qc = config.get("quantization_config")
     if not isinstance(qc, Mapping):
-        return DEFAULT_GROUP_SIZE
+        return AssumedGroupSize(DEFAULT_GROUP_SIZE)
     method = str(qc.get("quant_method", "")).lower()
     keys = ("q_group_size", "group_size") if method.startswith("awq") else ("group_size",)
     raw: Any = next((qc[k] for k in keys if k in qc), None)
@@ -125,3 +133,57 @@ def group_size(config: Mapping[str, Any]) -> int | None:
     if raw <= 0:
         raise cannot_predict(config, f"quantization_config group_size {raw} is neither -1 nor positive")
     return raw
+
+
+#: What vLLM raises when a row-parallel layer's input channels per TP rank split an AWQ group (``create_weights``).
+AWQ_INPUT_ALIGNMENT = ("ValueError: The input size is not aligned with the quantized weight shape. This can be caused "
+                       "by too large tensor parallel size.")
+# Methods that run AWQ's layout: the checkpoint's "awq", or "awq_marlin" when a config names the kernel itself.
+_AWQ_METHODS = frozenset({"awq", "awq_marlin"})
+_SAYS = "; vLLM: "
+
+
+def packed_split_problem(method: str | None, group: int | None, tp: int,
+                         row_parallel: Sequence[tuple[str, int]]) -> str | None:
+    """Why vLLM refuses to create an AWQ checkpoint's weights at this TP, or None: a row-parallel layer (``(name,
+    input channels)``: o_proj, down_proj) whose input per rank the group size does not divide.
+
+    Read in every release modelled (0.5.5 to 0.34.0), on every card that runs AWQ:
+    - ``AWQLinearMethod.create_weights`` raises ``AWQ_INPUT_ALIGNMENT`` when ``input_size_per_partition %
+      group_size`` (awq.py@0.5.5-@0.23.0; ``BaseAWQLinearMethod`` in auto_awq.py@0.24.0-@0.34.0, which normalises
+      -1 to the full input first). It is the kernel below awq_marlin's ``get_min_capability`` (8.0 to 0.13.0, 7.5 from
+      0.14.0) or with ``--quantization awq``.
+    - awq_marlin (the default for an AWQ checkpoint on such a card) to 0.7.2: ``AWQMarlinLinearMethod.create_weights``
+      calls ``verify_marlin_supports_shape`` (utils/marlin_utils.py@0.5.5, @0.6.3), which raises "Weight
+      input_size_per_partition = N is not divisible by min_thread_k = 128" (a multiple of 128 is checked first) or
+      "... by group_size = G" when ``group_size < input_size``; from 0.7.3 ``AWQMarlinConfig.get_quant_method`` sends
+      a layer ``check_marlin_supports_layer`` refuses to the AWQ method above ("Falling back to unoptimized AWQ
+      kernels", awq_marlin.py@0.7.3, auto_awq.py@0.34.0, where ``allow_tile_padding`` leaves the group straddling the
+      shard as the one refusal), which raises.
+    So the group straddling two ranks is refused whatever the card and release; only the message differs (Marlin's on
+    capability 8.0+ up to 0.7.2, which the rehearsal pod does not render). Marlin's other rules up to 0.7.2
+    (``min_thread_k`` 128 on the input and ``min_thread_n`` 64 on the output per rank) hang on the card and the
+    release, which this rule does not receive, so they are not judged; nor are routed experts (FusedMoE's own methods)
+    or a group size the checkpoint does not state (``AssumedGroupSize``).
+
+    GPTQ and compressed-tensors w4a16 are not judged either: from 0.6.2 their layers pick a kernel with
+    ``choose_mp_linear_kernel`` (quantization/kernels/__init__.py@0.6.3, kernels/linear/__init__.py@0.34.0), and when
+    Marlin refuses the split Machete (capability 9.0, ``check_machete_supports_shape``: input per rank a multiple of 64)
+    or, from 0.6.6, Exllama (float16 activations; ``can_implement`` checks the full input, not the rank's) may take the
+    layer; whether one does hangs on the card, the run dtype and the release."""
+    if method not in _AWQ_METHODS or group is None or isinstance(group, AssumedGroupSize) or tp <= 1:
+        return None
+    for name, channels in row_parallel:
+        per_rank = channels // tp
+        if channels % tp == 0 and group < channels and per_rank % group:
+            return (f"tensor-parallel-size: {tp} splits {name}'s {channels} input channels into {per_rank} per GPU, "
+                    f"which the AWQ group size {group} does not divide (a group would straddle two GPUs){_SAYS}"
+                    f"{AWQ_INPUT_ALIGNMENT}")
+    return None
+
+
+def vllm_exception(problem: str) -> str | None:
+    """The exception line vLLM raises for a problem ``packed_split_problem`` found, or None for any other text: the
+    rehearsal pod renders vLLM's words, the tools print the problem."""
+    head, _, said = problem.partition(_SAYS)
+    return said if said and head.startswith("tensor-parallel-size:") else None

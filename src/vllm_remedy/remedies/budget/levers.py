@@ -116,7 +116,8 @@ def kv_fp8(ctx: Context, s: EngineSettings, gpu: GpuSpec) -> list[Variant]:
 
 
 def tp_sizes(model: ModelSpec, lo: int, hi: int) -> list[int]:
-    """TP sizes vLLM accepts for this model (``settings.tp_split_problem``, the rule the estimator refuses by)."""
+    """TP sizes vLLM accepts for this model (``settings.tp_split_problem``, the rule the estimator refuses by): heads,
+    KV heads and intermediate width split evenly, and no AWQ group straddling two GPUs (``quant_config``)."""
     return [t for t in range(lo, hi + 1) if tp_split_problem(model, t) is None]
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from vllm_remedy import hub
 from vllm_remedy.errors import UserError
 from vllm_remedy.sim.vllm_pod import adapters, argv, engine_select, keys
-from vllm_remedy.vllm import catalog, dtype_support, resolved
+from vllm_remedy.vllm import catalog, dtype_support, quant_config, resolved
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import ServerCommand, canonical_key
 from vllm_remedy.vllm.cmdline.flags import Kind
@@ -219,8 +219,8 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
         spec = adapters.loaded(spec, draft_spec, gpu, resolved, settings.quantization, flags)
         resolved = resolve(spec, gpu, settings)
         result = estimate(spec, gpu, settings)
-    except UserError as err:
-        return Refusal(version, model_id, f"ValueError: {err}", "config")
+    except UserError as err:  # a quantized layer split off its grid: vLLM's own words (quant_config.vllm_exception)
+        return Refusal(version, model_id, quant_config.vllm_exception(str(err)) or f"ValueError: {err}", "config")
     if result.outcome is Outcome.CONFIG_REFUSED:  # the scheduler config refuses the batch (V0, no chunked prefill)
         v = parse_version(version) or NEWEST_RELEASE
         return Refusal(version, model_id, config_refusal.batch_error(v, resolved.mnbt, resolved.max_model_len),

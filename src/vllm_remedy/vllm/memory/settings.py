@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from vllm_remedy.errors import UserError
-from vllm_remedy.vllm import dtype_support, engine_env, runner_env, sampler_env
+from vllm_remedy.vllm import dtype_support, engine_env, quant_config, runner_env, sampler_env
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline.flags import canonical_key
 from vllm_remedy.vllm.cmdline.values import parse_int
@@ -359,7 +359,9 @@ def tp_split_problem(model: ModelSpec, tp: int) -> str | None:
     """Why vLLM refuses this TP size for the model, or None: the attention heads must divide evenly
     (``ModelConfig.verify_with_parallel_config``), the KV heads split or replicate evenly (``QKVParallelLinear``: one
     of TP and the KV-head count divides the other), and the MLP's (or the experts') intermediate width is divided
-    exactly (``divide`` in the column-parallel layers)."""
+    exactly (``divide`` in the column-parallel layers); and an AWQ checkpoint's group size divides each row-parallel
+    layer's input per rank (``quant_config.packed_split_problem``: o_proj, and a dense model's down_proj; vLLM refuses
+    it while creating the weights, in the words that problem quotes)."""
     if model.num_heads % tp:
         return f"tensor-parallel-size: {tp} does not divide the model's {model.num_heads} attention heads"
     kv = model.num_kv_heads
@@ -369,7 +371,10 @@ def tp_split_problem(model: ModelSpec, tp: int) -> str | None:
     inter = (model.moe_intermediate_size or model.intermediate_size) if model.is_moe else model.intermediate_size
     if inter and inter % tp:
         return f"tensor-parallel-size: {tp} does not divide the model's intermediate size {inter}"
-    return None
+    row_parallel = [] if model.is_mla else [("o_proj", model.num_heads * model.head_dim)]
+    if not model.is_moe:  # an MoE's routed experts are FusedMoE's, not row-parallel linears
+        row_parallel.append(("down_proj", model.intermediate_size))
+    return quant_config.packed_split_problem(model.quantization, model.group_size, tp, row_parallel)
 
 
 def runs_runner_v2(r: VersionRules, model: ModelSpec) -> bool:

@@ -1,8 +1,9 @@
 """vLLM's configuration checks refusing a start (``Failure.CONFIG_REFUSED``), as its log shows them.
 
-Three refusals, each read in the wheels: V0 without chunked prefill refusing --max-num-batched-tokens below
-max-model-len (``SchedulerConfig._verify_args``: a ValueError in config.py@0.6.3-@0.8.5, pydantic's ValidationError
-around the same words once SchedulerConfig became a pydantic dataclass, config.py@0.9.2, config/scheduler.py@0.10.2);
+Four refusals, each read in the wheels: a tensor-parallel size that splits a quantized layer off its grid
+(``_SHARD``); V0 without chunked prefill refusing --max-num-batched-tokens below max-model-len
+(``SchedulerConfig._verify_args``: a ValueError in config.py@0.6.3-@0.8.5, pydantic's ValidationError around the same
+words once SchedulerConfig became a pydantic dataclass, config.py@0.9.2, config/scheduler.py@0.10.2);
 ``VLLM_USE_V1`` text that ``int()`` refuses (``bool(int(os.getenv("VLLM_USE_V1", "1")))``, envs.py@0.9.2); and
 ``VLLM_USE_V1=0`` on a release without V0 (``assert envs.VLLM_USE_V1``, entrypoints/openai/api_server.py@0.11.0).
 The environment refusals are a bare ValueError/AssertionError: only the traceback's source lines name the variable,
@@ -19,6 +20,15 @@ _BATCH = re.compile(r"max_num_batched_tokens \((?P<max_num_batched_tokens>\d+)\)
 _ENV_READ = re.compile(r"""(?:getenv\(\s*["']|envs\.)(?P<variable>VLLM_\w+)""")
 _INT_REFUSED = re.compile(r"^(?:[\w.]+\.)?ValueError: invalid literal for int\(\) with base 10: (?P<value>'.*')\s*$")
 _ASSERTION = re.compile(r"^(?:[\w.]+\.)?AssertionError\s*$")
+# A quantized layer whose shard the tensor-parallel size splits off its quantization grid, refused while the weights
+# are created: AWQ/GPTQ's "The input (output) size is not aligned with the quantized weight shape" (awq.py, gptq.py
+# ``create_weights``@0.5.5-@0.23.0, auto_awq.py@0.34.0), Marlin's "Weight input_size_per_partition = N is not divisible
+# by min_thread_k / group_size" (utils/marlin_utils.py ``verify_marlin_supports_shape``@0.5.5-@0.34.0) and block FP8's
+# "... is not divisible by weight quantization block_n / block_k" (fp8.py@0.8.5 ``create_weights``,
+# utils/fp8_utils.py@0.34.0 ``validate_fp8_block_shape``).
+_SHARD = re.compile(r"The (?:input|output) size is not aligned with the quantized weight shape|"
+                    r"Weight (?:input|output)_size_per_partition = \d+ is not divisible by\s+"
+                    r"(?:min_thread_[kn]|group_size) = \d+|is not divisible by weight quantization block_[nk] = \d+")
 
 
 def env_read(text: str) -> str | None:
@@ -33,6 +43,8 @@ def refusal(message: str, variable: str | None) -> dict[str, Any] | None:
     if (m := _BATCH.search(message)) is not None:
         return {"setting": "max-num-batched-tokens", "max_num_batched_tokens": int(m["max_num_batched_tokens"]),
                 "max_model_len": int(m["max_model_len"]), "error": message.strip()}
+    if _SHARD.search(message) is not None:
+        return {"setting": "tensor-parallel-size", "error": message.strip()}
     if variable is None:
         return None
     if (m := _INT_REFUSED.match(message.strip())) is not None:
