@@ -16,6 +16,7 @@ from vllm_remedy.vllm import dtype_support, engine_env, runner_env, sampler_env
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline.flags import canonical_key
 from vllm_remedy.vllm.cmdline.values import parse_int
+from vllm_remedy.vllm.memory.chunked import chunked_prefill
 from vllm_remedy.vllm.memory.flag_values import (
     read_bool,
     read_capture_size,
@@ -304,11 +305,13 @@ def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
     max_len = model.max_model_len if s.max_model_len in (None, -1) else int(s.max_model_len)
     if r.engine == "V1":
         default_mnbt, default_seqs = r.scheduler_defaults(gpu.total_gib, gpu.product, gpu.capability)
-        chunked = True if s.enable_chunked_prefill is None else s.enable_chunked_prefill
+        chunked = chunked_prefill(r.engine, r.version, model, s.enable_chunked_prefill, max_len,
+                                  s.disable_sliding_window)
         mnbt = s.max_num_batched_tokens or (default_mnbt if chunked else max(max_len, default_mnbt))
         seqs = s.max_num_seqs or default_seqs
     else:
-        chunked = s.enable_chunked_prefill if s.enable_chunked_prefill is not None else max_len > 32768
+        chunked = chunked_prefill(r.engine, r.version, model, s.enable_chunked_prefill, max_len,
+                                  s.disable_sliding_window)
         mnbt = s.max_num_batched_tokens or (r.chunked_prefill_mnbt if chunked else max(max_len, 2048))
         seqs = s.max_num_seqs or 256
     dtype = dtype_support.resolved(model.dtype, s.dtype, gpu.capability, s.version)
