@@ -95,3 +95,12 @@ def test_v1_refusal_frames_are_the_release_s_own(version, line):
     first = config_refusal.batch_frames(version)[0]
     assert first[1:] == (line, "create_engine_config", "scheduler_config = SchedulerConfig(")
     assert "1 validation error for SchedulerConfig" in config_refusal.batch_error(version, 4096, 16384)
+
+
+@pytest.mark.parametrize(("version", "batch"), [("0.5.5", 2048), ("0.6.1", 4096), ("0.6.3", 5120), ("0.8.5", 5120)])
+def test_v0_s_default_batch_for_a_multimodal_model(version, batch):
+    """``max(max_model_len, 2048)``, then at least ``_MULTIMODAL_MODEL_MAX_NUM_BATCHED_TOKENS`` (config.py@0.6.0,
+    @0.6.3, @0.8.5; none in 0.5.5)."""
+    model = dataclasses.replace(catalog.model(LLAMA), vision_params_b=0.6)
+    res, _ = _run(model, version, {"max-model-len": "2048"}, V0)
+    assert not res.chunked_prefill and res.mnbt == batch

@@ -49,6 +49,17 @@ def v0_default(model: ModelSpec, version: tuple[int, ...], max_len: int, disable
     return max_len > LONG_CONTEXT and window is None
 
 
+def v0_default_batch(model: ModelSpec, version: tuple[int, ...], chunked: bool, max_len: int, chunk: int) -> int:
+    """V0's ``max_num_batched_tokens`` when no flag sets it (``SchedulerConfig.__post_init__``, config.py@0.6.0,
+    @0.6.3, @0.8.5, @0.10.0): the chunk with chunked prefill, else ``max(max_model_len, 2048)``; then, for a multimodal
+    model, at least ``_MULTIMODAL_MODEL_MAX_NUM_BATCHED_TOKENS`` (4096 in 0.6.0-0.6.2, 5120 from 0.6.3; 0.5.5 has
+    none)."""
+    batch = chunk if chunked else max(max_len, 2048)
+    if multimodal(model) and version >= (0, 6, 0):
+        batch = max(batch, 5120 if version >= (0, 6, 3) else 4096)
+    return batch
+
+
 def chunked_prefill(engine: str, version: tuple[int, ...], model: ModelSpec, flag: bool | None, max_len: int,
                     disable_sliding_window: bool) -> bool:
     """Whether the scheduler config sees chunked prefill on: V1 forces it before 0.11.1, keeps the flag after."""

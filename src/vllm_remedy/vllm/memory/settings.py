@@ -16,7 +16,7 @@ from vllm_remedy.vllm import dtype_support, engine_env, runner_env, sampler_env
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline.flags import canonical_key
 from vllm_remedy.vllm.cmdline.values import parse_int
-from vllm_remedy.vllm.memory.chunked import chunked_prefill
+from vllm_remedy.vllm.memory.chunked import chunked_prefill, v0_default_batch
 from vllm_remedy.vllm.memory.flag_values import (
     read_bool,
     read_capture_size,
@@ -312,7 +312,7 @@ def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
     else:
         chunked = chunked_prefill(r.engine, r.version, model, s.enable_chunked_prefill, max_len,
                                   s.disable_sliding_window)
-        mnbt = s.max_num_batched_tokens or (r.chunked_prefill_mnbt if chunked else max(max_len, 2048))
+        mnbt = s.max_num_batched_tokens or v0_default_batch(model, r.version, chunked, max_len, r.chunked_prefill_mnbt)
         seqs = s.max_num_seqs or 256
     dtype = dtype_support.resolved(model.dtype, s.dtype, gpu.capability, s.version)
     weight_bytes = 4 if dtype == "float32" else 2
