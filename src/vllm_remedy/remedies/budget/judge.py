@@ -115,7 +115,7 @@ class Judge:
     def longest(self, settings: EngineSettings, gpu: GpuSpec, cap: int) -> tuple[EngineSettings, Estimate] | None:
         """The largest max-model-len in [floor, cap] (a multiple of LEN_STEP, or the cap itself) that is safe.
 
-        Shorter requests need less KV and (V0, no chunked prefill) smaller profile batches, so safety is
+        Shorter requests need less KV and (no chunked prefill) smaller profile batches, so safety is
         monotone in the length and a binary search over the multiples finds the largest.
         """
         floor = min(self.limits.len_floor, cap)

@@ -15,7 +15,8 @@ Whether it is off:
 The flag as argparse stores it: ``StoreBoolean`` before 0.8.5 (``--enable-chunked-prefill`` alone is ``const="True"``,
 else "true"/"false" in any case), ``BooleanOptionalAction`` from 0.8.5 (``--no-enable-chunked-prefill``); the last
 occurrence wins. A default batch is never below the length when chunked prefill is off (``max(max_model_len, ...)``),
-so only a typed ``--max-num-batched-tokens`` can be refused.
+so only a typed ``--max-num-batched-tokens`` can be refused. Which engine runs (V0 or V1, the 0.8-0.10 oracle's
+fallbacks) is the launch's, shared with the memory model; only the scheduler's reading is the pod's own.
 """
 
 from __future__ import annotations
