@@ -23,6 +23,7 @@ from vllm_remedy.vllm.versions import parse_version
 
 QWEN7 = "Qwen/Qwen2.5-7B-Instruct"
 PHI3_128K = "microsoft/Phi-3-mini-128k-instruct"
+LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 L40S = catalog.gpu("NVIDIA-L40S")
 
 
@@ -57,11 +58,12 @@ GRID_FLAGS = [
     ["--max-model-len", "16384", "--no-enable-chunked-prefill"],
     ["--max-model-len", "65536", "--max-num-batched-tokens", "4096"],
     ["--max-model-len", "65536", "--max-num-batched-tokens", "4096", "--disable-sliding-window"],
+    ["--max-model-len", "65536", "--max-num-batched-tokens", "4096", "--enable-prefix-caching"],
 ]
 
 
-@pytest.mark.parametrize("model", [QWEN7, PHI3_128K])
-@pytest.mark.parametrize("tag", ["v0.6.5", "v0.10.2", "v0.11.1", "v0.19.0", "v0.34.0"])
+@pytest.mark.parametrize("model", [QWEN7, PHI3_128K, LLAMA])
+@pytest.mark.parametrize("tag", ["v0.6.0", "v0.6.1", "v0.6.5", "v0.10.2", "v0.11.1", "v0.19.0", "v0.34.0"])
 @pytest.mark.parametrize("args", GRID_FLAGS, ids=lambda a: " ".join(a))
 def test_the_pod_and_the_memory_model_agree(model, tag, args):
     version = tag.removeprefix("v")

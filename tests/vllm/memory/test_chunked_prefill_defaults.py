@@ -104,3 +104,11 @@ def test_v0_s_default_batch_for_a_multimodal_model(version, batch):
     model = dataclasses.replace(catalog.model(LLAMA), vision_params_b=0.6)
     res, _ = _run(model, version, {"max-model-len": "2048"}, V0)
     assert not res.chunked_prefill and res.mnbt == batch
+
+
+@pytest.mark.parametrize(("version", "chunked"), [("0.5.5", False), ("0.6.0", False), ("0.6.1", True)])
+def test_prefix_caching_keeps_v0_unchunked_until_0_6_0(version, chunked):
+    """``and not self.enable_prefix_caching`` in the >32K default (engine/arg_utils.py@0.5.5, @0.6.0; gone @0.6.1)."""
+    res, est = _run(catalog.model(LLAMA), version, {**SHORT_BATCH, "enable-prefix-caching": "true"})
+    assert res.chunked_prefill is chunked
+    assert (est.outcome is Outcome.CONFIG_REFUSED) is not chunked

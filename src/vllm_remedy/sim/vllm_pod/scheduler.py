@@ -10,8 +10,9 @@ Whether it is off:
   (engine/arg_utils.py@0.8.0 ``_set_default_args_v1``, @0.11.0 ``_set_default_args``) and keeps the flag from 0.11.1
   (``if self.enable_chunked_prefill is None``, engine/arg_utils.py@0.11.1, @0.34.0).
 - V0 keeps the flag; without one it turns chunked prefill on above 32,768 tokens unless the model has a sliding
-  window (no ``--disable-sliding-window``), is multimodal (from 0.6.2) or uses MLA (from 0.8.0)
-  (engine/arg_utils.py@0.6.0, @0.6.2, @0.6.5, @0.8.0 ``_set_default_args_v0``, @0.10.2).
+  window (no ``--disable-sliding-window``), is multimodal (from 0.6.2), uses MLA (from 0.8.0) or, in 0.5.5-0.6.0,
+  runs with ``--enable-prefix-caching`` (engine/arg_utils.py@0.5.5, @0.6.0, @0.6.2, @0.6.5, @0.8.0
+  ``_set_default_args_v0``, @0.10.2).
 The flag as argparse stores it: ``StoreBoolean`` before 0.8.5 (``--enable-chunked-prefill`` alone is ``const="True"``,
 else "true"/"false" in any case), ``BooleanOptionalAction`` from 0.8.5 (``--no-enable-chunked-prefill``); the last
 occurrence wins. A default batch is never below the length when chunked prefill is off (``max(max_model_len, ...)``),
@@ -63,12 +64,14 @@ def typed_chunked(cmd: ServerCommand) -> bool | None:
 
 
 def chunked_on(engine: str, version: Version, spec: ModelSpec, typed: bool | None, max_len: int,
-               disable_sliding_window: bool) -> bool:
+               disable_sliding_window: bool, prefix_caching: bool = False) -> bool:
     """Whether ``SchedulerConfig`` sees chunked prefill on (see the module docstring)."""
     if engine == "V1":
         return True if version < (0, 11, 1) else typed is not False
     if typed is not None:
         return typed
+    if prefix_caching and version <= (0, 6, 0):  # ``and not self.enable_prefix_caching`` (@0.5.5, @0.6.0)
+        return False
     if spec.vision_params_b > 0 and version >= (0, 6, 2):  # a vision tower: vLLM's multimodal architectures
         return False
     if spec.kv_lora_rank is not None and version >= (0, 8, 0):  # MLA
@@ -88,9 +91,15 @@ def refusal(cmd: ServerCommand, flags: Mapping[str, str], spec: ModelSpec, engin
         max_len = _human(raw_len, version) if raw_len else spec.max_model_len
     except Exception:  # argparse refused it first (``argv.first_error``)
         return None
-    disable = str(flags.get("disable-sliding-window", "false")).strip().lower() not in ("false", "0", "")
+    disable = _on(flags, "disable-sliding-window")
     if not raw_len and disable and spec.sliding_window:  # vLLM caps the derived length at the window
         max_len = min(max_len, spec.sliding_window)
-    if chunked_on(engine, version, spec, typed_chunked(cmd), max_len, disable) or batch >= max_len:
+    if (chunked_on(engine, version, spec, typed_chunked(cmd), max_len, disable, _on(flags, "enable-prefix-caching"))
+            or batch >= max_len):
         return None
     return BatchRefusal(batch, max_len)
+
+
+def _on(flags: Mapping[str, str], flag: str) -> bool:
+    """A store_true flag given on the command line."""
+    return str(flags.get(flag, "false")).strip().lower() not in ("false", "0", "")

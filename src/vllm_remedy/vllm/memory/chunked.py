@@ -6,7 +6,8 @@ V0 (to 0.10.2) turns chunked prefill on by default only above 32,768 tokens, and
 model with a sliding window (``ModelConfig.get_sliding_window``: the config's ``sliding_window`` unless
 ``use_sliding_window`` is false or ``--disable-sliding-window``, config.py@0.6.3, @0.8.5, @0.10.0), for a multimodal
 model from 0.6.2 (``is_multimodal_model``; 0.6.5-0.7.3 write ``bool(envs.VLLM_USE_V1)``, off on V0) and for MLA from
-0.8.0 ("Chunked prefill not supported for Multimodal or MLA in V0"). LoRA and speculative decoding also keep it off;
+0.8.0 ("Chunked prefill not supported for Multimodal or MLA in V0"), and, in 0.5.5-0.6.0, with
+``--enable-prefix-caching``. LoRA and speculative decoding also keep it off;
 they are unmodelled flags (``unmodelled``), so no start with them is predicted.
 
 V1 "always uses chunked prefills" for a generative model from 0.8.0 to 0.11.0: ``_set_default_args_v1`` /
@@ -28,6 +29,9 @@ V0_MULTIMODAL_OFF_SINCE = (0, 6, 2)
 #: V0 leaves MLA models out of the default from 0.8.0 (``_set_default_args_v0``@0.8.0; 0.7.x turns it on, then
 #: ``VllmConfig.__post_init__`` forces it off after the scheduler config has checked the batch, config.py@0.7.3).
 V0_MLA_OFF_SINCE = (0, 8, 0)
+#: 0.5.5 and 0.6.0 leave ``--enable-prefix-caching`` starts out of the default too (``and not
+#: self.enable_prefix_caching``, engine/arg_utils.py@0.5.5, @0.6.0; gone @0.6.1).
+V0_PREFIX_CACHING_KEPT_SINCE = (0, 6, 1)
 #: The first V1 release that keeps ``--no-enable-chunked-prefill`` for a generative model.
 V1_FLAG_KEPT_SINCE = (0, 11, 1)
 
@@ -39,8 +43,11 @@ def multimodal(model: ModelSpec) -> bool:
     return model.vision_params_b > 0
 
 
-def v0_default(model: ModelSpec, version: tuple[int, ...], max_len: int, disable_sliding_window: bool) -> bool:
+def v0_default(model: ModelSpec, version: tuple[int, ...], max_len: int, disable_sliding_window: bool,
+               prefix_caching: bool = False) -> bool:
     """V0's chunked prefill when no flag sets it (see the module docstring)."""
+    if prefix_caching and version < V0_PREFIX_CACHING_KEPT_SINCE:
+        return False
     if multimodal(model) and version >= V0_MULTIMODAL_OFF_SINCE:
         return False
     if model.is_mla and version >= V0_MLA_OFF_SINCE:
@@ -61,11 +68,11 @@ def v0_default_batch(model: ModelSpec, version: tuple[int, ...], chunked: bool, 
 
 
 def chunked_prefill(engine: str, version: tuple[int, ...], model: ModelSpec, flag: bool | None, max_len: int,
-                    disable_sliding_window: bool) -> bool:
+                    disable_sliding_window: bool, prefix_caching: bool = False) -> bool:
     """Whether the scheduler config sees chunked prefill on: V1 forces it before 0.11.1, keeps the flag after."""
     if engine == "V1":
         return True if flag is None or version < V1_FLAG_KEPT_SINCE else flag
-    return v0_default(model, version, max_len, disable_sliding_window) if flag is None else flag
+    return v0_default(model, version, max_len, disable_sliding_window, prefix_caching) if flag is None else flag
 
 
 def refused(chunked: bool, mnbt: int, max_len: int) -> bool:
