@@ -39,16 +39,17 @@ def _spec(model: str, args: list[str], image: str) -> dict:
     (["--enable-chunked-prefill=false", "--enable-chunked-prefill", "TRUE"], True),
 ])
 def test_store_boolean_spellings_before_0_8_5(args, typed):
-    assert scheduler.typed_chunked(find_server(_spec(QWEN7, args, "vllm/vllm-openai:v0.6.5"))) is typed
+    assert scheduler.typed_chunked(find_server(_spec(QWEN7, args, "vllm/vllm-openai:v0.6.5")), (0, 6, 5)) is typed
 
 
 @pytest.mark.parametrize(("args", "typed"), [
     (["--no-enable-chunked-prefill"], False),
     (["--enable-chunked-prefill", "--no-enable-chunked-prefill"], False),
     (["--no-enable-chunked-prefill", "--enable-chunked-prefill"], True),
+    (["--enable-chunked-prefill", "false"], True),  # takes no value: "false" is a word of its own
 ])
 def test_boolean_optional_spellings_from_0_8_5(args, typed):
-    assert scheduler.typed_chunked(find_server(_spec(QWEN7, args, "vllm/vllm-openai:v0.19.0"))) is typed
+    assert scheduler.typed_chunked(find_server(_spec(QWEN7, args, "vllm/vllm-openai:v0.19.0")), (0, 19, 0)) is typed
 
 
 GRID_FLAGS = [

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from vllm_remedy.sim.vllm_pod.argv import _human
+from vllm_remedy.sim.vllm_pod.argv import STORE_BOOLEAN_UNTIL, _human
 from vllm_remedy.vllm.catalog import ModelSpec
 from vllm_remedy.vllm.cmdline import ServerCommand
 
@@ -41,8 +41,10 @@ class BatchRefusal:
     max_model_len: int
 
 
-def typed_chunked(cmd: ServerCommand) -> bool | None:
-    """``--enable-chunked-prefill`` as argparse leaves it (None: not on the command line)."""
+def typed_chunked(cmd: ServerCommand, version: Version) -> bool | None:
+    """``--enable-chunked-prefill`` as argparse leaves it (None: not on the command line). From 0.8.5 the flag takes
+    no value: a word after it is not its value (``argv`` judges what argparse makes of that word)."""
+    store_boolean = version < STORE_BOOLEAN_UNTIL[_FLAG]
     found: bool | None = None
     if cmd.script is not None:  # a script's words, as its shell expanded them into flags
         for key, value in cmd.flags.items():
@@ -56,7 +58,7 @@ def typed_chunked(cmd: ServerCommand) -> bool | None:
             continue
         if opt.flag.negated:
             found = False
-        elif opt.values:
+        elif opt.values and store_boolean:
             found = opt.values[-1].strip().lower() == "true"
         else:
             found = True
@@ -94,8 +96,8 @@ def refusal(cmd: ServerCommand, flags: Mapping[str, str], spec: ModelSpec, engin
     disable = _on(flags, "disable-sliding-window")
     if not raw_len and disable and spec.sliding_window:  # vLLM caps the derived length at the window
         max_len = min(max_len, spec.sliding_window)
-    if (chunked_on(engine, version, spec, typed_chunked(cmd), max_len, disable, _on(flags, "enable-prefix-caching"))
-            or batch >= max_len):
+    typed, prefix_caching = typed_chunked(cmd, version), _on(flags, "enable-prefix-caching")
+    if batch >= max_len or chunked_on(engine, version, spec, typed, max_len, disable, prefix_caching):
         return None
     return BatchRefusal(batch, max_len)
 
