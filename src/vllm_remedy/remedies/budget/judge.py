@@ -17,6 +17,7 @@ from vllm_remedy.remedies.budget.limits import LEN_STEP, MISMATCH_MARGIN, Limits
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.failures import FAILURES
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate, resolve
+from vllm_remedy.vllm.memory.core import batch_refused
 from vllm_remedy.vllm.outcomes import Failure
 
 #: ``estimate`` and ``resolve`` are pure over frozen inputs; a fleet plans the same (model, GPU, settings) on many
@@ -98,9 +99,9 @@ class Judge:
         return _resolve(self.model, gpu, settings).chunked_prefill
 
     def batch_short(self, settings: EngineSettings, gpu: GpuSpec) -> bool:
-        """vLLM refuses max-num-batched-tokens below max-model-len without chunked prefill (V0's _verify_args)."""
-        res = _resolve(self.model, gpu, settings)
-        return not res.chunked_prefill and res.mnbt < res.max_model_len
+        """vLLM refuses max-num-batched-tokens below max-model-len without chunked prefill (``batch_refused``: V0's
+        _verify_args, V1's verify_max_model_len from 0.11.1)."""
+        return batch_refused(_resolve(self.model, gpu, settings))
 
     def addresses_failure(self, est: Estimate, settings: EngineSettings) -> bool:
         """A step must raise the quantity the observed failure ran short of (the registry's ``short_of``), by a
@@ -114,7 +115,7 @@ class Judge:
     def longest(self, settings: EngineSettings, gpu: GpuSpec, cap: int) -> tuple[EngineSettings, Estimate] | None:
         """The largest max-model-len in [floor, cap] (a multiple of LEN_STEP, or the cap itself) that is safe.
 
-        Shorter requests need less KV and (V0, no chunked prefill) smaller profile batches, so safety is
+        Shorter requests need less KV and (no chunked prefill) smaller profile batches, so safety is
         monotone in the length and a binary search over the multiples finds the largest.
         """
         floor = min(self.limits.len_floor, cap)

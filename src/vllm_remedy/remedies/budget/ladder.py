@@ -110,7 +110,7 @@ def rung_for(name: str, lever: Lever, ctx: Context, judge: Judge, base: EngineSe
         if found is not None and found.estimate.max_model_len >= cap:
             break
         variants = lever(ctx, start, ctx.gpu)
-        if found is not None:  # only what could beat it: a larger budget, and (V0) a batch above its length
+        if found is not None:  # only what could beat it: a larger budget, and (unchunked) a batch above its length
             beat = found.estimate.max_model_len
             variants = [v for v in variants if (v.settings.max_num_batched_tokens or cap + 1) > beat
                         or judge.chunked(v.settings, v.gpu)]
@@ -138,7 +138,7 @@ def strongest(lever: Lever, ctx: Context, judge: Judge, settings: EngineSettings
 
     best, best_score = settings, score(settings)
     for v in lever(ctx, settings, ctx.gpu):
-        if judge.batch_short(v.settings, ctx.gpu):  # a V0 batch below the length: a shorter context in disguise,
+        if judge.batch_short(v.settings, ctx.gpu):  # unchunked, below the length: a shorter context in disguise,
             continue  # which would refuse every later lever at the running length
         sc = score(v.settings)
         if sc > best_score:

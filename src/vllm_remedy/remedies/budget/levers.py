@@ -89,8 +89,9 @@ def max_num_seqs(ctx: Context, s: EngineSettings, gpu: GpuSpec) -> list[Variant]
 
 def max_num_batched_tokens(ctx: Context, s: EngineSettings, gpu: GpuSpec) -> list[Variant]:
     """Halve the prefill chunk (with chunked prefill) or the whole-prompt batch (without it: down to the shortest
-    max-model-len the plan may try, since V0 refuses max_num_batched_tokens < max_model_len unless chunked prefill
-    is on — vLLM 0.6.3 config.py, ``SchedulerConfig._verify_args``; the profile still runs over the smaller batch).
+    max-model-len the plan may try, since vLLM refuses max_num_batched_tokens < max_model_len unless chunked prefill
+    is on — ``batch_refused``: V0's ``_verify_args``, V1's ``verify_max_model_len`` from 0.11.1; the profile still
+    runs over the smaller batch).
     Below the running max-model-len a value only fits with a length it covers: the judge refuses the rest and the
     ladder's length search brings max-model-len down to it, so 16,384/16,384 is found where 32,768 tokens would have
     left a 7,424-token context."""

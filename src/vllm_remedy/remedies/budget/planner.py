@@ -153,7 +153,7 @@ def _base(req: BudgetRequest, lim: Limits, notes: list[str]) -> tuple[EngineSett
                         f"refused on {req.gpu.product} (compute capability below 8.0): --dtype float16")
         changes["dtype"] = "float16"  # the same 2 bytes per weight and KV element: no budget moves
     at_cap = resolve(req.model, req.gpu, dataclasses.replace(s, **changes))  # type: ignore[arg-type]
-    if batch_refused(at_cap):  # V0 without chunked prefill refuses it at config time (config_refused)
+    if batch_refused(at_cap):  # without chunked prefill the scheduler config refuses it (config_refused)
         # the smallest fix: the batch raised to the length, not the context cut to the batch (the ladder's
         # max-num-batched-tokens lever still halves it, with the length following, if the profile then runs short)
         changes["max_num_batched_tokens"] = at_cap.max_model_len
@@ -198,7 +198,7 @@ def _problems(req: BudgetRequest, lim: Limits, cur: Estimate, judge: Judge) -> l
         if free < margin:
             out.append(f"predicted peak leaves {free:.2f} GiB free, below the {margin:.2f} GiB margin")
     res = resolve(req.model, req.gpu, req.settings)
-    if not res.chunked_prefill and res.mnbt < res.max_model_len:
+    if batch_refused(res):
         out.append(f"max-num-batched-tokens {res.mnbt} < max-model-len {res.max_model_len} without chunked prefill")
     return out
 
@@ -230,7 +230,7 @@ def _step(rank: int, rung: Rung, req: BudgetRequest, lim: Limits, cap: int, judg
     rung = dataclasses.replace(rung, estimate=judge.shown(rung.estimate))  # the KV cache the log vouches for
     flags = _flags(req.settings, rung.settings)
     bounded = [f for f in flags if f not in ("max-model-len", "dtype")]  # what ``_base`` clamped to the policy
-    # the base raised the batch V0 refuses (config_refused): a fix of its own, not a policy bound
+    # the base raised the batch vLLM refuses (config_refused): a fix of its own, not a policy bound
     raised = "max-num-batched-tokens" in flags and _batch_refused(req) and (
         (rung.settings.max_num_batched_tokens or 0) > (req.settings.max_num_batched_tokens or 0))
     if rung.lever == "max-model-len" and len(bounded) == 1 and "max-model-len" not in flags:
@@ -269,7 +269,7 @@ def _step(rank: int, rung: Rung, req: BudgetRequest, lim: Limits, cap: int, judg
 
 
 def _batch_refused(req: BudgetRequest) -> bool:
-    """Whether V0 refuses the running --max-num-batched-tokens below max-model-len (``_base`` raises it)."""
+    """Whether vLLM refuses the running --max-num-batched-tokens below max-model-len (``_base`` raises it)."""
     try:
         return batch_refused(resolve(req.model, req.gpu, req.settings))
     except UserError:

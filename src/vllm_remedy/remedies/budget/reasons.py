@@ -30,8 +30,8 @@ def explain(rung: Rung, cur: EngineSettings, gpu: GpuSpec, lim: Limits, cap: int
     """Why this rung: what moves, what it buys (max-model-len kept or the longest that fits) and the predicted
     concurrency against the target — shown with each step and recorded as the write's reason. ``short``: why the
     cap itself was refused when the estimate margin alone refused it ("fits by 6 %, below the 16 % ...").
-    ``raised``: the planner's base raised --max-num-batched-tokens because V0 refuses the running one (config_refused),
-    which the reason says instead of calling it a smaller batch or the policy's bound."""
+    ``raised``: the planner's base raised --max-num-batched-tokens because vLLM refuses the running one
+    (config_refused), which the reason says instead of calling it a smaller batch or the policy's bound."""
     s, est = rung.settings, rung.estimate
     extra = ""
     if rung.bounded and not raised:  # the first rung: the planner's base brought this flag inside the policy's bounds
@@ -49,8 +49,8 @@ def explain(rung: Rung, cur: EngineSettings, gpu: GpuSpec, lim: Limits, cap: int
                  "budget that fits with it)")
     # The planner's base sets float16 where vLLM refuses the running bfloat16 on this card (planner._base).
     dtype = f"; dtype {s.dtype}: vLLM refuses bfloat16 on this card" if s.dtype != cur.dtype else ""
-    if raised:  # the base raised the batch V0 refused (planner._base): say so on every rung that carries it
-        dtype += (f"; max-num-batched-tokens {cur.max_num_batched_tokens}→{s.max_num_batched_tokens}: V0 without "
+    if raised:  # the base raised the batch vLLM refused (planner._base): say so on every rung that carries it
+        dtype += (f"; max-num-batched-tokens {cur.max_num_batched_tokens}→{s.max_num_batched_tokens}: vLLM without "
                   "chunked prefill refuses a batch below max-model-len at config time (config_refused)")
     if rung.lever == "max-model-len":
         if cur.max_model_len == -1 and est.max_model_len >= cap:

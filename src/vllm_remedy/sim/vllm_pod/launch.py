@@ -13,7 +13,7 @@ from typing import Any
 
 from vllm_remedy import hub
 from vllm_remedy.errors import UserError
-from vllm_remedy.sim.vllm_pod import adapters, argv, engine_select, keys
+from vllm_remedy.sim.vllm_pod import adapters, argv, engine_select, keys, scheduler
 from vllm_remedy.vllm import catalog, dtype_support, quant_config, resolved
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import ServerCommand, canonical_key
@@ -221,10 +221,17 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
         result = estimate(spec, gpu, settings)
     except UserError as err:  # a quantized layer split off its grid: vLLM's own words (quant_config.vllm_exception)
         return Refusal(version, model_id, quant_config.vllm_exception(str(err)) or f"ValueError: {err}", "config")
-    if result.outcome is Outcome.CONFIG_REFUSED:  # the scheduler config refuses the batch (V0, no chunked prefill)
-        v = parse_version(version) or NEWEST_RELEASE
-        return Refusal(version, model_id, config_refusal.batch_error(v, resolved.mnbt, resolved.max_model_len),
+    # The scheduler config, built after the model config (whose length refusal comes first), refuses a batch below
+    # the length without chunked prefill: the pod's own reading of its argv (``scheduler``), not the estimate's.
+    v = parse_version(version) or NEWEST_RELEASE
+    batch = scheduler.refusal(cmd, flags, spec, resolved.rules.engine, v)
+    if batch is not None and result.outcome is not Outcome.MAX_LEN_EXCEEDS_MODEL:
+        return Refusal(version, model_id, config_refusal.batch_error(v, batch.max_num_batched_tokens,
+                                                                     batch.max_model_len),
                        "config", frames=tuple(config_refusal.batch_frames(v)))
+    if result.outcome is Outcome.CONFIG_REFUSED:  # the memory model refuses what the pod accepts: size it chunked
+        settings = replace(settings, enable_chunked_prefill=True)
+        resolved, result = resolve(spec, gpu, settings), estimate(spec, gpu, settings)
     served = str(flags.get("served-model-name") or model_id).split()[0]
     return Launch(version, model_id, served, spec, gpu, settings, resolved, result, revision=flags.get("revision"),
                   utilization_set=any(canonical_key(k) == "gpu-memory-utilization" for k in cmd.flags))

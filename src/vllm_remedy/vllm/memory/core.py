@@ -11,7 +11,7 @@ from typing import Any
 
 from vllm_remedy.vllm import dtype_support, model_len
 from vllm_remedy.vllm.catalog import GIB, GpuSpec, ModelSpec
-from vllm_remedy.vllm.memory import capture, pinned, terms
+from vllm_remedy.vllm.memory import capture, chunked, pinned, terms
 from vllm_remedy.vllm.memory.kv_layout import check_rule
 from vllm_remedy.vllm.memory.non_torch import context_gib, non_torch_gib
 from vllm_remedy.vllm.memory.settings import EngineSettings, Resolved, resolve
@@ -181,11 +181,12 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
 
 
 def batch_refused(res: Resolved) -> bool:
-    """V0 without chunked prefill refuses max_num_batched_tokens below max_model_len while it builds the scheduler
-    config (``SchedulerConfig._verify_args``, config.py@0.5.5, @0.6.3, @0.8.5; V0 turns chunked prefill on by default
-    only above 32,768 tokens, ``_set_default_args_v0``/``create_engine_config``, engine/arg_utils.py@0.6.3 and
-    @0.8.5, which ``resolve`` applies). V1 chunks prefills by default; with it turned off it is left unpredicted."""
-    return res.rules.engine == "V0" and not res.chunked_prefill and res.mnbt < res.max_model_len
+    """The scheduler config refuses max_num_batched_tokens below max_model_len without chunked prefill while the
+    engine config is built (V0's ``SchedulerConfig._verify_args``, config.py@0.5.5, @0.6.3, @0.8.5; V1's
+    ``verify_max_model_len``, config/scheduler.py@0.11.1, @0.34.0). Whether chunked prefill is on is ``resolve``'s
+    (``chunked.chunked_prefill``: V0's default by model and length, V1 forcing it on before 0.11.1). An ``auto``
+    length is left out: what the scheduler config sees before auto-fit shrinks it was not read."""
+    return not res.auto_len and chunked.refused(res.chunked_prefill, res.mnbt, res.max_model_len)
 
 
 def graphs_in_budget(res: Resolved) -> bool:

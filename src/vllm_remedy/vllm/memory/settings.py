@@ -16,6 +16,7 @@ from vllm_remedy.vllm import dtype_support, engine_env, quant_config, runner_env
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline.flags import canonical_key
 from vllm_remedy.vllm.cmdline.values import parse_int
+from vllm_remedy.vllm.memory.chunked import chunked_prefill, v0_default_batch
 from vllm_remedy.vllm.memory.flag_values import (
     read_bool,
     read_capture_size,
@@ -130,6 +131,8 @@ class EngineSettings:
     allow_long_max_model_len: bool = False
     # --disable-sliding-window: vLLM caps the model's maximum length at the window (``vllm.model_len``).
     disable_sliding_window: bool = False
+    # --enable-prefix-caching: 0.5.5-0.6.0's V0 then keeps chunked prefill off by default (``chunked.v0_default``).
+    enable_prefix_caching: bool = False
     # --limit-mm-per-prompt as sorted (modality, count) pairs; empty = vLLM's defaults. A 0 takes the modality out of
     # the encoder profile (``encoder.qwen3_vl_encoder_cache_gib``).
     mm_limits: tuple[tuple[str, int], ...] = ()
@@ -215,7 +218,8 @@ class EngineSettings:
         if norm.get("quantization"):
             kwargs["quantization"] = str(norm["quantization"]).strip().lower()
         for flag, field in (("enforce-eager", "enforce_eager"), ("disable-sliding-window", "disable_sliding_window"),
-                            ("enable-chunked-prefill", "enable_chunked_prefill")):
+                            ("enable-chunked-prefill", "enable_chunked_prefill"),
+                            ("enable-prefix-caching", "enable_prefix_caching")):
             if flag in norm:
                 kwargs[field] = read_bool(norm, flag)
         if "no-enable-chunked-prefill" in norm and read_bool(norm, "no-enable-chunked-prefill"):
@@ -304,12 +308,14 @@ def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
     max_len = model.max_model_len if s.max_model_len in (None, -1) else int(s.max_model_len)
     if r.engine == "V1":
         default_mnbt, default_seqs = r.scheduler_defaults(gpu.total_gib, gpu.product, gpu.capability)
-        chunked = True if s.enable_chunked_prefill is None else s.enable_chunked_prefill
+        chunked = chunked_prefill(r.engine, r.version, model, s.enable_chunked_prefill, max_len,
+                                  s.disable_sliding_window, s.enable_prefix_caching)
         mnbt = s.max_num_batched_tokens or (default_mnbt if chunked else max(max_len, default_mnbt))
         seqs = s.max_num_seqs or default_seqs
     else:
-        chunked = s.enable_chunked_prefill if s.enable_chunked_prefill is not None else max_len > 32768
-        mnbt = s.max_num_batched_tokens or (r.chunked_prefill_mnbt if chunked else max(max_len, 2048))
+        chunked = chunked_prefill(r.engine, r.version, model, s.enable_chunked_prefill, max_len,
+                                  s.disable_sliding_window, s.enable_prefix_caching)
+        mnbt = s.max_num_batched_tokens or v0_default_batch(model, r.version, chunked, max_len, r.chunked_prefill_mnbt)
         seqs = s.max_num_seqs or 256
     dtype = dtype_support.resolved(model.dtype, s.dtype, gpu.capability, s.version)
     weight_bytes = 4 if dtype == "float32" else 2

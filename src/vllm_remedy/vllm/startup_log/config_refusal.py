@@ -97,6 +97,13 @@ def argument_error(v: Version, detail: dict[str, Any]) -> str:
     return f"usage: vllm serve [model_tag] [options]\nvllm serve: {fill(tpl, figures)}\n"
 
 
+def _pydantic_frames(line: int) -> tuple[tuple[str, int, str, str], ...]:
+    """``create_engine_config``'s call at ``line`` into a pydantic dataclass's ``__init__`` (from 0.9.1)."""
+    return (("vllm/engine/arg_utils.py", line, "create_engine_config", "scheduler_config = SchedulerConfig("),
+            ("pydantic/_internal/_dataclasses.py", 123, "__init__",
+             "s.__pydantic_validator__.validate_python(ArgsKwargs(args, kwargs), self_instance=s)"))
+
+
 #: (path under site-packages, line, function, source line) of the frames from ``create_engine_config`` down to
 #: ``SchedulerConfig._verify_args``'s raise, per release read (engine/arg_utils.py and config.py in each wheel);
 #: a release between takes the nearest one at or below it. 0.6.3's SchedulerConfig has its own ``__init__``; from
@@ -121,6 +128,12 @@ _BATCH_FRAMES: tuple[tuple[Version, tuple[tuple[str, int, str, str], ...]], ...]
                        "scheduler_config = SchedulerConfig("),
                       ("pydantic/_internal/_dataclasses.py", 123, "__init__",
                        "s.__pydantic_validator__.validate_python(ArgsKwargs(args, kwargs), self_instance=s)"))),
+    # V1 from 0.11.1, where ``--no-enable-chunked-prefill`` is kept: the same pydantic frames, V1's scheduler config
+    # raising from ``__post_init__``'s ``verify_max_model_len`` (config/scheduler.py@0.11.1, @0.25.0, @0.27.1, @0.34.0)
+    ((0, 11, 1), _pydantic_frames(1649)),
+    ((0, 25, 0), _pydantic_frames(2151)),
+    ((0, 27, 1), _pydantic_frames(2270)),
+    ((0, 34, 0), _pydantic_frames(2692)),
 )
 _BATCH_WORDS = ("max_num_batched_tokens ({max_num_batched_tokens}) is smaller than max_model_len ({max_model_len}). "
                 "This effectively limits the maximum sequence length to max_num_batched_tokens and makes vLLM reject "
@@ -149,7 +162,8 @@ def batch_error(version: Version, max_num_batched_tokens: int, max_model_len: in
 
 
 def write_batch_refusal(w: Writer, max_len: int, detail: dict[str, Any]) -> None:
-    """The API server's traceback for V0's batched-tokens refusal, with ``detail``'s figures or stand-ins."""
+    """The API server's traceback for the batched-tokens refusal (V0, or V1 from 0.11.1 with chunked prefill off), with
+    ``detail``'s figures or stand-ins."""
     mnbt = int(detail.get("max_num_batched_tokens", max(1, max_len // 4)))
     w.raw("api", "Traceback (most recent call last):")
     for path, line, function, code in batch_frames(w.v):
