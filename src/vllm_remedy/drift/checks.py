@@ -46,6 +46,7 @@ from vllm_remedy.remedies.pin_gpu import canonical_product
 from vllm_remedy.remedies.predict import Prediction, failed_prediction, pinned_gpu, predict_template
 from vllm_remedy.vllm.cmdline import ServerCommand, find_server
 from vllm_remedy.vllm.outcomes import Outcome, sized
+from vllm_remedy.vllm.parallel import pod_shortfall
 
 CHECKS = ("max-model-len", "flag-bounds", "known-good-unit", "gpu-pinned", "enforce-eager", "concurrency",
           "model-max-len", "prediction", "crash-loop", "fallback-route", "leader-worker-flags", "rollout-pending")
@@ -385,6 +386,9 @@ def run_checks(deployment: Mapping[str, Any], policy: Policy, now: float, contai
             checks = tuple(Check("prediction", DRIFT, f"predicted to fail: {short}") if c.name == "prediction" else c
                            for c in checks)
         checks = (*checks, check_leader_worker_flags(lwt, container))
+    elif (short := pod_shortfall(server.flags, server.container, server.image, policy.gpu.resource)) is not None:
+        checks = tuple(Check("prediction", DRIFT, f"predicted to fail: {short}") if c.name == "prediction" else c
+                       for c in checks)
     pending = check_rollout_pending(deployment, pods)
     if pending is not None:
         checks = (*checks, pending)

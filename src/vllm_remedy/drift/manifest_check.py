@@ -52,8 +52,8 @@ from vllm_remedy.vllm.failures import FAILURES
 from vllm_remedy.vllm.memory import EngineSettings, estimate
 from vllm_remedy.vllm.memory.unmodelled import CannotPredict
 from vllm_remedy.vllm.outcomes import Outcome, has_cache
-from vllm_remedy.vllm.parallel import gpu_shortfall, group_flags, layout_fix, world_size
-from vllm_remedy.vllm.versions import parse_version, version_from_image
+from vllm_remedy.vllm.parallel import group_flags, layout_fix, pod_shortfall, world_size
+from vllm_remedy.vllm.versions import version_from_image
 
 ERROR, UNKNOWN_SEVERITY = "error", "unknown"
 _MEMORY_CHECKS = frozenset({"start", "max-model-len", "flag-bounds", "concurrency", "gpu-pinned"})
@@ -215,7 +215,8 @@ def check_workload(workload: Workload, policy: Policy, now: float) -> Result:
     parsing = [f.reason for f in unknown if f.check == "flags" and f.severity == ERROR]
     if parsing:  # its figures are the planned reading's, which the fix plans with: none is the pod's own
         prediction = Prediction(prediction.gpu, None, "; ".join(parsing), rules=prediction.rules, refused=True)
-    layout = None if group is not None or parsing else _pod_shortfall(server, version, policy.gpu.resource)
+    layout = None if group is not None or parsing else pod_shortfall(server.flags, server.container, server.image,
+                                                                      policy.gpu.resource)
     if layout is not None:  # vLLM stops before sizing any memory: no KV or concurrency figure is the pod's
         prediction = Prediction(prediction.gpu, None, layout, rules=prediction.rules)
     failed = failed_prediction(prediction) if prediction.estimate else None
@@ -241,6 +242,7 @@ def check_workload(workload: Workload, policy: Policy, now: float) -> Result:
             notes.append(f"{prediction.line()} (TP × PP = {world_size(server.flags)} GPUs over {size} pods)")
     fix: Step | None = None
     plan_note = ""
+    # not with a layout the pod cannot hold: the planner would size a fix on GPUs the pod does not get
     if findings and model is not None and card is not None and settings is not None and layout is None:
         respelled = _respelled(server, group is not None, version)[1]
         fix, plan_note = plan_fix(model, card, settings, policy, spec, pinned, group is not None, respelled)
@@ -253,15 +255,6 @@ def check_workload(workload: Workload, policy: Policy, now: float) -> Result:
 _LAYOUT_FIX = ("make --tensor-parallel-size × --pipeline-parallel-size at most size × GPUs per pod (raise size or "
                "the GPUs per pod, or lower a split); vLLM refuses the start with 'World size (N) is larger than the "
                "number of available GPUs (M)'")
-
-
-def _pod_shortfall(server: ServerCommand, version: str | None, resource: str) -> str | None:
-    """``vllm.parallel.gpu_shortfall`` for one pod's server, None when its sizes cannot be read (reported
-    elsewhere); the planner's memory fix is not offered with it, as it would be planned on GPUs the pod lacks."""
-    try:
-        return gpu_shortfall(server.flags, server.container, resource, parse_version(version) if version else None)
-    except UserError:
-        return None
 
 
 def _shortfall(group: Mapping[str, Any], container: str, resource: str) -> str | None:

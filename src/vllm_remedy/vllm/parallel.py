@@ -13,6 +13,7 @@ from typing import Any
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.vllm.cmdline.flags import canonical_key
+from vllm_remedy.vllm.versions import parse_version, version_from_image
 
 TP, PP = "tensor-parallel-size", "pipeline-parallel-size"
 
@@ -124,6 +125,16 @@ def gpu_shortfall(flags: Mapping[str, str], container: Mapping[str, Any], resour
                 f"{tp * pp * engines} GPUs, the pod has {gpus} ({resource}: {gpus}): the engines past its GPUs find "
                 f"none ('{NO_GPU}')")
     return None
+
+
+def pod_shortfall(flags: Mapping[str, str], container: Mapping[str, Any], image: str, resource: str) -> str | None:
+    """:func:`gpu_shortfall` under the image's release (its data-parallel rule), None when a size cannot be read
+    (the prediction says why)."""
+    version = version_from_image(image)
+    try:
+        return gpu_shortfall(flags, container, resource, parse_version(version) if version else None)
+    except UserError:
+        return None
 
 
 def layout_fix(resource: str = "nvidia.com/gpu") -> str:
