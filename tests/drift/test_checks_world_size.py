@@ -46,3 +46,10 @@ def test_a_world_the_pod_cannot_hold_is_drift(extra, gpus, said):
 def test_a_world_the_pod_holds_is_not():
     got = run(deployment(["--tensor-parallel-size", "2"], "2"))["prediction"]
     assert got.status == "pass", got
+
+
+def test_pipeline_stages_on_a_pod_that_holds_them_are_unknown_not_a_number():
+    """As check says: the memory model does not size pipeline stages (vllm.memory.pipeline)."""
+    got = run(deployment(["--pipeline-parallel-size", "2"], "2"))
+    for name in ("prediction", "concurrency"):
+        assert got[name].status == "unknown" and "pipeline parallel is not modelled" in got[name].detail, got[name]
