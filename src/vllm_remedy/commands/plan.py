@@ -16,7 +16,7 @@ import argparse
 import re
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from vllm_remedy import hub
@@ -132,16 +132,19 @@ def run(args: argparse.Namespace) -> int:
     if why is not None and not args.allow_long_max_model_len:  # the env var's value cannot be read: say so
         found.notes.append(f"{why}; planned as if it is unset (vLLM refuses the length)")
     policy = load_policy(args.policy) if args.policy else None
+    resource = policy.gpu.resource if policy else "nvidia.com/gpu"
+    # argparse stops first (exit 2): a refused spelling is the start's problem, not the GPUs
+    layout = None if respelled else _layout(found, flags, version, resource)
+    if layout is not None:  # vLLM stops before any stage exists: the figures shown are labelled as not the pod's
+        settings = replace(settings, pp=1)
     plan = plan_budget(BudgetRequest(
         model=model, gpu=gpu, settings=settings, policy=policy, failure=failure,
         target_concurrency=args.target_concurrency, node_gpus=args.node_gpus, observed=observed,
         node_selector=found.node_selector, gpu_label=found.gpu_label))
     plan = spelling.apply(plan, respelled, version)
-    # argparse stops first (exit 2): a refused spelling is the start's problem, not the GPUs
-    layout = None if respelled else _layout(found, flags, version, policy.gpu.resource if policy else "nvidia.com/gpu")
-    if layout is not None:  # vLLM stops before sizing memory: no flag of the ladder fixes the pod's GPU count
-        plan = Plan(plan.kind, "outside_gpu_budget", layout, plan.current, (), (*plan.notes, layout_fix(
-            policy.gpu.resource if policy else "nvidia.com/gpu")), plan.subject)
+    if layout is not None:  # vLLM stops before sizing memory: no rung of the ladder fixes the pod's GPU count
+        plan = Plan(plan.kind, "outside_gpu_budget", layout, plan.current, (), (*plan.notes, layout_fix(resource)),
+                    plan.subject)
     if found.notes:
         plan = Plan(plan.kind, plan.verdict, plan.problem, plan.current, plan.steps,
                     (*found.notes, *plan.notes), plan.subject)
@@ -320,5 +323,8 @@ def render(plan: Plan, version: str, refused: bool = False, layout: bool = False
     if plan.notes:
         lines.append("")
         lines += [f"note: {n}" for n in plan.notes]
-    lines += ["", "verdict: " + _VERDICTS[plan.verdict].format(n=len(plan.steps))]
+    verdict = _VERDICTS[plan.verdict].format(n=len(plan.steps))
+    if layout:  # outside the budget's levers, not beyond every flag: the parallel sizes are flags too
+        verdict = "outside the GPU budget: the pod's GPUs cannot hold the engine; change its parallel sizes or GPUs"
+    lines += ["", "verdict: " + verdict]
     return "\n".join(lines)

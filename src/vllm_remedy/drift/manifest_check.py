@@ -230,7 +230,6 @@ def check_workload(workload: Workload, policy: Policy, now: float) -> Result:
     if layout is not None:
         findings = [f for f in findings if f.check != "start"] + [Finding("start", ERROR, layout,
                                                                           layout_fix(policy.gpu.resource))]
-        notes.append(f"predicted to fail: {layout}")
     if group is not None:
         findings += _group_findings(group, workload.container)
         short = _shortfall(group, workload.container, policy.gpu.resource)
