@@ -64,9 +64,11 @@ def _int_flag(norm: Mapping[str, str], key: str, default: int) -> int:
 def local_engines(flags: Mapping[str, str], version: tuple[int, ...] | None = None) -> int:
     """Data-parallel engines this pod starts, each over its own TP × PP GPUs.
 
-    vLLM's API server starts one engine core per local data-parallel rank and hands rank ``r`` the devices
-    ``[r × world_size, (r + 1) × world_size)`` (``get_device_indices`` in v1/engine/utils.py): a pod needs
-    DP_local × TP × PP GPUs. ``--data-parallel-size-local`` says how many ranks run here (a multi-node layout);
+    vLLM's API server starts one engine core per local data-parallel rank and sets rank ``r``'s CUDA_VISIBLE_DEVICES
+    to ``[r × world_size, (r + 1) × world_size)`` (``get_device_indices``, v1/engine/utils.py; 0.8.5 does it in
+    ``DPEngineCoreProc`` with TP for the width, every rank local, v1/engine/core.py@0.8.5). The device plugin sets no
+    CUDA_VISIBLE_DEVICES, so an index past the container's GPUs is passed through and that engine sees none: a pod
+    needs DP_local × TP × PP GPUs. ``--data-parallel-size-local`` says how many ranks run here (a multi-node layout);
     ``--data-parallel-rank`` alone is one rank per pod (external load balancing). Before 0.8.3 there is no flag."""
     norm = {canonical_key(k): v for k, v in flags.items()}
     if version is not None and version < DATA_PARALLEL_SINCE:
