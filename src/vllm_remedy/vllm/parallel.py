@@ -113,9 +113,8 @@ def gpu_shortfall(flags: Mapping[str, str], container: Mapping[str, Any], resour
     gpus = container_gpus(container, resource)
     name = container.get("name") or "vLLM"
     if gpus is None or gpus < 1:
-        why = "no" if gpus is None else "no whole"
-        return (f"container {name} has {why} {resource} limit, so the device plugin gives it no GPU: vLLM stops "
-                f"with '{NO_GPU}'")
+        why = f"no {resource} limit" if gpus is None else f"a {resource} limit of no whole GPU"
+        return f"container {name} has {why}, so the device plugin gives it no GPU: vLLM stops with '{NO_GPU}'"
     tp, pp = parallel_sizes(flags)
     if tp * pp > gpus:
         return (f"world size {tp * pp} (TP {tp} × PP {pp}) is larger than the {gpus} GPU(s) of the pod "
