@@ -22,6 +22,7 @@ from typing import Any
 from vllm_remedy import hub
 from vllm_remedy.commands import _engine_args as ea
 from vllm_remedy.commands.estimate import echo_inputs
+from vllm_remedy.connectors.models import policy_config
 from vllm_remedy.envelope import dumps, envelope
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.gpus import affinity_products
@@ -81,6 +82,7 @@ class _Inputs:
     container: Mapping[str, Any] = field(default_factory=dict)
     config_maps: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     server: ServerCommand | None = None  # the manifest's server, whose every flag occurrence vLLM types
+    namespace: str = "default"  # the workload's, where the policy's model_config ConfigMap is looked up
 
 
 def run(args: argparse.Namespace) -> int:
@@ -93,11 +95,14 @@ def run(args: argparse.Namespace) -> int:
     found = _from_manifest(args) if args.file else _Inputs()
     if not args.file and not (args.model or args.model_config):
         raise UserError("--model or --model-config is required (or -f MANIFEST)")
+    policy = load_policy(args.policy) if args.policy else None
     if args.model or args.model_config:
         model = ea.load_model(args)
     elif found.model_id:
+        # the policy's model_config is the last resort, as check and the deploys use it (a ConfigMap: the manifests')
+        fallback = policy_config(None, found.namespace, policy, found.config_maps) if policy is not None else None
         try:
-            model = hub.resolve(found.model_id, args.revision or found.flags.get("revision"))[0]
+            model = hub.resolve(found.model_id, args.revision or found.flags.get("revision"), fallback)[0]
         except UserError as exc:
             raise UserError(f"{args.file}: {exc}; pass --model or --model-config with its config.json") from None
     else:
@@ -130,7 +135,6 @@ def run(args: argparse.Namespace) -> int:
     why = model_len.unknown(model, found.container, settings, found.config_maps) if found.container else None
     if why is not None and not args.allow_long_max_model_len:  # the env var's value cannot be read: say so
         found.notes.append(f"{why}; planned as if it is unset (vLLM refuses the length)")
-    policy = load_policy(args.policy) if args.policy else None
     plan = plan_budget(BudgetRequest(
         model=model, gpu=gpu, settings=settings, policy=policy, failure=failure,
         target_concurrency=args.target_concurrency, node_gpus=args.node_gpus, observed=observed,
@@ -205,6 +209,9 @@ def _from_manifest(args: argparse.Namespace) -> _Inputs:
     if (bad := next(filter(None, map(pod_env.config_map_problem, docs)), None)) is not None:
         raise UserError(f"{source}: {bad}")  # data the API server refuses: not env to read
     miss: str | None = None
+    # a List's items are objects of their own (``kubectl get -o yaml``, ``helm template``): their namespaces count
+    docs = [i for d in docs for i in ((d.get("items") or []) if isinstance(d, dict) and d.get("kind") == "List"
+                                      else [d])]
     for doc in docs:
         for path, spec in manifest.pod_specs(doc) or kserve.manifest_pod_specs(doc, docs):
             where = f"{source}: {manifest.describe(doc)} {path or '(pod spec)'}"
@@ -219,7 +226,9 @@ def _from_manifest(args: argparse.Namespace) -> _Inputs:
                 raise UserError(f"{where}: {refused}")
             namespace = str((doc.get("metadata") or {}).get("namespace") or "default") if isinstance(doc, dict) \
                 else "default"
-            return _inputs(server, spec, where, pod_env.config_maps(docs, namespace))
+            found = _inputs(server, spec, where, pod_env.config_maps(docs, namespace))
+            found.namespace = namespace
+            return found
     raise UserError(miss or f"{source}: no pod spec found (expected a Deployment, Pod, StatefulSet, "
                     "LeaderWorkerSet, KServe InferenceService or pod template with containers)")
 
