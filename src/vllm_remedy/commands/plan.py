@@ -21,7 +21,7 @@ from typing import Any
 
 from vllm_remedy import hub
 from vllm_remedy.commands import _engine_args as ea
-from vllm_remedy.commands.estimate import echo_inputs
+from vllm_remedy.commands.estimate import echo_inputs, refusal_reason
 from vllm_remedy.connectors.models import policy_config
 from vllm_remedy.envelope import dumps, envelope
 from vllm_remedy.errors import UserError
@@ -35,6 +35,7 @@ from vllm_remedy.vllm import catalog, engine_env, kserve, manifest, model_len, p
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS
 from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, find_server
 from vllm_remedy.vllm.memory import EngineSettings, Estimate
+from vllm_remedy.vllm.memory.settings import engine_rules
 from vllm_remedy.vllm.outcomes import NOT_SIZED, Failure, has_cache, sized
 from vllm_remedy.vllm.startup_log import classify, parse_startup_log
 from vllm_remedy.vllm.versions import EXTENSIBLE_KV_CACHE_SINCE, rules, version_from_image
@@ -140,6 +141,9 @@ def run(args: argparse.Namespace) -> int:
         target_concurrency=args.target_concurrency, node_gpus=args.node_gpus, observed=observed,
         node_selector=found.node_selector, gpu_label=found.gpu_label))
     plan = spelling.apply(plan, respelled, version)
+    # vLLM's own words for a config-time refusal that is not the batch (the env's VLLM_USE_V1, the quantization)
+    if (said := refusal_reason(plan.current, engine_rules(settings, gpu, model)[1], model, gpu, settings)):
+        found.notes.insert(0, f"vLLM refuses the start as configured: {said}")
     if found.notes:
         plan = Plan(plan.kind, plan.verdict, plan.problem, plan.current, plan.steps,
                     (*found.notes, *plan.notes), plan.subject)
