@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from vllm_remedy.drift.checks import (
@@ -204,6 +204,8 @@ def check_workload(workload: Workload, policy: Policy, now: float) -> Result:
     group = workload.group
     prediction, model, card, settings, unknown = _predict(server, model_name, label, version, policy,
                                                           group is not None, workload.config_maps)
+    if not prediction.rules:  # an image's rules are said with or without an estimate (JSON: not "modelled" for 0.35)
+        prediction = replace(prediction, rules=rules_note(version))
     observed = Observed(server.image, model_name, server.flags.get("revision"), dict(server.flags), pinned,
                         pod_gpu_request(spec), tuple(read_toggles(Keys(policy.annotation_prefix),
                                                                   workload.metadata.get("annotations") or {})))
