@@ -31,7 +31,7 @@ from vllm_remedy.remedies.budget import BudgetRequest, plan_budget, spelling
 from vllm_remedy.remedies.budget.observed import KvObservation
 from vllm_remedy.remedies.plan import Plan
 from vllm_remedy.remedies.predict import pinned_gpu
-from vllm_remedy.vllm import catalog, engine_env, kserve, manifest, model_len, pod_env, pod_shape
+from vllm_remedy.vllm import catalog, engine_env, kserve, manifest, manifest_flags_file, model_len, pod_env, pod_shape
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS
 from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, find_server
 from vllm_remedy.vllm.memory import EngineSettings, Estimate
@@ -250,6 +250,7 @@ def _env_value(container: Mapping[str, Any], text: str | None) -> str | None:
 
 def _inputs(server: ServerCommand, spec: Mapping[str, Any], where: str,
             maps: Mapping[str, Mapping[str, str]] | None = None) -> _Inputs:
+    server = manifest_flags_file.merged(server, spec, maps)  # vLLM's --config file, when a ConfigMap checked has it
     model = _env_value(server.container, server.model)
     found = _Inputs(model_id=model, version=version_from_image(server.image), flags=dict(server.flags),
                     container=server.container, config_maps=maps or {}, server=server)

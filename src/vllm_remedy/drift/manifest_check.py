@@ -45,7 +45,16 @@ from vllm_remedy.policy import Policy
 from vllm_remedy.remedies.budget import spelling
 from vllm_remedy.remedies.plan import Step
 from vllm_remedy.remedies.predict import Prediction, config_refusal, failed_prediction, pinned_gpu, rules_note
-from vllm_remedy.vllm import catalog, engine_env, kserve, manifest, model_len, pod_shape, resolved
+from vllm_remedy.vllm import (
+    catalog,
+    engine_env,
+    kserve,
+    manifest,
+    manifest_flags_file,
+    model_len,
+    pod_shape,
+    resolved,
+)
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, find_server
 from vllm_remedy.vllm.failures import FAILURES
@@ -192,6 +201,10 @@ def check_workload(workload: Workload, policy: Policy, now: float) -> Result:
     if server is None:
         return Result(workload, name, None, (_unknown("command", workload.problem or "no vLLM command", (
             "put the vLLM server's flags in the container's command/args, where they can be read and checked")),))
+    # vLLM's --config file, when a ConfigMap checked with it is mounted there: its flags under argv's
+    if (read := manifest_flags_file.merged(server, workload.spec, workload.config_maps)) is not server:
+        workload = replace(workload, server=read)
+        server = read
     spec, notes = workload.spec, []
     pinned = pinned_gpu(spec)
     label = pinned or policy.gpu_product
