@@ -44,7 +44,8 @@ def _capability(method: str, least: int, cap: int) -> str:
     (FP8, V100, "0.34.0", _capability("fp8", 75, 70)),
     (FP8, A10, "0.11.0", None),  # 8.6: Marlin weight-only, not refused
     ("gpt-oss", T4, "0.11.0", _capability("mxfp4", 80, 75)),
-    ("gpt-oss", T4, "0.34.0", _capability("gpt_oss_mxfp4", 80, 75)),
+    ("gpt-oss", T4, "0.19.0", _capability("mxfp4", 80, 75)),
+    ("gpt-oss", T4, "0.20.0", _capability("gpt_oss_mxfp4", 80, 75)),  # GptOssMxfp4Config, mxfp4.py@0.20.0
     ("gpt-oss", A10, "0.34.0", None),
 ])
 def test_the_minimum_capability_of_the_method_vllm_runs(model, gpu, version, said):

@@ -8,9 +8,10 @@ config; each method's class in model_executor/layers/quantization/):
 1. ``ModelConfig._verify_quantization``: the checkpoint's ``quantization_config.quant_method`` is offered to every
    override first (awq_marlin / gptq_marlin when the card runs Marlin and ``--quantization`` is unset, ``marlin`` or
    the Marlin name; from 0.22 ``auto_gptq`` and from 0.24 ``auto_awq`` take gptq / awq for any of their spellings;
-   moe_wna16; from 0.26 ``gpt_oss_mxfp4`` takes gpt-oss's mxfp4); with no override, a ``--quantization`` other than the
-   checkpoint's method is refused: "Quantization method specified in the model config (awq) does not match the
-   quantization method specified in the `quantization` argument (gptq)." (config/model.py@0.11.0, @0.34.0).
+   moe_wna16; from 0.20 ``gpt_oss_mxfp4`` takes gpt-oss's mxfp4, mxfp4.py@0.20.0); with no override, a
+   ``--quantization`` other than the checkpoint's method is refused: "Quantization method specified in the model
+   config (awq) does not match the quantization method specified in the `quantization` argument (gptq)."
+   (config/model.py@0.11.0, @0.34.0).
 2. ``get_quant_config``: ``--quantization`` on a checkpoint without ``quantization_config`` reads the method's own
    file (AWQ: quant_config.json / quantize_config.json, GPTQ: quantize_config.json); fp8, mxfp4 and bitsandbytes need
    none (fp8 quantizes the 16-bit weights online). Without it: "Cannot find the config file for awq"
@@ -41,7 +42,7 @@ CONFIG_CHECK_SINCE = (0, 6, 4)  # the checks run while the engine config is buil
 MARLIN_75_SINCE = (0, 14, 0)  # awq_marlin, gptq_marlin and fp8 take capability 7.5 (0.13.0: 80)
 AUTO_GPTQ_SINCE = (0, 22, 0)  # auto_gptq.py replaces gptq.py / gptq_marlin.py
 AUTO_AWQ_SINCE = (0, 24, 0)  # auto_awq.py replaces awq.py / awq_marlin.py
-GPT_OSS_MXFP4_SINCE = (0, 26, 0)  # GptOssMxfp4Config names gpt-oss's mxfp4 "gpt_oss_mxfp4"
+GPT_OSS_MXFP4_SINCE = (0, 20, 0)  # GptOssMxfp4Config names gpt-oss's mxfp4 "gpt_oss_mxfp4" (absent at 0.19.0)
 _FILES = {"awq": "quant_config.json or quantize_config.json", "gptq": "quantize_config.json"}
 _JUDGED = frozenset({"awq", "gptq", "awq_marlin", "gptq_marlin", "marlin", "auto_awq", "auto_gptq", "fp8", "mxfp4",
                      "gpt_oss_mxfp4", "bitsandbytes", "compressed-tensors"})
