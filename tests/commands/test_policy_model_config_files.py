@@ -62,3 +62,11 @@ def test_check_and_plan_read_the_policys_config_map_from_the_input(cli, tmp_path
     other = cli("check", "-f", "-", "--policy", policy, "-o", "json", stdin=_listed("elsewhere"))
     item = json.loads(other.stdout)["items"][0]
     assert any(f["check"] == "model" for f in item["findings"]), item
+
+
+def test_plan_with_a_typed_model_uses_the_policys_config_file_too(cli, tmp_path):
+    (tmp_path / "smollm.json").write_text(json.dumps(SMOLLM2_CONFIG))
+    got = cli("plan", "--model", MODEL, "--gpu", "NVIDIA-L4", "--max-model-len", "8192",
+              "--policy", str(_policy(tmp_path, "{path: smollm.json}")), "-o", "json")
+    assert got.returncode in (0, 1), got.stdout + got.stderr
+    assert json.loads(got.stdout)["subject"]["model"] == MODEL

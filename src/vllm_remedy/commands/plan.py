@@ -97,11 +97,16 @@ def run(args: argparse.Namespace) -> int:
     if not args.file and not (args.model or args.model_config):
         raise UserError("--model or --model-config is required (or -f MANIFEST)")
     policy = load_policy(args.policy) if args.policy else None
-    if args.model or args.model_config:
+    # the policy's model_config is the last resort, as check and the deploys use it (a ConfigMap: the manifests')
+    fallback = policy_config(None, found.namespace, policy, found.config_maps) if policy is not None else None
+    if args.model and fallback is not None:
+        try:
+            model = hub.resolve(args.model, args.revision, fallback)[0]
+        except UserError as exc:
+            raise UserError(f"{exc}; pass --model-config with its config.json") from None
+    elif args.model or args.model_config:
         model = ea.load_model(args)
     elif found.model_id:
-        # the policy's model_config is the last resort, as check and the deploys use it (a ConfigMap: the manifests')
-        fallback = policy_config(None, found.namespace, policy, found.config_maps) if policy is not None else None
         try:
             model = hub.resolve(found.model_id, args.revision or found.flags.get("revision"), fallback)[0]
         except UserError as exc:
