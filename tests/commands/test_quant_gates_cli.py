@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 CONFIGS = Path(__file__).resolve().parents[1] / "data" / "configs"
 CAPABILITY = ("ValueError: The quantization method awq is not supported for the current GPU. Minimum capability: 75. "
@@ -65,3 +66,20 @@ def test_diagnose_classifies_the_refusal(cli, tmp_path):
     assert got.returncode == 0, got.stderr
     data = json.loads(got.stdout)
     assert (data["failure"], data["failure_detail"]["setting"]) == ("config_refused", "quantization"), data
+
+
+def test_check_names_the_refusal_and_pins_a_card_it_runs_on(cli, tmp_path):
+    dep = yaml.safe_load((Path(__file__).resolve().parents[1] / "data" / "manifests" / "runbook" /
+                          "good-rev14.yaml").read_text())
+    pod = dep["spec"]["template"]["spec"]
+    pod["containers"][0]["image"] = "vllm/vllm-openai:v0.11.0"
+    pod["containers"][0]["args"] = ["Qwen/Qwen2.5-7B-Instruct-AWQ", "--max-model-len", "8192", "--dtype", "half"]
+    pod["nodeSelector"] = {"nvidia.com/gpu.product": "Tesla-V100-SXM2-32GB"}
+    path = tmp_path / "dep.yaml"
+    path.write_text(yaml.safe_dump(dep))
+    got = cli("check", "-f", str(path))
+    assert got.returncode == 1, got.stdout + got.stderr
+    assert f"predicted config_refused on Tesla-V100-SXM2-32GB — vLLM refuses the quantization at config time: " \
+           f"{CAPABILITY}" in got.stdout, got.stdout
+    fix = next(line for line in got.stdout.splitlines() if "smallest fix" in line)
+    assert "nvidia.com/gpu.product=" in fix and "V100" not in fix, fix

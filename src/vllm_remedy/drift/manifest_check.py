@@ -294,6 +294,8 @@ def _start_reason(prediction: Prediction, failed: str, refusal: str | None = Non
     if e.outcome is Outcome.DTYPE_UNSUPPORTED:  # a config refusal too: the worker stops before loading anything
         head = FAILURES[e.outcome.failure].headline
         return f"predicted {e.outcome.value} on {prediction.gpu} — {head}: set --dtype half (float16) on this GPU"
+    if e.outcome is Outcome.CONFIG_REFUSED and "vLLM refuses" in prediction.note:  # its words (config_refusal)
+        return f"predicted {e.outcome.value} on {prediction.gpu} — {prediction.note}"
     if not has_cache(e.outcome):  # stopped before a KV cache exists: no KV or concurrency figures (outcomes)
         return f"predicted {e.outcome.value} on {prediction.gpu} — {FAILURES[e.outcome.failure].headline}"
     return (f"predicted {e.outcome.value} on {prediction.gpu} — {FAILURES[e.outcome.failure].headline}: KV cache "
