@@ -60,3 +60,10 @@ def test_the_pod_refuses_and_diagnose_reads_it(cluster, cli, tmp_path, name, pro
 def test_a_supported_card_serves(cluster):
     cluster.store.create("pods", pod("ok", "NVIDIA-L40S", []))
     assert cluster.wait_for(lambda: _status(cluster, "ok").get("ready") is True, 8), _status(cluster, "ok")
+
+
+def test_a_pod_with_a_config_file_still_starts(cluster):
+    """The pod reads no --config file (as before): the tools' "cannot predict" is theirs, not a refusal of vLLM's."""
+    body = pod("cfg", "NVIDIA-L40S", ["--config", "/etc/vllm/config.yaml"])
+    cluster.store.create("pods", body)
+    assert cluster.wait_for(lambda: _status(cluster, "cfg").get("ready") is True, 8), _status(cluster, "cfg")
