@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from vllm_remedy.drift.checks import (
@@ -45,7 +45,16 @@ from vllm_remedy.policy import Policy
 from vllm_remedy.remedies.budget import spelling
 from vllm_remedy.remedies.plan import Step
 from vllm_remedy.remedies.predict import Prediction, config_refusal, failed_prediction, pinned_gpu, rules_note
-from vllm_remedy.vllm import catalog, engine_env, kserve, manifest, model_len, pod_shape, resolved
+from vllm_remedy.vllm import (
+    catalog,
+    engine_env,
+    kserve,
+    manifest,
+    manifest_flags_file,
+    model_len,
+    pod_shape,
+    resolved,
+)
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, find_server
 from vllm_remedy.vllm.failures import FAILURES
@@ -192,6 +201,10 @@ def check_workload(workload: Workload, policy: Policy, now: float) -> Result:
     if server is None:
         return Result(workload, name, None, (_unknown("command", workload.problem or "no vLLM command", (
             "put the vLLM server's flags in the container's command/args, where they can be read and checked")),))
+    # vLLM's --config file, when a ConfigMap checked with it is mounted there: its flags under argv's
+    if (read := manifest_flags_file.merged(server, workload.spec, workload.config_maps)) is not server:
+        workload = replace(workload, server=read)
+        server = read
     spec, notes = workload.spec, []
     pinned = pinned_gpu(spec)
     label = pinned or policy.gpu_product
@@ -204,6 +217,8 @@ def check_workload(workload: Workload, policy: Policy, now: float) -> Result:
     group = workload.group
     prediction, model, card, settings, unknown = _predict(server, model_name, label, version, policy,
                                                           group is not None, workload.config_maps)
+    if not prediction.rules:  # an image's rules are said with or without an estimate (JSON: not "modelled" for 0.35)
+        prediction = replace(prediction, rules=rules_note(version))
     observed = Observed(server.image, model_name, server.flags.get("revision"), dict(server.flags), pinned,
                         pod_gpu_request(spec), tuple(read_toggles(Keys(policy.annotation_prefix),
                                                                   workload.metadata.get("annotations") or {})))
@@ -287,6 +302,8 @@ def _start_reason(prediction: Prediction, failed: str, refusal: str | None = Non
     if e.outcome is Outcome.DTYPE_UNSUPPORTED:  # a config refusal too: the worker stops before loading anything
         head = FAILURES[e.outcome.failure].headline
         return f"predicted {e.outcome.value} on {prediction.gpu} — {head}: set --dtype half (float16) on this GPU"
+    if e.outcome is Outcome.CONFIG_REFUSED and "vLLM refuses" in prediction.note:  # its words (config_refusal)
+        return f"predicted {e.outcome.value} on {prediction.gpu} — {prediction.note}"
     if not has_cache(e.outcome):  # stopped before a KV cache exists: no KV or concurrency figures (outcomes)
         return f"predicted {e.outcome.value} on {prediction.gpu} — {FAILURES[e.outcome.failure].headline}"
     return (f"predicted {e.outcome.value} on {prediction.gpu} — {FAILURES[e.outcome.failure].headline}: KV cache "

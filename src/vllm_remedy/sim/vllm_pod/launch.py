@@ -14,7 +14,7 @@ from typing import Any
 from vllm_remedy import hub
 from vllm_remedy.errors import UserError
 from vllm_remedy.sim.vllm_pod import adapters, argv, engine_select, keys, scheduler
-from vllm_remedy.vllm import catalog, dtype_support, quant_config, resolved
+from vllm_remedy.vllm import catalog, dtype_support, quant_config, quant_support, resolved
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import ServerCommand, canonical_key
 from vllm_remedy.vllm.cmdline.flags import Kind
@@ -186,6 +186,7 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
               **engine_select.env_inputs(container, version)}  # and VLLM_USE_V1 selects the engine
     minus_one = _minus_one_without_auto_fit(flags, version)
     sized = {k: v for k, v in flags.items() if not (minus_one and k == "max-model-len")}
+    sized.pop("config", None)  # the pod reads no --config file (its flags are argv's); the tools call it unknown
     try:
         world = world_size(flags)
         settings = EngineSettings.from_flags(group_flags(adapters.without(sized)), version, inputs)
@@ -209,6 +210,12 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
         variable, line = engine_refused
         frames = config_refusal.env_frames(parse_version(version) or NEWEST_RELEASE, variable, line)
         return Refusal(version, model_id, line, "config", frames=tuple(frames))
+    # the config's quantization gates (the card's capability, --quantization against the checkpoint's method), read
+    # from the pod's own argv and model (``quant_support``), not from the estimate's outcome
+    typed_quant = str(flags.get("quantization") or flags.get("q") or "").strip().lower() or None
+    if (quant_refused := quant_support.refusal(spec, gpu, typed_quant, version,
+                                               str(flags.get("dtype") or "auto"))) is not None:
+        return Refusal(version, model_id, quant_refused, "config")
     available = gpu_limit(container) * max(1, group_size)
     if available < world:
         where = "in this node" if group_size <= 1 else f"in the Ray cluster of {group_size} pods"

@@ -12,7 +12,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from vllm_remedy.errors import UserError
-from vllm_remedy.vllm import dtype_support, engine_env, quant_config, runner_env, sampler_env
+from vllm_remedy.vllm import (
+    dtype_support,
+    engine_env,
+    manifest_flags_file,
+    quant_config,
+    runner_env,
+    sampler_env,
+)
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline.flags import canonical_key
 from vllm_remedy.vllm.cmdline.values import parse_int
@@ -193,6 +200,8 @@ class EngineSettings:
         the budget). ``hidden``: the command's arguments taken from variables (``ServerCommand.hidden``), which may
         carry flags not in ``flags``, so the estimate is unknown."""
         norm = {_normalise(k): v for k, v in flags.items()}
+        if why := manifest_flags_file.unread(norm):  # any memory flag may be in vLLM's --config file
+            raise UserError(why)
         if stray := sorted(k for k in norm if k in MODEL_INPUTS):
             raise UserError("unrecognized arguments: " + " ".join(f"--{k}" for k in stray))
         given = {_normalise(k): v for k, v in (inputs or {}).items()}
