@@ -48,8 +48,10 @@ class Context:
 
 def capture_size(ctx: Context, s: EngineSettings, gpu: GpuSpec) -> list[Variant]:
     """Halve the largest batch captured as a CUDA graph (the pool shrinks with it; larger decode batches run
-    without graphs), down to the target concurrency or 8: only for a graph failure, on releases with the flag."""
-    if not ctx.graphs or s.enforce_eager:
+    without graphs), down to the target concurrency or 8: only for a graph failure, on releases with the flag, and not
+    where --compilation-config turns the graphs off or sets the sizes itself (the flag would change nothing there, or
+    be refused next to it from 0.11.1)."""
+    if not ctx.graphs or s.enforce_eager or s.cudagraphs_off or s.compile_off or s.capture_sizes_in_config:
         return []
     res = resolve(ctx.model, gpu, s)
     if capture_flag(res.rules) is None:

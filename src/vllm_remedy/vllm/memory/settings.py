@@ -17,6 +17,7 @@ from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline.flags import canonical_key
 from vllm_remedy.vllm.cmdline.values import parse_int
 from vllm_remedy.vllm.memory.chunked import chunked_prefill, v0_default_batch
+from vllm_remedy.vllm.memory.compiled import compilation_settings
 from vllm_remedy.vllm.memory.flag_values import (
     read_bool,
     read_capture_size,
@@ -113,8 +114,15 @@ class EngineSettings:
     block_size: int | None = None
     enable_chunked_prefill: bool | None = None
     other_process_gib: float = 0.0  # memory other processes hold on each GPU at startup
-    # The largest batch size captured as a CUDA graph (--max-cudagraph-capture-size, --cuda-graph-sizes N)
+    # The largest batch size captured as a CUDA graph (--max-cudagraph-capture-size, --cuda-graph-sizes N, or
+    # --compilation-config's cudagraph_capture_sizes / max_cudagraph_capture_size)
     cudagraph_capture_size: int | None = None
+    # --compilation-config / -O / --optimization-level (``cmdline.compilation``): V1 captures no CUDA graphs
+    # (cudagraph_mode NONE, a level or mode other than 3), compiles nothing either (level/mode 0, -O0), or takes its
+    # capture sizes from the config (so a capture-size flag would not change them).
+    cudagraphs_off: bool = False
+    compile_off: bool = False
+    capture_sizes_in_config: bool = False
     # FlashInfer imports in the image (a startup log says "Using FlashInfer for top-p & top-k sampling"); None =
     # unknown, sized as absent (the PyTorch sort, more memory). Matters only where the version's V1 sampler takes
     # FlashInfer by default (``VersionRules.flashinfer_sampler_by_default``).
@@ -251,6 +259,7 @@ class EngineSettings:
         size = read_capture_size(norm, version)
         if size is not None:
             kwargs["cudagraph_capture_size"] = size
+        kwargs.update(compilation_settings(norm, version))
         kwargs.update(pin_flags(norm, rules(version), lambda key: read_int(norm, key, version)))
         kwargs["unmodelled"] = unmodelled(norm, hidden)
         return cls(**kwargs)  # type: ignore[arg-type]
@@ -296,6 +305,8 @@ class Resolved:
     # Why the env's engine-selecting variables make the start unknown ("cannot predict VLLM_...": refused, an engine
     # or runner not modelled, a value that cannot be read), judged with the rules above; None when they do not.
     env_problem: str | None = None
+    # --compilation-config turns V1's CUDA graphs off while it still compiles (``cmdline.compilation``)
+    cudagraphs_off: bool = False
 
 
 def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
@@ -335,7 +346,7 @@ def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
         weight_dtype_bytes=weight_bytes,
         kv_dtype_bytes=kv_bytes,
         block_size=s.block_size or (64 if model.is_mla else 16),
-        enforce_eager=s.enforce_eager,
+        enforce_eager=s.enforce_eager or (r.engine == "V1" and s.compile_off),  # -O0: no compile, no graphs
         other_process_gib=s.other_process_gib,
         capture_size=s.cudagraph_capture_size,
         flashinfer_sampler=sampler,
@@ -348,6 +359,7 @@ def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
         kv_cache_memory_bytes=s.kv_cache_memory_bytes,
         num_gpu_blocks_override=s.num_gpu_blocks_override,
         env_problem=engine_why or sampler_why or runner_why,
+        cudagraphs_off=r.engine == "V1" and s.cudagraphs_off,  # V0 captures whatever the compilation config says
     )
 
 
