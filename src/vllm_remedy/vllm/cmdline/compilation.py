@@ -11,7 +11,7 @@ Read in the PyPI wheels (FlexibleArgumentParser in utils.py / utils/__init__.py 
   with pydantic and re-raises ``ArgumentTypeError(repr(ValidationError))`` (``refusal``);
 * 0.9.2-0.11.x: FlexibleArgumentParser turns ``-O3`` / ``-O=3`` / ``-O 3`` into ``-O.level=3``, and every dotted
   ``-O.k=v`` / ``--compilation-config.k=v`` into one JSON dict appended after all other arguments (it replaces a JSON
-  ``--compilation-config`` given before: argparse keeps the last value);
+  ``--compilation-config`` given anywhere: argparse keeps the last value; the same through 0.34.0);
 * from 0.12.0 ``-O<n>`` is ``--optimization-level n`` (O0: no compilation and ``cudagraph_mode`` NONE, config/vllm.py
   ``OPTIMIZATION_LEVEL_00``); ``-O.k=v`` still means ``-cc.k=v`` in 0.12.x (deprecated), and from 0.14.0 it is an
   optimization level (not a compilation key, so not honoured here);
@@ -123,10 +123,8 @@ def read(flags: Mapping[str, str], version: Version) -> Compilation:
             dotted[key] = _scalar(val)
         elif text.lstrip("=") in ("0", "1", "2", "3"):
             opt_level = int(text.lstrip("="))
-    if dotted and version < OPT_LEVEL_SINCE:
-        config = dotted  # appended after every argument: argparse keeps it over an earlier JSON value
-    elif dotted:
-        config = {**config, **dotted}
+    if dotted and version >= DOTTED_SINCE:
+        config = dotted  # appended after every argument (every release read): argparse keeps it over a JSON value
     return _graphs(config, opt_level, version)
 
 
