@@ -161,6 +161,17 @@ def _at(table: tuple[tuple[Version, object], ...], v: Version) -> object:
     return next((value for since, value in reversed(table) if v >= since), None)
 
 
+#: Option strings that changed: --device-memory-utilization joined in 0.31.0 (engine/arg_utils.py@0.31.0).
+RENAMED: dict[str, tuple[Version, str]] = {
+    "gpu-memory-utilization": ((0, 31, 0), "--gpu-memory-utilization/--device-memory-utilization"),
+}
+
+
+def _names(flag: str, v: Version) -> str:
+    since, names = RENAMED.get(flag, ((0, 0, 0), f"--{flag}"))
+    return names if v >= since else f"--{flag}"
+
+
 def type_of(flag: str, v: Version) -> str | None:
     """The flag's ``type=`` in release ``v`` as ``TYPES`` names it, None when not judged here."""
     kind = _at(TYPES.get(flag, ()), v)
@@ -180,8 +191,8 @@ def refusal(flag: str, value: str, v: Version) -> str | None:
             converted = base(value)
         except ValueError:
             if kind.endswith("?"):
-                return f"argument --{flag}: Value {value} cannot be converted to {base}."
-            return f"argument --{flag}: invalid {base.__name__} value: {value!r}"
+                return f"argument {_names(flag, v)}: Value {value} cannot be converted to {base}."
+            return f"argument {_names(flag, v)}: invalid {base.__name__} value: {value!r}"
     if flag not in CHOICES:
         return None
     table, names = CHOICES[flag]
