@@ -18,6 +18,8 @@ from vllm_remedy.vllm.cmdline.flags import canonical_key
 from vllm_remedy.vllm.cmdline.values import parse_int
 from vllm_remedy.vllm.memory.chunked import chunked_prefill, v0_default_batch
 from vllm_remedy.vllm.memory.compiled import compilation_settings
+from vllm_remedy.vllm.memory.config_values import ConfigRefused
+from vllm_remedy.vllm.memory.config_values import refusal as config_refusal
 from vllm_remedy.vllm.memory.flag_values import (
     read_bool,
     read_capture_size,
@@ -262,7 +264,12 @@ class EngineSettings:
         kwargs.update(compilation_settings(norm, version))
         kwargs.update(pin_flags(norm, rules(version), lambda key: read_int(norm, key, version)))
         kwargs["unmodelled"] = unmodelled(norm, hidden)
-        return cls(**kwargs)  # type: ignore[arg-type]
+        try:
+            return cls(**kwargs)  # type: ignore[arg-type]
+        except UserError as exc:  # a literal vLLM's config classes refuse too: config_refused, in their words
+            if (refused := config_refusal(norm, rules(version).version, rules(version).label)) is not None:
+                raise ConfigRefused(str(exc), refused.phrase, refused.error) from exc
+            raise
 
 
 def _normalise(key: str) -> str:
