@@ -154,8 +154,9 @@ def gpu_products(ctx: Context, s: EngineSettings, gpu: GpuSpec) -> list[Variant]
 
 
 def enforce_eager(ctx: Context, s: EngineSettings, gpu: GpuSpec) -> list[Variant]:
-    """The last resort (``build`` tries it only when no other lever works); the planner marks it temporary."""
-    if s.enforce_eager or not ctx.limits.eager_allowed:
+    """The last resort (``build`` tries it only when no other lever works); the planner marks it temporary. Not where
+    the start already runs eager through --compilation-config (-O0 on V1: no compile, no graphs)."""
+    if s.enforce_eager or not ctx.limits.eager_allowed or (s.compile_off and resolve(ctx.model, gpu, s).enforce_eager):
         return []
     return [Variant(dataclasses.replace(s, enforce_eager=True), gpu)]
 

@@ -116,12 +116,10 @@ class EngineSettings:
     block_size: int | None = None
     enable_chunked_prefill: bool | None = None
     other_process_gib: float = 0.0  # memory other processes hold on each GPU at startup
-    # The largest batch size captured as a CUDA graph (--max-cudagraph-capture-size, --cuda-graph-sizes N, or
-    # --compilation-config's cudagraph_capture_sizes / max_cudagraph_capture_size)
+    # The largest batch size captured as a CUDA graph (--max-cudagraph-capture-size, --cuda-graph-sizes N, the config's)
     cudagraph_capture_size: int | None = None
-    # --compilation-config / -O / --optimization-level (``cmdline.compilation``): V1 captures no CUDA graphs
-    # (cudagraph_mode NONE, a level or mode other than 3), compiles nothing either (level/mode 0, -O0), or takes its
-    # capture sizes from the config (so a capture-size flag would not change them).
+    # --compilation-config / -O (``cmdline.compilation``): V1 captures no CUDA graphs, compiles nothing either (-O0), or
+    # takes its capture sizes from the config (a capture-size flag would not change them)
     cudagraphs_off: bool = False
     compile_off: bool = False
     capture_sizes_in_config: bool = False
@@ -266,7 +264,7 @@ class EngineSettings:
         kwargs["unmodelled"] = unmodelled(norm, hidden)
         try:
             return cls(**kwargs)  # type: ignore[arg-type]
-        except UserError as exc:  # a literal vLLM's config classes refuse too: config_refused, in their words
+        except UserError as exc:  # one vLLM's config classes refuse too: config_refused, in their words
             if (refused := config_refusal(norm, rules(version).version, rules(version).label)) is not None:
                 raise ConfigRefused(str(exc), refused.phrase, refused.error) from exc
             raise
@@ -312,8 +310,7 @@ class Resolved:
     # Why the env's engine-selecting variables make the start unknown ("cannot predict VLLM_...": refused, an engine
     # or runner not modelled, a value that cannot be read), judged with the rules above; None when they do not.
     env_problem: str | None = None
-    # --compilation-config turns V1's CUDA graphs off while it still compiles (``cmdline.compilation``)
-    cudagraphs_off: bool = False
+    cudagraphs_off: bool = False  # --compilation-config turns V1's graphs off while it still compiles
 
 
 def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
