@@ -37,6 +37,10 @@ def _text(item: dict) -> str:
      "should be greater than or equal to 1 [type=greater_than_equal, input_value=0, input_type=int]"),
     (["--max-model-len", "0"], "vllm/vllm-openai:v0.13.0", "1 validation error for ModelConfig max_model_len Input "
      "should be greater than 0 [type=greater_than, input_value=0, input_type=int]"),
+    # from 0.14.0 -O.k=v is an optimization level (no longer -cc.k=v), which VllmConfig's IntEnum refuses
+    (["-O.cudagraph_mode=NONE"], "vllm/vllm-openai:v0.14.0", "1 validation error for VllmConfig optimization_level "
+     "Input should be 0, 1, 2 or 3 [type=enum, input_value='.cudagraph_mode=NONE', input_type=str]"),
+    (["-O5"], "vllm/vllm-openai:v0.34.0", "Input should be 0, 1, 2 or 3 [type=enum, input_value='5'"),
 ])
 def test_a_literal_the_config_refuses_is_config_refused(cli, tmp_path: Path, args: list[str], image: str,
                                                         said: str) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from vllm_remedy.vllm.cmdline import compilation
+from vllm_remedy.vllm.memory.config_values import optimization_refusal
 from vllm_remedy.vllm.versions import rules
 
 #: Flag keys that carry a compilation config (``-O...`` is ``optimization-level`` in the argv reading).
@@ -22,6 +23,8 @@ def compilation_settings(flags: Mapping[str, str], version: str | None) -> dict[
     the user's config sizes; from 0.11.1 the two together are refused as mutually exclusive, engine/arg_utils.py)."""
     if not any(k in flags or k.startswith(("compilation-config.", "cc.")) for k in (*KEYS, *flags)):
         return {}
+    if (refused := optimization_refusal(flags, rules(version).version, rules(version).label)) is not None:
+        raise refused  # VllmConfig refuses the level (``config_values``)
     read = compilation.read(flags, rules(version).version)
     out: dict[str, object] = {}
     if read.graphs_off:

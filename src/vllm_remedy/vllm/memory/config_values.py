@@ -10,6 +10,10 @@ Read in the PyPI wheels (config.py, then config/cache.py, config/scheduler.py, c
 * ``--max-model-len`` 0: ``ModelConfig.max_model_len: Field(gt=0)`` in 0.13.0 only; from 0.14.0 ``Field(ge=-1)`` (-1 is
   auto-fit), which refuses only below -1. What 0 does elsewhere was not read: left to the memory model's own check.
 
+* ``--optimization-level`` (``-O<x>`` from 0.12.0) other than 0-3: argparse's ``type=str`` takes it and ``VllmConfig``'s
+  ``optimization_level: OptimizationLevel`` (an IntEnum) refuses it (config/vllm.py@0.12.0-0.34.0); from 0.14.0 that
+  includes ``-O.k=v``, which FlexibleArgumentParser no longer turns into ``-cc.k=v`` (utils/argparse_utils.py@0.14.0).
+
 Each phrase quotes the error's lines after the first (pydantic's ``For further information`` URL, which names the
 image's pydantic version, is left out).
 """
@@ -51,6 +55,23 @@ def refusal(flags: Mapping[str, str], v: Version, label: str) -> ConfigRefused |
 
 
 _CHECKED = ("max-model-len", "max-num-seqs", "gpu-memory-utilization")
+OPT_LEVEL_SINCE: Version = (0, 12, 0)
+DOTTED_O_UNTIL: Version = (0, 14, 0)
+
+
+def optimization_refusal(flags: Mapping[str, str], v: Version, label: str) -> ConfigRefused | None:
+    """``VllmConfig``'s refusal of an optimization level outside 0-3 (``-O.k=v`` from 0.14.0 included)."""
+    text = flags.get("optimization-level")
+    if text is None or v < OPT_LEVEL_SINCE or "$" in text or "{{" in text:
+        return None
+    level = text[1:] if text.startswith("=") else text
+    if level in ("0", "1", "2", "3") or (level.startswith(".") and v < DOTTED_O_UNTIL):
+        return None
+    error = (f"ValidationError: 1 validation error for VllmConfig\noptimization_level\n  Input should be 0, 1, 2 or 3 "
+             f"[type=enum, input_value={level!r}, input_type=str]")
+    phrase = (f"vLLM {label} refuses the optimization level {level!r} (-O{level}) at config time, before loading "
+              f"anything ({' '.join(line.strip() for line in error.splitlines())})")
+    return ConfigRefused(phrase, phrase, error)
 
 
 def _error(flag: str, text: str, v: Version) -> str | None:
