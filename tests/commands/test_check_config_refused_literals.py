@@ -41,6 +41,8 @@ def _text(item: dict) -> str:
     (["-O.cudagraph_mode=NONE"], "vllm/vllm-openai:v0.14.0", "1 validation error for VllmConfig optimization_level "
      "Input should be 0, 1, 2 or 3 [type=enum, input_value='.cudagraph_mode=NONE', input_type=str]"),
     (["-O5"], "vllm/vllm-openai:v0.34.0", "Input should be 0, 1, 2 or 3 [type=enum, input_value='5'"),
+    # from 0.13.0 --quantization is ``QuantizationMethods | str``: ModelConfig refuses an unknown name, not argparse
+    (["--quantization", "nonsense"], "vllm/vllm-openai:v0.20.0", "Unknown quantization method: nonsense"),
 ])
 def test_a_literal_the_config_refuses_is_config_refused(cli, tmp_path: Path, args: list[str], image: str,
                                                         said: str) -> None:

@@ -29,3 +29,10 @@ def test_the_pod_stops_at_config_with_vllm_s_exception(tag: str, args: list[str]
     got = judge(tag, *args)
     assert isinstance(got, Refusal) and got.stage == "config", got
     assert got.error == error
+
+
+def test_an_unknown_quantization_from_0_13_is_model_config_s_refusal() -> None:
+    got = judge("v0.20.0", "--quantization", "nonsense")
+    assert isinstance(got, Refusal) and got.stage == "config", got
+    assert got.error.startswith("ValidationError: 1 validation error for ModelConfig\n  Value error, Unknown "
+                                "quantization method: nonsense. Must be one of ['awq', ")

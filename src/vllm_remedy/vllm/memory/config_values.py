@@ -25,6 +25,8 @@ from collections.abc import Mapping
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.vllm.cmdline.values import parse_float, vllm_int
+from vllm_remedy.vllm.memory.quant_names import unknown as unknown_quantization
+from vllm_remedy.vllm.versions import rules
 
 Version = tuple[int, int, int]
 VALIDATOR_SINCE: Version = (0, 9, 2)  # _verify_args became a pydantic model_validator (config.py@0.9.2)
@@ -43,7 +45,7 @@ class ConfigRefused(UserError):
         self.error = error
 
 
-def refusal(flags: Mapping[str, str], v: Version, label: str) -> ConfigRefused | None:
+def config_refusal(flags: Mapping[str, str], v: Version, label: str) -> ConfigRefused | None:
     """The config-time refusal of the first refused value in ``flags`` (canonical keys) in release ``v`` (``label``
     as printed), None when every value passes these checks or is not a literal number."""
     for flag, error in ((f, _error(f, str(flags[f]), v)) for f in _CHECKED if f in flags):
@@ -105,3 +107,14 @@ def _error(flag: str, text: str, v: Version) -> str | None:
 def _field(cls: str, field: str, bound: tuple[str, str], value: str, kind: str) -> str:
     return (f"ValidationError: 1 validation error for {cls}\n{field}\n  Input should be {bound[0]} [type={bound[1]}, "
             f"input_value={value}, input_type={kind}]")
+
+
+def quantization(name: str, version: str | None) -> str:
+    """``--quantization``'s method as the memory model takes it; ``ConfigRefused`` where ModelConfig has no such method
+    (``quant_names``, 0.13.0+; argparse's choices refuse it before, ``cmdline.choices``)."""
+    r = rules(version)
+    if "$" not in name and "{{" not in name and (error := unknown_quantization(name, r.version)) is not None:
+        phrase = (f"vLLM {r.label} refuses --quantization {name} at config time, before loading anything (Unknown "
+                  f"quantization method: {name}; it has no such method)")
+        raise ConfigRefused(phrase, phrase, error)
+    return name.strip().lower()

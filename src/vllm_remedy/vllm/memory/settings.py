@@ -18,8 +18,7 @@ from vllm_remedy.vllm.cmdline.flags import canonical_key
 from vllm_remedy.vllm.cmdline.values import parse_int
 from vllm_remedy.vllm.memory.chunked import chunked_prefill, v0_default_batch
 from vllm_remedy.vllm.memory.compiled import compilation_settings
-from vllm_remedy.vllm.memory.config_values import ConfigRefused
-from vllm_remedy.vllm.memory.config_values import refusal as config_refusal
+from vllm_remedy.vllm.memory.config_values import ConfigRefused, config_refusal, quantization
 from vllm_remedy.vllm.memory.flag_values import (
     read_bool,
     read_capture_size,
@@ -223,8 +222,8 @@ class EngineSettings:
         for flag, field in (("kv-cache-dtype", "kv_cache_dtype"), ("dtype", "dtype")):
             if flag in norm:
                 kwargs[field] = str(norm[flag]).strip().lower()
-        if norm.get("quantization"):
-            kwargs["quantization"] = str(norm["quantization"]).strip().lower()
+        if norm.get("quantization"):  # 0.13.0+: ModelConfig refuses a name it has no method for (config_values)
+            kwargs["quantization"] = quantization(str(norm["quantization"]), version)
         for flag, field in (("enforce-eager", "enforce_eager"), ("disable-sliding-window", "disable_sliding_window"),
                             ("enable-chunked-prefill", "enable_chunked_prefill"),
                             ("enable-prefix-caching", "enable_prefix_caching")):
