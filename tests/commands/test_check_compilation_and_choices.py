@@ -62,6 +62,11 @@ def test_graphs_off_or_capped_by_the_compilation_config_are_honoured(
      "at line 1 column 2 [type=json_invalid, input_value='{bad', input_type=str]"),
     (["-cc", "{bad"], "vllm/vllm-openai:v0.20.0", "argument --compilation-config/-cc: 1 validation error for "
      "CompilationConfig"),
+    # from 0.13.0 CompilationConfig forbids keys it lacks; ``level`` left it in 0.18.0 (``mode`` replaces it)
+    (["--compilation-config", '{"level":0}'], "vllm/vllm-openai:v0.20.0", "argument --compilation-config/-cc: 1 "
+     "validation error for CompilationConfig\nlevel\n  Unexpected keyword argument [type=unexpected_keyword_argument"),
+    (["-cc.level=0"], "vllm/vllm-openai:v0.20.0", "level\n  Unexpected keyword argument"),
+    (["--compilation-config", '{"max_capture_size":8}'], "vllm/vllm-openai:v0.14.0", "max_capture_size\n  Unexpected"),
     (["--block-size", "7"], "vllm/vllm-openai:v0.11.0",
      "argument --block-size: invalid choice: 7 (choose from 1, 8, 16, 32, 64, 128)"),
     (["--block-size", "256"], "vllm/vllm-openai:v0.11.0",

@@ -10,7 +10,7 @@ from datetime import datetime
 import pytest
 
 from vllm_remedy.sim.seed import make_node
-from vllm_remedy.sim.vllm_pod import argv_choices, timeline
+from vllm_remedy.sim.vllm_pod import argv_choices, argv_compilation, timeline
 from vllm_remedy.sim.vllm_pod.launch import Launch, Refusal, plan
 from vllm_remedy.vllm.cmdline import find_server
 
@@ -40,6 +40,9 @@ def judge(tag: str, *args: str, gpu: str = "NVIDIA-L40S", gpus: int = 1) -> Laun
      "CompilationConfig\n  Invalid JSON: key must be a string at line 1 column 2 [type=json_invalid, "
      "input_value='{bad', input_type=str]"),
     ("v0.20.0", ["-cc", "{bad"], "argument --compilation-config/-cc: 1 validation error for CompilationConfig"),
+    ("v0.20.0", ["--compilation-config", '{"level": 0}'], "argument --compilation-config/-cc: 1 validation error for "
+     "CompilationConfig\nlevel\n  Unexpected keyword argument [type=unexpected_keyword_argument, input_value=0, "
+     "input_type=int]"),
 ])
 def test_argparse_refuses_from_the_pod_s_own_tables(tag: str, args: list[str], error: str) -> None:
     got = judge(tag, *args)
@@ -69,7 +72,8 @@ def test_graphs_turned_off_by_the_compilation_config_are_not_captured() -> None:
     assert off.estimate.cudagraph_gib == 0.0
 
 
-def test_the_tables_are_the_rehearsal_s_own() -> None:
-    with open(argv_choices.__file__, encoding="utf-8") as fh:
+@pytest.mark.parametrize("module", [argv_choices, argv_compilation])
+def test_the_tables_are_the_rehearsal_s_own(module: object) -> None:
+    with open(module.__file__, encoding="utf-8") as fh:  # type: ignore[attr-defined]
         imports = [line for line in fh if line.startswith(("import ", "from "))]
     assert not [line for line in imports if "vllm_remedy" in line], imports

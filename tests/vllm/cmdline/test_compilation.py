@@ -51,3 +51,15 @@ def test_malformed_json_is_argparse_s_refusal_with_the_release_s_option_strings(
     assert refusal('{"level": 3}', V0110) is None
     assert refusal("3", V0110) is None
     assert refusal("{bad", V0120, dash_o=True) is None  # -O is --optimization-level there
+
+
+def test_keys_the_release_lacks_are_refused_from_0_13() -> None:
+    """CompilationConfig forbids extra keys from 0.13.0: ``level`` left in 0.18.0, ``max_capture_size`` was never an
+    input field."""
+    assert refusal('{"level": 0}', (0, 20, 0)) == (
+        "argument --compilation-config/-cc: 1 validation error for CompilationConfig\nlevel\n  Unexpected keyword "
+        "argument [type=unexpected_keyword_argument, input_value=0, input_type=int]")
+    assert refusal('{"level": 0}', (0, 17, 0)) is None
+    assert "max_capture_size\n  Unexpected keyword argument" in refusal('{"max_capture_size": 8}', (0, 13, 0))
+    assert refusal('{"max_capture_size": 8}', V0120) is None  # ignored before 0.13.0
+    assert refusal('{"mode": 0, "cudagraph_mode": "NONE"}', V0340) is None

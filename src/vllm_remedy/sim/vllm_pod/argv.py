@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from . import argv_choices  # the rehearsal's own table (no tools' module: see the docstring)
+from . import argv_choices, argv_compilation  # the rehearsal's own table (no tools' module: see the docstring)
 
 Version = tuple[int, int, int]
 
@@ -159,6 +159,8 @@ def _compilation(flag: str, value: str, version: Version) -> str | None:
             detail = str(err)
         return (f"argument {names}: 1 validation error for CompilationConfig\n  Invalid JSON: {detail} "
                 f"[type=json_invalid, input_value={value!r}, input_type=str]")
+    if (words := argv_compilation.unexpected(value, version)) is not None:
+        return f"argument --compilation-config/-cc: {words}"
     return None
 
 

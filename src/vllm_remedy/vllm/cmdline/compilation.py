@@ -35,6 +35,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from vllm_remedy.vllm.cmdline.compilation_fields import unexpected
+
 Version = tuple[int, int, int]
 JSON_SINCE: Version = (0, 9, 0)  # json.loads (0.9.0), then pydantic's validate_json (0.9.2)
 VALIDATED_SINCE: Version = (0, 9, 2)
@@ -79,7 +81,19 @@ def refusal(value: str, version: Version, dash_o: bool = False) -> str | None:
             return f"argument {names}: invalid <lambda> value: {text!r}"
         return (f"argument {names}: 1 validation error for CompilationConfig\n  Invalid JSON: {_jiter(text, exc)} "
                 f"[type=json_invalid, input_value={text!r}, input_type=str]")
+    if (words := unexpected(text, version)) is not None:  # a key the release lacks, from 0.13.0 (level from 0.18.0)
+        return f"argument {names}: {words}"
     return None
+
+
+def dotted_refusal(flags: Mapping[str, str], version: Version) -> str | None:
+    """argparse's refusal of the JSON dict FlexibleArgumentParser builds from dotted keys (``-cc.level=0``): a key the
+    release's CompilationConfig lacks (from 0.13.0)."""
+    dotted = {k.split(".", 1)[1]: _scalar(str(v)) for k, v in flags.items()
+              if k.startswith(("compilation-config.", "cc.")) and "$" not in str(v) and "{{" not in str(v)}
+    if not dotted or (words := unexpected(json.dumps(dotted), version)) is None:
+        return None
+    return f"argument --compilation-config/-cc: {words}"
 
 
 def _jiter(text: str, exc: ValueError) -> str:

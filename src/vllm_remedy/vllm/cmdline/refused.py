@@ -96,6 +96,9 @@ def refused(server: ServerCommand, version: str | None) -> list[Refused]:
             out.append(Refused(words, f"argument --{flag.name}: expected {many}"))
         elif opt.values and (message := _value(flag.name, opt.values[0], v, flag.attached is not None)) is not None:
             out.append(Refused(words, message))
+    if (message := compilation.dotted_refusal(server.flags, v)) is not None:  # the dict is parsed after the rest
+        dotted = [o for o in server.options if o.flag.name.startswith(("compilation-config.", "cc."))]
+        out.append(Refused(" ".join(shlex.quote(t.value) for o in dotted for t in o.tokens), message))
     out += [Refused(shlex.quote(w), f"unrecognized arguments: {w}") for w in _strays(server, v)]
     return out
 
