@@ -66,6 +66,9 @@ def test_graphs_off_or_capped_by_the_compilation_config_are_honoured(
     (["--compilation-config", '{"level":0}'], "vllm/vllm-openai:v0.20.0", "argument --compilation-config/-cc: 1 "
      "validation error for CompilationConfig\nlevel\n  Unexpected keyword argument [type=unexpected_keyword_argument"),
     (["-cc.level=0"], "vllm/vllm-openai:v0.20.0", "level\n  Unexpected keyword argument"),
+    # from 0.12.0 -O is no option of its own: only `-O <0-3>` becomes --optimization-level
+    (["-O", '{"cudagraph_mode":"NONE"}'], "vllm/vllm-openai:v0.20.0",
+     'unrecognized arguments: -O {"cudagraph_mode":"NONE"}'),
     (["--compilation-config", '{"max_capture_size":8}'], "vllm/vllm-openai:v0.14.0", "max_capture_size\n  Unexpected"),
     (["--block-size", "7"], "vllm/vllm-openai:v0.11.0",
      "argument --block-size: invalid choice: 7 (choose from 1, 8, 16, 32, 64, 128)"),

@@ -111,6 +111,10 @@ def _judged(entrypoint: str) -> bool:
 def _value(flag: str, value: str, v: Version, attached: bool = False) -> str | None:
     if "$" in value or "{{" in value:
         return None
+    if flag == "optimization-level" and not attached and v >= compilation.OPT_LEVEL_SINCE:
+        # from 0.12.0 only `-O <0-3>` becomes --optimization-level; any other `-O <word>` reaches argparse, which has
+        # no -O option any more (utils/argparse_utils.py@0.12.0-0.34.0)
+        return None if value in ("0", "1", "2", "3") else f"unrecognized arguments: -O {value}"
     if flag == "compilation-config" or (flag == "optimization-level" and not attached):
         return compilation.refusal(value, v, dash_o=flag == "optimization-level")  # -O '{...}' up to 0.11
     respelled = (str(choices.type_of(flag, v)).startswith("int") and vllm_int(value, flag, v) is None
