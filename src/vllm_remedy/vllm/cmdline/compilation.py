@@ -9,6 +9,7 @@ Read in the PyPI wheels (FlexibleArgumentParser in utils.py / utils/__init__.py 
   else ``ast.literal_eval`` (a malformed value raises SyntaxError past argparse: a traceback, not judged here);
 * 0.9.0 reads it with ``json.loads`` (``invalid <lambda> value``); from 0.9.2 ``parse_dataclass`` validates the JSON
   with pydantic and re-raises ``ArgumentTypeError(repr(ValidationError))`` (``refusal``);
+* ``--compilation-config.k=v`` from 0.9.0 (``dict_args`` in utils.py@0.9.0, which leaves ``-O3`` to argparse);
 * 0.9.2-0.11.x: FlexibleArgumentParser turns ``-O3`` / ``-O=3`` / ``-O 3`` into ``-O.level=3``, and every dotted
   ``-O.k=v`` / ``--compilation-config.k=v`` into one JSON dict appended after all other arguments (it replaces a JSON
   ``--compilation-config`` given anywhere: argparse keeps the last value; the same through 0.34.0);
@@ -40,7 +41,8 @@ from vllm_remedy.vllm.cmdline.compilation_fields import unexpected
 Version = tuple[int, int, int]
 JSON_SINCE: Version = (0, 9, 0)  # json.loads (0.9.0), then pydantic's validate_json (0.9.2)
 VALIDATED_SINCE: Version = (0, 9, 2)
-DOTTED_SINCE: Version = (0, 9, 2)  # -O.k=v and -O3 as -O.level=3 (utils/__init__.py@0.9.2; 0.8.5 has neither)
+DOTTED_SINCE: Version = (0, 9, 2)  # -O.k=v and -O3 as -O.level=3 (utils/__init__.py@0.9.2; 0.9.0 has neither)
+LONG_DOTTED_SINCE: Version = (0, 9, 0)  # --compilation-config.k=v (utils.py@0.9.0 ``dict_args``; 0.8.5 has none)
 OPT_LEVEL_SINCE: Version = (0, 12, 0)  # -O<n> is --optimization-level (utils/argparse_utils.py@0.12.0)
 DOTTED_O_UNTIL: Version = (0, 14, 0)  # first release read where -O.k=v is an optimization level, not -cc.k=v
 CUDAGRAPH_MODE_SINCE: Version = (0, 10, 1)
@@ -117,7 +119,7 @@ def read(flags: Mapping[str, str], version: Version) -> Compilation:
     if raw is not None:
         config = _parse(str(raw), version)
     dotted = {k.split(".", 1)[1]: _scalar(str(v)) for k, v in flags.items()
-              if k.startswith(("compilation-config.", "cc.")) and "." in k}
+              if k.startswith("compilation-config.") or (k.startswith("cc.") and version >= OPT_LEVEL_SINCE)}
     if opt is not None:
         text = str(opt).strip()
         if version < OPT_LEVEL_SINCE:
@@ -137,7 +139,7 @@ def read(flags: Mapping[str, str], version: Version) -> Compilation:
             dotted[key] = _scalar(val)
         elif text.lstrip("=") in ("0", "1", "2", "3"):
             opt_level = int(text.lstrip("="))
-    if dotted and version >= DOTTED_SINCE:
+    if dotted and version >= LONG_DOTTED_SINCE:
         config = dotted  # appended after every argument (every release read): argparse keeps it over a JSON value
     return _graphs(config, opt_level, version)
 
