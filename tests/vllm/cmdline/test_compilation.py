@@ -28,7 +28,8 @@ V085, V0110, V0120, V0140, V0340 = (0, 8, 5), (0, 11, 0), (0, 12, 0), (0, 14, 0)
     ({"compilation-config": '{"use_cudagraph": false}'}, V0110, Compilation(graphs_off=True)),
     ({"compilation-config": "{'level': 0}"}, V085, Compilation(graphs_off=True, compile_off=True)),  # literal_eval
     ({"optimization-level": "3"}, V0110, Compilation()),
-    ({"compilation-config.cudagraph_capture_sizes": "[1, 2, 4]"}, (0, 9, 0), Compilation(max_capture=4, sizes_set=True)),
+    ({"compilation-config.cudagraph_capture_sizes": "[1, 2, 4]"}, (0, 9, 0),
+     Compilation(max_capture=4, sizes_set=True)),
     ({"compilation-config.level": "0"}, V085, Compilation()),  # no dotted keys before 0.9.0
     ({"compilation-config": '{"cudagraph_capture_sizes": [1, 2, 4]}'}, V0110,
      Compilation(max_capture=4, sizes_set=True)),
