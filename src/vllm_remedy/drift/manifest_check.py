@@ -53,7 +53,7 @@ from vllm_remedy.vllm.memory import EngineSettings, estimate
 from vllm_remedy.vllm.memory.config_values import ConfigRefused
 from vllm_remedy.vllm.memory.unmodelled import CannotPredict
 from vllm_remedy.vllm.outcomes import Outcome, has_cache
-from vllm_remedy.vllm.parallel import group_flags, world_size
+from vllm_remedy.vllm.parallel import group_flags, layout_fix, pod_shortfall, world_size
 from vllm_remedy.vllm.versions import version_from_image
 
 ERROR, UNKNOWN_SEVERITY = "error", "unknown"
@@ -216,6 +216,10 @@ def check_workload(workload: Workload, policy: Policy, now: float) -> Result:
     parsing = [f.reason for f in unknown if f.check == "flags" and f.severity == ERROR]
     if parsing:  # its figures are the planned reading's, which the fix plans with: none is the pod's own
         prediction = Prediction(prediction.gpu, None, "; ".join(parsing), rules=prediction.rules, refused=True)
+    layout = None if group is not None or parsing else pod_shortfall(server.flags, server.container, server.image,
+                                                                      policy.gpu.resource)
+    if layout is not None:  # vLLM stops before sizing any memory: no KV or concurrency figure is the pod's
+        prediction = Prediction(prediction.gpu, None, layout, rules=prediction.rules)
     failed = failed_prediction(prediction) if prediction.estimate else None
     if prediction.estimate is not None and failed is None:
         checks.append(check_concurrency(policy, prediction))
@@ -224,6 +228,9 @@ def check_workload(workload: Workload, policy: Policy, now: float) -> Result:
     findings += [Finding(c.name, ERROR if c.status == DRIFT else UNKNOWN_SEVERITY, c.detail, "")
                  for c in checks if c.status in (DRIFT, UNKNOWN)]
     findings += unknown
+    if layout is not None:
+        findings = [f for f in findings if f.check != "start"] + [Finding("start", ERROR, layout,
+                                                                          layout_fix(policy.gpu.resource))]
     if group is not None:
         findings += _group_findings(group, workload.container)
         short = _shortfall(group, workload.container, policy.gpu.resource)
@@ -235,7 +242,8 @@ def check_workload(workload: Workload, policy: Policy, now: float) -> Result:
             notes.append(f"{prediction.line()} (TP × PP = {world_size(server.flags)} GPUs over {size} pods)")
     fix: Step | None = None
     plan_note = ""
-    if findings and model is not None and card is not None and settings is not None:
+    # not with a layout the pod cannot hold: the planner would size a fix on GPUs the pod does not get
+    if findings and model is not None and card is not None and settings is not None and layout is None:
         respelled = _respelled(server, group is not None, version)[1]
         fix, plan_note = plan_fix(model, card, settings, policy, spec, pinned, group is not None, respelled)
     findings = [_with_fix(f, fix, plan_note, policy) for f in findings]

@@ -22,7 +22,7 @@ from vllm_remedy.vllm.cmdline.parse import Option
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, Resolved, estimate, resolve
 from vllm_remedy.vllm.memory.config_values import ConfigRefused
 from vllm_remedy.vllm.outcomes import Outcome
-from vllm_remedy.vllm.parallel import group_flags, world_size
+from vllm_remedy.vllm.parallel import group_flags, local_engines, world_size
 from vllm_remedy.vllm.startup_log import config_refusal
 from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version, version_from_image
 
@@ -70,6 +70,8 @@ class Refusal:
     max_model_len: int | None = None
     gpu_memory_utilization: float | None = None
     max_num_batched_tokens: int | None = None
+    # --tensor-parallel-size as typed (None: not set), for "non-default args" and the engine's config line
+    tensor_parallel_size: int | None = None
 
 
 def node_gpu(node: Mapping[str, Any]) -> GpuSpec | None:
@@ -135,7 +137,8 @@ def plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, An
     if isinstance(judged, Refusal) and judged.stage != "argparse":  # vLLM printed its arguments first
         judged = replace(judged, max_model_len=_typed(cmd.flags.get("max-model-len"), int),
                          gpu_memory_utilization=_typed(cmd.flags.get("gpu-memory-utilization"), float),
-                         max_num_batched_tokens=_typed(cmd.flags.get("max-num-batched-tokens"), int))
+                         max_num_batched_tokens=_typed(cmd.flags.get("max-num-batched-tokens"), int),
+                         tensor_parallel_size=_typed(cmd.flags.get("tensor-parallel-size"), int))
     return judged if version_from_image(cmd.image) else replace(judged, version_named=False)
 
 
@@ -214,6 +217,9 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
         where = "in this node" if group_size <= 1 else f"in the Ray cluster of {group_size} pods"
         return Refusal(version, model_id, f"ValueError: World size ({world}) is larger than the number "
                        f"of available GPUs ({available}) {where}.", "device")
+    engines = local_engines(flags, parse_version(version)) if group_size <= 1 else 1
+    if available < world * engines:  # rank r's engine gets devices [r*world, (r+1)*world): past the pod's, none
+        return Refusal(version, model_id, "RuntimeError: No CUDA GPUs are available", "device")
     if minus_one:  # Worker.init_device builds GPUModelRunner, whose buffers are sized by max_model_len
         return Refusal(version, model_id, "RuntimeError: Trying to create tensor with negative dimension -1: [-1, 1]",
                        "worker")

@@ -21,7 +21,8 @@ image's pydantic version, is left out).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import TypeVar
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.vllm.cmdline.values import parse_float, vllm_int
@@ -29,6 +30,7 @@ from vllm_remedy.vllm.memory.quant_names import unknown as unknown_quantization
 from vllm_remedy.vllm.versions import rules
 
 Version = tuple[int, int, int]
+T = TypeVar("T")
 VALIDATOR_SINCE: Version = (0, 9, 2)  # _verify_args became a pydantic model_validator (config.py@0.9.2)
 FIELDS_SINCE: Version = (0, 12, 0)  # Field(gt=0, le=1) / Field(ge=1) (config/cache.py, config/scheduler.py@0.12.0)
 MAX_LEN_GT0: Version = (0, 13, 0)  # max_model_len: Field(gt=0) (config/model.py@0.13.0)
@@ -43,6 +45,19 @@ class ConfigRefused(UserError):
         super().__init__(message)
         self.phrase = phrase
         self.error = error
+
+
+def checked(make: Callable[[], T], flags: Mapping[str, str], version: str | None) -> T:
+    """``make()`` (the settings), its bad-value UserError turned into ``ConfigRefused`` where vLLM's config classes
+    refuse that value too (``config_refusal``), so a manifest's start is config_refused in vLLM's words while a typed
+    value keeps its one-line message."""
+    try:
+        return make()
+    except UserError as exc:
+        r = rules(version)
+        if (refused := config_refusal(flags, r.version, r.label)) is not None:
+            raise ConfigRefused(str(exc), refused.phrase, refused.error) from exc
+        raise
 
 
 def config_refusal(flags: Mapping[str, str], v: Version, label: str) -> ConfigRefused | None:

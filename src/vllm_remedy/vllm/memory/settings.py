@@ -18,7 +18,7 @@ from vllm_remedy.vllm.cmdline.flags import canonical_key
 from vllm_remedy.vllm.cmdline.values import parse_int
 from vllm_remedy.vllm.memory.chunked import chunked_prefill, v0_default_batch
 from vllm_remedy.vllm.memory.compiled import compilation_settings
-from vllm_remedy.vllm.memory.config_values import ConfigRefused, config_refusal, quantization
+from vllm_remedy.vllm.memory.config_values import checked, quantization
 from vllm_remedy.vllm.memory.flag_values import (
     read_bool,
     read_capture_size,
@@ -28,6 +28,7 @@ from vllm_remedy.vllm.memory.flag_values import (
 )
 from vllm_remedy.vllm.memory.mm_processor import mm_processor_max_pixels
 from vllm_remedy.vllm.memory.pinned import pin_flags, rules_without_extensible_cache
+from vllm_remedy.vllm.memory.pipeline import pipeline_unmodelled
 from vllm_remedy.vllm.memory.unmodelled import unmodelled
 from vllm_remedy.vllm.runner_v2 import runner_v2_by_default
 from vllm_remedy.vllm.versions import VersionRules, parse_version, rules
@@ -104,6 +105,7 @@ class EngineSettings:
 
     version: str | None = None
     tp: int = 1
+    pp: int = 1  # --pipeline-parallel-size: above 1 the estimate is unknown (``pipeline``)
     gpu_memory_utilization: float = 0.9
     max_model_len: int | None = None  # None = the model's derived length; -1 = "auto" (largest that fits)
     max_num_seqs: int | None = None
@@ -169,6 +171,8 @@ class EngineSettings:
             )
         if self.tp < 1:
             raise UserError(f"tensor-parallel-size: {self.tp} must be >= 1")
+        if self.pp < 1:
+            raise UserError(f"pipeline-parallel-size: {self.pp} must be >= 1")
         for key, value in (
             ("max-num-seqs", self.max_num_seqs),
             ("max-num-batched-tokens", self.max_num_batched_tokens),
@@ -204,6 +208,8 @@ class EngineSettings:
         kwargs: dict[str, object] = {"version": version}
         if "tensor-parallel-size" in norm:
             kwargs["tp"] = read_int(norm, "tensor-parallel-size", version)
+        if "pipeline-parallel-size" in norm:
+            kwargs["pp"] = read_int(norm, "pipeline-parallel-size", version)
         if "gpu-memory-utilization" in norm:
             kwargs["gpu_memory_utilization"] = read_float(norm, "gpu-memory-utilization")
         else:  # the running release's own default (0.92 at 0.27), not this class's 0.9
@@ -261,12 +267,7 @@ class EngineSettings:
         kwargs.update(compilation_settings(norm, version))
         kwargs.update(pin_flags(norm, rules(version), lambda key: read_int(norm, key, version)))
         kwargs["unmodelled"] = unmodelled(norm, hidden)
-        try:
-            return cls(**kwargs)  # type: ignore[arg-type]
-        except UserError as exc:  # one vLLM's config classes refuse too: config_refused, in their words
-            if (refused := config_refusal(norm, rules(version).version, rules(version).label)) is not None:
-                raise ConfigRefused(str(exc), refused.phrase, refused.error) from exc
-            raise
+        return checked(lambda: cls(**kwargs), norm, version)  # type: ignore[arg-type]  # config_refused, in vLLM's words
 
 
 def _normalise(key: str) -> str:
@@ -307,7 +308,8 @@ class Resolved:
     kv_cache_memory_bytes: int | None = None  # EngineSettings.kv_cache_memory_bytes
     num_gpu_blocks_override: int | None = None  # EngineSettings.num_gpu_blocks_override
     # Why the env's engine-selecting variables make the start unknown ("cannot predict VLLM_...": refused, an engine
-    # or runner not modelled, a value that cannot be read), judged with the rules above; None when they do not.
+    # or runner not modelled, a value that cannot be read), judged with the rules above, or pipeline stages (not
+    # sized: ``pipeline``); None when none of these.
     env_problem: str | None = None
     cudagraphs_off: bool = False  # --compilation-config turns V1's graphs off while it still compiles
 
@@ -361,7 +363,8 @@ def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
         dtype=dtype,
         kv_cache_memory_bytes=s.kv_cache_memory_bytes,
         num_gpu_blocks_override=s.num_gpu_blocks_override,
-        env_problem=engine_why or sampler_why or runner_why,
+        # and pipeline stages, which are not sized either: estimate's "cannot predict" after the config-time refusals
+        env_problem=engine_why or sampler_why or runner_why or pipeline_unmodelled(s.pp),
         cudagraphs_off=r.engine == "V1" and s.cudagraphs_off,  # V0 captures whatever the compilation config says
     )
 
