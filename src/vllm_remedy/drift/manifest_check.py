@@ -59,6 +59,7 @@ from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, find_server
 from vllm_remedy.vllm.failures import FAILURES
 from vllm_remedy.vllm.memory import EngineSettings, estimate
+from vllm_remedy.vllm.memory.config_values import ConfigRefused
 from vllm_remedy.vllm.memory.unmodelled import CannotPredict
 from vllm_remedy.vllm.outcomes import Outcome, has_cache
 from vllm_remedy.vllm.parallel import group_flags, layout_fix, pod_shortfall, world_size
@@ -357,9 +358,16 @@ def _predict(server: ServerCommand, model_name: str | None, label: str | None, v
     try:
         settings = EngineSettings.from_flags(flags, version, engine_env.env_inputs(server.container, maps),
                                              server.hidden)
+    except ConfigRefused as exc:  # a literal vLLM's config classes refuse: the start fails, in their words
+        out.append(Finding("start", ERROR, f"predicted config_refused — {exc.phrase}", "write a value this vLLM "
+                           "release accepts (the reason quotes its check)"))
+        return (Prediction(card.product if card else label, None, exc.phrase, config_refused=True), model, card, None,
+                out)
     except UserError as exc:  # a placeholder cannot be typed; a literal the release refuses needs its spelling
         out.append(_unknown("flags", str(exc), "spell the value as this vLLM release reads it (the reason says how)"
-                            if " refuses " in str(exc) else "write the memory flags as literal values"))
+                            if " refuses " in str(exc) else "write a positive value: the memory model does not size "
+                            "this one, and what this vLLM release does with it was not read"
+                            if "must be a positive" in str(exc) else "write the memory flags as literal values"))
     env_why = model_len.unknown(model, server.container, settings, maps) if model and settings else None
     if env_why is not None:  # the refusal hangs on a value this tool cannot see: unknown, not a refusal and a fix
         out.append(_unknown("max-model-len-env", env_why, f"set {model_len.ENV} as a literal value in the "

@@ -21,6 +21,7 @@ from vllm_remedy.vllm import catalog, dtype_support, engine_env, model_len, quan
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS, GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import find_server, unrecognized
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate
+from vllm_remedy.vllm.memory.config_values import ConfigRefused
 from vllm_remedy.vllm.memory.occurrences import overridden_refusal
 from vllm_remedy.vllm.memory.settings import KV_ESTIMATE_MARGIN, engine_rules
 from vllm_remedy.vllm.outcomes import Failure, Outcome, has_cache, no_cache, sized_json
@@ -42,6 +43,9 @@ class Prediction:
     #: No estimate because vLLM's argument parser refuses a flag's value (``note`` says which): a certain failure
     #: (exit 2), not an unknown.
     refused: bool = False
+    #: No estimate because vLLM's config classes refuse a literal value (``memory.config_values``; ``note`` quotes
+    #: them): ``config_refused``, a certain failure before anything loads.
+    config_refused: bool = False
 
     @property
     def outcome(self) -> str:
@@ -49,6 +53,8 @@ class Prediction:
         ``fits``), ``argument_refused`` when vLLM's parser stops it, ``unknown`` without an estimate otherwise, so JSON
         always carries a string."""
         if self.estimate is None:
+            if self.config_refused:
+                return Failure.CONFIG_REFUSED.value
             return Failure.ARGUMENT_REFUSED.value if self.refused else "unknown"
         return self.estimate.start
 
@@ -144,6 +150,8 @@ def predict_template(template: Mapping[str, Any], container: str | None = None,
             return Prediction(card.product, None, why, rules=note)  # the refusal hangs on a value not seen here
         refusal = config_refusal(model, card, settings) or ""  # names the model's maximum and the env var
         return Prediction(card.product, estimate(model, card, settings), refusal, rules=note)
+    except ConfigRefused as exc:  # a literal vLLM's config classes refuse: a certain failure, in their words
+        return Prediction(card.product, None, exc.phrase, rules=note, config_refused=True)
     except UserError as exc:  # a spelling the release's parser refuses (16Ki) is a refused start, not an unknown
         refused = bool(spelling.respell(group_flags(server.flags), version_from_image(server.image))[1])
         return Prediction(card.product, None, str(exc), rules=note, refused=refused)

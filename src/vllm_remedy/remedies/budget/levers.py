@@ -48,8 +48,10 @@ class Context:
 
 def capture_size(ctx: Context, s: EngineSettings, gpu: GpuSpec) -> list[Variant]:
     """Halve the largest batch captured as a CUDA graph (the pool shrinks with it; larger decode batches run
-    without graphs), down to the target concurrency or 8: only for a graph failure, on releases with the flag."""
-    if not ctx.graphs or s.enforce_eager:
+    without graphs), down to the target concurrency or 8: only for a graph failure, on releases with the flag, and not
+    where --compilation-config turns the graphs off or sets the sizes itself (the flag would change nothing there, or
+    be refused next to it from 0.11.1)."""
+    if not ctx.graphs or s.enforce_eager or s.cudagraphs_off or s.compile_off or s.capture_sizes_in_config:
         return []
     res = resolve(ctx.model, gpu, s)
     if capture_flag(res.rules) is None:
@@ -152,8 +154,9 @@ def gpu_products(ctx: Context, s: EngineSettings, gpu: GpuSpec) -> list[Variant]
 
 
 def enforce_eager(ctx: Context, s: EngineSettings, gpu: GpuSpec) -> list[Variant]:
-    """The last resort (``build`` tries it only when no other lever works); the planner marks it temporary."""
-    if s.enforce_eager or not ctx.limits.eager_allowed:
+    """The last resort (``build`` tries it only when no other lever works); the planner marks it temporary. Not where
+    the start already runs eager through --compilation-config (-O0 on V1: no compile, no graphs)."""
+    if s.enforce_eager or not ctx.limits.eager_allowed or (s.compile_off and resolve(ctx.model, gpu, s).enforce_eager):
         return []
     return [Variant(dataclasses.replace(s, enforce_eager=True), gpu)]
 

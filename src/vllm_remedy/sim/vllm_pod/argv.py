@@ -17,9 +17,12 @@ the usage line and ``<prog>: error: <message>`` on stderr and exits 2. ``vllm se
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+
+from . import argv_choices, argv_compilation  # the rehearsal's own table (no tools' module: see the docstring)
 
 Version = tuple[int, int, int]
 
@@ -31,8 +34,21 @@ OR_AUTO_SINCE: Version = (0, 14, 0)  # --max-model-len: human_readable_int_or_au
 TERA_SINCE: Version = (0, 13, 0)
 #: Flags every release modelled here parses with ``type=int`` or ``type=float`` (the ones the rehearsal reads).
 INT_FLAGS = frozenset({"max-model-len", "max-num-batched-tokens", "max-num-seqs", "tensor-parallel-size",
-                       "pipeline-parallel-size", "num-gpu-blocks-override"})
-FLOAT_FLAGS = frozenset({"gpu-memory-utilization"})
+                       "pipeline-parallel-size", "num-gpu-blocks-override", "block-size"})
+FLOAT_FLAGS = frozenset({"gpu-memory-utilization", "swap-space", "cpu-offload-gb"})
+#: Flags whose field turned Optional (``optional_type(parse_type(t))``: ``Value abc cannot be converted to <class
+#: 'float'>.``, ``None`` taken), from the first release read with it (config/cache.py@0.34.0, config.py@0.8.5).
+OPTIONAL_SINCE: dict[str, Version] = {"gpu-memory-utilization": (0, 34, 0), "num-gpu-blocks-override": (0, 8, 5)}
+#: --device-memory-utilization, a second option string of --gpu-memory-utilization (engine/arg_utils.py@0.31.0).
+DEVICE_ALIAS_SINCE: Version = (0, 31, 0)
+#: --swap-space left CacheConfig in 0.18.0 (no such option from then on: not typed here).
+SWAP_SPACE_UNTIL: Version = (0, 18, 0)
+#: ``--compilation-config`` (``-O '<json>'`` to 0.11): 0.9.0 ``json.loads`` in a lambda (``invalid <lambda> value``),
+#: from 0.9.2 pydantic's ``validate_json`` re-raised as ``ArgumentTypeError(repr(ValidationError))``; up to 0.8.x
+#: ``ast.literal_eval``, whose SyntaxError is a traceback, not argparse's (not rendered). ``-cc`` from 0.12.0.
+COMPILATION_JSON_SINCE: Version = (0, 9, 0)
+COMPILATION_VALIDATED_SINCE: Version = (0, 9, 2)
+COMPILATION_CC_SINCE: Version = (0, 12, 0)
 #: ``choices=`` per release, (first release, choices as argparse lists them; None: no ``choices=``): argparse checks
 #: each occurrence after its type and refuses ``invalid choice: 'fp9' (choose from 'auto', ...)`` (CPython 3.12
 #: ``_check_value``: the value's repr, the choices' reprs joined by ", "). --dtype: an explicit list in
@@ -124,10 +140,52 @@ def _type_name(flag: str, version: Version) -> str | None:
     return "int" if flag in INT_FLAGS else None
 
 
+def _compilation(flag: str, value: str, version: Version) -> str | None:
+    """The refusal of a ``--compilation-config`` (or, to 0.11, ``-O '<json>'``) that is not JSON."""
+    if version < COMPILATION_JSON_SINCE or (flag == "optimization-level" and
+                                           (version >= COMPILATION_CC_SINCE or not value.startswith("{"))):
+        return None
+    try:
+        json.loads(value)
+    except ValueError:
+        names = "--compilation-config/-cc" if version >= COMPILATION_CC_SINCE else "--compilation-config/-O"
+        if version < COMPILATION_VALIDATED_SINCE:
+            return f"argument {names}: invalid <lambda> value: {value!r}"
+        try:
+            from pydantic_core import from_json
+            from_json(value)
+            detail = "invalid JSON"
+        except ValueError as err:
+            detail = str(err)
+        return (f"argument {names}: 1 validation error for CompilationConfig\n  Invalid JSON: {detail} "
+                f"[type=json_invalid, input_value={value!r}, input_type=str]")
+    if (words := argv_compilation.unexpected(value, version)) is not None:
+        return f"argument --compilation-config/-cc: {words}"
+    return None
+
+
+def _names(flag: str, version: Version) -> str:
+    """The flag's option strings as argparse joins them in ``version``."""
+    if flag == "gpu-memory-utilization" and version >= DEVICE_ALIAS_SINCE:
+        return "--gpu-memory-utilization/--device-memory-utilization"
+    return f"--{flag}"
+
+
 def convert(flag: str, value: str, version: Version) -> str | None:
     """argparse's message refusing ``value`` for ``--flag`` (canonical name), None when the type takes it."""
+    if flag in ("compilation-config", "optimization-level"):
+        return _compilation(flag, value, version)
     name = _type_name(flag, version)
-    if name is None:
+    if name is None or (flag == "swap-space" and version >= SWAP_SPACE_UNTIL):
+        return None
+    since = OPTIONAL_SINCE.get(flag)
+    if since is not None and version >= since and name in ("int", "float"):
+        if value in ("", "None"):
+            return None
+        try:
+            (int if name == "int" else float)(value)
+        except ValueError:
+            return f"argument {_names(flag, version)}: Value {value} cannot be converted to <class '{name}'>."
         return None
     try:
         if name == "human_readable_int_or_auto" and (value.strip() == "-1" or value.strip().lower() == "auto"):
@@ -141,12 +199,21 @@ def convert(flag: str, value: str, version: Version) -> str | None:
     except _TypeError as exc:
         return f"argument --{flag}: {exc}"
     except ValueError:
-        return f"argument --{flag}: invalid {name} value: {value!r}"
+        return f"argument {_names(flag, version)}: invalid {name} value: {value!r}"
     return None
 
 
 def choice(flag: str, value: str, version: Version) -> str | None:
     """argparse's message refusing ``value`` outside ``--flag``'s ``choices`` in ``version``, None when allowed."""
+    if flag not in CHOICES:
+        listed = argv_choices.choices(flag, version)
+        if listed is None or (flag == "quantization" and value == "None"):  # nullable_str / optional_type: None
+            return None
+        typed: object = int(value) if flag == "block-size" else value  # ``convert`` took the int already
+        if typed in listed:
+            return None
+        names = argv_choices.NAMES.get(flag, f"--{flag}")
+        return f"argument {names}: invalid choice: {typed!r} (choose from {', '.join(map(repr, listed))})"
     allowed = next((c for since, c in reversed(CHOICES.get(flag, ())) if version >= since), None)
     if allowed is None or value in allowed:
         return None

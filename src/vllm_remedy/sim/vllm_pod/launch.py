@@ -20,6 +20,7 @@ from vllm_remedy.vllm.cmdline import ServerCommand, canonical_key
 from vllm_remedy.vllm.cmdline.flags import Kind
 from vllm_remedy.vllm.cmdline.parse import Option
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, Resolved, estimate, resolve
+from vllm_remedy.vllm.memory.config_values import ConfigRefused
 from vllm_remedy.vllm.outcomes import Outcome
 from vllm_remedy.vllm.parallel import group_flags, local_engines, world_size
 from vllm_remedy.vllm.startup_log import config_refusal
@@ -190,6 +191,8 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
     try:
         world = world_size(flags)
         settings = EngineSettings.from_flags(group_flags(adapters.without(sized)), version, inputs)
+    except ConfigRefused as err:  # vLLM's config classes' own exception (memory.config_values), not our phrase
+        return Refusal(version, model_id, err.error, "config")
     except UserError as err:
         return Refusal(version, model_id, f"ValueError: {err}", "config")
     draft = adapters.draft_model(adapters.speculative(flags))

@@ -88,7 +88,8 @@ def render(launch: Launch, failure: Failure, started: datetime, detail: dict[str
         launch.version, model=launch.model_id, tp_size=res.tp, weights_gib=est.weights_gib,
         kv_cache_gib=est.kv_cache_gib, kv_cache_tokens=est.kv_cache_tokens, gpu_blocks=est.gpu_blocks,
         max_concurrency=est.max_concurrency, max_model_len=est.max_model_len,
-        cudagraph_gib=None if res.enforce_eager else est.cudagraph_gib, total_gpu_gib=launch.gpu.total_gib,
+        cudagraph_gib=None if res.enforce_eager or res.cudagraphs_off else est.cudagraph_gib,
+        total_gpu_gib=launch.gpu.total_gib,
         gpu_memory_utilization=res.util, activation_gib=est.activation_gib, non_torch_gib=est.non_torch_gib,
         failure=failure, failure_detail=detail or _detail(launch, failure), block_size=res.block_size,
         started=started, enforce_eager=res.enforce_eager, max_num_seqs=launch.settings.max_num_seqs,
@@ -202,7 +203,8 @@ def plan_start(launch: Launch, started: datetime, oom_killed: bool = False) -> P
     failure = Failure.HOST_OOM_KILLED if oom_killed else est.outcome.failure
     loaded = load_seconds(est.weights_gib)
     times = {"boot": 0.0, "loading": BOOT_SECONDS, "weights": loaded, "profiled": loaded + PROFILE_SECONDS}
-    times["graphs"] = times["profiled"] + (0.0 if launch.resolved.enforce_eager else GRAPH_SECONDS)
+    no_graphs = launch.resolved.enforce_eager or launch.resolved.cudagraphs_off  # --compilation-config too
+    times["graphs"] = times["profiled"] + (0.0 if no_graphs else GRAPH_SECONDS)
     times["up"] = times["graphs"] + UP_SECONDS
     fitted = _loaded_share(launch) if failure is Failure.OOM_LOADING_WEIGHTS else 0.5
     times["partial"] = BOOT_SECONDS + (loaded - BOOT_SECONDS) * fitted

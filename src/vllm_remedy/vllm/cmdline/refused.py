@@ -14,6 +14,9 @@ Read in the PyPI wheels of 0.8.5, 0.11.0, 0.16.0, 0.19.0, 0.28.0 and 0.34.0 (arg
 * a value on a boolean flag that takes none (``--enforce-eager=true``): ``argument --enforce-eager: ignored explicit
   argument 'true'``, the flag's option strings as that release's action has them (``booleans``); only the legacy
   StoreBoolean flags took true/false, up to 0.8.3;
+* a value outside the choices, or one its ``type=`` cannot convert, of --block-size, --quantization,
+  --tokenizer-mode, --load-format and the typed memory flags (``choices``, read per release); a
+  ``--compilation-config`` (or ``-O '<json>'`` up to 0.11) that is not JSON (``compilation.refusal``);
 * a positional beyond the one ``model_tag`` (``nargs='?'``) of ``vllm serve`` (entrypoints/cli/serve.py@0.8.5,
   entrypoints/openai/cli_args.py ``make_arg_parser`` from 0.11.0, entrypoints/common/cli_args.py@0.34.0):
   ``unrecognized arguments: extra-word``. ``python -m vllm.entrypoints.openai.api_server`` shares ``make_arg_parser``
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import shlex
 
+from vllm_remedy.vllm.cmdline import choices, compilation
 from vllm_remedy.vllm.cmdline.booleans import option_strings, store_boolean
 from vllm_remedy.vllm.cmdline.command import ServerCommand
 from vllm_remedy.vllm.cmdline.flags import Kind
@@ -94,8 +98,11 @@ def refused(server: ServerCommand, version: str | None) -> list[Refused]:
         if not opt.values and flag.attached is None and flag.kind in (Kind.VALUE, Kind.MULTI):
             many = "at least one argument" if flag.kind is Kind.MULTI else "one argument"
             out.append(Refused(words, f"argument --{flag.name}: expected {many}"))
-        elif opt.values and (message := _value(flag.name, opt.values[0], v)) is not None:
+        elif opt.values and (message := _value(flag.name, opt.values[0], v, flag.attached is not None)) is not None:
             out.append(Refused(words, message))
+    if (message := compilation.dotted_refusal(server.flags, v)) is not None:  # the dict is parsed after the rest
+        dotted = [o for o in server.options if o.flag.name.startswith(("compilation-config.", "cc."))]
+        out.append(Refused(" ".join(shlex.quote(t.value) for o in dotted for t in o.tokens), message))
     out += [Refused(shlex.quote(w), f"unrecognized arguments: {w}") for w in _strays(server, v)]
     return out
 
@@ -105,7 +112,17 @@ def _judged(entrypoint: str) -> bool:
     return entrypoint.endswith(" serve") or entrypoint == "image default" or "openai.api_server" in entrypoint
 
 
-def _value(flag: str, value: str, v: Version) -> str | None:
+def _value(flag: str, value: str, v: Version, attached: bool = False) -> str | None:
+    if flag == "optimization-level" and not attached and v >= compilation.OPT_LEVEL_SINCE:
+        # from 0.12.0 only `-O <0-3>` becomes --optimization-level; any other `-O <word>` reaches argparse, which has
+        # no -O option any more (utils/argparse_utils.py@0.12.0-0.34.0)
+        return None if value in ("0", "1", "2", "3") else f"unrecognized arguments: -O {value}"
+    if flag == "compilation-config" or (flag == "optimization-level" and not attached):
+        return compilation.refusal(value, v, dash_o=flag == "optimization-level")  # -O '{...}' up to 0.11
+    respelled = (str(choices.type_of(flag, v)).startswith("int") and vllm_int(value, flag, v) is None
+                 and (suffixed(value) or _number(value)))
+    if not respelled and (message := choices.refusal(flag, value, v)) is not None:
+        return message  # (16k, 16000.0 for an integer: ``values.refusal`` words them, and the plan respells them)
     if flag == "dtype" and value not in _DTYPES:
         return _invalid_choice(flag, value, _dtype_choices(v))
     if flag == "kv-cache-dtype" and v <= _KV_CHOICES_UNTIL and value not in (kv := kv_cache_dtypes(v)):

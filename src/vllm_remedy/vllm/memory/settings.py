@@ -24,6 +24,8 @@ from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline.flags import canonical_key
 from vllm_remedy.vllm.cmdline.values import parse_int
 from vllm_remedy.vllm.memory.chunked import chunked_prefill, v0_default_batch
+from vllm_remedy.vllm.memory.compiled import compilation_settings
+from vllm_remedy.vllm.memory.config_values import checked, quantization
 from vllm_remedy.vllm.memory.flag_values import (
     read_bool,
     read_capture_size,
@@ -122,8 +124,13 @@ class EngineSettings:
     block_size: int | None = None
     enable_chunked_prefill: bool | None = None
     other_process_gib: float = 0.0  # memory other processes hold on each GPU at startup
-    # The largest batch size captured as a CUDA graph (--max-cudagraph-capture-size, --cuda-graph-sizes N)
+    # The largest batch size captured as a CUDA graph (--max-cudagraph-capture-size, --cuda-graph-sizes N, the config's)
     cudagraph_capture_size: int | None = None
+    # --compilation-config / -O (``cmdline.compilation``): V1 captures no CUDA graphs, compiles nothing either (-O0), or
+    # takes its capture sizes from the config (a capture-size flag would not change them)
+    cudagraphs_off: bool = False
+    compile_off: bool = False
+    capture_sizes_in_config: bool = False
     # FlashInfer imports in the image (a startup log says "Using FlashInfer for top-p & top-k sampling"); None =
     # unknown, sized as absent (the PyTorch sort, more memory). Matters only where the version's V1 sampler takes
     # FlashInfer by default (``VersionRules.flashinfer_sampler_by_default``).
@@ -230,8 +237,8 @@ class EngineSettings:
         for flag, field in (("kv-cache-dtype", "kv_cache_dtype"), ("dtype", "dtype")):
             if flag in norm:
                 kwargs[field] = str(norm[flag]).strip().lower()
-        if norm.get("quantization"):
-            kwargs["quantization"] = str(norm["quantization"]).strip().lower()
+        if norm.get("quantization"):  # 0.13.0+: ModelConfig refuses a name it has no method for (config_values)
+            kwargs["quantization"] = quantization(str(norm["quantization"]), version)
         for flag, field in (("enforce-eager", "enforce_eager"), ("disable-sliding-window", "disable_sliding_window"),
                             ("enable-chunked-prefill", "enable_chunked_prefill"),
                             ("enable-prefix-caching", "enable_prefix_caching")):
@@ -266,9 +273,10 @@ class EngineSettings:
         size = read_capture_size(norm, version)
         if size is not None:
             kwargs["cudagraph_capture_size"] = size
+        kwargs.update(compilation_settings(norm, version))
         kwargs.update(pin_flags(norm, rules(version), lambda key: read_int(norm, key, version)))
         kwargs["unmodelled"] = unmodelled(norm, hidden)
-        return cls(**kwargs)  # type: ignore[arg-type]
+        return checked(lambda: cls(**kwargs), norm, version)  # type: ignore[arg-type]  # config_refused, in vLLM's words
 
 
 def _normalise(key: str) -> str:
@@ -312,6 +320,7 @@ class Resolved:
     # or runner not modelled, a value that cannot be read), judged with the rules above, or pipeline stages (not
     # sized: ``pipeline``); None when none of these.
     env_problem: str | None = None
+    cudagraphs_off: bool = False  # --compilation-config turns V1's graphs off while it still compiles
 
 
 def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
@@ -351,7 +360,7 @@ def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
         weight_dtype_bytes=weight_bytes,
         kv_dtype_bytes=kv_bytes,
         block_size=s.block_size or (64 if model.is_mla else 16),
-        enforce_eager=s.enforce_eager,
+        enforce_eager=s.enforce_eager or (r.engine == "V1" and s.compile_off),  # -O0: no compile, no graphs
         other_process_gib=s.other_process_gib,
         capture_size=s.cudagraph_capture_size,
         flashinfer_sampler=sampler,
@@ -365,6 +374,7 @@ def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
         num_gpu_blocks_override=s.num_gpu_blocks_override,
         # and pipeline stages, which are not sized either: estimate's "cannot predict" after the config-time refusals
         env_problem=engine_why or sampler_why or runner_why or pipeline_unmodelled(s.pp),
+        cudagraphs_off=r.engine == "V1" and s.cudagraphs_off,  # V0 captures whatever the compilation config says
     )
 
 

@@ -347,7 +347,7 @@ def cudagraph_gib(model: ModelSpec, res: Resolved) -> float:
     none with --enforce-eager; Model Runner V2's own per-layer pool (outside its budget through 0.28), from 0.29 its
     larger in-budget estimate (``MRV2_GRAPH_ESTIMATE_GIB_PER_LAYER``), at 0.34 the pool again (captured before the
     KV cache is sized)."""
-    if res.enforce_eager:
+    if res.enforce_eager or res.cudagraphs_off:
         return 0.0
     if res.runner_v2:
         if res.rules.runner_v2_graphs_in_budget and not res.rules.kv_sized_after_warmup:

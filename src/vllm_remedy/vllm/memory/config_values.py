@@ -1,0 +1,135 @@
+"""Literal flag values vLLM's config classes refuse before anything loads (``config_refused``), in vLLM's words.
+
+Read in the PyPI wheels (config.py, then config/cache.py, config/scheduler.py, config/model.py):
+
+* ``--gpu-memory-utilization`` above 1: ``CacheConfig._verify_args`` raises ``ValueError("GPU memory utilization must
+  be less than 1.0. Got 1.5.")`` (every release to 0.11.0), called from ``__init__`` to 0.9.0 and as a pydantic
+  ``model_validator(mode='after')`` from 0.9.2 (so a ``ValidationError`` "Value error, ..."); from 0.12.0 the field is
+  ``Field(gt=0, le=1)`` (a ValidationError naming the field), which refuses 0 and below too;
+* ``--max-num-seqs`` below 1: ``SchedulerConfig.max_num_seqs: Field(ge=1)`` from 0.12.0 (before, ``int`` unchecked);
+* ``--max-model-len`` 0: ``ModelConfig.max_model_len: Field(gt=0)`` in 0.13.0 only; from 0.14.0 ``Field(ge=-1)`` (-1 is
+  auto-fit), which refuses only below -1. What 0 does elsewhere was not read: left to the memory model's own check.
+
+* ``--optimization-level`` (``-O<x>`` from 0.12.0) other than 0-3: argparse's ``type=str`` takes it and ``VllmConfig``'s
+  ``optimization_level: OptimizationLevel`` (an IntEnum) refuses it (config/vllm.py@0.12.0-0.34.0); from 0.14.0 that
+  includes ``-O.k=v``, which FlexibleArgumentParser no longer turns into ``-cc.k=v`` (utils/argparse_utils.py@0.14.0).
+
+Each phrase quotes the error's lines after the first (pydantic's ``For further information`` URL, which names the
+image's pydantic version, is left out).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import TypeVar
+
+from vllm_remedy.errors import UserError
+from vllm_remedy.vllm.cmdline.values import parse_float, vllm_int
+from vllm_remedy.vllm.memory.quant_names import unknown as unknown_quantization
+from vllm_remedy.vllm.versions import rules
+
+Version = tuple[int, int, int]
+T = TypeVar("T")
+VALIDATOR_SINCE: Version = (0, 9, 2)  # _verify_args became a pydantic model_validator (config.py@0.9.2)
+FIELDS_SINCE: Version = (0, 12, 0)  # Field(gt=0, le=1) / Field(ge=1) (config/cache.py, config/scheduler.py@0.12.0)
+MAX_LEN_GT0: Version = (0, 13, 0)  # max_model_len: Field(gt=0) (config/model.py@0.13.0)
+MAX_LEN_GE_MINUS_ONE: Version = (0, 14, 0)  # Field(ge=-1) (config/model.py@0.14.0)
+
+
+class ConfigRefused(UserError):
+    """vLLM refuses the start at config time (``Failure.CONFIG_REFUSED``): ``str`` is the bad-input line a typed value
+    gets (``estimate``, ``args set``), ``phrase`` the refusal for a manifest's start, ``error`` vLLM's exception."""
+
+    def __init__(self, message: str, phrase: str, error: str) -> None:
+        super().__init__(message)
+        self.phrase = phrase
+        self.error = error
+
+
+def checked(make: Callable[[], T], flags: Mapping[str, str], version: str | None) -> T:
+    """``make()`` (the settings), its bad-value UserError turned into ``ConfigRefused`` where vLLM's config classes
+    refuse that value too (``config_refusal``), so a manifest's start is config_refused in vLLM's words while a typed
+    value keeps its one-line message."""
+    try:
+        return make()
+    except UserError as exc:
+        r = rules(version)
+        if (refused := config_refusal(flags, r.version, r.label)) is not None:
+            raise ConfigRefused(str(exc), refused.phrase, refused.error) from exc
+        raise
+
+
+def config_refusal(flags: Mapping[str, str], v: Version, label: str) -> ConfigRefused | None:
+    """The config-time refusal of the first refused value in ``flags`` (canonical keys) in release ``v`` (``label``
+    as printed), None when every value passes these checks or is not a literal number."""
+    for flag, error in ((f, _error(f, str(flags[f]), v)) for f in _CHECKED if f in flags):
+        if error is not None:
+            phrase = (f"vLLM {label} refuses --{flag} {flags[flag]} at config time, before loading anything "
+                      f"({' '.join(line.strip() for line in error.splitlines())})")
+            return ConfigRefused(phrase, phrase, error)
+    return None
+
+
+_CHECKED = ("max-model-len", "max-num-seqs", "gpu-memory-utilization")
+OPT_LEVEL_SINCE: Version = (0, 12, 0)
+DOTTED_O_UNTIL: Version = (0, 14, 0)
+
+
+def optimization_refusal(flags: Mapping[str, str], v: Version, label: str) -> ConfigRefused | None:
+    """``VllmConfig``'s refusal of an optimization level outside 0-3 (``-O.k=v`` from 0.14.0 included)."""
+    text = flags.get("optimization-level")
+    if text is None or v < OPT_LEVEL_SINCE or "$" in text or "{{" in text:
+        return None
+    level = text[1:] if text.startswith("=") else text
+    if level in ("0", "1", "2", "3") or (level.startswith(".") and v < DOTTED_O_UNTIL):
+        return None
+    error = (f"ValidationError: 1 validation error for VllmConfig\noptimization_level\n  Input should be 0, 1, 2 or 3 "
+             f"[type=enum, input_value={level!r}, input_type=str]")
+    phrase = (f"vLLM {label} refuses the optimization level {level!r} (-O{level}) at config time, before loading "
+              f"anything ({' '.join(line.strip() for line in error.splitlines())})")
+    return ConfigRefused(phrase, phrase, error)
+
+
+def _error(flag: str, text: str, v: Version) -> str | None:
+    if flag == "gpu-memory-utilization":
+        number = parse_float(text)
+        if number is None or not math.isfinite(number):
+            return None
+        if v >= FIELDS_SINCE and not 0 < number <= 1:
+            bound = ("less than or equal to 1", "less_than_equal") if number > 1 else ("greater than 0", "greater_than")
+            return _field("CacheConfig", "gpu_memory_utilization", bound, repr(number), "float")
+        if v < FIELDS_SINCE and number > 1.0:
+            message = f"GPU memory utilization must be less than 1.0. Got {number}."
+            if v < VALIDATOR_SINCE:
+                return f"ValueError: {message}"
+            return f"ValidationError: 1 validation error for CacheConfig\n  Value error, {message} [type=value_error]"
+        return None
+    number_int = vllm_int(text, flag, v)
+    if number_int is None:
+        return None
+    if flag == "max-num-seqs" and v >= FIELDS_SINCE and number_int < 1:
+        return _field("SchedulerConfig", "max_num_seqs", ("greater than or equal to 1", "greater_than_equal"),
+                      str(number_int), "int")
+    if flag == "max-model-len" and MAX_LEN_GT0 <= v < MAX_LEN_GE_MINUS_ONE and number_int == 0:
+        return _field("ModelConfig", "max_model_len", ("greater than 0", "greater_than"), "0", "int")
+    if flag == "max-model-len" and v >= MAX_LEN_GE_MINUS_ONE and number_int < -1:
+        return _field("ModelConfig", "max_model_len", ("greater than or equal to -1", "greater_than_equal"),
+                      str(number_int), "int")
+    return None
+
+
+def _field(cls: str, field: str, bound: tuple[str, str], value: str, kind: str) -> str:
+    return (f"ValidationError: 1 validation error for {cls}\n{field}\n  Input should be {bound[0]} [type={bound[1]}, "
+            f"input_value={value}, input_type={kind}]")
+
+
+def quantization(name: str, version: str | None) -> str:
+    """``--quantization``'s method as the memory model takes it; ``ConfigRefused`` where ModelConfig has no such method
+    (``quant_names``, 0.13.0+; argparse's choices refuse it before, ``cmdline.choices``)."""
+    r = rules(version)
+    if "$" not in name and "{{" not in name and (error := unknown_quantization(name, r.version)) is not None:
+        phrase = (f"vLLM {r.label} refuses --quantization {name} at config time, before loading anything (Unknown "
+                  f"quantization method: {name}; it has no such method)")
+        raise ConfigRefused(phrase, phrase, error)
+    return name.strip().lower()
