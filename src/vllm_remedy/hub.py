@@ -94,7 +94,7 @@ def fetch_config(repo_id: str, revision: str | None = None) -> tuple[str, str]:
     try:
         cached = hf.try_to_load_from_cache(repo_id, CONFIG, cache_dir=cache_dir(), revision=revision)
     except (ValueError, errors.HFValidationError):
-        raise Unresolved(f"model {repo_id}: not a Hugging Face repository id nor a catalog model") from None
+        raise Unresolved(f"model {repo_id}: not a Hugging Face repository id") from None
     if isinstance(cached, str):
         return _read(cached), f"the local Hugging Face cache ({cached})"
     if offline():
@@ -127,7 +127,7 @@ def fetch_config(repo_id: str, revision: str | None = None) -> tuple[str, str]:
     except errors.EntryNotFoundError:
         raise Unresolved(f"model {repo_id}{at}: the repository has no {CONFIG}") from None
     except errors.HFValidationError:
-        raise Unresolved(f"model {repo_id}: not a Hugging Face repository id nor a catalog model") from None
+        raise Unresolved(f"model {repo_id}: not a Hugging Face repository id") from None
     except (OSError, errors.HfHubHTTPError) as exc:  # 5xx after retries, a broken download, the cache unwritable
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise Unresolved(f"model {repo_id}: could not fetch {CONFIG} from the Hub ({hub}) into the Hugging Face "
@@ -175,10 +175,9 @@ def resolve(model_id: str, revision: str | None = None, fallback: Fallback | Non
     """(spec, source) for a server's ``--model`` and ``--revision``; :class:`Unresolved` (one line) when nothing
     has its config. The result — or the failure — is remembered for this process and told to
     :mod:`vllm_remedy.vllm.resolved`, where every prediction looks models up."""
-    try:
-        return catalog.model(model_id), "catalog"
-    except UserError:
-        pass
+    spec = catalog.repo_model(model_id, revision)
+    if spec is not None:  # exactly a repository the catalog holds, at a revision it describes
+        return spec, "catalog"
     key = (model_id, revision, (endpoint(), offline(), cache_dir(), bool(os.environ.get("HF_TOKEN")), fallback and
                                 fallback[0]))
     with _lock:
@@ -198,7 +197,7 @@ def _resolve(model_id: str, revision: str | None, fallback: Fallback | None) -> 
     try:
         if local.is_absolute() or model_id.startswith("."):
             if not (local / CONFIG).is_file():
-                raise Unresolved(f"model {model_id}: a local path outside the catalog (and no {local / CONFIG} "
+                raise Unresolved(f"model {model_id}: a local path, not a repository id (and no {local / CONFIG} "
                                  "here); name its config in the policy (model_config)")
             text, source = _read(str(local / CONFIG)), str(local / CONFIG)
         else:
