@@ -17,7 +17,7 @@ from importlib import resources
 from typing import Any
 
 from vllm_remedy.errors import UserError
-from vllm_remedy.vllm import hf_config, quant_config, shapes
+from vllm_remedy.vllm import architectures, hf_config, quant_config, shapes
 from vllm_remedy.yamlfile import load_packaged
 
 GIB = 1024**3
@@ -134,17 +134,16 @@ class ModelSpec:
         hf_config.check_sizes(text, name=name)
         inter = int(text.get("intermediate_size") or text.get("ffn_dim") or 4 * hidden)
         experts, per_token, moe_inter = hf_config.num_experts(text)
-        archs = config.get("architectures") or text.get("architectures") or ["unknown"]
         kv_heads = hf_config.num_kv_heads(text, heads)
         head = hf_config.head_dim(text, hidden, heads)
         mla = hf_config.mla_dims(text)
-        tie = bool(text.get("tie_word_embeddings", config.get("tie_word_embeddings", False)))
+        tie = hf_config.tie_word_embeddings(text, config)
         counts = shapes.text_params(text, hidden, layers, heads, kv_heads, head, inter, vocab, tie)
         tower = shapes.vision(config, hidden)
         vision_params = tower.params if tower else 0.0
         spec = cls(
             name=name,
-            architecture=str(archs[0]),
+            architecture=architectures.first_architecture(config) or "unknown",
             hidden_size=hidden,
             num_layers=layers,
             num_heads=heads,
