@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from conftest import run_cli
 from fixtures.hf_hub_server import HubServer, Repo, hub_server
@@ -32,6 +33,8 @@ QWEN3_8B: dict[str, Any] = {"architectures": ["Qwen3ForCausalLM"], "model_type":
                             "head_dim": 128, "intermediate_size": 12288, "vocab_size": 151936,
                             "max_position_embeddings": 40960, "torch_dtype": "bfloat16", "tie_word_embeddings": False}
 PINNED = "0123456789abcdef0123456789abcdef01234567"
+GOOD_REV14 = Path(__file__).resolve().parents[1] / "data" / "manifests" / "runbook" / "good-rev14.yaml"
+POLICY = Path(__file__).resolve().parents[2] / "policies" / "llama-8b.yaml"
 
 
 def run_with(home: Path, *args: str, **env: str):
@@ -117,3 +120,31 @@ def test_a_local_path_is_not_a_repository_id_the_policys_config_names_it(tmp_pat
         hub_module.resolve("/models/Qwen3-8B")
     spec, source = hub_module.resolve("/models/Qwen3-8B", None, ("policy p.yaml model_config.path", lambda: PHI4))
     assert (source, spec.num_layers) == ("policy p.yaml model_config.path", 40)
+
+
+def test_a_pods_local_path_is_its_volume_not_this_machines_same_path(tmp_path, cli):
+    """`check` on a manifest serving /…/models/Qwen3-8B: this machine happens to hold phi-4's config.json at that
+    path, which says nothing of the pod's volume; no prediction until the policy names the config."""
+    local = tmp_path / "models" / "Qwen3-8B"
+    local.mkdir(parents=True)
+    (local / "config.json").write_text(json.dumps(PHI4))
+    dep = yaml.safe_load(GOOD_REV14.read_text())
+    args = dep["spec"]["template"]["spec"]["containers"][0]["args"]
+    args[0:3] = [str(local)]  # the model and its --revision, which a local directory has not
+    manifest = tmp_path / "deploy.yaml"
+    manifest.write_text(yaml.safe_dump(dep))
+    target = f"extends: {POLICY.resolve()}\ntarget: {{models: [{local}]}}\nknown_good: []\n"
+    bare = tmp_path / "bare.yaml"
+    bare.write_text(target)
+    got = cli("check", "-f", str(manifest), "--policy", str(bare), "-o", "json")
+    findings = [(f["check"], f["reason"]) for i in json.loads(got.stdout)["items"] for f in i["findings"]]
+    assert findings == [("model", f"cannot predict: model {local}: a local path in the pod (its volume), not a "
+                                  "repository id, which this tool cannot read; name its config in the policy "
+                                  "(model_config)")], findings
+    (tmp_path / "qwen3-8b.json").write_text(json.dumps(QWEN3_8B))
+    named = tmp_path / "named.yaml"
+    named.write_text(target + "model_config: {path: qwen3-8b.json}\n")
+    got = cli("check", "-f", str(manifest), "--policy", str(named))
+    assert got.returncode == 0, got.stdout + got.stderr
+    assert "fits on NVIDIA-L40S" in got.stdout.splitlines()[0], got.stdout
+    assert hub_module.resolve(str(local))[0].num_layers == 40  # `estimate --model <dir>` on this machine reads it
