@@ -5,7 +5,8 @@ start dies there, and no setting or memory change can help: the model id, revisi
 words, each from a public log:
 
 - vLLM's own message since 0.8 (transformers_utils/config.py, vllm-project/vllm#13724): ``Invalid repository ID or
-  local directory specified: '<model>'`` (vllm-project/vllm#13510, #17287; a pydantic "Value error, ..." from 0.10);
+  local directory specified: '<model>'`` (vllm-project/vllm#13510, #17287), inside pydantic's "Value error, ..." once
+  ModelConfig is a pydantic dataclass (vllm-project/vllm#22043);
 - transformers' before it: ``<model> is not a local folder and is not a valid model identifier listed on
   'https://huggingface.co/models'``; huggingface_hub's ``HFValidationError: Repo id must be in the form 'repo_name'
   or 'namespace/repo_name': '/model'`` for a path that is not mounted (vllm-project/vllm#5727, #12867);
