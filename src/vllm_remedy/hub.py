@@ -1,6 +1,8 @@
 """Where a model's config.json comes from: the catalog, the local Hugging Face cache, the Hub, a policy's copy.
 
-The order is the issue's and vLLM's own: the packaged catalog (reviewed numbers, no I/O); the local Hugging
+The order is the issue's and vLLM's own: the packaged catalog (reviewed numbers, no I/O) for exactly the repository
+ids it holds at main or a commit it lists — never a name's look-alike, since vLLM serves whatever config.json that
+repository has at that revision (``catalog.repo_model``); a local path is not a repository id; then the local Hugging
 Face cache (``HF_HOME`` / ``HF_HUB_CACHE``, what vLLM itself downloaded or a previous run fetched); the Hub through
 ``huggingface_hub``, so ``HF_ENDPOINT`` (a mirror), ``HF_TOKEN`` (gated repositories) and ``HF_HUB_OFFLINE`` mean
 what they mean to vLLM; and last a config the policy names (a file, or a ConfigMap the caller reads), for
@@ -94,7 +96,7 @@ def fetch_config(repo_id: str, revision: str | None = None) -> tuple[str, str]:
     try:
         cached = hf.try_to_load_from_cache(repo_id, CONFIG, cache_dir=cache_dir(), revision=revision)
     except (ValueError, errors.HFValidationError):
-        raise Unresolved(f"model {repo_id}: not a Hugging Face repository id nor a catalog model") from None
+        raise Unresolved(f"model {repo_id}: not a Hugging Face repository id") from None
     if isinstance(cached, str):
         return _read(cached), f"the local Hugging Face cache ({cached})"
     if offline():
@@ -127,7 +129,7 @@ def fetch_config(repo_id: str, revision: str | None = None) -> tuple[str, str]:
     except errors.EntryNotFoundError:
         raise Unresolved(f"model {repo_id}{at}: the repository has no {CONFIG}") from None
     except errors.HFValidationError:
-        raise Unresolved(f"model {repo_id}: not a Hugging Face repository id nor a catalog model") from None
+        raise Unresolved(f"model {repo_id}: not a Hugging Face repository id") from None
     except (OSError, errors.HfHubHTTPError) as exc:  # 5xx after retries, a broken download, the cache unwritable
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise Unresolved(f"model {repo_id}: could not fetch {CONFIG} from the Hub ({hub}) into the Hugging Face "
@@ -171,19 +173,20 @@ _memo: dict[tuple[str, str | None, tuple[Any, ...]], tuple[ModelSpec, str] | str
 _lock = threading.Lock()
 
 
-def resolve(model_id: str, revision: str | None = None, fallback: Fallback | None = None) -> tuple[ModelSpec, str]:
+def resolve(model_id: str, revision: str | None = None, fallback: Fallback | None = None, *,
+            in_pod: bool = False) -> tuple[ModelSpec, str]:
     """(spec, source) for a server's ``--model`` and ``--revision``; :class:`Unresolved` (one line) when nothing
     has its config. The result — or the failure — is remembered for this process and told to
-    :mod:`vllm_remedy.vllm.resolved`, where every prediction looks models up."""
-    try:
-        return catalog.model(model_id), "catalog"
-    except UserError:
-        pass
+    :mod:`vllm_remedy.vllm.resolved`, where every prediction looks models up. ``in_pod``: the model is a pod's (a
+    manifest's, a Deployment's), so a local path names the pod's volume, which this machine's same path is not."""
+    spec = catalog.repo_model(model_id, revision)
+    if spec is not None:  # exactly a repository the catalog holds, at a revision it describes
+        return spec, "catalog"
     key = (model_id, revision, (endpoint(), offline(), cache_dir(), bool(os.environ.get("HF_TOKEN")), fallback and
-                                fallback[0]))
+                                fallback[0], in_pod))
     with _lock:
         if key not in _memo:
-            _memo[key] = _resolve(model_id, revision, fallback)
+            _memo[key] = _resolve(model_id, revision, fallback, in_pod)
         found = _memo[key]
         # Told on every call, not only the first: resolved is keyed without the environment, so after a resolution
         # under another environment it would otherwise keep that one's answer while this call says otherwise.
@@ -193,12 +196,16 @@ def resolve(model_id: str, revision: str | None = None, fallback: Fallback | Non
     return found
 
 
-def _resolve(model_id: str, revision: str | None, fallback: Fallback | None) -> tuple[ModelSpec, str] | str:
+def _resolve(model_id: str, revision: str | None, fallback: Fallback | None,
+             in_pod: bool) -> tuple[ModelSpec, str] | str:
     local = Path(model_id)
     try:
         if local.is_absolute() or model_id.startswith("."):
+            if in_pod:
+                raise Unresolved(f"model {model_id}: a local path in the pod (its volume), not a repository id, which "
+                                 "this tool cannot read; name its config in the policy (model_config)")
             if not (local / CONFIG).is_file():
-                raise Unresolved(f"model {model_id}: a local path outside the catalog (and no {local / CONFIG} "
+                raise Unresolved(f"model {model_id}: a local path, not a repository id (and no {local / CONFIG} "
                                  "here); name its config in the policy (model_config)")
             text, source = _read(str(local / CONFIG)), str(local / CONFIG)
         else:
@@ -215,9 +222,10 @@ def _resolve(model_id: str, revision: str | None, fallback: Fallback | None) -> 
 
 
 def learn(model_id: str, revision: str | None = None, fallback: Fallback | None = None) -> str | None:
-    """Resolve for the predictions to come; None when the model is known, else why not (one line)."""
+    """Resolve a pod's model (a Deployment's, a manifest's) for the predictions to come; None when the model is known,
+    else why not (one line)."""
     try:
-        resolve(model_id, revision, fallback)
+        resolve(model_id, revision, fallback, in_pod=True)
     except UserError as exc:
         return str(exc)
     return None

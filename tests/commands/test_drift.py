@@ -308,7 +308,8 @@ def test_a_crash_looping_model_outside_the_catalog_is_never_in_sync(rehearsal: R
                                               "cache, and HF_HUB_OFFLINE is set")
     assert checks["crash-loop"]["status"] == "drift", checks["crash-loop"]
     assert checks["crash-loop"]["detail"].startswith("revision 15 crash-loops: pod llama-8b-"), checks["crash-loop"]
-    assert checks["crash-loop"]["detail"].endswith("; startup log: unclassified")  # vLLM's refusal, no OOM class
+    # vLLM's refusal of a model it cannot get: its own class, not an OOM one
+    assert checks["crash-loop"]["detail"].endswith("; startup log: model_unavailable")
     assert host["drifted"] == ["crash-loop"] and host["unknown"] == ["concurrency", "prediction"]
     assert host["fix"]["refused"] == {"operation": "Smallest change that restores headroom",
                                       "reason": f"deployment llm/llama-8b: {checks['prediction']['detail']}"}

@@ -110,7 +110,10 @@ def test_hf_config_rules():
 
 
 def test_from_hf_config_rejects_bad_config():
-    with pytest.raises(UserError, match=r"^cfg.json: missing num_hidden_layers / n_layer / num_layers"):
+    with pytest.raises(UserError, match=r"^cannot predict this model: config.json names no architecture"):
         catalog.ModelSpec.from_hf_config({"hidden_size": 8}, "cfg.json")
+    with pytest.raises(UserError, match=r"^cannot predict LlamaForCausalLM: num_hidden_layers / n_layer / num_layers "
+                                        r"missing"):
+        catalog.ModelSpec.from_hf_config({"architectures": ["LlamaForCausalLM"], "hidden_size": 8}, "cfg.json")
     with pytest.raises(UserError, match=r"^cfg.json: expected a JSON object"):
         catalog.ModelSpec.from_hf_config([], "cfg.json")  # type: ignore[arg-type]

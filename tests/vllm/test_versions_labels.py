@@ -1,7 +1,7 @@
 """Every output says how a version's memory rules were made: read from that release, extrapolated, or unknown.
 
 A review found three ways a version was printed as modelled when it was not: an image naming no vLLM version
-(``:latest``, untagged, a digest, ``:nightly``, a ``v1.0.0`` tag that is another product's) got the newest release's
+(``:latest``, untagged, a digest, ``:nightly``, a tag that numbers another product) got the newest release's
 rules and `check -o json` said ``"rules": "modelled"``; ``0.34.1`` and ``0.33.99`` counted as modelled although no
 release past 0.34.0, and no 0.33 patch, was read; ``0.35.0rc1`` was printed as ``0.35.0`` and `diagnose` showed a
 logged 0.35.0 with no word on its rules.
@@ -22,7 +22,7 @@ UNKNOWN = "unknown version: rules of the newest release, 0.34.0"
 MANIFEST = Path("tests/data/manifests/runbook/bad-rev15.yaml")
 LOG = Path("tests/data/logs/v0.19.0_planner_meta_llama_llama_3_1_8b_h100_tp1pp1dp1_16384.log")
 NAMELESS = ["vllm/vllm-openai:latest", "vllm/vllm-openai", "vllm/vllm-openai:nightly",
-            "vllm/vllm-openai@sha256:" + "0123456789abcdef" * 4, "vllm/vllm-openai:v1.0.0"]
+            "vllm/vllm-openai@sha256:" + "0123456789abcdef" * 4, "lmcache/vllm-openai:v0.3.7"]
 
 
 def test_an_unknown_version_says_so_and_whose_rules_it_gets():
@@ -139,8 +139,10 @@ def test_a_fourth_number_never_read_is_extrapolated_typed_or_tagged():
 
 
 @pytest.mark.parametrize("version", ["v1.0.0", "1.0.0", "2.3.4"])
-def test_a_version_past_0x_is_unknown_typed_or_tagged(version):
-    """Every vLLM release is 0.x: --vllm-version v1.0.0 said extrapolated while the tag v1.0.0 said unknown (L1)."""
+def test_a_version_past_0x_is_newer_than_modelled_typed_or_tagged_on_vllms_image(version):
+    """Typed and tagged agree (L1), and a version named is not unknown: --vllm-version 1.0.0 and vLLM's own image
+    tagged v1.0.0 are a release newer than modelled (identity review 6); another product's 3.0.0 stays unknown."""
     typed, tagged = rules(version), rules(version_from_image(f"vllm/vllm-openai:{version}"))
-    assert typed.label == tagged.label == "unknown (rules of the newest release, 0.34.0)"
-    assert typed.version == tagged.version == (0, 34, 0)
+    shown = version.removeprefix("v")
+    assert typed.label == tagged.label == f"{shown} (rules: extrapolated from 0.34.0)"
+    assert typed.read_from == tagged.read_from == (0, 34, 0)

@@ -17,7 +17,7 @@ from importlib import resources
 from typing import Any
 
 from vllm_remedy.errors import UserError
-from vllm_remedy.vllm import hf_config, quant_config, shapes
+from vllm_remedy.vllm import architectures, hf_config, quant_config, shapes
 from vllm_remedy.yamlfile import load_packaged
 
 GIB = 1024**3
@@ -134,17 +134,16 @@ class ModelSpec:
         hf_config.check_sizes(text, name=name)
         inter = int(text.get("intermediate_size") or text.get("ffn_dim") or 4 * hidden)
         experts, per_token, moe_inter = hf_config.num_experts(text)
-        archs = config.get("architectures") or text.get("architectures") or ["unknown"]
         kv_heads = hf_config.num_kv_heads(text, heads)
         head = hf_config.head_dim(text, hidden, heads)
         mla = hf_config.mla_dims(text)
-        tie = bool(text.get("tie_word_embeddings", config.get("tie_word_embeddings", False)))
+        tie = hf_config.tie_word_embeddings(text, config)
         counts = shapes.text_params(text, hidden, layers, heads, kv_heads, head, inter, vocab, tie)
         tower = shapes.vision(config, hidden)
         vision_params = tower.params if tower else 0.0
         spec = cls(
             name=name,
-            architecture=str(archs[0]),
+            architecture=architectures.first_architecture(config) or "unknown",
             hidden_size=hidden,
             num_layers=layers,
             num_heads=heads,
@@ -189,6 +188,11 @@ def _replace(spec: ModelSpec, **changes: Any) -> ModelSpec:
 
 
 # ---- catalogs -------------------------------------------------------------------------------------
+
+#: The revisions every entry's numbers describe: the repository's default branch, which is what vLLM reads without
+#: ``--revision``. An entry may list commits it was checked at (``revisions``); any other revision (a tag, a branch,
+#: another commit) may carry another config.json, which only the repository itself can tell.
+DEFAULT_REVISIONS = (None, "", "main")
 
 
 @cache
@@ -281,6 +285,35 @@ def _model_index() -> dict[str, ModelSpec]:
     return index
 
 
+@cache
+def _repo_index() -> dict[str, tuple[ModelSpec, frozenset[str]]]:
+    """Repository id (lower-cased: the Hub matches ids case-insensitively) → (spec, the commits it is vouched at),
+    for each entry's ``id`` and the ``aliases`` it lists deliberately (the same repository under a former name)."""
+    index: dict[str, tuple[ModelSpec, frozenset[str]]] = {}
+    for entry in _load("models.yaml")["models"]:
+        spec = ModelSpec.from_hf_config(entry["config"], entry["id"], params_b=float(entry["params_b"]))
+        commits = frozenset(str(c).lower() for c in entry.get("revisions", []))
+        for repo in [entry["id"], *entry.get("aliases", [])]:
+            index[repo.lower()] = (spec, commits)
+    return index
+
+
+def repo_model(repo_id: str, revision: str | None = None) -> ModelSpec | None:
+    """The catalog's spec for exactly this Hugging Face repository at ``revision``, else None.
+
+    None for any other id, however close its name (``acme/qwen3-8b``, ``someone/Qwen3-8B-AWQ``), for a local path,
+    and for a revision the catalog cannot vouch for: vLLM reads that repository's own config.json at that revision,
+    and so must the caller (``hub``).
+    """
+    found = _repo_index().get(repo_id.strip().lower())
+    if found is None:
+        return None
+    spec, commits = found
+    if revision not in DEFAULT_REVISIONS and revision.strip().lower() not in commits:
+        return None
+    return _replace(spec, name=repo_id)
+
+
 def _base_name(model_id: str) -> tuple[str, tuple[str, int] | None]:
     """Normalise an id or local path to a catalog key, and the quantization its suffix names."""
     name = model_id.strip().rstrip("/").split("/")[-1].lower()
@@ -300,7 +333,12 @@ def _base_name(model_id: str) -> tuple[str, tuple[str, int] | None]:
 
 
 def model(model_id: str) -> ModelSpec:
-    """The catalog model for a Hugging Face id or a local path ending in a known name."""
+    """The catalog family a name points to (a Hugging Face id or a local path ending in a known name, its suffix's
+    quantization applied): for calibration cases and benchmarks, whose logs state the checkpoint they ran.
+
+    Never for a served model: a name says nothing about the config.json behind it (``acme/qwen3-8b`` may hold any
+    model). What a server's ``--model`` is, is :func:`repo_model`'s answer or the repository's own config.json.
+    """
     base, quant = _base_name(model_id)
     spec = _model_index().get(base)
     if spec is None:

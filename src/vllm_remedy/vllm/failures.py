@@ -154,6 +154,12 @@ _CLASSES = (
         precise_hint="roll back to the last known-good revision, then set --max-num-batched-tokens ≥ "
                      "{max_model_len} (it was {max_num_batched_tokens}; without chunked prefill vLLM refuses less), "
                      "or --enable-chunked-prefill"),
+    FailureClass(  # not memory nor a setting: the model itself could not be had (vllm.startup_log.model_errors)
+        Failure.MODEL_UNAVAILABLE, "vLLM could not get the model's config.json: no such repository, revision or "
+                                   "local directory, or the Hugging Face Hub refused access (gated, token)",
+        step=1, hint="roll back to the last known-good revision, then correct --model / --revision, mount the "
+                     "model's volume, or give the pod an HF_TOKEN with access to the repository",
+        precise_hint="roll back to the last known-good revision, then {advice}"),
     FailureClass(
         Failure.UNKNOWN, "the start failed with something this tool does not recognise",
         step=1, hint="roll back to the last known-good revision, then read the evidence below"),

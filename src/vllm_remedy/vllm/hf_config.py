@@ -58,6 +58,19 @@ TRANSFORMERS_DEFAULTS: dict[str, dict[str, Any]] = {
         "num_channels": 3,
     },
 }
+# transformers' config-class default for ``tie_word_embeddings`` when config.json leaves the key out (vLLM sizes the
+# filled config). ``PretrainedConfig.__init__`` defaults it to True (configuration_utils.py@4.57.1, line 220), and
+# ``save_pretrained`` omits a key equal to that default, so a Gemma 2 config without it is tied; each class below
+# overrides it in its ``__init__`` (models/<type>/configuration_<type>.py@4.57.1). A model_type not listed keeps
+# PretrainedConfig's True (gpt2, opt, falcon, starcoder2 set nothing); a catalog entry that names no model_type is
+# the project's own abbreviation and states the key whenever it is True.
+TIED_BY_DEFAULT: dict[str, bool] = {
+    "llama": False, "mistral": False, "mixtral": False, "qwen2": False, "qwen2_moe": False, "qwen3": False,
+    "qwen3_moe": False, "phi": False, "phi3": False, "phimoe": False, "granite": False, "granitemoe": False,
+    "deepseek_v2": False, "deepseek_v3": False, "gpt_oss": False, "olmo": False, "olmo2": False, "glm": False,
+    "glm4": False, "qwen2_vl_text": False, "qwen2_5_vl_text": False,
+    "gemma": True, "gemma2": True, "gemma3_text": True, "cohere": True, "cohere2": True,
+}
 # Families whose layers alternate local (sliding-window) and global attention without a ``layer_types``
 # list: every Nth layer is global (vLLM's gemma2 / gemma3 / cohere2 / gpt_oss models).
 GLOBAL_EVERY = {"gemma2": 2, "gemma3_text": 6, "gemma3": 6, "cohere2": 4, "gpt_oss": 2}
@@ -82,6 +95,11 @@ def text_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
     """The language-model part: multimodal configs nest it under ``text_config`` (or ``llm_config``), with
     the defaults transformers fills in for keys the checkpoint leaves out (vLLM reads the filled config)."""
     architectures.check_family(config)  # the name decides first: a hybrid or unknown family is never sized
+    check_architectures(config)
+    if config.get("is_encoder_decoder") is True or "encoder_layers" in config:
+        layers = ", ".join(f"{k} {config[k]}" for k in ("encoder_layers", "decoder_layers") if k in config)
+        raise cannot_predict(config, f"an encoder-decoder model{f' ({layers})' if layers else ''}: its encoder and "
+                                     "cross-attention KV cache are not modelled")
     for key in ("text_config", "llm_config", "language_config"):
         inner = config.get(key)
         if isinstance(inner, Mapping) and ("hidden_size" in inner or "num_hidden_layers" in inner):
@@ -102,19 +120,49 @@ def with_defaults(config: Mapping[str, Any]) -> dict[str, Any]:
 
 def cannot_predict(config: Mapping[str, Any], what: str) -> UserError:
     """The one error for an architecture the memory model cannot size: a guess would be a silent wrong number."""
-    archs = config.get("architectures") or [config.get("model_type") or "this model"]
-    return UserError(f"cannot predict {archs[0]}: {what}")
+    name = architectures.first_architecture(config) or str(config.get("model_type") or "") or "this model"
+    return UserError(f"cannot predict {name}: {what}")
+
+
+def check_architectures(config: Mapping[str, Any]) -> None:
+    """Refuse a config that names no architecture: vLLM dispatches on ``architectures`` and refuses an empty one
+    ("No model architectures are specified", ``ModelRegistry.inspect_model_cls``), so sizing it as some family would
+    predict a start that never happens. A plain string is not the list transformers writes; not guessed at either."""
+    archs = config.get("architectures")
+    if isinstance(archs, list) and archs and all(isinstance(a, str) and a.strip() for a in archs):
+        return
+    if isinstance(archs, str):
+        raise cannot_predict(config, f"architectures is the string {archs!r}, not a list of class names")
+    stated = "missing" if "architectures" not in config else f"{_json(archs)}"
+    raise cannot_predict(config, f"config.json names no architecture (architectures: {stated}); vLLM finds no model "
+                                 "class and refuses to start (recent releases: No model architectures are specified)")
+
+
+def _json(value: Any) -> str:
+    return "null" if value is None else "[]" if value == [] else repr(value)
 
 
 def require_int(config: Mapping[str, Any], *keys: str, name: str = "config.json") -> int:
-    """The first present key as a positive int, else a UserError naming the keys."""
+    """The first present key as a positive int; a missing one is ``cannot predict <arch>: <what is missing>``."""
     for key in keys:
         value = config.get(key)
         if value is not None:
             if isinstance(value, bool) or not isinstance(value, (int, float)) or int(value) <= 0:
                 raise UserError(f"{name}: {key} must be a positive integer, got {value!r}")
             return int(value)
-    raise UserError(f"{name}: missing {' / '.join(keys)}; is this a Hugging Face causal-LM config.json?")
+    raise cannot_predict(config, f"{' / '.join(keys)} missing (the decoder-only keys this model is sized from)")
+
+
+def tie_word_embeddings(text: Mapping[str, Any], config: Mapping[str, Any]) -> bool:
+    """Whether the LM head shares the embedding's weights: the key as stated (text config first), else the config
+    class's default (``TIED_BY_DEFAULT``; PretrainedConfig's True for a type not listed)."""
+    for source in (text, config):
+        if source.get("tie_word_embeddings") is not None:
+            return bool(source["tie_word_embeddings"])
+    kind = str(text.get("model_type") or config.get("model_type") or "")
+    if not kind:
+        return False  # a catalog entry's abbreviation (no model_type): it states the key whenever it is True
+    return TIED_BY_DEFAULT.get(kind, True)
 
 
 # Sizes that, when a config states them (not null), must be positive: a zero or negative one gave "fits" with a

@@ -34,6 +34,9 @@ class Failure(str, Enum):
     # vLLM's own configuration checks refused the settings (a ValueError/AssertionError while the engine config is
     # built, or an environment variable it cannot read): nothing was loaded
     CONFIG_REFUSED = "config_refused"
+    # vLLM could not read the model's config.json: no such repository, revision or local directory, or the Hub
+    # refused access (gated, a missing or bad token); nothing was loaded (``startup_log.model_errors``)
+    MODEL_UNAVAILABLE = "model_unavailable"
     UNKNOWN = "unknown"
 
     def __str__(self) -> str:

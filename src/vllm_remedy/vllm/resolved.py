@@ -26,13 +26,16 @@ def known(model_id: str, revision: str | None = None) -> ModelSpec | str | None:
 
 
 def model(model_id: str, revision: str | None = None) -> ModelSpec:
-    """The catalog's spec, else the one resolved this run; a UserError saying why when neither has it."""
-    try:
-        return catalog.model(model_id)
-    except UserError:
-        found = _learned.get((model_id, revision))
-        if isinstance(found, ModelSpec):
-            return found
-        if isinstance(found, str):
-            raise UserError(found) from None
-        raise
+    """The catalog's spec for exactly this repository and revision, else the one resolved this run; a UserError
+    saying why when neither has it. Never a name's look-alike: what vLLM serves is that repository's config.json."""
+    spec = catalog.repo_model(model_id, revision)
+    if spec is not None:
+        return spec
+    found = _learned.get((model_id, revision))
+    if isinstance(found, ModelSpec):
+        return found
+    if isinstance(found, str):
+        raise UserError(found)
+    raise UserError(f"model {model_id}{f' at revision {revision}' if revision else ''}: not resolved (not a catalog "
+                    "repository; its config.json comes from the Hugging Face cache, the Hub or the policy's "
+                    "model_config)")

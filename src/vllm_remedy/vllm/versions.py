@@ -133,21 +133,39 @@ def typed_version(text: str) -> str:
     return stripped
 
 
+#: vLLM's own images (Docker Hub's ``vllm`` organisation, through any registry or mirror): their tags are vLLM releases.
+_OWN_REPO = re.compile(r"(?:^|/)vllm/vllm-[\w.-]+$")
+#: Repositories whose tags number another product that bundles vLLM: LMCache's ``lmcache/vllm-openai:v0.3.7`` is
+#: LMCache 0.3.7 (vLLM never released a 0.3.7), ROCm's ``rocm/vllm`` tags lead with ROCm, Red Hat AI Inference
+#: Server's ``rhaiis/…`` and NGC's ``tritonserver`` with their own releases and dates. Only a tag that names vLLM's
+#: version (``vllm_0.10.1``) says which vLLM they run.
+_PRODUCT_REPO = re.compile(r"(?:^|/)(?:lmcache/[\w.-]+|rocm/[\w.-]+|rhaiis/[\w.-]+|(?:[\w.-]+/)*tritonserver)$")
+#: A tag naming vLLM's version beside another's: ``rocm6.4.1_vllm_0.10.1_20250909``, ``24.05-vllm-0.4.2``.
+_NAMED_IN_TAG = re.compile(r"(?:^|[_.-])vllm[_-]?v?(?P<version>\d+\.\d+(?:\.\d+)?(?:\.?(?:post|rc)\d+)?)(?=$|[_+-])")
+
+
 def version_from_image(image: str) -> str | None:
     """The vLLM version an image runs, from its tag as tagged: ``vllm/vllm-openai:v0.8.5`` → ``"0.8.5"``,
-    ``:v0.35.0rc1`` → ``"0.35.0rc1"``.
+    ``:v0.35.0rc1`` → ``"0.35.0rc1"``, ``rocm/vllm:rocm6.4.1_vllm_0.10.1_20250909`` → ``"0.10.1"``.
 
-    ``:latest``, ``:nightly``, digests and tags without a version give None (unknown). So do numbered tags whose
-    major is not 0: every vLLM release is 0.x (0.34 as of December 2026), so ``rhaiis/vllm-cuda-rhel9:3.0.0`` (a
-    product's own release), ``tritonserver:24.05-vllm-python-py3`` or ``myorg/vllm:2024.11`` (dates) number something
-    else; reading them as vLLM 3.0.0 or 24.5.0 would size the start by rules that release never had.
+    ``:latest``, ``:nightly``, digests and tags without a version give None (unknown). A version-shaped tag counts
+    only where it numbers vLLM: any on vLLM's own images (``vllm/vllm-openai:v1.0.0`` is a release newer than
+    modelled); none on an image that numbers another product (``lmcache/vllm-openai:v0.3.7`` is LMCache's, the
+    ``_PRODUCT_REPO`` list) unless the tag names vLLM's own; on any other image a 0.x tag (a custom build tagged with
+    the vLLM it packages, ``myorg/vllm:0.9.2-cu128``) but no other major: ``rhaiis/vllm-cuda-rhel9:3.0.0``,
+    ``myorg/vllm:2024.11`` number something else, and reading them as vLLM 3.0.0 or 2024.11 would size the start by
+    rules no release had.
     """
     ref = image.strip().split("@", 1)[0]
     name, _, tag = ref.rpartition(":")
     if not name or "/" in tag:  # no tag, or the colon was a registry port
         return None
+    if (named := _NAMED_IN_TAG.search(tag)) is not None:
+        return _shown(named["version"])
+    if _PRODUCT_REPO.search(name):
+        return None
     match = _VERSION.match(tag)
-    if not match or int(match.group(1)) != 0:
+    if not match or (int(match.group(1)) != 0 and not _OWN_REPO.search(name)):
         return None
     return _shown(tag)  # as tagged, rc and post included (v0.35.0rc1 runs 0.35.0rc1, not 0.35.0)
 
@@ -312,9 +330,10 @@ def _fourth(shown: str) -> int:
 def rules(version: str | None) -> VersionRules:
     """The rules for a version string (None or unparseable → the newest release known here)."""
     parsed = parse_version(version)
-    # Every vLLM release is 0.x: a 1.0.0 names no release known to exist, typed or tagged (``version_from_image``
-    # reads such a tag as no version), so it gets the newest release's rules as unknown, not extrapolated.
-    known = parsed is not None and parsed[0] == 0
+    # A version past the newest modelled — 0.40.0 or 1.0.0, typed or tagged on vLLM's own image — is a release newer
+    # than modelled, extrapolated from the newest read; only a version never named is unknown (``version_from_image``
+    # names none for a tag that numbers another product).
+    known = parsed is not None
     v = parsed if parsed is not None and known else NEWEST_RELEASE
     engine: Engine = "V1" if v >= (0, 8, 0) else "V0"
     if engine == "V0":

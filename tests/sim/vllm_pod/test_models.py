@@ -76,7 +76,9 @@ def test_a_model_nothing_has_is_still_an_invalid_repository(cluster):
     ("vllm/vllm-openai:v0.33.2", "vLLM 0.33.2 is newer than the last modelled 0.33 release: memory rules "
                                  "extrapolated from 0.33.0"),
     ("vllm/vllm-openai:latest", "the image names no vLLM version: memory rules of the newest release, 0.34.0"),
-    ("vllm/vllm-openai:v1.0.0", "the image names no vLLM version: memory rules of the newest release, 0.34.0"),
+    ("vllm/vllm-openai:v1.0.0", "vLLM 1.0.0 is newer than the newest modelled release: memory rules extrapolated "
+                                "from 0.34.0"),
+    ("lmcache/vllm-openai:v0.3.7", "the image names no vLLM version: memory rules of the newest release, 0.34.0"),
     ("vllm/vllm-openai:v0.34.0", None), ("vllm/vllm-openai:v0.21.0", None)])
 def test_a_release_not_modelled_or_no_version_says_so_in_the_pods_log(cluster, image, warning):
     """Where the rehearsal's rules are not the release's own (extrapolated, or the newest for an image naming no

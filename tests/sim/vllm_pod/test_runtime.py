@@ -159,7 +159,7 @@ def test_unknown_model_logs_vllms_error_and_exits_1(cluster):
     text = re.sub(r"\x1b\[[0-9;]*m", "", cluster.read_log("llm", "typo", previous=True))  # 0.10 colours prefixes
     assert "(APIServer pid=1) ValueError: Invalid repository ID or local directory specified: " \
            "'acme/llama-9b-instruct'." in text
-    assert classify(parse_startup_log(text)) is Failure.UNKNOWN
+    assert classify(parse_startup_log(text)) is Failure.MODEL_UNAVAILABLE
 
 
 def test_tensor_parallel_uses_the_per_rank_budget(cluster):

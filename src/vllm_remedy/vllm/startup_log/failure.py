@@ -7,6 +7,7 @@ from typing import Any
 
 from vllm_remedy.vllm.failures import ERROR_KINDS, OOM_PHASES
 from vllm_remedy.vllm.outcomes import Failure
+from vllm_remedy.vllm.startup_log.model_errors import REASON_ORDER
 from vllm_remedy.vllm.startup_log.report import StartupReport
 
 # A raw CUDA OOM is placed by the traceback frames around it; first matching phase wins. The registry says
@@ -54,6 +55,8 @@ def failure_from_events(events: list[Event], up_index: int | None, weights_index
     ``sized``: the log printed a KV-cache size, so a log that simply stops afterwards is a start
     that had got past every memory check (truncated, not failed).
     """
+    if missing := [e for e in events if e.kind == "model_unavailable" and (up_index is None or e.index < up_index)]:
+        return Failure.MODEL_UNAVAILABLE, _merged(missing), missing[0].index
     for event in events:
         if event.kind in ERROR_KINDS:
             return ERROR_KINDS[event.kind], _detail(event), event.index
@@ -69,6 +72,16 @@ def failure_from_events(events: list[Event], up_index: int | None, weights_index
     if up_index is not None or sized:
         return Failure.NONE, {}, None
     return Failure.UNKNOWN, {}, None
+
+
+def _merged(events: list[Event]) -> dict[str, Any]:
+    """One detail from an error's lines: the most specific reason (``model_errors.REASON_ORDER``), and the model
+    whichever line names it."""
+    detail: dict[str, Any] = {}
+    for event in sorted(events, key=lambda e: REASON_ORDER.index(e.values["reason"])):
+        for key, value in event.values.items():
+            detail.setdefault(key, value)
+    return detail
 
 
 def _detail(event: Event) -> dict[str, Any]:

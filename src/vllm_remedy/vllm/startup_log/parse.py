@@ -16,7 +16,7 @@ from vllm_remedy.vllm.log_formats import (
     parse_version,
     to_number,
 )
-from vllm_remedy.vllm.startup_log import config_errors
+from vllm_remedy.vllm.startup_log import config_errors, model_errors
 from vllm_remedy.vllm.startup_log.failure import Event, failure_from_events
 from vllm_remedy.vllm.startup_log.lines import Line, split_lines
 from vllm_remedy.vllm.startup_log.report import StartupReport
@@ -197,6 +197,9 @@ def _scan_other(line: Line, found: _Matches) -> None:
         return
     if any(marker in line.text for marker in _CRASH):
         found.events.append(Event("crash", line.index, line.rank, {"error": line.message}, evidence=True))
+        return
+    if (missing := model_errors.unavailable(line.message)) is not None:
+        found.events.append(Event("model_unavailable", line.index, line.rank, missing))
         return
     if (refused := config_errors.refusal(line.message, found.env_read)) is not None:
         found.events.append(Event("config_refused", line.index, line.rank, refused))

@@ -23,7 +23,7 @@ from vllm_remedy.vllm.log_formats import (
     templates_for,
 )
 from vllm_remedy.vllm.outcomes import Failure
-from vllm_remedy.vllm.startup_log import config_refusal, late, pinned_lines
+from vllm_remedy.vllm.startup_log import config_refusal, late, model_errors, pinned_lines
 from vllm_remedy.vllm.startup_log.frames import engine_failure, traceback_text
 from vllm_remedy.vllm.startup_log.writer import Writer
 
@@ -87,7 +87,7 @@ def render_startup_log(version: str, *, model: str, tp_size: int = 1, weights_gi
     figures["kv_hint"] = late.kv_hint(gpu_memory_utilization)
     after_warmup = eng == "v1" and late.extensible(version) and not pins
     # before the engine (and its config line) exists
-    at_config = failure in (Failure.MAX_LEN_EXCEEDS_MODEL, Failure.CONFIG_REFUSED)
+    at_config = failure in (Failure.MAX_LEN_EXCEEDS_MODEL, Failure.CONFIG_REFUSED, Failure.MODEL_UNAVAILABLE)
     # --max-model-len auto: the engine's config line shows the model's own length; auto-fit reduces it later
     # (config/model.py@0.30.0 takes the derived length for -1), in releases whose table has the auto-fit line.
     fits_later = max_model_len_arg == -1 and derived_max_model_len and templates_for("auto_fit", ver, eng)
@@ -98,6 +98,9 @@ def render_startup_log(version: str, *, model: str, tp_size: int = 1, weights_gi
               long_len=long_len, typed=typed or {})
     if failure is Failure.CONFIG_REFUSED:  # the scheduler config's batched-tokens check (V0, no chunked prefill)
         config_refusal.write_batch_refusal(w, max_model_len, detail)
+        return _text(w)
+    if failure is Failure.MODEL_UNAVAILABLE:  # its config.json could not be read: nothing else was
+        model_errors.write_refusal(w, model)
         return _text(w)
     if at_config:
         config_refusal.write_refusal(w, model, max_model_len, detail)

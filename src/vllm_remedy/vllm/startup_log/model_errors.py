@@ -1,0 +1,98 @@
+"""vLLM failing to get the served model's config (``Failure.MODEL_UNAVAILABLE``), as its log shows it.
+
+Before any engine exists vLLM reads config.json from a local directory or the Hugging Face Hub; when neither has it the
+start dies there, and no setting or memory change can help: the model id, revision, volume or token is wrong. The
+words, each from a public log:
+
+- vLLM's own message since 0.8 (transformers_utils/config.py, vllm-project/vllm#13724): ``Invalid repository ID or
+  local directory specified: '<model>'`` (vllm-project/vllm#13510, #17287), inside pydantic's "Value error, ..." once
+  ModelConfig is a pydantic dataclass (vllm-project/vllm#22043);
+- transformers' before it: ``<model> is not a local folder and is not a valid model identifier listed on
+  'https://huggingface.co/models'``; huggingface_hub's ``HFValidationError: Repo id must be in the form 'repo_name'
+  or 'namespace/repo_name': '/model'`` for a path that is not mounted (vllm-project/vllm#5727, #12867);
+- huggingface_hub's errors through either: ``RepositoryNotFoundError`` / ``Repository Not Found for url``,
+  ``RevisionNotFoundError`` / ``Revision Not Found for url``, ``GatedRepoError`` / ``Cannot access gated repo for
+  url``, transformers' ``You are trying to access a gated repo``, and a bare ``401 Client Error`` for a token the Hub
+  refuses (tenstorrent/tt-inference-server#37, huggingface/transformers' utils/hub.py ``cached_files``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Protocol
+
+_MODEL = r"'(?P<model>[^']*)'"
+# (pattern, reason) in the order a line is tried; the first match names the reason.
+_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(rf"Invalid repository ID or local directory specified: {_MODEL}"), "not_found"),
+    (re.compile(r"(?P<model>\S+) is not a local folder and is not a valid model identifier"), "not_found"),
+    (re.compile(rf"HFValidationError: Repo id must (?:be in the form|use alphanumeric).*: {_MODEL}"), "invalid_id"),
+    (re.compile(r"GatedRepoError|Cannot access gated repo|You are trying to access a gated repo"), "gated"),
+    (re.compile(r"RevisionNotFoundError|Revision Not Found for url"), "revision_not_found"),
+    (re.compile(r"RepositoryNotFoundError|Repository Not Found for url"), "not_found"),
+    (re.compile(r"\b401 Client Error\b"), "unauthorized"),
+)
+# Where a huggingface_hub message names the repository: its URL (…/api/models/<repo>/…, …/<repo>/resolve/…).
+_URL = re.compile(r"https?://[^/\s]+/(?:api/models/)?(?P<model>[\w.-]+/[\w.-]+)/(?:resolve|revision|tree)/")
+#: Most specific first: a chained traceback prints the root cause (a 401, then the gated repository) before vLLM's
+#: own wrapping message, and the most specific line says what to fix.
+REASON_ORDER = ("gated", "revision_not_found", "unauthorized", "invalid_id", "not_found")
+ADVICE = {
+    "not_found": "correct --model (a Hugging Face repository id, or a directory the pod mounts holding config.json), "
+                 "or mount the model's volume",
+    "invalid_id": "correct --model: it is neither a directory the pod has (is the volume mounted?) nor a repository id",
+    "revision_not_found": "correct --revision (a branch, tag or commit the repository has)",
+    "gated": "give the pod HF_TOKEN (from a Secret) for an account granted access to the gated repository",
+    "unauthorized": "give the pod a valid HF_TOKEN (the Hub refused the one it has, or the repository is private)",
+}
+
+
+def unavailable(message: str) -> dict[str, Any] | None:
+    """The detail (reason, model when the line names it, advice, the line) of this line's refusal, or None."""
+    for pattern, reason in _PATTERNS:
+        if (m := pattern.search(message)) is not None:
+            detail: dict[str, Any] = {"reason": reason, "advice": ADVICE[reason], "error": message.strip()}
+            model = m.groupdict().get("model") or ((u := _URL.search(message)) and u["model"])
+            if model:
+                detail["model"] = model
+            return detail
+    return None
+
+
+
+_PACKAGES = "/usr/local/lib/python3.12/dist-packages"
+#: From 0.8 vLLM wraps every failure to read the config in its own message (vllm-project/vllm#13724).
+OWN_MESSAGE_SINCE = (0, 8, 0)
+
+
+class Writer(Protocol):
+    """What of the renderer's writer this module uses (``writer.Writer``)."""
+
+    v: tuple[int, ...]
+
+    def raw(self, role: str, text: str, rank: int = 0) -> None: ...
+
+
+def write_refusal(w: Writer, model: str) -> None:
+    """The API server's traceback for a model whose config.json cannot be had: vLLM's own message from 0.8, else
+    transformers' OSError (the words ``unavailable`` reads back)."""
+    w.raw("api", "Traceback (most recent call last):")
+    frames = [("vllm/engine/arg_utils.py", "create_model_config", "return ModelConfig("),
+              ("vllm/transformers_utils/config.py", "get_config", "raise ValueError(error_message) from e"
+               if w.v >= OWN_MESSAGE_SINCE else "config_dict, _ = PretrainedConfig.get_config_dict(")]
+    for path, function, code in frames:
+        w.raw("api", f'  File "{_PACKAGES}/{path}", line {200 + len(function) * 5}, in {function}')
+        w.raw("api", f"    {code}")
+    if w.v >= OWN_MESSAGE_SINCE:
+        lines = [f"ValueError: Invalid repository ID or local directory specified: '{model}'.",
+                 "Please verify the following requirements:", "1. Provide a valid Hugging Face repository ID.",
+                 "2. Specify a local directory that contains a recognized configuration file.",
+                 "   - For Hugging Face models: ensure the presence of a 'config.json'.",
+                 "   - For Mistral models: ensure the presence of a 'params.json'."]
+    else:
+        lines = [f"OSError: {model} is not a local folder and is not a valid model identifier listed on "
+                 "'https://huggingface.co/models'",
+                 "If this is a private repository, make sure to pass a token having permission to this repo either by "
+                 "logging in with `huggingface-cli login` or by passing `token=<your_token>`"]
+    for line in lines:
+        w.raw("api", line)
