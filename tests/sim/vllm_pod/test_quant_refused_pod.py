@@ -6,19 +6,23 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from fixtures.sim_world import l40s_pod_cluster
 from vllm_remedy.sim.cluster import Cluster
-from vllm_remedy.sim.seed import make_node
+from vllm_remedy.sim.seed import make_node, ship_model
 
 AWQ = "Qwen/Qwen2.5-7B-Instruct-AWQ"
+CONFIG = Path(__file__).resolve().parents[2] / "data" / "configs" / "Qwen2.5-7B-Instruct-AWQ.json"
 
 
 @pytest.fixture
 def cluster() -> Iterator[Cluster]:
     v100 = make_node({"name": "v100-1", "gpu": {"product": "Tesla-V100-SXM2-32GB", "count": 2}}, "t")
+    # the catalog answers only for its exact repositories: the world's Hub serves the AWQ checkpoint's config
+    ship_model({"id": AWQ, "config": json.loads(CONFIG.read_text())}, "test world")
     with l40s_pod_cluster(2, ("nodes", v100)) as c:
         yield c
 
