@@ -38,7 +38,7 @@ def test_show_human(cli) -> None:
         "  image: us-docker.pkg.dev/vertex-ai/vertex-vision-model-garden-dockers/"
         "pytorch-vllm-serve:20250312_0916_RC01\n"
         "  entrypoint: python3 -m vllm.entrypoints.openai.api_server\n"
-        "  model: $(MODEL_ID)\n"
+        "  model: google/gemma-3-27b-it\n"  # the kubelet expands --model=$(MODEL_ID) from the env
         "  flags:\n"
         "    tensor-parallel-size: 8\n"
         "    host: 0.0.0.0\n"

@@ -42,8 +42,10 @@ def test_show_json_keeps_flags_to_flags(cli, tmp_path: Path) -> None:
 
 
 def test_plan_of_that_manifest_still_cannot_predict(cli, tmp_path: Path) -> None:
-    """The variables are no flag, but the estimate is still unknown (``EngineSettings.from_flags(hidden=...)``)."""
-    path = _with(tmp_path, args=[LLAMA, "--max-model-len", "16384", "$(KVF)"])
+    """The variables are no flag, but the estimate is still unknown (``EngineSettings.from_flags(hidden=...)``): KVF
+    comes from a Secret (an undefined KVF would reach vLLM as the literal word ``$(KVF)``: test_kubelet_literal)."""
+    path = _with(tmp_path, args=[LLAMA, "--max-model-len", "16384", "$(KVF)"],
+                 env=[{"name": "KVF", "valueFrom": {"secretKeyRef": {"name": "extra", "key": "args"}}}])
     got = cli("plan", "-f", path)
     assert got.returncode != 0, got.stdout
     assert "cannot predict $(KVF): an argument taken from a variable may carry flags" in got.stderr

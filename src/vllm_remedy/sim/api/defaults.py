@@ -13,6 +13,7 @@ import binascii
 import hashlib
 from typing import Any
 
+from vllm_remedy.sim.api import config_validation
 from vllm_remedy.sim.api.validation import check_types
 from vllm_remedy.sim.controllers.defaults import default_deployment, default_pod, default_replicaset
 from vllm_remedy.sim.controllers.leaderworkerset import default_leaderworkerset
@@ -111,8 +112,9 @@ def _default_secret(obj: Obj) -> None:
     obj.setdefault("type", "Opaque")
 
 
-def default_and_validate(resource_key: str, obj: Obj) -> None:
-    """Default ``obj`` in place for its resource; 400 for wrong JSON types, 422 Invalid as the apiserver."""
+def default_and_validate(resource_key: str, obj: Obj, old: Obj | None = None) -> None:
+    """Default ``obj`` in place for its resource; 400 for wrong JSON types, 422 Invalid as the apiserver (``old``: the
+    stored object on an update, for the rules on what an update may change)."""
     check_types(resource_key, obj)
     if resource_key == "deployments.apps":
         default_deployment(obj)
@@ -132,6 +134,9 @@ def default_and_validate(resource_key: str, obj: Obj) -> None:
         _default_service(obj)
     elif resource_key == "secrets":
         _default_secret(obj)
+        config_validation.check(resource_key, obj, old)
+    elif resource_key == "configmaps":
+        config_validation.check(resource_key, obj, old)
     elif resource_key == "namespaces":
         obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
         obj.setdefault("status", {}).setdefault("phase", "Active")

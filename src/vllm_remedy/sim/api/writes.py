@@ -112,7 +112,7 @@ def _write(cluster: ClusterLike, route: Route, req: Request, change: Callable[[O
             check_types(res.key, new)
         else:
             warnings = field_validation(res.key, res.kind, new, req.query.get("fieldValidation"))
-            default_and_validate(res.key, new)
+            default_and_validate(res.key, new, current)
             if res.key == "statefulsets.apps":
                 check_statefulset_update(current, new)
             if not applied:

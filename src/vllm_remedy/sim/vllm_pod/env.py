@@ -7,6 +7,11 @@ with ``valueFrom`` read from the pod's namespace and ``$(VAR)`` of earlier entri
 ``sh -c`` script exports or prefixes to the vLLM command (``VAR=1 exec vllm serve ...``); ``with_env`` writes the
 result back as literal entries so everything downstream reads one env. Anything unknown stays verbatim, as kubelet
 leaves an undefined ``$(VAR)`` and as the memory model then reports it.
+
+``kubelet`` is this module's own reading of the kubelet's ``expansion.Expand`` (third_party/forked/golang/expansion):
+``$$`` is ``$``, ``$(`` runs to the next ``)`` whatever the name holds (``$(max-model-len)``, a ConfigMap key made a
+variable, included) and an undefined name is written back as ``$(name)``, so ``$$(X)`` and an undefined ``$(X)`` both
+reach vLLM as the literal word ``$(X)``.
 """
 
 from __future__ import annotations
@@ -20,7 +25,6 @@ from typing import Any, Protocol
 
 from vllm_remedy.vllm.cmdline import ServerCommand, parse, shell
 
-_KUBELET = re.compile(r"\$\$|\$\((\w+)\)")
 _SHELL = re.compile(r"\$\{(\w+)(?::?-([^}]*))?\}|\$(\w+)")
 _ASSIGN = re.compile(r"^([A-Za-z_]\w*)=(.*)$", re.S)
 
@@ -40,17 +44,39 @@ def literal_env(container: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
+def kubelet(text: str, env: Mapping[str, str]) -> str:
+    """``text`` as the kubelet hands it on: each ``$(name)`` defined in ``env`` replaced, ``$$`` made ``$``, scanning
+    left to right with each ``$`` read once; ``$(name)`` undefined, ``$(`` never closed and a lone ``$`` kept."""
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        if text[i] != "$" or i + 1 == len(text):
+            out.append(text[i])
+            i += 1
+        elif text[i + 1] == "$":
+            out.append("$")
+            i += 2
+        elif text[i + 1] == "(" and (end := text.find(")", i + 2)) != -1:
+            name = text[i + 2:end]
+            out.append(env.get(name, f"$({name})"))
+            i = end + 1
+        else:
+            out.append(text[i:i + 2])
+            i += 2
+    return "".join(out)
+
+
 def kubelet_expand(container: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy with ``$(VAR)`` in command/args replaced as kubelet does (``$$`` escapes, unknown kept)."""
+    """A copy with command/args as the process receives them (``kubelet`` with the container's env) and that env left
+    out: a ``$`` still in them is literal text (an undefined ``$(X)``, a ``$$(X)`` escape), so no later reading of
+    the copy may expand it a second time (the process's env is written back from ``pod_env``, ``with_env``)."""
     env = literal_env(container)
     out = copy.deepcopy(dict(container))
-
-    def one(text: str) -> str:
-        return _KUBELET.sub(lambda m: "$" if m.group(0) == "$$" else env.get(m.group(1), m.group(0)), text)
-
     for key in ("command", "args"):
         if isinstance(out.get(key), list):
-            out[key] = [one(v) if isinstance(v, str) else v for v in out[key]]
+            out[key] = [kubelet(v, env) if isinstance(v, str) else v for v in out[key]]
+    out.pop("env", None)
+    out.pop("envFrom", None)
     return out
 
 
@@ -86,8 +112,7 @@ def pod_env(container: Mapping[str, Any], pod: Mapping[str, Any], store: Objects
         if not isinstance(entry, Mapping) or "name" not in entry:
             continue
         if "value" in entry:
-            out[str(entry["name"])] = _KUBELET.sub(
-                lambda m: "$" if m.group(0) == "$$" else out.get(m.group(1), m.group(0)), str(entry["value"]))
+            out[str(entry["name"])] = kubelet(str(entry["value"]), out)
         elif isinstance(entry.get("valueFrom"), Mapping):
             value = _value_from(entry["valueFrom"], pod, namespace, store)
             if value is not None:

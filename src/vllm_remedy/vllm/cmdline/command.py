@@ -17,7 +17,6 @@ from vllm_remedy.errors import UserError
 from vllm_remedy.vllm.cmdline import parse, shell
 from vllm_remedy.vllm.cmdline.argv_shape import argv_problem
 from vllm_remedy.vllm.cmdline.edit import edit_container
-from vllm_remedy.vllm.cmdline.flags import resolve
 from vllm_remedy.vllm.cmdline.kubelet_env import expand_arg, unreadable
 from vllm_remedy.vllm.cmdline.parse import Entrypoint, Option, Token
 
@@ -56,8 +55,11 @@ class ServerCommand:
     ``flags`` maps canonical dash names (no `--`) to string values; the last occurrence wins like argparse;
     booleans are "true"/"false"; JSON and `$(VAR)`/`{{ .X }}` placeholders are kept verbatim. The model is
     in ``model`` (positional or `--model`), not in ``flags``. ``hidden`` holds the bare arguments taken from a variable
-    (`$(EXTRA)` in args, `$EXTRA` in a script) as written: they can carry flags this parse never sees, so whoever
-    sizes the start (``memory.unmodelled``) says it cannot, while ``flags`` stays what vLLM's parser is shown.
+    this tool cannot read (`$(EXTRA)` from a Secret or an unchecked ConfigMap in args, `$EXTRA` in a script) as
+    written: they can carry flags this parse never sees, so whoever sizes the start (``memory.unmodelled``) says it
+    cannot, while ``flags`` stays what vLLM's parser is shown. ``literal`` holds the exec-form words read through the
+    kubelet's expansion (``kubelet_env``): their value is what vLLM receives, so a ``$`` left in one (an undefined
+    ``$(X)``, a ``$$(X)`` escape) is text vLLM parses like any other, never a placeholder (``placeholder``).
     """
 
     container_name: str
@@ -73,6 +75,12 @@ class ServerCommand:
     end_of_options: Token | None = field(repr=False, default=None)  # a `--`: new flags must go before it
     hidden: tuple[str, ...] = ()
     positionals: list[Token] = field(repr=False, default_factory=list)  # every bare word, a model tag included
+    literal: frozenset[Token] = field(repr=False, default=frozenset())
+
+    def placeholder(self, tokens: Iterable[Token]) -> bool:
+        """Whether any of these words holds a value this tool cannot know (a variable it cannot read, a shell's
+        ``$X``, a template's ``{{ .X }}``): then what vLLM makes of them is not judged."""
+        return any(("$" in t.value or "{{" in t.value) and t not in self.literal for t in tokens)
 
     def render(self) -> dict[str, Any]:
         """The container as parsed (a deep copy): rendering without edits is byte-identical."""
@@ -280,12 +288,15 @@ def _analyse(container: Mapping[str, Any]) -> ServerCommand | None:
         return None
     if (refused := argv_problem(container)) is not None:  # `- 8192` unquoted: the API server refuses the pod
         raise ManifestError(f"container {container.get('name', '?')}: {refused}")
+    literal: frozenset[Token] = frozenset()
+    if script is None:
+        rest, literal = _as_received(container, rest)
+        anchor = next((t for t in literal if anchor is not None and (t.field, t.index) == (anchor.field, anchor.index)),
+                      anchor)  # the last word, as received: an edit keys its changes on one token per item
     options, positionals = parse.parse_options(rest)
-    if script is None and (expanded := _expanded_options(container, rest, positionals)) is not None:
-        rest = expanded
-        options, positionals = parse.parse_options(rest)
     model_token = positionals[0] if entry.positional_model and positionals else None
-    if model_token is not None and any(o.name == "model" for o in options) and unreadable(container, model_token.value):
+    if (model_token is not None and any(o.name == "model" for o in options) and model_token not in literal
+            and unreadable(container, model_token.value)):
         model_token = None  # it may expand to a flag or a model tag: --model stands, the word is a hidden argument
     flags: dict[str, str] = {}
     model = model_token.value if model_token else None
@@ -294,32 +305,39 @@ def _analyse(container: Mapping[str, Any]) -> ServerCommand | None:
             model = model if model_token else opt.value
         else:
             flags[opt.name] = opt.value
-    flags = {k: expand_arg(container, v) for k, v in flags.items()}  # what vLLM reads; the tokens stay as written
-    # A bare argument taken from a variable (`$(EXTRA)` in args, `$EXTRA` in a script) can carry flags vLLM then reads
-    # (Kubernetes expands the first, the shell expands and splits the second); not followed: the estimate is unknown.
+    if script is not None:  # the kubelet expands `$(X)` in the script's text before its shell reads it
+        flags = {k: expand_arg(container, v) for k, v in flags.items()}
+    # A bare argument taken from a variable this tool cannot read (`$(EXTRA)` from a Secret in args, `$EXTRA` in a
+    # script) can carry flags vLLM then reads (Kubernetes expands the first, the shell expands and splits the second);
+    # not followed: the estimate is unknown. A word the kubelet's expansion made literal is vLLM's word, not hidden.
     named = any(o.name == "model" for o in options)  # then a leading positional is no model tag either
-    hidden = tuple(t.value for t in positionals if "$" in t.value and (t is not model_token or named))
+    hidden = tuple(t.value for t in positionals if "$" in t.value and t not in literal
+                   and (t is not model_token or named))
     return ServerCommand(
         container_name=str(container.get("name", "")), image=str(container.get("image", "")),
         entrypoint=entry.label, model=model, flags=flags, container=copy.deepcopy(dict(container)),
         options=options, model_token=model_token, anchor=anchor, script=script,
         end_of_options=next((t for t in rest if t.value == "--"), None), hidden=hidden, positionals=positionals,
+        literal=literal,
     )
 
 
-def _expanded_options(container: Mapping[str, Any], rest: list[Token],
-                      positionals: list[Token]) -> list[Token] | None:
-    """``rest`` with each bare `$(X)` word whose value Kubernetes expands to an option (`--kv-cache-memory-bytes=4G`)
-    read as that option, or None when there is none: the kubelet expands exec-form `command`/`args` before vLLM's
-    argparse sees them, one word each, so such a word is a flag, not a model tag. Its token keeps its place in the
-    manifest; a value this tool cannot read stays a hidden argument (``ServerCommand.hidden``)."""
-    swapped = {id(t): expand_arg(container, t.value) for t in positionals if "$(" in t.value}
-    # argparse reads a word with a space as a positional unless it names an option outright (`_parse_optional`)
-    swapped = {k: v for k, v in swapped.items() if v.startswith("-") and " " not in v and resolve(v) is not None}
-    if not swapped:
-        return None
-    return [Token(swapped[id(t)], t.field, t.index, t.span, t.gap_start, t.raw) if id(t) in swapped else t
-            for t in rest]
+def _as_received(container: Mapping[str, Any], rest: list[Token]) -> tuple[list[Token], frozenset[Token]]:
+    """``rest`` as vLLM receives it, and the words read so: the kubelet expands each exec-form `command`/`args` item
+    (``kubelet_env.expand``) before vLLM's argparse sees it, one word each, so `$(KVF)` holding
+    `--kv-cache-memory-bytes=4G` is that option, an undefined `$(X)` the literal `$(X)` and `$$(X)` the literal
+    `$(X)`. Each token keeps its place in the manifest (an edit rewrites it there); a word whose expansion this tool
+    cannot read (a Secret, an unchecked ConfigMap) stays as written, a placeholder (``ServerCommand.hidden``)."""
+    out: list[Token] = []
+    literal: set[Token] = set()
+    for t in rest:
+        if "$" not in t.value or unreadable(container, t.value) is not None:
+            out.append(t)
+            continue
+        received = Token(expand_arg(container, t.value), t.field, t.index, t.span, t.gap_start, t.raw)
+        out.append(received)
+        literal.add(received)
+    return out, frozenset(literal)
 
 
 def _vllm_without_argv(container: Mapping[str, Any]) -> bool:

@@ -1,6 +1,13 @@
 """Kubernetes' ``$(VAR)`` expansion: in an ``env`` entry's value from the entries before it, and in ``command``/``args``
 from the container's whole env, before the process starts (``$$`` escapes, an undefined variable stays as written).
 
+``expand`` is ``Expand`` of third_party/forked/golang/expansion/expand.go as the kubelet runs it
+(``ExpandContainerCommandAndArgs``, ``MappingFuncFor``): a ``$`` followed by ``$`` is one ``$``; ``$(`` opens a
+reference to whatever text runs to the next ``)`` (any name: an undefined one, ``$(A B)`` included, is written back
+as ``$(name)``); ``$(`` with no ``)`` after it, a ``$`` before any other character and a trailing ``$`` stay as they
+are. So ``$$(X)`` reaches the process as the literal ``$(X)``, and an undefined ``$(X)`` as ``$(X)``: words vLLM
+reads like any other (``command``: a stray positional, a flag value argparse refuses).
+
 Kept in ``cmdline`` so the parser can apply it to the flags it reads (``command``) and ``pod_env`` to the values it
 reads, with one implementation and no import cycle.
 """
@@ -8,11 +15,16 @@ reads, with one implementation and no import cycle.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-_REFERENCE = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
 ConfigMaps = Mapping[str, Mapping[str, str]]  # ConfigMap name -> its data, from the manifests checked
+#: What the kubelet adds to the env without the manifest naming it (``MappingFuncFor(tmpEnv, serviceEnv)``): the
+#: service links of every Service in the namespace (``{NAME}_SERVICE_HOST``, ``{NAME}_SERVICE_PORT[_{PORT}]``,
+#: ``{NAME}_PORT[_{n}_{PROTO}[_PROTO|_PORT|_ADDR]]``, envvars.go) and the LeaderWorkerSet controller's variables.
+_SERVICE_LINK = re.compile(r"[A-Z_][A-Z0-9_]*_(?:SERVICE_HOST|SERVICE_PORT(?:_[A-Z0-9_]+)?|"
+                           r"PORT(?:_\d+_(?:TCP|UDP|SCTP)(?:_PROTO|_PORT|_ADDR)?)?)")
+_LWS = frozenset({"LWS_LEADER_ADDRESS", "LWS_GROUP_SIZE", "LWS_WORKER_INDEX"})
 
 
 def expand_arg(container: Mapping[str, Any], text: str, maps: ConfigMaps | None = None) -> str:
@@ -100,20 +112,49 @@ def _value_from(ref: Any, maps: ConfigMaps) -> tuple[str | None, str | None]:
     return None, f"comes from a {kind}, whose value is not in the manifests"
 
 
+def injected(name: str) -> str | None:
+    """Why a variable the manifest does not define may still be set when the container starts, else None."""
+    if name in _LWS:
+        return "the LeaderWorkerSet controller sets in each pod it creates"
+    if _SERVICE_LINK.fullmatch(name):
+        return "Kubernetes sets from a Service of that name in the namespace (service links)"
+    return None
+
+
+def expand(text: str, mapping: Callable[[str], str]) -> str:
+    """``text`` with each ``$(name)`` replaced by ``mapping(name)`` and each ``$$`` by ``$``, as expand.go's ``Expand``
+    scans it (left to right, each ``$`` read once, a reference ending at the first ``)``)."""
+    out: list[str] = []
+    checkpoint = cursor = 0
+    while cursor < len(text):
+        if text[cursor] == "$" and cursor + 1 < len(text):
+            out.append(text[checkpoint:cursor])
+            following = text[cursor + 1]
+            close = text.find(")", cursor + 2) if following == "(" else -1
+            if following == "$":
+                out.append("$")
+            elif close >= 0:
+                out.append(mapping(text[cursor + 2:close]))
+                cursor = close - 1
+            else:  # `$(` never closed, or `$` before another character: kept as written
+                out.append("$" + following)
+            cursor += 1
+            checkpoint = cursor + 1
+        cursor += 1
+    return "".join(out) + text[checkpoint:]
+
+
 def _expand(value: str, known: Mapping[str, str], opaque: Mapping[str, str]) -> tuple[str | None, str | None]:
     """Kubernetes' ``$(X)`` expansion from the variables defined before (``$$`` escapes); an undefined X stays as
     written, unless it may come from a source this tool cannot read."""
     problem: list[str] = []
 
-    def swap(m: re.Match[str]) -> str:
-        if m.group(0) == "$$":
-            return "$"
-        ref = m.group(1)
+    def swap(ref: str) -> str:
         if ref in known:
             return known[ref]
-        if (why := opaque.get(ref) or wildcard(opaque, ref)) is not None:
+        if (why := opaque.get(ref) or wildcard(opaque, ref) or injected(ref)) is not None:
             problem.append(f"expands $({ref}), which {why}")
-        return m.group(0)
+        return f"$({ref})"  # undefined: the kubelet writes it back, a literal word
 
-    out = _REFERENCE.sub(swap, value)
+    out = expand(value, swap)
     return (None, problem[0]) if problem else (out, None)

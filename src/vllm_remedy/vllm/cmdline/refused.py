@@ -20,7 +20,9 @@ Read in the PyPI wheels of 0.8.5, 0.11.0, 0.16.0, 0.19.0, 0.28.0 and 0.34.0 (arg
   from 0.11.0, so it takes one too; 0.8.5's has no positional at all (any is refused there; releases between were not
   read, so only a second positional is judged for them).
 
-A word taken from a variable or a template (``$X``, ``{{ .X }}``) is not judged: its value is not known here.
+A word taken from a variable or a template (``$X``, ``{{ .X }}``) is not judged: its value is not known here. A word
+the kubelet's expansion made literal (an undefined ``$(X)``, a ``$$(X)`` escape: ``ServerCommand.literal``) is what
+vLLM receives, and judged like any other: ``--max-model-len $(X)`` is ``invalid human_readable_int value: '$(X)'``.
 """
 
 from __future__ import annotations
@@ -81,6 +83,8 @@ def refused(server: ServerCommand, version: str | None) -> list[Refused]:
         if "." in flag.name or flag.kind is Kind.UNKNOWN:
             continue
         words = " ".join(shlex.quote(t.value) for t in opt.tokens)  # `--max-model-len ''`, as a shell would show it
+        if server.placeholder(opt.tokens):
+            continue
         if flag.kind in (Kind.BOOLEAN, Kind.STORE_TRUE):
             if (message := _boolean(server, opt, v)) is not None:
                 out.append(Refused(words if flag.attached is not None else shlex.quote(opt.values[0]), message))
@@ -102,8 +106,6 @@ def _judged(entrypoint: str) -> bool:
 
 
 def _value(flag: str, value: str, v: Version) -> str | None:
-    if "$" in value or "{{" in value:
-        return None
     if flag == "dtype" and value not in _DTYPES:
         return _invalid_choice(flag, value, _dtype_choices(v))
     if flag == "kv-cache-dtype" and v <= _KV_CHOICES_UNTIL and value not in (kv := kv_cache_dtypes(v)):
@@ -129,8 +131,6 @@ def _boolean(server: ServerCommand, opt: Option, v: Version) -> str | None:
     takes none, or a true/false word parsed as a legacy StoreBoolean's value where the flag no longer takes one (left
     over once the parser's ``model_tag`` is taken by an earlier positional)."""
     flag = opt.flag
-    if "$" in " ".join(opt.values) or "{{" in " ".join(opt.values):
-        return None
     legacy = store_boolean(flag.name, v) and not flag.negated
     if flag.negated and option_strings(flag.name, v) == f"--{flag.name}":
         return None  # no `--no-x` option string in that release: an unknown option (``unrecognized._no_negation``)
@@ -167,7 +167,7 @@ def _invalid_choice(flag: str, value: str, choices: tuple[str, ...] | None) -> s
 def _strays(server: ServerCommand, v: Version) -> list[str]:
     """Positionals beyond what the parser takes, when all are known (a variable's expansion is not known here)."""
     words = [t.value for t in server.positionals]
-    if any("$" in w or "{{" in w for w in words):
+    if server.placeholder(server.positionals):
         return []
     takes = 0 if "api_server" in server.entrypoint and v == _API_SERVER_WITHOUT_POSITIONAL else 1
     return words[takes:]
