@@ -25,9 +25,12 @@ unknown card (the autotune forward reaches the profile's forward phase). Not siz
 
 from __future__ import annotations
 
-from vllm_remedy.vllm.catalog import GIB, ModelSpec
-from vllm_remedy.vllm.memory import capture, terms
-from vllm_remedy.vllm.memory.settings import Resolved
+from dataclasses import dataclass
+from typing import Protocol
+
+from vllm_remedy.vllm.catalog import GIB, GpuSpec, ModelSpec
+from vllm_remedy.vllm.memory import capture, pinned, terms
+from vllm_remedy.vllm.memory.settings import EngineSettings, Resolved, resolve
 
 #: ``kernel_warmup`` runs FlashInfer's autotune (and DeepGEMM's warm-up) forward over mnbt tokens from this capability.
 AUTOTUNE_CAPABILITY = (9, 0)
@@ -71,3 +74,38 @@ def _capture_forward_bytes(model: ModelSpec, res: Resolved) -> float:
     tokens = min(capture.largest_capture(res), res.mnbt)
     per_token = terms.V0_FORWARD_VALUES_PER_TOKEN * (model.intermediate_size / res.tp + model.hidden_size)
     return tokens * per_token * res.weight_dtype_bytes
+
+
+class Predicted(Protocol):
+    """The figures of an ``Estimate`` the capture step is split from (``core`` imports this module)."""
+
+    total_gib: float
+    peak_gib: float
+    cudagraph_gib: float
+    activation_gib: float
+
+
+@dataclass(frozen=True)
+class CaptureRoom:
+    """What the capture step had on a start predicted to die there, for the message that says so: the graphs are
+    measured against ``left``, not against the card less the budget."""
+
+    unrequested: float  # the card less the budget, other processes and the context the snapshot saw
+    freed: float  # the profile's activation, freed before the KV cache (0 for a flag-sized cache: not read)
+    transient: float  # what the capture's eager warm-ups and the sampler warm-up hold besides the graphs
+
+    @property
+    def left(self) -> float:
+        """The room the graphs had."""
+        return self.unrequested + self.freed - self.transient
+
+
+def capture_room(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings, est: Predicted) -> CaptureRoom:
+    """``est``'s capture step split into its parts, from the same terms ``estimate`` added up (its peak is the card's
+    used memory at the snapshot plus the budget, plus graphs + transient - freed activation when that is positive)."""
+    res = resolve(model, gpu, settings)
+    if pinned.pinned(res):  # ``pinned.start_peak`` holds the activation at capture: nothing freed is counted
+        return CaptureRoom(est.total_gib - (est.peak_gib - est.cudagraph_gib), 0.0, 0.0)
+    transient = transient_gib(model, res, gpu.capability, est.activation_gib)
+    base = est.peak_gib - max(0.0, est.cudagraph_gib - est.activation_gib + transient)
+    return CaptureRoom(est.total_gib - base, est.activation_gib, transient)
