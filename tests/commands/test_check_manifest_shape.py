@@ -27,6 +27,7 @@ spec:
       containers:
       - name: vllm
         image: vllm/vllm-openai:v0.11.0
+        resources: {{limits: {{nvidia.com/gpu: "1"}}}}
         args: {args}
 {env}{more}"""
 

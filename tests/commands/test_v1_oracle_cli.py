@@ -38,12 +38,10 @@ def test_hopper_keeps_v1_where_fa3_takes_fp8(cli, version, engine):
 
 
 @pytest.mark.parametrize("version", ["0.8.5", "0.9.2", "0.10.2"])
-def test_vllm_use_v1_1_with_fp8_off_hopper_cannot_be_predicted(cli, version):
-    got = cli("estimate", "--model", QWEN, "--gpu", "NVIDIA-L40S", "--vllm-version", version, *FP8,
-              "--vllm-use-v1", "1")
-    assert got.returncode == 2 and got.stdout == "", got.stdout + got.stderr
-    assert "cannot predict VLLM_USE_V1=1" in got.stderr, got.stderr
-    assert "NotImplementedError: VLLM_USE_V1=1 is not supported with --kv-cache-dtype" in got.stderr, got.stderr
+def test_vllm_use_v1_1_with_fp8_off_hopper_is_config_refused(cli, version):
+    got = _estimate(cli, "NVIDIA-L40S", version, *FP8, "--vllm-use-v1", "1")
+    assert got["outcome"] == "config_refused" and got["refusal"].startswith("VLLM_USE_V1=1: "), got
+    assert "NotImplementedError: VLLM_USE_V1=1 is not supported with --kv-cache-dtype" in got["refusal"], got
     assert _estimate(cli, "NVIDIA-H100-80GB-HBM3", version, *FP8, "--vllm-use-v1", "1")["engine"] == "V1"
 
 

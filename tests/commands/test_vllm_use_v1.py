@@ -42,23 +42,46 @@ def test_from_0_11_1_the_variable_is_ignored(cli):
         _estimate(cli, "--vllm-version", "0.12.0")["kv_cache_tokens"]
 
 
-@pytest.mark.parametrize(("version", "value", "said"), [
-    ("0.11.0", "0", "vLLM 0.11.0 has no V0 engine and refuses the start"),
-    ("0.7.3", "1", "opts into the V1 alpha engine, whose memory accounting"),
-    ("0.10.2", "true", "raises ValueError on this text"),
-])
-def test_estimate_cannot_predict_what_the_release_refuses_or_runs_unmodelled(cli, version, value, said):
-    got = cli("estimate", *ARGS, "--vllm-version", version, "--vllm-use-v1", value)
+def test_estimate_cannot_predict_the_v1_alpha_engine(cli):
+    got = cli("estimate", *ARGS, "--vllm-version", "0.7.3", "--vllm-use-v1", "1")
     assert got.returncode == 2 and got.stdout == "", got.stdout + got.stderr
-    assert f"error: cannot predict VLLM_USE_V1={value if value != 'true' else repr(value)}:" in got.stderr
-    assert said in got.stderr, got.stderr
+    assert "error: cannot predict VLLM_USE_V1=1: on vLLM 0.7.3 it opts into the V1 alpha engine, whose memory " \
+           "accounting" in got.stderr, got.stderr
+
+
+@pytest.mark.parametrize(("version", "value", "said"), [
+    ("0.11.0", "0", "VLLM_USE_V1=0: vLLM 0.11.0 has no V0 engine and refuses the start"),
+    ("0.10.2", "true", "VLLM_USE_V1='true': vLLM 0.10.2 reads it as bool(int(value))"),
+])
+def test_estimate_predicts_config_refused_where_the_release_refuses(cli, version, value, said):
+    """README lists both as config_refused (predicted, diagnosed, planned): vLLM refuses them before using memory."""
+    got = _estimate(cli, "--vllm-version", version, "--vllm-use-v1", value)
+    assert got["outcome"] == "config_refused" and got["kv_cache_tokens"] is None, got
+    assert got["refusal"].startswith(said), got["refusal"]
+    human = cli("estimate", *ARGS, "--vllm-version", version, "--vllm-use-v1", value)
+    assert human.stdout.startswith(f"outcome             config_refused: {said}"), human.stdout
 
 
 def test_v1_on_a_t4_before_0_10_is_refused_not_sized(cli):
     got = cli("estimate", "--model", "Qwen/Qwen2.5-1.5B-Instruct", "--gpu", "Tesla-T4", "--dtype", "half",
-              "--vllm-version", "0.9.2", "--vllm-use-v1", "1")
-    assert got.returncode == 2, got.stdout + got.stderr
-    assert "VLLM_USE_V1=1 is not supported with Compute Capability < 8.0" in got.stderr, got.stderr
+              "--vllm-version", "0.9.2", "--vllm-use-v1", "1", "-o", "json")
+    assert got.returncode == 0, got.stdout + got.stderr
+    data = json.loads(got.stdout)
+    assert data["outcome"] == "config_refused", data
+    assert "VLLM_USE_V1=1 is not supported with Compute Capability < 8.0" in data["refusal"], data
+
+
+def test_check_and_plan_say_config_refused_for_vllm_use_v1_0_on_0_11_0(cli, tmp_path):
+    path = manifest(tmp_path, ["--max-model-len", "16384"], image="vllm/vllm-openai:v0.11.0", model=QWEN,
+                    env=[{"name": "VLLM_USE_V1", "value": "0"}])
+    got = cli("check", "-f", path, "-o", "json")
+    assert got.returncode == 1, got.stdout + got.stderr
+    prediction = json.loads(got.stdout)["items"][0]["prediction"]
+    assert prediction["estimate"]["outcome"] == "config_refused", prediction
+    planned = cli("plan", "-f", path)
+    assert planned.returncode == 1, planned.stdout + planned.stderr
+    assert "config_refused" in planned.stdout and "note: vLLM refuses the start as configured: VLLM_USE_V1=0: " \
+        "vLLM 0.11.0 has no V0 engine" in planned.stdout, planned.stdout
 
 
 def _script_manifest(tmp_path: Path, script: str, image: str) -> str:

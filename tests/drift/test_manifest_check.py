@@ -100,6 +100,7 @@ spec:
           image: vllm/vllm-openai:v0.8.5
           args: ["--model", "{model}", "--max-model-len", "8192"]
           env: [{name: MODEL_ID, value: meta-llama/Llama-3.1-8B-Instruct}]
+          resources: {limits: {nvidia.com/gpu: "1"}}
 """
 
 

@@ -131,7 +131,8 @@ def run(args: argparse.Namespace) -> int:
     chosen = [(w, policies.covering(w)) for w in found]
     for w, p in chosen:  # models outside the catalog: the Hugging Face cache, the Hub, the policy's config file
         if w.server is not None and (model := model_id(w.server)):
-            hub.learn(model, w.server.flags.get("revision"), policy_config(None, w.namespace or "default", p))
+            hub.learn(model, w.server.flags.get("revision"),  # the ConfigMap may be among the files checked
+                      policy_config(None, w.namespace or "default", p, w.config_maps))
     now = time.time()
     results = [check_workload(w, p, now) for w, p in chosen]
     if args.output == "json":

@@ -20,7 +20,8 @@ from vllm_remedy.commands._engine_args import (
     model_inputs,
 )
 from vllm_remedy.envelope import dumps, envelope
-from vllm_remedy.vllm import model_len, outcomes
+from vllm_remedy.vllm import engine_env, model_len, outcomes, quant_support
+from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate
 from vllm_remedy.vllm.memory.post_capture import CaptureRoom, capture_room
 from vllm_remedy.vllm.memory.settings import engine_rules
@@ -49,7 +50,9 @@ def run(args: argparse.Namespace) -> int:
     check_int32(settings, flags)
     est = estimate(model, gpu, settings)
     r = rules(args.vllm_version)
-    engine = engine_rules(settings, gpu, model)[0].engine  # V0 where VLLM_USE_V1=0 (or a fallback) selects it
+    engine, env_why = engine_rules(settings, gpu, model)  # V0 where VLLM_USE_V1=0 (or a fallback) selects it
+    engine = engine.engine
+    refusal = refusal_reason(est, env_why, model, gpu, settings)
     label = r.label if engine == r.engine else f"{r.label}, {engine} engine"
     longest = model_len.limit(model, args.vllm_version)
     if args.output == "json":
@@ -57,13 +60,26 @@ def run(args: argparse.Namespace) -> int:
                                                 # as typed (null: none), and as every output prints it
                                                 "vllm_version": args.vllm_version, "vllm_version_label": r.label,
                                                 "rules": r.provenance, "engine": engine,
+                                                "refusal": refusal,  # config_refused: vLLM's words, else null
                                                 "model_source": source,  # null: no length key caps it
                                                 "model_max_len": None if longest.unbounded else longest.tokens,
                                                 "model_max_len_key": longest.key, **echo_inputs(args)})))
     else:
         room = capture_room(model, gpu, settings, est) if est.graph_capture_oom else None
-        print(render(est, model.name, gpu.product, label, longest, room))
+        print(render(est, model.name, gpu.product, label, longest, refusal, room))
     return 0
+
+
+def refusal_reason(est: Estimate, env_why: str | None, model: ModelSpec, gpu: GpuSpec,
+                   settings: EngineSettings) -> str | None:
+    """Why vLLM refuses a ``config_refused`` start, in its words, where the reason is not the batch below the length
+    (which the outcome's hint names): the env's VLLM_USE_V1 (``engine_env.Refusal``) or the quantization method
+    (``quant_support.refusal``); None otherwise."""
+    if est.outcome is not Outcome.CONFIG_REFUSED:
+        return None
+    if engine_env.refuses(env_why):
+        return env_why
+    return quant_support.refusal(model, gpu, settings.quantization, settings.version, settings.dtype)
 
 
 def result_json(est: Estimate) -> dict[str, object]:
@@ -86,10 +102,13 @@ def echo_inputs(args: argparse.Namespace) -> dict[str, object]:
 
 
 def render(est: Estimate, model: str, gpu: str, version: str, longest: model_len.Limit | None = None,
-           room: CaptureRoom | None = None) -> str:
-    """The human view: a table of the budget and a one-line bar of the GPU's memory split; ``room``: the capture
-    step's parts on a predicted capture OOM (``post_capture.capture_room``)."""
+           refusal: str | None = None, room: CaptureRoom | None = None) -> str:
+    """The human view: a table of the budget and a one-line bar of the GPU's memory split (``refusal``: why vLLM
+    refuses a ``config_refused`` start, ``refusal_reason``; ``room``: the capture step's parts on a predicted capture
+    OOM, ``post_capture.capture_room``)."""
     outcome = est.outcome.value
+    if refusal is not None:
+        outcome = f"config_refused: {refusal}"
     if est.outcome is Outcome.MAX_LEN_EXCEEDS_MODEL and longest is not None:  # refused before any memory is used
         outcome = (f"max_len_exceeds_model: vLLM refuses --max-model-len {est.max_model_len:,} above the model's "
                    f"{longest.tokens:,} ({longest.key}); set it at most {longest.tokens:,}, or run with "
@@ -140,6 +159,8 @@ def _render_refused(est: Estimate, outcome: str, model: str, gpu: str, version: 
     max-length check, which runs before the GPU is touched; the worker's CUDA context for the dtype refusal)."""
     if est.outcome is Outcome.MAX_LEN_EXCEEDS_MODEL:
         device = "not touched: the model config refuses the length before vLLM uses the GPU"
+    elif est.outcome is Outcome.CONFIG_REFUSED:
+        device = f"{est.peak_gib:.2f} of {est.total_gib:.2f} GiB: refused at config time, nothing of vLLM's held"
     else:
         device = (f"{est.peak_gib:.2f} of {est.total_gib:.2f} GiB: the worker's CUDA context (and any other "
                   "process), nothing loaded")

@@ -16,12 +16,13 @@ import argparse
 import re
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from vllm_remedy import hub
 from vllm_remedy.commands import _engine_args as ea
-from vllm_remedy.commands.estimate import echo_inputs
+from vllm_remedy.commands.estimate import echo_inputs, refusal_reason
+from vllm_remedy.connectors.models import policy_config
 from vllm_remedy.envelope import dumps, envelope
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.gpus import affinity_products
@@ -30,13 +31,15 @@ from vllm_remedy.remedies.budget import BudgetRequest, plan_budget, spelling
 from vllm_remedy.remedies.budget.observed import KvObservation
 from vllm_remedy.remedies.plan import Plan
 from vllm_remedy.remedies.predict import pinned_gpu
-from vllm_remedy.vllm import catalog, engine_env, kserve, manifest, model_len, pod_env, pod_shape
+from vllm_remedy.vllm import catalog, engine_env, kserve, manifest, manifest_flags_file, model_len, pod_env, pod_shape
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS
 from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, find_server
 from vllm_remedy.vllm.memory import EngineSettings, Estimate
+from vllm_remedy.vllm.memory.settings import engine_rules
 from vllm_remedy.vllm.outcomes import NOT_SIZED, Failure, has_cache, sized
+from vllm_remedy.vllm.parallel import gpu_shortfall, layout_fix
 from vllm_remedy.vllm.startup_log import classify, parse_startup_log
-from vllm_remedy.vllm.versions import EXTENSIBLE_KV_CACHE_SINCE, rules, version_from_image
+from vllm_remedy.vllm.versions import EXTENSIBLE_KV_CACHE_SINCE, parse_version, rules, version_from_image
 
 # custom all-reduce's warning when the driver reports no peer access between the TP GPUs (distributed/
 # device_communicators/custom_all_reduce.py@v0.10.1.1 to @v0.27.1; see EngineSettings.p2p), matched with whitespace
@@ -81,6 +84,7 @@ class _Inputs:
     container: Mapping[str, Any] = field(default_factory=dict)
     config_maps: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     server: ServerCommand | None = None  # the manifest's server, whose every flag occurrence vLLM types
+    namespace: str = "default"  # the workload's, where the policy's model_config ConfigMap is looked up
 
 
 def run(args: argparse.Namespace) -> int:
@@ -93,11 +97,19 @@ def run(args: argparse.Namespace) -> int:
     found = _from_manifest(args) if args.file else _Inputs()
     if not args.file and not (args.model or args.model_config):
         raise UserError("--model or --model-config is required (or -f MANIFEST)")
-    if args.model or args.model_config:
+    policy = load_policy(args.policy) if args.policy else None
+    # the policy's model_config is the last resort, as check and the deploys use it (a ConfigMap: the manifests')
+    fallback = policy_config(None, found.namespace, policy, found.config_maps) if policy is not None else None
+    if args.model and fallback is not None:
+        try:
+            model = hub.resolve(args.model, args.revision, fallback)[0]
+        except UserError as exc:
+            raise UserError(f"{exc}; pass --model-config with its config.json") from None
+    elif args.model or args.model_config:
         model = ea.load_model(args)
     elif found.model_id:
         try:
-            model = hub.resolve(found.model_id, args.revision or found.flags.get("revision"))[0]
+            model = hub.resolve(found.model_id, args.revision or found.flags.get("revision"), fallback)[0]
         except UserError as exc:
             raise UserError(f"{args.file}: {exc}; pass --model or --model-config with its config.json") from None
     else:
@@ -130,12 +142,22 @@ def run(args: argparse.Namespace) -> int:
     why = model_len.unknown(model, found.container, settings, found.config_maps) if found.container else None
     if why is not None and not args.allow_long_max_model_len:  # the env var's value cannot be read: say so
         found.notes.append(f"{why}; planned as if it is unset (vLLM refuses the length)")
-    policy = load_policy(args.policy) if args.policy else None
+    resource = policy.gpu.resource if policy else "nvidia.com/gpu"
+    # argparse stops first (exit 2): a refused spelling is the start's problem, not the GPUs
+    layout = None if respelled else _layout(found, flags, version, resource)
+    if layout is not None:  # vLLM stops before any stage exists: the figures shown are labelled as not the pod's
+        settings = replace(settings, pp=1)
     plan = plan_budget(BudgetRequest(
         model=model, gpu=gpu, settings=settings, policy=policy, failure=failure,
         target_concurrency=args.target_concurrency, node_gpus=args.node_gpus, observed=observed,
         node_selector=found.node_selector, gpu_label=found.gpu_label))
     plan = spelling.apply(plan, respelled, version)
+    if layout is not None:  # vLLM stops before sizing memory: no rung of the ladder fixes the pod's GPU count
+        plan = Plan(plan.kind, "outside_gpu_budget", layout, plan.current, (), (*plan.notes, layout_fix(resource)),
+                    plan.subject)
+    # vLLM's own words for a config-time refusal that is not the batch (the env's VLLM_USE_V1, the quantization)
+    elif (said := refusal_reason(plan.current, engine_rules(settings, gpu, model)[1], model, gpu, settings)):
+        found.notes.insert(0, f"vLLM refuses the start as configured: {said}")
     if found.notes:
         plan = Plan(plan.kind, plan.verdict, plan.problem, plan.current, plan.steps,
                     (*found.notes, *plan.notes), plan.subject)
@@ -148,14 +170,27 @@ def run(args: argparse.Namespace) -> int:
                      "vllm_version_label": rules(version).label})
         if respelled:  # vLLM stops at argument parsing as written: "current" is the planned reading of it
             data["current"] = {**data["current"], "as_written": Failure.ARGUMENT_REFUSED.value}
+        elif layout is not None:  # the figures are a start on GPUs the pod does not get
+            data["current"] = {**data["current"], "as_written": Failure.WORLD_SIZE_EXCEEDS_GPUS.value}
         print(dumps(envelope(plan.kind, data)))
     else:
-        print(render(plan, rules(version).label, refused=bool(respelled)))
+        print(render(plan, rules(version).label, refused=bool(respelled), layout=layout is not None))
     return exit_code(plan)
 
 
 # The newest release whose V1 engine still refuses a start when free memory is below utilization x total.
 _LAST_FREE_MEMORY_CHECK = f"{EXTENSIBLE_KV_CACHE_SINCE[0]}.{EXTENSIBLE_KV_CACHE_SINCE[1] - 1}.0"
+
+
+def _layout(found: _Inputs, flags: Mapping[str, str], version: str | None, resource: str) -> str | None:
+    """Why the manifest's pod cannot hold the engine it asks for (``parallel.gpu_shortfall``, on the flags as
+    planned: typed ones win), or None; without a manifest the pod's GPUs are not known, so nothing is judged."""
+    if found.server is None:
+        return None
+    try:
+        return gpu_shortfall(flags, found.container, resource, parse_version(version) if version else None)
+    except UserError:
+        return None
 
 
 def exit_code(plan: Plan) -> int:
@@ -205,6 +240,9 @@ def _from_manifest(args: argparse.Namespace) -> _Inputs:
     if (bad := next(filter(None, map(pod_env.config_map_problem, docs)), None)) is not None:
         raise UserError(f"{source}: {bad}")  # data the API server refuses: not env to read
     miss: str | None = None
+    # a List's items are objects of their own (``kubectl get -o yaml``, ``helm template``): their namespaces count
+    docs = [i for d in docs for i in ((d.get("items") or []) if isinstance(d, dict) and d.get("kind") == "List"
+                                      else [d])]
     for doc in docs:
         for path, spec in manifest.pod_specs(doc) or kserve.manifest_pod_specs(doc, docs):
             where = f"{source}: {manifest.describe(doc)} {path or '(pod spec)'}"
@@ -219,7 +257,9 @@ def _from_manifest(args: argparse.Namespace) -> _Inputs:
                 raise UserError(f"{where}: {refused}")
             namespace = str((doc.get("metadata") or {}).get("namespace") or "default") if isinstance(doc, dict) \
                 else "default"
-            return _inputs(server, spec, where, pod_env.config_maps(docs, namespace))
+            found = _inputs(server, spec, where, pod_env.config_maps(docs, namespace))
+            found.namespace = namespace
+            return found
     raise UserError(miss or f"{source}: no pod spec found (expected a Deployment, Pod, StatefulSet, "
                     "LeaderWorkerSet, KServe InferenceService or pod template with containers)")
 
@@ -237,6 +277,7 @@ def _env_value(container: Mapping[str, Any], text: str | None) -> str | None:
 
 def _inputs(server: ServerCommand, spec: Mapping[str, Any], where: str,
             maps: Mapping[str, Mapping[str, str]] | None = None) -> _Inputs:
+    server = manifest_flags_file.merged(server, spec, maps)  # vLLM's --config file, when a ConfigMap checked has it
     model = _env_value(server.container, server.model)
     found = _Inputs(model_id=model, version=version_from_image(server.image), flags=dict(server.flags),
                     container=server.container, config_maps=maps or {}, server=server)
@@ -256,12 +297,16 @@ def _inputs(server: ServerCommand, spec: Mapping[str, Any], where: str,
     return found
 
 
-def _current(cur: Estimate, refused: bool = False) -> str:
+def _current(cur: Estimate, refused: bool = False, layout: bool = False) -> str:
     """The current prediction in one line; a start vLLM refuses at config time has no KV cache or peak to show, and
-    one it refuses at argument parsing (``refused``) never reaches the engine: its figures are the planned reading's."""
+    one it refuses at argument parsing (``refused``) never reaches the engine: its figures are the planned reading's;
+    nor does one that needs more GPUs than its pod gets (``layout``)."""
     if refused:
         return (f"{Failure.ARGUMENT_REFUSED.value} — vLLM's argument parser stops the start as written (exit 2), "
                 "nothing is loaded")
+    if layout:
+        return (f"{Failure.WORLD_SIZE_EXCEEDS_GPUS.value} — vLLM stops before loading anything: the pod gets fewer "
+                "GPUs than the engine spans")
     if not sized(cur.outcome):
         return f"{cur.start} at max-model-len {cur.max_model_len:,} — {NOT_SIZED}, nothing is loaded"
     if not has_cache(cur.outcome):  # stopped before a KV cache exists: no KV or concurrency figures
@@ -271,14 +316,14 @@ def _current(cur: Estimate, refused: bool = False) -> str:
             f"{cur.max_model_len:,} tokens, peak {cur.peak_gib:.2f} of {cur.total_gib:.2f} GiB")
 
 
-def render(plan: Plan, version: str, refused: bool = False) -> str:
+def render(plan: Plan, version: str, refused: bool = False, layout: bool = False) -> str:
     """Human view: subject, problem, current prediction (``refused``: as written, vLLM's parser stops it), the
     ladder as a table, notes, verdict."""
     cur, sub = plan.current, plan.subject
     lines = [
         f"BudgetPlan: {sub['model']} on {sub['gpu']} ({cur.total_gib:.2f} GiB), vLLM {version}",
         f"problem:  {plan.problem}",
-        f"current:  {_current(cur, refused)}",
+        f"current:  {_current(cur, refused, layout)}",
         f"target:   {sub['targetConcurrency']:g} concurrent requests (max concurrency ≥ "
         f"{sub['requiredConcurrency']:.2f}x)",
     ]
@@ -297,5 +342,8 @@ def render(plan: Plan, version: str, refused: bool = False) -> str:
     if plan.notes:
         lines.append("")
         lines += [f"note: {n}" for n in plan.notes]
-    lines += ["", "verdict: " + _VERDICTS[plan.verdict].format(n=len(plan.steps))]
+    verdict = _VERDICTS[plan.verdict].format(n=len(plan.steps))
+    if layout:  # outside the budget's levers, not beyond every flag: the parallel sizes are flags too
+        verdict = "outside the GPU budget: the pod's GPUs cannot hold the engine; change its parallel sizes or GPUs"
+    lines += ["", "verdict: " + verdict]
     return "\n".join(lines)

@@ -30,10 +30,17 @@ def learn_model(client: KubeClient, namespace: str, server: ServerCommand, polic
     return hub.learn(str(server.model), server.flags.get("revision"), fallback)
 
 
-def policy_config(client: KubeClient | None, namespace: str, policy: Policy) -> hub.Fallback | None:
-    """The policy's ``model_config`` as a reader (called only when the Hugging Face sources fail); without a
-    client (``check`` on files) a ConfigMap cannot be read, which is the reason given."""
+def policy_config(client: KubeClient | None, namespace: str, policy: Policy,
+                  maps: Mapping[str, Mapping[str, str]] | None = None) -> hub.Fallback | None:
+    """The policy's ``model_config`` as a reader (called only when the Hugging Face sources fail). Files checked
+    without a cluster (``check``, ``plan -f``) carry their ConfigMaps in ``maps`` (``pod_env.config_maps``: the
+    namespace's, by name), read first, as ``helm template | vllm-remedy check -f -`` renders the ConfigMap beside the
+    Deployment; without them or a client a ConfigMap cannot be read, which is the reason given."""
     source = policy.config_source
+    if source.config_map and maps is not None and source.config_map in maps:
+        name, key = source.config_map, source.key
+        where = f"policy {policy.source} model_config: ConfigMap {namespace}/{name} key {key} (in the files checked)"
+        return where, lambda: _from_map(maps[name], key, where)
     if source.path:
         base = Path(policy.source).parent if policy.source and not policy.source.startswith("<") else Path()
         path = base / source.path
@@ -50,6 +57,12 @@ def _file(path: Path, where: str) -> Mapping[str, Any]:
         return _read_json(path.read_bytes(), where)
     except OSError as exc:
         raise UserError(f"{where}: cannot read ({exc.strerror or exc})") from None
+
+
+def _from_map(data: Mapping[str, str], key: str, where: str) -> Mapping[str, Any]:
+    if key not in data:
+        raise UserError(f"{where}: no such key")
+    return _read_json(str(data[key]), where)
 
 
 def _config_map(client: KubeClient | None, namespace: str, name: str, key: str, where: str) -> Mapping[str, Any]:

@@ -33,6 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from vllm_remedy.drift.pod_layout import layout_verdicts
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.annotations import Keys, Malformed, Toggle, parse_rfc3339, scan_toggles
 from vllm_remedy.kube.gpus import SHARED_SUFFIX, pod_gpu_request
@@ -385,6 +386,9 @@ def run_checks(deployment: Mapping[str, Any], policy: Policy, now: float, contai
             checks = tuple(Check("prediction", DRIFT, f"predicted to fail: {short}") if c.name == "prediction" else c
                            for c in checks)
         checks = (*checks, check_leader_worker_flags(lwt, container))
+    else:  # one pod: its GPUs against its engine, and pipeline stages the memory model does not size
+        layout = layout_verdicts(server, prediction, policy.gpu.resource)
+        checks = tuple(Check(c.name, *layout[c.name]) if c.name in layout else c for c in checks)
     pending = check_rollout_pending(deployment, pods)
     if pending is not None:
         checks = (*checks, pending)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from vllm_remedy.drift.checks import (
@@ -45,14 +45,23 @@ from vllm_remedy.policy import Policy
 from vllm_remedy.remedies.budget import spelling
 from vllm_remedy.remedies.plan import Step
 from vllm_remedy.remedies.predict import Prediction, config_refusal, failed_prediction, pinned_gpu, rules_note
-from vllm_remedy.vllm import catalog, engine_env, kserve, manifest, model_len, pod_shape, resolved
+from vllm_remedy.vllm import (
+    catalog,
+    engine_env,
+    kserve,
+    manifest,
+    manifest_flags_file,
+    model_len,
+    pod_shape,
+    resolved,
+)
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, find_server
 from vllm_remedy.vllm.failures import FAILURES
 from vllm_remedy.vllm.memory import EngineSettings, estimate
 from vllm_remedy.vllm.memory.unmodelled import CannotPredict
 from vllm_remedy.vllm.outcomes import Outcome, has_cache
-from vllm_remedy.vllm.parallel import group_flags, world_size
+from vllm_remedy.vllm.parallel import group_flags, layout_fix, pod_shortfall, world_size
 from vllm_remedy.vllm.versions import version_from_image
 
 ERROR, UNKNOWN_SEVERITY = "error", "unknown"
@@ -192,6 +201,10 @@ def check_workload(workload: Workload, policy: Policy, now: float) -> Result:
     if server is None:
         return Result(workload, name, None, (_unknown("command", workload.problem or "no vLLM command", (
             "put the vLLM server's flags in the container's command/args, where they can be read and checked")),))
+    # vLLM's --config file, when a ConfigMap checked with it is mounted there: its flags under argv's
+    if (read := manifest_flags_file.merged(server, workload.spec, workload.config_maps)) is not server:
+        workload = replace(workload, server=read)
+        server = read
     spec, notes = workload.spec, []
     pinned = pinned_gpu(spec)
     label = pinned or policy.gpu_product
@@ -204,6 +217,8 @@ def check_workload(workload: Workload, policy: Policy, now: float) -> Result:
     group = workload.group
     prediction, model, card, settings, unknown = _predict(server, model_name, label, version, policy,
                                                           group is not None, workload.config_maps)
+    if not prediction.rules:  # an image's rules are said with or without an estimate (JSON: not "modelled" for 0.35)
+        prediction = replace(prediction, rules=rules_note(version))
     observed = Observed(server.image, model_name, server.flags.get("revision"), dict(server.flags), pinned,
                         pod_gpu_request(spec), tuple(read_toggles(Keys(policy.annotation_prefix),
                                                                   workload.metadata.get("annotations") or {})))
@@ -215,6 +230,10 @@ def check_workload(workload: Workload, policy: Policy, now: float) -> Result:
     parsing = [f.reason for f in unknown if f.check == "flags" and f.severity == ERROR]
     if parsing:  # its figures are the planned reading's, which the fix plans with: none is the pod's own
         prediction = Prediction(prediction.gpu, None, "; ".join(parsing), rules=prediction.rules, refused=True)
+    layout = None if group is not None or parsing else pod_shortfall(server.flags, server.container, server.image,
+                                                                      policy.gpu.resource)
+    if layout is not None:  # vLLM stops before sizing any memory: no KV or concurrency figure is the pod's
+        prediction = Prediction(prediction.gpu, None, layout, rules=prediction.rules)
     failed = failed_prediction(prediction) if prediction.estimate else None
     if prediction.estimate is not None and failed is None:
         checks.append(check_concurrency(policy, prediction))
@@ -223,6 +242,9 @@ def check_workload(workload: Workload, policy: Policy, now: float) -> Result:
     findings += [Finding(c.name, ERROR if c.status == DRIFT else UNKNOWN_SEVERITY, c.detail, "")
                  for c in checks if c.status in (DRIFT, UNKNOWN)]
     findings += unknown
+    if layout is not None:
+        findings = [f for f in findings if f.check != "start"] + [Finding("start", ERROR, layout,
+                                                                          layout_fix(policy.gpu.resource))]
     if group is not None:
         findings += _group_findings(group, workload.container)
         short = _shortfall(group, workload.container, policy.gpu.resource)
@@ -234,7 +256,8 @@ def check_workload(workload: Workload, policy: Policy, now: float) -> Result:
             notes.append(f"{prediction.line()} (TP × PP = {world_size(server.flags)} GPUs over {size} pods)")
     fix: Step | None = None
     plan_note = ""
-    if findings and model is not None and card is not None and settings is not None:
+    # not with a layout the pod cannot hold: the planner would size a fix on GPUs the pod does not get
+    if findings and model is not None and card is not None and settings is not None and layout is None:
         respelled = _respelled(server, group is not None, version)[1]
         fix, plan_note = plan_fix(model, card, settings, policy, spec, pinned, group is not None, respelled)
     findings = [_with_fix(f, fix, plan_note, policy) for f in findings]
@@ -279,6 +302,8 @@ def _start_reason(prediction: Prediction, failed: str, refusal: str | None = Non
     if e.outcome is Outcome.DTYPE_UNSUPPORTED:  # a config refusal too: the worker stops before loading anything
         head = FAILURES[e.outcome.failure].headline
         return f"predicted {e.outcome.value} on {prediction.gpu} — {head}: set --dtype half (float16) on this GPU"
+    if e.outcome is Outcome.CONFIG_REFUSED and "vLLM refuses" in prediction.note:  # its words (config_refusal)
+        return f"predicted {e.outcome.value} on {prediction.gpu} — {prediction.note}"
     if not has_cache(e.outcome):  # stopped before a KV cache exists: no KV or concurrency figures (outcomes)
         return f"predicted {e.outcome.value} on {prediction.gpu} — {FAILURES[e.outcome.failure].headline}"
     return (f"predicted {e.outcome.value} on {prediction.gpu} — {FAILURES[e.outcome.failure].headline}: KV cache "

@@ -17,12 +17,12 @@ from vllm_remedy.errors import UserError
 from vllm_remedy.kube.gpus import affinity_products
 from vllm_remedy.remedies.budget import spelling
 from vllm_remedy.remedies.budget.limits import margin_shortfall
-from vllm_remedy.vllm import catalog, dtype_support, engine_env, model_len, resolved
+from vllm_remedy.vllm import catalog, dtype_support, engine_env, model_len, quant_support, resolved
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS, GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import find_server, unrecognized
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate
 from vllm_remedy.vllm.memory.occurrences import overridden_refusal
-from vllm_remedy.vllm.memory.settings import KV_ESTIMATE_MARGIN
+from vllm_remedy.vllm.memory.settings import KV_ESTIMATE_MARGIN, engine_rules
 from vllm_remedy.vllm.outcomes import Failure, Outcome, has_cache, no_cache, sized_json
 from vllm_remedy.vllm.parallel import group_flags
 from vllm_remedy.vllm.versions import rules, version_from_image
@@ -109,18 +109,22 @@ def predict_template(template: Mapping[str, Any], container: str | None = None,
         server = find_server(spec, container)
     except UserError as exc:
         return Prediction(None, None, f"no vLLM server: {exc}")
+    # every prediction of this image names its rules, an estimate or none (JSON ``rules``: not "modelled" for 0.35.0)
+    note = rules_note(version_from_image(server.image))
     label = gpu or pinned_gpu(spec)
     if label is None:
-        return Prediction(None, None, "the template pins no GPU product, so the card is the scheduler's choice")
+        return Prediction(None, None, "the template pins no GPU product, so the card is the scheduler's choice",
+                          rules=note)
     try:
         card = catalog.gpu(label)
     except UserError:
-        return Prediction(label, None, f"GPU {label} is not in the catalog")
+        return Prediction(label, None, f"GPU {label} is not in the catalog", rules=note)
     try:
         model = resolved.model(str(server.model), server.flags.get("revision"))
     except UserError as exc:  # said why when this run tried to resolve it (Hub, cache, policy), else the catalog's
         known = resolved.known(str(server.model), server.flags.get("revision")) is not None
-        return Prediction(card.product, None, str(exc) if known else f"model {server.model} is not in the catalog")
+        return Prediction(card.product, None, str(exc) if known else f"model {server.model} is not in the catalog",
+                          rules=note)
     try:
         flags = group_flags(server.flags)  # pipeline stages split the model like tensor-parallel ranks
         inputs = {"other-process-gib": str(other_process_gib)} if other_process_gib else {}
@@ -131,18 +135,18 @@ def predict_template(template: Mapping[str, Any], container: str | None = None,
         parsed = next(
             (unrecognized.why(w, rules(version).label) for w in unrecognized.unrecognized(server, version)), None)
         if parsed is not None:
-            return Prediction(card.product, None, parsed, refused=True)
+            return Prediction(card.product, None, parsed, rules=note, refused=True)
         settings = EngineSettings.from_flags(flags, version, inputs, server.hidden)
         earlier = overridden_refusal(server, flags, version, inputs)
         if earlier is not None:  # vLLM stops there
-            return Prediction(card.product, None, earlier, refused=True)  # exit 2, as for a refused last value
+            return Prediction(card.product, None, earlier, rules=note, refused=True)  # exit 2, as a refused last value
         if (why := model_len.unknown(model, server.container, settings)) is not None:
-            return Prediction(card.product, None, why)  # the refusal hangs on a value this tool cannot see
+            return Prediction(card.product, None, why, rules=note)  # the refusal hangs on a value not seen here
         refusal = config_refusal(model, card, settings) or ""  # names the model's maximum and the env var
-        return Prediction(card.product, estimate(model, card, settings), refusal, rules=rules_note(version))
+        return Prediction(card.product, estimate(model, card, settings), refusal, rules=note)
     except UserError as exc:  # a spelling the release's parser refuses (16Ki) is a refused start, not an unknown
         refused = bool(spelling.respell(group_flags(server.flags), version_from_image(server.image))[1])
-        return Prediction(card.product, None, str(exc), refused=refused)
+        return Prediction(card.product, None, str(exc), rules=note, refused=refused)
 
 
 def config_refusal(model: ModelSpec, card: GpuSpec, settings: EngineSettings) -> str | None:
@@ -150,6 +154,10 @@ def config_refusal(model: ModelSpec, card: GpuSpec, settings: EngineSettings) ->
     model's maximum and the env var (``model_len.refusal``); the dtype refusal the card and the flag to set."""
     if (why := model_len.refusal(model, settings)) is not None:
         return why
+    if engine_env.refuses(env := engine_rules(settings, card, model)[1]):
+        return f"vLLM refuses the start: {env}"
+    if (quant := quant_support.refusal(model, card, settings.quantization, settings.version, settings.dtype)):
+        return f"vLLM refuses the quantization at config time: {quant}"
     if dtype_support.refused(model.dtype, settings.dtype, card.capability, settings.version):
         return (f"vLLM refuses bfloat16 on the {card.product} (compute capability below 8.0) before loading the "
                 "model; set --dtype half (float16), or pin a GPU of capability 8.0 or newer")

@@ -27,8 +27,13 @@ Read from the wheels (vllm/envs.py, engine/arg_utils.py ``create_engine_config``
   modelled); 0.11.1 and 0.12.0 have no such check.
 
 A value ``int()`` refuses ("true", "") makes the releases that read it fail when the engine first reads it
-(``bool(int(...))``), so that start cannot be predicted either. Unreadable values (a Secret, a ConfigMap outside the
-manifests) are unknown on a release that reads the variable: the engine, and so the budget, hang on them.
+(``bool(int(...))``). Unreadable values (a Secret, a ConfigMap outside the manifests) are unknown on a release that
+reads the variable: the engine, and so the budget, hang on them.
+
+Two kinds of answer, kept apart (``Refusal``): vLLM refuses the start before using any GPU memory (int() refusing the
+text, 0 on 0.11.0, 1 where the 0.8-0.10 oracle would fall back) — a prediction, ``config_refused``, as the release's
+own exception says it; or the start cannot be predicted (the V1 alpha engine, a release not read for the variable, a
+value that cannot be read) — "cannot predict".
 """
 
 from __future__ import annotations
@@ -54,6 +59,17 @@ IGNORED_SINCE = (0, 11, 1)  # no longer read (envs.py@0.11.1 has no VLLM_USE_V1)
 VARIABLES = ((USE_V1, INPUT, UNREADABLE, "vllm_use_v1"),
              (sampler_env.ENV, sampler_env.INPUT, sampler_env.UNREADABLE, "flashinfer_sampler_env"),
              (runner_env.ENV, runner_env.INPUT, runner_env.UNREADABLE, "runner_v2_env"))
+
+
+class Refusal(str):
+    """Why vLLM refuses the start for its env (a prediction: ``config_refused``), as opposed to a plain ``str``
+    problem, which says the start cannot be predicted. A ``str`` so every reader of ``Resolved.env_problem`` keeps
+    printing it."""
+
+
+def refuses(problem: str | None) -> bool:
+    """Whether an env problem is vLLM's refusal (``Refusal``) rather than "cannot predict"."""
+    return isinstance(problem, Refusal)
 
 
 def env_inputs(container: Mapping[str, Any], maps: ConfigMaps | None = None) -> dict[str, str]:
@@ -83,8 +99,8 @@ def engine_rules(version: str | None, capability: tuple[int, int] | None, value:
                  mla: bool = False) -> tuple[VersionRules, str | None]:
     """The rules of the engine this release runs with VLLM_USE_V1 at ``value`` (None: unset) on this card, for this
     KV cache dtype, model dtype and attention (``v1_oracle.fallback``), and why the start cannot be predicted when the
-    variable's value makes it so ("cannot predict VLLM_USE_V1...": refused, an engine not modelled, or a value that
-    cannot be read); the rules are the release's default ones then."""
+    variable's value makes it so: a ``Refusal`` where vLLM refuses the start, else "cannot predict VLLM_USE_V1..." (an
+    engine not modelled, or a value that cannot be read); the rules are the release's default ones then."""
     r = rules_on_device(version, capability, kv_cache_dtype, dtype, mla)
     v = r.version
     if not r.known or v >= IGNORED_SINCE or (value is None and unreadable is None):
@@ -98,8 +114,9 @@ def engine_rules(version: str | None, capability: tuple[int, int] | None, value:
     if number is None:
         if v < ENV_SINCE:
             return r, f"cannot predict {USE_V1}={value!r}: {at} was not read for this variable (read from 0.6.5)"
-        return r, (f"cannot predict {USE_V1}={value!r}: {at} reads it as bool(int(value)) (vllm/envs.py), which "
-                   "raises ValueError on this text, so the start fails before any memory is sized")
+        return r, Refusal(f"{USE_V1}={value!r}: {at} reads it as bool(int(value)) (vllm/envs.py), which raises "
+                          f"\"ValueError: invalid literal for int() with base 10: {value!r}\", so vLLM refuses the "
+                          "start before any memory is sized; set it to 0 or 1, or unset it")
     if v < V1_DEFAULT_SINCE:
         if number == 0:
             return r, None  # V0 is what this release runs anyway
@@ -109,9 +126,9 @@ def engine_rules(version: str | None, capability: tuple[int, int] | None, value:
     if v >= V0_REMOVED_SINCE:
         if number:
             return r, None  # V1, the only engine
-        return r, (f"cannot predict {USE_V1}=0: {at} has no V0 engine and refuses the start before using any GPU "
-                   "memory (`vllm serve` fails its `assert envs.VLLM_USE_V1`, entrypoints/openai/api_server.py@0.11.0;"
-                   " LLM() raises \"Using V1 LLMEngine, but envs.VLLM_USE_V1=False\"); unset it or set it to 1")
+        return r, Refusal(f"{USE_V1}=0: {at} has no V0 engine and refuses the start before using any GPU memory "
+                          "(`vllm serve` fails its `assert envs.VLLM_USE_V1`, entrypoints/openai/api_server.py@0.11.0; "
+                          "LLM() raises \"Using V1 LLMEngine, but envs.VLLM_USE_V1=False\"); unset it or set it to 1")
     if number == 0:
         return as_v0(r), None
     feature = v1_oracle.fallback(v, capability, kv_cache_dtype, dtype, mla)
@@ -120,6 +137,6 @@ def engine_rules(version: str | None, capability: tuple[int, int] | None, value:
     card = f"a GPU of compute capability {capability[0]}.{capability[1]}" if capability else "this GPU"
     what = {"--kv-cache-dtype": f"with --kv-cache-dtype {kv_cache_dtype} on {card}",
             "--dtype torch.float32": "with --dtype float32"}.get(feature, f"on {card}")
-    return r, (f"cannot predict {USE_V1}={value}: {at} refuses it {what} ({v1_oracle.refusal(feature)[:-1]}, "
-               "engine/arg_utils.py _raise_or_fallback) before using any GPU memory; unset it to let vLLM fall back "
-               "to V0")
+    return r, Refusal(f"{USE_V1}={value}: {at} refuses it {what} ({v1_oracle.refusal(feature)[:-1]}, "
+                      "engine/arg_utils.py _raise_or_fallback) before using any GPU memory; unset it to let vLLM fall "
+                      "back to V0")

@@ -9,9 +9,11 @@ parallelism. :func:`group_flags` rewrites the flags so the estimator sees that w
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.vllm.cmdline.flags import canonical_key
+from vllm_remedy.vllm.versions import parse_version, version_from_image
 
 TP, PP = "tensor-parallel-size", "pipeline-parallel-size"
 
@@ -43,3 +45,100 @@ def group_flags(flags: Mapping[str, str]) -> dict[str, str]:
     out = {k: v for k, v in flags.items() if canonical_key(k) not in (TP, PP)}
     out[TP] = str(tp * pp)
     return out
+
+
+DP, DP_LOCAL, DP_RANK = "data-parallel-size", "data-parallel-size-local", "data-parallel-rank"
+#: The first release whose argument parser takes ``--data-parallel-size`` (engine/arg_utils.py@0.8.3); before it
+#: argparse refuses the flag, which the argument checks report.
+DATA_PARALLEL_SINCE = (0, 8, 3)
+
+
+def _int_flag(norm: Mapping[str, str], key: str, default: int) -> int:
+    raw = str(norm.get(key, default)).strip()
+    try:
+        return int(raw)
+    except ValueError:
+        raise UserError(f"{key}: {raw!r} is not an integer") from None
+
+
+def local_engines(flags: Mapping[str, str], version: tuple[int, ...] | None = None) -> int:
+    """Data-parallel engines this pod starts, each over its own TP × PP GPUs.
+
+    vLLM's API server starts one engine core per local data-parallel rank and sets rank ``r``'s CUDA_VISIBLE_DEVICES
+    to ``[r × world_size, (r + 1) × world_size)`` (``get_device_indices``, v1/engine/utils.py; 0.8.5 does it in
+    ``DPEngineCoreProc`` with TP for the width, every rank local, v1/engine/core.py@0.8.5). The device plugin sets no
+    CUDA_VISIBLE_DEVICES, so an index past the container's GPUs is passed through and that engine sees none: a pod
+    needs DP_local × TP × PP GPUs. ``--data-parallel-size-local`` says how many ranks run here (a multi-node layout);
+    ``--data-parallel-rank`` alone is one rank per pod (external load balancing). Before 0.8.3 there is no flag."""
+    norm = {canonical_key(k): v for k, v in flags.items()}
+    if version is not None and version < DATA_PARALLEL_SINCE:
+        return 1
+    if DP_LOCAL in norm:
+        return max(1, _int_flag(norm, DP_LOCAL, 1))
+    if DP_RANK in norm:
+        return 1
+    return max(1, _int_flag(norm, DP, 1))
+
+
+def pod_gpus_needed(flags: Mapping[str, str], version: tuple[int, ...] | None = None) -> int:
+    """GPUs one pod's vLLM must see: TP × PP × its local data-parallel engines."""
+    return world_size(flags) * local_engines(flags, version)
+
+
+def container_gpus(container: Mapping[str, Any], resource: str = "nvidia.com/gpu") -> int | None:
+    """GPUs the device plugin hands ``container`` (``resource``, limits before requests, as the kubelet reads an
+    extended resource); None when unset, 0 when not a whole count."""
+    resources = container.get("resources") or {}
+    for part in ("limits", "requests"):
+        section = resources.get(part) or {}
+        if isinstance(section, Mapping) and resource in section:
+            try:
+                return int(str(section[resource]).strip())
+            except ValueError:
+                return 0
+    return None
+
+
+NO_GPU = "RuntimeError: No CUDA GPUs are available"
+
+
+def gpu_shortfall(flags: Mapping[str, str], container: Mapping[str, Any], resource: str = "nvidia.com/gpu",
+                  version: tuple[int, ...] | None = None) -> str | None:
+    """Why one pod's vLLM cannot start on the GPUs its container gets, or None; vLLM stops before sizing memory.
+
+    No ``resource`` limit (or no whole one): the device plugin mounts no GPU, and vLLM fails with "No CUDA GPUs are
+    available" (the rehearsal cluster's kubelet does the same). TP × PP above the GPUs: ParallelConfig's "World size
+    (N) is larger than the number of available GPUs (M)" (config/parallel.py@0.13.0; earlier releases fall to Ray and
+    fail placing the workers). DP engines beyond the GPUs: the last ranks get device indices the container lacks."""
+    gpus = container_gpus(container, resource)
+    name = container.get("name") or "vLLM"
+    if gpus is None or gpus < 1:
+        why = f"no {resource} limit" if gpus is None else f"a {resource} limit of no whole GPU"
+        return f"container {name} has {why}, so the device plugin gives it no GPU: vLLM stops with '{NO_GPU}'"
+    tp, pp = parallel_sizes(flags)
+    if tp * pp > gpus:
+        return (f"world size {tp * pp} (TP {tp} × PP {pp}) is larger than the {gpus} GPU(s) of the pod "
+                f"({resource}: {gpus}): vLLM refuses the start with 'World size ({tp * pp}) is larger than the number "
+                f"of available GPUs ({gpus})'")
+    engines = local_engines(flags, version)
+    if tp * pp * engines > gpus:
+        return (f"{engines} data-parallel engines × world size {tp * pp} (TP {tp} × PP {pp}) need "
+                f"{tp * pp * engines} GPUs, the pod has {gpus} ({resource}: {gpus}): the engines past its GPUs find "
+                f"none ('{NO_GPU}')")
+    return None
+
+
+def pod_shortfall(flags: Mapping[str, str], container: Mapping[str, Any], image: str, resource: str) -> str | None:
+    """:func:`gpu_shortfall` under the image's release (its data-parallel rule), None when a size cannot be read
+    (the prediction says why)."""
+    version = version_from_image(image)
+    try:
+        return gpu_shortfall(flags, container, resource, parse_version(version) if version else None)
+    except UserError:
+        return None
+
+
+def layout_fix(resource: str = "nvidia.com/gpu") -> str:
+    """What to change when :func:`gpu_shortfall` says no."""
+    return (f"set limits {resource} to at least --tensor-parallel-size × --pipeline-parallel-size × "
+            "--data-parallel-size, or lower those sizes to the GPUs the pod gets")

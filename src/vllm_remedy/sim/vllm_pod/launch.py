@@ -14,14 +14,14 @@ from typing import Any
 from vllm_remedy import hub
 from vllm_remedy.errors import UserError
 from vllm_remedy.sim.vllm_pod import adapters, argv, engine_select, keys, scheduler
-from vllm_remedy.vllm import catalog, dtype_support, quant_config, resolved
+from vllm_remedy.vllm import catalog, dtype_support, quant_config, quant_support, resolved
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import ServerCommand, canonical_key
 from vllm_remedy.vllm.cmdline.flags import Kind
 from vllm_remedy.vllm.cmdline.parse import Option
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, Resolved, estimate, resolve
 from vllm_remedy.vllm.outcomes import Outcome
-from vllm_remedy.vllm.parallel import group_flags, world_size
+from vllm_remedy.vllm.parallel import group_flags, local_engines, world_size
 from vllm_remedy.vllm.startup_log import config_refusal
 from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version, version_from_image
 
@@ -69,6 +69,8 @@ class Refusal:
     max_model_len: int | None = None
     gpu_memory_utilization: float | None = None
     max_num_batched_tokens: int | None = None
+    # --tensor-parallel-size as typed (None: not set), for "non-default args" and the engine's config line
+    tensor_parallel_size: int | None = None
 
 
 def node_gpu(node: Mapping[str, Any]) -> GpuSpec | None:
@@ -134,7 +136,8 @@ def plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, An
     if isinstance(judged, Refusal) and judged.stage != "argparse":  # vLLM printed its arguments first
         judged = replace(judged, max_model_len=_typed(cmd.flags.get("max-model-len"), int),
                          gpu_memory_utilization=_typed(cmd.flags.get("gpu-memory-utilization"), float),
-                         max_num_batched_tokens=_typed(cmd.flags.get("max-num-batched-tokens"), int))
+                         max_num_batched_tokens=_typed(cmd.flags.get("max-num-batched-tokens"), int),
+                         tensor_parallel_size=_typed(cmd.flags.get("tensor-parallel-size"), int))
     return judged if version_from_image(cmd.image) else replace(judged, version_named=False)
 
 
@@ -183,6 +186,7 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
               **engine_select.env_inputs(container, version)}  # and VLLM_USE_V1 selects the engine
     minus_one = _minus_one_without_auto_fit(flags, version)
     sized = {k: v for k, v in flags.items() if not (minus_one and k == "max-model-len")}
+    sized.pop("config", None)  # the pod reads no --config file (its flags are argv's); the tools call it unknown
     try:
         world = world_size(flags)
         settings = EngineSettings.from_flags(group_flags(adapters.without(sized)), version, inputs)
@@ -206,11 +210,20 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
         variable, line = engine_refused
         frames = config_refusal.env_frames(parse_version(version) or NEWEST_RELEASE, variable, line)
         return Refusal(version, model_id, line, "config", frames=tuple(frames))
+    # the config's quantization gates (the card's capability, --quantization against the checkpoint's method), read
+    # from the pod's own argv and model (``quant_support``), not from the estimate's outcome
+    typed_quant = str(flags.get("quantization") or flags.get("q") or "").strip().lower() or None
+    if (quant_refused := quant_support.refusal(spec, gpu, typed_quant, version,
+                                               str(flags.get("dtype") or "auto"))) is not None:
+        return Refusal(version, model_id, quant_refused, "config")
     available = gpu_limit(container) * max(1, group_size)
     if available < world:
         where = "in this node" if group_size <= 1 else f"in the Ray cluster of {group_size} pods"
         return Refusal(version, model_id, f"ValueError: World size ({world}) is larger than the number "
                        f"of available GPUs ({available}) {where}.", "device")
+    engines = local_engines(flags, parse_version(version)) if group_size <= 1 else 1
+    if available < world * engines:  # rank r's engine gets devices [r*world, (r+1)*world): past the pod's, none
+        return Refusal(version, model_id, "RuntimeError: No CUDA GPUs are available", "device")
     if minus_one:  # Worker.init_device builds GPUModelRunner, whose buffers are sized by max_model_len
         return Refusal(version, model_id, "RuntimeError: Trying to create tensor with negative dimension -1: [-1, 1]",
                        "worker")

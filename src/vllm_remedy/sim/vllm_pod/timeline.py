@@ -249,7 +249,8 @@ def plan_refusal(refusal: Refusal, started: datetime) -> Plan:
     # the pod's own arguments in "non-default args" (not a stand-in length and utilization)
     typed_len, util = refusal.max_model_len, refusal.gpu_memory_utilization
     text = flag_extrapolated(refusal.version, named=refusal.version_named, text=render_startup_log(
-        refusal.version, model=refusal.model_id, weights_gib=0.0, kv_cache_gib=None, max_model_len=typed_len or 2048,
+        refusal.version, model=refusal.model_id, tp_size=refusal.tensor_parallel_size or 1, weights_gib=0.0,
+        kv_cache_gib=None, max_model_len=typed_len or 2048,
         max_model_len_arg=0 if typed_len else None, gpu_memory_utilization=util if util is not None else 0.9,
         utilization_set=util is not None, total_gpu_gib=0.0, failure=Failure.HOST_OOM_KILLED, started=started,
         typed={"max_num_batched_tokens": refusal.max_num_batched_tokens} if refusal.max_num_batched_tokens else None))

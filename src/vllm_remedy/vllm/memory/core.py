@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from vllm_remedy.vllm import dtype_support, model_len
+from vllm_remedy.vllm import dtype_support, engine_env, model_len, quant_support
 from vllm_remedy.vllm.catalog import GIB, GpuSpec, ModelSpec
 from vllm_remedy.vllm.memory import capture, chunked, pinned, post_capture, terms
 from vllm_remedy.vllm.memory.kv_layout import check_rule
@@ -121,10 +121,14 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
     if model_len.refused(model, settings.max_model_len, settings.version, settings.allow_long_max_model_len,
                          settings.disable_sliding_window):
         outcome = Outcome.MAX_LEN_EXCEEDS_MODEL  # vLLM's model config refuses it before touching the GPU
+    elif engine_env.refuses(res.env_problem):
+        outcome = Outcome.CONFIG_REFUSED  # vLLM refuses the env's VLLM_USE_V1 before using any GPU memory
     elif res.env_problem is not None:
-        raise CannotPredict(res.env_problem)  # the env refuses the start, or is unmodelled or unread
+        raise CannotPredict(res.env_problem)  # the env is unmodelled or unread
     elif batch_refused(res):
         outcome = Outcome.CONFIG_REFUSED  # the scheduler config refuses the batch below the length before anything
+    elif quant_support.refusal(model, gpu, settings.quantization, settings.version, settings.dtype) is not None:
+        outcome = Outcome.CONFIG_REFUSED  # the config refuses the quantization method for the card or checkpoint
     elif dtype_support.refused(model.dtype, settings.dtype, gpu.capability, settings.version):
         outcome = Outcome.DTYPE_UNSUPPORTED  # the worker refuses bfloat16 below capability 8.0 before loading
     # Graphs are captured after the KV cache is allocated; outside the budget they need the card's spare room and the

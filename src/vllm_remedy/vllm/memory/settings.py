@@ -12,7 +12,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from vllm_remedy.errors import UserError
-from vllm_remedy.vllm import dtype_support, engine_env, quant_config, runner_env, sampler_env
+from vllm_remedy.vllm import (
+    dtype_support,
+    engine_env,
+    manifest_flags_file,
+    quant_config,
+    runner_env,
+    sampler_env,
+)
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline.flags import canonical_key
 from vllm_remedy.vllm.cmdline.values import parse_int
@@ -26,6 +33,7 @@ from vllm_remedy.vllm.memory.flag_values import (
 )
 from vllm_remedy.vllm.memory.mm_processor import mm_processor_max_pixels
 from vllm_remedy.vllm.memory.pinned import pin_flags, rules_without_extensible_cache
+from vllm_remedy.vllm.memory.pipeline import pipeline_unmodelled
 from vllm_remedy.vllm.memory.unmodelled import unmodelled
 from vllm_remedy.vllm.runner_v2 import runner_v2_by_default
 from vllm_remedy.vllm.versions import VersionRules, parse_version, rules
@@ -102,6 +110,7 @@ class EngineSettings:
 
     version: str | None = None
     tp: int = 1
+    pp: int = 1  # --pipeline-parallel-size: above 1 the estimate is unknown (``pipeline``)
     gpu_memory_utilization: float = 0.9
     max_model_len: int | None = None  # None = the model's derived length; -1 = "auto" (largest that fits)
     max_num_seqs: int | None = None
@@ -162,6 +171,8 @@ class EngineSettings:
             )
         if self.tp < 1:
             raise UserError(f"tensor-parallel-size: {self.tp} must be >= 1")
+        if self.pp < 1:
+            raise UserError(f"pipeline-parallel-size: {self.pp} must be >= 1")
         for key, value in (
             ("max-num-seqs", self.max_num_seqs),
             ("max-num-batched-tokens", self.max_num_batched_tokens),
@@ -189,6 +200,8 @@ class EngineSettings:
         the budget). ``hidden``: the command's arguments taken from variables (``ServerCommand.hidden``), which may
         carry flags not in ``flags``, so the estimate is unknown."""
         norm = {_normalise(k): v for k, v in flags.items()}
+        if why := manifest_flags_file.unread(norm):  # any memory flag may be in vLLM's --config file
+            raise UserError(why)
         if stray := sorted(k for k in norm if k in MODEL_INPUTS):
             raise UserError("unrecognized arguments: " + " ".join(f"--{k}" for k in stray))
         given = {_normalise(k): v for k, v in (inputs or {}).items()}
@@ -197,6 +210,8 @@ class EngineSettings:
         kwargs: dict[str, object] = {"version": version}
         if "tensor-parallel-size" in norm:
             kwargs["tp"] = read_int(norm, "tensor-parallel-size", version)
+        if "pipeline-parallel-size" in norm:
+            kwargs["pp"] = read_int(norm, "pipeline-parallel-size", version)
         if "gpu-memory-utilization" in norm:
             kwargs["gpu_memory_utilization"] = read_float(norm, "gpu-memory-utilization")
         else:  # the running release's own default (0.92 at 0.27), not this class's 0.9
@@ -294,7 +309,8 @@ class Resolved:
     kv_cache_memory_bytes: int | None = None  # EngineSettings.kv_cache_memory_bytes
     num_gpu_blocks_override: int | None = None  # EngineSettings.num_gpu_blocks_override
     # Why the env's engine-selecting variables make the start unknown ("cannot predict VLLM_...": refused, an engine
-    # or runner not modelled, a value that cannot be read), judged with the rules above; None when they do not.
+    # or runner not modelled, a value that cannot be read), judged with the rules above, or pipeline stages (not
+    # sized: ``pipeline``); None when none of these.
     env_problem: str | None = None
 
 
@@ -347,7 +363,8 @@ def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
         dtype=dtype,
         kv_cache_memory_bytes=s.kv_cache_memory_bytes,
         num_gpu_blocks_override=s.num_gpu_blocks_override,
-        env_problem=engine_why or sampler_why or runner_why,
+        # and pipeline stages, which are not sized either: estimate's "cannot predict" after the config-time refusals
+        env_problem=engine_why or sampler_why or runner_why or pipeline_unmodelled(s.pp),
     )
 
 

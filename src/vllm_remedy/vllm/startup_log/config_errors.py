@@ -1,10 +1,12 @@
 """vLLM's configuration checks refusing a start (``Failure.CONFIG_REFUSED``), as its log shows them.
 
-Four refusals, each read in the wheels: a tensor-parallel size that splits a quantized layer off its grid
-(``_SHARD``); V0 without chunked prefill refusing --max-num-batched-tokens below max-model-len
+The refusals, each read in the wheels: the quantization method (``_QUANT``, ``vllm.quant_support``); a
+tensor-parallel size that splits a quantized layer off its grid (``_SHARD``); V0 without chunked prefill refusing
+--max-num-batched-tokens below max-model-len
 (``SchedulerConfig._verify_args``: a ValueError in config.py@0.6.3-@0.8.5, pydantic's ValidationError around the same
 words once SchedulerConfig became a pydantic dataclass, config.py@0.9.2, config/scheduler.py@0.10.2);
-``VLLM_USE_V1`` text that ``int()`` refuses (``bool(int(os.getenv("VLLM_USE_V1", "1")))``, envs.py@0.9.2); and
+``VLLM_USE_V1`` text that ``int()`` refuses (``bool(int(os.getenv("VLLM_USE_V1", "1")))``, envs.py@0.9.2);
+``VLLM_USE_V1=1`` where the 0.8-0.10 oracle would fall back (``_V1_FORCED``, a NotImplementedError naming it); and
 ``VLLM_USE_V1=0`` on a release without V0 (``assert envs.VLLM_USE_V1``, entrypoints/openai/api_server.py@0.11.0).
 The environment refusals are a bare ValueError/AssertionError: only the traceback's source lines name the variable,
 so they count as this class only when a ``VLLM_*`` variable is read in the lines above them.
@@ -20,6 +22,15 @@ _BATCH = re.compile(r"max_num_batched_tokens \((?P<max_num_batched_tokens>\d+)\)
 _ENV_READ = re.compile(r"""(?:getenv\(\s*["']|envs\.)(?P<variable>VLLM_\w+)""")
 _INT_REFUSED = re.compile(r"^(?:[\w.]+\.)?ValueError: invalid literal for int\(\) with base 10: (?P<value>'.*')\s*$")
 _ASSERTION = re.compile(r"^(?:[\w.]+\.)?AssertionError\s*$")
+# The quantization checks of the config (``vllm.quant_support``): the method against the card's capability
+# (config/vllm.py@0.12.0-@0.34.0), --quantization against the checkpoint's method (config/model.py@0.11.0, @0.34.0),
+# the method's own file missing (model_loader/weight_utils.py@0.11.0) and a dtype the kernel does not take.
+_QUANT = re.compile(r"The quantization method \S+ is not supported for the current GPU\. Minimum capability: \d+|"
+                    r"Quantization method specified in the model config \(\S*\) does not match the quantization method|"
+                    r"Cannot find the config file for \S+|torch\.\w+ is not supported for quantization method \S+")
+# VLLM_USE_V1=1 where the 0.8-0.10 oracle would fall back to V0 (``_raise_or_fallback``, engine/arg_utils.py@0.8.3,
+# @0.10.1.1): it names the variable itself.
+_V1_FORCED = re.compile(r"NotImplementedError: VLLM_USE_V1=1 is not supported with (?P<feature>.+?)\.?\s*$")
 # A quantized layer whose shard the tensor-parallel size splits off its quantization grid, refused while the weights
 # are created: AWQ/GPTQ's "The input (output) size is not aligned with the quantized weight shape" (awq.py, gptq.py
 # ``create_weights``@0.5.5-@0.23.0, auto_awq.py@0.34.0), Marlin's "Weight input_size_per_partition = N is not divisible
@@ -45,6 +56,10 @@ def refusal(message: str, variable: str | None) -> dict[str, Any] | None:
                 "max_model_len": int(m["max_model_len"]), "error": message.strip()}
     if _SHARD.search(message) is not None:
         return {"setting": "tensor-parallel-size", "error": message.strip()}
+    if _QUANT.search(message) is not None:
+        return {"setting": "quantization", "error": message.strip()}
+    if _V1_FORCED.search(message) is not None:
+        return {"variable": "VLLM_USE_V1", "value": "1", "error": message.strip()}
     if variable is None:
         return None
     if (m := _INT_REFUSED.match(message.strip())) is not None:

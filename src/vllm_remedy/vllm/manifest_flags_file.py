@@ -1,0 +1,104 @@
+"""vLLM's YAML flags file (``vllm serve MODEL --config /etc/vllm/config.yaml``), read where the manifests carry it.
+
+vLLM's ``FlexibleArgumentParser`` replaces ``--config FILE`` by the file's keys as flags, inserted right after the
+model, so every flag of the command line wins over the file's and the file's over the defaults ("cli > config >
+defaults", ``_pull_args_from_config`` / ``load_config_file``, utils/argparse_utils.py): a flat YAML mapping, keys
+with dashes or underscores, ``true`` a bare boolean flag, ``false`` left out, lists as the values of one flag. The
+file must end in .yaml or .yml.
+
+A flag in a file this tool cannot read may be any memory flag (the length, the utilization, the TP size): the
+start cannot be predicted (``unread``) unless the file is supplied — a ConfigMap among the manifests checked, mounted
+into the container at that path (``merged``), read as the project reads ConfigMaps for env (``pod_env.config_maps``:
+same namespace, by name).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from vllm_remedy.errors import UserError
+from vllm_remedy.vllm.cmdline import ServerCommand
+from vllm_remedy.yamlfile import load_text
+
+FLAG = "config"
+
+
+def unread(flags: Mapping[str, str]) -> str | None:
+    """Why the flags cannot be known while ``--config`` names a file not read here, or None without one."""
+    path = flags.get(FLAG)
+    if path is None:
+        return None
+    return (f"cannot predict --config {path}: vLLM reads flags from that YAML file (the command line's win over it), "
+            "and this tool cannot read it; check it with the ConfigMap mounted there, or write the flags in argv")
+
+
+def _inside(path: str, at: str, sub: str) -> str | None:
+    """Where ``path`` lies inside a volume mounted at ``at`` (a ``subPath`` mount: that one file), or None."""
+    if sub:
+        return sub if path == at else None
+    return path[len(at) + 1:] if path.startswith(at + "/") else None
+
+
+def _file_text(container: Mapping[str, Any], spec: Mapping[str, Any], path: str,
+               maps: Mapping[str, Mapping[str, str]]) -> str | None:
+    """The text of the file at ``path`` inside the container, when a volume mount puts a ConfigMap's key there."""
+    volumes = {str(v.get("name")): v for v in spec.get("volumes") or [] if isinstance(v, Mapping)}
+    for mount in container.get("volumeMounts") or []:
+        if not isinstance(mount, Mapping):
+            continue
+        at = str(mount.get("mountPath") or "").rstrip("/")
+        sub = str(mount.get("subPath") or "")
+        inside = _inside(path, at, sub)
+        source = (volumes.get(str(mount.get("name"))) or {}).get("configMap")
+        if inside is None or not isinstance(source, Mapping) or str(source.get("name")) not in maps:
+            continue
+        items = source.get("items")
+        if isinstance(items, list) and items:  # only the listed keys, each at its own path
+            key = next((str(i.get("key")) for i in items if isinstance(i, Mapping) and str(i.get("path")) == inside),
+                       None)
+        else:
+            key = inside
+        data = maps[str(source.get("name"))]
+        if key is not None and key in data:
+            return data[key]
+    return None
+
+
+def flags_of(text: str, path: str) -> dict[str, str]:
+    """The file's flags as ``ServerCommand.flags`` spells them (dash names, "true" for a bare boolean)."""
+    if path.rsplit(".", 1)[-1] not in ("yaml", "yml"):
+        raise UserError(f"--config {path}: vLLM takes a .yaml or .yml file only")
+    data = load_text(text, f"--config {path}")
+    if not isinstance(data, Mapping):
+        raise UserError(f"--config {path}: expected a mapping of flag names to values")
+    out: dict[str, str] = {}
+    for key, value in data.items():
+        name = str(key).lstrip("-").replace("_", "-")
+        if value is False or value is None:
+            continue
+        if value is True:
+            out[name] = "true"
+        elif isinstance(value, list):
+            out[name] = " ".join(str(v) for v in value)
+        elif isinstance(value, Mapping):
+            out[name] = json.dumps(value)
+        else:
+            out[name] = str(value)
+    return out
+
+
+def merged(server: ServerCommand, spec: Mapping[str, Any],
+           maps: Mapping[str, Mapping[str, str]] | None) -> ServerCommand:
+    """``server`` with its flags as vLLM sees them once the ``--config`` file is read: the file's under the command
+    line's. Unchanged without ``--config`` or when the file is not among ``maps`` (then ``unread`` says why)."""
+    path = server.flags.get(FLAG)
+    if path is None or not maps:
+        return server
+    text = _file_text(server.container, spec, path, maps)
+    if text is None:
+        return server
+    flags = {**flags_of(text, path), **{k: v for k, v in server.flags.items() if k != FLAG}}
+    return dataclasses.replace(server, flags=flags)

@@ -1,0 +1,69 @@
+"""A rehearsal pod refuses the quantization vLLM's config refuses (``vllm.quant_support``), from its own argv and
+model, and ``diagnose`` reads its log back as ``config_refused`` naming the quantization: an AWQ checkpoint on a V100
+(AWQ's minimum capability 7.5) and ``--quantization gptq`` on an AWQ checkpoint. Before, both served."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from fixtures.sim_world import l40s_pod_cluster
+from vllm_remedy.sim.cluster import Cluster
+from vllm_remedy.sim.seed import make_node
+
+AWQ = "Qwen/Qwen2.5-7B-Instruct-AWQ"
+
+
+@pytest.fixture
+def cluster() -> Iterator[Cluster]:
+    v100 = make_node({"name": "v100-1", "gpu": {"product": "Tesla-V100-SXM2-32GB", "count": 2}}, "t")
+    with l40s_pod_cluster(2, ("nodes", v100)) as c:
+        yield c
+
+
+def pod(name: str, product: str, args: list[str]) -> dict:
+    spec = {"name": "vllm", "image": "vllm/vllm-openai:v0.11.0", "command": ["vllm", "serve"],
+            "args": [AWQ, "--max-model-len", "8192", *args], "ports": [{"containerPort": 8000}],
+            "resources": {"limits": {"nvidia.com/gpu": "1"}}}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "llm"},
+            "spec": {"nodeSelector": {"nvidia.com/gpu.product": product}, "containers": [spec]}}
+
+
+def _status(c: Cluster, name: str) -> dict:
+    statuses = (c.store.get("pods", "llm", name).get("status") or {}).get("containerStatuses") or []
+    return next((s for s in statuses if s["name"] == "vllm"), {})
+
+
+@pytest.mark.parametrize(("name", "product", "args", "error"), [
+    ("v100", "Tesla-V100-SXM2-32GB", ["--dtype", "half"],
+     "ValueError: The quantization method awq is not supported for the current GPU. Minimum capability: 75. "
+     "Current capability: 70."),
+    ("mismatch", "NVIDIA-L40S", ["--quantization", "gptq"],
+     "ValueError: Quantization method specified in the model config (awq) does not match the quantization method "
+     "specified in the `quantization` argument (gptq)."),
+])
+def test_the_pod_refuses_and_diagnose_reads_it(cluster, cli, tmp_path, name, product, args, error):
+    cluster.store.create("pods", pod(name, product, args))
+    assert cluster.wait_for(lambda: "CrashLoopBackOff" in str(_status(cluster, name).get("state")), 8), \
+        _status(cluster, name)
+    text = cluster.read_log("llm", name, previous=True)
+    assert error in text and "KV cache" not in text, text[-1500:]
+    log = tmp_path / f"{name}.log"
+    log.write_text(text)
+    got = cli("diagnose", "--log", str(log), "-o", "json")
+    data = json.loads(got.stdout)
+    assert (data["failure"], data["failure_detail"]["setting"]) == ("config_refused", "quantization"), data
+
+
+def test_a_supported_card_serves(cluster):
+    cluster.store.create("pods", pod("ok", "NVIDIA-L40S", []))
+    assert cluster.wait_for(lambda: _status(cluster, "ok").get("ready") is True, 8), _status(cluster, "ok")
+
+
+def test_a_pod_with_a_config_file_still_starts(cluster):
+    """The pod reads no --config file (as before): the tools' "cannot predict" is theirs, not a refusal of vLLM's."""
+    body = pod("cfg", "NVIDIA-L40S", ["--config", "/etc/vllm/config.yaml"])
+    cluster.store.create("pods", body)
+    assert cluster.wait_for(lambda: _status(cluster, "cfg").get("ready") is True, 8), _status(cluster, "cfg")
