@@ -3,7 +3,9 @@
 Usage: python bench/estimate_accuracy.py [--write]   (--write updates bench/estimate_accuracy.md)
 Each case file names its source; the estimator gets only the inputs the log shows (model, GPU,
 vLLM version, flags, memory held by other processes) and is compared with the logged KV tokens
-and startup outcome.
+and with the start as the log shows it: the start the product shows (``Estimate.start``: vLLM's checks, then a
+graph-capture or KV-allocation OOM) against ``calibration.logged_start`` (the logged outcome, or a capture OOM by
+the case's ``capture:`` key).
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from vllm_remedy.vllm.memory.calibration import (
     estimate_case,
     held_out,
     kv_error,
+    logged_start,
+    outcome_right,
     source_group,
 )
 from vllm_remedy.vllm.memory.settings import KV_ESTIMATE_MARGIN, KV_MARGIN_PERCENTILE, kv_margin
@@ -70,7 +74,7 @@ def fit_table(cases: list[tuple[str, dict[str, Any]]]) -> str:
 
 def table(cases: list[tuple[str, dict[str, Any]]]) -> tuple[str, list[float]]:
     """The markdown table and summary, and every sized case's relative KV error."""
-    rows = ["| case | vLLM | GPU | role | predicted outcome | logged outcome | predicted KV tokens | "
+    rows = ["| case | vLLM | GPU | role | predicted start | logged start | predicted KV tokens | "
             "logged KV tokens | error |", "|---|---|---|---|---|---|---:|---:|---:|"]
     errors: list[float] = []
     oos_errors: list[float] = []
@@ -89,8 +93,8 @@ def table(cases: list[tuple[str, dict[str, Any]]]) -> tuple[str, list[float]]:
             err = f"{rel * 100:+.1f} %"
         role = "fit" if in_sample else ("held-out" if name in held else "out")
         rows.append(f"| [{name}]({case['source']}) | {case['vllm_version']} | {case['gpu']} | {role} | "
-                    f"{est.outcome.value} | "
-                    f"{logged['outcome']} | {est.kv_cache_tokens:,} | {f'{tokens:,}' if tokens else '—'} | {err} |")
+                    f"{est.start} | "
+                    f"{logged_start(case)} | {est.kv_cache_tokens:,} | {f'{tokens:,}' if tokens else '—'} | {err} |")
     versions = sorted({str(c["vllm_version"]) for _, c in cases})
     gpus = sorted({c["gpu"] for _, c in cases})
     summary = (f"\n{len(rows) - 2} cases, {len(versions)} versions ({', '.join(versions)}), {len(gpus)} GPU "
@@ -119,7 +123,7 @@ def held_out_section(cases: list[tuple[str, dict[str, Any]]]) -> str:
     return (
         f"{len(names)} held-out cases from {len(sources)} sources, {len(acc.errors)} with a logged KV size:\n\n"
         + "\n".join(rows)
-        + f"\n\nOutcome class right: {acc.outcomes_right} of {acc.cases}. KV tokens: median |error| "
+        + f"\n\nStart (outcome as shown) right: {acc.outcomes_right} of {acc.cases}. KV tokens: median |error| "
         f"{acc.median_abs * 100:.1f} %, p90 {acc.p90_abs * 100:.1f} % (nearest rank), max {acc.max_abs * 100:.1f} %; "
         f"signed: {', '.join(f'{e * 100:+.1f}' for e in sorted(acc.errors))} %. Verdict: {verdict}.\n\n"
         f"Safety margin: `kv_margin` of these errors at the {KV_MARGIN_PERCENTILE}th percentile of |error| is "
@@ -148,15 +152,14 @@ def batch_section(cases: list[tuple[str, dict[str, Any]]]) -> str:
 
 
 def _batch_row(name: str, case: dict[str, Any], held: bool) -> str:
-    """One batch case: its source, version and GPU, its KV error, and whether the outcome class was right."""
-    outcome = estimate_case(case).outcome.value
-    logged = case["logged"]
+    """One batch case: its source, version and GPU, its KV error, and whether the start shown was right."""
+    est = estimate_case(case)
     error = kv_error(case)
     row = f"- {name} ({source_group(case)}, {case['vllm_version']}, {case['gpu']}): "
     row += "outcome only" if error is None else f"{error * 100:+.1f} %"
     row += "" if held else " (source in sample)"
-    if outcome != logged["outcome"]:
-        row += f"; outcome WRONG: predicted {outcome}, logged {logged['outcome']}"
+    if not outcome_right(case, est):
+        row += f"; outcome WRONG: predicted {est.start}, logged {logged_start(case)}"
     return row
 
 

@@ -16,8 +16,12 @@ from vllm_remedy.vllm.startup_log import classify
 rehearsal = pyinfra_run.rehearsal
 exact_rehearsal = pyinfra_run.exact_rehearsal  # vLLM's log compared with the prediction exactly
 
-#: vLLM 0.12 on an L4 at utilization 0.95: the KV cache is sized, then the CUDA graphs do not fit the card.
-ARGS = [MODEL, "--max-model-len", "8192", "--gpu-memory-utilization", "0.95", "--max-num-seqs", "64"]
+#: vLLM 0.12 on an L4 at utilization 0.95, graphs captured up to batch 512: the KV cache is sized, then the CUDA graphs
+#: (2.41 GiB) do not fit the card (peak 23.03 of 21.96 GiB), though the profile's activation was freed before the KV
+#: cache (utils/__init__.py@0.11.0 memory_profiling). At the default capture size (128 here: 0.96 GiB of graphs), this
+#: test's old premise, the freed activation and what the budget leaves hold them: the start fits.
+ARGS = [MODEL, "--max-model-len", "8192", "--gpu-memory-utilization", "0.95", "--max-num-seqs", "64",
+        "--max-cudagraph-capture-size", "512"]
 POLICY = ("gpu: {products: [NVIDIA-L4], label: cloud.google.com/gke-accelerator}\nknown_good: []\n"
           "flags:\n  max-model-len: {min: 4096, max: 8192, preferred: 8192}\n"
           "  gpu-memory-utilization: {min: 0.80, max: 0.95}\npeak_concurrency: 1\n")
@@ -35,7 +39,7 @@ def graphs_oom_on_l4(dep: dict[str, Any]) -> None:
 def test_capture_oom_gets_a_smaller_capture_size_and_the_pods_start(exact_rehearsal: Rehearsal) -> None:
     rehearsal = exact_rehearsal
     vllm_runtime(rehearsal)
-    rehearsal.change(graphs_oom_on_l4, change_cause="vLLM 0.12 on the L4 pool at 0.95")
+    rehearsal.change(graphs_oom_on_l4, change_cause="vLLM 0.12 on the L4 pool at 0.95, capture size 512")
     wait_until(lambda: crash_looping(rehearsal), what="the graphs to crash the start")
     crashed = [r for r in startup_logs(rehearsal, previous=True) if classify(r).value == "cudagraph_capture_oom"]
     assert crashed, "the sim's pods did not die capturing CUDA graphs"
@@ -44,12 +48,12 @@ def test_capture_oom_gets_a_smaller_capture_size_and_the_pods_start(exact_rehear
     got = rehearsal.pyinfra(write_inventory(rehearsal.tmp, policy=str(policy)), BUDGET, "-y")
     assert got.returncode == 0, got.stderr
     lines = host_out(got.stderr)
-    summary = ("budget deployment llm/llama-8b: --gpu-memory-utilization 0.92 --max-cudagraph-capture-size 64 "
+    summary = ("budget deployment llm/llama-8b: --gpu-memory-utilization 0.91 --max-cudagraph-capture-size 256 "
                "(cudagraph-capture-size, rung 1 of 3)")
-    assert any(line.startswith(summary) for line in lines), lines
+    assert any(line.startswith(summary) for line in lines), "\n".join(lines)
     args = args_of(rolled_out(rehearsal))
-    assert args == [MODEL, "--max-model-len", "8192", "--gpu-memory-utilization", "0.92", "--max-num-seqs", "64",
-                    "--max-cudagraph-capture-size", "64"]
+    assert args == [MODEL, "--max-model-len", "8192", "--gpu-memory-utilization", "0.91", "--max-num-seqs", "64",
+                    "--max-cudagraph-capture-size", "256"]
     # The rehearsal cluster's vLLM starts as predicted: its graphs fit a pool smaller than the crashed start's.
     started = startup_logs(rehearsal)
     assert len(started) == 2 and all(classify(r).value == "none" and r.server_was_up for r in started)

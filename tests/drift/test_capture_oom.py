@@ -1,11 +1,13 @@
 """A template the memory model predicts to die in graph capture is drift, as `check -f` fails it (pure).
 
 vLLM 0.27.1 runs Model Runner V2 for dense models: its CUDA graphs are captured after the KV cache, outside the
-``--gpu-memory-utilization`` budget, so at 0.98 on an L40S every vLLM start check passes (``Estimate.fits``) and the
-start still dies in capture (``Estimate.graph_capture_oom``). A Deployment edited to that unit inside a policy that
-allows 0.98 (pods not yet restarted, or a paused rollout) must not be reported in sync by the scheduled drift check
-while ``vllm-remedy check -f`` of the same manifest says ``start [error]``: both judge by one rule,
-``remedies.predict.failed_prediction``.
+``--gpu-memory-utilization`` budget. The profile's activation is freed before the KV cache (utils/mem_utils.py@0.27.1),
+so at 0.98 with 64 sequences the graphs fit on an L40S; at 0.99 with 512 sequences the graphs and then
+``warmup_kernels``' sampler over 512 requests (v1/worker/gpu/warmup.py@0.26.0) do not (peak 44.80 of 44.42 GiB):
+every vLLM start check passes (``Estimate.fits``) and the start still dies in capture (``Estimate.graph_capture_oom``).
+A Deployment edited to that unit inside a policy that allows 0.99 (pods not yet restarted, or a paused rollout) must
+not be reported in sync by the scheduled drift check while ``vllm-remedy check -f`` of the same manifest says
+``start [error]``: both judge by one rule, ``remedies.predict.failed_prediction``.
 """
 
 from __future__ import annotations
@@ -20,12 +22,13 @@ from vllm_remedy.remedies.predict import failed_prediction
 
 NOW = parse_rfc3339("2026-01-01T12:00:00Z")
 POLICY = Policy.from_mapping({"gpu": {"products": ["NVIDIA-L40S"]},
-                              "flags": {"gpu-memory-utilization": {"min": 0.5, "max": 0.98}}})
+                              "flags": {"gpu-memory-utilization": {"min": 0.5, "max": 0.99}}})
 
 
 def deployment(image: str, utilization: str) -> dict[str, Any]:
-    """Llama-3.1-8B at 16k on one pinned L40S, as the reviewer's reproduction."""
-    args = ["meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "16384", "--gpu-memory-utilization", utilization]
+    """Llama-3.1-8B at 16k and 512 sequences on one pinned L40S."""
+    args = ["meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "16384", "--gpu-memory-utilization", utilization,
+            "--max-num-seqs", "512"]
     return {"apiVersion": "apps/v1", "kind": "Deployment",
             "metadata": {"name": "m", "namespace": "llm", "uid": "d1", "annotations": {}},
             "spec": {"selector": {"matchLabels": {"app": "m"}},
@@ -37,7 +40,7 @@ def deployment(image: str, utilization: str) -> dict[str, Any]:
 
 
 def test_drift_does_not_call_a_predicted_graph_capture_oom_in_sync() -> None:
-    got = checks.run_checks(deployment("vllm/vllm-openai:v0.27.1", "0.98"), POLICY, NOW)
+    got = checks.run_checks(deployment("vllm/vllm-openai:v0.27.1", "0.99"), POLICY, NOW)
     e = got.prediction.estimate
     assert e is not None and e.fits and e.graph_capture_oom  # vLLM's checks pass; the capture does not
     by_name = {c.name: c for c in got.checks}
@@ -47,7 +50,7 @@ def test_drift_does_not_call_a_predicted_graph_capture_oom_in_sync() -> None:
 
 
 def test_drift_and_check_fail_the_start_with_one_rule_and_one_reason() -> None:
-    dep = deployment("vllm/vllm-openai:v0.27.1", "0.98")
+    dep = deployment("vllm/vllm-openai:v0.27.1", "0.99")
     drift = {c.name: c for c in checks.run_checks(dep, POLICY, NOW).checks}["concurrency"]
     [workload] = workloads([dep], "m.yaml")
     start = [f for f in check_workload(workload, POLICY, NOW).findings if f.check == "start"]

@@ -1,7 +1,10 @@
 """The predictions table names a predicted graph-capture OOM as such, and says when a release's rules are extrapolated.
 
 vLLM 0.27.1 runs Model Runner V2 for dense models: its CUDA graphs are captured after the KV cache, outside the
-budget, so Llama-3.1-8B at utilization 0.98 on an L40S passes every vLLM check and dies in capture. The memory model
+budget. The profile's activation is freed before the KV cache (utils/mem_utils.py@0.27.1), so Llama-3.1-8B at 0.98 with
+64 sequences on an L40S fits; at 0.99 with 512 sequences the graphs and then ``warmup_kernels``' sampler over 512
+requests (v1/worker/gpu/warmup.py@0.26.0) do not (peak 44.80 of 44.42 GiB): it passes every vLLM check and dies in
+capture. The memory model
 predicts exactly that (``Estimate.graph_capture_oom``); the game-day report must not print ``predicted: fits ...
 agree: no`` for it. 0.27.1's rules are read from its source (modelled: no "extrapolated" anywhere in the row), while a
 release newer than the newest modelled one (0.34) says its rules are extrapolated, as every other output does.
@@ -20,21 +23,21 @@ from vllm_remedy.sim.vllm_pod.keys import GPU_USED_GIB
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 NODE = {"metadata": {"name": "gpu-l40s-3", "labels": {"nvidia.com/gpu.product": "NVIDIA-L40S"}}}
 EXTRAPOLATED = "vLLM 0.35.0: rules extrapolated from 0.34.0"
-#: Revision 15 of the runbook's llama-8b: 0.27.1 at utilization 0.98; restore goes back to revision 14.
-SCENARIO = f"""name: mrv2-u98
-title: "0.27.1 at utilization 0.98: graphs do not fit after the KV cache"
+#: Revision 15 of the runbook's llama-8b: 0.27.1 at utilization 0.99, 512 sequences; restore goes back to revision 14.
+SCENARIO = f"""name: mrv2-u99
+title: "0.27.1 at utilization 0.99 with 512 sequences: graphs and the sampler warm-up do not fit after the KV cache"
 description: Model Runner V2 captures its graphs outside the budget and every pod of the new revision dies in capture.
 target: {{namespace: llm, deployment: llama-8b}}
 policy: {ROOT / "policies" / "llama-8b.yaml"}
 world: {{seed: runbook}}
 fault:
-  - what: "new revision: vLLM 0.27.1 at utilization 0.98"
+  - what: "new revision: vLLM 0.27.1 at utilization 0.99, 512 sequences"
     deployment:
-      change-cause: "upgrade to 0.27.1, utilization 0.98"
+      change-cause: "upgrade to 0.27.1, utilization 0.99, 512 sequences"
       set:
         spec.template.spec.containers[vllm].image: vllm/vllm-openai:v0.27.1
         spec.template.spec.containers[vllm].args: ["{LLAMA}", "--max-model-len", "16384",
-                                                   "--gpu-memory-utilization", "0.98", "--max-num-seqs", "64"]
+                                                   "--gpu-memory-utilization", "0.99", "--max-num-seqs", "512"]
 expect:
   detection: {{classification: cudagraph_capture_oom}}
 deploys: ["{ROOT / "deploys" / "restore.py"}"]
@@ -47,16 +50,16 @@ success:
 """
 
 
-def spec(image: str, utilization: str) -> dict[str, Any]:
+def spec(image: str, utilization: str, seqs: str = "64") -> dict[str, Any]:
     return {"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-L40S"},
             "containers": [{"name": "vllm", "image": image, "command": ["vllm", "serve"],
                             "args": [LLAMA, "--max-model-len", "16384", "--gpu-memory-utilization", utilization,
-                                     "--max-num-seqs", "64"],
+                                     "--max-num-seqs", seqs],
                             "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}
 
 
 def test_a_predicted_graph_capture_oom_is_predicted_as_one() -> None:
-    outcome, detail = predict_pod(spec("vllm/vllm-openai:v0.27.1", "0.98"), NODE, "vllm")
+    outcome, detail = predict_pod(spec("vllm/vllm-openai:v0.27.1", "0.99", "512"), NODE, "vllm")
     assert outcome == "cudagraph_capture_oom", (outcome, detail)
     assert "exceeds the 44.42 GiB card" in detail and "extrapolated" not in detail, detail
 
@@ -83,7 +86,7 @@ def test_a_modelled_release_is_printed_as_before() -> None:
 
 def test_the_report_agrees_with_a_capture_oom_it_predicted(cli, tmp_path: Path) -> None:
     """End to end under ``--reality exact``: the pod dies in capture as predicted; md, html and json all say so."""
-    scenario = tmp_path / "mrv2-u98.yaml"
+    scenario = tmp_path / "mrv2-u99.yaml"
     scenario.write_text(SCENARIO)
     got = cli("gameday", "run", str(scenario), "--reality", "exact", "--speed", "300", "--report-dir",
               str(tmp_path / "out"), "-o", "json")
@@ -98,7 +101,7 @@ def test_the_report_agrees_with_a_capture_oom_it_predicted(cli, tmp_path: Path) 
     assert all(p["rules"] == "modelled" for p in body["predictions"] if p["image"] == "v0.8.5"), body["predictions"]
     md, page = Path(body["report"]["md"]).read_text(), Path(body["report"]["html"]).read_text()
     assert f"| cudagraph_capture_oom ({died[0]['prediction']}) | cudagraph_capture_oom |" in md, md
-    assert "extrapolated" not in md and "| fits (220,912" not in md, md
+    assert "extrapolated" not in md and "| fits (226,544" not in md, md  # its KV tokens
     assert f"<td>cudagraph_capture_oom ({died[0]['prediction']})</td><td>cudagraph_capture_oom</td>" in page
     assert json.loads(Path(body["report"]["json"]).read_text())["predictions"] == body["predictions"]
 

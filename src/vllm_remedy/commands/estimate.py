@@ -23,6 +23,7 @@ from vllm_remedy.envelope import dumps, envelope
 from vllm_remedy.vllm import engine_env, model_len, outcomes, quant_support
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate
+from vllm_remedy.vllm.memory.post_capture import CaptureRoom, capture_room
 from vllm_remedy.vllm.memory.settings import engine_rules
 from vllm_remedy.vllm.outcomes import Outcome
 from vllm_remedy.vllm.versions import rules
@@ -64,7 +65,8 @@ def run(args: argparse.Namespace) -> int:
                                                 "model_max_len": None if longest.unbounded else longest.tokens,
                                                 "model_max_len_key": longest.key, **echo_inputs(args)})))
     else:
-        print(render(est, model.name, gpu.product, label, longest, refusal))
+        room = capture_room(model, gpu, settings, est) if est.graph_capture_oom else None
+        print(render(est, model.name, gpu.product, label, longest, refusal, room))
     return 0
 
 
@@ -100,9 +102,10 @@ def echo_inputs(args: argparse.Namespace) -> dict[str, object]:
 
 
 def render(est: Estimate, model: str, gpu: str, version: str, longest: model_len.Limit | None = None,
-           refusal: str | None = None) -> str:
+           refusal: str | None = None, room: CaptureRoom | None = None) -> str:
     """The human view: a table of the budget and a one-line bar of the GPU's memory split (``refusal``: why vLLM
-    refuses a ``config_refused`` start, ``refusal_reason``)."""
+    refuses a ``config_refused`` start, ``refusal_reason``; ``room``: the capture step's parts on a predicted capture
+    OOM, ``post_capture.capture_room``)."""
     outcome = est.outcome.value
     if refusal is not None:
         outcome = f"config_refused: {refusal}"
@@ -113,10 +116,13 @@ def render(est: Estimate, model: str, gpu: str, version: str, longest: model_len
     if est.outcome is Outcome.DTYPE_UNSUPPORTED:  # the worker refuses before loading anything (vllm.dtype_support)
         outcome = (f"dtype_unsupported: vLLM refuses bfloat16 on the {gpu} (compute capability below 8.0) before "
                    f"loading the model; set --dtype half (float16), or pin a GPU of capability 8.0 or newer")
-    if est.graph_capture_oom:  # vLLM's checks pass, then the start dies capturing its graphs
-        free = est.total_gib - (est.peak_gib - est.cudagraph_gib)
+    if est.graph_capture_oom and room is not None:  # vLLM's checks pass, then the start dies capturing its graphs
         outcome = (f"cudagraph_capture_oom: vLLM's checks pass and the KV cache is sized, then the CUDA graphs "
-                   f"({est.cudagraph_gib:.2f} GiB) do not fit the {max(free, 0.0):.2f} GiB left on the card")
+                   f"({est.cudagraph_gib:.2f} GiB) do not fit the {max(room.left, 0.0):.2f} GiB left for them: "
+                   f"{max(room.unrequested, 0.0):.2f} GiB the budget leaves on the card")
+        if room.freed > 0:
+            outcome += (f", plus the profile's {room.freed:.2f} GiB activation (freed before the KV cache), less the "
+                        f"{room.transient:.2f} GiB the capture's warm-up forwards and the sampler warm-up hold")
     if est.kv_allocation_oom:  # vLLM's checks pass, then allocating the flag-sized cache runs the card out
         left = est.total_gib - (est.peak_gib - est.cudagraph_gib - est.kv_cache_gib)
         outcome = (f"kv_cache_allocation_oom: vLLM's checks pass, then the {est.kv_cache_gib:.2f} GiB KV cache the "

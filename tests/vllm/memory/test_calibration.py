@@ -3,14 +3,25 @@
 from __future__ import annotations
 
 import statistics
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from vllm_remedy.vllm.memory.calibration import accuracy, estimate_case, held_out, source_group
+from vllm_remedy.vllm.memory.calibration import (
+    CAPTURE_KEYS,
+    accuracy,
+    capture_evidence,
+    estimate_case,
+    held_out,
+    logged_start,
+    outcome_right,
+    source_group,
+)
 from vllm_remedy.vllm.memory.settings import KV_ESTIMATE_MARGIN, KV_MARGIN_PERCENTILE, kv_margin
+from vllm_remedy.vllm.outcomes import Outcome
 
 CASES = sorted((Path(__file__).resolve().parents[2] / "data" / "calibration").glob("*.yaml"))
 
@@ -52,9 +63,44 @@ KNOWN_OUTCOME_MISS = [p for p in CASES if _load(p).get("known_outcome_miss")]
 
 @pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
 def test_outcome_matches_log(path):
+    """The start the product shows (``Estimate.start``, capture and KV-allocation OOMs included) against the start the
+    log shows (``logged_start``): ``Estimate.outcome`` alone stays ``fits`` on a predicted capture OOM."""
     case = _load(path)
-    right = estimate_case(case).outcome.value == case["logged"]["outcome"]
-    assert right != (path in KNOWN_OUTCOME_MISS)
+    right = outcome_right(case)
+    assert right != (path in KNOWN_OUTCOME_MISS), (estimate_case(case).start, logged_start(case))
+
+
+@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
+def test_capture_key_is_what_the_excerpt_shows(path):
+    """Every case states what its excerpt shows of the start after the KV cache, by the one written rule."""
+    case = _load(path)
+    assert case.get("capture") in CAPTURE_KEYS
+    assert case["capture"] == capture_evidence(case.get("log_excerpt") or "")
+    assert case["capture"] == "not_shown" or case["logged"]["outcome"] == "fits"
+
+
+def test_a_capture_oom_predicted_on_a_finished_capture_is_a_miss():
+    """The scoring compares the start shown: a case whose log shows the capture finished is no capture OOM, even
+    though ``Estimate.outcome`` (vLLM's checks) is ``fits`` for both."""
+    case = {**_load(CASES[0]), "capture": "finished", "logged": {"outcome": "fits"}}
+    est = estimate_case(case)
+    assert outcome_right(case, est) == (est.start == "fits")
+    capture_oom = replace(est, outcome=Outcome.FITS, graph_capture_oom=True)
+    assert not outcome_right(case, capture_oom)
+    assert outcome_right({**case, "capture": "oom"}, capture_oom)
+    assert not outcome_right({**case, "capture": "not_shown"}, capture_oom)  # a logged fit stands
+    with pytest.raises(ValueError):
+        logged_start({**case, "capture": None})
+
+
+def test_capture_evidence_reads_vllms_lines_only():
+    assert capture_evidence("INFO [gpu_model_runner.py:3480] Graph capturing finished in 19 secs, took 1.92 GiB") == (
+        "finished")
+    assert capture_evidence("Actual usage is 1.23 GiB ... and 0.0 GiB\nfor CUDAGraph memory.") == "finished"
+    assert capture_evidence("INFO [kv_cache_utils.py:1087] GPU KV cache size: 100,752 tokens") == "not_shown"
+    assert capture_evidence("|   0  NVIDIA L40S  |   45241MiB /  46068MiB |     95%      Default |") == "not_shown"
+    oom = "Capturing CUDA graphs (mixed prefill-decode, PIECEWISE): 40%\ntorch.OutOfMemoryError: CUDA out of memory."
+    assert capture_evidence(oom) == "oom"
 
 
 def test_known_outcome_misses_are_few_and_explained():

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from vllm_remedy.sim.vllm_pod import device
 from vllm_remedy.sim.vllm_pod.launch import Launch
 from vllm_remedy.vllm.catalog import GIB
 from vllm_remedy.vllm.memory import estimate
 from vllm_remedy.vllm.memory.kv_layout import check_rule
-from vllm_remedy.vllm.memory.non_torch import context_gib
 from vllm_remedy.vllm.memory.terms import kv_layout
 from vllm_remedy.vllm.outcomes import Outcome
 
@@ -62,7 +62,7 @@ def size(launch: Launch) -> Launch:
     tokens = layout.tokens(blocks)
     kv = blocks * page / GIB
     graphs = 0.0 if res.enforce_eager else est.cudagraph_gib
-    before = res.other_process_gib + context_gib(launch.gpu, res.tp) + est.weights_gib
+    before = res.other_process_gib + device.held_running(launch) + est.weights_gib  # NCCL only with P2P
     peak = before + est.non_torch_gib + est.activation_gib + kv + graphs
     if outcome is not Outcome.FITS:
         peak = min(peak, before + est.activation_gib)
@@ -92,7 +92,7 @@ def log_pins(launch: Launch) -> dict[str, object] | None:
     s, res = launch.settings, launch.resolved
     budget = _budget(launch)
     page = kv_layout(launch.model, res).block_bytes
-    free = launch.gpu.total_gib - context_gib(launch.gpu, res.tp) - res.other_process_gib
+    free = launch.gpu.total_gib - device.held_at_snapshot(launch) - res.other_process_gib  # the snapshot's
     return {"kv_cache_memory_bytes": s.kv_cache_memory_bytes, "num_gpu_blocks_override": s.num_gpu_blocks_override,
             "profiled_blocks": int(budget // page) if budget > 0 else 0, "budget_gib": budget / GIB,
             "free_gib": max(0.0, free)}

@@ -22,10 +22,9 @@ from importlib import resources
 from typing import Any
 
 from vllm_remedy.errors import UserError
+from vllm_remedy.sim.vllm_pod import device
 from vllm_remedy.sim.vllm_pod.launch import Launch
 from vllm_remedy.vllm.memory import Estimate
-from vllm_remedy.vllm.memory.core import graphs_in_budget
-from vllm_remedy.vllm.memory.non_torch import context_gib
 from vllm_remedy.vllm.outcomes import Outcome
 from vllm_remedy.vllm.versions import parse_version
 from vllm_remedy.yamlfile import load_packaged
@@ -150,9 +149,9 @@ def perturb(launch: Launch, error: float) -> Estimate:
     else:
         outcome = Outcome.FITS
     # 0.34 sizes the cache from memory measured after warmup: the card's peak stays where vLLM's margin puts it
-    fits_peak = est.peak_gib if after_warmup else _fits_peak(launch)
+    fits_peak = est.peak_gib if after_warmup else device.fits_peak(launch)
     peak = fits_peak if outcome is Outcome.FITS else min(
-        fits_peak, res.other_process_gib + context_gib(launch.gpu, res.tp) + est.weights_gib + est.activation_gib)
+        fits_peak, res.other_process_gib + device.held_running(launch) + est.weights_gib + est.activation_gib)
     needed = suggested = None
     if outcome is Outcome.MAX_LEN_EXCEEDS_KV:
         # one request's need is bytes per token x length: the layout's, not the cache's size
@@ -162,7 +161,8 @@ def perturb(launch: Launch, error: float) -> Estimate:
     return replace(est, outcome=outcome, kv_cache_gib=kv, kv_cache_tokens=tokens, gpu_blocks=blocks,
                    max_concurrency=tokens * ratio if ratio else tokens / max(max_len, 1), max_model_len=max_len,
                    peak_gib=peak, needed_kv_gib=needed, suggested_max_model_len=suggested,
-                   graph_capture_oom=est.graph_capture_oom and outcome is Outcome.FITS, **measured)
+                   graph_capture_oom=outcome is Outcome.FITS and peak - device.capture_excess(launch) <= est.total_gib
+                   < peak, **measured)
 
 
 def _after_warmup(est: Estimate, scale: float) -> tuple[float, dict[str, float]]:
@@ -174,11 +174,3 @@ def _after_warmup(est: Estimate, scale: float) -> tuple[float, dict[str, float]]
     gain = min(est.kv_cache_gib * (scale - 1.0), est.non_torch_gib)
     return 1.0 + gain / est.kv_cache_gib, {"non_torch_gib": est.non_torch_gib - gain}
 
-
-def _fits_peak(launch: Launch) -> float:
-    """The card's peak for a start that serves: the requested budget, graphs outside it, and (for budgets relative
-    to free memory) other processes and the CUDA context (as ``estimate`` counts them)."""
-    est, res, rules = launch.estimate, launch.resolved, launch.resolved.rules
-    outside = 0.0 if graphs_in_budget(res) else est.cudagraph_gib
-    relative = 0.0 if rules.budget == "absolute" else res.other_process_gib + context_gib(launch.gpu, res.tp)
-    return est.total_gib * res.util + outside + relative

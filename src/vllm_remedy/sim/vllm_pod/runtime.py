@@ -30,11 +30,10 @@ from vllm_remedy.sim.runtime import (
     Runtime,
 )
 from vllm_remedy.sim.store import Store
-from vllm_remedy.sim.vllm_pod import env, flag_sized, keys, metrics, timeline
+from vllm_remedy.sim.vllm_pod import device, env, flag_sized, keys, metrics, timeline
 from vllm_remedy.sim.vllm_pod.launch import Launch, plan
 from vllm_remedy.sim.vllm_pod.reality import Reality
 from vllm_remedy.vllm.cmdline import find_server
-from vllm_remedy.vllm.memory.non_torch import context_gib
 from vllm_remedy.vllm.outcomes import Outcome
 from vllm_remedy.vllm.versions import parse_version
 
@@ -208,10 +207,11 @@ class _Engine:
 def own_gib(launch: Launch) -> float:
     """GPU memory the vLLM process itself holds on each of its GPUs while it runs: its CUDA context when the
     free-memory check refuses the start (it dies right after the snapshot), else the memory model's peak without
-    what other processes hold (a start that fails later dies at that peak; one that serves keeps it)."""
+    what other processes hold (a start that fails later dies at that peak; one that serves keeps it). The refused
+    start dies right after the snapshot: before 0.11 that comes before NCCL's init (``device.held_at_snapshot``)."""
     est, res = launch.estimate, launch.resolved
     if est.outcome is Outcome.FREE_MEMORY_BELOW_UTILIZATION:
-        return context_gib(launch.gpu, res.tp)
+        return device.held_at_snapshot(launch)
     return max(0.0, est.peak_gib - res.other_process_gib)
 
 

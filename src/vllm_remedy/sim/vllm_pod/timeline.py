@@ -22,10 +22,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
 from vllm_remedy.sim.runtime import Exit, LogLine
-from vllm_remedy.sim.vllm_pod import flag_sized, overcommit
+from vllm_remedy.sim.vllm_pod import device, flag_sized, overcommit
 from vllm_remedy.sim.vllm_pod.launch import Launch, Refusal
 from vllm_remedy.vllm import dtype_support, model_len
-from vllm_remedy.vllm.memory.non_torch import context_gib
 from vllm_remedy.vllm.outcomes import Failure
 from vllm_remedy.vllm.startup_log import render_startup_log
 from vllm_remedy.vllm.startup_log.parse import CAPTURING
@@ -101,10 +100,10 @@ def render(launch: Launch, failure: Failure, started: datetime, detail: dict[str
 
 
 def _free_at_start(launch: Launch) -> float:
-    """What vLLM's startup snapshot sees free: the card less other processes and its own CUDA context (the advisory's
-    first figure, INFO from 0.26)."""
+    """What vLLM's startup snapshot sees free: the card less other processes and what the process held then (its
+    CUDA context; NCCL too from 0.11, ``device.held_at_snapshot``) (the advisory's first figure, INFO from 0.26)."""
     res = launch.resolved
-    return max(0.0, launch.gpu.total_gib - context_gib(launch.gpu, res.tp) - res.other_process_gib)
+    return max(0.0, launch.gpu.total_gib - device.held_at_snapshot(launch) - res.other_process_gib)
 
 
 def _typed(launch: Launch) -> dict[str, object]:
@@ -177,8 +176,7 @@ def _detail(launch: Launch, failure: Failure) -> dict[str, object]:
     if failure is Failure.DTYPE_UNSUPPORTED:
         return dict(dtype_support.detail(launch.gpu.product, launch.gpu.capability))
     if failure is Failure.FREE_MEMORY_BELOW_UTILIZATION:
-        free = launch.gpu.total_gib - context_gib(launch.gpu, launch.resolved.tp) - res.other_process_gib
-        return {"free_gib": max(0.0, free), "requested_gib": launch.gpu.total_gib * res.util}
+        return {"free_gib": _free_at_start(launch), "requested_gib": launch.gpu.total_gib * res.util}
     if failure is Failure.OOM_LOADING_WEIGHTS:
         shard = est.weights_gib / max(1, launch.model.num_layers)
         return {"tried_to_allocate_gib": shard, "free_gib": min(shard / 3, 0.3)}
@@ -192,7 +190,7 @@ def _profile_oom_detail(launch: Launch) -> dict[str, object]:
     peak), asked of what is left once the rest of the peak is held; torch says what was free, below the ask."""
     est, res = launch.estimate, launch.resolved
     tried = max(est.activation_gib / 4, 0.02)
-    held = res.other_process_gib + context_gib(launch.gpu, res.tp) + est.weights_gib + est.non_torch_gib
+    held = res.other_process_gib + device.held_running(launch) + est.weights_gib + est.non_torch_gib
     left = launch.gpu.total_gib - held - (est.activation_gib - tried)
     return {"tried_to_allocate_gib": tried, "free_gib": min(max(left, 0.0), tried * 0.9)}
 
@@ -335,7 +333,7 @@ def _prefix(line: str) -> str:
 
 def _loaded_share(launch: Launch) -> float:
     """Share of the checkpoint in GPU memory when loading runs out of it."""
-    room = launch.gpu.total_gib - context_gib(launch.gpu, launch.resolved.tp) - launch.resolved.other_process_gib
+    room = launch.gpu.total_gib - device.held_running(launch) - launch.resolved.other_process_gib
     return min(0.95, max(0.05, room / max(launch.estimate.weights_gib, 1e-6)))
 
 

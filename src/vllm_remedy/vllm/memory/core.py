@@ -11,9 +11,9 @@ from typing import Any
 
 from vllm_remedy.vllm import dtype_support, engine_env, model_len, quant_support
 from vllm_remedy.vllm.catalog import GIB, GpuSpec, ModelSpec
-from vllm_remedy.vllm.memory import capture, chunked, pinned, terms
+from vllm_remedy.vllm.memory import capture, chunked, pinned, post_capture, terms
 from vllm_remedy.vllm.memory.kv_layout import check_rule
-from vllm_remedy.vllm.memory.non_torch import context_gib, non_torch_gib
+from vllm_remedy.vllm.memory.non_torch import context_gib, nccl_outside_budget, non_torch_gib
 from vllm_remedy.vllm.memory.settings import EngineSettings, Resolved, resolve
 from vllm_remedy.vllm.memory.unmodelled import DECIDED_BEFORE, CannotPredict
 from vllm_remedy.vllm.outcomes import Outcome
@@ -83,7 +83,9 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
     activation = terms.activation_gib(model, res, gpu.capability)
     non_torch = non_torch_gib(gpu, res) + terms.pinned_compile_gib(model, res, gpu.capability)
     graphs = terms.cudagraph_gib(model, res) * capture.pool_scale(res)
-    context = context_gib(gpu, res.tp)
+    context = context_gib(gpu, res.tp, nccl=res.p2p is not False)  # on the device while weights load and profile
+    # what the snapshot's used memory holds besides other processes: the free-memory check's and the capture's base
+    snapshot_context = context_gib(gpu, res.tp, nccl=nccl_outside_budget(res))
     other = res.other_process_gib
 
     in_budget = graphs_in_budget(res)
@@ -113,7 +115,7 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
     if pin:  # the cache is allocated at the flag's size whatever the budget; graphs are captured after it
         outside = graphs
     outcome = _outcome(res, total, requested, weights, context, other, kv, blocks, tokens, max_len, layout,
-                       profiled=activation + non_torch)
+                       profiled=activation + non_torch, snapshot_context=snapshot_context)
     if pin and r.engine == "V1" and outcome is Outcome.NO_CACHE_BLOCKS and kv > 0:
         outcome = Outcome.MAX_LEN_EXCEEDS_KV  # bytes under one block: V1 refuses only <= 0 as "no memory"
     if model_len.refused(model, settings.max_model_len, settings.version, settings.allow_long_max_model_len,
@@ -129,14 +131,20 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
         outcome = Outcome.CONFIG_REFUSED  # the config refuses the quantization method for the card or checkpoint
     elif dtype_support.refused(model.dtype, settings.dtype, gpu.capability, settings.version):
         outcome = Outcome.DTYPE_UNSUPPORTED  # the worker refuses bfloat16 below capability 8.0 before loading
-    # Graphs are captured after the KV cache is allocated; outside the budget they need the card's spare room.
-    peak = requested + outside + (0.0 if r.budget == "absolute" else other + context)
+    # Graphs are captured after the KV cache is allocated; outside the budget they need the card's spare room and the
+    # room the profile's activation freed, less what the capture and sampler warm-up allocate (``post_capture``).
+    base = requested + (0.0 if r.budget == "absolute" else other + snapshot_context)
+    transient = post_capture.transient_gib(model, res, gpu.capability, activation)
+    excess = max(0.0, outside - activation + transient) if outside > 0 else 0.0
+    peak = base + excess
     if r.kv_sized_after_warmup:  # what the start holds: everything measured, the cache, the kept transient
         peak = other + context + weights + non_torch + graphs + max(kv, 0.0) + activation
     if pin:
         peak = pinned.start_peak(other, context, weights, non_torch, activation, graphs, blocks, block_bytes)
-    capture_oom = outcome is Outcome.FITS and outside > 0 and peak - outside <= total < peak
-    kv_oom = pin and outcome is Outcome.FITS and peak - outside > total  # allocated before any graph is captured
+    if pin:
+        base, excess = peak - outside, outside  # ``pinned.start_peak`` holds the activation at capture: not read
+    capture_oom = outcome is Outcome.FITS and excess > 0 and base <= total < peak
+    kv_oom = pin and outcome is Outcome.FITS and base > total  # allocated before any graph is captured
     needed = suggested = None
     if outcome is Outcome.MAX_LEN_EXCEEDS_KV:
         needed = layout.needed_bytes(max_len, res.mnbt, check_rule(r.version)) / GIB
@@ -237,16 +245,19 @@ def _check_bytes(res: Resolved, layout: terms.KvLayout, kv: float) -> float:
 
 def _outcome(res: Resolved, total: float, requested: float, weights: float, context: float, other: float,
              kv: float, blocks: int, tokens: int, max_len: int, layout: terms.KvLayout, *,
-             profiled: float = 0.0) -> Outcome:
+             profiled: float = 0.0, snapshot_context: float | None = None) -> Outcome:
     """The first check vLLM fails, in the order it runs them (graph capture, which comes last, is the caller's).
 
     ``profiled``: what the memory-profiling forward adds to the loaded weights (its activation peak and the non-torch
     memory). The profile runs after the weights load and before any KV check (V1 determine_available_memory ->
     profile_run, v1/worker/gpu_worker.py@0.19.0, also with --kv-cache-memory-bytes; Model Runner V2's profile_run,
     v1/worker/gpu/model_runner.py@0.28.0; V0 determine_num_available_blocks -> profile_run,
-    worker/worker.py@0.6.6), whatever the utilization: when it does not fit the card, the start dies there."""
+    worker/worker.py@0.6.6), whatever the utilization: when it does not fit the card, the start dies there.
+    ``snapshot_context``: what the free-memory check's snapshot sees of this process (before 0.11 V1 snapshots before
+    NCCL, ``non_torch.nccl_outside_budget``); ``context`` when not given."""
     r = res.rules
-    if r.free_memory_check and total - context - other < requested:
+    seen = context if snapshot_context is None else snapshot_context
+    if r.free_memory_check and total - seen - other < requested:
         return Outcome.FREE_MEMORY_BELOW_UTILIZATION
     if other + context + weights > total:
         return Outcome.OOM_LOADING_WEIGHTS

@@ -42,10 +42,31 @@ CONTEXT_SMALL_GPU_GIB = 0.37
 NCCL_INIT_GIB = 1.03
 
 
-def context_gib(gpu: GpuSpec, tp: int) -> float:
-    """Memory the process holds before loading weights (CUDA context, NCCL at TP >= 2)."""
+# V1 takes its memory snapshot (the free-memory check's and the budget's baseline) after the distributed init from
+# 0.11.0 (v1/worker/gpu_worker.py@0.11.0 ``init_device``: ``init_worker_distributed_environment`` then
+# ``MemorySnapshot``); before, the snapshot comes first (@0.8.5 ``init_gpu_memory``, @0.9.2, @0.10.0, @0.10.2), and so
+# does V0's baseline (worker/worker.py@0.8.5, @0.9.2, @0.10.0), so NCCL's memory is part of the profile's non-torch
+# growth (``non_torch_gib``), inside the budget.
+NCCL_BEFORE_SNAPSHOT_SINCE = (0, 11, 0)
+
+
+def context_gib(gpu: GpuSpec, tp: int, *, nccl: bool = True) -> float:
+    """Memory the process holds before loading weights (CUDA context, NCCL at TP >= 2 unless ``nccl`` is False)."""
     base = CONTEXT_BIG_GPU_GIB if gpu.total_gib >= 70 else CONTEXT_SMALL_GPU_GIB
-    return base + (NCCL_INIT_GIB if tp >= 2 else 0.0)
+    return base + (NCCL_INIT_GIB if tp >= 2 and nccl else 0.0)
+
+
+def nccl_outside_budget(res: Resolved) -> bool:
+    """Whether NCCL's init memory (``NCCL_INIT_GIB``) sits outside the KV budget, in the used memory vLLM's snapshot
+    sees: for "absolute" budgets (which count it, ``non_torch_gib``) and V1 from 0.11.0
+    (``NCCL_BEFORE_SNAPSHOT_SINCE``); for "increase" budgets before, the profile's non-torch growth holds it. Never
+    without CUDA P2P (``res.p2p`` False): vLLM then builds no custom all-reduce and NCCL's SHM transport keeps its
+    buffers in host memory (src/transport/shm.cc@v2.26.2-1, as ``non_torch_gib`` reads it). Written after the
+    capture-OOM verdicts on TP >= 2 calibration starts whose logs show the capture finished (post hoc); 1.03 GiB is
+    still the H100 NVLink figure wherever it is charged."""
+    if res.tp < 2 or res.p2p is False:
+        return False
+    return res.rules.budget == "absolute" or res.rules.version >= NCCL_BEFORE_SNAPSHOT_SINCE
 
 
 def non_torch_gib(gpu: GpuSpec, res: Resolved) -> float:

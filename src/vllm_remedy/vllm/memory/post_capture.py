@@ -1,0 +1,111 @@
+"""What the device holds while V1 captures its CUDA graphs, after the KV cache is allocated.
+
+V1 sizes the KV cache as the budget less the weights, the profile's torch peak and the non-torch growth, but the
+peak itself is not kept: ``memory_profiling`` ends with ``gc.collect()`` and ``empty_cache()`` before it measures
+(utils/__init__.py@0.10.2, @0.11.0; utils/mem_utils.py@0.19.1, @0.26.0, @0.27.1), and ``profile_run`` deletes its
+dummy outputs and clears the encoder cache first (v1/worker/gpu_model_runner.py@0.11.0). So when
+``compile_or_warm_up_model`` runs (after ``initialize_from_config`` allocated the cache, v1/worker/gpu_worker.py
+@0.10.2 through @0.32.0), the activation's room is free: the graphs outside the budget and that step's own transient
+allocations have it, plus whatever the budget left unrequested. A capture OOM needs graphs + transient above both.
+
+The step's transients, in order (gpu_worker.py ``compile_or_warm_up_model``, same order @0.10.2, @0.11.0, @0.19.1,
+@0.26.0, @0.27.1): compile-size warm-ups (none by default), ``kernel_warmup`` (on capability >= 9.0 FlashInfer's
+autotune and DeepGEMM's warm-up run a forward over max_num_batched_tokens, model_executor/warmup/kernel_warmup.py
+@0.10.2, @0.11.0, @0.26.0, @0.27.1), ``capture_model`` (eager warm-up forwards at the capture sizes, at most the
+largest), then the sampler warm-up: V1 runs ``_dummy_run(min(max_num_seqs, mnbt))`` and ``_dummy_sampler_run`` on
+those rows, the profile's sampler phase again; Model Runner V2 runs ``warmup_kernels`` (v1/worker/gpu/warmup.py
+@0.26.0): min(max_num_seqs, mnbt // 2, ...) requests with ``SamplingParams.for_sampler_warmup()``, the full float32
+sampling pipeline the profile's pass skipped before 0.33.
+
+Written after the capture-OOM verdicts on six calibration cases whose logs show the capture finished: post hoc.
+Not read, so left as they were (the whole activation stays charged): V0's capture, and V1 on capability >= 9.0 or an
+unknown card (the autotune forward reaches the profile's forward phase). Not sized: MRv2's warm-up prompt logprobs
+(one prompt token per request) and the capture's eager forwards beyond the dense MLP's values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from vllm_remedy.vllm.catalog import GIB, GpuSpec, ModelSpec
+from vllm_remedy.vllm.memory import capture, pinned, terms
+from vllm_remedy.vllm.memory.settings import EngineSettings, Resolved, resolve
+
+#: ``kernel_warmup`` runs FlashInfer's autotune (and DeepGEMM's warm-up) forward over mnbt tokens from this capability.
+AUTOTUNE_CAPABILITY = (9, 0)
+
+
+def transient_gib(model: ModelSpec, res: Resolved, capability: tuple[int, int] | None, activation: float) -> float:
+    """The largest torch allocation live above the weights, non-torch memory and KV cache while graphs are captured
+    and the sampler warmed up; ``activation`` (the profile's peak, freed before the cache) where not read."""
+    r = res.rules
+    if r.engine != "V1" or r.budget == "absolute":
+        return activation
+    dt = res.weight_dtype_bytes
+    backend = terms.mxfp4_backend(model, res, capability)
+    moe = terms._moe_gib(model, res, backend)  # from 0.11 kept between forwards (``MOE_BUFFERS_PERSIST_SINCE``)
+    extra = terms.FLOAT32_EXTRA_GIB if dt == 4 else 0.0
+    forward = _capture_forward_bytes(model, res)
+    if res.runner_v2:
+        rows = min(res.max_num_seqs, max(1, res.mnbt // 2))  # warmup_kernels: prompt of 2 tokens per request
+        if res.flashinfer_sampler:
+            per_logit = dt + 4.0 * terms.FLASHINFER_FP32_BUFFERS_PER_LOGIT
+        else:
+            per_logit = terms.V1_SAMPLER_BYTES_PER_LOGIT
+        return max(rows * model.vocab_size * per_logit, forward) / GIB + extra + moe
+    if capability is None or capability >= AUTOTUNE_CAPABILITY:
+        return activation
+    reqs = min(res.max_num_seqs, res.mnbt)
+    if res.flashinfer_sampler:
+        per_logit = dt + 4.0 * terms.FLASHINFER_FP32_BUFFERS_PER_LOGIT
+    elif r.sampler_sorts:
+        per_logit = terms.V1_SORT_SAMPLER_BYTES_PER_LOGIT
+    else:
+        per_logit = terms.V1_SAMPLER_BYTES_PER_LOGIT
+    hidden = reqs * model.hidden_size * terms.V1_FORWARD_BYTES_PER_TOKEN_HIDDEN * dt
+    sampler = reqs * model.vocab_size * per_logit + hidden
+    held = moe if r.version >= terms.MOE_BUFFERS_PERSIST_SINCE else 0.0
+    return min(activation, max(sampler, forward) / GIB + terms.V1_FORWARD_BASE_GIB + extra + held)
+
+
+def _capture_forward_bytes(model: ModelSpec, res: Resolved) -> float:
+    """A dense forward's MLP values over the largest captured batch (the capture's eager warm-ups), V0's count."""
+    tokens = min(capture.largest_capture(res), res.mnbt)
+    per_token = terms.V0_FORWARD_VALUES_PER_TOKEN * (model.intermediate_size / res.tp + model.hidden_size)
+    return tokens * per_token * res.weight_dtype_bytes
+
+
+class Predicted(Protocol):
+    """The figures of an ``Estimate`` the capture step is split from (``core`` imports this module)."""
+
+    total_gib: float
+    peak_gib: float
+    cudagraph_gib: float
+    activation_gib: float
+
+
+@dataclass(frozen=True)
+class CaptureRoom:
+    """What the capture step had on a start predicted to die there, for the message that says so: the graphs are
+    measured against ``left``, not against the card less the budget."""
+
+    unrequested: float  # the card less the budget, other processes and the context the snapshot saw
+    freed: float  # the profile's activation, freed before the KV cache (0 for a flag-sized cache: not read)
+    transient: float  # what the capture's eager warm-ups and the sampler warm-up hold besides the graphs
+
+    @property
+    def left(self) -> float:
+        """The room the graphs had."""
+        return self.unrequested + self.freed - self.transient
+
+
+def capture_room(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings, est: Predicted) -> CaptureRoom:
+    """``est``'s capture step split into its parts, from the same terms ``estimate`` added up (its peak is the card's
+    used memory at the snapshot plus the budget, plus graphs + transient - freed activation when that is positive)."""
+    res = resolve(model, gpu, settings)
+    if pinned.pinned(res):  # ``pinned.start_peak`` holds the activation at capture: nothing freed is counted
+        return CaptureRoom(est.total_gib - (est.peak_gib - est.cudagraph_gib), 0.0, 0.0)
+    transient = transient_gib(model, res, gpu.capability, est.activation_gib)
+    base = est.peak_gib - max(0.0, est.cudagraph_gib - est.activation_gib + transient)
+    return CaptureRoom(est.total_gib - base, est.activation_gib, transient)
