@@ -235,3 +235,18 @@ def act_order(config: Mapping[str, Any]) -> bool:
             return True
     return False
 
+
+def weight_block_size(config: Mapping[str, Any]) -> tuple[int, int] | None:
+    """fp8's ``weight_block_size`` [block_n, block_k] (``Fp8Config.from_config`` reads it with ``get_from_keys_or``,
+    fp8.py@0.6.6/@0.8.5; it raises unless it has two dimensions), or None: not block-quantized. Two values that are not
+    positive integers cannot be predicted."""
+    qc = config.get("quantization_config")
+    if not isinstance(qc, Mapping) or str(qc.get("quant_method", "")).lower() != "fp8":
+        return None
+    raw = qc.get("weight_block_size")
+    if raw is None:
+        return None
+    if (not isinstance(raw, list) or len(raw) != 2
+            or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in raw)):
+        raise cannot_predict(config, f"quantization_config.weight_block_size {raw!r} is not two positive integers")
+    return raw[0], raw[1]

@@ -20,6 +20,7 @@ from vllm_remedy.vllm import (
     runner_env,
     sampler_env,
 )
+from vllm_remedy.vllm.block_split import column_outputs, fp8_block_split_problem
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline.flags import canonical_key
 from vllm_remedy.vllm.cmdline.values import parse_int
@@ -403,7 +404,8 @@ def tp_split_problem(model: ModelSpec, tp: int, run: SplitRun | None = None) -> 
     layer's input per rank (``quant_config.packed_split_problem``: o_proj, and a dense model's down_proj; vLLM refuses
     it while creating the weights, in the words that problem quotes); and, with the run known, a GPTQ or
     compressed-tensors wNa16 checkpoint's the same unless a kernel of that card, dtype and release takes the split
-    (``mp_split.mp_split_problem``)."""
+    (``mp_split.mp_split_problem``); and an fp8 checkpoint's weight blocks whole on every rank
+    (``block_split.fp8_block_split_problem``)."""
     if model.num_heads % tp:
         return f"tensor-parallel-size: {tp} does not divide the model's {model.num_heads} attention heads"
     kv = model.num_kv_heads
@@ -418,7 +420,9 @@ def tp_split_problem(model: ModelSpec, tp: int, run: SplitRun | None = None) -> 
         row_parallel.append(("down_proj", model.intermediate_size))
     return (quant_config.packed_split_problem(model.quantization, model.group_size, tp, row_parallel)
             or mp_split_problem(model.mp_linear, model.act_order, model.group_size, tp, row_parallel,
-                                model.hidden_size, run))
+                                model.hidden_size, run)
+            or fp8_block_split_problem(model.weight_block_size, tp, run.version if run else None, row_parallel,
+                                       column_outputs(model, tp)))
 
 
 
