@@ -64,7 +64,8 @@ def _kernel_refusal(kind: str, act_order: bool, group: int, run: SplitRun, per_r
         return None  # Machete
     if v >= (0, 6, 6) and run.dtype == "float16" and not act_order:
         return None  # Exllama
-    machete = "Machete needs capability 9.0" if cap != (9, 0) else "Machete does not take this shape"
+    machete = ("Machete needs capability 9.0" if cap != (9, 0) else "Machete refuses act order on a split input"
+               if act_order else "Machete does not take this shape or group")
     exllama = ("Exllama arrives in 0.6.6" if v < (0, 6, 6) else "Exllama refuses act order on a split input"
                if act_order else f"Exllama runs only float16, not {run.dtype}")
     return f"no kernel takes it: Marlin needs whole groups per GPU, {machete}, {exllama} (choose_mp_linear_kernel)"
