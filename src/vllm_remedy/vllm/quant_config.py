@@ -166,11 +166,8 @@ def packed_split_problem(method: str | None, group: int | None, tp: int,
     release, which this rule does not receive, so they are not judged; nor are routed experts (FusedMoE's own methods)
     or a group size the checkpoint does not state (``AssumedGroupSize``).
 
-    GPTQ and compressed-tensors w4a16 are not judged either: from 0.6.2 their layers pick a kernel with
-    ``choose_mp_linear_kernel`` (quantization/kernels/__init__.py@0.6.3, kernels/linear/__init__.py@0.34.0), and when
-    Marlin refuses the split Machete (capability 9.0, ``check_machete_supports_shape``: input per rank a multiple of 64)
-    or, from 0.6.6, Exllama (float16 activations; ``can_implement`` checks the full input, not the rank's) may take the
-    layer; whether one does hangs on the card, the run dtype and the release."""
+    GPTQ and compressed-tensors w4a16 are judged apart (``mp_split``): from 0.6.2 their layers pick a kernel with
+    ``choose_mp_linear_kernel``, so whether the split is refused hangs on the card, the run dtype and the release."""
     if method not in _AWQ_METHODS or group is None or isinstance(group, AssumedGroupSize) or tp <= 1:
         return None
     for name, channels in row_parallel:
