@@ -99,6 +99,9 @@ class ModelSpec:
     vit_family: str = ""  # "qwen2_vl" or "qwen2_5_vl" (gated SiLU MLP, RMSNorm): the blocks differ
     # What vLLM's max-length check reads from config.json (``vllm.model_len``); None: a spec not built from one.
     length: hf_config.LengthFacts | None = None
+    mp_linear: str | None = None  # GPTQ / compressed-tensors wNa16 kernel path (quant_config.mp_linear)
+    act_order: bool = False  # the packed weights carry a g_idx (quant_config.act_order)
+    weight_block_size: tuple[int, int] | None = None  # fp8 [block_n, block_k] (quant_config.weight_block_size)
 
     @property
     def is_moe(self) -> bool:
@@ -168,6 +171,9 @@ class ModelSpec:
             quantized_scope=quant_config.quantized_scope(text),
             zero_points=quant_config.zero_points(text),
             group_size=quant_config.group_size(text),
+            mp_linear=quant_config.mp_linear(text),
+            act_order=quant_config.act_order(text),
+            weight_block_size=quant_config.weight_block_size(text),
             expert_params_b=counts.experts / 1e9,
             vision_params_b=vision_params / 1e9,
             vision_hidden=tower.hidden if tower else 0,

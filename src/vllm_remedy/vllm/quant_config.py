@@ -166,11 +166,8 @@ def packed_split_problem(method: str | None, group: int | None, tp: int,
     release, which this rule does not receive, so they are not judged; nor are routed experts (FusedMoE's own methods)
     or a group size the checkpoint does not state (``AssumedGroupSize``).
 
-    GPTQ and compressed-tensors w4a16 are not judged either: from 0.6.2 their layers pick a kernel with
-    ``choose_mp_linear_kernel`` (quantization/kernels/__init__.py@0.6.3, kernels/linear/__init__.py@0.34.0), and when
-    Marlin refuses the split Machete (capability 9.0, ``check_machete_supports_shape``: input per rank a multiple of 64)
-    or, from 0.6.6, Exllama (float16 activations; ``can_implement`` checks the full input, not the rank's) may take the
-    layer; whether one does hangs on the card, the run dtype and the release."""
+    GPTQ and compressed-tensors w4a16 are judged apart (``mp_split``): from 0.6.2 their layers pick a kernel with
+    ``choose_mp_linear_kernel``, so whether the split is refused hangs on the card, the run dtype and the release."""
     if method not in _AWQ_METHODS or group is None or isinstance(group, AssumedGroupSize) or tp <= 1:
         return None
     for name, channels in row_parallel:
@@ -187,3 +184,66 @@ def vllm_exception(problem: str) -> str | None:
     rehearsal pod renders vLLM's words, the tools print the problem."""
     head, _, said = problem.partition(_SAYS)
     return said if said and head.startswith("tensor-parallel-size:") else None
+
+
+def mp_linear(config: Mapping[str, Any]) -> str | None:
+    """Which mixed-precision path a checkpoint's linear layers take (``mp_split``), or None: "gptq_marlin" for a GPTQ
+    config ``GPTQMarlinConfig.is_gptq_marlin_compatible`` converts (bits 4 or 8, ``sym`` true, ``desc_act`` stated,
+    group -1/32/64/128: gptq_marlin.py@0.12.0, utils/marlin_utils.py ``MARLIN_SUPPORTED_GROUP_SIZES``), "gptq" for
+    any other GPTQ config, "wna16" for compressed-tensors' ``CompressedTensorsWNA16`` (a weight group with strategy
+    group or channel, no input activations, static, pack-quantized: ``_is_wNa16_group_channel``,
+    compressed_tensors.py@0.12.0) when symmetric; asymmetric ones (zero points change which kernels apply) are not
+    judged."""
+    qc = config.get("quantization_config")
+    if not isinstance(qc, Mapping):
+        return None
+    method = str(qc.get("quant_method", "")).lower()
+    if method in ("gptq", "gptq_marlin"):
+        marlin = (qc.get("bits") in (4, 8) and qc.get("sym") is True and qc.get("desc_act") is not None
+                  and qc.get("group_size") in (-1, 32, 64, 128))
+        return "gptq_marlin" if marlin else "gptq"
+    if method != "compressed-tensors":
+        return None
+    groups = qc.get("config_groups")
+    for group in groups.values() if isinstance(groups, Mapping) else ():
+        weights = group.get("weights") if isinstance(group, Mapping) else None
+        if not isinstance(weights, Mapping) or group.get("input_activations") is not None:
+            continue
+        fmt = str(group.get("format") or qc.get("format") or "")
+        if (str(weights.get("strategy", "")).lower() in ("group", "channel") and not weights.get("dynamic")
+                and str(weights.get("type", "int")).lower() == "int" and fmt == "pack-quantized"
+                and weights.get("num_bits") in (4, 8)):
+            return "wna16" if weights.get("symmetric") is True else None
+    return None
+
+
+def act_order(config: Mapping[str, Any]) -> bool:
+    """Whether the packed weights carry a ``g_idx`` (GPTQ ``desc_act``; compressed-tensors ``actorder: group``, which
+    ``CompressedTensorsWNA16`` maps to ``has_g_idx``): Machete and Exllama refuse it on a split input."""
+    qc = config.get("quantization_config")
+    if not isinstance(qc, Mapping):
+        return False
+    if qc.get("desc_act") is True:
+        return True
+    groups = qc.get("config_groups")
+    for group in groups.values() if isinstance(groups, Mapping) else ():
+        weights = group.get("weights") if isinstance(group, Mapping) else None
+        if isinstance(weights, Mapping) and str(weights.get("actorder") or "").lower() == "group":
+            return True
+    return False
+
+
+def weight_block_size(config: Mapping[str, Any]) -> tuple[int, int] | None:
+    """fp8's ``weight_block_size`` [block_n, block_k] (``Fp8Config.from_config`` reads it with ``get_from_keys_or``,
+    fp8.py@0.6.6/@0.8.5; it raises unless it has two dimensions), or None: not block-quantized. Two values that are not
+    positive integers cannot be predicted."""
+    qc = config.get("quantization_config")
+    if not isinstance(qc, Mapping) or str(qc.get("quant_method", "")).lower() != "fp8":
+        return None
+    raw = qc.get("weight_block_size")
+    if raw is None:
+        return None
+    if (not isinstance(raw, list) or len(raw) != 2
+            or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in raw)):
+        raise cannot_predict(config, f"quantization_config.weight_block_size {raw!r} is not two positive integers")
+    return raw[0], raw[1]

@@ -19,7 +19,7 @@ from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.memory import EngineSettings, resolve
 from vllm_remedy.vllm.memory.capture import MIN_CAPTURE, capture_flag, largest_capture
 from vllm_remedy.vllm.memory.pinned import UNPINNED, pinned
-from vllm_remedy.vllm.memory.settings import engine_rules, tp_split_problem
+from vllm_remedy.vllm.memory.settings import engine_rules, split_run, tp_split_problem
 
 UTIL_STEP = 0.01
 _CONSUMER = ("geforce", "rtx")
@@ -118,17 +118,20 @@ def kv_fp8(ctx: Context, s: EngineSettings, gpu: GpuSpec) -> list[Variant]:
     return [Variant(fp8, gpu)]
 
 
-def tp_sizes(model: ModelSpec, lo: int, hi: int) -> list[int]:
+def tp_sizes(model: ModelSpec, lo: int, hi: int, gpu: GpuSpec | None = None,
+             s: EngineSettings | None = None) -> list[int]:
     """TP sizes vLLM accepts for this model (``settings.tp_split_problem``, the rule the estimator refuses by): heads,
-    KV heads and intermediate width split evenly, and no AWQ group straddling two GPUs (``quant_config``)."""
-    return [t for t in range(lo, hi + 1) if tp_split_problem(model, t) is None]
+    KV heads and intermediate width split evenly, and no AWQ group straddling two GPUs (``quant_config``); with the
+    card and the running flags, no GPTQ-style group split that no kernel of that card, dtype and release takes."""
+    run = split_run(model, gpu, s) if gpu is not None and s is not None else None
+    return [t for t in range(lo, hi + 1) if tp_split_problem(model, t, run) is None]
 
 
 def tensor_parallel(ctx: Context, s: EngineSettings, gpu: GpuSpec) -> list[Variant]:
     """TP sizes above the running one that vLLM accepts, within policy and the node's GPU count when known;
     smallest first, so the ladder takes 2 GPUs before 4."""
     lim = ctx.limits
-    sizes = tp_sizes(ctx.model, max(s.tp + 1, lim.tp_min), lim.tp_max)
+    sizes = tp_sizes(ctx.model, max(s.tp + 1, lim.tp_min), lim.tp_max, gpu, s)
     return [Variant(dataclasses.replace(s, tp=t), gpu) for t in sizes]
 
 

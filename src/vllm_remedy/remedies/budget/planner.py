@@ -23,7 +23,7 @@ from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate, resolve
 from vllm_remedy.vllm.memory.capture import capture_flag
 from vllm_remedy.vllm.memory.core import batch_refused
 from vllm_remedy.vllm.memory.pinned import UNPIN_NOTE, UNPINNED, lifted, pinned, pinned_notes
-from vllm_remedy.vllm.memory.settings import KV_MARGIN_PERCENTILE
+from vllm_remedy.vllm.memory.settings import KV_MARGIN_PERCENTILE, split_run, tp_split_problem
 from vllm_remedy.vllm.outcomes import Failure, Outcome
 from vllm_remedy.vllm.versions import rules
 
@@ -142,12 +142,12 @@ def _base(req: BudgetRequest, lim: Limits, notes: list[str]) -> tuple[EngineSett
             problems.append(f"{name} {value} is outside the policy's bounds")
             changes[name.replace("-", "_")] = clamped
     if s.tp < lim.tp_min or s.tp > lim.tp_max:
-        inside = tp_sizes(req.model, lim.tp_min, lim.tp_max)
+        inside = tp_sizes(req.model, lim.tp_min, lim.tp_max, req.gpu, s)
         problems.append(f"tensor-parallel-size {s.tp} is outside [{lim.tp_min}, {lim.tp_max}]")
         if inside:
             changes["tp"] = min(inside, key=lambda t: abs(t - s.tp))
         else:
-            notes.append("no tensor-parallel-size within the bounds divides the model's heads")
+            notes.append("no tensor-parallel-size within the bounds: " + _tp_refusals(req, lim.tp_min, lim.tp_max))
     if dtype_support.refused(req.model.dtype, s.dtype, req.gpu.capability, s.version):  # vLLM refuses it on this card
         problems.append(f"dtype {dtype_support.resolved(req.model.dtype, s.dtype, req.gpu.capability, s.version)} is "
                         f"refused on {req.gpu.product} (compute capability below 8.0): --dtype float16")
@@ -276,19 +276,32 @@ def _batch_refused(req: BudgetRequest) -> bool:
         return False
 
 
+def _tp_refusals(req: BudgetRequest, lo: int, hi: int) -> str:
+    """Why no TP size from ``lo`` to ``hi`` is offered: the heads sentence when heads or KV heads ruled every size out,
+    otherwise each size's refusal in ``tp_split_problem``'s words (the intermediate width, a quantization group split
+    across GPUs), so the note names the rule that dropped it."""
+    run = split_run(req.model, req.gpu, req.settings)
+    reasons = [r for t in range(lo, hi + 1) if (r := tp_split_problem(req.model, t, run))]
+    heads = f"{req.model.num_heads} attention / {req.model.num_kv_heads} KV heads"
+    others = [r for r in reasons if " attention heads" not in r and " KV heads " not in r]
+    if not others:
+        return f"no size from {lo} to {hi} GPUs divides {heads}"
+    return "; ".join(others) + (f"; no other size from {lo} to {hi} GPUs divides {heads}"
+                                if len(others) < len(reasons) else "")
+
+
 def _lever_notes(req: BudgetRequest, lim: Limits, rungs: list[Rung], graphs: bool) -> list[str]:
     """Why a lever is absent when it was never allowed to appear (not when a smaller rung beat it)."""
     out = []
     if lim.fp8_why_not and not req.settings.kv_cache_dtype.startswith("fp8"):
         out.append(f"kv-cache-dtype fp8 not offered: {lim.fp8_why_not}")
-    if not tp_sizes(req.model, max(req.settings.tp + 1, lim.tp_min), lim.tp_max):
+    if not tp_sizes(req.model, max(req.settings.tp + 1, lim.tp_min), lim.tp_max, req.gpu, req.settings):
         if lim.tp_max <= req.settings.tp:  # the bound itself, not the heads, rules it out
             out.append(f"tensor-parallel-size above {req.settings.tp} not offered: at most {lim.tp_max} GPU(s) per "
                        "pod (policy flags.tensor-parallel-size.max, or the GPUs of the largest node)")
         else:
-            out.append(f"tensor-parallel-size above {req.settings.tp} not offered: no size from "
-                       f"{req.settings.tp + 1} to {lim.tp_max} GPUs divides {req.model.num_heads} attention / "
-                       f"{req.model.num_kv_heads} KV heads")
+            out.append(f"tensor-parallel-size above {req.settings.tp} not offered: "
+                       + _tp_refusals(req, max(req.settings.tp + 1, lim.tp_min), lim.tp_max))
     unknown = [p for p in lim.products if catalog.find_gpu(p) is None]
     if unknown:
         out.append(f"policy GPU products not in the catalog (skipped): {', '.join(unknown)}")
