@@ -169,7 +169,10 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
         words = [(o.name, None) for o in cmd.options if _without_value(o)] + list(flags.items())
     bare = [t.value for t in cmd.positionals]
     judged = cmd.entrypoint.endswith(" serve") or cmd.entrypoint == "image default" or "api_server" in cmd.entrypoint
-    bare = bare if judged and not any("$" in w or "{{" in w for w in bare) else []
+    # exec-form argv reached here as the kubelet expanded it (``$$(X)`` is the literal ``$(X)``, an undefined ``$(X)``
+    # stays as written): vLLM gets those words, so they are judged; a script's are the shell's, not modelled
+    hidden = cmd.script is not None and any("$" in w or "{{" in w for w in bare)
+    bare = bare if judged and not hidden else []
     # a boolean written --flag=text: argparse refuses the explicit value ("ignored explicit argument"); only the
     # `=` forms, as a bare boolean's value in ``flags`` is the tools' reading, not what was written
     booleans = [(o.name, o.flag.attached) for o in cmd.options
