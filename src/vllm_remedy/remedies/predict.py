@@ -173,13 +173,18 @@ def _shortfall(server: ServerCommand, resource: str) -> str | None:
 
 
 def ray_group(flags: Mapping[str, str]) -> bool:
-    """Whether the template's engine spans a Ray cluster beyond its pod: ``--distributed-executor-backend ray``, how a
-    LeaderWorkerSet leader runs (the vLLM docs' LWS example). vLLM then places its workers on the Ray cluster's GPUs
-    instead of refusing a world size above the pod's (ParallelConfig raises "World size (N) is larger than the number
-    of available GPUs" for the ``mp`` backend only), so the pod's own GPU limit says nothing. The restore and evidence
-    paths predict a LeaderWorkerSet's leader template without naming its kind, hence this reading."""
+    """Whether the template's engine spans nodes beyond its pod: ``--distributed-executor-backend ray``, how a
+    LeaderWorkerSet leader runs (the vLLM docs' LWS example), or ``--nnodes`` above 1 (the multiprocessing backend's
+    multi-node form). vLLM's world-size refusal names exactly these two ways out ("If this is intentional and you are
+    using: - ray, set '--distributed-executor-backend ray'. - multiprocessing, set '--nnodes' appropriately."), so the
+    pod's own GPU limit says nothing then. The restore and evidence paths predict a LeaderWorkerSet's leader template
+    without naming its kind, hence this reading."""
     norm = {canonical_key(k): str(v).strip() for k, v in flags.items()}
-    return norm.get("distributed-executor-backend") == "ray"
+    try:
+        nodes = int(norm.get("nnodes", "1"))
+    except ValueError:
+        nodes = 1
+    return norm.get("distributed-executor-backend") == "ray" or nodes > 1
 
 
 def _sized_flags(flags: Mapping[str, str], group: bool) -> dict[str, str]:
