@@ -48,6 +48,7 @@ from vllm_remedy.vllm import catalog, engine_env, resolved
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS
 from vllm_remedy.vllm.memory import EngineSettings
 from vllm_remedy.vllm.outcomes import Failure
+from vllm_remedy.vllm.parallel import layout_fix, pod_shortfall
 from vllm_remedy.vllm.versions import version_from_image
 
 BUDGET = "budget"
@@ -200,6 +201,14 @@ def smallest_fix(gpu: str | None = None, target_concurrency: float | None = None
     template = template_of(deployment)
     picture = host.get_fact(NodeObjects)  # one read of every node and GPU pod serves the planner and each rung
     try:
+        # vLLM stops before sizing memory when the pod's GPUs cannot hold its engine: no budget rung is a fix, and
+        # the planner (which splits the model over TP ranks the pod lacks) would call the start a fit
+        server = server_of(template, ctx.container)
+        resource = ctx.policy.gpu.resource
+        if (short := pod_shortfall(server.flags, server.container, server.image, resource)) is not None:
+            yield from refuse(state, host, f"{ctx.where}: predicted to fail: {short}; no budget change fixes it: "
+                              f"{layout_fix(resource)}")
+            return
         plan, product = plan_for(ctx, template, gpu, target_concurrency, picture)
         rules = rules_note(version_from_image(server_of(template, ctx.container).image))
         if plan.verdict == "no_change_needed":

@@ -19,13 +19,13 @@ from vllm_remedy.remedies.budget import spelling
 from vllm_remedy.remedies.budget.limits import margin_shortfall
 from vllm_remedy.vllm import catalog, dtype_support, engine_env, model_len, quant_support, resolved
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS, GpuSpec, ModelSpec
-from vllm_remedy.vllm.cmdline import find_server, unrecognized
+from vllm_remedy.vllm.cmdline import ServerCommand, canonical_key, find_server, unrecognized
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate
 from vllm_remedy.vllm.memory.config_values import ConfigRefused
 from vllm_remedy.vllm.memory.occurrences import overridden_refusal
 from vllm_remedy.vllm.memory.settings import KV_ESTIMATE_MARGIN, engine_rules
 from vllm_remedy.vllm.outcomes import Failure, Outcome, has_cache, no_cache, sized_json
-from vllm_remedy.vllm.parallel import group_flags
+from vllm_remedy.vllm.parallel import container_gpus, group_flags, pod_shortfall
 from vllm_remedy.vllm.versions import rules, version_from_image
 
 
@@ -46,12 +46,17 @@ class Prediction:
     #: No estimate because vLLM's config classes refuse a literal value (``memory.config_values``; ``note`` quotes
     #: them): ``config_refused``, a certain failure before anything loads.
     config_refused: bool = False
+    #: vLLM stops before sizing any memory because the pod's GPUs cannot hold its engine (``vllm.parallel``'s
+    #: ``pod_shortfall``, in words): a certain failure, whatever the card.
+    layout: str = ""
 
     @property
     def outcome(self) -> str:
         """The predicted start (``Estimate.start``: a graph-capture OOM after vLLM's checks pass is named, not called
         ``fits``), ``argument_refused`` when vLLM's parser stops it, ``unknown`` without an estimate otherwise, so JSON
         always carries a string."""
+        if self.layout:
+            return Failure.WORLD_SIZE_EXCEEDS_GPUS.value
         if self.estimate is None:
             if self.config_refused:
                 return Failure.CONFIG_REFUSED.value
@@ -60,6 +65,8 @@ class Prediction:
 
     def line(self) -> str:
         """One line for the operator, e.g. ``prediction on NVIDIA-L40S: fits — 197,840 KV tokens, ...``."""
+        if self.layout:
+            return f"prediction{f' on {self.gpu}' if self.gpu else ''}: {self.outcome} — {self.layout}"
         if self.estimate is None:
             return f"no prediction: {self.note}"
         e = self.estimate
@@ -104,11 +111,16 @@ def pinned_gpu(spec: Mapping[str, Any]) -> str | None:
 
 
 def predict_template(template: Mapping[str, Any], container: str | None = None,
-                     gpu: str | None = None, other_process_gib: float | None = None) -> Prediction:
+                     gpu: str | None = None, other_process_gib: float | None = None, *, group: bool | None = None,
+                     resource: str = "nvidia.com/gpu") -> Prediction:
     """Predict the start of ``template``'s vLLM server on its pinned GPU (or ``gpu`` when given).
 
     ``other_process_gib`` is GPU memory another process already holds on the card, when known (a game
-    day knows what its fault holds; a live cluster does not say).
+    day knows what its fault holds; a live cluster does not say). ``group``: the leader of a multi-node group
+    (LeaderWorkerSet), whose pipeline stages are sized as tensor-parallel ranks over the group's GPUs
+    (``vllm.parallel.group_flags``); None reads it from the template (:func:`ray_group`). A single pod is judged as
+    vLLM starts it: an engine wider than the pod's ``resource`` limit (or no limit) fails before any memory is sized
+    (``layout``), and pipeline stages are "cannot predict" (``vllm.memory.pipeline``).
     """
     spec = dict(template.get("spec") or {})
     try:
@@ -118,6 +130,9 @@ def predict_template(template: Mapping[str, Any], container: str | None = None,
     # every prediction of this image names its rules, an estimate or none (JSON ``rules``: not "modelled" for 0.35.0)
     note = rules_note(version_from_image(server.image))
     label = gpu or pinned_gpu(spec)
+    group = ray_group(server.flags) if group is None else group
+    if not group and (short := _shortfall(server, resource)) is not None:
+        return Prediction(label, None, short, rules=note, layout=short)
     if label is None:
         return Prediction(None, None, "the template pins no GPU product, so the card is the scheduler's choice",
                           rules=note)
@@ -132,7 +147,7 @@ def predict_template(template: Mapping[str, Any], container: str | None = None,
         return Prediction(card.product, None, str(exc) if known else f"model {server.model} is not in the catalog",
                           rules=note)
     try:
-        flags = group_flags(server.flags)  # pipeline stages split the model like tensor-parallel ranks
+        flags = _sized_flags(server.flags, group)
         inputs = {"other-process-gib": str(other_process_gib)} if other_process_gib else {}
         inputs.update(engine_env.env_inputs(server.container))  # VLLM_ALLOW_LONG_MAX_MODEL_LEN, VLLM_USE_V1
         version = version_from_image(server.image)
@@ -153,8 +168,37 @@ def predict_template(template: Mapping[str, Any], container: str | None = None,
     except ConfigRefused as exc:  # a literal vLLM's config classes refuse: a certain failure, in their words
         return Prediction(card.product, None, exc.phrase, rules=note, config_refused=True)
     except UserError as exc:  # a spelling the release's parser refuses (16Ki) is a refused start, not an unknown
-        refused = bool(spelling.respell(group_flags(server.flags), version_from_image(server.image))[1])
+        refused = bool(spelling.respell(_sized_flags(server.flags, group), version_from_image(server.image))[1])
         return Prediction(card.product, None, str(exc), rules=note, refused=refused)
+
+
+def _shortfall(server: ServerCommand, resource: str) -> str | None:
+    """Why the pod's GPUs cannot hold its engine (``pod_shortfall``) when its container names a GPU count; a template
+    without one (no limit: "No CUDA GPUs are available") keeps its memory prediction here, as before — ``check``,
+    ``plan`` and ``drift`` judge that case on the manifest, and templates written without resources are common input."""
+    gpus = container_gpus(server.container, resource)
+    return pod_shortfall(server.flags, server.container, server.image, resource) if gpus and gpus > 0 else None
+
+
+def ray_group(flags: Mapping[str, str]) -> bool:
+    """Whether the template's engine spans nodes beyond its pod: ``--distributed-executor-backend ray``, how a
+    LeaderWorkerSet leader runs (the vLLM docs' LWS example), or ``--nnodes`` above 1 (the multiprocessing backend's
+    multi-node form). vLLM's world-size refusal names exactly these two ways out ("If this is intentional and you are
+    using: - ray, set '--distributed-executor-backend ray'. - multiprocessing, set '--nnodes' appropriately."), so the
+    pod's own GPU limit says nothing then. The restore and evidence paths predict a LeaderWorkerSet's leader template
+    without naming its kind, hence this reading."""
+    norm = {canonical_key(k): str(v).strip() for k, v in flags.items()}
+    try:
+        nodes = int(norm.get("nnodes", "1"))
+    except ValueError:
+        nodes = 1
+    return norm.get("distributed-executor-backend") == "ray" or nodes > 1
+
+
+def _sized_flags(flags: Mapping[str, str], group: bool) -> dict[str, str]:
+    """The flags the memory model sizes: a group's pipeline stages split the model like tensor-parallel ranks (the
+    existing approximation for LeaderWorkerSets); a single pod's stay as written, which the estimate calls unknown."""
+    return group_flags(flags) if group else dict(flags)
 
 
 def config_refusal(model: ModelSpec, card: GpuSpec, settings: EngineSettings) -> str | None:
@@ -188,6 +232,8 @@ def failed_prediction(prediction: Prediction) -> str | None:
 
     A start the estimator calls ``fits`` whose peak still exceeds the card is treated as a failure too.
     """
+    if prediction.layout:
+        return f"predicted {prediction.outcome}: {prediction.layout}"
     e = prediction.estimate
     if e is None:
         return None

@@ -22,7 +22,7 @@ from vllm_remedy.vllm.cmdline.parse import Option
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, Resolved, estimate, resolve
 from vllm_remedy.vllm.memory.config_values import ConfigRefused
 from vllm_remedy.vllm.outcomes import Outcome
-from vllm_remedy.vllm.parallel import group_flags, local_engines, world_size
+from vllm_remedy.vllm.parallel import group_flags, local_engines, parallel_sizes, world_size
 from vllm_remedy.vllm.startup_log import config_refusal
 from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version, version_from_image
 
@@ -49,6 +49,9 @@ class Launch:
     utilization_set: bool = True
     # False when the image names no vLLM version (:latest, a digest): the log then says the newest rules were used
     version_named: bool = True
+    # --tensor-parallel-size and --pipeline-parallel-size as the arguments set them, for the log's arguments and config
+    # lines (``settings`` holds a multi-node group's TP × PP as its tensor-parallel split)
+    parallel: tuple[int, int] = (1, 1)
 
 
 @dataclass(frozen=True)
@@ -167,7 +170,10 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
         words = [(o.name, None) for o in cmd.options if _without_value(o)] + list(flags.items())
     bare = [t.value for t in cmd.positionals]
     judged = cmd.entrypoint.endswith(" serve") or cmd.entrypoint == "image default" or "api_server" in cmd.entrypoint
-    bare = bare if judged and not any("$" in w or "{{" in w for w in bare) else []
+    # exec-form argv reached here as the kubelet expanded it (``$$(X)`` is the literal ``$(X)``, an undefined ``$(X)``
+    # stays as written): vLLM gets those words, so they are judged; a script's are the shell's, not modelled
+    hidden = cmd.script is not None and any("$" in w or "{{" in w for w in bare)
+    bare = bare if judged and not hidden else []
     # a boolean written --flag=text: argparse refuses the explicit value ("ignored explicit argument"); only the
     # `=` forms, as a bare boolean's value in ``flags`` is the tools' reading, not what was written
     booleans = [(o.name, o.flag.attached) for o in cmd.options
@@ -250,7 +256,8 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
         resolved, result = resolve(spec, gpu, settings), estimate(spec, gpu, settings)
     served = str(flags.get("served-model-name") or model_id).split()[0]
     return Launch(version, model_id, served, spec, gpu, settings, resolved, result, revision=flags.get("revision"),
-                  utilization_set=any(canonical_key(k) == "gpu-memory-utilization" for k in cmd.flags))
+                  utilization_set=any(canonical_key(k) == "gpu-memory-utilization" for k in cmd.flags),
+                  parallel=parallel_sizes(flags))
 
 
 def _minus_one_without_auto_fit(flags: Mapping[str, str], version: str) -> bool:

@@ -95,7 +95,7 @@ def render(launch: Launch, failure: Failure, started: datetime, detail: dict[str
         revision=launch.revision, utilization_set=_listed_utilization(launch),
         max_model_len_arg=launch.settings.max_model_len, long_len=_long_len(launch), typed=_typed(launch),
         runner_v2=res.runner_v2, free_at_start_gib=_free_at_start(launch),
-        derived_max_model_len=launch.model.max_model_len, pinned=flag_sized.log_pins(launch),
+        derived_max_model_len=launch.model.max_model_len, pinned=flag_sized.log_pins(launch), parallel=launch.parallel,
         engine=res.rules.engine.lower()))  # the engine that runs: V0 where VLLM_USE_V1=0 or a fallback selects it
 
 

@@ -43,7 +43,7 @@ def render_startup_log(version: str, *, model: str, tp_size: int = 1, weights_gi
                        max_model_len_arg: int | None = 0, long_len: dict[str, Any] | None = None,
                        typed: dict[str, Any] | None = None, runner_v2: bool = False,
                        free_at_start_gib: float | None = None, derived_max_model_len: int | None = None,
-                       pinned: dict[str, Any] | None = None) -> str:
+                       pinned: dict[str, Any] | None = None, parallel: tuple[int, int] | None = None) -> str:
     """A realistic log of one start of ``version`` that ends in ``failure``.
 
     Figures a version does not print are simply not in its log. ``failure_detail`` supplies the
@@ -63,6 +63,8 @@ def render_startup_log(version: str, *, model: str, tp_size: int = 1, weights_gi
     advisory (INFO from 0.26). ``derived_max_model_len``: the model's own length, which auto-fit reduces from.
     ``pinned``: a flag sizes the cache (``pinned_lines``: ``kv_cache_memory_bytes``, ``num_gpu_blocks_override``,
     ``profiled_blocks``, ``budget_gib``, ``free_gib``); 0.34 then has no extensible cache and checks free memory again.
+    ``parallel``: --tensor-parallel-size and --pipeline-parallel-size as the arguments set them, for the arguments and
+    config lines (None: ``tp_size`` and 1); ``tp_size`` stays the ranks that log, TP × PP for a multi-node group.
     """
     pins = dict(pinned or {})
     ver = parse_version(version)
@@ -95,7 +97,7 @@ def render_startup_log(version: str, *, model: str, tp_size: int = 1, weights_gi
               gpu_memory_utilization, enforce_eager,
               max_num_seqs=max_num_seqs, revision=revision, utilization_set=utilization_set,
               typed_len=max_model_len if max_model_len_arg == 0 else max_model_len_arg, engine_line=not at_config,
-              long_len=long_len, typed=typed or {})
+              long_len=long_len, typed=typed or {}, parallel=parallel or (tp_size, 1))
     if failure is Failure.CONFIG_REFUSED:  # the scheduler config's batched-tokens check (V0, no chunked prefill)
         config_refusal.write_batch_refusal(w, max_model_len, detail)
         return _text(w)
@@ -203,12 +205,15 @@ def _emit(w: Writer, kind: str, figures: dict[str, Any], *, ranks: bool = False)
 def _preamble(w: Writer, version: str, model: str, tp: int, max_len: int, util: float, eager: bool, *,
               max_num_seqs: int | None = None, revision: str | None = None, utilization_set: bool = True,
               typed_len: int | None = None, engine_line: bool = True,
-              long_len: dict[str, Any] | None = None, typed: dict[str, Any] | None = None) -> None:
+              long_len: dict[str, Any] | None = None, typed: dict[str, Any] | None = None,
+              parallel: tuple[int, int] | None = None) -> None:
     """Banner, arguments line and the engine's config line. The dict of 0.9+ lists only non-default arguments in the
     parser's order (model config, parallel, cache, scheduler): dtype before revision (from 0.9; after it in the older
     Namespace), revision before max_model_len, kv_cache_dtype after the utilization, max_num_batched_tokens before
     max_num_seqs, as real logs show. The arguments carry --max-model-len as typed (``typed_len``), the config line the
-    length the engine resolved (``max_len``)."""
+    length the engine resolved (``max_len``). ``parallel``: the arguments' (TP, PP), which both lines print as set
+    (the engine's config prints the pipeline stages it was given, not 1), else (``tp``, 1)."""
+    tp, pp = parallel or (tp, 1)
     if w.v < (0, 25, 0):
         w.log("api", f"vLLM API server version {version}", source="api_server.py")
     if w.v >= (0, 15, 0):
@@ -226,6 +231,8 @@ def _preamble(w: Writer, version: str, model: str, tp: int, max_len: int, util: 
             args["max_model_len"] = typed_len
         if utilization_set:  # an unset flag is not a non-default arg, whatever the release's default
             args["gpu_memory_utilization"] = util
+        if pp > 1:  # EngineArgs lists the pipeline size before the tensor-parallel size
+            args["pipeline_parallel_size"] = pp
         if tp > 1:
             args["tensor_parallel_size"] = tp
         if eager:
@@ -261,7 +268,7 @@ def _preamble(w: Writer, version: str, model: str, tp: int, max_len: int, util: 
           f"tokenizer='{model}', skip_tokenizer_init=False, tokenizer_mode=auto, revision={revision}, "
           f"trust_remote_code=False, dtype=torch.{torch_dtype}, max_seq_len={max_len}, "
           f"download_dir=None, "
-          f"load_format=auto, tensor_parallel_size={tp}, pipeline_parallel_size=1, "
+          f"load_format=auto, tensor_parallel_size={tp}, pipeline_parallel_size={pp}, "
           f"disable_custom_all_reduce=False, quantization=None, enforce_eager={eager}, "
           f"kv_cache_dtype={extra.get('kv_cache_dtype') or 'auto'}, "
           f"seed=0, served_model_name={model}", source="core.py" if w.engine == "v1" else "llm_engine.py")
