@@ -40,6 +40,9 @@ class GpuSpec:
     compute_capability: str
     fp8: bool
     memory_mib: int
+    # What one vLLM process holds on the card before loading weights (CUDA context), read from logs' "Free memory on
+    # device (free/total) on startup" lines of TP-1 starts with no other process; None where none was read.
+    context_gib: float | None = None
 
     @property
     def capability(self) -> tuple[int, int] | None:
@@ -52,7 +55,8 @@ class GpuSpec:
 
     def with_total(self, total_gib: float) -> GpuSpec:
         """The same card with a measured total (``--gpu-memory-gib``)."""
-        return GpuSpec(self.product, float(total_gib), self.compute_capability, self.fp8, self.memory_mib)
+        return GpuSpec(self.product, float(total_gib), self.compute_capability, self.fp8, self.memory_mib,
+                       self.context_gib)
 
 
 @dataclass(frozen=True)
@@ -219,6 +223,7 @@ def _gpu_index() -> dict[str, GpuSpec]:
             compute_capability=cc,
             fp8=(major, minor) >= (8, 9),
             memory_mib=int(entry["memory_mib"]),
+            context_gib=float(entry["context_gib"]) if entry.get("context_gib") is not None else None,
         )
         for label in [entry["product"], *entry.get("labels", [])]:
             index[label.lower()] = spec
@@ -243,7 +248,7 @@ def find_gpu(label: str) -> GpuSpec | None:
         # A MIG slice exposes roughly its nominal GB; 0.93 GiB per GB keeps the estimate on the safe side.
         gib = round(int(mig.group("gb")) * 0.93, 2)
         return GpuSpec(f"{parent.product}-MIG-{mig.group('g')}g.{mig.group('gb')}gb", gib,
-                       parent.compute_capability, parent.fp8, int(int(mig.group("gb")) * 1000))
+                       parent.compute_capability, parent.fp8, int(int(mig.group("gb")) * 1000), parent.context_gib)
     return None
 
 

@@ -24,6 +24,10 @@ from vllm_remedy.vllm.catalog import ModelSpec
 
 #: V0's default: on above this length (``use_long_context = max_model_len > 32768``).
 LONG_CONTEXT = 32768
+#: Before this release chunked prefill is off unless the flag turns it on (``enable_chunked_prefill: bool = False``,
+#: engine/arg_utils.py@0.4.1, @0.4.2, @0.5.0.post1; the long-context default is in @0.5.3.post1; 0.5.1 and 0.5.2 were
+#: not read and are taken as off, the larger profile batch). Read post hoc, after a blind 0.4.1 L40 start.
+V0_LONG_CONTEXT_DEFAULT_SINCE = (0, 5, 3)
 #: V0 leaves multimodal models out of the default from 0.6.2 (engine/arg_utils.py@0.6.1 has no such test, @0.6.2 has).
 V0_MULTIMODAL_OFF_SINCE = (0, 6, 2)
 #: V0 leaves MLA models out of the default from 0.8.0 (``_set_default_args_v0``@0.8.0; 0.7.x turns it on, then
@@ -46,6 +50,8 @@ def multimodal(model: ModelSpec) -> bool:
 def v0_default(model: ModelSpec, version: tuple[int, ...], max_len: int, disable_sliding_window: bool,
                prefix_caching: bool = False) -> bool:
     """V0's chunked prefill when no flag sets it (see the module docstring)."""
+    if version < V0_LONG_CONTEXT_DEFAULT_SINCE:
+        return False
     if prefix_caching and version < V0_PREFIX_CACHING_KEPT_SINCE:
         return False
     if multimodal(model) and version >= V0_MULTIMODAL_OFF_SINCE:

@@ -35,8 +35,9 @@ V1_NON_TORCH_TP2_GIB = 0.6
 # same figure, carried down unfitted (``versions.V0_ABSOLUTE_BUDGET``).
 V0_NON_TORCH_TP2_GIB = 0.4
 
-# CUDA context (+ cuBLAS workspace) per process: 0.51 GiB on H100 (llm-d logs), 0.35 GiB on RTX 3090
-# (vllm#10517). NCCL + custom all-reduce add ~1.0 GiB per rank at TP >= 2 before vLLM's snapshot.
+# CUDA context (+ cuBLAS workspace) per process on a card the catalog has no measurement for (``GpuSpec.context_gib``,
+# read from logs' startup lines): 0.51 GiB on H100 (llm-d logs), 0.35 GiB on RTX 3090 (vllm#10517). NCCL + custom
+# all-reduce add ~1.0 GiB per rank at TP >= 2 before vLLM's snapshot.
 CONTEXT_BIG_GPU_GIB = 0.51
 CONTEXT_SMALL_GPU_GIB = 0.37
 NCCL_INIT_GIB = 1.03
@@ -51,8 +52,10 @@ NCCL_BEFORE_SNAPSHOT_SINCE = (0, 11, 0)
 
 
 def context_gib(gpu: GpuSpec, tp: int, *, nccl: bool = True) -> float:
-    """Memory the process holds before loading weights (CUDA context, NCCL at TP >= 2 unless ``nccl`` is False)."""
-    base = CONTEXT_BIG_GPU_GIB if gpu.total_gib >= 70 else CONTEXT_SMALL_GPU_GIB
+    """Memory the process holds before loading weights (CUDA context, NCCL at TP >= 2 unless ``nccl`` is False): the
+    card's measured context where the catalog has one, else the size class's figure."""
+    base = gpu.context_gib if gpu.context_gib is not None else (
+        CONTEXT_BIG_GPU_GIB if gpu.total_gib >= 70 else CONTEXT_SMALL_GPU_GIB)
     return base + (NCCL_INIT_GIB if tp >= 2 and nccl else 0.0)
 
 

@@ -17,9 +17,16 @@ those rows, the profile's sampler phase again; Model Runner V2 runs ``warmup_ker
 @0.26.0): min(max_num_seqs, mnbt // 2, ...) requests with ``SamplingParams.for_sampler_warmup()``, the full float32
 sampling pipeline the profile's pass skipped before 0.33.
 
-Written after the capture-OOM verdicts on six calibration cases whose logs show the capture finished: post hoc.
-Not read, so left as they were (the whole activation stays charged): V0's capture, and V1 on capability >= 9.0 or an
-unknown card (the autotune forward reaches the profile's forward phase). Not sized: MRv2's warm-up prompt logprobs
+V0 from 0.6.4 frees the profile's activation the same way (``torch.cuda.empty_cache()`` after ``profile_run``,
+worker/worker.py@0.6.4.post1; ``memory_profiling``'s ``gc.collect()`` and ``empty_cache()``, utils.py@0.6.6.post1 and
+@0.8.5.post1), then ``initialize_cache`` allocates the cache and ``_warm_up_model`` only captures (compile-size
+warm-ups aside): no sampler warm-up follows (worker/worker.py@0.6.4.post1, @0.6.6.post1, @0.8.5.post1). Its transient
+is the capture's eager forwards.
+
+Written after the capture-OOM verdicts on six calibration cases whose logs show the capture finished: post hoc (V0's
+after a blind T4 0.8.5 AWQ start, batch 2026-12-06b). Not read, so left as they were (the whole activation stays
+charged): V0 before 0.6.4, and V1 on capability >= 9.0 or an unknown card (the autotune forward reaches the profile's
+forward phase). Not sized: MRv2's warm-up prompt logprobs
 (one prompt token per request) and the capture's eager forwards beyond the dense MLP's values.
 """
 
@@ -34,13 +41,19 @@ from vllm_remedy.vllm.memory.settings import EngineSettings, Resolved, resolve
 
 #: ``kernel_warmup`` runs FlashInfer's autotune (and DeepGEMM's warm-up) forward over mnbt tokens from this capability.
 AUTOTUNE_CAPABILITY = (9, 0)
+#: V0 frees the profile's activation before the cache from this release (worker/worker.py@0.6.4.post1).
+V0_FREES_PROFILE_SINCE = (0, 6, 4)
 
 
 def transient_gib(model: ModelSpec, res: Resolved, capability: tuple[int, int] | None, activation: float) -> float:
     """The largest torch allocation live above the weights, non-torch memory and KV cache while graphs are captured
     and the sampler warmed up; ``activation`` (the profile's peak, freed before the cache) where not read."""
     r = res.rules
-    if r.engine != "V1" or r.budget == "absolute":
+    if r.engine == "V0":  # only the capture's eager forwards follow the cache (no sampler warm-up)
+        if r.version < V0_FREES_PROFILE_SINCE:
+            return activation
+        return min(activation, _capture_forward_bytes(model, res) / GIB)
+    if r.budget == "absolute":
         return activation
     dt = res.weight_dtype_bytes
     backend = terms.mxfp4_backend(model, res, capability)
