@@ -15,7 +15,8 @@ from __future__ import annotations
 from typing import Any
 
 from vllm_remedy.drift import checks
-from vllm_remedy.drift.manifest_check import check_workload, workloads
+from vllm_remedy.drift.manifest_check import check_workload
+from vllm_remedy.drift.manifest_workloads import workloads
 from vllm_remedy.kube.annotations import parse_rfc3339
 from vllm_remedy.policy import Policy
 from vllm_remedy.remedies.predict import failed_prediction

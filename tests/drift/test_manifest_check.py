@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from vllm_remedy.drift.manifest_check import ERROR, UNKNOWN_SEVERITY, check_workload, workloads
+from vllm_remedy.drift.manifest_check import ERROR, UNKNOWN_SEVERITY, check_workload
+from vllm_remedy.drift.manifest_workloads import workloads
 from vllm_remedy.policy import DEFAULT_POLICY, load_policy
 from vllm_remedy.vllm import manifest
 from vllm_remedy.vllm.cmdline import find_server

@@ -18,9 +18,8 @@ the group's shape (a new ``--tensor-parallel-size``: GPUs per pod and ``size``),
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from vllm_remedy.drift.checks import (
@@ -36,11 +35,12 @@ from vllm_remedy.drift.checks import (
     check_max_model_len,
 )
 from vllm_remedy.drift.manifest_fix import describe_fix, plan_fix
+from vllm_remedy.drift.manifest_workloads import Workload, model_id
 from vllm_remedy.drift.release_default import check_default_utilization
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.annotations import Keys, read_toggles
 from vllm_remedy.kube.gpus import pod_gpu_request
-from vllm_remedy.kube.lws_history import flag_disagreement, leader_template, lwt_of, world_size_shortfall
+from vllm_remedy.kube.lws_history import flag_disagreement, world_size_shortfall
 from vllm_remedy.policy import Policy
 from vllm_remedy.remedies.budget import spelling
 from vllm_remedy.remedies.plan import Step
@@ -48,15 +48,13 @@ from vllm_remedy.remedies.predict import Prediction, config_refusal, failed_pred
 from vllm_remedy.vllm import (
     catalog,
     engine_env,
-    kserve,
-    manifest,
     manifest_flags_file,
     model_len,
     pod_shape,
     resolved,
 )
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
-from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, find_server
+from vllm_remedy.vllm.cmdline import ServerCommand
 from vllm_remedy.vllm.failures import FAILURES
 from vllm_remedy.vllm.memory import EngineSettings, estimate
 from vllm_remedy.vllm.memory.config_values import ConfigRefused
@@ -70,34 +68,6 @@ _MEMORY_CHECKS = frozenset({"start", "max-model-len", "flag-bounds", "concurrenc
 # What to do when the planner cannot size the fix (no model or GPU to predict with).
 _WITHOUT_PLAN = {"max-model-len": "set --max-model-len explicitly (name the GPU and model to get a predicted value)",
                  "flag-bounds": "bring the flag within the policy's bounds, as a literal value"}
-
-
-@dataclass(frozen=True)
-class Workload:
-    """One vLLM container of one pod spec in a file; ``problem`` says why its command could not be read."""
-
-    source: str
-    kind: str
-    namespace: str
-    name: str
-    path: str
-    container: str
-    spec: Mapping[str, Any] = field(repr=False)
-    metadata: Mapping[str, Any] = field(repr=False)
-    server: ServerCommand | None = field(repr=False, default=None)
-    problem: str | None = None
-    group: Mapping[str, Any] | None = field(repr=False, default=None)  # a LeaderWorkerSet's leaderWorkerTemplate
-    # The ConfigMaps among the manifests checked with it (``pod_env.config_maps``): env read from them is known.
-    config_maps: Mapping[str, Mapping[str, str]] = field(repr=False, default_factory=dict)
-
-    @property
-    def object(self) -> str:
-        """``Deployment/llm/llama-8b``: kind, namespace, name, as CI reports name a test case."""
-        return f"{self.kind}/{self.namespace}/{self.name}"
-
-    def to_json(self) -> dict[str, Any]:
-        return {"file": self.source, "kind": self.kind, "namespace": self.namespace, "name": self.name,
-                "path": self.path, "container": self.container}
 
 
 @dataclass(frozen=True)
@@ -133,58 +103,6 @@ class Result:
                 "prediction": self.prediction.to_json() if self.prediction else None,
                 "findings": [f.to_json() for f in self.findings],
                 "fix": self.fix.to_json() if self.fix else None, "notes": list(self.notes)}
-
-
-def _objects(doc: Any) -> Iterator[Any]:
-    """A document's objects: a ``List`` (``kubectl get -o yaml``, ``kind: DeploymentList``) gives its items."""
-    items = doc.get("items") if isinstance(doc, dict) else None
-    if isinstance(doc, dict) and str(doc.get("kind", "")).endswith("List") and isinstance(items, list):
-        for item in items:
-            yield from _objects(item)
-    else:
-        yield doc
-
-
-def _container_names(spec: Mapping[str, Any]) -> list[str]:
-    return [str(c.get("name", "")) for key in ("containers", "initContainers")
-            for c in spec.get(key) or [] if isinstance(c, Mapping)]
-
-
-def workloads(docs: list[Any], source: str, namespace: str = "default") -> list[Workload]:
-    """Every vLLM container in ``docs`` (namespace-less objects get ``namespace``, as kubectl apply would)."""
-    out: list[Workload] = []
-    for doc in (o for d in docs for o in _objects(d)):
-        meta = doc.get("metadata") if isinstance(doc, dict) and isinstance(doc.get("metadata"), dict) else {}
-        kind = str(doc.get("kind") or "PodSpec") if isinstance(doc, dict) else "document"
-        where = (source, kind, str(meta.get("namespace") or namespace), str(meta.get("name") or "-"))
-        group = lwt_of(doc) if kind == "LeaderWorkerSet" and isinstance(doc, dict) else None
-        if group is not None:  # one engine: the leader's server, the workers' flags compared with it
-            key = "leaderTemplate" if group.get("leaderTemplate") else "workerTemplate"
-            pods = [(f"spec.leaderWorkerTemplate.{key}.spec", dict(leader_template(group).get("spec") or {}))]
-        else:
-            pods = list(manifest.pod_specs(doc) or kserve.manifest_pod_specs(doc, docs))
-        for path, spec in pods:
-            for name in _container_names(spec):
-                try:
-                    server: ServerCommand | None = find_server(spec, name)
-                    problem = None
-                except NoServerError:
-                    continue
-                except UserError as exc:  # vLLM whose flags are not in argv, or a script we cannot read
-                    server, problem = None, str(exc)
-                out.append(Workload(*where, path or "(pod spec)", name, spec, meta, server, problem, group))
-    return out
-
-
-def model_id(server: ServerCommand) -> str | None:
-    """The served model, ``$(MODEL_ID)`` resolved from the container's literal env (Kubernetes expands it)."""
-    match = re.fullmatch(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", server.model or "")
-    if not match:
-        return server.model
-    for env in server.container.get("env") or []:
-        if isinstance(env, dict) and env.get("name") == match.group(1) and isinstance(env.get("value"), str):
-            return str(env["value"])
-    return server.model
 
 
 def _unknown(check: str, reason: str, fix: str) -> Finding:

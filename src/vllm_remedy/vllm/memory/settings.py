@@ -16,11 +16,9 @@ from vllm_remedy.vllm import (
     dtype_support,
     engine_env,
     manifest_flags_file,
-    quant_config,
     runner_env,
     sampler_env,
 )
-from vllm_remedy.vllm.block_split import column_outputs, fp8_block_split_problem
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline.flags import canonical_key
 from vllm_remedy.vllm.cmdline.values import parse_int
@@ -37,8 +35,9 @@ from vllm_remedy.vllm.memory.flag_values import (
 from vllm_remedy.vllm.memory.mm_processor import mm_processor_max_pixels
 from vllm_remedy.vllm.memory.pinned import pin_flags, rules_without_extensible_cache
 from vllm_remedy.vllm.memory.pipeline import pipeline_unmodelled
+from vllm_remedy.vllm.memory.tp_split import tp_split_problem
 from vllm_remedy.vllm.memory.unmodelled import unmodelled
-from vllm_remedy.vllm.mp_split import SplitRun, mp_split_problem
+from vllm_remedy.vllm.mp_split import SplitRun
 from vllm_remedy.vllm.runner_v2 import runner_v2_by_default
 from vllm_remedy.vllm.versions import VersionRules, parse_version, rules
 
@@ -394,36 +393,6 @@ def split_run(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> SplitRun:
     """What a GPTQ-style layer's kernel choice reads of this start (``mp_split.SplitRun``)."""
     return SplitRun(gpu.capability, dtype_support.resolved(model.dtype, s.dtype, gpu.capability, s.version),
                     rules(s.version).version)
-
-
-def tp_split_problem(model: ModelSpec, tp: int, run: SplitRun | None = None) -> str | None:
-    """Why vLLM refuses this TP size for the model, or None: the attention heads must divide evenly
-    (``ModelConfig.verify_with_parallel_config``), the KV heads split or replicate evenly (``QKVParallelLinear``: one
-    of TP and the KV-head count divides the other), and the MLP's (or the experts') intermediate width is divided
-    exactly (``divide`` in the column-parallel layers); and an AWQ checkpoint's group size divides each row-parallel
-    layer's input per rank (``quant_config.packed_split_problem``: o_proj, and a dense model's down_proj; vLLM refuses
-    it while creating the weights, in the words that problem quotes); and, with the run known, a GPTQ or
-    compressed-tensors wNa16 checkpoint's the same unless a kernel of that card, dtype and release takes the split
-    (``mp_split.mp_split_problem``); and an fp8 checkpoint's weight blocks whole on every rank
-    (``block_split.fp8_block_split_problem``)."""
-    if model.num_heads % tp:
-        return f"tensor-parallel-size: {tp} does not divide the model's {model.num_heads} attention heads"
-    kv = model.num_kv_heads
-    if not model.is_mla and kv and (tp % kv if tp >= kv else kv % tp):
-        return (f"tensor-parallel-size: {tp} splits the model's {kv} KV heads unevenly (vLLM needs one of the two to "
-                f"divide the other)")
-    inter = (model.moe_intermediate_size or model.intermediate_size) if model.is_moe else model.intermediate_size
-    if inter and inter % tp:
-        return f"tensor-parallel-size: {tp} does not divide the model's intermediate size {inter}"
-    row_parallel = [] if model.is_mla else [("o_proj", model.num_heads * model.head_dim)]
-    if not model.is_moe:  # an MoE's routed experts are FusedMoE's, not row-parallel linears
-        row_parallel.append(("down_proj", model.intermediate_size))
-    return (quant_config.packed_split_problem(model.quantization, model.group_size, tp, row_parallel)
-            or mp_split_problem(model.mp_linear, model.act_order, model.group_size, tp, row_parallel,
-                                model.hidden_size, run)
-            or fp8_block_split_problem(model.weight_block_size, tp, run.version if run else None, row_parallel,
-                                       column_outputs(model, tp)))
-
 
 
 def runs_runner_v2(r: VersionRules, model: ModelSpec) -> bool:
