@@ -148,3 +148,23 @@ def test_a_pods_local_path_is_its_volume_not_this_machines_same_path(tmp_path, c
     assert got.returncode == 0, got.stdout + got.stderr
     assert "fits on NVIDIA-L40S" in got.stdout.splitlines()[0], got.stdout
     assert hub_module.resolve(str(local))[0].num_layers == 40  # `estimate --model <dir>` on this machine reads it
+
+
+def test_plan_of_a_manifest_reads_a_pods_local_path_as_its_volume_too(tmp_path, cli):
+    """`plan -f` judges the manifest's model as `check` does: this machine's same path is not the pod's volume, so
+    without the policy's config there is no plan (it read phi-4 from this machine before)."""
+    local = tmp_path / "models" / "Qwen3-8B"
+    local.mkdir(parents=True)
+    (local / "config.json").write_text(json.dumps(PHI4))
+    dep = yaml.safe_load(GOOD_REV14.read_text())
+    dep["spec"]["template"]["spec"]["containers"][0]["args"][0:3] = [str(local)]
+    manifest = tmp_path / "deploy.yaml"
+    manifest.write_text(yaml.safe_dump(dep))
+    got = cli("plan", "-f", str(manifest))
+    assert got.returncode == 2 and "a local path in the pod (its volume)" in got.stderr, got.stdout + got.stderr
+    (tmp_path / "qwen3-8b.json").write_text(json.dumps(QWEN3_8B))
+    named = tmp_path / "named.yaml"
+    named.write_text(f"extends: {POLICY.resolve()}\nmodel_config: {{path: qwen3-8b.json}}\n")
+    got = cli("plan", "-f", str(manifest), "--policy", str(named), "-o", "json")
+    assert got.returncode in (0, 1), got.stdout + got.stderr
+    assert json.loads(got.stdout)["current"]["weights_gib"] == 15.36, got.stdout  # Qwen3-8B (phi-4: 27.4)

@@ -109,7 +109,8 @@ def run(args: argparse.Namespace) -> int:
         model = ea.load_model(args)
     elif found.model_id:
         try:
-            model = hub.resolve(found.model_id, args.revision or found.flags.get("revision"), fallback)[0]
+            model = hub.resolve(found.model_id, args.revision or found.flags.get("revision"), fallback,
+                                  in_pod=True)[0]
         except UserError as exc:
             raise UserError(f"{args.file}: {exc}; pass --model or --model-config with its config.json") from None
     else:

@@ -287,7 +287,7 @@ def model_spec(model_id: str, revision: str | None) -> ModelSpec:
     shipped = resolved.known(model_id, None)
     if isinstance(shipped, ModelSpec):
         return shipped
-    return hub.resolve(model_id, revision)[0]
+    return hub.resolve(model_id, revision, in_pod=True)[0]  # a local path is the pod's volume, not this machine's
 
 
 def _no_model_error(version: str, model_id: str) -> str:
