@@ -79,7 +79,7 @@ def test_check_names_the_refusal_and_pins_a_card_it_runs_on(cli, tmp_path):
     pod["nodeSelector"] = {"nvidia.com/gpu.product": "Tesla-V100-SXM2-32GB"}
     path = tmp_path / "dep.yaml"
     path.write_text(yaml.safe_dump(dep))
-    policy = tmp_path / "policy.yaml"  # the catalog answers only for its exact repositories: the policy names the config
+    policy = tmp_path / "policy.yaml"  # the catalog holds only exact repositories
     policy.write_text(f"extends: {DEFAULT_POLICY}\nmodel_config: {{path: {AWQ_7B}}}\n")
     got = cli("check", "-f", str(path), "--policy", str(policy))
     assert got.returncode == 1, got.stdout + got.stderr
