@@ -18,6 +18,7 @@ from vllm_remedy.vllm import catalog
 from vllm_remedy.vllm.catalog import ModelSpec
 from vllm_remedy.vllm.memory import EngineSettings, estimate
 from vllm_remedy.vllm.memory.settings import split_run, tp_split_problem
+from vllm_remedy.vllm.outcomes import Outcome
 
 CASES = Path(__file__).resolve().parents[2] / "data" / "calibration"
 H100 = "NVIDIA-H100-80GB-HBM3"
@@ -72,9 +73,9 @@ def test_the_235b_moe_keeps_running_at_tp_8_with_expert_parallelism():
     assert tp_split_problem(model, 8, split_run(model, catalog.gpu(H100), s)) is None
 
 
-def test_the_estimate_refuses_it():
-    with pytest.raises(UserError, match=r"^tensor-parallel-size: 8 splits down_proj's 9728 input channels"):
-        estimate(qwen3_4b(), catalog.gpu(H100), EngineSettings(version="0.11.0", tp=8))
+def test_the_estimate_predicts_config_refused():
+    got = estimate(qwen3_4b(), catalog.gpu(H100), EngineSettings(version="0.11.0", tp=8))
+    assert got.outcome is Outcome.CONFIG_REFUSED
 
 
 def test_a_block_size_that_is_not_two_integers_cannot_be_predicted():

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from vllm_remedy.errors import UserError
 from vllm_remedy.vllm import catalog
 from vllm_remedy.vllm.catalog import ModelSpec
 from vllm_remedy.vllm.memory import EngineSettings, estimate
 from vllm_remedy.vllm.memory.settings import split_run, tp_split_problem
+from vllm_remedy.vllm.outcomes import Outcome
 
 CASES = Path(__file__).resolve().parents[2] / "data" / "calibration"
 H100 = "NVIDIA-H100-80GB-HBM3"
@@ -71,8 +71,8 @@ def test_the_235b_at_tp_8_needs_expert_parallelism():
 
 def test_the_flag_is_read_from_argv_and_the_estimate_refuses_without_it():
     gpu = catalog.gpu(H100)
-    with pytest.raises(UserError, match="gate's and up's weight = 192"):
-        estimate(qwen3_30b(), gpu, EngineSettings.from_flags({"tensor-parallel-size": "4"}, "0.10.2"))
+    refused = estimate(qwen3_30b(), gpu, EngineSettings.from_flags({"tensor-parallel-size": "4"}, "0.10.2"))
+    assert refused.outcome is Outcome.CONFIG_REFUSED
     s = EngineSettings.from_flags({"tensor-parallel-size": "4", "enable-expert-parallel": ""}, "0.10.2")
     assert s.enable_expert_parallel
     assert estimate(qwen3_30b(), gpu, s).kv_cache_tokens > 0

@@ -28,7 +28,10 @@ def tp_split_problem(model: ModelSpec, tp: int, run: SplitRun | None = None) -> 
     (``block_split.fp8_block_split_problem``), the routed experts' too (``fp8_moe_block_split_problem``: split by TP,
     or whole under --enable-expert-parallel, which also leaves their width undivided)."""
     if model.num_heads % tp:
-        return f"tensor-parallel-size: {tp} does not divide the model's {model.num_heads} attention heads"
+        # ModelConfig.verify_with_parallel_config's words (config.py@0.5.5, @0.8.5; config/model.py@0.13.0, @0.34.0)
+        return (f"tensor-parallel-size: {tp} does not divide the model's {model.num_heads} attention heads; vLLM: "
+                f"ValueError: Total number of attention heads ({model.num_heads}) must be divisible by tensor parallel "
+                f"size ({tp}).")
     kv = model.num_kv_heads
     if not model.is_mla and kv and (tp % kv if tp >= kv else kv % tp):
         return (f"tensor-parallel-size: {tp} splits the model's {kv} KV heads unevenly (vLLM needs one of the two to "
