@@ -9,6 +9,7 @@ of the hostile review) and Qwen/Qwen3-235B-A22B-FP8 (1536: 192 per GPU at TP 8).
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -76,3 +77,12 @@ def test_the_flag_is_read_from_argv_and_the_estimate_refuses_without_it():
     s = EngineSettings.from_flags({"tensor-parallel-size": "4", "enable-expert-parallel": ""}, "0.10.2")
     assert s.enable_expert_parallel
     assert estimate(qwen3_30b(), gpu, s).kv_cache_tokens > 0
+
+
+def test_expert_parallelism_leaves_the_experts_width_undivided():
+    """FusedMoE asserts the experts' width divides by its MoE TP size (layer.py@0.8.5), which is 1 under EP."""
+    odd = dataclasses.replace(qwen3_30b(), moe_intermediate_size=1156, weight_block_size=None)
+    got = problem(odd, 8, "0.10.2")
+    assert got is not None and got.startswith("tensor-parallel-size: 8 does not divide the model's intermediate "
+                                              "size 1156"), got
+    assert problem(odd, 8, "0.10.2", ep=True) is None

@@ -26,7 +26,10 @@ def tp_split_problem(model: ModelSpec, tp: int, run: SplitRun | None = None) -> 
     compressed-tensors wNa16 checkpoint's the same unless a kernel of that card, dtype and release takes the split
     (``mp_split.mp_split_problem``); and an fp8 checkpoint's weight blocks whole on every rank
     (``block_split.fp8_block_split_problem``), the routed experts' too (``fp8_moe_block_split_problem``: split by TP,
-    or whole under --enable-expert-parallel, which also leaves their width undivided)."""
+    or whole under --enable-expert-parallel, which also leaves their width undivided). An AWQ / GPTQ MoE's experts
+    are not judged: Marlin MoE hands a shape it does not take to MoeWNA16 (awq_marlin.py, gptq_marlin.py
+    ``get_quant_method``@0.8.5-@0.20.0), which halves the group until it divides the width per rank
+    (moe_wna16.py ``create_weights``), refusing only below 32 with a bare assert."""
     if model.num_heads % tp:
         # ModelConfig.verify_with_parallel_config's words (config.py@0.5.5, @0.8.5; config/model.py@0.13.0, @0.34.0)
         return (f"tensor-parallel-size: {tp} does not divide the model's {model.num_heads} attention heads; vLLM: "
