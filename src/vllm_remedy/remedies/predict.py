@@ -23,7 +23,7 @@ from vllm_remedy.vllm.cmdline import ServerCommand, canonical_key, find_server, 
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate
 from vllm_remedy.vllm.memory.config_values import ConfigRefused
 from vllm_remedy.vllm.memory.occurrences import overridden_refusal
-from vllm_remedy.vllm.memory.settings import KV_ESTIMATE_MARGIN, engine_rules
+from vllm_remedy.vllm.memory.settings import KV_ESTIMATE_MARGIN, engine_rules, split_run, tp_split_problem
 from vllm_remedy.vllm.outcomes import Failure, Outcome, has_cache, no_cache, sized_json
 from vllm_remedy.vllm.parallel import container_gpus, group_flags, pod_shortfall
 from vllm_remedy.vllm.versions import rules, version_from_image
@@ -208,6 +208,8 @@ def config_refusal(model: ModelSpec, card: GpuSpec, settings: EngineSettings) ->
         return why
     if engine_env.refuses(env := engine_rules(settings, card, model)[1]):
         return f"vLLM refuses the start: {env}"
+    if (split := tp_split_problem(model, settings.tp, split_run(model, card, settings))) is not None:
+        return f"vLLM refuses the tensor-parallel size: {split}"  # ``memory.core.tp_refused``
     if (quant := quant_support.refusal(model, card, settings.quantization, settings.version, settings.dtype)):
         return f"vLLM refuses the quantization at config time: {quant}"
     if dtype_support.refused(model.dtype, settings.dtype, card.capability, settings.version):

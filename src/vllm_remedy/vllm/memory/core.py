@@ -14,7 +14,7 @@ from vllm_remedy.vllm.catalog import GIB, GpuSpec, ModelSpec
 from vllm_remedy.vllm.memory import capture, chunked, pinned, post_capture, terms
 from vllm_remedy.vllm.memory.kv_layout import check_rule
 from vllm_remedy.vllm.memory.non_torch import context_gib, nccl_outside_budget, non_torch_gib
-from vllm_remedy.vllm.memory.settings import EngineSettings, Resolved, resolve
+from vllm_remedy.vllm.memory.settings import EngineSettings, Resolved, resolve, split_run, tp_split_problem
 from vllm_remedy.vllm.memory.unmodelled import DECIDED_BEFORE, CannotPredict
 from vllm_remedy.vllm.outcomes import Outcome
 
@@ -75,6 +75,8 @@ class Estimate:
 def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estimate:
     """Apply the version's budget rules to this model, GPU and flags; ``CannotPredict`` for flags it does not size,
     unless the start ends before their memory matters (``unmodelled.DECIDED_BEFORE``)."""
+    if tp_split_problem(model, settings.tp, split_run(model, gpu, settings)) is not None:
+        return tp_refused(model, gpu, settings)
     res = resolve(model, gpu, settings)
     r = res.rules
     total = gpu.total_gib
@@ -190,6 +192,22 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
         graph_capture_oom=capture_oom,
         kv_allocation_oom=kv_oom,
     )
+
+
+def tp_refused(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estimate:
+    """A TP size vLLM refuses (``tp_split_problem``: the heads at config time, a split group or weight block as the
+    weights are created): ``config_refused`` with nothing sized (``outcomes.REFUSED_BEFORE_SIZING``), unless the
+    max length is refused first (the model config, before the parallel config is checked). The weights-time
+    refusals run with a CUDA context on each rank; it is not counted (the peak is the other processes')."""
+    asked = settings.max_model_len
+    max_len = model.max_model_len if asked in (None, -1) else int(asked)
+    outcome = (Outcome.MAX_LEN_EXCEEDS_MODEL if model_len.refused(model, asked, settings.version,
+                                                                  settings.allow_long_max_model_len,
+                                                                  settings.disable_sliding_window)
+               else Outcome.CONFIG_REFUSED)
+    return Estimate(outcome=outcome, weights_gib=0.0, activation_gib=0.0, non_torch_gib=0.0, cudagraph_gib=0.0,
+                    kv_cache_gib=0.0, kv_cache_tokens=0, gpu_blocks=0, max_concurrency=0.0, max_model_len=max_len,
+                    peak_gib=settings.other_process_gib, total_gib=gpu.total_gib)
 
 
 def batch_refused(res: Resolved) -> bool:
