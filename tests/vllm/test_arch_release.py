@@ -5,6 +5,7 @@ model's verdict: vLLM's refusal (``config_refused``) or, where the Transformers 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -84,6 +85,13 @@ def test_gpt_oss_on_085_is_refused_for_its_mxfp4():
     assert (arch_release.refusal(model, "0.6.3") or "").startswith("ValueError: Model architectures "
                                                                    "['GptOssForCausalLM']")
     assert arch_release.refusal(model, "0.10.1") is None
+
+
+def test_a_method_a_later_release_dropped_is_not_judged():
+    """inc's override takes auto-round checkpoints once auto-round left QuantizationMethods (inc.py@0.15.0)."""
+    model = dataclasses.replace(catalog.model("Qwen/Qwen3-8B"), quantization="auto-round", weight_bits=4)
+    assert arch_release.quantization_refusal(model, "0.15.0") is None
+    assert arch_release.quantization_refusal(model, "0.8.5") is not None  # auto-round arrived at 0.9.0
 
 
 def test_the_pods_copy_is_the_tools_table():

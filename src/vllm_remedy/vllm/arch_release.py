@@ -21,8 +21,10 @@ What vLLM does, read in the same wheels:
   it. That class's memory is not modelled and the image's transformers is not read: "cannot predict".
 * ``_verify_quantization`` refuses a checkpoint's ``quant_method`` outside the release's methods: ``ValueError(f"Unknown
   quantization method: {self.quantization}. Must be one of {supported_quantization}.")`` (config.py@0.5.5, @0.6.3,
-  @0.8.5; config/model.py@0.34.0). Only a method some read release has is judged: another spelling may be one an
-  override maps (``compressed_tensors``), so it is left to the other checks.
+  @0.8.5; config/model.py@0.34.0). Only a method that arrived after the release is judged: another spelling may be
+  one an override maps (``compressed_tensors``), and a method a later release dropped may be taken by another's
+  ``override_quantization_method`` (inc takes auto-round checkpoints from 0.15.0, quantization/inc.py@0.15.0), so
+  those are left to the other checks.
 
 Before any of these, the image's transformers reads config.json: a ``model_type`` it does not know fails there in its
 own words ("... has model type `qwen3` but Transformers does not recognize this architecture"). Which of the two
@@ -135,7 +137,7 @@ def quantization_refusal(model: ModelSpec, version: str | None, *, full: bool = 
     """vLLM's exception for a checkpoint quantization method the release does not have, or None."""
     method = (model.quantization or "").lower()
     span = table().quantization.get(method)
-    if span is None or _has(span, read_release(version)):
+    if span is None or read_release(version) >= span[0][0]:  # only a method newer than the release is judged
         return None
     known = methods(version)
     shown = repr(known) if full else f"[... the {len(known)} methods of this release]"
