@@ -174,8 +174,9 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
     if settings.unmodelled and outcome not in DECIDED_BEFORE:
         raise CannotPredict(settings.unmodelled)
     if arch_release.falls_back(model, settings.version) and outcome not in _BEFORE_LOAD:
-        raise CannotPredict(f"cannot predict {model.architecture}: vLLM {settings.version} does not implement it; its "
-                            "Transformers backend runs it if the image's transformers can (neither modelled)")
+        raise CannotPredict(f"cannot predict {model.architecture}: vLLM {settings.version or '(newest)'} does not "
+                            "implement it; its Transformers backend runs it if the image's transformers can (neither "
+                            "modelled)")
     concurrency = _concurrency(res, layout, blocks, tokens, max_len)
     return Estimate(
         outcome=outcome,
