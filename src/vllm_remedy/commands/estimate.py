@@ -20,7 +20,7 @@ from vllm_remedy.commands._engine_args import (
     model_inputs,
 )
 from vllm_remedy.envelope import dumps, envelope
-from vllm_remedy.vllm import engine_env, model_len, outcomes, quant_support
+from vllm_remedy.vllm import batch_words, engine_env, model_len, outcomes, quant_support
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate
 from vllm_remedy.vllm.memory.post_capture import CaptureRoom, capture_room
@@ -72,14 +72,15 @@ def run(args: argparse.Namespace) -> int:
 
 def refusal_reason(est: Estimate, env_why: str | None, model: ModelSpec, gpu: GpuSpec,
                    settings: EngineSettings) -> str | None:
-    """Why vLLM refuses a ``config_refused`` start, in its words, where the reason is not the batch below the length
-    (which the outcome's hint names): the env's VLLM_USE_V1 (``engine_env.Refusal``) or the quantization method
-    (``quant_support.refusal``); None otherwise."""
+    """Why vLLM refuses a ``config_refused`` start, in its words: the env's VLLM_USE_V1 (``engine_env.Refusal``), the
+    quantization method (``quant_support.refusal``) or the scheduler config's batch below the length, as the release
+    raises it (``batch_words.refusal``); None otherwise."""
     if est.outcome is not Outcome.CONFIG_REFUSED:
         return None
     if engine_env.refuses(env_why):
         return env_why
-    return quant_support.refusal(model, gpu, settings.quantization, settings.version, settings.dtype)
+    quant = quant_support.refusal(model, gpu, settings.quantization, settings.version, settings.dtype)
+    return quant or batch_words.refusal(model, gpu, settings)
 
 
 def result_json(est: Estimate) -> dict[str, object]:

@@ -17,7 +17,7 @@ from vllm_remedy.errors import UserError
 from vllm_remedy.kube.gpus import affinity_products
 from vllm_remedy.remedies.budget import spelling
 from vllm_remedy.remedies.budget.limits import margin_shortfall
-from vllm_remedy.vllm import catalog, dtype_support, engine_env, model_len, quant_support, resolved
+from vllm_remedy.vllm import batch_words, catalog, dtype_support, engine_env, model_len, quant_support, resolved
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS, GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import ServerCommand, canonical_key, find_server, unrecognized
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate
@@ -213,6 +213,8 @@ def config_refusal(model: ModelSpec, card: GpuSpec, settings: EngineSettings) ->
     if dtype_support.refused(model.dtype, settings.dtype, card.capability, settings.version):
         return (f"vLLM refuses bfloat16 on the {card.product} (compute capability below 8.0) before loading the "
                 "model; set --dtype half (float16), or pin a GPU of capability 8.0 or newer")
+    if (batch := batch_words.refusal(model, card, settings)) is not None:
+        return f"vLLM refuses the start at config time: {batch}"
     return None
 
 
