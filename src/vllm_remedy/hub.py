@@ -26,7 +26,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from vllm_remedy.errors import UserError
-from vllm_remedy.vllm import catalog, resolved
+from vllm_remedy.vllm import catalog, hf_overrides, resolved
 from vllm_remedy.vllm.catalog import ModelSpec
 
 CONFIG = "config.json"
@@ -64,6 +64,11 @@ def endpoint() -> str:
 
 def spec_from_json(text: str | bytes, name: str, where: str) -> ModelSpec:
     """A model spec from config.json text; anything that is not a usable config is one line naming ``where``."""
+    return spec_from_config(config_from_json(text, where), name, where)
+
+
+def config_from_json(text: str | bytes, where: str) -> Any:
+    """config.json text as JSON; anything too large or not JSON is one line naming ``where``."""
     if len(text) > MAX_CONFIG_BYTES:
         raise UserError(f"{where}: refused: larger than {MAX_CONFIG_BYTES // 1024 // 1024} MiB")
     try:
@@ -73,7 +78,7 @@ def spec_from_json(text: str | bytes, name: str, where: str) -> ModelSpec:
     except (RecursionError, ValueError) as exc:  # nested past Python's stack, or an integer of thousands of digits
         why = "nested too deeply" if isinstance(exc, RecursionError) else exc
         raise UserError(f"{where}: refused: {why}") from None
-    return spec_from_config(config, name, where)
+    return config
 
 
 def spec_from_config(config: Any, name: str, where: str) -> ModelSpec:
@@ -210,15 +215,19 @@ def _resolve(model_id: str, revision: str | None, fallback: Fallback | None,
             text, source = _read(str(local / CONFIG)), str(local / CONFIG)
         else:
             text, source = fetch_config(model_id, revision)
-        return spec_from_json(text, model_id, f"{model_id}: {CONFIG} from {source}"), source
+        config = config_from_json(text, f"{model_id}: {CONFIG} from {source}")
+        spec = spec_from_config(config, model_id, f"{model_id}: {CONFIG} from {source}")
     except UserError as first:
         if fallback is None:
             return str(first)
         where, read = fallback
         try:
-            return spec_from_config(read(), model_id, where), where
+            config = read()
+            spec, source = spec_from_config(config, model_id, where), where
         except UserError as exc:
             return f"{first}; {exc}"
+    hf_overrides.remember(model_id, revision, config)  # the base a pod's --hf-overrides is applied to
+    return spec, source
 
 
 def learn(model_id: str, revision: str | None = None, fallback: Fallback | None = None) -> str | None:

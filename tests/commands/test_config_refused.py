@@ -51,7 +51,8 @@ def test_check_gives_the_reason_and_the_raise(cli, tmp_path):
                     image="vllm/vllm-openai:v0.6.5")
     out = cli("check", "-f", path)
     assert out.returncode == 1, out.stdout + out.stderr
-    assert "start [error]: predicted config_refused on NVIDIA-L4 — vLLM's configuration check refused" in out.stdout
+    assert ("start [error]: predicted config_refused on NVIDIA-L4 — vLLM refuses the start at config time: ValueError: "
+            "max_num_batched_tokens (4096) is smaller than max_model_len (16384).") in out.stdout, out.stdout
     assert "--max-num-batched-tokens 16384" in out.stdout, out.stdout
 
 

@@ -71,3 +71,27 @@ def test_restore_skips_a_revision_whose_pod_cannot_hold_its_engine(rehearsal: Re
     assert "from revision 17 to revision 14 (" in " ".join(lines), lines
     assert WHY in skipped(lines, 16), lines
     assert templates_equal(deployment(rehearsal)["spec"]["template"], good)
+
+
+def test_override_evidence_never_forces_a_revision_vllm_refuses(rehearsal: Rehearsal, tmp_path: Path) -> None:
+    """``--data revision=16 --data override=evidence``: the operator overrules evidence, not vLLM. 16's world size
+    exceeds its pod's GPUs, so --dry, the prompt and -y each print one refusal line, exit non-zero and change nothing
+    (it was planned as a rollback with a warning)."""
+    vllm_runtime(rehearsal)
+    incident(rehearsal)  # revision 15
+    _tp2_revision_16(rehearsal)
+    wait_until(lambda: deployment(rehearsal)["metadata"]["annotations"].get(
+        "deployment.kubernetes.io/revision") == "17", what="17")
+    before = deployment(rehearsal)
+    inventory = no_pins(tmp_path)
+    forced = ("--data", "revision=16", "--data", "override=evidence")
+    for args, stdin in ((["--dry"], None), ([], "\n"), (["-y"], None)):
+        got = rehearsal.pyinfra(inventory, RESTORE, *args, *forced, stdin=stdin)
+        said = [line for line in host_out(got.stderr) if line and line != "Connected"]
+        assert got.returncode != 0, (args, got.stderr)
+        assert len(said) == 1, (args, said)
+        assert said[0].startswith(f"host data revision: revision 16 is not restored: it cannot start ({WHY}"), said
+        assert said[0].endswith("(override=evidence weighs evidence, never a refusal vLLM is certain of); name another "
+                                "revision"), said
+        after = deployment(rehearsal)  # its status moves with the crash-looping pods; nothing of ours does
+        assert (after["spec"], after["metadata"]["annotations"]) == (before["spec"], before["metadata"]["annotations"])

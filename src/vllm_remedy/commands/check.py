@@ -38,7 +38,7 @@ from vllm_remedy.drift.manifest_workloads import Workload, model_id, workloads
 from vllm_remedy.envelope import dumps
 from vllm_remedy.errors import UserError
 from vllm_remedy.policy import DEFAULT_POLICY, Policy, load_policies, load_policy, policy_for
-from vllm_remedy.vllm import manifest, pod_env
+from vllm_remedy.vllm import hf_overrides, manifest, pod_env
 
 NAME = "check"
 ORDER = 55
@@ -130,8 +130,8 @@ def run(args: argparse.Namespace) -> int:
     # a variable read from a ConfigMap checked with it, in the workload's namespace, is known
     found = [dataclasses.replace(w, config_maps=pod_env.config_maps(every, w.namespace, args.namespace)) for w in found]
     chosen = [(w, policies.covering(w)) for w in found]
-    for w, p in chosen:  # models outside the catalog: the Hugging Face cache, the Hub, the policy's config file
-        if w.server is not None and (model := model_id(w.server)):
+    for w, p in chosen:  # configs outside the catalog (--hf-config-path's first): HF cache, Hub, the policy's file
+        if w.server is not None and (model := hf_overrides.config_source(w.server.flags, model_id(w.server))):
             hub.learn(model, w.server.flags.get("revision"),  # the ConfigMap may be among the files checked
                       policy_config(None, w.namespace or "default", p, w.config_maps))
     now = time.time()

@@ -18,6 +18,7 @@ from vllm_remedy import hub
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.errors import KubeError
 from vllm_remedy.policy import Policy
+from vllm_remedy.vllm import hf_overrides
 from vllm_remedy.vllm.cmdline import ServerCommand
 
 if TYPE_CHECKING:  # annotations only: vllm-remedy check reads policy_config offline without the kubernetes package
@@ -27,7 +28,8 @@ if TYPE_CHECKING:  # annotations only: vllm-remedy check reads policy_config off
 def learn_model(client: KubeClient, namespace: str, server: ServerCommand, policy: Policy | None) -> str | None:
     """Resolve ``server``'s model for this run; None when it resolved, else the one-line reason."""
     fallback = policy_config(client, namespace, policy) if policy is not None else None
-    return hub.learn(str(server.model), server.flags.get("revision"), fallback)
+    source = hf_overrides.config_source(server.flags, str(server.model))  # --hf-config-path: the config vLLM reads
+    return hub.learn(str(source), server.flags.get("revision"), fallback)
 
 
 def policy_config(client: KubeClient | None, namespace: str, policy: Policy,

@@ -48,6 +48,7 @@ from vllm_remedy.remedies.predict import Prediction, config_refusal, failed_pred
 from vllm_remedy.vllm import (
     catalog,
     engine_env,
+    hf_overrides,
     manifest_flags_file,
     model_len,
     pod_shape,
@@ -61,7 +62,7 @@ from vllm_remedy.vllm.memory.config_values import ConfigRefused
 from vllm_remedy.vllm.memory.unmodelled import CannotPredict
 from vllm_remedy.vllm.outcomes import Outcome, has_cache
 from vllm_remedy.vllm.parallel import group_flags, layout_fix, pod_shortfall, world_size
-from vllm_remedy.vllm.versions import version_from_image
+from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version, version_from_image
 
 ERROR, UNKNOWN_SEVERITY = "error", "unknown"
 _MEMORY_CHECKS = frozenset({"start", "max-model-len", "flag-bounds", "concurrency", "gpu-pinned"})
@@ -247,10 +248,18 @@ def _predict(server: ServerCommand, model_name: str | None, label: str | None, v
     """(prediction, model, GPU, settings, unknown findings): what can be known, and why the rest cannot. A ``group``
     (an LWS leader) is sized as the LWS deploys size it: TP × PP ranks, each holding its share."""
     card = catalog.find_gpu(label) if label else None
+    named, model_name = model_name, hf_overrides.config_source(server.flags, model_name)  # --hf-config-path first
     try:
         model = resolved.model(model_name, server.flags.get("revision")) if model_name else None
     except UserError as exc:
         model, why = None, str(exc) if resolved.known(model_name or "", server.flags.get("revision")) else ""
+        why = f"--hf-config-path {model_name}: {why or exc}" if model_name != named else why
+    if model is not None and model_name:  # --hf-overrides: applied before vLLM derives anything from the config
+        try:
+            model = hf_overrides.applied(model, model_name, server.flags.get("revision"), server.flags,
+                                         parse_version(version) or NEWEST_RELEASE)
+        except UserError as exc:
+            model, why = None, str(exc)
     out: list[Finding] = []
     if label is None:
         out.append(_unknown("gpu", "no GPU named (no nodeSelector or required node affinity on a GPU product "
@@ -262,6 +271,8 @@ def _predict(server: ServerCommand, model_name: str | None, label: str | None, v
     if model is None:
         if model_name:
             out.append(_unknown("model", why or f"model {model_name} is not in the catalog",
+                                "override only config keys the memory model reads (the reason names the others)"
+                                if why.startswith("--hf-overrides") else
                                 "make its config.json reachable (HF_ENDPOINT / HF_TOKEN, or the policy's "
                                 "model_config) or add the model to the catalog (vllm/data)" if why else
                                 "add the model to the catalog (vllm/data) so its memory can be predicted"))

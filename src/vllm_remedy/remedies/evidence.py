@@ -41,6 +41,7 @@ from vllm_remedy.remedies.predict import failed_prediction, pinned_gpu, predict_
 from vllm_remedy.vllm import catalog
 from vllm_remedy.vllm.cmdline import find_server
 from vllm_remedy.vllm.failures import failure_class
+from vllm_remedy.vllm.outcomes import Failure
 
 
 @dataclass(frozen=True)
@@ -315,6 +316,26 @@ def against(rev: Revision, keys: Keys, container: str | None, nodes: Sequence[Ma
         return where.problem
     kind_says = cannot_start(rev) if cannot_start is not None else None
     return kind_says or failed_prediction(predict_template(rev.template, container, gpu=where.gpu))
+
+
+#: Starts vLLM refuses before it loads anything, whatever the load, the card's free memory or the evidence says: its
+#: parser (``argument_refused``), its config classes (``config_refused``, ``max_len_exceeds_model``), the worker's
+#: dtype check on the card its pods would get (``dtype_unsupported``) and the pod's GPUs against the world size.
+#: ``override=evidence`` weighs evidence; it never covers these (``certain_refusal``).
+CERTAIN_REFUSALS = frozenset(f.value for f in (Failure.WORLD_SIZE_EXCEEDS_GPUS, Failure.CONFIG_REFUSED,
+                                               Failure.ARGUMENT_REFUSED, Failure.MAX_LEN_EXCEEDS_MODEL,
+                                               Failure.DTYPE_UNSUPPORTED))
+
+
+def certain_refusal(rev: Revision, container: str | None, nodes: Sequence[Mapping[str, Any]] | None) -> str | None:
+    """Why vLLM is certain to refuse ``rev``'s start (``CERTAIN_REFUSALS``) on the card its pods would get now, None
+    when the prediction is anything else (a memory verdict, "cannot predict"): a memory failure is evidence an
+    operator may overrule, a refusal is not."""
+    spec = rev.template.get("spec") or {}
+    prediction = predict_template(rev.template, container, gpu=placement(spec, nodes).gpu)
+    if prediction.outcome not in CERTAIN_REFUSALS:
+        return None
+    return failed_prediction(prediction) or f"predicted {prediction.outcome}: {prediction.note}"
 
 
 def temporary_toggle(rev: Revision, keys: Keys, container: str | None) -> str | None:

@@ -17,7 +17,17 @@ from vllm_remedy.errors import UserError
 from vllm_remedy.kube.gpus import affinity_products
 from vllm_remedy.remedies.budget import spelling
 from vllm_remedy.remedies.budget.limits import margin_shortfall
-from vllm_remedy.vllm import arch_release, catalog, dtype_support, engine_env, model_len, quant_support, resolved
+from vllm_remedy.vllm import (
+    arch_release,
+    batch_words,
+    catalog,
+    dtype_support,
+    engine_env,
+    hf_overrides,
+    model_len,
+    quant_support,
+    resolved,
+)
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS, GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import ServerCommand, canonical_key, find_server, unrecognized
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate
@@ -26,7 +36,7 @@ from vllm_remedy.vllm.memory.occurrences import overridden_refusal
 from vllm_remedy.vllm.memory.settings import KV_ESTIMATE_MARGIN, engine_rules, split_run, tp_split_problem
 from vllm_remedy.vllm.outcomes import Failure, Outcome, has_cache, no_cache, sized_json
 from vllm_remedy.vllm.parallel import container_gpus, group_flags, pod_shortfall
-from vllm_remedy.vllm.versions import rules, version_from_image
+from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version, rules, version_from_image
 
 
 @dataclass(frozen=True)
@@ -140,12 +150,18 @@ def predict_template(template: Mapping[str, Any], container: str | None = None,
         card = catalog.gpu(label)
     except UserError:
         return Prediction(label, None, f"GPU {label} is not in the catalog", rules=note)
+    source = str(hf_overrides.config_source(server.flags, str(server.model)))  # --hf-config-path, else the model
     try:
-        model = resolved.model(str(server.model), server.flags.get("revision"))
+        model = resolved.model(source, server.flags.get("revision"))
     except UserError as exc:  # said why when this run tried to resolve it (Hub, cache, policy), else the catalog's
-        known = resolved.known(str(server.model), server.flags.get("revision")) is not None
-        return Prediction(card.product, None, str(exc) if known else f"model {server.model} is not in the catalog",
-                          rules=note)
+        known = resolved.known(source, server.flags.get("revision")) is not None
+        return Prediction(card.product, None, (str(exc) if known else f"model {source} is not in the catalog")
+                          if source == str(server.model) else f"--hf-config-path {source}: {exc}", rules=note)
+    try:  # --hf-overrides, applied to the config before vLLM derives anything from it
+        model = hf_overrides.applied(model, source, server.flags.get("revision"), server.flags,
+                                     parse_version(version_from_image(server.image)) or NEWEST_RELEASE)
+    except UserError as exc:
+        return Prediction(card.product, None, str(exc), rules=note)
     try:
         flags = _sized_flags(server.flags, group)
         inputs = {"other-process-gib": str(other_process_gib)} if other_process_gib else {}
@@ -217,6 +233,8 @@ def config_refusal(model: ModelSpec, card: GpuSpec, settings: EngineSettings) ->
     if dtype_support.refused(model.dtype, settings.dtype, card.capability, settings.version):
         return (f"vLLM refuses bfloat16 on the {card.product} (compute capability below 8.0) before loading the "
                 "model; set --dtype half (float16), or pin a GPU of capability 8.0 or newer")
+    if (batch := batch_words.refusal(model, card, settings)) is not None:
+        return f"vLLM refuses the start at config time: {batch}"
     return None
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from vllm_remedy import hub
 from vllm_remedy.errors import UserError
-from vllm_remedy.sim.vllm_pod import adapters, argv, engine_select, keys, registry, scheduler
+from vllm_remedy.sim.vllm_pod import adapters, argv, engine_select, hf_config_flags, keys, registry, scheduler
 from vllm_remedy.vllm import catalog, dtype_support, model_len, quant_config, quant_support, resolved
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import ServerCommand, canonical_key
@@ -184,10 +184,20 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
     if refused is not None:
         prog = "api_server.py" if "api_server" in cmd.entrypoint else "vllm serve"
         return Refusal(version, model_id, "\n".join(refused.lines(prog)), "argparse")
+    config_from = hf_config_flags.config_id(flags, model_id)  # --hf-config-path: where vLLM reads the config
     try:
-        spec = model_spec(model_id, flags.get("revision"))
+        spec = model_spec(config_from, flags.get("revision"))
     except UserError:
-        return Refusal(version, model_id, _no_model_error(version, model_id), "config")
+        return Refusal(version, model_id, _no_model_error(version, config_from), "config")
+    try:  # --hf-overrides, applied to the config before anything is derived from it
+        spec = hf_config_flags.overridden(spec, config_from, flags.get("revision"), flags,
+                                          parse_version(version) or NEWEST_RELEASE)
+    except UserError as err:
+        if str(err).startswith("argument "):  # the pod's parser, before anything else (``argv.ArgError.lines``)
+            prog = "api_server.py" if "api_server" in cmd.entrypoint else "vllm serve"
+            said = argv.ArgError("hf-overrides", str(err)).lines(prog)
+            return Refusal(version, model_id, "\n".join(said), "argparse")
+        return Refusal(version, model_id, str(err), "config")
     # The container's env is vLLM's too: VLLM_ALLOW_LONG_MAX_MODEL_LEN turns the max-length refusal into a warning.
     inputs = {"other-process-gib": str(other_process_gib(node, cluster_gpu_used_mib)),
               **engine_select.env_inputs(container, version)}  # and VLLM_USE_V1 selects the engine

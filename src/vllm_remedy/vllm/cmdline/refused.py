@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import shlex
 
+from vllm_remedy.vllm import hf_overrides
 from vllm_remedy.vllm.cmdline import choices, compilation
 from vllm_remedy.vllm.cmdline.booleans import option_strings, store_boolean
 from vllm_remedy.vllm.cmdline.command import ServerCommand
@@ -117,6 +118,8 @@ def _value(flag: str, value: str, v: Version, attached: bool = False) -> str | N
         # from 0.12.0 only `-O <0-3>` becomes --optimization-level; any other `-O <word>` reaches argparse, which has
         # no -O option any more (utils/argparse_utils.py@0.12.0-0.34.0)
         return None if value in ("0", "1", "2", "3") else f"unrecognized arguments: -O {value}"
+    if flag == hf_overrides.FLAG:  # JSON read by the flag's type (``hf_overrides.argparse_refusal``)
+        return hf_overrides.argparse_refusal(value, v)
     if flag == "compilation-config" or (flag == "optimization-level" and not attached):
         return compilation.refusal(value, v, dash_o=flag == "optimization-level")  # -O '{...}' up to 0.11
     respelled = (str(choices.type_of(flag, v)).startswith("int") and vllm_int(value, flag, v) is None

@@ -1,0 +1,199 @@
+"""``--hf-overrides`` and ``--hf-config-path``: the config.json vLLM sizes is not always the repository's own.
+
+vLLM reads ``--hf-overrides`` as JSON (``type=json.loads`` from 0.6.4, engine/arg_utils.py@0.6.4; a dict field of
+``ModelConfig`` through the same JSON reading from 0.10, config/__init__.py@0.10.2) and applies a dict to the HF
+config *before* deriving anything from it (``get_config(..., hf_overrides_kw=...)`` → ``config.update``), so the
+maximum length, the layer count and the weights all follow it. Flat keys replace the top-level value; from 0.12.0 a
+dict value is merged into the nested config it names (``ModelConfig._update_nested``, config/model.py@0.12.0,
+@0.34.0: ``{"text_config": {"num_hidden_layers": 16}}`` changes that one key), before it replaced the whole value.
+``--hf-config-path`` (from 0.8: engine/arg_utils.py@0.8.5) names where the config comes from instead of the model
+(``get_config(self.hf_config_path or self.model, ...)``): a repository id, or a path inside the pod.
+
+The tools apply a literal dict to the resolved config (the catalog's or the one ``hub`` read) and rebuild the spec;
+a key the spec builder does not read, or a value the tools cannot see, is "cannot predict" naming the key. Which
+keys are read is measured, not listed: a key is read when its value changes the spec (``_read``).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from vllm_remedy.errors import UserError
+from vllm_remedy.vllm import catalog
+from vllm_remedy.vllm.catalog import ModelSpec
+
+SINCE: tuple[int, int, int] = (0, 6, 4)
+NESTED_MERGE_SINCE: tuple[int, int, int] = (0, 12, 0)
+FLAG, PATH_FLAG = "hf-overrides", "hf-config-path"
+
+#: config.json mappings this run read (``hub``), by (model id, revision): the base an override is applied to.
+_configs: dict[tuple[str, str | None], Mapping[str, Any]] = {}
+
+
+def remember(model_id: str, revision: str | None, config: Mapping[str, Any]) -> None:
+    """Keep the config a model's spec was built from (``hub``), so an override can be applied to it later."""
+    _configs[(model_id, revision)] = config
+
+
+def config_source(flags: Mapping[str, str], model_id: str | None) -> str | None:
+    """What vLLM reads the config from: ``--hf-config-path`` when given, else the model."""
+    path = str(flags.get(PATH_FLAG) or "").strip()
+    return path or model_id
+
+
+def parse(value: str) -> Any:
+    """The flag's value as vLLM's ``json.loads`` reads it; argparse refuses what does not parse (exit 2)."""
+    return json.loads(value)
+
+
+#: From 0.9.0 the flag's type is ``union_dict_and_str`` (a dict-or-callable field of ModelConfig: engine/arg_utils.py
+#: @0.9.2, @0.10.2, @0.34.0): only text wrapped in braces goes through ``json.loads``; before, ``type=json.loads``.
+UNION_TYPE_SINCE: tuple[int, int, int] = (0, 9, 0)
+
+
+def argparse_refusal(value: str, version: tuple[int, int, int]) -> str | None:
+    """argparse's words refusing ``value`` as ``--hf-overrides`` (None when it parses, or when argparse takes it as
+    text from 0.9.0, which is not judged here): ``invalid loads value`` up to 0.8, ``parse_type``'s
+    ``ArgumentTypeError`` after (its message prints the function's address, which varies per process)."""
+    if version < SINCE:
+        return None
+    if version >= UNION_TYPE_SINCE and not (value.startswith("{") and value.endswith("}")):
+        return None
+    try:
+        parse(value)
+    except (ValueError, RecursionError):
+        if version < UNION_TYPE_SINCE:
+            return f"argument --{FLAG}: invalid loads value: {value!r}"
+        return f"argument --{FLAG}: Value {value} cannot be converted to <function loads at 0x...>."
+    return None
+
+
+def base_config(model_id: str, revision: str | None) -> tuple[Mapping[str, Any], float | None] | None:
+    """(config, the catalog's reviewed parameter count or None) the spec was built from, None when unknown."""
+    if catalog.repo_model(model_id, revision) is not None:
+        for entry in catalog._load("models.yaml")["models"]:  # the catalog's own entries: the reviewed config
+            ids = [entry["id"], *entry.get("aliases", [])]
+            if model_id.strip().lower() in (i.lower() for i in ids):
+                return entry["config"], float(entry["params_b"])
+    found = _configs.get((model_id, revision))
+    return (found, None) if found is not None else None
+
+
+def merged(config: Mapping[str, Any], overrides: Mapping[str, Any], version: tuple[int, int, int]) -> dict[str, Any]:
+    """``config`` with ``overrides`` applied as the release does (flat replace; nested merge from 0.12.0)."""
+    out = copy.deepcopy(dict(config))
+    for key, value in overrides.items():
+        if version >= NESTED_MERGE_SINCE and isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = merged(out[key], value, version)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def _leaves(overrides: Mapping[str, Any], base: Mapping[str, Any], nested: bool,
+            prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """The key paths an override sets: a merged nested dict's own keys, else the key itself."""
+    out: list[tuple[str, ...]] = []
+    for key, value in overrides.items():
+        inner = base.get(key) if isinstance(base, Mapping) else None
+        if nested and isinstance(value, Mapping) and isinstance(inner, Mapping) and value:
+            out += _leaves(value, inner, nested, (*prefix, key))
+        else:
+            out.append((*prefix, key))
+    return out
+
+
+def _set(config: dict[str, Any], path: tuple[str, ...], value: Any) -> dict[str, Any]:
+    out = copy.deepcopy(config)
+    node = out
+    for key in path[:-1]:
+        node = node[key]
+    if value is _DELETE:
+        node.pop(path[-1], None)
+    else:
+        node[path[-1]] = value
+    return out
+
+
+_DELETE = object()
+
+
+def _other(value: Any) -> Any:
+    """A value unlike ``value`` of the same kind, to see whether the key is read at all."""
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int):
+        return value * 2 + 1
+    if isinstance(value, float):
+        return value * 2 + 1.0
+    if isinstance(value, str):
+        return value + "x"
+    return _DELETE
+
+
+def _spec(config: Mapping[str, Any], name: str) -> ModelSpec | str:
+    try:
+        return ModelSpec.from_hf_config(config, name=name)
+    except (UserError, OverflowError, ValueError, TypeError, KeyError) as exc:
+        return str(exc)
+
+
+def _read(config: dict[str, Any], path: tuple[str, ...], name: str) -> bool:
+    """Whether the spec builder reads ``path``: changing or removing its value changes the spec (or its refusal)."""
+    node: Any = config
+    for key in path:
+        node = node[key]
+    applied = _spec(config, name)
+    return any(_spec(_set(config, path, other), name) != applied for other in (_other(node), _DELETE))
+
+
+def applied(spec: ModelSpec, model_id: str, revision: str | None, flags: Mapping[str, str],
+            version: tuple[int, int, int]) -> ModelSpec:
+    """``spec`` as vLLM sizes it under the flags' ``--hf-overrides``; a UserError ("cannot predict", naming the key)
+    when the tools cannot apply it. A release without the flag never gets here (argparse refuses it first)."""
+    text = flags.get(FLAG)
+    if text is None or version < SINCE:
+        return spec
+    if "$" in str(text):
+        raise UserError(f"--{FLAG} {text!r} carries a value this tool cannot see (a variable)")
+    try:
+        overrides = parse(str(text))
+    except (ValueError, RecursionError):  # argparse refuses it first (``cmdline``): no spec is sized then
+        raise UserError(f"--{FLAG} {text!r} is not JSON") from None
+    if not isinstance(overrides, Mapping):
+        raise UserError(f"--{FLAG} {text!r} is not a JSON object of config keys")
+    if not overrides:
+        return spec
+    base = base_config(model_id, revision)
+    if base is None:
+        raise UserError(f"--{FLAG} overrides keys of {model_id}'s config.json, which this run did not "
+                        "read (a spec given without its config)")
+    config, reviewed = base
+    nested = version >= NESTED_MERGE_SINCE
+    new = merged(config, overrides, version)
+    unread = [".".join(p) for p in _leaves(overrides, config, nested) if not _read(new, p, model_id)]
+    if unread:
+        raise UserError(f"--{FLAG} key(s) {', '.join(unread)}: not read by this tool's model of the "
+                        "config, so what vLLM does with them is not sized")
+    return rebuilt(spec, model_id, config, new, reviewed)
+
+
+def rebuilt(spec: ModelSpec, model_id: str, config: Mapping[str, Any], new: Mapping[str, Any],
+            reviewed: float | None) -> ModelSpec:
+    """``spec`` with what ``new`` changes against ``config``, the catalog's reviewed parameter count (``reviewed``)
+    scaled as the shapes' count scales; a UserError when the changed config is not one the spec builder takes."""
+    after = _spec(new, model_id)
+    if isinstance(after, str):
+        raise UserError(f"--{FLAG}: {after}")
+    before = _spec(config, model_id)
+    if isinstance(before, str):
+        raise UserError(f"--{FLAG}: {before}")
+    changed = {f.name: getattr(after, f.name) for f in dataclasses.fields(ModelSpec)
+               if f.name != "name" and getattr(after, f.name) != getattr(before, f.name)}
+    if reviewed is not None and before.params_b > 0:  # the catalog's count, scaled as the shapes scale
+        changed["params_b"] = reviewed * after.params_b / before.params_b
+    return dataclasses.replace(spec, **changed)
