@@ -19,6 +19,7 @@ from vllm_remedy.vllm.cmdline.argv_shape import argv_problem
 from vllm_remedy.vllm.cmdline.edit import edit_container
 from vllm_remedy.vllm.cmdline.kubelet_env import expand_arg, unreadable
 from vllm_remedy.vllm.cmdline.parse import Entrypoint, Option, Token
+from vllm_remedy.vllm.versions import parse_version, version_from_image
 
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash", "ksh"})
 _PASSTHROUGH = frozenset({"$@", "$*", "${@}", "${*}"})
@@ -293,7 +294,7 @@ def _analyse(container: Mapping[str, Any]) -> ServerCommand | None:
         rest, literal = _as_received(container, rest)
         anchor = next((t for t in literal if anchor is not None and (t.field, t.index) == (anchor.field, anchor.index)),
                       anchor)  # the last word, as received: an edit keys its changes on one token per item
-    options, positionals = parse.parse_options(rest)
+    options, positionals = parse.parse_options(rest, parse_version(version_from_image(str(container.get("image", "")))))
     model_token = positionals[0] if entry.positional_model and positionals else None
     if (model_token is not None and any(o.name == "model" for o in options) and model_token not in literal
             and unreadable(container, model_token.value)):
