@@ -61,8 +61,8 @@ def test_kubectl_create_refuses_a_name_that_is_no_subdomain(world, doc: dict[str
 
 def test_kubectl_create_configmap_refuses_a_bad_name(world) -> None:
     err = _refused(world.kubectl(V, "-n", "llm", "create", "configmap", "Bad_Name", "--from-literal=k=v"))
-    assert err == f'error: failed to create configmap: ConfigMap "Bad_Name" is invalid: metadata.name: Invalid value: ' \
-                  f'"Bad_Name": {SUBDOMAIN}\n'
+    assert err == ('error: failed to create configmap: ConfigMap "Bad_Name" is invalid: metadata.name: Invalid '
+                   f'value: "Bad_Name": {SUBDOMAIN}\n')
 
 
 def test_a_lowercase_dotted_name_is_taken(world) -> None:
