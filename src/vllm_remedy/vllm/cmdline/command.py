@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vllm_remedy.errors import UserError
-from vllm_remedy.vllm.cmdline import parse, shell
+from vllm_remedy.vllm.cmdline import parse, shell, shell_vars
 from vllm_remedy.vllm.cmdline.argv_shape import argv_problem
 from vllm_remedy.vllm.cmdline.edit import edit_container
 from vllm_remedy.vllm.cmdline.kubelet_env import expand_arg, unreadable
@@ -306,8 +306,9 @@ def _analyse(container: Mapping[str, Any]) -> ServerCommand | None:
             model = model if model_token else opt.value
         else:
             flags[opt.name] = opt.value
-    if script is not None:  # the kubelet expands `$(X)` in the script's text before its shell reads it
-        flags = {k: expand_arg(container, v) for k, v in flags.items()}
+    if script is not None:  # the kubelet expands `$(X)` in the script's text before its shell reads it, then the
+        # shell expands a plain `$X` / `${X}` from the pod's env (``shell_vars``: only where the result is certain)
+        flags = {k: shell_vars.expand(container, expand_arg(container, v)) for k, v in flags.items()}
     # A bare argument taken from a variable this tool cannot read (`$(EXTRA)` from a Secret in args, `$EXTRA` in a
     # script) can carry flags vLLM then reads (Kubernetes expands the first, the shell expands and splits the second);
     # not followed: the estimate is unknown. A word the kubelet's expansion made literal is vLLM's word, not hidden.
