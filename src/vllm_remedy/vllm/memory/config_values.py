@@ -51,10 +51,12 @@ def checked(make: Callable[[], T], flags: Mapping[str, str], version: str | None
     """``make()`` (the settings), its bad-value UserError turned into ``ConfigRefused`` where vLLM's config classes
     refuse that value too (``config_refusal``), so a manifest's start is config_refused in vLLM's words while a typed
     value keeps its one-line message."""
+    r = rules(version)
+    if (unknown := load_format_refusal(flags, r.version, r.label)) is not None:
+        raise unknown
     try:
         return make()
     except UserError as exc:
-        r = rules(version)
         if (refused := config_refusal(flags, r.version, r.label)) is not None:
             raise ConfigRefused(str(exc), refused.phrase, refused.error) from exc
         raise
@@ -72,6 +74,44 @@ def config_refusal(flags: Mapping[str, str], v: Version, label: str) -> ConfigRe
 
 
 _CHECKED = ("max-model-len", "max-num-seqs", "gpu-memory-utilization")
+#: The stock model loaders by load format (``_LOAD_FORMAT_TO_MODEL_LOADER`` in model_executor/model_loader/__init__.py,
+#: each row the first release read with that set, every release 0.10.1-0.34.0 read). From 0.10.1 argparse lists no
+#: ``choices`` (``str | LoadFormats``), ``LoadConfig`` lowercases the name, and ``get_model_loader`` raises
+#: ``ValueError(f"Load format `{load_format}` is not supported")`` for a name not registered (a plugin may register
+#: more with ``register_model_loader``: a stock image's registry is what is judged). Before 0.10.1 argparse's choices
+#: refuse an unknown name (``cmdline.choices``).
+LOADERS_SINCE: Version = (0, 10, 1)
+_LOADERS: tuple[tuple[Version, str], ...] = (
+    ((0, 10, 1), "auto bitsandbytes dummy fastsafetensors gguf mistral npcache pt runai_streamer "
+                 "runai_streamer_sharded safetensors sharded_state tensorizer"),
+    ((0, 12, 0), "auto bitsandbytes dummy fastsafetensors gguf hf mistral npcache pt runai_streamer "
+                 "runai_streamer_sharded safetensors sharded_state tensorizer"),
+    ((0, 18, 0), "auto bitsandbytes dummy fastsafetensors gguf hf instanttensor mistral npcache pt runai_streamer "
+                 "runai_streamer_sharded safetensors sharded_state tensorizer"),
+    ((0, 22, 0), "auto bitsandbytes dummy fastsafetensors gguf hf instanttensor mistral modelexpress npcache pt "
+                 "runai_streamer runai_streamer_sharded safetensors sharded_state tensorizer"),
+    ((0, 24, 0), "auto bitsandbytes dummy fastsafetensors hf instanttensor mistral modelexpress npcache pt "
+                 "runai_streamer runai_streamer_sharded safetensors sharded_state tensorizer"),
+    ((0, 28, 0), "auto dummy fastsafetensors hf instanttensor mistral modelexpress npcache pt runai_streamer "
+                 "runai_streamer_sharded safetensors sharded_state tensorizer"),
+    ((0, 30, 0), "auto dummy fastsafetensors hf instanttensor ipc_cache mistral modelexpress npcache pt "
+                 "runai_streamer runai_streamer_sharded safetensors sharded_state tensorizer"),
+)
+
+
+def load_format_refusal(flags: Mapping[str, str], v: Version, label: str) -> ConfigRefused | None:
+    """vLLM's refusal of a ``--load-format`` its loader registry lacks (``LOADERS_SINCE`` on): the worker raises it
+    when it picks the model loader, before any weight is read."""
+    text = flags.get("load-format")
+    if text is None or v < LOADERS_SINCE or "$" in str(text) or "{{" in str(text):
+        return None
+    name = str(text).lower()
+    if name in next(keys for since, keys in reversed(_LOADERS) if v >= since).split():
+        return None
+    error = f"ValueError: Load format `{name}` is not supported"
+    phrase = (f"vLLM {label} refuses --load-format {text} when its worker picks the model loader, before loading any "
+              f"weights ({error}: no such loader is registered in that release)")
+    return ConfigRefused(phrase, phrase, error)
 OPT_LEVEL_SINCE: Version = (0, 12, 0)
 DOTTED_O_UNTIL: Version = (0, 14, 0)
 
