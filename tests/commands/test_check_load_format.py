@@ -2,7 +2,8 @@
 from 0.10.1 the flag has no ``choices`` (``str | LoadFormats``) and ``get_model_loader`` raises ``ValueError: Load
 format `gguf2` is not supported`` (model_executor/model_loader/__init__.py@0.10.1-0.34.0), so the start is
 ``config_refused`` in those words; before 0.10.1 argparse's choices refuse it (``argument_refused``); a registered
-name, in any case (``LoadConfig`` lowercases it), starts."""
+name, in any case (``LoadConfig`` lowercases it), starts. An infinite ``--swap-space`` is config_refused as
+``CacheConfig.verify_with_parallel_config`` words it per release."""
 
 from __future__ import annotations
 
@@ -52,3 +53,20 @@ def test_the_rehearsal_pod_does_not_start_it() -> None:
     assert isinstance(got, Refusal) and "Load format `gguf2` is not supported" in got.error, got
     c["args"] = [LLAMA, "--load-format", "safetensors"]
     assert isinstance(plan(find_server({"containers": [c]}), c, node), Launch)
+
+
+@pytest.mark.parametrize(("value", "image", "said"), [
+    ("inf", "vllm/vllm-openai:v0.6.3", "ValueError: Too large swap space. inf GiB out of the"),
+    ("inf", "vllm/vllm-openai:v0.11.0", "ValueError: Too large swap space. inf GiB out of the"),
+    ("inf", "vllm/vllm-openai:v0.16.0", "OverflowError: cannot convert float infinity to integer"),
+])
+def test_an_infinite_swap_space_is_config_refused(cli, tmp_path: Path, value: str, image: str, said: str) -> None:
+    """CacheConfig.verify_with_parallel_config (config.py@0.6.3, config/cache.py@0.11.0; math.ceil from 0.14.0)."""
+    doc = yaml.safe_load(Path(manifest(tmp_path, [], gpu="NVIDIA-L40S", image=image)).read_text())
+    container = doc["spec"]["template"]["spec"]["containers"][0]
+    container["args"] = ["--model", LLAMA, "--max-model-len", "8192", "--swap-space", value]
+    path = tmp_path / "m.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    item = json.loads(cli("check", "-f", str(path), "-o", "json").stdout)["items"][0]
+    assert item["prediction"]["outcome"] == "config_refused", json.dumps(item)
+    assert said in json.dumps(item)

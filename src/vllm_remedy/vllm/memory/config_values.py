@@ -52,7 +52,7 @@ def checked(make: Callable[[], T], flags: Mapping[str, str], version: str | None
     refuse that value too (``config_refusal``), so a manifest's start is config_refused in vLLM's words while a typed
     value keeps its one-line message."""
     r = rules(version)
-    if (unknown := load_format_refusal(flags, r.version, r.label)) is not None:
+    if (unknown := load_format_refusal(flags, r.version, r.label) or swap_refusal(flags, r.version, r.label)):
         raise unknown
     try:
         return make()
@@ -97,6 +97,37 @@ _LOADERS: tuple[tuple[Version, str], ...] = (
     ((0, 30, 0), "auto dummy fastsafetensors hf instanttensor ipc_cache mistral modelexpress npcache pt "
                  "runai_streamer runai_streamer_sharded safetensors sharded_state tensorizer"),
 )
+
+
+#: ``CacheConfig.verify_with_parallel_config`` (config.py@0.5.5-0.9.2, config/cache.py@0.10.2-0.17.0, called from
+#: VllmConfig / EngineConfig's post-init): ``swap_space * GiB`` times the TP size against 0.7 of the host's memory
+#: (``ValueError("Too large swap space. ...")``); from 0.14.0 the bytes are ``math.ceil``-ed first, which raises on an
+#: infinite (OverflowError) or NaN (ValueError) size. --swap-space left the parser in 0.18.0.
+SWAP_CEIL_SINCE: Version = (0, 14, 0)
+SWAP_UNTIL: Version = (0, 18, 0)
+
+
+def swap_refusal(flags: Mapping[str, str], v: Version, label: str) -> ConfigRefused | None:
+    """vLLM's refusal of a non-finite ``--swap-space`` (``inf`` is more than any host; finite sizes hang on the
+    node's memory, which is not read here)."""
+    text = flags.get("swap-space")
+    try:
+        number = float(str(text).strip()) if text is not None else None  # argparse's ``type=float``
+    except ValueError:
+        return None  # argparse refuses it first (``cmdline.refused``)
+    if number is None or math.isfinite(number) or v >= SWAP_UNTIL:
+        return None
+    if v >= SWAP_CEIL_SINCE:
+        error = ("OverflowError: cannot convert float infinity to integer" if math.isinf(number)
+                 else "ValueError: cannot convert float NaN to integer")
+    elif math.isnan(number) or number < 0:
+        return None  # NaN compares false: no refusal there
+    else:
+        error = ("ValueError: Too large swap space. inf GiB out of the <host's> GiB total CPU memory is allocated "
+                 "for the swap space.")
+    phrase = (f"vLLM {label} refuses --swap-space {text} at config time, before loading anything "
+              f"({error})")
+    return ConfigRefused(phrase, phrase, error)
 
 
 def load_format_refusal(flags: Mapping[str, str], v: Version, label: str) -> ConfigRefused | None:
