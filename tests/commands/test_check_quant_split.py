@@ -1,6 +1,7 @@
 """`vllm-remedy check` on a manifest serving an AWQ checkpoint at a TP that splits a quantization group across two
-GPUs: the start is not predicted, and the finding quotes vLLM's refusal, as for any TP vLLM refuses (the config is
-tests/data/configs/Qwen2.5-72B-Instruct-AWQ-unpadded.json, SOURCES.md; given by the policy's model_config.path)."""
+GPUs: the start is predicted config_refused, and the finding quotes vLLM's refusal, as for any TP vLLM refuses (the
+config is tests/data/configs/Qwen2.5-72B-Instruct-AWQ-unpadded.json, SOURCES.md; given by the policy's
+model_config.path)."""
 
 from __future__ import annotations
 
@@ -45,8 +46,10 @@ def test_check_names_the_split_and_vllms_words(cli, tmp_path):
                       "model_config: {path: configs/awq.json}\n")
     got = cli("check", "-f", str(manifest), "--policy", str(policy), "-o", "json")
     assert got.returncode == 1, got.stderr
-    flags = [f for i in json.loads(got.stdout)["items"] for f in i["findings"] if f["check"] == "flags"]
-    assert [f["reason"] for f in flags] == [
-        "cannot predict: tensor-parallel-size: 2 splits down_proj's 29568 input channels into 14784 per GPU, which the "
-        "AWQ group size 128 does not divide (a group would straddle two GPUs); vLLM: ValueError: The input size is not "
-        "aligned with the quantized weight shape. This can be caused by too large tensor parallel size."], flags
+    findings = [f for i in json.loads(got.stdout)["items"] for f in i["findings"]]
+    assert not [f for f in findings if f["check"] == "flags"], findings  # a predicted refusal, not bad input
+    assert [f["reason"] for f in findings if f["check"] == "start"] == [
+        "predicted config_refused on NVIDIA-L40S — vLLM refuses the tensor-parallel size: tensor-parallel-size: 2 "
+        "splits down_proj's 29568 input channels into 14784 per GPU, which the AWQ group size 128 does not divide (a "
+        "group would straddle two GPUs); vLLM: ValueError: The input size is not aligned with the quantized weight "
+        "shape. This can be caused by too large tensor parallel size."], findings

@@ -54,8 +54,8 @@ def test_model_config_and_gpu_memory(cli, tmp_path):
          "gpu-memory-utilization: 1.1 is out of range; expected 0 < U <= 1"),
         (["--model", "Qwen/Qwen2.5-7B-Instruct", "--gpu", "NVIDIA-L4", "--gpu-memory-utilization", "0"],
          "gpu-memory-utilization: 0.0 is out of range; expected 0 < U <= 1"),
-        (["--model", "Qwen/Qwen2.5-7B-Instruct", "--gpu", "NVIDIA-L4", "--tp", "3"],
-         "tensor-parallel-size: 3 does not divide the model's 28 attention heads"),
+        (["--model", "Qwen/Qwen2.5-7B-Instruct", "--gpu", "NVIDIA-L4", "--tp", "0"],
+         "tensor-parallel-size: 0 must be >= 1"),  # a TP vLLM refuses is config_refused (test_tp_refused_cli)
         (["--model", "Qwen/Qwen2.5-7B-Instruct", "--gpu", "NVIDIA-L4", "--max-model-len", "-8"],
          "max-model-len: -8 must be a positive integer (or auto)"),
         (["--model", "Qwen/Qwen2.5-7B-Instruct", "--gpu", "NVIDIA-L4", "--max-num-seqs", "-1"],

@@ -169,8 +169,8 @@ def test_exit_code_says_whether_anything_must_change(cli, data_dir):
     (("--model", LLAMA, "--gpu", "NVIDIA-Z9000"), "unknown GPU label NVIDIA-Z9000; pass --gpu-memory-gib"),
     (("--model", LLAMA, "--gpu", "NVIDIA-L4", "--gpu-memory-utilization", "1.2"),
      "gpu-memory-utilization: 1.2 is out of range; expected 0 < U <= 1"),
-    (("--model", LLAMA, "--gpu", "NVIDIA-L4", "--tp", "3"),
-     "tensor-parallel-size: 3 does not divide the model's 32 attention heads"),
+    (("--model", LLAMA, "--gpu", "NVIDIA-L4", "--tp", "0"),
+     "tensor-parallel-size: 0 must be >= 1"),  # a TP vLLM refuses is config_refused (test_tp_refused_cli)
     (("--model", LLAMA, "--gpu", "NVIDIA-L4", "--max-model-len", "-4096"),
      "max-model-len: -4096 must be a positive integer (or auto)"),
     (("--model", LLAMA, "--gpu", "NVIDIA-L4", "--target-concurrency", "0"), "--target-concurrency: 0 must be > 0"),

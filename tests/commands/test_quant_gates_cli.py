@@ -11,6 +11,8 @@ import pytest
 import yaml
 
 CONFIGS = Path(__file__).resolve().parents[1] / "data" / "configs"
+AWQ_7B = CONFIGS / "Qwen2.5-7B-Instruct-AWQ.json"  # Qwen/Qwen2.5-7B-Instruct-AWQ's config.json (SOURCES.md)
+DEFAULT_POLICY = Path(__file__).resolve().parents[2] / "policies" / "default.yaml"
 CAPABILITY = ("ValueError: The quantization method awq is not supported for the current GPU. Minimum capability: 75. "
               "Current capability: 70.")
 
@@ -32,19 +34,19 @@ def test_estimate_says_config_refused_in_vllms_words(cli, config, gpu, tp, said)
 
 
 def test_estimate_refuses_a_quantization_the_checkpoint_does_not_have(cli):
-    got = cli("estimate", "--model", "Qwen/Qwen2.5-7B-Instruct-AWQ", "--gpu", "NVIDIA-A100-SXM4-80GB",
+    got = cli("estimate", "--model-config", str(AWQ_7B), "--gpu", "NVIDIA-A100-SXM4-80GB",
               "--quantization", "gptq", "--vllm-version", "0.11.0", "-o", "json")
     data = json.loads(got.stdout)
     assert data["outcome"] == "config_refused" and data["refusal"] == (
         "ValueError: Quantization method specified in the model config (awq) does not match the quantization method "
         "specified in the `quantization` argument (gptq)."), data
-    allowed = cli("estimate", "--model", "Qwen/Qwen2.5-7B-Instruct-AWQ", "--gpu", "NVIDIA-A100-SXM4-80GB",
+    allowed = cli("estimate", "--model-config", str(AWQ_7B), "--gpu", "NVIDIA-A100-SXM4-80GB",
                   "--quantization", "awq_marlin", "--vllm-version", "0.11.0", "-o", "json")
     assert json.loads(allowed.stdout)["outcome"] == "fits"
 
 
 def test_plan_moves_off_the_refused_card(cli):
-    got = cli("plan", "--model", "Qwen/Qwen2.5-7B-Instruct-AWQ", "--gpu", "Tesla-V100-SXM2-32GB", "--dtype", "half",
+    got = cli("plan", "--model-config", str(AWQ_7B), "--gpu", "Tesla-V100-SXM2-32GB", "--dtype", "half",
               "--vllm-version", "0.11.0", "--max-model-len", "8192", "-o", "json")
     assert got.returncode == 1, got.stderr
     data = json.loads(got.stdout)
@@ -77,7 +79,9 @@ def test_check_names_the_refusal_and_pins_a_card_it_runs_on(cli, tmp_path):
     pod["nodeSelector"] = {"nvidia.com/gpu.product": "Tesla-V100-SXM2-32GB"}
     path = tmp_path / "dep.yaml"
     path.write_text(yaml.safe_dump(dep))
-    got = cli("check", "-f", str(path))
+    policy = tmp_path / "policy.yaml"  # the catalog holds only exact repositories
+    policy.write_text(f"extends: {DEFAULT_POLICY}\nmodel_config: {{path: {AWQ_7B}}}\n")
+    got = cli("check", "-f", str(path), "--policy", str(policy))
     assert got.returncode == 1, got.stdout + got.stderr
     assert f"predicted config_refused on Tesla-V100-SXM2-32GB — vLLM refuses the quantization at config time: " \
            f"{CAPABILITY}" in got.stdout, got.stdout

@@ -44,9 +44,10 @@ def test_diagnose_and_estimate_on_the_cli(cli, tmp_path):
     assert got.returncode == 0, got.stderr
     data = json.loads(got.stdout)
     assert (data["failure"], data["failure_detail"]["setting"]) == ("config_refused", "tensor-parallel-size")
-    refused = cli("estimate", "--model-config", str(CONFIG), "--gpu", "NVIDIA-L40S", "--tp", "2")
-    assert (refused.returncode, refused.stdout) == (2, "")
-    assert refused.stderr == ("vllm-remedy: error: tensor-parallel-size: 2 splits down_proj's 29568 input channels "
-                              "into 14784 per GPU, which the AWQ group size 128 does not divide (a group would "
-                              f"straddle two GPUs); vLLM: ValueError: {AWQ}\n")
+    refused = cli("estimate", "--model-config", str(CONFIG), "--gpu", "NVIDIA-L40S", "--tp", "2", "-o", "json")
+    assert refused.returncode == 0, refused.stderr
+    data = json.loads(refused.stdout)
+    assert data["outcome"] == "config_refused" and data["refusal"] == (
+        "tensor-parallel-size: 2 splits down_proj's 29568 input channels into 14784 per GPU, which the AWQ group size "
+        f"128 does not divide (a group would straddle two GPUs); vLLM: ValueError: {AWQ}"), data
     assert cli("estimate", "--model-config", str(CONFIG), "--gpu", "NVIDIA-L40S", "--tp", "1").returncode in (0, 1)

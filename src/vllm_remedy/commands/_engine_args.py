@@ -182,6 +182,8 @@ def add_engine_flags(parser: argparse.ArgumentParser, with_defaults: bool = True
     parser.add_argument("--quantization", metavar="Q")
     parser.add_argument("--dtype", metavar="D", default="auto" if d else None)
     parser.add_argument("--enforce-eager", action="store_true", default=None if not d else False)
+    parser.add_argument("--enable-expert-parallel", action="store_true", default=None,
+                        help="vLLM's --enable-expert-parallel: an MoE's experts whole on each GPU (0.8.0+)")
     parser.add_argument("--limit-mm-per-prompt", metavar="JSON",
                         help="items per prompt by modality, as vLLM's flag ('{\"image\": 1, \"video\": 0}', or "
                              "image=1,video=0): a multimodal model's encoder is profiled on the most expensive "
@@ -232,7 +234,8 @@ def add_engine_flags(parser: argparse.ArgumentParser, with_defaults: bool = True
 def engine_flags(args: argparse.Namespace) -> dict[str, str]:
     """The given engine flags as canonical `vllm serve` flags with string values (unset ones left out)."""
     flags = {flag: str(getattr(args, dest)) for flag, dest in ENGINE_FLAGS if getattr(args, dest) is not None}
-    for flag, dest in (("enforce-eager", "enforce_eager"), ("enable-lora", "enable_lora")):
+    for flag, dest in (("enforce-eager", "enforce_eager"), ("enable-lora", "enable_lora"),
+                       ("enable-expert-parallel", "enable_expert_parallel")):
         if getattr(args, dest, None):
             flags[flag] = "true"
     return flags

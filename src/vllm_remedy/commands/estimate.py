@@ -20,11 +20,11 @@ from vllm_remedy.commands._engine_args import (
     model_inputs,
 )
 from vllm_remedy.envelope import dumps, envelope
-from vllm_remedy.vllm import engine_env, model_len, outcomes, quant_support
+from vllm_remedy.vllm import arch_release, engine_env, model_len, outcomes, quant_support
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate
 from vllm_remedy.vllm.memory.post_capture import CaptureRoom, capture_room
-from vllm_remedy.vllm.memory.settings import engine_rules
+from vllm_remedy.vllm.memory.settings import engine_rules, split_run, tp_split_problem
 from vllm_remedy.vllm.outcomes import Outcome
 from vllm_remedy.vllm.versions import rules
 
@@ -73,12 +73,17 @@ def run(args: argparse.Namespace) -> int:
 def refusal_reason(est: Estimate, env_why: str | None, model: ModelSpec, gpu: GpuSpec,
                    settings: EngineSettings) -> str | None:
     """Why vLLM refuses a ``config_refused`` start, in its words, where the reason is not the batch below the length
-    (which the outcome's hint names): the env's VLLM_USE_V1 (``engine_env.Refusal``) or the quantization method
+    (which the outcome's hint names): an architecture or quantization method the release lacks (``arch_release``),
+    the env's VLLM_USE_V1 (``engine_env.Refusal``), the TP size (``tp_split_problem``) or the quantization method
     (``quant_support.refusal``); None otherwise."""
     if est.outcome is not Outcome.CONFIG_REFUSED:
         return None
+    if (unknown := arch_release.refusal(model, settings.version)) is not None:  # the model config, first
+        return unknown
     if engine_env.refuses(env_why):
         return env_why
+    if (split := tp_split_problem(model, settings.tp, split_run(model, gpu, settings))) is not None:
+        return split  # vLLM refuses the TP size (``memory.core.tp_refused``)
     return quant_support.refusal(model, gpu, settings.quantization, settings.version, settings.dtype)
 
 

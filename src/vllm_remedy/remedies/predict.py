@@ -17,13 +17,13 @@ from vllm_remedy.errors import UserError
 from vllm_remedy.kube.gpus import affinity_products
 from vllm_remedy.remedies.budget import spelling
 from vllm_remedy.remedies.budget.limits import margin_shortfall
-from vllm_remedy.vllm import catalog, dtype_support, engine_env, model_len, quant_support, resolved
+from vllm_remedy.vllm import arch_release, catalog, dtype_support, engine_env, model_len, quant_support, resolved
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS, GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import ServerCommand, canonical_key, find_server, unrecognized
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate
 from vllm_remedy.vllm.memory.config_values import ConfigRefused
 from vllm_remedy.vllm.memory.occurrences import overridden_refusal
-from vllm_remedy.vllm.memory.settings import KV_ESTIMATE_MARGIN, engine_rules
+from vllm_remedy.vllm.memory.settings import KV_ESTIMATE_MARGIN, engine_rules, split_run, tp_split_problem
 from vllm_remedy.vllm.outcomes import Failure, Outcome, has_cache, no_cache, sized_json
 from vllm_remedy.vllm.parallel import container_gpus, group_flags, pod_shortfall
 from vllm_remedy.vllm.versions import rules, version_from_image
@@ -206,8 +206,12 @@ def config_refusal(model: ModelSpec, card: GpuSpec, settings: EngineSettings) ->
     model's maximum and the env var (``model_len.refusal``); the dtype refusal the card and the flag to set."""
     if (why := model_len.refusal(model, settings)) is not None:
         return why
+    if (unknown := arch_release.refusal(model, settings.version)) is not None:
+        return f"vLLM refuses the model at config time: {unknown}"
     if engine_env.refuses(env := engine_rules(settings, card, model)[1]):
         return f"vLLM refuses the start: {env}"
+    if (split := tp_split_problem(model, settings.tp, split_run(model, card, settings))) is not None:
+        return f"vLLM refuses the tensor-parallel size: {split}"  # ``memory.core.tp_refused``
     if (quant := quant_support.refusal(model, card, settings.quantization, settings.version, settings.dtype)):
         return f"vLLM refuses the quantization at config time: {quant}"
     if dtype_support.refused(model.dtype, settings.dtype, card.capability, settings.version):

@@ -13,11 +13,13 @@ from vllm_remedy.vllm.quant_config import AssumedGroupSize
 @dataclass(frozen=True)
 class SplitRun:
     """What the kernel choice reads besides the shapes: the card's compute capability (None: unknown), the dtype vLLM
-    runs the model in (``dtype_support.resolved``) and the release."""
+    runs the model in (``dtype_support.resolved``) and the release; and whether the start distributes an MoE's
+    experts whole (--enable-expert-parallel), which decides the experts' width per rank (``block_split``)."""
 
     capability: tuple[int, int] | None
     dtype: str
     version: tuple[int, int, int]
+    expert_parallel: bool = False
 
 
 def _marlin_min(v: tuple[int, int, int]) -> tuple[int, int]:

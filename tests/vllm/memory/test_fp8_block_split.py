@@ -18,6 +18,7 @@ from vllm_remedy.vllm import catalog
 from vllm_remedy.vllm.catalog import ModelSpec
 from vllm_remedy.vllm.memory import EngineSettings, estimate
 from vllm_remedy.vllm.memory.settings import split_run, tp_split_problem
+from vllm_remedy.vllm.outcomes import Outcome
 
 CASES = Path(__file__).resolve().parents[2] / "data" / "calibration"
 H100 = "NVIDIA-H100-80GB-HBM3"
@@ -64,16 +65,17 @@ def test_merged_column_partitions_are_let_through_from_0_14():
     assert problem(model, 8, "0.14.0") is None  # _maybe_allow_fp8_block_shape_mismatch, linear.py@0.14.0
 
 
-def test_the_235b_moe_keeps_running_at_tp_8():
-    """Its attention splits into whole blocks (1024 per GPU); the experts' check hangs on --enable-expert-parallel,
-    which the estimate does not read, so it is not judged (at TP 8 without it vLLM refuses 192 per GPU)."""
+def test_the_235b_moe_keeps_running_at_tp_8_with_expert_parallelism():
+    """Its attention splits into whole blocks (1024 per GPU); its experts stay whole under the case's
+    --enable-expert-parallel (at TP 8 without it vLLM refuses 192 per GPU: test_fp8_moe_block_split)."""
     model = case_model("h100x8-v0.10.0-qwen3-235b-a22b-fp8-tp8-ep-kvfp8-32k")
-    assert problem(model, 8, "0.10.0") is None
+    s = EngineSettings(version="0.10.0", tp=8, enable_expert_parallel=True)
+    assert tp_split_problem(model, 8, split_run(model, catalog.gpu(H100), s)) is None
 
 
-def test_the_estimate_refuses_it():
-    with pytest.raises(UserError, match=r"^tensor-parallel-size: 8 splits down_proj's 9728 input channels"):
-        estimate(qwen3_4b(), catalog.gpu(H100), EngineSettings(version="0.11.0", tp=8))
+def test_the_estimate_predicts_config_refused():
+    got = estimate(qwen3_4b(), catalog.gpu(H100), EngineSettings(version="0.11.0", tp=8))
+    assert got.outcome is Outcome.CONFIG_REFUSED
 
 
 def test_a_block_size_that_is_not_two_integers_cannot_be_predicted():

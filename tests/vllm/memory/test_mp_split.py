@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from vllm_remedy.errors import UserError
 from vllm_remedy.remedies.budget import BudgetRequest, plan_budget, tp_sizes
 from vllm_remedy.vllm import catalog
 from vllm_remedy.vllm.catalog import ModelSpec
 from vllm_remedy.vllm.memory import EngineSettings, estimate
 from vllm_remedy.vllm.memory.settings import split_run, tp_split_problem
+from vllm_remedy.vllm.outcomes import Outcome
 
 CONFIGS = Path(__file__).resolve().parents[2] / "data" / "configs"
 A100, H100, T4 = "NVIDIA-A100-SXM4-80GB", "NVIDIA-H100-80GB-HBM3", "Tesla-T4"
@@ -84,8 +84,7 @@ def test_unknown_run_and_smaller_tp_are_not_judged():
 
 def test_the_estimate_refuses_it_and_the_planner_does_not_offer_it():
     model = gptq(desc_act=False)
-    with pytest.raises(UserError, match=r"^tensor-parallel-size: 8 splits down_proj's 5632 input channels"):
-        estimate(model, catalog.gpu(A100), EngineSettings(version="0.11.0", tp=8))
+    assert estimate(model, catalog.gpu(A100), EngineSettings(version="0.11.0", tp=8)).outcome is Outcome.CONFIG_REFUSED
     a100, h100 = catalog.gpu(A100), catalog.gpu(H100)
     s = EngineSettings(version="0.11.0")
     assert tp_sizes(model, 1, 8, a100, s) == [1, 2, 4]
@@ -104,10 +103,11 @@ def test_the_cli_refuses_tp_8_for_the_published_checkpoint(cli):
     """The real ``vllm-remedy estimate`` on the published config.json: desc_act true keeps every kernel but Marlin off
     the split input, so TP 8 is refused on an H100 too."""
     path = CONFIGS / "TinyLlama-1.1B-Chat-v1.0-GPTQ.json"
-    got = cli("estimate", "--model-config", str(path), "--gpu", H100, "--vllm-version", "0.11.0", "--tp", "8")
-    assert got.returncode == 2, got.stdout
-    said = f"vllm-remedy: error: {SPLIT} size 128 does not divide: no kernel takes it"
-    assert got.stderr.startswith(said), got.stderr
-    assert got.stderr.count("\n") == 1
+    got = cli("estimate", "--model-config", str(path), "--gpu", H100, "--vllm-version", "0.11.0", "--tp", "8",
+              "-o", "json")
+    assert got.returncode == 0, got.stderr
+    data = json.loads(got.stdout)
+    assert data["outcome"] == "config_refused", data
+    assert data["refusal"].startswith(f"{SPLIT} size 128 does not divide: no kernel takes it"), data["refusal"]
     ok = cli("estimate", "--model-config", str(path), "--gpu", H100, "--vllm-version", "0.11.0", "--tp", "4")
     assert ok.returncode == 0, ok.stderr

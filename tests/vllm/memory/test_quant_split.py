@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from vllm_remedy.errors import UserError
 from vllm_remedy.remedies.budget import tp_sizes
 from vllm_remedy.vllm import catalog, quant_config
 from vllm_remedy.vllm.catalog import ModelSpec
 from vllm_remedy.vllm.memory import EngineSettings, estimate
 from vllm_remedy.vllm.memory.settings import tp_split_problem
+from vllm_remedy.vllm.outcomes import Outcome
 
 CONFIGS = Path(__file__).resolve().parents[2] / "data" / "configs"
 VLLM_SAYS = ("ValueError: The input size is not aligned with the quantized weight shape. This can be caused by too "
@@ -56,10 +56,10 @@ def test_a_smaller_group_that_divides_the_shard_is_accepted():
     assert (tp_split_problem(small, 2), tp_split_problem(small, 4) is None) == (None, False)  # 7392 = 115.5 x 64
 
 
-def test_the_estimate_refuses_it_as_a_bad_tp():
-    with pytest.raises(UserError, match=r"^tensor-parallel-size: 2 splits down_proj's 29568 input channels"):
-        estimate(spec("Qwen2.5-72B-Instruct-AWQ-unpadded"), catalog.gpu("NVIDIA-H100-80GB-HBM3"),
-                 EngineSettings(version="0.11.0", tp=2))
+def test_the_estimate_predicts_config_refused():
+    got = estimate(spec("Qwen2.5-72B-Instruct-AWQ-unpadded"), catalog.gpu("NVIDIA-H100-80GB-HBM3"),
+                   EngineSettings(version="0.11.0", tp=2))
+    assert got.outcome is Outcome.CONFIG_REFUSED and got.kv_cache_tokens == 0
 
 
 def test_a_catalog_variant_is_not_judged_on_a_group_size_no_checkpoint_stated():

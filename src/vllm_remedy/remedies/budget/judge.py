@@ -8,6 +8,7 @@ improves the very quantity that failed.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 from collections.abc import Callable
@@ -121,7 +122,7 @@ class Judge:
         floor = min(self.limits.len_floor, cap)
 
         def at(length: int) -> tuple[EngineSettings, Estimate] | None:
-            s = dataclasses.replace(settings, max_model_len=length)
+            s = vary(settings, max_model_len=length)
             est = self.accept(s, gpu)
             return (s, est) if est is not None else None
 
@@ -140,6 +141,17 @@ class Judge:
             else:
                 hi = mid - 1
         return best
+
+
+def vary(settings: EngineSettings, **changes: object) -> EngineSettings:
+    """``dataclasses.replace(settings, **changes)``, validated the same way (``__post_init__``), without rebuilding
+    every field through ``__init__``: the length search and the utilization lever build thousands per plan, and that
+    rebuild was the larger part of plan time (bench/bench_plan.py, 2026-12-06)."""
+    out = copy.copy(settings)
+    for name, value in changes.items():
+        object.__setattr__(out, name, value)
+    out.__post_init__()
+    return out
 
 
 # The registry's ``short_of`` quantity → whether a candidate (est, settings) raises it over the current

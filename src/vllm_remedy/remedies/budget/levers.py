@@ -13,6 +13,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from vllm_remedy.remedies.budget.judge import vary
 from vllm_remedy.remedies.budget.limits import Limits
 from vllm_remedy.vllm import catalog
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
@@ -77,7 +78,7 @@ def utilization(ctx: Context, s: EngineSettings, gpu: GpuSpec) -> list[Variant]:
     values = [round(i * UTIL_STEP, 2) for i in range(lo, hi + 1)]
     values = [u for u in values if lim.util_min <= u <= lim.util_max and u != s.gpu_memory_utilization]
     values.sort(key=lambda u: (abs(u - s.gpu_memory_utilization), -u))
-    return [Variant(dataclasses.replace(s, gpu_memory_utilization=u), gpu) for u in values]
+    return [Variant(vary(s, gpu_memory_utilization=u), gpu) for u in values]
 
 
 def max_num_seqs(ctx: Context, s: EngineSettings, gpu: GpuSpec) -> list[Variant]:

@@ -148,6 +148,13 @@ def _base(req: BudgetRequest, lim: Limits, notes: list[str]) -> tuple[EngineSett
             changes["tp"] = min(inside, key=lambda t: abs(t - s.tp))
         else:
             notes.append("no tensor-parallel-size within the bounds: " + _tp_refusals(req, lim.tp_min, lim.tp_max))
+    elif (split := tp_split_problem(req.model, s.tp, split_run(req.model, req.gpu, s))) is not None:
+        problems.append(f"vLLM refuses the tensor-parallel size: {split}")
+        inside = tp_sizes(req.model, lim.tp_min, lim.tp_max, req.gpu, s)
+        if inside:  # the nearest size vLLM takes, the smaller on a tie: the TP lever still offers the larger ones
+            changes["tp"] = min(inside, key=lambda t: (abs(t - s.tp), t))
+        else:
+            notes.append("no tensor-parallel-size within the bounds: " + _tp_refusals(req, lim.tp_min, lim.tp_max))
     if dtype_support.refused(req.model.dtype, s.dtype, req.gpu.capability, s.version):  # vLLM refuses it on this card
         problems.append(f"dtype {dtype_support.resolved(req.model.dtype, s.dtype, req.gpu.capability, s.version)} is "
                         f"refused on {req.gpu.product} (compute capability below 8.0): --dtype float16")
@@ -197,6 +204,9 @@ def _problems(req: BudgetRequest, lim: Limits, cur: Estimate, judge: Judge) -> l
         free, margin = cur.total_gib - cur.peak_gib, lim.headroom_for(req.gpu, req.settings.version)
         if free < margin:
             out.append(f"predicted peak leaves {free:.2f} GiB free, below the {margin:.2f} GiB margin")
+    if cur.outcome is Outcome.CONFIG_REFUSED and tp_split_problem(req.model, req.settings.tp,
+                                                                  split_run(req.model, req.gpu, req.settings)):
+        return out  # no resolved settings: the TP size itself is refused (``_base`` names it)
     res = resolve(req.model, req.gpu, req.settings)
     if batch_refused(res):
         out.append(f"max-num-batched-tokens {res.mnbt} < max-model-len {res.max_model_len} without chunked prefill")
@@ -250,6 +260,10 @@ def _step(rank: int, rung: Rung, req: BudgetRequest, lim: Limits, cap: int, judg
         spare = judge.margin_only(dataclasses.replace(rung.settings, max_model_len=cap), rung.gpu)
         short = margin_shortfall(spare, lim.kv_margin) if spare is not None else None
     reason = reasons.explain(rung, req.settings, req.gpu, lim, cap, short, raised)
+    if rung.bounded and lim.tp_min <= req.settings.tp <= lim.tp_max and tp_split_problem(
+            req.model, req.settings.tp, split_run(req.model, req.gpu, req.settings)):  # ``_base`` left a refused TP
+        reason = reason.replace(" (the policy's bound on --tensor-parallel-size)",
+                                f" (vLLM refuses tensor-parallel-size {req.settings.tp} for this model)")
     if rung.lever == "max-model-len" and bounded:
         within = ", ".join(f"--{f} {flags[f]}" for f in bounded)
         reason = f"{reason.removesuffix('nothing else changes')}{within} within the policy's bounds".replace(

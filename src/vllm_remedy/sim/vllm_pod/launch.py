@@ -13,8 +13,8 @@ from typing import Any
 
 from vllm_remedy import hub
 from vllm_remedy.errors import UserError
-from vllm_remedy.sim.vllm_pod import adapters, argv, engine_select, keys, scheduler
-from vllm_remedy.vllm import catalog, dtype_support, quant_config, quant_support, resolved
+from vllm_remedy.sim.vllm_pod import adapters, argv, engine_select, keys, registry, scheduler
+from vllm_remedy.vllm import catalog, dtype_support, model_len, quant_config, quant_support, resolved
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import ServerCommand, canonical_key
 from vllm_remedy.vllm.cmdline.flags import Kind
@@ -203,6 +203,13 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
         return Refusal(version, model_id, err.error, "config")
     except UserError as err:
         return Refusal(version, model_id, f"ValueError: {err}", "config")
+    # the model config asks its registry after the length check: an architecture / quantization method the release
+    # lacks, from the pod's own copy of the table (``registry``)
+    if (lacking := registry.refusal(parse_version(version) or NEWEST_RELEASE, model_id, spec.architecture,
+                                    spec.quantization)) is not None and not model_len.refused(
+            spec, settings.max_model_len, settings.version, settings.allow_long_max_model_len,
+            settings.disable_sliding_window):
+        return Refusal(version, model_id, lacking[0], "config", frames=lacking[1])
     draft = adapters.draft_model(adapters.speculative(flags))
     try:  # SpeculativeConfig builds the draft's ModelConfig at config time, like the target's
         draft_spec = model_spec(draft, None) if draft else None

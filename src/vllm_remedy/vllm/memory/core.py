@@ -9,12 +9,12 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from vllm_remedy.vllm import dtype_support, engine_env, model_len, quant_support
+from vllm_remedy.vllm import arch_release, dtype_support, engine_env, model_len, quant_support
 from vllm_remedy.vllm.catalog import GIB, GpuSpec, ModelSpec
 from vllm_remedy.vllm.memory import capture, chunked, pinned, post_capture, terms
 from vllm_remedy.vllm.memory.kv_layout import check_rule
 from vllm_remedy.vllm.memory.non_torch import context_gib, nccl_outside_budget, non_torch_gib
-from vllm_remedy.vllm.memory.settings import EngineSettings, Resolved, resolve
+from vllm_remedy.vllm.memory.settings import EngineSettings, Resolved, resolve, split_run, tp_split_problem
 from vllm_remedy.vllm.memory.unmodelled import DECIDED_BEFORE, CannotPredict
 from vllm_remedy.vllm.outcomes import Outcome
 
@@ -75,6 +75,8 @@ class Estimate:
 def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estimate:
     """Apply the version's budget rules to this model, GPU and flags; ``CannotPredict`` for flags it does not size,
     unless the start ends before their memory matters (``unmodelled.DECIDED_BEFORE``)."""
+    if tp_split_problem(model, settings.tp, split_run(model, gpu, settings)) is not None:
+        return tp_refused(model, gpu, settings)
     res = resolve(model, gpu, settings)
     r = res.rules
     total = gpu.total_gib
@@ -121,6 +123,8 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
     if model_len.refused(model, settings.max_model_len, settings.version, settings.allow_long_max_model_len,
                          settings.disable_sliding_window):
         outcome = Outcome.MAX_LEN_EXCEEDS_MODEL  # vLLM's model config refuses it before touching the GPU
+    elif arch_release.refusal(model, settings.version) is not None:
+        outcome = Outcome.CONFIG_REFUSED  # the model config: an architecture / quantization method the release lacks
     elif engine_env.refuses(res.env_problem):
         outcome = Outcome.CONFIG_REFUSED  # vLLM refuses the env's VLLM_USE_V1 before using any GPU memory
     elif res.env_problem is not None:
@@ -171,6 +175,10 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
         kv = blocks * block_bytes / GIB
     if settings.unmodelled and outcome not in DECIDED_BEFORE:
         raise CannotPredict(settings.unmodelled)
+    if arch_release.falls_back(model, settings.version) and outcome not in _BEFORE_LOAD:
+        raise CannotPredict(f"cannot predict {model.architecture}: vLLM {settings.version or '(newest)'} does not "
+                            "implement it; its Transformers backend runs it if the image's transformers can (neither "
+                            "modelled)")
     concurrency = _concurrency(res, layout, blocks, tokens, max_len)
     return Estimate(
         outcome=outcome,
@@ -190,6 +198,26 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
         graph_capture_oom=capture_oom,
         kv_allocation_oom=kv_oom,
     )
+
+
+def tp_refused(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estimate:
+    """A TP size vLLM refuses (``tp_split_problem``: the heads at config time, a split group or weight block as the
+    weights are created): ``config_refused`` with nothing sized (``outcomes.REFUSED_BEFORE_SIZING``), unless the
+    max length is refused first (the model config, before the parallel config is checked). The weights-time
+    refusals run with a CUDA context on each rank; it is not counted (the peak is the other processes')."""
+    asked = settings.max_model_len
+    max_len = model.max_model_len if asked in (None, -1) else int(asked)
+    outcome = (Outcome.MAX_LEN_EXCEEDS_MODEL if model_len.refused(model, asked, settings.version,
+                                                                  settings.allow_long_max_model_len,
+                                                                  settings.disable_sliding_window)
+               else Outcome.CONFIG_REFUSED)
+    return Estimate(outcome=outcome, weights_gib=0.0, activation_gib=0.0, non_torch_gib=0.0, cudagraph_gib=0.0,
+                    kv_cache_gib=0.0, kv_cache_tokens=0, gpu_blocks=0, max_concurrency=0.0, max_model_len=max_len,
+                    peak_gib=settings.other_process_gib, total_gib=gpu.total_gib)
+
+
+# Refused before the model class matters: an architecture the Transformers backend would run is still refused so.
+_BEFORE_LOAD = frozenset({Outcome.MAX_LEN_EXCEEDS_MODEL, Outcome.CONFIG_REFUSED, Outcome.DTYPE_UNSUPPORTED})
 
 
 def batch_refused(res: Resolved) -> bool:

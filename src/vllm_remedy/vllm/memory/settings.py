@@ -150,6 +150,8 @@ class EngineSettings:
     disable_sliding_window: bool = False
     # --enable-prefix-caching: 0.5.5-0.6.0's V0 then keeps chunked prefill off by default (``chunked.v0_default``).
     enable_prefix_caching: bool = False
+    # --enable-expert-parallel: an MoE's experts are distributed whole over the TP ranks (``block_split``)
+    enable_expert_parallel: bool = False
     # --limit-mm-per-prompt as sorted (modality, count) pairs; empty = vLLM's defaults. A 0 takes the modality out of
     # the encoder profile (``encoder.qwen3_vl_encoder_cache_gib``).
     mm_limits: tuple[tuple[str, int], ...] = ()
@@ -242,7 +244,8 @@ class EngineSettings:
             kwargs["quantization"] = quantization(str(norm["quantization"]), version)
         for flag, field in (("enforce-eager", "enforce_eager"), ("disable-sliding-window", "disable_sliding_window"),
                             ("enable-chunked-prefill", "enable_chunked_prefill"),
-                            ("enable-prefix-caching", "enable_prefix_caching")):
+                            ("enable-prefix-caching", "enable_prefix_caching"),
+                            ("enable-expert-parallel", "enable_expert_parallel")):
             if flag in norm:
                 kwargs[field] = read_bool(norm, flag)
         if "no-enable-chunked-prefill" in norm and read_bool(norm, "no-enable-chunked-prefill"):
@@ -392,7 +395,7 @@ def engine_rules(s: EngineSettings, gpu: GpuSpec, model: ModelSpec | None = None
 def split_run(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> SplitRun:
     """What a GPTQ-style layer's kernel choice reads of this start (``mp_split.SplitRun``)."""
     return SplitRun(gpu.capability, dtype_support.resolved(model.dtype, s.dtype, gpu.capability, s.version),
-                    rules(s.version).version)
+                    rules(s.version).version, s.enable_expert_parallel)
 
 
 def runs_runner_v2(r: VersionRules, model: ModelSpec) -> bool:

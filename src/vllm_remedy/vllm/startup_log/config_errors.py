@@ -1,6 +1,8 @@
 """vLLM's configuration checks refusing a start (``Failure.CONFIG_REFUSED``), as its log shows them.
 
-The refusals, each read in the wheels: the quantization method (``_QUANT``, ``vllm.quant_support``); a
+The refusals, each read in the wheels: an architecture or checkpoint quantization method the release does not
+implement (``_ARCH``, ``_UNKNOWN_QUANT``, ``vllm.arch_release``; transformers' unknown ``model_type``, ``_MODEL_TYPE``);
+the quantization method (``_QUANT``, ``vllm.quant_support``); a
 tensor-parallel size that splits a quantized layer off its grid (``_SHARD``); V0 without chunked prefill refusing
 --max-num-batched-tokens below max-model-len
 (``SchedulerConfig._verify_args``: a ValueError in config.py@0.6.3-@0.8.5, pydantic's ValidationError around the same
@@ -42,6 +44,34 @@ _SHARD = re.compile(r"The (?:input|output) size is not aligned with the quantize
                     r"(?:min_thread_[kn]|group_size) = \d+|is not divisible by weight quantization block_[nk] = \d+")
 
 
+# The model config refusing a model the release does not implement (``vllm.arch_release``): the registry's
+# ``_raise_for_unsupported`` (model_executor/models/registry.py@0.6.3-@0.34.0, models/__init__.py@0.5.5), a name it
+# no longer has (``_PREVIOUSLY_SUPPORTED_MODELS``, from 0.10.0), ``_verify_quantization``'s unknown method
+# (config.py@0.5.5-@0.8.5, config/model.py@0.34.0), and transformers' own refusal of a ``model_type`` the image's
+# transformers does not know, raised while vLLM reads config.json (transformers' models/auto/configuration_auto.py).
+_ARCH = re.compile(r"Model architectures \[(?P<architectures>[^\]]*)\] are not supported for now|"
+                   r"Model architecture (?P<previous>\S+) was supported in vLLM until v(?P<until>\S+), and is not "
+                   r"supported anymore")
+_UNKNOWN_QUANT = re.compile(r"Unknown quantization method: (?P<method>[^\s.]+)\. Must be one of")
+_MODEL_TYPE = re.compile(r"has model type `(?P<model_type>[^`]+)` but Transformers does not recognize this "
+                         r"architecture")
+
+
+def _model_refusal(message: str) -> dict[str, Any] | None:
+    """The detail of a model the release (or the image's transformers) does not implement, or None."""
+    if (m := _ARCH.search(message)) is not None:
+        names = m["previous"] or ", ".join(n.strip(" '\"") for n in (m["architectures"] or "").split(","))
+        detail: dict[str, Any] = {"setting": "architecture", "architecture": names, "error": message.strip()}
+        if m["until"]:
+            detail["supported_until"] = m["until"]
+        return detail
+    if (m := _UNKNOWN_QUANT.search(message)) is not None:
+        return {"setting": "quantization", "method": m["method"], "error": message.strip()}
+    if (m := _MODEL_TYPE.search(message)) is not None:
+        return {"setting": "model_type", "model_type": m["model_type"], "error": message.strip()}
+    return None
+
+
 def env_read(text: str) -> str | None:
     """The ``VLLM_*`` variable a traceback source line reads, if any."""
     m = _ENV_READ.search(text)
@@ -54,6 +84,8 @@ def refusal(message: str, variable: str | None) -> dict[str, Any] | None:
     if (m := _BATCH.search(message)) is not None:
         return {"setting": "max-num-batched-tokens", "max_num_batched_tokens": int(m["max_num_batched_tokens"]),
                 "max_model_len": int(m["max_model_len"]), "error": message.strip()}
+    if (unknown := _model_refusal(message)) is not None:
+        return unknown
     if _SHARD.search(message) is not None:
         return {"setting": "tensor-parallel-size", "error": message.strip()}
     if _QUANT.search(message) is not None:
