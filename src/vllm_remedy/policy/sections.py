@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 from pydantic import BeforeValidator, Field, model_validator
 from pydantic_core import PydanticCustomError
 
+from ..vllm.catalog import find_gpu
 from .durations import parse_duration
 from .flags import FP8_PREFIX
 from .scalars import (
@@ -73,6 +74,11 @@ class Target(FrozenModel):
         return 4 * bool(self.deployments) + 2 * bool(self.models) + 2 * bool(self.match_labels) + bool(self.namespaces)
 
 
+#: Label keys whose values the GPU catalog (``vllm/data/gpus.yaml`` ``labels``) holds.
+_CATALOG_LABEL_KEYS = frozenset({"nvidia.com/gpu.product", "cloud.google.com/gke-accelerator",
+                                 "karpenter.k8s.aws/instance-gpu-name"})
+
+
 class GpuPolicy(FrozenModel):
     """The GPU type to pin (GPU feature discovery label) and how many GPUs a pod asks for."""
 
@@ -87,6 +93,20 @@ class GpuPolicy(FrozenModel):
     def pinned(self) -> bool:
         """Whether the policy pins a GPU type at all (an empty list leaves scheduling alone)."""
         return bool(self.products)
+
+    @model_validator(mode="after")
+    def _known_products(self) -> GpuPolicy:
+        """A product the GPU catalog lacks, under a label key whose values the catalog knows (GFD, GKE, Karpenter),
+        is a typo the pin would write into every pod's affinity (no node then matches): one line naming it. A custom
+        label key's values are the cluster's own and are not judged."""
+        if self.label.lower() not in _CATALOG_LABEL_KEYS:
+            return self
+        for i, product in enumerate(self.products):
+            if find_gpu(product) is None:
+                raise PydanticCustomError(
+                    "policy_cross", "unknown GPU product {product} (no card of that {label} value in the GPU catalog)",
+                    {"path": f"gpu.products[{i}]", "product": repr(product), "label": self.label})
+        return self
 
 
 class LoadShedding(FrozenModel):

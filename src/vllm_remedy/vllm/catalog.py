@@ -316,7 +316,7 @@ def repo_model(repo_id: str, revision: str | None = None) -> ModelSpec | None:
     and for a revision the catalog cannot vouch for: vLLM reads that repository's own config.json at that revision,
     and so must the caller (``hub``).
     """
-    found = _repo_index().get(repo_id.strip().lower())
+    found = _repo_index().get(repo_id.lower())  # vLLM passes the argv word as is: " org/m" is no repo id
     if found is None:
         return None
     spec, commits = found

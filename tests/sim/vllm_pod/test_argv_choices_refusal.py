@@ -54,7 +54,8 @@ def test_argparse_refuses_from_the_pod_s_own_tables(tag: str, args: list[str], e
 
 
 @pytest.mark.parametrize(("tag", "args"), [
-    ("v0.12.0", ["--block-size", "256"]), ("v0.20.0", ["--block-size", "7"]), ("v0.11.0", ["--load-format", "zzz"]),
+    ("v0.12.0", ["--block-size", "256"]), ("v0.20.0", ["--block-size", "7"]),
+    ("v0.11.0", ["--load-format", "SafeTensors"]),  # no choices; a registered loader (an unknown one: config_refused)
     ("v0.11.0", ["--quantization", "None"]), ("v0.11.0", ["-O3"]), ("v0.11.0", ["--compilation-config", '{"level":3}']),
 ])
 def test_values_the_release_takes_start(tag: str, args: list[str]) -> None:

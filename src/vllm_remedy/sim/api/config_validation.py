@@ -35,8 +35,13 @@ IMMUTABLE = "field is immutable"
 WHEN_IMMUTABLE = "field is immutable when `immutable` is set"
 REDACTED = "<secret contents redacted>"
 SA_NAME = "kubernetes.io/service-account.name"
-_TYPES = {"Required": "FieldValueRequired", "Invalid": "FieldValueInvalid", "Forbidden": "FieldValueForbidden"}
-_BODIES = {"Required": "Required value", "Invalid": "Invalid value", "Forbidden": "Forbidden"}
+_TYPES = {"Required": "FieldValueRequired", "Invalid": "FieldValueInvalid", "Forbidden": "FieldValueForbidden",
+          "TooLong": "FieldValueTooLong"}
+_BODIES = {"Required": "Required value", "Invalid": "Invalid value", "Forbidden": "Forbidden", "TooLong": "Too long"}
+#: ``core.MaxSecretSize``: what a Secret's decoded ``data``, or a ConfigMap's ``data`` plus ``binaryData``, may total.
+MAX_SIZE = 1024 * 1024
+#: ``field.TooLong``'s detail (apimachinery pkg/util/validation/field/errors.go).
+TOO_LONG = f"must have at most {MAX_SIZE} bytes"
 
 
 @dataclass(frozen=True)
@@ -106,9 +111,12 @@ def _bytes(value: Any) -> bytes:
 
 
 def secret_errors(obj: Obj) -> list[FieldError]:
-    """``ValidateSecret`` on a Secret whose ``stringData`` is already merged into ``data``."""
+    """``ValidateSecret`` on a Secret whose ``stringData`` is already merged into ``data``: keys, then the decoded
+    values' total against ``MAX_SIZE`` (``field.TooLong(dataPath, ...)``), then the type's keys."""
     data = obj.get("data") or {}
     errs = _keys(data, "data")
+    if sum(len(_bytes(v)) for v in data.values()) > MAX_SIZE:
+        errs.append(FieldError("TooLong", "data", TOO_LONG))
     kind = obj.get("type") or "Opaque"
     annotations = (obj.get("metadata") or {}).get("annotations") or {}
     if kind == "kubernetes.io/service-account-token" and not annotations.get(SA_NAME):
@@ -153,16 +161,22 @@ def configmap_errors(obj: Obj) -> list[FieldError]:
         errs += [FieldError("Invalid", f"data[{key}]", msg, key) for msg in key_errors(key)]
         if key in binary:
             errs.append(FieldError("Invalid", f"data[{key}]", "duplicate of key present in binaryData", key))
-    return errs + _keys(binary, "binaryData")
+    errs += _keys(binary, "binaryData")
+    total = sum(len(str(v).encode()) for v in data.values()) + sum(len(_bytes(v)) for v in binary.values())
+    if total > MAX_SIZE:  # ``field.TooLong(field.NewPath(""), ...)``: a nameless root path prints as ``[]``
+        errs.append(FieldError("TooLong", "[]", TOO_LONG))
+    return errs
 
 
-def check(resource_key: str, obj: Obj, old: Obj | None = None) -> None:
-    """Raise 422 Invalid as the apiserver does for a Secret or ConfigMap write (``old``: the stored one, on update)."""
+def check(resource_key: str, obj: Obj, old: Obj | None = None, meta: list[FieldError] | None = None) -> None:
+    """Raise 422 Invalid as the apiserver does for a Secret or ConfigMap write (``old``: the stored one, on update;
+    ``meta``: ``ValidateObjectMeta``'s errors, which come first)."""
+    meta = list(meta or [])
     if resource_key == "secrets":
-        errs = (secret_update_errors(old, obj) if old is not None else []) + secret_errors(obj)
+        errs = (secret_update_errors(old, obj) if old is not None else []) + meta + secret_errors(obj)
         kind = "Secret"
     elif resource_key == "configmaps":
-        errs = (_immutable(old, obj, ("data", "binaryData")) if old is not None else []) + configmap_errors(obj)
+        errs = (_immutable(old, obj, ("data", "binaryData")) if old is not None else []) + meta + configmap_errors(obj)
         kind = "ConfigMap"
     else:
         return

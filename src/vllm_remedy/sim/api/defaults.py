@@ -13,7 +13,7 @@ import binascii
 import hashlib
 from typing import Any
 
-from vllm_remedy.sim.api import config_validation
+from vllm_remedy.sim.api import config_validation, names
 from vllm_remedy.sim.api.validation import check_types
 from vllm_remedy.sim.controllers.defaults import default_deployment, default_pod, default_replicaset
 from vllm_remedy.sim.controllers.leaderworkerset import default_leaderworkerset
@@ -23,12 +23,12 @@ from vllm_remedy.sim.store import ApiError
 Obj = dict[str, Any]
 
 
-def _check_workload(obj: Obj, kind: str) -> None:
+def _check_workload(obj: Obj, kind: str, resource_key: str) -> None:
     spec = obj.get("spec") or {}
     name = obj.get("metadata", {}).get("name", "")
     selector = (spec.get("selector") or {}).get("matchLabels") or {}
     labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
-    causes = []
+    causes = [(e.field, e.body()) for e in names.errors(resource_key, obj)]  # ValidateObjectMeta first
     if not selector and not (spec.get("selector") or {}).get("matchExpressions"):
         causes.append(("spec.selector", "Required value"))
     elif any(labels.get(k) != v for k, v in selector.items()):
@@ -118,25 +118,27 @@ def default_and_validate(resource_key: str, obj: Obj, old: Obj | None = None) ->
     check_types(resource_key, obj)
     if resource_key == "deployments.apps":
         default_deployment(obj)
-        _check_workload(obj, "Deployment")
+        _check_workload(obj, "Deployment", resource_key)
     elif resource_key == "replicasets.apps":
         default_replicaset(obj)
-        _check_workload(obj, "ReplicaSet")
+        _check_workload(obj, "ReplicaSet", resource_key)
     elif resource_key == "statefulsets.apps":
         default_statefulset(obj)
-        _check_workload(obj, "StatefulSet")
+        _check_workload(obj, "StatefulSet", resource_key)
     elif resource_key == "leaderworkersets.leaderworkerset.x-k8s.io":
         default_leaderworkerset(obj)
     elif resource_key == "pods" and isinstance(obj.get("spec"), dict):
         default_pod(obj)
         obj.setdefault("status", {}).setdefault("phase", "Pending")
+        if errs := names.errors(resource_key, obj):
+            raise config_validation.invalid("Pod", str(obj["metadata"].get("name") or ""), errs)
     elif resource_key == "services":
         _default_service(obj)
     elif resource_key == "secrets":
         _default_secret(obj)
-        config_validation.check(resource_key, obj, old)
+        config_validation.check(resource_key, obj, old, names.errors(resource_key, obj))
     elif resource_key == "configmaps":
-        config_validation.check(resource_key, obj, old)
+        config_validation.check(resource_key, obj, old, names.errors(resource_key, obj))
     elif resource_key == "namespaces":
         obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
         obj.setdefault("status", {}).setdefault("phase", "Active")

@@ -49,6 +49,13 @@ SWAP_SPACE_UNTIL: Version = (0, 18, 0)
 COMPILATION_JSON_SINCE: Version = (0, 9, 0)
 COMPILATION_VALIDATED_SINCE: Version = (0, 9, 2)
 COMPILATION_CC_SINCE: Version = (0, 12, 0)
+#: FlexibleArgumentParser (utils/__init__.py@0.9.2-0.11.0) folds every ``-x.k=v`` into one JSON value appended as
+#: ``-x <json>`` after all other arguments; 0.9.0 folds only ``--x.k=v`` (utils.py@0.9.0 ``startswith("--")``).
+SHORT_DOTTED_SINCE: Version = (0, 9, 2)
+#: From 0.12.0 only ``-O <n>`` with n in 0-3 becomes ``--optimization-level n``; any other ``-O <word>`` stays ``-O``,
+#: which no parser option is (utils/argparse_utils.py@0.12.0, @0.14.0 to @0.34.0: ``args[i + 1] in {"0", "1", "2",
+#: "3"}``; engine/arg_utils.py registers only ``--optimization-level``).
+SPACED_O_LEVELS = frozenset({"0", "1", "2", "3"})
 #: ``choices=`` per release, (first release, choices as argparse lists them; None: no ``choices=``): argparse checks
 #: each occurrence after its type and refuses ``invalid choice: 'fp9' (choose from 'auto', ...)`` (CPython 3.12
 #: ``_check_value``: the value's repr, the choices' reprs joined by ", "). --dtype: an explicit list in
@@ -243,15 +250,47 @@ def unknown_negations(negated: Iterable[tuple[str, str]], version: Version) -> l
     return [word for flag, word in negated if store_true(flag, version)]
 
 
+def unknown_shorts(shorts: Iterable[tuple[str, str | None, str | None]], version: Version) -> list[str]:
+    """The words of single-dash options ``version``'s parser has none for, as argparse leaves them over: ``shorts`` is
+    (spelling as written, text after ``=`` or None, the next word taken as its value or None) per option.
+
+    * ``-cc`` (and ``-cc.k=v``) before 0.12.0: engine/arg_utils.py@0.10.1/0.11.0 register ``--compilation-config``
+      with ``-O`` only, and no option starts with ``-c``; 0.9.2-0.11.x fold the dotted keys into ``-cc <json>`` first;
+    * ``-O <word>`` from 0.12.0 with a word other than 0-3 (``SPACED_O_LEVELS``).
+    """
+    out: list[str] = []
+    folded: dict[str, object] = {}
+    for spelled, attached, value in shorts:
+        if spelled == "-O" and attached is None and value is not None and version >= COMPILATION_CC_SINCE \
+                and value not in SPACED_O_LEVELS:
+            out += ["-O", value]
+        elif (spelled == "-cc" or spelled.startswith("-cc.")) and version < COMPILATION_CC_SINCE:
+            if spelled.startswith("-cc.") and version >= SHORT_DOTTED_SINCE:
+                text = attached if attached is not None else value or ""
+                try:
+                    folded[spelled[4:]] = json.loads(text)
+                except ValueError:
+                    folded[spelled[4:]] = text
+                continue
+            out.append(spelled if attached is None else f"{spelled}={attached}")
+            if attached is None and value is not None:
+                out.append(value)
+    if folded:
+        out += ["-cc", json.dumps(folded)]
+    return out
+
+
 def first_error(options: Iterable[tuple[str, str | None]], version: Version, positionals: Iterable[str] = (),
                 api_server: bool = False, booleans: Iterable[tuple[str, str]] = (),
-                negated: Iterable[tuple[str, str]] = ()) -> ArgError | None:
+                negated: Iterable[tuple[str, str]] = (),
+                shorts: Iterable[tuple[str, str | None, str | None]] = ()) -> ArgError | None:
     """argparse converts every occurrence in argv order and stops at the first it refuses (a repeated flag's first
     value too, though the last one wins when all parse); a value of None is a flag that takes one but got none
     (``expected one argument``). Positionals beyond the parser's one ``model_tag`` (``nargs='?'``; none in the
     api_server module before ``API_SERVER_MODEL_TAG_SINCE``) are left over and refused last, all in one message.
     ``booleans``: (flag, text) of each boolean flag written ``--flag=text`` (``explicit``), judged first; ``negated``:
-    (flag, word) of each ``--no-flag`` written, refused with the leftovers where the release has no such form.
+    (flag, word) of each ``--no-flag`` written, refused with the leftovers where the release has no such form;
+    ``shorts``: single-dash options as written (``unknown_shorts``), whose unknown ones are leftovers too.
     A one-item ``"--max-model-len 16384"`` is a positional here (argparse: "if it contains a space, it was meant to
     be a positional"): the model tag when none is given before it, else a leftover."""
     negated = list(negated)
@@ -260,11 +299,17 @@ def first_error(options: Iterable[tuple[str, str | None]], version: Version, pos
             continue  # `--no-x=1` where there is no `--no-x`: an unknown option, not an explicit value
         if (message := explicit(flag, text, version)) is not None:
             return ArgError(flag, message)
+    shorts = list(shorts)
+    unknown = unknown_shorts(shorts, version)
+    skip = {("optimization-level", v) for s_, a, v in shorts if s_ == "-O" and a is None and v and "-O" in unknown}
+    skip |= {("compilation-config", v) for s_, a, v in shorts if s_ == "-cc" and version < COMPILATION_CC_SINCE}
     for flag, value in options:
+        if (flag, value) in skip or (flag.startswith("cc.") and version < COMPILATION_CC_SINCE):
+            continue  # an unknown option's words: left over, not converted
         if value is None:
             return ArgError(flag, f"argument --{flag}: expected one argument")
         if (message := convert(flag, value, version) or choice(flag, value, version)) is not None:
             return ArgError(flag, message)
     takes = 0 if api_server and version < API_SERVER_MODEL_TAG_SINCE else 1
-    extra = unknown_negations(negated, version) + list(positionals)[takes:]
+    extra = unknown_negations(negated, version) + list(positionals)[takes:] + unknown
     return ArgError("", f"unrecognized arguments: {' '.join(extra)}") if extra else None

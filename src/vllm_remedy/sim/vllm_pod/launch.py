@@ -180,7 +180,9 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
                 if o.flag.kind in (Kind.BOOLEAN, Kind.STORE_TRUE) and o.flag.attached is not None]
     refused = argv.first_error(words, parse_version(version) or NEWEST_RELEASE, bare,
                                api_server="openai.api_server" in cmd.entrypoint, booleans=booleans,
-                               negated=[(o.name, o.tokens[0].value) for o in cmd.options if o.flag.negated])
+                               negated=[(o.name, o.tokens[0].value) for o in cmd.options if o.flag.negated],
+                               shorts=[(o.flag.spelled, o.flag.attached, o.values[0] if o.values else None)
+                                       for o in cmd.options if not o.flag.spelled.startswith("--")])
     if refused is not None:
         prog = "api_server.py" if "api_server" in cmd.entrypoint else "vllm serve"
         return Refusal(version, model_id, "\n".join(refused.lines(prog)), "argparse")

@@ -14,11 +14,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vllm_remedy.errors import UserError
-from vllm_remedy.vllm.cmdline import parse, shell
+from vllm_remedy.vllm.cmdline import parse, shell, shell_vars
 from vllm_remedy.vllm.cmdline.argv_shape import argv_problem
 from vllm_remedy.vllm.cmdline.edit import edit_container
 from vllm_remedy.vllm.cmdline.kubelet_env import expand_arg, unreadable
 from vllm_remedy.vllm.cmdline.parse import Entrypoint, Option, Token
+from vllm_remedy.vllm.versions import parse_version, version_from_image
 
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash", "ksh"})
 _PASSTHROUGH = frozenset({"$@", "$*", "${@}", "${*}"})
@@ -293,7 +294,7 @@ def _analyse(container: Mapping[str, Any]) -> ServerCommand | None:
         rest, literal = _as_received(container, rest)
         anchor = next((t for t in literal if anchor is not None and (t.field, t.index) == (anchor.field, anchor.index)),
                       anchor)  # the last word, as received: an edit keys its changes on one token per item
-    options, positionals = parse.parse_options(rest)
+    options, positionals = parse.parse_options(rest, parse_version(version_from_image(str(container.get("image", "")))))
     model_token = positionals[0] if entry.positional_model and positionals else None
     if (model_token is not None and any(o.name == "model" for o in options) and model_token not in literal
             and unreadable(container, model_token.value)):
@@ -305,8 +306,9 @@ def _analyse(container: Mapping[str, Any]) -> ServerCommand | None:
             model = model if model_token else opt.value
         else:
             flags[opt.name] = opt.value
-    if script is not None:  # the kubelet expands `$(X)` in the script's text before its shell reads it
-        flags = {k: expand_arg(container, v) for k, v in flags.items()}
+    if script is not None:  # the kubelet expands `$(X)` in the script's text before its shell reads it, then the
+        # shell expands a plain `$X` / `${X}` from the pod's env (``shell_vars``: only where the result is certain)
+        flags = {k: shell_vars.expand(container, expand_arg(container, v)) for k, v in flags.items()}
     # A bare argument taken from a variable this tool cannot read (`$(EXTRA)` from a Secret in args, `$EXTRA` in a
     # script) can carry flags vLLM then reads (Kubernetes expands the first, the shell expands and splits the second);
     # not followed: the estimate is unknown. A word the kubelet's expansion made literal is vLLM's word, not hidden.

@@ -42,6 +42,20 @@ def kind_of(name: str) -> Kind:
     return Kind.UNKNOWN
 
 
+#: Flags that took one word before they took ``nargs='+'``: the first release read with the list (--api-key:
+#: ``parser.add_argument("--api-key", type=optional_type(str))`` in entrypoints/openai/cli_args.py@0.6.5-0.9.2,
+#: ``api_key: Optional[list[str]]`` in FrontendArgs from 0.10.1; 0.10.0 not read).
+MULTI_SINCE: dict[str, tuple[int, int, int]] = {"api-key": (0, 10, 1)}
+
+
+def kind_in(name: str, version: tuple[int, int, int] | None) -> Kind:
+    """Arity of ``name`` in release ``version`` (the newest table's when None)."""
+    since = MULTI_SINCE.get(name)
+    if since is not None and version is not None and version < since:
+        return Kind.VALUE
+    return kind_of(name)
+
+
 KNOWN: frozenset[str] = table.BOOLEAN | table.STORE_TRUE | table.OPTIONAL_VALUE | table.MULTI_VALUE | table.SINGLE_VALUE
 # Every long option string argparse would match prefixes against (without the leading `--`).
 _OPTION_STRINGS: tuple[str, ...] = tuple(

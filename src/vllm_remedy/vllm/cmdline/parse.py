@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import posixpath
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from vllm_remedy.vllm.cmdline.flags import Flag, Kind, is_option, resolve
+from vllm_remedy.vllm.cmdline.flags import Flag, Kind, is_option, kind_in, resolve
 from vllm_remedy.vllm.cmdline.table import LEGACY_OPTIONAL_BOOLEAN
 
 _PYTHON = re.compile(r"^python(\d+(\.\d+)?)?$")
@@ -197,8 +197,10 @@ def entrypoint(words: list[str]) -> tuple[int, Entrypoint] | None:
     return None
 
 
-def parse_options(tokens: list[Token]) -> tuple[list[Option], list[Token]]:
-    """Split tokens into options (with their values) and positionals, as vLLM's argparse would."""
+def parse_options(tokens: list[Token], version: tuple[int, int, int] | None = None
+                  ) -> tuple[list[Option], list[Token]]:
+    """Split tokens into options (with their values) and positionals, as vLLM ``version``'s argparse would (the newest
+    table's arity when None: ``flags.kind_in``)."""
     options: list[Option] = []
     positionals: list[Token] = []
     i = 0
@@ -212,6 +214,8 @@ def parse_options(tokens: list[Token]) -> tuple[list[Option], list[Token]]:
             positionals.append(tok)
             i += 1
             continue
+        if flag.kind is Kind.MULTI and (kind := kind_in(flag.name, version)) is not flag.kind:
+            flag = replace(flag, kind=kind)
         opt = Option(flag, [tok])
         i += 1
         nxt = tokens[i].value if i < len(tokens) else None

@@ -30,6 +30,7 @@ vLLM receives, and judged like any other: ``--max-model-len $(X)`` is ``invalid 
 
 from __future__ import annotations
 
+import json
 import shlex
 
 from vllm_remedy.vllm import hf_overrides
@@ -83,9 +84,10 @@ def refused(server: ServerCommand, version: str | None) -> list[Refused]:
         return []
     v = parse_version(version) or NEWEST_RELEASE
     out: list[Refused] = []
+    short_cc = [o for o in server.options if v < compilation.OPT_LEVEL_SINCE and _short_cc(o.flag.spelled)]
     for opt in server.options:
         flag = opt.flag
-        if "." in flag.name or flag.kind is Kind.UNKNOWN:
+        if "." in flag.name or flag.kind is Kind.UNKNOWN or opt in short_cc:
             continue
         words = " ".join(shlex.quote(t.value) for t in opt.tokens)  # `--max-model-len ''`, as a shell would show it
         if server.placeholder(opt.tokens):
@@ -105,7 +107,34 @@ def refused(server: ServerCommand, version: str | None) -> list[Refused]:
         dotted = [o for o in server.options if o.flag.name.startswith(("compilation-config.", "cc."))]
         out.append(Refused(" ".join(shlex.quote(t.value) for o in dotted for t in o.tokens), message))
     out += [Refused(shlex.quote(w), f"unrecognized arguments: {w}") for w in _strays(server, v)]
+    if short_cc and not server.placeholder([t for o in short_cc for t in o.tokens]):
+        written = " ".join(shlex.quote(t.value) for o in short_cc for t in o.tokens)
+        out.append(Refused(written, f"unrecognized arguments: {' '.join(_cc_leftovers(short_cc, v))}"))
     return out
+
+
+def _short_cc(spelled: str) -> bool:
+    return spelled == "-cc" or spelled.startswith("-cc.")
+
+
+def _cc_leftovers(opts: list[Option], v: Version) -> list[str]:
+    """What argparse leaves over of ``-cc`` options before 0.12.0, where ``--compilation-config``'s short form is ``-O``
+    (engine/arg_utils.py@0.10.1/@0.11.0: no option string starts with ``-c``): FlexibleArgumentParser folds every
+    ``-cc.k=v`` into one ``-cc <json>`` appended last from 0.9.2 (utils/__init__.py@0.9.2-0.11.0, ``"-"`` and a dot),
+    not in 0.9.0 (``"--"`` only, utils.py@0.9.0) nor before; a plain ``-cc <json>`` stays as written."""
+    words: list[str] = []
+    folded: dict[str, object] = {}
+    for opt in opts:
+        flag = opt.flag
+        if flag.spelled.startswith("-cc.") and v >= compilation.DOTTED_SINCE:
+            text = flag.attached if flag.attached is not None else (opt.values[0] if opt.values else "")
+            try:
+                folded[flag.spelled[4:]] = json.loads(text)
+            except ValueError:
+                folded[flag.spelled[4:]] = text
+            continue
+        words += [t.value for t in opt.tokens]
+    return [*words, *(["-cc", json.dumps(folded)] if folded else [])]
 
 
 def _judged(entrypoint: str) -> bool:

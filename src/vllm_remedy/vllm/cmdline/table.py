@@ -54,15 +54,18 @@ OPTIONAL_VALUE: frozenset[str] = frozenset({
 
 # nargs='+': every following non-option token.
 MULTI_VALUE: frozenset[str] = frozenset({
-    "allowed-headers", "allowed-media-domains", "allowed-methods", "allowed-origins", "api-key",
-    "collect-detailed-traces", "cpu-offload-params", "cuda-graph-sizes", "cudagraph-capture-sizes",
+    "allowed-media-domains", "api-key", "collect-detailed-traces", "cpu-offload-params", "cuda-graph-sizes",
+    "cudagraph-capture-sizes",
     "ignore-patterns", "kv-cache-dtype-skip-layers", "logits-processors", "lora-modules", "lora-target-modules",
-    "middleware", "numa-bind-cpus", "numa-bind-nodes", "offload-params", "prompt-adapters", "served-model-name",
+    "numa-bind-cpus", "numa-bind-nodes", "offload-params", "prompt-adapters", "served-model-name",
     "sleep-preserve-parameter-names",
 })
 
-# exactly one value.
+# exactly one value. --allowed-origins/-methods/-headers (``type=json.loads``, the dataclass's ``nargs`` deleted) and
+# --middleware (``action="append"``) take one word per occurrence in every release read (entrypoints/openai/
+# cli_args.py@0.6.5, 0.8.5, 0.9.2 explicit, 0.10.1-0.20.0 and 0.34.0 ``del frontend_kwargs[...]["nargs"]``).
 SINGLE_VALUE: frozenset[str] = frozenset({
+    "allowed-headers", "allowed-methods", "allowed-origins", "middleware",
     "additional-config", "all2all-backend", "allowed-local-media-path", "anthropic-disabled-thinking-effort",
     "api-server-count", "attention-backend", "attention-config", "aux-output-config", "block-size",
     "cache-aware-admission-threshold", "cache-aware-admission-window", "chat-template",

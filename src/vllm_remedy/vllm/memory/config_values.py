@@ -51,10 +51,12 @@ def checked(make: Callable[[], T], flags: Mapping[str, str], version: str | None
     """``make()`` (the settings), its bad-value UserError turned into ``ConfigRefused`` where vLLM's config classes
     refuse that value too (``config_refusal``), so a manifest's start is config_refused in vLLM's words while a typed
     value keeps its one-line message."""
+    r = rules(version)
+    if (unknown := load_format_refusal(flags, r.version, r.label) or swap_refusal(flags, r.version, r.label)):
+        raise unknown
     try:
         return make()
     except UserError as exc:
-        r = rules(version)
         if (refused := config_refusal(flags, r.version, r.label)) is not None:
             raise ConfigRefused(str(exc), refused.phrase, refused.error) from exc
         raise
@@ -72,6 +74,75 @@ def config_refusal(flags: Mapping[str, str], v: Version, label: str) -> ConfigRe
 
 
 _CHECKED = ("max-model-len", "max-num-seqs", "gpu-memory-utilization")
+#: The stock model loaders by load format (``_LOAD_FORMAT_TO_MODEL_LOADER`` in model_executor/model_loader/__init__.py,
+#: each row the first release read with that set, every release 0.10.1-0.34.0 read). From 0.10.1 argparse lists no
+#: ``choices`` (``str | LoadFormats``), ``LoadConfig`` lowercases the name, and ``get_model_loader`` raises
+#: ``ValueError(f"Load format `{load_format}` is not supported")`` for a name not registered (a plugin may register
+#: more with ``register_model_loader``: a stock image's registry is what is judged). Before 0.10.1 argparse's choices
+#: refuse an unknown name (``cmdline.choices``).
+LOADERS_SINCE: Version = (0, 10, 1)
+_LOADERS: tuple[tuple[Version, str], ...] = (
+    ((0, 10, 1), "auto bitsandbytes dummy fastsafetensors gguf mistral npcache pt runai_streamer "
+                 "runai_streamer_sharded safetensors sharded_state tensorizer"),
+    ((0, 12, 0), "auto bitsandbytes dummy fastsafetensors gguf hf mistral npcache pt runai_streamer "
+                 "runai_streamer_sharded safetensors sharded_state tensorizer"),
+    ((0, 18, 0), "auto bitsandbytes dummy fastsafetensors gguf hf instanttensor mistral npcache pt runai_streamer "
+                 "runai_streamer_sharded safetensors sharded_state tensorizer"),
+    ((0, 22, 0), "auto bitsandbytes dummy fastsafetensors gguf hf instanttensor mistral modelexpress npcache pt "
+                 "runai_streamer runai_streamer_sharded safetensors sharded_state tensorizer"),
+    ((0, 24, 0), "auto bitsandbytes dummy fastsafetensors hf instanttensor mistral modelexpress npcache pt "
+                 "runai_streamer runai_streamer_sharded safetensors sharded_state tensorizer"),
+    ((0, 28, 0), "auto dummy fastsafetensors hf instanttensor mistral modelexpress npcache pt runai_streamer "
+                 "runai_streamer_sharded safetensors sharded_state tensorizer"),
+    ((0, 30, 0), "auto dummy fastsafetensors hf instanttensor ipc_cache mistral modelexpress npcache pt "
+                 "runai_streamer runai_streamer_sharded safetensors sharded_state tensorizer"),
+)
+
+
+#: ``CacheConfig.verify_with_parallel_config`` (config.py@0.5.5-0.9.2, config/cache.py@0.10.2-0.17.0, called from
+#: VllmConfig / EngineConfig's post-init): ``swap_space * GiB`` times the TP size against 0.7 of the host's memory
+#: (``ValueError("Too large swap space. ...")``); from 0.14.0 the bytes are ``math.ceil``-ed first, which raises on an
+#: infinite (OverflowError) or NaN (ValueError) size. --swap-space left the parser in 0.18.0.
+SWAP_CEIL_SINCE: Version = (0, 14, 0)
+SWAP_UNTIL: Version = (0, 18, 0)
+
+
+def swap_refusal(flags: Mapping[str, str], v: Version, label: str) -> ConfigRefused | None:
+    """vLLM's refusal of a non-finite ``--swap-space`` (``inf`` is more than any host; finite sizes hang on the
+    node's memory, which is not read here)."""
+    text = flags.get("swap-space")
+    try:
+        number = float(str(text).strip()) if text is not None else None  # argparse's ``type=float``
+    except ValueError:
+        return None  # argparse refuses it first (``cmdline.refused``)
+    if number is None or math.isfinite(number) or v >= SWAP_UNTIL:
+        return None
+    if v >= SWAP_CEIL_SINCE:
+        error = ("OverflowError: cannot convert float infinity to integer" if math.isinf(number)
+                 else "ValueError: cannot convert float NaN to integer")
+    elif math.isnan(number) or number < 0:
+        return None  # NaN compares false: no refusal there
+    else:
+        error = ("ValueError: Too large swap space. inf GiB out of the <host's> GiB total CPU memory is allocated "
+                 "for the swap space.")
+    phrase = (f"vLLM {label} refuses --swap-space {text} at config time, before loading anything "
+              f"({error})")
+    return ConfigRefused(phrase, phrase, error)
+
+
+def load_format_refusal(flags: Mapping[str, str], v: Version, label: str) -> ConfigRefused | None:
+    """vLLM's refusal of a ``--load-format`` its loader registry lacks (``LOADERS_SINCE`` on): the worker raises it
+    when it picks the model loader, before any weight is read."""
+    text = flags.get("load-format")
+    if text is None or v < LOADERS_SINCE or "$" in str(text) or "{{" in str(text):
+        return None
+    name = str(text).lower()
+    if name in next(keys for since, keys in reversed(_LOADERS) if v >= since).split():
+        return None
+    error = f"ValueError: Load format `{name}` is not supported"
+    phrase = (f"vLLM {label} refuses --load-format {text} when its worker picks the model loader, before loading any "
+              f"weights ({error}: no such loader is registered in that release)")
+    return ConfigRefused(phrase, phrase, error)
 OPT_LEVEL_SINCE: Version = (0, 12, 0)
 DOTTED_O_UNTIL: Version = (0, 14, 0)
 
