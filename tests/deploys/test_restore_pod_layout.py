@@ -91,7 +91,6 @@ def test_override_evidence_never_forces_a_revision_vllm_refuses(rehearsal: Rehea
         assert got.returncode != 0, (args, got.stderr)
         assert len(said) == 1, (args, said)
         assert said[0].startswith(f"host data revision: revision 16 is not restored: it cannot start ({WHY}"), said
-        assert said[0].endswith("(override=evidence weighs evidence, never a refusal vLLM is certain of); name another "
-                                "revision"), said
+        assert said[0].endswith("; name another revision") and "override" not in said[0], said  # none offered
         after = deployment(rehearsal)  # its status moves with the crash-looping pods; nothing of ours does
         assert (after["spec"], after["metadata"]["annotations"]) == (before["spec"], before["metadata"]["annotations"])

@@ -248,10 +248,9 @@ def _forced(history: Mapping[str, Any], keys: Keys, forced: int, container: str 
     named = f"revision {forced}" + (f" (now numbered {rev.number})" if rev.number != forced else "")
     never = (cannot_start(rev) if cannot_start is not None else None) or (
         certain_refusal(rev, container, nodes) if doubt else None)  # vLLM's refusal is always also a doubt
-    if never:  # vLLM refuses it before it loads anything: no override makes it start
-        covered = " (override=evidence weighs evidence, never a refusal vLLM is certain of)" if override else ""
-        return RestoreDecision(REFUSE, f"host data revision: {named} is not restored: it cannot start ({never})"
-                               f"{covered}; name another revision", current=current)
+    if never:  # vLLM refuses it before it loads anything: no override makes it start, so none is offered
+        return RestoreDecision(REFUSE, f"host data revision: {named} is not restored: it cannot start ({never}); "
+                               "name another revision", current=current)
     if doubt and not override:
         return RestoreDecision(REFUSE, f"host data revision: {named} is not restored: {doubt}; to restore it "
                                "anyway, add --data override=evidence", current=current)
