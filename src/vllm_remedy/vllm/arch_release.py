@@ -80,8 +80,10 @@ def table() -> Table:
                  quantization={str(k): _span(v) for k, v in data["quantization"].items()})
 
 
+@cache
 def read_release(version: str | None) -> Version:
-    """The read release that stands for ``version``: the nearest at or below it (the oldest for older ones)."""
+    """The read release that stands for ``version``: the nearest at or below it (the oldest for older ones).
+    Memoised: every estimate asks it several times (``has_architecture``, ``falls_back``) for one version."""
     v = parse_version(version) or NEWEST_RELEASE
     releases = table().releases
     return next((r for r in reversed(releases) if r <= v), releases[0])
