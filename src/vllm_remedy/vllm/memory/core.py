@@ -16,7 +16,7 @@ from vllm_remedy.vllm.memory.kv_layout import check_rule
 from vllm_remedy.vllm.memory.non_torch import context_gib, nccl_outside_budget, non_torch_gib
 from vllm_remedy.vllm.memory.settings import EngineSettings, Resolved, resolve, split_run, tp_split_problem
 from vllm_remedy.vllm.memory.unmodelled import DECIDED_BEFORE, CannotPredict
-from vllm_remedy.vllm.outcomes import Outcome
+from vllm_remedy.vllm.outcomes import REFUSED_BEFORE_SIZING, Outcome
 
 
 @dataclass(frozen=True)
@@ -175,7 +175,8 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
         kv = blocks * block_bytes / GIB
     if settings.unmodelled and outcome not in DECIDED_BEFORE:
         raise CannotPredict(settings.unmodelled)
-    if arch_release.falls_back(model, settings.version) and outcome not in _BEFORE_LOAD:
+    # refused before the model class matters: an architecture the Transformers backend would run is still refused so
+    if arch_release.falls_back(model, settings.version) and outcome not in REFUSED_BEFORE_SIZING:
         raise CannotPredict(f"cannot predict {model.architecture}: vLLM {settings.version or '(newest)'} does not "
                             "implement it; its Transformers backend runs it if the image's transformers can (neither "
                             "modelled)")
@@ -214,10 +215,6 @@ def tp_refused(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Esti
     return Estimate(outcome=outcome, weights_gib=0.0, activation_gib=0.0, non_torch_gib=0.0, cudagraph_gib=0.0,
                     kv_cache_gib=0.0, kv_cache_tokens=0, gpu_blocks=0, max_concurrency=0.0, max_model_len=max_len,
                     peak_gib=settings.other_process_gib, total_gib=gpu.total_gib)
-
-
-# Refused before the model class matters: an architecture the Transformers backend would run is still refused so.
-_BEFORE_LOAD = frozenset({Outcome.MAX_LEN_EXCEEDS_MODEL, Outcome.CONFIG_REFUSED, Outcome.DTYPE_UNSUPPORTED})
 
 
 def batch_refused(res: Resolved) -> bool:
