@@ -37,12 +37,16 @@ def live_pods(sim: Sim) -> dict[str, dict[str, str]]:
 
 
 def settled(sim: Sim, name: str, replicas: int, size: int) -> dict:
+    """Wait until the controller has acted on the set's latest spec (``status.observedGeneration``, as a real
+    client checks it) and every group is ready and updated; the set then. Without the generation, the status
+    written before a patch (every group ready and updated, on the old template) reads as settled."""
     store = sim.clusters["a"].store
 
     def done() -> bool:
-        st = store.get(LWS_KEY, "llm", name).get("status") or {}
-        return st.get("readyReplicas") == st.get("updatedReplicas") == replicas and len(live_pods(sim)) == \
-            replicas * size
+        lws = store.get(LWS_KEY, "llm", name)
+        st = lws.get("status") or {}
+        return int(st.get("observedGeneration") or 0) >= int(lws["metadata"]["generation"]) and \
+            st.get("readyReplicas") == st.get("updatedReplicas") == replicas and len(live_pods(sim)) == replicas * size
     assert sim.clusters["a"].wait_for(done, 10), store.get(LWS_KEY, "llm", name).get("status")
     return store.get(LWS_KEY, "llm", name)
 
@@ -70,7 +74,9 @@ def test_groups_revisions_and_a_rolling_update(live_sim: Sim) -> None:
     patch = {"spec": {"leaderWorkerTemplate": {"workerTemplate": {"spec": {"containers": [
         {"name": "web", "image": "nginx:1.28"}]}}}}}
     ok(live_sim.kubectl(V, "-n", "llm", "patch", "lws", "web", "--type", "merge", "-p", json.dumps(patch)))
-    settled(live_sim, "web", 2, 3)
+    second = settled(live_sim, "web", 2, 3)
+    assert (second["status"]["observedGeneration"], {c["observedGeneration"] for c in second["status"]["conditions"]}) \
+        == (2, {2})
     new = {labels[PREFIX + "template-revision-hash"] for labels in live_pods(live_sim).values()}
     assert len(new) == 1 and old not in new
     revisions = live_sim.clusters["a"].store.list("controllerrevisions.apps", "llm")[0]

@@ -241,9 +241,13 @@ class LeaderWorkerSetController(RevisionedController):
         updated = sum(1 for g in active.values()
                       if all((p["metadata"].get("labels") or {}).get(REVISION_LABEL) == update for p in g.values()))
         old = copy.deepcopy(lws.get("status") or {})
-        status: Obj = {**old, "replicas": len(active), "readyReplicas": ready, "updatedReplicas": updated,
-                       "hpaPodSelector": f"{NAME_LABEL}={lws['metadata']['name']},{WORKER_LABEL}=0"}
         generation = lws["metadata"].get("generation", 1)
+        # the generation this sync acted on, on the status and on each condition, as upstream writes both since
+        # v0.9.0: a reader trusts the counts only once it is at least metadata.generation (before the first sync
+        # after a spec change they still describe the old template and read as settled)
+        status: Obj = {**old, "replicas": len(active), "readyReplicas": ready, "updatedReplicas": updated,
+                       "hpaPodSelector": f"{NAME_LABEL}={lws['metadata']['name']},{WORKER_LABEL}=0",
+                       "observedGeneration": generation}
         before = {c.get("type"): c for c in old.get("conditions") or []}
         available = ready >= replicas
         conditions = []
