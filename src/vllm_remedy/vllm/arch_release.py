@@ -33,6 +33,7 @@ refusals an old image prints depends on its transformers, not read here; both re
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -67,11 +68,18 @@ def _span(row: list[object]) -> tuple[tuple[Version, Version | None], ...]:
     return tuple((_v(row[i]), _v(row[i + 1]) if row[i + 1] is not None else None) for i in range(0, len(row), 2))
 
 
+Spans = tuple[tuple[Version, Version | None], ...]
+
+
+@cache
+def _text() -> str:
+    return resources.files("vllm_remedy.vllm").joinpath("data", "vllm_registry.yaml").read_text(encoding="utf-8")
+
+
 @cache
 def table() -> Table:
-    """``data/vllm_registry.yaml``."""
-    text = resources.files("vllm_remedy.vllm").joinpath("data", "vllm_registry.yaml").read_text(encoding="utf-8")
-    data = load_packaged(text)
+    """``data/vllm_registry.yaml``, all of it (the listings of a refusal, ``names``, ``methods``)."""
+    data = load_packaged(_text())
     return Table(releases=tuple(_v(r) for r in data["releases"]),
                  fallback=frozenset(_v(r) for r in data["transformers_fallback"]),
                  dict_keys=frozenset(_v(r) for r in data["dict_keys_listing"]),
@@ -80,12 +88,78 @@ def table() -> Table:
                  quantization={str(k): _span(v) for k, v in data["quantization"].items()})
 
 
+# One row of the generated file: a top-level key (its list on the same line, or its rows below), or an indented
+# ``Name: [...]`` row. Keys YAML would read as anything but that string (null, booleans, numbers) are not rows.
+_ROW = re.compile(r"(?P<indent>  )?(?P<key>[A-Za-z_][A-Za-z0-9_.-]*):(?: (?P<value>\[[^\]]*\]))?")
+_NOT_STR = frozenset({"null", "true", "false", "yes", "no", "on", "off", "y", "n"})
+
+
+@cache
+def _rows() -> dict[str, dict[str, str]] | None:
+    """Top-level key -> {row name -> the row's ``[...]`` text} (name "" for a key's own list), split from the file's
+    lines without parsing them; None when a line has another shape, and then every answer comes from ``table()``.
+
+    An estimate needs a few rows (its architecture, its quantization method, the release lists), not the ~4,900 YAML
+    nodes of the whole file, which cost ~7 ms of every process's first estimate even with libyaml (~10 ms then, over
+    the 5 ms target; bench/bench_memory.py). ``tests/vllm/test_arch_release_rows.py`` checks every row against
+    ``table()``."""
+    rows: dict[str, dict[str, str]] = {}
+    section: dict[str, str] | None = None
+    for line in _text().splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        m = _ROW.fullmatch(line)
+        if m is None or m["key"].lower() in _NOT_STR:
+            return None
+        key, value = m["key"], m["value"]
+        if m["indent"] is None:
+            if key in rows:
+                return None
+            section = rows[key] = {} if value is None else {"": value}
+        elif section is None or value is None or key in section or "" in section:
+            return None
+        else:
+            section[key] = value
+    return rows
+
+
+def _row(key: str, name: str = "") -> list[object] | None:
+    """The parsed row ``name`` of the top-level ``key`` (its own list for ""), None when it has no such row."""
+    rows = _rows()
+    assert rows is not None
+    raw = rows.get(key, {}).get(name)
+    return None if raw is None else load_packaged(raw)
+
+
+@cache
+def _releases() -> tuple[Version, ...]:
+    if _rows() is None:
+        return table().releases
+    return tuple(_v(r) for r in _row("releases") or ())
+
+
+@cache
+def _fallback() -> frozenset[Version]:
+    if _rows() is None:
+        return table().fallback
+    return frozenset(_v(r) for r in _row("transformers_fallback") or ())
+
+
+@cache
+def _spans(key: str, name: str) -> Spans | None:
+    """``table().architectures`` / ``.quantization`` (``key``) of ``name``, parsing that row alone."""
+    if _rows() is None:
+        return getattr(table(), key).get(name)
+    row = _row(key, name)
+    return None if row is None else _span(row)
+
+
 @cache
 def read_release(version: str | None) -> Version:
     """The read release that stands for ``version``: the nearest at or below it (the oldest for older ones).
     Memoised: every estimate asks it several times (``has_architecture``, ``falls_back``) for one version."""
     v = parse_version(version) or NEWEST_RELEASE
-    releases = table().releases
+    releases = _releases()
     return next((r for r in reversed(releases) if r <= v), releases[0])
 
 
@@ -95,7 +169,7 @@ def _has(runs: tuple[tuple[Version, Version | None], ...], r: Version) -> bool:
 
 def has_architecture(name: str, version: str | None) -> bool | None:
     """Whether the release registers ``name``; None for a name no read release registers (not judged here)."""
-    span = table().architectures.get(name)
+    span = _spans("architectures", name)
     return None if span is None else _has(span, read_release(version))
 
 
@@ -114,7 +188,7 @@ def methods(version: str | None) -> list[str]:
 def falls_back(model: ModelSpec, version: str | None) -> bool:
     """The release does not register the model's architecture but runs unregistered ones with its Transformers
     backend by default: whether it starts and what it holds are not modelled ("cannot predict")."""
-    return has_architecture(model.architecture, version) is False and read_release(version) in table().fallback
+    return has_architecture(model.architecture, version) is False and read_release(version) in _fallback()
 
 
 def architecture_refusal(model: ModelSpec, version: str | None, *, full: bool = False) -> str | None:
@@ -138,7 +212,7 @@ def architecture_refusal(model: ModelSpec, version: str | None, *, full: bool = 
 def quantization_refusal(model: ModelSpec, version: str | None, *, full: bool = False) -> str | None:
     """vLLM's exception for a checkpoint quantization method the release does not have, or None."""
     method = (model.quantization or "").lower()
-    span = table().quantization.get(method)
+    span = _spans("quantization", method)
     if span is None or read_release(version) >= span[0][0]:  # only a method newer than the release is judged
         return None
     known = methods(version)

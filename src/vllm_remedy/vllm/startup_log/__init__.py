@@ -1,9 +1,33 @@
 """Startup-log diagnosis: parse a vLLM container log, classify how the start ended, and render
-realistic logs of any version for the rehearsal cluster (the same format table drives both)."""
+realistic logs of any version for the rehearsal cluster (the same format table drives both).
 
-from vllm_remedy.vllm.startup_log.failure import classify
-from vllm_remedy.vllm.startup_log.parse import parse_startup_log
-from vllm_remedy.vllm.startup_log.render import render_startup_log
-from vllm_remedy.vllm.startup_log.report import StartupReport
+The four names below are imported on first use (PEP 562), not with the package: a module that needs only one
+submodule (``config_refusal`` for ``estimate``'s batch wording) then no longer imports the parser, the classifier
+and the renderer with it — ~14 ms of every ``vllm-remedy estimate`` process (bench/bench_cli_start.py).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from vllm_remedy.vllm.startup_log.failure import classify
+    from vllm_remedy.vllm.startup_log.parse import parse_startup_log
+    from vllm_remedy.vllm.startup_log.render import render_startup_log
+    from vllm_remedy.vllm.startup_log.report import StartupReport
 
 __all__ = ["StartupReport", "classify", "parse_startup_log", "render_startup_log"]
+
+_FROM = {"classify": "failure", "parse_startup_log": "parse", "render_startup_log": "render", "StartupReport": "report"}
+
+
+def __getattr__(name: str) -> Any:
+    """The package's four names, each from its submodule on first use; AttributeError for anything else (so
+    ``from vllm_remedy.vllm.startup_log import <submodule>`` still imports the submodule)."""
+    sub = _FROM.get(name)
+    if sub is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{sub}"), name)
+    globals()[name] = value
+    return value
