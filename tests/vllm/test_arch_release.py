@@ -95,8 +95,8 @@ def test_a_method_a_later_release_dropped_is_not_judged():
 
 
 def test_the_pods_copy_is_the_tools_table():
-    tools = (ROOT / "src/vllm_remedy/vllm/data/vllm_registry.yaml").read_text()
-    assert (ROOT / "src/vllm_remedy/sim/vllm_pod/vllm_registry.yaml").read_text() == tools
+    tools = (ROOT / "src/vllm_remedy/vllm/data/vllm_registry.json").read_text()
+    assert (ROOT / "src/vllm_remedy/sim/vllm_pod/vllm_registry.json").read_text() == tools
 
 
 def _sources() -> list[Path]:

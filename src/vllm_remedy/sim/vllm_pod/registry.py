@@ -2,7 +2,7 @@
 quantization method, and the traceback vLLM prints when it does not.
 
 Independent of the tools' lookup (``vllm.arch_release``): this reads its own copy of the table,
-``vllm_registry.yaml`` beside it, written by the same generator (scripts/vllm_registry.py) from each release's
+``vllm_registry.json`` beside it, written by the same generator (scripts/vllm_registry.py) from each release's
 model_executor/models/registry.py and model_executor/layers/quantization/__init__.py. A release between two read ones
 takes the nearest read one at or below it; a newer one the newest's names.
 
@@ -17,11 +17,10 @@ the pod then starts (the image's transformers is not modelled). The registry's n
 
 from __future__ import annotations
 
+import json
 from functools import cache
 from importlib import resources
 from typing import Any
-
-from vllm_remedy.yamlfile import load_packaged
 
 Version = tuple[int, int, int]
 _SITE = "/usr/local/lib/python3.12/dist-packages/vllm"
@@ -35,11 +34,8 @@ def _v(text: object) -> Version:
 
 @cache
 def _table() -> dict[str, Any]:
-    """The copy beside this module, parsed by libyaml when PyYAML has it (``load_packaged``: the same SafeLoader
-    constructors): PyYAML's pure-Python parser took 58-74 ms of CPU for these 26 kB (libyaml: 11-13 ms), paid by
-    every rehearsal cluster process at its first pod start."""
-    text = resources.files("vllm_remedy.sim.vllm_pod").joinpath("vllm_registry.yaml").read_text(encoding="utf-8")
-    return load_packaged(text)
+    """The copy beside this module."""
+    return json.loads(resources.files("vllm_remedy.sim.vllm_pod").joinpath("vllm_registry.json").read_text("utf-8"))
 
 
 def _release(v: Version) -> Version:
