@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cache
 from typing import Any, Protocol
 
 from vllm_remedy.vllm import pod_env
@@ -125,6 +126,7 @@ def limit(model: ModelSpec, version: str | None, disable_sliding_window: bool = 
     return _derive(facts, parse_version(version) or NEWEST_RELEASE, window)
 
 
+@cache  # pure, on small frozen inputs: the planner asks it twice per estimate, thousands of times a plan
 def _derive(facts: LengthFacts, v: tuple[int, int, int], window: int | None = None) -> Limit:
     keys = [(k, n) for k, n in facts.keys if v >= (0, 7, 0) or k != "max_target_positions"]
     key: str | None = None
