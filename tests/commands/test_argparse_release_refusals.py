@@ -6,11 +6,13 @@ A legacy StoreBoolean flag (``--enable-chunked-prefill False``, releases up to 0
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 import yaml
 
+from conftest import run_cli
 from fixtures.vllm_deployment import LLAMA, manifest
 
 IGNORED = "ignored explicit argument"
@@ -29,11 +31,65 @@ EXPLICIT = [
 ]
 
 
-def _check(cli, tmp_path: Path, path: str, refused: bool = True) -> tuple[str, dict]:
-    text = cli("check", "-f", path)
-    got = cli("check", "-f", path, "-o", "json")
-    assert got.returncode in ((1,) if refused else (0, 1)), got.stdout + got.stderr
-    return text.stdout, json.loads(got.stdout)["items"][0]
+LEFT_OVER = ("command", "0.8.5", ("vllm", "serve", LLAMA, "--max-model-len", "4096", "--enable-chunked-prefill",
+                                   "False"))
+STORE_BOOLEAN = [["--enable-chunked-prefill", "False"], ["--enable-chunked-prefill=false"],
+                 ["--multi-step-stream-outputs", "true"]]
+KV_DTYPES = ["bfloat16", "fp8_inc", "float16", "turboquant_3bit_nc"]
+
+#: Every workload this module checks, as ("args" | "command", version, words), in one `check` run (``checked``).
+CASES = [
+    *(("args", version, ("--max-model-len", "4096", arg)) for version, arg, _ in EXPLICIT),
+    ("command", "0.8.5", ("vllm", "serve", LLAMA, "--max-model-len", "4096", "--enforce-eager", "true")),
+    *(("args", "0.7.3", ("--max-model-len", "4096", *args)) for args in STORE_BOOLEAN),
+    LEFT_OVER,
+    *(("args", "0.8.5", ("--max-model-len", "4096", "--kv-cache-dtype", dtype)) for dtype in KV_DTYPES),
+    ("args", "0.11.0", ("--max-model-len", "4096", "--kv-cache-dtype", "fp8_inc")),
+    ("args", "0.8.5", ("--max-model-len", "4096", "--kv-cache-memory-bytes", "4G")),
+]
+
+
+def _workload(i: int, where: str, version: str, words: tuple[str, ...], tmp_path: Path) -> dict:
+    doc = yaml.safe_load(Path(manifest(tmp_path, list(words), image=f"vllm/vllm-openai:v{version}")).read_text())
+    doc["metadata"]["name"] = f"case-{i}"
+    if where == "command":
+        container = doc["spec"]["template"]["spec"]["containers"][0]
+        container.pop("args")
+        container["command"] = list(words)
+    return doc
+
+
+def _blocks(text: str, path: Path) -> dict[str, str]:
+    """check's text output split per workload: each block runs from its headline (FAIL/ok, file, object, container)
+    to the next headline or the summary line."""
+    heads = list(re.finditer(rf"^(?:FAIL  |ok    ){re.escape(str(path))}: Deployment/default/(case-\d+) container "
+                             "vllm ", text, re.M))
+    starts = [m.start() for m in heads] + [text.rindex("\nchecked ")]
+    return {m.group(1): text[m.start():end] for m, end in zip(heads, starts[1:], strict=True)}
+
+
+@pytest.fixture(scope="module")
+def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str, tuple[str, ...]], tuple[str, dict]]:
+    """Every check case of this module as one Deployment of one file, judged by one real `check` run per output
+    (two CLI starts instead of two per case: the suite's time budget), keyed like ``CASES``: (text, JSON item)."""
+    tmp = tmp_path_factory.mktemp("argparse")
+    keys = list(dict.fromkeys(CASES))
+    path = tmp / "all.yaml"
+    path.write_text(yaml.safe_dump_all([_workload(i, *key, tmp) for i, key in enumerate(keys)]))
+    got = run_cli("check", "-f", str(path), "-o", "json")
+    assert got.returncode in (0, 1), got.stdout + got.stderr
+    items = {item["name"]: item for item in json.loads(got.stdout)["items"]}
+    text = run_cli("check", "-f", str(path)).stdout
+    blocks = _blocks(text, path)
+    assert len(items) == len(blocks) == len(keys), text
+    return {key: (blocks[f"case-{i}"], items[f"case-{i}"]) for i, key in enumerate(keys)}
+
+
+def _check(checked: dict, key: tuple[str, str, tuple[str, ...]], refused: bool = True) -> tuple[str, dict]:
+    """(text, JSON item) of one case; a refused one fails the check (the run's exit 1)."""
+    text, item = checked[key]
+    assert item["status"] == "fail" or not refused, text
+    return text, item
 
 
 def _command(tmp_path: Path, version: str, command: list[str]) -> str:
@@ -47,59 +103,52 @@ def _command(tmp_path: Path, version: str, command: list[str]) -> str:
 
 
 @pytest.mark.parametrize(("version", "arg", "said"), EXPLICIT)
-def test_an_explicit_value_on_a_flag_that_takes_none_is_refused(cli, tmp_path, version, arg, said):
-    text, item = _check(cli, tmp_path, manifest(tmp_path, ["--max-model-len", "4096", arg],
-                                                 image=f"vllm/vllm-openai:v{version}"))
+def test_an_explicit_value_on_a_flag_that_takes_none_is_refused(checked, version, arg, said):
+    text, item = _check(checked, ("args", version, ("--max-model-len", "4096", arg)))
     assert f"flags [error]: vLLM {version} refuses {arg} at argument parsing (argparse: \"{said}\")" in text, text
     assert item["prediction"]["outcome"] == "argument_refused", item["prediction"]
 
 
-def test_the_space_forms_word_is_left_over_as_argparse_leaves_it(cli, tmp_path):
-    path = _command(tmp_path, "0.8.5", ["vllm", "serve", LLAMA, "--max-model-len", "4096", "--enforce-eager", "true"])
-    text, item = _check(cli, tmp_path, path)
+def test_the_space_forms_word_is_left_over_as_argparse_leaves_it(checked):
+    text, item = _check(checked, ("command", "0.8.5", ("vllm", "serve", LLAMA, "--max-model-len", "4096",
+                                                        "--enforce-eager", "true")))
     assert "refuses true at argument parsing (argparse: \"unrecognized arguments: true\")" in text, text
     assert item["prediction"]["outcome"] == "argument_refused"
 
 
-@pytest.mark.parametrize("args", [["--enable-chunked-prefill", "False"], ["--enable-chunked-prefill=false"],
-                                  ["--multi-step-stream-outputs", "true"]])
-def test_a_legacy_store_boolean_takes_its_value(cli, tmp_path, args):
+@pytest.mark.parametrize("args", STORE_BOOLEAN)
+def test_a_legacy_store_boolean_takes_its_value(checked, args):
     """StoreBoolean (nargs='?', utils.py@0.7.3): true/false as the next word or after `=`."""
-    text, item = _check(cli, tmp_path, manifest(tmp_path, ["--max-model-len", "4096", *args],
-                                                 image="vllm/vllm-openai:v0.7.3"), refused=False)
+    text, item = _check(checked, ("args", "0.7.3", ("--max-model-len", "4096", *args)), refused=False)
     assert "argument parsing" not in text, text
     assert item["prediction"]["outcome"] != "argument_refused"
 
 
-def test_a_legacy_store_boolean_word_is_left_over_where_the_flag_takes_none(cli, tmp_path):
-    path = _command(tmp_path, "0.8.5", ["vllm", "serve", LLAMA, "--max-model-len", "4096",
-                                        "--enable-chunked-prefill", "False"])
-    text, _ = _check(cli, tmp_path, path)
+def test_a_legacy_store_boolean_word_is_left_over_where_the_flag_takes_none(checked):
+    text, _ = _check(checked, LEFT_OVER)
     assert "(argparse: \"unrecognized arguments: False\")" in text, text
 
 
 KV_085 = "(choose from 'auto', 'fp8', 'fp8_e4m3', 'fp8_e5m2')"
 
 
-@pytest.mark.parametrize("dtype", ["bfloat16", "fp8_inc", "float16", "turboquant_3bit_nc"])
-def test_a_kv_cache_dtype_is_judged_against_the_running_releases_choices(cli, tmp_path, dtype):
-    text, item = _check(cli, tmp_path, manifest(tmp_path, ["--max-model-len", "4096", "--kv-cache-dtype", dtype],
-                                                 image="vllm/vllm-openai:v0.8.5"))
+@pytest.mark.parametrize("dtype", KV_DTYPES)
+def test_a_kv_cache_dtype_is_judged_against_the_running_releases_choices(checked, dtype):
+    text, item = _check(checked, ("args", "0.8.5", ("--max-model-len", "4096", "--kv-cache-dtype", dtype)))
     said = f"argument --kv-cache-dtype: invalid choice: '{dtype}' {KV_085}"
     assert f"flags [error]: vLLM 0.8.5 refuses --kv-cache-dtype {dtype} at argument parsing (argparse: \"{said}\")" \
         in text, text
     assert item["prediction"]["outcome"] == "argument_refused"
 
 
-def test_a_kv_cache_dtype_the_release_has_is_not_refused(cli, tmp_path):
-    text, _ = _check(cli, tmp_path, manifest(tmp_path, ["--max-model-len", "4096", "--kv-cache-dtype", "fp8_inc"],
-                                              image="vllm/vllm-openai:v0.11.0"), refused=False)
+def test_a_kv_cache_dtype_the_release_has_is_not_refused(checked):
+    text, _ = _check(checked, ("args", "0.11.0", ("--max-model-len", "4096", "--kv-cache-dtype", "fp8_inc")),
+                     refused=False)
     assert "argument parsing" not in text, text
 
 
-def test_a_flag_the_release_lacks_is_refused_like_any_unknown_flag(cli, tmp_path):
-    text, item = _check(cli, tmp_path, manifest(tmp_path, ["--max-model-len", "4096", "--kv-cache-memory-bytes", "4G"],
-                                                 image="vllm/vllm-openai:v0.8.5"))
+def test_a_flag_the_release_lacks_is_refused_like_any_unknown_flag(checked):
+    text, item = _check(checked, ("args", "0.8.5", ("--max-model-len", "4096", "--kv-cache-memory-bytes", "4G")))
     assert "flags [error]: vLLM 0.8.5 refuses --kv-cache-memory-bytes at argument parsing" in text, text
     assert "flags [unknown]" not in text, text
     assert item["prediction"]["outcome"] == "argument_refused"

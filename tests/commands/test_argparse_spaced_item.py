@@ -11,14 +11,21 @@ flag named ``max-model-len 16384``; an edit of the flag removes the item instead
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 import yaml
 
+from conftest import run_cli
 from fixtures.vllm_deployment import LLAMA, manifest
 
 SPACED = "--max-model-len 16384"
+VERSIONS = ["0.7.3", "0.8.5", "0.11.0", "0.34.0"]
+
+#: Every check case of this module as ("command" | "args", version), in one `check` run per output (``checked``):
+#: the item after `vllm serve LLAMA` in `command`, or first in `args` under the image's own `vllm serve`.
+CASES = [*(("command", version) for version in VERSIONS), ("args", "0.11.0")]
 
 
 def _serve(tmp_path: Path, version: str, *words: str) -> str:
@@ -32,26 +39,56 @@ def _serve(tmp_path: Path, version: str, *words: str) -> str:
     return str(path)
 
 
-@pytest.mark.parametrize("version", ["0.7.3", "0.8.5", "0.11.0", "0.34.0"])
-def test_check_refuses_the_item_in_argparses_words(cli, tmp_path, version):
-    path = _serve(tmp_path, version, SPACED, "--gpu-memory-utilization", "0.9")
-    text = cli("check", "-f", path).stdout
+def _blocks(text: str, path: Path) -> dict[str, str]:
+    """check's text output split per workload: each block runs from its headline (FAIL/ok, file, object, container)
+    to the next headline or the summary line."""
+    heads = list(re.finditer(rf"^(?:FAIL  |ok    ){re.escape(str(path))}: Deployment/default/(case-\d+) container "
+                             "vllm ", text, re.M))
+    starts = [m.start() for m in heads] + [text.rindex("\nchecked ")]
+    return {m.group(1): text[m.start():end] for m, end in zip(heads, starts[1:], strict=True)}
+
+
+@pytest.fixture(scope="module")
+def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], tuple[str, dict]]:
+    """Every check case of this module as one Deployment of one file, judged by one real `check` run per output
+    (two CLI starts instead of one or two per case: the suite's time budget), keyed like ``CASES``: (text, JSON
+    item)."""
+    tmp = tmp_path_factory.mktemp("spaced")
+    docs = []
+    for i, (where, version) in enumerate(CASES):
+        path = (_serve(tmp, version, SPACED, "--gpu-memory-utilization", "0.9") if where == "command" else
+                manifest(tmp, [SPACED, "--gpu-memory-utilization", "0.9"], image=f"vllm/vllm-openai:v{version}"))
+        docs.append(yaml.safe_load(Path(path).read_text()))
+        docs[-1]["metadata"]["name"] = f"case-{i}"
+    path = tmp / "all.yaml"
+    path.write_text(yaml.safe_dump_all(docs))
+    got = run_cli("check", "-f", str(path), "-o", "json")
+    assert got.returncode in (0, 1), got.stdout + got.stderr
+    items = {item["name"]: item for item in json.loads(got.stdout)["items"]}
+    text = run_cli("check", "-f", str(path)).stdout
+    blocks = _blocks(text, path)
+    assert len(items) == len(blocks) == len(CASES), text
+    return {key: (blocks[f"case-{i}"], items[f"case-{i}"]) for i, key in enumerate(CASES)}
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_check_refuses_the_item_in_argparses_words(checked, version):
+    text, item = checked[("command", version)]
     said = f"flags [error]: vLLM {version} refuses '{SPACED}' at argument parsing (argparse: \"unrecognized " \
            f"arguments: {SPACED}\") (exit 2: the pod never starts)"
     assert said in text, text
     assert "no such flag" not in text, text
-    item = json.loads(cli("check", "-f", path, "-o", "json").stdout)["items"][0]
     assert item["prediction"]["outcome"] == "argument_refused", item["prediction"]
 
 
-def test_args_show_reads_it_as_the_model_tag_when_none_came_before(cli, tmp_path):
+def test_args_show_reads_it_as_the_model_tag_when_none_came_before(checked, cli, tmp_path):
     """`args: [--model, M, "--max-model-len 16384", ...]` under the image's `vllm serve`: the first positional is the
     model tag, which wins over --model (entrypoints/cli/serve.py ``args.model = args.model_tag``)."""
     path = manifest(tmp_path, [SPACED, "--gpu-memory-utilization", "0.9"])
     shown = cli("args", "show", "-f", path).stdout
     assert f"model: {SPACED}\n" in shown, shown
     assert "max-model-len 16384: true" not in shown, shown
-    text = cli("check", "-f", path).stdout
+    text, _ = checked[("args", "0.11.0")]
     assert f"model [unknown]: cannot predict: model {SPACED}: not a Hugging Face repository id" in text, text
 
 

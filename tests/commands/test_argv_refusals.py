@@ -6,22 +6,82 @@ for — never a valid spelling (alias, ``--no-`` form, underscores, a dotted key
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 import yaml
 
+from conftest import run_cli
 from fixtures.vllm_deployment import manifest
 
 DUP = ["--max-model-len", "16Ki", "--max-model-len", "16384"]
+NO_RELEASE_HAS = [["--bogus-flag"], ["--bogus-flag", "1"], ["--enable-lor"], ["--bogus_flag=2"]]
+VALID = [
+    ["-tp", "1"], ["--tensor_parallel_size", "1"], ["--no-enable-prefix-caching"], ["--max-num-seq", "64"],
+    ["--compilation-config.level", "3"], ["--device-memory-utilization", "0.9"], ["--disable-log-requests"],
+    ["--enable-lora"],
+]
+UNREAD = ["vllm/vllm-openai:v0.9.2", "vllm/vllm-openai:latest"]
+MML = (("MML", "16Ki"),)
+
+Key = tuple[tuple[str, ...], str, str, tuple[tuple[str, str], ...] | None]
+
+#: Every check case of this module as (args, image, GPU, env), in one `check` run per output (``checked``).
+CASES: list[Key] = [
+    (tuple(DUP), "vllm/vllm-openai:v0.11.0", "NVIDIA-L4", None),
+    *((("--max-model-len", "4096", *args), "vllm/vllm-openai:v0.11.0", "NVIDIA-L40S", None)
+      for args in NO_RELEASE_HAS + VALID),
+    *((("--max-model-len", "4096", "--bogus-flag"), image, "NVIDIA-L40S", None) for image in UNREAD),
+    (("--max-model-len", "$(MML)"), "vllm/vllm-openai:v0.11.0", "NVIDIA-L40S", MML),
+]
 
 
-def test_check_shows_no_prediction_beside_an_argument_refusal(cli, tmp_path):
-    got = cli("check", "-f", manifest(tmp_path, DUP, gpu="NVIDIA-L4"))
-    assert got.returncode == 1, got.stdout + got.stderr
-    assert "exit 2: the pod never starts" in got.stdout
-    assert "concurrency [error]" not in got.stdout and "start [error]" not in got.stdout, got.stdout
-    item = json.loads(cli("check", "-f", manifest(tmp_path, DUP, gpu="NVIDIA-L4"), "-o", "json").stdout)["items"][0]
+def _workload(i: int, args: tuple[str, ...], image: str, gpu: str, env: tuple[tuple[str, str], ...] | None,
+              tmp_path: Path) -> dict:
+    env_list = None if env is None else [{"name": name, "value": value} for name, value in env]
+    doc = yaml.safe_load(Path(manifest(tmp_path, list(args), gpu=gpu, image=image, env=env_list)).read_text())
+    doc["metadata"]["name"] = f"case-{i}"
+    return doc
+
+
+def _blocks(text: str, path: Path) -> dict[str, str]:
+    """check's text output split per workload: each block runs from its headline (FAIL/ok, file, object, container)
+    to the next headline or the summary line."""
+    heads = list(re.finditer(rf"^(?:FAIL  |ok    ){re.escape(str(path))}: Deployment/default/(case-\d+) container "
+                             "vllm ", text, re.M))
+    starts = [m.start() for m in heads] + [text.rindex("\nchecked ")]
+    return {m.group(1): text[m.start():end] for m, end in zip(heads, starts[1:], strict=True)}
+
+
+@pytest.fixture(scope="module")
+def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[Key, tuple[str, dict]]:
+    """Every check case of this module as one Deployment of one file, judged by one real `check` run per output
+    (two CLI starts instead of one or two per case: the suite's time budget), keyed like ``CASES``: (text, JSON
+    item). A case that fails has the item status "fail" (what the single file's exit 1 said)."""
+    tmp = tmp_path_factory.mktemp("argv")
+    keys = list(dict.fromkeys(CASES))
+    path = tmp / "all.yaml"
+    path.write_text(yaml.safe_dump_all([_workload(i, *key, tmp) for i, key in enumerate(keys)]))
+    got = run_cli("check", "-f", str(path), "-o", "json")
+    assert got.returncode in (0, 1), got.stdout + got.stderr
+    items = {item["name"]: item for item in json.loads(got.stdout)["items"]}
+    text = run_cli("check", "-f", str(path)).stdout
+    blocks = _blocks(text, path)
+    assert len(items) == len(blocks) == len(keys), text
+    return {key: (blocks[f"case-{i}"], items[f"case-{i}"]) for i, key in enumerate(keys)}
+
+
+def _check(checked: dict, args: list[str], image: str = "vllm/vllm-openai:v0.11.0", gpu: str = "NVIDIA-L40S",
+           env: tuple[tuple[str, str], ...] | None = None) -> tuple[str, dict]:
+    return checked[(tuple(args), image, gpu, env)]
+
+
+def test_check_shows_no_prediction_beside_an_argument_refusal(checked):
+    text, item = _check(checked, DUP, gpu="NVIDIA-L4")
+    assert item["status"] == "fail", text
+    assert "exit 2: the pod never starts" in text
+    assert "concurrency [error]" not in text and "start [error]" not in text, text
     assert (item["prediction"]["outcome"], item["prediction"]["estimate"]) == ("argument_refused", None), item
 
 
@@ -34,39 +94,34 @@ def test_plan_current_says_argument_refused(cli, tmp_path):
     assert data["current"]["as_written"] == "argument_refused"
 
 
-@pytest.mark.parametrize("args", [["--bogus-flag"], ["--bogus-flag", "1"], ["--enable-lor"], ["--bogus_flag=2"]])
-def test_a_flag_no_release_has_is_refused(cli, tmp_path, args):
-    path = manifest(tmp_path, ["--max-model-len", "4096", *args])
-    got = cli("check", "-f", path)
-    assert got.returncode == 1, got.stdout
-    assert f"flags [error]: vLLM 0.11.0 refuses {args[0]} at argument parsing: it has no such flag" in got.stdout
-    assert "concurrency [error]" not in got.stdout
-    plan = cli("plan", "-f", path).stdout
+@pytest.mark.parametrize("args", NO_RELEASE_HAS)
+def test_a_flag_no_release_has_is_refused(checked, cli, tmp_path, args):
+    text, item = _check(checked, ["--max-model-len", "4096", *args])
+    assert item["status"] == "fail", text
+    assert f"flags [error]: vLLM 0.11.0 refuses {args[0]} at argument parsing: it has no such flag" in text
+    assert "concurrency [error]" not in text
+    plan = cli("plan", "-f", manifest(tmp_path, ["--max-model-len", "4096", *args])).stdout  # the first workload only
     assert "remove or correct it (planned without it)" in plan
     assert "remove the flags vLLM 0.11.0 does not have, or correct their spelling" in plan
 
 
-@pytest.mark.parametrize("args", [
-    ["-tp", "1"], ["--tensor_parallel_size", "1"], ["--no-enable-prefix-caching"], ["--max-num-seq", "64"],
-    ["--compilation-config.level", "3"], ["--device-memory-utilization", "0.9"], ["--disable-log-requests"],
-    ["--enable-lora"],
-])
-def test_valid_spellings_are_not_refused(cli, tmp_path, args):
-    got = cli("check", "-f", manifest(tmp_path, ["--max-model-len", "4096", *args]))
-    assert "it has no such flag" not in got.stdout, got.stdout
+@pytest.mark.parametrize("args", VALID)
+def test_valid_spellings_are_not_refused(checked, args):
+    text, _ = _check(checked, ["--max-model-len", "4096", *args])
+    assert "it has no such flag" not in text, text
 
 
-@pytest.mark.parametrize("image", ["vllm/vllm-openai:v0.9.2", "vllm/vllm-openai:latest"])
-def test_a_release_the_table_was_not_read_for_is_not_judged(cli, tmp_path, image):
-    got = cli("check", "-f", manifest(tmp_path, ["--max-model-len", "4096", "--bogus-flag"], image=image))
-    assert "it has no such flag" not in got.stdout, got.stdout
+@pytest.mark.parametrize("image", UNREAD)
+def test_a_release_the_table_was_not_read_for_is_not_judged(checked, image):
+    text, _ = _check(checked, ["--max-model-len", "4096", "--bogus-flag"], image)
+    assert "it has no such flag" not in text, text
 
 
-def test_a_kubernetes_variable_in_args_is_judged_as_expanded(cli, tmp_path):
+def test_a_kubernetes_variable_in_args_is_judged_as_expanded(checked):
     """``--max-model-len "$(MML)"`` with env MML=16Ki: Kubernetes hands vLLM 16Ki, which 0.11 refuses (M6)."""
-    got = cli("check", "-f", manifest(tmp_path, ["--max-model-len", "$(MML)"], env=[{"name": "MML", "value": "16Ki"}]))
-    assert got.returncode == 1, got.stdout
-    assert "refuses '16Ki' at argument parsing" in got.stdout and "is not an integer" not in got.stdout
+    text, item = _check(checked, ["--max-model-len", "$(MML)"], env=MML)
+    assert item["status"] == "fail", text
+    assert "refuses '16Ki' at argument parsing" in text and "is not an integer" not in text
 
 
 def test_drifts_prediction_is_an_argument_refusal_for_a_flag_the_release_lacks(tmp_path):

@@ -9,22 +9,12 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
+from conftest import run_cli
 from fixtures.vllm_deployment import manifest
 
-
-def _check(cli, tmp_path: Path, args: list[str], image: str) -> dict:
-    got = cli("check", "-f", manifest(tmp_path, ["--max-model-len", "8192", *args], gpu="NVIDIA-L4", image=image),
-              "-o", "json")
-    assert got.returncode == 1, got.stdout + got.stderr
-    return json.loads(got.stdout)["items"][0]
-
-
-def _text(item: dict) -> str:
-    return "\n".join(f"{f['check']} [{f['severity']}]: {f['reason']} | fix: {f['fix']}" for f in item["findings"])
-
-
-@pytest.mark.parametrize(("args", "image", "said"), [
+REFUSED = [
     (["--gpu-memory-utilization", "1.5"], "vllm/vllm-openai:v0.8.5",
      "ValueError: GPU memory utilization must be less than 1.0. Got 1.5."),
     (["--gpu-memory-utilization", "1.5"], "vllm/vllm-openai:v0.11.0",
@@ -43,16 +33,56 @@ def _text(item: dict) -> str:
     (["-O5"], "vllm/vllm-openai:v0.34.0", "Input should be 0, 1, 2 or 3 [type=enum, input_value='5'"),
     # from 0.13.0 --quantization is ``QuantizationMethods | str``: ModelConfig refuses an unknown name, not argparse
     (["--quantization", "nonsense"], "vllm/vllm-openai:v0.20.0", "Unknown quantization method: nonsense"),
-])
-def test_a_literal_the_config_refuses_is_config_refused(cli, tmp_path: Path, args: list[str], image: str,
+]
+UNCHECKED = (["--max-model-len", "0"], "vllm/vllm-openai:v0.11.0")
+
+#: Every (args after --max-model-len 8192, image) this module checks, in one `check` run (``checked``).
+CASES = [*((tuple(args), image) for args, image, _ in REFUSED), (tuple(UNCHECKED[0]), UNCHECKED[1])]
+
+
+def _workload(i: int, args: tuple[str, ...], image: str, tmp_path: Path) -> dict:
+    path = manifest(tmp_path, ["--max-model-len", "8192", *args], gpu="NVIDIA-L4", image=image)
+    doc = yaml.safe_load(Path(path).read_text())
+    doc["metadata"]["name"] = f"case-{i}"
+    return doc
+
+
+@pytest.fixture(scope="module")
+def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[tuple[str, ...], str], dict]:
+    """Every case of this module as one Deployment of one file, judged by one real `check -o json` run (one CLI
+    start instead of one per case: the suite's time budget), keyed like ``CASES``."""
+    tmp = tmp_path_factory.mktemp("literals")
+    keys = list(dict.fromkeys(CASES))
+    path = tmp / "all.yaml"
+    path.write_text(yaml.safe_dump_all([_workload(i, *key, tmp) for i, key in enumerate(keys)]))
+    got = run_cli("check", "-f", str(path), "-o", "json")
+    assert got.returncode == 1, got.stdout + got.stderr
+    items = {item["name"]: item for item in json.loads(got.stdout)["items"]}
+    assert len(items) == len(keys), got.stdout
+    return {key: items[f"case-{i}"] for i, key in enumerate(keys)}
+
+
+def _check(checked: dict, args: list[str], image: str) -> dict:
+    """One case's item; every case fails the check (what each file's exit 1 said alone)."""
+    item = checked[(tuple(args), image)]
+    assert item["status"] == "fail", json.dumps(item)
+    return item
+
+
+def _text(item: dict) -> str:
+    return "\n".join(f"{f['check']} [{f['severity']}]: {f['reason']} | fix: {f['fix']}" for f in item["findings"])
+
+
+@pytest.mark.parametrize(("args", "image", "said"), REFUSED)
+def test_a_literal_the_config_refuses_is_config_refused(checked: dict, args: list[str], image: str,
                                                         said: str) -> None:
-    item = _check(cli, tmp_path, args, image)
+    item = _check(checked, args, image)
     assert item["prediction"]["outcome"] == "config_refused", _text(item)
     assert said in _text(item)
     assert "cannot predict" not in _text(item)
 
 
-def test_a_zero_length_the_release_does_not_check_is_unknown_without_literal_advice(cli, tmp_path: Path) -> None:
-    item = _check(cli, tmp_path, ["--max-model-len", "0"], "vllm/vllm-openai:v0.11.0")
+def test_a_zero_length_the_release_does_not_check_is_unknown_without_literal_advice(checked: dict) -> None:
+    item = _check(checked, *UNCHECKED)
     assert item["prediction"]["outcome"] == "unknown", _text(item)
     assert "write the memory flags as literal values" not in _text(item)

@@ -13,33 +13,59 @@ from pathlib import Path
 import pytest
 import yaml
 
+from conftest import run_cli
 from fixtures.vllm_deployment import LLAMA, manifest
 from vllm_remedy.sim.seed import make_node
 from vllm_remedy.sim.vllm_pod.launch import Launch, Refusal, plan
 from vllm_remedy.vllm.cmdline import find_server
 
-
-def _check(cli, tmp_path: Path, fmt: str, image: str) -> dict:
-    doc = yaml.safe_load(Path(manifest(tmp_path, [], gpu="NVIDIA-L40S", image=image)).read_text())
-    container = doc["spec"]["template"]["spec"]["containers"][0]
-    container["args"] = ["--model", LLAMA, "--max-model-len", "8192", "--load-format", fmt]
-    path = tmp_path / "m.yaml"
-    path.write_text(yaml.safe_dump(doc))
-    got = cli("check", "-f", str(path), "-o", "json")
-    assert got.returncode in (0, 1), got.stdout + got.stderr
-    return json.loads(got.stdout)["items"][0]
-
-
-@pytest.mark.parametrize(("fmt", "image", "outcome"), [
+LOAD_FORMATS = [
     ("gguf2", "vllm/vllm-openai:v0.10.2", "config_refused"),
     ("gguf2", "vllm/vllm-openai:v0.11.0", "config_refused"),
     ("bitsandbytes", "vllm/vllm-openai:v0.28.0", "config_refused"),  # left the registry in 0.28.0
     ("gguf2", "vllm/vllm-openai:v0.8.5", "argument_refused"),
     ("SafeTensors", "vllm/vllm-openai:v0.11.0", "fits"),
     ("hf", "vllm/vllm-openai:v0.12.0", "fits"),
-])
-def test_a_load_format_without_a_loader(cli, tmp_path: Path, fmt: str, image: str, outcome: str) -> None:
-    item = _check(cli, tmp_path, fmt, image)
+]
+SWAP_SPACES = [
+    ("inf", "vllm/vllm-openai:v0.6.3", "ValueError: Too large swap space. inf GiB out of the"),
+    ("inf", "vllm/vllm-openai:v0.11.0", "ValueError: Too large swap space. inf GiB out of the"),
+    ("inf", "vllm/vllm-openai:v0.16.0", "OverflowError: cannot convert float infinity to integer"),
+]
+
+#: Every (flags after --max-model-len 8192, image) this module checks, in one `check` run (``checked``).
+CASES = [
+    *((("--load-format", fmt), image) for fmt, image, _ in LOAD_FORMATS),
+    *((("--swap-space", value), image) for value, image, _ in SWAP_SPACES),
+]
+
+
+def _workload(i: int, flags: tuple[str, ...], image: str, tmp_path: Path) -> dict:
+    doc = yaml.safe_load(Path(manifest(tmp_path, [], gpu="NVIDIA-L40S", image=image)).read_text())
+    doc["metadata"]["name"] = f"case-{i}"
+    container = doc["spec"]["template"]["spec"]["containers"][0]
+    container["args"] = ["--model", LLAMA, "--max-model-len", "8192", *flags]
+    return doc
+
+
+@pytest.fixture(scope="module")
+def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[tuple[str, ...], str], dict]:
+    """Every case of this module as one Deployment of one file, judged by one real `check -o json` run (one CLI
+    start instead of one per case: the suite's time budget), keyed like ``CASES``."""
+    tmp = tmp_path_factory.mktemp("load_format")
+    keys = list(dict.fromkeys(CASES))
+    path = tmp / "all.yaml"
+    path.write_text(yaml.safe_dump_all([_workload(i, *key, tmp) for i, key in enumerate(keys)]))
+    got = run_cli("check", "-f", str(path), "-o", "json")
+    assert got.returncode in (0, 1), got.stdout + got.stderr
+    items = {item["name"]: item for item in json.loads(got.stdout)["items"]}
+    assert len(items) == len(keys), got.stdout
+    return {key: items[f"case-{i}"] for i, key in enumerate(keys)}
+
+
+@pytest.mark.parametrize(("fmt", "image", "outcome"), LOAD_FORMATS)
+def test_a_load_format_without_a_loader(checked: dict, fmt: str, image: str, outcome: str) -> None:
+    item = checked[(("--load-format", fmt), image)]
     assert item["prediction"]["outcome"] == outcome, json.dumps(item)
     if outcome == "config_refused":
         assert f"Load format `{fmt.lower()}` is not supported" in json.dumps(item)
@@ -55,18 +81,9 @@ def test_the_rehearsal_pod_does_not_start_it() -> None:
     assert isinstance(plan(find_server({"containers": [c]}), c, node), Launch)
 
 
-@pytest.mark.parametrize(("value", "image", "said"), [
-    ("inf", "vllm/vllm-openai:v0.6.3", "ValueError: Too large swap space. inf GiB out of the"),
-    ("inf", "vllm/vllm-openai:v0.11.0", "ValueError: Too large swap space. inf GiB out of the"),
-    ("inf", "vllm/vllm-openai:v0.16.0", "OverflowError: cannot convert float infinity to integer"),
-])
-def test_an_infinite_swap_space_is_config_refused(cli, tmp_path: Path, value: str, image: str, said: str) -> None:
+@pytest.mark.parametrize(("value", "image", "said"), SWAP_SPACES)
+def test_an_infinite_swap_space_is_config_refused(checked: dict, value: str, image: str, said: str) -> None:
     """CacheConfig.verify_with_parallel_config (config.py@0.6.3, config/cache.py@0.11.0; math.ceil from 0.14.0)."""
-    doc = yaml.safe_load(Path(manifest(tmp_path, [], gpu="NVIDIA-L40S", image=image)).read_text())
-    container = doc["spec"]["template"]["spec"]["containers"][0]
-    container["args"] = ["--model", LLAMA, "--max-model-len", "8192", "--swap-space", value]
-    path = tmp_path / "m.yaml"
-    path.write_text(yaml.safe_dump(doc))
-    item = json.loads(cli("check", "-f", str(path), "-o", "json").stdout)["items"][0]
+    item = checked[(("--swap-space", value), image)]
     assert item["prediction"]["outcome"] == "config_refused", json.dumps(item)
     assert said in json.dumps(item)
