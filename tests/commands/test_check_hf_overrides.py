@@ -9,10 +9,12 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 import yaml
 
+from conftest import run_cli
 from fixtures.sim_world import l40s_pod_cluster
 from fixtures.vllm_deployment import manifest
 
@@ -23,52 +25,97 @@ BASE = ["--gpu-memory-utilization", "0.9", "--max-num-seqs", "64", "--max-model-
 LONG = ["--max-model-len", "150000", "--hf-overrides", '{"max_position_embeddings": 262144}']
 
 
-def _check(cli, tmp_path: Path, args: list[str], image: str = IMAGE):
-    return cli("check", "-f", manifest(tmp_path, args, image=image, model=LLAMA))
+HALF = [*BASE, "--hf-overrides", '{"num_hidden_layers": 16}']
+UNREAD = [*BASE, "--hf-overrides", '{"num_hidden_layers": 16, "foo_bar": 1}']
+IN_POD = [*BASE, "--hf-config-path", "/cfg"]
+MALFORMED = [*BASE, "--hf-overrides", '{"num_hidden_layers": }']
+#: Every (args, image) `check` judges here under the default policy, as one Deployment each of one file (``checked``).
+CASES = [(tuple(args), IMAGE) for args in (BASE, HALF, LONG[:2], LONG, UNREAD, IN_POD)] + [
+    (tuple(MALFORMED), f"vllm/vllm-openai:{tag}") for tag in ("v0.8.5", "v0.10.2")]
+
+
+class Alone(NamedTuple):
+    """What `check` prints for one workload of the batch, and the exit code of its file checked alone
+    (``check.exit_code``: 1 exactly when the workload fails)."""
+
+    returncode: int
+    stdout: str
+    stderr: str  # the run's
+
+
+def _blocks(out: str, path: Path) -> dict[str, str]:
+    """check's text per workload of ``path``, by name: its FAIL/ok headline and the lines under it (up to the next
+    headline, or the run's summary line)."""
+    heads = list(re.finditer(rf"^(?:FAIL|ok)  +{re.escape(str(path))}: Deployment/[^/]+/(\S+) container ", out, re.M))
+    ends = [m.start() for m in heads[1:]] + [out.rindex("\nchecked ") + 1]
+    return {m.group(1): out[m.start():end] for m, end in zip(heads, ends, strict=True)}
+
+
+@pytest.fixture(scope="module")
+def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[tuple[str, ...], str], Alone]:
+    """Every case of ``CASES`` as one Deployment (case-N) of one file, judged by one real text `check` run (one CLI
+    start instead of one per case: the suite's time budget), by (args, image)."""
+    tmp = tmp_path_factory.mktemp("hf-overrides")
+    docs = []
+    for i, (args, image) in enumerate(CASES):
+        docs.append(yaml.safe_load(Path(manifest(tmp, list(args), image=image, model=LLAMA)).read_text()))
+        docs[-1]["metadata"]["name"] = f"case-{i}"
+    path = tmp / "all.yaml"
+    path.write_text(yaml.safe_dump_all(docs))
+    got = run_cli("check", "-f", str(path))
+    assert got.returncode in (0, 1), got.stdout + got.stderr
+    blocks = _blocks(got.stdout, path)
+    assert len(blocks) == len(CASES), got.stdout
+    return {case: Alone(0 if blocks[f"case-{i}"].startswith("ok ") else 1, blocks[f"case-{i}"], got.stderr)
+            for i, case in enumerate(CASES)}
+
+
+def _check(checked: dict, args: list[str], image: str = IMAGE) -> Alone:
+    return checked[(tuple(args), image)]
 
 
 def _concurrency(out: str) -> float:
     return float(re.search(r"maximum concurrency ([0-9.]+)x", out).group(1))
 
 
-def test_overridden_layers_are_sized(cli, tmp_path):
-    full = _check(cli, tmp_path, BASE)
-    half = _check(cli, tmp_path, [*BASE, "--hf-overrides", '{"num_hidden_layers": 16}'])
+def test_overridden_layers_are_sized(checked):
+    full = _check(checked, BASE)
+    half = _check(checked, HALF)
     assert full.returncode == half.returncode == 0, half.stdout + half.stderr
     # half the layers: half the KV per token and ~7.5 GB less weights, so well over twice the concurrency
     assert _concurrency(half.stdout) > 2 * _concurrency(full.stdout), (full.stdout, half.stdout)
 
 
-def test_overridden_length_is_not_refused(cli, tmp_path):
-    plain = _check(cli, tmp_path, LONG[:2])
+def test_overridden_length_is_not_refused(checked):
+    plain = _check(checked, LONG[:2])
     assert "predicted max_len_exceeds_model" in plain.stdout, plain.stdout
-    got = _check(cli, tmp_path, LONG)  # it starts (its concurrency is the policy's business, not vLLM's refusal)
+    got = _check(checked, LONG)  # it starts (its concurrency is the policy's business, not vLLM's refusal)
     assert "max_len_exceeds_model" not in got.stdout and "start [error]" not in got.stdout, got.stdout + got.stderr
     assert "predicted maximum concurrency 1.28x on NVIDIA-L40S" in got.stdout, got.stdout
 
 
-def test_an_unread_key_is_cannot_predict_naming_it(cli, tmp_path):
-    got = _check(cli, tmp_path, [*BASE, "--hf-overrides", '{"num_hidden_layers": 16, "foo_bar": 1}'])
+def test_an_unread_key_is_cannot_predict_naming_it(checked):
+    got = _check(checked, UNREAD)
     assert "model [unknown]: cannot predict: --hf-overrides key(s) foo_bar: not read" in got.stdout, got.stdout
     assert "num_hidden_layers" not in got.stdout.split("foo_bar")[0].split("key(s)")[1]
 
 
-def test_a_config_path_in_the_pod_is_cannot_predict(cli, tmp_path):
-    got = _check(cli, tmp_path, [*BASE, "--hf-config-path", "/cfg"])
+def test_a_config_path_in_the_pod_is_cannot_predict(checked):
+    got = _check(checked, IN_POD)
     assert "model [unknown]: cannot predict: --hf-config-path /cfg: " in got.stdout, got.stdout
     assert "fits" not in got.stdout
 
 
-def test_the_policys_model_config_names_the_config_path(cli, tmp_path):
+def test_the_policys_model_config_names_the_config_path(cli, tmp_path, checked):
     config = {"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "num_hidden_layers": 16,
               "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 128256,
               "max_position_embeddings": 131072, "torch_dtype": "bfloat16"}
     (tmp_path / "cfg.json").write_text(json.dumps(config))
     (tmp_path / "policy.yaml").write_text(f"extends: {DEFAULT_POLICY}\nmodel_config: {{path: cfg.json}}\n")
-    path = manifest(tmp_path, [*BASE, "--hf-config-path", "/cfg"], image=IMAGE, model=LLAMA)
+    path = manifest(tmp_path, IN_POD, image=IMAGE, model=LLAMA)
     got = cli("check", "-f", path, "--policy", str(tmp_path / "policy.yaml"))
     assert "fits on NVIDIA-L40S" in got.stdout, got.stdout + got.stderr
-    full = _check(cli, tmp_path, BASE)  # the config at /cfg (16 layers) is sized, not the repository's (32)
+    full = _check(checked, BASE)  # the config at /cfg (16 layers) is sized, not the repository's (32)
     assert _concurrency(got.stdout) > 2 * _concurrency(full.stdout), (full.stdout, got.stdout)
 
 
@@ -76,8 +123,8 @@ def test_the_policys_model_config_names_the_config_path(cli, tmp_path):
     ("v0.8.5", "argument --hf-overrides: invalid loads value: '{\"num_hidden_layers\": }'"),
     ("v0.10.2", "argument --hf-overrides: Value {\"num_hidden_layers\": } cannot be converted to <function loads"),
 ])
-def test_malformed_json_is_argparses_refusal(cli, tmp_path, tag, words):
-    got = _check(cli, tmp_path, [*BASE, "--hf-overrides", '{"num_hidden_layers": }'], image=f"vllm/vllm-openai:{tag}")
+def test_malformed_json_is_argparses_refusal(checked, tag, words):
+    got = _check(checked, MALFORMED, image=f"vllm/vllm-openai:{tag}")
     assert got.returncode == 1 and words in got.stdout, got.stdout + got.stderr
 
 

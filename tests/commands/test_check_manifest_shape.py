@@ -10,6 +10,7 @@ import json
 
 import pytest
 
+from conftest import run_cli
 from vllm_remedy.errors import UserError
 from vllm_remedy.vllm.cmdline import find_server
 
@@ -58,14 +59,26 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
-def test_a_manifest_kubernetes_refuses_fails_check_naming_the_container(cli, tmp_path, case):
-    text, why = CASES[case]
-    path = tmp_path / "m.yaml"
-    path.write_text(text)
-    got = cli("check", "-f", str(path), "-o", "json")
+@pytest.fixture(scope="module")
+def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict]]:
+    """Every case of ``CASES`` as one Deployment (case-N) of one file, judged by one real `check -o json` run (one
+    CLI start instead of one per case: the suite's time budget): the items of each case, by its key. A refused
+    manifest is a finding of its own workload, so the file fails as a whole and each case's item says so."""
+    names = sorted(CASES)
+    path = tmp_path_factory.mktemp("manifest-shape") / "all.yaml"
+    path.write_text("---\n".join(CASES[case][0].replace("{name: llm,", f"{{name: case-{i},", 1)
+                                   for i, case in enumerate(names)))
+    got = run_cli("check", "-f", str(path), "-o", "json")
     assert got.returncode == 1, got.stdout + got.stderr
-    (result,) = json.loads(got.stdout)["items"]
+    items = json.loads(got.stdout)["items"]
+    return {case: [item for item in items if item["name"] == f"case-{i}"] for i, case in enumerate(names)}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_manifest_kubernetes_refuses_fails_check_naming_the_container(checked, case):
+    why = CASES[case][1]
+    (result,) = checked[case]
+    assert result["status"] == "fail", result  # alone in its file: exit 1 (check.exit_code)
     (finding,) = result["findings"]
     assert (finding["check"], finding["severity"]) == ("manifest", "error"), finding
     assert finding["reason"].startswith(why) and "Kubernetes refuses the manifest" in finding["reason"], finding

@@ -7,10 +7,14 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
+import yaml
 
+from conftest import run_cli
 from vllm_remedy.sim.seed import load_seed, set_path
 
 POLICY = "policies/llama-8b.yaml"
@@ -26,8 +30,7 @@ def seed_revision_14() -> dict:
     return manifest
 
 
-def _manifest(tmp_path: Path, extra: list[str], gpus: str | None = "1", image: str = "vllm/vllm-openai:v0.11.0"
-              ) -> Path:
+def _deployment(extra: list[str], gpus: str | None = "1", image: str = "vllm/vllm-openai:v0.11.0") -> dict:
     dep = seed_revision_14()
     container = dep["spec"]["template"]["spec"]["containers"][0]
     container["image"] = image
@@ -39,8 +42,12 @@ def _manifest(tmp_path: Path, extra: list[str], gpus: str | None = "1", image: s
         limits.pop("nvidia.com/gpu")
     else:
         limits["nvidia.com/gpu"] = gpus
+    return dep
+
+
+def _manifest(tmp_path: Path, extra: list[str], gpus: str | None = "1") -> Path:
     path = tmp_path / "dep.json"
-    path.write_text(json.dumps(dep))
+    path.write_text(json.dumps(_deployment(extra, gpus)))
     return path
 
 
@@ -50,7 +57,7 @@ def _policy(tmp_path: Path) -> Path:
     return policy
 
 
-@pytest.mark.parametrize(("extra", "gpus", "said"), [
+CANNOT_HOLD = [
     (["--tensor-parallel-size", "2"], "1", "World size (2) is larger than the number of available GPUs (1)"),
     (["--pipeline-parallel-size", "2"], "1", "World size (2) is larger than the number of available GPUs (1)"),
     (["-tp", "2", "-pp", "2"], "2", "World size (4) is larger than the number of available GPUs (2)"),
@@ -58,24 +65,66 @@ def _policy(tmp_path: Path) -> Path:
     (["--tensor-parallel-size", "2", "--data-parallel-size", "2"], "2", "No CUDA GPUs are available"),
     ([], None, "No CUDA GPUs are available"),
     (["--tensor-parallel-size", "2"], None, "No CUDA GPUs are available"),
-])
-def test_check_fails_a_world_the_pod_cannot_hold(cli, tmp_path, extra, gpus, said):
-    got = cli("check", "-f", str(_manifest(tmp_path, extra, gpus)), "--policy", str(_policy(tmp_path)), "-o", "json")
-    assert got.returncode == 1, got.stdout + got.stderr
-    item = json.loads(got.stdout)["items"][0]
+]
+HOLDS = (["--tensor-parallel-size", "2"], "2")
+#: Every (args, GPUs) `check` judges here, as one Deployment each of one file (``checked``).
+CASES = [*((tuple(extra), gpus) for extra, gpus, _ in CANNOT_HOLD), (tuple(HOLDS[0]), HOLDS[1])]
+
+
+class Alone(NamedTuple):
+    """What `check` prints for one workload of the batch, and the exit code of its file checked alone
+    (``check.exit_code``: 1 exactly when the item fails)."""
+
+    returncode: int
+    stdout: str
+
+
+def _blocks(out: str, path: Path) -> dict[str, str]:
+    """check's text per workload of ``path``, by name: its FAIL/ok headline and the lines under it (up to the next
+    headline, or the run's summary line)."""
+    heads = list(re.finditer(rf"^(?:FAIL|ok)  +{re.escape(str(path))}: Deployment/[^/]+/(\S+) container ", out, re.M))
+    ends = [m.start() for m in heads[1:]] + [out.rindex("\nchecked ") + 1]
+    return {m.group(1): out[m.start():end] for m, end in zip(heads, ends, strict=True)}
+
+
+@pytest.fixture(scope="module")
+def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[tuple[str, ...], str | None], tuple[dict, Alone]]:
+    """Every case of this module as one Deployment (case-N) of one file, judged by one real `check -o json` run and
+    one text run (two CLI starts instead of two per case: the suite's time budget): (JSON item, text) by case."""
+    tmp = tmp_path_factory.mktemp("world-size")
+    docs = []
+    for i, (extra, gpus) in enumerate(CASES):
+        docs.append(_deployment(list(extra), gpus))
+        docs[-1]["metadata"]["name"] = f"case-{i}"
+    path = tmp / "all.yaml"
+    path.write_text(yaml.safe_dump_all(docs))
+    policy = str(_policy(tmp))
+    got = run_cli("check", "-f", str(path), "--policy", policy, "-o", "json")
+    assert got.returncode in (0, 1), got.stdout + got.stderr
+    items = {item["name"]: item for item in json.loads(got.stdout)["items"]}
+    text = run_cli("check", "-f", str(path), "--policy", policy)
+    assert text.returncode in (0, 1), text.stdout + text.stderr
+    blocks = _blocks(text.stdout, path)
+    assert len(items) == len(blocks) == len(CASES), text.stdout
+    return {case: (items[f"case-{i}"], Alone(0 if items[f"case-{i}"]["status"] == "pass" else 1, blocks[f"case-{i}"]))
+            for i, case in enumerate(CASES)}
+
+
+@pytest.mark.parametrize(("extra", "gpus", "said"), CANNOT_HOLD)
+def test_check_fails_a_world_the_pod_cannot_hold(checked, extra, gpus, said):
+    item, text = checked[(tuple(extra), gpus)]
+    assert text.returncode == 1, text.stdout
     start = [f for f in item["findings"] if f["check"] == "start"]
     assert len(start) == 1 and said in start[0]["reason"], item["findings"]
     assert start[0]["severity"] == "error" and "nvidia.com/gpu" in start[0]["fix"]
     assert item["prediction"]["estimate"] is None, item["prediction"]  # no KV figure is the pod's
-    text = cli("check", "-f", str(_manifest(tmp_path, extra, gpus)), "--policy", str(_policy(tmp_path)))
     assert text.returncode == 1 and "fits" not in text.stdout.split("\n")[0], text.stdout
 
 
-def test_check_passes_a_world_the_pod_holds(cli, tmp_path):
+def test_check_passes_a_world_the_pod_holds(checked):
     """TP 2 on two GPUs, and data parallelism before 0.8.3 (no such flag: argparse's business, not this rule's)."""
-    got = cli("check", "-f", str(_manifest(tmp_path, ["--tensor-parallel-size", "2"], "2")), "--policy",
-              str(_policy(tmp_path)), "-o", "json")
-    starts = [f for i in json.loads(got.stdout)["items"] for f in i["findings"] if f["check"] == "start"]
+    item, _ = checked[(tuple(HOLDS[0]), HOLDS[1])]
+    starts = [f for f in item["findings"] if f["check"] == "start"]
     assert starts == [], starts
 
 

@@ -8,11 +8,14 @@ and ignores it before (engine/arg_utils.py@0.10.2); V0 leaves a sliding-window m
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 import yaml
 
+from conftest import run_cli
 from fixtures.sim_world import l40s_pod_cluster
 from fixtures.vllm_deployment import manifest
 from vllm_remedy.sim.cluster import Cluster
@@ -21,6 +24,51 @@ QWEN7 = "Qwen/Qwen2.5-7B-Instruct"
 PHI3_128K = "microsoft/Phi-3-mini-128k-instruct"
 V1_OFF = ["--max-model-len", "16384", "--max-num-batched-tokens", "4096", "--no-enable-chunked-prefill"]
 V0_WINDOW = ["--max-model-len", "65536", "--max-num-batched-tokens", "4096"]
+REHEARSED = [
+    pytest.param(QWEN7, V1_OFF, "v0.19.0", 16384, id="v1-0.19.0-no-enable-chunked-prefill"),
+    pytest.param(PHI3_128K, V0_WINDOW, "v0.6.5", 65536, id="v0-0.6.5-sliding-window-above-32k"),
+]
+RELEASES = [("v0.10.2", False), ("v0.11.1", True), ("v0.34.0", True)]
+#: Every (model, args, GPU, tag) `check` judges here, as one Deployment each of one file (``checked``).
+CASES = [*((model, tuple(args), "NVIDIA-L40S", tag) for model, args, tag, _ in (p.values for p in REHEARSED)),
+         *((QWEN7, tuple(V1_OFF), "NVIDIA-L4", tag) for tag, _ in RELEASES)]
+
+
+class Alone(NamedTuple):
+    """What `check` prints for one workload of the batch, and the exit code of its file checked alone
+    (``check.exit_code``: 1 exactly when the workload fails)."""
+
+    returncode: int
+    stdout: str
+    stderr: str  # the run's
+
+
+def _blocks(out: str, path: Path) -> dict[str, str]:
+    """check's text per workload of ``path``, by name: its FAIL/ok headline and the lines under it (up to the next
+    headline, or the run's summary line)."""
+    heads = list(re.finditer(rf"^(?:FAIL|ok)  +{re.escape(str(path))}: Deployment/[^/]+/(\S+) container ", out, re.M))
+    ends = [m.start() for m in heads[1:]] + [out.rindex("\nchecked ") + 1]
+    return {m.group(1): out[m.start():end] for m, end in zip(heads, ends, strict=True)}
+
+
+@pytest.fixture(scope="module")
+def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, tuple[str, ...], str, str], Alone]:
+    """Every case of ``CASES`` as one Deployment (case-N) of one file, judged by one real text `check` run (one CLI
+    start instead of one per case: the suite's time budget), by (model, args, GPU, tag)."""
+    tmp = tmp_path_factory.mktemp("chunked")
+    docs = []
+    for i, (model, args, gpu, tag) in enumerate(CASES):
+        docs.append(yaml.safe_load(Path(manifest(tmp, list(args), gpu=gpu, image=f"vllm/vllm-openai:{tag}",
+                                                 model=model)).read_text()))
+        docs[-1]["metadata"]["name"] = f"case-{i}"
+    path = tmp / "all.yaml"
+    path.write_text(yaml.safe_dump_all(docs))
+    got = run_cli("check", "-f", str(path))
+    assert got.returncode in (0, 1), got.stdout + got.stderr
+    blocks = _blocks(got.stdout, path)
+    assert len(blocks) == len(CASES), got.stdout
+    return {case: Alone(0 if blocks[f"case-{i}"].startswith("ok ") else 1, blocks[f"case-{i}"], got.stderr)
+            for i, case in enumerate(CASES)}
 
 
 def _status(c: Cluster, name: str) -> dict:
@@ -38,13 +86,11 @@ def _pod_from(path: str, name: str, args: list[str] | None = None) -> dict:
             "spec": {**template["spec"], "containers": [container]}}
 
 
-@pytest.mark.parametrize(("model", "args", "tag", "length"), [
-    pytest.param(QWEN7, V1_OFF, "v0.19.0", 16384, id="v1-0.19.0-no-enable-chunked-prefill"),
-    pytest.param(PHI3_128K, V0_WINDOW, "v0.6.5", 65536, id="v0-0.6.5-sliding-window-above-32k"),
-])
-def test_check_predicts_it_the_rehearsal_crashes_on_it_and_the_fix_starts(cli, tmp_path, model, args, tag, length):
+@pytest.mark.parametrize(("model", "args", "tag", "length"), REHEARSED)
+def test_check_predicts_it_the_rehearsal_crashes_on_it_and_the_fix_starts(
+        cli, tmp_path, checked, model, args, tag, length):
     path = manifest(tmp_path, args, gpu="NVIDIA-L40S", image=f"vllm/vllm-openai:{tag}", model=model)
-    out = cli("check", "-f", path)
+    out = checked[(model, tuple(args), "NVIDIA-L40S", tag)]
     assert out.returncode == 1, out.stdout + out.stderr
     assert "start [error]: predicted config_refused on NVIDIA-L40S" in out.stdout, out.stdout
     assert f"--max-num-batched-tokens {length}" in out.stdout, out.stdout
@@ -63,11 +109,10 @@ def test_check_predicts_it_the_rehearsal_crashes_on_it_and_the_fix_starts(cli, t
         assert cluster.wait_for(lambda: _status(cluster, "fixed").get("ready") is True, 8), _status(cluster, "fixed")
 
 
-@pytest.mark.parametrize(("tag", "refused"), [("v0.10.2", False), ("v0.11.1", True), ("v0.34.0", True)])
-def test_check_follows_the_release(cli, tmp_path, tag, refused):
+@pytest.mark.parametrize(("tag", "refused"), RELEASES)
+def test_check_follows_the_release(checked, tag, refused):
     """0.10.2's V1 chunks whatever the flag says; from 0.11.1 the flag holds and the batch is refused."""
-    path = manifest(tmp_path, V1_OFF, gpu="NVIDIA-L4", image=f"vllm/vllm-openai:{tag}", model=QWEN7)
-    out = cli("check", "-f", path)
+    out = checked[(QWEN7, tuple(V1_OFF), "NVIDIA-L4", tag)]
     assert ("predicted config_refused" in out.stdout) is refused, out.stdout + out.stderr
     if refused:
         assert out.returncode == 1 and "--max-num-batched-tokens 16384" in out.stdout, out.stdout
