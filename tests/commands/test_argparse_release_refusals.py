@@ -6,13 +6,13 @@ A legacy StoreBoolean flag (``--enable-chunked-prefill False``, releases up to 0
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pytest
 import yaml
 
 from conftest import run_cli
+from fixtures.check_batch import blocks as _blocks
 from fixtures.vllm_deployment import LLAMA, manifest
 
 IGNORED = "ignored explicit argument"
@@ -57,15 +57,6 @@ def _workload(i: int, where: str, version: str, words: tuple[str, ...], tmp_path
         container.pop("args")
         container["command"] = list(words)
     return doc
-
-
-def _blocks(text: str, path: Path) -> dict[str, str]:
-    """check's text output split per workload: each block runs from its headline (FAIL/ok, file, object, container)
-    to the next headline or the summary line."""
-    heads = list(re.finditer(rf"^(?:FAIL  |ok    ){re.escape(str(path))}: Deployment/default/(case-\d+) container "
-                             "vllm ", text, re.M))
-    starts = [m.start() for m in heads] + [text.rindex("\nchecked ")]
-    return {m.group(1): text[m.start():end] for m, end in zip(heads, starts[1:], strict=True)}
 
 
 @pytest.fixture(scope="module")

@@ -11,13 +11,13 @@ flag named ``max-model-len 16384``; an edit of the flag removes the item instead
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pytest
 import yaml
 
 from conftest import run_cli
+from fixtures.check_batch import blocks as _blocks
 from fixtures.vllm_deployment import LLAMA, manifest
 
 SPACED = "--max-model-len 16384"
@@ -37,15 +37,6 @@ def _serve(tmp_path: Path, version: str, *words: str) -> str:
     container["command"] = ["vllm", "serve", LLAMA, *words]
     path.write_text(yaml.safe_dump(doc))
     return str(path)
-
-
-def _blocks(text: str, path: Path) -> dict[str, str]:
-    """check's text output split per workload: each block runs from its headline (FAIL/ok, file, object, container)
-    to the next headline or the summary line."""
-    heads = list(re.finditer(rf"^(?:FAIL  |ok    ){re.escape(str(path))}: Deployment/default/(case-\d+) container "
-                             "vllm ", text, re.M))
-    starts = [m.start() for m in heads] + [text.rindex("\nchecked ")]
-    return {m.group(1): text[m.start():end] for m, end in zip(heads, starts[1:], strict=True)}
 
 
 @pytest.fixture(scope="module")

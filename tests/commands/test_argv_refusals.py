@@ -6,13 +6,13 @@ for — never a valid spelling (alias, ``--no-`` form, underscores, a dotted key
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pytest
 import yaml
 
 from conftest import run_cli
+from fixtures.check_batch import blocks as _blocks
 from fixtures.vllm_deployment import manifest
 
 DUP = ["--max-model-len", "16Ki", "--max-model-len", "16384"]
@@ -43,15 +43,6 @@ def _workload(i: int, args: tuple[str, ...], image: str, gpu: str, env: tuple[tu
     doc = yaml.safe_load(Path(manifest(tmp_path, list(args), gpu=gpu, image=image, env=env_list)).read_text())
     doc["metadata"]["name"] = f"case-{i}"
     return doc
-
-
-def _blocks(text: str, path: Path) -> dict[str, str]:
-    """check's text output split per workload: each block runs from its headline (FAIL/ok, file, object, container)
-    to the next headline or the summary line."""
-    heads = list(re.finditer(rf"^(?:FAIL  |ok    ){re.escape(str(path))}: Deployment/default/(case-\d+) container "
-                             "vllm ", text, re.M))
-    starts = [m.start() for m in heads] + [text.rindex("\nchecked ")]
-    return {m.group(1): text[m.start():end] for m, end in zip(heads, starts[1:], strict=True)}
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,6 @@ and ignores it before (engine/arg_utils.py@0.10.2); V0 leaves a sliding-window m
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import NamedTuple
 
@@ -16,6 +15,7 @@ import pytest
 import yaml
 
 from conftest import run_cli
+from fixtures.check_batch import blocks as _blocks
 from fixtures.sim_world import l40s_pod_cluster
 from fixtures.vllm_deployment import manifest
 from vllm_remedy.sim.cluster import Cluster
@@ -41,14 +41,6 @@ class Alone(NamedTuple):
     returncode: int
     stdout: str
     stderr: str  # the run's
-
-
-def _blocks(out: str, path: Path) -> dict[str, str]:
-    """check's text per workload of ``path``, by name: its FAIL/ok headline and the lines under it (up to the next
-    headline, or the run's summary line)."""
-    heads = list(re.finditer(rf"^(?:FAIL|ok)  +{re.escape(str(path))}: Deployment/[^/]+/(\S+) container ", out, re.M))
-    ends = [m.start() for m in heads[1:]] + [out.rindex("\nchecked ") + 1]
-    return {m.group(1): out[m.start():end] for m, end in zip(heads, ends, strict=True)}
 
 
 @pytest.fixture(scope="module")
