@@ -19,6 +19,7 @@ from vllm_remedy.errors import UserError
 from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.kube.kinds import DEPLOYMENT, INFERENCESERVICE, LEADERWORKERSET, STATEFULSET, Kind
 from vllm_remedy.kube.lws_history import NAME_LABEL
+from vllm_remedy.kube.lws_wait import observed_generation
 from vllm_remedy.kube.selectors import selector_string
 
 Obj = dict[str, Any]
@@ -29,11 +30,12 @@ def _generation_seen(obj: Obj) -> bool:
     return int(status.get("observedGeneration") or 0) >= int((obj.get("metadata") or {}).get("generation") or 0)
 
 
-def _conditions_seen(obj: Obj) -> bool:
-    """An LWS records the generation it saw on each condition, not in ``status.observedGeneration``."""
-    generation = int((obj.get("metadata") or {}).get("generation") or 0)
-    conditions = (obj.get("status") or {}).get("conditions") or []
-    return bool(conditions) and all(int(c.get("observedGeneration") or 0) >= generation for c in conditions)
+def _lws_seen(obj: Obj) -> bool:
+    """The LWS controller has recorded the current generation (``kube.lws_wait.observed_generation``: the status's,
+    else its conditions', since v0.9.0). A controller before it records none, and the object alone cannot tell a
+    synced set from a stale one: never seen here (the production waits read the pods' template hash instead)."""
+    seen = observed_generation(obj)
+    return seen is not None and seen >= int((obj.get("metadata") or {}).get("generation") or 0)
 
 
 def _deployment_done(dep: Obj) -> bool:
@@ -57,7 +59,7 @@ def _lws_done(lws: Obj) -> bool:
     """Every group Ready on the current template (``readyReplicas`` counts groups)."""
     spec, status = lws.get("spec") or {}, lws.get("status") or {}
     want = int(spec.get("replicas", 1))
-    return (_conditions_seen(lws) and status.get("replicas", 0) == want and status.get("readyReplicas", 0) == want
+    return (_lws_seen(lws) and status.get("replicas", 0) == want and status.get("readyReplicas", 0) == want
             and status.get("updatedReplicas", 0) == want)
 
 
@@ -108,7 +110,7 @@ ADAPTERS: dict[str, Adapter] = {
     "leaderworkerset": Adapter(LEADERWORKERSET, _lws_done, ("leaderWorkerTemplate", "replicas"),
                                "controllerrevisions", template_at=("spec", "leaderWorkerTemplate"), pods=_lws_pods,
                                pod_template_at=("spec", "leaderWorkerTemplate", "leaderTemplate"),
-                               observed=_conditions_seen),
+                               observed=_lws_seen),
     "inferenceservice": Adapter(INFERENCESERVICE, _isvc_done, ("predictor",), "replicasets",
                                 template_at=("spec", "predictor"), pods=_isvc_pods, pod_deployment="-predictor"),
 }

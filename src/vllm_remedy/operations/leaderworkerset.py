@@ -18,7 +18,7 @@ prediction splits the model TP × PP ways across the group.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from pyinfra import host, state
@@ -30,7 +30,7 @@ from vllm_remedy.kube import lws_history
 from vllm_remedy.kube.clock import ClusterClock
 from vllm_remedy.kube.diff import unified_template_diff
 from vllm_remedy.kube.history import Revision
-from vllm_remedy.kube.lws_wait import lws_path, wait_for_lws_rollout
+from vllm_remedy.kube.lws_wait import groups_rolled_out, lws_path, observed_generation, wait_for_lws_rollout
 from vllm_remedy.operations.lws_evidence import record_wait_crash
 from vllm_remedy.operations.restore import checked_revision, set_decision
 from vllm_remedy.operations.util import (
@@ -104,14 +104,19 @@ def _target_lwt(facts: Mapping[str, Any], name: str | None) -> dict[str, Any]:
     return lws_history.revision_lwt(rev)
 
 
-def groups_ready(lws: Mapping[str, Any]) -> bool:
-    """Every group Ready on the current template, as far as the set's status says (its conditions have observed
-    the current generation, as ``kube.lws_wait`` reads them)."""
+def groups_ready(lws: Mapping[str, Any], revisions: Sequence[Mapping[str, Any]] = (),
+                 pods: Sequence[dict[str, Any]] | None = None) -> bool:
+    """Every group Ready on the current template, as far as the set's status says once its controller has recorded
+    the current generation (``kube.lws_wait.observed_generation``). A controller before v0.9.0 records none, and
+    then the status alone cannot tell a synced set from one whose counts still describe the last spec: the answer
+    is the wait's own (``groups_rolled_out``: the current template's ControllerRevision and every pod on its hash)
+    when ``pods`` are given, else False (the caller waits, and that wait finishes)."""
+    seen = observed_generation(lws)
+    if seen is None:
+        return pods is not None and groups_rolled_out(lws, revisions, pods)
     spec, status = lws.get("spec") or {}, lws.get("status") or {}
     replicas = int(spec.get("replicas", 1) or 0)
-    generation = int((lws.get("metadata") or {}).get("generation") or 0)
-    conditions = status.get("conditions") or []
-    observed = bool(conditions) and all(int(c.get("observedGeneration") or 0) >= generation for c in conditions)
+    observed = seen >= int((lws.get("metadata") or {}).get("generation") or 0)
     return observed and all(int(status.get(k) or 0) == replicas for k in ("readyReplicas", "updatedReplicas"))
 
 
@@ -148,7 +153,7 @@ def rollback(wait: bool = True, timeout: float | None = None, revision: int | No
             return
     decision = _decision(ctx, facts, revision)
     skipped = [f"skipped {line}" for line in decision.skipped]
-    if decision.action == NONE and wait and not groups_ready(lws):
+    if decision.action == NONE and wait and not groups_ready(lws, facts["revisions"], facts["pods"]):
         # a run killed mid-wait (kill -9, a lost terminal): the rollout it started, or anyone's, is waited for again
         notes = (lws.get("metadata") or {}).get("annotations") or {}
         last = notes.get(ctx.keys.last_action)

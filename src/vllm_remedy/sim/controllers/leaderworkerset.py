@@ -35,6 +35,8 @@ PREFIX = "leaderworkerset.sigs.k8s.io/"
 NAME_LABEL, GROUP_LABEL, WORKER_LABEL = PREFIX + "name", PREFIX + "group-index", PREFIX + "worker-index"
 REVISION_LABEL = PREFIX + "template-revision-hash"  # on pods and ControllerRevisions
 GROUP_KEY_LABEL, SIZE_ANNOTATION, LEADER_ANNOTATION = PREFIX + "group-key", PREFIX + "size", PREFIX + "leader-name"
+#: The first release that writes ``status.observedGeneration`` and each condition's (kubernetes-sigs/lws #807).
+OBSERVED_GENERATION_SINCE = (0, 9)
 
 
 def default_leaderworkerset(obj: Obj) -> Obj:
@@ -100,6 +102,9 @@ class LeaderWorkerSetController(RevisionedController):
 
     word, kind = "leaderworkerset", "LeaderWorkerSet"
     on_leaderworkerset = RevisionedController.on_object
+    #: The upstream release this controller behaves as, (major, minor). Clusters still run releases before v0.9.0,
+    #: whose status carries no observedGeneration anywhere; ``(0, 8)`` lets a test meet one.
+    release: tuple[int, int] = (0, 10)
 
     def _update_revision(self, lws: Obj, revisions: list[Obj]) -> Obj:
         """The revision of the current template: the newest if equal, an older equal one re-numbered to the top
@@ -244,10 +249,15 @@ class LeaderWorkerSetController(RevisionedController):
         generation = lws["metadata"].get("generation", 1)
         # the generation this sync acted on, on the status and on each condition, as upstream writes both since
         # v0.9.0: a reader trusts the counts only once it is at least metadata.generation (before the first sync
-        # after a spec change they still describe the old template and read as settled)
+        # after a spec change they still describe the old template and read as settled). Before v0.9.0 neither
+        # exists (api/leaderworkerset/v1/leaderworkerset_types.go@v0.8.0 has no such field, and its conditions
+        # are made without one), so an older release writes the status without them.
+        stamped = self.release >= OBSERVED_GENERATION_SINCE
         status: Obj = {**old, "replicas": len(active), "readyReplicas": ready, "updatedReplicas": updated,
-                       "hpaPodSelector": f"{NAME_LABEL}={lws['metadata']['name']},{WORKER_LABEL}=0",
-                       "observedGeneration": generation}
+                       "hpaPodSelector": f"{NAME_LABEL}={lws['metadata']['name']},{WORKER_LABEL}=0"}
+        status.pop("observedGeneration", None)
+        if stamped:
+            status["observedGeneration"] = generation
         before = {c.get("type"): c for c in old.get("conditions") or []}
         available = ready >= replicas
         conditions = []
@@ -258,9 +268,9 @@ class LeaderWorkerSetController(RevisionedController):
             state = "True" if on else "False"
             prior = before.get(type_) or {}
             since = prior.get("lastTransitionTime") if prior.get("status") == state else None
-            conditions.append({"type": type_, "status": state, "reason": reason, "message": message,
-                               "observedGeneration": generation,
-                               "lastTransitionTime": since or self.clock.timestamp()})
+            condition = {"type": type_, "status": state, "reason": reason, "message": message,
+                         "lastTransitionTime": since or self.clock.timestamp()}
+            conditions.append({**condition, "observedGeneration": generation} if stamped else condition)
         status["conditions"] = conditions
         if status != old:
             self.store.mutate(LWS, lws["metadata"]["namespace"], lws["metadata"]["name"],
