@@ -24,19 +24,20 @@ from __future__ import annotations
 import base64
 import os
 import re
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-
-from prometheus_client import CollectorRegistry, generate_latest, push_to_gateway
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
-from prometheus_client.parser import text_string_to_metric_families
+from typing import TYPE_CHECKING
 
 from vllm_remedy.errors import UserError
+
+# prometheus_client and urllib.request (~40 ms of CPU to import) are imported where a file is written, read back
+# or pushed: a drift or expire run without --metrics-file / --push only builds Metrics, or not even that.
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
+    from prometheus_client.core import Metric
 
 DRIFT_DETECTED = "vllm_remedy_drift_detected"
 DRIFT_UNKNOWN = "vllm_remedy_drift_unknown"
@@ -130,6 +131,8 @@ class Metrics:
 
     def collect(self) -> Iterator[Metric]:
         """The families with samples, samples sorted by labels (prometheus_client's collector protocol)."""
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
         for fam in FAMILIES:
             samples = self.samples[fam.name]
             if not samples:
@@ -142,12 +145,16 @@ class Metrics:
 
     def registry(self) -> CollectorRegistry:
         """A registry holding only this run's samples, for prometheus_client's writers."""
+        from prometheus_client import CollectorRegistry
+
         registry = CollectorRegistry(auto_describe=False)
         registry.register(_Collector(self))
         return registry
 
     def render(self) -> str:
         """Text exposition format 0.0.4, as prometheus_client writes it; "" when there are no samples."""
+        from prometheus_client import generate_latest
+
         return generate_latest(self.registry()).decode("utf-8")
 
 
@@ -163,6 +170,8 @@ class _Collector:
 
 def _samples(line: str) -> Iterator[tuple[str, dict[str, str], float]]:
     """The samples of one exposition line (prometheus_client's parser); nothing for a line it cannot read."""
+    from prometheus_client.parser import text_string_to_metric_families
+
     try:
         for family in text_string_to_metric_families(line + "\n"):
             for sample in family.samples:
@@ -243,6 +252,9 @@ def group_url(gateway: str, job: str, grouping: Mapping[str, str] | None = None)
 
 def _get(url: str, timeout: float) -> str:
     """What the Pushgateway publishes now (its /metrics), to carry counters and unchecked hosts over."""
+    import urllib.error
+    import urllib.request
+
     request = urllib.request.Request(url, method="GET")
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
@@ -265,6 +277,10 @@ def push(gateway: str, metrics: Metrics, *, job: str = "vllm-remedy", grouping: 
     With ``keep_counters`` the group's published remediation totals are read first and carried over, and
     the series of ``unchecked`` hosts (this run failed on them) are kept as published.
     """
+    import urllib.error
+
+    from prometheus_client import push_to_gateway
+
     if not re.match(r"https?://", gateway):
         raise UserError(f"{gateway}: expected the Pushgateway's http(s):// URL")
     if keep_counters or unchecked:

@@ -21,8 +21,6 @@ from vllm_remedy.kube.errors import KubeError, RolloutError
 from vllm_remedy.kube.health import ContainerHealth, PodHealth, pod_health
 from vllm_remedy.kube.history import find_new_replicaset, owned_replicasets, revision_of
 from vllm_remedy.kube.selectors import selector_string
-from vllm_remedy.vllm.startup_log import classify, parse_startup_log
-from vllm_remedy.vllm.startup_log.failure import status_failure
 
 if TYPE_CHECKING:  # annotations only: the manifest checks (vllm-remedy check) read this module offline, and
     # the client brings the kubernetes package (~0.1 s of imports)
@@ -120,7 +118,14 @@ def crashing_container(health: PodHealth, restart_limit: int) -> ContainerHealth
 
 def classify_log(text: str | None, exit_code: int | None, reason: str | None) -> tuple[str | None, Any]:
     """(Failure value, StartupReport) for a container log, via the startup-log classifier (without a log,
-    the pod status alone may still name the failure)."""
+    the pod status alone may still name the failure).
+
+    The log parser and classifier (~15 ms of CPU to import) are imported here, on the first crash read: most
+    importers of this module (``check``'s and ``drift``'s crash-loop check, the deploys' rollout waits) never
+    read a log in a healthy run."""
+    from vllm_remedy.vllm.startup_log.failure import classify, status_failure
+    from vllm_remedy.vllm.startup_log.parse import parse_startup_log
+
     if text is None:
         from_status = status_failure(exit_code, reason)
         return (None if from_status is None else from_status.value), None
