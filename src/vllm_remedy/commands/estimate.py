@@ -20,11 +20,10 @@ from vllm_remedy.commands._engine_args import (
     model_inputs,
 )
 from vllm_remedy.envelope import dumps, envelope
-from vllm_remedy.vllm import arch_release, batch_words, engine_env, model_len, outcomes, quant_support
-from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
+from vllm_remedy.vllm import model_len, outcomes
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate
 from vllm_remedy.vllm.memory.post_capture import CaptureRoom, capture_room
-from vllm_remedy.vllm.memory.settings import engine_rules, split_run, tp_split_problem
+from vllm_remedy.vllm.memory.settings import engine_rules
 from vllm_remedy.vllm.outcomes import Outcome
 from vllm_remedy.vllm.versions import rules
 
@@ -50,9 +49,8 @@ def run(args: argparse.Namespace) -> int:
     check_int32(settings, flags)
     est = estimate(model, gpu, settings)
     r = rules(args.vllm_version)
-    engine, env_why = engine_rules(settings, gpu, model)  # V0 where VLLM_USE_V1=0 (or a fallback) selects it
-    engine = engine.engine
-    refusal = refusal_reason(est, env_why, model, gpu, settings)
+    engine = engine_rules(settings, gpu, model)[0].engine  # V0 where VLLM_USE_V1=0 (or a fallback) selects it
+    refusal = est.refusal  # config_refused: vLLM's words, as the estimate decided it (``memory.core``); else None
     label = r.label if engine == r.engine else f"{r.label}, {engine} engine"
     longest = model_len.limit(model, args.vllm_version)
     if args.output == "json":
@@ -68,24 +66,6 @@ def run(args: argparse.Namespace) -> int:
         room = capture_room(model, gpu, settings, est) if est.graph_capture_oom else None
         print(render(est, model.name, gpu.product, label, longest, refusal, room))
     return 0
-
-
-def refusal_reason(est: Estimate, env_why: str | None, model: ModelSpec, gpu: GpuSpec,
-                   settings: EngineSettings) -> str | None:
-    """Why vLLM refuses a ``config_refused`` start, in its words: an architecture or quantization method the release
-    lacks (``arch_release``), the env's VLLM_USE_V1 (``engine_env.Refusal``), the TP size (``tp_split_problem``), the
-    quantization method (``quant_support.refusal``) or the scheduler config's batch below the length, as the release
-    raises it (``batch_words.refusal``); None otherwise."""
-    if est.outcome is not Outcome.CONFIG_REFUSED:
-        return None
-    if (unknown := arch_release.refusal(model, settings.version)) is not None:  # the model config, first
-        return unknown
-    if engine_env.refuses(env_why):
-        return env_why
-    if (split := tp_split_problem(model, settings.tp, split_run(model, gpu, settings))) is not None:
-        return split  # vLLM refuses the TP size (``memory.core.tp_refused``)
-    quant = quant_support.refusal(model, gpu, settings.quantization, settings.version, settings.dtype)
-    return quant or batch_words.refusal(model, gpu, settings)
 
 
 def result_json(est: Estimate) -> dict[str, object]:
@@ -110,7 +90,7 @@ def echo_inputs(args: argparse.Namespace) -> dict[str, object]:
 def render(est: Estimate, model: str, gpu: str, version: str, longest: model_len.Limit | None = None,
            refusal: str | None = None, room: CaptureRoom | None = None) -> str:
     """The human view: a table of the budget and a one-line bar of the GPU's memory split (``refusal``: why vLLM
-    refuses a ``config_refused`` start, ``refusal_reason``; ``room``: the capture step's parts on a predicted capture
+    refuses a ``config_refused`` start, ``Estimate.refusal``; ``room``: the capture step's parts on a predicted capture
     OOM, ``post_capture.capture_room``)."""
     outcome = est.outcome.value
     if refusal is not None:

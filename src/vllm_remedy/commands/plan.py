@@ -21,7 +21,7 @@ from typing import Any
 
 from vllm_remedy import hub
 from vllm_remedy.commands import _engine_args as ea
-from vllm_remedy.commands.estimate import echo_inputs, refusal_reason
+from vllm_remedy.commands.estimate import echo_inputs
 from vllm_remedy.connectors.models import policy_config
 from vllm_remedy.envelope import dumps, envelope
 from vllm_remedy.errors import UserError
@@ -35,7 +35,6 @@ from vllm_remedy.vllm import catalog, engine_env, kserve, manifest, manifest_fla
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS
 from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, find_server
 from vllm_remedy.vllm.memory import EngineSettings, Estimate
-from vllm_remedy.vllm.memory.settings import engine_rules
 from vllm_remedy.vllm.outcomes import NOT_SIZED, Failure, has_cache, sized
 from vllm_remedy.vllm.parallel import gpu_shortfall, layout_fix
 from vllm_remedy.vllm.versions import EXTENSIBLE_KV_CACHE_SINCE, parse_version, rules, version_from_image
@@ -156,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
         plan = Plan(plan.kind, "outside_gpu_budget", layout, plan.current, (), (*plan.notes, layout_fix(resource)),
                     plan.subject)
     # vLLM's own words for a config-time refusal that is not the batch (the env's VLLM_USE_V1, the quantization)
-    elif (said := refusal_reason(plan.current, engine_rules(settings, gpu, model)[1], model, gpu, settings)):
+    elif (said := plan.current.refusal):  # as the estimate decided it (``memory.core``)
         found.notes.insert(0, f"vLLM refuses the start as configured: {said}")
     if found.notes:
         plan = Plan(plan.kind, plan.verdict, plan.problem, plan.current, plan.steps,

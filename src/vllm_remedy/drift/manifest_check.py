@@ -306,9 +306,9 @@ def _predict(server: ServerCommand, model_name: str | None, label: str | None, v
         why = "; ".join(f.reason.removeprefix("cannot predict: ") for f in out)
         return Prediction(card.product if card else label, None, why), model, card, settings, out
     try:
-        note = "; ".join(n for n in (*(r.note() for r in respelled), config_refusal(model, card, settings)) if n)
-        return (Prediction(card.product, estimate(model, card, settings), note, rules=rules_note(version)), model, card,
-                settings, out)
+        est = estimate(model, card, settings)
+        note = "; ".join(n for n in (*(r.note() for r in respelled), config_refusal(model, card, settings, est)) if n)
+        return Prediction(card.product, est, note, rules=rules_note(version)), model, card, settings, out
     except CannotPredict as exc:  # a valid start the memory model does not size (LoRA, speculative decoding)
         if str(exc).startswith("cannot predict VLLM_"):  # the engine hangs on the env (engine_env, sampler_env)
             name = str(exc).removeprefix("cannot predict ").split(":")[0].split("=")[0]

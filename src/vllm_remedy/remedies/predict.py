@@ -17,23 +17,14 @@ from vllm_remedy.errors import UserError
 from vllm_remedy.kube.gpus import affinity_products
 from vllm_remedy.remedies.budget import spelling
 from vllm_remedy.remedies.budget.limits import margin_shortfall
-from vllm_remedy.vllm import (
-    arch_release,
-    batch_words,
-    catalog,
-    dtype_support,
-    engine_env,
-    hf_overrides,
-    model_len,
-    quant_support,
-    resolved,
-)
+from vllm_remedy.vllm import catalog, dtype_support, engine_env, hf_overrides, model_len, resolved
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS, GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import ServerCommand, canonical_key, find_server, unrecognized
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate
 from vllm_remedy.vllm.memory.config_values import ConfigRefused
+from vllm_remedy.vllm.memory.core import RefusedBy
 from vllm_remedy.vllm.memory.occurrences import overridden_refusal
-from vllm_remedy.vllm.memory.settings import KV_ESTIMATE_MARGIN, engine_rules, split_run, tp_split_problem
+from vllm_remedy.vllm.memory.settings import KV_ESTIMATE_MARGIN
 from vllm_remedy.vllm.outcomes import Failure, Outcome, has_cache, no_cache, sized_json
 from vllm_remedy.vllm.parallel import container_gpus, group_flags, pod_shortfall
 from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version, rules, version_from_image
@@ -179,8 +170,9 @@ def predict_template(template: Mapping[str, Any], container: str | None = None,
             return Prediction(card.product, None, earlier, rules=note, refused=True)  # exit 2, as a refused last value
         if (why := model_len.unknown(model, server.container, settings)) is not None:
             return Prediction(card.product, None, why, rules=note)  # the refusal hangs on a value not seen here
-        refusal = config_refusal(model, card, settings) or ""  # names the model's maximum and the env var
-        return Prediction(card.product, estimate(model, card, settings), refusal, rules=note)
+        est = estimate(model, card, settings)
+        refusal = config_refusal(model, card, settings, est) or ""  # names the model's maximum and the env var
+        return Prediction(card.product, est, refusal, rules=note)
     except ConfigRefused as exc:  # a literal vLLM's config classes refuse: a certain failure, in their words
         return Prediction(card.product, None, exc.phrase, rules=note, config_refused=True)
     except UserError as exc:  # a spelling the release's parser refuses (16Ki) is a refused start, not an unknown
@@ -217,24 +209,28 @@ def _sized_flags(flags: Mapping[str, str], group: bool) -> dict[str, str]:
     return group_flags(flags) if group else dict(flags)
 
 
-def config_refusal(model: ModelSpec, card: GpuSpec, settings: EngineSettings) -> str | None:
-    """Why vLLM refuses the start at config time, in words (None when it does not): the max-length refusal names the
-    model's maximum and the env var (``model_len.refusal``); the dtype refusal the card and the flag to set."""
+# How a prediction's note introduces each config-time refusal (``Estimate.refused_by``).
+_REFUSED_BY: dict[RefusedBy, str] = {
+    "model": "vLLM refuses the model at config time: ",  # an architecture / quantization method the release lacks
+    "env": "vLLM refuses the start: ",  # the env's VLLM_USE_V1
+    "tp": "vLLM refuses the tensor-parallel size: ",  # ``memory.core.tp_refused``
+    "quant": "vLLM refuses the quantization at config time: ",
+    "batch": "vLLM refuses the start at config time: ",  # the scheduler config's batch below the length
+}
+
+
+def config_refusal(model: ModelSpec, card: GpuSpec, settings: EngineSettings, est: Estimate) -> str | None:
+    """Why vLLM refuses the start ``est`` predicts, in words (None when it does not): the max-length refusal names the
+    model's maximum and the env var (``model_len.refusal``); a ``config_refused`` start the words the estimate decided
+    it with (``Estimate.refusal``, not the checks walked again), also when the card would refuse bfloat16 too: the
+    engine config is built before any worker checks the dtype; the dtype refusal the card and the flag to set."""
     if (why := model_len.refusal(model, settings)) is not None:
         return why
-    if (unknown := arch_release.refusal(model, settings.version)) is not None:
-        return f"vLLM refuses the model at config time: {unknown}"
-    if engine_env.refuses(env := engine_rules(settings, card, model)[1]):
-        return f"vLLM refuses the start: {env}"
-    if (split := tp_split_problem(model, settings.tp, split_run(model, card, settings))) is not None:
-        return f"vLLM refuses the tensor-parallel size: {split}"  # ``memory.core.tp_refused``
-    if (quant := quant_support.refusal(model, card, settings.quantization, settings.version, settings.dtype)):
-        return f"vLLM refuses the quantization at config time: {quant}"
+    if est.refusal is not None and est.refused_by is not None:
+        return _REFUSED_BY[est.refused_by] + est.refusal
     if dtype_support.refused(model.dtype, settings.dtype, card.capability, settings.version):
         return (f"vLLM refuses bfloat16 on the {card.product} (compute capability below 8.0) before loading the "
                 "model; set --dtype half (float16), or pin a GPU of capability 8.0 or newer")
-    if (batch := batch_words.refusal(model, card, settings)) is not None:
-        return f"vLLM refuses the start at config time: {batch}"
     return None
 
 

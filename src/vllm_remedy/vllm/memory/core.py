@@ -7,16 +7,31 @@ millisecond each; see bench/bench_memory.py).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Literal
 
-from vllm_remedy.vllm import arch_release, dtype_support, engine_env, model_len, quant_support
+from vllm_remedy.vllm import arch_release, batch_words, dtype_support, engine_env, model_len, quant_support
 from vllm_remedy.vllm.catalog import GIB, GpuSpec, ModelSpec
 from vllm_remedy.vllm.memory import capture, chunked, pinned, post_capture, terms
 from vllm_remedy.vllm.memory.kv_layout import check_rule
 from vllm_remedy.vllm.memory.non_torch import context_gib, nccl_outside_budget, non_torch_gib
-from vllm_remedy.vllm.memory.settings import EngineSettings, Resolved, resolve, split_run, tp_split_problem
+from vllm_remedy.vllm.memory.settings import (
+    EngineSettings,
+    Resolved,
+    engine_rules,
+    resolve,
+    split_run,
+    tp_split_problem,
+)
 from vllm_remedy.vllm.memory.unmodelled import DECIDED_BEFORE, CannotPredict
 from vllm_remedy.vllm.outcomes import REFUSED_BEFORE_SIZING, Outcome
+
+# Which config refuses a ``config_refused`` start (``Estimate.refused_by``): the model config (an architecture or
+# quantization method the release lacks, ``arch_release``), the env's VLLM_USE_V1 (``engine_env.Refusal``), the TP size
+# (``tp_split_problem``), the quantization for the card or checkpoint (``quant_support``), the scheduler config's batch
+# below the length (``batch_refused``). The callers that prefix the words (``remedies.predict``) read it.
+RefusedBy = Literal["model", "env", "tp", "quant", "batch"]
+# Fields that say why, not how much: the JSON views keep their own ``refusal`` key (or none), so ``to_json`` drops them.
+_REFUSAL_FIELDS = ("refusal", "refused_by")
 
 
 @dataclass(frozen=True)
@@ -45,6 +60,10 @@ class Estimate:
     # fit what weights, activation, non-torch memory and the context leave: nothing compares it with the card, so the
     # start dies allocating it (Failure.KV_CACHE_ALLOCATION_OOM, ``pinned``).
     kv_allocation_oom: bool = False
+    # ``config_refused``: vLLM's words for the refusal the estimate decided, and which config raised it; None otherwise
+    # (the words are read here once, where the outcome is decided, instead of by each caller walking the checks again).
+    refusal: str | None = None
+    refused_by: RefusedBy | None = None
 
     @property
     def fits(self) -> bool:
@@ -64,6 +83,8 @@ class Estimate:
         """Every term, the outcome as its string, the start as a whole and floats rounded to 2 places, for ``-o json``
         and reports."""
         data = asdict(self)
+        for key in _REFUSAL_FIELDS:
+            del data[key]
         data["outcome"] = self.outcome.value
         data["start"] = self.start
         for key, value in data.items():
@@ -75,8 +96,8 @@ class Estimate:
 def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estimate:
     """Apply the version's budget rules to this model, GPU and flags; ``CannotPredict`` for flags it does not size,
     unless the start ends before their memory matters (``unmodelled.DECIDED_BEFORE``)."""
-    if tp_split_problem(model, settings.tp, split_run(model, gpu, settings)) is not None:
-        return tp_refused(model, gpu, settings)
+    if (split := tp_split_problem(model, settings.tp, split_run(model, gpu, settings))) is not None:
+        return tp_refused(model, gpu, settings, split)
     res = resolve(model, gpu, settings)
     r = res.rules
     total = gpu.total_gib
@@ -120,19 +141,12 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
                        profiled=activation + non_torch, snapshot_context=snapshot_context)
     if pin and r.engine == "V1" and outcome is Outcome.NO_CACHE_BLOCKS and kv > 0:
         outcome = Outcome.MAX_LEN_EXCEEDS_KV  # bytes under one block: V1 refuses only <= 0 as "no memory"
+    refused: tuple[RefusedBy, str] | None = None
     if model_len.refused(model, settings.max_model_len, settings.version, settings.allow_long_max_model_len,
                          settings.disable_sliding_window):
         outcome = Outcome.MAX_LEN_EXCEEDS_MODEL  # vLLM's model config refuses it before touching the GPU
-    elif arch_release.refusal(model, settings.version) is not None:
-        outcome = Outcome.CONFIG_REFUSED  # the model config: an architecture / quantization method the release lacks
-    elif engine_env.refuses(res.env_problem):
-        outcome = Outcome.CONFIG_REFUSED  # vLLM refuses the env's VLLM_USE_V1 before using any GPU memory
-    elif res.env_problem is not None:
-        raise CannotPredict(res.env_problem)  # the env is unmodelled or unread
-    elif batch_refused(res):
-        outcome = Outcome.CONFIG_REFUSED  # the scheduler config refuses the batch below the length before anything
-    elif quant_support.refusal(model, gpu, settings.quantization, settings.version, settings.dtype) is not None:
-        outcome = Outcome.CONFIG_REFUSED  # the config refuses the quantization method for the card or checkpoint
+    elif (refused := _config_refusal(model, gpu, settings, res)) is not None:
+        outcome = Outcome.CONFIG_REFUSED  # refused at config time, before any GPU memory is used
     elif dtype_support.refused(model.dtype, settings.dtype, gpu.capability, settings.version):
         outcome = Outcome.DTYPE_UNSUPPORTED  # the worker refuses bfloat16 below capability 8.0 before loading
     # Graphs are captured after the KV cache is allocated; outside the budget they need the card's spare room and the
@@ -198,23 +212,57 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
         suggested_max_model_len=suggested,
         graph_capture_oom=capture_oom,
         kv_allocation_oom=kv_oom,
+        refusal=refused[1] if refused else None,
+        refused_by=refused[0] if refused else None,
     )
 
 
-def tp_refused(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estimate:
-    """A TP size vLLM refuses (``tp_split_problem``: the heads at config time, a split group or weight block as the
-    weights are created): ``config_refused`` with nothing sized (``outcomes.REFUSED_BEFORE_SIZING``), unless the
-    max length is refused first (the model config, before the parallel config is checked). The weights-time
-    refusals run with a CUDA context on each rank; it is not counted (the peak is the other processes')."""
+def _config_refusal(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings,
+                   res: Resolved) -> tuple[RefusedBy, str] | None:
+    """The config-time refusal of a start whose TP size and length vLLM takes, in vLLM's words, the first of: the model
+    config (an architecture / quantization method the release lacks), the env's VLLM_USE_V1, the quantization for the
+    card or checkpoint, the scheduler config's batch below the length. ``CannotPredict`` for an env that is unmodelled
+    or unread and not refused first. Where two refuse at once, the words are the ones the tools have always printed
+    (the quantization's before the batch's); the outcome is ``config_refused`` either way."""
+    if (said := arch_release.refusal(model, settings.version)) is not None:
+        return "model", said
+    if engine_env.refuses(res.env_problem):
+        return "env", str(res.env_problem)  # vLLM refuses the env's VLLM_USE_V1 before using any GPU memory
+    if res.env_problem is not None:
+        raise CannotPredict(res.env_problem)  # the env is unmodelled or unread
+    said = quant_support.refusal(model, gpu, settings.quantization, settings.version, settings.dtype)
+    if said is not None:
+        return "quant", said
+    if batch_refused(res):  # the scheduler config, as the engine config is built
+        return "batch", batch_words.words(settings.version, res.mnbt, res.max_model_len)
+    return None
+
+
+def tp_refused(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings, split: str) -> Estimate:
+    """A TP size vLLM refuses (``split``: ``tp_split_problem``'s words, the heads at config time, a split group or
+    weight block as the weights are created): ``config_refused`` with nothing sized
+    (``outcomes.REFUSED_BEFORE_SIZING``), unless the max length is refused first (the model config, before the
+    parallel config is checked). The words are the model config's (an architecture the release lacks) or the env's
+    VLLM_USE_V1 when they refuse too: both come before the parallel config. The weights-time refusals run with a CUDA
+    context on each rank; it is not counted (the peak is the other processes')."""
     asked = settings.max_model_len
     max_len = model.max_model_len if asked in (None, -1) else int(asked)
-    outcome = (Outcome.MAX_LEN_EXCEEDS_MODEL if model_len.refused(model, asked, settings.version,
-                                                                  settings.allow_long_max_model_len,
-                                                                  settings.disable_sliding_window)
-               else Outcome.CONFIG_REFUSED)
+    refused: tuple[RefusedBy, str] | None = None
+    if model_len.refused(model, asked, settings.version, settings.allow_long_max_model_len,
+                         settings.disable_sliding_window):
+        outcome = Outcome.MAX_LEN_EXCEEDS_MODEL
+    else:
+        outcome = Outcome.CONFIG_REFUSED
+        if (said := arch_release.refusal(model, settings.version)) is not None:
+            refused = "model", said
+        elif engine_env.refuses(env := engine_rules(settings, gpu, model)[1]):
+            refused = "env", str(env)
+        else:
+            refused = "tp", split
     return Estimate(outcome=outcome, weights_gib=0.0, activation_gib=0.0, non_torch_gib=0.0, cudagraph_gib=0.0,
                     kv_cache_gib=0.0, kv_cache_tokens=0, gpu_blocks=0, max_concurrency=0.0, max_model_len=max_len,
-                    peak_gib=settings.other_process_gib, total_gib=gpu.total_gib)
+                    peak_gib=settings.other_process_gib, total_gib=gpu.total_gib,
+                    refusal=refused[1] if refused else None, refused_by=refused[0] if refused else None)
 
 
 def batch_refused(res: Resolved) -> bool:
