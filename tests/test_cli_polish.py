@@ -7,6 +7,7 @@ envelope checked in the end-to-end tests that already run them with ``-o json`` 
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import os
 import re
@@ -38,7 +39,18 @@ CLUSTER_JSON = {
 
 
 def run(*args: str, columns: int = 80, console_script: bool = False) -> subprocess.CompletedProcess[str]:
-    """``vllm-remedy ARGS`` in a subprocess, at a fixed terminal width so wrapping is reproducible."""
+    """``vllm-remedy ARGS`` in a subprocess, at a fixed terminal width so wrapping is reproducible.
+
+    Each distinct run starts once per test process (the suite's time budget: a CLI start is ~0.45 s of CPU): the
+    same ``--help`` and ``-o json`` runs are read by several tests here (every command's help by the example test,
+    the action test and ``json_commands``), and none of these runs writes anything, so a repeat would print the same.
+    """
+    return _run(args, columns, console_script)
+
+
+@functools.cache
+def _run(args: tuple[str, ...], columns: int, console_script: bool) -> subprocess.CompletedProcess[str]:
+    """``run``'s memo, keyed the same however the caller spelled the defaults."""
     script = Path(sys.executable).parent / "vllm-remedy"
     argv = [str(script)] if console_script and script.exists() else [sys.executable, "-m", "vllm_remedy"]
     env = {**os.environ, "COLUMNS": str(columns)}

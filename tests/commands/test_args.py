@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from conftest import run_cli
 from fixtures.yaml_bombs import alias_bomb, hostile_inputs
 
 MANIFESTS = Path(__file__).resolve().parents[1] / "data" / "manifests"
@@ -253,25 +254,45 @@ def test_a_script_dash_and_bash_read_differently_is_refused_by_show_and_set(cli,
         "fd 8000 to bash; put a space before >>); edit it by hand"]
 
 
-@pytest.mark.parametrize("command", ['["tini", "--", "vllm", "serve"]', '["/usr/bin/env", "vllm", "serve"]',
-                                     '["uv", "run", "--with", "vllm", "vllm", "serve"]',
-                                     '["sh", "-c", "exec numactl -N 0 timeout 1h vllm serve \\"$@\\"", "-"]'])
-def test_show_and_set_see_vllm_behind_a_wrapper(cli, tmp_path: Path, command: str) -> None:
-    path = tmp_path / "wrapped.yaml"
-    text = ("apiVersion: v1\nkind: Pod\nmetadata: {name: w}\nspec:\n  containers:\n    - name: engine\n"
+WRAPPERS = ['["tini", "--", "vllm", "serve"]', '["/usr/bin/env", "vllm", "serve"]',
+            '["uv", "run", "--with", "vllm", "vllm", "serve"]',
+            '["sh", "-c", "exec numactl -N 0 timeout 1h vllm serve \\"$@\\"", "-"]']
+
+
+def _wrapped_pod(n: int, command: str) -> str:
+    return (f"apiVersion: v1\nkind: Pod\nmetadata: {{name: w{n}}}\nspec:\n  containers:\n    - name: engine\n"
             f"      command: {command}\n      args: [m, --max-model-len, '8192']\n")
-    path.write_text(text)
-    shown = cli("args", "show", "-f", str(path), "-o", "json")
+
+
+@pytest.fixture(scope="module")
+def wrapped(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[str, dict, str, dict]]:
+    """Every wrapper as one Pod (document N) of one file, read by one real `args show -o json`, edited by one real
+    `args set` (it edits every vLLM template of a file alike) and its output shown again by one `show -f -`: three
+    CLI starts instead of three per wrapper (the suite's time budget). Keyed by wrapper: (the Pod's text, its shown
+    item, its text as `set` printed it, its item shown again)."""
+    texts = [_wrapped_pod(n, command) for n, command in enumerate(WRAPPERS)]
+    path = tmp_path_factory.mktemp("wrapped") / "wrapped.yaml"
+    path.write_text("---\n".join(texts))
+    shown = run_cli("args", "show", "-f", str(path), "-o", "json")
     assert shown.returncode == 0, shown.stderr
-    item = json.loads(shown.stdout)["items"][0]
-    assert (item["model"], item["flags"]) == ("m", {"max-model-len": "8192"})
-    got = cli("args", "set", "-f", str(path), "--set", "max-model-len=4096", "--set", "enforce-eager=true")
+    got = run_cli("args", "set", "-f", str(path), "--set", "max-model-len=4096", "--set", "enforce-eager=true")
     assert got.returncode == 0, got.stderr
-    assert got.stdout.splitlines()[-2] == text.splitlines()[-2] or "sh" in command  # the wrapper is kept
-    again = cli("args", "show", "-f", "-", "-o", "json", stdin=got.stdout)
-    item = json.loads(again.stdout)["items"][0]
-    assert (item["model"], item["flags"]) == ("m", {"max-model-len": "4096", "enforce-eager": "true"})
-    assert item["entrypoint"].endswith("vllm serve")
+    edited = got.stdout.split("---\n")
+    assert len(edited) == len(texts), got.stdout
+    again = run_cli("args", "show", "-f", "-", "-o", "json", stdin=got.stdout)
+    assert again.returncode == 0, again.stderr
+    before = {i["document"]: i for i in json.loads(shown.stdout)["items"]}
+    after = {i["document"]: i for i in json.loads(again.stdout)["items"]}
+    return {command: (texts[n], before.get(n, {}), edited[n], after.get(n, {})) for n, command in enumerate(WRAPPERS)}
+
+
+@pytest.mark.parametrize("command", WRAPPERS)
+def test_show_and_set_see_vllm_behind_a_wrapper(wrapped, command: str) -> None:
+    text, item, edited, again = wrapped[command]
+    assert (item.get("model"), item.get("flags")) == ("m", {"max-model-len": "8192"})
+    assert edited.splitlines()[-2] == text.splitlines()[-2] or "sh" in command  # the wrapper is kept
+    assert (again.get("model"), again.get("flags")) == ("m", {"max-model-len": "4096", "enforce-eager": "true"})
+    assert again["entrypoint"].endswith("vllm serve")
 
 
 @pytest.mark.parametrize("action", [["show"], ["set", "--set", "max-model-len=4096"]])
