@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Mapping
 from pathlib import Path
 
 from vllm_remedy import hub
+from vllm_remedy.commands import _hf_flags
 from vllm_remedy.errors import UserError
-from vllm_remedy.vllm import catalog, engine_env, runner_env, sampler_env
+from vllm_remedy.vllm import catalog, engine_env, hf_overrides, runner_env, sampler_env
 from vllm_remedy.vllm.cmdline.ranges import INT_MAX
 from vllm_remedy.vllm.memory import EngineSettings
 from vllm_remedy.vllm.versions import rules, typed_version
@@ -37,6 +39,8 @@ ENGINE_FLAGS = (
     ("max-loras", "max_loras"),
     ("max-lora-rank", "max_lora_rank"),
     ("speculative-config", "speculative_config"),
+    ("hf-overrides", "hf_overrides"),
+    ("hf-config-path", "hf_config_path"),
 )
 
 
@@ -203,6 +207,14 @@ def add_engine_flags(parser: argparse.ArgumentParser, with_defaults: bool = True
     parser.add_argument("--speculative-config", "-sc", metavar="JSON",
                         help="vLLM's speculative decoding config: its draft model or heads are not sized, so: "
                              "cannot predict")
+    # the config vLLM sizes, applied as a manifest's are (``_hf_flags``, ``vllm.hf_overrides``)
+    parser.add_argument("--hf-overrides", metavar="JSON",
+                        help="vLLM's --hf-overrides (0.6.4+): config.json keys replaced before anything is derived "
+                             "('{\"num_hidden_layers\": 16}'; a nested dict merges into its config from 0.12.0); a "
+                             "key the memory model does not read: cannot predict")
+    parser.add_argument("--hf-config-path", metavar="PATH",
+                        help="vLLM's --hf-config-path (0.8+): the config is read from PATH (a Hub repository or a "
+                             "local directory, resolved as --model) instead of the model's")
     parser.add_argument("--other-gib", metavar="N", type=_other_gib,
                         help="GiB other processes hold on each GPU at startup (nvidia-smi)")
     parser.add_argument("--compile-cache", choices=("cold", "warm"),
@@ -282,7 +294,28 @@ def load_model_source(args: argparse.Namespace, revision: str | None = None) -> 
         text = path.read_bytes()
     except OSError as exc:
         raise UserError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    return hub.spec_from_json(text, str(path), str(path)), str(path)
+    config = hub.config_from_json(text, str(path))
+    spec = hub.spec_from_config(config, str(path), str(path))
+    hf_overrides.remember(str(path), None, config)  # the base --hf-overrides is applied to (``_hf_flags``)
+    return spec, str(path)
+
+
+def load_configured(args: argparse.Namespace, flags: Mapping[str, str], version: str | None
+                    ) -> tuple[catalog.ModelSpec, str]:
+    """(spec, source) of the config vLLM sizes: ``--hf-config-path``'s (resolved as --model is) when given, else the
+    model's; ``--hf-overrides`` applied to it, both read as a manifest's are (``_hf_flags``)."""
+    _hf_flags.refusal(flags, version)
+    path = _hf_flags.config_path(flags)
+    if path is None:
+        spec, source = load_model_source(args)
+        config_from = args.model or str(Path(args.model_config))
+    elif args.model_config:
+        raise UserError(f"--{_hf_flags.PATH_FLAG} with --model-config: --model-config is already the config vLLM "
+                        "reads; give --model with --hf-config-path, or the config alone with --model-config")
+    else:
+        spec, source = _hf_flags.resolved_path(path, lambda p: hub.resolve(p, args.revision))
+        config_from = path
+    return _hf_flags.overridden(spec, config_from, args.revision, flags, version), source
 
 
 def load_gpu(args: argparse.Namespace) -> catalog.GpuSpec:

@@ -15,8 +15,8 @@ from vllm_remedy.commands._engine_args import (
     add_output,
     check_int32,
     engine_flags,
+    load_configured,
     load_gpu,
-    load_model_source,
     model_inputs,
 )
 from vllm_remedy.envelope import dumps, envelope
@@ -42,9 +42,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    model, source = load_model_source(args)
-    gpu = load_gpu(args)
     flags = engine_flags(args)
+    model, source = load_configured(args, flags, args.vllm_version)  # --hf-config-path, --hf-overrides applied
+    gpu = load_gpu(args)
     settings = EngineSettings.from_flags(flags, args.vllm_version, model_inputs(args))
     check_int32(settings, flags)
     est = estimate(model, gpu, settings)
@@ -75,7 +75,8 @@ def result_json(est: Estimate) -> dict[str, object]:
 
 def echo_inputs(args: argparse.Namespace) -> dict[str, object]:
     """Every input as given, defaults spelled out, so a JSON result says what it was sized for: the vLLM flags
-    (``flags``, `vllm serve` names and spellings, ``--tp`` as tensor-parallel-size), the model's revision and the
+    (``flags``, `vllm serve` names and spellings, ``--tp`` as tensor-parallel-size, ``--hf-overrides`` and
+    ``--hf-config-path`` as typed), the model's revision and the
     memory model's own inputs (``--p2p``, ``--compile-cache``, ``--other-gib``, ``--allow-long-max-model-len``,
     ``--image-max-pixels``, null: the checkpoint's official processor; ``--vllm-use-v1``,
     ``--vllm-use-flashinfer-sampler``, ``--vllm-use-v2-model-runner``, null: unset)."""

@@ -17,10 +17,12 @@ import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from vllm_remedy import hub
 from vllm_remedy.commands import _engine_args as ea
+from vllm_remedy.commands import _hf_flags
 from vllm_remedy.commands.estimate import echo_inputs
 from vllm_remedy.connectors.models import policy_config
 from vllm_remedy.envelope import dumps, envelope
@@ -98,21 +100,6 @@ def run(args: argparse.Namespace) -> int:
     policy = load_policy(args.policy) if args.policy else None
     # the policy's model_config is the last resort, as check and the deploys use it (a ConfigMap: the manifests')
     fallback = policy_config(None, found.namespace, policy, found.config_maps) if policy is not None else None
-    if args.model and fallback is not None:
-        try:
-            model = hub.resolve(args.model, args.revision, fallback)[0]
-        except UserError as exc:
-            raise UserError(f"{exc}; pass --model-config with its config.json") from None
-    elif args.model or args.model_config:
-        model = ea.load_model(args)
-    elif found.model_id:
-        try:
-            model = hub.resolve(found.model_id, args.revision or found.flags.get("revision"), fallback,
-                                  in_pod=True)[0]
-        except UserError as exc:
-            raise UserError(f"{args.file}: {exc}; pass --model or --model-config with its config.json") from None
-    else:
-        raise UserError(f"{args.file}: the vLLM command names no model; pass --model or --model-config")
     if args.gpu is not None or args.gpu_memory_gib is not None:
         gpu = ea.load_gpu(args)
     elif found.gpu_label:
@@ -130,6 +117,7 @@ def run(args: argparse.Namespace) -> int:
         found.notes.append(f"the log names no vLLM version; its free-memory refusal is gone from "
                            f"{EXTENSIBLE_KV_CACHE_SINCE[0]}.{EXTENSIBLE_KV_CACHE_SINCE[1]}, so the rules of "
                            f"{version} are used")
+    model = _model(args, found, typed, version, fallback)
     # a manifest value the release's parser refuses (16Ki, auto before 0.14): planned as the literal it means
     manifest_flags, respelled = spelling.respell({k: v for k, v in found.flags.items() if k not in typed}, version)
     flags = {**manifest_flags, **typed}
@@ -175,6 +163,42 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(render(plan, rules(version).label, refused=bool(respelled), layout=layout is not None))
     return exit_code(plan)
+
+
+def _model(args: argparse.Namespace, found: _Inputs, typed: Mapping[str, str], version: str | None,
+           fallback: hub.Fallback | None) -> catalog.ModelSpec:
+    """The config vLLM sizes: the typed model (or config) over the manifest's, read from ``--hf-config-path`` when
+    given (typed, or the manifest's for its own model: a path in the pod then), ``--hf-overrides`` applied as
+    ``check`` applies a manifest's (``_hf_flags``); typed flags win over the manifest's."""
+    hf = {k: v for k, v in {**found.flags, **typed}.items() if k in (_hf_flags.FLAG, _hf_flags.PATH_FLAG)}
+    _hf_flags.refusal(hf, version)  # argparse stops first: nothing is resolved for a flag the release lacks
+    path = _hf_flags.config_path(hf) if _hf_flags.PATH_FLAG in typed or not args.model_config else None
+    if path is not None and args.model_config:
+        raise UserError(f"--{_hf_flags.PATH_FLAG} with --model-config: --model-config is already the config vLLM "
+                        "reads; give --model with --hf-config-path, or the config alone with --model-config")
+    typed_model = bool(args.model or args.model_config)
+    revision = args.revision if typed_model else args.revision or found.flags.get("revision")
+    if path is not None:
+        revision = args.revision or found.flags.get("revision")
+        model = _hf_flags.resolved_path(path, lambda p: hub.resolve(
+            p, revision, fallback, in_pod=_hf_flags.PATH_FLAG not in typed)[0])
+        return _hf_flags.overridden(model, path, revision, hf, version)
+    if args.model and fallback is not None:
+        try:
+            model = hub.resolve(args.model, args.revision, fallback)[0]
+        except UserError as exc:
+            raise UserError(f"{exc}; pass --model-config with its config.json") from None
+    elif typed_model:
+        model = ea.load_model(args)
+    elif found.model_id:
+        try:
+            model = hub.resolve(found.model_id, revision, fallback, in_pod=True)[0]
+        except UserError as exc:
+            raise UserError(f"{args.file}: {exc}; pass --model or --model-config with its config.json") from None
+    else:
+        raise UserError(f"{args.file}: the vLLM command names no model; pass --model or --model-config")
+    name = args.model or (str(Path(args.model_config)) if args.model_config else found.model_id)
+    return _hf_flags.overridden(model, str(name), revision, hf, version)
 
 
 # The newest release whose V1 engine still refuses a start when free memory is below utilization x total.

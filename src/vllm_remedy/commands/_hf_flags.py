@@ -1,0 +1,77 @@
+"""``--hf-overrides`` and ``--hf-config-path`` typed on `estimate` and `plan`: read as a manifest's are.
+
+A pod's flags reach ``vllm.hf_overrides`` through ``check``, ``plan -f`` and the deploys; typed here they go through
+the same functions, so an estimate for a pod with overrides is the answer ``check`` gives for it. What the release's
+parser refuses (the flag before its first release, JSON it cannot read) is argparse's refusal, exit 2, one line naming
+the flag; an override the tools cannot size is "cannot predict", in ``check``'s words.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from vllm_remedy.errors import UserError
+from vllm_remedy.vllm import hf_overrides
+from vllm_remedy.vllm.catalog import ModelSpec
+from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version, rules
+
+FLAG, PATH_FLAG = hf_overrides.FLAG, hf_overrides.PATH_FLAG
+#: The first release with --hf-config-path (``hf_overrides``: engine/arg_utils.py@0.8.5, not in @0.7.3).
+PATH_SINCE: tuple[int, int, int] = (0, 8, 0)
+
+
+def release(version: str | None) -> tuple[int, int, int]:
+    """The release the flags are read by: the typed one, else the newest (as the memory rules default)."""
+    return parse_version(version) or NEWEST_RELEASE
+
+
+def refusal(flags: Mapping[str, str], version: str | None) -> None:
+    """Raise argparse's refusal of either flag in release ``version`` (exit 2): a release without the flag, or
+    ``--hf-overrides`` JSON its type does not read (``hf_overrides.argparse_refusal``'s words)."""
+    v, label = release(version), rules(version).label
+    for flag, since in ((FLAG, hf_overrides.SINCE), (PATH_FLAG, PATH_SINCE)):
+        if flag in flags and v < since:
+            raise UserError(f"{flag}: vLLM {label} has no such flag (added in {'.'.join(map(str, since))}); it "
+                            f"refuses the argument at parsing (argparse: \"unrecognized arguments: --{flag} "
+                            f"{flags[flag]}\")")
+    text = flags.get(FLAG)
+    if text is not None and (words := hf_overrides.argparse_refusal(str(text), v)) is not None:
+        raise UserError(f"{FLAG}: vLLM {label} refuses the value at argument parsing (argparse: \"{words}\")")
+    if PATH_FLAG in flags and not str(flags[PATH_FLAG]).strip():
+        raise UserError(f"{PATH_FLAG}: empty; name a repository id or a directory with the config.json")
+
+
+def config_path(flags: Mapping[str, str]) -> str | None:
+    """``--hf-config-path`` when given: where vLLM reads the config instead of the model."""
+    return hf_overrides.config_source(flags, None)
+
+
+def resolved_path(path: str, resolve: Callable[[str], ModelSpec]) -> ModelSpec:
+    """The spec of ``--hf-config-path``'s config, resolved as --model is (catalog, cache, Hub, a local directory);
+    its failure named as ``check`` names it (``--hf-config-path PATH: why``)."""
+    try:
+        return resolve(path)
+    except UserError as exc:
+        raise UserError(f"--{PATH_FLAG} {path}: {exc}") from None
+
+
+def overridden(spec: ModelSpec, config_from: str, revision: str | None, flags: Mapping[str, str],
+               version: str | None) -> ModelSpec:
+    """``spec`` (the config read from ``config_from``) under ``--hf-overrides``, applied by
+    ``hf_overrides.applied`` as for a manifest: flat keys replace, nested ones merge from 0.12.0. A value that is
+    JSON but not an object is bad input naming the flag (vLLM: "hf_overrides must be a dict or a callable"); an
+    override the tools cannot size is "cannot predict", in ``check``'s words."""
+    text = flags.get(FLAG)
+    if text is None:
+        return spec
+    try:
+        parsed = hf_overrides.parse(str(text))
+    except (ValueError, RecursionError):  # text argparse keeps as a string (0.9.0+, no braces): not a dict
+        parsed = str(text)
+    if not isinstance(parsed, Mapping):
+        raise UserError(f"{FLAG}: {text!r} is not a JSON object of config keys (vLLM refuses it: hf_overrides must "
+                        "be a dict or a callable)")
+    try:
+        return hf_overrides.applied(spec, config_from, revision, flags, release(version))
+    except UserError as exc:
+        raise UserError(f"cannot predict: {exc}") from None
