@@ -31,8 +31,16 @@ UNREAD = [*BASE, "--hf-overrides", '{"num_hidden_layers": 16, "foo_bar": 1}']
 IN_POD = [*BASE, "--hf-config-path", "/cfg"]
 MALFORMED = [*BASE, "--hf-overrides", '{"num_hidden_layers": }']
 #: Every (args, image) `check` judges here under the default policy, as one Deployment each of one file (``checked``).
+#: Each flag in the last release before it (engine/arg_utils.py@0.6.3 has no --hf-overrides, @0.7.3 no
+#: --hf-config-path) and in the first with it.
+BEFORE = [(tuple(HALF), "vllm/vllm-openai:v0.6.3", "unrecognized arguments: --hf-overrides"),
+          (tuple(HALF), "vllm/vllm-openai:v0.6.4", None),
+          (tuple([*BASE, "--hf-config-path", LLAMA]), "vllm/vllm-openai:v0.7.3",
+           "unrecognized arguments: --hf-config-path"),
+          (tuple([*BASE, "--hf-config-path", LLAMA]), "vllm/vllm-openai:v0.8.0", None)]
 CASES = [(tuple(args), IMAGE) for args in (BASE, HALF, LONG[:2], LONG, UNREAD, IN_POD)] + [
-    (tuple(MALFORMED), f"vllm/vllm-openai:{tag}") for tag in ("v0.8.5", "v0.10.2")]
+    (tuple(MALFORMED), f"vllm/vllm-openai:{tag}") for tag in ("v0.8.5", "v0.10.2")] + [
+    (args, image) for args, image, _ in BEFORE]
 
 
 class Alone(NamedTuple):
@@ -119,6 +127,15 @@ def test_the_policys_model_config_names_the_config_path(cli, tmp_path, checked):
 def test_malformed_json_is_argparses_refusal(checked, tag, words):
     got = _check(checked, MALFORMED, image=f"vllm/vllm-openai:{tag}")
     assert got.returncode == 1 and words in got.stdout, got.stdout + got.stderr
+
+
+@pytest.mark.parametrize(("args", "image", "words"), BEFORE)
+def test_a_release_before_the_flag_refuses_it_at_argument_parsing(checked, args, image, words):
+    got = _check(checked, list(args), image=image)
+    if words is None:
+        assert "argument parsing" not in got.stdout, got.stdout
+    else:
+        assert got.returncode == 1 and words in got.stdout and "argument parsing" in got.stdout, got.stdout
 
 
 def _pod(path: str, name: str) -> dict:

@@ -15,9 +15,7 @@ from vllm_remedy.vllm import hf_overrides
 from vllm_remedy.vllm.catalog import ModelSpec
 from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version, rules
 
-FLAG, PATH_FLAG = hf_overrides.FLAG, hf_overrides.PATH_FLAG
-#: The first release with --hf-config-path (``hf_overrides``: engine/arg_utils.py@0.8.5, not in @0.7.3).
-PATH_SINCE: tuple[int, int, int] = (0, 8, 0)
+FLAG, PATH_FLAG, PATH_SINCE = hf_overrides.FLAG, hf_overrides.PATH_FLAG, hf_overrides.PATH_SINCE
 
 
 def release(version: str | None) -> tuple[int, int, int]:

@@ -27,6 +27,8 @@ from vllm_remedy.vllm import catalog
 from vllm_remedy.vllm.catalog import ModelSpec
 
 SINCE: tuple[int, int, int] = (0, 6, 4)
+#: The first release with --hf-config-path (engine/arg_utils.py@0.8.0; not in @0.7.3).
+PATH_SINCE: tuple[int, int, int] = (0, 8, 0)
 NESTED_MERGE_SINCE: tuple[int, int, int] = (0, 12, 0)
 FLAG, PATH_FLAG = "hf-overrides", "hf-config-path"
 

@@ -15,6 +15,7 @@ caller of ``unrecognized`` says the start is refused (exit 2) in argparse's word
 
 from __future__ import annotations
 
+from vllm_remedy.vllm import hf_overrides
 from vllm_remedy.vllm.cmdline.booleans import option_strings
 from vllm_remedy.vllm.cmdline.command import ServerCommand
 from vllm_remedy.vllm.cmdline.flags import Kind
@@ -26,7 +27,9 @@ from vllm_remedy.vllm.versions import parse_version
 
 #: Flags whose first release was read (engine/arg_utils.py per release: memory.pinned, memory.flag_values): an older
 #: release's parser has no such option, whatever release the table was read from.
-ADDED: dict[str, tuple[int, int, int]] = {"kv-cache-memory-bytes": KV_BYTES_SINCE, **CAPTURE_FLAGS_SINCE}
+ADDED: dict[str, tuple[int, int, int]] = {"kv-cache-memory-bytes": KV_BYTES_SINCE, **CAPTURE_FLAGS_SINCE,
+                                          hf_overrides.FLAG: hf_overrides.SINCE,
+                                          hf_overrides.PATH_FLAG: hf_overrides.PATH_SINCE}
 #: The releases whose parsers the flag table was read from (table.py's docstring).
 READ_RELEASES = frozenset({"0.7.3", "0.11.0", "0.34.0"})
 
