@@ -8,7 +8,8 @@ against). argparse (CPython 3.12 ``_parse_known_args``) puts an unknown option's
 after it as positionals: the first positional of ``vllm serve`` is ``model_tag``, every later one is left over too, so
 ``vllm serve MODEL --kv-cache-memory-bytes 4G`` is ``unrecognized arguments: --kv-cache-memory-bytes 4G`` (the value
 word a leftover positional, in argv order) and ``--kv-cache-memory-bytes=4G`` one word. vLLM's FlexibleArgumentParser
-turns ``--a_b`` into ``--a-b`` before argparse sees it (utils.py, every release read), so the message says the dashes.
+turns ``--a_b`` (the key of ``--a_b=v``) into ``--a-b`` before argparse sees it (its ``parse_args``; not read per
+release here), so the message says the dashes.
 """
 
 from __future__ import annotations
