@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from . import argv_choices, argv_compilation  # the rehearsal's own table (no tools' module: see the docstring)
+from . import argv_added, argv_choices, argv_compilation  # the rehearsal's own tables (no tools' module: see above)
+from .argv_added import placed  # noqa: F401  (launch.py's argv-ordered items for ``first_error``'s ``spelled``)
 
 Version = tuple[int, int, int]
 
@@ -283,7 +284,8 @@ def unknown_shorts(shorts: Iterable[tuple[str, str | None, str | None]], version
 def first_error(options: Iterable[tuple[str, str | None]], version: Version, positionals: Iterable[str] = (),
                 api_server: bool = False, booleans: Iterable[tuple[str, str]] = (),
                 negated: Iterable[tuple[str, str]] = (),
-                shorts: Iterable[tuple[str, str | None, str | None]] = ()) -> ArgError | None:
+                shorts: Iterable[tuple[str, str | None, str | None]] = (),
+                spelled: Sequence[argv_added.Item] = ()) -> ArgError | None:
     """argparse converts every occurrence in argv order and stops at the first it refuses (a repeated flag's first
     value too, though the last one wins when all parse); a value of None is a flag that takes one but got none
     (``expected one argument``). Positionals beyond the parser's one ``model_tag`` (``nargs='?'``; none in the
@@ -291,6 +293,9 @@ def first_error(options: Iterable[tuple[str, str | None]], version: Version, pos
     ``booleans``: (flag, text) of each boolean flag written ``--flag=text`` (``explicit``), judged first; ``negated``:
     (flag, word) of each ``--no-flag`` written, refused with the leftovers where the release has no such form;
     ``shorts``: single-dash options as written (``unknown_shorts``), whose unknown ones are leftovers too.
+    ``spelled``: every long option and bare positional in argv order (``argv_added.placed``): an option the release
+    lacks (``argv_added.SPAN``) is not converted, and its words join the leftovers with the positionals after the
+    model tag, in argv order (``argv_added.leftovers``).
     A one-item ``"--max-model-len 16384"`` is a positional here (argparse: "if it contains a space, it was meant to
     be a positional"): the model tag when none is given before it, else a leftover."""
     negated = list(negated)
@@ -303,13 +308,16 @@ def first_error(options: Iterable[tuple[str, str | None]], version: Version, pos
     unknown = unknown_shorts(shorts, version)
     skip = {("optimization-level", v) for s_, a, v in shorts if s_ == "-O" and a is None and v and "-O" in unknown}
     skip |= {("compilation-config", v) for s_, a, v in shorts if s_ == "-cc" and version < COMPILATION_CC_SINCE}
+    options = list(options)
+    absent = argv_added.skipped(options, version)
     for flag, value in options:
-        if (flag, value) in skip or (flag.startswith("cc.") and version < COMPILATION_CC_SINCE):
+        if (flag, value) in skip or flag in absent or (flag.startswith("cc.") and version < COMPILATION_CC_SINCE):
             continue  # an unknown option's words: left over, not converted
         if value is None:
             return ArgError(flag, f"argument --{flag}: expected one argument")
         if (message := convert(flag, value, version) or choice(flag, value, version)) is not None:
             return ArgError(flag, message)
     takes = 0 if api_server and version < API_SERVER_MODEL_TAG_SINCE else 1
-    extra = unknown_negations(negated, version) + list(positionals)[takes:] + unknown
+    late = argv_added.leftovers(spelled, version, takes)
+    extra = unknown_negations(negated, version) + (list(positionals)[takes:] if late is None else late) + unknown
     return ArgError("", f"unrecognized arguments: {' '.join(extra)}") if extra else None

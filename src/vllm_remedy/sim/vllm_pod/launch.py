@@ -182,7 +182,8 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
                                api_server="openai.api_server" in cmd.entrypoint, booleans=booleans,
                                negated=[(o.name, o.tokens[0].value) for o in cmd.options if o.flag.negated],
                                shorts=[(o.flag.spelled, o.flag.attached, o.values[0] if o.values else None)
-                                       for o in cmd.options if not o.flag.spelled.startswith("--")])
+                                       for o in cmd.options if not o.flag.spelled.startswith("--")],
+                               spelled=argv.placed(cmd, judged))  # options the release lacks (argv_added)
     if refused is not None:
         prog = "api_server.py" if "api_server" in cmd.entrypoint else "vllm serve"
         return Refusal(version, model_id, "\n".join(refused.lines(prog)), "argparse")

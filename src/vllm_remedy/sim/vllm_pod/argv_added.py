@@ -1,0 +1,91 @@
+"""Long options a release's parser does not have yet (or any more): argparse leaves them over and refuses them with
+``unrecognized arguments: --flag value`` (exit 2), before any engine line.
+
+The rehearsal's own table, read from vLLM's engine/arg_utils.py at each release (the releases between two read ones
+were not read, so a boundary is the first release read with or without the option): kept apart from the tools'
+``cmdline.unrecognized.ADDED`` as ``argv`` is from ``cmdline.values`` (the rehearsal is what the tools are tested
+against). argparse (CPython 3.12 ``_parse_known_args``) puts an unknown option's word in ``extras`` and reads the words
+after it as positionals: the first positional of ``vllm serve`` is ``model_tag``, every later one is left over too, so
+``vllm serve MODEL --kv-cache-memory-bytes 4G`` is ``unrecognized arguments: --kv-cache-memory-bytes 4G`` (the value
+word a leftover positional, in argv order) and ``--kv-cache-memory-bytes=4G`` one word. vLLM's FlexibleArgumentParser
+turns ``--a_b`` (the key of ``--a_b=v``) into ``--a-b`` before argparse sees it (its ``parse_args``; not read per
+release here), so the message says the dashes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+Version = tuple[int, int, int]
+Position = tuple[int, int, int]
+#: One argv item: the canonical long option name ("" for a bare positional), its words as written, where it stands.
+Item = tuple[str, tuple[str, ...], Position]
+
+#: (first release with the option, first release without it again or None), per long option.
+SPAN: dict[str, tuple[Version, Version | None]] = {
+    # ``--hf-overrides`` (ModelConfig.hf_overrides): engine/arg_utils.py@0.6.4 has it, @0.6.3 not.
+    "hf-overrides": ((0, 6, 4), None),
+    # ``--hf-config-path``: engine/arg_utils.py@0.8.0 has it, @0.7.3 not (0.7.3 is the last 0.7 read).
+    "hf-config-path": ((0, 8, 0), None),
+    # ``--cuda-graph-sizes`` (SchedulerConfig): engine/arg_utils.py@0.9.0 has it, @0.8.5 not; @0.11.1/@0.12.0 keep it
+    # as a deprecated option ("will be removed in v0.13.0"), @0.13.0 (and every later release read, to 0.34.0) has no
+    # such option string: a removal, so 0.13.0 on refuses it as unknown.
+    "cuda-graph-sizes": ((0, 9, 0), (0, 13, 0)),
+    # ``--kv-cache-memory-bytes`` (CacheConfig): engine/arg_utils.py@0.10.2 has it, @0.10.1 not.
+    "kv-cache-memory-bytes": ((0, 10, 2), None),
+    # ``--cudagraph-capture-sizes`` and ``--max-cudagraph-capture-size`` (CompilationConfig):
+    # engine/arg_utils.py@0.11.1 has both, @0.11.0 neither.
+    "cudagraph-capture-sizes": ((0, 11, 1), None),
+    "max-cudagraph-capture-size": ((0, 11, 1), None),
+}
+
+
+def missing(name: str, version: Version) -> bool:
+    """Whether ``version``'s parser has no ``--name`` option string (``SPAN``; a flag not in it: not judged here)."""
+    span = SPAN.get(name)
+    if span is None:
+        return False
+    since, until = span
+    return version < since or (until is not None and version >= until)
+
+
+def _dashed(word: str) -> str:
+    """FlexibleArgumentParser's spelling of a ``--`` word: underscores of the key become dashes."""
+    key, eq, value = word.partition("=")
+    return "--" + key[2:].replace("_", "-") + eq + value
+
+
+def leftovers(items: Sequence[Item], version: Version, takes: int) -> list[str] | None:
+    """The words argparse leaves over, in argv order, when ``items`` hold an option ``version`` lacks (None when
+    none does, so the caller keeps its own count of positionals): each such option's flag word, then its value words
+    and every bare positional as positionals, of which the first ``takes`` are the parser's model tag."""
+    late = [(words, at) for name, words, at in items if name and words and missing(name, version)]
+    if not late:
+        return None
+    flags = [(at, 0, _dashed(words[0])) for words, at in late]
+    stream = [(at, 0, words[0]) for name, words, at in items if not name and words]
+    stream += [(at, i, w) for words, at in late for i, w in enumerate(words[1:], 1)]
+    stream.sort()
+    return [word for *_k, word in sorted(flags + stream[takes:])]
+
+
+def skipped(options: Iterable[tuple[str, str | None]], version: Version) -> set[str]:
+    """The option names argparse never converts in ``version``: it has no such option (its words are left over)."""
+    return {name for name, _v in options if missing(name, version)}
+
+
+def placed(cmd: Any, judged: bool) -> list[Item]:
+    """A server command's long options and bare positionals in argv order (``cmd``: the parsed ServerCommand), or
+    none when the pod does not judge its parser (a wrapper with its own, ``judged`` False)."""
+    if not judged:
+        return []
+
+    def at(token: Any) -> Position:
+        span = getattr(token, "span", None)
+        return (0 if token.field == "command" else 1, token.index, span[0] if span else 0)
+
+    items: list[Item] = [(o.name, tuple(t.value for t in o.tokens), at(o.tokens[0])) for o in cmd.options
+                         if o.tokens and o.flag.spelled.startswith("--")]
+    items += [("", (t.value,), at(t)) for t in cmd.positionals]
+    return sorted(items, key=lambda item: item[2])
