@@ -1,6 +1,6 @@
 """`check` and the rehearsal pod agree on a flag the image's vLLM does not have yet: `check` predicts
 ``argument_refused`` in argparse's words, and the pod started from the same manifest crash-loops on exactly those
-words (exit 2). Each reads its own table (``vllm.cmdline.unrecognized.ADDED``, ``sim.vllm_pod.argv_added.SPAN``);
+words (exit 2); also a flag a later release removed. Each reads its own table (``vllm.cmdline.unrecognized.ADDED``, ``sim.vllm_pod.argv_added.SPAN``);
 the pod used to start (--hf-overrides on 0.6.3) or stop in the tools' words with exit 1 (--kv-cache-memory-bytes on
 0.8.5)."""
 
@@ -22,6 +22,8 @@ CASES = [
      'unrecognized arguments: --hf-overrides {"num_hidden_layers": 16}'),
     ("vllm/vllm-openai:v0.8.5", ["--kv-cache-memory-bytes", "4G"],
      "unrecognized arguments: --kv-cache-memory-bytes 4G"),
+    # a flag that left: --cuda-graph-sizes is in 0.12.0's parser and in no file of 0.13.0's package
+    ("vllm/vllm-openai:v0.13.0", ["--cuda-graph-sizes", "64"], "unrecognized arguments: --cuda-graph-sizes 64"),
 ]
 
 

@@ -21,7 +21,7 @@ from vllm_remedy.vllm.cmdline.command import ServerCommand
 from vllm_remedy.vllm.cmdline.flags import Kind
 from vllm_remedy.vllm.cmdline.parse import Option
 from vllm_remedy.vllm.cmdline.refused import Refused, refused
-from vllm_remedy.vllm.memory.flag_values import CAPTURE_FLAGS_SINCE
+from vllm_remedy.vllm.memory.flag_values import CAPTURE_FLAGS_SINCE, CAPTURE_FLAGS_UNTIL
 from vllm_remedy.vllm.memory.pinned import KV_BYTES_SINCE
 from vllm_remedy.vllm.versions import parse_version
 
@@ -30,6 +30,8 @@ from vllm_remedy.vllm.versions import parse_version
 ADDED: dict[str, tuple[int, int, int]] = {"kv-cache-memory-bytes": KV_BYTES_SINCE, **CAPTURE_FLAGS_SINCE,
                                           hf_overrides.FLAG: hf_overrides.SINCE,
                                           hf_overrides.PATH_FLAG: hf_overrides.PATH_SINCE}
+#: Flags whose last release was read: a later release's parser has no such option again.
+REMOVED: dict[str, tuple[int, int, int]] = dict(CAPTURE_FLAGS_UNTIL)
 #: The releases whose parsers the flag table was read from (table.py's docstring).
 READ_RELEASES = frozenset({"0.7.3", "0.11.0", "0.34.0"})
 
@@ -55,7 +57,7 @@ def _unknown(server: ServerCommand, version: str | None) -> list[str]:
         words = " ".join(t.value for t in opt.tokens)
         if flag.spelled.startswith("--") and _no_negation(opt, v):
             out.append(Refused(words, f"unrecognized arguments: {words}"))
-        elif flag.spelled.startswith("--") and (unknown or _added_later(flag.name, v)):
+        elif flag.spelled.startswith("--") and (unknown or _not_in_release(flag.name, v)):
             out.append(words)
     return out
 
@@ -70,10 +72,13 @@ def _no_negation(opt: Option, v: tuple[int, int, int] | None) -> bool:
     return option_strings(flag.name, v) == f"--{flag.name}"
 
 
-def _added_later(name: str, v: tuple[int, int, int] | None) -> bool:
-    """A flag whose first release is known (``ADDED``) given to an older one: refused as any flag it lacks."""
-    since = ADDED.get(name)
-    return since is not None and v is not None and v < since
+def _not_in_release(name: str, v: tuple[int, int, int] | None) -> bool:
+    """A flag whose first (``ADDED``) or last (``REMOVED``) release is known, given to a release before it arrived or
+    after it left: refused as any flag the parser lacks."""
+    if v is None:
+        return False
+    since, gone = ADDED.get(name), REMOVED.get(name)
+    return (since is not None and v < since) or (gone is not None and v >= gone)
 
 
 def why(words: str, label: str) -> str:

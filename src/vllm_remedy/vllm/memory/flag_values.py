@@ -26,6 +26,9 @@ CAPTURE_FLAGS_SINCE: dict[str, tuple[int, int, int]] = {
     "max-cudagraph-capture-size": (0, 11, 1),
     "cudagraph-capture-sizes": (0, 11, 1),
 }
+# ... and the release each left: --cuda-graph-sizes, deprecated in 0.11.1 "and will be removed in v0.13.0"
+# (engine/arg_utils.py@0.11.1, @0.12.0), is in no file of 0.13.0's package (nor of any later release read).
+CAPTURE_FLAGS_UNTIL: dict[str, tuple[int, int, int]] = {"cuda-graph-sizes": (0, 13, 0)}
 
 
 def read_mm_limits(value: str) -> tuple[tuple[str, int], ...]:
@@ -49,10 +52,13 @@ def read_capture_size(flags: Mapping[str, str], version: str | None) -> int | No
     for flag in ("max-cudagraph-capture-size", "cudagraph-capture-sizes", "cuda-graph-sizes"):
         if flag not in flags:
             continue
-        since = CAPTURE_FLAGS_SINCE[flag]
+        since, until = CAPTURE_FLAGS_SINCE[flag], CAPTURE_FLAGS_UNTIL.get(flag)
         if rules(version).version < since:
             raise UserError(f"{flag}: vLLM {rules(version).label} has no such flag (added in "
                             f"{'.'.join(map(str, since))})")
+        if until is not None and rules(version).version >= until:
+            raise UserError(f"{flag}: vLLM {rules(version).label} has no such flag (removed in "
+                            f"{'.'.join(map(str, until))})")
         sizes = [parse_int(p) for p in str(flags[flag]).replace(",", " ").split()]
         if not sizes or any(s is None for s in sizes):
             raise UserError(f"{flag}: {flags[flag]!r} is not a batch size (or a list of them)")
