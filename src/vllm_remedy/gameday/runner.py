@@ -206,7 +206,7 @@ class Game:
             self.progress(f"world: {step.what}")
             restorer.apply(step, self._now()[0])
             if step.wait:
-                obs.wait_polls(3)
+                obs.wait_polls(3, fresh=True)
                 if not self.wait(lambda s: s["rolled_out"], HEALTHY_WITHIN):
                     raise UserError(f"{sc.source}: world step {step.what!r} did not roll out")
         if sc.known_good_current:
@@ -218,7 +218,7 @@ class Game:
         for step in sc.fault:
             self.progress(f"fault: {step.what}")
             restorer.apply(step, self._now()[0])
-        obs.wait_polls(2)  # one whole poll after the fault: the template it left running
+        obs.wait_polls(2, fresh=True)  # one whole poll after the fault: the template it left running
         if self.timeline.samples:
             self.timeline.faulted = self.timeline.samples[-1].template
         self.progress("waiting for detection")
@@ -242,7 +242,7 @@ class Game:
             if not stable and self.timeline.first(CONFIRM) is None:
                 t, wall = self._now()
                 self.timeline.mark(t, wall, CONFIRM, f"stable for {STABLE_FOR / 60:g}m (runner check)")
-        obs.wait_polls(2)
+        obs.wait_polls(2, fresh=True)
         latest, found = obs.snapshot()
         self.result.final = {"deployment": latest.get("deployment"), "pods": latest.get("pods"),
                              "nodes": latest.get("nodes"), "findings": [str(f) for f in found]}
@@ -258,7 +258,7 @@ class Game:
         self.timeline.mark(t0, wall0, ACTION, f"run {label}")
         self.progress(f"pyinfra -y {inventory.name} {label}")
         code, text = play.run_pyinfra(inventory, deploy, self.kubeconfig, self.workdir)
-        obs.wait_polls(2)
+        obs.wait_polls(2, fresh=True)
         after, _ = obs.snapshot()
         t1, wall1 = self._now()
         run = play.DeployRun(label, code, wall1 - wall0, t1 - t0, play.host_lines(text, host))
