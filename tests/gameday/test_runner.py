@@ -52,6 +52,49 @@ def test_scenario_passes_end_to_end(cli, tmp_path: Path, name: str):
     assert body["predictions"] and not [p for p in body["predictions"] if p["agree"] == "no"], body["predictions"]
     if name in CRASH_PREDICTED:
         assert any(p["predicted"] == CRASH_PREDICTED[name] and p["agree"] == "yes" for p in body["predictions"])
+    if name in KIND_SHOWS:
+        KIND_SHOWS[name](body, {c["name"]: c for c in body["checks"]}, *body["deploys"])
+
+
+def _statefulset_shows(body: dict, checks: dict, run: dict) -> None:
+    """restore.py ran on the StatefulSet host and rolled the set back by its ControllerRevisions."""
+    assert checks["detected"]["detail"].startswith("detected: max_len_exceeds_kv in pod llama-sts-")
+    assert checks["ready replicas"]["detail"] == "2 Ready, expected 2"
+    assert checks["final flags"]["detail"] == "--max-model-len=16384"
+    assert checks["GPU"]["ok"] and checks["pre-game state restored"]["ok"]
+    assert any(line.startswith("roll back statefulset llm/llama-sts from revision 2 to revision 1")
+               for line in run["output"]), run["output"]
+    assert ("statefulset llm/llama-sts: pre-game spec.template, spec.updateStrategy, spec.replicas and annotations"
+            in body["restored"])
+    assert "controllerrevisions marks" in body["restored"]
+    assert body["template_changes_to_recovery"] == 1
+
+
+def _inferenceservice_shows(body: dict, checks: dict, run: dict) -> None:
+    """KServe's last ready predictor revision written back; flags read from the pod template KServe derives."""
+    assert checks["detected"]["detail"].startswith("detected: max_len_exceeds_kv in pod llama-predictor-")
+    assert checks["ready replicas"]["detail"] == "1 Ready, expected 1"
+    assert checks["final flags"]["detail"] == "--max-model-len=16384"  # runtime command + model.args
+    assert any(line.startswith("roll back inferenceservice llm/llama from predictor revision llama-predictor-00002 "
+                               "to llama-predictor-00001") for line in run["output"]), run["output"]
+    assert "inferenceservice llm/llama: pre-game spec.predictor and annotations" in body["restored"]
+
+
+def _leaderworkerset_shows(body: dict, checks: dict, run: dict) -> None:
+    """The previous ControllerRevision written back; readiness counted in groups, the leader's log classified."""
+    assert checks["detected"]["detail"] == "detected: max_len_exceeds_kv in pod qwen-lws-0's log"  # the leader
+    assert checks["ready replicas"]["detail"] == "1 Ready, expected 1"  # one group
+    assert checks["final flags"]["detail"] == "--max-model-len=32768"
+    assert any(line.startswith("roll back leaderworkerset llm/qwen-lws from revision 2 to revision 1")
+               for line in run["output"]), run["output"]
+    assert ("leaderworkerset llm/qwen-lws: pre-game spec.leaderWorkerTemplate, spec.replicas and annotations"
+            in body["restored"])
+
+
+#: What a game day on another kind than a Deployment must show, checked on the same run as every scenario (the
+#: same command line test_kinds.py ran a second time: one game day of ~15 s each saved).
+KIND_SHOWS = {"statefulset-bad-rollout": _statefulset_shows, "inferenceservice-bad-rollout": _inferenceservice_shows,
+              "leaderworkerset-bad-rollout": _leaderworkerset_shows}
 
 
 def test_bad_rollout_figures(cli, tmp_path: Path):
