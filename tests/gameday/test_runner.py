@@ -38,6 +38,10 @@ def test_scenario_passes_end_to_end(cli, tmp_path: Path, name: str):
     kinds = [m["kind"] for m in body["timeline"]["marks"]]
     assert kinds[0] == "fault" and "detection" in kinds and "rollout-done" in kinds and kinds[-1] == "pre-game-restore"
     assert kinds.index("fault") < kinds.index("detection") < kinds.index("action") < kinds.index("rollout-done")
+    # the runner's stable window is whole on the cluster's clock, and fast-forwarded: faster than the game's 300x
+    at = {m["kind"]: m for m in body["timeline"]["marks"]}
+    window = at["confirm"]["t"] - at["rollout-done"]["t"]
+    assert window >= 600 and at["confirm"]["wall"] - at["rollout-done"]["wall"] < window / 300 * 0.8
     ttr = body["time_to_restore"]
     assert 0 < ttr["cluster_seconds"] <= 3600 and 0 < ttr["wall_seconds"] < 20
     # projected: the playbooks' own seconds counted at wall speed, never more than the raw cluster time

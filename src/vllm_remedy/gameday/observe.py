@@ -107,6 +107,11 @@ class Observer:
         self._wake.set()
         self._thread.join(timeout=10)
 
+    def set_interval(self, seconds: float) -> None:
+        """Poll every ``seconds`` from now on (the runner's fast-forward keeps the polls per cluster minute)."""
+        self.interval = seconds
+        self._wake.set()  # the loop's wait began at the old interval
+
     def wait_polls(self, count: int = 2, timeout: float = 5.0, *, fresh: bool = False) -> None:
         """Block until ``count`` more polls completed. ``fresh`` (the state after an action): those polls run back to
         back, starting now, instead of an interval apart; the cadence of the samples is otherwise unchanged."""

@@ -33,6 +33,9 @@ from vllm_remedy.sim.vllm_pod.reality import Reality
 DETECT_WITHIN = 1800.0  # cluster seconds from the fault to detection
 STABLE_FOR = 600.0  # cluster seconds a restored Deployment must stay Ready without restarts (runner's confirm)
 HEALTHY_WITHIN = 1800.0  # cluster seconds for the world's rollouts and the pre-game restore
+#: How fast the rehearsal cluster runs while the game only lets cluster time pass (the healthy baseline, the stable
+#: window): nothing of ours runs then, and the observer polls as often per cluster minute as at the game's speed.
+FAST_FORWARD = 1000.0
 
 
 @dataclass
@@ -146,6 +149,25 @@ class Game:
             if time.monotonic() - start_wall > self._wall_cap(cluster_seconds):
                 return False
 
+    @contextlib.contextmanager
+    def fast_forward(self) -> Iterator[None]:
+        """Run the rehearsal cluster at :data:`FAST_FORWARD` inside the block, then at the game's speed again: for
+        waits where no deploy runs (a real-time guard would lose its meaning) and only cluster time must pass. The
+        observer's interval shrinks by the same factor, so it samples the cluster as often per cluster minute and
+        the picture and every check read the same series. A real cluster, or a faster game, is left as it is."""
+        if self.local is None or self.speed >= FAST_FORWARD:
+            yield
+            return
+        clock, obs = self.local.cluster.clock, self._obs()
+        interval = obs.interval
+        clock.set_speed(FAST_FORWARD)
+        obs.set_interval(interval * self.speed / FAST_FORWARD)
+        try:
+            yield
+        finally:
+            clock.set_speed(self.speed)
+            obs.set_interval(interval)
+
     def _obs(self) -> Observer:
         assert self.observer is not None
         return self.observer
@@ -211,7 +233,8 @@ class Game:
                     raise UserError(f"{sc.source}: world step {step.what!r} did not roll out")
         if sc.known_good_current:
             restorer.mark_known_good(self._now()[0])
-        self.wait(lambda s: False, 120.0)  # two minutes of healthy baseline in the picture
+        with self.fast_forward():
+            self.wait(lambda s: False, 120.0)  # two minutes of healthy baseline in the picture
         t, wall = self._now()
         self.timeline.mark(t, wall, FAULT, "fault: " + "; ".join(s.what for s in sc.fault))
         obs.fault_at = t
@@ -237,8 +260,9 @@ class Game:
             assert since is not None
             self.timeline.mark(since.t, since.wall, ROLLOUT_DONE, "rollout done: every replica Ready on a new template")
             restarts = self.timeline.samples[-1].restarts
-            stable = self.wait(lambda s: self.timeline.samples[-1].restarts != restarts
-                               or not s["rolled_out"], STABLE_FOR)
+            with self.fast_forward():
+                stable = self.wait(lambda s: self.timeline.samples[-1].restarts != restarts
+                                   or not s["rolled_out"], STABLE_FOR)
             if not stable and self.timeline.first(CONFIRM) is None:
                 t, wall = self._now()
                 self.timeline.mark(t, wall, CONFIRM, f"stable for {STABLE_FOR / 60:g}m (runner check)")
