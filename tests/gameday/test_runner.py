@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 from pathlib import Path
 
@@ -38,10 +39,14 @@ def test_scenario_passes_end_to_end(cli, tmp_path: Path, name: str):
     kinds = [m["kind"] for m in body["timeline"]["marks"]]
     assert kinds[0] == "fault" and "detection" in kinds and "rollout-done" in kinds and kinds[-1] == "pre-game-restore"
     assert kinds.index("fault") < kinds.index("detection") < kinds.index("action") < kinds.index("rollout-done")
-    # the runner's stable window is whole on the cluster's clock, and fast-forwarded: faster than the game's 300x
+    # the runner's stable window (its last 600 cluster s end at the confirm mark) is whole on the cluster's clock,
+    # and fast-forwarded: its samples (each reads the cluster's clock and ours together) mostly saw the cluster run
+    # faster than the game's 300x
     at = {m["kind"]: m for m in body["timeline"]["marks"]}
-    window = at["confirm"]["t"] - at["rollout-done"]["t"]
-    assert window >= 600 and at["confirm"]["wall"] - at["rollout-done"]["wall"] < window / 300 * 0.8
+    assert at["confirm"]["t"] - at["rollout-done"]["t"] >= 600
+    window = [s for s in body["timeline"]["samples"] if at["confirm"]["t"] - 600 <= s["t"] <= at["confirm"]["t"]]
+    rates = sorted((b["t"] - a["t"]) / (b["wall"] - a["wall"]) for a, b in itertools.pairwise(window))
+    assert rates[len(rates) // 2] > 600, rates
     ttr = body["time_to_restore"]
     assert 0 < ttr["cluster_seconds"] <= 3600 and 0 < ttr["wall_seconds"] < 20
     # projected: the playbooks' own seconds counted at wall speed, never more than the raw cluster time
