@@ -1,5 +1,8 @@
 """Game days on other workload kinds than a Deployment: the scenario names the kind, the fault lands in that
-kind's template, the game reads readiness from its status and runs restore.py on its ``<kind>/<name>`` host."""
+kind's template, the game reads readiness from its status and runs restore.py on its ``<kind>/<name>`` host.
+
+The shipped kinds scenarios passing (and what each kind's run must show) are checked on the one run
+test_runner.py's end-to-end test makes of each; here: the broken playbook per kind, and bad scenarios."""
 
 from __future__ import annotations
 
@@ -17,6 +20,11 @@ SHIPPED = ROOT / "gameday"
 STS = SHIPPED / "11-statefulset-bad-rollout.yaml"
 ISVC = SHIPPED / "12-inferenceservice-bad-rollout.yaml"
 LWS = SHIPPED / "13-leaderworkerset-bad-rollout.yaml"
+#: The broken-playbook games wait out the scenario's whole hour for a restore that never comes: at the demo's 600x
+#: that is 6 s of wall time, not 12. The 300x of the passing runs keeps a loaded box's lost wall seconds from
+#: eating their time-to-restore limit; here there is no restore to time and the one deploy does nothing, so no
+#: real-time guard runs: the cluster's clock alone paces the crash loops, the restore and what is asserted.
+NOOP_SPEED = "600"
 
 
 def _variant(tmp: Path, src: Path = STS, **changes: object) -> Path:
@@ -30,31 +38,10 @@ def _variant(tmp: Path, src: Path = STS, **changes: object) -> Path:
     return out
 
 
-def test_statefulset_game_day_restores_the_set_through_its_own_host(cli, tmp_path: Path):
-    got = cli("gameday", "run", "statefulset-bad-rollout", "--speed", "300", "--report-dir", str(tmp_path), "-o",
-              "json")
-    body = json.loads(got.stdout)
-    assert got.returncode == 0, body["checks"]
-    assert body["verdict"] == "PASS"
-    checks = {c["name"]: c for c in body["checks"]}
-    assert checks["detected"]["detail"].startswith("detected: max_len_exceeds_kv in pod llama-sts-")
-    assert checks["ready replicas"]["detail"] == "2 Ready, expected 2"
-    assert checks["final flags"]["detail"] == "--max-model-len=16384"
-    assert checks["GPU"]["ok"] and checks["pre-game state restored"]["ok"]
-    (run,) = body["deploys"]
-    # restore.py ran on the StatefulSet host and rolled the set back by its ControllerRevisions
-    assert any(line.startswith("roll back statefulset llm/llama-sts from revision 2 to revision 1")
-               for line in run["output"]), run["output"]
-    assert ("statefulset llm/llama-sts: pre-game spec.template, spec.updateStrategy, spec.replicas and annotations"
-            in body["restored"])
-    assert "controllerrevisions marks" in body["restored"]
-    assert body["template_changes_to_recovery"] == 1
-
-
 def test_statefulset_game_day_fails_when_the_playbook_does_not_restore(cli, tmp_path: Path):
     noop = tmp_path / "noop.py"
     noop.write_text('"""A deploy that does nothing (the broken playbook)."""\n')
-    got = cli("gameday", "run", str(_variant(tmp_path, deploys=[str(noop)])), "--speed", "300",
+    got = cli("gameday", "run", str(_variant(tmp_path, deploys=[str(noop)])), "--speed", NOOP_SPEED,
               "--report-dir", str(tmp_path / "r"), "-o", "json")
     body = json.loads(got.stdout)
     assert got.returncode == 1
@@ -80,27 +67,10 @@ def test_statefulset_scenario_names_the_kinds_a_game_day_supports(tmp_path: Path
         load_scenario(path)
 
 
-def test_inferenceservice_game_day_restores_kserves_last_ready_revision(cli, tmp_path: Path):
-    got = cli("gameday", "run", "inferenceservice-bad-rollout", "--speed", "300", "--report-dir", str(tmp_path),
-              "-o", "json")
-    body = json.loads(got.stdout)
-    assert got.returncode == 0, body["checks"]
-    assert body["verdict"] == "PASS"
-    checks = {c["name"]: c for c in body["checks"]}
-    assert checks["detected"]["detail"].startswith("detected: max_len_exceeds_kv in pod llama-predictor-")
-    assert checks["ready replicas"]["detail"] == "1 Ready, expected 1"
-    # the flags are read from the pod template KServe derives (runtime command + model.args)
-    assert checks["final flags"]["detail"] == "--max-model-len=16384"
-    (run,) = body["deploys"]
-    assert any(line.startswith("roll back inferenceservice llm/llama from predictor revision llama-predictor-00002 "
-                               "to llama-predictor-00001") for line in run["output"]), run["output"]
-    assert "inferenceservice llm/llama: pre-game spec.predictor and annotations" in body["restored"]
-
-
 def test_inferenceservice_game_day_fails_when_the_playbook_does_not_restore(cli, tmp_path: Path):
     noop = tmp_path / "noop.py"
     noop.write_text('"""A deploy that does nothing (the broken playbook)."""\n')
-    got = cli("gameday", "run", str(_variant(tmp_path, ISVC, deploys=[str(noop)])), "--speed", "300",
+    got = cli("gameday", "run", str(_variant(tmp_path, ISVC, deploys=[str(noop)])), "--speed", NOOP_SPEED,
               "--report-dir", str(tmp_path / "r"), "-o", "json")
     body = json.loads(got.stdout)
     assert got.returncode == 1
@@ -110,30 +80,13 @@ def test_inferenceservice_game_day_fails_when_the_playbook_does_not_restore(cli,
     assert checks["pre-game state restored"]["ok"], checks["pre-game state restored"]
 
 
-def test_leaderworkerset_game_day_writes_the_previous_revision_back(cli, tmp_path: Path):
-    got = cli("gameday", "run", "leaderworkerset-bad-rollout", "--speed", "300", "--report-dir", str(tmp_path),
-              "-o", "json")
-    body = json.loads(got.stdout)
-    assert got.returncode == 0, body["checks"]
-    assert body["verdict"] == "PASS"
-    checks = {c["name"]: c for c in body["checks"]}
-    assert checks["detected"]["detail"] == "detected: max_len_exceeds_kv in pod qwen-lws-0's log"  # the leader
-    assert checks["ready replicas"]["detail"] == "1 Ready, expected 1"  # one group
-    assert checks["final flags"]["detail"] == "--max-model-len=32768"
-    (run,) = body["deploys"]
-    assert any(line.startswith("roll back leaderworkerset llm/qwen-lws from revision 2 to revision 1")
-               for line in run["output"]), run["output"]
-    assert ("leaderworkerset llm/qwen-lws: pre-game spec.leaderWorkerTemplate, spec.replicas and annotations"
-            in body["restored"])
-
-
 def test_leaderworkerset_game_day_fails_when_the_playbook_does_not_restore(cli, tmp_path: Path):
     noop = tmp_path / "noop.py"
     noop.write_text('"""A deploy that does nothing (the broken playbook)."""\n')
     data = yaml.safe_load(LWS.read_text())
     seed = str((SHIPPED / data["world"]["seed"]).resolve())
     got = cli("gameday", "run", str(_variant(tmp_path, LWS, deploys=[str(noop)], world={"seed": seed})),
-              "--speed", "300", "--report-dir", str(tmp_path / "r"), "-o", "json")
+              "--speed", NOOP_SPEED, "--report-dir", str(tmp_path / "r"), "-o", "json")
     body = json.loads(got.stdout)
     assert got.returncode == 1
     checks = {c["name"]: c for c in body["checks"]}

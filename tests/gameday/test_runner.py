@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 from pathlib import Path
 
@@ -38,6 +39,14 @@ def test_scenario_passes_end_to_end(cli, tmp_path: Path, name: str):
     kinds = [m["kind"] for m in body["timeline"]["marks"]]
     assert kinds[0] == "fault" and "detection" in kinds and "rollout-done" in kinds and kinds[-1] == "pre-game-restore"
     assert kinds.index("fault") < kinds.index("detection") < kinds.index("action") < kinds.index("rollout-done")
+    # the runner's stable window (its last 600 cluster s end at the confirm mark) is whole on the cluster's clock,
+    # and fast-forwarded: its samples (each reads the cluster's clock and ours together) mostly saw the cluster run
+    # faster than the game's 300x
+    at = {m["kind"]: m for m in body["timeline"]["marks"]}
+    assert at["confirm"]["t"] - at["rollout-done"]["t"] >= 600
+    window = [s for s in body["timeline"]["samples"] if at["confirm"]["t"] - 600 <= s["t"] <= at["confirm"]["t"]]
+    rates = sorted((b["t"] - a["t"]) / (b["wall"] - a["wall"]) for a, b in itertools.pairwise(window))
+    assert rates[len(rates) // 2] > 600, rates
     ttr = body["time_to_restore"]
     assert 0 < ttr["cluster_seconds"] <= 3600 and 0 < ttr["wall_seconds"] < 20
     # projected: the playbooks' own seconds counted at wall speed, never more than the raw cluster time
@@ -52,6 +61,49 @@ def test_scenario_passes_end_to_end(cli, tmp_path: Path, name: str):
     assert body["predictions"] and not [p for p in body["predictions"] if p["agree"] == "no"], body["predictions"]
     if name in CRASH_PREDICTED:
         assert any(p["predicted"] == CRASH_PREDICTED[name] and p["agree"] == "yes" for p in body["predictions"])
+    if name in KIND_SHOWS:
+        KIND_SHOWS[name](body, {c["name"]: c for c in body["checks"]}, *body["deploys"])
+
+
+def _statefulset_shows(body: dict, checks: dict, run: dict) -> None:
+    """restore.py ran on the StatefulSet host and rolled the set back by its ControllerRevisions."""
+    assert checks["detected"]["detail"].startswith("detected: max_len_exceeds_kv in pod llama-sts-")
+    assert checks["ready replicas"]["detail"] == "2 Ready, expected 2"
+    assert checks["final flags"]["detail"] == "--max-model-len=16384"
+    assert checks["GPU"]["ok"] and checks["pre-game state restored"]["ok"]
+    assert any(line.startswith("roll back statefulset llm/llama-sts from revision 2 to revision 1")
+               for line in run["output"]), run["output"]
+    assert ("statefulset llm/llama-sts: pre-game spec.template, spec.updateStrategy, spec.replicas and annotations"
+            in body["restored"])
+    assert "controllerrevisions marks" in body["restored"]
+    assert body["template_changes_to_recovery"] == 1
+
+
+def _inferenceservice_shows(body: dict, checks: dict, run: dict) -> None:
+    """KServe's last ready predictor revision written back; flags read from the pod template KServe derives."""
+    assert checks["detected"]["detail"].startswith("detected: max_len_exceeds_kv in pod llama-predictor-")
+    assert checks["ready replicas"]["detail"] == "1 Ready, expected 1"
+    assert checks["final flags"]["detail"] == "--max-model-len=16384"  # runtime command + model.args
+    assert any(line.startswith("roll back inferenceservice llm/llama from predictor revision llama-predictor-00002 "
+                               "to llama-predictor-00001") for line in run["output"]), run["output"]
+    assert "inferenceservice llm/llama: pre-game spec.predictor and annotations" in body["restored"]
+
+
+def _leaderworkerset_shows(body: dict, checks: dict, run: dict) -> None:
+    """The previous ControllerRevision written back; readiness counted in groups, the leader's log classified."""
+    assert checks["detected"]["detail"] == "detected: max_len_exceeds_kv in pod qwen-lws-0's log"  # the leader
+    assert checks["ready replicas"]["detail"] == "1 Ready, expected 1"  # one group
+    assert checks["final flags"]["detail"] == "--max-model-len=32768"
+    assert any(line.startswith("roll back leaderworkerset llm/qwen-lws from revision 2 to revision 1")
+               for line in run["output"]), run["output"]
+    assert ("leaderworkerset llm/qwen-lws: pre-game spec.leaderWorkerTemplate, spec.replicas and annotations"
+            in body["restored"])
+
+
+#: What a game day on another kind than a Deployment must show, checked on the same run as every scenario (the
+#: same command line test_kinds.py ran a second time: one game day of ~15 s each saved).
+KIND_SHOWS = {"statefulset-bad-rollout": _statefulset_shows, "inferenceservice-bad-rollout": _inferenceservice_shows,
+              "leaderworkerset-bad-rollout": _leaderworkerset_shows}
 
 
 def test_bad_rollout_figures(cli, tmp_path: Path):

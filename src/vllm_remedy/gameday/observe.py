@@ -90,9 +90,11 @@ class Observer:
         self._nodes_read = 0.0
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        self._wake = threading.Event()  # set by wait_polls(fresh=True): poll now, not at the next interval
         self._thread = threading.Thread(target=self._loop, name="gameday-observer", daemon=True)
         self.polled = threading.Condition()
         self.polls = 0
+        self._wanted = 0  # polls asked for by wait_polls(fresh=True), run without the interval between them
 
     def start(self) -> None:
         """Poll once synchronously, then start the thread, so ``snapshot()`` has state as soon as this returns."""
@@ -102,20 +104,38 @@ class Observer:
     def stop(self) -> None:
         """Stop polling; waits at most 10 s for the thread (a daemon: a hung API read cannot hold the process)."""
         self._stop.set()
+        self._wake.set()
         self._thread.join(timeout=10)
 
-    def wait_polls(self, count: int = 2, timeout: float = 5.0) -> None:
-        """Block until ``count`` more polls completed (fresh state after an action)."""
+    def set_interval(self, seconds: float) -> None:
+        """Poll every ``seconds`` from now on (the runner's fast-forward keeps the polls per cluster minute)."""
+        self.interval = seconds
+        self._wake.set()  # the loop's wait began at the old interval
+
+    def wait_polls(self, count: int = 2, timeout: float = 5.0, *, fresh: bool = False) -> None:
+        """Block until ``count`` more polls completed. ``fresh`` (the state after an action): those polls run back to
+        back, starting now, instead of an interval apart; the cadence of the samples is otherwise unchanged."""
         with self.polled:
             target = self.polls + count
+            if fresh:
+                self._wanted = max(self._wanted, target)
+                self._wake.set()
             self.polled.wait_for(lambda: self.polls >= target, timeout)
 
     def _loop(self) -> None:
-        while not self._stop.wait(self.interval):
+        while True:
+            with self.polled:
+                behind = self.polls < self._wanted
+            if not behind:
+                self._wake.wait(self.interval)
+            self._wake.clear()
+            if self._stop.is_set():
+                return
             try:
                 self.poll()
             except Exception as exc:  # keep watching; a flaky API is part of a game day
                 self.errors.append(str(exc))
+                self._stop.wait(self.interval)  # a failed poll counts for nothing: retry at the cadence, not at once
 
     def poll(self) -> None:
         """One sample: the target, its pods, nodes (at most once a wall second) and the fallback route's weight. Once

@@ -33,6 +33,9 @@ from vllm_remedy.sim.vllm_pod.reality import Reality
 DETECT_WITHIN = 1800.0  # cluster seconds from the fault to detection
 STABLE_FOR = 600.0  # cluster seconds a restored Deployment must stay Ready without restarts (runner's confirm)
 HEALTHY_WITHIN = 1800.0  # cluster seconds for the world's rollouts and the pre-game restore
+#: How fast the rehearsal cluster runs while the game only lets cluster time pass (the healthy baseline, the stable
+#: window): nothing of ours runs then, and the observer polls as often per cluster minute as at the game's speed.
+FAST_FORWARD = 1000.0
 
 
 @dataclass
@@ -146,6 +149,25 @@ class Game:
             if time.monotonic() - start_wall > self._wall_cap(cluster_seconds):
                 return False
 
+    @contextlib.contextmanager
+    def fast_forward(self) -> Iterator[None]:
+        """Run the rehearsal cluster at :data:`FAST_FORWARD` inside the block, then at the game's speed again: for
+        waits where no deploy runs (a real-time guard would lose its meaning) and only cluster time must pass. The
+        observer's interval shrinks by the same factor, so it samples the cluster as often per cluster minute and
+        the picture and every check read the same series. A real cluster, or a faster game, is left as it is."""
+        if self.local is None or self.speed >= FAST_FORWARD:
+            yield
+            return
+        clock, obs = self.local.cluster.clock, self._obs()
+        interval = obs.interval
+        clock.set_speed(FAST_FORWARD)
+        obs.set_interval(interval * self.speed / FAST_FORWARD)
+        try:
+            yield
+        finally:
+            clock.set_speed(self.speed)
+            obs.set_interval(interval)
+
     def _obs(self) -> Observer:
         assert self.observer is not None
         return self.observer
@@ -206,19 +228,20 @@ class Game:
             self.progress(f"world: {step.what}")
             restorer.apply(step, self._now()[0])
             if step.wait:
-                obs.wait_polls(3)
+                obs.wait_polls(3, fresh=True)
                 if not self.wait(lambda s: s["rolled_out"], HEALTHY_WITHIN):
                     raise UserError(f"{sc.source}: world step {step.what!r} did not roll out")
         if sc.known_good_current:
             restorer.mark_known_good(self._now()[0])
-        self.wait(lambda s: False, 120.0)  # two minutes of healthy baseline in the picture
+        with self.fast_forward():
+            self.wait(lambda s: False, 120.0)  # two minutes of healthy baseline in the picture
         t, wall = self._now()
         self.timeline.mark(t, wall, FAULT, "fault: " + "; ".join(s.what for s in sc.fault))
         obs.fault_at = t
         for step in sc.fault:
             self.progress(f"fault: {step.what}")
             restorer.apply(step, self._now()[0])
-        obs.wait_polls(2)  # one whole poll after the fault: the template it left running
+        obs.wait_polls(2, fresh=True)  # one whole poll after the fault: the template it left running
         if self.timeline.samples:
             self.timeline.faulted = self.timeline.samples[-1].template
         self.progress("waiting for detection")
@@ -237,12 +260,13 @@ class Game:
             assert since is not None
             self.timeline.mark(since.t, since.wall, ROLLOUT_DONE, "rollout done: every replica Ready on a new template")
             restarts = self.timeline.samples[-1].restarts
-            stable = self.wait(lambda s: self.timeline.samples[-1].restarts != restarts
-                               or not s["rolled_out"], STABLE_FOR)
+            with self.fast_forward():
+                stable = self.wait(lambda s: self.timeline.samples[-1].restarts != restarts
+                                   or not s["rolled_out"], STABLE_FOR)
             if not stable and self.timeline.first(CONFIRM) is None:
                 t, wall = self._now()
                 self.timeline.mark(t, wall, CONFIRM, f"stable for {STABLE_FOR / 60:g}m (runner check)")
-        obs.wait_polls(2)
+        obs.wait_polls(2, fresh=True)
         latest, found = obs.snapshot()
         self.result.final = {"deployment": latest.get("deployment"), "pods": latest.get("pods"),
                              "nodes": latest.get("nodes"), "findings": [str(f) for f in found]}
@@ -258,7 +282,7 @@ class Game:
         self.timeline.mark(t0, wall0, ACTION, f"run {label}")
         self.progress(f"pyinfra -y {inventory.name} {label}")
         code, text = play.run_pyinfra(inventory, deploy, self.kubeconfig, self.workdir)
-        obs.wait_polls(2)
+        obs.wait_polls(2, fresh=True)
         after, _ = obs.snapshot()
         t1, wall1 = self._now()
         run = play.DeployRun(label, code, wall1 - wall0, t1 - t0, play.host_lines(text, host))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from datetime import datetime, timezone
 
 
@@ -22,6 +23,12 @@ class Clock:
         self._origin_sim = time.time() if start is None else start
         self._origin_real = time.monotonic()
         self._lock = threading.Lock()
+        self._on_speed: list[Callable[[], None]] = []
+
+    def on_speed_change(self, fn: Callable[[], None]) -> None:
+        """Call ``fn`` after each ``set_speed``: whoever sleeps the real time a cluster interval takes (the
+        controllers' timer wait) must compute it again, or a timer fires late by the old speed's sleep."""
+        self._on_speed.append(fn)
 
     def now(self) -> float:
         """Current simulated time, derived from the monotonic clock so a wall-clock jump never moves the
@@ -38,6 +45,8 @@ class Clock:
             self._origin_sim += (real - self._origin_real) * self.speed
             self._origin_real = real
             self.speed = speed
+        for fn in list(self._on_speed):
+            fn()
 
     def timestamp(self, at: float | None = None) -> str:
         """RFC 3339, second precision, as Kubernetes writes metadata timestamps."""

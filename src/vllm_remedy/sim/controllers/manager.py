@@ -37,6 +37,12 @@ class Manager:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._busy = False
+        clock.on_speed_change(self._wake)
+
+    def _wake(self) -> None:
+        """The clock's speed changed: the worker's wait for the next timer was computed at the old one."""
+        with self._cond:
+            self._cond.notify_all()
 
     def register(self, queue: str, handler: Handler) -> None:
         """Controllers own named queues, so one object can be reconciled by several handlers independently
