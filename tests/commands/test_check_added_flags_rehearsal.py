@@ -1,8 +1,8 @@
-"""`check` and the rehearsal pod agree on a flag the image's vLLM does not have yet: `check` predicts
-``argument_refused`` in argparse's words, and the pod started from the same manifest crash-loops on exactly those
-words (exit 2); also a flag a later release removed. Each reads its own table (``vllm.cmdline.unrecognized.ADDED``, ``sim.vllm_pod.argv_added.SPAN``);
-the pod used to start (--hf-overrides on 0.6.3) or stop in the tools' words with exit 1 (--kv-cache-memory-bytes on
-0.8.5)."""
+"""`check` and the rehearsal pod agree on a flag the image's vLLM does not have (not yet, or no longer): `check`
+predicts ``argument_refused`` in argparse's words, and the pod started from the same manifest crash-loops on exactly
+those words (exit 2). Each reads its own table (``vllm.cmdline.unrecognized.ADDED`` / ``REMOVED``,
+``sim.vllm_pod.argv_added.SPAN``); the pod used to start (--hf-overrides on 0.6.3) or stop in the tools' words with
+exit 1 (--kv-cache-memory-bytes on 0.8.5)."""
 
 from __future__ import annotations
 
