@@ -2,8 +2,8 @@
 the pod's own reading, apart from the tools'): the model config (length, then ``--quantization`` against the
 checkpoint), VLLM_USE_V1 (0.8-0.10's oracle), the scheduler's batch, the heads against TP, the quantization for the
 card, 0.11.0's assert on VLLM_USE_V1=0, then the executor and the weights. Before, the pod put the env and the
-quantization before the length, the TP size before the batch and the quantization before both (cases A-D, G-I, L, M, O, P moved);
-two pods crash-loop with the first refusal in their log."""
+quantization before the length, the TP size before the batch and the quantization before both (cases A-D, G-I, J2,
+L, M, O, P moved); two pods crash-loop with the first refusal in their log."""
 
 from __future__ import annotations
 
@@ -47,6 +47,11 @@ PAIRS = {
     "G heads+capability": (AWQ, V100, "v0.11.0", [*SHORT, "-tp", "3"], {}, 3, HEADS_WORDS),
     "H heads+0.11.0's assert": (QWEN7, L40S, "v0.11.0", [*SHORT, "-tp", "3"], {"VLLM_USE_V1": "0"}, 3, HEADS_WORDS),
     "I capability+0.11.0's assert": (AWQ, V100, "v0.11.0", SHORT, {"VLLM_USE_V1": "0"}, 1, CAPABILITY_WORDS),
+    "J int() text+length: 0.11.0's ModelConfig reads it first": (QWEN7, L40S, "v0.11.0", LONG, {"VLLM_USE_V1": "true"},
+                                                                 1, "ValueError: invalid literal for int() with base "
+                                                                    "10: 'true'"),
+    "J2 length+int() text: 0.8.5 reads it after the model config": (QWEN7, L40S, "v0.8.5", LONG,
+                                                                    {"VLLM_USE_V1": "true"}, 1, LENGTH_WORDS),
     "K oracle+heads": (QWEN7, V100, "v0.8.5", [*SHORT, "-tp", "3"], {"VLLM_USE_V1": "1"}, 3, ORACLE_WORDS),
     "L length+mismatch": (AWQ, L40S, "v0.11.0", [*LONG, *GPTQ], {}, 1, LENGTH_WORDS),
     "M length+heads": (QWEN7, L40S, "v0.11.0", [*LONG, "-tp", "3"], {}, 3, LENGTH_WORDS),

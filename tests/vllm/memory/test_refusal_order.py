@@ -2,7 +2,7 @@
 builds the model config (length, architecture, ``--quantization`` against the checkpoint), reads VLLM_USE_V1 (0.8-0.11),
 builds the scheduler config (the batch), then the engine config checks the heads against TP and the quantization for
 the card; the other TP splits are refused only as the weights are created. Before, the tools put the TP size and the
-env before the quantization and the batch (cases A-F, H-J moved)."""
+env before the quantization and the batch, and a VLLM_USE_V1 text after the length (cases A-F, H-J2 moved)."""
 
 from __future__ import annotations
 
@@ -47,6 +47,11 @@ PAIRS = {
                                          CAPABILITY_WORDS),
     "J int() text+length: EngineArgs first": (QWEN7, L40S, "0.7.3", {"max-model-len": "65536"},
                                               {"vllm-use-v1": "true"}, "env", INT_WORDS),
+    "J2 int() text+length: 0.11.0's ModelConfig reads it first": (QWEN7, L40S, "0.11.0", {"max-model-len": "65536"},
+                                                                  {"vllm-use-v1": "true"}, "env",
+                                                                  "VLLM_USE_V1='true': vLLM 0.11.0 reads it"),
+    "J3 length+int() text: 0.8.5 reads it after the model config": (QWEN7, L40S, "0.8.5", {"max-model-len": "65536"},
+                                                                     {"vllm-use-v1": "true"}, None, None),
     "K oracle+heads": (QWEN7, V100, "0.8.5", {**SHORT, **HEADS}, {"vllm-use-v1": "1"}, "env", ORACLE_WORDS),
     "L length+mismatch": (AWQ, L40S, "0.11.0", {**MISMATCH, "max-model-len": "65536"}, {}, None, None),
     "M length+heads": (QWEN7, L40S, "0.11.0", {"max-model-len": "65536", **HEADS}, {}, None, None),

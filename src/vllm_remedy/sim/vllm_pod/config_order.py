@@ -3,6 +3,9 @@ one's words, as the release does. The pod's own reading, kept apart from the too
 wheels (engine/arg_utils.py ``create_engine_config``; config.py@0.6.3, @0.8.5, @0.9.0, @0.9.2; config/model.py and
 config/__init__.py@0.11.0; config/vllm.py@0.20.0, @0.34.0):
 
+- VLLM_USE_V1 text ``int()`` refuses, read in ``ModelConfig``'s first lines from 0.9.0 through 0.11.0 (``if
+  envs.VLLM_USE_V1 and self.seed is None``, config.py@0.9.0 l.451, config/model.py@0.11.0 l.368): before it checks
+  anything (0.8.x read it after the model config; before 0.8 the pod does not read the variable, ``engine_select``).
 - ``ModelConfig`` first: through 0.9.0 the max length before the architecture (config.py@0.8.5 l.508 / l.517), from
   0.9.2 the architecture first (``inspect_model_cls`` config.py@0.9.2 l.561 before l.614; config/model.py@0.11.0
   l.544 / l.602, @0.34.0 l.758 / l.844); then ``_verify_quantization``, ``--quantization`` against the checkpoint
@@ -24,6 +27,7 @@ from typing import TypeVar
 from vllm_remedy.vllm import engine_env
 
 T = TypeVar("T")
+ENV_IN_MODEL_CONFIG = ((0, 9, 0), (0, 11, 1))  # the releases whose ModelConfig reads VLLM_USE_V1 first
 ARCH_BEFORE_LENGTH_SINCE = (0, 9, 2)  # config.py@0.9.2 (0.9.1 not read: taken as 0.9.0)
 MODEL_CONFIG = ("qmethod", "env")  # after the length and the architecture, before the scheduler config
 ENGINE_CONFIG = ("batch", "heads", "qconfig", "env_late")  # then the executor and the workers
@@ -34,6 +38,18 @@ def architecture_before_length(v: tuple[int, int, int], words: str) -> bool:
     """Whether the registry's refusal (``registry.refusal``) speaks before a length the model config refuses too: an
     architecture from 0.9.2; a quantization method the release lacks never (``_verify_quantization`` comes after)."""
     return v >= ARCH_BEFORE_LENGTH_SINCE and "Unknown quantization method" not in words
+
+
+def env_before_model_config(v: tuple[int, int, int], inputs: Mapping[str, str]) -> str | None:
+    """The ``int()`` refusal of a VLLM_USE_V1 text on a release whose model config reads it first, or None."""
+    value = inputs.get(engine_env.INPUT)
+    if value is None or not ENV_IN_MODEL_CONFIG[0] <= v < ENV_IN_MODEL_CONFIG[1]:
+        return None
+    try:
+        int(value)
+    except ValueError:
+        return f"ValueError: invalid literal for int() with base 10: {value!r}"
+    return None
 
 
 def env_stage(variable: str, line: str) -> str:

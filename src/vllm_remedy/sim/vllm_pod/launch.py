@@ -23,7 +23,7 @@ from vllm_remedy.sim.vllm_pod import (
     registry,
     scheduler,
 )
-from vllm_remedy.vllm import catalog, dtype_support, model_len, quant_config, quant_support, resolved
+from vllm_remedy.vllm import catalog, dtype_support, engine_env, model_len, quant_config, quant_support, resolved
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import ServerCommand, canonical_key
 from vllm_remedy.vllm.cmdline.flags import Kind
@@ -227,6 +227,9 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
     v = parse_version(version) or NEWEST_RELEASE
     too_long = model_len.refused(spec, settings.max_model_len, settings.version, settings.allow_long_max_model_len,
                                  settings.disable_sliding_window) is not None
+    if (text := config_order.env_before_model_config(v, inputs)) is not None:  # VLLM_USE_V1 read before anything
+        frames = config_refusal.env_frames(v, engine_env.USE_V1, text)
+        return Refusal(version, model_id, text, "config", frames=tuple(frames))
     if (lacking := registry.refusal(v, model_id, spec.architecture, spec.quantization)) is not None and (
             not too_long or config_order.architecture_before_length(v, lacking[0])):
         return Refusal(version, model_id, lacking[0], "config", frames=lacking[1])

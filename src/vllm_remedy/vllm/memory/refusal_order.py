@@ -3,8 +3,11 @@ prints are the first one's. ``core.estimate`` and ``core.tp_refused`` walk the c
 
 Read from the wheels (engine/arg_utils.py ``create_engine_config``, config.py / config/model.py / config/vllm.py):
 
-1. ``env_early``: VLLM_USE_V1 text ``int()`` refuses on 0.6.5-0.7.3, read by ``EngineArgs.__post_init__`` before any
-   config exists (``bool(envs.VLLM_USE_V1)``, engine/arg_utils.py@0.6.5 l.207, @0.7.3 l.220).
+1. ``env_early``: VLLM_USE_V1 text ``int()`` refuses, where it is read before the model config checks anything: on
+   0.6.5-0.7.3 by ``EngineArgs.__post_init__`` (``bool(envs.VLLM_USE_V1)`` for the unset prefix caching and
+   max_num_seqs, engine/arg_utils.py@0.6.5 l.207, @0.7.3 l.220); from 0.9.0 through 0.11.0 by the first lines of
+   ``ModelConfig`` (``if envs.VLLM_USE_V1 and self.seed is None``, config.py@0.9.0 l.451, @0.9.2 l.460,
+   config/__init__.py@0.10.2 l.551, config/model.py@0.11.0 l.368). 0.8.x read it first after the model config.
 2. ``ModelConfig``, built first (``create_model_config``): through 0.9.0 the max length (``len``) before the
    architecture (``arch``: ``_get_and_verify_max_len`` config.py@0.6.3 l.186, @0.8.5 l.508, @0.9.0 l.574, then the
    registry's ``is_multimodal_model`` l.194, l.517, l.583); from 0.9.2 the architecture first
@@ -45,6 +48,7 @@ from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version
 # (``remedies.predict``) name it; stable whatever the stage inside it.
 RefusedBy = Literal["model", "env", "tp", "quant", "batch"]
 Stage = Literal["env_early", "len", "arch", "qmethod", "env", "batch", "heads", "qconfig", "env_late", "weights"]
+MODEL_CONFIG_READS_ENV_SINCE = (0, 9, 0)  # ModelConfig reads VLLM_USE_V1 first (config.py@0.9.0; 0.8.5 does not)
 ARCH_BEFORE_LEN_SINCE = (0, 9, 2)  # config.py@0.9.2: inspect_model_cls before the max length (0.9.0: after)
 # what ``_verify_quantization`` raises for --quantization against the checkpoint (``quant_support.method_run``)
 MISMATCH = "ValueError: Quantization method specified in the model config"
@@ -58,11 +62,11 @@ def stages(version: str | None) -> tuple[Stage, ...]:
 
 
 def env_stage(problem: str, version: str | None) -> Stage:
-    """Where an env refusal (``engine_env.Refusal``) stands: VLLM_USE_V1's text ``int()`` refuses before 0.8.0 first,
+    """Where an env refusal (``engine_env.Refusal``) stands: VLLM_USE_V1's text ``int()`` refuses first outside 0.8.x,
     0 on 0.11.0 after the engine config; every other one right after the model config."""
     v = parse_version(version) or NEWEST_RELEASE
     if problem.startswith(f"{engine_env.USE_V1}="):
-        if "bool(int(value))" in problem and v < engine_env.V1_DEFAULT_SINCE:
+        if "bool(int(value))" in problem and not engine_env.V1_DEFAULT_SINCE <= v < MODEL_CONFIG_READS_ENV_SINCE:
             return "env_early"
         if v >= engine_env.V0_REMOVED_SINCE and problem.startswith(f"{engine_env.USE_V1}=0:"):
             return "env_late"
