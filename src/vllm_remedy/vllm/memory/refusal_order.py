@@ -1,5 +1,5 @@
 """The order vLLM runs its config-time refusals in, release by release: when one start fails several, the words it
-prints are the first one's. ``core.estimate`` and ``core.tp_refused`` walk the checks in this order.
+prints are the first one's. ``core.estimate`` and ``core.tp_refused`` walk the checks in this order (``first_refusal``).
 
 Read from the wheels (engine/arg_utils.py ``create_engine_config``, config.py / config/model.py / config/vllm.py):
 
@@ -35,7 +35,8 @@ Read from the wheels (engine/arg_utils.py ``create_engine_config``, config.py / 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
+from functools import lru_cache
 from typing import Literal
 
 from vllm_remedy.vllm import arch_release, engine_env, model_len, quant_support
@@ -54,8 +55,10 @@ ARCH_BEFORE_LEN_SINCE = (0, 9, 2)  # config.py@0.9.2: inspect_model_cls before t
 MISMATCH = "ValueError: Quantization method specified in the model config"
 
 
+@lru_cache(maxsize=64)
 def stages(version: str | None) -> tuple[Stage, ...]:
-    """The refusals in the order the release runs them (see the module's docstring)."""
+    """The refusals in the order the release runs them (see the module's docstring); memoised, as every estimate
+    asks."""
     v = parse_version(version) or NEWEST_RELEASE
     model: tuple[Stage, ...] = ("arch", "len", "qmethod") if v >= ARCH_BEFORE_LEN_SINCE else ("len", "arch", "qmethod")
     return ("env_early", *model, "env", "batch", "heads", "qconfig", "env_late", "weights")
@@ -78,15 +81,6 @@ def quant_stage(words: str) -> Stage:
     return "qmethod" if words.startswith(MISMATCH) else "qconfig"
 
 
-def first(version: str | None, checks: Mapping[Stage, Callable[[], str | None]]) -> tuple[Stage, str] | None:
-    """The first check, in the release's order, that refuses: (its stage, its words); None when none does. A check
-    left out of ``checks`` is not judged; each runs only when every earlier one passed."""
-    for stage in stages(version):
-        if (check := checks.get(stage)) is not None and (said := check()) is not None:
-            return stage, said
-    return None
-
-
 # Which config each stage is (the length's is ``max_len_exceeds_model``, not a ``config_refused``: None). ``qmethod``
 # is "quant" for --quantization against the checkpoint, "model" for a method the release lacks (``first_refusal``).
 _REFUSED_BY: dict[Stage, RefusedBy | None] = {
@@ -103,45 +97,36 @@ def first_refusal(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings, spli
     ``CannotPredict`` where the env is read, unless an earlier check refused; with a TP size refused it is not judged
     (the TP refusal ends the start whatever the engine)."""
     version = settings.version
-    quant: list[str | None] = []
-
-    def quantization() -> str | None:  # read once: the model config and the engine config each take their part
-        if not quant:
-            quant.append(quant_support.refusal(model, gpu, settings.quantization, version, settings.dtype))
-        return quant[0]
-
-    def quant_part(stage: Stage) -> Callable[[], str | None]:
-        def check() -> str | None:
-            said = quantization()
-            return said if said is not None and quant_stage(said) == stage else None
-        return check
-
-    def env(stage: Stage) -> Callable[[], str | None]:
-        def check() -> str | None:
-            if engine_env.refuses(env_problem):
-                return str(env_problem) if env_stage(str(env_problem), version) == stage else None
-            if env_problem is not None and stage == "env" and split is None:
-                raise CannotPredict(env_problem)  # the env is unmodelled or unread
-            return None
-        return check
-
+    quant: str | None = None
+    quant_read = False
     heads = split is not None and model.num_heads % settings.tp != 0  # ModelConfig.verify_with_parallel_config
-    checks: dict[Stage, Callable[[], str | None]] = {
-        "env_early": env("env_early"),
-        "len": lambda: model_len.refusal(model, settings),
-        "arch": lambda: arch_release.architecture_refusal(model, version),
-        "qmethod": lambda: quant_part("qmethod")() or arch_release.quantization_refusal(model, version),
-        "env": env("env"),
-        "batch": batch,
-        "heads": lambda: split if heads else None,
-        "qconfig": quant_part("qconfig"),
-        "env_late": env("env_late"),
-        "weights": lambda: split if not heads else None,
-    }
-    got = first(version, checks)
-    if got is None:
-        return None
-    stage, said = got
-    if stage == "qmethod" and not said.startswith(MISMATCH):
-        return "model", said
-    return _REFUSED_BY[stage], said
+    env_refuses = engine_env.refuses(env_problem)
+    env_at = env_stage(str(env_problem), version) if env_refuses else None
+    for stage in stages(version):  # straight checks, not callables: every estimate walks them (bench_memory)
+        said: str | None = None
+        if stage in ("env_early", "env", "env_late"):
+            if env_at == stage:
+                said = str(env_problem)
+            elif env_problem is not None and not env_refuses and stage == "env" and split is None:
+                raise CannotPredict(env_problem)  # the env is unmodelled or unread
+        elif stage == "len":
+            said = model_len.refusal(model, settings)
+        elif stage == "arch":
+            said = arch_release.architecture_refusal(model, version)
+        elif stage in ("qmethod", "qconfig"):
+            if not quant_read:  # read once: the model config and the engine config each take their part
+                quant, quant_read = quant_support.refusal(model, gpu, settings.quantization, version,
+                                                          settings.dtype), True
+            said = quant if quant is not None and quant_stage(quant) == stage else None
+            if stage == "qmethod" and said is None and (lacking := arch_release.quantization_refusal(
+                    model, version)) is not None:
+                return "model", lacking
+        elif stage == "batch":
+            said = batch()
+        elif stage == "heads":
+            said = split if heads else None
+        elif stage == "weights":
+            said = split if not heads else None
+        if said is not None:
+            return _REFUSED_BY[stage], said
+    return None
