@@ -1,9 +1,11 @@
 """A rehearsal pod failing two config-time checks prints the words vLLM prints first (``sim.vllm_pod.config_order``,
 the pod's own reading, apart from the tools'): the model config (length, then ``--quantization`` against the
 checkpoint), VLLM_USE_V1 (0.8-0.10's oracle), the scheduler's batch, the heads against TP, the quantization for the
-card, 0.11.0's assert on VLLM_USE_V1=0, then the executor and the weights. Before, the pod put the env and the
-quantization before the length, the TP size before the batch and the quantization before both (cases A-D, G-I, J2,
-L, M, O, P moved); two pods crash-loop with the first refusal in their log."""
+card, 0.11.0's assert on VLLM_USE_V1=0, then the executor and the weights; the world size against the GPUs is
+ParallelConfig's from 0.12.0 (after the model config, before the batch), the executor's before. Before, the pod put
+the env and the quantization before the length, the TP size before the batch and the quantization before both, and
+the world size before all (cases A-D, G-I, J2, L, M, O-R moved); two pods crash-loop with the first refusal in their
+log."""
 
 from __future__ import annotations
 
@@ -58,6 +60,11 @@ PAIRS = {
     "N oracle+batch": (QWEN7, V100, "v0.8.5", [*BATCH, "--dtype", "half"], {"VLLM_USE_V1": "1"}, 1, ORACLE_WORDS),
     "O length+oracle": (QWEN7, V100, "v0.8.5", LONG, {"VLLM_USE_V1": "1"}, 1, LENGTH_WORDS),
     "P length+capability": (AWQ, V100, "v0.11.0", LONG, {}, 1, LENGTH_WORDS),
+    "Q world size+capability: 0.20.0's ParallelConfig first": (AWQ, V100, "v0.20.0", [*SHORT, "-tp", "2"], {}, 1,
+                                                               "ValueError: World size (2) is larger than the number "
+                                                               "of available GPUs (1) in this node."),
+    "R heads+world size: 0.11.0's executor after the config": (QWEN7, L40S, "v0.11.0", [*SHORT, "-tp", "3"], {}, 1,
+                                                               HEADS_WORDS),
 }
 
 

@@ -11,6 +11,11 @@ config/__init__.py@0.11.0; config/vllm.py@0.20.0, @0.34.0):
   l.544 / l.602, @0.34.0 l.758 / l.844); then ``_verify_quantization``, ``--quantization`` against the checkpoint
   (``qmethod``; config/model.py@0.11.0 l.643).
 - ``env``: VLLM_USE_V1 read right after the model config (engine/arg_utils.py@0.8.5 l.1107, @0.11.0 l.1150).
+- the world size against the GPUs: ``ParallelConfig.__post_init__`` from 0.12.0 (config/parallel.py@0.12.0 l.564,
+  "Tensor parallel size (N) cannot be larger than the number of available GPUs"; @0.13.0 and @0.34.0 "World size
+  (N) is larger than ..."), built after the model config and before the scheduler config (engine/arg_utils.py@0.13.0
+  l.1332, l.1541, l.1586); before 0.12 no config compares them: the executor fails placing the workers, after every
+  config check.
 - ``batch``: ``SchedulerConfig``, before ``VllmConfig`` (engine/arg_utils.py@0.11.0 l.1360 / l.1431).
 - ``heads``: ``VllmConfig.__post_init__``'s ``verify_with_parallel_config`` (config/__init__.py@0.11.0 l.309), then
   ``qconfig``, its ``_get_quantization_config`` (l.320; the model loader's before 0.6.4, model_loader/loader.py@0.6.3).
@@ -28,6 +33,7 @@ from vllm_remedy.vllm import engine_env
 
 T = TypeVar("T")
 ENV_IN_MODEL_CONFIG = ((0, 9, 0), (0, 11, 1))  # the releases whose ModelConfig reads VLLM_USE_V1 first
+WORLD_SIZE_IN_PARALLEL_CONFIG_SINCE = (0, 12, 0)  # config/parallel.py@0.12.0; 0.11.0's config has no such check
 ARCH_BEFORE_LENGTH_SINCE = (0, 9, 2)  # config.py@0.9.2 (0.9.1 not read: taken as 0.9.0)
 MODEL_CONFIG = ("qmethod", "env")  # after the length and the architecture, before the scheduler config
 ENGINE_CONFIG = ("batch", "heads", "qconfig", "env_late")  # then the executor and the workers

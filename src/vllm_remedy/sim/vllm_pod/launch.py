@@ -274,6 +274,9 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
                       settings, resolved, result, revision=flags.get("revision"),
                       utilization_set=any(canonical_key(k) == "gpu-memory-utilization" for k in cmd.flags),
                       parallel=parallel_sizes(flags))
+    if v >= config_order.WORLD_SIZE_IN_PARALLEL_CONFIG_SINCE and (short := _world_short(
+            version, model_id, world, gpu_limit(container) * max(1, group_size), group_size)) is not None:
+        return short  # ParallelConfig, built before the scheduler config
     # The scheduler config, built after the model config, refuses a batch below the length without chunked prefill:
     # the pod's own reading of its argv (``scheduler``), not the estimate's.
     if (batch := scheduler.refusal(cmd, flags, spec, resolved.rules.engine, v)) is not None:
@@ -284,12 +287,11 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
         found["heads"] = split
     if (refused := config_order.first(found, config_order.ENGINE_CONFIG)) is not None:
         return refused
-    # the executor finds the GPUs, the workers build their runners and create the weights: after every config check
+    # before 0.12 the executor finds the GPUs; the workers build their runners and create the weights: after every
+    # config check
     available = gpu_limit(container) * max(1, group_size)
-    if available < world:
-        where = "in this node" if group_size <= 1 else f"in the Ray cluster of {group_size} pods"
-        return Refusal(version, model_id, f"ValueError: World size ({world}) is larger than the number "
-                       f"of available GPUs ({available}) {where}.", "device")
+    if (short := _world_short(version, model_id, world, available, group_size)) is not None:
+        return short
     engines = local_engines(flags, parse_version(version)) if group_size <= 1 else 1
     if available < world * engines:  # rank r's engine gets devices [r*world, (r+1)*world): past the pod's, none
         return Refusal(version, model_id, "RuntimeError: No CUDA GPUs are available", "device")
@@ -305,6 +307,15 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
     return Launch(version, model_id, served, spec, gpu, settings, resolved, result, revision=flags.get("revision"),
                   utilization_set=any(canonical_key(k) == "gpu-memory-utilization" for k in cmd.flags),
                   parallel=parallel_sizes(flags))
+
+
+def _world_short(version: str, model_id: str, world: int, available: int, group_size: int) -> Refusal | None:
+    """TP × PP above the GPUs the pod (or its Ray cluster) offers, or None."""
+    if available >= world:
+        return None
+    where = "in this node" if group_size <= 1 else f"in the Ray cluster of {group_size} pods"
+    return Refusal(version, model_id, f"ValueError: World size ({world}) is larger than the number "
+                   f"of available GPUs ({available}) {where}.", "device")
 
 
 def _sized(spec: ModelSpec, draft_spec: ModelSpec | None, gpu: GpuSpec, settings: EngineSettings,
