@@ -223,11 +223,13 @@ def config_refusal(model: ModelSpec, card: GpuSpec, settings: EngineSettings, es
     """Why vLLM refuses the start ``est`` predicts, in words (None when it does not): the max-length refusal names the
     model's maximum and the env var (``model_len.refusal``); a ``config_refused`` start the words the estimate decided
     it with (``Estimate.refusal``, not the checks walked again), also when the card would refuse bfloat16 too: the
-    engine config is built before any worker checks the dtype; the dtype refusal the card and the flag to set."""
-    if (why := model_len.refusal(model, settings)) is not None:
-        return why
+    engine config is built before any worker checks the dtype; the dtype refusal the card and the flag to set. The
+    estimate's refusal speaks before the length's where the release runs it first (``refusal_order``: an architecture
+    from 0.9.2, VLLM_USE_V1 text before 0.8)."""
     if est.refusal is not None and est.refused_by is not None:
         return _REFUSED_BY[est.refused_by] + est.refusal
+    if (why := model_len.refusal(model, settings)) is not None:
+        return why
     if dtype_support.refused(model.dtype, settings.dtype, card.capability, settings.version):
         return (f"vLLM refuses bfloat16 on the {card.product} (compute capability below 8.0) before loading the "
                 "model; set --dtype half (float16), or pin a GPU of capability 8.0 or newer")

@@ -13,8 +13,17 @@ from typing import Any
 
 from vllm_remedy import hub
 from vllm_remedy.errors import UserError
-from vllm_remedy.sim.vllm_pod import adapters, argv, engine_select, hf_config_flags, keys, registry, scheduler
-from vllm_remedy.vllm import catalog, dtype_support, model_len, quant_config, quant_support, resolved
+from vllm_remedy.sim.vllm_pod import (
+    adapters,
+    argv,
+    config_order,
+    engine_select,
+    hf_config_flags,
+    keys,
+    registry,
+    scheduler,
+)
+from vllm_remedy.vllm import catalog, dtype_support, engine_env, model_len, quant_config, quant_support, resolved
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import ServerCommand, canonical_key
 from vllm_remedy.vllm.cmdline.flags import Kind
@@ -214,12 +223,16 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
         return Refusal(version, model_id, err.error, "config")
     except UserError as err:
         return Refusal(version, model_id, f"ValueError: {err}", "config")
-    # the model config asks its registry after the length check: an architecture / quantization method the release
-    # lacks, from the pod's own copy of the table (``registry``)
-    if (lacking := registry.refusal(parse_version(version) or NEWEST_RELEASE, model_id, spec.architecture,
-                                    spec.quantization)) is not None and not model_len.refused(
-            spec, settings.max_model_len, settings.version, settings.allow_long_max_model_len,
-            settings.disable_sliding_window):
+    # the model config asks its registry: an architecture / quantization method the release lacks, from the pod's own
+    # copy of the table (``registry``); a length it refuses too speaks first through 0.9.0 (``config_order``)
+    v = parse_version(version) or NEWEST_RELEASE
+    too_long = model_len.refused(spec, settings.max_model_len, settings.version, settings.allow_long_max_model_len,
+                                 settings.disable_sliding_window) is not None
+    if (text := config_order.env_before_model_config(v, inputs)) is not None:  # VLLM_USE_V1 read before anything
+        frames = config_refusal.env_frames(v, engine_env.USE_V1, text)
+        return Refusal(version, model_id, text, "config", frames=tuple(frames))
+    if (lacking := registry.refusal(v, model_id, spec.architecture, spec.quantization)) is not None and (
+            not too_long or config_order.architecture_before_length(v, lacking[0])):
         return Refusal(version, model_id, lacking[0], "config", frames=lacking[1])
     draft = adapters.draft_model(adapters.speculative(flags))
     try:  # SpeculativeConfig builds the draft's ModelConfig at config time, like the target's
@@ -234,43 +247,60 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
         return Refusal(version, model_id, "RuntimeError: No CUDA GPUs are available", "device")
     # the V1 oracle's refusals under VLLM_USE_V1=1 hang on the KV dtype, the model's dtype and MLA too (v1_oracle)
     run_dtype = dtype_support.resolved(spec.dtype, settings.dtype, gpu.capability, settings.version)
+    found: dict[str, Refusal] = {}  # the config-time refusals, by where vLLM runs them (``config_order``)
     if (engine_refused := engine_select.refused_by(version, gpu.capability, inputs, settings.kv_cache_dtype,
                                                    run_dtype, spec.is_mla)) is not None:
         variable, line = engine_refused
-        frames = config_refusal.env_frames(parse_version(version) or NEWEST_RELEASE, variable, line)
-        return Refusal(version, model_id, line, "config", frames=tuple(frames))
+        frames = config_refusal.env_frames(v, variable, line)
+        found[config_order.env_stage(variable, line)] = Refusal(version, model_id, line, "config", frames=tuple(frames))
     # the config's quantization gates (the card's capability, --quantization against the checkpoint's method), read
     # from the pod's own argv and model (``quant_support``), not from the estimate's outcome
     typed_quant = str(flags.get("quantization") or flags.get("q") or "").strip().lower() or None
     if (quant_refused := quant_support.refusal(spec, gpu, typed_quant, version,
                                                str(flags.get("dtype") or "auto"))) is not None:
-        return Refusal(version, model_id, quant_refused, "config")
+        found[config_order.quant_stage(quant_refused)] = Refusal(version, model_id, quant_refused, "config")
+    if not too_long and (refused := config_order.first(found, config_order.MODEL_CONFIG)) is not None:
+        return refused
+    split: Refusal | None = None  # the TP size, refused by the engine config (heads) or as the weights are created
+    try:
+        resolved, spec, result = _sized(spec, draft_spec, gpu, settings, flags)
+    except UserError as err:  # vLLM's own words (quant_config.vllm_exception)
+        split = Refusal(version, model_id, quant_config.vllm_exception(str(err)) or f"ValueError: {err}", "config")
+        try:  # the scheduler's defaults read no TP size; a refused length ends the start before the TP is checked
+            resolved, spec, result = _sized(spec, draft_spec, gpu, replace(settings, tp=1), flags)
+        except UserError:
+            return split
+    if too_long:  # the model config's length refusal, before every check below (``Launch.estimate``)
+        return Launch(version, model_id, str(flags.get("served-model-name") or model_id).split()[0], spec, gpu,
+                      settings, resolved, result, revision=flags.get("revision"),
+                      utilization_set=any(canonical_key(k) == "gpu-memory-utilization" for k in cmd.flags),
+                      parallel=parallel_sizes(flags))
+    if v >= config_order.WORLD_SIZE_IN_PARALLEL_CONFIG_SINCE and (short := _world_short(
+            version, model_id, world, gpu_limit(container) * max(1, group_size), group_size)) is not None:
+        return short  # ParallelConfig, built before the scheduler config
+    # The scheduler config, built after the model config, refuses a batch below the length without chunked prefill:
+    # the pod's own reading of its argv (``scheduler``), not the estimate's.
+    if (batch := scheduler.refusal(cmd, flags, spec, resolved.rules.engine, v)) is not None:
+        found["batch"] = Refusal(version, model_id, config_refusal.batch_error(v, batch.max_num_batched_tokens,
+                                                                               batch.max_model_len),
+                                 "config", frames=tuple(config_refusal.batch_frames(v)))
+    if split is not None and spec.num_heads % settings.tp:  # VllmConfig's verify_with_parallel_config
+        found["heads"] = split
+    if (refused := config_order.first(found, config_order.ENGINE_CONFIG)) is not None:
+        return refused
+    # before 0.12 the executor finds the GPUs; the workers build their runners and create the weights: after every
+    # config check
     available = gpu_limit(container) * max(1, group_size)
-    if available < world:
-        where = "in this node" if group_size <= 1 else f"in the Ray cluster of {group_size} pods"
-        return Refusal(version, model_id, f"ValueError: World size ({world}) is larger than the number "
-                       f"of available GPUs ({available}) {where}.", "device")
+    if (short := _world_short(version, model_id, world, available, group_size)) is not None:
+        return short
     engines = local_engines(flags, parse_version(version)) if group_size <= 1 else 1
     if available < world * engines:  # rank r's engine gets devices [r*world, (r+1)*world): past the pod's, none
         return Refusal(version, model_id, "RuntimeError: No CUDA GPUs are available", "device")
     if minus_one:  # Worker.init_device builds GPUModelRunner, whose buffers are sized by max_model_len
         return Refusal(version, model_id, "RuntimeError: Trying to create tensor with negative dimension -1: [-1, 1]",
                        "worker")
-    try:
-        resolved = resolve(spec, gpu, settings)  # LoRA and a draft model sized by the simulator itself (``adapters``)
-        spec = adapters.loaded(spec, draft_spec, gpu, resolved, settings.quantization, flags)
-        resolved = resolve(spec, gpu, settings)
-        result = estimate(spec, gpu, settings)
-    except UserError as err:  # a quantized layer split off its grid: vLLM's own words (quant_config.vllm_exception)
-        return Refusal(version, model_id, quant_config.vllm_exception(str(err)) or f"ValueError: {err}", "config")
-    # The scheduler config, built after the model config (whose length refusal comes first), refuses a batch below
-    # the length without chunked prefill: the pod's own reading of its argv (``scheduler``), not the estimate's.
-    v = parse_version(version) or NEWEST_RELEASE
-    batch = scheduler.refusal(cmd, flags, spec, resolved.rules.engine, v)
-    if batch is not None and result.outcome is not Outcome.MAX_LEN_EXCEEDS_MODEL:
-        return Refusal(version, model_id, config_refusal.batch_error(v, batch.max_num_batched_tokens,
-                                                                     batch.max_model_len),
-                       "config", frames=tuple(config_refusal.batch_frames(v)))
+    if split is not None:  # a KV-head, width, group or block split: refused as the weights are created
+        return split
     if result.outcome is Outcome.CONFIG_REFUSED:  # the memory model refuses what the pod accepts: size it chunked
         settings = replace(settings, enable_chunked_prefill=True)
         resolved, result = resolve(spec, gpu, settings), estimate(spec, gpu, settings)
@@ -278,6 +308,24 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
     return Launch(version, model_id, served, spec, gpu, settings, resolved, result, revision=flags.get("revision"),
                   utilization_set=any(canonical_key(k) == "gpu-memory-utilization" for k in cmd.flags),
                   parallel=parallel_sizes(flags))
+
+
+def _world_short(version: str, model_id: str, world: int, available: int, group_size: int) -> Refusal | None:
+    """TP × PP above the GPUs the pod (or its Ray cluster) offers, or None."""
+    if available >= world:
+        return None
+    where = "in this node" if group_size <= 1 else f"in the Ray cluster of {group_size} pods"
+    return Refusal(version, model_id, f"ValueError: World size ({world}) is larger than the number "
+                   f"of available GPUs ({available}) {where}.", "device")
+
+
+def _sized(spec: ModelSpec, draft_spec: ModelSpec | None, gpu: GpuSpec, settings: EngineSettings,
+           flags: Mapping[str, str]) -> tuple[Resolved, ModelSpec, Estimate]:
+    """The start's rules, its model with the LoRA and draft model the simulator sizes itself (``adapters``) and the
+    memory model's verdict; a UserError for a TP size the model cannot split."""
+    resolved = resolve(spec, gpu, settings)
+    spec = adapters.loaded(spec, draft_spec, gpu, resolved, settings.quantization, flags)
+    return resolve(spec, gpu, settings), spec, estimate(spec, gpu, settings)
 
 
 def _minus_one_without_auto_fit(flags: Mapping[str, str], version: str) -> bool:

@@ -6,14 +6,16 @@ millisecond each; see bench/bench_memory.py).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from dataclasses import asdict, dataclass, replace
+from typing import Any
 
-from vllm_remedy.vllm import arch_release, batch_words, dtype_support, engine_env, model_len, quant_support
+from vllm_remedy.errors import UserError
+from vllm_remedy.vllm import arch_release, batch_words, dtype_support
 from vllm_remedy.vllm.catalog import GIB, GpuSpec, ModelSpec
-from vllm_remedy.vllm.memory import capture, chunked, pinned, post_capture, terms
+from vllm_remedy.vllm.memory import capture, chunked, pinned, post_capture, refusal_order, terms
 from vllm_remedy.vllm.memory.kv_layout import check_rule
 from vllm_remedy.vllm.memory.non_torch import context_gib, nccl_outside_budget, non_torch_gib
+from vllm_remedy.vllm.memory.refusal_order import RefusedBy
 from vllm_remedy.vllm.memory.settings import (
     EngineSettings,
     Resolved,
@@ -27,9 +29,10 @@ from vllm_remedy.vllm.outcomes import REFUSED_BEFORE_SIZING, Outcome
 
 # Which config refuses a ``config_refused`` start (``Estimate.refused_by``): the model config (an architecture or
 # quantization method the release lacks, ``arch_release``), the env's VLLM_USE_V1 (``engine_env.Refusal``), the TP size
-# (``tp_split_problem``), the quantization for the card or checkpoint (``quant_support``), the scheduler config's batch
-# below the length (``batch_refused``). The callers that prefix the words (``remedies.predict``) read it.
-RefusedBy = Literal["model", "env", "tp", "quant", "batch"]
+# (``tp_split_problem``: the heads at config time, the rest as the weights are created), the quantization for the card
+# or checkpoint (``quant_support``), the scheduler config's batch below the length (``batch_refused``). Which one
+# speaks when several refuse is vLLM's order (``refusal_order``). The callers that prefix the words
+# (``remedies.predict``) read it.
 # Fields that say why, not how much: the JSON views keep their own ``refusal`` key (or none), so ``to_json`` drops them.
 _REFUSAL_FIELDS = ("refusal", "refused_by")
 
@@ -141,11 +144,12 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
                        profiled=activation + non_torch, snapshot_context=snapshot_context)
     if pin and r.engine == "V1" and outcome is Outcome.NO_CACHE_BLOCKS and kv > 0:
         outcome = Outcome.MAX_LEN_EXCEEDS_KV  # bytes under one block: V1 refuses only <= 0 as "no memory"
-    refused: tuple[RefusedBy, str] | None = None
-    if model_len.refused(model, settings.max_model_len, settings.version, settings.allow_long_max_model_len,
-                         settings.disable_sliding_window):
+    refused = refusal_order.first_refusal(
+        model, gpu, settings, None, res.env_problem,
+        lambda: batch_words.words(settings.version, res.mnbt, res.max_model_len) if batch_refused(res) else None)
+    if refused is not None and refused[0] is None:
         outcome = Outcome.MAX_LEN_EXCEEDS_MODEL  # vLLM's model config refuses it before touching the GPU
-    elif (refused := _config_refusal(model, gpu, settings, res)) is not None:
+    elif refused is not None:
         outcome = Outcome.CONFIG_REFUSED  # refused at config time, before any GPU memory is used
     elif dtype_support.refused(model.dtype, settings.dtype, gpu.capability, settings.version):
         outcome = Outcome.DTYPE_UNSUPPORTED  # the worker refuses bfloat16 below capability 8.0 before loading
@@ -212,57 +216,44 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
         suggested_max_model_len=suggested,
         graph_capture_oom=capture_oom,
         kv_allocation_oom=kv_oom,
-        refusal=refused[1] if refused else None,
+        refusal=refused[1] if refused and refused[0] else None,
         refused_by=refused[0] if refused else None,
     )
 
 
-def _config_refusal(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings,
-                   res: Resolved) -> tuple[RefusedBy, str] | None:
-    """The config-time refusal of a start whose TP size and length vLLM takes, in vLLM's words, the first of: the model
-    config (an architecture / quantization method the release lacks), the env's VLLM_USE_V1, the quantization for the
-    card or checkpoint, the scheduler config's batch below the length. ``CannotPredict`` for an env that is unmodelled
-    or unread and not refused first. Where two refuse at once, the words are the ones the tools have always printed
-    (the quantization's before the batch's); the outcome is ``config_refused`` either way."""
-    if (said := arch_release.refusal(model, settings.version)) is not None:
-        return "model", said
-    if engine_env.refuses(res.env_problem):
-        return "env", str(res.env_problem)  # vLLM refuses the env's VLLM_USE_V1 before using any GPU memory
-    if res.env_problem is not None:
-        raise CannotPredict(res.env_problem)  # the env is unmodelled or unread
-    said = quant_support.refusal(model, gpu, settings.quantization, settings.version, settings.dtype)
-    if said is not None:
-        return "quant", said
-    if batch_refused(res):  # the scheduler config, as the engine config is built
-        return "batch", batch_words.words(settings.version, res.mnbt, res.max_model_len)
-    return None
+def _scheduler_view(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Resolved | None:
+    """What the scheduler config sees, also for a TP size vLLM refuses later (``resolve`` refuses it first): its
+    defaults (chunked prefill, the batch) read no TP size, so they are resolved at TP 1; None when even that is
+    refused (a checkpoint split off its grid on one rank)."""
+    try:
+        return resolve(model, gpu, settings if tp_split_problem(model, settings.tp, split_run(model, gpu, settings))
+                       is None else replace(settings, tp=1))
+    except UserError:
+        return None
 
 
 def tp_refused(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings, split: str) -> Estimate:
     """A TP size vLLM refuses (``split``: ``tp_split_problem``'s words, the heads at config time, a split group or
     weight block as the weights are created): ``config_refused`` with nothing sized
-    (``outcomes.REFUSED_BEFORE_SIZING``), unless the max length is refused first (the model config, before the
-    parallel config is checked). The words are the model config's (an architecture the release lacks) or the env's
-    VLLM_USE_V1 when they refuse too: both come before the parallel config. The weights-time refusals run with a CUDA
-    context on each rank; it is not counted (the peak is the other processes')."""
+    (``outcomes.REFUSED_BEFORE_SIZING``), or ``max_len_exceeds_model``; the words are those of whichever refusal the
+    release runs first (``refusal_order``: the model config, the env's VLLM_USE_V1, the scheduler config's batch and
+    the quantization can all come before it). The weights-time refusals run with a CUDA context on each rank; it is
+    not counted (the peak is the other processes')."""
     asked = settings.max_model_len
     max_len = model.max_model_len if asked in (None, -1) else int(asked)
-    refused: tuple[RefusedBy, str] | None = None
-    if model_len.refused(model, asked, settings.version, settings.allow_long_max_model_len,
-                         settings.disable_sliding_window):
-        outcome = Outcome.MAX_LEN_EXCEEDS_MODEL
-    else:
-        outcome = Outcome.CONFIG_REFUSED
-        if (said := arch_release.refusal(model, settings.version)) is not None:
-            refused = "model", said
-        elif engine_env.refuses(env := engine_rules(settings, gpu, model)[1]):
-            refused = "env", str(env)
-        else:
-            refused = "tp", split
+
+    def batch() -> str | None:
+        view = _scheduler_view(model, gpu, settings)
+        return (batch_words.words(settings.version, view.mnbt, view.max_model_len)
+                if view is not None and batch_refused(view) else None)
+
+    refused = refusal_order.first_refusal(model, gpu, settings, split, engine_rules(settings, gpu, model)[1], batch)
+    assert refused is not None  # the TP size refuses when nothing before it does
+    outcome = Outcome.MAX_LEN_EXCEEDS_MODEL if refused[0] is None else Outcome.CONFIG_REFUSED
     return Estimate(outcome=outcome, weights_gib=0.0, activation_gib=0.0, non_torch_gib=0.0, cudagraph_gib=0.0,
                     kv_cache_gib=0.0, kv_cache_tokens=0, gpu_blocks=0, max_concurrency=0.0, max_model_len=max_len,
                     peak_gib=settings.other_process_gib, total_gib=gpu.total_gib,
-                    refusal=refused[1] if refused else None, refused_by=refused[0] if refused else None)
+                    refusal=refused[1] if refused[0] else None, refused_by=refused[0])
 
 
 def batch_refused(res: Resolved) -> bool:
