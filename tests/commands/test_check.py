@@ -120,6 +120,19 @@ def test_junit_is_one_testcase_per_workload_with_failures(cli):
     assert "--max-model-len" in (failure.text or "") and "smallest fix (planner)" in (failure.text or "")
 
 
+def test_junit_keeps_a_passing_workloads_notes(cli, tmp_path):
+    """An image newer than any release read passes with a note that its rules are extrapolated: text and JSON say
+    so, and junit's system-out must too (a CI job's log is all it gets; hostile review 9, finding 10)."""
+    newer = tmp_path / "newer.yaml"
+    newer.write_text(GOOD.read_text().replace("vllm/vllm-openai:v0.8.5", "vllm/vllm-openai:v0.99.0"))
+    got = cli("check", "-f", str(newer), "-o", "junit")  # the default policy: no known-good units to match
+    root = ET.fromstring(got.stdout.split("\n", 1)[1])
+    (case,) = root.iter("testcase")
+    assert case.find("failure") is None, got.stdout
+    out = case.find("system-out")
+    assert out is not None and "note:" in (out.text or "") and "extrapolated" in (out.text or ""), got.stdout
+
+
 def test_junit_stays_well_formed_xml_for_names_with_control_characters(cli, tmp_path):
     """XML 1.0 cannot hold most control characters at all (etree writes them raw): they are escaped instead."""
     doc = yaml.safe_load(BAD.read_text())
