@@ -54,7 +54,7 @@ def resolved_path(path: str, resolve: Callable[[str], ModelSpec]) -> ModelSpec:
 
 
 def overridden(spec: ModelSpec, config_from: str, revision: str | None, flags: Mapping[str, str],
-               version: str | None) -> ModelSpec:
+               version: str | None, literal: bool = False) -> ModelSpec:
     """``spec`` (the config read from ``config_from``) under ``--hf-overrides``, applied by
     ``hf_overrides.applied`` as for a manifest: flat keys replace, nested ones merge from 0.12.0. A value that is
     JSON but not an object is bad input naming the flag (vLLM: "hf_overrides must be a dict or a callable"); an
@@ -62,6 +62,8 @@ def overridden(spec: ModelSpec, config_from: str, revision: str | None, flags: M
     text = flags.get(FLAG)
     if text is None:
         return spec
+    if "$" in str(text) and not literal:  # a manifest's variable this tool cannot read (``hf_received``), as check
+        raise UserError(f"cannot predict: --{FLAG} {text!r} carries a value this tool cannot see (a variable)")
     try:
         parsed = hf_overrides.parse(str(text))
     except (ValueError, RecursionError):  # text argparse keeps as a string (0.9.0+, no braces): not a dict
@@ -70,6 +72,6 @@ def overridden(spec: ModelSpec, config_from: str, revision: str | None, flags: M
         raise UserError(f"{FLAG}: {text!r} is not a JSON object of config keys (vLLM refuses it: hf_overrides must "
                         "be a dict or a callable)")
     try:
-        return hf_overrides.applied(spec, config_from, revision, flags, release(version))
+        return hf_overrides.applied(spec, config_from, revision, flags, release(version), literal)
     except UserError as exc:
         raise UserError(f"cannot predict: {exc}") from None

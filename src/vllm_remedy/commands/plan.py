@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -33,7 +33,17 @@ from vllm_remedy.remedies.budget import BudgetRequest, plan_budget, spelling
 from vllm_remedy.remedies.budget.observed import KvObservation
 from vllm_remedy.remedies.plan import Plan
 from vllm_remedy.remedies.predict import pinned_gpu
-from vllm_remedy.vllm import catalog, engine_env, kserve, manifest, manifest_flags_file, model_len, pod_env, pod_shape
+from vllm_remedy.vllm import (
+    catalog,
+    engine_env,
+    hf_received,
+    kserve,
+    manifest,
+    manifest_flags_file,
+    model_len,
+    pod_env,
+    pod_shape,
+)
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS
 from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, find_server
 from vllm_remedy.vllm.memory import EngineSettings, Estimate
@@ -117,13 +127,14 @@ def run(args: argparse.Namespace) -> int:
         found.notes.append(f"the log names no vLLM version; its free-memory refusal is gone from "
                            f"{EXTENSIBLE_KV_CACHE_SINCE[0]}.{EXTENSIBLE_KV_CACHE_SINCE[1]}, so the rules of "
                            f"{version} are used")
-    model = _model(args, found, typed, version, fallback)
     # a manifest value the release's parser refuses (16Ki, auto before 0.14): planned as the literal it means
     manifest_flags, respelled = spelling.respell({k: v for k, v in found.flags.items() if k not in typed}, version)
     flags = {**manifest_flags, **typed}
     if found.server is not None:  # an overridden occurrence it refuses stops vLLM too: planned with the kept value
         respelled += spelling.overridden(found.server, flags, version, typed)
         flags = spelling.without_refused(flags, respelled)  # argparse stops first: never typed (as predict_template)
+    # a manifest's --hf-overrides / --hf-config-path argparse refuses is planned unset: sized without it, as check does
+    model = _model(args, found, typed, version, fallback, spelling.unset_config_flags(respelled))
     settings = EngineSettings.from_flags(flags, version, inputs, found.server.hidden if found.server else ())
     ea.check_int32(settings, flags)
     why = model_len.unknown(model, found.container, settings, found.config_maps) if found.container else None
@@ -166,11 +177,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _model(args: argparse.Namespace, found: _Inputs, typed: Mapping[str, str], version: str | None,
-           fallback: hub.Fallback | None) -> catalog.ModelSpec:
+           fallback: hub.Fallback | None, unset: Collection[str] = ()) -> catalog.ModelSpec:
     """The config vLLM sizes: the typed model (or config) over the manifest's, read from ``--hf-config-path`` when
     given (typed, or the manifest's for its own model: a path in the pod then), ``--hf-overrides`` applied as
-    ``check`` applies a manifest's (``_hf_flags``); typed flags win over the manifest's."""
-    hf = {k: v for k, v in {**found.flags, **typed}.items() if k in (_hf_flags.FLAG, _hf_flags.PATH_FLAG)}
+    ``check`` applies a manifest's (``_hf_flags``); typed flags win over the manifest's. ``unset``: the manifest's
+    hf flags argparse refuses, which the plan removes, so the config is the checkpoint's own."""
+    # the manifest's as the pod receives them: a $(VAR) a ConfigMap given with -f sets is expanded (hf_received)
+    written, known = hf_received.received(found.server, found.config_maps) if found.server else (found.flags, ())
+    hf = {k: v for k, v in {**written, **typed}.items()
+          if k in (_hf_flags.FLAG, _hf_flags.PATH_FLAG) and (k in typed or k not in unset)}
+    literal = _hf_flags.FLAG in typed or _hf_flags.FLAG in known
     _hf_flags.refusal(hf, version)  # argparse stops first: nothing is resolved for a flag the release lacks
     path = _hf_flags.config_path(hf) if _hf_flags.PATH_FLAG in typed or not args.model_config else None
     if path is not None and args.model_config:
@@ -182,7 +198,7 @@ def _model(args: argparse.Namespace, found: _Inputs, typed: Mapping[str, str], v
         revision = args.revision or found.flags.get("revision")
         model = _hf_flags.resolved_path(path, lambda p: hub.resolve(
             p, revision, fallback, in_pod=_hf_flags.PATH_FLAG not in typed)[0])
-        return _hf_flags.overridden(model, path, revision, hf, version)
+        return _hf_flags.overridden(model, path, revision, hf, version, literal)
     if args.model and fallback is not None:
         try:
             model = hub.resolve(args.model, args.revision, fallback)[0]
@@ -198,7 +214,7 @@ def _model(args: argparse.Namespace, found: _Inputs, typed: Mapping[str, str], v
     else:
         raise UserError(f"{args.file}: the vLLM command names no model; pass --model or --model-config")
     name = args.model or (str(Path(args.model_config)) if args.model_config else found.model_id)
-    return _hf_flags.overridden(model, str(name), revision, hf, version)
+    return _hf_flags.overridden(model, str(name), revision, hf, version, literal)
 
 
 # The newest release whose V1 engine still refuses a start when free memory is below utilization x total.

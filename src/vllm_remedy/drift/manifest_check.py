@@ -49,6 +49,7 @@ from vllm_remedy.vllm import (
     catalog,
     engine_env,
     hf_overrides,
+    hf_received,
     manifest_flags_file,
     model_len,
     pod_shape,
@@ -248,7 +249,14 @@ def _predict(server: ServerCommand, model_name: str | None, label: str | None, v
     """(prediction, model, GPU, settings, unknown findings): what can be known, and why the rest cannot. A ``group``
     (an LWS leader) is sized as the LWS deploys size it: TP × PP ranks, each holding its share."""
     card = catalog.find_gpu(label) if label else None
-    named, model_name = model_name, hf_overrides.config_source(server.flags, model_name)  # --hf-config-path first
+    # a value the release's parser refuses (16Ki, auto before 0.14, anywhere it occurs): the start is refused (exit
+    # 2); predicted and planned as the literal it means, which the fix writes (remedies.budget.spelling)
+    flags, respelled = _respelled(server, group, version)
+    # an --hf-overrides / --hf-config-path argparse refuses is planned unset: sized on the checkpoint's own config
+    unset = spelling.unset_config_flags(respelled)
+    received, known = hf_received.received(server, maps)  # a $(VAR) from a ConfigMap checked with it: expanded
+    hf = {k: v for k, v in received.items() if k not in unset}
+    named, model_name = model_name, hf_overrides.config_source(hf, model_name)  # --hf-config-path first
     try:
         model = resolved.model(model_name, server.flags.get("revision")) if model_name else None
     except UserError as exc:
@@ -256,8 +264,8 @@ def _predict(server: ServerCommand, model_name: str | None, label: str | None, v
         why = f"--hf-config-path {model_name}: {why or exc}" if model_name != named else why
     if model is not None and model_name:  # --hf-overrides: applied before vLLM derives anything from the config
         try:
-            model = hf_overrides.applied(model, model_name, server.flags.get("revision"), server.flags,
-                                         parse_version(version) or NEWEST_RELEASE)
+            model = hf_overrides.applied(model, model_name, server.flags.get("revision"), hf,
+                                         parse_version(version) or NEWEST_RELEASE, hf_overrides.FLAG in known)
         except UserError as exc:
             model, why = None, str(exc)
     out: list[Finding] = []
@@ -280,9 +288,6 @@ def _predict(server: ServerCommand, model_name: str | None, label: str | None, v
             out.append(_unknown("model", "the vLLM command names no model",
                                 "name the model in argv (positional or --model), where it can be checked"))
     settings: EngineSettings | None = None
-    # a value the release's parser refuses (16Ki, auto before 0.14, anywhere it occurs): the start is refused (exit
-    # 2); predicted and planned as the literal it means, which the fix writes (remedies.budget.spelling)
-    flags, respelled = _respelled(server, group, version)
     out += [Finding("flags", ERROR, f"{r.why} (exit 2: the pod never starts)", "") for r in respelled]
     try:
         settings = EngineSettings.from_flags(flags, version, engine_env.env_inputs(server.container, maps),

@@ -154,13 +154,14 @@ def _read(config: dict[str, Any], path: tuple[str, ...], name: str) -> bool:
 
 
 def applied(spec: ModelSpec, model_id: str, revision: str | None, flags: Mapping[str, str],
-            version: tuple[int, int, int]) -> ModelSpec:
+            version: tuple[int, int, int], literal: bool = False) -> ModelSpec:
     """``spec`` as vLLM sizes it under the flags' ``--hf-overrides``; a UserError ("cannot predict", naming the key)
-    when the tools cannot apply it. A release without the flag never gets here (argparse refuses it first)."""
+    when the tools cannot apply it. A release without the flag never gets here (argparse refuses it first).
+    ``literal``: the value is known text (``hf_received``), so a ``$`` in it is a character, not a variable."""
     text = flags.get(FLAG)
     if text is None or version < SINCE:
         return spec
-    if "$" in str(text):
+    if "$" in str(text) and not literal:
         raise UserError(f"--{FLAG} {text!r} carries a value this tool cannot see (a variable)")
     try:
         overrides = parse(str(text))

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.remedies.plan import Plan, Step
+from vllm_remedy.vllm import hf_overrides
 from vllm_remedy.vllm.cmdline import ServerCommand, canonical_key, unrecognized
 from vllm_remedy.vllm.cmdline.values import vllm_int
 from vllm_remedy.vllm.memory import EngineSettings
@@ -39,6 +40,13 @@ class Respelled:
     why: str
     unknown: bool = False  # a flag the release does not have: planned without it, and the fix removes or corrects it
     word: bool = False  # a bare word argparse leaves over (``extra``): planned without it, the fix removes the word
+
+    @property
+    def refused_value(self) -> str | None:
+        """argparse's words when it refuses this flag's value (``--hf-overrides '{bad}'``, ``--dtype float17``), not
+        the flag itself: None for a flag the release lacks or a stray word (``unrecognized arguments``)."""
+        message = getattr(self.typed, "message", None)
+        return None if self.word or message is None or message.startswith("unrecognized") else message
 
     def phrase(self) -> str:
         """The problem: the refusal, and what is planned instead."""
@@ -135,6 +143,27 @@ def without_refused(flags: Mapping[str, str], found: list[Respelled]) -> dict[st
     return {k: v for k, v in flags.items() if k not in gone}
 
 
+def unset_config_flags(found: list[Respelled]) -> set[str]:
+    """``--hf-overrides`` / ``--hf-config-path`` planned unset (the release lacks the flag, or argparse refuses an
+    occurrence's value): every step removes them, so the model is sized on the config as the checkpoint has it, and
+    the figures shown are what that change gives."""
+    return {r.flag for r in found if r.unknown and r.flag in (hf_overrides.FLAG, hf_overrides.PATH_FLAG)}
+
+
+def _unknown_reason(found: list[Respelled], label: str) -> str:
+    """The one-step fix for argparse's refusals alone: each refused value named in argparse's words, then the flags
+    the release does not have, then the stray words."""
+    parts = [f"remove {r.typed}, which vLLM {label} refuses at argument parsing (argparse: \"{r.refused_value}\")"
+             for r in found if r.refused_value is not None]
+    if any(r.refused_value is None and not r.word for r in found):
+        parts.append(f"remove the flags vLLM {label} does not have, or correct their spelling")
+    if words := " ".join(r.typed for r in found if r.word):
+        parts.append(f"remove the word {words}")
+    tail = ("sized on the model's own config, as the checkpoint has it" if unset_config_flags(found) else
+            "nothing else changes")
+    return f"{', and '.join(parts)}; {tail}"
+
+
 def apply(plan: Plan, found: list[Respelled], version: str | None) -> Plan:
     """``plan`` with the refused spellings as its first problem and every step writing their literals (unsetting one
     planned as unset); a plan with nothing else to change gets the respelling as its one step."""
@@ -152,9 +181,7 @@ def apply(plan: Plan, found: list[Respelled], version: str | None) -> Plan:
         label = rules(version).label
         words = " ".join(r.typed for r in found if r.word)
         reason = (f"remove the word {words} vLLM {label} leaves over; nothing else changes"
-                  if all(r.word for r in found) else
-                  f"remove the flags vLLM {label} does not have, or correct their spelling"
-                  f"{f', and remove the word {words}' if words else ''}; nothing else changes"
+                  if all(r.word for r in found) else _unknown_reason(found, label)
                   if all(r.unknown for r in found) else f"write the value as vLLM {label} parses it; nothing else "
                   "changes")
         steps = (Step(rank=1, lever="spelling", reason=reason, prediction=plan.current, set=literals, unset=unset,
