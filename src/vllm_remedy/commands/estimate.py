@@ -170,8 +170,8 @@ def bar(est: Estimate) -> str:
                  ("K", max(est.kv_cache_gib, 0.0) if outcomes.has_cache(est.outcome) else 0.0)]  # no cache: no K
     total = max(est.total_gib, 1e-9)
     cells: list[str] = []
-    for char, gib in parts:
-        cells.extend(char * round(BAR_WIDTH * gib / total))
+    for char, gib in parts:  # clamped before rounding: a part many times the card is one full bar, not a huge string
+        cells.extend(char * round(min(max(BAR_WIDTH * gib / total, 0.0), BAR_WIDTH - len(cells))))
     cells = cells[:BAR_WIDTH]
     cells.extend("." * (BAR_WIDTH - len(cells)))
     return f"[{''.join(cells)}] {legend}"

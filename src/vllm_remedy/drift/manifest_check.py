@@ -279,6 +279,8 @@ def _predict(server: ServerCommand, model_name: str | None, label: str | None, v
     if model is None:
         if model_name:
             out.append(_unknown("model", why or f"model {model_name} is not in the catalog",
+                                "override the config with sizes of a model vLLM builds (the reason names the key)"
+                                if why.startswith("--hf-overrides: ") else
                                 "override only config keys the memory model reads (the reason names the others)"
                                 if why.startswith("--hf-overrides") else
                                 "make its config.json reachable (HF_ENDPOINT / HF_TOKEN, or the policy's "

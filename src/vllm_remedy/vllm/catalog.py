@@ -17,7 +17,7 @@ from importlib import resources
 from typing import Any
 
 from vllm_remedy.errors import UserError
-from vllm_remedy.vllm import architectures, hf_config, quant_config, shapes
+from vllm_remedy.vllm import architectures, config_bounds, hf_config, quant_config, shapes
 from vllm_remedy.yamlfile import load_packaged
 
 GIB = 1024**3
@@ -149,6 +149,8 @@ class ModelSpec:
         counts = shapes.text_params(text, hidden, layers, heads, kv_heads, head, inter, vocab, tie)
         tower = shapes.vision(config, hidden)
         vision_params = tower.params if tower else 0.0
+        config_bounds.check(config, text, heads=heads, kv_heads=kv_heads, head_dim=head, mla=mla is not None,
+                            params=counts.total + vision_params, weight_bits=quant_config.weight_bits(text) or 16)
         spec = cls(
             name=name,
             architecture=architectures.first_architecture(config) or "unknown",

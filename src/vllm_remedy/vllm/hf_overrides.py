@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from vllm_remedy.errors import UserError
-from vllm_remedy.vllm import catalog
+from vllm_remedy.vllm import catalog, config_bounds
 from vllm_remedy.vllm.catalog import ModelSpec
 
 SINCE: tuple[int, int, int] = (0, 6, 4)
@@ -178,6 +178,12 @@ def applied(spec: ModelSpec, model_id: str, revision: str | None, flags: Mapping
     config, reviewed = base
     nested = version >= NESTED_MERGE_SINCE
     new = merged(config, overrides, version)
+    try:
+        ModelSpec.from_hf_config(new, name=model_id)
+    except config_bounds.Unbuildable:  # no model is built from it: the answer, whatever else it sets
+        return rebuilt(spec, model_id, config, new, reviewed)
+    except (UserError, OverflowError, ValueError, TypeError, KeyError):
+        pass  # a key the builder misses may be what an unread key would fill: those are named first
     unread = [".".join(p) for p in _leaves(overrides, config, nested) if not _read(new, p, model_id)]
     if unread:
         raise UserError(f"--{FLAG} key(s) {', '.join(unread)}: not read by this tool's model of the "
@@ -190,8 +196,8 @@ def rebuilt(spec: ModelSpec, model_id: str, config: Mapping[str, Any], new: Mapp
     """``spec`` with what ``new`` changes against ``config``, the catalog's reviewed parameter count (``reviewed``)
     scaled as the shapes' count scales; a UserError when the changed config is not one the spec builder takes."""
     after = _spec(new, model_id)
-    if isinstance(after, str):
-        raise UserError(f"--{FLAG}: {after}")
+    if isinstance(after, str):  # "cannot predict <arch>: ..." reads "--hf-overrides: <arch>: ..." after the callers'
+        raise UserError(f"--{FLAG}: {after.removeprefix('cannot predict ')}")  # own "cannot predict: "
     before = _spec(config, model_id)
     if isinstance(before, str):
         raise UserError(f"--{FLAG}: {before}")

@@ -83,8 +83,10 @@ def plan_budget(req: BudgetRequest) -> Plan:
     # the start dies in the memory profile (observed, or predicted with nothing observed): a smaller profile may
     # take a utilization with it (ladder step (d))
     profile = req.failure is Failure.PROFILE_OOM or (current.outcome is Outcome.PROFILE_OOM and req.failure is None)
-    ladder = build(Context(req.model, lim, req.gpu, graphs=graphs, pin_short=pin_short, profile=profile), judge, base,
-                   cap)
+    # no TP size within the bounds is one vLLM takes (``_base`` notes why): every rung would keep a refused size
+    stuck = tp_split_problem(req.model, base.tp, split_run(req.model, req.gpu, base)) is not None
+    ladder = iter(()) if stuck else build(
+        Context(req.model, lim, req.gpu, graphs=graphs, pin_short=pin_short, profile=profile), judge, base, cap)
     first = next(ladder, None)
     problem = "; ".join(problems) or "none: the current settings are predicted to fit with headroom"
     if not problems and first is not None and _settles(_step(1, first, req, lim, cap, judge)):
@@ -159,8 +161,12 @@ def _base(req: BudgetRequest, lim: Limits, notes: list[str]) -> tuple[EngineSett
         problems.append(f"dtype {dtype_support.resolved(req.model.dtype, s.dtype, req.gpu.capability, s.version)} is "
                         f"refused on {req.gpu.product} (compute capability below 8.0): --dtype float16")
         changes["dtype"] = "float16"  # the same 2 bytes per weight and KV element: no budget moves
-    at_cap = resolve(req.model, req.gpu, dataclasses.replace(s, **changes))  # type: ignore[arg-type]
-    if batch_refused(at_cap):  # without chunked prefill the scheduler config refuses it (config_refused)
+    capped = dataclasses.replace(s, **changes)  # type: ignore[arg-type]
+    # no TP size within the bounds is taken (noted above): nothing resolves, and every rung is refused the same way
+    at_cap = None if tp_split_problem(req.model, capped.tp, split_run(req.model, req.gpu, capped)) else resolve(
+        req.model, req.gpu, capped)
+    # without chunked prefill the scheduler config refuses it (config_refused)
+    if at_cap is not None and batch_refused(at_cap):
         # the smallest fix: the batch raised to the length, not the context cut to the batch (the ladder's
         # max-num-batched-tokens lever still halves it, with the length following, if the profile then runs short)
         changes["max_num_batched_tokens"] = at_cap.max_model_len
@@ -204,9 +210,10 @@ def _problems(req: BudgetRequest, lim: Limits, cur: Estimate, judge: Judge) -> l
         free, margin = cur.total_gib - cur.peak_gib, lim.headroom_for(req.gpu, req.settings.version)
         if free < margin:
             out.append(f"predicted peak leaves {free:.2f} GiB free, below the {margin:.2f} GiB margin")
-    if cur.outcome is Outcome.CONFIG_REFUSED and tp_split_problem(req.model, req.settings.tp,
-                                                                  split_run(req.model, req.gpu, req.settings)):
-        return out  # no resolved settings: the TP size itself is refused (``_base`` names it)
+    if tp_split_problem(req.model, req.settings.tp, split_run(req.model, req.gpu, req.settings)):
+        # no resolved settings: the TP size itself is refused (``_base`` names it), whichever refusal vLLM prints
+        # first (config_refused, or max_len_exceeds_model when the length check runs before it)
+        return out
     res = resolve(req.model, req.gpu, req.settings)
     if batch_refused(res):
         out.append(f"max-num-batched-tokens {res.mnbt} < max-model-len {res.max_model_len} without chunked prefill")
