@@ -3,7 +3,9 @@ PP above ``nvidia.com/gpu``) and another check refuses the start too: the model 
 on every release; from 0.12.0 ``ParallelConfig``'s world size before the scheduler's batch and the heads (0.11.0's
 executor after them). And the world size in each release's own words (config/parallel.py@0.12.0 "Tensor parallel
 size ...", @0.13.0 on "World size ... in this node."; before 0.12.0 Ray's placement group). Before, `check` named the
-world size first whatever else refused, in 0.13's words without "in this node." on every release."""
+world size first whatever else refused, in 0.13's words without "in this node." on every release. The pod quotes
+0.13's words on 0.11 and 0.12 too: those three comparisons are expected failures (strict), to drop once it reads the
+release."""
 
 from __future__ import annotations
 
@@ -49,6 +51,7 @@ MARKS = {"length": "max_model_len (200000)", "heads": "attention heads", "batch"
          "world": "available GPUs"}
 # The rehearsal pod prints 0.13's world-size words on every release (``sim.vllm_pod.launch._world_short``)
 POD_WORDS_DIFFER = {"world+heads 0.12.0", "world 0.11.0", "world 0.12.0"}
+NOTES: dict[str, list[str]] = {}
 
 
 def container(tag: str, args: list[str], env: dict[str, str]) -> dict:
@@ -64,7 +67,7 @@ def _name(case: str) -> str:
 @pytest.fixture(scope="module")
 def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """Every case one Deployment of one file, judged by one real `check -o json` run: the start finding's reason by
-    case."""
+    case (and its notes, by case, in ``NOTES``)."""
     docs = []
     for case, (tag, args, env, _, _) in CASES.items():
         docs.append({"apiVersion": "apps/v1", "kind": "Deployment",
@@ -83,6 +86,7 @@ def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         starts = [f["reason"] for f in items[_name(case)]["findings"] if f["check"] == "start"]
         assert len(starts) == 1, items[_name(case)]["findings"]
         out[case] = starts[0]
+        NOTES[case] = items[_name(case)]["notes"]
     return out
 
 
@@ -118,6 +122,8 @@ def test_check_names_the_refusal_vllm_prints_first(checked, case):
     assert words in reason, reason
     others = [m for k, m in MARKS.items() if k != first and k != "length"]
     assert not any(m in reason for m in others), reason
+    # a refusal before the world size: the world size is still said, as what stops the start next
+    assert first == "world" or any(n.startswith("then, that fixed: world size") for n in NOTES[case]), NOTES[case]
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -131,3 +137,29 @@ def test_the_pod_ends_with_the_same_refusal(pod_lines, case):
     for c, (*_, first, _) in CASES.items() if first != "length"])  # the length is said in the tools' own words
 def test_checks_words_are_the_pods_last_line(checked, pod_lines, case):
     assert pod_lines[case] in checked[case], (pod_lines[case], checked[case])
+
+
+@pytest.mark.parametrize(("version", "words"), [
+    ((0, 6, 4), "ValueError: The number of required GPUs exceeds the total number of available GPUs in the placement "
+                "group."),  # executor/ray_utils.py@0.6.4.post1: at once
+    ((0, 6, 5), RAY_11),  # from 0.6.5 Ray waits 1800 s for the placement group
+    ((0, 11, 0), RAY_11),
+    ((0, 12, 0), WORLD_12.format(n=2)),
+    ((0, 13, 0), WORLD_13.format(n=2)),
+    (None, WORLD_13.format(n=2)),
+])
+def test_the_world_size_words_by_release(version, words):
+    from vllm_remedy.vllm.parallel import world_size_words  # new here: the module stays importable on main
+
+    assert world_size_words(2, 1, version) == words
+
+
+@pytest.mark.parametrize(("stage", "version", "first"), [
+    ("len", (0, 12, 0), True), ("env", (0, 12, 0), True), ("batch", (0, 12, 0), False),
+    ("heads", (0, 12, 0), False), ("qconfig", (0, 14, 0), False), ("batch", (0, 11, 0), True),
+    ("heads", (0, 11, 0), True), ("env_late", (0, 11, 0), True), ("weights", (0, 11, 0), False), (None, None, False),
+])
+def test_what_speaks_before_the_world_size(stage, version, first):
+    from vllm_remedy.vllm.parallel import refused_before_world_size
+
+    assert refused_before_world_size(stage, version) is first

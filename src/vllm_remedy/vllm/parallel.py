@@ -110,9 +110,10 @@ WORLD_SIZE_WORDS_SINCE = (0, 13, 0)  # "World size (N) is larger ..." (config/pa
 #: The ``refusal_order`` stages vLLM runs before ``ParallelConfig``: the env read first, the model config, the env
 #: oracle (engine/arg_utils.py@0.13.0: the model config l.1332, the parallel config l.1541, the scheduler's l.1586).
 BEFORE_PARALLEL_CONFIG = frozenset({"env_early", "len", "arch", "qmethod", "env"})
-#: Before 0.12.0 the executor's placement group (executor/ray_utils.py@0.8.5 l.246, @0.10.2 l.253, @0.11.0 l.252):
-#: Ray waits PG_WAIT_TIMEOUT (1800 s) for GPUs the pod lacks; 0.6.4.post1 raised at once (its ray_utils.py l.281-283).
-RAY_WAIT_SINCE = (0, 8, 5)  # the first release read that waits (0.6.4 refuses at once; 0.6.5-0.8.4 not read)
+#: Before 0.12.0 the executor's placement group: from 0.6.5 Ray waits PG_WAIT_TIMEOUT (1800 s) for GPUs the pod lacks
+#: (executor/ray_utils.py@0.6.5 l.193, @0.7.3 l.234, @0.8.5 l.246, @0.11.0 l.252); 0.6.4.post1 raised at once (its
+#: ray_utils.py l.281-283); earlier releases were not read and are taken as 0.6.4.
+RAY_WAIT_SINCE = (0, 6, 5)
 
 
 def world_size_words(world: int, gpus: int, version: tuple[int, ...] | None) -> str:
@@ -122,8 +123,9 @@ def world_size_words(world: int, gpus: int, version: tuple[int, ...] | None) -> 
     (config/parallel.py@0.13.0 l.565-566, @0.14.0 l.608-609, @0.34.0 l.1165-1166), its first sentence (two lines on
     ``--distributed-executor-backend`` / ``--nnodes`` follow); 0.12.x: "Tensor parallel size (N) cannot be larger
     than the number of available GPUs (M)." (config/parallel.py@0.12.0 l.564-566); before: Ray's placement group for
-    ``world`` GPUs, never ready (``initialize_ray_cluster``, executor/ray_utils.py@0.11.0: a warning, then the
-    ValueError after 1800 s; @0.6.4 the warning's words raised at once)."""
+    ``world`` GPUs, never ready (``initialize_ray_cluster``: a warning, then the ValueError after 1800 s, whose last
+    sentence names `ray status` through 0.7.3 and `ray list nodes` too by 0.8.5, so it is left out; 0.6.4.post1
+    raised the warning's words at once)."""
     if version is None or version >= WORLD_SIZE_WORDS_SINCE:
         return (f"ValueError: World size ({world}) is larger than the number of available GPUs ({gpus}) in this "
                 "node.")
@@ -132,8 +134,7 @@ def world_size_words(world: int, gpus: int, version: tuple[int, ...] | None) -> 
                 f"({gpus}).")
     if version >= RAY_WAIT_SINCE:
         return ("ValueError: Cannot provide a placement group of placement_group_specs=[" + ", ".join(
-            ["{'GPU': 1.0, 'node:<pod IP>': 0.001}", *["{'GPU': 1.0}"] * (world - 1)]) + "] within 1800 seconds. "
-            "See `ray status` and `ray list nodes` to make sure the cluster has enough resources.")
+            ["{'GPU': 1.0, 'node:<pod IP>': 0.001}", *["{'GPU': 1.0}"] * (world - 1)]) + "] within 1800 seconds.")
     return "ValueError: The number of required GPUs exceeds the total number of available GPUs in the placement group."
 
 
