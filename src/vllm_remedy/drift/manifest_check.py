@@ -44,7 +44,14 @@ from vllm_remedy.kube.lws_history import flag_disagreement, world_size_shortfall
 from vllm_remedy.policy import Policy
 from vllm_remedy.remedies.budget import spelling
 from vllm_remedy.remedies.plan import Step
-from vllm_remedy.remedies.predict import Prediction, config_refusal, failed_prediction, pinned_gpu, rules_note
+from vllm_remedy.remedies.predict import (
+    Prediction,
+    before_world_size,
+    config_refusal,
+    failed_prediction,
+    pinned_gpu,
+    rules_note,
+)
 from vllm_remedy.vllm import (
     catalog,
     engine_env,
@@ -151,8 +158,11 @@ def check_workload(workload: Workload, policy: Policy, now: float) -> Result:
     parsing = [f.reason for f in unknown if f.check == "flags" and f.severity == ERROR]
     if parsing:  # its figures are the planned reading's, which the fix plans with: none is the pod's own
         prediction = Prediction(prediction.gpu, None, "; ".join(parsing), rules=prediction.rules, refused=True)
-    layout = None if group is not None or parsing else pod_shortfall(server.flags, server.container, server.image,
-                                                                      policy.gpu.resource)
+    short = None if group is not None or parsing else pod_shortfall(server.flags, server.container, server.image,
+                                                                     policy.gpu.resource)
+    layout = None if short is None or before_world_size(prediction, version) else short
+    if short is not None and layout is None:  # vLLM prints an earlier refusal; the world size would refuse next
+        notes.append(f"then, that fixed: {short}")
     if layout is not None:  # vLLM stops before sizing any memory: no KV or concurrency figure is the pod's
         prediction = Prediction(prediction.gpu, None, layout, rules=prediction.rules)
     failed = failed_prediction(prediction) if prediction.estimate else None
@@ -178,7 +188,7 @@ def check_workload(workload: Workload, policy: Policy, now: float) -> Result:
     fix: Step | None = None
     plan_note = ""
     # not with a layout the pod cannot hold: the planner would size a fix on GPUs the pod does not get
-    if findings and model is not None and card is not None and settings is not None and layout is None:
+    if findings and model is not None and card is not None and settings is not None and short is None:
         respelled = _respelled(server, group is not None, version)[1]
         fix, plan_note = plan_fix(model, card, settings, policy, spec, pinned, group is not None, respelled)
     findings = [_with_fix(f, fix, plan_note, policy) for f in findings]

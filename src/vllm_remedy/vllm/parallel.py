@@ -13,6 +13,8 @@ from typing import Any
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.vllm.cmdline.flags import canonical_key
+from vllm_remedy.vllm.memory import Estimate, refusal_order
+from vllm_remedy.vllm.outcomes import Outcome
 from vllm_remedy.vllm.versions import parse_version, version_from_image
 
 TP, PP = "tensor-parallel-size", "pipeline-parallel-size"
@@ -100,6 +102,74 @@ def container_gpus(container: Mapping[str, Any], resource: str = "nvidia.com/gpu
 
 
 NO_GPU = "RuntimeError: No CUDA GPUs are available"
+#: ``ParallelConfig.__post_init__`` compares the world size with the GPUs it sees from 0.12.0 (config/parallel.py@0.12.0
+#: l.560-567, when no executor backend is set); before, it picks Ray for a world wider than the GPUs (config.py@0.6.3
+#: l.870, @0.8.5 l.1753; config/parallel.py@0.11.0 l.456-463) and the executor fails, after every config check.
+WORLD_SIZE_IN_PARALLEL_CONFIG_SINCE = (0, 12, 0)
+WORLD_SIZE_WORDS_SINCE = (0, 13, 0)  # "World size (N) is larger ..." (config/parallel.py@0.13.0 l.565; 0.12.0 differs)
+#: The ``refusal_order`` stages vLLM runs before ``ParallelConfig``: the env read first, the model config, the env
+#: oracle (engine/arg_utils.py@0.13.0: the model config l.1332, the parallel config l.1541, the scheduler's l.1586).
+BEFORE_PARALLEL_CONFIG = frozenset({"env_early", "len", "arch", "qmethod", "env"})
+#: Before 0.12.0 the executor's placement group: from 0.6.5 Ray waits PG_WAIT_TIMEOUT (1800 s) for GPUs the pod lacks
+#: (executor/ray_utils.py@0.6.5 l.193, @0.7.3 l.234, @0.8.5 l.246, @0.11.0 l.252); 0.6.4.post1 raised at once (its
+#: ray_utils.py l.281-283); earlier releases were not read and are taken as 0.6.4.
+RAY_WAIT_SINCE = (0, 6, 5)
+
+
+def world_size_words(world: int, gpus: int, version: tuple[int, ...] | None) -> str:
+    """What vLLM prints when TP × PP (``world``) is above the pod's ``gpus``, by release (None: the newest).
+
+    0.13.0 on: ``ParallelConfig``'s "World size (N) is larger than the number of available GPUs (M) in this node."
+    (config/parallel.py@0.13.0 l.565-566, @0.14.0 l.608-609, @0.34.0 l.1165-1166), its first sentence (two lines on
+    ``--distributed-executor-backend`` / ``--nnodes`` follow); 0.12.x: "Tensor parallel size (N) cannot be larger
+    than the number of available GPUs (M)." (config/parallel.py@0.12.0 l.564-566); before: Ray's placement group for
+    ``world`` GPUs, never ready (``initialize_ray_cluster``: a warning, then the ValueError after 1800 s, whose last
+    sentence names `ray status` through 0.7.3 and `ray list nodes` too by 0.8.5, so it is left out; 0.6.4.post1
+    raised the warning's words at once)."""
+    if version is None or version >= WORLD_SIZE_WORDS_SINCE:
+        return (f"ValueError: World size ({world}) is larger than the number of available GPUs ({gpus}) in this "
+                "node.")
+    if version >= WORLD_SIZE_IN_PARALLEL_CONFIG_SINCE:
+        return (f"ValueError: Tensor parallel size ({world}) cannot be larger than the number of available GPUs "
+                f"({gpus}).")
+    if version >= RAY_WAIT_SINCE:
+        return ("ValueError: Cannot provide a placement group of placement_group_specs=[" + ", ".join(
+            ["{'GPU': 1.0, 'node:<pod IP>': 0.001}", *["{'GPU': 1.0}"] * (world - 1)]) + "] within 1800 seconds.")
+    return "ValueError: The number of required GPUs exceeds the total number of available GPUs in the placement group."
+
+
+def refused_before_world_size(stage: str | None, version: tuple[int, ...] | None) -> bool:
+    """Whether a refusal at ``stage`` (``memory.refusal_order.Stage``; None: no config-time refusal) speaks before the
+    world size: from 0.12.0 the stages before ``ParallelConfig``; before, every config check (the executor comes
+    after them), but not the TP splits the workers refuse as they create the weights."""
+    if stage is None:
+        return False
+    if version is None or version >= WORLD_SIZE_IN_PARALLEL_CONFIG_SINCE:
+        return stage in BEFORE_PARALLEL_CONFIG
+    return stage != "weights"
+
+
+# the attention heads against TP (``tp_split.tp_split_problem`` quotes ``verify_with_parallel_config``): the engine
+# config's ``heads`` stage; every other TP split is refused as the weights are created
+_HEADS = "must be divisible by tensor parallel size"
+
+
+def refusal_stage(est: Estimate, version: str | None) -> str | None:
+    """Where the refusal ``est`` decided stands in vLLM's order (``refusal_order.Stage``), None for a start no config
+    check refuses; read back from its outcome, config and words, as ``Estimate`` keeps no stage."""
+    if est.outcome is Outcome.MAX_LEN_EXCEEDS_MODEL:
+        return "len"
+    if est.outcome is not Outcome.CONFIG_REFUSED or est.refused_by is None:
+        return None
+    words = est.refusal or ""
+    by = est.refused_by
+    if by == "env":
+        return refusal_order.env_stage(words, version)
+    if by == "quant":
+        return refusal_order.quant_stage(words)
+    if by == "tp":
+        return "heads" if _HEADS in words else "weights"
+    return "arch" if by == "model" else by  # the model config's registry; "batch" is the stage's own name
 
 
 def gpu_shortfall(flags: Mapping[str, str], container: Mapping[str, Any], resource: str = "nvidia.com/gpu",
@@ -107,9 +177,8 @@ def gpu_shortfall(flags: Mapping[str, str], container: Mapping[str, Any], resour
     """Why one pod's vLLM cannot start on the GPUs its container gets, or None; vLLM stops before sizing memory.
 
     No ``resource`` limit (or no whole one): the device plugin mounts no GPU, and vLLM fails with "No CUDA GPUs are
-    available" (the rehearsal cluster's kubelet does the same). TP × PP above the GPUs: ParallelConfig's "World size
-    (N) is larger than the number of available GPUs (M)" (config/parallel.py@0.13.0; earlier releases fall to Ray and
-    fail placing the workers). DP engines beyond the GPUs: the last ranks get device indices the container lacks."""
+    available" (the rehearsal cluster's kubelet does the same). TP × PP above the GPUs: the release's words
+    (:func:`world_size_words`). DP engines beyond the GPUs: the last ranks get device indices the container lacks."""
     gpus = container_gpus(container, resource)
     name = container.get("name") or "vLLM"
     if gpus is None or gpus < 1:
@@ -117,9 +186,10 @@ def gpu_shortfall(flags: Mapping[str, str], container: Mapping[str, Any], resour
         return f"container {name} has {why}, so the device plugin gives it no GPU: vLLM stops with '{NO_GPU}'"
     tp, pp = parallel_sizes(flags)
     if tp * pp > gpus:
+        how = ("refuses the start with" if version is None or version >= WORLD_SIZE_IN_PARALLEL_CONFIG_SINCE else
+               "has no config check before 0.12.0: its Ray executor waits for the GPUs, then fails with")
         return (f"world size {tp * pp} (TP {tp} × PP {pp}) is larger than the {gpus} GPU(s) of the pod "
-                f"({resource}: {gpus}): vLLM refuses the start with 'World size ({tp * pp}) is larger than the number "
-                f"of available GPUs ({gpus})'")
+                f"({resource}: {gpus}): vLLM {how} '{world_size_words(tp * pp, gpus, version)}'")
     engines = local_engines(flags, version)
     if tp * pp * engines > gpus:
         return (f"{engines} data-parallel engines × world size {tp * pp} (TP {tp} × PP {pp}) need "
