@@ -27,6 +27,10 @@ CASES = {
     "utilization-0-0340": ("0.34.0", ("--gpu-memory-utilization", "0", "--max-model-len", "4096"), None, 1),
     "utilization-1.2-0340": ("0.34.0", ("--gpu-memory-utilization", "1.2", "--max-model-len", "4096"), None, 1),
 }
+# manifest-only flags (no estimate flag): plan -f against check (``config_values.load_format_refusal``)
+PLAN_F_CASES = {
+    "load-format-foo-0110": ("0.11.0", ("--load-format", "foo", "--max-model-len", "4096"), None, 1),
+}
 
 
 def _doc(name: str, release: str, args: tuple[str, ...], v1: str | None, gpus: int, tmp: Path) -> dict:
@@ -43,11 +47,12 @@ def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     """Every case as one Deployment of one file, judged by one `check -o json` run: its start finding by case."""
     tmp = tmp_path_factory.mktemp("agree")
     path = tmp / "all.yaml"
-    path.write_text(yaml.safe_dump_all([_doc(name, *case, tmp) for name, case in CASES.items()]))
+    cases = {**CASES, **PLAN_F_CASES}
+    path.write_text(yaml.safe_dump_all([_doc(name, *case, tmp) for name, case in cases.items()]))
     got = run_cli("check", "-f", str(path), "-o", "json")
     assert got.returncode == 1, got.stdout + got.stderr
     items = {item["name"]: item for item in json.loads(got.stdout)["items"]}
-    return {name: next(f for f in items[name]["findings"] if f["check"] == "start") for name in CASES}
+    return {name: next(f for f in items[name]["findings"] if f["check"] == "start") for name in cases}
 
 
 def _typed(release: str, args: tuple[str, ...], v1: str | None) -> list[str]:
@@ -84,3 +89,14 @@ def test_plan_with_nothing_else_to_change_unsets_the_refused_value():
     assert (data["verdict"], data["current"]["outcome"]) == ("change", "config_refused"), data
     assert [(s["unset"], s["set"], s["prediction"]["outcome"]) for s in data["steps"]] == [
         (["max-num-seqs"], {}, "fits")], data["steps"]
+
+
+@pytest.mark.parametrize("name", list(PLAN_F_CASES))
+def test_plan_from_a_manifest_names_checks_refusal(checked, name, tmp_path):
+    path = tmp_path / "one.yaml"
+    path.write_text(yaml.safe_dump(_doc(name, *PLAN_F_CASES[name], tmp_path)))
+    got = run_cli("plan", "-f", str(path))
+    assert got.returncode == 1, got.stdout + got.stderr
+    problem = next(line for line in got.stdout.splitlines() if line.startswith("problem:"))
+    words = checked[name]["reason"]
+    assert problem.startswith(f"problem:  {words}"), (problem, words)

@@ -332,7 +332,8 @@ def load_gpu(args: argparse.Namespace) -> catalog.GpuSpec:
 
 #: The flags whose literal vLLM's config classes may refuse (``config_values``), in the order they are dropped to size
 #: what remains when one is: the first whose removal lets the settings build is the refused one.
-REFUSABLE = ("max-model-len", "max-num-seqs", "gpu-memory-utilization", "quantization")
+REFUSABLE = ("max-model-len", "max-num-seqs", "gpu-memory-utilization", "quantization", "load-format", "swap-space",
+             "optimization-level")
 
 
 def refusable_settings(flags: Mapping[str, str], version: str | None, inputs: Mapping[str, str],
