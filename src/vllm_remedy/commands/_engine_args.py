@@ -7,6 +7,7 @@ flags as None, for commands that layer the command line over flags read from a m
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 from collections.abc import Mapping
 from pathlib import Path
@@ -14,9 +15,12 @@ from pathlib import Path
 from vllm_remedy import hub
 from vllm_remedy.commands import _hf_flags
 from vllm_remedy.errors import UserError
+from vllm_remedy.remedies.plan import Plan, Step
 from vllm_remedy.vllm import catalog, engine_env, hf_overrides, runner_env, sampler_env
 from vllm_remedy.vllm.cmdline.ranges import INT_MAX
-from vllm_remedy.vllm.memory import EngineSettings
+from vllm_remedy.vllm.memory import EngineSettings, Estimate
+from vllm_remedy.vllm.memory.config_values import ConfigRefused
+from vllm_remedy.vllm.outcomes import Failure, Outcome
 from vllm_remedy.vllm.versions import rules, typed_version
 
 #: The largest GPU (or other-process) memory a card may state: 4 TiB is far above any accelerator, and a bound
@@ -324,3 +328,59 @@ def load_gpu(args: argparse.Namespace) -> catalog.GpuSpec:
         return catalog.GpuSpec("custom", float(args.gpu_memory_gib), catalog.UNKNOWN_CAPABILITY, False,
                                int(args.gpu_memory_gib * 1024))
     return catalog.gpu(args.gpu)
+
+
+#: The flags whose literal vLLM's config classes may refuse (``config_values``), in the order they are dropped to size
+#: what remains when one is: the first whose removal lets the settings build is the refused one.
+REFUSABLE = ("max-model-len", "max-num-seqs", "gpu-memory-utilization", "quantization", "load-format", "swap-space",
+             "optimization-level")
+
+
+def refusable_settings(flags: Mapping[str, str], version: str | None, inputs: Mapping[str, str],
+                       hidden: tuple[str, ...] = ()) -> tuple[EngineSettings, ConfigRefused | None, tuple[str, ...]]:
+    """(settings, vLLM's config-time refusal, the flags left out to size the rest): a literal vLLM's config classes
+    refuse (``ConfigRefused``, as ``check`` reads it) is a predicted ``config_refused`` start, not bad input; the
+    settings are those without it (the release's default), so the plan can say what else the start needs."""
+    try:
+        return EngineSettings.from_flags(dict(flags), version, dict(inputs), hidden), None, ()
+    except ConfigRefused as exc:
+        refused, left, dropped, said = exc, dict(flags), [], exc.phrase
+    for flag in REFUSABLE:
+        if flag not in left:
+            continue
+        rest = {k: v for k, v in left.items() if k != flag}
+        try:
+            return EngineSettings.from_flags(rest, version, dict(inputs), hidden), refused, (*dropped, flag)
+        except ConfigRefused as again:
+            if again.phrase != said:  # this flag was refused too: the next one speaks now
+                left, said = rest, again.phrase
+                dropped.append(flag)
+    raise refused
+
+
+def refused_estimate(est: Estimate, refused: ConfigRefused, settings: EngineSettings) -> Estimate:
+    """``est`` as the ``config_refused`` start vLLM makes of it: nothing sized, only the other processes' memory
+    held, the refusal in ``check``'s words (``ConfigRefused.phrase``)."""
+    return dataclasses.replace(est, outcome=Outcome.CONFIG_REFUSED, weights_gib=0.0, activation_gib=0.0,
+                               non_torch_gib=0.0, cudagraph_gib=0.0, kv_cache_gib=0.0, kv_cache_tokens=0,
+                               gpu_blocks=0, max_concurrency=0.0, peak_gib=settings.other_process_gib,
+                               needed_kv_gib=None, suggested_max_model_len=None, graph_capture_oom=False,
+                               kv_allocation_oom=False, refusal=refused.phrase, refused_by=None)
+
+
+def refused_plan(plan: Plan, refused: ConfigRefused, dropped: tuple[str, ...], settings: EngineSettings,
+                 version: str | None) -> Plan:
+    """``plan`` (made without the refused literals) for the start as written: ``config_refused`` in check's words
+    first, every step unsetting those flags (the release's default), one step doing only that when nothing else
+    needs changing."""
+    current = refused_estimate(plan.current, refused, settings)
+    steps = tuple(dataclasses.replace(s, unset=(*s.unset, *(f for f in dropped if f not in s.set and f not in s.unset)))
+                  for s in plan.steps)
+    verdict = plan.verdict
+    if verdict == "no_change_needed":
+        steps = (Step(rank=1, lever="config", reason=f"write a value vLLM {rules(version).label} accepts: unset it "
+                      "(the release's default); nothing else changes", prediction=plan.current, unset=dropped),)
+        verdict = "change"
+    before = "" if plan.problem.startswith("none:") else f"; {plan.problem}"
+    return Plan(plan.kind, verdict, f"predicted {Failure.CONFIG_REFUSED.value} — {refused.phrase}{before}", current,
+                steps, plan.notes, plan.subject)

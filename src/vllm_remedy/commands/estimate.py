@@ -18,10 +18,12 @@ from vllm_remedy.commands._engine_args import (
     load_configured,
     load_gpu,
     model_inputs,
+    refusable_settings,
+    refused_estimate,
 )
 from vllm_remedy.envelope import dumps, envelope
 from vllm_remedy.vllm import model_len, outcomes
-from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate
+from vllm_remedy.vllm.memory import Estimate, estimate
 from vllm_remedy.vllm.memory.post_capture import CaptureRoom, capture_room
 from vllm_remedy.vllm.memory.settings import engine_rules
 from vllm_remedy.vllm.outcomes import Outcome
@@ -45,9 +47,13 @@ def run(args: argparse.Namespace) -> int:
     flags = engine_flags(args)
     model, source = load_configured(args, flags, args.vllm_version)  # --hf-config-path, --hf-overrides applied
     gpu = load_gpu(args)
-    settings = EngineSettings.from_flags(flags, args.vllm_version, model_inputs(args))
+    # a literal vLLM's config classes refuse (--max-num-seqs 0 from 0.12, an unknown --quantization from 0.13) is a
+    # predicted config_refused start in check's words, not bad input: the rest is sized without it
+    settings, refused, _ = refusable_settings(flags, args.vllm_version, model_inputs(args))
     check_int32(settings, flags)
     est = estimate(model, gpu, settings)
+    if refused is not None:
+        est = refused_estimate(est, refused, settings)
     r = rules(args.vllm_version)
     engine = engine_rules(settings, gpu, model)[0].engine  # V0 where VLLM_USE_V1=0 (or a fallback) selects it
     refusal = est.refusal  # config_refused: vLLM's words, as the estimate decided it (``memory.core``); else None

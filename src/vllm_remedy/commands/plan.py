@@ -46,7 +46,7 @@ from vllm_remedy.vllm import (
 )
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS
 from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, find_server
-from vllm_remedy.vllm.memory import EngineSettings, Estimate
+from vllm_remedy.vllm.memory import Estimate
 from vllm_remedy.vllm.outcomes import NOT_SIZED, Failure, has_cache, sized
 from vllm_remedy.vllm.parallel import gpu_shortfall, layout_fix
 from vllm_remedy.vllm.versions import EXTENSIBLE_KV_CACHE_SINCE, parse_version, rules, version_from_image
@@ -135,7 +135,9 @@ def run(args: argparse.Namespace) -> int:
         flags = spelling.without_refused(flags, respelled)  # argparse stops first: never typed (as predict_template)
     # a manifest's --hf-overrides / --hf-config-path argparse refuses is planned unset: sized without it, as check does
     model = _model(args, found, typed, version, fallback, spelling.unset_config_flags(respelled))
-    settings = EngineSettings.from_flags(flags, version, inputs, found.server.hidden if found.server else ())
+    # a literal vLLM's config classes refuse is a predicted config_refused start (check's words): planned unset
+    settings, refused, dropped = ea.refusable_settings(flags, version, inputs,
+                                                       found.server.hidden if found.server else ())
     ea.check_int32(settings, flags)
     why = model_len.unknown(model, found.container, settings, found.config_maps) if found.container else None
     if why is not None and not args.allow_long_max_model_len:  # the env var's value cannot be read: say so
@@ -150,6 +152,8 @@ def run(args: argparse.Namespace) -> int:
         target_concurrency=args.target_concurrency, node_gpus=args.node_gpus, observed=observed,
         node_selector=found.node_selector, gpu_label=found.gpu_label))
     plan = spelling.apply(plan, respelled, version)
+    if refused is not None:
+        plan = ea.refused_plan(plan, refused, dropped, settings, version)
     if layout is not None:  # vLLM stops before sizing memory: no rung of the ladder fixes the pod's GPU count
         plan = Plan(plan.kind, "outside_gpu_budget", layout, plan.current, (), (*plan.notes, layout_fix(resource)),
                     plan.subject)

@@ -75,7 +75,9 @@ def plan_budget(req: BudgetRequest) -> Plan:
                      "every step must improve on the current prediction by 10 %")
     deficit = kv_deficit_gib(observed, req.model, req.gpu, req.settings, kv_scale) if observed else 0.0
     judge = Judge(req.model, lim, current, req.settings, req.failure, kv_scale, mismatch, deficit)
-    problems = _problems(req, lim, current, judge) + problems
+    # the refusal the estimate decided in vLLM's order leads (``_problems``); the TP size's own line is not repeated
+    problems = _problems(req, lim, current, judge) + [
+        p for p in problems if not (current.refused_by == "tp" and current.refusal and p.endswith(current.refusal))]
     # CUDA graphs ran short (observed, or predicted with nothing observed): the capture-size lever is live
     graphs = req.failure is Failure.CUDAGRAPH_CAPTURE_OOM or (current.graph_capture_oom and req.failure is None)
     # a pin that starts (else _base lifted it) but holds fewer requests than required: lifting it is a rung
@@ -190,8 +192,8 @@ def _problems(req: BudgetRequest, lim: Limits, cur: Estimate, judge: Judge) -> l
     if req.failure is not None and req.failure not in (Failure.NONE, Failure.UNKNOWN):
         said = "predicted the same" if cur.start == str(req.failure) else f"predicted {cur.start}"
         out.append(f"observed {req.failure} ({said})")
-    elif not cur.fits:
-        out.append(f"predicted {cur.outcome}")
+    elif not cur.fits:  # a config-time refusal in the words the estimate decided (check's, estimate's outcome line)
+        out.append(f"predicted {cur.outcome} — {cur.refusal}" if cur.refusal else f"predicted {cur.outcome}")
     elif cur.kv_allocation_oom:
         out.append(f"predicted {Failure.KV_CACHE_ALLOCATION_OOM}: the {cur.kv_cache_gib:.2f} GiB KV cache the flag "
                    f"sizes does not fit what the card leaves after the weights and activations")
