@@ -27,6 +27,11 @@ CASES = {
     "utilization-0-0340": ("0.34.0", ("--gpu-memory-utilization", "0", "--max-model-len", "4096"), None, 1),
     "utilization-1.2-0340": ("0.34.0", ("--gpu-memory-utilization", "1.2", "--max-model-len", "4096"), None, 1),
 }
+# accepted by the release's config (a plain float, CacheConfig._verify_args refusing only above 1.0:
+# config/cache.py@0.11.0 l.43/l.168), so vLLM sizes it and finds no room for cache blocks: a prediction, not bad input
+SIZED_CASES = {
+    "utilization-0-0110": ("0.11.0", ("--gpu-memory-utilization", "0", "--max-model-len", "4096"), None, 1),
+}
 # manifest-only flags (no estimate flag): plan -f against check (``config_values.load_format_refusal``)
 PLAN_F_CASES = {
     "load-format-foo-0110": ("0.11.0", ("--load-format", "foo", "--max-model-len", "4096"), None, 1),
@@ -47,7 +52,7 @@ def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     """Every case as one Deployment of one file, judged by one `check -o json` run: its start finding by case."""
     tmp = tmp_path_factory.mktemp("agree")
     path = tmp / "all.yaml"
-    cases = {**CASES, **PLAN_F_CASES}
+    cases = {**CASES, **PLAN_F_CASES, **SIZED_CASES}
     path.write_text(yaml.safe_dump_all([_doc(name, *case, tmp) for name, case in cases.items()]))
     got = run_cli("check", "-f", str(path), "-o", "json")
     assert got.returncode == 1, got.stdout + got.stderr
@@ -100,3 +105,12 @@ def test_plan_from_a_manifest_names_checks_refusal(checked, name, tmp_path):
     problem = next(line for line in got.stdout.splitlines() if line.startswith("problem:"))
     words = checked[name]["reason"]
     assert problem.startswith(f"problem:  {words}"), (problem, words)
+
+
+@pytest.mark.parametrize("name", list(SIZED_CASES))
+def test_a_utilization_the_release_accepts_is_sized_alike(checked, name):
+    release, args, v1, _ = SIZED_CASES[name]
+    est = run_cli("estimate", *_typed(release, args, v1), "-o", "json")
+    assert est.returncode == 0, est.stdout + est.stderr
+    assert json.loads(est.stdout)["outcome"] == "no_cache_blocks", est.stdout
+    assert checked[name]["reason"].startswith("predicted no_cache_blocks"), checked[name]

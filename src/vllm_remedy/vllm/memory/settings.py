@@ -24,7 +24,7 @@ from vllm_remedy.vllm.cmdline.flags import canonical_key
 from vllm_remedy.vllm.cmdline.values import parse_int
 from vllm_remedy.vllm.memory.chunked import chunked_prefill, v0_default_batch
 from vllm_remedy.vllm.memory.compiled import compilation_settings
-from vllm_remedy.vllm.memory.config_values import checked, quantization
+from vllm_remedy.vllm.memory.config_values import FIELDS_SINCE, checked, quantization
 from vllm_remedy.vllm.memory.flag_values import (
     read_bool,
     read_capture_size,
@@ -175,10 +175,9 @@ class EngineSettings:
     runner_v2_env_unreadable: str | None = None
 
     def __post_init__(self) -> None:
-        if not 0 < self.gpu_memory_utilization <= 1:
-            raise UserError(
-                f"gpu-memory-utilization: {self.gpu_memory_utilization} is out of range; expected 0 < U <= 1"
-            )
+        u = self.gpu_memory_utilization  # 0 and below are vLLM's to size (no cache blocks) until 0.12's Field(gt=0)
+        if not (math.isfinite(u) and u <= 1 and (u > 0 or rules(self.version).version < FIELDS_SINCE)):
+            raise UserError(f"gpu-memory-utilization: {u} is out of range; expected 0 < U <= 1")
         if self.tp < 1:
             raise UserError(f"tensor-parallel-size: {self.tp} must be >= 1")
         if self.pp < 1:
