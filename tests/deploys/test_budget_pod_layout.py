@@ -56,3 +56,20 @@ def test_tp_2_on_one_gpu_is_refused_not_called_a_fit(rehearsal: Rehearsal, tmp_p
 def test_two_data_parallel_engines_on_one_gpu_are_refused(rehearsal: Rehearsal, mode: tuple[str, ...]) -> None:
     _refused(rehearsal, LOCAL, [*GOOD_ARGS, "--data-parallel-size", "2"], mode,
              "2 data-parallel engines × world size 1 (TP 1 × PP 1) need 2 GPUs, the pod has 1")
+
+
+def test_a_refusal_vllm_runs_before_the_world_size_is_named_first(rehearsal: Rehearsal, tmp_path: Path) -> None:
+    """A --max-model-len above the model's 131,072 positions: the model config refuses it before the world size on
+    every release, so the pod's log ends with it; the world size is what refuses next."""
+    args = [*GOOD_ARGS, "--tensor-parallel-size", "2"]
+    args[args.index("--max-model-len") + 1] = "200000"
+    vllm_runtime(rehearsal)
+    rehearsal.change(with_args(args), change_cause="a length above the model's, wider than the pod's GPUs")
+    before = deployment(rehearsal)["metadata"]["generation"]
+    got = rehearsal.pyinfra(_unpinned_policy(tmp_path), BUDGET, "--dry")
+    lines = [line for line in host_out(got.stderr) if line.startswith("refused: deployment llm/llama-8b: ")]
+    assert got.returncode == 1 and len(lines) == 1, got.stderr
+    head, _, then = lines[0].partition("; then, that fixed: ")
+    assert "--max-model-len 200,000 is above the model's 131,072" in head and "world size" not in head, lines[0]
+    assert then.startswith("world size 2 (TP 2 × PP 1) is larger than the 1 GPU(s) of the pod"), lines[0]
+    assert deployment(rehearsal)["metadata"]["generation"] == before

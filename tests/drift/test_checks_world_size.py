@@ -57,3 +57,24 @@ def test_pipeline_stages_on_a_pod_that_holds_them_are_unknown_not_a_number():
     got = run(deployment(["--pipeline-parallel-size", "2"], "2"))
     for name in ("prediction", "concurrency"):
         assert got[name].status == "unknown" and "pipeline parallel is not modelled" in got[name].detail, got[name]
+
+
+@pytest.mark.parametrize(("tag", "extra", "first"), [
+    # the model config's length before the world size on every release (Llama-3.1-8B: 131072 positions)
+    ("v0.14.0", ["--max-model-len", "200000", "--tensor-parallel-size", "2"], "max_len_exceeds_model"),
+    # 0.11.0's executor comes after every config check: the heads refusal speaks first
+    ("v0.11.0", ["--tensor-parallel-size", "3"], "attention heads (32) must be divisible"),
+    # argparse before anything
+    ("v0.14.0", ["--tensor-parallel-size", "2", "--gpu-memory-utilization", "lots"], "argument parsing (exit 2)"),
+])
+def test_an_earlier_refusal_is_what_the_prediction_says_first(tag, extra, first):
+    """As check and drift's manifest check say: vLLM's log ends with the refusal it runs first; the world size is
+    what refuses next."""
+    dep = deployment([], "1")
+    container = dep["spec"]["template"]["spec"]["containers"][0]
+    container["args"], container["image"] = [container["args"][0], *extra], f"vllm/vllm-openai:{tag}"
+    got = run(dep)["prediction"]
+    assert got.status == "drift" and got.detail.startswith("predicted to fail: "), got
+    head, _, then = got.detail.partition("; then, that fixed: ")
+    assert first in head and "world size" not in head, got.detail
+    assert then.startswith("world size"), got.detail

@@ -42,7 +42,14 @@ from vllm_remedy.remedies.budget import BudgetRequest, plan_budget, spelling
 from vllm_remedy.remedies.budget.observed import KvObservation
 from vllm_remedy.remedies.pin_gpu import apply_template_change, canonical_product, plan_pin
 from vllm_remedy.remedies.plan import Plan, Step
-from vllm_remedy.remedies.predict import Prediction, failed_prediction, pinned_gpu, rules_note
+from vllm_remedy.remedies.predict import (
+    Prediction,
+    before_world_size,
+    failed_prediction,
+    pinned_gpu,
+    predict_template,
+    rules_note,
+)
 from vllm_remedy.remedies.restore import crash_failures
 from vllm_remedy.vllm import catalog, engine_env, resolved
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS
@@ -206,8 +213,8 @@ def smallest_fix(gpu: str | None = None, target_concurrency: float | None = None
         server = server_of(template, ctx.container)
         resource = ctx.policy.gpu.resource
         if (short := pod_shortfall(server.flags, server.container, server.image, resource)) is not None:
-            yield from refuse(state, host, f"{ctx.where}: predicted to fail: {short}; no budget change fixes it: "
-                              f"{layout_fix(resource)}")
+            yield from refuse(state, host, f"{ctx.where}: {_first_refusal(template, ctx.container, gpu, server.image)}"
+                              f"{short}; no budget change fixes it: {layout_fix(resource)}")
             return
         plan, product = plan_for(ctx, template, gpu, target_concurrency, picture)
         rules = rules_note(version_from_image(server_of(template, ctx.container).image))
@@ -246,3 +253,12 @@ FIX: tuple[tuple[str, Callable[..., Any], dict[str, Any]], ...] = (
     ("Pin the GPU type", pin_gpu.gpu_product, {}),
     ("Smallest change that restores headroom", smallest_fix, {}),
 )
+
+
+def _first_refusal(template: Mapping[str, Any], container: str | None, gpu: str | None, image: str) -> str:
+    """How the refusal line opens before the world size: "predicted to fail: ", or the refusal vLLM runs before it
+    (``predict.before_world_size``: the words the pod's log ends with) and "then, that fixed: "."""
+    found = predict_template(template, container, gpu)
+    if not before_world_size(found, version_from_image(image)):
+        return "predicted to fail: "
+    return f"{failed_prediction(found) or f'predicted {found.outcome}: {found.note}'}; then, that fixed: "

@@ -150,7 +150,7 @@ def before_world_size(prediction: Prediction, version: str | None) -> bool:
     if prediction.refused or prediction.config_refused:
         return True
     return prediction.estimate is not None and refused_before_world_size(
-        refusal_stage(prediction.estimate, version), parse_version(version) if version else None)
+        refusal_stage(prediction.estimate), parse_version(version) if version else None)
 
 
 def _predict_template(template: Mapping[str, Any], container: str | None, gpu: str | None,

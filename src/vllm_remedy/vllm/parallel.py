@@ -13,7 +13,7 @@ from typing import Any
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.vllm.cmdline.flags import canonical_key
-from vllm_remedy.vllm.memory import Estimate, refusal_order
+from vllm_remedy.vllm.memory import Estimate
 from vllm_remedy.vllm.outcomes import Outcome
 from vllm_remedy.vllm.versions import parse_version, version_from_image
 
@@ -149,27 +149,14 @@ def refused_before_world_size(stage: str | None, version: tuple[int, ...] | None
     return stage != "weights"
 
 
-# the attention heads against TP (``tp_split.tp_split_problem`` quotes ``verify_with_parallel_config``): the engine
-# config's ``heads`` stage; every other TP split is refused as the weights are created
-_HEADS = "must be divisible by tensor parallel size"
-
-
-def refusal_stage(est: Estimate, version: str | None) -> str | None:
+def refusal_stage(est: Estimate) -> str | None:
     """Where the refusal ``est`` decided stands in vLLM's order (``refusal_order.Stage``), None for a start no config
-    check refuses; read back from its outcome, config and words, as ``Estimate`` keeps no stage."""
+    check refuses: the stage the estimate recorded as it walked the release's checks (``Estimate.refused_at``)."""
     if est.outcome is Outcome.MAX_LEN_EXCEEDS_MODEL:
         return "len"
-    if est.outcome is not Outcome.CONFIG_REFUSED or est.refused_by is None:
+    if est.outcome is not Outcome.CONFIG_REFUSED:
         return None
-    words = est.refusal or ""
-    by = est.refused_by
-    if by == "env":
-        return refusal_order.env_stage(words, version)
-    if by == "quant":
-        return refusal_order.quant_stage(words)
-    if by == "tp":
-        return "heads" if _HEADS in words else "weights"
-    return "arch" if by == "model" else by  # the model config's registry; "batch" is the stage's own name
+    return est.refused_at
 
 
 def gpu_shortfall(flags: Mapping[str, str], container: Mapping[str, Any], resource: str = "nvidia.com/gpu",

@@ -61,7 +61,7 @@ PAIRS = {
     "O length+oracle": (QWEN7, V100, "v0.8.5", LONG, {"VLLM_USE_V1": "1"}, 1, LENGTH_WORDS),
     "P length+capability": (AWQ, V100, "v0.11.0", LONG, {}, 1, LENGTH_WORDS),
     "Q world size+capability: 0.20.0's ParallelConfig first": (AWQ, V100, "v0.20.0", [*SHORT, "-tp", "2"], {}, 1,
-                                                               "ValueError: World size (2) is larger than the number "
+                                                               "Value error, World size (2) is larger than the number "
                                                                "of available GPUs (1) in this node."),
     "R heads+world size: 0.11.0's executor after the config": (QWEN7, L40S, "v0.11.0", [*SHORT, "-tp", "3"], {}, 1,
                                                                HEADS_WORDS),

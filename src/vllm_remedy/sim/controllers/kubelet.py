@@ -164,6 +164,7 @@ class Kubelet(KubeletServer):
             pod=pod, container=copy.deepcopy(c.spec), node=node, restart_count=c.restart_count,
             gpu_memory_used_by_others_mib=self.cluster.node_gpu_used_mib.get(sim.node, 0),
             load=lambda: self.cluster.load_for(sim.namespace, sim.deployment),
+            extras={"pod_ip": sim.pod_ip},  # set with the sandbox, before the status that shows it is published
         )
         run = self.cluster.runtime.start(ctx)
         now = self.clock.now()

@@ -70,8 +70,8 @@ class Refusal:
     version: str
     model_id: str
     error: str  # the exception line(s) as Python prints them; for "argparse", the usage and error lines
-    # "argparse" (exit 2), "config" (argument/config validation), "device" (CUDA initialisation) or "worker" (the
-    # engine core's worker building its model runner)
+    # "argparse" (exit 2), "config" (argument/config validation), "device" (CUDA initialisation), "executor" (Ray
+    # placing the workers) or "worker" (the engine core's worker building its model runner)
     stage: str
     version_named: bool = True  # as Launch.version_named
     # the frames below ``run_server`` that raise it, when this refusal has its own (``config_refusal``); else the
@@ -84,6 +84,9 @@ class Refusal:
     max_num_batched_tokens: int | None = None
     # --tensor-parallel-size as typed (None: not set), for "non-default args" and the engine's config line
     tensor_parallel_size: int | None = None
+    # what the executor logs before it raises, (seconds after the engine's config line, level, message): Ray's wait
+    # for a placement group (``config_order.ray_wait_logs``), whose last line is when the error comes
+    waits: tuple[tuple[float, str, str], ...] = ()
 
 
 def node_gpu(node: Mapping[str, Any]) -> GpuSpec | None:
@@ -311,12 +314,27 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
 
 
 def _world_short(version: str, model_id: str, world: int, available: int, group_size: int) -> Refusal | None:
-    """TP × PP above the GPUs the pod (or its Ray cluster) offers, or None."""
+    """TP × PP above the GPUs the pod (or its Ray cluster) offers, or None: a single pod in its release's words and
+    time (``config_order.world_size_error``: ParallelConfig from 0.12.0, Ray's placement-group wait before); a
+    multi-node group's leader keeps one line naming its Ray cluster (what a group prints was not read)."""
     if available >= world:
         return None
-    where = "in this node" if group_size <= 1 else f"in the Ray cluster of {group_size} pods"
-    return Refusal(version, model_id, f"ValueError: World size ({world}) is larger than the number "
-                   f"of available GPUs ({available}) {where}.", "device")
+    if group_size > 1:
+        return Refusal(version, model_id, f"ValueError: World size ({world}) is larger than the number "
+                       f"of available GPUs ({available}) in the Ray cluster of {group_size} pods.", "device")
+    v = parse_version(version) or NEWEST_RELEASE
+    if v >= config_order.WORLD_SIZE_IN_PARALLEL_CONFIG_SINCE:  # the API server's engine config, no GPU touched
+        return Refusal(version, model_id, config_order.world_size_error(v, world, available), "config",
+                       frames=_PARALLEL_FRAMES)
+    return Refusal(version, model_id, config_order.world_size_error(v, world, available), "executor",
+                   waits=config_order.ray_wait_logs(v, world))
+
+
+# ``create_engine_config``'s call into ParallelConfig (engine/arg_utils.py@0.13.0 l.1541), a pydantic dataclass
+_PARALLEL_FRAMES = (("/usr/local/lib/python3.12/dist-packages/vllm/engine/arg_utils.py", 1541, "create_engine_config",
+                     "parallel_config = ParallelConfig("),
+                    ("/usr/local/lib/python3.12/dist-packages/pydantic/_internal/_dataclasses.py", 123, "__init__",
+                     "s.__pydantic_validator__.validate_python(ArgsKwargs(args, kwargs), self_instance=s)"))
 
 
 def _sized(spec: ModelSpec, draft_spec: ModelSpec | None, gpu: GpuSpec, settings: EngineSettings,

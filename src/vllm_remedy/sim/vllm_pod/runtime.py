@@ -30,8 +30,8 @@ from vllm_remedy.sim.runtime import (
     Runtime,
 )
 from vllm_remedy.sim.store import Store
-from vllm_remedy.sim.vllm_pod import device, env, flag_sized, keys, metrics, timeline
-from vllm_remedy.sim.vllm_pod.launch import Launch, plan
+from vllm_remedy.sim.vllm_pod import config_order, device, env, flag_sized, keys, metrics, timeline
+from vllm_remedy.sim.vllm_pod.launch import Launch, Refusal, plan
 from vllm_remedy.sim.vllm_pod.reality import Reality
 from vllm_remedy.vllm.cmdline import find_server
 from vllm_remedy.vllm.outcomes import Outcome
@@ -73,6 +73,8 @@ class VllmRuntime:
         started = timeline.sim_datetime(now)
         decided = plan(cmd, container, ctx.node, ctx.gpu_memory_used_by_others_mib, keys.group_size(ctx.pod))
         if not isinstance(decided, Launch):
+            decided = _with_pod_ip(decided, str(ctx.extras.get("pod_ip") or
+                                                (ctx.pod.get("status") or {}).get("podIP") or ""))
             p = timeline.plan_refusal(decided, started)
             return ContainerRun(log=p.lines, ready_after=None, exit=p.exit, http=_refused)
         decided = flag_sized.size(self.reality.apply(decided))  # a flag-sized cache is the flag's, not moved
@@ -227,3 +229,11 @@ def install(cluster: RuntimeHost, reality: Reality | None = None) -> VllmRuntime
     runtime = VllmRuntime(cluster.clock, cluster.store, fallback=cluster.runtime, reality=reality or before)
     cluster.runtime = runtime
     return runtime
+
+
+def _with_pod_ip(refusal: Refusal, ip: str) -> Refusal:
+    """Ray's placement group pins its first bundle to this node by the pod's IP (``get_ip()``): the words name it."""
+    if not ip:
+        return refusal
+    return replace(refusal, error=refusal.error.replace(config_order.POD_IP, ip),
+                   waits=tuple((t, level, m.replace(config_order.POD_IP, ip)) for t, level, m in refusal.waits))

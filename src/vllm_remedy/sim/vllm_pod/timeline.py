@@ -262,6 +262,8 @@ def plan_refusal(refusal: Refusal, started: datetime) -> Plan:
     prefix = _prefix(keep[-1]) if keep else ""
     end = 3.0 if refusal.stage == "config" else BOOT_SECONDS
     frames = _refusal_frames(refusal.stage)
+    if refusal.stage == "executor" and not refusal.waits:  # 0.6.4.post1 raised before any placement group
+        frames = [(frames[0][0], 283, "initialize_ray_cluster", "raise ValueError(")]
     if refusal.frames:  # its own frames below run_server (``config_refusal``), not the stage's last one
         frames = [*_refusal_frames("config")[:4], *refusal.frames]
     tail = [f"{prefix}Traceback (most recent call last):"]
@@ -270,7 +272,22 @@ def plan_refusal(refusal: Refusal, started: datetime) -> Plan:
     tail += [f"{prefix}{part}" for part in refusal.error.splitlines()]
     timed = [LogLine(round(i * LINE_GAP, 3), _stamp(line, started + timedelta(seconds=i * LINE_GAP)))
              for i, line in enumerate(keep)]
-    return Plan(tuple(timed), None, Exit(end, 1, "Error", tuple(tail)), "")
+    for after, level, message in refusal.waits:  # Ray's wait for the placement group, on the cluster's clock
+        at = BOOT_SECONDS + after
+        timed.append(LogLine(at, _stamp(_logged(keep[-1] if keep else "", level, message), started
+                                        + timedelta(seconds=at))))
+        end = max(end, at)
+    return Plan(tuple(timed), None, Exit(end, 1, "Error", tuple(stamp_all(tail, started + timedelta(seconds=end)))),
+                "")
+
+
+def _logged(like: str, level: str, message: str) -> str:
+    """A ray_utils.py record in the format of the rendered line ``like`` (its process prefix, and the brackets round
+    the source from 0.6.5's ``file.py:N]`` to 0.11's ``[file.py:N]``)."""
+    match = re.match(r"^(.*?)(?:INFO|WARNING) (\d{2}-\d{2} \d{2}:\d{2}:\d{2}) (\[?)", like)
+    if match is None:
+        return f"{level} 01-01 00:00:00 [ray_utils.py:240] {message}"
+    return f"{match.group(1)}{level} {match.group(2)} {match.group(3)}ray_utils.py:240] {message}"
 
 
 def oom_under_load_tail(launch: Launch, startup_text: str, started: datetime, at: datetime,
@@ -347,6 +364,10 @@ def _refusal_frames(stage: str) -> list[tuple[str, int, str, str]]:
     if stage == "config":
         return [*frames, (f"{site}/engine/arg_utils.py", 1049, "create_engine_config",
                           "model_config = self.create_model_config()")]
+    if stage == "executor":  # Ray's executor placing the workers (executor/ray_utils.py@0.11.0 l.380, l.252)
+        return [(f"{site}/executor/ray_utils.py", 380, "initialize_ray_cluster",
+                 "_wait_until_pg_ready(current_placement_group)"),
+                (f"{site}/executor/ray_utils.py", 252, "_wait_until_pg_ready", "raise ValueError(")]
     if stage == "worker":  # the engine core's worker, building its model runner (v1/worker/*.py@0.11.0)
         return [(f"{site}/v1/worker/gpu_worker.py", 201, "init_device",
                  "self.model_runner: GPUModelRunner = GPUModelRunner("),

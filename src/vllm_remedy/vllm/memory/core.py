@@ -15,7 +15,7 @@ from vllm_remedy.vllm.catalog import GIB, GpuSpec, ModelSpec
 from vllm_remedy.vllm.memory import capture, chunked, pinned, post_capture, refusal_order, terms
 from vllm_remedy.vllm.memory.kv_layout import check_rule
 from vllm_remedy.vllm.memory.non_torch import context_gib, nccl_outside_budget, non_torch_gib
-from vllm_remedy.vllm.memory.refusal_order import RefusedBy
+from vllm_remedy.vllm.memory.refusal_order import RefusedBy, Stage
 from vllm_remedy.vllm.memory.settings import (
     EngineSettings,
     Resolved,
@@ -34,7 +34,7 @@ from vllm_remedy.vllm.outcomes import REFUSED_BEFORE_SIZING, Outcome
 # speaks when several refuse is vLLM's order (``refusal_order``). The callers that prefix the words
 # (``remedies.predict``) read it.
 # Fields that say why, not how much: the JSON views keep their own ``refusal`` key (or none), so ``to_json`` drops them.
-_REFUSAL_FIELDS = ("refusal", "refused_by")
+_REFUSAL_FIELDS = ("refusal", "refused_by", "refused_at")
 
 
 @dataclass(frozen=True)
@@ -67,6 +67,9 @@ class Estimate:
     # (the words are read here once, where the outcome is decided, instead of by each caller walking the checks again).
     refusal: str | None = None
     refused_by: RefusedBy | None = None
+    # where that refusal stands in vLLM's order (``refusal_order.Stage``; "len" for ``max_len_exceeds_model``), kept
+    # so callers that weigh it against a later check (the world size, ``parallel.refusal_stage``) need not read words
+    refused_at: Stage | None = None
 
     @property
     def fits(self) -> bool:
@@ -218,6 +221,7 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
         kv_allocation_oom=kv_oom,
         refusal=refused[1] if refused and refused[0] else None,
         refused_by=refused[0] if refused else None,
+        refused_at=refused[2] if refused else None,
     )
 
 
@@ -253,7 +257,7 @@ def tp_refused(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings, split: 
     return Estimate(outcome=outcome, weights_gib=0.0, activation_gib=0.0, non_torch_gib=0.0, cudagraph_gib=0.0,
                     kv_cache_gib=0.0, kv_cache_tokens=0, gpu_blocks=0, max_concurrency=0.0, max_model_len=max_len,
                     peak_gib=settings.other_process_gib, total_gib=gpu.total_gib,
-                    refusal=refused[1] if refused[0] else None, refused_by=refused[0])
+                    refusal=refused[1] if refused[0] else None, refused_by=refused[0], refused_at=refused[2])
 
 
 def batch_refused(res: Resolved) -> bool:

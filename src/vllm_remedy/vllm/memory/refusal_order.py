@@ -89,9 +89,11 @@ _REFUSED_BY: dict[Stage, RefusedBy | None] = {
 
 
 def first_refusal(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings, split: str | None,
-                  env_problem: str | None, batch: Callable[[], str | None]) -> tuple[RefusedBy | None, str] | None:
-    """The refusal vLLM prints first for this start, in the release's order: (None, the length's words) for the model
-    config's max length (``max_len_exceeds_model``), else (the config, vLLM's words); None when none refuses.
+                  env_problem: str | None, batch: Callable[[], str | None]
+                  ) -> tuple[RefusedBy | None, str, Stage] | None:
+    """The refusal vLLM prints first for this start, in the release's order: (None, the length's words, "len") for
+    the model config's max length (``max_len_exceeds_model``), else (the config, vLLM's words, the stage that refused:
+    where it stands against later checks, such as the world size's); None when none refuses.
     ``split``: ``tp_split_problem``'s words for the TP size, None when vLLM takes it; ``batch``: the scheduler
     config's refusal in words, or None. An env that is unmodelled or unread (``env_problem``, not a refusal) raises
     ``CannotPredict`` where the env is read, unless an earlier check refused; with a TP size refused it is not judged
@@ -120,7 +122,7 @@ def first_refusal(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings, spli
             said = quant if quant is not None and quant_stage(quant) == stage else None
             if stage == "qmethod" and said is None and (lacking := arch_release.quantization_refusal(
                     model, version)) is not None:
-                return "model", lacking
+                return "model", lacking, stage
         elif stage == "batch":
             said = batch()
         elif stage == "heads":
@@ -128,5 +130,5 @@ def first_refusal(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings, spli
         elif stage == "weights":
             said = split if not heads else None
         if said is not None:
-            return _REFUSED_BY[stage], said
+            return _REFUSED_BY[stage], said, stage
     return None
