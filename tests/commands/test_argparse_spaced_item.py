@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import run_cli
-from fixtures.check_batch import blocks as _blocks
+from fixtures.check_batch import judge
 from fixtures.vllm_deployment import LLAMA, manifest
 
 SPACED = "--max-model-len 16384"
@@ -51,14 +50,7 @@ def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], t
                 manifest(tmp, [SPACED, "--gpu-memory-utilization", "0.9"], image=f"vllm/vllm-openai:v{version}"))
         docs.append(yaml.safe_load(Path(path).read_text()))
         docs[-1]["metadata"]["name"] = f"case-{i}"
-    path = tmp / "all.yaml"
-    path.write_text(yaml.safe_dump_all(docs))
-    got = run_cli("check", "-f", str(path), "-o", "json")
-    assert got.returncode in (0, 1), got.stdout + got.stderr
-    items = {item["name"]: item for item in json.loads(got.stdout)["items"]}
-    text = run_cli("check", "-f", str(path)).stdout
-    blocks = _blocks(text, path)
-    assert len(items) == len(blocks) == len(CASES), text
+    items, blocks = judge(docs, tmp, text=True)
     return {key: (blocks[f"case-{i}"], items[f"case-{i}"]) for i, key in enumerate(CASES)}
 
 

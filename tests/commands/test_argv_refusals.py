@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import run_cli
-from fixtures.check_batch import blocks as _blocks
+from fixtures.check_batch import judge
 from fixtures.vllm_deployment import manifest
 
 DUP = ["--max-model-len", "16Ki", "--max-model-len", "16384"]
@@ -52,14 +51,7 @@ def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[Key, tuple[str, di
     item). A case that fails has the item status "fail" (what the single file's exit 1 said)."""
     tmp = tmp_path_factory.mktemp("argv")
     keys = list(dict.fromkeys(CASES))
-    path = tmp / "all.yaml"
-    path.write_text(yaml.safe_dump_all([_workload(i, *key, tmp) for i, key in enumerate(keys)]))
-    got = run_cli("check", "-f", str(path), "-o", "json")
-    assert got.returncode in (0, 1), got.stdout + got.stderr
-    items = {item["name"]: item for item in json.loads(got.stdout)["items"]}
-    text = run_cli("check", "-f", str(path)).stdout
-    blocks = _blocks(text, path)
-    assert len(items) == len(blocks) == len(keys), text
+    items, blocks = judge([_workload(i, *key, tmp) for i, key in enumerate(keys)], tmp, text=True)
     return {key: (blocks[f"case-{i}"], items[f"case-{i}"]) for i, key in enumerate(keys)}
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import run_cli
+from fixtures.check_batch import judge
 from fixtures.vllm_deployment import LLAMA, manifest
 from vllm_remedy.sim.seed import make_node
 from vllm_remedy.sim.vllm_pod.launch import Launch, Refusal, plan
@@ -54,12 +54,7 @@ def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[tuple[str, .
     start instead of one per case: the suite's time budget), keyed like ``CASES``."""
     tmp = tmp_path_factory.mktemp("load_format")
     keys = list(dict.fromkeys(CASES))
-    path = tmp / "all.yaml"
-    path.write_text(yaml.safe_dump_all([_workload(i, *key, tmp) for i, key in enumerate(keys)]))
-    got = run_cli("check", "-f", str(path), "-o", "json")
-    assert got.returncode in (0, 1), got.stdout + got.stderr
-    items = {item["name"]: item for item in json.loads(got.stdout)["items"]}
-    assert len(items) == len(keys), got.stdout
+    items, _ = judge([_workload(i, *key, tmp) for i, key in enumerate(keys)], tmp)
     return {key: items[f"case-{i}"] for i, key in enumerate(keys)}
 
 

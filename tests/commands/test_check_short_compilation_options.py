@@ -5,13 +5,12 @@ review 2026-12-06, finding 1): ``-cc`` does not exist before 0.12.0 (engine/arg_
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 import yaml
 
-from conftest import run_cli
+from fixtures.check_batch import judge
 from fixtures.vllm_deployment import LLAMA, manifest
 
 REFUSED = [
@@ -41,12 +40,7 @@ def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[tuple[str, .
     """Every case of this module as one Deployment of one file, judged by one real `check -o json` run (one CLI
     start instead of one per case: the suite's time budget), keyed by (args, image)."""
     tmp = tmp_path_factory.mktemp("short-options")
-    path = tmp / "all.yaml"
-    path.write_text(yaml.safe_dump_all([_workload(i, *key, tmp) for i, key in enumerate(CASES)]))
-    got = run_cli("check", "-f", str(path), "-o", "json")
-    assert got.returncode in (0, 1), got.stdout + got.stderr
-    by_name = {item["name"]: item for item in json.loads(got.stdout)["items"]}
-    assert len(by_name) == len(CASES), got.stdout
+    by_name, _ = judge([_workload(i, *key, tmp) for i, key in enumerate(CASES)], tmp)
     return {key: by_name[f"case-{i}"] for i, key in enumerate(CASES)}
 
 
