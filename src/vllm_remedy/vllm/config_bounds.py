@@ -111,9 +111,11 @@ def rope(config: Mapping[str, Any], text: Mapping[str, Any]) -> None:
     ``patch_rope_scaling_dict`` refuses right after applying ``--hf-overrides`` (transformers_utils/config.py@0.10.1;
     ``patch_rope_parameters_dict`` in the same words for ``rope_parameters``, @0.12.0), and a YaRN one without
     ``original_max_position_embeddings``, which the max-length derivation indexes (``_get_and_verify_max_len``,
-    config/__init__.py@0.10.1, config/model.py@0.12.0: a KeyError). The words vLLM prints depend on the release
-    (and on how the ModelConfig wraps them), so the line is ours, quoting the message it raises. An empty mapping is
-    not judged (not read: whether transformers keeps it or drops it to None)."""
+    config/__init__.py@0.10.1, config/model.py@0.12.0: a KeyError). The words printed depend on the release (and on
+    how the ModelConfig wraps them) and, for a config.json, on the transformers config class validating rope_scaling
+    when it loads, before vLLM's patch (not read): so the line is ours, quoting what vLLM raises. Only 0.10.1 and
+    0.12.0 were read; the refusal is not dated per release, hence "cannot predict" rather than a predicted refusal.
+    An empty mapping is not judged (not read: whether transformers keeps it or drops it to None)."""
     scaling = text.get("rope_scaling")
     if not isinstance(scaling, Mapping) or not scaling:
         return
