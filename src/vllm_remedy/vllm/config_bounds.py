@@ -9,7 +9,8 @@ whose tensors no GPU holds (a layer count of 1e23 gave 4e22 GiB of weights, a ma
 as large; drawn as a bar, they ran the process out of memory). vLLM refuses none of these at config time in words of
 its own: it fails later, creating the layers, so the line is ours. Every path that builds a spec (the catalog,
 ``--model-config``, the Hub's config.json, ``--hf-overrides``) goes through ``ModelSpec.from_hf_config``, which
-calls ``check`` once the shapes are read.
+calls ``check`` once the shapes are read. ``rope`` refuses the ``rope_scaling`` vLLM itself fails on while it loads
+the config (no rope type; YaRN without its base length), in a line that quotes what vLLM raises.
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ def check(config: Mapping[str, Any], text: Mapping[str, Any], *, heads: int, kv_
     """Refuse (``Unbuildable``, in ``hf_config.cannot_predict``'s words naming the key and its value) a text config
     no model is built from: a dimension that is not whole, a head of no element, KV heads that do not divide the
     heads, weights above ``MAX_BYTES``, a maximum length above int64 or whose rotary cache is above ``MAX_BYTES``."""
+    rope(config, text)
     for key in WHOLE_KEYS:
         value = text.get(key)
         if isinstance(value, float) and not value.is_integer():
@@ -101,6 +103,35 @@ def check(config: Mapping[str, Any], text: Mapping[str, Any], *, heads: int, kv_
             config, f"{length_key} = {text.get(length_key)} gives a maximum length of {max_len:.3g}: the rotary "
                     f"cache vLLM builds at that length ({max_len:.3g} x head_dim {head_dim}) takes {rotary / PIB:.3g} "
                     "PiB, above the 1 PiB no GPU node holds")
+
+
+def rope(config: Mapping[str, Any], text: Mapping[str, Any]) -> None:
+    """Refuse a ``rope_scaling`` vLLM fails on while it loads the config, before any length or memory is derived
+    (so no prediction of either stands): one that names no ``rope_type`` nor the legacy ``type``, which
+    ``patch_rope_scaling_dict`` refuses right after applying ``--hf-overrides`` (transformers_utils/config.py@0.10.1;
+    ``patch_rope_parameters_dict`` in the same words for ``rope_parameters``, @0.12.0), and a YaRN one without
+    ``original_max_position_embeddings``, which the max-length derivation indexes (``_get_and_verify_max_len``,
+    config/__init__.py@0.10.1, config/model.py@0.12.0: a KeyError). The words printed depend on the release (and on
+    how the ModelConfig wraps them) and, for a config.json, on the transformers config class validating rope_scaling
+    when it loads, before vLLM's patch (not read): so the line is ours, quoting what vLLM raises. Only 0.10.1 and
+    0.12.0 were read; the refusal is not dated per release, hence "cannot predict" rather than a predicted refusal.
+    An empty mapping is not judged (not read: whether transformers keeps it or drops it to None)."""
+    scaling = text.get("rope_scaling")
+    if not isinstance(scaling, Mapping) or not scaling:
+        return
+    if "rope_type" not in scaling and "type" not in scaling:
+        raise _refuse(
+            config, f"rope_scaling = {dict(scaling)} names no rope_type (nor the legacy type): vLLM refuses it while "
+                    "loading the config (\"rope_scaling should have a 'rope_type' key\" as 0.10.1 words it, "
+                    "\"rope_parameters should have a 'rope_type' key\" as 0.12.0 does), before it derives any length")
+    # a top-level original_max_position_embeddings is copied into the rope parameters from 0.12 (patch_rope_parameters,
+    # transformers_utils/config.py@0.12.0) but not read by 0.10.1: a config with only that one is left as it was
+    if (hf_config.rope_type(text) == "yarn" and scaling.get("original_max_position_embeddings") is None
+            and text.get("original_max_position_embeddings") is None):
+        raise _refuse(
+            config, f"rope_scaling = {dict(scaling)} is YaRN without original_max_position_embeddings: vLLM's "
+                    "max-length derivation indexes rope_scaling[\"original_max_position_embeddings\"] and fails with a "
+                    "KeyError while building the config")
 
 
 def _length_key(text: Mapping[str, Any]) -> str:
