@@ -187,7 +187,8 @@ def _model(args: argparse.Namespace, found: _Inputs, typed: Mapping[str, str], v
     ``check`` applies a manifest's (``_hf_flags``); typed flags win over the manifest's. ``unset``: the manifest's
     hf flags argparse refuses, which the plan removes, so the config is the checkpoint's own."""
     # the manifest's as the pod receives them: a $(VAR) a ConfigMap given with -f sets is expanded (hf_received)
-    written, known = hf_received.received(found.server, found.config_maps) if found.server else (found.flags, ())
+    written, known = (hf_received.received(found.server, found.config_maps, version) if found.server
+                      else (found.flags, ()))
     hf = {k: v for k, v in {**written, **typed}.items()
           if k in (_hf_flags.FLAG, _hf_flags.PATH_FLAG) and (k in typed or k not in unset)}
     literal = _hf_flags.FLAG in typed or _hf_flags.FLAG in known

@@ -264,7 +264,7 @@ def _predict(server: ServerCommand, model_name: str | None, label: str | None, v
     flags, respelled = _respelled(server, group, version)
     # an --hf-overrides / --hf-config-path argparse refuses is planned unset: sized on the checkpoint's own config
     unset = spelling.unset_config_flags(respelled)
-    received, known = hf_received.received(server, maps)  # a $(VAR) from a ConfigMap checked with it: expanded
+    received, known = hf_received.received(server, maps, version)  # a $(VAR) from a ConfigMap checked with it: expanded
     hf = {k: v for k, v in received.items() if k not in unset}
     named, model_name = model_name, hf_overrides.config_source(hf, model_name)  # --hf-config-path first
     try:

@@ -17,7 +17,7 @@ from vllm_remedy.errors import UserError
 from vllm_remedy.kube.gpus import affinity_products
 from vllm_remedy.remedies.budget import spelling
 from vllm_remedy.remedies.budget.limits import margin_shortfall
-from vllm_remedy.vllm import catalog, dtype_support, engine_env, hf_overrides, model_len, resolved
+from vllm_remedy.vllm import catalog, dtype_support, engine_env, hf_dotted, hf_overrides, model_len, resolved
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS, GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import ServerCommand, canonical_key, find_server, unrecognized
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate
@@ -180,8 +180,9 @@ def _predict_template(template: Mapping[str, Any], container: str | None, gpu: s
         return Prediction(card.product, None, (str(exc) if known else f"model {source} is not in the catalog")
                           if source == str(server.model) else f"--hf-config-path {source}: {exc}", rules=note)
     try:  # --hf-overrides, applied to the config before vLLM derives anything from it
-        model = hf_overrides.applied(model, source, server.flags.get("revision"), server.flags,
-                                     parse_version(version_from_image(server.image)) or NEWEST_RELEASE)
+        release = parse_version(version_from_image(server.image)) or NEWEST_RELEASE
+        hf, _ = hf_dotted.received(server, server.flags, release)  # dotted keys folded as the release folds them
+        model = hf_overrides.applied(model, source, server.flags.get("revision"), hf, release)
     except UserError as exc:
         return Prediction(card.product, None, str(exc), rules=note)
     try:

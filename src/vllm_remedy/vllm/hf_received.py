@@ -9,15 +9,19 @@ value is not known here (a Secret, a ConfigMap not among the manifests) stays a 
 
 from __future__ import annotations
 
+from vllm_remedy.vllm import hf_dotted
 from vllm_remedy.vllm.cmdline.command import ServerCommand
 from vllm_remedy.vllm.cmdline.kubelet_env import ConfigMaps, expand_arg, unreadable
 from vllm_remedy.vllm.hf_overrides import FLAG, PATH_FLAG
+from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version
 
 
-def received(server: ServerCommand, maps: ConfigMaps | None) -> tuple[dict[str, str], frozenset[str]]:
+def received(server: ServerCommand, maps: ConfigMaps | None,
+             version: str | None = None) -> tuple[dict[str, str], frozenset[str]]:
     """(``server.flags`` with the two flags' last values as vLLM receives them, the flags among them whose value is
     known text): a value is known when written literally (or made literal by the kubelet's own expansion), or when
-    its ``$(VAR)`` references resolve from the container's env and ``maps``."""
+    its ``$(VAR)`` references resolve from the container's env and ``maps``. Dotted ``--hf-overrides.KEY`` options
+    are folded as release ``version`` folds them (``hf_dotted``: from 0.9.0 they replace a plain JSON value)."""
     flags, known = dict(server.flags), set()
     for name in (FLAG, PATH_FLAG):
         opt = next((o for o in reversed(server.options) if o.name == name), None)
@@ -29,4 +33,8 @@ def received(server: ServerCommand, maps: ConfigMaps | None) -> tuple[dict[str, 
         elif server.script is None and "{{" not in text and unreadable(server.container, text, maps) is None:
             flags[name] = expand_arg(server.container, text, maps)
             known.add(name)
+    v = parse_version(version) or NEWEST_RELEASE
+    if hf_dotted.folded(server, v) is not None:  # appended after every argument: it replaces a plain value
+        flags, literal = hf_dotted.received(server, flags, v)
+        known = (known | {FLAG}) if literal else (known - {FLAG})
     return flags, frozenset(known)

@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 import shlex
 
-from vllm_remedy.vllm import hf_overrides
+from vllm_remedy.vllm import hf_dotted, hf_overrides
 from vllm_remedy.vllm.cmdline import choices, compilation
 from vllm_remedy.vllm.cmdline.booleans import option_strings, store_boolean
 from vllm_remedy.vllm.cmdline.command import ServerCommand
@@ -106,6 +106,8 @@ def refused(server: ServerCommand, version: str | None) -> list[Refused]:
     if (message := compilation.dotted_refusal(server.flags, v)) is not None:  # the dict is parsed after the rest
         dotted = [o for o in server.options if o.flag.name.startswith(("compilation-config.", "cc."))]
         out.append(Refused(" ".join(shlex.quote(t.value) for o in dotted for t in o.tokens), message))
+    out += [Refused(words, message) for words, message in hf_dotted.refusal(server, v)  # before 0.9.0: unknown
+            if not server.placeholder([t for o in hf_dotted.dotted(server) for t in o.tokens])]
     out += [Refused(shlex.quote(w), f"unrecognized arguments: {w}") for w in _strays(server, v)]
     if short_cc and not server.placeholder([t for o in short_cc for t in o.tokens]):
         written = " ".join(shlex.quote(t.value) for o in short_cc for t in o.tokens)
