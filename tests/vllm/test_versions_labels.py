@@ -53,11 +53,12 @@ def test_a_release_that_was_read_is_modelled_and_printed_as_given(version):
 @pytest.mark.parametrize(("version", "provenance"), [
     ("0.34.0.post1", "extrapolated from 0.34.0"), ("0.27.1.post1", "extrapolated from 0.27.1"),
     ("0.8.5.post2", "extrapolated from 0.8.5.post1"), ("0.33.1.post1", "extrapolated from 0.33.0"),
-    ("0.34.0rc2", "modelled on the 0.34.0 release"), ("0.34.0.dev3", "modelled on the 0.34.0 release"),
-    ("0.26.1rc1.dev156+g0eec856cc", "modelled on the 0.26.1 release"), ("0.27.2rc1", "extrapolated from 0.27.1")])
+    ("0.34.0rc2", "extrapolated from 0.33.0"), ("0.34.0.dev3", "extrapolated from 0.33.0"),
+    ("0.26.1rc1.dev156+g0eec856cc", "extrapolated from 0.26.0"), ("0.27.2rc1", "extrapolated from 0.27.1")])
 def test_a_post_release_not_read_is_extrapolated_and_a_pre_release_says_whose_rules_it_gets(version, provenance):
     """Neither was read: a post release past the ones whose logs the rules cite (READ_POST) differs from the release
-    it follows by whatever it fixed; an rc precedes its release, whose rules it gets, and its label says so."""
+    it follows by whatever it fixed; an rc or dev build precedes its release (PEP 440), so it gets the rules of the
+    release before it, extrapolated (tests/vllm/test_version_labels.py)."""
     r = rules(version)
     assert (r.provenance, r.label) == (provenance, f"{version} (rules: {provenance})")
     assert rules_note(version) == f"vLLM {version}: rules {provenance}"
@@ -68,7 +69,8 @@ def test_a_post_release_not_read_is_extrapolated_and_a_pre_release_says_whose_ru
                                               ("0.35.0.dev3", "0.35.0.dev3")])
 def test_a_version_is_shown_as_typed_and_sized_by_its_parsed_release(typed, shown):
     assert rules(typed).label == f"{shown} (rules: extrapolated from 0.34.0)"
-    assert rules(typed) == rules("0.35.0" if typed != "v0.35.1" else "0.35.1")  # the same rules, by the tuple
+    # the same rules, by the tuple: an rc or dev build of 0.35.0 runs the release before it
+    assert rules(typed) == rules("0.35.1" if typed == "v0.35.1" else "0.34.0")
 
 
 @pytest.mark.parametrize("image", NAMELESS)

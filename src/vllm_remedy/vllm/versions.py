@@ -7,7 +7,8 @@ Unknown versions (``:latest``, digests, custom tags) get the rules of the newest
 (``NEWEST_RELEASE``: what ``:latest`` most likely runs), and every output says the version is unknown; a release
 whose source was not read (newer than ``NEWEST_MODELLED``, older than ``OLDEST_MODELLED``, or a patch past the last one
 read of its minor, ``LAST_READ_PATCH``) is *extrapolated* from the nearest one read, and every output says so too
-(``label``, ``provenance``).
+(``label``, ``provenance``). A pre-release build (0.6.4.dev0, 0.26.1rc1) comes before its release (PEP 440): it gets
+the previous release's rules, extrapolated, and no gate of the release it precedes (``parse_version``).
 """
 
 from __future__ import annotations
@@ -41,11 +42,12 @@ LAST_READ_PATCH: dict[tuple[int, int], int] = {
     (0, 5): 5, (0, 6): 6, (0, 7): 3, (0, 8): 5, (0, 9): 2, (0, 10): 2, (0, 11): 2, (0, 14): 1, (0, 15): 1, (0, 17): 1,
     (0, 18): 1, (0, 19): 1, (0, 20): 1, (0, 22): 1, (0, 25): 1, (0, 26): 1, (0, 27): 1,
 }
-# The post releases whose logs the rules cite (tests/data/calibration, tests/data/logs): a later post release, or one
-# of a release not listed (0.34.0.post1), was never read, so it is extrapolated from the release it follows. A
-# pre-release (0.34.0rc2, 0.34.0.dev3) of a read release gets that release's rules, and its label says so.
-READ_POST: dict[tuple[int, int, int], int] = {(0, 6, 4): 1, (0, 8, 5): 1}
-# Four-part releases read (0.10.1.1's tag is cited below); one never read (0.10.1.2, 0.34.0.1) is extrapolated.
+# A patch, spelt .postN (0.6.4.post1) or with a fourth number (0.10.1.1, vLLM's patch of 0.10.1), carries its release's
+# rules and is modelled only where its own source or logs were read, else extrapolated from the release it follows.
+# Read: 0.6.4.post1 and 0.6.6.post1 (worker.py, utils.py: memory/post_capture.py; calibration logs), 0.8.5.post1 (logs);
+# not 0.6.3.post1, nor 0.34.0.post1.
+READ_POST: dict[tuple[int, int, int], int] = {(0, 6, 4): 1, (0, 6, 6): 1, (0, 8, 5): 1}
+# Read: 0.10.1.1 (arg_utils.py, gpu_worker.py, envs.py at its tag, cited below and in v1_oracle; logs); not 0.10.1.2.
 READ_FOURTH: dict[tuple[int, int, int], int] = {(0, 10, 1): 1}
 # CacheConfig.gpu_memory_utilization defaults to 0.92 from 0.20.0 (`Field(default=0.92, gt=0, le=1)`,
 # config/cache.py@0.20.0; 0.9 in config/cache.py@0.19.1; EngineArgs takes CacheConfig's value, engine/arg_utils.py).
@@ -106,19 +108,39 @@ V0_ABSOLUTE_BUDGET = ((0, 6, 4), (0, 6, 5))
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:\.?(post\d+|rc\d+|dev\d*))?")
 
 
+# A pre-release of a three-part release (0.6.4.dev0, 0.26.1rc1.dev156+g0eec856cc); not a dev of a post or four-part
+# release (0.8.5.post1.dev3 and 0.10.1.1rc1 follow 0.8.5 and 0.10.1), nor a tag's ``-devel``.
+_PRECEDES = re.compile(r"^v?\d+\.\d+(?:\.\d+)?(?:[.-]?(?:a|b|rc)\d+|[.-]?dev\d*)(?![A-Za-z])")
+
+
 def parse_version(text: str | None) -> tuple[int, int, int] | None:
-    """``"0.8.5"``, ``"v0.8.5.post1"`` → (0, 8, 5); anything unparseable → None."""
+    """The release whose rules a version runs by: ``"0.8.5"``, ``"v0.8.5.post1"`` → (0, 8, 5); a pre-release, which
+    PEP 440 orders before its release (0.6.4.dev0 < 0.6.4rc1 < 0.6.4), → the release before it: ``"0.6.4.dev0"`` →
+    (0, 6, 3), ``"0.34.0rc2"`` → (0, 33, 0), so no gate of the release it precedes (a flag added there) applies to it;
+    anything unparseable → None."""
     if not text:
         return None
     match = _VERSION.match(text.strip())
     if not match:
         return None
-    return int(match.group(1)), int(match.group(2)), int(match.group(3) or 0)
+    release = int(match.group(1)), int(match.group(2)), int(match.group(3) or 0)
+    return _preceding(release) if _PRECEDES.match(text.strip()) else release
+
+
+def _preceding(release: tuple[int, int, int]) -> tuple[int, int, int]:
+    """The release before ``release`` as far as the rules go: the previous patch (0.6.3 before 0.6.4), the last one read
+    of the previous minor (0.33.0 before 0.34.0, 0.8.5 before 0.9.0), the newest known before a new major (1.0.0)."""
+    major, minor, patch = release
+    if patch:
+        return major, minor, patch - 1
+    if minor:
+        return major, minor - 1, LAST_READ_PATCH.get((major, minor - 1), 0)
+    return NEWEST_RELEASE if release > NEWEST_RELEASE else release
 
 
 # A whole version as typed: 0.8.5, v0.8.5, 0.10.1.1, 0.8.5.post1, 0.26.1rc1, 0.26.1rc1.dev156+g0eec856cc.
 _TYPED_VERSION = re.compile(
-    r"v?\d+\.\d+(?:\.\d+){0,2}(?:[.-]?(?:a|b|rc)\d+)?(?:[.-]?post\d+)?(?:[.-]?dev\d*)?(?:\+[A-Za-z0-9.]+)?")
+    r"v?\d+\.\d+(?:\.\d+){0,2}(?:[.-]?(?:a|b|rc)\d+)?(?:[.-]?post\d+)?(?:[.-]?dev\d*(?![A-Za-z]))?(?:\+[A-Za-z0-9.]+)?")
 
 
 def typed_version(text: str) -> str:
@@ -231,39 +253,42 @@ class VersionRules:
 
     @property
     def extrapolated(self) -> bool:
-        """A known release whose source was not read: its rules are the nearest read release's (``read_from``); a post
-        release past the ones read (``READ_POST``) is extrapolated from the release it follows."""
-        return self.known and (self.read_from != self.version or self.post > READ_POST.get(self.version, 0)
+        """A known version whose source was not read: its rules are the nearest read release's (``read_from``); a patch
+        past the ones read, from the release it follows; a pre-release, from the release before it (``version``)."""
+        return self.known and (self.read_from != self.version or bool(self.pre)
+                               or self.post > READ_POST.get(self.version, 0)
                                or self.fourth > READ_FOURTH.get(self.version, 0))
 
     @property
     def pre_release(self) -> bool:
-        """A pre-release (rc, dev) of a release that was read: modelled by that release's rules, labelled so."""
-        return self.known and bool(self.pre) and not self.extrapolated
+        """A pre-release (a, b, rc, dev): it precedes its release, so it runs the rules before it (extrapolated)."""
+        return self.known and bool(self.pre)
 
     @property
     def provenance(self) -> str:
-        """Where the rules come from: ``modelled``, ``extrapolated from 0.34.0``, ``modelled on the 0.34.0 release``
-        (a pre-release of it) or, for an unknown version, ``unknown version: rules of the newest release, 0.34.0``."""
+        """Where the rules come from: ``modelled``, ``extrapolated from 0.33.0`` (0.34.0.dev0's: it precedes 0.34.0) or,
+        for an unknown version, ``unknown version: rules of the newest release, 0.34.0``."""
         if not self.known:
             return f"unknown version: {newest_rules()}"
         if self.extrapolated:
             read = self.read_from
-            post = READ_POST.get(read, 0) if self.post and read == self.version else 0
-            fourth = READ_FOURTH.get(read, 0) if self.fourth and read == self.version else 0
+            # a pre-release of a patch precedes that patch: 0.8.5.post1.dev3 follows 0.8.5, 0.10.1.2rc1 0.10.1.1
+            post, fourth = (self.post - 1, 0) if self.pre and self.post else (self.post, self.fourth - bool(self.pre))
+            post = min(post, READ_POST.get(read, 0)) if post > 0 and read == self.version else 0
+            fourth = min(fourth, READ_FOURTH.get(read, 0)) if fourth > 0 and read == self.version else 0
             return f"extrapolated from {_dotted(read)}{f'.{fourth}' if fourth else ''}{f'.post{post}' if post else ''}"
-        return f"modelled on the {_dotted(self.version)} release" if self.pre_release else "modelled"
+        return "modelled"
 
     @property
     def qualified(self) -> bool:
         """Whether the label must say where the rules come from: their release is not the one named."""
-        return self.extrapolated or self.pre_release
+        return self.extrapolated
 
     @property
     def label(self) -> str:
         """The version as every output prints it, as typed or logged; never a bare number unless its rules were read
-        from that release's source: ``0.35.0rc1 (rules: extrapolated from 0.34.0)``, ``0.34.0rc2 (rules: modelled on
-        the 0.34.0 release)``, ``unknown (rules of the newest release, 0.34.0)``."""
+        from that release's source: ``0.35.0rc1 (rules: extrapolated from 0.34.0)``, ``0.34.0rc2 (rules: extrapolated
+        from 0.33.0)``, ``unknown (rules of the newest release, 0.34.0)``."""
         if not self.known:
             return f"unknown ({newest_rules()})"
         return f"{self.display} (rules: {self.provenance})" if self.qualified else self.display

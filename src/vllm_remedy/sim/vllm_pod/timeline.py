@@ -139,6 +139,8 @@ def _listed_utilization(launch: Launch) -> bool:
 
 
 def _beyond(r: VersionRules) -> str:
+    if r.pre_release:  # its ``version`` is the release before it (0.6.3 for 0.6.4.dev0)
+        return "a pre-release, which comes before its release"
     if r.version < OLDEST_MODELLED:
         return "older than the oldest modelled release"
     if r.version > NEWEST_MODELLED:
