@@ -30,7 +30,6 @@ from vllm_remedy.vllm.parallel import (
     container_gpus,
     group_flags,
     pod_shortfall,
-    refusal_stage,
     refused_before_world_size,
 )
 from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version, rules, version_from_image
@@ -127,16 +126,17 @@ def predict_template(template: Mapping[str, Any], container: str | None = None,
     (LeaderWorkerSet), whose pipeline stages are sized as tensor-parallel ranks over the group's GPUs
     (``vllm.parallel.group_flags``); None reads it from the template (:func:`ray_group`). A single pod is judged as
     vLLM starts it: an engine wider than the pod's ``resource`` limit (or no limit) fails before any memory is sized
-    (``layout``), unless a check vLLM runs before the world size refuses the start (``parallel.refusal_stage``), and
+    (``layout``), unless a check vLLM runs before the world size refuses the start (:func:`before_world_size`), and
     pipeline stages are "cannot predict" (``vllm.memory.pipeline``).
     """
-    found = _predict_template(template, container, gpu, other_process_gib, group)
     spec = dict(template.get("spec") or {})
     try:
         server = find_server(spec, container)
-    except UserError:
-        return found
-    if (ray_group(server.flags) if group is None else group) or (short := _shortfall(server, resource)) is None:
+    except UserError as exc:
+        return Prediction(None, None, f"no vLLM server: {exc}")
+    group = ray_group(server.flags) if group is None else group
+    found = _predict_server(spec, server, gpu, other_process_gib, group)
+    if group or (short := _shortfall(server, resource)) is None:
         return found
     if before_world_size(found, version_from_image(server.image)):
         return found
@@ -146,25 +146,20 @@ def predict_template(template: Mapping[str, Any], container: str | None = None,
 def before_world_size(prediction: Prediction, version: str | None) -> bool:
     """Whether vLLM stops on ``prediction``'s refusal before it compares the world size with the pod's GPUs (then the
     pod's log ends with that refusal): argparse, a literal the config classes refuse, or a check
-    ``parallel.refused_before_world_size`` places first for the release."""
+    ``parallel.refused_before_world_size`` places first for the release (``Estimate.refused_at``)."""
     if prediction.refused or prediction.config_refused:
         return True
     return prediction.estimate is not None and refused_before_world_size(
-        refusal_stage(prediction.estimate), parse_version(version) if version else None)
+        prediction.estimate.refused_at, parse_version(version) if version else None)
 
 
-def _predict_template(template: Mapping[str, Any], container: str | None, gpu: str | None,
-                      other_process_gib: float | None, group: bool | None) -> Prediction:
-    """:func:`predict_template` without the pod's GPU count (the caller orders the world size among the refusals)."""
-    spec = dict(template.get("spec") or {})
-    try:
-        server = find_server(spec, container)
-    except UserError as exc:
-        return Prediction(None, None, f"no vLLM server: {exc}")
+def _predict_server(spec: Mapping[str, Any], server: ServerCommand, gpu: str | None,
+                    other_process_gib: float | None, group: bool) -> Prediction:
+    """:func:`predict_template` for its server, without the pod's GPU count (the caller orders the world size among
+    the refusals)."""
     # every prediction of this image names its rules, an estimate or none (JSON ``rules``: not "modelled" for 0.35.0)
     note = rules_note(version_from_image(server.image))
     label = gpu or pinned_gpu(spec)
-    group = ray_group(server.flags) if group is None else group
     if label is None:
         return Prediction(None, None, "the template pins no GPU product, so the card is the scheduler's choice",
                           rules=note)

@@ -13,8 +13,6 @@ from typing import Any
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.vllm.cmdline.flags import canonical_key
-from vllm_remedy.vllm.memory import Estimate
-from vllm_remedy.vllm.outcomes import Outcome
 from vllm_remedy.vllm.versions import parse_version, version_from_image
 
 TP, PP = "tensor-parallel-size", "pipeline-parallel-size"
@@ -147,16 +145,6 @@ def refused_before_world_size(stage: str | None, version: tuple[int, ...] | None
     if version is None or version >= WORLD_SIZE_IN_PARALLEL_CONFIG_SINCE:
         return stage in BEFORE_PARALLEL_CONFIG
     return stage != "weights"
-
-
-def refusal_stage(est: Estimate) -> str | None:
-    """Where the refusal ``est`` decided stands in vLLM's order (``refusal_order.Stage``), None for a start no config
-    check refuses: the stage the estimate recorded as it walked the release's checks (``Estimate.refused_at``)."""
-    if est.outcome is Outcome.MAX_LEN_EXCEEDS_MODEL:
-        return "len"
-    if est.outcome is not Outcome.CONFIG_REFUSED:
-        return None
-    return est.refused_at
 
 
 def gpu_shortfall(flags: Mapping[str, str], container: Mapping[str, Any], resource: str = "nvidia.com/gpu",

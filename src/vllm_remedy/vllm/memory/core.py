@@ -67,8 +67,8 @@ class Estimate:
     # (the words are read here once, where the outcome is decided, instead of by each caller walking the checks again).
     refusal: str | None = None
     refused_by: RefusedBy | None = None
-    # where that refusal stands in vLLM's order (``refusal_order.Stage``; "len" for ``max_len_exceeds_model``), kept
-    # so callers that weigh it against a later check (the world size, ``parallel.refusal_stage``) need not read words
+    # where that refusal stands in vLLM's order (``refusal_order.Stage``; "len" for ``max_len_exceeds_model``), kept so
+    # callers that weigh it against a later check (the world size, ``parallel.refused_before_world_size``) read no words
     refused_at: Stage | None = None
 
     @property
@@ -226,12 +226,11 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
 
 
 def _scheduler_view(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Resolved | None:
-    """What the scheduler config sees, also for a TP size vLLM refuses later (``resolve`` refuses it first): its
-    defaults (chunked prefill, the batch) read no TP size, so they are resolved at TP 1; None when even that is
-    refused (a checkpoint split off its grid on one rank)."""
+    """What the scheduler config sees for a TP size vLLM refuses later (``resolve`` refuses it first): its defaults
+    (chunked prefill, the batch) read no TP size, so they are resolved at TP 1; None when even that is refused (a
+    checkpoint split off its grid on one rank)."""
     try:
-        return resolve(model, gpu, settings if tp_split_problem(model, settings.tp, split_run(model, gpu, settings))
-                       is None else replace(settings, tp=1))
+        return resolve(model, gpu, replace(settings, tp=1))
     except UserError:
         return None
 
