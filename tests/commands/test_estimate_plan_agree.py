@@ -114,3 +114,14 @@ def test_a_utilization_the_release_accepts_is_sized_alike(checked, name):
     assert est.returncode == 0, est.stdout + est.stderr
     assert json.loads(est.stdout)["outcome"] == "no_cache_blocks", est.stdout
     assert checked[name]["reason"].startswith("predicted no_cache_blocks"), checked[name]
+
+
+def test_several_refused_literals_are_all_unset():
+    """Each refusal names its flag (``ConfigRefused.flag``): the plan drops them one by one whatever their order, where
+    trying the flags in a fixed order gave up (exit 2) once dropping a later one uncovered an earlier one's refusal."""
+    plan = run_cli("plan", *_typed("0.13.0", ("--max-num-seqs", "0", "--quantization", "foo",
+                                              "--gpu-memory-utilization", "1.5", "--max-model-len", "4096"), None))
+    assert plan.returncode == 1, plan.stdout + plan.stderr
+    assert "problem:  predicted config_refused — vLLM 0.13.0 refuses --quantization foo" in plan.stdout, plan.stdout
+    first = next(line for line in plan.stdout.splitlines() if line.startswith("1 "))
+    assert "unset --max-num-seqs unset --gpu-memory-utilization unset --quantization" in first, first

@@ -330,8 +330,7 @@ def load_gpu(args: argparse.Namespace) -> catalog.GpuSpec:
     return catalog.gpu(args.gpu)
 
 
-#: The flags whose literal vLLM's config classes may refuse (``config_values``), in the order they are dropped to size
-#: what remains when one is: the first whose removal lets the settings build is the refused one.
+#: The flags whose literal vLLM's config classes may refuse (``config_values``), in the order a plan unsets them.
 REFUSABLE = ("max-model-len", "max-num-seqs", "gpu-memory-utilization", "quantization", "load-format", "swap-space",
              "optimization-level")
 
@@ -340,21 +339,21 @@ def refusable_settings(flags: Mapping[str, str], version: str | None, inputs: Ma
                        hidden: tuple[str, ...] = ()) -> tuple[EngineSettings, ConfigRefused | None, tuple[str, ...]]:
     """(settings, vLLM's config-time refusal, the flags left out to size the rest): a literal vLLM's config classes
     refuse (``ConfigRefused``, as ``check`` reads it) is a predicted ``config_refused`` start, not bad input; the
-    settings are those without it (the release's default), so the plan can say what else the start needs."""
+    settings are those without it (the release's default), and without any other literal refused once it is gone,
+    so the plan can say what else the start needs."""
     try:
         return EngineSettings.from_flags(dict(flags), version, dict(inputs), hidden), None, ()
     except ConfigRefused as exc:
-        refused, left, dropped, said = exc, dict(flags), [], exc.phrase
-    for flag in REFUSABLE:
-        if flag not in left:
-            continue
-        rest = {k: v for k, v in left.items() if k != flag}
+        refused = current = exc
+    left: dict[str, str] = dict(flags)
+    while current.flag in REFUSABLE and current.flag in left:  # each refusal names its flag (``ConfigRefused.flag``)
+        del left[current.flag]
         try:
-            return EngineSettings.from_flags(rest, version, dict(inputs), hidden), refused, (*dropped, flag)
+            settings = EngineSettings.from_flags(left, version, dict(inputs), hidden)
         except ConfigRefused as again:
-            if again.phrase != said:  # this flag was refused too: the next one speaks now
-                left, said = rest, again.phrase
-                dropped.append(flag)
+            current = again
+            continue
+        return settings, refused, tuple(f for f in REFUSABLE if f in flags and f not in left)
     raise refused
 
 

@@ -39,12 +39,14 @@ MAX_LEN_GE_MINUS_ONE: Version = (0, 14, 0)  # Field(ge=-1) (config/model.py@0.14
 
 class ConfigRefused(UserError):
     """vLLM refuses the start at config time (``Failure.CONFIG_REFUSED``): ``str`` is the bad-input line a typed value
-    gets (``estimate``, ``args set``), ``phrase`` the refusal for a manifest's start, ``error`` vLLM's exception."""
+    gets (``estimate``, ``args set``), ``phrase`` the refusal for a manifest's start, ``error`` vLLM's exception,
+    ``flag`` the flag whose literal is refused (what a caller drops to size the rest of the start)."""
 
-    def __init__(self, message: str, phrase: str, error: str) -> None:
+    def __init__(self, message: str, phrase: str, error: str, flag: str) -> None:
         super().__init__(message)
         self.phrase = phrase
         self.error = error
+        self.flag = flag
 
 
 def checked(make: Callable[[], T], flags: Mapping[str, str], version: str | None) -> T:
@@ -58,7 +60,7 @@ def checked(make: Callable[[], T], flags: Mapping[str, str], version: str | None
         return make()
     except UserError as exc:
         if (refused := config_refusal(flags, r.version, r.label)) is not None:
-            raise ConfigRefused(str(exc), refused.phrase, refused.error) from exc
+            raise ConfigRefused(str(exc), refused.phrase, refused.error, refused.flag) from exc
         raise
 
 
@@ -69,7 +71,7 @@ def config_refusal(flags: Mapping[str, str], v: Version, label: str) -> ConfigRe
         if error is not None:
             phrase = (f"vLLM {label} refuses --{flag} {flags[flag]} at config time, before loading anything "
                       f"({' '.join(line.strip() for line in error.splitlines())})")
-            return ConfigRefused(phrase, phrase, error)
+            return ConfigRefused(phrase, phrase, error, flag)
     return None
 
 
@@ -127,7 +129,7 @@ def swap_refusal(flags: Mapping[str, str], v: Version, label: str) -> ConfigRefu
                  "for the swap space.")
     phrase = (f"vLLM {label} refuses --swap-space {text} at config time, before loading anything "
               f"({error})")
-    return ConfigRefused(phrase, phrase, error)
+    return ConfigRefused(phrase, phrase, error, "swap-space")
 
 
 def load_format_refusal(flags: Mapping[str, str], v: Version, label: str) -> ConfigRefused | None:
@@ -142,7 +144,7 @@ def load_format_refusal(flags: Mapping[str, str], v: Version, label: str) -> Con
     error = f"ValueError: Load format `{name}` is not supported"
     phrase = (f"vLLM {label} refuses --load-format {text} when its worker picks the model loader, before loading any "
               f"weights ({error}: no such loader is registered in that release)")
-    return ConfigRefused(phrase, phrase, error)
+    return ConfigRefused(phrase, phrase, error, "load-format")
 OPT_LEVEL_SINCE: Version = (0, 12, 0)
 DOTTED_O_UNTIL: Version = (0, 14, 0)
 
@@ -159,7 +161,7 @@ def optimization_refusal(flags: Mapping[str, str], v: Version, label: str) -> Co
              f"[type=enum, input_value={level!r}, input_type=str]")
     phrase = (f"vLLM {label} refuses the optimization level {level!r} (-O{level}) at config time, before loading "
               f"anything ({' '.join(line.strip() for line in error.splitlines())})")
-    return ConfigRefused(phrase, phrase, error)
+    return ConfigRefused(phrase, phrase, error, "optimization-level")
 
 
 def _error(flag: str, text: str, v: Version) -> str | None:
@@ -202,5 +204,5 @@ def quantization(name: str, version: str | None) -> str:
     if "$" not in name and "{{" not in name and (error := unknown_quantization(name, r.version)) is not None:
         phrase = (f"vLLM {r.label} refuses --quantization {name} at config time, before loading anything (Unknown "
                   f"quantization method: {name}; it has no such method)")
-        raise ConfigRefused(phrase, phrase, error)
+        raise ConfigRefused(phrase, phrase, error, "quantization")
     return name.strip().lower()
