@@ -314,8 +314,7 @@ def load_configured(args: argparse.Namespace, flags: Mapping[str, str], version:
         spec, source = load_model_source(args)
         config_from = args.model or str(Path(args.model_config))
     elif args.model_config:
-        raise UserError(f"--{_hf_flags.PATH_FLAG} with --model-config: --model-config is already the config vLLM "
-                        "reads; give --model with --hf-config-path, or the config alone with --model-config")
+        raise _hf_flags.path_with_model_config()
     else:
         spec, source = _hf_flags.resolved_path(path, lambda p: hub.resolve(p, args.revision))
         config_from = path

@@ -39,6 +39,12 @@ def refusal(flags: Mapping[str, str], version: str | None) -> None:
         raise UserError(f"{PATH_FLAG}: empty; name a repository id or a directory with the config.json")
 
 
+def path_with_model_config() -> UserError:
+    """Both name the config vLLM reads: estimate and plan refuse the pair alike."""
+    return UserError(f"--{PATH_FLAG} with --model-config: --model-config is already the config vLLM reads; give "
+                     "--model with --hf-config-path, or the config alone with --model-config")
+
+
 def config_path(flags: Mapping[str, str]) -> str | None:
     """``--hf-config-path`` when given: where vLLM reads the config instead of the model."""
     return hf_overrides.config_source(flags, None)

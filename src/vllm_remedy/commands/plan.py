@@ -195,8 +195,7 @@ def _model(args: argparse.Namespace, found: _Inputs, typed: Mapping[str, str], v
     _hf_flags.refusal(hf, version)  # argparse stops first: nothing is resolved for a flag the release lacks
     path = _hf_flags.config_path(hf) if _hf_flags.PATH_FLAG in typed or not args.model_config else None
     if path is not None and args.model_config:
-        raise UserError(f"--{_hf_flags.PATH_FLAG} with --model-config: --model-config is already the config vLLM "
-                        "reads; give --model with --hf-config-path, or the config alone with --model-config")
+        raise _hf_flags.path_with_model_config()
     typed_model = bool(args.model or args.model_config)
     revision = args.revision if typed_model else args.revision or found.flags.get("revision")
     if path is not None:
