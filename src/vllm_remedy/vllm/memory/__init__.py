@@ -9,8 +9,9 @@ settings (``args`` reads ``EngineSettings``' flag rules through ``settings``) th
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from vllm_remedy import lazy
 
 if TYPE_CHECKING:
     from vllm_remedy.vllm.memory.core import Estimate, estimate
@@ -21,13 +22,4 @@ __all__ = ["EngineSettings", "Estimate", "Resolved", "estimate", "resolve"]
 _FROM = {"Estimate": "core", "estimate": "core", "EngineSettings": "settings", "Resolved": "settings",
          "resolve": "settings"}
 
-
-def __getattr__(name: str) -> Any:
-    """The package's five names, each from its submodule on first use; AttributeError for anything else (so
-    ``from vllm_remedy.vllm.memory import <submodule>`` still imports the submodule)."""
-    sub = _FROM.get(name)
-    if sub is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{sub}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy.names(__name__, _FROM, globals())

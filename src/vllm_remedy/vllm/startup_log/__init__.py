@@ -8,8 +8,9 @@ and the renderer with it — ~14 ms of every ``vllm-remedy estimate`` process (b
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from vllm_remedy import lazy
 
 if TYPE_CHECKING:
     from vllm_remedy.vllm.startup_log.failure import classify
@@ -21,13 +22,4 @@ __all__ = ["StartupReport", "classify", "parse_startup_log", "render_startup_log
 
 _FROM = {"classify": "failure", "parse_startup_log": "parse", "render_startup_log": "render", "StartupReport": "report"}
 
-
-def __getattr__(name: str) -> Any:
-    """The package's four names, each from its submodule on first use; AttributeError for anything else (so
-    ``from vllm_remedy.vllm.startup_log import <submodule>`` still imports the submodule)."""
-    sub = _FROM.get(name)
-    if sub is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{sub}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy.names(__name__, _FROM, globals())
