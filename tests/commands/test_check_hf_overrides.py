@@ -9,13 +9,11 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import NamedTuple
 
 import pytest
 import yaml
 
-from conftest import run_cli
-from fixtures.check_batch import blocks as _blocks
+from fixtures.check_batch import Alone, judge_text
 from fixtures.sim_world import l40s_pod_cluster
 from fixtures.vllm_deployment import manifest
 
@@ -43,15 +41,6 @@ CASES = [(tuple(args), IMAGE) for args in (BASE, HALF, LONG[:2], LONG, UNREAD, I
     (args, image) for args, image, _ in BEFORE]
 
 
-class Alone(NamedTuple):
-    """What `check` prints for one workload of the batch, and the exit code of its file checked alone
-    (``check.exit_code``: 1 exactly when the workload fails)."""
-
-    returncode: int
-    stdout: str
-    stderr: str  # the run's
-
-
 @pytest.fixture(scope="module")
 def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[tuple[str, ...], str], Alone]:
     """Every case of ``CASES`` as one Deployment (case-N) of one file, judged by one real text `check` run (one CLI
@@ -61,14 +50,8 @@ def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[tuple[str, .
     for i, (args, image) in enumerate(CASES):
         docs.append(yaml.safe_load(Path(manifest(tmp, list(args), image=image, model=LLAMA)).read_text()))
         docs[-1]["metadata"]["name"] = f"case-{i}"
-    path = tmp / "all.yaml"
-    path.write_text(yaml.safe_dump_all(docs))
-    got = run_cli("check", "-f", str(path))
-    assert got.returncode in (0, 1), got.stdout + got.stderr
-    blocks = _blocks(got.stdout, path)
-    assert len(blocks) == len(CASES), got.stdout
-    return {case: Alone(0 if blocks[f"case-{i}"].startswith("ok ") else 1, blocks[f"case-{i}"], got.stderr)
-            for i, case in enumerate(CASES)}
+    alone = judge_text(docs, tmp)
+    return {case: alone[f"case-{i}"] for i, case in enumerate(CASES)}
 
 
 def _check(checked: dict, args: list[str], image: str = IMAGE) -> Alone:

@@ -8,13 +8,10 @@ from __future__ import annotations
 import copy
 import json
 from pathlib import Path
-from typing import NamedTuple
 
 import pytest
-import yaml
 
-from conftest import run_cli
-from fixtures.check_batch import blocks as _blocks
+from fixtures.check_batch import Alone, judge
 from vllm_remedy.sim.seed import load_seed, set_path
 
 POLICY = "policies/llama-8b.yaml"
@@ -74,14 +71,6 @@ HOLDS = (["--tensor-parallel-size", "2"], "2")
 CASES = [*((tuple(extra), gpus) for extra, gpus, _ in CANNOT_HOLD), (tuple(HOLDS[0]), HOLDS[1])]
 
 
-class Alone(NamedTuple):
-    """What `check` prints for one workload of the batch, and the exit code of its file checked alone
-    (``check.exit_code``: 1 exactly when the item fails)."""
-
-    returncode: int
-    stdout: str
-
-
 @pytest.fixture(scope="module")
 def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[tuple[str, ...], str | None], tuple[dict, Alone]]:
     """Every case of this module as one Deployment (case-N) of one file, judged by one real `check -o json` run and
@@ -91,16 +80,7 @@ def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[tuple[str, .
     for i, (extra, gpus) in enumerate(CASES):
         docs.append(_deployment(list(extra), gpus))
         docs[-1]["metadata"]["name"] = f"case-{i}"
-    path = tmp / "all.yaml"
-    path.write_text(yaml.safe_dump_all(docs))
-    policy = str(_policy(tmp))
-    got = run_cli("check", "-f", str(path), "--policy", policy, "-o", "json")
-    assert got.returncode in (0, 1), got.stdout + got.stderr
-    items = {item["name"]: item for item in json.loads(got.stdout)["items"]}
-    text = run_cli("check", "-f", str(path), "--policy", policy)
-    assert text.returncode in (0, 1), text.stdout + text.stderr
-    blocks = _blocks(text.stdout, path)
-    assert len(items) == len(blocks) == len(CASES), text.stdout
+    items, blocks = judge(docs, tmp, "--policy", str(_policy(tmp)), text=True)
     return {case: (items[f"case-{i}"], Alone(0 if items[f"case-{i}"]["status"] == "pass" else 1, blocks[f"case-{i}"]))
             for i, case in enumerate(CASES)}
 

@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import NamedTuple
 
 import pytest
 import yaml
 
-from conftest import run_cli
-from fixtures.check_batch import blocks as _blocks
+from fixtures.check_batch import Alone, judge_text
 from fixtures.sim_world import l40s_pod_cluster
 from fixtures.vllm_deployment import manifest
 from vllm_remedy.sim.cluster import Cluster
@@ -34,15 +32,6 @@ CASES = [*((model, tuple(args), "NVIDIA-L40S", tag) for model, args, tag, _ in (
          *((QWEN7, tuple(V1_OFF), "NVIDIA-L4", tag) for tag, _ in RELEASES)]
 
 
-class Alone(NamedTuple):
-    """What `check` prints for one workload of the batch, and the exit code of its file checked alone
-    (``check.exit_code``: 1 exactly when the workload fails)."""
-
-    returncode: int
-    stdout: str
-    stderr: str  # the run's
-
-
 @pytest.fixture(scope="module")
 def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, tuple[str, ...], str, str], Alone]:
     """Every case of ``CASES`` as one Deployment (case-N) of one file, judged by one real text `check` run (one CLI
@@ -53,14 +42,8 @@ def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, tuple[s
         docs.append(yaml.safe_load(Path(manifest(tmp, list(args), gpu=gpu, image=f"vllm/vllm-openai:{tag}",
                                                  model=model)).read_text()))
         docs[-1]["metadata"]["name"] = f"case-{i}"
-    path = tmp / "all.yaml"
-    path.write_text(yaml.safe_dump_all(docs))
-    got = run_cli("check", "-f", str(path))
-    assert got.returncode in (0, 1), got.stdout + got.stderr
-    blocks = _blocks(got.stdout, path)
-    assert len(blocks) == len(CASES), got.stdout
-    return {case: Alone(0 if blocks[f"case-{i}"].startswith("ok ") else 1, blocks[f"case-{i}"], got.stderr)
-            for i, case in enumerate(CASES)}
+    alone = judge_text(docs, tmp)
+    return {case: alone[f"case-{i}"] for i, case in enumerate(CASES)}
 
 
 def _status(c: Cluster, name: str) -> dict:
