@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.policy import Policy, format_duration
@@ -48,6 +49,12 @@ class BudgetRequest:
     observed: KvObservation | None = None
     node_selector: Mapping[str, str] = field(default_factory=dict)
     gpu_label: str | None = None  # the label value the pod is pinned to now, if any
+
+    @cached_property
+    def tp_refused(self) -> str | None:
+        """vLLM's refusal of the running TP size (``tp_split_problem``), asked once a plan: ``_base``, the problems and
+        each step's reason read it."""
+        return tp_split_problem(self.model, self.settings.tp, split_run(self.model, self.gpu, self.settings))
 
 
 def plan_budget(req: BudgetRequest) -> Plan:
@@ -152,7 +159,7 @@ def _base(req: BudgetRequest, lim: Limits, notes: list[str]) -> tuple[EngineSett
             changes["tp"] = min(inside, key=lambda t: abs(t - s.tp))
         else:
             notes.append("no tensor-parallel-size within the bounds: " + _tp_refusals(req, lim.tp_min, lim.tp_max))
-    elif (split := tp_split_problem(req.model, s.tp, split_run(req.model, req.gpu, s))) is not None:
+    elif (split := req.tp_refused) is not None:
         problems.append(f"vLLM refuses the tensor-parallel size: {split}")
         inside = tp_sizes(req.model, lim.tp_min, lim.tp_max, req.gpu, s)
         if inside:  # the nearest size vLLM takes, the smaller on a tie: the TP lever still offers the larger ones
@@ -212,7 +219,7 @@ def _problems(req: BudgetRequest, lim: Limits, cur: Estimate, judge: Judge) -> l
         free, margin = cur.total_gib - cur.peak_gib, lim.headroom_for(req.gpu, req.settings.version)
         if free < margin:
             out.append(f"predicted peak leaves {free:.2f} GiB free, below the {margin:.2f} GiB margin")
-    if tp_split_problem(req.model, req.settings.tp, split_run(req.model, req.gpu, req.settings)):
+    if req.tp_refused:
         # no resolved settings: the TP size itself is refused (``_base`` names it), whichever refusal vLLM prints
         # first (config_refused, or max_len_exceeds_model when the length check runs before it)
         return out
@@ -269,8 +276,7 @@ def _step(rank: int, rung: Rung, req: BudgetRequest, lim: Limits, cap: int, judg
         spare = judge.margin_only(dataclasses.replace(rung.settings, max_model_len=cap), rung.gpu)
         short = margin_shortfall(spare, lim.kv_margin) if spare is not None else None
     reason = reasons.explain(rung, req.settings, req.gpu, lim, cap, short, raised)
-    if rung.bounded and lim.tp_min <= req.settings.tp <= lim.tp_max and tp_split_problem(
-            req.model, req.settings.tp, split_run(req.model, req.gpu, req.settings)):  # ``_base`` left a refused TP
+    if rung.bounded and lim.tp_min <= req.settings.tp <= lim.tp_max and req.tp_refused:  # ``_base`` left a refused TP
         reason = reason.replace(" (the policy's bound on --tensor-parallel-size)",
                                 f" (vLLM refuses tensor-parallel-size {req.settings.tp} for this model)")
     if rung.lever == "max-model-len" and bounded:
