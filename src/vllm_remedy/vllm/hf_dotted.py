@@ -126,11 +126,12 @@ def folded(server: ServerCommand, version: Version) -> str | None:
     return json.dumps(list(groups.values())[-1]) if groups else None
 
 
-def received(server: ServerCommand, flags: Mapping[str, str], version: Version) -> tuple[dict[str, str], bool]:
+def received(server: ServerCommand, flags: Mapping[str, str], version: Version) -> tuple[dict[str, str], bool | None]:
     """(``flags`` with ``--hf-overrides`` as argparse receives it once the dotted keys are folded, whether that
-    value is known text): unchanged without dotted keys; a dotted value the tools cannot read leaves it unknown."""
+    value is known text): unchanged and None without dotted keys (folded); a dotted value the tools cannot read
+    leaves it unknown (False)."""
     text = folded(server, version)
     if text is None:
-        return dict(flags), True
+        return dict(flags), None
     known = not server.placeholder([t for o in dotted(server) for t in o.tokens])
     return {**flags, FLAG: text}, known

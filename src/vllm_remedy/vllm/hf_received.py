@@ -34,7 +34,7 @@ def received(server: ServerCommand, maps: ConfigMaps | None,
             flags[name] = expand_arg(server.container, text, maps)
             known.add(name)
     v = parse_version(version) or NEWEST_RELEASE
-    if hf_dotted.folded(server, v) is not None:  # appended after every argument: it replaces a plain value
-        flags, literal = hf_dotted.received(server, flags, v)
+    flags, literal = hf_dotted.received(server, flags, v)  # appended after every argument: replaces a plain value
+    if literal is not None:
         known = (known | {FLAG}) if literal else (known - {FLAG})
     return flags, frozenset(known)
