@@ -26,7 +26,8 @@ from typing import Any
 
 from vllm_remedy.vllm import catalog, engine_env, model_len, runner_env, sampler_env
 from vllm_remedy.vllm.memory.core import Estimate, estimate
-from vllm_remedy.vllm.memory.settings import EngineSettings, percentile
+from vllm_remedy.vllm.memory.kv_margin import percentile
+from vllm_remedy.vllm.memory.settings import EngineSettings
 from vllm_remedy.vllm.version_labels import OLDEST_MODELLED
 from vllm_remedy.vllm.versions import parse_version
 
