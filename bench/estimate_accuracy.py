@@ -28,7 +28,7 @@ from vllm_remedy.vllm.memory.calibration import (
     outcome_right,
     source_group,
 )
-from vllm_remedy.vllm.memory.settings import KV_ESTIMATE_MARGIN, KV_MARGIN_PERCENTILE, kv_margin
+from vllm_remedy.vllm.memory.kv_margin import KV_ESTIMATE_MARGIN, KV_MARGIN_PERCENTILE, kv_margin
 from vllm_remedy.vllm.versions import parse_version
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from vllm_remedy.vllm.memory.settings import KV_ESTIMATE_MARGIN, KV_MARGIN_PERCENTILE
+from vllm_remedy.vllm.memory.kv_margin import KV_ESTIMATE_MARGIN, KV_MARGIN_PERCENTILE
 
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 RUNBOOK = ("plan", "--model", LLAMA, "--gpu", "NVIDIA-L4", "--vllm-version", "0.8.5")

@@ -8,7 +8,7 @@ from fixtures.budget_world import BUDGET, LOCAL, MODEL, args_of, deployment, kv_
 from fixtures.dry_run import dry_then_apply
 from fixtures.pyinfra_run import Rehearsal
 from fixtures.restore_world import host_out, write_inventory
-from vllm_remedy.vllm.memory.settings import KV_ESTIMATE_MARGIN, KV_MARGIN_PERCENTILE
+from vllm_remedy.vllm.memory.kv_margin import KV_ESTIMATE_MARGIN, KV_MARGIN_PERCENTILE
 
 rehearsal = pyinfra_run.rehearsal
 exact_rehearsal = pyinfra_run.exact_rehearsal  # vLLM's log compared with the prediction exactly

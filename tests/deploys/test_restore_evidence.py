@@ -36,7 +36,7 @@ from fixtures.restore_world import (
 from vllm_remedy.kube.annotations import rfc3339
 from vllm_remedy.kube.client import MERGE_PATCH
 from vllm_remedy.kube.history import templates_equal
-from vllm_remedy.vllm.memory.settings import KV_ESTIMATE_MARGIN, KV_MARGIN_PERCENTILE
+from vllm_remedy.vllm.memory.kv_margin import KV_ESTIMATE_MARGIN, KV_MARGIN_PERCENTILE
 
 rehearsal = pyinfra_run.rehearsal
 POLICY = pyinfra_run.ROOT / "policies" / "llama-8b.yaml"

@@ -19,7 +19,7 @@ from fixtures.dry_run import predictions
 from fixtures.pyinfra_run import ROOT, Rehearsal, start_rehearsal
 from fixtures.restore_world import RESTORE, crash_looping, write_inventory
 from vllm_remedy.sim.vllm_pod.reality import EXACT
-from vllm_remedy.vllm.memory.settings import KV_ESTIMATE_MARGIN
+from vllm_remedy.vllm.memory.kv_margin import KV_ESTIMATE_MARGIN
 
 WORLD = ROOT / "gameday" / "catches" / "thin-margin-world.yaml"
 POLICY = ROOT / "gameday" / "policies" / "llama-8b-l4.yaml"

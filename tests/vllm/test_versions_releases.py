@@ -12,7 +12,8 @@ import pytest
 
 from vllm_remedy.vllm import catalog
 from vllm_remedy.vllm.runner_v2 import runner_v2_by_default
-from vllm_remedy.vllm.versions import NEWEST_MODELLED, NEWEST_RELEASE, rules, rules_on_device
+from vllm_remedy.vllm.version_labels import NEWEST_MODELLED, NEWEST_RELEASE
+from vllm_remedy.vllm.versions import rules, rules_on_device
 
 H100 = catalog.gpu("NVIDIA-H100-80GB-HBM3")
 H200 = catalog.gpu("NVIDIA-H200")

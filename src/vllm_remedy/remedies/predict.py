@@ -23,8 +23,8 @@ from vllm_remedy.vllm.cmdline import ServerCommand, canonical_key, find_server, 
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate
 from vllm_remedy.vllm.memory.config_values import ConfigRefused
 from vllm_remedy.vllm.memory.core import RefusedBy
+from vllm_remedy.vllm.memory.kv_margin import KV_ESTIMATE_MARGIN
 from vllm_remedy.vllm.memory.occurrences import overridden_refusal
-from vllm_remedy.vllm.memory.settings import KV_ESTIMATE_MARGIN
 from vllm_remedy.vllm.outcomes import Failure, Outcome, has_cache, no_cache, sized_json
 from vllm_remedy.vllm.parallel import (
     container_gpus,

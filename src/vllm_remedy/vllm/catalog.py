@@ -8,7 +8,6 @@ The YAML files are read once (the one file read allowed in this layer) and cache
 from __future__ import annotations
 
 import dataclasses
-import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -17,7 +16,7 @@ from importlib import resources
 from typing import Any
 
 from vllm_remedy.errors import UserError
-from vllm_remedy.vllm import architectures, config_bounds, hf_config, quant_config, shapes
+from vllm_remedy.vllm import architectures, config_bounds, hf_config, quant_config, qwen2_vl_tower, shapes
 from vllm_remedy.yamlfile import load_packaged
 
 GIB = 1024**3
@@ -189,7 +188,8 @@ class ModelSpec:
             image_tokens=tower.tokens if tower else 0,
             mm_embed_dim=tower.embed_dim if tower else 0,
         )
-        return _with_qwen2_vl_tower(spec, config)
+        geometry = qwen2_vl_tower.tower_fields(config)  # Qwen2-VL's and Qwen2.5-VL's blocks and dummy image
+        return _replace(spec, **geometry) if geometry else spec
 
     def quantized(self, method: str, bits: int) -> ModelSpec:
         """The same architecture stored with ``bits``-bit weights (an FP8/AWQ/GPTQ variant)."""
@@ -359,47 +359,3 @@ def model(model_id: str) -> ModelSpec:
         raise UserError(f"unknown model {model_id}; pass --model-config with its config.json")
     spec = _replace(spec, name=model_id)
     return spec.quantized(*quant) if quant else spec
-
-
-# The largest image Qwen2-VL's official processors keep: preprocessor_config.json's max_pixels 12,845,056 (= 16,384
-# tokens of 28 x 28 px). vLLM sizes its dummy image from it (model_executor/models/qwen2_vl.py@0.10.2
-# ``get_image_size_with_most_features``: ``smart_resize`` to max_pixels), and an RTX 4080 0.10.2 log prints the result:
-# "Encoder cache will be initialized with a budget of 16384 tokens, and profiled with 1 image items". The
-# preprocessor config is not an input, so a checkpoint with a smaller max_pixels is sized as the official one.
-QWEN2_VL_MAX_PIXELS = 12_845_056
-
-
-def _with_qwen2_vl_tower(spec: ModelSpec, config: Mapping[str, Any]) -> ModelSpec:
-    """A Qwen2-VL or Qwen2.5-VL spec with its tower's profile geometry. Qwen2-VL's vision_config states both
-    ``embed_dim`` (the blocks' width) and ``hidden_size`` (the merger's output, the language model's width); the blocks
-    run at embed_dim. Outside the releases ``encoder.qwen2_vl_tower_gib`` sizes, the generic tower term applies to this
-    geometry."""
-    vc = config.get("vision_config")
-    family = str(config.get("model_type"))
-    if not isinstance(vc, Mapping):
-        return spec
-    if family == "qwen2_vl" and vc.get("embed_dim"):
-        embed = int(vc["embed_dim"])
-        mlp = int(embed * float(vc.get("mlp_ratio") or 4))
-    elif family == "qwen2_5_vl" and vc.get("hidden_size") and vc.get("intermediate_size"):
-        # Qwen2.5-VL's blocks run at vision_config.hidden_size with a gated MLP of intermediate_size; out_hidden_size is
-        # the merger's output (model_executor/models/qwen2_5_vl.py@0.11.0 ``Qwen2_5_VisionTransformer``). Its
-        # processor keeps the same max_pixels (the A100 0.11.0 log: "a budget of 16384 tokens").
-        embed, mlp = int(vc["hidden_size"]), int(vc["intermediate_size"])
-    else:
-        return spec
-    patch = int(vc.get("patch_size") or vc.get("spatial_patch_size") or 14)
-    merge = int(vc.get("spatial_merge_size") or 2)
-    side = math.isqrt(QWEN2_VL_MAX_PIXELS) // (patch * merge) * merge  # patches per side of the square dummy image
-    return _replace(
-        spec,
-        vision_hidden=embed,
-        vision_intermediate=mlp,
-        vit_embed_dim=embed,
-        vit_mlp_dim=mlp,
-        vit_family=family,
-        vit_patch_values=int(vc.get("in_chans") or vc.get("in_channels") or 3) * int(vc.get("temporal_patch_size") or 2)
-        * patch * patch,
-        image_patches=side * side,
-        image_tokens=side * side // (merge * merge),
-    )

@@ -13,7 +13,7 @@ from vllm_remedy.remedies.budget import BudgetRequest, limits, plan_budget, tp_s
 from vllm_remedy.remedies.budget.limits import LEN_STEP
 from vllm_remedy.vllm import catalog
 from vllm_remedy.vllm.memory import EngineSettings, estimate
-from vllm_remedy.vllm.memory.settings import KV_ESTIMATE_MARGIN
+from vllm_remedy.vllm.memory.kv_margin import KV_ESTIMATE_MARGIN
 from vllm_remedy.vllm.outcomes import Failure, Outcome
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -21,7 +21,7 @@ from vllm_remedy.vllm.memory.calibration import (
     outcome_right,
     source_group,
 )
-from vllm_remedy.vllm.memory.settings import KV_ESTIMATE_MARGIN, KV_MARGIN_PERCENTILE, kv_margin
+from vllm_remedy.vllm.memory.kv_margin import KV_ESTIMATE_MARGIN, KV_MARGIN_PERCENTILE, kv_margin
 from vllm_remedy.vllm.outcomes import Outcome
 from vllm_remedy.vllm.versions import rules
 
@@ -241,9 +241,9 @@ def test_held_out_error_does_not_regress():
 
 
 def test_safety_margin_is_derived_from_the_held_out_errors():
-    """settings.KV_ESTIMATE_MARGIN must equal what kv_margin computes from today's held-out cases."""
+    """kv_margin.KV_ESTIMATE_MARGIN must equal what kv_margin computes from today's held-out cases."""
     acc = accuracy(_load(p) for p in CASES if p.stem in HELD_OUT)
-    assert kv_margin(acc.errors, KV_MARGIN_PERCENTILE) == KV_ESTIMATE_MARGIN, "update settings.KV_ESTIMATE_MARGIN"
+    assert kv_margin(acc.errors, KV_MARGIN_PERCENTILE) == KV_ESTIMATE_MARGIN, "update kv_margin.KV_ESTIMATE_MARGIN"
 
 
 def test_kv_margin_covers_the_percentile():

@@ -14,7 +14,8 @@ from vllm_remedy.vllm.memory import non_torch
 from vllm_remedy.vllm.memory.core import estimate
 from vllm_remedy.vllm.memory.settings import EngineSettings
 from vllm_remedy.vllm.memory.v0_forward import v0_forward_values_per_token
-from vllm_remedy.vllm.versions import OLDEST_MODELLED, rules
+from vllm_remedy.vllm.version_labels import OLDEST_MODELLED
+from vllm_remedy.vllm.versions import rules
 
 QWEN2_72B = catalog.model("Qwen/Qwen2-72B-Instruct")
 

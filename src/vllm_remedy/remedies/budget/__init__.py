@@ -28,7 +28,7 @@ Each lever is tried alone, then with the longest max-model-len that then fits, t
 flag levers; a rung is listed only if it keeps a longer max-model-len than every rung above it. "Safe"
 means the estimator predicts ``fits`` *and* the predicted peak leaves max(0.5 GiB, 3 %) of the card free,
 maximum concurrency ≥ target × the policy's confirm ratio with the KV estimate margin taken off the predicted
-KV cache (``settings.KV_ESTIMATE_MARGIN``, derived from the held-out error, or the policy's
+KV cache (``kv_margin.KV_ESTIMATE_MARGIN``, derived from the held-out error, or the policy's
 ``budget.kv_margin``), vLLM's argument checks pass, and the quantity behind an observed failure improves.
 Nothing predicted to fail is ever proposed.
 """

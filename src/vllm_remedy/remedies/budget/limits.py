@@ -17,7 +17,7 @@ from datetime import timedelta
 
 from vllm_remedy.policy import DEFAULT_POLICY, FractionBounds, IntBounds, KvCacheFp8, Policy
 from vllm_remedy.vllm.catalog import GpuSpec
-from vllm_remedy.vllm.memory.settings import KV_ESTIMATE_MARGIN, KV_MARGIN_PERCENTILE
+from vllm_remedy.vllm.memory.kv_margin import KV_ESTIMATE_MARGIN, KV_MARGIN_PERCENTILE
 from vllm_remedy.vllm.versions import rules
 
 # Device memory that must stay free after the predicted peak (weights, activations, KV, graphs, context,
@@ -63,7 +63,7 @@ class Limits:
     selector_key: str
     gpu_resource: str
     # Share of the predicted KV cache a step must be able to lose and still hold max-model-len and the target:
-    # the estimator's held-out error (settings.KV_ESTIMATE_MARGIN), or the policy's budget.kv_margin.
+    # the estimator's held-out error (kv_margin.KV_ESTIMATE_MARGIN), or the policy's budget.kv_margin.
     kv_margin: float = KV_ESTIMATE_MARGIN
     kv_margin_from_policy: bool = False
 

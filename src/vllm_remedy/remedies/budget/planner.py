@@ -23,8 +23,9 @@ from vllm_remedy.vllm.failures import FAILURES
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate, resolve
 from vllm_remedy.vllm.memory.capture import capture_flag
 from vllm_remedy.vllm.memory.core import batch_refused
+from vllm_remedy.vllm.memory.kv_margin import KV_MARGIN_PERCENTILE
 from vllm_remedy.vllm.memory.pinned import UNPIN_NOTE, UNPINNED, lifted, pinned, pinned_notes
-from vllm_remedy.vllm.memory.settings import KV_MARGIN_PERCENTILE, split_run, tp_split_problem
+from vllm_remedy.vllm.memory.settings import split_run, tp_split_problem
 from vllm_remedy.vllm.outcomes import Failure, Outcome
 from vllm_remedy.vllm.versions import rules
 

@@ -20,9 +20,9 @@ from vllm_remedy.sim.controllers.containers import ContainerSim, LogRecord, PodS
 from vllm_remedy.sim.controllers.events import EventRecorder
 from vllm_remedy.sim.controllers.images import Pulls, add_images, has_image, image_bytes
 from vllm_remedy.sim.controllers.kubelet_serve import KubeletServer
+from vllm_remedy.sim.controllers.kubelet_stop import KubeletStop
 from vllm_remedy.sim.controllers.manager import Manager
 from vllm_remedy.sim.controllers.probes import KILLED_EXIT_CODE, probe_failure_message, probe_kill
-from vllm_remedy.sim.controllers.termination import stop_seconds
 from vllm_remedy.sim.controllers.util import controller_ref, go_duration, internal_ip, pod_active
 from vllm_remedy.sim.protocols import KubeletHost
 from vllm_remedy.sim.runtime import ContainerContext, Exit
@@ -37,7 +37,7 @@ BACKOFF_START, BACKOFF_MAX = 10.0, 300.0
 CONFIG_RETRY = 10.0     # kubelet's pod worker re-syncs a pod whose sync failed after its 10 s backOffPeriod
 
 
-class Kubelet(KubeletServer):
+class Kubelet(KubeletServer, KubeletStop):
     """All nodes' kubelets in one: containers keyed by pod uid, driven by the manager's timers."""
 
     def __init__(self, cluster: KubeletHost, manager: Manager, events: EventRecorder) -> None:
@@ -328,53 +328,6 @@ class Kubelet(KubeletServer):
     def _restart_policy(self, sim: PodSim) -> str:
         pod = self.store.find("pods", sim.namespace, sim.name) or {}
         return pod.get("spec", {}).get("restartPolicy", "Always")
-
-    def _terminate(self, namespace: str, name: str) -> None:
-        """A graceful delete reached this pod: SIGTERM (unready at once, no more restarts), then, once vLLM
-        has shut down or the grace period ran out, the pod object goes and with it the GPU it held."""
-        pod = self.store.find("pods", namespace, name)
-        if pod is None or not pod["metadata"].get("deletionTimestamp"):
-            return
-        uid = pod["metadata"]["uid"]
-        with self._lock:
-            sim = self._pods.get(uid)
-            if sim is not None:
-                if sim.terminating:
-                    return
-                sim.terminating = True
-                for c in sim.containers.values():
-                    c.token += 1  # stale restart, readiness and crash timers now do nothing
-                    c.ready = False
-                    if c.state == "running":
-                        self._event(sim, c, "Normal", "Killing", f"Stopping container {c.name}")
-        if sim is None:  # never started here: nothing to stop
-            self._remove(namespace, name, uid)
-            return
-        self._publish(sim)
-        self.manager.after(stop_seconds(pod), lambda: self._remove(namespace, name, uid))
-
-    def _remove(self, namespace: str, name: str, uid: str) -> None:
-        """The containers have stopped: the kubelet's final delete of the pod object."""
-        with self._lock:
-            sim = self._pods.get(uid)
-            for c in sim.containers.values() if sim is not None else ():
-                c.state = "terminated"  # already reported as stopping; _gone must not say it again
-        pod = self.store.find("pods", namespace, name)
-        if pod is not None and pod["metadata"].get("uid") == uid:
-            with contextlib.suppress(ApiError):
-                self.store.delete("pods", namespace, name)
-
-    def _gone(self, namespace: str, uid: str) -> None:
-        with self._lock:
-            sim = self._pods.pop(uid, None)
-            if sim is None:
-                return
-            for c in sim.containers.values():
-                c.token += 1
-                if c.state == "running":
-                    self._event(sim, c, "Normal", "Killing", f"Stopping container {c.name}")
-                for cid in (c.container_id, (c.last_terminated or {}).get("containerID", "")):
-                    self._logs.pop(cid, None)
 
     # -- status ----------------------------------------------------------------------------------
 

@@ -28,7 +28,8 @@ from vllm_remedy.vllm import dtype_support, model_len
 from vllm_remedy.vllm.outcomes import Failure
 from vllm_remedy.vllm.startup_log import render_startup_log
 from vllm_remedy.vllm.startup_log.parse import CAPTURING
-from vllm_remedy.vllm.versions import NEWEST_MODELLED, OLDEST_MODELLED, VersionRules, newest_rules, rules
+from vllm_remedy.vllm.version_labels import NEWEST_MODELLED, OLDEST_MODELLED, newest_rules
+from vllm_remedy.vllm.versions import VersionRules, rules
 
 BOOT_SECONDS = 8.0
 LOAD_BASE_SECONDS = 20.0

@@ -10,7 +10,7 @@ by hand, so the honest split is by source (one GitHub thread, or one repository 
 cases' ``fit`` keys alone and never by their errors. A source with any fitted case is in sample as a whole,
 because its other logs share its machine, version and launcher.
 
-A case of a release older than any whose source was read (``versions.OLDEST_MODELLED``) is neither: every output
+A case of a release older than any whose source was read (``version_labels.OLDEST_MODELLED``) is neither: every output
 flags its rules as extrapolated, and 0.2.x-0.4.x differ from 0.5.5 in ways not modelled (no CUDA graphs before 0.2.7,
 device-wide budgets, chunked prefill never on by default). Such cases are measured and reported apart
 (``older_release``), never in the held-out figures the targets are judged on.
@@ -26,8 +26,10 @@ from typing import Any
 
 from vllm_remedy.vllm import catalog, engine_env, model_len, runner_env, sampler_env
 from vllm_remedy.vllm.memory.core import Estimate, estimate
-from vllm_remedy.vllm.memory.settings import EngineSettings, percentile
-from vllm_remedy.vllm.versions import OLDEST_MODELLED, parse_version
+from vllm_remedy.vllm.memory.kv_margin import percentile
+from vllm_remedy.vllm.memory.settings import EngineSettings
+from vllm_remedy.vllm.version_labels import OLDEST_MODELLED
+from vllm_remedy.vllm.versions import parse_version
 
 Case = Mapping[str, Any]
 # A prediction more than this far above the logged KV cache is the dangerous direction (the target is none).
