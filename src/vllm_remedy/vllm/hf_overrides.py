@@ -20,6 +20,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -55,6 +56,11 @@ def parse(value: str) -> Any:
 #: From 0.9.0 the flag's type is ``union_dict_and_str`` (a dict-or-callable field of ModelConfig: engine/arg_utils.py
 #: @0.9.2, @0.10.2, @0.34.0): only text wrapped in braces goes through ``json.loads``; before, ``type=json.loads``.
 UNION_TYPE_SINCE: tuple[int, int, int] = (0, 9, 0)
+#: What counts as "wrapped in braces": ``re.match("^{.*}$")`` in engine/arg_utils.py@0.9.0, @0.9.2; from 0.10.0
+#: (@0.10.0 ... @0.34.0) blanks around the braces and newlines inside are allowed too.
+_BRACES = re.compile(r"^{.*}$")
+_BRACES_LOOSE = re.compile(r"(?s)^\s*{.*}\s*$")
+LOOSE_BRACES_SINCE: tuple[int, int, int] = (0, 10, 0)
 
 
 def argparse_refusal(value: str, version: tuple[int, int, int]) -> str | None:
@@ -63,7 +69,8 @@ def argparse_refusal(value: str, version: tuple[int, int, int]) -> str | None:
     ``ArgumentTypeError`` after (its message prints the function's address, which varies per process)."""
     if version < SINCE:
         return None
-    if version >= UNION_TYPE_SINCE and not (value.startswith("{") and value.endswith("}")):
+    braces = _BRACES_LOOSE if version >= LOOSE_BRACES_SINCE else _BRACES
+    if version >= UNION_TYPE_SINCE and not braces.match(value):
         return None
     try:
         parse(value)
