@@ -38,7 +38,7 @@ from vllm_remedy.drift.manifest_workloads import Workload, model_id, workloads
 from vllm_remedy.envelope import dumps
 from vllm_remedy.errors import UserError
 from vllm_remedy.policy import DEFAULT_POLICY, Policy, load_policies, load_policy, policy_for
-from vllm_remedy.vllm import hf_overrides, manifest, pod_env
+from vllm_remedy.vllm import hf_config_mount, hf_overrides, manifest, pod_env
 
 NAME = "check"
 ORDER = 55
@@ -133,7 +133,8 @@ def run(args: argparse.Namespace) -> int:
     for w, p in chosen:  # configs outside the catalog (--hf-config-path's first): HF cache, Hub, the policy's file
         if w.server is not None and (model := hf_overrides.config_source(w.server.flags, model_id(w.server))):
             hub.learn(model, w.server.flags.get("revision"),  # the ConfigMap may be among the files checked
-                      policy_config(None, w.namespace or "default", p, w.config_maps))
+                      hf_config_mount.fallback(w.server, w.spec, w.config_maps)  # mounted at --hf-config-path
+                      or policy_config(None, w.namespace or "default", p, w.config_maps))
     now = time.time()
     results = [check_workload(w, p, now) for w, p in chosen]
     if args.output == "json":
