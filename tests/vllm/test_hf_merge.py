@@ -51,3 +51,11 @@ def test_rope_parameters_replaces_what_the_length_reads_and_needs_rope_type():
     assert got.config["rope_scaling"] == {"rope_type": "linear", "factor": 2.0} and not got.inert
     with pytest.raises(UserError, match=r"KeyError: 'rope_type'"):
         hf_merge.apply(TEXT, {"rope_parameters": {"type": "linear", "factor": 2.0}}, (0, 12, 0))
+
+
+def test_0_6_4_sets_only_keys_the_config_class_holds():
+    """AutoConfig kwargs: a key config.json holds is set; one it lacks may be a class default or dropped."""
+    assert hf_merge.apply(TEXT, {"hidden_size": 1024}, (0, 6, 4)).config["hidden_size"] == 1024
+    with pytest.raises(UserError, match="set only a key the config class holds"):
+        hf_merge.apply(TEXT, {"sliding_window": 4096}, (0, 6, 4))
+    assert hf_merge.apply(TEXT, {"sliding_window": 4096}, (0, 6, 5)).config["sliding_window"] == 4096

@@ -3,7 +3,9 @@
 Read in each wheel (``ModelConfig.__post_init__`` and ``get_config``):
 
 * 0.6.4: the dict is ``AutoConfig.from_pretrained``'s kwargs (``get_config(..., **hf_overrides_kw)``, config.py@0.6.4),
-  set on the loaded config, then ``patch_rope_scaling`` runs (transformers_utils/config.py@0.6.4);
+  set on the loaded config only where the config class holds the key (``from_dict``, configuration_utils.py@4.46.3;
+  another is dropped: a key config.json lacks may be either, "cannot predict"), then ``patch_rope_scaling`` runs
+  (transformers_utils/config.py@0.6.4);
 * 0.6.5-0.9.x: ``hf_config.update(hf_overrides_kw)`` after ``get_config`` returned, i.e. after the RoPE patch
   (config.py@0.6.5, @0.8.5, @0.9.2): a ``rope_scaling`` without ``rope_type`` is read as ``rope_scaling["rope_type"]``
   by ``_get_and_verify_max_len``: KeyError;
@@ -90,6 +92,10 @@ def apply(config: Mapping[str, Any], overrides: Mapping[str, Any], version: Vers
             else:
                 _plain(got, got.config, key, value, version, (key,))
             continue
+        if version < POST_PATCH[0] and key not in got.config:
+            raise UserError(f"--hf-overrides {key}: vLLM {_label(version)} passes the dict as "
+                            "AutoConfig kwargs, which set only a key the config class holds (from_dict, "
+                            "configuration_utils.py@4.46.3) and drop any other; config.json does not hold it")
         got.config[key] = copy.deepcopy(value)
         got.paths.append((key,))
         if key == "rope_scaling" and isinstance(value, Mapping) and version < DICT_APART_SINCE:
@@ -171,7 +177,7 @@ def _nested_rope(got: Applied, target: dict[str, Any], key: str, value: Mapping[
         got.inert.append(path)
         return
     if base is None and "rope_theta" in target:
-        raise UserError(f"cannot predict: --hf-overrides {'.'.join(path)} merges into the rope_parameters vLLM "
+        raise UserError(f"--hf-overrides {'.'.join(path)} merges into the rope_parameters vLLM "
                         f"{_label(version)} builds from rope_theta, which this tool does not model")
     merged = copy.deepcopy(dict(base or {}))
     sub = Applied(merged)
