@@ -205,7 +205,10 @@ def _resolve(model_id: str, revision: str | None, fallback: Fallback | None,
              in_pod: bool) -> tuple[ModelSpec, str] | str:
     local = Path(model_id)
     try:
-        if local.is_absolute() or model_id.startswith("."):
+        # vLLM looks for a local path first (``Path(model).exists()`` in ``file_or_path_exists``,
+        # transformers_utils/config.py@0.8.5, @0.11.0; repo_utils.py@0.19.0, @0.34.0), so a bare relative directory
+        # typed here (``cfg``, ``configs/llama``) is one when it exists; a pod's is not this machine's.
+        if local.is_absolute() or model_id.startswith(".") or (not in_pod and local.exists()):
             if in_pod:
                 raise Unresolved(f"model {model_id}: a local path in the pod (its volume), not a repository id, which "
                                  "this tool cannot read; name its config in the policy (model_config)")

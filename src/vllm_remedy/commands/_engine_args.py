@@ -212,9 +212,10 @@ def add_engine_flags(parser: argparse.ArgumentParser, with_defaults: bool = True
                         help="vLLM's speculative decoding config: its draft model or heads are not sized, so: "
                              "cannot predict")
     # the config vLLM sizes, applied as a manifest's are (``_hf_flags``, ``vllm.hf_overrides``)
-    parser.add_argument("--hf-overrides", metavar="JSON",
+    parser.add_argument("--hf-overrides", metavar="JSON", action=_hf_flags.Occurrences,
                         help="vLLM's --hf-overrides (0.6.4+): config.json keys replaced before anything is derived "
-                             "('{\"num_hidden_layers\": 16}'; a nested dict merges into its config from 0.12.0); a "
+                             "('{\"num_hidden_layers\": 16}'; from 0.12.0 a sub-config's dict merges, another dict "
+                             "replaces, as the release applies it); a "
                              "key the memory model does not read: cannot predict")
     parser.add_argument("--hf-config-path", metavar="PATH",
                         help="vLLM's --hf-config-path (0.8+): the config is read from PATH (a Hub repository or a "

@@ -38,7 +38,7 @@ from vllm_remedy.drift.manifest_workloads import Workload, model_id, workloads
 from vllm_remedy.envelope import dumps
 from vllm_remedy.errors import UserError
 from vllm_remedy.policy import DEFAULT_POLICY, Policy, load_policies, load_policy, policy_for
-from vllm_remedy.vllm import hf_overrides, manifest, pod_env
+from vllm_remedy.vllm import hf_config_mount, hf_overrides, manifest, pod_env, received_flags
 
 NAME = "check"
 ORDER = 55
@@ -129,11 +129,15 @@ def run(args: argparse.Namespace) -> int:
         found += workloads(docs, source, args.namespace)
     # a variable read from a ConfigMap checked with it, in the workload's namespace, is known
     found = [dataclasses.replace(w, config_maps=pod_env.config_maps(every, w.namespace, args.namespace)) for w in found]
+    # and every flag's $(VAR) they set is what vLLM receives (the kubelet expands each argv item)
+    found = [dataclasses.replace(w, server=received_flags.received(w.server, w.config_maps)) if w.server else w
+             for w in found]
     chosen = [(w, policies.covering(w)) for w in found]
     for w, p in chosen:  # configs outside the catalog (--hf-config-path's first): HF cache, Hub, the policy's file
         if w.server is not None and (model := hf_overrides.config_source(w.server.flags, model_id(w.server))):
             hub.learn(model, w.server.flags.get("revision"),  # the ConfigMap may be among the files checked
-                      policy_config(None, w.namespace or "default", p, w.config_maps))
+                      hf_config_mount.fallback(w.server, w.spec, w.config_maps)  # mounted at --hf-config-path
+                      or policy_config(None, w.namespace or "default", p, w.config_maps))
     now = time.time()
     results = [check_workload(w, p, now) for w, p in chosen]
     if args.output == "json":

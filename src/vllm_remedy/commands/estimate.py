@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 
+from vllm_remedy.commands import _hf_flags
 from vllm_remedy.commands._engine_args import (
     add_engine_flags,
     add_model_gpu,
@@ -59,19 +60,30 @@ def run(args: argparse.Namespace) -> int:
     refusal = est.refusal  # config_refused: vLLM's words, as the estimate decided it (``memory.core``); else None
     label = r.label if engine == r.engine else f"{r.label}, {engine} engine"
     longest = model_len.limit(model, args.vllm_version)
+    name = shown_model(args, flags, model.name)
     if args.output == "json":
-        print(dumps(envelope("EstimateResult", {**result_json(est), "model": model.name, "gpu": gpu.product,
+        print(dumps(envelope("EstimateResult", {**result_json(est), "model": name, "gpu": gpu.product,
                                                 # as typed (null: none), and as every output prints it
                                                 "vllm_version": args.vllm_version, "vllm_version_label": r.label,
                                                 "rules": r.provenance, "engine": engine,
                                                 "refusal": refusal,  # config_refused: vLLM's words, else null
-                                                "model_source": source,  # null: no length key caps it
+                                                "model_source": source,  # the config's: --hf-config-path's
+                                                # null: no length key caps it
                                                 "model_max_len": None if longest.unbounded else longest.tokens,
                                                 "model_max_len_key": longest.key, **echo_inputs(args)})))
     else:
         room = capture_room(model, gpu, settings, est) if est.graph_capture_oom else None
-        print(render(est, model.name, gpu.product, label, longest, refusal, room))
+        path = _hf_flags.config_path(flags)
+        print(render(est, name if path is None or not args.model else f"{name} (config: --hf-config-path {path})",
+                     gpu.product, label, longest, refusal, room))
     return 0
+
+
+def shown_model(args: argparse.Namespace, flags: dict[str, str], sized: str) -> str:
+    """The model the estimate is for: with ``--hf-config-path`` the spec is named after the config it was read from,
+    but vLLM serves ``--model`` with that config (``get_config(self.hf_config_path or self.model)``), so the model
+    line names ``--model``; ``model_source`` says where the config came from."""
+    return str(args.model) if _hf_flags.config_path(flags) is not None and args.model else sized
 
 
 def result_json(est: Estimate) -> dict[str, object]:

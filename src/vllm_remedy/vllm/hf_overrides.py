@@ -4,8 +4,9 @@ vLLM reads ``--hf-overrides`` as JSON (``type=json.loads`` from 0.6.4, engine/ar
 ``ModelConfig`` through the same JSON reading from 0.10, config/__init__.py@0.10.2) and applies a dict to the HF
 config *before* deriving anything from it (``get_config(..., hf_overrides_kw=...)`` → ``config.update``), so the
 maximum length, the layer count and the weights all follow it. Flat keys replace the top-level value; from 0.12.0 a
-dict value is merged into the nested config it names (``ModelConfig._update_nested``, config/model.py@0.12.0,
-@0.34.0: ``{"text_config": {"num_hidden_layers": 16}}`` changes that one key), before it replaced the whole value.
+dict value is merged into the sub-config it names (``ModelConfig._update_nested``, config/model.py@0.12.0, @0.34.0:
+``{"text_config": {"num_hidden_layers": 16}}`` changes that one key) and replaces a plain dict (``rope_scaling``)
+after the RoPE patch; before, every dict replaced the whole value. Each release's reading is ``hf_merge``.
 ``--hf-config-path`` (from 0.8: engine/arg_utils.py@0.8.5) names where the config comes from instead of the model
 (``get_config(self.hf_config_path or self.model, ...)``): a repository id, or a path inside the pod.
 
@@ -19,17 +20,17 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from vllm_remedy.errors import UserError
-from vllm_remedy.vllm import catalog, config_bounds
+from vllm_remedy.vllm import catalog, config_bounds, hf_merge
 from vllm_remedy.vllm.catalog import ModelSpec
 
 SINCE: tuple[int, int, int] = (0, 6, 4)
 #: The first release with --hf-config-path (engine/arg_utils.py@0.8.0; not in @0.7.3).
 PATH_SINCE: tuple[int, int, int] = (0, 8, 0)
-NESTED_MERGE_SINCE: tuple[int, int, int] = (0, 12, 0)
 FLAG, PATH_FLAG = "hf-overrides", "hf-config-path"
 
 #: config.json mappings this run read (``hub``), by (model id, revision): the base an override is applied to.
@@ -55,6 +56,11 @@ def parse(value: str) -> Any:
 #: From 0.9.0 the flag's type is ``union_dict_and_str`` (a dict-or-callable field of ModelConfig: engine/arg_utils.py
 #: @0.9.2, @0.10.2, @0.34.0): only text wrapped in braces goes through ``json.loads``; before, ``type=json.loads``.
 UNION_TYPE_SINCE: tuple[int, int, int] = (0, 9, 0)
+#: What counts as "wrapped in braces": ``re.match("^{.*}$")`` in engine/arg_utils.py@0.9.0, @0.9.2; from 0.10.0
+#: (@0.10.0 ... @0.34.0) blanks around the braces and newlines inside are allowed too.
+_BRACES = re.compile(r"^{.*}$")
+_BRACES_LOOSE = re.compile(r"(?s)^\s*{.*}\s*$")
+LOOSE_BRACES_SINCE: tuple[int, int, int] = (0, 10, 0)
 
 
 def argparse_refusal(value: str, version: tuple[int, int, int]) -> str | None:
@@ -63,7 +69,8 @@ def argparse_refusal(value: str, version: tuple[int, int, int]) -> str | None:
     ``ArgumentTypeError`` after (its message prints the function's address, which varies per process)."""
     if version < SINCE:
         return None
-    if version >= UNION_TYPE_SINCE and not (value.startswith("{") and value.endswith("}")):
+    braces = _BRACES_LOOSE if version >= LOOSE_BRACES_SINCE else _BRACES
+    if version >= UNION_TYPE_SINCE and not braces.match(value):
         return None
     try:
         parse(value)
@@ -86,27 +93,8 @@ def base_config(model_id: str, revision: str | None) -> tuple[Mapping[str, Any],
 
 
 def merged(config: Mapping[str, Any], overrides: Mapping[str, Any], version: tuple[int, int, int]) -> dict[str, Any]:
-    """``config`` with ``overrides`` applied as the release does (flat replace; nested merge from 0.12.0)."""
-    out = copy.deepcopy(dict(config))
-    for key, value in overrides.items():
-        if version >= NESTED_MERGE_SINCE and isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
-            out[key] = merged(out[key], value, version)
-        else:
-            out[key] = copy.deepcopy(value)
-    return out
-
-
-def _leaves(overrides: Mapping[str, Any], base: Mapping[str, Any], nested: bool,
-            prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
-    """The key paths an override sets: a merged nested dict's own keys, else the key itself."""
-    out: list[tuple[str, ...]] = []
-    for key, value in overrides.items():
-        inner = base.get(key) if isinstance(base, Mapping) else None
-        if nested and isinstance(value, Mapping) and isinstance(inner, Mapping) and value:
-            out += _leaves(value, inner, nested, (*prefix, key))
-        else:
-            out.append((*prefix, key))
-    return out
+    """``config`` with ``overrides`` applied as the release does (``hf_merge.apply``)."""
+    return hf_merge.apply(config, overrides, version).config
 
 
 def _set(config: dict[str, Any], path: tuple[str, ...], value: Any) -> dict[str, Any]:
@@ -176,15 +164,15 @@ def applied(spec: ModelSpec, model_id: str, revision: str | None, flags: Mapping
         raise UserError(f"--{FLAG} overrides keys of {model_id}'s config.json, which this run did not "
                         "read (a spec given without its config)")
     config, reviewed = base
-    nested = version >= NESTED_MERGE_SINCE
-    new = merged(config, overrides, version)
+    got = hf_merge.apply(config, overrides, version)
+    new = got.config
     try:
         ModelSpec.from_hf_config(new, name=model_id)
     except config_bounds.Unbuildable:  # no model is built from it: the answer, whatever else it sets
         return rebuilt(spec, model_id, config, new, reviewed)
     except (UserError, OverflowError, ValueError, TypeError, KeyError):
         pass  # a key the builder misses may be what an unread key would fill: those are named first
-    unread = [".".join(p) for p in _leaves(overrides, config, nested) if not _read(new, p, model_id)]
+    unread = [".".join(p) for p in got.paths if p not in got.inert and not _read(new, p, model_id)]
     if unread:
         raise UserError(f"--{FLAG} key(s) {', '.join(unread)}: not read by this tool's model of the "
                         "config, so what vLLM does with them is not sized")
