@@ -32,13 +32,14 @@ from typing import Any
 
 from vllm_remedy import hub
 from vllm_remedy.commands import _check_render as render
+from vllm_remedy.commands import _hf_config_mount as hf_config_mount
 from vllm_remedy.connectors.models import policy_config
 from vllm_remedy.drift.manifest_check import Result, check_workload
 from vllm_remedy.drift.manifest_workloads import Workload, model_id, workloads
 from vllm_remedy.envelope import dumps
 from vllm_remedy.errors import UserError
 from vllm_remedy.policy import DEFAULT_POLICY, Policy, load_policies, load_policy, policy_for
-from vllm_remedy.vllm import hf_config_mount, hf_overrides, manifest, pod_env, received_flags
+from vllm_remedy.vllm import hf_overrides, manifest, pod_env, received_flags
 
 NAME = "check"
 ORDER = 55

@@ -42,7 +42,7 @@ def _inside(path: str, at: str, sub: str) -> str | None:
     return path[len(at) + 1:] if path.startswith(at + "/") else None
 
 
-def _file_text(container: Mapping[str, Any], spec: Mapping[str, Any], path: str,
+def file_text(container: Mapping[str, Any], spec: Mapping[str, Any], path: str,
                maps: Mapping[str, Mapping[str, str]]) -> str | None:
     """The text of the file at ``path`` inside the container, when a volume mount puts a ConfigMap's key there."""
     volumes = {str(v.get("name")): v for v in spec.get("volumes") or [] if isinstance(v, Mapping)}
@@ -97,7 +97,7 @@ def merged(server: ServerCommand, spec: Mapping[str, Any],
     path = server.flags.get(FLAG)
     if path is None or not maps:
         return server
-    text = _file_text(server.container, spec, path, maps)
+    text = file_text(server.container, spec, path, maps)
     if text is None:
         return server
     flags = {**flags_of(text, path), **{k: v for k, v in server.flags.items() if k != FLAG}}

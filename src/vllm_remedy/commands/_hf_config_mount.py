@@ -26,7 +26,7 @@ def fallback(server: ServerCommand, spec: Mapping[str, Any],
     if not path.startswith("/") or not maps:
         return None
     file = f"{path}/{hub.CONFIG}"
-    text = manifest_flags_file._file_text(server.container, spec, file, maps)  # the mount reading --config uses
+    text = manifest_flags_file.file_text(server.container, spec, file, maps)  # the mount reading --config uses
     if text is None:
         return None
     where = f"--{PATH_FLAG} {path}: {file} from a ConfigMap mounted there (in the files checked)"
