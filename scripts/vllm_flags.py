@@ -31,10 +31,11 @@ What it reads, per release, as vLLM builds the parser (nothing is imported or ru
 Both branches of an ``if`` are read (platform or ``--help`` conditions: an option either branch adds is kept, so a
 claim of absence is never made for an option some run has). What it cannot read fails loudly (``Unreadable``):
 an option string that is not a literal or a known loop value, a ``**kwargs`` whose field it cannot find, a function
-the parser is handed to that it cannot resolve (except the hooks in ``HOOKS``, read and known to add nothing for
-the CUDA images: ``current_platform.pre_register_and_update`` is a no-op outside out-of-tree platforms), a
-``FlexibleArgumentParser`` that sets ``allow_abbrev`` or a ``serve`` parser without ``-h``. Not read: options a
-general plugin (``load_general_plugins``) or an out-of-tree platform adds at run time.
+the parser is handed to that it cannot resolve (except ``vllm_flags_read.HOOKS``: ``current_platform.
+pre_register_and_update`` and the ``--help=`` filter, skipped only after checking that no definition of them in the
+release calls ``add_argument``; ROCm's, from 0.31.0, sets an environment variable), a ``FlexibleArgumentParser`` that
+sets ``allow_abbrev`` or a ``serve`` parser without ``-h``. Not read: options a general plugin
+(``load_general_plugins``) or an out-of-tree platform adds at run time.
 """
 
 from __future__ import annotations

@@ -8,9 +8,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-#: Calls the parser is handed to that add no option for ``vllm serve`` on a CUDA image.
-HOOKS = frozenset({"pre_register_and_update", "show_filtered_argument_or_group_from_help", "set_defaults",
-                   "_set_defaults", "add_cli_args_hook"})
+#: Calls the parser is handed to that add no option: checked per release (``check_hook``: no override in vllm/ calls
+#: ``add_argument``), so an out-of-tree platform or plugin is what remains unread.
+HOOKS = frozenset({"pre_register_and_update", "show_filtered_argument_or_group_from_help"})
 PARSER_FILES = ("utils/argparse_utils.py", "utils/__init__.py", "utils.py")
 
 
@@ -49,6 +49,7 @@ class Release:
         self.inverse = False
         self.optional_bool_str = False
         self.depth = 0
+        self.hooks_checked: set[str] = set()
 
     # -- modules, names ------------------------------------------------------------------------------------------
     def path(self, module: str) -> Path | None:
@@ -326,6 +327,7 @@ class Release:
             return None
         name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
         if name in HOOKS:
+            self.check_hook(name)
             return None
         fn, owner, m = self.resolve(f, env, module, cls)
         params = [a.arg for a in fn.args.args]
@@ -343,6 +345,21 @@ class Release:
                 inner[kw.arg] = self.expr(kw.value, env, module, cls)
         returned = self.call(fn, m, inner, owner)
         return returned if returned is not None else handed[0]
+
+    def check_hook(self, name: str) -> None:
+        """A hook is skipped only while no override of it in vllm/ (platforms/rocm.py...) adds an argument."""
+        if name in self.hooks_checked:
+            return
+        self.hooks_checked.add(name)
+        for p in sorted(self.root.rglob("*.py")):
+            text = p.read_text(errors="replace")
+            if f"def {name}" not in text:
+                continue
+            for node in ast.walk(ast.parse(text, str(p))):
+                if isinstance(node, ast.FunctionDef) and node.name == name and any(
+                        isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == "add_argument"
+                        for c in ast.walk(node)):
+                    raise Unreadable(f"{p}: {name} adds arguments; read it")
 
     def bound_class(self, f: ast.expr, env: dict, module: str, cls) -> object:
         """What ``cls`` is inside a classmethod: the class named at the call (``FrontendArgs.add_cli_args``), the
