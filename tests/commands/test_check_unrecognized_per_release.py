@@ -23,6 +23,7 @@ CASES = [
     ("command", "0.9.2", ("python3", "-m", "vllm.entrypoints.openai.api_server", "--model", LLAMA, *BOGUS)),
     ("command", "0.9.2", ("python3", "-m", "vllm.entrypoints.api_server", "--model", LLAMA, *BOGUS)),
     ("args", "0.9.1", ("--api-server-count", "1")),
+    ("args", "0.9.1", ("--no-enforce-eager",)),
     # deprecated, still registered in 0.11.0 (a loop over literal tuples, type=bool), gone at 0.12.0
     *(("args", v, ("--guided-decoding-disable-fallback", "true")) for v in ("0.11.0", "0.12.0")),
     # EnableDisableAction (0.33.0): --enable-prefix-caching also registers --disable-prefix-caching
@@ -92,9 +93,11 @@ def test_the_openai_api_server_module_shares_the_serve_parser_the_demo_server_do
 
 
 def test_between_two_read_releases_only_what_both_neighbours_lack_is_refused(checked):
-    """0.9.1: 0.9.0 and 0.9.2 read; --api-server-count is in 0.9.2 only, so it may be in 0.9.1: not refused."""
+    """0.9.1: 0.9.0 and 0.9.2 read; --api-server-count is in 0.9.2 only, so it may be in 0.9.1: not refused; both
+    have --no-enforce-eager (booleans' hand-read lists carried 0.8.5's store_true to 0.9.1)."""
     _refused(checked, ("args", "0.9.1", BOGUS), "vLLM 0.9.1 refuses --bogus-flag at argument parsing")
     _accepted(checked, ("args", "0.9.1", ("--api-server-count", "1")))
+    _accepted(checked, ("args", "0.9.1", ("--no-enforce-eager",)))
 
 
 @pytest.mark.parametrize(("words", "has", "lacks"), [

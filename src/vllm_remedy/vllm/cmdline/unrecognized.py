@@ -95,11 +95,12 @@ def _no_negation(opt: Option, v: tuple[int, int, int] | None, parser: Parser | N
     """``--no-x`` given to a release where ``--x`` is ``store_true`` (--enforce-eager and --trust-remote-code through
     0.8.5): argparse has no ``--no-x`` option string there, nor one it prefixes, so it is ``unrecognized arguments:
     --no-enforce-eager`` (exit 2), whatever the newest table's BooleanOptionalAction says. A read release's own
-    strings decide (0.9.0 has ``--no-enforce-eager``); elsewhere ``booleans``' hand-read lists."""
+    strings decide (0.9.0 has ``--no-enforce-eager``), and a release between two read ones lacks it only when both
+    do (0.9.1 has it); ``booleans``' hand-read lists only where no release read reaches."""
     flag = opt.flag
     if not flag.negated or v is None or flag.kind is not Kind.BOOLEAN:
         return False
-    if parser is not None and parser.exact:
+    if parser is not None:
         return judge(flag.spelled, parser)[0] is Verdict.UNKNOWN
     return option_strings(flag.name, v) == f"--{flag.name}"
 
