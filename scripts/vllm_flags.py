@@ -4,8 +4,8 @@ read statically (AST) from vLLM's own source, so ``cmdline.unrecognized`` refuse
 
     python scripts/vllm_flags.py DIR [-o OUT]
 
-DIR holds one extracted release per directory, ``src-<release>/vllm`` or ``<release>/vllm`` (a wheel unzipped: the
-``vllm/engine``, ``vllm/entrypoints``, ``vllm/config*``, ``vllm/utils*`` and ``vllm/scripts.py`` files are enough).
+DIR holds one extracted release per directory, ``src-<release>/vllm`` or ``<release>/vllm`` (a wheel unzipped: its
+``vllm/**/*.py`` files). The walk is in ``vllm_flags_read.py``, the lookups it uses in ``vllm_flags_source.py``.
 
 What it reads, per release, as vLLM builds the parser (nothing is imported or run):
 
