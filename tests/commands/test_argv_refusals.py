@@ -1,7 +1,8 @@
 """Starts vLLM's argument parser stops (exit 2) show no predictions, and a flag the release does not have is one of
 them (review 4, H5 and M4): check lists the refusal without a concurrency or start finding beside it, plan's
-"current:" says argument_refused, and a flag in no release's table is refused on the releases the table is complete
-for — never a valid spelling (alias, ``--no-`` form, underscores, a dotted key, a unique prefix)."""
+"current:" says argument_refused, and a flag in no release's table is refused on the releases read
+(``cmdline.release_flags``) — never a valid spelling (alias, ``--no-`` form, underscores, a dotted key, a unique
+prefix)."""
 
 from __future__ import annotations
 
@@ -15,13 +16,16 @@ from fixtures.check_batch import judge
 from fixtures.vllm_deployment import manifest
 
 DUP = ["--max-model-len", "16Ki", "--max-model-len", "16384"]
-NO_RELEASE_HAS = [["--bogus-flag"], ["--bogus-flag", "1"], ["--enable-lor"], ["--bogus_flag=2"]]
+# (--enable-lor, the prefix of --enable-lora and --enable-lora-bias in 0.11.0, is argparse's "ambiguous option" there:
+# tests/commands/test_check_unrecognized_per_release.py)
+NO_RELEASE_HAS = [["--bogus-flag"], ["--bogus-flag", "1"], ["--bogus_flag=2"]]
+# (--device-memory-utilization arrived in 0.31.0: 0.11.0 refuses it, test_check_unrecognized_per_release.py)
 VALID = [
     ["-tp", "1"], ["--tensor_parallel_size", "1"], ["--no-enable-prefix-caching"], ["--max-num-seq", "64"],
-    ["--compilation-config.level", "3"], ["--device-memory-utilization", "0.9"], ["--disable-log-requests"],
-    ["--enable-lora"],
+    ["--compilation-config.level", "3"], ["--disable-log-requests"], ["--enable-lora"],
 ]
-UNREAD = ["vllm/vllm-openai:v0.9.2", "vllm/vllm-openai:latest"]
+# Newer than the newest release read (0.34.0), and no release at all: not judged
+UNREAD = ["vllm/vllm-openai:v0.35.0", "vllm/vllm-openai:latest"]
 MML = (("MML", "16Ki"),)
 
 Key = tuple[tuple[str, ...], str, str, tuple[tuple[str, str], ...] | None]

@@ -3,6 +3,8 @@
 Generated statically (AST of vllm/engine/arg_utils.py, the OpenAI frontend args and the config dataclasses), then
 frozen here so parsing needs no vLLM install. The newest release that has a flag decides its arity; flags only
 older releases know (``--use-v2-block-manager``, ``--disable-log-requests``...) are kept so old manifests parse.
+Whether a release has an option at all (an unknown or ambiguous option, exit 2) is decided by that release's own
+option strings, not by this union: ``release_flags`` (``data/vllm_flags.json``, ``scripts/vllm_flags.py``).
 """
 
 from __future__ import annotations

@@ -1,12 +1,18 @@
 """Options vLLM's argument parser certainly refuses as unknown: ``vllm serve: error: unrecognized arguments``, exit 2.
 
-The flag table (``table``) is the union of three releases' parsers (0.7.3, 0.11.0, 0.34.0), not a table per release:
-a flag in none of them may still exist in a release in between (0.9's, say). So the refusal is claimed only for those
-three releases, where the union is complete (a long option the union lacks is in none of them, the requested one
-included), and only for long options: a dotted key (``--x.y``), an alias, a ``--no-`` form, an underscore spelling and
-a unique prefix all resolve to a known flag first (``flags.resolve``); a ``--no-`` form is then refused where the
-release's flag is ``store_true`` (``booleans``: no negated form there). Every other release is left to vLLM (not
-judged), as is a wrapper with its own parser (``dynamo.vllm``).
+Each release's own parser decides (``release_flags``: every option string of ``vllm serve`` per release, read from
+vLLM's source by ``scripts/vllm_flags.py``). On a release read the table is complete, so an option it lacks is
+refused as argparse refuses it: a long option (``--bogus-flag 1``, a flag added later or removed earlier) or a short
+one (``-tp`` before it existed) that is no option string and the prefix of none is ``unrecognized arguments``; the
+prefix of several is ``ambiguous option``. Underscores, dotted keys (``--x.y``, from the release that folds them),
+``--no-`` and ``--disable-`` forms and prefixes are resolved against that release's strings, not the newest's: a
+prefix unique in 0.34.0 may be ambiguous or absent in 0.9.2. For a release between two read ones (0.8.4, 0.9.1,
+0.10.1.1) the claim is an inference: refused only when neither neighbouring read release has the option (nor an
+option it prefixes). A release newer than the newest read, older than the oldest, or a dev/rc build is not judged,
+nor is a wrapper with its own parser (``dynamo.vllm``) or the demo ``vllm.entrypoints.api_server`` (another parser).
+The hand-read first/last releases (``ADDED``/``REMOVED``) still apply where the table does not reach (a release
+newer than the newest read); tests check they agree with the table. A ``--no-`` form is refused where the release's
+flag is ``store_true`` (``booleans``) whatever the table says, in argparse's words.
 
 What every release's parser refuses whatever its table (a value outside ``choices``, a flag without its value, an
 empty integer, a stray positional: ``refused``) is returned here too, in the order argparse reports it, so every
@@ -21,6 +27,7 @@ from vllm_remedy.vllm.cmdline.command import ServerCommand
 from vllm_remedy.vllm.cmdline.flags import Kind
 from vllm_remedy.vllm.cmdline.parse import Option
 from vllm_remedy.vllm.cmdline.refused import Refused, refused
+from vllm_remedy.vllm.cmdline.release_flags import Parser, Verdict, judge, parser_for
 from vllm_remedy.vllm.memory.flag_values import CAPTURE_FLAGS_SINCE, CAPTURE_FLAGS_UNTIL
 from vllm_remedy.vllm.memory.pinned import KV_BYTES_SINCE
 from vllm_remedy.vllm.versions import parse_version
@@ -32,14 +39,15 @@ ADDED: dict[str, tuple[int, int, int]] = {"kv-cache-memory-bytes": KV_BYTES_SINC
                                           hf_overrides.PATH_FLAG: hf_overrides.PATH_SINCE}
 #: Flags whose last release was read: a later release's parser has no such option again.
 REMOVED: dict[str, tuple[int, int, int]] = dict(CAPTURE_FLAGS_UNTIL)
-#: The releases whose parsers the flag table was read from (table.py's docstring).
-READ_RELEASES = frozenset({"0.7.3", "0.11.0", "0.34.0"})
+#: Entrypoints whose parser is not ``make_arg_parser``'s (the one ``release_flags`` was read from; ``vllm serve``, the
+#: OpenAI ``api_server`` module and the image's default share it): the demo server and a script of one's own.
+_OTHER_PARSER = ("vllm.entrypoints.api_server", ".py")
 
 
 def unrecognized(server: ServerCommand, version: str | None) -> list[str]:
     """Each part of ``server``'s argv vLLM ``version``'s parser refuses, as written (``--bogus-flag 1``): first the
-    options it cannot read (``refused``), then the unknown long options when ``version`` is a release the table is
-    complete for, then stray positionals, as argparse reports them (``unrecognized arguments`` last)."""
+    options it cannot read (``refused``), then the options ``version``'s parser does not have (``release_flags``), then
+    stray positionals, as argparse reports them (``unrecognized arguments`` last)."""
     found = refused(server, version)
     options = [r for r in found if not r.message.startswith("unrecognized")]
     strays = [r for r in found if r.message.startswith("unrecognized")]
@@ -50,25 +58,50 @@ def _unknown(server: ServerCommand, version: str | None) -> list[str]:
     if "dynamo" in server.entrypoint:
         return []
     v = parse_version(version)
+    parser = None if server.entrypoint.endswith(_OTHER_PARSER) else parser_for(version)
     out = []
     for opt in server.options:
         flag = opt.flag
-        unknown = version in READ_RELEASES and flag.kind is Kind.UNKNOWN and "." not in flag.name
         words = " ".join(t.value for t in opt.tokens)
-        if flag.spelled.startswith("--") and _no_negation(opt, v):
+        if flag.spelled.startswith("--") and _no_negation(opt, v, parser):
             out.append(Refused(words, f"unrecognized arguments: {words}"))
-        elif flag.spelled.startswith("--") and (unknown or _not_in_release(flag.name, v)):
-            out.append(words)
+            continue
+        verdict, matches = judge(flag.spelled, parser) if parser is not None and _judged(flag.spelled) else \
+            (Verdict.NOT_JUDGED, ())
+        if verdict is Verdict.AMBIGUOUS:
+            token = opt.tokens[0].value
+            out.append(Refused(words, f"ambiguous option: {_folded(token)} could match {', '.join(matches)}"))
+        elif verdict is Verdict.UNKNOWN or (flag.spelled.startswith("--") and (parser is None or not parser.exact)
+                                             and _not_in_release(flag.name, v)):
+            out.append(words)  # a read release's table is exact; elsewhere the hand-read boundaries still apply
     return out
 
 
-def _no_negation(opt: Option, v: tuple[int, int, int] | None) -> bool:
-    """``--no-x`` given to a release where ``--x`` is ``store_true`` (``booleans``: --enforce-eager and
-    --trust-remote-code through 0.8.5): argparse has no ``--no-x`` option string there, nor one it prefixes, so it is
-    ``unrecognized arguments: --no-enforce-eager`` (exit 2), whatever the newest table's BooleanOptionalAction says."""
+def _judged(spelled: str) -> bool:
+    """A long option, or a short one that is no value (``-1``) nor ``-O`` (``refused`` reads ``-O3``/``-O 3``)."""
+    return spelled.startswith("--") or (len(spelled) > 1 and not spelled.startswith("-O"))
+
+
+def _folded(token: str) -> str:
+    """The token as argparse prints it: ``FlexibleArgumentParser`` has rewritten ``_`` to ``-`` in its name."""
+    if not token.startswith("--"):
+        return token
+    head, eq, value = token.partition("=")
+    base, dot, rest = head.partition(".")
+    return base.replace("_", "-") + dot + rest + eq + value
+
+
+def _no_negation(opt: Option, v: tuple[int, int, int] | None, parser: Parser | None) -> bool:
+    """``--no-x`` given to a release where ``--x`` is ``store_true`` (--enforce-eager and --trust-remote-code through
+    0.8.5): argparse has no ``--no-x`` option string there, nor one it prefixes, so it is ``unrecognized arguments:
+    --no-enforce-eager`` (exit 2), whatever the newest table's BooleanOptionalAction says. A read release's own
+    strings decide (0.9.0 has ``--no-enforce-eager``), and a release between two read ones lacks it only when both
+    do (0.9.1 has it); ``booleans``' hand-read lists only where no release read reaches."""
     flag = opt.flag
     if not flag.negated or v is None or flag.kind is not Kind.BOOLEAN:
         return False
+    if parser is not None:
+        return judge(flag.spelled, parser)[0] is Verdict.UNKNOWN
     return option_strings(flag.name, v) == f"--{flag.name}"
 
 

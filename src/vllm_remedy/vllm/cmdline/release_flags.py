@@ -1,0 +1,120 @@
+"""Each read release's own ``vllm serve`` option strings, and how its argparse resolves a written option against them.
+
+``data/vllm_flags.json`` is written by ``scripts/vllm_flags.py`` from vLLM's source (43 releases, 0.5.5 to 0.34.0):
+every option string its ``serve`` parser registers (``--x``, ``--no-x`` of a BooleanOptionalAction, ``--disable-x``
+of an ``--enable-x`` from 0.33.0, ``-tp``, ``-h``), per release, as spans over the ordered list of releases read,
+plus the parser's own behaviour per release (``allow_abbrev``: a unique prefix resolves; ``dotted``: ``--x.y`` is
+folded into ``--x`` before argparse sees it). The union table (``table``) keeps deciding arity; this decides whether
+a release has the option at all.
+
+Read lazily, once, with the stdlib: only a check that meets an option to judge pays for it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from enum import Enum
+from functools import cache
+from importlib import resources
+
+Version = tuple[int, int, int]
+_PLAIN = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(\.post\d+|\.\d+)?$")
+
+
+class Verdict(str, Enum):
+    """What the release's argparse makes of a written option."""
+
+    KNOWN = "known"  # an option string, exactly or as its only prefix
+    UNKNOWN = "unknown"  # no option string: ``unrecognized arguments``
+    AMBIGUOUS = "ambiguous"  # the prefix of several: ``ambiguous option``
+    NOT_JUDGED = "not judged"  # a release not read and not between two read ones (or a dev/rc build)
+
+
+@dataclass(frozen=True)
+class Parser:
+    """One release's (or two neighbouring read releases', merged) option strings and parser behaviour."""
+
+    options: frozenset[str]
+    abbrev: bool
+    dotted: bool
+    exact: bool  # a read release (False: merged neighbours, the claim is an inference)
+
+
+@cache
+def _table() -> tuple[tuple[Version, ...], dict, dict[str, list[list[int]]]]:
+    text = resources.files("vllm_remedy.vllm").joinpath("data", "vllm_flags.json").read_text(encoding="utf-8")
+    data = json.loads(text)
+    releases = tuple(tuple(int(p) for p in r.split(".")) for r in data["releases"])
+    return releases, data["parser"], data["options"]  # type: ignore[return-value]
+
+
+def releases() -> tuple[Version, ...]:
+    """The releases read, oldest first."""
+    return _table()[0]
+
+
+def _inside(spans: list[list[int]], i: int) -> bool:
+    return any(a <= i <= b for a, b in spans)
+
+
+@cache
+def _read(i: int) -> Parser:
+    _, parser, options = _table()
+    return Parser(frozenset(o for o, s in options.items() if _inside(s, i)), _inside(parser["allow_abbrev"], i),
+                  _inside(parser["dotted"], i), True)
+
+
+@cache
+def parser_for(version: str | None) -> Parser | None:
+    """The parser ``version`` runs: a read release's own; for a release between two read ones (0.8.4, 0.9.1,
+    0.10.1.1) the two neighbours merged, so an option either has is taken as present (abbreviations and dotted keys
+    as lenient); None for a dev/rc build, a release older than the oldest or newer than the newest read."""
+    match = _PLAIN.match((version or "").strip())
+    if not match:
+        return None
+    v = (int(match.group(1)), int(match.group(2)), int(match.group(3)))
+    read = releases()
+    if v in read and not match.group(4):
+        return _read(read.index(v))
+    below = [i for i, r in enumerate(read) if r <= v]
+    if not below or v >= read[-1]:
+        return None
+    lo, hi = _read(below[-1]), _read(below[-1] + 1)
+    return Parser(lo.options | hi.options, lo.abbrev or hi.abbrev, lo.dotted or hi.dotted, False)
+
+
+def judge(spelled: str, parser: Parser) -> tuple[Verdict, tuple[str, ...]]:
+    """What ``parser`` makes of an option written ``spelled`` (the token before any ``=``), with the option strings
+    an ambiguous prefix matches (table order: argparse lists them in registration order).
+
+    As vLLM reads it: ``FlexibleArgumentParser.parse_args`` rewrites ``_`` to ``-`` in a long name (up to the first
+    ``.``) and, where ``dotted``, folds ``--x.y`` into ``--x``; argparse (CPython 3.12 ``_parse_optional``) then takes
+    an exact option string, else, with ``allow_abbrev``, the one option string it prefixes; a short option also
+    matches an option string equal to its first two characters (``-qfp8``: ``-q`` with ``fp8``)."""
+    if spelled.startswith("--"):
+        base, dot, _ = spelled[2:].partition(".")
+        if dot and not parser.dotted:
+            return Verdict.NOT_JUDGED, ()  # passed to argparse whole: left to hf_dotted / vLLM
+        name = "--" + base.replace("_", "-")
+        if name in parser.options:
+            return Verdict.KNOWN, ()
+        matches = tuple(sorted(o for o in parser.options if o.startswith(name))) if parser.abbrev else ()
+    else:
+        name = spelled
+        if "." in name:
+            return Verdict.NOT_JUDGED, ()  # ``-cc.x``: folded or not by release, read in ``refused``
+        if name in parser.options or name[:2] in parser.options:
+            return Verdict.KNOWN, ()
+        matches = tuple(sorted(o for o in parser.options if o.startswith(name))) if parser.abbrev else ()
+    if len(matches) == 1:
+        return Verdict.KNOWN, ()
+    if len(matches) > 1:
+        return (Verdict.AMBIGUOUS, matches) if parser.exact else (Verdict.KNOWN, ())
+    return Verdict.UNKNOWN, ()
+
+
+def has(option: str, version: Version) -> bool:
+    """Whether read release ``version`` registers ``option`` (``--x``, ``-tp``) exactly."""
+    return option in _read(releases().index(version)).options
