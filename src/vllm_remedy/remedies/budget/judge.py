@@ -18,7 +18,7 @@ from vllm_remedy.remedies.budget.limits import LEN_STEP, MISMATCH_MARGIN, Limits
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.failures import FAILURES
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate, resolve
-from vllm_remedy.vllm.memory.core import batch_refused
+from vllm_remedy.vllm.memory.core import batch_refused, weights_overflow
 from vllm_remedy.vllm.outcomes import Failure
 
 #: ``estimate`` and ``resolve`` are pure over frozen inputs; a fleet plans the same (model, GPU, settings) on many
@@ -91,9 +91,14 @@ class Judge:
             return None
         if self.spare(est) < margin:  # the KV cache less the margin must still hold the target
             return None
-        if self.batch_short(settings, gpu):
-            return None  # vLLM refuses max-num-batched-tokens < max-model-len without chunked prefill
+        # a batch vLLM refuses (``batch_short``) is already not ``fits``: ``estimate`` walks the scheduler config's
+        # refusal in every release's order (``refusal_order.first_refusal``), so it is not asked again here
         return est if self.addresses_failure(est, settings) else None
+
+    def never_loads(self, settings: EngineSettings, gpu: GpuSpec) -> bool:
+        """The weights alone overflow ``gpu`` at these settings: no utilization or max-model-len is safe
+        (``core.weights_overflow``)."""
+        return weights_overflow(self.model, gpu, settings)
 
     def chunked(self, settings: EngineSettings, gpu: GpuSpec) -> bool:
         """Whether vLLM chunks prefills at these settings (else the batch bounds max-model-len)."""

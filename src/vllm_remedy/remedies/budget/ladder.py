@@ -72,6 +72,8 @@ def _first_working(ctx: Context, judge: Judge, variants: list[Variant], cap: int
     if beat >= cap:
         return None
     for v in variants:
+        if judge.never_loads(v.settings, v.gpu):  # a card the weights overflow: no utilization or length fits it
+            continue
         for s in [v.settings, *(u.settings for u in utilization(ctx, v.settings, v.gpu))]:
             got = judge.longest(s, v.gpu, cap)
             if got is not None and got[1].max_model_len > beat:
