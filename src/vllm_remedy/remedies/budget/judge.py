@@ -118,11 +118,15 @@ class Judge:
         up = 1 + (MISMATCH_MARGIN if self.mismatch else 0.0)
         return _RAISES[short_of](self.current, est, self.current_settings, settings, up)
 
-    def longest(self, settings: EngineSettings, gpu: GpuSpec, cap: int) -> tuple[EngineSettings, Estimate] | None:
+    def longest(self, settings: EngineSettings, gpu: GpuSpec, cap: int,
+                above: int = -1) -> tuple[EngineSettings, Estimate] | None:
         """The largest max-model-len in [floor, cap] (a multiple of LEN_STEP, or the cap itself) that is safe.
 
         Shorter requests need less KV and (no chunked prefill) smaller profile batches, so safety is
         monotone in the length and a binary search over the multiples finds the largest.
+        ``above``: the caller keeps only a length longer than this one, so the search stops with None as soon as it
+        can no longer end above it (the same probes in the same order, the rest left out): the ladder weighs dozens
+        of candidates against the best rung so far, most of which only end below it.
         """
         floor = min(self.limits.len_floor, cap)
 
@@ -139,13 +143,15 @@ class Judge:
             return None
         lo, hi = floor // LEN_STEP + 1, (cap - 1) // LEN_STEP  # multiples strictly between floor and cap
         while lo <= hi:
+            if best[1].max_model_len <= above and hi * LEN_STEP <= above:
+                return None  # what it would return is at most ``best`` or ``hi``'s length: not above ``above``
             mid = (lo + hi) // 2
             got = at(mid * LEN_STEP)
             if got is not None:
                 best, lo = got, mid + 1
             else:
                 hi = mid - 1
-        return best
+        return best if best[1].max_model_len > above else None
 
 
 def vary(settings: EngineSettings, **changes: object) -> EngineSettings:

@@ -52,7 +52,7 @@ def _best_longest(judge: Judge, variants: list[Variant], cap: int) -> tuple[Vari
     """The variant allowing the longest safe max-model-len (ties: the smaller change, listed first)."""
     best: tuple[Variant, EngineSettings, Estimate] | None = None
     for v in variants:
-        got = judge.longest(v.settings, v.gpu, cap)
+        got = judge.longest(v.settings, v.gpu, cap, above=best[2].max_model_len if best is not None else -1)
         if got is not None and (best is None or got[1].max_model_len > best[2].max_model_len):
             best = (v, got[0], got[1])
             if got[1].max_model_len >= cap:
@@ -75,7 +75,7 @@ def _first_working(ctx: Context, judge: Judge, variants: list[Variant], cap: int
         if judge.never_loads(v.settings, v.gpu):  # a card the weights overflow: no utilization or length fits it
             continue
         for s in [v.settings, *(u.settings for u in utilization(ctx, v.settings, v.gpu))]:
-            got = judge.longest(s, v.gpu, cap)
+            got = judge.longest(s, v.gpu, cap, above=beat)
             if got is not None and got[1].max_model_len > beat:
                 return v, got[0], got[1]
     return None
