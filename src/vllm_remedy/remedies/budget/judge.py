@@ -18,7 +18,7 @@ from vllm_remedy.remedies.budget.limits import LEN_STEP, MISMATCH_MARGIN, Limits
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.failures import FAILURES
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate, resolve
-from vllm_remedy.vllm.memory.core import batch_refused
+from vllm_remedy.vllm.memory.core import batch_refused, weights_overflow
 from vllm_remedy.vllm.outcomes import Failure
 
 #: ``estimate`` and ``resolve`` are pure over frozen inputs; a fleet plans the same (model, GPU, settings) on many
@@ -91,9 +91,14 @@ class Judge:
             return None
         if self.spare(est) < margin:  # the KV cache less the margin must still hold the target
             return None
-        if self.batch_short(settings, gpu):
-            return None  # vLLM refuses max-num-batched-tokens < max-model-len without chunked prefill
+        # a batch vLLM refuses (``batch_short``) is already not ``fits``: ``estimate`` walks the scheduler config's
+        # refusal in every release's order (``refusal_order.first_refusal``), so it is not asked again here
         return est if self.addresses_failure(est, settings) else None
+
+    def never_loads(self, settings: EngineSettings, gpu: GpuSpec) -> bool:
+        """The weights alone overflow ``gpu`` at these settings: no utilization or max-model-len is safe
+        (``core.weights_overflow``)."""
+        return weights_overflow(self.model, gpu, settings)
 
     def chunked(self, settings: EngineSettings, gpu: GpuSpec) -> bool:
         """Whether vLLM chunks prefills at these settings (else the batch bounds max-model-len)."""
@@ -113,11 +118,15 @@ class Judge:
         up = 1 + (MISMATCH_MARGIN if self.mismatch else 0.0)
         return _RAISES[short_of](self.current, est, self.current_settings, settings, up)
 
-    def longest(self, settings: EngineSettings, gpu: GpuSpec, cap: int) -> tuple[EngineSettings, Estimate] | None:
+    def longest(self, settings: EngineSettings, gpu: GpuSpec, cap: int,
+                above: int = -1) -> tuple[EngineSettings, Estimate] | None:
         """The largest max-model-len in [floor, cap] (a multiple of LEN_STEP, or the cap itself) that is safe.
 
         Shorter requests need less KV and (no chunked prefill) smaller profile batches, so safety is
         monotone in the length and a binary search over the multiples finds the largest.
+        ``above``: the caller keeps only a length longer than this one, so the search stops with None as soon as it
+        can no longer end above it (the same probes in the same order, the rest left out): the ladder weighs dozens
+        of candidates against the best rung so far, most of which only end below it.
         """
         floor = min(self.limits.len_floor, cap)
 
@@ -134,13 +143,15 @@ class Judge:
             return None
         lo, hi = floor // LEN_STEP + 1, (cap - 1) // LEN_STEP  # multiples strictly between floor and cap
         while lo <= hi:
+            if best[1].max_model_len <= above and hi * LEN_STEP <= above:
+                return None  # what it would return is at most ``best`` or ``hi``'s length: not above ``above``
             mid = (lo + hi) // 2
             got = at(mid * LEN_STEP)
             if got is not None:
                 best, lo = got, mid + 1
             else:
                 hi = mid - 1
-        return best
+        return best if best[1].max_model_len > above else None
 
 
 def vary(settings: EngineSettings, **changes: object) -> EngineSettings:

@@ -52,7 +52,7 @@ def _best_longest(judge: Judge, variants: list[Variant], cap: int) -> tuple[Vari
     """The variant allowing the longest safe max-model-len (ties: the smaller change, listed first)."""
     best: tuple[Variant, EngineSettings, Estimate] | None = None
     for v in variants:
-        got = judge.longest(v.settings, v.gpu, cap)
+        got = judge.longest(v.settings, v.gpu, cap, above=best[2].max_model_len if best is not None else -1)
         if got is not None and (best is None or got[1].max_model_len > best[2].max_model_len):
             best = (v, got[0], got[1])
             if got[1].max_model_len >= cap:
@@ -64,10 +64,18 @@ def _first_working(ctx: Context, judge: Judge, variants: list[Variant], cap: int
                    beat: int) -> tuple[Variant, EngineSettings, Estimate] | None:
     """The first (smallest) variant that is safe with a max-model-len longer than ``beat``, at its longest;
     a variant that only misses the headroom margin may take the nearest utilization that restores it
-    (TP=8 at 0.90 can leave too little room for CUDA graphs and NCCL; at 0.88 it fits)."""
+    (TP=8 at 0.90 can leave too little room for CUDA graphs and NCCL; at 0.88 it fits).
+
+    Every length ``longest`` returns is at most ``cap``, so when ``beat`` is already the cap no variant can win: that
+    search (every GPU product x every utilization, ~940 estimates after a capture OOM's TP rung reached the cap) is
+    skipped, with the same answer."""
+    if beat >= cap:
+        return None
     for v in variants:
+        if judge.never_loads(v.settings, v.gpu):  # a card the weights overflow: no utilization or length fits it
+            continue
         for s in [v.settings, *(u.settings for u in utilization(ctx, v.settings, v.gpu))]:
-            got = judge.longest(s, v.gpu, cap)
+            got = judge.longest(s, v.gpu, cap, above=beat)
             if got is not None and got[1].max_model_len > beat:
                 return v, got[0], got[1]
     return None
@@ -159,8 +167,11 @@ def build(ctx: Context, judge: Judge, base: EngineSettings, cap: int) -> Iterato
     boosted = base
     for name, lever in (*FLAG_LEVERS, *HARDWARE_LEVERS):
         alternative = ctx.graphs and name in GRAPH_LEVERS
+        # a rung is kept only when longer than the longest so far, and none is longer than the cap: once a kept rung
+        # reached it, only an alternative (kept at the same length) can still appear, so no other lever is searched
+        live = not found or longest < cap or alternative
         rung = rung_for(name, lever, ctx, judge, base, boosted, cap, nudge=name in NUDGED_LEVERS,
-                        beat=longest - 1 if alternative else longest)
+                        beat=longest - 1 if alternative else longest) if live else None
         if rung is not None:
             got = rung.estimate.max_model_len
             if not found or got > longest or (alternative and got >= longest):

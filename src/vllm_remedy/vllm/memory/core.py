@@ -108,11 +108,10 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
     r = res.rules
     total = gpu.total_gib
     requested = total * res.util
-    weights = terms.weights_gib(model, res, settings.quantization, gpu.capability)
+    weights, context = _loaded(model, gpu, res, settings.quantization)
     activation = terms.activation_gib(model, res, gpu.capability)
     non_torch = non_torch_gib(gpu, res) + terms.pinned_compile_gib(model, res, gpu.capability)
     graphs = terms.cudagraph_gib(model, res) * capture.pool_scale(res)
-    context = context_gib(gpu, res.tp, nccl=res.p2p is not False)  # on the device while weights load and profile
     # what the snapshot's used memory holds besides other processes: the free-memory check's and the capture's base
     snapshot_context = context_gib(gpu, res.tp, nccl=nccl_outside_budget(res))
     other = res.other_process_gib
@@ -223,6 +222,31 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
         refused_by=refused[0] if refused else None,
         refused_at=refused[2] if refused else None,
     )
+
+
+def _loaded(model: ModelSpec, gpu: GpuSpec, res: Resolved, quantization: str | None) -> tuple[float, float]:
+    """(weights, CUDA context) per GPU: what the device holds once the weights load, besides other processes."""
+    weights = terms.weights_gib(model, res, quantization, gpu.capability)
+    return weights, context_gib(gpu, res.tp, nccl=res.p2p is not False)  # on the device while weights load and profile
+
+
+def weights_overflow(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> bool:
+    """Whether the weights, the CUDA context and other processes alone exceed the card, so that ``estimate`` says
+    ``fits`` at no --gpu-memory-utilization and no --max-model-len: none of the three reads either (the weights read
+    the dtype, TP, quantization and release; the context the card, TP and P2P), and ``_outcome`` then answers
+    ``free_memory_below_utilization`` (checked first) or ``oom_loading_weights``, which a config-time refusal can only
+    replace by another failure. The planner skips such a card's utilization sweep (``ladder._first_working``). False
+    (not known) wherever ``estimate`` could raise instead: a TP size vLLM refuses, an unread env, a flag or an
+    architecture not modelled."""
+    if settings.unmodelled or arch_release.falls_back(model, settings.version):
+        return False
+    if tp_split_problem(model, settings.tp, split_run(model, gpu, settings)) is not None:
+        return False
+    res = resolve(model, gpu, settings)
+    if res.env_problem is not None:
+        return False
+    weights, context = _loaded(model, gpu, res, settings.quantization)
+    return res.other_process_gib + context + weights > gpu.total_gib
 
 
 def _scheduler_view(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Resolved | None:
