@@ -22,7 +22,7 @@ from typing import Any
 
 from vllm_remedy import hub
 from vllm_remedy.commands import _engine_args as ea
-from vllm_remedy.commands import _hf_flags
+from vllm_remedy.commands import _hf_config_mount, _hf_flags
 from vllm_remedy.commands.estimate import echo_inputs
 from vllm_remedy.connectors.models import policy_config
 from vllm_remedy.envelope import dumps, envelope
@@ -43,6 +43,7 @@ from vllm_remedy.vllm import (
     model_len,
     pod_env,
     pod_shape,
+    received_flags,
 )
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS
 from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, find_server
@@ -95,6 +96,7 @@ class _Inputs:
     config_maps: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     server: ServerCommand | None = None  # the manifest's server, whose every flag occurrence vLLM types
     namespace: str = "default"  # the workload's, where the policy's model_config ConfigMap is looked up
+    mount: hub.Fallback | None = None  # --hf-config-path's config.json from a ConfigMap mounted there (as check)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -134,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
         respelled += spelling.overridden(found.server, flags, version, typed)
         flags = spelling.without_refused(flags, respelled)  # argparse stops first: never typed (as predict_template)
     # a manifest's --hf-overrides / --hf-config-path argparse refuses is planned unset: sized without it, as check does
-    model = _model(args, found, typed, version, fallback, spelling.unset_config_flags(respelled))
+    model, path = _model(args, found, typed, version, fallback, spelling.unset_config_flags(respelled))
     # a literal vLLM's config classes refuse is a predicted config_refused start (check's words): planned unset
     settings, refused, dropped = ea.refusable_settings(flags, version, inputs,
                                                        found.server.hidden if found.server else ())
@@ -163,6 +165,9 @@ def run(args: argparse.Namespace) -> int:
     if found.notes:
         plan = Plan(plan.kind, plan.verdict, plan.problem, plan.current, plan.steps,
                     (*found.notes, *plan.notes), plan.subject)
+    if path is not None and (served := args.model or (None if args.model_config else found.model_id)):
+        # vLLM serves --model with the config read from --hf-config-path (``estimate.shown_model``)
+        plan = replace(plan, subject={**plan.subject, "model": served, "config": f"--hf-config-path {path}"})
     if args.output == "json":
         data = plan.to_json()
         data["subject"] = {**data["subject"], "rules": rules(version).provenance}
@@ -181,18 +186,20 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _model(args: argparse.Namespace, found: _Inputs, typed: Mapping[str, str], version: str | None,
-           fallback: hub.Fallback | None, unset: Collection[str] = ()) -> catalog.ModelSpec:
+           fallback: hub.Fallback | None, unset: Collection[str] = ()) -> tuple[catalog.ModelSpec, str | None]:
     """The config vLLM sizes: the typed model (or config) over the manifest's, read from ``--hf-config-path`` when
     given (typed, or the manifest's for its own model: a path in the pod then), ``--hf-overrides`` applied as
     ``check`` applies a manifest's (``_hf_flags``); typed flags win over the manifest's. ``unset``: the manifest's
-    hf flags argparse refuses, which the plan removes, so the config is the checkpoint's own."""
+    hf flags argparse refuses, which the plan removes, so the config is the checkpoint's own. Also the
+    ``--hf-config-path`` the config was read from, or None."""
     # the manifest's as the pod receives them: a $(VAR) a ConfigMap given with -f sets is expanded (hf_received)
     written, known = (hf_received.received(found.server, found.config_maps, version) if found.server
                       else (found.flags, ()))
     hf = {k: v for k, v in {**written, **typed}.items()
           if k in (_hf_flags.FLAG, _hf_flags.PATH_FLAG) and (k in typed or k not in unset)}
     literal = _hf_flags.FLAG in typed or _hf_flags.FLAG in known
-    _hf_flags.refusal(hf, version)  # argparse stops first: nothing is resolved for a flag the release lacks
+    # argparse stops first: nothing is resolved for a flag the release lacks (every typed --hf-overrides judged)
+    _hf_flags.refusal(hf, version, _hf_flags.earlier(args) if _hf_flags.FLAG in typed else ())
     path = _hf_flags.config_path(hf) if _hf_flags.PATH_FLAG in typed or not args.model_config else None
     if path is not None and args.model_config:
         raise _hf_flags.path_with_model_config()
@@ -200,9 +207,10 @@ def _model(args: argparse.Namespace, found: _Inputs, typed: Mapping[str, str], v
     revision = args.revision if typed_model else args.revision or found.flags.get("revision")
     if path is not None:
         revision = args.revision or found.flags.get("revision")
+        in_pod = _hf_flags.PATH_FLAG not in typed  # the manifest's: a ConfigMap mounted there may hold it
         model = _hf_flags.resolved_path(path, lambda p: hub.resolve(
-            p, revision, fallback, in_pod=_hf_flags.PATH_FLAG not in typed)[0])
-        return _hf_flags.overridden(model, path, revision, hf, version, literal)
+            p, revision, found.mount or fallback if in_pod else fallback, in_pod=in_pod)[0])
+        return _hf_flags.overridden(model, path, revision, hf, version, literal), path
     if args.model and fallback is not None:
         try:
             model = hub.resolve(args.model, args.revision, fallback)[0]
@@ -218,7 +226,7 @@ def _model(args: argparse.Namespace, found: _Inputs, typed: Mapping[str, str], v
     else:
         raise UserError(f"{args.file}: the vLLM command names no model; pass --model or --model-config")
     name = args.model or (str(Path(args.model_config)) if args.model_config else found.model_id)
-    return _hf_flags.overridden(model, str(name), revision, hf, version, literal)
+    return _hf_flags.overridden(model, str(name), revision, hf, version, literal), None
 
 
 # The newest release whose V1 engine still refuses a start when free memory is below utilization x total.
@@ -324,9 +332,11 @@ def _env_value(container: Mapping[str, Any], text: str | None) -> str | None:
 def _inputs(server: ServerCommand, spec: Mapping[str, Any], where: str,
             maps: Mapping[str, Mapping[str, str]] | None = None) -> _Inputs:
     server = manifest_flags_file.merged(server, spec, maps)  # vLLM's --config file, when a ConfigMap checked has it
+    server = received_flags.received(server, maps)  # every flag's $(VAR) those ConfigMaps set, as check reads them
     model = _env_value(server.container, server.model)
     found = _Inputs(model_id=model, version=version_from_image(server.image), flags=dict(server.flags),
-                    container=server.container, config_maps=maps or {}, server=server)
+                    container=server.container, config_maps=maps or {}, server=server,
+                    mount=_hf_config_mount.fallback(server, spec, maps))
     try:  # VLLM_ALLOW_LONG_MAX_MODEL_LEN, VLLM_USE_V1 in vLLM's process, read as check and drift's prediction read them
         found.inputs = engine_env.env_inputs(server.container, maps)
     except UserError as exc:  # an env Kubernetes refuses: no pod ever runs it
@@ -367,7 +377,8 @@ def render(plan: Plan, version: str, refused: bool = False, layout: bool = False
     ladder as a table, notes, verdict."""
     cur, sub = plan.current, plan.subject
     lines = [
-        f"BudgetPlan: {sub['model']} on {sub['gpu']} ({cur.total_gib:.2f} GiB), vLLM {version}",
+        f"BudgetPlan: {sub['model']}{f' (config: {c})' if (c := sub.get('config')) else ''} on {sub['gpu']} "
+        f"({cur.total_gib:.2f} GiB), vLLM {version}",
         f"problem:  {plan.problem}",
         f"current:  {_current(cur, refused, layout)}",
         f"target:   {sub['targetConcurrency']:g} concurrent requests (max concurrency ≥ "
