@@ -309,7 +309,7 @@ def load_configured(args: argparse.Namespace, flags: Mapping[str, str], version:
                     ) -> tuple[catalog.ModelSpec, str]:
     """(spec, source) of the config vLLM sizes: ``--hf-config-path``'s (resolved as --model is) when given, else the
     model's; ``--hf-overrides`` applied to it, both read as a manifest's are (``_hf_flags``)."""
-    _hf_flags.refusal(flags, version)
+    _hf_flags.refusal(flags, version, _hf_flags.earlier(args) if _hf_flags.FLAG in flags else ())
     path = _hf_flags.config_path(flags)
     if path is None:
         spec, source = load_model_source(args)

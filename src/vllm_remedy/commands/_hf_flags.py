@@ -25,35 +25,30 @@ def release(version: str | None) -> tuple[int, int, int]:
     return parse_version(version) or NEWEST_RELEASE
 
 
-#: Every value typed for each flag in this process's command line, in order (``Occurrences``): argparse keeps the
-#: last, but vLLM's converts each occurrence with the flag's type as it parses, so an earlier bad one is refused
-#: too. Kept here, not on the namespace, because the release that decides is known only after parsing and is
-#: judged where estimate and plan call ``refusal``.
-_typed: dict[str, list[str]] = {}
+#: Where ``Occurrences`` keeps every value typed for ``--hf-overrides`` on the namespace, in order: argparse keeps the
+#: last, but vLLM's converts each occurrence with the flag's type as it parses, so an earlier bad one is refused too.
+TYPED = "hf_overrides_typed"
 
 
 class Occurrences(argparse.Action):
-    """``store`` that also keeps every occurrence of the flag (``_typed``), for ``refusal``."""
+    """``store`` that also keeps every occurrence of the flag (on the namespace, ``TYPED``), for ``refusal``."""
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
                  values: str | Sequence[Any] | None, option_string: str | None = None) -> None:
-        if getattr(namespace, self.dest, None) is None:  # the first occurrence of this parse: a new command line
-            _typed.pop(self.dest, None)
-        _typed.setdefault(self.dest, []).append(str(values))
+        setattr(namespace, TYPED, [*(getattr(namespace, TYPED, None) or []), str(values)])
         setattr(namespace, self.dest, values)
 
 
-def _earlier(flag: str, last: str | None) -> list[str]:
-    """The occurrences typed before ``last`` when ``last`` is the typed value (a manifest's is judged by check)."""
-    seen = _typed.get(flag.replace("-", "_"), [])
-    return seen[:-1] if seen and seen[-1] == last else []
+def earlier(args: argparse.Namespace) -> list[str]:
+    """The ``--hf-overrides`` values typed before the last one (which argparse keeps), for ``refusal``."""
+    return list(getattr(args, TYPED, None) or [])[:-1]
 
 
-def refusal(flags: Mapping[str, str], version: str | None) -> None:
+def refusal(flags: Mapping[str, str], version: str | None, before: Sequence[str] = ()) -> None:
     """Raise argparse's refusal of either flag in release ``version`` (exit 2): a release without the flag, or
     ``--hf-overrides`` JSON its type does not read (``hf_overrides.argparse_refusal``'s words), in any occurrence
-    typed (argparse converts each as it parses: ``--hf-overrides bad --hf-overrides '{...}'`` is refused by
-    ``type=json.loads`` before 0.9.0, and kept as text, then replaced, from 0.9.0)."""
+    typed (``before``: the earlier ones; argparse converts each as it parses: ``--hf-overrides bad --hf-overrides
+    '{...}'`` is refused by ``type=json.loads`` before 0.9.0, and kept as text, then replaced, from 0.9.0)."""
     v, label = release(version), rules(version).label
     for flag, since in ((FLAG, hf_overrides.SINCE), (PATH_FLAG, PATH_SINCE)):
         if flag in flags and v < since:
@@ -61,7 +56,7 @@ def refusal(flags: Mapping[str, str], version: str | None) -> None:
                             f"refuses the argument at parsing (argparse: \"unrecognized arguments: --{flag} "
                             f"{flags[flag]}\")")
     text = flags.get(FLAG)
-    for value in [*_earlier(FLAG, text), text] if text is not None else []:
+    for value in [*before, text] if text is not None else []:
         if (words := hf_overrides.argparse_refusal(str(value), v)) is not None:
             raise UserError(f"{FLAG}: vLLM {label} refuses the value at argument parsing (argparse: \"{words}\")")
     if PATH_FLAG in flags and not str(flags[PATH_FLAG]).strip():
