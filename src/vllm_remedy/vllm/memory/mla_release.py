@@ -16,12 +16,14 @@ Read from each release's ``ModelConfig`` (config.py, from 0.11 config/model.py) 
   config/__init__.py@0.10.2, config/model.py@0.11.0, 0.20.0), from 0.30 ``if envs.VLLM_MLA_DISABLE: return False``
   first (config/model.py@0.30.0, 0.34.0); off, deepseek_v2.py@0.11.0/0.30.0 builds ``DeepseekV2Attention``:
   ``Attention(num_local_heads, qk_head_dim, ..., num_kv_heads=num_local_heads)``.
+- DeepSeek-V3.2's indexer adds its own cache layer per MLA layer (``indexer_cache``).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from vllm_remedy.vllm.memory import indexer_cache
 from vllm_remedy.vllm.memory.unmodelled import CannotPredict
 
 if TYPE_CHECKING:
@@ -71,9 +73,13 @@ def head_size(model: ModelSpec, version: tuple[int, int, int]) -> int:
 
 def kv_bytes_per_layer_token(model: ModelSpec, res: Resolved) -> int:
     """Bytes one token takes in one layer on this rank for an MLA-capable model: the latent when the release runs
-    MLA, else K and V per KV head (V1's layer: num_local_heads; V0's cache engine:
+    MLA (plus V3.2's indexer), else K and V per KV head (V1's layer: num_local_heads; V0's cache engine:
     ``get_num_kv_heads``, the config's KV heads)."""
     if res.mla:
-        return ((model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0)) * res.kv_dtype_bytes
+        latent = ((model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0)) * res.kv_dtype_bytes
+        return latent + indexer_cache.bytes_per_layer_token(model, res.rules.version)
+    if model.index_head_dim:
+        raise CannotPredict(f"cannot predict {model.architecture} without MLA: its sparse indexer runs on MLA only "
+                            "(not read)")
     heads = model.num_heads if res.rules.engine == "V1" else model.num_kv_heads
     return 2 * max(1, heads // res.tp) * head_size(model, res.rules.version) * res.kv_dtype_bytes
