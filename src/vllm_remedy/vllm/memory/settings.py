@@ -15,6 +15,7 @@ from vllm_remedy.errors import UserError
 from vllm_remedy.vllm import (
     dtype_support,
     engine_env,
+    gemma2_cap,
     manifest_flags_file,
     mla_env,
     runner_env,
@@ -292,6 +293,8 @@ def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
         raise UserError(problem)
     auto_len = s.max_model_len == -1
     max_len = model.max_model_len if s.max_model_len in (None, -1) else int(s.max_model_len)
+    if s.max_model_len is None and model.sliding_window and gemma2_cap.forced(model, r.version):
+        max_len = min(max_len, model.sliding_window)  # the default, capped at the window (``gemma2_cap``)
     if r.engine == "V1":
         default_mnbt, default_seqs = r.scheduler_defaults(gpu.total_gib, gpu.product, gpu.capability)
         chunked = chunked_prefill(r.engine, r.version, model, s.enable_chunked_prefill, max_len,
