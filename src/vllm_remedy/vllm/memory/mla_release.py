@@ -28,7 +28,6 @@ from vllm_remedy.vllm.memory.unmodelled import CannotPredict
 
 if TYPE_CHECKING:
     from vllm_remedy.vllm.catalog import ModelSpec
-    from vllm_remedy.vllm.memory.settings import Resolved
 
 MLA_SINCE = (0, 7, 1)  # config.py@0.7.1: ``use_mla``
 HEAD_QK_SINCE = (0, 7, 0)  # config.py@0.7.0: qk_rope_head_dim + qk_nope_head_dim, no longer padded to 256
@@ -71,15 +70,16 @@ def head_size(model: ModelSpec, version: tuple[int, int, int]) -> int:
     return PADDED_HEAD
 
 
-def kv_bytes_per_layer_token(model: ModelSpec, res: Resolved) -> int:
+def kv_bytes_per_layer_token(model: ModelSpec, mla: bool, version: tuple[int, int, int], engine: str, tp: int,
+                             kv_dtype_bytes: int) -> int:
     """Bytes one token takes in one layer on this rank for an MLA-capable model: the latent when the release runs
-    MLA (plus V3.2's indexer), else K and V per KV head (V1's layer: num_local_heads; V0's cache engine:
-    ``get_num_kv_heads``, the config's KV heads)."""
-    if res.mla:
-        latent = ((model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0)) * res.kv_dtype_bytes
-        return latent + indexer_cache.bytes_per_layer_token(model, res.rules.version)
+    MLA (``mla``: ``Resolved.mla``; plus V3.2's indexer), else K and V per KV head (V1's layer: num_local_heads;
+    V0's cache engine: ``get_num_kv_heads``, the config's KV heads)."""
+    if mla:
+        latent = ((model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0)) * kv_dtype_bytes
+        return latent + indexer_cache.bytes_per_layer_token(model, version)
     if model.index_head_dim:
         raise CannotPredict(f"cannot predict {model.architecture} without MLA: its sparse indexer runs on MLA only "
                             "(not read)")
-    heads = model.num_heads if res.rules.engine == "V1" else model.num_kv_heads
-    return 2 * max(1, heads // res.tp) * head_size(model, res.rules.version) * res.kv_dtype_bytes
+    heads = model.num_heads if engine == "V1" else model.num_kv_heads
+    return 2 * max(1, heads // tp) * head_size(model, version) * kv_dtype_bytes
