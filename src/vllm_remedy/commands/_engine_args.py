@@ -16,7 +16,7 @@ from vllm_remedy import hub
 from vllm_remedy.commands import _hf_flags
 from vllm_remedy.errors import UserError
 from vllm_remedy.remedies.plan import Plan, Step
-from vllm_remedy.vllm import catalog, engine_env, hf_overrides, runner_env, sampler_env
+from vllm_remedy.vllm import catalog, engine_env, hf_overrides, mla_env, runner_env, sampler_env
 from vllm_remedy.vllm.cmdline.ranges import INT_MAX
 from vllm_remedy.vllm.memory import EngineSettings, Estimate
 from vllm_remedy.vllm.memory.config_values import ConfigRefused
@@ -242,6 +242,9 @@ def add_engine_flags(parser: argparse.ArgumentParser, with_defaults: bool = True
     parser.add_argument("--vllm-use-v2-model-runner", metavar="VALUE",
                         help="the pod's env sets VLLM_USE_V2_MODEL_RUNNER to VALUE (0 or 1): from 0.22 it overrides "
                              "the release's runner choice; 0.34 refuses 0 (vllm.runner_env)")
+    parser.add_argument("--vllm-mla-disable", metavar="VALUE",
+                        help="the pod's env sets VLLM_MLA_DISABLE to VALUE (0 or 1): from 0.7.1 1 turns MLA off, so "
+                             "a DeepSeek-style model caches K and V per head (vllm.mla_env)")
     parser.add_argument("--image-max-pixels", metavar="N", type=_count,
                         help="the checkpoint's image-processor cap (preprocessor_config.json size.longest_edge or "
                              "max_pixels): Qwen3-VL profiles its encoder on images this large (default: the "
@@ -260,7 +263,7 @@ def engine_flags(args: argparse.Namespace) -> dict[str, str]:
 
 def model_inputs(args: argparse.Namespace) -> dict[str, str]:
     """--other-gib, --compile-cache, --p2p, --allow-long-max-model-len, --image-max-pixels, --vllm-use-v1,
-    --vllm-use-flashinfer-sampler and --vllm-use-v2-model-runner as the memory model's own inputs
+    --vllm-use-flashinfer-sampler, --vllm-use-v2-model-runner and --vllm-mla-disable as the memory model's own inputs
     (``settings.MODEL_INPUTS``): not vLLM flags."""
     inputs: dict[str, str] = {}
     if getattr(args, "other_gib", None) is not None:
@@ -279,6 +282,8 @@ def model_inputs(args: argparse.Namespace) -> dict[str, str]:
         inputs[sampler_env.INPUT] = str(args.vllm_use_flashinfer_sampler)
     if getattr(args, "vllm_use_v2_model_runner", None) is not None:
         inputs[runner_env.INPUT] = str(args.vllm_use_v2_model_runner)
+    if getattr(args, "vllm_mla_disable", None) is not None:
+        inputs[mla_env.INPUT] = str(args.vllm_mla_disable)
     return inputs
 
 

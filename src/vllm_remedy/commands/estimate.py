@@ -97,13 +97,14 @@ def echo_inputs(args: argparse.Namespace) -> dict[str, object]:
     ``--hf-config-path`` as typed), the model's revision and the
     memory model's own inputs (``--p2p``, ``--compile-cache``, ``--other-gib``, ``--allow-long-max-model-len``,
     ``--image-max-pixels``, null: the checkpoint's official processor; ``--vllm-use-v1``,
-    ``--vllm-use-flashinfer-sampler``, ``--vllm-use-v2-model-runner``, null: unset)."""
+    ``--vllm-use-flashinfer-sampler``, ``--vllm-use-v2-model-runner``, ``--vllm-mla-disable``, null: unset)."""
     return {"flags": engine_flags(args), "revision": args.revision, "p2p": args.p2p or "unknown",
             "compile_cache": args.compile_cache or "cold", "other_gib": args.other_gib or 0.0,
             "allow_long_max_model_len": bool(args.allow_long_max_model_len),
             "image_max_pixels": args.image_max_pixels, "vllm_use_v1": args.vllm_use_v1,
             "vllm_use_flashinfer_sampler": args.vllm_use_flashinfer_sampler,
-            "vllm_use_v2_model_runner": args.vllm_use_v2_model_runner}
+            "vllm_use_v2_model_runner": args.vllm_use_v2_model_runner,
+            "vllm_mla_disable": getattr(args, "vllm_mla_disable", None)}
 
 
 def render(est: Estimate, model: str, gpu: str, version: str, longest: model_len.Limit | None = None,

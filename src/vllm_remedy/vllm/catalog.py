@@ -84,6 +84,7 @@ class ModelSpec:
     moe_intermediate_size: int | None = None
     kv_lora_rank: int | None = None
     qk_rope_head_dim: int | None = None
+    index_head_dim: int = 0  # DeepSeek-V3.2's indexer key width when config.json has index_topk (memory.indexer_cache)
     sliding_layers: int = 0  # layers attending within sliding_window only (hybrid KV-cache manager)
     quantized_scope: str = "linear"  # which weights weight_bits applies to: "linear" or "experts" (mxfp4)
     zero_points: bool = True  # packed int weights carry zero points (GPTQ/AWQ; not symmetric compressed-tensors)
@@ -173,6 +174,7 @@ class ModelSpec:
             moe_intermediate_size=moe_inter,
             kv_lora_rank=mla[0] if mla else None,
             qk_rope_head_dim=mla[1] if mla else None,
+            index_head_dim=_index_head_dim(text, name),
             sliding_layers=hf_config.sliding_layers(text, layers),
             quantized_scope=quant_config.quantized_scope(text),
             zero_points=quant_config.zero_points(text),
@@ -194,6 +196,14 @@ class ModelSpec:
     def quantized(self, method: str, bits: int) -> ModelSpec:
         """The same architecture stored with ``bits``-bit weights (an FP8/AWQ/GPTQ variant)."""
         return _replace(self, quantization=method, weight_bits=bits)
+
+
+def _index_head_dim(text: Mapping[str, Any], name: str) -> int:
+    """DeepSeek-V3.2's indexer key width: vLLM builds the indexer when the config has ``index_topk``
+    (``memory.indexer_cache``); 0 without it."""
+    if "index_topk" not in text:
+        return 0
+    return hf_config.require_int(text, "index_head_dim", name=name)
 
 
 def _replace(spec: ModelSpec, **changes: Any) -> ModelSpec:

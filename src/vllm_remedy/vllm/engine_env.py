@@ -41,7 +41,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from vllm_remedy.vllm import model_len, pod_env, runner_env, sampler_env, v1_oracle
+from vllm_remedy.vllm import mla_env, model_len, pod_env, runner_env, sampler_env, v1_oracle
 from vllm_remedy.vllm.pod_env import ConfigMaps
 from vllm_remedy.vllm.versions import VersionRules, as_v0, rules_on_device
 
@@ -58,7 +58,8 @@ IGNORED_SINCE = (0, 11, 1)  # no longer read (envs.py@0.11.1 has no VLLM_USE_V1)
 #: read, the ``EngineSettings`` field both land in; ``<field>_unreadable`` for the second).
 VARIABLES = ((USE_V1, INPUT, UNREADABLE, "vllm_use_v1"),
              (sampler_env.ENV, sampler_env.INPUT, sampler_env.UNREADABLE, "flashinfer_sampler_env"),
-             (runner_env.ENV, runner_env.INPUT, runner_env.UNREADABLE, "runner_v2_env"))
+             (runner_env.ENV, runner_env.INPUT, runner_env.UNREADABLE, "runner_v2_env"),
+             (mla_env.ENV, mla_env.INPUT, mla_env.UNREADABLE, "mla_disable_env"))
 
 
 class Refusal(str):
@@ -75,7 +76,7 @@ def refuses(problem: str | None) -> bool:
 def env_inputs(container: Mapping[str, Any], maps: ConfigMaps | None = None) -> dict[str, str]:
     """The memory-model inputs the engine-selecting variables of vLLM's process give, VLLM_ALLOW_LONG_MAX_MODEL_LEN's
     (``model_len.env_inputs``) included: the text of VLLM_USE_V1, VLLM_USE_FLASHINFER_SAMPLER (``sampler_env``) and
-    VLLM_USE_V2_MODEL_RUNNER (``runner_env``) when set, or why it cannot be read."""
+    VLLM_USE_V2_MODEL_RUNNER (``runner_env``) and VLLM_MLA_DISABLE (``mla_env``) when set, or why it cannot be read."""
     out = model_len.env_inputs(container, maps)
     for name, given, unreadable, _ in VARIABLES:
         got = pod_env.read(container, name, maps)

@@ -16,7 +16,8 @@ environment sets ``VLLM_ALLOW_LONG_MAX_MODEL_LEN`` to 1 or true, when it only wa
 - a length up to config.json's ``model_max_length`` is still accepted above that;
 - --disable-sliding-window caps it at the window before the rope factor (vLLM then names ``sliding_window``; every
   release read, 0.5.0-0.29.0; 0.7.1 also did so for gemma2/cohere2 under VLLM_ATTENTION_BACKEND=XFORMERS/FLASHINFER,
-  not modelled); only pooling models read the tokenizer's ``model_max_length`` (from 0.9.2; 0.9.1 capped every model
+  not modelled); 0.5.5-0.6.3 force that cap on Gemma 2 with a window (``gemma2_cap``); only pooling models read
+  the tokenizer's ``model_max_length`` (from 0.9.2; 0.9.1 capped every model
   by it, silently), not an input here;
 - no length key at all (and no window cap): vLLM takes the user's --max-model-len as it is (the 2048 default
   applies only when none is given), so nothing is refused;
@@ -30,7 +31,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, Protocol
 
-from vllm_remedy.vllm import pod_env
+from vllm_remedy.vllm import gemma2_cap, pod_env
 from vllm_remedy.vllm.catalog import ModelSpec
 from vllm_remedy.vllm.hf_config import LengthFacts
 from vllm_remedy.vllm.pod_env import ConfigMaps
@@ -117,13 +118,14 @@ def limit(model: ModelSpec, version: str | None, disable_sliding_window: bool = 
     """The derived maximum of ``model`` on ``version`` (the newest release known when None); with
     ``disable_sliding_window`` capped at the model's window as vLLM caps it."""
     facts = model.length
-    window = model.sliding_window if disable_sliding_window else None
+    v = parse_version(version) or NEWEST_RELEASE
+    window = model.sliding_window if disable_sliding_window or gemma2_cap.forced(model, v) else None
     # A spec built by hand, or whose length was replaced after it was read: its derived length is all there is.
     if facts is None or int(_derive(facts, _REFERENCE).derived) != model.max_model_len:
         if window is not None and window < model.max_model_len:
             return Limit("sliding_window", window, None)
         return Limit("max_position_embeddings", model.max_model_len, None)
-    return _derive(facts, parse_version(version) or NEWEST_RELEASE, window)
+    return _derive(facts, v, window)
 
 
 @cache  # pure, on small frozen inputs: the planner asks it twice per estimate, thousands of times a plan

@@ -15,7 +15,9 @@ from vllm_remedy.errors import UserError
 from vllm_remedy.vllm import (
     dtype_support,
     engine_env,
+    gemma2_cap,
     manifest_flags_file,
+    mla_env,
     runner_env,
     sampler_env,
 )
@@ -32,6 +34,7 @@ from vllm_remedy.vllm.memory.flag_values import (
     read_int,
     read_mm_limits,
 )
+from vllm_remedy.vllm.memory.mla_release import runs_mla
 from vllm_remedy.vllm.memory.mm_processor import mm_processor_max_pixels
 from vllm_remedy.vllm.memory.pinned import pin_flags, rules_without_extensible_cache
 from vllm_remedy.vllm.memory.pipeline import pipeline_unmodelled
@@ -125,6 +128,9 @@ class EngineSettings:
     # VLLM_USE_V2_MODEL_RUNNER likewise: a set value overrides the release's runner default (``vllm.runner_env``).
     runner_v2_env: str | None = None
     runner_v2_env_unreadable: str | None = None
+    # VLLM_MLA_DISABLE likewise: set true, an MLA model caches full K/V per head (``vllm.mla_env``, ``mla_release``).
+    mla_disable_env: str | None = None
+    mla_disable_env_unreadable: str | None = None
 
     def __post_init__(self) -> None:
         u = self.gpu_memory_utilization  # 0 and below are vLLM's to size (no cache blocks) until 0.12's Field(gt=0)
@@ -276,6 +282,7 @@ class Resolved:
     # sized: ``pipeline``); None when none of these.
     env_problem: str | None = None
     cudagraphs_off: bool = False  # --compilation-config turns V1's graphs off while it still compiles
+    mla: bool = False  # the release caches this model's MLA latent (``mla_release.runs_mla``), not K/V per head
 
 
 def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
@@ -286,6 +293,8 @@ def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
         raise UserError(problem)
     auto_len = s.max_model_len == -1
     max_len = model.max_model_len if s.max_model_len in (None, -1) else int(s.max_model_len)
+    if s.max_model_len is None and model.sliding_window and gemma2_cap.forced(model, r.version):
+        max_len = min(max_len, model.sliding_window)  # the default, capped at the window (``gemma2_cap``)
     if r.engine == "V1":
         default_mnbt, default_seqs = r.scheduler_defaults(gpu.total_gib, gpu.product, gpu.capability)
         chunked = chunked_prefill(r.engine, r.version, model, s.enable_chunked_prefill, max_len,
@@ -303,6 +312,8 @@ def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
     sampler, sampler_why = sampler_env.sampler(r, gpu.capability, s.flashinfer, s.flashinfer_sampler_env,
                                                s.flashinfer_sampler_env_unreadable)
     runner, runner_why = runner_env.runner_v2(r, runs_runner_v2(r, model), s.runner_v2_env, s.runner_v2_env_unreadable)
+    mla_off, mla_why = mla_env.disabled(r.version, model.is_mla, s.mla_disable_env, s.mla_disable_env_unreadable)
+    mla = runs_mla(model, r.version, s.quantization or model.quantization, mla_off)
     return Resolved(
         rules=r,
         tp=s.tp,
@@ -314,7 +325,7 @@ def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
         chunked_prefill=chunked,
         weight_dtype_bytes=weight_bytes,
         kv_dtype_bytes=kv_bytes,
-        block_size=s.block_size or (64 if model.is_mla else 16),
+        block_size=s.block_size or (64 if mla else 16),
         enforce_eager=s.enforce_eager or (r.engine == "V1" and s.compile_off),  # -O0: no compile, no graphs
         other_process_gib=s.other_process_gib,
         capture_size=s.cudagraph_capture_size,
@@ -328,8 +339,9 @@ def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
         kv_cache_memory_bytes=s.kv_cache_memory_bytes,
         num_gpu_blocks_override=s.num_gpu_blocks_override,
         # and pipeline stages, which are not sized either: estimate's "cannot predict" after the config-time refusals
-        env_problem=engine_why or sampler_why or runner_why or pipeline_unmodelled(s.pp),
+        env_problem=engine_why or sampler_why or runner_why or mla_why or pipeline_unmodelled(s.pp),
         cudagraphs_off=r.engine == "V1" and s.cudagraphs_off,  # V0 captures whatever the compilation config says
+        mla=mla,
     )
 
 

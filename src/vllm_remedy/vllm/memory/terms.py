@@ -9,7 +9,7 @@ the evidence it was fitted on. Non-torch memory and the CUDA context are ``non_t
 from __future__ import annotations
 
 from vllm_remedy.vllm.catalog import GIB, ModelSpec
-from vllm_remedy.vllm.memory import capture, mxfp4
+from vllm_remedy.vllm.memory import capture, mla_release, mxfp4
 from vllm_remedy.vllm.memory.alloc_tail import weight_floor_gib
 from vllm_remedy.vllm.memory.encoder import encoder_gib, qwen2_vl_tower_gib
 from vllm_remedy.vllm.memory.kv_layout import HYBRID_KV_SINCE as HYBRID_KV_SINCE
@@ -366,8 +366,9 @@ def kv_bytes_per_token(model: ModelSpec, res: Resolved) -> int:
 def _kv_bytes_per_layer_token(model: ModelSpec, res: Resolved) -> int:
     """MLA keeps one latent "head" (kv_lora_rank + qk_rope_head_dim) per token; attention keeps K and V per KV
     head on this rank (replicated when TP exceeds the KV heads)."""
-    if model.is_mla:
-        return ((model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0)) * res.kv_dtype_bytes
+    if model.is_mla:  # latent or full K/V by release, quantization and VLLM_MLA_DISABLE; V3.2's indexer
+        return mla_release.kv_bytes_per_layer_token(model, res.mla, res.rules.version, res.rules.engine, res.tp,
+                                                     res.kv_dtype_bytes)
     heads = max(1, model.num_kv_heads // res.tp)
     return 2 * heads * model.head_dim * res.kv_dtype_bytes
 

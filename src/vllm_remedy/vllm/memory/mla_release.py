@@ -1,0 +1,85 @@
+"""Whether a release caches a DeepSeek-style model's MLA latent or full K/V per head, and the bytes per token it keeps.
+
+Read from each release's ``ModelConfig`` (config.py, from 0.11 config/model.py) and models/deepseek_v2.py:
+
+- 0.5.5-0.6.6: no MLA cache. ``get_head_size`` returns 256 for model_type deepseek_v2 ("pad head_size 192 to 256",
+  config.py@0.5.5, 0.6.3, 0.6.5), deepseek_v3 too from 0.6.6 (config.py@0.6.6); the cache keeps K and V for every
+  KV head (``get_num_kv_heads``) and deepseek_v2.py@0.6.3 builds ``Attention(num_local_heads, 256, ...,
+  num_kv_heads=num_local_heads)``.
+- 0.7.0: ``get_head_size`` returns qk_rope_head_dim + qk_nope_head_dim (192 for DeepSeek) for both model types, all
+  KV heads (config.py@0.7.0; deepseek_v2.py@0.7.0 ``Attention(num_local_heads, qk_head_dim, ...)``).
+- 0.7.1 and 0.7.2: ``use_mla`` returns False when ``quantization`` is set and is not fp8 or compressed-tensors ("MLA
+  is not supported with %s quantization. Disabling MLA."), or for compressed-tensors unless every config group has
+  fp8 weights and activations, or with VLLM_MLA_DISABLE (config.py@0.7.1, @0.7.2); the cache is then K/V of 192 per
+  head, else one latent head of kv_lora_rank + qk_rope_head_dim (``get_head_size``, ``get_num_kv_heads`` 1).
+- 0.7.3 on: ``use_mla`` is ``is_deepseek_mla and not envs.VLLM_MLA_DISABLE`` (config.py@0.7.3, 0.8.5, 0.9.2,
+  config/__init__.py@0.10.2, config/model.py@0.11.0, 0.20.0), from 0.30 ``if envs.VLLM_MLA_DISABLE: return False``
+  first (config/model.py@0.30.0, 0.34.0); off, deepseek_v2.py@0.11.0/0.30.0 builds ``DeepseekV2Attention``:
+  ``Attention(num_local_heads, qk_head_dim, ..., num_kv_heads=num_local_heads)``.
+- DeepSeek-V3.2's indexer adds its own cache layer per MLA layer (``indexer_cache``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from vllm_remedy.vllm.memory import indexer_cache
+from vllm_remedy.vllm.memory.unmodelled import CannotPredict
+
+if TYPE_CHECKING:
+    from vllm_remedy.vllm.catalog import ModelSpec
+
+MLA_SINCE = (0, 7, 1)  # config.py@0.7.1: ``use_mla``
+HEAD_QK_SINCE = (0, 7, 0)  # config.py@0.7.0: qk_rope_head_dim + qk_nope_head_dim, no longer padded to 256
+V3_PADDED_SINCE = (0, 6, 6)  # config.py@0.6.6 pads deepseek_v3 as well as deepseek_v2
+QUANT_GATE_UNTIL = (0, 7, 3)  # config.py@0.7.3 drops the quantization condition
+PADDED_HEAD = 256
+# model_type per architecture, for a spec that carries none (a catalog entry): what the checkpoints' config.json say.
+_ARCH_TYPES = {"DeepseekV2ForCausalLM": "deepseek_v2", "DeepseekV3ForCausalLM": "deepseek_v3"}
+
+
+def model_type(model: ModelSpec) -> str:
+    """The config's model_type (``LengthFacts.model_type``), else the one the architecture's checkpoints carry."""
+    kind = model.length.model_type if model.length is not None else ""
+    return kind or _ARCH_TYPES.get(model.architecture, "")
+
+
+def runs_mla(model: ModelSpec, version: tuple[int, int, int], quantization: str | None, disabled: bool) -> bool:
+    """Whether the release caches the MLA latent for this model (see the module docstring); ``quantization``: the
+    method vLLM runs (``--quantization`` or the checkpoint's); ``disabled``: VLLM_MLA_DISABLE reads true. A
+    compressed-tensors checkpoint on 0.7.1/0.7.2 is "cannot predict": the spec does not keep its config groups."""
+    if not model.is_mla or version < MLA_SINCE or disabled:
+        return False
+    if version < QUANT_GATE_UNTIL and quantization is not None:
+        if quantization == "compressed-tensors":
+            raise CannotPredict(f"cannot predict {model.architecture} with compressed-tensors on vLLM 0.7.1/0.7.2: MLA "
+                                "runs only when every config group has fp8 weights and activations (config.py@0.7.2 "
+                                "use_mla), which is not read here")
+        return quantization == "fp8"
+    return True
+
+
+def head_size(model: ModelSpec, version: tuple[int, int, int]) -> int:
+    """The per-head K/V width a release caches when it does not run MLA."""
+    if version >= HEAD_QK_SINCE:
+        return model.head_dim  # qk_nope_head_dim + qk_rope_head_dim (``hf_config.head_dim``)
+    padded = ("deepseek_v2", "deepseek_v3") if version >= V3_PADDED_SINCE else ("deepseek_v2",)
+    if model_type(model) not in padded:
+        raise CannotPredict(f"cannot predict {model.architecture}: vLLM before 0.7.0 pads the head of model_type "
+                            f"{' / '.join(padded)} only; {model_type(model) or 'no model_type'} was not read")
+    return PADDED_HEAD
+
+
+def kv_bytes_per_layer_token(model: ModelSpec, mla: bool, version: tuple[int, int, int], engine: str, tp: int,
+                             kv_dtype_bytes: int) -> int:
+    """Bytes one token takes in one layer on this rank for an MLA-capable model: the latent when the release runs
+    MLA (``mla``: ``Resolved.mla``; plus V3.2's indexer), else K and V per KV head (V1's layer: num_local_heads;
+    V0's cache engine: ``get_num_kv_heads``, the config's KV heads)."""
+    if mla:
+        latent = ((model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0)) * kv_dtype_bytes
+        return latent + indexer_cache.bytes_per_layer_token(model, version)
+    if model.index_head_dim:
+        raise CannotPredict(f"cannot predict {model.architecture} without MLA: its sparse indexer runs on MLA only "
+                            "(not read)")
+    heads = model.num_heads if engine == "V1" else model.num_kv_heads
+    return 2 * max(1, heads // tp) * head_size(model, version) * kv_dtype_bytes
