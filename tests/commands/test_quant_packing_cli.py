@@ -136,6 +136,18 @@ def test_missing_expert_keys_take_the_class_defaults(cli, tmp_path):
     path.write_text(json.dumps(mixtral))  # no num_local_experts: MixtralConfig's 8 (Mixtral-8x7B, ~87 GiB)
     data = _estimate(cli, path, "0.30.0", "NVIDIA-H100-80GB-HBM3")
     assert data["outcome"] == "oom_loading_weights" and data["weights_gib"] > 80, data
+    qwen3_moe = {"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", "hidden_size": 2048,
+                 "num_hidden_layers": 48, "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128,
+                 "intermediate_size": 6144, "vocab_size": 151936, "max_position_embeddings": 40960,
+                 "num_experts_per_tok": 8, "torch_dtype": "bfloat16"}  # Qwen3-30B-A3B without num_experts / moe width
+    path.write_text(json.dumps(qwen3_moe))  # Qwen3MoeConfig: 128 experts of 768 (the full config: 56.97 GiB)
+    assert _estimate(cli, path, "0.30.0", "NVIDIA-H100-80GB-HBM3")["weights_gib"] == 56.97
+
+
+def test_bits_that_are_not_an_integer_cannot_be_predicted(cli, tmp_path):
+    got = cli("estimate", "--model-config", str(_config(tmp_path, "s", quantization_config={**AWQ4, "bits": "4"})),
+              "--gpu", "NVIDIA-L40S", "--vllm-version", "0.30.0")
+    assert got.returncode == 2 and "quantization_config (awq) bits '4' is not an integer" in got.stderr, got.stderr
 
 
 def test_a_default_that_differs_between_transformers_versions_is_not_guessed(cli, tmp_path):

@@ -76,7 +76,12 @@ def weight_bits(config: Mapping[str, Any]) -> int | None:
         bits = qc.get("bits") or qc.get("w_bit")
         if not bits:
             raise cannot_predict(config, f"quantization_config ({method}) states no bits / w_bit")
-        return int(bits)
+        if isinstance(bits, bool) or not isinstance(bits, int):
+            # vLLM uses the value as JSON has it: the plain AWQ config refuses "4" ("only 4-bit ..., but got 4
+            # bits", awq.py@0.11.0), the others divide by it first (TypeError: gptq.py@0.21.0 Fraction(32, bits),
+            # auto_awq.py / auto_gptq.py@0.34.0 32 // bits), 4.0 divides: per release and method, not modelled
+            raise cannot_predict(config, f"quantization_config ({method}) bits {bits!r} is not an integer")
+        return bits
     if method == "compressed-tensors":
         groups = qc.get("config_groups")
         for group in groups.values() if isinstance(groups, Mapping) else ():

@@ -95,7 +95,10 @@ def _marlin_takes(model: ModelSpec, v: Version) -> bool:
     and ``zero_point`` stated; the bits a Marlin type with zero points at this release; the group a Marlin size:
     awq_marlin.py@0.5.5-@0.23.0) or ``is_gptq_marlin_compatible`` (``(bits, sym)`` in {(4, True), (8, True)},
     ``desc_act`` stated, a Marlin group: ``quant_config.mp_linear``, gptq_marlin.py@0.5.5-@0.21.0). A catalog variant
-    named by its suffix states nothing: AutoAWQ's 4 bits and GPTQ's 4 / 8 are taken to convert, as before."""
+    named by its suffix states nothing: AutoAWQ's 4 bits and GPTQ's 4 / 8 are taken to convert, as before. Not
+    modelled: ``is_awq_marlin_compatible`` reads ``bits`` and ``group_size`` only, where ``IntFacts`` takes ``w_bit``
+    and ``q_group_size`` first (AutoAWQ writes ``bits`` / ``group_size`` into config.json; its own quant_config.json
+    holds the other spellings)."""
     facts = model.int_facts
     if facts is None:
         return model.weight_bits == 4 if model.quantization == "awq" else model.weight_bits in (4, 8)
