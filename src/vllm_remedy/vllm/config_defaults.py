@@ -8,12 +8,14 @@ Mixtral without ``num_local_experts`` has 8 experts (MixtralConfig) and a Qwen3-
 (Qwen3MoeConfig). Sizing the dict as written instead gave a guess (no length cap, no experts, the dense width).
 
 The table (data/transformers_defaults.json) is read from ``models/<type>/configuration_<type>.py`` in the transformers
-wheels 4.46.3, 4.57.1, 5.5.3 and 5.10.4 (which versions each entry was read in: its ``read``). vLLM's wheels pin only
-a lower bound on transformers (the image installs whatever satisfied it when it was built), so a default is applied
-only where every wheel read agrees; where they differ (``differs``: Gemma2Config moved its defaults from gemma-2-7b's
-shape to gemma-2-2b's between 4.46.3 and 4.57.1) a missing key is ``cannot predict <arch>: <key> missing``, never
-one of the two. A default of None that the class derives later (``num_key_value_heads`` = the attention heads,
-``head_dim`` = hidden / heads) is left out: ``hf_config`` derives it the same way.
+wheels 4.46.3, 4.57.1, 5.5.3 and 5.10.4 (which versions each entry was read in: its ``read``). vLLM's wheels bound
+transformers without fixing it (their METADATA, as ``hf_merge`` read it: major 4 up to 0.19.0, 4.56+ or 5.5.1+ on
+0.20-0.23, >= 5.5.3 from 0.24.0; the image installs whatever satisfied that when it was built), so a default is
+applied only where every wheel read agrees; where they differ (``differs``: Gemma2Config moved its defaults from
+gemma-2-7b's shape to gemma-2-2b's between 4.46.3 and 4.57.1) a missing key is ``cannot predict <arch>: <key>
+missing``, never one of the two. Transformers older than 4.46.3 (a 0.5.x / 0.6.x image may hold one) were not read.
+A default of None that the class derives later (``num_key_value_heads`` = the attention heads, ``head_dim`` =
+hidden / heads) is left out: ``hf_config`` derives it the same way.
 
 A config.json without ``model_type`` is refused by transformers itself (``AutoConfig``: "Unrecognized model"); the
 catalog's abbreviated entries and hand-trimmed configs name the architecture instead, so the class is taken from the
