@@ -112,8 +112,9 @@ def test_hf_config_rules():
 def test_from_hf_config_rejects_bad_config():
     with pytest.raises(UserError, match=r"^cannot predict this model: config.json names no architecture"):
         catalog.ModelSpec.from_hf_config({"hidden_size": 8}, "cfg.json")
-    with pytest.raises(UserError, match=r"^cannot predict LlamaForCausalLM: num_hidden_layers / n_layer / num_layers "
-                                        r"missing"):
-        catalog.ModelSpec.from_hf_config({"architectures": ["LlamaForCausalLM"], "hidden_size": 8}, "cfg.json")
+    # a class whose defaults the project does not hold (LlamaConfig's would fill the layers: vllm.config_defaults)
+    with pytest.raises(UserError, match=r"^cannot predict Starcoder2ForCausalLM: num_hidden_layers / n_layer / "
+                                        r"num_layers missing"):
+        catalog.ModelSpec.from_hf_config({"architectures": ["Starcoder2ForCausalLM"], "hidden_size": 8}, "cfg.json")
     with pytest.raises(UserError, match=r"^cfg.json: expected a JSON object"):
         catalog.ModelSpec.from_hf_config([], "cfg.json")  # type: ignore[arg-type]

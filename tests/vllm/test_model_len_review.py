@@ -17,9 +17,11 @@ from vllm_remedy.vllm.outcomes import Outcome
 
 GEMMA2 = "google/gemma-2-9b-it"  # max_position_embeddings 8192, sliding_window 4096
 QWEN7 = "Qwen/Qwen2.5-7B-Instruct"  # max_position_embeddings 32768
+# max_position_embeddings null: LlamaConfig keeps the None (a key left out would be its class default, 2048:
+# vllm.config_defaults), so vLLM finds no length key.
 NO_KEY = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 2048, "num_hidden_layers": 16,
           "num_attention_heads": 16, "num_key_value_heads": 4, "intermediate_size": 8192, "vocab_size": 32000,
-          "torch_dtype": "bfloat16"}
+          "torch_dtype": "bfloat16", "max_position_embeddings": None}
 
 
 def flags(length: str, version: str = "0.11.0", allow: bool = False, **more: str) -> EngineSettings:

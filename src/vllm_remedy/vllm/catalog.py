@@ -107,6 +107,7 @@ class ModelSpec:
     mp_linear: str | None = None  # GPTQ / compressed-tensors wNa16 kernel path (quant_config.mp_linear)
     act_order: bool = False  # the packed weights carry a g_idx (quant_config.act_order)
     weight_block_size: tuple[int, int] | None = None  # fp8 [block_n, block_k] (quant_config.weight_block_size)
+    int_facts: quant_config.IntFacts | None = None  # AWQ / GPTQ packing as stated (quant_support judges the bits)
 
     @property
     def is_moe(self) -> bool:
@@ -182,6 +183,7 @@ class ModelSpec:
             mp_linear=quant_config.mp_linear(text),
             act_order=quant_config.act_order(text),
             weight_block_size=quant_config.weight_block_size(text),
+            int_facts=quant_config.int_facts(text),
             expert_params_b=counts.experts / 1e9,
             vision_params_b=vision_params / 1e9,
             vision_hidden=tower.hidden if tower else 0,

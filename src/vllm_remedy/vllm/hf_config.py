@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vllm_remedy.errors import UserError
-from vllm_remedy.vllm import architectures
+from vllm_remedy.vllm import architectures, config_defaults
 
 # The keys vLLM scans for the model's maximum length; the smallest present value wins.
 MAX_LEN_KEYS = (
@@ -114,7 +114,7 @@ def text_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def with_defaults(config: Mapping[str, Any]) -> dict[str, Any]:
     """``config`` with transformers' class defaults under the keys it omits (``TRANSFORMERS_DEFAULTS``)."""
-    defaults = TRANSFORMERS_DEFAULTS.get(str(config.get("model_type", "")), {})
+    defaults = config_defaults.class_defaults(config) or TRANSFORMERS_DEFAULTS.get(str(config.get("model_type")), {})
     return {**defaults, **config}
 
 

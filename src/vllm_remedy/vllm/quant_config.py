@@ -7,19 +7,45 @@ packed) that the weight sizing consults, while the rest of config.json describes
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from vllm_remedy.vllm.hf_config import cannot_predict
 
 
-def quantization(config: Mapping[str, Any]) -> str | None:
-    """``quantization_config.quant_method`` (fp8, awq, gptq, compressed-tensors, bitsandbytes, ...)."""
+def section(config: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """``quantization_config`` when it is an object, None when absent or null. Any other JSON value cannot be
+    predicted: vLLM reads the section as a dict in every release (``quant_cfg.get("quant_method", "")`` in
+    ``_verify_quantization``, config.py@0.5.5-@0.10.2; ``quant_cfg.get("producer", {})`` in
+    ``_parse_quant_hf_config``, config/model.py@0.11.0, and in the model-arch convertor's
+    ``_normalize_quantization_config`` that 0.14.0+ read it through), so a string or a list ends the start with an
+    AttributeError while the model config is built: a crash, not a refusal this tool classifies, and not bf16."""
     qc = config.get("quantization_config")
-    if isinstance(qc, Mapping) and qc.get("quant_method"):
-        return str(qc["quant_method"]).lower()
-    if isinstance(qc, Mapping) and (qc.get("load_in_4bit") or qc.get("load_in_8bit")):
+    if qc is None or isinstance(qc, Mapping):
+        return qc
+    raise cannot_predict(config, f"quantization_config is a JSON {_JSON_KIND.get(type(qc), type(qc).__name__)} "
+                                 f"({qc!r:.40}), not an object: vLLM calls .get on it while it builds the model "
+                                 "config (AttributeError), which is no start this tool predicts")
+
+
+_JSON_KIND = {str: "string", list: "array", int: "number", float: "number", bool: "boolean"}
+
+
+def quantization(config: Mapping[str, Any]) -> str | None:
+    """``quantization_config.quant_method`` (fp8, awq, gptq, compressed-tensors, bitsandbytes, ...); "" for a section
+    that names no method (``quant_support`` judges it per release: refused up to 0.10.2, unquantized from 0.11.0)."""
+    qc = section(config)
+    if qc is None:
+        return None
+    method = qc.get("quant_method")
+    if method is not None and not isinstance(method, str):
+        raise cannot_predict(config, f"quantization_config.quant_method {method!r} is not a string: vLLM calls "
+                                     ".lower() on it (AttributeError)")
+    if method:
+        return method.lower()
+    if qc.get("load_in_4bit") or qc.get("load_in_8bit"):
         return "bitsandbytes"  # older bitsandbytes checkpoints name no method
-    return None
+    return ""
 
 
 # Methods whose stored weights are 8-bit floats, whatever else their config says.
@@ -31,10 +57,12 @@ _INT_METHODS = frozenset({"awq", "awq_marlin", "gptq", "gptq_marlin", "gptq_marl
 def weight_bits(config: Mapping[str, Any]) -> int | None:
     """Stored bits per quantized weight; None for an unquantized checkpoint. A method or a config whose
     bits cannot be read raises ``cannot predict`` instead of sizing the weights as 16-bit."""
-    qc = config.get("quantization_config")
-    if not isinstance(qc, Mapping):
+    qc = section(config)
+    if qc is None:
         return None
-    method = str(qc.get("quant_method", "")).lower()
+    method = str(qc.get("quant_method") or "").lower()
+    if not method and not (qc.get("load_in_4bit") or qc.get("load_in_8bit")):
+        return None  # no method: refused or not predicted per release (quant_support), never sized
     if method in _FP8_METHODS:
         return 8
     if method == "mxfp4":  # gpt-oss: MoE experts only, see ``quantized_scope``
@@ -48,7 +76,12 @@ def weight_bits(config: Mapping[str, Any]) -> int | None:
         bits = qc.get("bits") or qc.get("w_bit")
         if not bits:
             raise cannot_predict(config, f"quantization_config ({method}) states no bits / w_bit")
-        return int(bits)
+        if isinstance(bits, bool) or not isinstance(bits, int):
+            # vLLM uses the value as JSON has it: the plain AWQ config refuses "4" ("only 4-bit ..., but got 4
+            # bits", awq.py@0.11.0), the others divide by it first (TypeError: gptq.py@0.21.0 Fraction(32, bits),
+            # auto_awq.py / auto_gptq.py@0.34.0 32 // bits), 4.0 divides: per release and method, not modelled
+            raise cannot_predict(config, f"quantization_config ({method}) bits {bits!r} is not an integer")
+        return bits
     if method == "compressed-tensors":
         groups = qc.get("config_groups")
         for group in groups.values() if isinstance(groups, Mapping) else ():
@@ -62,8 +95,6 @@ def weight_bits(config: Mapping[str, Any]) -> int | None:
         if qc.get("load_in_8bit"):
             return 8
         raise cannot_predict(config, "quantization_config (bitsandbytes) sets neither load_in_4bit nor load_in_8bit")
-    if qc.get("bits") and not method:
-        return int(qc["bits"])
     raise cannot_predict(config, f"quantization_config.quant_method {method or '(none)'!r} is not modelled")
 
 
@@ -247,3 +278,39 @@ def weight_block_size(config: Mapping[str, Any]) -> tuple[int, int] | None:
             or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in raw)):
         raise cannot_predict(config, f"quantization_config.weight_block_size {raw!r} is not two positive integers")
     return raw[0], raw[1]
+
+
+@dataclass(frozen=True)
+class IntFacts:
+    """What an AWQ or GPTQ ``quantization_config`` states of its packing, as written (None: the key is absent): the
+    keys vLLM's AWQ / GPTQ configs read to pick a kernel and to accept the checkpoint at all (``quant_support``)."""
+
+    method: str  # "awq" or "gptq"
+    bits: int | None  # ``bits`` (AWQ: ``w_bit`` first, as ``get_from_keys(["w_bit", "bits"])``)
+    group_size: int | None  # AWQ: ``q_group_size`` first
+    sym: bool | None  # GPTQ
+    desc_act: bool | None  # GPTQ
+    zero_point: bool | None  # AWQ
+
+
+def _stated(qc: Mapping[str, Any], *keys: str) -> Any:
+    return next((qc[k] for k in keys if qc.get(k) is not None), None)
+
+
+def int_facts(config: Mapping[str, Any]) -> IntFacts | None:
+    """The packing an AWQ or GPTQ checkpoint states, or None for any other method."""
+    qc = section(config)
+    method = str(qc.get("quant_method") or "").lower() if qc is not None else ""
+    if qc is None or method not in ("awq", "gptq"):
+        return None
+    bits = _stated(qc, "w_bit", "bits") if method == "awq" else _stated(qc, "bits")
+    group = _stated(qc, "q_group_size", "group_size") if method == "awq" else _stated(qc, "group_size")
+
+    def _int(v: Any) -> int | None:
+        return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+    def _bool(v: Any) -> bool | None:
+        return v if isinstance(v, bool) else None
+
+    return IntFacts(method=method, bits=_int(bits), group_size=_int(group), sym=_bool(qc.get("sym")),
+                    desc_act=_bool(qc.get("desc_act")), zero_point=_bool(qc.get("zero_point")))

@@ -26,14 +26,27 @@ config; each method's class in model_executor/layers/quantization/):
    0.23 and 0.21 (auto_awq / auto_gptq take bfloat16 too); judged for a typed ``--dtype bfloat16`` only (the
    catalog's quantized variants carry their base's dtype, where AWQ checkpoints are saved in float16).
 
+4. The method's config class, built by ``get_quant_config`` before the capability check (config/__init__.py@0.11.0
+   ``_get_quantization_config``), refuses a packing it has no kernel for (``packing_refusal``). vLLM offers an AWQ or
+   GPTQ checkpoint to Marlin first where the card runs it (``override_quantization_method`` with
+   ``is_awq_marlin_compatible`` / ``is_gptq_marlin_compatible``), and a checkpoint Marlin refuses falls back to the
+   plain method, whose accepted bits differ: see ``packing_refusal``.
+5. A ``quantization_config`` that names no ``quant_method`` (``quant_config.quantization`` gives ""): through 0.10.2
+   ``_verify_quantization`` takes "" as the method and refuses it ("Unknown quantization method: . Must be one of
+   [...]", config.py@0.5.5 / @0.8.5, config/__init__.py@0.10.2); from 0.11.0 it turns "" into None
+   (config/model.py@0.11.0, @0.34.0: ``quant_method if quant_method != "" else None``) and starts the model
+   unquantized, loading the checkpoint's tensors into 16-bit layers: not predicted.
+
 Only the methods listed are judged; any other (modelopt, quark, ...) is left to the memory model. An unknown
 capability is never refused.
 """
 
 from __future__ import annotations
 
-from vllm_remedy.vllm import dtype_support
+from vllm_remedy.errors import UserError
+from vllm_remedy.vllm import arch_release, dtype_support
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
+from vllm_remedy.vllm.quant_config import IntFacts
 from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version
 
 Version = tuple[int, int, int]
@@ -43,6 +56,12 @@ MARLIN_75_SINCE = (0, 14, 0)  # awq_marlin, gptq_marlin and fp8 take capability 
 AUTO_GPTQ_SINCE = (0, 22, 0)  # auto_gptq.py replaces gptq.py / gptq_marlin.py
 AUTO_AWQ_SINCE = (0, 24, 0)  # auto_awq.py replaces awq.py / awq_marlin.py
 GPT_OSS_MXFP4_SINCE = (0, 20, 0)  # GptOssMxfp4Config names gpt-oss's mxfp4 "gpt_oss_mxfp4" (absent at 0.19.0)
+EMPTY_METHOD_UNQUANTIZED_SINCE = (0, 11, 0)  # _verify_quantization: "" -> None (config/model.py@0.11.0)
+# Marlin's AWQ (zero-point) types: uint4 and uint8 through 0.8.5, uint4 only from 0.9.0
+# (``query_marlin_supported_quant_types`` in utils/marlin_utils.py@0.8.5 / @0.9.0; awq_marlin.py's TYPE_MAP kept 8 to
+# 0.11.0 but the query no longer lists uint8).
+AWQ_MARLIN_8BIT_UNTIL = (0, 9, 0)
+MARLIN_GROUP_SIZES = (-1, 32, 64, 128)  # MARLIN_SUPPORTED_GROUP_SIZES (utils/marlin_utils.py@0.5.5-@0.34.0)
 _FILES = {"awq": "quant_config.json or quantize_config.json", "gptq": "quantize_config.json"}
 _JUDGED = frozenset({"awq", "gptq", "awq_marlin", "gptq_marlin", "marlin", "auto_awq", "auto_gptq", "fp8", "mxfp4",
                      "gpt_oss_mxfp4", "bitsandbytes", "compressed-tensors"})
@@ -71,17 +90,97 @@ def _cap(capability: tuple[int, int]) -> int:
     return capability[0] * 10 + capability[1]  # DeviceCapability.to_int
 
 
+def _marlin_takes(model: ModelSpec, v: Version) -> bool:
+    """Whether Marlin converts the checkpoint, the card aside: ``is_awq_marlin_compatible`` (``bits``, ``group_size``
+    and ``zero_point`` stated; the bits a Marlin type with zero points at this release; the group a Marlin size:
+    awq_marlin.py@0.5.5-@0.23.0) or ``is_gptq_marlin_compatible`` (``(bits, sym)`` in {(4, True), (8, True)},
+    ``desc_act`` stated, a Marlin group: ``quant_config.mp_linear``, gptq_marlin.py@0.5.5-@0.21.0). A catalog variant
+    named by its suffix states nothing: AutoAWQ's 4 bits and GPTQ's 4 / 8 are taken to convert, as before. Not
+    modelled: ``is_awq_marlin_compatible`` reads ``bits`` and ``group_size`` only, where ``IntFacts`` takes ``w_bit``
+    and ``q_group_size`` first (AutoAWQ writes ``bits`` / ``group_size`` into config.json; its own quant_config.json
+    holds the other spellings)."""
+    facts = model.int_facts
+    if facts is None:
+        return model.weight_bits == 4 if model.quantization == "awq" else model.weight_bits in (4, 8)
+    if facts.method == "gptq":
+        return model.mp_linear == "gptq_marlin"
+    if facts.bits is None or facts.group_size is None or facts.zero_point is None:
+        return False
+    types = ((4, 8) if v < AWQ_MARLIN_8BIT_UNTIL else (4,)) if facts.zero_point else ()  # no-zp: GPTQ's types only
+    return facts.bits in types and facts.group_size in MARLIN_GROUP_SIZES
+
+
+def _missing(key: str) -> str:
+    return f"ValueError: Cannot find any of ['{key}'] in the model's quantization config."
+
+
+def packing_refusal(chosen: str, facts: IntFacts | None) -> str | None:
+    """What the method's config class raises for the checkpoint's packing (``from_config`` then ``__init__``), or
+    None. The keys each ``from_config`` requires (``get_from_keys``, base_config.py@0.5.5 / @0.22.0): AWQ ``w_bit`` /
+    ``bits``, ``q_group_size`` / ``group_size`` and ``zero_point`` (awq.py@0.20.0, auto_awq.py@0.24.0); GPTQ
+    ``bits``, ``group_size`` and ``desc_act`` (gptq.py@0.20.0), and ``sym`` too from 0.22.0 (auto_gptq.py@0.22.0). A
+    missing bits or group size is ``cannot predict`` earlier (``quant_config``). Then the bits:
+    - awq (to 0.23.0): "Currently, only 4-bit weight quantization is supported for AWQ, but got 8 bits."
+      (awq.py@0.5.5, @0.11.0, @0.23.0);
+    - auto_awq (0.24.0+): ``TYPE_MAP = {4: uint4}``, "Unsupported num_bits = 8. Supported: 4. ..." (auto_awq.py@0.24.0,
+      @0.34.0);
+    - gptq (to 0.21.0): "Currently, only 2/3/4/8-bit weight quantization is supported for GPTQ, but got 5 bits."
+      (gptq.py@0.5.5, @0.12.0, @0.21.0; ``sym`` is not read, so asymmetric checkpoints load);
+    - auto_gptq (0.22.0+): ``TYPE_MAP`` holds (4, True) and (8, True) only, "Unsupported quantization config:
+      bits=4, sym=False" (auto_gptq.py@0.22.0, @0.34.0): 2/3-bit and asymmetric GPTQ, which the plain kernel ran, are
+      refused."""
+    if facts is None or facts.bits is None:
+        return None
+    if chosen in ("awq", "auto_awq"):
+        if facts.zero_point is None:
+            return _missing("zero_point")
+        if facts.bits == 4:
+            return None
+        if chosen == "awq":
+            return (f"ValueError: Currently, only 4-bit weight quantization is supported for AWQ, but got {facts.bits} "
+                    "bits.")
+        return (f"ValueError: Unsupported num_bits = {facts.bits}. Supported: 4. For 8-bit AWQ, use Marlin backend by "
+                "setting backend='awq:marlin' or backend='marlin'.")
+    if chosen in ("gptq", "auto_gptq"):
+        if facts.desc_act is None:
+            return _missing("desc_act")
+        if chosen == "gptq":
+            return None if facts.bits in (2, 3, 4, 8) else (
+                "ValueError: Currently, only 2/3/4/8-bit weight quantization is supported for GPTQ, but got "
+                f"{facts.bits} bits.")
+        if facts.sym is None:
+            return _missing("sym")
+        if (facts.bits, facts.sym) not in ((4, True), (8, True)):
+            return f"ValueError: Unsupported quantization config: bits={facts.bits}, sym={facts.sym}"
+    return None
+
+
+def _no_method(model: ModelSpec, user: str | None, v: Version, version: str | None) -> tuple[str | None, str]:
+    """(the method, vLLM's refusal) for a ``quantization_config`` without ``quant_method`` (module docstring, 5)."""
+    unquantized = v >= EMPTY_METHOD_UNQUANTIZED_SINCE
+    if user is not None:
+        stated = "None" if unquantized else ""
+        return user, (f"ValueError: Quantization method specified in the model config ({stated}) does not match the "
+                      f"quantization method specified in the `quantization` argument ({user}).")
+    if unquantized:
+        raise UserError(f"cannot predict {model.architecture}: quantization_config names no quant_method; vLLM "
+                        f"{version or 'from 0.11.0'} then starts it unquantized (config/model.py@0.11.0) and loads the "
+                        "checkpoint's tensors into 16-bit layers, which this tool does not predict")
+    return "", (f"ValueError: Unknown quantization method: . Must be one of [... the "
+                f"{len(arch_release.methods(version))} methods of this release].")
+
+
 def _override(method: str, user: str | None, model: ModelSpec, cap: int | None, v: Version) -> str | None:
     """The method an override turns the checkpoint's into (``override_quantization_method``), or None."""
     if method == "awq":
         if v >= AUTO_AWQ_SINCE:
             return "auto_awq" if user in (None, "awq", "awq_marlin", "auto_awq", "marlin") else None
-        marlin = cap is not None and cap >= _marlin_min(v) and model.weight_bits == 4
+        marlin = cap is not None and cap >= _marlin_min(v) and _marlin_takes(model, v)
         return "awq_marlin" if marlin and user in (None, "marlin", "awq_marlin") else None
     if method == "gptq":
         if v >= AUTO_GPTQ_SINCE:
             return "auto_gptq" if user in (None, "gptq", "gptq_marlin", "auto_gptq", "marlin") else None
-        marlin = cap is not None and cap >= _marlin_min(v) and model.weight_bits in (4, 8)
+        marlin = cap is not None and cap >= _marlin_min(v) and _marlin_takes(model, v)
         return "gptq_marlin" if marlin and user in (None, "marlin", "gptq_marlin") else None
     if method == "mxfp4" and v >= GPT_OSS_MXFP4_SINCE and model.architecture == "GptOssForCausalLM":
         return "gpt_oss_mxfp4"
@@ -95,6 +194,8 @@ def method_run(model: ModelSpec, gpu: GpuSpec, user: str | None, version: str | 
     start."""
     v = parse_version(version) or NEWEST_RELEASE
     cap = _cap(gpu.capability) if gpu.capability is not None else None
+    if model.quantization == "":
+        return _no_method(model, user, v, version)
     method = (model.quantization or "").replace("compressed_tensors", "compressed-tensors") or None
     if method is not None:
         chosen = _override(method, user, model, cap, v)
@@ -113,6 +214,10 @@ def method_run(model: ModelSpec, gpu: GpuSpec, user: str | None, version: str | 
                             f"quantization_config, and a {base.upper()} checkpoint ships {_FILES[base]})")
     else:
         return None, None
+    packing = packing_refusal(chosen, model.int_facts)
+    if packing is not None and not (cap is None and method is not None and _marlin_takes(model, v)
+                                    and chosen in ("awq", "gptq")):  # an unknown card may run Marlin, which takes it
+        return chosen, packing
     least = min_capability(chosen, v)
     if least is not None and cap is not None and cap < least:
         return chosen, (f"ValueError: The quantization method {chosen} is not supported for the current GPU. Minimum "

@@ -27,9 +27,15 @@ _ASSERTION = re.compile(r"^(?:[\w.]+\.)?AssertionError\s*$")
 # The quantization checks of the config (``vllm.quant_support``): the method against the card's capability
 # (config/vllm.py@0.12.0-@0.34.0), --quantization against the checkpoint's method (config/model.py@0.11.0, @0.34.0),
 # the method's own file missing (model_loader/weight_utils.py@0.11.0) and a dtype the kernel does not take.
+# Then the packing the method's config class has no kernel for (``quant_support.packing_refusal``: awq.py@0.5.5-@0.23.0,
+# auto_awq.py@0.24.0-@0.34.0, gptq.py@0.5.5-@0.21.0, auto_gptq.py@0.22.0-@0.34.0) or a key it requires
+# (``get_from_keys``, base_config.py).
 _QUANT = re.compile(r"The quantization method \S+ is not supported for the current GPU\. Minimum capability: \d+|"
                     r"Quantization method specified in the model config \(\S*\) does not match the quantization method|"
-                    r"Cannot find the config file for \S+|torch\.\w+ is not supported for quantization method \S+")
+                    r"Cannot find the config file for \S+|torch\.\w+ is not supported for quantization method \S+|"
+                    r"only [\d/]+-bit weight quantization is supported for (?:AWQ|GPTQ)|Unsupported num_bits = \d+\. "
+                    r"Supported:|Unsupported quantization config: bits=\d+, sym=|"
+                    r"Cannot find any of \[.*\] in the model's quantization config")
 # VLLM_USE_V1=1 where the 0.8-0.10 oracle would fall back to V0 (``_raise_or_fallback``, engine/arg_utils.py@0.8.3,
 # @0.10.1.1): it names the variable itself.
 _V1_FORCED = re.compile(r"NotImplementedError: VLLM_USE_V1=1 is not supported with (?P<feature>.+?)\.?\s*$")

@@ -1,0 +1,81 @@
+"""The values transformers' config classes give the keys a config.json leaves out, applied before anything is sized.
+
+vLLM never reads config.json as a plain dict: ``get_config`` loads it through the transformers class its
+``model_type`` names (``AutoConfig.from_pretrained``), whose ``__init__`` fills every absent key with the class
+default, and every size vLLM derives (KV heads, layers, the max length, the expert count) reads that filled object.
+So a hand-trimmed Llama config without ``max_position_embeddings`` is a 2,048-token model to vLLM (LlamaConfig), a
+Mixtral without ``num_local_experts`` has 8 experts (MixtralConfig) and a Qwen3-MoE without ``num_experts`` 128
+(Qwen3MoeConfig). Sizing the dict as written instead gave a guess (no length cap, no experts, the dense width).
+
+The table (data/transformers_defaults.json) is read from ``models/<type>/configuration_<type>.py`` in the transformers
+wheels 4.46.3, 4.57.1, 5.5.3 and 5.10.4 (which versions each entry was read in: its ``read``). vLLM's wheels bound
+transformers without fixing it (their METADATA, as ``hf_merge`` read it: major 4 up to 0.19.0, 4.56+ or 5.5.1+ on
+0.20-0.23, >= 5.5.3 from 0.24.0; the image installs whatever satisfied that when it was built), so a default is
+applied only where every wheel read agrees; where they differ (``differs``: Gemma2Config moved its defaults from
+gemma-2-7b's shape to gemma-2-2b's between 4.46.3 and 4.57.1) a missing key is ``cannot predict <arch>: <key>
+missing``, never one of the two. Transformers older than 4.46.3 (a 0.5.x / 0.6.x image may hold one) were not read.
+A default of None that the class derives later (``num_key_value_heads`` = the attention heads, ``head_dim`` =
+hidden / heads) is left out: ``hf_config`` derives it the same way.
+
+A config.json without ``model_type`` is refused by transformers itself (``AutoConfig``: "Unrecognized model"); the
+catalog's abbreviated entries and hand-trimmed configs name the architecture instead, so the class is taken from the
+model class it names (``LlamaForCausalLM`` -> LlamaConfig), the config class that model's vLLM implementation reads.
+Gemma 3's text and SigLIP's vision defaults stay in ``hf_config.TRANSFORMERS_DEFAULTS`` (the same mechanism, older;
+this table takes precedence only for the types it lists, which do not overlap).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+from vllm_remedy.errors import UserError
+from vllm_remedy.vllm import architectures
+
+# The model class a config names -> the model_type whose config class builds it (transformers' modeling files:
+# ``LlamaForCausalLM`` is ``LlamaPreTrainedModel``'s, whose ``config_class`` is LlamaConfig), for configs without
+# ``model_type``.
+_TYPE_OF_ARCHITECTURE = {
+    "LlamaForCausalLM": "llama", "MistralForCausalLM": "mistral", "MixtralForCausalLM": "mixtral",
+    "Qwen2ForCausalLM": "qwen2", "Qwen2MoeForCausalLM": "qwen2_moe", "Qwen3ForCausalLM": "qwen3",
+    "Qwen3MoeForCausalLM": "qwen3_moe", "Phi3ForCausalLM": "phi3", "PhiForCausalLM": "phi",
+    "GemmaForCausalLM": "gemma", "Gemma2ForCausalLM": "gemma2", "GraniteForCausalLM": "granite",
+    "OPTForCausalLM": "opt", "SeedOssForCausalLM": "seed_oss",
+}
+
+
+@lru_cache(maxsize=1)
+def table() -> dict[str, dict[str, Any]]:
+    """data/transformers_defaults.json: per model_type, ``defaults`` (the same in every wheel read) and ``differs``."""
+    text = resources.files("vllm_remedy.vllm").joinpath("data", "transformers_defaults.json").read_text("utf-8")
+    return {k: v for k, v in json.loads(text).items() if not k.startswith("_")}
+
+
+def config_type(config: Mapping[str, Any]) -> str | None:
+    """The model_type whose class vLLM's transformers builds this config with, or None: not in the table."""
+    kind = config.get("model_type")
+    if isinstance(kind, str) and kind:
+        return kind if kind in table() else None
+    archs = config.get("architectures")
+    first = archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else None
+    return _TYPE_OF_ARCHITECTURE.get(first) if first else None
+
+
+def class_defaults(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The class defaults for the keys ``config`` omits (an empty dict for a type not in the table). A key whose
+    default differs between the transformers versions read, and that the config leaves out, raises ``cannot
+    predict``: which transformers the image carries is not an input."""
+    kind = config_type(config)
+    if kind is None:
+        return {}
+    entry = table()[kind]
+    for key, per_version in sorted(entry.get("differs", {}).items()):
+        if key not in config:
+            seen = ", ".join(f"{value} in {version}" for version, value in per_version.items())
+            name = architectures.first_architecture(config) or kind
+            raise UserError(f"cannot predict {name}: {key} missing (transformers' {entry['class']} default differs "
+                            f"between versions: {seen}; which transformers the vLLM image has is not an input)")
+    return {k: v for k, v in entry["defaults"].items() if k not in config}
