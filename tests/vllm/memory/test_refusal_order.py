@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from vllm_remedy.hub import spec_from_config
 from vllm_remedy.vllm import catalog
 from vllm_remedy.vllm.memory import EngineSettings, estimate
 from vllm_remedy.vllm.memory.refusal_order import stages
@@ -78,3 +79,16 @@ def test_the_model_config_checks_the_length_and_the_architecture_in_the_releases
     assert order.index(first) < order.index("arch" if first == "len" else "len") < order.index("qmethod")
     assert order.index("env") < order.index("batch") < order.index("heads") < order.index("qconfig") \
         < order.index("env_late") < order.index("weights")
+
+
+def test_a_quant_method_the_release_does_not_know_is_the_model_configs_refusal_before_the_heads():
+    """ModelConfig._verify_quantization (config/__init__.py@0.10.2) refuses an empty quant_method while the model
+    config is built, before the parallel config checks the heads: "model", not the engine config's "quant"."""
+    config = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 3584,
+              "num_hidden_layers": 28, "num_attention_heads": 28, "num_key_value_heads": 4,
+              "intermediate_size": 18944, "vocab_size": 152064, "max_position_embeddings": 32768,
+              "torch_dtype": "bfloat16", "quantization_config": {"bits": 4, "group_size": 128}}
+    model = spec_from_config(config, "no-quant-method", "no-quant-method")
+    est = estimate(model, L40S, EngineSettings.from_flags({**SHORT, **HEADS}, "0.10.2", {}))
+    assert (est.outcome, est.refused_by, est.refused_at) == (Outcome.CONFIG_REFUSED, "model", "qmethod"), est.refusal
+    assert est.refusal is not None and est.refusal.startswith("ValueError: Unknown quantization method: ."), est

@@ -76,9 +76,14 @@ def env_stage(problem: str, version: str | None) -> Stage:
     return "env"
 
 
+#: A ``quant_method`` the release does not know (or an empty one: ``quant_support``): the model config's own refusal.
+UNKNOWN_METHOD = "ValueError: Unknown quantization method:"
+
+
 def quant_stage(words: str) -> Stage:
-    """The model config's ``--quantization`` against the checkpoint, else the engine config's quantization check."""
-    return "qmethod" if words.startswith(MISMATCH) else "qconfig"
+    """The model config's (``--quantization`` against the checkpoint, a method it does not know: ModelConfig's
+    ``_verify_quantization``, config/__init__.py@0.10.2), else the engine config's quantization check."""
+    return "qmethod" if words.startswith((MISMATCH, UNKNOWN_METHOD)) else "qconfig"
 
 
 # Which config each stage is (the length's is ``max_len_exceeds_model``, not a ``config_refused``: None). ``qmethod``
@@ -120,6 +125,8 @@ def first_refusal(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings, spli
                 quant, quant_read = quant_support.refusal(model, gpu, settings.quantization, version,
                                                           settings.dtype), True
             said = quant if quant is not None and quant_stage(quant) == stage else None
+            if said is not None and said.startswith(UNKNOWN_METHOD):
+                return "model", said, stage  # as a method the release lacks (``arch_release``): the model's config
             if stage == "qmethod" and said is None and (lacking := arch_release.quantization_refusal(
                     model, version)) is not None:
                 return "model", lacking, stage
