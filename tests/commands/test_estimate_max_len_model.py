@@ -153,17 +153,24 @@ def test_a_script_that_may_set_it_unseen_makes_it_unknown(cli, tmp_path, script)
     assert "max_len_exceeds_model" not in got.stdout and "cannot be read" in got.stdout, got.stdout
 
 
-def test_a_config_json_without_a_length_key_is_sized_at_the_asked_length(cli, tmp_path):
-    """No max_position_embeddings or kin: vLLM takes --max-model-len as given (the 2048 is only its default), so
-    estimate neither refuses it "above the model's 2,048 (None)" nor states a maximum."""
+@pytest.mark.parametrize(("length", "expected"), [(None, ("fits", 8192, None)),
+                                                 ("absent", ("max_len_exceeds_model", 8192, 2048))])
+def test_a_config_json_without_a_length_is_sized_as_transformers_reads_it(cli, tmp_path, length, expected):
+    """``max_position_embeddings: null``: vLLM takes --max-model-len as given (no length caps it), so estimate
+    neither refuses it "above the model's 2,048 (None)" nor states a maximum. The key left out is not the same: the
+    config class fills LlamaConfig's default 2048 before vLLM reads it (``vllm.config_defaults``), so 8192 is above
+    the model's length, as vLLM finds."""
+    fields = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 2048,
+              "num_hidden_layers": 16, "num_attention_heads": 16, "num_key_value_heads": 4,
+              "intermediate_size": 8192, "vocab_size": 32000, "torch_dtype": "bfloat16"}
+    if length is None:
+        fields["max_position_embeddings"] = None
     config = tmp_path / "config.json"
-    config.write_text(json.dumps({"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 2048,
-                                  "num_hidden_layers": 16, "num_attention_heads": 16, "num_key_value_heads": 4,
-                                  "intermediate_size": 8192, "vocab_size": 32000, "torch_dtype": "bfloat16"}))
+    config.write_text(json.dumps(fields))
     got = cli("estimate", "--model-config", str(config), "--gpu", "NVIDIA-L40S", "--max-model-len", "8192",
               "--vllm-version", "0.11.0", "-o", "json")
     data = json.loads(got.stdout)
-    assert (data["outcome"], data["max_model_len"], data["model_max_len"]) == ("fits", 8192, None), data
+    assert (data["outcome"], data["max_model_len"], data["model_max_len"]) == expected, data
 
 
 def test_check_calls_an_unquoted_boolean_env_value_an_invalid_manifest(cli, tmp_path):
