@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from enum import Enum
 
-from vllm_remedy.vllm.cmdline import table
+from vllm_remedy.vllm.cmdline import release_flags, table
 
 
 class Kind(str, Enum):
@@ -43,17 +43,35 @@ def kind_of(name: str) -> Kind:
 
 
 #: Flags that took one word before they took ``nargs='+'``: the first release read with the list (--api-key:
-#: ``parser.add_argument("--api-key", type=optional_type(str))`` in entrypoints/openai/cli_args.py@0.6.5-0.9.2,
-#: ``api_key: Optional[list[str]]`` in FrontendArgs from 0.10.1; 0.10.0 not read).
+#: ``parser.add_argument("--api-key", type=optional_type(str))`` in entrypoints/openai/cli_args.py@0.5.5-0.10.0,
+#: ``api_key: Optional[list[str]]`` in FrontendArgs from 0.10.1). Used only where no release read reaches.
 MULTI_SINCE: dict[str, tuple[int, int, int]] = {"api-key": (0, 10, 1)}
+_ZERO = (Kind.BOOLEAN, Kind.STORE_TRUE)
 
 
-def kind_in(name: str, version: tuple[int, int, int] | None) -> Kind:
-    """Arity of ``name`` in release ``version`` (the newest table's when None)."""
-    since = MULTI_SINCE.get(name)
-    if since is not None and version is not None and version < since:
-        return Kind.VALUE
-    return kind_of(name)
+def kind_in(name: str, version: tuple[int, int, int] | None, kind: Kind | None = None) -> Kind:
+    """Arity of ``name`` (``kind``: what the union table resolved it to) in release ``version``: that release's own
+    parser decides (``release_flags.nargs``, read from its source; an option the union table lacks, such as 0.34.0's
+    ``--disable-prefix-caching``, by its exact string or the one it abbreviates there), the union table where no
+    release read reaches (the newest table's when ``version`` is None). Only the number of words changes: a flag
+    taking none in both keeps the table's kind (its ``--no-`` handling), as does a legacy StoreBoolean (``parse``)."""
+    kind = kind or kind_of(name)
+    if version is None or "." in name:
+        return kind
+    code = release_flags.nargs(f"--{name}", version)
+    if code is None and kind is Kind.UNKNOWN:
+        option = release_flags.prefixed(f"--{name}", version)
+        code = release_flags.nargs(option, version) if option else None
+    if code is None:
+        since = MULTI_SINCE.get(name)
+        return Kind.VALUE if since is not None and version < since and kind is Kind.MULTI else kind
+    if code == "0":
+        if kind in _ZERO:
+            return kind
+        return Kind.BOOLEAN if release_flags.nargs(f"--no-{name}", version) is not None else Kind.STORE_TRUE
+    if code == "?":
+        return kind if kind is Kind.BOOLEAN and name in table.LEGACY_OPTIONAL_BOOLEAN else Kind.OPTIONAL
+    return Kind.VALUE if code == "1" else Kind.MULTI
 
 
 KNOWN: frozenset[str] = table.BOOLEAN | table.STORE_TRUE | table.OPTIONAL_VALUE | table.MULTI_VALUE | table.SINGLE_VALUE

@@ -214,7 +214,7 @@ def parse_options(tokens: list[Token], version: tuple[int, int, int] | None = No
             positionals.append(tok)
             i += 1
             continue
-        if flag.kind is Kind.MULTI and (kind := kind_in(flag.name, version)) is not flag.kind:
+        if (kind := kind_in(flag.name, version, flag.kind)) is not flag.kind:
             flag = replace(flag, kind=kind)
         opt = Option(flag, [tok])
         i += 1
