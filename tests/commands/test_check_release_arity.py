@@ -10,7 +10,8 @@
   ``--enable-prefix-caching/--disable-prefix-caching`` from 0.33.0;
 * an unknown ``--bogus_flag`` is printed as argparse prints it, ``--bogus-flag`` (``FlexibleArgumentParser.
   parse_args`` rewrites ``_`` to ``-`` in every release read);
-* an ambiguous prefix's matches are listed in the release's registration order, as argparse lists them."""
+* an ambiguous prefix's matches are listed in the release's registration order, as argparse lists them;
+* a flag given no value is named with every option string of its action (``--tensor-parallel-size/-tp``)."""
 
 from __future__ import annotations
 
@@ -33,6 +34,8 @@ CASES = [
     ("0.34.0", (LLAMA, "--enable-prefix-caching=true")),
     ("0.19.0", (LLAMA, "--bogus_flag", "1")),
     ("0.34.0", (LLAMA, "--enable-p")),
+    ("0.19.0", (LLAMA, "-tp")),
+    ("0.34.0", (LLAMA, "--gpu-memory-utilization")),
 ]
 
 
@@ -97,3 +100,11 @@ def test_an_ambiguous_prefix_lists_its_matches_in_registration_order(checked):
     said = ("ambiguous option: --enable-p could match --enable-prompt-tokens-details, --enable-per-request-metrics, "
             "--enable-prompt-embeds, --enable-prefix-caching")
     _refused(checked, ("0.34.0", (LLAMA, "--enable-p")), said)
+
+
+@pytest.mark.parametrize(("version", "words", "names"), [
+    ("0.19.0", (LLAMA, "-tp"), "--tensor-parallel-size/-tp"),
+    ("0.34.0", (LLAMA, "--gpu-memory-utilization"), "--gpu-memory-utilization/--device-memory-utilization"),
+])
+def test_a_flag_without_its_value_is_named_with_all_its_option_strings(checked, version, words, names):
+    _refused(checked, (version, words), f'argparse: "argument {names}: expected one argument"')
