@@ -49,7 +49,11 @@ def test_an_option_only_some_release_has_takes_its_own_words():
     assert flags.kind_in("disable-prefix-cach", (0, 34, 0), Kind.UNKNOWN) is Kind.STORE_TRUE  # its unique prefix
     assert flags.kind_in("engine-use-ray", (0, 6, 0), Kind.UNKNOWN) is Kind.STORE_TRUE
     assert flags.kind_in("quantization-param-path", (0, 6, 0), Kind.UNKNOWN) is Kind.VALUE
-    assert flags.kind_in("disable-prefix-caching", (0, 35, 0), Kind.UNKNOWN) is Kind.UNKNOWN  # not read: the table
+    # newer than read, or unknown: the newest release read; older than the oldest read: the union table
+    assert flags.kind_in("disable-prefix-caching", (0, 35, 0), Kind.UNKNOWN) is Kind.STORE_TRUE
+    assert flags.kind_in("disable-prefix-caching", None, Kind.UNKNOWN) is Kind.STORE_TRUE
+    assert flags.kind_in("disable-prefix-caching", (0, 5, 4), Kind.UNKNOWN) is Kind.UNKNOWN
+    assert flags.kind_in("api-key", (0, 5, 4)) is Kind.VALUE  # MULTI_SINCE
 
 
 def test_every_release_read_rewrites_underscores_before_argparse():

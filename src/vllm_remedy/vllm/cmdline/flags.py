@@ -52,12 +52,16 @@ _ZERO = (Kind.BOOLEAN, Kind.STORE_TRUE)
 def kind_in(name: str, version: tuple[int, int, int] | None, kind: Kind | None = None) -> Kind:
     """Arity of ``name`` (``kind``: what the union table resolved it to) in release ``version``: that release's own
     parser decides (``release_flags.nargs``, read from its source; an option the union table lacks, such as 0.34.0's
-    ``--disable-prefix-caching``, by its exact string or the one it abbreviates there), the union table where no
-    release read reaches (the newest table's when ``version`` is None). Only the number of words changes: a flag
+    ``--disable-prefix-caching``, by its exact string or the one it abbreviates there); the newest release read for
+    an unknown ``version`` or a newer one; the union table where no release read says (older than the oldest read,
+    or two neighbours that disagree). Only the number of words changes: a flag
     taking none in both keeps the table's kind (its ``--no-`` handling), as does a legacy StoreBoolean (``parse``)."""
     kind = kind or kind_of(name)
-    if version is None or "." in name:
+    if "." in name:
         return kind
+    newest = release_flags.releases()[-1]
+    if version is None or version > newest:
+        version = newest  # unknown or newer than read: the newest release read (0.34.0's --disable-x inverses too)
     code = release_flags.nargs(f"--{name}", version)
     if code is None and kind is Kind.UNKNOWN:
         option = release_flags.prefixed(f"--{name}", version)
