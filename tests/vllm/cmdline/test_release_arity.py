@@ -16,11 +16,11 @@ from vllm_remedy.vllm.cmdline.flags import Kind
 READ = release_flags.releases()
 _WORDS = {Kind.BOOLEAN: "0", Kind.STORE_TRUE: "0", Kind.OPTIONAL: "?", Kind.MULTI: "+", Kind.VALUE: "1"}
 
-#: Where the newest release read that has a flag gives it other words than the union table. ``--long-lora-scaling-
-#: factors``: ``Optional[tuple[float, ...]]`` in LoRAConfig (config.py@0.8.5-0.9.2), ``get_kwargs``: nargs='+';
-#: ``--disable-logprobs-during-spec-decoding``: StoreBoolean (nargs='?', engine/arg_utils.py@0.5.5-0.8.0), kept
-#: no-value in the table for ``parse``'s legacy handling (``table.LEGACY_OPTIONAL_BOOLEAN``).
-NEWEST_DIFFERS = {"long-lora-scaling-factors": "+", "disable-logprobs-during-spec-decoding": "?"}
+#: Where the newest release read that has a flag gives it other words than the union table (``--long-lora-scaling-
+#: factors`` was one: ``Optional[tuple[float, ...]]`` in LoRAConfig, config.py@0.8.5-0.9.2, ``get_kwargs``: nargs='+',
+#: now MULTI_VALUE); ``--disable-logprobs-during-spec-decoding``: StoreBoolean (nargs='?', engine/arg_utils.py
+#: @0.5.5-0.8.0), kept no-value in the table for ``parse``'s legacy handling (``table.LEGACY_OPTIONAL_BOOLEAN``).
+NEWEST_DIFFERS = {"disable-logprobs-during-spec-decoding": "?"}
 
 
 def _newest(name: str) -> str | None:
