@@ -78,6 +78,7 @@ def _shown(i: int) -> dict[str, str]:
     return {o: g for g, s in _extra()[1].items() if _inside(s, i) for o in g.split("/")}
 
 
+@cache
 def _neighbours(v: Version) -> tuple[int, ...]:
     """The read release ``v`` is, or the two read ones it lies between; () outside the releases read."""
     read = releases()
@@ -91,7 +92,10 @@ def _neighbours(v: Version) -> tuple[int, ...]:
 
 def _agreed(v: Version, lookup, key: str) -> str | None:
     """What the release's (or both neighbours', when they agree or only one has ``key``) table says of ``key``."""
-    found = {got for i in _neighbours(v) if (got := lookup(i).get(key)) is not None}
+    at = _neighbours(v)
+    if len(at) == 1:
+        return lookup(at[0]).get(key)
+    found = {got for i in at if (got := lookup(i).get(key)) is not None}
     return found.pop() if len(found) == 1 else None
 
 
