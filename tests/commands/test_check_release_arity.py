@@ -11,7 +11,9 @@
 * an unknown ``--bogus_flag`` is printed as argparse prints it, ``--bogus-flag`` (``FlexibleArgumentParser.
   parse_args`` rewrites ``_`` to ``-`` in every release read);
 * an ambiguous prefix's matches are listed in the release's registration order, as argparse lists them;
-* a flag given no value is named with every option string of its action (``--tensor-parallel-size/-tp``)."""
+* a flag given no value is named with every option string of its action (``--tensor-parallel-size/-tp``);
+* an inverse sets its flag false: 0.34.0's ``--disable-chunked-prefill`` is sized as ``--no-enable-chunked-prefill``
+  (the batch then holds a whole --max-model-len prompt: more activation memory, less KV cache)."""
 
 from __future__ import annotations
 
@@ -35,6 +37,9 @@ CASES = [
     ("0.34.0", (LLAMA, "--enable-prefix-caching=true")),
     ("0.19.0", (LLAMA, "--bogus_flag", "1")),
     ("0.34.0", (LLAMA, "--enable-p")),
+    ("0.34.0", (LLAMA,)),
+    ("0.34.0", (LLAMA, "--disable-chunked-prefill")),
+    ("0.34.0", (LLAMA, "--no-enable-chunked-prefill")),
     ("0.19.0", (LLAMA, "-tp")),
     ("0.34.0", (LLAMA, "--gpu-memory-utilization")),
 ]
@@ -75,6 +80,18 @@ def test_an_enable_disable_inverse_takes_no_value_so_the_model_after_it_is_serve
     text = _accepted(checked, (version, ("--disable-prefix-caching", LLAMA)))
     estimate = checked[(version, ("--disable-prefix-caching", LLAMA))][1]["prediction"]["estimate"]
     assert "names no model" not in text and estimate["weights_gib"] > 14, text  # Llama 3.1 8B's bf16 weights
+
+
+def test_an_inverse_is_read_as_the_negated_flag_it_sets(checked):
+    def estimate(*words: str) -> dict:
+        text, item = checked[("0.34.0", (LLAMA, *words))]
+        assert "argument parsing" not in text, text
+        return item["prediction"]["estimate"]
+
+    disabled, plain = estimate("--disable-chunked-prefill"), estimate()
+    assert disabled == estimate("--no-enable-chunked-prefill")
+    assert disabled["activation_gib"] > plain["activation_gib"]
+    assert disabled["kv_cache_tokens"] < plain["kv_cache_tokens"]
 
 
 def test_a_flag_takes_as_many_words_as_its_release_gives_it(checked):

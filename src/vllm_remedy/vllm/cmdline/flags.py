@@ -8,7 +8,7 @@ any of these edits the wrong token or appends a duplicate, so all of them are re
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 
 from vllm_remedy.vllm.cmdline import release_flags, table
@@ -76,6 +76,34 @@ def kind_in(name: str, version: tuple[int, int, int] | None, kind: Kind | None =
     if code == "?":
         return kind if kind is Kind.BOOLEAN and name in table.LEGACY_OPTIONAL_BOOLEAN else Kind.OPTIONAL
     return Kind.VALUE if code == "1" else Kind.MULTI
+
+
+def in_release(flag: Flag, version: tuple[int, int, int] | None) -> Flag:
+    """``flag`` as release ``version``'s parser reads it: an EnableDisableAction inverse (0.33.0+:
+    ``--disable-chunked-prefill`` is registered on ``--enable-chunked-prefill``'s action and sets it false) as the
+    negated flag it sets, like ``--no-enable-chunked-prefill``, so the settings see it; then the words it takes there
+    (``kind_in``). The written spelling is kept (``spelled``) for edits and argparse's messages."""
+    if not flag.negated and (inverse := _inverse_in(flag.name, version)) is not None:
+        flag = replace(flag, name=inverse, kind=kind_of(inverse), negated=True)
+    kind = kind_in(flag.name, version, flag.kind)
+    return flag if kind is flag.kind else replace(flag, kind=kind)
+
+
+def _inverse_in(name: str, version: tuple[int, int, int] | None) -> str | None:
+    """The boolean whose action ``--name`` is the appended inverse of in that release (the newest read when unknown
+    or newer), by the action's option strings as read (``release_flags.shown``: the inverse comes after the flag's
+    own strings); None for any other flag or release."""
+    if not name.startswith(("enable-", "disable-")):
+        return None
+    newest = release_flags.releases()[-1]
+    v = newest if version is None or version > newest else version
+    option = f"--{name}" if release_flags.nargs(f"--{name}", v) is not None else release_flags.prefixed(f"--{name}", v)
+    if option is None or not option.startswith(("--enable-", "--disable-")):
+        return None
+    a, b = ("--enable-", "--disable-") if option.startswith("--enable-") else ("--disable-", "--enable-")
+    other = b + option[len(a):]
+    strings = (release_flags.shown(option, v) or "").split("/")
+    return other[2:] if other[2:] in table.BOOLEAN and strings[0] == other and option in strings[1:] else None
 
 
 KNOWN: frozenset[str] = table.BOOLEAN | table.STORE_TRUE | table.OPTIONAL_VALUE | table.MULTI_VALUE | table.SINGLE_VALUE
