@@ -26,7 +26,13 @@ What it reads, per release, as vLLM builds the parser (nothing is imported or ru
   ``--enable-x`` also registers ``--disable-x`` and the reverse;
 * ``FlexibleArgumentParser`` (vllm/utils.py, utils/__init__.py, utils/argparse_utils.py): ``allow_abbrev`` (never set
   in a release read: argparse's default, a unique prefix resolves), whether ``parse_args`` folds ``--x.y`` keys into
-  ``--x`` (dotted), and ``-h``/``--help`` (argparse's ``add_help``).
+  ``--x`` (dotted), whether it rewrites ``_`` to ``-`` in a long option's name (underscore: every release read) and
+  ``-h``/``--help`` (argparse's ``add_help``);
+* each action's words (``nargs``: ``"0"`` for store_true/store_false/BooleanOptionalAction/EnableDisableAction and
+  argparse's other no-value actions, else the ``nargs=`` given or what ``get_kwargs`` derives from the field's type,
+  in that release's branch order, after the caller's own assignments and ``del``; ``"1"``, the default, is not
+  written), the option strings argparse prints for the action in an error (``shown``) and the registration order
+  (``order``: an ambiguous prefix's matches are listed in it).
 
 Both branches of an ``if`` are read (platform or ``--help`` conditions: an option either branch adds is kept, so a
 claim of absence is never made for an option some run has). What it cannot read fails loudly (``Unreadable``):
@@ -73,13 +79,24 @@ def generate(src: Path) -> dict:
             found[m.group(1)] = d / "vllm"
     releases = sorted(found, key=_version)
     per: dict[str, list[int]] = {}
-    parser: dict[str, list[int]] = {"allow_abbrev": [], "dotted": [], "enable_disable_inverse": []}
+    nargs: dict[str, dict[str, list[int]]] = {}
+    shown: dict[str, list[int]] = {}
+    orders: list[list[str]] = []
+    parser: dict[str, list[int]] = {"allow_abbrev": [], "dotted": [], "enable_disable_inverse": [],
+                                     "underscore": []}
     for i, release in enumerate(releases):
         r = Release(found[release])
         r.read()
         for option in r.options:
             per.setdefault(option, []).append(i)
-        for key, on in (("allow_abbrev", r.abbrev), ("dotted", r.dotted), ("enable_disable_inverse", r.inverse)):
+            if r.nargs[option] != "1":
+                nargs.setdefault(r.nargs[option], {}).setdefault(option, []).append(i)
+        for group in dict.fromkeys(r.shown.values()):
+            if "/" in group:
+                shown.setdefault(group, []).append(i)
+        orders.append(list(r.options))
+        for key, on in (("allow_abbrev", r.abbrev), ("dotted", r.dotted), ("enable_disable_inverse", r.inverse),
+                        ("underscore", r.underscore)):
             if on:
                 parser[key].append(i)
         print(f"{release}: {len(r.options)} option strings", file=sys.stderr)
@@ -89,7 +106,58 @@ def generate(src: Path) -> dict:
         "releases": releases,
         "parser": {k: spans(v) for k, v in parser.items()},
         "options": {o: spans(per[o]) for o in sorted(per)},
+        "nargs": {code: {o: spans(v) for o, v in sorted(opts.items())} for code, opts in sorted(nargs.items())},
+        "shown": {g: spans(v) for g, v in sorted(shown.items())},
+        "order": registration_order(orders),
     }
+
+
+def registration_order(orders: list[list[str]]) -> dict[str, object]:
+    """Each release's registration order (argparse lists an ambiguous prefix's matches in it), compactly: one order
+    of every option string (the newest release's, older strings slotted after the string they follow), and per
+    release the strings it registers elsewhere, each with the string it follows there, flat as indices into that
+    order (``[moved, follows, moved, follows...]``, -1: first, so the table stays small to load). A release's
+    order is its strings in the shared order, the longest run that agrees kept, then each moved string put right
+    after the one it follows, in that release's order (``release_flags.order``)."""
+    merged: list[str] = []
+    for order in reversed(orders):
+        for k, o in enumerate(order):
+            if o not in merged:
+                after = next((p for p in reversed(order[:k]) if p in merged), None)
+                merged.insert(merged.index(after) + 1 if after is not None else 0, o)
+    rank = {o: n for n, o in enumerate(merged)}
+    moves: dict[str, list[int]] = {}
+    for i, order in enumerate(orders):
+        keep = _increasing(order, rank)
+        moved = [n for k, o in enumerate(order) if o not in keep for n in (rank[o], rank[order[k - 1]] if k else -1)]
+        if moved:
+            moves[str(i)] = moved
+    return {"all": merged, "moved": moves}
+
+
+def _increasing(order: list[str], rank: dict[str, int]) -> set[str]:
+    """The longest subsequence of ``order`` already in ``rank``'s order (patience sorting)."""
+    tails: list[int] = []  # index into order of the smallest tail of each length
+    prev: list[int | None] = [None] * len(order)
+    for k, o in enumerate(order):
+        lo, hi = 0, len(tails)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if rank[order[tails[mid]]] < rank[o]:
+                lo = mid + 1
+            else:
+                hi = mid
+        prev[k] = tails[lo - 1] if lo else None
+        if lo == len(tails):
+            tails.append(k)
+        else:
+            tails[lo] = k
+    out: set[str] = set()
+    k = tails[-1] if tails else None
+    while k is not None:
+        out.add(order[k])
+        k = prev[k]
+    return out
 
 
 def main(argv: list[str]) -> int:

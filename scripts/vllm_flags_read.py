@@ -4,7 +4,6 @@ vLLM's parser registers them (what it reads and what makes it fail: ``vllm_flags
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,7 +14,6 @@ __all__ = ["Release", "Unreadable"]
 #: Calls the parser is handed to that add no option: checked per release (``check_hook``: no override in vllm/ calls
 #: ``add_argument``), so an out-of-tree platform or plugin is what remains unread.
 HOOKS = frozenset({"pre_register_and_update", "show_filtered_argument_or_group_from_help"})
-PARSER_FILES = ("utils/argparse_utils.py", "utils/__init__.py", "utils.py")
 
 
 @dataclass
@@ -37,6 +35,10 @@ class FieldKwargs:
 
 
 PARSER, SUBPARSERS, OTHER = "<serve parser>", "<subparsers>", "<other parser>"
+DELETED = ast.Constant(value="<deleted>")  # ``del kwargs["field"]["nargs"]``: argparse's default again
+#: Actions that take no word (argparse's ``nargs=0`` actions, vLLM's BooleanOptionalAction subclass).
+NO_VALUE = frozenset({"store_true", "store_false", "store_const", "append_const", "count", "help", "version",
+                      "BooleanOptionalAction", "EnableDisableAction"})
 
 
 class Release(Source):
@@ -44,10 +46,10 @@ class Release(Source):
 
     def __init__(self, root: Path) -> None:
         super().__init__(root)
-        self.options: dict[str, None] = {}
-        self.inverse = False
+        self.options: dict[str, None] = {}  # in registration order
+        self.nargs: dict[str, str] = {}  # option string -> words it takes: "0", "1", "?", "+", "*" or a count
+        self.shown: dict[str, str] = {}  # option string -> its action's option strings as argparse prints them
         self.depth = 0
-        self.hooks_checked: set[str] = set()
 
     # -- the walk -----------------------------------------------------------------------------------------------
     def read(self) -> None:
@@ -67,27 +69,6 @@ class Release(Source):
             self.call(main, module, {}, None)
         if "--help" not in self.options:
             raise Unreadable(f"{self.root}: no serve parser found (or it has no --help)")
-
-    def read_parser_class(self) -> None:
-        for rel in PARSER_FILES:
-            p = self.root / rel
-            if not p.exists():
-                continue
-            tree = ast.parse(p.read_text(), str(p))
-            classes = [c for c in tree.body if isinstance(c, ast.ClassDef) and c.name == "FlexibleArgumentParser"]
-            if not classes:
-                continue
-            text = ast.unparse(classes[0])
-            if "allow_abbrev" in text:
-                raise Unreadable(f"{p}: FlexibleArgumentParser sets allow_abbrev; read it before trusting prefixes")
-            self.inverse = "EnableDisableAction" in text and "register" in text
-            self.abbrev = True
-            self.dotted = bool(re.search(r"'\.' in processed_arg|\"\.\" in processed_arg", text))
-            break
-        else:
-            raise Unreadable(f"{self.root}: FlexibleArgumentParser not found")
-        arg_utils = self.tree("vllm.engine.arg_utils")
-        self.optional_bool_str = "{bool, str, type(None)}" in ast.unparse(arg_utils)
 
     def call(self, fn: ast.FunctionDef, module: str, env: dict[str, object], cls: ast.ClassDef | None) -> object:
         self.depth += 1
@@ -116,6 +97,10 @@ class Release(Source):
                     self.assign_key(t, s.value, env, module, cls)
         elif isinstance(s, ast.AnnAssign) and s.value is not None and isinstance(s.target, ast.Name):
             env[s.target.id] = self.expr(s.value, env, module, cls)
+        elif isinstance(s, ast.Delete):
+            for t in s.targets:
+                if isinstance(t, ast.Subscript):
+                    self.assign_key(t, DELETED, env, module, cls)
         elif isinstance(s, ast.Expr):
             self.expr(s.value, env, module, cls)
         elif isinstance(s, ast.Return) and s.value is not None:
@@ -213,7 +198,7 @@ class Release(Source):
             if f.attr == "pop" and isinstance(recv, FieldKwargs):
                 key = self.expr(e.args[0], env, module, cls)
                 given = recv.of.overrides.get(recv.name, {}).get(key)  # type: ignore[arg-type]
-                if given is not None:
+                if given is not None and given is not DELETED:
                     return self.expr(given, env, module, cls)
                 return self.expr(e.args[1], env, module, cls) if len(e.args) > 1 else None
             if f.attr == "add_subparsers":
@@ -224,8 +209,10 @@ class Release(Source):
                 name = self.expr(e.args[0], env, module, cls) if e.args else None
                 if name != "serve" and not env.get("<serve>"):
                     return OTHER
-                self.options["-h"] = None
-                self.options["--help"] = None
+                for h in ("-h", "--help"):
+                    self.options[h] = None
+                    self.nargs[h] = "0"
+                    self.shown[h] = "-h/--help"
                 return PARSER
             if recv == PARSER and f.attr == "add_argument":
                 self.register(e, env, module, cls)
@@ -269,21 +256,6 @@ class Release(Source):
                 inner[kw.arg] = self.expr(kw.value, env, module, cls)
         returned = self.call(fn, m, inner, owner)
         return returned if returned is not None else handed[0]
-
-    def check_hook(self, name: str) -> None:
-        """A hook is skipped only while no override of it in vllm/ (platforms/rocm.py...) adds an argument."""
-        if name in self.hooks_checked:
-            return
-        self.hooks_checked.add(name)
-        for p in sorted(self.root.rglob("*.py")):
-            text = p.read_text(errors="replace")
-            if f"def {name}" not in text:
-                continue
-            for node in ast.walk(ast.parse(text, str(p))):
-                if isinstance(node, ast.FunctionDef) and node.name == name and any(
-                        isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == "add_argument"
-                        for c in ast.walk(node)):
-                    raise Unreadable(f"{p}: {name} adds arguments; read it")
 
     def bound_class(self, f: ast.expr, env: dict, module: str, cls) -> object:
         """What ``cls`` is inside a classmethod: the class named at the call (``FrontendArgs.add_cli_args``), the
@@ -334,37 +306,64 @@ class Release(Source):
         strings = [s for s in strings if s.startswith("-")]
         if not strings:
             return  # a positional (model_tag)
-        action = self.action(e, env, module, cls)
-        for s in strings:
+        action, nargs = self.action(e, env, module, cls)
+        registered = list(strings)
+        shown = None
+        if action in ("BooleanOptionalAction", "EnableDisableAction"):
+            # argparse's BooleanOptionalAction: each --x followed by its --no-x; vLLM's EnableDisableAction (0.33.0+,
+            # every BooleanOptionalAction) appends the --disable-x of an --enable-x (and back), and prints
+            # (``_register_action``: ``visible_option_strings``) the given strings and those inverses only
+            registered = [t for s in strings for t in ((s, "--no-" + s[2:]) if s.startswith("--") else (s,))]
+            if self.inverse:
+                inverses = [b + s[len(a):] for s in strings for a, b in (("--enable-", "--disable-"),
+                                                                         ("--disable-", "--enable-"))
+                            if s.startswith(a)]
+                registered += inverses
+                if inverses:
+                    shown = "/".join([*strings, *inverses])
+        code = "0" if action in NO_VALUE else nargs
+        for s in registered:
+            # the same string twice: both branches of an ``if`` (argparse would refuse a conflict at run time);
+            # the first registration's place is kept, and the branches must agree on the words it takes
+            if s in self.nargs and self.nargs[s] != code:
+                raise Unreadable(f"{self.root}: {s} takes {self.nargs[s]} or {code} words ({module}:{e.lineno})")
             self.options[s] = None
-        if action == "BooleanOptionalAction":
-            for s in strings:
-                if s.startswith("--"):
-                    self.options["--no-" + s[2:]] = None
-                    if self.inverse:
-                        for a, b in (("--enable-", "--disable-"), ("--disable-", "--enable-")):
-                            if s.startswith(a):
-                                self.options[b + s[len(a):]] = None
+            self.nargs[s] = code
+            self.shown.setdefault(s, shown or "/".join(registered))
 
-    def action(self, e: ast.Call, env: dict, module: str, cls) -> str | None:
-        for kw in e.keywords:
-            if kw.arg == "action":
-                return _action_name(kw.value)
+    def action(self, e: ast.Call, env: dict, module: str, cls) -> tuple[str | None, str]:
+        """The action's name and the words it takes (``nargs`` as argparse reads it, ``"1"`` by default), from the
+        call's keywords or, for ``**kwargs["field"]``, from what ``get_kwargs`` derives from the field's type and
+        what the caller assigned or deleted."""
+        given: dict[str, ast.expr] = {kw.arg: kw.value for kw in e.keywords if kw.arg}
+        fk: FieldKwargs | None = None
         for kw in e.keywords:
             if kw.arg is None:
                 got = self.expr(kw.value, env, module, cls)
                 if not isinstance(got, FieldKwargs):
                     raise Unreadable(f"{self.root}: **{ast.unparse(kw.value)} in {module}:{e.lineno}")
-                if "action" in got.extra:
-                    return _action_name(got.extra["action"])
-                given = got.of.overrides.get(got.name, {})
-                if "action" in given:
-                    return _action_name(given["action"])
-                annotations = dict(self.fields(got.of.cls, got.of.module))
-                if got.name not in annotations:
-                    raise Unreadable(f"{self.root}: {got.of.cls.name} has no field {got.name} ({module}:{e.lineno})")
-                return "BooleanOptionalAction" if self.is_bool(annotations[got.name]) else None
-        return None
+                fk = got
+        derived: dict[str, object] = {}
+        if fk is not None:
+            found = {n: (a, m) for n, a, m in self.fields_at(fk.of.cls, fk.of.module)}
+            if fk.name not in found:
+                raise Unreadable(f"{self.root}: {fk.of.cls.name} has no field {fk.name} ({module}:{e.lineno})")
+            derived = self.field_kwargs(*found[fk.name])
+            for key, value in {**fk.of.overrides.get(fk.name, {}), **fk.extra}.items():
+                if value is DELETED:
+                    derived.pop(key, None)
+                elif key in ("action", "nargs"):
+                    derived[key] = value
+        merged: dict[str, object] = {**derived, **given}
+        action = merged.get("action")
+        name = _action_name(action) if isinstance(action, ast.expr) else action
+        nargs = merged.get("nargs", "1")
+        if isinstance(nargs, ast.expr):
+            got = self.expr(nargs, env, module, cls)
+            if not isinstance(got, (str, int)):
+                raise Unreadable(f"{self.root}: nargs={ast.unparse(nargs)} in {module}:{e.lineno}")
+            nargs = got
+        return name, str(nargs)  # type: ignore[return-value]
 
 
 def _is_super(e: ast.expr) -> bool:

@@ -34,6 +34,11 @@ class EngineArgs:
         group = parser.add_argument_group("CacheConfig")
         group.add_argument("--enable-prefix-caching", **cache_kwargs["enable_prefix_caching"])
         group.add_argument("--block-size", **cache_kwargs["block_size"])
+        group.add_argument("--sizes", **cache_kwargs["sizes"])
+        cache_kwargs["block_size"]["nargs"] = "?"
+        group.add_argument("--block-size-bare", **cache_kwargs["block_size"])
+        del cache_kwargs["block_size"]["nargs"]
+        group.add_argument("--block-size-again", **cache_kwargs["block_size"])
         parser.add_argument("--enforce-eager", action=argparse.BooleanOptionalAction)
         for flag in ("--a-flag", "--b-flag"):
             parser.add_argument(flag, type=int)
@@ -46,6 +51,7 @@ from dataclasses import dataclass
 class CacheConfig:
     enable_prefix_caching: bool | None = None
     block_size: int = 16
+    sizes: "Optional[list[int]]" = None
 '''
 CLI_ARGS = '''
 from vllm.engine.arg_utils import EngineArgs
@@ -93,9 +99,21 @@ def script():
 def test_the_serve_parsers_option_strings_are_read(script, tmp_path):
     table = script[0].generate(_tree(tmp_path))
     assert table["releases"] == ["0.1.0"]
-    assert set(table["options"]) == {"-h", "--help", "--port", "--enable-prefix-caching", "--no-enable-prefix-caching",
-                                     "--block-size", "--enforce-eager", "--no-enforce-eager", "--a-flag", "--b-flag"}
-    assert table["parser"] == {"allow_abbrev": [[0, 0]], "dotted": [], "enable_disable_inverse": []}
+    order = ["-h", "--help", "--port", "--enable-prefix-caching", "--no-enable-prefix-caching", "--block-size",
+             "--sizes", "--block-size-bare", "--block-size-again", "--enforce-eager", "--no-enforce-eager", "--a-flag",
+             "--b-flag"]
+    assert set(table["options"]) == set(order)
+    assert table["parser"] == {"allow_abbrev": [[0, 0]], "dotted": [], "enable_disable_inverse": [],
+                               "underscore": []}
+    # the words each takes: a bool field or BooleanOptionalAction none, a list field nargs='+', a caller's nargs
+    # assignment until its ``del``; one word (not written) otherwise
+    assert table["nargs"] == {"0": {o: [[0, 0]] for o in ("-h", "--help", "--enable-prefix-caching",
+                                                        "--no-enable-prefix-caching", "--enforce-eager",
+                                                        "--no-enforce-eager")},
+                              "+": {"--sizes": [[0, 0]]}, "?": {"--block-size-bare": [[0, 0]]}}
+    assert table["shown"] == {"-h/--help": [[0, 0]], "--enforce-eager/--no-enforce-eager": [[0, 0]],
+                              "--enable-prefix-caching/--no-enable-prefix-caching": [[0, 0]]}
+    assert table["order"] == {"all": order, "moved": {}}
 
 
 @pytest.mark.parametrize("extra", [

@@ -12,13 +12,14 @@ Read in the PyPI wheels (engine/arg_utils.py and entrypoints/openai/cli_args.py 
   option strings joined by ``/``, so ``--x/--no-x`` for a BooleanOptionalAction), and ``--x true`` leaves ``true``
   to the positionals (``unrecognized arguments: true`` once ``model_tag`` is taken);
 * ``--no-x`` exists only where the flag is a BooleanOptionalAction: ``--enforce-eager`` and ``--trust-remote-code``
-  were ``store_true`` to 0.8.5 and dataclass fields (``get_kwargs``: BooleanOptionalAction) from 0.9.2;
-  ``--disable-log-stats`` is ``store_true`` in every release read.
+  were ``store_true`` to 0.8.5 and dataclass fields (``get_kwargs``: BooleanOptionalAction) from 0.9.0;
+  ``--disable-log-stats`` is ``store_true`` in every release read. Which it is in a release is read from that
+  release's parser (``release_flags.shown``, 43 releases); ``_STORE_TRUE_READ`` is the fallback outside them.
 """
 
 from __future__ import annotations
 
-from vllm_remedy.vllm.cmdline import table
+from vllm_remedy.vllm.cmdline import release_flags, table
 
 Version = tuple[int, int, int]
 
@@ -66,7 +67,13 @@ def store_boolean(name: str, v: Version) -> bool:
 
 
 def option_strings(name: str, v: Version) -> str:
-    """argparse's name for the flag in its refusal: ``--x`` for store_true, ``--x/--no-x`` for BooleanOptionalAction
-    (the newest table's store_true flags are store_true in every release read that has them)."""
+    """argparse's name for the flag in its refusal: ``--x`` for store_true, ``--x/--no-x`` for BooleanOptionalAction,
+    ``--enable-x/--disable-x`` for vLLM's EnableDisableAction (0.33.0+). The release's own parser decides where one
+    was read (``release_flags.shown``: 0.9.0 already has ``--no-enforce-eager``, 0.5.5-0.6.4 ``--enable-prefix-caching``
+    is store_true); the hand-read lists below only outside the releases read (the newest table's store_true flags are
+    store_true in every release read that has them)."""
+    got = release_flags.shown(f"--{name}", v)
+    if got is not None:
+        return got
     read = next(s for since, s in reversed(_STORE_TRUE_READ) if v >= since)
     return f"--{name}" if name in read or name in table.STORE_TRUE else f"--{name}/--no-{name}"

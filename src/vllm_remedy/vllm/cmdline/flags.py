@@ -8,10 +8,10 @@ any of these edits the wrong token or appends a duplicate, so all of them are re
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 
-from vllm_remedy.vllm.cmdline import table
+from vllm_remedy.vllm.cmdline import release_flags, table
 
 
 class Kind(str, Enum):
@@ -43,17 +43,67 @@ def kind_of(name: str) -> Kind:
 
 
 #: Flags that took one word before they took ``nargs='+'``: the first release read with the list (--api-key:
-#: ``parser.add_argument("--api-key", type=optional_type(str))`` in entrypoints/openai/cli_args.py@0.6.5-0.9.2,
-#: ``api_key: Optional[list[str]]`` in FrontendArgs from 0.10.1; 0.10.0 not read).
+#: ``parser.add_argument("--api-key", type=optional_type(str))`` in entrypoints/openai/cli_args.py@0.5.5-0.10.0,
+#: ``api_key: Optional[list[str]]`` in FrontendArgs from 0.10.1). Used only where no release read reaches.
 MULTI_SINCE: dict[str, tuple[int, int, int]] = {"api-key": (0, 10, 1)}
+_ZERO = (Kind.BOOLEAN, Kind.STORE_TRUE)
 
 
-def kind_in(name: str, version: tuple[int, int, int] | None) -> Kind:
-    """Arity of ``name`` in release ``version`` (the newest table's when None)."""
-    since = MULTI_SINCE.get(name)
-    if since is not None and version is not None and version < since:
-        return Kind.VALUE
-    return kind_of(name)
+def kind_in(name: str, version: tuple[int, int, int] | None, kind: Kind | None = None) -> Kind:
+    """Arity of ``name`` (``kind``: what the union table resolved it to) in release ``version``: that release's own
+    parser decides (``release_flags.nargs``, read from its source; an option the union table lacks, such as 0.34.0's
+    ``--disable-prefix-caching``, by its exact string or the one it abbreviates there); the newest release read for
+    an unknown ``version`` or a newer one; the union table where no release read says (older than the oldest read,
+    or two neighbours that disagree). Only the number of words changes: a flag
+    taking none in both keeps the table's kind (its ``--no-`` handling), as does a legacy StoreBoolean (``parse``)."""
+    kind = kind or kind_of(name)
+    if "." in name:
+        return kind
+    newest = release_flags.releases()[-1]
+    if version is None or version > newest:
+        version = newest  # unknown or newer than read: the newest release read (0.34.0's --disable-x inverses too)
+    code = release_flags.nargs(f"--{name}", version)
+    if code is None and kind is Kind.UNKNOWN:
+        option = release_flags.prefixed(f"--{name}", version)
+        code = release_flags.nargs(option, version) if option else None
+    if code is None:
+        since = MULTI_SINCE.get(name)
+        return Kind.VALUE if since is not None and version < since and kind is Kind.MULTI else kind
+    if code == "0":
+        if kind in _ZERO:
+            return kind
+        return Kind.BOOLEAN if release_flags.nargs(f"--no-{name}", version) is not None else Kind.STORE_TRUE
+    if code == "?":
+        return kind if kind is Kind.BOOLEAN and name in table.LEGACY_OPTIONAL_BOOLEAN else Kind.OPTIONAL
+    return Kind.VALUE if code == "1" else Kind.MULTI
+
+
+def in_release(flag: Flag, version: tuple[int, int, int] | None) -> Flag:
+    """``flag`` as release ``version``'s parser reads it: an EnableDisableAction inverse (0.33.0+:
+    ``--disable-chunked-prefill`` is registered on ``--enable-chunked-prefill``'s action and sets it false) as the
+    negated flag it sets, like ``--no-enable-chunked-prefill``, so the settings see it; then the words it takes there
+    (``kind_in``). The written spelling is kept (``spelled``) for edits and argparse's messages."""
+    if not flag.negated and (inverse := _inverse_in(flag.name, version)) is not None:
+        flag = replace(flag, name=inverse, kind=kind_of(inverse), negated=True)
+    kind = kind_in(flag.name, version, flag.kind)
+    return flag if kind is flag.kind else replace(flag, kind=kind)
+
+
+def _inverse_in(name: str, version: tuple[int, int, int] | None) -> str | None:
+    """The boolean whose action ``--name`` is the appended inverse of in that release (the newest read when unknown
+    or newer), by the action's option strings as read (``release_flags.shown``: the inverse comes after the flag's
+    own strings); None for any other flag or release."""
+    if not name.startswith(("enable-", "disable-")):
+        return None
+    newest = release_flags.releases()[-1]
+    v = newest if version is None or version > newest else version
+    option = f"--{name}" if release_flags.nargs(f"--{name}", v) is not None else release_flags.prefixed(f"--{name}", v)
+    if option is None or not option.startswith(("--enable-", "--disable-")):
+        return None
+    a, b = ("--enable-", "--disable-") if option.startswith("--enable-") else ("--disable-", "--enable-")
+    other = b + option[len(a):]
+    strings = (release_flags.shown(option, v) or "").split("/")
+    return other[2:] if other[2:] in table.BOOLEAN and strings[0] == other and option in strings[1:] else None
 
 
 KNOWN: frozenset[str] = table.BOOLEAN | table.STORE_TRUE | table.OPTIONAL_VALUE | table.MULTI_VALUE | table.SINGLE_VALUE

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import posixpath
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
-from vllm_remedy.vllm.cmdline.flags import Flag, Kind, is_option, kind_in, resolve
+from vllm_remedy.vllm.cmdline.flags import Flag, Kind, in_release, is_option, resolve
 from vllm_remedy.vllm.cmdline.table import LEGACY_OPTIONAL_BOOLEAN
 
 _PYTHON = re.compile(r"^python(\d+(\.\d+)?)?$")
@@ -214,8 +214,7 @@ def parse_options(tokens: list[Token], version: tuple[int, int, int] | None = No
             positionals.append(tok)
             i += 1
             continue
-        if flag.kind is Kind.MULTI and (kind := kind_in(flag.name, version)) is not flag.kind:
-            flag = replace(flag, kind=kind)
+        flag = in_release(flag, version)
         opt = Option(flag, [tok])
         i += 1
         nxt = tokens[i].value if i < len(tokens) else None

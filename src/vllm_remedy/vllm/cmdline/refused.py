@@ -7,7 +7,8 @@ Read in the PyPI wheels of 0.8.5, 0.11.0, 0.16.0, 0.19.0, 0.28.0 and 0.34.0 (arg
   every release read to 0.34.0); --kv-cache-dtype is ``sorted(CacheDType)`` from 0.8.5 to 0.28.0, and from 0.34.0 a
   ``CacheDType | str`` field, a ``metavar`` not ``choices``, refused by config validation instead (not judged here);
 * a flag that takes a value given none (the last word, or followed by an option): ``argument --max-model-len:
-  expected one argument`` (``expected at least one argument`` for ``nargs='+'``);
+  expected one argument`` (``expected at least one argument`` for ``nargs='+'``), every option string of the action
+  named as the release registers them (``argument --tensor-parallel-size/-tp``);
 * an empty or non-numeric integer (``--max-model-len ""``): ``argument --max-model-len: invalid int value: ''``,
   ``human_readable_int`` from 0.8.4, ``human_readable_int_or_auto`` from 0.14.0 (``values.HUMAN_INT_SINCE``): each
   strips the text and ends in ``int()``, which refuses it;
@@ -34,7 +35,7 @@ import json
 import shlex
 
 from vllm_remedy.vllm import hf_dotted, hf_overrides
-from vllm_remedy.vllm.cmdline import choices, compilation
+from vllm_remedy.vllm.cmdline import choices, compilation, release_flags
 from vllm_remedy.vllm.cmdline.booleans import option_strings, store_boolean
 from vllm_remedy.vllm.cmdline.command import ServerCommand
 from vllm_remedy.vllm.cmdline.flags import Kind
@@ -100,7 +101,7 @@ def refused(server: ServerCommand, version: str | None) -> list[Refused]:
             continue
         if not opt.values and flag.attached is None and flag.kind in (Kind.VALUE, Kind.MULTI):
             many = "at least one argument" if flag.kind is Kind.MULTI else "one argument"
-            out.append(Refused(words, f"argument --{flag.name}: expected {many}"))
+            out.append(Refused(words, f"argument {_names(flag.name, v)}: expected {many}"))
         elif opt.values and (message := _value(flag.name, opt.values[0], v, flag.attached is not None)) is not None:
             out.append(Refused(words, message))
     if (message := compilation.dotted_refusal(server.flags, v)) is not None:  # the dict is parsed after the rest
@@ -192,6 +193,12 @@ def _boolean(server: ServerCommand, opt: Option, v: Version) -> str | None:
     if opt.values and not legacy and server.positionals:
         return f"unrecognized arguments: {opt.values[0]}"
     return None
+
+
+def _names(flag: str, v: Version) -> str:
+    """The flag's action as argparse names it in release ``v``: every option string, ``--tensor-parallel-size/-tp``
+    (``release_flags.shown``, read per release), ``--flag`` where no release read says."""
+    return release_flags.shown(f"--{flag}", v) or f"--{flag}"
 
 
 def _number(value: str) -> bool:

@@ -3,8 +3,12 @@
 Generated statically (AST of vllm/engine/arg_utils.py, the OpenAI frontend args and the config dataclasses), then
 frozen here so parsing needs no vLLM install. The newest release that has a flag decides its arity; flags only
 older releases know (``--use-v2-block-manager``, ``--disable-log-requests``...) are kept so old manifests parse.
-Whether a release has an option at all (an unknown or ambiguous option, exit 2) is decided by that release's own
-option strings, not by this union: ``release_flags`` (``data/vllm_flags.json``, ``scripts/vllm_flags.py``).
+Whether a release has an option at all (an unknown or ambiguous option, exit 2) and how many words it takes there
+are decided by that release's own parser, not by this union: ``release_flags`` (``data/vllm_flags.json``,
+``scripts/vllm_flags.py``; ``flags.kind_in``). This table decides arity only where no release read says (older than
+the oldest read) and for version-less uses (``flags.is_boolean``, ``has_no_form``, edits); its arities agree with the
+newest release read that has each flag (``tests/vllm/cmdline/test_release_arity.py``; --long-lora-scaling-factors,
+``tuple[float, ...]`` to 0.9.2, moved to MULTI_VALUE when that was checked).
 """
 
 from __future__ import annotations
@@ -58,7 +62,8 @@ OPTIONAL_VALUE: frozenset[str] = frozenset({
 MULTI_VALUE: frozenset[str] = frozenset({
     "allowed-media-domains", "api-key", "collect-detailed-traces", "cpu-offload-params", "cuda-graph-sizes",
     "cudagraph-capture-sizes",
-    "ignore-patterns", "kv-cache-dtype-skip-layers", "logits-processors", "lora-modules", "lora-target-modules",
+    "ignore-patterns", "kv-cache-dtype-skip-layers", "logits-processors", "long-lora-scaling-factors", "lora-modules",
+    "lora-target-modules",
     "numa-bind-cpus", "numa-bind-nodes", "offload-params", "prompt-adapters", "served-model-name",
     "sleep-preserve-parameter-names",
 })
@@ -90,7 +95,7 @@ SINGLE_VALUE: frozenset[str] = frozenset({
     "kda-prefill-backend", "kernel-config", "kv-cache-dtype", "kv-cache-memory-bytes",
     "kv-cache-metrics-sample", "kv-events-config", "kv-offloading-backend", "kv-offloading-size",
     "kv-transfer-config", "limit-mm-per-prompt", "linear-backend", "load-format", "log-config-file",
-    "log-level", "logging-config", "logits-processor-pattern", "logprobs-mode", "long-lora-scaling-factors",
+    "log-level", "logging-config", "logits-processor-pattern", "logprobs-mode",
     "long-prefill-token-threshold", "lora-dtype", "lora-extra-vocab-size", "mamba-backend", "mamba-block-size",
     "mamba-cache-dtype", "mamba-cache-mode", "mamba-cache-philox-rounds", "mamba-ssm-cache-dtype",
     "mamba-ssu-algorithm", "master-addr", "master-port", "max-cpu-loras", "max-cudagraph-capture-size",

@@ -64,7 +64,7 @@ def _unknown(server: ServerCommand, version: str | None) -> list[str]:
         flag = opt.flag
         words = " ".join(t.value for t in opt.tokens)
         if flag.spelled.startswith("--") and _no_negation(opt, v, parser):
-            out.append(Refused(words, f"unrecognized arguments: {words}"))
+            out.append(Refused(words, f"unrecognized arguments: {_as_parsed(words)}"))
             continue
         verdict, matches = judge(flag.spelled, parser) if parser is not None and _judged(flag.spelled) else \
             (Verdict.NOT_JUDGED, ())
@@ -83,12 +83,20 @@ def _judged(spelled: str) -> bool:
 
 
 def _folded(token: str) -> str:
-    """The token as argparse prints it: ``FlexibleArgumentParser`` has rewritten ``_`` to ``-`` in its name."""
+    """The token as argparse prints it: ``FlexibleArgumentParser.parse_args`` has rewritten ``_`` to ``-`` in its name
+    (every release read, 0.5.5 to 0.34.0: ``release_flags``' ``underscore``; up to the first ``.`` from 0.9.2, the
+    whole word before, where a dotted key is not judged)."""
     if not token.startswith("--"):
         return token
     head, eq, value = token.partition("=")
     base, dot, rest = head.partition(".")
     return base.replace("_", "-") + dot + rest + eq + value
+
+
+def _as_parsed(words: str) -> str:
+    """Refused words as argparse lists them: the option word folded (``--bogus_flag 1`` is ``--bogus-flag 1``)."""
+    head, sep, rest = words.partition(" ")
+    return _folded(head) + sep + rest
 
 
 def _no_negation(opt: Option, v: tuple[int, int, int] | None, parser: Parser | None) -> bool:
@@ -119,4 +127,4 @@ def why(words: str, label: str) -> str:
     if isinstance(words, Refused):
         return f"vLLM {label} refuses {words} at argument parsing (argparse: \"{words.message}\")"
     return (f"vLLM {label} refuses {words.split()[0]} at argument parsing: it has no such flag (argparse: "
-            f"\"unrecognized arguments: {words}\", or \"ambiguous option\" for the prefix of several)")
+            f"\"unrecognized arguments: {_as_parsed(words)}\", or \"ambiguous option\" for the prefix of several)")
