@@ -22,7 +22,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from . import argv_added, argv_choices, argv_compilation  # the rehearsal's own tables (no tools' module: see above)
+# the rehearsal's own tables (no tools' module: see above)
+from . import argv_added, argv_choices, argv_compilation, argv_options
 from .argv_added import placed  # noqa: F401  (launch.py's argv-ordered items for ``first_error``'s ``spelled``)
 
 Version = tuple[int, int, int]
@@ -298,6 +299,10 @@ def first_error(options: Iterable[tuple[str, str | None]], version: Version, pos
     model tag, in argv order (``argv_added.leftovers``).
     A one-item ``"--max-model-len 16384"`` is a positional here (argparse: "if it contains a space, it was meant to
     be a positional"): the model tag when none is given before it, else a leftover."""
+    serve = not api_server
+    for _name, words, _at in spelled:  # argparse sorts every word into option or positional before it converts any
+        if words and (message := argv_options.ambiguous(words[0], version, serve)) is not None:
+            return ArgError("", message)
     negated = list(negated)
     for flag, text in booleans:
         if any(f == flag for f, _w in negated) and store_true(flag, version):
@@ -309,7 +314,7 @@ def first_error(options: Iterable[tuple[str, str | None]], version: Version, pos
     skip = {("optimization-level", v) for s_, a, v in shorts if s_ == "-O" and a is None and v and "-O" in unknown}
     skip |= {("compilation-config", v) for s_, a, v in shorts if s_ == "-cc" and version < COMPILATION_CC_SINCE}
     options = list(options)
-    absent = argv_added.skipped(options, version)
+    absent = argv_added.skipped(options, version) | {i[0] for i in spelled if argv_added.lacking(i, version, serve)}
     for flag, value in options:
         if (flag, value) in skip or flag in absent or (flag.startswith("cc.") and version < COMPILATION_CC_SINCE):
             continue  # an unknown option's words: left over, not converted
@@ -318,6 +323,6 @@ def first_error(options: Iterable[tuple[str, str | None]], version: Version, pos
         if (message := convert(flag, value, version) or choice(flag, value, version)) is not None:
             return ArgError(flag, message)
     takes = 0 if api_server and version < API_SERVER_MODEL_TAG_SINCE else 1
-    late = argv_added.leftovers(spelled, version, takes)
+    late = argv_added.leftovers(spelled, version, takes, serve)
     extra = unknown_negations(negated, version) + (list(positionals)[takes:] if late is None else late) + unknown
     return ArgError("", f"unrecognized arguments: {' '.join(extra)}") if extra else None

@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from . import argv_options
+
 Version = tuple[int, int, int]
 Position = tuple[int, int, int]
 #: One argv item: the canonical long option name ("" for a bare positional), its words as written, where it stands.
@@ -56,11 +58,19 @@ def _dashed(word: str) -> str:
     return "--" + key[2:].replace("_", "-") + eq + value
 
 
-def leftovers(items: Sequence[Item], version: Version, takes: int) -> list[str] | None:
+def lacking(item: Item, version: Version, serve: bool = True) -> bool:
+    """Whether ``version``'s parser has no option for this argv item: ``SPAN``, else the rehearsal's table of every
+    release's option strings (``argv_options``, by the word as written: an unknown name, a dotted one before 0.9.0)."""
+    name, words, _at = item
+    return bool(name and words) and (missing(name, version) or argv_options.unknown(words[0], version, serve))
+
+
+def leftovers(items: Sequence[Item], version: Version, takes: int, serve: bool = True) -> list[str] | None:
     """The words argparse leaves over, in argv order, when ``items`` hold an option ``version`` lacks (None when
     none does, so the caller keeps its own count of positionals): each such option's flag word, then its value words
-    and every bare positional as positionals, of which the first ``takes`` are the parser's model tag."""
-    late = [(words, at) for name, words, at in items if name and words and missing(name, version)]
+    and every bare positional as positionals, of which the first ``takes`` are the parser's model tag. ``serve``:
+    ``vllm serve``'s parser, else the api_server module's (which lacks the options only the sub-parser adds)."""
+    late = [(words, at) for name, words, at in items if lacking((name, words, at), version, serve)]
     if not late:
         return None
     flags = [(at, 0, _dashed(words[0])) for words, at in late]
