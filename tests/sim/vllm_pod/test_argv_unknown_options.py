@@ -8,17 +8,12 @@ from the rehearsal's own table of every release's option strings (``argv_options
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-from kubernetes import client, config
+from kubernetes import client
 
-from fixtures.sim_world import gpu_node
-from vllm_remedy.sim.cluster import Cluster
-from vllm_remedy.sim.server import SimServer
-from vllm_remedy.sim.vllm_pod.reality import EXACT
+from fixtures.served_pods import run, served
 
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 SERVE = ["vllm", "serve"]
@@ -28,39 +23,12 @@ USAGE = "usage: vllm serve [model_tag] [options]"
 
 @pytest.fixture(scope="module")
 def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[client.CoreV1Api]:
-    """One served cluster with an 8-card L40S node, vLLM pods starting exactly as estimated."""
-    cluster = Cluster("a", speed=600, reality=EXACT)
-    cluster.store.create("namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "llm"},
-                                        "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}})
-    cluster.store.create("nodes", gpu_node("gpu-1", gpus=8))
-    cluster.start()
-    server = SimServer([cluster])
-    server.start()
-    kubeconfig = server.write_kubeconfig(Path(tmp_path_factory.mktemp("kube")) / "kubeconfig")
-    yield client.CoreV1Api(config.new_client_from_config(str(kubeconfig)))
-    cluster.stop()
-    server.stop()
+    yield from served(tmp_path_factory.mktemp("kube"))
 
 
 def _run(api: client.CoreV1Api, name: str, tag: str, command: list[str], args: list[str]) -> tuple[str, int | None]:
-    """Create the pod; its log and exit code once it crash-loops, or ("", None) once it serves (its readiness probe
-    passes: a container without one is ready as soon as it runs, even one about to exit 2)."""
-    container = {"name": "vllm", "image": f"vllm/vllm-openai:{tag}", "command": command, "args": args,
-                 "readinessProbe": {"httpGet": {"path": "/health", "port": 8000}},
-                 "resources": {"limits": {"nvidia.com/gpu": "1"}}}
-    api.create_namespaced_pod("llm", {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
-                                      "spec": {"containers": [container]}})
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        status = api.read_namespaced_pod(name, "llm").status
-        state = (status.container_statuses or [None])[0]
-        if state is not None and state.ready:
-            return "", None
-        if state is not None and state.last_state and state.last_state.terminated:
-            log = api.read_namespaced_pod_log(name, "llm", container="vllm", previous=True)
-            return log, state.last_state.terminated.exit_code
-        time.sleep(0.1)
-    raise AssertionError(f"{name}: neither served nor ended: {api.read_namespaced_pod(name, 'llm').status}")
+    log, code = run(api, name, f"vllm/vllm-openai:{tag}", command, args)
+    return ("", None) if code is None else (log, code)
 
 
 @pytest.mark.parametrize("tag", ["v0.9.2", "v0.28.0"])
