@@ -86,6 +86,10 @@ CHOICES: dict[str, tuple[tuple[Version, tuple[str, ...] | None], ...]] = {
 #: ``python -m vllm.entrypoints.openai.api_server`` takes the ``model_tag`` positional from 0.11.0 (``make_arg_parser``
 #: in entrypoints/openai/cli_args.py; entrypoints/common/cli_args.py@0.34.0); 0.8.5's parser has none (first read).
 API_SERVER_MODEL_TAG_SINCE: Version = (0, 11, 0)
+#: From 0.11.1 FlexibleArgumentParser moves ``vllm serve``'s ``--model M`` (the exact word, or ``--model=M``) to the
+#: front as its model tag (utils/__init__.py@0.11.1, utils/argparse_utils.py@0.12.0-0.34.0, ``re.match`` of
+#: ``^--model(=.+|$)``), so every bare word is left over; up to 0.11.0 it raised ValueError instead (not rendered).
+SERVE_MODEL_HOISTED_SINCE: Version = (0, 11, 1)
 #: Flags read with ``StoreBoolean`` (utils.py, ``nargs='?'``: true/false after ``=`` or as the next word), to the first
 #: release read without it (engine/arg_utils.py@0.8.3 has the first two, @0.8.5 none; @0.8.0 the third, @0.8.3 not).
 STORE_BOOLEAN_UNTIL: dict[str, Version] = {
@@ -322,7 +326,9 @@ def first_error(options: Iterable[tuple[str, str | None]], version: Version, pos
             return ArgError(flag, f"argument --{flag}: expected one argument")
         if (message := convert(flag, value, version) or choice(flag, value, version)) is not None:
             return ArgError(flag, message)
-    takes = 0 if api_server and version < API_SERVER_MODEL_TAG_SINCE else 1
+    hoisted = not api_server and version >= SERVE_MODEL_HOISTED_SINCE and any(
+        words and re.match(r"^--model(=.+|$)", words[0]) for _n, words, _at in spelled)
+    takes = 0 if (api_server and version < API_SERVER_MODEL_TAG_SINCE) or hoisted else 1
     late = argv_added.leftovers(spelled, version, takes, serve)
     extra = unknown_negations(negated, version) + (list(positionals)[takes:] if late is None else late) + unknown
     return ArgError("", f"unrecognized arguments: {' '.join(extra)}") if extra else None
