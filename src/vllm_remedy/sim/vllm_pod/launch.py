@@ -279,7 +279,7 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
                       utilization_set=any(canonical_key(k) == "gpu-memory-utilization" for k in cmd.flags),
                       parallel=parallel_sizes(flags))
     if v >= config_order.WORLD_SIZE_IN_PARALLEL_CONFIG_SINCE and (short := _world_short(
-            version, model_id, world, gpu_limit(container) * max(1, group_size), group_size)) is not None:
+            version, model_id, world, gpu_limit(container), group_size, flags)) is not None:
         return short  # ParallelConfig, built before the scheduler config
     # The scheduler config, built after the model config, refuses a batch below the length without chunked prefill:
     # the pod's own reading of its argv (``scheduler``), not the estimate's.
@@ -294,7 +294,7 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
     # before 0.12 the executor finds the GPUs; the workers build their runners and create the weights: after every
     # config check
     available = gpu_limit(container) * max(1, group_size)
-    if (short := _world_short(version, model_id, world, available, group_size)) is not None:
+    if (short := _world_short(version, model_id, world, gpu_limit(container), group_size, flags)) is not None:
         return short
     engines = local_engines(flags, parse_version(version)) if group_size <= 1 else 1
     if available < world * engines:  # rank r's engine gets devices [r*world, (r+1)*world): past the pod's, none
@@ -313,21 +313,38 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
                   parallel=parallel_sizes(flags))
 
 
-def _world_short(version: str, model_id: str, world: int, available: int, group_size: int) -> Refusal | None:
-    """TP × PP above the GPUs the pod (or its Ray cluster) offers, or None: a single pod in its release's words and
-    time (``config_order.world_size_error``: ParallelConfig from 0.12.0, Ray's placement-group wait before); a
-    multi-node group's leader keeps one line naming its Ray cluster (what a group prints was not read)."""
+def _world_short(version: str, model_id: str, world: int, own: int, group_size: int,
+                 flags: Mapping[str, str]) -> Refusal | None:
+    """TP × PP above the GPUs vLLM counts, or None: a single pod's (``own``) in its release's words and time
+    (``config_order.world_size_error``: ParallelConfig from 0.12.0, Ray's placement-group wait before). A multi-node
+    group's leader (``group_size`` pods) is counted the same way from 0.12.0 unless it names an executor backend or
+    ``--nnodes`` > 1: ParallelConfig then picks the backend and, before Ray is asked, compares the world size with
+    the devices of this node alone (config/parallel.py@0.12.0 l.561, @0.13.0 l.561 ``cuda_device_count_stateless()``,
+    @0.34.0 l.1161 ``current_platform.device_count()``; "... available GPUs (M) in this node" from 0.13.0). Otherwise
+    its Ray cluster offers every pod's GPUs, and a shortfall keeps one line naming that cluster (not read)."""
+    v = parse_version(version) or NEWEST_RELEASE
+    node_only = group_size <= 1 or (v >= config_order.WORLD_SIZE_IN_PARALLEL_CONFIG_SINCE and _default_backend(flags))
+    available = own if node_only else own * group_size
     if available >= world:
         return None
-    if group_size > 1:
+    if not node_only:
         return Refusal(version, model_id, f"ValueError: World size ({world}) is larger than the number "
                        f"of available GPUs ({available}) in the Ray cluster of {group_size} pods.", "device")
-    v = parse_version(version) or NEWEST_RELEASE
     if v >= config_order.WORLD_SIZE_IN_PARALLEL_CONFIG_SINCE:  # the API server's engine config, no GPU touched
         return Refusal(version, model_id, config_order.world_size_error(v, world, available), "config",
                        frames=_PARALLEL_FRAMES)
     return Refusal(version, model_id, config_order.world_size_error(v, world, available), "executor",
                    waits=config_order.ray_wait_logs(v, world))
+
+
+def _default_backend(flags: Mapping[str, str]) -> bool:
+    """No --distributed-executor-backend and at most one node (--nnodes, 0.11.1 on): ParallelConfig chooses the
+    backend itself, after its one-node check."""
+    try:
+        nodes = int(str(flags.get("nnodes", "1")).strip() or "1")
+    except ValueError:
+        nodes = 1
+    return not str(flags.get("distributed-executor-backend") or "").strip() and nodes <= 1
 
 
 # ``create_engine_config``'s call into ParallelConfig (engine/arg_utils.py@0.13.0 l.1541), a pydantic dataclass
