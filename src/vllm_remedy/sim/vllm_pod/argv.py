@@ -104,6 +104,15 @@ STORE_TRUE_UNTIL: dict[str, Version | None] = {
 }
 _HUMAN = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
 SERVE_USAGE = "usage: vllm serve [model_tag] [options]"
+#: ``vllm serve``'s model_tag is required (usage ``vllm serve <model_tag> [options]``, no ``nargs``) to 0.8.0
+#: (vllm/scripts.py@0.5.5-0.7.2, entrypoints/cli/serve.py@0.7.3/0.8.0) and ``nargs='?'`` from 0.8.3 (serve.py@0.8.3).
+MODEL_TAG_OPTIONAL_SINCE: Version = (0, 8, 3)
+
+
+def serve_usage(version: Version | None) -> str:
+    """``vllm serve``'s usage line in ``version`` (None: the newest)."""
+    return SERVE_USAGE if version is None or version >= MODEL_TAG_OPTIONAL_SINCE else \
+        "usage: vllm serve <model_tag> [options]"
 
 
 @dataclass(frozen=True)
@@ -113,10 +122,10 @@ class ArgError:
     flag: str
     message: str
 
-    def lines(self, prog: str = "vllm serve") -> list[str]:
+    def lines(self, prog: str = "vllm serve", version: Version | None = None) -> list[str]:
         """What the process writes to stderr before it exits 2. ``python -m vllm.entrypoints.openai.api_server``
         (``api_server.py``) prints argparse's generated usage of every option first, which is not rendered here."""
-        usage = [SERVE_USAGE] if prog == "vllm serve" else []
+        usage = [serve_usage(version)] if prog == "vllm serve" else []
         return [*usage, f"{prog}: error: {self.message}"]
 
 
@@ -290,7 +299,7 @@ def first_error(options: Iterable[tuple[str, str | None]], version: Version, pos
                 api_server: bool = False, booleans: Iterable[tuple[str, str]] = (),
                 negated: Iterable[tuple[str, str]] = (),
                 shorts: Iterable[tuple[str, str | None, str | None]] = (),
-                spelled: Sequence[argv_added.Item] = ()) -> ArgError | None:
+                spelled: Sequence[argv_added.Item] = (), model_tag_required: bool = False) -> ArgError | None:
     """argparse converts every occurrence in argv order and stops at the first it refuses (a repeated flag's first
     value too, though the last one wins when all parse); a value of None is a flag that takes one but got none
     (``expected one argument``). Positionals beyond the parser's one ``model_tag`` (``nargs='?'``; none in the
@@ -326,6 +335,9 @@ def first_error(options: Iterable[tuple[str, str | None]], version: Version, pos
             return ArgError(flag, f"argument --{flag}: expected one argument")
         if (message := convert(flag, value, version) or choice(flag, value, version)) is not None:
             return ArgError(flag, message)
+    if model_tag_required and version < MODEL_TAG_OPTIONAL_SINCE and not list(positionals) and not any(
+            len(i[1]) > 1 for i in spelled if argv_added.lacking(i, version, serve)):  # no word for it at all
+        return ArgError("", "the following arguments are required: model_tag")
     hoisted = not api_server and version >= SERVE_MODEL_HOISTED_SINCE and any(
         words and re.match(r"^--model(=.+|$)", words[0]) for _n, words, _at in spelled)
     takes = 0 if (api_server and version < API_SERVER_MODEL_TAG_SINCE) or hoisted else 1

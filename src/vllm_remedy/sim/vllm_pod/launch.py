@@ -11,7 +11,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from vllm_remedy import hub
 from vllm_remedy.errors import UserError
 from vllm_remedy.sim.vllm_pod import (
     adapters,
@@ -22,8 +21,10 @@ from vllm_remedy.sim.vllm_pod import (
     keys,
     registry,
     scheduler,
+    serve_model,
 )
-from vllm_remedy.vllm import catalog, dtype_support, engine_env, model_len, quant_config, quant_support, resolved
+from vllm_remedy.sim.vllm_pod.model_lookup import model_spec, no_model_error
+from vllm_remedy.vllm import catalog, dtype_support, engine_env, model_len, quant_config, quant_support
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import ServerCommand, canonical_key
 from vllm_remedy.vllm.cmdline.flags import Kind
@@ -168,6 +169,7 @@ def _typed(value: str | None, kind: type[int] | type[float]) -> Any:
 def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, Any],
           cluster_gpu_used_mib: int, group_size: int) -> Launch | Refusal:
     version = image_version(cmd.image)
+    release = parse_version(version) or NEWEST_RELEASE
     model_id = cmd.model or "facebook/opt-125m"  # vLLM's default --model
     # A variable-borne argument (`$(X)`, `$X`: ``cmd.hidden``) makes the tools' estimate unknown; the pod does not
     # expand it into flags (not modelled here), so the rehearsal starts with the flags as written.
@@ -190,7 +192,11 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
     # `=` forms, as a bare boolean's value in ``flags`` is the tools' reading, not what was written
     booleans = [(o.name, o.flag.attached) for o in cmd.options
                 if o.flag.kind in (Kind.BOOLEAN, Kind.STORE_TRUE) and o.flag.attached is not None]
-    refused = argv.first_error(words, parse_version(version) or NEWEST_RELEASE, bare,
+    serve = cmd.entrypoint.endswith(" serve")  # the CLI around argparse reads --model first (``serve_model``)
+    written = [t.value for o in cmd.options for t in o.tokens] + bare
+    if serve and (said := serve_model.before_parsing(written, release)) is not None:
+        return Refusal(version, model_id, said[0], "cli", frames=said[1])
+    refused = argv.first_error(words, release, bare, model_tag_required=serve and not hidden,
                                api_server="openai.api_server" in cmd.entrypoint, booleans=booleans,
                                negated=[(o.name, o.tokens[0].value) for o in cmd.options if o.flag.negated],
                                shorts=[(o.flag.spelled, o.flag.attached, o.values[0] if o.values else None)
@@ -198,19 +204,22 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
                                spelled=argv.placed(cmd, judged))  # options the release lacks (argv_added)
     if refused is not None:
         prog = "api_server.py" if "api_server" in cmd.entrypoint else "vllm serve"
-        return Refusal(version, model_id, "\n".join(refused.lines(prog)), "argparse")
+        return Refusal(version, model_id, "\n".join(refused.lines(prog, release)), "argparse")
+    typed_model = next((o.value for o in reversed(cmd.options) if o.name == "model"), None)
+    if serve and (said := serve_model.after_parsing(typed_model, release)) is not None:
+        return Refusal(version, model_id, said[0], "cli", frames=said[1])
     config_from = hf_config_flags.config_id(flags, model_id)  # --hf-config-path: where vLLM reads the config
     try:
         spec = model_spec(config_from, flags.get("revision"))
     except UserError:
-        return Refusal(version, model_id, _no_model_error(version, config_from), "config")
+        return Refusal(version, model_id, no_model_error(version, config_from), "config")
     try:  # --hf-overrides, applied to the config before anything is derived from it
         spec = hf_config_flags.overridden(spec, config_from, flags.get("revision"), flags,
                                           parse_version(version) or NEWEST_RELEASE)
     except UserError as err:
         if str(err).startswith("argument "):  # the pod's parser, before anything else (``argv.ArgError.lines``)
             prog = "api_server.py" if "api_server" in cmd.entrypoint else "vllm serve"
-            said = argv.ArgError("hf-overrides", str(err)).lines(prog)
+            said = argv.ArgError("hf-overrides", str(err)).lines(prog, release)
             return Refusal(version, model_id, "\n".join(said), "argparse")
         return Refusal(version, model_id, str(err), "config")
     # The container's env is vLLM's too: VLLM_ALLOW_LONG_MAX_MODEL_LEN turns the max-length refusal into a warning.
@@ -241,7 +250,7 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
     try:  # SpeculativeConfig builds the draft's ModelConfig at config time, like the target's
         draft_spec = model_spec(draft, None) if draft else None
     except UserError:
-        return Refusal(version, model_id, _no_model_error(version, draft or ""), "config")
+        return Refusal(version, model_id, no_model_error(version, draft or ""), "config")
     if draft and draft_spec and (why := adapters.draft_refused(parse_version(version) or NEWEST_RELEASE, draft,
                                                                draft_spec)):
         return Refusal(version, model_id, why, "config")
@@ -378,31 +387,3 @@ def _without_value(opt: Option) -> bool:
     flag = opt.flag
     return (not opt.values and flag.attached is None and not flag.negated and "." not in flag.name
             and flag.kind in (Kind.VALUE, Kind.MULTI))
-
-
-def model_spec(model_id: str, revision: str | None) -> ModelSpec:
-    """The model as vLLM would find it: the catalog, a config the world ships (``models:`` in its seed), then the
-    Hugging Face cache and Hub the way the tools resolve it (``hub``); a UserError when none has it."""
-    try:
-        return resolved.model(model_id, revision)
-    except UserError:
-        pass
-    shipped = resolved.known(model_id, None)
-    if isinstance(shipped, ModelSpec):
-        return shipped
-    return hub.resolve(model_id, revision, in_pod=True)[0]  # a local path is the pod's volume, not this machine's
-
-
-def _no_model_error(version: str, model_id: str) -> str:
-    """What vLLM raises for a model id that is neither a Hugging Face repo nor a local folder."""
-    if (parse_version(version) or NEWEST_RELEASE) >= (0, 8, 0):
-        return (f"ValueError: Invalid repository ID or local directory specified: '{model_id}'.\n"
-                "Please verify the following requirements:\n"
-                "1. Provide a valid Hugging Face repository ID.\n"
-                "2. Specify a local directory that contains a recognized configuration file.\n"
-                "   - For Hugging Face models: ensure the presence of a 'config.json'.\n"
-                "   - For Mistral models: ensure the presence of a 'params.json'.")
-    return (f"OSError: {model_id} is not a local folder and is not a valid model identifier listed on "
-            "'https://huggingface.co/models'\nIf this is a private repository, make sure to pass a token having "
-            "permission to this repo either by logging in with `huggingface-cli login` or by passing "
-            "`token=<your_token>`")
