@@ -82,3 +82,12 @@ def test_the_table_is_the_rehearsals_own():
     assert not [line for line in imports if "vllm_remedy" in line], imports
     assert "--bogus-flag" not in argv_options.options((0, 28, 0), True)
     assert "--disable-log-requests" in argv_options.options((0, 16, 0), True)
+
+
+def test_dotted_words_of_an_unknown_option_fold_into_one_left_over_at_the_end(api):
+    """From 0.9.0 FlexibleArgumentParser folds every ``--x.k v`` into one ``--x <json>`` appended after all other
+    words (utils/__init__.py@0.9.2: the keys keep their underscores, the values are ``json.loads``-ed), so argparse
+    meets ``--bogus`` last and leaves it over with its JSON after the other leftovers."""
+    log, code = _run(api, "dotted-bogus", "v0.9.2", SERVE, [LLAMA, "--bogus.k_x", "1", "--bogus.j=2", "stray"])
+    assert code == 2
+    assert log.splitlines()[-1] == 'vllm serve: error: unrecognized arguments: stray --bogus {"k_x": 1, "j": 2}', log

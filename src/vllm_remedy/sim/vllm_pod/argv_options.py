@@ -87,6 +87,20 @@ def _lookup(word: str, version: Version, serve: bool) -> tuple[str, ...] | None:
     return tuple(o for o in known if o.startswith(key))
 
 
+def folded(word: str, version: Version) -> tuple[str, list[str], str | None] | None:
+    """A dotted ``--x.a.b[=v]`` as FlexibleArgumentParser folds it from 0.9.0: (``--x``, the keys, the text after
+    ``=`` or None); None for any other word. 0.9.0 dashes the whole name, keys too (utils.py@0.9.0); from 0.9.2 only
+    the part before the first dot (utils/__init__.py@0.9.2 ``(?<=--)[^\\.]*``)."""
+    if version < DOTTED_SINCE or not word.startswith("--"):
+        return None
+    key, eq, value = word.partition("=")
+    if "." not in key:
+        return None
+    name, *keys = (dashed(key) if version < (0, 9, 2) else dashed(key.partition(".")[0]) + "." + key.partition(".")[2]
+                   ).split(".")
+    return name, keys, value if eq else None
+
+
 def unknown(word: str, version: Version, serve: bool = True) -> bool:
     """Whether argparse leaves ``word`` (an option as written) over: ``version``'s parser has no option it names."""
     return _lookup(word, version, serve) == ()
