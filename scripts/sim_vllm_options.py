@@ -32,6 +32,8 @@ _DOC = re.compile(r'"""(?:.|\n)*?"""|' + r"'''(?:.|\n)*?'''")
 _CLASS = re.compile(r"^class (\w*FrontendArgs)\b[^\n]*:\n((?:(?:    [^\n]*)?\n)*)", re.M)
 _FIELD = re.compile(r"^    ([a-z_][a-z0-9_]*)\s*:", re.M)
 _OPTION = re.compile(r"--[a-z0-9][a-z0-9-]*")
+#: ``for ... in [<literal list>]:`` and the four lines of its body
+_LOOP = re.compile(r"for [\w, ]+ in [\[(]\n((?:[^\n]*\n)*?)\s*[\])]:\n((?:[^\n]*\n){1,4})")
 
 
 def _version(name: str) -> tuple[int, ...]:
@@ -39,11 +41,17 @@ def _version(name: str) -> tuple[int, ...]:
 
 
 def _heads(text: str) -> list[str]:
-    """The ``--x`` strings ``add_argument`` calls name before their first non-literal argument, in text order."""
-    out: list[str] = []
+    """The ``--x`` strings ``add_argument`` calls name before their first non-literal argument, in text order, and
+    those of a literal list a loop hands to ``add_argument`` (``for arg, type in [("--guided-decoding-backend", str),
+    ...]: group.add_argument(arg, ...)``, engine/arg_utils.py@0.11.0)."""
+    found: list[tuple[int, str]] = []
     for match in _HEAD.finditer(text):
-        out += [lit[1:-1] for lit in _LIT.findall(match.group(1)) if _OPTION.fullmatch(lit[1:-1])]
-    return out
+        found += [(match.start(), lit[1:-1]) for lit in _LIT.findall(match.group(1)) if _OPTION.fullmatch(lit[1:-1])]
+    for match in _LOOP.finditer(text):
+        if "add_argument(" in match.group(2):
+            found += [(match.start(), lit[1:-1]) for lit in _LIT.findall(match.group(1))
+                      if _OPTION.fullmatch(lit[1:-1])]
+    return [word for _at, word in sorted(found)]
 
 
 def _fields(text: str) -> list[str]:
@@ -104,6 +112,10 @@ def main(src: Path) -> None:
         for s in reversed(scanned):
             order.update(dict.fromkeys(s[part]))
         table[key] = {n: _spans([n in s[part] for s in scanned]) for n in order}
+    # FlexibleArgumentParser registers EnableDisableAction for BooleanOptionalAction (utils/argparse_utils.py@0.33.0):
+    # every --enable-x flag then has --disable-x too, and the reverse
+    table["enable_disable"] = _spans([any("EnableDisableAction" in f.read_text(encoding="utf-8")
+                                          for f in (src / f"src-{r}" / "vllm").glob("utils*/*.py")) for r in releases])
     OUT.write_text(json.dumps(table, separators=(",", ":")) + "\n", encoding="utf-8")
     print(f"{OUT.name}: {len(releases)} releases, {len(table['options'])} options, "  # type: ignore[arg-type]
           f"{len(table['serve_only'])} serve-only, {OUT.stat().st_size} bytes")  # type: ignore[arg-type]

@@ -82,6 +82,15 @@ def test_the_table_is_the_rehearsals_own():
     assert not [line for line in imports if "vllm_remedy" in line], imports
     assert "--bogus-flag" not in argv_options.options((0, 28, 0), True)
     assert "--disable-log-requests" in argv_options.options((0, 16, 0), True)
+    # a loop over a literal list (engine/arg_utils.py@0.11.0), EnableDisableAction's inverse (argparse_utils@0.33.0)
+    assert "--guided-decoding-backend" in argv_options.options((0, 11, 0), True)
+    assert "--disable-prefix-caching" in argv_options.options((0, 34, 0), True)
+    assert "--disable-prefix-caching" not in argv_options.options((0, 32, 0), True)
+
+
+def test_an_inverse_enable_disable_option_serves_on_0_34(api):
+    assert _run(api, "inverse-0-34", "v0.34.0", SERVE, [LLAMA, "--max-model-len", "8192",
+                                                       "--disable-prefix-caching"]) == ("", None)
 
 
 def test_dotted_words_of_an_unknown_option_fold_into_one_left_over_at_the_end(api):

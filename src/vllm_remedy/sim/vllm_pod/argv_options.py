@@ -27,10 +27,10 @@ DOTTED_SINCE: Version = (0, 9, 0)
 
 
 @functools.cache
-def _table() -> tuple[tuple[Version, ...], dict[str, list[list[int]]], dict[str, list[list[int]]]]:
+def _table() -> tuple[tuple[Version, ...], dict[str, list[list[int]]], dict[str, list[list[int]]], list[list[int]]]:
     raw = json.loads(resources.files(__package__).joinpath("vllm_options.json").read_text(encoding="utf-8"))
     releases = tuple(tuple(int(p) for p in r.split(".")) for r in raw["releases"])
-    return releases, raw["options"], raw["serve_only"]  # type: ignore[return-value]
+    return releases, raw["options"], raw["serve_only"], raw["enable_disable"]  # type: ignore[return-value]
 
 
 def _rows(version: Version) -> tuple[int, ...]:
@@ -56,11 +56,14 @@ def options(version: Version, serve: bool) -> tuple[str, ...]:
     rows = _rows(version)
     if not rows:
         return ()
-    _r, common, serve_only = _table()
+    _r, common, serve_only, enable_disable = _table()
     found = [name for name, spans in common.items() if _has(spans, rows)]
     if serve:
         found += [name for name, spans in serve_only.items() if _has(spans, rows)]
-    return ("--help", *found)
+    if _has(enable_disable, rows):  # EnableDisableAction: --enable-x has --disable-x, and the reverse (from 0.33.0)
+        pairs = {"--enable-": "--disable-", "--disable-": "--enable-"}
+        found += [pairs[p] + n.removeprefix(p) for n in found for p in pairs if n.startswith(p)]
+    return ("--help", *dict.fromkeys(found))
 
 
 def dashed(word: str) -> str:
