@@ -85,8 +85,8 @@ def _lookup(word: str, version: Version, serve: bool) -> tuple[str, ...] | None:
         return (key,) if key in known else tuple(o for o in known if o.startswith(key))
     if key in known:
         return (key,)
-    if key.startswith("--no-") and f"--{key[5:]}" in known:
-        return None
+    if key.startswith("--no-") and any(o.startswith(f"--{key[5:]}") for o in known):
+        return None  # a BooleanOptionalAction's --no-x (or its abbreviation): the table holds no --no- forms
     return tuple(o for o in known if o.startswith(key))
 
 
