@@ -19,6 +19,7 @@ from vllm_remedy.sim.vllm_pod import (
     engine_select,
     hf_config_flags,
     keys,
+    ray_v1,
     registry,
     scheduler,
     serve_model,
@@ -288,8 +289,8 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
                       utilization_set=any(canonical_key(k) == "gpu-memory-utilization" for k in cmd.flags),
                       parallel=parallel_sizes(flags))
     if v >= config_order.WORLD_SIZE_IN_PARALLEL_CONFIG_SINCE and (short := _world_short(
-            version, model_id, world, gpu_limit(container), group_size, flags)) is not None:
-        return short  # ParallelConfig, built before the scheduler config
+            version, model_id, world, gpu_limit(container), group_size, flags)) is not None and short.stage == "config":
+        return short  # ParallelConfig, built before the scheduler config (an executor's shortfall comes later)
     # The scheduler config, built after the model config, refuses a batch below the length without chunked prefill:
     # the pod's own reading of its argv (``scheduler``), not the estimate's.
     if (batch := scheduler.refusal(cmd, flags, spec, resolved.rules.engine, v)) is not None:
@@ -330,15 +331,19 @@ def _world_short(version: str, model_id: str, world: int, own: int, group_size: 
     ``--nnodes`` > 1: ParallelConfig then picks the backend and, before Ray is asked, compares the world size with
     the devices of this node alone (config/parallel.py@0.12.0 l.561, @0.13.0 l.561 ``cuda_device_count_stateless()``,
     @0.34.0 l.1161 ``current_platform.device_count()``; "... available GPUs (M) in this node" from 0.13.0). Otherwise
-    its Ray cluster offers every pod's GPUs, and a shortfall keeps one line naming that cluster (not read)."""
+    its Ray cluster offers every pod's GPUs: a shortfall waits for a placement group and gives up, as a single pod
+    does before 0.12.0 (``config_order``) and as Ray's v1 executor does from then on (``ray_v1``)."""
     v = parse_version(version) or NEWEST_RELEASE
     node_only = group_size <= 1 or (v >= config_order.WORLD_SIZE_IN_PARALLEL_CONFIG_SINCE and _default_backend(flags))
     available = own if node_only else own * group_size
     if available >= world:
         return None
-    if not node_only:
+    if not node_only and v >= ray_v1.SINCE and str(flags.get("distributed-executor-backend")).strip() == "ray":
+        return Refusal(version, model_id, ray_v1.error(v, world), "executor", frames=ray_v1.frames(v),
+                       waits=ray_v1.waits(v, world, own))  # the group's Ray cluster waits for GPUs, then gives up
+    if not node_only and v >= ray_v1.SINCE:  # multi-node multiprocessing (--nnodes) or another backend: not read
         return Refusal(version, model_id, f"ValueError: World size ({world}) is larger than the number "
-                       f"of available GPUs ({available}) in the Ray cluster of {group_size} pods.", "device")
+                       f"of available GPUs ({available}) in the group of {group_size} pods.", "device")
     if v >= config_order.WORLD_SIZE_IN_PARALLEL_CONFIG_SINCE:  # the API server's engine config, no GPU touched
         return Refusal(version, model_id, config_order.world_size_error(v, world, available), "config",
                        frames=_PARALLEL_FRAMES)
