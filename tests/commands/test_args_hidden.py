@@ -10,9 +10,13 @@ import yaml
 
 from fixtures.vllm_deployment import LLAMA, manifest
 
+#: the first image whose ENTRYPOINT is `vllm serve` (docker/Dockerfile@v0.11.1; v0.11.0 runs the api_server
+#: module, which takes the model from --model): args-only containers give the model tag first, as it runs it
+SERVE_IMAGE = "vllm/vllm-openai:v0.11.1"
+
 
 def _with(tmp_path: Path, **container: object) -> str:
-    doc = yaml.safe_load(Path(manifest(tmp_path, [])).read_text())
+    doc = yaml.safe_load(Path(manifest(tmp_path, [], image=SERVE_IMAGE)).read_text())
     doc["spec"]["template"]["spec"]["containers"][0].update(container)
     path = tmp_path / "hidden.yaml"
     path.write_text(yaml.safe_dump(doc))

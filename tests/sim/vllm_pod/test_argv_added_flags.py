@@ -11,9 +11,10 @@ from datetime import datetime
 import pytest
 
 from vllm_remedy.sim.seed import make_node
-from vllm_remedy.sim.vllm_pod import argv_added, timeline
+from vllm_remedy.sim.vllm_pod import argv, argv_added, timeline
 from vllm_remedy.sim.vllm_pod.launch import Launch, Refusal, plan
 from vllm_remedy.vllm.cmdline import find_server
+from vllm_remedy.vllm.versions import parse_version
 
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 HALF = '{"num_hidden_layers": 16}'
@@ -42,7 +43,7 @@ def _refused_as_argparse(got: Launch | Refusal, words: str) -> None:
     run = timeline.plan_refusal(got, datetime(2026, 1, 1))
     assert run.lines == ()  # no banner, no arguments line, no engine
     assert run.exit is not None and run.exit.code == 2
-    assert run.exit.log == ("usage: vllm serve [model_tag] [options]",
+    assert run.exit.log == (argv.serve_usage(parse_version(got.version)),  # ``<model_tag>`` to 0.8.0
                             f"vllm serve: error: unrecognized arguments: {words}")
 
 

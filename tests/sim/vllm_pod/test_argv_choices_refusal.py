@@ -10,9 +10,10 @@ from datetime import datetime
 import pytest
 
 from vllm_remedy.sim.seed import make_node
-from vllm_remedy.sim.vllm_pod import argv_choices, argv_compilation, timeline
+from vllm_remedy.sim.vllm_pod import argv, argv_choices, argv_compilation, timeline
 from vllm_remedy.sim.vllm_pod.launch import Launch, Refusal, plan
 from vllm_remedy.vllm.cmdline import find_server
+from vllm_remedy.vllm.versions import parse_version
 
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 
@@ -49,7 +50,7 @@ def test_argparse_refuses_from_the_pod_s_own_tables(tag: str, args: list[str], e
     assert isinstance(got, Refusal) and got.stage == "argparse", got
     run = timeline.plan_refusal(got, datetime(2026, 1, 1))
     assert run.exit is not None and run.exit.code == 2
-    assert run.exit.log[0] == "usage: vllm serve [model_tag] [options]"
+    assert run.exit.log[0] == argv.serve_usage(parse_version(got.version))  # ``<model_tag>`` to 0.8.0
     assert "\n".join(run.exit.log[1:]).startswith(f"vllm serve: error: {error}")
 
 

@@ -35,7 +35,9 @@ def only(path: Path, container: str | None = None):
 
 # form file -> (container, entrypoint, model, flags)
 EXPECTED = {
-    "01-args-only": ("server", "image default", "acme/m7b", {"max-model-len": "4096"}),
+    # vllm/vllm-openai:v0.8.5: the image's ENTRYPOINT is the api_server module (docker/Dockerfile@v0.8.5)
+    "01-args-only": ("server", "image default (python3 -m vllm.entrypoints.openai.api_server)", "acme/m7b",
+                     {"max-model-len": "4096"}),
     "02-split-serve": ("vllm", "vllm serve", "acme/m7b", {"port": "8000"}),
     "03-whole-argv-in-command": ("vllm", "/opt/venv/bin/vllm serve", "acme/m7b",
                                  {"dtype": "bfloat16", "max-model-len": "8192"}),

@@ -22,7 +22,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from . import argv_added, argv_choices, argv_compilation  # the rehearsal's own tables (no tools' module: see above)
+# the rehearsal's own tables (no tools' module: see above)
+from . import argv_added, argv_choices, argv_compilation, argv_options
 from .argv_added import placed  # noqa: F401  (launch.py's argv-ordered items for ``first_error``'s ``spelled``)
 
 Version = tuple[int, int, int]
@@ -85,6 +86,10 @@ CHOICES: dict[str, tuple[tuple[Version, tuple[str, ...] | None], ...]] = {
 #: ``python -m vllm.entrypoints.openai.api_server`` takes the ``model_tag`` positional from 0.11.0 (``make_arg_parser``
 #: in entrypoints/openai/cli_args.py; entrypoints/common/cli_args.py@0.34.0); 0.8.5's parser has none (first read).
 API_SERVER_MODEL_TAG_SINCE: Version = (0, 11, 0)
+#: From 0.11.1 FlexibleArgumentParser moves ``vllm serve``'s ``--model M`` (the exact word, or ``--model=M``) to the
+#: front as its model tag (utils/__init__.py@0.11.1, utils/argparse_utils.py@0.12.0-0.34.0, ``re.match`` of
+#: ``^--model(=.+|$)``), so every bare word is left over; up to 0.11.0 it raised ValueError instead (not rendered).
+SERVE_MODEL_HOISTED_SINCE: Version = (0, 11, 1)
 #: Flags read with ``StoreBoolean`` (utils.py, ``nargs='?'``: true/false after ``=`` or as the next word), to the first
 #: release read without it (engine/arg_utils.py@0.8.3 has the first two, @0.8.5 none; @0.8.0 the third, @0.8.3 not).
 STORE_BOOLEAN_UNTIL: dict[str, Version] = {
@@ -99,6 +104,15 @@ STORE_TRUE_UNTIL: dict[str, Version | None] = {
 }
 _HUMAN = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
 SERVE_USAGE = "usage: vllm serve [model_tag] [options]"
+#: ``vllm serve``'s model_tag is required (usage ``vllm serve <model_tag> [options]``, no ``nargs``) to 0.8.0
+#: (vllm/scripts.py@0.5.5-0.7.2, entrypoints/cli/serve.py@0.7.3/0.8.0) and ``nargs='?'`` from 0.8.3 (serve.py@0.8.3).
+MODEL_TAG_OPTIONAL_SINCE: Version = (0, 8, 3)
+
+
+def serve_usage(version: Version | None) -> str:
+    """``vllm serve``'s usage line in ``version`` (None: the newest)."""
+    return SERVE_USAGE if version is None or version >= MODEL_TAG_OPTIONAL_SINCE else \
+        "usage: vllm serve <model_tag> [options]"
 
 
 @dataclass(frozen=True)
@@ -108,10 +122,10 @@ class ArgError:
     flag: str
     message: str
 
-    def lines(self, prog: str = "vllm serve") -> list[str]:
+    def lines(self, prog: str = "vllm serve", version: Version | None = None) -> list[str]:
         """What the process writes to stderr before it exits 2. ``python -m vllm.entrypoints.openai.api_server``
         (``api_server.py``) prints argparse's generated usage of every option first, which is not rendered here."""
-        usage = [SERVE_USAGE] if prog == "vllm serve" else []
+        usage = [serve_usage(version)] if prog == "vllm serve" else []
         return [*usage, f"{prog}: error: {self.message}"]
 
 
@@ -285,7 +299,7 @@ def first_error(options: Iterable[tuple[str, str | None]], version: Version, pos
                 api_server: bool = False, booleans: Iterable[tuple[str, str]] = (),
                 negated: Iterable[tuple[str, str]] = (),
                 shorts: Iterable[tuple[str, str | None, str | None]] = (),
-                spelled: Sequence[argv_added.Item] = ()) -> ArgError | None:
+                spelled: Sequence[argv_added.Item] = (), model_tag_required: bool = False) -> ArgError | None:
     """argparse converts every occurrence in argv order and stops at the first it refuses (a repeated flag's first
     value too, though the last one wins when all parse); a value of None is a flag that takes one but got none
     (``expected one argument``). Positionals beyond the parser's one ``model_tag`` (``nargs='?'``; none in the
@@ -298,6 +312,10 @@ def first_error(options: Iterable[tuple[str, str | None]], version: Version, pos
     model tag, in argv order (``argv_added.leftovers``).
     A one-item ``"--max-model-len 16384"`` is a positional here (argparse: "if it contains a space, it was meant to
     be a positional"): the model tag when none is given before it, else a leftover."""
+    serve = not api_server
+    for _name, words, _at in spelled:  # argparse sorts every word into option or positional before it converts any
+        if words and (message := argv_options.ambiguous(words[0], version, serve)) is not None:
+            return ArgError("", message)
     negated = list(negated)
     for flag, text in booleans:
         if any(f == flag for f, _w in negated) and store_true(flag, version):
@@ -309,7 +327,7 @@ def first_error(options: Iterable[tuple[str, str | None]], version: Version, pos
     skip = {("optimization-level", v) for s_, a, v in shorts if s_ == "-O" and a is None and v and "-O" in unknown}
     skip |= {("compilation-config", v) for s_, a, v in shorts if s_ == "-cc" and version < COMPILATION_CC_SINCE}
     options = list(options)
-    absent = argv_added.skipped(options, version)
+    absent = argv_added.skipped(options, version) | {i[0] for i in spelled if argv_added.lacking(i, version, serve)}
     for flag, value in options:
         if (flag, value) in skip or flag in absent or (flag.startswith("cc.") and version < COMPILATION_CC_SINCE):
             continue  # an unknown option's words: left over, not converted
@@ -317,7 +335,12 @@ def first_error(options: Iterable[tuple[str, str | None]], version: Version, pos
             return ArgError(flag, f"argument --{flag}: expected one argument")
         if (message := convert(flag, value, version) or choice(flag, value, version)) is not None:
             return ArgError(flag, message)
-    takes = 0 if api_server and version < API_SERVER_MODEL_TAG_SINCE else 1
-    late = argv_added.leftovers(spelled, version, takes)
+    if model_tag_required and version < MODEL_TAG_OPTIONAL_SINCE and not list(positionals) and not any(
+            len(i[1]) > 1 for i in spelled if argv_added.lacking(i, version, serve)):  # no word for it at all
+        return ArgError("", "the following arguments are required: model_tag")
+    hoisted = not api_server and version >= SERVE_MODEL_HOISTED_SINCE and any(
+        words and re.match(r"^--model(=.+|$)", words[0]) for _n, words, _at in spelled)
+    takes = 0 if (api_server and version < API_SERVER_MODEL_TAG_SINCE) or hoisted else 1
+    late = argv_added.leftovers(spelled, version, takes, serve)
     extra = unknown_negations(negated, version) + (list(positionals)[takes:] if late is None else late) + unknown
     return ArgError("", f"unrecognized arguments: {' '.join(extra)}") if extra else None

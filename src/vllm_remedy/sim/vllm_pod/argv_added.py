@@ -14,8 +14,11 @@ release here), so the message says the dashes.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from typing import Any
+
+from . import argv_options
 
 Version = tuple[int, int, int]
 Position = tuple[int, int, int]
@@ -56,16 +59,48 @@ def _dashed(word: str) -> str:
     return "--" + key[2:].replace("_", "-") + eq + value
 
 
-def leftovers(items: Sequence[Item], version: Version, takes: int) -> list[str] | None:
+def lacking(item: Item, version: Version, serve: bool = True) -> bool:
+    """Whether ``version``'s parser has no option for this argv item: ``SPAN``, else the rehearsal's table of every
+    release's option strings (``argv_options``, by the word as written: an unknown name, a dotted one before 0.9.0)."""
+    name, words, _at = item
+    return bool(name and words) and (missing(name, version) or argv_options.unknown(words[0], version, serve))
+
+
+def _merge(into: dict[str, Any], update: dict[str, Any]) -> None:
+    """FlexibleArgumentParser's ``recursive_dict_update``: nested dicts merge, anything else replaces."""
+    for key, value in update.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            _merge(into[key], value)
+        else:
+            into[key] = value
+
+
+def leftovers(items: Sequence[Item], version: Version, takes: int, serve: bool = True) -> list[str] | None:
     """The words argparse leaves over, in argv order, when ``items`` hold an option ``version`` lacks (None when
     none does, so the caller keeps its own count of positionals): each such option's flag word, then its value words
-    and every bare positional as positionals, of which the first ``takes`` are the parser's model tag."""
-    late = [(words, at) for name, words, at in items if name and words and missing(name, version)]
+    and every bare positional as positionals, of which the first ``takes`` are the parser's model tag. ``serve``:
+    ``vllm serve``'s parser, else the api_server module's (which lacks the options only the sub-parser adds)."""
+    late = [(words, at) for name, words, at in items if lacking((name, words, at), version, serve)]
     if not late:
         return None
-    flags = [(at, 0, _dashed(words[0])) for words, at in late]
+    dicts: dict[str, dict[str, Any]] = {}  # a dotted word folds into ``--x <json>`` appended after every other word
+    for words, _at in late:
+        if (fold := argv_options.folded(words[0], version)) is not None:
+            name, keys, text = fold
+            text = text if text is not None else (words[1] if len(words) > 1 else "")
+            try:  # 0.9.0 keeps the text; from 0.9.2 ``json.loads`` first
+                value: Any = text if version < (0, 9, 2) else json.loads(text)
+            except ValueError:
+                value = text
+            for key in reversed(keys):
+                value = {key: value}
+            _merge(dicts.setdefault(name, {}), value)
+    late = [(words, at) for words, at in late if argv_options.folded(words[0], version) is None]
+    end: Position = (9, 0, 0)
+    flags = [(at, 0, _dashed(words[0])) for words, at in late] + [(end, 2 * i, n) for i, n in enumerate(dicts)]
     stream = [(at, 0, words[0]) for name, words, at in items if not name and words]
     stream += [(at, i, w) for words, at in late for i, w in enumerate(words[1:], 1)]
+    stream += [(end, 2 * i + 1, json.dumps(d)) for i, d in enumerate(dicts.values())]
     stream.sort()
     return [word for *_k, word in sorted(flags + stream[takes:])]
 

@@ -11,7 +11,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from vllm_remedy import hub
 from vllm_remedy.errors import UserError
 from vllm_remedy.sim.vllm_pod import (
     adapters,
@@ -20,10 +19,13 @@ from vllm_remedy.sim.vllm_pod import (
     engine_select,
     hf_config_flags,
     keys,
+    ray_v1,
     registry,
     scheduler,
+    serve_model,
 )
-from vllm_remedy.vllm import catalog, dtype_support, engine_env, model_len, quant_config, quant_support, resolved
+from vllm_remedy.sim.vllm_pod.model_lookup import model_spec, no_model_error
+from vllm_remedy.vllm import catalog, dtype_support, engine_env, model_len, quant_config, quant_support
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import ServerCommand, canonical_key
 from vllm_remedy.vllm.cmdline.flags import Kind
@@ -168,6 +170,7 @@ def _typed(value: str | None, kind: type[int] | type[float]) -> Any:
 def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, Any],
           cluster_gpu_used_mib: int, group_size: int) -> Launch | Refusal:
     version = image_version(cmd.image)
+    release = parse_version(version) or NEWEST_RELEASE
     model_id = cmd.model or "facebook/opt-125m"  # vLLM's default --model
     # A variable-borne argument (`$(X)`, `$X`: ``cmd.hidden``) makes the tools' estimate unknown; the pod does not
     # expand it into flags (not modelled here), so the rehearsal starts with the flags as written.
@@ -190,7 +193,11 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
     # `=` forms, as a bare boolean's value in ``flags`` is the tools' reading, not what was written
     booleans = [(o.name, o.flag.attached) for o in cmd.options
                 if o.flag.kind in (Kind.BOOLEAN, Kind.STORE_TRUE) and o.flag.attached is not None]
-    refused = argv.first_error(words, parse_version(version) or NEWEST_RELEASE, bare,
+    serve = cmd.entrypoint.endswith(" serve")  # the CLI around argparse reads --model first (``serve_model``)
+    written = [t.value for o in cmd.options for t in o.tokens] + bare
+    if serve and (said := serve_model.before_parsing(written, release)) is not None:
+        return Refusal(version, model_id, said[0], "cli", frames=said[1])
+    refused = argv.first_error(words, release, bare, model_tag_required=serve and not hidden,
                                api_server="openai.api_server" in cmd.entrypoint, booleans=booleans,
                                negated=[(o.name, o.tokens[0].value) for o in cmd.options if o.flag.negated],
                                shorts=[(o.flag.spelled, o.flag.attached, o.values[0] if o.values else None)
@@ -198,19 +205,22 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
                                spelled=argv.placed(cmd, judged))  # options the release lacks (argv_added)
     if refused is not None:
         prog = "api_server.py" if "api_server" in cmd.entrypoint else "vllm serve"
-        return Refusal(version, model_id, "\n".join(refused.lines(prog)), "argparse")
+        return Refusal(version, model_id, "\n".join(refused.lines(prog, release)), "argparse")
+    typed_model = next((o.value for o in reversed(cmd.options) if o.name == "model"), None)
+    if serve and (said := serve_model.after_parsing(typed_model, release)) is not None:
+        return Refusal(version, model_id, said[0], "cli", frames=said[1])
     config_from = hf_config_flags.config_id(flags, model_id)  # --hf-config-path: where vLLM reads the config
     try:
         spec = model_spec(config_from, flags.get("revision"))
     except UserError:
-        return Refusal(version, model_id, _no_model_error(version, config_from), "config")
+        return Refusal(version, model_id, no_model_error(version, config_from), "config")
     try:  # --hf-overrides, applied to the config before anything is derived from it
         spec = hf_config_flags.overridden(spec, config_from, flags.get("revision"), flags,
                                           parse_version(version) or NEWEST_RELEASE)
     except UserError as err:
         if str(err).startswith("argument "):  # the pod's parser, before anything else (``argv.ArgError.lines``)
             prog = "api_server.py" if "api_server" in cmd.entrypoint else "vllm serve"
-            said = argv.ArgError("hf-overrides", str(err)).lines(prog)
+            said = argv.ArgError("hf-overrides", str(err)).lines(prog, release)
             return Refusal(version, model_id, "\n".join(said), "argparse")
         return Refusal(version, model_id, str(err), "config")
     # The container's env is vLLM's too: VLLM_ALLOW_LONG_MAX_MODEL_LEN turns the max-length refusal into a warning.
@@ -241,7 +251,7 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
     try:  # SpeculativeConfig builds the draft's ModelConfig at config time, like the target's
         draft_spec = model_spec(draft, None) if draft else None
     except UserError:
-        return Refusal(version, model_id, _no_model_error(version, draft or ""), "config")
+        return Refusal(version, model_id, no_model_error(version, draft or ""), "config")
     if draft and draft_spec and (why := adapters.draft_refused(parse_version(version) or NEWEST_RELEASE, draft,
                                                                draft_spec)):
         return Refusal(version, model_id, why, "config")
@@ -279,8 +289,8 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
                       utilization_set=any(canonical_key(k) == "gpu-memory-utilization" for k in cmd.flags),
                       parallel=parallel_sizes(flags))
     if v >= config_order.WORLD_SIZE_IN_PARALLEL_CONFIG_SINCE and (short := _world_short(
-            version, model_id, world, gpu_limit(container) * max(1, group_size), group_size)) is not None:
-        return short  # ParallelConfig, built before the scheduler config
+            version, model_id, world, gpu_limit(container), group_size, flags)) is not None and short.stage == "config":
+        return short  # ParallelConfig, built before the scheduler config (an executor's shortfall comes later)
     # The scheduler config, built after the model config, refuses a batch below the length without chunked prefill:
     # the pod's own reading of its argv (``scheduler``), not the estimate's.
     if (batch := scheduler.refusal(cmd, flags, spec, resolved.rules.engine, v)) is not None:
@@ -294,7 +304,7 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
     # before 0.12 the executor finds the GPUs; the workers build their runners and create the weights: after every
     # config check
     available = gpu_limit(container) * max(1, group_size)
-    if (short := _world_short(version, model_id, world, available, group_size)) is not None:
+    if (short := _world_short(version, model_id, world, gpu_limit(container), group_size, flags)) is not None:
         return short
     engines = local_engines(flags, parse_version(version)) if group_size <= 1 else 1
     if available < world * engines:  # rank r's engine gets devices [r*world, (r+1)*world): past the pod's, none
@@ -313,21 +323,42 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
                   parallel=parallel_sizes(flags))
 
 
-def _world_short(version: str, model_id: str, world: int, available: int, group_size: int) -> Refusal | None:
-    """TP × PP above the GPUs the pod (or its Ray cluster) offers, or None: a single pod in its release's words and
-    time (``config_order.world_size_error``: ParallelConfig from 0.12.0, Ray's placement-group wait before); a
-    multi-node group's leader keeps one line naming its Ray cluster (what a group prints was not read)."""
+def _world_short(version: str, model_id: str, world: int, own: int, group_size: int,
+                 flags: Mapping[str, str]) -> Refusal | None:
+    """TP × PP above the GPUs vLLM counts, or None: a single pod's (``own``) in its release's words and time
+    (``config_order.world_size_error``: ParallelConfig from 0.12.0, Ray's placement-group wait before). A multi-node
+    group's leader (``group_size`` pods) is counted the same way from 0.12.0 unless it names an executor backend or
+    ``--nnodes`` > 1: ParallelConfig then picks the backend and, before Ray is asked, compares the world size with
+    the devices of this node alone (config/parallel.py@0.12.0 l.561, @0.13.0 l.561 ``cuda_device_count_stateless()``,
+    @0.34.0 l.1161 ``current_platform.device_count()``; "... available GPUs (M) in this node" from 0.13.0). Otherwise
+    its Ray cluster offers every pod's GPUs: a shortfall waits for a placement group and gives up, as a single pod
+    does before 0.12.0 (``config_order``) and as Ray's v1 executor does from then on (``ray_v1``)."""
+    v = parse_version(version) or NEWEST_RELEASE
+    node_only = group_size <= 1 or (v >= config_order.WORLD_SIZE_IN_PARALLEL_CONFIG_SINCE and _default_backend(flags))
+    available = own if node_only else own * group_size
     if available >= world:
         return None
-    if group_size > 1:
+    if not node_only and v >= ray_v1.SINCE and str(flags.get("distributed-executor-backend")).strip() == "ray":
+        return Refusal(version, model_id, ray_v1.error(v, world), "executor", frames=ray_v1.frames(v),
+                       waits=ray_v1.waits(v, world, own))  # the group's Ray cluster waits for GPUs, then gives up
+    if not node_only and v >= ray_v1.SINCE:  # multi-node multiprocessing (--nnodes) or another backend: not read
         return Refusal(version, model_id, f"ValueError: World size ({world}) is larger than the number "
-                       f"of available GPUs ({available}) in the Ray cluster of {group_size} pods.", "device")
-    v = parse_version(version) or NEWEST_RELEASE
+                       f"of available GPUs ({available}) in the group of {group_size} pods.", "device")
     if v >= config_order.WORLD_SIZE_IN_PARALLEL_CONFIG_SINCE:  # the API server's engine config, no GPU touched
         return Refusal(version, model_id, config_order.world_size_error(v, world, available), "config",
                        frames=_PARALLEL_FRAMES)
     return Refusal(version, model_id, config_order.world_size_error(v, world, available), "executor",
                    waits=config_order.ray_wait_logs(v, world))
+
+
+def _default_backend(flags: Mapping[str, str]) -> bool:
+    """No --distributed-executor-backend and at most one node (--nnodes, 0.11.1 on): ParallelConfig chooses the
+    backend itself, after its one-node check."""
+    try:
+        nodes = int(str(flags.get("nnodes", "1")).strip() or "1")
+    except ValueError:
+        nodes = 1
+    return not str(flags.get("distributed-executor-backend") or "").strip() and nodes <= 1
 
 
 # ``create_engine_config``'s call into ParallelConfig (engine/arg_utils.py@0.13.0 l.1541), a pydantic dataclass
@@ -361,31 +392,3 @@ def _without_value(opt: Option) -> bool:
     flag = opt.flag
     return (not opt.values and flag.attached is None and not flag.negated and "." not in flag.name
             and flag.kind in (Kind.VALUE, Kind.MULTI))
-
-
-def model_spec(model_id: str, revision: str | None) -> ModelSpec:
-    """The model as vLLM would find it: the catalog, a config the world ships (``models:`` in its seed), then the
-    Hugging Face cache and Hub the way the tools resolve it (``hub``); a UserError when none has it."""
-    try:
-        return resolved.model(model_id, revision)
-    except UserError:
-        pass
-    shipped = resolved.known(model_id, None)
-    if isinstance(shipped, ModelSpec):
-        return shipped
-    return hub.resolve(model_id, revision, in_pod=True)[0]  # a local path is the pod's volume, not this machine's
-
-
-def _no_model_error(version: str, model_id: str) -> str:
-    """What vLLM raises for a model id that is neither a Hugging Face repo nor a local folder."""
-    if (parse_version(version) or NEWEST_RELEASE) >= (0, 8, 0):
-        return (f"ValueError: Invalid repository ID or local directory specified: '{model_id}'.\n"
-                "Please verify the following requirements:\n"
-                "1. Provide a valid Hugging Face repository ID.\n"
-                "2. Specify a local directory that contains a recognized configuration file.\n"
-                "   - For Hugging Face models: ensure the presence of a 'config.json'.\n"
-                "   - For Mistral models: ensure the presence of a 'params.json'.")
-    return (f"OSError: {model_id} is not a local folder and is not a valid model identifier listed on "
-            "'https://huggingface.co/models'\nIf this is a private repository, make sure to pass a token having "
-            "permission to this repo either by logging in with `huggingface-cli login` or by passing "
-            "`token=<your_token>`")

@@ -251,6 +251,11 @@ def plan_refusal(refusal: Refusal, started: datetime) -> Plan:
     (stage ``argparse``) is only its usage and error lines on stderr, exit 2, before vLLM logs anything."""
     if refusal.stage == "argparse":
         return Plan((), None, Exit(1.0, 2, "Error", tuple(refusal.error.splitlines())), "")
+    if refusal.stage == "cli":  # raised by the CLI around argparse (``serve_model``): the traceback alone, exit 1
+        said = ["Traceback (most recent call last):"]
+        for path, line, function, code in refusal.frames:
+            said += [f'  File "{path}", line {line}, in {function}', f"    {code}"]
+        return Plan((), None, Exit(1.0, 1, "Error", (*said, *refusal.error.splitlines())), "")
     # the pod's own arguments in "non-default args" (not a stand-in length and utilization)
     typed_len, util = refusal.max_model_len, refusal.gpu_memory_utilization
     text = flag_extrapolated(refusal.version, named=refusal.version_named, text=render_startup_log(

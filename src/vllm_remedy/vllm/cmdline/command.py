@@ -27,6 +27,13 @@ _PASSTHROUGH = frozenset({"$@", "$*", "${@}", "${*}"})
 _TELLTALE = frozenset({"model", "max-model-len", "gpu-memory-utilization", "tensor-parallel-size",
                        "served-model-name", "max-num-seqs", "kv-cache-dtype", "enforce-eager"})
 _IMAGE_DEFAULT = Entrypoint("image default", 0, True)
+#: An args-only container of vLLM's own image runs its ENTRYPOINT: ``python3 -m vllm.entrypoints.openai.api_server``
+#: to v0.11.0 (Dockerfile@v0.6.6/v0.7.3, docker/Dockerfile@v0.8.5-v0.11.0), ``vllm serve`` from v0.11.1 (read to
+#: v0.20.0). The module names the model with --model (a ``model_tag`` from 0.11.0 it does not use): no positional
+#: model; the label names the module.
+IMAGE_SERVE_SINCE = (0, 11, 1)
+_IMAGE_MODULE = Entrypoint("image default (python3 -m vllm.entrypoints.openai.api_server)", 0, False)
+_OFFICIAL_IMAGE = re.compile(r"(?:^|/)vllm/vllm-openai(?::|@|$)")
 # A script that names vLLM this way somewhere it cannot be edited word by word is refused, not guessed at.
 _VLLM_MENTION = re.compile(r"\bvllm(\s+serve\b|[./]entrypoints\b)")
 _INDIRECT = frozenset({"eval", "source", ".", "su", "sudo", "xargs"})
@@ -284,7 +291,7 @@ def _analyse(container: Mapping[str, Any]) -> ServerCommand | None:
         options, _ = parse.parse_options(tokens)
         image = str(container.get("image", "")).lower()
         if "vllm" in image or any(o.name in _TELLTALE for o in options):
-            entry, rest, anchor = _IMAGE_DEFAULT, tokens, tokens[-1]
+            entry, rest, anchor = image_default(str(container.get("image", ""))), tokens, tokens[-1]
     if entry is None:
         return None
     if (refused := argv_problem(container)) is not None:  # `- 8192` unquoted: the API server refuses the pod
@@ -322,6 +329,15 @@ def _analyse(container: Mapping[str, Any]) -> ServerCommand | None:
         end_of_options=next((t for t in rest if t.value == "--"), None), hidden=hidden, positionals=positionals,
         literal=literal,
     )
+
+
+def image_default(image: str) -> Entrypoint:
+    """The program an args-only container runs: vLLM's own image before ``IMAGE_SERVE_SINCE`` runs the OpenAI
+    api_server module; a newer one, an unknown tag (the newest release) or any other image is read as ``vllm serve``."""
+    release = parse_version(version_from_image(image))
+    if _OFFICIAL_IMAGE.search(image.strip()) and release is not None and release < IMAGE_SERVE_SINCE:
+        return _IMAGE_MODULE
+    return _IMAGE_DEFAULT
 
 
 def _as_received(container: Mapping[str, Any], rest: list[Token]) -> tuple[list[Token], frozenset[Token]]:

@@ -1,0 +1,119 @@
+"""Whether a release's server parser has a long option: argparse's own lookup of a ``--word``, on the rehearsal's table.
+
+The table (``vllm_options.json``) is the rehearsal's own, built by scripts/sim_vllm_options.py with regular expressions
+over each release's wheel (the option strings of every ``add_argument`` call in engine/arg_utils.py and in the file of
+``make_arg_parser``, the fields of its ``FrontendArgs`` dataclasses, and what the ``serve`` sub-parser adds); the tools'
+table (``vllm/data/vllm_flags.json``) is read from the syntax tree and is not used here, so the two can catch each
+other's mistakes. Loaded on first use.
+
+argparse (CPython 3.12 ``_parse_optional``, the same for long options in 3.10) reads a word that starts with ``--``:
+an exact option string, else the part before ``=``, else every option string that starts with that part
+(``allow_abbrev``: vLLM's FlexibleArgumentParser never turns it off, no release read sets it): one is that option,
+several are ``ambiguous option: --x could match --a, --b`` at once, none leaves the word over for ``unrecognized
+arguments`` at the end. FlexibleArgumentParser first writes the name's underscores as dashes (every release read) and,
+from 0.9.0, folds a dotted ``--x.k v`` into ``--x '{"k": v}'`` (utils.py@0.9.0 ``startswith("--") and "." in``), so a
+dotted word is that option from 0.9.0 and an unknown word before (``--hf-overrides.num-hidden-layers``).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from importlib import resources
+
+Version = tuple[int, int, int]
+#: FlexibleArgumentParser folds ``--x.k v`` into ``--x <json>`` (utils.py@0.9.0; 0.8.5's parse_args has no such step).
+DOTTED_SINCE: Version = (0, 9, 0)
+
+
+@functools.cache
+def _table() -> tuple[tuple[Version, ...], dict[str, list[list[int]]], dict[str, list[list[int]]], list[list[int]]]:
+    raw = json.loads(resources.files(__package__).joinpath("vllm_options.json").read_text(encoding="utf-8"))
+    releases = tuple(tuple(int(p) for p in r.split(".")) for r in raw["releases"])
+    return releases, raw["options"], raw["serve_only"], raw["enable_disable"]  # type: ignore[return-value]
+
+
+def _rows(version: Version) -> tuple[int, ...]:
+    """The table's releases that speak for ``version``: itself when read, else the read ones on either side (an
+    option neither has is taken as absent in between); none before the oldest read (not judged)."""
+    releases = _table()[0]
+    if version < releases[0]:
+        return ()
+    if version in releases:
+        return (releases.index(version),)
+    before = max(i for i, r in enumerate(releases) if r < version)
+    return (before,) if before == len(releases) - 1 else (before, before + 1)
+
+
+def _has(spans: list[list[int]] | None, rows: tuple[int, ...]) -> bool:
+    return any(lo <= row < hi for lo, hi in spans or () for row in rows)
+
+
+@functools.cache
+def options(version: Version, serve: bool) -> tuple[str, ...]:
+    """Every long option string of ``version``'s parser (``vllm serve``'s, else the api_server module's), in the
+    table's order, with argparse's own ``--help``; empty when the release is older than the table."""
+    rows = _rows(version)
+    if not rows:
+        return ()
+    _r, common, serve_only, enable_disable = _table()
+    found = [name for name, spans in common.items() if _has(spans, rows)]
+    if serve:
+        found += [name for name, spans in serve_only.items() if _has(spans, rows)]
+    if _has(enable_disable, rows):  # EnableDisableAction: --enable-x has --disable-x, and the reverse (from 0.33.0)
+        pairs = {"--enable-": "--disable-", "--disable-": "--enable-"}
+        found += [pairs[p] + n.removeprefix(p) for n in found for p in pairs if n.startswith(p)]
+    return ("--help", *dict.fromkeys(found))
+
+
+def dashed(word: str) -> str:
+    """The word as FlexibleArgumentParser hands it to argparse: the name's underscores as dashes."""
+    key, eq, value = word.partition("=")
+    return "--" + key[2:].replace("_", "-") + eq + value
+
+
+def _lookup(word: str, version: Version, serve: bool) -> tuple[str, ...] | None:
+    """The option strings ``word`` names (one: that option; several: ambiguous; none: unknown), or None when argparse
+    does not read it as an option here (no ``--`` name, a space in it, a release older than the table, the ``--no-``
+    form of a flag: ``argv.unknown_negations`` judges those)."""
+    known = options(version, serve)
+    if not known or not word.startswith("--") or word == "--" or " " in word:
+        return None
+    key = dashed(word).partition("=")[0]
+    if "." in key and version >= DOTTED_SINCE:
+        key = key.partition(".")[0]  # folded into ``--x <json>``: the option is ``--x``
+        return (key,) if key in known else tuple(o for o in known if o.startswith(key))
+    if key in known:
+        return (key,)
+    if key.startswith("--no-") and any(o.startswith(f"--{key[5:]}") for o in known):
+        return None  # a BooleanOptionalAction's --no-x (or its abbreviation): the table holds no --no- forms
+    return tuple(o for o in known if o.startswith(key))
+
+
+def folded(word: str, version: Version) -> tuple[str, list[str], str | None] | None:
+    """A dotted ``--x.a.b[=v]`` as FlexibleArgumentParser folds it from 0.9.0: (``--x``, the keys, the text after
+    ``=`` or None); None for any other word. 0.9.0 dashes the whole name, keys too (utils.py@0.9.0); from 0.9.2 only
+    the part before the first dot (utils/__init__.py@0.9.2 ``(?<=--)[^\\.]*``)."""
+    if version < DOTTED_SINCE or not word.startswith("--"):
+        return None
+    key, eq, value = word.partition("=")
+    if "." not in key:
+        return None
+    name, *keys = (dashed(key) if version < (0, 9, 2) else dashed(key.partition(".")[0]) + "." + key.partition(".")[2]
+                   ).split(".")
+    return name, keys, value if eq else None
+
+
+def unknown(word: str, version: Version, serve: bool = True) -> bool:
+    """Whether argparse leaves ``word`` (an option as written) over: ``version``'s parser has no option it names."""
+    return _lookup(word, version, serve) == ()
+
+
+def ambiguous(word: str, version: Version, serve: bool = True) -> str | None:
+    """argparse's message when ``word`` abbreviates several options (``ambiguous option: --max-num could match
+    --max-num-seqs, --max-num-batched-tokens``), else None. The matches are listed in the table's order (the order the
+    scan met them in the sources), which stands for the parser's registration order."""
+    found = _lookup(word, version, serve)
+    if found is None or len(found) < 2:
+        return None
+    return f"ambiguous option: {dashed(word)} could match {', '.join(found)}"
