@@ -71,3 +71,19 @@ def test_a_pod_with_a_config_file_still_starts(cluster):
     body = pod("cfg", "NVIDIA-L40S", ["--config", "/etc/vllm/config.yaml"])
     cluster.store.create("pods", body)
     assert cluster.wait_for(lambda: _status(cluster, "cfg").get("ready") is True, 8), _status(cluster, "cfg")
+
+
+def test_a_quantization_config_without_its_method_crashes_the_pod_instead_of_hanging_it(cluster):
+    """From 0.11.0 vLLM reads an empty quant_method as none and loads packed tensors unquantized: the start dies,
+    it is not refused in words the tools can predict (``quant_support``: cannot predict). The pod used to stay in
+    ContainerCreating (the kubelet's launch raised); now it crash-loops with an error line."""
+    config = json.loads(CONFIG.read_text())
+    config["quantization_config"] = {k: v for k, v in config["quantization_config"].items() if k != "quant_method"}
+    ship_model({"id": "test/no-quant-method", "config": config}, "test world")
+    body = pod("noqm", "NVIDIA-L40S", [])
+    body["spec"]["containers"][0]["args"][0] = "test/no-quant-method"
+    cluster.store.create("pods", body)
+    assert cluster.wait_for(lambda: "CrashLoopBackOff" in str(_status(cluster, "noqm").get("state")), 8), \
+        _status(cluster, "noqm")
+    text = cluster.read_log("llm", "noqm", previous=True)
+    assert "quant_method" in text and "KV cache" not in text, text[-1500:]

@@ -269,8 +269,11 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
     # the config's quantization gates (the card's capability, --quantization against the checkpoint's method), read
     # from the pod's own argv and model (``quant_support``), not from the estimate's outcome
     typed_quant = str(flags.get("quantization") or flags.get("q") or "").strip().lower() or None
-    if (quant_refused := quant_support.refusal(spec, gpu, typed_quant, version,
-                                               str(flags.get("dtype") or "auto"))) is not None:
+    try:
+        quant_refused = quant_support.refusal(spec, gpu, typed_quant, version, str(flags.get("dtype") or "auto"))
+    except UserError as err:  # a quantization_config vLLM does not refuse but cannot load either: the start dies
+        return Refusal(version, model_id, f"ValueError: {err}", "config")
+    if quant_refused is not None:
         found[config_order.quant_stage(quant_refused)] = Refusal(version, model_id, quant_refused, "config")
     if not too_long and (refused := config_order.first(found, config_order.MODEL_CONFIG)) is not None:
         return refused
