@@ -291,7 +291,9 @@ def test_a_crash_looping_model_outside_the_catalog_is_never_in_sync(rehearsal: R
     nothing can be predicted and vLLM refuses to start. Both are findings - an unknown prediction (saying why) and a
     crash loop - and the budget refuses to plan a fix it cannot predict, so the run exits 3 (drift whose fix is
     refused, in both conventions), never 0."""
-    set_args(rehearsal, ["--model", "openai/gpt-oss-20b", "--max-model-len", "16384",
+    # the model as vLLM 0.8.5's `vllm serve` takes it: a positional (its `--model` is refused before the model is
+    # looked up: "you should provide the model as a positional argument", entrypoints/cli/main.py@0.8.5)
+    set_args(rehearsal, ["openai/gpt-oss-20b", "--max-model-len", "16384",
                          "--gpu-memory-utilization", "0.90", "--max-num-seqs", "64"])
     assert rehearsal.cluster.wait_for(lambda: _crash_looping(rehearsal), timeout=60)
     # the policy covers the model and lists no unit to miss: every other check passes
