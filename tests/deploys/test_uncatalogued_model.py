@@ -71,8 +71,8 @@ def test_an_uncatalogued_model_starts_and_goes_through_diagnose_and_budget(hub, 
             "8192)") in lines, lines
     assert args_of(deployment(rehearsal)) == SERVE
     fetched = [r for r in hub.requests if "/resolve/" in r[1]]
-    assert fetched == [("HEAD", f"/{SMOLLM2_ID}/resolve/main/config.json"),
-                       ("GET", f"/{SMOLLM2_ID}/resolve/main/config.json")]  # once, then the shared cache
+    assert fetched == [("HEAD", f"/{SMOLLM2_ID}/resolve/main/config.json")] * 2 + [
+        ("GET", f"/{SMOLLM2_ID}/resolve/main/config.json")]  # once (our HEAD, hf_hub_download's), then the cache
 
 
 def test_a_model_that_resolves_nowhere_is_no_prediction_and_the_pods_say_invalid_repository(
