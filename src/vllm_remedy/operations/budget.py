@@ -217,9 +217,8 @@ def smallest_fix(gpu: str | None = None, target_concurrency: float | None = None
                               f"{short}; no budget change fixes it: {layout_fix(resource)}")
             return
         why = _unpredictable(server)
-        if why is not None:  # the model resolved nowhere (hub): every rung is chosen by a prediction
-            yield from refuse(state, host, f"{why}; nothing changed on {ctx.where} (each budget change is chosen by "
-                              "its prediction)", head="no prediction")
+        if why is not None:  # the model resolved nowhere (hub): every rung is chosen by a prediction, none is made
+            yield from refuse(state, host, f"{ctx.where}: {why}", head="no prediction")
             return
         plan, product = plan_for(ctx, template, gpu, target_concurrency, picture)
         rules = rules_note(version_from_image(server_of(template, ctx.container).image))
