@@ -216,7 +216,7 @@ def smallest_fix(gpu: str | None = None, target_concurrency: float | None = None
             yield from refuse(state, host, f"{ctx.where}: {_first_refusal(template, ctx.container, gpu, server.image)}"
                               f"{short}; no budget change fixes it: {layout_fix(resource)}")
             return
-        why = _unpredictable(server)
+        why = unpredictable(server)
         if why is not None:  # the model resolved nowhere (hub): every rung is chosen by a prediction, none is made
             yield from refuse(state, host, f"{ctx.where}: {why}", head="no prediction")
             return
@@ -259,7 +259,7 @@ FIX: tuple[tuple[str, Callable[..., Any], dict[str, Any]], ...] = (
 )
 
 
-def _unpredictable(server: Any) -> str | None:
+def unpredictable(server: Any) -> str | None:
     """Why ``server``'s model has no spec this run (it resolved nowhere: ``hub``, ``connectors.models``), else None."""
     try:
         resolved.model(str(server.model), server.flags.get("revision"))
