@@ -3,14 +3,15 @@
 The order is the issue's and vLLM's own: the packaged catalog (reviewed numbers, no I/O) for exactly the repository
 ids it holds at main or a commit it lists — never a name's look-alike, since vLLM serves whatever config.json that
 repository has at that revision (``catalog.repo_model``); a local path is not a repository id; then the local Hugging
-Face cache (``HF_HOME`` / ``HF_HUB_CACHE``, what vLLM itself downloaded or a previous run fetched); the Hub through
-``huggingface_hub``, so ``HF_ENDPOINT`` (a mirror), ``HF_TOKEN`` (gated repositories) and ``HF_HUB_OFFLINE`` mean
-what they mean to vLLM; and last a config the policy names (a file, or a ConfigMap the caller reads), for
-clusters that reach no Hub. A Deployment's ``--revision`` pins the config's revision.
+Face cache (``HF_HOME`` / ``HF_HUB_CACHE``, what vLLM itself downloaded or a previous run fetched) and the Hub
+through ``huggingface_hub`` (which of the two answers first: below), so ``HF_ENDPOINT`` (a mirror), ``HF_TOKEN``
+(gated repositories) and ``HF_HUB_OFFLINE`` mean what they mean to vLLM; and last a config the policy names (a
+file, or a ConfigMap the caller reads), for clusters that reach no Hub.
+A Deployment's ``--revision`` pins the config's revision.
 
 A file fetched once lands in the Hugging Face cache. As in vLLM, a branch or tag (``main``) is revalidated with one
 HEAD per resolution — after the repository's ``main`` moves the new config is read — and the cached copy serves,
-with a warning, only when the Hub does not answer; a commit's snapshot is read without a request. A process
+with a warning, only when the Hub errs or does not answer; a commit's snapshot is read without a request. A process
 resolves each (model, revision) once, failures included, so a fleet run asks the Hub once per model; one resolution
 online lasts at most ``VLLM_REMEDY_HUB_TIMEOUT`` seconds (``hub.ask``), and a Hub that let it run out is not waited
 for again in that run.

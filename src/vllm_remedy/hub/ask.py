@@ -98,7 +98,15 @@ class Got:
 
 
 def ask(repo_id: str, revision: str, hub: str, cache: str | None, token: str | None, deadline: float) -> Got:
-    """config.json of ``repo_id`` at ``revision`` as the Hub has it now (see the module); :class:`Failed` else."""
+    """config.json of ``repo_id`` at ``revision`` as the Hub has it now (see the module); :class:`Failed` else —
+    whatever the library or its HTTP stack raised, in one line."""
+    try:
+        return _ask(repo_id, revision, hub, cache, token, deadline)
+    except Exception as exc:
+        raise _failure(exc) from None
+
+
+def _ask(repo_id: str, revision: str, hub: str, cache: str | None, token: str | None, deadline: float) -> Got:
     import huggingface_hub as hf
 
     unreachable = _unreachable(hub)
@@ -107,6 +115,8 @@ def ask(repo_id: str, revision: str, hub: str, cache: str | None, token: str | N
     meta = _head(hf.hf_hub_url(repo_id, CONFIG, revision=revision, endpoint=hub), hub, token, deadline)
     if not meta.commit_hash or not meta.etag:
         raise Failed("answered without the X-Repo-Commit and ETag headers a Hub sends (is HF_ENDPOINT a Hub?)")
+    if not COMMIT.fullmatch(meta.commit_hash):  # it names a path in the cache: nothing else may go there
+        raise Failed(f"answered with an X-Repo-Commit that is not a commit id ({meta.commit_hash[:60]!r})")
     if meta.size is not None and meta.size > MAX_CONFIG_BYTES:
         raise Failed(f"announced a {CONFIG} of {meta.size:,} bytes, refused: larger than "
                      f"{MAX_CONFIG_BYTES // 1024 // 1024} MiB")
@@ -199,7 +209,7 @@ def _first_line(exc: BaseException) -> str:
 def _point(snapshot: str, revision: str, commit: str) -> None:
     """Point the cache's ``refs/<revision>`` at ``commit``, as ``hf_hub_download`` does after its HEAD, so an
     offline run later reads the config the Hub named last. Best effort: a read-only cache is still read."""
-    if COMMIT.fullmatch(revision):
+    if COMMIT.fullmatch(revision) or ".." in Path(revision).parts:
         return
     refs = Path(snapshot).parents[2] / "refs" / revision  # <repo folder>/snapshots/<commit>/config.json
     try:
