@@ -46,7 +46,8 @@ def config_requests(hub: HubServer) -> list[tuple[str, str]]:
 
 @pytest.mark.parametrize(("how", "said"), [
     ("redirect-loop", "sent too many redirects (Exceeded 20 redirects while resolving "),
-    ("huge", "announced a config.json of 100,000,000,000 bytes, refused: larger than 4 MiB"),
+    ("huge", "announced a config.json of 100,000,000,000 bytes (refused: larger than 4 MiB) and the local Hugging "
+             "Face cache has no config.json"),
     ("bad-commit", "answered with an X-Repo-Commit that is not a commit id ('../../../escape')"),
     ("error-500", "answered HTTP 500 Internal Server Error and the local Hugging Face cache has no config.json"),
     ("rate-limit", "answered HTTP 429 Too Many Requests (Retry-After 3600 s) and the local Hugging Face cache has "

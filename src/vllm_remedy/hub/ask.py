@@ -118,8 +118,8 @@ def _ask(repo_id: str, revision: str, hub: str, cache: str | None, token: str | 
     if not COMMIT.fullmatch(meta.commit_hash):  # it names a path in the cache: nothing else may go there
         raise Failed(f"answered with an X-Repo-Commit that is not a commit id ({meta.commit_hash[:60]!r})")
     if meta.size is not None and meta.size > MAX_CONFIG_BYTES:
-        raise Failed(f"announced a {CONFIG} of {meta.size:,} bytes, refused: larger than "
-                     f"{MAX_CONFIG_BYTES // 1024 // 1024} MiB")
+        raise Failed(f"announced a {CONFIG} of {meta.size:,} bytes (refused: larger than "
+                     f"{MAX_CONFIG_BYTES // 1024 // 1024} MiB)")
     snapshot = hf.try_to_load_from_cache(repo_id, CONFIG, cache_dir=cache, revision=meta.commit_hash)
     if isinstance(snapshot, str):  # unchanged (or moved to a commit this cache already holds): no download
         _point(snapshot, revision, meta.commit_hash)
