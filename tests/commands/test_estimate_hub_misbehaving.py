@@ -20,7 +20,7 @@ from fixtures.hf_hub_server import SMOLLM2_CONFIG, HubServer, Repo, hub_server
 
 MODEL = "acme-corp/SmolLM2-Mirror"
 ARGS = ("--gpu", "NVIDIA-L4", "--max-model-len", "8192", "--vllm-version", "0.19.0")
-LIMIT = 2  # VLLM_REMEDY_HUB_TIMEOUT for these runs: a stall costs the suite this, not the default 20 s
+LIMIT = 1  # VLLM_REMEDY_HUB_TIMEOUT for these runs: a stall costs the suite this, not the default 20 s
 RESOLVE = ("HEAD", f"/{MODEL}/resolve/main/config.json")
 
 
