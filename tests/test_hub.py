@@ -42,7 +42,8 @@ def test_each_model_is_asked_once_per_process_failures_included(online):
         with pytest.raises(UserError, match="gated repository"):
             hub.resolve(GATED)
     assert (spec.num_layers, spec.num_kv_heads, source) == (24, 32, f"the Hub ({online.url})")
-    assert files(online) == [("HEAD", f"/{SMOLLM2_ID}/resolve/main/config.json"),
+    assert files(online) == [("HEAD", f"/{SMOLLM2_ID}/resolve/main/config.json"),  # ours: commit and size
+                             ("HEAD", f"/{SMOLLM2_ID}/resolve/main/config.json"),  # hf_hub_download's
                              ("GET", f"/{SMOLLM2_ID}/resolve/main/config.json"),
                              ("HEAD", f"/{GATED}/resolve/main/config.json")]
     assert resolved.model(SMOLLM2_ID) == spec  # what predictions look up

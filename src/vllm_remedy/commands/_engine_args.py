@@ -300,10 +300,7 @@ def load_model_source(args: argparse.Namespace, revision: str | None = None) -> 
         except UserError as exc:
             raise UserError(f"{exc}; pass --model-config with its config.json") from None
     path = Path(args.model_config)
-    try:
-        text = path.read_bytes()
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    text = hub.read_file(path, str(path))  # a regular file only: a FIFO or a device would block
     config = hub.config_from_json(text, str(path))
     spec = hub.spec_from_config(config, str(path), str(path))
     hf_overrides.remember(str(path), None, config)  # the base --hf-overrides is applied to (``_hf_flags``)

@@ -55,10 +55,7 @@ def policy_config(client: KubeClient | None, namespace: str, policy: Policy,
 
 
 def _file(path: Path, where: str) -> Mapping[str, Any]:
-    try:
-        return _read_json(path.read_bytes(), where)
-    except OSError as exc:
-        raise UserError(f"{where}: cannot read ({exc.strerror or exc})") from None
+    return _read_json(hub.read_file(path, where), where)  # a regular file only: a FIFO or a device would block
 
 
 def _from_map(data: Mapping[str, str], key: str, where: str) -> Mapping[str, Any]:

@@ -216,6 +216,10 @@ def smallest_fix(gpu: str | None = None, target_concurrency: float | None = None
             yield from refuse(state, host, f"{ctx.where}: {_first_refusal(template, ctx.container, gpu, server.image)}"
                               f"{short}; no budget change fixes it: {layout_fix(resource)}")
             return
+        why = unpredictable(server)
+        if why is not None:  # the model resolved nowhere (hub): every rung is chosen by a prediction, none is made
+            yield from refuse(state, host, f"{ctx.where}: {why}", head="no prediction")
+            return
         plan, product = plan_for(ctx, template, gpu, target_concurrency, picture)
         rules = rules_note(version_from_image(server_of(template, ctx.container).image))
         if plan.verdict == "no_change_needed":
@@ -253,6 +257,15 @@ FIX: tuple[tuple[str, Callable[..., Any], dict[str, Any]], ...] = (
     ("Pin the GPU type", pin_gpu.gpu_product, {}),
     ("Smallest change that restores headroom", smallest_fix, {}),
 )
+
+
+def unpredictable(server: Any) -> str | None:
+    """Why ``server``'s model has no spec this run (it resolved nowhere: ``hub``, ``connectors.models``), else None."""
+    try:
+        resolved.model(str(server.model), server.flags.get("revision"))
+    except UserError as exc:
+        return str(exc)
+    return None
 
 
 def _first_refusal(template: Mapping[str, Any], container: str | None, gpu: str | None, image: str) -> str:

@@ -203,6 +203,10 @@ def smallest_fix(gpu: str | None = None, target_concurrency: float | None = None
     where = _where(ctx.namespace, ctx.deployment)
     picture = host.get_fact(NodeObjects)
     empty = {"pods": []}
+    why = budget.unpredictable(server_of(template, ctx.container))
+    if why is not None:  # the model resolved nowhere: every rung is chosen by a prediction, none is made
+        yield from refuse(state, host, f"{where}: {why}", head="no prediction")
+        return
     try:
         plan, product = budget.plan_for(ctx, template, gpu, target_concurrency, picture, facts["pods"] or empty)
         rules = rules_note(version_from_image(server_of(template, ctx.container).image))

@@ -29,7 +29,7 @@ from pyinfra.api import FunctionCommand, operation
 from vllm_remedy.errors import UserError
 from vllm_remedy.facts.nodes import NodeObjects
 from vllm_remedy.operations import lws_pin
-from vllm_remedy.operations.budget import BUDGET, _failure, _logged_kv, _node_gpus, planned_template
+from vllm_remedy.operations.budget import BUDGET, _failure, _logged_kv, _node_gpus, planned_template, unpredictable
 from vllm_remedy.operations.lws_eager import due_revert, reverted
 from vllm_remedy.operations.lws_flags import LwsView, planned_lwt, refuse_failing, view, write_lwt
 from vllm_remedy.operations.util import k8s_host, keeps_its_plan, noop, refuse, server_of, show
@@ -175,6 +175,10 @@ def smallest_fix(gpu: str | None = None, target_concurrency: float | None = None
     try:
         got = view()
         ctx = got.ctx
+        why = unpredictable(server_of(got.leader, ctx.container))
+        if why is not None:  # the model resolved nowhere: every rung is chosen by a prediction, none is made
+            yield from refuse(state, host, f"{ctx.where}: {why}", head="no prediction")
+            return
         base, drops, said = due_revert(got)
         fix = plan_fix(base, gpu, target_concurrency)
     except UserError as exc:

@@ -222,14 +222,15 @@ def refused(state: Any, host: Any, message: str, shown: bool = False) -> bool:
     return False
 
 
-def refuse(state: Any, host: Any, message: str) -> Iterator[FunctionCommand]:
+def refuse(state: Any, host: Any, message: str, head: str = "refused") -> Iterator[FunctionCommand]:
     """Show ``message`` while detecting changes and fail the host at execute (bodies must not raise); a ``-y`` run,
     which detects nothing, prints it once, as the failure — the same ``refused:`` line, so a CronJob's log and a
     grep for refusals read a ``-y`` run as they read ``--dry``.
 
     While detecting nothing is yielded: a refusal is no change (``-y`` fails there, changing nothing), so pyinfra
-    counts none for it, and :mod:`.refusal` keeps the host's later operations from being planned."""
-    line = f"refused: {' '.join(message.split())}"
+    counts none for it, and :mod:`.refusal` keeps the host's later operations from being planned. ``head``: the
+    line's first word when the run stops for another reason than a refusal (``no prediction``)."""
+    line = f"{head}: {' '.join(message.split())}"
     if not state.is_executing:
         show(state, host, [line], topic="refuse")
         refusal.record(state, host, message)

@@ -3,13 +3,18 @@
 The order is the issue's and vLLM's own: the packaged catalog (reviewed numbers, no I/O) for exactly the repository
 ids it holds at main or a commit it lists — never a name's look-alike, since vLLM serves whatever config.json that
 repository has at that revision (``catalog.repo_model``); a local path is not a repository id; then the local Hugging
-Face cache (``HF_HOME`` / ``HF_HUB_CACHE``, what vLLM itself downloaded or a previous run fetched); the Hub through
-``huggingface_hub``, so ``HF_ENDPOINT`` (a mirror), ``HF_TOKEN`` (gated repositories) and ``HF_HUB_OFFLINE`` mean
-what they mean to vLLM; and last a config the policy names (a file, or a ConfigMap the caller reads), for
-clusters that reach no Hub. A Deployment's ``--revision`` pins the config's revision.
+Face cache (``HF_HOME`` / ``HF_HUB_CACHE``, what vLLM itself downloaded or a previous run fetched) and the Hub
+through ``huggingface_hub`` (which of the two answers first: below), so ``HF_ENDPOINT`` (a mirror), ``HF_TOKEN``
+(gated repositories) and ``HF_HUB_OFFLINE`` mean what they mean to vLLM; and last a config the policy names (a
+file, or a ConfigMap the caller reads), for clusters that reach no Hub.
+A Deployment's ``--revision`` pins the config's revision.
 
-A file fetched once lands in the Hugging Face cache and is read from there afterwards without a request; a
-process resolves each (model, revision) once, failures included, so a fleet run asks the Hub once per model.
+A file fetched once lands in the Hugging Face cache. As in vLLM, a branch or tag (``main``) is revalidated with one
+HEAD per resolution — after the repository's ``main`` moves the new config is read — and the cached copy serves,
+with a warning, only when the Hub errs or does not answer; a commit's snapshot is read without a request. A process
+resolves each (model, revision) once, failures included, so a fleet run asks the Hub once per model; one resolution
+online lasts at most ``VLLM_REMEDY_HUB_TIMEOUT`` seconds (``hub.ask``), and a Hub that let it run out is not waited
+for again in that run.
 Environment variables are read at each resolution, not at import, because the rehearsal cluster runs
 in-process beside tests that point ``HF_ENDPOINT`` at their own server.
 """
@@ -18,23 +23,21 @@ from __future__ import annotations
 
 import json
 import os
-import socket
+import stat
+import sys
 import threading
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from vllm_remedy.errors import UserError
+from vllm_remedy.hub import ask as hub_ask
 from vllm_remedy.vllm import catalog, hf_overrides, resolved
 from vllm_remedy.vllm.catalog import ModelSpec
 
-CONFIG = "config.json"
-#: Larger than any real config.json by far (DeepSeek-V3's is 1.7 kB); bounds what a hostile mirror can send.
-MAX_CONFIG_BYTES = 4 * 1024 * 1024
-#: Seconds to wait for the Hub's answer to one request, and for its host to accept a connection.
-TIMEOUT = 10.0
-CONNECT_TIMEOUT = 5.0
+CONFIG = hub_ask.CONFIG
+MAX_CONFIG_BYTES = hub_ask.MAX_CONFIG_BYTES
 _TRUE = ("1", "on", "yes", "true")
 
 #: A caller's fallback: (where it is, a function returning the config.json mapping), e.g. the policy's file.
@@ -87,11 +90,29 @@ def spec_from_config(config: Any, name: str, where: str) -> ModelSpec:
     try:
         return ModelSpec.from_hf_config(config, name=name)
     except (OverflowError, ValueError, TypeError) as exc:  # e.g. 1e400 read as infinity where a size belongs
-        raise UserError(f"{where}: not a usable model config ({exc})") from None
+        huge = _huge_numbers(config)
+        what = f"{', '.join(huge)}: beyond any model's size" if huge else exc
+        raise UserError(f"{where}: not a usable model config ({what})") from None
+
+
+def _huge_numbers(config: Mapping[str, Any], prefix: str = "") -> list[str]:
+    """``key = value`` for each number (nested configs included) past 2**53, the largest integer a float holds
+    exactly: no size of a real model comes near it, and such a value is what overflows the arithmetic."""
+    found: list[str] = []
+    for key, value in config.items():
+        if isinstance(value, Mapping):
+            found += _huge_numbers(value, f"{prefix}{key}.")
+        elif isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) > 2 ** 53:
+            found.append(f"{prefix}{key} = {value:g}" if isinstance(value, float) else f"{prefix}{key} = {value}")
+    return found
 
 
 def fetch_config(repo_id: str, revision: str | None = None) -> tuple[str, str]:
-    """(the config.json text, where it came from) from the local cache, else the Hub; :class:`Unresolved` else."""
+    """(the config.json text, where it came from) as vLLM would get it; :class:`Unresolved` (one line) else.
+
+    A commit's snapshot in the local cache is read without a request (a commit never changes); a branch or tag is
+    revalidated against the Hub (``hub.ask``), and its cached copy is read, with a warning, only when the Hub does not
+    answer; ``HF_HUB_OFFLINE`` reads the cache alone."""
     # Imported here: huggingface_hub pulls in an HTTP stack that catalog models and `--help` never need.
     import huggingface_hub as hf
     from huggingface_hub import errors
@@ -102,74 +123,80 @@ def fetch_config(repo_id: str, revision: str | None = None) -> tuple[str, str]:
         cached = hf.try_to_load_from_cache(repo_id, CONFIG, cache_dir=cache_dir(), revision=revision)
     except (ValueError, errors.HFValidationError):
         raise Unresolved(f"model {repo_id}: not a Hugging Face repository id") from None
-    if isinstance(cached, str):
+    cached = cached if isinstance(cached, str) else None
+    if cached is not None and (offline() or hub_ask.COMMIT.fullmatch(revision or "")):
         return _read(cached), f"the local Hugging Face cache ({cached})"
     if offline():
         raise Unresolved(f"model {repo_id}{at}: not in the catalog nor the local Hugging Face cache, and "
                          "HF_HUB_OFFLINE is set")
     hub = endpoint()
-    unreachable = _unreachable(hub)
-    if unreachable:
-        raise Unresolved(f"model {repo_id}: the Hub ({hub}) is unreachable ({unreachable}) and the local Hugging Face "
-                         f"cache has no {CONFIG}; set HF_HUB_OFFLINE=1 where no Hub is reachable")
     hf_logging.set_verbosity_error()  # its retry warnings are not ours to print: the one line below is
     # huggingface_hub reads HF_HUB_OFFLINE once, at import; we read it at each call (the rehearsal cluster resolves
     # in the same process as the deploy it serves, and the environment may have changed since). Offline was ruled
     # out above, so the library must not refuse on a reading taken before.
     hf.constants.HF_HUB_OFFLINE = False
+    seconds = hub_ask.limit()
+    token = os.environ.get("HF_TOKEN") or None
     try:
-        path = hf.hf_hub_download(repo_id, CONFIG, revision=revision, cache_dir=cache_dir(), endpoint=hub,
-                                  token=os.environ.get("HF_TOKEN") or None, etag_timeout=TIMEOUT)
-    except errors.GatedRepoError:
-        raise Unresolved(f"model {repo_id}: gated repository on the Hub ({hub}); set HF_TOKEN to a token with "
-                         "access to it") from None
-    except errors.RepositoryNotFoundError:
-        raise Unresolved(f"model {repo_id}: not found on the Hub ({hub}) nor in the local Hugging Face cache"
-                         ) from None
-    except errors.RevisionNotFoundError:
-        raise Unresolved(f"model {repo_id}: revision {revision} not found on the Hub ({hub})") from None
-    except errors.LocalEntryNotFoundError as exc:  # the Hub did not answer, nothing cached
-        raise Unresolved(f"model {repo_id}: the Hub ({hub}) did not answer and the local Hugging Face cache has no "
-                         f"{CONFIG} ({type(exc.__cause__ or exc).__name__})") from None
-    except errors.EntryNotFoundError:
-        raise Unresolved(f"model {repo_id}{at}: the repository has no {CONFIG}") from None
-    except errors.HFValidationError:
-        raise Unresolved(f"model {repo_id}: not a Hugging Face repository id") from None
-    except (OSError, errors.HfHubHTTPError) as exc:  # 5xx after retries, a broken download, the cache unwritable
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise Unresolved(f"model {repo_id}: could not fetch {CONFIG} from the Hub ({hub}) into the Hugging Face "
-                         f"cache ({first})") from None
-    return _read(path), f"the Hub ({hub})"
+        silent = _memo.get(_silent(hub))
+        if isinstance(silent, str):  # it did not answer earlier in this run: a fleet does not wait on it once per model
+            raise hub_ask.Failed(f"{silent} (earlier in this run)")
+        deadline = time.monotonic() + seconds
+        got = hub_ask.within(seconds, lambda: hub_ask.ask(repo_id, revision or "main", hub, cache_dir(), token,
+                                                          deadline))
+    except hub_ask.Failed as exc:
+        if exc.why.startswith("did not answer within"):
+            _memo.setdefault(_silent(hub), exc.why)
+        reason = _unresolved(repo_id, revision, hub, exc, cached is not None)
+        if cached is None or exc.final:
+            raise Unresolved(reason) from None
+        note = f"not revalidated: {reason.removeprefix(f'model {repo_id}: ')}"
+        print(f"vllm-remedy: warning: model {repo_id}{at}: {CONFIG} from the local Hugging Face cache ({cached}), "
+              f"{note}", file=sys.stderr)
+        return _read(cached), f"the local Hugging Face cache ({cached}), {note}"
+    if got.downloaded:
+        return _read(got.path), f"the Hub ({hub})"
+    return _read(got.path), f"the local Hugging Face cache ({got.path}), revalidated with the Hub ({hub})"
 
 
-def _unreachable(url: str) -> str | None:
-    """Why the Hub's host cannot be reached at all (a TCP connect, no request), else None.
-
-    huggingface_hub retries a HEAD that gets no answer five times with backoff (half a minute, more on a
-    black-holed network) before it gives up; an on-call deploy should not wait that long to learn there is no
-    Hub. Behind a proxy the direct connect proves nothing, so it is skipped.
-    """
-    if any(os.environ.get(name) for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY",
-                                              "all_proxy")):
-        return None
-    parts = urlsplit(url)
-    if not parts.hostname:
-        return f"HF_ENDPOINT {url!r} names no host"
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    try:
-        socket.create_connection((parts.hostname, port), timeout=CONNECT_TIMEOUT).close()
-    except OSError as exc:
-        return exc.strerror or type(exc).__name__
-    return None
+def _unresolved(repo_id: str, revision: str | None, hub: str, exc: hub_ask.Failed, cached: bool) -> str:
+    """The one line for a Hub that did not give the file (``cached``: the cache has the revision's older copy)."""
+    if isinstance(exc, hub_ask.NotFound) and cached and exc.kind in ("gated", "repository"):
+        said = "gated repository" if exc.kind == "gated" else "not found"
+        return f"model {repo_id}: the Hub ({hub}) refused it ({said})"
+    if isinstance(exc, hub_ask.NotFound):
+        return {
+            "gated": f"model {repo_id}: gated repository on the Hub ({hub}); set HF_TOKEN to a token with access to it",
+            "repository": f"model {repo_id}: not found on the Hub ({hub}) nor in the local Hugging Face cache",
+            "revision": f"model {repo_id}: revision {revision or 'main'} not found on the Hub ({hub})",
+            "entry": f"model {repo_id}{f' at revision {revision}' if revision else ''}: the repository has no "
+                     f"{CONFIG}",
+        }[exc.kind]
+    empty = "" if cached else f" and the local Hugging Face cache has no {CONFIG}"
+    line = f"model {repo_id}: the Hub ({hub}) {exc.why}{empty}"
+    return f"{line}; set HF_HUB_OFFLINE=1 where no Hub is reachable" if exc.why.startswith("is unreachable") else line
 
 
 def _read(path: str) -> str:
+    return read_file(path, path).decode("utf-8", errors="replace")
+
+
+def read_file(path: str | Path, where: str) -> bytes:
+    """A config file's bytes (at most one past :data:`MAX_CONFIG_BYTES`); one line naming ``where`` for anything
+    that is not a regular file — a FIFO or a device would block the read forever or never end."""
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise Unresolved(f"{where}: not a regular file (a config.json is read from a file)")
         with open(path, "rb") as fh:
-            data = fh.read(MAX_CONFIG_BYTES + 1)
+            return fh.read(MAX_CONFIG_BYTES + 1)
     except OSError as exc:
-        raise Unresolved(f"{path}: cannot read ({exc.strerror or exc})") from None
-    return data.decode("utf-8", errors="replace")
+        raise Unresolved(f"{where}: cannot read ({exc.strerror or exc})") from None
+
+
+def _silent(hub: str) -> tuple[str, None, tuple[str]]:
+    """The memo's key for "the Hub at ``hub`` did not answer within the limit" this run (later models are not
+    waited on); kept beside the models' answers so that whatever ends a run's memo ends it too."""
+    return hub, None, ("did not answer",)
 
 
 #: (model, revision, the environment that decides the answer) → what resolving it gave, failures included.
