@@ -114,3 +114,12 @@ def test_a_number_no_size_can_be_is_named_by_its_key(tmp_path):
                          capture_output=True, text=True, cwd=ROOT, timeout=20)
     assert (got.returncode, got.stderr) == (2, f"vllm-remedy: error: {path}: not a usable model config "
                                                "(vocab_size = 1e+308: beyond any model's size)\n")
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-5", "inf", "nan"])
+def test_a_time_limit_that_is_not_a_positive_number_is_named(hub, tmp_path, value):
+    """A typo in VLLM_REMEDY_HUB_TIMEOUT used to become the 20 s default without a word (and 0 the same)."""
+    got, _ = estimate(hub, tmp_path, "--model", MODEL, *ARGS, VLLM_REMEDY_HUB_TIMEOUT=value)
+    assert (got.returncode, got.stdout) == (2, ""), got.stderr
+    assert f"VLLM_REMEDY_HUB_TIMEOUT: '{value}' is not a positive number of seconds" in got.stderr, got.stderr
+    assert got.stderr.count("\n") == 1 and not config_requests(hub), got.stderr

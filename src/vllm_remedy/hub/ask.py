@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
+from vllm_remedy.errors import UserError
+
 CONFIG = "config.json"
 #: Larger than any real config.json by far (DeepSeek-V3's is 1.7 kB); bounds what a hostile mirror can send.
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
@@ -58,12 +60,18 @@ class NotFound(Failed):
 
 
 def limit() -> float:
-    """``VLLM_REMEDY_HUB_TIMEOUT`` seconds when it is a positive number, else :data:`LIMIT`."""
-    try:
-        seconds = float(os.environ.get("VLLM_REMEDY_HUB_TIMEOUT", "") or LIMIT)
-    except ValueError:
+    """``VLLM_REMEDY_HUB_TIMEOUT`` seconds, :data:`LIMIT` when unset; anything but a positive finite number is bad
+    input (a typo must not silently become the default, nor 0 a resolution that never asks)."""
+    text = os.environ.get("VLLM_REMEDY_HUB_TIMEOUT", "").strip()
+    if not text:
         return LIMIT
-    return seconds if 0 < seconds < float("inf") else LIMIT
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = float("nan")
+    if not 0 < seconds < float("inf"):
+        raise UserError(f"VLLM_REMEDY_HUB_TIMEOUT: {text!r} is not a positive number of seconds")
+    return seconds
 
 
 def within(seconds: float, work: Callable[[], T]) -> T:
