@@ -31,46 +31,9 @@ MAX_LEN_KEYS = (
 )
 # Rope types whose max_position_embeddings is already the long-context length.
 UNSCALED_ROPE_TYPES = frozenset({"su", "longrope", "llama3", "default", "mrope"})
-DEFAULT_MAX_LEN = 2048  # vLLM's fallback when no key is present
-# What transformers' config classes fill in when a published config.json leaves a key out. vLLM sizes the
-# filled config, so a missing key here would be a wrong number, not an error: google/gemma-3-27b-it names
-# neither vocab_size nor max_position_embeddings (Gemma3TextConfig / SiglipVisionConfig defaults).
-TRANSFORMERS_DEFAULTS: dict[str, dict[str, Any]] = {
-    "gemma3_text": {
-        "vocab_size": 262_208,
-        "max_position_embeddings": 131_072,
-        "hidden_size": 2304,
-        "intermediate_size": 9216,
-        "num_hidden_layers": 26,
-        "num_attention_heads": 8,
-        "num_key_value_heads": 4,
-        "head_dim": 256,
-        "sliding_window": 4096,
-        "sliding_window_pattern": 6,
-        "tie_word_embeddings": True,
-    },
-    "siglip_vision_model": {
-        "hidden_size": 768,
-        "intermediate_size": 3072,
-        "num_hidden_layers": 12,
-        "image_size": 224,
-        "patch_size": 16,
-        "num_channels": 3,
-    },
-}
-# transformers' config-class default for ``tie_word_embeddings`` when config.json leaves the key out (vLLM sizes the
-# filled config). ``PretrainedConfig.__init__`` defaults it to True (configuration_utils.py@4.57.1, line 220), and
-# ``save_pretrained`` omits a key equal to that default, so a Gemma 2 config without it is tied; each class below
-# overrides it in its ``__init__`` (models/<type>/configuration_<type>.py@4.57.1). A model_type not listed keeps
-# PretrainedConfig's True (gpt2, opt, falcon, starcoder2 set nothing); a catalog entry that names no model_type is
-# the project's own abbreviation and states the key whenever it is True.
-TIED_BY_DEFAULT: dict[str, bool] = {
-    "llama": False, "mistral": False, "mixtral": False, "qwen2": False, "qwen2_moe": False, "qwen3": False,
-    "qwen3_moe": False, "phi": False, "phi3": False, "phimoe": False, "granite": False, "granitemoe": False,
-    "deepseek_v2": False, "deepseek_v3": False, "gpt_oss": False, "olmo": False, "olmo2": False, "glm": False,
-    "glm4": False, "qwen2_vl_text": False, "qwen2_5_vl_text": False,
-    "gemma": True, "gemma2": True, "gemma3_text": True, "cohere": True, "cohere2": True,
-}
+# vLLM's own fallback when no length key is present (``_get_and_verify_max_len``: ``default_max_len = 2048``,
+# vllm/config.py@0.6.0, config/__init__.py@0.10.1): a rule of vLLM's, not a guess of ours.
+DEFAULT_MAX_LEN = 2048
 # Families whose layers alternate local (sliding-window) and global attention without a ``layer_types``
 # list: every Nth layer is global (vLLM's gemma2 / gemma3 / cohere2 / gpt_oss models).
 GLOBAL_EVERY = {"gemma2": 2, "gemma3_text": 6, "gemma3": 6, "cohere2": 4, "gpt_oss": 2}
@@ -103,7 +66,11 @@ def text_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
     for key in ("text_config", "llm_config", "language_config"):
         inner = config.get(key)
         if isinstance(inner, Mapping) and ("hidden_size" in inner or "num_hidden_layers" in inner):
-            merged = with_defaults(inner)
+            # A tie the composite states is the model's (Qwen2.5-VL states it there): it answers before the text
+            # class's default does (``tie_word_embeddings``).
+            stated_tie = {"tie_word_embeddings": config["tie_word_embeddings"]} if (
+                inner.get("tie_word_embeddings") is None and config.get("tie_word_embeddings") is not None) else {}
+            merged = with_defaults({**inner, **stated_tie})
             # Some checkpoints keep quantization / dtype only at the top level (and errors name the architecture).
             for outer_key in ("quantization_config", "torch_dtype", "architectures"):
                 if outer_key not in merged and outer_key in config:
@@ -113,9 +80,8 @@ def text_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def with_defaults(config: Mapping[str, Any]) -> dict[str, Any]:
-    """``config`` with transformers' class defaults under the keys it omits (``TRANSFORMERS_DEFAULTS``)."""
-    defaults = config_defaults.class_defaults(config) or TRANSFORMERS_DEFAULTS.get(str(config.get("model_type")), {})
-    return {**defaults, **config}
+    """``config`` with transformers' class defaults under the keys it omits (``config_defaults``)."""
+    return {**config_defaults.class_defaults(config), **config}
 
 
 def cannot_predict(config: Mapping[str, Any], what: str) -> UserError:
@@ -154,15 +120,19 @@ def require_int(config: Mapping[str, Any], *keys: str, name: str = "config.json"
 
 
 def tie_word_embeddings(text: Mapping[str, Any], config: Mapping[str, Any]) -> bool:
-    """Whether the LM head shares the embedding's weights: the key as stated (text config first), else the config
-    class's default (``TIED_BY_DEFAULT``; PretrainedConfig's True for a type not listed)."""
+    """Whether the LM head shares the embedding's weights: the key as stated (text config first; ``text`` already
+    carries its class's default from ``config_defaults``), else the composite's class default. A type the table
+    does not hold keeps PretrainedConfig's True (configuration_utils.py@4.46.3 ``kwargs.pop("tie_word_embeddings",
+    True)``, @4.57.1 keyword default True): the base default of every 4.x class that sets none (gpt2, falcon,
+    starcoder2). A config naming no model_type and no architecture the table maps is a catalog entry's abbreviation,
+    which states the key whenever it is True."""
     for source in (text, config):
         if source.get("tie_word_embeddings") is not None:
             return bool(source["tie_word_embeddings"])
-    kind = str(text.get("model_type") or config.get("model_type") or "")
-    if not kind:
-        return False  # a catalog entry's abbreviation (no model_type): it states the key whenever it is True
-    return TIED_BY_DEFAULT.get(kind, True)
+    composite = config_defaults.class_defaults(config).get("tie_word_embeddings")
+    if composite is not None:
+        return bool(composite)
+    return bool(text.get("model_type") or config.get("model_type"))
 
 
 # Sizes that, when a config states them (not null), must be positive: a zero or negative one gave "fits" with a
@@ -382,12 +352,39 @@ def mla_dims(config: Mapping[str, Any]) -> tuple[int, int] | None:
     return int(rank), int(rope)
 
 
+# MoE classes whose routed experts are ``intermediate_size`` wide (they have no ``moe_intermediate_size``): vLLM's
+# mixtral.py / phimoe.py / granitemoe.py / gpt_oss.py build each expert with ``config.intermediate_size``.
+EXPERTS_USE_INTERMEDIATE = frozenset({"mixtral", "phimoe", "granitemoe", "gpt_oss"})
+
+
 def num_experts(config: Mapping[str, Any]) -> tuple[int, int, int | None]:
-    """(experts, experts per token, per-expert intermediate size) — (0, 0, None) for dense models."""
+    """(experts, experts per token, per-expert intermediate size) — (0, 0, None) for dense models. An MoE config
+    missing the top-k, or the expert width where its class has one, is ``cannot predict`` (the class defaults are
+    already filled in by ``with_defaults``)."""
     experts = config.get("num_local_experts") or config.get("num_experts") or config.get("n_routed_experts") or 0
     per_token = config.get("num_experts_per_tok") or config.get("experts_per_token") or config.get("moe_topk") or 0
     inter = config.get("moe_intermediate_size")
+    if experts and not per_token:
+        raise cannot_predict(config, "num_experts_per_tok missing (the experts each token is routed to)")
+    if experts and not inter and (config_defaults.config_type(config) or model_type(config)) not in \
+            EXPERTS_USE_INTERMEDIATE:
+        raise cannot_predict(config, "moe_intermediate_size missing (the routed experts' width)")
     return int(experts), int(per_token), int(inter) if inter else None
+
+
+def intermediate_size(config: Mapping[str, Any], hidden: int) -> int:
+    """The dense MLP width: ``intermediate_size`` (``ffn_dim`` for OPT), else the width the class derives when its
+    own key is None: GPT2Config / GPTBigCodeConfig ``n_inner`` None -> 4 x hidden (vLLM's gpt2.py / gpt_bigcode.py
+    ``inner_dim = 4 * hidden_size if config.n_inner is None``), FalconConfig ``ffn_hidden_size`` None -> 4 x hidden
+    (configuration_falcon.py@4.46.3). Anything else is ``cannot predict``: 4 x hidden was a guess."""
+    for key in ("intermediate_size", "ffn_dim", "n_inner", "ffn_hidden_size"):
+        if config.get(key):
+            return int(config[key])
+    kind = config_defaults.config_type(config) or str(config.get("model_type") or "")
+    if kind in ("gpt2", "gpt_bigcode", "falcon"):
+        return 4 * hidden
+    raise cannot_predict(config, "intermediate_size missing (the MLP width; its config class gives no default "
+                                 "this project has read)")
 
 
 def torch_dtype(config: Mapping[str, Any]) -> str:
