@@ -353,8 +353,9 @@ def mla_dims(config: Mapping[str, Any]) -> tuple[int, int] | None:
 
 
 # MoE classes whose routed experts are ``intermediate_size`` wide (they have no ``moe_intermediate_size``): vLLM's
-# mixtral.py / phimoe.py / granitemoe.py / gpt_oss.py build each expert with ``config.intermediate_size``.
-EXPERTS_USE_INTERMEDIATE = frozenset({"mixtral", "phimoe", "granitemoe", "gpt_oss"})
+# mixtral.py / phimoe.py / granitemoe.py / gpt_oss.py / olmoe.py build each expert with ``config.intermediate_size``
+# (MixtralConfig, PhimoeConfig, GraniteMoeConfig, GptOssConfig, OlmoeConfig have no moe_intermediate_size, 4.57.1).
+EXPERTS_USE_INTERMEDIATE = frozenset({"mixtral", "phimoe", "granitemoe", "gpt_oss", "olmoe"})
 
 
 def num_experts(config: Mapping[str, Any]) -> tuple[int, int, int | None]:
@@ -374,9 +375,10 @@ def num_experts(config: Mapping[str, Any]) -> tuple[int, int, int | None]:
 
 def intermediate_size(config: Mapping[str, Any], hidden: int) -> int:
     """The dense MLP width: ``intermediate_size`` (``ffn_dim`` for OPT), else the width the class derives when its
-    own key is None: GPT2Config / GPTBigCodeConfig ``n_inner`` None -> 4 x hidden (vLLM's gpt2.py / gpt_bigcode.py
-    ``inner_dim = 4 * hidden_size if config.n_inner is None``), FalconConfig ``ffn_hidden_size`` None -> 4 x hidden
-    (configuration_falcon.py@4.46.3). Anything else is ``cannot predict``: 4 x hidden was a guess."""
+    own key is None: GPT2Config / GPTBigCodeConfig ``n_inner`` None -> 4 x hidden (``inner_dim = config.n_inner if
+    config.n_inner is not None else 4 * hidden_size``, transformers' modeling_gpt2.py / modeling_gpt_bigcode.py@4.46.3,
+    which vLLM's ports follow), FalconConfig ``ffn_hidden_size`` None -> hidden x 4 (configuration_falcon.py@4.46.3
+    ``__init__``). Anything else is ``cannot predict``: 4 x hidden was a guess."""
     for key in ("intermediate_size", "ffn_dim", "n_inner", "ffn_hidden_size"):
         if config.get(key):
             return int(config[key])
