@@ -199,7 +199,10 @@ def check_sizes(config: Mapping[str, Any], name: str = "config.json") -> None:
 
 
 def num_kv_heads(config: Mapping[str, Any], num_heads: int) -> int:
-    """KV heads: GQA key names vary; absent means multi-head attention (one KV head per head)."""
+    """KV heads: GQA key names vary; absent means multi-head attention (one KV head per head): the classes derive it
+    so (LlamaConfig@4.46.3 ``if num_key_value_heads is None: num_key_value_heads = num_attention_heads``) and so does
+    vLLM for a class without the key (``ModelConfig.get_total_num_kv_heads``). A class whose default is a number
+    (Mistral's 8, Qwen3-MoE's 4, Gemma 3's 4) has it filled in by ``with_defaults`` first."""
     for key in ("num_key_value_heads", "n_head_kv", "num_kv_heads", "multi_query_group_num"):
         value = config.get(key)
         if value:
@@ -210,7 +213,9 @@ def num_kv_heads(config: Mapping[str, Any], num_heads: int) -> int:
 
 
 def head_dim(config: Mapping[str, Any], hidden_size: int, num_heads: int) -> int:
-    """``head_dim`` when the config states it (Gemma, Qwen3, Llama-3.2), else hidden / heads."""
+    """``head_dim`` when the config states it (Gemma, Qwen3, Llama-3.2; a class default is filled in first), else
+    hidden / heads, as the classes derive it (LlamaConfig@4.46.3 ``self.hidden_size // self.num_attention_heads``)
+    and vLLM's ``ModelConfig.get_head_size`` does."""
     explicit = config.get("head_dim")
     if explicit:
         return int(explicit)
