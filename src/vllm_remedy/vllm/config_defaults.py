@@ -24,6 +24,9 @@ The table is the one place class defaults live: the text classes (Gemma 3's text
 google/gemma-3-27b-it relies on for vocab_size and max_position_embeddings, and the ``tie_word_embeddings`` default
 of every class that sets one) and the vision classes a ``vision_config`` is built with (``vision_defaults``).
 A type the table does not hold gets no defaults: whatever it leaves out and the model needs is ``cannot predict``.
+``derived`` holds what a class computes in ``__init__`` from an absent key (Gemma 3's sliding_window_pattern 6);
+``withheld`` what was read but is not applied (DeepSeek-V2/V3: absent from 4.46.3, where the checkpoint's own
+remote code builds the config, so only their tie_word_embeddings is).
 """
 
 from __future__ import annotations
