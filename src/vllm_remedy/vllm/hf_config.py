@@ -395,6 +395,7 @@ def intermediate_size(config: Mapping[str, Any], hidden: int) -> int:
 
 
 def torch_dtype(config: Mapping[str, Any]) -> str:
-    """The checkpoint dtype vLLM's ``--dtype auto`` resolves to (float32 checkpoints are served in bf16)."""
-    raw = str(config.get("torch_dtype") or config.get("dtype") or "bfloat16").replace("torch.", "")
+    """The dtype ``--dtype auto`` resolves to (float32 served in bf16); none stated is float32 (_get_and_verify_dtype
+    ``config_dtype = torch.float32``, vllm/config.py@0.6.4; later ones read the safetensors header first: no input)."""
+    raw = str(config.get("torch_dtype") or config.get("dtype") or "float32").replace("torch.", "")
     return "bfloat16" if raw == "float32" else raw
