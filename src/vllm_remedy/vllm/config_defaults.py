@@ -65,6 +65,13 @@ _FIXED_VISION = {"gemma3": "siglip_vision_model", "mllama": "mllama_vision_model
 _DEFAULT_VISION = {"llava": "clip_vision_model", "llava_next": "clip_vision_model",
                    "llava_next_video": "clip_vision_model", "llava_onevision": "siglip_vision_model",
                    "paligemma": "siglip_vision_model", "mistral3": "pixtral"}
+# The same for ``text_config``: Gemma3Config -> Gemma3TextConfig, Qwen2-VL / Qwen2.5-VL -> their text classes, Mllama
+# -> MllamaTextConfig (not in the table) fixed; Llava* / PaliGemma / Mistral3 / LlavaOnevision build
+# ``CONFIG_MAPPING[text_config.get("model_type", <default>)]`` (llama, gemma, mistral, qwen2; 4.46.3, 4.57.1, 5.10.4).
+_FIXED_TEXT = {"gemma3": "gemma3_text", "mllama": "mllama_text_model", "qwen2_vl": "qwen2_vl_text",
+               "qwen2_5_vl": "qwen2_5_vl_text"}
+_DEFAULT_TEXT = {"llava": "llama", "llava_next": "llama", "llava_next_video": "llama", "llava_onevision": "qwen2",
+                 "paligemma": "gemma", "mistral3": "mistral"}
 # The composite model class a config names -> its model_type, for a config without ``model_type``.
 _COMPOSITE_OF_ARCHITECTURE = {
     "Gemma3ForConditionalGeneration": "gemma3", "MllamaForConditionalGeneration": "mllama",
@@ -93,14 +100,38 @@ def config_type(config: Mapping[str, Any]) -> str | None:
     return _TYPE_OF_ARCHITECTURE.get(first) if first else None
 
 
-def class_defaults(config: Mapping[str, Any]) -> dict[str, Any]:
-    """The class defaults for the keys ``config`` omits (an empty dict for a type not in the table). A key whose
-    default differs between the transformers versions read, and that the config leaves out, raises ``cannot
-    predict``: which transformers the image carries is not an input."""
-    kind = config_type(config)
-    if kind is None:
+def class_defaults(config: Mapping[str, Any], parent: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The class defaults for the keys ``config`` omits (an empty dict for a type not in the table); ``parent``: the
+    composite config whose ``text_config`` this is (its class picks the text class). A key whose default differs
+    between the transformers versions read, and that the config leaves out, raises ``cannot predict``: which
+    transformers the image carries is not an input."""
+    kind = config_type(config) if parent is None else _sub_type(parent, config, _FIXED_TEXT, _DEFAULT_TEXT)
+    if kind is None or kind not in table():
         return {}
-    return _fill(config, kind)
+    # The class a composite picks carries its own model_type (a class attribute), which vLLM's rules read
+    # (Gemma 3's unscaled length): a text_config that names none has the class's.
+    named = {"model_type": kind} if parent is not None and not config.get("model_type") else {}
+    return {**_fill(config, kind), **named}
+
+
+def _parent_type(config: Mapping[str, Any]) -> str | None:
+    kind = config.get("model_type")
+    if isinstance(kind, str) and kind:
+        return kind
+    return _COMPOSITE_OF_ARCHITECTURE.get(architectures.first_architecture(config) or "")
+
+
+def _sub_type(parent: Mapping[str, Any], sub: Mapping[str, Any], fixed: Mapping[str, str],
+              default: Mapping[str, str]) -> str | None:
+    """The class a composite builds a sub-config with: fixed by the composite, else the sub-config's own model_type,
+    else the composite's default for it."""
+    kind = _parent_type(parent)
+    if kind in fixed:
+        return fixed[kind]
+    stated = sub.get("model_type")
+    if isinstance(stated, str) and stated:
+        return stated
+    return default.get(str(kind))
 
 
 def _fill(config: Mapping[str, Any], kind: str) -> dict[str, Any]:
@@ -119,16 +150,7 @@ def _fill(config: Mapping[str, Any], kind: str) -> dict[str, Any]:
 def vision_type(config: Mapping[str, Any], vision: Mapping[str, Any]) -> str | None:
     """The table key of the class transformers builds ``config``'s ``vision_config`` with, or None: not in the table
     (or not known), so no key ``vision`` omits is filled."""
-    kind = config.get("model_type")
-    if not (isinstance(kind, str) and kind):
-        kind = _COMPOSITE_OF_ARCHITECTURE.get(architectures.first_architecture(config) or "")
-    stated = vision.get("model_type")
-    if kind in _FIXED_VISION:
-        found = _FIXED_VISION[kind]
-    elif isinstance(stated, str) and stated:
-        found = stated
-    else:
-        found = _DEFAULT_VISION.get(str(kind))
+    found = _sub_type(config, vision, _FIXED_VISION, _DEFAULT_VISION)
     return found if found in table() and found.endswith(("_vision_model", "_vision")) else None
 
 

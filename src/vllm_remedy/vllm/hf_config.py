@@ -70,18 +70,16 @@ def text_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
             # class's default does (``tie_word_embeddings``).
             stated_tie = {"tie_word_embeddings": config["tie_word_embeddings"]} if (
                 inner.get("tie_word_embeddings") is None and config.get("tie_word_embeddings") is not None) else {}
-            merged = with_defaults({**inner, **stated_tie})
             # Some checkpoints keep quantization / dtype only at the top level (and errors name the architecture).
-            for outer_key in ("quantization_config", "torch_dtype", "architectures"):
-                if outer_key not in merged and outer_key in config:
-                    merged[outer_key] = config[outer_key]
-            return merged
+            outer = {k: config[k] for k in ("quantization_config", "torch_dtype", "architectures")
+                     if k not in inner and k in config}
+            return with_defaults({**inner, **stated_tie, **outer}, parent=config)
     return with_defaults(config)
 
 
-def with_defaults(config: Mapping[str, Any]) -> dict[str, Any]:
-    """``config`` with transformers' class defaults under the keys it omits (``config_defaults``)."""
-    return {**config_defaults.class_defaults(config), **config}
+def with_defaults(config: Mapping[str, Any], parent: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """``config`` with its class's defaults under the keys it omits; ``parent``: the composite it is text_config of."""
+    return {**config_defaults.class_defaults(config, parent), **config}
 
 
 def cannot_predict(config: Mapping[str, Any], what: str) -> UserError:
