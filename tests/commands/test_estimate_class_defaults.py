@@ -66,12 +66,12 @@ def test_a_missing_intermediate_size_outside_the_table_is_cannot_predict_not_fou
         "default this project has read)")
 
 
-def test_a_qwen2_vl_config_stating_no_tie_is_cannot_predict(cli, tmp_path):
-    """Qwen2-VL's tie default is the text class's False in 4.57.1 but the composite's (PretrainedConfig's True) is
-    what 4.57.1's Qwen2VLConfig carries; 5.x's composite says False. Before: an untied head, silently."""
-    line = _refused(cli, tmp_path, _without(QWEN2_VL, "tie_word_embeddings"))
-    assert line.startswith("cannot predict Qwen2VLForConditionalGeneration: tie_word_embeddings missing "
-                           "(transformers' Qwen2VLConfig default differs between versions: False in 4.46.3, "), line
+def test_a_qwen2_vl_config_stating_no_tie_is_untied_as_every_transformers_reads_it(cli, tmp_path):
+    """Qwen2VLConfig's tie_word_embeddings is False in 4.46.3 (flat), 4.57.1 (answered from the text class) and 5.x
+    (the composite). Before: PretrainedConfig's True for a model_type outside TIED_BY_DEFAULT, a tied LM head."""
+    omitted = _sized(cli, tmp_path, _without(QWEN2_VL, "tie_word_embeddings"), "omitted.json")
+    stated = _sized(cli, tmp_path, QWEN2_VL, "stated.json")
+    assert omitted == stated
 
 
 def test_a_llava_vision_config_without_patch_size_is_clips_32(cli, tmp_path):
@@ -120,3 +120,22 @@ def test_deepseek_keys_left_out_are_cannot_predict(cli, tmp_path, key, what):
     qk_nope_head_dim, q_lora_rank none, no shared experts, no dense layers, experts intermediate_size wide."""
     config = json.loads((DATA / "configs" / "DeepSeek-V2-Lite.json").read_text())
     assert _refused(cli, tmp_path, _without(config, key)) == f"cannot predict DeepseekV2ForCausalLM: {what}"
+
+
+def test_a_gemma3_text_config_without_model_type_is_gemma3_text(cli, tmp_path):
+    """Gemma3Config builds text_config with Gemma3TextConfig whatever it names: google/gemma-3-27b-it's states no
+    vocab_size, so a copy without the text model_type still has 262,208 tokens. Before: cannot predict."""
+    gemma = json.loads((DATA / "configs" / "gemma-3-27b-it.json").read_text())
+    omitted = _sized(cli, tmp_path, {**gemma, "text_config": _without(gemma["text_config"], "model_type")},
+                     "omitted.json")
+    assert omitted == _sized(cli, tmp_path, gemma, "stated.json")
+
+
+def test_a_llava_text_config_without_model_type_is_llamas(cli, tmp_path):
+    """LlavaConfig builds ``CONFIG_MAPPING[text_config.get("model_type", "llama")]``: LlamaConfig's 11,008 fills a
+    missing intermediate_size. Before: no class, and 4 x hidden (16,384)."""
+    base = {"architectures": ["LlavaForConditionalGeneration"], "model_type": "llava", "vision_config": CLIP_336,
+            "image_seq_length": 576}
+    omitted = _sized(cli, tmp_path, {**base, "text_config": _without(LLAMA_TEXT, "model_type", "intermediate_size")},
+                     "omitted.json")
+    assert omitted == _sized(cli, tmp_path, {**base, "text_config": LLAMA_TEXT}, "stated.json")
