@@ -35,7 +35,8 @@ UNSCALED_ROPE_TYPES = frozenset({"su", "longrope", "llama3", "default", "mrope"}
 # vllm/config.py@0.6.0, config/__init__.py@0.10.1): a rule of vLLM's, not a guess of ours.
 DEFAULT_MAX_LEN = 2048
 # Families whose layers alternate local (sliding-window) and global attention without a ``layer_types``
-# list: every Nth layer is global (vLLM's gemma2 / gemma3 / cohere2 / gpt_oss models).
+# list: every Nth layer is global, as the classes build layer_types (``(i + 1) % N``, configuration_gemma2.py /
+# gpt_oss.py N = 2, gemma3.py / cohere2.py N = sliding_window_pattern defaulting to 6 / 4, @4.57.1).
 GLOBAL_EVERY = {"gemma2": 2, "gemma3_text": 6, "gemma3": 6, "cohere2": 4, "gpt_oss": 2}
 # Families that apply ``sliding_window`` to every layer when it is set (Mistral-7B-v0.1).
 ALL_LAYERS_SLIDING = frozenset({"mistral", "mixtral"})
