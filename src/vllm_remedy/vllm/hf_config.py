@@ -249,7 +249,7 @@ def derived_max_model_len(config: Mapping[str, Any]) -> int:
     model_type = str(config.get("model_type", ""))
     if kind is not None and kind not in UNSCALED_ROPE_TYPES and "gemma3" not in model_type:
         scaling = config["rope_scaling"]
-        factor = float(scaling.get("factor", 1.0))
+        factor = float(scaling.get("factor", 1.0))  # vLLM: _get_and_verify_max_len, .get("factor", 1.0)
         if kind == "yarn" and scaling.get("original_max_position_embeddings"):
             derived = float(scaling["original_max_position_embeddings"])
         derived *= factor
