@@ -141,7 +141,7 @@ class ModelSpec:
         heads = hf_config.require_int(text, "num_attention_heads", "n_head", name=name)
         vocab = hf_config.require_int(text, "vocab_size", name=name)
         hf_config.check_sizes(text, name=name)
-        inter = int(text.get("intermediate_size") or text.get("ffn_dim") or 4 * hidden)
+        inter = hf_config.intermediate_size(text, hidden)
         experts, per_token, moe_inter = hf_config.num_experts(text)
         kv_heads = hf_config.num_kv_heads(text, heads)
         head = hf_config.head_dim(text, hidden, heads)

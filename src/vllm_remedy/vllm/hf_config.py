@@ -31,48 +31,12 @@ MAX_LEN_KEYS = (
 )
 # Rope types whose max_position_embeddings is already the long-context length.
 UNSCALED_ROPE_TYPES = frozenset({"su", "longrope", "llama3", "default", "mrope"})
-DEFAULT_MAX_LEN = 2048  # vLLM's fallback when no key is present
-# What transformers' config classes fill in when a published config.json leaves a key out. vLLM sizes the
-# filled config, so a missing key here would be a wrong number, not an error: google/gemma-3-27b-it names
-# neither vocab_size nor max_position_embeddings (Gemma3TextConfig / SiglipVisionConfig defaults).
-TRANSFORMERS_DEFAULTS: dict[str, dict[str, Any]] = {
-    "gemma3_text": {
-        "vocab_size": 262_208,
-        "max_position_embeddings": 131_072,
-        "hidden_size": 2304,
-        "intermediate_size": 9216,
-        "num_hidden_layers": 26,
-        "num_attention_heads": 8,
-        "num_key_value_heads": 4,
-        "head_dim": 256,
-        "sliding_window": 4096,
-        "sliding_window_pattern": 6,
-        "tie_word_embeddings": True,
-    },
-    "siglip_vision_model": {
-        "hidden_size": 768,
-        "intermediate_size": 3072,
-        "num_hidden_layers": 12,
-        "image_size": 224,
-        "patch_size": 16,
-        "num_channels": 3,
-    },
-}
-# transformers' config-class default for ``tie_word_embeddings`` when config.json leaves the key out (vLLM sizes the
-# filled config). ``PretrainedConfig.__init__`` defaults it to True (configuration_utils.py@4.57.1, line 220), and
-# ``save_pretrained`` omits a key equal to that default, so a Gemma 2 config without it is tied; each class below
-# overrides it in its ``__init__`` (models/<type>/configuration_<type>.py@4.57.1). A model_type not listed keeps
-# PretrainedConfig's True (gpt2, opt, falcon, starcoder2 set nothing); a catalog entry that names no model_type is
-# the project's own abbreviation and states the key whenever it is True.
-TIED_BY_DEFAULT: dict[str, bool] = {
-    "llama": False, "mistral": False, "mixtral": False, "qwen2": False, "qwen2_moe": False, "qwen3": False,
-    "qwen3_moe": False, "phi": False, "phi3": False, "phimoe": False, "granite": False, "granitemoe": False,
-    "deepseek_v2": False, "deepseek_v3": False, "gpt_oss": False, "olmo": False, "olmo2": False, "glm": False,
-    "glm4": False, "qwen2_vl_text": False, "qwen2_5_vl_text": False,
-    "gemma": True, "gemma2": True, "gemma3_text": True, "cohere": True, "cohere2": True,
-}
+# vLLM's own fallback when no length key is present (``_get_and_verify_max_len``: ``default_max_len = 2048``,
+# vllm/config.py@0.6.0, config/__init__.py@0.10.1): a rule of vLLM's, not a guess of ours.
+DEFAULT_MAX_LEN = 2048
 # Families whose layers alternate local (sliding-window) and global attention without a ``layer_types``
-# list: every Nth layer is global (vLLM's gemma2 / gemma3 / cohere2 / gpt_oss models).
+# list: every Nth layer is global, as the classes build layer_types (``(i + 1) % N``, configuration_gemma2.py /
+# gpt_oss.py N = 2, gemma3.py / cohere2.py N = sliding_window_pattern defaulting to 6 / 4, @4.57.1).
 GLOBAL_EVERY = {"gemma2": 2, "gemma3_text": 6, "gemma3": 6, "cohere2": 4, "gpt_oss": 2}
 # Families that apply ``sliding_window`` to every layer when it is set (Mistral-7B-v0.1).
 ALL_LAYERS_SLIDING = frozenset({"mistral", "mixtral"})
@@ -103,19 +67,20 @@ def text_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
     for key in ("text_config", "llm_config", "language_config"):
         inner = config.get(key)
         if isinstance(inner, Mapping) and ("hidden_size" in inner or "num_hidden_layers" in inner):
-            merged = with_defaults(inner)
+            # A tie the composite states is the model's (Qwen2.5-VL states it there): it answers before the text
+            # class's default does (``tie_word_embeddings``).
+            stated_tie = {"tie_word_embeddings": config["tie_word_embeddings"]} if (
+                inner.get("tie_word_embeddings") is None and config.get("tie_word_embeddings") is not None) else {}
             # Some checkpoints keep quantization / dtype only at the top level (and errors name the architecture).
-            for outer_key in ("quantization_config", "torch_dtype", "architectures"):
-                if outer_key not in merged and outer_key in config:
-                    merged[outer_key] = config[outer_key]
-            return merged
+            outer = {k: config[k] for k in ("quantization_config", "torch_dtype", "architectures")
+                     if k not in inner and k in config}
+            return with_defaults({**inner, **stated_tie, **outer}, parent=config)
     return with_defaults(config)
 
 
-def with_defaults(config: Mapping[str, Any]) -> dict[str, Any]:
-    """``config`` with transformers' class defaults under the keys it omits (``TRANSFORMERS_DEFAULTS``)."""
-    defaults = config_defaults.class_defaults(config) or TRANSFORMERS_DEFAULTS.get(str(config.get("model_type")), {})
-    return {**defaults, **config}
+def with_defaults(config: Mapping[str, Any], parent: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """``config`` with its class's defaults under the keys it omits; ``parent``: the composite it is text_config of."""
+    return {**config_defaults.class_defaults(config, parent), **config}
 
 
 def cannot_predict(config: Mapping[str, Any], what: str) -> UserError:
@@ -154,15 +119,19 @@ def require_int(config: Mapping[str, Any], *keys: str, name: str = "config.json"
 
 
 def tie_word_embeddings(text: Mapping[str, Any], config: Mapping[str, Any]) -> bool:
-    """Whether the LM head shares the embedding's weights: the key as stated (text config first), else the config
-    class's default (``TIED_BY_DEFAULT``; PretrainedConfig's True for a type not listed)."""
+    """Whether the LM head shares the embedding's weights: the key as stated (text config first; ``text`` already
+    carries its class's default from ``config_defaults``), else the composite's class default. A type the table
+    does not hold keeps PretrainedConfig's True (configuration_utils.py@4.46.3 ``kwargs.pop("tie_word_embeddings",
+    True)``, @4.57.1 keyword default True): the base default of every 4.x class that sets none (gpt2, falcon,
+    starcoder2). A config naming no model_type and no architecture the table maps is a catalog entry's abbreviation,
+    which states the key whenever it is True."""
     for source in (text, config):
         if source.get("tie_word_embeddings") is not None:
             return bool(source["tie_word_embeddings"])
-    kind = str(text.get("model_type") or config.get("model_type") or "")
-    if not kind:
-        return False  # a catalog entry's abbreviation (no model_type): it states the key whenever it is True
-    return TIED_BY_DEFAULT.get(kind, True)
+    composite = config_defaults.class_defaults(config).get("tie_word_embeddings")
+    if composite is not None:
+        return bool(composite)
+    return bool(text.get("model_type") or config.get("model_type"))
 
 
 # Sizes that, when a config states them (not null), must be positive: a zero or negative one gave "fits" with a
@@ -229,7 +198,10 @@ def check_sizes(config: Mapping[str, Any], name: str = "config.json") -> None:
 
 
 def num_kv_heads(config: Mapping[str, Any], num_heads: int) -> int:
-    """KV heads: GQA key names vary; absent means multi-head attention (one KV head per head)."""
+    """KV heads: GQA key names vary; absent means multi-head attention (one KV head per head): the classes derive it
+    so (LlamaConfig@4.46.3 ``if num_key_value_heads is None: num_key_value_heads = num_attention_heads``) and so does
+    vLLM for a class without the key (``ModelConfig.get_total_num_kv_heads``). A class whose default is a number
+    (Mistral's 8, Qwen3-MoE's 4, Gemma 3's 4) has it filled in by ``with_defaults`` first."""
     for key in ("num_key_value_heads", "n_head_kv", "num_kv_heads", "multi_query_group_num"):
         value = config.get(key)
         if value:
@@ -240,7 +212,9 @@ def num_kv_heads(config: Mapping[str, Any], num_heads: int) -> int:
 
 
 def head_dim(config: Mapping[str, Any], hidden_size: int, num_heads: int) -> int:
-    """``head_dim`` when the config states it (Gemma, Qwen3, Llama-3.2), else hidden / heads."""
+    """``head_dim`` when the config states it (Gemma, Qwen3, Llama-3.2; a class default is filled in first), else
+    hidden / heads, as the classes derive it (LlamaConfig@4.46.3 ``self.hidden_size // self.num_attention_heads``)
+    and vLLM's ``ModelConfig.get_head_size`` does."""
     explicit = config.get("head_dim")
     if explicit:
         return int(explicit)
@@ -275,7 +249,7 @@ def derived_max_model_len(config: Mapping[str, Any]) -> int:
     model_type = str(config.get("model_type", ""))
     if kind is not None and kind not in UNSCALED_ROPE_TYPES and "gemma3" not in model_type:
         scaling = config["rope_scaling"]
-        factor = float(scaling.get("factor", 1.0))
+        factor = float(scaling.get("factor", 1.0))  # vLLM: _get_and_verify_max_len, .get("factor", 1.0)
         if kind == "yarn" and scaling.get("original_max_position_embeddings"):
             derived = float(scaling["original_max_position_embeddings"])
         derived *= factor
@@ -382,15 +356,45 @@ def mla_dims(config: Mapping[str, Any]) -> tuple[int, int] | None:
     return int(rank), int(rope)
 
 
+# MoE classes whose routed experts are ``intermediate_size`` wide (they have no ``moe_intermediate_size``): vLLM's
+# mixtral.py / phimoe.py / granitemoe.py / gpt_oss.py / olmoe.py build each expert with ``config.intermediate_size``
+# (MixtralConfig, PhimoeConfig, GraniteMoeConfig, GptOssConfig, OlmoeConfig have no moe_intermediate_size, 4.57.1).
+EXPERTS_USE_INTERMEDIATE = frozenset({"mixtral", "phimoe", "granitemoe", "gpt_oss", "olmoe"})
+
+
 def num_experts(config: Mapping[str, Any]) -> tuple[int, int, int | None]:
-    """(experts, experts per token, per-expert intermediate size) — (0, 0, None) for dense models."""
+    """(experts, experts per token, per-expert intermediate size) — (0, 0, None) for dense models. An MoE config
+    missing the top-k, or the expert width where its class has one, is ``cannot predict`` (the class defaults are
+    already filled in by ``with_defaults``)."""
     experts = config.get("num_local_experts") or config.get("num_experts") or config.get("n_routed_experts") or 0
     per_token = config.get("num_experts_per_tok") or config.get("experts_per_token") or config.get("moe_topk") or 0
     inter = config.get("moe_intermediate_size")
+    if experts and not per_token:
+        raise cannot_predict(config, "num_experts_per_tok missing (the experts each token is routed to)")
+    if experts and not inter and (config_defaults.config_type(config) or model_type(config)) not in \
+            EXPERTS_USE_INTERMEDIATE:
+        raise cannot_predict(config, "moe_intermediate_size missing (the routed experts' width)")
     return int(experts), int(per_token), int(inter) if inter else None
 
 
+def intermediate_size(config: Mapping[str, Any], hidden: int) -> int:
+    """The dense MLP width: ``intermediate_size`` (``ffn_dim`` for OPT), else the width the class derives when its
+    own key is None: GPT2Config / GPTBigCodeConfig ``n_inner`` None -> 4 x hidden (``inner_dim = config.n_inner if
+    config.n_inner is not None else 4 * hidden_size``, transformers' modeling_gpt2.py / modeling_gpt_bigcode.py@4.46.3,
+    which vLLM's ports follow), FalconConfig ``ffn_hidden_size`` None -> hidden x 4 (configuration_falcon.py@4.46.3
+    ``__init__``). Anything else is ``cannot predict``: 4 x hidden was a guess."""
+    for key in ("intermediate_size", "ffn_dim", "n_inner", "ffn_hidden_size"):
+        if config.get(key):
+            return int(config[key])
+    kind = config_defaults.config_type(config) or str(config.get("model_type") or "")
+    if kind in ("gpt2", "gpt_bigcode", "falcon"):
+        return 4 * hidden
+    raise cannot_predict(config, "intermediate_size missing (the MLP width; its config class gives no default "
+                                 "this project has read)")
+
+
 def torch_dtype(config: Mapping[str, Any]) -> str:
-    """The checkpoint dtype vLLM's ``--dtype auto`` resolves to (float32 checkpoints are served in bf16)."""
-    raw = str(config.get("torch_dtype") or config.get("dtype") or "bfloat16").replace("torch.", "")
+    """The dtype ``--dtype auto`` resolves to (float32 served in bf16); none stated is float32 (_get_and_verify_dtype
+    ``config_dtype = torch.float32``, vllm/config.py@0.6.4; later ones read the safetensors header first: no input)."""
+    raw = str(config.get("torch_dtype") or config.get("dtype") or "float32").replace("torch.", "")
     return "bfloat16" if raw == "float32" else raw

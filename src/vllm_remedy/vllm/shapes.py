@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from vllm_remedy.vllm import architectures, hf_config
+from vllm_remedy.vllm import architectures, config_defaults, hf_config
 
 # Activations whose MLP has a gate (three matrices per MLP instead of two).
 _GATED = ("silu", "swiglu", "gelu_pytorch_tanh_gated", "quick_gelu_gated")
@@ -52,8 +52,13 @@ def attention_params(text: Mapping[str, Any], hidden: int, heads: int, kv_heads:
     if mla is None:
         return hidden * (heads + 2 * kv_heads) * head_dim + heads * head_dim * hidden
     rank, rope = mla
-    nope = int(text.get("qk_nope_head_dim") or 0)
-    v_dim = int(text.get("v_head_dim") or nope)
+    # DeepseekV2Config / DeepseekV3Config defaults are filled in (``config_defaults``); any other MLA class states
+    # these or is not sized. ``q_lora_rank`` null is a full-rank query (DeepSeek-V2-Lite), absent is unknown.
+    for key in ("qk_nope_head_dim", "v_head_dim", "q_lora_rank"):
+        if key not in text:
+            raise hf_config.cannot_predict(text, f"{key} missing (an MLA projection's width)")
+    nope = int(text["qk_nope_head_dim"] or 0)
+    v_dim = int(text["v_head_dim"] or nope)
     q_rank = text.get("q_lora_rank")
     q = hidden * q_rank + q_rank * heads * (nope + rope) if q_rank else hidden * heads * (nope + rope)
     kv = hidden * (rank + rope) + rank * heads * (nope + v_dim)
@@ -63,6 +68,10 @@ def attention_params(text: Mapping[str, Any], hidden: int, heads: int, kv_heads:
 def moe_layers(text: Mapping[str, Any], layers: int) -> int:
     """Layers with routed experts: DeepSeek keeps the first ``first_k_dense_replace`` dense, Qwen-MoE lists
     ``mlp_only_layers`` and may route only every ``decoder_sparse_step``-th layer."""
+    if "n_routed_experts" in text and "first_k_dense_replace" not in text:  # DeepSeek-style: the class has one
+        raise hf_config.cannot_predict(text, "first_k_dense_replace missing (the leading dense layers)")
+    # decoder_sparse_step and mlp_only_layers exist only in the Qwen-MoE classes (defaults 1 and [] filled in):
+    # another class routes every layer.
     dense = set(range(int(text.get("first_k_dense_replace") or 0)))
     dense |= {int(i) for i in text.get("mlp_only_layers") or ()}
     step = int(text.get("decoder_sparse_step") or 1)
@@ -88,6 +97,8 @@ def text_params(
         return Params(embed=embed, body=attn + layers * 3 * hidden * inter, experts=0.0, vision=0.0)
     per_expert = 3 * hidden * (moe_inter or inter)
     routed = moe_layers(text, layers)
+    if "n_routed_experts" in text and "n_shared_experts" not in text:
+        raise hf_config.cannot_predict(text, "n_shared_experts missing (the always-on experts)")
     shared = int(text.get("n_shared_experts") or 0) * per_expert
     shared += 3 * hidden * int(text.get("shared_expert_intermediate_size") or 0)
     body = attn + routed * (shared + hidden * experts) + (layers - routed) * 3 * hidden * inter
@@ -104,21 +115,29 @@ def vision(config: Mapping[str, Any], text_hidden: int) -> Vision | None:
     if not isinstance(raw, Mapping):
         architectures.check_vision(config)
         return None
-    vc = hf_config.with_defaults(raw)
+    vc = config_defaults.vision_defaults(config)  # the vision class's defaults under the keys it omits
     hidden = vc.get("hidden_size") or vc.get("embed_dim")
     layers = vc.get("num_hidden_layers") or vc.get("depth")
     if not hidden or not layers:
         raise hf_config.cannot_predict(
             config, "vision_config states no hidden_size / embed_dim or num_hidden_layers / depth"
         )
+    # num_global_layers: MllamaVisionConfig's alone (default 8, filled in); other towers have none.
     hidden, layers = int(hidden), int(layers) + int(vc.get("num_global_layers") or 0)
-    inter = int(vc.get("intermediate_size") or float(vc.get("mlp_ratio") or 4) * hidden)
+    if vc.get("intermediate_size"):
+        inter = int(vc["intermediate_size"])
+    elif vc.get("mlp_ratio"):  # Qwen2-VL's blocks: ``int(embed_dim * mlp_ratio)`` (vLLM qwen2_vl.py)
+        inter = int(float(vc["mlp_ratio"]) * hidden)
+    else:
+        raise hf_config.cannot_predict(config, "vision_config.intermediate_size missing (the tower's MLP width)")
     gated = str(vc.get("hidden_act", "")) in _GATED or str(vc.get("model_type")) == "qwen2_5_vl"
-    patch = int(vc.get("patch_size") or 14)
+    patch = _vision_int(config, vc, "patch_size")
+    # temporal_patch_size / spatial_merge_size belong to the Qwen-VL vision classes (defaults 2 filled in); a tower
+    # without them embeds single frames and projects every patch.
     temporal = int(vc.get("temporal_patch_size") or 1)
     merge = int(vc.get("spatial_merge_size") or 1)
     tower = layers * (4 * hidden * hidden + (3 if gated else 2) * hidden * inter)
-    tower += int(vc.get("num_channels") or 3) * temporal * patch * patch * hidden
+    tower += _vision_int(config, vc, "num_channels", "in_channels", "in_chans") * temporal * patch * patch * hidden
     merged = hidden * merge * merge
     out = int(vc.get("out_hidden_size") or text_hidden)
     projector = merged * merged + merged * out if merge > 1 else hidden * out
@@ -128,3 +147,12 @@ def vision(config: Mapping[str, Any], text_hidden: int) -> Vision | None:
     deepstack = len(vc.get("deepstack_visual_indexes") or ())
     return Vision(params=float(tower + projector), hidden=hidden, intermediate=inter, patches=patches, tokens=tokens,
                   embed_dim=out * (1 + deepstack) if deepstack else 0)
+
+
+def _vision_int(config: Mapping[str, Any], vc: Mapping[str, Any], *keys: str) -> int:
+    """The first of ``keys`` the vision config (class defaults filled in) states; missing is ``cannot predict``."""
+    for key in keys:
+        if vc.get(key):
+            return int(vc[key])
+    raise hf_config.cannot_predict(config, f"vision_config.{keys[0]} missing (its vision class gives no default "
+                                           "this project has read)")
