@@ -1,0 +1,47 @@
+"""What else VLLM_MLA_DISABLE changes besides the cache (``vllm.memory.mla_release``), through the real `estimate` CLI:
+vLLM reads ``model_config.use_mla``, which the variable turns off, not whether the config has ``kv_lora_rank``.
+
+- The V1 oracle of 0.10.2 asks ``is_kv_cache_dtype_supported(kv_cache_dtype, model_config)``: an MLA model takes
+  FlashMLA, which keeps fp8, but with MLA off FlashAttention is the default and fp8 needs FA3 on Hopper
+  (platforms/cuda.py@0.10.2), so an A100 falls back to V0, or refuses under VLLM_USE_V1=1.
+- V0's chunked-prefill default leaves out ``use_mla`` models only ("Chunked prefill not supported for Multimodal or
+  MLA in V0", ``_set_default_args_v0``, engine/arg_utils.py@0.8.0, @0.9.2, @0.10.2): with MLA off a 163,840-token
+  DeepSeek start chunks, so the profile runs the chunk, not the whole length."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conftest import run_cli
+
+CONFIG = Path(__file__).resolve().parents[1] / "data" / "configs" / "DeepSeek-V2-Lite.json"
+
+
+def _estimate(*args: str, config: Path = CONFIG) -> dict:
+    got = run_cli("estimate", "--model-config", str(config), *args, "-o", "json")
+    assert got.returncode == 0, got.stdout + got.stderr
+    return json.loads(got.stdout)
+
+
+def test_the_v1_oracle_reads_use_mla_on_0_10_2():
+    a100 = ("--gpu", "NVIDIA-A100-SXM4-80GB", "--max-model-len", "32768", "--vllm-version", "0.10.2",
+            "--kv-cache-dtype", "fp8")
+    assert _estimate(*a100, "--vllm-mla-disable", "0")["engine"] == "V1"  # FlashMLA keeps fp8 on any card
+    off = _estimate(*a100, "--vllm-mla-disable", "1")
+    assert off["engine"] == "V0", off  # FlashAttention 2 on 8.0: no fp8 KV, "Falling back to V0"
+    forced = _estimate(*a100, "--vllm-mla-disable", "1", "--vllm-use-v1", "1")
+    assert forced["outcome"] == "config_refused", forced
+    assert "VLLM_USE_V1=1 is not supported with --kv-cache-dtype" in forced["refusal"], forced
+
+
+def test_v0_chunks_a_long_deepseek_start_when_mla_is_off():
+    """0.9.2 on V0 at 163,840 tokens: MLA on, chunked prefill stays off and the profile runs the whole length (an
+    activation of many GiB); off, it is on and the profile runs V0's default chunk (about a GiB)."""
+    v0 = ("--gpu", "NVIDIA-H100-80GB-HBM3", "--max-model-len", "163840", "--vllm-version", "0.9.2",
+          "--vllm-use-v1", "0")
+    on = _estimate(*v0, "--vllm-mla-disable", "0")
+    off = _estimate(*v0, "--vllm-mla-disable", "1")
+    assert on["engine"] == off["engine"] == "V0"
+    assert on["activation_gib"] > 5 > 2 > off["activation_gib"], (on, off)
+
