@@ -6,7 +6,9 @@ vLLM reads ``model_config.use_mla``, which the variable turns off, not whether t
   (platforms/cuda.py@0.10.2), so an A100 falls back to V0, or refuses under VLLM_USE_V1=1.
 - V0's chunked-prefill default leaves out ``use_mla`` models only ("Chunked prefill not supported for Multimodal or
   MLA in V0", ``_set_default_args_v0``, engine/arg_utils.py@0.8.0, @0.9.2, @0.10.2): with MLA off a 163,840-token
-  DeepSeek start chunks, so the profile runs the chunk, not the whole length."""
+  DeepSeek start chunks, so the profile runs the chunk, not the whole length.
+- DeepSeek-V3.2 with MLA off fails while the model is built (deepseek_v2.py@0.11.0-@0.34.0 assert), which no
+  outcome class names: "cannot predict", saying so."""
 
 from __future__ import annotations
 
@@ -45,3 +47,15 @@ def test_v0_chunks_a_long_deepseek_start_when_mla_is_off():
     assert on["engine"] == off["engine"] == "V0"
     assert on["activation_gib"] > 5 > 2 > off["activation_gib"], (on, off)
 
+
+def test_v3_2_without_mla_says_why_it_cannot_be_predicted(tmp_path):
+    config = json.loads(CONFIG.read_text())
+    config.update(architectures=["DeepseekV32ForCausalLM"], index_head_dim=128, index_n_heads=64, index_topk=2048)
+    v32 = tmp_path / "config.json"
+    v32.write_text(json.dumps(config))
+    for version in ("0.11.0", "0.30.0"):
+        got = run_cli("estimate", "--model-config", str(v32), "--gpu", "NVIDIA-H100-80GB-HBM3", "--max-model-len",
+                      "32768", "--vllm-version", version, "--vllm-mla-disable", "1")
+        assert got.returncode == 2, got.stdout + got.stderr
+        assert "cannot predict DeepseekV32ForCausalLM without MLA" in got.stderr, got.stderr
+        assert "AssertionError: topk_indices_buffer is not supported for DeepseekV2Attention" in got.stderr, got.stderr

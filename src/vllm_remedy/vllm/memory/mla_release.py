@@ -16,7 +16,23 @@ Read from each release's ``ModelConfig`` (config.py, from 0.11 config/model.py) 
   config/__init__.py@0.10.2, config/model.py@0.11.0, 0.20.0), from 0.30 ``if envs.VLLM_MLA_DISABLE: return False``
   first (config/model.py@0.30.0, 0.34.0); off, deepseek_v2.py@0.11.0/0.30.0 builds ``DeepseekV2Attention``:
   ``Attention(num_local_heads, qk_head_dim, ..., num_kv_heads=num_local_heads)``.
-- DeepSeek-V3.2's indexer adds its own cache layer per MLA layer (``indexer_cache``).
+- DeepSeek-V3.2's indexer adds its own cache layer per MLA layer (``indexer_cache``). With MLA off (VLLM_MLA_DISABLE)
+  V3.2 does not start: ``DeepseekV2Model`` builds ``topk_indices_buffer`` whenever the config has ``index_topk`` and
+  every decoder layer passes it to its attention class, and ``DeepseekV2Attention.__init__`` asserts it is None
+  (models/deepseek_v2.py@0.11.0, 0.12.0, 0.14.0, 0.16.0, 0.18.0, 0.20.0, 0.22.0, 0.24.0, 0.26.0, 0.28.0, 0.30.0,
+  0.32.0, 0.34.0): an AssertionError while the model is built. No outcome class names that, so it is "cannot
+  predict", with that reason.
+
+What MLA off does not change here, read in the same files: the weights (``DeepseekV2Attention`` and
+``DeepseekV2MLAAttention`` build the same q/kv_a/kv_b projections and ``o_proj = RowParallelLinear(num_heads *
+v_head_dim, ...)``, deepseek_v2.py@0.6.3, @0.11.0), the rotary cache (``get_rope(qk_rope_head_dim, ...)`` in both),
+and the TP split (both assert ``num_heads % tp_size == 0``; neither uses ``QKVParallelLinear``, whose KV-head rule
+``tp_split`` therefore leaves out for these configs whether MLA runs or not). What it does change elsewhere: the V1
+oracle's ``is_kv_cache_dtype_supported(kv_cache_dtype, model_config)`` reads ``use_mla`` (platforms/cuda.py@0.10.2)
+and V0's chunked-prefill default leaves out ``use_mla`` models (engine/arg_utils.py@0.8.0-@0.10.2); both follow
+``use_mla`` here (``settings.engine_rules``, ``chunked.v0_default``). The block size vLLM forces for MLA is forced only
+under ``model_config.use_mla`` (platforms/cuda.py@0.8.0 to @0.17.0), so MLA off keeps the default of 16 there; from
+0.18.0 the attention selector picks it for every model alike (not re-read here).
 """
 
 from __future__ import annotations
@@ -79,7 +95,11 @@ def kv_bytes_per_layer_token(model: ModelSpec, mla: bool, version: tuple[int, in
         latent = ((model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0)) * kv_dtype_bytes
         return latent + indexer_cache.bytes_per_layer_token(model, version)
     if model.index_head_dim:
-        raise CannotPredict(f"cannot predict {model.architecture} without MLA: its sparse indexer runs on MLA only "
-                            "(not read)")
+        raise CannotPredict(
+            f"cannot predict {model.architecture} without MLA: vLLM still builds the indexer's top-k buffer for a "
+            "config with index_topk and hands it to the non-MLA DeepseekV2Attention, which asserts it is None, so "
+            "the start fails while the model is built (AssertionError: topk_indices_buffer is not supported for "
+            "DeepseekV2Attention; models/deepseek_v2.py@0.11.0 to @0.34.0), a failure with no outcome class here; "
+            "unset VLLM_MLA_DISABLE to run V3.2 with MLA")
     heads = model.num_heads if engine == "V1" else model.num_kv_heads
     return 2 * max(1, heads // tp) * head_size(model, version) * kv_dtype_bytes
