@@ -59,3 +59,18 @@ def test_v3_2_without_mla_says_why_it_cannot_be_predicted(tmp_path):
         assert got.returncode == 2, got.stdout + got.stderr
         assert "cannot predict DeepseekV32ForCausalLM without MLA" in got.stderr, got.stderr
         assert "AssertionError: topk_indices_buffer is not supported for DeepseekV2Attention" in got.stderr, got.stderr
+
+
+def test_plan_notes_what_unsetting_vllm_mla_disable_would_give():
+    """The planner writes flags, not the container's env: with MLA off V2-Lite holds 136k tokens at 163,840 on an
+    H100 (max_len_exceeds_kv), with MLA about 1.45M, so the plan says so in a note and offers no env rung."""
+    args = ("plan", "--model-config", str(CONFIG), "--gpu", "NVIDIA-H100-80GB-HBM3", "--max-model-len", "163840",
+            "--vllm-version", "0.30.0", "-o", "json")
+    off = run_cli(*args, "--vllm-mla-disable", "1")
+    assert off.returncode in (0, 1), off.stdout + off.stderr
+    plan = json.loads(off.stdout)
+    notes = [n for n in plan["notes"] if n.startswith("VLLM_MLA_DISABLE=1 in the pod's env turns MLA off")]
+    assert len(notes) == 1 and "unset, the current flags are predicted to fit" in notes[0], plan["notes"]
+    assert not any("VLLM_MLA_DISABLE" in json.dumps(step) for step in plan["steps"]), plan["steps"]
+    on = json.loads(run_cli(*args, "--vllm-mla-disable", "0").stdout)
+    assert not any("VLLM_MLA_DISABLE" in n for n in on["notes"]), on["notes"]
