@@ -34,6 +34,7 @@ from vllm_remedy.vllm.memory.flag_values import (
     read_int,
     read_mm_limits,
 )
+from vllm_remedy.vllm.memory.mla_release import block_size as mla_block_size
 from vllm_remedy.vllm.memory.mla_release import runs_mla
 from vllm_remedy.vllm.memory.mm_processor import mm_processor_max_pixels
 from vllm_remedy.vllm.memory.pinned import pin_flags, rules_without_extensible_cache
@@ -325,7 +326,7 @@ def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
         chunked_prefill=chunked,
         weight_dtype_bytes=weight_bytes,
         kv_dtype_bytes=kv_bytes,
-        block_size=s.block_size or (64 if mla else 16),
+        block_size=mla_block_size(mla, bool(model.index_head_dim), r.version, gpu.capability, s.block_size),
         enforce_eager=s.enforce_eager or (r.engine == "V1" and s.compile_off),  # -O0: no compile, no graphs
         other_process_gib=s.other_process_gib,
         capture_size=s.cudagraph_capture_size,
