@@ -22,7 +22,8 @@ checks are made in this order, and the first that fails names the feature. Read 
     FlashAttention and ``flash_attn_supports_fp8()`` as above.
   * 0.10.2: ``is_kv_cache_dtype_supported(kv_cache_dtype, model_config)`` (platforms/cuda.py@0.10.2) adds MLA models:
     with no backend set they take FlashMLA (CUTLASS MLA on 10.0), both of which take fp8, so an MLA model stays on V1
-    on any card; other models as in 0.10.0.
+    on any card; other models as in 0.10.0. "MLA model" is ``model_config.use_mla``: a DeepSeek config under
+    VLLM_MLA_DISABLE=1 is an other model here (the caller passes what runs, ``settings.engine_rules``).
   The values vLLM accepts there are auto and fp8, fp8_e4m3, fp8_e5m2 (CacheDType, config.py@0.8.5; fp8_inc from
   0.10.0, an Intel Gaudi value): every one of them is an fp8 value.
 - "--dtype torch.float32": the model dtype must be float16 or bfloat16 ("Only Fp16 and Bf16 dtypes since we only
@@ -59,8 +60,8 @@ def fallback(version: Version, capability: tuple[int, int] | None, kv_cache_dtyp
              dtype: str | None = None, mla: bool = False) -> str | None:
     """The feature name ``_raise_or_fallback`` reports where this release's oracle leaves V1 for V0 on this card
     (``"--kv-cache-dtype"``), or None where V1 runs. ``dtype``: the dtype the model runs in (None: float16 or
-    bfloat16); ``mla``: the model uses MLA attention. An unknown capability (None) is taken as a card V1 supports:
-    these checks are the card's, and nothing says which card it is."""
+    bfloat16); ``mla``: the release runs the model's MLA (``use_mla``; not under VLLM_MLA_DISABLE). An unknown
+    capability (None) is taken as a card V1 supports: these checks are the card's, and nothing says which card it is."""
     if not ORACLE_SINCE <= version < ORACLE_UNTIL:
         return None
     if capability is not None and version < CAPABILITY_CHECK_UNTIL and capability < (8, 0):

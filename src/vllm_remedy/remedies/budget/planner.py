@@ -14,6 +14,7 @@ from vllm_remedy.remedies.budget.judge import Judge
 from vllm_remedy.remedies.budget.ladder import Rung, build
 from vllm_remedy.remedies.budget.levers import Context, tp_sizes
 from vllm_remedy.remedies.budget.limits import Limits, limits, margin_shortfall
+from vllm_remedy.remedies.budget.mla_note import mla_env_note
 from vllm_remedy.remedies.budget.observed import KvObservation, kv_deficit_gib
 from vllm_remedy.remedies.budget.observed import kv_scale as kv_scale_for
 from vllm_remedy.remedies.plan import Plan, Step, TemplateChange
@@ -106,6 +107,8 @@ def plan_budget(req: BudgetRequest) -> Plan:
     rungs = [first, *ladder] if first is not None else []
     steps = tuple(_step(i + 1, r, req, lim, cap, judge) for i, r in enumerate(rungs))
     notes += _lever_notes(req, lim, rungs, graphs)
+    if mla_note := mla_env_note(req.model, req.gpu, req.settings, current, lim.required, lim.kv_margin):
+        notes.append(mla_note)  # the env keeps MLA off; unsetting it is not a rung (``mla_note``)
     if not steps:
         verdict = "no_fitting_change"
         notes.insert(0, "no change within the policy's bounds is predicted to start and meet the target with the "

@@ -6,7 +6,8 @@ V0 (to 0.10.2) turns chunked prefill on by default only above 32,768 tokens, and
 model with a sliding window (``ModelConfig.get_sliding_window``: the config's ``sliding_window`` unless
 ``use_sliding_window`` is false or ``--disable-sliding-window``, config.py@0.6.3, @0.8.5, @0.10.0), for a multimodal
 model from 0.6.2 (``is_multimodal_model``; 0.6.5-0.7.3 write ``bool(envs.VLLM_USE_V1)``, off on V0) and for MLA from
-0.8.0 ("Chunked prefill not supported for Multimodal or MLA in V0"), and, in 0.5.5-0.6.0, with
+0.8.0 ("Chunked prefill not supported for Multimodal or MLA in V0": ``model_config.use_mla``, so not for a DeepSeek
+config whose MLA VLLM_MLA_DISABLE turns off, arg_utils.py@0.8.0, @0.9.2, @0.10.2), and, in 0.5.5-0.6.0, with
 ``--enable-prefix-caching``. LoRA and speculative decoding also keep it off;
 they are unmodelled flags (``unmodelled``), so no start with them is predicted.
 
@@ -48,15 +49,17 @@ def multimodal(model: ModelSpec) -> bool:
 
 
 def v0_default(model: ModelSpec, version: tuple[int, ...], max_len: int, disable_sliding_window: bool,
-               prefix_caching: bool = False) -> bool:
-    """V0's chunked prefill when no flag sets it (see the module docstring)."""
+               prefix_caching: bool = False, mla: bool = False) -> bool:
+    """V0's chunked prefill when no flag sets it (see the module docstring); ``mla``: the release runs the model's
+    MLA (``Resolved.mla``: ``model_config.use_mla``, which VLLM_MLA_DISABLE turns off), not merely a config that has
+    ``kv_lora_rank``."""
     if version < V0_LONG_CONTEXT_DEFAULT_SINCE:
         return False
     if prefix_caching and version < V0_PREFIX_CACHING_KEPT_SINCE:
         return False
     if multimodal(model) and version >= V0_MULTIMODAL_OFF_SINCE:
         return False
-    if model.is_mla and version >= V0_MLA_OFF_SINCE:
+    if mla and version >= V0_MLA_OFF_SINCE:
         return False
     window = None if disable_sliding_window else model.sliding_window
     return max_len > LONG_CONTEXT and window is None
@@ -74,11 +77,11 @@ def v0_default_batch(model: ModelSpec, version: tuple[int, ...], chunked: bool, 
 
 
 def chunked_prefill(engine: str, version: tuple[int, ...], model: ModelSpec, flag: bool | None, max_len: int,
-                    disable_sliding_window: bool, prefix_caching: bool = False) -> bool:
+                    disable_sliding_window: bool, prefix_caching: bool = False, mla: bool = False) -> bool:
     """Whether the scheduler config sees chunked prefill on: V1 forces it before 0.11.1, keeps the flag after."""
     if engine == "V1":
         return True if flag is None or version < V1_FLAG_KEPT_SINCE else flag
-    return v0_default(model, version, max_len, disable_sliding_window, prefix_caching) if flag is None else flag
+    return v0_default(model, version, max_len, disable_sliding_window, prefix_caching, mla) if flag is None else flag
 
 
 def refused(chunked: bool, mnbt: int, max_len: int) -> bool:

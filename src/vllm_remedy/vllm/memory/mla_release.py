@@ -16,7 +16,23 @@ Read from each release's ``ModelConfig`` (config.py, from 0.11 config/model.py) 
   config/__init__.py@0.10.2, config/model.py@0.11.0, 0.20.0), from 0.30 ``if envs.VLLM_MLA_DISABLE: return False``
   first (config/model.py@0.30.0, 0.34.0); off, deepseek_v2.py@0.11.0/0.30.0 builds ``DeepseekV2Attention``:
   ``Attention(num_local_heads, qk_head_dim, ..., num_kv_heads=num_local_heads)``.
-- DeepSeek-V3.2's indexer adds its own cache layer per MLA layer (``indexer_cache``).
+- DeepSeek-V3.2's indexer adds its own cache layer per MLA layer (``indexer_cache``). With MLA off (VLLM_MLA_DISABLE)
+  V3.2 does not start: ``DeepseekV2Model`` builds ``topk_indices_buffer`` whenever the config has ``index_topk`` and
+  every decoder layer passes it to its attention class, and ``DeepseekV2Attention.__init__`` asserts it is None
+  (models/deepseek_v2.py@0.11.0, 0.12.0, 0.14.0, 0.16.0, 0.18.0, 0.20.0, 0.22.0, 0.24.0, 0.26.0, 0.28.0, 0.30.0,
+  0.32.0, 0.34.0): an AssertionError while the model is built. No outcome class names that, so it is "cannot
+  predict", with that reason.
+
+What MLA off does not change here, read in the same files: the weights (``DeepseekV2Attention`` and
+``DeepseekV2MLAAttention`` build the same q/kv_a/kv_b projections and ``o_proj = RowParallelLinear(num_heads *
+v_head_dim, ...)``, deepseek_v2.py@0.6.3, @0.11.0), the rotary cache (``get_rope(qk_rope_head_dim, ...)`` in both),
+and the TP split (both assert ``num_heads % tp_size == 0``; neither uses ``QKVParallelLinear``, whose KV-head rule
+``tp_split`` therefore leaves out for these configs whether MLA runs or not). What it does change elsewhere: the V1
+oracle's ``is_kv_cache_dtype_supported(kv_cache_dtype, model_config)`` reads ``use_mla`` (platforms/cuda.py@0.10.2)
+and V0's chunked-prefill default leaves out ``use_mla`` models (engine/arg_utils.py@0.8.0-@0.10.2); both follow
+``use_mla`` here (``settings.engine_rules``, ``chunked.v0_default``). The block size vLLM forces for MLA is forced only
+under ``model_config.use_mla`` (platforms/cuda.py@0.8.0 to @0.17.0), so MLA off keeps the default of 16 there; from
+0.18.0 the attention selector picks it for every model alike (not re-read here). With MLA on, ``block_size``.
 """
 
 from __future__ import annotations
@@ -30,6 +46,11 @@ if TYPE_CHECKING:
     from vllm_remedy.vllm.catalog import ModelSpec
 
 MLA_SINCE = (0, 7, 1)  # config.py@0.7.1: ``use_mla``
+DEFAULT_BLOCK = 16  # CacheConfig's block size when nothing sets it (``check_and_update_config``, platforms/cuda.py)
+FLASHMLA_BLOCK_SINCE = (0, 8, 0)  # platforms/cuda.py@0.8.0: FlashMLA forces 64 (0.7.2, 0.7.3 force nothing)
+CUTLASS_DEFAULT_SINCE = (0, 10, 2)  # platforms/cuda.py@0.10.2: CUTLASS MLA (128) by default on capability 10.0
+SPARSE_BLOCK_SINCE = (0, 11, 0)  # platforms/cuda.py@0.11.0: V3.2's FlashMLA sparse forces 64
+BLOCK_READ_UNTIL = (0, 12, 0)  # from 0.12 the forcing changes again (``% 64``, FlashInfer MLA, the selector)
 HEAD_QK_SINCE = (0, 7, 0)  # config.py@0.7.0: qk_rope_head_dim + qk_nope_head_dim, no longer padded to 256
 V3_PADDED_SINCE = (0, 6, 6)  # config.py@0.6.6 pads deepseek_v3 as well as deepseek_v2
 QUANT_GATE_UNTIL = (0, 7, 3)  # config.py@0.7.3 drops the quantization condition
@@ -79,7 +100,38 @@ def kv_bytes_per_layer_token(model: ModelSpec, mla: bool, version: tuple[int, in
         latent = ((model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0)) * kv_dtype_bytes
         return latent + indexer_cache.bytes_per_layer_token(model, version)
     if model.index_head_dim:
-        raise CannotPredict(f"cannot predict {model.architecture} without MLA: its sparse indexer runs on MLA only "
-                            "(not read)")
+        raise CannotPredict(
+            f"cannot predict {model.architecture} without MLA: vLLM still builds the indexer's top-k buffer for a "
+            "config with index_topk and hands it to the non-MLA DeepseekV2Attention, which asserts it is None, so "
+            "the start fails while the model is built (AssertionError: topk_indices_buffer is not supported for "
+            "DeepseekV2Attention; models/deepseek_v2.py@0.11.0 to @0.34.0), a failure with no outcome class here; "
+            "unset VLLM_MLA_DISABLE to run V3.2 with MLA")
     heads = model.num_heads if engine == "V1" else model.num_kv_heads
     return 2 * max(1, heads // tp) * head_size(model, version) * kv_dtype_bytes
+
+
+def block_size(mla: bool, sparse: bool, version: tuple[int, int, int], capability: tuple[int, int] | None,
+               typed: int | None) -> int:
+    """The KV block size vLLM runs: ``typed`` (--block-size) or 16, unless the release forces one for MLA in
+    ``CudaPlatform.check_and_update_config`` (only under ``model_config.use_mla``, so never with MLA off), with
+    VLLM_ATTENTION_BACKEND unset (not read by the tools):
+
+    - 0.7.2-0.7.3: nothing forced (platforms/cuda.py@0.7.2, @0.7.3; 0.7.1 was not in the extracts, taken as 0.7.2).
+    - 0.8.0-0.10.1: 64 when FlashMLA is supported, whatever --block-size says (platforms/cuda.py@0.8.0, @0.8.5,
+      @0.9.2, @0.10.0); ``is_flashmla_supported`` needs capability 9.x ("FlashMLA is only supported on Hopper
+      devices", attention/ops/flashmla.py as stored at vllm-project/vllm 095fd64, the 0.11 line; the 0.8-0.10 copies
+      were not in the extracts). Other cards keep 16 (Triton MLA).
+    - 0.10.2-0.11.x: CUTLASS MLA's 128 on capability 10.0, FlashMLA's 64 on 9.x, else 16 (platforms/cuda.py@0.10.2,
+      @0.11.0); from 0.11.0 a V3.2 config (``index_topk``; ``sparse`` here: the spec's ``index_head_dim``) is
+      forced to 64 last, over either.
+    - 0.12 on: not re-read for this rule (``% 64`` / ``% 128`` tests, FlashInfer MLA on 10.x from 0.17, the attention
+      selector from 0.18): 64, or the typed size, as before. A card of unknown capability is sized the same way."""
+    if not mla or version < FLASHMLA_BLOCK_SINCE:
+        return typed or DEFAULT_BLOCK
+    if version >= BLOCK_READ_UNTIL or capability is None:
+        return typed or 64
+    if sparse and version >= SPARSE_BLOCK_SINCE:
+        return 64
+    if version >= CUTLASS_DEFAULT_SINCE and capability == (10, 0):
+        return 128
+    return 64 if capability[0] == 9 else typed or DEFAULT_BLOCK

@@ -34,6 +34,7 @@ from vllm_remedy.vllm.memory.flag_values import (
     read_int,
     read_mm_limits,
 )
+from vllm_remedy.vllm.memory.mla_release import block_size as mla_block_size
 from vllm_remedy.vllm.memory.mla_release import runs_mla
 from vllm_remedy.vllm.memory.mm_processor import mm_processor_max_pixels
 from vllm_remedy.vllm.memory.pinned import pin_flags, rules_without_extensible_cache
@@ -295,15 +296,17 @@ def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
     max_len = model.max_model_len if s.max_model_len in (None, -1) else int(s.max_model_len)
     if s.max_model_len is None and model.sliding_window and gemma2_cap.forced(model, r.version):
         max_len = min(max_len, model.sliding_window)  # the default, capped at the window (``gemma2_cap``)
+    mla_off, mla_why = mla_env.disabled(r.version, model.is_mla, s.mla_disable_env, s.mla_disable_env_unreadable)
+    mla = runs_mla(model, r.version, s.quantization or model.quantization, mla_off)
     if r.engine == "V1":
         default_mnbt, default_seqs = r.scheduler_defaults(gpu.total_gib, gpu.product, gpu.capability)
         chunked = chunked_prefill(r.engine, r.version, model, s.enable_chunked_prefill, max_len,
-                                  s.disable_sliding_window, s.enable_prefix_caching)
+                                  s.disable_sliding_window, s.enable_prefix_caching, mla)
         mnbt = s.max_num_batched_tokens or (default_mnbt if chunked else max(max_len, default_mnbt))
         seqs = s.max_num_seqs or default_seqs
     else:
         chunked = chunked_prefill(r.engine, r.version, model, s.enable_chunked_prefill, max_len,
-                                  s.disable_sliding_window, s.enable_prefix_caching)
+                                  s.disable_sliding_window, s.enable_prefix_caching, mla)
         mnbt = s.max_num_batched_tokens or v0_default_batch(model, r.version, chunked, max_len, r.chunked_prefill_mnbt)
         seqs = s.max_num_seqs or 256
     dtype = dtype_support.resolved(model.dtype, s.dtype, gpu.capability, s.version)
@@ -312,8 +315,6 @@ def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
     sampler, sampler_why = sampler_env.sampler(r, gpu.capability, s.flashinfer, s.flashinfer_sampler_env,
                                                s.flashinfer_sampler_env_unreadable)
     runner, runner_why = runner_env.runner_v2(r, runs_runner_v2(r, model), s.runner_v2_env, s.runner_v2_env_unreadable)
-    mla_off, mla_why = mla_env.disabled(r.version, model.is_mla, s.mla_disable_env, s.mla_disable_env_unreadable)
-    mla = runs_mla(model, r.version, s.quantization or model.quantization, mla_off)
     return Resolved(
         rules=r,
         tp=s.tp,
@@ -325,7 +326,7 @@ def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
         chunked_prefill=chunked,
         weight_dtype_bytes=weight_bytes,
         kv_dtype_bytes=kv_bytes,
-        block_size=s.block_size or (64 if mla else 16),
+        block_size=mla_block_size(mla, bool(model.index_head_dim), r.version, gpu.capability, s.block_size),
         enforce_eager=s.enforce_eager or (r.engine == "V1" and s.compile_off),  # -O0: no compile, no graphs
         other_process_gib=s.other_process_gib,
         capture_size=s.cudagraph_capture_size,
@@ -352,7 +353,15 @@ def engine_rules(s: EngineSettings, gpu: GpuSpec, model: ModelSpec | None = None
     dtype = (dtype_support.resolved(model.dtype, s.dtype, gpu.capability, s.version) if model is not None
              else dtype_support.requested(s.dtype))
     return engine_env.engine_rules(s.version, gpu.capability, s.vllm_use_v1, s.vllm_use_v1_unreadable,
-                                   s.kv_cache_dtype, dtype, model is not None and model.is_mla)
+                                   s.kv_cache_dtype, dtype, model is not None and _oracle_mla(model, s))
+
+
+def _oracle_mla(model: ModelSpec, s: EngineSettings) -> bool:
+    """``model_config.use_mla`` as the V1 oracle reads it (``is_kv_cache_dtype_supported``, platforms/cuda.py@0.10.2):
+    off under VLLM_MLA_DISABLE. The oracle runs on 0.8.0-0.10.2 only, where ``use_mla`` has no quantization gate
+    (config.py@0.8.5, config/__init__.py@0.10.2), so the gate of 0.7.1/0.7.2 (``runs_mla``) is not asked here."""
+    off, _ = mla_env.disabled(rules(s.version).version, model.is_mla, s.mla_disable_env, s.mla_disable_env_unreadable)
+    return model.is_mla and not off
 
 
 def split_run(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> SplitRun:
