@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from fixtures.check_batch import judge
+from vllm_remedy.remedies.predict import predict_template
 
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 PRE = ("ValueError: With `vllm serve`, you should provide the model as a positional argument or in a config file "
@@ -78,3 +79,12 @@ def test_check_reads_the_model_tag_as_each_release_does(tmp_path: Path) -> None:
     assert "usage: vllm serve <model_tag> [options]" in text["no-tag-0-7-3"]
     for name in ("flag-0-11-0", "flag-0-8-0", "no-tag-0-7-3"):
         assert items[name]["fix"] is None or "model" not in items[name]["fix"]["unset"], items[name]["fix"]
+
+
+def test_the_deploys_prediction_says_the_refusal_before_any_model() -> None:
+    """``predict_template`` (every deploy's prediction line): argparse and the CLI stop before a model is read, so a
+    command whose model the parser has no place for, or that lacks the required tag, is refused, not unknown."""
+    for name in ("module-0-9-2", "no-tag-0-8-0", "flag-0-11-0", "flag-0-8-0"):
+        doc, said = CASES[name]
+        got = predict_template(doc["spec"]["template"])
+        assert (got.outcome, got.gpu) == ("argument_refused", "NVIDIA-L40S") and said in got.note, (name, got)
