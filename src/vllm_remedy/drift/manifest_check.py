@@ -300,7 +300,7 @@ def _predict(server: ServerCommand, model_name: str | None, label: str | None, v
             out.append(_unknown("model", "the vLLM command names no model",
                                 "name the model in argv (positional or --model), where it can be checked"))
     settings: EngineSettings | None = None
-    out += [Finding("flags", ERROR, f"{r.why} (exit 2: the pod never starts)", "") for r in respelled]
+    out += [Finding("flags", ERROR, r.refusal, r.advice or "") for r in respelled]
     try:
         settings = EngineSettings.from_flags(flags, version, engine_env.env_inputs(server.container, maps),
                                              server.hidden)

@@ -20,7 +20,8 @@ from vllm_remedy.kube.errors import RolloutError
 from vllm_remedy.kube.history import CHANGE_CAUSE, Revision, annotations, is_controlled_by, templates_equal
 from vllm_remedy.kube.rollout import resource_version_test
 from vllm_remedy.vllm.cmdline import ServerCommand, find_server
-from vllm_remedy.vllm.parallel import parallel_sizes
+from vllm_remedy.vllm.parallel import node_only, parallel_sizes, world_size_words
+from vllm_remedy.vllm.versions import parse_version, rules, version_from_image
 
 PREFIX = "leaderworkerset.sigs.k8s.io/"
 NAME_LABEL, REVISION_LABEL = PREFIX + "name", PREFIX + "template-revision-hash"
@@ -169,15 +170,25 @@ def world_size_shortfall(lwt: Mapping[str, Any], container: str | None = None, r
                          ) -> str | None:
     """Why the group cannot start because its engine spans more GPUs than it has, or None.
 
-    vLLM refuses at config time (``World size (N) is larger than the number of available GPUs (M)``) when TP × PP
-    exceeds the GPUs its Ray cluster offers — every pod of the group, each with the leader's GPUs — before any
-    memory is sized, so every LWS prediction asks this first."""
+    Before 0.12.0 the Ray executor counts every pod of the group (each with the leader's GPUs) and fails once its
+    placement group never fills. From 0.12.0, with no ``--distributed-executor-backend`` and ``--nnodes`` 1,
+    ``ParallelConfig`` compares TP × PP with the leader's own node's devices before it picks a backend
+    (config/parallel.py@0.12.0 l.560, @0.13.0 l.561-566, @0.34.0 l.1161-1166): the group's other GPUs do not count.
+    vLLM refuses before any memory is sized, so every LWS prediction asks this first."""
     shape = group_gpus(lwt, container, resource)
     if shape is None:
         return None
     leader, _ = servers(lwt, container)
     tp, pp = parallel_sizes(leader.flags)
     pods, per_pod = shape
+    release = version_from_image(leader.image)
+    version = parse_version(release)
+    if node_only(leader.flags, version) and tp * pp > per_pod:
+        label = f"vLLM {rules(release).label}"
+        return (f"world size {tp * pp} (TP {tp} × PP {pp}) is larger than the {per_pod} GPU(s) of the leader's own "
+                f"pod: with no --distributed-executor-backend and --nnodes 1, {label} counts its own node's GPUs, "
+                f"not the group's, and refuses the start with '{world_size_words(tp * pp, per_pod, version)}' "
+                "(name --distributed-executor-backend ray to span the group)")
     if tp * pp <= pods * per_pod:
         return None
     return (f"world size {tp * pp} (TP {tp} × PP {pp}) is larger than the {pods * per_pod} GPUs of the group "

@@ -160,6 +160,14 @@ def _predict_server(spec: Mapping[str, Any], server: ServerCommand, gpu: str | N
     # every prediction of this image names its rules, an estimate or none (JSON ``rules``: not "modelled" for 0.35.0)
     note = rules_note(version_from_image(server.image))
     label = gpu or pinned_gpu(spec)
+    # Argparse's refusals first (an invalid choice, a missing value, a flag the release lacks, a model word the parser
+    # has no place for, a missing model tag): vLLM stops there, before it reads a model or a card, so typing a value
+    # or resolving the model here would report the wrong reason.
+    parsed = next((unrecognized.why(w, rules(version_from_image(server.image)).label)
+                   for w in unrecognized.unrecognized(server, version_from_image(server.image))), None)
+    if parsed is not None:
+        found = catalog.find_gpu(label) if label else None
+        return Prediction(found.product if found else label, None, parsed, rules=note, refused=True)
     if label is None:
         return Prediction(None, None, "the template pins no GPU product, so the card is the scheduler's choice",
                           rules=note)
@@ -185,12 +193,6 @@ def _predict_server(spec: Mapping[str, Any], server: ServerCommand, gpu: str | N
         inputs = {"other-process-gib": str(other_process_gib)} if other_process_gib else {}
         inputs.update(engine_env.env_inputs(server.container))  # VLLM_ALLOW_LONG_MAX_MODEL_LEN, VLLM_USE_V1
         version = version_from_image(server.image)
-        # Argparse's refusals first (an invalid choice, a missing value, a flag the release lacks): vLLM stops there,
-        # before any value is typed, so typing them here would report the wrong reason.
-        parsed = next(
-            (unrecognized.why(w, rules(version).label) for w in unrecognized.unrecognized(server, version)), None)
-        if parsed is not None:
-            return Prediction(card.product, None, parsed, rules=note, refused=True)
         settings = EngineSettings.from_flags(flags, version, inputs, server.hidden)
         earlier = overridden_refusal(server, flags, version, inputs)
         if earlier is not None:  # vLLM stops there

@@ -136,6 +136,21 @@ def world_size_words(world: int, gpus: int, version: tuple[int, ...] | None) -> 
     return "ValueError: The number of required GPUs exceeds the total number of available GPUs in the placement group."
 
 
+def node_only(flags: Mapping[str, str], version: tuple[int, ...] | None) -> bool:
+    """Whether vLLM ``version`` (None: the newest) counts only its own node's GPUs for a multi-node engine: from
+    0.12.0 when no ``--distributed-executor-backend`` is named and ``--nnodes`` is at most 1 (``ParallelConfig``
+    checks the world size before it picks the backend, config/parallel.py@0.12.0 l.547-566); with Ray named, or
+    before 0.12.0, Ray's cluster spans the group."""
+    if version is not None and version < WORLD_SIZE_IN_PARALLEL_CONFIG_SINCE:
+        return False
+    norm = {canonical_key(k): str(v).strip() for k, v in flags.items()}
+    try:
+        nodes = int(norm.get("nnodes", "1") or "1")
+    except ValueError:
+        nodes = 1
+    return not norm.get("distributed-executor-backend") and nodes <= 1
+
+
 def refused_before_world_size(stage: str | None, version: tuple[int, ...] | None) -> bool:
     """Whether a refusal at ``stage`` (``memory.refusal_order.Stage``; None: no config-time refusal) speaks before the
     world size: from 0.12.0 the stages before ``ParallelConfig``; before, every config check (the executor comes

@@ -46,10 +46,22 @@ class Respelled:
         """argparse's words when it refuses this flag's value (``--hf-overrides '{bad}'``, ``--dtype float17``), not
         the flag itself: None for a flag the release lacks or a stray word (``unrecognized arguments``)."""
         message = getattr(self.typed, "message", None)
-        return None if self.word or message is None or message.startswith("unrecognized") else message
+        return None if self.word or message is None or message.startswith("unrecognized") or self.advice else message
+
+    @property
+    def refusal(self) -> str:
+        """vLLM's refusal and its exit code (``why`` words an exit other than argparse's 2 itself)."""
+        return self.why if getattr(self.typed, "exit_code", 2) != 2 else f"{self.why} (exit 2: the pod never starts)"
+
+    @property
+    def advice(self) -> str | None:
+        """What to write instead when vLLM refuses the command as a whole (no model tag, ``--model``: ``Refused``)."""
+        return getattr(self.typed, "advice", None)
 
     def phrase(self) -> str:
         """The problem: the refusal, and what is planned instead."""
+        if self.advice:
+            return f"{self.refusal}; {self.advice}"
         if self.word:
             return f"{self.why} (exit 2: the pod never starts); remove the word {self.typed} (planned without it)"
         if self.unknown:
@@ -60,6 +72,8 @@ class Respelled:
 
     def note(self) -> str:
         """Whose settings the current prediction is for."""
+        if self.advice:
+            return f"as written vLLM refuses the start: {self.advice}"
         if self.word:
             return f"the current prediction is without the word {self.typed}: as written vLLM refuses the start"
         planned = f"--{self.flag} {self.literal}" if self.literal is not None else f"no --{self.flag}"
@@ -120,7 +134,9 @@ def overridden(server: ServerCommand, flags: Mapping[str, str], version: str | N
     label = rules(version).label
     out = []
     for w in unrecognized.unrecognized(server, version):
-        if w in stray_words(server, version):
+        if getattr(w, "advice", None):  # the command as a whole: no flag is planned without, nothing is unset
+            out.append(Respelled("", w, None, unrecognized.why(w, label)))
+        elif w in stray_words(server, version):
             out.append(Respelled("", w, None, unrecognized.why(w, label), unknown=True, word=True))
         elif canonical_key(w.split()[0]) not in replaced:
             out.append(Respelled(canonical_key(w.split()[0]), w, None, unrecognized.why(w, label), unknown=True))
@@ -169,9 +185,13 @@ def apply(plan: Plan, found: list[Respelled], version: str | None) -> Plan:
     planned as unset); a plan with nothing else to change gets the respelling as its one step."""
     if not found:
         return plan
+    if all(r.advice for r in found):  # no edit of flags or words fixes it (the model's place): said, not planned
+        notes = (*(r.note() for r in found), *plan.notes)
+        return dataclasses.replace(plan, problem="; ".join(r.phrase() for r in found), notes=notes)
+    found = [r for r in found if not r.advice]
     problem = "; ".join(r.phrase() for r in found)
     literals = {r.flag: r.literal for r in found if r.literal is not None}
-    unset = tuple(r.flag for r in found if r.literal is None and not r.word)
+    unset = tuple(r.flag for r in found if r.literal is None and not r.word and r.flag)
     drop = tuple(r.typed for r in found if r.word)
     steps = tuple(_relabelled(dataclasses.replace(
         s, set={**literals, **s.set}, unset=tuple(dict.fromkeys((*s.unset, *(f for f in unset if f not in s.set)))),

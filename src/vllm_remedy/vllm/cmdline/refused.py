@@ -19,10 +19,11 @@ Read in the PyPI wheels of 0.8.5, 0.11.0, 0.16.0, 0.19.0, 0.28.0 and 0.34.0 (arg
   --tokenizer-mode, --load-format and the typed memory flags (``choices``, read per release); a
   ``--compilation-config`` (or ``-O '<json>'`` up to 0.11) that is not JSON (``compilation.refusal``);
 * a positional beyond the one ``model_tag`` (``nargs='?'``) of ``vllm serve`` (entrypoints/cli/serve.py@0.8.5,
-  entrypoints/openai/cli_args.py ``make_arg_parser`` from 0.11.0, entrypoints/common/cli_args.py@0.34.0):
-  ``unrecognized arguments: extra-word``. ``python -m vllm.entrypoints.openai.api_server`` shares ``make_arg_parser``
-  from 0.11.0, so it takes one too; 0.8.5's has no positional at all (any is refused there; releases between were not
-  read, so only a second positional is judged for them).
+  entrypoints/openai/cli_args.py ``make_arg_parser`` from 0.10.0, entrypoints/common/cli_args.py@0.34.0):
+  ``unrecognized arguments: extra-word``. ``python -m vllm.entrypoints.openai.api_server`` builds its parser with
+  ``make_arg_parser`` in every release read, which adds ``model_tag`` from 0.10.0 (a tag the module never reads:
+  ``AsyncEngineArgs.from_cli_args`` takes ``--model``); to 0.9.2 it has no positional at all, so any is refused
+  (entrypoints/openai/cli_args.py@0.5.5-0.9.2: no positional argument).
 
 A word taken from a variable or a template (``$X``, ``{{ .X }}``) is not judged: its value is not known here. A word
 the kubelet's expansion made literal (an undefined ``$(X)``, a ``$$(X)`` escape: ``ServerCommand.literal``) is what
@@ -63,18 +64,25 @@ KV_CACHE_DTYPES: dict[Version, tuple[str, ...]] = {
 #: The last release read where --kv-cache-dtype is ``choices=`` (0.34.0 validates it in config/cache.py instead).
 _KV_CHOICES_UNTIL: Version = (0, 28, 0)
 _OR_AUTO_SINCE: Version = (0, 14, 0)
-_API_SERVER_WITHOUT_POSITIONAL: Version = (0, 8, 5)
+#: The first release whose api_server module parser takes a ``model_tag`` (entrypoints/openai/cli_args.py@0.10.0 l.214).
+API_SERVER_MODEL_TAG_SINCE: Version = (0, 10, 0)
 
 
 class Refused(str):
     """The argv words as written (``--kv-cache-dtype fp9``, ``extra-word``) carrying argparse's ``message``: a ``str``,
-    so callers of ``unrecognized.unrecognized`` take it as they take an unknown flag's words."""
+    so callers of ``unrecognized.unrecognized`` take it as they take an unknown flag's words. ``advice`` is set on a
+    refusal of the command as a whole (``serve_model``: no model tag, ``--model``), which no flag's removal fixes;
+    ``exit_code`` is 1 for the ValueError vLLM's CLI raises around argparse."""
 
     message: str
+    advice: str | None
+    exit_code: int
 
-    def __new__(cls, words: str, message: str) -> Refused:
+    def __new__(cls, words: str, message: str, advice: str | None = None, exit_code: int = 2) -> Refused:
         obj = super().__new__(cls, words)
         obj.message = message
+        obj.advice = advice
+        obj.exit_code = exit_code
         return obj
 
 
@@ -222,10 +230,64 @@ def _invalid_choice(flag: str, value: str, choices: tuple[str, ...] | None) -> s
     return f"argument --{flag}: invalid choice: {value!r}{listed}"
 
 
+#: ``vllm serve``'s ``model_tag`` is required (no ``nargs``; usage ``vllm serve <model_tag> [options]``) to 0.8.0
+#: (vllm/scripts.py@0.5.5 l.125, @0.7.2 l.160; entrypoints/cli/serve.py@0.7.3 l.46, @0.8.0 l.45), ``nargs='?'`` from
+#: 0.8.3 (entrypoints/cli/serve.py@0.8.3 l.39).
+MODEL_TAG_OPTIONAL_SINCE: Version = (0, 8, 3)
+#: ``vllm serve --model M``: from 0.8.3 ``FlexibleArgumentParser.parse_args`` raises before argparse when a word is
+#: exactly ``--model`` (``any(arg == '--model' for arg in args)``, utils.py@0.8.3 l.1245-1252, @0.9.0,
+#: utils/__init__.py@0.9.2 l.1476-1481, @0.11.0 l.1859-1864; ``--model=M`` passes); from 0.11.1 it moves the model to
+#: the front instead (utils/__init__.py@0.11.1, utils/argparse_utils.py@0.12.0 l.190-218). Before 0.8.3 ``serve``
+#: raises after parsing when ``args.model`` is not ``EngineArgs.model`` (vllm/scripts.py@0.5.5 l.29-32, @0.7.2;
+#: entrypoints/cli/serve.py@0.7.3 l.27-30, @0.8.0 l.26-29), ``--model=M`` included. A traceback, exit 1.
+SERVE_MODEL_SINCE: Version = (0, 5, 5)
+SERVE_MODEL_PRE_PARSE_SINCE: Version = (0, 8, 3)
+SERVE_MODEL_HOISTED_SINCE: Version = (0, 11, 1)
+_DEFAULT_MODEL = "facebook/opt-125m"  # EngineArgs.model, every release read to 0.11.0
+_MODEL_WORDS = "With `vllm serve`, you should provide the model as a positional argument"
+_MODEL_FLAG_WORDS = "instead of via the `--model` option."
+
+
+def model_flag_refusal(server: ServerCommand, v: Version, parsed: bool) -> Refused | None:
+    """The ValueError vLLM's CLI raises for ``vllm serve --model M`` in release ``v``, or None: before argparse runs
+    (``parsed`` False: 0.8.3-0.11.0) or once it has parsed every word (``parsed`` True: 0.5.5-0.8.0)."""
+    if not server.entrypoint.endswith(" serve") or not SERVE_MODEL_SINCE <= v < SERVE_MODEL_HOISTED_SINCE:
+        return None
+    given = [o for o in server.options if o.name == "model"]
+    if not given or parsed != (v < SERVE_MODEL_PRE_PARSE_SINCE):
+        return None
+    words = " ".join(shlex.quote(t.value) for t in given[-1].tokens)
+    tag = given[-1].value
+    if not parsed:
+        if not any(t.value == "--model" for o in server.options for t in o.tokens):
+            return None  # `--model=M` is no word `--model`: the parser takes it (and serve uses it)
+        return Refused(words, f"ValueError: {_MODEL_WORDS} or in a config file {_MODEL_FLAG_WORDS}",
+                       f"name the model as vllm serve's first argument (vllm serve {tag} ...) or write --model={tag}",
+                       exit_code=1)
+    if server.placeholder(given[-1].tokens) or tag == _DEFAULT_MODEL:
+        return None
+    return Refused(words, f"ValueError: {_MODEL_WORDS} {_MODEL_FLAG_WORDS}",
+                   f"name the model as vllm serve's first argument (vllm serve {tag} ...) and drop --model",
+                   exit_code=1)
+
+
+def missing_model_tag(server: ServerCommand, v: Version) -> Refused | None:
+    """argparse's refusal of ``vllm serve`` without a model tag where it is required (before 0.8.3), or None; not
+    judged when a word could be the tag (a placeholder, a word after an option the release lacks)."""
+    if not server.entrypoint.endswith(" serve") or v >= MODEL_TAG_OPTIONAL_SINCE or server.positionals:
+        return None
+    tokens = [t for o in server.options for t in o.tokens]
+    if server.placeholder(tokens) or server.hidden or any(o.flag.kind is Kind.UNKNOWN and o.values
+                                                          for o in server.options):
+        return None
+    return Refused("vllm serve without a model tag", "the following arguments are required: model_tag",
+                   "name the model as vllm serve's first argument (usage: vllm serve <model_tag> [options])")
+
+
 def _strays(server: ServerCommand, v: Version) -> list[str]:
     """Positionals beyond what the parser takes, when all are known (a variable's expansion is not known here)."""
     words = [t.value for t in server.positionals]
     if server.placeholder(server.positionals):
         return []
-    takes = 0 if "api_server" in server.entrypoint and v == _API_SERVER_WITHOUT_POSITIONAL else 1
+    takes = 0 if "api_server" in server.entrypoint and v < API_SERVER_MODEL_TAG_SINCE else 1
     return words[takes:]

@@ -26,11 +26,11 @@ from vllm_remedy.vllm.cmdline.booleans import option_strings
 from vllm_remedy.vllm.cmdline.command import ServerCommand
 from vllm_remedy.vllm.cmdline.flags import Kind
 from vllm_remedy.vllm.cmdline.parse import Option
-from vllm_remedy.vllm.cmdline.refused import Refused, refused
+from vllm_remedy.vllm.cmdline.refused import Refused, missing_model_tag, model_flag_refusal, refused
 from vllm_remedy.vllm.cmdline.release_flags import Parser, Verdict, judge, parser_for
 from vllm_remedy.vllm.memory.flag_values import CAPTURE_FLAGS_SINCE, CAPTURE_FLAGS_UNTIL
 from vllm_remedy.vllm.memory.pinned import KV_BYTES_SINCE
-from vllm_remedy.vllm.versions import parse_version
+from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version
 
 #: Flags whose first release was read (engine/arg_utils.py per release: memory.pinned, memory.flag_values): an older
 #: release's parser has no such option, whatever release the table was read from.
@@ -48,10 +48,21 @@ def unrecognized(server: ServerCommand, version: str | None) -> list[str]:
     """Each part of ``server``'s argv vLLM ``version``'s parser refuses, as written (``--bogus-flag 1``): first the
     options it cannot read (``refused``), then the options ``version``'s parser does not have (``release_flags``), then
     stray positionals, as argparse reports them (``unrecognized arguments`` last)."""
+    v = parse_version(version) or NEWEST_RELEASE
+    if (early := model_flag_refusal(server, v, parsed=False)) is not None:
+        return [early]  # FlexibleArgumentParser raises before argparse reads a word (0.8.3-0.11.0)
     found = refused(server, version)
     options = [r for r in found if not r.message.startswith("unrecognized")]
     strays = [r for r in found if r.message.startswith("unrecognized")]
-    return [*options, *_unknown(server, version), *strays]
+    unknown = _unknown(server, version)
+    ambiguous = [u for u in unknown if getattr(u, "message", "").startswith("ambiguous")]
+    unknown = [u for u in unknown if u not in ambiguous]
+    # argparse checks the required model tag once every word is consumed, before it reports the leftovers; a word
+    # after an option the release lacks is consumed as that tag (then it is no leftover either: not judged)
+    required = [] if any(" " in u for u in unknown) or (missing := missing_model_tag(server, v)) is None else [missing]
+    out = [*options, *ambiguous, *required, *unknown, *strays]
+    late = model_flag_refusal(server, v, parsed=True)  # serve's own check, once argparse took every word (to 0.8.0)
+    return out if out or late is None else [late]
 
 
 def _unknown(server: ServerCommand, version: str | None) -> list[str]:
@@ -124,6 +135,11 @@ def _not_in_release(name: str, v: tuple[int, int, int] | None) -> bool:
 
 def why(words: str, label: str) -> str:
     """The refusal in one phrase, in vLLM's words."""
+    if isinstance(words, Refused) and words.exit_code != 2:  # vLLM's CLI around argparse: a traceback
+        return (f"vLLM {label} refuses {words} before it starts: \"{words.message}\" (exit {words.exit_code}: the "
+                "pod never starts)")
+    if isinstance(words, Refused) and words.advice is not None:  # the command as a whole
+        return f"vLLM {label} refuses {words} at argument parsing (argparse: \"{words.message}\")"
     if isinstance(words, Refused):
         return f"vLLM {label} refuses {words} at argument parsing (argparse: \"{words.message}\")"
     return (f"vLLM {label} refuses {words.split()[0]} at argument parsing: it has no such flag (argparse: "
