@@ -110,7 +110,8 @@ def test_restore_reads_the_crash_and_rolls_back_with_the_warning(rehearsal: Rehe
     assert wait_for_lws_rollout(client, "llm", NAME, timeout=1800, clock=clock, interval=5).ok
     good = read(rehearsal)
     patch(rehearsal, [{"op": "replace", "path": ARGS, "value": WIDE_ARGS}])
-    failed = wait_for_lws_rollout(client, "llm", NAME, timeout=1800, clock=clock, interval=5)
+    # vLLM 0.8.5 has no config check: Ray waits for the placement group and gives up at 2,550 cluster seconds
+    failed = wait_for_lws_rollout(client, "llm", NAME, timeout=3600, clock=clock, interval=5)
     assert failed.outcome == "crash-loop", failed.message
     assert failed.crash is not None and str(failed.crash.failure) == Failure.WORLD_SIZE_EXCEEDS_GPUS.value, failed
     got = rehearsal.pyinfra(inventory(tmp_path), RESTORE, "-y", timeout=600)

@@ -35,7 +35,8 @@ def _history(rehearsal: Rehearsal) -> dict:
     client = rehearsal.client()
     for args in (WIDE_ARGS, BAD_ARGS):
         patch(rehearsal, [{"op": "replace", "path": ARGS, "value": args}])
-        failed = wait_for_lws_rollout(client, "llm", NAME, timeout=1800, clock=cluster.clock, interval=5,
+        # the wide layout on 0.8.5: the placement-group wait gives up at 2,550 cluster seconds
+        failed = wait_for_lws_rollout(client, "llm", NAME, timeout=3600, clock=cluster.clock, interval=5,
                                       fetch_log=False)
         assert failed.outcome == "crash-loop", failed.message
     return good

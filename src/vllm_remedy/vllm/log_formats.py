@@ -239,6 +239,14 @@ TEMPLATES: tuple[Template, ...] = (
     Template("err_world_size", "World size ({world_size:d}) is larger than the number of available GPUs "
              "({available_gpus:d})", since=v("0.11.1"), level="ERROR", exception="ValueError",
              source="parallel.py", tail=" in this node."),
+    # Ray's executor gives up on a placement group the cluster's GPUs cannot hold after its 1800 s wait
+    # (_wait_until_pg_ready: executor/ray_utils.py@0.5.5-@0.11.0, v1/executor/ray_utils.py@0.12.0-@0.34.0, which
+    # names the GPUs required when more than one): the world size beyond the GPUs it sees, on a release (or with
+    # --distributed-executor-backend ray) where no config check says so first. Parse-only: the pods print their own.
+    Template("err_world_size", "Cannot provide a placement group requiring {world_size:d} GPUs", since=v("0.12.0"),
+             level="ERROR", exception="ValueError", source="ray_utils.py", render=False),
+    Template("err_world_size", "Cannot provide a placement group of placement_group_specs=", level="ERROR",
+             exception="ValueError", source="ray_utils.py", render=False),
     # vLLM's model config refuses a --max-model-len above the model's derived maximum (vllm/config.py, then
     # vllm/config/model.py, ``_get_and_verify_max_len``; see ``vllm.model_len``). A plain ValueError until 0.9.0;
     # from 0.9.1 ModelConfig is a pydantic dataclass and the same words arrive as "  Value error, <text> [type=...]"
