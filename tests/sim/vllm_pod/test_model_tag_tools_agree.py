@@ -50,3 +50,13 @@ def test_check_quotes_the_pods_last_line_and_exit_code(api, tmp_path: Path) -> N
         reasons = [f["reason"] for f in items[name]["findings"] if f["check"] == "flags"]
         assert code in (1, 2) and items[name]["prediction"]["outcome"] == "argument_refused", (name, code, log)
         assert any(said in r and f"(exit {code}: the pod never starts)" in r for r in reasons), (name, last, reasons)
+
+
+def test_from_0_10_0_the_module_takes_a_positional_and_neither_refuses(api, tmp_path: Path) -> None:
+    """cli_args.py@0.10.0 gives the api_server module's parser an optional ``model_tag`` (l.214, nargs='?'), which it
+    never reads: ``--model`` still names the model. The pod used to refuse the word from 0.11.0 only."""
+    args = [LLAMA, "--model", LLAMA, "--max-model-len", "8192"]
+    items, _ = judge([_dep("module-0-10-0", "v0.10.0", None, args)], tmp_path)
+    assert items["module-0-10-0"]["prediction"]["outcome"] != "argument_refused", items["module-0-10-0"]
+    log, code = run(api, "module-0-10-0", "vllm/vllm-openai:v0.10.0", None, args)
+    assert code is None, log[-1500:]

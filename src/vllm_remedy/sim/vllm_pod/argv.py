@@ -83,9 +83,9 @@ CHOICES: dict[str, tuple[tuple[Version, tuple[str, ...] | None], ...]] = {
         ((0, 34, 0), None),
     ),
 }
-#: ``python -m vllm.entrypoints.openai.api_server`` takes the ``model_tag`` positional from 0.11.0 (``make_arg_parser``
-#: in entrypoints/openai/cli_args.py; entrypoints/common/cli_args.py@0.34.0); 0.8.5's parser has none (first read).
-API_SERVER_MODEL_TAG_SINCE: Version = (0, 11, 0)
+#: ``python -m vllm.entrypoints.openai.api_server`` takes the ``model_tag`` positional from 0.10.0 (``make_arg_parser``
+#: in entrypoints/openai/cli_args.py@0.10.0 l.214, nargs='?'; entrypoints/common/cli_args.py@0.34.0); @0.9.2 has none.
+API_SERVER_MODEL_TAG_SINCE: Version = (0, 10, 0)
 #: From 0.11.1 FlexibleArgumentParser moves ``vllm serve``'s ``--model M`` (the exact word, or ``--model=M``) to the
 #: front as its model tag (utils/__init__.py@0.11.1, utils/argparse_utils.py@0.12.0-0.34.0, ``re.match`` of
 #: ``^--model(=.+|$)``), so every bare word is left over; up to 0.11.0 it raised ValueError instead (not rendered).
