@@ -25,7 +25,7 @@ from vllm_remedy.sim.vllm_pod import (
     serve_model,
 )
 from vllm_remedy.sim.vllm_pod.model_lookup import model_spec, no_model_error
-from vllm_remedy.vllm import catalog, dtype_support, engine_env, model_len, quant_config, quant_support
+from vllm_remedy.vllm import catalog, dtype_support, engine_env, mla_env, model_len, quant_config, quant_support
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import ServerCommand, canonical_key
 from vllm_remedy.vllm.cmdline.flags import Kind
@@ -261,8 +261,11 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
     # the V1 oracle's refusals under VLLM_USE_V1=1 hang on the KV dtype, the model's dtype and MLA too (v1_oracle)
     run_dtype = dtype_support.resolved(spec.dtype, settings.dtype, gpu.capability, settings.version)
     found: dict[str, Refusal] = {}  # the config-time refusals, by where vLLM runs them (``config_order``)
+    # the oracle reads model_config.use_mla: off under VLLM_MLA_DISABLE (``mla_env``; platforms/cuda.py@0.10.2)
+    mla_on = spec.is_mla and not mla_env.disabled(v, spec.is_mla, settings.mla_disable_env,
+                                                  settings.mla_disable_env_unreadable)[0]
     if (engine_refused := engine_select.refused_by(version, gpu.capability, inputs, settings.kv_cache_dtype,
-                                                   run_dtype, spec.is_mla)) is not None:
+                                                   run_dtype, mla_on)) is not None:
         variable, line = engine_refused
         frames = config_refusal.env_frames(v, variable, line)
         found[config_order.env_stage(variable, line)] = Refusal(version, model_id, line, "config", frames=tuple(frames))
