@@ -11,36 +11,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes import client, config
+from kubernetes import client
 
 from fixtures.check_batch import judge
-from fixtures.lws_world import install_crd, vllm_lws
-from fixtures.sim_world import gpu_node
-from vllm_remedy.sim.cluster import Cluster
-from vllm_remedy.sim.server import SimServer
-from vllm_remedy.sim.vllm_pod.reality import EXACT
+from fixtures.lws_world import vllm_lws
+from fixtures.served_pods import Apis, served_lws
 
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 TP2 = [LLAMA, "--max-model-len", "8192", "--tensor-parallel-size", "2"]
 WORDS = "World size (2) is larger than the number of available GPUs (1) in this node."
-Apis = tuple[client.CoreV1Api, client.CustomObjectsApi]
 
 
 @pytest.fixture(scope="module")
 def apis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Apis]:
-    cluster = Cluster("a", speed=600, reality=EXACT)
-    cluster.store.create("namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "llm"},
-                                        "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}})
-    for i in range(4):  # one-GPU nodes: two groups of two pods
-        cluster.store.create("nodes", gpu_node(f"gpu-{i}", gpus=1, ip=f"10.0.0.{5 + i}"))
-    install_crd(cluster)
-    cluster.start()
-    server = SimServer([cluster])
-    server.start()
-    api = config.new_client_from_config(str(server.write_kubeconfig(tmp_path_factory.mktemp("kube") / "kubeconfig")))
-    yield client.CoreV1Api(api), client.CustomObjectsApi(api)
-    cluster.stop()
-    server.stop()
+    yield from served_lws(tmp_path_factory.mktemp("kube"), 4)  # one-GPU nodes: groups of two pods
 
 
 def _lws(name: str, args: list[str]) -> dict[str, Any]:

@@ -14,34 +14,18 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from kubernetes import client, config
+from kubernetes import client
 
-from fixtures.lws_world import install_crd, vllm_lws
-from fixtures.sim_world import gpu_node
-from vllm_remedy.sim.cluster import Cluster
-from vllm_remedy.sim.server import SimServer
-from vllm_remedy.sim.vllm_pod.reality import EXACT
+from fixtures.lws_world import vllm_lws
+from fixtures.served_pods import Apis, served_lws
 
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 TP2 = [LLAMA, "--max-model-len", "8192", "--tensor-parallel-size", "2"]
-Apis = tuple[client.CoreV1Api, client.CustomObjectsApi]
 
 
 @pytest.fixture(scope="module")
 def apis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Apis]:
-    cluster = Cluster("a", speed=600, reality=EXACT)
-    cluster.store.create("namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "llm"},
-                                        "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}})
-    for i in range(6):  # one-GPU nodes: three groups of two pods
-        cluster.store.create("nodes", gpu_node(f"gpu-{i}", gpus=1, ip=f"10.0.0.{5 + i}"))
-    install_crd(cluster)
-    cluster.start()
-    server = SimServer([cluster])
-    server.start()
-    api = config.new_client_from_config(str(server.write_kubeconfig(tmp_path_factory.mktemp("kube") / "kubeconfig")))
-    yield client.CoreV1Api(api), client.CustomObjectsApi(api)
-    cluster.stop()
-    server.stop()
+    yield from served_lws(tmp_path_factory.mktemp("kube"), 6)  # one-GPU nodes: groups of two pods
 
 
 def _leader(apis: Apis, name: str, args: list[str]) -> tuple[str, int | None]:
