@@ -11,20 +11,17 @@ from pathlib import Path
 import pytest
 
 from fixtures import pyinfra_run
-from fixtures.budget_world import BUDGET, args_of, policy_file, rolled_out, with_args
+from fixtures.budget_world import BUDGET, args_of, rolled_out, with_args
 from fixtures.hf_hub_server import SMOLLM2_CONFIG, HubServer, Repo, hub_server
-from fixtures.pyinfra_run import Rehearsal
+from fixtures.hub_deploys import inventory_for, pods_refuse
 from fixtures.restore_world import (
     DIAGNOSE,
-    HOST,
     RESTORE,
     crash_looping,
     host_out,
     vllm_runtime,
     wait_until,
-    write_inventory,
 )
-from vllm_remedy.kube.errors import KubeError
 
 rehearsal = pyinfra_run.exact_rehearsal
 MODEL = "acme-corp/SmolLM2-Mirror"
@@ -43,32 +40,14 @@ def hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[HubServer]:
         yield server
 
 
-def inventory_for(rehearsal: Rehearsal, extra: str = "") -> str:
-    target = f"target:\n  namespaces: [llm]\n  deployments: [llama-8b]\n  models: [{MODEL}]\n"
-    return write_inventory(rehearsal.tmp, HOST, policy=policy_file(rehearsal.tmp, target + extra),
-                           kubeconfig=str(rehearsal.kubeconfig))
-
-
 def test_a_redirect_loop_kills_the_pod_as_vllm_would_and_the_budget_says_no_prediction(hub, rehearsal) -> None:
     """Before: the cluster's kubelet died on httpx2.TooManyRedirects ("controller failed") and the pod stayed
     ContainerCreating for ever; the deploys printed a traceback."""
     hub.repos[MODEL].misbehave = "redirect-loop"
     vllm_runtime(rehearsal)
     rehearsal.change(with_args(SERVE), change_cause="serve a model through a broken mirror")
-    client = rehearsal.client()
-
-    def refused() -> bool:
-        for pod in client.list_pods("llm", "app=llama-8b"):
-            try:
-                log = client.pod_log("llm", pod["metadata"]["name"], "vllm")
-            except KubeError:  # still ContainerCreating
-                continue
-            if f"Invalid repository ID or local directory specified: '{MODEL}'" in log:
-                return True
-        return False
-
-    wait_until(refused, 20, "the pods to die on the model")
-    inv = inventory_for(rehearsal)
+    wait_until(lambda: pods_refuse(rehearsal, MODEL), 20, "the pods to die on the model")
+    inv = inventory_for(rehearsal, MODEL)
     diagnosed = rehearsal.pyinfra(inv, DIAGNOSE, "-y")
     assert diagnosed.returncode == 0, diagnosed.stderr
     report = host_out(diagnosed.stderr)
@@ -95,7 +74,7 @@ def test_restore_does_not_wait_on_a_stalled_hub(hub, rehearsal) -> None:
     rehearsal.change(with_args(starved), change_cause="starve it")
     wait_until(lambda: crash_looping(rehearsal, 1), 60, "revision 16 to crash-loop")
     start = time.monotonic()
-    got = rehearsal.pyinfra(inventory_for(rehearsal, "known_good: []\n"), RESTORE, "-y", timeout=60)
+    got = rehearsal.pyinfra(inventory_for(rehearsal, MODEL, "known_good: []\n"), RESTORE, "-y", timeout=60)
     seconds = time.monotonic() - start
     assert got.returncode == 0, got.stderr
     lines = host_out(got.stderr)

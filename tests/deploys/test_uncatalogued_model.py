@@ -13,6 +13,7 @@ import pytest
 from fixtures import pyinfra_run
 from fixtures.budget_world import BUDGET, args_of, deployment, kv_logged, policy_file, rolled_out, with_args
 from fixtures.hf_hub_server import SMOLLM2_CONFIG, SMOLLM2_ID, HubServer, Repo, hub_server
+from fixtures.hub_deploys import inventory_for, pods_refuse
 from fixtures.pyinfra_run import Rehearsal
 from fixtures.restore_world import (
     DIAGNOSE,
@@ -25,7 +26,6 @@ from fixtures.restore_world import (
     wait_until,
     write_inventory,
 )
-from vllm_remedy.kube.errors import KubeError
 
 # the pods' logged KV cache is compared with the prediction number for number
 rehearsal = pyinfra_run.exact_rehearsal
@@ -40,12 +40,6 @@ def hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[HubServer]:
         monkeypatch.setenv("HF_HUB_OFFLINE", "0")
         monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
         yield server
-
-
-def inventory_for(rehearsal: Rehearsal, model: str, extra: str = "") -> str:
-    target = f"target:\n  namespaces: [llm]\n  deployments: [llama-8b]\n  models: [{model}]\n"
-    policy = policy_file(rehearsal.tmp, target + extra)
-    return write_inventory(rehearsal.tmp, HOST, policy=policy, kubeconfig=str(rehearsal.kubeconfig))
 
 
 def test_an_uncatalogued_model_starts_and_goes_through_diagnose_and_budget(hub, rehearsal: Rehearsal) -> None:
@@ -82,19 +76,7 @@ def test_a_model_that_resolves_nowhere_is_no_prediction_and_the_pods_say_invalid
     missing = "acme-corp/NoSuch-7B"
     vllm_runtime(rehearsal)
     rehearsal.change(with_args([missing, *SERVE[1:]]), change_cause="serve a model nobody has")
-    client = rehearsal.client()
-
-    def refused() -> bool:
-        for pod in client.list_pods("llm", "app=llama-8b"):
-            try:
-                log = client.pod_log("llm", pod["metadata"]["name"], "vllm")
-            except KubeError:  # still ContainerCreating
-                continue
-            if f"Invalid repository ID or local directory specified: '{missing}'" in log:
-                return True
-        return False
-
-    wait_until(refused, 30, "the pods to refuse the model")
+    wait_until(lambda: pods_refuse(rehearsal, missing), 30, "the pods to refuse the model")
     got = rehearsal.pyinfra(inventory_for(rehearsal, missing), BUDGET, "--dry")
     lines = host_out(got.stderr)
     assert got.returncode == 1, got.stderr  # no budget change without a prediction, why in one line: the host fails
