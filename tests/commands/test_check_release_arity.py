@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fixtures.check_batch import judge
+from fixtures.check_batch import judge_cases
 from fixtures.vllm_deployment import LLAMA, manifest
 
 #: (version, command after the image's entrypoint is replaced: ``vllm serve ...``, without --max-model-len)
@@ -58,8 +58,7 @@ def _workload(i: int, version: str, words: tuple[str, ...], tmp_path: Path) -> d
 def checked(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple, tuple[str, dict]]:
     """Every case as one Deployment of one file, judged by one real `check` run per output: (text, JSON item)."""
     tmp = tmp_path_factory.mktemp("arity")
-    items, blocks = judge([_workload(i, *key, tmp) for i, key in enumerate(CASES)], tmp, text=True)
-    return {key: (blocks[f"case-{i}"], items[f"case-{i}"]) for i, key in enumerate(CASES)}
+    return judge_cases(CASES, lambda i, key: _workload(i, *key, tmp), tmp)
 
 
 def _refused(checked: dict, key: tuple, said: str) -> None:
