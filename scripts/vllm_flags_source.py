@@ -99,11 +99,8 @@ class Source:
         found = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == name]
         if found:
             return found[-1], module
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                for alias in node.names:
-                    if (alias.asname or alias.name) == name and node.module.startswith("vllm"):
-                        return self.lookup(alias.name, node.module, seen | {(module, name)})
+        if (source := _imported(tree, name)) is not None:
+            return self.lookup(source[0], source[1], seen | {(module, name)})
         raise NotVllm(f"{self.root}: cannot resolve {name} in {module}")
 
     def method(self, cls: ast.ClassDef, module: str, name: str) -> tuple[ast.FunctionDef, ast.ClassDef, str]:
@@ -224,11 +221,8 @@ class Source:
                 return n.value, module
             if type(n).__name__ == "TypeAlias" and getattr(n.name, "id", None) == name:
                 return n.value, module  # type: ignore[attr-defined]
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                for alias in node.names:
-                    if (alias.asname or alias.name) == name and node.module.startswith("vllm"):
-                        return self.lookup_any(alias.name, node.module, seen | {(module, name)})
+        if (source := _imported(tree, name)) is not None:
+            return self.lookup_any(source[0], source[1], seen | {(module, name)})
         raise NotVllm(f"{self.root}: cannot resolve {name} in {module}")
 
     def is_bool(self, annotation: ast.expr) -> bool:
@@ -240,3 +234,14 @@ class Source:
         text = ast.unparse(annotation).replace(" ", "")
         parts = set(re.split(r"[|,\[\]]", text)) - {"", "Optional", "Union"}
         return not (self.optional_bool_str and parts <= {"bool", "str", "None"} and "str" in parts)
+
+
+def _imported(tree: ast.Module, name: str) -> tuple[str, str] | None:
+    """(its name there, the vllm module) ``name`` is imported from by an absolute ``from vllm... import``, anywhere in
+    ``tree`` (imports inside functions included), or None."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 and node.module.startswith("vllm"):
+            for alias in node.names:
+                if (alias.asname or alias.name) == name:
+                    return alias.name, node.module
+    return None
