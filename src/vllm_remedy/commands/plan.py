@@ -22,15 +22,16 @@ from typing import Any
 
 from vllm_remedy import hub
 from vllm_remedy.commands import _engine_args as ea
-from vllm_remedy.commands import _hf_config_mount, _hf_flags
+from vllm_remedy.commands import _hf_config_mount, _hf_flags, _plan_policy
+from vllm_remedy.commands._plan_render import render
 from vllm_remedy.commands.estimate import echo_inputs
 from vllm_remedy.connectors.models import policy_config
 from vllm_remedy.envelope import dumps, envelope
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.gpus import affinity_products
-from vllm_remedy.policy import load_policy
 from vllm_remedy.remedies.budget import BudgetRequest, plan_budget, spelling
 from vllm_remedy.remedies.budget.observed import KvObservation
+from vllm_remedy.remedies.budget.policy_gpu import plan_within_policy
 from vllm_remedy.remedies.plan import Plan
 from vllm_remedy.remedies.predict import pinned_gpu
 from vllm_remedy.vllm import (
@@ -47,8 +48,7 @@ from vllm_remedy.vllm import (
 )
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS
 from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, find_server
-from vllm_remedy.vllm.memory import Estimate
-from vllm_remedy.vllm.outcomes import NOT_SIZED, Failure, has_cache, sized
+from vllm_remedy.vllm.outcomes import Failure
 from vllm_remedy.vllm.parallel import gpu_shortfall, layout_fix
 from vllm_remedy.vllm.versions import EXTENSIBLE_KV_CACHE_SINCE, parse_version, rules, version_from_image
 
@@ -59,12 +59,6 @@ _NO_P2P = "CustomallreduceisdisabledbecauseyourplatformlacksGPUP2Pcapability"
 NAME = "plan"
 ORDER = 50
 HELP = "ladder of the smallest flag/GPU changes predicted to make vLLM fit again (runbook step 4)"
-_VERDICTS = {
-    "change": "change: {n} candidate change(s) predicted to fit, smallest first",
-    "no_change_needed": "no change needed: the current settings are predicted to fit with headroom",
-    "no_fitting_change": "no fitting change: nothing within the bounds is predicted to start and meet the target",
-    "outside_gpu_budget": "outside the GPU budget: no vLLM flag fixes this failure",
-}
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -75,7 +69,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--target-concurrency", metavar="N", type=float,
                         help="peak concurrent requests to cover (default: the policy's peak_concurrency, else 8)")
     parser.add_argument("--node-gpus", metavar="N", type=int, help="GPUs per node (caps tensor-parallel-size)")
-    parser.add_argument("--policy", metavar="FILE", help="policy file with bounds (default: built-in defaults)")
+    parser.add_argument("--policy", metavar="P", help="policy file, or with -f a directory (the policy whose target "
+                        "names the workload most narrowly, as check picks it): its bounds, GPU products and GPUs per "
+                        "pod hold every rung, planned on its GPU when the pod's is not one it allows, as check's fix "
+                        "and deploys/budget.py (default: no policy: the built-in default bounds, the pod's GPU, any "
+                        "bigger card and TP up to 8)")
     failure = parser.add_mutually_exclusive_group()
     failure.add_argument("--failure", choices=[f.value for f in Failure], help="the failure the log showed")
     failure.add_argument("--log", metavar="FILE", help="the failing container's startup log")
@@ -96,6 +94,8 @@ class _Inputs:
     config_maps: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     server: ServerCommand | None = None  # the manifest's server, whose every flag occurrence vLLM types
     namespace: str = "default"  # the workload's, where the policy's model_config ConfigMap is looked up
+    name: str = ""  # the workload's, and its labels: which policy of a directory covers it (as check picks it)
+    labels: Mapping[str, str] = field(default_factory=dict)
     mount: hub.Fallback | None = None  # --hf-config-path's config.json from a ConfigMap mounted there (as check)
 
 
@@ -109,13 +109,16 @@ def run(args: argparse.Namespace) -> int:
     found = _from_manifest(args) if args.file else _Inputs()
     if not args.file and not (args.model or args.model_config):
         raise UserError("--model or --model-config is required (or -f MANIFEST)")
-    policy = load_policy(args.policy) if args.policy else None
+    policy = _plan_policy.load(args.policy, found.namespace, found.name, found.model_id, found.labels,
+                               bool(args.file)) if args.policy else None
     # the policy's model_config is the last resort, as check and the deploys use it (a ConfigMap: the manifests')
     fallback = policy_config(None, found.namespace, policy, found.config_maps) if policy is not None else None
     if args.gpu is not None or args.gpu_memory_gib is not None:
         gpu = ea.load_gpu(args)
     elif found.gpu_label:
         gpu = catalog.gpu(found.gpu_label)
+    elif args.file and policy is not None and policy.gpu_product:  # check's "else the policy's GPU", pinned in the plan
+        gpu = catalog.gpu(policy.gpu_product)
     else:
         where = f"{args.file}: no GPU pinning (nodeSelector or node affinity on {PRODUCT_LABELS[0]}, GKE or " \
                 "Karpenter labels); pass --gpu" if args.file else "--gpu or --gpu-memory-gib is required"
@@ -149,10 +152,14 @@ def run(args: argparse.Namespace) -> int:
     layout = None if respelled else _layout(found, flags, version, resource)
     if layout is not None:  # vLLM stops before any stage exists: the figures shown are labelled as not the pod's
         settings = replace(settings, pp=1)
-    plan = plan_budget(BudgetRequest(
+    request = BudgetRequest(
         model=model, gpu=gpu, settings=settings, policy=policy, failure=failure,
         target_concurrency=args.target_concurrency, node_gpus=args.node_gpus, observed=observed,
-        node_selector=found.node_selector, gpu_label=found.gpu_label))
+        node_selector=found.node_selector, gpu_label=found.gpu_label)
+    # on the policy's GPU when the card asked about (typed wins, else the pod's pin) is not one it allows; a card
+    # given only by its memory is the one asked about
+    custom = args.gpu is None and args.gpu_memory_gib is not None
+    plan = plan_budget(request) if custom else plan_within_policy(request, args.gpu or found.gpu_label)
     plan = spelling.apply(plan, respelled, version)
     if refused is not None:
         plan = ea.refused_plan(plan, refused, dropped, settings, version)
@@ -313,6 +320,7 @@ def _from_manifest(args: argparse.Namespace) -> _Inputs:
                 else "default"
             found = _inputs(server, spec, where, pod_env.config_maps(docs, namespace))
             found.namespace = namespace
+            found.name, found.labels = _plan_policy.identity(doc)
             return found
     raise UserError(miss or f"{source}: no pod spec found (expected a Deployment, Pod, StatefulSet, "
                     "LeaderWorkerSet, KServe InferenceService or pod template with containers)")
@@ -351,56 +359,3 @@ def _inputs(server: ServerCommand, spec: Mapping[str, Any], where: str,
     if found.version is None:
         found.notes.append(f"{where}: image {server.image} names no vLLM version; the newest rules are used")
     return found
-
-
-def _current(cur: Estimate, refused: bool = False, layout: bool = False) -> str:
-    """The current prediction in one line; a start vLLM refuses at config time has no KV cache or peak to show, and
-    one it refuses at argument parsing (``refused``) never reaches the engine: its figures are the planned reading's;
-    nor does one that needs more GPUs than its pod gets (``layout``)."""
-    if refused:
-        return (f"{Failure.ARGUMENT_REFUSED.value} — vLLM's argument parser stops the start as written (exit 2), "
-                "nothing is loaded")
-    if layout:
-        return (f"{Failure.WORLD_SIZE_EXCEEDS_GPUS.value} — vLLM stops before loading anything: the pod gets fewer "
-                "GPUs than the engine spans")
-    if not sized(cur.outcome):
-        return f"{cur.start} at max-model-len {cur.max_model_len:,} — {NOT_SIZED}, nothing is loaded"
-    if not has_cache(cur.outcome):  # stopped before a KV cache exists: no KV or concurrency figures
-        return f"{cur.start} at max-model-len {cur.max_model_len:,} — no KV cache, peak {cur.peak_gib:.2f} of " \
-               f"{cur.total_gib:.2f} GiB"
-    return (f"{cur.start} — KV {cur.kv_cache_tokens:,} tokens, max concurrency {cur.max_concurrency:.2f}x at "
-            f"{cur.max_model_len:,} tokens, peak {cur.peak_gib:.2f} of {cur.total_gib:.2f} GiB")
-
-
-def render(plan: Plan, version: str, refused: bool = False, layout: bool = False) -> str:
-    """Human view: subject, problem, current prediction (``refused``: as written, vLLM's parser stops it), the
-    ladder as a table, notes, verdict."""
-    cur, sub = plan.current, plan.subject
-    lines = [
-        f"BudgetPlan: {sub['model']}{f' (config: {c})' if (c := sub.get('config')) else ''} on {sub['gpu']} "
-        f"({cur.total_gib:.2f} GiB), vLLM {version}",
-        f"problem:  {plan.problem}",
-        f"current:  {_current(cur, refused, layout)}",
-        f"target:   {sub['targetConcurrency']:g} concurrent requests (max concurrency ≥ "
-        f"{sub['requiredConcurrency']:.2f}x)",
-    ]
-    if plan.steps:
-        rows = [("rank", "change", "KV tokens", "max conc.", "outcome", "reason")]
-        for s in plan.steps:
-            p = s.prediction
-            change = s.describe() + (f" [on {s.gpu}]" if s.gpu and s.gpu != sub["gpu"] else "")
-            rows.append((str(s.rank), change, f"{p.kv_cache_tokens:,}", f"{p.max_concurrency:.2f}x",
-                         p.outcome.value, s.reason))
-        widths = [max(len(r[i]) for r in rows) for i in range(5)]
-        lines.append("")
-        for row in rows:
-            cells = [row[i].ljust(widths[i]) if i != 2 and i != 3 else row[i].rjust(widths[i]) for i in range(5)]
-            lines.append("  ".join([*cells, row[5]]).rstrip())
-    if plan.notes:
-        lines.append("")
-        lines += [f"note: {n}" for n in plan.notes]
-    verdict = _VERDICTS[plan.verdict].format(n=len(plan.steps))
-    if layout:  # outside the budget's levers, not beyond every flag: the parallel sizes are flags too
-        verdict = "outside the GPU budget: the pod's GPUs cannot hold the engine; change its parallel sizes or GPUs"
-    lines += ["", "verdict: " + verdict]
-    return "\n".join(lines)

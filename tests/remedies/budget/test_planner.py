@@ -95,8 +95,10 @@ def test_runbook_policy_pins_the_l40s_and_bounds_every_flag():
     pol = load_policy(RUNBOOK_POLICY)
     model, gpu = catalog.model(LLAMA), catalog.gpu("NVIDIA-L4")
     plan = plan_budget(BudgetRequest(model, gpu, EngineSettings(version="0.8.5"), policy=pol))
-    assert [s.lever for s in plan.steps] == ["tensor-parallel-size", "gpu-product"]
-    swap = plan.steps[1]
+    # TP 2 would ask for 2 GPUs where the policy pins 1 per pod (gpu.per_pod; drift's gpu-pinned rule): not a rung
+    assert [s.lever for s in plan.steps] == ["gpu-product"]
+    assert "tensor-parallel-size above 1 not offered: the policy pins 1 GPU(s) per pod (gpu.per_pod)" in plan.notes
+    swap = plan.steps[0]
     # The policy's preferred 16384 fits the L40S by 14 %, above the (held-out derived) 11 % estimate margin.
     assert dict(swap.set) == {"max-model-len": "16384"}
     assert "keeps max-model-len 16,384" in swap.reason

@@ -12,8 +12,12 @@ What "smallest" means — the ladder's order, least disruptive first:
    below the target concurrency or the policy minimum; batched tokens only with chunked prefill on.
 5. ``--kv-cache-dtype fp8``: only where the GPU has fp8 and the policy allows it (after an evaluation).
 6. ``--tensor-parallel-size``: sizes dividing the attention heads (and the KV heads evenly or by
-   replication), within the policy and the node's GPU count; the pod's GPU limit changes with it.
+   replication), within the policy (its flag bound, and its ``gpu.per_pod`` when it pins a product, as drift's
+   gpu-pinned rule holds the pod to that count) and the node's GPU count; the pod's GPU limit changes with it.
 7. A bigger GPU product: the policy's products, else the next bigger data-center cards; pins nodeSelector.
+
+A pod whose GPU is not one the policy allows is planned on the policy's GPU with the pin in every rung
+(``policy_gpu.plan_within_policy``, what ``plan --policy`` asks; check's fix and deploys/budget.py plan the same).
 8. ``--enforce-eager``: only when nothing above fits; marked temporary with the policy's maximum duration.
 
 For a CUDA-graph capture OOM, a smaller largest captured batch size (the release's flag) comes first, and it

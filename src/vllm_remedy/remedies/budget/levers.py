@@ -129,10 +129,10 @@ def tp_sizes(model: ModelSpec, lo: int, hi: int, gpu: GpuSpec | None = None,
 
 
 def tensor_parallel(ctx: Context, s: EngineSettings, gpu: GpuSpec) -> list[Variant]:
-    """TP sizes above the running one that vLLM accepts, within policy and the node's GPU count when known;
-    smallest first, so the ladder takes 2 GPUs before 4."""
+    """TP sizes above the running one that vLLM accepts, within policy (its flag bound, and its GPUs per pod when it
+    pins a product) and the node's GPU count when known; smallest first, so the ladder takes 2 GPUs before 4."""
     lim = ctx.limits
-    sizes = tp_sizes(ctx.model, max(s.tp + 1, lim.tp_min), lim.tp_max, gpu, s)
+    sizes = tp_sizes(ctx.model, max(s.tp + 1, lim.tp_min), lim.tp_lever_max, gpu, s)
     return [Variant(dataclasses.replace(s, tp=t), gpu) for t in sizes]
 
 

@@ -66,6 +66,14 @@ class Limits:
     # the estimator's held-out error (kv_margin.KV_ESTIMATE_MARGIN), or the policy's budget.kv_margin.
     kv_margin: float = KV_ESTIMATE_MARGIN
     kv_margin_from_policy: bool = False
+    # GPUs a pod may ask for: the policy's gpu.per_pod when it pins a product (drift's gpu-pinned rule holds the pod
+    # to that count there), so no tensor-parallel rung asks for more; None: no such bound (no policy, or no pin).
+    gpus_per_pod: int | None = None
+
+    @property
+    def tp_lever_max(self) -> int:
+        """The largest TP size a rung may raise to: the flag's bound, the node's GPUs and the policy's GPUs per pod."""
+        return min(self.tp_max, self.gpus_per_pod) if self.gpus_per_pod is not None else self.tp_max
 
     @property
     def margin_phrase(self) -> str:
@@ -129,6 +137,7 @@ def limits(policy: Policy | None, gpu: GpuSpec, target: float | None, node_gpus:
         gpu_resource=base.gpu.resource,
         kv_margin=KV_ESTIMATE_MARGIN if base.budget.kv_margin is None else base.budget.kv_margin,
         kv_margin_from_policy=base.budget.kv_margin is not None,
+        gpus_per_pod=p.gpu.per_pod if p is not None and p.gpu.pinned else None,
     )
 
 

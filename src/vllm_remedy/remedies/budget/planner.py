@@ -328,13 +328,16 @@ def _lever_notes(req: BudgetRequest, lim: Limits, rungs: list[Rung], graphs: boo
     out = []
     if lim.fp8_why_not and not req.settings.kv_cache_dtype.startswith("fp8"):
         out.append(f"kv-cache-dtype fp8 not offered: {lim.fp8_why_not}")
-    if not tp_sizes(req.model, max(req.settings.tp + 1, lim.tp_min), lim.tp_max, req.gpu, req.settings):
-        if lim.tp_max <= req.settings.tp:  # the bound itself, not the heads, rules it out
+    if not tp_sizes(req.model, max(req.settings.tp + 1, lim.tp_min), lim.tp_lever_max, req.gpu, req.settings):
+        if lim.gpus_per_pod is not None and lim.gpus_per_pod <= req.settings.tp < lim.tp_max:
+            out.append(f"tensor-parallel-size above {req.settings.tp} not offered: the policy pins "
+                       f"{lim.gpus_per_pod} GPU(s) per pod (gpu.per_pod)")
+        elif lim.tp_lever_max <= req.settings.tp:  # the bound itself, not the heads, rules it out
             out.append(f"tensor-parallel-size above {req.settings.tp} not offered: at most {lim.tp_max} GPU(s) per "
                        "pod (policy flags.tensor-parallel-size.max, or the GPUs of the largest node)")
         else:
             out.append(f"tensor-parallel-size above {req.settings.tp} not offered: "
-                       + _tp_refusals(req, max(req.settings.tp + 1, lim.tp_min), lim.tp_max))
+                       + _tp_refusals(req, max(req.settings.tp + 1, lim.tp_min), lim.tp_lever_max))
     unknown = [p for p in lim.products if catalog.find_gpu(p) is None]
     if unknown:
         out.append(f"policy GPU products not in the catalog (skipped): {', '.join(unknown)}")

@@ -10,12 +10,23 @@ from vllm_remedy.vllm.memory import EngineSettings
 _NUDGED = ("cudagraph-capture-size", "tensor-parallel-size", "gpu-product")
 
 
-def _length(rung: Rung, cap: int, short: str | None, cur: EngineSettings) -> str:
+def _whose(cap: int, cur: EngineSettings, lim: Limits) -> str:
+    """The cap named by where it comes from (``planner._base``: the smallest of the model's length, the policy's
+    preferred or maximum length and the running value): the policy's when its bound set it below what runs, the model's
+    when nothing was typed (or auto was), else the running value, bare."""
+    explicit = cur.max_model_len if cur.max_model_len not in (None, -1) else None
+    bound = lim.len_preferred or lim.len_max
+    if bound == cap and (explicit is None or explicit > cap):
+        return f"the policy's {cap:,}"
+    return f"the model's {cap:,}" if explicit is None else f"{cap:,}"
+
+
+def _length(rung: Rung, cap: int, short: str | None, cur: EngineSettings, lim: Limits) -> str:
     got = rung.estimate.max_model_len
     if got >= cap:
         return f"keeps max-model-len {cap:,}"
-    # The cap is the model's own length when none was typed or auto was: say whose, not as if it had been asked for.
-    whose = f"the model's {cap:,}" if cur.max_model_len in (None, -1) else f"{cap:,}"
+    # say whose length was cut (the model's, the policy's), not as if it had been asked for
+    whose = _whose(cap, cur, lim)
     if short is not None:
         return f"with max-model-len {got:,} (the longest that then fits; {whose} {short})"
     return f"with max-model-len {got:,} (the longest that then fits; {whose} does not)"
@@ -76,7 +87,7 @@ def explain(rung: Rung, cur: EngineSettings, gpu: GpuSpec, lim: Limits, cap: int
         head = f"max-num-seqs →{s.max_num_seqs}: a smaller warm-up batch frees memory for KV (activation " \
                f"{est.activation_gib:.2f} GiB)"
     elif rung.lever == "max-num-batched-tokens" and raised and rung.bounded:  # only the base's raise
-        return f"{dtype[2:]}; {_length(rung, cap, short, cur)}; {_target(rung, lim)}"
+        return f"{dtype[2:]}; {_length(rung, cap, short, cur, lim)}; {_target(rung, lim)}"
     elif rung.lever == "max-num-batched-tokens":
         head = f"max-num-batched-tokens →{s.max_num_batched_tokens}: smaller prefill batches, smaller activation " \
                f"peak ({est.activation_gib:.2f} GiB)"
@@ -93,4 +104,4 @@ def explain(rung: Rung, cur: EngineSettings, gpu: GpuSpec, lim: Limits, cap: int
         head = "enforce-eager drops the CUDA-graph pool at a throughput and latency cost"
     else:
         head = rung.lever
-    return f"{head}; {_length(rung, cap, short, cur)}; {_target(rung, lim)}{extra}{dtype}"
+    return f"{head}; {_length(rung, cap, short, cur, lim)}; {_target(rung, lim)}{extra}{dtype}"
