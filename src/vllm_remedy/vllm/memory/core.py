@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from vllm_remedy.errors import UserError
-from vllm_remedy.vllm import arch_release, batch_words, dtype_support
+from vllm_remedy.vllm import arch_release, batch_words, dtype_support, rope_dispatch
 from vllm_remedy.vllm.catalog import GIB, GpuSpec, ModelSpec
 from vllm_remedy.vllm.memory import capture, chunked, pinned, post_capture, refusal_order, terms
 from vllm_remedy.vllm.memory.kv_layout import check_rule
@@ -200,6 +200,10 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
         raise CannotPredict(f"cannot predict {model.architecture}: vLLM {settings.version or '(newest)'} does not "
                             "implement it; its Transformers backend runs it if the image's transformers can (neither "
                             "modelled)")
+    # get_rope raises on a scaling type the release lacks, while the model is built (``rope_dispatch``)
+    if outcome not in REFUSED_BEFORE_SIZING | {Outcome.FREE_MEMORY_BELOW_UTILIZATION} and (
+            crash := rope_dispatch.crash(model, settings.version)) is not None:
+        raise CannotPredict(crash)
     concurrency = _concurrency(res, layout, blocks, tokens, max_len)
     return Estimate(
         outcome=outcome,
