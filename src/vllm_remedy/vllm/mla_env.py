@@ -10,7 +10,8 @@ Through 0.29 ``use_mla`` reads the variable only for an MLA model (``is_deepseek
 raise there for any model. Such a text is vLLM's refusal (``env_refusal.Refusal``, ``config_refused`` by the env, as
 VLLM_USE_V1's): ``use_mla`` reads ``envs.VLLM_MLA_DISABLE``, ``bool(int(os.getenv(...)))`` (envs.py@0.10.0 l.773,
 @0.30.0 l.1418), and ``get_head_size`` calls ``use_mla`` for the model config (config.py@0.7.2 l.832, @0.8.5 l.1077).
-A value that cannot be read (a Secret, a ConfigMap outside the manifests) is "cannot predict" for an MLA model on a release that reads it.
+A value that cannot be read (a Secret, a ConfigMap outside the manifests) is "cannot predict" for an MLA model on a
+release that reads it.
 """
 
 from __future__ import annotations
