@@ -32,6 +32,12 @@ SINCE: tuple[int, int, int] = (0, 6, 4)
 #: The first release with --hf-config-path (engine/arg_utils.py@0.8.0; not in @0.7.3).
 PATH_SINCE: tuple[int, int, int] = (0, 8, 0)
 FLAG, PATH_FLAG = "hf-overrides", "hf-config-path"
+#: Through 0.11.x the overrides are set with ``config.update``, one ``setattr`` per top-level key (config.py@0.6.5
+#: l.275, @0.8.5 l.457, @0.9.0 l.519-521; transformers_utils/config.py@0.11.0 l.633): a key spelled with a dash,
+#: such as the ``max-position-embeddings`` 0.9.0's dotted ``--hf-overrides.max_position_embeddings`` becomes
+#: (``hf_dotted``: utils.py@0.9.0 l.1413-1422 respells the whole option; 0.9.2 only the flag part), is an attribute
+#: no config reader names, so vLLM sizes the config unchanged. 0.12.0 merges dicts into sub-configs: not judged.
+DASHED_INERT_BEFORE: tuple[int, int, int] = (0, 12, 0)
 
 #: config.json mappings this run read (``hub``), by (model id, revision): the base an override is applied to.
 _configs: dict[tuple[str, str | None], Mapping[str, Any]] = {}
@@ -157,6 +163,8 @@ def applied(spec: ModelSpec, model_id: str, revision: str | None, flags: Mapping
         raise UserError(f"--{FLAG} {text!r} is not JSON") from None
     if not isinstance(overrides, Mapping):
         raise UserError(f"--{FLAG} {text!r} is not a JSON object of config keys")
+    if version < DASHED_INERT_BEFORE:
+        overrides = {k: v for k, v in overrides.items() if "-" not in str(k)}
     if not overrides:
         return spec
     base = base_config(model_id, revision)
