@@ -314,3 +314,28 @@ def int_facts(config: Mapping[str, Any]) -> IntFacts | None:
 
     return IntFacts(method=method, bits=_int(bits), group_size=_int(group), sym=_bool(qc.get("sym")),
                     desc_act=_bool(qc.get("desc_act")), zero_point=_bool(qc.get("zero_point")))
+
+
+def ct_mla_groups(config: Mapping[str, Any]) -> bool | None:
+    """For a compressed-tensors checkpoint, whether vLLM 0.7.1/0.7.2's ``use_mla`` keeps MLA (``memory.mla_release``):
+    every config group's ``weights.type`` and ``input_activations.type`` are the literal ``"fp8"`` (config.py@0.7.2
+    l.998-1016: a missing ``config_groups`` is one group of neither, an empty one has no group to fail, a null
+    section a type of None). llm-compressor's FP8 checkpoints write ``"type": "float"`` there, so on 0.7.2 they run
+    without MLA. None for any other method, and where that loop would raise (a group or section that is no object:
+    ``.get`` on it) rather than decide."""
+    qc = section(config)
+    if qc is None or str(qc.get("quant_method") or "").lower() != "compressed-tensors":
+        return None
+    groups = qc.get("config_groups", {"": {}})
+    if not isinstance(groups, Mapping) or not all(isinstance(g, Mapping) for g in groups.values()):
+        return None
+    for group in groups.values():
+        types = []
+        for key in ("input_activations", "weights"):
+            part = group.get(key, {})
+            if part is not None and not isinstance(part, Mapping):
+                return None
+            types.append(None if part is None else part.get("type", ""))
+        if types != ["fp8", "fp8"]:
+            return False
+    return True
