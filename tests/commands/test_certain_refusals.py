@@ -40,3 +40,35 @@ def test_mla_disable_text_int_refuses_is_refused_by_the_env(ds_config, version):
     assert out["outcome"] == "config_refused", out
     assert out["refusal"].startswith(f"VLLM_MLA_DISABLE='true': vLLM {version} reads it as bool(int(value))"), out
     assert "invalid literal for int() with base 10: 'true'" in out["refusal"], out
+
+
+LLAMA = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096, "num_attention_heads": 32,
+         "num_hidden_layers": 32, "intermediate_size": 14336, "vocab_size": 128256, "num_key_value_heads": 8,
+         "max_position_embeddings": 8192, "torch_dtype": "float16"}
+GPTQ_TEXT = {"quant_method": "gptq", "bits": "4", "group_size": 128, "desc_act": False, "sym": True}
+AWQ_TEXT = {"quant_method": "awq", "bits": "4", "group_size": 128, "zero_point": True, "version": "gemm"}
+
+
+def _quantized(tmp_path: Path, qc: dict, version: str):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**LLAMA, "quantization_config": qc}))
+    return run_cli("estimate", "--model-config", str(path), *L40S, "--vllm-version", version, "-o", "json")
+
+
+@pytest.mark.parametrize(("qc", "version", "words"), [
+    # gptq.py@0.10.0 l.70: Fraction(32, "4") before the bits check of l.71
+    (GPTQ_TEXT, "0.10.0", "TypeError: both arguments should be Rational instances"),
+    (GPTQ_TEXT, "0.5.5", "TypeError: both arguments should be Rational instances"),
+    # awq.py@0.10.0 l.41: "4" != 4
+    (AWQ_TEXT, "0.10.0", "ValueError: Currently, only 4-bit weight quantization is supported for AWQ, but got 4 bits."),
+])
+def test_bits_as_text_is_refused_by_the_method_config(tmp_path, qc, version, words):
+    got = _quantized(tmp_path, qc, version)
+    assert got.returncode == 0, got.stderr
+    out = json.loads(got.stdout)
+    assert out["outcome"] == "config_refused" and out["refusal"] == words, out
+
+
+def test_bits_as_text_where_the_class_was_not_read_is_still_cannot_predict(tmp_path):
+    got = _quantized(tmp_path, GPTQ_TEXT, "0.22.0")  # auto_gptq.py: not read for a text
+    assert got.returncode == 2 and "cannot predict quantization_config (gptq) bits '4'" in got.stderr, got.stdout

@@ -76,6 +76,11 @@ def weight_bits(config: Mapping[str, Any]) -> int | None:
         bits = qc.get("bits") or qc.get("w_bit")
         if not bits:
             raise cannot_predict(config, f"quantization_config ({method}) states no bits / w_bit")
+        if method in ("awq", "gptq") and isinstance(bits, str) and bits.isdigit() and int(bits) > 0:
+            # vLLM uses the text as JSON has it: the config class refuses it where it is read per release
+            # (``quant_support.packing_refusal``, ``IntFacts.bits_text``), else "cannot predict" there; the int is
+            # a stand-in for the spec, never a sized start
+            return int(bits)
         if isinstance(bits, bool) or not isinstance(bits, int):
             # vLLM uses the value as JSON has it: the plain AWQ config refuses "4" ("only 4-bit ..., but got 4
             # bits", awq.py@0.11.0), the others divide by it first (TypeError: gptq.py@0.21.0 Fraction(32, bits),
@@ -291,6 +296,7 @@ class IntFacts:
     sym: bool | None  # GPTQ
     desc_act: bool | None  # GPTQ
     zero_point: bool | None  # AWQ
+    bits_text: str | None = None  # the bits as a JSON string of digits ("4"): vLLM keeps the text (quant_support)
 
 
 def _stated(qc: Mapping[str, Any], *keys: str) -> Any:
@@ -313,7 +319,8 @@ def int_facts(config: Mapping[str, Any]) -> IntFacts | None:
         return v if isinstance(v, bool) else None
 
     return IntFacts(method=method, bits=_int(bits), group_size=_int(group), sym=_bool(qc.get("sym")),
-                    desc_act=_bool(qc.get("desc_act")), zero_point=_bool(qc.get("zero_point")))
+                    desc_act=_bool(qc.get("desc_act")), zero_point=_bool(qc.get("zero_point")),
+                    bits_text=bits if isinstance(bits, str) else None)
 
 
 def ct_mla_groups(config: Mapping[str, Any]) -> bool | None:
