@@ -70,3 +70,12 @@ def crash(model: ModelSpec, version: str | None) -> str | None:
     return (f"cannot predict {model.architecture}: rope_scaling type {kind!r}: vLLM {label} raises 'Unknown RoPE "
             f"scaling type {kind}' while building the model (get_rope dispatches only "
             f"{', '.join(sorted(dispatched(version)))})")
+
+
+def vllm_error(model: ModelSpec, version: str | None) -> str | None:
+    """The exception line vLLM prints where ``crash`` holds (for the rehearsal pod, which plays the crash):
+    ``get_rope``'s own words, raised while the model is constructed (after every config check, before any weight is
+    loaded)."""
+    if crash(model, version) is None:
+        return None
+    return f"ValueError: Unknown RoPE scaling type {model.length.rope_type if model.length else ''}"
