@@ -109,6 +109,7 @@ class ModelSpec:
     weight_block_size: tuple[int, int] | None = None  # fp8 [block_n, block_k] (quant_config.weight_block_size)
     int_facts: quant_config.IntFacts | None = None  # AWQ / GPTQ packing as stated (quant_support judges the bits)
     ct_mla_groups: bool | None = None  # compressed-tensors: every group fp8 as 0.7.2's use_mla reads it (quant_config)
+    load_refusal: str | None = None  # vLLM's exception loading the config (hf_overrides.applied): config_refused
 
     @property
     def is_moe(self) -> bool:

@@ -115,7 +115,11 @@ def rope(config: Mapping[str, Any], text: Mapping[str, Any]) -> None:
     how the ModelConfig wraps them) and, for a config.json, on the transformers config class validating rope_scaling
     when it loads, before vLLM's patch (not read): so the line is ours, quoting what vLLM raises. Only 0.10.1 and
     0.12.0 were read; the refusal is not dated per release, hence "cannot predict" rather than a predicted refusal.
-    An empty mapping is not judged (not read: whether transformers keeps it or drops it to None)."""
+    An empty mapping is not judged (not read: whether transformers keeps it or drops it to None). An
+    ``--hf-overrides`` without a type on 0.10.0-0.11.x never reaches here: it is vLLM's refusal
+    (``hf_overrides.NO_ROPE_TYPE``), predicted; a config.json without one stays "cannot predict", as transformers'
+    own validation raises first for the classes that validate (``_validate_default_rope_parameters``' missing
+    ``rope_type``: KeyError, modeling_rope_utils.py@4.46.3, @4.57.1)."""
     scaling = text.get("rope_scaling")
     if scaling is not None and not isinstance(scaling, Mapping):
         raise _refuse(config, _not_a_mapping(scaling))
