@@ -46,7 +46,16 @@ def test_the_hub_config_is_one_cannot_predict_line(model, change, why):
     assert "\n" not in str(refused.value)
 
 
-@pytest.mark.parametrize(("model", "change", "why"), [(LLAMA, NO_TYPE, NO_TYPE_WHY), (QWEN, YARN_NO_BASE, YARN_WHY)])
+@pytest.mark.parametrize("version", [(0, 10, 0), (0, 10, 1), (0, 11, 0)])
+def test_an_override_without_a_type_is_the_model_configs_refusal_on_0_10_and_0_11(version):
+    """config.update then patch_rope_scaling_dict (transformers_utils/config.py@0.11.0 l.631-638, l.390-391): vLLM's
+    refusal, predicted as such (hostile 11 #4), not "cannot predict"."""
+    spec = hf_overrides.applied(catalog.repo_model(LLAMA, None), LLAMA, None, {"hf-overrides": json.dumps(NO_TYPE)},
+                                version)
+    assert spec.load_refusal == "ValueError: rope_scaling should have a 'rope_type' key"
+
+
+@pytest.mark.parametrize(("model", "change", "why"), [(QWEN, YARN_NO_BASE, YARN_WHY)])
 def test_the_override_on_0_10_1_is_refused_where_vllm_refuses(model, change, why):
     with pytest.raises(UserError) as refused:
         hf_overrides.applied(catalog.repo_model(model, None), model, None, {"hf-overrides": json.dumps(change)},
@@ -82,7 +91,9 @@ def test_check_judges_the_three_reviewed_configs_in_one_run(tmp_path):
         doc["metadata"]["name"] = name
         docs.append(doc)
     items, _ = judge(docs, tmp_path)
-    for name, why in (("no-type", NO_TYPE_WHY), ("yarn-no-base", YARN_WHY), ("half-layer", HALF_WHY)):
+    assert items["no-type"]["prediction"]["outcome"] == "config_refused", items["no-type"]  # vLLM's refusal
+    assert "rope_scaling should have a 'rope_type' key" in str(items["no-type"]), items["no-type"]
+    for name, why in (("yarn-no-base", YARN_WHY), ("half-layer", HALF_WHY)):
         item = items[name]
         assert item["prediction"]["outcome"] == "unknown", item
         reasons = [f["reason"] for f in item["findings"] if f["check"] == "model"]

@@ -108,6 +108,8 @@ class ModelSpec:
     act_order: bool = False  # the packed weights carry a g_idx (quant_config.act_order)
     weight_block_size: tuple[int, int] | None = None  # fp8 [block_n, block_k] (quant_config.weight_block_size)
     int_facts: quant_config.IntFacts | None = None  # AWQ / GPTQ packing as stated (quant_support judges the bits)
+    ct_mla_groups: bool | None = None  # compressed-tensors: every group fp8 as 0.7.2's use_mla reads it (quant_config)
+    load_refusal: str | None = None  # vLLM's exception loading the config (hf_overrides.applied): config_refused
 
     @property
     def is_moe(self) -> bool:
@@ -184,6 +186,7 @@ class ModelSpec:
             act_order=quant_config.act_order(text),
             weight_block_size=quant_config.weight_block_size(text),
             int_facts=quant_config.int_facts(text),
+            ct_mla_groups=quant_config.ct_mla_groups(text),
             expert_params_b=counts.experts / 1e9,
             vision_params_b=vision_params / 1e9,
             vision_hidden=tower.hidden if tower else 0,

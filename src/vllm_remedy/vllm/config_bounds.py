@@ -115,8 +115,14 @@ def rope(config: Mapping[str, Any], text: Mapping[str, Any]) -> None:
     how the ModelConfig wraps them) and, for a config.json, on the transformers config class validating rope_scaling
     when it loads, before vLLM's patch (not read): so the line is ours, quoting what vLLM raises. Only 0.10.1 and
     0.12.0 were read; the refusal is not dated per release, hence "cannot predict" rather than a predicted refusal.
-    An empty mapping is not judged (not read: whether transformers keeps it or drops it to None)."""
+    An empty mapping is not judged (not read: whether transformers keeps it or drops it to None). An
+    ``--hf-overrides`` without a type on 0.10.0-0.11.x never reaches here: it is vLLM's refusal
+    (``hf_overrides.NO_ROPE_TYPE``), predicted; a config.json without one stays "cannot predict", as transformers'
+    own validation raises first for the classes that validate (``_validate_default_rope_parameters``' missing
+    ``rope_type``: KeyError, modeling_rope_utils.py@4.46.3, @4.57.1)."""
     scaling = text.get("rope_scaling")
+    if scaling is not None and not isinstance(scaling, Mapping):
+        raise _refuse(config, _not_a_mapping(scaling))
     if not isinstance(scaling, Mapping) or not scaling:
         return
     if "rope_type" not in scaling and "type" not in scaling:
@@ -132,6 +138,21 @@ def rope(config: Mapping[str, Any], text: Mapping[str, Any]) -> None:
             config, f"rope_scaling = {dict(scaling)} is YaRN without original_max_position_embeddings: vLLM's "
                     "max-length derivation indexes rope_scaling[\"original_max_position_embeddings\"] and fails with a "
                     "KeyError while building the config")
+
+
+_JSON_KIND = {str: "string", list: "array", int: "number", float: "number", bool: "boolean"}
+
+
+def _not_a_mapping(scaling: Any) -> str:
+    """Why a ``rope_scaling`` that is not a JSON object loads no config: transformers' config class tests it with
+    ``in`` and then ``rope_config_validation`` calls ``rope_scaling.get`` (configuration_llama.py@4.46.3 l.196-198,
+    @4.57.1 l.212-214; modeling_rope_utils.py@4.46.3 l.561-566, @4.57.1 l.761-766): an AttributeError for a string
+    or an array, a TypeError for a number (``"type" in 2.0``), so vLLM never gets a config; a class that does not
+    validate hands it to vLLM's ``patch_rope_scaling_dict``, which tests the same keys and raises (no ``rope_type``
+    key, transformers_utils/config.py@0.10.0 l.241-246). Not sized as a config without scaling."""
+    kind = _JSON_KIND.get(type(scaling), type(scaling).__name__)
+    return (f"rope_scaling is a JSON {kind} ({scaling!r:.40}), not an object: transformers' config class fails on it "
+            "(rope_config_validation calls rope_scaling.get) before vLLM has a config")
 
 
 def _length_key(text: Mapping[str, Any]) -> str:

@@ -42,6 +42,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from vllm_remedy.vllm import mla_env, model_len, pod_env, runner_env, sampler_env, v1_oracle
+from vllm_remedy.vllm.env_refusal import Refusal
 from vllm_remedy.vllm.pod_env import ConfigMaps
 from vllm_remedy.vllm.versions import VersionRules, as_v0, rules_on_device
 
@@ -62,10 +63,7 @@ VARIABLES = ((USE_V1, INPUT, UNREADABLE, "vllm_use_v1"),
              (mla_env.ENV, mla_env.INPUT, mla_env.UNREADABLE, "mla_disable_env"))
 
 
-class Refusal(str):
-    """Why vLLM refuses the start for its env (a prediction: ``config_refused``), as opposed to a plain ``str``
-    problem, which says the start cannot be predicted. A ``str`` so every reader of ``Resolved.env_problem`` keeps
-    printing it."""
+__all__ = ["Refusal"]  # where the readers of ``Resolved.env_problem`` take it from (``env_refusal``)
 
 
 def refuses(problem: str | None) -> bool:

@@ -32,6 +32,18 @@ SINCE: tuple[int, int, int] = (0, 6, 4)
 #: The first release with --hf-config-path (engine/arg_utils.py@0.8.0; not in @0.7.3).
 PATH_SINCE: tuple[int, int, int] = (0, 8, 0)
 FLAG, PATH_FLAG = "hf-overrides", "hf-config-path"
+#: Through 0.11.x the overrides are set with ``config.update``, one ``setattr`` per top-level key (config.py@0.6.5
+#: l.275, @0.8.5 l.457, @0.9.0 l.519-521; transformers_utils/config.py@0.11.0 l.633): a key spelled with a dash,
+#: such as the ``max-position-embeddings`` 0.9.0's dotted ``--hf-overrides.max_position_embeddings`` becomes
+#: (``hf_dotted``: utils.py@0.9.0 l.1413-1422 respells the whole option; 0.9.2 only the flag part), is an attribute
+#: no config reader names, so vLLM sizes the config unchanged. 0.12.0 merges dicts into sub-configs: not judged.
+DASHED_INERT_BEFORE: tuple[int, int, int] = (0, 12, 0)
+#: 0.10.0-0.11.x apply the overrides with ``config.update`` inside ``get_config`` and then run ``patch_rope_scaling``,
+#: whose ``patch_rope_scaling_dict`` raises on a ``rope_scaling`` naming neither ``rope_type`` nor ``type``
+#: (transformers_utils/config.py@0.10.0 l.431-438, @0.11.0 l.631-638 then l.390-391): the model config refuses the
+#: start whatever else the JSON sets. Before 0.10 the dict is set past the patch (``hf_merge``), from 0.12 merged.
+NO_ROPE_TYPE_RELEASES: tuple[tuple[int, int, int], tuple[int, int, int]] = ((0, 10, 0), (0, 12, 0))
+NO_ROPE_TYPE = "ValueError: rope_scaling should have a 'rope_type' key"
 
 #: config.json mappings this run read (``hub``), by (model id, revision): the base an override is applied to.
 _configs: dict[tuple[str, str | None], Mapping[str, Any]] = {}
@@ -157,8 +169,14 @@ def applied(spec: ModelSpec, model_id: str, revision: str | None, flags: Mapping
         raise UserError(f"--{FLAG} {text!r} is not JSON") from None
     if not isinstance(overrides, Mapping):
         raise UserError(f"--{FLAG} {text!r} is not a JSON object of config keys")
+    if version < DASHED_INERT_BEFORE:
+        overrides = {k: v for k, v in overrides.items() if "-" not in str(k)}
     if not overrides:
         return spec
+    scaling = overrides.get("rope_scaling")
+    if (NO_ROPE_TYPE_RELEASES[0] <= version < NO_ROPE_TYPE_RELEASES[1] and isinstance(scaling, Mapping)
+            and "rope_type" not in scaling and "type" not in scaling):
+        return dataclasses.replace(spec, load_refusal=NO_ROPE_TYPE)
     base = base_config(model_id, revision)
     if base is None:
         raise UserError(f"--{FLAG} overrides keys of {model_id}'s config.json, which this run did not "

@@ -7,11 +7,16 @@ parse it as 0.7.1 does. Releases before 0.7.1 have no MLA and do not read it.
 
 Through 0.29 ``use_mla`` reads the variable only for an MLA model (``is_deepseek_mla and not envs.VLLM_MLA_DISABLE``);
 0.30 reads it first for every model (``if envs.VLLM_MLA_DISABLE: return False``), so a text ``int()`` refuses would
-raise there for any model: that case is "cannot predict" here, not sized. A value that cannot be read (a Secret, a
-ConfigMap outside the manifests) is "cannot predict" for an MLA model on a release that reads it.
+raise there for any model. Such a text is vLLM's refusal (``env_refusal.Refusal``, ``config_refused`` by the env, as
+VLLM_USE_V1's): ``use_mla`` reads ``envs.VLLM_MLA_DISABLE``, ``bool(int(os.getenv(...)))`` (envs.py@0.10.0 l.773,
+@0.30.0 l.1418), and ``get_head_size`` calls ``use_mla`` for the model config (config.py@0.7.2 l.832, @0.8.5 l.1077).
+A value that cannot be read (a Secret, a ConfigMap outside the manifests) is "cannot predict" for an MLA model on a
+release that reads it.
 """
 
 from __future__ import annotations
+
+from vllm_remedy.vllm.env_refusal import Refusal
 
 ENV = "VLLM_MLA_DISABLE"
 INPUT = "vllm-mla-disable"  # the memory model's input: the variable's text in vLLM's process (absent: unset)
@@ -35,6 +40,8 @@ def disabled(version: tuple[int, int, int], mla_model: bool, value: str | None,
     try:
         number = int(value)
     except ValueError:
-        return False, (f"cannot predict {ENV}={value!r}: vLLM reads it as bool(int(value)) (vllm/envs.py@0.7.1), "
-                       "which raises ValueError on this text")
+        return False, Refusal(
+            f"{ENV}={value!r}: vLLM {'.'.join(map(str, version))} reads it as bool(int(value)) (vllm/envs.py) in "
+            f"ModelConfig.use_mla, which raises \"ValueError: invalid literal for int() with base 10: {value!r}\", so "
+            "vLLM refuses the start before any memory is sized; set it to 0 or 1, or unset it")
     return bool(number) and mla_model, None

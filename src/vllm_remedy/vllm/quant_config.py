@@ -76,6 +76,11 @@ def weight_bits(config: Mapping[str, Any]) -> int | None:
         bits = qc.get("bits") or qc.get("w_bit")
         if not bits:
             raise cannot_predict(config, f"quantization_config ({method}) states no bits / w_bit")
+        if method in ("awq", "gptq") and isinstance(bits, str) and bits.isdigit() and int(bits) > 0:
+            # vLLM uses the text as JSON has it: the config class refuses it where it is read per release
+            # (``quant_support.packing_refusal``, ``IntFacts.bits_text``), else "cannot predict" there; the int is
+            # a stand-in for the spec, never a sized start
+            return int(bits)
         if isinstance(bits, bool) or not isinstance(bits, int):
             # vLLM uses the value as JSON has it: the plain AWQ config refuses "4" ("only 4-bit ..., but got 4
             # bits", awq.py@0.11.0), the others divide by it first (TypeError: gptq.py@0.21.0 Fraction(32, bits),
@@ -291,6 +296,7 @@ class IntFacts:
     sym: bool | None  # GPTQ
     desc_act: bool | None  # GPTQ
     zero_point: bool | None  # AWQ
+    bits_text: str | None = None  # the bits as a JSON string of digits ("4"): vLLM keeps the text (quant_support)
 
 
 def _stated(qc: Mapping[str, Any], *keys: str) -> Any:
@@ -313,4 +319,30 @@ def int_facts(config: Mapping[str, Any]) -> IntFacts | None:
         return v if isinstance(v, bool) else None
 
     return IntFacts(method=method, bits=_int(bits), group_size=_int(group), sym=_bool(qc.get("sym")),
-                    desc_act=_bool(qc.get("desc_act")), zero_point=_bool(qc.get("zero_point")))
+                    desc_act=_bool(qc.get("desc_act")), zero_point=_bool(qc.get("zero_point")),
+                    bits_text=bits if isinstance(bits, str) else None)
+
+
+def ct_mla_groups(config: Mapping[str, Any]) -> bool | None:
+    """For a compressed-tensors checkpoint, whether vLLM 0.7.1/0.7.2's ``use_mla`` keeps MLA (``memory.mla_release``):
+    every config group's ``weights.type`` and ``input_activations.type`` are the literal ``"fp8"`` (config.py@0.7.2
+    l.998-1016: a missing ``config_groups`` is one group of neither, an empty one has no group to fail, a null
+    section a type of None). llm-compressor's FP8 checkpoints write ``"type": "float"`` there, so on 0.7.2 they run
+    without MLA. None for any other method, and where that loop would raise (a group or section that is no object:
+    ``.get`` on it) rather than decide."""
+    qc = section(config)
+    if qc is None or str(qc.get("quant_method") or "").lower() != "compressed-tensors":
+        return None
+    groups = qc.get("config_groups", {"": {}})
+    if not isinstance(groups, Mapping) or not all(isinstance(g, Mapping) for g in groups.values()):
+        return None
+    for group in groups.values():
+        types = []
+        for key in ("input_activations", "weights"):
+            part = group.get(key, {})
+            if part is not None and not isinstance(part, Mapping):
+                return None
+            types.append(None if part is None else part.get("type", ""))
+        if types != ["fp8", "fp8"]:
+            return False
+    return True

@@ -129,6 +129,8 @@ def packing_refusal(chosen: str, facts: IntFacts | None) -> str | None:
     - auto_gptq (0.22.0+): ``TYPE_MAP`` holds (4, True) and (8, True) only, "Unsupported quantization config:
       bits=4, sym=False" (auto_gptq.py@0.22.0, @0.34.0): 2/3-bit and asymmetric GPTQ, which the plain kernel ran, are
       refused."""
+    if facts is not None and facts.bits_text is not None:
+        return _text_bits(chosen, facts)
     if facts is None or facts.bits is None:
         return None
     if chosen in ("awq", "auto_awq"):
@@ -153,6 +155,32 @@ def packing_refusal(chosen: str, facts: IntFacts | None) -> str | None:
         if (facts.bits, facts.sym) not in ((4, True), (8, True)):
             return f"ValueError: Unsupported quantization config: bits={facts.bits}, sym={facts.sym}"
     return None
+
+
+def _text_bits(chosen: str, facts: IntFacts) -> str:
+    """What the config class raises for ``bits`` given as a JSON string ("4"), which no release converts: the Marlin
+    checks test ``(bits, sym)`` / ``bits`` for membership in their type maps, so they decline it without raising
+    (``is_awq_marlin_compatible``, ``is_gptq_marlin_compatible`` and every ``override_quantization_method``,
+    quantization/*.py@0.5.5-@0.23.0: no arithmetic on the bits), and the plain class gets the text:
+    - awq (to 0.23.0): ``from_config`` reads ``w_bit``/``bits``, the group and ``zero_point``, then ``__init__`` tests
+      ``self.weight_bits != 4`` before dividing by it (awq.py@0.5.5 l.29/33, @0.10.0 l.41/45, @0.23.0 l.53/58):
+      "only 4-bit ..., but got 4 bits.";
+    - gptq (to 0.21.0): ``from_config`` reads bits, group and ``desc_act``, then ``__init__`` computes
+      ``Fraction(32, self.weight_bits)`` before its bits check (gptq.py@0.5.5 l.34/35, @0.10.0 l.70/71, @0.21.0
+      l.91/92): Python's fractions raises "both arguments should be Rational instances".
+    Any other class (auto_awq from 0.24.0, auto_gptq from 0.22.0, a Marlin or other method named by --quantization)
+    was not read for it: "cannot predict"."""
+    if chosen == "awq":
+        if facts.zero_point is None:
+            return _missing("zero_point")
+        return (f"ValueError: Currently, only 4-bit weight quantization is supported for AWQ, but got "
+                f"{facts.bits_text} bits.")
+    if chosen == "gptq":
+        if facts.desc_act is None:
+            return _missing("desc_act")
+        return "TypeError: both arguments should be Rational instances"
+    raise UserError(f"cannot predict quantization_config ({facts.method}) bits {facts.bits_text!r}: a JSON string, "
+                        f"which vLLM's {chosen} config was not read for")
 
 
 def _no_method(model: ModelSpec, user: str | None, v: Version, version: str | None) -> tuple[str | None, str]:

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from vllm_remedy.errors import UserError
-from vllm_remedy.vllm import arch_release, batch_words, dtype_support
+from vllm_remedy.vllm import arch_release, batch_words, dtype_support, rope_dispatch
 from vllm_remedy.vllm.catalog import GIB, GpuSpec, ModelSpec
 from vllm_remedy.vllm.memory import capture, chunked, pinned, post_capture, refusal_order, terms
 from vllm_remedy.vllm.memory.kv_layout import check_rule
@@ -146,9 +146,9 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
                        profiled=activation + non_torch, snapshot_context=snapshot_context)
     if pin and r.engine == "V1" and outcome is Outcome.NO_CACHE_BLOCKS and kv > 0:
         outcome = Outcome.MAX_LEN_EXCEEDS_KV  # bytes under one block: V1 refuses only <= 0 as "no memory"
-    refused = refusal_order.first_refusal(
+    refused = _loaded_first(model, refusal_order.first_refusal(
         model, gpu, settings, None, res.env_problem,
-        lambda: batch_words.words(settings.version, res.mnbt, res.max_model_len) if batch_refused(res) else None)
+        lambda: batch_words.words(settings.version, res.mnbt, res.max_model_len) if batch_refused(res) else None))
     if refused is not None and refused[0] is None:
         outcome = Outcome.MAX_LEN_EXCEEDS_MODEL  # vLLM's model config refuses it before touching the GPU
     elif refused is not None:
@@ -200,6 +200,10 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
         raise CannotPredict(f"cannot predict {model.architecture}: vLLM {settings.version or '(newest)'} does not "
                             "implement it; its Transformers backend runs it if the image's transformers can (neither "
                             "modelled)")
+    # get_rope raises on a scaling type the release lacks, while the model is built (``rope_dispatch``)
+    if outcome not in REFUSED_BEFORE_SIZING | {Outcome.FREE_MEMORY_BELOW_UTILIZATION} and (
+            crash := rope_dispatch.crash(model, settings.version)) is not None:
+        raise CannotPredict(crash)
     concurrency = _concurrency(res, layout, blocks, tokens, max_len)
     return Estimate(
         outcome=outcome,
@@ -274,13 +278,24 @@ def tp_refused(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings, split: 
         return (batch_words.words(settings.version, view.mnbt, view.max_model_len)
                 if view is not None and batch_refused(view) else None)
 
-    refused = refusal_order.first_refusal(model, gpu, settings, split, engine_rules(settings, gpu, model)[1], batch)
+    refused = _loaded_first(model, refusal_order.first_refusal(model, gpu, settings, split,
+                                                               engine_rules(settings, gpu, model)[1], batch))
     assert refused is not None  # the TP size refuses when nothing before it does
     outcome = Outcome.MAX_LEN_EXCEEDS_MODEL if refused[0] is None else Outcome.CONFIG_REFUSED
     return Estimate(outcome=outcome, weights_gib=0.0, activation_gib=0.0, non_torch_gib=0.0, cudagraph_gib=0.0,
                     kv_cache_gib=0.0, kv_cache_tokens=0, gpu_blocks=0, max_concurrency=0.0, max_model_len=max_len,
                     peak_gib=settings.other_process_gib, total_gib=gpu.total_gib,
                     refusal=refused[1] if refused[0] else None, refused_by=refused[0], refused_at=refused[2])
+
+
+def _loaded_first(model: ModelSpec, refused: tuple[RefusedBy | None, str, Stage] | None
+                  ) -> tuple[RefusedBy | None, str, Stage] | None:
+    """The model config's failure to load the config (``ModelSpec.load_refusal``: ``get_config`` runs before the
+    architecture and the length are checked, config/model.py@0.11.0 l.438 after l.368's VLLM_USE_V1 read) before
+    every refusal but the env's earliest."""
+    if model.load_refusal is None or (refused is not None and refused[2] == "env_early"):
+        return refused
+    return "model", model.load_refusal, "arch"
 
 
 def batch_refused(res: Resolved) -> bool:

@@ -68,14 +68,18 @@ def model_type(model: ModelSpec) -> str:
 def runs_mla(model: ModelSpec, version: tuple[int, int, int], quantization: str | None, disabled: bool) -> bool:
     """Whether the release caches the MLA latent for this model (see the module docstring); ``quantization``: the
     method vLLM runs (``--quantization`` or the checkpoint's); ``disabled``: VLLM_MLA_DISABLE reads true. A
-    compressed-tensors checkpoint on 0.7.1/0.7.2 is "cannot predict": the spec does not keep its config groups."""
+    compressed-tensors checkpoint on 0.7.1/0.7.2 runs MLA when every config group is ``"fp8"`` for its weights and
+    activations as ``use_mla`` reads them (``ModelSpec.ct_mla_groups``, config.py@0.7.2 l.998-1016); "cannot predict"
+    where the spec does not say (a checkpoint of another method, or groups that loop would fail on)."""
     if not model.is_mla or version < MLA_SINCE or disabled:
         return False
     if version < QUANT_GATE_UNTIL and quantization is not None:
         if quantization == "compressed-tensors":
+            if model.ct_mla_groups is not None:
+                return model.ct_mla_groups
             raise CannotPredict(f"cannot predict {model.architecture} with compressed-tensors on vLLM 0.7.1/0.7.2: MLA "
                                 "runs only when every config group has fp8 weights and activations (config.py@0.7.2 "
-                                "use_mla), which is not read here")
+                                "use_mla), and this checkpoint's groups were not read")
         return quantization == "fp8"
     return True
 
