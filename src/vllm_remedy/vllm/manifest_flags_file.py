@@ -101,4 +101,5 @@ def merged(server: ServerCommand, spec: Mapping[str, Any],
     if text is None:
         return server
     flags = {**flags_of(text, path), **{k: v for k, v in server.flags.items() if k != FLAG}}
-    return dataclasses.replace(server, flags=flags)
+    return dataclasses.replace(server, flags=flags, config_file=load_text(text, f"--config {path}"))
+
