@@ -18,6 +18,7 @@ LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 CFG = "/etc/vllm/cfg.yaml"
 FILE = "gpu-memory-utilization: 0.9\nmax-num-seqs: 64\n"
 LATE = ["--max-model-len", "16384", LLAMA, "--config", CFG]
+MODULE = ["--model", LLAMA, "--max-model-len", "16384", "--config", CFG]
 CASES = {  # name: (release, args, the file's text or None for no ConfigMap, what check must say or None)
     "late-0-34-0": ("0.34.0", LATE, FILE, "No model specified! Please specify model either as a positional"),
     "late-0-12-0": ("0.12.0", LATE, FILE, "No model specified!"),
@@ -31,6 +32,10 @@ CASES = {  # name: (release, args, the file's text or None for no ConfigMap, wha
     "config-first-unread-0-7-3": ("0.7.3", ["--config", CFG, LLAMA, "--max-model-len", "16384"], None,
                                   "No model_tag specified!"),
     "splice-0-7-3": ("0.7.3", LATE, FILE, "argument --max-model-len: expected one argument"),
+    # the image's default api_server module (to 0.11.0): the file's flags after its first word, to 0.10.1
+    "module-0-9-2": ("0.9.2", MODULE, FILE, "argument --model: expected one argument"),
+    "module-0-10-1": ("0.10.1", MODULE, FILE, "argument --model: expected one argument"),
+    "module-0-10-2": ("0.10.2", MODULE, FILE, None),
 }
 
 
@@ -40,6 +45,8 @@ def _docs(name: str, release: str, args: list[str], text: str | None) -> list[di
     spec = dep["spec"]["template"]["spec"]
     container = spec["containers"][0]
     container["image"], container["args"] = f"vllm/vllm-openai:v{release}", args
+    if args is MODULE:
+        container.pop("command", None)  # the image's entrypoint: python3 -m vllm.entrypoints.openai.api_server
     if text is None:
         return [dep]
     spec.setdefault("volumes", []).append({"name": "vcfg", "configMap": {"name": f"vcfg-{name}"}})
@@ -61,7 +68,8 @@ def test_check_refuses_the_model_off_the_first_word_as_vllm_does(tmp_path: Path)
         assert any(said in f["reason"] for f in flags), (name, flags)
         exit_code = 2 if said.startswith("argument ") else 1
         assert any(f"(exit {exit_code}: the pod never starts)" in f["reason"] for f in flags), (name, flags)
-        assert any(f"vllm serve {LLAMA} ... --config {CFG}" in f["fix"] for f in flags), (name, flags)
+        fix = f"--model={LLAMA} as one word" if name.startswith("module") else f"vllm serve {LLAMA} ... --config {CFG}"
+        assert any(fix in f["fix"] for f in flags), (name, flags)
 
 
 def test_an_unread_file_after_a_flag_cannot_be_predicted(tmp_path: Path) -> None:

@@ -22,13 +22,16 @@ LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 CFG = "/etc/vllm/cfg.yaml"
 FILE = "gpu-memory-utilization: 0.9\nmax-num-seqs: 64\n"
 LATE = ["--max-model-len", "16384", LLAMA, "--config", CFG]
+MODULE = ["--model", LLAMA, "--max-model-len", "16384", "--config", CFG]
 CASES = {  # name: (image tag, args, the file's text)
     "late-0-34-0": ("v0.34.0", LATE, FILE),
     "late-0-10-0": ("v0.10.0", LATE, FILE),
     "config-first-0-7-3": ("v0.7.3", ["--config", CFG, LLAMA, "--max-model-len", "16384"], FILE),
     "splice-0-7-3": ("v0.7.3", LATE, FILE),
+    "module-0-9-2": ("v0.9.2", MODULE, FILE),  # the image's api_server module: the file after its first word
 }
 SERVES = {"model-in-file-0-34-0": ("v0.34.0", LATE, FILE + f"model: {LLAMA}\n"),
+          "module-0-10-2": ("v0.10.2", MODULE, FILE),
           "first-0-34-0": ("v0.34.0", [LLAMA, "--max-model-len", "16384", "--config", CFG], FILE)}
 
 
@@ -40,8 +43,9 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[client.CoreV1Api]:
 def _pod_spec(name: str, tag: str, args: list[str]) -> dict:
     return {"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-L40S"},
             "volumes": [{"name": "vcfg", "configMap": {"name": f"vcfg-{name}"}}],
-            "containers": [{"name": "vllm", "image": f"vllm/vllm-openai:{tag}", "command": ["vllm", "serve"],
-                            "args": args, "readinessProbe": {"httpGet": {"path": "/health", "port": 8000}},
+            "containers": [{"name": "vllm", "image": f"vllm/vllm-openai:{tag}",
+                            **({} if args is MODULE else {"command": ["vllm", "serve"]}), "args": args,
+                            "readinessProbe": {"httpGet": {"path": "/health", "port": 8000}},
                             "volumeMounts": [{"name": "vcfg", "mountPath": "/etc/vllm"}],
                             "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}
 

@@ -7,7 +7,9 @@ the YAML file's flags into argv before argparse, taking the first word after ``s
   gets ``--key`` instead and argparse refuses it (``expected one argument``, exit 2);
 * 0.8.3-0.34.0: a first word starting with ``-`` and no ``--model`` word from the file raise ``ValueError: No model
   specified! ...`` (utils.py@0.8.3 l.1346, utils/argparse_utils.py@0.34.0 l.579); from 0.11.1 ``--model M`` is moved
-  to the front first.
+  to the front first;
+* the OpenAI api_server module, 0.6.0-0.10.1: the file's flags go after its first word whatever it is, so a first
+  option waiting for its value (``--model M``) is refused by argparse the same way (0.10.2 puts them first).
 
 The file is what the kubelet mounts: a ConfigMap volume (``items``, ``subPath``) of the pod's namespace, read from
 the cluster's store. A file the pod cannot find is not judged here (its flags stay argv's). The ValueErrors are a
@@ -32,6 +34,8 @@ Frame = tuple[str, int, str, str]
 TAG_CHECK_SINCE: Version = (0, 6, 3)
 MODEL_CHECK_SINCE: Version = (0, 8, 3)
 HOISTED_SINCE: Version = (0, 11, 1)
+MODULE_SINCE: Version = (0, 6, 0)  # utils.py@0.6.0 l.1168: ``[args[0]] + config_args + ...`` for any program
+MODULE_FIXED_SINCE: Version = (0, 10, 2)  # an option first: the file's flags go before it (utils/__init__.py@0.10.2)
 NO_MODEL_TAG = "ValueError: No model_tag specified! Please check your command-line arguments."
 NO_MODEL = ("ValueError: No model specified! Please specify model either as a positional argument or in a config "
             "file.")
@@ -87,17 +91,24 @@ def file_of(words: Sequence[str], container: Mapping[str, Any], pod: Mapping[str
 def refusal(cmd: ServerCommand, release: Version) -> tuple[str, tuple[Frame, ...]] | str | None:
     """``before_parsing`` for the pod's command: its words, the file it read (``ServerCommand.config_file``) and
     whether its first word is an option waiting for the next word."""
+    module = "openai.api_server" in cmd.entrypoint
+    if not (module or cmd.entrypoint.endswith(" serve") or cmd.entrypoint == "image default"):
+        return None  # another parser (the demo api_server, a script): not read
     first = next((o for o in cmd.options if cmd.words and o.tokens and o.tokens[0] is cmd.words[0]), None)
     waits = (f"--{first.flag.name}" if first is not None and first.flag.attached is None
              and first.flag.kind in (Kind.VALUE, Kind.MULTI) else None)
-    return before_parsing([t.value for t in cmd.words], cmd.config_file, release, waits)
+    return before_parsing([t.value for t in cmd.words], cmd.config_file, release, waits, module=module)
 
 
 def before_parsing(words: Sequence[str], config: Mapping[str, Any] | None, version: Version,
-                   waits_for_value: str | None) -> tuple[str, tuple[Frame, ...]] | str | None:
+                   waits_for_value: str | None, module: bool = False) -> tuple[str, tuple[Frame, ...]] | str | None:
     """The ValueError (text, frames) the splice raises, argparse's message (a str) for a first option left without its
     value (``waits_for_value``: that option's names as argparse prints them, when the first word is an option that
     takes the next word), or None."""
+    if module:  # the api_server module: the file's flags after its first word whatever it is, to 0.10.1
+        if "--config" not in words or not MODULE_SINCE <= version < MODULE_FIXED_SINCE or words[0] == "--config":
+            return None
+        return f"argument {waits_for_value}: expected one argument" if config and waits_for_value else None
     if "--config" not in words or version < TAG_CHECK_SINCE or not words:
         return None
     if version >= HOISTED_SINCE and any(re.match(r"^--model(=.+|$)", w) for w in words):

@@ -201,10 +201,10 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
     written = [t.value for o in cmd.options for t in o.tokens] + bare
     if serve and (said := serve_model.before_parsing(written, release)) is not None:
         return Refusal(version, model_id, said[0], "cli", frames=said[1])
-    if (serve or cmd.entrypoint == "image default") and (spliced := config_splice.refusal(cmd, release)) is not None:
+    if judged and (spliced := config_splice.refusal(cmd, release)) is not None:
         if isinstance(spliced, str):  # the file's first --key took the first option's value: argparse refuses it
-            return Refusal(version, model_id, "\n".join(argv.ArgError("", spliced).lines("vllm serve", release)),
-                           "argparse")
+            prog = "api_server.py" if "api_server" in cmd.entrypoint else "vllm serve"
+            return Refusal(version, model_id, "\n".join(argv.ArgError("", spliced).lines(prog, release)), "argparse")
         return Refusal(version, model_id, spliced[0], "cli", frames=spliced[1])
     refused = argv.first_error(words, release, bare, model_tag_required=serve and not hidden,
                                api_server="openai.api_server" in cmd.entrypoint, booleans=booleans,
