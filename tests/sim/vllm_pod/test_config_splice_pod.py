@@ -103,3 +103,17 @@ def test_the_model_first_or_in_the_file_serves(api: client.CoreV1Api) -> None:
     for name, (tag, args, text) in SERVES.items():
         log, code = _run(api, name, tag, args, text)
         assert code is None, (name, log[-1500:])
+
+
+def test_the_files_flags_size_the_pod_under_argvs(api: client.CoreV1Api, tmp_path: Path) -> None:
+    """The file's --max-model-len reaches the engine as vLLM's splice puts it in argv (the pod used to ignore it),
+    argv's --max-num-seqs wins over the file's, and check predicts the same length."""
+    case = {"sized-0-11-0": ("v0.11.0", [LLAMA, "--max-num-seqs", "32", "--config", CFG],
+                             "max_model_len: 8192\nmax-num-seqs: 64\n")}
+    log, code = _run(api, "sized-0-11-0", *case["sized-0-11-0"])
+    assert code is None, log[-1500:]
+    args = next(line for line in log.splitlines() if "non-default args:" in line)
+    assert "'max_model_len': 8192" in args and "'max_num_seqs': 32" in args, args
+    assert "max_seq_len=8192" in log, log
+    item = _check(tmp_path, case)["sized-0-11-0"]
+    assert item["prediction"]["estimate"]["max_model_len"] == 8192, item["prediction"]

@@ -18,6 +18,8 @@ traceback from ``vllm``'s main through ``parse_args`` into ``_pull_args_from_con
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import posixpath
 import re
 from collections.abc import Mapping, Sequence
@@ -86,6 +88,24 @@ def file_of(words: Sequence[str], container: Mapping[str, Any], pod: Mapping[str
             return None
         return loaded if isinstance(loaded, Mapping) else None
     return None
+
+
+def read_into(cmd: ServerCommand, config: Mapping[str, Any] | None) -> ServerCommand:
+    """``cmd`` with the file it read and the file's flags under argv's: the splice puts them before argv's own words,
+    and argparse keeps the last occurrence ("cli > config > defaults"). ``load_config_file``'s words: ``--key``
+    (argparse folds ``_`` to ``-``), a true boolean bare, a false one left out, a list as one flag's values, a mapping
+    as JSON (utils/argparse_utils.py@0.34.0 l.653-671)."""
+    if config is None:
+        return cmd
+    flags: dict[str, str] = {}
+    for key, value in config.items():
+        name = str(key).replace("_", "-")
+        if value is False or value is None or value == []:
+            continue
+        flags[name] = ("true" if value is True else " ".join(map(str, value)) if isinstance(value, list)
+                       else json.dumps(value) if isinstance(value, Mapping) else str(value))
+    model = flags.pop("model", None)  # a model tag wins over the file's --model (serve copies the tag to args.model)
+    return dataclasses.replace(cmd, config_file=config, flags={**flags, **cmd.flags}, model=cmd.model or model)
 
 
 def refusal(cmd: ServerCommand, release: Version) -> tuple[str, tuple[Frame, ...]] | str | None:

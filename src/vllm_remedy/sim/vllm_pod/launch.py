@@ -237,7 +237,7 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
               **engine_select.env_inputs(container, version)}  # and VLLM_USE_V1 selects the engine
     minus_one = _minus_one(flags, version)
     sized = {k: v for k, v in flags.items() if not (minus_one and k == "max-model-len")}
-    sized.pop("config", None)  # the pod reads no --config file (its flags are argv's); the tools call it unknown
+    sized.pop("config", None)  # its path is no setting: the file's flags are in ``flags`` (``config_splice``)
     try:
         world = world_size(flags)
         settings = EngineSettings.from_flags(group_flags(adapters.without(sized)), version, inputs)

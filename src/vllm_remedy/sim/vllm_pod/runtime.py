@@ -68,8 +68,8 @@ class VllmRuntime:
             cmd = replace(cmd, model=env.shell_expand(cmd.model, values) if cmd.model else cmd.model,
                           flags={k: env.shell_expand(v, values) for k, v in cmd.flags.items()})
         # vLLM's --config YAML, as the kubelet mounts it from a ConfigMap (``config_splice``)
-        cmd = replace(cmd, config_file=config_splice.file_of([t.value for t in cmd.words], container, ctx.pod,
-                                                             self.store))
+        cmd = config_splice.read_into(cmd, config_splice.file_of([t.value for t in cmd.words], container, ctx.pod,
+                                                                 self.store))
         # `VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 exec vllm serve ...`: what the process itself sees
         container = env.with_env(container, {**values, **env.command_env(cmd, container, values)})
         now = self.clock.now()
