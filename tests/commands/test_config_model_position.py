@@ -88,3 +88,15 @@ def _judge(docs: list[dict], tmp: Path) -> dict[str, dict]:
     got = run_cli("check", "-f", str(path), "--policy", POLICY, "-o", "json")
     assert got.returncode in (0, 1), got.stdout + got.stderr
     return {item["name"]: item for item in json.loads(got.stdout)["items"]}
+
+
+def test_config_equals_form_is_ignored_as_vllm_ignores_it(tmp_path: Path) -> None:
+    """``--config=FILE`` is no ``--config`` word: vLLM does not splice the file (utils/argparse_utils.py@0.34.0 l.371)
+    and its parser's ``--config`` option stores a path nothing reads, so the file's length is not vLLM's; and an
+    unread file there is nothing to predict around. `check` read the file (and called an unread one unknown)."""
+    args = [LLAMA, "--gpu-memory-utilization", "0.9", f"--config={CFG}"]
+    docs = _docs("equals-read", "0.34.0", args, "max-model-len: 8192\n") + _docs("equals-unread", "0.34.0", args, None)
+    items = _judge(docs, tmp_path)
+    assert items["equals-read"]["prediction"]["estimate"]["max_model_len"] != 8192, items["equals-read"]["prediction"]
+    assert not any(f"--config {CFG}" in f["reason"] for f in items["equals-unread"]["findings"]), items["equals-unread"]
+    assert items["equals-unread"]["prediction"]["estimate"] is not None, items["equals-unread"]["prediction"]
