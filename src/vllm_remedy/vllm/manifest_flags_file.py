@@ -4,7 +4,8 @@ vLLM's ``FlexibleArgumentParser`` replaces ``--config FILE`` by the file's keys 
 model, so every flag of the command line wins over the file's and the file's over the defaults ("cli > config >
 defaults", ``_pull_args_from_config`` / ``load_config_file``, utils/argparse_utils.py): a flat YAML mapping, keys
 with dashes or underscores, ``true`` a bare boolean flag, ``false`` left out, lists as the values of one flag. The
-file must end in .yaml or .yml.
+file must end in .yaml or .yml. Only the word ``--config`` splices (``--config=FILE`` is stored and ignored:
+``ignored``), and where the file goes depends on the model's place (``cmdline.config_splice``).
 
 A flag in a file this tool cannot read may be any memory flag (the length, the utilization, the TP size): the
 start cannot be predicted (``unread``) unless the file is supplied — a ConfigMap among the manifests checked, mounted
