@@ -63,7 +63,7 @@ from vllm_remedy.vllm import (
     resolved,
 )
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
-from vllm_remedy.vllm.cmdline import ServerCommand
+from vllm_remedy.vllm.cmdline import ServerCommand, refused
 from vllm_remedy.vllm.failures import FAILURES
 from vllm_remedy.vllm.memory import EngineSettings, estimate
 from vllm_remedy.vllm.memory.config_values import ConfigRefused
@@ -296,6 +296,10 @@ def _predict(server: ServerCommand, model_name: str | None, label: str | None, v
                                 "make its config.json reachable (HF_ENDPOINT / HF_TOKEN, or the policy's "
                                 "model_config) or add the model to the catalog (vllm/data)" if why else
                                 "add the model to the catalog (vllm/data) so its memory can be predicted"))
+        elif (tag := refused.ignored_model_tag(server, v := parse_version(version) or NEWEST_RELEASE)) is not None:
+            out.append(_unknown("model", f"the api_server module parses the positional {tag} and ignores it (only "
+                                f"vllm serve takes its model from it): vLLM {'.'.join(map(str, v))} loads its "
+                                f"default model {refused.default_model(v)}", f"pass the model as --model {tag}"))
         else:
             out.append(_unknown("model", "the vLLM command names no model",
                                 "name the model in argv (positional or --model), where it can be checked"))

@@ -84,6 +84,9 @@ class IntBounds(FrozenModel):
     def check(self, value: str) -> str | None:
         """None when ``value`` is within bounds, else the expectation it failed."""
         number = parse_flag_int(value)
+        if number is None and parse_int(value) is not None:  # a literal, but negative: -1 is a choice, not a size
+            return (f"{self.describe()} (a negative integer: vLLM reads --max-model-len -1 as auto-fit from 0.14.0, "
+                    "a length it picks at start, which no bound can judge)")
         if number is None:
             return f"{self.describe()} (not a literal integer)"
         return None if self.contains(number) else self.describe()

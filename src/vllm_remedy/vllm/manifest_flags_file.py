@@ -4,7 +4,8 @@ vLLM's ``FlexibleArgumentParser`` replaces ``--config FILE`` by the file's keys 
 model, so every flag of the command line wins over the file's and the file's over the defaults ("cli > config >
 defaults", ``_pull_args_from_config`` / ``load_config_file``, utils/argparse_utils.py): a flat YAML mapping, keys
 with dashes or underscores, ``true`` a bare boolean flag, ``false`` left out, lists as the values of one flag. The
-file must end in .yaml or .yml.
+file must end in .yaml or .yml. Only the word ``--config`` splices (``--config=FILE`` is stored and ignored:
+``ignored``), and where the file goes depends on the model's place (``cmdline.config_splice``).
 
 A flag in a file this tool cannot read may be any memory flag (the length, the utilization, the TP size): the
 start cannot be predicted (``unread``) unless the file is supplied — a ConfigMap among the manifests checked, mounted
@@ -95,10 +96,22 @@ def merged(server: ServerCommand, spec: Mapping[str, Any],
     """``server`` with its flags as vLLM sees them once the ``--config`` file is read: the file's under the command
     line's. Unchanged without ``--config`` or when the file is not among ``maps`` (then ``unread`` says why)."""
     path = server.flags.get(FLAG)
+    if path is not None and ignored(server):  # argparse's --config option takes it, and nothing reads it
+        return dataclasses.replace(server, flags={k: v for k, v in server.flags.items() if k != FLAG})
     if path is None or not maps:
         return server
     text = file_text(server.container, spec, path, maps)
     if text is None:
         return server
     flags = {**flags_of(text, path), **{k: v for k, v in server.flags.items() if k != FLAG}}
-    return dataclasses.replace(server, flags=flags)
+    return dataclasses.replace(server, flags=flags, config_file=load_text(text, f"--config {path}"))
+
+
+def ignored(server: ServerCommand) -> bool:
+    """``--config=FILE`` as one word: ``FlexibleArgumentParser.parse_args`` splices only on the exact word
+    ``--config`` (``if "--config" in args``, utils.py@0.6.0 to utils/argparse_utils.py@0.34.0 l.371), and the parser's
+    own ``--config`` option (entrypoints/common/cli_args.py@0.34.0 l.469) stores a path nothing reads: vLLM runs on
+    argv's flags alone."""
+    given = [o for o in server.options if o.name == FLAG]
+    return bool(given) and all(o.flag.attached is not None for o in given) and not any(
+        t.value == "--config" for t in server.words)

@@ -152,6 +152,11 @@ def config_error(container: Mapping[str, Any], pod: Mapping[str, Any], store: Ob
     return None
 
 
+def config_map_data(store: Objects | None, namespace: str, name: str) -> dict[str, str]:
+    """A ConfigMap's data ({} when it is missing): what a configMap volume mounts as files."""
+    return _data(store, "configmaps", namespace, name)
+
+
 def _data(store: Objects | None, resource: str, namespace: str, name: str) -> dict[str, str]:
     """A ConfigMap's data, or a Secret's (base64 ``data`` decoded, ``stringData`` as written)."""
     obj = store.find(resource, namespace, name) if store is not None else None

@@ -16,7 +16,9 @@ from vllm_remedy.sim.vllm_pod import (
     adapters,
     argv,
     config_order,
+    config_splice,
     engine_select,
+    entry_log,
     hf_config_flags,
     keys,
     ray_v1,
@@ -24,12 +26,14 @@ from vllm_remedy.sim.vllm_pod import (
     scheduler,
     serve_model,
 )
+from vllm_remedy.sim.vllm_pod.launch_values import minus_one_without_auto_fit as _minus_one
+from vllm_remedy.sim.vllm_pod.launch_values import typed as _typed
+from vllm_remedy.sim.vllm_pod.launch_values import without_value as _without_value
 from vllm_remedy.sim.vllm_pod.model_lookup import model_spec, no_model_error
 from vllm_remedy.vllm import catalog, dtype_support, engine_env, mla_env, model_len, quant_config, quant_support
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import ServerCommand, canonical_key
 from vllm_remedy.vllm.cmdline.flags import Kind
-from vllm_remedy.vllm.cmdline.parse import Option
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, Resolved, estimate, resolve
 from vllm_remedy.vllm.memory.config_values import ConfigRefused
 from vllm_remedy.vllm.outcomes import Outcome
@@ -63,6 +67,7 @@ class Launch:
     # --tensor-parallel-size and --pipeline-parallel-size as the arguments set them, for the log's arguments and config
     # lines (``settings`` holds a multi-node group's TP × PP as its tensor-parallel split)
     parallel: tuple[int, int] = (1, 1)
+    args_model: tuple[tuple[str, str], ...] | None = None  # "non-default args"' model entries (``entry_log``)
 
 
 @dataclass(frozen=True)
@@ -89,6 +94,10 @@ class Refusal:
     # what the executor logs before it raises, (seconds after the engine's config line, level, message): Ray's wait
     # for a placement group (``config_order.ray_wait_logs``), whose last line is when the error comes
     waits: tuple[tuple[float, str, str], ...] = ()
+    args_model: tuple[tuple[str, str], ...] | None = None  # as Launch.args_model
+    module: bool = False  # the OpenAI api_server module runs (its traceback starts in runpy: ``entry_log``)
+    revision: str | None = None  # --revision and --max-num-seqs as typed, for "non-default args"
+    max_num_seqs: int | None = None
 
 
 def node_gpu(node: Mapping[str, Any]) -> GpuSpec | None:
@@ -155,23 +164,18 @@ def plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, An
         judged = replace(judged, max_model_len=_typed(cmd.flags.get("max-model-len"), int),
                          gpu_memory_utilization=_typed(cmd.flags.get("gpu-memory-utilization"), float),
                          max_num_batched_tokens=_typed(cmd.flags.get("max-num-batched-tokens"), int),
-                         tensor_parallel_size=_typed(cmd.flags.get("tensor-parallel-size"), int))
+                         tensor_parallel_size=_typed(cmd.flags.get("tensor-parallel-size"), int),
+                         revision=cmd.flags.get("revision"), max_num_seqs=_typed(cmd.flags.get("max-num-seqs"), int),
+                         module=entry_log.module(cmd))
+    judged = replace(judged, args_model=entry_log.entries(cmd, parse_version(judged.version) or NEWEST_RELEASE))
     return judged if version_from_image(cmd.image) else replace(judged, version_named=False)
-
-
-def _typed(value: str | None, kind: type[int] | type[float]) -> Any:
-    """A flag's value as vLLM's arguments line prints it, or None when unset or not a plain number."""
-    try:
-        return kind(value) if value is not None else None
-    except ValueError:
-        return None
 
 
 def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, Any],
           cluster_gpu_used_mib: int, group_size: int) -> Launch | Refusal:
     version = image_version(cmd.image)
     release = parse_version(version) or NEWEST_RELEASE
-    model_id = cmd.model or "facebook/opt-125m"  # vLLM's default --model
+    model_id = cmd.model or entry_log.default_model(release)  # vLLM's default --model (ModelConfig.model)
     # A variable-borne argument (`$(X)`, `$X`: ``cmd.hidden``) makes the tools' estimate unknown; the pod does not
     # expand it into flags (not modelled here), so the rehearsal starts with the flags as written.
     flags = dict(cmd.flags)
@@ -197,6 +201,11 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
     written = [t.value for o in cmd.options for t in o.tokens] + bare
     if serve and (said := serve_model.before_parsing(written, release)) is not None:
         return Refusal(version, model_id, said[0], "cli", frames=said[1])
+    if judged and (spliced := config_splice.refusal(cmd, release)) is not None:
+        if isinstance(spliced, str):  # the file's first --key took the first option's value: argparse refuses it
+            prog = "api_server.py" if "api_server" in cmd.entrypoint else "vllm serve"
+            return Refusal(version, model_id, "\n".join(argv.ArgError("", spliced).lines(prog, release)), "argparse")
+        return Refusal(version, model_id, spliced[0], "cli", frames=spliced[1])
     refused = argv.first_error(words, release, bare, model_tag_required=serve and not hidden,
                                api_server="openai.api_server" in cmd.entrypoint, booleans=booleans,
                                negated=[(o.name, o.tokens[0].value) for o in cmd.options if o.flag.negated],
@@ -226,9 +235,9 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
     # The container's env is vLLM's too: VLLM_ALLOW_LONG_MAX_MODEL_LEN turns the max-length refusal into a warning.
     inputs = {"other-process-gib": str(other_process_gib(node, cluster_gpu_used_mib)),
               **engine_select.env_inputs(container, version)}  # and VLLM_USE_V1 selects the engine
-    minus_one = _minus_one_without_auto_fit(flags, version)
+    minus_one = _minus_one(flags, version)
     sized = {k: v for k, v in flags.items() if not (minus_one and k == "max-model-len")}
-    sized.pop("config", None)  # the pod reads no --config file (its flags are argv's); the tools call it unknown
+    sized.pop("config", None)  # its path is no setting: the file's flags are in ``flags`` (``config_splice``)
     try:
         world = world_size(flags)
         settings = EngineSettings.from_flags(group_flags(adapters.without(sized)), version, inputs)
@@ -381,20 +390,3 @@ def _sized(spec: ModelSpec, draft_spec: ModelSpec | None, gpu: GpuSpec, settings
     resolved = resolve(spec, gpu, settings)
     spec = adapters.loaded(spec, draft_spec, gpu, resolved, settings.quantization, flags)
     return resolve(spec, gpu, settings), spec, estimate(spec, gpu, settings)
-
-
-def _minus_one_without_auto_fit(flags: Mapping[str, str], version: str) -> bool:
-    """``--max-model-len -1`` on 0.11: its parser takes it (``human_readable_int`` ends in ``int("-1")``), ModelConfig
-    keeps it (``max_model_len: SkipValidation[int]``; ``_get_and_verify_max_len`` returns a length that is neither None
-    nor above the model's unchanged, config/model.py@0.11.0), the scheduler only warns, and ``GPUModelRunner.__init__``
-    fails on ``torch.empty((self.max_model_len, 1), ...)`` (v1/worker/gpu_model_runner.py@0.11.0, from
-    ``Worker.init_device``). Auto-fit is 0.14.0's; the other releases before it were not read for -1."""
-    release = parse_version(version) or NEWEST_RELEASE
-    return release[:2] == (0, 11) and str(flags.get("max-model-len", "")).strip() == "-1"
-
-
-def _without_value(opt: Option) -> bool:
-    """A flag that takes a value (one, or one or more) written without any: argparse's ``expected one argument``."""
-    flag = opt.flag
-    return (not opt.values and flag.attached is None and not flag.negated and "." not in flag.name
-            and flag.kind in (Kind.VALUE, Kind.MULTI))

@@ -30,7 +30,7 @@ from vllm_remedy.sim.runtime import (
     Runtime,
 )
 from vllm_remedy.sim.store import Store
-from vllm_remedy.sim.vllm_pod import config_order, device, env, flag_sized, keys, metrics, timeline
+from vllm_remedy.sim.vllm_pod import config_order, config_splice, device, env, flag_sized, keys, metrics, timeline
 from vllm_remedy.sim.vllm_pod.launch import Launch, Refusal, plan
 from vllm_remedy.sim.vllm_pod.reality import Reality
 from vllm_remedy.vllm.cmdline import find_server
@@ -67,6 +67,9 @@ class VllmRuntime:
         if cmd.script is not None:  # `sh -c "vllm serve $MODEL ..."`: the shell expands before vLLM parses
             cmd = replace(cmd, model=env.shell_expand(cmd.model, values) if cmd.model else cmd.model,
                           flags={k: env.shell_expand(v, values) for k, v in cmd.flags.items()})
+        # vLLM's --config YAML, as the kubelet mounts it from a ConfigMap (``config_splice``)
+        cmd = config_splice.read_into(cmd, config_splice.file_of([t.value for t in cmd.words], container, ctx.pod,
+                                                                 self.store))
         # `VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 exec vllm serve ...`: what the process itself sees
         container = env.with_env(container, {**values, **env.command_env(cmd, container, values)})
         now = self.clock.now()

@@ -22,14 +22,14 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
 from vllm_remedy.sim.runtime import Exit, LogLine
-from vllm_remedy.sim.vllm_pod import device, flag_sized, overcommit
+from vllm_remedy.sim.vllm_pod import device, entry_log, flag_sized, overcommit
 from vllm_remedy.sim.vllm_pod.launch import Launch, Refusal
 from vllm_remedy.vllm import dtype_support, model_len
 from vllm_remedy.vllm.outcomes import Failure
 from vllm_remedy.vllm.startup_log import render_startup_log
 from vllm_remedy.vllm.startup_log.parse import CAPTURING
 from vllm_remedy.vllm.version_labels import NEWEST_MODELLED, OLDEST_MODELLED, newest_rules
-from vllm_remedy.vllm.versions import VersionRules, rules
+from vllm_remedy.vllm.versions import VersionRules, parse_version, rules
 
 BOOT_SECONDS = 8.0
 LOAD_BASE_SECONDS = 20.0
@@ -84,7 +84,7 @@ def load_seconds(weights_gib: float) -> float:
 def render(launch: Launch, failure: Failure, started: datetime, detail: dict[str, object] | None = None) -> str:
     """The version's startup log for this launch, ending in ``failure``."""
     est, res = launch.estimate, launch.resolved
-    return flag_extrapolated(launch.version, named=launch.version_named, text=render_startup_log(
+    return flag_extrapolated(launch.version, named=launch.version_named, text=entry_log.rewrite(render_startup_log(
         launch.version, model=launch.model_id, tp_size=res.tp, weights_gib=est.weights_gib,
         kv_cache_gib=est.kv_cache_gib, kv_cache_tokens=est.kv_cache_tokens, gpu_blocks=est.gpu_blocks,
         max_concurrency=est.max_concurrency, max_model_len=est.max_model_len,
@@ -97,7 +97,8 @@ def render(launch: Launch, failure: Failure, started: datetime, detail: dict[str
         max_model_len_arg=launch.settings.max_model_len, long_len=_long_len(launch), typed=_typed(launch),
         runner_v2=res.runner_v2, free_at_start_gib=_free_at_start(launch),
         derived_max_model_len=launch.model.max_model_len, pinned=flag_sized.log_pins(launch), parallel=launch.parallel,
-        engine=res.rules.engine.lower()))  # the engine that runs: V0 where VLLM_USE_V1=0 or a fallback selects it
+        engine=res.rules.engine.lower()),  # the engine that runs: V0 where VLLM_USE_V1=0 or a fallback selects it
+        launch.args_model))
 
 
 def _free_at_start(launch: Launch) -> float:
@@ -258,12 +259,17 @@ def plan_refusal(refusal: Refusal, started: datetime) -> Plan:
         return Plan((), None, Exit(1.0, 1, "Error", (*said, *refusal.error.splitlines())), "")
     # the pod's own arguments in "non-default args" (not a stand-in length and utilization)
     typed_len, util = refusal.max_model_len, refusal.gpu_memory_utilization
-    text = flag_extrapolated(refusal.version, named=refusal.version_named, text=render_startup_log(
+    # listed only when it differs from the parser's default (``_listed_utilization``), as --revision and
+    # --max-num-seqs are whenever typed
+    listed = util is not None and util != rules(refusal.version).default_gpu_memory_utilization
+    text = flag_extrapolated(refusal.version, named=refusal.version_named, text=entry_log.rewrite(render_startup_log(
         refusal.version, model=refusal.model_id, tp_size=refusal.tensor_parallel_size or 1, weights_gib=0.0,
-        kv_cache_gib=None, max_model_len=typed_len or 2048,
-        max_model_len_arg=0 if typed_len else None, gpu_memory_utilization=util if util is not None else 0.9,
-        utilization_set=util is not None, total_gpu_gib=0.0, failure=Failure.HOST_OOM_KILLED, started=started,
-        typed={"max_num_batched_tokens": refusal.max_num_batched_tokens} if refusal.max_num_batched_tokens else None))
+        kv_cache_gib=None, max_model_len=typed_len or 2048, revision=refusal.revision,
+        max_num_seqs=refusal.max_num_seqs, max_model_len_arg=0 if typed_len else None,
+        gpu_memory_utilization=util if util is not None else 0.9, utilization_set=listed, total_gpu_gib=0.0,
+        failure=Failure.HOST_OOM_KILLED, started=started,
+        typed={"max_num_batched_tokens": refusal.max_num_batched_tokens} if refusal.max_num_batched_tokens else None),
+        refusal.args_model))
     lines = text.splitlines()
     cut = next((i for i, line in enumerate(lines) if "Initializing" in line), len(lines))
     keep = lines[:cut] if refusal.stage == "config" else lines[:cut + 1]
@@ -274,9 +280,11 @@ def plan_refusal(refusal: Refusal, started: datetime) -> Plan:
         frames = [(frames[0][0], 283, "initialize_ray_cluster", "raise ValueError(")]
     if refusal.frames:  # its own frames below run_server (``config_refusal``), not the stage's last one
         frames = [*_refusal_frames("config")[:4], *refusal.frames]
+    if refusal.module and frames and frames[0][0] == "/usr/local/bin/vllm":  # python -m ...api_server: runpy's
+        frames = [*entry_log.module_frames(parse_version(refusal.version) or NEWEST_MODELLED), *frames[3:]]
     tail = [f"{prefix}Traceback (most recent call last):"]
     for path, line, function, code in frames:
-        tail += [f'{prefix}  File "{path}", line {line}, in {function}', f"{prefix}    {code}"]
+        tail += [f'{prefix}  File "{path}", line {line}, in {function}', *([f"{prefix}    {code}"] if code else [])]
     tail += [f"{prefix}{part}" for part in refusal.error.splitlines()]
     timed = [LogLine(round(i * LINE_GAP, 3), _stamp(line, started + timedelta(seconds=i * LINE_GAP)))
              for i, line in enumerate(keep)]

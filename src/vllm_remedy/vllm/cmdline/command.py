@@ -84,6 +84,10 @@ class ServerCommand:
     hidden: tuple[str, ...] = ()
     positionals: list[Token] = field(repr=False, default_factory=list)  # every bare word, a model tag included
     literal: frozenset[Token] = field(repr=False, default=frozenset())
+    # every word after the entrypoint, in argv order: vLLM's ``--config`` splice reads the first one (``refused``)
+    words: tuple[Token, ...] = field(repr=False, default=())
+    # the ``--config`` file's YAML mapping once read (``manifest_flags_file.merged``); None while it is not
+    config_file: Mapping[str, Any] | None = field(repr=False, default=None)
 
     def placeholder(self, tokens: Iterable[Token]) -> bool:
         """Whether any of these words holds a value this tool cannot know (a variable it cannot read, a shell's
@@ -327,7 +331,7 @@ def _analyse(container: Mapping[str, Any]) -> ServerCommand | None:
         entrypoint=entry.label, model=model, flags=flags, container=copy.deepcopy(dict(container)),
         options=options, model_token=model_token, anchor=anchor, script=script,
         end_of_options=next((t for t in rest if t.value == "--"), None), hidden=hidden, positionals=positionals,
-        literal=literal,
+        literal=literal, words=tuple(rest),
     )
 
 

@@ -271,6 +271,29 @@ def model_flag_refusal(server: ServerCommand, v: Version, parsed: bool) -> Refus
                    exit_code=1)
 
 
+#: ``ModelConfig.model``, the model vLLM loads when ``--model`` is not given: "facebook/opt-125m" to 0.9.2
+#: (config.py@0.9.2 l.233), "Qwen/Qwen3-0.6B" from 0.10.0 (config.py@0.10.0 l.231, config/model.py@0.34.0 l.161).
+DEFAULT_MODEL_QWEN_SINCE: Version = (0, 10, 0)
+
+
+def default_model(v: Version) -> str:
+    """The model vLLM ``v`` serves when argv names none (``ModelConfig.model``)."""
+    return "Qwen/Qwen3-0.6B" if v >= DEFAULT_MODEL_QWEN_SINCE else _DEFAULT_MODEL
+
+
+def ignored_model_tag(server: ServerCommand, v: Version) -> str | None:
+    """The positional the OpenAI api_server module parses and then ignores, or None: from 0.10.0 its parser takes an
+    optional ``model_tag`` (``make_arg_parser``), but only ``vllm serve`` copies it to ``args.model``
+    (entrypoints/cli/serve.py@0.10.0 l.42; api_server.py's ``__main__`` parses and runs, every release read to 0.34.0,
+    whose module hands over to launchers/api_server/entry.py ``main``), so without ``--model`` vLLM loads its default
+    model (``default_model``)."""
+    if "openai.api_server" not in server.entrypoint or v < API_SERVER_MODEL_TAG_SINCE or not server.positionals:
+        return None
+    if any(o.name == "model" for o in server.options) or server.placeholder(server.positionals[:1]):
+        return None
+    return server.positionals[0].value
+
+
 def missing_model_tag(server: ServerCommand, v: Version) -> Refused | None:
     """argparse's refusal of ``vllm serve`` without a model tag where it is required (before 0.8.3), or None; not
     judged when a word could be the tag (a placeholder, a word after an option the release lacks)."""

@@ -22,6 +22,7 @@ caller of ``unrecognized`` says the start is refused (exit 2) in argparse's word
 from __future__ import annotations
 
 from vllm_remedy.vllm import hf_overrides
+from vllm_remedy.vllm.cmdline import config_splice
 from vllm_remedy.vllm.cmdline.booleans import option_strings
 from vllm_remedy.vllm.cmdline.command import ServerCommand
 from vllm_remedy.vllm.cmdline.flags import Kind
@@ -51,6 +52,8 @@ def unrecognized(server: ServerCommand, version: str | None) -> list[str]:
     v = parse_version(version) or NEWEST_RELEASE
     if (early := model_flag_refusal(server, v, parsed=False)) is not None:
         return [early]  # FlexibleArgumentParser raises before argparse reads a word (0.8.3-0.11.0)
+    if (spliced := config_splice.refusal(server, v)) is not None:
+        return [spliced]  # then it splices in the --config file: a ValueError, or a flag that lost its value
     found = refused(server, version)
     options = [r for r in found if not r.message.startswith("unrecognized")]
     strays = [r for r in found if r.message.startswith("unrecognized")]
