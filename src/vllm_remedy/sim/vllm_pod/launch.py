@@ -30,7 +30,16 @@ from vllm_remedy.sim.vllm_pod.launch_values import minus_one_without_auto_fit as
 from vllm_remedy.sim.vllm_pod.launch_values import typed as _typed
 from vllm_remedy.sim.vllm_pod.launch_values import without_value as _without_value
 from vllm_remedy.sim.vllm_pod.model_lookup import model_spec, no_model_error
-from vllm_remedy.vllm import catalog, dtype_support, engine_env, mla_env, model_len, quant_config, quant_support
+from vllm_remedy.vllm import (
+    catalog,
+    dtype_support,
+    engine_env,
+    mla_env,
+    model_len,
+    quant_config,
+    quant_support,
+    rope_dispatch,
+)
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import ServerCommand, canonical_key
 from vllm_remedy.vllm.cmdline.flags import Kind
@@ -232,6 +241,8 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
             said = argv.ArgError("hf-overrides", str(err)).lines(prog, release)
             return Refusal(version, model_id, "\n".join(said), "argparse")
         return Refusal(version, model_id, str(err), "config")
+    if spec.load_refusal is not None:  # get_config's own exception on the overridden config (``hf_overrides``)
+        return Refusal(version, model_id, spec.load_refusal, "config")
     # The container's env is vLLM's too: VLLM_ALLOW_LONG_MAX_MODEL_LEN turns the max-length refusal into a warning.
     inputs = {"other-process-gib": str(other_process_gib(node, cluster_gpu_used_mib)),
               **engine_select.env_inputs(container, version)}  # and VLLM_USE_V1 selects the engine
@@ -289,6 +300,8 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
         found[config_order.quant_stage(quant_refused)] = Refusal(version, model_id, quant_refused, "config")
     if not too_long and (refused := config_order.first(found, config_order.MODEL_CONFIG)) is not None:
         return refused
+    if (rope := rope_dispatch.vllm_error(spec, version)) is not None:  # get_rope, as the model is built: nothing to
+        return Refusal(version, model_id, rope, "worker")  # size (the engine config's checks before it not played)
     split: Refusal | None = None  # the TP size, refused by the engine config (heads) or as the weights are created
     try:
         resolved, spec, result = _sized(spec, draft_spec, gpu, settings, flags)
