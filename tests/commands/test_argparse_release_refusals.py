@@ -162,6 +162,17 @@ def test_plan_removes_a_stray_word_not_a_flag_of_that_name(cli, tmp_path):
     assert all("extra" not in s["unset"] for s in data["steps"]), data["steps"]
 
 
+def test_a_word_after_the_end_of_options_is_removed_not_unset(cli, tmp_path):
+    """``… -- --foo``: after ``--`` argparse reads ``--foo`` as a positional it leaves over; the fix removes that word
+    (there is no ``--foo`` option to unset), as for any stray word (hostile review 11)."""
+    path = _command(tmp_path, "0.11.1", ["vllm", "serve", LLAMA, "--max-model-len", "4096", "--", "--foo"])
+    text = cli("plan", "-f", path).stdout
+    assert "remove the word --foo (planned without it)" in text and "unset --foo" not in text, text
+    data = json.loads(cli("plan", "-f", path, "-o", "json").stdout)
+    assert data["current"]["as_written"] == "argument_refused"
+    assert all("foo" not in s["unset"] for s in data["steps"]), data["steps"]
+
+
 def test_plan_removes_the_word_a_legacy_store_boolean_took(cli, tmp_path):
     path = _command(tmp_path, "0.8.5", ["vllm", "serve", LLAMA, "--max-model-len", "4096",
                                         "--enable-chunked-prefill", "False"])

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import shlex
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
@@ -147,8 +148,9 @@ def stray_words(server: ServerCommand, version: str | None) -> list[str]:
     """The bare words of ``server``'s argv that vLLM ``version``'s parser leaves over (``unrecognized arguments``: a
     stray positional, a legacy StoreBoolean's true/false), as written: the fix removes each
     (``ServerCommand.edit(drop=...)``), not a flag of that name."""
+    bare = {shlex.quote(t.value) for t in server.positionals}  # after ``--`` a word like ``--foo`` is one too
     return [w for w in unrecognized.unrecognized(server, version)
-            if getattr(w, "message", "").startswith("unrecognized") and not w.startswith("-")]
+            if getattr(w, "message", "").startswith("unrecognized") and (not w.startswith("-") or w in bare)]
 
 
 def without_refused(flags: Mapping[str, str], found: list[Respelled]) -> dict[str, str]:
