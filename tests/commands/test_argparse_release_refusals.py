@@ -179,3 +179,13 @@ def test_plan_removes_the_word_a_legacy_store_boolean_took(cli, tmp_path):
     text = cli("plan", "-f", path).stdout
     assert "remove the word False (planned without it)" in text, text
     assert "--False" not in text, text
+
+
+def test_a_refusal_no_flag_fixes_is_not_no_change_needed(cli, tmp_path):
+    """``vllm serve --model M`` on 0.11.0 dies before argparse (exit 1) and only moving the model fixes it: plan said
+    "no change needed" and exited 0 under a current line that says vLLM stops (hostile review 11)."""
+    path = _command(tmp_path, "0.11.0", ["vllm", "serve", "--model", LLAMA, "--max-model-len", "4096"])
+    got = cli("plan", "-f", path)
+    assert got.returncode == 1, got.stdout
+    assert "(exit 1), nothing is loaded" in got.stdout and "no change needed" not in got.stdout, got.stdout
+    assert json.loads(cli("plan", "-f", path, "-o", "json").stdout)["verdict"] == "refused_as_written"

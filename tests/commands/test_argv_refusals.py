@@ -75,7 +75,7 @@ def test_check_shows_no_prediction_beside_an_argument_refusal(checked):
 def test_plan_current_says_argument_refused(cli, tmp_path):
     path = manifest(tmp_path, DUP, gpu="NVIDIA-L4")
     lines = cli("plan", "-f", path).stdout.splitlines()
-    assert lines[2] == ("current:  argument_refused — vLLM's argument parser stops the start as written (exit 2), "
+    assert lines[2] == ("current:  argument_refused — vLLM's command line stops the start as written (exit 2), "
                         "nothing is loaded")
     data = json.loads(cli("plan", "-f", path, "-o", "json").stdout)
     assert data["current"]["as_written"] == "argument_refused"

@@ -11,16 +11,19 @@ _VERDICTS = {
     "no_change_needed": "no change needed: the current settings are predicted to fit with headroom",
     "no_fitting_change": "no fitting change: nothing within the bounds is predicted to start and meet the target",
     "outside_gpu_budget": "outside the GPU budget: no vLLM flag fixes this failure",
+    "refused_as_written": "refused as written: vLLM stops the start; change the command as the notes say (no flag the "
+                          "planner sets fixes it)",
 }
 
 
-def _current(cur: Estimate, refused: bool = False, layout: bool = False) -> str:
+def _current(cur: Estimate, refused: int = 0, layout: bool = False) -> str:
     """The current prediction in one line; a start vLLM refuses at config time has no KV cache or peak to show, and
-    one it refuses at argument parsing (``refused``) never reaches the engine: its figures are the planned reading's;
+    one it refuses at argument parsing (``refused``: its exit code) never reaches the engine: its figures are the
+    planned reading's;
     nor does one that needs more GPUs than its pod gets (``layout``)."""
     if refused:
-        return (f"{Failure.ARGUMENT_REFUSED.value} — vLLM's argument parser stops the start as written (exit 2), "
-                "nothing is loaded")
+        return (f"{Failure.ARGUMENT_REFUSED.value} — vLLM's command line stops the start as written (exit "
+                f"{refused}), nothing is loaded")
     if layout:
         return (f"{Failure.WORLD_SIZE_EXCEEDS_GPUS.value} — vLLM stops before loading anything: the pod gets fewer "
                 "GPUs than the engine spans")
@@ -33,9 +36,9 @@ def _current(cur: Estimate, refused: bool = False, layout: bool = False) -> str:
             f"{cur.max_model_len:,} tokens, peak {cur.peak_gib:.2f} of {cur.total_gib:.2f} GiB")
 
 
-def render(plan: Plan, version: str, refused: bool = False, layout: bool = False) -> str:
-    """Human view: subject, problem, current prediction (``refused``: as written, vLLM's parser stops it), the
-    ladder as a table, notes, verdict."""
+def render(plan: Plan, version: str, refused: int = 0, layout: bool = False) -> str:
+    """Human view: subject, problem, current prediction (``refused``: as written, vLLM stops it with this exit
+    code), the ladder as a table, notes, verdict."""
     cur, sub = plan.current, plan.subject
     lines = [
         f"BudgetPlan: {sub['model']}{f' (config: {c})' if (c := sub.get('config')) else ''} on {sub['gpu']} "

@@ -188,7 +188,8 @@ def run(args: argparse.Namespace) -> int:
             data["current"] = {**data["current"], "as_written": Failure.WORLD_SIZE_EXCEEDS_GPUS.value}
         print(dumps(envelope(plan.kind, data)))
     else:
-        print(render(plan, rules(version).label, refused=bool(respelled), layout=layout is not None))
+        exit_as_written = getattr(respelled[0].typed, "exit_code", 2) if respelled else 0  # the first refusal's
+        print(render(plan, rules(version).label, refused=exit_as_written, layout=layout is not None))
     return exit_code(plan)
 
 

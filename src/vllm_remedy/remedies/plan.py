@@ -108,7 +108,8 @@ class Plan:
     """A remedy's answer: the problem seen, the current prediction, and the ladder (smallest change first).
 
     ``verdict``: ``no_change_needed``, ``change`` (steps non-empty), ``no_fitting_change`` (nothing predicted
-    to work within policy) or ``outside_gpu_budget`` (the failure is not one a GPU budget change fixes).
+    to work within policy), ``outside_gpu_budget`` (the failure is not one a GPU budget change fixes) or
+    ``refused_as_written`` (vLLM stops the command as written and only its notes' advice fixes it, not a flag).
     """
 
     kind: str

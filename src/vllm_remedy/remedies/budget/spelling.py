@@ -189,7 +189,8 @@ def apply(plan: Plan, found: list[Respelled], version: str | None) -> Plan:
         return plan
     if all(r.advice for r in found):  # no edit of flags or words fixes it (the model's place): said, not planned
         notes = (*(r.note() for r in found), *plan.notes)
-        return dataclasses.replace(plan, problem="; ".join(r.phrase() for r in found), notes=notes)
+        verdict = "refused_as_written" if plan.verdict == "no_change_needed" else plan.verdict  # it never starts
+        return dataclasses.replace(plan, verdict=verdict, problem="; ".join(r.phrase() for r in found), notes=notes)
     found = [r for r in found if not r.advice]
     problem = "; ".join(r.phrase() for r in found)
     literals = {r.flag: r.literal for r in found if r.literal is not None}
