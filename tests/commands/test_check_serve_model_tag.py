@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fixtures.check_batch import judge
+from fixtures.check_batch import judge, l40s_deployment
 from vllm_remedy.remedies.predict import predict_template
 
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
@@ -25,13 +25,7 @@ REQUIRED = "the following arguments are required: model_tag"
 
 
 def _dep(name: str, tag: str, args: list[str], command: list[str] | None = None) -> dict:
-    container = {"name": "vllm", "image": f"vllm/vllm-openai:{tag}", "args": args,
-                 "resources": {"limits": {"nvidia.com/gpu": "1"}}, **({"command": command} if command else {})}
-    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": "llm"},
-            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
-                     "template": {"metadata": {"labels": {"app": name}},
-                                  "spec": {"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-L40S"},
-                                           "containers": [container]}}}}
+    return l40s_deployment(name, f"vllm/vllm-openai:{tag}", args, command)
 
 
 SERVE = ["vllm", "serve"]

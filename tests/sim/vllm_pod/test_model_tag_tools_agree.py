@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
-from fixtures.check_batch import judge
+from fixtures.check_batch import judge, l40s_deployment
 from fixtures.served_pods import run, served
 
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
@@ -32,13 +32,7 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[client.CoreV1Api]:
 
 
 def _dep(name: str, tag: str, command: list[str] | None, args: list[str]) -> dict:
-    container = {"name": "vllm", "image": f"vllm/vllm-openai:{tag}", "args": args,
-                 "resources": {"limits": {"nvidia.com/gpu": "1"}}, **({"command": command} if command else {})}
-    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": "llm"},
-            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
-                     "template": {"metadata": {"labels": {"app": name}},
-                                  "spec": {"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-L40S"},
-                                           "containers": [container]}}}}
+    return l40s_deployment(name, f"vllm/vllm-openai:{tag}", args, command)
 
 
 def test_check_quotes_the_pods_last_line_and_exit_code(api, tmp_path: Path) -> None:
