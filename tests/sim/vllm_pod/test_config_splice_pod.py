@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,7 +15,7 @@ import yaml
 from kubernetes import client
 
 from conftest import run_cli
-from fixtures.served_pods import served
+from fixtures.served_pods import ended, served
 
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 CFG = "/etc/vllm/cfg.yaml"
@@ -60,16 +59,7 @@ def _run(api: client.CoreV1Api, name: str, tag: str, args: list[str], text: str)
     api.create_namespaced_config_map("llm", _config_map(name, text))
     api.create_namespaced_pod("llm", {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
                                       "spec": _pod_spec(name, tag, args)})
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        state = (api.read_namespaced_pod(name, "llm").status.container_statuses or [None])[0]
-        if state is not None and state.ready:
-            return api.read_namespaced_pod_log(name, "llm", container="vllm"), None
-        if state is not None and state.last_state and state.last_state.terminated:
-            log = api.read_namespaced_pod_log(name, "llm", container="vllm", previous=True)
-            return log, state.last_state.terminated.exit_code
-        time.sleep(0.1)
-    raise AssertionError(f"{name}: neither served nor ended")
+    return ended(api, name, "vllm")
 
 
 def _check(tmp: Path, cases: dict[str, tuple[str, list[str], str]]) -> dict[str, dict]:

@@ -5,17 +5,15 @@ counts) — and with Ray named both serve."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes import client
 
 from fixtures.check_batch import judge
 from fixtures.lws_world import vllm_lws
-from fixtures.served_pods import Apis, served_lws
+from fixtures.served_pods import Apis, ended, served_lws
 
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 TP2 = [LLAMA, "--max-model-len", "8192", "--tensor-parallel-size", "2"]
@@ -40,21 +38,7 @@ def _leader(apis: Apis, lws: dict[str, Any]) -> tuple[str, int | None]:
     core, custom = apis
     name = lws["metadata"]["name"]
     custom.create_namespaced_custom_object("leaderworkerset.x-k8s.io", "v1", "llm", "leaderworkersets", lws)
-    deadline = time.monotonic() + 40
-    while time.monotonic() < deadline:
-        try:
-            status = core.read_namespaced_pod(f"{name}-0", "llm").status
-        except client.ApiException:
-            time.sleep(0.1)
-            continue
-        state = (status.container_statuses or [None])[0]
-        if state is not None and state.ready:
-            return core.read_namespaced_pod_log(f"{name}-0", "llm", container="vllm-leader"), None
-        if state is not None and state.last_state and state.last_state.terminated:
-            log = core.read_namespaced_pod_log(f"{name}-0", "llm", container="vllm-leader", previous=True)
-            return log, state.last_state.terminated.exit_code
-        time.sleep(0.1)
-    raise AssertionError(f"{name}-0: neither served nor ended")
+    return ended(core, f"{name}-0", "vllm-leader")
 
 
 def test_check_and_the_leader_agree_on_the_groups_world_size(apis, tmp_path: Path) -> None:

@@ -6,7 +6,6 @@ says the same for both; before, the pod asked whether the config has ``kv_lora_r
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,7 +13,7 @@ import pytest
 from kubernetes import client
 
 from conftest import run_cli
-from fixtures.served_pods import served
+from fixtures.served_pods import ended, served
 from vllm_remedy.sim.seed import ship_model
 
 MODEL = "test/deepseek-v2-lite"
@@ -35,15 +34,7 @@ def _run(api: client.CoreV1Api, name: str, disable: str) -> tuple[str, int | Non
                  "resources": {"limits": {"nvidia.com/gpu": "1"}}}
     api.create_namespaced_pod("llm", {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
                                       "spec": {"containers": [container]}})
-    for _ in range(200):
-        state = (api.read_namespaced_pod(name, "llm").status.container_statuses or [None])[0]
-        if state is not None and state.ready:
-            return "", None
-        if state is not None and state.last_state and state.last_state.terminated:
-            return (api.read_namespaced_pod_log(name, "llm", container="vllm", previous=True),
-                    state.last_state.terminated.exit_code)
-        time.sleep(0.1)
-    raise AssertionError(f"{name}: neither served nor ended")
+    return ended(api, name, "vllm")
 
 
 @pytest.mark.parametrize(("disable", "refused"), [("1", True), ("0", False)])

@@ -10,14 +10,12 @@ the pod printed a line of its own."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 
 import pytest
-from kubernetes import client
 
 from fixtures.lws_world import vllm_lws
-from fixtures.served_pods import Apis, served_lws
+from fixtures.served_pods import Apis, ended, served_lws
 
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 TP2 = [LLAMA, "--max-model-len", "8192", "--tensor-parallel-size", "2"]
@@ -36,21 +34,7 @@ def _leader(apis: Apis, name: str, args: list[str]) -> tuple[str, int | None]:
         for c in lws["spec"]["leaderWorkerTemplate"][role]["spec"]["containers"]:
             c["image"] = "vllm/vllm-openai:v0.13.0"
     custom.create_namespaced_custom_object("leaderworkerset.x-k8s.io", "v1", "llm", "leaderworkersets", lws)
-    deadline = time.monotonic() + 40
-    while time.monotonic() < deadline:
-        try:
-            status = core.read_namespaced_pod(f"{name}-0", "llm").status
-        except client.ApiException:
-            time.sleep(0.1)
-            continue
-        state = (status.container_statuses or [None])[0]
-        if state is not None and state.ready:
-            return core.read_namespaced_pod_log(f"{name}-0", "llm", container="vllm-leader"), None
-        if state is not None and state.last_state and state.last_state.terminated:
-            log = core.read_namespaced_pod_log(f"{name}-0", "llm", container="vllm-leader", previous=True)
-            return log, state.last_state.terminated.exit_code
-        time.sleep(0.1)
-    raise AssertionError(f"{name}-0: neither served nor ended")
+    return ended(core, f"{name}-0", "vllm-leader")
 
 
 def test_without_a_backend_the_leader_counts_its_own_node(apis):
