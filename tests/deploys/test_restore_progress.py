@@ -27,7 +27,8 @@ from vllm_remedy.vllm.startup_log.stage import STAGES
 
 rehearsal = pyinfra_run.rehearsal
 
-SPEED = 30.0  # cluster seconds per real second while the restore runs: its ~110 s start takes ~4 s
+SPEED = 20.0  # cluster seconds per real second while the restore runs: its ~110 s start takes ~6 s, room for a
+# loaded machine's slower deploy start before the wait begins (at 30, 1 run in 6 under load saw one line)
 LOOK = ("--data", "progress_seconds=0.2")
 LINE = re.compile(r"progress at (\d+)s: (\d)/(\d) Ready; (?:newest pod llama-8b-\S+: (.+)|no pod of the new "
                   r"ReplicaSet yet)$")
