@@ -19,7 +19,8 @@ from vllm_remedy.sim.clock import Clock
 from vllm_remedy.sim.cluster import Cluster
 from vllm_remedy.sim.seed import make_node
 from vllm_remedy.sim.vllm_pod import LOAD, install, metrics, timeline
-from vllm_remedy.sim.vllm_pod.launch import Launch, node_gpu, plan
+from vllm_remedy.sim.vllm_pod.launch import Launch, plan
+from vllm_remedy.sim.vllm_pod.node_card import node_gpu
 from vllm_remedy.sim.vllm_pod.reality import EXACT
 from vllm_remedy.vllm import catalog
 from vllm_remedy.vllm.cmdline import find_server

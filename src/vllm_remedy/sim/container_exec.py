@@ -18,7 +18,7 @@ from vllm_remedy.sim.files import Files, initial
 from vllm_remedy.sim.gpu_view import node_cards
 from vllm_remedy.sim.runtime import ContainerContext, ContainerRun, Exit, LogLine, exit_reason
 from vllm_remedy.sim.shell import Machine, Result, run, runs_to_completion, start_error
-from vllm_remedy.sim.vllm_pod.launch import gpu_limit
+from vllm_remedy.sim.vllm_pod.node_card import gpu_limit
 
 Obj = dict[str, Any]
 COMMAND_SECONDS = 1.0  # simulated seconds a finite command (nvidia-smi) runs before its container exits

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from vllm_remedy.sim.clock import Clock
 from vllm_remedy.sim.runtime import ContainerContext, ContainerRun, HttpReply, LogLine
 from vllm_remedy.sim.store import Store
-from vllm_remedy.sim.vllm_pod.launch import gpu_limit, node_gpu, other_process_gib
+from vllm_remedy.sim.vllm_pod.node_card import gpu_limit, node_gpu, other_process_gib
 
 Obj = dict[str, Any]
 NAMESPACE = "gpu-operator"

@@ -12,7 +12,7 @@ import zlib
 from dataclasses import dataclass
 
 from vllm_remedy.sim.dcgm_exporter import DRIVER, GpuHost, devices, gpu_uuid
-from vllm_remedy.sim.vllm_pod.launch import node_gpu, other_process_gib
+from vllm_remedy.sim.vllm_pod.node_card import node_gpu, other_process_gib
 
 CUDA = "12.8"  # the newest CUDA the 570 driver supports: nvidia-smi's banner shows the driver's, not the image's
 FOREIGN_PROCESS = "/opt/conda/bin/python3"  # the stuck training job of the gpu-memory-held world

@@ -20,7 +20,6 @@ from vllm_remedy.sim.vllm_pod import (
     engine_select,
     entry_log,
     hf_config_flags,
-    keys,
     ray_v1,
     registry,
     scheduler,
@@ -30,8 +29,8 @@ from vllm_remedy.sim.vllm_pod.launch_values import minus_one_without_auto_fit as
 from vllm_remedy.sim.vllm_pod.launch_values import typed as _typed
 from vllm_remedy.sim.vllm_pod.launch_values import without_value as _without_value
 from vllm_remedy.sim.vllm_pod.model_lookup import model_spec, no_model_error
+from vllm_remedy.sim.vllm_pod.node_card import gpu_limit, node_gpu, other_process_gib
 from vllm_remedy.vllm import (
-    catalog,
     dtype_support,
     engine_env,
     mla_env,
@@ -49,10 +48,6 @@ from vllm_remedy.vllm.outcomes import Outcome
 from vllm_remedy.vllm.parallel import group_flags, local_engines, parallel_sizes, world_size
 from vllm_remedy.vllm.startup_log import config_refusal
 from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version, version_from_image
-
-# nvidia-smi MiB → the total torch sees: the catalog's cards sit 0.55-0.6 GiB below nvidia-smi
-# (L40S 46068 MiB → 44.42 GiB); 0.6 keeps unknown cards on the safe side like the catalog does.
-DRIVER_RESERVE_GIB = 0.6
 
 
 @dataclass(frozen=True)
@@ -109,57 +104,9 @@ class Refusal:
     max_num_seqs: int | None = None
 
 
-def node_gpu(node: Mapping[str, Any]) -> GpuSpec | None:
-    """The node's GPU from its labels: catalog product first, else the labelled memory size."""
-    labels = keys.labels(dict(node))
-    for key in keys.GPU_PRODUCT_LABELS:
-        value = labels.get(key)
-        if value:
-            try:
-                return catalog.gpu(str(value))
-            except UserError:
-                continue
-    product = next((str(labels[k]) for k in keys.GPU_PRODUCT_LABELS if labels.get(k)), "unknown-gpu")
-    for key in keys.GPU_MEMORY_LABELS:
-        try:
-            mib = int(str(labels.get(key, "")).strip())
-        except ValueError:
-            continue
-        if mib > 0:
-            total = round(mib / 1024 - DRIVER_RESERVE_GIB, 2)
-            return GpuSpec(product=product, total_gib=total, compute_capability=catalog.UNKNOWN_CAPABILITY, fp8=False,
-                           memory_mib=mib)
-    return None
-
-
-def other_process_gib(node: Mapping[str, Any], cluster_mib: int) -> float:
-    """GPU memory held by processes outside Kubernetes: the node annotation, else the cluster's figure."""
-    raw = keys.annotations(dict(node)).get(keys.GPU_USED_GIB)
-    if raw is not None:
-        try:
-            return max(0.0, float(str(raw).strip()))
-        except ValueError:
-            pass
-    return max(0, cluster_mib) / 1024
-
-
 def image_version(image: str) -> str:
     """The vLLM version the image tag names; unknown tags (:latest) run the newest release known here."""
     return version_from_image(image) or ".".join(map(str, NEWEST_RELEASE))
-
-
-def gpu_limit(container: Mapping[str, Any]) -> int:
-    """GPUs the device plugin hands the container (``nvidia.com/gpu``, limits before requests); 0 when
-    unset or not whole, so vLLM sees no device, as in a pod without the limit."""
-    resources = container.get("resources") or {}
-    for part in ("limits", "requests"):
-        value = (resources.get(part) or {}).get("nvidia.com/gpu")
-        if value is not None:
-            try:
-                return int(str(value))
-            except ValueError:
-                return 0
-    return 0
 
 
 def plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, Any],
