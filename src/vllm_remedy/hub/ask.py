@@ -132,12 +132,9 @@ def _ask(repo_id: str, revision: str, hub: str, cache: str | None, token: str | 
     if isinstance(snapshot, str):  # unchanged (or moved to a commit this cache already holds): no download
         _point(snapshot, revision, meta.commit_hash)
         return Got(snapshot, False)
-    try:
-        path = hf.hf_hub_download(repo_id, CONFIG, revision=revision, cache_dir=cache, endpoint=hub, token=token,
-                                  etag_timeout=max(0.1, min(TIMEOUT, deadline - time.monotonic())))
-    except Exception as exc:  # huggingface_hub's errors and its HTTP stack's: one line
-        raise _failure(exc) from None
-    return Got(path, True)
+    path = hf.hf_hub_download(repo_id, CONFIG, revision=revision, cache_dir=cache, endpoint=hub, token=token,
+                              etag_timeout=max(0.1, min(TIMEOUT, deadline - time.monotonic())))
+    return Got(path, True)  # its errors, as any other, are one line through ``ask``'s ``_failure``
 
 
 def _head(url: str, hub: str, token: str | None, deadline: float) -> Any:
