@@ -82,8 +82,13 @@ def _shown(i: int) -> dict[str, str]:
 def _neighbours(v: Version) -> tuple[int, ...]:
     """The read release ``v`` is, or the two read ones it lies between; () outside the releases read."""
     read = releases()
-    if v in read:
-        return (read.index(v),)
+    return (read.index(v),) if v in read else _between(v)
+
+
+def _between(v: Version) -> tuple[int, ...]:
+    """The two read releases around ``v`` (the lower one may be ``v`` itself: 0.10.1.1 after 0.10.1); () when ``v``
+    is older than the oldest read or not older than the newest."""
+    read = releases()
     below = [i for i, r in enumerate(read) if r <= v]
     if not below or v >= read[-1]:
         return ()
@@ -161,13 +166,11 @@ def parser_for(version: str | None) -> Parser | None:
     if not match:
         return None
     v = (int(match.group(1)), int(match.group(2)), int(match.group(3)))
-    read = releases()
-    if v in read and not match.group(4):
-        return _read(read.index(v))
-    below = [i for i, r in enumerate(read) if r <= v]
-    if not below or v >= read[-1]:
+    if v in releases() and not match.group(4):
+        return _read(releases().index(v))
+    if not (around := _between(v)):
         return None
-    lo, hi = _read(below[-1]), _read(below[-1] + 1)
+    lo, hi = (_read(i) for i in around)
     return Parser(lo.options | hi.options, lo.abbrev or hi.abbrev, lo.dotted or hi.dotted, False)
 
 
