@@ -8,29 +8,16 @@ planner, the GPU pin and the flag respelling, which judging a workload does not 
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
 from vllm_remedy.policy import Policy
-from vllm_remedy.remedies.budget import BudgetRequest, plan_budget, spelling
-from vllm_remedy.remedies.pin_gpu import canonical_product
-from vllm_remedy.remedies.plan import Plan, Step, TemplateChange
+from vllm_remedy.remedies.budget import BudgetRequest, plan_budget, policy_gpu, spelling
+from vllm_remedy.remedies.plan import Plan, Step
 from vllm_remedy.vllm import catalog
-from vllm_remedy.vllm.catalog import PRODUCT_LABELS, GpuSpec, ModelSpec
+from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.memory import EngineSettings
 from vllm_remedy.vllm.parallel import TP
-
-
-def _pin(policy: Policy, spec: Mapping[str, Any], pinned: str | None) -> TemplateChange | None:
-    """The nodeSelector edit onto the policy's GPU when the template pins none or one the policy does not allow
-    (the runbook pins before it budgets: deploys/pin_gpu.py, then deploys/budget.py)."""
-    wanted = {canonical_product(p) for p in policy.gpu.products}
-    if not policy.gpu_product or (pinned is not None and canonical_product(pinned) in wanted):
-        return None
-    drop = tuple(k for k in _selector(spec) if k in PRODUCT_LABELS and k != policy.gpu.label)
-    return TemplateChange(node_selector={policy.gpu.label: policy.gpu_product}, drop_node_selector=drop,
-                          gpu_resource=policy.gpu.resource)
 
 
 def plan_fix(model: ModelSpec, card: GpuSpec, settings: EngineSettings, policy: Policy, spec: Mapping[str, Any],
@@ -38,7 +25,7 @@ def plan_fix(model: ModelSpec, card: GpuSpec, settings: EngineSettings, policy: 
           ) -> tuple[Step | None, str]:
     """The planner's smallest step, on the policy's GPU (pinned in the step) when the template's is not allowed;
     for a ``group`` the first that keeps its shape."""
-    pin = _pin(policy, spec, pinned)
+    pin = policy_gpu.pin(policy, _selector(spec), pinned)  # the runbook pins before it budgets
     target = catalog.find_gpu(policy.gpu_product) if pin is not None and policy.gpu_product else None
     if pin is None or target is None:
         plan = plan_budget(BudgetRequest(model=model, gpu=card, settings=settings, policy=policy,
@@ -54,10 +41,7 @@ def plan_fix(model: ModelSpec, card: GpuSpec, settings: EngineSettings, policy: 
                     template=pin, gpu=target.product), ""
     if step is None:
         return None, note
-    merged = dataclasses.replace(step.template, node_selector={**pin.node_selector, **step.template.node_selector},
-                                 drop_node_selector=tuple(dict.fromkeys(pin.drop_node_selector
-                                                                        + step.template.drop_node_selector)))
-    return dataclasses.replace(step, template=merged), ""
+    return policy_gpu.with_pin(step, pin), ""
 
 
 def _selector(spec: Mapping[str, Any]) -> dict[str, str]:

@@ -51,7 +51,7 @@ def plan_within_policy(req: BudgetRequest, pinned: str | None) -> Plan:
     notes = [why]
     if req.failure is not None or req.observed is not None or req.logged_kv_tokens:
         notes.append(f"what the log showed on {req.gpu.product} is not evidence about {target.product}")
-    steps = tuple(_pinned(s, change) for s in plan.steps)
+    steps = tuple(with_pin(s, change) for s in plan.steps)
     if not steps and plan.verdict == "no_change_needed":  # the pin alone is the change
         steps = (Step(rank=1, lever="gpu", reason=f"pin the policy's GPU {target.product}", prediction=plan.current,
                       template=change, gpu=target.product),)
@@ -65,7 +65,7 @@ def plan_within_policy(req: BudgetRequest, pinned: str | None) -> Plan:
         subject=subject, notes=(*notes, *plan.notes))
 
 
-def _pinned(step: Step, change: TemplateChange) -> Step:
+def with_pin(step: Step, change: TemplateChange) -> Step:
     """The step with the pin merged into its template (its own nodeSelector edits win, as ``check`` merges them)."""
     merged = dataclasses.replace(step.template, node_selector={**change.node_selector, **step.template.node_selector},
                                  drop_node_selector=tuple(dict.fromkeys(change.drop_node_selector
