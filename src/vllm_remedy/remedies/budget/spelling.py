@@ -134,10 +134,12 @@ def overridden(server: ServerCommand, flags: Mapping[str, str], version: str | N
              for flag, value, why in refused_overrides(server, flags, version, None, replaced)]
     label = rules(version).label
     out = []
-    for w in unrecognized.unrecognized(server, version):
+    refused = unrecognized.unrecognized(server, version)
+    strays = _strays(server, refused)
+    for w in refused:
         if getattr(w, "advice", None):  # the command as a whole: no flag is planned without, nothing is unset
             out.append(Respelled("", w, None, unrecognized.why(w, label)))
-        elif w in stray_words(server, version):
+        elif w in strays:
             out.append(Respelled("", w, None, unrecognized.why(w, label), unknown=True, word=True))
         elif canonical_key(w.split()[0]) not in replaced:
             out.append(Respelled(canonical_key(w.split()[0]), w, None, unrecognized.why(w, label), unknown=True))
@@ -148,8 +150,13 @@ def stray_words(server: ServerCommand, version: str | None) -> list[str]:
     """The bare words of ``server``'s argv that vLLM ``version``'s parser leaves over (``unrecognized arguments``: a
     stray positional, a legacy StoreBoolean's true/false), as written: the fix removes each
     (``ServerCommand.edit(drop=...)``), not a flag of that name."""
+    return _strays(server, unrecognized.unrecognized(server, version))
+
+
+def _strays(server: ServerCommand, refused: list[str]) -> list[str]:
+    """The bare words among ``refused`` (``unrecognized``'s parts of ``server``'s argv)."""
     bare = {shlex.quote(t.value) for t in server.positionals}  # after ``--`` a word like ``--foo`` is one too
-    return [w for w in unrecognized.unrecognized(server, version)
+    return [w for w in refused
             if getattr(w, "message", "").startswith("unrecognized") and (not w.startswith("-") or w in bare)]
 
 
