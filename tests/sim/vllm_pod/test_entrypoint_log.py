@@ -50,3 +50,11 @@ def test_serve_with_the_word_keeps_both(api: client.CoreV1Api) -> None:
                     [LLAMA, "--max-model-len", "8192"])
     assert code is None, log[-2000:]
     assert _args_line(log) == f"{{'model_tag': '{LLAMA}', 'model': '{LLAMA}', 'max_model_len': 8192}}", log
+
+
+def test_the_module_serves_its_default_model_when_given_only_a_word(api: client.CoreV1Api) -> None:
+    """From 0.10.0 the module takes the word and ignores it: vLLM loads ModelConfig.model, Qwen/Qwen3-0.6B
+    (config.py@0.10.0 l.231), and serves it. The pod refused it as an unknown model while it was not in the catalog."""
+    log, code = run(api, "module-default-0-10-0", "vllm/vllm-openai:v0.10.0", None, [LLAMA, "--max-model-len", "16384"])
+    assert code is None, log[-2000:]
+    assert "model='Qwen/Qwen3-0.6B'" in log and "Starting to load model Qwen/Qwen3-0.6B..." in log, log
