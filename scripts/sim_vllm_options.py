@@ -9,6 +9,8 @@ this one scans the text of each release's files with regular expressions:
   entrypoints/common/cli_args.py from 0.33);
 * from 0.10.0, the fields of the ``*FrontendArgs`` classes in that file (``FrontendArgs.add_cli_args`` registers
   ``--<field-name>`` for each), docstrings stripped first;
+* the option strings of a call that registers several (``"--tensor-parallel-size", "-tp"``), joined as argparse
+  names the action in its errors (``names``);
 * ``vllm serve``'s own: the ``serve`` sub-parser's ``add_argument`` calls (the section of vllm/scripts.py that builds it
   to 0.7.3, entrypoints/cli/serve.py from 0.8.0), which ``python -m vllm.entrypoints.openai.api_server`` lacks.
 
@@ -32,6 +34,7 @@ _DOC = re.compile(r'"""(?:.|\n)*?"""|' + r"'''(?:.|\n)*?'''")
 _CLASS = re.compile(r"^class (\w*FrontendArgs)\b[^\n]*:\n((?:(?:    [^\n]*)?\n)*)", re.M)
 _FIELD = re.compile(r"^    ([a-z_][a-z0-9_]*)\s*:", re.M)
 _OPTION = re.compile(r"--[a-z0-9][a-z0-9-]*")
+_ANY_OPTION = re.compile(r"--[a-z0-9][a-z0-9-]*|-[A-Za-z0-9][a-z0-9-]*")
 #: ``for ... in [<literal list>]:`` and the four lines of its body
 _LOOP = re.compile(r"for [\w, ]+ in [\[(]\n((?:[^\n]*\n)*?)\s*[\])]:\n((?:[^\n]*\n){1,4})")
 
@@ -52,6 +55,18 @@ def _heads(text: str) -> list[str]:
             found += [(match.start(), lit[1:-1]) for lit in _LIT.findall(match.group(1))
                       if _OPTION.fullmatch(lit[1:-1])]
     return [word for _at, word in sorted(found)]
+
+
+def _names(text: str) -> list[str]:
+    """The option strings of each ``add_argument`` call that registers more than one (``"--tensor-parallel-size",
+    "-tp"``), joined with "/" in the order written: argparse names the action so in its errors
+    (``argument --tensor-parallel-size/-tp: expected one argument``)."""
+    out = []
+    for match in _HEAD.finditer(text):
+        words = [lit[1:-1] for lit in _LIT.findall(match.group(1)) if _ANY_OPTION.fullmatch(lit[1:-1])]
+        if len(words) > 1 and any(_OPTION.fullmatch(w) for w in words):
+            out.append("/".join(words))
+    return out
 
 
 def _fields(text: str) -> list[str]:
@@ -78,6 +93,13 @@ def _serve_section(root: Path) -> str:
     if start is None:
         raise SystemExit(f"{root}: no serve sub-parser")
     return text[start.start():text.index("make_arg_parser(serve_parser)", start.start())]
+
+
+def named(root: Path) -> list[str]:
+    """Every multi-string option of one release's server parser (``_names``), in the files ``scan`` reads."""
+    parser = _parser_file(root).read_text(encoding="utf-8")
+    return list(dict.fromkeys(_names(parser) + _names((root / "engine/arg_utils.py").read_text(encoding="utf-8"))
+                              + _names(_serve_section(root))))
 
 
 def scan(root: Path) -> tuple[list[str], list[str]]:
@@ -112,6 +134,8 @@ def main(src: Path) -> None:
         for s in reversed(scanned):
             order.update(dict.fromkeys(s[part]))
         table[key] = {n: _spans([n in s[part] for s in scanned]) for n in order}
+    names = [named(src / f"src-{r}" / "vllm") for r in releases]
+    table["names"] = {n: _spans([n in s for s in names]) for n in dict.fromkeys(n for s in reversed(names) for n in s)}
     # FlexibleArgumentParser registers EnableDisableAction for BooleanOptionalAction (utils/argparse_utils.py@0.33.0):
     # every --enable-x flag then has --disable-x too, and the reverse
     table["enable_disable"] = _spans([any("EnableDisableAction" in f.read_text(encoding="utf-8")

@@ -73,3 +73,52 @@ def test_one_model_tag_and_a_variable_start() -> None:
     assert isinstance(judge("v0.11.0", LLAMA, "--max-model-len", "8192"), Launch)
     # exec-form argv reaches plan() as the kubelet expanded it: a `$(EXTRA)` left is the word vLLM gets
     assert stderr(judge("v0.11.0", LLAMA, "$(EXTRA)"))[-1] == "vllm serve: error: unrecognized arguments: $(EXTRA)"
+
+
+@pytest.mark.parametrize(
+    ("tag", "args", "error"),
+    [
+        ("v0.11.0", [LLAMA, "--tensor-parallel-size"], "argument --tensor-parallel-size/-tp: expected one argument"),
+        ("v0.11.0", [LLAMA, "-tp"], "argument --tensor-parallel-size/-tp: expected one argument"),
+        ("v0.16.0", [LLAMA, "--pipeline-parallel-size", "two"],
+         "argument --pipeline-parallel-size/-pp: invalid int value: 'two'"),
+        ("v0.34.0", [LLAMA, "--gpu-memory-utilization"],
+         "argument --gpu-memory-utilization/--device-memory-utilization: expected one argument"),
+        ("v0.11.0", [LLAMA, "--quantization", "int3"], "argument --quantization/-q: invalid choice: 'int3'"),
+    ],
+)
+def test_argparse_names_every_option_string_of_the_action(tag: str, args: list[str], error: str) -> None:
+    """argparse names an action by all its option strings joined with "/" (``_get_action_name``), as each release
+    registers them (``add_argument("--tensor-parallel-size", "-tp", ...)``); the pod named only the long one, except
+    for two flags it had written out by hand."""
+    assert stderr(judge(tag, *args))[-1].startswith(f"vllm serve: error: {error}")
+
+
+def test_the_rehearsals_names_agree_with_the_tools_table() -> None:
+    """The pod's ``names`` (regular expressions over each wheel) and the tools' ``shown`` (the syntax tree, without the
+    ``--no-x`` and inverse forms a boolean adds) name the same multi-string options in every release both read."""
+    import json
+    from importlib import resources
+
+    from vllm_remedy.sim.vllm_pod import argv_options
+    tools = json.loads(resources.files("vllm_remedy.vllm").joinpath("data/vllm_flags.json").read_text())
+    pod = json.loads(resources.files(argv_options.__package__).joinpath("vllm_options.json").read_text())
+    inverse = {"--enable-": "--disable-", "--disable-": "--enable-"}
+
+    def plain(joined: str) -> str:
+        parts = joined.split("/")
+        return "/".join(p for p in parts if not p.startswith("--no-") and not any(
+            q.startswith(x) and p == y + q[len(x):] and parts.index(q) < parts.index(p)
+            for q in parts for x, y in inverse.items()))
+
+    compared = 0
+    for i, release in enumerate(tools["releases"]):
+        if release not in pod["releases"]:
+            continue
+        j = pod["releases"].index(release)
+        want = {plain(k) for k, spans in tools["shown"].items() if any(lo <= i <= hi for lo, hi in spans)}
+        want = {k for k in want if "/" in k and k != "-h/--help"}
+        got = {k for k, spans in pod["names"].items() if any(lo <= j < hi for lo, hi in spans)}
+        assert got == want, release
+        compared += 1
+    assert compared >= 40

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 # the rehearsal's own tables (no tools' module: see above)
 from . import argv_added, argv_choices, argv_compilation, argv_options
 from .argv_added import placed  # noqa: F401  (launch.py's argv-ordered items for ``first_error``'s ``spelled``)
+from .argv_options import names as _names
 
 Version = tuple[int, int, int]
 
@@ -42,7 +43,6 @@ FLOAT_FLAGS = frozenset({"gpu-memory-utilization", "swap-space", "cpu-offload-gb
 #: 'float'>.``, ``None`` taken), from the first release read with it (config/cache.py@0.34.0, config.py@0.8.5).
 OPTIONAL_SINCE: dict[str, Version] = {"gpu-memory-utilization": (0, 34, 0), "num-gpu-blocks-override": (0, 8, 5)}
 #: --device-memory-utilization, a second option string of --gpu-memory-utilization (engine/arg_utils.py@0.31.0).
-DEVICE_ALIAS_SINCE: Version = (0, 31, 0)
 #: --swap-space left CacheConfig in 0.18.0 (no such option from then on: not typed here).
 SWAP_SPACE_UNTIL: Version = (0, 18, 0)
 #: ``--compilation-config`` (``-O '<json>'`` to 0.11): 0.9.0 ``json.loads`` in a lambda (``invalid <lambda> value``),
@@ -170,7 +170,7 @@ def _compilation(flag: str, value: str, version: Version) -> str | None:
     try:
         json.loads(value)
     except ValueError:
-        names = "--compilation-config/-cc" if version >= COMPILATION_CC_SINCE else "--compilation-config/-O"
+        names = _names("compilation-config", version)
         if version < COMPILATION_VALIDATED_SINCE:
             return f"argument {names}: invalid <lambda> value: {value!r}"
         try:
@@ -182,15 +182,8 @@ def _compilation(flag: str, value: str, version: Version) -> str | None:
         return (f"argument {names}: 1 validation error for CompilationConfig\n  Invalid JSON: {detail} "
                 f"[type=json_invalid, input_value={value!r}, input_type=str]")
     if (words := argv_compilation.unexpected(value, version)) is not None:
-        return f"argument --compilation-config/-cc: {words}"
+        return f"argument {_names('compilation-config', version)}: {words}"
     return None
-
-
-def _names(flag: str, version: Version) -> str:
-    """The flag's option strings as argparse joins them in ``version``."""
-    if flag == "gpu-memory-utilization" and version >= DEVICE_ALIAS_SINCE:
-        return "--gpu-memory-utilization/--device-memory-utilization"
-    return f"--{flag}"
 
 
 def convert(flag: str, value: str, version: Version) -> str | None:
@@ -219,7 +212,7 @@ def convert(flag: str, value: str, version: Version) -> str | None:
         else:
             int(value)
     except _TypeError as exc:
-        return f"argument --{flag}: {exc}"
+        return f"argument {_names(flag, version)}: {exc}"
     except ValueError:
         return f"argument {_names(flag, version)}: invalid {name} value: {value!r}"
     return None
@@ -234,12 +227,12 @@ def choice(flag: str, value: str, version: Version) -> str | None:
         typed: object = int(value) if flag == "block-size" else value  # ``convert`` took the int already
         if typed in listed:
             return None
-        names = argv_choices.NAMES.get(flag, f"--{flag}")
-        return f"argument {names}: invalid choice: {typed!r} (choose from {', '.join(map(repr, listed))})"
+        allowed_text = ", ".join(map(repr, listed))
+        return f"argument {_names(flag, version)}: invalid choice: {typed!r} (choose from {allowed_text})"
     allowed = next((c for since, c in reversed(CHOICES.get(flag, ())) if version >= since), None)
     if allowed is None or value in allowed:
         return None
-    return f"argument --{flag}: invalid choice: {value!r} (choose from {', '.join(map(repr, allowed))})"
+    return f"argument {_names(flag, version)}: invalid choice: {value!r} (choose from {', '.join(map(repr, allowed))})"
 
 
 def explicit(flag: str, text: str, version: Version) -> str | None:
@@ -332,7 +325,7 @@ def first_error(options: Iterable[tuple[str, str | None]], version: Version, pos
         if (flag, value) in skip or flag in absent or (flag.startswith("cc.") and version < COMPILATION_CC_SINCE):
             continue  # an unknown option's words: left over, not converted
         if value is None:
-            return ArgError(flag, f"argument --{flag}: expected one argument")
+            return ArgError(flag, f"argument {_names(flag, version)}: expected one argument")
         if (message := convert(flag, value, version) or choice(flag, value, version)) is not None:
             return ArgError(flag, message)
     if model_tag_required and version < MODEL_TAG_OPTIONAL_SINCE and not list(positionals) and not any(

@@ -125,8 +125,6 @@ ROWS: dict[str, tuple[tuple[Version, str | tuple[str, ...] | None], ...]] = {
         ((0, 10, 1), None),
     ),
 }
-#: The option strings argparse names each flag by (``add_argument("--quantization", "-q", ...)``).
-NAMES = {"quantization": "--quantization/-q"}
 
 
 def choices(flag: str, version: Version) -> tuple[object, ...] | None:

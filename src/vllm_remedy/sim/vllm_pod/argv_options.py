@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import json
 from importlib import resources
+from typing import Any
 
 Version = tuple[int, int, int]
 #: FlexibleArgumentParser folds ``--x.k v`` into ``--x <json>`` (utils.py@0.9.0; 0.8.5's parse_args has no such step).
@@ -27,8 +28,13 @@ DOTTED_SINCE: Version = (0, 9, 0)
 
 
 @functools.cache
+def _raw() -> dict[str, object]:
+    return json.loads(resources.files(__package__).joinpath("vllm_options.json").read_text(encoding="utf-8"))
+
+
+@functools.cache
 def _table() -> tuple[tuple[Version, ...], dict[str, list[list[int]]], dict[str, list[list[int]]], list[list[int]]]:
-    raw = json.loads(resources.files(__package__).joinpath("vllm_options.json").read_text(encoding="utf-8"))
+    raw: Any = _raw()
     releases = tuple(tuple(int(p) for p in r.split(".")) for r in raw["releases"])
     return releases, raw["options"], raw["serve_only"], raw["enable_disable"]  # type: ignore[return-value]
 
@@ -64,6 +70,16 @@ def options(version: Version, serve: bool) -> tuple[str, ...]:
         pairs = {"--enable-": "--disable-", "--disable-": "--enable-"}
         found += [pairs[p] + n.removeprefix(p) for n in found for p in pairs if n.startswith(p)]
     return ("--help", *dict.fromkeys(found))
+
+
+@functools.cache
+def names(flag: str, version: Version) -> str:
+    """``--flag``'s option strings as argparse joins them to name the action in its errors
+    (``--tensor-parallel-size/-tp``; ``--gpu-memory-utilization/--device-memory-utilization`` from 0.31.0): the
+    table's ``names`` row for ``version`` (the older neighbour between two read releases), else ``--flag`` alone."""
+    rows = _rows(version)
+    return next((joined for joined, spans in _raw()["names"].items()
+                 if f"--{flag}" in joined.split("/") and _has(spans, rows[:1])), f"--{flag}")
 
 
 def dashed(word: str) -> str:

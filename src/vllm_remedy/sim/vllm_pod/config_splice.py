@@ -27,7 +27,7 @@ from typing import Any
 
 import yaml
 
-from vllm_remedy.sim.vllm_pod import env
+from vllm_remedy.sim.vllm_pod import argv_options, env
 from vllm_remedy.vllm.cmdline import ServerCommand
 from vllm_remedy.vllm.cmdline.flags import Kind
 
@@ -115,7 +115,7 @@ def refusal(cmd: ServerCommand, release: Version) -> tuple[str, tuple[Frame, ...
     if not (module or cmd.entrypoint.endswith(" serve") or cmd.entrypoint == "image default"):
         return None  # another parser (the demo api_server, a script): not read
     first = next((o for o in cmd.options if cmd.words and o.tokens and o.tokens[0] is cmd.words[0]), None)
-    waits = (f"--{first.flag.name}" if first is not None and first.flag.attached is None
+    waits = (argv_options.names(first.flag.name, release) if first is not None and first.flag.attached is None
              and first.flag.kind in (Kind.VALUE, Kind.MULTI) else None)
     return before_parsing([t.value for t in cmd.words], cmd.config_file, release, waits, module=module)
 
