@@ -20,6 +20,7 @@ from vllm_remedy.vllm.memory.calibration import (
     older_release,
     outcome_right,
     source_group,
+    wsl_evidence,
 )
 from vllm_remedy.vllm.memory.kv_margin import KV_ESTIMATE_MARGIN, KV_MARGIN_PERCENTILE, kv_margin
 from vllm_remedy.vllm.outcomes import Outcome
@@ -96,6 +97,14 @@ def test_capture_key_is_what_the_excerpt_shows(path):
     assert case.get("capture") in CAPTURE_KEYS
     assert case["capture"] == capture_evidence(case.get("log_excerpt") or "")
     assert case["capture"] == "not_shown" or case["logged"]["outcome"] == "fits"
+
+
+@pytest.mark.parametrize("path", ALL_CASES, ids=[p.stem for p in ALL_CASES])
+def test_wsl_key_is_what_the_excerpt_shows(path):
+    """A case runs under WSL (``wsl: true``, the capture spills to host memory) exactly when its excerpt shows vLLM's
+    own "as WSL is detected" line."""
+    case = _load(path)
+    assert bool(case.get("wsl")) == wsl_evidence(case.get("log_excerpt") or "")
 
 
 def test_a_capture_oom_predicted_on_a_finished_capture_is_a_miss():

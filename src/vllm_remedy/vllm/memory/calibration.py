@@ -55,6 +55,8 @@ def estimate_case(case: Case) -> Estimate:
         inputs["flashinfer"] = str(bool(case["flashinfer"])).lower()
     if "p2p" in case:  # the log's own P2P line ("... your platform lacks GPU P2P capability" for no)
         inputs["p2p"] = str(bool(case["p2p"])).lower()
+    if case.get("wsl"):  # the log's "Using 'pin_memory=False' as WSL is detected" (``wsl_evidence``)
+        inputs["wsl"] = "true"
     if case.get("compile_cache") == "warm":  # the log's "Directly load AOT compilation" line
         inputs["compile-cache-warm"] = "true"
     if case.get("image_max_pixels"):  # the checkpoint's preprocessor_config.json size.longest_edge / max_pixels
@@ -112,6 +114,12 @@ def capture_evidence(excerpt: str) -> str:
     if _CAPTURE_OOM.search(excerpt):
         return "oom"
     return "finished" if _AFTER_CAPTURE.search(excerpt) else "not_shown"
+
+
+def wsl_evidence(excerpt: str) -> bool:
+    """Whether a log excerpt shows vLLM found itself under WSL (platforms/interface.py@0.10.2 ``in_wsl``, logged by
+    ``is_pin_memory_available``; utils.py in 0.6): what a case's ``wsl:`` key must say."""
+    return "as WSL is detected" in excerpt
 
 
 def logged_start(case: Case) -> str:

@@ -168,6 +168,7 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
     if pin:
         base, excess = peak - outside, outside  # ``pinned.start_peak`` holds the activation at capture: not read
     capture_oom = outcome is Outcome.FITS and excess > 0 and base <= total < peak
+    capture_oom = capture_oom and not post_capture.spills_to_host(settings)  # WSL2: host memory, not an OOM
     kv_oom = pin and outcome is Outcome.FITS and base > total  # allocated before any graph is captured
     needed = suggested = None
     if outcome is Outcome.MAX_LEN_EXCEEDS_KV:

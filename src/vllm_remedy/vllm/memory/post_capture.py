@@ -23,6 +23,19 @@ worker/worker.py@0.6.4.post1; ``memory_profiling``'s ``gc.collect()`` and ``empt
 warm-ups aside): no sampler warm-up follows (worker/worker.py@0.6.4.post1, @0.6.6.post1, @0.8.5.post1). Its transient
 is the capture's eager forwards.
 
+Under WSL2 the capture does not fail for lack of device memory: the Windows driver (WSL's GPU is the Windows
+driver's) falls back to shared system memory when the GPU's is exhausted ("CUDA - Sysmem Fallback Policy", driver
+536.40 and newer, NVIDIA answer 5490: applications "continue to run, albeit at lower speeds"), and WSL2 does not
+honour the per-program policy that turns it off (microsoft/WSL#11050: a 30 GiB tensor allocated on a 15.99 GiB card).
+One RTX 4080 machine's logs show it (mrpid12org/imageworks, vLLM 0.10.2, 67 piecewise sizes; "free" below is from
+each advisory line's own figures): the same LLaVA-1.5-7B AWQ start captured 1.29 GiB of graphs at 0.85
+(vllm_llava_awq_correct.log) but "took 0.48 GiB" at 0.9 (vllm_serve_correct.log), where 0.61 GiB was free, in 13 s
+instead of 8; its other captures at 0.85 and 0.9 end with 0.11-0.14 GiB free (one 0.22), and one that found the card
+full "took 0.00 GiB" in 52 s (vllm_llava_server.log). So the capture-OOM verdict is not given under WSL2
+(``spills_to_host``); the peak still says what the card lacks. The shared memory's own limit is not read, nor is any
+other OOM (a KV cache pinned by a flag, the profile, the weights) changed: no WSL case shows one. Written after the
+RTX 4080 verdict (post hoc).
+
 Written after the capture-OOM verdicts on six calibration cases whose logs show the capture finished: post hoc (V0's
 after a blind T4 0.8.5 AWQ start, batch 2026-12-06b). Not read, so left as they were (the whole activation stays
 charged): V0 before 0.6.4, and V1 on capability >= 9.0 or an unknown card (the autotune forward reaches the profile's
@@ -87,6 +100,11 @@ def _capture_forward_bytes(model: ModelSpec, res: Resolved) -> float:
     tokens = min(capture.largest_capture(res), res.mnbt)
     per_token = terms.V0_FORWARD_VALUES_PER_TOKEN * (model.intermediate_size / res.tp + model.hidden_size)
     return tokens * per_token * res.weight_dtype_bytes
+
+
+def spills_to_host(settings: EngineSettings) -> bool:
+    """Whether graphs the card cannot hold are captured in host memory instead of failing (WSL2; the docstring)."""
+    return settings.wsl
 
 
 class Predicted(Protocol):

@@ -53,13 +53,14 @@ DTYPES = frozenset({"auto", "bfloat16", "float16", "half", "float32", "float"})
 AUTO_MAX_MODEL_LEN_SINCE = (0, 14, 0)
 #: What the memory model needs beyond vLLM's flags: GiB other processes hold on the card, whether the sampler takes
 #: FlashInfer's kernel (an install fact), whether the torch.compile cache is warm, whether the TP ranks' GPUs have
-#: CUDA peer access (a machine fact), whether the env allows a length above the model's (VLLM_ALLOW_LONG_MAX_MODEL_LEN),
-#: the checkpoint's image-processor pixel cap (preprocessor_config.json, ``EngineSettings.image_max_pixels``), the
-#: env's VLLM_USE_V1, VLLM_USE_FLASHINFER_SAMPLER and VLLM_USE_V2_MODEL_RUNNER (their text, or why it cannot be
-#: read: ``vllm.engine_env``, ``vllm.sampler_env``, ``vllm.runner_env``).
+#: CUDA peer access and whether the host is WSL2 (machine facts), whether the env allows a length above the model's
+#: (VLLM_ALLOW_LONG_MAX_MODEL_LEN), the checkpoint's image-processor pixel cap (preprocessor_config.json,
+#: ``EngineSettings.image_max_pixels``), the env's VLLM_USE_V1, VLLM_USE_FLASHINFER_SAMPLER and
+#: VLLM_USE_V2_MODEL_RUNNER (their text, or why it cannot be read: ``vllm.engine_env``, ``vllm.sampler_env``,
+#: ``vllm.runner_env``).
 #: ``EngineSettings.from_flags`` takes them apart from the flags.
 MODEL_INPUTS = frozenset({"other-process-gib", "flashinfer", "compile-cache-warm", "p2p", "allow-long-max-model-len",
-                          "image-max-pixels", *(key for _, *keys, _ in engine_env.VARIABLES for key in keys)})
+                          "image-max-pixels", "wsl", *(key for _, *keys, _ in engine_env.VARIABLES for key in keys)})
 _UNKNOWN = frozenset({"unknown", "auto", "none"})
 
 
@@ -99,6 +100,9 @@ class EngineSettings:
     # because your platform lacks GPU P2P capability"). None = unknown, sized as present (the larger non-torch figure,
     # less KV); see ``non_torch.non_torch_gib``.
     p2p: bool | None = None
+    # The process runs under WSL2 (vLLM logs "Using 'pin_memory=False' as WSL is detected", platforms/interface.py
+    # @0.10.2 ``in_wsl``): device memory it lacks outside vLLM's checks spills to host memory (``post_capture``).
+    wsl: bool = False
     # The container's env sets VLLM_ALLOW_LONG_MAX_MODEL_LEN: vLLM warns instead of refusing a --max-model-len above
     # the model's maximum (``vllm.model_len``).
     allow_long_max_model_len: bool = False
@@ -218,6 +222,8 @@ class EngineSettings:
             kwargs["compile_cache_warm"] = read_bool(given, "compile-cache-warm")
         if "p2p" in given and str(given["p2p"]).strip().lower() not in _UNKNOWN:
             kwargs["p2p"] = read_bool(given, "p2p")
+        if "wsl" in given:
+            kwargs["wsl"] = read_bool(given, "wsl")
         if "allow-long-max-model-len" in given:
             kwargs["allow_long_max_model_len"] = read_bool(given, "allow-long-max-model-len")
         for _, text, unreadable, field in engine_env.VARIABLES:  # the env's text as vLLM reads it ("0", " 1", "true")
