@@ -3,6 +3,7 @@ failures too — as a fleet run needs (every host serving a model resolves it at
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -18,12 +19,14 @@ from vllm_remedy.errors import UserError
 from vllm_remedy.vllm import resolved
 
 GATED = "acme-corp/Gated-13B"
+LFS = "acme-corp/Lfs-1.7B"
 
 
 @pytest.fixture
 def online(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[HubServer]:
     with hub_server({SMOLLM2_ID: Repo({"config.json": SMOLLM2_CONFIG}),
-                     GATED: Repo({"config.json": SMOLLM2_CONFIG}, gated=True)}) as server:
+                     GATED: Repo({"config.json": SMOLLM2_CONFIG}, gated=True),
+                     LFS: Repo({"config.json": SMOLLM2_CONFIG}, lfs=True)}) as server:
         monkeypatch.setenv("HF_ENDPOINT", server.url)
         monkeypatch.setenv("HF_HUB_OFFLINE", "0")
         monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
@@ -107,3 +110,18 @@ def test_the_first_resolution_is_one_get_and_another_process_finds_it_offline(on
     assert json.loads((snapshot / "config.json").read_text()) == SMOLLM2_CONFIG
     assert os.readlink(snapshot / "config.json").startswith("../../blobs/")  # as huggingface_hub links it
     assert files(online) == [("GET", f"/{SMOLLM2_ID}/resolve/main/config.json")]  # the second process asked nothing
+
+
+def test_a_file_in_lfs_is_one_get_and_its_redirect_and_the_token_stays_on_the_hub(online, tmp_path, monkeypatch):
+    """The Hub answers an LFS file with a redirect to a CDN: the commit, the blob's id (X-Linked-Etag, the cache's
+    blob name, as hf_hub_download names it) and the size come from that redirect; HF_TOKEN is not sent to the CDN."""
+    monkeypatch.setenv("HF_TOKEN", "hf_test_token")
+    spec, source = hub.resolve(LFS)
+    assert (spec.num_layers, source) == (24, f"the Hub ({online.url})")
+    resolve, cdn = f"/{LFS}/resolve/main/config.json", f"/cdn/{LFS}/{SMOLLM2_COMMIT}/config.json"
+    assert [r for r in online.requests if not r[1].startswith("/api/")] == [("GET", resolve), ("GET", cdn)]
+    assert online.authorized == [("GET", resolve)]
+    folder = tmp_path / "hf" / "hub" / "models--acme-corp--Lfs-1.7B"
+    blob = hashlib.sha256(json.dumps(SMOLLM2_CONFIG, indent=2).encode()).hexdigest()
+    assert os.readlink(folder / "snapshots" / SMOLLM2_COMMIT / "config.json") == f"../../blobs/{blob}"
+    assert (folder / "refs" / "main").read_text() == SMOLLM2_COMMIT

@@ -50,6 +50,7 @@ def config_requests(hub: HubServer) -> list[tuple[str, str]]:
     ("huge", "announced a config.json of 100,000,000,000 bytes (refused: larger than 4 MiB) and the local Hugging "
              "Face cache has no config.json"),
     ("bad-commit", "answered with an X-Repo-Commit that is not a commit id ('../../../escape')"),
+    ("endless", "sent a config.json larger than 4 MiB (refused) and the local Hugging Face cache has no config.json"),
     ("error-500", "answered HTTP 500 Internal Server Error and the local Hugging Face cache has no config.json"),
     ("rate-limit", "answered HTTP 429 Too Many Requests (Retry-After 3600 s) and the local Hugging Face cache has "
                    "no config.json"),
@@ -58,7 +59,8 @@ def config_requests(hub: HubServer) -> list[tuple[str, str]]:
 ])
 def test_a_misbehaving_hub_is_one_line_within_the_limit(hub, tmp_path, how, said):
     """Before: a redirect loop or a 10^11-byte Content-Length was a traceback (exit 1); 500 every time was "did not
-    answer" after 23 s; 429 with Retry-After: 3600 and a stall hung for minutes."""
+    answer" after 23 s; 429 with Retry-After: 3600 and a stall hung for minutes; a body without a Content-Length that
+    never ends was read (into the cache) until the limit."""
     hub.repos[MODEL].misbehave = how
     got, seconds = estimate(hub, tmp_path, "--model", MODEL, *ARGS)
     assert (got.returncode, got.stdout) == (2, ""), got.stderr
