@@ -3,24 +3,30 @@ failures too — as a fleet run needs (every host serving a model resolves it at
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from fixtures.hf_hub_server import SMOLLM2_CONFIG, SMOLLM2_ID, HubServer, Repo, hub_server
+from fixtures.hf_hub_server import SMOLLM2_COMMIT, SMOLLM2_CONFIG, SMOLLM2_ID, HubServer, Repo, hub_server
 from vllm_remedy import hub
 from vllm_remedy.errors import UserError
 from vllm_remedy.vllm import resolved
 
 GATED = "acme-corp/Gated-13B"
+LFS = "acme-corp/Lfs-1.7B"
 
 
 @pytest.fixture
 def online(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[HubServer]:
     with hub_server({SMOLLM2_ID: Repo({"config.json": SMOLLM2_CONFIG}),
-                     GATED: Repo({"config.json": SMOLLM2_CONFIG}, gated=True)}) as server:
+                     GATED: Repo({"config.json": SMOLLM2_CONFIG}, gated=True),
+                     LFS: Repo({"config.json": SMOLLM2_CONFIG}, lfs=True)}) as server:
         monkeypatch.setenv("HF_ENDPOINT", server.url)
         monkeypatch.setenv("HF_HUB_OFFLINE", "0")
         monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
@@ -42,10 +48,9 @@ def test_each_model_is_asked_once_per_process_failures_included(online):
         with pytest.raises(UserError, match="gated repository"):
             hub.resolve(GATED)
     assert (spec.num_layers, spec.num_kv_heads, source) == (24, 32, f"the Hub ({online.url})")
-    assert files(online) == [("HEAD", f"/{SMOLLM2_ID}/resolve/main/config.json"),  # ours: commit and size
-                             ("HEAD", f"/{SMOLLM2_ID}/resolve/main/config.json"),  # hf_hub_download's
-                             ("GET", f"/{SMOLLM2_ID}/resolve/main/config.json"),
-                             ("HEAD", f"/{GATED}/resolve/main/config.json")]
+    # one GET each (before: our HEAD for the commit and size, then hf_hub_download's HEAD and GET; the gated one HEAD)
+    assert files(online) == [("GET", f"/{SMOLLM2_ID}/resolve/main/config.json"),
+                             ("GET", f"/{GATED}/resolve/main/config.json")]
     assert resolved.model(SMOLLM2_ID) == spec  # what predictions look up
     with pytest.raises(UserError, match=f"^model {GATED}: gated repository"):
         resolved.model(GATED)
@@ -57,7 +62,7 @@ def test_the_policys_copy_is_the_last_resort(online, tmp_path):
     spec, source = hub.resolve("acme-corp/Private-1.7B", None, ("policy p.yaml model_config.path", lambda: json.loads(
         copy.read_text())))
     assert (spec.hidden_size, source) == (2048, "policy p.yaml model_config.path")
-    assert files(online) == [("HEAD", "/acme-corp/Private-1.7B/resolve/main/config.json")]  # the Hub was asked first
+    assert files(online) == [("GET", "/acme-corp/Private-1.7B/resolve/main/config.json")]  # the Hub was asked first
 
 
 def test_a_broken_policy_copy_says_both_reasons(online):
@@ -77,3 +82,46 @@ def test_the_environment_at_the_call_rules_not_the_one_at_import(online, monkeyp
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
     spec, source = hub.resolve(SMOLLM2_ID)
     assert (spec.num_layers, source) == (24, f"the Hub ({online.url})")
+
+
+#: Run in a second process, offline: where huggingface_hub (and vLLM, through hf_hub_download) finds the config.
+FIND = """
+import json, sys
+import huggingface_hub as hf
+found = {rev: hf.try_to_load_from_cache(sys.argv[1], "config.json", revision=rev) for rev in (None, sys.argv[2])}
+found["hf_hub_download"] = hf.hf_hub_download(sys.argv[1], "config.json")
+print(json.dumps(found))
+"""
+
+
+def test_the_first_resolution_is_one_get_and_another_process_finds_it_offline(online, tmp_path):
+    """One GET writes huggingface_hub's own cache layout: a later offline process (vLLM, or this tool) reads the
+    config through try_to_load_from_cache and hf_hub_download at main (refs/main) and at the commit."""
+    spec, source = hub.resolve(SMOLLM2_ID)
+    assert (spec.num_layers, source, files(online)) == (24, f"the Hub ({online.url})", [
+        ("GET", f"/{SMOLLM2_ID}/resolve/main/config.json")])
+    env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1", "HF_ENDPOINT": online.url}
+    got = subprocess.run([sys.executable, "-c", FIND, SMOLLM2_ID, SMOLLM2_COMMIT], capture_output=True, text=True,
+                         env=env, timeout=60)
+    assert got.returncode == 0, got.stderr
+    snapshot = tmp_path / "hf" / "hub" / "models--HuggingFaceTB--SmolLM2-1.7B-Instruct" / "snapshots" / SMOLLM2_COMMIT
+    assert json.loads(got.stdout) == {"null": str(snapshot / "config.json"), SMOLLM2_COMMIT: str(
+        snapshot / "config.json"), "hf_hub_download": str(snapshot / "config.json")}
+    assert json.loads((snapshot / "config.json").read_text()) == SMOLLM2_CONFIG
+    assert os.readlink(snapshot / "config.json").startswith("../../blobs/")  # as huggingface_hub links it
+    assert files(online) == [("GET", f"/{SMOLLM2_ID}/resolve/main/config.json")]  # the second process asked nothing
+
+
+def test_a_file_in_lfs_is_one_get_and_its_redirect_and_the_token_stays_on_the_hub(online, tmp_path, monkeypatch):
+    """The Hub answers an LFS file with a redirect to a CDN: the commit, the blob's id (X-Linked-Etag, the cache's
+    blob name, as hf_hub_download names it) and the size come from that redirect; HF_TOKEN is not sent to the CDN."""
+    monkeypatch.setenv("HF_TOKEN", "hf_test_token")
+    spec, source = hub.resolve(LFS)
+    assert (spec.num_layers, source) == (24, f"the Hub ({online.url})")
+    resolve, cdn = f"/{LFS}/resolve/main/config.json", f"/cdn/{LFS}/{SMOLLM2_COMMIT}/config.json"
+    assert [r for r in online.requests if not r[1].startswith("/api/")] == [("GET", resolve), ("GET", cdn)]
+    assert online.authorized == [("GET", resolve)]
+    folder = tmp_path / "hf" / "hub" / "models--acme-corp--Lfs-1.7B"
+    blob = hashlib.sha256(json.dumps(SMOLLM2_CONFIG, indent=2).encode()).hexdigest()
+    assert os.readlink(folder / "snapshots" / SMOLLM2_COMMIT / "config.json") == f"../../blobs/{blob}"
+    assert (folder / "refs" / "main").read_text() == SMOLLM2_COMMIT

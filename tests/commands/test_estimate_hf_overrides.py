@@ -123,8 +123,7 @@ def test_the_config_path_names_another_repository_on_the_hub(tmp_path):
     assert got.returncode == 0, got.stderr
     data = json.loads(got.stdout)
     assert 3.0 < data["weights_gib"] < 3.5 and data["flags"]["hf-config-path"] == "acme-corp/smol-config", data
-    assert requests == [("HEAD", "/acme-corp/smol-config/resolve/main/config.json")] * 2 + [  # hub's, hf_hub_download's
-        ("GET", "/acme-corp/smol-config/resolve/main/config.json")]
+    assert requests == [("GET", "/acme-corp/smol-config/resolve/main/config.json")]  # one GET, nothing else
 
 
 def test_the_config_path_may_be_a_local_directory(cli, tmp_path):

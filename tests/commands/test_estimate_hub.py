@@ -42,14 +42,13 @@ def test_an_uncatalogued_model_is_estimated_from_the_hub_and_then_from_the_cache
     assert (data["model"], data["outcome"], data["max_model_len"]) == (SMOLLM2_ID, "fits", 8192)
     # 24 layers x 32 KV heads x 64 dims x K and V x 2 bytes = 192 KiB per token; 1.7 B bf16 weights
     assert 3.0 < data["weights_gib"] < 3.5 and data["kv_cache_tokens"] > 8192
-    # our HEAD (the commit main names now, the size), then hf_hub_download's own HEAD and GET
-    assert config_requests(hub) == [("HEAD", f"/{SMOLLM2_ID}/resolve/main/config.json")] * 2 + [
-        ("GET", f"/{SMOLLM2_ID}/resolve/main/config.json")]
+    # one GET (before: our HEAD for the commit main names now and the size, then hf_hub_download's HEAD and GET)
+    assert config_requests(hub) == [("GET", f"/{SMOLLM2_ID}/resolve/main/config.json")]
     again = estimate(hub, tmp_path, "--model", SMOLLM2_ID, *ARGS, "-o", "json")
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)["kv_cache_tokens"] == data["kv_cache_tokens"]
     # the second run revalidated main with one HEAD (as vLLM does) and read the cache: no download
-    assert config_requests(hub)[3:] == [("HEAD", f"/{SMOLLM2_ID}/resolve/main/config.json")], hub.requests
+    assert config_requests(hub)[1:] == [("HEAD", f"/{SMOLLM2_ID}/resolve/main/config.json")], hub.requests
     offline = estimate(hub, tmp_path, "--model", SMOLLM2_ID, *ARGS, "-o", "json", HF_HUB_OFFLINE="1")
     assert offline.returncode == 0 and json.loads(offline.stdout)["kv_cache_tokens"] == data["kv_cache_tokens"]
 
@@ -73,7 +72,7 @@ def test_not_found_and_offline_are_one_line_each(hub, tmp_path):
     assert offline.returncode == 2
     assert offline.stderr == (f"vllm-remedy: error: model {SMOLLM2_ID}: not in the catalog nor the local Hugging "
                               "Face cache, and HF_HUB_OFFLINE is set; pass --model-config with its config.json\n")
-    assert config_requests(hub) == [("HEAD", "/acme-corp/NoSuch-7B/resolve/main/config.json")]
+    assert config_requests(hub) == [("GET", "/acme-corp/NoSuch-7B/resolve/main/config.json")]
 
 
 def test_an_unreachable_hub_is_one_line_at_once(tmp_path):

@@ -1,14 +1,18 @@
 """Asking the Hub for one config.json, within a time limit: what ``hub.fetch_config`` does when it may go online.
 
-vLLM (``HF_HUB_OFFLINE`` unset) revalidates a branch or tag against the Hub before it reads a cached config
-(``hf_hub_download``'s etag HEAD), so after a repository's ``main`` moves it serves the new config. This module does
-the same with one HEAD: the commit the revision names now, the file's size, or the Hub's answer. A cached snapshot of
-that commit is read without a download; otherwise ``hf_hub_download`` fetches it (its own HEAD, then the GET).
+A config this cache does not hold is one GET: its answer carries the commit the revision names (``X-Repo-Commit``),
+the blob's ``ETag`` and its size, which is checked before the body is read (and the body read to at most
+:data:`MAX_CONFIG_BYTES`); ``hub.store`` then writes it in huggingface_hub's cache layout. ``hf_hub_download`` cannot
+do this in one request: it always sends a HEAD before its GET, for a commit it does not hold too, so a first
+resolution cost three requests (our HEAD for the commit and size, its HEAD, its GET).
+vLLM (``HF_HUB_OFFLINE`` unset) revalidates a cached branch or tag against the Hub before it reads it
+(``hf_hub_download``'s etag HEAD), so after a repository's ``main`` moves it serves the new config; this module does
+the same with one HEAD, and a cached snapshot of the commit it names is read without a download.
 
 Every way the Hub can fail is one :class:`Failed` naming what happened (an HTTP status, a redirect loop, a size no
-config has, no answer within the limit), never a traceback or a wait of minutes: huggingface_hub retries a 429 after
-its ``Retry-After`` (an hour, from a rate-limiting mirror) and a stalled HEAD for half a minute each, so the whole
-resolution runs in a worker thread the caller stops waiting for at the limit (``VLLM_REMEDY_HUB_TIMEOUT``).
+config has, no answer within the limit), never a traceback or a wait of minutes: a 429's ``Retry-After`` beyond the
+limit is reported, not waited for, and the whole resolution runs in a worker thread the caller stops waiting for at
+the limit (``VLLM_REMEDY_HUB_TIMEOUT``).
 """
 
 from __future__ import annotations
@@ -20,13 +24,13 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 from vllm_remedy.errors import UserError
+from vllm_remedy.hub import store
 
-CONFIG = "config.json"
+CONFIG = store.CONFIG
 #: Larger than any real config.json by far (DeepSeek-V3's is 1.7 kB); bounds what a hostile mirror can send.
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
 #: Seconds one resolution may take online, all requests and retries included. The Hub answers a config.json HEAD
@@ -38,7 +42,11 @@ TIMEOUT = 10.0
 CONNECT_TIMEOUT = 5.0
 #: Statuses worth asking again within the limit (huggingface_hub's own retry list).
 RETRY_STATUSES = (408, 429, 500, 502, 503, 504)
-COMMIT = re.compile(r"[0-9a-f]{40}")
+COMMIT = store.COMMIT
+#: What an ETag (the blob's file name in the cache) may be: a git or LFS hash on the Hub; never a path.
+ETAG = re.compile(r"[0-9A-Za-z_-][0-9A-Za-z._-]{0,127}")
+#: Redirects followed for one file (huggingface_hub's and httpx's bound).
+MAX_REDIRECTS = 20
 T = TypeVar("T")
 
 
@@ -120,33 +128,109 @@ def _ask(repo_id: str, revision: str, hub: str, cache: str | None, token: str | 
     unreachable = _unreachable(hub)
     if unreachable:
         raise Failed(f"is unreachable ({unreachable})")
-    meta = _head(hf.hf_hub_url(repo_id, CONFIG, revision=revision, endpoint=hub), hub, token, deadline)
-    if not meta.commit_hash or not meta.etag:
+    url = hf.hf_hub_url(repo_id, CONFIG, revision=revision, endpoint=hub)
+    if isinstance(hf.try_to_load_from_cache(repo_id, CONFIG, cache_dir=cache, revision=revision), str):
+        # a branch or tag this cache holds (a held commit never gets here): revalidated with one HEAD, as vLLM does
+        meta = _retrying(lambda timeout: hf.get_hf_file_metadata(url, token=token, timeout=timeout, endpoint=hub),
+                         deadline)
+        commit, _ = _checked(meta.commit_hash, meta.etag, meta.size)
+        snapshot = hf.try_to_load_from_cache(repo_id, CONFIG, cache_dir=cache, revision=commit)
+        if isinstance(snapshot, str):  # unchanged (or moved to a commit this cache already holds): no download
+            store.point(snapshot, revision, commit)
+            return Got(snapshot, False)
+    commit, etag, body = _retrying(lambda timeout: _get(url, token, timeout), deadline)
+    return Got(store.save(cache, repo_id, revision, commit, etag, body), True)
+
+
+def _checked(commit: str | None, etag: str | None, size: int | None) -> tuple[str, str]:
+    """(commit, etag) from a Hub's answer, refused when missing, when either is not a plain name (both name paths in
+    the cache: nothing else may go there) or when the announced size is none a config has."""
+    if not commit or not etag:
         raise Failed("answered without the X-Repo-Commit and ETag headers a Hub sends (is HF_ENDPOINT a Hub?)")
-    if not COMMIT.fullmatch(meta.commit_hash):  # it names a path in the cache: nothing else may go there
-        raise Failed(f"answered with an X-Repo-Commit that is not a commit id ({meta.commit_hash[:60]!r})")
-    if meta.size is not None and meta.size > MAX_CONFIG_BYTES:
-        raise Failed(f"announced a {CONFIG} of {meta.size:,} bytes (refused: larger than "
+    if not COMMIT.fullmatch(commit):
+        raise Failed(f"answered with an X-Repo-Commit that is not a commit id ({commit[:60]!r})")
+    if not ETAG.fullmatch(etag):
+        raise Failed(f"answered with an ETag that is not a blob id ({etag[:60]!r})")
+    if size is not None and size > MAX_CONFIG_BYTES:
+        raise Failed(f"announced a {CONFIG} of {size:,} bytes (refused: larger than "
                      f"{MAX_CONFIG_BYTES // 1024 // 1024} MiB)")
-    snapshot = hf.try_to_load_from_cache(repo_id, CONFIG, cache_dir=cache, revision=meta.commit_hash)
-    if isinstance(snapshot, str):  # unchanged (or moved to a commit this cache already holds): no download
-        _point(snapshot, revision, meta.commit_hash)
-        return Got(snapshot, False)
-    path = hf.hf_hub_download(repo_id, CONFIG, revision=revision, cache_dir=cache, endpoint=hub, token=token,
-                              etag_timeout=max(0.1, min(TIMEOUT, deadline - time.monotonic())))
-    return Got(path, True)  # its errors, as any other, are one line through ``ask``'s ``_failure``
+    return commit, etag
 
 
-def _head(url: str, hub: str, token: str | None, deadline: float) -> Any:
-    """The file's metadata from one HEAD, asked again after a retryable status or network error while the limit
-    allows (a ``Retry-After`` beyond it is reported, not waited for)."""
-    from huggingface_hub import get_hf_file_metadata
+def _get(url: str, token: str | None, timeout: float) -> tuple[str, str, bytes]:
+    """(commit, etag, body) of one GET through huggingface_hub's own HTTP session, headers (token, user agent) and
+    errors (``hf_raise_for_status``). Redirects are followed here, at most :data:`MAX_REDIRECTS`, as
+    huggingface_hub's HEAD follows them: the commit, etag and size are those of the last answer that names a commit
+    (a file stored outside git is a redirect carrying ``X-Linked-Etag`` / ``X-Linked-Size`` to a CDN), and the token
+    is not sent past the Hub's host."""
+    from huggingface_hub import get_session, hf_raise_for_status
+    from huggingface_hub.utils import build_hf_headers
 
+    headers = {**build_hf_headers(token=token), "Accept-Encoding": "identity"}  # the size announced is the file's
+    hub_headers: Any = None
+    for _ in range(MAX_REDIRECTS + 1):
+        with get_session().stream("GET", url, headers=headers, timeout=timeout, follow_redirects=False) as response:
+            if "X-Repo-Commit" in response.headers:
+                hub_headers = response.headers
+            if response.has_redirect_location:
+                target = urljoin(url, response.headers["Location"])
+                if _origin(target) != _origin(url):
+                    headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
+                url = target
+                continue
+            if response.status_code >= 400:
+                hf_raise_for_status(_small(response))
+            hub_headers = hub_headers if hub_headers is not None else response.headers
+            size = _int(hub_headers.get("X-Linked-Size") or response.headers.get("Content-Length"))
+            commit, etag = _checked(hub_headers.get("X-Repo-Commit"),
+                                    (hub_headers.get("X-Linked-Etag") or hub_headers.get("ETag") or "")
+                                    .removeprefix("W/").strip('"'), size)
+            body = bytearray()
+            for chunk in response.iter_bytes():
+                body += chunk
+                if len(body) > MAX_CONFIG_BYTES:
+                    raise Failed(f"sent a {CONFIG} larger than {MAX_CONFIG_BYTES // 1024 // 1024} MiB (refused)")
+            if size is not None and len(body) != size:
+                raise Failed(f"sent {len(body):,} bytes of a {CONFIG} it announced as {size:,}")
+            return commit, etag, bytes(body)
+    raise Failed(f"sent too many redirects (Exceeded {MAX_REDIRECTS} redirects while resolving {url!r}.)")
+
+
+def _small(response: Any) -> Any:
+    """An error answer with at most 64 KiB of its body read, for ``hf_raise_for_status`` (which reads the whole
+    body of a streamed answer, whatever its size, for the Hub's error message)."""
+    import httpx2
+
+    body = b""
+    for chunk in response.iter_bytes():
+        body += chunk
+        if len(body) >= 65536:
+            break
+    kept = [(k, v) for k, v in response.headers.multi_items()
+            if k.lower() not in ("content-length", "content-encoding", "transfer-encoding")]
+    return httpx2.Response(response.status_code, headers=kept, content=body[:65536], request=response.request)
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urlsplit(url)
+    return parts.scheme, (parts.hostname or "").lower(), parts.port
+
+
+def _int(text: str | None) -> int | None:
+    try:
+        return int(text) if text is not None else None
+    except ValueError:
+        return None
+
+
+def _retrying(call: Callable[[float], T], deadline: float) -> T:
+    """``call(timeout)``, asked again after a retryable status or network error while the limit allows (a
+    ``Retry-After`` beyond it is reported, not waited for)."""
     pause = 1.0
     while True:
         remaining = deadline - time.monotonic()
         try:
-            return get_hf_file_metadata(url, token=token, timeout=max(0.1, min(TIMEOUT, remaining)), endpoint=hub)
+            return call(max(0.1, min(TIMEOUT, remaining)))
         except Exception as exc:
             failure = _failure(exc)
             status = _status(exc)
@@ -209,20 +293,6 @@ def _network(exc: BaseException) -> bool:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
-
-
-def _point(snapshot: str, revision: str, commit: str) -> None:
-    """Point the cache's ``refs/<revision>`` at ``commit``, as ``hf_hub_download`` does after its HEAD, so an
-    offline run later reads the config the Hub named last. Best effort: a read-only cache is still read."""
-    if COMMIT.fullmatch(revision) or ".." in Path(revision).parts:
-        return
-    refs = Path(snapshot).parents[2] / "refs" / revision  # <repo folder>/snapshots/<commit>/config.json
-    try:
-        if not refs.is_file() or refs.read_text() != commit:
-            refs.parent.mkdir(parents=True, exist_ok=True)
-            refs.write_text(commit)
-    except OSError:
-        pass
 
 
 def _unreachable(url: str) -> str | None:
