@@ -4,7 +4,7 @@ compressed-tensors' W8A8 schemes with the ``channel`` strategy register, for eve
 ``weight_scale`` of ``torch.empty((sum(output_partition_sizes), 1), dtype=torch.float32)``: FP8 through
 ``create_fp8_scale_parameter`` (``ChannelQuantScaleParameter``, quantization/utils/fp8_utils.py@0.11.0, called from
 ``CompressedTensorsW8A8Fp8.create_weights``), int8 in ``CompressedTensorsW8A8Int8.create_weights``
-(compressed_tensors_w8a8_int8.py@0.11.0). ``process_weights_after_loading`` keeps it as is (FP8:
+(compressed_tensors_w8a8_int8.py@0.11.0, the same at 0.11.2). ``process_weights_after_loading`` keeps it as is (FP8:
 ``Parameter(weight_scale.data)`` after ``process_fp8_weight_channel_strategy``, a no-op off ROCm; int8: the CUTLASS
 scaled-mm kernel's ``replace_parameter`` with the same data, kernels/scaled_mm/cutlass.py@0.11.0), so it is allocated
 on the device with the weights and counted in "Model loading took". The rows are the layer's output partition on this
