@@ -17,6 +17,7 @@ from vllm_remedy.vllm.memory.kv_layout import KvLayout as KvLayout
 from vllm_remedy.vllm.memory.kv_layout import build
 from vllm_remedy.vllm.memory.settings import Resolved
 from vllm_remedy.vllm.memory.v0_forward import v0_forward_values_per_token
+from vllm_remedy.vllm.memory.weight_scales import channel_scale_gib
 
 # Weights: logged "Model loading took" is params x bytes / TP plus 0.01-0.09 GiB of buffers (rotary
 # caches, padding) across the calibration logs; 0.10 covers them all.
@@ -199,7 +200,7 @@ def weights_gib(
     """Per-rank weight memory, each part at its own width: packed weights where the checkpoint packs them (with zero
     points unless symmetric compressed-tensors), 16-bit embeddings, MoE router gates (built with ``quant_config=None``:
     qwen3_moe.py, qwen2_moe.py, mixtral.py, deepseek_v2.py, llama4.py@0.10.0) and vision tower, mxfp4 experts as the
-    GPU's backend lays them out."""
+    GPU's backend lays them out, an 8-bit compressed-tensors channel checkpoint's float32 scales (``weight_scales``)."""
     bits = weight_bits(model, quantization, res.weight_dtype_bytes)
     params = model.params_b * 1e9
     backend = mxfp4_backend(model, res, capability)
@@ -220,7 +221,8 @@ def weights_gib(
     # (large-tailed shapes, e.g. FP8 32B models: ``alloc_tail``), the sized figure is charged instead.
     online = bits < 16 and not model.quantized_checkpoint
     floor = weight_floor_gib(model, res.tp, bits, res.weight_dtype_bytes, online, res.rules.version)
-    return total / res.tp / GIB + max(WEIGHT_BUFFERS_GIB, floor)
+    scales = channel_scale_gib(model, res.tp)  # 8-bit channel checkpoints' float32 scales, not in params_b
+    return total / res.tp / GIB + scales + max(WEIGHT_BUFFERS_GIB, floor)
 
 
 def _moe_gib(model: ModelSpec, res: Resolved, backend: mxfp4.Backend | None = None) -> float:
