@@ -9,7 +9,7 @@ the evidence it was fitted on. Non-torch memory and the CUDA context are ``non_t
 from __future__ import annotations
 
 from vllm_remedy.vllm.catalog import GIB, ModelSpec
-from vllm_remedy.vllm.memory import capture, mla_release, mxfp4
+from vllm_remedy.vllm.memory import capture, cublas_pin, mla_release, mxfp4
 from vllm_remedy.vllm.memory.alloc_tail import weight_floor_gib
 from vllm_remedy.vllm.memory.encoder import encoder_gib, qwen2_vl_tower_gib
 from vllm_remedy.vllm.memory.kv_layout import HYBRID_KV_SINCE as HYBRID_KV_SINCE
@@ -111,10 +111,13 @@ COLD_COMPILE_EMBEDDING_SINCE = (0, 12, 0)
 # peak above what is still allocated (utils/mem_utils.py@0.27.0 ``memory_profiling``: ``total_consumed`` +
 # ``transient_peak_headroom``; @0.26.0 weights + torch peak increase + non-torch increase). A cached segment that
 # ``empty_cache`` cannot return (a live block left in it) is thus charged twice: as used device memory and in the peak.
-# The mechanism is from source; WHEN the autotuner's embedding copy stays pinned is not (allocation order). The
-# condition below, capability >= 12.0 or an unknown card, was read from the held-out RTX 5090 logs, post hoc (Drolsey/
-# syslab-server 0.28.0: "consumed" 11.22 GiB for 9.29 of Qwen3-14B-AWQ weights, Qwen3-32B-AWQ 20.04 cold vs 18.62 warm,
-# one ~1.45 GiB table more; no cold L4, T4, A100 or RTX 4090 Qwen3-8B log shows it). The size is the table, not fitted.
+# The mechanism is from source; WHEN the autotuner's embedding copy stays pinned is allocation order. The condition,
+# ``cublas_pin.carves_table`` (torch's cuBLAS workspace, allocated at the profile's first GEMM and never freed, larger
+# than the profile's hidden-state batch: 8.125 MiB below capability 9, 32 MiB from it), was chosen post hoc on the
+# eight cold 0.27-0.30 logs whose advisory line shows it (pinned: Drolsey/syslab-server RTX 5090 Qwen3-14B-AWQ and
+# Qwen3-32B-AWQ at 20 MiB, ~1.45 GiB table; 48 GB RTX 4090 Qwen3-8B at mnbt 512, 4 MiB; RTX 4090 Qwen2.5-0.5B at 3.5
+# MiB. Not: 8.9 starts at 14, 16 and 32 MiB); it replaced a capability >= 12.0 condition read from the RTX 5090 logs
+# alone. The size is the table, not fitted.
 PINNED_AUTOTUNE_COPY_SINCE = (0, 27, 0)
 # From 0.31.0 ``determine_available_memory`` runs ``profile_run``, where the cold compile autotunes, under
 # ``_scoped_allocator_max_split(max_split_size_mb=20)``, exited before ``memory_profiling`` collects, empties the cache
@@ -127,8 +130,8 @@ PINNED_AUTOTUNE_COPY_SINCE = (0, 27, 0)
 # every segment without a live block). The 48 GB RTX 4090 0.29.0 mnbt-512 log shows it is that carve, not a live
 # copy: its "peak activation" (1.23 GiB: peak less what is still allocated, plus the graph estimate, sized 0.23 here)
 # can hold the 1.16 GiB table only if the copy was freed, and yet 1.16 GiB more stayed consumed than at mnbt 4096. The
-# profile split limit is not in 0.28.0-0.30.0, so the rule stays there. Moves no recorded case (no 0.31+ cold start on
-# capability >= 12.0 or an unknown card). Not read: a compile range below mnbt (fusion passes' endpoints, compile_sizes)
+# profile split limit is not in 0.28.0-0.30.0, so the rule stays there. Moves no recorded case (no 0.31+ cold start
+# whose batch is under the workspace). Not read: a compile range below mnbt (fusion passes' endpoints, compile_sizes)
 # compiles in ``compile_or_warm_up_model``, outside the limit, which 0.34 sizes the KV cache after.
 PINNED_AUTOTUNE_COPY_UNTIL = (0, 31, 0)
 # MRv2 graph pool, captured after the KV cache (outside the budget): 0.37-0.56 GiB "took" on 24-36 layer models
@@ -269,9 +272,10 @@ def cold_compile_gib(model: ModelSpec, res: Resolved) -> float:
 def pinned_compile_gib(model: ModelSpec, res: Resolved, capability: tuple[int, int] | None = None) -> float:
     """The cold compile's embedding copy charged a second time, as consumed (non-torch) memory, from 0.27.0
     (``PINNED_AUTOTUNE_COPY_SINCE``) to 0.30.x, before the profile ran under the 20 MiB split limit
-    (``PINNED_AUTOTUNE_COPY_UNTIL``), on capability >= 12.0 or an unknown card; 0 where no cold compile happens. The
-    capability condition is not from source: it was read from the held-out RTX 5090 logs, post hoc."""
-    if capability is not None and capability < (12, 0):
+    (``PINNED_AUTOTUNE_COPY_UNTIL``), when the cuBLAS workspace is read to carve the freed copy
+    (``cublas_pin.carves_table``: the profile's hidden-state batch is smaller than the workspace); 0 where no cold
+    compile happens. The workspace and the carve are from source; that this size comparison decides it is post hoc."""
+    if not cublas_pin.carves_table(model, res, capability):
         return 0.0
     version = res.rules.version
     if not PINNED_AUTOTUNE_COPY_SINCE <= version < PINNED_AUTOTUNE_COPY_UNTIL or cold_compile_gib(model, res) == 0.0:
