@@ -37,8 +37,9 @@ from vllm_remedy.operations.util import (
     refuse,
     show,
 )
+from vllm_remedy.remedies.budget import policy_gpu
 from vllm_remedy.remedies.pin_gpu import plan_pin
-from vllm_remedy.remedies.predict import failed_prediction, predict_template
+from vllm_remedy.remedies.predict import failed_prediction, pinned_gpu, predict_template
 
 PIN = "pin-gpu"
 
@@ -59,8 +60,9 @@ def gpu_product(product: str | None = None, gpus: int | None = None) -> Iterator
     """
     Pin the vLLM pods to one GPU product (nodeSelector) with ``limits: nvidia.com/gpu`` per pod.
 
-    + product: GPU product as GPU feature discovery names it (``NVIDIA-L40S``); default the policy's
-      first ``gpu.products`` entry (no product anywhere: nothing to do)
+    + product: GPU product as GPU feature discovery names it (``NVIDIA-L40S``); default the product the pod pins
+      when the policy's ``gpu.products`` allows it, else their first entry (``policy_gpu.product``; no product
+      anywhere: nothing to do)
     + gpus: GPUs per pod (``resources.limits``); default the policy's ``gpu.per_pod``
 
     The label key is the policy's ``gpu.label`` (GFD, GKE or Karpenter) and the value the one matching
@@ -76,13 +78,14 @@ def gpu_product(product: str | None = None, gpus: int | None = None) -> Iterator
         pin_gpu.gpu_product(name="Pin the GPU type", product="NVIDIA-L40S", gpus=1)
     """
     ctx = k8s_host(host)
-    product = product or ctx.policy.gpu_product
+    deployment = deployment_object(host)
+    template = template_of(deployment)
+    # the product check and plan --policy keep: the one the pod pins when the policy allows it, else the policy's first
+    product = product or policy_gpu.product(ctx.policy, pinned_gpu(template.get("spec") or {}))
     if not product:
         noop(state, host, f"no GPU product to pin: policy {ctx.policy.source} names none in gpu.products")
         return
     gpus = int(gpus if gpus is not None else ctx.policy.gpu.per_pod)
-    deployment = deployment_object(host)
-    template = template_of(deployment)
     picture = host.get_fact(NodeObjects)
     plan = plan_pin(template, rollout_spec(ctx, deployment), picture["nodes"], picture["pods"], ctx.namespace,
                     ctx.policy.gpu, product, gpus, ctx.container)
