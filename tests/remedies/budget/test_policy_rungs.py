@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from vllm_remedy.policy import Policy, load_policy
-from vllm_remedy.remedies.budget import BudgetRequest, plan_budget
+from vllm_remedy.remedies.budget import BudgetRequest, plan_budget, policy_gpu
 from vllm_remedy.remedies.budget.policy_gpu import plan_within_policy
 from vllm_remedy.remedies.pin_gpu import canonical_product
 from vllm_remedy.vllm import catalog
@@ -87,3 +87,12 @@ def test_a_cut_length_is_named_by_where_it_comes_from(tmp_path: Path) -> None:
     assert cut and all("the policy's 16,384 does not" in s.reason for s in cut), [s.reason for s in cut]
     bare = [s for s in plan_budget(_request(REV15, policy=None)).steps if "the longest that then fits" in s.reason]
     assert bare and all("the model's 131,072 does not" in s.reason for s in bare), [s.reason for s in bare]
+
+
+def test_an_allowed_product_is_kept_and_another_moved_to_the_first() -> None:
+    """``policy_gpu.product``: check, plan and the budget deploy's one rule."""
+    two = POLICY.model_copy(update={"gpu": POLICY.gpu.model_copy(update={"products": ("NVIDIA-A10G", "NVIDIA-L40S")})})
+    assert [policy_gpu.product(two, p) for p in ("l40s", "NVIDIA-L40S", "nvidia-l4", None)] == [
+        "NVIDIA-L40S", "NVIDIA-L40S", "NVIDIA-A10G", "NVIDIA-A10G"]
+    assert policy_gpu.pin(two, {"karpenter.k8s.aws/instance-gpu-name": "l40s"}, "l40s") is None
+    assert policy_gpu.product(None, "l40s") is None
