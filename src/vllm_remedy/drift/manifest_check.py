@@ -190,7 +190,8 @@ def check_workload(workload: Workload, policy: Policy, now: float) -> Result:
     # not with a layout the pod cannot hold: the planner would size a fix on GPUs the pod does not get
     if findings and model is not None and card is not None and settings is not None and short is None:
         respelled = _respelled(server, group is not None, version)[1]
-        fix, plan_note = plan_fix(model, card, settings, policy, spec, pinned, group is not None, respelled)
+        fix, plan_note = plan_fix(model, card, settings, policy, spec, pinned, group is not None, respelled,
+                                  int(group.get("size", 1) or 1) if group is not None else 1)
     findings = [_with_fix(f, fix, plan_note, policy) for f in findings]
     if pinned is None and policy.gpu_product and prediction.estimate is not None:
         notes.append(f"the template pins no GPU product: predicted on the policy's {policy.gpu_product}")

@@ -256,7 +256,7 @@ def smallest_fix(gpu: str | None = None, target_concurrency: float | None = None
 #: a fix the deploy would not make.
 FIX: tuple[tuple[str, Callable[..., Any], dict[str, Any]], ...] = (
     ("Revert expired temporary toggles", workload.revert_expired_toggles, {}),
-    ("Pin the GPU type", pin_gpu.gpu_product, {}),
+    ("Pin the GPU type", pin_gpu.gpu_product, {"budget_follows": True}),
     ("Smallest change that restores headroom", smallest_fix, {}),
 )
 

@@ -70,7 +70,8 @@ def plan_group(got: LwsView, gpu: str | None, target_concurrency: float | None, 
                             failure=_failure(pods, ctx.container) if same_card else None,
                             target_concurrency=target_concurrency, node_gpus=node_gpus,
                             observed=_logged_kv(pods) if same_card else None,
-                            node_selector=dict(spec.get("nodeSelector") or {}), gpu_label=running_on)
+                            node_selector=dict(spec.get("nodeSelector") or {}), gpu_label=running_on,
+                            engine_pods=int(got.lwt.get("size", 1) or 1))  # the group's pods share its GPUs
     return spelling.apply(plan_budget(request), respelled, version), card.product
 
 
