@@ -1,5 +1,6 @@
 """A pod pinned to a GPU product the policy allows keeps it: ``deploys/budget.py`` pins and plans on the product
-``check`` and ``plan --policy`` keep (``policy_gpu.product``), not the policy's first one.
+``check`` and ``plan --policy`` keep (``policy_gpu.product``), not the policy's first one; ``deploys/pin_gpu.py`` pins
+it, and check's GPU-pin fix names it.
 
 The policy lists ``[NVIDIA-A10G, NVIDIA-L40S]``; the runbook's Deployment runs on the L40S with max-model-len
 implicit. check's smallest fix and plan's first rung keep the L40S pin and set ``--max-model-len 16384``; the deploy
@@ -16,7 +17,7 @@ from typing import Any
 import yaml
 
 from fixtures import pyinfra_run
-from fixtures.budget_world import BUDGET, MODEL, policy_file, prompted_run, scenario, with_args
+from fixtures.budget_world import BUDGET, GOOD_ARGS, MODEL, PIN, policy_file, prompted_run, quiet, scenario, with_args
 from fixtures.dry_run import apply, diffs, dry_then_apply
 from fixtures.pyinfra_run import Rehearsal
 from fixtures.restore_world import NAME, NS, deployment, host_out, write_inventory
@@ -90,3 +91,26 @@ def test_the_confirmation_prompt_path_writes_what_dry_showed(rehearsal: Rehearsa
     assert template_yaml(after["spec"]["template"]) == apply(template_yaml(before["spec"]["template"]), shown[0])
     assert after["spec"]["template"]["spec"]["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-L40S"}
 
+
+
+def test_the_pin_deploy_and_checks_pin_fix_keep_the_allowed_product(rehearsal: Rehearsal, cli) -> None:
+    """Two GPUs per pod where the policy pins one (the new pods stay Pending on the one-GPU nodes): check's fix named
+    "nodeSelector nvidia.com/gpu.product: NVIDIA-A10G", the policy's first product, for a pod on the L40S it allows;
+    the pin deploy keeps the L40S and sets one GPU, as the fix now says."""
+    def two_gpus(dep: dict[str, Any]) -> None:
+        container = dep["spec"]["template"]["spec"]["containers"][0]
+        container["args"] = list(GOOD_ARGS)
+        container["resources"]["limits"]["nvidia.com/gpu"] = "2"
+    rehearsal.change(two_gpus, change_cause="two GPUs per pod")
+    before = quiet(rehearsal)
+    policy = policy_file(rehearsal.tmp, TWO_PRODUCTS)
+    checked = cli("check", "-f", _manifest(rehearsal, before), "--policy", policy, "-o", "json")
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    pinned = [f for f in json.loads(checked.stdout)["items"][0]["findings"] if f["check"] == "gpu-pinned"]
+    assert [f["fix"] for f in pinned] == ["nodeSelector nvidia.com/gpu.product: NVIDIA-L40S with limits "
+                                          "nvidia.com/gpu: 1"], pinned
+    _dry, applied = dry_then_apply(rehearsal, write_inventory(rehearsal.tmp, policy=policy), PIN, expect_diffs=1)
+    assert applied.returncode == 0, applied.stderr
+    after = deployment(rehearsal)["spec"]["template"]["spec"]
+    assert after["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-L40S"}, after["nodeSelector"]
+    assert after["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] in (1, "1"), after["containers"][0]
