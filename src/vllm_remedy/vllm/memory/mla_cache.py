@@ -1,0 +1,84 @@
+"""The bytes one token's MLA latent takes in one layer, and when DeepSeek-V3.2's cache becomes ``fp8_ds_mla``.
+
+``fp8_ds_mla`` is FlashMLA sparse's layout: 512 fp8 NoPE values, 4 float32 scales (one per 128), 64 bfloat16 rope
+values: 656 bytes a token (``MLAAttentionSpec.page_size_bytes`` returns ``block_size * 656``,
+v1/kv_cache_interface.py@0.11.0, @0.12.0, @0.17.0, @0.18.0; ``real_page_size_bytes``@0.24.0 for V3.2; the layout
+in v1/attention/backends/mla/flashmla_sparse.py@0.11.0). Any other dtype keeps (kv_lora_rank + qk_rope_head_dim)
+values of its width. When vLLM picks it:
+
+- 0.11.x: ``DeepseekV32ForCausalLM.verify_and_update_config`` (model_executor/models/config.py@0.11.0, keyed by the
+  architecture in ``MODELS_CONFIG_MAP``) turns ``auto`` and every ``fp8*`` into ``fp8_ds_mla`` ("Using custom fp8
+  kv-cache format for DeepSeekV3.2"), ``bfloat16`` into ``auto``.
+- 0.12.0-0.17.x: the same class turns only ``fp8*`` into it (config.py@0.12.0, @0.14.0, @0.16.0, @0.17.0): ``auto``
+  keeps the model's 16-bit latent.
+- 0.18.0 on: the class only maps ``bfloat16`` to ``auto`` (config.py@0.18.0); ``MLAAttention`` converts a quantized
+  dtype when the selected backend is FlashMLA sparse (layers/attention/mla_attention.py@0.18.0 inline, @0.24.0
+  ``_canonicalize_sparse_mla_kv_cache_dtype``, which also turns ``auto`` into it for FlashInfer MLA sparse SM120).
+  On capability 9.x V3.2's backends are FlashMLA sparse (``fp8`` or ``fp8_ds_mla``; flashmla_sparse.py@0.18.0,
+  @0.24.0) and, for a 16-bit cache, FlashAttention MLA sparse from 0.25.0: ``fp8`` is ``fp8_ds_mla``, a 16-bit cache
+  stays 16-bit, and ``fp8_e4m3`` / ``fp8_e5m2`` find no sparse backend there. On other cards the sparse backend
+  decides (not read), and from 0.26.0 the 656-byte page moved out of ``MLAAttentionSpec`` (not re-read): "cannot
+  predict" for those.
+
+A V3.2-shaped config (``index_topk``) under another architecture misses the 0.11-0.17 conversion and hands ``fp8``
+to FlashMLA sparse, which lists only ``auto`` and ``fp8_ds_mla`` (flashmla_sparse.py@0.12.0): not read, "cannot
+predict". A typed ``fp8_ds_mla`` on a dense MLA model reaches backends that do not list it (flashmla.py,
+triton_mla.py@0.18.0): "cannot predict".
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from vllm_remedy.vllm.catalog import ModelSpec
+
+DS_MLA_BYTES = 656  # 512 x fp8 + 4 x float32 + 64 x bfloat16
+V32_ARCH = "DeepseekV32ForCausalLM"  # the MODELS_CONFIG_MAP key (model_executor/models/config.py@0.11.0-@0.18.0)
+V32_CONFIG_SINCE = (0, 11, 0)
+AUTO_TO_DS_UNTIL = (0, 12, 0)  # config.py@0.12.0 converts fp8* only
+BACKEND_DECIDES_SINCE = (0, 18, 0)
+PAGE_READ_UNTIL = (0, 26, 0)
+
+
+def _cannot(model: ModelSpec, version: tuple[int, int, int], what: str) -> str:
+    return f"cannot predict {model.architecture}: the MLA cache vLLM {'.'.join(map(str, version))} keeps {what}"
+
+
+def cache_dtype(model: ModelSpec, version: tuple[int, int, int], capability: tuple[int, int] | None,
+                typed: str) -> tuple[str, str | None]:
+    """(the KV cache dtype the release runs this MLA model with, None), or (``typed``, why it is not known)."""
+    sparse = bool(model.index_head_dim) and version >= V32_CONFIG_SINCE
+    fp8 = typed.startswith("fp8")
+    if not sparse:
+        if typed == "fp8_ds_mla":
+            return typed, _cannot(model, version, "with --kv-cache-dtype fp8_ds_mla on a config without index_topk "
+                                  "(FlashMLA sparse's layout, which no dense MLA backend lists) is not read")
+        return typed, None
+    if version < BACKEND_DECIDES_SINCE:
+        if model.architecture != V32_ARCH and fp8 and typed != "fp8_ds_mla":
+            return typed, _cannot(model, version, f"for {typed} under {model.architecture} (no "
+                                  f"{V32_ARCH} config class to convert it for FlashMLA sparse) is not read")
+        if model.architecture == V32_ARCH and (fp8 or (typed == "auto" and version < AUTO_TO_DS_UNTIL)):
+            return "fp8_ds_mla", None
+        return ("auto" if typed == "bfloat16" else typed), None
+    if capability is None or capability[0] != 9:
+        card = "an unknown card" if capability is None else f"capability {capability[0]}.{capability[1]}"
+        return typed, _cannot(model, version, f"for V3.2's sparse attention on {card} depends on the sparse "
+                              "backend selected there (not read; read for 9.x only)")
+    if typed in ("fp8", "fp8_ds_mla"):
+        if version >= PAGE_READ_UNTIL:
+            return typed, _cannot(model, version, "as fp8_ds_mla is sized outside MLAAttentionSpec from 0.26.0 "
+                                  "(not re-read)")
+        return "fp8_ds_mla", None
+    if fp8:
+        return typed, _cannot(model, version, f"for {typed} on 9.x: no sparse MLA backend lists it (not read "
+                              "further)")
+    return ("auto" if typed == "bfloat16" else typed), None
+
+
+def latent_bytes(model: ModelSpec, dtype: str, dtype_bytes: int) -> int:
+    """One token's latent in one layer: 656 for ``fp8_ds_mla``, else the latent at ``dtype_bytes`` a value."""
+    if dtype == "fp8_ds_mla":
+        return DS_MLA_BYTES
+    return ((model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0)) * dtype_bytes
