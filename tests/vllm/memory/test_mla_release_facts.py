@@ -141,3 +141,11 @@ def test_unread_absorbed_weights_are_cannot_predict():
                                         "activation_scheme": "dynamic"})
     with pytest.raises(CannotPredict, match="kv_b_proj is quantized"):
         run(skipped, H100, "0.19.0")
+
+
+def test_0_7_v0_counts_the_latent_aligned_to_256_bytes():
+    # worker/cache_engine.py@0.7.3 get_cache_block_size: 576 values rounded up to 128 (256 bytes of bf16) = 640
+    assert _per_token(lite(), H100, "0.7.3") == pytest.approx(640 * 2, rel=0.002)
+    assert _per_token(lite(), H100, "0.8.5") == pytest.approx(LATENT * 2, rel=0.002)  # no alignment from 0.8.0
+    with pytest.raises(CannotPredict, match="allocates 768 bytes a token and layer but counts 640"):
+        run(lite(), H100, "0.7.3", kv_cache_dtype="fp8")

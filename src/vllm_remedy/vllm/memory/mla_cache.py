@@ -20,6 +20,14 @@ values of its width. When vLLM picks it:
   decides (not read), and from 0.26.0 the 656-byte page moved out of ``MLAAttentionSpec`` (not re-read): "cannot
   predict" for those.
 
+V0 on 0.7.1-0.7.3 aligns each token's latent to 256 bytes (worker/cache_engine.py@0.7.2, @0.7.3, with
+VLLM_CUDA_MEM_ALIGN_KV_CACHE at its default 1, envs.py; not read by the tools; 0.8.0's cache engine has no such
+step): ``get_cache_block_size`` rounds kv_lora_rank + qk_rope_head_dim up to a multiple of 256 / the MODEL dtype's
+size (640 values for 576 at 16 bits) and charges them at the CACHE dtype's size: 1,280 bytes a token at 16 bits
+(not 1,152). The allocation rounds with the cache dtype instead (``align_to_256bytes(entry_size, self.dtype)``): for
+an fp8 cache 768 bytes allocated a token against 640 counted, a difference the budget does not hold: "cannot
+predict" there.
+
 A V3.2-shaped config (``index_topk``) under another architecture misses the 0.11-0.17 conversion and hands ``fp8``
 to FlashMLA sparse, which lists only ``auto`` and ``fp8_ds_mla`` (flashmla_sparse.py@0.12.0): not read, "cannot
 predict". A typed ``fp8_ds_mla`` on a dense MLA model reaches backends that do not list it (flashmla.py,
@@ -39,6 +47,8 @@ V32_CONFIG_SINCE = (0, 11, 0)
 AUTO_TO_DS_UNTIL = (0, 12, 0)  # config.py@0.12.0 converts fp8* only
 BACKEND_DECIDES_SINCE = (0, 18, 0)
 PAGE_READ_UNTIL = (0, 26, 0)
+V0_ALIGN_UNTIL = (0, 8, 0)  # worker/cache_engine.py@0.8.0 has no 256-byte alignment
+ALIGN_BYTES = 256
 
 
 def _cannot(model: ModelSpec, version: tuple[int, int, int], what: str) -> str:
@@ -77,8 +87,33 @@ def cache_dtype(model: ModelSpec, version: tuple[int, int, int], capability: tup
     return ("auto" if typed == "bfloat16" else typed), None
 
 
-def latent_bytes(model: ModelSpec, dtype: str, dtype_bytes: int) -> int:
-    """One token's latent in one layer: 656 for ``fp8_ds_mla``, else the latent at ``dtype_bytes`` a value."""
+def v0_aligned(version: tuple[int, int, int], engine: str) -> bool:
+    """Whether the release's V0 cache engine aligns MLA entries to 256 bytes (see the module docstring)."""
+    return engine == "V0" and version < V0_ALIGN_UNTIL
+
+
+def alignment_unknown(model: ModelSpec, version: tuple[int, int, int], engine: str, dtype_bytes: int,
+                      model_bytes: int) -> str | None:
+    """Why the aligned latent is not known: the cache engine allocates more than it counts (see the docstring)."""
+    values = (model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0)
+    if not v0_aligned(version, engine) or dtype_bytes == model_bytes:
+        return None
+    counted = -(-values // (ALIGN_BYTES // model_bytes)) * (ALIGN_BYTES // model_bytes) * dtype_bytes
+    allocated = -(-values // (ALIGN_BYTES // dtype_bytes)) * (ALIGN_BYTES // dtype_bytes) * dtype_bytes
+    if counted == allocated:
+        return None
+    return _cannot(model, version, f"on V0 allocates {allocated} bytes a token and layer but counts {counted} "
+                   "(worker/cache_engine.py: the entry is aligned with the cache dtype, the block size with the "
+                   "model dtype); the difference is not in the budget")
+
+
+def latent_bytes(model: ModelSpec, dtype: str, dtype_bytes: int, aligned: bool = False, model_bytes: int = 2) -> int:
+    """One token's latent in one layer as vLLM counts it: 656 for ``fp8_ds_mla``, else the latent at ``dtype_bytes``
+    a value, rounded up to 256 bytes of the model dtype when ``aligned`` (``v0_aligned``)."""
     if dtype == "fp8_ds_mla":
         return DS_MLA_BYTES
-    return ((model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0)) * dtype_bytes
+    values = (model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0)
+    if aligned:
+        per_256 = ALIGN_BYTES // model_bytes
+        values = -(-values // per_256) * per_256
+    return values * dtype_bytes

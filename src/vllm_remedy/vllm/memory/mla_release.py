@@ -90,13 +90,14 @@ def head_size(model: ModelSpec, version: tuple[int, int, int]) -> int:
 
 
 def kv_bytes_per_layer_token(model: ModelSpec, mla: bool, version: tuple[int, int, int], engine: str, tp: int,
-                             kv_dtype_bytes: int, cache_dtype: str = "auto") -> int:
+                             kv_dtype_bytes: int, cache_dtype: str = "auto", model_bytes: int = 2) -> int:
     """Bytes one token takes in one layer on this rank for an MLA-capable model: the latent when the release runs
-    MLA (``mla``: ``Resolved.mla``; at ``cache_dtype`` as the release converts it, ``mla_cache``; plus V3.2's
-    indexer), else K and V per KV head (V1's layer: num_local_heads; V0's cache engine: ``get_num_kv_heads``, the
-    config's KV heads)."""
+    MLA (``mla``: ``Resolved.mla``; at ``cache_dtype`` as the release converts it and V0's 256-byte alignment of
+    0.7.x with the model dtype's ``model_bytes``, ``mla_cache``; plus V3.2's indexer), else K and V per KV head
+    (V1's layer: num_local_heads; V0's cache engine: ``get_num_kv_heads``, the config's KV heads)."""
     if mla:
-        latent = mla_cache.latent_bytes(model, cache_dtype, kv_dtype_bytes)
+        aligned = mla_cache.v0_aligned(version, engine)
+        latent = mla_cache.latent_bytes(model, cache_dtype, kv_dtype_bytes, aligned, model_bytes)
         return latent + indexer_cache.bytes_per_layer_token(model, version)
     if model.index_head_dim:
         raise CannotPredict(

@@ -35,6 +35,7 @@ from vllm_remedy.vllm.memory.flag_values import (
     read_mm_limits,
 )
 from vllm_remedy.vllm.memory.mla_block import block_size as mla_block_size
+from vllm_remedy.vllm.memory.mla_cache import alignment_unknown as mla_alignment_unknown
 from vllm_remedy.vllm.memory.mla_cache import cache_dtype as mla_cache_dtype
 from vllm_remedy.vllm.memory.mla_release import runs_mla
 from vllm_remedy.vllm.memory.mm_processor import mm_processor_max_pixels
@@ -358,7 +359,8 @@ def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
         cudagraphs_off=r.engine == "V1" and s.cudagraphs_off,  # V0 captures whatever the compilation config says
         mla=mla,
         mla_cache_dtype=cache_dtype,
-        mla_unknown=dtype_why or block_why,
+        mla_unknown=dtype_why or block_why or (mla_alignment_unknown(model, r.version, r.engine, kv_bytes, weight_bytes)
+                                               if mla else None),
     )
 
 

@@ -383,7 +383,7 @@ def _kv_bytes_per_layer_token(model: ModelSpec, res: Resolved) -> int:
     head on this rank (replicated when TP exceeds the KV heads)."""
     if model.is_mla:  # latent or full K/V by release, quantization and VLLM_MLA_DISABLE; V3.2's indexer
         return mla_release.kv_bytes_per_layer_token(model, res.mla, res.rules.version, res.rules.engine, res.tp,
-                                                     res.kv_dtype_bytes, res.mla_cache_dtype)
+                                                     res.kv_dtype_bytes, res.mla_cache_dtype, res.weight_dtype_bytes)
     heads = max(1, model.num_kv_heads // res.tp)
     return 2 * heads * model.head_dim * res.kv_dtype_bytes
 
