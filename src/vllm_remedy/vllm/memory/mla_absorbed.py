@@ -39,6 +39,8 @@ ABSORBED_UNTIL = (0, 8, 0)  # 0.8.0 drops the absorbed q / o matrices (v1/attent
 def kv_b_quantized(model: ModelSpec, quantization: str | None, weight_bits: int) -> bool | None:
     """Whether kv_b_proj runs through a quantized linear method: the checkpoint's method unless its config leaves
     modules out that may include it (None: not known), or an online method that packs every linear layer."""
+    if model.quantized_checkpoint and model.quantized_scope == "experts":
+        return False  # only the routed experts are packed (mxfp4): attention stays 16-bit
     if model.quantized_checkpoint:
         return model.mla_shape.kv_b_quantized if model.mla_shape else None
     return weight_bits < 16 and quantization is not None
