@@ -81,6 +81,7 @@ def _per_token(model: ModelSpec, gpu: str, version: str, **flags: str) -> float:
     ("0.14.0", "fp8", 656),
     ("0.17.0", "fp8_e4m3", 656),
     ("0.19.0", "fp8", 656),  # FlashMLA sparse on Hopper converts fp8
+    ("0.27.0", "fp8", 656),
     ("0.19.0", "auto", LATENT * 2),
 ])
 def test_v32_caches_656_bytes_a_token_as_fp8_ds_mla(version, kv, latent):

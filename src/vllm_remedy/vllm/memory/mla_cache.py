@@ -2,7 +2,8 @@
 
 ``fp8_ds_mla`` is FlashMLA sparse's layout: 512 fp8 NoPE values, 4 float32 scales (one per 128), 64 bfloat16 rope
 values: 656 bytes a token (``MLAAttentionSpec.page_size_bytes`` returns ``block_size * 656``,
-v1/kv_cache_interface.py@0.11.0, @0.12.0, @0.17.0, @0.18.0; ``real_page_size_bytes``@0.24.0 for V3.2; the layout
+v1/kv_cache_interface.py@0.11.0, @0.12.0, @0.17.0, @0.18.0 to @0.23.0; ``real_page_size_bytes``@0.24.0 to @0.27.0 for
+V3.2; the layout
 in v1/attention/backends/mla/flashmla_sparse.py@0.11.0). Any other dtype keeps (kv_lora_rank + qk_rope_head_dim)
 values of its width. When vLLM picks it:
 
@@ -17,7 +18,7 @@ values of its width. When vLLM picks it:
   On capability 9.x V3.2's backends are FlashMLA sparse (``fp8`` or ``fp8_ds_mla``; flashmla_sparse.py@0.18.0,
   @0.24.0) and, for a 16-bit cache, FlashAttention MLA sparse from 0.25.0: ``fp8`` is ``fp8_ds_mla``, a 16-bit cache
   stays 16-bit, and ``fp8_e4m3`` / ``fp8_e5m2`` find no sparse backend there. On other cards the sparse backend
-  decides (not read), and from 0.26.0 the 656-byte page moved out of ``MLAAttentionSpec`` (not re-read): "cannot
+  decides (not read), and from 0.28.0 ``MLAAttentionSpec`` no longer names fp8_ds_mla (its sizing not re-read): "cannot
   predict" for those.
 
 V0 on 0.7.1-0.7.3 aligns each token's latent to 256 bytes (worker/cache_engine.py@0.7.2, @0.7.3, with
@@ -46,7 +47,7 @@ V32_ARCH = "DeepseekV32ForCausalLM"  # the MODELS_CONFIG_MAP key (model_executor
 V32_CONFIG_SINCE = (0, 11, 0)
 AUTO_TO_DS_UNTIL = (0, 12, 0)  # config.py@0.12.0 converts fp8* only
 BACKEND_DECIDES_SINCE = (0, 18, 0)
-PAGE_READ_UNTIL = (0, 26, 0)
+PAGE_READ_UNTIL = (0, 28, 0)  # kv_cache_interface.py@0.28.0 no longer names fp8_ds_mla (its sizing not re-read)
 V0_ALIGN_UNTIL = (0, 8, 0)  # worker/cache_engine.py@0.8.0 has no 256-byte alignment
 ALIGN_BYTES = 256
 
@@ -78,7 +79,7 @@ def cache_dtype(model: ModelSpec, version: tuple[int, int, int], capability: tup
                               "backend selected there (not read; read for 9.x only)")
     if typed in ("fp8", "fp8_ds_mla"):
         if version >= PAGE_READ_UNTIL:
-            return typed, _cannot(model, version, "as fp8_ds_mla is sized outside MLAAttentionSpec from 0.26.0 "
+            return typed, _cannot(model, version, "as fp8_ds_mla is sized outside MLAAttentionSpec from 0.28.0 "
                                   "(not re-read)")
         return "fp8_ds_mla", None
     if fp8:
