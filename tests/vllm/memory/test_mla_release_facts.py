@@ -91,7 +91,7 @@ def test_v32_caches_656_bytes_a_token_as_fp8_ds_mla(version, kv, latent):
 @pytest.mark.parametrize(("model", "version", "kv", "why"), [
     (v32("DeepseekV3ForCausalLM"), "0.14.0", "fp8", "no DeepseekV32ForCausalLM config class"),
     (v32(), "0.19.0", "fp8_e4m3", "no sparse MLA backend lists it"),
-    (v32(), "0.28.0", "fp8", "outside MLAAttentionSpec"),
+    (v32(), "0.28.0", "auto", "sized by its backend from 0.28.0"),
     (lite(), "0.14.0", "fp8_ds_mla", "without index_topk"),
 ])
 def test_an_unread_v32_cache_is_cannot_predict(model, version, kv, why):

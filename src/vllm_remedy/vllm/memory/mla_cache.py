@@ -18,8 +18,9 @@ values of its width. When vLLM picks it:
   On capability 9.x V3.2's backends are FlashMLA sparse (``fp8`` or ``fp8_ds_mla``; flashmla_sparse.py@0.18.0,
   @0.24.0) and, for a 16-bit cache, FlashAttention MLA sparse from 0.25.0: ``fp8`` is ``fp8_ds_mla``, a 16-bit cache
   stays 16-bit, and ``fp8_e4m3`` / ``fp8_e5m2`` find no sparse backend there. On other cards the sparse backend
-  decides (not read), and from 0.28.0 ``MLAAttentionSpec`` no longer names fp8_ds_mla (its sizing not re-read): "cannot
-  predict" for those.
+  decides (not read), and from 0.28.0 the sparse backends size the page themselves (``customize_spec``,
+  ``MLAAttentionSpec`` no longer names fp8_ds_mla; 0.34.0 aligns V3.2's block stride to rows,
+  mla/sparse_utils.py): not re-read, "cannot predict" for V3.2 there whatever the dtype.
 
 V0 on 0.7.1-0.7.3 aligns each token's latent to 256 bytes (worker/cache_engine.py@0.7.2, @0.7.3, with
 VLLM_CUDA_MEM_ALIGN_KV_CACHE at its default 1, envs.py; not read by the tools; 0.8.0's cache engine has no such
@@ -73,14 +74,15 @@ def cache_dtype(model: ModelSpec, version: tuple[int, int, int], capability: tup
         if model.architecture == V32_ARCH and (fp8 or (typed == "auto" and version < AUTO_TO_DS_UNTIL)):
             return "fp8_ds_mla", None
         return ("auto" if typed == "bfloat16" else typed), None
+    if version >= PAGE_READ_UNTIL:
+        return typed, _cannot(model, version, "for V3.2's sparse attention is sized by its backend from 0.28.0 "
+                              "(customize_spec, block_stride_alignment: sparse_utils.align_blocks_to_rows@0.34.0), "
+                              "not re-read")
     if capability is None or capability[0] != 9:
         card = "an unknown card" if capability is None else f"capability {capability[0]}.{capability[1]}"
         return typed, _cannot(model, version, f"for V3.2's sparse attention on {card} depends on the sparse "
                               "backend selected there (not read; read for 9.x only)")
     if typed in ("fp8", "fp8_ds_mla"):
-        if version >= PAGE_READ_UNTIL:
-            return typed, _cannot(model, version, "as fp8_ds_mla is sized outside MLAAttentionSpec from 0.28.0 "
-                                  "(not re-read)")
         return "fp8_ds_mla", None
     if fp8:
         return typed, _cannot(model, version, f"for {typed} on 9.x: no sparse MLA backend lists it (not read "
