@@ -76,3 +76,23 @@ def test_gptq_act_order_is_refused_from_0_30(tmp_path, qc, version, words):
         assert out["outcome"] != "config_refused", out
     else:
         assert (out["outcome"], out["refusal"]) == ("config_refused", words), out
+
+
+@pytest.mark.parametrize(("qc", "version", "refused"), [
+    (GPTQ, "0.22.0", False),  # 4-bit, no act order: converted
+    ({**GPTQ, "desc_act": True}, "0.22.0", True),  # `not desc_act` fails: declined
+    ({**GPTQ, "bits": 3}, "0.13.0", True),  # 3 not in [4, 8]
+    ({**GPTQ, "desc_act": True, "group_size": -1}, "0.30.0", False),  # normalised: act order is a no-op
+    ({**GPTQ, "desc_act": True, "group_size": -1}, "0.29.0", True),  # no normalisation before 0.30
+    ({"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True}, "0.22.0", False),
+    ({"quant_method": "awq", "w_bit": 4, "q_group_size": 128, "zero_point": True}, "0.22.0", True),  # reads `bits`
+    ({"quant_method": "fp8"}, "0.22.0", True),
+])
+def test_moe_wna16_converts_only_what_is_moe_wna16_compatible_takes(tmp_path, qc, version, refused):
+    """``--quantization moe_wna16`` (moe_wna16.py@0.7.2-@0.34.0 ``is_moe_wna16_compatible``): a checkpoint it declines
+    is refused as a mismatch of methods; one it takes is not refused for it."""
+    out = _estimate(tmp_path, qc, version, "--quantization", "moe_wna16")
+    method = qc["quant_method"]
+    mismatch = (f"ValueError: Quantization method specified in the model config ({method}) does not match the "
+                "quantization method specified in the `quantization` argument (moe_wna16).")
+    assert (out.get("refusal") == mismatch) is refused, out

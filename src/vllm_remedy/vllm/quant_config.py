@@ -298,6 +298,7 @@ class IntFacts:
     zero_point: bool | None  # AWQ
     bits_text: str | None = None  # the bits as a JSON string of digits ("4"): vLLM keeps the text (quant_support)
     dynamic_act_order: str | None = None  # GPTQ: the first ``dynamic`` rule turning act order on (``_act_order_rule``)
+    bits_key: int | float | str | None = None  # ``bits`` as written (not AWQ's ``w_bit``): is_moe_wna16_compatible
 
 
 def _stated(qc: Mapping[str, Any], *keys: str) -> Any:
@@ -322,7 +323,8 @@ def int_facts(config: Mapping[str, Any]) -> IntFacts | None:
     return IntFacts(method=method, bits=_int(bits), group_size=_int(group), sym=_bool(qc.get("sym")),
                     desc_act=_bool(qc.get("desc_act")), zero_point=_bool(qc.get("zero_point")),
                     bits_text=bits if isinstance(bits, str) else None,
-                    dynamic_act_order=_act_order_rule(qc, group) if method == "gptq" else None)
+                    dynamic_act_order=_act_order_rule(qc, group) if method == "gptq" else None,
+                    bits_key=raw if isinstance(raw := qc.get("bits"), int | float | str) else None)
 
 
 def _act_order_rule(qc: Mapping[str, Any], group: Any) -> str | None:

@@ -224,6 +224,30 @@ def _text_bits(chosen: str, facts: IntFacts, v: Version) -> str:
                     f"which vLLM's {chosen} config was not read for")
 
 
+def _moe_wna16_takes(model: ModelSpec, method: str, cap: int | None, v: Version) -> bool:
+    """Whether ``--quantization moe_wna16`` converts the checkpoint (``MoeWNA16Config.is_moe_wna16_compatible``,
+    moe_wna16.py@0.7.2 l.107, @0.22.0, @0.34.0 l.154): a GPTQ config without act order whose ``bits`` is 4 or 8 (from
+    0.30.0 act order as ``normalize_and_validate_gptq_desc_act`` allows it: group -1, no ``dynamic`` rule), or an AWQ
+    config whose ``bits`` (not ``w_bit``) is 4 on a card of AWQ's capability 7.5. Membership tests: a text "4" is
+    not 4. Anything else declines, and the method named is refused as a mismatch. A catalog variant without a
+    ``quantization_config`` is taken at its bits; an unknown card is not judged."""
+    facts = model.int_facts
+    if method not in ("gptq", "awq"):
+        return False
+    if facts is None:
+        return model.weight_bits in ((4, 8) if method == "gptq" else (4,))
+    bits = facts.bits_key
+    if isinstance(bits, bool):  # True == 1, False == 0 in the list tests: neither is 4 or 8
+        return False
+    if method == "gptq":
+        if bits not in (4, 8):
+            return False
+        if v >= ACT_ORDER_REFUSED_SINCE:
+            return act_order_refusal(facts, v) is None
+        return not facts.desc_act
+    return bits == 4 and (cap is None or cap >= 75)
+
+
 def _no_method(model: ModelSpec, user: str | None, v: Version, version: str | None) -> tuple[str | None, str]:
     """(the method, vLLM's refusal) for a ``quantization_config`` without ``quant_method`` (module docstring, 5)."""
     unquantized = v >= EMPTY_METHOD_UNQUANTIZED_SINCE
@@ -268,8 +292,7 @@ def method_run(model: ModelSpec, gpu: GpuSpec, user: str | None, version: str | 
     method = (model.quantization or "").replace("compressed_tensors", "compressed-tensors") or None
     if method is not None:
         chosen = _override(method, user, model, cap, v)
-        # moe_wna16 converts no text bits ("4" in [4, 8] is False: is_moe_wna16_compatible, moe_wna16.py@0.7.2-@0.34.0)
-        declines = user == "moe_wna16" and model.int_facts is not None and model.int_facts.bits_text is not None
+        declines = user == "moe_wna16" and not _moe_wna16_takes(model, method, cap, v)
         if chosen is None and user in (None, method, "moe_wna16") and not declines:
             chosen = user or method
         elif chosen is None:
