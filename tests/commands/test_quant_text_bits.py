@@ -96,3 +96,14 @@ def test_moe_wna16_converts_only_what_is_moe_wna16_compatible_takes(tmp_path, qc
     mismatch = (f"ValueError: Quantization method specified in the model config ({method}) does not match the "
                 "quantization method specified in the `quantization` argument (moe_wna16).")
     assert (out.get("refusal") == mismatch) is refused, out
+
+
+@pytest.mark.parametrize(("qc", "version"), [({**GPTQ, "desc_act": "false"}, "0.22.0"), ({**GPTQ, "sym": 1}, "0.34.0"),
+                                             ({**GPTQ_TEXT, "desc_act": "false"}, "0.10.0")])
+def test_a_stated_key_that_is_no_boolean_is_not_called_missing(tmp_path, qc, version):
+    """get_from_keys finds it ("false" is a non-empty text, true to Python): not "Cannot find any of [...]"."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**LLAMA, "quantization_config": qc}))
+    got = run_cli("estimate", "--model-config", str(path), "--gpu", "NVIDIA-L40S", "--vllm-version", version)
+    assert got.returncode == 2 and "not a JSON boolean" in got.stderr and "Cannot find" not in got.stdout, \
+        got.stdout + got.stderr

@@ -299,6 +299,7 @@ class IntFacts:
     bits_text: str | None = None  # the bits as a JSON string of digits ("4"): vLLM keeps the text (quant_support)
     dynamic_act_order: str | None = None  # GPTQ: the first ``dynamic`` rule turning act order on (``_act_order_rule``)
     bits_key: int | float | str | None = None  # ``bits`` as written (not AWQ's ``w_bit``): is_moe_wna16_compatible
+    not_bool: tuple[tuple[str, str], ...] = ()  # (key, repr) of sym / desc_act / zero_point stated but no JSON boolean
 
 
 def _stated(qc: Mapping[str, Any], *keys: str) -> Any:
@@ -324,7 +325,9 @@ def int_facts(config: Mapping[str, Any]) -> IntFacts | None:
                     desc_act=_bool(qc.get("desc_act")), zero_point=_bool(qc.get("zero_point")),
                     bits_text=bits if isinstance(bits, str) else None,
                     dynamic_act_order=_act_order_rule(qc, group) if method == "gptq" else None,
-                    bits_key=raw if isinstance(raw := qc.get("bits"), int | float | str) else None)
+                    bits_key=raw if isinstance(raw := qc.get("bits"), int | float | str) else None,
+                    not_bool=tuple((k, repr(qc[k])) for k in ("sym", "desc_act", "zero_point")
+                                   if qc.get(k) is not None and not isinstance(qc[k], bool)))
 
 
 def _act_order_rule(qc: Mapping[str, Any], group: Any) -> str | None:

@@ -110,7 +110,14 @@ def _marlin_takes(model: ModelSpec, v: Version) -> bool:
     return facts.bits in types and facts.group_size in MARLIN_GROUP_SIZES
 
 
-def _missing(key: str) -> str:
+def _missing(key: str, facts: IntFacts) -> str:
+    """``get_from_keys``' refusal of a key the config lacks; a key it has whose value is no JSON boolean (``"false"``,
+    ``0``) is found, and what the class then does with its truth (a non-empty text is true) was not read: "cannot
+    predict", not that refusal."""
+    said = dict(facts.not_bool).get(key)
+    if said is not None:
+        raise UserError(f"cannot predict quantization_config ({facts.method}) {key} {said}: not a JSON boolean, which "
+                        "vLLM's config class takes as written (its truth per release was not read)")
     return f"ValueError: Cannot find any of ['{key}'] in the model's quantization config."
 
 
@@ -135,7 +142,7 @@ def packing_refusal(chosen: str, facts: IntFacts | None, v: Version = NEWEST_REL
         return None
     if chosen in ("awq", "auto_awq"):
         if facts.zero_point is None:
-            return _missing("zero_point")
+            return _missing("zero_point", facts)
         if facts.bits == 4:
             return None
         if chosen == "awq":
@@ -145,13 +152,13 @@ def packing_refusal(chosen: str, facts: IntFacts | None, v: Version = NEWEST_REL
                 "setting backend='awq:marlin' or backend='marlin'.")
     if chosen in ("gptq", "auto_gptq"):
         if facts.desc_act is None:
-            return _missing("desc_act")
+            return _missing("desc_act", facts)
         if chosen == "gptq":
             return None if facts.bits in (2, 3, 4, 8) else (
                 "ValueError: Currently, only 2/3/4/8-bit weight quantization is supported for GPTQ, but got "
                 f"{facts.bits} bits.")
         if facts.sym is None:
-            return _missing("sym")
+            return _missing("sym", facts)
         if (act_order := act_order_refusal(facts, v)) is not None:
             return act_order
         if (facts.bits, facts.sym) not in ((4, True), (8, True)):
@@ -205,20 +212,20 @@ def _text_bits(chosen: str, facts: IntFacts, v: Version) -> str:
     a mismatch before this) was not read for it: "cannot predict"."""
     if chosen == "awq":
         if facts.zero_point is None:
-            return _missing("zero_point")
+            return _missing("zero_point", facts)
         return (f"ValueError: Currently, only 4-bit weight quantization is supported for AWQ, but got "
                 f"{facts.bits_text} bits.")
     if chosen == "gptq":
         if facts.desc_act is None:
-            return _missing("desc_act")
+            return _missing("desc_act", facts)
         return "TypeError: both arguments should be Rational instances"
     if chosen == "auto_awq":
-        return _missing("zero_point") if facts.zero_point is None else _FLOOR_DIV_TEXT
+        return _missing("zero_point", facts) if facts.zero_point is None else _FLOOR_DIV_TEXT
     if chosen == "auto_gptq":
         if facts.desc_act is None:
-            return _missing("desc_act")
+            return _missing("desc_act", facts)
         if facts.sym is None:
-            return _missing("sym")
+            return _missing("sym", facts)
         return act_order_refusal(facts, v) or _FLOOR_DIV_TEXT
     raise UserError(f"cannot predict quantization_config ({facts.method}) bits {facts.bits_text!r}: a JSON string, "
                     f"which vLLM's {chosen} config was not read for")
