@@ -1,7 +1,8 @@
 """A rehearsal pod given a checkpoint whose ``quantization_config.bits`` is the JSON string "4" ends as vLLM does:
 the config class divides by it (``32 // weight_bits``, auto_gptq.py@0.22.0, auto_awq.py@0.24.0) and raises a
 TypeError (``vllm.quant_support._text_bits``, read by the pod from its own argv and model). Before, the pod printed
-the tools' "cannot predict" phrase as if vLLM had raised it."""
+the tools' "cannot predict" phrase as if vLLM had raised it. An act-order GPTQ checkpoint on 0.30.0 is refused by the
+same class's first check (it served before)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,9 @@ def cluster() -> Iterator[Cluster]:
     ship_model({"id": "test/gptq-text-bits",
                 "config": {**config, "quantization_config": {"quant_method": "gptq", "bits": "4", "group_size": 128,
                                                              "desc_act": False, "sym": True}}}, "test world")
+    ship_model({"id": "test/gptq-act-order",
+                "config": {**config, "quantization_config": {"quant_method": "gptq", "bits": 4, "group_size": 128,
+                                                             "desc_act": True, "sym": True}}}, "test world")
     with l40s_pod_cluster(4) as c:  # one card for each crash-looping pod
         yield c
 
@@ -42,6 +46,9 @@ def _status(c: Cluster, name: str) -> dict:
     ("gptq22", "test/gptq-text-bits", "v0.22.0", FLOOR_DIV),
     ("awq11", "test/awq-text-bits", "v0.11.0",  # awq.py: "4" != 4, the plain class's own refusal
      "ValueError: Currently, only 4-bit weight quantization is supported for AWQ, but got 4 bits."),
+    ("actorder30", "test/gptq-act-order", "v0.30.0",  # utils/gptq_utils.py@0.30.0 normalize_and_validate_gptq_desc_act
+     "ValueError: GPTQ group activation ordering (desc_act=True) is no longer supported. Use a checkpoint with static "
+     "activation ordering or desc_act=False."),
 ])
 def test_the_pod_ends_as_vllm_does(cluster, name, model, image, error):
     spec = {"name": "vllm", "image": f"vllm/vllm-openai:{image}", "command": ["vllm", "serve"],
