@@ -107,3 +107,13 @@ def test_a_stated_key_that_is_no_boolean_is_not_called_missing(tmp_path, qc, ver
     got = run_cli("estimate", "--model-config", str(path), "--gpu", "NVIDIA-L40S", "--vllm-version", version)
     assert got.returncode == 2 and "not a JSON boolean" in got.stderr and "Cannot find" not in got.stdout, \
         got.stdout + got.stderr
+
+
+def test_text_bits_under_a_method_not_judged_cannot_be_predicted(tmp_path):
+    """``--quantization gguf`` takes any checkpoint (gguf.py@0.22.0 ``override_quantization_method``); what its class
+    does with a text "4" was not read: not sized at the stand-in 4 bits."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**LLAMA, "quantization_config": GPTQ_TEXT}))
+    got = run_cli("estimate", "--model-config", str(path), "--gpu", "NVIDIA-L40S", "--vllm-version", "0.22.0",
+                  "--quantization", "gguf")
+    assert got.returncode == 2 and "which vLLM's gguf config was not read for" in got.stderr, got.stdout + got.stderr

@@ -306,6 +306,10 @@ def method_run(model: ModelSpec, gpu: GpuSpec, user: str | None, version: str | 
             if (method in _JUDGED and user in _JUDGED) or declines:
                 return user, (f"ValueError: Quantization method specified in the model config ({method}) does not "
                               f"match the quantization method specified in the `quantization` argument ({user}).")
+            if model.int_facts is not None and model.int_facts.bits_text is not None:  # its stand-in bits unsized
+                raise UserError(f"cannot predict quantization_config ({method}) bits "
+                                f"{model.int_facts.bits_text!r}: a JSON string, which vLLM's {user} config was not "
+                                "read for")
             return user, None
     elif user is not None:
         chosen = user
