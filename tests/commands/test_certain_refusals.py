@@ -69,6 +69,15 @@ def test_bits_as_text_is_refused_by_the_method_config(tmp_path, qc, version, wor
     assert out["outcome"] == "config_refused" and out["refusal"] == words, out
 
 
-def test_bits_as_text_where_the_class_was_not_read_is_still_cannot_predict(tmp_path):
-    got = _quantized(tmp_path, GPTQ_TEXT, "0.22.0")  # auto_gptq.py: not read for a text
-    assert got.returncode == 2 and "cannot predict quantization_config (gptq) bits '4'" in got.stderr, got.stdout
+def test_bits_as_text_is_declined_by_marlin_so_naming_it_is_a_mismatch(tmp_path):
+    # is_gptq_marlin_compatible tests (bits, sym) for membership (gptq_marlin.py@0.20.0): declined, no override;
+    # from 0.22.0 auto_gptq takes the name and divides by the text (test_quant_text_bits)
+    _quantized(tmp_path, GPTQ_TEXT, "0.20.0")
+    got = run_cli("estimate", "--model-config", str(tmp_path / "config.json"), *L40S, "--vllm-version", "0.20.0",
+                  "--quantization", "gptq_marlin", "-o", "json")
+    assert got.returncode == 0, got.stderr
+    out = json.loads(got.stdout)
+    assert out["outcome"] == "config_refused", out
+    assert out["refusal"].startswith("ValueError: Quantization method specified in the model config (gptq) does not "
+                                     "match the quantization method specified in the `quantization` argument "
+                                     "(gptq_marlin)"), out

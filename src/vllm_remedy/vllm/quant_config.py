@@ -297,6 +297,9 @@ class IntFacts:
     desc_act: bool | None  # GPTQ
     zero_point: bool | None  # AWQ
     bits_text: str | None = None  # the bits as a JSON string of digits ("4"): vLLM keeps the text (quant_support)
+    dynamic_act_order: str | None = None  # GPTQ: the first ``dynamic`` rule turning act order on (``_act_order_rule``)
+    bits_key: int | float | str | None = None  # ``bits`` as written (not AWQ's ``w_bit``): is_moe_wna16_compatible
+    not_bool: tuple[tuple[str, str], ...] = ()  # (key, repr) of sym / desc_act / zero_point stated but no JSON boolean
 
 
 def _stated(qc: Mapping[str, Any], *keys: str) -> Any:
@@ -320,7 +323,27 @@ def int_facts(config: Mapping[str, Any]) -> IntFacts | None:
 
     return IntFacts(method=method, bits=_int(bits), group_size=_int(group), sym=_bool(qc.get("sym")),
                     desc_act=_bool(qc.get("desc_act")), zero_point=_bool(qc.get("zero_point")),
-                    bits_text=bits if isinstance(bits, str) else None)
+                    bits_text=bits if isinstance(bits, str) else None,
+                    dynamic_act_order=_act_order_rule(qc, group) if method == "gptq" else None,
+                    bits_key=raw if isinstance(raw := qc.get("bits"), int | float | str) else None,
+                    not_bool=tuple((k, repr(qc[k])) for k in ("sym", "desc_act", "zero_point")
+                                   if qc.get(k) is not None and not isinstance(qc[k], bool)))
+
+
+def _act_order_rule(qc: Mapping[str, Any], group: Any) -> str | None:
+    """The first GPTQModel ``dynamic`` rule that turns act order on for a group of more than one: the loop of
+    ``normalize_and_validate_gptq_desc_act`` (utils/gptq_utils.py@0.30.0-@0.34.0), which skips "-:" rules and
+    non-objects and takes each rule's ``desc_act`` / ``group_size`` over the checkpoint's (``desc_act`` as written,
+    before the group -1 normalisation). None when no rule does, or ``dynamic`` is no object."""
+    dynamic = qc.get("dynamic")
+    if not isinstance(dynamic, Mapping):
+        return None
+    for pattern, overrides in dynamic.items():
+        if str(pattern).startswith("-:") or not isinstance(overrides, Mapping):
+            continue
+        if overrides.get("desc_act", qc.get("desc_act")) and overrides.get("group_size", group) != -1:
+            return str(pattern)
+    return None
 
 
 def ct_mla_groups(config: Mapping[str, Any]) -> bool | None:

@@ -110,11 +110,18 @@ def _marlin_takes(model: ModelSpec, v: Version) -> bool:
     return facts.bits in types and facts.group_size in MARLIN_GROUP_SIZES
 
 
-def _missing(key: str) -> str:
+def _missing(key: str, facts: IntFacts) -> str:
+    """``get_from_keys``' refusal of a key the config lacks; a key it has whose value is no JSON boolean (``"false"``,
+    ``0``) is found, and what the class then does with its truth (a non-empty text is true) was not read: "cannot
+    predict", not that refusal."""
+    said = dict(facts.not_bool).get(key)
+    if said is not None:
+        raise UserError(f"cannot predict quantization_config ({facts.method}) {key} {said}: not a JSON boolean, which "
+                        "vLLM's config class takes as written (its truth per release was not read)")
     return f"ValueError: Cannot find any of ['{key}'] in the model's quantization config."
 
 
-def packing_refusal(chosen: str, facts: IntFacts | None) -> str | None:
+def packing_refusal(chosen: str, facts: IntFacts | None, v: Version = NEWEST_RELEASE) -> str | None:
     """What the method's config class raises for the checkpoint's packing (``from_config`` then ``__init__``), or
     None. The keys each ``from_config`` requires (``get_from_keys``, base_config.py@0.5.5 / @0.22.0): AWQ ``w_bit`` /
     ``bits``, ``q_group_size`` / ``group_size`` and ``zero_point`` (awq.py@0.20.0, auto_awq.py@0.24.0); GPTQ
@@ -128,14 +135,14 @@ def packing_refusal(chosen: str, facts: IntFacts | None) -> str | None:
       (gptq.py@0.5.5, @0.12.0, @0.21.0; ``sym`` is not read, so asymmetric checkpoints load);
     - auto_gptq (0.22.0+): ``TYPE_MAP`` holds (4, True) and (8, True) only, "Unsupported quantization config:
       bits=4, sym=False" (auto_gptq.py@0.22.0, @0.34.0): 2/3-bit and asymmetric GPTQ, which the plain kernel ran, are
-      refused."""
+      refused; from 0.30.0 act order first (``act_order_refusal``)."""
     if facts is not None and facts.bits_text is not None:
-        return _text_bits(chosen, facts)
+        return _text_bits(chosen, facts, v)
     if facts is None or facts.bits is None:
         return None
     if chosen in ("awq", "auto_awq"):
         if facts.zero_point is None:
-            return _missing("zero_point")
+            return _missing("zero_point", facts)
         if facts.bits == 4:
             return None
         if chosen == "awq":
@@ -145,42 +152,107 @@ def packing_refusal(chosen: str, facts: IntFacts | None) -> str | None:
                 "setting backend='awq:marlin' or backend='marlin'.")
     if chosen in ("gptq", "auto_gptq"):
         if facts.desc_act is None:
-            return _missing("desc_act")
+            return _missing("desc_act", facts)
         if chosen == "gptq":
             return None if facts.bits in (2, 3, 4, 8) else (
                 "ValueError: Currently, only 2/3/4/8-bit weight quantization is supported for GPTQ, but got "
                 f"{facts.bits} bits.")
         if facts.sym is None:
-            return _missing("sym")
+            return _missing("sym", facts)
+        if (act_order := act_order_refusal(facts, v)) is not None:
+            return act_order
         if (facts.bits, facts.sym) not in ((4, True), (8, True)):
             return f"ValueError: Unsupported quantization config: bits={facts.bits}, sym={facts.sym}"
     return None
 
 
-def _text_bits(chosen: str, facts: IntFacts) -> str:
+ACT_ORDER_REFUSED_SINCE = (0, 30, 0)  # normalize_and_validate_gptq_desc_act (utils/gptq_utils.py@0.30.0; not @0.29.0)
+_ACT_ORDER = ("ValueError: GPTQ group activation ordering (desc_act=True) is no longer supported{rule}. Use a "
+              "checkpoint with static activation ordering or desc_act=False.")
+
+
+def act_order_refusal(facts: IntFacts, v: Version) -> str | None:
+    """``AutoGPTQConfig.__init__``'s first check from 0.30.0, before it divides by the bits
+    (``normalize_and_validate_gptq_desc_act``, utils/gptq_utils.py@0.30.0-@0.34.0, called at auto_gptq.py@0.30.0
+    l.118, @0.34.0 l.124): ``desc_act`` true with a group other than -1 (a group of one per output channel makes act
+    order a no-op), or a ``dynamic`` rule that turns it on, is refused. Through 0.29.0 the same class turns
+    ``desc_act`` off only for group -1 and runs the rest (auto_gptq.py@0.29.0 l.118)."""
+    if v < ACT_ORDER_REFUSED_SINCE:
+        return None
+    if facts.desc_act and facts.group_size != -1:
+        return _ACT_ORDER.format(rule="")
+    if facts.dynamic_act_order is not None:
+        return _ACT_ORDER.format(rule=f", but is enabled by dynamic rule {facts.dynamic_act_order!r}")
+    return None
+
+
+# ``32 // "4"`` in the auto classes' ``__init__``: Python's own words
+_FLOOR_DIV_TEXT = "TypeError: unsupported operand type(s) for //: 'int' and 'str'"
+
+
+def _text_bits(chosen: str, facts: IntFacts, v: Version) -> str:
     """What the config class raises for ``bits`` given as a JSON string ("4"), which no release converts: the Marlin
     checks test ``(bits, sym)`` / ``bits`` for membership in their type maps, so they decline it without raising
-    (``is_awq_marlin_compatible``, ``is_gptq_marlin_compatible`` and every ``override_quantization_method``,
-    quantization/*.py@0.5.5-@0.23.0: no arithmetic on the bits), and the plain class gets the text:
+    (``is_awq_marlin_compatible``, ``is_gptq_marlin_compatible``, ``is_moe_wna16_compatible`` and every
+    ``override_quantization_method``, quantization/*.py@0.5.5-@0.34.0: no arithmetic on the bits; the auto classes'
+    overrides read only ``quant_method``), and the class vLLM builds gets the text:
     - awq (to 0.23.0): ``from_config`` reads ``w_bit``/``bits``, the group and ``zero_point``, then ``__init__`` tests
       ``self.weight_bits != 4`` before dividing by it (awq.py@0.5.5 l.29/33, @0.10.0 l.41/45, @0.23.0 l.53/58):
       "only 4-bit ..., but got 4 bits.";
     - gptq (to 0.21.0): ``from_config`` reads bits, group and ``desc_act``, then ``__init__`` computes
       ``Fraction(32, self.weight_bits)`` before its bits check (gptq.py@0.5.5 l.34/35, @0.10.0 l.70/71, @0.21.0
-      l.91/92): Python's fractions raises "both arguments should be Rational instances".
-    Any other class (auto_awq from 0.24.0, auto_gptq from 0.22.0, a Marlin or other method named by --quantization)
-    was not read for it: "cannot predict"."""
+      l.91/92): Python's fractions raises "both arguments should be Rational instances";
+    - auto_awq (0.24.0+): ``from_config`` reads ``w_bit``/``bits``, the group and ``zero_point``, then ``__init__``'s
+      first line is ``self.pack_factor = 32 // weight_bits``, before its ``TYPE_MAP`` check (auto_awq.py@0.24.0 l.192,
+      @0.28.0 l.193, @0.34.0 l.198): a TypeError;
+    - auto_gptq (0.22.0+): ``from_config`` reads bits, group, ``desc_act`` and ``sym``; ``__init__`` checks act order
+      from 0.30.0 (``act_order_refusal``), then ``self.pack_factor = 32 // weight_bits`` before its ``TYPE_MAP`` check
+      (auto_gptq.py@0.22.0 l.149/155, @0.29.0 l.151/157, @0.34.0 l.154/160): the same TypeError.
+    Any other class named by --quantization (a Marlin name below 0.22 / 0.24, which declines the text, is refused as
+    a mismatch before this) was not read for it: "cannot predict"."""
     if chosen == "awq":
         if facts.zero_point is None:
-            return _missing("zero_point")
+            return _missing("zero_point", facts)
         return (f"ValueError: Currently, only 4-bit weight quantization is supported for AWQ, but got "
                 f"{facts.bits_text} bits.")
     if chosen == "gptq":
         if facts.desc_act is None:
-            return _missing("desc_act")
+            return _missing("desc_act", facts)
         return "TypeError: both arguments should be Rational instances"
+    if chosen == "auto_awq":
+        return _missing("zero_point", facts) if facts.zero_point is None else _FLOOR_DIV_TEXT
+    if chosen == "auto_gptq":
+        if facts.desc_act is None:
+            return _missing("desc_act", facts)
+        if facts.sym is None:
+            return _missing("sym", facts)
+        return act_order_refusal(facts, v) or _FLOOR_DIV_TEXT
     raise UserError(f"cannot predict quantization_config ({facts.method}) bits {facts.bits_text!r}: a JSON string, "
-                        f"which vLLM's {chosen} config was not read for")
+                    f"which vLLM's {chosen} config was not read for")
+
+
+def _moe_wna16_takes(model: ModelSpec, method: str, cap: int | None, v: Version) -> bool:
+    """Whether ``--quantization moe_wna16`` converts the checkpoint (``MoeWNA16Config.is_moe_wna16_compatible``,
+    moe_wna16.py@0.7.2 l.107, @0.22.0, @0.34.0 l.154): a GPTQ config without act order whose ``bits`` is 4 or 8 (from
+    0.30.0 act order as ``normalize_and_validate_gptq_desc_act`` allows it: group -1, no ``dynamic`` rule), or an AWQ
+    config whose ``bits`` (not ``w_bit``) is 4 on a card of AWQ's capability 7.5. Membership tests: a text "4" is
+    not 4. Anything else declines, and the method named is refused as a mismatch. A catalog variant without a
+    ``quantization_config`` is taken at its bits; an unknown card is not judged."""
+    facts = model.int_facts
+    if method not in ("gptq", "awq"):
+        return False
+    if facts is None:
+        return model.weight_bits in ((4, 8) if method == "gptq" else (4,))
+    bits = facts.bits_key
+    if isinstance(bits, bool):  # True == 1, False == 0 in the list tests: neither is 4 or 8
+        return False
+    if method == "gptq":
+        if bits not in (4, 8):
+            return False
+        if v >= ACT_ORDER_REFUSED_SINCE:
+            return act_order_refusal(facts, v) is None
+        return not facts.desc_act
+    return bits == 4 and (cap is None or cap >= 75)
 
 
 def _no_method(model: ModelSpec, user: str | None, v: Version, version: str | None) -> tuple[str | None, str]:
@@ -227,12 +299,17 @@ def method_run(model: ModelSpec, gpu: GpuSpec, user: str | None, version: str | 
     method = (model.quantization or "").replace("compressed_tensors", "compressed-tensors") or None
     if method is not None:
         chosen = _override(method, user, model, cap, v)
-        if chosen is None and user in (None, method, "moe_wna16"):
+        declines = user == "moe_wna16" and not _moe_wna16_takes(model, method, cap, v)
+        if chosen is None and user in (None, method, "moe_wna16") and not declines:
             chosen = user or method
         elif chosen is None:
-            if method in _JUDGED and user in _JUDGED:
+            if (method in _JUDGED and user in _JUDGED) or declines:
                 return user, (f"ValueError: Quantization method specified in the model config ({method}) does not "
                               f"match the quantization method specified in the `quantization` argument ({user}).")
+            if model.int_facts is not None and model.int_facts.bits_text is not None:  # its stand-in bits unsized
+                raise UserError(f"cannot predict quantization_config ({method}) bits "
+                                f"{model.int_facts.bits_text!r}: a JSON string, which vLLM's {user} config was not "
+                                "read for")
             return user, None
     elif user is not None:
         chosen = user
@@ -242,7 +319,7 @@ def method_run(model: ModelSpec, gpu: GpuSpec, user: str | None, version: str | 
                             f"quantization_config, and a {base.upper()} checkpoint ships {_FILES[base]})")
     else:
         return None, None
-    packing = packing_refusal(chosen, model.int_facts)
+    packing = packing_refusal(chosen, model.int_facts, v)
     if packing is not None and not (cap is None and method is not None and _marlin_takes(model, v)
                                     and chosen in ("awq", "gptq")):  # an unknown card may run Marlin, which takes it
         return chosen, packing

@@ -121,6 +121,7 @@ class ArgError:
 
     flag: str
     message: str
+    raised: bool = False  # a ValueError the flag's action raises while argparse consumes it (``argv_boolean``)
 
     def lines(self, prog: str = "vllm serve", version: Version | None = None) -> list[str]:
         """What the process writes to stderr before it exits 2. ``python -m vllm.entrypoints.openai.api_server``
@@ -292,7 +293,8 @@ def first_error(options: Iterable[tuple[str, str | None]], version: Version, pos
                 api_server: bool = False, booleans: Iterable[tuple[str, str]] = (),
                 negated: Iterable[tuple[str, str]] = (),
                 shorts: Iterable[tuple[str, str | None, str | None]] = (),
-                spelled: Sequence[argv_added.Item] = (), model_tag_required: bool = False) -> ArgError | None:
+                spelled: Sequence[argv_added.Item] = (), model_tag_required: bool = False,
+                raised: tuple[str, str] | None = None) -> ArgError | None:
     """argparse converts every occurrence in argv order and stops at the first it refuses (a repeated flag's first
     value too, though the last one wins when all parse); a value of None is a flag that takes one but got none
     (``expected one argument``). Positionals beyond the parser's one ``model_tag`` (``nargs='?'``; none in the
@@ -302,7 +304,8 @@ def first_error(options: Iterable[tuple[str, str | None]], version: Version, pos
     ``shorts``: single-dash options as written (``unknown_shorts``), whose unknown ones are leftovers too.
     ``spelled``: every long option and bare positional in argv order (``argv_added.placed``): an option the release
     lacks (``argv_added.SPAN``) is not converted, and its words join the leftovers with the positionals after the
-    model tag, in argv order (``argv_added.leftovers``).
+    model tag, in argv order (``argv_added.leftovers``). ``raised``: (flag, ValueError line) of a StoreBoolean given
+    a word other than true/false (``argv_boolean.raised``): raised where argparse reaches that flag, ending the parse.
     A one-item ``"--max-model-len 16384"`` is a positional here (argparse: "if it contains a space, it was meant to
     be a positional"): the model tag when none is given before it, else a leftover."""
     serve = not api_server
@@ -322,6 +325,8 @@ def first_error(options: Iterable[tuple[str, str | None]], version: Version, pos
     options = list(options)
     absent = argv_added.skipped(options, version) | {i[0] for i in spelled if argv_added.lacking(i, version, serve)}
     for flag, value in options:
+        if raised is not None and flag == raised[0]:
+            return ArgError(flag, raised[1], raised=True)
         if (flag, value) in skip or flag in absent or (flag.startswith("cc.") and version < COMPILATION_CC_SINCE):
             continue  # an unknown option's words: left over, not converted
         if value is None:

@@ -15,6 +15,7 @@ from vllm_remedy.errors import UserError
 from vllm_remedy.sim.vllm_pod import (
     adapters,
     argv,
+    argv_boolean,
     config_order,
     config_splice,
     engine_select,
@@ -162,12 +163,16 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
             prog = "api_server.py" if "api_server" in cmd.entrypoint else "vllm serve"
             return Refusal(version, model_id, "\n".join(argv.ArgError("", spliced).lines(prog, release)), "argparse")
         return Refusal(version, model_id, spliced[0], "cli", frames=spliced[1])
-    refused = argv.first_error(words, release, bare, model_tag_required=serve and not hidden,
+    store_boolean = argv_boolean.raised([t.value for t in cmd.words], release) if judged and not hidden else None
+    refused = argv.first_error(words, release, bare, model_tag_required=serve and not hidden, raised=store_boolean,
                                api_server="openai.api_server" in cmd.entrypoint, booleans=booleans,
                                negated=[(o.name, o.tokens[0].value) for o in cmd.options if o.flag.negated],
                                shorts=[(o.flag.spelled, o.flag.attached, o.values[0] if o.values else None)
                                        for o in cmd.options if not o.flag.spelled.startswith("--")],
                                spelled=argv.placed(cmd, judged))  # options the release lacks (argv_added)
+    if refused is not None and refused.raised:  # StoreBoolean's ValueError: a traceback, exit 1
+        return Refusal(version, model_id, refused.message, "cli",
+                       frames=argv_boolean.frames(release, "openai.api_server" in cmd.entrypoint))
     if refused is not None:
         prog = "api_server.py" if "api_server" in cmd.entrypoint else "vllm serve"
         return Refusal(version, model_id, "\n".join(refused.lines(prog, release)), "argparse")

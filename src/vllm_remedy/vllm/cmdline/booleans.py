@@ -61,7 +61,14 @@ _STORE_TRUE_READ: tuple[tuple[Version, frozenset[str]], ...] = (
 
 
 def store_boolean(name: str, v: Version) -> bool:
-    """Whether release ``v`` reads ``--name`` with StoreBoolean, taking true/false."""
+    """Whether release ``v`` reads ``--name`` with StoreBoolean (``nargs='?'``: the next word that is no option is its
+    value, whatever the word): the release's own parser where it was read (``release_flags.nargs``: 0.6.2's
+    ``--multi-step-stream-outputs`` is still ``store_true``), ``STORE_BOOLEAN_UNTIL`` elsewhere."""
+    if name not in table.LEGACY_OPTIONAL_BOOLEAN:
+        return False
+    code = release_flags.nargs(f"--{name}", v)
+    if code is not None:
+        return code == "?"
     until = STORE_BOOLEAN_UNTIL.get(name)
     return until is not None and v < until
 

@@ -19,7 +19,7 @@ from vllm_remedy.vllm.cmdline.edit import edit_container
 from vllm_remedy.vllm.cmdline.kubelet_env import expand_arg, unreadable
 from vllm_remedy.vllm.cmdline.parse import Entrypoint, Option, Token
 from vllm_remedy.vllm.cmdline.shell_script import UnsafeScriptError
-from vllm_remedy.vllm.versions import parse_version, version_from_image
+from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version, version_from_image
 
 # Flags that only vLLM takes: an args-only container (image ENTRYPOINT) with one of these runs vLLM.
 _TELLTALE = frozenset({"model", "max-model-len", "gpu-memory-utilization", "tensor-parallel-size",
@@ -153,8 +153,11 @@ def _analyse(container: Mapping[str, Any]) -> ServerCommand | None:
         rest, literal = _as_received(container, rest)
         anchor = next((t for t in literal if anchor is not None and (t.field, t.index) == (anchor.field, anchor.index)),
                       anchor)  # the last word, as received: an edit keys its changes on one token per item
-    options, positionals = parse.parse_options(rest, parse_version(version_from_image(str(container.get("image", "")))))
+    release = parse_version(version_from_image(str(container.get("image", ""))))
+    options, positionals = parse.parse_options(rest, release)
     model_token = positionals[0] if entry.positional_model and positionals else None
+    if model_token is not None and parse.model_hoisted(entry.label, (t.value for t in rest), release or NEWEST_RELEASE):
+        model_token = None  # --model is the tag, the bare words are left over (``refused``)
     if (model_token is not None and any(o.name == "model" for o in options) and model_token not in literal
             and unreadable(container, model_token.value)):
         model_token = None  # it may expand to a flag or a model tag: --model stands, the word is a hidden argument

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from vllm_remedy.vllm.cmdline.booleans import store_boolean
 from vllm_remedy.vllm.cmdline.flags import Flag, Kind, in_release, is_option, resolve
 from vllm_remedy.vllm.cmdline.table import LEGACY_OPTIONAL_BOOLEAN
 
@@ -41,6 +43,9 @@ class Option:
     flag: Flag
     tokens: list[Token]
     values: list[str] = field(default_factory=list)
+    # a StoreBoolean given the next word, not true/false (``vllm serve --enable-chunked-prefill MODEL``): vLLM raises
+    # (``refused.store_boolean_value``); ``value`` is then its const "true", what the advised fixes give
+    raises: bool = False
 
     @property
     def name(self) -> str:
@@ -53,7 +58,7 @@ class Option:
         if self.flag.kind in (Kind.BOOLEAN, Kind.STORE_TRUE):
             if self.flag.negated:
                 return "false"
-            if self.values:
+            if self.values and not self.raises:
                 return _BOOL_WORDS.get(self.values[0].lower(), self.values[0])
             return "true"
         if not self.values and self.flag.kind in (Kind.OPTIONAL, Kind.UNKNOWN):
@@ -197,6 +202,19 @@ def entrypoint(words: list[str]) -> tuple[int, Entrypoint] | None:
     return None
 
 
+#: From 0.11.1 ``FlexibleArgumentParser.parse_args`` moves ``vllm serve``'s ``--model M`` (the exact word, or
+#: ``--model=M``) to the front as its model tag (utils/__init__.py@0.11.1, utils/argparse_utils.py@0.12.0 l.187-221):
+#: ``--model`` then names the model and every bare word is left over.
+MODEL_HOISTED_SINCE = (0, 11, 1)
+
+
+def model_hoisted(label: str, words: Iterable[str], version: tuple[int, int, int]) -> bool:
+    """Whether vLLM ``version``'s ``vllm serve`` (``label``: the entrypoint's, the image's default from 0.11.1 too)
+    takes its model tag from ``--model`` among ``words`` (the argv after the entrypoint)."""
+    return (version >= MODEL_HOISTED_SINCE and (label.endswith(" serve") or label == "image default")
+            and any(w == "--model" or w.startswith("--model=") for w in words))
+
+
 def parse_options(tokens: list[Token], version: tuple[int, int, int] | None = None
                   ) -> tuple[list[Option], list[Token]]:
     """Split tokens into options (with their values) and positionals, as vLLM ``version``'s argparse would (the newest
@@ -224,11 +242,19 @@ def parse_options(tokens: list[Token], version: tuple[int, int, int] | None = No
             pass
         elif flag.kind in (Kind.BOOLEAN, Kind.STORE_TRUE):
             # legacy StoreBoolean `--enable-chunked-prefill False` only: any other boolean takes no value, so the
-            # word is a positional to argparse (``unrecognized arguments: true``), and a release without StoreBoolean
-            # leaves it over too (``refused``)
-            if flag.name in LEGACY_OPTIONAL_BOOLEAN and nxt.lower() in _BOOL_WORDS:
+            # word is a positional to argparse, the model tag when it comes first (`--enforce-eager true MODEL`: tag
+            # "true", ``unrecognized arguments: MODEL``), else left over (``refused``). Where the release reads the
+            # flag with StoreBoolean (nargs='?', no type, no choices: utils.py@0.6.5-@0.8.3,
+            # engine/arg_utils.py@0.5.5-@0.6.3) argparse gives it the next word that is no option, whatever it is:
+            # `--enable-chunked-prefill MODEL` takes the model, which StoreBoolean then refuses
+            # (``refused.store_boolean_value``); a release that reads it without (0.8.5+) leaves even true/false to
+            # the positionals. An unknown release: true/false only, as before.
+            legacy = flag.name in LEGACY_OPTIONAL_BOOLEAN
+            if legacy and (nxt.lower() in _BOOL_WORDS if version is None else
+                           store_boolean(flag.name, version) and not is_option(nxt)):
                 opt.tokens.append(tokens[i])
                 opt.values.append(nxt)
+                opt.raises = nxt.lower() not in _BOOL_WORDS
                 i += 1
         elif flag.kind is Kind.MULTI:
             while i < len(tokens) and not is_option(tokens[i].value):

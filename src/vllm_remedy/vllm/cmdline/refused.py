@@ -14,7 +14,8 @@ Read in the PyPI wheels of 0.8.5, 0.11.0, 0.16.0, 0.19.0, 0.28.0 and 0.34.0 (arg
   strips the text and ends in ``int()``, which refuses it;
 * a value on a boolean flag that takes none (``--enforce-eager=true``): ``argument --enforce-eager: ignored explicit
   argument 'true'``, the flag's option strings as that release's action has them (``booleans``); only the legacy
-  StoreBoolean flags took true/false, up to 0.8.3;
+  StoreBoolean flags took true/false, up to 0.8.3, and any other word they take (the next one that is no option:
+  ``vllm serve --enable-chunked-prefill MODEL``) raises StoreBoolean's ValueError, exit 1 (``store_boolean_value``);
 * a value outside the choices, or one its ``type=`` cannot convert, of --block-size, --quantization,
   --tokenizer-mode, --load-format and the typed memory flags (``choices``, read per release); a
   ``--compilation-config`` (or ``-O '<json>'`` up to 0.11) that is not JSON (``compilation.refusal``);
@@ -40,7 +41,7 @@ from vllm_remedy.vllm.cmdline import choices, compilation, release_flags
 from vllm_remedy.vllm.cmdline.booleans import option_strings, store_boolean
 from vllm_remedy.vllm.cmdline.command import ServerCommand
 from vllm_remedy.vllm.cmdline.flags import Kind
-from vllm_remedy.vllm.cmdline.parse import Option
+from vllm_remedy.vllm.cmdline.parse import Option, model_hoisted
 from vllm_remedy.vllm.cmdline.values import HUMAN_INT_SINCE, suffixed, vllm_int
 from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version
 
@@ -102,6 +103,8 @@ def refused(server: ServerCommand, version: str | None) -> list[Refused]:
         if server.placeholder(opt.tokens):
             continue
         if flag.kind in (Kind.BOOLEAN, Kind.STORE_TRUE):
+            if (raised := store_boolean_value(server, opt, v)) is not None:
+                return [*out, raised]  # raised while argparse consumes it: nothing after it is read
             if (message := _boolean(server, opt, v)) is not None:
                 out.append(Refused(words if flag.attached is not None else shlex.quote(opt.values[0]), message))
             continue
@@ -184,6 +187,32 @@ def kv_cache_dtypes(v: Version) -> tuple[str, ...]:
     """--kv-cache-dtype's choices in release ``v`` (up to ``_KV_CHOICES_UNTIL``): those of the newest release read at
     or before it; argparse refuses any other value there, whatever a later release takes."""
     return next(c for since, c in sorted(KV_CACHE_DTYPES.items(), reverse=True) if v >= since)
+
+
+#: StoreBoolean's own refusal of a word other than true/false (``__call__``: ``values.lower()`` against "true" and
+#: "false", else ``raise ValueError``; engine/arg_utils.py@0.5.5 l.1023, @0.6.3 l.1127; utils.py@0.6.5 l.1112, @0.8.0
+#: l.1154, @0.8.3 l.1219). argparse catches only its own ArgumentError, so the ValueError is a traceback, exit 1.
+_INVALID_BOOLEAN = "ValueError: Invalid boolean value: {}. Expected 'true' or 'false'."
+
+
+def store_boolean_value(server: ServerCommand, opt: Option, v: Version) -> Refused | None:
+    """The ValueError a StoreBoolean flag raises on the word argparse gave it (``--enable-chunked-prefill=on``, or the
+    next word that is no option: ``vllm serve --enable-chunked-prefill MODEL`` takes the model, as nargs='?' does
+    whatever positional is still wanted), or None: true/false in any case, no word (``const="True"``), or a release
+    that does not read the flag with StoreBoolean (``booleans.store_boolean``)."""
+    flag = opt.flag
+    if flag.negated or not opt.values or not store_boolean(flag.name, v) or server.placeholder(opt.tokens):
+        return None
+    word = opt.values[0]
+    if word.lower() in ("true", "false"):
+        return None
+    written = " ".join(shlex.quote(t.value) for t in opt.tokens)
+    if flag.attached is None and not server.positionals and server.entrypoint.endswith(" serve"):
+        advice = (f"name the model first (vllm serve {word} ... --{flag.name}), or write --{flag.name} true before "
+                  "it: the flag takes the next word as its value")
+    else:
+        advice = f"write --{flag.name} alone, or with true or false"
+    return Refused(written, _INVALID_BOOLEAN.format(word), advice, exit_code=1)
 
 
 def _boolean(server: ServerCommand, opt: Option, v: Version) -> str | None:
@@ -312,5 +341,6 @@ def _strays(server: ServerCommand, v: Version) -> list[str]:
     words = [t.value for t in server.positionals]
     if server.placeholder(server.positionals):
         return []
-    takes = 0 if "api_server" in server.entrypoint and v < API_SERVER_MODEL_TAG_SINCE else 1
+    hoisted = model_hoisted(server.entrypoint, (t.value for t in server.words), v)  # --model is the tag
+    takes = 0 if ("api_server" in server.entrypoint and v < API_SERVER_MODEL_TAG_SINCE) or hoisted else 1
     return words[takes:]

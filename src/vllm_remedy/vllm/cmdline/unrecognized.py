@@ -60,6 +60,8 @@ def unrecognized(server: ServerCommand, version: str | None) -> list[str]:
     unknown = _unknown(server, version)
     ambiguous = [u for u in unknown if getattr(u, "message", "").startswith("ambiguous")]
     unknown = [u for u in unknown if u not in ambiguous]
+    if found and found[-1].exit_code == 1:  # a StoreBoolean's ValueError ends the parse: no leftovers, no model tag
+        return [*options, *ambiguous]  # check (``refused.store_boolean_value``); an ambiguous option is found before
     # argparse checks the required model tag once every word is consumed, before it reports the leftovers; a word
     # after an option the release lacks is consumed as that tag (then it is no leftover either: not judged)
     required = [] if any(" " in u for u in unknown) or (missing := missing_model_tag(server, v)) is None else [missing]
