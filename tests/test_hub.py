@@ -56,23 +56,82 @@ def test_each_model_is_asked_once_per_process_failures_included(online):
         resolved.model(GATED)
 
 
-def test_the_policys_copy_is_the_last_resort(online, tmp_path):
+def test_the_policys_copy_is_the_last_resort_where_the_hub_cannot_be_asked(online, tmp_path, monkeypatch):
     copy = tmp_path / "config.json"
     copy.write_text(json.dumps(SMOLLM2_CONFIG))
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:1")  # nothing listens there
     spec, source = hub.resolve("acme-corp/Private-1.7B", None, ("policy p.yaml model_config.path", lambda: json.loads(
         copy.read_text())))
-    assert (spec.hidden_size, source) == (2048, "policy p.yaml model_config.path")
-    assert files(online) == [("GET", "/acme-corp/Private-1.7B/resolve/main/config.json")]  # the Hub was asked first
+    assert spec.hidden_size == 2048
+    assert source.startswith("policy p.yaml model_config.path, because model acme-corp/Private-1.7B: the Hub "
+                             "(http://127.0.0.1:1) is unreachable"), source
+    assert hub.fallback_note("acme-corp/Private-1.7B", "main") == source  # what check's note says
 
 
-def test_a_broken_policy_copy_says_both_reasons(online):
+def test_the_hubs_no_is_not_overruled_by_the_policys_copy(online, tmp_path):
+    """Before: any failure fell back to the policy's copy, a misspelt repository included, and vLLM cannot start."""
+    copy = tmp_path / "config.json"
+    copy.write_text(json.dumps(SMOLLM2_CONFIG))
+    fallback = ("policy p.yaml model_config.path", lambda: json.loads(copy.read_text()))
+    with pytest.raises(hub.Unavailable, match=r"^model acme-corp/Private-1\.7B: not found on the Hub"):
+        hub.resolve("acme-corp/Private-1.7B", None, fallback)
+    with pytest.raises(hub.Unavailable, match=f"^model {SMOLLM2_ID}: revision v9 not found"):
+        hub.resolve(SMOLLM2_ID, "v9", fallback)
+    with pytest.raises(hub.Unavailable, match=f"^model {GATED}: gated repository"):
+        hub.resolve(GATED, None, fallback)
+    said = resolved.known(GATED)
+    assert isinstance(said, hub.Reason) and said.unavailable  # a prediction says model_unavailable
+    assert hub.fallback_note(GATED) is None
+    assert files(online) == [("GET", "/acme-corp/Private-1.7B/resolve/main/config.json"),
+                             ("GET", f"/{SMOLLM2_ID}/resolve/v9/config.json"),
+                             ("GET", f"/{GATED}/resolve/main/config.json")]
+
+
+def test_a_broken_policy_copy_says_both_reasons(online, monkeypatch):
     def broken() -> dict:
         raise UserError("policy p.yaml model_config.path c.json: cannot read (No such file or directory)")
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:1")
     with pytest.raises(UserError) as got:
         hub.resolve("acme-corp/Nowhere-1B", None, ("policy p.yaml model_config.path", broken))
-    assert str(got.value) == (f"model acme-corp/Nowhere-1B: not found on the Hub ({online.url}) nor in the local "
-                              "Hugging Face cache; policy p.yaml model_config.path c.json: cannot read (No such file "
-                              "or directory)")
+    assert str(got.value).startswith("model acme-corp/Nowhere-1B: the Hub (http://127.0.0.1:1) is unreachable")
+    assert str(got.value).endswith("; policy p.yaml model_config.path c.json: cannot read (No such file or directory)")
+
+
+def test_no_revision_and_main_are_one_resolution(online):
+    """Before: one per spelling, a HEAD for the second (a fleet mixing ``--revision main`` and none)."""
+    first, _ = hub.resolve(SMOLLM2_ID)
+    again, _ = hub.resolve(SMOLLM2_ID, "main")
+    assert first == again and resolved.model(SMOLLM2_ID, "main") == first
+    assert files(online) == [("GET", f"/{SMOLLM2_ID}/resolve/main/config.json")]
+
+
+def test_a_pods_own_token_decides_a_gated_repository(online, monkeypatch, tmp_path):
+    """This machine's token is not the pod's: a pod without one is refused (vLLM's 401), a pod whose token is a
+    Secret gets this machine's token in its stead, and neither is told to set a token it has."""
+    monkeypatch.setenv("HF_TOKEN", "hf_operator")
+    with pytest.raises(hub.Unavailable, match="and the pod sets no HF_TOKEN: vLLM's download is refused"):
+        hub.resolve(GATED, in_pod=True, env={"HF_TOKEN": None})
+    assert online.authorized == []  # huggingface_hub did not send this machine's token in the pod's stead
+    assert hub.learn(GATED, env={"HF_TOKEN": hub.pod.UNREAD}) is None
+    monkeypatch.delenv("HF_TOKEN")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "another"))  # not the cache the token filled
+    said = hub.learn(GATED, env={"HF_TOKEN": hub.pod.UNREAD}) or ""
+    assert "the pod's HF_TOKEN (a Secret) is not read here" in said and "set HF_TOKEN to" not in said, said
+    assert not isinstance(resolved.known(GATED), hub.Reason) or not resolved.known(GATED).unavailable
+
+
+def test_a_pod_start_asks_again_after_a_failure(online, monkeypatch):
+    """The rehearsal cluster resolves at each pod start, as vLLM does: a Hub that failed once is asked again
+    (before: the failure was kept for the process's life, and the pod crash-looped after the Hub recovered)."""
+    monkeypatch.setenv("VLLM_REMEDY_HUB_TIMEOUT", "1")  # its retries within a second
+    online.repos[SMOLLM2_ID].misbehave = "error-500"
+    with pytest.raises(UserError, match="answered HTTP 500"):
+        hub.resolve(SMOLLM2_ID, in_pod=True, env={}, per_start=True)
+    online.repos[SMOLLM2_ID].misbehave = None
+    assert hub.resolve(SMOLLM2_ID, in_pod=True, env={}, per_start=True)[0].num_layers == 24
+    hub.resolve(SMOLLM2_ID, in_pod=True, env={}, per_start=True)  # a branch is revalidated at each start
+    assert files(online)[-2:] == [("GET", f"/{SMOLLM2_ID}/resolve/main/config.json"),
+                                  ("HEAD", f"/{SMOLLM2_ID}/resolve/main/config.json")]
 
 
 def test_the_environment_at_the_call_rules_not_the_one_at_import(online, monkeypatch):

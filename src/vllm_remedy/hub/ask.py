@@ -113,7 +113,7 @@ class Got:
     downloaded: bool
 
 
-def ask(repo_id: str, revision: str, hub: str, cache: str | None, token: str | None, deadline: float) -> Got:
+def ask(repo_id: str, revision: str, hub: str, cache: str | None, token: str | bool | None, deadline: float) -> Got:
     """config.json of ``repo_id`` at ``revision`` as the Hub has it now (see the module); :class:`Failed` else —
     whatever the library or its HTTP stack raised, in one line."""
     try:
@@ -122,7 +122,7 @@ def ask(repo_id: str, revision: str, hub: str, cache: str | None, token: str | N
         raise _failure(exc) from None
 
 
-def _ask(repo_id: str, revision: str, hub: str, cache: str | None, token: str | None, deadline: float) -> Got:
+def _ask(repo_id: str, revision: str, hub: str, cache: str | None, token: str | bool | None, deadline: float) -> Got:
     import huggingface_hub as hf
 
     unreachable = _unreachable(hub)
@@ -157,7 +157,7 @@ def _checked(commit: str | None, etag: str | None, size: int | None) -> tuple[st
     return commit, etag
 
 
-def _get(url: str, token: str | None, timeout: float) -> tuple[str, str, bytes]:
+def _get(url: str, token: str | bool | None, timeout: float) -> tuple[str, str, bytes]:
     """(commit, etag, body) of one GET through huggingface_hub's own HTTP session, headers (token, user agent) and
     errors (``hf_raise_for_status``). Redirects are followed here, at most :data:`MAX_REDIRECTS`, as
     huggingface_hub's HEAD follows them: the commit, etag and size are those of the last answer that names a commit
