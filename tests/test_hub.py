@@ -34,7 +34,7 @@ def online(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[HubServe
 
 
 def files(server: HubServer) -> list[tuple[str, str]]:
-    return [r for r in server.requests if "/resolve/" in r[1]]
+    return [r for r in server.requests if "/resolve/" in r[1] and not r[1].endswith("/hf_quant_config.json")]
 
 
 def test_a_catalog_model_never_asks_the_hub(online):
@@ -62,10 +62,10 @@ def test_the_policys_copy_is_the_last_resort_where_the_hub_cannot_be_asked(onlin
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:1")  # nothing listens there
     spec, source = hub.resolve("acme-corp/Private-1.7B", None, ("policy p.yaml model_config.path", lambda: json.loads(
         copy.read_text())))
-    assert spec.hidden_size == 2048
-    assert source.startswith("policy p.yaml model_config.path, because model acme-corp/Private-1.7B: the Hub "
-                             "(http://127.0.0.1:1) is unreachable"), source
-    assert hub.fallback_note("acme-corp/Private-1.7B", "main") == source  # what check's note says
+    assert (spec.hidden_size, source) == (2048, "policy p.yaml model_config.path")
+    assert (hub.fallback_note("acme-corp/Private-1.7B", "main") or "").startswith(  # what check's note says
+        "policy p.yaml model_config.path, because model acme-corp/Private-1.7B: the Hub (http://127.0.0.1:1) is "
+        "unreachable")
 
 
 def test_the_hubs_no_is_not_overruled_by_the_policys_copy(online, tmp_path):
@@ -178,9 +178,40 @@ def test_a_file_in_lfs_is_one_get_and_its_redirect_and_the_token_stays_on_the_hu
     spec, source = hub.resolve(LFS)
     assert (spec.num_layers, source) == (24, f"the Hub ({online.url})")
     resolve, cdn = f"/{LFS}/resolve/main/config.json", f"/cdn/{LFS}/{SMOLLM2_COMMIT}/config.json"
-    assert [r for r in online.requests if not r[1].startswith("/api/")] == [("GET", resolve), ("GET", cdn)]
-    assert online.authorized == [("GET", resolve)]
+    assert [r for r in online.requests if not r[1].startswith("/api/") and "hf_quant" not in r[1]] == [
+        ("GET", resolve), ("GET", cdn)]
+    assert [r for r in online.authorized if "hf_quant" not in r[1]] == [("GET", resolve)]
     folder = tmp_path / "hf" / "hub" / "models--acme-corp--Lfs-1.7B"
     blob = hashlib.sha256(json.dumps(SMOLLM2_CONFIG, indent=2).encode()).hexdigest()
     assert os.readlink(folder / "snapshots" / SMOLLM2_COMMIT / "config.json") == f"../../blobs/{blob}"
     assert (folder / "refs" / "main").read_text() == SMOLLM2_COMMIT
+
+
+NV_FP8 = "acme-corp/Llama-NV-FP8"
+#: What ModelOpt 0.29 and earlier export beside config.json (NVIDIA's older *-FP8 repositories).
+MODELOPT = {"producer": {"name": "modelopt", "version": "0.27.0"},
+            "quantization": {"quant_algo": "FP8", "kv_cache_quant_algo": "FP8", "exclude_modules": ["lm_head"]}}
+
+
+def test_modelopts_separate_quant_file_is_handed_in_as_quantization_config(online):
+    """vLLM (transformers_utils/config.py@0.10.1 on, @0.30.0 l.829-841) sets hf_quant_config.json as the config's
+    quantization_config when config.json has none: one GET more, kept in the cache, a 404 recorded as absent.
+    Before: the file was never asked for, and the checkpoint was sized as if it stated no quantization."""
+    from vllm_remedy.vllm import hf_overrides
+
+    online.repos[NV_FP8] = Repo({"config.json": SMOLLM2_CONFIG, "hf_quant_config.json": MODELOPT})
+    stated = {**SMOLLM2_CONFIG, "quantization_config": {"quant_method": "fp8"}}
+    online.repos[LFS] = Repo({"config.json": stated, "hf_quant_config.json": MODELOPT})  # vLLM does not look
+    hub.resolve(NV_FP8)
+    hub.resolve(LFS)
+    hub.resolve(SMOLLM2_ID)  # none there: 404
+    assert (hf_overrides.base_config(NV_FP8, None) or ({},))[0].get("quantization_config") == MODELOPT
+    assert "quantization_config" not in (hf_overrides.base_config(SMOLLM2_ID, None) or ({},))[0]
+    quant = [r for r in online.requests if r[1].endswith("/hf_quant_config.json")]
+    assert quant == [("GET", f"/{NV_FP8}/resolve/main/hf_quant_config.json"),
+                     ("GET", f"/{SMOLLM2_ID}/resolve/main/hf_quant_config.json")]
+    hub.resolve(NV_FP8, in_pod=True)  # resolved afresh (another memo key): main revalidated, the file from the cache
+    hub.resolve(SMOLLM2_ID, in_pod=True)  # and its absence recorded as hf_hub_download records it
+    assert [r for r in online.requests if r[1].endswith("/hf_quant_config.json")] == quant
+    assert files(online)[-2:] == [("HEAD", f"/{NV_FP8}/resolve/main/config.json"),
+                                  ("HEAD", f"/{SMOLLM2_ID}/resolve/main/config.json")]

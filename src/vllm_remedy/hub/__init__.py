@@ -38,7 +38,7 @@ from typing import Any
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.hub import ask as hub_ask
-from vllm_remedy.hub import pod
+from vllm_remedy.hub import pod, quant_file
 from vllm_remedy.vllm import catalog, hf_overrides, resolved
 from vllm_remedy.vllm.catalog import ModelSpec
 
@@ -132,9 +132,10 @@ def _huge_numbers(config: Mapping[str, Any], prefix: str = "") -> list[str]:
 
 
 def fetch_config(repo_id: str, revision: str | None = None, env: pod.Env | None = None, in_pod: bool = False,
-                 per_start: bool = False) -> tuple[str, str]:
-    """(the config.json text, where it came from) as vLLM would get it; :class:`Unresolved` (one line) else, and
-    :class:`Unavailable` for the Hub's own "no" to the token vLLM sends (``env``: the pod's, :mod:`hub.pod`).
+                 per_start: bool = False) -> tuple[str, str, str]:
+    """(the config.json text, where it came from, its path in the cache) as vLLM would get it; :class:`Unresolved`
+    (one line) else, and :class:`Unavailable` for the Hub's own "no" to the token vLLM sends (``env``: the pod's,
+    :mod:`hub.pod`).
 
     A commit's snapshot in the local cache is read without a request (a commit never changes); a branch or tag is
     revalidated against the Hub (``hub.ask``), and its cached copy is read, with a warning, only when the Hub does not
@@ -152,7 +153,7 @@ def fetch_config(repo_id: str, revision: str | None = None, env: pod.Env | None 
         raise Unresolved(f"model {repo_id}: not a Hugging Face repository id") from None
     cached = cached if isinstance(cached, str) else None
     if cached is not None and (offline(env) or hub_ask.COMMIT.fullmatch(revision or "")):
-        return _read(cached), f"the local Hugging Face cache ({cached})"
+        return _read(cached), f"the local Hugging Face cache ({cached})", cached
     if offline(env):
         raise Unresolved(f"model {repo_id}{at}: not in the catalog nor the local Hugging Face cache, and "
                          "HF_HUB_OFFLINE is set")
@@ -163,9 +164,7 @@ def fetch_config(repo_id: str, revision: str | None = None, env: pod.Env | None 
     # out above, so the library must not refuse on a reading taken before.
     hf.constants.HF_HUB_OFFLINE = False
     seconds = hub_ask.limit()
-    # a pod's own token or none (False: huggingface_hub must not fall back to this machine's HF_TOKEN or token file)
-    unset = env is not None and pod.TOKEN in env and env[pod.TOKEN] is None
-    token: str | bool | None = pod.token(env) or (False if unset else None)
+    token = _token(env)
     try:
         silent = None if per_start else _memo.get(_silent(hub))
         if isinstance(silent, str):  # it did not answer earlier in this run: a fleet does not wait on it once per model
@@ -182,10 +181,17 @@ def fetch_config(repo_id: str, revision: str | None = None, env: pod.Env | None 
         note = f"not revalidated: {reason.removeprefix(f'model {repo_id}: ')}"
         print(f"vllm-remedy: warning: model {repo_id}{at}: {CONFIG} from the local Hugging Face cache ({cached}), "
               f"{note}", file=sys.stderr)
-        return _read(cached), f"the local Hugging Face cache ({cached}), {note}"
+        return _read(cached), f"the local Hugging Face cache ({cached}), {note}", cached
     if got.downloaded:
-        return _read(got.path), f"the Hub ({hub})"
-    return _read(got.path), f"the local Hugging Face cache ({got.path}), revalidated with the Hub ({hub})"
+        return _read(got.path), f"the Hub ({hub})", got.path
+    return _read(got.path), f"the local Hugging Face cache ({got.path}), revalidated with the Hub ({hub})", got.path
+
+
+def _token(env: pod.Env | None) -> str | bool | None:
+    """The token to send: a pod's own or none (False: huggingface_hub must not fall back to this machine's HF_TOKEN
+    or token file in its stead)."""
+    unset = env is not None and pod.TOKEN in env and env[pod.TOKEN] is None
+    return pod.token(env) or (False if unset else None)
 
 
 def _definitive(exc: hub_ask.Failed, env: pod.Env | None, in_pod: bool) -> bool:
@@ -252,9 +258,9 @@ def _silent(hub: str) -> tuple[str, None, tuple[str]]:
     return hub, None, ("did not answer",)
 
 
-#: (model, revision, the environment that decides the answer) → what resolving it gave (spec, source, the config),
-#: failures included.
-_memo: dict[tuple[str, str | None, tuple[Any, ...]], tuple[ModelSpec, str, Any] | Unresolved | str] = {}
+#: (model, revision, the environment that decides the answer) → what resolving it gave (spec, source, the config,
+#: why the policy's copy stood in or None), failures included.
+_memo: dict[tuple[str, str | None, tuple[Any, ...]], tuple[ModelSpec, str, Any, str | None] | Unresolved | str] = {}
 #: (model, revision) → the finding's note when the last resolution was the policy's model_config (the Hub could not
 #: be asked), so a prediction sized from it says so.
 _fell_back: dict[tuple[str, str | None], str] = {}
@@ -296,8 +302,8 @@ def resolve(model_id: str, revision: str | None = None, fallback: Fallback | Non
             # resolution under another environment it would otherwise keep that one's answer while this call says
             # otherwise.
             resolved.learn(model_id, revision, found[0] if isinstance(found, tuple) else Reason.of(_error(found)))
-            if isinstance(found, tuple) and fallback is not None and found[1].startswith(fallback[0]):
-                _fell_back[(model_id, same_revision(revision))] = found[1]
+            if isinstance(found, tuple) and found[3]:
+                _fell_back[(model_id, same_revision(revision))] = found[3]
             else:
                 _fell_back.pop((model_id, same_revision(revision)), None)
     if not isinstance(found, tuple):
@@ -311,7 +317,8 @@ def _error(found: Unresolved | str) -> Unresolved:
 
 
 def _resolve(model_id: str, revision: str | None, fallback: Fallback | None, in_pod: bool,
-             env: pod.Env | None = None, per_start: bool = False) -> tuple[ModelSpec, str, Any] | Unresolved:
+             env: pod.Env | None = None, per_start: bool = False
+             ) -> tuple[ModelSpec, str, Any, str | None] | Unresolved:
     local = Path(model_id)
     try:
         # vLLM looks for a local path first (``Path(model).exists()`` in ``file_or_path_exists``,
@@ -325,9 +332,16 @@ def _resolve(model_id: str, revision: str | None, fallback: Fallback | None, in_
                 raise Unresolved(f"model {model_id}: a local path, not a repository id (and no {local / CONFIG} "
                                  "here); name its config in the policy (model_config)")
             text, source = _read(str(local / CONFIG)), str(local / CONFIG)
+            config = config_from_json(text, f"{model_id}: {CONFIG} from {source}")
+            if quant_file.wanted(config):  # ModelOpt <= 0.29 exports: the scheme in a file beside config.json
+                config = quant_file.merged(config, quant_file.from_dir(local, config_from_json, _read))
         else:
-            text, source = fetch_config(model_id, revision, env, in_pod, per_start)
-        config = config_from_json(text, f"{model_id}: {CONFIG} from {source}")
+            text, source, path = fetch_config(model_id, revision, env, in_pod, per_start)
+            config = config_from_json(text, f"{model_id}: {CONFIG} from {source}")
+            if quant_file.wanted(config):
+                got = quant_file.fetch(model_id, revision, path, pod.endpoint(env), cache_dir(), _token(env),
+                                       offline(env))
+                config = quant_file.merged(config, got and config_from_json(got, f"{model_id}: {quant_file.NAME}"))
         spec = spec_from_config(config, model_id, f"{model_id}: {CONFIG} from {source}")
     except Unavailable as refused:  # the Hub's own "no": vLLM dies on it too, whatever the policy holds
         return refused
@@ -340,8 +354,8 @@ def _resolve(model_id: str, revision: str | None, fallback: Fallback | None, in_
             spec = spec_from_config(config, model_id, where)
         except UserError as exc:
             return Unresolved(f"{first}; {exc}")
-        return spec, f"{where}, because {first}", config
-    return spec, source, config
+        return spec, where, config, f"{where}, because {first}"
+    return spec, source, config, None
 
 
 def learn(model_id: str, revision: str | None = None, fallback: Fallback | None = None,
