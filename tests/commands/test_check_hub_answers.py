@@ -48,12 +48,12 @@ def deployment(args: list[str], env: list[dict[str, Any]] | None = None, volumes
 
 
 def check(hub: HubServer | None, tmp_path: Path, docs: list[dict[str, Any]], policy: bool = False,
-          **env: str) -> tuple[int, str]:
+          command: str = "check", **env: str) -> tuple[int, str]:
     """(exit code, stdout + stderr) of `check -f` on ``docs``; ``policy``: with a policy whose model_config is a
     file holding SmolLM2's config.json (what a cluster that reaches no Hub is sized from)."""
     manifest = tmp_path / "m.json"
     manifest.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": docs}))
-    args = ["check", "-f", str(manifest)]
+    args = [command, "-f", str(manifest)]
     if policy:
         (tmp_path / "config.json").write_text(json.dumps(SMOLLM2_CONFIG))
         (tmp_path / "p.yaml").write_text(f"extends: {ROOT / 'policies' / 'default.yaml'}\n"
@@ -125,3 +125,10 @@ def test_the_revision_in_vllms_config_file_is_the_one_resolved(hub, tmp_path):
     assert "predicted max_len_exceeds_model" in out and "4,096" in out, out
     assert "not in the catalog" not in out, out
     assert ("GET", f"/{LLAMA}/resolve/v2/config.json") in hub.requests, hub.requests
+
+
+def test_plan_does_not_size_a_misspelt_repository_from_the_policys_copy(hub, tmp_path):
+    """`plan -f` resolves the manifest's model the same way: the Hub's "not found" is the answer, not a plan."""
+    code, out = check(hub, tmp_path, [deployment(["acme-corp/Llamma-Hub", *SERVE])], policy=True, command="plan")
+    assert code != 0, out
+    assert f"model acme-corp/Llamma-Hub: not found on the Hub ({hub.url})" in out, out
