@@ -159,9 +159,11 @@ def test_known_over_predictions_are_few_explained_and_still_over():
     # in-sample starts at +1.0 %); ten measured by the blind batches of 2026-12-05c/d; three by 2026-12-05e (+8.0,
     # +3.2, +3.0 %); one by 2026-12-05f (+1.2 %); one where a source fix (Qwen VL pixel values in the model dtype) put
     # the compiled RTX 4080 Qwen2-VL start at +1.7 %. Out since: the V0 2 x A100 (+10.6 %), the T4 Qwen3-VL-Embedding
-    # (+6.6 %) and the RTX 5090 Qwen3-4B bf16 (+0.6 %) cases, diagnosed from source. Lower this as cases rejoin the
-    # bar; never raise it for a change of the model (the one exception, the pixel-dtype fix, is said above).
-    assert len(KNOWN_OVER) <= 15
+    # (+6.6 %) and the RTX 5090 Qwen3-4B bf16 (+0.6 %) cases, diagnosed from source; on 2026-12-06 the 48 GB RTX 4090
+    # mnbt-512 (+4.2 %) and RTX 4090 Qwen2.5-0.5B 2k (+1.0 %) starts, by the cuBLAS-workspace pin rule (post hoc).
+    # Lower this as cases rejoin the bar; never raise it for a change of the model (the one exception, the
+    # pixel-dtype fix, is said above).
+    assert len(KNOWN_OVER) <= 13
     for path in KNOWN_OVER:
         case = _load(path)
         assert len(case["known_over"].split()) >= 20, path.stem

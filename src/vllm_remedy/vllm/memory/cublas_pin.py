@@ -63,5 +63,6 @@ def profile_batch_bytes(model: ModelSpec, res: Resolved) -> int:
 
 
 def carves_table(model: ModelSpec, res: Resolved, capability: tuple[int, int] | None) -> bool:
-    """Whether the cuBLAS workspace is read to land in the freed table copy (module docstring: post hoc)."""
-    return profile_batch_bytes(model, res) < workspace_bytes(capability)
+    """Whether the cuBLAS workspace is read to land in the freed table copy (module docstring: post hoc); always on an
+    unknown card, where which workspace and which blocks are not known (charged: the side of less KV)."""
+    return capability is None or profile_batch_bytes(model, res) < workspace_bytes(capability)
