@@ -35,6 +35,13 @@ K_ROUND_LARGE = 2 * MIB
 NO_SPLIT_LIMIT = (1 << 64) - 1  # PyTorch's default max_split_size (SIZE_MAX)
 
 
+# A free block's pool entry is one int, ``size << PTR_BITS | ptr``: sorted ints order as c10's (size, address) pairs
+# and bisect far faster than tuples. Addresses are handed out without gaps (merges follow the segment's links, not
+# addresses), so they stay below the bytes ever reserved.
+PTR_BITS = 56
+PTR_MASK = (1 << PTR_BITS) - 1
+
+
 class _Block:
     __slots__ = ("allocated", "next", "prev", "ptr", "requested", "size", "small")
 
@@ -51,9 +58,10 @@ class CachingAllocator:
 
     def __init__(self, max_split_size: int = NO_SPLIT_LIMIT) -> None:
         self.max_split_size = max_split_size
-        self._free: dict[bool, list[tuple[int, int, _Block]]] = {True: [], False: []}
+        self._pools: dict[bool, list[int]] = {True: [], False: []}
+        self._free: dict[int, _Block] = {}  # free blocks by address
         self._live: dict[Hashable, _Block] = {}
-        self._next_ptr = 1 << 40
+        self._next_ptr = 0
         self.reserved = 0
 
     @staticmethod
@@ -68,17 +76,22 @@ class CachingAllocator:
             return K_LARGE_BUFFER
         return -(-size // K_ROUND_LARGE) * K_ROUND_LARGE
 
-    def _take_cached(self, size: int, small: bool) -> _Block | None:
-        pool = self._free[small]
-        i = bisect.bisect_left(pool, (size, -1))
+    def _fit(self, size: int, pool: list[int]) -> int:
+        """The pool index of the block ``get_free_block`` takes for ``size``, or -1."""
+        i = bisect.bisect_left(pool, size << PTR_BITS)
         if i == len(pool):
-            return None
-        block = pool[i][2]
-        if size < self.max_split_size <= block.size:
-            return None
-        if size >= self.max_split_size and block.size >= size + K_LARGE_BUFFER:
-            return None
-        del pool[i]
+            return -1
+        found = pool[i] >> PTR_BITS
+        if size < self.max_split_size <= found or (size >= self.max_split_size and found >= size + K_LARGE_BUFFER):
+            return -1
+        return i
+
+    def _segment(self, size: int, small: bool) -> _Block:
+        seg = self.segment_size(size)
+        block = _Block(self._next_ptr, seg, small)
+        self._next_ptr += seg
+        assert self._next_ptr <= PTR_MASK
+        self.reserved += seg
         return block
 
     def malloc(self, key: Hashable, nbytes: int) -> None:
@@ -87,12 +100,9 @@ class CachingAllocator:
             return
         size = self.round_size(nbytes)
         small = size <= K_SMALL_SIZE
-        block = self._take_cached(size, small)
-        if block is None:
-            seg = self.segment_size(size)
-            block = _Block(self._next_ptr, seg, small)
-            self._next_ptr += seg + (1 << 30)  # segments never touch: no merge across them
-            self.reserved += seg
+        pool = self._pools[small]
+        i = self._fit(size, pool)
+        block = self._segment(size, small) if i < 0 else self._free.pop(pool.pop(i) & PTR_MASK)
         rest = block.size - size
         if (rest >= K_MIN_BLOCK) if small else (size < self.max_split_size and rest > K_SMALL_SIZE):
             tail = _Block(block.ptr + size, rest, small)
@@ -101,10 +111,24 @@ class CachingAllocator:
                 block.next.prev = tail
             block.next = tail
             block.size = size
-            bisect.insort(self._free[small], (tail.size, tail.ptr, tail))
+            bisect.insort(pool, rest << PTR_BITS | tail.ptr)
+            self._free[tail.ptr] = tail
         block.allocated = True
         block.requested = nbytes
         self._live[key] = block
+
+    def probe(self, nbytes: int) -> None:
+        """``malloc`` then ``free`` of one temporary, nothing in between: the state is unchanged if a cached block
+        fits (a split rest merges back into the same block), else the new segment stays cached whole."""
+        if nbytes == 0:
+            return
+        size = self.round_size(nbytes)
+        small = size <= K_SMALL_SIZE
+        pool = self._pools[small]
+        if self._fit(size, pool) < 0:
+            block = self._segment(size, small)
+            bisect.insort(pool, block.size << PTR_BITS | block.ptr)
+            self._free[block.ptr] = block
 
     def free(self, key: Hashable) -> None:
         """Free ``key``'s block (nothing for a zero-byte tensor) and merge it with free neighbours."""
@@ -112,28 +136,38 @@ class CachingAllocator:
         if block is None:
             return
         block.allocated = False
-        pool = self._free[block.small]
-        for other in (block.prev, block.next):
-            if other is None or other.allocated:
-                continue
-            del pool[bisect.bisect_left(pool, (other.size, other.ptr))]
-            if other is block.prev:
-                block.ptr, block.prev = other.ptr, other.prev
-                if block.prev is not None:
-                    block.prev.next = block
-            else:
-                block.next = other.next
-                if block.next is not None:
-                    block.next.prev = block
+        pool = self._pools[block.small]
+        other = block.prev
+        if other is not None and not other.allocated:
+            del pool[bisect.bisect_left(pool, other.size << PTR_BITS | other.ptr)]
+            del self._free[other.ptr]
+            block.ptr, block.prev = other.ptr, other.prev
+            if block.prev is not None:
+                block.prev.next = block
             block.size += other.size
-        bisect.insort(pool, (block.size, block.ptr, block))
+        other = block.next
+        if other is not None and not other.allocated:
+            del pool[bisect.bisect_left(pool, other.size << PTR_BITS | other.ptr)]
+            del self._free[other.ptr]
+            block.next = other.next
+            if block.next is not None:
+                block.next.prev = block
+            block.size += other.size
+        bisect.insort(pool, block.size << PTR_BITS | block.ptr)
+        self._free[block.ptr] = block
 
     def empty_cache(self) -> None:
         """Return every whole free segment; free rests of segments that hold a live block stay reserved."""
-        for small, pool in self._free.items():
-            kept = [entry for entry in pool if entry[2].prev is not None or entry[2].next is not None]
-            self.reserved -= sum(entry[0] for entry in pool) - sum(entry[0] for entry in kept)
-            self._free[small] = kept
+        for small, pool in self._pools.items():
+            kept = []
+            for entry in pool:
+                block = self._free[entry & PTR_MASK]
+                if block.prev is None and block.next is None:
+                    self.reserved -= block.size
+                    del self._free[block.ptr]
+                else:
+                    kept.append(entry)
+            self._pools[small] = kept
 
     @property
     def allocated(self) -> int:

@@ -33,6 +33,7 @@ loading took 5.71 GiB"), 9.437 for Qwen3-14B-AWQ (the L40S 0.28.0 write-up: 9.44
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import NamedTuple
 
 from vllm_remedy.vllm.catalog import GIB, ModelSpec
 from vllm_remedy.vllm.memory.alloc_sim import MIB, CachingAllocator
@@ -71,14 +72,44 @@ def applies(model: ModelSpec, quantization: str | None, capability: tuple[int, i
             and _shapes(model, tp) is not None)
 
 
+class ReplayInputs(NamedTuple):
+    """Everything the replay reads: equal inputs, equal bytes (``awq_marlin_table`` is keyed by them)."""
+
+    hidden: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    intermediate: int
+    group: int
+    layers: int
+    vocab: int
+    max_pos: int
+    tied: bool
+    qkv_bias: bool
+    qk_norm: bool
+    tp: int
+    dtype_bytes: int
+
+
+def replay_inputs(model: ModelSpec, tp: int, dtype_bytes: int) -> ReplayInputs:
+    return ReplayInputs(model.hidden_size, model.num_heads, model.num_kv_heads, model.head_dim,
+                        model.intermediate_size, model.group_size or 0, model.num_layers, model.vocab_size,
+                        model.max_model_len, model.tie_word_embeddings, model.architecture in QKV_BIAS_ARCHITECTURES,
+                        model.architecture in QK_NORM_ARCHITECTURES, tp, dtype_bytes)
+
+
 def _shapes(model: ModelSpec, tp: int) -> tuple[tuple[str, int, int], ...] | None:
+    return _linear_shapes(replay_inputs(model, tp, 0))
+
+
+def _linear_shapes(m: ReplayInputs) -> tuple[tuple[str, int, int], ...] | None:
     """Per-rank (name, K, N) of qkv, o, gate_up, down; None where a dimension does not divide into groups/packs."""
-    q = model.num_heads * model.head_dim // tp
-    kv = max(1, model.num_kv_heads // tp) * model.head_dim
-    inter = model.intermediate_size // tp
-    hidden = model.hidden_size
+    q = m.heads * m.head_dim // m.tp
+    kv = max(1, m.kv_heads // m.tp) * m.head_dim
+    inter = m.intermediate // m.tp
+    hidden = m.hidden
     shapes = (("qkv", hidden, q + 2 * kv), ("o", q, hidden), ("gate_up", hidden, 2 * inter), ("down", inter, hidden))
-    g = model.group_size or 0
+    g = m.group
     ok = all(k % g == 0 and k % 8 == 0 and n % 8 == 0 for _, k, n in shapes)
     return shapes if ok else None
 
@@ -107,18 +138,24 @@ class _Device(CachingAllocator):
             self.free(("tmp", key))
 
 
-@lru_cache(maxsize=64)
 def replay(model: ModelSpec, tp: int, dtype_bytes: int) -> tuple[int, int, int]:
-    """(requested, allocated, reserved) bytes per rank after loading and ``empty_cache``; cached (a plan estimates the
-    same model many times)."""
-    shapes = _shapes(model, tp)
+    """(requested, allocated, reserved) bytes per rank after loading and ``empty_cache``: the catalog's checkpoints
+    from ``awq_marlin_table`` (written by the replay), others replayed once per process (~10 ms for 64 layers)."""
+    from vllm_remedy.vllm.memory.awq_marlin_table import REPLAYED  # only where an AWQ load is replayed
+
+    inputs = replay_inputs(model, tp, dtype_bytes)
+    return REPLAYED.get(inputs) or simulate(inputs)
+
+
+@lru_cache(maxsize=64)
+def simulate(m: ReplayInputs) -> tuple[int, int, int]:
+    """The replay itself, cached (a plan estimates the same model many times)."""
+    shapes = _linear_shapes(m)
     assert shapes is not None
     a = _Device()
-    g = model.group_size or 0
-    hidden, hd, layers = model.hidden_size, model.head_dim, model.num_layers
-    vocab = -(-model.vocab_size // 64) * 64 // tp
-    bias = model.architecture in QKV_BIAS_ARCHITECTURES
-    qk_norm = model.architecture in QK_NORM_ARCHITECTURES
+    g, hidden, hd, layers, dtype_bytes = m.group, m.hidden, m.head_dim, m.layers, m.dtype_bytes
+    vocab = -(-m.vocab // 64) * 64 // m.tp
+    bias, qk_norm = m.qkv_bias, m.qk_norm
     a.malloc("embed", vocab * hidden * dtype_bytes)
     for layer in range(layers):
         for name, k, n in shapes:
@@ -129,7 +166,7 @@ def replay(model: ModelSpec, tp: int, dtype_bytes: int) -> tuple[int, int, int]:
                 a.malloc((layer, name, "bias"), n * dtype_bytes)
             if name == "o":
                 if layer == 0:
-                    _rotary(a, model.max_model_len, hd, dtype_bytes)
+                    _rotary(a, m.max_pos, hd, dtype_bytes)
                 for i in range(ATTN_DEVICE_SCALES):
                     a.malloc((layer, "attn", i), 4)
                 if qk_norm:
@@ -138,14 +175,21 @@ def replay(model: ModelSpec, tp: int, dtype_bytes: int) -> tuple[int, int, int]:
         a.malloc((layer, "ln1"), hidden * dtype_bytes)
         a.malloc((layer, "ln2"), hidden * dtype_bytes)
     a.malloc("norm", hidden * dtype_bytes)
-    if not model.tie_word_embeddings:
+    if not m.tied:
         a.malloc("lm_head", vocab * hidden * dtype_bytes)
     inter, q = shapes[2][2] // 2, shapes[1][1]
     kv = (shapes[0][2] - q) // 2
-    for _ in range(layers):  # checkpoint shards copied into narrowed columns: gate, up, k, q, v
-        for n in (inter, inter, kv, q, kv):
-            for nbytes in (hidden * n // 2, hidden // g * n // 2, hidden // g * n * dtype_bytes):
-                a.drop(a.scratch(nbytes))
+    # Checkpoint shards copied into narrowed columns (gate, up, k, q, v), each through a temporary freed at once: a
+    # layer's pass leaves the allocator as it found it but for the segments it had to add, so once a pass adds none
+    # the remaining layers' passes change nothing.
+    temporaries = [nbytes for n in (inter, inter, kv, q, kv)
+                   for nbytes in (hidden * n // 2, hidden // g * n // 2, hidden // g * n * dtype_bytes)]
+    for _ in range(layers):
+        before = a.reserved
+        for nbytes in temporaries:
+            a.probe(nbytes)
+        if a.reserved == before:
+            break
     for layer in range(layers):
         for name, k, n in shapes:
             _process(a, (layer, name), k, n, g, dtype_bytes, bias and name == "qkv")
