@@ -67,10 +67,22 @@ def test_a_grid_of_shapes_replays_as_the_oracle_does(base: catalog.ModelSpec, hi
     assert simulate.__wrapped__(replay_inputs(model, tp, dtype)) == oracle_replay(model, tp, dtype)
 
 
-def test_every_table_entry_is_the_replays_output() -> None:
+def _spec(m: ReplayInputs) -> catalog.ModelSpec:
+    """A model whose replay inputs are ``m`` (the architecture only sets the qkv bias and q/k norms)."""
+    arch = "Qwen2ForCausalLM" if m.qkv_bias else "Qwen3ForCausalLM" if m.qk_norm else "LlamaForCausalLM"
+    assert not (m.qkv_bias and m.qk_norm)
+    return dataclasses.replace(QWEN3_8B, architecture=arch, hidden_size=m.hidden, num_heads=m.heads,
+                               num_kv_heads=m.kv_heads, head_dim=m.head_dim, intermediate_size=m.intermediate,
+                               group_size=m.group, num_layers=m.layers, vocab_size=m.vocab, max_model_len=m.max_pos,
+                               tie_word_embeddings=m.tied)
+
+
+def test_every_table_entry_is_the_oracles_output() -> None:
     assert len(REPLAYED) > 50
     for key, value in REPLAYED.items():
-        assert simulate.__wrapped__(ReplayInputs(*key)) == value, key
+        m = ReplayInputs(*key)
+        assert replay_inputs(_spec(m), m.tp, m.dtype_bytes) == m
+        assert oracle_replay(_spec(m), m.tp, m.dtype_bytes) == value, key
 
 
 def test_a_catalog_checkpoint_is_looked_up_not_replayed() -> None:
