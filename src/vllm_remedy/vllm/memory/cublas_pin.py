@@ -75,7 +75,8 @@ def carves_table(model: ModelSpec, res: Resolved, capability: tuple[int, int] | 
 # consumed memory, never as headroom. Nothing else charges it there: ``non_torch``'s TP-1 figure was read as "non-torch
 # memory" (used less torch-reserved memory) on 0.18-0.19 logs, which excludes a torch allocation, and the activation
 # terms size the forward's transients. Post hoc: written after the warm RTX 5090 0.28.0 Qwen3-32B-AWQ start's
-# remaining gap was seen to match 32 MiB.
+# remaining gap was seen to match 32 MiB. The torch those releases require was read for 0.27.1-0.30.0 (2.13.0, above);
+# 0.27.0 and 0.31+ take the same sizes unread.
 CONSUMED_WORKSPACE_SINCE = (0, 27, 0)
 
 
