@@ -24,7 +24,9 @@ V2_LITE = {"architectures": ["DeepseekV2ForCausalLM"], "model_type": "deepseek_v
            "max_position_embeddings": 163840, "torch_dtype": "bfloat16",
            "rope_scaling": {"type": "yarn", "factor": 40, "original_max_position_embeddings": 4096, "beta_fast": 32,
                             "beta_slow": 1, "mscale": 0.707, "mscale_all_dim": 0.707}}
-LATENT, HEADS = (512 + 64) * 2 * 27, 16 * 192 * 2 * 2 * 27  # bytes per token: the latent, K and V per head
+# bytes per token: the latent as 0.7.x's V0 cache engine counts it (576 values rounded up to 640, 256 bytes of bf16:
+# ``mla_cache``), K and V per head
+LATENT, HEADS = 640 * 2 * 27, 16 * 192 * 2 * 2 * 27
 
 
 def _ct(kind: str, act: dict | None) -> dict:

@@ -53,7 +53,8 @@ def test_a_tp_of_zero_stays_bad_input(cli, tmp_path):
 
 
 def manifest_and_policy(tmp_path: Path) -> tuple[Path, Path]:
-    """The runbook seed's revision 14 (vLLM 0.8.5 on an L40S) serving the 30B at TP 4, and a policy allowing 4."""
+    """The runbook seed's revision 14 (vLLM 0.8.5 on an L40S) serving the 30B at TP 4, and a policy allowing 4, with
+    the pod's four GPUs (llama-8b's one GPU per pod would hold every rung to TP 1)."""
     entry = load_seed("runbook")[0]["deployments"][0]
     dep = copy.deepcopy(entry["manifest"])
     for rev in entry["revisions"]:
@@ -71,7 +72,7 @@ def manifest_and_policy(tmp_path: Path) -> tuple[Path, Path]:
     policy = tmp_path / "policy.yaml"
     policy.write_text(f"extends: {Path(POLICY).resolve()}\ntarget: {{models: [{MODEL}]}}\nknown_good: []\n"
                       "model_config: {path: configs/qwen3-30b-fp8.json}\n"
-                      "flags: {tensor-parallel-size: {min: 1, max: 4, preferred: 1}}\n")
+                      "flags: {tensor-parallel-size: {min: 1, max: 4, preferred: 1}}\ngpu: {per_pod: 4}\n")
     return manifest, policy
 
 

@@ -42,7 +42,7 @@ from vllm_remedy.kube.annotations import Keys, read_toggles
 from vllm_remedy.kube.gpus import pod_gpu_request
 from vllm_remedy.kube.lws_history import flag_disagreement, world_size_shortfall
 from vllm_remedy.policy import Policy
-from vllm_remedy.remedies.budget import spelling
+from vllm_remedy.remedies.budget import policy_gpu, spelling
 from vllm_remedy.remedies.plan import Step
 from vllm_remedy.remedies.predict import (
     Prediction,
@@ -190,8 +190,9 @@ def check_workload(workload: Workload, policy: Policy, now: float) -> Result:
     # not with a layout the pod cannot hold: the planner would size a fix on GPUs the pod does not get
     if findings and model is not None and card is not None and settings is not None and short is None:
         respelled = _respelled(server, group is not None, version)[1]
-        fix, plan_note = plan_fix(model, card, settings, policy, spec, pinned, group is not None, respelled)
-    findings = [_with_fix(f, fix, plan_note, policy) for f in findings]
+        fix, plan_note = plan_fix(model, card, settings, policy, spec, pinned, group is not None, respelled,
+                                  int(group.get("size", 1) or 1) if group is not None else 1)
+    findings = [_with_fix(f, fix, plan_note, policy, pinned) for f in findings]
     if pinned is None and policy.gpu_product and prediction.estimate is not None:
         notes.append(f"the template pins no GPU product: predicted on the policy's {policy.gpu_product}")
     return Result(workload, name, prediction, tuple(findings), fix, tuple(notes))
@@ -348,13 +349,14 @@ def _predict(server: ServerCommand, model_name: str | None, label: str | None, v
         return Prediction(card.product, None, str(exc)), model, card, None, out
 
 
-def _with_fix(finding: Finding, step: Step | None, plan_note: str, policy: Policy) -> Finding:
-    """Memory findings get the planner's step; the others the rule's own remedy."""
+def _with_fix(finding: Finding, step: Step | None, plan_note: str, policy: Policy, pinned: str | None) -> Finding:
+    """Memory findings get the planner's step; the others the rule's own remedy (a GPU pin: on the product the pod
+    pins when the policy allows it, as the pin deploy pins it: ``policy_gpu.product``)."""
     if finding.fix:
         return finding
     if finding.check == "gpu-pinned" and policy.gpu.products and (step is None or not step.template.node_selector):
-        fix = (f"nodeSelector {policy.gpu.label}: {policy.gpu.products[0]} with limits {policy.gpu.resource}: "
-               f"{policy.gpu.per_pod}")
+        fix = (f"nodeSelector {policy.gpu.label}: {policy_gpu.product(policy, pinned)} with limits "
+               f"{policy.gpu.resource}: {policy.gpu.per_pod}")
     elif finding.check in _MEMORY_CHECKS:
         fix = describe_fix(step) if step else (plan_note or _WITHOUT_PLAN.get(finding.check, "see the reason"))
     elif finding.check == "known-good-unit":

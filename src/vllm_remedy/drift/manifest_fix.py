@@ -21,19 +21,20 @@ from vllm_remedy.vllm.parallel import TP
 
 
 def plan_fix(model: ModelSpec, card: GpuSpec, settings: EngineSettings, policy: Policy, spec: Mapping[str, Any],
-          pinned: str | None, group: bool = False, respelled: list[spelling.Respelled] | None = None
-          ) -> tuple[Step | None, str]:
+          pinned: str | None, group: bool = False, respelled: list[spelling.Respelled] | None = None,
+          engine_pods: int = 1) -> tuple[Step | None, str]:
     """The planner's smallest step, on the policy's GPU (pinned in the step) when the template's is not allowed;
-    for a ``group`` the first that keeps its shape."""
+    for a ``group`` (of ``engine_pods`` pods, which share the policy's GPUs per pod) the first that keeps its shape."""
     pin = policy_gpu.pin(policy, _selector(spec), pinned)  # the runbook pins before it budgets
     target = catalog.find_gpu(policy.gpu_product) if pin is not None and policy.gpu_product else None
     if pin is None or target is None:
         plan = plan_budget(BudgetRequest(model=model, gpu=card, settings=settings, policy=policy,
-                                         node_selector=_selector(spec), gpu_label=pinned))
+                                         node_selector=_selector(spec), gpu_label=pinned, engine_pods=engine_pods))
         return _smallest(spelling.apply(plan, respelled or [], settings.version), group)
     selector = {k: v for k, v in _selector(spec).items() if k not in pin.drop_node_selector} | dict(pin.node_selector)
     plan = spelling.apply(plan_budget(BudgetRequest(model=model, gpu=target, settings=settings, policy=policy,
-                                                    node_selector=selector, gpu_label=policy.gpu_product)),
+                                                    node_selector=selector, gpu_label=policy.gpu_product,
+                                                    engine_pods=engine_pods)),
                           respelled or [], settings.version)
     step, note = _smallest(plan, group)
     if step is None and plan.verdict == "no_change_needed":

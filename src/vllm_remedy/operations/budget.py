@@ -38,7 +38,7 @@ from vllm_remedy.operations.util import (
     with_flags,
 )
 from vllm_remedy.remedies import enforce_eager
-from vllm_remedy.remedies.budget import BudgetRequest, plan_budget, spelling
+from vllm_remedy.remedies.budget import BudgetRequest, plan_budget, policy_gpu, spelling
 from vllm_remedy.remedies.budget.observed import KvObservation
 from vllm_remedy.remedies.pin_gpu import apply_template_change, canonical_product, plan_pin
 from vllm_remedy.remedies.plan import Plan, Step
@@ -100,14 +100,15 @@ def _node_gpus(picture: Mapping[str, Any], product: str) -> int | None:
 def plan_for(ctx: K8sHost, template: Mapping[str, Any], gpu: str | None, target_concurrency: float | None,
              picture: Mapping[str, Any], pods: Mapping[str, Any] | None = None,
              pods_run_template: bool = True) -> tuple[Plan, str]:
-    """The planner's ladder for the host's server on ``gpu`` (default: the policy's product, else the pinned one);
+    """The planner's ladder for the host's server on ``gpu`` (default: ``policy_gpu.product``, else the pinned one);
     ``picture`` is the ``NodeObjects`` fact (how many GPUs the biggest node of that product has); ``pods`` the
     Pods fact's picture when the host's pods are not its Deployment's (an InferenceService's). The KV cache the pods
     logged scales the plan only when they run ``template`` (``pods_run_template``): the handover plans an older
     revision, whose flags the crashing pods' log does not measure."""
     server = server_of(template, ctx.container)
     spec = dict(template.get("spec") or {})
-    label = gpu or ctx.policy.gpu_product or pinned_gpu(spec)
+    # the product check and plan --policy plan on (policy_gpu.product), as the pin step before this one pinned it
+    label = gpu or policy_gpu.product(ctx.policy, pinned_gpu(spec)) or pinned_gpu(spec)
     if label is None:
         raise UserError(f"{ctx.where}: the template pins no GPU product and the policy names none; pass gpu=...")
     card = catalog.gpu(label)
@@ -186,8 +187,9 @@ def smallest_fix(gpu: str | None = None, target_concurrency: float | None = None
     """
     Apply the smallest change the planner predicts to restore headroom (runbook step 4).
 
-    + gpu: GPU product to plan for; default the policy's first ``gpu.products`` entry, else the product
-      the template pins (pin it with ``pin_gpu.gpu_product`` in the same deploy)
+    + gpu: GPU product to plan for; default the one the template pins when the policy's ``gpu.products`` allows
+      it, else their first entry (``policy_gpu.product``), else the pinned one (pin it with ``pin_gpu.gpu_product``
+      in the same deploy)
     + target_concurrency: concurrent max-length requests the KV cache must hold; default the policy's
       ``peak_concurrency`` × ``confirm.min_concurrency_ratio``
 
@@ -254,7 +256,7 @@ def smallest_fix(gpu: str | None = None, target_concurrency: float | None = None
 #: a fix the deploy would not make.
 FIX: tuple[tuple[str, Callable[..., Any], dict[str, Any]], ...] = (
     ("Revert expired temporary toggles", workload.revert_expired_toggles, {}),
-    ("Pin the GPU type", pin_gpu.gpu_product, {}),
+    ("Pin the GPU type", pin_gpu.gpu_product, {"budget_follows": True}),
     ("Smallest change that restores headroom", smallest_fix, {}),
 )
 

@@ -33,7 +33,7 @@ from vllm_remedy.operations.budget import BUDGET, _failure, _logged_kv, _node_gp
 from vllm_remedy.operations.lws_eager import due_revert, reverted
 from vllm_remedy.operations.lws_flags import LwsView, planned_lwt, refuse_failing, view, write_lwt
 from vllm_remedy.operations.util import k8s_host, keeps_its_plan, noop, refuse, server_of, show
-from vllm_remedy.remedies.budget import BudgetRequest, plan_budget, spelling
+from vllm_remedy.remedies.budget import BudgetRequest, plan_budget, policy_gpu, spelling
 from vllm_remedy.remedies.pin_gpu import canonical_product, plan_pin
 from vllm_remedy.remedies.plan import Plan, Step
 from vllm_remedy.remedies.predict import Prediction, pinned_gpu, rules_note
@@ -45,11 +45,11 @@ from vllm_remedy.vllm.versions import version_from_image
 
 def plan_group(got: LwsView, gpu: str | None, target_concurrency: float | None, picture: Mapping[str, Any]
                ) -> tuple[Plan, str]:
-    """The planner's ladder for the group's engine on ``gpu`` (default: the policy's product, else the pinned one)."""
+    """The planner's ladder for the group's engine on ``gpu`` (default: ``policy_gpu.product``, else the pinned one)."""
     ctx = got.ctx
     server = server_of(got.leader, ctx.container)
     spec = dict(got.leader.get("spec") or {})
-    label = gpu or ctx.policy.gpu_product or pinned_gpu(spec)
+    label = gpu or policy_gpu.product(ctx.policy, pinned_gpu(spec)) or pinned_gpu(spec)  # as lws_pin pinned it
     if label is None:
         raise UserError(f"{ctx.where}: the leader's template pins no GPU product and the policy names none; "
                         "pass gpu=...")
@@ -70,7 +70,8 @@ def plan_group(got: LwsView, gpu: str | None, target_concurrency: float | None, 
                             failure=_failure(pods, ctx.container) if same_card else None,
                             target_concurrency=target_concurrency, node_gpus=node_gpus,
                             observed=_logged_kv(pods) if same_card else None,
-                            node_selector=dict(spec.get("nodeSelector") or {}), gpu_label=running_on)
+                            node_selector=dict(spec.get("nodeSelector") or {}), gpu_label=running_on,
+                            engine_pods=int(got.lwt.get("size", 1) or 1))  # the group's pods share its GPUs
     return spelling.apply(plan_budget(request), respelled, version), card.product
 
 
@@ -164,8 +165,8 @@ def smallest_fix(gpu: str | None = None, target_concurrency: float | None = None
     Apply the planner's smallest change predicted to restore headroom to a LeaderWorkerSet, in the leader's and the
     workers' templates alike (runbook step 4).
 
-    + gpu: GPU product to plan for; default the policy's first ``gpu.products`` entry, else the product the leader
-      pins (pin it with ``lws_pin.gpu_product`` in the same deploy)
+    + gpu: GPU product to plan for; default the leader's when the policy's ``gpu.products`` allows it, else their
+      first entry (``policy_gpu.product``), else the leader's (pin it with ``lws_pin.gpu_product`` in the same deploy)
     + target_concurrency: as ``budget.smallest_fix``
 
     Planned on the set with its expired toggles reverted (``lws_eager.due_revert``), which the same write then drops:

@@ -23,9 +23,10 @@ from vllm_remedy.kube.lws_wait import lws_path
 from vllm_remedy.kube.rollout import resource_version_test
 from vllm_remedy.operations.leaderworkerset import prediction_line, wait_rolled_out
 from vllm_remedy.operations.util import k8s_host, keeps_its_plan, noop, observe, refuse, show, write_command
+from vllm_remedy.remedies.budget import policy_gpu
 from vllm_remedy.remedies.lws_pin import pinned_lwt
 from vllm_remedy.remedies.pin_gpu import plan_pin
-from vllm_remedy.remedies.predict import failed_prediction, predict_template
+from vllm_remedy.remedies.predict import failed_prediction, pinned_gpu, predict_template
 
 
 def _writes(lwt: dict[str, Any]) -> Any:
@@ -43,19 +44,21 @@ def gpu_product(product: str | None = None, gpus: int | None = None, wait: bool 
     """
     Pin every pod of a LeaderWorkerSet to one GPU product with ``gpus`` GPUs per pod, leader and workers alike.
 
-    + product: GPU product as GPU feature discovery names it; default the policy's first ``gpu.products`` entry
+    + product: GPU product as GPU feature discovery names it; default the leader's when the policy's
+      ``gpu.products`` allows it, else their first entry (``policy_gpu.product``)
     + gpus: GPUs per pod; default the policy's ``gpu.per_pod``
     + wait: wait until every group is Ready on the pinned template, failing fast on a crash loop
     """
     ctx = k8s_host(host)
     where = f"leaderworkerset {ctx.namespace}/{ctx.deployment}"
-    product = product or ctx.policy.gpu_product
+    lws = host.get_fact(LeaderWorkerSetState)["leaderworkerset"]
+    lwt = lws_history.lwt_of(lws)
+    # the product check and plan --policy keep: the leader's when the policy allows it, else the policy's first
+    product = product or policy_gpu.product(ctx.policy, pinned_gpu(lws_history.leader_template(lwt).get("spec") or {}))
     if not product:
         noop(state, host, f"no GPU product to pin: policy {ctx.policy.source} names none in gpu.products")
         return
     gpus = int(gpus if gpus is not None else ctx.policy.gpu.per_pod)
-    lws = host.get_fact(LeaderWorkerSetState)["leaderworkerset"]
-    lwt = lws_history.lwt_of(lws)
     spec = lws.get("spec") or {}
     pods = int(spec.get("replicas", 1) or 0) * int(lwt.get("size", 1) or 1)
     picture = host.get_fact(NodeObjects)

@@ -35,10 +35,12 @@ from vllm_remedy.operations.util import (
     note,
     observe,
     refuse,
+    server_of,
     show,
 )
-from vllm_remedy.remedies.pin_gpu import plan_pin
-from vllm_remedy.remedies.predict import failed_prediction, predict_template
+from vllm_remedy.remedies.budget import policy_gpu
+from vllm_remedy.remedies.pin_gpu import canonical_product, gpu_quantity, plan_pin
+from vllm_remedy.remedies.predict import failed_prediction, pinned_gpu, predict_template
 
 PIN = "pin-gpu"
 
@@ -53,15 +55,33 @@ def rollout_spec(ctx: K8sHost, workload: Mapping[str, Any]) -> dict[str, Any]:
     return spec
 
 
+def _left_to_budget(ctx: K8sHost, template: Mapping[str, Any], product: str, gpus: int) -> str | None:
+    """Why the pin leaves a pod to the budget step after it (None: it does not): the pod runs on ``product`` already
+    and its ``--tensor-parallel-size`` needs more than ``gpus``. Pinned to fewer GPUs than its engine needs it would
+    not start (``plan_pin`` refuses that); the budget plan brings the size and the count within the policy in one
+    write (``planner._base``), the change ``plan --policy`` and ``check`` name."""
+    spec = template.get("spec") or {}
+    tp = gpu_quantity(server_of(template, ctx.container).flags.get("tensor-parallel-size", "1")) or 1
+    pinned = pinned_gpu(spec)
+    if tp <= gpus or pinned is None or canonical_product(pinned) != canonical_product(product):
+        return None
+    return (f"{ctx.where} runs on {pinned} already; its --tensor-parallel-size {tp} needs {tp} GPUs, more than the "
+            f"{gpus} per pod to pin: the budget step sets the size and the GPU count together")
+
+
 @operation()
 @keeps_its_plan
-def gpu_product(product: str | None = None, gpus: int | None = None) -> Iterator[FunctionCommand]:
+def gpu_product(product: str | None = None, gpus: int | None = None, budget_follows: bool = False
+                ) -> Iterator[FunctionCommand]:
     """
     Pin the vLLM pods to one GPU product (nodeSelector) with ``limits: nvidia.com/gpu`` per pod.
 
-    + product: GPU product as GPU feature discovery names it (``NVIDIA-L40S``); default the policy's
-      first ``gpu.products`` entry (no product anywhere: nothing to do)
+    + product: GPU product as GPU feature discovery names it (``NVIDIA-L40S``); default the product the pod pins
+      when the policy's ``gpu.products`` allows it, else their first entry (``policy_gpu.product``; no product
+      anywhere: nothing to do)
     + gpus: GPUs per pod (``resources.limits``); default the policy's ``gpu.per_pod``
+    + budget_follows: the budget step runs next (``budget.FIX``): a pod already on ``product`` whose
+      ``--tensor-parallel-size`` needs more than ``gpus`` is left to that step (:func:`_left_to_budget`)
 
     The label key is the policy's ``gpu.label`` (GFD, GKE or Karpenter) and the value the one matching
     nodes carry (``-SHARED`` only when ``gpu.allow_shared``; MIG slices only when ``product`` names the
@@ -76,13 +96,17 @@ def gpu_product(product: str | None = None, gpus: int | None = None) -> Iterator
         pin_gpu.gpu_product(name="Pin the GPU type", product="NVIDIA-L40S", gpus=1)
     """
     ctx = k8s_host(host)
-    product = product or ctx.policy.gpu_product
+    deployment = deployment_object(host)
+    template = template_of(deployment)
+    # the product check and plan --policy keep: the one the pod pins when the policy allows it, else the policy's first
+    product = product or policy_gpu.product(ctx.policy, pinned_gpu(template.get("spec") or {}))
     if not product:
         noop(state, host, f"no GPU product to pin: policy {ctx.policy.source} names none in gpu.products")
         return
     gpus = int(gpus if gpus is not None else ctx.policy.gpu.per_pod)
-    deployment = deployment_object(host)
-    template = template_of(deployment)
+    if budget_follows and (why := _left_to_budget(ctx, template, product, gpus)):
+        noop(state, host, why)
+        return
     picture = host.get_fact(NodeObjects)
     plan = plan_pin(template, rollout_spec(ctx, deployment), picture["nodes"], picture["pods"], ctx.namespace,
                     ctx.policy.gpu, product, gpus, ctx.container)

@@ -17,6 +17,8 @@ from typing import Any
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.vllm import architectures, config_bounds, hf_config, quant_config, qwen2_vl_tower, shapes
+from vllm_remedy.vllm.mla_shape import MlaShape
+from vllm_remedy.vllm.mla_shape import read as read_mla_shape
 from vllm_remedy.yamlfile import load_packaged
 
 GIB = 1024**3
@@ -85,6 +87,7 @@ class ModelSpec:
     kv_lora_rank: int | None = None
     qk_rope_head_dim: int | None = None
     index_head_dim: int = 0  # DeepSeek-V3.2's indexer key width when config.json has index_topk (memory.indexer_cache)
+    mla_shape: MlaShape | None = None  # MLA projection widths and kv_b_proj's quantization (vllm.mla_shape)
     sliding_layers: int = 0  # layers attending within sliding_window only (hybrid KV-cache manager)
     quantized_scope: str = "linear"  # which weights weight_bits applies to: "linear" or "experts" (mxfp4)
     zero_points: bool = True  # packed int weights carry zero points (GPTQ/AWQ; not symmetric compressed-tensors)
@@ -178,6 +181,7 @@ class ModelSpec:
             kv_lora_rank=mla[0] if mla else None,
             qk_rope_head_dim=mla[1] if mla else None,
             index_head_dim=_index_head_dim(text, name),
+            mla_shape=read_mla_shape(text, quant_config.weight_bits(text) or 16),
             sliding_layers=hf_config.sliding_layers(text, layers),
             quantized_scope=quant_config.quantized_scope(text),
             zero_points=quant_config.zero_points(text),

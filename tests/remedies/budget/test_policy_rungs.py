@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from vllm_remedy.policy import Policy, load_policy
-from vllm_remedy.remedies.budget import BudgetRequest, plan_budget
+from vllm_remedy.remedies.budget import BudgetRequest, plan_budget, policy_gpu
 from vllm_remedy.remedies.budget.policy_gpu import plan_within_policy
 from vllm_remedy.remedies.pin_gpu import canonical_product
 from vllm_remedy.vllm import catalog
@@ -87,3 +87,32 @@ def test_a_cut_length_is_named_by_where_it_comes_from(tmp_path: Path) -> None:
     assert cut and all("the policy's 16,384 does not" in s.reason for s in cut), [s.reason for s in cut]
     bare = [s for s in plan_budget(_request(REV15, policy=None)).steps if "the longest that then fits" in s.reason]
     assert bare and all("the model's 131,072 does not" in s.reason for s in bare), [s.reason for s in bare]
+
+
+@pytest.mark.parametrize(("tp", "problem"), [
+    ("2", "tensor-parallel-size 2 needs 2 GPUs, the policy pins 1 GPU(s) per pod (gpu.per_pod)"),
+    ("4", "tensor-parallel-size 4 is outside [1, 2] and needs 4 GPUs, the policy pins 1 GPU(s) per pod (gpu.per_pod)"),
+])
+def test_the_base_holds_a_running_tp_to_the_policys_gpus_per_pod(tp: str, problem: str) -> None:
+    """The base every rung starts from kept TP 2 (inside the flag's bound, "no change needed") and moved TP 4 to 2,
+    two GPUs per pod where the policy pins one; now each is a problem, and every rung runs TP 1 on one GPU."""
+    req = BudgetRequest(model=catalog.model(LLAMA), gpu=catalog.gpu("NVIDIA-L40S"),
+                        settings=EngineSettings.from_flags({**REV15, "max-model-len": "16384",
+                                                            "tensor-parallel-size": tp}, "0.8.5"),
+                        policy=POLICY, node_selector={"nvidia.com/gpu.product": "NVIDIA-L40S"}, gpu_label="NVIDIA-L40S")
+    plan = plan_within_policy(req, "NVIDIA-L40S")
+    assert plan.verdict == "change" and plan.steps and problem in plan.problem.split("; "), plan
+    for step in plan.steps:
+        assert (step.set.get("tensor-parallel-size"), step.template.gpu_limit) == ("1", 1), step
+    assert plan.steps[0].reason.endswith("(the policy's 1 GPU(s) per pod, gpu.per_pod)") == (tp == "2"), plan.steps[0]
+    assert "tensor-parallel-size above " + tp + " not offered: the policy pins 1 GPU(s) per pod (gpu.per_pod)" \
+        in plan.notes, plan.notes
+
+
+def test_an_allowed_product_is_kept_and_another_moved_to_the_first() -> None:
+    """``policy_gpu.product``: check, plan and the budget deploy's one rule."""
+    two = POLICY.model_copy(update={"gpu": POLICY.gpu.model_copy(update={"products": ("NVIDIA-A10G", "NVIDIA-L40S")})})
+    assert [policy_gpu.product(two, p) for p in ("l40s", "NVIDIA-L40S", "nvidia-l4", None)] == [
+        "NVIDIA-L40S", "NVIDIA-L40S", "NVIDIA-A10G", "NVIDIA-A10G"]
+    assert policy_gpu.pin(two, {"karpenter.k8s.aws/instance-gpu-name": "l40s"}, "l40s") is None
+    assert policy_gpu.product(None, "l40s") is None

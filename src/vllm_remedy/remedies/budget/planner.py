@@ -51,6 +51,9 @@ class BudgetRequest:
     observed: KvObservation | None = None
     node_selector: Mapping[str, str] = field(default_factory=dict)
     gpu_label: str | None = None  # the label value the pod is pinned to now, if any
+    #: pods one engine spans (a LeaderWorkerSet group's size, its TP × PP counted as ``tp``): the policy's GPUs per pod
+    #: bound the running size that many times over
+    engine_pods: int = 1
 
     @cached_property
     def tp_refused(self) -> str | None:
@@ -156,20 +159,24 @@ def _base(req: BudgetRequest, lim: Limits, notes: list[str]) -> tuple[EngineSett
             clamped = min(max(value, policy_min or value), hi or value)
             problems.append(f"{name} {value} is outside the policy's bounds")
             changes[name.replace("-", "_")] = clamped
-    if s.tp < lim.tp_min or s.tp > lim.tp_max:
-        inside = tp_sizes(req.model, lim.tp_min, lim.tp_max, req.gpu, s)
-        problems.append(f"tensor-parallel-size {s.tp} is outside [{lim.tp_min}, {lim.tp_max}]")
+    # the flag's bound, the node's GPUs and the policy's GPUs per pod (times a group's pods): a size the pods' GPU
+    # count does not allow is the policy's problem too, said and moved as the flag's bound is, never kept silently
+    engine = _engine_gpus(req, lim)
+    hi = lim.tp_max if engine is None else min(lim.tp_max, engine)
+    if s.tp < lim.tp_min or s.tp > hi:
+        inside = tp_sizes(req.model, lim.tp_min, hi, req.gpu, s)
+        problems.append(_tp_outside(s.tp, lim, engine, req.engine_pods))
         if inside:
             changes["tp"] = min(inside, key=lambda t: abs(t - s.tp))
         else:
-            notes.append("no tensor-parallel-size within the bounds: " + _tp_refusals(req, lim.tp_min, lim.tp_max))
+            notes.append("no tensor-parallel-size within the bounds: " + _tp_refusals(req, lim.tp_min, hi))
     elif (split := req.tp_refused) is not None:
         problems.append(f"vLLM refuses the tensor-parallel size: {split}")
-        inside = tp_sizes(req.model, lim.tp_min, lim.tp_max, req.gpu, s)
+        inside = tp_sizes(req.model, lim.tp_min, hi, req.gpu, s)
         if inside:  # the nearest size vLLM takes, the smaller on a tie: the TP lever still offers the larger ones
             changes["tp"] = min(inside, key=lambda t: (abs(t - s.tp), t))
         else:
-            notes.append("no tensor-parallel-size within the bounds: " + _tp_refusals(req, lim.tp_min, lim.tp_max))
+            notes.append("no tensor-parallel-size within the bounds: " + _tp_refusals(req, lim.tp_min, hi))
     if dtype_support.refused(req.model.dtype, s.dtype, req.gpu.capability, s.version):  # vLLM refuses it on this card
         problems.append(f"dtype {dtype_support.resolved(req.model.dtype, s.dtype, req.gpu.capability, s.version)} is "
                         f"refused on {req.gpu.product} (compute capability below 8.0): --dtype float16")
@@ -191,6 +198,23 @@ def _base(req: BudgetRequest, lim: Limits, notes: list[str]) -> tuple[EngineSett
         changes.update(UNPINNED)  # back to the budget (pinned.UNPIN_NOTE says why, not a smaller pin)
         notes.append(UNPIN_NOTE)
     return dataclasses.replace(s, **changes), cap, problems  # type: ignore[arg-type]
+
+
+def _engine_gpus(req: BudgetRequest, lim: Limits) -> int | None:
+    """GPUs the policy lets one engine use: its GPUs per pod when it pins a product (drift's gpu-pinned rule holds
+    the pod to that count), over each pod of a group; None: no such bound."""
+    return None if lim.gpus_per_pod is None else lim.gpus_per_pod * max(req.engine_pods, 1)
+
+
+def _tp_outside(tp: int, lim: Limits, engine: int | None, pods: int) -> str:
+    """Why the running TP size is outside what the engine may run: the flag's bounds (or the node's GPUs), and the
+    policy's GPUs per pod (``engine``: over the engine's ``pods``)."""
+    bounds = f" is outside [{lim.tp_min}, {lim.tp_max}]" if not lim.tp_min <= tp <= lim.tp_max else ""
+    if engine is None or tp <= engine:
+        return f"tensor-parallel-size {tp}{bounds}"
+    over = f" over {pods} pods" if pods > 1 else ""
+    return (f"tensor-parallel-size {tp}{bounds}{' and' if bounds else ''} needs {tp} GPUs, the policy pins "
+            f"{lim.gpus_per_pod} GPU(s) per pod (gpu.per_pod){over}")
 
 
 def _policy_min(policy: Policy | None, flag: str) -> int | None:
@@ -272,17 +296,23 @@ def _step(rank: int, rung: Rung, req: BudgetRequest, lim: Limits, cap: int, judg
         drop = tuple(k for k in req.node_selector if k in PRODUCT_LABELS and k != lim.selector_key)
         template = dataclasses.replace(template, node_selector={lim.selector_key: rung.label or rung.gpu.product},
                                        drop_node_selector=drop)
-    if rung.settings.tp != req.settings.tp:
-        template = dataclasses.replace(template, gpu_limit=rung.settings.tp)
+    if rung.settings.tp != req.settings.tp:  # a pod asks for the policy's GPUs per pod when it pins them (the pin
+        # step writes that count; fewer would undo it run after run), the TP size within them (``_base``, the lever)
+        template = dataclasses.replace(template, gpu_limit=max(rung.settings.tp, lim.gpus_per_pod or 1))
     temporary = rung.lever == "enforce-eager"
     short = None
     if rung.estimate.max_model_len < cap:  # was the full length refused by the estimate margin alone?
         spare = judge.margin_only(dataclasses.replace(rung.settings, max_model_len=cap), rung.gpu)
         short = margin_shortfall(spare, lim.kv_margin) if spare is not None else None
     reason = reasons.explain(rung, req.settings, req.gpu, lim, cap, short, raised)
-    if rung.bounded and lim.tp_min <= req.settings.tp <= lim.tp_max and req.tp_refused:  # ``_base`` left a refused TP
-        reason = reason.replace(" (the policy's bound on --tensor-parallel-size)",
+    engine = _engine_gpus(req, lim)
+    per_pod = engine is not None and engine < req.settings.tp <= lim.tp_max  # ``_base`` held it to the pods' GPUs
+    if rung.bounded and lim.tp_min <= req.settings.tp <= lim.tp_max and not per_pod and req.tp_refused:
+        reason = reason.replace(" (the policy's bound on --tensor-parallel-size)",  # ``_base`` left a refused TP
                                 f" (vLLM refuses tensor-parallel-size {req.settings.tp} for this model)")
+    elif rung.bounded and per_pod:
+        reason = reason.replace(" (the policy's bound on --tensor-parallel-size)",
+                                f" (the policy's {lim.gpus_per_pod} GPU(s) per pod, gpu.per_pod)")
     if rung.lever == "max-model-len" and bounded:
         within = ", ".join(f"--{f} {flags[f]}" for f in bounded)
         reason = f"{reason.removesuffix('nothing else changes')}{within} within the policy's bounds".replace(
@@ -329,7 +359,7 @@ def _lever_notes(req: BudgetRequest, lim: Limits, rungs: list[Rung], graphs: boo
     if lim.fp8_why_not and not req.settings.kv_cache_dtype.startswith("fp8"):
         out.append(f"kv-cache-dtype fp8 not offered: {lim.fp8_why_not}")
     if not tp_sizes(req.model, max(req.settings.tp + 1, lim.tp_min), lim.tp_lever_max, req.gpu, req.settings):
-        if lim.gpus_per_pod is not None and lim.gpus_per_pod <= req.settings.tp < lim.tp_max:
+        if lim.gpus_per_pod is not None and lim.gpus_per_pod <= req.settings.tp and lim.gpus_per_pod < lim.tp_max:
             out.append(f"tensor-parallel-size above {req.settings.tp} not offered: the policy pins "
                        f"{lim.gpus_per_pod} GPU(s) per pod (gpu.per_pod)")
         elif lim.tp_lever_max <= req.settings.tp:  # the bound itself, not the heads, rules it out

@@ -1,9 +1,11 @@
 """The plan on the policy's GPU: when the pod's GPU product is not one the policy allows (or the pod pins none), every
-rung is planned on the policy's first product and carries the pin.
+rung is planned on the policy's first product and carries the pin; a product it allows is kept.
 
-This is the request ``check``'s smallest fix builds (``drift.manifest_fix``) and the one ``deploys/budget.py`` plans
-after its pin step (``operations.budget.plan_for``: the policy's product), so ``plan --policy`` ranks first the change
-those two make. Planned on the L4 the pod is pinned to, the ladder's first rung kept that disallowed card.
+:func:`product` is that rule, the one place it is written: ``check``'s smallest fix (``drift.manifest_fix``, through
+:func:`pin`), ``plan --policy`` (:func:`plan_within_policy`) and ``deploys/budget.py`` (its pin step,
+``operations.pin_gpu``, and ``operations.budget.plan_for``) all ask it, so ``plan --policy`` ranks first the change
+the other two make. Planned on the L4 the pod is pinned to, the ladder's first rung kept that disallowed card; planned
+on the policy's first product, the deploy moved a pod off a second product the policy allows.
 """
 
 from __future__ import annotations
@@ -19,15 +21,28 @@ from vllm_remedy.vllm.catalog import PRODUCT_LABELS
 from vllm_remedy.vllm.memory import estimate
 
 
+def product(policy: Policy | None, pinned: str | None) -> str | None:
+    """The GPU product a pod pinned to ``pinned`` (a label value, None: no pin) runs on under ``policy``: the policy's
+    entry for that product when it allows it, else the policy's first; None when the policy pins no product."""
+    if policy is None or not policy.gpu_product:
+        return None
+    if pinned is not None:
+        want = canonical_product(pinned)
+        allowed = [p for p in policy.gpu.products if canonical_product(p) == want]
+        if allowed:
+            return allowed[0]
+    return policy.gpu_product
+
+
 def pin(policy: Policy | None, node_selector: dict[str, str], pinned: str | None) -> TemplateChange | None:
     """The nodeSelector edit onto the policy's GPU when the pod pins none or one the policy does not allow (None: the
     pin stands, or the policy pins nothing), dropping another label scheme's product key as ``check`` does."""
-    if policy is None or not policy.gpu_product:
-        return None
-    if pinned is not None and canonical_product(pinned) in {canonical_product(p) for p in policy.gpu.products}:
+    target = product(policy, pinned)
+    if policy is None or target is None or (pinned is not None and canonical_product(pinned) ==
+                                            canonical_product(target)):
         return None
     drop = tuple(k for k in node_selector if k in PRODUCT_LABELS and k != policy.gpu.label)
-    return TemplateChange(node_selector={policy.gpu.label: policy.gpu_product}, drop_node_selector=drop,
+    return TemplateChange(node_selector={policy.gpu.label: target}, drop_node_selector=drop,
                           gpu_resource=policy.gpu.resource)
 
 
@@ -37,12 +52,13 @@ def plan_within_policy(req: BudgetRequest, pinned: str | None) -> Plan:
     a logged KV cache) says nothing about this one, as the budget deploy holds: the request drops it, a note says so."""
     policy = req.policy
     change = pin(policy, dict(req.node_selector), pinned)
-    target = catalog.find_gpu(policy.gpu_product) if policy is not None and policy.gpu_product else None
+    named = product(policy, pinned)
+    target = catalog.find_gpu(named) if named is not None else None
     if policy is None or change is None or target is None:  # no pin to add, or a product the catalog lacks
         return plan_budget(req)
     selector = {k: v for k, v in req.node_selector.items() if k not in change.drop_node_selector}
     moved = dataclasses.replace(req, gpu=target, node_selector=selector | dict(change.node_selector),
-                                gpu_label=policy.gpu_product, failure=None, observed=None, logged_kv_tokens=None)
+                                gpu_label=named, failure=None, observed=None, logged_kv_tokens=None)
     plan = plan_budget(moved)
     where = f"pinned to {pinned}" if pinned else "no GPU product pinned"
     allowed = ", ".join(policy.gpu.products)

@@ -203,6 +203,11 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
         raise CannotPredict(f"cannot predict {model.architecture}: vLLM {settings.version or '(newest)'} does not "
                             "implement it; its Transformers backend runs it if the image's transformers can (neither "
                             "modelled)")
+    # the MLA block size, cache dtype or absorbed weights the release makes here, where not read (``mla_block``,
+    # ``mla_cache``, ``mla_absorbed``): unknown once the model loads
+    mla_why = res.mla_unknown or terms.mla_absorbed_bytes(model, res, settings.quantization, gpu.capability)[1]
+    if mla_why and outcome not in REFUSED_BEFORE_SIZING | {Outcome.FREE_MEMORY_BELOW_UTILIZATION}:
+        raise CannotPredict(mla_why)
     # get_rope raises on a scaling type the release lacks, while the model is built (``rope_dispatch``)
     if outcome not in REFUSED_BEFORE_SIZING | {Outcome.FREE_MEMORY_BELOW_UTILIZATION} and (
             crash := rope_dispatch.crash(model, settings.version)) is not None:
@@ -250,7 +255,9 @@ def weights_overflow(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -
     if tp_split_problem(model, settings.tp, split_run(model, gpu, settings)) is not None:
         return False
     res = resolve(model, gpu, settings)
-    if res.env_problem is not None:
+    if res.env_problem is not None or res.mla_unknown is not None:
+        return False
+    if terms.mla_absorbed_bytes(model, res, settings.quantization, gpu.capability)[1] is not None:
         return False
     weights, context = _loaded(model, gpu, res, settings.quantization)
     return res.other_process_gib + context + weights > gpu.total_gib

@@ -8,8 +8,11 @@ value in fp8 and scale in fp32 per self.quant_block_size element"); its ``get_kv
 ``MLAAttentionSpec`` of one head. So a token costs index_head_dim bytes of fp8 keys plus 4 bytes of fp32 scale per
 128 of them in every layer, whatever --kv-cache-dtype says: 132 bytes for index_head_dim 128.
 
-Taken to share the MLA layers' block table (one page per layer of either kind for every block), so the bytes add to
-the per-token cost; the page-size unification of kv_cache_utils was not read for this pair (not in the extracts read).
+The two kinds share one group and block table: their page sizes differ, but both are ``FullAttentionSpec`` (an
+``MLAAttentionSpec``) of one block size, so ``UniformTypeKVCacheSpecs.is_uniform_type`` holds and the group's page is
+the sum of every layer's (``page_size_bytes``, v1/kv_cache_interface.py@0.11.0 l.275-299, @0.18.0, @0.25.0;
+``unify_hybrid_kv_cache_specs``, v1/core/kv_cache_utils.py@0.11.0): the bytes add to the per-token cost, unpadded
+(``page_size_padded`` is set for Mamba layers only, layers/mamba/abstract.py@0.18.0).
 """
 
 from __future__ import annotations

@@ -30,27 +30,21 @@ and the TP split (both assert ``num_heads % tp_size == 0``; neither uses ``QKVPa
 ``tp_split`` therefore leaves out for these configs whether MLA runs or not). What it does change elsewhere: the V1
 oracle's ``is_kv_cache_dtype_supported(kv_cache_dtype, model_config)`` reads ``use_mla`` (platforms/cuda.py@0.10.2)
 and V0's chunked-prefill default leaves out ``use_mla`` models (engine/arg_utils.py@0.8.0-@0.10.2); both follow
-``use_mla`` here (``settings.engine_rules``, ``chunked.v0_default``). The block size vLLM forces for MLA is forced only
-under ``model_config.use_mla`` (platforms/cuda.py@0.8.0 to @0.17.0), so MLA off keeps the default of 16 there; from
-0.18.0 the attention selector picks it for every model alike (not re-read here). With MLA on, ``block_size``.
+``use_mla`` here (``settings.engine_rules``, ``chunked.v0_default``), and so does the block size (``mla_block``). With
+MLA on, the latent's bytes by cache dtype (V3.2's ``fp8_ds_mla``) are ``mla_cache``'s.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from vllm_remedy.vllm.memory import indexer_cache
+from vllm_remedy.vllm.memory import indexer_cache, mla_cache
 from vllm_remedy.vllm.memory.unmodelled import CannotPredict
 
 if TYPE_CHECKING:
     from vllm_remedy.vllm.catalog import ModelSpec
 
 MLA_SINCE = (0, 7, 1)  # config.py@0.7.1: ``use_mla``
-DEFAULT_BLOCK = 16  # CacheConfig's block size when nothing sets it (``check_and_update_config``, platforms/cuda.py)
-FLASHMLA_BLOCK_SINCE = (0, 8, 0)  # platforms/cuda.py@0.8.0: FlashMLA forces 64 (0.7.2, 0.7.3 force nothing)
-CUTLASS_DEFAULT_SINCE = (0, 10, 2)  # platforms/cuda.py@0.10.2: CUTLASS MLA (128) by default on capability 10.0
-SPARSE_BLOCK_SINCE = (0, 11, 0)  # platforms/cuda.py@0.11.0: V3.2's FlashMLA sparse forces 64
-BLOCK_READ_UNTIL = (0, 12, 0)  # from 0.12 the forcing changes again (``% 64``, FlashInfer MLA, the selector)
 HEAD_QK_SINCE = (0, 7, 0)  # config.py@0.7.0: qk_rope_head_dim + qk_nope_head_dim, no longer padded to 256
 V3_PADDED_SINCE = (0, 6, 6)  # config.py@0.6.6 pads deepseek_v3 as well as deepseek_v2
 QUANT_GATE_UNTIL = (0, 7, 3)  # config.py@0.7.3 drops the quantization condition
@@ -96,12 +90,14 @@ def head_size(model: ModelSpec, version: tuple[int, int, int]) -> int:
 
 
 def kv_bytes_per_layer_token(model: ModelSpec, mla: bool, version: tuple[int, int, int], engine: str, tp: int,
-                             kv_dtype_bytes: int) -> int:
+                             kv_dtype_bytes: int, cache_dtype: str = "auto", model_bytes: int = 2) -> int:
     """Bytes one token takes in one layer on this rank for an MLA-capable model: the latent when the release runs
-    MLA (``mla``: ``Resolved.mla``; plus V3.2's indexer), else K and V per KV head (V1's layer: num_local_heads;
-    V0's cache engine: ``get_num_kv_heads``, the config's KV heads)."""
+    MLA (``mla``: ``Resolved.mla``; at ``cache_dtype`` as the release converts it and V0's 256-byte alignment of
+    0.7.x with the model dtype's ``model_bytes``, ``mla_cache``; plus V3.2's indexer), else K and V per KV head
+    (V1's layer: num_local_heads; V0's cache engine: ``get_num_kv_heads``, the config's KV heads)."""
     if mla:
-        latent = ((model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0)) * kv_dtype_bytes
+        aligned = mla_cache.v0_aligned(version, engine)
+        latent = mla_cache.latent_bytes(model, cache_dtype, kv_dtype_bytes, aligned, model_bytes)
         return latent + indexer_cache.bytes_per_layer_token(model, version)
     if model.index_head_dim:
         raise CannotPredict(
@@ -112,30 +108,3 @@ def kv_bytes_per_layer_token(model: ModelSpec, mla: bool, version: tuple[int, in
             "unset VLLM_MLA_DISABLE to run V3.2 with MLA")
     heads = model.num_heads if engine == "V1" else model.num_kv_heads
     return 2 * max(1, heads // tp) * head_size(model, version) * kv_dtype_bytes
-
-
-def block_size(mla: bool, sparse: bool, version: tuple[int, int, int], capability: tuple[int, int] | None,
-               typed: int | None) -> int:
-    """The KV block size vLLM runs: ``typed`` (--block-size) or 16, unless the release forces one for MLA in
-    ``CudaPlatform.check_and_update_config`` (only under ``model_config.use_mla``, so never with MLA off), with
-    VLLM_ATTENTION_BACKEND unset (not read by the tools):
-
-    - 0.7.2-0.7.3: nothing forced (platforms/cuda.py@0.7.2, @0.7.3; 0.7.1 was not in the extracts, taken as 0.7.2).
-    - 0.8.0-0.10.1: 64 when FlashMLA is supported, whatever --block-size says (platforms/cuda.py@0.8.0, @0.8.5,
-      @0.9.2, @0.10.0); ``is_flashmla_supported`` needs capability 9.x ("FlashMLA is only supported on Hopper
-      devices", attention/ops/flashmla.py as stored at vllm-project/vllm 095fd64, the 0.11 line; the 0.8-0.10 copies
-      were not in the extracts). Other cards keep 16 (Triton MLA).
-    - 0.10.2-0.11.x: CUTLASS MLA's 128 on capability 10.0, FlashMLA's 64 on 9.x, else 16 (platforms/cuda.py@0.10.2,
-      @0.11.0); from 0.11.0 a V3.2 config (``index_topk``; ``sparse`` here: the spec's ``index_head_dim``) is
-      forced to 64 last, over either.
-    - 0.12 on: not re-read for this rule (``% 64`` / ``% 128`` tests, FlashInfer MLA on 10.x from 0.17, the attention
-      selector from 0.18): 64, or the typed size, as before. A card of unknown capability is sized the same way."""
-    if not mla or version < FLASHMLA_BLOCK_SINCE:
-        return typed or DEFAULT_BLOCK
-    if version >= BLOCK_READ_UNTIL or capability is None:
-        return typed or 64
-    if sparse and version >= SPARSE_BLOCK_SINCE:
-        return 64
-    if version >= CUTLASS_DEFAULT_SINCE and capability == (10, 0):
-        return 128
-    return 64 if capability[0] == 9 else typed or DEFAULT_BLOCK

@@ -34,7 +34,9 @@ from vllm_remedy.vllm.memory.flag_values import (
     read_int,
     read_mm_limits,
 )
-from vllm_remedy.vllm.memory.mla_release import block_size as mla_block_size
+from vllm_remedy.vllm.memory.mla_block import block_size as mla_block_size
+from vllm_remedy.vllm.memory.mla_cache import alignment_unknown as mla_alignment_unknown
+from vllm_remedy.vllm.memory.mla_cache import cache_dtype as mla_cache_dtype
 from vllm_remedy.vllm.memory.mla_release import runs_mla
 from vllm_remedy.vllm.memory.mm_processor import mm_processor_max_pixels
 from vllm_remedy.vllm.memory.pinned import pin_flags, rules_without_extensible_cache
@@ -290,6 +292,10 @@ class Resolved:
     env_problem: str | None = None
     cudagraphs_off: bool = False  # --compilation-config turns V1's graphs off while it still compiles
     mla: bool = False  # the release caches this model's MLA latent (``mla_release.runs_mla``), not K/V per head
+    mla_cache_dtype: str = "auto"  # the latent's cache dtype as the release converts it (``mla_cache.cache_dtype``)
+    # Why the MLA block size or cache dtype is not known for this release and card (``mla_block``, ``mla_cache``):
+    # "cannot predict ...", raised by ``estimate`` once the start reaches the model; None when known.
+    mla_unknown: str | None = None
 
 
 def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
@@ -318,6 +324,9 @@ def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
     dtype = dtype_support.resolved(model.dtype, s.dtype, gpu.capability, s.version)
     weight_bytes = 4 if dtype == "float32" else 2
     kv_bytes = 1 if s.kv_cache_dtype.startswith("fp8") else weight_bytes
+    cache_dtype, dtype_why = mla_cache_dtype(model, r.version, gpu.capability, s.kv_cache_dtype) if mla else (
+        s.kv_cache_dtype, None)
+    block, block_why = mla_block_size(model, mla, r.version, gpu.capability, s.block_size, cache_dtype)
     sampler, sampler_why = sampler_env.sampler(r, gpu.capability, s.flashinfer, s.flashinfer_sampler_env,
                                                s.flashinfer_sampler_env_unreadable)
     runner, runner_why = runner_env.runner_v2(r, runs_runner_v2(r, model), s.runner_v2_env, s.runner_v2_env_unreadable)
@@ -332,7 +341,7 @@ def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
         chunked_prefill=chunked,
         weight_dtype_bytes=weight_bytes,
         kv_dtype_bytes=kv_bytes,
-        block_size=mla_block_size(mla, bool(model.index_head_dim), r.version, gpu.capability, s.block_size),
+        block_size=block,
         enforce_eager=s.enforce_eager or (r.engine == "V1" and s.compile_off),  # -O0: no compile, no graphs
         other_process_gib=s.other_process_gib,
         capture_size=s.cudagraph_capture_size,
@@ -349,6 +358,9 @@ def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
         env_problem=engine_why or sampler_why or runner_why or mla_why or pipeline_unmodelled(s.pp),
         cudagraphs_off=r.engine == "V1" and s.cudagraphs_off,  # V0 captures whatever the compilation config says
         mla=mla,
+        mla_cache_dtype=cache_dtype,
+        mla_unknown=dtype_why or block_why or (mla_alignment_unknown(model, r.version, r.engine, kv_bytes, weight_bytes)
+                                               if mla else None),
     )
 
 

@@ -9,7 +9,7 @@ the evidence it was fitted on. Non-torch memory and the CUDA context are ``non_t
 from __future__ import annotations
 
 from vllm_remedy.vllm.catalog import GIB, ModelSpec
-from vllm_remedy.vllm.memory import awq_marlin_load, capture, cublas_pin, mla_release, mxfp4
+from vllm_remedy.vllm.memory import awq_marlin_load, capture, cublas_pin, mla_absorbed, mla_release, mxfp4
 from vllm_remedy.vllm.memory.alloc_tail import load_max_split, weight_floor_gib, weight_tail_gib
 from vllm_remedy.vllm.memory.encoder import encoder_gib, qwen2_vl_tower_gib
 from vllm_remedy.vllm.memory.kv_layout import HYBRID_KV_SINCE as HYBRID_KV_SINCE
@@ -229,7 +229,16 @@ def weights_gib(
         floor += awq_marlin_load.overhead_gib(model, res.tp, res.weight_dtype_bytes, res.rules.version) - \
             weight_tail_gib(model, res.tp, bits, res.weight_dtype_bytes, load_max_split(res.rules.version))
     scales = channel_scale_gib(model, res.tp)  # 8-bit channel checkpoints' float32 scales, not in params_b
-    return total / res.tp / GIB + scales + max(WEIGHT_BUFFERS_GIB, floor)
+    absorbed = mla_absorbed_bytes(model, res, quantization, capability)[0] / GIB  # MLA's own copies (mla_absorbed)
+    return total / res.tp / GIB + scales + absorbed + max(WEIGHT_BUFFERS_GIB, floor)
+
+
+def mla_absorbed_bytes(model: ModelSpec, res: Resolved, quantization: str | None,
+                       capability: tuple[int, int] | None) -> tuple[int, str | None]:
+    """What MLA's ``process_weights_after_loading`` keeps beside the weights on a rank (``mla_absorbed``)."""
+    bits = weight_bits(model, quantization, res.weight_dtype_bytes)
+    return mla_absorbed.extra_bytes(model, res.mla, res.rules.version, res.tp, res.weight_dtype_bytes, quantization,
+                                    bits, capability)
 
 
 def _moe_gib(model: ModelSpec, res: Resolved, backend: mxfp4.Backend | None = None) -> float:
@@ -378,7 +387,7 @@ def _kv_bytes_per_layer_token(model: ModelSpec, res: Resolved) -> int:
     head on this rank (replicated when TP exceeds the KV heads)."""
     if model.is_mla:  # latent or full K/V by release, quantization and VLLM_MLA_DISABLE; V3.2's indexer
         return mla_release.kv_bytes_per_layer_token(model, res.mla, res.rules.version, res.rules.engine, res.tp,
-                                                     res.kv_dtype_bytes)
+                                                     res.kv_dtype_bytes, res.mla_cache_dtype, res.weight_dtype_bytes)
     heads = max(1, model.num_kv_heads // res.tp)
     return 2 * heads * model.head_dim * res.kv_dtype_bytes
 
