@@ -11,6 +11,7 @@ from __future__ import annotations
 from vllm_remedy.vllm.catalog import GpuSpec
 from vllm_remedy.vllm.memory.settings import Resolved
 from vllm_remedy.vllm.memory.v0_comm import v0_p2p_comm_gib
+from vllm_remedy.vllm.versions import VersionRules
 
 # V1 non-torch growth during profiling at TP 1: 0.24-0.27 GiB printed by the 0.19.0 H100 logs ("GiB for non-torch
 # memory"), but 0.13 by llm-d-planner's Qwen3-14B records at 0.15.0 and 0.16.0 (fitted here; 0.17.0 prints 0.13 too,
@@ -78,7 +79,8 @@ def non_torch_gib(gpu: GpuSpec, res: Resolved) -> float:
     "increase" budgets count only what grows during profiling: 0.24-0.27 GiB at TP=1 (0.19.0), but
     2.06-2.21 GiB per rank at TP >= 2 from 0.10 on Hopper (llm-d 0.19.0 H100 logs, two 0.10.0 logs), 0.6 before
     and below capability 9.0 (2 x A100 0.11.2 logs imply ~0.5), 0.4 GiB on V0 0.7 (vllm#13061, fitted; + ``v0_comm``).
-    "absolute" budgets also count the CUDA context and NCCL, which are already in the device's used memory.
+    "absolute" budgets also count the CUDA context and NCCL, which are already in the device's used memory, and on
+    V1 at TP 1 the growth beside a context measured at startup (``_v1_absolute_tp1_growth``).
 
     Below Hopper the TP >= 2 growth is what the distributed groups, set up after the baseline snapshot
     (v1/worker/gpu_worker.py@v0.10.1.1), put in device memory: custom all-reduce's two IPC buffers (~16 MiB,
@@ -94,7 +96,7 @@ def non_torch_gib(gpu: GpuSpec, res: Resolved) -> float:
     r = res.rules
     tp2 = res.tp >= 2
     if r.budget == "absolute":
-        return context_gib(gpu, res.tp) + (V1_NON_TORCH_TP2_GIB if tp2 else 0.0)
+        return context_gib(gpu, res.tp) + (V1_NON_TORCH_TP2_GIB if tp2 else _v1_absolute_tp1_growth(gpu, r))
     if r.engine == "V0":  # plus the TP communicators' P2P buffers, set up after V0's baseline (v0_comm.py)
         return V0_NON_TORCH_TP2_GIB + v0_p2p_comm_gib(gpu, res.tp, res.p2p) if tp2 else 0.25
     tp1 = V1_NON_TORCH_TP1_GIB if r.version >= V1_NON_TORCH_TP1_GROWTH_SINCE else V1_NON_TORCH_TP1_EARLY_GIB
@@ -103,6 +105,22 @@ def non_torch_gib(gpu: GpuSpec, res: Resolved) -> float:
     if r.version >= V1_NON_TORCH_HOPPER_TP2_SINCE and _hopper_or_newer(gpu):
         return 2.12 if res.tp == 2 else 2.22
     return tp1 if res.p2p is False else V1_NON_TORCH_TP2_GIB
+
+
+def _v1_absolute_tp1_growth(gpu: GpuSpec, rules: VersionRules) -> float:
+    """What V1's absolute budget (0.8.0-0.9.0) charges at TP 1 beyond the context, where the context is a startup
+    measurement (the catalog's ``context_gib``). That budget charges everything on the device outside torch's
+    allocations once the profile ran (v1/worker/gpu_worker.py@0.9.0 ``determine_available_memory``: used memory after
+    ``empty_cache`` less ``allocated_bytes.all.current``): the CUDA context and whatever loading, compiling and
+    profiling added outside torch. 0.9.1's increase budget charges only that growth, over a snapshot taken once the
+    context exists (``init_device`` then ``memory_profiling``, gpu_worker.py@0.9.2), so the two differ by the
+    snapshot's used memory alone; the growth is charged at the figure the increase budget gets for the same releases
+    (``V1_NON_TORCH_TP1_EARLY_GIB``, fitted at 0.15/0.16 and carried back). A startup line ("Free memory on device ...
+    on startup") sees none of it. The size class's figure is not a startup measurement: it was fitted on an absolute
+    budget's whole non-torch charge, after the weights and the profile (vllm#10517, 0.6.4: 0.35 GiB), so it keeps
+    standing for both. Written post hoc, while looking into the RTX 5090 0.9.0 start's over-prediction. V0 and
+    TP >= 2 (``V1_NON_TORCH_TP2_GIB``) keep their figures."""
+    return V1_NON_TORCH_TP1_EARLY_GIB if rules.engine == "V1" and gpu.context_gib is not None else 0.0
 
 
 def _hopper_or_newer(gpu: GpuSpec) -> bool:
