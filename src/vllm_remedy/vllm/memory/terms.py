@@ -9,8 +9,8 @@ the evidence it was fitted on. Non-torch memory and the CUDA context are ``non_t
 from __future__ import annotations
 
 from vllm_remedy.vllm.catalog import GIB, ModelSpec
-from vllm_remedy.vllm.memory import capture, cublas_pin, mla_absorbed, mla_release, mxfp4
-from vllm_remedy.vllm.memory.alloc_tail import weight_floor_gib
+from vllm_remedy.vllm.memory import awq_marlin_load, capture, cublas_pin, mla_absorbed, mla_release, mxfp4
+from vllm_remedy.vllm.memory.alloc_tail import load_max_split, weight_floor_gib, weight_tail_gib
 from vllm_remedy.vllm.memory.encoder import encoder_gib, qwen2_vl_tower_gib
 from vllm_remedy.vllm.memory.kv_layout import HYBRID_KV_SINCE as HYBRID_KV_SINCE
 from vllm_remedy.vllm.memory.kv_layout import KvLayout as KvLayout
@@ -224,6 +224,10 @@ def weights_gib(
     # (large-tailed shapes, e.g. FP8 32B models: ``alloc_tail``), the sized figure is charged instead.
     online = bits < 16 and not model.quantized_checkpoint
     floor = weight_floor_gib(model, res.tp, bits, res.weight_dtype_bytes, online, res.rules.version)
+    if awq_marlin_load.applies(model, quantization, capability, res.rules.version, res.tp):
+        # An AWQ load on Marlin frees and re-allocates mid-size tensors: replayed, its overhead replaces the tails.
+        floor += awq_marlin_load.overhead_gib(model, res.tp, res.weight_dtype_bytes, res.rules.version) - \
+            weight_tail_gib(model, res.tp, bits, res.weight_dtype_bytes, load_max_split(res.rules.version))
     scales = channel_scale_gib(model, res.tp)  # 8-bit channel checkpoints' float32 scales, not in params_b
     absorbed = mla_absorbed_bytes(model, res, quantization, capability)[0] / GIB  # MLA's own copies (mla_absorbed)
     return total / res.tp / GIB + scales + absorbed + max(WEIGHT_BUFFERS_GIB, floor)
