@@ -10,8 +10,8 @@ holds whole tokens, so the cache's token count is a multiple of it and one reque
   without MLA or mamba layers (@0.10.1 to @0.17.0 change it for mamba hybrids only).
 - from 0.18.0 ``Platform.update_block_size_for_backend`` keeps a typed --block-size and otherwise takes the
   attention backend's ``get_preferred_block_size(CacheConfig.DEFAULT_BLOCK_SIZE)``: the default when a kernel block
-  size divides it, else the smallest kernel size (platforms/interface.py@0.18.0, @0.20.0, @0.25.0, and @0.34.0 with
-  ``_preferred_block_size_for_backends`` over the distinct backends; v1/attention/backend.py@0.18.0).
+  size divides it, else the smallest kernel size (platforms/interface.py@0.18.0, @0.20.0, @0.25.0; from 0.31.0
+  ``_preferred_block_size_for_backends`` over the distinct backends, @0.31.0, @0.34.0; v1/attention/backend.py).
   DEFAULT_BLOCK_SIZE is 16 through 0.33, 64 from 0.34.0 (config/cache.py@0.33.0, @0.34.0). FlashAttention
   (``MultipleOf(16)``), FlashInfer ([16, 32, 64]; to 1024 on 10.x trtllm from 0.24), Triton (``MultipleOf(16)``)
   and FlexAttention (no sizes; ``MultipleOf(16)`` from 0.22) all accept the default (v1/attention/backends/*.py
