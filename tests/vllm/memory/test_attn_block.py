@@ -60,6 +60,7 @@ def run(model: ModelSpec, gpu: str | GpuSpec, version: str, flashinfer: str | No
     (GEMMA, B200, "0.29.0", None, {}, 128),  # unknown: the larger reading
     (GEMMA, B200, "0.29.0", "false", {"kv_cache_dtype": "fp8"}, 16),  # a quantized cache leaves the FA4 kernel
     (GEMMA, B200, "0.34.0", "false", {}, 128),  # max(64, 128)
+    (GEMMA, B200, "0.29.0", "false", {"dtype": "float32"}, 16),  # FlashAttention runs 16-bit models only: Triton
     (GEMMA, H100, "0.29.0", "false", {}, 16),  # FA3 on 9.x
     (GEMMA, PRO6000, "0.31.0", "false", {}, 16),  # 12.x: FlashAttention 2
     (HEAD_512, H100, "0.30.0", None, {"kv_cache_dtype": "fp8"}, 16),

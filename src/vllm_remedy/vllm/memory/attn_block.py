@@ -32,6 +32,8 @@ holds whole tokens, so the cache's token count is a multiple of it and one reque
     leaves): the default. Text-only serving turning mm-prefix off (0.28+) is not read: 64 is the safe side.
   * from 0.31.0 FA4's SM90 fp8 kernel for head size 512 (``_get_sm90_fa4_fp8_kv_block_size``: 64) on 9.x with an
     fp8 / fp8_e4m3 KV cache (flash_attn.py@0.31.0, @0.34.0).
+  A float32 model takes none of these: FlashAttention, FlashInfer and the composites run 16-bit models only
+  (``supported_dtypes``, flash_attn.py / flashinfer.py / composite.py@0.29.0, @0.34.0), Triton takes float32.
   Where FlashInfer's presence is unknown (the ``flashinfer`` input unset) the larger of the two readings is taken.
   Where the card is unknown and the size depends on it, "cannot predict", as ``mla_block`` does.
 - Sliding-window and full-attention layers of one model (gpt-oss, Gemma 2/3) have the same page per token, so
@@ -64,14 +66,17 @@ _CARDS = ((9, 0), (10, 0), (8, 0))  # the cases the size tells apart: 9.x, 10.x,
 
 
 def block_size(model: ModelSpec, version: tuple[int, int, int], capability: tuple[int, int] | None,
-               typed: int | None, kv_cache_dtype: str = "auto",
-               flashinfer: bool | None = None) -> tuple[int, str | None]:
+               typed: int | None, kv_cache_dtype: str = "auto", flashinfer: bool | None = None,
+               dtype: str = "bfloat16") -> tuple[int, str | None]:
     """(block size, None), or (a placeholder, "cannot predict ...") where the card is unknown and decides it (see
-    the module docstring). ``flashinfer``: FlashInfer imports in the image (None: unknown)."""
+    the module docstring). ``flashinfer``: FlashInfer imports in the image (None: unknown); ``dtype``: the dtype the
+    model runs in (``Resolved.dtype``)."""
     if typed:
         return typed, None
     if version < SELECTOR_SINCE:
         return DEFAULT_BLOCK, None
+    if dtype == "float32":  # Triton's MultipleOf(16) takes the default
+        return (64 if version >= DEFAULT_64_SINCE else DEFAULT_BLOCK), None
     if capability is not None:
         return _selected(model, version, capability, kv_cache_dtype, flashinfer), None
     sizes = {_selected(model, version, card, kv_cache_dtype, flashinfer) for card in _CARDS}

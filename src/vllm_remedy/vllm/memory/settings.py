@@ -329,7 +329,7 @@ def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
         s.kv_cache_dtype, None)
     block, block_why = (mla_block_size(model, mla, r.version, gpu.capability, s.block_size, cache_dtype) if mla
                         else attn_block_size(model, r.version, gpu.capability, s.block_size, s.kv_cache_dtype,
-                                             s.flashinfer))
+                                             s.flashinfer, dtype))
     sampler, sampler_why = sampler_env.sampler(r, gpu.capability, s.flashinfer, s.flashinfer_sampler_env,
                                                s.flashinfer_sampler_env_unreadable)
     runner, runner_why = runner_env.runner_v2(r, runs_runner_v2(r, model), s.runner_v2_env, s.runner_v2_env_unreadable)
