@@ -36,9 +36,10 @@ holds whole tokens, so the cache's token count is a multiple of it and one reque
   (``supported_dtypes``, flash_attn.py / flashinfer.py / composite.py@0.29.0, @0.34.0), Triton takes float32.
   Where FlashInfer's presence is unknown (the ``flashinfer`` input unset) the larger of the two readings is taken.
   Where the card is unknown and the size depends on it, "cannot predict", as ``mla_block`` does.
-- Sliding-window and full-attention layers of one model (gpt-oss, Gemma 2/3) have the same page per token, so
-  ``unify_kv_cache_spec_page_size`` leaves every block size as is (v1/core/kv_cache_utils.py@0.10.0, @0.19.0,
-  v1/core/kv_cache_planning.py@0.34.0): one block size for every group.
+- Sliding-window and full-attention layers of one model (gpt-oss, Gemma 2/3) have the same page per token: the
+  hybrid manager asserts one page size through 0.11 (``get_uniform_page_size``,
+  v1/core/kv_cache_utils.py@0.10.0, @0.11.0), and from 0.12 ``unify_kv_cache_spec_page_size`` scales a block only
+  where pages differ (@0.12.0, @0.19.0, v1/core/kv_cache_planning.py@0.34.0): one block size for every group.
 """
 
 from __future__ import annotations
