@@ -24,6 +24,7 @@ from vllm_remedy.vllm import (
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline.flags import canonical_key
 from vllm_remedy.vllm.cmdline.values import parse_int
+from vllm_remedy.vllm.memory.attn_block import block_size as attn_block_size
 from vllm_remedy.vllm.memory.chunked import chunked_prefill, v0_default_batch
 from vllm_remedy.vllm.memory.compiled import compilation_settings
 from vllm_remedy.vllm.memory.config_values import FIELDS_SINCE, checked, quantization
@@ -293,8 +294,8 @@ class Resolved:
     cudagraphs_off: bool = False  # --compilation-config turns V1's graphs off while it still compiles
     mla: bool = False  # the release caches this model's MLA latent (``mla_release.runs_mla``), not K/V per head
     mla_cache_dtype: str = "auto"  # the latent's cache dtype as the release converts it (``mla_cache.cache_dtype``)
-    # Why the MLA block size or cache dtype is not known for this release and card (``mla_block``, ``mla_cache``):
-    # "cannot predict ...", raised by ``estimate`` once the start reaches the model; None when known.
+    # Why the KV block size (``mla_block``, ``attn_block``) or the MLA cache dtype (``mla_cache``) is not known for this
+    # release and card: "cannot predict ...", raised by ``estimate`` once the start reaches the model; None when known.
     mla_unknown: str | None = None
 
 
@@ -326,7 +327,9 @@ def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
     kv_bytes = 1 if s.kv_cache_dtype.startswith("fp8") else weight_bytes
     cache_dtype, dtype_why = mla_cache_dtype(model, r.version, gpu.capability, s.kv_cache_dtype) if mla else (
         s.kv_cache_dtype, None)
-    block, block_why = mla_block_size(model, mla, r.version, gpu.capability, s.block_size, cache_dtype)
+    block, block_why = (mla_block_size(model, mla, r.version, gpu.capability, s.block_size, cache_dtype) if mla
+                        else attn_block_size(model, r.version, gpu.capability, s.block_size, s.kv_cache_dtype,
+                                             s.flashinfer, dtype))
     sampler, sampler_why = sampler_env.sampler(r, gpu.capability, s.flashinfer, s.flashinfer_sampler_env,
                                                s.flashinfer_sampler_env_unreadable)
     runner, runner_why = runner_env.runner_v2(r, runs_runner_v2(r, model), s.runner_v2_env, s.runner_v2_env_unreadable)
