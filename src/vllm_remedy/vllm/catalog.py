@@ -16,7 +16,15 @@ from importlib import resources
 from typing import Any
 
 from vllm_remedy.errors import UserError
-from vllm_remedy.vllm import architectures, config_bounds, hf_config, quant_config, qwen2_vl_tower, shapes
+from vllm_remedy.vllm import (
+    architectures,
+    config_bounds,
+    hf_config,
+    quant_config,
+    quant_exclusions,
+    qwen2_vl_tower,
+    shapes,
+)
 from vllm_remedy.vllm.mla_shape import MlaShape
 from vllm_remedy.vllm.mla_shape import read as read_mla_shape
 from vllm_remedy.yamlfile import load_packaged
@@ -113,6 +121,7 @@ class ModelSpec:
     int_facts: quant_config.IntFacts | None = None  # AWQ / GPTQ packing as stated (quant_support judges the bits)
     ct_mla_groups: bool | None = None  # compressed-tensors: every group fp8 as 0.7.2's use_mla reads it (quant_config)
     load_refusal: str | None = None  # vLLM's exception loading the config (hf_overrides.applied): config_refused
+    exclusions: quant_exclusions.Exclusions | None = None  # layers the checkpoint leaves unquantized, per release
 
     @property
     def is_moe(self) -> bool:
@@ -191,6 +200,9 @@ class ModelSpec:
             weight_block_size=quant_config.weight_block_size(text),
             int_facts=quant_config.int_facts(text),
             ct_mla_groups=quant_config.ct_mla_groups(text),
+            exclusions=quant_exclusions.from_text(text, architectures.first_architecture(config) or "unknown", layers,
+                                                  hidden, heads, kv_heads, head, inter, experts,
+                                                  quant_config.section(text), quant_config.quantization(text)),
             expert_params_b=counts.experts / 1e9,
             vision_params_b=vision_params / 1e9,
             vision_hidden=tower.hidden if tower else 0,
