@@ -16,6 +16,7 @@ from vllm_remedy.vllm import (
     dtype_support,
     engine_env,
     gemma2_cap,
+    kv_auto,
     manifest_flags_file,
     mla_env,
     runner_env,
@@ -296,6 +297,7 @@ class Resolved:
     # Why the MLA block size or cache dtype is not known for this release and card (``mla_block``, ``mla_cache``):
     # "cannot predict ...", raised by ``estimate`` once the start reaches the model; None when known.
     mla_unknown: str | None = None
+    kv_cache_dtype: str = "auto"  # the cache dtype vLLM runs: auto resolved from a ModelOpt KV scheme (``kv_auto``)
 
 
 def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
@@ -323,9 +325,9 @@ def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
         seqs = s.max_num_seqs or 256
     dtype = dtype_support.resolved(model.dtype, s.dtype, gpu.capability, s.version)
     weight_bytes = 4 if dtype == "float32" else 2
-    kv_bytes = 1 if s.kv_cache_dtype.startswith("fp8") else weight_bytes
-    cache_dtype, dtype_why = mla_cache_dtype(model, r.version, gpu.capability, s.kv_cache_dtype) if mla else (
-        s.kv_cache_dtype, None)
+    kv_dtype = kv_auto.resolved(s.kv_cache_dtype, model.kv_quant, r.version)  # auto from a ModelOpt KV scheme
+    kv_bytes = 1 if kv_dtype.startswith("fp8") else weight_bytes
+    cache_dtype, dtype_why = mla_cache_dtype(model, r.version, gpu.capability, kv_dtype) if mla else (kv_dtype, None)
     block, block_why = mla_block_size(model, mla, r.version, gpu.capability, s.block_size, cache_dtype)
     sampler, sampler_why = sampler_env.sampler(r, gpu.capability, s.flashinfer, s.flashinfer_sampler_env,
                                                s.flashinfer_sampler_env_unreadable)
@@ -341,6 +343,7 @@ def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
         chunked_prefill=chunked,
         weight_dtype_bytes=weight_bytes,
         kv_dtype_bytes=kv_bytes,
+        kv_cache_dtype=kv_dtype,
         block_size=block,
         enforce_eager=s.enforce_eager or (r.engine == "V1" and s.compile_off),  # -O0: no compile, no graphs
         other_process_gib=s.other_process_gib,
