@@ -369,4 +369,3 @@ def ct_mla_groups(config: Mapping[str, Any]) -> bool | None:
         if types != ["fp8", "fp8"]:
             return False
     return True
-
