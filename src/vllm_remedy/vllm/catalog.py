@@ -20,9 +20,9 @@ from vllm_remedy.vllm import (
     architectures,
     config_bounds,
     hf_config,
-    kv_auto,
     quant_config,
     quant_exclusions,
+    quant_source,
     qwen2_vl_tower,
     shapes,
 )
@@ -123,7 +123,7 @@ class ModelSpec:
     ct_mla_groups: bool | None = None  # compressed-tensors: every group fp8 as 0.7.2's use_mla reads it (quant_config)
     load_refusal: str | None = None  # vLLM's exception loading the config (hf_overrides.applied): config_refused
     exclusions: quant_exclusions.Exclusions | None = None  # layers the checkpoint leaves unquantized, per release
-    kv_quant: str | None = None  # a ModelOpt checkpoint's KV-cache scheme, "fp8" / "nvfp4" (quant_config, kv_auto)
+    kv_quant: str | None = None  # a ModelOpt checkpoint's KV-cache scheme, "fp8" / "nvfp4" (quant_source, kv_auto)
 
     @property
     def is_moe(self) -> bool:
@@ -205,7 +205,7 @@ class ModelSpec:
             exclusions=quant_exclusions.from_text(text, architectures.first_architecture(config) or "unknown", layers,
                                                   hidden, heads, kv_heads, head, inter, experts,
                                                   quant_config.section(text), quant_config.quantization(text)),
-            kv_quant=kv_auto.kv_cache_scheme(text),
+            kv_quant=quant_source.kv_cache_scheme(text),
             expert_params_b=counts.experts / 1e9,
             vision_params_b=vision_params / 1e9,
             vision_hidden=tower.hidden if tower else 0,

@@ -20,6 +20,7 @@ from vllm_remedy.remedies.budget.observed import kv_scale as kv_scale_for
 from vllm_remedy.remedies.plan import Plan, Step, TemplateChange
 from vllm_remedy.vllm import catalog, dtype_support, kv_auto, model_len
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS, GpuSpec, ModelSpec
+from vllm_remedy.vllm.cmdline import refused
 from vllm_remedy.vllm.failures import FAILURES
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate, resolve
 from vllm_remedy.vllm.memory.capture import capture_flag
@@ -211,7 +212,7 @@ def _auto_fp8(req: BudgetRequest, s: EngineSettings) -> tuple[str, str | None] |
     if s.kv_cache_dtype != "auto" or kv_auto.note(s.kv_cache_dtype, req.model.kv_quant, v) is None:
         return None
     run = dtype_support.resolved(req.model.dtype, s.dtype, req.gpu.capability, s.version)
-    fix = kv_auto.sixteen_bit(run, v)
+    fix = kv_auto.sixteen_bit(run, refused.kv_cache_dtypes(v))
     choices = req.policy.flags.kv_cache_dtype if req.policy is not None else None
     if fix is not None and choices is not None and fix not in choices.allowed:
         fix = None

@@ -43,7 +43,7 @@ from vllm_remedy.vllm.memory.mm_processor import mm_processor_max_pixels
 from vllm_remedy.vllm.memory.pinned import pin_flags, rules_without_extensible_cache
 from vllm_remedy.vllm.memory.pipeline import pipeline_unmodelled
 from vllm_remedy.vllm.memory.tp_split import tp_split_problem
-from vllm_remedy.vllm.memory.unmodelled import unmodelled
+from vllm_remedy.vllm.memory.unmodelled import CannotPredict, unmodelled
 from vllm_remedy.vllm.mp_split import SplitRun
 from vllm_remedy.vllm.runner_v2 import runner_v2_by_default
 from vllm_remedy.vllm.versions import VersionRules, parse_version, rules
@@ -325,7 +325,9 @@ def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
         seqs = s.max_num_seqs or 256
     dtype = dtype_support.resolved(model.dtype, s.dtype, gpu.capability, s.version)
     weight_bytes = 4 if dtype == "float32" else 2
-    kv_dtype = kv_auto.resolved(s.kv_cache_dtype, model.kv_quant, r.version)  # auto from a ModelOpt KV scheme
+    kv_dtype, kv_why = kv_auto.resolved(s.kv_cache_dtype, model.kv_quant, r.version)  # auto: a ModelOpt KV scheme
+    if kv_why is not None:
+        raise CannotPredict(kv_why)
     kv_bytes = 1 if kv_dtype.startswith("fp8") else weight_bytes
     cache_dtype, dtype_why = mla_cache_dtype(model, r.version, gpu.capability, kv_dtype) if mla else (kv_dtype, None)
     block, block_why = mla_block_size(model, mla, r.version, gpu.capability, s.block_size, cache_dtype)
