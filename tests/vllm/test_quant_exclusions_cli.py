@@ -45,6 +45,8 @@ CONFIGS = {
                  "quantization_config": {**AWQ, "modules_to_not_convert": ["mlp"]}},
     "phi3_head": {**LLAMA, "architectures": ["Phi3ForCausalLM"], "model_type": "phi3",
                   "quantization_config": {**AWQ, "modules_to_not_convert": ["lm_head"]}},
+    "awq_text": {**LLAMA, "quantization_config": {**AWQ, "modules_to_not_convert": "mlp"}},
+    "gptq_down8": {**LLAMA, "quantization_config": {**GPTQ, "dynamic": {"+:.*down_proj": {"bits": 8}}}},
     "compression": {**LLAMA, "compression_config": W4A16},
     "modelopt_kv": {**LLAMA, "quantization_config": {**MODELOPT, "kv_cache_quant_algo": "FP8"}},
     "modelopt": {**LLAMA, "quantization_config": MODELOPT},
@@ -98,11 +100,17 @@ def test_fp8_ignored_layers_are_sized_at_16_bits(configs):
 @pytest.mark.parametrize("name, words", [
     ("ct_shard", "leaves some shards of model.layers.0.self_attn.qkv_proj quantized and others not"),
     ("phi3_mlp", "quantization_config excludes modules ['mlp']: this tool does not know the architecture's layer "
-                 "names in vLLM")])
+                 "names in vLLM"),
+    ("awq_text", "quantization_config.modules_to_not_convert 'mlp' is not a list of module names")])
 def test_an_exclusion_that_cannot_be_matched_is_cannot_predict(configs, name, words):
     got = run_cli("estimate", "--model-config", str(configs[name]), "--gpu", "NVIDIA-L4", "--max-model-len", "8192",
                   "--vllm-version", "0.30.0")
     assert got.returncode != 0 and "cannot predict" in got.stderr and words in got.stderr, got.stdout + got.stderr
+
+
+def test_a_dynamic_bits_override_is_sized_at_its_bits(configs):
+    """``override_config`` (gptq_utils.py@0.30.0): the 32 down_proj (1.88B parameters) packed at 8 bits, not 4."""
+    assert 6.1 < _estimate(configs["gptq_down8"], "0.30.0", length="8192")["weights_gib"] < 6.4
 
 
 def test_an_lm_head_entry_is_harmless_on_any_architecture(configs):

@@ -158,11 +158,19 @@ def _walk(shape: Shape, prefixes: Sequence[str], decide: Callable[[str], Any], w
     return Split(unquantized, tuple((p, b, g) for (b, g), p in overrides.items()))
 
 
+class _Unreadable(Exception):
+    """A skip list vLLM would not read as a list of names (or a pattern ``re`` refuses): "cannot predict"."""
+
+
 def _entries(qc: Mapping[str, Any], key: str) -> list[str] | None:
+    """The names listed under ``key``; None when absent, null or empty. Any other value (a string, an object) is
+    iterated or tested differently per class (a string's letters as names, ``in`` on a dict), not read here."""
     raw = qc.get(key)
     if raw is None or raw == [] or raw == {}:
         return None
-    return [str(e) for e in raw] if isinstance(raw, list) else None
+    if not isinstance(raw, list) or not all(isinstance(e, str) for e in raw):
+        raise _Unreadable(f"quantization_config.{key} {raw!r:.60} is not a list of module names")
+    return list(raw)
 
 
 def _unknown(names: Sequence[str], why: str) -> Split | None:
@@ -176,12 +184,19 @@ def _unknown(names: Sequence[str], why: str) -> Split | None:
 def _re_match(pattern: str, name: str) -> bool:
     try:
         return re.match(pattern, name) is not None
-    except re.error:
-        return False
+    except re.error as err:  # vLLM's re.match raises the same while it builds the layer: a crash, not modelled
+        raise _Unreadable(f"quantization_config pattern {pattern!r} is no regular expression ({err})") from err
 
 
 def read(qc: Mapping[str, Any] | None, method: str | None, shape: Shape | None) -> Exclusions | None:
     """The checkpoint's exclusions per release, or None when it states none (or the method packs experts only)."""
+    try:
+        return _read(qc, method, shape)
+    except _Unreadable as err:
+        return Exclusions((((0, 0, 0), Split(problem=str(err))),))
+
+
+def _read(qc: Mapping[str, Any] | None, method: str | None, shape: Shape | None) -> Exclusions | None:
     if qc is None or not method or method == "mxfp4":
         return None
     prefixes = _LAYOUTS.get(shape.architecture) if shape is not None else None
@@ -235,7 +250,7 @@ def read(qc: Mapping[str, Any] | None, method: str | None, shape: Shape | None) 
                                 for since, ff in (((0, 0, 0), False), ((0, 30, 0), True))))
     if method in ("gptq", "gptq_marlin"):
         return _gptq(qc, shape, prefixes)
-    stated = [n for k in SKIP_KEYS for n in (_entries(qc, k) or ())]
+    stated = [n for k in SKIP_KEYS if k != "dynamic" for n in (_entries(qc, k) or ())]  # dynamic: GPTQ's alone
     if not stated:
         return None
     return _single((0, 0, 0), _unknown(stated, f"which {method} layers vLLM then leaves unquantized is not modelled"))
@@ -247,8 +262,10 @@ def _single(since: Version, split: Split | None) -> Exclusions | None:
 
 def _gptq(qc: Mapping[str, Any], shape: Shape | None, prefixes: tuple[str, ...] | None) -> Exclusions | None:
     dynamic = qc.get("dynamic")
-    if not isinstance(dynamic, Mapping) or not dynamic:
+    if dynamic is None or dynamic == {}:
         return None
+    if not isinstance(dynamic, Mapping):  # GPTQModel writes an object; ``.items()`` on anything else raises
+        raise _Unreadable(f"quantization_config.dynamic {dynamic!r:.60} is not an object of rules")
     if prefixes is None or shape is None:
         return _single((0, 7, 3), _unknown(list(map(str, dynamic)), "this tool does not know the architecture's "
                                                                     "layer names in vLLM"))
