@@ -47,6 +47,8 @@ CONFIGS = {
                   "quantization_config": {**AWQ, "modules_to_not_convert": ["lm_head"]}},
     "awq_text": {**LLAMA, "quantization_config": {**AWQ, "modules_to_not_convert": "mlp"}},
     "gptq_down8": {**LLAMA, "quantization_config": {**GPTQ, "dynamic": {"+:.*down_proj": {"bits": 8}}}},
+    "qwen2_mlp": {**LLAMA, "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2",
+                  "quantization_config": {**W4A16, "ignore": ["lm_head", "re:.*mlp.*"]}},
     "compression": {**LLAMA, "compression_config": W4A16},
     "modelopt_kv": {**LLAMA, "quantization_config": {**MODELOPT, "kv_cache_quant_algo": "FP8"}},
     "modelopt": {**LLAMA, "quantization_config": MODELOPT},
@@ -88,6 +90,13 @@ def test_the_rule_applies_from_the_release_that_reads_it(configs):
     assert _estimate(configs["awq_mlp"], "0.6.4", length="8192")["weights_gib"] > 13.0
     assert _estimate(configs["gptq_mlp"], "0.7.2", length="8192")["weights_gib"] < 6.0
     assert _estimate(configs["gptq_mlp"], "0.7.3", length="8192")["weights_gib"] > 13.0
+
+
+def test_a_release_that_names_no_layer_matches_no_pattern(configs):
+    """qwen2.py@0.6.3 passes its linear layers no prefix (their name is ""), so ``re:.*mlp.*`` reaches none there;
+    qwen2.py@0.6.4 names them model.layers.N.mlp.*."""
+    assert _estimate(configs["qwen2_mlp"], "0.6.3", length="8192")["weights_gib"] < 6.0
+    assert _estimate(configs["qwen2_mlp"], "0.6.4", length="8192")["weights_gib"] > 13.0
 
 
 def test_fp8_ignored_layers_are_sized_at_16_bits(configs):

@@ -20,18 +20,17 @@ single keys. The rules, each with the release it starts from (PyPI wheels, model
   ``re.match``-es the layer's vLLM name decides; a "-:" one leaves it unquantized, any other overrides ``bits`` /
   ``group_size`` (``get_dynamic_override`` and ``override_config``, utils/gptq_utils.py@0.7.3, @0.30.0 l.184-190).
 
-The layer names are vLLM's (``model.layers.N.self_attn.qkv_proj`` ...) for the architectures listed in
-``_LAYOUTS`` only; a multimodal wrapper's language model has moved between ``language_model.model`` and
-``model.language_model`` across releases, so both are tried and a rule they answer differently is not predicted.
-Routed experts (FusedMoE has its own skip rules per method and release) are not walked: a rule reaching them is
-"cannot predict", as is any rule on an architecture whose names are not listed, unless it names only the LM head or
-the vision tower (both sized 16-bit already).
+The names tested are the ``prefix`` vLLM gives each linear layer (``model.layers.N.self_attn.qkv_proj`` ...), for the
+architectures in ``_LAYOUTS`` only, from the release their model file passes those prefixes (qwen2.py@0.6.3 passes
+none: every layer's name is "" there, which a substring or an exact name never matches). Routed experts (FusedMoE
+has its own skip rules per method and release) are not walked: a rule reaching them is "cannot predict", as is any
+rule on an architecture not listed, unless it names only the LM head or the vision tower (sized 16-bit already).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,13 +40,26 @@ Version = tuple[int, int, int]
 SKIP_KEYS = ("modules_to_not_convert", "ignored_layers", "ignore", "exclude_modules", "llm_int8_skip_modules",
              "dynamic")
 _FUSED = {"qkv_proj": ("q_proj", "k_proj", "v_proj"), "gate_up_proj": ("gate_proj", "up_proj")}
-# Language-model layer prefixes per architecture (vLLM's module names), text models first.
-_TEXT = ("model.layers",)
-_WRAPPED = ("language_model.model.layers", "model.language_model.layers")
-_LAYOUTS: dict[str, tuple[str, ...]] = {
-    **{a: _TEXT for a in ("LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM",
-                          "Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM")},
-    "LlavaForConditionalGeneration": _WRAPPED,
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How an architecture's vLLM model names its decoder layers' linear modules."""
+
+    named_since: Version  # the first release whose model file passes each linear layer its full prefix
+    moe_block: str = "mlp"  # the MoE block's attribute (its ``experts`` are FusedMoE, its ``gate`` unquantized)
+
+
+# model.layers.N.{self_attn.qkv_proj, self_attn.o_proj, mlp.gate_up_proj, mlp.down_proj}: llama.py@0.5.5-@0.34.0
+# (MistralForCausalLM is llama.py's class), qwen2.py@0.6.4-@0.34.0 (Qwen3's MLP is Qwen2's), qwen3.py /
+# qwen3_moe.py@0.8.5-@0.34.0, mixtral.py@0.5.5-@0.34.0 (block_sparse_moe.experts; its gate has quant_config=None).
+_LAYOUTS: dict[str, Layout] = {
+    "LlamaForCausalLM": Layout((0, 5, 5)),
+    "MistralForCausalLM": Layout((0, 5, 5)),
+    "Qwen2ForCausalLM": Layout((0, 6, 4)),
+    "Qwen3ForCausalLM": Layout((0, 8, 5)),
+    "Qwen3MoeForCausalLM": Layout((0, 8, 5)),
+    "MixtralForCausalLM": Layout((0, 5, 5), "block_sparse_moe"),
 }
 # Entries that can only name the LM head or the vision tower, both sized 16-bit whatever the method does.
 _HARMLESS = re.compile(r"^(re:)?[\^.*]*(lm_head|vision_tower|visual|vision_model|multi_modal_projector|mm_projector)"
@@ -90,7 +102,6 @@ class Shape:
     head_dim: int
     intermediate: int
     moe_layers: frozenset[int]
-    shared_expert_intermediate: int = 0
 
 
 @dataclass(frozen=True)
@@ -99,16 +110,12 @@ class _Module:
     params: float
 
 
-def _modules(shape: Shape, layer: int) -> list[_Module]:
+def _modules(shape: Shape, layer: int, moe_block: str) -> list[_Module]:
     q = shape.hidden * shape.heads * shape.head_dim
     kv = shape.hidden * shape.kv_heads * shape.head_dim
     mods = [_Module("self_attn.qkv_proj", q + 2 * kv), _Module("self_attn.o_proj", q)]
     if layer in shape.moe_layers:
-        mods.append(_Module("mlp.experts", 0.0))  # checked, never sized here
-        if shape.shared_expert_intermediate:
-            inter = shape.shared_expert_intermediate
-            mods += [_Module("mlp.shared_expert.gate_up_proj", 2 * shape.hidden * inter),
-                     _Module("mlp.shared_expert.down_proj", shape.hidden * inter)]
+        mods.append(_Module(f"{moe_block}.experts", 0.0))  # checked, never sized here
     else:
         mods += [_Module("mlp.gate_up_proj", 2 * shape.hidden * shape.intermediate),
                  _Module("mlp.down_proj", shape.hidden * shape.intermediate)]
@@ -130,32 +137,42 @@ def _fused_decision(name: str, match: Match, fused_first: bool, shards: bool) ->
     return said.pop() if len(said) == 1 else None
 
 
-def _walk(shape: Shape, prefixes: Sequence[str], decide: Callable[[str], Any], what: str) -> Split:
-    """Apply ``decide`` (a layer name -> True skip / False keep / (bits, group) / None vLLM raises) to every layer
-    under every prefix variant; ``what`` names the rule in a problem."""
+Decide = Callable[[str], Any]  # a layer name -> True skip / False keep / (bits, group) / None (vLLM raises)
+
+
+def _walk(shape: Shape, layout: Layout | None, decide: Decide, what: str) -> Split:
+    """Apply ``decide`` to every linear layer by its vLLM name; ``layout`` None: the release names none ("")."""
     unquantized = 0.0
     overrides: dict[tuple[int, int | None], float] = {}
     for layer in range(shape.layers):
-        for mod in _modules(shape, layer):
-            answers = [decide(f"{p}.{layer}.{mod.suffix}") for p in prefixes]
-            said = {repr(a): a for a in answers}
-            if len(said) > 1:
-                return Split(problem=f"{what} names {mod.suffix} differently as the release names the language "
-                                     "model (language_model.model vs model.language_model)")
-            got = next(iter(said.values()))
+        for mod in _modules(shape, layer, layout.moe_block if layout else "mlp"):
+            name = f"model.layers.{layer}.{mod.suffix}" if layout else ""
+            got = decide(name)
             if got is None:
-                return Split(problem=f"{what} leaves some shards of {prefixes[0]}.{layer}.{mod.suffix} quantized and "
-                                     "others not, which vLLM refuses (ValueError) at load")
-            if mod.suffix == "mlp.experts":
+                return Split(problem=f"{what} leaves some shards of {name} quantized and others not, which vLLM "
+                                     "refuses (ValueError) at load")
+            if mod.suffix.endswith(".experts"):
                 if got is not False:
-                    return Split(problem=f"{what} reaches the routed experts ({prefixes[0]}.{layer}.mlp.experts), "
-                                         "whose skip rules per method and release are not modelled")
+                    return Split(problem=f"{what} reaches the routed experts ({name}), whose skip rules per method "
+                                         "and release are not modelled")
                 continue
             if got is True:
                 unquantized += mod.params
             elif isinstance(got, tuple):
                 overrides[got] = overrides.get(got, 0.0) + mod.params
     return Split(unquantized, tuple((p, b, g) for (b, g), p in overrides.items()))
+
+
+def _eras(shape: Shape, layout: Layout, rules: list[tuple[Version, Decide]], what: str) -> Exclusions | None:
+    """``Split`` per release: at each release a rule or the naming changes, the rule then in force walked over the
+    names the release gives (none before ``layout.named_since``). None when no release leaves anything out."""
+    bounds = sorted({since for since, _ in rules} | {layout.named_since})
+    eras = []
+    for at in bounds:
+        live = [decide for since, decide in rules if since <= at]
+        if live:
+            eras.append((at, _walk(shape, layout if at >= layout.named_since else None, live[-1], what)))
+    return Exclusions(tuple(eras)) if any(split != Split() for _, split in eras) else None
 
 
 class _Unreadable(Exception):
@@ -188,7 +205,7 @@ def _re_match(pattern: str, name: str) -> bool:
         raise _Unreadable(f"quantization_config pattern {pattern!r} is no regular expression ({err})") from err
 
 
-def read(qc: Mapping[str, Any] | None, method: str | None, shape: Shape | None) -> Exclusions | None:
+def read(qc: Mapping[str, Any] | None, method: str | None, shape: Shape) -> Exclusions | None:
     """The checkpoint's exclusions per release, or None when it states none (or the method packs experts only)."""
     try:
         return _read(qc, method, shape)
@@ -196,77 +213,76 @@ def read(qc: Mapping[str, Any] | None, method: str | None, shape: Shape | None) 
         return Exclusions((((0, 0, 0), Split(problem=str(err))),))
 
 
-def _read(qc: Mapping[str, Any] | None, method: str | None, shape: Shape | None) -> Exclusions | None:
+def _read(qc: Mapping[str, Any] | None, method: str | None, shape: Shape) -> Exclusions | None:
     if qc is None or not method or method == "mxfp4":
         return None
-    prefixes = _LAYOUTS.get(shape.architecture) if shape is not None else None
-    not_walked = "this tool does not know the architecture's layer names in vLLM"
+    layout = _LAYOUTS.get(shape.architecture)
+    if method in ("gptq", "gptq_marlin"):
+        return _gptq(qc, shape, layout)
     if method in ("awq", "awq_marlin"):
-        names = _entries(qc, "modules_to_not_convert")
-        if names is None:
-            return None
-        if prefixes is None or shape is None:
-            return _single((0, 6, 4), _unknown(names, not_walked))
-        what = f"modules_to_not_convert {names}"
+        names, first = _entries(qc, "modules_to_not_convert"), (0, 6, 4)
+        lists: list[tuple[Version, list[str] | None]] = [(first, names)]
+    elif method == "fp8":
+        ignored, first = _entries(qc, "ignored_layers"), (0, 0, 0)
+        lists = [(first, ignored), ((0, 11, 0), ignored or _entries(qc, "modules_to_not_convert"))]
+    elif method == "compressed-tensors":
+        first = (0, 0, 0)
+        lists = [(first, _entries(qc, "ignore"))]
+    else:
+        stated = [n for k in SKIP_KEYS if k != "dynamic" for n in (_entries(qc, k) or ())]  # dynamic: GPTQ's alone
+        return _single((0, 0, 0), _unknown(stated, f"which {method} layers vLLM then leaves unquantized is not "
+                                                   "modelled")) if stated else None
+    named = [n for _, names in lists for n in names or ()]
+    if not named:
+        return None
+    if layout is None:
+        return _single(first, _unknown(named, "this tool does not know the architecture's layer names in vLLM"))
+    what = f"quantization_config's skip list {sorted(set(named))}"
+    if method == "fp8" and shape.moe_layers and any("experts" in n for n in named):
+        return _single(first, Split(problem=f"{what} names experts, whose exact-name rule (quant_utils.py@0.30.0) is "
+                                            "not modelled"))
+    return _eras(shape, layout, _rules(method, lists), what)
+
+
+def _rules(method: str, lists: list[tuple[Version, list[str] | None]]) -> list[tuple[Version, Decide]]:
+    """Each method's matcher per release (module docstring), over the names listed from each release on."""
+    def names_at(v: Version) -> list[str]:
+        return next((names or [] for since, names in reversed(lists) if since <= v), [])
+
+    def fused(match: Callable[[str], bool], first: bool, shards: bool) -> Decide:
+        return lambda n: _fused_decision(n, match, first, shards)
+
+    if method in ("awq", "awq_marlin"):
+        names = names_at((0, 6, 4))
 
         def sub(n: str) -> bool:
             return any(e in n for e in names)
-        return Exclusions(tuple((since, _walk(shape, prefixes, lambda n, f=ff, s=sh: _fused_decision(n, sub, f, s),
-                                              what))
-                                for since, ff, sh in (((0, 6, 4), False, False), ((0, 12, 0), False, True),
-                                                      ((0, 24, 0), True, True))))
+        return [((0, 6, 4), fused(sub, False, False)), ((0, 12, 0), fused(sub, False, True)),
+                ((0, 24, 0), fused(sub, True, True))]
     if method == "fp8":
-        ignored, mtnc = _entries(qc, "ignored_layers"), _entries(qc, "modules_to_not_convert")
-        eras = []
-        for since, names in (((0, 0, 0), ignored), ((0, 11, 0), ignored or mtnc)):
-            if names is None:
-                eras.append((since, Split()))
-                continue
-            if prefixes is None or shape is None:
-                eras.append((since, _unknown(names, not_walked) or Split()))
-                continue
-            what = f"ignored_layers / modules_to_not_convert {names}"
-            if any("experts" in n for n in names) and shape.moe_layers:
-                eras.append((since, Split(problem=f"{what} names experts, whose exact-name rule is not modelled")))
-                continue
-            for sub_since, ff in ((since, False), (max(since, (0, 24, 0)), True)):
-                split = _walk(shape, prefixes, lambda n, f=ff, ns=names: _fused_decision(n, lambda x: x in ns, f, True),
-                              what)
-                eras.append((sub_since, split))
-        eras.sort(key=lambda e: e[0])
-        return Exclusions(tuple(eras)) if any(s != Split() for _, s in eras) else None
-    if method == "compressed-tensors":
-        names = _entries(qc, "ignore")
-        if names is None:
-            return None
-        if prefixes is None or shape is None:
-            return _single((0, 0, 0), _unknown(names, not_walked))
+        old, new = names_at((0, 0, 0)), names_at((0, 11, 0))
+        return [((0, 0, 0), fused(lambda n: n in old, False, True)),
+                ((0, 11, 0), fused(lambda n: n in new, False, True)),
+                ((0, 24, 0), fused(lambda n: n in new, True, True))]
+    names = names_at((0, 0, 0))
 
-        def ct(n: str) -> bool:
-            return any(_re_match(e[3:], n) if e.startswith("re:") else e == n for e in names)
-        what = f"ignore {names}"
-        return Exclusions(tuple((since, _walk(shape, prefixes, lambda n, f=ff: _fused_decision(n, ct, f, True),
-                                              what))
-                                for since, ff in (((0, 0, 0), False), ((0, 30, 0), True))))
-    if method in ("gptq", "gptq_marlin"):
-        return _gptq(qc, shape, prefixes)
-    stated = [n for k in SKIP_KEYS if k != "dynamic" for n in (_entries(qc, k) or ())]  # dynamic: GPTQ's alone
-    if not stated:
-        return None
-    return _single((0, 0, 0), _unknown(stated, f"which {method} layers vLLM then leaves unquantized is not modelled"))
+    def ct(n: str) -> bool:
+        return any(_re_match(e[3:], n) if e.startswith("re:") else e == n for e in names)
+    return [((0, 0, 0), fused(ct, False, True)), ((0, 30, 0), fused(ct, True, True))]
 
 
 def _single(since: Version, split: Split | None) -> Exclusions | None:
     return None if split is None else Exclusions(((since, split),))
 
 
-def _gptq(qc: Mapping[str, Any], shape: Shape | None, prefixes: tuple[str, ...] | None) -> Exclusions | None:
+def _gptq(qc: Mapping[str, Any], shape: Shape, layout: Layout | None) -> Exclusions | None:
     dynamic = qc.get("dynamic")
     if dynamic is None or dynamic == {}:
         return None
     if not isinstance(dynamic, Mapping):  # GPTQModel writes an object; ``.items()`` on anything else raises
         raise _Unreadable(f"quantization_config.dynamic {dynamic!r:.60} is not an object of rules")
-    if prefixes is None or shape is None:
+    what = f"quantization_config.dynamic {list(map(str, dynamic))}"
+    if layout is None:
         return _single((0, 7, 3), _unknown(list(map(str, dynamic)), "this tool does not know the architecture's "
                                                                     "layer names in vLLM"))
     base_bits, base_group = qc.get("bits"), qc.get("group_size")
@@ -286,11 +302,12 @@ def _gptq(qc: Mapping[str, Any], shape: Shape | None, prefixes: tuple[str, ...] 
                     problem.append(f"dynamic rule {text!r} overrides {dict(over)}")
                 return False if (bits, group) == (base_bits, base_group) else (bits, None if group == -1 else group)
         return False
-    split = _walk(shape, prefixes, decide, f"dynamic {list(map(str, dynamic))}")
-    if problem and split.problem is None:
-        split = Split(problem=f"quantization_config {problem[0]}: per-layer kernels for these bits / keys are not "
-                              "modelled")
-    return Exclusions((((0, 7, 3), split),))
+    found = _eras(shape, layout, [((0, 7, 3), decide)], what)
+    if problem and found is not None:
+        return Exclusions(tuple((since, split if split.problem else Split(
+            problem=f"quantization_config {problem[0]}: per-layer kernels for these bits / keys are not modelled"))
+            for since, split in found.eras))
+    return found
 
 
 def moe_layer_set(text: Mapping[str, Any], layers: int, experts: int) -> frozenset[int]:
@@ -303,14 +320,6 @@ def moe_layer_set(text: Mapping[str, Any], layers: int, experts: int) -> frozens
     return frozenset(i for i in range(layers) if i not in dense and (i + 1) % step == 0)
 
 
-def described(split: Split) -> Iterator[str]:
-    """Short words for the estimate's notes."""
-    if split.unquantized:
-        yield f"{split.unquantized / 1e9:.2f}B parameters left unquantized by quantization_config"
-    for params, bits, _ in split.overrides:
-        yield f"{params / 1e9:.2f}B parameters packed at {bits} bits by a dynamic rule"
-
-
 def from_text(text: Mapping[str, Any], architecture: str, layers: int, hidden: int, heads: int, kv_heads: int,
               head_dim: int, intermediate: int, experts: int, qc: Mapping[str, Any] | None,
               method: str | None) -> Exclusions | None:
@@ -318,5 +327,5 @@ def from_text(text: Mapping[str, Any], architecture: str, layers: int, hidden: i
     if qc is None or not any(qc.get(k) for k in SKIP_KEYS):
         return None
     shape = Shape(architecture, layers, hidden, heads, kv_heads, head_dim, intermediate,
-                  moe_layer_set(text, layers, experts), int(text.get("shared_expert_intermediate_size") or 0))
+                  moe_layer_set(text, layers, experts))
     return read(qc, method, shape)
