@@ -15,7 +15,11 @@ import pytest
 import yaml
 
 from conftest import run_cli
+from fixtures import pyinfra_run
 from fixtures.check_batch import l40s_deployment
+from fixtures.drift_world import inventory, policy
+
+rehearsal = pyinfra_run.rehearsal
 
 LLAMA = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
          "num_attention_heads": 32, "num_hidden_layers": 32, "intermediate_size": 14336, "vocab_size": 128256,
@@ -174,3 +178,24 @@ def test_check_judges_the_policys_fp8_rule_on_the_resolved_dtype(tmp_path, confi
     assert got.returncode == 1, got.stdout + got.stderr
     assert ("kv-cache-dtype [error]: --kv-cache-dtype auto resolves to fp8_e4m3: the checkpoint's ModelOpt KV-cache "
             "scheme is FP8") in got.stdout and fix in got.stdout, got.stdout
+
+
+def test_drift_judges_the_policys_fp8_rule_on_the_resolved_dtype(rehearsal, tmp_path):
+    """`drift` on the rehearsal cluster: the unit types no fp8, yet its 0.30.0 engine runs an fp8 cache."""
+    model = "acme/llama-3.1-8b-fp8"
+    (tmp_path / "cfg.json").write_text(json.dumps(CONFIGS["modelopt_kv"]))
+
+    def serve_it(dep: dict) -> None:
+        container = dep["spec"]["template"]["spec"]["containers"][0]
+        container["image"] = "vllm/vllm-openai:v0.30.0"
+        container["args"] = [model, "--max-model-len", "16384", "--gpu-memory-utilization", "0.90", "--max-num-seqs",
+                             "64"]
+    rehearsal.change(serve_it)
+    extra = f"target: {{models: [{model}]}}\nmodel_config: {{path: {tmp_path}/cfg.json}}\n"
+    inv = inventory(tmp_path, rehearsal.kubeconfig, policy(tmp_path, extra))
+    got = run_cli("drift", "-i", inv, "-o", "json")
+    host = json.loads(got.stdout)["hosts"][0]
+    assert "checks" in host, host
+    checks = {c["check"]: c for c in host["checks"]}
+    assert checks["kv-cache-dtype"]["status"] == "drift", got.stdout + got.stderr
+    assert checks["kv-cache-dtype"]["detail"].startswith("--kv-cache-dtype auto resolves to fp8_e4m3"), checks
