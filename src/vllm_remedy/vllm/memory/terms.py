@@ -8,7 +8,6 @@ the evidence it was fitted on. Non-torch memory and the CUDA context are ``non_t
 
 from __future__ import annotations
 
-from vllm_remedy.errors import UserError
 from vllm_remedy.vllm.catalog import GIB, ModelSpec
 from vllm_remedy.vllm.memory import awq_marlin_load, capture, cublas_pin, mla_absorbed, mla_release, mxfp4
 from vllm_remedy.vllm.memory.alloc_tail import load_max_split, weight_floor_gib, weight_tail_gib
@@ -17,6 +16,7 @@ from vllm_remedy.vllm.memory.kv_layout import HYBRID_KV_SINCE as HYBRID_KV_SINCE
 from vllm_remedy.vllm.memory.kv_layout import KvLayout as KvLayout
 from vllm_remedy.vllm.memory.kv_layout import build
 from vllm_remedy.vllm.memory.settings import Resolved
+from vllm_remedy.vllm.memory.unmodelled import CannotPredict
 from vllm_remedy.vllm.memory.v0_forward import v0_forward_values_per_token
 from vllm_remedy.vllm.memory.weight_scales import channel_scale_gib
 
@@ -243,7 +243,7 @@ def _excluded(model: ModelSpec, res: Resolved) -> tuple[float, tuple[tuple[float
     if split is None:
         return 0.0, ()
     if split.problem is not None:
-        raise UserError(f"cannot predict {model.name}: {split.problem}")
+        raise CannotPredict(f"cannot predict {model.name}: {split.problem}")
     return split.unquantized, split.overrides
 
 
