@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vllm_remedy.errors import UserError
-from vllm_remedy.vllm import architectures, config_defaults, quant_source
+from vllm_remedy.vllm import architectures, config_defaults
 
 # The keys vLLM scans for the model's maximum length; the smallest present value wins.
 MAX_LEN_KEYS = (
@@ -74,8 +74,8 @@ def text_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
             # Some checkpoints keep quantization / dtype only at the top level (and errors name the architecture).
             outer = {k: config[k] for k in ("quantization_config", "torch_dtype", "architectures")
                      if k not in inner and k in config}
-            return quant_source.fold(with_defaults({**inner, **stated_tie, **outer}, parent=config), config)
-    return quant_source.fold(with_defaults(config), config)
+            return with_defaults({**inner, **stated_tie, **outer}, parent=config)
+    return with_defaults(config)
 
 
 def with_defaults(config: Mapping[str, Any], parent: Mapping[str, Any] | None = None) -> dict[str, Any]:

@@ -9,7 +9,8 @@ Every release modelled reads it the same way, in both places that decide the met
   ``quantization_config`` is None (absent or null);
 - the loader: ``get_quant_config`` (model_loader/weight_utils.py@0.5.5 l.138-141, @0.30.0 l.273-275), from the
   top-level config (``model_config.hf_config``), not the text config.
-Apart from hf_config so that the text-config reading there keeps one hook for it.
+Applied by ``ModelSpec.from_hf_config`` to the text config ``hf_config`` reads, so every quantization reader
+(``quant_config``, ``quant_exclusions``, ``mla_shape``) sees the section vLLM uses.
 """
 
 from __future__ import annotations
