@@ -16,6 +16,7 @@ from vllm_remedy.vllm import (
     dtype_support,
     engine_env,
     gemma2_cap,
+    kv_auto,
     manifest_flags_file,
     mla_env,
     runner_env,
@@ -43,7 +44,7 @@ from vllm_remedy.vllm.memory.mm_processor import mm_processor_max_pixels
 from vllm_remedy.vllm.memory.pinned import pin_flags, rules_without_extensible_cache
 from vllm_remedy.vllm.memory.pipeline import pipeline_unmodelled
 from vllm_remedy.vllm.memory.tp_split import tp_split_problem
-from vllm_remedy.vllm.memory.unmodelled import unmodelled
+from vllm_remedy.vllm.memory.unmodelled import CannotPredict, unmodelled
 from vllm_remedy.vllm.mp_split import SplitRun
 from vllm_remedy.vllm.runner_v2 import runner_v2_by_default
 from vllm_remedy.vllm.versions import VersionRules, parse_version, rules
@@ -297,6 +298,7 @@ class Resolved:
     # Why the KV block size (``mla_block``, ``attn_block``) or the MLA cache dtype (``mla_cache``) is not known for this
     # release and card: "cannot predict ...", raised by ``estimate`` once the start reaches the model; None when known.
     mla_unknown: str | None = None
+    kv_cache_dtype: str = "auto"  # the cache dtype vLLM runs: auto resolved from a ModelOpt KV scheme (``kv_auto``)
 
 
 def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
@@ -324,11 +326,13 @@ def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
         seqs = s.max_num_seqs or 256
     dtype = dtype_support.resolved(model.dtype, s.dtype, gpu.capability, s.version)
     weight_bytes = 4 if dtype == "float32" else 2
-    kv_bytes = 1 if s.kv_cache_dtype.startswith("fp8") else weight_bytes
-    cache_dtype, dtype_why = mla_cache_dtype(model, r.version, gpu.capability, s.kv_cache_dtype) if mla else (
-        s.kv_cache_dtype, None)
+    kv_dtype, kv_why = kv_auto.resolved(s.kv_cache_dtype, model.kv_quant, r.version)  # auto: a ModelOpt KV scheme
+    if kv_why is not None:
+        raise CannotPredict(kv_why)
+    kv_bytes = 1 if kv_dtype.startswith("fp8") else weight_bytes
+    cache_dtype, dtype_why = mla_cache_dtype(model, r.version, gpu.capability, kv_dtype) if mla else (kv_dtype, None)
     block, block_why = (mla_block_size(model, mla, r.version, gpu.capability, s.block_size, cache_dtype) if mla
-                        else attn_block_size(model, r.version, gpu.capability, s.block_size, s.kv_cache_dtype,
+                        else attn_block_size(model, r.version, gpu.capability, s.block_size, kv_dtype,
                                              s.flashinfer, dtype))
     sampler, sampler_why = sampler_env.sampler(r, gpu.capability, s.flashinfer, s.flashinfer_sampler_env,
                                                s.flashinfer_sampler_env_unreadable)
@@ -344,6 +348,7 @@ def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
         chunked_prefill=chunked,
         weight_dtype_bytes=weight_bytes,
         kv_dtype_bytes=kv_bytes,
+        kv_cache_dtype=kv_dtype,
         block_size=block,
         enforce_eager=s.enforce_eager or (r.engine == "V1" and s.compile_off),  # -O0: no compile, no graphs
         other_process_gib=s.other_process_gib,

@@ -16,6 +16,7 @@ from vllm_remedy.vllm.memory.kv_layout import HYBRID_KV_SINCE as HYBRID_KV_SINCE
 from vllm_remedy.vllm.memory.kv_layout import KvLayout as KvLayout
 from vllm_remedy.vllm.memory.kv_layout import build
 from vllm_remedy.vllm.memory.settings import Resolved
+from vllm_remedy.vllm.memory.unmodelled import CannotPredict
 from vllm_remedy.vllm.memory.v0_forward import v0_forward_values_per_token
 from vllm_remedy.vllm.memory.weight_scales import channel_scale_gib
 
@@ -218,8 +219,10 @@ def weights_gib(
         router = model.num_layers * model.hidden_size * model.num_experts  # MoE gates: built with quant_config=None
         kept = embed + router + model.vision_params_b * 1e9
         overhead = int4_overhead(model.group_size, model.zero_points)
-        body = (params - kept) * bits / 8 * (overhead if bits <= 4 else 1.0)
-        total = kept * 2 + body
+        left, other = _excluded(model, res)
+        body = (params - kept - left - sum(p for p, _, _ in other)) * bits / 8 * (overhead if bits <= 4 else 1.0)
+        body += sum(p * b / 8 * (int4_overhead(g, model.zero_points) if b <= 4 else 1.0) for p, b, g in other)
+        total = kept * 2 + left * res.weight_dtype_bytes + body
     # The flat buffers stand for the rotary cache and the allocator's padding; where those, sized, exceed it
     # (large-tailed shapes, e.g. FP8 32B models: ``alloc_tail``), the sized figure is charged instead.
     online = bits < 16 and not model.quantized_checkpoint
@@ -231,6 +234,17 @@ def weights_gib(
     scales = channel_scale_gib(model, res.tp)  # 8-bit channel checkpoints' float32 scales, not in params_b
     absorbed = mla_absorbed_bytes(model, res, quantization, capability)[0] / GIB  # MLA's own copies (mla_absorbed)
     return total / res.tp / GIB + scales + absorbed + max(WEIGHT_BUFFERS_GIB, floor)
+
+
+def _excluded(model: ModelSpec, res: Resolved) -> tuple[float, tuple[tuple[float, int, int | None], ...]]:
+    """The checkpoint's layers this release leaves unquantized and those a GPTQ ``dynamic`` rule packs at other bits
+    (``quant_exclusions``); "cannot predict" where the release's skip rule is not modelled for this model."""
+    split = model.exclusions.at(res.rules.version) if model.exclusions is not None else None
+    if split is None:
+        return 0.0, ()
+    if split.problem is not None:
+        raise CannotPredict(f"cannot predict {model.name}: {split.problem}")
+    return split.unquantized, split.overrides
 
 
 def mla_absorbed_bytes(model: ModelSpec, res: Resolved, quantization: str | None,
