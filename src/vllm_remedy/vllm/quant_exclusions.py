@@ -192,7 +192,7 @@ def _entries(qc: Mapping[str, Any], key: str) -> list[str] | None:
 
 def _unknown(names: Sequence[str], why: str) -> Split | None:
     """"cannot predict" unless every entry names only the LM head or the vision tower."""
-    odd = [n for n in names if not _HARMLESS.match(n)]
+    odd = list(dict.fromkeys(n for n in names if not _HARMLESS.match(n)))  # a name two keys list is said once
     if not odd:
         return None
     return Split(problem=f"quantization_config excludes modules {odd[:4]}{' ...' if len(odd) > 4 else ''}: {why}")
