@@ -22,7 +22,8 @@ GROUP_PAD_125_SINCE = (0, 12, 0)
 GROUP_PAD_15_SINCE = (0, 18, 0)
 # The "one max-length request must fit" check (``get_kv_cache_config(s)``) by release:
 # - through 0.13.x ``check_enough_kv_cache_memory`` adds every layer's own need (``max_memory_usage_bytes``: all of
-#   max_model_len for a full-attention layer, window - 1 + max_num_batched_tokens and one block for a sliding one),
+#   max_model_len for a full-attention layer, window - 1 + max_num_batched_tokens and one block for a sliding one;
+#   from 0.26.0 the in-flight batches' tokens, ``in_flight``),
 #   padding layers excluded ("layers");
 # - 0.14.0 to 0.18.1 ``_max_memory_usage_bytes_from_groups`` multiplies group size x page size by the blocks of
 #   ``kv_cache_groups[0]`` only, the group of the model's FIRST layer ("first_group"): for gpt-oss, whose layer 0 is
@@ -63,6 +64,7 @@ class KvLayout:
     block_size: int
     layers: tuple[int, ...] = ()  # real (unpadded) layers per group, as ``windows``; empty: ``group_layers`` each
     first: int = 0  # index in ``windows`` of vLLM's ``kv_cache_groups[0]``
+    batches: int = 1  # scheduled batches a sliding group holds per request (``in_flight.batches``: 2 async, 0.26+)
 
     @property
     def block_bytes(self) -> int:
@@ -74,11 +76,11 @@ class KvLayout:
 
     def group_blocks(self, window: int | None, length: int, mnbt: int) -> int:
         """Blocks one request of ``length`` tokens needs in one group: all of it for full attention; the window
-        plus one prefill chunk, capped at the length, and a block of misalignment for a sliding window
-        (``SlidingWindowSpec.max_memory_usage_bytes``)."""
+        plus the in-flight batches (one prefill chunk each, ``in_flight``), capped at the length, and a block of
+        misalignment for a sliding window (``SlidingWindowSpec.max_memory_usage_bytes``)."""
         if window is None:
             return math.ceil(length / self.block_size)
-        return math.ceil(min(window - 1 + mnbt, length) / self.block_size) + 1
+        return math.ceil(min(window - 1 + self.batches * mnbt, length) / self.block_size) + 1
 
     def blocks_for(self, length: int, mnbt: int) -> int:
         """Blocks one request of ``length`` tokens takes from the shared pool: the sum over the groups (what the
@@ -126,9 +128,11 @@ def _split(count: int, groups: int) -> tuple[int, ...]:
     return tuple(len(range(i, count, groups)) for i in range(groups))
 
 
-def build(model: ModelSpec, page: int, block_size: int, engine: str, version: tuple[int, int, int]) -> KvLayout:
+def build(model: ModelSpec, page: int, block_size: int, engine: str, version: tuple[int, int, int],
+          batches: int = 1) -> KvLayout:
     """The groups vLLM forms: one for a uniform model; for a hybrid one ``group_size`` layers per group, each kind
-    split into groups of that size. V0, and V1 before the hybrid manager, size sliding-window layers as full."""
+    split into groups of that size. V0, and V1 before the hybrid manager, size sliding-window layers as full.
+    ``batches``: what a sliding group holds per request (``in_flight.batches``)."""
     layers = model.num_layers
     window = model.sliding_window
     sliding = model.sliding_layers if window and engine == "V1" else 0
@@ -137,10 +141,10 @@ def build(model: ModelSpec, page: int, block_size: int, engine: str, version: tu
     if sliding == 0 or window is None:
         return KvLayout(page, layers, (None,), block_size)
     if sliding == layers:
-        return KvLayout(page, layers, (window,), block_size)
+        return KvLayout(page, layers, (window,), block_size, batches=batches)
     full = layers - sliding
     size = group_size(full, sliding, version)
     n_full, n_sliding = math.ceil(full / size), math.ceil(sliding / size)
     first = n_full if model.architecture.startswith(SLIDING_FIRST_ARCH_PREFIXES) else 0
     windows = (None,) * n_full + (window,) * n_sliding
-    return KvLayout(page, size, windows, block_size, _split(full, n_full) + _split(sliding, n_sliding), first)
+    return KvLayout(page, size, windows, block_size, _split(full, n_full) + _split(sliding, n_sliding), first, batches)
