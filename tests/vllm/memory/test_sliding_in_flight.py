@@ -8,11 +8,13 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from vllm_remedy.vllm import catalog
 from vllm_remedy.vllm.catalog import ModelSpec
 from vllm_remedy.vllm.memory import EngineSettings, estimate, resolve
 from vllm_remedy.vllm.memory.in_flight import async_scheduling, batches
+from vllm_remedy.vllm.memory.kv_layout import KvLayout
 from vllm_remedy.vllm.memory.terms import kv_layout
 from vllm_remedy.vllm.outcomes import Outcome
 
@@ -84,3 +86,26 @@ def test_a_budget_between_the_needs_starts_only_without_async_scheduling():
     assert on.max_concurrency == pytest.approx(9495 / 10_249) and off.max_concurrency == pytest.approx(9495 / 9225)
     # 0.25.0 counts one batch whatever the scheduling: the same budget starts there
     assert estimate(model, H100, settings("0.25.0", **{"gpu-memory-utilization": "0.89"})).outcome is Outcome.FITS
+
+
+def gpt_oss_20b_layout(version: str) -> KvLayout:
+    case = yaml.safe_load((DATA / "calibration" / "h100-v0.23.0-gpt-oss-20b-bf16-8k-u0.8-eager.yaml").read_text())
+    model = ModelSpec.from_hf_config(case["model_config"], case["model"], case["model_params_b"])
+    return kv_layout(model, resolve(model, H100, EngineSettings.from_flags(case["flags"], version)))
+
+
+def test_the_logged_token_count_is_concurrency_times_length_from_0_21():
+    """The 0.23.0 gpt-oss-20b log: "GPU KV cache size: 448,969 tokens", "Maximum concurrency for 8,192 tokens per
+    request: 54.81x". 56,176 blocks / (512 full + 513 sliding) = 54.806; x 8,192 = 448,969.55 -> 448,969, a count
+    no block multiple gives; through 0.20 the same blocks log 56,176 // 2 x 16 = 449,408."""
+    lay = gpt_oss_20b_layout("0.23.0")
+    assert lay.blocks_for(8192, 8192) == 1025
+    assert lay.logged_tokens(56_176, 8192, 8192, (0, 23, 0)) == 448_969
+    assert lay.logged_tokens(56_176, 8192, 8192, (0, 20, 0)) == 449_408 == lay.tokens(56_176)
+
+
+def test_the_logged_count_follows_the_in_flight_need_on_0_26():
+    """gpt-oss-120b at utilization 0.89 without async scheduling: 9,495 blocks / 9,225 x 131,072 tokens."""
+    model = gpt_oss()
+    est = estimate(model, H100, settings("0.26.0", **{"gpu-memory-utilization": "0.89", "no-async-scheduling": ""}))
+    assert est.kv_cache_tokens == int(9495 / 9225 * 131072) == 134_908

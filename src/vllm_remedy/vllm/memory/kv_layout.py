@@ -32,6 +32,12 @@ GROUP_PAD_15_SINCE = (0, 18, 0)
 # - from 0.19.0 the same function sums the blocks of every group ("groups"; v0.19.0, v0.21.0, and v0.34.0's
 #   kv_cache_planning.py).
 # The suggested / auto-fitted max_model_len (``_estimate_max_model_len_from_groups``) searches with the same need.
+# The "GPU KV cache size" line: through 0.20 the blocks shared out among the groups (num_blocks // groups x block
+# size, ``_report_kv_cache_config``, v1/core/kv_cache_utils.py@0.19.0, @0.20.0); from 0.21.0 int(max concurrency x
+# max_model_len), the concurrency being the blocks over one max-length request's blocks summed over the groups
+# ("handles hybrid layouts correctly: SWA / chunked-local groups have a per-request block count that's capped by
+# their window", kv_cache_utils.py@0.21.0, @0.23.0; ``get_kv_cache_capacity``, @0.26.0, @0.34.0).
+LOGGED_FROM_CONCURRENCY_SINCE = (0, 21, 0)
 CHECK_FIRST_GROUP_SINCE = (0, 14, 0)
 CHECK_ALL_GROUPS_SINCE = (0, 19, 0)
 Check = Literal["layers", "first_group", "groups"]
@@ -81,6 +87,12 @@ class KvLayout:
         if window is None:
             return math.ceil(length / self.block_size)
         return math.ceil(min(window - 1 + self.batches * mnbt, length) / self.block_size) + 1
+
+    def logged_tokens(self, blocks: int, length: int, mnbt: int, version: tuple[int, int, int]) -> int:
+        """The "GPU KV cache size" V1 logs (see ``LOGGED_FROM_CONCURRENCY_SINCE``)."""
+        if version < LOGGED_FROM_CONCURRENCY_SINCE or length <= 0:
+            return self.tokens(blocks)
+        return int(blocks / self.blocks_for(length, mnbt) * length)
 
     def blocks_for(self, length: int, mnbt: int) -> int:
         """Blocks one request of ``length`` tokens takes from the shared pool: the sum over the groups (what the
