@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from vllm_remedy.vllm import catalog
+from vllm_remedy.vllm import catalog, resolved
 from vllm_remedy.vllm.catalog import ModelSpec
 from vllm_remedy.vllm.memory import EngineSettings, estimate, resolve
 from vllm_remedy.vllm.memory.in_flight import async_scheduling, batches
@@ -20,6 +20,7 @@ from vllm_remedy.vllm.outcomes import Outcome
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 H100 = catalog.gpu("NVIDIA-H100-80GB-HBM3")
+A100_40 = catalog.gpu("NVIDIA-A100-SXM4-40GB")
 FLAGS = {"dtype": "bfloat16", "max-num-batched-tokens": "16384"}
 # gpt-oss-120b: 18 sliding (128 tokens) and 18 full layers, 8 KV heads x 64, bf16, 16-token blocks.
 BLOCK = 16 * 2 * 8 * 64 * 2 * 18  # one block id across a group of 18 layers: 589,824 B
@@ -109,3 +110,31 @@ def test_the_logged_count_follows_the_in_flight_need_on_0_26():
     model = gpt_oss()
     est = estimate(model, H100, settings("0.26.0", **{"gpu-memory-utilization": "0.89", "no-async-scheduling": ""}))
     assert est.kv_cache_tokens == int(9495 / 9225 * 131072) == 134_908
+
+
+GEMMA2_PAGE = 16 * 2 * 8 * 256 * 2  # Gemma 2 9B: 8 KV heads x 256, bf16, one layer, one 16-token block: 131,072 B
+
+
+@pytest.mark.parametrize(("version", "windows", "group", "checked"), [
+    ("0.8.0", (None,), 42, ()),  # no SlidingWindowSpec yet: every layer full, checked as full
+    ("0.8.3", (None,), 42, ((None, 21), (4096, 21))),  # allocated as full, checked as sliding
+    ("0.9.0", (None,), 42, ((None, 21), (4096, 21))),
+    ("0.9.1", (None, 4096), 21, ()),  # the hybrid manager: a full and a sliding group of 21 layers
+    ("0.10.0", (None, 4096), 21, ())])
+def test_the_hybrid_manager_starts_at_0_9_1(version, windows, group, checked):
+    model = resolved.model("google/gemma-2-9b-it", None)
+    s = EngineSettings.from_flags({"max-num-batched-tokens": "512"}, version)
+    lay = kv_layout(model, resolve(model, A100_40, s))
+    assert (lay.windows, lay.group_layers, lay.check_windows) == (windows, group, checked)
+
+
+def test_before_the_hybrid_manager_the_check_counts_the_window_the_cache_does_not_hold():
+    """0.9.0, Gemma 2 9B, --max-num-batched-tokens 512, utilization 0.57 on an A100 40GB: 458 blocks of all 42 layers
+    (7,328 tokens, under the 8,192-token length), but ``check_enough_kv_cache_memory`` sums 21 full layers x 512 blocks
+    and 21 sliding ones x (ceil((4,095 + 512) / 16) + 1 = 289) = 16,821 pages against 458 x 42 = 19,236: it starts."""
+    model = resolved.model("google/gemma-2-9b-it", None)
+    s = EngineSettings.from_flags({"max-num-batched-tokens": "512", "gpu-memory-utilization": "0.57"}, "0.9.0")
+    lay = kv_layout(model, resolve(model, A100_40, s))
+    assert lay.needed_bytes(8192, 512, "layers") == (21 * 512 + 21 * 289) * GEMMA2_PAGE
+    est = estimate(model, A100_40, s)
+    assert (est.outcome, est.gpu_blocks, est.kv_cache_tokens) == (Outcome.FITS, 458, 7328)

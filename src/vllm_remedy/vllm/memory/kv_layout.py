@@ -12,9 +12,15 @@ from typing import Literal
 
 from vllm_remedy.vllm.catalog import ModelSpec
 
-# vLLM's hybrid KV-cache manager (sliding-window layers keep only their window) arrived in 0.10.0; before
-# it, sliding-window layers of a mixed model were sized as full attention.
-HYBRID_KV_SINCE = (0, 10, 0)
+# vLLM's hybrid KV-cache manager (sliding-window layers keep only their window; ``HybridKVCacheCoordinator``,
+# ``_get_kv_cache_config_uniform_page_size``, on by default on CUDA: ``disable_hybrid_kv_cache_manager = False``)
+# arrived in 0.9.1 (v1/core/kv_cache_coordinator.py and kv_cache_utils.py@0.9.1, @0.9.2; absent @0.9.0). Before
+# it V1 converts a mixed model's sliding-window layers to full attention (``unify_hybrid_kv_cache_specs``) - but
+# from 0.8.3, where V1 first gives those layers a ``SlidingWindowSpec``, only after ``check_enough_kv_cache_memory``
+# has summed every layer's own need, sliding layers at their window (kv_cache_utils.py@0.8.3, @0.8.5, @0.9.0:
+# ``get_kv_cache_config`` checks, then unifies): allocated as full, checked as sliding (``KvLayout.check_windows``).
+HYBRID_KV_SINCE = (0, 9, 1)
+SLIDING_SPEC_SINCE = (0, 8, 3)
 # How many layers a group holds when the kinds differ in count (``_get_kv_cache_groups_uniform_page_size``): the
 # smaller kind's count through 0.11.2; from 0.12.0 the larger one when it is under 1.25x the smaller (padding the
 # short kind, v0.12.0), from 0.18.0 under 1.5x (v0.18.0).
@@ -71,6 +77,8 @@ class KvLayout:
     layers: tuple[int, ...] = ()  # real (unpadded) layers per group, as ``windows``; empty: ``group_layers`` each
     first: int = 0  # index in ``windows`` of vLLM's ``kv_cache_groups[0]``
     batches: int = 1  # scheduled batches a sliding group holds per request (``in_flight.batches``: 2 async, 0.26+)
+    # (window, layers) per kind for the "layers" check when the allocation sized every layer as full (0.8.3-0.9.0)
+    check_windows: tuple[tuple[int | None, int], ...] = ()
 
     @property
     def block_bytes(self) -> int:
@@ -103,6 +111,8 @@ class KvLayout:
         """The bytes the version's max-length check compares with the KV budget (see ``check_rule``)."""
         if check == "first_group":
             return self.group_blocks(self.windows[self.first], length, mnbt) * self.block_bytes
+        if check == "layers" and self.check_windows:
+            return sum(n * self.group_blocks(w, length, mnbt) for w, n in self.check_windows) * self.page_bytes
         if check == "layers":
             counts = self.layers or (self.group_layers,) * len(self.windows)
             pages = sum(n * self.group_blocks(w, length, mnbt) for w, n in zip(self.windows, counts, strict=True))
@@ -149,7 +159,8 @@ def build(model: ModelSpec, page: int, block_size: int, engine: str, version: tu
     window = model.sliding_window
     sliding = model.sliding_layers if window and engine == "V1" else 0
     if 0 < sliding < layers and version < HYBRID_KV_SINCE:
-        sliding = 0
+        checked = ((None, layers - sliding), (window, sliding)) if version >= SLIDING_SPEC_SINCE else ()
+        return KvLayout(page, layers, (None,), block_size, check_windows=checked)
     if sliding == 0 or window is None:
         return KvLayout(page, layers, (None,), block_size)
     if sliding == layers:
