@@ -39,7 +39,8 @@ def run(model: ModelSpec, gpu: str, version: str, **flags: str) -> Estimate:
 
 
 def block(model: ModelSpec, gpu: str, version: str, **flags: str) -> int:
-    est = run(model, gpu, version, **flags)
+    # a length of whole blocks of every size below: from 0.21 the logged count is concurrency x length (``kv_layout``)
+    est = run(model, gpu, version, **{"max_model_len": "7680", **flags})
     assert est.kv_cache_tokens % est.gpu_blocks == 0
     return est.kv_cache_tokens // est.gpu_blocks
 

@@ -213,6 +213,7 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
             crash := rope_dispatch.crash(model, settings.version)) is not None:
         raise CannotPredict(crash)
     concurrency = _concurrency(res, layout, blocks, tokens, max_len)
+    tokens = layout.logged_tokens(blocks, max_len, res.mnbt, r.version) if r.engine == "V1" else tokens
     return Estimate(
         outcome=outcome,
         weights_gib=weights,

@@ -36,6 +36,7 @@ from vllm_remedy.vllm.memory.flag_values import (
     read_int,
     read_mm_limits,
 )
+from vllm_remedy.vllm.memory.in_flight import async_flag, async_scheduling, batches
 from vllm_remedy.vllm.memory.mla_block import block_size as mla_block_size
 from vllm_remedy.vllm.memory.mla_cache import alignment_unknown as mla_alignment_unknown
 from vllm_remedy.vllm.memory.mla_cache import cache_dtype as mla_cache_dtype
@@ -112,6 +113,7 @@ class EngineSettings:
     allow_long_max_model_len: bool = False
     # --disable-sliding-window: vLLM caps the model's maximum length at the window (``vllm.model_len``).
     disable_sliding_window: bool = False
+    async_scheduling: bool | None = None  # --(no-)async-scheduling; None: the release's default (``in_flight``)
     # --enable-prefix-caching: 0.5.5-0.6.0's V0 then keeps chunked prefill off by default (``chunked.v0_default``).
     enable_prefix_caching: bool = False
     # --enable-expert-parallel: an MoE's experts are distributed whole over the TP ranks (``block_split``)
@@ -246,6 +248,7 @@ class EngineSettings:
         if size is not None:
             kwargs["cudagraph_capture_size"] = size
         kwargs.update(compilation_settings(norm, version))
+        kwargs.update(async_flag(norm))
         kwargs.update(pin_flags(norm, rules(version), lambda key: read_int(norm, key, version)))
         kwargs["unmodelled"] = unmodelled(norm, hidden)
         return checked(lambda: cls(**kwargs), norm, version)  # type: ignore[arg-type]  # config_refused, in vLLM's words
@@ -279,6 +282,7 @@ class Resolved:
     flashinfer_sampler: bool = False  # the sampler warm-up runs FlashInfer's top-k/top-p kernel, not a sort
     # Model Runner V2 profiles its own way and leaves CUDA graphs out of the budget (terms.mrv2_activation_gib).
     runner_v2: bool = False
+    in_flight_batches: int = 1  # batches a sliding-window group holds per request (``in_flight.batches``)
     compile_cache_warm: bool = False
     p2p: bool | None = None  # CUDA peer access between the TP ranks' GPUs; None = unknown (EngineSettings.p2p)
     mm_limits: tuple[tuple[str, int], ...] = ()  # --limit-mm-per-prompt (EngineSettings.mm_limits)
@@ -355,6 +359,7 @@ def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
         capture_size=s.cudagraph_capture_size,
         flashinfer_sampler=sampler,
         runner_v2=runner,
+        in_flight_batches=batches(r.version, async_scheduling(r.version, s.async_scheduling), s.pp, runner),
         compile_cache_warm=s.compile_cache_warm,
         p2p=s.p2p,
         mm_limits=s.mm_limits,

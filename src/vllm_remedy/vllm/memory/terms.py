@@ -409,4 +409,4 @@ def _kv_bytes_per_layer_token(model: ModelSpec, res: Resolved) -> int:
 def kv_layout(model: ModelSpec, res: Resolved) -> KvLayout:
     """The groups vLLM forms for this model and version (``kv_layout.build``)."""
     page = _kv_bytes_per_layer_token(model, res) * res.block_size
-    return build(model, page, res.block_size, res.rules.engine, res.rules.version)
+    return build(model, page, res.block_size, res.rules.engine, res.rules.version, res.in_flight_batches)
