@@ -23,11 +23,11 @@ from vllm_remedy.vllm.catalog import PRODUCT_LABELS, GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import refused
 from vllm_remedy.vllm.failures import FAILURES
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate, resolve
-from vllm_remedy.vllm.memory.capture import capture_flag
+from vllm_remedy.vllm.memory.capture import capture_flag, v0_size_flags
 from vllm_remedy.vllm.memory.core import batch_refused
 from vllm_remedy.vllm.memory.kv_margin import KV_MARGIN_PERCENTILE
 from vllm_remedy.vllm.memory.pinned import UNPIN_NOTE, UNPINNED, lifted, pinned, pinned_notes
-from vllm_remedy.vllm.memory.settings import split_run, tp_split_problem
+from vllm_remedy.vllm.memory.settings import engine_rules, split_run, tp_split_problem
 from vllm_remedy.vllm.outcomes import Failure, Outcome
 from vllm_remedy.vllm.versions import rules
 
@@ -405,9 +405,16 @@ def _lever_notes(req: BudgetRequest, lim: Limits, rungs: list[Rung], graphs: boo
     elif eager:
         out.append("--enforce-eager is offered as a stopgap for the CUDA-graph capture OOM: it costs throughput "
                    "and latency; apply one of the lasting steps above before it expires")
-    if graphs and capture_flag(rules(req.settings.version)) is None:
-        out.append(f"no capture-size step: vLLM {rules(req.settings.version).label} sets the CUDA-graph sizes only "
+    run = engine_rules(req.settings, req.gpu, req.model)[0]  # V0 where the release or its oracle runs it
+    offered = any(r.lever == "cudagraph-capture-size" for r in rungs)
+    if graphs and run.engine == "V0" and not offered:  # its lever is --max-num-seqs (``levers.capture_size``)
+        out.append(f"no capture-size step: {v0_size_flags(run)}; no smaller --max-num-seqs within the policy is "
+                   "predicted to fit on its own")
+    elif graphs and run.engine == "V0":
+        out.append(f"capture-size step: {v0_size_flags(run)}")
+    elif graphs and capture_flag(run) is None:
+        out.append(f"no capture-size step: vLLM {run.label} sets the CUDA-graph sizes only "
                    "through --compilation-config (cudagraph_capture_sizes), which the planner does not write")
-    elif graphs and not any(r.lever == "cudagraph-capture-size" for r in rungs):
+    elif graphs and not offered:
         out.append("no capture-size step: no smaller CUDA-graph capture size is predicted to fit on its own")
     return out

@@ -356,7 +356,8 @@ def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
         block_size=block,
         enforce_eager=s.enforce_eager or (r.engine == "V1" and s.compile_off),  # -O0: no compile, no graphs
         other_process_gib=s.other_process_gib,
-        capture_size=s.cudagraph_capture_size,
+        # V0 reads only the config's sizes (``capture.v0_capture_sizes``), not --cuda-graph-sizes
+        capture_size=s.cudagraph_capture_size if r.engine == "V1" or s.capture_sizes_in_config else None,
         flashinfer_sampler=sampler,
         runner_v2=runner,
         in_flight_batches=batches(r.version, async_scheduling(r.version, s.async_scheduling), s.pp, runner),

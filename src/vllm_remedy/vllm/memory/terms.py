@@ -379,7 +379,8 @@ def cudagraph_gib(model: ModelSpec, res: Resolved) -> float:
     depth; from 0.20 reserved inside the V1 budget), for full-attention models from 0.20 vLLM's own, smaller estimate;
     none with --enforce-eager; Model Runner V2's own per-layer pool (outside its budget through 0.28), from 0.29 its
     larger in-budget estimate (``MRV2_GRAPH_ESTIMATE_GIB_PER_LAYER``), at 0.34 the pool again (captured before the
-    KV cache is sized)."""
+    KV cache is sized). Charged as at the default sizes; ``capture.pool_scale`` scales it to the sizes captured (on V0
+    those max_num_seqs bounds)."""
     if res.enforce_eager or res.cudagraphs_off:
         return 0.0
     if res.runner_v2:
