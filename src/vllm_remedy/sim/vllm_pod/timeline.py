@@ -117,6 +117,8 @@ def _typed(launch: Launch) -> dict[str, object]:
             out[name] = value
     if s.max_num_batched_tokens is not None:
         out["max_num_batched_tokens"] = s.max_num_batched_tokens
+    if launch.resolved.kv_cache_dtype != s.kv_cache_dtype:  # auto resolved from the checkpoint (kv_auto): the engine
+        out["cache_dtype"] = launch.resolved.kv_cache_dtype  # line prints cache_config.cache_dtype (config/vllm.py)
     cap = launch.gpu.capability
     if dtype_support.fell_back(launch.model.dtype, s.dtype, cap, launch.version):  # vLLM warns, runs float16
         name = dtype_support.detail(launch.gpu.product, cap)
