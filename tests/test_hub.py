@@ -34,7 +34,7 @@ def online(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[HubServe
 
 
 def files(server: HubServer) -> list[tuple[str, str]]:
-    return [r for r in server.requests if "/resolve/" in r[1]]
+    return [r for r in server.requests if "/resolve/" in r[1] and not r[1].endswith("/hf_quant_config.json")]
 
 
 def test_a_catalog_model_never_asks_the_hub(online):
@@ -56,23 +56,82 @@ def test_each_model_is_asked_once_per_process_failures_included(online):
         resolved.model(GATED)
 
 
-def test_the_policys_copy_is_the_last_resort(online, tmp_path):
+def test_the_policys_copy_is_the_last_resort_where_the_hub_cannot_be_asked(online, tmp_path, monkeypatch):
     copy = tmp_path / "config.json"
     copy.write_text(json.dumps(SMOLLM2_CONFIG))
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:1")  # nothing listens there
     spec, source = hub.resolve("acme-corp/Private-1.7B", None, ("policy p.yaml model_config.path", lambda: json.loads(
         copy.read_text())))
     assert (spec.hidden_size, source) == (2048, "policy p.yaml model_config.path")
-    assert files(online) == [("GET", "/acme-corp/Private-1.7B/resolve/main/config.json")]  # the Hub was asked first
+    assert (hub.fallback_note("acme-corp/Private-1.7B", "main") or "").startswith(  # what check's note says
+        "policy p.yaml model_config.path, because model acme-corp/Private-1.7B: the Hub (http://127.0.0.1:1) is "
+        "unreachable")
 
 
-def test_a_broken_policy_copy_says_both_reasons(online):
+def test_the_hubs_no_is_not_overruled_by_the_policys_copy(online, tmp_path):
+    """Before: any failure fell back to the policy's copy, a misspelt repository included, and vLLM cannot start."""
+    copy = tmp_path / "config.json"
+    copy.write_text(json.dumps(SMOLLM2_CONFIG))
+    fallback = ("policy p.yaml model_config.path", lambda: json.loads(copy.read_text()))
+    with pytest.raises(hub.Unavailable, match=r"^model acme-corp/Private-1\.7B: not found on the Hub"):
+        hub.resolve("acme-corp/Private-1.7B", None, fallback)
+    with pytest.raises(hub.Unavailable, match=f"^model {SMOLLM2_ID}: revision v9 not found"):
+        hub.resolve(SMOLLM2_ID, "v9", fallback)
+    with pytest.raises(hub.Unavailable, match=f"^model {GATED}: gated repository"):
+        hub.resolve(GATED, None, fallback)
+    said = resolved.known(GATED)
+    assert isinstance(said, hub.Reason) and said.unavailable  # a prediction says model_unavailable
+    assert hub.fallback_note(GATED) is None
+    assert files(online) == [("GET", "/acme-corp/Private-1.7B/resolve/main/config.json"),
+                             ("GET", f"/{SMOLLM2_ID}/resolve/v9/config.json"),
+                             ("GET", f"/{GATED}/resolve/main/config.json")]
+
+
+def test_a_broken_policy_copy_says_both_reasons(online, monkeypatch):
     def broken() -> dict:
         raise UserError("policy p.yaml model_config.path c.json: cannot read (No such file or directory)")
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:1")
     with pytest.raises(UserError) as got:
         hub.resolve("acme-corp/Nowhere-1B", None, ("policy p.yaml model_config.path", broken))
-    assert str(got.value) == (f"model acme-corp/Nowhere-1B: not found on the Hub ({online.url}) nor in the local "
-                              "Hugging Face cache; policy p.yaml model_config.path c.json: cannot read (No such file "
-                              "or directory)")
+    assert str(got.value).startswith("model acme-corp/Nowhere-1B: the Hub (http://127.0.0.1:1) is unreachable")
+    assert str(got.value).endswith("; policy p.yaml model_config.path c.json: cannot read (No such file or directory)")
+
+
+def test_no_revision_and_main_are_one_resolution(online):
+    """Before: one per spelling, a HEAD for the second (a fleet mixing ``--revision main`` and none)."""
+    first, _ = hub.resolve(SMOLLM2_ID)
+    again, _ = hub.resolve(SMOLLM2_ID, "main")
+    assert first == again and resolved.model(SMOLLM2_ID, "main") == first
+    assert files(online) == [("GET", f"/{SMOLLM2_ID}/resolve/main/config.json")]
+
+
+def test_a_pods_own_token_decides_a_gated_repository(online, monkeypatch, tmp_path):
+    """This machine's token is not the pod's: a pod without one is refused (vLLM's 401), a pod whose token is a
+    Secret gets this machine's token in its stead, and neither is told to set a token it has."""
+    monkeypatch.setenv("HF_TOKEN", "hf_operator")
+    with pytest.raises(hub.Unavailable, match="and the pod sets no HF_TOKEN: vLLM's download is refused"):
+        hub.resolve(GATED, in_pod=True, env={"HF_TOKEN": None})
+    assert online.authorized == []  # huggingface_hub did not send this machine's token in the pod's stead
+    assert hub.learn(GATED, env={"HF_TOKEN": hub.pod.UNREAD}) is None
+    monkeypatch.delenv("HF_TOKEN")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "another"))  # not the cache the token filled
+    said = hub.learn(GATED, env={"HF_TOKEN": hub.pod.UNREAD}) or ""
+    assert "the pod's HF_TOKEN (a Secret) is not read here" in said and "set HF_TOKEN to" not in said, said
+    assert not isinstance(resolved.known(GATED), hub.Reason) or not resolved.known(GATED).unavailable
+
+
+def test_a_pod_start_asks_again_after_a_failure(online, monkeypatch):
+    """The rehearsal cluster resolves at each pod start, as vLLM does: a Hub that failed once is asked again
+    (before: the failure was kept for the process's life, and the pod crash-looped after the Hub recovered)."""
+    monkeypatch.setenv("VLLM_REMEDY_HUB_TIMEOUT", "1")  # its retries within a second
+    online.repos[SMOLLM2_ID].misbehave = "error-500"
+    with pytest.raises(UserError, match="answered HTTP 500"):
+        hub.resolve(SMOLLM2_ID, in_pod=True, env={}, per_start=True)
+    online.repos[SMOLLM2_ID].misbehave = None
+    assert hub.resolve(SMOLLM2_ID, in_pod=True, env={}, per_start=True)[0].num_layers == 24
+    hub.resolve(SMOLLM2_ID, in_pod=True, env={}, per_start=True)  # a branch is revalidated at each start
+    assert files(online)[-2:] == [("GET", f"/{SMOLLM2_ID}/resolve/main/config.json"),
+                                  ("HEAD", f"/{SMOLLM2_ID}/resolve/main/config.json")]
 
 
 def test_the_environment_at_the_call_rules_not_the_one_at_import(online, monkeypatch):
@@ -119,9 +178,40 @@ def test_a_file_in_lfs_is_one_get_and_its_redirect_and_the_token_stays_on_the_hu
     spec, source = hub.resolve(LFS)
     assert (spec.num_layers, source) == (24, f"the Hub ({online.url})")
     resolve, cdn = f"/{LFS}/resolve/main/config.json", f"/cdn/{LFS}/{SMOLLM2_COMMIT}/config.json"
-    assert [r for r in online.requests if not r[1].startswith("/api/")] == [("GET", resolve), ("GET", cdn)]
-    assert online.authorized == [("GET", resolve)]
+    assert [r for r in online.requests if not r[1].startswith("/api/") and "hf_quant" not in r[1]] == [
+        ("GET", resolve), ("GET", cdn)]
+    assert [r for r in online.authorized if "hf_quant" not in r[1]] == [("GET", resolve)]
     folder = tmp_path / "hf" / "hub" / "models--acme-corp--Lfs-1.7B"
     blob = hashlib.sha256(json.dumps(SMOLLM2_CONFIG, indent=2).encode()).hexdigest()
     assert os.readlink(folder / "snapshots" / SMOLLM2_COMMIT / "config.json") == f"../../blobs/{blob}"
     assert (folder / "refs" / "main").read_text() == SMOLLM2_COMMIT
+
+
+NV_FP8 = "acme-corp/Llama-NV-FP8"
+#: What ModelOpt 0.29 and earlier export beside config.json (NVIDIA's older *-FP8 repositories).
+MODELOPT = {"producer": {"name": "modelopt", "version": "0.27.0"},
+            "quantization": {"quant_algo": "FP8", "kv_cache_quant_algo": "FP8", "exclude_modules": ["lm_head"]}}
+
+
+def test_modelopts_separate_quant_file_is_handed_in_as_quantization_config(online):
+    """vLLM (transformers_utils/config.py@0.10.1 on, @0.30.0 l.829-841) sets hf_quant_config.json as the config's
+    quantization_config when config.json has none: one GET more, kept in the cache, a 404 recorded as absent.
+    Before: the file was never asked for, and the checkpoint was sized as if it stated no quantization."""
+    from vllm_remedy.vllm import hf_overrides
+
+    online.repos[NV_FP8] = Repo({"config.json": SMOLLM2_CONFIG, "hf_quant_config.json": MODELOPT})
+    stated = {**SMOLLM2_CONFIG, "quantization_config": {"quant_method": "fp8"}}
+    online.repos[LFS] = Repo({"config.json": stated, "hf_quant_config.json": MODELOPT})  # vLLM does not look
+    hub.resolve(NV_FP8)
+    hub.resolve(LFS)
+    hub.resolve(SMOLLM2_ID)  # none there: 404
+    assert (hf_overrides.base_config(NV_FP8, None) or ({},))[0].get("quantization_config") == MODELOPT
+    assert "quantization_config" not in (hf_overrides.base_config(SMOLLM2_ID, None) or ({},))[0]
+    quant = [r for r in online.requests if r[1].endswith("/hf_quant_config.json")]
+    assert quant == [("GET", f"/{NV_FP8}/resolve/main/hf_quant_config.json"),
+                     ("GET", f"/{SMOLLM2_ID}/resolve/main/hf_quant_config.json")]
+    hub.resolve(NV_FP8, in_pod=True)  # resolved afresh (another memo key): main revalidated, the file from the cache
+    hub.resolve(SMOLLM2_ID, in_pod=True)  # and its absence recorded as hf_hub_download records it
+    assert [r for r in online.requests if r[1].endswith("/hf_quant_config.json")] == quant
+    assert files(online)[-2:] == [("HEAD", f"/{NV_FP8}/resolve/main/config.json"),
+                                  ("HEAD", f"/{SMOLLM2_ID}/resolve/main/config.json")]

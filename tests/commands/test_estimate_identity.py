@@ -49,7 +49,7 @@ def run_with(home: Path, *args: str, **env: str):
 
 
 def config_requests(hub: HubServer) -> list[tuple[str, str]]:
-    return [r for r in hub.requests if "/resolve/" in r[1]]
+    return [r for r in hub.requests if "/resolve/" in r[1] and not r[1].endswith("/hf_quant_config.json")]
 
 
 def cached(home: Path, repo_id: str, config: dict[str, Any], commit: str = "c0ffee") -> None:

@@ -123,7 +123,10 @@ def test_a_model_outside_the_catalog_is_never_passed():
         "      containers:", "      nodeSelector: {nvidia.com/gpu.product: NVIDIA-L40S}\n      containers:")
     result = one(text)
     assert [(f.check, f.severity) for f in result.findings] == [("model", UNKNOWN_SEVERITY)]
-    assert result.findings[0].reason == "cannot predict: model acme/NoSuchModel-7B is not in the catalog"
+    # never looked up (no hub.learn here): said so, not "not in the catalog" as if the catalog were the only source
+    assert result.findings[0].reason == ("cannot predict: model acme/NoSuchModel-7B: not resolved (not a catalog "
+                                         "repository; its config.json comes from the Hugging Face cache, the Hub or "
+                                         "the policy's model_config)")
 
 
 def test_model_from_the_containers_env_as_kubernetes_expands_it():

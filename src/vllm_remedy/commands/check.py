@@ -38,8 +38,9 @@ from vllm_remedy.drift.manifest_check import Result, check_workload
 from vllm_remedy.drift.manifest_workloads import Workload, model_id, workloads
 from vllm_remedy.envelope import dumps
 from vllm_remedy.errors import UserError
+from vllm_remedy.hub import pod as hub_pod
 from vllm_remedy.policy import DEFAULT_POLICY, Policy, load_policies, load_policy, policy_for
-from vllm_remedy.vllm import hf_overrides, manifest, pod_env, received_flags
+from vllm_remedy.vllm import hf_overrides, manifest, manifest_flags_file, pod_env, received_flags
 
 NAME = "check"
 ORDER = 55
@@ -135,10 +136,13 @@ def run(args: argparse.Namespace) -> int:
              for w in found]
     chosen = [(w, policies.covering(w)) for w in found]
     for w, p in chosen:  # configs outside the catalog (--hf-config-path's first): HF cache, Hub, the policy's file
-        if w.server is not None and (model := hf_overrides.config_source(w.server.flags, model_id(w.server))):
-            hub.learn(model, w.server.flags.get("revision"),  # the ConfigMap may be among the files checked
-                      hf_config_mount.fallback(w.server, w.spec, w.config_maps)  # mounted at --hf-config-path
-                      or policy_config(None, w.namespace or "default", p, w.config_maps))
+        # at the revision vLLM loads: argv's, else its --config file's (a ConfigMap checked with it), as predicted
+        server = manifest_flags_file.merged(w.server, w.spec, w.config_maps) if w.server is not None else None
+        if server is not None and (model := hf_overrides.config_source(server.flags, model_id(server))):
+            hub.learn(model, server.flags.get("revision"),  # the ConfigMap may be among the files checked
+                      hf_config_mount.fallback(server, w.spec, w.config_maps)  # mounted at --hf-config-path
+                      or policy_config(None, w.namespace or "default", p, w.config_maps),
+                      hub_pod.from_manifest(server.container, w.config_maps))  # the pod's HF_TOKEN, not ours
     now = time.time()
     results = [check_workload(w, p, now) for w, p in chosen]
     if args.output == "json":

@@ -28,6 +28,7 @@ from vllm_remedy.commands.estimate import echo_inputs
 from vllm_remedy.connectors.models import policy_config
 from vllm_remedy.envelope import dumps, envelope
 from vllm_remedy.errors import UserError
+from vllm_remedy.hub import pod as hub_pod
 from vllm_remedy.kube.gpus import affinity_products
 from vllm_remedy.remedies.budget import BudgetRequest, plan_budget, spelling
 from vllm_remedy.remedies.budget.observed import KvObservation
@@ -228,7 +229,8 @@ def _model(args: argparse.Namespace, found: _Inputs, typed: Mapping[str, str], v
         model = ea.load_model(args)
     elif found.model_id:
         try:
-            model = hub.resolve(found.model_id, revision, fallback, in_pod=True)[0]
+            model = hub.resolve(found.model_id, revision, fallback, in_pod=True,  # with the pod's HF_TOKEN
+                                env=hub_pod.from_manifest(found.container, found.config_maps))[0]
         except UserError as exc:
             raise UserError(f"{args.file}: {exc}; pass --model or --model-config with its config.json") from None
     else:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from vllm_remedy import hub
 from vllm_remedy.errors import UserError
+from vllm_remedy.hub import pod as hub_pod
 from vllm_remedy.kube.errors import KubeError
 from vllm_remedy.policy import Policy
 from vllm_remedy.vllm import hf_overrides
@@ -29,7 +30,8 @@ def learn_model(client: KubeClient, namespace: str, server: ServerCommand, polic
     """Resolve ``server``'s model for this run; None when it resolved, else the one-line reason."""
     fallback = policy_config(client, namespace, policy) if policy is not None else None
     source = hf_overrides.config_source(server.flags, str(server.model))  # --hf-config-path: the config vLLM reads
-    return hub.learn(str(source), server.flags.get("revision"), fallback)
+    # the pod's HF_TOKEN, not this machine's: a gated model the pod has no token for is vLLM's 401 (hub.pod)
+    return hub.learn(str(source), server.flags.get("revision"), fallback, hub_pod.from_manifest(server.container))
 
 
 def policy_config(client: KubeClient | None, namespace: str, policy: Policy,

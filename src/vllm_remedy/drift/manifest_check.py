@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from vllm_remedy import hub
 from vllm_remedy.drift.checks import (
     DRIFT,
     UNKNOWN,
@@ -197,6 +198,9 @@ def check_workload(workload: Workload, policy: Policy, now: float) -> Result:
         fix, plan_note = plan_fix(model, card, settings, policy, spec, pinned, group is not None, respelled,
                                   int(group.get("size", 1) or 1) if group is not None else 1)
     findings = [_with_fix(f, fix, plan_note, policy, pinned) for f in findings]
+    if model_name and (fell_back := hub.fallback_note(hf_overrides.config_source(server.flags, model_name) or "",
+                                                      server.flags.get("revision"))):
+        notes.append(f"model {model_name}: config.json from {fell_back}")  # not the Hub's: said beside the figures
     if pinned is None and policy.gpu_product and prediction.estimate is not None:
         notes.append(f"the template pins no GPU product: predicted on the policy's {policy.gpu_product}")
     return Result(workload, name, prediction, tuple(findings), fix, tuple(notes))
@@ -280,6 +284,16 @@ def _respelled(server: ServerCommand, group: bool, version: str | None
     return {k: v for k, v in flags.items() if k not in dropped}, found
 
 
+def _not_looked_up(model_name: str, revision: str | None) -> str:
+    """Why a model that was never resolved has no spec: ``resolved.model``'s line (not in the catalog at that
+    revision, nor resolved this run) rather than a blanket "not in the catalog"."""
+    try:
+        resolved.model(model_name, revision)
+    except UserError as exc:
+        return str(exc)
+    return f"model {model_name} is not in the catalog"
+
+
 def _predict(server: ServerCommand, model_name: str | None, label: str | None, version: str | None, policy: Policy,
              group: bool = False, maps: Mapping[str, Mapping[str, str]] | None = None
              ) -> tuple[Prediction, ModelSpec | None, GpuSpec | None, EngineSettings | None, list[Finding]]:
@@ -313,9 +327,13 @@ def _predict(server: ServerCommand, model_name: str | None, label: str | None, v
     elif card is None:
         out.append(_unknown("gpu", f"GPU {label} is not in the catalog", "pin a GPU product the catalog knows "
                             f"(e.g. {', '.join(catalog.gpu_labels()[:4])}) or add it to the GPU catalog"))
-    if model is None:
+    learned = resolved.known(model_name or "", server.flags.get("revision"))
+    if model is None and isinstance(learned, hub.Reason) and learned.unavailable:  # the Hub's own "no": vLLM's too
+        out.append(Finding("start", ERROR, f"predicted model_unavailable — {learned}", "fix the model id, revision "
+                           "or the pod's HF_TOKEN: vLLM cannot get the model's config.json"))
+    elif model is None:
         if model_name:
-            out.append(_unknown("model", why or f"model {model_name} is not in the catalog",
+            out.append(_unknown("model", why or str(_not_looked_up(model_name, server.flags.get("revision"))),
                                 "override the config with sizes of a model vLLM builds (the reason names the key)"
                                 if why.startswith("--hf-overrides: ") else
                                 "override only config keys the memory model reads (the reason names the others)"

@@ -12,9 +12,14 @@ A Deployment's ``--revision`` pins the config's revision.
 A file fetched once lands in the Hugging Face cache. As in vLLM, a branch or tag (``main``) is revalidated with one
 HEAD per resolution — after the repository's ``main`` moves the new config is read — and the cached copy serves,
 with a warning, only when the Hub errs or does not answer; a commit's snapshot is read without a request. A process
-resolves each (model, revision) once, failures included, so a fleet run asks the Hub once per model; one resolution
-online lasts at most ``VLLM_REMEDY_HUB_TIMEOUT`` seconds (``hub.ask``), and a Hub that let it run out is not waited
-for again in that run.
+resolves each (model, revision) once (no ``--revision`` and ``main`` are one), failures included, so a fleet run asks
+the Hub once per model; one resolution online lasts at most ``VLLM_REMEDY_HUB_TIMEOUT`` seconds (``hub.ask``), and a
+Hub that let it run out is not waited for again in that run. A rehearsal pod's start is the exception: vLLM asks at
+each container start, so the cluster resolves afresh each time (``per_start``).
+
+The Hub's own "no" — no such repository or revision, a gated repository refused to the token vLLM sends — is
+:class:`Unavailable`: vLLM dies on it (``model_unavailable``), so the policy's copy does not stand in for it; that copy
+is for a Hub that cannot be asked. The token is the loading process's: a pod's own (``hub.pod``), not this machine's.
 Environment variables are read at each resolution, not at import, because the rehearsal cluster runs
 in-process beside tests that point ``HF_ENDPOINT`` at their own server.
 """
@@ -33,12 +38,12 @@ from typing import Any
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.hub import ask as hub_ask
+from vllm_remedy.hub import pod, quant_file
 from vllm_remedy.vllm import catalog, hf_overrides, resolved
 from vllm_remedy.vllm.catalog import ModelSpec
 
 CONFIG = hub_ask.CONFIG
 MAX_CONFIG_BYTES = hub_ask.MAX_CONFIG_BYTES
-_TRUE = ("1", "on", "yes", "true")
 
 #: A caller's fallback: (where it is, a function returning the config.json mapping), e.g. the policy's file.
 Fallback = tuple[str, Callable[[], Mapping[str, Any]]]
@@ -48,8 +53,27 @@ class Unresolved(UserError):
     """A model whose config could be found nowhere; ``str()`` is one line saying why."""
 
 
-def offline() -> bool:
-    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in _TRUE
+class Unavailable(Unresolved):
+    """The Hub's own answer, which vLLM gets too and dies on at startup (``model_unavailable``): no such repository
+    or revision, or a gated repository refused to the token vLLM sends. A policy's ``model_config`` does not overrule
+    it: that fallback is for a Hub that cannot be asked."""
+
+
+class Reason(str):
+    """The one line a model is unresolved for, as :mod:`vllm_remedy.vllm.resolved` records it; ``unavailable``:
+    vLLM's start fails on it too (the Hub's definitive answer), so a prediction says ``model_unavailable``."""
+
+    unavailable: bool = False
+
+    @classmethod
+    def of(cls, exc: Unresolved) -> Reason:
+        line = cls(str(exc))
+        line.unavailable = isinstance(exc, Unavailable)
+        return line
+
+
+def offline(env: pod.Env | None = None) -> bool:
+    return pod.offline(env)
 
 
 def cache_dir() -> str | None:
@@ -61,8 +85,8 @@ def cache_dir() -> str | None:
     return None
 
 
-def endpoint() -> str:
-    return (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
+def endpoint(env: pod.Env | None = None) -> str:
+    return pod.endpoint(env)
 
 
 def spec_from_json(text: str | bytes, name: str, where: str) -> ModelSpec:
@@ -107,12 +131,16 @@ def _huge_numbers(config: Mapping[str, Any], prefix: str = "") -> list[str]:
     return found
 
 
-def fetch_config(repo_id: str, revision: str | None = None) -> tuple[str, str]:
-    """(the config.json text, where it came from) as vLLM would get it; :class:`Unresolved` (one line) else.
+def fetch_config(repo_id: str, revision: str | None = None, env: pod.Env | None = None, in_pod: bool = False,
+                 per_start: bool = False) -> tuple[str, str, str]:
+    """(the config.json text, where it came from, its path in the cache) as vLLM would get it; :class:`Unresolved`
+    (one line) else, and :class:`Unavailable` for the Hub's own "no" to the token vLLM sends (``env``: the pod's,
+    :mod:`hub.pod`).
 
     A commit's snapshot in the local cache is read without a request (a commit never changes); a branch or tag is
     revalidated against the Hub (``hub.ask``), and its cached copy is read, with a warning, only when the Hub does not
-    answer; ``HF_HUB_OFFLINE`` reads the cache alone."""
+    answer; ``HF_HUB_OFFLINE`` reads the cache alone. ``per_start``: a rehearsal pod's start, which asks the Hub
+    again whatever an earlier start found (a Hub silent then is asked again)."""
     # Imported here: huggingface_hub pulls in an HTTP stack that catalog models and `--help` never need.
     import huggingface_hub as hf
     from huggingface_hub import errors
@@ -124,49 +152,80 @@ def fetch_config(repo_id: str, revision: str | None = None) -> tuple[str, str]:
     except (ValueError, errors.HFValidationError):
         raise Unresolved(f"model {repo_id}: not a Hugging Face repository id") from None
     cached = cached if isinstance(cached, str) else None
-    if cached is not None and (offline() or hub_ask.COMMIT.fullmatch(revision or "")):
-        return _read(cached), f"the local Hugging Face cache ({cached})"
-    if offline():
+    if cached is not None and (offline(env) or hub_ask.COMMIT.fullmatch(revision or "")):
+        return _read(cached), f"the local Hugging Face cache ({cached})", cached
+    if offline(env):
         raise Unresolved(f"model {repo_id}{at}: not in the catalog nor the local Hugging Face cache, and "
                          "HF_HUB_OFFLINE is set")
-    hub = endpoint()
+    hub = endpoint(env)
     hf_logging.set_verbosity_error()  # its retry warnings are not ours to print: the one line below is
     # huggingface_hub reads HF_HUB_OFFLINE once, at import; we read it at each call (the rehearsal cluster resolves
     # in the same process as the deploy it serves, and the environment may have changed since). Offline was ruled
     # out above, so the library must not refuse on a reading taken before.
     hf.constants.HF_HUB_OFFLINE = False
     seconds = hub_ask.limit()
-    token = os.environ.get("HF_TOKEN") or None
+    token = _token(env)
     try:
-        silent = _memo.get(_silent(hub))
+        silent = None if per_start else _memo.get(_silent(hub))
         if isinstance(silent, str):  # it did not answer earlier in this run: a fleet does not wait on it once per model
             raise hub_ask.Failed(f"{silent} (earlier in this run)")
         deadline = time.monotonic() + seconds
         got = hub_ask.within(seconds, lambda: hub_ask.ask(repo_id, revision or "main", hub, cache_dir(), token,
                                                           deadline))
     except hub_ask.Failed as exc:
-        if exc.why.startswith("did not answer within"):
+        if exc.why.startswith("did not answer within") and not per_start:
             _memo.setdefault(_silent(hub), exc.why)
-        reason = _unresolved(repo_id, revision, hub, exc, cached is not None)
+        reason = _unresolved(repo_id, revision, hub, exc, cached is not None, env, in_pod)
         if cached is None or exc.final:
-            raise Unresolved(reason) from None
+            raise (Unavailable if _definitive(exc, env, in_pod) else Unresolved)(reason) from None
         note = f"not revalidated: {reason.removeprefix(f'model {repo_id}: ')}"
         print(f"vllm-remedy: warning: model {repo_id}{at}: {CONFIG} from the local Hugging Face cache ({cached}), "
               f"{note}", file=sys.stderr)
-        return _read(cached), f"the local Hugging Face cache ({cached}), {note}"
+        return _read(cached), f"the local Hugging Face cache ({cached}), {note}", cached
     if got.downloaded:
-        return _read(got.path), f"the Hub ({hub})"
-    return _read(got.path), f"the local Hugging Face cache ({got.path}), revalidated with the Hub ({hub})"
+        return _read(got.path), f"the Hub ({hub})", got.path
+    return _read(got.path), f"the local Hugging Face cache ({got.path}), revalidated with the Hub ({hub})", got.path
 
 
-def _unresolved(repo_id: str, revision: str | None, hub: str, exc: hub_ask.Failed, cached: bool) -> str:
+def _token(env: pod.Env | None) -> str | bool | None:
+    """The token to send: a pod's own or none (False: huggingface_hub must not fall back to this machine's HF_TOKEN
+    or token file in its stead)."""
+    unset = env is not None and pod.TOKEN in env and env[pod.TOKEN] is None
+    return pod.token(env) or (False if unset else None)
+
+
+def _definitive(exc: hub_ask.Failed, env: pod.Env | None, in_pod: bool) -> bool:
+    """Whether the Hub's answer is vLLM's own: a revision it does not have, or a repository it does not show (or
+    gates) to the token vLLM sends — a private repository is "not found" to a caller without access."""
+    if not isinstance(exc, hub_ask.NotFound):
+        return False
+    return exc.kind == "revision" or (exc.kind in ("repository", "gated") and pod.token_is_vllms(env, in_pod))
+
+
+def _gated(repo_id: str, hub: str, env: pod.Env | None, in_pod: bool) -> str:
+    """The line for a gated repository, saying whose token was refused and where a token belongs."""
+    line = f"model {repo_id}: gated repository on the Hub ({hub})"
+    if not in_pod or env is None or pod.TOKEN not in env:
+        return f"{line}; set HF_TOKEN to a token with access to it"
+    if env[pod.TOKEN] is None:
+        return (f"{line} and the pod sets no HF_TOKEN: vLLM's download is refused (401); set HF_TOKEN in the pod's "
+                "env (from a Secret) to a token with access to it")
+    if env[pod.TOKEN] != pod.UNREAD:
+        return f"{line} and the pod's HF_TOKEN has no access to it: vLLM's download is refused"
+    here = "this machine's HF_TOKEN has no access to it" if pod.token(env) else "no HF_TOKEN is set here"
+    return (f"{line}; the pod's HF_TOKEN (a Secret) is not read here and {here}: run with a token that has access "
+            "to predict it")
+
+
+def _unresolved(repo_id: str, revision: str | None, hub: str, exc: hub_ask.Failed, cached: bool,
+                env: pod.Env | None = None, in_pod: bool = False) -> str:
     """The one line for a Hub that did not give the file (``cached``: the cache has the revision's older copy)."""
     if isinstance(exc, hub_ask.NotFound) and cached and exc.kind in ("gated", "repository"):
         said = "gated repository" if exc.kind == "gated" else "not found"
         return f"model {repo_id}: the Hub ({hub}) refused it ({said})"
     if isinstance(exc, hub_ask.NotFound):
         return {
-            "gated": f"model {repo_id}: gated repository on the Hub ({hub}); set HF_TOKEN to a token with access to it",
+            "gated": _gated(repo_id, hub, env, in_pod),
             "repository": f"model {repo_id}: not found on the Hub ({hub}) nor in the local Hugging Face cache",
             "revision": f"model {repo_id}: revision {revision or 'main'} not found on the Hub ({hub})",
             "entry": f"model {repo_id}{f' at revision {revision}' if revision else ''}: the repository has no "
@@ -199,37 +258,67 @@ def _silent(hub: str) -> tuple[str, None, tuple[str]]:
     return hub, None, ("did not answer",)
 
 
-#: (model, revision, the environment that decides the answer) → what resolving it gave, failures included.
-_memo: dict[tuple[str, str | None, tuple[Any, ...]], tuple[ModelSpec, str] | str] = {}
+#: (model, revision, the environment that decides the answer) → what resolving it gave (spec, source, the config,
+#: why the policy's copy stood in or None), failures included.
+_memo: dict[tuple[str, str | None, tuple[Any, ...]], tuple[ModelSpec, str, Any, str | None] | Unresolved | str] = {}
+#: (model, revision) → the finding's note when the last resolution was the policy's model_config (the Hub could not
+#: be asked), so a prediction sized from it says so.
+_fell_back: dict[tuple[str, str | None], str] = {}
 #: One resolution at a time: the rehearsal cluster starts pods on several threads, and each model is asked once.
 _lock = threading.Lock()
 
 
+def same_revision(revision: str | None) -> str | None:
+    """The memo's spelling of a revision: no ``--revision`` is ``main`` (vLLM's default), one resolution for both."""
+    return None if revision in (None, "", "main") else revision
+
+
+def fallback_note(model_id: str, revision: str | None = None) -> str | None:
+    """How the model was sized when the policy's model_config stood in for the Hub (None: it did not)."""
+    return _fell_back.get((model_id, same_revision(revision)))
+
+
 def resolve(model_id: str, revision: str | None = None, fallback: Fallback | None = None, *,
-            in_pod: bool = False) -> tuple[ModelSpec, str]:
+            in_pod: bool = False, env: pod.Env | None = None, per_start: bool = False) -> tuple[ModelSpec, str]:
     """(spec, source) for a server's ``--model`` and ``--revision``; :class:`Unresolved` (one line) when nothing
-    has its config. The result — or the failure — is remembered for this process and told to
-    :mod:`vllm_remedy.vllm.resolved`, where every prediction looks models up. ``in_pod``: the model is a pod's (a
-    manifest's, a Deployment's), so a local path names the pod's volume, which this machine's same path is not."""
+    has its config, :class:`Unavailable` when the Hub said no to what vLLM would ask. The result — or the failure —
+    is remembered for this process and told to :mod:`vllm_remedy.vllm.resolved`, where every prediction looks models
+    up. ``in_pod``: the model is a pod's (a manifest's, a Deployment's), so a local path names the pod's volume, which
+    this machine's same path is not; ``env``: that pod's Hub settings (:mod:`hub.pod`). ``per_start``: a rehearsal
+    pod's start, resolved afresh as vLLM resolves at each start (a branch revalidated, a failure not kept)."""
     spec = catalog.repo_model(model_id, revision)
     if spec is not None:  # exactly a repository the catalog holds, at a revision it describes
         return spec, "catalog"
-    key = (model_id, revision, (endpoint(), offline(), cache_dir(), bool(os.environ.get("HF_TOKEN")), fallback and
-                                fallback[0], in_pod))
-    with _lock:
-        if key not in _memo:
-            _memo[key] = _resolve(model_id, revision, fallback, in_pod)
-        found = _memo[key]
-        # Told on every call, not only the first: resolved is keyed without the environment, so after a resolution
-        # under another environment it would otherwise keep that one's answer while this call says otherwise.
-        resolved.learn(model_id, revision, found[0] if isinstance(found, tuple) else found)
-    if isinstance(found, str):
-        raise Unresolved(found)
-    return found
+    if per_start:
+        found = _resolve(model_id, revision, fallback, in_pod, env, per_start=True)
+        resolved.learn(model_id, revision, found[0] if isinstance(found, tuple) else Reason.of(found))
+    else:
+        key = (model_id, same_revision(revision), (*pod.key(env), cache_dir(), fallback and fallback[0], in_pod))
+        with _lock:
+            if key not in _memo:
+                _memo[key] = _resolve(model_id, revision, fallback, in_pod, env)
+            found = _memo[key]
+            # Told on every call, not only the first: resolved is keyed without the environment, so after a
+            # resolution under another environment it would otherwise keep that one's answer while this call says
+            # otherwise.
+            resolved.learn(model_id, revision, found[0] if isinstance(found, tuple) else Reason.of(_error(found)))
+            if isinstance(found, tuple) and found[3]:
+                _fell_back[(model_id, same_revision(revision))] = found[3]
+            else:
+                _fell_back.pop((model_id, same_revision(revision)), None)
+    if not isinstance(found, tuple):
+        raise _error(found)
+    hf_overrides.remember(model_id, revision, found[2])  # the base a pod's --hf-overrides is applied to
+    return found[0], found[1]
 
 
-def _resolve(model_id: str, revision: str | None, fallback: Fallback | None,
-             in_pod: bool) -> tuple[ModelSpec, str] | str:
+def _error(found: Unresolved | str) -> Unresolved:
+    return found if isinstance(found, Unresolved) else Unresolved(found)
+
+
+def _resolve(model_id: str, revision: str | None, fallback: Fallback | None, in_pod: bool,
+             env: pod.Env | None = None, per_start: bool = False
+             ) -> tuple[ModelSpec, str, Any, str | None] | Unresolved:
     local = Path(model_id)
     try:
         # vLLM looks for a local path first (``Path(model).exists()`` in ``file_or_path_exists``,
@@ -243,28 +332,38 @@ def _resolve(model_id: str, revision: str | None, fallback: Fallback | None,
                 raise Unresolved(f"model {model_id}: a local path, not a repository id (and no {local / CONFIG} "
                                  "here); name its config in the policy (model_config)")
             text, source = _read(str(local / CONFIG)), str(local / CONFIG)
+            config = config_from_json(text, f"{model_id}: {CONFIG} from {source}")
+            if quant_file.wanted(config):  # ModelOpt <= 0.29 exports: the scheme in a file beside config.json
+                config = quant_file.merged(config, quant_file.from_dir(local, config_from_json, _read))
         else:
-            text, source = fetch_config(model_id, revision)
-        config = config_from_json(text, f"{model_id}: {CONFIG} from {source}")
+            text, source, path = fetch_config(model_id, revision, env, in_pod, per_start)
+            config = config_from_json(text, f"{model_id}: {CONFIG} from {source}")
+            if quant_file.wanted(config):
+                got = quant_file.fetch(model_id, revision, path, pod.endpoint(env), cache_dir(), _token(env),
+                                       offline(env))
+                config = quant_file.merged(config, got and config_from_json(got, f"{model_id}: {quant_file.NAME}"))
         spec = spec_from_config(config, model_id, f"{model_id}: {CONFIG} from {source}")
+    except Unavailable as refused:  # the Hub's own "no": vLLM dies on it too, whatever the policy holds
+        return refused
     except UserError as first:
         if fallback is None:
-            return str(first)
+            return first if isinstance(first, Unresolved) else Unresolved(str(first))
         where, read = fallback
         try:
             config = read()
-            spec, source = spec_from_config(config, model_id, where), where
+            spec = spec_from_config(config, model_id, where)
         except UserError as exc:
-            return f"{first}; {exc}"
-    hf_overrides.remember(model_id, revision, config)  # the base a pod's --hf-overrides is applied to
-    return spec, source
+            return Unresolved(f"{first}; {exc}")
+        return spec, where, config, f"{where}, because {first}"
+    return spec, source, config, None
 
 
-def learn(model_id: str, revision: str | None = None, fallback: Fallback | None = None) -> str | None:
+def learn(model_id: str, revision: str | None = None, fallback: Fallback | None = None,
+          env: pod.Env | None = None) -> str | None:
     """Resolve a pod's model (a Deployment's, a manifest's) for the predictions to come; None when the model is known,
-    else why not (one line)."""
+    else why not (one line). ``env``: the pod's Hub settings as the manifest says them (``pod.from_manifest``)."""
     try:
-        resolve(model_id, revision, fallback, in_pod=True)
+        resolve(model_id, revision, fallback, in_pod=True, env=env)
     except UserError as exc:
         return str(exc)
     return None

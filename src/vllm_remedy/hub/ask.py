@@ -1,4 +1,5 @@
-"""Asking the Hub for one config.json, within a time limit: what ``hub.fetch_config`` does when it may go online.
+"""Asking the Hub for one config.json, within a time limit: what ``hub.fetch_config`` does when it may go online
+(and ``hub.quant_file`` for ModelOpt's ``hf_quant_config.json``, the same way).
 
 A config this cache does not hold is one GET: its answer carries the commit the revision names (``X-Repo-Commit``),
 the blob's ``ETag`` and its size, which is checked before the body is read (and the body read to at most
@@ -113,33 +114,35 @@ class Got:
     downloaded: bool
 
 
-def ask(repo_id: str, revision: str, hub: str, cache: str | None, token: str | None, deadline: float) -> Got:
-    """config.json of ``repo_id`` at ``revision`` as the Hub has it now (see the module); :class:`Failed` else —
-    whatever the library or its HTTP stack raised, in one line."""
+def ask(repo_id: str, revision: str, hub: str, cache: str | None, token: str | bool | None, deadline: float,
+        filename: str = CONFIG) -> Got:
+    """config.json (or ``filename``) of ``repo_id`` at ``revision`` as the Hub has it now (see the module);
+    :class:`Failed` else — whatever the library or its HTTP stack raised, in one line."""
     try:
-        return _ask(repo_id, revision, hub, cache, token, deadline)
+        return _ask(repo_id, revision, hub, cache, token, deadline, filename)
     except Exception as exc:
         raise _failure(exc) from None
 
 
-def _ask(repo_id: str, revision: str, hub: str, cache: str | None, token: str | None, deadline: float) -> Got:
+def _ask(repo_id: str, revision: str, hub: str, cache: str | None, token: str | bool | None, deadline: float,
+         filename: str) -> Got:
     import huggingface_hub as hf
 
     unreachable = _unreachable(hub)
     if unreachable:
         raise Failed(f"is unreachable ({unreachable})")
-    url = hf.hf_hub_url(repo_id, CONFIG, revision=revision, endpoint=hub)
-    if isinstance(hf.try_to_load_from_cache(repo_id, CONFIG, cache_dir=cache, revision=revision), str):
+    url = hf.hf_hub_url(repo_id, filename, revision=revision, endpoint=hub)
+    if isinstance(hf.try_to_load_from_cache(repo_id, filename, cache_dir=cache, revision=revision), str):
         # a branch or tag this cache holds (a held commit never gets here): revalidated with one HEAD, as vLLM does
         meta = _retrying(lambda timeout: hf.get_hf_file_metadata(url, token=token, timeout=timeout, endpoint=hub),
                          deadline)
         commit, _ = _checked(meta.commit_hash, meta.etag, meta.size)
-        snapshot = hf.try_to_load_from_cache(repo_id, CONFIG, cache_dir=cache, revision=commit)
+        snapshot = hf.try_to_load_from_cache(repo_id, filename, cache_dir=cache, revision=commit)
         if isinstance(snapshot, str):  # unchanged (or moved to a commit this cache already holds): no download
             store.point(snapshot, revision, commit)
             return Got(snapshot, False)
     commit, etag, body = _retrying(lambda timeout: _get(url, token, timeout), deadline)
-    return Got(store.save(cache, repo_id, revision, commit, etag, body), True)
+    return Got(store.save(cache, repo_id, revision, commit, etag, body, filename), True)
 
 
 def _checked(commit: str | None, etag: str | None, size: int | None) -> tuple[str, str]:
@@ -157,7 +160,7 @@ def _checked(commit: str | None, etag: str | None, size: int | None) -> tuple[st
     return commit, etag
 
 
-def _get(url: str, token: str | None, timeout: float) -> tuple[str, str, bytes]:
+def _get(url: str, token: str | bool | None, timeout: float) -> tuple[str, str, bytes]:
     """(commit, etag, body) of one GET through huggingface_hub's own HTTP session, headers (token, user agent) and
     errors (``hf_raise_for_status``). Redirects are followed here, at most :data:`MAX_REDIRECTS`, as
     huggingface_hub's HEAD follows them: the commit, etag and size are those of the last answer that names a commit

@@ -21,14 +21,13 @@ CONFIG = "config.json"
 COMMIT = re.compile(r"[0-9a-f]{40}")
 
 
-def save(cache: str | None, repo_id: str, revision: str, commit: str, etag: str, body: bytes) -> str:
-    """The snapshot path of ``body`` (``repo_id``'s config.json at ``commit``) after writing it into ``cache``
-    (None: huggingface_hub's default cache); ``commit`` and ``etag`` were checked to be plain names."""
-    from huggingface_hub import constants
-
-    folder = Path(cache or constants.HF_HUB_CACHE) / ("models--" + repo_id.replace("/", "--"))
+def save(cache: str | None, repo_id: str, revision: str, commit: str, etag: str, body: bytes,
+         filename: str = CONFIG) -> str:
+    """The snapshot path of ``body`` (``repo_id``'s config.json, or ``filename``, at ``commit``) after writing it into
+    ``cache`` (None: huggingface_hub's default cache); ``commit`` and ``etag`` were checked to be plain names."""
+    folder = _folder(cache, repo_id)
     blob = folder / "blobs" / etag
-    pointer = folder / "snapshots" / commit / CONFIG
+    pointer = folder / "snapshots" / commit / filename
     if not blob.is_file():
         blob.parent.mkdir(parents=True, exist_ok=True)
         _replace(blob, lambda tmp: tmp.write_bytes(body))
@@ -40,6 +39,23 @@ def save(cache: str | None, repo_id: str, revision: str, commit: str, etag: str,
             _replace(pointer, lambda tmp: shutil.copyfile(blob, tmp))
     point(str(pointer), revision, commit)
     return str(pointer)
+
+
+def absent(cache: str | None, repo_id: str, commit: str, filename: str) -> None:
+    """Record that ``repo_id`` has no ``filename`` at ``commit`` where ``hf_hub_download`` records it
+    (``.no_exist/<commit>/<filename>``), so ``try_to_load_from_cache`` answers "absent" with no request. Best effort."""
+    marker = _folder(cache, repo_id) / ".no_exist" / commit / filename
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+    except OSError:
+        pass
+
+
+def _folder(cache: str | None, repo_id: str) -> Path:
+    from huggingface_hub import constants
+
+    return Path(cache or constants.HF_HUB_CACHE) / ("models--" + repo_id.replace("/", "--"))
 
 
 def point(snapshot: str, revision: str, commit: str) -> None:

@@ -35,6 +35,7 @@ from vllm_remedy.sim.dcgm_exporter import NAMESPACE as EXPORTER_NAMESPACE
 from vllm_remedy.sim.dcgm_exporter import exporter_pod
 from vllm_remedy.sim.protocols import SeedTarget
 from vllm_remedy.sim.store import ApiError
+from vllm_remedy.sim.vllm_pod import model_lookup
 from vllm_remedy.sim.vllm_pod.reality import Reality, parse_reality
 from vllm_remedy.vllm import resolved
 from vllm_remedy.yamlfile import load_packaged, read_yaml
@@ -263,7 +264,9 @@ def ship_model(entry: Any, where: str) -> None:
     if not isinstance(entry, dict) or not isinstance(entry.get("id"), str) or "config" not in entry:
         raise UserError(f"{where}: expected {{id: <org/name>, config: <config.json mapping>, revision: optional}}")
     revision = str(entry["revision"]) if entry.get("revision") is not None else None
-    resolved.learn(entry["id"], revision, hub.spec_from_config(entry["config"], entry["id"], f"{where}: config"))
+    spec = hub.spec_from_config(entry["config"], entry["id"], f"{where}: config")
+    model_lookup.ship(entry["id"], revision, spec)  # the pods' own, apart from what the Hub gives
+    resolved.learn(entry["id"], revision, spec)
 
 
 def _exporters(store: Any) -> None:

@@ -181,7 +181,7 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
         return Refusal(version, model_id, said[0], "cli", frames=said[1])
     config_from = hf_config_flags.config_id(flags, model_id)  # --hf-config-path: where vLLM reads the config
     try:
-        spec = model_spec(config_from, flags.get("revision"))
+        spec = model_spec(config_from, flags.get("revision"), container)  # with the pod's HF_TOKEN / HF_ENDPOINT
     except UserError:
         return Refusal(version, model_id, no_model_error(version, config_from), "config")
     try:  # --hf-overrides, applied to the config before anything is derived from it
@@ -221,7 +221,7 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
         return Refusal(version, model_id, lacking[0], "config", frames=lacking[1])
     draft = adapters.draft_model(adapters.speculative(flags))
     try:  # SpeculativeConfig builds the draft's ModelConfig at config time, like the target's
-        draft_spec = model_spec(draft, None) if draft else None
+        draft_spec = model_spec(draft, None, container) if draft else None
     except UserError:
         return Refusal(version, model_id, no_model_error(version, draft or ""), "config")
     if draft and draft_spec and (why := adapters.draft_refused(parse_version(version) or NEWEST_RELEASE, draft,

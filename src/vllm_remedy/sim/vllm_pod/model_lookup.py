@@ -3,24 +3,41 @@ which decides the start)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from vllm_remedy import hub
-from vllm_remedy.errors import UserError
-from vllm_remedy.vllm import resolved
+from vllm_remedy.hub import pod
+from vllm_remedy.vllm import catalog
 from vllm_remedy.vllm.catalog import ModelSpec
 from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version
 
+#: (model, revision) → the config.json a world's seed ships for its pods (``models:``), kept apart from what the Hub
+#: gave: a shipped model is the world's own, a Hub answer is asked again at each start.
+_shipped: dict[tuple[str, str | None], ModelSpec] = {}
 
-def model_spec(model_id: str, revision: str | None) -> ModelSpec:
-    """The model as vLLM would find it: the catalog, a config the world ships (``models:`` in its seed), then the
-    Hugging Face cache and Hub the way the tools resolve it (``hub``); a UserError when none has it."""
-    try:
-        return resolved.model(model_id, revision)
-    except UserError:
-        pass
-    shipped = resolved.known(model_id, None)
-    if isinstance(shipped, ModelSpec):
+
+def ship(model_id: str, revision: str | None, spec: ModelSpec) -> None:
+    """A seed's model: its pods find this config at ``revision`` (None: at any revision) without any network."""
+    _shipped[(model_id, hub.same_revision(revision))] = spec
+
+
+def model_spec(model_id: str, revision: str | None, container: Mapping[str, Any] | None = None) -> ModelSpec:
+    """The model as vLLM would find it at this start: the catalog, a config the world ships (``models:`` in its seed),
+    then the Hugging Face cache and Hub the way the tools resolve it (``hub``), with the pod's own HF_TOKEN,
+    HF_ENDPOINT and HF_HUB_OFFLINE (``container``: its env as the kubelet built it); a UserError when none has it.
+
+    Each start asks again, as vLLM's ``hf_hub_download`` does at each container start: a branch is revalidated and a
+    Hub that failed the last start is asked anew, so a restart after the Hub recovers serves."""
+    spec = catalog.repo_model(model_id, revision)
+    if spec is not None:
+        return spec
+    shipped = _shipped.get((model_id, hub.same_revision(revision))) or _shipped.get((model_id, None))
+    if shipped is not None:
         return shipped
-    return hub.resolve(model_id, revision, in_pod=True)[0]  # a local path is the pod's volume, not this machine's
+    env = pod.from_container(container) if container is not None else None
+    # a local path is the pod's volume, not this machine's
+    return hub.resolve(model_id, revision, in_pod=True, env=env, per_start=True)[0]
 
 
 def no_model_error(version: str, model_id: str) -> str:

@@ -1,0 +1,98 @@
+"""The Hub settings of the process that loads a model: a pod's own ``HF_TOKEN``, ``HF_ENDPOINT`` and
+``HF_HUB_OFFLINE``, where they differ from this process's environment.
+
+vLLM downloads config.json with the token, mirror and offline switch of *its* environment, the pod's. The rehearsal
+cluster knows a pod's environment exactly (the kubelet built it), so it resolves with all three. ``check`` and the
+deploys read a manifest: they can tell whether the pod sets a token (an ``env`` entry, a ``secretKeyRef``) but not a
+Secret's value, nor whether the pod's network reaches the pod's mirror, so they take only the token from the pod:
+none (vLLM gets the Hub's 401 for a gated repository), a literal, or :data:`UNREAD` (a Secret: this machine's token
+stands in for it, and what the Hub refuses to it is not what it would refuse to the pod).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+#: The variables huggingface_hub reads for a download, in the order it reads them.
+TOKEN, ENDPOINT, OFFLINE = "HF_TOKEN", "HF_ENDPOINT", "HF_HUB_OFFLINE"
+LEGACY_TOKEN = "HUGGING_FACE_HUB_TOKEN"  # huggingface_hub still reads it when HF_TOKEN is unset
+#: A pod's variable that is set but cannot be read here (a Secret's value): this process's value stands in for it.
+UNREAD = "\0unread"
+
+#: name -> the pod's value (None: unset in the pod, :data:`UNREAD`: set, unreadable); a name absent: this process's.
+Env = Mapping[str, str | None]
+_TRUE = ("1", "on", "yes", "true")
+
+
+def value(env: Env | None, name: str) -> str | None:
+    """``name`` as the loading process has it: the pod's where ``env`` says, else this process's."""
+    if env is not None and name in env and env[name] != UNREAD:
+        return env[name]
+    return os.environ.get(name)
+
+
+def token(env: Env | None) -> str | None:
+    return value(env, TOKEN) or (None if env is not None and TOKEN in env else os.environ.get(LEGACY_TOKEN)) or None
+
+
+def offline(env: Env | None = None) -> bool:
+    return (value(env, OFFLINE) or "").strip().lower() in _TRUE
+
+
+def endpoint(env: Env | None = None) -> str:
+    return (value(env, ENDPOINT) or "https://huggingface.co").rstrip("/")
+
+
+def token_is_vllms(env: Env | None, in_pod: bool) -> bool:
+    """Whether the token asked with is the one vLLM would send: this process's for a model of this machine, the pod's
+    when it is known (set to a literal, or not set at all). Only then is the Hub's "gated" or "not found" (a private
+    repository answers 404 to a caller without access) vLLM's own answer."""
+    if not in_pod:
+        return True
+    return env is not None and TOKEN in env and env[TOKEN] != UNREAD
+
+
+def key(env: Env | None) -> tuple[str, bool, str | None]:
+    """What of ``env`` decides a resolution's answer (the token by a short digest: it is no memo key in clear)."""
+    import hashlib
+
+    secret = token(env)
+    return endpoint(env), offline(env), hashlib.sha256(secret.encode()).hexdigest()[:16] if secret else None
+
+
+def from_container(container: Mapping[str, Any]) -> dict[str, str | None]:
+    """A rehearsal pod's: its ``env`` entries are the kubelet's literal values. The token is the pod's alone (unset:
+    none); the mirror and the offline switch are the pod's when it sets them, else this process's, which stands for
+    the Hub the rehearsal cluster's pods reach."""
+    values = {str(e.get("name")): e.get("value") for e in container.get("env") or []
+              if isinstance(e, Mapping) and isinstance(e.get("value"), str)}
+    out: dict[str, str | None] = {TOKEN: values.get(TOKEN) or values.get(LEGACY_TOKEN) or None}
+    for name in (ENDPOINT, OFFLINE):
+        if name in values:
+            out[name] = values[name]
+    return out
+
+
+def from_manifest(container: Mapping[str, Any], maps: Mapping[str, Mapping[str, str]] | None = None
+                  ) -> dict[str, str | None]:
+    """A manifest's pod, for ``check`` and the deploys: its token only (see the module)."""
+    from vllm_remedy.errors import UserError
+    from vllm_remedy.vllm import pod_env
+
+    for name in (TOKEN, LEGACY_TOKEN):
+        try:
+            got = pod_env.read(container, name, maps)
+        except UserError:
+            return {TOKEN: UNREAD}
+        if got.unknown is not None:
+            return {TOKEN: UNREAD}
+        if got.value:
+            return {TOKEN: got.value}
+    return {TOKEN: None}
+
+
+def says_token(env: Env | None) -> bool:
+    """Whether the pod sets a token (a literal or a Secret's)."""
+    return env is not None and env.get(TOKEN) is not None

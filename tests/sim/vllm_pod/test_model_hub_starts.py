@@ -1,0 +1,104 @@
+"""The rehearsal cluster's vLLM pods get their model from the Hub as vLLM does at each container start
+(tests/fixtures/hf_hub_server through HF_ENDPOINT, never the real Hub):
+
+- each (model, revision) on its own: a pod pinning ``--revision`` gets that revision's config, or vLLM's refusal
+  when the Hub has no such revision, whatever another pod resolved at ``main`` before;
+- at each start: a Hub that failed one start is asked again at the next (a restart after it recovers serves);
+- with the pod's own HF_TOKEN / HF_ENDPOINT, not the cluster process's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fixtures.hf_hub_server import SMOLLM2_CONFIG, HubServer, Repo, hub_server
+from vllm_remedy.sim.clock import Clock
+from vllm_remedy.sim.cluster import Cluster
+from vllm_remedy.sim.seed import make_node
+from vllm_remedy.sim.vllm_pod import install
+from vllm_remedy.sim.vllm_pod.reality import EXACT
+
+MODEL, GATED = "acme-corp/SmolLM2-Hub-Pods", "acme-corp/SmolLM2-Gated-Pods"
+SHORT = {**SMOLLM2_CONFIG, "max_position_embeddings": 4096}  # revision v2: a 4k context
+INVALID = "Invalid repository ID or local directory specified"
+
+
+@pytest.fixture
+def hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[HubServer]:
+    with hub_server({MODEL: Repo({"config.json": SMOLLM2_CONFIG}, revisions={"v2": {"config.json": SHORT}}),
+                     GATED: Repo({"config.json": SMOLLM2_CONFIG}, gated=True)}) as server:
+        monkeypatch.setenv("HF_ENDPOINT", server.url)
+        monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+        monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+        monkeypatch.setenv("VLLM_REMEDY_HUB_TIMEOUT", "1")
+        monkeypatch.delenv("HF_TOKEN", raising=False)
+        yield server
+
+
+@pytest.fixture
+def cluster(hub: HubServer) -> Iterator[Cluster]:
+    c = Cluster("t", clock=Clock(speed=600), reality=EXACT)
+    install(c)
+    c.store.create("nodes", make_node({"name": "l40s-1", "gpu": {"product": "NVIDIA-L40S", "count": 4}}, "t"))
+    c.start()
+    yield c
+    c.stop()
+
+
+def pod(name: str, args: list[str], env: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "llm"},
+            "spec": {"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-L40S"},
+                     "containers": [{"name": "vllm", "image": "vllm/vllm-openai:v0.19.0", "command": ["vllm", "serve"],
+                                     "args": args, "env": env or [],
+                                     "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}
+
+
+def logged(c: Cluster, name: str, text: str) -> bool:
+    for previous in (False, True):
+        try:
+            if text in c.read_log("llm", name, previous=previous):
+                return True
+        except Exception:  # no container (or no earlier one) yet
+            pass
+    return False
+
+
+def test_each_revision_is_resolved_on_its_own(cluster, hub):
+    """Before: once a pod had resolved main, a pod pinning v9.9 (no such revision) served main's config, and one
+    pinning v2 served lengths v2's config refuses."""
+    cluster.store.create("pods", pod("main", [MODEL, "--max-model-len", "8192"]))
+    assert cluster.wait_for(lambda: logged(cluster, "main", "GPU KV cache size"), 8)
+    cluster.store.create("pods", pod("nosuch", [MODEL, "--revision", "v9.9", "--max-model-len", "8192"]))
+    cluster.store.create("pods", pod("short", [MODEL, "--revision", "v2", "--max-model-len", "8192"]))
+    assert cluster.wait_for(lambda: logged(cluster, "nosuch", INVALID), 8)
+    assert cluster.wait_for(lambda: logged(cluster, "short", "max_position_embeddings=4096"), 8)
+    assert not logged(cluster, "short", "GPU KV cache size")
+    assert ("GET", f"/{MODEL}/resolve/v2/config.json") in hub.requests, hub.requests
+
+
+def test_a_hub_that_failed_one_start_is_asked_again_at_the_next(cluster, hub):
+    """Before: the first start's failure was kept for the cluster's life, and the pod crash-looped after the Hub
+    recovered; vLLM asks again at each container start."""
+    hub.repos[MODEL].misbehave = "error-500"
+    cluster.store.create("pods", pod("flaky", [MODEL, "--max-model-len", "8192"]))
+    assert cluster.wait_for(lambda: logged(cluster, "flaky", INVALID), 8)
+    hub.repos[MODEL].misbehave = None
+    assert cluster.wait_for(lambda: logged(cluster, "flaky", "GPU KV cache size"), 30)
+
+
+def test_the_pods_own_token_and_endpoint(cluster, hub):
+    """Before: the cluster process's environment was used: a gated model crash-looped though its pod set a token
+    with access, and a pod pointed at an unreachable mirror served from the cluster's Hub."""
+    cluster.store.create("pods", pod("token", [GATED, "--max-model-len", "8192"],
+                                     [{"name": "HF_TOKEN", "value": "hf_pod"}]))
+    cluster.store.create("pods", pod("notoken", [GATED, "--max-model-len", "8192"]))
+    cluster.store.create("pods", pod("mirror", [MODEL, "--max-model-len", "8192"],
+                                     [{"name": "HF_ENDPOINT", "value": "http://127.0.0.1:1"}]))
+    assert cluster.wait_for(lambda: logged(cluster, "token", "GPU KV cache size"), 8)
+    assert cluster.wait_for(lambda: logged(cluster, "notoken", INVALID), 8)
+    assert cluster.wait_for(lambda: logged(cluster, "mirror", INVALID), 8)
+    assert not logged(cluster, "mirror", "GPU KV cache size")
