@@ -193,6 +193,10 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
             said = argv.ArgError("hf-overrides", str(err)).lines(prog, release)
             return Refusal(version, model_id, "\n".join(said), "argparse")
         return Refusal(version, model_id, str(err), "config")
+    try:  # the quantization this release reads (ModelOpt's producer, hf_quant_config.json: ModelSpec.releases)
+        spec = spec.at(parse_version(version) or NEWEST_RELEASE)
+    except UserError as err:  # a reading no start is predicted for, as quant_support's below
+        return Refusal(version, model_id, f"ValueError: {err}", "config")
     if spec.load_refusal is not None:  # get_config's own exception on the overridden config (``hf_overrides``)
         return Refusal(version, model_id, spec.load_refusal, "config")
     # The container's env is vLLM's too: VLLM_ALLOW_LONG_MAX_MODEL_LEN turns the max-length refusal into a warning.

@@ -26,6 +26,7 @@ from vllm_remedy.vllm.memory.settings import (
 )
 from vllm_remedy.vllm.memory.unmodelled import DECIDED_BEFORE, CannotPredict
 from vllm_remedy.vllm.outcomes import REFUSED_BEFORE_SIZING, Outcome
+from vllm_remedy.vllm.versions import rules
 
 # Which config refuses a ``config_refused`` start (``Estimate.refused_by``): the model config (an architecture or
 # quantization method the release lacks, ``arch_release``), the env's VLLM_USE_V1 (``engine_env.Refusal``), the TP size
@@ -102,6 +103,7 @@ class Estimate:
 def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estimate:
     """Apply the version's budget rules to this model, GPU and flags; ``CannotPredict`` for flags it does not size,
     unless the start ends before their memory matters (``unmodelled.DECIDED_BEFORE``)."""
+    model = model.at(rules(settings.version).version)  # the quantization this release reads (ModelSpec.releases)
     if (split := tp_split_problem(model, settings.tp, split_run(model, gpu, settings))) is not None:
         return tp_refused(model, gpu, settings, split)
     res = resolve(model, gpu, settings)
