@@ -21,8 +21,8 @@ from vllm_remedy.vllm.mla_shape import MlaShape
 from vllm_remedy.vllm.mla_shape import read as read_mla_shape
 from vllm_remedy.vllm.quant_exclusions import Exclusions
 from vllm_remedy.vllm.quant_exclusions import from_text as read_exclusions
+from vllm_remedy.vllm.quant_source import NOT_READ, kv_cache_scheme, readings
 from vllm_remedy.vllm.quant_source import fold as fold_compression_config
-from vllm_remedy.vllm.quant_source import kv_cache_scheme, readings
 from vllm_remedy.yamlfile import load_packaged
 
 GIB = 1024**3
@@ -155,6 +155,9 @@ class ModelSpec:
             return cls._from_text(config, text, name, params_b)
         eras: list[tuple[tuple[int, int, int], ModelSpec | str]] = []
         for since, read, refusal in spans:
+            if refusal == NOT_READ:
+                eras.append((since, refusal))
+                continue
             try:
                 eras.append((since, _replace(cls._from_text(config, read, name, params_b), load_refusal=refusal)))
             except UserError as exc:  # this span cannot be predicted; another may be

@@ -84,6 +84,14 @@ MODELOPT_UPPER_SINCE: Version = (0, 14, 0)
 MODELOPT_LEGACY_SINCE: Version = (0, 26, 0)
 #: MIXED_PRECISION maps to "modelopt_mixed" (model_arch_config_convertor.py@0.33.0 l.249-265; absent @0.32.0).
 MODELOPT_MIXED_SINCE: Version = (0, 33, 0)
+#: Before 0.10.1, for a checkpoint whose hf_quant_config.json states an algorithm: its tensors include ModelOpt's
+#: per-layer scales (``weight_scale``, ``input_scale``), which the 16-bit layers have no parameter for
+#: (``params_dict[name]`` in ``LlamaForCausalLM.load_weights``, models/llama.py@0.9.0 l.436-452, @0.10.0 l.447-465,
+#: after ``maybe_remap_kv_scale_name`` leaves the name untouched, model_loader/weight_utils.py@0.9.0 l.721-781).
+NOT_READ = ("cannot predict: vLLM releases before 0.10.1 do not read hf_quant_config.json; they build the 16-bit "
+            "model config.json describes and load the checkpoint's ModelOpt tensors (and their weight_scale / "
+            "input_scale, which no 16-bit layer has: llama.py@0.9.0 load_weights) into it, which this tool does not "
+            "predict")
 #: vLLM's words refusing a ModelOpt algorithm the release does not map (raised before the method is looked at).
 UNKNOWN_ALGO = "ValueError: Unknown ModelOpt quant algo: "
 _BOUNDS = ((0, 0, 0), MODELOPT_SINCE, MODELOPT_UPPER_SINCE, MODELOPT_LEGACY_SINCE, MODELOPT_MIXED_SINCE)
@@ -92,8 +100,10 @@ _BOUNDS = ((0, 0, 0), MODELOPT_SINCE, MODELOPT_UPPER_SINCE, MODELOPT_LEGACY_SINC
 def as_release(qc: Any, version: Version) -> tuple[Any, str | None]:
     """(the ``quantization_config`` release ``version`` reads, vLLM's refusal of it or None).
 
-    Before 0.10.1 a section ``hub`` read from hf_quant_config.json is not read at all (None: the checkpoint sized as
-    its config.json says) and a ModelOpt section in config.json keeps what it states. From 0.10.1 a section whose
+    Before 0.10.1 a section ``hub`` read from hf_quant_config.json is not read at all: vLLM builds the 16-bit model
+    config.json describes and loads the checkpoint's ModelOpt tensors into it, which this tool does not predict
+    (``NOT_READ``) when the file states an algorithm (None otherwise: sized as config.json says); a ModelOpt section
+    in config.json keeps what it states. From 0.10.1 a section whose
     ``producer.name`` is "modelopt" (or a legacy one, 0.26.0+) gets ``quant_method`` from ``quantization.quant_algo``:
     "modelopt" for FP8, "modelopt_fp4" for NVFP4, "modelopt_mixed" for MIXED_PRECISION (0.33.0+); any other stated
     algorithm is refused ("Unknown ModelOpt quant algo"), an absent one leaves the section as it is. The same mapping
@@ -104,6 +114,8 @@ def as_release(qc: Any, version: Version) -> tuple[Any, str | None]:
     from_file = FROM_FILE in qc
     raw = {k: v for k, v in qc.items() if k != FROM_FILE}
     if version < MODELOPT_SINCE:
+        if from_file and isinstance(raw.get("quantization"), Mapping) and raw["quantization"].get("quant_algo"):
+            return None, NOT_READ
         return (None if from_file else raw), None
     producer = raw.get("producer", {})
     inner = raw.get("quantization", {})
