@@ -181,7 +181,7 @@ class ModelSpec:
             kv_lora_rank=mla[0] if mla else None,
             qk_rope_head_dim=mla[1] if mla else None,
             index_head_dim=_index_head_dim(text, name),
-            mla_shape=read_mla_shape(text, quant_config.weight_bits(text) or 16),
+            mla_shape=read_mla_shape(text, quant_config.weight_bits(text) or 16) if mla else None,
             sliding_layers=hf_config.sliding_layers(text, layers),
             quantized_scope=quant_config.quantized_scope(text),
             zero_points=quant_config.zero_points(text),

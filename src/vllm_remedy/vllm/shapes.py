@@ -69,8 +69,8 @@ class Vision:
 
 
 def attention_params(text: Mapping[str, Any], hidden: int, heads: int, kv_heads: int, head_dim: int) -> float:
-    """One layer's attention projections; MLA (DeepSeek) compresses K/V through ``kv_lora_rank``."""
-    mla = hf_config.mla_dims(text)
+    """One layer's attention projections; DeepSeek-style (and MiniCPM3) compress K/V through ``kv_lora_rank``."""
+    mla = hf_config.latent_dims(text)
     if mla is None:
         return hidden * (heads + 2 * kv_heads) * head_dim + heads * head_dim * hidden
     rank, rope = mla
