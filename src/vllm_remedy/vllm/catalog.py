@@ -127,6 +127,11 @@ class ModelSpec:
         return bool(self.quantization) and self.weight_bits < 16
 
     @property
+    def model_type(self) -> str:
+        """The text config's model_type (or the family its architecture names), which some dtype rules name."""
+        return self.length.model_type if self.length is not None else ""
+
+    @property
     def is_mla(self) -> bool:
         """Multi-head latent attention (DeepSeek): KV per token is the latent plus rope dims, not K and V per
         head, and vLLM's default block is 64 tokens."""

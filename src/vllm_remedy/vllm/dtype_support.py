@@ -14,8 +14,16 @@ Read from the PyPI wheels:
   the platform's ``supported_dtypes`` (platforms/cuda.py@0.9.1: float16 and float32 below 8.0) and falls back to
   float16 with a WARNING ("Your device 'Tesla T4' (with compute capability 7.5) doesn't support torch.bfloat16.
   Falling back to torch.float16 for compatibility."): the start goes on in float16.
-- A float32 checkpoint under auto becomes float16 in every release (gemma2's bfloat16 downcast before 0.9.1 is not
-  modelled; the catalog's dtype is the checkpoint's torch_dtype).
+- A float32 checkpoint (or one whose config.json states no ``torch_dtype``: ``config_dtype = torch.float32``) under
+  auto, ``_get_and_verify_dtype``: float16, but bfloat16 for model_type gemma2 (config.py@0.5.5-@0.7.3), for gemma2 /
+  gemma3 / gemma3_text (config.py@0.8.0; 0.8.1-0.8.2 not read, taken as 0.8.0), for plamo2 (config.py@0.8.5, @0.9.0;
+  none at 0.8.3). From 0.9.1 ``_resolve_auto_dtype`` downcasts float32 to the platform's preferred dtype, the first
+  of ``supported_dtypes`` that ``_is_valid_dtype`` keeps (config.py@0.9.2 to config/model.py@0.34.0): bfloat16 from
+  capability 8.0, else float16, else float32 for the types in ``_FLOAT16_NOT_SUPPORTED_MODELS`` (gemma2, gemma3,
+  plamo2, glm4; + gemma3_text from 0.10.2; plamo2 gone from 0.27.0); a bfloat16 checkpoint of those types on such a
+  card falls back to float32 the same way. A pooling model prefers float16 (``is_pooling_model``): not modelled, the
+  same two bytes. From 0.9.1 a config without ``torch_dtype`` is resolved from the safetensors header first (not an
+  input here): every header dtype resolves to a 16-bit type on these cards, read as float32's.
 
 An unknown capability (``GpuSpec.capability`` None) is never refused: the card may well be Ampere or newer.
 """
@@ -26,6 +34,13 @@ from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version
 
 MIN_CAPABILITY = (8, 0)
 AUTO_FALLBACK_SINCE = (0, 9, 1)  # _resolve_auto_dtype: auto falls back to float16 instead of refusing
+# float32 under auto -> bfloat16 for these model types, by first release (module docstring); float16 for the rest.
+_F32_TO_BF16 = (((0, 0, 0), frozenset({"gemma2"})), ((0, 8, 0), frozenset({"gemma2", "gemma3", "gemma3_text"})),
+                ((0, 8, 3), frozenset()), ((0, 8, 5), frozenset({"plamo2"})))
+# _FLOAT16_NOT_SUPPORTED_MODELS by first release (config.py@0.9.2, config/__init__.py@0.10.2, config/model.py@0.27.0).
+_NO_FLOAT16 = (((0, 9, 1), frozenset({"gemma2", "gemma3", "plamo2", "glm4"})),
+               ((0, 10, 2), frozenset({"gemma2", "gemma3", "gemma3_text", "plamo2", "glm4"})),
+               ((0, 27, 0), frozenset({"gemma2", "gemma3", "gemma3_text", "glm4"})))
 _ALIASES = {"half": "float16", "float": "float32"}
 
 
@@ -45,21 +60,44 @@ def falls_back(version: str | None) -> bool:
     return (parse_version(version) or NEWEST_RELEASE) >= AUTO_FALLBACK_SINCE
 
 
-def resolved(model_dtype: str, dtype: str, capability: tuple[int, int] | None, version: str | None) -> str:
-    """The dtype vLLM runs the model in: ``--dtype`` when given; under auto the checkpoint's, a float32 checkpoint
-    as float16, and a bfloat16 one as float16 where the release falls back on a card without bfloat16."""
+Version = tuple[int, int, int]
+
+
+def _by_release(table: tuple[tuple[Version, frozenset[str]], ...], v: Version) -> frozenset[str]:
+    """The types of the last row at or below ``v``."""
+    return next((types for since, types in reversed(table) if v >= since), frozenset())
+
+
+def preferred(capability: tuple[int, int] | None, model_type: str, version: str | None) -> str:
+    """The dtype ``_resolve_auto_dtype`` (0.9.1+) prefers on this card: bfloat16 from capability 8.0 (or unknown),
+    else float16, else float32 for a type that refuses float16."""
+    if not no_bf16(capability):
+        return "bfloat16"
+    v = parse_version(version) or NEWEST_RELEASE
+    return "float32" if model_type in _by_release(_NO_FLOAT16, v) else "float16"
+
+
+def resolved(model_dtype: str, dtype: str, capability: tuple[int, int] | None, version: str | None,
+             model_type: str = "") -> str:
+    """The dtype vLLM runs the model in: ``--dtype`` when given; under auto the checkpoint's, a float32 checkpoint as
+    the release downcasts it, and a bfloat16 one as the preferred dtype where the release falls back on a card
+    without bfloat16 (module docstring). ``model_type``: the text config's, which some rules name."""
     if dtype != "auto":
         return requested(dtype)
     if model_dtype == "float32":
-        return "float16"
+        if falls_back(version):
+            return preferred(capability, model_type, version)
+        v = parse_version(version) or NEWEST_RELEASE
+        return "bfloat16" if model_type in _by_release(_F32_TO_BF16, v) else "float16"
     if model_dtype == "bfloat16" and no_bf16(capability) and falls_back(version):
-        return "float16"
+        return preferred(capability, model_type, version)
     return model_dtype
 
 
-def refused(model_dtype: str, dtype: str, capability: tuple[int, int] | None, version: str | None) -> bool:
+def refused(model_dtype: str, dtype: str, capability: tuple[int, int] | None, version: str | None,
+            model_type: str = "") -> bool:
     """Whether the worker refuses the start: the resolved dtype is bfloat16 on a card known to lack it."""
-    return no_bf16(capability) and resolved(model_dtype, dtype, capability, version) == "bfloat16"
+    return no_bf16(capability) and resolved(model_dtype, dtype, capability, version, model_type) == "bfloat16"
 
 
 def fell_back(model_dtype: str, dtype: str, capability: tuple[int, int] | None, version: str | None) -> bool:

@@ -410,7 +410,7 @@ def intermediate_size(config: Mapping[str, Any], hidden: int) -> int:
 
 
 def torch_dtype(config: Mapping[str, Any]) -> str:
-    """The dtype ``--dtype auto`` resolves to (float32 served in bf16); none stated is float32 (_get_and_verify_dtype
-    ``config_dtype = torch.float32``, vllm/config.py@0.6.4; later ones read the safetensors header first: no input)."""
-    raw = str(config.get("torch_dtype") or config.get("dtype") or "float32").replace("torch.", "")
-    return "bfloat16" if raw == "float32" else raw
+    """The checkpoint's dtype as ``--dtype auto`` starts from: none stated is float32 (_get_and_verify_dtype
+    ``config_dtype = torch.float32``, vllm/config.py@0.6.4); what a release runs float32 in is ``dtype_support``'s
+    (float16 or bfloat16 by release, model_type and card)."""
+    return str(config.get("torch_dtype") or config.get("dtype") or "float32").replace("torch.", "")

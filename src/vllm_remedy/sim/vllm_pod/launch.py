@@ -231,7 +231,7 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
     if gpu is None or gpu_limit(container) < 1:
         return Refusal(version, model_id, "RuntimeError: No CUDA GPUs are available", "device")
     # the V1 oracle's refusals under VLLM_USE_V1=1 hang on the KV dtype, the model's dtype and MLA too (v1_oracle)
-    run_dtype = dtype_support.resolved(spec.dtype, settings.dtype, gpu.capability, settings.version)
+    run_dtype = dtype_support.resolved(spec.dtype, settings.dtype, gpu.capability, settings.version, spec.model_type)
     found: dict[str, Refusal] = {}  # the config-time refusals, by where vLLM runs them (``config_order``)
     # the oracle reads model_config.use_mla: off under VLLM_MLA_DISABLE (``mla_env``; platforms/cuda.py@0.10.2)
     mla_on = spec.is_mla and not mla_env.disabled(v, spec.is_mla, settings.mla_disable_env,

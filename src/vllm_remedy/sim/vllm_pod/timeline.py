@@ -118,6 +118,9 @@ def _typed(launch: Launch) -> dict[str, object]:
     if s.max_num_batched_tokens is not None:
         out["max_num_batched_tokens"] = s.max_num_batched_tokens
     cap = launch.gpu.capability
+    if s.dtype == "auto":  # the dtype auto resolves to (a float32 or dtype-less checkpoint's by release: dtype_support)
+        out["torch_dtype"] = dtype_support.resolved(launch.model.dtype, s.dtype, cap, launch.version,
+                                                    launch.model.model_type)
     if dtype_support.fell_back(launch.model.dtype, s.dtype, cap, launch.version):  # vLLM warns, runs float16
         name = dtype_support.detail(launch.gpu.product, cap)
         out["torch_dtype"] = "float16"
