@@ -16,7 +16,15 @@ from importlib import resources
 from typing import Any
 
 from vllm_remedy.errors import UserError
-from vllm_remedy.vllm import architectures, config_bounds, hf_config, quant_config, qwen2_vl_tower, shapes
+from vllm_remedy.vllm import (
+    architectures,
+    config_bounds,
+    hf_config,
+    quant_config,
+    qwen2_vl_tower,
+    shapes,
+    stray_text,
+)
 from vllm_remedy.vllm.mla_shape import MlaShape
 from vllm_remedy.vllm.mla_shape import read as read_mla_shape
 from vllm_remedy.yamlfile import load_packaged
@@ -113,6 +121,7 @@ class ModelSpec:
     int_facts: quant_config.IntFacts | None = None  # AWQ / GPTQ packing as stated (quant_support judges the bits)
     ct_mla_groups: bool | None = None  # compressed-tensors: every group fp8 as 0.7.2's use_mla reads it (quant_config)
     load_refusal: str | None = None  # vLLM's exception loading the config (hf_overrides.applied): config_refused
+    stray_text_config: bool = False  # a text-only class with a text_config: refused (stray_text.refusal)
 
     @property
     def is_moe(self) -> bool:
@@ -125,6 +134,12 @@ class ModelSpec:
         """The checkpoint itself stores weights below 16 bits (FP8, AWQ, GPTQ, mxfp4, ...): they load at that width
         and run through the method's own kernels, whatever flags the start adds."""
         return bool(self.quantization) and self.weight_bits < 16
+
+    def load_refusal_in(self, version: tuple[int, int, int]) -> str | None:
+        """vLLM's exception loading this config in the release (``load_refusal``, else a stray text_config's)."""
+        if self.load_refusal is not None:
+            return self.load_refusal
+        return stray_text.refusal(version) if self.stray_text_config else None
 
     @property
     def model_type(self) -> str:
@@ -196,6 +211,7 @@ class ModelSpec:
             weight_block_size=quant_config.weight_block_size(text),
             int_facts=quant_config.int_facts(text),
             ct_mla_groups=quant_config.ct_mla_groups(text),
+            stray_text_config=stray_text.stray(config),
             expert_params_b=counts.experts / 1e9,
             vision_params_b=vision_params / 1e9,
             vision_hidden=tower.hidden if tower else 0,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vllm_remedy.errors import UserError
-from vllm_remedy.vllm import architectures, config_defaults, mla_types
+from vllm_remedy.vllm import architectures, config_defaults, mla_types, stray_text
 
 # The keys vLLM scans for the model's maximum length; the smallest present value wins.
 MAX_LEN_KEYS = (
@@ -64,6 +64,8 @@ def text_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
         layers = ", ".join(f"{k} {config[k]}" for k in ("encoder_layers", "decoder_layers") if k in config)
         raise cannot_predict(config, f"an encoder-decoder model{f' ({layers})' if layers else ''}: its encoder and "
                                      "cross-attention KV cache are not modelled")
+    if stray_text.text_only(config):  # a text class keeps a stray sub-config as a plain attribute (``stray_text``)
+        return with_defaults(config)
     for key in ("text_config", "llm_config", "language_config"):
         inner = config.get(key)
         if isinstance(inner, Mapping) and ("hidden_size" in inner or "num_hidden_layers" in inner):

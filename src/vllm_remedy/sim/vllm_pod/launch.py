@@ -193,8 +193,9 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
             said = argv.ArgError("hf-overrides", str(err)).lines(prog, release)
             return Refusal(version, model_id, "\n".join(said), "argparse")
         return Refusal(version, model_id, str(err), "config")
-    if spec.load_refusal is not None:  # get_config's own exception on the overridden config (``hf_overrides``)
-        return Refusal(version, model_id, spec.load_refusal, "config")
+    said = spec.load_refusal_in(parse_version(version) or NEWEST_RELEASE)
+    if said is not None:  # get_config's own exception (``hf_overrides``, a stray text_config: ``hf_config``)
+        return Refusal(version, model_id, said, "config")
     # The container's env is vLLM's too: VLLM_ALLOW_LONG_MAX_MODEL_LEN turns the max-length refusal into a warning.
     inputs = {"other-process-gib": str(other_process_gib(node, cluster_gpu_used_mib)),
               **engine_select.env_inputs(container, version)}  # and VLLM_USE_V1 selects the engine
