@@ -84,3 +84,13 @@ def test_minicpm3_at_32k_does_not_fit_an_l4(cluster):
         status(cluster, "cpm")
     report = parse_startup_log(cluster.read_log("llm", "cpm", previous=True))
     assert classify(report) is Failure.MAX_LEN_EXCEEDS_KV
+
+
+def test_a_bfloat16_gemma2_on_a_t4_falls_back_to_float32_from_0_9_1(cluster):
+    # _resolve_auto_dtype keeps only the card's dtypes _is_valid_dtype allows: gemma2 refuses float16, the T4 lacks
+    # bfloat16, so float32 is preferred and warned about (config/model.py@0.34.0)
+    cluster.store.create("pods", pod("g2", "google/gemma-2-2b-it", "Tesla-T4", "vllm/vllm-openai:v0.34.0",
+                                     "--max-model-len", "2048"))
+    assert cluster.wait_for(lambda: logged(cluster, "g2", "dtype=torch."), 8), status(cluster, "g2")
+    text = cluster.read_log("llm", "g2")
+    assert "Falling back to torch.float32 for compatibility." in text and "dtype=torch.float32" in text

@@ -121,9 +121,8 @@ def _typed(launch: Launch) -> dict[str, object]:
     if s.dtype == "auto":  # the dtype auto resolves to (a float32 or dtype-less checkpoint's by release: dtype_support)
         out["torch_dtype"] = dtype_support.resolved(launch.model.dtype, s.dtype, cap, launch.version,
                                                     launch.model.model_type)
-    if dtype_support.fell_back(launch.model.dtype, s.dtype, cap, launch.version):  # vLLM warns, runs float16
-        name = dtype_support.detail(launch.gpu.product, cap)
-        out["torch_dtype"] = "float16"
+    if dtype_support.fell_back(launch.model.dtype, s.dtype, cap, launch.version):  # vLLM warns, runs the preferred
+        name = dtype_support.detail(launch.gpu.product, cap)  # dtype: float16, float32 for gemma2 & co (0.9.1+)
         out["dtype_fallback"] = f"'{name['gpu_name']}' (with compute capability {name['capability']})"
     return out
 
