@@ -91,3 +91,13 @@ def test_float32_gemma2_is_bfloat16_where_the_release_says_so(tmp_path, version,
               "sliding_window": 4096, "torch_dtype": "float32"}
     out = _estimate(_write(tmp_path, "gemma2.json", gemma2), "Tesla-T4", version, "--max-model-len", "2048")
     assert out["outcome"] == outcome, out
+
+
+def test_a_family_whose_mlp_was_not_read_is_cannot_predict(tmp_path):
+    # JAIS builds c_fc and, with SwiGLU, c_fc2 (jais.py@0.19.0): neither count was read, so neither is guessed
+    jais = {**{k: v for k, v in LLAMA_8B.items() if k != "model_type"}, "architectures": ["JAISLMHeadModel"],
+            "model_type": "jais"}
+    got = run_cli("estimate", "--model-config", _write(tmp_path, "jais.json", jais), "--gpu", "NVIDIA-L4",
+                  "--vllm-version", "0.19.0")
+    assert got.returncode != 0
+    assert "cannot predict JAISLMHeadModel: the MLP of jais in vLLM was not read" in got.stderr, got.stderr

@@ -12,32 +12,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from vllm_remedy.vllm import architectures, config_defaults, hf_config
+from vllm_remedy.vllm import architectures, config_defaults, hf_config, mlp_kind
 
 # Activations whose MLP has a gate (three matrices per MLP instead of two).
 _GATED = ("silu", "swiglu", "gelu_pytorch_tanh_gated", "quick_gelu_gated")
-# Text families whose vLLM MLP is two matrices, an up projection and a down projection with no gate (a
-# ColumnParallelLinear and a RowParallelLinear, no MergedColumnParallelLinear), read in model_executor/models/ at
-# 0.6.3, 0.10.2 and 0.19.0 / 0.30.0 where the file is there: opt.py fc1/fc2, falcon.py and gpt_neox.py and bloom.py
-# and persimmon.py dense_h_to_4h/dense_4h_to_h, gpt2.py and gpt_bigcode.py and starcoder2.py c_fc/c_proj, gpt_j.py
-# fc_in/fc_out, phi.py fc1/fc2, nemotron.py and mpt.py and arcee.py (0.10.2 on) up_proj/down_proj. By model_type, and
-# by architecture for a config without one. Every other family is counted with a gate (gate, up, down), as vLLM's
-# llama.py-style MLPs build ``MergedColumnParallelLinear([intermediate_size] * 2)`` + down_proj; that is not read
-# family by family.
-_UNGATED_TYPES = frozenset({"opt", "falcon", "RefinedWeb", "RefinedWebModel", "gpt_neox", "gpt2", "gpt_bigcode",
-                            "gptj", "phi", "nemotron", "starcoder2", "persimmon", "bloom", "mpt", "arcee"})
-_UNGATED_ARCHITECTURES = frozenset({
-    "OPTForCausalLM", "FalconForCausalLM", "RWForCausalLM", "GPTNeoXForCausalLM", "GPT2LMHeadModel",
-    "GPTBigCodeForCausalLM", "GPTJForCausalLM", "PhiForCausalLM", "NemotronForCausalLM", "Starcoder2ForCausalLM",
-    "PersimmonForCausalLM", "BloomForCausalLM", "MPTForCausalLM", "ArceeForCausalLM"})
 
 
 def mlp_matrices(text: Mapping[str, Any]) -> int:
-    """Matrices of one dense MLP: 2 for the families in ``_UNGATED_TYPES`` (up, down), else 3 (gate, up, down)."""
-    kind = str(text.get("model_type") or "")
-    if kind:
-        return 2 if kind in _UNGATED_TYPES else 3
-    return 2 if architectures.first_architecture(text) in _UNGATED_ARCHITECTURES else 3
+    """Matrices of one dense MLP or shared expert (``mlp_kind``); "cannot predict" for a family not read."""
+    count = mlp_kind.matrices(text)
+    if count is None:
+        kind = text.get("model_type") or architectures.first_architecture(text) or "this family"
+        raise hf_config.cannot_predict(text, f"the MLP of {kind} in vLLM was not read (gated or not: its weights "
+                                             "are 2 or 3 matrices a layer)")
+    return count
 
 
 @dataclass(frozen=True)
@@ -117,13 +105,14 @@ def text_params(
     embed = vocab * hidden * (1 if tie else 2)
     if not experts:
         return Params(embed=embed, body=attn + layers * mlp_matrices(text) * hidden * inter, experts=0.0, vision=0.0)
-    per_expert = 3 * hidden * (moe_inter or inter)
+    per_expert = 3 * hidden * (moe_inter or inter)  # routed experts: FusedMoE's w13 (gate, up) and w2
+    dense = mlp_matrices(text)
     routed = moe_layers(text, layers)
     if "n_routed_experts" in text and "n_shared_experts" not in text:
         raise hf_config.cannot_predict(text, "n_shared_experts missing (the always-on experts)")
-    shared = int(text.get("n_shared_experts") or 0) * per_expert
-    shared += 3 * hidden * int(text.get("shared_expert_intermediate_size") or 0)
-    body = attn + routed * (shared + hidden * experts) + (layers - routed) * 3 * hidden * inter
+    shared = int(text.get("n_shared_experts") or 0) * dense * hidden * (moe_inter or inter)
+    shared += dense * hidden * int(text.get("shared_expert_intermediate_size") or 0)
+    body = attn + routed * (shared + hidden * experts) + (layers - routed) * dense * hidden * inter
     return Params(embed=embed, body=body, experts=routed * experts * per_expert, vision=0.0)
 
 
