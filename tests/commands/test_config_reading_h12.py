@@ -101,3 +101,14 @@ def test_a_family_whose_mlp_was_not_read_is_cannot_predict(tmp_path):
                   "--vllm-version", "0.19.0")
     assert got.returncode != 0
     assert "cannot predict JAISLMHeadModel: the MLP of jais in vLLM was not read" in got.stderr, got.stderr
+
+
+@pytest.mark.parametrize(("version", "refused"), [("0.8.5", False), ("0.9.2", True), ("0.30.0", True)])
+@pytest.mark.parametrize("dtype", ["float16", "half"])
+def test_float16_on_gemma2_is_refused_where_check_valid_dtype_exists(version, refused, dtype):
+    got = run_cli("estimate", "--model", "google/gemma-2-9b-it", "--gpu", "NVIDIA-A100-SXM4-80GB", "--vllm-version",
+                  version, "--max-model-len", "4096", "--dtype", dtype, "-o", "json")
+    assert got.returncode == 0, got.stderr
+    out = json.loads(got.stdout)
+    words = "ValueError: The model type 'gemma2' does not support float16. Reason: Numerical instability."
+    assert (out["outcome"] == "config_refused" and words in out["refusal"]) is refused, out

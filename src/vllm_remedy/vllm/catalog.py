@@ -121,6 +121,7 @@ class ModelSpec:
     int_facts: quant_config.IntFacts | None = None  # AWQ / GPTQ packing as stated (quant_support judges the bits)
     ct_mla_groups: bool | None = None  # compressed-tensors: every group fp8 as 0.7.2's use_mla reads it (quant_config)
     load_refusal: str | None = None  # vLLM's exception loading the config (hf_overrides.applied): config_refused
+    config_model_type: str = ""  # the top-level config's model_type (a composite's own: gemma3 over gemma3_text)
     stray_text_config: bool = False  # a text-only class with a text_config: refused (stray_text.refusal)
 
     @property
@@ -145,6 +146,12 @@ class ModelSpec:
     def model_type(self) -> str:
         """The text config's model_type (or the family its architecture names), which some dtype rules name."""
         return self.length.model_type if self.length is not None else ""
+
+    @property
+    def model_types(self) -> tuple[str, str]:
+        """(the text config's, the top-level config's) model_type: vLLM's dtype rules read one or the other by
+        release (``dtype_support.ModelTypes``)."""
+        return self.model_type, self.config_model_type or self.model_type
 
     @property
     def is_mla(self) -> bool:
@@ -211,6 +218,7 @@ class ModelSpec:
             weight_block_size=quant_config.weight_block_size(text),
             int_facts=quant_config.int_facts(text),
             ct_mla_groups=quant_config.ct_mla_groups(text),
+            config_model_type=hf_config.model_type(config),
             stray_text_config=stray_text.stray(config),
             expert_params_b=counts.experts / 1e9,
             vision_params_b=vision_params / 1e9,

@@ -94,3 +94,12 @@ def test_a_bfloat16_gemma2_on_a_t4_falls_back_to_float32_from_0_9_1(cluster):
     assert cluster.wait_for(lambda: logged(cluster, "g2", "dtype=torch."), 8), status(cluster, "g2")
     text = cluster.read_log("llm", "g2")
     assert "Falling back to torch.float32 for compatibility." in text and "dtype=torch.float32" in text
+
+
+def test_half_on_gemma2_crash_loops_with_check_valid_dtypes_error(cluster):
+    cluster.store.create("pods", pod("g2h", "google/gemma-2-2b-it", "NVIDIA-L4", "vllm/vllm-openai:v0.30.0",
+                                     "--max-model-len", "2048", "--dtype", "half"))
+    assert cluster.wait_for(lambda: "CrashLoopBackOff" in str(status(cluster, "g2h").get("state")), 8), \
+        status(cluster, "g2h")
+    text = cluster.read_log("llm", "g2h", previous=True)
+    assert "ValueError: The model type 'gemma2' does not support float16." in text

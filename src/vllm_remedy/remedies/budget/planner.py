@@ -177,7 +177,7 @@ def _base(req: BudgetRequest, lim: Limits, notes: list[str]) -> tuple[EngineSett
             changes["tp"] = min(inside, key=lambda t: (abs(t - s.tp), t))
         else:
             notes.append("no tensor-parallel-size within the bounds: " + _tp_refusals(req, lim.tp_min, hi))
-    card, kind = req.gpu.capability, req.model.model_type
+    card, kind = req.gpu.capability, req.model.model_types
     if dtype_support.refused(req.model.dtype, s.dtype, card, s.version, kind):  # vLLM refuses it on this card
         problems.append(f"dtype {dtype_support.resolved(req.model.dtype, s.dtype, card, s.version, kind)} is "
                         f"refused on {req.gpu.product} (compute capability below 8.0): --dtype float16")

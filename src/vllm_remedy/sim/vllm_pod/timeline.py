@@ -120,10 +120,12 @@ def _typed(launch: Launch) -> dict[str, object]:
     cap = launch.gpu.capability
     if s.dtype == "auto":  # the dtype auto resolves to (a float32 or dtype-less checkpoint's by release: dtype_support)
         out["torch_dtype"] = dtype_support.resolved(launch.model.dtype, s.dtype, cap, launch.version,
-                                                    launch.model.model_type)
+                                                    launch.model.model_types)
     if dtype_support.fell_back(launch.model.dtype, s.dtype, cap, launch.version):  # vLLM warns, runs the preferred
         name = dtype_support.detail(launch.gpu.product, cap)  # dtype: float16, float32 for gemma2 & co (0.9.1+)
-        out["dtype_fallback"] = f"'{name['gpu_name']}' (with compute capability {name['capability']})"
+        at = f"(with compute capability {name['capability']})"  # 0.9.0's words differ (dtype_support)
+        out["dtype_fallback"] = (f"device '{name['gpu_name']}' {at}" if dtype_support.falls_back(launch.version)
+                                 else f"{name['gpu_name']} device {at}")
     return out
 
 

@@ -154,7 +154,7 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
         outcome = Outcome.MAX_LEN_EXCEEDS_MODEL  # vLLM's model config refuses it before touching the GPU
     elif refused is not None:
         outcome = Outcome.CONFIG_REFUSED  # refused at config time, before any GPU memory is used
-    elif dtype_support.refused(model.dtype, settings.dtype, gpu.capability, settings.version, model.model_type):
+    elif dtype_support.refused(model.dtype, settings.dtype, gpu.capability, settings.version, model.model_types):
         outcome = Outcome.DTYPE_UNSUPPORTED  # the worker refuses bfloat16 below capability 8.0 before loading
     # Graphs are captured after the KV cache is allocated; outside the budget they need the card's spare room and the
     # room the profile's activation freed, less what the capture and sampler warm-up allocate (``post_capture``).
