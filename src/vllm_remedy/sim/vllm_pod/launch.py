@@ -194,7 +194,7 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
             return Refusal(version, model_id, "\n".join(said), "argparse")
         return Refusal(version, model_id, str(err), "config")
     said = spec.load_refusal_in(parse_version(version) or NEWEST_RELEASE)
-    if said is not None:  # get_config's own exception (``hf_overrides``, a stray text_config: ``hf_config``)
+    if said is not None:  # get_config's own exception (``hf_overrides``, a stray text_config: ``stray_text``)
         return Refusal(version, model_id, said, "config")
     # The container's env is vLLM's too: VLLM_ALLOW_LONG_MAX_MODEL_LEN turns the max-length refusal into a warning.
     inputs = {"other-process-gib": str(other_process_gib(node, cluster_gpu_used_mib)),
