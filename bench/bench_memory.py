@@ -26,6 +26,8 @@ CASES = [
     ("Qwen2.5-72B TP2 / H100 / 0.9.2", "Qwen/Qwen2.5-72B-Instruct", "NVIDIA-H100-80GB-HBM3", "0.9.2",
      {"tensor-parallel-size": "2"}),
     ("Llama-3.1-8B / L4 / 0.6.4 (fails)", "meta-llama/Llama-3.1-8B-Instruct", "NVIDIA-L4", "0.6.4", {}),
+    ("Qwen3-32B-AWQ / RTX 5090 / 0.28.0", "Qwen/Qwen3-32B-AWQ", "NVIDIA-GeForce-RTX-5090", "0.28.0",
+     {"max-model-len": "8192", "gpu-memory-utilization": "0.70"}),
 ]
 
 

@@ -23,7 +23,7 @@ from vllm_remedy.commands._engine_args import (
     refused_estimate,
 )
 from vllm_remedy.envelope import dumps, envelope
-from vllm_remedy.vllm import model_len, outcomes
+from vllm_remedy.vllm import kv_auto, model_len, outcomes
 from vllm_remedy.vllm.memory import Estimate, estimate
 from vllm_remedy.vllm.memory.post_capture import CaptureRoom, capture_room
 from vllm_remedy.vllm.memory.settings import engine_rules
@@ -61,6 +61,7 @@ def run(args: argparse.Namespace) -> int:
     label = r.label if engine == r.engine else f"{r.label}, {engine} engine"
     longest = model_len.limit(model, args.vllm_version)
     name = shown_model(args, flags, model.name)
+    kv_note = kv_auto.note(settings.kv_cache_dtype, model.kv_quant, r.version)  # auto read from the checkpoint
     if args.output == "json":
         print(dumps(envelope("EstimateResult", {**result_json(est), "model": name, "gpu": gpu.product,
                                                 # as typed (null: none), and as every output prints it
@@ -70,12 +71,13 @@ def run(args: argparse.Namespace) -> int:
                                                 "model_source": source,  # the config's: --hf-config-path's
                                                 # null: no length key caps it
                                                 "model_max_len": None if longest.unbounded else longest.tokens,
-                                                "model_max_len_key": longest.key, **echo_inputs(args)})))
+                                                "model_max_len_key": longest.key,
+                                                "kv_cache_dtype_note": kv_note, **echo_inputs(args)})))
     else:
         room = capture_room(model, gpu, settings, est) if est.graph_capture_oom else None
         path = _hf_flags.config_path(flags)
         print(render(est, name if path is None or not args.model else f"{name} (config: --hf-config-path {path})",
-                     gpu.product, label, longest, refusal, room))
+                     gpu.product, label, longest, refusal, room, kv_note))
     return 0
 
 
@@ -108,7 +110,7 @@ def echo_inputs(args: argparse.Namespace) -> dict[str, object]:
 
 
 def render(est: Estimate, model: str, gpu: str, version: str, longest: model_len.Limit | None = None,
-           refusal: str | None = None, room: CaptureRoom | None = None) -> str:
+           refusal: str | None = None, room: CaptureRoom | None = None, kv_note: str | None = None) -> str:
     """The human view: a table of the budget and a one-line bar of the GPU's memory split (``refusal``: why vLLM
     refuses a ``config_refused`` start, ``Estimate.refusal``; ``room``: the capture step's parts on a predicted capture
     OOM, ``post_capture.capture_room``)."""
@@ -150,6 +152,8 @@ def render(est: Estimate, model: str, gpu: str, version: str, longest: model_len
                             if outcomes.has_cache(est.outcome) else "none: no KV cache"),
         ("peak device memory", f"{est.peak_gib:.2f} of {est.total_gib:.2f} GiB"),
     ]
+    if kv_note is not None:  # the cache dtype vLLM picks for auto from the checkpoint (``kv_auto``)
+        rows.append(("KV cache dtype", kv_note))
     if est.needed_kv_gib is not None:
         rows.append(("KV needed for 1 request", f"{est.needed_kv_gib:.2f} GiB"))
     if est.suggested_max_model_len is not None:

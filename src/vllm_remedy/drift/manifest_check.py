@@ -54,9 +54,11 @@ from vllm_remedy.remedies.predict import (
 )
 from vllm_remedy.vllm import (
     catalog,
+    dtype_support,
     engine_env,
     hf_overrides,
     hf_received,
+    kv_auto,
     manifest_flags_file,
     model_len,
     pod_shape,
@@ -70,7 +72,7 @@ from vllm_remedy.vllm.memory.config_values import ConfigRefused
 from vllm_remedy.vllm.memory.unmodelled import CannotPredict
 from vllm_remedy.vllm.outcomes import Outcome, has_cache
 from vllm_remedy.vllm.parallel import group_flags, layout_fix, pod_shortfall, world_size
-from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version, version_from_image
+from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version, rules, version_from_image
 
 ERROR, UNKNOWN_SEVERITY = "error", "unknown"
 _MEMORY_CHECKS = frozenset({"start", "max-model-len", "flag-bounds", "concurrency", "gpu-pinned"})
@@ -173,6 +175,8 @@ def check_workload(workload: Workload, policy: Policy, now: float) -> Result:
     findings += [Finding(c.name, ERROR if c.status == DRIFT else UNKNOWN_SEVERITY, c.detail, "")
                  for c in checks if c.status in (DRIFT, UNKNOWN)]
     findings += unknown
+    if model is not None and settings is not None and (kv := _auto_fp8_forbidden(policy, model, card, settings)):
+        findings.append(Finding("kv-cache-dtype", ERROR, *kv))
     if layout is not None:
         findings = [f for f in findings if f.check != "start"] + [Finding("start", ERROR, layout,
                                                                           layout_fix(policy.gpu.resource))]
@@ -196,6 +200,28 @@ def check_workload(workload: Workload, policy: Policy, now: float) -> Result:
     if pinned is None and policy.gpu_product and prediction.estimate is not None:
         notes.append(f"the template pins no GPU product: predicted on the policy's {policy.gpu_product}")
     return Result(workload, name, prediction, tuple(findings), fix, tuple(notes))
+
+
+def _auto_fp8_forbidden(policy: Policy, model: ModelSpec, card: GpuSpec | None,
+                        settings: EngineSettings) -> tuple[str, str] | None:
+    """(reason, fix) when the policy's kv_cache_fp8 rule, judged on the cache dtype vLLM runs, is broken: ``auto`` on
+    a ModelOpt checkpoint with an FP8 KV scheme is fp8_e4m3 from 0.14.0 (``kv_auto``). The fix is the planner's
+    (a typed 16-bit dtype) where the release and the policy's flag bounds take one ("" here), else said."""
+    if policy.kv_cache_fp8.allowed:
+        return None
+    v = rules(settings.version).version
+    said = kv_auto.note(settings.kv_cache_dtype, model.kv_quant, v)
+    if said is None:
+        return None
+    run = dtype_support.resolved(model.dtype, settings.dtype, card.capability if card else None, settings.version)
+    typed = kv_auto.sixteen_bit(run, refused.kv_cache_dtypes(v))
+    allowed = policy.flags.kv_cache_dtype
+    fix = ("" if typed is not None and (allowed is None or typed in allowed.allowed) else
+           f"type --kv-cache-dtype {typed} (a typed dtype is not resolved) and allow it in the policy's "
+           "flags.kv-cache-dtype, or allow an fp8 KV cache (kv_cache_fp8) after an evaluation" if typed else
+           "no --kv-cache-dtype of this release keeps a 16-bit cache: allow an fp8 KV cache (kv_cache_fp8) after an "
+           "evaluation, or serve a checkpoint without an FP8 KV-cache scheme")
+    return f"{said}; the policy forbids an fp8 KV cache (kv_cache_fp8)", fix
 
 
 _LAYOUT_FIX = ("make --tensor-parallel-size × --pipeline-parallel-size at most size × GPUs per pod (raise size or "

@@ -25,6 +25,7 @@ from vllm_remedy import gitops
 from vllm_remedy.connectors.fleet import FleetReads
 from vllm_remedy.drift import checks, report
 from vllm_remedy.drift.fallback_route import check_fallback_route
+from vllm_remedy.drift.kv_auto_rule import check_kv_auto
 from vllm_remedy.drift.pyinfra_costs import facts_read_once
 from vllm_remedy.drift.session import Run, close, not_run, per_host, run_operation, start
 from vllm_remedy.drift.workloads import (
@@ -97,6 +98,7 @@ def plan_host(run: Run, host: Host) -> dict[str, Any]:
     now = ctx.client.server_time()
     result = checks.run_checks(deployment, ctx.policy, now, ctx.container, pods)
     route = _route_check(ctx)
+    kv = [c] if (c := check_kv_auto(ctx.policy, result.prediction)) is not None else []  # auto resolved to fp8
     owner = gitops.detect(deployment)
     operations = ([("Smallest flag change that restores headroom", inferenceservice.smallest_fix, {})] if isvc
                   else [] if kind in NO_FIX else fix_operations(ctx.policy, kind))
@@ -107,7 +109,7 @@ def plan_host(run: Run, host: Host) -> dict[str, Any]:
     return {"host": host.name, "error": None, "policy": ctx.policy.source, "cluster_time": now,
             "fix_note": fix_note(kind),
             "accept_unknown": ctx.policy.drift.accepts_unknown,
-            "checks": [c.to_json() for c in (*result.checks, route)], "observed": result.observed.to_json(),
+            "checks": [c.to_json() for c in (*result.checks, route, *kv)], "observed": result.observed.to_json(),
             "prediction": result.prediction.to_json() | {"line": result.prediction.line()},
             "gitops": None if owner is None else {**owner.to_json(),
                                                   "mode": "refuse" if owner.controls else ctx.policy.gitops},

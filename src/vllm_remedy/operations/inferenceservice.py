@@ -46,6 +46,7 @@ from vllm_remedy.operations.util import (
     show,
 )
 from vllm_remedy.operations.util.show import note
+from vllm_remedy.remedies.diagnose import release_rules
 from vllm_remedy.remedies.predict import Prediction, failed_prediction, predict_template, rules_note
 from vllm_remedy.remedies.restore import crash_failures
 from vllm_remedy.vllm.failures import failure_class
@@ -72,10 +73,11 @@ def _failure_line(pods: Mapping[str, Any], container: str | None) -> str:
         found = failure_class(kind)
     except (KeyError, ValueError):
         return kind
-    detail = next(((c.get("startup") or {}).get("report") or {}).get("failure_detail") or {}
-                  for p in pods.get("pods") or [] if p.get("new") for c in p.get("containers") or []
-                  if (c.get("startup") or {}).get("failure") == kind) if pods else {}
-    return f"{kind}: {found.headline} ({found.hint_for(detail or {})})"
+    report = next(((c.get("startup") or {}).get("report") or {}
+                   for p in pods.get("pods") or [] if p.get("new") for c in p.get("containers") or []
+                   if (c.get("startup") or {}).get("failure") == kind), {}) if pods else {}
+    detail = report.get("failure_detail") or {}
+    return f"{kind}: {found.headline} ({found.hint_for(detail)}){release_rules(report)}"
 
 
 def _target(facts: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:

@@ -20,6 +20,7 @@ from vllm_remedy.kube.history import templates_equal
 from vllm_remedy.kube.rollout import choose_rollback, policy_pin
 from vllm_remedy.policy import Policy
 from vllm_remedy.remedies.held_memory import consumers, startup_lines
+from vllm_remedy.remedies.predict import rules_note
 from vllm_remedy.remedies.restore import crash_failures, crash_looping, revisions
 
 #: The runbook's step-2 grep: ``grep -Ei "model loading took|gpu blocks|kv cache|maximum concurrency|
@@ -74,6 +75,15 @@ def _figures(report: Mapping[str, Any] | None) -> str:
         return "no startup figures"
     parts = [fmt.format(report[key]) for key, fmt in _FIGURES if report.get(key) is not None]
     return ", ".join(parts) or "no startup figures"
+
+
+def release_rules(report: Mapping[str, Any] | None) -> str:
+    """`` (vLLM 0.40.0: rules extrapolated from 0.34.0)`` when the logged release's rules were not read from its own
+    source (the classification and the figures were judged by them), as the deploys' prediction lines say it
+    (``predict.rules_note``); nothing for a modelled release, or a log that names no version (no rules applied)."""
+    version = (report or {}).get("vllm_version")
+    note = rules_note(str(version)) if version else ""
+    return f" ({note})" if note else ""
 
 
 def compared_revisions(history: Mapping[str, Any], pods: Mapping[str, Any], policy: Policy,
@@ -145,7 +155,8 @@ def diagnose_lines(history: Mapping[str, Any], pods: Mapping[str, Any], nodes: M
             seen = True
             which = "previous" if startup.get("previous") else "current"
             out.append(f"  {pod['name']}/{c['name']} ({which} log, {c.get('restarts')} restarts): "
-                       f"{startup.get('failure') or 'no failure'} — {_figures(startup.get('report'))}")
+                       f"{startup.get('failure') or 'no failure'} — {_figures(startup.get('report'))}"
+                       f"{release_rules(startup.get('report'))}")
             if startup.get("log_error"):
                 out.append(f"    log unavailable: {startup['log_error']}")
             out += [f"    | {line}" for line in evidence_lines(logs.get(f"{pod['name']}/{c['name']}") or [])]

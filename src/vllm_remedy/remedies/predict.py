@@ -17,7 +17,16 @@ from vllm_remedy.errors import UserError
 from vllm_remedy.kube.gpus import affinity_products
 from vllm_remedy.remedies.budget import spelling
 from vllm_remedy.remedies.budget.limits import margin_shortfall
-from vllm_remedy.vllm import catalog, dtype_support, engine_env, hf_dotted, hf_overrides, model_len, resolved
+from vllm_remedy.vllm import (
+    catalog,
+    dtype_support,
+    engine_env,
+    hf_dotted,
+    hf_overrides,
+    kv_auto,
+    model_len,
+    resolved,
+)
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS, GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import ServerCommand, canonical_key, find_server, unrecognized
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate
@@ -55,6 +64,9 @@ class Prediction:
     #: vLLM stops before sizing any memory because the pod's GPUs cannot hold its engine (``vllm.parallel``'s
     #: ``pod_shortfall``, in words): a certain failure, whatever the card.
     layout: str = ""
+    #: ``--kv-cache-dtype auto`` resolved to fp8 from the checkpoint's ModelOpt KV scheme (``kv_auto.note``), in
+    #: words; empty otherwise: the cache the policy's kv_cache_fp8 rule judges (``drift.kv_auto_rule``).
+    kv_auto: str = ""
 
     @property
     def outcome(self) -> str:
@@ -201,7 +213,8 @@ def _predict_server(spec: Mapping[str, Any], server: ServerCommand, gpu: str | N
             return Prediction(card.product, None, why, rules=note)  # the refusal hangs on a value not seen here
         est = estimate(model, card, settings)
         refusal = config_refusal(model, card, settings, est) or ""  # names the model's maximum and the env var
-        return Prediction(card.product, est, refusal, rules=note)
+        kv = kv_auto.note(settings.kv_cache_dtype, model.kv_quant, rules(version).version) or ""
+        return Prediction(card.product, est, refusal, rules=note, kv_auto=kv)
     except ConfigRefused as exc:  # a literal vLLM's config classes refuse: a certain failure, in their words
         return Prediction(card.product, None, exc.phrase, rules=note, config_refused=True)
     except UserError as exc:  # a spelling the release's parser refuses (16Ki) is a refused start, not an unknown

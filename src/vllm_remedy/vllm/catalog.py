@@ -27,6 +27,10 @@ from vllm_remedy.vllm import (
 )
 from vllm_remedy.vllm.mla_shape import MlaShape
 from vllm_remedy.vllm.mla_shape import read as read_mla_shape
+from vllm_remedy.vllm.quant_exclusions import Exclusions
+from vllm_remedy.vllm.quant_exclusions import from_text as read_exclusions
+from vllm_remedy.vllm.quant_source import fold as fold_compression_config
+from vllm_remedy.vllm.quant_source import kv_cache_scheme
 from vllm_remedy.yamlfile import load_packaged
 
 GIB = 1024**3
@@ -100,6 +104,8 @@ class ModelSpec:
     quantized_scope: str = "linear"  # which weights weight_bits applies to: "linear" or "experts" (mxfp4)
     zero_points: bool = True  # packed int weights carry zero points (GPTQ/AWQ; not symmetric compressed-tensors)
     group_size: int | None = 128  # input channels per scale of packed int weights; None: per output channel
+    exclusions: Exclusions | None = None  # layers the checkpoint leaves unquantized, per release (quant_exclusions)
+    kv_quant: str | None = None  # a ModelOpt checkpoint's KV-cache scheme, "fp8" / "nvfp4" (quant_source, kv_auto)
     expert_params_b: float = 0.0  # routed experts, all of them (part of params_b)
     vision_params_b: float = 0.0  # vision tower + projector, kept 16-bit (part of params_b)
     vision_hidden: int = 0
@@ -167,7 +173,7 @@ class ModelSpec:
         """
         if not isinstance(config, Mapping):
             raise UserError(f"{name}: expected a JSON object (a Hugging Face config.json)")
-        text = hf_config.text_config(config)
+        text = fold_compression_config(hf_config.text_config(config), config)  # compression_config: quant_source
         hidden = hf_config.require_int(text, "hidden_size", "n_embd", "d_model", name=name)
         layers = hf_config.require_int(text, "num_hidden_layers", "n_layer", "num_layers", name=name)
         heads = hf_config.require_int(text, "num_attention_heads", "n_head", name=name)
@@ -213,6 +219,10 @@ class ModelSpec:
             quantized_scope=quant_config.quantized_scope(text),
             zero_points=quant_config.zero_points(text),
             group_size=quant_config.group_size(text),
+            exclusions=read_exclusions(text, architectures.first_architecture(config) or "unknown", layers, hidden,
+                                       heads, kv_heads, head, inter, experts, quant_config.section(text),
+                                       quant_config.quantization(text)),
+            kv_quant=kv_cache_scheme(text),
             mp_linear=quant_config.mp_linear(text),
             act_order=quant_config.act_order(text),
             weight_block_size=quant_config.weight_block_size(text),

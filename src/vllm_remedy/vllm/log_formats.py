@@ -180,6 +180,14 @@ TEMPLATES: tuple[Template, ...] = (
                "'--enforce-eager' in the CLI.", since=since, until=until, engine="v0", source="model_runner.py",
                parse=False, tail=tail)
       for since, until, tail in ((v("0.6.4"), v("0.6.6"), ""), (v("0.6.6"), None, _CAPTURE_OOM))),
+    # ... and its second line until 0.6.6, naming max_num_seqs as the way to a smaller pool (model_runner.py@0.5.5-0.6.3
+    # and @0.6.4-0.6.5 ``capture_model``: a second ``logger.info`` right after the first).
+    Template("capture", "CUDA graphs can take additional 1~3 GiB memory per GPU. If you are running out of memory, "
+             "consider decreasing `gpu_memory_utilization` or enforcing eager mode. You can also reduce the "
+             "`max_num_seqs` as needed to decrease memory usage.", until=v("0.6.4"), engine="v0",
+             source="model_runner.py", parse=False),
+    Template("capture", _CAPTURE_OOM.strip(), since=v("0.6.4"), until=v("0.6.6"), engine="v0",
+             source="model_runner.py", parse=False),
     Template("graphs", "Graph capturing finished in {graph_seconds:.0f} secs.", until=v("0.6.4"),
              source="model_runner.py"),
     Template("graphs", "Graph capturing finished in {graph_seconds:.0f} secs, took {cudagraph_gib:.2f} GiB",

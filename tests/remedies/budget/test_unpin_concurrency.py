@@ -18,7 +18,7 @@ def _plan(gpu, version, flags, target):
 
 
 def test_on_0_34_the_rung_writes_the_utilization_it_was_predicted_with():
-    plan = _plan(L40S, "0.34.0", {"num-gpu-blocks-override": "2048"}, 8)
+    plan = _plan(L40S, "0.34.0", {"num-gpu-blocks-override": "512"}, 8)  # 64-token blocks on 0.34: 2x at 16,384
     assert plan.current.start == "fits" and plan.current.max_concurrency < 8
     first = next(s for s in plan.steps if s.lever == "kv-cache-pin")
     assert first.lever == "kv-cache-pin" and first.unset == ("num-gpu-blocks-override",), first

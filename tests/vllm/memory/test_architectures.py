@@ -54,11 +54,11 @@ def test_gpt_oss_20b_packs_only_the_experts_and_keeps_a_window_in_half_the_layer
     assert est.gpu_blocks < 2 * 131072 // 16  # sized as full attention in every layer it would not start
 
 
-def test_hybrid_manager_arrived_in_0_10_before_it_sliding_layers_were_sized_as_full():
-    model = spec("gpt-oss-20b")
-    res = resolve(model, catalog.gpu(H100), EngineSettings(version="0.9.2"))
+def test_hybrid_manager_arrived_in_0_9_1_before_it_sliding_layers_were_sized_as_full():
+    model = spec("gpt-oss-20b")  # kv_layout.HYBRID_KV_SINCE: HybridKVCacheCoordinator first in 0.9.1's wheel
+    res = resolve(model, catalog.gpu(H100), EngineSettings(version="0.9.0"))
     assert kv_layout(model, res).windows == (None,)
-    res = resolve(model, catalog.gpu(H100), EngineSettings(version="0.10.1"))
+    res = resolve(model, catalog.gpu(H100), EngineSettings(version="0.9.1"))
     assert kv_layout(model, res).windows == (None, 128)
 
 

@@ -161,10 +161,11 @@ def test_known_over_predictions_are_few_explained_and_still_over():
     # the compiled RTX 4080 Qwen2-VL start at +1.7 %. Out since: the V0 2 x A100 (+10.6 %), the T4 Qwen3-VL-Embedding
     # (+6.6 %) and the RTX 5090 Qwen3-4B bf16 (+0.6 %) cases, diagnosed from source; on 2026-12-06 the 48 GB RTX 4090
     # mnbt-512 (+4.2 %) and RTX 4090 Qwen2.5-0.5B 2k (+1.0 %) starts, by the cuBLAS-workspace pin rule (post hoc).
-    # Then +1: the RTX 5090 Qwen3-4B 128k start (+0.5 %) once the card's total became the logged 31.36 GiB (an input).
+    # Then +1: the RTX 5090 Qwen3-4B 128k start (+0.5 %) once the card's total became the logged 31.36 GiB (an input);
+    # -3: the L4 Qwen2.5-7B-AWQ u0.45 and RTX 5090 Qwen3-14B-AWQ 16k/32k starts, by the AWQ Marlin load replay.
     # Lower this as cases rejoin the bar; never raise it for a change of the model (the one exception, the
     # pixel-dtype fix, is said above).
-    assert len(KNOWN_OVER) <= 14
+    assert len(KNOWN_OVER) <= 11
     for path in KNOWN_OVER:
         case = _load(path)
         assert len(case["known_over"].split()) >= 20, path.stem

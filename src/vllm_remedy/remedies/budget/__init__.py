@@ -20,7 +20,8 @@ A pod whose GPU is not one the policy allows is planned on the policy's GPU with
 (``policy_gpu.plan_within_policy``, what ``plan --policy`` asks; check's fix and deploys/budget.py plan the same).
 8. ``--enforce-eager``: only when nothing above fits; marked temporary with the policy's maximum duration.
 
-For a CUDA-graph capture OOM, a smaller largest captured batch size (the release's flag) comes first, and it
+For a CUDA-graph capture OOM, a smaller largest captured batch size (the release's flag; on V0 a smaller
+--max-num-seqs, which bounds the sizes V0 captures) comes first, and it
 and lower utilization are both kept as alternatives; eager follows as the temporary stopgap.
 
 A KV cache pinned by ``--kv-cache-memory-bytes`` / ``--num-gpu-blocks-override`` that fails is planned without the

@@ -51,10 +51,17 @@ def capture_size(ctx: Context, s: EngineSettings, gpu: GpuSpec) -> list[Variant]
     """Halve the largest batch captured as a CUDA graph (the pool shrinks with it; larger decode batches run
     without graphs), down to the target concurrency or 8: only for a graph failure, on releases with the flag, and not
     where --compilation-config turns the graphs off or sets the sizes itself (the flag would change nothing there, or
-    be refused next to it from 0.11.1)."""
+    be refused next to it from 0.11.1). On V0 the lever is --max-num-seqs, which bounds the sizes captured
+    (``capture.v0_capture_sizes``) and which vLLM's own capture line names."""
     if not ctx.graphs or s.enforce_eager or s.cudagraphs_off or s.compile_off or s.capture_sizes_in_config:
         return []
     res = resolve(ctx.model, gpu, s)
+    if res.rules.engine == "V0":
+        lim = ctx.limits
+        top = min(largest_capture(res), res.max_num_seqs) - 1
+        top = min(top, lim.seqs_max) if lim.seqs_max is not None else top
+        values = _halvings(top, max(MIN_CAPTURE, lim.seqs_min))
+        return [Variant(dataclasses.replace(s, max_num_seqs=v), gpu) for v in values]
     if capture_flag(res.rules) is None:
         return []
     values = _halvings(largest_capture(res) - 1, max(MIN_CAPTURE, math.ceil(ctx.limits.target)))

@@ -18,15 +18,16 @@ from vllm_remedy.remedies.budget.mla_note import mla_env_note
 from vllm_remedy.remedies.budget.observed import KvObservation, kv_deficit_gib
 from vllm_remedy.remedies.budget.observed import kv_scale as kv_scale_for
 from vllm_remedy.remedies.plan import Plan, Step, TemplateChange
-from vllm_remedy.vllm import catalog, dtype_support, model_len
+from vllm_remedy.vllm import catalog, dtype_support, kv_auto, model_len
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS, GpuSpec, ModelSpec
+from vllm_remedy.vllm.cmdline import refused
 from vllm_remedy.vllm.failures import FAILURES
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate, resolve
-from vllm_remedy.vllm.memory.capture import capture_flag
+from vllm_remedy.vllm.memory.capture import capture_flag, v0_size_flags
 from vllm_remedy.vllm.memory.core import batch_refused
 from vllm_remedy.vllm.memory.kv_margin import KV_MARGIN_PERCENTILE
 from vllm_remedy.vllm.memory.pinned import UNPIN_NOTE, UNPINNED, lifted, pinned, pinned_notes
-from vllm_remedy.vllm.memory.settings import split_run, tp_split_problem
+from vllm_remedy.vllm.memory.settings import engine_rules, split_run, tp_split_problem
 from vllm_remedy.vllm.outcomes import Failure, Outcome
 from vllm_remedy.vllm.versions import rules
 
@@ -194,11 +195,31 @@ def _base(req: BudgetRequest, lim: Limits, notes: list[str]) -> tuple[EngineSett
     if req.policy is not None and s.kv_cache_dtype.startswith("fp8") and not lim.fp8_allowed:
         problems.append(f"kv-cache-dtype {s.kv_cache_dtype} is not allowed by the policy")
         changes["kv_cache_dtype"] = "auto"
+    elif req.policy is not None and not lim.fp8_allowed and (auto_fp8 := _auto_fp8(req, s)) is not None:
+        problems.append(auto_fp8[0])
+        if auto_fp8[1] is not None:
+            changes["kv_cache_dtype"] = auto_fp8[1]
     if pinned(s) and (estimate(req.model, req.gpu, s).start != "fits" or req.failure not in (None, Failure.NONE)):
         problems.append("the KV cache's size is pinned by a flag and that start is predicted or seen to fail")
         changes.update(UNPINNED)  # back to the budget (pinned.UNPIN_NOTE says why, not a smaller pin)
         notes.append(UNPIN_NOTE)
     return dataclasses.replace(s, **changes), cap, problems  # type: ignore[arg-type]
+
+
+def _auto_fp8(req: BudgetRequest, s: EngineSettings) -> tuple[str, str | None] | None:
+    """(the problem, the typed 16-bit dtype that fixes it or None) when ``--kv-cache-dtype auto`` runs an fp8 cache
+    because the checkpoint's ModelOpt KV scheme says so (``kv_auto``, vLLM 0.14.0+); None otherwise."""
+    v = rules(s.version).version
+    if s.kv_cache_dtype != "auto" or kv_auto.note(s.kv_cache_dtype, req.model.kv_quant, v) is None:
+        return None
+    run = dtype_support.resolved(req.model.dtype, s.dtype, req.gpu.capability, s.version)
+    fix = kv_auto.sixteen_bit(run, refused.kv_cache_dtypes(v))
+    choices = req.policy.flags.kv_cache_dtype if req.policy is not None else None
+    if fix is not None and choices is not None and fix not in choices.allowed:
+        fix = None
+    said = ("kv-cache-dtype auto runs fp8_e4m3 on this checkpoint (its ModelOpt KV-cache scheme is FP8, vLLM "
+            "0.14.0+), which the policy does not allow")
+    return (said if fix else said + "; no --kv-cache-dtype this release and policy accept keeps a 16-bit cache"), fix
 
 
 def _engine_gpus(req: BudgetRequest, lim: Limits) -> int | None:
@@ -357,7 +378,7 @@ def _tp_refusals(req: BudgetRequest, lo: int, hi: int) -> str:
 def _lever_notes(req: BudgetRequest, lim: Limits, rungs: list[Rung], graphs: bool) -> list[str]:
     """Why a lever is absent when it was never allowed to appear (not when a smaller rung beat it)."""
     out = []
-    if lim.fp8_why_not and not req.settings.kv_cache_dtype.startswith("fp8"):
+    if lim.fp8_why_not and not req.settings.kv_cache_dtype.startswith("fp8") and _auto_fp8(req, req.settings) is None:
         out.append(f"kv-cache-dtype fp8 not offered: {lim.fp8_why_not}")
     if not tp_sizes(req.model, max(req.settings.tp + 1, lim.tp_min), lim.tp_lever_max, req.gpu, req.settings):
         if lim.gpus_per_pod is not None and lim.gpus_per_pod <= req.settings.tp and lim.gpus_per_pod < lim.tp_max:
@@ -385,9 +406,16 @@ def _lever_notes(req: BudgetRequest, lim: Limits, rungs: list[Rung], graphs: boo
     elif eager:
         out.append("--enforce-eager is offered as a stopgap for the CUDA-graph capture OOM: it costs throughput "
                    "and latency; apply one of the lasting steps above before it expires")
-    if graphs and capture_flag(rules(req.settings.version)) is None:
-        out.append(f"no capture-size step: vLLM {rules(req.settings.version).label} sets the CUDA-graph sizes only "
+    run = engine_rules(req.settings, req.gpu, req.model)[0]  # V0 where the release or its oracle runs it
+    offered = any(r.lever == "cudagraph-capture-size" for r in rungs)
+    if graphs and run.engine == "V0" and not offered:  # its lever is --max-num-seqs (``levers.capture_size``)
+        out.append(f"no capture-size step: {v0_size_flags(run)}; no smaller --max-num-seqs within the policy is "
+                   "predicted to fit on its own")
+    elif graphs and run.engine == "V0":
+        out.append(f"capture-size step: {v0_size_flags(run)}")
+    elif graphs and capture_flag(run) is None:
+        out.append(f"no capture-size step: vLLM {run.label} sets the CUDA-graph sizes only "
                    "through --compilation-config (cudagraph_capture_sizes), which the planner does not write")
-    elif graphs and not any(r.lever == "cudagraph-capture-size" for r in rungs):
+    elif graphs and not offered:
         out.append("no capture-size step: no smaller CUDA-graph capture size is predicted to fit on its own")
     return out

@@ -76,6 +76,10 @@ def explain(rung: Rung, cur: EngineSettings, gpu: GpuSpec, lim: Limits, cap: int
     if rung.lever == "gpu-memory-utilization":
         head = (f"gpu-memory-utilization {cur.gpu_memory_utilization:g}→{s.gpu_memory_utilization:g} "
                 f"(KV {est.kv_cache_gib:.2f} GiB, {est.total_gib - est.peak_gib:.2f} GiB left free)")
+    elif rung.lever == "cudagraph-capture-size" and s.max_num_seqs != cur.max_num_seqs:  # V0 (``levers``)
+        head = f"max-num-seqs →{s.max_num_seqs}: V0 captures CUDA graphs only up to it, a smaller graph pool " \
+               f"({est.cudagraph_gib:.2f} GiB, {est.total_gib - est.peak_gib:.2f} GiB left free); at most " \
+               f"{s.max_num_seqs} requests run at once"
     elif rung.lever == "cudagraph-capture-size":
         head = f"largest CUDA-graph batch →{s.cudagraph_capture_size}: a smaller graph pool " \
                f"({est.cudagraph_gib:.2f} GiB, {est.total_gib - est.peak_gib:.2f} GiB left free); larger decode " \

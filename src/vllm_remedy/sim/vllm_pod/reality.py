@@ -25,6 +25,7 @@ from vllm_remedy.errors import UserError
 from vllm_remedy.sim.vllm_pod import device
 from vllm_remedy.sim.vllm_pod.launch import Launch
 from vllm_remedy.vllm.memory import Estimate
+from vllm_remedy.vllm.memory.terms import kv_layout
 from vllm_remedy.vllm.outcomes import Outcome
 from vllm_remedy.vllm.versions import parse_version
 from vllm_remedy.yamlfile import load_packaged
@@ -135,16 +136,18 @@ def perturb(launch: Launch, error: float) -> Estimate:
         scale, measured = _after_warmup(est, scale)
     kv = est.kv_cache_gib * scale
     blocks = int(est.gpu_blocks * scale) if est.gpu_blocks else 0
-    per_block = est.kv_cache_tokens / est.gpu_blocks if est.gpu_blocks else float(res.block_size)
-    tokens = round(blocks * per_block)
+    layout = kv_layout(launch.model, res)
+    tokens = layout.tokens(blocks)  # whole blocks of the release's block size, shared out among the groups
+    # one request's room: from 0.29 the check holds the null block back (``core._longest``)
+    room = max(0, tokens - layout.block_size) if res.rules.max_len_check_reserves_null_block else tokens
     max_len = est.max_model_len
     if res.auto_len and tokens > 0:
-        max_len = min(res.max_model_len, tokens)
+        max_len = min(res.max_model_len, room)
     if blocks <= 0:
         outcome = Outcome.NO_CACHE_BLOCKS
     elif launch.model.sliding_layers:
         outcome = est.outcome  # a hybrid cache's need is per group, not max_len tokens: keep the model's verdict
-    elif max_len > tokens:
+    elif max_len > room:
         outcome = Outcome.MAX_LEN_EXCEEDS_KV
     else:
         outcome = Outcome.FITS
@@ -156,7 +159,7 @@ def perturb(launch: Launch, error: float) -> Estimate:
     if outcome is Outcome.MAX_LEN_EXCEEDS_KV:
         # one request's need is bytes per token x length: the layout's, not the cache's size
         needed = est.needed_kv_gib or est.kv_cache_gib / max(est.kv_cache_tokens, 1) * max_len
-        suggested = tokens
+        suggested = room
     ratio = est.max_concurrency / est.kv_cache_tokens * est.max_model_len / max_len if est.kv_cache_tokens else 0.0
     return replace(est, outcome=outcome, kv_cache_gib=kv, kv_cache_tokens=tokens, gpu_blocks=blocks,
                    max_concurrency=tokens * ratio if ratio else tokens / max(max_len, 1), max_model_len=max_len,

@@ -117,6 +117,8 @@ def _typed(launch: Launch) -> dict[str, object]:
             out[name] = value
     if s.max_num_batched_tokens is not None:
         out["max_num_batched_tokens"] = s.max_num_batched_tokens
+    if launch.resolved.kv_cache_dtype != s.kv_cache_dtype:  # auto resolved from the checkpoint (kv_auto): the engine
+        out["cache_dtype"] = launch.resolved.kv_cache_dtype  # line prints cache_config.cache_dtype (config/vllm.py)
     cap = launch.gpu.capability
     if s.dtype == "auto":  # the dtype auto resolves to (a float32 or dtype-less checkpoint's by release: dtype_support)
         out["torch_dtype"] = dtype_support.resolved(launch.model.dtype, s.dtype, cap, launch.version,

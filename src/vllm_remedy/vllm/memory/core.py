@@ -12,7 +12,7 @@ from typing import Any
 from vllm_remedy.errors import UserError
 from vllm_remedy.vllm import arch_release, batch_words, dtype_support, rope_dispatch
 from vllm_remedy.vllm.catalog import GIB, GpuSpec, ModelSpec
-from vllm_remedy.vllm.memory import capture, chunked, pinned, post_capture, refusal_order, terms
+from vllm_remedy.vllm.memory import capture, chunked, cublas_pin, pinned, post_capture, refusal_order, terms
 from vllm_remedy.vllm.memory.kv_layout import check_rule
 from vllm_remedy.vllm.memory.non_torch import context_gib, nccl_outside_budget, non_torch_gib
 from vllm_remedy.vllm.memory.refusal_order import RefusedBy, Stage
@@ -111,7 +111,9 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
     requested = total * res.util
     weights, context = _loaded(model, gpu, res, settings.quantization)
     activation = terms.activation_gib(model, res, gpu.capability)
-    non_torch = non_torch_gib(gpu, res) + terms.pinned_compile_gib(model, res, gpu.capability)
+    pinned_copy = terms.pinned_compile_gib(model, res, gpu.capability)
+    workspace = cublas_pin.consumed_workspace_gib(res, gpu.capability, pinned_copy)
+    non_torch = non_torch_gib(gpu, res) + pinned_copy + workspace
     graphs = terms.cudagraph_gib(model, res) * capture.pool_scale(res)
     # what the snapshot's used memory holds besides other processes: the free-memory check's and the capture's base
     snapshot_context = context_gib(gpu, res.tp, nccl=nccl_outside_budget(res))
@@ -212,6 +214,7 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
             crash := rope_dispatch.crash(model, settings.version)) is not None:
         raise CannotPredict(crash)
     concurrency = _concurrency(res, layout, blocks, tokens, max_len)
+    tokens = layout.logged_tokens(blocks, max_len, res.mnbt, r.version) if r.engine == "V1" else tokens
     return Estimate(
         outcome=outcome,
         weights_gib=weights,

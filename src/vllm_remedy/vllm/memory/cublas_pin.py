@@ -37,7 +37,7 @@ still fits depends on what is live). The condition was chosen after seeing the l
 
 from __future__ import annotations
 
-from vllm_remedy.vllm.catalog import ModelSpec
+from vllm_remedy.vllm.catalog import GIB, ModelSpec
 from vllm_remedy.vllm.memory.settings import Resolved
 
 MIB = 1024 * 1024
@@ -66,3 +66,35 @@ def carves_table(model: ModelSpec, res: Resolved, capability: tuple[int, int] | 
     """Whether the cuBLAS workspace is read to land in the freed table copy (module docstring: post hoc); always on an
     unknown card, where which workspace and which blocks are not known (charged: the side of less KV)."""
     return capability is None or profile_batch_bytes(model, res) < workspace_bytes(capability)
+
+
+# From 0.27.0 the budget is the drop in free device memory since the worker's snapshot plus the transient peak
+# (utils/mem_utils.py@0.27.0 ``memory_profiling``: ``total_consumed`` + ``transient_peak_headroom``, the latter the
+# torch peak less what is still allocated). The snapshot is taken after NCCL's init (v1/worker/gpu_worker.py@0.28.0
+# ``init_device``), before any cuBLAS call, and the workspace stays allocated to the end, so it is charged once, as
+# consumed memory, never as headroom. Nothing else charges it there: ``non_torch``'s TP-1 figure was read as "non-torch
+# memory" (used less torch-reserved memory) on 0.18-0.19 logs, which excludes a torch allocation, and the activation
+# terms size the forward's transients. Post hoc: written after the warm RTX 5090 0.28.0 Qwen3-32B-AWQ start's
+# remaining gap was seen to match 32 MiB. The torch those releases require was read for 0.27.1-0.30.0 (2.13.0, above);
+# 0.27.0 and 0.31+ take the same sizes unread.
+CONSUMED_WORKSPACE_SINCE = (0, 27, 0)
+
+
+def consumed_workspace_gib(res: Resolved, capability: tuple[int, int] | None, pinned_copy_gib: float) -> float:
+    """The cuBLAS workspace as consumed memory from 0.27.0 (``CONSUMED_WORKSPACE_SINCE``), per rank, where it is not
+    already inside the pinned table copy (``pinned_copy_gib`` > 0, ``terms.pinned_compile_gib``).
+
+    Only the 32 MiB workspace (capability 9 and up, or unknown): at 10 MiB or more the allocator gives it its own
+    segment unless a free block of 32 MiB or more is cached (``get_allocation_size``, ``get_free_block``), and none is
+    when the profile starts (``memory_profiling`` empties the cache; the load, under the 20 MiB split limit, leaves free
+    rests only below 20 MiB; not checked: a freed segment of 32 MiB or more carved again before the profile); a block
+    the profile freed before its first GEMM stays pinned by it whole, so 32 MiB is the least charged. 0.34 measures
+    the same consumed memory after warm-up (v1/worker/extensible_kv_cache.py@0.34.0 ``measure_kv_cache_bytes``).
+    The 8.125 MiB one (below capability 9) takes the best-fitting cached block, a free rest of a segment that was
+    already charged (nothing more) or else a new 20 MiB segment: which, the inputs do not tell, so nothing is
+    charged."""
+    if res.rules.version < CONSUMED_WORKSPACE_SINCE or pinned_copy_gib > 0:
+        return 0.0
+    if capability is not None and capability[0] < LARGE_WORKSPACE_SINCE_MAJOR:
+        return 0.0
+    return LARGE_WORKSPACE_BYTES / GIB

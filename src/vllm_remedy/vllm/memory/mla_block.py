@@ -60,7 +60,8 @@ def block_size(model: ModelSpec, mla: bool, version: tuple[int, int, int], capab
                typed: int | None, kv_cache_dtype: str = "auto") -> tuple[int, str | None]:
     """(block size, None), or (a placeholder, why it is not known: "cannot predict ...") (see the module
     docstring). ``mla``: the release runs the model's MLA (``Resolved.mla``); with MLA off nothing is forced before
-    0.18 (``model_config.use_mla``), and from 0.18 the non-MLA selector is not this module's (typed or 16, as before).
+    0.18 (``model_config.use_mla``); ``resolve`` asks ``attn_block`` for a model that does not run MLA (the non-MLA
+    selector from 0.18, 0.34's 64), so here ``not mla`` keeps typed or 16.
     """
     if not mla or version < FLASHMLA_BLOCK_SINCE:
         return typed or DEFAULT_BLOCK, None

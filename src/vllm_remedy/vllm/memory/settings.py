@@ -16,6 +16,7 @@ from vllm_remedy.vllm import (
     dtype_support,
     engine_env,
     gemma2_cap,
+    kv_auto,
     manifest_flags_file,
     mla_env,
     runner_env,
@@ -24,6 +25,7 @@ from vllm_remedy.vllm import (
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline.flags import canonical_key
 from vllm_remedy.vllm.cmdline.values import parse_int
+from vllm_remedy.vllm.memory.attn_block import block_size as attn_block_size
 from vllm_remedy.vllm.memory.chunked import chunked_prefill, v0_default_batch
 from vllm_remedy.vllm.memory.compiled import compilation_settings
 from vllm_remedy.vllm.memory.config_values import FIELDS_SINCE, checked, quantization
@@ -34,6 +36,7 @@ from vllm_remedy.vllm.memory.flag_values import (
     read_int,
     read_mm_limits,
 )
+from vllm_remedy.vllm.memory.in_flight import async_flag, async_scheduling, batches
 from vllm_remedy.vllm.memory.mla_block import block_size as mla_block_size
 from vllm_remedy.vllm.memory.mla_cache import alignment_unknown as mla_alignment_unknown
 from vllm_remedy.vllm.memory.mla_cache import cache_dtype as mla_cache_dtype
@@ -42,7 +45,7 @@ from vllm_remedy.vllm.memory.mm_processor import mm_processor_max_pixels
 from vllm_remedy.vllm.memory.pinned import pin_flags, rules_without_extensible_cache
 from vllm_remedy.vllm.memory.pipeline import pipeline_unmodelled
 from vllm_remedy.vllm.memory.tp_split import tp_split_problem
-from vllm_remedy.vllm.memory.unmodelled import unmodelled
+from vllm_remedy.vllm.memory.unmodelled import CannotPredict, unmodelled
 from vllm_remedy.vllm.mp_split import SplitRun
 from vllm_remedy.vllm.runner_v2 import runner_v2_by_default
 from vllm_remedy.vllm.versions import VersionRules, parse_version, rules
@@ -110,6 +113,7 @@ class EngineSettings:
     allow_long_max_model_len: bool = False
     # --disable-sliding-window: vLLM caps the model's maximum length at the window (``vllm.model_len``).
     disable_sliding_window: bool = False
+    async_scheduling: bool | None = None  # --(no-)async-scheduling; None: the release's default (``in_flight``)
     # --enable-prefix-caching: 0.5.5-0.6.0's V0 then keeps chunked prefill off by default (``chunked.v0_default``).
     enable_prefix_caching: bool = False
     # --enable-expert-parallel: an MoE's experts are distributed whole over the TP ranks (``block_split``)
@@ -244,6 +248,7 @@ class EngineSettings:
         if size is not None:
             kwargs["cudagraph_capture_size"] = size
         kwargs.update(compilation_settings(norm, version))
+        kwargs.update(async_flag(norm))
         kwargs.update(pin_flags(norm, rules(version), lambda key: read_int(norm, key, version)))
         kwargs["unmodelled"] = unmodelled(norm, hidden)
         return checked(lambda: cls(**kwargs), norm, version)  # type: ignore[arg-type]  # config_refused, in vLLM's words
@@ -277,6 +282,7 @@ class Resolved:
     flashinfer_sampler: bool = False  # the sampler warm-up runs FlashInfer's top-k/top-p kernel, not a sort
     # Model Runner V2 profiles its own way and leaves CUDA graphs out of the budget (terms.mrv2_activation_gib).
     runner_v2: bool = False
+    in_flight_batches: int = 1  # batches a sliding-window group holds per request (``in_flight.batches``)
     compile_cache_warm: bool = False
     p2p: bool | None = None  # CUDA peer access between the TP ranks' GPUs; None = unknown (EngineSettings.p2p)
     mm_limits: tuple[tuple[str, int], ...] = ()  # --limit-mm-per-prompt (EngineSettings.mm_limits)
@@ -293,9 +299,10 @@ class Resolved:
     cudagraphs_off: bool = False  # --compilation-config turns V1's graphs off while it still compiles
     mla: bool = False  # the release caches this model's MLA latent (``mla_release.runs_mla``), not K/V per head
     mla_cache_dtype: str = "auto"  # the latent's cache dtype as the release converts it (``mla_cache.cache_dtype``)
-    # Why the MLA block size or cache dtype is not known for this release and card (``mla_block``, ``mla_cache``):
-    # "cannot predict ...", raised by ``estimate`` once the start reaches the model; None when known.
+    # Why the KV block size (``mla_block``, ``attn_block``) or the MLA cache dtype (``mla_cache``) is not known for this
+    # release and card: "cannot predict ...", raised by ``estimate`` once the start reaches the model; None when known.
     mla_unknown: str | None = None
+    kv_cache_dtype: str = "auto"  # the cache dtype vLLM runs: auto resolved from a ModelOpt KV scheme (``kv_auto``)
 
 
 def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
@@ -323,10 +330,14 @@ def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
         seqs = s.max_num_seqs or 256
     dtype = dtype_support.resolved(model.dtype, s.dtype, gpu.capability, s.version, model.model_types)
     weight_bytes = 4 if dtype == "float32" else 2
-    kv_bytes = 1 if s.kv_cache_dtype.startswith("fp8") else weight_bytes
-    cache_dtype, dtype_why = mla_cache_dtype(model, r.version, gpu.capability, s.kv_cache_dtype) if mla else (
-        s.kv_cache_dtype, None)
-    block, block_why = mla_block_size(model, mla, r.version, gpu.capability, s.block_size, cache_dtype)
+    kv_dtype, kv_why = kv_auto.resolved(s.kv_cache_dtype, model.kv_quant, r.version)  # auto: a ModelOpt KV scheme
+    if kv_why is not None:
+        raise CannotPredict(kv_why)
+    kv_bytes = 1 if kv_dtype.startswith("fp8") else weight_bytes
+    cache_dtype, dtype_why = mla_cache_dtype(model, r.version, gpu.capability, kv_dtype) if mla else (kv_dtype, None)
+    block, block_why = (mla_block_size(model, mla, r.version, gpu.capability, s.block_size, cache_dtype) if mla
+                        else attn_block_size(model, r.version, gpu.capability, s.block_size, kv_dtype,
+                                             s.flashinfer, dtype))
     sampler, sampler_why = sampler_env.sampler(r, gpu.capability, s.flashinfer, s.flashinfer_sampler_env,
                                                s.flashinfer_sampler_env_unreadable)
     runner, runner_why = runner_env.runner_v2(r, runs_runner_v2(r, model), s.runner_v2_env, s.runner_v2_env_unreadable)
@@ -341,12 +352,15 @@ def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
         chunked_prefill=chunked,
         weight_dtype_bytes=weight_bytes,
         kv_dtype_bytes=kv_bytes,
+        kv_cache_dtype=kv_dtype,
         block_size=block,
         enforce_eager=s.enforce_eager or (r.engine == "V1" and s.compile_off),  # -O0: no compile, no graphs
         other_process_gib=s.other_process_gib,
-        capture_size=s.cudagraph_capture_size,
+        # V0 reads only the config's sizes (``capture.v0_capture_sizes``), not --cuda-graph-sizes
+        capture_size=s.cudagraph_capture_size if r.engine == "V1" or s.capture_sizes_in_config else None,
         flashinfer_sampler=sampler,
         runner_v2=runner,
+        in_flight_batches=batches(r.version, async_scheduling(r.version, s.async_scheduling), s.pp, runner),
         compile_cache_warm=s.compile_cache_warm,
         p2p=s.p2p,
         mm_limits=s.mm_limits,

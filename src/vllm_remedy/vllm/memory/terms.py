@@ -9,13 +9,14 @@ the evidence it was fitted on. Non-torch memory and the CUDA context are ``non_t
 from __future__ import annotations
 
 from vllm_remedy.vllm.catalog import GIB, ModelSpec
-from vllm_remedy.vllm.memory import capture, cublas_pin, mla_absorbed, mla_release, mxfp4
-from vllm_remedy.vllm.memory.alloc_tail import weight_floor_gib
+from vllm_remedy.vllm.memory import awq_marlin_load, capture, cublas_pin, mla_absorbed, mla_release, mxfp4
+from vllm_remedy.vllm.memory.alloc_tail import load_max_split, weight_floor_gib, weight_tail_gib
 from vllm_remedy.vllm.memory.encoder import encoder_gib, qwen2_vl_tower_gib
 from vllm_remedy.vllm.memory.kv_layout import HYBRID_KV_SINCE as HYBRID_KV_SINCE
 from vllm_remedy.vllm.memory.kv_layout import KvLayout as KvLayout
 from vllm_remedy.vllm.memory.kv_layout import build
 from vllm_remedy.vllm.memory.settings import Resolved
+from vllm_remedy.vllm.memory.unmodelled import CannotPredict
 from vllm_remedy.vllm.memory.v0_forward import v0_forward_values_per_token
 from vllm_remedy.vllm.memory.weight_scales import channel_scale_gib
 
@@ -218,15 +219,32 @@ def weights_gib(
         router = model.num_layers * model.hidden_size * model.num_experts  # MoE gates: built with quant_config=None
         kept = embed + router + model.vision_params_b * 1e9
         overhead = int4_overhead(model.group_size, model.zero_points)
-        body = (params - kept) * bits / 8 * (overhead if bits <= 4 else 1.0)
-        total = kept * 2 + body
+        left, other = _excluded(model, res)
+        body = (params - kept - left - sum(p for p, _, _ in other)) * bits / 8 * (overhead if bits <= 4 else 1.0)
+        body += sum(p * b / 8 * (int4_overhead(g, model.zero_points) if b <= 4 else 1.0) for p, b, g in other)
+        total = kept * 2 + left * res.weight_dtype_bytes + body
     # The flat buffers stand for the rotary cache and the allocator's padding; where those, sized, exceed it
     # (large-tailed shapes, e.g. FP8 32B models: ``alloc_tail``), the sized figure is charged instead.
     online = bits < 16 and not model.quantized_checkpoint
     floor = weight_floor_gib(model, res.tp, bits, res.weight_dtype_bytes, online, res.rules.version)
+    if awq_marlin_load.applies(model, quantization, capability, res.rules.version, res.tp):
+        # An AWQ load on Marlin frees and re-allocates mid-size tensors: replayed, its overhead replaces the tails.
+        floor += awq_marlin_load.overhead_gib(model, res.tp, res.weight_dtype_bytes, res.rules.version) - \
+            weight_tail_gib(model, res.tp, bits, res.weight_dtype_bytes, load_max_split(res.rules.version))
     scales = channel_scale_gib(model, res.tp)  # 8-bit channel checkpoints' float32 scales, not in params_b
     absorbed = mla_absorbed_bytes(model, res, quantization, capability)[0] / GIB  # MLA's own copies (mla_absorbed)
     return total / res.tp / GIB + scales + absorbed + max(WEIGHT_BUFFERS_GIB, floor)
+
+
+def _excluded(model: ModelSpec, res: Resolved) -> tuple[float, tuple[tuple[float, int, int | None], ...]]:
+    """The checkpoint's layers this release leaves unquantized and those a GPTQ ``dynamic`` rule packs at other bits
+    (``quant_exclusions``); "cannot predict" where the release's skip rule is not modelled for this model."""
+    split = model.exclusions.at(res.rules.version) if model.exclusions is not None else None
+    if split is None:
+        return 0.0, ()
+    if split.problem is not None:
+        raise CannotPredict(f"cannot predict {model.name}: {split.problem}")
+    return split.unquantized, split.overrides
 
 
 def mla_absorbed_bytes(model: ModelSpec, res: Resolved, quantization: str | None,
@@ -361,7 +379,8 @@ def cudagraph_gib(model: ModelSpec, res: Resolved) -> float:
     depth; from 0.20 reserved inside the V1 budget), for full-attention models from 0.20 vLLM's own, smaller estimate;
     none with --enforce-eager; Model Runner V2's own per-layer pool (outside its budget through 0.28), from 0.29 its
     larger in-budget estimate (``MRV2_GRAPH_ESTIMATE_GIB_PER_LAYER``), at 0.34 the pool again (captured before the
-    KV cache is sized)."""
+    KV cache is sized). Charged as at the default sizes; ``capture.pool_scale`` scales it to the sizes captured (on V0
+    those max_num_seqs bounds)."""
     if res.enforce_eager or res.cudagraphs_off:
         return 0.0
     if res.runner_v2:
@@ -391,4 +410,4 @@ def _kv_bytes_per_layer_token(model: ModelSpec, res: Resolved) -> int:
 def kv_layout(model: ModelSpec, res: Resolved) -> KvLayout:
     """The groups vLLM forms for this model and version (``kv_layout.build``)."""
     page = _kv_bytes_per_layer_token(model, res) * res.block_size
-    return build(model, page, res.block_size, res.rules.engine, res.rules.version)
+    return build(model, page, res.block_size, res.rules.engine, res.rules.version, res.in_flight_batches)

@@ -58,7 +58,8 @@ def render_startup_log(version: str, *, model: str, tp_size: int = 1, weights_gi
     arguments; 0, the default, lists ``max_model_len``). ``long_len``: the figures of a --max-model-len above the
     model's maximum that VLLM_ALLOW_LONG_MAX_MODEL_LEN let through, which vLLM then only warns about. ``typed``: other
     arguments set on the command line, by vLLM's names (``dtype``, ``kv_cache_dtype``, ``max_num_batched_tokens``),
-    listed as vLLM lists them; the config line then shows the dtypes they resolve to. ``runner_v2``: the start runs
+    listed as vLLM lists them; the config line then shows the dtypes they resolve to (``cache_dtype``: the cache dtype
+    ``auto`` resolved to from the checkpoint, ``kv_auto``). ``runner_v2``: the start runs
     Model Runner V2 (its own weights line and announcement). ``free_at_start_gib``: free memory at startup, for the
     advisory (INFO from 0.26). ``derived_max_model_len``: the model's own length, which auto-fit reduces from.
     ``pinned``: a flag sizes the cache (``pinned_lines``: ``kv_cache_memory_bytes``, ``num_gpu_blocks_override``,
@@ -270,7 +271,7 @@ def _preamble(w: Writer, version: str, model: str, tp: int, max_len: int, util: 
           f"download_dir=None, "
           f"load_format=auto, tensor_parallel_size={tp}, pipeline_parallel_size={pp}, "
           f"disable_custom_all_reduce=False, quantization=None, enforce_eager={eager}, "
-          f"kv_cache_dtype={extra.get('kv_cache_dtype') or 'auto'}, "
+          f"kv_cache_dtype={extra.get('cache_dtype') or extra.get('kv_cache_dtype') or 'auto'}, "
           f"seed=0, served_model_name={model}", source="core.py" if w.engine == "v1" else "llm_engine.py")
 
 

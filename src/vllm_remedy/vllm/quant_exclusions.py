@@ -1,0 +1,331 @@
+"""Which linear layers a quantized checkpoint leaves unquantized (or packs at other bits), read per release as vLLM's
+config classes read their skip lists, so the weight sizing prices those layers at the model dtype.
+
+Apart from ``quant_config`` because this is a per-module walk over the model's layer names, where that module reads
+single keys. The rules, each with the release it starts from (PyPI wheels, model_executor/layers/quantization/):
+
+- AWQ ``modules_to_not_convert`` (substring of the layer's name), read from 0.6.4 (awq.py / awq_marlin.py@0.6.4;
+  absent @0.6.3): 0.6.4-0.11.x test the fused layer's own name (``is_layer_skipped_awq``, awq.py@0.10.0 l.120);
+  0.12.0-0.23.x each shard of a fused layer (``is_layer_skipped(..., skip_with_substr=True)``,
+  utils/quant_utils.py@0.12.0, which raises when shards disagree); from 0.24.0 the fused name first, then the shards
+  (``match_mode="substring"``, auto_awq.py@0.24.0 l.290, quant_utils.py@0.24.0).
+- fp8 ``ignored_layers`` (exact names), every release: the shards of a fused layer (quant_utils.py@0.5.5
+  ``is_layer_skipped``, raising when they disagree), from 0.24.0 the fused name first; from 0.11.0
+  ``modules_to_not_convert`` stands in when ``ignored_layers`` is empty (``Fp8Config.from_config``, fp8.py@0.11.0,
+  @0.30.0 l.163-169).
+- compressed-tensors ``ignore`` (exact names or ``re:`` patterns, ``re.match``), every release: the shards of a fused
+  layer (``should_ignore_layer``, compressed_tensors/utils.py@0.5.5, raising when they disagree), from 0.30.0 the fused
+  name first (``find_matching_patterns``, utils/config_utils.py@0.30.0).
+- GPTQ ``dynamic`` (GPTQModel), from 0.7.3 (gptq.py / gptq_marlin.py@0.7.3; absent @0.7.2): the first pattern that
+  ``re.match``-es the layer's vLLM name decides; a "-:" one leaves it unquantized, any other overrides ``bits`` /
+  ``group_size`` (``get_dynamic_override`` and ``override_config``, utils/gptq_utils.py@0.7.3, @0.30.0 l.184-190).
+
+The names tested are the ``prefix`` vLLM gives each linear layer (``model.layers.N.self_attn.qkv_proj`` ...), for the
+architectures in ``_LAYOUTS`` only, from the release their model file passes those prefixes (qwen2.py@0.6.3 passes
+none: every layer's name is "" there, which a substring or an exact name never matches). Routed experts (FusedMoE
+has its own skip rules per method and release) are not walked: a rule reaching them is "cannot predict", as is any
+rule on an architecture not listed, unless it names only the LM head or the vision tower (sized 16-bit already).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+Version = tuple[int, int, int]
+
+#: Keys any method lists left-out modules under (ModelOpt ``exclude_modules``, bitsandbytes ``llm_int8_skip_modules``).
+SKIP_KEYS = ("modules_to_not_convert", "ignored_layers", "ignore", "exclude_modules", "llm_int8_skip_modules",
+             "dynamic")
+_FUSED = {"qkv_proj": ("q_proj", "k_proj", "v_proj"), "gate_up_proj": ("gate_proj", "up_proj")}
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How an architecture's vLLM model names its decoder layers' linear modules."""
+
+    named_since: Version  # the first release whose model file passes each linear layer its full prefix
+    moe_block: str = "mlp"  # the MoE block's attribute (its ``experts`` are FusedMoE, its ``gate`` unquantized)
+
+
+# model.layers.N.{self_attn.qkv_proj, self_attn.o_proj, mlp.gate_up_proj, mlp.down_proj}: llama.py@0.5.5-@0.34.0
+# (MistralForCausalLM is llama.py's class), qwen2.py@0.6.4-@0.34.0 (Qwen3's MLP is Qwen2's), qwen3.py /
+# qwen3_moe.py@0.8.5-@0.34.0, mixtral.py@0.5.5-@0.34.0 (block_sparse_moe.experts; its gate has quant_config=None).
+_LAYOUTS: dict[str, Layout] = {
+    "LlamaForCausalLM": Layout((0, 5, 5)),
+    "MistralForCausalLM": Layout((0, 5, 5)),
+    "Qwen2ForCausalLM": Layout((0, 6, 4)),
+    "Qwen3ForCausalLM": Layout((0, 8, 5)),
+    "Qwen3MoeForCausalLM": Layout((0, 8, 5)),
+    "MixtralForCausalLM": Layout((0, 5, 5), "block_sparse_moe"),
+}
+# Entries that can only name the LM head or the vision tower, both sized 16-bit whatever the method does.
+_HARMLESS = re.compile(r"^(re:)?[\^.*]*(lm_head|vision_tower|visual|vision_model|multi_modal_projector|mm_projector)"
+                       r"[$.*]*$")
+
+
+@dataclass(frozen=True)
+class Split:
+    """What one release does with the checkpoint's linear layers: parameters left unquantized (sized at the model
+    dtype), parameters packed at other bits ``(params, bits, group_size)``, or why it cannot be predicted."""
+
+    unquantized: float = 0.0
+    overrides: tuple[tuple[float, int, int | None], ...] = ()
+    problem: str | None = None
+
+
+@dataclass(frozen=True)
+class Exclusions:
+    """``Split`` per release: ``eras`` ascending by the release each starts from; before the first, no rule."""
+
+    eras: tuple[tuple[Version, Split], ...]
+
+    def at(self, version: Version) -> Split | None:
+        chosen = None
+        for since, split in self.eras:
+            if version >= since:
+                chosen = split
+        return chosen
+
+
+@dataclass(frozen=True)
+class Shape:
+    """The language model's shapes the walk sizes layers from (``ModelSpec``'s fields)."""
+
+    architecture: str
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    intermediate: int
+    moe_layers: frozenset[int]
+
+
+@dataclass(frozen=True)
+class _Module:
+    suffix: str  # after "<prefix>.N."
+    params: float
+
+
+def _modules(shape: Shape, layer: int, moe_block: str) -> list[_Module]:
+    q = shape.hidden * shape.heads * shape.head_dim
+    kv = shape.hidden * shape.kv_heads * shape.head_dim
+    mods = [_Module("self_attn.qkv_proj", q + 2 * kv), _Module("self_attn.o_proj", q)]
+    if layer in shape.moe_layers:
+        mods.append(_Module(f"{moe_block}.experts", 0.0))  # checked, never sized here
+    else:
+        mods += [_Module("mlp.gate_up_proj", 2 * shape.hidden * shape.intermediate),
+                 _Module("mlp.down_proj", shape.hidden * shape.intermediate)]
+    return mods
+
+
+Match = Callable[[str], bool]  # whether the rule list names this (fused or shard) layer
+
+
+def _fused_decision(name: str, match: Match, fused_first: bool, shards: bool) -> bool | None:
+    """The skip decision for one layer as ``is_layer_skipped`` / ``should_ignore_layer`` take it; None where vLLM
+    raises (shards of one fused layer disagree)."""
+    proj = name.rsplit(".", 1)[-1]
+    if proj not in _FUSED or not shards:
+        return match(name)
+    if fused_first and match(name):
+        return True
+    said = {match(name[: -len(proj)] + shard) for shard in _FUSED[proj]}
+    return said.pop() if len(said) == 1 else None
+
+
+Decide = Callable[[str], Any]  # a layer name -> True skip / False keep / (bits, group) / None (vLLM raises)
+
+
+def _walk(shape: Shape, layout: Layout | None, decide: Decide, what: str) -> Split:
+    """Apply ``decide`` to every linear layer by its vLLM name; ``layout`` None: the release names none ("")."""
+    unquantized = 0.0
+    overrides: dict[tuple[int, int | None], float] = {}
+    for layer in range(shape.layers):
+        for mod in _modules(shape, layer, layout.moe_block if layout else "mlp"):
+            name = f"model.layers.{layer}.{mod.suffix}" if layout else ""
+            got = decide(name)
+            if got is None:
+                return Split(problem=f"{what} leaves some shards of {name} quantized and others not, which vLLM "
+                                     "refuses (ValueError) at load")
+            if mod.suffix.endswith(".experts"):
+                if got is not False:
+                    return Split(problem=f"{what} reaches the routed experts ({name}), whose skip rules per method "
+                                         "and release are not modelled")
+                continue
+            if got is True:
+                unquantized += mod.params
+            elif isinstance(got, tuple):
+                overrides[got] = overrides.get(got, 0.0) + mod.params
+    return Split(unquantized, tuple((p, b, g) for (b, g), p in overrides.items()))
+
+
+def _eras(shape: Shape, layout: Layout, rules: list[tuple[Version, Decide]], what: str) -> Exclusions | None:
+    """``Split`` per release: at each release a rule or the naming changes, the rule then in force walked over the
+    names the release gives (none before ``layout.named_since``). None when no release leaves anything out."""
+    bounds = sorted({since for since, _ in rules} | {layout.named_since})
+    eras = []
+    for at in bounds:
+        live = [decide for since, decide in rules if since <= at]
+        if live:
+            eras.append((at, _walk(shape, layout if at >= layout.named_since else None, live[-1], what)))
+    return Exclusions(tuple(eras)) if any(split != Split() for _, split in eras) else None
+
+
+class _Unreadable(Exception):
+    """A skip list vLLM would not read as a list of names (or a pattern ``re`` refuses): "cannot predict"."""
+
+
+def _entries(qc: Mapping[str, Any], key: str) -> list[str] | None:
+    """The names listed under ``key``; None when absent, null or empty. Any other value (a string, an object) is
+    iterated or tested differently per class (a string's letters as names, ``in`` on a dict), not read here."""
+    raw = qc.get(key)
+    if raw is None or raw == [] or raw == {}:
+        return None
+    if not isinstance(raw, list) or not all(isinstance(e, str) for e in raw):
+        raise _Unreadable(f"quantization_config.{key} {raw!r:.60} is not a list of module names")
+    return list(raw)
+
+
+def _unknown(names: Sequence[str], why: str) -> Split | None:
+    """"cannot predict" unless every entry names only the LM head or the vision tower."""
+    odd = list(dict.fromkeys(n for n in names if not _HARMLESS.match(n)))  # a name two keys list is said once
+    if not odd:
+        return None
+    return Split(problem=f"quantization_config excludes modules {odd[:4]}{' ...' if len(odd) > 4 else ''}: {why}")
+
+
+def _re_match(pattern: str, name: str) -> bool:
+    try:
+        return re.match(pattern, name) is not None
+    except re.error as err:  # vLLM's re.match raises the same while it builds the layer: a crash, not modelled
+        raise _Unreadable(f"quantization_config pattern {pattern!r} is no regular expression ({err})") from err
+
+
+def read(qc: Mapping[str, Any] | None, method: str | None, shape: Shape) -> Exclusions | None:
+    """The checkpoint's exclusions per release, or None when it states none (or the method packs experts only)."""
+    try:
+        return _read(qc, method, shape)
+    except _Unreadable as err:
+        return Exclusions((((0, 0, 0), Split(problem=str(err))),))
+
+
+def _read(qc: Mapping[str, Any] | None, method: str | None, shape: Shape) -> Exclusions | None:
+    if qc is None or not method or method == "mxfp4":
+        return None
+    layout = _LAYOUTS.get(shape.architecture)
+    if method in ("gptq", "gptq_marlin"):
+        return _gptq(qc, shape, layout)
+    if method in ("awq", "awq_marlin"):
+        names, first = _entries(qc, "modules_to_not_convert"), (0, 6, 4)
+        lists: list[tuple[Version, list[str] | None]] = [(first, names)]
+    elif method == "fp8":
+        ignored, first = _entries(qc, "ignored_layers"), (0, 0, 0)
+        lists = [(first, ignored), ((0, 11, 0), ignored or _entries(qc, "modules_to_not_convert"))]
+    elif method == "compressed-tensors":
+        first = (0, 0, 0)
+        lists = [(first, _entries(qc, "ignore"))]
+    else:
+        stated = [n for k in SKIP_KEYS if k != "dynamic" for n in (_entries(qc, k) or ())]  # dynamic: GPTQ's alone
+        return _single((0, 0, 0), _unknown(stated, f"which {method} layers vLLM then leaves unquantized is not "
+                                                   "modelled")) if stated else None
+    named = [n for _, names in lists for n in names or ()]
+    if not named:
+        return None
+    if layout is None:
+        return _single(first, _unknown(named, "this tool does not know the architecture's layer names in vLLM"))
+    what = f"quantization_config's skip list {sorted(set(named))}"
+    if method == "fp8" and shape.moe_layers and any("experts" in n for n in named):
+        return _single(first, Split(problem=f"{what} names experts, whose exact-name rule (quant_utils.py@0.30.0) is "
+                                            "not modelled"))
+    return _eras(shape, layout, _rules(method, lists), what)
+
+
+def _rules(method: str, lists: list[tuple[Version, list[str] | None]]) -> list[tuple[Version, Decide]]:
+    """Each method's matcher per release (module docstring), over the names listed from each release on."""
+    def names_at(v: Version) -> list[str]:
+        return next((names or [] for since, names in reversed(lists) if since <= v), [])
+
+    def fused(match: Callable[[str], bool], first: bool, shards: bool) -> Decide:
+        return lambda n: _fused_decision(n, match, first, shards)
+
+    if method in ("awq", "awq_marlin"):
+        names = names_at((0, 6, 4))
+
+        def sub(n: str) -> bool:
+            return any(e in n for e in names)
+        return [((0, 6, 4), fused(sub, False, False)), ((0, 12, 0), fused(sub, False, True)),
+                ((0, 24, 0), fused(sub, True, True))]
+    if method == "fp8":
+        old, new = names_at((0, 0, 0)), names_at((0, 11, 0))
+        return [((0, 0, 0), fused(lambda n: n in old, False, True)),
+                ((0, 11, 0), fused(lambda n: n in new, False, True)),
+                ((0, 24, 0), fused(lambda n: n in new, True, True))]
+    names = names_at((0, 0, 0))
+
+    def ct(n: str) -> bool:
+        return any(_re_match(e[3:], n) if e.startswith("re:") else e == n for e in names)
+    return [((0, 0, 0), fused(ct, False, True)), ((0, 30, 0), fused(ct, True, True))]
+
+
+def _single(since: Version, split: Split | None) -> Exclusions | None:
+    return None if split is None else Exclusions(((since, split),))
+
+
+def _gptq(qc: Mapping[str, Any], shape: Shape, layout: Layout | None) -> Exclusions | None:
+    dynamic = qc.get("dynamic")
+    if dynamic is None or dynamic == {}:
+        return None
+    if not isinstance(dynamic, Mapping):  # GPTQModel writes an object; ``.items()`` on anything else raises
+        raise _Unreadable(f"quantization_config.dynamic {dynamic!r:.60} is not an object of rules")
+    what = f"quantization_config.dynamic {list(map(str, dynamic))}"
+    if layout is None:
+        return _single((0, 7, 3), _unknown(list(map(str, dynamic)), "this tool does not know the architecture's "
+                                                                    "layer names in vLLM"))
+    base_bits, base_group = qc.get("bits"), qc.get("group_size")
+    problem: list[str] = []
+
+    def decide(name: str) -> bool | tuple[int, int | None]:
+        for pattern, over in dynamic.items():
+            text = str(pattern)
+            if text.startswith("-:"):
+                if _re_match(text[2:], name):
+                    return True
+            elif _re_match(text.removeprefix("+:"), name):
+                over = over if isinstance(over, Mapping) else {}
+                extra = sorted(set(over) - {"bits", "group_size", "desc_act", "sym"})
+                bits, group = over.get("bits", base_bits), over.get("group_size", base_group)
+                if extra or not isinstance(bits, int) or bits not in (4, 8) or not isinstance(group, int):
+                    problem.append(f"dynamic rule {text!r} overrides {dict(over)}")
+                return False if (bits, group) == (base_bits, base_group) else (bits, None if group == -1 else group)
+        return False
+    found = _eras(shape, layout, [((0, 7, 3), decide)], what)
+    if problem and found is not None:
+        return Exclusions(tuple((since, split if split.problem else Split(
+            problem=f"quantization_config {problem[0]}: per-layer kernels for these bits / keys are not modelled"))
+            for since, split in found.eras))
+    return found
+
+
+def moe_layer_set(text: Mapping[str, Any], layers: int, experts: int) -> frozenset[int]:
+    """The layers with routed experts (Qwen-MoE's ``mlp_only_layers`` / ``decoder_sparse_step``), as
+    ``shapes.moe_layers`` counts them."""
+    if not experts:
+        return frozenset()
+    dense = {int(i) for i in text.get("mlp_only_layers") or ()}
+    step = int(text.get("decoder_sparse_step") or 1)
+    return frozenset(i for i in range(layers) if i not in dense and (i + 1) % step == 0)
+
+
+def from_text(text: Mapping[str, Any], architecture: str, layers: int, hidden: int, heads: int, kv_heads: int,
+              head_dim: int, intermediate: int, experts: int, qc: Mapping[str, Any] | None,
+              method: str | None) -> Exclusions | None:
+    """``read`` for a config.json's language model (``ModelSpec.from_hf_config``)."""
+    if qc is None or not any(qc.get(k) for k in SKIP_KEYS):
+        return None
+    shape = Shape(architecture, layers, hidden, heads, kv_heads, head_dim, intermediate,
+                  moe_layer_set(text, layers, experts))
+    return read(qc, method, shape)
