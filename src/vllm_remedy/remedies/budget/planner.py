@@ -212,7 +212,7 @@ def _auto_fp8(req: BudgetRequest, s: EngineSettings) -> tuple[str, str | None] |
     v = rules(s.version).version
     if s.kv_cache_dtype != "auto" or kv_auto.note(s.kv_cache_dtype, req.model.kv_quant, v) is None:
         return None
-    run = dtype_support.resolved(req.model.dtype, s.dtype, req.gpu.capability, s.version)
+    run = dtype_support.resolved(req.model.dtype, s.dtype, req.gpu.capability, s.version, req.model.model_types)
     fix = kv_auto.sixteen_bit(run, refused.kv_cache_dtypes(v))
     choices = req.policy.flags.kv_cache_dtype if req.policy is not None else None
     if fix is not None and choices is not None and fix not in choices.allowed:
