@@ -28,9 +28,9 @@ def test_explicit_bfloat16_is_refused_below_capability_8_in_every_release(cli, g
 
 
 @pytest.mark.parametrize(("version", "outcome"), [("0.6.3", "dtype_unsupported"), ("0.8.5", "dtype_unsupported"),
-                                                  ("0.9.0", "dtype_unsupported"), ("0.9.1", "fits"),
+                                                  ("0.9.0", "fits"), ("0.9.1", "fits"),
                                                   ("0.10.2", "fits"), ("0.34.0", "fits")])
-def test_auto_on_a_bfloat16_checkpoint_is_refused_until_0_9_1_then_falls_back(cli, version, outcome):
+def test_auto_on_a_bfloat16_checkpoint_is_refused_until_0_9_0_then_falls_back(cli, version, outcome):
     assert _estimate(cli, "Tesla-T4", version)["outcome"] == outcome
     assert _estimate(cli, "Tesla-T4", version, "--dtype", "auto")["outcome"] == outcome
 

@@ -19,7 +19,8 @@ T4, V100 = (7, 5), (7, 0)
 
 @pytest.mark.parametrize(("dtype", "version", "refused"), [
     ("bfloat16", "0.6.0", True), ("bfloat16", "0.9.1", True), ("bfloat16", "0.34.0", True),
-    ("auto", "0.6.0", True), ("auto", "0.9.0", True), ("auto", "0.9.1", False), ("auto", "0.34.0", False),
+    ("auto", "0.6.0", True), ("auto", "0.8.5", True), ("auto", "0.9.0", False), ("auto", "0.9.1", False),
+    ("auto", "0.34.0", False),
     ("auto", None, False), ("half", "0.8.5", False), ("float16", "0.34.0", False), ("float32", "0.34.0", False),
 ])
 def test_the_rule_by_release(dtype, version, refused):
@@ -35,7 +36,8 @@ def test_a_float16_checkpoint_under_auto_is_never_refused():
 
 @pytest.mark.parametrize(("version", "gpu", "dtype"), [("0.34.0", "Tesla-T4", "float16"),
                                                        ("0.9.1", "Tesla-V100-SXM2-16GB", "float16"),
-                                                       ("0.9.0", "Tesla-T4", "bfloat16"),
+                                                       ("0.9.0", "Tesla-T4", "float16"),
+                                                       ("0.8.5", "Tesla-T4", "bfloat16"),
                                                        ("0.34.0", "NVIDIA-L4", "bfloat16")])
 def test_auto_resolves_to_the_dtype_vllm_runs(version, gpu, dtype):
     model, card = catalog.model(LLAMA), catalog.gpu(gpu)

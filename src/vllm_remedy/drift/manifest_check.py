@@ -217,7 +217,8 @@ def _auto_fp8_forbidden(policy: Policy, model: ModelSpec, card: GpuSpec | None,
     said = kv_auto.note(settings.kv_cache_dtype, model.kv_quant, v)
     if said is None:
         return None
-    run = dtype_support.resolved(model.dtype, settings.dtype, card.capability if card else None, settings.version)
+    run = dtype_support.resolved(model.dtype, settings.dtype, card.capability if card else None, settings.version,
+                                  model.model_types)
     typed = kv_auto.sixteen_bit(run, refused.kv_cache_dtypes(v))
     allowed = policy.flags.kv_cache_dtype
     fix = ("" if typed is not None and (allowed is None or typed in allowed.allowed) else

@@ -272,7 +272,7 @@ def config_refusal(model: ModelSpec, card: GpuSpec, settings: EngineSettings, es
         return _REFUSED_BY[est.refused_by] + est.refusal
     if (why := model_len.refusal(model, settings)) is not None:
         return why
-    if dtype_support.refused(model.dtype, settings.dtype, card.capability, settings.version):
+    if dtype_support.refused(model.dtype, settings.dtype, card.capability, settings.version, model.model_types):
         return (f"vLLM refuses bfloat16 on the {card.product} (compute capability below 8.0) before loading the "
                 "model; set --dtype half (float16), or pin a GPU of capability 8.0 or newer")
     return None

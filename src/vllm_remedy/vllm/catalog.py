@@ -16,7 +16,15 @@ from importlib import resources
 from typing import Any
 
 from vllm_remedy.errors import UserError
-from vllm_remedy.vllm import architectures, config_bounds, hf_config, quant_config, qwen2_vl_tower, shapes
+from vllm_remedy.vllm import (
+    architectures,
+    config_bounds,
+    hf_config,
+    quant_config,
+    qwen2_vl_tower,
+    shapes,
+    stray_text,
+)
 from vllm_remedy.vllm.mla_shape import MlaShape
 from vllm_remedy.vllm.mla_shape import read as read_mla_shape
 from vllm_remedy.vllm.quant_exclusions import Exclusions
@@ -122,6 +130,8 @@ class ModelSpec:
     # (first release, the spec it reads or why it cannot be predicted) where releases read the quantization
     # differently (quant_source.readings: ModelOpt's producer, hf_quant_config.json); ``at`` picks one
     releases: tuple[tuple[tuple[int, int, int], ModelSpec | str], ...] = ()
+    config_model_type: str = ""  # the top-level config's model_type (a composite's own: gemma3 over gemma3_text)
+    stray_text_config: bool = False  # a text-only class with a text_config: refused (stray_text.refusal)
 
     @property
     def is_moe(self) -> bool:
@@ -134,6 +144,23 @@ class ModelSpec:
         """The checkpoint itself stores weights below 16 bits (FP8, AWQ, GPTQ, mxfp4, ...): they load at that width
         and run through the method's own kernels, whatever flags the start adds."""
         return bool(self.quantization) and self.weight_bits < 16
+
+    def load_refusal_in(self, version: tuple[int, int, int]) -> str | None:
+        """vLLM's exception loading this config in the release (``load_refusal``, else a stray text_config's)."""
+        if self.load_refusal is not None:
+            return self.load_refusal
+        return stray_text.refusal(version) if self.stray_text_config else None
+
+    @property
+    def model_type(self) -> str:
+        """The text config's model_type (or the family its architecture names), which some dtype rules name."""
+        return self.length.model_type if self.length is not None else ""
+
+    @property
+    def model_types(self) -> tuple[str, str]:
+        """(the text config's, the top-level config's) model_type: vLLM's dtype rules read one or the other by
+        release (``dtype_support.ModelTypes``)."""
+        return self.model_type, self.config_model_type or self.model_type
 
     @property
     def is_mla(self) -> bool:
@@ -223,7 +250,7 @@ class ModelSpec:
             kv_lora_rank=mla[0] if mla else None,
             qk_rope_head_dim=mla[1] if mla else None,
             index_head_dim=_index_head_dim(text, name),
-            mla_shape=read_mla_shape(text, quant_config.weight_bits(text) or 16),
+            mla_shape=read_mla_shape(text, quant_config.weight_bits(text) or 16) if mla else None,
             sliding_layers=hf_config.sliding_layers(text, layers),
             quantized_scope=quant_config.quantized_scope(text),
             zero_points=quant_config.zero_points(text),
@@ -237,6 +264,8 @@ class ModelSpec:
             weight_block_size=quant_config.weight_block_size(text),
             int_facts=quant_config.int_facts(text),
             ct_mla_groups=quant_config.ct_mla_groups(text),
+            config_model_type=hf_config.model_type(config),
+            stray_text_config=stray_text.stray(config),
             expert_params_b=counts.experts / 1e9,
             vision_params_b=vision_params / 1e9,
             vision_hidden=tower.hidden if tower else 0,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vllm_remedy.errors import UserError
-from vllm_remedy.vllm import architectures, config_defaults
+from vllm_remedy.vllm import architectures, config_defaults, mla_types, stray_text
 
 # The keys vLLM scans for the model's maximum length; the smallest present value wins.
 MAX_LEN_KEYS = (
@@ -64,6 +64,8 @@ def text_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
         layers = ", ".join(f"{k} {config[k]}" for k in ("encoder_layers", "decoder_layers") if k in config)
         raise cannot_predict(config, f"an encoder-decoder model{f' ({layers})' if layers else ''}: its encoder and "
                                      "cross-attention KV cache are not modelled")
+    if stray_text.text_only(config):  # a text class keeps a stray sub-config as a plain attribute (``stray_text``)
+        return with_defaults(config)
     for key in ("text_config", "llm_config", "language_config"):
         inner = config.get(key)
         if isinstance(inner, Mapping) and ("hidden_size" in inner or "num_hidden_layers" in inner):
@@ -343,9 +345,9 @@ def sliding_layers(config: Mapping[str, Any], layers: int) -> int:
     return layers if family in ALL_LAYERS_SLIDING else 0
 
 
-def mla_dims(config: Mapping[str, Any]) -> tuple[int, int] | None:
-    """(kv_lora_rank, qk_rope_head_dim) for multi-head latent attention: one compressed "head" per token and
-    layer; None for ordinary attention."""
+def latent_dims(config: Mapping[str, Any]) -> tuple[int, int] | None:
+    """(kv_lora_rank, qk_rope_head_dim) of DeepSeek-style low-rank K/V projections (the weights), MLA or not; None
+    for ordinary projections."""
     rank = config.get("kv_lora_rank")
     if not rank:
         architectures.check_mla(config)
@@ -354,6 +356,22 @@ def mla_dims(config: Mapping[str, Any]) -> tuple[int, int] | None:
     if not rope:
         raise cannot_predict(config, "kv_lora_rank is set (MLA) but qk_rope_head_dim is missing")
     return int(rank), int(rope)
+
+
+def mla_dims(config: Mapping[str, Any]) -> tuple[int, int] | None:
+    """(kv_lora_rank, qk_rope_head_dim) when vLLM caches the latent: one compressed "head" per token and layer; None
+    for K/V per head. vLLM decides by model_type (``mla_types``): MiniCPM3's ``kv_lora_rank`` is per-head K/V at
+    qk_nope + qk_rope (``head_dim``); a type no read release lists and whose attention was not read is not sized."""
+    dims = latent_dims(config)
+    if dims is None:
+        return None
+    kind = config_defaults.config_type(config) or model_type(config)
+    if kind in mla_types.PER_HEAD:
+        return None
+    if kind not in mla_types.EVER:
+        raise cannot_predict(config, f"kv_lora_rank on model_type {kind or '(none)'}: no read vLLM release runs it as "
+                                     "MLA (is_deepseek_mla lists other types), and its attention class was not read")
+    return dims
 
 
 # MoE classes whose routed experts are ``intermediate_size`` wide (they have no ``moe_intermediate_size``): vLLM's
@@ -394,7 +412,7 @@ def intermediate_size(config: Mapping[str, Any], hidden: int) -> int:
 
 
 def torch_dtype(config: Mapping[str, Any]) -> str:
-    """The dtype ``--dtype auto`` resolves to (float32 served in bf16); none stated is float32 (_get_and_verify_dtype
-    ``config_dtype = torch.float32``, vllm/config.py@0.6.4; later ones read the safetensors header first: no input)."""
-    raw = str(config.get("torch_dtype") or config.get("dtype") or "float32").replace("torch.", "")
-    return "bfloat16" if raw == "float32" else raw
+    """The checkpoint's dtype as ``--dtype auto`` starts from: none stated is float32 (_get_and_verify_dtype
+    ``config_dtype = torch.float32``, vllm/config.py@0.6.4); what a release runs float32 in is ``dtype_support``'s
+    (float16 or bfloat16 by release, model_type and card)."""
+    return str(config.get("torch_dtype") or config.get("dtype") or "float32").replace("torch.", "")

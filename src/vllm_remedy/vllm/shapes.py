@@ -12,10 +12,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from vllm_remedy.vllm import architectures, config_defaults, hf_config
+from vllm_remedy.vllm import architectures, config_defaults, hf_config, mlp_kind
 
 # Activations whose MLP has a gate (three matrices per MLP instead of two).
 _GATED = ("silu", "swiglu", "gelu_pytorch_tanh_gated", "quick_gelu_gated")
+
+
+def mlp_matrices(text: Mapping[str, Any]) -> int:
+    """Matrices of one dense MLP or shared expert (``mlp_kind``); "cannot predict" for a family not read."""
+    count = mlp_kind.matrices(text)
+    if count is None:
+        kind = text.get("model_type") or architectures.first_architecture(text) or "this family"
+        raise hf_config.cannot_predict(text, f"the MLP of {kind} in vLLM was not read (gated or not: its weights "
+                                             "are 2 or 3 matrices a layer)")
+    return count
 
 
 @dataclass(frozen=True)
@@ -47,8 +57,8 @@ class Vision:
 
 
 def attention_params(text: Mapping[str, Any], hidden: int, heads: int, kv_heads: int, head_dim: int) -> float:
-    """One layer's attention projections; MLA (DeepSeek) compresses K/V through ``kv_lora_rank``."""
-    mla = hf_config.mla_dims(text)
+    """One layer's attention projections; DeepSeek-style (and MiniCPM3) compress K/V through ``kv_lora_rank``."""
+    mla = hf_config.latent_dims(text)
     if mla is None:
         return hidden * (heads + 2 * kv_heads) * head_dim + heads * head_dim * hidden
     rank, rope = mla
@@ -94,14 +104,15 @@ def text_params(
     experts, _, moe_inter = hf_config.num_experts(text)
     embed = vocab * hidden * (1 if tie else 2)
     if not experts:
-        return Params(embed=embed, body=attn + layers * 3 * hidden * inter, experts=0.0, vision=0.0)
-    per_expert = 3 * hidden * (moe_inter or inter)
+        return Params(embed=embed, body=attn + layers * mlp_matrices(text) * hidden * inter, experts=0.0, vision=0.0)
+    per_expert = 3 * hidden * (moe_inter or inter)  # routed experts: FusedMoE's w13 (gate, up) and w2
+    dense = mlp_matrices(text)
     routed = moe_layers(text, layers)
     if "n_routed_experts" in text and "n_shared_experts" not in text:
         raise hf_config.cannot_predict(text, "n_shared_experts missing (the always-on experts)")
-    shared = int(text.get("n_shared_experts") or 0) * per_expert
-    shared += 3 * hidden * int(text.get("shared_expert_intermediate_size") or 0)
-    body = attn + routed * (shared + hidden * experts) + (layers - routed) * 3 * hidden * inter
+    shared = int(text.get("n_shared_experts") or 0) * dense * hidden * (moe_inter or inter)
+    shared += dense * hidden * int(text.get("shared_expert_intermediate_size") or 0)
+    body = attn + routed * (shared + hidden * experts) + (layers - routed) * dense * hidden * inter
     return Params(embed=embed, body=body, experts=routed * experts * per_expert, vision=0.0)
 
 

@@ -1,5 +1,5 @@
 """A rehearsal pod asking bfloat16 of a T4 (compute capability 7.5) crash-loops with vLLM's own error, as the worker
-refuses it before loading anything; --dtype auto falls back to float16 with vLLM's warning from 0.9.1 and serves."""
+refuses it before loading anything; --dtype auto falls back to float16 with vLLM's warning from 0.9.0 and serves."""
 
 from __future__ import annotations
 
@@ -84,10 +84,19 @@ def test_auto_on_a_t4_falls_back_to_float16_from_0_9_1_and_serves(cluster):
                "torch.bfloat16. Falling back to torch.float16 for compatibility." in line for line in text.splitlines())
 
 
-def test_auto_on_a_t4_before_0_9_1_takes_bfloat16_and_is_refused():
-    start = timeline.plan_start(launch([LLAMA], "vllm/vllm-openai:v0.9.0"), datetime(2026, 1, 1))
+def test_auto_on_a_t4_before_0_9_0_takes_bfloat16_and_is_refused():
+    start = timeline.plan_start(launch([LLAMA], "vllm/vllm-openai:v0.8.5"), datetime(2026, 1, 1))
     assert start.exit is not None and (start.exit.after, start.exit.code) == (timeline.BOOT_SECONDS + 1.0, 1)
     assert any(REFUSAL in line for line in start.exit.log)
+
+
+def test_auto_on_a_t4_falls_back_in_0_9_0s_words(cluster):
+    # config.py@0.9.0 l.3084-3101: "Your %s device%s doesn't support %s. Falling back to %s for compatibility."
+    cluster.store.create("pods", pod("auto090", [LLAMA], "vllm/vllm-openai:v0.9.0"))
+    assert cluster.wait_for(lambda: status(cluster, "auto090").get("ready") is True, 8), status(cluster, "auto090")
+    text = cluster.read_log("llm", "auto090")
+    assert "Your Tesla T4 device (with compute capability 7.5) doesn't support torch.bfloat16. Falling back to " \
+           "torch.float16 for compatibility." in text and "dtype=torch.float16" in text
 
 
 def test_half_on_a_t4_starts():

@@ -178,8 +178,9 @@ def _base(req: BudgetRequest, lim: Limits, notes: list[str]) -> tuple[EngineSett
             changes["tp"] = min(inside, key=lambda t: (abs(t - s.tp), t))
         else:
             notes.append("no tensor-parallel-size within the bounds: " + _tp_refusals(req, lim.tp_min, hi))
-    if dtype_support.refused(req.model.dtype, s.dtype, req.gpu.capability, s.version):  # vLLM refuses it on this card
-        problems.append(f"dtype {dtype_support.resolved(req.model.dtype, s.dtype, req.gpu.capability, s.version)} is "
+    card, kind = req.gpu.capability, req.model.model_types
+    if dtype_support.refused(req.model.dtype, s.dtype, card, s.version, kind):  # vLLM refuses it on this card
+        problems.append(f"dtype {dtype_support.resolved(req.model.dtype, s.dtype, card, s.version, kind)} is "
                         f"refused on {req.gpu.product} (compute capability below 8.0): --dtype float16")
         changes["dtype"] = "float16"  # the same 2 bytes per weight and KV element: no budget moves
     capped = dataclasses.replace(s, **changes)  # type: ignore[arg-type]
@@ -211,7 +212,7 @@ def _auto_fp8(req: BudgetRequest, s: EngineSettings) -> tuple[str, str | None] |
     v = rules(s.version).version
     if s.kv_cache_dtype != "auto" or kv_auto.note(s.kv_cache_dtype, req.model.kv_quant, v) is None:
         return None
-    run = dtype_support.resolved(req.model.dtype, s.dtype, req.gpu.capability, s.version)
+    run = dtype_support.resolved(req.model.dtype, s.dtype, req.gpu.capability, s.version, req.model.model_types)
     fix = kv_auto.sixteen_bit(run, refused.kv_cache_dtypes(v))
     choices = req.policy.flags.kv_cache_dtype if req.policy is not None else None
     if fix is not None and choices is not None and fix not in choices.allowed:

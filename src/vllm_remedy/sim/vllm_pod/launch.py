@@ -197,8 +197,9 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
         spec = spec.at(parse_version(version) or NEWEST_RELEASE)
     except UserError as err:  # a reading no start is predicted for, as quant_support's below
         return Refusal(version, model_id, f"ValueError: {err}", "config")
-    if spec.load_refusal is not None:  # get_config's own exception on the overridden config (``hf_overrides``)
-        return Refusal(version, model_id, spec.load_refusal, "config")
+    said = spec.load_refusal_in(parse_version(version) or NEWEST_RELEASE)
+    if said is not None:  # get_config's own exception (``hf_overrides``, a stray text_config: ``stray_text``)
+        return Refusal(version, model_id, said, "config")
     # The container's env is vLLM's too: VLLM_ALLOW_LONG_MAX_MODEL_LEN turns the max-length refusal into a warning.
     inputs = {"other-process-gib": str(other_process_gib(node, cluster_gpu_used_mib)),
               **engine_select.env_inputs(container, version)}  # and VLLM_USE_V1 selects the engine
@@ -220,9 +221,16 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
     if (text := config_order.env_before_model_config(v, inputs)) is not None:  # VLLM_USE_V1 read before anything
         frames = config_refusal.env_frames(v, engine_env.USE_V1, text)
         return Refusal(version, model_id, text, "config", frames=tuple(frames))
+    # --dtype float16 on a model_type that refuses it (``dtype_support.float16_refusal``): resolved before the length,
+    # after the architecture from 0.9.2 and before it at 0.9.1 (``refusal_order``)
+    float16 = dtype_support.float16_refusal(settings.dtype, version, spec.model_types)
+    if float16 is not None and v < config_order.ARCH_BEFORE_LENGTH_SINCE:
+        return Refusal(version, model_id, float16, "config")
     if (lacking := registry.refusal(v, model_id, spec.architecture, spec.quantization)) is not None and (
             not too_long or config_order.architecture_before_length(v, lacking[0])):
         return Refusal(version, model_id, lacking[0], "config", frames=lacking[1])
+    if float16 is not None:
+        return Refusal(version, model_id, float16, "config")
     draft = adapters.draft_model(adapters.speculative(flags))
     try:  # SpeculativeConfig builds the draft's ModelConfig at config time, like the target's
         draft_spec = model_spec(draft, None, container) if draft else None
@@ -235,7 +243,7 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
     if gpu is None or gpu_limit(container) < 1:
         return Refusal(version, model_id, "RuntimeError: No CUDA GPUs are available", "device")
     # the V1 oracle's refusals under VLLM_USE_V1=1 hang on the KV dtype, the model's dtype and MLA too (v1_oracle)
-    run_dtype = dtype_support.resolved(spec.dtype, settings.dtype, gpu.capability, settings.version)
+    run_dtype = dtype_support.resolved(spec.dtype, settings.dtype, gpu.capability, settings.version, spec.model_types)
     found: dict[str, Refusal] = {}  # the config-time refusals, by where vLLM runs them (``config_order``)
     # the oracle reads model_config.use_mla: off under VLLM_MLA_DISABLE (``mla_env``; platforms/cuda.py@0.10.2)
     mla_on = spec.is_mla and not mla_env.disabled(v, spec.is_mla, settings.mla_disable_env,

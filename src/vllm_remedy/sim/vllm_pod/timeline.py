@@ -120,10 +120,14 @@ def _typed(launch: Launch) -> dict[str, object]:
     if launch.resolved.kv_cache_dtype != s.kv_cache_dtype:  # auto resolved from the checkpoint (kv_auto): the engine
         out["cache_dtype"] = launch.resolved.kv_cache_dtype  # line prints cache_config.cache_dtype (config/vllm.py)
     cap = launch.gpu.capability
-    if dtype_support.fell_back(launch.model.dtype, s.dtype, cap, launch.version):  # vLLM warns, runs float16
-        name = dtype_support.detail(launch.gpu.product, cap)
-        out["torch_dtype"] = "float16"
-        out["dtype_fallback"] = f"'{name['gpu_name']}' (with compute capability {name['capability']})"
+    if s.dtype == "auto":  # the dtype auto resolves to (a float32 or dtype-less checkpoint's by release: dtype_support)
+        out["torch_dtype"] = dtype_support.resolved(launch.model.dtype, s.dtype, cap, launch.version,
+                                                    launch.model.model_types)
+    if dtype_support.fell_back(launch.model.dtype, s.dtype, cap, launch.version):  # vLLM warns, runs the preferred
+        name = dtype_support.detail(launch.gpu.product, cap)  # dtype: float16, float32 for gemma2 & co (0.9.1+)
+        at = f"(with compute capability {name['capability']})"  # 0.9.0's words differ (dtype_support)
+        out["dtype_fallback"] = (f"device '{name['gpu_name']}' {at}" if dtype_support.falls_back(launch.version)
+                                 else f"{name['gpu_name']} device {at}")
     return out
 
 

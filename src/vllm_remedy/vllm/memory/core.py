@@ -150,14 +150,14 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
                        profiled=activation + non_torch, snapshot_context=snapshot_context)
     if pin and r.engine == "V1" and outcome is Outcome.NO_CACHE_BLOCKS and kv > 0:
         outcome = Outcome.MAX_LEN_EXCEEDS_KV  # bytes under one block: V1 refuses only <= 0 as "no memory"
-    refused = _loaded_first(model, refusal_order.first_refusal(
+    refused = _loaded_first(model, r.version, refusal_order.first_refusal(
         model, gpu, settings, None, res.env_problem,
         lambda: batch_words.words(settings.version, res.mnbt, res.max_model_len) if batch_refused(res) else None))
     if refused is not None and refused[0] is None:
         outcome = Outcome.MAX_LEN_EXCEEDS_MODEL  # vLLM's model config refuses it before touching the GPU
     elif refused is not None:
         outcome = Outcome.CONFIG_REFUSED  # refused at config time, before any GPU memory is used
-    elif dtype_support.refused(model.dtype, settings.dtype, gpu.capability, settings.version):
+    elif dtype_support.refused(model.dtype, settings.dtype, gpu.capability, settings.version, model.model_types):
         outcome = Outcome.DTYPE_UNSUPPORTED  # the worker refuses bfloat16 below capability 8.0 before loading
     # Graphs are captured after the KV cache is allocated; outside the budget they need the card's spare room and the
     # room the profile's activation freed, less what the capture and sampler warm-up allocate (``post_capture``).
@@ -291,8 +291,8 @@ def tp_refused(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings, split: 
         return (batch_words.words(settings.version, view.mnbt, view.max_model_len)
                 if view is not None and batch_refused(view) else None)
 
-    refused = _loaded_first(model, refusal_order.first_refusal(model, gpu, settings, split,
-                                                               engine_rules(settings, gpu, model)[1], batch))
+    refused = _loaded_first(model, rules(settings.version).version, refusal_order.first_refusal(
+        model, gpu, settings, split, engine_rules(settings, gpu, model)[1], batch))
     assert refused is not None  # the TP size refuses when nothing before it does
     outcome = Outcome.MAX_LEN_EXCEEDS_MODEL if refused[0] is None else Outcome.CONFIG_REFUSED
     return Estimate(outcome=outcome, weights_gib=0.0, activation_gib=0.0, non_torch_gib=0.0, cudagraph_gib=0.0,
@@ -301,14 +301,15 @@ def tp_refused(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings, split: 
                     refusal=refused[1] if refused[0] else None, refused_by=refused[0], refused_at=refused[2])
 
 
-def _loaded_first(model: ModelSpec, refused: tuple[RefusedBy | None, str, Stage] | None
+def _loaded_first(model: ModelSpec, version: tuple[int, int, int], refused: tuple[RefusedBy | None, str, Stage] | None
                   ) -> tuple[RefusedBy | None, str, Stage] | None:
     """The model config's failure to load the config (``ModelSpec.load_refusal``: ``get_config`` runs before the
     architecture and the length are checked, config/model.py@0.11.0 l.438 after l.368's VLLM_USE_V1 read) before
     every refusal but the env's earliest."""
-    if model.load_refusal is None or (refused is not None and refused[2] == "env_early"):
+    said = model.load_refusal_in(version)
+    if said is None or (refused is not None and refused[2] == "env_early"):
         return refused
-    return "model", model.load_refusal, "arch"
+    return "model", said, "arch"
 
 
 def batch_refused(res: Resolved) -> bool:

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from vllm_remedy.vllm import mla_types
 from vllm_remedy.vllm.memory import indexer_cache, mla_cache
 from vllm_remedy.vllm.memory.unmodelled import CannotPredict
 
@@ -67,6 +68,10 @@ def runs_mla(model: ModelSpec, version: tuple[int, int, int], quantization: str 
     where the spec does not say (a checkpoint of another method, or groups that loop would fail on)."""
     if not model.is_mla or version < MLA_SINCE or disabled:
         return False
+    if model_type(model) not in mla_types.listed(version):  # ``is_deepseek_mla`` is False: not MLA in this release
+        raise CannotPredict(f"cannot predict {model.architecture}: vLLM {'.'.join(map(str, version))} does not list "
+                            f"model_type {model_type(model) or '(none)'} in is_deepseek_mla (later releases do), so it "
+                            "runs this config without MLA through a path not read here (vllm.mla_types)")
     if version < QUANT_GATE_UNTIL and quantization is not None:
         if quantization == "compressed-tensors":
             if model.ct_mla_groups is not None:

@@ -12,7 +12,10 @@ Read from the wheels (engine/arg_utils.py ``create_engine_config``, config.py / 
    architecture (``arch``: ``_get_and_verify_max_len`` config.py@0.6.3 l.186, @0.8.5 l.508, @0.9.0 l.574, then the
    registry's ``is_multimodal_model`` l.194, l.517, l.583); from 0.9.2 the architecture first
    (``inspect_model_cls`` config.py@0.9.2 l.561 before the length l.614; config/model.py@0.11.0 l.544 / l.602,
-   @0.20.0 l.552 / l.616, @0.34.0 l.758 / l.844); 0.9.1 was not read and is taken as 0.9.0. Then
+   @0.20.0 l.552 / l.616, @0.34.0 l.758 / l.844); 0.9.1 was not read and is taken as 0.9.0. The dtype (``dtype``:
+   ``--dtype float16`` on a model_type that refuses it, ``dtype_support.float16_refusal``, from 0.9.1) is resolved
+   between the two from 0.9.2 (config.py@0.9.2 l.567, config/model.py@0.30.0 l.752, @0.34.0 l.826) and before both
+   at 0.9.0 (l.534), where 0.9.1 is placed. Then
    ``_verify_quantization`` (``qmethod``: ``--quantization`` against the checkpoint's method, an unknown method;
    config.py@0.6.3 l.205, @0.8.5 l.546; config/model.py@0.11.0 l.643, @0.20.0 l.687, @0.34.0 l.942).
 3. ``env``: VLLM_USE_V1 read right after the model config (``try_v1`` and the V1 oracle's ``_raise_or_fallback``,
@@ -39,7 +42,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Literal
 
-from vllm_remedy.vllm import arch_release, engine_env, model_len, quant_support
+from vllm_remedy.vllm import arch_release, dtype_support, engine_env, model_len, quant_support
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.memory.settings import EngineSettings
 from vllm_remedy.vllm.memory.unmodelled import CannotPredict
@@ -48,7 +51,8 @@ from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version
 # Which config refuses a ``config_refused`` start (``Estimate.refused_by``), as the callers that prefix the words
 # (``remedies.predict``) name it; stable whatever the stage inside it.
 RefusedBy = Literal["model", "env", "tp", "quant", "batch"]
-Stage = Literal["env_early", "len", "arch", "qmethod", "env", "batch", "heads", "qconfig", "env_late", "weights"]
+Stage = Literal["env_early", "len", "arch", "dtype", "qmethod", "env", "batch", "heads", "qconfig", "env_late",
+                "weights"]
 MODEL_CONFIG_READS_ENV_SINCE = (0, 9, 0)  # ModelConfig reads VLLM_USE_V1 first (config.py@0.9.0; 0.8.5 does not)
 ARCH_BEFORE_LEN_SINCE = (0, 9, 2)  # config.py@0.9.2: inspect_model_cls before the max length (0.9.0: after)
 # what ``_verify_quantization`` raises for --quantization against the checkpoint (``quant_support.method_run``)
@@ -60,7 +64,8 @@ def stages(version: str | None) -> tuple[Stage, ...]:
     """The refusals in the order the release runs them (see the module's docstring); memoised, as every estimate
     asks."""
     v = parse_version(version) or NEWEST_RELEASE
-    model: tuple[Stage, ...] = ("arch", "len", "qmethod") if v >= ARCH_BEFORE_LEN_SINCE else ("len", "arch", "qmethod")
+    model: tuple[Stage, ...] = (
+        ("arch", "dtype", "len", "qmethod") if v >= ARCH_BEFORE_LEN_SINCE else ("dtype", "len", "arch", "qmethod"))
     return ("env_early", *model, "env", "batch", "heads", "qconfig", "env_late", "weights")
 
 
@@ -89,8 +94,8 @@ def quant_stage(words: str) -> Stage:
 # Which config each stage is (the length's is ``max_len_exceeds_model``, not a ``config_refused``: None). ``qmethod``
 # is "quant" for --quantization against the checkpoint, "model" for a method the release lacks (``first_refusal``).
 _REFUSED_BY: dict[Stage, RefusedBy | None] = {
-    "env_early": "env", "len": None, "arch": "model", "qmethod": "quant", "env": "env", "batch": "batch",
-    "heads": "tp", "qconfig": "quant", "env_late": "env", "weights": "tp"}
+    "env_early": "env", "len": None, "arch": "model", "dtype": "model", "qmethod": "quant", "env": "env",
+    "batch": "batch", "heads": "tp", "qconfig": "quant", "env_late": "env", "weights": "tp"}
 
 
 def first_refusal(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings, split: str | None,
@@ -120,6 +125,8 @@ def first_refusal(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings, spli
             said = model_len.refusal(model, settings)
         elif stage == "arch":
             said = arch_release.architecture_refusal(model, version)
+        elif stage == "dtype":
+            said = dtype_support.float16_refusal(settings.dtype, version, model.model_types)
         elif stage in ("qmethod", "qconfig"):
             if not quant_read:  # read once: the model config and the engine config each take their part
                 quant, quant_read = quant_support.refusal(model, gpu, settings.quantization, version,

@@ -329,7 +329,7 @@ def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
                                   s.disable_sliding_window, s.enable_prefix_caching, mla)
         mnbt = s.max_num_batched_tokens or v0_default_batch(model, r.version, chunked, max_len, r.chunked_prefill_mnbt)
         seqs = s.max_num_seqs or 256
-    dtype = dtype_support.resolved(model.dtype, s.dtype, gpu.capability, s.version)
+    dtype = dtype_support.resolved(model.dtype, s.dtype, gpu.capability, s.version, model.model_types)
     weight_bytes = 4 if dtype == "float32" else 2
     kv_dtype, kv_why = kv_auto.resolved(s.kv_cache_dtype, model.kv_quant, r.version)  # auto: a ModelOpt KV scheme
     if kv_why is not None:
@@ -383,8 +383,8 @@ def engine_rules(s: EngineSettings, gpu: GpuSpec, model: ModelSpec | None = None
     """The version's rules on this card with the env's VLLM_USE_V1, the KV cache dtype and the model's dtype and
     attention (the V1 oracle's fallbacks, ``vllm.v1_oracle``), and why VLLM_USE_V1 makes the start unknown
     (``engine_env.engine_rules``). Without the model, ``--dtype`` as typed and no MLA."""
-    dtype = (dtype_support.resolved(model.dtype, s.dtype, gpu.capability, s.version) if model is not None
-             else dtype_support.requested(s.dtype))
+    dtype = (dtype_support.resolved(model.dtype, s.dtype, gpu.capability, s.version, model.model_types)
+             if model is not None else dtype_support.requested(s.dtype))
     return engine_env.engine_rules(s.version, gpu.capability, s.vllm_use_v1, s.vllm_use_v1_unreadable,
                                    s.kv_cache_dtype, dtype, model is not None and _oracle_mla(model, s))
 
@@ -399,8 +399,8 @@ def _oracle_mla(model: ModelSpec, s: EngineSettings) -> bool:
 
 def split_run(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> SplitRun:
     """What a GPTQ-style layer's kernel choice reads of this start (``mp_split.SplitRun``)."""
-    return SplitRun(gpu.capability, dtype_support.resolved(model.dtype, s.dtype, gpu.capability, s.version),
-                    rules(s.version).version, s.enable_expert_parallel)
+    run = dtype_support.resolved(model.dtype, s.dtype, gpu.capability, s.version, model.model_types)
+    return SplitRun(gpu.capability, run, rules(s.version).version, s.enable_expert_parallel)
 
 
 def runs_runner_v2(r: VersionRules, model: ModelSpec) -> bool:

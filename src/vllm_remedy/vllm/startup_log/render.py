@@ -254,10 +254,10 @@ def _preamble(w: Writer, version: str, model: str, tp: int, max_len: int, util: 
               f"max_num_seqs={max_num_seqs!r})", source="api_server.py")
     if long_len is not None and engine_line:
         config_refusal.write_warning(w, long_len)
-    if extra.get("dtype_fallback"):  # auto on a bfloat16 checkpoint, a card without bfloat16, 0.9.1+ (dtype_support)
-        w.log("api", f"Your device {extra['dtype_fallback']} doesn't support torch.bfloat16. Falling back to "
-              "torch.float16 for compatibility.", level="WARNING", source="model.py" if w.v >= (0, 11, 0) else
-              "__init__.py" if w.v >= (0, 10, 1) else "config.py")
+    if extra.get("dtype_fallback"):  # auto on a bfloat16 checkpoint, a card without bfloat16, 0.9.0+ (dtype_support)
+        w.log("api", f"Your {extra['dtype_fallback']} doesn't support torch.bfloat16. Falling back to "
+              f"torch.{extra.get('torch_dtype') or 'float16'} for compatibility.", level="WARNING",
+              source="model.py" if w.v >= (0, 11, 0) else "__init__.py" if w.v >= (0, 10, 1) else "config.py")
     if not engine_line:
         return
     torch_dtype = extra.get("torch_dtype") or _torch_dtype(extra.get("dtype"))  # auto's float16 fallback: timeline
