@@ -197,7 +197,7 @@ def test_modelopts_separate_quant_file_is_handed_in_as_quantization_config(onlin
     """vLLM (transformers_utils/config.py@0.10.1 on, @0.30.0 l.829-841) sets hf_quant_config.json as the config's
     quantization_config when config.json has none: one GET more, kept in the cache, a 404 recorded as absent.
     Before: the file was never asked for, and the checkpoint was sized as if it stated no quantization."""
-    from vllm_remedy.vllm import hf_overrides
+    from vllm_remedy.vllm import hf_overrides, quant_source
 
     online.repos[NV_FP8] = Repo({"config.json": SMOLLM2_CONFIG, "hf_quant_config.json": MODELOPT})
     stated = {**SMOLLM2_CONFIG, "quantization_config": {"quant_method": "fp8"}}
@@ -205,7 +205,9 @@ def test_modelopts_separate_quant_file_is_handed_in_as_quantization_config(onlin
     hub.resolve(NV_FP8)
     hub.resolve(LFS)
     hub.resolve(SMOLLM2_ID)  # none there: 404
-    assert (hf_overrides.base_config(NV_FP8, None) or ({},))[0].get("quantization_config") == MODELOPT
+    # the file's mapping as it is, marked as read from the file (releases before 0.10.1 never read it: quant_source)
+    assert (hf_overrides.base_config(NV_FP8, None) or ({},))[0].get("quantization_config") == {
+        **MODELOPT, quant_source.FROM_FILE: "hf_quant_config.json"}
     assert "quantization_config" not in (hf_overrides.base_config(SMOLLM2_ID, None) or ({},))[0]
     quant = [r for r in online.requests if r[1].endswith("/hf_quant_config.json")]
     assert quant == [("GET", f"/{NV_FP8}/resolve/main/hf_quant_config.json"),

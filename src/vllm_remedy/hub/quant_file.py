@@ -18,6 +18,7 @@ from typing import Any
 from vllm_remedy.errors import UserError
 from vllm_remedy.hub import ask as hub_ask
 from vllm_remedy.hub import store
+from vllm_remedy.vllm.quant_source import FROM_FILE
 
 NAME = "hf_quant_config.json"
 
@@ -28,7 +29,10 @@ def wanted(config: Any) -> bool:
 
 
 def merged(config: Mapping[str, Any], quant: Any) -> Mapping[str, Any]:
-    """``config`` with the file's mapping as its ``quantization_config``, as vLLM sets it; unchanged without one."""
+    """``config`` with the file's mapping as its ``quantization_config``, as vLLM sets it, marked as read from this
+    file (``quant_source.FROM_FILE``: releases before 0.10.1 never read it); unchanged without one."""
+    if isinstance(quant, Mapping):
+        quant = {**quant, FROM_FILE: NAME}
     return config if quant is None else {**config, "quantization_config": quant}
 
 

@@ -29,8 +29,8 @@ from vllm_remedy.vllm.mla_shape import MlaShape
 from vllm_remedy.vllm.mla_shape import read as read_mla_shape
 from vllm_remedy.vllm.quant_exclusions import Exclusions
 from vllm_remedy.vllm.quant_exclusions import from_text as read_exclusions
+from vllm_remedy.vllm.quant_source import NOT_READ, kv_cache_scheme, readings
 from vllm_remedy.vllm.quant_source import fold as fold_compression_config
-from vllm_remedy.vllm.quant_source import kv_cache_scheme
 from vllm_remedy.yamlfile import load_packaged
 
 GIB = 1024**3
@@ -127,6 +127,9 @@ class ModelSpec:
     int_facts: quant_config.IntFacts | None = None  # AWQ / GPTQ packing as stated (quant_support judges the bits)
     ct_mla_groups: bool | None = None  # compressed-tensors: every group fp8 as 0.7.2's use_mla reads it (quant_config)
     load_refusal: str | None = None  # vLLM's exception loading the config (hf_overrides.applied): config_refused
+    # (first release, the spec it reads or why it cannot be predicted) where releases read the quantization
+    # differently (quant_source.readings: ModelOpt's producer, hf_quant_config.json); ``at`` picks one
+    releases: tuple[tuple[tuple[int, int, int], ModelSpec | str], ...] = ()
     config_model_type: str = ""  # the top-level config's model_type (a composite's own: gemma3 over gemma3_text)
     stray_text_config: bool = False  # a text-only class with a text_config: refused (stray_text.refusal)
 
@@ -174,6 +177,39 @@ class ModelSpec:
         if not isinstance(config, Mapping):
             raise UserError(f"{name}: expected a JSON object (a Hugging Face config.json)")
         text = fold_compression_config(hf_config.text_config(config), config)  # compression_config: quant_source
+        spans = readings(text)
+        if spans is None:
+            return cls._from_text(config, text, name, params_b)
+        eras: list[tuple[tuple[int, int, int], ModelSpec | str]] = []
+        for since, read, refusal in spans:
+            if refusal == NOT_READ:
+                eras.append((since, refusal))
+                continue
+            try:
+                eras.append((since, _replace(cls._from_text(config, read, name, params_b), load_refusal=refusal)))
+            except UserError as exc:  # this span cannot be predicted; another may be
+                eras.append((since, str(exc)))
+        built = [spec for _, spec in eras if isinstance(spec, ModelSpec)]
+        if not built:
+            raise UserError(str(eras[-1][1]))
+        return _replace(built[-1], releases=tuple(eras))
+
+    def at(self, version: tuple[int, int, int]) -> ModelSpec:
+        """The spec as ``version`` reads the checkpoint's quantization (``releases``); a UserError when that
+        release's reading cannot be predicted."""
+        chosen: ModelSpec | str = self
+        for since, spec in self.releases:
+            chosen = spec if version >= since else chosen
+        if isinstance(chosen, str):
+            raise UserError(chosen)
+        own = {s.load_refusal for _, s in self.releases if isinstance(s, ModelSpec)}
+        if chosen is not self and self.load_refusal not in own:  # set on this spec since (hf_overrides): kept
+            return _replace(chosen, load_refusal=self.load_refusal)
+        return chosen
+
+    @classmethod
+    def _from_text(cls, config: Mapping[str, Any], text: Mapping[str, Any], name: str,
+                   params_b: float | None) -> ModelSpec:
         hidden = hf_config.require_int(text, "hidden_size", "n_embd", "d_model", name=name)
         layers = hf_config.require_int(text, "num_hidden_layers", "n_layer", "num_layers", name=name)
         heads = hf_config.require_int(text, "num_attention_heads", "n_head", name=name)

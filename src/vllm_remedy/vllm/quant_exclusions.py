@@ -324,6 +324,9 @@ def from_text(text: Mapping[str, Any], architecture: str, layers: int, hidden: i
               head_dim: int, intermediate: int, experts: int, qc: Mapping[str, Any] | None,
               method: str | None) -> Exclusions | None:
     """``read`` for a config.json's language model (``ModelSpec.from_hf_config``)."""
+    if method and method.startswith("modelopt") and isinstance(qc, Mapping) and isinstance(
+            qc.get("quantization"), Mapping):  # ModelOpt's own layout: its skip list is the nested one alone
+        qc = {"exclude_modules": qc["quantization"].get("exclude_modules")}  # (from_config, modelopt.py@0.10.1)
     if qc is None or not any(qc.get(k) for k in SKIP_KEYS):
         return None
     shape = Shape(architecture, layers, hidden, heads, kv_heads, head_dim, intermediate,

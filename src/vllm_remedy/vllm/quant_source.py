@@ -1,6 +1,8 @@
 """Where vLLM finds a checkpoint's quantization section in config.json: ``quantization_config``, else
 ``compression_config`` (older llm-compressor / compressed-tensors exports); and the KV-cache scheme a ModelOpt
-section states (``kv_cache_scheme``), which ``kv_auto`` resolves ``--kv-cache-dtype auto`` from.
+section states (``kv_cache_scheme``), which ``kv_auto`` resolves ``--kv-cache-dtype auto`` from; and the section
+each release reads for a ModelOpt checkpoint (``as_release``, ``readings``): ``hf_quant_config.json`` read from 0.10.1
+only, ``producer`` / ``quantization.quant_algo`` mapped to a method from 0.10.1.
 
 Every release modelled reads it the same way, in both places that decide the method and the weights:
 - the model config: ``_parse_quant_hf_config`` (config.py@0.5.5 l.258-263, @0.8.5; config/model.py@0.11.0 l.857-861)
@@ -61,3 +63,94 @@ def kv_cache_scheme(config: Mapping[str, Any]) -> str | None:
     if isinstance(algo, str) and algo.lower() in ("fp8", "nvfp4"):
         return algo.lower()
     return None
+
+
+Version = tuple[int, int, int]
+
+#: The key ``hub`` adds to a ``quantization_config`` read from ModelOpt's ``hf_quant_config.json`` (ModelOpt 0.29 and
+#: earlier keep the scheme there, beside a config.json without one), with that file's name as its value.
+FROM_FILE = "_read_from"
+#: ``get_config`` sets that file's mapping as the config's ``quantization_config`` from 0.10.1
+#: (transformers_utils/config.py@0.10.1 l.497-505, @0.30.0 l.829-841; absent @0.10.0), and the model config maps
+#: ModelOpt's ``producer`` to a ``quant_method`` from the same release (``_parse_quant_hf_config``,
+#: config/__init__.py@0.10.1 l.1064-1084; absent @0.10.0, where a section naming no method is "").
+MODELOPT_SINCE: Version = (0, 10, 1)
+#: ``_normalize_quantization_config`` (transformers_utils/model_arch_config_convertor.py@0.14.0 l.139-165) upper-cases
+#: ``quant_algo`` and takes FP8_PER_CHANNEL_PER_TOKEN and FP8_PB_WO as "modelopt" too; 0.10.1-0.13.0 take the
+#: exact texts "FP8" and "NVFP4" only (config/model.py@0.11.0 l.863-876, @0.13.0).
+MODELOPT_UPPER_SINCE: Version = (0, 14, 0)
+#: A ``quantization`` section holding ``modelopt_quant_config`` counts as ModelOpt without a ``producer``
+#: (``is_legacy_modelopt``, model_arch_config_convertor.py@0.26.0 l.217-223; absent @0.25.0).
+MODELOPT_LEGACY_SINCE: Version = (0, 26, 0)
+#: MIXED_PRECISION maps to "modelopt_mixed" (model_arch_config_convertor.py@0.33.0 l.249-265; absent @0.32.0).
+MODELOPT_MIXED_SINCE: Version = (0, 33, 0)
+#: Before 0.10.1, for a checkpoint whose hf_quant_config.json states an algorithm: its tensors include ModelOpt's
+#: per-layer scales (``weight_scale``, ``input_scale``), which the 16-bit layers have no parameter for
+#: (``params_dict[name]`` in ``LlamaForCausalLM.load_weights``, models/llama.py@0.9.0 l.436-452, @0.10.0 l.447-465,
+#: after ``maybe_remap_kv_scale_name`` leaves the name untouched, model_loader/weight_utils.py@0.9.0 l.721-781).
+NOT_READ = ("cannot predict: vLLM releases before 0.10.1 do not read hf_quant_config.json; they build the 16-bit "
+            "model config.json describes and load the checkpoint's ModelOpt tensors (and their weight_scale / "
+            "input_scale, which no 16-bit layer has: llama.py@0.9.0 load_weights) into it, which this tool does not "
+            "predict")
+#: vLLM's words refusing a ModelOpt algorithm the release does not map (raised before the method is looked at).
+UNKNOWN_ALGO = "ValueError: Unknown ModelOpt quant algo: "
+_BOUNDS = ((0, 0, 0), MODELOPT_SINCE, MODELOPT_UPPER_SINCE, MODELOPT_LEGACY_SINCE, MODELOPT_MIXED_SINCE)
+
+
+def as_release(qc: Any, version: Version) -> tuple[Any, str | None]:
+    """(the ``quantization_config`` release ``version`` reads, vLLM's refusal of it or None).
+
+    Before 0.10.1 a section ``hub`` read from hf_quant_config.json is not read at all: vLLM builds the 16-bit model
+    config.json describes and loads the checkpoint's ModelOpt tensors into it, which this tool does not predict
+    (``NOT_READ``) when the file states an algorithm (None otherwise: sized as config.json says); a ModelOpt section
+    in config.json keeps what it states. From 0.10.1 a section whose
+    ``producer.name`` is "modelopt" (or a legacy one, 0.26.0+) gets ``quant_method`` from ``quantization.quant_algo``:
+    "modelopt" for FP8, "modelopt_fp4" for NVFP4, "modelopt_mixed" for MIXED_PRECISION (0.33.0+); any other stated
+    algorithm is refused ("Unknown ModelOpt quant algo"), an absent one leaves the section as it is. The same mapping
+    whichever file the section came from. A ``producer`` or ``quantization`` that is no object is left to the other
+    readers (vLLM's ``.get`` on it raises: no start this tool predicts either way)."""
+    if not isinstance(qc, Mapping):
+        return qc, None
+    from_file = FROM_FILE in qc
+    raw = {k: v for k, v in qc.items() if k != FROM_FILE}
+    if version < MODELOPT_SINCE:
+        if from_file and isinstance(raw.get("quantization"), Mapping) and raw["quantization"].get("quant_algo"):
+            return None, NOT_READ
+        return (None if from_file else raw), None
+    producer = raw.get("producer", {})
+    inner = raw.get("quantization", {})
+    if not isinstance(producer, Mapping) or not isinstance(inner, Mapping):
+        return raw, None
+    legacy = version >= MODELOPT_LEGACY_SINCE and "modelopt_quant_config" in inner
+    algo = inner.get("quant_algo")
+    if not (producer.get("name") == "modelopt" or legacy) or algo is None:
+        return raw, None
+    said = str(algo).upper() if version >= MODELOPT_UPPER_SINCE else algo
+    fp8 = ("FP8", "FP8_PER_CHANNEL_PER_TOKEN", "FP8_PB_WO") if version >= MODELOPT_UPPER_SINCE else ("FP8",)
+    if said in fp8:
+        return {**raw, "quant_method": "modelopt"}, None
+    if said == "NVFP4":
+        return {**raw, "quant_method": "modelopt_fp4"}, None
+    if said == "MIXED_PRECISION" and version >= MODELOPT_MIXED_SINCE:
+        return {**raw, "quant_method": "modelopt_mixed"}, None
+    return raw, f"{UNKNOWN_ALGO}{algo}"
+
+
+def readings(text: Mapping[str, Any]) -> list[tuple[Version, dict[str, Any], str | None]] | None:
+    """``text`` (the language-model config) as each release span reads its ``quantization_config``
+    (``as_release``): (the first release of the span, the config then, vLLM's refusal), one entry per span that
+    reads it differently from the one before; None when every release reads the config as it is."""
+    qc = text.get("quantization_config")
+    if not isinstance(qc, Mapping):
+        return None
+    out: list[tuple[Version, dict[str, Any], str | None]] = []
+    for since in _BOUNDS:
+        read, refusal = as_release(qc, since)
+        config = {k: v for k, v in text.items() if k != "quantization_config"}
+        if read is not None:
+            config["quantization_config"] = read
+        if not out or (config, refusal) != out[-1][1:]:
+            out.append((since, config, refusal))
+    if len(out) == 1 and out[0][1] == text and out[0][2] is None:
+        return None
+    return out

@@ -35,7 +35,9 @@ config; each method's class in model_executor/layers/quantization/):
    ``_verify_quantization`` takes "" as the method and refuses it ("Unknown quantization method: . Must be one of
    [...]", config.py@0.5.5 / @0.8.5, config/__init__.py@0.10.2); from 0.11.0 it turns "" into None
    (config/model.py@0.11.0, @0.34.0: ``quant_method if quant_method != "" else None``) and starts the model
-   unquantized, loading the checkpoint's tensors into 16-bit layers: not predicted.
+   unquantized, loading the checkpoint's tensors into 16-bit layers: not predicted. From 0.10.1 a ModelOpt section
+   (``producer.name`` "modelopt") gets its method from ``quantization.quant_algo`` first (``quant_source.as_release``,
+   applied through ``ModelSpec.at``), or vLLM's "Unknown ModelOpt quant algo" refusal.
 
 Only the methods listed are judged; any other (modelopt, quark, ...) is left to the memory model. An unknown
 capability is never refused.
@@ -47,6 +49,7 @@ from vllm_remedy.errors import UserError
 from vllm_remedy.vllm import arch_release, dtype_support
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.quant_config import IntFacts
+from vllm_remedy.vllm.quant_source import UNKNOWN_ALGO
 from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version
 
 Version = tuple[int, int, int]
@@ -293,6 +296,9 @@ def method_run(model: ModelSpec, gpu: GpuSpec, user: str | None, version: str | 
     ``--quantization`` (``user``) with ``--dtype`` on this card at this release; (None, None) for an unquantized
     start."""
     v = parse_version(version) or NEWEST_RELEASE
+    model = model.at(v)  # the quantization this release reads (ModelOpt's producer, hf_quant_config.json)
+    if (model.load_refusal or "").startswith(UNKNOWN_ALGO):  # the model config's mapping raised first
+        return None, model.load_refusal
     cap = _cap(gpu.capability) if gpu.capability is not None else None
     if model.quantization == "":
         return _no_method(model, user, v, version)

@@ -193,6 +193,10 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
             said = argv.ArgError("hf-overrides", str(err)).lines(prog, release)
             return Refusal(version, model_id, "\n".join(said), "argparse")
         return Refusal(version, model_id, str(err), "config")
+    try:  # the quantization this release reads (ModelOpt's producer, hf_quant_config.json: ModelSpec.releases)
+        spec = spec.at(parse_version(version) or NEWEST_RELEASE)
+    except UserError as err:  # a reading no start is predicted for, as quant_support's below
+        return Refusal(version, model_id, f"ValueError: {err}", "config")
     said = spec.load_refusal_in(parse_version(version) or NEWEST_RELEASE)
     if said is not None:  # get_config's own exception (``hf_overrides``, a stray text_config: ``stray_text``)
         return Refusal(version, model_id, said, "config")

@@ -307,6 +307,7 @@ class Resolved:
 
 def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
     """Apply vLLM's defaults for this version, model and GPU; reject impossible TP splits."""
+    model = model.at(rules(s.version).version)  # the quantization this release reads (ModelSpec.releases)
     engine, engine_why = engine_rules(s, gpu, model)
     r = rules_without_extensible_cache(engine, s)
     if problem := tp_split_problem(model, s.tp, split_run(model, gpu, s)):
