@@ -71,11 +71,11 @@ def test_each_revision_is_resolved_on_its_own(cluster, hub):
     """Before: once a pod had resolved main, a pod pinning v9.9 (no such revision) served main's config, and one
     pinning v2 served lengths v2's config refuses."""
     cluster.store.create("pods", pod("main", [MODEL, "--max-model-len", "8192"]))
-    assert cluster.wait_for(lambda: logged(cluster, "main", "GPU KV cache size"), 8)
+    assert cluster.wait_for(lambda: logged(cluster, "main", "GPU KV cache size"), 30)
     cluster.store.create("pods", pod("nosuch", [MODEL, "--revision", "v9.9", "--max-model-len", "8192"]))
     cluster.store.create("pods", pod("short", [MODEL, "--revision", "v2", "--max-model-len", "8192"]))
-    assert cluster.wait_for(lambda: logged(cluster, "nosuch", INVALID), 8)
-    assert cluster.wait_for(lambda: logged(cluster, "short", "max_position_embeddings=4096"), 8)
+    assert cluster.wait_for(lambda: logged(cluster, "nosuch", INVALID), 30)
+    assert cluster.wait_for(lambda: logged(cluster, "short", "max_position_embeddings=4096"), 30)
     assert not logged(cluster, "short", "GPU KV cache size")
     assert ("GET", f"/{MODEL}/resolve/v2/config.json") in hub.requests, hub.requests
 
@@ -85,7 +85,7 @@ def test_a_hub_that_failed_one_start_is_asked_again_at_the_next(cluster, hub):
     recovered; vLLM asks again at each container start."""
     hub.repos[MODEL].misbehave = "error-500"
     cluster.store.create("pods", pod("flaky", [MODEL, "--max-model-len", "8192"]))
-    assert cluster.wait_for(lambda: logged(cluster, "flaky", INVALID), 8)
+    assert cluster.wait_for(lambda: logged(cluster, "flaky", INVALID), 30)
     hub.repos[MODEL].misbehave = None
     assert cluster.wait_for(lambda: logged(cluster, "flaky", "GPU KV cache size"), 30)
 
@@ -98,7 +98,7 @@ def test_the_pods_own_token_and_endpoint(cluster, hub):
     cluster.store.create("pods", pod("notoken", [GATED, "--max-model-len", "8192"]))
     cluster.store.create("pods", pod("mirror", [MODEL, "--max-model-len", "8192"],
                                      [{"name": "HF_ENDPOINT", "value": "http://127.0.0.1:1"}]))
-    assert cluster.wait_for(lambda: logged(cluster, "token", "GPU KV cache size"), 8)
-    assert cluster.wait_for(lambda: logged(cluster, "notoken", INVALID), 8)
-    assert cluster.wait_for(lambda: logged(cluster, "mirror", INVALID), 8)
+    assert cluster.wait_for(lambda: logged(cluster, "token", "GPU KV cache size"), 30)
+    assert cluster.wait_for(lambda: logged(cluster, "notoken", INVALID), 30)
+    assert cluster.wait_for(lambda: logged(cluster, "mirror", INVALID), 30)
     assert not logged(cluster, "mirror", "GPU KV cache size")
