@@ -25,6 +25,7 @@ from vllm_remedy.vllm.memory.settings import (
     tp_split_problem,
 )
 from vllm_remedy.vllm.memory.unmodelled import DECIDED_BEFORE, CannotPredict
+from vllm_remedy.vllm.memory.weights import mla_absorbed_bytes, weights_gib
 from vllm_remedy.vllm.outcomes import REFUSED_BEFORE_SIZING, Outcome
 from vllm_remedy.vllm.versions import rules
 
@@ -206,7 +207,7 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
                             "modelled)")
     # the MLA block size, cache dtype or absorbed weights the release makes here, where not read (``mla_block``,
     # ``mla_cache``, ``mla_absorbed``): unknown once the model loads
-    mla_why = res.mla_unknown or terms.mla_absorbed_bytes(model, res, settings.quantization, gpu.capability)[1]
+    mla_why = res.mla_unknown or mla_absorbed_bytes(model, res, settings.quantization, gpu.capability)[1]
     if mla_why and outcome not in REFUSED_BEFORE_SIZING | {Outcome.FREE_MEMORY_BELOW_UTILIZATION}:
         raise CannotPredict(mla_why)
     # get_rope raises on a scaling type the release lacks, while the model is built (``rope_dispatch``)
@@ -240,7 +241,7 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
 
 def _loaded(model: ModelSpec, gpu: GpuSpec, res: Resolved, quantization: str | None) -> tuple[float, float]:
     """(weights, CUDA context) per GPU: what the device holds once the weights load, besides other processes."""
-    weights = terms.weights_gib(model, res, quantization, gpu.capability)
+    weights = weights_gib(model, res, quantization, gpu.capability)
     return weights, context_gib(gpu, res.tp, nccl=res.p2p is not False)  # on the device while weights load and profile
 
 
@@ -259,7 +260,7 @@ def weights_overflow(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -
     res = resolve(model, gpu, settings)
     if res.env_problem is not None or res.mla_unknown is not None:
         return False
-    if terms.mla_absorbed_bytes(model, res, settings.quantization, gpu.capability)[1] is not None:
+    if mla_absorbed_bytes(model, res, settings.quantization, gpu.capability)[1] is not None:
         return False
     weights, context = _loaded(model, gpu, res, settings.quantization)
     return res.other_process_gib + context + weights > gpu.total_gib
