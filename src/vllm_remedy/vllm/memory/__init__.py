@@ -15,11 +15,12 @@ from vllm_remedy import lazy
 
 if TYPE_CHECKING:
     from vllm_remedy.vllm.memory.core import Estimate, estimate
-    from vllm_remedy.vllm.memory.settings import EngineSettings, Resolved, resolve
+    from vllm_remedy.vllm.memory.resolved import Resolved
+    from vllm_remedy.vllm.memory.settings import EngineSettings, resolve
 
 __all__ = ["EngineSettings", "Estimate", "Resolved", "estimate", "resolve"]
 
-_FROM = {"Estimate": "core", "estimate": "core", "EngineSettings": "settings", "Resolved": "settings",
+_FROM = {"Estimate": "core", "estimate": "core", "EngineSettings": "settings", "Resolved": "resolved",
          "resolve": "settings"}
 
 __getattr__ = lazy.names(__name__, _FROM, globals())

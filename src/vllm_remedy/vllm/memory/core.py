@@ -25,9 +25,9 @@ from vllm_remedy.vllm.memory import (
 from vllm_remedy.vllm.memory.kv_layout import check_rule
 from vllm_remedy.vllm.memory.non_torch import context_gib, nccl_outside_budget, non_torch_gib
 from vllm_remedy.vllm.memory.refusal_order import RefusedBy, Stage
+from vllm_remedy.vllm.memory.resolved import Resolved
 from vllm_remedy.vllm.memory.settings import (
     EngineSettings,
-    Resolved,
     engine_rules,
     resolve,
     split_run,

@@ -50,7 +50,8 @@ from typing import Protocol
 
 from vllm_remedy.vllm.catalog import GIB, GpuSpec, ModelSpec
 from vllm_remedy.vllm.memory import capture, pinned, terms, weights
-from vllm_remedy.vllm.memory.settings import EngineSettings, Resolved, resolve
+from vllm_remedy.vllm.memory.resolved import Resolved
+from vllm_remedy.vllm.memory.settings import EngineSettings, resolve
 
 #: ``kernel_warmup`` runs FlashInfer's autotune (and DeepGEMM's warm-up) forward over mnbt tokens from this capability.
 AUTOTUNE_CAPABILITY = (9, 0)

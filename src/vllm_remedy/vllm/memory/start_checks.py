@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from vllm_remedy.vllm.catalog import GIB
 from vllm_remedy.vllm.memory.kv_layout import KvLayout, check_rule
-from vllm_remedy.vllm.memory.settings import Resolved
+from vllm_remedy.vllm.memory.resolved import Resolved
 from vllm_remedy.vllm.outcomes import Outcome
 
 

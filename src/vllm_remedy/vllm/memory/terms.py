@@ -15,7 +15,7 @@ from vllm_remedy.vllm.memory.encoder import encoder_gib, qwen2_vl_tower_gib
 from vllm_remedy.vllm.memory.kv_layout import HYBRID_KV_SINCE as HYBRID_KV_SINCE
 from vllm_remedy.vllm.memory.kv_layout import KvLayout as KvLayout
 from vllm_remedy.vllm.memory.kv_layout import build
-from vllm_remedy.vllm.memory.settings import Resolved
+from vllm_remedy.vllm.memory.resolved import Resolved
 from vllm_remedy.vllm.memory.v0_forward import v0_forward_values_per_token
 from vllm_remedy.vllm.memory.weights import mxfp4_backend
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from vllm_remedy.vllm.catalog import GIB, ModelSpec
 from vllm_remedy.vllm.memory import awq_marlin_load, mla_absorbed, mxfp4
 from vllm_remedy.vllm.memory.alloc_tail import load_max_split, weight_floor_gib, weight_tail_gib
-from vllm_remedy.vllm.memory.settings import Resolved
+from vllm_remedy.vllm.memory.resolved import Resolved
 from vllm_remedy.vllm.memory.unmodelled import CannotPredict
 from vllm_remedy.vllm.memory.weight_scales import channel_scale_gib
 
