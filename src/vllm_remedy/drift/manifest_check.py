@@ -38,6 +38,7 @@ from vllm_remedy.drift.checks import (
 from vllm_remedy.drift.manifest_fix import describe_fix, plan_fix
 from vllm_remedy.drift.manifest_workloads import Workload, model_id
 from vllm_remedy.drift.release_default import check_default_utilization
+from vllm_remedy.drift.start_reason import start_reason
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.annotations import Keys, read_toggles
 from vllm_remedy.kube.gpus import pod_gpu_request
@@ -67,11 +68,9 @@ from vllm_remedy.vllm import (
 )
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.cmdline import ServerCommand, refused
-from vllm_remedy.vllm.failures import FAILURES
 from vllm_remedy.vllm.memory import EngineSettings, estimate
 from vllm_remedy.vllm.memory.config_values import ConfigRefused
 from vllm_remedy.vllm.memory.unmodelled import CannotPredict
-from vllm_remedy.vllm.outcomes import Outcome, has_cache
 from vllm_remedy.vllm.parallel import group_flags, layout_fix, pod_shortfall, world_size
 from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version, rules, version_from_image
 
@@ -172,7 +171,7 @@ def check_workload(workload: Workload, policy: Policy, now: float) -> Result:
     if prediction.estimate is not None and failed is None:
         checks.append(check_concurrency(policy, prediction))
     refusal = model_len.refusal(model, settings) if model is not None and settings is not None else None
-    findings = [Finding("start", ERROR, _start_reason(prediction, failed, refusal), "")] if failed else []
+    findings = [Finding("start", ERROR, start_reason(prediction, failed, refusal), "")] if failed else []
     findings += [Finding(c.name, ERROR if c.status == DRIFT else UNKNOWN_SEVERITY, c.detail, "")
                  for c in checks if c.status in (DRIFT, UNKNOWN)]
     findings += unknown
@@ -251,27 +250,6 @@ def _group_findings(group: Mapping[str, Any], container: str) -> list[Finding]:
     fix = ("make the workers' vLLM flags match the leader's (or let workers only join its Ray cluster); the LWS "
            "deploys refuse to remediate until they agree")
     return [Finding("leader-worker", ERROR, why, fix)] if why else []
-
-
-def _start_reason(prediction: Prediction, failed: str, refusal: str | None = None) -> str:
-    """``predicted max_len_exceeds_kv on NVIDIA-L4 — <the failure's headline>: <the figures>``; a max-length refusal
-    names the model's maximum and the env var that would allow more (``model_len.refusal``)."""
-    e = prediction.estimate
-    if e is None or e.fits:
-        return failed
-    if e.outcome is Outcome.MAX_LEN_EXCEEDS_MODEL:  # a config refusal: the KV figures mean nothing
-        head = FAILURES[e.outcome.failure].headline
-        return f"predicted {e.outcome.value} — {head}: {refusal or f'max-model-len {e.max_model_len:,}'}"
-    if e.outcome is Outcome.DTYPE_UNSUPPORTED:  # a config refusal too: the worker stops before loading anything
-        head = FAILURES[e.outcome.failure].headline
-        return f"predicted {e.outcome.value} on {prediction.gpu} — {head}: set --dtype half (float16) on this GPU"
-    if e.outcome is Outcome.CONFIG_REFUSED and "vLLM refuses" in prediction.note:  # its words (config_refusal)
-        return f"predicted {e.outcome.value} on {prediction.gpu} — {prediction.note}"
-    if not has_cache(e.outcome):  # stopped before a KV cache exists: no KV or concurrency figures (outcomes)
-        return f"predicted {e.outcome.value} on {prediction.gpu} — {FAILURES[e.outcome.failure].headline}"
-    return (f"predicted {e.outcome.value} on {prediction.gpu} — {FAILURES[e.outcome.failure].headline}: KV cache "
-            f"{e.kv_cache_tokens:,} tokens, maximum concurrency {e.max_concurrency:.2f}x at max-model-len "
-            f"{e.max_model_len:,}")
 
 
 def _respelled(server: ServerCommand, group: bool, version: str | None

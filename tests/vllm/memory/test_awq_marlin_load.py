@@ -14,7 +14,7 @@ from vllm_remedy.vllm.catalog import GIB
 from vllm_remedy.vllm.memory import EngineSettings, resolve
 from vllm_remedy.vllm.memory.alloc_sim import MIB, CachingAllocator
 from vllm_remedy.vllm.memory.awq_marlin_load import applies, overhead_gib, replay
-from vllm_remedy.vllm.memory.terms import weights_gib
+from vllm_remedy.vllm.memory.weights import weights_gib
 
 QWEN3_32B = catalog.model("Qwen/Qwen3-32B-AWQ")
 RTX5090 = catalog.gpu("NVIDIA-GeForce-RTX-5090")

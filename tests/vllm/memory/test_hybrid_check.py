@@ -16,7 +16,8 @@ from vllm_remedy.vllm.memory import EngineSettings, estimate, resolve
 from vllm_remedy.vllm.memory import mxfp4 as mx
 from vllm_remedy.vllm.memory.calibration import estimate_case
 from vllm_remedy.vllm.memory.kv_layout import KvLayout, check_rule, group_size
-from vllm_remedy.vllm.memory.terms import activation_gib, kv_layout, weights_gib
+from vllm_remedy.vllm.memory.terms import activation_gib, kv_layout
+from vllm_remedy.vllm.memory.weights import weights_gib
 from vllm_remedy.vllm.outcomes import Outcome
 
 DATA = Path(__file__).resolve().parents[2] / "data"

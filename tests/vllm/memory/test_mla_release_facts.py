@@ -101,7 +101,7 @@ def test_an_unread_v32_cache_is_cannot_predict(model, version, kv, why):
 
 
 def _absorbed(model: ModelSpec, gpu: str, version: str, quantization: str | None = None, tp: int = 1) -> int:
-    from vllm_remedy.vllm.memory.terms import mla_absorbed_bytes  # here: the module's other tests run without it
+    from vllm_remedy.vllm.memory.weights import mla_absorbed_bytes  # here: the module's other tests run without it
 
     settings = EngineSettings(version=version, quantization=quantization, tp=tp)
     got, why = mla_absorbed_bytes(model, resolve(model, catalog.gpu(gpu), settings), quantization,

@@ -1,4 +1,4 @@
-"""Quantized checkpoints: what is stored beside the packed values, and what stays 16-bit (``terms.weights_gib``)."""
+"""Quantized checkpoints: what is stored beside the packed values, and what stays 16-bit (``weights.weights_gib``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from vllm_remedy.vllm import catalog, quant_config
 from vllm_remedy.vllm.catalog import GIB
 from vllm_remedy.vllm.memory import EngineSettings, resolve
-from vllm_remedy.vllm.memory.terms import INT4_GROUP_SIZE, WEIGHT_BUFFERS_GIB, weights_gib
+from vllm_remedy.vllm.memory.weights import INT4_GROUP_SIZE, WEIGHT_BUFFERS_GIB, weights_gib
 
 LLAMA = {"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "num_hidden_layers": 32,
          "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 128256,

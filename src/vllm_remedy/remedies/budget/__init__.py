@@ -40,6 +40,7 @@ Nothing predicted to fail is ever proposed.
 
 from vllm_remedy.remedies.budget.levers import tp_sizes
 from vllm_remedy.remedies.budget.limits import Limits, limits
-from vllm_remedy.remedies.budget.planner import KIND, PRODUCT_LABELS, BudgetRequest, plan_budget
+from vllm_remedy.remedies.budget.planner import KIND, PRODUCT_LABELS, plan_budget
+from vllm_remedy.remedies.budget.request import BudgetRequest
 
 __all__ = ["KIND", "PRODUCT_LABELS", "BudgetRequest", "Limits", "limits", "plan_budget", "tp_sizes"]

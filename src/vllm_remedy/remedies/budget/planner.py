@@ -3,64 +3,34 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from functools import cached_property
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.policy import Policy, format_duration
 from vllm_remedy.remedies.budget import reasons
 from vllm_remedy.remedies.budget.judge import Judge
 from vllm_remedy.remedies.budget.ladder import Rung, build
+from vllm_remedy.remedies.budget.lever_notes import auto_fp8, lever_notes, tp_refusals
 from vllm_remedy.remedies.budget.levers import Context, tp_sizes
 from vllm_remedy.remedies.budget.limits import Limits, limits, margin_shortfall
 from vllm_remedy.remedies.budget.mla_note import mla_env_note
 from vllm_remedy.remedies.budget.observed import KvObservation, kv_deficit_gib
 from vllm_remedy.remedies.budget.observed import kv_scale as kv_scale_for
+from vllm_remedy.remedies.budget.request import BudgetRequest
 from vllm_remedy.remedies.plan import Plan, Step, TemplateChange
-from vllm_remedy.vllm import catalog, dtype_support, kv_auto, model_len
-from vllm_remedy.vllm.catalog import PRODUCT_LABELS, GpuSpec, ModelSpec
-from vllm_remedy.vllm.cmdline import refused
+from vllm_remedy.vllm import dtype_support, model_len
+from vllm_remedy.vllm.catalog import PRODUCT_LABELS
 from vllm_remedy.vllm.failures import FAILURES
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate, resolve
-from vllm_remedy.vllm.memory.capture import capture_flag, v0_size_flags
+from vllm_remedy.vllm.memory.capture import capture_flag
 from vllm_remedy.vllm.memory.core import batch_refused
 from vllm_remedy.vllm.memory.kv_margin import KV_MARGIN_PERCENTILE
 from vllm_remedy.vllm.memory.pinned import UNPIN_NOTE, UNPINNED, lifted, pinned, pinned_notes
-from vllm_remedy.vllm.memory.settings import engine_rules, split_run, tp_split_problem
+from vllm_remedy.vllm.memory.settings import split_run, tp_split_problem
 from vllm_remedy.vllm.outcomes import Failure, Outcome
 from vllm_remedy.vllm.versions import rules
 
 KIND = "BudgetPlan"
 _STARTUP = frozenset(o.value for o in Outcome) - {"fits"}
-
-
-@dataclass(frozen=True)
-class BudgetRequest:
-    """Everything the planner looks at. ``settings`` are the running ones (``other_process_gib`` included);
-    ``failure`` is what the log classifier saw; ``logged_kv_tokens`` the KV size that log printed, if any;
-    ``observed`` everything it showed of the KV cache (memory, vLLM's estimated maximum length), which wins."""
-
-    model: ModelSpec
-    gpu: GpuSpec
-    settings: EngineSettings
-    policy: Policy | None = None
-    failure: Failure | None = None
-    target_concurrency: float | None = None
-    node_gpus: int | None = None
-    logged_kv_tokens: int | None = None
-    observed: KvObservation | None = None
-    node_selector: Mapping[str, str] = field(default_factory=dict)
-    gpu_label: str | None = None  # the label value the pod is pinned to now, if any
-    #: pods one engine spans (a LeaderWorkerSet group's size, its TP × PP counted as ``tp``): the policy's GPUs per pod
-    #: bound the running size that many times over
-    engine_pods: int = 1
-
-    @cached_property
-    def tp_refused(self) -> str | None:
-        """vLLM's refusal of the running TP size (``tp_split_problem``), asked once a plan: ``_base``, the problems and
-        each step's reason read it."""
-        return tp_split_problem(self.model, self.settings.tp, split_run(self.model, self.gpu, self.settings))
 
 
 def plan_budget(req: BudgetRequest) -> Plan:
@@ -107,10 +77,10 @@ def plan_budget(req: BudgetRequest) -> Plan:
     if not problems and first is not None and _settles(_step(1, first, req, lim, cap, judge)):
         # in sync, as most of a fleet is: the rest of the ladder is never computed
         return Plan(KIND, "no_change_needed", problem, current, (),
-                    tuple(notes + _lever_notes(req, lim, [first], graphs)), subject)
+                    tuple(notes + lever_notes(req, lim, [first], graphs)), subject)
     rungs = [first, *ladder] if first is not None else []
     steps = tuple(_step(i + 1, r, req, lim, cap, judge) for i, r in enumerate(rungs))
-    notes += _lever_notes(req, lim, rungs, graphs)
+    notes += lever_notes(req, lim, rungs, graphs)
     if mla_note := mla_env_note(req.model, req.gpu, req.settings, current, lim.required, lim.kv_margin):
         notes.append(mla_note)  # the env keeps MLA off; unsetting it is not a rung (``mla_note``)
     if not steps:
@@ -170,14 +140,14 @@ def _base(req: BudgetRequest, lim: Limits, notes: list[str]) -> tuple[EngineSett
         if inside:
             changes["tp"] = min(inside, key=lambda t: abs(t - s.tp))
         else:
-            notes.append("no tensor-parallel-size within the bounds: " + _tp_refusals(req, lim.tp_min, hi))
+            notes.append("no tensor-parallel-size within the bounds: " + tp_refusals(req, lim.tp_min, hi))
     elif (split := req.tp_refused) is not None:
         problems.append(f"vLLM refuses the tensor-parallel size: {split}")
         inside = tp_sizes(req.model, lim.tp_min, hi, req.gpu, s)
         if inside:  # the nearest size vLLM takes, the smaller on a tie: the TP lever still offers the larger ones
             changes["tp"] = min(inside, key=lambda t: (abs(t - s.tp), t))
         else:
-            notes.append("no tensor-parallel-size within the bounds: " + _tp_refusals(req, lim.tp_min, hi))
+            notes.append("no tensor-parallel-size within the bounds: " + tp_refusals(req, lim.tp_min, hi))
     card, kind = req.gpu.capability, req.model.model_types
     if dtype_support.refused(req.model.dtype, s.dtype, card, s.version, kind):  # vLLM refuses it on this card
         problems.append(f"dtype {dtype_support.resolved(req.model.dtype, s.dtype, card, s.version, kind)} is "
@@ -195,31 +165,15 @@ def _base(req: BudgetRequest, lim: Limits, notes: list[str]) -> tuple[EngineSett
     if req.policy is not None and s.kv_cache_dtype.startswith("fp8") and not lim.fp8_allowed:
         problems.append(f"kv-cache-dtype {s.kv_cache_dtype} is not allowed by the policy")
         changes["kv_cache_dtype"] = "auto"
-    elif req.policy is not None and not lim.fp8_allowed and (auto_fp8 := _auto_fp8(req, s)) is not None:
-        problems.append(auto_fp8[0])
-        if auto_fp8[1] is not None:
-            changes["kv_cache_dtype"] = auto_fp8[1]
+    elif req.policy is not None and not lim.fp8_allowed and (auto := auto_fp8(req, s)) is not None:
+        problems.append(auto[0])
+        if auto[1] is not None:
+            changes["kv_cache_dtype"] = auto[1]
     if pinned(s) and (estimate(req.model, req.gpu, s).start != "fits" or req.failure not in (None, Failure.NONE)):
         problems.append("the KV cache's size is pinned by a flag and that start is predicted or seen to fail")
         changes.update(UNPINNED)  # back to the budget (pinned.UNPIN_NOTE says why, not a smaller pin)
         notes.append(UNPIN_NOTE)
     return dataclasses.replace(s, **changes), cap, problems  # type: ignore[arg-type]
-
-
-def _auto_fp8(req: BudgetRequest, s: EngineSettings) -> tuple[str, str | None] | None:
-    """(the problem, the typed 16-bit dtype that fixes it or None) when ``--kv-cache-dtype auto`` runs an fp8 cache
-    because the checkpoint's ModelOpt KV scheme says so (``kv_auto``, vLLM 0.14.0+); None otherwise."""
-    v = rules(s.version).version
-    if s.kv_cache_dtype != "auto" or kv_auto.note(s.kv_cache_dtype, req.model.kv_quant, v) is None:
-        return None
-    run = dtype_support.resolved(req.model.dtype, s.dtype, req.gpu.capability, s.version, req.model.model_types)
-    fix = kv_auto.sixteen_bit(run, refused.kv_cache_dtypes(v))
-    choices = req.policy.flags.kv_cache_dtype if req.policy is not None else None
-    if fix is not None and choices is not None and fix not in choices.allowed:
-        fix = None
-    said = ("kv-cache-dtype auto runs fp8_e4m3 on this checkpoint (its ModelOpt KV-cache scheme is FP8, vLLM "
-            "0.14.0+), which the policy does not allow")
-    return (said if fix else said + "; no --kv-cache-dtype this release and policy accept keeps a 16-bit cache"), fix
 
 
 def _engine_gpus(req: BudgetRequest, lim: Limits) -> int | None:
@@ -359,63 +313,3 @@ def _batch_refused(req: BudgetRequest) -> bool:
         return batch_refused(resolve(req.model, req.gpu, req.settings))
     except UserError:
         return False
-
-
-def _tp_refusals(req: BudgetRequest, lo: int, hi: int) -> str:
-    """Why no TP size from ``lo`` to ``hi`` is offered: the heads sentence when heads or KV heads ruled every size out,
-    otherwise each size's refusal in ``tp_split_problem``'s words (the intermediate width, a quantization group split
-    across GPUs), so the note names the rule that dropped it."""
-    run = split_run(req.model, req.gpu, req.settings)
-    reasons = [r for t in range(lo, hi + 1) if (r := tp_split_problem(req.model, t, run))]
-    heads = f"{req.model.num_heads} attention / {req.model.num_kv_heads} KV heads"
-    others = [r for r in reasons if " attention heads" not in r and " KV heads " not in r]
-    if not others:
-        return f"no size from {lo} to {hi} GPUs divides {heads}"
-    return "; ".join(others) + (f"; no other size from {lo} to {hi} GPUs divides {heads}"
-                                if len(others) < len(reasons) else "")
-
-
-def _lever_notes(req: BudgetRequest, lim: Limits, rungs: list[Rung], graphs: bool) -> list[str]:
-    """Why a lever is absent when it was never allowed to appear (not when a smaller rung beat it)."""
-    out = []
-    if lim.fp8_why_not and not req.settings.kv_cache_dtype.startswith("fp8") and _auto_fp8(req, req.settings) is None:
-        out.append(f"kv-cache-dtype fp8 not offered: {lim.fp8_why_not}")
-    if not tp_sizes(req.model, max(req.settings.tp + 1, lim.tp_min), lim.tp_lever_max, req.gpu, req.settings):
-        if lim.gpus_per_pod is not None and lim.gpus_per_pod <= req.settings.tp and lim.gpus_per_pod < lim.tp_max:
-            out.append(f"tensor-parallel-size above {req.settings.tp} not offered: the policy pins "
-                       f"{lim.gpus_per_pod} GPU(s) per pod (gpu.per_pod)")
-        elif lim.tp_lever_max <= req.settings.tp:  # the bound itself, not the heads, rules it out
-            out.append(f"tensor-parallel-size above {req.settings.tp} not offered: at most {lim.tp_max} GPU(s) per "
-                       "pod (policy flags.tensor-parallel-size.max, or the GPUs of the largest node)")
-        else:
-            out.append(f"tensor-parallel-size above {req.settings.tp} not offered: "
-                       + _tp_refusals(req, max(req.settings.tp + 1, lim.tp_min), lim.tp_lever_max))
-    unknown = [p for p in lim.products if catalog.find_gpu(p) is None]
-    if unknown:
-        out.append(f"policy GPU products not in the catalog (skipped): {', '.join(unknown)}")
-    if req.gpu_label is None and lim.products and req.gpu.product not in lim.products:
-        out.append(f"the policy pins {', '.join(lim.products)}; pin the GPU so scheduling cannot pick a smaller card")
-    if any(r.lever == "kv-cache-pin" for r in rungs):
-        out.append(f"the pinned KV cache starts but falls short of the policy's concurrency ({lim.required:.2f}x "
-                   f"required): removing its flag is offered as a step, predicted on the --gpu-memory-utilization "
-                   f"budget like every step (the budget's levers then move the cache again)")
-    eager = [r for r in rungs if r.lever == "enforce-eager"]
-    if eager and len(eager) == len(rungs):
-        out.append("--enforce-eager is the only change predicted to fit: it costs throughput and latency; "
-                   "plan a real fix (bigger GPU, TP, shorter max-model-len bounds) before it expires")
-    elif eager:
-        out.append("--enforce-eager is offered as a stopgap for the CUDA-graph capture OOM: it costs throughput "
-                   "and latency; apply one of the lasting steps above before it expires")
-    run = engine_rules(req.settings, req.gpu, req.model)[0]  # V0 where the release or its oracle runs it
-    offered = any(r.lever == "cudagraph-capture-size" for r in rungs)
-    if graphs and run.engine == "V0" and not offered:  # its lever is --max-num-seqs (``levers.capture_size``)
-        out.append(f"no capture-size step: {v0_size_flags(run)}; no smaller --max-num-seqs within the policy is "
-                   "predicted to fit on its own")
-    elif graphs and run.engine == "V0":
-        out.append(f"capture-size step: {v0_size_flags(run)}")
-    elif graphs and capture_flag(run) is None:
-        out.append(f"no capture-size step: vLLM {run.label} sets the CUDA-graph sizes only "
-                   "through --compilation-config (cudagraph_capture_sizes), which the planner does not write")
-    elif graphs and not offered:
-        out.append("no capture-size step: no smaller CUDA-graph capture size is predicted to fit on its own")
-    return out

@@ -13,7 +13,8 @@ from __future__ import annotations
 import dataclasses
 
 from vllm_remedy.policy import Policy
-from vllm_remedy.remedies.budget.planner import BudgetRequest, plan_budget
+from vllm_remedy.remedies.budget.planner import plan_budget
+from vllm_remedy.remedies.budget.request import BudgetRequest
 from vllm_remedy.remedies.pin_gpu import canonical_product
 from vllm_remedy.remedies.plan import Plan, Step, TemplateChange
 from vllm_remedy.vllm import catalog

@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 
 from vllm_remedy.vllm.catalog import GIB, GpuSpec, ModelSpec
 from vllm_remedy.vllm.memory import Resolved
-from vllm_remedy.vllm.memory.terms import weights_gib
+from vllm_remedy.vllm.memory.weights import weights_gib
 
 DEFAULT_MAX_LORAS = 1  # LoRAConfig.max_loras (config/lora.py@0.11.0)
 DEFAULT_MAX_LORA_RANK = 16  # LoRAConfig.max_lora_rank

@@ -87,7 +87,7 @@ class Refusal:
     stage: str
     version_named: bool = True  # as Launch.version_named
     # the frames below ``run_server`` that raise it, when this refusal has its own (``config_refusal``); else the
-    # stage's (``timeline._refusal_frames``)
+    # stage's (``refusal_frames.frames``)
     frames: tuple[tuple[str, int, str, str], ...] = ()
     # the pod's --max-model-len, --gpu-memory-utilization and --max-num-batched-tokens as typed (None: not set), for
     # "non-default args"

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
 from vllm_remedy.sim.runtime import Exit, LogLine
-from vllm_remedy.sim.vllm_pod import device, entry_log, flag_sized, overcommit
+from vllm_remedy.sim.vllm_pod import device, entry_log, flag_sized, overcommit, refusal_frames
 from vllm_remedy.sim.vllm_pod.launch import Launch, Refusal
 from vllm_remedy.vllm import dtype_support, model_len
 from vllm_remedy.vllm.outcomes import Failure
@@ -281,11 +281,11 @@ def plan_refusal(refusal: Refusal, started: datetime) -> Plan:
     keep = lines[:cut] if refusal.stage == "config" else lines[:cut + 1]
     prefix = _prefix(keep[-1]) if keep else ""
     end = 3.0 if refusal.stage == "config" else BOOT_SECONDS
-    frames = _refusal_frames(refusal.stage)
+    frames = refusal_frames.frames(refusal.stage)
     if refusal.stage == "executor" and not refusal.waits:  # 0.6.4.post1 raised before any placement group
         frames = [(frames[0][0], 283, "initialize_ray_cluster", "raise ValueError(")]
     if refusal.frames:  # its own frames below run_server (``config_refusal``), not the stage's last one
-        frames = [*_refusal_frames("config")[:4], *refusal.frames]
+        frames = [*refusal_frames.frames("config")[:4], *refusal.frames]
     if refusal.module and frames and frames[0][0] == "/usr/local/bin/vllm":  # python -m ...api_server: runpy's
         frames = [*entry_log.module_frames(parse_version(refusal.version) or NEWEST_MODELLED), *frames[3:]]
     tail = [f"{prefix}Traceback (most recent call last):"]
@@ -374,29 +374,6 @@ def _loaded_share(launch: Launch) -> float:
     """Share of the checkpoint in GPU memory when loading runs out of it."""
     room = launch.gpu.total_gib - device.held_running(launch) - launch.resolved.other_process_gib
     return min(0.95, max(0.05, room / max(launch.estimate.weights_gib, 1e-6)))
-
-
-def _refusal_frames(stage: str) -> list[tuple[str, int, str, str]]:
-    site = "/usr/local/lib/python3.12/dist-packages/vllm"
-    frames = [("/usr/local/bin/vllm", 10, "<module>", "sys.exit(main())"),
-              (f"{site}/entrypoints/cli/main.py", 54, "main", "args.dispatch_function(args)"),
-              (f"{site}/entrypoints/cli/serve.py", 57, "cmd", "uvloop.run(run_server(args))"),
-              (f"{site}/entrypoints/openai/api_server.py", 1791, "run_server",
-               "await run_server_worker(listen_address, sock, args, **uvicorn_kwargs)")]
-    if stage == "config":
-        return [*frames, (f"{site}/engine/arg_utils.py", 1049, "create_engine_config",
-                          "model_config = self.create_model_config()")]
-    if stage == "executor":  # Ray's executor placing the workers (executor/ray_utils.py@0.11.0 l.380, l.252)
-        return [(f"{site}/executor/ray_utils.py", 380, "initialize_ray_cluster",
-                 "_wait_until_pg_ready(current_placement_group)"),
-                (f"{site}/executor/ray_utils.py", 252, "_wait_until_pg_ready", "raise ValueError(")]
-    if stage == "worker":  # the engine core's worker, building its model runner (v1/worker/*.py@0.11.0)
-        return [(f"{site}/v1/worker/gpu_worker.py", 201, "init_device",
-                 "self.model_runner: GPUModelRunner = GPUModelRunner("),
-                (f"{site}/v1/worker/gpu_model_runner.py", 438, "__init__",
-                 "self.sampled_token_ids_pinned_cpu = torch.empty(")]
-    return [*frames, (f"{site}/platforms/cuda.py", 96, "get_device_capability",
-                      "major, minor = torch.cuda.get_device_capability(device_id)")]
 
 
 def sim_datetime(seconds: float) -> datetime:

@@ -19,7 +19,7 @@ reuse of the rotary cache's freed float32 temporaries by a few later qkv/o weigh
 0.063 GiB; 32.042). Freed blocks reused by later weights (the rotary temporaries above) are not modelled: that errs
 toward more weight memory, i.e. less KV. With expandable segments ``should_split`` splits any rest of 512 B or more
 (no tails); vLLM does not enable them (0.10.2-0.34.0 set no PYTORCH_CUDA_ALLOC_CONF), so that case is not modelled.
-``terms.weights_gib`` charges this floor (tails + rotary cache) where it exceeds the flat ``WEIGHT_BUFFERS_GIB``.
+``weights.weights_gib`` charges this floor (tails + rotary cache) where it exceeds the flat ``WEIGHT_BUFFERS_GIB``.
 
 Checked, not fitted, on the other logs whose floor exceeds the flat 0.10 (logged -> charged GiB): Qwen2.5-32B TP 2
 (L40S, 0.7.1) 30.710 -> 30.709, R1-Distill-Qwen-14B TP 2 (0.7.2) 13.948 -> 13.951, Qwen2.5-14B TP 2 (0.7.2) 13.928 ->

@@ -5,10 +5,10 @@ The accuracy test and ``bench/estimate_accuracy.py`` must hand the estimator exa
 test's bars and the published table would measure different things; so the mapping from a case to an
 ``Estimate`` is written once, here. Pure: callers read and parse the YAML and pass the dicts in.
 
-Held out means "no fitted constant saw anything from this source": the constants of ``terms.py`` were fitted
-by hand, so the honest split is by source (one GitHub thread, or one repository of logs), decided by the
-cases' ``fit`` keys alone and never by their errors. A source with any fitted case is in sample as a whole,
-because its other logs share its machine, version and launcher.
+Held out means "no fitted constant saw anything from this source": the constants of ``terms.py`` and
+``weights.py`` were fitted by hand, so the honest split is by source (one GitHub thread, or one repository of
+logs), decided by the cases' ``fit`` keys alone and never by their errors. A source with any fitted case is in
+sample as a whole, because its other logs share its machine, version and launcher.
 
 A case of a release older than any whose source was read (``version_labels.OLDEST_MODELLED``) is neither: every output
 flags its rules as extrapolated, and 0.2.x-0.4.x differ from 0.5.5 in ways not modelled (no CUDA graphs before 0.2.7,

@@ -18,7 +18,7 @@ attention/backends/utils.py@0.6.3 ``CommonAttentionState.graph_capture``), which
 from __future__ import annotations
 
 from vllm_remedy.vllm.memory.flag_values import CAPTURE_FLAGS_SINCE
-from vllm_remedy.vllm.memory.settings import Resolved
+from vllm_remedy.vllm.memory.resolved import Resolved
 from vllm_remedy.vllm.versions import VersionRules
 
 #: The largest batch captured by default; from 0.11.1 also at most twice max-num-seqs (vllm#26016).

@@ -12,19 +12,29 @@ from typing import Any
 from vllm_remedy.errors import UserError
 from vllm_remedy.vllm import arch_release, batch_words, dtype_support, rope_dispatch
 from vllm_remedy.vllm.catalog import GIB, GpuSpec, ModelSpec
-from vllm_remedy.vllm.memory import capture, chunked, cublas_pin, pinned, post_capture, refusal_order, terms
+from vllm_remedy.vllm.memory import (
+    capture,
+    chunked,
+    cublas_pin,
+    pinned,
+    post_capture,
+    refusal_order,
+    start_checks,
+    terms,
+)
 from vllm_remedy.vllm.memory.kv_layout import check_rule
 from vllm_remedy.vllm.memory.non_torch import context_gib, nccl_outside_budget, non_torch_gib
 from vllm_remedy.vllm.memory.refusal_order import RefusedBy, Stage
+from vllm_remedy.vllm.memory.resolved import Resolved
 from vllm_remedy.vllm.memory.settings import (
     EngineSettings,
-    Resolved,
     engine_rules,
     resolve,
     split_run,
     tp_split_problem,
 )
 from vllm_remedy.vllm.memory.unmodelled import DECIDED_BEFORE, CannotPredict
+from vllm_remedy.vllm.memory.weights import mla_absorbed_bytes, weights_gib
 from vllm_remedy.vllm.outcomes import REFUSED_BEFORE_SIZING, Outcome
 from vllm_remedy.vllm.versions import rules
 
@@ -138,7 +148,7 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
 
     max_len = res.max_model_len
     if res.auto_len and tokens > 0:
-        max_len = min(max_len, _longest(layout, res, kv, tokens, max_len))
+        max_len = min(max_len, start_checks.longest(layout, res, kv, tokens, max_len))
 
     if pin:  # V1 before 0.21 overrides the count after its checks ran on the budget
         blocks = pinned.allocated_blocks(res, blocks)
@@ -146,7 +156,7 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
     outside = 0.0 if in_budget or r.kv_sized_after_warmup else graphs
     if pin:  # the cache is allocated at the flag's size whatever the budget; graphs are captured after it
         outside = graphs
-    outcome = _outcome(res, total, requested, weights, context, other, kv, blocks, tokens, max_len, layout,
+    outcome = start_checks.outcome(res, total, requested, weights, context, other, kv, blocks, tokens, max_len, layout,
                        profiled=activation + non_torch, snapshot_context=snapshot_context)
     if pin and r.engine == "V1" and outcome is Outcome.NO_CACHE_BLOCKS and kv > 0:
         outcome = Outcome.MAX_LEN_EXCEEDS_KV  # bytes under one block: V1 refuses only <= 0 as "no memory"
@@ -178,7 +188,7 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
     if outcome is Outcome.MAX_LEN_EXCEEDS_KV:
         needed = layout.needed_bytes(max_len, res.mnbt, check_rule(r.version)) / GIB
         if r.suggests_max_len or r.engine == "V0":
-            suggested = tokens if r.engine == "V0" else _longest(layout, res, kv, tokens, max_len)
+            suggested = tokens if r.engine == "V0" else start_checks.longest(layout, res, kv, tokens, max_len)
 
     # "absolute" budgets already contain the context and other processes; graphs sit outside until 0.20.
     if outcome is not Outcome.FITS:
@@ -207,14 +217,14 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
                             "modelled)")
     # the MLA block size, cache dtype or absorbed weights the release makes here, where not read (``mla_block``,
     # ``mla_cache``, ``mla_absorbed``): unknown once the model loads
-    mla_why = res.mla_unknown or terms.mla_absorbed_bytes(model, res, settings.quantization, gpu.capability)[1]
+    mla_why = res.mla_unknown or mla_absorbed_bytes(model, res, settings.quantization, gpu.capability)[1]
     if mla_why and outcome not in REFUSED_BEFORE_SIZING | {Outcome.FREE_MEMORY_BELOW_UTILIZATION}:
         raise CannotPredict(mla_why)
     # get_rope raises on a scaling type the release lacks, while the model is built (``rope_dispatch``)
     if outcome not in REFUSED_BEFORE_SIZING | {Outcome.FREE_MEMORY_BELOW_UTILIZATION} and (
             crash := rope_dispatch.crash(model, settings.version)) is not None:
         raise CannotPredict(crash)
-    concurrency = _concurrency(res, layout, blocks, tokens, max_len)
+    concurrency = start_checks.concurrency(res, layout, blocks, tokens, max_len)
     tokens = layout.logged_tokens(blocks, max_len, res.mnbt, r.version) if r.engine == "V1" else tokens
     return Estimate(
         outcome=outcome,
@@ -241,18 +251,18 @@ def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estima
 
 def _loaded(model: ModelSpec, gpu: GpuSpec, res: Resolved, quantization: str | None) -> tuple[float, float]:
     """(weights, CUDA context) per GPU: what the device holds once the weights load, besides other processes."""
-    weights = terms.weights_gib(model, res, quantization, gpu.capability)
+    weights = weights_gib(model, res, quantization, gpu.capability)
     return weights, context_gib(gpu, res.tp, nccl=res.p2p is not False)  # on the device while weights load and profile
 
 
 def weights_overflow(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> bool:
     """Whether the weights, the CUDA context and other processes alone exceed the card, so that ``estimate`` says
     ``fits`` at no --gpu-memory-utilization and no --max-model-len: none of the three reads either (the weights read
-    the dtype, TP, quantization and release; the context the card, TP and P2P), and ``_outcome`` then answers
-    ``free_memory_below_utilization`` (checked first) or ``oom_loading_weights``, which a config-time refusal can only
-    replace by another failure. The planner skips such a card's utilization sweep (``ladder._first_working``). False
-    (not known) wherever ``estimate`` could raise instead: a TP size vLLM refuses, an unread env, a flag or an
-    architecture not modelled."""
+    the dtype, TP, quantization and release; the context the card, TP and P2P), and ``start_checks.outcome`` then
+    answers ``free_memory_below_utilization`` (checked first) or ``oom_loading_weights``, which a config-time refusal
+    can only replace by another failure. The planner skips such a card's utilization sweep
+    (``ladder._first_working``). False (not known) wherever ``estimate`` could raise instead: a TP size vLLM
+    refuses, an unread env, a flag or an architecture not modelled."""
     if settings.unmodelled or arch_release.falls_back(model, settings.version):
         return False
     if tp_split_problem(model, settings.tp, split_run(model, gpu, settings)) is not None:
@@ -260,7 +270,7 @@ def weights_overflow(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -
     res = resolve(model, gpu, settings)
     if res.env_problem is not None or res.mla_unknown is not None:
         return False
-    if terms.mla_absorbed_bytes(model, res, settings.quantization, gpu.capability)[1] is not None:
+    if mla_absorbed_bytes(model, res, settings.quantization, gpu.capability)[1] is not None:
         return False
     weights, context = _loaded(model, gpu, res, settings.quantization)
     return res.other_process_gib + context + weights > gpu.total_gib
@@ -344,60 +354,3 @@ def kv_after_warmup(total: float, requested: float, used: float, transient: floa
     reservation growth during warmup, the other candidate for what is kept free, is taken as not above the peak."""
     margin = max(KV_MARGIN_FLOOR_GIB, KV_MARGIN_TRANSIENT_FRACTION * transient)
     return min(requested - used, total - before_start - used - margin) - transient
-
-
-def _longest(layout: terms.KvLayout, res: Resolved, kv: float, tokens: int, cap: int) -> int:
-    """The longest max-model-len one request can have: the cache's tokens for one full-attention group, vLLM's
-    search over the need its max-length check computes otherwise (``kv_layout.check_rule``: a sliding-window group
-    needs only its window, and 0.14-0.18 count only the first group)."""
-    if layout.windows == (None,):
-        return max(0, tokens - layout.block_size) if res.rules.max_len_check_reserves_null_block else tokens
-    return layout.longest(_check_bytes(res, layout, kv), res.mnbt, cap, check_rule(res.rules.version))
-
-
-def _check_bytes(res: Resolved, layout: terms.KvLayout, kv: float) -> float:
-    """The bytes the one-request check and the max-length search compare with: the KV budget, from 0.29.0 less the
-    null block the BlockPool holds back (``check_enough_kv_cache_memory`` and ``get_kv_cache_configs``,
-    v1/core/kv_cache_utils.py@0.29.0: "Reserve the null block BlockPool permanently holds back"; the block is the
-    largest group's pages, ``_get_kv_cache_bytes_per_block``, i.e. ``layout.block_bytes``)."""
-    return kv * GIB - (layout.block_bytes if res.rules.max_len_check_reserves_null_block else 0)
-
-
-def _outcome(res: Resolved, total: float, requested: float, weights: float, context: float, other: float,
-             kv: float, blocks: int, tokens: int, max_len: int, layout: terms.KvLayout, *,
-             profiled: float = 0.0, snapshot_context: float | None = None) -> Outcome:
-    """The first check vLLM fails, in the order it runs them (graph capture, which comes last, is the caller's).
-
-    ``profiled``: what the memory-profiling forward adds to the loaded weights (its activation peak and the non-torch
-    memory). The profile runs after the weights load and before any KV check (V1 determine_available_memory ->
-    profile_run, v1/worker/gpu_worker.py@0.19.0, also with --kv-cache-memory-bytes; Model Runner V2's profile_run,
-    v1/worker/gpu/model_runner.py@0.28.0; V0 determine_num_available_blocks -> profile_run,
-    worker/worker.py@0.6.6), whatever the utilization: when it does not fit the card, the start dies there.
-    ``snapshot_context``: what the free-memory check's snapshot sees of this process (before 0.11 V1 snapshots before
-    NCCL, ``non_torch.nccl_outside_budget``); ``context`` when not given."""
-    r = res.rules
-    seen = context if snapshot_context is None else snapshot_context
-    if r.free_memory_check and total - seen - other < requested:
-        return Outcome.FREE_MEMORY_BELOW_UTILIZATION
-    if other + context + weights > total:
-        return Outcome.OOM_LOADING_WEIGHTS
-    if other + context + weights + profiled > total:
-        return Outcome.PROFILE_OOM
-    if kv <= 0 or blocks == 0:
-        return Outcome.NO_CACHE_BLOCKS
-    # V0 compares token counts; V1 compares the bytes one max-length request needs, as the version counts them
-    # (``kv_layout.check_rule``), with the budget.
-    if r.engine == "V0":
-        exceeds = tokens < max_len
-    else:
-        exceeds = layout.needed_bytes(max_len, res.mnbt, check_rule(r.version)) > _check_bytes(res, layout, kv)
-    return Outcome.MAX_LEN_EXCEEDS_KV if exceeds else Outcome.FITS
-
-
-def _concurrency(res: Resolved, layout: terms.KvLayout, blocks: int, tokens: int, max_len: int) -> float:
-    """"Maximum concurrency for N tokens per request" as the version computes it."""
-    if max_len <= 0:
-        return 0.0
-    if res.rules.engine == "V1" and res.rules.version >= (0, 9, 0):
-        return blocks / layout.blocks_for(max_len, res.mnbt)
-    return tokens / max_len

@@ -38,7 +38,7 @@ still fits depends on what is live). The condition was chosen after seeing the l
 from __future__ import annotations
 
 from vllm_remedy.vllm.catalog import GIB, ModelSpec
-from vllm_remedy.vllm.memory.settings import Resolved
+from vllm_remedy.vllm.memory.resolved import Resolved
 
 MIB = 1024 * 1024
 # torch's default cuBLAS workspace, CUBLAS_WORKSPACE_CONFIG ":4096:2:16:8" (CublasHandlePool.cpp): below Hopper

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from vllm_remedy.vllm.catalog import GIB, ModelSpec
-from vllm_remedy.vllm.memory.settings import Resolved
+from vllm_remedy.vllm.memory.resolved import Resolved
 
 # V1 profiles the vision encoder on the largest dummy images that fit the encoder budget
 # (max(max_num_batched_tokens, tokens of one image)) and holds their output embeddings through the

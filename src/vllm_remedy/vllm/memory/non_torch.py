@@ -9,7 +9,7 @@ evidence they were fitted on.
 from __future__ import annotations
 
 from vllm_remedy.vllm.catalog import GpuSpec
-from vllm_remedy.vllm.memory.settings import Resolved
+from vllm_remedy.vllm.memory.resolved import Resolved
 from vllm_remedy.vllm.memory.v0_comm import v0_p2p_comm_gib
 from vllm_remedy.vllm.versions import VersionRules
 

@@ -36,7 +36,7 @@ from vllm_remedy.vllm.versions import VersionRules
 
 
 class Pins(Protocol):
-    """The two flags as ``settings.EngineSettings`` and ``settings.Resolved`` hold them (a Protocol, because
+    """The two flags as ``settings.EngineSettings`` and ``resolved.Resolved`` hold them (a Protocol, because
     settings imports this module)."""
 
     @property
@@ -46,7 +46,7 @@ class Pins(Protocol):
 
 
 class ResolvedPins(Pins, Protocol):
-    """``settings.Resolved``: the flags and the release's rules."""
+    """``resolved.Resolved``: the flags and the release's rules."""
 
     @property
     def rules(self) -> VersionRules: ...

@@ -49,8 +49,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from vllm_remedy.vllm.catalog import GIB, GpuSpec, ModelSpec
-from vllm_remedy.vllm.memory import capture, pinned, terms
-from vllm_remedy.vllm.memory.settings import EngineSettings, Resolved, resolve
+from vllm_remedy.vllm.memory import capture, pinned, terms, weights
+from vllm_remedy.vllm.memory.resolved import Resolved
+from vllm_remedy.vllm.memory.settings import EngineSettings, resolve
 
 #: ``kernel_warmup`` runs FlashInfer's autotune (and DeepGEMM's warm-up) forward over mnbt tokens from this capability.
 AUTOTUNE_CAPABILITY = (9, 0)
@@ -69,7 +70,7 @@ def transient_gib(model: ModelSpec, res: Resolved, capability: tuple[int, int] |
     if r.budget == "absolute":
         return activation
     dt = res.weight_dtype_bytes
-    backend = terms.mxfp4_backend(model, res, capability)
+    backend = weights.mxfp4_backend(model, res, capability)
     moe = terms._moe_gib(model, res, backend)  # from 0.11 kept between forwards (``MOE_BUFFERS_PERSIST_SINCE``)
     extra = terms.FLOAT32_EXTRA_GIB if dt == 4 else 0.0
     forward = _capture_forward_bytes(model, res)

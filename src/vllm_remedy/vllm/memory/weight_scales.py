@@ -11,7 +11,7 @@ on the device with the weights and counted in "Model loading took". The rows are
 rank: a column-parallel qkv / gate_up holds its share of the outputs, a row-parallel o / down the whole hidden size
 (``RowParallelLinear`` sets ``output_partition_sizes = [output_size]``, layers/linear.py@0.11.0).
 
-The parameter count a case gives (``params_b``) does not hold them, so ``terms.weights_gib`` sized an 8-bit channel
+The parameter count a case gives (``params_b``) does not hold them, so ``weights.weights_gib`` sized an 8-bit channel
 checkpoint's linear weights at one byte each and nothing more. Found post hoc, on the held-out L40S 0.11.0
 DeepSeek-R1-Distill-Qwen-32B-FP8 start: 64 x (7,168 + 5,120 + 55,296 + 5,120) x 4 B = 17.75 MiB, where the weights
 were charged 15 MiB under the logged 32.1993 GiB; with them 3 MiB over it (the reuse of freed blocks that
