@@ -224,7 +224,7 @@ class ModelSpec:
             exclusions=read_exclusions(text, architectures.first_architecture(config) or "unknown", layers, hidden,
                                        heads, kv_heads, head, inter, experts, quant_config.section(text),
                                        quant_config.quantization(text)),
-            kv_quant=kv_cache_scheme(text) or kv_auto.ct_scheme(text),  # ModelOpt's, else compressed-tensors'
+            kv_quant=kv_cache_scheme(text) or kv_auto.ct_scheme(text, mla is not None),  # ModelOpt's, else CT's
             mp_linear=quant_config.mp_linear(text),
             act_order=quant_config.act_order(text),
             weight_block_size=quant_config.weight_block_size(text),

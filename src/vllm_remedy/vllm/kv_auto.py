@@ -39,14 +39,15 @@ CT_FP8 = "ct_fp8"  # ``ModelSpec.kv_quant`` for a compressed-tensors fp8 KV sche
 CT_OTHER = "ct_other"  # ... for another compressed-tensors KV scheme (validate_kv_cache_scheme's, not modelled)
 
 
-def ct_scheme(text: Mapping[str, Any]) -> str | None:
+def ct_scheme(text: Mapping[str, Any], mla: bool) -> str | None:
     """``CT_FP8`` / ``CT_OTHER`` for a compressed-tensors section (``quantization_config`` of the folded text config,
-    as the method is read) with a non-null ``kv_cache_scheme`` and no MLA latent; None otherwise."""
+    as the method is read) with a non-null ``kv_cache_scheme``; None otherwise, and for a model whose latent is cached
+    (``mla``: ``hf_config.mla_dims``; MiniCPM3's per-head K/V runs ``Attention`` and is not one)."""
     qc = text.get("quantization_config")
     if not isinstance(qc, Mapping) or str(qc.get("quant_method") or "").lower() != "compressed-tensors":
         return None
     scheme = qc.get("kv_cache_scheme")
-    if scheme is None or text.get("kv_lora_rank") is not None:  # MLAAttention does not read it
+    if scheme is None or mla:  # MLAAttention does not read it
         return None
     fp8 = (isinstance(scheme, Mapping) and scheme.get("type") == "float" and scheme.get("num_bits") == 8
            and scheme.get("strategy") in ("tensor", "attn_head") and scheme.get("symmetric") is True)
