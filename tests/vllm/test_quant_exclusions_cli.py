@@ -33,6 +33,12 @@ W4A16 = {"quant_method": "compressed-tensors", "format": "pack-quantized",
 AWQ = {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True, "version": "gemm"}
 GPTQ = {"quant_method": "gptq", "bits": 4, "group_size": 128, "sym": True, "desc_act": False}
 MODELOPT = {"quant_method": "modelopt", "quant_algo": "FP8", "producer": {"name": "modelopt", "version": "0.29"}}
+CT_FP8 = {"quant_method": "compressed-tensors", "format": "float-quantized", "ignore": ["lm_head"],
+          "config_groups": {"group_0": {"targets": ["Linear"],
+                                        "weights": {"num_bits": 8, "type": "float", "symmetric": True,
+                                                    "strategy": "channel", "dynamic": False},
+                                        "input_activations": {"num_bits": 8, "type": "float", "symmetric": True,
+                                                              "strategy": "token", "dynamic": True}}}}
 ALL_DOWN = [f"model.layers.{i}.mlp.down_proj" for i in range(32)]
 CONFIGS = {
     "awq_mlp": {**LLAMA, "quantization_config": {**AWQ, "modules_to_not_convert": ["mlp"]}},
@@ -57,6 +63,18 @@ CONFIGS = {
     "modelopt_kv": {**LLAMA, "quantization_config": {**MODELOPT, "kv_cache_quant_algo": "FP8"}},
     "modelopt": {**LLAMA, "quantization_config": MODELOPT},
     "modelopt_nvfp4_kv": {**LLAMA, "quantization_config": {**MODELOPT, "kv_cache_quant_algo": "NVFP4"}},
+    # Qwen's GPTQ layout: only the attention listed, so the MLP stays 16-bit from 0.11.0
+    "gptq_attn": {**LLAMA, "quantization_config": {**GPTQ, "modules_in_block_to_quantize": [
+        ["self_attn.k_proj", "self_attn.v_proj", "self_attn.q_proj"], ["self_attn.o_proj"]]}},
+    "gptq_attn_flat": {**LLAMA, "quantization_config": {**GPTQ, "modules_in_block_to_quantize": [
+        "self_attn.k_proj", "self_attn.v_proj", "self_attn.q_proj", "self_attn.o_proj"]}},
+    "gptq_q_only": {**LLAMA, "quantization_config": {**GPTQ, "modules_in_block_to_quantize": ["self_attn.q_proj"]}},
+    # llm-compressor's FP8 recipe with an FP8 KV cache, and the same without the KV scheme
+    "ct_fp8_kv": {**LLAMA, "quantization_config": {**CT_FP8, "kv_cache_scheme": {
+        "num_bits": 8, "type": "float", "symmetric": True, "strategy": "tensor", "dynamic": False}}},
+    "ct_fp8": {**LLAMA, "quantization_config": CT_FP8},
+    "ct_int8_kv": {**LLAMA, "quantization_config": {**CT_FP8, "kv_cache_scheme": {
+        "num_bits": 8, "type": "int", "symmetric": True, "strategy": "tensor", "dynamic": False}}},
 }
 
 
@@ -199,3 +217,67 @@ def test_drift_judges_the_policys_fp8_rule_on_the_resolved_dtype(rehearsal, tmp_
     checks = {c["check"]: c for c in host["checks"]}
     assert checks["kv-cache-dtype"]["status"] == "drift", got.stdout + got.stderr
     assert checks["kv-cache-dtype"]["detail"].startswith("--kv-cache-dtype auto resolves to fp8_e4m3"), checks
+
+
+@pytest.mark.parametrize("name", ["gptq_attn", "gptq_attn_flat"])
+def test_a_gptq_allow_list_leaves_the_unlisted_mlp_16_bit_from_0_11(configs, name):
+    """``is_layer_gptq_quantized`` (utils/gptq_utils.py@0.11.0, @0.30.0): a layer no entry of
+    modules_in_block_to_quantize is a substring of is UnquantizedLinearMethod; 0.10.2 has no such key. Was 5.43 GiB
+    and fits in every release."""
+    assert _estimate(configs[name], "0.10.2")["weights_gib"] < 6.0
+    for version in ("0.11.0", "0.30.0"):
+        est = _estimate(configs[name], version)
+        assert 13.0 < est["weights_gib"] < 13.4 and est["outcome"] == "max_len_exceeds_kv", (version, est)
+
+
+def test_a_gptq_allow_list_splitting_a_fused_layer_is_cannot_predict(configs):
+    """Only q_proj listed: qkv_proj's shards disagree, which vLLM refuses ("Detected some but not all shards")."""
+    got = run_cli("estimate", "--model-config", str(configs["gptq_q_only"]), "--gpu", "NVIDIA-L4", "--max-model-len",
+                  "8192", "--vllm-version", "0.30.0")
+    assert got.returncode != 0 and "cannot predict" in got.stderr and "leaves some shards of " in got.stderr, (
+        got.stdout + got.stderr)
+
+
+def test_a_compressed_tensors_kv_scheme_runs_an_fp8_cache_from_0_15(configs):
+    """Attention.__init__ sets "fp8" for a non-null kv_cache_scheme: whatever was typed at 0.15.0-0.21.x
+    (attention/layer.py@0.15.0, attention.py@0.21.0), for auto only from 0.22.0 (attention.py@0.22.0); absent at
+    0.14.0. Twice the tokens of the same checkpoint without the scheme (was identical in every release)."""
+    args = {"gpu": "NVIDIA-L40S", "length": "16384"}
+    assert _estimate(configs["ct_fp8_kv"], "0.14.0", **args)["kv_cache_tokens"] == _estimate(
+        configs["ct_fp8"], "0.14.0", **args)["kv_cache_tokens"]
+    for version in ("0.15.0", "0.21.0", "0.22.0", "0.30.0", "0.34.0"):
+        plain = _estimate(configs["ct_fp8"], version, **args)["kv_cache_tokens"]
+        kv = _estimate(configs["ct_fp8_kv"], version, **args)
+        assert kv["kv_cache_tokens"] >= 2 * plain - 64 and "fp8" in kv["kv_cache_dtype_note"], (version, plain, kv)
+    got = run_cli("estimate", "--model-config", str(configs["ct_int8_kv"]), "--gpu", "NVIDIA-L40S",
+                  "--max-model-len", "16384", "--vllm-version", "0.30.0")
+    assert got.returncode != 0 and "validate_kv_cache_scheme" in got.stderr, got.stdout + got.stderr
+
+
+@pytest.mark.parametrize("version, typed, said, fix", [
+    ("0.30.0", [], "auto resolves to", "smallest fix (planner): --kv-cache-dtype bfloat16 (predicted fits"),
+    ("0.21.0", [], "auto resolves to", "no --kv-cache-dtype of this release keeps a 16-bit cache"),
+    ("0.21.0", ["--kv-cache-dtype", "bfloat16"], "bfloat16 is replaced by", "no --kv-cache-dtype of this release")])
+def test_check_judges_the_policys_fp8_rule_on_a_compressed_tensors_kv_scheme(tmp_path, configs, version, typed, said,
+                                                                             fix):
+    """The default policy forbids fp8 KV; the pod's engine runs an fp8 cache anyway. At 0.21.0 a typed bfloat16 is
+    replaced too, so no flag keeps a 16-bit cache (was: no finding at all); at 0.22.0 a typed bfloat16 is kept."""
+    (tmp_path / "cfg.json").write_text(configs["ct_fp8_kv"].read_text())
+    model = "acme/llama-3.1-8b-fp8-kv"
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(f"extends: {Path(__file__).resolve().parents[2] / 'policies' / 'default.yaml'}\n"
+                      f"target: {{models: [{model}]}}\nknown_good: []\nmodel_config: {{path: cfg.json}}\n"
+                      "flags:\n  kv-cache-dtype: {allowed: [auto, bfloat16]}\n")
+    dep = l40s_deployment("llama-fp8-kv", f"vllm/vllm-openai:v{version}",
+                          ["--model", model, "--max-model-len", "16384", "--gpu-memory-utilization", "0.9",
+                           "--max-num-seqs", "64", *typed])
+    (tmp_path / "dep.yaml").write_text(yaml.safe_dump(dep))
+    got = run_cli("check", "-f", str(tmp_path / "dep.yaml"), "--policy", str(policy))
+    assert got.returncode == 1, got.stdout + got.stderr
+    assert (f"kv-cache-dtype [error]: --kv-cache-dtype {said} fp8 (fp8_e4m3): the checkpoint's "
+            "compressed-tensors kv_cache_scheme") in got.stdout and fix in got.stdout, got.stdout
+    if typed:  # 0.22.0 keeps the typed dtype: no kv-cache-dtype finding
+        dep["spec"]["template"]["spec"]["containers"][0]["image"] = "vllm/vllm-openai:v0.22.0"
+        (tmp_path / "dep.yaml").write_text(yaml.safe_dump(dep))
+        got = run_cli("check", "-f", str(tmp_path / "dep.yaml"), "--policy", str(policy))
+        assert "kv-cache-dtype [error]" not in got.stdout, got.stdout

@@ -218,7 +218,7 @@ def _auto_fp8_forbidden(policy: Policy, model: ModelSpec, card: GpuSpec | None,
         return None
     run = dtype_support.resolved(model.dtype, settings.dtype, card.capability if card else None, settings.version,
                                   model.model_types)
-    typed = kv_auto.sixteen_bit(run, refused.kv_cache_dtypes(v))
+    typed = kv_auto.sixteen_bit(run, refused.kv_cache_dtypes(v), model.kv_quant, v)
     allowed = policy.flags.kv_cache_dtype
     fix = ("" if typed is not None and (allowed is None or typed in allowed.allowed) else
            f"type --kv-cache-dtype {typed} (a typed dtype is not resolved) and allow it in the policy's "

@@ -20,6 +20,7 @@ from vllm_remedy.vllm import (
     architectures,
     config_bounds,
     hf_config,
+    kv_auto,
     quant_config,
     qwen2_vl_tower,
     shapes,
@@ -106,6 +107,7 @@ class ModelSpec:
     group_size: int | None = 128  # input channels per scale of packed int weights; None: per output channel
     exclusions: Exclusions | None = None  # layers the checkpoint leaves unquantized, per release (quant_exclusions)
     kv_quant: str | None = None  # a ModelOpt checkpoint's KV-cache scheme, "fp8" / "nvfp4" (quant_source, kv_auto)
+    # or a compressed-tensors one, kv_auto.CT_FP8 / CT_OTHER
     expert_params_b: float = 0.0  # routed experts, all of them (part of params_b)
     vision_params_b: float = 0.0  # vision tower + projector, kept 16-bit (part of params_b)
     vision_hidden: int = 0
@@ -258,7 +260,7 @@ class ModelSpec:
             exclusions=read_exclusions(text, architectures.first_architecture(config) or "unknown", layers, hidden,
                                        heads, kv_heads, head, inter, experts, quant_config.section(text),
                                        quant_config.quantization(text)),
-            kv_quant=kv_cache_scheme(text),
+            kv_quant=kv_cache_scheme(text) or kv_auto.ct_scheme(text, mla is not None),  # ModelOpt's, else CT's
             mp_linear=quant_config.mp_linear(text),
             act_order=quant_config.act_order(text),
             weight_block_size=quant_config.weight_block_size(text),

@@ -19,6 +19,15 @@ single keys. The rules, each with the release it starts from (PyPI wheels, model
 - GPTQ ``dynamic`` (GPTQModel), from 0.7.3 (gptq.py / gptq_marlin.py@0.7.3; absent @0.7.2): the first pattern that
   ``re.match``-es the layer's vLLM name decides; a "-:" one leaves it unquantized, any other overrides ``bits`` /
   ``group_size`` (``get_dynamic_override`` and ``override_config``, utils/gptq_utils.py@0.7.3, @0.30.0 l.184-190).
+- GPTQ ``modules_in_block_to_quantize``, from 0.11.0 (gptq.py / gptq_marlin.py@0.11.0, auto_gptq.py@0.22.0 to
+  @0.34.0; absent @0.10.2): an allow-list. ``maybe_update_config`` flattens a list of lists (gptq.py@0.11.0
+  l.155-166, auto_gptq.py@0.30.0 l.276-290) and ``is_layer_gptq_quantized`` (utils/gptq_utils.py@0.11.0 l.75-111,
+  @0.30.0 l.120-164, @0.34.0) quantizes a layer only when an entry is a substring of its name, a fused layer by its
+  shards (``packed_modules_mapping``; ValueError when they disagree); any other linear layer is
+  ``UnquantizedLinearMethod``. ``dynamic`` then applies to the listed ones. The model mappers these architectures
+  hand the config from 0.26.0 hold stacked maps only, dropped there (``get_unstacked_mapper`` @0.26.0,
+  ``get_rename_mapper`` @0.29.0), so the names are not rewritten. An absent or empty list is filled from the
+  safetensors header's dtypes (not read here: sized all-quantized).
 
 The names tested are the ``prefix`` vLLM gives each linear layer (``model.layers.N.self_attn.qkv_proj`` ...), for the
 architectures in ``_LAYOUTS`` only, from the release their model file passes those prefixes (qwen2.py@0.6.3 passes
@@ -38,7 +47,9 @@ Version = tuple[int, int, int]
 
 #: Keys any method lists left-out modules under (ModelOpt ``exclude_modules``, bitsandbytes ``llm_int8_skip_modules``).
 SKIP_KEYS = ("modules_to_not_convert", "ignored_layers", "ignore", "exclude_modules", "llm_int8_skip_modules",
-             "dynamic")
+             "dynamic", "modules_in_block_to_quantize")
+_GPTQ_KEYS = ("dynamic", "modules_in_block_to_quantize")  # read by the GPTQ classes only
+ALLOW_LIST_SINCE = (0, 11, 0)  # modules_in_block_to_quantize (gptq.py@0.11.0; absent @0.10.2)
 _FUSED = {"qkv_proj": ("q_proj", "k_proj", "v_proj"), "gate_up_proj": ("gate_proj", "up_proj")}
 
 
@@ -229,7 +240,7 @@ def _read(qc: Mapping[str, Any] | None, method: str | None, shape: Shape) -> Exc
         first = (0, 0, 0)
         lists = [(first, _entries(qc, "ignore"))]
     else:
-        stated = [n for k in SKIP_KEYS if k != "dynamic" for n in (_entries(qc, k) or ())]  # dynamic: GPTQ's alone
+        stated = [n for k in SKIP_KEYS if k not in _GPTQ_KEYS for n in (_entries(qc, k) or ())]  # GPTQ's alone
         return _single((0, 0, 0), _unknown(stated, f"which {method} layers vLLM then leaves unquantized is not "
                                                    "modelled")) if stated else None
     named = [n for _, names in lists for n in names or ()]
@@ -277,19 +288,25 @@ def _single(since: Version, split: Split | None) -> Exclusions | None:
 
 def _gptq(qc: Mapping[str, Any], shape: Shape, layout: Layout | None) -> Exclusions | None:
     dynamic = qc.get("dynamic")
-    if dynamic is None or dynamic == {}:
-        return None
-    if not isinstance(dynamic, Mapping):  # GPTQModel writes an object; ``.items()`` on anything else raises
+    if dynamic == {}:
+        dynamic = None
+    if dynamic is not None and not isinstance(dynamic, Mapping):  # GPTQModel writes an object; ``.items()`` raises
         raise _Unreadable(f"quantization_config.dynamic {dynamic!r:.60} is not an object of rules")
-    what = f"quantization_config.dynamic {list(map(str, dynamic))}"
+    allowed = _allow_list(qc)
+    if dynamic is None and allowed is None:
+        return None
     if layout is None:
-        return _single((0, 7, 3), _unknown(list(map(str, dynamic)), "this tool does not know the architecture's "
-                                                                    "layer names in vLLM"))
+        if allowed is not None:  # an allow-list leaves every unnamed layer 16-bit: no entry is harmless
+            return _single(ALLOW_LIST_SINCE, Split(problem=f"quantization_config.modules_in_block_to_quantize "
+                                                           f"{allowed[:4]}: this tool does not know the "
+                                                           "architecture's layer names in vLLM"))
+        return _single((0, 7, 3), _unknown(list(map(str, dynamic or {})), "this tool does not know the "
+                                                                         "architecture's layer names in vLLM"))
     base_bits, base_group = qc.get("bits"), qc.get("group_size")
     problem: list[str] = []
 
-    def decide(name: str) -> bool | tuple[int, int | None]:
-        for pattern, over in dynamic.items():
+    def by_dynamic(name: str) -> bool | tuple[int, int | None]:
+        for pattern, over in (dynamic or {}).items():
             text = str(pattern)
             if text.startswith("-:"):
                 if _re_match(text[2:], name):
@@ -302,12 +319,45 @@ def _gptq(qc: Mapping[str, Any], shape: Shape, layout: Layout | None) -> Exclusi
                     problem.append(f"dynamic rule {text!r} overrides {dict(over)}")
                 return False if (bits, group) == (base_bits, base_group) else (bits, None if group == -1 else group)
         return False
-    found = _eras(shape, layout, [((0, 7, 3), decide)], what)
+
+    def listed(n: str) -> bool:
+        return any(e in n for e in allowed or ())
+
+    def with_allow_list(name: str) -> bool | tuple[int, int | None] | None:
+        if name.endswith(".experts"):  # FusedMoE's own GPTQ method: whether it reads the list is not modelled
+            return True
+        quantized = _fused_decision(name, listed, False, True)  # shards always, never the fused name
+        if quantized is None:
+            return None
+        return by_dynamic(name) if quantized else True
+
+    keys = [k for k, v in (("dynamic", dynamic), ("modules_in_block_to_quantize", allowed)) if v is not None]
+    what = " and ".join(f"quantization_config.{k}" for k in keys) + (f" {allowed[:4]}" if allowed else "")
+    rules: list[tuple[Version, Decide]] = [((0, 7, 3), by_dynamic)] if dynamic is not None else []
+    if allowed is not None:
+        rules.append((ALLOW_LIST_SINCE, with_allow_list))
+    found = _eras(shape, layout, rules, what)
     if problem and found is not None:
         return Exclusions(tuple((since, split if split.problem else Split(
             problem=f"quantization_config {problem[0]}: per-layer kernels for these bits / keys are not modelled"))
             for since, split in found.eras))
     return found
+
+
+def _allow_list(qc: Mapping[str, Any]) -> list[str] | None:
+    """``modules_in_block_to_quantize`` flattened as ``maybe_update_config`` does: a list of names, or of lists of
+    names; None when absent or empty (vLLM then reads the safetensors header). A mixed or other value is flattened
+    differently per release (``is_list_of`` checks the first item only @0.11.0; ``flatten_list`` @0.27.0)."""
+    raw = qc.get("modules_in_block_to_quantize")
+    if raw is None or raw == []:
+        return None
+    if isinstance(raw, list) and all(isinstance(e, str) for e in raw):
+        return list(raw)
+    nested = isinstance(raw, list) and all(isinstance(e, list) and all(isinstance(n, str) for n in e) for e in raw)
+    if nested and (flat := [n for group in raw for n in group]):
+        return flat
+    raise _Unreadable(f"quantization_config.modules_in_block_to_quantize {raw!r:.60} is not a list of module names "
+                      "(or of lists of them)")
 
 
 def moe_layer_set(text: Mapping[str, Any], layers: int, experts: int) -> frozenset[int]:

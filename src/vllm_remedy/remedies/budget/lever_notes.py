@@ -21,17 +21,20 @@ from vllm_remedy.vllm.versions import rules
 
 def auto_fp8(req: BudgetRequest, s: EngineSettings) -> tuple[str, str | None] | None:
     """(the problem, the typed 16-bit dtype that fixes it or None) when ``--kv-cache-dtype auto`` runs an fp8 cache
-    because the checkpoint's ModelOpt KV scheme says so (``kv_auto``, vLLM 0.14.0+); None otherwise."""
+    because the checkpoint's ModelOpt KV scheme (vLLM 0.14.0+) or compressed-tensors kv_cache_scheme (0.15.0+) says so
+    (``kv_auto``); None otherwise."""
     v = rules(s.version).version
     if s.kv_cache_dtype != "auto" or kv_auto.note(s.kv_cache_dtype, req.model.kv_quant, v) is None:
         return None
     run = dtype_support.resolved(req.model.dtype, s.dtype, req.gpu.capability, s.version, req.model.model_types)
-    fix = kv_auto.sixteen_bit(run, refused.kv_cache_dtypes(v))
+    fix = kv_auto.sixteen_bit(run, refused.kv_cache_dtypes(v), req.model.kv_quant, v)
     choices = req.policy.flags.kv_cache_dtype if req.policy is not None else None
     if fix is not None and choices is not None and fix not in choices.allowed:
         fix = None
     said = ("kv-cache-dtype auto runs fp8_e4m3 on this checkpoint (its ModelOpt KV-cache scheme is FP8, vLLM "
-            "0.14.0+), which the policy does not allow")
+            "0.14.0+), which the policy does not allow" if req.model.kv_quant not in (kv_auto.CT_FP8, kv_auto.CT_OTHER)
+            else "kv-cache-dtype auto runs fp8 on this checkpoint (its compressed-tensors kv_cache_scheme, vLLM "
+            "0.15.0+), which the policy does not allow")
     return (said if fix else said + "; no --kv-cache-dtype this release and policy accept keeps a 16-bit cache"), fix
 
 

@@ -24,7 +24,7 @@ from datetime import datetime, timedelta, timezone
 from vllm_remedy.sim.runtime import Exit, LogLine
 from vllm_remedy.sim.vllm_pod import device, entry_log, flag_sized, overcommit, refusal_frames
 from vllm_remedy.sim.vllm_pod.launch import Launch, Refusal
-from vllm_remedy.vllm import dtype_support, model_len
+from vllm_remedy.vllm import dtype_support, kv_auto, model_len
 from vllm_remedy.vllm.outcomes import Failure
 from vllm_remedy.vllm.startup_log import render_startup_log
 from vllm_remedy.vllm.startup_log.parse import CAPTURING
@@ -117,7 +117,10 @@ def _typed(launch: Launch) -> dict[str, object]:
             out[name] = value
     if s.max_num_batched_tokens is not None:
         out["max_num_batched_tokens"] = s.max_num_batched_tokens
-    if launch.resolved.kv_cache_dtype != s.kv_cache_dtype:  # auto resolved from the checkpoint (kv_auto): the engine
+    # a compressed-tensors KV scheme is applied later, in the worker's Attention layers (kv_auto): the line keeps it
+    if launch.resolved.kv_cache_dtype != s.kv_cache_dtype and launch.model.kv_quant not in (kv_auto.CT_FP8,
+                                                                                           kv_auto.CT_OTHER):
+        # auto resolved from the checkpoint (kv_auto): the engine
         out["cache_dtype"] = launch.resolved.kv_cache_dtype  # line prints cache_config.cache_dtype (config/vllm.py)
     cap = launch.gpu.capability
     if s.dtype == "auto":  # the dtype auto resolves to (a float32 or dtype-less checkpoint's by release: dtype_support)
