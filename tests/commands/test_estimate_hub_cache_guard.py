@@ -109,3 +109,20 @@ def test_a_read_only_cache_never_serves_the_commit_the_hub_has_just_superseded(h
     assert code == 0, err
     assert json.loads(out)["outcome"] == "max_len_exceeds_model", out
     assert "warning: the Hugging Face cache is not writable" in err and "not revalidated" not in err, err
+
+
+def test_a_read_only_cache_still_reads_modelopts_separate_quant_file(tmp_path):
+    """The second file of a ModelOpt <= 0.29 export (hf_quant_config.json) is also served from memory: before, the
+    first file's failure already stopped the run."""
+    modelopt = {"producer": {"name": "modelopt", "version": "0.27.0"},
+                "quantization": {"quant_algo": "FP8", "kv_cache_quant_algo": "FP8", "exclude_modules": ["lm_head"]}}
+    home, args = tmp_path / "hf", ("--model", MODEL, "--gpu", "NVIDIA-L4", "--max-model-len", "8192",
+                                   "--vllm-version", "0.30.0", "-o", "json")
+    with hub_server({MODEL: Repo({"config.json": SMOLLM2_CONFIG, "hf_quant_config.json": modelopt})}) as server:
+        writable = run(server, tmp_path / "rw", "estimate", *args)
+        with read_only(home / "hub"):
+            code, out, err = run(server, home, "estimate", *args)
+    # the same answer as with a writable cache (whatever the quantization reader makes of the file), plus one warning
+    warning, _, rest = err.partition("\n")
+    assert (code, out, rest.replace(str(home), str(tmp_path / "rw"))) == writable, err
+    assert warning.startswith("vllm-remedy: warning: the Hugging Face cache is not writable ("), err
