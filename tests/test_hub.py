@@ -217,3 +217,29 @@ def test_modelopts_separate_quant_file_is_handed_in_as_quantization_config(onlin
     assert [r for r in online.requests if r[1].endswith("/hf_quant_config.json")] == quant
     assert files(online)[-2:] == [("HEAD", f"/{NV_FP8}/resolve/main/config.json"),
                                   ("HEAD", f"/{SMOLLM2_ID}/resolve/main/config.json")]
+
+
+@pytest.mark.parametrize("revision", ["main", "v1.0", "refs/pr/1", "refs/convert/parquet", "release-2024_10",
+                                      "feature/x@y", SMOLLM2_COMMIT])
+def test_ref_names_the_hub_has_are_revisions(revision):
+    assert hub.names.revision_problem(revision) is None
+
+
+def test_the_store_writes_nothing_through_a_link_out_of_the_repository_folder(tmp_path):
+    """A cache whose repository folder holds links pointing elsewhere (planted, or a shared volume's): every path the
+    store writes is resolved and must lie inside the folder, else nothing is written."""
+    from vllm_remedy.hub import store
+
+    cache, elsewhere = tmp_path / "hub", tmp_path / "elsewhere"
+    folder = cache / "models--acme-corp--Linked"
+    folder.mkdir(parents=True)
+    elsewhere.mkdir()
+    (folder / "refs").symlink_to(elsewhere)
+    store.point(str(cache), "acme-corp/Linked", "main", SMOLLM2_COMMIT)
+    assert list(elsewhere.iterdir()) == []
+    (folder / "blobs").symlink_to(elsewhere)
+    with pytest.raises(store.Outside):
+        store.save(str(cache), "acme-corp/Linked", "main", SMOLLM2_COMMIT, "e" * 40, b"{}")
+    assert list(elsewhere.iterdir()) == []
+    with pytest.raises(ValueError):
+        store.save(str(cache), "../escape", "main", SMOLLM2_COMMIT, "e" * 40, b"{}")

@@ -15,7 +15,9 @@ with a warning, only when the Hub errs or does not answer; a commit's snapshot i
 resolves each (model, revision) once (no ``--revision`` and ``main`` are one), failures included, so a fleet run asks
 the Hub once per model; one resolution online lasts at most ``VLLM_REMEDY_HUB_TIMEOUT`` seconds (``hub.ask``), and a
 Hub that let it run out is not waited for again in that run. A rehearsal pod's start is the exception: vLLM asks at
-each container start, so the cluster resolves afresh each time (``per_start``).
+each container start, so the cluster resolves afresh each time (``per_start``). A read-only cache here changes no
+answer: what the Hub sent serves from memory (``hub.ask``); a rehearsal pod's own cache is its container's, which
+vLLM writes into, so it starts as well.
 
 The Hub's own "no" — no such repository or revision, a gated repository refused to the token vLLM sends — is
 :class:`Unavailable`: vLLM dies on it (``model_unavailable``), so the policy's copy does not stand in for it; that copy
@@ -38,7 +40,7 @@ from typing import Any
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.hub import ask as hub_ask
-from vllm_remedy.hub import pod, quant_file
+from vllm_remedy.hub import names, pod, quant_file
 from vllm_remedy.vllm import catalog, hf_overrides, resolved
 from vllm_remedy.vllm.catalog import ModelSpec
 
@@ -140,13 +142,21 @@ def fetch_config(repo_id: str, revision: str | None = None, env: pod.Env | None 
     A commit's snapshot in the local cache is read without a request (a commit never changes); a branch or tag is
     revalidated against the Hub (``hub.ask``), and its cached copy is read, with a warning, only when the Hub does not
     answer; ``HF_HUB_OFFLINE`` reads the cache alone. ``per_start``: a rehearsal pod's start, which asks the Hub
-    again whatever an earlier start found (a Hub silent then is asked again)."""
+    again whatever an earlier start found (a Hub silent then is asked again).
+
+    A ``revision`` that is no git ref name is refused before anything is asked or read (``hub.names``). A cache that
+    cannot be written (read-only) does not discard the Hub's answer: the file just fetched serves from memory, with
+    one warning per cache, and a cached commit the Hub has just superseded is never read in its stead."""
     # Imported here: huggingface_hub pulls in an HTTP stack that catalog models and `--help` never need.
     import huggingface_hub as hf
     from huggingface_hub import errors
     from huggingface_hub.utils import logging as hf_logging
 
     at = f" at revision {revision}" if revision else ""
+    bad = revision and not hub_ask.COMMIT.fullmatch(revision) and names.revision_problem(revision)
+    if bad:  # before any request or cache read: it would be joined onto the cache's refs/ as a path
+        raise Unavailable(f"model {repo_id}: --revision {revision!r} is no branch, tag or commit name ({bad}); the "
+                          "Hub has no such revision and vLLM's download of it fails")
     try:
         cached = hf.try_to_load_from_cache(repo_id, CONFIG, cache_dir=cache_dir(), revision=revision)
     except (ValueError, errors.HFValidationError):
@@ -182,6 +192,9 @@ def fetch_config(repo_id: str, revision: str | None = None, env: pod.Env | None 
         print(f"vllm-remedy: warning: model {repo_id}{at}: {CONFIG} from the local Hugging Face cache ({cached}), "
               f"{note}", file=sys.stderr)
         return _read(cached), f"the local Hugging Face cache ({cached}), {note}", cached
+    if got.unkept is not None:  # the cache refused the download: the Hub's answer, held in memory, serves
+        hub_ask.warn_unkept(got, cache_dir())
+        return got.read().decode("utf-8", errors="replace"), f"the Hub ({hub})", got.path
     if got.downloaded:
         return _read(got.path), f"the Hub ({hub})", got.path
     return _read(got.path), f"the local Hugging Face cache ({got.path}), revalidated with the Hub ({hub})", got.path

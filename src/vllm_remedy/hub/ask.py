@@ -8,7 +8,9 @@ do this in one request: it always sends a HEAD before its GET, for a commit it d
 resolution cost three requests (our HEAD for the commit and size, its HEAD, its GET).
 vLLM (``HF_HUB_OFFLINE`` unset) revalidates a cached branch or tag against the Hub before it reads it
 (``hf_hub_download``'s etag HEAD), so after a repository's ``main`` moves it serves the new config; this module does
-the same with one HEAD, and a cached snapshot of the commit it names is read without a download.
+the same with one HEAD, and a cached snapshot of the commit it names is read without a download. When the cache
+cannot keep a download (a read-only volume), the bytes just fetched serve (:class:`Got` ``body``): the Hub answered,
+so neither its answer is discarded nor a cached commit it has just superseded read instead.
 
 Every way the Hub can fail is one :class:`Failed` naming what happened (an HTTP status, a redirect loop, a size no
 config has, no answer within the limit), never a traceback or a wait of minutes: a 429's ``Retry-After`` beyond the
@@ -21,15 +23,18 @@ from __future__ import annotations
 import os
 import re
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urljoin, urlsplit
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.hub import store
+from vllm_remedy.hub.names import revision_problem
 
 CONFIG = store.CONFIG
 #: Larger than any real config.json by far (DeepSeek-V3's is 1.7 kB); bounds what a hostile mirror can send.
@@ -108,10 +113,36 @@ def within(seconds: float, work: Callable[[], T]) -> T:
 @dataclass(frozen=True)
 class Got:
     """The file the Hub gave: its path in the cache, and whether a download was needed (False: the cached snapshot
-    of the commit the revision names now)."""
+    of the commit the revision names now). ``unkept``: why the cache could not keep the download (read-only, say);
+    then ``body`` holds its bytes, which serve this run, and ``path`` is where the file would have been."""
 
     path: str
     downloaded: bool
+    body: bytes | None = None
+    unkept: str | None = None
+
+    def read(self) -> bytes:
+        """The file's bytes: the download held in memory, else the cached file's."""
+        if self.body is not None:
+            return self.body
+        with open(self.path, "rb") as fh:
+            return fh.read(MAX_CONFIG_BYTES + 1)
+
+
+#: Caches already said to be unwritable in this process: the warning is given once per cache.
+_warned: set[str] = set()
+
+
+def warn_unkept(got: Got, cache: str | None) -> None:
+    """Say once per cache that it cannot keep what the Hub sent, naming the path that refused."""
+    from huggingface_hub import constants
+
+    where = cache or constants.HF_HUB_CACHE
+    if got.unkept is None or where in _warned:
+        return
+    _warned.add(where)
+    print(f"vllm-remedy: warning: the Hugging Face cache is not writable ({got.unkept}): files the Hub sends are "
+          "used for this run without being cached", file=sys.stderr)
 
 
 def ask(repo_id: str, revision: str, hub: str, cache: str | None, token: str | bool | None, deadline: float,
@@ -128,21 +159,37 @@ def _ask(repo_id: str, revision: str, hub: str, cache: str | None, token: str | 
          filename: str) -> Got:
     import huggingface_hub as hf
 
+    if not COMMIT.fullmatch(revision) and revision_problem(revision):  # never sent, never joined onto refs/
+        raise Failed(f"was not asked: revision {revision!r} is no ref name ({revision_problem(revision)})",
+                     final=True)
     unreachable = _unreachable(hub)
     if unreachable:
         raise Failed(f"is unreachable ({unreachable})")
     url = hf.hf_hub_url(repo_id, filename, revision=revision, endpoint=hub)
-    if isinstance(hf.try_to_load_from_cache(repo_id, filename, cache_dir=cache, revision=revision), str):
+    held = hf.try_to_load_from_cache(repo_id, filename, cache_dir=cache, revision=revision)
+    named = None
+    if isinstance(held, str):
         # a branch or tag this cache holds (a held commit never gets here): revalidated with one HEAD, as vLLM does
         meta = _retrying(lambda timeout: hf.get_hf_file_metadata(url, token=token, timeout=timeout, endpoint=hub),
                          deadline)
-        commit, _ = _checked(meta.commit_hash, meta.etag, meta.size)
-        snapshot = hf.try_to_load_from_cache(repo_id, filename, cache_dir=cache, revision=commit)
+        named, _ = _checked(meta.commit_hash, meta.etag, meta.size)
+        snapshot = hf.try_to_load_from_cache(repo_id, filename, cache_dir=cache, revision=named)
         if isinstance(snapshot, str):  # unchanged (or moved to a commit this cache already holds): no download
-            store.point(snapshot, revision, commit)
+            store.point(cache, repo_id, revision, named)
             return Got(snapshot, False)
-    commit, etag, body = _retrying(lambda timeout: _get(url, token, timeout), deadline)
-    return Got(store.save(cache, repo_id, revision, commit, etag, body, filename), True)
+    try:
+        commit, etag, body = _retrying(lambda timeout: _get(url, token, timeout), deadline)
+    except Failed as exc:
+        if named is None or isinstance(exc, NotFound):
+            raise
+        # the Hub has just named a newer commit: the cached one is superseded and must not stand in for it
+        raise Failed(f"names commit {named} for {revision} (the cache holds {Path(held).parent.name}, superseded), "
+                     f"then {exc.why}", final=True) from None
+    try:
+        return Got(store.save(cache, repo_id, revision, commit, etag, body, filename), True)
+    except OSError as exc:  # the Hub answered; the local disk refused: its answer serves this run from memory
+        where = store.snapshot(cache, repo_id, commit, filename)
+        return Got(str(where), True, body, f"{exc.filename or where}: {exc.strerror or exc}")
 
 
 def _checked(commit: str | None, etag: str | None, size: int | None) -> tuple[str, str]:

@@ -70,7 +70,8 @@ def fetch(repo_id: str, revision: str | None, config_path: str, hub: str, cache:
         raise UserError(f"model {repo_id}: the Hub ({hub}) refused {NAME} ({exc.kind})") from None
     except hub_ask.Failed as exc:
         raise UserError(f"model {repo_id}: the Hub ({hub}) {exc.why} (for {NAME})") from None
-    return _text(got.path)
+    hub_ask.warn_unkept(got, cache)
+    return got.read().decode("utf-8", errors="replace")
 
 
 def _text(path: str) -> str:

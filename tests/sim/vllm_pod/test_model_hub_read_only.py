@@ -1,0 +1,64 @@
+"""A rehearsal pod starts when this machine's Hugging Face cache is read-only (tests/fixtures/hf_hub_server through
+HF_ENDPOINT, never the real Hub).
+
+The cluster resolves a pod's model in-process with this machine's cache; the pod in the world it rehearses has its own
+cache (the container's filesystem), which vLLM writes the download into. So a read-only cache here is no reason for the
+pod to fail: the Hub's answer, held in memory, is the config it starts from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from fixtures.hf_hub_server import SMOLLM2_CONFIG, HubServer, Repo, hub_server
+from fixtures.read_only import read_only
+from vllm_remedy.sim.clock import Clock
+from vllm_remedy.sim.cluster import Cluster
+from vllm_remedy.sim.seed import make_node
+from vllm_remedy.sim.vllm_pod import install
+from vllm_remedy.sim.vllm_pod.reality import EXACT
+
+MODEL = "acme-corp/SmolLM2-Read-Only-Cache"
+
+
+@pytest.fixture
+def hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[HubServer]:
+    with hub_server({MODEL: Repo({"config.json": SMOLLM2_CONFIG})}) as server:
+        monkeypatch.setenv("HF_ENDPOINT", server.url)
+        monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+        monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+        monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+        monkeypatch.setenv("VLLM_REMEDY_HUB_TIMEOUT", "1")
+        monkeypatch.delenv("HF_TOKEN", raising=False)
+        yield server
+
+
+def logged(c: Cluster, name: str, text: str) -> bool:
+    try:
+        return text in c.read_log("llm", name)
+    except Exception:  # no container yet
+        return False
+
+
+def test_a_pod_starts_on_the_hubs_answer_when_this_machines_cache_is_read_only(hub, tmp_path):
+    """Before: CrashLoopBackOff with "Invalid repository ID or local directory specified" although the Hub had
+    answered 200: the cache's refusal to store the file was taken for the Hub's failure."""
+    with read_only(tmp_path / "hf" / "hub"):
+        c = Cluster("t", clock=Clock(speed=600), reality=EXACT)
+        install(c)
+        c.store.create("nodes", make_node({"name": "l40s-1", "gpu": {"product": "NVIDIA-L40S", "count": 4}}, "t"))
+        c.start()
+        try:
+            c.store.create("pods", {
+                "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "ro", "namespace": "llm"},
+                "spec": {"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-L40S"},
+                         "containers": [{"name": "vllm", "image": "vllm/vllm-openai:v0.19.0",
+                                         "command": ["vllm", "serve"], "args": [MODEL, "--max-model-len", "8192"],
+                                         "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}})
+            assert c.wait_for(lambda: logged(c, "ro", "GPU KV cache size"), 8), c.read_log("llm", "ro")
+        finally:
+            c.stop()
+    assert ("GET", f"/{MODEL}/resolve/main/config.json") in hub.requests
