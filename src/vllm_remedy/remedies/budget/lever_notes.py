@@ -38,6 +38,21 @@ def auto_fp8(req: BudgetRequest, s: EngineSettings) -> tuple[str, str | None] | 
     return (said if fix else said + "; no --kv-cache-dtype this release and policy accept keeps a 16-bit cache"), fix
 
 
+def auto_fp8_blocked(req: BudgetRequest, s: EngineSettings) -> str | None:
+    """The policy edit that clears an fp8 cache ``auto`` runs (``auto_fp8``) when no flag within the policy does
+    (None: none runs, or a typed 16-bit dtype fixes it): every rung keeps that cache, so none is offered, not even
+    the unchanged unit, which ``check`` would quote as the fix for the violation it reports."""
+    if req.policy is None or req.policy.kv_cache_fp8.allowed or (auto := auto_fp8(req, s)) is None or auto[1]:
+        return None
+    v = rules(s.version).version
+    run = dtype_support.resolved(req.model.dtype, s.dtype, req.gpu.capability, s.version, req.model.model_types)
+    typed = kv_auto.sixteen_bit(run, refused.kv_cache_dtypes(v), req.model.kv_quant, v)
+    edit = (f"allow {typed} in the policy's flags.kv-cache-dtype.allowed (then --kv-cache-dtype {typed}), or "
+            if typed else "")
+    return (f"no change within the policy clears the fp8 KV cache --kv-cache-dtype auto runs on this checkpoint: "
+            f"{edit}allow an fp8 KV cache (kv_cache_fp8) after an evaluation")
+
+
 def tp_refusals(req: BudgetRequest, lo: int, hi: int) -> str:
     """Why no TP size from ``lo`` to ``hi`` is offered: the heads sentence when heads or KV heads ruled every size out,
     otherwise each size's refusal in ``tp_split_problem``'s words (the intermediate width, a quantization group split
@@ -59,7 +74,8 @@ def lever_notes(req: BudgetRequest, lim: Limits, rungs: list[Rung], graphs: bool
         out.append(f"kv-cache-dtype fp8 not offered: {lim.fp8_why_not}")
     if not tp_sizes(req.model, max(req.settings.tp + 1, lim.tp_min), lim.tp_lever_max, req.gpu, req.settings):
         if lim.gpus_per_pod is not None and lim.gpus_per_pod <= req.settings.tp and lim.gpus_per_pod < lim.tp_max:
-            out.append(f"tensor-parallel-size above {req.settings.tp} not offered: the policy pins "
+            held = min(req.settings.tp, lim.gpus_per_pod * max(req.engine_pods, 1))  # the size ``_base`` held it to
+            out.append(f"tensor-parallel-size above {held} not offered: the policy pins "
                        f"{lim.gpus_per_pod} GPU(s) per pod (gpu.per_pod)")
         elif lim.tp_lever_max <= req.settings.tp:  # the bound itself, not the heads, rules it out
             out.append(f"tensor-parallel-size above {req.settings.tp} not offered: at most {lim.tp_max} GPU(s) per "
