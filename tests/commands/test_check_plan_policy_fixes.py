@@ -51,8 +51,9 @@ def test_no_change_is_never_the_fix_for_a_forbidden_fp8_cache(cli, fp8_kv):
     plan = cli("plan", "-f", path, "--policy", policy, "-o", "json")
     doc = json.loads(plan.stdout)
     assert doc["verdict"] == "no_fitting_change" and doc["steps"] == [], plan.stdout + plan.stderr
-    assert any("no change within the policy clears the fp8 KV cache" in n and "flags.kv-cache-dtype.allowed" in n
-               and "kv_cache_fp8" in n for n in doc["notes"]), doc["notes"]
+    assert doc["notes"][0].startswith("no change within the policy clears the fp8 KV cache"), doc["notes"]
+    assert doc["problem"].endswith("keeps a 16-bit cache: allow bfloat16 in the policy's flags.kv-cache-dtype.allowed, "
+                                   "or allow an fp8 KV cache (kv_cache_fp8) after an evaluation"), doc["problem"]
     got = cli("check", "-f", path, "--policy", policy)
     assert "kv-cache-dtype [error]" in got.stdout, got.stdout + got.stderr
     assert "(no change)" not in got.stdout and "smallest fix (planner)" not in got.stdout, got.stdout
