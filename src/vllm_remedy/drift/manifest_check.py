@@ -45,6 +45,7 @@ from vllm_remedy.kube.gpus import pod_gpu_request
 from vllm_remedy.kube.lws_history import flag_disagreement, world_size_shortfall
 from vllm_remedy.policy import Policy
 from vllm_remedy.remedies.budget import policy_gpu, spelling
+from vllm_remedy.remedies.pin_gpu import gpu_quantity
 from vllm_remedy.remedies.plan import Step
 from vllm_remedy.remedies.predict import (
     Prediction,
@@ -191,12 +192,13 @@ def check_workload(workload: Workload, policy: Policy, now: float) -> Result:
             notes.append(f"{prediction.line()} (TP × PP = {world_size(server.flags)} GPUs over {size} pods)")
     fix: Step | None = None
     plan_note = ""
+    pods = int(group.get("size", 1) or 1) if group is not None else 1
     # not with a layout the pod cannot hold: the planner would size a fix on GPUs the pod does not get
     if findings and model is not None and card is not None and settings is not None and short is None:
         respelled = _respelled(server, group is not None, version)[1]
-        fix, plan_note = plan_fix(model, card, settings, policy, spec, pinned, group is not None, respelled,
-                                  int(group.get("size", 1) or 1) if group is not None else 1)
-    findings = [_with_fix(f, fix, plan_note, policy, pinned) for f in findings]
+        fix, plan_note = plan_fix(model, card, settings, policy, spec, pinned, group is not None, respelled, pods)
+    tp = gpu_quantity(server.flags.get("tensor-parallel-size", "1")) or 1  # a group spans its pods' GPUs
+    findings = [_with_fix(f, fix, plan_note, policy, pinned, tp, pods) for f in findings]
     if model_name and (fell_back := hub.fallback_note(hf_overrides.config_source(server.flags, model_name) or "",
                                                       server.flags.get("revision"))):
         notes.append(f"model {model_name}: config.json from {fell_back}")  # not the Hub's: said beside the figures
@@ -372,12 +374,18 @@ def _predict(server: ServerCommand, model_name: str | None, label: str | None, v
         return Prediction(card.product, None, str(exc)), model, card, None, out
 
 
-def _with_fix(finding: Finding, step: Step | None, plan_note: str, policy: Policy, pinned: str | None) -> Finding:
+def _with_fix(finding: Finding, step: Step | None, plan_note: str, policy: Policy, pinned: str | None,
+              tp: int = 1, pods: int = 1) -> Finding:
     """Memory findings get the planner's step; the others the rule's own remedy (a GPU pin: on the product the pod
-    pins when the policy allows it, as the pin deploy pins it: ``policy_gpu.product``)."""
+    pins when the policy allows it, as the pin deploy pins it: ``policy_gpu.product``; the planner's step, which
+    sets the TP size with the count, when the pin alone would strand TP ranks: ``policy_gpu.pin_strands_ranks``)."""
     if finding.fix:
         return finding
-    if finding.check == "gpu-pinned" and policy.gpu.products and (step is None or not step.template.node_selector):
+    strands = finding.check == "gpu-pinned" and policy_gpu.pin_strands_ranks(tp, policy.gpu.per_pod * pods)
+    if strands:  # as the budget deploy's pin step leaves it to the budget step
+        fix = describe_fix(step) if step else (plan_note or "bring --tensor-parallel-size within the policy's "
+                                                "GPUs per pod (gpu.per_pod) with the GPU count: plan --policy")
+    elif finding.check == "gpu-pinned" and policy.gpu.products and (step is None or not step.template.node_selector):
         fix = (f"nodeSelector {policy.gpu.label}: {policy_gpu.product(policy, pinned)} with limits "
                f"{policy.gpu.resource}: {policy.gpu.per_pod}")
     elif finding.check in _MEMORY_CHECKS:

@@ -63,7 +63,8 @@ def _left_to_budget(ctx: K8sHost, template: Mapping[str, Any], product: str, gpu
     spec = template.get("spec") or {}
     tp = gpu_quantity(server_of(template, ctx.container).flags.get("tensor-parallel-size", "1")) or 1
     pinned = pinned_gpu(spec)
-    if tp <= gpus or pinned is None or canonical_product(pinned) != canonical_product(product):
+    if (not policy_gpu.pin_strands_ranks(tp, gpus) or pinned is None
+            or canonical_product(pinned) != canonical_product(product)):
         return None
     return (f"{ctx.where} runs on {pinned} already; its --tensor-parallel-size {tp} needs {tp} GPUs, more than the "
             f"{gpus} per pod to pin: the budget step sets the size and the GPU count together")

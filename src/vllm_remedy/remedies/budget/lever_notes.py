@@ -22,20 +22,33 @@ from vllm_remedy.vllm.versions import rules
 def auto_fp8(req: BudgetRequest, s: EngineSettings) -> tuple[str, str | None] | None:
     """(the problem, the typed 16-bit dtype that fixes it or None) when ``--kv-cache-dtype auto`` runs an fp8 cache
     because the checkpoint's ModelOpt KV scheme (vLLM 0.14.0+) or compressed-tensors kv_cache_scheme (0.15.0+) says so
-    (``kv_auto``); None otherwise."""
+    (``kv_auto``); None otherwise. Without a fix the problem names the policy keys to change (no flag clears it)."""
     v = rules(s.version).version
     if s.kv_cache_dtype != "auto" or kv_auto.note(s.kv_cache_dtype, req.model.kv_quant, v) is None:
         return None
     run = dtype_support.resolved(req.model.dtype, s.dtype, req.gpu.capability, s.version, req.model.model_types)
-    fix = kv_auto.sixteen_bit(run, refused.kv_cache_dtypes(v), req.model.kv_quant, v)
+    typed = kv_auto.sixteen_bit(run, refused.kv_cache_dtypes(v), req.model.kv_quant, v)
     choices = req.policy.flags.kv_cache_dtype if req.policy is not None else None
-    if fix is not None and choices is not None and fix not in choices.allowed:
-        fix = None
+    fix = None if typed is not None and choices is not None and typed not in choices.allowed else typed
     said = ("kv-cache-dtype auto runs fp8_e4m3 on this checkpoint (its ModelOpt KV-cache scheme is FP8, vLLM "
             "0.14.0+), which the policy does not allow" if req.model.kv_quant not in (kv_auto.CT_FP8, kv_auto.CT_OTHER)
             else "kv-cache-dtype auto runs fp8 on this checkpoint (its compressed-tensors kv_cache_scheme, vLLM "
             "0.15.0+), which the policy does not allow")
-    return (said if fix else said + "; no --kv-cache-dtype this release and policy accept keeps a 16-bit cache"), fix
+    if fix:
+        return said, fix
+    edit = f"allow {typed} in the policy's flags.kv-cache-dtype.allowed, or " if typed else ""
+    return (f"{said}; no --kv-cache-dtype this release and policy accept keeps a 16-bit cache: {edit}allow an fp8 KV "
+            "cache (kv_cache_fp8) after an evaluation"), None
+
+
+def auto_fp8_blocked(req: BudgetRequest, s: EngineSettings) -> str | None:
+    """Why no step is offered when ``auto`` runs an fp8 cache the policy forbids and no flag within it clears that
+    (None: none runs, or a typed 16-bit dtype fixes it): every rung keeps the cache, the unchanged unit too, which
+    ``check`` would otherwise quote as the fix for the violation it reports. The problem names the policy edit."""
+    if req.policy is None or req.policy.kv_cache_fp8.allowed or (auto := auto_fp8(req, s)) is None or auto[1]:
+        return None
+    return ("no change within the policy clears the fp8 KV cache --kv-cache-dtype auto runs on this checkpoint: "
+            "the policy must change (its keys are named in the problem)")
 
 
 def tp_refusals(req: BudgetRequest, lo: int, hi: int) -> str:
@@ -59,7 +72,8 @@ def lever_notes(req: BudgetRequest, lim: Limits, rungs: list[Rung], graphs: bool
         out.append(f"kv-cache-dtype fp8 not offered: {lim.fp8_why_not}")
     if not tp_sizes(req.model, max(req.settings.tp + 1, lim.tp_min), lim.tp_lever_max, req.gpu, req.settings):
         if lim.gpus_per_pod is not None and lim.gpus_per_pod <= req.settings.tp and lim.gpus_per_pod < lim.tp_max:
-            out.append(f"tensor-parallel-size above {req.settings.tp} not offered: the policy pins "
+            held = min(req.settings.tp, lim.gpus_per_pod * max(req.engine_pods, 1))  # the size ``_base`` held it to
+            out.append(f"tensor-parallel-size above {held} not offered: the policy pins "
                        f"{lim.gpus_per_pod} GPU(s) per pod (gpu.per_pod)")
         elif lim.tp_lever_max <= req.settings.tp:  # the bound itself, not the heads, rules it out
             out.append(f"tensor-parallel-size above {req.settings.tp} not offered: at most {lim.tp_max} GPU(s) per "

@@ -9,7 +9,7 @@ from vllm_remedy.policy import Policy, format_duration
 from vllm_remedy.remedies.budget import reasons
 from vllm_remedy.remedies.budget.judge import Judge
 from vllm_remedy.remedies.budget.ladder import Rung, build
-from vllm_remedy.remedies.budget.lever_notes import auto_fp8, lever_notes, tp_refusals
+from vllm_remedy.remedies.budget.lever_notes import auto_fp8, auto_fp8_blocked, lever_notes, tp_refusals
 from vllm_remedy.remedies.budget.levers import Context, tp_sizes
 from vllm_remedy.remedies.budget.limits import Limits, limits, margin_shortfall
 from vllm_remedy.remedies.budget.mla_note import mla_env_note
@@ -70,6 +70,8 @@ def plan_budget(req: BudgetRequest) -> Plan:
     profile = req.failure is Failure.PROFILE_OOM or (current.outcome is Outcome.PROFILE_OOM and req.failure is None)
     # no TP size within the bounds is one vLLM takes (``_base`` notes why): every rung would keep a refused size
     stuck = tp_split_problem(req.model, base.tp, split_run(req.model, req.gpu, base)) is not None
+    if (blocked := auto_fp8_blocked(req, base)) is not None:  # every rung, the unchanged unit too, keeps the fp8 cache
+        return Plan(KIND, "no_fitting_change", "; ".join(problems), current, (), (blocked, *notes), subject)
     ladder = iter(()) if stuck else build(
         Context(req.model, lim, req.gpu, graphs=graphs, pin_short=pin_short, profile=profile), judge, base, cap)
     first = next(ladder, None)

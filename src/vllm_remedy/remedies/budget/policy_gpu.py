@@ -47,6 +47,14 @@ def pin(policy: Policy | None, node_selector: dict[str, str], pinned: str | None
                           gpu_resource=policy.gpu.resource)
 
 
+def pin_strands_ranks(tp: int, gpus: int) -> bool:
+    """Whether pinning ``gpus`` GPUs per pod under a ``--tensor-parallel-size tp`` engine leaves ranks without a device
+    (vLLM's worker per rank then fails ``torch.cuda.set_device``): the pin alone is then no fix, the budget plan's
+    step, which sets the size and the GPU count together (``planner._base``), is. The budget deploy's pin step leaves
+    such a pod to that step and ``check`` prints that step as the gpu-pinned fix, by this one rule."""
+    return tp > gpus
+
+
 def plan_within_policy(req: BudgetRequest, pinned: str | None) -> Plan:
     """``plan_budget``, on the policy's GPU with the pin in every step when ``pinned`` (the product the pod is pinned
     to, or the one asked about; None: none) is not one it allows. What the pods showed on the other card (a failure,

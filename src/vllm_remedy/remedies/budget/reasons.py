@@ -95,6 +95,9 @@ def explain(rung: Rung, cur: EngineSettings, gpu: GpuSpec, lim: Limits, cap: int
     elif rung.lever == "max-num-batched-tokens":
         head = f"max-num-batched-tokens →{s.max_num_batched_tokens}: smaller prefill batches, smaller activation " \
                f"peak ({est.activation_gib:.2f} GiB)"
+    elif rung.lever == "kv-cache-dtype" and not s.kv_cache_dtype.startswith("fp8"):  # ``_base``: auto ran fp8
+        head = f"kv-cache-dtype {s.kv_cache_dtype}: a 16-bit KV cache where auto runs the fp8 one the policy " \
+               f"forbids (kv_cache_fp8), twice its bytes per token ({est.kv_cache_tokens:,} tokens)"
     elif rung.lever == "kv-cache-dtype":
         head = f"kv-cache-dtype {s.kv_cache_dtype}: half the KV bytes per token ({est.kv_cache_tokens:,} tokens); " \
                "allowed by policy after evaluation"
