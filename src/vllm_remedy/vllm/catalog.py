@@ -21,6 +21,7 @@ from vllm_remedy.vllm import (
     config_bounds,
     hf_config,
     kv_auto,
+    modelopt_class,
     quant_config,
     qwen2_vl_tower,
     shapes,
@@ -127,6 +128,7 @@ class ModelSpec:
     act_order: bool = False  # the packed weights carry a g_idx (quant_config.act_order)
     weight_block_size: tuple[int, int] | None = None  # fp8 [block_n, block_k] (quant_config.weight_block_size)
     int_facts: quant_config.IntFacts | None = None  # AWQ / GPTQ packing as stated (quant_support judges the bits)
+    modelopt_algo: modelopt_class.Facts | None = None  # the algorithm ModelOpt's overrides read (modelopt_class)
     ct_mla_groups: bool | None = None  # compressed-tensors: every group fp8 as 0.7.2's use_mla reads it (quant_config)
     load_refusal: str | None = None  # vLLM's exception loading the config (hf_overrides.applied): config_refused
     # (first release, the spec it reads or why it cannot be predicted) where releases read the quantization
@@ -265,6 +267,7 @@ class ModelSpec:
             act_order=quant_config.act_order(text),
             weight_block_size=quant_config.weight_block_size(text),
             int_facts=quant_config.int_facts(text),
+            modelopt_algo=modelopt_class.facts(quant_config.section(text)),
             ct_mla_groups=quant_config.ct_mla_groups(text),
             config_model_type=hf_config.model_type(config),
             stray_text_config=stray_text.stray(config),
