@@ -65,3 +65,40 @@ def test_a_card_below_the_modelopt_class_is_refused_in_vllms_words(tmp_path, qua
 def test_a_card_at_the_class_floor_is_sized(tmp_path, quant, gpu, version):
     got = estimate(tmp_path, {**LLAMA, "quantization_config": quant}, gpu, version)
     assert got["outcome"] == "fits", got["outcome"]
+
+
+def _gemma3(text_quant: dict | None = None, top_quant: dict | None = None) -> dict:
+    config = json.loads((CONFIGS / "gemma-3-27b-it.json").read_text())
+    if text_quant is not None:
+        config["text_config"] = {**config["text_config"], "quantization_config": text_quant}
+    return config if top_quant is None else {**config, "quantization_config": top_quant}
+
+
+@pytest.mark.parametrize("version", ["0.14.0", "0.30.0", "0.34.0"])
+def test_a_kv_scheme_kept_in_text_config_leaves_auto_16_bit(tmp_path, version):
+    """The weights read the text_config section (FP8), the KV cache does not: 102,300 tokens at 0.30.0, as without
+    kv_cache_quant_algo; on main 204,613 (fp8) and "fits"."""
+    kept = estimate(tmp_path, _gemma3(text_quant=FP8), "NVIDIA-L40S", version, "131072")
+    plain = estimate(tmp_path, _gemma3(text_quant={"quant_method": "modelopt", "quant_algo": "FP8"}), "NVIDIA-L40S",
+                     version, "131072")
+    assert kept["outcome"] == plain["outcome"], (kept["outcome"], plain["outcome"])
+    assert kept["kv_cache_tokens"] == plain["kv_cache_tokens"] and not kept.get("kv_cache_dtype_note"), kept
+    assert version != "0.30.0" or kept["outcome"] == "max_len_exceeds_kv", kept
+    top = estimate(tmp_path, _gemma3(top_quant=FP8), "NVIDIA-L40S", version, "131072")
+    assert top["kv_cache_tokens"] > 1.9 * kept["kv_cache_tokens"] and "fp8_e4m3" in top["kv_cache_dtype_note"], top
+
+
+def test_the_top_level_section_wins_over_text_configs(tmp_path):
+    """vLLM reads text_config's section only when the top level has none: here the top level's ModelOpt FP8 (89)
+    is judged on an A100 at 0.25.0, not text_config's fp8 (75), which main sized as fitting."""
+    got = estimate(tmp_path, _gemma3(text_quant={"quant_method": "fp8"}, top_quant=FP8), "NVIDIA-A100-SXM4-80GB",
+                   "0.25.0")
+    assert (got["outcome"], got["refusal"]) == ("config_refused", _refused("modelopt", 89, 80)), got
+
+
+def test_before_0_10_2_a_text_config_section_is_not_read(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(_gemma3(text_quant=FP8)))
+    got = run_cli("estimate", "--model-config", str(path), "--gpu", "NVIDIA-L40S", "--max-model-len", "8192",
+                  "--vllm-version", "0.10.1")
+    assert got.returncode == 2 and "before 0.10.2 read quantization_config from the top-level" in got.stderr, got

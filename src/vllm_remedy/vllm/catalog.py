@@ -31,7 +31,7 @@ from vllm_remedy.vllm.mla_shape import MlaShape
 from vllm_remedy.vllm.mla_shape import read as read_mla_shape
 from vllm_remedy.vllm.quant_exclusions import Exclusions
 from vllm_remedy.vllm.quant_exclusions import from_text as read_exclusions
-from vllm_remedy.vllm.quant_source import NOT_READ, kv_cache_scheme, readings
+from vllm_remedy.vllm.quant_source import UNREAD, kv_cache_scheme, readings
 from vllm_remedy.vllm.quant_source import fold as fold_compression_config
 from vllm_remedy.yamlfile import load_packaged
 
@@ -181,12 +181,12 @@ class ModelSpec:
         if not isinstance(config, Mapping):
             raise UserError(f"{name}: expected a JSON object (a Hugging Face config.json)")
         text = fold_compression_config(hf_config.text_config(config), config)  # compression_config: quant_source
-        spans = readings(text)
+        spans = readings(text, config)
         if spans is None:
             return cls._from_text(config, text, name, params_b)
         eras: list[tuple[tuple[int, int, int], ModelSpec | str]] = []
         for since, read, refusal in spans:
-            if refusal == NOT_READ:
+            if refusal in UNREAD:
                 eras.append((since, refusal))
                 continue
             try:
@@ -262,7 +262,7 @@ class ModelSpec:
             exclusions=read_exclusions(text, architectures.first_architecture(config) or "unknown", layers, hidden,
                                        heads, kv_heads, head, inter, experts, quant_config.section(text),
                                        quant_config.quantization(text)),
-            kv_quant=kv_cache_scheme(text) or kv_auto.ct_scheme(text, mla is not None),  # ModelOpt's, else CT's
+            kv_quant=kv_cache_scheme(config) or kv_auto.ct_scheme(text, mla is not None),  # ModelOpt: top level
             mp_linear=quant_config.mp_linear(text),
             act_order=quant_config.act_order(text),
             weight_block_size=quant_config.weight_block_size(text),
