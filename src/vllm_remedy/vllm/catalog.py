@@ -21,6 +21,7 @@ from vllm_remedy.vllm import (
     config_bounds,
     hf_config,
     kv_auto,
+    modelopt_class,
     quant_config,
     qwen2_vl_tower,
     shapes,
@@ -30,7 +31,7 @@ from vllm_remedy.vllm.mla_shape import MlaShape
 from vllm_remedy.vllm.mla_shape import read as read_mla_shape
 from vllm_remedy.vllm.quant_exclusions import Exclusions
 from vllm_remedy.vllm.quant_exclusions import from_text as read_exclusions
-from vllm_remedy.vllm.quant_source import NOT_READ, kv_cache_scheme, readings
+from vllm_remedy.vllm.quant_source import UNREAD, kv_cache_scheme, readings
 from vllm_remedy.vllm.quant_source import fold as fold_compression_config
 from vllm_remedy.yamlfile import load_packaged
 
@@ -127,6 +128,7 @@ class ModelSpec:
     act_order: bool = False  # the packed weights carry a g_idx (quant_config.act_order)
     weight_block_size: tuple[int, int] | None = None  # fp8 [block_n, block_k] (quant_config.weight_block_size)
     int_facts: quant_config.IntFacts | None = None  # AWQ / GPTQ packing as stated (quant_support judges the bits)
+    modelopt_algo: modelopt_class.Facts | None = None  # the algorithm ModelOpt's overrides read (modelopt_class)
     ct_mla_groups: bool | None = None  # compressed-tensors: every group fp8 as 0.7.2's use_mla reads it (quant_config)
     load_refusal: str | None = None  # vLLM's exception loading the config (hf_overrides.applied): config_refused
     # (first release, the spec it reads or why it cannot be predicted) where releases read the quantization
@@ -179,12 +181,12 @@ class ModelSpec:
         if not isinstance(config, Mapping):
             raise UserError(f"{name}: expected a JSON object (a Hugging Face config.json)")
         text = fold_compression_config(hf_config.text_config(config), config)  # compression_config: quant_source
-        spans = readings(text)
+        spans = readings(text, config)
         if spans is None:
             return cls._from_text(config, text, name, params_b)
         eras: list[tuple[tuple[int, int, int], ModelSpec | str]] = []
         for since, read, refusal in spans:
-            if refusal == NOT_READ:
+            if refusal in UNREAD:
                 eras.append((since, refusal))
                 continue
             try:
@@ -260,11 +262,12 @@ class ModelSpec:
             exclusions=read_exclusions(text, architectures.first_architecture(config) or "unknown", layers, hidden,
                                        heads, kv_heads, head, inter, experts, quant_config.section(text),
                                        quant_config.quantization(text)),
-            kv_quant=kv_cache_scheme(text) or kv_auto.ct_scheme(text, mla is not None),  # ModelOpt's, else CT's
+            kv_quant=kv_cache_scheme(config) or kv_auto.ct_scheme(text, mla is not None),  # ModelOpt: top level
             mp_linear=quant_config.mp_linear(text),
             act_order=quant_config.act_order(text),
             weight_block_size=quant_config.weight_block_size(text),
             int_facts=quant_config.int_facts(text),
+            modelopt_algo=modelopt_class.facts(quant_config.section(text)),
             ct_mla_groups=quant_config.ct_mla_groups(text),
             config_model_type=hf_config.model_type(config),
             stray_text_config=stray_text.stray(config),

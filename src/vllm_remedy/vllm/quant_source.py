@@ -9,8 +9,9 @@ Every release modelled reads it the same way, in both places that decide the met
   and, from 0.14.0, ``_normalize_quantization_config`` (transformers_utils/model_arch_config_convertor.py@0.14.0
   l.139-142, @0.30.0 l.263-264): "compressed-tensors uses a "compression_config" key", read when
   ``quantization_config`` is None (absent or null);
-- the loader: ``get_quant_config`` (model_loader/weight_utils.py@0.5.5 l.138-141, @0.30.0 l.273-275), from the
-  top-level config (``model_config.hf_config``), not the text config.
+- the loader: ``get_quant_config`` (model_loader/weight_utils.py@0.5.5 l.138-141, @0.30.0 l.273-275).
+A multimodal config's ``text_config`` section is read only when the top level states none (``fold``), and by the
+model config only from 0.10.2 (``TEXT_SECTION_SINCE``); the ModelOpt KV scheme from the top level only.
 Applied by ``ModelSpec.from_hf_config`` to the text config ``hf_config`` reads, so every quantization reader
 (``quant_config``, ``quant_exclusions``, ``mla_shape``) sees the section vLLM uses.
 """
@@ -22,9 +23,16 @@ from typing import Any
 
 
 def fold(text: dict[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:
-    """``text`` (the language-model config) with the top-level ``compression_config`` as its
-    ``quantization_config`` when neither states one; unchanged otherwise."""
-    if text.get("quantization_config") is not None or config.get("quantization_config") is not None:
+    """``text`` (the language-model config) with the section vLLM reads: the top-level ``quantization_config``
+    whenever it states one (a multimodal config's ``text_config`` section is read only when the top level has none:
+    ``get_quantization_config``, model_arch_config_convertor.py@0.14.0 l.175-182, @0.30.0 l.302-309;
+    ``_verify_quantization``, config/__init__.py@0.10.2 l.1140-1144; ``get_quant_config``,
+    model_loader/weight_utils.py@0.5.5 l.133-137, @0.30.0 l.268-272), else the top-level ``compression_config`` when
+    neither states one; unchanged otherwise."""
+    top = config.get("quantization_config")
+    if top is not None:
+        return text if text.get("quantization_config") == top else {**text, "quantization_config": top}
+    if text.get("quantization_config") is not None:
         return text
     compression = config.get("compression_config")
     if compression is None:
@@ -34,13 +42,17 @@ def fold(text: dict[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:
 
 def kv_cache_scheme(config: Mapping[str, Any]) -> str | None:
     """The KV-cache quantization a ModelOpt checkpoint states, as ``get_kv_cache_quant_algo_string`` reads it
-    (utils/torch_utils.py@0.14.0 l.239-289, @0.30.0): for a method starting with "modelopt" (the stated
-    ``quant_method``, or the one ``_normalize_quantization_config`` writes for a ``producer.name`` of "modelopt",
-    transformers_utils/model_arch_config_convertor.py@0.14.0 l.145-160), the first of ``kv_cache_scheme`` and
-    ``kv_cache_quant_algo`` under ``quantization`` (else the section itself), then the section's own. "fp8" for the
-    text "FP8" or a static 8-bit float scheme (``dynamic`` false, ``num_bits`` 8, ``type`` "float"); "nvfp4" for the
-    text "NVFP4" or a 4-bit float scheme (mapped from 0.20.0 only: ``kv_auto.resolved``); None for no scheme or another
-    method (any other value resolves to auto in every release)."""
+    (utils/torch_utils.py@0.14.0 l.239-289, @0.30.0) from the top-level config's ``quantization_config`` only
+    (``resolve_kv_cache_dtype_string`` reads ``model_config.hf_config``: utils/torch_utils.py@0.14.0 l.310-314,
+    @0.30.0 l.516-520, @0.34.0 l.527-531; nothing copies a ``text_config`` section up, the only assignment being the
+    hf_quant_config.json merge, transformers_utils/config.py@0.30.0 l.831-843): ``config`` is the top level. For a
+    method starting with "modelopt" (the stated ``quant_method``, or the one ``_normalize_quantization_config``
+    writes for a ``producer.name`` of "modelopt", transformers_utils/model_arch_config_convertor.py@0.14.0
+    l.145-160), the first of ``kv_cache_scheme`` and ``kv_cache_quant_algo`` under ``quantization`` (else the
+    section itself), then the section's own. "fp8" for the text "FP8" or a static 8-bit float scheme (``dynamic``
+    false, ``num_bits`` 8, ``type`` "float"); "nvfp4" for the text "NVFP4" or a 4-bit float scheme (mapped from 0.20.0
+    only: ``kv_auto.resolved``); None for no scheme or another method (any other value resolves to auto in every
+    release)."""
     qc = config.get("quantization_config")
     if not isinstance(qc, Mapping):
         return None
@@ -94,6 +106,18 @@ NOT_READ = ("cannot predict: vLLM releases before 0.10.1 do not read hf_quant_co
             "predict")
 #: vLLM's words refusing a ModelOpt algorithm the release does not map (raised before the method is looked at).
 UNKNOWN_ALGO = "ValueError: Unknown ModelOpt quant algo: "
+#: The model config reads a multimodal config's ``text_config`` section when the top level has none from 0.10.2
+#: (``_verify_quantization``, config/__init__.py@0.10.2 l.1140-1144); before, ``_parse_quant_hf_config`` reads the
+#: top level only (config.py@0.9.0 l.822-825, config/__init__.py@0.10.1 l.1064-1068, l.1098), so the method is
+#: None and no quantization config is built (``_get_quantization_config`` returns None), though the loader would
+#: have read it (weight_utils.py@0.10.1 l.161-164).
+TEXT_SECTION_SINCE: Version = (0, 10, 2)
+TEXT_NOT_READ = ("cannot predict: vLLM releases before 0.10.2 read quantization_config from the top-level config only "
+                 "(_parse_quant_hf_config, config/__init__.py@0.10.1); this checkpoint states it in its text_config, "
+                 "so vLLM builds the 16-bit model and loads the checkpoint's quantized tensors into it, which this "
+                 "tool does not predict")
+#: The readings no start is predicted for (``readings``' refusals that are not vLLM's).
+UNREAD = (NOT_READ, TEXT_NOT_READ)
 _BOUNDS = ((0, 0, 0), MODELOPT_SINCE, MODELOPT_UPPER_SINCE, MODELOPT_LEGACY_SINCE, MODELOPT_MIXED_SINCE)
 
 
@@ -136,16 +160,21 @@ def as_release(qc: Any, version: Version) -> tuple[Any, str | None]:
     return raw, f"{UNKNOWN_ALGO}{algo}"
 
 
-def readings(text: Mapping[str, Any]) -> list[tuple[Version, dict[str, Any], str | None]] | None:
-    """``text`` (the language-model config) as each release span reads its ``quantization_config``
+def readings(text: Mapping[str, Any], top: Mapping[str, Any] | None = None,
+             ) -> list[tuple[Version, dict[str, Any], str | None]] | None:
+    """``text`` (the language-model config, folded) as each release span reads its ``quantization_config``
     (``as_release``): (the first release of the span, the config then, vLLM's refusal), one entry per span that
-    reads it differently from the one before; None when every release reads the config as it is."""
+    reads it differently from the one before; None when every release reads the config as it is. ``top``: the
+    top-level config; a section only its ``text_config`` states is not read before 0.10.2 (``TEXT_NOT_READ``)."""
     qc = text.get("quantization_config")
     if not isinstance(qc, Mapping):
         return None
+    inner_only = top is not None and top.get("quantization_config") is None and top.get("compression_config") is None
     out: list[tuple[Version, dict[str, Any], str | None]] = []
-    for since in _BOUNDS:
+    for since in sorted(_BOUNDS + ((TEXT_SECTION_SINCE,) if inner_only else ())):
         read, refusal = as_release(qc, since)
+        if inner_only and since < TEXT_SECTION_SINCE:
+            read, refusal = None, TEXT_NOT_READ
         config = {k: v for k, v in text.items() if k != "quantization_config"}
         if read is not None:
             config["quantization_config"] = read

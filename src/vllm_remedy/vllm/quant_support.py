@@ -21,7 +21,9 @@ config; each method's class in model_executor/layers/quantization/):
    capability: 75. Current capability: 70." against ``get_min_capability``: awq 75 everywhere (auto_awq.py@0.34.0);
    gptq 60 (auto_gptq.py@0.34.0 too); awq_marlin and gptq_marlin 80 through 0.13, 75 from 0.14.0; fp8 80 through 0.13,
    75 from 0.14.0 (fp8.py@0.13.0 / @0.14.0: from 8.0 below 8.9 it runs as Marlin weight-only, not refused); mxfp4 80
-   (mxfp4.py@0.10.1-@0.34.0); bitsandbytes and compressed-tensors 70. Then ``get_supported_act_dtypes``: the plain
+   (mxfp4.py@0.10.1-@0.34.0); bitsandbytes and compressed-tensors 70; ModelOpt's classes per release, after its
+   overrides pick one from the checkpoint's algorithm (``modelopt_class``: "modelopt" 89 through 0.26.0, 80 from
+   0.27.0; "modelopt_fp4" 80 through 0.13.0, 75 from 0.14.0). Then ``get_supported_act_dtypes``: the plain
    awq and gptq kernels take float16 only ("torch.bfloat16 is not supported for quantization method awq"), through
    0.23 and 0.21 (auto_awq / auto_gptq take bfloat16 too); judged for a typed ``--dtype bfloat16`` only (the
    catalog's quantized variants carry their base's dtype, where AWQ checkpoints are saved in float16).
@@ -39,14 +41,14 @@ config; each method's class in model_executor/layers/quantization/):
    (``producer.name`` "modelopt") gets its method from ``quantization.quant_algo`` first (``quant_source.as_release``,
    applied through ``ModelSpec.at``), or vLLM's "Unknown ModelOpt quant algo" refusal.
 
-Only the methods listed are judged; any other (modelopt, quark, ...) is left to the memory model. An unknown
-capability is never refused.
+Only the methods listed are judged; any other (quark, ...) is left to the memory model. An unknown capability is
+never refused.
 """
 
 from __future__ import annotations
 
 from vllm_remedy.errors import UserError
-from vllm_remedy.vllm import arch_release, dtype_support
+from vllm_remedy.vllm import arch_release, dtype_support, modelopt_class
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.quant_config import IntFacts
 from vllm_remedy.vllm.quant_source import UNKNOWN_ALGO
@@ -86,7 +88,7 @@ def min_capability(method: str, v: Version) -> int | None:
         return 80
     if method in ("bitsandbytes", "compressed-tensors"):
         return 70
-    return None
+    return modelopt_class.min_capability(method, v)
 
 
 def _cap(capability: tuple[int, int]) -> int:
@@ -287,6 +289,8 @@ def _override(method: str, user: str | None, model: ModelSpec, cap: int | None, 
         return "gptq_marlin" if marlin and user in (None, "marlin", "gptq_marlin") else None
     if method == "mxfp4" and v >= GPT_OSS_MXFP4_SINCE and model.architecture == "GptOssForCausalLM":
         return "gpt_oss_mxfp4"
+    if method.startswith("modelopt"):  # ModelOpt's overrides ignore --quantization and replace it (modelopt_class)
+        return modelopt_class.override(method, model.modelopt_algo, v)
     return None
 
 
