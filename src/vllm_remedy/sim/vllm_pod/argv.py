@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 # the rehearsal's own tables (no tools' module: see above)
-from . import argv_added, argv_choices, argv_compilation, argv_options
+from . import argv_added, argv_choices, argv_compilation, argv_options, argv_order
 from .argv_added import placed  # noqa: F401  (launch.py's argv-ordered items for ``first_error``'s ``spelled``)
 from .argv_options import names as _names
 
@@ -294,41 +294,46 @@ def first_error(options: Iterable[tuple[str, str | None]], version: Version, pos
                 negated: Iterable[tuple[str, str]] = (),
                 shorts: Iterable[tuple[str, str | None, str | None]] = (),
                 spelled: Sequence[argv_added.Item] = (), model_tag_required: bool = False,
-                raised: tuple[str, str] | None = None) -> ArgError | None:
-    """argparse converts every occurrence in argv order and stops at the first it refuses (a repeated flag's first
-    value too, though the last one wins when all parse); a value of None is a flag that takes one but got none
-    (``expected one argument``). Positionals beyond the parser's one ``model_tag`` (``nargs='?'``; none in the
-    api_server module before ``API_SERVER_MODEL_TAG_SINCE``) are left over and refused last, all in one message.
-    ``booleans``: (flag, text) of each boolean flag written ``--flag=text`` (``explicit``), judged first; ``negated``:
-    (flag, word) of each ``--no-flag`` written, refused with the leftovers where the release has no such form;
-    ``shorts``: single-dash options as written (``unknown_shorts``), whose unknown ones are leftovers too.
-    ``spelled``: every long option and bare positional in argv order (``argv_added.placed``): an option the release
-    lacks (``argv_added.SPAN``) is not converted, and its words join the leftovers with the positionals after the
-    model tag, in argv order (``argv_added.leftovers``). ``raised``: (flag, ValueError line) of a StoreBoolean given
-    a word other than true/false (``argv_boolean.raised``): raised where argparse reaches that flag, ending the parse.
-    A one-item ``"--max-model-len 16384"`` is a positional here (argparse: "if it contains a space, it was meant to
-    be a positional"): the model tag when none is given before it, else a leftover."""
+                raised: tuple[str, ...] | None = None) -> ArgError | None:
+    """argparse refuses each option where it consumes it, in argv order (``argv_order``), and stops at the first:
+    a value its type or choices refuse (a repeated flag's first value too, though the last one wins when all parse),
+    a value of None (a flag that takes one but got none: ``expected one argument``), ``booleans``' (flag, text) of
+    each boolean written ``--flag=text`` (``explicit``), ``raised``: (flag, ValueError line, word) of a StoreBoolean
+    given a word other than true/false (``argv_boolean.raised``; ends the parse with a traceback). Only an ambiguous
+    prefix comes before them all (argparse sorts every word first). ``spelled``: every long option and bare
+    positional in argv order with its place (``argv_added.placed``), which orders them; an option the release lacks
+    (``argv_added.SPAN``) is not converted, and its words join the leftovers with the positionals after the model tag,
+    in argv order (``argv_added.leftovers``). Positionals beyond the parser's one ``model_tag`` (``nargs='?'``; none in
+    the api_server module before ``API_SERVER_MODEL_TAG_SINCE``) are left over and refused last, all in one message,
+    after a missing required model tag. ``negated``: (flag, word) of each ``--no-flag`` written, refused with the
+    leftovers where the release has no such form; ``shorts``: single-dash options as written (``unknown_shorts``),
+    whose unknown ones are leftovers too. A one-item ``"--max-model-len 16384"`` is a positional here (argparse: "if
+    it contains a space, it was meant to be a positional"): the model tag when none is given before it, else a
+    leftover."""
     serve = not api_server
     for _name, words, _at in spelled:  # argparse sorts every word into option or positional before it converts any
         if words and (message := argv_options.ambiguous(words[0], version, serve)) is not None:
             return ArgError("", message)
     negated = list(negated)
-    for flag, text in booleans:
-        if any(f == flag for f, _w in negated) and store_true(flag, version):
-            continue  # `--no-x=1` where there is no `--no-x`: an unknown option, not an explicit value
-        if (message := explicit(flag, text, version)) is not None:
-            return ArgError(flag, message)
     shorts = list(shorts)
     unknown = unknown_shorts(shorts, version)
     skip = {("optimization-level", v) for s_, a, v in shorts if s_ == "-O" and a is None and v and "-O" in unknown}
     skip |= {("compilation-config", v) for s_, a, v in shorts if s_ == "-cc" and version < COMPILATION_CC_SINCE}
     options = list(options)
     absent = argv_added.skipped(options, version) | {i[0] for i in spelled if argv_added.lacking(i, version, serve)}
-    for flag, value in options:
-        if raised is not None and flag == raised[0]:
+    ordered = argv_order.steps(options, booleans, spelled)  # then each option where argparse consumes it
+    raised_at = _raised_at(ordered, raised)
+    for n, (flag, value, eq_form) in enumerate(ordered):
+        if raised is not None and n == raised_at:
             return ArgError(flag, raised[1], raised=True)
         if (flag, value) in skip or flag in absent or (flag.startswith("cc.") and version < COMPILATION_CC_SINCE):
             continue  # an unknown option's words: left over, not converted
+        if eq_form:
+            if any(f == flag for f, _w in negated) and store_true(flag, version):
+                continue  # `--no-x=1` where there is no `--no-x`: an unknown option, not an explicit value
+            if value is not None and (message := explicit(flag, value, version)) is not None:
+                return ArgError(flag, message)
+            continue
         if value is None:
             return ArgError(flag, f"argument {_names(flag, version)}: expected one argument")
         if (message := convert(flag, value, version) or choice(flag, value, version)) is not None:
@@ -342,3 +347,12 @@ def first_error(options: Iterable[tuple[str, str | None]], version: Version, pos
     late = argv_added.leftovers(spelled, version, takes, serve)
     extra = unknown_negations(negated, version) + (list(positionals)[takes:] if late is None else late) + unknown
     return ArgError("", f"unrecognized arguments: {' '.join(extra)}") if extra else None
+
+
+def _raised_at(ordered: Sequence[argv_order.Step], raised: tuple[str, ...] | None) -> int | None:
+    """Where argparse reaches the StoreBoolean ``raised`` names ((flag, line, word): ``argv_boolean.raised``): the
+    occurrence given that word, else the flag's first (a script's flags hold the shell's last value)."""
+    if raised is None:
+        return None
+    hits = [n for n, (flag, _v, _e) in enumerate(ordered) if flag == raised[0]]
+    return next((n for n in hits if len(raised) < 3 or ordered[n][1] == raised[2]), hits[0] if hits else None)

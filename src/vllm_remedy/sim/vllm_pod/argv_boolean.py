@@ -57,9 +57,10 @@ def _option_like(word: str) -> bool:
     return word.startswith("-") and word != "-" and not _NEGATIVE.match(word) and " " not in word
 
 
-def raised(words: Sequence[str], version: Version) -> tuple[str, str] | None:
-    """(the flag, the ValueError line) of the first StoreBoolean option in ``words`` (the argv after the entrypoint,
-    as vLLM receives it) whose value is not true/false in release ``version``, or None."""
+def raised(words: Sequence[str], version: Version) -> tuple[str, str, str] | None:
+    """(the flag, the ValueError line, the word it got) of the first StoreBoolean option in ``words`` (the argv after
+    the entrypoint, as vLLM receives it) whose value is not true/false in release ``version``, or None. The word tells
+    ``argv.first_error`` which occurrence it is: argparse raises there, after refusing any earlier option in argv."""
     i = 0
     while i < len(words):
         word = words[i]
@@ -78,7 +79,7 @@ def raised(words: Sequence[str], version: Version) -> tuple[str, str] | None:
         else:
             continue  # const "True"
         if value.lower() not in ("true", "false"):
-            return name, f"ValueError: Invalid boolean value: {value}. Expected 'true' or 'false'."
+            return name, f"ValueError: Invalid boolean value: {value}. Expected 'true' or 'false'.", value
     return None
 
 

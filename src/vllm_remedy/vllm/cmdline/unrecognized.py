@@ -46,9 +46,10 @@ _OTHER_PARSER = ("vllm.entrypoints.api_server", ".py")
 
 
 def unrecognized(server: ServerCommand, version: str | None) -> list[str]:
-    """Each part of ``server``'s argv vLLM ``version``'s parser refuses, as written (``--bogus-flag 1``): first the
-    options it cannot read (``refused``), then the options ``version``'s parser does not have (``release_flags``), then
-    stray positionals, as argparse reports them (``unrecognized arguments`` last)."""
+    """Each part of ``server``'s argv vLLM ``version``'s parser refuses, as written (``--bogus-flag 1``), in the order
+    argparse reports them (the first is what vLLM prints): an ambiguous option, then the options it cannot read in
+    argv order (``refused``), a missing model tag, the options ``version``'s parser does not have (``release_flags``),
+    then stray positionals (``unrecognized arguments`` last)."""
     v = parse_version(version) or NEWEST_RELEASE
     if (early := model_flag_refusal(server, v, parsed=False)) is not None:
         return [early]  # FlexibleArgumentParser raises before argparse reads a word (0.8.3-0.11.0)
@@ -60,12 +61,15 @@ def unrecognized(server: ServerCommand, version: str | None) -> list[str]:
     unknown = _unknown(server, version)
     ambiguous = [u for u in unknown if getattr(u, "message", "").startswith("ambiguous")]
     unknown = [u for u in unknown if u not in ambiguous]
+    # argparse sorts every word into option or positional before it reads any value (CPython 3.10-3.13
+    # ``_parse_known_args``: ``_parse_optional`` per word, then ``consume_optional`` in argv order), so an ambiguous
+    # prefix anywhere is refused before any value, explicit boolean value or StoreBoolean word earlier in argv
     if found and found[-1].exit_code == 1:  # a StoreBoolean's ValueError ends the parse: no leftovers, no model tag
-        return [*options, *ambiguous]  # check (``refused.store_boolean_value``); an ambiguous option is found before
+        return [*ambiguous, *options]  # check (``refused.store_boolean_value``)
     # argparse checks the required model tag once every word is consumed, before it reports the leftovers; a word
     # after an option the release lacks is consumed as that tag (then it is no leftover either: not judged)
     required = [] if any(" " in u for u in unknown) or (missing := missing_model_tag(server, v)) is None else [missing]
-    out = [*options, *ambiguous, *required, *unknown, *strays]
+    out = [*ambiguous, *options, *required, *unknown, *strays]
     late = model_flag_refusal(server, v, parsed=True)  # serve's own check, once argparse took every word (to 0.8.0)
     return out if out or late is None else [late]
 
