@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.hf_hub_server import SMOLLM2_COMMIT, SMOLLM2_CONFIG, SMOLLM2_ID, HubServer, Repo, hub_server
+from fixtures.hf_hub_server import SMOLLM2_COMMIT, SMOLLM2_CONFIG, SMOLLM2_ID, HubServer, Repo, hub_server, use_hub
 from vllm_remedy import hub
 from vllm_remedy.errors import UserError
 from vllm_remedy.vllm import resolved
@@ -27,9 +27,7 @@ def online(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[HubServe
     with hub_server({SMOLLM2_ID: Repo({"config.json": SMOLLM2_CONFIG}),
                      GATED: Repo({"config.json": SMOLLM2_CONFIG}, gated=True),
                      LFS: Repo({"config.json": SMOLLM2_CONFIG}, lfs=True)}) as server:
-        monkeypatch.setenv("HF_ENDPOINT", server.url)
-        monkeypatch.setenv("HF_HUB_OFFLINE", "0")
-        monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+        use_hub(monkeypatch, server, tmp_path / "hf")
         yield server
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from fixtures import pyinfra_run
 from fixtures.budget_world import BUDGET, kv_logged, rolled_out
-from fixtures.hf_hub_server import SMOLLM2_CONFIG, HubServer, Repo, hub_server
+from fixtures.hf_hub_server import SMOLLM2_CONFIG, HubServer, Repo, hub_server, use_hub
 from fixtures.hub_deploys import inventory_for, pods_refuse
 from fixtures.pyinfra_run import Rehearsal
 from fixtures.restore_world import host_out, quiet, vllm_runtime, wait_until
@@ -26,10 +26,7 @@ SERVE = [GATED, "--max-model-len", "8192", "--gpu-memory-utilization", "0.90", "
 @pytest.fixture
 def hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[HubServer]:
     with hub_server({GATED: Repo({"config.json": SMOLLM2_CONFIG}, gated=True)}) as server:
-        monkeypatch.setenv("HF_ENDPOINT", server.url)
-        monkeypatch.setenv("HF_HUB_OFFLINE", "0")
-        monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
-        monkeypatch.delenv("HF_TOKEN", raising=False)
+        use_hub(monkeypatch, server, tmp_path / "hf", drop_token=True)
         yield server
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from fixtures import pyinfra_run
 from fixtures.budget_world import BUDGET, args_of, rolled_out, with_args
-from fixtures.hf_hub_server import SMOLLM2_CONFIG, HubServer, Repo, hub_server
+from fixtures.hf_hub_server import SMOLLM2_CONFIG, HubServer, Repo, hub_server, use_hub
 from fixtures.hub_deploys import inventory_for, pods_refuse
 from fixtures.restore_world import (
     DIAGNOSE,
@@ -33,10 +33,7 @@ LIMIT = 1  # VLLM_REMEDY_HUB_TIMEOUT here: a stall costs each resolution this, n
 def hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[HubServer]:
     """The Hub for the in-process cluster and (through the environment) the pyinfra CLI."""
     with hub_server({MODEL: Repo({"config.json": SMOLLM2_CONFIG})}) as server:
-        monkeypatch.setenv("HF_ENDPOINT", server.url)
-        monkeypatch.setenv("HF_HUB_OFFLINE", "0")
-        monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
-        monkeypatch.setenv("VLLM_REMEDY_HUB_TIMEOUT", str(LIMIT))
+        use_hub(monkeypatch, server, tmp_path / "hf", timeout=LIMIT)
         yield server
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from fixtures import pyinfra_run
 from fixtures.budget_world import BUDGET, args_of, deployment, kv_logged, policy_file, rolled_out, with_args
-from fixtures.hf_hub_server import SMOLLM2_CONFIG, SMOLLM2_ID, HubServer, Repo, hub_server
+from fixtures.hf_hub_server import SMOLLM2_CONFIG, SMOLLM2_ID, HubServer, Repo, hub_server, use_hub
 from fixtures.hub_deploys import inventory_for, pods_refuse
 from fixtures.pyinfra_run import Rehearsal
 from fixtures.restore_world import (
@@ -36,9 +36,7 @@ SERVE = [SMOLLM2_ID, "--max-model-len", "8192", "--gpu-memory-utilization", "0.9
 def hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[HubServer]:
     """The Hub for this test, for the in-process cluster and (through the environment) the pyinfra CLI."""
     with hub_server({SMOLLM2_ID: Repo({"config.json": SMOLLM2_CONFIG})}) as server:
-        monkeypatch.setenv("HF_ENDPOINT", server.url)
-        monkeypatch.setenv("HF_HUB_OFFLINE", "0")
-        monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+        use_hub(monkeypatch, server, tmp_path / "hf")
         yield server
 
 

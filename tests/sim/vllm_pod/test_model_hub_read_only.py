@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.hf_hub_server import SMOLLM2_CONFIG, HubServer, Repo, hub_server
+from fixtures.hf_hub_server import SMOLLM2_CONFIG, HubServer, Repo, hub_server, use_hub
 from fixtures.read_only import read_only
 from vllm_remedy.sim.clock import Clock
 from vllm_remedy.sim.cluster import Cluster
@@ -27,12 +27,7 @@ MODEL = "acme-corp/SmolLM2-Read-Only-Cache"
 @pytest.fixture
 def hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[HubServer]:
     with hub_server({MODEL: Repo({"config.json": SMOLLM2_CONFIG})}) as server:
-        monkeypatch.setenv("HF_ENDPOINT", server.url)
-        monkeypatch.setenv("HF_HUB_OFFLINE", "0")
-        monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
-        monkeypatch.delenv("HF_HUB_CACHE", raising=False)
-        monkeypatch.setenv("VLLM_REMEDY_HUB_TIMEOUT", "1")
-        monkeypatch.delenv("HF_TOKEN", raising=False)
+        use_hub(monkeypatch, server, tmp_path / "hf", timeout=1, drop_token=True)
         yield server
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from fixtures.hf_hub_server import SMOLLM2_CONFIG, HubServer, Repo, hub_server
+from fixtures.hf_hub_server import SMOLLM2_CONFIG, HubServer, Repo, hub_server, use_hub
 from vllm_remedy.sim.clock import Clock
 from vllm_remedy.sim.cluster import Cluster
 from vllm_remedy.sim.seed import make_node
@@ -31,11 +31,7 @@ INVALID = "Invalid repository ID or local directory specified"
 def hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[HubServer]:
     with hub_server({MODEL: Repo({"config.json": SMOLLM2_CONFIG}, revisions={"v2": {"config.json": SHORT}}),
                      GATED: Repo({"config.json": SMOLLM2_CONFIG}, gated=True)}) as server:
-        monkeypatch.setenv("HF_ENDPOINT", server.url)
-        monkeypatch.setenv("HF_HUB_OFFLINE", "0")
-        monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
-        monkeypatch.setenv("VLLM_REMEDY_HUB_TIMEOUT", "1")
-        monkeypatch.delenv("HF_TOKEN", raising=False)
+        use_hub(monkeypatch, server, tmp_path / "hf", timeout=1, drop_token=True)
         yield server
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.hf_hub_server import SMOLLM2_CONFIG, HubServer, Repo, hub_server
+from fixtures.hf_hub_server import SMOLLM2_CONFIG, HubServer, Repo, hub_server, use_hub
 from vllm_remedy.sim.clock import Clock
 from vllm_remedy.sim.cluster import Cluster
 from vllm_remedy.sim.seed import make_node
@@ -28,10 +28,7 @@ MODELOPT = {"producer": {"name": "modelopt", "version": "0.27.0"},
 @pytest.fixture
 def cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Cluster, HubServer]]:
     with hub_server({MODEL: Repo({"config.json": SMOLLM2_CONFIG, "hf_quant_config.json": MODELOPT})}) as server:
-        monkeypatch.setenv("HF_ENDPOINT", server.url)
-        monkeypatch.setenv("HF_HUB_OFFLINE", "0")
-        monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
-        monkeypatch.setenv("VLLM_REMEDY_HUB_TIMEOUT", "1")
+        use_hub(monkeypatch, server, tmp_path / "hf", timeout=1)
         c = Cluster("t", clock=Clock(speed=600), reality=EXACT)
         install(c)
         c.store.create("nodes", make_node({"name": "l4-1", "gpu": {"product": "NVIDIA-L4", "count": 2}}, "t"))
