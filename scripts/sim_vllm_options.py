@@ -104,14 +104,24 @@ def named(root: Path) -> list[str]:
 
 def scan(root: Path) -> tuple[list[str], list[str]]:
     """(options of make_arg_parser, options only the ``serve`` sub-parser adds) of one release's sources, in the order
-    they are registered as far as text order tells it: ``make_arg_parser``'s own calls, the rest of its file (the
-    ``FrontendArgs`` fields), then engine/arg_utils.py (``AsyncEngineArgs.add_cli_args`` last)."""
+    they are registered as far as text order tells it: ``make_arg_parser``'s own calls up to the one that hands the
+    parser to ``FrontendArgs.add_cli_args`` (the rest of its file: the ``FrontendArgs`` fields), its calls up to
+    ``AsyncEngineArgs.add_cli_args`` (engine/arg_utils.py, ``AsyncEngineArgs``'s own last), then its calls after that
+    (``--max-log-len`` in 0.5.5's cli_args.py follows the engine's options)."""
     text = _parser_file(root).read_text(encoding="utf-8")
     start = text.index("def make_arg_parser")
     body = text[start:]
-    own = _heads(body[:body.index("\ndef ", 1) if "\ndef " in body[1:] else len(body)])
+    fn = body[:body.index("\ndef ", 1) if "\ndef " in body[1:] else len(body)]
     rest = _heads(text.replace(body, "")) + _fields(text)
-    common = list(dict.fromkeys(own + rest + _heads((root / "engine/arg_utils.py").read_text(encoding="utf-8"))))
+    engine = _heads((root / "engine/arg_utils.py").read_text(encoding="utf-8"))
+    at = fn.find("EngineArgs.add_cli_args(")
+    if at < 0:
+        order = _heads(fn) + rest + engine
+    else:
+        front = fn.find("FrontendArgs.add_cli_args(")
+        front = front if 0 <= front < at else at
+        order = _heads(fn[:front]) + rest + _heads(fn[front:at]) + engine + _heads(fn[at:])
+    common = list(dict.fromkeys(order))
     return common, [o for o in dict.fromkeys(_heads(_serve_section(root))) if o not in common]
 
 
@@ -134,6 +144,11 @@ def main(src: Path) -> None:
         for s in reversed(scanned):
             order.update(dict.fromkeys(s[part]))
         table[key] = {n: _spans([n in s[part] for s in scanned]) for n in order}
+    # each release's own registration order, where it is not the table's (argparse lists an ambiguous prefix's matches
+    # in the order the parser registered them): indices into ``options``, by release
+    index = {n: i for i, n in enumerate(table["options"])}  # type: ignore[arg-type]
+    table["order"] = {r: [index[n] for n in s[0]] for r, s in zip(releases, scanned, strict=True)
+                      if [index[n] for n in s[0]] != sorted(index[n] for n in s[0])}
     names = [named(src / f"src-{r}" / "vllm") for r in releases]
     table["names"] = {n: _spans([n in s for s in names]) for n in dict.fromkeys(n for s in reversed(names) for n in s)}
     # FlexibleArgumentParser registers EnableDisableAction for BooleanOptionalAction (utils/argparse_utils.py@0.33.0):

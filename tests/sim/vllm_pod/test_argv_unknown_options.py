@@ -100,3 +100,27 @@ def test_dotted_words_of_an_unknown_option_fold_into_one_left_over_at_the_end(ap
     log, code = _run(api, "dotted-bogus", "v0.9.2", SERVE, [LLAMA, "--bogus.k_x", "1", "--bogus.j=2", "stray"])
     assert code == 2
     assert log.splitlines()[-1] == 'vllm serve: error: unrecognized arguments: stray --bogus {"k_x": 1, "j": 2}', log
+
+
+def test_an_ambiguous_prefix_lists_its_matches_in_each_releases_order_as_the_tools_do():
+    """argparse lists the matches in the parser's registration order, which changed between releases (0.7.3 registers
+    --max-num-partial-prefills before --max-num-seqs, engine/arg_utils.py@0.7.3 l.517-547; later ones after it). The
+    pod's table kept one order for all releases; it now has each release's own (``order``), read by its own scan.
+    Checked against the tools' syntax-tree reading (``release_flags.judge``) on every release both read before 0.33.0
+    (from 0.33.0 the pod gives every --enable-x/--disable-x flag its inverse, where vLLM gives only the
+    BooleanOptionalAction ones: a known difference of the pod's own reading)."""
+    from vllm_remedy.sim.vllm_pod import argv_options
+    from vllm_remedy.vllm.cmdline import release_flags
+    from vllm_remedy.vllm.cmdline.release_flags import Verdict
+
+    compared = 0
+    for v in (r for r in release_flags.releases() if r < (0, 33, 0)):
+        parser = release_flags.parser_for(".".join(map(str, v)))
+        for prefix in ("--max-num", "--disable-log", "--enable-", "--max-", "--kv-"):
+            verdict, matches = release_flags.judge(prefix, parser)
+            if verdict is not Verdict.AMBIGUOUS:
+                continue
+            want = f"ambiguous option: {prefix} could match {', '.join(matches)}"
+            assert argv_options.ambiguous(prefix, v) == want, (v, prefix)
+            compared += 1
+    assert compared >= 100

@@ -57,18 +57,23 @@ def _has(spans: list[list[int]] | None, rows: tuple[int, ...]) -> bool:
 
 @functools.cache
 def options(version: Version, serve: bool) -> tuple[str, ...]:
-    """Every long option string of ``version``'s parser (``vllm serve``'s, else the api_server module's), in the
-    table's order, with argparse's own ``--help``; empty when the release is older than the table."""
+    """Every long option string of ``version``'s parser (``vllm serve``'s, else the api_server module's), in the order
+    that release registers them (the table's, or its ``order`` row; between two read releases the older one's), with
+    argparse's own ``--help``; empty when the release is older than the table."""
     rows = _rows(version)
     if not rows:
         return ()
     _r, common, serve_only, enable_disable = _table()
     found = [name for name, spans in common.items() if _has(spans, rows)]
+    own = _raw()["order"].get(".".join(map(str, _table()[0][rows[0]])))  # type: ignore[attr-defined]
+    if own is not None:  # that release registered them in another order than the table's
+        names_ = list(common)
+        found = [names_[i] for i in own] + [n for n in found if n not in {names_[i] for i in own}]
     if serve:
         found += [name for name, spans in serve_only.items() if _has(spans, rows)]
-    if _has(enable_disable, rows):  # EnableDisableAction: --enable-x has --disable-x, and the reverse (from 0.33.0)
-        pairs = {"--enable-": "--disable-", "--disable-": "--enable-"}
-        found += [pairs[p] + n.removeprefix(p) for n in found for p in pairs if n.startswith(p)]
+    if _has(enable_disable, rows):  # EnableDisableAction: --enable-x has --disable-x, and the reverse (from 0.33.0),
+        pairs = {"--enable-": "--disable-", "--disable-": "--enable-"}  # registered with it, so listed beside it
+        found = [w for n in found for w in (n, *(pairs[p] + n.removeprefix(p) for p in pairs if n.startswith(p)))]
     return ("--help", *dict.fromkeys(found))
 
 
