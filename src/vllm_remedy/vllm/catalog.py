@@ -17,6 +17,7 @@ from vllm_remedy.errors import UserError
 from vllm_remedy.vllm import (
     architectures,
     config_bounds,
+    config_sizes,
     hf_config,
     kv_auto,
     modelopt_class,
@@ -186,7 +187,7 @@ class ModelSpec:
         layers = hf_config.require_int(text, "num_hidden_layers", "n_layer", "num_layers", name=name)
         heads = hf_config.require_int(text, "num_attention_heads", "n_head", name=name)
         vocab = hf_config.require_int(text, "vocab_size", name=name)
-        hf_config.check_sizes(text, name=name)
+        config_sizes.check_sizes(text, name=name)
         inter = hf_config.intermediate_size(text, hidden)
         experts, per_token, moe_inter = hf_config.num_experts(text)
         kv_heads = hf_config.num_kv_heads(text, heads)
