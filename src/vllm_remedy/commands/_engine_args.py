@@ -16,7 +16,7 @@ from vllm_remedy import hub
 from vllm_remedy.commands import _hf_flags
 from vllm_remedy.errors import UserError
 from vllm_remedy.remedies.plan import Plan, Step
-from vllm_remedy.vllm import catalog, engine_env, hf_overrides, mla_env, runner_env, sampler_env
+from vllm_remedy.vllm import catalog, engine_env, gpu_catalog, hf_overrides, mla_env, runner_env, sampler_env
 from vllm_remedy.vllm.cmdline.ranges import INT_MAX
 from vllm_remedy.vllm.memory import EngineSettings, Estimate
 from vllm_remedy.vllm.memory.config_values import ConfigRefused
@@ -327,7 +327,7 @@ def load_configured(args: argparse.Namespace, flags: Mapping[str, str], version:
 def load_gpu(args: argparse.Namespace) -> catalog.GpuSpec:
     """The catalog GPU for --gpu, or a card of --gpu-memory-gib (no fp8 assumed)."""
     if args.gpu_memory_gib is not None:  # bounded by its argparse type (_gpu_gib)
-        return catalog.GpuSpec("custom", float(args.gpu_memory_gib), catalog.UNKNOWN_CAPABILITY, False,
+        return catalog.GpuSpec("custom", float(args.gpu_memory_gib), gpu_catalog.UNKNOWN_CAPABILITY, False,
                                int(args.gpu_memory_gib * 1024))
     return catalog.gpu(args.gpu)
 

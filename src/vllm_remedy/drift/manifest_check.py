@@ -59,6 +59,7 @@ from vllm_remedy.vllm import (
     catalog,
     dtype_support,
     engine_env,
+    gpu_catalog,
     hf_overrides,
     hf_received,
     kv_auto,
@@ -307,7 +308,7 @@ def _predict(server: ServerCommand, model_name: str | None, label: str | None, v
                             f"pin the GPU: nodeSelector {policy.gpu.label}: <product>, or gpu.products in the policy"))
     elif card is None:
         out.append(_unknown("gpu", f"GPU {label} is not in the catalog", "pin a GPU product the catalog knows "
-                            f"(e.g. {', '.join(catalog.gpu_labels()[:4])}) or add it to the GPU catalog"))
+                            f"(e.g. {', '.join(gpu_catalog.gpu_labels()[:4])}) or add it to the GPU catalog"))
     learned = resolved.known(model_name or "", server.flags.get("revision"))
     if model is None and isinstance(learned, hub.Reason) and learned.unavailable:  # the Hub's own "no": vLLM's too
         out.append(Finding("start", ERROR, f"predicted model_unavailable — {learned}", "fix the model id, revision "

@@ -1,4 +1,4 @@
-"""The GPU and model catalogs (package data) and the spec types the memory model works on.
+"""The model catalog (package data) and the spec type the memory model works on; the GPU catalog is ``gpu_catalog``.
 
 Why package data: the numbers (torch-visible GiB per card, config facts per model) change with new
 hardware and releases, and reviewers should be able to check them against logs without reading code.
@@ -8,17 +8,16 @@ The YAML files are read once (the one file read allowed in this layer) and cache
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cache, cached_property
-from importlib import resources
+from functools import cache
 from typing import Any
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.vllm import (
     architectures,
     config_bounds,
+    config_sizes,
     hf_config,
     kv_auto,
     modelopt_class,
@@ -27,52 +26,22 @@ from vllm_remedy.vllm import (
     shapes,
     stray_text,
 )
+from vllm_remedy.vllm.catalog_data import load as _load
+
+# GpuSpec, gpu and find_gpu are imported from this module across the project: re-exported from gpu_catalog.
+from vllm_remedy.vllm.gpu_catalog import GpuSpec as GpuSpec
+from vllm_remedy.vllm.gpu_catalog import find_gpu as find_gpu
+from vllm_remedy.vllm.gpu_catalog import gpu as gpu
 from vllm_remedy.vllm.mla_shape import MlaShape
 from vllm_remedy.vllm.mla_shape import read as read_mla_shape
 from vllm_remedy.vllm.quant_exclusions import Exclusions
 from vllm_remedy.vllm.quant_exclusions import from_text as read_exclusions
 from vllm_remedy.vllm.quant_source import UNREAD, kv_cache_scheme, readings
 from vllm_remedy.vllm.quant_source import fold as fold_compression_config
-from vllm_remedy.yamlfile import load_packaged
 
 GIB = 1024**3
 #: Node labels that name the GPU product, in the order they are trusted: GPU feature discovery, GKE, Karpenter.
 PRODUCT_LABELS = ("nvidia.com/gpu.product", "cloud.google.com/gke-accelerator", "karpenter.k8s.aws/instance-gpu-name")
-
-
-#: The compute capability of a card known only by its memory size (``--gpu-memory-gib``, a node labelled with memory
-#: but no catalog product): rules read it as Ampere or newer (V1 runs), and the TP >= 2 non-torch term takes the
-#: larger Hopper figure (less KV predicted).
-UNKNOWN_CAPABILITY = "unknown"
-
-
-@dataclass(frozen=True)
-class GpuSpec:
-    """One GPU as torch sees it: ``total_gib`` is the T in vLLM's ``T x gpu_memory_utilization``."""
-
-    product: str
-    total_gib: float
-    compute_capability: str
-    fp8: bool
-    memory_mib: int
-    # What one vLLM process holds on the card before loading weights (CUDA context), read from logs' "Free memory on
-    # device (free/total) on startup" lines of TP-1 starts with no other process; None where none was read.
-    context_gib: float | None = None
-
-    @cached_property
-    def capability(self) -> tuple[int, int] | None:
-        """``compute_capability`` as (major, minor); None for ``UNKNOWN_CAPABILITY`` (or anything else unreadable),
-        which each rule reads on its own safe side. Parsed once per spec: one estimate reads it ~19 times, and a plan
-        makes up to ~1,400 estimates (bench/bench_plan.py: ~9 % of a cold plan's time, profiled)."""
-        major, _, minor = self.compute_capability.partition(".")
-        if not (major.isdigit() and (minor or "0").isdigit()):
-            return None
-        return int(major), int(minor or 0)
-
-    def with_total(self, total_gib: float) -> GpuSpec:
-        """The same card with a measured total (``--gpu-memory-gib``)."""
-        return GpuSpec(self.product, float(total_gib), self.compute_capability, self.fp8, self.memory_mib,
-                       self.context_gib)
 
 
 @dataclass(frozen=True)
@@ -218,7 +187,7 @@ class ModelSpec:
         layers = hf_config.require_int(text, "num_hidden_layers", "n_layer", "num_layers", name=name)
         heads = hf_config.require_int(text, "num_attention_heads", "n_head", name=name)
         vocab = hf_config.require_int(text, "vocab_size", name=name)
-        hf_config.check_sizes(text, name=name)
+        config_sizes.check_sizes(text, name=name)
         inter = hf_config.intermediate_size(text, hidden)
         experts, per_token, moe_inter = hf_config.num_experts(text)
         kv_heads = hf_config.num_kv_heads(text, heads)
@@ -305,66 +274,6 @@ def _replace(spec: ModelSpec, **changes: Any) -> ModelSpec:
 #: ``--revision``. An entry may list commits it was checked at (``revisions``); any other revision (a tag, a branch,
 #: another commit) may carry another config.json, which only the repository itself can tell.
 DEFAULT_REVISIONS = (None, "", "main")
-
-
-@cache
-def _load(filename: str) -> dict[str, Any]:
-    text = resources.files("vllm_remedy.vllm").joinpath("data", filename).read_text(encoding="utf-8")
-    return load_packaged(text)
-
-
-@cache
-def _gpu_index() -> dict[str, GpuSpec]:
-    index: dict[str, GpuSpec] = {}
-    for entry in _load("gpus.yaml")["gpus"]:
-        cc = str(entry["compute_capability"])
-        major, minor = (int(p) for p in cc.split("."))
-        spec = GpuSpec(
-            product=entry["product"],
-            total_gib=float(entry["total_gib"]),
-            compute_capability=cc,
-            fp8=(major, minor) >= (8, 9),
-            memory_mib=int(entry["memory_mib"]),
-            context_gib=float(entry["context_gib"]) if entry.get("context_gib") is not None else None,
-        )
-        for label in [entry["product"], *entry.get("labels", [])]:
-            index[label.lower()] = spec
-    return index
-
-
-_MIG = re.compile(r"^(?P<parent>.+?)-mig-(?P<g>\d+)g\.(?P<gb>\d+)gb$")
-
-
-def find_gpu(label: str) -> GpuSpec | None:
-    """The GPU for a node label value (GFD product, with ``-SHARED`` / ``-MIG-1g.10gb``, GKE or Karpenter), or
-    None when the catalog lacks it: a policy or affinity may name cards we do not know, which is a note there."""
-    key = label.strip().lower()
-    index = _gpu_index()
-    if key.endswith("-shared"):  # time-sliced: same card, memory shared with other pods
-        key = key[: -len("-shared")]
-    if key in index:
-        return index[key]
-    mig = _MIG.match(key)
-    if mig and mig.group("parent") in index:
-        parent = index[mig.group("parent")]
-        # A MIG slice exposes roughly its nominal GB; 0.93 GiB per GB keeps the estimate on the safe side.
-        gib = round(int(mig.group("gb")) * 0.93, 2)
-        return GpuSpec(f"{parent.product}-MIG-{mig.group('g')}g.{mig.group('gb')}gb", gib,
-                       parent.compute_capability, parent.fp8, int(int(mig.group("gb")) * 1000), parent.context_gib)
-    return None
-
-
-def gpu(label: str) -> GpuSpec:
-    """The GPU for a node label value, as :func:`find_gpu`; an unknown label is the user's to fix."""
-    spec = find_gpu(label)
-    if spec is None:
-        raise UserError(f"unknown GPU label {label}; pass --gpu-memory-gib")
-    return spec
-
-
-def gpu_labels() -> list[str]:
-    """Every label the catalog knows (for help texts and the planner's "bigger GPU" step)."""
-    return sorted(_gpu_index())
 
 
 # Quantization suffixes of published checkpoints → (method, weight bits).

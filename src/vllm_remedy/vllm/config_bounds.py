@@ -1,6 +1,6 @@
 """Dimensions no model vLLM could build: refused while the spec is built, in one "cannot predict" line.
 
-``hf_config.check_sizes`` refuses a stated size that is zero, negative or not a number; a config can still pass it
+``config_sizes.check_sizes`` refuses a stated size that is zero, negative or not a number; a config can still pass it
 and describe no model: a ``hidden_size`` below ``num_attention_heads`` leaves a head of no element (vLLM's
 ``hidden_size // num_attention_heads``, ``ModelConfig.get_head_size``, config/__init__.py@0.10.1 — the memory model
 then divided by a KV block of 0 bytes), KV heads that do not divide the attention heads (the attention backends

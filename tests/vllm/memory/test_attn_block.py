@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from vllm_remedy.vllm import catalog
+from vllm_remedy.vllm import catalog, gpu_catalog
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.memory import EngineSettings, Estimate, estimate, resolve
 from vllm_remedy.vllm.memory.unmodelled import CannotPredict
@@ -25,7 +25,7 @@ QWEN = catalog.model("Qwen/Qwen2.5-7B-Instruct")
 LLAMA = catalog.model("meta-llama/Llama-3.1-8B-Instruct")
 GEMMA = catalog.model("gemma-7b")  # head_dim 256, no soft capping, no sliding window
 HEAD_512 = dataclasses.replace(GEMMA, name="head-512", head_dim=512)
-UNKNOWN_CARD = GpuSpec("unknown-80gb", 80.0, catalog.UNKNOWN_CAPABILITY, True, 81920)
+UNKNOWN_CARD = GpuSpec("unknown-80gb", 80.0, gpu_catalog.UNKNOWN_CAPABILITY, True, 81920)
 
 
 def gemma3_head_256() -> ModelSpec:

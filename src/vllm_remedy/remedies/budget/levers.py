@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from vllm_remedy.remedies.budget.judge import vary
 from vllm_remedy.remedies.budget.limits import Limits
-from vllm_remedy.vllm import catalog
+from vllm_remedy.vllm import catalog, gpu_catalog
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.memory import EngineSettings, resolve
 from vllm_remedy.vllm.memory.capture import MIN_CAPTURE, capture_flag, largest_capture
@@ -154,7 +154,7 @@ def gpu_products(ctx: Context, s: EngineSettings, gpu: GpuSpec) -> list[Variant]
         return [Variant(s, g, lbl) for lbl, g in pinned]
     consumer = any(word in gpu.product.lower() for word in _CONSUMER)
     seen: dict[str, GpuSpec] = {}
-    for label in catalog.gpu_labels():
+    for label in gpu_catalog.gpu_labels():
         g = catalog.gpu(label)
         if (g.total_gib > gpu.total_gib + 1.0 and "-MIG-" not in g.product
                 and _cc(g) >= _cc(gpu) and consumer == any(w in g.product.lower() for w in _CONSUMER)):

@@ -7,7 +7,7 @@ from typing import Any
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.sim.vllm_pod import keys
-from vllm_remedy.vllm import catalog
+from vllm_remedy.vllm import catalog, gpu_catalog
 from vllm_remedy.vllm.catalog import GpuSpec
 
 # nvidia-smi MiB → the total torch sees: the catalog's cards sit 0.55-0.6 GiB below nvidia-smi
@@ -33,8 +33,8 @@ def node_gpu(node: Mapping[str, Any]) -> GpuSpec | None:
             continue
         if mib > 0:
             total = round(mib / 1024 - DRIVER_RESERVE_GIB, 2)
-            return GpuSpec(product=product, total_gib=total, compute_capability=catalog.UNKNOWN_CAPABILITY, fp8=False,
-                           memory_mib=mib)
+            return GpuSpec(product=product, total_gib=total, compute_capability=gpu_catalog.UNKNOWN_CAPABILITY,
+                           fp8=False, memory_mib=mib)
     return None
 
 
