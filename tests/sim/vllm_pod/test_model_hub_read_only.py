@@ -27,7 +27,7 @@ MODEL = "acme-corp/SmolLM2-Read-Only-Cache"
 @pytest.fixture
 def hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[HubServer]:
     with hub_server({MODEL: Repo({"config.json": SMOLLM2_CONFIG})}) as server:
-        use_hub(monkeypatch, server, tmp_path / "hf", timeout=1, drop_token=True)
+        use_hub(monkeypatch, server, tmp_path / "hf", timeout=5, drop_token=True)
         yield server
 
 

@@ -31,7 +31,7 @@ INVALID = "Invalid repository ID or local directory specified"
 def hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[HubServer]:
     with hub_server({MODEL: Repo({"config.json": SMOLLM2_CONFIG}, revisions={"v2": {"config.json": SHORT}}),
                      GATED: Repo({"config.json": SMOLLM2_CONFIG}, gated=True)}) as server:
-        use_hub(monkeypatch, server, tmp_path / "hf", timeout=1, drop_token=True)
+        use_hub(monkeypatch, server, tmp_path / "hf", timeout=5, drop_token=True)
         yield server
 
 

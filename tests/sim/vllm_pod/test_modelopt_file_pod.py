@@ -28,7 +28,7 @@ MODELOPT = {"producer": {"name": "modelopt", "version": "0.27.0"},
 @pytest.fixture
 def cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Cluster, HubServer]]:
     with hub_server({MODEL: Repo({"config.json": SMOLLM2_CONFIG, "hf_quant_config.json": MODELOPT})}) as server:
-        use_hub(monkeypatch, server, tmp_path / "hf", timeout=1)
+        use_hub(monkeypatch, server, tmp_path / "hf", timeout=5)
         c = Cluster("t", clock=Clock(speed=600), reality=EXACT)
         install(c)
         c.store.create("nodes", make_node({"name": "l4-1", "gpu": {"product": "NVIDIA-L4", "count": 2}}, "t"))
