@@ -304,9 +304,7 @@ def resolve(model_id: str, revision: str | None = None, fallback: Fallback | Non
         return spec, "catalog"
     if per_start:
         found = _resolve(model_id, revision, fallback, in_pod, env, per_start=True)
-        if isinstance(found, tuple):  # a failure is this start's alone: told to ``resolved`` (keyed without the
-            resolved.learn(model_id, revision, found[0])  # pod's env) it would fail a concurrent start whose pod can
-        # read the model (another token); the start that failed raises here, before anything looks the model up
+        resolved.learn(model_id, revision, found[0] if isinstance(found, tuple) else Reason.of(found))
     else:
         key = (model_id, same_revision(revision), (*pod.key(env), cache_dir(), fallback and fallback[0], in_pod))
         with _lock:
