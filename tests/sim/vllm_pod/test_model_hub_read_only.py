@@ -15,11 +15,8 @@ import pytest
 
 from fixtures.hf_hub_server import SMOLLM2_CONFIG, HubServer, Repo, hub_server, use_hub
 from fixtures.read_only import read_only
-from vllm_remedy.sim.clock import Clock
+from fixtures.sim_world import l40s_pod_cluster
 from vllm_remedy.sim.cluster import Cluster
-from vllm_remedy.sim.seed import make_node
-from vllm_remedy.sim.vllm_pod import install
-from vllm_remedy.sim.vllm_pod.reality import EXACT
 
 MODEL = "acme-corp/SmolLM2-Read-Only-Cache"
 
@@ -41,19 +38,12 @@ def logged(c: Cluster, name: str, text: str) -> bool:
 def test_a_pod_starts_on_the_hubs_answer_when_this_machines_cache_is_read_only(hub, tmp_path):
     """Before: CrashLoopBackOff with "Invalid repository ID or local directory specified" although the Hub had
     answered 200: the cache's refusal to store the file was taken for the Hub's failure."""
-    with read_only(tmp_path / "hf" / "hub"):
-        c = Cluster("t", clock=Clock(speed=600), reality=EXACT)
-        install(c)
-        c.store.create("nodes", make_node({"name": "l40s-1", "gpu": {"product": "NVIDIA-L40S", "count": 4}}, "t"))
-        c.start()
-        try:
-            c.store.create("pods", {
-                "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "ro", "namespace": "llm"},
-                "spec": {"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-L40S"},
-                         "containers": [{"name": "vllm", "image": "vllm/vllm-openai:v0.19.0",
-                                         "command": ["vllm", "serve"], "args": [MODEL, "--max-model-len", "8192"],
-                                         "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}})
-            assert c.wait_for(lambda: logged(c, "ro", "GPU KV cache size"), 8), c.read_log("llm", "ro")
-        finally:
-            c.stop()
+    with read_only(tmp_path / "hf" / "hub"), l40s_pod_cluster(4) as c:
+        c.store.create("pods", {
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "ro", "namespace": "llm"},
+            "spec": {"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-L40S"},
+                     "containers": [{"name": "vllm", "image": "vllm/vllm-openai:v0.19.0",
+                                     "command": ["vllm", "serve"], "args": [MODEL, "--max-model-len", "8192"],
+                                     "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}})
+        assert c.wait_for(lambda: logged(c, "ro", "GPU KV cache size"), 8), c.read_log("llm", "ro")
     assert ("GET", f"/{MODEL}/resolve/main/config.json") in hub.requests

@@ -16,11 +16,8 @@ from typing import Any
 import pytest
 
 from fixtures.hf_hub_server import SMOLLM2_CONFIG, HubServer, Repo, hub_server, use_hub
-from vllm_remedy.sim.clock import Clock
+from fixtures.sim_world import l40s_pod_cluster
 from vllm_remedy.sim.cluster import Cluster
-from vllm_remedy.sim.seed import make_node
-from vllm_remedy.sim.vllm_pod import install
-from vllm_remedy.sim.vllm_pod.reality import EXACT
 
 MODEL, GATED = "acme-corp/SmolLM2-Hub-Pods", "acme-corp/SmolLM2-Gated-Pods"
 #: a second gated repository for the pod without a token: two pods starting together on one model share
@@ -41,12 +38,8 @@ def hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[HubServer]:
 
 @pytest.fixture
 def cluster(hub: HubServer) -> Iterator[Cluster]:
-    c = Cluster("t", clock=Clock(speed=600), reality=EXACT)
-    install(c)
-    c.store.create("nodes", make_node({"name": "l40s-1", "gpu": {"product": "NVIDIA-L40S", "count": 4}}, "t"))
-    c.start()
-    yield c
-    c.stop()
+    with l40s_pod_cluster(4) as c:
+        yield c
 
 
 def pod(name: str, args: list[str], env: list[dict[str, Any]] | None = None) -> dict[str, Any]:

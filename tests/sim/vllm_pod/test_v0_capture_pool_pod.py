@@ -10,11 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from vllm_remedy.sim.clock import Clock
+from fixtures.sim_world import l40s_pod_cluster
 from vllm_remedy.sim.cluster import Cluster
-from vllm_remedy.sim.seed import make_node
-from vllm_remedy.sim.vllm_pod import install
-from vllm_remedy.sim.vllm_pod.reality import EXACT
 from vllm_remedy.vllm import catalog
 from vllm_remedy.vllm.memory import EngineSettings, estimate
 from vllm_remedy.vllm.outcomes import Failure
@@ -27,12 +24,8 @@ POOLS = re.compile(r"with ([\d.]+) (MiB|GiB) allocated in private pools")
 
 @pytest.fixture
 def cluster() -> Iterator[Cluster]:
-    c = Cluster("t", clock=Clock(speed=600), reality=EXACT)  # logs number for number with estimate()
-    install(c)
-    c.store.create("nodes", make_node({"name": "l40s-1", "gpu": {"product": "NVIDIA-L40S", "count": 2}}, "t"))
-    c.start()
-    yield c
-    c.stop()
+    with l40s_pod_cluster(2) as c:  # reality EXACT: logs number for number with estimate()
+        yield c
 
 
 def _pod(name: str, version: str, seqs: int) -> dict:
