@@ -57,7 +57,6 @@ from vllm_remedy.remedies.predict import (
 )
 from vllm_remedy.vllm import (
     catalog,
-    dtype_support,
     engine_env,
     gpu_catalog,
     hf_overrides,
@@ -219,9 +218,7 @@ def _auto_fp8_forbidden(policy: Policy, model: ModelSpec, card: GpuSpec | None,
     said = kv_auto.note(settings.kv_cache_dtype, model.kv_quant, v)
     if said is None:
         return None
-    run = dtype_support.resolved(model.dtype, settings.dtype, card.capability if card else None, settings.version,
-                                  model.model_types)
-    typed = kv_auto.sixteen_bit(run, refused.kv_cache_dtypes(v), model.kv_quant, v)
+    typed = kv_auto.sixteen_bit_for(model, settings.dtype, card.capability if card else None, settings.version)
     allowed = policy.flags.kv_cache_dtype
     fix = ("" if typed is not None and (allowed is None or typed in allowed.allowed) else
            f"type --kv-cache-dtype {typed} (a typed dtype is not resolved) and allow it in the policy's "
