@@ -62,6 +62,7 @@ from vllm_remedy.vllm import (
     hf_overrides,
     hf_received,
     kv_auto,
+    kv_auto_fix,
     manifest_flags_file,
     model_len,
     pod_shape,
@@ -218,7 +219,7 @@ def _auto_fp8_forbidden(policy: Policy, model: ModelSpec, card: GpuSpec | None,
     said = kv_auto.note(settings.kv_cache_dtype, model.kv_quant, v)
     if said is None:
         return None
-    typed = kv_auto.sixteen_bit_for(model, settings.dtype, card.capability if card else None, settings.version)
+    typed = kv_auto_fix.sixteen_bit_for(model, settings.dtype, card.capability if card else None, settings.version)
     allowed = policy.flags.kv_cache_dtype
     fix = ("" if typed is not None and (allowed is None or typed in allowed.allowed) else
            f"type --kv-cache-dtype {typed} (a typed dtype is not resolved) and allow it in the policy's "

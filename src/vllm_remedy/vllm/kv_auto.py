@@ -112,15 +112,3 @@ def sixteen_bit(run_dtype: str, choices: tuple[str, ...], scheme: str | None = N
         return None
     return run_dtype if run_dtype in choices else None
 
-
-def sixteen_bit_for(model: Any, dtype: str, capability: tuple[int, int] | None, version: str | None) -> str | None:
-    """``sixteen_bit`` for ``model`` (a ModelSpec) as a release runs it: its run dtype (``dtype_support.resolved``,
-    ``--dtype`` ``dtype`` on a card of ``capability``) among the release's ``--kv-cache-dtype`` choices; the one answer
-    check's finding and the planner's rung both give. Imported at the call: the catalog imports this module."""
-    from vllm_remedy.vllm import dtype_support
-    from vllm_remedy.vllm.cmdline import refused
-    from vllm_remedy.vllm.versions import rules
-
-    v = rules(version).version
-    run = dtype_support.resolved(model.dtype, dtype, capability, version, model.model_types)
-    return sixteen_bit(run, refused.kv_cache_dtypes(v), model.kv_quant, v)

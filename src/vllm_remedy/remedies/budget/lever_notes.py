@@ -11,7 +11,7 @@ from vllm_remedy.remedies.budget.ladder import Rung
 from vllm_remedy.remedies.budget.levers import tp_sizes
 from vllm_remedy.remedies.budget.limits import Limits
 from vllm_remedy.remedies.budget.request import BudgetRequest
-from vllm_remedy.vllm import catalog, kv_auto
+from vllm_remedy.vllm import catalog, kv_auto, kv_auto_fix
 from vllm_remedy.vllm.memory import EngineSettings
 from vllm_remedy.vllm.memory.capture import capture_flag, v0_size_flags
 from vllm_remedy.vllm.memory.settings import engine_rules, split_run, tp_split_problem
@@ -25,7 +25,7 @@ def auto_fp8(req: BudgetRequest, s: EngineSettings) -> tuple[str, str | None] | 
     v = rules(s.version).version
     if s.kv_cache_dtype != "auto" or kv_auto.note(s.kv_cache_dtype, req.model.kv_quant, v) is None:
         return None
-    typed = kv_auto.sixteen_bit_for(req.model, s.dtype, req.gpu.capability, s.version)
+    typed = kv_auto_fix.sixteen_bit_for(req.model, s.dtype, req.gpu.capability, s.version)
     choices = req.policy.flags.kv_cache_dtype if req.policy is not None else None
     fix = None if typed is not None and choices is not None and typed not in choices.allowed else typed
     said = ("kv-cache-dtype auto runs fp8_e4m3 on this checkpoint (its ModelOpt KV-cache scheme is FP8, vLLM "
