@@ -4,7 +4,7 @@ nothing but the crash record on the dying revision's ReplicaSet."""
 from __future__ import annotations
 
 from fixtures import pyinfra_run
-from fixtures.pyinfra_run import Rehearsal, detected_changes
+from fixtures.pyinfra_run import Rehearsal, crash_heads, detected_changes
 from fixtures.restore_world import DIAGNOSE, LOCAL, NAME, NS, RESTORE, host_out, incident, replicaset, settled
 from vllm_remedy.remedies.diagnose import evidence_lines
 
@@ -47,7 +47,7 @@ def test_incident_report_names_the_error_what_changed_and_the_gpus(exact_rehears
         assert line in (head + "none", head + beside), line
     assert f"step 2 — startup log: 0/2 pods Ready, crash-looping: {', '.join(pods)}" in lines
     for pod in pods:
-        head = [line for line in lines if line.startswith(f"{pod}/vllm (previous log, ")]
+        head = crash_heads(lines, f"{pod}/vllm")
         assert len(head) == 1 and head[0].endswith(": max_len_exceeds_kv — model weights 15.06 GiB, "
                                                    "max-model-len 131072"), lines
     evidence = [line for line in lines if line.startswith("| ")]

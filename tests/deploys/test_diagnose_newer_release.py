@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from fixtures import pyinfra_run
-from fixtures.pyinfra_run import Rehearsal
+from fixtures.pyinfra_run import Rehearsal, crash_heads
 from fixtures.restore_world import (
     BAD_ARGS,
     DIAGNOSE,
@@ -37,7 +37,7 @@ def _startup_lines(rehearsal: Rehearsal, image: str) -> list[str]:
     got = rehearsal.pyinfra(LOCAL, DIAGNOSE, "--dry")
     assert got.returncode == 0, got.stderr
     lines = host_out(got.stderr)
-    heads = [line for line in lines if "/vllm (previous log, " in line]
+    heads = [line for line in crash_heads(lines) if "/vllm (" in line]
     assert heads, "\n".join(lines)
     return heads
 

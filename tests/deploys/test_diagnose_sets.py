@@ -9,7 +9,7 @@ import copy
 from pathlib import Path
 
 from fixtures import lws_world, pyinfra_run, sts_world
-from fixtures.pyinfra_run import ROOT, Rehearsal, crash_on_start, detected_changes, host_lines
+from fixtures.pyinfra_run import ROOT, Rehearsal, crash_heads, crash_on_start, detected_changes, host_lines
 from vllm_remedy.kube.client import JSON_PATCH
 from vllm_remedy.kube.patch import json_patch
 
@@ -45,7 +45,7 @@ def test_a_crash_looping_statefulset_is_diagnosed_and_left_as_it_was(rehearsal: 
     assert got.returncode == 0, got.stderr
     lines = host_lines(got.stderr, sts_world.STS_HOST)
     assert "step 2 — startup log: 1/2 pods Ready, crash-looping: llama-sts-1" in lines, lines
-    [head] = [line for line in lines if line.startswith("llama-sts-1/vllm (previous log, ")]
+    [head] = crash_heads(lines, "llama-sts-1/vllm")
     assert ": max_len_exceeds_kv — model weights 14.99 GiB" in head, head
     assert any(line.startswith("| The model's max seq len (29000) is larger than the maximum number of tokens")
                for line in lines), lines
@@ -75,7 +75,7 @@ def test_a_crash_looping_leaderworkerset_is_diagnosed_leader_and_workers(rehears
     lines = host_lines(got.stderr, lws_world.HOST)
     assert lines[lines.index("step 2 — startup log: 1/2 pods Ready, crash-looping: qwen-lws-0") + 1] == \
         "group 0: qwen-lws-0 (leader), qwen-lws-0-1 (worker)", lines
-    [head] = [line for line in lines if line.startswith("qwen-lws-0/vllm-leader (previous log, ")]
+    [head] = crash_heads(lines, "qwen-lws-0/vllm-leader")
     assert head.endswith(": max_len_exceeds_kv — model weights 30.73 GiB, max-model-len 131072"), head
     assert sum("larger than the available KV cache memory" in line for line in lines if line.startswith("| ")) == 1
     start = lines.index("step 3 — what changed: revision 1 (good) → revision 2 (bad); current revision crash-loops; "

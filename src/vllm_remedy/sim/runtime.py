@@ -78,6 +78,7 @@ class ContainerContext:
     gpu_memory_used_by_others_mib: int = 0
     load: Callable[[], float] = field(default=lambda: 0.0)
     extras: Obj = field(default_factory=dict)
+    started: float | None = None  # the kubelet's clock at the start; a runtime's log begins here, not later
 
 
 class Runtime(Protocol):

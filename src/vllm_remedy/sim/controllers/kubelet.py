@@ -160,14 +160,16 @@ class Kubelet(KubeletServer, KubeletStop):
         if (error := config_error(c.spec, pod, self.store)) is not None:
             self._config_error(sim, c, error, pulled)
             return
+        # One reading of the clock for the whole start: working out the run takes real time, which at 600x is
+        # seconds of cluster time the log, startedAt and the timers must not disagree by.
+        now = self.clock.now()
         ctx = ContainerContext(
-            pod=pod, container=copy.deepcopy(c.spec), node=node, restart_count=c.restart_count,
+            started=now, pod=pod, container=copy.deepcopy(c.spec), node=node, restart_count=c.restart_count,
             gpu_memory_used_by_others_mib=self.cluster.node_gpu_used_mib.get(sim.node, 0),
             load=lambda: self.cluster.load_for(sim.namespace, sim.deployment),
             extras={"pod_ip": sim.pod_ip},  # set with the sandbox, before the status that shows it is published
         )
         run = self.cluster.runtime.start(ctx)
-        now = self.clock.now()
         c.token += 1
         c.run, c.state, c.waiting_reason, c.waiting_message = run, "running", "", ""
         c.container_id = f"containerd://{secrets.token_hex(32)}"
@@ -179,13 +181,13 @@ class Kubelet(KubeletServer, KubeletStop):
         c.ready = not probed
         token = c.token
         if probed and run.ready_after is not None and (run.exit is None or run.ready_after < run.exit.after):
-            self.manager.after(run.ready_after, lambda: self._became_ready(sim.uid, c.name, token))
+            self.manager.at(now + run.ready_after, lambda: self._became_ready(sim.uid, c.name, token))
         exit_ = run.exit
         kill = probe_kill(c.spec, run.ready_after)
         if kill is not None and (exit_ is None or kill[0] < exit_.after):
-            self.manager.after(kill[0], lambda: self._probe_kill(sim.uid, c.name, token, kill[1]))
+            self.manager.at(now + kill[0], lambda: self._probe_kill(sim.uid, c.name, token, kill[1]))
         elif exit_ is not None:
-            self.manager.after(exit_.after, lambda: self._exited(sim.uid, c.name, token, exit_))
+            self.manager.at(now + exit_.after, lambda: self._exited(sim.uid, c.name, token, exit_))
         if run.load_check is not None:
             self.manager.after(run.load_check_every, lambda: self._check_load(sim.uid, c.name, token, True))
         image = c.spec.get("image", "")

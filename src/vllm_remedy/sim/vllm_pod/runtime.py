@@ -72,7 +72,7 @@ class VllmRuntime:
                                                                  self.store))
         # `VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 exec vllm serve ...`: what the process itself sees
         container = env.with_env(container, {**values, **env.command_env(cmd, container, values)})
-        now = self.clock.now()
+        now = self.clock.now() if ctx.started is None else ctx.started
         started = timeline.sim_datetime(now)
         decided = plan(cmd, container, ctx.node, ctx.gpu_memory_used_by_others_mib, keys.group_size(ctx.pod))
         if not isinstance(decided, Launch):
