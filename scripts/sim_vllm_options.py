@@ -11,6 +11,9 @@ this one scans the text of each release's files with regular expressions:
   ``--<field-name>`` for each), docstrings stripped first;
 * the option strings of a call that registers several (``"--tensor-parallel-size", "-tp"``), joined as argparse
   names the action in its errors (``names``);
+* from the first release whose ``FlexibleArgumentParser`` registers ``EnableDisableAction`` (0.33.0), the
+  ``--enable-x``/``--disable-x`` options that are a BooleanOptionalAction, which get the inverse option string
+  (``inverted``; ``sim_vllm_inverses.py``: not the store_true or valued ones);
 * ``vllm serve``'s own: the ``serve`` sub-parser's ``add_argument`` calls (the section of vllm/scripts.py that builds it
   to 0.7.3, entrypoints/cli/serve.py from 0.8.0), which ``python -m vllm.entrypoints.openai.api_server`` lacks.
 
@@ -25,6 +28,8 @@ import json
 import re
 import sys
 from pathlib import Path
+
+from sim_vllm_inverses import inverted  # scripts/ is on sys.path when this file runs
 
 OUT = Path(__file__).resolve().parents[1] / "src/vllm_remedy/sim/vllm_pod/vllm_options.json"
 _STR = r"""(?:"[^"\n]*"|'[^'\n]*')"""
@@ -152,9 +157,14 @@ def main(src: Path) -> None:
     names = [named(src / f"src-{r}" / "vllm") for r in releases]
     table["names"] = {n: _spans([n in s for s in names]) for n in dict.fromkeys(n for s in reversed(names) for n in s)}
     # FlexibleArgumentParser registers EnableDisableAction for BooleanOptionalAction (utils/argparse_utils.py@0.33.0):
-    # every --enable-x flag then has --disable-x too, and the reverse
-    table["enable_disable"] = _spans([any("EnableDisableAction" in f.read_text(encoding="utf-8")
-                                          for f in (src / f"src-{r}" / "vllm").glob("utils*/*.py")) for r in releases])
+    # an --enable-x BooleanOptionalAction then has --disable-x too, and the reverse; a store_true or valued
+    # --enable-x/--disable-x gets none (``sim_vllm_inverses``)
+    roots = [src / f"src-{r}" / "vllm" for r in releases]
+    inverses = [inverted(root, _parser_file(root), _serve_section(root))
+                if any("EnableDisableAction" in f.read_text(encoding="utf-8") for f in root.glob("utils*/*.py"))
+                else [] for root in roots]
+    table["inverted"] = {n: _spans([n in s for s in inverses])
+                         for n in dict.fromkeys(n for s in reversed(inverses) for n in s)}
     OUT.write_text(json.dumps(table, separators=(",", ":")) + "\n", encoding="utf-8")
     print(f"{OUT.name}: {len(releases)} releases, {len(table['options'])} options, "  # type: ignore[arg-type]
           f"{len(table['serve_only'])} serve-only, {OUT.stat().st_size} bytes")  # type: ignore[arg-type]

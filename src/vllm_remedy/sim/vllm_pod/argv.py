@@ -243,8 +243,25 @@ def explicit(flag: str, text: str, version: Version) -> str | None:
     until = STORE_BOOLEAN_UNTIL.get(flag)
     if until is not None and version < until:
         return None
-    names = f"--{flag}" if store_true(flag, version) else f"--{flag}/--no-{flag}"
-    return f"argument {names}: ignored explicit argument {text!r}"
+    return f"argument {boolean_names(flag, version)}: ignored explicit argument {text!r}"
+
+
+def boolean_names(flag: str, version: Version) -> str:
+    """How argparse names a no-value flag's action (CPython 3.12 ``_get_action_name``: its option strings joined by
+    ``/``): ``--x`` for store_true; for a BooleanOptionalAction each long string followed by its ``--no-`` form
+    (``--enable-expert-parallel/--no-enable-expert-parallel/-ep``); from 0.33.0 an EnableDisableAction with an inverse
+    shows the strings given and the inverse only (utils/argparse_utils.py@0.33.0 ``visible_option_strings``:
+    ``--enable-lora/--disable-lora``), the same whichever of them was written."""
+    if store_true(flag, version):
+        return f"--{flag}"
+    owner = flag
+    if flag.startswith(("enable-", "disable-")) and argv_options.inverse(flag, version) is None:
+        other = argv_options.inverse_of(f"--{flag}")[2:]  # --disable-lora: the inverse --enable-lora's action added
+        owner = other if argv_options.inverse(other, version) == f"--{flag}" else flag
+    given = _names(owner, version).split("/")
+    if (inverse := argv_options.inverse(owner, version)) is not None:
+        return "/".join([*given, inverse])
+    return "/".join(w for s in given for w in ((s, f"--no-{s[2:]}") if s.startswith("--") else (s,)))
 
 
 def store_true(flag: str, version: Version) -> bool:

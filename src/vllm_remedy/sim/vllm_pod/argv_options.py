@@ -4,7 +4,8 @@ The table (``vllm_options.json``) is the rehearsal's own, built by scripts/sim_v
 over each release's wheel (the option strings of every ``add_argument`` call in engine/arg_utils.py and in the file of
 ``make_arg_parser``, the fields of its ``FrontendArgs`` dataclasses, and what the ``serve`` sub-parser adds); the tools'
 table (``vllm/data/vllm_flags.json``) is read from the syntax tree and is not used here, so the two can catch each
-other's mistakes. Loaded on first use.
+other's mistakes. Loaded on first use. From 0.33.0 it also lists the ``--enable-x``/``--disable-x`` options that are
+a BooleanOptionalAction (``inverted``), the only ones EnableDisableAction gives an inverse (``inverse``).
 
 argparse (CPython 3.12 ``_parse_optional``, the same for long options in 3.10) reads a word that starts with ``--``:
 an exact option string, else the part before ``=``, else every option string that starts with that part
@@ -33,10 +34,11 @@ def _raw() -> dict[str, object]:
 
 
 @functools.cache
-def _table() -> tuple[tuple[Version, ...], dict[str, list[list[int]]], dict[str, list[list[int]]], list[list[int]]]:
+def _table() -> tuple[tuple[Version, ...], dict[str, list[list[int]]], dict[str, list[list[int]]],
+                      dict[str, list[list[int]]]]:
     raw: Any = _raw()
     releases = tuple(tuple(int(p) for p in r.split(".")) for r in raw["releases"])
-    return releases, raw["options"], raw["serve_only"], raw["enable_disable"]  # type: ignore[return-value]
+    return releases, raw["options"], raw["serve_only"], raw["inverted"]  # type: ignore[return-value]
 
 
 def _rows(version: Version) -> tuple[int, ...]:
@@ -63,7 +65,7 @@ def options(version: Version, serve: bool) -> tuple[str, ...]:
     rows = _rows(version)
     if not rows:
         return ()
-    _r, common, serve_only, enable_disable = _table()
+    _r, common, serve_only, inverted = _table()
     found = [name for name, spans in common.items() if _has(spans, rows)]
     own = _raw()["order"].get(".".join(map(str, _table()[0][rows[0]])))  # type: ignore[attr-defined]
     if own is not None:  # that release registered them in another order than the table's
@@ -71,10 +73,26 @@ def options(version: Version, serve: bool) -> tuple[str, ...]:
         found = [names_[i] for i in own] + [n for n in found if n not in {names_[i] for i in own}]
     if serve:
         found += [name for name, spans in serve_only.items() if _has(spans, rows)]
-    if _has(enable_disable, rows):  # EnableDisableAction: --enable-x has --disable-x, and the reverse (from 0.33.0),
-        pairs = {"--enable-": "--disable-", "--disable-": "--enable-"}  # registered with it, so listed beside it
-        found = [w for n in found for w in (n, *(pairs[p] + n.removeprefix(p) for p in pairs if n.startswith(p)))]
+    # EnableDisableAction (from 0.33.0) gives a BooleanOptionalAction --enable-x its --disable-x, and the reverse,
+    # registered with it, so listed beside it; a store_true or valued one has none (``inverse``)
+    found = [w for n in found for w in (n, *((inverse_of(n),) if _has(inverted.get(n), rows) else ()))]
     return ("--help", *dict.fromkeys(found))
+
+
+def inverse_of(option: str) -> str:
+    """``--enable-x`` for ``--disable-x`` and the reverse (EnableDisableAction's ``_inverse_prefixes``)."""
+    a, b = ("--enable-", "--disable-") if option.startswith("--enable-") else ("--disable-", "--enable-")
+    return b + option.removeprefix(a)
+
+
+def inverse(flag: str, version: Version) -> str | None:
+    """The option string ``version``'s EnableDisableAction appends to ``--flag`` (``--disable-lora`` for
+    ``--enable-lora`` from 0.33.0), None where it appends none: only a BooleanOptionalAction gets one
+    (utils/argparse_utils.py@0.33.0 ``EnableDisableAction``, registered for BooleanOptionalAction), so store_true
+    ``--disable-log-stats`` (engine/arg_utils.py@0.33.0 l.1920) and valued ``--disable-access-log-for-endpoints``
+    (entrypoints/common/cli_args.py@0.33.0 l.321) have no ``--enable-`` form: argparse leaves ``--enable-log-stats``
+    over."""
+    return inverse_of(f"--{flag}") if _has(_table()[3].get(f"--{flag}"), _rows(version)[:1]) else None
 
 
 @functools.cache

@@ -77,9 +77,13 @@ def option_strings(name: str, v: Version) -> str:
     """argparse's name for the flag in its refusal: ``--x`` for store_true, ``--x/--no-x`` for BooleanOptionalAction,
     ``--enable-x/--disable-x`` for vLLM's EnableDisableAction (0.33.0+). The release's own parser decides where one
     was read (``release_flags.shown``: 0.9.0 already has ``--no-enforce-eager``, 0.5.5-0.6.4 ``--enable-prefix-caching``
-    is store_true); the hand-read lists below only outside the releases read (the newest table's store_true flags are
-    store_true in every release read that has them)."""
-    got = release_flags.shown(f"--{name}", v)
+    is store_true); for a release newer than the newest read, that newest one's (as ``flags.in_release`` reads
+    0.35.0's ``--disable-lora`` as 0.34.0's inverse of ``--enable-lora``, argparse names that action
+    ``--enable-lora/--disable-lora``, utils/argparse_utils.py@0.34.0 ``visible_option_strings``); the hand-read lists
+    below only outside the releases read (the newest table's store_true flags are store_true in every release read
+    that has them)."""
+    newest = release_flags.releases()[-1]
+    got = release_flags.shown(f"--{name}", min(v, newest))
     if got is not None:
         return got
     read = next(s for since, s in reversed(_STORE_TRUE_READ) if v >= since)
