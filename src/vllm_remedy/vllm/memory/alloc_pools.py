@@ -10,122 +10,141 @@ other request becomes a ``probe``. Pools are replayed apart, which changes nothi
 from __future__ import annotations
 
 import bisect
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Sequence
 
 from vllm_remedy.vllm.memory.alloc_sim import (
     K_LARGE_BUFFER,
     K_MIN_BLOCK,
     K_SMALL_SIZE,
+    NO_SPLIT_LIMIT,
     PTR_BITS,
     PTR_MASK,
     CachingAllocator,
-    _Block,
 )
 
 # Opcodes of a compiled request: (code, slot offset, slot stride per layer, bytes asked, rounded size).
 MALLOC, FREE, PROBE, HUGE_MALLOC, HUGE_FREE, HUGE_PROBE = range(6)
 Op = tuple[int, int, int, int, int]
+# A block: [address, size, previous block of its segment, next block, live]; None at a segment's ends.
+PTR, SIZE, PREV, NEXT, LIVE = range(5)
 
 
 class BlockPool:
-    """One pool of ``CachingAllocator`` on its own, by block instead of by key: the small pool (2 MiB segments), or
-    the large pool's requests under ``max_split_size`` ("mid"), with ``HugeCache`` holding the rest.
+    """One pool of ``CachingAllocator`` on its own: the small pool (2 MiB segments), or the large pool's requests
+    under ``max_split_size`` ("mid") with ``HugeCache`` holding the others. Blocks are lists (``Block``): cheaper
+    to make and read than objects, which matters at ~10,000 requests a replay.
 
     Why the pools may be replayed apart: a request only ever takes a block of its own pool, merges follow the
     segment's links, and addresses are only compared between blocks of one pool (which keep their creation order
     with a counter per pool). In the large pool a request under ``max_split_size`` never takes a block of
     ``max_split_size`` or more, and a request at or above it is never split, so its segment holds that one block;
     a block of ``max_split_size`` or more under a smaller request only arises as a whole free mid segment (20 MiB),
-    which from then on serves only the larger requests exactly as one of theirs would: ``free`` and ``probe`` hand
-    it to the ``HugeCache``.
+    which from then on serves only the larger requests exactly as one of theirs would: it is handed to the
+    ``HugeCache`` when freed or probed.
     """
 
     __slots__ = ("_free", "_next_ptr", "_pool", "huge", "reserved", "small")
 
     def __init__(self, small: bool, huge: HugeCache | None = None) -> None:
         self.small, self.huge = small, huge
-        self._pool: list[int] = []
-        self._free: dict[int, _Block] = {}
+        self._pool: list[int] = []  # free blocks as ``size << PTR_BITS | ptr``, sorted as c10's (size, address)
+        self._free: dict[int, list] = {}  # free blocks by address
         self._next_ptr = 0
         self.reserved = 0
 
-    def malloc(self, size: int) -> _Block:
-        """The block a request of ``size`` (already rounded) takes, split as c10 splits it."""
-        pool = self._pool
-        i = bisect.bisect_left(pool, size << PTR_BITS)
-        if i < len(pool):
-            block = self._free.pop(pool.pop(i) & PTR_MASK)
-        else:
-            seg = CachingAllocator.segment_size(size)
-            block = _Block(self._next_ptr, seg, self.small)
-            self._next_ptr += seg
-            self.reserved += seg
-        rest = block.size - size
-        if (rest >= K_MIN_BLOCK) if self.small else rest > K_SMALL_SIZE:
-            tail = _Block(block.ptr + size, rest, self.small)
-            tail.prev, tail.next = block, block.next
-            if block.next is not None:
-                block.next.prev = tail
-            block.next = tail
-            block.size = size
-            bisect.insort(pool, rest << PTR_BITS | tail.ptr)
-            self._free[tail.ptr] = tail
-        block.allocated = True
-        return block
-
-    def probe(self, size: int) -> None:
-        """``CachingAllocator.probe`` in this pool."""
-        pool = self._pool
-        if bisect.bisect_left(pool, size << PTR_BITS) == len(pool):
-            seg = CachingAllocator.segment_size(size)
-            if self.huge is not None and seg >= self.huge.max_split_size:
-                self.huge.reserved += seg
-                self.huge.cache(seg)
-            else:
-                self.reserved += seg
-                bisect.insort(pool, seg << PTR_BITS | self._next_ptr)
-                self._free[self._next_ptr] = _Block(self._next_ptr, seg, self.small)
-            self._next_ptr += seg
-
-    def free(self, block: _Block) -> None:
-        """``CachingAllocator.free`` of ``block``."""
-        block.allocated = False
-        pool = self._pool
-        other = block.prev
-        if other is not None and not other.allocated:
-            del pool[bisect.bisect_left(pool, other.size << PTR_BITS | other.ptr)]
-            del self._free[other.ptr]
-            block.ptr, block.prev = other.ptr, other.prev
-            if block.prev is not None:
-                block.prev.next = block
-            block.size += other.size
-        other = block.next
-        if other is not None and not other.allocated:
-            del pool[bisect.bisect_left(pool, other.size << PTR_BITS | other.ptr)]
-            del self._free[other.ptr]
-            block.next = other.next
-            if block.next is not None:
-                block.next.prev = block
-            block.size += other.size
-        if self.huge is not None and block.size >= self.huge.max_split_size:  # only a whole segment is that large
-            self.reserved -= block.size
-            self.huge.reserved += block.size
-            self.huge.cache(block.size)
-            return
-        bisect.insort(pool, block.size << PTR_BITS | block.ptr)
-        self._free[block.ptr] = block
+    def run(self, ops: list[Op], layers: Iterable[int], live: list) -> int:
+        """Replay this pool's ``ops`` (and the ``HugeCache``'s, for the mid pool) once per layer; the change in
+        allocated bytes. ``CachingAllocator.malloc``/``free``/``probe``, inlined."""
+        pool, free_at, small, huge = self._pool, self._free, self.small, self.huge
+        bisect_left, insort = bisect.bisect_left, bisect.insort
+        max_split = huge.max_split_size if huge is not None else NO_SPLIT_LIMIT
+        sizes = huge._sizes if huge is not None else []
+        allocated = 0
+        for layer in layers:
+            for code, slot, stride, _, size in ops:
+                if code == MALLOC:
+                    i = bisect_left(pool, size << PTR_BITS)
+                    if i < len(pool):
+                        block = free_at.pop(pool.pop(i) & PTR_MASK)
+                    else:
+                        seg = CachingAllocator.segment_size(size)
+                        block = [self._next_ptr, seg, None, None, False]
+                        self._next_ptr += seg
+                        self.reserved += seg
+                    rest = block[SIZE] - size
+                    if (rest >= K_MIN_BLOCK) if small else rest > K_SMALL_SIZE:
+                        after = block[NEXT]
+                        tail = [block[PTR] + size, rest, block, after, False]
+                        if after is not None:
+                            after[PREV] = tail
+                        block[NEXT] = tail
+                        block[SIZE] = size
+                        insort(pool, rest << PTR_BITS | tail[PTR])
+                        free_at[tail[PTR]] = tail
+                    block[LIVE] = True
+                    live[slot + layer * stride] = block
+                    allocated += block[SIZE]
+                elif code == FREE:
+                    block = live[slot + layer * stride]
+                    allocated -= block[SIZE]
+                    block[LIVE] = False
+                    other = block[PREV]
+                    if other is not None and not other[LIVE]:
+                        del pool[bisect_left(pool, other[SIZE] << PTR_BITS | other[PTR])]
+                        del free_at[other[PTR]]
+                        block[PTR] = other[PTR]
+                        block[SIZE] += other[SIZE]
+                        block[PREV] = other = other[PREV]
+                        if other is not None:
+                            other[NEXT] = block
+                    other = block[NEXT]
+                    if other is not None and not other[LIVE]:
+                        del pool[bisect_left(pool, other[SIZE] << PTR_BITS | other[PTR])]
+                        del free_at[other[PTR]]
+                        block[SIZE] += other[SIZE]
+                        block[NEXT] = other = other[NEXT]
+                        if other is not None:
+                            other[PREV] = block
+                    if block[SIZE] >= max_split:  # only a whole mid segment is that large
+                        self.reserved -= block[SIZE]
+                        huge.reserved += block[SIZE]
+                        insort(sizes, block[SIZE])
+                    else:
+                        insort(pool, block[SIZE] << PTR_BITS | block[PTR])
+                        free_at[block[PTR]] = block
+                elif code == PROBE:
+                    if bisect_left(pool, size << PTR_BITS) == len(pool):
+                        seg = CachingAllocator.segment_size(size)
+                        if seg >= max_split:
+                            huge.reserved += seg
+                            insort(sizes, seg)
+                        else:
+                            self.reserved += seg
+                            insort(pool, seg << PTR_BITS | self._next_ptr)
+                            free_at[self._next_ptr] = [self._next_ptr, seg, None, None, False]
+                        self._next_ptr += seg
+                elif code == HUGE_MALLOC:
+                    got = live[slot + layer * stride] = huge.malloc(size)
+                    allocated += got
+                elif code == HUGE_FREE:
+                    got = live[slot + layer * stride]
+                    allocated -= got
+                    insort(sizes, got)
+                else:
+                    insort(sizes, huge.malloc(size))
+        return allocated
 
     def empty_cache(self) -> None:
         """Return every whole free segment."""
         kept = []
         for entry in self._pool:
             block = self._free[entry & PTR_MASK]
-            if block.prev is None and block.next is None:
-                self.reserved -= block.size
-                del self._free[block.ptr]
+            if block[PREV] is None and block[NEXT] is None:
+                self.reserved -= block[SIZE]
+                del self._free[block[PTR]]
             else:
                 kept.append(entry)
-        self._pool = kept
+        self._pool[:] = kept
 
 
 class HugeCache:
@@ -139,11 +158,9 @@ class HugeCache:
         self._sizes: list[int] = []
         self.reserved = 0
 
-    def cache(self, size: int) -> None:
-        bisect.insort(self._sizes, size)
-
     def malloc(self, size: int) -> int:
-        """The block size a request of ``size`` (rounded, at least ``max_split_size``) takes."""
+        """The block size a request of ``size`` (rounded, at least ``max_split_size``) takes: the smallest cached one
+        under ``size`` + 20 MiB (``get_free_block``), else a new segment."""
         sizes = self._sizes
         i = bisect.bisect_left(sizes, size)
         if i < len(sizes) and sizes[i] < size + K_LARGE_BUFFER:
@@ -152,12 +169,9 @@ class HugeCache:
         self.reserved += seg
         return seg
 
-    def probe(self, size: int) -> None:
-        self.cache(self.malloc(size))
-
     def empty_cache(self) -> None:
         self.reserved -= sum(self._sizes)
-        self._sizes = []
+        self._sizes.clear()
 
 
 class Recorder:
@@ -206,7 +220,7 @@ class Trace:
         self._layered: dict[Hashable, int] = {}
         self._fixed: dict[Hashable, int] = {}
         self._nbytes: dict[Hashable, int] = {}
-        self._live: list[_Block | int | None] = []
+        self._live: list[list | int | None] = []
 
     def _key(self, key: Hashable, base: int) -> tuple[Hashable, bool]:
         if isinstance(key, tuple) and key and type(key[0]) is int:
@@ -248,36 +262,13 @@ class Trace:
         """Slots for ``layers`` layers; call after the last ``declare``."""
         self._live = [None] * (layers * len(self._layered) + len(self._fixed))
 
-    def run(self, ops: list[Op], layers: Iterable[int]) -> None:
-        """Replay ``ops`` once per layer of ``layers`` (in order)."""
-        live, small, mid, huge = self._live, self.small, self.mid, self.huge
-        requested, allocated = self.requested, self.allocated
-        for layer in layers:
-            for code, slot, stride, nbytes, size in ops:
-                if code == MALLOC:
-                    block = (small if size <= K_SMALL_SIZE else mid).malloc(size)
-                    live[slot + layer * stride] = block
-                    requested += nbytes
-                    allocated += block.size
-                elif code == FREE:
-                    block = live[slot + layer * stride]
-                    requested -= nbytes
-                    allocated -= block.size
-                    (small if size <= K_SMALL_SIZE else mid).free(block)
-                elif code == PROBE:
-                    (small if size <= K_SMALL_SIZE else mid).probe(size)
-                elif code == HUGE_MALLOC:
-                    got = live[slot + layer * stride] = huge.malloc(size)
-                    requested += nbytes
-                    allocated += got
-                elif code == HUGE_FREE:
-                    got = live[slot + layer * stride]
-                    requested -= nbytes
-                    allocated -= got
-                    huge.cache(got)
-                else:
-                    huge.probe(size)
-        self.requested, self.allocated = requested, allocated
+    def run(self, ops: list[Op], layers: Sequence[int]) -> None:
+        """Replay one pool's ``ops`` (as ``compile`` split them) once per layer of ``layers``, in order."""
+        if ops:
+            pool = self.small if ops[0][4] <= K_SMALL_SIZE else self.mid
+            self.allocated += pool.run(ops, layers, self._live)
+            self.requested += len(layers) * sum(nbytes if code in (MALLOC, HUGE_MALLOC) else -nbytes
+                                                for code, _, _, nbytes, _ in ops if code not in (PROBE, HUGE_PROBE))
 
     def probe_until_settled(self, ops: list[Op], passes: int) -> None:
         """Replay a template of probes until a pass adds no segment (a pass that adds none leaves the pool as it found
