@@ -14,6 +14,7 @@ import dataclasses
 import itertools
 import random
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -118,15 +119,21 @@ def test_random_requests_give_the_bytes_of_the_allocator_by_key(seed: int) -> No
     assert trace.reserved == by_key.reserved
 
 
-def test_an_uncatalogued_80_layer_replay_is_fast() -> None:
-    """The padded Qwen2.5-72B-AWQ at TP 2 replayed by key took 14 ms on the development machine; best of three,
-    with room for a loaded machine."""
+def _best_of_five(run: Callable[[], object]) -> float:
+    """The least CPU time of five runs (CPU, not wall: other processes on the machine do not count)."""
+    best = float("inf")
+    for _ in range(5):
+        start = time.process_time()
+        run()
+        best = min(best, time.process_time() - start)
+    return best
+
+
+def test_an_uncatalogued_80_layer_replay_takes_well_under_the_oracles_time() -> None:
+    """Timed against the oracle in the same process, so the machine's speed cancels: the padded Qwen2.5-72B-AWQ at
+    TP 2 replayed by key (before the pools) took 0.77-0.99 of the oracle's time, pool by pool 0.35-0.45."""
     path = str(CONFIGS / "Qwen2.5-72B-Instruct-AWQ.json")
     model = hub.spec_from_config(hub.config_from_json(hub.read_file(path, path), path), path, path)
     inputs = replay_inputs(model, 2, 2)
-    best = float("inf")
-    for _ in range(3):
-        start = time.perf_counter()
-        simulate.__wrapped__(inputs)
-        best = min(best, time.perf_counter() - start)
-    assert best < 0.012
+    ratio = _best_of_five(lambda: simulate.__wrapped__(inputs)) / _best_of_five(lambda: oracle_replay(model, 2, 2))
+    assert ratio < 0.6, ratio
