@@ -31,8 +31,8 @@ PTR, SIZE, PREV, NEXT, LIVE = range(5)
 
 class BlockPool:
     """One pool of ``CachingAllocator`` on its own: the small pool (2 MiB segments), or the large pool's requests
-    under ``max_split_size`` ("mid") with ``HugeCache`` holding the others. Blocks are lists (``Block``): cheaper
-    to make and read than objects, which matters at ~10,000 requests a replay.
+    under ``max_split_size`` ("mid") with ``HugeCache`` holding the others. Blocks are lists (``PTR`` ... ``LIVE``):
+    cheaper to make and read than objects, which matters at ~10,000 requests a replay.
 
     Why the pools may be replayed apart: a request only ever takes a block of its own pool, merges follow the
     segment's links, and addresses are only compared between blocks of one pool (which keep their creation order
@@ -237,13 +237,14 @@ class Trace:
                 self._nbytes[name] = nbytes
 
     def compile(self, ops: list[tuple[bool, Hashable, int]], base: int = 0) -> tuple[list[Op], list[Op]]:
-        """(small pool's, large pool's) requests of a declared template; zero-byte tensors take no block."""
+        """(small pool's, large pool's) requests of a declared template; zero-byte tensors take no block, and a key
+        never allocated is freed as nothing (as ``CachingAllocator.free`` does)."""
         per_layer = len(self._layered)
         small: list[Op] = []
         large: list[Op] = []
         for is_malloc, key, _ in ops:
             name, layered = self._key(key, base)
-            nbytes = self._nbytes[name]
+            nbytes = self._nbytes.get(name, 0)
             if nbytes == 0:
                 continue
             slot, stride = (self._layered[name], per_layer) if layered else (-1 - self._fixed[name], 0)
