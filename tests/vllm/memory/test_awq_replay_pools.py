@@ -57,6 +57,8 @@ GRID = [
     (6144, 48, 8, 128, 16384, 32, 6, 65536, 8192, False, False, False),
     (8192, 64, 8, 128, 29696, 128, 21, 152064, 32768, False, True, False),  # 20 MiB qkv qweight at TP 2
     (7168, 56, 8, 128, 19456, 128, 10, 100000, 16384, False, False, True),  # 10-20 MiB blocks in own segments
+    (2048, 16, 8, 128, 6144, 128, 1, 32000, 4096, False, False, True),  # one layer: layer 1's template unused
+    (4096, 32, 8, 128, 11008, 64, 2, 32000, 4096, True, True, False),
 ]
 
 
