@@ -1,6 +1,10 @@
 """Time one in-process estimate (target < 5 ms), the planner's building block: the first in a fresh process, and
 steady state. Not a test.
 
+A case whose model is a path ending in ``.json`` reads that config.json as ``vllm-remedy estimate --model-config``
+does (``hub.spec_from_config``): the padded Qwen2.5-72B-Instruct-AWQ (intermediate 29696) is in neither the catalog
+nor ``awq_marlin_table``, so its first estimate replays the AWQ Marlin load (80 layers).
+
 Each case runs in ``--rounds`` fresh processes (model and GPU looked up in the catalog first). **first**: the
 process's first estimate, which reads the release tables it needs on first use — what one ``vllm-remedy estimate``
 or deploy run pays; **steady**: the best of 5 × 500 estimates of the same settings afterwards, with and without
@@ -17,8 +21,11 @@ import statistics
 import sys
 import time
 import timeit
+from pathlib import Path
 
 from arms import add_arm_options, child_json, load_average, parse_arms, round_order, spread
+
+CONFIGS = Path(__file__).resolve().parent.parent / "tests" / "data" / "configs"
 
 CASES = [
     ("Llama-3.1-8B / H100 / 0.19.0", "meta-llama/Llama-3.1-8B-Instruct", "NVIDIA-H100-80GB-HBM3", "0.19.0",
@@ -28,16 +35,24 @@ CASES = [
     ("Llama-3.1-8B / L4 / 0.6.4 (fails)", "meta-llama/Llama-3.1-8B-Instruct", "NVIDIA-L4", "0.6.4", {}),
     ("Qwen3-32B-AWQ / RTX 5090 / 0.28.0", "Qwen/Qwen3-32B-AWQ", "NVIDIA-GeForce-RTX-5090", "0.28.0",
      {"max-model-len": "8192", "gpu-memory-utilization": "0.70"}),
+    ("Qwen2.5-72B-AWQ config.json TP2 / A100 80GB / 0.28.0", str(CONFIGS / "Qwen2.5-72B-Instruct-AWQ.json"),
+     "NVIDIA-A100-SXM4-80GB", "0.28.0", {"max-model-len": "8192", "tensor-parallel-size": "2"}),
 ]
 
 
 def child(index: int) -> None:
     """Run case ``index`` in this fresh process and print one JSON line (first in ms, steady in µs)."""
+    from vllm_remedy import hub
     from vllm_remedy.vllm import catalog
     from vllm_remedy.vllm.memory import EngineSettings, estimate
 
     _, model_id, label, version, flags = CASES[index]
-    model, gpu = catalog.model(model_id), catalog.gpu(label)
+    if model_id.endswith(".json"):  # as --model-config reads it (commands/_engine_args.load_model_source)
+        model = hub.spec_from_config(hub.config_from_json(hub.read_file(model_id, model_id), model_id), model_id,
+                                     model_id)
+    else:
+        model = catalog.model(model_id)
+    gpu = catalog.gpu(label)
     settings = EngineSettings.from_flags(flags, version)
     start, cpu = time.perf_counter(), time.process_time()
     estimate(model, gpu, settings)

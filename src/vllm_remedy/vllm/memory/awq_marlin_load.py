@@ -36,7 +36,8 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from vllm_remedy.vllm.catalog import GIB, ModelSpec
-from vllm_remedy.vllm.memory.alloc_sim import MIB, CachingAllocator
+from vllm_remedy.vllm.memory.alloc_pools import Recorder, Trace
+from vllm_remedy.vllm.memory.alloc_sim import MIB
 
 # Releases whose AWQ Marlin path was read and found identical (see the docstring).
 AWQ_MARLIN_SEQUENCE_SINCE = (0, 26, 0)
@@ -121,26 +122,9 @@ def overhead_gib(model: ModelSpec, tp: int, dtype_bytes: int, version: tuple[int
     return ((reserved if version >= CONSUMED_BUDGET_SINCE else allocated) - requested) / GIB
 
 
-class _Device(CachingAllocator):
-    """The allocator plus numbered temporaries (ATen outputs freed once their expression or frame ends)."""
-
-    def __init__(self) -> None:
-        super().__init__(LOAD_MAX_SPLIT)
-        self._count = 0
-
-    def scratch(self, nbytes: int) -> int:
-        self._count += 1
-        self.malloc(("tmp", self._count), nbytes)
-        return self._count
-
-    def drop(self, *keys: int) -> None:
-        for key in keys:
-            self.free(("tmp", key))
-
-
 def replay(model: ModelSpec, tp: int, dtype_bytes: int) -> tuple[int, int, int]:
     """(requested, allocated, reserved) bytes per rank after loading and ``empty_cache``: the catalog's checkpoints
-    from ``awq_marlin_table`` (written by the replay), others replayed once per process (~10 ms for 64 layers)."""
+    from ``awq_marlin_table`` (written by the replay), others replayed once per process."""
     from vllm_remedy.vllm.memory.awq_marlin_table import REPLAYED  # only where an AWQ load is replayed
 
     inputs = replay_inputs(model, tp, dtype_bytes)
@@ -149,58 +133,77 @@ def replay(model: ModelSpec, tp: int, dtype_bytes: int) -> tuple[int, int, int]:
 
 @lru_cache(maxsize=64)
 def simulate(m: ReplayInputs) -> tuple[int, int, int]:
-    """The replay itself, cached (a plan estimates the same model many times)."""
+    """The replay itself, cached (a plan estimates the same model many times). Each layer makes the same requests,
+    so they are recorded once (layer 0, which also builds the rotary cache, and layer 1 for the others) and replayed
+    per pool from compiled templates (``alloc_pools``): the bytes of a replay through ``CachingAllocator`` by key."""
     shapes = _linear_shapes(m)
     assert shapes is not None
-    a = _Device()
-    g, hidden, hd, layers, dtype_bytes = m.group, m.hidden, m.head_dim, m.layers, m.dtype_bytes
+    a = Recorder()
+    g, hidden, layers, dtype_bytes = m.group, m.hidden, m.layers, m.dtype_bytes
     vocab = -(-m.vocab // 64) * 64 // m.tp
-    bias, qk_norm = m.qkv_bias, m.qk_norm
     a.malloc("embed", vocab * hidden * dtype_bytes)
-    for layer in range(layers):
-        for name, k, n in shapes:
-            a.malloc((layer, name, "qweight"), k * n // 2)
-            a.malloc((layer, name, "qzeros"), k // g * n // 2)
-            a.malloc((layer, name, "scales"), k // g * n * dtype_bytes)
-            if name == "qkv" and bias:
-                a.malloc((layer, name, "bias"), n * dtype_bytes)
-            if name == "o":
-                if layer == 0:
-                    _rotary(a, m.max_pos, hd, dtype_bytes)
-                for i in range(ATTN_DEVICE_SCALES):
-                    a.malloc((layer, "attn", i), 4)
-                if qk_norm:
-                    a.malloc((layer, "q_norm"), hd * dtype_bytes)
-                    a.malloc((layer, "k_norm"), hd * dtype_bytes)
-        a.malloc((layer, "ln1"), hidden * dtype_bytes)
-        a.malloc((layer, "ln2"), hidden * dtype_bytes)
+    _construct(a, m, shapes, 0)
+    first = a.take()
+    _construct(a, m, shapes, 1)
+    other = a.take()
     a.malloc("norm", hidden * dtype_bytes)
     if not m.tied:
         a.malloc("lm_head", vocab * hidden * dtype_bytes)
+    last = a.take()
     inter, q = shapes[2][2] // 2, shapes[1][1]
     kv = (shapes[0][2] - q) // 2
     # Checkpoint shards copied into narrowed columns (gate, up, k, q, v), each through a temporary freed at once: a
     # layer's pass leaves the allocator as it found it but for the segments it had to add, so once a pass adds none
     # the remaining layers' passes change nothing.
-    temporaries = [nbytes for n in (inter, inter, kv, q, kv)
-                   for nbytes in (hidden * n // 2, hidden // g * n // 2, hidden // g * n * dtype_bytes)]
-    for _ in range(layers):
-        before = a.reserved
-        for nbytes in temporaries:
-            a.probe(nbytes)
-        if a.reserved == before:
-            break
-    for layer in range(layers):
-        for name, k, n in shapes:
-            _process(a, (layer, name), k, n, g, dtype_bytes, bias and name == "qkv")
-    for layer in range(layers):
-        for i in range(ATTN_DEVICE_SCALES - ATTN_CPU_SCALES, ATTN_DEVICE_SCALES):
-            a.free((layer, "attn", i))
-    a.empty_cache()
-    return a.requested, a.allocated, a.reserved
+    for n in (inter, inter, kv, q, kv):
+        for nbytes in (hidden * n // 2, hidden // g * n // 2, hidden // g * n * dtype_bytes):
+            a.drop(a.scratch(nbytes))
+    shards = a.take()
+    for name, k, n in shapes:
+        _process(a, (0, name), k, n, g, dtype_bytes, m.qkv_bias and name == "qkv")
+    process = a.take()
+    for i in range(ATTN_DEVICE_SCALES - ATTN_CPU_SCALES, ATTN_DEVICE_SCALES):
+        a.free((0, "attn", i))  # recreated on the host
+    host = a.take()
+    trace = Trace(LOAD_MAX_SPLIT)
+    templates = ((first, 0), (other, 1), (last, 0), (shards, 0), (process, 0), (host, 0))
+    for ops, base in templates:
+        trace.declare(ops, base)
+    trace.size_for(layers)
+    first_ops, other_ops, last_ops, shard_ops, process_ops, host_ops = (trace.compile(*t) for t in templates)
+    for pool in (0, 1):  # the small pool, then the large: they share nothing
+        trace.run(first_ops[pool], (0,))
+        trace.run(other_ops[pool], range(1, layers))
+        trace.run(last_ops[pool], (0,))
+        trace.probe_until_settled(shard_ops[pool], layers)
+        trace.run(process_ops[pool], range(layers))
+        trace.run(host_ops[pool], range(layers))
+    trace.empty_cache()
+    return trace.requested, trace.allocated, trace.reserved
 
 
-def _rotary(a: _Device, max_pos: int, dim: int, dtype_bytes: int) -> None:
+def _construct(a: Recorder, m: ReplayInputs, shapes: tuple[tuple[str, int, int], ...], layer: int) -> None:
+    """One decoder layer's ``create_weights`` and buffers, in module order (the rotary cache once, in layer 0)."""
+    g, hd, dtype_bytes = m.group, m.head_dim, m.dtype_bytes
+    for name, k, n in shapes:
+        a.malloc((layer, name, "qweight"), k * n // 2)
+        a.malloc((layer, name, "qzeros"), k // g * n // 2)
+        a.malloc((layer, name, "scales"), k // g * n * dtype_bytes)
+        if name == "qkv" and m.qkv_bias:
+            a.malloc((layer, name, "bias"), n * dtype_bytes)
+        if name == "o":
+            if layer == 0:
+                _rotary(a, m.max_pos, hd, dtype_bytes)
+            for i in range(ATTN_DEVICE_SCALES):
+                a.malloc((layer, "attn", i), 4)
+            if m.qk_norm:
+                a.malloc((layer, "q_norm"), hd * dtype_bytes)
+                a.malloc((layer, "k_norm"), hd * dtype_bytes)
+    a.malloc((layer, "ln1"), m.hidden * dtype_bytes)
+    a.malloc((layer, "ln2"), m.hidden * dtype_bytes)
+
+
+def _rotary(a: Recorder, max_pos: int, dim: int, dtype_bytes: int) -> None:
     """RotaryEmbedding._compute_cos_sin_cache then ``cache.to(dtype)`` (rotary_embedding/base.py)."""
     arange = a.scratch(dim // 2 * 4)  # 1.0 / (base ** (arange / dim)): each temporary freed by the next op
     ratio = a.scratch(dim // 2 * 4)
@@ -217,7 +220,7 @@ def _rotary(a: _Device, max_pos: int, dim: int, dtype_bytes: int) -> None:
     a.drop(cat)
 
 
-def _process(a: _Device, key: tuple[int, str], k: int, n: int, g: int, dtype_bytes: int, bias: bool) -> None:
+def _process(a: Recorder, key: tuple[int, str], k: int, n: int, g: int, dtype_bytes: int, bias: bool) -> None:
     """One linear's process_weights_after_loading: the AWQ-to-standard conversion, then Marlin's."""
     packed, zp_packed, zp = k * n // 2, k // g * n // 2, k // g * n * 4
     order, shifts = a.scratch(64), a.scratch(32)
