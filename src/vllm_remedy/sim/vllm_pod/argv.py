@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 # the rehearsal's own tables (no tools' module: see above)
-from . import argv_added, argv_choices, argv_compilation, argv_options, argv_order
+from . import argv_added, argv_choices, argv_cli, argv_compilation, argv_options, argv_order
 from .argv_added import placed  # noqa: F401  (launch.py's argv-ordered items for ``first_error``'s ``spelled``)
 from .argv_options import names as _names
 
@@ -124,8 +124,11 @@ class ArgError:
     raised: bool = False  # a ValueError the flag's action raises while argparse consumes it (``argv_boolean``)
 
     def lines(self, prog: str = "vllm serve", version: Version | None = None) -> list[str]:
-        """What the process writes to stderr before it exits 2. ``python -m vllm.entrypoints.openai.api_server``
+        """What the process writes to stderr before it exits 2. ``vllm serve``'s leftovers are refused by the
+        top-level ``vllm`` parser, under its own usage (``argv_cli``). ``python -m vllm.entrypoints.openai.api_server``
         (``api_server.py``) prints argparse's generated usage of every option first, which is not rendered here."""
+        if prog == "vllm serve" and self.message.startswith(argv_cli.UNRECOGNIZED):
+            return argv_cli.leftovers_refused(self.message, version)
         usage = [serve_usage(version)] if prog == "vllm serve" else []
         return [*usage, f"{prog}: error: {self.message}"]
 

@@ -95,6 +95,17 @@ def inverse(flag: str, version: Version) -> str | None:
     return inverse_of(f"--{flag}") if _has(_table()[3].get(f"--{flag}"), _rows(version)[:1]) else None
 
 
+def cli(version: Version | None) -> tuple[list[str], list[str]]:
+    """The top-level ``vllm`` parser's option strings (``-h`` first) and sub-commands in ``version`` (the table's
+    ``cli`` row; between two read releases the older one's, None or past the newest the newest's, before the oldest
+    the oldest's)."""
+    raw: Any = _raw()
+    releases = _table()[0]
+    rows = _rows(version) if version is not None else (len(releases) - 1,)
+    options, commands = raw["cli"][".".join(map(str, releases[rows[0] if rows else 0]))]
+    return list(options), list(commands)
+
+
 @functools.cache
 def names(flag: str, version: Version) -> str:
     """``--flag``'s option strings as argparse joins them to name the action in its errors
