@@ -20,6 +20,7 @@ import os
 import sys
 from datetime import datetime
 from pathlib import Path
+from textwrap import dedent
 
 import pytest
 
@@ -102,6 +103,49 @@ def test_the_tools_log_classifier_still_reads_an_argument_refusal(tag: str) -> N
     for args in ([LLAMA, "--bogus-flag", "1"], [LLAMA, "--task", "embed"]):
         text = "\n".join(stderr(judge(tag, *args))) + "\n"
         assert parse_startup_log(text).failure.value == "argument_refused", text
+
+
+def test_the_scan_reads_both_layouts(tmp_path: Path) -> None:
+    """vllm/scripts.py's ``add_parser`` calls (to 0.7.2); entrypoints/cli/main.py's ``CMD_MODULES``, each module's
+    ``cmd_init`` classes and their ``name`` (from 0.7.3); a release whose serve it cannot find fails loudly."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import sim_vllm_cli
+
+    old = tmp_path / "old/vllm"
+    old.mkdir(parents=True)
+    (old / "scripts.py").write_text(dedent('''
+        def main():
+            parser = FlexibleArgumentParser(description="vLLM CLI")
+            parser.add_argument('-v', '--version', action='version', version="x")
+            subparsers = parser.add_subparsers(required=True, dest="subparser")
+            serve_parser = subparsers.add_parser("serve", usage="vllm serve <model_tag> [options]")
+            chat_parser = subparsers.add_parser(
+                "chat", usage="vllm chat [options]")
+    '''), encoding="utf-8")
+    assert sim_vllm_cli.cli(old) == (["-h", "-v"], ["serve", "chat"])
+    new = tmp_path / "new/vllm"
+    (new / "entrypoints/cli/benchmark").mkdir(parents=True)
+    (new / "entrypoints/cli/main.py").write_text(dedent('''
+        def main():
+            CMD_MODULES = [vllm.entrypoints.cli.openai, vllm.entrypoints.cli.benchmark.main]
+            parser = FlexibleArgumentParser(description="vLLM CLI")
+            subparsers = parser.add_subparsers(required=False, dest="subparser")
+    '''), encoding="utf-8")
+    (new / "entrypoints/cli/openai.py").write_text(dedent('''
+        class ServeCommand(CLISubcommand):
+            def __init__(self):
+                self.name = "serve"
+        class ChatCommand(CLISubcommand):
+            name = "chat"
+        def cmd_init() -> list[CLISubcommand]:
+            return [ChatCommand(), ServeCommand()]
+    '''), encoding="utf-8")
+    (new / "entrypoints/cli/benchmark/main.py").write_text(
+        'class B(CLISubcommand):\n    name = "bench"\ndef cmd_init():\n    return [B()]\n', encoding="utf-8")
+    assert sim_vllm_cli.cli(new) == (["-h"], ["chat", "serve", "bench"])
+    (new / "entrypoints/cli/openai.py").write_text("def cmd_init():\n    return []\n", encoding="utf-8")
+    with pytest.raises(SystemExit, match="no serve"):
+        sim_vllm_cli.cli(new)
 
 
 def test_the_committed_top_level_parsers_are_what_the_wheels_say() -> None:
