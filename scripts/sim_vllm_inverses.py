@@ -13,6 +13,13 @@ says so (``action=argparse.BooleanOptionalAction``) or spreads ``**<x>_kwargs["f
 whose field is annotated with ``bool`` (engine/arg_utils.py@0.33.0 ``get_kwargs``: ``contains_type(type_hints,
 bool)``), except exactly ``bool | str | None`` (``nargs='?'``); a ``*FrontendArgs`` field likewise
 (``FrontendArgs.add_cli_args`` runs the same ``get_kwargs``). What cannot be classified fails loudly.
+
+``store_true`` lists, per release, the options an ``add_argument`` call registers with ``action="store_true"`` (every
+release read: engine/arg_utils.py@0.5.5 ``--enforce-eager``, entrypoints/cli/serve.py@0.34.0 ``--headless``): argparse
+names such an action ``--x`` alone in its errors and has no ``--no-x`` for it, where a BooleanOptionalAction is
+``--x/--no-x``. In every release read the option strings of such a call are literals at its head, and no other
+action of the server parser is store_true (``frontend_kwargs[...]["action"] = "store_true"`` appears only in
+entrypoints/openai/run_batch.py@0.17.0 and later, another parser).
 """
 
 from __future__ import annotations
@@ -72,6 +79,22 @@ def _annotation(fields: dict[str, dict[str, str]], cls: str, field: str, where: 
     if len({_is_bool(a) for a in found}) != 1:
         raise SystemExit(f"{where}: cannot tell {cls}.{field}'s type ({sorted(found)})")
     return found.pop()
+
+
+_STORE_TRUE = re.compile(r"\baction\s*=\s*[\"']store_true[\"']")
+
+
+def store_true(root: Path, parser_file: Path, serve_text: str) -> list[str]:
+    """The long option strings one release registers with ``action="store_true"``, in the files the option scan reads
+    (engine/arg_utils.py, the file of ``make_arg_parser``, the ``serve`` sub-parser's own calls)."""
+    found: list[str] = []
+    for text in ((root / "engine/arg_utils.py").read_text(encoding="utf-8"), parser_file.read_text(encoding="utf-8"),
+                 serve_text):
+        for call in _calls(text):
+            head = _HEAD.match(call)
+            if head is not None and _STORE_TRUE.search(call):
+                found += [lit[1:-1] for lit in _STRING.findall(head.group(1)) if lit[1:-1].startswith("--")]
+    return list(dict.fromkeys(found))
 
 
 def inverted(root: Path, parser_file: Path, serve_text: str) -> list[str]:

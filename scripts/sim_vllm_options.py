@@ -15,7 +15,10 @@ this one scans the text of each release's files with regular expressions:
   ``--enable-x``/``--disable-x`` options that are a BooleanOptionalAction, which get the inverse option string
   (``inverted``; ``sim_vllm_inverses.py``: not the store_true or valued ones);
 * ``vllm serve``'s own: the ``serve`` sub-parser's ``add_argument`` calls (the section of vllm/scripts.py that builds it
-  to 0.7.3, entrypoints/cli/serve.py from 0.8.0), which ``python -m vllm.entrypoints.openai.api_server`` lacks.
+  to 0.7.3, entrypoints/cli/serve.py from 0.8.0), which ``python -m vllm.entrypoints.openai.api_server`` lacks;
+* the options registered ``action="store_true"`` (``store_true``; ``sim_vllm_inverses.py``): no ``--no-`` form;
+* the top-level ``vllm`` parser's options and sub-commands (``cli``, by release; ``sim_vllm_cli.py``), whose usage
+  argparse prints when it refuses ``vllm serve``'s leftovers.
 
 A wheel's sources go under SRC/src-<release>/vllm (engine/arg_utils.py, entrypoints/, utils*, scripts.py), one per
 release: ``python scripts/sim_vllm_options.py SRC``. The json keeps, per option, the spans of releases (indices into
@@ -29,7 +32,8 @@ import re
 import sys
 from pathlib import Path
 
-from sim_vllm_inverses import inverted  # scripts/ is on sys.path when this file runs
+from sim_vllm_cli import cli  # scripts/ is on sys.path when this file runs
+from sim_vllm_inverses import inverted, store_true
 
 OUT = Path(__file__).resolve().parents[1] / "src/vllm_remedy/sim/vllm_pod/vllm_options.json"
 _STR = r"""(?:"[^"\n]*"|'[^'\n]*')"""
@@ -165,6 +169,10 @@ def main(src: Path) -> None:
                 else [] for root in roots]
     table["inverted"] = {n: _spans([n in s for s in inverses])
                          for n in dict.fromkeys(n for s in reversed(inverses) for n in s)}
+    stored = [store_true(root, _parser_file(root), _serve_section(root)) for root in roots]
+    table["store_true"] = {n: _spans([n in s for s in stored]) for n in dict.fromkeys(n for s in reversed(stored)
+                                                                                      for n in s)}
+    table["cli"] = {r: cli(root) for r, root in zip(releases, roots, strict=True)}
     OUT.write_text(json.dumps(table, separators=(",", ":")) + "\n", encoding="utf-8")
     print(f"{OUT.name}: {len(releases)} releases, {len(table['options'])} options, "  # type: ignore[arg-type]
           f"{len(table['serve_only'])} serve-only, {OUT.stat().st_size} bytes")  # type: ignore[arg-type]

@@ -1,5 +1,6 @@
 """A rehearsal pod given a long option its release's parser does not have ends as real vLLM does: argparse leaves it
-over, ``vllm serve: error: unrecognized arguments: --flag value`` after the usage line, exit 2, nothing before. It
+over, and the top-level ``vllm`` parser refuses the leftovers: ``vllm: error: unrecognized arguments: --flag value``
+after its own usage (``usage: vllm [-h] [-v] {chat,complete,serve,...} ...``), exit 2, nothing before. It
 started instead (--hf-overrides on 0.6.3, --hf-config-path on 0.7.3), or was refused later in the tools' own words
 (``ValueError: kv-cache-memory-bytes: vLLM 0.8.5 has no such flag``, exit 1), read through the tools' tables.
 Boundaries from engine/arg_utils.py at each release (``argv_added.SPAN``)."""
@@ -11,7 +12,7 @@ from datetime import datetime
 import pytest
 
 from vllm_remedy.sim.seed import make_node
-from vllm_remedy.sim.vllm_pod import argv, argv_added, timeline
+from vllm_remedy.sim.vllm_pod import argv_added, argv_cli, timeline
 from vllm_remedy.sim.vllm_pod.launch import Launch, Refusal, plan
 from vllm_remedy.vllm.cmdline import find_server
 from vllm_remedy.vllm.versions import parse_version
@@ -43,8 +44,8 @@ def _refused_as_argparse(got: Launch | Refusal, words: str) -> None:
     run = timeline.plan_refusal(got, datetime(2026, 1, 1))
     assert run.lines == ()  # no banner, no arguments line, no engine
     assert run.exit is not None and run.exit.code == 2
-    assert run.exit.log == (argv.serve_usage(parse_version(got.version)),  # ``<model_tag>`` to 0.8.0
-                            f"vllm serve: error: unrecognized arguments: {words}")
+    assert run.exit.log == (*argv_cli.top_usage(parse_version(got.version)),
+                            f"vllm: error: unrecognized arguments: {words}")
 
 
 @pytest.mark.parametrize(("args", "without", "with_"), BOUNDARIES)

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 # the rehearsal's own tables (no tools' module: see above)
-from . import argv_added, argv_choices, argv_compilation, argv_options, argv_order
+from . import argv_added, argv_choices, argv_cli, argv_compilation, argv_options, argv_order
 from .argv_added import placed  # noqa: F401  (launch.py's argv-ordered items for ``first_error``'s ``spelled``)
 from .argv_options import names as _names
 
@@ -96,12 +96,6 @@ STORE_BOOLEAN_UNTIL: dict[str, Version] = {
     "enable-chunked-prefill": (0, 8, 5), "multi-step-stream-outputs": (0, 8, 5),
     "disable-logprobs-during-spec-decoding": (0, 8, 3),
 }
-#: ``action='store_true'`` (no ``--no-`` form) until the first release read where the flag is a dataclass field made a
-#: ``BooleanOptionalAction`` (engine/arg_utils.py@0.8.5 store_true, @0.9.2 ``get_kwargs``); None: in every release read.
-STORE_TRUE_UNTIL: dict[str, Version | None] = {
-    "enforce-eager": (0, 9, 2), "trust-remote-code": (0, 9, 2), "skip-tokenizer-init": (0, 9, 2),
-    "disable-log-stats": None,
-}
 _HUMAN = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
 SERVE_USAGE = "usage: vllm serve [model_tag] [options]"
 #: ``vllm serve``'s model_tag is required (usage ``vllm serve <model_tag> [options]``, no ``nargs``) to 0.8.0
@@ -124,8 +118,11 @@ class ArgError:
     raised: bool = False  # a ValueError the flag's action raises while argparse consumes it (``argv_boolean``)
 
     def lines(self, prog: str = "vllm serve", version: Version | None = None) -> list[str]:
-        """What the process writes to stderr before it exits 2. ``python -m vllm.entrypoints.openai.api_server``
+        """What the process writes to stderr before it exits 2. ``vllm serve``'s leftovers are refused by the
+        top-level ``vllm`` parser, under its own usage (``argv_cli``). ``python -m vllm.entrypoints.openai.api_server``
         (``api_server.py``) prints argparse's generated usage of every option first, which is not rendered here."""
+        if prog == "vllm serve" and self.message.startswith(argv_cli.UNRECOGNIZED):
+            return argv_cli.leftovers_refused(self.message, version)
         usage = [serve_usage(version)] if prog == "vllm serve" else []
         return [*usage, f"{prog}: error: {self.message}"]
 
@@ -265,8 +262,11 @@ def boolean_names(flag: str, version: Version) -> str:
 
 
 def store_true(flag: str, version: Version) -> bool:
-    """Whether ``--flag`` is ``store_true`` in ``version``: then the parser has no ``--no-flag`` option string."""
-    return flag in STORE_TRUE_UNTIL and (STORE_TRUE_UNTIL[flag] is None or version < STORE_TRUE_UNTIL[flag])
+    """Whether ``--flag`` is ``store_true`` in ``version``: then the parser has no ``--no-flag`` option string. Read
+    per release from the wheels (``argv_options.store_true``): ``--enforce-eager`` is store_true to 0.8.5 and a
+    dataclass field's BooleanOptionalAction from 0.9.0 (engine/arg_utils.py@0.9.0 ``**model_kwargs["enforce_eager"]``),
+    ``--headless`` store_true in every release that has it (entrypoints/cli/serve.py@0.9.0-0.34.0)."""
+    return argv_options.store_true(flag, version)
 
 
 def unknown_negations(negated: Iterable[tuple[str, str]], version: Version) -> list[str]:
@@ -337,7 +337,9 @@ def first_error(options: Iterable[tuple[str, str | None]], version: Version, pos
     skip = {("optimization-level", v) for s_, a, v in shorts if s_ == "-O" and a is None and v and "-O" in unknown}
     skip |= {("compilation-config", v) for s_, a, v in shorts if s_ == "-cc" and version < COMPILATION_CC_SINCE}
     options = list(options)
-    absent = argv_added.skipped(options, version) | {i[0] for i in spelled if argv_added.lacking(i, version, serve)}
+    lacked = [i for i in spelled if argv_added.lacking(i, version, serve)]  # a ``--no-x`` of a store_true x too
+    # a store_true flag's own ``--x=1`` is still judged when its ``--no-x`` is left over
+    absent = argv_added.skipped(options, version) | {i[0] for i in lacked if not i[1][0].startswith("--no-")}
     ordered = argv_order.steps(options, booleans, spelled)  # then each option where argparse consumes it
     raised_at = _raised_at(ordered, raised)
     for n, (flag, value, eq_form) in enumerate(ordered):
@@ -362,7 +364,9 @@ def first_error(options: Iterable[tuple[str, str | None]], version: Version, pos
         words and re.match(r"^--model(=.+|$)", words[0]) for _n, words, _at in spelled)
     takes = 0 if (api_server and version < API_SERVER_MODEL_TAG_SINCE) or hoisted else 1
     late = argv_added.leftovers(spelled, version, takes, serve)
-    extra = unknown_negations(negated, version) + (list(positionals)[takes:] if late is None else late) + unknown
+    left = {i[1][0] for i in lacked}  # in ``late`` already, in argv order
+    extra = [w for w in unknown_negations(negated, version) if w not in left]
+    extra += (list(positionals)[takes:] if late is None else late) + unknown
     return ArgError("", f"unrecognized arguments: {' '.join(extra)}") if extra else None
 
 

@@ -5,7 +5,9 @@ over each release's wheel (the option strings of every ``add_argument`` call in 
 ``make_arg_parser``, the fields of its ``FrontendArgs`` dataclasses, and what the ``serve`` sub-parser adds); the tools'
 table (``vllm/data/vllm_flags.json``) is read from the syntax tree and is not used here, so the two can catch each
 other's mistakes. Loaded on first use. From 0.33.0 it also lists the ``--enable-x``/``--disable-x`` options that are
-a BooleanOptionalAction (``inverted``), the only ones EnableDisableAction gives an inverse (``inverse``).
+a BooleanOptionalAction (``inverted``), the only ones EnableDisableAction gives an inverse (``inverse``); per release
+the options registered ``action="store_true"`` (``store_true``: no ``--no-`` form) and the top-level ``vllm`` parser's
+options and sub-commands (``cli``).
 
 argparse (CPython 3.12 ``_parse_optional``, the same for long options in 3.10) reads a word that starts with ``--``:
 an exact option string, else the part before ``=``, else every option string that starts with that part
@@ -95,6 +97,24 @@ def inverse(flag: str, version: Version) -> str | None:
     return inverse_of(f"--{flag}") if _has(_table()[3].get(f"--{flag}"), _rows(version)[:1]) else None
 
 
+def store_true(flag: str, version: Version) -> bool:
+    """Whether ``version``'s parser registers ``--flag`` with ``action="store_true"`` (the table's ``store_true`` row;
+    between two read releases the older one's, past the newest the newest's): argparse names its action ``--flag``
+    alone and has no ``--no-flag``. False for a release older than the table."""
+    return _has(_raw()["store_true"].get(f"--{flag}"), _rows(version)[:1])  # type: ignore[attr-defined]
+
+
+def cli(version: Version | None) -> tuple[list[str], list[str]]:
+    """The top-level ``vllm`` parser's option strings (``-h`` first) and sub-commands in ``version`` (the table's
+    ``cli`` row; between two read releases the older one's, None or past the newest the newest's, before the oldest
+    the oldest's)."""
+    raw: Any = _raw()
+    releases = _table()[0]
+    rows = _rows(version) if version is not None else (len(releases) - 1,)
+    options, commands = raw["cli"][".".join(map(str, releases[rows[0] if rows else 0]))]
+    return list(options), list(commands)
+
+
 @functools.cache
 def names(flag: str, version: Version) -> str:
     """``--flag``'s option strings as argparse joins them to name the action in its errors
@@ -113,8 +133,9 @@ def dashed(word: str) -> str:
 
 def _lookup(word: str, version: Version, serve: bool) -> tuple[str, ...] | None:
     """The option strings ``word`` names (one: that option; several: ambiguous; none: unknown), or None when argparse
-    does not read it as an option here (no ``--`` name, a space in it, a release older than the table, the ``--no-``
-    form of a flag: ``argv.unknown_negations`` judges those)."""
+    does not read it as an option here (no ``--`` name, a space in it, a release older than the table) or the word is
+    the ``--no-`` form of an option that is not ``store_true`` (a BooleanOptionalAction's, as far as the table tells).
+    """
     known = options(version, serve)
     if not known or not word.startswith("--") or word == "--" or " " in word:
         return None
@@ -124,8 +145,10 @@ def _lookup(word: str, version: Version, serve: bool) -> tuple[str, ...] | None:
         return (key,) if key in known else tuple(o for o in known if o.startswith(key))
     if key in known:
         return (key,)
-    if key.startswith("--no-") and any(o.startswith(f"--{key[5:]}") for o in known):
+    targets = [o for o in known if key.startswith("--no-") and o.startswith(f"--{key[5:]}")]
+    if targets and not all(store_true(o[2:], version) for o in targets):
         return None  # a BooleanOptionalAction's --no-x (or its abbreviation): the table holds no --no- forms
+    # (a store_true --x has no --no-x: ``--no-headless`` is an unknown word, as argparse leaves it over)
     return tuple(o for o in known if o.startswith(key))
 
 

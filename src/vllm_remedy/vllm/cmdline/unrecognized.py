@@ -1,4 +1,9 @@
-"""Options vLLM's argument parser certainly refuses as unknown: ``vllm serve: error: unrecognized arguments``, exit 2.
+"""Options vLLM's argument parser certainly refuses as unknown: ``unrecognized arguments``, exit 2.
+
+``vllm serve``'s sub-parser only collects what it does not know; the top-level ``vllm`` parser refuses it, under its
+own usage: ``vllm: error: unrecognized arguments: ...`` (argparse's sub-parser action; vllm/scripts.py@0.5.5,
+entrypoints/cli/main.py@0.7.3-0.34.0), ``api_server.py: error: ...`` for the OpenAI module, whose one parser has no
+sub-parser. The refusals serve's own parser raises (``refused``: a value, a missing model tag) stay ``vllm serve``'s.
 
 Each release's own parser decides (``release_flags``: every option string of ``vllm serve`` per release, read from
 vLLM's source by ``scripts/vllm_flags.py``). On a release read the table is complete, so an option it lacks is
