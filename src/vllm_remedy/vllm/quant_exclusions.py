@@ -29,6 +29,9 @@ single keys. The rules, each with the release it starts from (PyPI wheels, model
   ``get_rename_mapper`` @0.29.0), so the names are not rewritten. An absent or empty list is filled from the
   safetensors header's dtypes (not read here: sized all-quantized).
 
+- ModelOpt ``exclude_modules`` (``ignore`` in a config.json section): ``quant_modelopt_skip``, which checks each
+  release's rule against what the checkpoint stores, routed experts included.
+
 The names tested are the ``prefix`` vLLM gives each linear layer (``model.layers.N.self_attn.qkv_proj`` ...), for the
 architectures in ``_LAYOUTS`` only, from the release their model file passes those prefixes (qwen2.py@0.6.3 passes
 none: every layer's name is "" there, which a substring or an exact name never matches). Routed experts (FusedMoE
@@ -43,76 +46,19 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-Version = tuple[int, int, int]
+from vllm_remedy.vllm import quant_modelopt_skip
+from vllm_remedy.vllm.quant_layers import FUSED as _FUSED
+from vllm_remedy.vllm.quant_layers import HARMLESS as _HARMLESS
+from vllm_remedy.vllm.quant_layers import LAYOUTS as _LAYOUTS
+from vllm_remedy.vllm.quant_layers import Exclusions, Layout, Shape, Split, Version, moe_layer_set
+
+__all__ = ["SKIP_KEYS", "Exclusions", "Shape", "Split", "from_text", "moe_layer_set", "read"]
 
 #: Keys any method lists left-out modules under (ModelOpt ``exclude_modules``, bitsandbytes ``llm_int8_skip_modules``).
 SKIP_KEYS = ("modules_to_not_convert", "ignored_layers", "ignore", "exclude_modules", "llm_int8_skip_modules",
              "dynamic", "modules_in_block_to_quantize")
 _GPTQ_KEYS = ("dynamic", "modules_in_block_to_quantize")  # read by the GPTQ classes only
 ALLOW_LIST_SINCE = (0, 11, 0)  # modules_in_block_to_quantize (gptq.py@0.11.0; absent @0.10.2)
-_FUSED = {"qkv_proj": ("q_proj", "k_proj", "v_proj"), "gate_up_proj": ("gate_proj", "up_proj")}
-
-
-@dataclass(frozen=True)
-class Layout:
-    """How an architecture's vLLM model names its decoder layers' linear modules."""
-
-    named_since: Version  # the first release whose model file passes each linear layer its full prefix
-    moe_block: str = "mlp"  # the MoE block's attribute (its ``experts`` are FusedMoE, its ``gate`` unquantized)
-
-
-# model.layers.N.{self_attn.qkv_proj, self_attn.o_proj, mlp.gate_up_proj, mlp.down_proj}: llama.py@0.5.5-@0.34.0
-# (MistralForCausalLM is llama.py's class), qwen2.py@0.6.4-@0.34.0 (Qwen3's MLP is Qwen2's), qwen3.py /
-# qwen3_moe.py@0.8.5-@0.34.0, mixtral.py@0.5.5-@0.34.0 (block_sparse_moe.experts; its gate has quant_config=None).
-_LAYOUTS: dict[str, Layout] = {
-    "LlamaForCausalLM": Layout((0, 5, 5)),
-    "MistralForCausalLM": Layout((0, 5, 5)),
-    "Qwen2ForCausalLM": Layout((0, 6, 4)),
-    "Qwen3ForCausalLM": Layout((0, 8, 5)),
-    "Qwen3MoeForCausalLM": Layout((0, 8, 5)),
-    "MixtralForCausalLM": Layout((0, 5, 5), "block_sparse_moe"),
-}
-# Entries that can only name the LM head or the vision tower, both sized 16-bit whatever the method does.
-_HARMLESS = re.compile(r"^(re:)?[\^.*]*(lm_head|vision_tower|visual|vision_model|multi_modal_projector|mm_projector)"
-                       r"[$.*]*$")
-
-
-@dataclass(frozen=True)
-class Split:
-    """What one release does with the checkpoint's linear layers: parameters left unquantized (sized at the model
-    dtype), parameters packed at other bits ``(params, bits, group_size)``, or why it cannot be predicted."""
-
-    unquantized: float = 0.0
-    overrides: tuple[tuple[float, int, int | None], ...] = ()
-    problem: str | None = None
-
-
-@dataclass(frozen=True)
-class Exclusions:
-    """``Split`` per release: ``eras`` ascending by the release each starts from; before the first, no rule."""
-
-    eras: tuple[tuple[Version, Split], ...]
-
-    def at(self, version: Version) -> Split | None:
-        chosen = None
-        for since, split in self.eras:
-            if version >= since:
-                chosen = split
-        return chosen
-
-
-@dataclass(frozen=True)
-class Shape:
-    """The language model's shapes the walk sizes layers from (``ModelSpec``'s fields)."""
-
-    architecture: str
-    layers: int
-    hidden: int
-    heads: int
-    kv_heads: int
-    head_dim: int
-    intermediate: int
-    moe_layers: frozenset[int]
 
 
 @dataclass(frozen=True)
@@ -360,25 +306,18 @@ def _allow_list(qc: Mapping[str, Any]) -> list[str] | None:
                       "(or of lists of them)")
 
 
-def moe_layer_set(text: Mapping[str, Any], layers: int, experts: int) -> frozenset[int]:
-    """The layers with routed experts (Qwen-MoE's ``mlp_only_layers`` / ``decoder_sparse_step``), as
-    ``shapes.moe_layers`` counts them."""
-    if not experts:
-        return frozenset()
-    dense = {int(i) for i in text.get("mlp_only_layers") or ()}
-    step = int(text.get("decoder_sparse_step") or 1)
-    return frozenset(i for i in range(layers) if i not in dense and (i + 1) % step == 0)
-
-
 def from_text(text: Mapping[str, Any], architecture: str, layers: int, hidden: int, heads: int, kv_heads: int,
               head_dim: int, intermediate: int, experts: int, qc: Mapping[str, Any] | None,
               method: str | None) -> Exclusions | None:
-    """``read`` for a config.json's language model (``ModelSpec.from_hf_config``)."""
-    if method and method.startswith("modelopt") and isinstance(qc, Mapping) and isinstance(
-            qc.get("quantization"), Mapping):  # ModelOpt's own layout: its skip list is the nested one alone
-        qc = {"exclude_modules": qc["quantization"].get("exclude_modules")}  # (from_config, modelopt.py@0.10.1)
-    if qc is None or not any(qc.get(k) for k in SKIP_KEYS):
+    """``read`` for a config.json's language model (``ModelSpec.from_hf_config``). A ModelOpt section goes to
+    ``quant_modelopt_skip``, which reads its nested or flat list per release and the routed experts too."""
+    if qc is None:
         return None
+    moe_inter = (text.get("moe_intermediate_size") or intermediate) if experts else 0
     shape = Shape(architecture, layers, hidden, heads, kv_heads, head_dim, intermediate,
-                  moe_layer_set(text, layers, experts))
+                  moe_layer_set(text, layers, experts), experts, int(moe_inter))
+    if method and method.startswith("modelopt"):
+        return quant_modelopt_skip.read(qc, method, shape)
+    if not any(qc.get(k) for k in SKIP_KEYS):
+        return None
     return read(qc, method, shape)
