@@ -35,8 +35,9 @@ single keys. The rules, each with the release it starts from (PyPI wheels, model
 The names tested are the ``prefix`` vLLM gives each linear layer (``model.layers.N.self_attn.qkv_proj`` ...), for the
 architectures in ``_LAYOUTS`` only, from the release their model file passes those prefixes (qwen2.py@0.6.3 passes
 none: every layer's name is "" there, which a substring or an exact name never matches). Routed experts (FusedMoE
-has its own skip rules per method and release) are not walked: a rule reaching them is "cannot predict", as is any
-rule on an architecture not listed, unless it names only the LM head or the vision tower (sized 16-bit already).
+has its own skip rules per method and release) are judged by ``quant_moe_skip`` for fp8 and compressed-tensors; an
+AWQ or GPTQ rule reaching them is "cannot predict", as is any rule on an architecture not listed, unless it names
+only the LM head or the vision tower (sized 16-bit already).
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from vllm_remedy.vllm import quant_modelopt_skip
+from vllm_remedy.vllm import quant_modelopt_skip, quant_moe_skip
 from vllm_remedy.vllm.quant_layers import FUSED as _FUSED
 from vllm_remedy.vllm.quant_layers import HARMLESS as _HARMLESS
 from vllm_remedy.vllm.quant_layers import LAYOUTS as _LAYOUTS
@@ -97,8 +98,9 @@ def _fused_decision(name: str, match: Match, fused_first: bool, shards: bool) ->
 Decide = Callable[[str], Any]  # a layer name -> True skip / False keep / (bits, group) / None (vLLM raises)
 
 
-def _walk(shape: Shape, layout: Layout | None, decide: Decide, what: str) -> Split:
-    """Apply ``decide`` to every linear layer by its vLLM name; ``layout`` None: the release names none ("")."""
+def _walk(shape: Shape, layout: Layout | None, decide: Decide, what: str, experts_known: bool = False) -> Split:
+    """Apply ``decide`` to every linear layer by its vLLM name; ``layout`` None: the release names none ("").
+    ``experts_known``: the routed experts are judged apart (``quant_moe_skip``), not here."""
     unquantized = 0.0
     overrides: dict[tuple[int, int | None], float] = {}
     for layer in range(shape.layers):
@@ -109,7 +111,7 @@ def _walk(shape: Shape, layout: Layout | None, decide: Decide, what: str) -> Spl
                 return Split(problem=f"{what} leaves some shards of {name} quantized and others not, which vLLM "
                                      "refuses (ValueError) at load")
             if mod.suffix.endswith(".experts"):
-                if got is not False:
+                if got is not False and not experts_known:
                     return Split(problem=f"{what} reaches the routed experts ({name}), whose skip rules per method "
                                          "and release are not modelled")
                 continue
@@ -120,15 +122,25 @@ def _walk(shape: Shape, layout: Layout | None, decide: Decide, what: str) -> Spl
     return Split(unquantized, tuple((p, b, g) for (b, g), p in overrides.items()))
 
 
-def _eras(shape: Shape, layout: Layout, rules: list[tuple[Version, Decide]], what: str) -> Exclusions | None:
+Moe = Callable[[Version], "float | str"]  # routed experts left 16-bit at a release, or why not predicted
+
+
+def _eras(shape: Shape, layout: Layout, rules: list[tuple[Version, Decide]], what: str,
+          moe: tuple[tuple[Version, ...], Moe] | None = None) -> Exclusions | None:
     """``Split`` per release: at each release a rule or the naming changes, the rule then in force walked over the
-    names the release gives (none before ``layout.named_since``). None when no release leaves anything out."""
-    bounds = sorted({since for since, _ in rules} | {layout.named_since})
+    names the release gives (none before ``layout.named_since``), plus the routed experts ``moe`` judges (with the
+    releases its rule changes at). None when no release leaves anything out."""
+    bounds = sorted({since for since, _ in rules} | {layout.named_since} | set(moe[0] if moe else ()))
     eras = []
     for at in bounds:
         live = [decide for since, decide in rules if since <= at]
         if live:
-            eras.append((at, _walk(shape, layout if at >= layout.named_since else None, live[-1], what)))
+            split = _walk(shape, layout if at >= layout.named_since else None, live[-1], what, moe is not None)
+            if moe is not None and split.problem is None:
+                got = moe[1](at)
+                split = Split(problem=got) if isinstance(got, str) else Split(
+                    split.unquantized + got, split.overrides)
+            eras.append((at, split))
     return Exclusions(tuple(eras)) if any(split != Split() for _, split in eras) else None
 
 
@@ -194,11 +206,36 @@ def _read(qc: Mapping[str, Any] | None, method: str | None, shape: Shape) -> Exc
         return None
     if layout is None:
         return _single(first, _unknown(named, "this tool does not know the architecture's layer names in vLLM"))
-    what = f"quantization_config's skip list {sorted(set(named))}"
-    if method == "fp8" and shape.moe_layers and any("experts" in n for n in named):
-        return _single(first, Split(problem=f"{what} names experts, whose exact-name rule (quant_utils.py@0.30.0) is "
-                                            "not modelled"))
-    return _eras(shape, layout, _rules(method, lists), what)
+    every = sorted(set(named))
+    what = f"quantization_config's skip list {every[:6]}{' ...' if len(every) > 6 else ''}"
+    moe = _moe(method, lists, shape, layout, what) if shape.moe_layers and shape.experts else None
+    return _eras(shape, layout, _rules(method, lists), what, moe)
+
+
+def _moe(method: str, lists: list[tuple[Version, list[str] | None]], shape: Shape, layout: Layout,
+         what: str) -> tuple[tuple[Version, ...], Moe] | None:
+    """The routed experts' judge for fp8 and compressed-tensors (``quant_moe_skip``); None for other methods."""
+    def names_at(v: Version) -> list[str]:
+        return next((names or [] for since, names in reversed(lists) if since <= v), [])
+
+    if method == "fp8":
+        stored = {n for _, names in lists for n in names or ()}.__contains__  # both keys: what the checkpoint says
+
+        def fp8(v: Version) -> float | str:
+            return quant_moe_skip.experts(shape, layout, stored, quant_moe_skip.fp8_rule(names_at(v)),
+                                          v >= quant_moe_skip.FP8_EXPERTS_SINCE, what)
+        return ((0, 11, 0), quant_moe_skip.FP8_EXPERTS_SINCE), fp8
+    if method == "compressed-tensors":
+        names = names_at((0, 0, 0))
+
+        def listed(n: str) -> bool:
+            return any(_re_match(e[3:], n) if e.startswith("re:") else e == n for e in names)
+
+        def ct(v: Version) -> float | str:
+            return quant_moe_skip.experts(shape, layout, listed, quant_moe_skip.ct_rule(listed),
+                                          v >= quant_moe_skip.CT_EXPERTS_SINCE, what)
+        return (quant_moe_skip.CT_EXPERTS_SINCE,), ct
+    return None
 
 
 def _rules(method: str, lists: list[tuple[Version, list[str] | None]]) -> list[tuple[Version, Decide]]:
