@@ -20,7 +20,7 @@ from vllm_remedy.vllm import catalog, quant_config
 from vllm_remedy.vllm.catalog import GIB, ModelSpec
 from vllm_remedy.vllm.memory import EngineSettings, estimate
 from vllm_remedy.vllm.memory.unmodelled import CannotPredict
-from vllm_remedy.vllm.quant_exclusions import from_text
+from vllm_remedy.vllm.quant_exclusions import Split, from_text
 
 CONFIGS = Path(__file__).resolve().parents[1] / "data" / "configs"
 H100 = "NVIDIA-H100-80GB-HBM3"
@@ -84,7 +84,9 @@ def test_the_router_gates_nvidias_qwen3_moe_excludes_are_left_16_bit_by_every_re
     from 0.12.0 fnmatch too); the weight sizing prices routers at 16 bits anyway. Before, any entry other than the
     LM head made the checkpoint "cannot predict"."""
     section = {**_json("Qwen3-235B-A22B-NVFP4.hf_quant_config"), "quant_method": "modelopt_fp4"}  # quant_source
-    assert _read("Qwen3-235B-A22B", section, "modelopt_fp4") is None
+    found = _read("Qwen3-235B-A22B", section, "modelopt_fp4")  # read from 0.10.1 (quant_source.MODELOPT_SINCE)
+    for version in ((0, 10, 1), (0, 10, 2), (0, 11, 0), (0, 12, 0), (0, 24, 0), (0, 26, 0), (0, 34, 0)):
+        assert found.at(version) == Split(), version
 
 
 LAYER0_ATTN = 8192 * (64 * 128) * 2 + 8192 * (8 * 128) * 2  # q, o and k, v of Llama-3.3-70B's first layer
@@ -138,3 +140,28 @@ def test_an_architecture_whose_names_are_not_walked_still_cannot_be_predicted():
     text = {**_json("Llama-3.3-70B-Instruct"), "architectures": ["Phi3ForCausalLM"]}
     found = from_text(text, "Phi3ForCausalLM", 80, 8192, 64, 8, 128, 28672, 0, section, "modelopt")
     assert "does not know the architecture's layer names" in found.at((0, 30, 0)).problem
+
+
+# ---- what a release builds at all -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("section", "version", "words"), [
+    ({"quant_method": "modelopt", "quant_algo": "FP8"}, "0.9.2", "reads a ModelOpt section only in"),
+    ({"quant_method": "modelopt", "quantization": FP4_FILE["quantization"]}, "0.9.2",
+     "builds its ModelOpt FP8 config for this NVFP4 checkpoint"),
+])
+def test_a_section_a_release_cannot_build_is_not_sized(section, version, words):
+    """Before 0.10.0 ``from_config`` reads only ``quantization`` (get_from_keys raises on a flat section) and no
+    override picks the NVFP4 class, so the FP8 class gets packed NVFP4 weights (modelopt.py@0.9.2 l.72-77). Before,
+    both were sized (8 and 4 bits)."""
+    with pytest.raises(CannotPredict, match=words):
+        _weights(_with("Llama-3.3-70B-Instruct", section), version)
+    assert _weights(_with("Llama-3.3-70B-Instruct", section), "0.10.0") > 0  # read from 0.10.0
+
+
+def test_a_moe_model_before_its_class_has_a_fused_moe_method_is_not_sized():
+    """ModelOptFp8Config gives FusedMoE a method from 0.10.0 (modelopt.py@0.10.0 l.169); before, FusedMoE's
+    ``assert quant_method is not None`` fails (fused_moe/layer.py@0.9.2 l.732-735)."""
+    nested = {"quant_method": "modelopt", "quantization": {"quant_algo": "FP8", "exclude_modules": ["lm_head"]}}
+    with pytest.raises(CannotPredict, match="no FusedMoE method"):
+        _weights(_with("Qwen3-30B-A3B", nested), "0.9.2", "1")
+    assert _weights(_with("Qwen3-30B-A3B", nested), "0.10.0", "1") > 0

@@ -42,11 +42,15 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 from vllm_remedy.errors import UserError
-from vllm_remedy.vllm import modelopt_class
+from vllm_remedy.vllm import modelopt_class, quant_config
 from vllm_remedy.vllm.quant_layers import FUSED, HARMLESS, LAYOUTS, Exclusions, Layout, Shape, Split, Version
 
 FP8, NVFP4 = "modelopt", "modelopt_fp4"
 FLAT_IGNORE_SINCE: Version = (0, 12, 0)  # a flat section's list is "ignore" (modelopt.py@0.12.0 from_config)
+#: The first release whose class gives a FusedMoE a method (modelopt.py@0.10.0 l.169 ``ModelOptFp8MoEMethod``,
+#: @0.9.0 ``ModelOptNvFp4FusedMoE``); before, ``get_quant_method`` returns None for it and FusedMoE's
+#: ``assert quant_method is not None`` fails (fused_moe/layer.py@0.9.2 l.732-735, @0.8.5, @0.6.1).
+MOE_SINCE: dict[str, Version] = {FP8: (0, 10, 0), NVFP4: (0, 9, 0)}
 _BOUNDS: tuple[Version, ...] = ((0, 0, 0), (0, 9, 0), (0, 10, 0), (0, 10, 1), (0, 10, 2), (0, 11, 0), (0, 12, 0),
                                 (0, 14, 0), (0, 16, 0), (0, 17, 0), (0, 22, 0), (0, 24, 0), (0, 26, 0))
 
@@ -234,6 +238,7 @@ def read(qc: Mapping[str, Any], method: str, shape: Shape) -> Exclusions | None:
     """The ModelOpt section's exclusions per release (module docstring), or None when the checkpoint lists nothing
     any release would leave unquantized or quantize against it."""
     facts = modelopt_class.facts(qc)
+    algo = str(quant_config.modelopt_algo(qc) or "").upper()
     layout = LAYOUTS.get(shape.architecture)
     try:
         kept = stored(qc)
@@ -251,7 +256,21 @@ def read(qc: Mapping[str, Any], method: str, shape: Shape) -> Exclusions | None:
         except UserError:  # the override cannot be predicted: said by quant_support, not here
             split = Split()
         else:
-            if cls not in (FP8, NVFP4) or not (kept or entries):
+            if cls in (FP8, NVFP4) and v < (0, 10, 0) and "quantization" not in qc:
+                split = Split(problem="vLLM before 0.10.0 reads a ModelOpt section only in hf_quant_config.json's "
+                                      "nested layout (from_config: get_from_keys(config, [\"quantization\"]), "
+                                      "modelopt.py@0.9.2), which this section lacks: ValueError while the config "
+                                      "is built, which this tool does not predict")
+            elif cls == FP8 and "FP8" not in algo:
+                split = Split(problem=f"vLLM builds its ModelOpt FP8 config for this {algo} checkpoint (no override "
+                                      "picks the NVFP4 class before 0.10.0: modelopt_class), which then expects "
+                                      "16-bit weights to quantize (is_checkpoint_fp8_serialized false, "
+                                      "modelopt.py@0.9.2 l.72-77) and gets packed ones: not predicted")
+            elif shape.experts and cls in MOE_SINCE and v < MOE_SINCE[cls]:
+                split = Split(problem=f"vLLM's {cls} config has no FusedMoE method at this release (from "
+                                      f"{'.'.join(map(str, MOE_SINCE[cls]))}): FusedMoE asserts one, an "
+                                      "AssertionError while the model is built, which this tool does not predict")
+            elif cls not in (FP8, NVFP4) or not (kept or entries):
                 split = Split()
             elif layout is None:
                 odd = [e for e in dict.fromkeys(kept + entries) if not HARMLESS.match(e)]
