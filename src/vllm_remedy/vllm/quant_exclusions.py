@@ -227,9 +227,14 @@ def _moe(method: str, lists: list[tuple[Version, list[str] | None]], shape: Shap
         return ((0, 11, 0), quant_moe_skip.FP8_EXPERTS_SINCE), fp8
     if method == "compressed-tensors":
         names = names_at((0, 0, 0))
+        exact = {e for e in names if not e.startswith("re:")}
+        patterns = [e[3:] for e in names if e.startswith("re:")]
+        seen: dict[str, bool] = {}  # one answer per module name across releases (a layer's experts are many)
 
         def listed(n: str) -> bool:
-            return any(_re_match(e[3:], n) if e.startswith("re:") else e == n for e in names)
+            if n not in seen:
+                seen[n] = n in exact or any(_re_match(p, n) for p in patterns)
+            return seen[n]
 
         def ct(v: Version) -> float | str:
             return quant_moe_skip.experts(shape, layout, listed, quant_moe_skip.ct_rule(listed),

@@ -27,6 +27,9 @@ What vLLM does, per release (``get_quant_method`` / ``is_layer_excluded`` of the
 - 0.26.0: these architectures carry an ``hf_to_vllm_mapper`` (llama.py, qwen2.py, qwen3.py, qwen3_moe.py,
   mixtral.py@0.26.0; none @0.24.0), so the loader calls ``apply_vllm_mapper`` (model_loader/utils.py@0.26.0
   l.305-310), which splits each "P*" (P not ending in ".") into "P" and "P.*" (modelopt.py@0.13.0 on).
+Before any list: a release that cannot build the section at all is "cannot predict" too: a flat section before
+0.10.0 (``from_config`` reads ``quantization`` only), a nested NVFP4 one before 0.10.0 (the FP8 class is built for
+it), an MoE model before its class gives FusedMoE a method (``MOE_SINCE``).
 A layer vLLM quantizes while the checkpoint stores it 16-bit (or the reverse), or whose shards vLLM finds split, is
 "cannot predict": 16-bit tensors loaded into packed parameters (or packed ones into 16-bit) is a load this tool does
 not size. A substring rule can reach further than the checkpoint meant ("model.layers.1" is in
