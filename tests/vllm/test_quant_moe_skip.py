@@ -75,3 +75,22 @@ def test_a_compressed_tensors_experts_container_entry_is_not_what_vllm_matches()
     section = {**W4A16, "ignore": ["lm_head", "model.layers.0.mlp.experts"]}
     found = _read(section, "compressed-tensors")
     assert "vLLM quantizes model.layers.0.mlp.experts" in found.at((0, 30, 0)).problem
+
+
+AWQ = {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True, "version": "gemm"}
+
+
+def test_awq_experts_named_by_substring_are_16_bit_from_0_20_and_hang_on_the_card_before():
+    """``modules_to_not_convert: ["mlp.experts"]`` (added): from 0.20.0 awq_marlin, plain AWQ (through moe_wna16 or
+    an AWQMarlinConfig) and auto_awq all return UnquantizedFusedMoEMethod for a prefix containing it; before, the
+    Marlin path and the plain one differ, and the estimate is not given the card."""
+    found = _read({**AWQ, "modules_to_not_convert": ["mlp.experts"]}, "awq")
+    assert found.at((0, 20, 0)).unquantized == found.at((0, 34, 0)).unquantized == 48 * ONE_LAYER
+    assert "hangs on the card" in found.at((0, 19, 0)).problem
+
+
+def test_awq_gate_entry_that_also_names_every_experts_gate_proj_cannot_be_predicted():
+    """AutoAWQ tests ``"gate" in name``, which takes each expert's gate_proj with the router; vLLM tests the FusedMoE
+    prefix, which holds no "gate": it would quantize experts whose gate_proj the checkpoint keeps 16-bit."""
+    found = _read({**AWQ, "modules_to_not_convert": ["gate"]}, "awq")
+    assert "names some of model.layers.0.mlp.experts's modules" in found.at((0, 30, 0)).problem

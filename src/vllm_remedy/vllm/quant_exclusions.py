@@ -214,7 +214,7 @@ def _read(qc: Mapping[str, Any] | None, method: str | None, shape: Shape) -> Exc
 
 def _moe(method: str, lists: list[tuple[Version, list[str] | None]], shape: Shape, layout: Layout,
          what: str) -> tuple[tuple[Version, ...], Moe] | None:
-    """The routed experts' judge for fp8 and compressed-tensors (``quant_moe_skip``); None for other methods."""
+    """The routed experts' judge for fp8, compressed-tensors and AWQ (``quant_moe_skip``); None for GPTQ."""
     def names_at(v: Version) -> list[str]:
         return next((names or [] for since, names in reversed(lists) if since <= v), [])
 
@@ -240,6 +240,16 @@ def _moe(method: str, lists: list[tuple[Version, list[str] | None]], shape: Shap
             return quant_moe_skip.experts(shape, layout, listed, quant_moe_skip.ct_rule(listed),
                                           v >= quant_moe_skip.CT_EXPERTS_SINCE, what)
         return (quant_moe_skip.CT_EXPERTS_SINCE,), ct
+    if method in ("awq", "awq_marlin"):
+        entries = names_at((0, 6, 4))
+
+        def substring(n: str) -> bool:
+            return any(e in n for e in entries)
+
+        def awq(v: Version) -> float | str:
+            return quant_moe_skip.experts(shape, layout, substring, substring, v >= quant_moe_skip.AWQ_EXPERTS_SINCE,
+                                          what, quant_moe_skip.AWQ_BY_CARD)
+        return (quant_moe_skip.AWQ_EXPERTS_SINCE,), awq
     return None
 
 
