@@ -68,9 +68,15 @@ def weight_bits(config: Mapping[str, Any]) -> int | None:
     if method == "mxfp4":  # gpt-oss: MoE experts only, see ``quantized_scope``
         return 4
     if method == "modelopt":
-        algo = str(qc.get("quant_algo", "FP8")).upper()
-        if algo in ("FP8", "NVFP4"):
-            return 8 if algo == "FP8" else 4
+        algo = modelopt_algo(qc)
+        if algo is None:
+            raise cannot_predict(config, "quantization_config (modelopt) states no quant_algo, which vLLM's ModelOpt "
+                                         "configs require (from_config raises: modelopt.py@0.9.2 KeyError, "
+                                         "@0.10.0-@0.34.0 \"Missing 'quant_algo' in quantization config\")")
+        if algo.upper() in ("FP8", "NVFP4"):
+            return 8 if algo.upper() == "FP8" else 4
+        # FP8_PER_CHANNEL_PER_TOKEN / FP8_PB_WO (modelopt.py@0.14.0 l.105-113; refused before), MXFP8, mixed: their
+        # scale layouts are not sized
         raise cannot_predict(config, f"quantization_config.quant_algo {algo} is not modelled")
     if method in _INT_METHODS:
         bits = qc.get("bits") or qc.get("w_bit")
@@ -101,6 +107,22 @@ def weight_bits(config: Mapping[str, Any]) -> int | None:
             return 8
         raise cannot_predict(config, "quantization_config (bitsandbytes) sets neither load_in_4bit nor load_in_8bit")
     raise cannot_predict(config, f"quantization_config.quant_method {method or '(none)'!r} is not modelled")
+
+
+def modelopt_algo(qc: Mapping[str, Any]) -> str | None:
+    """The ``quant_algo`` ModelOpt's config classes build the layers from, as text; None when the section states none.
+
+    ``from_config`` reads ``quantization.quant_algo`` whenever the section has a ``quantization`` key (the layout of
+    ``hf_quant_config.json``, also pasted into config.json), the section's own ``quant_algo`` only otherwise: nested
+    only up to 0.9.2 (``get_from_keys(config, ["quantization"])["quant_algo"]``, modelopt.py@0.6.1, @0.8.5, @0.9.2),
+    either from 0.10.0 (``if "quantization" in config``, modelopt.py@0.10.0, @0.12.0, @0.30.0 l.316-336). The
+    overrides that pick the class read it the same way (``modelopt_class.facts``). Read at the top level alone, a
+    nested NVFP4 section was sized as 8-bit FP8 (the old default)."""
+    source = qc.get("quantization") if "quantization" in qc else qc
+    if not isinstance(source, Mapping):
+        return None  # vLLM raises ("Expected 'quantization' to be a dictionary", modelopt.py@0.10.0)
+    algo = source.get("quant_algo")
+    return None if algo is None or algo == "" else str(algo)
 
 
 def zero_points(config: Mapping[str, Any]) -> bool:
@@ -148,6 +170,8 @@ def group_size(config: Mapping[str, Any]) -> int | None:
     method = str(qc.get("quant_method", "")).lower()
     keys = ("q_group_size", "group_size") if method.startswith("awq") else ("group_size",)
     raw: Any = next((qc[k] for k in keys if k in qc), None)
+    if method.startswith("modelopt") and isinstance(qc.get("quantization"), Mapping):
+        raw = qc["quantization"].get("group_size")  # where from_config reads it (``modelopt_algo``)
     if method == "compressed-tensors":
         groups = qc.get("config_groups")
         for group in groups.values() if isinstance(groups, Mapping) else ():

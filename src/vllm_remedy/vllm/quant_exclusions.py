@@ -29,11 +29,15 @@ single keys. The rules, each with the release it starts from (PyPI wheels, model
   ``get_rename_mapper`` @0.29.0), so the names are not rewritten. An absent or empty list is filled from the
   safetensors header's dtypes (not read here: sized all-quantized).
 
+- ModelOpt ``exclude_modules`` (``ignore`` in a config.json section): ``quant_modelopt_skip``, which checks each
+  release's rule against what the checkpoint stores, routed experts included.
+
 The names tested are the ``prefix`` vLLM gives each linear layer (``model.layers.N.self_attn.qkv_proj`` ...), for the
 architectures in ``_LAYOUTS`` only, from the release their model file passes those prefixes (qwen2.py@0.6.3 passes
 none: every layer's name is "" there, which a substring or an exact name never matches). Routed experts (FusedMoE
-has its own skip rules per method and release) are not walked: a rule reaching them is "cannot predict", as is any
-rule on an architecture not listed, unless it names only the LM head or the vision tower (sized 16-bit already).
+has its own skip rules per method and release) are judged by ``quant_moe_skip`` for fp8 and compressed-tensors; an
+AWQ or GPTQ rule reaching them is "cannot predict", as is any rule on an architecture not listed, unless it names
+only the LM head or the vision tower (sized 16-bit already).
 """
 
 from __future__ import annotations
@@ -43,76 +47,19 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-Version = tuple[int, int, int]
+from vllm_remedy.vllm import quant_modelopt_skip, quant_moe_skip
+from vllm_remedy.vllm.quant_layers import FUSED as _FUSED
+from vllm_remedy.vllm.quant_layers import HARMLESS as _HARMLESS
+from vllm_remedy.vllm.quant_layers import LAYOUTS as _LAYOUTS
+from vllm_remedy.vllm.quant_layers import Exclusions, Layout, Shape, Split, Version, moe_layer_set
+
+__all__ = ["SKIP_KEYS", "Exclusions", "Shape", "Split", "from_text", "moe_layer_set", "read"]
 
 #: Keys any method lists left-out modules under (ModelOpt ``exclude_modules``, bitsandbytes ``llm_int8_skip_modules``).
 SKIP_KEYS = ("modules_to_not_convert", "ignored_layers", "ignore", "exclude_modules", "llm_int8_skip_modules",
              "dynamic", "modules_in_block_to_quantize")
 _GPTQ_KEYS = ("dynamic", "modules_in_block_to_quantize")  # read by the GPTQ classes only
 ALLOW_LIST_SINCE = (0, 11, 0)  # modules_in_block_to_quantize (gptq.py@0.11.0; absent @0.10.2)
-_FUSED = {"qkv_proj": ("q_proj", "k_proj", "v_proj"), "gate_up_proj": ("gate_proj", "up_proj")}
-
-
-@dataclass(frozen=True)
-class Layout:
-    """How an architecture's vLLM model names its decoder layers' linear modules."""
-
-    named_since: Version  # the first release whose model file passes each linear layer its full prefix
-    moe_block: str = "mlp"  # the MoE block's attribute (its ``experts`` are FusedMoE, its ``gate`` unquantized)
-
-
-# model.layers.N.{self_attn.qkv_proj, self_attn.o_proj, mlp.gate_up_proj, mlp.down_proj}: llama.py@0.5.5-@0.34.0
-# (MistralForCausalLM is llama.py's class), qwen2.py@0.6.4-@0.34.0 (Qwen3's MLP is Qwen2's), qwen3.py /
-# qwen3_moe.py@0.8.5-@0.34.0, mixtral.py@0.5.5-@0.34.0 (block_sparse_moe.experts; its gate has quant_config=None).
-_LAYOUTS: dict[str, Layout] = {
-    "LlamaForCausalLM": Layout((0, 5, 5)),
-    "MistralForCausalLM": Layout((0, 5, 5)),
-    "Qwen2ForCausalLM": Layout((0, 6, 4)),
-    "Qwen3ForCausalLM": Layout((0, 8, 5)),
-    "Qwen3MoeForCausalLM": Layout((0, 8, 5)),
-    "MixtralForCausalLM": Layout((0, 5, 5), "block_sparse_moe"),
-}
-# Entries that can only name the LM head or the vision tower, both sized 16-bit whatever the method does.
-_HARMLESS = re.compile(r"^(re:)?[\^.*]*(lm_head|vision_tower|visual|vision_model|multi_modal_projector|mm_projector)"
-                       r"[$.*]*$")
-
-
-@dataclass(frozen=True)
-class Split:
-    """What one release does with the checkpoint's linear layers: parameters left unquantized (sized at the model
-    dtype), parameters packed at other bits ``(params, bits, group_size)``, or why it cannot be predicted."""
-
-    unquantized: float = 0.0
-    overrides: tuple[tuple[float, int, int | None], ...] = ()
-    problem: str | None = None
-
-
-@dataclass(frozen=True)
-class Exclusions:
-    """``Split`` per release: ``eras`` ascending by the release each starts from; before the first, no rule."""
-
-    eras: tuple[tuple[Version, Split], ...]
-
-    def at(self, version: Version) -> Split | None:
-        chosen = None
-        for since, split in self.eras:
-            if version >= since:
-                chosen = split
-        return chosen
-
-
-@dataclass(frozen=True)
-class Shape:
-    """The language model's shapes the walk sizes layers from (``ModelSpec``'s fields)."""
-
-    architecture: str
-    layers: int
-    hidden: int
-    heads: int
-    kv_heads: int
-    head_dim: int
-    intermediate: int
-    moe_layers: frozenset[int]
 
 
 @dataclass(frozen=True)
@@ -151,8 +98,9 @@ def _fused_decision(name: str, match: Match, fused_first: bool, shards: bool) ->
 Decide = Callable[[str], Any]  # a layer name -> True skip / False keep / (bits, group) / None (vLLM raises)
 
 
-def _walk(shape: Shape, layout: Layout | None, decide: Decide, what: str) -> Split:
-    """Apply ``decide`` to every linear layer by its vLLM name; ``layout`` None: the release names none ("")."""
+def _walk(shape: Shape, layout: Layout | None, decide: Decide, what: str, experts_known: bool = False) -> Split:
+    """Apply ``decide`` to every linear layer by its vLLM name; ``layout`` None: the release names none ("").
+    ``experts_known``: the routed experts are judged apart (``quant_moe_skip``), not here."""
     unquantized = 0.0
     overrides: dict[tuple[int, int | None], float] = {}
     for layer in range(shape.layers):
@@ -163,7 +111,7 @@ def _walk(shape: Shape, layout: Layout | None, decide: Decide, what: str) -> Spl
                 return Split(problem=f"{what} leaves some shards of {name} quantized and others not, which vLLM "
                                      "refuses (ValueError) at load")
             if mod.suffix.endswith(".experts"):
-                if got is not False:
+                if got is not False and not experts_known:
                     return Split(problem=f"{what} reaches the routed experts ({name}), whose skip rules per method "
                                          "and release are not modelled")
                 continue
@@ -174,15 +122,25 @@ def _walk(shape: Shape, layout: Layout | None, decide: Decide, what: str) -> Spl
     return Split(unquantized, tuple((p, b, g) for (b, g), p in overrides.items()))
 
 
-def _eras(shape: Shape, layout: Layout, rules: list[tuple[Version, Decide]], what: str) -> Exclusions | None:
+Moe = Callable[[Version], "float | str"]  # routed experts left 16-bit at a release, or why not predicted
+
+
+def _eras(shape: Shape, layout: Layout, rules: list[tuple[Version, Decide]], what: str,
+          moe: tuple[tuple[Version, ...], Moe] | None = None) -> Exclusions | None:
     """``Split`` per release: at each release a rule or the naming changes, the rule then in force walked over the
-    names the release gives (none before ``layout.named_since``). None when no release leaves anything out."""
-    bounds = sorted({since for since, _ in rules} | {layout.named_since})
+    names the release gives (none before ``layout.named_since``), plus the routed experts ``moe`` judges (with the
+    releases its rule changes at). None when no release leaves anything out."""
+    bounds = sorted({since for since, _ in rules} | {layout.named_since} | set(moe[0] if moe else ()))
     eras = []
     for at in bounds:
         live = [decide for since, decide in rules if since <= at]
         if live:
-            eras.append((at, _walk(shape, layout if at >= layout.named_since else None, live[-1], what)))
+            split = _walk(shape, layout if at >= layout.named_since else None, live[-1], what, moe is not None)
+            if moe is not None and split.problem is None:
+                got = moe[1](at)
+                split = Split(problem=got) if isinstance(got, str) else Split(
+                    split.unquantized + got, split.overrides)
+            eras.append((at, split))
     return Exclusions(tuple(eras)) if any(split != Split() for _, split in eras) else None
 
 
@@ -248,11 +206,51 @@ def _read(qc: Mapping[str, Any] | None, method: str | None, shape: Shape) -> Exc
         return None
     if layout is None:
         return _single(first, _unknown(named, "this tool does not know the architecture's layer names in vLLM"))
-    what = f"quantization_config's skip list {sorted(set(named))}"
-    if method == "fp8" and shape.moe_layers and any("experts" in n for n in named):
-        return _single(first, Split(problem=f"{what} names experts, whose exact-name rule (quant_utils.py@0.30.0) is "
-                                            "not modelled"))
-    return _eras(shape, layout, _rules(method, lists), what)
+    every = sorted(set(named))
+    what = f"quantization_config's skip list {every[:6]}{' ...' if len(every) > 6 else ''}"
+    moe = _moe(method, lists, shape, layout, what) if shape.moe_layers and shape.experts else None
+    return _eras(shape, layout, _rules(method, lists), what, moe)
+
+
+def _moe(method: str, lists: list[tuple[Version, list[str] | None]], shape: Shape, layout: Layout,
+         what: str) -> tuple[tuple[Version, ...], Moe] | None:
+    """The routed experts' judge for fp8, compressed-tensors and AWQ (``quant_moe_skip``); None for GPTQ."""
+    def names_at(v: Version) -> list[str]:
+        return next((names or [] for since, names in reversed(lists) if since <= v), [])
+
+    if method == "fp8":
+        stored = {n for _, names in lists for n in names or ()}.__contains__  # both keys: what the checkpoint says
+
+        def fp8(v: Version) -> float | str:
+            return quant_moe_skip.experts(shape, layout, stored, quant_moe_skip.fp8_rule(names_at(v)),
+                                          v >= quant_moe_skip.FP8_EXPERTS_SINCE, what)
+        return ((0, 11, 0), quant_moe_skip.FP8_EXPERTS_SINCE), fp8
+    if method == "compressed-tensors":
+        names = names_at((0, 0, 0))
+        exact = {e for e in names if not e.startswith("re:")}
+        patterns = [e[3:] for e in names if e.startswith("re:")]
+        seen: dict[str, bool] = {}  # one answer per module name across releases (a layer's experts are many)
+
+        def listed(n: str) -> bool:
+            if n not in seen:
+                seen[n] = n in exact or any(_re_match(p, n) for p in patterns)
+            return seen[n]
+
+        def ct(v: Version) -> float | str:
+            return quant_moe_skip.experts(shape, layout, listed, quant_moe_skip.ct_rule(listed),
+                                          v >= quant_moe_skip.CT_EXPERTS_SINCE, what)
+        return (quant_moe_skip.CT_EXPERTS_SINCE,), ct
+    if method in ("awq", "awq_marlin"):
+        entries = names_at((0, 6, 4))
+
+        def substring(n: str) -> bool:
+            return any(e in n for e in entries)
+
+        def awq(v: Version) -> float | str:
+            return quant_moe_skip.experts(shape, layout, substring, substring, v >= quant_moe_skip.AWQ_EXPERTS_SINCE,
+                                          what, quant_moe_skip.AWQ_BY_CARD)
+        return (quant_moe_skip.AWQ_EXPERTS_SINCE,), awq
+    return None
 
 
 def _rules(method: str, lists: list[tuple[Version, list[str] | None]]) -> list[tuple[Version, Decide]]:
@@ -360,25 +358,18 @@ def _allow_list(qc: Mapping[str, Any]) -> list[str] | None:
                       "(or of lists of them)")
 
 
-def moe_layer_set(text: Mapping[str, Any], layers: int, experts: int) -> frozenset[int]:
-    """The layers with routed experts (Qwen-MoE's ``mlp_only_layers`` / ``decoder_sparse_step``), as
-    ``shapes.moe_layers`` counts them."""
-    if not experts:
-        return frozenset()
-    dense = {int(i) for i in text.get("mlp_only_layers") or ()}
-    step = int(text.get("decoder_sparse_step") or 1)
-    return frozenset(i for i in range(layers) if i not in dense and (i + 1) % step == 0)
-
-
 def from_text(text: Mapping[str, Any], architecture: str, layers: int, hidden: int, heads: int, kv_heads: int,
               head_dim: int, intermediate: int, experts: int, qc: Mapping[str, Any] | None,
               method: str | None) -> Exclusions | None:
-    """``read`` for a config.json's language model (``ModelSpec.from_hf_config``)."""
-    if method and method.startswith("modelopt") and isinstance(qc, Mapping) and isinstance(
-            qc.get("quantization"), Mapping):  # ModelOpt's own layout: its skip list is the nested one alone
-        qc = {"exclude_modules": qc["quantization"].get("exclude_modules")}  # (from_config, modelopt.py@0.10.1)
-    if qc is None or not any(qc.get(k) for k in SKIP_KEYS):
+    """``read`` for a config.json's language model (``ModelSpec.from_hf_config``). A ModelOpt section goes to
+    ``quant_modelopt_skip``, which reads its nested or flat list per release and the routed experts too."""
+    if qc is None:
         return None
+    moe_inter = (text.get("moe_intermediate_size") or intermediate) if experts else 0
     shape = Shape(architecture, layers, hidden, heads, kv_heads, head_dim, intermediate,
-                  moe_layer_set(text, layers, experts))
+                  moe_layer_set(text, layers, experts), experts, int(moe_inter))
+    if method and method.startswith("modelopt"):
+        return quant_modelopt_skip.read(qc, method, shape)
+    if not any(qc.get(k) for k in SKIP_KEYS):
+        return None
     return read(qc, method, shape)
