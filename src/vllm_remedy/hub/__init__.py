@@ -52,7 +52,18 @@ Fallback = tuple[str, Callable[[], Mapping[str, Any]]]
 
 
 class Unresolved(UserError):
-    """A model whose config could be found nowhere; ``str()`` is one line saying why."""
+    """A model whose config could be found nowhere; ``str()`` is one line saying why. ``kind``: what the Hub (or the
+    offline switch) said, for a rehearsal pod's log in its release's words (``sim.vllm_pod.hub_refusal``): "gated",
+    "unauthorized" (a token it refuses), "revision", "repository", "entry", "offline" (the pod's own HF_HUB_OFFLINE;
+    this process's stands for a rehearsal that reaches no Hub at all, whose pods keep vLLM's generic refusal), or
+    None (anything else); ``hub``: the endpoint asked."""
+
+    kind: str | None = None
+    hub: str | None = None
+
+    def said(self, kind: str | None, hub: str | None = None) -> Unresolved:
+        self.kind, self.hub = kind, hub
+        return self
 
 
 class Unavailable(Unresolved):
@@ -156,7 +167,7 @@ def fetch_config(repo_id: str, revision: str | None = None, env: pod.Env | None 
     bad = revision and not hub_ask.COMMIT.fullmatch(revision) and names.revision_problem(revision)
     if bad:  # before any request or cache read: it would be joined onto the cache's refs/ as a path
         raise Unavailable(f"model {repo_id}: --revision {revision!r} is no branch, tag or commit name ({bad}); the "
-                          "Hub has no such revision and vLLM's download of it fails")
+                          "Hub has no such revision and vLLM's download of it fails").said("revision", endpoint(env))
     try:
         cached = hf.try_to_load_from_cache(repo_id, CONFIG, cache_dir=cache_dir(), revision=revision)
     except (ValueError, errors.HFValidationError):
@@ -166,7 +177,8 @@ def fetch_config(repo_id: str, revision: str | None = None, env: pod.Env | None 
         return _read(cached), f"the local Hugging Face cache ({cached})", cached
     if offline(env):
         raise Unresolved(f"model {repo_id}{at}: not in the catalog nor the local Hugging Face cache, and "
-                         "HF_HUB_OFFLINE is set")
+                         "HF_HUB_OFFLINE is set").said("offline" if env and pod.OFFLINE in env else None,
+                                                       endpoint(env))
     hub = endpoint(env)
     hf_logging.set_verbosity_error()  # its retry warnings are not ours to print: the one line below is
     # huggingface_hub reads HF_HUB_OFFLINE once, at import; we read it at each call (the rehearsal cluster resolves
@@ -187,7 +199,8 @@ def fetch_config(repo_id: str, revision: str | None = None, env: pod.Env | None 
             _memo.setdefault(_silent(hub), exc.why)
         reason = _unresolved(repo_id, revision, hub, exc, cached is not None, env, in_pod)
         if cached is None or exc.final:
-            raise (Unavailable if _definitive(exc, env, in_pod) else Unresolved)(reason) from None
+            kind = exc.kind if isinstance(exc, hub_ask.NotFound) else None
+            raise (Unavailable if _definitive(exc, env, in_pod) else Unresolved)(reason).said(kind, hub) from None
         note = f"not revalidated: {reason.removeprefix(f'model {repo_id}: ')}"
         print(f"vllm-remedy: warning: model {repo_id}{at}: {CONFIG} from the local Hugging Face cache ({cached}), "
               f"{note}", file=sys.stderr)
@@ -212,7 +225,8 @@ def _definitive(exc: hub_ask.Failed, env: pod.Env | None, in_pod: bool) -> bool:
     gates) to the token vLLM sends — a private repository is "not found" to a caller without access."""
     if not isinstance(exc, hub_ask.NotFound):
         return False
-    return exc.kind == "revision" or (exc.kind in ("repository", "gated") and pod.token_is_vllms(env, in_pod))
+    return exc.kind == "revision" or (exc.kind in ("repository", "gated", "unauthorized")
+                                      and pod.token_is_vllms(env, in_pod))
 
 
 def _gated(repo_id: str, hub: str, env: pod.Env | None, in_pod: bool) -> str:
@@ -241,6 +255,8 @@ def _unresolved(repo_id: str, revision: str | None, hub: str, exc: hub_ask.Faile
             "gated": _gated(repo_id, hub, env, in_pod),
             "repository": f"model {repo_id}: not found on the Hub ({hub}) nor in the local Hugging Face cache",
             "revision": f"model {repo_id}: revision {revision or 'main'} not found on the Hub ({hub})",
+            "unauthorized": f"model {repo_id}: the Hub ({hub}) refused the token (401: invalid credentials); set "
+                            "HF_TOKEN to a valid token",
             "entry": f"model {repo_id}{f' at revision {revision}' if revision else ''}: the repository has no "
                      f"{CONFIG}",
         }[exc.kind]

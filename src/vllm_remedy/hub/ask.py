@@ -307,6 +307,8 @@ def _failure(exc: BaseException) -> Failed:
     if isinstance(exc, (errors.RemoteEntryNotFoundError, errors.EntryNotFoundError)):
         return NotFound("entry", final=True)
     status = _status(exc)
+    if status == 401:  # neither gated nor "not found": the Hub refuses the token itself (invalid credentials)
+        return NotFound("unauthorized")
     if status is not None:
         after = _retry_after(exc)
         reason = getattr(getattr(exc, "response", None), "reason_phrase", "") or ""

@@ -8,6 +8,7 @@ from typing import Any
 
 from vllm_remedy import hub
 from vllm_remedy.hub import pod
+from vllm_remedy.sim.vllm_pod import hub_refusal
 from vllm_remedy.vllm import catalog
 from vllm_remedy.vllm.catalog import ModelSpec
 from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version
@@ -53,3 +54,14 @@ def no_model_error(version: str, model_id: str) -> str:
             "'https://huggingface.co/models'\nIf this is a private repository, make sure to pass a token having "
             "permission to this repo either by logging in with `huggingface-cli login` or by passing "
             "`token=<your_token>`")
+
+
+def refused_words(version: str, model_id: str, revision: str | None, exc: Exception) -> str:
+    """What the pod's vLLM ends in when its model's config could not be had (``exc``, from :func:`model_spec`): the
+    Hub's gated / no-such-revision / refused-token answer, or offline with nothing cached, as that release words it
+    (``hub_refusal``); anything else vLLM's generic refusal (:func:`no_model_error`)."""
+    if isinstance(exc, hub.Unresolved):
+        said = hub_refusal.words(version, model_id, revision, exc.kind, exc.hub)
+        if said is not None:
+            return said
+    return no_model_error(version, model_id)

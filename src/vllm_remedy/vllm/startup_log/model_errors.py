@@ -13,7 +13,14 @@ words, each from a public log:
 - huggingface_hub's errors through either: ``RepositoryNotFoundError`` / ``Repository Not Found for url``,
   ``RevisionNotFoundError`` / ``Revision Not Found for url``, ``GatedRepoError`` / ``Cannot access gated repo for
   url``, transformers' ``You are trying to access a gated repo``, and a bare ``401 Client Error`` for a token the Hub
-  refuses (tenstorrent/tt-inference-server#37, huggingface/transformers' utils/hub.py ``cached_files``).
+  refuses (tenstorrent/tt-inference-server#37, huggingface/transformers' utils/hub.py ``cached_files``), in httpx's
+  words from huggingface_hub 1.x (``'401 Unauthorized' for url``);
+- what each release prints for a gated repository, a missing revision, a refused token or an offline pod with nothing
+  cached (``sim.vllm_pod.hub_refusal`` cites the releases): transformers' ``is not a valid git identifier``,
+  huggingface_hub's ``OfflineModeIsEnabled`` (0.6.x) and ``LocalEntryNotFoundError`` under ``local_files_only``
+  (transformers' "We couldn't connect to '<endpoint>' to load"), vLLM's ``No supported config format found in
+  <model>`` (0.6.1-0.7.3), ``Unsupported config format: ConfigFormat.AUTO`` (0.8.0, 0.8.3) and ``Could not detect
+  config format`` (0.8.5 on, inside its own message), which a missing revision or an empty offline listing ends in.
 """
 
 from __future__ import annotations
@@ -28,22 +35,31 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"(?P<model>\S+) is not a local folder and is not a valid model identifier"), "not_found"),
     (re.compile(rf"HFValidationError: Repo id must (?:be in the form|use alphanumeric).*: {_MODEL}"), "invalid_id"),
     (re.compile(r"GatedRepoError|Cannot access gated repo|You are trying to access a gated repo"), "gated"),
-    (re.compile(r"RevisionNotFoundError|Revision Not Found for url"), "revision_not_found"),
+    (re.compile(r"RevisionNotFoundError|Revision Not Found for url|is not a valid git identifier \(branch name"),
+     "revision_not_found"),
     (re.compile(r"RepositoryNotFoundError|Repository Not Found for url"), "not_found"),
-    (re.compile(r"\b401 Client Error\b"), "unauthorized"),
+    (re.compile(r"\b401 Client Error\b|'401 Unauthorized' for url"), "unauthorized"),
+    (re.compile(r"OfflineModeIsEnabled|outgoing traffic has been disabled|We couldn't connect to '[^']*' to load"),
+     "offline"),
+    (re.compile(r"No supported config format found in (?P<model>\S+?)\.?$"), "not_found"),
+    (re.compile(r"Unsupported config format: ConfigFormat\.AUTO|Could not detect config format for no config file"),
+     "not_found"),
 )
 # Where a huggingface_hub message names the repository: its URL (…/api/models/<repo>/…, …/<repo>/resolve/…).
 _URL = re.compile(r"https?://[^/\s]+/(?:api/models/)?(?P<model>[\w.-]+/[\w.-]+)/(?:resolve|revision|tree)/")
 #: Most specific first: a chained traceback prints the root cause (a 401, then the gated repository) before vLLM's
 #: own wrapping message, and the most specific line says what to fix.
-REASON_ORDER = ("gated", "revision_not_found", "unauthorized", "invalid_id", "not_found")
+REASON_ORDER = ("gated", "revision_not_found", "unauthorized", "offline", "invalid_id", "not_found")
 ADVICE = {
-    "not_found": "correct --model (a Hugging Face repository id, or a directory the pod mounts holding config.json), "
-                 "or mount the model's volume",
+    "not_found": "correct --model (a Hugging Face repository id, or a directory the pod mounts holding config.json) "
+                 "and --revision, or mount the model's volume (some releases say no more than this for a missing "
+                 "revision, or for HF_HUB_OFFLINE=1 with nothing cached)",
     "invalid_id": "correct --model: it is neither a directory the pod has (is the volume mounted?) nor a repository id",
     "revision_not_found": "correct --revision (a branch, tag or commit the repository has)",
     "gated": "give the pod HF_TOKEN (from a Secret) for an account granted access to the gated repository",
     "unauthorized": "give the pod a valid HF_TOKEN (the Hub refused the one it has, or the repository is private)",
+    "offline": "the pod reached no Hub (HF_HUB_OFFLINE=1, or HF_ENDPOINT unreachable) and its Hugging Face cache lacks "
+               "the model: pre-load it into the cache volume the pod mounts (HF_HOME), or let the pod reach the Hub",
 }
 
 
