@@ -173,6 +173,8 @@ def fetch_config(repo_id: str, revision: str | None = None, env: pod.Env | None 
     except (ValueError, errors.HFValidationError):
         raise Unresolved(f"model {repo_id}: not a Hugging Face repository id") from None
     cached = cached if isinstance(cached, str) else None
+    if cached is not None and in_pod and not offline(env) and given.others(cached, pod.key(env)):
+        cached = None  # another pod's download, not in this pod's cache: its vLLM asks the Hub for the commit
     if cached is not None and (offline(env) or hub_ask.COMMIT.fullmatch(revision or "")):
         return _read(cached), f"the local Hugging Face cache ({cached})", cached
     if offline(env):

@@ -32,3 +32,11 @@ def to(path: str, key: tuple[Any, ...]) -> bool:
     with _lock:
         return key in _given.get(os.path.realpath(path), ())
 
+
+
+def others(path: str, key: tuple[Any, ...]) -> bool:
+    """Whether the copy at ``path`` came from the Hub in this process, to other environments only (a copy found on
+    disk, no one's in this process, is the cache's own: a world's seeded cache volume)."""
+    with _lock:
+        got = _given.get(os.path.realpath(path))
+        return bool(got) and key not in got

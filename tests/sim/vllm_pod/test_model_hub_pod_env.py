@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from fixtures.hf_hub_server import SMOLLM2_CONFIG, HubServer, Repo, hub_server, use_hub
+from fixtures.hf_hub_server import SMOLLM2_COMMIT, SMOLLM2_CONFIG, HubServer, Repo, hub_server, use_hub
 from fixtures.served_pods import ended, served
 
 GATED = "acme-corp/SmolLM2-Gated-Pod-Env"
@@ -33,9 +33,9 @@ def api(hub: HubServer, tmp_path: Path) -> Iterator[Any]:
     yield from served(tmp_path)
 
 
-def create(api: Any, name: str, token: str | None) -> None:
+def create(api: Any, name: str, token: str | None, *extra: str) -> None:
     container = {"name": "vllm", "image": "vllm/vllm-openai:v0.19.0", "command": ["vllm", "serve"],
-                 "args": [GATED, "--max-model-len", "4096"],
+                 "args": [GATED, "--max-model-len", "4096", *extra],
                  "env": [{"name": "HF_TOKEN", "value": token}] if token else [],
                  "readinessProbe": {"httpGet": {"path": "/health", "port": 8000}},
                  "resources": {"limits": {"nvidia.com/gpu": "1"}}}
@@ -68,4 +68,15 @@ def test_a_pod_without_a_token_after_one_with_a_token_is_refused(api, hub: HubSe
     assert code is None, log[-2000:]
     create(api, "later", None)
     log, code = ended(api, "later", "vllm")
+    assert code == 1 and REFUSED in log, log[-2000:]
+
+
+def test_a_pod_pinned_to_a_commit_another_pod_fetched_still_asks_the_hub(api, hub: HubServer) -> None:
+    """Before: a commit's cached snapshot is read without a request, so the pod without a token served the copy the
+    pod with one had fetched; its own vLLM has no such copy and asks the Hub, which refuses it."""
+    create(api, "pinned", "hf_pod", "--revision", SMOLLM2_COMMIT)
+    log, code = ended(api, "pinned", "vllm")
+    assert code is None, log[-2000:]
+    create(api, "pinned-none", None, "--revision", SMOLLM2_COMMIT)
+    log, code = ended(api, "pinned-none", "vllm")
     assert code == 1 and REFUSED in log, log[-2000:]
