@@ -200,7 +200,7 @@ def fetch_config(repo_id: str, revision: str | None = None, env: pod.Env | None 
         if exc.why.startswith("did not answer within") and not per_start:
             _memo.setdefault(_silent(hub), exc.why)
         # a pod's cache is its own: a copy the Hub gave to another environment does not overrule its "no" to this one
-        if cached is not None and in_pod and _definitive(exc, env, in_pod) and not given.to(cached, pod.key(env)):
+        if cached is not None and in_pod and _definitive(exc, env, in_pod) and given.others(cached, pod.key(env)):
             cached = None
         reason = _unresolved(repo_id, revision, hub, exc, cached is not None, env, in_pod)
         if cached is None or exc.final:
@@ -210,7 +210,7 @@ def fetch_config(repo_id: str, revision: str | None = None, env: pod.Env | None 
         print(f"vllm-remedy: warning: model {repo_id}{at}: {CONFIG} from the local Hugging Face cache ({cached}), "
               f"{note}", file=sys.stderr)
         return _read(cached), f"the local Hugging Face cache ({cached}), {note}", cached
-    given.record(got.path, pod.key(env))
+    given.record(got.path, pod.key(env), got.downloaded)
     if got.unkept is not None:  # the cache refused the download: the Hub's answer, held in memory, serves
         hub_ask.warn_unkept(got, cache_dir())
         return got.read().decode("utf-8", errors="replace"), f"the Hub ({hub})", got.path
