@@ -17,7 +17,9 @@ the Hub once per model; one resolution online lasts at most ``VLLM_REMEDY_HUB_TI
 Hub that let it run out is not waited for again in that run. A rehearsal pod's start is the exception: vLLM asks at
 each container start, so the cluster resolves afresh each time (``per_start``). A read-only cache here changes no
 answer: what the Hub sent serves from memory (``hub.ask``); a rehearsal pod's own cache is its container's, which
-vLLM writes into, so it starts as well.
+vLLM writes into, so it starts as well, unless the pod mounts its cache read-only (``sim.vllm_pod.hf_cache``). That
+cache is the pod's alone: a copy another pod's download put in this machine's cache neither overrules the Hub's "no"
+to the pod nor stands in for the pod's own request (``hub.given``).
 
 The Hub's own "no" — no such repository or revision, a gated repository refused to the token vLLM sends — is
 :class:`Unavailable`: vLLM dies on it (``model_unavailable``), so the policy's copy does not stand in for it; that copy
@@ -40,7 +42,7 @@ from typing import Any
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.hub import ask as hub_ask
-from vllm_remedy.hub import given, names, pod, quant_file
+from vllm_remedy.hub import given, names, pod, quant_file, words
 from vllm_remedy.vllm import catalog, hf_overrides, resolved
 from vllm_remedy.vllm.catalog import ModelSpec
 
@@ -202,7 +204,7 @@ def fetch_config(repo_id: str, revision: str | None = None, env: pod.Env | None 
         # a pod's cache is its own: a copy the Hub gave to another environment does not overrule its "no" to this one
         if cached is not None and in_pod and _definitive(exc, env, in_pod) and given.others(cached, pod.key(env)):
             cached = None
-        reason = _unresolved(repo_id, revision, hub, exc, cached is not None, env, in_pod)
+        reason = words.unresolved(repo_id, revision, hub, exc, cached is not None, env, in_pod)
         if cached is None or exc.final:
             kind = exc.kind if isinstance(exc, hub_ask.NotFound) else None
             raise (Unavailable if _definitive(exc, env, in_pod) else Unresolved)(reason).said(kind, hub) from None
@@ -233,42 +235,6 @@ def _definitive(exc: hub_ask.Failed, env: pod.Env | None, in_pod: bool) -> bool:
         return False
     return exc.kind == "revision" or (exc.kind in ("repository", "gated", "unauthorized")
                                       and pod.token_is_vllms(env, in_pod))
-
-
-def _gated(repo_id: str, hub: str, env: pod.Env | None, in_pod: bool) -> str:
-    """The line for a gated repository, saying whose token was refused and where a token belongs."""
-    line = f"model {repo_id}: gated repository on the Hub ({hub})"
-    if not in_pod or env is None or pod.TOKEN not in env:
-        return f"{line}; set HF_TOKEN to a token with access to it"
-    if env[pod.TOKEN] is None:
-        return (f"{line} and the pod sets no HF_TOKEN: vLLM's download is refused (401); set HF_TOKEN in the pod's "
-                "env (from a Secret) to a token with access to it")
-    if env[pod.TOKEN] != pod.UNREAD:
-        return f"{line} and the pod's HF_TOKEN has no access to it: vLLM's download is refused"
-    here = "this machine's HF_TOKEN has no access to it" if pod.token(env) else "no HF_TOKEN is set here"
-    return (f"{line}; the pod's HF_TOKEN (a Secret) is not read here and {here}: run with a token that has access "
-            "to predict it")
-
-
-def _unresolved(repo_id: str, revision: str | None, hub: str, exc: hub_ask.Failed, cached: bool,
-                env: pod.Env | None = None, in_pod: bool = False) -> str:
-    """The one line for a Hub that did not give the file (``cached``: the cache has the revision's older copy)."""
-    if isinstance(exc, hub_ask.NotFound) and cached and exc.kind in ("gated", "repository"):
-        said = "gated repository" if exc.kind == "gated" else "not found"
-        return f"model {repo_id}: the Hub ({hub}) refused it ({said})"
-    if isinstance(exc, hub_ask.NotFound):
-        return {
-            "gated": _gated(repo_id, hub, env, in_pod),
-            "repository": f"model {repo_id}: not found on the Hub ({hub}) nor in the local Hugging Face cache",
-            "revision": f"model {repo_id}: revision {revision or 'main'} not found on the Hub ({hub})",
-            "unauthorized": f"model {repo_id}: the Hub ({hub}) refused the token (401: invalid credentials); set "
-                            "HF_TOKEN to a valid token",
-            "entry": f"model {repo_id}{f' at revision {revision}' if revision else ''}: the repository has no "
-                     f"{CONFIG}",
-        }[exc.kind]
-    empty = "" if cached else f" and the local Hugging Face cache has no {CONFIG}"
-    line = f"model {repo_id}: the Hub ({hub}) {exc.why}{empty}"
-    return f"{line}; set HF_HUB_OFFLINE=1 where no Hub is reachable" if exc.why.startswith("is unreachable") else line
 
 
 def _read(path: str) -> str:
