@@ -62,9 +62,10 @@ class Unresolved(UserError):
 
     kind: str | None = None
     hub: str | None = None
+    hub_said: str | None = None  # the Hub's own message (X-Error-Message), when it sent one
 
-    def said(self, kind: str | None, hub: str | None = None) -> Unresolved:
-        self.kind, self.hub = kind, hub
+    def said(self, kind: str | None, hub: str | None = None, hub_said: str | None = None) -> Unresolved:
+        self.kind, self.hub, self.hub_said = kind, hub, hub_said
         return self
 
 
@@ -206,8 +207,9 @@ def fetch_config(repo_id: str, revision: str | None = None, env: pod.Env | None 
             cached = None
         reason = words.unresolved(repo_id, revision, hub, exc, cached is not None, env, in_pod)
         if cached is None or exc.final:
-            kind = exc.kind if isinstance(exc, hub_ask.NotFound) else None
-            raise (Unavailable if _definitive(exc, env, in_pod) else Unresolved)(reason).said(kind, hub) from None
+            kind, hub_said = (exc.kind, exc.said) if isinstance(exc, hub_ask.NotFound) else (None, None)
+            raise (Unavailable if _definitive(exc, env, in_pod) else Unresolved)(reason).said(kind, hub,
+                                                                                             hub_said) from None
         note = f"not revalidated: {reason.removeprefix(f'model {repo_id}: ')}"
         print(f"vllm-remedy: warning: model {repo_id}{at}: {CONFIG} from the local Hugging Face cache ({cached}), "
               f"{note}", file=sys.stderr)

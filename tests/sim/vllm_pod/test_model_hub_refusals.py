@@ -26,20 +26,27 @@ from fixtures.served_pods import ended, served
 
 MODEL, GATED = "acme-corp/SmolLM2-Refusals", "acme-corp/SmolLM2-Refusals-Gated"
 REVOKED = "hf_revoked"
+#: a token the Hub refuses with 401 RepoNotFound "Invalid username or password.", as it answered a recent vLLM
+#: (vast-ai/base-image#128): huggingface_hub reads it as RepositoryNotFoundError
+WRONG = "hf_wrong"
 
 
 class _Refusing(hf_hub_server._Handler):
     """The fixture's Hub, refusing the token :data:`REVOKED` as the Hub refuses an invalid one (no error code)."""
 
     def _answer(self, body_wanted: bool) -> None:
-        if self.headers.get("Authorization") != f"Bearer {REVOKED}":
+        said = {f"Bearer {REVOKED}": "Invalid credentials in Authorization header",
+                f"Bearer {WRONG}": "Invalid username or password."}.get(self.headers.get("Authorization") or "")
+        if said is None:
             return super()._answer(body_wanted)
         self.server.requests.append((self.command, self.path))
-        body = json.dumps({"error": "Invalid credentials in Authorization header"}).encode()
+        body = json.dumps({"error": said}).encode()
         self.send_response(401)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
-        self.send_header("X-Error-Message", "Invalid credentials in Authorization header")
+        self.send_header("X-Error-Message", said)
+        if said.startswith("Invalid username"):
+            self.send_header("X-Error-Code", "RepoNotFound")
         self.end_headers()
         if body_wanted:
             self.wfile.write(body)
@@ -67,6 +74,7 @@ CASES: dict[str, tuple[dict[str, str], str, list[str]]] = {
     "revision": ({}, MODEL, ["--revision", "v9.9"]),
     "offline": ({"HF_HUB_OFFLINE": "1"}, MODEL, []),
     "unauthorized": ({"HF_TOKEN": REVOKED}, MODEL, []),
+    "wrong-token": ({"HF_TOKEN": WRONG}, MODEL, []),
 }
 EXPECTED = [
     ("0.6.6", "gated", "huggingface_hub.errors.GatedRepoError: 401 Client Error.", "gated"),
@@ -86,6 +94,9 @@ EXPECTED = [
     ("0.19.0", "unauthorized", f"OSError: There was a specific connection error when trying to load {MODEL}:",
      "unauthorized"),
     ("0.25.0", "unauthorized", "Client error '401 Unauthorized' for url ", "unauthorized"),
+    ("0.8.5", "wrong-token", "huggingface_hub.errors.RepositoryNotFoundError: 401 Client Error.", "unauthorized"),
+    ("0.19.0", "wrong-token", f"OSError: {MODEL} is not a local folder and is not a valid model identifier",
+     "unauthorized"),
 ]
 INVALID = "Invalid repository ID or local directory specified"
 

@@ -42,14 +42,22 @@ TRANSFORMERS_FIRST_SINCE = (0, 11, 0)  # maybe_override_with_speculators before 
 #: HTTP errors read "Client error '401 Unauthorized' for url '...'" (measured with huggingface_hub 2.4)
 HTTPX_SINCE = (0, 23, 0)
 ERRORS_MODULE_SINCE = (0, 6, 3)  # huggingface_hub.errors (config.py@0.6.3 catches errors.OfflineModeIsEnabled)
+BAD_CREDENTIALS = "Invalid credentials in Authorization header"
 CAUSE = "\nThe above exception was the direct cause of the following exception:\n\nTraceback (most recent call last):"
 
 
-def words(version: str, model: str, revision: str | None, kind: str | None, hub: str | None) -> str | None:
+def words(version: str, model: str, revision: str | None, kind: str | None, hub: str | None,
+          hub_said: str | None = None) -> str | None:
     """The exception lines the pod's release ends in for the Hub's ``kind`` of "no" (None: not one of :data:`KINDS`,
-    the caller keeps the generic refusal); ``hub`` is the endpoint the pod asked (its HF_ENDPOINT)."""
+    the caller keeps the generic refusal); ``hub`` is the endpoint the pod asked (its HF_ENDPOINT), ``hub_said`` the
+    Hub's own message. A refused token comes two ways: 401 "Invalid credentials in Authorization header", which
+    huggingface_hub raises as a plain HTTP error, or 401 "Invalid username or password.", which it reads as
+    RepositoryNotFoundError (``hf_raise_for_status``; vast-ai/base-image#128 shows the latter from a recent vLLM)."""
     if kind not in KINDS:
         return None
+    if kind == "unauthorized" and hub_said and hub_said != BAD_CREDENTIALS:
+        return _not_shown(parse_version(version) or NEWEST_RELEASE, model, revision or "main",
+                          (hub or "https://huggingface.co").rstrip("/"), hub_said)
     v = parse_version(version) or NEWEST_RELEASE
     hub = (hub or "https://huggingface.co").rstrip("/")
     rev = revision or "main"
@@ -81,6 +89,28 @@ def words(version: str, model: str, revision: str | None, kind: str | None, hub:
     return cause if v < WRAPPED_SINCE else _invalid(v, model, cause)
 
 
+def _not_shown(v: tuple[int, ...], model: str, rev: str, hub: str, said: str) -> str:
+    """A 401 huggingface_hub reads as RepositoryNotFoundError, through the release's path: ``file_exists`` says False
+    (0.6.1-0.7.2: "No supported config format"), the listing raises it (0.7.3-0.10.2), transformers words it as an
+    unknown model (up to 0.6.0 and from 0.11.0)."""
+    module = "huggingface_hub.errors" if v >= ERRORS_MODULE_SINCE else "huggingface_hub.utils._errors"
+    if FILE_EXISTS_SINCE <= v < LISTING_SINCE:
+        return f"ValueError: No supported config format found in {model}"
+    transformers_first = v >= TRANSFORMERS_FIRST_SINCE or v < FILE_EXISTS_SINCE
+    url = (f"{hub}/{model}/resolve/{rev}/config.json" if transformers_first else
+           f"{hub}/api/models/{model}/tree/{rev}?recursive=False&expand=False")
+    cause = (f"{module}.RepositoryNotFoundError: 401 Client Error.\n\nRepository Not Found for url: {url}.\n"
+             "Please make sure you specified the correct `repo_id` and `repo_type`.\nIf you are trying to access a "
+             "private or gated repo, make sure you are authenticated. For more details, see "
+             f"https://huggingface.co/docs/huggingface_hub/authentication\n{said}")
+    if not transformers_first:
+        return cause if v < WRAPPED_SINCE else _invalid(v, model, cause)
+    login = "hf auth login" if v >= HTTPX_SINCE else "huggingface-cli login"
+    return (f"{cause}\n{CAUSE}\nOSError: {model} is not a local folder and is not a valid model identifier listed on "
+            "'https://huggingface.co/models'\nIf this is a private repository, make sure to pass a token having "
+            f"permission to this repo either by logging in with `{login}` or by passing `token=<your_token>`")
+
+
 def _gated(module: str, url: str, model: str) -> str:
     return (f"{module}.GatedRepoError: 401 Client Error.\n\nCannot access gated repo for url {url}.\n"
             f"Access to model {model} is restricted. You must have access to it and be authenticated to access it. "
@@ -92,7 +122,7 @@ def _unauthorized(v: tuple[int, ...], module: str, url: str) -> str:
     said = (f"Client error '401 Unauthorized' for url '{url}'\nFor more information check: "
             "https://developer.mozilla.org/en-US/docs/Web/HTTP/Status/401" if v >= HTTPX_SINCE else
             f"401 Client Error: Unauthorized for url: {url}")
-    return f"{module}.HfHubHTTPError: {said}\n\nInvalid credentials in Authorization header"
+    return f"{module}.HfHubHTTPError: {said}\n\n{BAD_CREDENTIALS}"
 
 
 def _transformers(v: tuple[int, ...], model: str, rev: str, kind: str, hub: str, resolve: str, module: str) -> str:

@@ -66,7 +66,7 @@ def refused_words(version: str, model_id: str, revision: str | None, exc: Except
     if isinstance(exc, hf_cache.ReadOnlyCache):
         return hf_cache.words(model_id, exc.path)
     if isinstance(exc, hub.Unresolved):
-        said = hub_refusal.words(version, model_id, revision, exc.kind, exc.hub)
+        said = hub_refusal.words(version, model_id, revision, exc.kind, exc.hub, exc.hub_said)
         if said is not None:
             return said
     return no_model_error(version, model_id)

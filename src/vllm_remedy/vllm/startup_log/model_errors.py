@@ -42,6 +42,8 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
      "revision_not_found"),
     (re.compile(r"RepositoryNotFoundError|Repository Not Found for url"), "not_found"),
     (re.compile(r"\b401 Client Error\b|'401 Unauthorized' for url"), "unauthorized"),
+    # the Hub's own words for a token it refuses, on the line after a RepositoryNotFoundError's (vast-ai/base-image#128)
+    (re.compile(r"Invalid username or password\.|Invalid credentials in Authorization header"), "unauthorized"),
     (re.compile(r"OfflineModeIsEnabled|outgoing traffic has been disabled|We couldn't connect to '[^']*' to load"),
      "offline"),
     (re.compile(r"Read-only file system: '[^']*/models--(?P<model>[\w.-]+--[\w.-]+)'|PermissionError at \S+ when "
