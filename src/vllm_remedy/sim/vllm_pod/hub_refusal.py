@@ -10,9 +10,11 @@ own "Invalid repository ID" message, changed four times (read in the released wh
   "No supported config format found in <model>"), lets a 401 through, and offline ``get_config`` calls
   ``file_exists`` once more on purpose to raise ``OfflineModeIsEnabled``;
 - 0.7.3 to 0.10.2 list the repository's files instead (vLLM's own ``file_exists`` over ``list_repo_files``,
-  config.py@0.7.3, @0.8.5, @0.10.2): the tree API answers for a gated repository too, so the gated "no" comes from
-  transformers' download of config.json; a missing revision or a refused token is raised by the listing, bare at
-  0.7.3 and inside vLLM's "Invalid repository ID" from 0.8.0 (config.py@0.8.0 ``raise ValueError(...) from e``);
+  config.py@0.7.3, @0.8.5, @0.10.2): the tree API lists a gated repository's files to anyone since late 2024
+  (huggingface/huggingface.js#945), so the gated "no" comes from transformers' download of config.json; a missing
+  revision or a refused token is raised by the listing (that the tree API refuses a bad token as the resolve URL
+  does is assumed, not seen in a log), bare at 0.7.3 and inside vLLM's "Invalid repository ID" from 0.8.0
+  (config.py@0.8.0 ``raise ValueError(...) from e``);
   offline the listing is empty, which ends in "No supported config format found" (0.7.3), "Unsupported config
   format: ConfigFormat.AUTO" (0.8.0, 0.8.3) or "Could not detect config format" inside "Invalid repository ID"
   (0.8.5 on);
