@@ -17,7 +17,9 @@ the Hub once per model; one resolution online lasts at most ``VLLM_REMEDY_HUB_TI
 Hub that let it run out is not waited for again in that run. A rehearsal pod's start is the exception: vLLM asks at
 each container start, so the cluster resolves afresh each time (``per_start``). A read-only cache here changes no
 answer: what the Hub sent serves from memory (``hub.ask``); a rehearsal pod's own cache is its container's, which
-vLLM writes into, so it starts as well.
+vLLM writes into, so it starts as well, unless the pod mounts its cache read-only (``sim.vllm_pod.hf_cache``). That
+cache is the pod's alone: a copy another pod's download put in this machine's cache neither overrules the Hub's "no"
+to the pod nor stands in for the pod's own request (``hub.given``).
 
 The Hub's own "no" — no such repository or revision, a gated repository refused to the token vLLM sends — is
 :class:`Unavailable`: vLLM dies on it (``model_unavailable``), so the policy's copy does not stand in for it; that copy
@@ -40,7 +42,7 @@ from typing import Any
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.hub import ask as hub_ask
-from vllm_remedy.hub import names, pod, quant_file
+from vllm_remedy.hub import given, names, pod, quant_file, words
 from vllm_remedy.vllm import catalog, hf_overrides, resolved
 from vllm_remedy.vllm.catalog import ModelSpec
 
@@ -52,7 +54,19 @@ Fallback = tuple[str, Callable[[], Mapping[str, Any]]]
 
 
 class Unresolved(UserError):
-    """A model whose config could be found nowhere; ``str()`` is one line saying why."""
+    """A model whose config could be found nowhere; ``str()`` is one line saying why. ``kind``: what the Hub (or the
+    offline switch) said, for a rehearsal pod's log in its release's words (``sim.vllm_pod.hub_refusal``): "gated",
+    "unauthorized" (a token it refuses), "revision", "repository", "entry", "offline" (the pod's own HF_HUB_OFFLINE;
+    this process's stands for a rehearsal that reaches no Hub at all, whose pods keep vLLM's generic refusal), or
+    None (anything else); ``hub``: the endpoint asked."""
+
+    kind: str | None = None
+    hub: str | None = None
+    hub_said: str | None = None  # the Hub's own message (X-Error-Message), when it sent one
+
+    def said(self, kind: str | None, hub: str | None = None, hub_said: str | None = None) -> Unresolved:
+        self.kind, self.hub, self.hub_said = kind, hub, hub_said
+        return self
 
 
 class Unavailable(Unresolved):
@@ -156,17 +170,20 @@ def fetch_config(repo_id: str, revision: str | None = None, env: pod.Env | None 
     bad = revision and not hub_ask.COMMIT.fullmatch(revision) and names.revision_problem(revision)
     if bad:  # before any request or cache read: it would be joined onto the cache's refs/ as a path
         raise Unavailable(f"model {repo_id}: --revision {revision!r} is no branch, tag or commit name ({bad}); the "
-                          "Hub has no such revision and vLLM's download of it fails")
+                          "Hub has no such revision and vLLM's download of it fails").said("revision", endpoint(env))
     try:
         cached = hf.try_to_load_from_cache(repo_id, CONFIG, cache_dir=cache_dir(), revision=revision)
     except (ValueError, errors.HFValidationError):
         raise Unresolved(f"model {repo_id}: not a Hugging Face repository id") from None
     cached = cached if isinstance(cached, str) else None
+    if cached is not None and in_pod and not offline(env) and given.others(cached, pod.key(env)):
+        cached = None  # another pod's download, not in this pod's cache: its vLLM asks the Hub for the commit
     if cached is not None and (offline(env) or hub_ask.COMMIT.fullmatch(revision or "")):
         return _read(cached), f"the local Hugging Face cache ({cached})", cached
     if offline(env):
         raise Unresolved(f"model {repo_id}{at}: not in the catalog nor the local Hugging Face cache, and "
-                         "HF_HUB_OFFLINE is set")
+                         "HF_HUB_OFFLINE is set").said("offline" if env and pod.OFFLINE in env else None,
+                                                       endpoint(env))
     hub = endpoint(env)
     hf_logging.set_verbosity_error()  # its retry warnings are not ours to print: the one line below is
     # huggingface_hub reads HF_HUB_OFFLINE once, at import; we read it at each call (the rehearsal cluster resolves
@@ -185,13 +202,19 @@ def fetch_config(repo_id: str, revision: str | None = None, env: pod.Env | None 
     except hub_ask.Failed as exc:
         if exc.why.startswith("did not answer within") and not per_start:
             _memo.setdefault(_silent(hub), exc.why)
-        reason = _unresolved(repo_id, revision, hub, exc, cached is not None, env, in_pod)
+        # a pod's cache is its own: a copy the Hub gave to another environment does not overrule its "no" to this one
+        if cached is not None and in_pod and _definitive(exc, env, in_pod) and given.others(cached, pod.key(env)):
+            cached = None
+        reason = words.unresolved(repo_id, revision, hub, exc, cached is not None, env, in_pod)
         if cached is None or exc.final:
-            raise (Unavailable if _definitive(exc, env, in_pod) else Unresolved)(reason) from None
+            kind, hub_said = (exc.kind, exc.said) if isinstance(exc, hub_ask.NotFound) else (None, None)
+            raise (Unavailable if _definitive(exc, env, in_pod) else Unresolved)(reason).said(kind, hub,
+                                                                                             hub_said) from None
         note = f"not revalidated: {reason.removeprefix(f'model {repo_id}: ')}"
         print(f"vllm-remedy: warning: model {repo_id}{at}: {CONFIG} from the local Hugging Face cache ({cached}), "
               f"{note}", file=sys.stderr)
         return _read(cached), f"the local Hugging Face cache ({cached}), {note}", cached
+    given.record(got.path, pod.key(env), got.downloaded)
     if got.unkept is not None:  # the cache refused the download: the Hub's answer, held in memory, serves
         hub_ask.warn_unkept(got, cache_dir())
         return got.read().decode("utf-8", errors="replace"), f"the Hub ({hub})", got.path
@@ -212,41 +235,8 @@ def _definitive(exc: hub_ask.Failed, env: pod.Env | None, in_pod: bool) -> bool:
     gates) to the token vLLM sends — a private repository is "not found" to a caller without access."""
     if not isinstance(exc, hub_ask.NotFound):
         return False
-    return exc.kind == "revision" or (exc.kind in ("repository", "gated") and pod.token_is_vllms(env, in_pod))
-
-
-def _gated(repo_id: str, hub: str, env: pod.Env | None, in_pod: bool) -> str:
-    """The line for a gated repository, saying whose token was refused and where a token belongs."""
-    line = f"model {repo_id}: gated repository on the Hub ({hub})"
-    if not in_pod or env is None or pod.TOKEN not in env:
-        return f"{line}; set HF_TOKEN to a token with access to it"
-    if env[pod.TOKEN] is None:
-        return (f"{line} and the pod sets no HF_TOKEN: vLLM's download is refused (401); set HF_TOKEN in the pod's "
-                "env (from a Secret) to a token with access to it")
-    if env[pod.TOKEN] != pod.UNREAD:
-        return f"{line} and the pod's HF_TOKEN has no access to it: vLLM's download is refused"
-    here = "this machine's HF_TOKEN has no access to it" if pod.token(env) else "no HF_TOKEN is set here"
-    return (f"{line}; the pod's HF_TOKEN (a Secret) is not read here and {here}: run with a token that has access "
-            "to predict it")
-
-
-def _unresolved(repo_id: str, revision: str | None, hub: str, exc: hub_ask.Failed, cached: bool,
-                env: pod.Env | None = None, in_pod: bool = False) -> str:
-    """The one line for a Hub that did not give the file (``cached``: the cache has the revision's older copy)."""
-    if isinstance(exc, hub_ask.NotFound) and cached and exc.kind in ("gated", "repository"):
-        said = "gated repository" if exc.kind == "gated" else "not found"
-        return f"model {repo_id}: the Hub ({hub}) refused it ({said})"
-    if isinstance(exc, hub_ask.NotFound):
-        return {
-            "gated": _gated(repo_id, hub, env, in_pod),
-            "repository": f"model {repo_id}: not found on the Hub ({hub}) nor in the local Hugging Face cache",
-            "revision": f"model {repo_id}: revision {revision or 'main'} not found on the Hub ({hub})",
-            "entry": f"model {repo_id}{f' at revision {revision}' if revision else ''}: the repository has no "
-                     f"{CONFIG}",
-        }[exc.kind]
-    empty = "" if cached else f" and the local Hugging Face cache has no {CONFIG}"
-    line = f"model {repo_id}: the Hub ({hub}) {exc.why}{empty}"
-    return f"{line}; set HF_HUB_OFFLINE=1 where no Hub is reachable" if exc.why.startswith("is unreachable") else line
+    return exc.kind == "revision" or (exc.kind in ("repository", "gated", "unauthorized")
+                                      and pod.token_is_vllms(env, in_pod))
 
 
 def _read(path: str) -> str:

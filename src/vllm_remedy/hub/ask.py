@@ -66,11 +66,18 @@ class Failed(Exception):
 
 
 class NotFound(Failed):
-    """The Hub's own "no such repository / revision / file / access": the caller words it."""
+    """The Hub's own "no such repository / revision / file / access": the caller words it. ``said``: the Hub's own
+    message (``X-Error-Message``), which tells a refused token from a repository it does not show."""
 
-    def __init__(self, kind: str, final: bool = False) -> None:
+    def __init__(self, kind: str, final: bool = False, said: str | None = None) -> None:
         super().__init__(kind, final)
-        self.kind = kind
+        self.kind, self.said = kind, said
+
+
+#: What the Hub says for a token it refuses (huggingface_hub's ``hf_raise_for_status`` special-cases the first; the
+#: second comes with a 401 that it reads as RepositoryNotFoundError, as a public vLLM log shows:
+#: vast-ai/base-image#128).
+BAD_TOKEN = ("Invalid credentials in Authorization header", "Invalid username or password.")
 
 
 def limit() -> float:
@@ -300,13 +307,16 @@ def _failure(exc: BaseException) -> Failed:
         return exc
     if isinstance(exc, errors.GatedRepoError):
         return NotFound("gated")
-    if isinstance(exc, errors.RepositoryNotFoundError):
-        return NotFound("repository")
+    said = getattr(exc, "server_message", None) or None
+    if isinstance(exc, errors.RepositoryNotFoundError):  # a 401 for a refused token reads as "not found" too
+        return NotFound("unauthorized" if said in BAD_TOKEN else "repository", said=said)
     if isinstance(exc, errors.RevisionNotFoundError):
         return NotFound("revision", final=True)
     if isinstance(exc, (errors.RemoteEntryNotFoundError, errors.EntryNotFoundError)):
         return NotFound("entry", final=True)
     status = _status(exc)
+    if status == 401:  # neither gated nor "not found": the Hub refuses the token itself (invalid credentials)
+        return NotFound("unauthorized", said=said)
     if status is not None:
         after = _retry_after(exc)
         reason = getattr(getattr(exc, "response", None), "reason_phrase", "") or ""

@@ -8,6 +8,7 @@ from typing import Any
 
 from vllm_remedy import hub
 from vllm_remedy.hub import pod
+from vllm_remedy.sim.vllm_pod import hf_cache, hub_refusal
 from vllm_remedy.vllm import catalog
 from vllm_remedy.vllm.catalog import ModelSpec
 from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version
@@ -37,7 +38,10 @@ def model_spec(model_id: str, revision: str | None, container: Mapping[str, Any]
         return shipped
     env = pod.from_container(container) if container is not None else None
     # a local path is the pod's volume, not this machine's
-    return hub.resolve(model_id, revision, in_pod=True, env=env, per_start=True)[0]
+    spec, source = hub.resolve(model_id, revision, in_pod=True, env=env, per_start=True)
+    if container is not None and (cache := hf_cache.read_only(container)) is not None:
+        hf_cache.check(model_id, source, cache)  # a cache on a read-only volume takes no download (``hf_cache``)
+    return spec
 
 
 def no_model_error(version: str, model_id: str) -> str:
@@ -53,3 +57,16 @@ def no_model_error(version: str, model_id: str) -> str:
             "'https://huggingface.co/models'\nIf this is a private repository, make sure to pass a token having "
             "permission to this repo either by logging in with `huggingface-cli login` or by passing "
             "`token=<your_token>`")
+
+
+def refused_words(version: str, model_id: str, revision: str | None, exc: Exception) -> str:
+    """What the pod's vLLM ends in when its model's config could not be had (``exc``, from :func:`model_spec`): the
+    Hub's gated / no-such-revision / refused-token answer, or offline with nothing cached, as that release words it
+    (``hub_refusal``); anything else vLLM's generic refusal (:func:`no_model_error`)."""
+    if isinstance(exc, hf_cache.ReadOnlyCache):
+        return hf_cache.words(model_id, exc.path)
+    if isinstance(exc, hub.Unresolved):
+        said = hub_refusal.words(version, model_id, revision, exc.kind, exc.hub, exc.hub_said)
+        if said is not None:
+            return said
+    return no_model_error(version, model_id)

@@ -13,7 +13,17 @@ words, each from a public log:
 - huggingface_hub's errors through either: ``RepositoryNotFoundError`` / ``Repository Not Found for url``,
   ``RevisionNotFoundError`` / ``Revision Not Found for url``, ``GatedRepoError`` / ``Cannot access gated repo for
   url``, transformers' ``You are trying to access a gated repo``, and a bare ``401 Client Error`` for a token the Hub
-  refuses (tenstorrent/tt-inference-server#37, huggingface/transformers' utils/hub.py ``cached_files``).
+  refuses (tenstorrent/tt-inference-server#37, huggingface/transformers' utils/hub.py ``cached_files``), in httpx's
+  words from huggingface_hub 1.x (``'401 Unauthorized' for url``);
+- what each release prints for a gated repository, a missing revision, a refused token or an offline pod with nothing
+  cached (``sim.vllm_pod.hub_refusal`` cites the releases): transformers' ``is not a valid git identifier``,
+  huggingface_hub's ``OfflineModeIsEnabled`` (0.6.x) and ``LocalEntryNotFoundError`` under ``local_files_only``
+  (transformers' "We couldn't connect to '<endpoint>' to load"), vLLM's ``No supported config format found in
+  <model>`` (0.6.1-0.7.3), ``Unsupported config format: ConfigFormat.AUTO`` (0.8.0, 0.8.3) and ``Could not detect
+  config format`` (0.8.5 on, inside its own message), which a missing revision or an empty offline listing ends in;
+- a download into a cache on a read-only volume: the mount's ``Read-only file system`` on the repository's cache
+  folder, re-raised by transformers as it is, or its ``PermissionError at ... Check cache directory permissions``
+  for an unwritable directory (``sim.vllm_pod.hf_cache``).
 """
 
 from __future__ import annotations
@@ -28,22 +38,39 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"(?P<model>\S+) is not a local folder and is not a valid model identifier"), "not_found"),
     (re.compile(rf"HFValidationError: Repo id must (?:be in the form|use alphanumeric).*: {_MODEL}"), "invalid_id"),
     (re.compile(r"GatedRepoError|Cannot access gated repo|You are trying to access a gated repo"), "gated"),
-    (re.compile(r"RevisionNotFoundError|Revision Not Found for url"), "revision_not_found"),
+    (re.compile(r"RevisionNotFoundError|Revision Not Found for url|is not a valid git identifier \(branch name"),
+     "revision_not_found"),
     (re.compile(r"RepositoryNotFoundError|Repository Not Found for url"), "not_found"),
-    (re.compile(r"\b401 Client Error\b"), "unauthorized"),
+    (re.compile(r"\b401 Client Error\b|'401 Unauthorized' for url"), "unauthorized"),
+    # the Hub's own words for a token it refuses, on the line after a RepositoryNotFoundError's (vast-ai/base-image#128)
+    (re.compile(r"Invalid username or password\.|Invalid credentials in Authorization header"), "unauthorized"),
+    (re.compile(r"OfflineModeIsEnabled|outgoing traffic has been disabled|We couldn't connect to '[^']*' to load"),
+     "offline"),
+    (re.compile(r"Read-only file system: '[^']*/models--(?P<model>[\w.-]+--[\w.-]+)'|PermissionError at \S+ when "
+                r"downloading (?P<model2>\S+)\. Check cache directory permissions"), "cache_read_only"),
+    (re.compile(r"No supported config format found in (?P<model>\S+?)\.?$"), "not_found"),
+    (re.compile(r"Unsupported config format: ConfigFormat\.AUTO|Could not detect config format for no config file"),
+     "not_found"),
 )
 # Where a huggingface_hub message names the repository: its URL (…/api/models/<repo>/…, …/<repo>/resolve/…).
 _URL = re.compile(r"https?://[^/\s]+/(?:api/models/)?(?P<model>[\w.-]+/[\w.-]+)/(?:resolve|revision|tree)/")
 #: Most specific first: a chained traceback prints the root cause (a 401, then the gated repository) before vLLM's
 #: own wrapping message, and the most specific line says what to fix.
-REASON_ORDER = ("gated", "revision_not_found", "unauthorized", "invalid_id", "not_found")
+REASON_ORDER = ("gated", "revision_not_found", "unauthorized", "offline", "cache_read_only", "invalid_id",
+                "not_found")
 ADVICE = {
-    "not_found": "correct --model (a Hugging Face repository id, or a directory the pod mounts holding config.json), "
-                 "or mount the model's volume",
+    "not_found": "correct --model (a Hugging Face repository id, or a directory the pod mounts holding config.json) "
+                 "and --revision, or mount the model's volume (some releases say no more than this for a missing "
+                 "revision, or for HF_HUB_OFFLINE=1 with nothing cached)",
     "invalid_id": "correct --model: it is neither a directory the pod has (is the volume mounted?) nor a repository id",
     "revision_not_found": "correct --revision (a branch, tag or commit the repository has)",
     "gated": "give the pod HF_TOKEN (from a Secret) for an account granted access to the gated repository",
     "unauthorized": "give the pod a valid HF_TOKEN (the Hub refused the one it has, or the repository is private)",
+    "cache_read_only": "the pod's Hugging Face cache (HF_HOME / HF_HUB_CACHE) is a read-only volume without the "
+                       "model: pre-load the model into that volume, or point HF_HUB_CACHE at a writable one "
+                       "(an emptyDir)",
+    "offline": "the pod reached no Hub (HF_HUB_OFFLINE=1, or HF_ENDPOINT unreachable) and its Hugging Face cache lacks "
+               "the model: pre-load it into the cache volume the pod mounts (HF_HOME), or let the pod reach the Hub",
 }
 
 
@@ -52,7 +79,10 @@ def unavailable(message: str) -> dict[str, Any] | None:
     for pattern, reason in _PATTERNS:
         if (m := pattern.search(message)) is not None:
             detail: dict[str, Any] = {"reason": reason, "advice": ADVICE[reason], "error": message.strip()}
-            model = m.groupdict().get("model") or ((u := _URL.search(message)) and u["model"])
+            found = m.groupdict()
+            model = found.get("model") or found.get("model2") or ((u := _URL.search(message)) and u["model"])
+            if reason == "cache_read_only" and found.get("model"):  # the cache's folder name: org--name
+                model = found["model"].replace("--", "/", 1)
             if model:
                 detail["model"] = model
             return detail

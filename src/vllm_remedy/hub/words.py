@@ -1,0 +1,45 @@
+"""The one line ``hub`` says for a model the Hub did not give (split from ``hub``, which decides the resolution): who
+refused what, and where the fix belongs (the pod's env, a Secret, HF_HUB_OFFLINE)."""
+
+from __future__ import annotations
+
+from vllm_remedy.hub import ask as hub_ask
+from vllm_remedy.hub import pod
+
+CONFIG = hub_ask.CONFIG
+
+
+def gated(repo_id: str, hub: str, env: pod.Env | None, in_pod: bool) -> str:
+    """The line for a gated repository, saying whose token was refused and where a token belongs."""
+    line = f"model {repo_id}: gated repository on the Hub ({hub})"
+    if not in_pod or env is None or pod.TOKEN not in env:
+        return f"{line}; set HF_TOKEN to a token with access to it"
+    if env[pod.TOKEN] is None:
+        return (f"{line} and the pod sets no HF_TOKEN: vLLM's download is refused (401); set HF_TOKEN in the pod's "
+                "env (from a Secret) to a token with access to it")
+    if env[pod.TOKEN] != pod.UNREAD:
+        return f"{line} and the pod's HF_TOKEN has no access to it: vLLM's download is refused"
+    here = "this machine's HF_TOKEN has no access to it" if pod.token(env) else "no HF_TOKEN is set here"
+    return (f"{line}; the pod's HF_TOKEN (a Secret) is not read here and {here}: run with a token that has access "
+            "to predict it")
+
+
+def unresolved(repo_id: str, revision: str | None, hub: str, exc: hub_ask.Failed, cached: bool,
+                env: pod.Env | None = None, in_pod: bool = False) -> str:
+    """The one line for a Hub that did not give the file (``cached``: the cache has the revision's older copy)."""
+    if isinstance(exc, hub_ask.NotFound) and cached and exc.kind in ("gated", "repository"):
+        said = "gated repository" if exc.kind == "gated" else "not found"
+        return f"model {repo_id}: the Hub ({hub}) refused it ({said})"
+    if isinstance(exc, hub_ask.NotFound):
+        return {
+            "gated": gated(repo_id, hub, env, in_pod),
+            "repository": f"model {repo_id}: not found on the Hub ({hub}) nor in the local Hugging Face cache",
+            "revision": f"model {repo_id}: revision {revision or 'main'} not found on the Hub ({hub})",
+            "unauthorized": f"model {repo_id}: the Hub ({hub}) refused the token (401: invalid credentials); set "
+                            "HF_TOKEN to a valid token",
+            "entry": f"model {repo_id}{f' at revision {revision}' if revision else ''}: the repository has no "
+                     f"{CONFIG}",
+        }[exc.kind]
+    empty = "" if cached else f" and the local Hugging Face cache has no {CONFIG}"
+    line = f"model {repo_id}: the Hub ({hub}) {exc.why}{empty}"
+    return f"{line}; set HF_HUB_OFFLINE=1 where no Hub is reachable" if exc.why.startswith("is unreachable") else line

@@ -1,0 +1,83 @@
+"""A rehearsal pod whose Hugging Face cache is a read-only volume: what its vLLM can still read, and what it dies on.
+
+huggingface_hub writes into the cache before it returns a download (``hf_hub_download``: the repository's folder,
+``refs/<revision>``, the blob, the snapshot link), and neither it nor transformers turns a refused write into
+anything else. Measured with huggingface_hub 2.4 against tests/fixtures/hf_hub_server, on a cache made unwritable:
+an empty cache fails online at the first write (``<cache>/models--<org>--<name>``) and offline as not cached; a
+cache holding the revision's commit serves online (the HEAD names that commit: nothing to write) and offline; after
+the revision moves to a commit the cache lacks, the download fails at its snapshot folder. A ``readOnly`` volume
+mount refuses with EROFS, an ``OSError`` that is no ``PermissionError``, so transformers re-raises it as it is
+(utils/hub.py ``cached_files``: ``raise e``) in every release's path to config.json (``hub_refusal``):
+``OSError: [Errno 30] Read-only file system: '<cache>/models--<org>--<name>'``.
+
+The rehearsal keeps one Hugging Face cache for the cluster. A read-only pod's volume holds what was put there before
+the pod ran, which the rehearsal stands for with copies in that cache that no one fetched in this process (a seeded
+cache, ``hub.given``); a config the cluster had to download, or one another pod fetched, is not on the pod's volume.
+Only the container's own ``volumeMounts[].readOnly`` is read here (the pod's ConfigMap, Secret or read-only PVC
+volumes are not handed to the start's judgement).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from vllm_remedy import hub
+from vllm_remedy.hub import given
+
+#: Where huggingface_hub puts its cache in a vLLM image (root's home) when no variable says otherwise.
+DEFAULT_HOME = "/root/.cache/huggingface"
+_CACHED = re.compile(r"^the local Hugging Face cache \((?P<path>[^)]*)\)")
+
+
+class ReadOnlyCache(hub.Unresolved):
+    """The pod's vLLM would have to write the config into a cache on a read-only volume; ``path``: the cache."""
+
+    def __init__(self, message: str, path: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+def cache_of(container: Mapping[str, Any]) -> str:
+    """The pod's Hugging Face hub cache as huggingface_hub picks it: HF_HUB_CACHE, else HF_HOME/hub, else
+    XDG_CACHE_HOME/huggingface/hub, else root's home (the image's user)."""
+    values = {str(e.get("name")): e.get("value") for e in container.get("env") or []
+              if isinstance(e, Mapping) and isinstance(e.get("value"), str)}
+    if values.get("HF_HUB_CACHE"):
+        return posixpath.normpath(values["HF_HUB_CACHE"])
+    if values.get("HF_HOME"):
+        return posixpath.join(posixpath.normpath(values["HF_HOME"]), "hub")
+    if values.get("XDG_CACHE_HOME"):
+        return posixpath.join(posixpath.normpath(values["XDG_CACHE_HOME"]), "huggingface", "hub")
+    return posixpath.join(DEFAULT_HOME, "hub")
+
+
+def read_only(container: Mapping[str, Any]) -> str | None:
+    """The pod's cache path when the mount it lies on is ``readOnly`` (the deepest mount holding it decides), else
+    None."""
+    cache = cache_of(container)
+    best: tuple[int, bool] | None = None
+    for mount in container.get("volumeMounts") or []:
+        if not isinstance(mount, Mapping) or not isinstance(mount.get("mountPath"), str):
+            continue
+        root = posixpath.normpath(mount["mountPath"])
+        if (cache == root or cache.startswith(root.rstrip("/") + "/")) and (best is None or len(root) > best[0]):
+            best = (len(root), bool(mount.get("readOnly")))
+    return cache if best is not None and best[1] else None
+
+
+def check(model_id: str, source: str, cache: str) -> None:
+    """:class:`ReadOnlyCache` when the config read from ``source`` (``hub.resolve``'s) is not on the pod's read-only
+    volume: the Hub sent it (a download the pod cannot write), or another pod of this process fetched it."""
+    held = _CACHED.match(source)
+    if held is not None and not given.known(held["path"]):
+        return
+    raise ReadOnlyCache(f"model {model_id}: its config.json is not in the pod's Hugging Face cache ({cache}), a "
+                        "read-only volume: vLLM's download of it cannot be written", cache)
+
+
+def words(model_id: str, cache: str) -> str:
+    """The error the pod ends in: the first write huggingface_hub tries, refused by the read-only mount."""
+    return f"OSError: [Errno 30] Read-only file system: '{cache}/models--{model_id.replace('/', '--')}'"
