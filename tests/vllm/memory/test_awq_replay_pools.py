@@ -74,7 +74,7 @@ def test_a_grid_of_shapes_not_in_the_table_replays_as_the_oracle_does(shape: tup
 
 def test_the_padded_72b_config_with_yarn_replays_as_the_oracle_does() -> None:
     """The benchmark's uncatalogued case (bench/bench_memory.py: the published padded 72B, in the table, with the
-    model card's YaRN x4 edit, which is not), read as --model-config reads it, at each TP."""
+    Qwen2.5 model cards' YaRN x4 edit, which is not), read as --model-config reads it, at each TP."""
     path = str(CONFIGS / "Qwen2.5-72B-Instruct-AWQ.json")
     config = hub.config_from_json(hub.read_file(path, path), path)
     config["rope_scaling"] = {"factor": 4.0, "original_max_position_embeddings": 32768, "type": "yarn"}
