@@ -25,6 +25,8 @@ or deploy run is a fresh process. The result is a pure function of its inputs, s
   is replayed and rewritten.
 * **Failure**: a folder that cannot be made or written, a file unreadable, corrupt, foreign or not a regular file,
   a module whose code cannot be read: the replay runs and its result is used (never an error, never a wrong number).
+  The folder is trusted as the hub cache beside it is (whoever can write there can also rewrite the config.json the
+  estimate reads): the checks catch damage, not a forged entry.
 """
 
 from __future__ import annotations
@@ -99,7 +101,7 @@ def read(key: dict) -> Triple | None:
     """The triple stored under ``key``, or None for a missing, unreadable, corrupt or foreign file. Opened without
     blocking and read only when a small regular file (a FIFO or device in its place is not waited on)."""
     try:
-        fd = os.open(entry_path(key), os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(entry_path(key), os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except (OSError, ValueError):
         return None
     try:
