@@ -1,12 +1,13 @@
 """Write ``src/vllm_remedy/vllm/memory/awq_marlin_table.py``: the AWQ Marlin load replay (``awq_marlin_load.simulate``)
-of each catalog family as an AWQ checkpoint and of the calibration cases' AWQ models, at TP 1, 2, 4 and 8, 16-bit
+of each catalog family as an AWQ checkpoint, of the calibration cases' AWQ models and of the popular public AWQ
+checkpoints in scripts/awq_marlin_checkpoints.yaml (each with its Hub config URL), at TP 1, 2, 4 and 8, 16-bit
 activations.
 
 Why a table: the replay runs every layer (~10 ms for 64 layers in a fresh process, against the 5 ms an estimate may
 take), and its per-layer increments are not periodic over a model's depth (Qwen3-32B-AWQ: the 20 MiB segments' fill
 repeats every 10 layers, the 2 MiB segments' changes after 18), so it cannot be cut short exactly. The table holds
-what the replay computes, nothing else; tests/vllm/memory/test_awq_marlin_table.py replays every entry. Re-run after
-any change to the replay::
+what the replay computes, nothing else; tests/vllm/memory/test_awq_marlin_table.py replays every entry. A shape
+outside it is replayed once per machine (``awq_marlin_memo``). Re-run after any change to the replay::
 
     python scripts/awq_marlin_table.py          # write the table
     python scripts/awq_marlin_table.py --check  # exit 1 when it differs from the replay
@@ -27,21 +28,29 @@ from vllm_remedy.vllm import catalog  # noqa: E402
 from vllm_remedy.vllm.memory.awq_marlin_load import ReplayInputs, applies, replay_inputs, simulate  # noqa: E402
 
 TABLE = ROOT / "src/vllm_remedy/vllm/memory/awq_marlin_table.py"
+CHECKPOINTS = ROOT / "scripts/awq_marlin_checkpoints.yaml"
 TPS = (1, 2, 4, 8)
 DTYPE_BYTES = 2
-HEADER = '''"""The AWQ Marlin load replay (``awq_marlin_load.simulate``) of the catalog's and the calibration cases' AWQ
-checkpoints: (requested, allocated, reserved) bytes by the replay's inputs. Written by scripts/awq_marlin_table.py,
-never by hand; tests/vllm/memory/test_awq_marlin_table.py replays every entry. It spares a first estimate the replay.
+HEADER = '''"""The AWQ Marlin load replay (``awq_marlin_load.simulate``) of the catalog's, the calibration cases'
+and popular public AWQ checkpoints (scripts/awq_marlin_checkpoints.yaml): (requested, allocated, reserved) bytes by
+the replay's inputs. Written by scripts/awq_marlin_table.py, never by hand; tests/vllm/memory/test_awq_marlin_table.py
+replays every entry. It spares a first estimate the replay.
 """
 
 REPLAYED: dict[tuple[int | bool, ...], tuple[int, int, int]] = {
 '''
 
 
+def checkpoints() -> list[catalog.ModelSpec]:
+    """The popular public AWQ checkpoints, from their published config.json keys."""
+    listed = yaml.safe_load(CHECKPOINTS.read_text())["checkpoints"]
+    return [catalog.ModelSpec.from_hf_config(entry["config"], entry["repo"]) for entry in listed]
+
+
 def models() -> list[catalog.ModelSpec]:
-    """Each catalog family as a 4-bit AWQ checkpoint (what an ``-AWQ`` name resolves to) and every calibration
-    case's model (catalog name or inline config)."""
-    specs = [spec.quantized("awq", 4) for spec in catalog._model_index().values()]
+    """Each catalog family as a 4-bit AWQ checkpoint (what an ``-AWQ`` name resolves to), every calibration case's
+    model (catalog name or inline config) and the listed public checkpoints."""
+    specs = [spec.quantized("awq", 4) for spec in catalog._model_index().values()] + checkpoints()
     for path in sorted((ROOT / "tests/data/calibration").glob("*.yaml")):
         case = yaml.safe_load(path.read_text())
         if "model_config" in case:

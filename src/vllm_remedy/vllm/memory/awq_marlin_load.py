@@ -46,6 +46,8 @@ AWQ_MARLIN_SEQUENCE_UNTIL = (0, 30, 0)
 # segments a live block holds count; before, "Model loading took" (``max_memory_allocated``) counted only blocks.
 CONSUMED_BUDGET_SINCE = (0, 27, 0)
 LOAD_MAX_SPLIT = 20 * MIB
+# What the replayed sequence is for, in the disk memo's key beside the code's digest.
+RELEASE_RULE = (*AWQ_MARLIN_SEQUENCE_SINCE, *AWQ_MARLIN_SEQUENCE_UNTIL, LOAD_MAX_SPLIT)
 # ``--quantization`` values AutoAWQConfig.override_quantization_method turns into auto_awq for an AWQ checkpoint.
 AWQ_USER_QUANT = frozenset({"awq", "awq_marlin", "auto_awq", "marlin"})
 # Marlin's workspace is one int32 per SM (marlin_utils.py ``marlin_make_workspace_new``): 512 B blocks up to 128 SMs,
@@ -123,12 +125,37 @@ def overhead_gib(model: ModelSpec, tp: int, dtype_bytes: int, version: tuple[int
 
 
 def replay(model: ModelSpec, tp: int, dtype_bytes: int) -> tuple[int, int, int]:
-    """(requested, allocated, reserved) bytes per rank after loading and ``empty_cache``: the catalog's checkpoints
-    from ``awq_marlin_table`` (written by the replay), others replayed once per process."""
+    """(requested, allocated, reserved) bytes per rank after loading and ``empty_cache``: the catalog's and popular
+    checkpoints from ``awq_marlin_table`` (written by the replay), others replayed once per machine (``replayed``)."""
     from vllm_remedy.vllm.memory.awq_marlin_table import REPLAYED  # only where an AWQ load is replayed
 
     inputs = replay_inputs(model, tp, dtype_bytes)
-    return REPLAYED.get(inputs) or simulate(inputs)
+    return REPLAYED.get(inputs) or replayed(inputs)
+
+
+@lru_cache(maxsize=64)
+def replayed(m: ReplayInputs) -> tuple[int, int, int]:
+    """``simulate``'s bytes through the disk memo (``awq_marlin_memo``): a shape outside the table is replayed once
+    per machine and code version, then read (~0.2 ms) by every later process."""
+    from vllm_remedy.vllm.memory import awq_marlin_memo  # only where an AWQ load is replayed
+
+    return awq_marlin_memo.memoized(m, RELEASE_RULE, lambda: simulate(m))
+
+
+def warm(model: ModelSpec, tps: tuple[int, ...] = (1, 2, 4, 8), dtype_bytes: int = 2) -> int:
+    """Replay (or read from the memo) ``model``'s AWQ Marlin load at each TP it can run at, so that the estimates
+    that follow find it in this process: for the layer that resolves a model's config (the I/O belongs there, not
+    in an estimate). 16-bit activations, the only ones Marlin takes. How many were not in the table."""
+    from vllm_remedy.vllm.memory.awq_marlin_table import REPLAYED
+
+    done = 0
+    for tp in tps:
+        if applies(model, None, (8, 0), AWQ_MARLIN_SEQUENCE_SINCE, tp):
+            inputs = replay_inputs(model, tp, dtype_bytes)
+            if inputs not in REPLAYED:
+                replayed(inputs)
+                done += 1
+    return done
 
 
 @lru_cache(maxsize=64)

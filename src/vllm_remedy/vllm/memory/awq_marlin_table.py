@@ -1,6 +1,7 @@
-"""The AWQ Marlin load replay (``awq_marlin_load.simulate``) of the catalog's and the calibration cases' AWQ
-checkpoints: (requested, allocated, reserved) bytes by the replay's inputs. Written by scripts/awq_marlin_table.py,
-never by hand; tests/vllm/memory/test_awq_marlin_table.py replays every entry. It spares a first estimate the replay.
+"""The AWQ Marlin load replay (``awq_marlin_load.simulate``) of the catalog's, the calibration cases'
+and popular public AWQ checkpoints (scripts/awq_marlin_checkpoints.yaml): (requested, allocated, reserved) bytes by
+the replay's inputs. Written by scripts/awq_marlin_table.py, never by hand; tests/vllm/memory/test_awq_marlin_table.py
+replays every entry. It spares a first estimate the replay.
 """
 
 REPLAYED: dict[tuple[int | bool, ...], tuple[int, int, int]] = {
@@ -90,6 +91,10 @@ REPLAYED: dict[tuple[int | bool, ...], tuple[int, int, int]] = {
         (1466049024, 1502814208, 1507852288),
     (4096, 32, 8, 128, 14336, 128, 32, 128256, 131072, False, False, False, 8, 2):
         (750133760, 768548864, 771751936),
+    (4096, 32, 32, 128, 11008, 128, 32, 32000, 4096, False, False, False, 1, 2):
+        (3890487808, 3940884480, 3988783104),
+    (4096, 32, 32, 128, 11008, 128, 32, 32000, 4096, False, False, False, 2, 2):
+        (1946100224, 1965039616, 2011168768),
     (4096, 32, 32, 128, 11008, 128, 32, 32000, 262144, False, False, False, 1, 2):
         (3956548096, 4006944768, 4053794816),
     (4096, 32, 32, 128, 11008, 128, 32, 32000, 262144, False, False, False, 2, 2):
@@ -142,6 +147,12 @@ REPLAYED: dict[tuple[int | bool, ...], tuple[int, int, int]] = {
         (4867009536, 4906911744, 4928307200),
     (5120, 40, 8, 128, 27648, 128, 64, 152064, 131072, False, True, False, 8, 2):
         (2451074048, 2480842752, 2577399808),
+    (5120, 40, 40, 128, 13824, 128, 40, 32000, 4096, False, False, False, 1, 2):
+        (7249095296, 7325886464, 7337934848),
+    (5120, 40, 40, 128, 13824, 128, 40, 32000, 4096, False, False, False, 2, 2):
+        (3625568896, 3642886144, 3730833408),
+    (5120, 40, 40, 128, 13824, 128, 40, 32000, 4096, False, False, False, 4, 2):
+        (1813805696, 1817819136, 1927282688),
     (5120, 64, 8, 128, 25600, 128, 64, 151936, 40960, False, False, True, 1, 2):
         (19336047616, 19579971584, 19610468352),
     (5120, 64, 8, 128, 25600, 128, 64, 151936, 40960, False, False, True, 2, 2):
@@ -150,6 +161,14 @@ REPLAYED: dict[tuple[int | bool, ...], tuple[int, int, int]] = {
         (4843088896, 4920977408, 5073010688),
     (5120, 64, 8, 128, 25600, 128, 64, 151936, 40960, False, False, True, 8, 2):
         (2427595776, 2467801088, 2554331136),
+    (8192, 64, 8, 128, 28672, 128, 80, 32000, 4096, False, False, False, 1, 2):
+        (36615046400, 36650336256, 36708548608),
+    (8192, 64, 8, 128, 28672, 128, 80, 32000, 4096, False, False, False, 2, 2):
+        (18309530880, 18330927104, 18352177152),
+    (8192, 64, 8, 128, 28672, 128, 80, 32000, 4096, False, False, False, 4, 2):
+        (9156773120, 9179742208, 9196011520),
+    (8192, 64, 8, 128, 28672, 128, 80, 32000, 4096, False, False, False, 8, 2):
+        (4580394240, 4583702528, 4674551808),
     (8192, 64, 8, 128, 28672, 128, 80, 128256, 8192, False, False, False, 1, 2):
         (39770211584, 39802093568, 39866859520),
     (8192, 64, 8, 128, 28672, 128, 80, 128256, 8192, False, False, False, 2, 2):
@@ -168,4 +187,12 @@ REPLAYED: dict[tuple[int | bool, ...], tuple[int, int, int]] = {
         (5007164672, 5018861568, 5110759424),
     (8192, 64, 8, 128, 29568, 128, 80, 152064, 32768, False, True, False, 1, 2):
         (41473492224, 41648717824, 41691381760),
+    (8192, 64, 8, 128, 29696, 128, 80, 152064, 32768, False, True, False, 1, 2):
+        (41604236544, 41649684480, 41712353280),
+    (8192, 64, 8, 128, 29696, 128, 80, 152064, 32768, False, True, False, 2, 2):
+        (20807795968, 20814905344, 20841496576),
+    (8192, 64, 8, 128, 29696, 128, 80, 152064, 32768, False, True, False, 4, 2):
+        (10409575680, 10509156352, 10533994496),
+    (8192, 64, 8, 128, 29696, 128, 80, 152064, 32768, False, True, False, 8, 2):
+        (5210465536, 5296611328, 5528092672),
 }
