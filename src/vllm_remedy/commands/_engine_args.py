@@ -294,16 +294,21 @@ def load_model(args: argparse.Namespace, revision: str | None = None) -> catalog
 
 def load_model_source(args: argparse.Namespace, revision: str | None = None) -> tuple[catalog.ModelSpec, str]:
     """(spec, where its config came from: ``catalog``, the cache or Hub, the --model-config file)."""
+    from vllm_remedy.vllm.memory import awq_marlin_load  # an AWQ load's replay is resolution's work
+
     if args.model:
         try:
-            return hub.resolve(args.model, getattr(args, "revision", None) or revision)
+            spec, source = hub.resolve(args.model, getattr(args, "revision", None) or revision)
         except UserError as exc:
             raise UserError(f"{exc}; pass --model-config with its config.json") from None
+        awq_marlin_load.warm(spec)
+        return spec, source
     path = Path(args.model_config)
     text = hub.read_file(path, str(path))  # a regular file only: a FIFO or a device would block
     config = hub.config_from_json(text, str(path))
     spec = hub.spec_from_config(config, str(path), str(path))
     hf_overrides.remember(str(path), None, config)  # the base --hf-overrides is applied to (``_hf_flags``)
+    awq_marlin_load.warm(spec)  # resolution's work, once per machine: the estimates after it stay pure and fast
     return spec, str(path)
 
 

@@ -1,0 +1,45 @@
+"""Resolving an AWQ checkpoint's config does the AWQ Marlin load replay, so the estimates after it stay fast.
+
+The promise is "an estimate stays under 5 ms once the config is resolved": for a shape outside the packaged table
+on 0.26-0.29 the replay costs ~10 ms, so it belongs to resolution (``load_model_source``), written to the disk memo,
+and the estimate must find it without replaying. Checked by the replay's own cache counters, not by a clock.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from vllm_remedy.commands._engine_args import load_model_source
+from vllm_remedy.vllm import catalog
+from vllm_remedy.vllm.memory import EngineSettings, awq_marlin_load, estimate
+from vllm_remedy.vllm.memory.awq_marlin_table import REPLAYED
+
+CONFIGS = Path(__file__).resolve().parents[1] / "data" / "configs"
+
+
+def test_an_uncatalogued_awq_config_is_replayed_when_resolved_not_when_estimated(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # a cold memo: nothing replayed on this machine yet
+    monkeypatch.delenv("HF_ASSETS_CACHE", raising=False)
+    monkeypatch.delenv("HUGGINGFACE_ASSETS_CACHE", raising=False)
+    config = json.loads((CONFIGS / "Qwen2.5-72B-Instruct-AWQ.json").read_text())
+    # the Qwen2.5 model cards' YaRN x4 edit: a rotary cache of 131,072 positions, a shape outside the table
+    config["rope_scaling"] = {"factor": 4.0, "original_max_position_embeddings": 32768, "type": "yarn"}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    awq_marlin_load.replayed.cache_clear()
+    awq_marlin_load.simulate.cache_clear()
+    spec, source = load_model_source(argparse.Namespace(model=None, model_config=str(path)))
+    assert source == str(path)
+    assert tuple(awq_marlin_load.replay_inputs(spec, 2, 2)) not in REPLAYED
+    warmed = awq_marlin_load.simulate.cache_info().misses
+    assert warmed >= 2  # TP 1 and 2 at least (the 72B's shapes divide at 1, 2, 4 and 8)
+    settings = EngineSettings.from_flags({"tensor-parallel-size": "2", "max-model-len": "32768"}, "0.28.0")
+    got = estimate(spec, catalog.gpu("NVIDIA-A100-SXM4-80GB"), settings)
+    assert got.weights_gib > 0
+    assert awq_marlin_load.simulate.cache_info().misses == warmed  # the estimate replayed nothing
+    assert awq_marlin_load.replayed.cache_info().hits >= 1  # it read the resolution's bytes
