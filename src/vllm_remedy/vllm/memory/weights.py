@@ -7,7 +7,7 @@ read by the estimate (``core``), the activation terms (``mxfp4_backend``) and th
 from __future__ import annotations
 
 from vllm_remedy.vllm.catalog import GIB, ModelSpec
-from vllm_remedy.vllm.memory import awq_marlin_load, mla_absorbed, mxfp4
+from vllm_remedy.vllm.memory import awq_marlin_load, mla_absorbed, mxfp4, nvfp4
 from vllm_remedy.vllm.memory.alloc_tail import load_max_split, weight_floor_gib, weight_tail_gib
 from vllm_remedy.vllm.memory.resolved import Resolved
 from vllm_remedy.vllm.memory.unmodelled import CannotPredict
@@ -62,8 +62,9 @@ def weights_gib(
     model: ModelSpec, res: Resolved, quantization: str | None, capability: tuple[int, int] | None = None
 ) -> float:
     """Per-rank weight memory, each part at its own width: packed weights where the checkpoint packs them (with zero
-    points unless symmetric compressed-tensors), 16-bit embeddings, MoE router gates (built with ``quant_config=None``:
-    qwen3_moe.py, qwen2_moe.py, mixtral.py, deepseek_v2.py, llama4.py@0.10.0) and vision tower, mxfp4 experts as the
+    points unless symmetric compressed-tensors; ModelOpt NVFP4 with its FP8 group scales, ``nvfp4``), 16-bit
+    embeddings, MoE router gates (built with ``quant_config=None``: qwen3_moe.py, qwen2_moe.py, mixtral.py,
+    deepseek_v2.py, llama4.py@0.10.0) and vision tower, mxfp4 experts as the
     GPU's backend lays them out, an 8-bit compressed-tensors channel checkpoint's float32 scales (``weight_scales``)."""
     bits = weight_bits(model, quantization, res.weight_dtype_bytes)
     params = model.params_b * 1e9
@@ -78,7 +79,8 @@ def weights_gib(
         embed = model.vocab_size * model.hidden_size * (1 if model.tie_word_embeddings else 2)
         router = model.num_layers * model.hidden_size * model.num_experts  # MoE gates: built with quant_config=None
         kept = embed + router + model.vision_params_b * 1e9
-        overhead = int4_overhead(model.group_size, model.zero_points)
+        overhead = (nvfp4.overhead(model.group_size, res.rules.version, capability) if nvfp4.applies(model)
+                    else int4_overhead(model.group_size, model.zero_points))  # NVFP4: FP8 scales, no zero points
         left, other = _excluded(model, res)
         body = (params - kept - left - sum(p for p, _, _ in other)) * bits / 8 * (overhead if bits <= 4 else 1.0)
         body += sum(p * b / 8 * (int4_overhead(g, model.zero_points) if b <= 4 else 1.0) for p, b, g in other)
