@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from vllm_remedy.errors import UserError
 from vllm_remedy.vllm import catalog
 from vllm_remedy.vllm.catalog import GIB, ModelSpec
 from vllm_remedy.vllm.memory import EngineSettings, estimate
@@ -124,3 +125,23 @@ def test_the_files_spelling_meets_the_nvfp4_class_capability_floor():
         refused.refusal, refused.refusal
     runs = _start(FILE_SPELLING, "0.30.0", "Tesla-T4")
     assert runs.refusal is None and runs.weights_gib == pytest.approx(_start(FLAT_SPELLING, "0.30.0", B200).weights_gib)
+
+
+# ---- routed experts FlashInfer's TRT-LLM layout would pad --------------------------------------------------
+
+def test_experts_a_blackwell_backend_would_pad_cannot_be_predicted():
+    """Qwen3-30B-A3B's shapes (moe_intermediate_size 768) under the Llama FP4 file's section (a combination built
+    here): at TP 8 each GPU holds 96 intermediate channels per expert, which FlashInfer's TRT-LLM layout pads to 128
+    from 0.26.0 (``align_fp4_moe_weights_for_fi``, min_alignment 64 for gated experts) and the other backends do not;
+    the backend vLLM picks on a B200 is not modelled, so "cannot predict" there. TP 4 (192) is aligned whichever
+    backend runs; 0.16.0 has no padding; an H100 runs Marlin. Before, every one was sized."""
+    config = {**_json("Qwen3-30B-A3B"), "quantization_config": LLAMA_FILE}
+    spec = ModelSpec.from_hf_config(config, "m")
+
+    def weights(version: str, gpu: str, tp: str) -> float:
+        flags = {"max-model-len": "4096", "tensor-parallel-size": tp}
+        return estimate(spec, catalog.gpu(gpu), EngineSettings.from_flags(flags, version)).weights_gib
+
+    with pytest.raises(UserError, match="padded by FlashInfer's TRT-LLM MoE layout"):
+        weights("0.30.0", B200, "8")
+    assert weights("0.30.0", B200, "4") > 0 and weights("0.16.0", B200, "8") > 0 and weights("0.30.0", H100, "8") > 0

@@ -38,9 +38,14 @@ model); the swizzle's padding (rows to 128, scale columns to 4: none where a ran
 and its input a multiple of 64, as in Llama-3.3-70B and Qwen3-235B-A22B up to TP 8); Marlin's per-layer workspace
 (a few kilobytes); FlashInfer TRT-LLM layouts and FBGEMM (opt-in through environment variables). Not read: the
 routed experts' per-backend conversions from 0.14.0 (``convert_to_nvfp4_moe_kernel_format``; fused_moe/oracle/nvfp4.py
-@0.30.0 has b12x, CuTe DSL, TRT-LLM and CUTLASS branches) beyond their ``replace_parameter`` of one scale copy, so any
-padding a backend adds to the expert shapes (0.12.0-0.13.0 pad the CUTLASS path's intermediate size to the swizzled
-scales' rows) is not sized.
+@0.30.0 has b12x, CuTe DSL, TRT-LLM and CUTLASS branches) beyond their ``replace_parameter`` of one scale copy.
+Which of them ``select_nvfp4_moe_backend`` picks on a Blackwell card is not modelled, and FlashInfer's TRT-LLM one
+(first in its list) pads the experts: the per-rank intermediate to a multiple of 16 (gated) from 0.17.0, of 64 from
+0.26.0 (``align_fp4_moe_weights_for_fi``, utils/flashinfer_fp4_moe.py@0.17.0 l.251, @0.26.0 l.362), the hidden size to
+a multiple of 256 from 0.20.0 (``align_trtllm_fp4_moe_hidden_dim_for_fi``, utils/flashinfer_utils.py@0.20.0 l.271).
+Where those shapes are already aligned nothing is padded whichever backend runs; elsewhere ``moe_padding_problem``
+says the weights cannot be predicted (0.12.0-0.13.0 pad the CUTLASS path only for non-gated experts, which no
+modelled architecture has).
 """
 
 from __future__ import annotations
@@ -75,3 +80,25 @@ def overhead(group_size: int | None, version: Version, capability: tuple[int, in
     """An NVFP4 weight's bytes over 0.5: the FP8 scales of its group, once per copy kept."""
     group = group_size or DEFAULT_GROUP
     return 1 + scale_copies(version, capability) * SCALE_BYTES / group / PACKED_BYTES
+
+
+TRTLLM_INTER_ALIGN: tuple[tuple[Version, int], ...] = (((0, 17, 0), 16), ((0, 26, 0), 64))  # gated experts
+TRTLLM_HIDDEN_ALIGN_SINCE: Version = (0, 20, 0)
+TRTLLM_HIDDEN_ALIGN = 256
+
+
+def moe_padding_problem(model: ModelSpec, tp: int, version: Version, capability: tuple[int, int] | None) -> str | None:
+    """Why an NVFP4 MoE's expert bytes cannot be predicted on this card and release, or None: FlashInfer's TRT-LLM
+    layout would pad a shape that is not aligned, and whether that backend runs is not modelled (module docstring)."""
+    cap = None if capability is None else capability[0] * 10 + capability[1]
+    if not applies(model) or not model.num_experts or (cap is not None and cap < CUTLASS_CAPABILITY):
+        return None
+    align = next((a for since, a in reversed(TRTLLM_INTER_ALIGN) if version >= since), None)
+    inter = (model.moe_intermediate_size or model.intermediate_size) // tp
+    hidden_pad = version >= TRTLLM_HIDDEN_ALIGN_SINCE and model.hidden_size % TRTLLM_HIDDEN_ALIGN
+    if (align is None or inter % align == 0) and not hidden_pad:
+        return None
+    return (f"the NVFP4 experts' shapes (hidden {model.hidden_size}, {inter} intermediate per GPU) are padded by "
+            "FlashInfer's TRT-LLM MoE layout on this card and release (align_fp4_moe_weights_for_fi / "
+            "align_trtllm_fp4_moe_hidden_dim_for_fi) and not by the other backends; which one vLLM picks "
+            "(select_nvfp4_moe_backend) is not modelled")

@@ -84,6 +84,8 @@ def weights_gib(
         kept = embed + router + model.vision_params_b * 1e9
         overhead = (nvfp4.overhead(model.group_size, res.rules.version, capability) if nvfp4.applies(model)
                     else int4_overhead(model.group_size, model.zero_points))  # NVFP4: FP8 scales, no zero points
+        if problem := nvfp4.moe_padding_problem(model, res.tp, res.rules.version, capability):
+            raise CannotPredict(f"cannot predict {model.name}: {problem}")
         left, other = _excluded(model, res)
         body = (params - kept - left - sum(p for p, _, _ in other)) * bits / 8 * (overhead if bits <= 4 else 1.0)
         body += sum(p * b / 8 * (int4_overhead(g, model.zero_points) if b <= 4 else 1.0) for p, b, g in other)
