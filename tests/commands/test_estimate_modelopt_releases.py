@@ -32,6 +32,13 @@ REPOS = {f"acme-corp/SmolLM2-{algo}": Repo({"config.json": SMOLLM2_CONFIG, "hf_q
          for algo in ("FP8", "NVFP4", "fp8")}
 IN_CONFIG = "acme-corp/SmolLM2-FP8-in-config"  # the file's mapping pasted into config.json: no quant_method
 REPOS[IN_CONFIG] = Repo({"config.json": {**SMOLLM2_CONFIG, "quantization_config": modelopt("FP8")}})
+FLAT_NVFP4 = "acme-corp/SmolLM2-NVFP4-flat"  # the same algorithm in config.json's flat spelling
+REPOS[FLAT_NVFP4] = Repo({"config.json": {**SMOLLM2_CONFIG, "quantization_config": {
+    "quant_method": "modelopt", "quant_algo": "NVFP4", "kv_cache_quant_algo": "FP8"}}})
+# NVFP4 (memory.nvfp4): 1.61e9 linear weights at 0.5 B packed + 1/16 B of FP8 scale per copy kept, 16-bit tied
+# embeddings, 0.10 GiB of buffers: one copy (Marlin below capability 100, every path from 0.10.2) 1.13 GiB, two
+# (CUTLASS keeps the loaded scales beside the swizzled ones through 0.10.1) 1.23.
+NVFP4, NVFP4_BOTH_SCALES = 1.13, 1.23
 
 
 @pytest.fixture(scope="module")
@@ -47,8 +54,8 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HubServer]:
             os.environ.update(saved)
 
 
-def estimate(model: str, version: str) -> dict:
-    got = run_cli("estimate", "--model", model, "--gpu", "NVIDIA-L4", "--max-model-len", "8192",
+def estimate(model: str, version: str, gpu: str = "NVIDIA-L4") -> dict:
+    got = run_cli("estimate", "--model", model, "--gpu", gpu, "--max-model-len", "8192",
                   "--vllm-version", version, "-o", "json")
     if got.returncode:
         return {"error": got.stderr}
@@ -71,9 +78,18 @@ def test_before_0_10_1_the_file_is_not_read(hub, version):
     assert "before 0.10.1 do not read hf_quant_config.json" in got.get("error", ""), got
 
 
-def test_nvfp4_reads_as_modelopt_fp4_which_is_not_sized(hub):
-    got = estimate("acme-corp/SmolLM2-NVFP4", "0.30.0")
-    assert "modelopt_fp4" in got.get("error", ""), got
+@pytest.mark.parametrize(("version", "gpu", "want"), [
+    ("0.10.1", "NVIDIA-L4", NVFP4), ("0.10.1", "NVIDIA-B200", NVFP4_BOTH_SCALES), ("0.10.2", "NVIDIA-B200", NVFP4),
+    ("0.13.0", "NVIDIA-L4", NVFP4), ("0.30.0", "NVIDIA-L4", NVFP4), ("0.34.0", "NVIDIA-B200", NVFP4)])
+def test_nvfp4_from_the_file_is_sized_as_the_same_algorithm_in_config_json(hub, version, gpu, want):
+    """The file's NVFP4 maps to "modelopt_fp4" (the class config.json's flat ``quant_method: modelopt`` +
+    ``quant_algo: NVFP4`` gets through the override, ``modelopt_class``): both build ``ModelOptNvFp4Config`` with its
+    group of 16 (from_config's default, modelopt.py@0.10.1), so both weigh the same. Before, the file's spelling was
+    "cannot predict: quant_method 'modelopt_fp4' is not modelled" and the flat one 1.07 GiB everywhere (fp16 scales
+    and zero points per group of 128)."""
+    got, flat = estimate("acme-corp/SmolLM2-NVFP4", version, gpu), estimate(FLAT_NVFP4, version, gpu)
+    assert got.get("outcome") == flat.get("outcome") == "fits", (got, flat)
+    assert got["weights_gib"] == flat["weights_gib"] == want, (got, flat)
 
 
 def test_an_algorithm_the_release_does_not_map_is_refused_in_its_words(hub):

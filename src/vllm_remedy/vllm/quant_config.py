@@ -67,7 +67,7 @@ def weight_bits(config: Mapping[str, Any]) -> int | None:
         return 8
     if method == "mxfp4":  # gpt-oss: MoE experts only, see ``quantized_scope``
         return 4
-    if method == "modelopt":
+    if method in ("modelopt", "modelopt_fp4"):  # the second: hf_quant_config.json's NVFP4 (quant_source.as_release)
         algo = modelopt_algo(qc)
         if algo is None:
             raise cannot_predict(config, "quantization_config (modelopt) states no quant_algo, which vLLM's ModelOpt "
@@ -145,6 +145,7 @@ def quantized_scope(config: Mapping[str, Any]) -> str:
 
 
 DEFAULT_GROUP_SIZE = 128  # GPTQ's, AutoAWQ's and llm-compressor's default when a config states none
+NVFP4_GROUP_SIZE = 16
 
 
 class AssumedGroupSize(int):
@@ -185,7 +186,8 @@ def group_size(config: Mapping[str, Any]) -> int | None:
         if method in _INT_METHODS:
             raise cannot_predict(config, f"quantization_config ({method}) states no {' / '.join(keys)}, which vLLM "
                                          "requires (get_from_keys raises)")
-        return DEFAULT_GROUP_SIZE
+        # ModelOptNvFp4Config's own default is 16 (modelopt.py@0.10.0-@0.34.0 from_config; ``memory.nvfp4``)
+        return NVFP4_GROUP_SIZE if method.startswith("modelopt") else DEFAULT_GROUP_SIZE
     if isinstance(raw, bool) or not isinstance(raw, int):
         raise cannot_predict(config, f"quantization_config group_size {raw!r} is not an integer")
     if raw == -1:

@@ -55,6 +55,7 @@ class Split:
     unquantized: float = 0.0
     overrides: tuple[tuple[float, int, int | None], ...] = ()
     problem: str | None = None
+    router_packed: bool = False  # the MoE router is a quantized layer here, stored packed (``weights.weights_gib``)
 
 
 @dataclass(frozen=True)

@@ -206,7 +206,7 @@ def _split(cls: str, v: Version, kept: list[str], entries: list[str], shape: Sha
     in_ckpt, rule = _Stored.of(kept), _vllm_rule(cls, v, entries)
     layers = _layers(shape, layout, v)
     where = f"vLLM's {'ModelOptFp8Config' if cls == FP8 else 'ModelOptNvFp4Config'} (this release)"
-    unquantized = 0.0
+    unquantized, router_packed = 0.0, False
     for layer in layers:
         if layer.name not in truths:
             said_by = {in_ckpt.which(s) for s in layer.stored}
@@ -230,7 +230,9 @@ def _split(cls: str, v: Version, kept: list[str], entries: list[str], shape: Sha
             return Split(problem=f"{where} {how}: a load of tensors of another width this tool does not size")
         if said:
             unquantized += layer.params
-    return Split(unquantized)
+        elif layer.name.endswith(".gate"):
+            router_packed = True  # built with the quant_config and stored packed: sized with the packed layers
+    return Split(unquantized, router_packed=router_packed)
 
 
 def _few(entries: Sequence[str]) -> str:
@@ -273,8 +275,9 @@ def read(qc: Mapping[str, Any], method: str, shape: Shape) -> Exclusions | None:
                 split = Split(problem=f"vLLM's {cls} config has no FusedMoE method at this release (from "
                                       f"{'.'.join(map(str, MOE_SINCE[cls]))}): FusedMoE asserts one, an "
                                       "AssertionError while the model is built, which this tool does not predict")
-            elif cls not in (FP8, NVFP4) or not (kept or entries):
-                split = Split()
+            elif cls not in (FP8, NVFP4) or not (kept or entries):  # no list: a quantized router is stored packed
+                split = Split(router_packed=cls in (FP8, NVFP4) and bool(shape.experts) and layout is not None
+                              and layout.gate_quantized_since is not None and v >= layout.gate_quantized_since)
             elif layout is None:
                 odd = [e for e in dict.fromkeys(kept + entries) if not HARMLESS.match(e)]
                 split = Split(problem=f"quantization_config excludes modules {_few(odd)}: this tool does not know "

@@ -7,7 +7,7 @@ read by the estimate (``core``), the activation terms (``mxfp4_backend``) and th
 from __future__ import annotations
 
 from vllm_remedy.vllm.catalog import GIB, ModelSpec
-from vllm_remedy.vllm.memory import awq_marlin_load, mla_absorbed, mxfp4
+from vllm_remedy.vllm.memory import awq_marlin_load, mla_absorbed, mxfp4, nvfp4
 from vllm_remedy.vllm.memory.alloc_tail import load_max_split, weight_floor_gib, weight_tail_gib
 from vllm_remedy.vllm.memory.resolved import Resolved
 from vllm_remedy.vllm.memory.unmodelled import CannotPredict
@@ -62,8 +62,10 @@ def weights_gib(
     model: ModelSpec, res: Resolved, quantization: str | None, capability: tuple[int, int] | None = None
 ) -> float:
     """Per-rank weight memory, each part at its own width: packed weights where the checkpoint packs them (with zero
-    points unless symmetric compressed-tensors), 16-bit embeddings, MoE router gates (built with ``quant_config=None``:
-    qwen3_moe.py, qwen2_moe.py, mixtral.py, deepseek_v2.py, llama4.py@0.10.0) and vision tower, mxfp4 experts as the
+    points unless symmetric compressed-tensors; ModelOpt NVFP4 with its FP8 group scales, ``nvfp4``), 16-bit
+    embeddings, MoE router gates (built with ``quant_config=None``: qwen3_moe.py, qwen2_moe.py, mixtral.py,
+    deepseek_v2.py, llama4.py@0.10.0; Qwen3-MoE's with it from 0.10.1, packed where a ModelOpt checkpoint stores it
+    so: ``_router_packed``) and vision tower, mxfp4 experts as the
     GPU's backend lays them out, an 8-bit compressed-tensors channel checkpoint's float32 scales (``weight_scales``)."""
     bits = weight_bits(model, quantization, res.weight_dtype_bytes)
     params = model.params_b * 1e9
@@ -77,8 +79,13 @@ def weights_gib(
     else:
         embed = model.vocab_size * model.hidden_size * (1 if model.tie_word_embeddings else 2)
         router = model.num_layers * model.hidden_size * model.num_experts  # MoE gates: built with quant_config=None
+        if _router_packed(model, res):
+            router = 0  # a quantized router stored packed: sized with the packed layers
         kept = embed + router + model.vision_params_b * 1e9
-        overhead = int4_overhead(model.group_size, model.zero_points)
+        overhead = (nvfp4.overhead(model.group_size, res.rules.version, capability) if nvfp4.applies(model)
+                    else int4_overhead(model.group_size, model.zero_points))  # NVFP4: FP8 scales, no zero points
+        if problem := nvfp4.moe_padding_problem(model, res.tp, res.rules.version, capability):
+            raise CannotPredict(f"cannot predict {model.name}: {problem}")
         left, other = _excluded(model, res)
         body = (params - kept - left - sum(p for p, _, _ in other)) * bits / 8 * (overhead if bits <= 4 else 1.0)
         body += sum(p * b / 8 * (int4_overhead(g, model.zero_points) if b <= 4 else 1.0) for p, b, g in other)
@@ -105,6 +112,14 @@ def _excluded(model: ModelSpec, res: Resolved) -> tuple[float, tuple[tuple[float
     if split.problem is not None:
         raise CannotPredict(f"cannot predict {model.name}: {split.problem}")
     return split.unquantized, split.overrides
+
+
+def _router_packed(model: ModelSpec, res: Resolved) -> bool:
+    """Whether this release builds the MoE router with the quantization config and the checkpoint stores it packed
+    (ModelOpt: ``quant_modelopt_skip``; Qwen3-MoE's gate from 0.10.1, ``quant_layers.LAYOUTS``): one of the packed
+    layers then, not 16-bit."""
+    split = model.exclusions.at(res.rules.version) if model.exclusions is not None else None
+    return split is not None and split.problem is None and split.router_packed
 
 
 def mla_absorbed_bytes(model: ModelSpec, res: Resolved, quantization: str | None,
