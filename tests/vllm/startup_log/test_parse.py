@@ -166,9 +166,20 @@ def test_pod_status_wins_over_a_healthy_log(data_dir):
 
 def test_other_crash_is_unknown_with_the_error():
     text = ("(APIServer pid=1) INFO 04-22 01:47:15 [utils.py:1] non-default args: {'model': 'x'}\n"
-            "(APIServer pid=1) OSError: We couldn't connect to 'https://huggingface.co' to load the files.\n"
+            "(APIServer pid=1) OSError: [Errno 28] No space left on device: '/root/.cache/vllm/torch_compile_cache'\n"
             "(APIServer pid=1) RuntimeError: Engine core initialization failed. See root cause above.\n")
     report = parse_startup_log(text)
     assert report.failure is Failure.UNKNOWN
     assert report.failure_detail == {
         "error": "RuntimeError: Engine core initialization failed. See root cause above."}
+
+
+def test_a_hub_the_pod_cannot_reach_is_the_model_unavailable_offline():
+    """transformers' words when the config download cannot connect: the model is unavailable to this pod (no Hub,
+    nothing cached), which no memory change helps."""
+    text = ("(APIServer pid=1) INFO 04-22 01:47:15 [utils.py:1] non-default args: {'model': 'x'}\n"
+            "(APIServer pid=1) OSError: We couldn't connect to 'https://huggingface.co' to load the files.\n"
+            "(APIServer pid=1) RuntimeError: Engine core initialization failed. See root cause above.\n")
+    report = parse_startup_log(text)
+    assert report.failure is Failure.MODEL_UNAVAILABLE
+    assert report.failure_detail["reason"] == "offline", report.failure_detail
