@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -239,3 +240,32 @@ def test_expire_on_an_on_delete_set_says_the_pods_still_run_the_toggle_and_fails
                              "llama-sts-1 keep running it until they are deleted (updateStrategy OnDelete): delete "
                              "them, or run a deploy under restore.delete_pods: blocking"), host
     assert args(sts(rehearsal)) == GOOD_ARGS  # the template's revert was written
+
+
+def test_expire_waits_for_the_controller_to_see_its_revert_before_judging_the_pods(rehearsal: Rehearsal,
+                                                                                    tmp_path: Path) -> None:
+    """Before: expire read the set right after its write; until the controller syncs, status.updateRevision is still
+    the toggled revision the pods run, so an OnDelete revert that reaches no pod passed with exit 0 (a loaded full
+    run caught it). The controllers are stopped while expire writes and started a second later."""
+    llama_set(rehearsal, {"type": "OnDelete"})
+    expired = rfc3339(rehearsal.client().server_time() - 600)
+    first = sts(rehearsal)["status"]["updateRevision"]
+    edit(rehearsal, toggled(expired))
+    wait_until(lambda: sts(rehearsal)["status"]["updateRevision"] != first, 30, "the toggled update revision")
+    for pod in ("llama-sts-1", "llama-sts-0"):
+        delete_pod(rehearsal, pod)
+    rolled_out(rehearsal)
+    quiet(rehearsal)
+    cluster = rehearsal.clusters["rehearsal"]
+    cluster.stop()  # kube-controller-manager stalls: the API server still takes the write
+    restart = threading.Timer(1.0, cluster.start)
+    restart.start()
+    try:
+        got = remedy(rehearsal, "expire", "-i", sts_inventory(rehearsal, tmp_path), "-o", "json")
+    finally:
+        restart.join()
+    [host] = as_json(got)["hosts"]
+    assert got.returncode == 1, got.stdout
+    assert host["error"].startswith("statefulset llm/llama-sts: the toggle is off the template, but pods "
+                                    "llama-sts-0, llama-sts-1 keep running it"), host
+

@@ -184,6 +184,11 @@ def expire(inventory_path: str, limit: Iterable[str] = ()) -> dict[str, Any]:
             "hosts": hosts}
 
 
+#: How long expire waits for a StatefulSet controller to observe its revert before it can judge the pods (kube-
+#: controller-manager syncs a set within a second or two; a stalled one is reported, never read as "nothing held").
+OBSERVE_SECONDS = 30.0
+
+
 def _held_by_on_delete(run: Run, name: str) -> str | None:
     """Why a revert has not reached the pods: an OnDelete StatefulSet changes a pod only when it is deleted, and
     expire deletes none (a deploy does, under ``restore.delete_pods: blocking``); None when nothing is held."""
@@ -194,6 +199,18 @@ def _held_by_on_delete(run: Run, name: str) -> str | None:
     sts, pods = read_set(ctx.client, ctx.namespace, ctx.deployment)
     if ((sts.get("spec") or {}).get("updateStrategy") or {}).get("type") != "OnDelete":
         return None
+    # status.updateRevision names the revert's revision only once the controller has seen the write: read before
+    # that, every pod is "on the update revision" (the toggled one) and a revert that reaches no pod passes
+    deadline = time.monotonic() + OBSERVE_SECONDS
+    while (seen := int((sts.get("status") or {}).get("observedGeneration") or 0)) < int(
+            sts["metadata"].get("generation") or 0):
+        if time.monotonic() >= deadline:
+            return (f"{ctx.where}: the revert is written, but the StatefulSet controller has not observed it within "
+                    f"{OBSERVE_SECONDS:g} s (generation {sts['metadata'].get('generation')}, observed {seen}): whether "
+                    "the pods still run the toggle (updateStrategy OnDelete) is unknown; check `kubectl rollout "
+                    "status` and delete the pods that do")
+        time.sleep(0.2)
+        sts, pods = read_set(ctx.client, ctx.namespace, ctx.deployment)
     behind = sorted(stuck_pods(sts, pods))  # under OnDelete: every live pod off the update revision
     if not behind:
         return None
