@@ -13,8 +13,10 @@ mount refuses with EROFS, an ``OSError`` that is no ``PermissionError``, so tran
 The rehearsal keeps one Hugging Face cache for the cluster. A read-only pod's volume holds what was put there before
 the pod ran, which the rehearsal stands for with copies in that cache that no one fetched in this process (a seeded
 cache, ``hub.given``); a config the cluster had to download, or one another pod fetched, is not on the pod's volume.
-Only the container's own ``volumeMounts[].readOnly`` is read here (the pod's ConfigMap, Secret or read-only PVC
-volumes are not handed to the start's judgement).
+A mount is read-only when the container says so (``volumeMounts[].readOnly``) or when the pod's volume is: the
+kubelet mounts ConfigMap, Secret, downwardAPI and projected volumes read-only whatever the mount says (since
+Kubernetes 1.10, ReadOnlyAPIDataVolumes), an image volume too, and a volume source with ``readOnly: true`` (a
+``persistentVolumeClaim``, ``csi``, ``nfs`` ...) read-only in every container (:func:`with_pod_volumes`).
 """
 
 from __future__ import annotations
@@ -66,6 +68,27 @@ def read_only(container: Mapping[str, Any]) -> str | None:
         if (cache == root or cache.startswith(root.rstrip("/") + "/")) and (best is None or len(root) > best[0]):
             best = (len(root), bool(mount.get("readOnly")))
     return cache if best is not None and best[1] else None
+
+
+#: Volume sources the kubelet always mounts read-only (kubernetes/kubernetes#58720; an ``image`` volume, KEP-4639)
+ALWAYS_READ_ONLY = ("configMap", "secret", "downwardAPI", "projected", "image")
+
+
+def with_pod_volumes(container: Mapping[str, Any], pod: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``container`` with ``readOnly`` set on each mount of a volume the pod makes read-only (see the module), so
+    :func:`read_only` judges the mount as the kubelet makes it; ``container`` itself when none is."""
+    volumes = {str(v.get("name")): v for v in (pod.get("spec") or {}).get("volumes") or [] if isinstance(v, Mapping)}
+    mounts = [m for m in container.get("volumeMounts") or [] if isinstance(m, Mapping)]
+    fixed = [{**m, "readOnly": True} if not m.get("readOnly") and _read_only_volume(volumes.get(str(m.get("name"))))
+             else m for m in mounts]
+    return {**container, "volumeMounts": fixed} if fixed != mounts else container
+
+
+def _read_only_volume(volume: Mapping[str, Any] | None) -> bool:
+    if volume is None:
+        return False
+    return any(key in ALWAYS_READ_ONLY or (isinstance(source, Mapping) and source.get("readOnly") is True)
+               for key, source in volume.items() if key != "name")
 
 
 def check(model_id: str, source: str, cache: str) -> None:
