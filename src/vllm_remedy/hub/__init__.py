@@ -313,7 +313,7 @@ def resolve(model_id: str, revision: str | None = None, fallback: Fallback | Non
                 _fell_back.pop((model_id, same_revision(revision)), None)
     if not isinstance(found, tuple):
         raise _error(found)
-    hf_overrides.remember(model_id, revision, found[2])  # the base a pod's --hf-overrides is applied to
+    hf_overrides.remember(model_id, revision, found[2], pod.key(env))  # the base a pod's --hf-overrides applies to
     return found[0], found[1]
 
 
