@@ -33,7 +33,7 @@ NO_HUB = ("LocalEntryNotFoundError: An error happened while trying to locate the
 def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HubServer]:
     with pytest.MonkeyPatch.context() as mp, hub_server({
             FLAKY: Repo({"config.json": SMOLLM2_CONFIG}, misbehave="error-500")}) as server:
-        hf_hub_server.use_hub(mp, server, tmp_path_factory.mktemp("hf"), timeout=3, drop_token=True)
+        hf_hub_server.use_hub(mp, server, tmp_path_factory.mktemp("hf"), timeout=1, drop_token=True)
         yield server
 
 
