@@ -56,7 +56,8 @@ Fallback = tuple[str, Callable[[], Mapping[str, Any]]]
 class Unresolved(UserError):
     """A model whose config could be found nowhere; ``str()`` is one line saying why. ``kind``: what the Hub (or the
     offline switch) said, for a rehearsal pod's log in its release's words (``sim.vllm_pod.hub_refusal``): "gated",
-    "unauthorized" (a token it refuses), "revision", "repository", "entry", "offline" (the pod's own HF_HUB_OFFLINE;
+    "unauthorized" (a token it refuses), "revision", "repository", "entry", "unreachable" (no connection, no answer in
+    time or a 5xx; ``hub_said`` then ``hub.ask``'s words for it), "offline" (the pod's own HF_HUB_OFFLINE;
     this process's stands for a rehearsal that reaches no Hub at all, whose pods keep vLLM's generic refusal), or
     None (anything else); ``hub``: the endpoint asked."""
 
@@ -207,7 +208,8 @@ def fetch_config(repo_id: str, revision: str | None = None, env: pod.Env | None 
             cached = None
         reason = words.unresolved(repo_id, revision, hub, exc, cached is not None, env, in_pod)
         if cached is None or exc.final:
-            kind, hub_said = (exc.kind, exc.said) if isinstance(exc, hub_ask.NotFound) else (None, None)
+            kind, hub_said = ((exc.kind, exc.said) if isinstance(exc, hub_ask.NotFound) else
+                              ("unreachable", exc.why) if hub_ask.no_hub(exc) else (None, None))
             raise (Unavailable if _definitive(exc, env, in_pod) else Unresolved)(reason).said(kind, hub,
                                                                                              hub_said) from None
         note = f"not revalidated: {reason.removeprefix(f'model {repo_id}: ')}"
@@ -311,7 +313,7 @@ def resolve(model_id: str, revision: str | None = None, fallback: Fallback | Non
                 _fell_back.pop((model_id, same_revision(revision)), None)
     if not isinstance(found, tuple):
         raise _error(found)
-    hf_overrides.remember(model_id, revision, found[2])  # the base a pod's --hf-overrides is applied to
+    hf_overrides.remember(model_id, revision, found[2], pod.key(env))  # the base a pod's --hf-overrides applies to
     return found[0], found[1]
 
 

@@ -330,6 +330,12 @@ def _failure(exc: BaseException) -> Failed:
     return Failed(f"could not be read ({name}: {_first_line(exc)})")
 
 
+def no_hub(exc: Failed) -> bool:
+    """Whether ``exc`` is a Hub that could not be asked (huggingface_hub's hf_hub_download then raises
+    LocalEntryNotFoundError): its host refused or did not answer, or it answered 5xx."""
+    return exc.why.startswith(("is unreachable (", "did not answer", "answered HTTP 5"))
+
+
 def _status(exc: BaseException) -> int | None:
     response = getattr(exc, "response", None)
     status = getattr(response, "status_code", None)

@@ -9,6 +9,8 @@ cluster keeps one cache for every pod, so a copy fetched with one pod's token mu
 without one (nor to one pointed at another mirror). Each download is recorded with :func:`hub.pod.key` of the
 environment it was made for, each revalidation with the key the Hub confirmed it to; a copy already on disk that no
 one fetched in this process is the cache's own (a world's seeded cache volume) and answers for every pod, as before.
+A pod offline by its own HF_HUB_OFFLINE asks no Hub, so nothing is given to it: whether another pod's download is in
+its cache hangs on the volume the cache lies on (``sim.vllm_pod.hf_cache.check_offline``).
 """
 
 from __future__ import annotations

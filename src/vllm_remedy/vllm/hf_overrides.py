@@ -21,6 +21,7 @@ import copy
 import dataclasses
 import json
 import re
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -45,13 +46,26 @@ DASHED_INERT_BEFORE: tuple[int, int, int] = (0, 12, 0)
 NO_ROPE_TYPE_RELEASES: tuple[tuple[int, int, int], tuple[int, int, int]] = ((0, 10, 0), (0, 12, 0))
 NO_ROPE_TYPE = "ValueError: rope_scaling should have a 'rope_type' key"
 
-#: config.json mappings this run read (``hub``), by (model id, revision): the base an override is applied to.
-_configs: dict[tuple[str, str | None], Mapping[str, Any]] = {}
+#: What of a pod's environment decides the config it reads (``hub.pod.key``: endpoint, offline, token digest); ``()``
+#: for a config read without one (a local file the tools were given).
+EnvKey = tuple[Any, ...]
+#: config.json mappings this run read (``hub``), by (model id, revision, the environment it was read under): the base
+#: an override is applied to. Two rehearsal pods on one model id with different HF_ENDPOINT or HF_TOKEN read different
+#: configs, possibly at once (each cluster's kubelet on its own thread), and each override applies to its own.
+_configs: dict[tuple[str, str | None, EnvKey], Mapping[str, Any]] = {}
+#: (model id, revision) -> the environment of the last config remembered, in this process and in this thread
+_latest: dict[tuple[str, str | None], EnvKey] = {}
+_thread = threading.local()
 
 
-def remember(model_id: str, revision: str | None, config: Mapping[str, Any]) -> None:
-    """Keep the config a model's spec was built from (``hub``), so an override can be applied to it later."""
-    _configs[(model_id, revision)] = config
+def remember(model_id: str, revision: str | None, config: Mapping[str, Any], env_key: EnvKey = ()) -> None:
+    """Keep the config a model's spec was built from (``hub``) under the environment it was read with, so an override
+    can be applied to it later; it becomes this thread's base for the model (see :func:`base_config`)."""
+    _configs[(model_id, revision, env_key)] = config
+    _latest[(model_id, revision)] = env_key
+    if not hasattr(_thread, "keys"):
+        _thread.keys = {}
+    _thread.keys[(model_id, revision)] = env_key
 
 
 def config_source(flags: Mapping[str, str], model_id: str | None) -> str | None:
@@ -93,14 +107,19 @@ def argparse_refusal(value: str, version: tuple[int, int, int]) -> str | None:
     return None
 
 
-def base_config(model_id: str, revision: str | None) -> tuple[Mapping[str, Any], float | None] | None:
-    """(config, the catalog's reviewed parameter count or None) the spec was built from, None when unknown."""
+def base_config(model_id: str, revision: str | None, env_key: EnvKey | None = None
+                ) -> tuple[Mapping[str, Any], float | None] | None:
+    """(config, the catalog's reviewed parameter count or None) the spec was built from, None when unknown.
+    ``env_key``: the environment it was read under; None: the one this thread last resolved the model with (a pod's
+    start resolves, then applies its overrides, on one thread), else the process's last."""
     if catalog.repo_model(model_id, revision) is not None:
         for entry in catalog._load("models.yaml")["models"]:  # the catalog's own entries: the reviewed config
             ids = [entry["id"], *entry.get("aliases", [])]
             if model_id.strip().lower() in (i.lower() for i in ids):
                 return entry["config"], float(entry["params_b"])
-    found = _configs.get((model_id, revision))
+    if env_key is None:
+        env_key = getattr(_thread, "keys", {}).get((model_id, revision), _latest.get((model_id, revision), ()))
+    found = _configs.get((model_id, revision, env_key))
     return (found, None) if found is not None else None
 
 

@@ -13,8 +13,15 @@ mount refuses with EROFS, an ``OSError`` that is no ``PermissionError``, so tran
 The rehearsal keeps one Hugging Face cache for the cluster. A read-only pod's volume holds what was put there before
 the pod ran, which the rehearsal stands for with copies in that cache that no one fetched in this process (a seeded
 cache, ``hub.given``); a config the cluster had to download, or one another pod fetched, is not on the pod's volume.
-Only the container's own ``volumeMounts[].readOnly`` is read here (the pod's ConfigMap, Secret or read-only PVC
-volumes are not handed to the start's judgement).
+A mount is read-only when the container says so (``volumeMounts[].readOnly``) or when the pod's volume is: the
+kubelet mounts ConfigMap, Secret, downwardAPI and projected volumes read-only whatever the mount says (since
+Kubernetes 1.10, ReadOnlyAPIDataVolumes), an image volume too, and a volume source with ``readOnly: true`` (a
+``persistentVolumeClaim``, ``csi``, ``nfs`` ...) read-only in every container (:func:`with_pod_volumes`).
+
+A pod offline by its own HF_HUB_OFFLINE reads its own cache and nothing else (huggingface_hub's
+``local_files_only``): a copy another pod of this process downloaded is not there when the pod's cache is its own
+(the container's filesystem, an emptyDir), and may be when it lies on storage pods share (a PVC, hostPath, NFS:
+a Deployment's earlier pods filled it), which is then read (:func:`check_offline`).
 """
 
 from __future__ import annotations
@@ -54,18 +61,82 @@ def cache_of(container: Mapping[str, Any]) -> str:
     return posixpath.join(DEFAULT_HOME, "hub")
 
 
-def read_only(container: Mapping[str, Any]) -> str | None:
-    """The pod's cache path when the mount it lies on is ``readOnly`` (the deepest mount holding it decides), else
-    None."""
+def _mount_of(container: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The mount the pod's cache lies on (the deepest one holding it), None: the container's own filesystem."""
     cache = cache_of(container)
-    best: tuple[int, bool] | None = None
+    best: tuple[int, Mapping[str, Any]] | None = None
     for mount in container.get("volumeMounts") or []:
         if not isinstance(mount, Mapping) or not isinstance(mount.get("mountPath"), str):
             continue
         root = posixpath.normpath(mount["mountPath"])
         if (cache == root or cache.startswith(root.rstrip("/") + "/")) and (best is None or len(root) > best[0]):
-            best = (len(root), bool(mount.get("readOnly")))
-    return cache if best is not None and best[1] else None
+            best = (len(root), mount)
+    return best[1] if best is not None else None
+
+
+def read_only(container: Mapping[str, Any]) -> str | None:
+    """The pod's cache path when the mount it lies on is ``readOnly`` (the deepest mount holding it decides), else
+    None."""
+    mount = _mount_of(container)
+    return cache_of(container) if mount is not None and mount.get("readOnly") else None
+
+
+#: The key :func:`with_pod_volumes` adds to a mount of the rehearsal's copy of the container: the kind of the pod's
+#: volume it mounts (``emptyDir``, ``persistentVolumeClaim`` ...), which a Kubernetes volumeMount does not carry.
+KIND = "x-vllm-remedy-volume"
+#: Volumes that start empty with the pod and that no other pod writes into (a generic ephemeral volume is a claim made
+#: for the pod alone).
+PER_POD = ("emptyDir", "ephemeral")
+
+
+def own_only(container: Mapping[str, Any]) -> bool:
+    """Whether the pod's cache holds nothing another pod downloaded: it lies on the container's own filesystem or on a
+    per-pod volume (:data:`PER_POD`), not on storage pods can share (a PVC, hostPath, NFS: one pod's download is
+    there for the next)."""
+    mount = _mount_of(container)
+    return mount is None or mount.get(KIND) in PER_POD
+
+
+def check_offline(model_id: str, source: str, container: Mapping[str, Any], endpoint: str) -> None:
+    """A pod offline by its own HF_HUB_OFFLINE reads its own cache only (huggingface_hub's ``local_files_only``: the
+    pod's HF_HUB_CACHE, nothing else): a ``hub.Unresolved`` "offline" when the copy read (``source``) is one another pod
+    downloaded in this process and the pod's cache is its own (:func:`own_only`). A copy no one fetched here is the
+    seeded volume's, which every pod has."""
+    held = _CACHED.match(source)
+    if held is None or not given.known(held["path"]) or not own_only(container):
+        return
+    raise hub.Unresolved(f"model {model_id}: HF_HUB_OFFLINE is set in the pod and its own Hugging Face cache "
+                         f"({cache_of(container)}) lacks config.json; the copy in the cluster's cache is another "
+                         "pod's download").said("offline", endpoint)
+
+
+#: Volume sources the kubelet always mounts read-only (kubernetes/kubernetes#58720; an ``image`` volume, KEP-4639)
+ALWAYS_READ_ONLY = ("configMap", "secret", "downwardAPI", "projected", "image")
+
+
+def with_pod_volumes(container: Mapping[str, Any], pod: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``container`` with ``readOnly`` set on each mount of a volume the pod makes read-only (see the module), so
+    :func:`read_only` judges the mount as the kubelet makes it, and each mount's volume kind (:data:`KIND`, for
+    :func:`own_only`); ``container`` itself when it mounts none of the pod's volumes."""
+    volumes = {str(v.get("name")): v for v in (pod.get("spec") or {}).get("volumes") or [] if isinstance(v, Mapping)}
+    mounts = [m for m in container.get("volumeMounts") or [] if isinstance(m, Mapping)]
+    fixed = [_judged(m, volumes.get(str(m.get("name")))) for m in mounts]
+    return {**container, "volumeMounts": fixed} if fixed != mounts else container
+
+
+def _judged(mount: Mapping[str, Any], volume: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """The mount with the volume's kind (:data:`KIND`) and, when the volume is read-only, ``readOnly``."""
+    if volume is None:
+        return mount
+    kind = next((key for key in volume if key != "name"), None)
+    return {**mount, KIND: kind, "readOnly": bool(mount.get("readOnly")) or _read_only_volume(volume)}
+
+
+def _read_only_volume(volume: Mapping[str, Any] | None) -> bool:
+    if volume is None:
+        return False
+    return any(key in ALWAYS_READ_ONLY or (isinstance(source, Mapping) and source.get("readOnly") is True)
+               for key, source in volume.items() if key != "name")
 
 
 def check(model_id: str, source: str, cache: str) -> None:

@@ -26,15 +26,26 @@ A chained exception prints its cause first ("The above exception was the direct 
 so the log carries huggingface_hub's own error (``GatedRepoError``, ``RevisionNotFoundError``, the 401) before the
 wrapping one, as vLLM's does; ``vllm.startup_log.model_errors`` reads the most specific of them. The messages are the
 libraries' (huggingface_hub's ``hf_raise_for_status``, transformers' ``cached_files``, vLLM's own); the frames above
-them are the stage's (``refusal_frames``). The Request ID huggingface_hub adds is left out: no Hub sent one here.
+them are the stage's (``refusal_frames``), and transformers' ``OSError`` from 0.11.0 carries its own call path
+(``hub_frames``: ``maybe_override_with_speculators`` into transformers' ``cached_files``). The Request ID
+huggingface_hub adds is left out: no Hub sent one here. A missing repository and a Hub that could not be asked (a
+refused connection, no answer in time, a 5xx) follow the same paths, their words measured with transformers 4.57.1 /
+huggingface_hub 0.35.3 and transformers 5.0.0 / huggingface_hub 1.33.0 against tests/fixtures/hf_hub_server.
 """
 
 from __future__ import annotations
 
+import re
+from http import HTTPStatus
+from urllib.parse import urlsplit
+
+from vllm_remedy.sim.vllm_pod import hub_frames
 from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version
 
 #: What the rehearsal words per release (``hub.Unresolved.kind``); any other failure keeps ``no_model_error``.
-KINDS = ("gated", "revision", "offline", "unauthorized")
+#: "repository": the Hub has no such repository (or hides it); "unreachable": no connection, no answer in time, or a
+#: 5xx (``hub_said``: ``hub.ask``'s "is unreachable (...)" / "did not answer ..." / "answered HTTP 5xx ...").
+KINDS = ("gated", "revision", "offline", "unauthorized", "repository", "unreachable")
 FILE_EXISTS_SINCE = (0, 6, 1)  # huggingface_hub.file_exists before the config is read (config.py@0.6.1)
 LISTING_SINCE = (0, 7, 3)  # vLLM's file_exists over list_repo_files (config.py@0.7.3)
 WRAPPED_SINCE = (0, 8, 0)  # except Exception -> "Invalid repository ID ..." from e (config.py@0.8.0)
@@ -57,12 +68,13 @@ def words(version: str, model: str, revision: str | None, kind: str | None, hub:
     RepositoryNotFoundError (``hf_raise_for_status``; vast-ai/base-image#128 shows the latter from a recent vLLM)."""
     if kind not in KINDS:
         return None
-    if kind == "unauthorized" and hub_said and hub_said != BAD_CREDENTIALS:
-        return _not_shown(parse_version(version) or NEWEST_RELEASE, model, revision or "main",
-                          (hub or "https://huggingface.co").rstrip("/"), hub_said)
     v = parse_version(version) or NEWEST_RELEASE
     hub = (hub or "https://huggingface.co").rstrip("/")
     rev = revision or "main"
+    if kind == "repository" or (kind == "unauthorized" and hub_said and hub_said != BAD_CREDENTIALS):
+        return _not_shown(v, model, rev, hub, hub_said if kind == "unauthorized" else None)
+    if kind == "unreachable":
+        return _unreachable(v, model, rev, hub, hub_said or "")
     resolve = f"{hub}/{model}/resolve/{rev}/config.json"
     tree = f"{hub}/api/models/{model}/tree/{rev}?recursive=False&expand=False"  # list_repo_files' request
     module = "huggingface_hub.errors" if v >= ERRORS_MODULE_SINCE else "huggingface_hub.utils._errors"
@@ -91,26 +103,112 @@ def words(version: str, model: str, revision: str | None, kind: str | None, hub:
     return cause if v < WRAPPED_SINCE else _invalid(v, model, cause)
 
 
-def _not_shown(v: tuple[int, ...], model: str, rev: str, hub: str, said: str) -> str:
-    """A 401 huggingface_hub reads as RepositoryNotFoundError, through the release's path: ``file_exists`` says False
-    (0.6.1-0.7.2: "No supported config format"), the listing raises it (0.7.3-0.10.2), transformers words it as an
-    unknown model (up to 0.6.0 and from 0.11.0)."""
+def _not_shown(v: tuple[int, ...], model: str, rev: str, hub: str, said: str | None) -> str:
+    """A repository the Hub does not show (404), or a 401 huggingface_hub reads as RepositoryNotFoundError (``said``:
+    the Hub's own line), through the release's path: ``file_exists`` says False (0.6.1-0.7.2: "No supported config
+    format"), the listing raises it (0.7.3-0.10.2), transformers words it as an unknown model (up to 0.6.0 and from
+    0.11.0; its text measured with transformers 4.57.1 / huggingface_hub 0.35.3 and 5.0.0 / 1.33.0 against
+    tests/fixtures/hf_hub_server, the latter's longer "your token has the required permissions")."""
     module = "huggingface_hub.errors" if v >= ERRORS_MODULE_SINCE else "huggingface_hub.utils._errors"
     if FILE_EXISTS_SINCE <= v < LISTING_SINCE:
         return f"ValueError: No supported config format found in {model}"
     transformers_first = v >= TRANSFORMERS_FIRST_SINCE or v < FILE_EXISTS_SINCE
     url = (f"{hub}/{model}/resolve/{rev}/config.json" if transformers_first else
            f"{hub}/api/models/{model}/tree/{rev}?recursive=False&expand=False")
-    cause = (f"{module}.RepositoryNotFoundError: 401 Client Error.\n\nRepository Not Found for url: {url}.\n"
-             "Please make sure you specified the correct `repo_id` and `repo_type`.\nIf you are trying to access a "
-             "private or gated repo, make sure you are authenticated. For more details, see "
-             f"https://huggingface.co/docs/huggingface_hub/authentication\n{said}")
+    how = ("make sure you are authenticated and your token has the required permissions.\nFor more details, see "
+           if v >= HTTPX_SINCE else "make sure you are authenticated. For more details, see ")
+    cause = (f"{module}.RepositoryNotFoundError: {401 if said else 404} Client Error.\n\nRepository Not Found for url: "
+             f"{url}.\nPlease make sure you specified the correct `repo_id` and `repo_type`.\nIf you are trying to "
+             f"access a private or gated repo, {how}https://huggingface.co/docs/huggingface_hub/authentication"
+             + (f"\n{said}" if said else ""))
     if not transformers_first:
         return cause if v < WRAPPED_SINCE else _invalid(v, model, cause)
     login = "hf auth login" if v >= HTTPX_SINCE else "huggingface-cli login"
-    return (f"{cause}\n{CAUSE}\nOSError: {model} is not a local folder and is not a valid model identifier listed on "
-            "'https://huggingface.co/models'\nIf this is a private repository, make sure to pass a token having "
-            f"permission to this repo either by logging in with `{login}` or by passing `token=<your_token>`")
+    return (f"{cause}\n{CAUSE}{_outer(v, 'repository')}\nOSError: {model} is not a local folder and is not a valid "
+            "model identifier listed on 'https://huggingface.co/models'\nIf this is a private repository, make sure to "
+            f"pass a token having permission to this repo either by logging in with `{login}` or by passing "
+            "`token=<your_token>`")
+
+
+#: huggingface_hub's error when hf_hub_download's HEAD failed for want of a Hub (no answer, no connection, a 5xx) and
+#: nothing is cached (file_download.py ``_raise_on_head_call_error``; measured with huggingface_hub 0.35.3 and 1.33.0)
+NO_HUB = ("LocalEntryNotFoundError: An error happened while trying to locate the file on the Hub and we cannot find "
+          "the requested files in the local cache. Please check your connection and try again or make sure your "
+          "Internet connection is on.")
+_ERRNO = {"Connection refused": 111, "No route to host": 113, "Network is unreachable": 101,
+          "Connection timed out": 110, "Name or service not known": -2}
+
+
+def _unreachable(v: tuple[int, ...], model: str, rev: str, hub: str, why: str) -> str:
+    """No Hub to ask (``why``: ``hub.ask``'s words): where transformers reads config.json first, the HTTP stack's
+    error, huggingface_hub's :data:`NO_HUB` and transformers' "We couldn't connect" (measured, see the module); at
+    0.6.1-0.7.2 ``file_exists`` lets the HTTP error through bare; 0.7.3-0.10.2 the listing raises it, inside vLLM's
+    own message from 0.8.0. vLLM's ``with_retry`` logs the listing's error first, at ERROR, twice 2 s apart ("Error
+    retrieving file list: <error>, retrying 1 of 2", then without the tail; config.py@0.7.3 l.91-105, @0.10.2
+    l.265-281): not rendered here, the pod's log has no place for a line of config.py's yet."""
+    transformers_first = v >= TRANSFORMERS_FIRST_SINCE or v < FILE_EXISTS_SINCE
+    module = "huggingface_hub.errors" if v >= ERRORS_MODULE_SINCE else "huggingface_hub.utils._errors"
+    url = (f"{hub}/api/models/{model}/tree/{rev}?recursive=False&expand=False"
+           if LISTING_SINCE <= v < TRANSFORMERS_FIRST_SINCE else f"{hub}/{model}/resolve/{rev}/config.json")
+    cause = _network(v, module, why, url, transformers_first)
+    if transformers_first:
+        return (f"{cause}\n{CAUSE}\n{module}.{NO_HUB}\n{CAUSE}{_outer(v, 'unreachable')}\n"
+                f"OSError: {_could_not_connect(v, hub, model)}")
+    return cause if v < WRAPPED_SINCE else _invalid(v, model, cause)
+
+
+def _network(v: tuple[int, ...], module: str, why: str, url: str, transformers_first: bool) -> str:
+    """The HTTP stack's own error for ``why``: a 5xx (huggingface_hub's HfHubHTTPError; hf_hub_download's HEAD
+    through huggingface_hub 0.35's ``http_backoff`` raises requests' HTTPError itself), a refused connection or a
+    read timeout (10 s: huggingface_hub's HF_HUB_ETAG_TIMEOUT), in requests' words, httpx's from :data:`HTTPX_SINCE`.
+    The Request ID huggingface_hub appends to a requests error is left out, as above."""
+    parts = urlsplit(url)
+    host, port = parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80)
+    pool = "HTTPSConnection" if parts.scheme == "https" else "HTTPConnection"
+    path = url[len(f"{parts.scheme}://{parts.netloc}"):]
+    httpx = v >= HTTPX_SINCE
+    status = re.match(r"answered HTTP (\d+)(?: ([^(]*[^ (]))?", why)
+    if status is not None:
+        code = int(status[1])
+        reason = status[2] or (HTTPStatus(code).phrase if code in HTTPStatus._value2member_map_ else "")
+        if httpx:
+            return (f"{module}.HfHubHTTPError: Server error '{code} {reason}' for url '{url}'\nFor more information "
+                    f"check: https://developer.mozilla.org/en-US/docs/Web/HTTP/Status/{code}")
+        kind = "Server Error" if code >= 500 else "Client Error"
+        raised = ("requests.exceptions.HTTPError" if transformers_first and v >= TRANSFORMERS_FIRST_SINCE else
+                  f"{module}.HfHubHTTPError")
+        return f"{raised}: {code} {kind}: {reason} for url: {url}"
+    if "within" in why or "Timeout" in why:
+        return ("httpx.ReadTimeout: timed out" if httpx else
+                f"requests.exceptions.ReadTimeout: {pool}Pool(host='{host}', port={port}): Read timed out. "
+                "(read timeout=10)")
+    said = re.search(r"\(([^()]*)\)", why)
+    strerror = said[1] if said is not None and ":" not in said[1] else "Connection refused"
+    errno = f"[Errno {_ERRNO[strerror]}] " if strerror in _ERRNO else ""
+    if httpx:
+        return f"httpx.ConnectError: {errno}{strerror}"
+    return (f"requests.exceptions.ConnectionError: {pool}Pool(host='{host}', port={port}): Max retries exceeded with "
+            f"url: {path} (Caused by NewConnectionError(\"{pool}(host='{host}', port={port}): Failed to establish a "
+            f"new connection: {errno}{strerror}\"))")
+
+
+def _could_not_connect(v: tuple[int, ...], hub: str, model: str) -> str:
+    """transformers' OSError for hf_hub_download's LocalEntryNotFoundError: cached_files' words (transformers 4.5x on,
+    so from vLLM 0.11.0), cached_file's before."""
+    if v >= TRANSFORMERS_FIRST_SINCE:
+        return (f"We couldn't connect to '{hub}' to load the files, and couldn't find them in the cached files.\n"
+                "Check your internet connection or see how to run the library in offline mode at "
+                "'https://huggingface.co/docs/transformers/installation#offline-mode'.")
+    return (f"We couldn't connect to '{hub}' to load this file, couldn't find it in the cached files and it looks "
+            f"like {model} is not the path to a directory containing a file named config.json.\nCheckout your "
+            "internet connection or see how to run the library in offline mode at "
+            "'https://huggingface.co/docs/transformers/installation#offline-mode'.")
+
+
+def _outer(v: tuple[int, ...], kind: str) -> str:
+    """The frames of transformers' OSError (``hub_frames``), one per line after its "Traceback" header."""
+    lines = hub_frames.outer(v, kind)
+    return "\n" + "\n".join(lines) if lines else ""
 
 
 def _gated(module: str, url: str, model: str) -> str:
@@ -145,15 +243,8 @@ def _transformers(v: tuple[int, ...], model: str, rev: str, kind: str, hub: str,
         cause = (f"{module}.LocalEntryNotFoundError: Cannot find the requested files in the disk cache and outgoing "
                  "traffic has been disabled. To enable hf.co look-ups and downloads online, set 'local_files_only' to "
                  "False.")
-        said = (f"We couldn't connect to '{hub}' to load the files, and couldn't find them in the cached files.\n"
-                "Check your internet connection or see how to run the library in offline mode at "
-                "'https://huggingface.co/docs/transformers/installation#offline-mode'."
-                if v >= TRANSFORMERS_FIRST_SINCE else
-                f"We couldn't connect to '{hub}' to load this file, couldn't find it in the cached files and it looks "
-                f"like {model} is not the path to a directory containing a file named config.json.\nCheckout your "
-                "internet connection or see how to run the library in offline mode at "
-                "'https://huggingface.co/docs/transformers/installation#offline-mode'.")
-    return f"{cause}\n{CAUSE}\nOSError: {said}"
+        said = _could_not_connect(v, hub, model)
+    return f"{cause}\n{CAUSE}{_outer(v, kind)}\nOSError: {said}"
 
 
 def _detect(v: tuple[int, ...]) -> str:

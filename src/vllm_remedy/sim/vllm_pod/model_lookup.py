@@ -41,6 +41,8 @@ def model_spec(model_id: str, revision: str | None, container: Mapping[str, Any]
     spec, source = hub.resolve(model_id, revision, in_pod=True, env=env, per_start=True)
     if container is not None and (cache := hf_cache.read_only(container)) is not None:
         hf_cache.check(model_id, source, cache)  # a cache on a read-only volume takes no download (``hf_cache``)
+    elif container is not None and env is not None and pod.OFFLINE in env and pod.offline(env):
+        hf_cache.check_offline(model_id, source, container, pod.endpoint(env))  # its own cache only (``hf_cache``)
     return spec
 
 

@@ -31,6 +31,7 @@ from vllm_remedy.sim.runtime import (
 )
 from vllm_remedy.sim.store import Store
 from vllm_remedy.sim.vllm_pod import config_order, config_splice, device, env, flag_sized, keys, metrics, timeline
+from vllm_remedy.sim.vllm_pod.hf_cache import with_pod_volumes
 from vllm_remedy.sim.vllm_pod.launch import Launch, Refusal, plan
 from vllm_remedy.sim.vllm_pod.reality import Reality
 from vllm_remedy.vllm.cmdline import find_server
@@ -72,6 +73,7 @@ class VllmRuntime:
                                                                  self.store))
         # `VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 exec vllm serve ...`: what the process itself sees
         container = env.with_env(container, {**values, **env.command_env(cmd, container, values)})
+        container = with_pod_volumes(container, ctx.pod)  # a Secret's or read-only PVC's mount (``hf_cache``)
         now = self.clock.now() if ctx.started is None else ctx.started
         started = timeline.sim_datetime(now)
         decided = plan(cmd, container, ctx.node, ctx.gpu_memory_used_by_others_mib, keys.group_size(ctx.pod))

@@ -21,6 +21,10 @@ words, each from a public log:
   (transformers' "We couldn't connect to '<endpoint>' to load"), vLLM's ``No supported config format found in
   <model>`` (0.6.1-0.7.3), ``Unsupported config format: ConfigFormat.AUTO`` (0.8.0, 0.8.3) and ``Could not detect
   config format`` (0.8.5 on, inside its own message), which a missing revision or an empty offline listing ends in;
+- a Hub that could not be asked (a refused connection, no answer in time, a 5xx): requests' ``ConnectionError`` /
+  ``ReadTimeout`` / ``500 Server Error``, httpx's ``ConnectError`` / ``ReadTimeout`` / ``Server error '500 ...'``
+  from huggingface_hub 1.x, and huggingface_hub's ``LocalEntryNotFoundError`` "An error happened while trying to
+  locate the file on the Hub" (measured with huggingface_hub 0.35.3 and 1.33.0, ``sim.vllm_pod.hub_refusal``);
 - a download into a cache on a read-only volume: the mount's ``Read-only file system`` on the repository's cache
   folder, re-raised by transformers as it is, or its ``PermissionError at ... Check cache directory permissions``
   for an unwritable directory (``sim.vllm_pod.hf_cache``).
@@ -44,6 +48,11 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\b401 Client Error\b|'401 Unauthorized' for url"), "unauthorized"),
     # the Hub's own words for a token it refuses, on the line after a RepositoryNotFoundError's (vast-ai/base-image#128)
     (re.compile(r"Invalid username or password\.|Invalid credentials in Authorization header"), "unauthorized"),
+    # no Hub to ask: huggingface_hub's LocalEntryNotFoundError after a failed HEAD, or the HTTP stack's own error (a
+    # refused connection, a read timeout, a 5xx) where vLLM's listing raises it (``sim.vllm_pod.hub_refusal``)
+    (re.compile(r"An error happened while trying to locate the file on the Hub|requests\.exceptions\.(?:ConnectionError"
+                r"|ReadTimeout|ConnectTimeout)|httpx\.(?:ConnectError|ReadTimeout|ConnectTimeout)|\b5\d\d Server Error:"
+                r"|Server error '5\d\d "), "hub_unreachable"),
     (re.compile(r"OfflineModeIsEnabled|outgoing traffic has been disabled|We couldn't connect to '[^']*' to load"),
      "offline"),
     (re.compile(r"Read-only file system: '[^']*/models--(?P<model>[\w.-]+--[\w.-]+)'|PermissionError at \S+ when "
@@ -56,8 +65,8 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
 _URL = re.compile(r"https?://[^/\s]+/(?:api/models/)?(?P<model>[\w.-]+/[\w.-]+)/(?:resolve|revision|tree)/")
 #: Most specific first: a chained traceback prints the root cause (a 401, then the gated repository) before vLLM's
 #: own wrapping message, and the most specific line says what to fix.
-REASON_ORDER = ("gated", "revision_not_found", "unauthorized", "offline", "cache_read_only", "invalid_id",
-                "not_found")
+REASON_ORDER = ("gated", "revision_not_found", "unauthorized", "hub_unreachable", "offline", "cache_read_only",
+                "invalid_id", "not_found")
 ADVICE = {
     "not_found": "correct --model (a Hugging Face repository id, or a directory the pod mounts holding config.json) "
                  "and --revision, or mount the model's volume (some releases say no more than this for a missing "
@@ -69,6 +78,10 @@ ADVICE = {
     "cache_read_only": "the pod's Hugging Face cache (HF_HOME / HF_HUB_CACHE) is a read-only volume without the "
                        "model: pre-load the model into that volume, or point HF_HUB_CACHE at a writable one "
                        "(an emptyDir)",
+    "hub_unreachable": "the pod could not reach its Hub (HF_ENDPOINT refused the connection, did not answer in time, "
+                       "or answered 5xx) and its Hugging Face cache lacks the model: let the pod reach the Hub "
+                       "(network policy, proxy, HF_ENDPOINT; vLLM asks again at each restart) or pre-load the model "
+                       "into the cache volume the pod mounts (HF_HOME)",
     "offline": "the pod reached no Hub (HF_HUB_OFFLINE=1, or HF_ENDPOINT unreachable) and its Hugging Face cache lacks "
                "the model: pre-load it into the cache volume the pod mounts (HF_HOME), or let the pod reach the Hub",
 }
