@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from fixtures import zygote
 from vllm_remedy import hub
 from vllm_remedy.vllm import resolved
 
@@ -80,11 +81,10 @@ def _models_resolved_in_this_test_end_with_it() -> Iterator[None]:
 
 
 def run_cli(*args: str, stdin: str | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """Run ``vllm-remedy ARGS`` through the interpreter running the tests (same venv)."""
-    return subprocess.run(
-        [sys.executable, "-m", "vllm_remedy", *args],
-        input=stdin, capture_output=True, text=True, cwd=cwd or ROOT, timeout=120,
-    )
+    """Run ``vllm-remedy ARGS`` through the interpreter running the tests (same venv): ``python -m vllm_remedy``,
+    forked from a server that has imported the CLI and its commands already (``fixtures.zygote``; still a fresh
+    process per run). Without ``stdin`` the run reads an empty one (an xdist worker's own stdin is /dev/null)."""
+    return zygote.run_cli(args, cwd=str(cwd or ROOT), stdin="" if stdin is None else stdin, timeout=120)
 
 
 @pytest.fixture

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from fixtures.responder import TOKEN, alert, payload, write_inventory
+from fixtures.serving import serve_in_thread
 from vllm_remedy.respond.responder import Responder, Settings
 from vllm_remedy.respond.server import Server
 
@@ -21,7 +21,7 @@ from vllm_remedy.respond.server import Server
 def _serve(tmp_path: Path, connections: int) -> Iterator[Server]:
     responder = Responder(Settings(write_inventory(tmp_path, "auto")), queue_size=1)
     srv = Server(("127.0.0.1", 0), responder, TOKEN, connections=connections, idle=1.0)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    serve_in_thread(srv)
     yield srv
     srv.shutdown()
     srv.server_close()
