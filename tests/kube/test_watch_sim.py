@@ -4,6 +4,9 @@ window — in a handful of requests, counted at the server."""
 
 from __future__ import annotations
 
+import queue
+import threading
+import time
 from collections import Counter
 from typing import Any
 
@@ -12,7 +15,7 @@ from fixtures.kube_objects import MAX_LEN_LOG
 from fixtures.sim_world import Sim, deployment
 from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.kube.patch import apply_deployment_patch, json_patch
-from vllm_remedy.kube.watch import watch_restored
+from vllm_remedy.kube.watch import Feed, watch_restored
 from vllm_remedy.sim.runtime import EXIT_AFTER, EXIT_CODE, LOG_LINES
 
 live_sim = sim_world.live_sim  # one cluster "a", controllers at 60x, one L40S node
@@ -70,3 +73,19 @@ def test_streams_the_server_ends_at_once_back_off_and_failing_watches_fall_back_
     apply_deployment_patch(client, "llm", "llama-8b", json_patch(current, changed))
     polled = watch_restored(client, "llm", "llama-8b", 600, cluster.clock)
     assert (polled.ok, polled.outcome) == (True, "rolled-out"), polled
+
+
+def test_closing_an_idle_watch_does_not_wait_for_the_servers_next_byte(live_sim: Sim) -> None:
+    """Before: outside gevent, ``Feed.close`` waited for the reading thread, blocked in ``recv`` until the server
+    wrote again (an idle stream: its next bookmark or its end, seconds here, up to an hour's timeout on a real API
+    server); the watched wait returned that much later. The socket is shut down first now."""
+    client = KubeClient.for_context("a", kubeconfig=str(live_sim.kubeconfig))
+    feed = Feed(client, "/api/v1/namespaces/idle/configmaps", [], queue.Queue())
+    feed.list()
+    feed.start()
+    assert live_sim.clusters["a"].wait_for(lambda: feed.stream is not None, 10), "the watch never opened"
+    time.sleep(0.3)  # the reader is in recv on an idle stream: nothing in this namespace changes
+    closer = threading.Thread(target=feed.close)
+    closer.start()
+    closer.join(timeout=3.0)  # the idle stream itself runs for minutes (STREAM_SECONDS)
+    assert not closer.is_alive(), "close() waited for the server's next byte"

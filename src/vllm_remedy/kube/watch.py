@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import queue
+import socket
 import threading
 import time
 from collections import Counter
@@ -72,6 +73,7 @@ class Feed:
         stream = self.stream
         if stream is not None:
             with contextlib.suppress(Exception):  # closing a finished stream must never fail the wait
+                _shutdown(stream)
                 stream.close()
 
     def list(self) -> None:
@@ -330,3 +332,14 @@ def _crash(client: KubeClient, namespace: str, pods: list[dict[str, Any]], resta
             return Crash(pod=health.name, kind="unschedulable",
                          message=f"pod {health.name}: Unschedulable: {health.unschedulable}")
     return None
+
+
+def _shutdown(stream: Any) -> None:
+    """Shut the stream's socket down first: outside gevent, ``close`` waits for the reading thread, which sits in
+    ``recv`` until the server's next byte — seconds on an idle watch (a bookmark's interval, minutes on a real API
+    server). A shutdown ends that ``recv`` at once, so the wait returns when it is done."""
+    conn = getattr(stream, "connection", None) or getattr(stream, "_connection", None)
+    sock = getattr(conn, "sock", None)
+    if sock is not None:
+        sock.shutdown(socket.SHUT_RDWR)
+
