@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import statistics
 from dataclasses import replace
 from pathlib import Path
@@ -29,8 +30,11 @@ from vllm_remedy.vllm.versions import rules
 ALL_CASES = sorted((Path(__file__).resolve().parents[2] / "data" / "calibration").glob("*.yaml"))
 
 
+@functools.cache
 def _load(path: Path) -> dict[str, Any]:
-    return yaml.safe_load(path.read_text())
+    """One parse per case per worker, by libyaml where it is built (~140 cases are read at collection, every
+    worker collects them all); the same safe loader's data either way. Callers must not change what it returns."""
+    return yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
 # Cases of releases older than any whose source was read are measured and reported apart (``older_release``); the
