@@ -309,13 +309,15 @@ def resolve(model_id: str, revision: str | None = None, fallback: Fallback | Non
     if spec is not None:  # exactly a repository the catalog holds, at a revision it describes
         return spec, "catalog"
     answer = answer_key(env, fallback, in_pod)
+    fresh = True
     if per_start:
         found = _resolve(model_id, revision, fallback, in_pod, env, per_start=True)
         resolved.learn(model_id, revision, found[0] if isinstance(found, tuple) else Reason.of(found), answer)
     else:
         key = (model_id, same_revision(revision), answer)
         with _lock:
-            if key not in _memo:
+            fresh = key not in _memo
+            if fresh:
                 _memo[key] = _resolve(model_id, revision, fallback, in_pod, env)
             found = _memo[key]
             # Told on every call: the latest answer is what a lookup outside any workload's scope reads.
@@ -328,8 +330,18 @@ def resolve(model_id: str, revision: str | None = None, fallback: Fallback | Non
                 _fell_back.pop(key, None)
     if not isinstance(found, tuple):
         raise _error(found)
+    if fresh:
+        _warm(found[0])
     hf_overrides.remember(model_id, revision, found[2], pod.key(env))  # the base a pod's --hf-overrides applies to
     return found[0], found[1]
+
+
+def _warm(spec: ModelSpec) -> None:
+    """An AWQ checkpoint's Marlin load replayed (or read from the disk memo) now, at resolution: the estimates that
+    follow (check, drift, the deploys) look it up instead of replaying ~10 ms inside the first one."""
+    from vllm_remedy.vllm.memory import awq_marlin_load  # only a resolved model needs it
+
+    awq_marlin_load.warm(spec)
 
 
 def _error(found: Unresolved | str) -> Unresolved:
