@@ -59,3 +59,19 @@ def test_three_deployments_on_one_gated_model_each_get_their_own_tokens_answer(h
     assert '"status": "fail"' in got["smol-a"] and "refused the token (401" in got["smol-a"], got["smol-a"]
     assert '"status": "pass"' in got["smol-b"] and '"outcome": "fits"' in got["smol-b"], got["smol-b"]
     assert '"status": "fail"' in got["smol-c"] and "the pod sets no HF_TOKEN" in got["smol-c"], got["smol-c"]
+
+
+def test_vllms_own_hf_token_flag_is_the_token_from_0_19(hub, tmp_path: Path) -> None:
+    """``--hf-token`` (no HF_TOKEN in the env) reaches the config.json reads from 0.19.0: the pod starts; before,
+    vLLM reads with the environment's token, so 0.18.0 is refused "gated". Before the fix every release was "gated,
+    set HF_TOKEN" and a revoked flag token was never asked."""
+    def serving(token: str) -> list[str]:
+        return [GATED, "--hf-token", token, "--max-model-len", "4096", "--gpu-memory-utilization", "0.9"]
+
+    docs = [deployment("flag-34", None, serving("hf_good")), deployment("flag-18", None, serving("hf_good")),
+            deployment("revoked-34", None, serving("hf_revoked"))]
+    docs[1]["spec"]["template"]["spec"]["containers"][0]["image"] = "vllm/vllm-openai:v0.18.0"
+    got = verdicts(hub, tmp_path, docs)
+    assert '"status": "pass"' in got["flag-34"] and '"outcome": "fits"' in got["flag-34"], got["flag-34"]
+    assert '"status": "fail"' in got["flag-18"] and "the pod sets no HF_TOKEN" in got["flag-18"], got["flag-18"]
+    assert '"status": "fail"' in got["revoked-34"] and "refused the token (401" in got["revoked-34"], got["revoked-34"]

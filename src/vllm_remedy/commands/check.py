@@ -143,7 +143,8 @@ def run(args: argparse.Namespace) -> int:
         if server is not None and (model := hf_overrides.config_source(server.flags, model_id(server))):
             fallback = (hf_config_mount.fallback(server, w.spec, w.config_maps)  # mounted at --hf-config-path
                         or policy_config(None, w.namespace or "default", p, w.config_maps))  # may be among the files
-            env = hub_pod.from_manifest(server.container, w.config_maps)  # the pod's HF_TOKEN, not ours
+            # the pod's HF_TOKEN (or its --hf-token where the release sends it), not ours
+            env = hub_pod.sent(hub_pod.from_manifest(server.container, w.config_maps), server)
             hub.learn(model, server.flags.get("revision"), fallback, env)
             keys[-1] = hub.answer_key(env, fallback)
     now = time.time()

@@ -33,7 +33,7 @@ def learn_model(client: KubeClient, namespace: str, server: ServerCommand, polic
     fallback = policy_config(client, namespace, policy) if policy is not None else None
     source = hf_overrides.config_source(server.flags, str(server.model))  # --hf-config-path: the config vLLM reads
     # the pod's HF_TOKEN, not this machine's: a gated model the pod has no token for is vLLM's 401 (hub.pod)
-    env = hub_pod.from_manifest(server.container)
+    env = hub_pod.sent(hub_pod.from_manifest(server.container), server)  # its --hf-token where the release sends it
     return hub.learn(str(source), server.flags.get("revision"), fallback, env), hub.answer_key(env, fallback)
 
 
