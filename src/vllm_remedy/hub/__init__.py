@@ -337,8 +337,7 @@ def resolve(model_id: str, revision: str | None = None, fallback: Fallback | Non
 
 
 def _warm(spec: ModelSpec) -> None:
-    """An AWQ checkpoint's Marlin load replayed (or read from the disk memo) now, at resolution: the estimates that
-    follow (check, drift, the deploys) look it up instead of replaying ~10 ms inside the first one."""
+    """An AWQ checkpoint's Marlin load replayed (or read from the disk memo) at resolution, not in an estimate."""
     from vllm_remedy.vllm.memory import awq_marlin_load  # only a resolved model needs it
 
     awq_marlin_load.warm(spec)
