@@ -40,7 +40,7 @@ from vllm_remedy.envelope import dumps
 from vllm_remedy.errors import UserError
 from vllm_remedy.hub import pod as hub_pod
 from vllm_remedy.policy import DEFAULT_POLICY, Policy, load_policies, load_policy, policy_for
-from vllm_remedy.vllm import hf_overrides, manifest, manifest_flags_file, pod_env, received_flags
+from vllm_remedy.vllm import hf_overrides, manifest, manifest_flags_file, pod_env, received_flags, resolved
 
 NAME = "check"
 ORDER = 55
@@ -135,16 +135,23 @@ def run(args: argparse.Namespace) -> int:
     found = [dataclasses.replace(w, server=received_flags.received(w.server, w.config_maps)) if w.server else w
              for w in found]
     chosen = [(w, policies.covering(w)) for w in found]
+    keys: list[tuple[object, ...] | None] = []  # each workload's environment, its model's answer looked up under
     for w, p in chosen:  # configs outside the catalog (--hf-config-path's first): HF cache, Hub, the policy's file
         # at the revision vLLM loads: argv's, else its --config file's (a ConfigMap checked with it), as predicted
         server = manifest_flags_file.merged(w.server, w.spec, w.config_maps) if w.server is not None else None
+        keys.append(None)
         if server is not None and (model := hf_overrides.config_source(server.flags, model_id(server))):
-            hub.learn(model, server.flags.get("revision"),  # the ConfigMap may be among the files checked
-                      hf_config_mount.fallback(server, w.spec, w.config_maps)  # mounted at --hf-config-path
-                      or policy_config(None, w.namespace or "default", p, w.config_maps),
-                      hub_pod.from_manifest(server.container, w.config_maps))  # the pod's HF_TOKEN, not ours
+            fallback = (hf_config_mount.fallback(server, w.spec, w.config_maps)  # mounted at --hf-config-path
+                        or policy_config(None, w.namespace or "default", p, w.config_maps))  # may be among the files
+            # the pod's HF_TOKEN (or its --hf-token where the release sends it), not ours
+            env = hub_pod.sent(hub_pod.from_manifest(server.container, w.config_maps), server)
+            hub.learn(model, server.flags.get("revision"), fallback, env)
+            keys[-1] = hub.answer_key(env, fallback)
     now = time.time()
-    results = [check_workload(w, p, now) for w, p in chosen]
+    results = []
+    for (w, p), key in zip(chosen, keys, strict=True):  # every model learned first, each predicted with its own answer
+        with resolved.scope(key):
+            results.append(check_workload(w, p, now))
     if args.output == "json":
         print(dumps(render.report(results, files)))
     elif args.output == "junit":

@@ -65,6 +65,7 @@ from vllm_remedy.kube.kinds import DEPLOYMENT, INFERENCESERVICE
 from vllm_remedy.kube.snapshot import Snapshot
 from vllm_remedy.kube.workloads import NotServedError, get_workload
 from vllm_remedy.policy import Policy, load_policies, load_policy, policy_for
+from vllm_remedy.vllm import resolved
 from vllm_remedy.vllm.cmdline import ServerCommand, find_server
 
 GROUP = PREFIX
@@ -119,6 +120,8 @@ class K8sConnector(BaseConnector):
     server: ServerCommand | None = None
     #: Why this host's model resolves nowhere (None when it does): each prediction then says so.
     model_note: str | None = None
+    #: The environment key its model's answer is kept under (``hub.answer_key``): what its predictions look up.
+    answer_key: tuple[Any, ...] | None = None
     scope: Scope | None = None
     progress_seconds: float = PROGRESS_SECONDS
     #: Answers by verb command once ``share`` is on; None means every fact reads the cluster afresh.
@@ -207,7 +210,7 @@ class K8sConnector(BaseConnector):
             self._check_policy_target(deployment, self.policy, self.server)
             self.keys = Keys(self.policy.annotation_prefix)
         self.client = client
-        self.model_note = learn_model(client, target.namespace, self.server, self.policy)
+        self.model_note, self.answer_key = learn_model(client, target.namespace, self.server, self.policy)
         self.scope = Scope(client, target.namespace, str(target.deployment), self.keys.prefix,
                            self.server.container_name, kind=target.kind)
 
@@ -319,6 +322,19 @@ class K8sConnector(BaseConnector):
         """Refuse: facts are read through verbs, not by copying files out of pods."""
         logger.error(f"{self.host.print_prefix}the @k8s connector cannot download files ({remote_filename})")
         return False
+
+
+def _host_answer_key() -> tuple[Any, ...] | None:
+    """The environment key the current pyinfra host's model was resolved under (``connectors.models``), so each host's
+    predictions read its own pod's answer (two Deployments on one model with different HF_TOKENs): pyinfra connects
+    every host before any operation runs, and runs each host's work with its context set, in its own greenlet."""
+    from pyinfra.context import ctx_host
+
+    host = ctx_host.get()
+    return getattr(getattr(host, "connector", None), "answer_key", None) if host is not None else None
+
+
+resolved.read_scope_with(_host_answer_key)
 
 
 def _workload_server(specs: list[dict[str, Any]], container: str | None) -> ServerCommand:

@@ -26,12 +26,15 @@ if TYPE_CHECKING:  # annotations only: vllm-remedy check reads policy_config off
     from vllm_remedy.kube.client import KubeClient
 
 
-def learn_model(client: KubeClient, namespace: str, server: ServerCommand, policy: Policy | None) -> str | None:
-    """Resolve ``server``'s model for this run; None when it resolved, else the one-line reason."""
+def learn_model(client: KubeClient, namespace: str, server: ServerCommand, policy: Policy | None
+                ) -> tuple[str | None, tuple[Any, ...]]:
+    """Resolve ``server``'s model for this run: (None when it resolved, else the one-line reason; the key its answer
+    is kept under, ``hub.answer_key``, which the host's predictions look it up by)."""
     fallback = policy_config(client, namespace, policy) if policy is not None else None
     source = hf_overrides.config_source(server.flags, str(server.model))  # --hf-config-path: the config vLLM reads
     # the pod's HF_TOKEN, not this machine's: a gated model the pod has no token for is vLLM's 401 (hub.pod)
-    return hub.learn(str(source), server.flags.get("revision"), fallback, hub_pod.from_manifest(server.container))
+    env = hub_pod.sent(hub_pod.from_manifest(server.container), server)  # its --hf-token where the release sends it
+    return hub.learn(str(source), server.flags.get("revision"), fallback, env), hub.answer_key(env, fallback)
 
 
 def policy_config(client: KubeClient | None, namespace: str, policy: Policy,

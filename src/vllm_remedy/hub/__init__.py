@@ -266,9 +266,11 @@ def _silent(hub: str) -> tuple[str, None, tuple[str]]:
 #: (model, revision, the environment that decides the answer) → what resolving it gave (spec, source, the config,
 #: why the policy's copy stood in or None), failures included.
 _memo: dict[tuple[str, str | None, tuple[Any, ...]], tuple[ModelSpec, str, Any, str | None] | Unresolved | str] = {}
-#: (model, revision) → the finding's note when the last resolution was the policy's model_config (the Hub could not
-#: be asked), so a prediction sized from it says so.
-_fell_back: dict[tuple[str, str | None], str] = {}
+#: (model, revision, :func:`answer_key`) → the finding's note when that resolution was the policy's model_config (the
+#: Hub could not be asked), so a prediction sized from it says so.
+_fell_back: dict[tuple[str, str | None, tuple[Any, ...]], str] = {}
+#: (model, revision) → the :func:`answer_key` of its latest resolution, what a note outside any workload's scope reads.
+_latest_key: dict[tuple[str, str | None], tuple[Any, ...]] = {}
 #: One resolution at a time: the rehearsal cluster starts pods on several threads, and each model is asked once.
 _lock = threading.Lock()
 
@@ -279,8 +281,20 @@ def same_revision(revision: str | None) -> str | None:
 
 
 def fallback_note(model_id: str, revision: str | None = None) -> str | None:
-    """How the model was sized when the policy's model_config stood in for the Hub (None: it did not)."""
-    return _fell_back.get((model_id, same_revision(revision)))
+    """How the model was sized, for the workload predicted now (``resolved.current``), when the policy's model_config
+    stood in for the Hub (None: it did not)."""
+    key = resolved.current()
+    if key is None:
+        key = _latest_key.get((model_id, same_revision(revision)), ())
+    return _fell_back.get((model_id, same_revision(revision), key))
+
+
+def answer_key(env: pod.Env | None = None, fallback: Fallback | None = None, in_pod: bool = True
+               ) -> tuple[Any, ...]:
+    """What decides a resolution's answer besides the model and revision: the pod's Hub settings (``pod.key``), this
+    process's cache, the policy copy that may stand in, and whether a local path is the pod's. A prediction looks its
+    model up under its workload's key (``resolved.scope``), so each workload gets its own environment's answer."""
+    return (*pod.key(env), cache_dir(), fallback and fallback[0], in_pod)
 
 
 def resolve(model_id: str, revision: str | None = None, fallback: Fallback | None = None, *,
@@ -294,27 +308,39 @@ def resolve(model_id: str, revision: str | None = None, fallback: Fallback | Non
     spec = catalog.repo_model(model_id, revision)
     if spec is not None:  # exactly a repository the catalog holds, at a revision it describes
         return spec, "catalog"
+    answer = answer_key(env, fallback, in_pod)
+    fresh = True
     if per_start:
         found = _resolve(model_id, revision, fallback, in_pod, env, per_start=True)
-        resolved.learn(model_id, revision, found[0] if isinstance(found, tuple) else Reason.of(found))
+        resolved.learn(model_id, revision, found[0] if isinstance(found, tuple) else Reason.of(found), answer)
     else:
-        key = (model_id, same_revision(revision), (*pod.key(env), cache_dir(), fallback and fallback[0], in_pod))
+        key = (model_id, same_revision(revision), answer)
         with _lock:
-            if key not in _memo:
+            fresh = key not in _memo
+            if fresh:
                 _memo[key] = _resolve(model_id, revision, fallback, in_pod, env)
             found = _memo[key]
-            # Told on every call, not only the first: resolved is keyed without the environment, so after a
-            # resolution under another environment it would otherwise keep that one's answer while this call says
-            # otherwise.
-            resolved.learn(model_id, revision, found[0] if isinstance(found, tuple) else Reason.of(_error(found)))
+            # Told on every call: the latest answer is what a lookup outside any workload's scope reads.
+            resolved.learn(model_id, revision, found[0] if isinstance(found, tuple) else Reason.of(_error(found)),
+                           answer)
+            _latest_key[(model_id, same_revision(revision))] = answer
             if isinstance(found, tuple) and found[3]:
-                _fell_back[(model_id, same_revision(revision))] = found[3]
+                _fell_back[key] = found[3]
             else:
-                _fell_back.pop((model_id, same_revision(revision)), None)
+                _fell_back.pop(key, None)
     if not isinstance(found, tuple):
         raise _error(found)
+    if fresh:
+        _warm(found[0])
     hf_overrides.remember(model_id, revision, found[2], pod.key(env))  # the base a pod's --hf-overrides applies to
     return found[0], found[1]
+
+
+def _warm(spec: ModelSpec) -> None:
+    """An AWQ checkpoint's Marlin load replayed (or read from the disk memo) at resolution, not in an estimate."""
+    from vllm_remedy.vllm.memory import awq_marlin_load  # only a resolved model needs it
+
+    awq_marlin_load.warm(spec)
 
 
 def _error(found: Unresolved | str) -> Unresolved:

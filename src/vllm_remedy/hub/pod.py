@@ -6,7 +6,8 @@ cluster knows a pod's environment exactly (the kubelet built it), so it resolves
 deploys read a manifest: they can tell whether the pod sets a token (an ``env`` entry, a ``secretKeyRef``) but not a
 Secret's value, nor whether the pod's network reaches the pod's mirror, so they take only the token from the pod:
 none (vLLM gets the Hub's 401 for a gated repository), a literal, or :data:`UNREAD` (a Secret: this machine's token
-stands in for it, and what the Hub refuses to it is not what it would refuse to the pod).
+stands in for it, and what the Hub refuses to it is not what it would refuse to the pod). vLLM's own ``--hf-token``
+replaces the environment's token where the release sends it with the config reads (:func:`sent`).
 """
 
 from __future__ import annotations
@@ -91,6 +92,42 @@ def from_manifest(container: Mapping[str, Any], maps: Mapping[str, Mapping[str, 
         if got.value:
             return {TOKEN: got.value}
     return {TOKEN: None}
+
+
+#: vLLM's own ``--hf-token`` (from 0.8.5; ``nargs="?"``, ``const=True``, engine/arg_utils.py@0.8.5 l.624, @0.19.0
+#: l.746, @0.34.0 through ``get_kwargs`` l.378-382) reaches the config.json reads from 0.19.0: ``get_config(...,
+#: token=self.hf_token)`` (config/model.py@0.19.0 l.499, @0.34.0 l.705) and ``maybe_override_with_speculators(
+#: hf_token=self.hf_token)`` (engine/arg_utils.py@0.19.0 l.1545, @0.34.0 l.2309). Before, both read with the
+#: environment's token whatever the flag says (``_get_hf_token()`` in transformers_utils/config.py@0.12.0 l.481,
+#: ``get_config`` given no token in config/model.py@0.18.0 l.476).
+FLAG_SINCE: tuple[int, int, int] = (0, 19, 0)
+
+
+def flag_token(server: Any) -> str | bool | None:
+    """``--hf-token`` as the pod's argparse types it (the last occurrence): None when absent, True when bare (then
+    huggingface_hub's ``get_token()``: the environment's token, else the stored one), else its value, or
+    :data:`UNREAD` when that names a variable this tool cannot read (``$(HF_TOKEN)`` from a Secret)."""
+    options = [o for o in getattr(server, "options", None) or [] if o.name == "hf-token"]
+    if not options:
+        value = (getattr(server, "flags", None) or {}).get("hf-token")  # a --config file's key
+        return None if value is None else UNREAD if "$" in value or "{{" in value else value
+    last = options[-1]
+    if not last.values:
+        return True
+    return UNREAD if server.placeholder(last.tokens) else last.values[-1]
+
+
+def sent(env: dict[str, str | None], server: Any | None) -> dict[str, str | None]:
+    """``env`` with the token the pod's vLLM sends for config.json: ``--hf-token``'s value where the release
+    passes it there (:data:`FLAG_SINCE`), else the environment's (a bare flag: the environment's as well)."""
+    from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version, version_from_image
+
+    if server is None:
+        return env
+    if (parse_version(version_from_image(str(getattr(server, "image", "") or ""))) or NEWEST_RELEASE) < FLAG_SINCE:
+        return env
+    flag = flag_token(server)
+    return env if flag is None or flag is True else {**env, TOKEN: flag}
 
 
 def says_token(env: Env | None) -> bool:
