@@ -11,10 +11,12 @@ import dataclasses
 import math
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from vllm_remedy import hub
 from vllm_remedy.commands import _hf_flags
 from vllm_remedy.errors import UserError
+from vllm_remedy.hub import quant_file
 from vllm_remedy.remedies.plan import Plan, Step
 from vllm_remedy.vllm import catalog, engine_env, gpu_catalog, hf_overrides, mla_env, runner_env, sampler_env
 from vllm_remedy.vllm.cmdline.ranges import INT_MAX
@@ -299,17 +301,31 @@ def load_model_source(args: argparse.Namespace, revision: str | None = None) -> 
     if args.model:
         try:
             spec, source = hub.resolve(args.model, getattr(args, "revision", None) or revision)
-        except UserError as exc:
-            raise UserError(f"{exc}; pass --model-config with its config.json") from None
+        except UserError as exc:  # --model-config reads the same files: it only helps where resolving failed
+            raise UserError(str(exc) if "cannot predict" in str(exc) else
+                            f"{exc}; pass --model-config with its config.json") from None
         awq_marlin_load.warm(spec)
         return spec, source
     path = Path(args.model_config)
-    text = hub.read_file(path, str(path))  # a regular file only: a FIFO or a device would block
-    config = hub.config_from_json(text, str(path))
+    config = config_file(path)
     spec = hub.spec_from_config(config, str(path), str(path))
     hf_overrides.remember(str(path), None, config)  # the base --hf-overrides is applied to (``_hf_flags``)
     awq_marlin_load.warm(spec)  # resolution's work, once per machine: the estimates after it stay pure and fast
     return spec, str(path)
+
+
+def config_file(path: Path) -> Any:
+    """A config.json read as vLLM reads its directory: with ModelOpt's ``hf_quant_config.json`` beside it as its
+    ``quantization_config`` when it states none (``hub.quant_file``; ``get_config``, transformers_utils/config.py@0.10.1
+    and on, the releases before ignoring it as they do for ``--model dir``), so the file's own path and the directory
+    get one answer."""
+    text = hub.read_file(path, str(path))  # a regular file only: a FIFO or a device would block
+    config = hub.config_from_json(text, str(path))
+    if quant_file.wanted(config):
+        def read(where: str) -> str:
+            return hub.read_file(where, where).decode("utf-8", errors="replace")
+        config = quant_file.merged(config, quant_file.from_dir(path.parent, hub.config_from_json, read))
+    return config
 
 
 def load_configured(args: argparse.Namespace, flags: Mapping[str, str], version: str | None
