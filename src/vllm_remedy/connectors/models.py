@@ -61,11 +61,9 @@ def _file(path: Path, where: str) -> Mapping[str, Any]:
     """The file, with ModelOpt's ``hf_quant_config.json`` beside it read as vLLM reads the pod's directory
     (``hub.quant_file``; from 0.10.1, per release as for a Hub model): the same answer as ``--model-config``."""
     config = _read_json(hub.read_file(path, where), where)  # a regular file only: a FIFO or a device would block
-    if not quant_file.wanted(config):
-        return config
     beside = f"{where} (its {quant_file.NAME})"
-    return quant_file.merged(config, quant_file.from_dir(
-        path.parent, lambda text, _: _read_json(text, beside), lambda p: hub.read_file(p, beside)))
+    return quant_file.beside(config, path.parent, lambda text, _: _read_json(text, beside),
+                             lambda p: hub.read_file(p, beside).decode("utf-8", errors="replace"))
 
 
 def _from_map(data: Mapping[str, str], key: str, where: str) -> Mapping[str, Any]:
