@@ -87,6 +87,27 @@ def test_a_flat_nvfp4_section_without_group_size_takes_vllms_16():
     assert _weights({**LLAMA, "quantization_config": section}, "0.30.0") == pytest.approx(_llama_gib(1), abs=0.005)
 
 
+# llm-compressor's NVFP4 layout (RedHatAI's ``nvfp4-pack-quantized`` exports): 4-bit float weights and activations,
+# group 16; vLLM's CompressedTensorsW4A4Fp4 (or W4A16Fp4 on Marlin) stores what ModelOpt's class stores.
+CT_SPELLING = {**LLAMA, "quantization_config": {
+    "quant_method": "compressed-tensors", "format": "nvfp4-pack-quantized", "ignore": ["lm_head"],
+    "config_groups": {"group_0": {"targets": ["Linear"],
+                                  "weights": {"num_bits": 4, "type": "float", "symmetric": True,
+                                              "strategy": "tensor_group", "group_size": 16, "dynamic": False},
+                                  "input_activations": {"num_bits": 4, "type": "float", "symmetric": True,
+                                                        "strategy": "tensor_group", "group_size": 16,
+                                                        "dynamic": "local"}}}}}
+
+
+@pytest.mark.parametrize(("version", "gpu", "copies"), [("0.34.0", B200, 1), ("0.10.2", B200, 1), ("0.10.1", B200, 2),
+                                                        ("0.10.1", H100, 1)])
+def test_compressed_tensors_nvfp4_is_sized_as_modelopts(version, gpu, copies):
+    """compressed_tensors_w4a4_nvfp4.py@0.10.1 l.43-84: uint8 pairs and a float8 scale per 16, the swizzled copy
+    beside them through 0.10.1 (l.140-142), replacing them from 0.10.2; Marlin's W4A16Fp4 below capability 100.
+    Was 5 bits a weight (fp16 scales per 16: 43.86 GiB on a B200 at 0.34.0), now 39.88 as ModelOpt's."""
+    assert _weights(CT_SPELLING, version, gpu) == pytest.approx(_llama_gib(copies), abs=0.005)
+
+
 # ---- the Qwen3-MoE router ----------------------------------------------------------------------------------
 
 QWEN = _json("Qwen3-235B-A22B")

@@ -107,11 +107,15 @@ def test_an_mlp_left_unquantized_is_sized_at_16_bits(configs, name):
 
 
 def test_the_rule_applies_from_the_release_that_reads_it(configs):
-    """AWQ reads modules_to_not_convert from 0.6.4 (awq.py@0.6.3 has no such key), GPTQ ``dynamic`` from 0.7.3."""
-    assert _estimate(configs["awq_mlp"], "0.6.3", length="8192")["weights_gib"] < 6.0
+    """AWQ reads modules_to_not_convert from 0.6.4 (awq.py@0.6.3 has no such key), GPTQ ``dynamic`` from 0.7.3;
+    before, vLLM packs the MLP the checkpoint stores 16-bit and the load fails: "cannot predict", not a 4-bit size."""
     assert _estimate(configs["awq_mlp"], "0.6.4", length="8192")["weights_gib"] > 13.0
-    assert _estimate(configs["gptq_mlp"], "0.7.2", length="8192")["weights_gib"] < 6.0
     assert _estimate(configs["gptq_mlp"], "0.7.3", length="8192")["weights_gib"] > 13.0
+    for name, version, key in (("awq_mlp", "0.6.3", "modules_to_not_convert"), ("gptq_mlp", "0.7.2", "dynamic")):
+        got = run_cli("estimate", "--model-config", str(configs[name]), "--gpu", "NVIDIA-L4", "--max-model-len",
+                      "8192", "--vllm-version", version)
+        assert got.returncode != 0 and "cannot predict" in got.stderr, got.stdout + got.stderr
+        assert f"ignores quantization_config.{key}" in got.stderr, got.stderr
 
 
 def test_a_release_that_names_no_layer_matches_no_pattern(configs):

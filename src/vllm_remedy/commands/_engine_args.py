@@ -15,6 +15,7 @@ from pathlib import Path
 from vllm_remedy import hub
 from vllm_remedy.commands import _hf_flags
 from vllm_remedy.errors import UserError
+from vllm_remedy.hub import quant_file
 from vllm_remedy.remedies.plan import Plan, Step
 from vllm_remedy.vllm import catalog, engine_env, gpu_catalog, hf_overrides, mla_env, runner_env, sampler_env
 from vllm_remedy.vllm.cmdline.ranges import INT_MAX
@@ -292,41 +293,53 @@ def load_model(args: argparse.Namespace, revision: str | None = None) -> catalog
     return load_model_source(args, revision)[0]
 
 
-def load_model_source(args: argparse.Namespace, revision: str | None = None) -> tuple[catalog.ModelSpec, str]:
-    """(spec, where its config came from: ``catalog``, the cache or Hub, the --model-config file)."""
+def load_model_source(args: argparse.Namespace, revision: str | None = None, warm: bool = True
+                      ) -> tuple[catalog.ModelSpec, str]:
+    """(spec, where its config came from: ``catalog``, the cache or Hub, the --model-config file). ``warm``: replay
+    its AWQ Marlin load now (``awq_marlin_load.warm``); off for a caller that estimates another spec."""
     from vllm_remedy.vllm.memory import awq_marlin_load  # an AWQ load's replay is resolution's work
 
     if args.model:
         try:
             spec, source = hub.resolve(args.model, getattr(args, "revision", None) or revision)
-        except UserError as exc:
-            raise UserError(f"{exc}; pass --model-config with its config.json") from None
-        awq_marlin_load.warm(spec)
+        except UserError as exc:  # --model-config reads the same files: it only helps where resolving failed
+            raise UserError(str(exc) if "cannot predict" in str(exc) else
+                            f"{exc}; pass --model-config with its config.json") from None
+        if warm:
+            awq_marlin_load.warm(spec)
         return spec, source
     path = Path(args.model_config)
     text = hub.read_file(path, str(path))  # a regular file only: a FIFO or a device would block
-    config = hub.config_from_json(text, str(path))
+    # ModelOpt's hf_quant_config.json beside it, read as for --model dir (vLLM's get_config from 0.10.1)
+    config = quant_file.beside(hub.config_from_json(text, str(path)), path.parent, hub.config_from_json,
+                               lambda where: hub.read_file(where, where).decode("utf-8", errors="replace"))
     spec = hub.spec_from_config(config, str(path), str(path))
     hf_overrides.remember(str(path), None, config)  # the base --hf-overrides is applied to (``_hf_flags``)
-    awq_marlin_load.warm(spec)  # resolution's work, once per machine: the estimates after it stay pure and fast
+    if warm:  # resolution's work, once per machine: the estimates after it stay pure and fast
+        awq_marlin_load.warm(spec)
     return spec, str(path)
 
 
 def load_configured(args: argparse.Namespace, flags: Mapping[str, str], version: str | None
                     ) -> tuple[catalog.ModelSpec, str]:
     """(spec, source) of the config vLLM sizes: ``--hf-config-path``'s (resolved as --model is) when given, else the
-    model's; ``--hf-overrides`` applied to it, both read as a manifest's are (``_hf_flags``)."""
+    model's; ``--hf-overrides`` applied to it, both read as a manifest's are (``_hf_flags``). The AWQ Marlin replay
+    is done here for the spec estimated (the overridden one), not the one read: else it lands in the estimate."""
+    from vllm_remedy.vllm.memory import awq_marlin_load
+
     _hf_flags.refusal(flags, version, _hf_flags.earlier(args) if _hf_flags.FLAG in flags else ())
     path = _hf_flags.config_path(flags)
     if path is None:
-        spec, source = load_model_source(args)
+        spec, source = load_model_source(args, warm=False)
         config_from = args.model or str(Path(args.model_config))
     elif args.model_config:
         raise _hf_flags.path_with_model_config()
     else:
         spec, source = _hf_flags.resolved_path(path, lambda p: hub.resolve(p, args.revision))
         config_from = path
-    return _hf_flags.overridden(spec, config_from, args.revision, flags, version), source
+    spec = _hf_flags.overridden(spec, config_from, args.revision, flags, version)
+    awq_marlin_load.warm(spec)
+    return spec, source
 
 
 def load_gpu(args: argparse.Namespace) -> catalog.GpuSpec:

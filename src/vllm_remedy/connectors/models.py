@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from vllm_remedy import hub
 from vllm_remedy.errors import UserError
 from vllm_remedy.hub import pod as hub_pod
+from vllm_remedy.hub import quant_file
 from vllm_remedy.kube.errors import KubeError
 from vllm_remedy.policy import Policy
 from vllm_remedy.vllm import hf_overrides
@@ -60,7 +61,12 @@ def policy_config(client: KubeClient | None, namespace: str, policy: Policy,
 
 
 def _file(path: Path, where: str) -> Mapping[str, Any]:
-    return _read_json(hub.read_file(path, where), where)  # a regular file only: a FIFO or a device would block
+    """The file, with ModelOpt's ``hf_quant_config.json`` beside it read as vLLM reads the pod's directory
+    (``hub.quant_file``; from 0.10.1, per release as for a Hub model): the same answer as ``--model-config``."""
+    config = _read_json(hub.read_file(path, where), where)  # a regular file only: a FIFO or a device would block
+    beside = f"{where} (its {quant_file.NAME})"
+    return quant_file.beside(config, path.parent, lambda text, _: _read_json(text, beside),
+                             lambda p: hub.read_file(p, beside).decode("utf-8", errors="replace"))
 
 
 def _from_map(data: Mapping[str, str], key: str, where: str) -> Mapping[str, Any]:

@@ -42,6 +42,13 @@ def from_dir(directory: Path, parse: Callable[[str, str], Any], read: Callable[[
     return parse(read(str(path)), str(path)) if path.is_file() else None
 
 
+def beside(config: Any, directory: Path, parse: Callable[[str, str], Any], read: Callable[[str], str]) -> Any:
+    """``config`` (read from a config.json in ``directory``) as vLLM reads that directory: with the file beside it
+    merged when config.json states no scheme (``wanted``, ``merged``), for ``--model-config`` and a policy's
+    ``model_config.path`` as for ``--model dir``."""
+    return merged(config, from_dir(directory, parse, read)) if wanted(config) else config
+
+
 def fetch(repo_id: str, revision: str | None, config_path: str, hub: str, cache: str | None,
           token: str | bool | None, offline: bool) -> str | None:
     """The file's text at the commit config.json came from (``config_path``: its snapshot in the cache), None when

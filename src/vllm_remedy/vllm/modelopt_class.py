@@ -97,3 +97,32 @@ def min_capability(method: str, v: Version) -> int | None:
     if method == "modelopt_mixed" and v >= UNIFIED_SINCE:
         return 75 if v >= (0, 24, 0) else 89
     return None
+
+
+#: ``QUANT_ALGOS`` (modelopt.py@0.8.0 l.27 to @0.13.0 l.91), matched as written: ``from_config`` tests
+#: ``quant_method not in QUANT_ALGOS`` on the text it read (``quantization.quant_algo``, or the section's own from
+#: 0.10.0), upper-casing it only from 0.14.0 (@0.14.0 l.283-284: "Normalize quant_algo for robust matching (ModelOpt
+#: may emit lowercase)"). Before 0.8.0 the FP8 class alone tests ``"FP8" in quant_method`` (modelopt.py@0.6.1 l.53-59,
+#: @0.7.3).
+QUANT_ALGOS = ("FP8", "NVFP4")
+ALGOS_SINCE: Version = (0, 8, 0)
+CLASS_UPPER_SINCE: Version = (0, 14, 0)
+_ONLY = ("ValueError: ModelOpt currently only supports: ['FP8', 'NVFP4'] quantizations in vLLM. Please check the "
+         "`hf_quant_config.json` file for your model's quant configuration.")
+_ONLY_FP8 = ("ValueError: ModelOpt currently only supports static FP8quantization in vLLM. Please check the "
+             "`hf_quant_config.json` file for your model's quant configuration.")
+
+
+def class_refusal(chosen: str, read: Facts | None, v: Version) -> str | None:
+    """What the ModelOpt class vLLM builds (``chosen``) raises in ``from_config`` for the algorithm's text before
+    0.14.0, or None: "fp8" in lower case (which 0.14.0's normalisation takes) is refused by 0.6.1-0.13.0's
+    ``ModelOptFp8Config`` / ``ModelOptNvFp4Config`` in these words (post hoc, hostile review 14). A flat section
+    before 0.10.0, an absent or non-text algorithm are said elsewhere (``quant_modelopt_skip``, ``quant_config``)."""
+    if chosen not in ("modelopt", "modelopt_fp4") or read is None or v >= CLASS_UPPER_SINCE or v < (0, 6, 1):
+        return None
+    nested, algo, text = read
+    if not algo or not text or (not nested and v < OVERRIDES_SINCE):
+        return None
+    if v < ALGOS_SINCE:
+        return None if "FP8" in algo else _ONLY_FP8
+    return None if algo in QUANT_ALGOS else _ONLY

@@ -156,6 +156,11 @@ class AssumedGroupSize(int):
     (``packed_split_problem``) judges only a group size a checkpoint states."""
 
 
+class FloatGroupSize(int):
+    """The group of compressed-tensors 4-bit float (NVFP4) weights: one float8_e4m3fn scale each, no zero points
+    (``CompressedTensorsW4A4Fp4`` / ``W4A16Fp4.create_weights``), sized as ModelOpt's NVFP4 (``memory.nvfp4``)."""
+
+
 def group_size(config: Mapping[str, Any]) -> int | None:
     """Input channels sharing one scale (and zero point) in packed integer weights; None: one per output channel.
 
@@ -181,6 +186,9 @@ def group_size(config: Mapping[str, Any]) -> int | None:
                 if str(weights.get("strategy", "")).lower() == "channel":
                     return None
                 raw = weights.get("group_size")
+                nvfp4 = weights.get("num_bits") == 4 and str(weights.get("type", "int")).lower() == "float"
+                if nvfp4 and isinstance(raw, int) and not isinstance(raw, bool) and raw > 0:
+                    return FloatGroupSize(raw)
                 break
     if raw is None:
         if method in _INT_METHODS:

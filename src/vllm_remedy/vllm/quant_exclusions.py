@@ -8,17 +8,19 @@ single keys. The rules, each with the release it starts from (PyPI wheels, model
   absent @0.6.3): 0.6.4-0.11.x test the fused layer's own name (``is_layer_skipped_awq``, awq.py@0.10.0 l.120);
   0.12.0-0.23.x each shard of a fused layer (``is_layer_skipped(..., skip_with_substr=True)``,
   utils/quant_utils.py@0.12.0, which raises when shards disagree); from 0.24.0 the fused name first, then the shards
-  (``match_mode="substring"``, auto_awq.py@0.24.0 l.290, quant_utils.py@0.24.0).
+  (``match_mode="substring"``, auto_awq.py@0.24.0 l.290, quant_utils.py@0.24.0). Before 0.6.4 a list that leaves
+  a layer out is "cannot predict" (``quant_layers.unread_before``: vLLM packs it, the checkpoint stores it 16-bit).
 - fp8 ``ignored_layers`` (exact names), every release: the shards of a fused layer (quant_utils.py@0.5.5
-  ``is_layer_skipped``, raising when they disagree), from 0.24.0 the fused name first; from 0.11.0
-  ``modules_to_not_convert`` stands in when ``ignored_layers`` is empty (``Fp8Config.from_config``, fp8.py@0.11.0,
-  @0.30.0 l.163-169).
+  ``is_layer_skipped``, raising when they disagree), from 0.24.0 the fused name first; from 0.10.1
+  ``modules_to_not_convert`` stands in when ``ignored_layers`` is empty (``Fp8Config.from_config``, fp8.py@0.10.1
+  l.128-131, @0.10.2 l.132-135, @0.30.0 l.163-169; absent @0.10.0, which reads ``ignored_layers`` alone).
 - compressed-tensors ``ignore`` (exact names or ``re:`` patterns, ``re.match``), every release: the shards of a fused
   layer (``should_ignore_layer``, compressed_tensors/utils.py@0.5.5, raising when they disagree), from 0.30.0 the fused
   name first (``find_matching_patterns``, utils/config_utils.py@0.30.0).
 - GPTQ ``dynamic`` (GPTQModel), from 0.7.3 (gptq.py / gptq_marlin.py@0.7.3; absent @0.7.2): the first pattern that
   ``re.match``-es the layer's vLLM name decides; a "-:" one leaves it unquantized, any other overrides ``bits`` /
   ``group_size`` (``get_dynamic_override`` and ``override_config``, utils/gptq_utils.py@0.7.3, @0.30.0 l.184-190).
+  Before 0.7.3 rules that change a layer are "cannot predict" (``quant_layers.unread_before``), as for AWQ before 0.6.4.
 - GPTQ ``modules_in_block_to_quantize``, from 0.11.0 (gptq.py / gptq_marlin.py@0.11.0, auto_gptq.py@0.22.0 to
   @0.34.0; absent @0.10.2): an allow-list. ``maybe_update_config`` flattens a list of lists (gptq.py@0.11.0
   l.155-166, auto_gptq.py@0.30.0 l.276-290) and ``is_layer_gptq_quantized`` (utils/gptq_utils.py@0.11.0 l.75-111,
@@ -51,7 +53,7 @@ from vllm_remedy.vllm import quant_modelopt_skip, quant_moe_skip
 from vllm_remedy.vllm.quant_layers import FUSED as _FUSED
 from vllm_remedy.vllm.quant_layers import HARMLESS as _HARMLESS
 from vllm_remedy.vllm.quant_layers import LAYOUTS as _LAYOUTS
-from vllm_remedy.vllm.quant_layers import Exclusions, Layout, Shape, Split, Version, moe_layer_set
+from vllm_remedy.vllm.quant_layers import Exclusions, Layout, Shape, Split, Version, moe_layer_set, unread_before
 
 __all__ = ["SKIP_KEYS", "Exclusions", "Shape", "Split", "from_text", "moe_layer_set", "read"]
 
@@ -60,6 +62,8 @@ SKIP_KEYS = ("modules_to_not_convert", "ignored_layers", "ignore", "exclude_modu
              "dynamic", "modules_in_block_to_quantize")
 _GPTQ_KEYS = ("dynamic", "modules_in_block_to_quantize")  # read by the GPTQ classes only
 ALLOW_LIST_SINCE = (0, 11, 0)  # modules_in_block_to_quantize (gptq.py@0.11.0; absent @0.10.2)
+DYNAMIC_SINCE = (0, 7, 3)  # GPTQ dynamic (gptq.py / gptq_marlin.py@0.7.3; absent @0.7.2)
+FP8_FALLBACK_SINCE = (0, 10, 1)  # fp8 reads modules_to_not_convert (fp8.py@0.10.1 from_config; absent @0.10.0)
 
 
 @dataclass(frozen=True)
@@ -193,7 +197,7 @@ def _read(qc: Mapping[str, Any] | None, method: str | None, shape: Shape) -> Exc
         lists: list[tuple[Version, list[str] | None]] = [(first, names)]
     elif method == "fp8":
         ignored, first = _entries(qc, "ignored_layers"), (0, 0, 0)
-        lists = [(first, ignored), ((0, 11, 0), ignored or _entries(qc, "modules_to_not_convert"))]
+        lists = [(first, ignored), (FP8_FALLBACK_SINCE, ignored or _entries(qc, "modules_to_not_convert"))]
     elif method == "compressed-tensors":
         first = (0, 0, 0)
         lists = [(first, _entries(qc, "ignore"))]
@@ -204,12 +208,15 @@ def _read(qc: Mapping[str, Any] | None, method: str | None, shape: Shape) -> Exc
     named = [n for _, names in lists for n in names or ()]
     if not named:
         return None
-    if layout is None:
-        return _single(first, _unknown(named, "this tool does not know the architecture's layer names in vLLM"))
+    awq = method in ("awq", "awq_marlin")
+    if layout is None:  # before 0.6.4 AWQ ignores the list: a load not sized either (``quant_layers.unread_before``)
+        return _single((0, 0, 0) if awq else first,
+                       _unknown(named, "this tool does not know the architecture's layer names in vLLM"))
     every = sorted(set(named))
     what = f"quantization_config's skip list {every[:6]}{' ...' if len(every) > 6 else ''}"
     moe = _moe(method, lists, shape, layout, what) if shape.moe_layers and shape.experts else None
-    return _eras(shape, layout, _rules(method, lists), what, moe)
+    found = _eras(shape, layout, _rules(method, lists), what, moe)
+    return unread_before(first, found, "quantization_config.modules_to_not_convert") if awq else found
 
 
 def _moe(method: str, lists: list[tuple[Version, list[str] | None]], shape: Shape, layout: Layout,
@@ -224,7 +231,7 @@ def _moe(method: str, lists: list[tuple[Version, list[str] | None]], shape: Shap
         def fp8(v: Version) -> float | str:
             return quant_moe_skip.experts(shape, layout, stored, quant_moe_skip.fp8_rule(names_at(v)),
                                           v >= quant_moe_skip.FP8_EXPERTS_SINCE, what)
-        return ((0, 11, 0), quant_moe_skip.FP8_EXPERTS_SINCE), fp8
+        return (FP8_FALLBACK_SINCE, quant_moe_skip.FP8_EXPERTS_SINCE), fp8
     if method == "compressed-tensors":
         names = names_at((0, 0, 0))
         exact = {e for e in names if not e.startswith("re:")}
@@ -269,9 +276,9 @@ def _rules(method: str, lists: list[tuple[Version, list[str] | None]]) -> list[t
         return [((0, 6, 4), fused(sub, False, False)), ((0, 12, 0), fused(sub, False, True)),
                 ((0, 24, 0), fused(sub, True, True))]
     if method == "fp8":
-        old, new = names_at((0, 0, 0)), names_at((0, 11, 0))
+        old, new = names_at((0, 0, 0)), names_at(FP8_FALLBACK_SINCE)
         return [((0, 0, 0), fused(lambda n: n in old, False, True)),
-                ((0, 11, 0), fused(lambda n: n in new, False, True)),
+                (FP8_FALLBACK_SINCE, fused(lambda n: n in new, False, True)),
                 ((0, 24, 0), fused(lambda n: n in new, True, True))]
     names = names_at((0, 0, 0))
 
@@ -298,7 +305,7 @@ def _gptq(qc: Mapping[str, Any], shape: Shape, layout: Layout | None) -> Exclusi
             return _single(ALLOW_LIST_SINCE, Split(problem=f"quantization_config.modules_in_block_to_quantize "
                                                            f"{allowed[:4]}: this tool does not know the "
                                                            "architecture's layer names in vLLM"))
-        return _single((0, 7, 3), _unknown(list(map(str, dynamic or {})), "this tool does not know the "
+        return _single((0, 0, 0), _unknown(list(map(str, dynamic or {})), "this tool does not know the "
                                                                          "architecture's layer names in vLLM"))
     base_bits, base_group = qc.get("bits"), qc.get("group_size")
     problem: list[str] = []
@@ -331,15 +338,21 @@ def _gptq(qc: Mapping[str, Any], shape: Shape, layout: Layout | None) -> Exclusi
 
     keys = [k for k, v in (("dynamic", dynamic), ("modules_in_block_to_quantize", allowed)) if v is not None]
     what = " and ".join(f"quantization_config.{k}" for k in keys) + (f" {allowed[:4]}" if allowed else "")
-    rules: list[tuple[Version, Decide]] = [((0, 7, 3), by_dynamic)] if dynamic is not None else []
+    rules: list[tuple[Version, Decide]] = [(DYNAMIC_SINCE, by_dynamic)] if dynamic is not None else []
     if allowed is not None:
         rules.append((ALLOW_LIST_SINCE, with_allow_list))
     found = _eras(shape, layout, rules, what)
     if problem and found is not None:
-        return Exclusions(tuple((since, split if split.problem else Split(
+        found = Exclusions(tuple((since, split if split.problem else Split(
             problem=f"quantization_config {problem[0]}: per-layer kernels for these bits / keys are not modelled"))
             for since, split in found.eras))
-    return found
+    if dynamic is None or found is None:
+        return found
+    # what the rules alone do where the release first names the layers (every layout names them before 0.11.0,
+    # so the allow-list plays no part there): a layer they leave out or repack is stored so
+    ruled = found.at(max(DYNAMIC_SINCE, layout.named_since))
+    return unread_before(DYNAMIC_SINCE, found, "quantization_config.dynamic") if ruled not in (None, Split()) \
+        else found
 
 
 def _allow_list(qc: Mapping[str, Any]) -> list[str] | None:

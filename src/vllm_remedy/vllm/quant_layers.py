@@ -100,3 +100,25 @@ def moe_layer_set(text: Mapping[str, Any], layers: int, experts: int) -> frozens
     dense = {int(i) for i in text.get("mlp_only_layers") or ()}
     step = int(text.get("decoder_sparse_step") or 1)
     return frozenset(i for i in range(layers) if i not in dense and (i + 1) % step == 0)
+
+
+#: Each release before the first that reads the list builds every linear layer packed; the checkpoint's
+#: ``<layer>.weight`` (16-bit) or its other-bits tensors meet no parameter of that name or shape: ``load_weights``
+#: looks the name up with ``params_dict[name]`` (models/llama.py@0.6.3 l.395/412, @0.7.2 l.425/437; qwen2.py@0.7.2
+#: l.398/412), a KeyError, or copies a tensor of another shape.
+_UNREAD = ("vLLM before {since} ignores {what} (no such key in its {where}): it builds packed parameters for the "
+           "layers the list leaves unquantized or packs at other bits, which the checkpoint stores otherwise, and the "
+           "load fails on them (params_dict[name] in load_weights, llama.py@0.6.3), which this tool does not size")
+
+
+def unread_before(first: Version, found: Exclusions | None, what: str) -> Exclusions | None:
+    """``found`` (non-empty: a release that reads the list leaves a layer out or packs it differently, so the
+    checkpoint stores that layer so) with the releases before ``first``, which never read it, refused as ``_UNREAD``
+    (post hoc, from hostile review 14: those starts were sized all-quantized "fits"). AWQ's
+    ``modules_to_not_convert`` from 0.6.4 (``grep`` finds it in awq.py / awq_marlin.py@0.6.4, in neither @0.6.3);
+    GPTQ's ``dynamic`` from 0.7.3 (gptq.py / gptq_marlin.py@0.7.3, neither @0.7.2)."""
+    if found is None:
+        return None
+    where = "awq.py / awq_marlin.py" if "modules_to_not_convert" in what else "gptq.py / gptq_marlin.py"
+    problem = _UNREAD.format(since=".".join(map(str, first)), what=what, where=where)
+    return Exclusions((((0, 0, 0), Split(problem=problem)), *found.eras))

@@ -1,5 +1,5 @@
 """Routed experts under a skip list, for the methods whose FusedMoE path vLLM reads it the same way on every card:
-fp8 ``ignored_layers`` (``modules_to_not_convert`` from 0.11.0), compressed-tensors ``ignore``, and AWQ's
+fp8 ``ignored_layers`` (``modules_to_not_convert`` from 0.10.1), compressed-tensors ``ignore``, and AWQ's
 ``modules_to_not_convert`` from 0.20.0.
 
 What vLLM does with a layer's FusedMoE (``model.layers.N.mlp.experts``; Mixtral's ``block_sparse_moe.experts``):

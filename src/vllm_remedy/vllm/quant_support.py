@@ -40,6 +40,8 @@ config; each method's class in model_executor/layers/quantization/):
    unquantized, loading the checkpoint's tensors into 16-bit layers: not predicted. From 0.10.1 a ModelOpt section
    (``producer.name`` "modelopt") gets its method from ``quantization.quant_algo`` first (``quant_source.as_release``,
    applied through ``ModelSpec.at``), or vLLM's "Unknown ModelOpt quant algo" refusal.
+6. ModelOpt's classes refuse an algorithm text outside ``QUANT_ALGOS`` as written before 0.14.0 ("fp8" in lower
+   case: ``modelopt_class.class_refusal``).
 
 Only the methods listed are judged; any other (quark, ...) is left to the memory model. An unknown capability is
 never refused.
@@ -329,6 +331,8 @@ def method_run(model: ModelSpec, gpu: GpuSpec, user: str | None, version: str | 
                             f"quantization_config, and a {base.upper()} checkpoint ships {_FILES[base]})")
     else:
         return None, None
+    if (algo := modelopt_class.class_refusal(chosen, model.modelopt_algo, v)) is not None:
+        return chosen, algo
     packing = packing_refusal(chosen, model.int_facts, v)
     if packing is not None and not (cap is None and method is not None and _marlin_takes(model, v)
                                     and chosen in ("awq", "gptq")):  # an unknown card may run Marlin, which takes it

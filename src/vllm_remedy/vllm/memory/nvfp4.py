@@ -33,6 +33,17 @@ method prefers FlashInfer's CUTLASS whenever ``has_flashinfer()``, on any card; 
 package before 0.11.1 (``mxfp4``), so a bare install takes Marlin there, as sized here. 0.8.x has no Marlin path and
 swizzles on every card. An unknown card (capability None) is sized with the larger, CUTLASS, figure.
 
+compressed-tensors' NVFP4 (``nvfp4-pack-quantized``: weights ``num_bits`` 4, ``type`` float, llm-compressor's layout)
+allocates the same: ``CompressedTensorsW4A4Fp4.create_weights`` registers ``weight_packed`` uint8 ``[out, in / 2]`` and
+``weight_scale`` float8_e4m3fn ``[out, in / group_size]`` plus float32 global scales (compressed_tensors_w4a4_nvfp4.py
+@0.10.1 l.43-84); through 0.10.1 it adds ``weight_scale_swizzled`` beside the loaded scales (l.140-142), from 0.10.2 it
+replaces them (``layer.weight_scale = Parameter(swizzled_weight_scale)``, @0.10.2 l.119, @0.13.0 l.158; 0.16.0
+``convert_to_nvfp4_linear_kernel_format``). Without CUTLASS FP4 the config runs ``CompressedTensorsW4A16Fp4``
+(compressed_tensors.py@0.9.2 l.395-402, @0.10.1 l.431-438), Marlin, one copy (``prepare_fp4_layer_for_marlin``,
+compressed_tensors_w4a16_nvfp4.py@0.10.1); 0.9.0 has that scheme only. It was sized as symmetric int4 with fp16
+scales (5 bits a weight at group 16, post hoc from hostile review 14). Its MoE method is not read: an MoE keeps the
+int4 sizing.
+
 Left out, and why: the float32 per-tensor scales (about three floats per fused shard after loading, kilobytes per
 model); the swizzle's padding (rows to 128, scale columns to 4: none where a rank's output rows are a multiple of 128
 and its input a multiple of 64, as in Llama-3.3-70B and Qwen3-235B-A22B up to TP 8); Marlin's per-layer workspace
@@ -51,6 +62,7 @@ modelled architecture has).
 from __future__ import annotations
 
 from vllm_remedy.vllm.catalog import ModelSpec
+from vllm_remedy.vllm.quant_config import FloatGroupSize
 
 Version = tuple[int, int, int]
 DEFAULT_GROUP = 16  # ModelOptNvFp4Config.from_config's default, modelopt.py@0.10.0-@0.34.0
@@ -60,26 +72,33 @@ CUTLASS_CAPABILITY = 100  # cutlass_scaled_mm_supports_fp4
 MARLIN_SINCE: Version = (0, 9, 0)
 BOTH_KEPT_UNTIL: Version = (0, 10, 1)  # the loaded scales stay beside the swizzled copy
 METHODS = frozenset({"modelopt", "modelopt_fp4"})  # config.json's spelling / hf_quant_config.json's mapping
+CT_CUTLASS_SINCE: Version = (0, 9, 2)  # CompressedTensorsW4A4Fp4 (compressed_tensors.py@0.9.2; @0.9.0 W4A16Fp4 only)
 
 
 def applies(model: ModelSpec) -> bool:
-    """Whether the checkpoint's packed layers are ModelOpt NVFP4 (4-bit, either spelling of the method)."""
-    return model.quantized_checkpoint and model.quantization in METHODS and model.weight_bits == 4
+    """Whether the checkpoint's packed layers are NVFP4: ModelOpt's (4-bit, either spelling of the method) or a
+    dense compressed-tensors one (4-bit float weights, ``quant_config.FloatGroupSize``; its MoE method not read)."""
+    if not model.quantized_checkpoint or model.weight_bits != 4:
+        return False
+    ct = model.quantization == "compressed-tensors" and isinstance(model.group_size, FloatGroupSize)
+    return model.quantization in METHODS or (ct and not model.num_experts)
 
 
-def scale_copies(version: Version, capability: tuple[int, int] | None) -> int:
-    """Copies of the FP8 group scales left on the card after loading (module docstring)."""
+def scale_copies(version: Version, capability: tuple[int, int] | None, ct: bool = False) -> int:
+    """Copies of the FP8 group scales left on the card after loading (module docstring; ``ct``: compressed-tensors,
+    whose CUTLASS scheme arrives in 0.9.2)."""
     if version > BOTH_KEPT_UNTIL:
         return 1
     cap = None if capability is None else capability[0] * 10 + capability[1]
     marlin = cap is not None and cap < CUTLASS_CAPABILITY and version >= MARLIN_SINCE
-    return 1 if marlin else 2
+    return 1 if marlin or (ct and version < CT_CUTLASS_SINCE) else 2
 
 
 def overhead(group_size: int | None, version: Version, capability: tuple[int, int] | None) -> float:
     """An NVFP4 weight's bytes over 0.5: the FP8 scales of its group, once per copy kept."""
     group = group_size or DEFAULT_GROUP
-    return 1 + scale_copies(version, capability) * SCALE_BYTES / group / PACKED_BYTES
+    ct = isinstance(group_size, FloatGroupSize)
+    return 1 + scale_copies(version, capability, ct) * SCALE_BYTES / group / PACKED_BYTES
 
 
 TRTLLM_INTER_ALIGN: tuple[tuple[Version, int], ...] = (((0, 17, 0), 16), ((0, 26, 0), 64))  # gated experts
