@@ -75,3 +75,24 @@ def test_vllms_own_hf_token_flag_is_the_token_from_0_19(hub, tmp_path: Path) -> 
     assert '"status": "pass"' in got["flag-34"] and '"outcome": "fits"' in got["flag-34"], got["flag-34"]
     assert '"status": "fail"' in got["flag-18"] and "the pod sets no HF_TOKEN" in got["flag-18"], got["flag-18"]
     assert '"status": "fail"' in got["revoked-34"] and "refused the token (401" in got["revoked-34"], got["revoked-34"]
+
+
+def test_plan_of_a_manifest_resolves_with_the_pods_hf_token_flag(hub, tmp_path: Path) -> None:
+    """`plan -f` resolves the manifest's model as check does: with vLLM's --hf-token from 0.19.0. Before, it asked
+    with the environment's token only and refused the gated repository the pod reads with its flag."""
+    doc = deployment("flag-34", None, [GATED, "--hf-token", "hf_good", "--max-model-len", "4096",
+                                       "--gpu-memory-utilization", "0.9"])
+    manifest = tmp_path / "one.yaml"
+    manifest.write_text(json.dumps(doc))
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_CACHE")}
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update({**env, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "0", "HF_ENDPOINT": hub.url})
+    try:
+        got = run_cli("plan", "-f", str(manifest), "--gpu", "NVIDIA-L40S", "-o", "json")
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    assert got.returncode == 0, got.stdout + got.stderr
+    assert json.loads(got.stdout)["current"]["outcome"] == "fits", got.stdout
+

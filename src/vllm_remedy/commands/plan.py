@@ -230,7 +230,8 @@ def _model(args: argparse.Namespace, found: _Inputs, typed: Mapping[str, str], v
     elif found.model_id:
         try:
             model = hub.resolve(found.model_id, revision, fallback, in_pod=True,  # with the pod's HF_TOKEN
-                                env=hub_pod.from_manifest(found.container, found.config_maps))[0]
+                                env=hub_pod.sent(hub_pod.from_manifest(found.container, found.config_maps),
+                                                 found.server))[0]  # vLLM's --hf-token where the release sends it
         except UserError as exc:
             raise UserError(f"{args.file}: {exc}; pass --model or --model-config with its config.json") from None
     else:
