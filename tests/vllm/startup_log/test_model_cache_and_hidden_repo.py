@@ -63,9 +63,14 @@ BAD_TOKEN = ("requests.exceptions.HTTPError: 401 Client Error: Unauthorized for 
     ("PermissionError: [Errno 13] Permission denied: '/.cache'\n", "cache_not_writable", None),
     ("PermissionError: [Errno 13] Permission denied: '/models/hf/hub/models--meta-llama--Llama-3.1-8B-Instruct'\n",
      "cache_not_writable", "meta-llama/Llama-3.1-8B-Instruct"),
-], ids=["public-hub-typo", "raw-401-first", "bad-token", "home-slash", "root-owned-volume"])
+    # transformers' wording of the same PermissionError (utils/hub.py@4.57.1 l.523-528): not a read-only mount
+    ("OSError: PermissionError at /.cache when downloading acme/llama-7b. Check cache directory permissions. Common "
+     "causes: 1) another user is downloading the same model (please wait); 2) a previous download was canceled and "
+     "the lock file needs manual removal.\n", "cache_not_writable", "acme/llama-7b"),
+], ids=["public-hub-typo", "raw-401-first", "bad-token", "home-slash", "root-owned-volume", "transformers-words"])
 def test_the_hubs_hidden_repository_and_an_unwritable_cache(tail: str, reason: str, model: str | None) -> None:
-    """Before: the first two were "unauthorized" (give the pod a valid HF_TOKEN) for a typo; the last two "unknown"."""
+    """Before: the first two were "unauthorized" (give the pod a valid HF_TOKEN) for a typo; the errno 13 lines
+    "unknown", transformers' wording of them cache_read_only (advice for a read-only mount)."""
     report = parse_startup_log(HEAD + tail)
     assert report.failure is Failure.MODEL_UNAVAILABLE, report.failure
     assert report.failure_detail["reason"] == reason, report.failure_detail

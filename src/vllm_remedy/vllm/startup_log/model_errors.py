@@ -26,10 +26,10 @@ words, each from a public log:
   from huggingface_hub 1.x, and huggingface_hub's ``LocalEntryNotFoundError`` "An error happened while trying to
   locate the file on the Hub" (measured with huggingface_hub 0.35.3 and 1.33.0, ``sim.vllm_pod.hub_refusal``);
 - a download into a cache on a read-only volume: the mount's ``Read-only file system`` on the repository's cache
-  folder, re-raised by transformers as it is, or its ``PermissionError at ... Check cache directory permissions``
-  for an unwritable directory (``sim.vllm_pod.hf_cache``); a cache the pod's user may not write (errno 13
-  ``PermissionError`` on ``/.cache`` for a non-root pod whose HOME is /, or on a root-owned volume's ``hub`` folder),
-  raised as it is by huggingface_hub's first mkdir into the cache.
+  folder, re-raised by transformers as it is (``sim.vllm_pod.hf_cache``); a cache the pod's user may not write
+  (errno 13 ``PermissionError`` on ``/.cache`` for a non-root pod whose HOME is /, or on a root-owned volume's ``hub``
+  folder), raised by huggingface_hub's first mkdir into the cache, which transformers words ``PermissionError at
+  <path> when downloading <repo>. Check cache directory permissions``.
 """
 
 from __future__ import annotations
@@ -60,8 +60,11 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
                 r"|Server error '5\d\d "), "hub_unreachable"),
     (re.compile(r"OfflineModeIsEnabled|outgoing traffic has been disabled|We couldn't connect to '[^']*' to load"),
      "offline"),
-    (re.compile(r"Read-only file system: '[^']*/models--(?P<model>[\w.-]+--[\w.-]+)'|PermissionError at \S+ when "
-                r"downloading (?P<model2>\S+)\. Check cache directory permissions"), "cache_read_only"),
+    (re.compile(r"Read-only file system: '[^']*/models--(?P<model>[\w.-]+--[\w.-]+)'"), "cache_read_only"),
+    # transformers' own words for a PermissionError (EACCES, never EROFS) in its download (utils/hub.py@4.57.1
+    # l.523-528, @5.0.0 l.461-466: "PermissionError at <path> when downloading <repo>. Check cache directory ...")
+    (re.compile(r"PermissionError at \S+ when downloading (?P<model>\S+)\. Check cache directory permissions"),
+     "cache_not_writable"),
     # a cache the pod's user may not write (not a read-only mount): a non-root pod whose HOME is / ('/.cache'), or a
     # root-owned volume; huggingface_hub's first mkdir or lock raises the OS error as it is, as for EROFS above
     (re.compile(r"PermissionError: \[Errno 13\] Permission denied: '(?P<path>[^']*(?:\.cache|huggingface|/hub(?:/|$)"
@@ -112,10 +115,10 @@ def unavailable(message: str) -> dict[str, Any] | None:
         if (m := pattern.search(message)) is not None:
             detail: dict[str, Any] = {"reason": reason, "advice": ADVICE[reason], "error": message.strip()}
             found = m.groupdict()
-            model = found.get("model") or found.get("model2") or ((u := _URL.search(message)) and u["model"])
+            model = found.get("model") or ((u := _URL.search(message)) and u["model"])
             if reason == "cache_read_only" and found.get("model"):  # the cache's folder name: org--name
                 model = found["model"].replace("--", "/", 1)
-            if reason == "cache_not_writable":
+            if reason == "cache_not_writable" and found.get("path"):  # errno 13: the model when a folder names it
                 detail["path"] = found["path"]
                 folder = re.search(r"/models--([\w.-]+?--[\w.-]+)", found["path"])
                 model = folder[1].replace("--", "/", 1) if folder else None
