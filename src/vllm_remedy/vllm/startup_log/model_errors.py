@@ -29,7 +29,8 @@ words, each from a public log:
   folder, re-raised by transformers as it is (``sim.vllm_pod.hf_cache``); a cache the pod's user may not write
   (errno 13 ``PermissionError`` on ``/.cache`` for a non-root pod whose HOME is /, or on a root-owned volume's ``hub``
   folder), raised by huggingface_hub's first mkdir into the cache, which transformers words ``PermissionError at
-  <path> when downloading <repo>. Check cache directory permissions``.
+  <path> when downloading <repo>. Check cache directory permissions`` (huggingface/inference-benchmarker#30: vLLM
+  0.9.1 on OpenShift; an arbitrary UID's HOME is /, vllm-project/vllm#10185).
 """
 
 from __future__ import annotations
