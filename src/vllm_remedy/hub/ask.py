@@ -74,10 +74,15 @@ class NotFound(Failed):
         self.kind, self.said = kind, said
 
 
-#: What the Hub says for a token it refuses (huggingface_hub's ``hf_raise_for_status`` special-cases the first; the
-#: second comes with a 401 that it reads as RepositoryNotFoundError, as a public vLLM log shows:
-#: vast-ai/base-image#128).
-BAD_TOKEN = ("Invalid credentials in Authorization header", "Invalid username or password.")
+#: What the Hub says, with a 401, for a token it refuses: huggingface_hub's ``hf_raise_for_status`` leaves it a plain
+#: HTTP error (never RepositoryNotFoundError) on purpose.
+BAD_TOKEN = "Invalid credentials in Authorization header"
+#: What the public Hub says, with a 401 huggingface_hub reads as RepositoryNotFoundError, for a repository it does not
+#: show to the caller: one that does not exist (a misspelled id) or a private one, asked without a token
+#: (huggingface/datasets#4472: "401 instead of 404 for unauthenticated requests to non-existing repos"; public logs
+#: for ids that never existed: vast-ai/base-image#128, tmylla/NER_ZH#1). Not a refused token: that is
+#: :data:`BAD_TOKEN`.
+HIDDEN = "Invalid username or password."
 
 
 def limit() -> float:
@@ -308,8 +313,8 @@ def _failure(exc: BaseException) -> Failed:
     if isinstance(exc, errors.GatedRepoError):
         return NotFound("gated")
     said = getattr(exc, "server_message", None) or None
-    if isinstance(exc, errors.RepositoryNotFoundError):  # a 401 for a refused token reads as "not found" too
-        return NotFound("unauthorized" if said in BAD_TOKEN else "repository", said=said)
+    if isinstance(exc, errors.RepositoryNotFoundError):  # a 404, or the 401 of a repository the Hub does not show
+        return NotFound("unauthorized" if said == BAD_TOKEN else "repository", said=said)
     if isinstance(exc, errors.RevisionNotFoundError):
         return NotFound("revision", final=True)
     if isinstance(exc, (errors.RemoteEntryNotFoundError, errors.EntryNotFoundError)):

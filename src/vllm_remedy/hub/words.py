@@ -33,7 +33,7 @@ def unresolved(repo_id: str, revision: str | None, hub: str, exc: hub_ask.Failed
     if isinstance(exc, hub_ask.NotFound):
         return {
             "gated": gated(repo_id, hub, env, in_pod),
-            "repository": f"model {repo_id}: not found on the Hub ({hub}) nor in the local Hugging Face cache",
+            "repository": _not_shown(repo_id, hub, exc.said),
             "revision": f"model {repo_id}: revision {revision or 'main'} not found on the Hub ({hub})",
             "unauthorized": f"model {repo_id}: the Hub ({hub}) refused the token (401: invalid credentials); set "
                             "HF_TOKEN to a valid token",
@@ -43,3 +43,14 @@ def unresolved(repo_id: str, revision: str | None, hub: str, exc: hub_ask.Failed
     empty = "" if cached else f" and the local Hugging Face cache has no {CONFIG}"
     line = f"model {repo_id}: the Hub ({hub}) {exc.why}{empty}"
     return f"{line}; set HF_HUB_OFFLINE=1 where no Hub is reachable" if exc.why.startswith("is unreachable") else line
+
+
+def _not_shown(repo_id: str, hub: str, said: str | None) -> str:
+    """A repository the Hub does not show. Its 401 "Invalid username or password." (``hub.ask.HIDDEN``) answers a
+    misspelled id and a private repository alike for a caller without a token, so that line names both fixes, the id
+    first (it is no refused token)."""
+    line = f"model {repo_id}: not found on the Hub ({hub})"
+    if said != hub_ask.HIDDEN:
+        return f"{line} nor in the local Hugging Face cache"
+    return (f"{line} (401: {said.rstrip('.')}) nor in the local Hugging Face cache; correct --model, or if the "
+            "repository is private, set HF_TOKEN to a token with access to it")

@@ -22,6 +22,10 @@ from typing import Any
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.vllm.cmdline import ServerCommand
+from vllm_remedy.vllm.cmdline.booleans import store_boolean
+from vllm_remedy.vllm.cmdline.flags import Kind, kind_of
+from vllm_remedy.vllm.cmdline.parse import Token
+from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version, version_from_image
 from vllm_remedy.yamlfile import load_text
 
 FLAG = "config"
@@ -104,7 +108,39 @@ def merged(server: ServerCommand, spec: Mapping[str, Any],
     if text is None:
         return server
     flags = {**flags_of(text, path), **{k: v for k, v in server.flags.items() if k != FLAG}}
-    return dataclasses.replace(server, flags=flags, config_file=load_text(text, f"--config {path}"))
+    config = load_text(text, f"--config {path}")
+    v = parse_version(version_from_image(server.image) or "") or NEWEST_RELEASE
+    # a word the splice hands a switch is a bare word argparse leaves over, as the same word in argv is
+    strays = [Token(word, CONFIG_FIELD, i) for i, word in enumerate(left_over(config, v))]
+    return dataclasses.replace(server, flags=flags, config_file=config,
+                               positionals=[*server.positionals, *strays] if strays else server.positionals)
+
+
+#: The ``Token.field`` of a word the ``--config`` file puts into argv: it is in no container field, so no edit of
+#: argv can remove it (the file's line is the fix).
+CONFIG_FIELD = "--config"
+#: From 0.6.4 a YAML boolean is the bare switch (true) or left out (false); 0.6.0-0.6.3 append ``--key str(value)``
+#: for every key (utils.py@0.6.3 l.1269-1271), utils.py@0.6.4 tells booleans apart.
+BOOLEAN_WORDS_SINCE = (0, 6, 4)
+
+
+def left_over(config: Mapping[str, Any], v: tuple[int, ...]) -> list[str]:
+    """The words vLLM ``v``'s splice gives a switch that takes none, which argparse leaves over (``unrecognized
+    arguments``, exit 2): ``load_config_file`` writes only a real YAML boolean as the bare ``--key``, any other value
+    as ``--key str(value)`` (utils.py@0.8.5 l.1495-1501, utils/argparse_utils.py@0.34.0 l.653-671), so a boolean
+    written as a string (``"true"``, Helm's ``| quote``) or a number follows a ``store_true`` /
+    ``BooleanOptionalAction`` switch as a stray word; before :data:`BOOLEAN_WORDS_SINCE` every value is, a YAML
+    boolean too (``True``). A release's legacy StoreBoolean takes the word (``booleans``)."""
+    out: list[str] = []
+    for key, value in config.items():
+        name = str(key).lstrip("-").replace("_", "-")
+        if value is None or isinstance(value, (list, Mapping)):
+            continue
+        if isinstance(value, bool) and v >= BOOLEAN_WORDS_SINCE:
+            continue
+        if kind_of(name) in (Kind.BOOLEAN, Kind.STORE_TRUE) and not store_boolean(name, v):
+            out.append(str(value))
+    return out
 
 
 def ignored(server: ServerCommand) -> bool:

@@ -55,7 +55,8 @@ EXPECTED = [
                           f"retries exceeded with url: /{FLAKY}/resolve/main/config.json", "[Errno 111] Connection "
                           "refused"], False, "hub_unreachable"),
     ("0.8.5", "missing", ["huggingface_hub.errors.RepositoryNotFoundError: 404 Client Error.",
-                          f"/api/models/{MISSING}/tree/main?recursive=False&expand=False."], True, "not_found"),
+                          f"/api/models/{MISSING}/tree/main?recursive=False&expand=False."], True,
+     "repository_not_found"),
     ("0.8.5", "refused", ["requests.exceptions.ConnectionError: HTTPConnectionPool(host='127.0.0.1', port=1)"], True,
      "hub_unreachable"),
     ("0.8.5", "error-500", ["huggingface_hub.errors.HfHubHTTPError: 500 Server Error: Internal Server Error for url: "],
@@ -64,14 +65,14 @@ EXPECTED = [
                            f"OSError: {MISSING} is not a local folder and is not a valid model identifier listed on "
                            "'https://huggingface.co/models'", "line 1539, in create_engine_config",
                            "line 583, in maybe_override_with_speculators", "line 511, in cached_files"], False,
-     "not_found"),
+     "repository_not_found"),
     ("0.19.0", "refused", [NO_HUB, f"OSError: We couldn't connect to '{CLOSED}' to load the files, and couldn't find "
                            "them in the cached files.", "line 553, in cached_files"], False, "hub_unreachable"),
     ("0.19.0", "error-500", ["requests.exceptions.HTTPError: 500 Server Error: Internal Server Error for url: ", NO_HUB,
                              "OSError: We couldn't connect to "], False, "hub_unreachable"),
     ("0.25.0", "missing", ["make sure you are authenticated and your token has the required permissions.",
                            f"OSError: {MISSING} is not a local folder", "line 449, in cached_files"], False,
-     "not_found"),
+     "repository_not_found"),
     ("0.25.0", "refused", ["httpx.ConnectError: [Errno 111] Connection refused", NO_HUB], False, "hub_unreachable"),
     ("0.25.0", "error-500", ["HfHubHTTPError: Server error '500 Internal Server Error' for url ", NO_HUB], False,
      "hub_unreachable"),

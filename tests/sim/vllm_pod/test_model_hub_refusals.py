@@ -26,8 +26,9 @@ from fixtures.served_pods import ended, served
 
 MODEL, GATED = "acme-corp/SmolLM2-Refusals", "acme-corp/SmolLM2-Refusals-Gated"
 REVOKED = "hf_revoked"
-#: a token the Hub refuses with 401 RepoNotFound "Invalid username or password.", as it answered a recent vLLM
-#: (vast-ai/base-image#128): huggingface_hub reads it as RepositoryNotFoundError
+#: a token answered 401 RepoNotFound "Invalid username or password.", the public Hub's answer for a repository it does
+#: not show to the caller (vast-ai/base-image#128: an id that never existed): huggingface_hub reads it as
+#: RepositoryNotFoundError, and it says the id first (a private repository second), not a refused token
 WRONG = "hf_wrong"
 
 
@@ -94,9 +95,10 @@ EXPECTED = [
     ("0.19.0", "unauthorized", f"OSError: There was a specific connection error when trying to load {MODEL}:",
      "unauthorized"),
     ("0.25.0", "unauthorized", "Client error '401 Unauthorized' for url ", "unauthorized"),
-    ("0.8.5", "wrong-token", "huggingface_hub.errors.RepositoryNotFoundError: 401 Client Error.", "unauthorized"),
+    ("0.8.5", "wrong-token", "huggingface_hub.errors.RepositoryNotFoundError: 401 Client Error.",
+     "repository_not_found"),
     ("0.19.0", "wrong-token", f"OSError: {MODEL} is not a local folder and is not a valid model identifier",
-     "unauthorized"),
+     "repository_not_found"),
 ]
 INVALID = "Invalid repository ID or local directory specified"
 

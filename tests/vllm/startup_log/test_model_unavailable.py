@@ -55,8 +55,8 @@ OWN_V0102 = (
      "'https://huggingface.co/models'", "not_found", "acme/typo-7b"),
     ("huggingface_hub.errors.HFValidationError: Repo id must be in the form 'repo_name' or 'namespace/repo_name': "
      "'/mnt/models/llama'. Use `repo_type` argument if needed.", "invalid_id", "/mnt/models/llama"),
-    ("huggingface_hub.errors.RepositoryNotFoundError: 404 Client Error. (Request ID: Root=1-0000)", "not_found",
-     None),
+    ("huggingface_hub.errors.RepositoryNotFoundError: 404 Client Error. (Request ID: Root=1-0000)",
+     "repository_not_found", None),
     ("huggingface_hub.errors.RevisionNotFoundError: 404 Client Error. (Request ID: Root=1-0000)",
      "revision_not_found", None),
     ("OSError: You are trying to access a gated repo.", "gated", None),

@@ -28,8 +28,11 @@ from typing import Any
 import yaml
 
 from vllm_remedy.sim.vllm_pod import argv_options, env
+from vllm_remedy.vllm import manifest_flags_file
 from vllm_remedy.vllm.cmdline import ServerCommand
 from vllm_remedy.vllm.cmdline.flags import Kind
+from vllm_remedy.vllm.cmdline.parse import Token
+from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version, version_from_image
 
 Version = tuple[int, int, int]
 Frame = tuple[str, int, str, str]
@@ -94,7 +97,8 @@ def read_into(cmd: ServerCommand, config: Mapping[str, Any] | None) -> ServerCom
     """``cmd`` with the file it read and the file's flags under argv's: the splice puts them before argv's own words,
     and argparse keeps the last occurrence ("cli > config > defaults"). ``load_config_file``'s words: ``--key``
     (argparse folds ``_`` to ``-``), a true boolean bare, a false one left out, a list as one flag's values, a mapping
-    as JSON (utils/argparse_utils.py@0.34.0 l.653-671)."""
+    as JSON, anything else ``--key str(value)`` (utils/argparse_utils.py@0.34.0 l.653-671): a switch given a string
+    (``"true"``) or a number leaves that word over (``manifest_flags_file.left_over``), a stray positional."""
     if config is None:
         return cmd
     flags: dict[str, str] = {}
@@ -105,7 +109,12 @@ def read_into(cmd: ServerCommand, config: Mapping[str, Any] | None) -> ServerCom
         flags[name] = ("true" if value is True else " ".join(map(str, value)) if isinstance(value, list)
                        else json.dumps(value) if isinstance(value, Mapping) else str(value))
     model = flags.pop("model", None)  # a model tag wins over the file's --model (serve copies the tag to args.model)
-    return dataclasses.replace(cmd, config_file=config, flags={**flags, **cmd.flags}, model=cmd.model or model)
+    # a non-boolean value on a switch is a word argparse leaves over ("unrecognized arguments", as in argv)
+    v = parse_version(version_from_image(cmd.image) or "") or NEWEST_RELEASE
+    strays = [Token(word, manifest_flags_file.CONFIG_FIELD, i)
+              for i, word in enumerate(manifest_flags_file.left_over(config, v))]
+    return dataclasses.replace(cmd, config_file=config, flags={**flags, **cmd.flags}, model=cmd.model or model,
+                               positionals=[*cmd.positionals, *strays])
 
 
 def refusal(cmd: ServerCommand, release: Version) -> tuple[str, tuple[Frame, ...]] | str | None:

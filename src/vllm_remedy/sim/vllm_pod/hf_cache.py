@@ -33,6 +33,8 @@ from typing import Any
 
 from vllm_remedy import hub
 from vllm_remedy.hub import given
+from vllm_remedy.sim.vllm_pod.hub_refusal import HTTPX_SINCE
+from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version, version_from_image
 
 #: Where huggingface_hub puts its cache in a vLLM image (root's home) when no variable says otherwise.
 DEFAULT_HOME = "/root/.cache/huggingface"
@@ -47,13 +49,31 @@ class ReadOnlyCache(hub.Unresolved):
         self.path = path
 
 
+#: transformers 4's own cache variables, read before huggingface_hub's (utils/hub.py@4.57.1 l.99-101:
+#: TRANSFORMERS_CACHE, else PYTORCH_TRANSFORMERS_CACHE, else PYTORCH_PRETRAINED_BERT_CACHE, else HF_HUB_CACHE;
+#: ``cached_files`` l.448-449 downloads config.json there when no cache_dir is passed, as vLLM passes none);
+#: transformers 5 reads HF_HUB_CACHE only (utils/hub.py@5.0.0 l.389).
+TRANSFORMERS4_CACHES = ("TRANSFORMERS_CACHE", "PYTORCH_TRANSFORMERS_CACHE", "PYTORCH_PRETRAINED_BERT_CACHE")
+#: The first release whose image runs transformers 5 (with huggingface_hub 1.x, which transformers 4.57 refuses:
+#: huggingface-hub<1.0), as ``hub_refusal.HTTPX_SINCE`` words it.
+TRANSFORMERS5_SINCE = HTTPX_SINCE
+#: huggingface_hub's cache variables, first set wins: HF_HUB_CACHE, then its older name HUGGINGFACE_HUB_CACHE
+#: (huggingface_hub constants.py: ``HF_HUB_CACHE = getenv("HF_HUB_CACHE", getenv("HUGGINGFACE_HUB_CACHE", ...))``).
+HUB_CACHES = ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE")
+
+
 def cache_of(container: Mapping[str, Any]) -> str:
-    """The pod's Hugging Face hub cache as huggingface_hub picks it: HF_HUB_CACHE, else HF_HOME/hub, else
-    XDG_CACHE_HOME/huggingface/hub, else root's home (the image's user)."""
+    """The pod's Hugging Face hub cache as its release's transformers and huggingface_hub pick it for config.json:
+    transformers 4's own variables (:data:`TRANSFORMERS4_CACHES`, releases before :data:`TRANSFORMERS5_SINCE`), then
+    HF_HUB_CACHE or HUGGINGFACE_HUB_CACHE, else HF_HOME/hub, else XDG_CACHE_HOME/huggingface/hub, else root's home
+    (the image's user)."""
     values = {str(e.get("name")): e.get("value") for e in container.get("env") or []
               if isinstance(e, Mapping) and isinstance(e.get("value"), str)}
-    if values.get("HF_HUB_CACHE"):
-        return posixpath.normpath(values["HF_HUB_CACHE"])
+    v = parse_version(version_from_image(str(container.get("image") or "")) or "") or NEWEST_RELEASE
+    names = (TRANSFORMERS4_CACHES if v < TRANSFORMERS5_SINCE else ()) + HUB_CACHES
+    for name in names:
+        if values.get(name):
+            return posixpath.normpath(values[name])
     if values.get("HF_HOME"):
         return posixpath.join(posixpath.normpath(values["HF_HOME"]), "hub")
     if values.get("XDG_CACHE_HOME"):

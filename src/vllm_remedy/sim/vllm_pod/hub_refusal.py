@@ -56,6 +56,7 @@ TRANSFORMERS_FIRST_SINCE = (0, 11, 0)  # maybe_override_with_speculators before 
 HTTPX_SINCE = (0, 23, 0)
 ERRORS_MODULE_SINCE = (0, 6, 3)  # huggingface_hub.errors (config.py@0.6.3 catches errors.OfflineModeIsEnabled)
 BAD_CREDENTIALS = "Invalid credentials in Authorization header"
+HIDDEN = "Invalid username or password."  # with the public Hub's 401 for a repository it does not show (hub.ask)
 CAUSE = "\nThe above exception was the direct cause of the following exception:\n\nTraceback (most recent call last):"
 
 
@@ -63,16 +64,18 @@ def words(version: str, model: str, revision: str | None, kind: str | None, hub:
           hub_said: str | None = None) -> str | None:
     """The exception lines the pod's release ends in for the Hub's ``kind`` of "no" (None: not one of :data:`KINDS`,
     the caller keeps the generic refusal); ``hub`` is the endpoint the pod asked (its HF_ENDPOINT), ``hub_said`` the
-    Hub's own message. A refused token comes two ways: 401 "Invalid credentials in Authorization header", which
-    huggingface_hub raises as a plain HTTP error, or 401 "Invalid username or password.", which it reads as
-    RepositoryNotFoundError (``hf_raise_for_status``; vast-ai/base-image#128 shows the latter from a recent vLLM)."""
+    Hub's own message. A refused token is 401 "Invalid credentials in Authorization header", which huggingface_hub
+    raises as a plain HTTP error; a repository the Hub does not show (missing, or private without a token) is 404, or
+    on the public Hub 401 "Invalid username or password.", which it reads as RepositoryNotFoundError
+    (``hf_raise_for_status``; vast-ai/base-image#128 shows the latter from a recent vLLM for an id that never
+    existed)."""
     if kind not in KINDS:
         return None
     v = parse_version(version) or NEWEST_RELEASE
     hub = (hub or "https://huggingface.co").rstrip("/")
     rev = revision or "main"
     if kind == "repository" or (kind == "unauthorized" and hub_said and hub_said != BAD_CREDENTIALS):
-        return _not_shown(v, model, rev, hub, hub_said if kind == "unauthorized" else None)
+        return _not_shown(v, model, rev, hub, hub_said if hub_said == HIDDEN or kind == "unauthorized" else None)
     if kind == "unreachable":
         return _unreachable(v, model, rev, hub, hub_said or "")
     resolve = f"{hub}/{model}/resolve/{rev}/config.json"

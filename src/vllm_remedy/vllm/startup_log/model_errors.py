@@ -26,8 +26,11 @@ words, each from a public log:
   from huggingface_hub 1.x, and huggingface_hub's ``LocalEntryNotFoundError`` "An error happened while trying to
   locate the file on the Hub" (measured with huggingface_hub 0.35.3 and 1.33.0, ``sim.vllm_pod.hub_refusal``);
 - a download into a cache on a read-only volume: the mount's ``Read-only file system`` on the repository's cache
-  folder, re-raised by transformers as it is, or its ``PermissionError at ... Check cache directory permissions``
-  for an unwritable directory (``sim.vllm_pod.hf_cache``).
+  folder, re-raised by transformers as it is (``sim.vllm_pod.hf_cache``); a cache the pod's user may not write
+  (errno 13 ``PermissionError`` on ``/.cache`` for a non-root pod whose HOME is /, or on a root-owned volume's ``hub``
+  folder), raised by huggingface_hub's first mkdir into the cache, which transformers words ``PermissionError at
+  <path> when downloading <repo>. Check cache directory permissions`` (huggingface/inference-benchmarker#30: vLLM
+  0.9.1 on OpenShift; an arbitrary UID's HOME is /, vllm-project/vllm#10185).
 """
 
 from __future__ import annotations
@@ -44,10 +47,13 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"GatedRepoError|Cannot access gated repo|You are trying to access a gated repo"), "gated"),
     (re.compile(r"RevisionNotFoundError|Revision Not Found for url|is not a valid git identifier \(branch name"),
      "revision_not_found"),
-    (re.compile(r"RepositoryNotFoundError|Repository Not Found for url"), "not_found"),
+    (re.compile(r"RepositoryNotFoundError|Repository Not Found for url"), "repository_not_found"),
     (re.compile(r"\b401 Client Error\b|'401 Unauthorized' for url"), "unauthorized"),
-    # the Hub's own words for a token it refuses, on the line after a RepositoryNotFoundError's (vast-ai/base-image#128)
-    (re.compile(r"Invalid username or password\.|Invalid credentials in Authorization header"), "unauthorized"),
+    # the Hub's own words for a token it refuses (huggingface_hub leaves that 401 a plain HTTP error) ...
+    (re.compile(r"Invalid credentials in Authorization header"), "unauthorized"),
+    # ... and for a repository it does not show to a caller without a token, missing or private, on the line after a
+    # RepositoryNotFoundError's (vast-ai/base-image#128, tmylla/NER_ZH#1: ids that never existed)
+    (re.compile(r"Invalid username or password\."), "repository_not_found"),
     # no Hub to ask: huggingface_hub's LocalEntryNotFoundError after a failed HEAD, or the HTTP stack's own error (a
     # refused connection, a read timeout, a 5xx) where vLLM's listing raises it (``sim.vllm_pod.hub_refusal``)
     (re.compile(r"An error happened while trying to locate the file on the Hub|requests\.exceptions\.(?:ConnectionError"
@@ -55,8 +61,15 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
                 r"|Server error '5\d\d "), "hub_unreachable"),
     (re.compile(r"OfflineModeIsEnabled|outgoing traffic has been disabled|We couldn't connect to '[^']*' to load"),
      "offline"),
-    (re.compile(r"Read-only file system: '[^']*/models--(?P<model>[\w.-]+--[\w.-]+)'|PermissionError at \S+ when "
-                r"downloading (?P<model2>\S+)\. Check cache directory permissions"), "cache_read_only"),
+    (re.compile(r"Read-only file system: '[^']*/models--(?P<model>[\w.-]+--[\w.-]+)'"), "cache_read_only"),
+    # transformers' own words for a PermissionError (EACCES, never EROFS) in its download (utils/hub.py@4.57.1
+    # l.523-528, @5.0.0 l.461-466: "PermissionError at <path> when downloading <repo>. Check cache directory ...")
+    (re.compile(r"PermissionError at \S+ when downloading (?P<model>\S+)\. Check cache directory permissions"),
+     "cache_not_writable"),
+    # a cache the pod's user may not write (not a read-only mount): a non-root pod whose HOME is / ('/.cache'), or a
+    # root-owned volume; huggingface_hub's first mkdir or lock raises the OS error as it is, as for EROFS above
+    (re.compile(r"PermissionError: \[Errno 13\] Permission denied: '(?P<path>[^']*(?:\.cache|huggingface|/hub(?:/|$)"
+                r"|models--)[^']*)'"), "cache_not_writable"),
     (re.compile(r"No supported config format found in (?P<model>\S+?)\.?$"), "not_found"),
     (re.compile(r"Unsupported config format: ConfigFormat\.AUTO|Could not detect config format for no config file"),
      "not_found"),
@@ -65,19 +78,29 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
 _URL = re.compile(r"https?://[^/\s]+/(?:api/models/)?(?P<model>[\w.-]+/[\w.-]+)/(?:resolve|revision|tree)/")
 #: Most specific first: a chained traceback prints the root cause (a 401, then the gated repository) before vLLM's
 #: own wrapping message, and the most specific line says what to fix.
-REASON_ORDER = ("gated", "revision_not_found", "unauthorized", "hub_unreachable", "offline", "cache_read_only",
-                "invalid_id", "not_found")
+#: huggingface_hub's RepositoryNotFoundError outranks a bare 401: that 401 is its cause (the raw HTTP error printed
+#: first), not a refused token, which huggingface_hub raises as the plain 401 alone.
+REASON_ORDER = ("gated", "revision_not_found", "repository_not_found", "unauthorized", "hub_unreachable", "offline",
+                "cache_read_only", "cache_not_writable", "invalid_id", "not_found")
 ADVICE = {
     "not_found": "correct --model (a Hugging Face repository id, or a directory the pod mounts holding config.json) "
                  "and --revision, or mount the model's volume (some releases say no more than this for a missing "
                  "revision, or for HF_HUB_OFFLINE=1 with nothing cached)",
     "invalid_id": "correct --model: it is neither a directory the pod has (is the volume mounted?) nor a repository id",
     "revision_not_found": "correct --revision (a branch, tag or commit the repository has)",
+    "repository_not_found": "correct --model: the Hub shows no repository by that id (it answers a misspelled id and "
+                            "a private repository alike, 401 \"Invalid username or password.\" without a token); if "
+                            "the repository is private, give the pod HF_TOKEN (from a Secret) for an account with "
+                            "access to it",
     "gated": "give the pod HF_TOKEN (from a Secret) for an account granted access to the gated repository",
-    "unauthorized": "give the pod a valid HF_TOKEN (the Hub refused the one it has, or the repository is private)",
+    "unauthorized": "give the pod a valid HF_TOKEN (the Hub refused the one it has: invalid credentials)",
     "cache_read_only": "the pod's Hugging Face cache (HF_HOME / HF_HUB_CACHE) is a read-only volume without the "
                        "model: pre-load the model into that volume, or point HF_HUB_CACHE at a writable one "
                        "(an emptyDir)",
+    "cache_not_writable": "the pod's user may not write its Hugging Face cache (permission denied: a non-root pod "
+                          "whose HOME is / or not its own, or a volume owned by another user): point HF_HOME (or "
+                          "HF_HUB_CACHE) at a writable volume (an emptyDir), give the volume the pod's group "
+                          "(securityContext.fsGroup), or pre-load the model into it",
     "hub_unreachable": "the pod could not reach its Hub (HF_ENDPOINT refused the connection, did not answer in time, "
                        "or answered 5xx) and its Hugging Face cache lacks the model: let the pod reach the Hub "
                        "(network policy, proxy, HF_ENDPOINT; vLLM asks again at each restart) or pre-load the model "
@@ -93,9 +116,13 @@ def unavailable(message: str) -> dict[str, Any] | None:
         if (m := pattern.search(message)) is not None:
             detail: dict[str, Any] = {"reason": reason, "advice": ADVICE[reason], "error": message.strip()}
             found = m.groupdict()
-            model = found.get("model") or found.get("model2") or ((u := _URL.search(message)) and u["model"])
+            model = found.get("model") or ((u := _URL.search(message)) and u["model"])
             if reason == "cache_read_only" and found.get("model"):  # the cache's folder name: org--name
                 model = found["model"].replace("--", "/", 1)
+            if reason == "cache_not_writable" and found.get("path"):  # errno 13: the model when a folder names it
+                detail["path"] = found["path"]
+                folder = re.search(r"/models--([\w.-]+?--[\w.-]+)", found["path"])
+                model = folder[1].replace("--", "/", 1) if folder else None
             if model:
                 detail["model"] = model
             return detail
