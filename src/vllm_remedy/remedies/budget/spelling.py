@@ -21,6 +21,8 @@ from vllm_remedy.remedies.plan import Plan, Step
 from vllm_remedy.vllm import hf_overrides
 from vllm_remedy.vllm.cmdline import ServerCommand, canonical_key, unrecognized
 from vllm_remedy.vllm.cmdline.values import vllm_int
+from vllm_remedy.vllm.manifest_flags_file import CONFIG_FIELD
+from vllm_remedy.vllm.manifest_flags_file import FLAG as CONFIG_FLAG
 from vllm_remedy.vllm.memory import EngineSettings
 from vllm_remedy.vllm.memory.occurrences import refused_overrides
 from vllm_remedy.vllm.versions import rules
@@ -41,6 +43,7 @@ class Respelled:
     why: str
     unknown: bool = False  # a flag the release does not have: planned without it, and the fix removes or corrects it
     word: bool = False  # a bare word argparse leaves over (``extra``): planned without it, the fix removes the word
+    in_file: str = ""  # the --config file that gives a switch this word: only that file's line can remove it
 
     @property
     def refused_value(self) -> str | None:
@@ -57,6 +60,9 @@ class Respelled:
     @property
     def advice(self) -> str | None:
         """What to write instead when vLLM refuses the command as a whole (no model tag, ``--model``: ``Refused``)."""
+        if self.in_file:
+            return (f"in the --config file {self.in_file}, write that switch's value as a YAML boolean (true or "
+                    f"false, unquoted): vLLM passes {self.typed} on as a word, which no edit of the command removes")
         return getattr(self.typed, "advice", None)
 
     def phrase(self) -> str:
@@ -136,11 +142,14 @@ def overridden(server: ServerCommand, flags: Mapping[str, str], version: str | N
     out = []
     refused = unrecognized.unrecognized(server, version)
     strays = _strays(server, refused)
+    from_file = {shlex.quote(t.value) for t in server.positionals if t.field == CONFIG_FIELD}
+    path = next((o.value for o in server.options if o.name == CONFIG_FLAG), "")  # merged flags hold no --config
     for w in refused:
         if getattr(w, "advice", None):  # the command as a whole: no flag is planned without, nothing is unset
             out.append(Respelled("", w, None, unrecognized.why(w, label)))
         elif w in strays:
-            out.append(Respelled("", w, None, unrecognized.why(w, label), unknown=True, word=True))
+            out.append(Respelled("", w, None, unrecognized.why(w, label), unknown=True, word=True,
+                                 in_file=(path or "given") if w in from_file else ""))
         elif canonical_key(w.split()[0]) not in replaced:
             out.append(Respelled(canonical_key(w.split()[0]), w, None, unrecognized.why(w, label), unknown=True))
     return found + out
@@ -194,7 +203,8 @@ def apply(plan: Plan, found: list[Respelled], version: str | None) -> Plan:
     planned as unset); a plan with nothing else to change gets the respelling as its one step."""
     if not found:
         return plan
-    if all(r.advice for r in found):  # no edit of flags or words fixes it (the model's place): said, not planned
+    # no edit of flags or words fixes it (the model's place, a word the --config file gives): said, not planned
+    if all(r.advice for r in found) or any(r.in_file for r in found):
         notes = (*(r.note() for r in found), *plan.notes)
         verdict = "refused_as_written" if plan.verdict == "no_change_needed" else plan.verdict  # it never starts
         return dataclasses.replace(plan, verdict=verdict, problem="; ".join(r.phrase() for r in found), notes=notes)
