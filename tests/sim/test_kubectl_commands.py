@@ -61,7 +61,7 @@ def test_debug_node_sh_c_with_a_profile_runs_and_ends(world):
 def test_debug_node_sees_a_node_root_at_host(world):
     got = world.kubectl(V, "debug", f"node/{NODE}", "-it", "--image=busybox", "--", "ls", "/host", timeout=60)
     assert got.returncode == 0, got.stderr
-    assert {"bin", "etc", "proc", "usr", "var"} <= set(got.stdout.split()), got.stdout
+    assert {"bin", "etc", "proc", "usr", "var"} <= set(got.stdout.split()), (got.stdout, got.stderr)
 
 
 def test_debug_node_chroot_host_runs_nvidia_smi_as_on_the_node(world):
