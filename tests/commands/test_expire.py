@@ -184,7 +184,15 @@ def test_expire_keeps_a_toggle_the_memory_model_says_the_server_needs(rehearsal:
     prior = json.dumps({"args": args, "command": ["vllm", "serve"], "container": "vllm"})
     expires = rfc3339(rehearsal.client().server_time() - 600)
     set_args(rehearsal, [*args, "--enforce-eager"], notes={EXPIRES: expires, PRIOR: prior})
-    before = rehearsal.client().get_deployment("llm", "llama-8b")
+    # the controller records the new revision's number in an annotation once it has seen the edit: "nothing written"
+    # compares with the Deployment after that (a clean-clone run read it before and saw revision 14 become 15)
+    deadline = time.monotonic() + 20
+    while True:
+        before = rehearsal.client().get_deployment("llm", "llama-8b")
+        if (before.get("status") or {}).get("observedGeneration") == before["metadata"]["generation"]:
+            break
+        assert time.monotonic() < deadline, "the controller never saw the eager revision"
+        time.sleep(0.05)
     inv = inventory(tmp_path, rehearsal.kubeconfig, policy(tmp_path))
     prom = tmp_path / "expire.prom"
     got = cli("expire", "-i", inv, "-o", "json", "--metrics-file", str(prom))
