@@ -15,7 +15,6 @@ from pathlib import Path
 from vllm_remedy import hub
 from vllm_remedy.commands import _hf_flags
 from vllm_remedy.errors import UserError
-from vllm_remedy.hub import quant_file
 from vllm_remedy.remedies.plan import Plan, Step
 from vllm_remedy.vllm import catalog, engine_env, gpu_catalog, hf_overrides, mla_env, runner_env, sampler_env
 from vllm_remedy.vllm.cmdline.ranges import INT_MAX
@@ -296,23 +295,20 @@ def load_model(args: argparse.Namespace, revision: str | None = None) -> catalog
 def load_model_source(args: argparse.Namespace, revision: str | None = None, warm: bool = True
                       ) -> tuple[catalog.ModelSpec, str]:
     """(spec, where its config came from: ``catalog``, the cache or Hub, the --model-config file). ``warm``: replay
-    its AWQ Marlin load now (``awq_marlin_load.warm``); off for a caller that estimates another spec."""
+    a --model-config's AWQ Marlin load now (``awq_marlin_load.warm``; ``hub.resolve`` does it for what it resolves);
+    off for a caller that estimates another spec."""
     from vllm_remedy.vllm.memory import awq_marlin_load  # an AWQ load's replay is resolution's work
 
     if args.model:
         try:
-            spec, source = hub.resolve(args.model, getattr(args, "revision", None) or revision)
+            return hub.resolve(args.model, getattr(args, "revision", None) or revision)
         except UserError as exc:  # --model-config reads the same files: it only helps where resolving failed
             raise UserError(str(exc) if "cannot predict" in str(exc) else
                             f"{exc}; pass --model-config with its config.json") from None
-        if warm:
-            awq_marlin_load.warm(spec)
-        return spec, source
     path = Path(args.model_config)
     text = hub.read_file(path, str(path))  # a regular file only: a FIFO or a device would block
     # ModelOpt's hf_quant_config.json beside it, read as for --model dir (vLLM's get_config from 0.10.1)
-    config = quant_file.beside(hub.config_from_json(text, str(path)), path.parent, hub.config_from_json,
-                               lambda where: hub.read_file(where, where).decode("utf-8", errors="replace"))
+    config = hub.config_beside(hub.config_from_json(text, str(path)), path.parent)
     spec = hub.spec_from_config(config, str(path), str(path))
     hf_overrides.remember(str(path), None, config)  # the base --hf-overrides is applied to (``_hf_flags``)
     if warm:  # resolution's work, once per machine: the estimates after it stay pure and fast

@@ -245,6 +245,11 @@ def _read(path: str) -> str:
     return read_file(path, path).decode("utf-8", errors="replace")
 
 
+def config_beside(config: Any, directory: Path) -> Any:
+    """``directory``'s config.json as vLLM reads that directory (``quant_file.beside``), for both ways in to it."""
+    return quant_file.beside(config, directory, config_from_json, _read)
+
+
 def read_file(path: str | Path, where: str) -> bytes:
     """A config file's bytes (at most one past :data:`MAX_CONFIG_BYTES`); one line naming ``where`` for anything
     that is not a regular file — a FIFO or a device would block the read forever or never end."""
@@ -364,8 +369,7 @@ def _resolve(model_id: str, revision: str | None, fallback: Fallback | None, in_
                                  "here); name its config in the policy (model_config)")
             text, source = _read(str(local / CONFIG)), str(local / CONFIG)
             config = config_from_json(text, f"{model_id}: {CONFIG} from {source}")
-            if quant_file.wanted(config):  # ModelOpt <= 0.29 exports: the scheme in a file beside config.json
-                config = quant_file.merged(config, quant_file.from_dir(local, config_from_json, _read))
+            config = config_beside(config, local)  # ModelOpt <= 0.29 exports: the scheme in a file beside it
         else:
             text, source, path = fetch_config(model_id, revision, env, in_pod, per_start)
             config = config_from_json(text, f"{model_id}: {CONFIG} from {source}")
