@@ -6,45 +6,33 @@ comes from the tests' Hub on 127.0.0.1."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from fixtures.awq_warm import cold_memo, estimate_replays_nothing, yarn_72b
 from fixtures.hf_hub_server import Repo, hub_server, use_hub
 from vllm_remedy import hub
-from vllm_remedy.vllm import catalog, resolved
-from vllm_remedy.vllm.memory import EngineSettings, awq_marlin_load, estimate
+from vllm_remedy.vllm import resolved
+from vllm_remedy.vllm.memory import awq_marlin_load
 from vllm_remedy.vllm.memory.awq_marlin_table import REPLAYED
 
-CONFIGS = Path(__file__).resolve().parent / "data" / "configs"
 AWQ = "acme-corp/Qwen2.5-72B-YaRN-AWQ"
 
 
 @pytest.fixture
 def awq_hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    config = json.loads((CONFIGS / "Qwen2.5-72B-Instruct-AWQ.json").read_text())
-    # the Qwen2.5 model cards' YaRN x4 edit: a rotary cache of 131,072 positions, a shape outside the table
-    config["rope_scaling"] = {"factor": 4.0, "original_max_position_embeddings": 32768, "type": "yarn"}
-    with hub_server({AWQ: Repo({"config.json": config})}) as server:
+    with hub_server({AWQ: Repo({"config.json": yarn_72b()})}) as server:
         use_hub(monkeypatch, server, tmp_path / "hf")  # a cold memo too: HF_HOME holds the replay memo
-        monkeypatch.delenv("HF_ASSETS_CACHE", raising=False)
-        monkeypatch.delenv("HUGGINGFACE_ASSETS_CACHE", raising=False)
+        cold_memo(monkeypatch)
         yield
 
 
 def test_a_pods_awq_model_learned_through_the_hub_is_replayed_then_not_in_the_estimate(awq_hub) -> None:
-    awq_marlin_load.replayed.cache_clear()
-    awq_marlin_load.simulate.cache_clear()
     assert hub.learn(AWQ, None, None, {"HF_TOKEN": None}) is None
     with resolved.scope(hub.answer_key({"HF_TOKEN": None})):
         spec = resolved.model(AWQ)
     assert tuple(awq_marlin_load.replay_inputs(spec, 2, 2)) not in REPLAYED
-    warmed = awq_marlin_load.simulate.cache_info().misses
+    warmed = estimate_replays_nothing(spec, {"tensor-parallel-size": "2", "max-model-len": "32768"}, "0.28.0")
     assert warmed >= 2  # TP 1 and 2 at least (the 72B's shapes divide at 1, 2, 4 and 8)
-    settings = EngineSettings.from_flags({"tensor-parallel-size": "2", "max-model-len": "32768"}, "0.28.0")
-    got = estimate(spec, catalog.gpu("NVIDIA-A100-SXM4-80GB"), settings)
-    assert got.weights_gib > 0
-    assert awq_marlin_load.simulate.cache_info().misses == warmed  # the estimate replayed nothing
-    assert awq_marlin_load.replayed.cache_info().hits >= 1  # it read the resolution's bytes

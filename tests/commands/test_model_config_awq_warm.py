@@ -13,62 +13,39 @@ from pathlib import Path
 
 import pytest
 
-from vllm_remedy.commands._engine_args import load_model_source
-from vllm_remedy.vllm import catalog
-from vllm_remedy.vllm.memory import EngineSettings, awq_marlin_load, estimate
+from fixtures.awq_warm import CONFIGS, cold_memo, estimate_replays_nothing, yarn_72b
+from vllm_remedy.commands._engine_args import load_configured, load_model_source
+from vllm_remedy.vllm.memory import awq_marlin_load
 from vllm_remedy.vllm.memory.awq_marlin_table import REPLAYED
-
-CONFIGS = Path(__file__).resolve().parents[1] / "data" / "configs"
 
 
 def test_an_uncatalogued_awq_config_is_replayed_when_resolved_not_when_estimated(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # a cold memo: nothing replayed on this machine yet
-    monkeypatch.delenv("HF_ASSETS_CACHE", raising=False)
-    monkeypatch.delenv("HUGGINGFACE_ASSETS_CACHE", raising=False)
-    config = json.loads((CONFIGS / "Qwen2.5-72B-Instruct-AWQ.json").read_text())
-    # the Qwen2.5 model cards' YaRN x4 edit: a rotary cache of 131,072 positions, a shape outside the table
-    config["rope_scaling"] = {"factor": 4.0, "original_max_position_embeddings": 32768, "type": "yarn"}
+    cold_memo(monkeypatch, tmp_path / "hf")
     path = tmp_path / "config.json"
-    path.write_text(json.dumps(config))
-    awq_marlin_load.replayed.cache_clear()
-    awq_marlin_load.simulate.cache_clear()
+    path.write_text(json.dumps(yarn_72b()))
     spec, source = load_model_source(argparse.Namespace(model=None, model_config=str(path)))
     assert source == str(path)
     assert tuple(awq_marlin_load.replay_inputs(spec, 2, 2)) not in REPLAYED
-    warmed = awq_marlin_load.simulate.cache_info().misses
+    warmed = estimate_replays_nothing(spec, {"tensor-parallel-size": "2", "max-model-len": "32768"}, "0.28.0")
     assert warmed >= 2  # TP 1 and 2 at least (the 72B's shapes divide at 1, 2, 4 and 8)
-    settings = EngineSettings.from_flags({"tensor-parallel-size": "2", "max-model-len": "32768"}, "0.28.0")
-    got = estimate(spec, catalog.gpu("NVIDIA-A100-SXM4-80GB"), settings)
-    assert got.weights_gib > 0
-    assert awq_marlin_load.simulate.cache_info().misses == warmed  # the estimate replayed nothing
-    assert awq_marlin_load.replayed.cache_info().hits >= 1  # it read the resolution's bytes
 
 
 def test_with_hf_overrides_the_overridden_shape_is_replayed_when_resolved_and_the_read_one_is_not(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``load_configured`` replays the spec the estimate sizes (``--hf-overrides`` applied), not the config as read:
     with the base warmed instead, the overridden shape's replay landed in the estimate (hostile review 14, F10)."""
-    from vllm_remedy.commands._engine_args import load_configured
-
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # a cold memo
-    monkeypatch.delenv("HF_ASSETS_CACHE", raising=False)
-    monkeypatch.delenv("HUGGINGFACE_ASSETS_CACHE", raising=False)
+    cold_memo(monkeypatch, tmp_path / "hf")
     config = json.loads((CONFIGS / "Qwen2.5-7B-Instruct-AWQ.json").read_text())
     config["num_hidden_layers"] = 23  # shapes outside the packaged table, as read and as overridden (21 layers)
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config))
     flags = {"hf-overrides": '{"num_hidden_layers": 21}', "max-model-len": "8192"}
     args = argparse.Namespace(model=None, model_config=str(path), revision=None)
-    awq_marlin_load.replayed.cache_clear()
-    awq_marlin_load.simulate.cache_clear()
     spec, _ = load_configured(args, flags, "0.27.0")
     assert spec.num_layers == 21
-    warmed = awq_marlin_load.simulate.cache_info().misses
+    warmed = estimate_replays_nothing(spec, flags, "0.27.0")
     assert warmed >= 1
-    settings = EngineSettings.from_flags(flags, "0.27.0")
-    assert estimate(spec, catalog.gpu("NVIDIA-A100-SXM4-80GB"), settings).weights_gib > 0
-    assert awq_marlin_load.simulate.cache_info().misses == warmed  # the estimate replayed nothing
     base = load_model_source(args, warm=False)[0]
     assert base.num_layers == 23
     awq_marlin_load.simulate(awq_marlin_load.replay_inputs(base, 1, 2))
