@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from fixtures.hf_hub_server import SMOLLM2_CONFIG, HubServer, Repo, hub_server, use_hub
-from fixtures.served_pods import ended, served
+from fixtures.served_pods import run, served
 
 MODEL = "acme-corp/SmolLM2-Cache-Names"
 FOLDER = f"models--{MODEL.replace('/', '--')}"
@@ -37,15 +37,9 @@ def api(hub: HubServer, tmp_path: Path) -> Iterator[Any]:
 
 
 def start(api: Any, name: str, version: str, variable: str) -> tuple[str, int | None]:
-    container = {"name": "vllm", "image": f"vllm/vllm-openai:v{version}", "command": ["vllm", "serve"],
-                 "args": [MODEL, "--max-model-len", "4096"], "env": [{"name": variable, "value": "/cache/hub"}],
-                 "volumeMounts": [{"name": "cache", "mountPath": "/cache", "readOnly": True}],
-                 "readinessProbe": {"httpGet": {"path": "/health", "port": 8000}},
-                 "resources": {"limits": {"nvidia.com/gpu": "1"}}}
-    api.create_namespaced_pod("llm", {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
-                                      "spec": {"containers": [container],
-                                               "volumes": [{"name": "cache", "emptyDir": {}}]}})
-    return ended(api, name, "vllm")
+    return run(api, name, f"vllm/vllm-openai:v{version}", ["vllm", "serve"], [MODEL, "--max-model-len", "4096"],
+               env={variable: "/cache/hub"}, mounts=[{"name": "cache", "mountPath": "/cache", "readOnly": True}],
+               volumes=[{"name": "cache", "emptyDir": {}}])
 
 
 @pytest.mark.parametrize("version, variable", [("0.34.0", "HUGGINGFACE_HUB_CACHE"), ("0.19.0", "HUGGINGFACE_HUB_CACHE"),

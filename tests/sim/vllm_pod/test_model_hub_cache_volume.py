@@ -19,7 +19,7 @@ import huggingface_hub
 import pytest
 
 from fixtures.hf_hub_server import SMOLLM2_CONFIG, HubServer, Repo, hub_server, use_hub
-from fixtures.served_pods import ended, served
+from fixtures.served_pods import run, served
 
 MODEL = "acme-corp/SmolLM2-Cache-Volume"
 RO = f"OSError: [Errno 30] Read-only file system: '/data/hf/hub/models--{MODEL.replace('/', '--')}'"
@@ -44,16 +44,10 @@ def seed(hub: HubServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def start(api: Any, name: str, read_only: bool = True, offline: bool = False) -> tuple[str, int | None]:
-    env = [{"name": "HF_HOME", "value": "/data/hf"}, *([{"name": "HF_HUB_OFFLINE", "value": "1"}] if offline else [])]
-    container = {"name": "vllm", "image": "vllm/vllm-openai:v0.19.0", "command": ["vllm", "serve"],
-                 "args": [MODEL, "--max-model-len", "4096"], "env": env,
-                 "volumeMounts": [{"name": "models", "mountPath": "/data", "readOnly": read_only}],
-                 "readinessProbe": {"httpGet": {"path": "/health", "port": 8000}},
-                 "resources": {"limits": {"nvidia.com/gpu": "1"}}}
-    api.create_namespaced_pod("llm", {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
-                                      "spec": {"containers": [container],
-                                               "volumes": [{"name": "models", "emptyDir": {}}]}})
-    return ended(api, name, "vllm")
+    return run(api, name, "vllm/vllm-openai:v0.19.0", ["vllm", "serve"], [MODEL, "--max-model-len", "4096"],
+               env={"HF_HOME": "/data/hf", **({"HF_HUB_OFFLINE": "1"} if offline else {})},
+               mounts=[{"name": "models", "mountPath": "/data", "readOnly": read_only}],
+               volumes=[{"name": "models", "emptyDir": {}}])
 
 
 def test_an_uncached_model_on_a_read_only_cache_is_the_mounts_refusal(api, cli, tmp_path: Path) -> None:

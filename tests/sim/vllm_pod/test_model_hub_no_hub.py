@@ -20,7 +20,7 @@ import pytest
 
 from fixtures import hf_hub_server
 from fixtures.hf_hub_server import SMOLLM2_CONFIG, HubServer, Repo, hub_server
-from fixtures.served_pods import ended, served
+from fixtures.served_pods import run, served
 
 MISSING, FLAKY = "acme-corp/SmolLM2-No-Such-Repo", "acme-corp/SmolLM2-Answers-500"
 CLOSED = "http://127.0.0.1:1"  # nothing listens there: the connection is refused at once
@@ -80,14 +80,7 @@ EXPECTED = [
 
 
 def start(api: Any, name: str, version: str, env: dict[str, str], model: str) -> tuple[str, int | None]:
-    container = {"name": "vllm", "image": f"vllm/vllm-openai:v{version}",
-                 "args": ["--model", model, "--max-model-len", "4096"],
-                 "env": [{"name": k, "value": v} for k, v in env.items()],
-                 "readinessProbe": {"httpGet": {"path": "/health", "port": 8000}},
-                 "resources": {"limits": {"nvidia.com/gpu": "1"}}}
-    api.create_namespaced_pod("llm", {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
-                                      "spec": {"containers": [container]}})
-    return ended(api, name, "vllm")
+    return run(api, name, f"vllm/vllm-openai:v{version}", None, ["--model", model, "--max-model-len", "4096"], env=env)
 
 
 @pytest.mark.parametrize("version, case, lines, wrapped, reason", EXPECTED,

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from fixtures.hf_hub_server import SMOLLM2_CONFIG, HubServer, Repo, hub_server, use_hub
-from fixtures.served_pods import ended, served
+from fixtures.served_pods import run, served
 
 MODEL = "acme-corp/SmolLM2-Offline-Own-Cache"
 #: 0.19.0 offline with nothing in its cache: hf_hub_download's error, then transformers' (``hub_refusal``)
@@ -34,18 +34,10 @@ def api(hub: HubServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[An
 def start(api: Any, name: str, offline: bool, volume: dict[str, Any] | None = None) -> tuple[str, int | None]:
     """A pod of the model, HF_HUB_OFFLINE=1 when ``offline``, its HF_HOME on ``volume`` (None: the container's own
     filesystem, the image's default cache)."""
-    env = [{"name": "HF_HUB_OFFLINE", "value": "1"}] if offline else []
-    container: dict[str, Any] = {"name": "vllm", "image": "vllm/vllm-openai:v0.19.0", "command": ["vllm", "serve"],
-                                 "args": [MODEL, "--max-model-len", "4096"], "env": env,
-                                 "readinessProbe": {"httpGet": {"path": "/health", "port": 8000}},
-                                 "resources": {"limits": {"nvidia.com/gpu": "1"}}}
-    spec: dict[str, Any] = {"containers": [container]}
-    if volume is not None:
-        env.append({"name": "HF_HOME", "value": "/data/hf"})
-        container["volumeMounts"] = [{"name": "cache", "mountPath": "/data"}]
-        spec["volumes"] = [{"name": "cache", **volume}]
-    api.create_namespaced_pod("llm", {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec})
-    return ended(api, name, "vllm")
+    env = {**({"HF_HUB_OFFLINE": "1"} if offline else {}), **({"HF_HOME": "/data/hf"} if volume is not None else {})}
+    return run(api, name, "vllm/vllm-openai:v0.19.0", ["vllm", "serve"], [MODEL, "--max-model-len", "4096"], env=env,
+               mounts=[{"name": "cache", "mountPath": "/data"}] if volume is not None else None,
+               volumes=[{"name": "cache", **volume}] if volume is not None else None)
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ import pytest
 
 from fixtures import hf_hub_server
 from fixtures.hf_hub_server import SMOLLM2_CONFIG, HubServer, Repo, hub_server
-from fixtures.served_pods import ended, served
+from fixtures.served_pods import run, served
 
 MODEL, GATED = "acme-corp/SmolLM2-Refusals", "acme-corp/SmolLM2-Refusals-Gated"
 REVOKED = "hf_revoked"
@@ -104,13 +104,7 @@ INVALID = "Invalid repository ID or local directory specified"
 
 
 def start(api: Any, name: str, version: str, env: dict[str, str], args: list[str]) -> tuple[str, int | None]:
-    container = {"name": "vllm", "image": f"vllm/vllm-openai:v{version}", "args": args,
-                 "env": [{"name": k, "value": v} for k, v in env.items()],
-                 "readinessProbe": {"httpGet": {"path": "/health", "port": 8000}},
-                 "resources": {"limits": {"nvidia.com/gpu": "1"}}}
-    api.create_namespaced_pod("llm", {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
-                                      "spec": {"containers": [container]}})
-    return ended(api, name, "vllm")
+    return run(api, name, f"vllm/vllm-openai:v{version}", None, args, env=env)
 
 
 @pytest.mark.parametrize("version, case, line, reason", EXPECTED, ids=[f"{v}-{c}" for v, c, _, _ in EXPECTED])

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from fixtures.hf_hub_server import SMOLLM2_CONFIG, HubServer, Repo, hub_server, use_hub
-from fixtures.served_pods import ended, served
+from fixtures.served_pods import run, served
 
 MODEL = "acme-corp/SmolLM2-Volume-Kinds"
 RO = f"OSError: [Errno 30] Read-only file system: '/data/hf/hub/models--{MODEL.replace('/', '--')}'"
@@ -35,15 +35,9 @@ def api(hub: HubServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[An
 
 def start(api: Any, name: str, volume: dict[str, Any]) -> tuple[str, int | None]:
     """A pod whose HF_HOME lies on ``volume``, mounted without ``readOnly``."""
-    container = {"name": "vllm", "image": "vllm/vllm-openai:v0.19.0", "command": ["vllm", "serve"],
-                 "args": [MODEL, "--max-model-len", "4096"], "env": [{"name": "HF_HOME", "value": "/data/hf"}],
-                 "volumeMounts": [{"name": "models", "mountPath": "/data"}],
-                 "readinessProbe": {"httpGet": {"path": "/health", "port": 8000}},
-                 "resources": {"limits": {"nvidia.com/gpu": "1"}}}
-    api.create_namespaced_pod("llm", {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
-                                      "spec": {"containers": [container],
-                                               "volumes": [{"name": "models", **volume}]}})
-    return ended(api, name, "vllm")
+    return run(api, name, "vllm/vllm-openai:v0.19.0", ["vllm", "serve"], [MODEL, "--max-model-len", "4096"],
+               env={"HF_HOME": "/data/hf"}, mounts=[{"name": "models", "mountPath": "/data"}],
+               volumes=[{"name": "models", **volume}])
 
 
 READ_ONLY = {
