@@ -23,11 +23,12 @@ def ship(model_id: str, revision: str | None, spec: ModelSpec) -> None:
     _shipped[(model_id, hub.same_revision(revision))] = spec
 
 
-def model_spec(model_id: str, revision: str | None, container: Mapping[str, Any] | None = None) -> ModelSpec:
+def model_spec(model_id: str, revision: str | None, container: Mapping[str, Any] | None = None,
+               server: Any | None = None) -> ModelSpec:
     """The model as vLLM would find it at this start: the catalog, a config the world ships (``models:`` in its seed),
     then the Hugging Face cache and Hub the way the tools resolve it (``hub``), with the pod's own HF_TOKEN (or its
-    ``--hf-token`` where the release sends it: ``pod.sent``), HF_ENDPOINT and HF_HUB_OFFLINE (``container``: its env
-    as the kubelet built it); a UserError when none has it.
+    ``--hf-token`` where the release sends it: ``pod.sent``, read from ``server``, the start's parsed command),
+    HF_ENDPOINT and HF_HUB_OFFLINE (``container``: its env as the kubelet built it); a UserError when none has it.
 
     Each start asks again, as vLLM's ``hf_hub_download`` does at each container start: a branch is revalidated and a
     Hub that failed the last start is asked anew, so a restart after the Hub recovers serves."""
@@ -37,7 +38,7 @@ def model_spec(model_id: str, revision: str | None, container: Mapping[str, Any]
     shipped = _shipped.get((model_id, hub.same_revision(revision))) or _shipped.get((model_id, None))
     if shipped is not None:
         return shipped
-    env = pod.sent(pod.from_container(container), _server(container)) if container is not None else None
+    env = pod.sent(pod.from_container(container), server) if container is not None else None
     # a local path is the pod's volume, not this machine's
     spec, source = hub.resolve(model_id, revision, in_pod=True, env=env, per_start=True)
     if container is not None and (cache := hf_cache.read_only(container)) is not None:
@@ -45,17 +46,6 @@ def model_spec(model_id: str, revision: str | None, container: Mapping[str, Any]
     elif container is not None and env is not None and pod.OFFLINE in env and pod.offline(env):
         hf_cache.check_offline(model_id, source, container, pod.endpoint(env))  # its own cache only (``hf_cache``)
     return spec
-
-
-def _server(container: Mapping[str, Any]) -> Any:
-    """The container's vLLM command line (for its ``--hf-token``: ``pod.sent``); None when it has none."""
-    from vllm_remedy.errors import UserError
-    from vllm_remedy.vllm.cmdline import find_server
-
-    try:
-        return find_server({"containers": [container]}, container.get("name"))
-    except UserError:
-        return None
 
 
 def no_model_error(version: str, model_id: str) -> str:
