@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from fixtures.wheels import sources as wheel_sources
 from vllm_remedy.vllm import arch_release, catalog
 from vllm_remedy.vllm.catalog import ModelSpec
 from vllm_remedy.vllm.memory import EngineSettings, estimate
@@ -99,14 +99,9 @@ def test_the_pods_copy_is_the_tools_table():
     assert (ROOT / "src/vllm_remedy/sim/vllm_pod/vllm_registry.json").read_text() == tools
 
 
-def _sources() -> list[Path]:
-    """Folders of extracted wheels (``src-<release>/vllm``), named by VLLM_WHEEL_SOURCES (os.pathsep-separated)."""
-    return [Path(p) for p in os.environ.get("VLLM_WHEEL_SOURCES", "").split(os.pathsep) if p and Path(p).is_dir()]
-
-
 def test_the_table_matches_the_generator_on_a_few_releases():
     """Regenerated from the wheels when they are extracted (VLLM_WHEEL_SOURCES; the generator's own check too)."""
-    sources = _sources()
+    sources = wheel_sources()
     if not sources:
         pytest.skip("VLLM_WHEEL_SOURCES names no extracted vLLM wheels; scripts/vllm_registry.py --sources DIR --check")
     sys.path.insert(0, str(ROOT / "scripts"))

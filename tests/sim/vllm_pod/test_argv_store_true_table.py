@@ -10,13 +10,13 @@ pod named every other switch ``--x/--no-x`` (``--headless``, entrypoints/cli/ser
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from textwrap import dedent
 
 import pytest
 
+from fixtures.wheels import complete
 from vllm_remedy.sim.seed import make_node
 from vllm_remedy.sim.vllm_pod import argv
 from vllm_remedy.sim.vllm_pod.launch import Launch, Refusal, plan
@@ -110,14 +110,11 @@ def test_the_scan_reads_the_action_of_each_call(tmp_path: Path) -> None:
 
 def test_the_committed_switches_are_what_the_wheels_say() -> None:
     """Only where the extracted wheels are (VLLM_WHEEL_SOURCES=DIR of src-<release>/vllm)."""
-    roots = [Path(p) for p in os.environ.get("VLLM_WHEEL_SOURCES", "").split(os.pathsep) if p and Path(p).is_dir()]
-    roots = [r for r in roots if (r / "src-0.34.0/vllm").is_dir()]
-    if not roots:
-        pytest.skip("VLLM_WHEEL_SOURCES names no extracted vLLM wheels")
+    wheels = complete()
     table = json.loads((ROOT / "src/vllm_remedy/sim/vllm_pod/vllm_options.json").read_text(encoding="utf-8"))
     checked = 0
     for i, release in enumerate(table["releases"]):
-        root = roots[0] / f"src-{release}" / "vllm"
+        root = wheels / f"src-{release}" / "vllm"
         if not root.is_dir():
             continue
         committed = {o for o, spans in table["store_true"].items() if any(a <= i < b for a, b in spans)}

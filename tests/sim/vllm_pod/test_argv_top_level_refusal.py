@@ -16,7 +16,6 @@ expectations below are written out by hand from those files, wrapped at 78 colum
 from __future__ import annotations
 
 import json
-import os
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -24,6 +23,7 @@ from textwrap import dedent
 
 import pytest
 
+from fixtures.wheels import complete
 from vllm_remedy.sim.seed import make_node
 from vllm_remedy.sim.vllm_pod import timeline
 from vllm_remedy.sim.vllm_pod.launch import Launch, Refusal, plan
@@ -150,14 +150,11 @@ def test_the_scan_reads_both_layouts(tmp_path: Path) -> None:
 
 def test_the_committed_top_level_parsers_are_what_the_wheels_say() -> None:
     """Only where the extracted wheels are (VLLM_WHEEL_SOURCES=DIR of src-<release>/vllm)."""
-    roots = [Path(p) for p in os.environ.get("VLLM_WHEEL_SOURCES", "").split(os.pathsep) if p and Path(p).is_dir()]
-    roots = [r for r in roots if (r / "src-0.34.0/vllm").is_dir()]
-    if not roots:
-        pytest.skip("VLLM_WHEEL_SOURCES names no extracted vLLM wheels")
+    wheels = complete()
     sys.path.insert(0, str(ROOT / "scripts"))
     import sim_vllm_cli
 
     table = json.loads((ROOT / "src/vllm_remedy/sim/vllm_pod/vllm_options.json").read_text(encoding="utf-8"))
-    read = {r: list(map(list, sim_vllm_cli.cli(roots[0] / f"src-{r}" / "vllm"))) for r in table["releases"]
-            if (roots[0] / f"src-{r}" / "vllm").is_dir()}
+    read = {r: list(map(list, sim_vllm_cli.cli(wheels / f"src-{r}" / "vllm"))) for r in table["releases"]
+            if (wheels / f"src-{r}" / "vllm").is_dir()}
     assert len(read) >= 40 and all(table["cli"][r] == got for r, got in read.items())

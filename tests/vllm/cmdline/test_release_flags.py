@@ -7,13 +7,13 @@ from the wheels only where VLLM_WHEEL_SOURCES names them."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from fixtures.wheels import SKIP, complete
 from vllm_remedy.vllm.cmdline import booleans, flags, release_flags, table, unrecognized
 from vllm_remedy.vllm.cmdline.release_flags import Verdict, has, judge, parser_for
 
@@ -138,17 +138,11 @@ def test_a_version_outside_the_read_span_is_not_judged(version):
     assert parser_for(version) is None
 
 
-def _sources() -> list[Path]:
-    return [Path(p) for p in os.environ.get("VLLM_WHEEL_SOURCES", "").split(os.pathsep) if p and Path(p).is_dir()]
-
-
 def test_the_committed_table_is_what_the_generator_writes(tmp_path):
     """Only where the extracted wheels are (VLLM_WHEEL_SOURCES=DIR of src-<release>/vllm, all 43 releases)."""
-    sources = [s for s in _sources() if (s / "src-0.34.0/vllm").is_dir()]
-    if not sources:
-        pytest.skip("VLLM_WHEEL_SOURCES names no extracted vLLM wheels: python scripts/vllm_flags.py DIR")
+    wheels = complete(f"{SKIP}: python scripts/vllm_flags.py DIR")
     out = tmp_path / "flags.json"
-    subprocess.run([sys.executable, str(ROOT / "scripts/vllm_flags.py"), str(sources[0]), "-o", str(out)],
+    subprocess.run([sys.executable, str(ROOT / "scripts/vllm_flags.py"), str(wheels), "-o", str(out)],
                    check=True, capture_output=True)
     committed = ROOT / "src/vllm_remedy/vllm/data/vllm_flags.json"
     assert json.loads(out.read_text()) == json.loads(committed.read_text())
