@@ -152,9 +152,7 @@ def _judged(mount: Mapping[str, Any], volume: Mapping[str, Any] | None) -> Mappi
     return {**mount, KIND: kind, "readOnly": bool(mount.get("readOnly")) or _read_only_volume(volume)}
 
 
-def _read_only_volume(volume: Mapping[str, Any] | None) -> bool:
-    if volume is None:
-        return False
+def _read_only_volume(volume: Mapping[str, Any]) -> bool:
     return any(key in ALWAYS_READ_ONLY or (isinstance(source, Mapping) and source.get("readOnly") is True)
                for key, source in volume.items() if key != "name")
 
