@@ -84,7 +84,11 @@ def test_a_program_the_image_lacks_fails_the_container(world):
     term = status["state"]["terminated"]
     assert (term["reason"], term["exitCode"]) == ("StartError", 128), term
     assert 'exec: "foo": executable file not found in $PATH' in term["message"]
-    assert "falling back to streaming logs" in got.stderr  # it returned: kubectl found the container terminated
+    assert term["startedAt"] == "1970-01-01T00:00:00Z", term  # its process never ran
+    # It never showed as running, so kubectl went to its logs without trying to attach (1.32's handleAttachPod).
+    assert got.returncode == 0 and "couldn't attach" not in got.stderr, got.stderr
+    events = world.kubectl(V, "get", "events", "--field-selector", f"involvedObject.name={pod}", timeout=30).stdout
+    assert "Failed" in events and "Started" not in events, events
     listed = world.kubectl(V, "get", "pod", pod, timeout=30).stdout
     assert re.search(rf"{pod}\s+0/1\s+StartError\s+0", listed), listed
 

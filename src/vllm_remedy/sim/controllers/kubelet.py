@@ -35,6 +35,7 @@ SANDBOX_SECONDS = 1.0   # pod sandbox before the first container start (then the
 FIRST_RESTART = 1.0     # the first crash restarts without back-off, after one kubelet sync
 BACKOFF_START, BACKOFF_MAX = 10.0, 300.0
 CONFIG_RETRY = 10.0     # kubelet's pod worker re-syncs a pod whose sync failed after its 10 s backOffPeriod
+NEVER_STARTED = "1970-01-01T00:00:00Z"  # startedAt kubelet reports for a container whose process never ran (StartError)
 
 
 class Kubelet(KubeletServer, KubeletStop):
@@ -170,6 +171,9 @@ class Kubelet(KubeletServer, KubeletStop):
             extras={"pod_ip": sim.pod_ip},  # set with the sandbox, before the status that shows it is published
         )
         run = self.cluster.runtime.start(ctx)
+        if run.exit is not None and run.exit.reason == "StartError":
+            self._start_failed(sim, c, run.exit, now, pulled)
+            return
         c.token += 1
         c.run, c.state, c.waiting_reason, c.waiting_message = run, "running", "", ""
         c.container_id = f"containerd://{secrets.token_hex(32)}"
@@ -194,6 +198,20 @@ class Kubelet(KubeletServer, KubeletStop):
         self._event(sim, c, "Normal", "Pulled", pulled or f'Container image "{image}" already present on machine')
         self._event(sim, c, "Normal", "Created", f"Created container {c.name}")
         self._event(sim, c, "Normal", "Started", f"Started container {c.name}")
+
+    def _start_failed(self, sim: PodSim, c: ContainerSim, exit_: Exit, now: float, pulled: str | None) -> None:
+        """The runtime created the container but could not start its process (containerd's ``StartError``): it is
+        never running, so no status shows it so (kubectl then reads its logs instead of attaching), and it is
+        terminated at once with no start time, as kubelet reports a container that never started."""
+        c.token += 1
+        c.run, c.container_id = None, f"containerd://{secrets.token_hex(32)}"
+        c.started_at = c.last_start = now
+        self._logs[c.container_id] = LogRecord(lines=[], started=now)
+        image = c.spec.get("image", "")
+        self._event(sim, c, "Normal", "Pulled", pulled or f'Container image "{image}" already present on machine')
+        self._event(sim, c, "Normal", "Created", f"Created container {c.name}")
+        self._event(sim, c, "Warning", "Failed", f"Error: {exit_.message}")
+        self._exited(sim.uid, c.name, c.token, exit_)
 
     def _config_error(self, sim: PodSim, c: ContainerSim, message: str, pulled: str | None) -> None:
         """generateContainerConfig failed: no container, no restart counted, the pod worker tries again later."""
@@ -278,7 +296,8 @@ class Kubelet(KubeletServer, KubeletStop):
             if record is not None:
                 record.ended, record.tail = now, exit_.log
             c.terminated = {"exitCode": exit_.code, "reason": exit_.reason,
-                            "startedAt": self.clock.timestamp(c.started_at), "finishedAt": self.clock.timestamp(now),
+                            "startedAt": NEVER_STARTED if exit_.reason == "StartError"
+                            else self.clock.timestamp(c.started_at), "finishedAt": self.clock.timestamp(now),
                             "containerID": c.container_id}
             if exit_.message:
                 c.terminated["message"] = exit_.message
