@@ -172,3 +172,19 @@ def test_an_unknown_card_takes_the_kernel_that_keeps_more_bytes():
     assert nvfp4.kernel(ModelSpec.from_hf_config(MODELOPT, "m"), (0, 10, 1), None) == "cutlass"
     dense = ModelSpec.from_hf_config({**LLAMA, "quantization_config": _ct()}, "m")
     assert nvfp4.kernel(dense, (0, 10, 1), None) == "cutlass"
+
+
+@pytest.mark.parametrize(("gpu", "version", "floor"), [("Tesla-T4", "0.15.0", 80), ("Tesla-T4", "0.11.0", 80),
+                                                       ("Tesla-V100-SXM2-32GB", "0.34.0", 75)])
+def test_a_card_below_the_schemes_capability_cannot_be_predicted(gpu, version, floor):
+    """compressed-tensors' own floor is 70, so the config passes; the scheme's ``get_min_capability`` (80 through
+    0.15.x, 75 from 0.16.0) is checked as the layers are built (``_check_scheme_supported``, a RuntimeError). Before,
+    a T4 at 0.15.0 was sized as running."""
+    with pytest.raises(CannotPredict, match=f"Min capability: {floor}"):
+        _weights(W4A4, version, gpu)
+
+
+def test_a_t4_runs_the_experts_on_marlin_from_0_16_0():
+    """From 0.16.0 the schemes ask 75 (compressed_tensors_w4a4_nvfp4.py@0.16.0 l.31-32) and Marlin takes 7.5: one
+    copy of everything."""
+    assert _weights(W4A4, "0.16.0", "Tesla-T4") == pytest.approx(_hand_gib(1), abs=0.005)

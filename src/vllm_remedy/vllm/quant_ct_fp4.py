@@ -22,6 +22,13 @@ The predicates (compressed_tensors.py, each release):
   ``get_moe_method`` reads the scheme of the target ``Linear`` only (``target_scheme_map["Linear"]``, @0.9.2 l.64,
   @0.10.1 l.72: a KeyError for a group targeting anything else); from 0.10.2 it looks the fused layer's own names up.
 
+- The card: ``get_scheme`` checks the dense scheme's ``get_min_capability`` as it builds each layer
+  (``_check_scheme_supported``, compressed_tensors.py@0.9.2 l.522), which raises "RuntimeError: Quantization scheme
+  is not supported for the current GPU. Min capability: 80. ..." below it: W4A16Fp4 80 through 0.15.x (W4A4Fp4 asks
+  100 and is picked only where CUTLASS FP4 runs), 75 from 0.16.0 (schemes/compressed_tensors_w4a16_nvfp4.py@0.15.0
+  l.30-32, @0.16.0 l.29-31; compressed_tensors_w4a4_nvfp4.py@0.16.0 l.31-32, @0.34.0). The config's own floor (70)
+  lets a V100, and a T4 before 0.16.0, through to it.
+
 Each of those ends the start while the layers are built: a crash, not a refusal this tool classifies, so "cannot
 predict". Not read: a config with several 4-bit float groups (the first group stating ``num_bits`` is the one read,
 as ``quant_config.group_size`` reads it), compressed-tensors' MXFP4 (group 32, its own MoE method from 0.15.0).
@@ -39,6 +46,7 @@ W4A4_SINCE: Version = (0, 9, 2)  # _is_fp4a4_nvfp4, CompressedTensorsW4A4Fp4 and
 MOE_W4A16_SINCE: Version = (0, 14, 0)  # get_moe_method's _is_nvfp4_format with no input activations
 MOE_ANY_TARGET_SINCE: Version = (0, 10, 2)  # get_moe_method no longer reads target_scheme_map["Linear"] alone
 NVFP4_GROUP = 16
+CAPABILITY_FLOOR: tuple[tuple[Version, int], ...] = (((0, 0, 0), 80), ((0, 16, 0), 75))  # get_min_capability
 
 
 class FloatGroupSize(int):
@@ -86,8 +94,10 @@ def _crash(version: Version, what: str) -> str:
            "classify"
 
 
-def scheme_problem(group: FloatGroupSize, version: Version, moe: bool) -> str | None:
-    """Why vLLM cannot build this checkpoint's NVFP4 layers at this release, or None (module docstring)."""
+def scheme_problem(group: FloatGroupSize, version: Version, moe: bool,
+                   capability: tuple[int, int] | None = None) -> str | None:
+    """Why vLLM cannot build this checkpoint's NVFP4 layers at this release on this card (None: unknown), or None
+    (module docstring)."""
     if version < W4A16_SINCE:
         return _crash(version, "has no FP4 compressed-tensors scheme (compressed_tensors/schemes@0.8.5) and raises "
                                "NotImplementedError (\"No compressed-tensors compatible scheme was found.\")")
@@ -106,6 +116,12 @@ def scheme_problem(group: FloatGroupSize, version: Version, moe: bool) -> str | 
         return _crash(version, "has no MoE method for weight-only NVFP4 experts (compressed_tensors_moe.py@0.13.0 "
                                "get_moe_method; 0.14.0 adds it) and raises RuntimeError "
                                "(\"Unsupported FusedMoe scheme\")")
+    floor = next(least for since, least in reversed(CAPABILITY_FLOOR) if version >= since)
+    cap = None if capability is None else capability[0] * 10 + capability[1]
+    if cap is not None and cap < floor:
+        return _crash(version, "checks the NVFP4 scheme's capability as it builds the layers and raises RuntimeError "
+                               f"(\"Quantization scheme is not supported for the current GPU. Min capability: {floor}. "
+                               f"Current capability: {cap}.\")")
     if moe and not group.linear and version < MOE_ANY_TARGET_SINCE:
         return _crash(version, "reads the experts' scheme from the group targeting Linear only "
                                "(target_scheme_map[\"Linear\"], compressed_tensors_moe.py@0.10.1) and raises KeyError")

@@ -116,10 +116,11 @@ def applies(model: ModelSpec) -> bool:
     return model.quantization in METHODS or _ct(model) is not None
 
 
-def problem(model: ModelSpec, version: Version) -> str | None:
-    """Why this release cannot build the checkpoint's compressed-tensors NVFP4 layers (``quant_ct_fp4``), or None."""
+def problem(model: ModelSpec, version: Version, capability: tuple[int, int] | None) -> str | None:
+    """Why this release cannot build the checkpoint's compressed-tensors NVFP4 layers on this card
+    (``quant_ct_fp4``), or None."""
     group = _ct(model) if applies(model) else None
-    return None if group is None else scheme_problem(group, version, model.is_moe)
+    return None if group is None else scheme_problem(group, version, model.is_moe, capability)
 
 
 def _extra_per_packed(model: ModelSpec, version: Version, kind: Kernel) -> float:

@@ -84,7 +84,7 @@ def weights_gib(
         kept = embed + router + model.vision_params_b * 1e9
         overhead = (nvfp4.overhead(model, res.rules.version, capability) if nvfp4.applies(model)
                     else int4_overhead(model.group_size, model.zero_points))  # NVFP4: FP8 scales, no zero points
-        if problem := (nvfp4.problem(model, res.rules.version)
+        if problem := (nvfp4.problem(model, res.rules.version, capability)
                        or nvfp4.moe_padding_problem(model, res.tp, res.rules.version, capability)):
             raise CannotPredict(f"cannot predict {model.name}: {problem}")
         left, other = _excluded(model, res)
