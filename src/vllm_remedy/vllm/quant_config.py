@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vllm_remedy.vllm.hf_config import cannot_predict
+from vllm_remedy.vllm.quant_ct_fp4 import float_group
 
 
 def section(config: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -156,11 +157,6 @@ class AssumedGroupSize(int):
     (``packed_split_problem``) judges only a group size a checkpoint states."""
 
 
-class FloatGroupSize(int):
-    """The group of compressed-tensors 4-bit float (NVFP4) weights: one float8_e4m3fn scale each, no zero points
-    (``CompressedTensorsW4A4Fp4`` / ``W4A16Fp4.create_weights``), sized as ModelOpt's NVFP4 (``memory.nvfp4``)."""
-
-
 def group_size(config: Mapping[str, Any]) -> int | None:
     """Input channels sharing one scale (and zero point) in packed integer weights; None: one per output channel.
 
@@ -188,7 +184,7 @@ def group_size(config: Mapping[str, Any]) -> int | None:
                 raw = weights.get("group_size")
                 nvfp4 = weights.get("num_bits") == 4 and str(weights.get("type", "int")).lower() == "float"
                 if nvfp4 and isinstance(raw, int) and not isinstance(raw, bool) and raw > 0:
-                    return FloatGroupSize(raw)
+                    return float_group(group, weights, raw)  # what vLLM's NVFP4 predicates read (quant_ct_fp4)
                 break
     if raw is None:
         if method in _INT_METHODS:

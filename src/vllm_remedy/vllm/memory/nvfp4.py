@@ -1,4 +1,5 @@
-"""ModelOpt NVFP4 weights as vLLM allocates them: packed 4-bit values, one FP8 scale per group, no zero points.
+"""NVFP4 weights (ModelOpt's and compressed-tensors') as vLLM allocates them: packed 4-bit values, one FP8 scale per
+group, no zero points.
 
 ``ModelOptNvFp4LinearMethod.create_weights`` (modelopt.py@0.9.0-@0.34.0) registers, per quantized linear layer,
 ``weight`` uint8 ``[out, in / 2]`` (two 4-bit values a byte), ``weight_scale`` float8_e4m3fn ``[out, in /
@@ -31,7 +32,8 @@ index holds); below it Marlin from 0.9.0 (``use_marlin = not cutlass_fp4_support
 modelopt.py@0.9.0; ``is_fp4_marlin_supported``: capability >= 80, marlin_utils_fp4.py@0.10.1). At 0.10.1 the linear
 method prefers FlashInfer's CUTLASS whenever ``has_flashinfer()``, on any card; FlashInfer is an extra of the pip
 package before 0.11.1 (``mxfp4``), so a bare install takes Marlin there, as sized here. 0.8.x has no Marlin path and
-swizzles on every card. An unknown card (capability None) is sized with the larger, CUTLASS, figure.
+swizzles on every card. An unknown card (capability None) is sized on the kernel that keeps more bytes (``kernel``):
+CUTLASS, except for compressed-tensors experts on 0.9.2-0.11.0 (below).
 
 compressed-tensors' NVFP4 (``nvfp4-pack-quantized``: weights ``num_bits`` 4, ``type`` float, llm-compressor's layout)
 allocates the same: ``CompressedTensorsW4A4Fp4.create_weights`` registers ``weight_packed`` uint8 ``[out, in / 2]`` and
@@ -40,9 +42,30 @@ allocates the same: ``CompressedTensorsW4A4Fp4.create_weights`` registers ``weig
 replaces them (``layer.weight_scale = Parameter(swizzled_weight_scale)``, @0.10.2 l.119, @0.13.0 l.158; 0.16.0
 ``convert_to_nvfp4_linear_kernel_format``). Without CUTLASS FP4 the config runs ``CompressedTensorsW4A16Fp4``
 (compressed_tensors.py@0.9.2 l.395-402, @0.10.1 l.431-438), Marlin, one copy (``prepare_fp4_layer_for_marlin``,
-compressed_tensors_w4a16_nvfp4.py@0.10.1); 0.9.0 has that scheme only. It was sized as symmetric int4 with fp16
-scales (5 bits a weight at group 16, post hoc from hostile review 14). Its MoE method is not read: an MoE keeps the
-int4 sizing.
+compressed_tensors_w4a16_nvfp4.py@0.10.1, which deletes ``weight_packed`` first); a weight-only checkpoint runs that
+scheme on every card (``_is_fp4a16_nvfp4``, compressed_tensors.py@0.9.2 l.373-374, @0.14.0 l.571). Which releases
+take the layout at all is ``quant_ct_fp4.scheme_problem`` (W4A4 from 0.9.2, weight-only experts from 0.14.0).
+
+Its routed experts (``CompressedTensorsW4A4MoeMethod.create_weights``, compressed_tensors_moe.py@0.9.2 l.103-193,
+the same through ``W4A4Nvfp4MoEMethod`` @0.19.0 l.395 and compressed_tensors_moe/compressed_tensors_moe_w4a4_nvfp4.py
+@0.20.0-@0.34.0): ``w13_weight_packed`` uint8 [E, 2 x inter, hidden / 2], ``w2_weight_packed`` [E, hidden, inter / 2],
+``w13_weight_scale`` / ``w2_weight_scale`` float8_e4m3fn at ``/ 16``, float32 ``*_weight_global_scale`` and
+``*_input_global_scale`` ([E, 2] and [E]): ModelOpt's expert bytes. ``process_weights_after_loading``:
+- 0.9.2-0.11.0 rename the packed weights by a second Parameter on the same storage (``layer.w13_weight =
+  Parameter(layer.w13_weight_packed.data)``) and leave ``w13_weight_packed`` registered (@0.9.2 l.221-225, @0.10.1,
+  @0.11.0). On CUTLASS that costs nothing, and the scales are ModelOpt's: ``w13_blockscale_swizzled`` beside the
+  loaded ones through 0.10.1 (@0.9.2 l.245-251), replacing them from 0.10.2. On Marlin (capability below 100)
+  ``prepare_moe_fp4_layer_for_marlin`` repacks every expert into a new tensor (``gptq_marlin_repack`` per expert,
+  ``torch.cat``, ``setattr(layer, "w13_weight", ...)``, utils/marlin_utils_fp4.py@0.9.2 l.164-206, @0.11.0, same
+  size), while ``w13_weight_packed`` still holds the loaded storage: the packed experts stay twice, 1 B a weight
+  instead of 0.5, with one copy of the scales (repacked to float8, one per group, l.208-234).
+- from 0.11.1 ``delattr(layer, "w13_weight_packed")`` follows the rename (compressed_tensors_moe.py@0.11.1 l.312, the
+  wheel; @0.12.0 l.338, @0.19.0 l.519; 0.34.0 ``move_parameter`` registers one object under both names,
+  model_executor/utils.py@0.34.0 l.288-300): one copy, and from 0.14.0 the same ``convert_to_nvfp4_moe_kernel_format``
+  as ModelOpt's.
+FlashInfer's reordering (``reorder_w1w3_to_w3w1``, a new w13 beside the packed one through 0.11.0) runs only with
+VLLM_USE_FLASHINFER_MOE_FP4=1 (``is_flashinfer_fp4_cutlass_moe_available``, utils/flashinfer_fp4_moe.py@0.11.0
+l.26-31), which the sizing does not read.
 
 Left out, and why: the float32 per-tensor scales (about three floats per fused shard after loading, kilobytes per
 model); the swizzle's padding (rows to 128, scale columns to 4: none where a rank's output rows are a multiple of 128
@@ -55,16 +78,19 @@ Which of them ``select_nvfp4_moe_backend`` picks on a Blackwell card is not mode
 0.26.0 (``align_fp4_moe_weights_for_fi``, utils/flashinfer_fp4_moe.py@0.17.0 l.251, @0.26.0 l.362), the hidden size to
 a multiple of 256 from 0.20.0 (``align_trtllm_fp4_moe_hidden_dim_for_fi``, utils/flashinfer_utils.py@0.20.0 l.271).
 Where those shapes are already aligned nothing is padded whichever backend runs; elsewhere ``moe_padding_problem``
-says the weights cannot be predicted (0.12.0-0.13.0 pad the CUTLASS path only for non-gated experts, which no
+says the weights cannot be predicted (0.12.0-0.13.0 pad ModelOpt's CUTLASS path only for non-gated experts, which no
 modelled architecture has).
 """
 
 from __future__ import annotations
 
+from typing import Literal
+
 from vllm_remedy.vllm.catalog import ModelSpec
-from vllm_remedy.vllm.quant_config import FloatGroupSize
+from vllm_remedy.vllm.quant_ct_fp4 import FloatGroupSize, scheme_problem
 
 Version = tuple[int, int, int]
+Kernel = Literal["cutlass", "marlin"]
 DEFAULT_GROUP = 16  # ModelOptNvFp4Config.from_config's default, modelopt.py@0.10.0-@0.34.0
 SCALE_BYTES = 1  # float8_e4m3fn
 PACKED_BYTES = 0.5  # two 4-bit values per uint8
@@ -72,33 +98,76 @@ CUTLASS_CAPABILITY = 100  # cutlass_scaled_mm_supports_fp4
 MARLIN_SINCE: Version = (0, 9, 0)
 BOTH_KEPT_UNTIL: Version = (0, 10, 1)  # the loaded scales stay beside the swizzled copy
 METHODS = frozenset({"modelopt", "modelopt_fp4"})  # config.json's spelling / hf_quant_config.json's mapping
-CT_CUTLASS_SINCE: Version = (0, 9, 2)  # CompressedTensorsW4A4Fp4 (compressed_tensors.py@0.9.2; @0.9.0 W4A16Fp4 only)
+CT_PACKED_KEPT: tuple[Version, Version] = ((0, 9, 2), (0, 11, 1))  # w13_weight_packed left registered (Marlin: twice)
+
+
+def _ct(model: ModelSpec) -> FloatGroupSize | None:
+    """The compressed-tensors 4-bit float group of the checkpoint, or None for any other."""
+    if model.quantization == "compressed-tensors" and isinstance(model.group_size, FloatGroupSize):
+        return model.group_size
+    return None
 
 
 def applies(model: ModelSpec) -> bool:
-    """Whether the checkpoint's packed layers are NVFP4: ModelOpt's (4-bit, either spelling of the method) or a
-    dense compressed-tensors one (4-bit float weights, ``quant_config.FloatGroupSize``; its MoE method not read)."""
+    """Whether the checkpoint's packed layers are NVFP4: ModelOpt's (4-bit, either spelling of the method) or
+    compressed-tensors' (4-bit float weights, ``quant_ct_fp4.FloatGroupSize``), dense and routed experts alike."""
     if not model.quantized_checkpoint or model.weight_bits != 4:
         return False
-    ct = model.quantization == "compressed-tensors" and isinstance(model.group_size, FloatGroupSize)
-    return model.quantization in METHODS or (ct and not model.num_experts)
+    return model.quantization in METHODS or _ct(model) is not None
 
 
-def scale_copies(version: Version, capability: tuple[int, int] | None, ct: bool = False) -> int:
-    """Copies of the FP8 group scales left on the card after loading (module docstring; ``ct``: compressed-tensors,
-    whose CUTLASS scheme arrives in 0.9.2)."""
-    if version > BOTH_KEPT_UNTIL:
-        return 1
-    cap = None if capability is None else capability[0] * 10 + capability[1]
-    marlin = cap is not None and cap < CUTLASS_CAPABILITY and version >= MARLIN_SINCE
-    return 1 if marlin or (ct and version < CT_CUTLASS_SINCE) else 2
+def problem(model: ModelSpec, version: Version, capability: tuple[int, int] | None) -> str | None:
+    """Why this release cannot build the checkpoint's compressed-tensors NVFP4 layers on this card
+    (``quant_ct_fp4``), or None."""
+    group = _ct(model) if applies(model) else None
+    return None if group is None else scheme_problem(group, version, model.is_moe, capability)
 
 
-def overhead(group_size: int | None, version: Version, capability: tuple[int, int] | None) -> float:
+def _extra_per_packed(model: ModelSpec, version: Version, kind: Kernel) -> float:
+    """Bytes over 0.5 per packed weight on this kernel, averaged over the packed weights: scale copies, and the
+    experts' second packed copy (compressed-tensors on Marlin, 0.9.2-0.11.0); used to pick an unknown card's kernel."""
+    scales = scale_copies(version, kind) * SCALE_BYTES / (model.group_size or DEFAULT_GROUP)
+    experts = model.expert_params_b / model.params_b if model.params_b else 0.0
+    return scales + (PACKED_BYTES * experts if _packed_twice(model, version, kind) else 0.0)
+
+
+def kernel(model: ModelSpec, version: Version, capability: tuple[int, int] | None) -> Kernel:
+    """The FP4 kernel the packed layers run: CUTLASS at capability 100 and above, Marlin below it from 0.9.0 (0.8.x has
+    no Marlin path); compressed-tensors' weight-only layout is Marlin on every card (``W4A16Fp4``). An unknown card
+    (capability None) takes whichever keeps more bytes."""
+    group = _ct(model)
+    if group is not None and not group.activations:
+        return "marlin"
+    if version < MARLIN_SINCE:
+        return "cutlass"
+    if capability is not None:
+        return "marlin" if capability[0] * 10 + capability[1] < CUTLASS_CAPABILITY else "cutlass"
+    kinds: tuple[Kernel, Kernel] = ("cutlass", "marlin")
+    return max(kinds, key=lambda kind: _extra_per_packed(model, version, kind))
+
+
+def scale_copies(version: Version, kind: Kernel) -> int:
+    """Copies of the FP8 group scales left on the card after loading (module docstring)."""
+    return 2 if version <= BOTH_KEPT_UNTIL and kind == "cutlass" else 1
+
+
+def overhead(model: ModelSpec, version: Version, capability: tuple[int, int] | None) -> float:
     """An NVFP4 weight's bytes over 0.5: the FP8 scales of its group, once per copy kept."""
-    group = group_size or DEFAULT_GROUP
-    ct = isinstance(group_size, FloatGroupSize)
-    return 1 + scale_copies(version, capability, ct) * SCALE_BYTES / group / PACKED_BYTES
+    group = model.group_size or DEFAULT_GROUP
+    return 1 + scale_copies(version, kernel(model, version, capability)) * SCALE_BYTES / group / PACKED_BYTES
+
+
+def _packed_twice(model: ModelSpec, version: Version, kind: Kernel) -> bool:
+    since, until = CT_PACKED_KEPT
+    return _ct(model) is not None and model.is_moe and kind == "marlin" and since <= version < until
+
+
+def duplicate_expert_bytes(model: ModelSpec, version: Version, capability: tuple[int, int] | None) -> float:
+    """Bytes of the routed experts' second packed copy on the whole model (module docstring: compressed-tensors on
+    Marlin, 0.9.2-0.11.0, where ``get_moe_method`` quantizes every expert whatever ``ignore`` says), else 0."""
+    if not applies(model) or not _packed_twice(model, version, kernel(model, version, capability)):
+        return 0.0
+    return model.expert_params_b * 1e9 * PACKED_BYTES
 
 
 TRTLLM_INTER_ALIGN: tuple[tuple[Version, int], ...] = (((0, 17, 0), 16), ((0, 26, 0), 64))  # gated experts

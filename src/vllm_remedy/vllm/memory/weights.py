@@ -62,7 +62,7 @@ def weights_gib(
     model: ModelSpec, res: Resolved, quantization: str | None, capability: tuple[int, int] | None = None
 ) -> float:
     """Per-rank weight memory, each part at its own width: packed weights where the checkpoint packs them (with zero
-    points unless symmetric compressed-tensors; ModelOpt NVFP4 with its FP8 group scales, ``nvfp4``), 16-bit
+    points unless symmetric compressed-tensors; NVFP4 with its FP8 group scales and copies, ``nvfp4``), 16-bit
     embeddings, MoE router gates (built with ``quant_config=None``: qwen3_moe.py, qwen2_moe.py, mixtral.py,
     deepseek_v2.py, llama4.py@0.10.0; Qwen3-MoE's with it from 0.10.1, packed where a ModelOpt checkpoint stores it
     so: ``_router_packed``) and vision tower, mxfp4 experts as the
@@ -82,12 +82,14 @@ def weights_gib(
         if _router_packed(model, res):
             router = 0  # a quantized router stored packed: sized with the packed layers
         kept = embed + router + model.vision_params_b * 1e9
-        overhead = (nvfp4.overhead(model.group_size, res.rules.version, capability) if nvfp4.applies(model)
+        overhead = (nvfp4.overhead(model, res.rules.version, capability) if nvfp4.applies(model)
                     else int4_overhead(model.group_size, model.zero_points))  # NVFP4: FP8 scales, no zero points
-        if problem := nvfp4.moe_padding_problem(model, res.tp, res.rules.version, capability):
+        if problem := (nvfp4.problem(model, res.rules.version, capability)
+                       or nvfp4.moe_padding_problem(model, res.tp, res.rules.version, capability)):
             raise CannotPredict(f"cannot predict {model.name}: {problem}")
         left, other = _excluded(model, res)
         body = (params - kept - left - sum(p for p, _, _ in other)) * bits / 8 * (overhead if bits <= 4 else 1.0)
+        body += nvfp4.duplicate_expert_bytes(model, res.rules.version, capability)  # CT experts on Marlin to 0.11.0
         body += sum(p * b / 8 * (int4_overhead(g, model.zero_points) if b <= 4 else 1.0) for p, b, g in other)
         total = kept * 2 + left * res.weight_dtype_bytes + body
     # The flat buffers stand for the rotary cache and the allocator's padding; where those, sized, exceed it
