@@ -179,12 +179,17 @@ def newest() -> Parser:
     return _read(len(releases()) - 1)
 
 
+def every() -> frozenset[str]:
+    """Every option string some read release registers."""
+    return frozenset(_table()[2])
+
+
 def ever(spelled: str) -> bool:
     """Whether some read release registers the option written ``spelled`` (the name argparse sees: underscores as
     dashes, up to any ``.``) exactly: a name the newest lacks was then removed, not added later."""
     base = spelled.partition("=")[0].partition(".")[0]
     name = "--" + base[2:].replace("_", "-") if base.startswith("--") else base
-    return name in _table()[2]
+    return name in every()
 
 
 def judge(spelled: str, parser: Parser) -> tuple[Verdict, tuple[str, ...]]:
