@@ -41,6 +41,8 @@ from vllm_remedy.errors import UserError
 from vllm_remedy.hub import pod as hub_pod
 from vllm_remedy.policy import DEFAULT_POLICY, Policy, load_policies, load_policy, policy_for
 from vllm_remedy.vllm import hf_overrides, manifest, manifest_flags_file, pod_env, received_flags, resolved
+from vllm_remedy.vllm.cmdline import unrecognized
+from vllm_remedy.vllm.versions import version_from_image
 
 NAME = "check"
 ORDER = 55
@@ -151,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
     results = []
     for (w, p), key in zip(chosen, keys, strict=True):  # every model learned first, each predicted with its own answer
         with resolved.scope(key):
-            results.append(check_workload(w, p, now))
+            results.append(_unjudged(w, check_workload(w, p, now)))
     if args.output == "json":
         print(dumps(render.report(results, files)))
     elif args.output == "junit":
@@ -159,6 +161,19 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(render.text(results, len(files)))
     return exit_code(results)
+
+
+def _unjudged(w: Workload, result: Result) -> Result:
+    """``result`` with a note per option a release newer than the newest read may have added (``cmdline.unrecognized
+    .unjudged``): neither a finding nor silence, as a rehearsal pod of the image starts with it unmodelled. A note, as
+    the image's extrapolated rules are: it does not fail the check (exit 0 when nothing else does), in text, JSON
+    ``notes`` and JUnit alike."""
+    if w.server is None:
+        return result
+    server = manifest_flags_file.merged(w.server, w.spec, w.config_maps)  # the --config file's options too
+    version = version_from_image(server.image)
+    said = [unrecognized.note(words, version) for words in unrecognized.unjudged(server, version)]
+    return dataclasses.replace(result, notes=(*result.notes, *said)) if said else result
 
 
 def exit_code(results: list[Result]) -> int:

@@ -48,7 +48,7 @@ from vllm_remedy.vllm import (
     received_flags,
 )
 from vllm_remedy.vllm.catalog import PRODUCT_LABELS
-from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, find_server
+from vllm_remedy.vllm.cmdline import NoServerError, ServerCommand, find_server, unrecognized
 from vllm_remedy.vllm.outcomes import Failure
 from vllm_remedy.vllm.parallel import gpu_shortfall, layout_fix
 from vllm_remedy.vllm.versions import EXTENSIBLE_KV_CACHE_SINCE, parse_version, rules, version_from_image
@@ -128,6 +128,8 @@ def run(args: argparse.Namespace) -> int:
     inputs = {**found.inputs, **ea.model_inputs(args)}  # what was typed wins over the manifest's env
     failure, observed, version = _observed(args, inputs)
     version = args.vllm_version or found.version or version
+    if found.server is not None:  # an option a release past the newest read may have added: said, kept, not judged
+        found.notes += [unrecognized.note(w, version) for w in unrecognized.unjudged(found.server, version)]
     if version is None and failure is Failure.FREE_MEMORY_BELOW_UTILIZATION and not rules(None).free_memory_check:
         version = _LAST_FREE_MEMORY_CHECK  # the newest rules cannot fail this way, so the log predates them
         found.notes.append(f"the log names no vLLM version; its free-memory refusal is gone from "

@@ -311,7 +311,7 @@ def first_error(options: Iterable[tuple[str, str | None]], version: Version, pos
                 negated: Iterable[tuple[str, str]] = (),
                 shorts: Iterable[tuple[str, str | None, str | None]] = (),
                 spelled: Sequence[argv_added.Item] = (), model_tag_required: bool = False,
-                raised: tuple[str, ...] | None = None) -> ArgError | None:
+                raised: tuple[str, ...] | None = None, later: bool = False) -> ArgError | None:
     """argparse refuses each option where it consumes it, in argv order (``argv_order``), and stops at the first:
     a value its type or choices refuse (a repeated flag's first value too, though the last one wins when all parse),
     a value of None (a flag that takes one but got none: ``expected one argument``), ``booleans``' (flag, text) of
@@ -326,8 +326,11 @@ def first_error(options: Iterable[tuple[str, str | None]], version: Version, pos
     leftovers where the release has no such form; ``shorts``: single-dash options as written (``unknown_shorts``),
     whose unknown ones are leftovers too. A one-item ``"--max-model-len 16384"`` is a positional here (argparse: "if
     it contains a space, it was meant to be a positional"): the model tag when none is given before it, else a
-    leftover."""
+    leftover. ``later``: a release past the newest read, whose parser takes what it may have added
+    (``argv_added.unmodelled``)."""
     serve = not api_server
+    taken = argv_added.unmodelled(spelled, version, later, serve)
+    spelled = [i for i in spelled if i not in taken]
     for _name, words, _at in spelled:  # argparse sorts every word into option or positional before it converts any
         if words and (message := argv_options.ambiguous(words[0], version, serve)) is not None:
             return ArgError("", message)

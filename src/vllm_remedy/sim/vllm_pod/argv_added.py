@@ -66,6 +66,20 @@ def lacking(item: Item, version: Version, serve: bool = True) -> bool:
     return bool(name and words) and (missing(name, version) or argv_options.unknown(words[0], version, serve))
 
 
+def unmodelled(spelled: Sequence[Item], version: Version, later: bool, serve: bool = True) -> list[Item]:
+    """The long options a release past the newest read (``later``: 0.35.0, 0.34.0.post1, 0.35.0rc1, or an image
+    naming none) may have added: its parser is taken as the newest read one's plus what it added, and an option no
+    release read ever had (``argv_options.unmodelled``) is taken as added. Chosen over refusing it: vLLM keeps the
+    options of the release before (it drops one only after deprecating it, and the drops read are still refused:
+    ``--swap-space`` past 0.17, ``--task``), and a manifest pinned to a newer tag most plausibly names an option
+    that tag has; a typo is then not caught, as the tools cannot catch it either. check and plan say "not judged"
+    of the same option (``cmdline.unrecognized.unjudged``) and the pod's log says it was not modelled, so the
+    rehearsal and the merge gate agree and neither claims to know."""
+    if not later:
+        return []
+    return [i for i in spelled if i[0] and i[1] and argv_options.unmodelled(i[1][0], version, serve)]
+
+
 def _merge(into: dict[str, Any], update: dict[str, Any]) -> None:
     """FlexibleArgumentParser's ``recursive_dict_update``: nested dicts merge, anything else replaces."""
     for key, value in update.items():

@@ -166,6 +166,27 @@ def folded(word: str, version: Version) -> tuple[str, list[str], str | None] | N
     return name, keys, value if eq else None
 
 
+def newest() -> Version:
+    """The newest release the table was read from."""
+    return _table()[0][-1]
+
+
+def ever(word: str) -> bool:
+    """Whether any release of the table registers the option ``word`` names exactly (its name as argparse sees it:
+    dashes, up to any ``.``; a ``--no-x`` of a BooleanOptionalAction ``--x`` counts as ``--x``'s)."""
+    key = dashed(word).partition("=")[0].partition(".")[0]
+    _r, common, serve_only, _i = _table()
+    every = {*common, *serve_only}
+    return key in every or (key.startswith("--no-") and f"--{key[5:]}" in every)
+
+
+def unmodelled(word: str, version: Version, serve: bool = True) -> bool:
+    """Whether ``word`` is an option a release past the table (``version``: the newest read, whose parser it
+    extends) may have added: the newest read parser leaves it over and no release read ever had it. The rehearsal
+    starts with it (``argv_added.unmodelled``)."""
+    return unknown(word, version, serve) and not ever(word)
+
+
 def unknown(word: str, version: Version, serve: bool = True) -> bool:
     """Whether argparse leaves ``word`` (an option as written) over: ``version``'s parser has no option it names."""
     return _lookup(word, version, serve) == ()

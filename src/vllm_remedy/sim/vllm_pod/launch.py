@@ -15,7 +15,9 @@ from vllm_remedy.errors import UserError
 from vllm_remedy.sim.vllm_pod import (
     adapters,
     argv,
+    argv_added,
     argv_boolean,
+    argv_options,
     config_order,
     config_splice,
     engine_select,
@@ -48,7 +50,7 @@ from vllm_remedy.vllm.memory.config_values import ConfigRefused
 from vllm_remedy.vllm.outcomes import Outcome
 from vllm_remedy.vllm.parallel import group_flags, local_engines, parallel_sizes, world_size
 from vllm_remedy.vllm.startup_log import config_refusal
-from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version, version_from_image
+from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version, rules, version_from_image
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,9 @@ class Launch:
     # lines (``settings`` holds a multi-node group's TP × PP as its tensor-parallel split)
     parallel: tuple[int, int] = (1, 1)
     args_model: tuple[tuple[str, str], ...] | None = None  # "non-default args"' model entries (``entry_log``)
+    # options a release past the newest read may have added, taken unmodelled (``argv_added.unmodelled``), as argparse
+    # spells them: the log names them
+    unmodelled: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -103,6 +108,7 @@ class Refusal:
     module: bool = False  # the OpenAI api_server module runs (its traceback starts in runpy: ``entry_log``)
     revision: str | None = None  # --revision and --max-num-seqs as typed, for "non-default args"
     max_num_seqs: int | None = None
+    unmodelled: tuple[str, ...] = ()  # as Launch.unmodelled (not said once argparse or the CLI refused the start)
 
 
 def image_version(image: str) -> str:
@@ -125,7 +131,25 @@ def plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, An
                          revision=cmd.flags.get("revision"), max_num_seqs=_typed(cmd.flags.get("max-num-seqs"), int),
                          module=entry_log.module(cmd))
     judged = replace(judged, args_model=entry_log.entries(cmd, parse_version(judged.version) or NEWEST_RELEASE))
+    if not isinstance(judged, Refusal) or judged.stage not in ("argparse", "cli"):
+        taken = argv_added.unmodelled(argv.placed(cmd, _judged(cmd)), parse_version(judged.version) or NEWEST_RELEASE,
+                                      later(cmd.image), "openai.api_server" not in cmd.entrypoint)
+        judged = replace(judged, unmodelled=tuple(argv_options.dashed(w[0]).partition("=")[0] for _n, w, _at in taken))
     return judged if version_from_image(cmd.image) else replace(judged, version_named=False)
+
+
+def later(image: str) -> bool:
+    """Whether the image runs a release past the newest read (rules extrapolated from it: 0.35.0, 0.34.0.post1,
+    0.35.0rc1) or names none (``:latest``): its parser may have options no release read has
+    (``argv_added.unmodelled``)."""
+    version = version_from_image(image)
+    r = rules(version)
+    return version is None or (r.extrapolated and r.read_from == NEWEST_RELEASE)
+
+
+def _judged(cmd: ServerCommand) -> bool:
+    """vLLM's own parser reads the argv: ``vllm serve``, the image's entrypoint or the api_server module."""
+    return cmd.entrypoint.endswith(" serve") or cmd.entrypoint == "image default" or "api_server" in cmd.entrypoint
 
 
 def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, Any],
@@ -145,7 +169,7 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
     if cmd.script is not None:
         words = [(o.name, None) for o in cmd.options if _without_value(o)] + list(flags.items())
     bare = [t.value for t in cmd.positionals]
-    judged = cmd.entrypoint.endswith(" serve") or cmd.entrypoint == "image default" or "api_server" in cmd.entrypoint
+    judged = _judged(cmd)
     # exec-form argv reached here as the kubelet expanded it (``$$(X)`` is the literal ``$(X)``, an undefined ``$(X)``
     # stays as written): vLLM gets those words, so they are judged; a script's are the shell's, not modelled
     hidden = cmd.script is not None and any("$" in w or "{{" in w for w in bare)
@@ -169,7 +193,8 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
                                negated=[(o.name, o.tokens[0].value) for o in cmd.options if o.flag.negated],
                                shorts=[(o.flag.spelled, o.flag.attached, o.values[0] if o.values else None)
                                        for o in cmd.options if not o.flag.spelled.startswith("--")],
-                               spelled=argv.placed(cmd, judged))  # options the release lacks (argv_added)
+                               spelled=argv.placed(cmd, judged),  # options the release lacks (argv_added)
+                               later=later(cmd.image))  # or may have added, past the newest read
     if refused is not None and refused.raised:  # StoreBoolean's ValueError: a traceback, exit 1
         return Refusal(version, model_id, refused.message, "cli",
                        frames=argv_boolean.frames(release, "openai.api_server" in cmd.entrypoint))

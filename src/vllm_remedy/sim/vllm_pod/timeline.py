@@ -84,7 +84,8 @@ def load_seconds(weights_gib: float) -> float:
 def render(launch: Launch, failure: Failure, started: datetime, detail: dict[str, object] | None = None) -> str:
     """The version's startup log for this launch, ending in ``failure``."""
     est, res = launch.estimate, launch.resolved
-    return flag_extrapolated(launch.version, named=launch.version_named, text=entry_log.rewrite(render_startup_log(
+    return flag_extrapolated(launch.version, named=launch.version_named, unmodelled=launch.unmodelled,
+                             text=entry_log.rewrite(render_startup_log(
         launch.version, model=launch.model_id, tp_size=res.tp, weights_gib=est.weights_gib,
         kv_cache_gib=est.kv_cache_gib, kv_cache_tokens=est.kv_cache_tokens, gpu_blocks=est.gpu_blocks,
         max_concurrency=est.max_concurrency, max_model_len=est.max_model_len,
@@ -159,21 +160,26 @@ def _beyond(r: VersionRules) -> str:
     return f"newer than the last modelled {r.version[0]}.{r.version[1]} release"  # 0.27.2: 0.27.1 was read
 
 
-def flag_extrapolated(version: str, text: str, named: bool = True) -> str:
+def flag_extrapolated(version: str, text: str, named: bool = True, unmodelled: tuple[str, ...] = ()) -> str:
     """A release whose rules were not read from its source says so in the pod's log, before its arguments, and so
     does an image naming no vLLM version (``named`` False: ``version`` is then the newest release, whose rules it
-    runs): the rehearsal's numbers are never presented as a release's own when they are not."""
+    runs): the rehearsal's numbers are never presented as a release's own when they are not. Each option it took
+    without a rule (``unmodelled``: perhaps added after the newest release read, ``launch.Launch.unmodelled``) is
+    named on a line of its own, as check and plan name it "not judged"."""
     r = rules(version)
     if named and not r.extrapolated:
         return text
-    said = (f"vLLM {r.display} is {_beyond(r)}: memory rules {r.provenance}" if named
-            else f"the image names no vLLM version: memory {newest_rules()}")
+    said = [f"vLLM {r.display} is {_beyond(r)}: memory rules {r.provenance}" if named
+            else f"the image names no vLLM version: memory {newest_rules()}"]
+    said += [f"{o} is not an option of vLLM {NEWEST_MODELLED[0]}.{NEWEST_MODELLED[1]}.{NEWEST_MODELLED[2]}, the newest "
+             f"release read: taken as {r.display if named else 'the image'}'s, its effect not modelled"
+             for o in unmodelled]
     lines = text.splitlines()
     at = next((i for i, line in enumerate(lines) if "non-default args" in line), min(1, len(lines)))
     stamp = _STAMP.search(lines[at - 1]) if at else None
-    note = (f"{_prefix(lines[at - 1]) if at else ''}WARNING {stamp.group(0) if stamp else '01-01 00:00:00'} "
-            f"[vllm-remedy rehearsal] {said}")
-    return "\n".join([*lines[:at], note, *lines[at:]]) + ("\n" if text.endswith("\n") else "")
+    notes = [f"{_prefix(lines[at - 1]) if at else ''}WARNING {stamp.group(0) if stamp else '01-01 00:00:00'} "
+             f"[vllm-remedy rehearsal] {one}" for one in said]
+    return "\n".join([*lines[:at], *notes, *lines[at:]]) + ("\n" if text.endswith("\n") else "")
 
 
 def _detail(launch: Launch, failure: Failure) -> dict[str, object]:
@@ -271,7 +277,8 @@ def plan_refusal(refusal: Refusal, started: datetime) -> Plan:
     # listed only when it differs from the parser's default (``_listed_utilization``), as --revision and
     # --max-num-seqs are whenever typed
     listed = util is not None and util != rules(refusal.version).default_gpu_memory_utilization
-    text = flag_extrapolated(refusal.version, named=refusal.version_named, text=entry_log.rewrite(render_startup_log(
+    text = flag_extrapolated(refusal.version, named=refusal.version_named, unmodelled=refusal.unmodelled,
+                             text=entry_log.rewrite(render_startup_log(
         refusal.version, model=refusal.model_id, tp_size=refusal.tensor_parallel_size or 1, weights_gib=0.0,
         kv_cache_gib=None, max_model_len=typed_len or 2048, revision=refusal.revision,
         max_num_seqs=refusal.max_num_seqs, max_model_len_arg=0 if typed_len else None,

@@ -174,6 +174,24 @@ def parser_for(version: str | None) -> Parser | None:
     return Parser(lo.options | hi.options, lo.abbrev or hi.abbrev, lo.dotted or hi.dotted, False)
 
 
+def newest() -> Parser:
+    """The newest read release's parser: a release newer than it keeps its options, as far as anyone can say."""
+    return _read(len(releases()) - 1)
+
+
+def every() -> frozenset[str]:
+    """Every option string some read release registers."""
+    return frozenset(_table()[2])
+
+
+def ever(spelled: str) -> bool:
+    """Whether some read release registers the option written ``spelled`` (the name argparse sees: underscores as
+    dashes, up to any ``.``) exactly: a name the newest lacks was then removed, not added later."""
+    base = spelled.partition("=")[0].partition(".")[0]
+    name = "--" + base[2:].replace("_", "-") if base.startswith("--") else base
+    return name in every()
+
+
 def judge(spelled: str, parser: Parser) -> tuple[Verdict, tuple[str, ...]]:
     """What ``parser`` makes of an option written ``spelled`` (the token before any ``=``), with the option strings
     an ambiguous prefix matches.

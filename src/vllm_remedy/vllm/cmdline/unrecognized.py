@@ -13,10 +13,14 @@ prefix of several is ``ambiguous option``. Underscores, dotted keys (``--x.y``, 
 ``--no-`` and ``--disable-`` forms and prefixes are resolved against that release's strings, not the newest's: a
 prefix unique in 0.34.0 may be ambiguous or absent in 0.9.2. For a release between two read ones (0.8.4, 0.9.1,
 0.10.1.1) the claim is an inference: refused only when neither neighbouring read release has the option (nor an
-option it prefixes). A release newer than the newest read, older than the oldest, or a dev/rc build is not judged,
-nor is a wrapper with its own parser (``dynamo.vllm``) or the demo ``vllm.entrypoints.api_server`` (another parser).
-The hand-read first/last releases (``ADDED``/``REMOVED``) still apply where the table does not reach (a release
-newer than the newest read); tests check they agree with the table. A ``--no-`` form is refused where the release's
+option it prefixes). A release newer than the newest read (0.35.0, 0.34.1, 0.35.0rc1: ``later``), or an image
+naming none, is judged with the newest read release's parser, as the rehearsal pod of that image judges it: an option
+that release has is taken, an ambiguous prefix and an option some read release had and the newest dropped are
+refused, and a name no release read ever had is *not judged* (``unjudged``: it may be the new release's, which nobody
+here read): check and plan say so (``note``), and the pod starts with it. Older than the oldest read, or a
+pre-release of a read one, is not judged, nor is a wrapper with its own parser (``dynamo.vllm``) or the demo
+``vllm.entrypoints.api_server`` (another parser). The hand-read first/last releases (``ADDED``/``REMOVED``) still apply
+where the table does not reach; tests check they agree with the table. A ``--no-`` form is refused where the release's
 flag is ``store_true`` (``booleans``) whatever the table says, in argparse's words.
 
 What every release's parser refuses whatever its table (a value outside ``choices``, a flag without its value, an
@@ -33,10 +37,11 @@ from vllm_remedy.vllm.cmdline.command import ServerCommand
 from vllm_remedy.vllm.cmdline.flags import Kind
 from vllm_remedy.vllm.cmdline.parse import Option
 from vllm_remedy.vllm.cmdline.refused import Refused, missing_model_tag, model_flag_refusal, refused
-from vllm_remedy.vllm.cmdline.release_flags import Parser, Verdict, judge, parser_for
+from vllm_remedy.vllm.cmdline.release_flags import Parser, Verdict, ever, judge, newest, parser_for, releases
 from vllm_remedy.vllm.memory.flag_values import CAPTURE_FLAGS_SINCE, CAPTURE_FLAGS_UNTIL
 from vllm_remedy.vllm.memory.pinned import KV_BYTES_SINCE
-from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version
+from vllm_remedy.vllm.version_labels import dotted
+from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version, rules
 
 #: Flags whose first release was read (engine/arg_utils.py per release: memory.pinned, memory.flag_values): an older
 #: release's parser has no such option, whatever release the table was read from.
@@ -80,11 +85,48 @@ def unrecognized(server: ServerCommand, version: str | None) -> list[str]:
 
 
 def _unknown(server: ServerCommand, version: str | None) -> list[str]:
+    return _sorted(server, version)[0]
+
+
+def unjudged(server: ServerCommand, version: str | None) -> list[str]:
+    """The options of ``server``'s argv (as written, ``--foo-bar 1``) a release newer than the newest read may have:
+    the newest read release has no such option string and no release read ever had one, so it may be new in
+    ``version``. Neither refused nor passed as known: every output says it was not judged (``note``)."""
+    return _sorted(server, version)[1]
+
+
+def later(version: str | None) -> bool:
+    """A release past the newest read (0.35.0, 0.34.1, 0.34.0.post1, 0.35.0rc1: rules extrapolated from 0.34.0), or
+    one not named (``:latest``, a digest: it may be as new), not one between two read releases (0.34.0rc1 precedes
+    0.34.0)."""
+    r = rules(version)
+    return not r.known or (r.extrapolated and r.read_from == releases()[-1])
+
+
+def note(words: str, version: str | None) -> str:
+    """What check and plan say of an option ``unjudged`` returns, as the rehearsal pod treats it."""
+    r = rules(version)
+    release = r.display if r.known else "the image's release"
+    return (f"not judged: {_folded(words.split()[0])} is not an option of vLLM {dotted(releases()[-1])}, the newest "
+            f"release read; {release} may accept it (a rehearsal pod starts with it, its effect not modelled)")
+
+
+def _sorted(server: ServerCommand, version: str | None) -> tuple[list[str], list[str]]:
+    """(the options ``version``'s parser refuses, the options not judged). Past the newest read release the newest
+    one's parser judges (``later``): a release keeps the options of the one before it (vLLM drops an option only
+    after deprecating it, and those drops were read), so an ambiguous prefix stays ambiguous and an option string
+    some read release had and the newest lacks (removed: ``--swap-space``, ``--task``) stays refused; a name no
+    release read ever had may be one the release added (``unjudged``), which the rehearsal pod takes too."""
     if "dynamo" in server.entrypoint:
-        return []
+        return [], []
     v = parse_version(version)
-    parser = None if server.entrypoint.endswith(_OTHER_PARSER) else parser_for(version)
-    out = []
+    other = server.entrypoint.endswith(_OTHER_PARSER)
+    parser = None if other else parser_for(version)
+    past = parser is None and not other and later(version)
+    if past:
+        parser = newest()
+    out: list[str] = []
+    open_: list[str] = []
     for opt in server.options:
         flag = opt.flag
         words = " ".join(t.value for t in opt.tokens)
@@ -96,10 +138,12 @@ def _unknown(server: ServerCommand, version: str | None) -> list[str]:
         if verdict is Verdict.AMBIGUOUS:
             token = opt.tokens[0].value
             out.append(Refused(words, f"ambiguous option: {_folded(token)} could match {', '.join(matches)}"))
+        elif verdict is Verdict.UNKNOWN and past and not ever(flag.spelled):
+            open_.append(words)  # perhaps added after the newest read: not judged
         elif verdict is Verdict.UNKNOWN or (flag.spelled.startswith("--") and (parser is None or not parser.exact)
                                              and _not_in_release(flag.name, v)):
             out.append(words)  # a read release's table is exact; elsewhere the hand-read boundaries still apply
-    return out
+    return out, open_
 
 
 def _judged(spelled: str) -> bool:
