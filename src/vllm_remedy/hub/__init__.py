@@ -23,7 +23,8 @@ to the pod nor stands in for the pod's own request (``hub.given``).
 
 The Hub's own "no" — no such repository or revision, a gated repository refused to the token vLLM sends — is
 :class:`Unavailable`: vLLM dies on it (``model_unavailable``), so the policy's copy does not stand in for it; that copy
-is for a Hub that cannot be asked. The token is the loading process's: a pod's own (``hub.pod``), not this machine's.
+is for a Hub that cannot be asked. The token is the loading process's: a pod's own (``hub.pod``), not this machine's;
+a bare ``--hf-token`` in a pod that has none is huggingface_hub's refusal, Unavailable too (``hub.bare_token``).
 Environment variables are read at each resolution, not at import, because the rehearsal cluster runs
 in-process beside tests that point ``HF_ENDPOINT`` at their own server.
 """
@@ -40,7 +41,7 @@ from typing import Any
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.hub import ask as hub_ask
-from vllm_remedy.hub import given, names, pod, quant_file, words
+from vllm_remedy.hub import bare_token, given, names, pod, quant_file, words
 from vllm_remedy.hub.config_text import config_from_json as config_from_json
 from vllm_remedy.hub.config_text import read_file as read_file
 from vllm_remedy.hub.config_text import spec_from_config as spec_from_config
@@ -214,7 +215,7 @@ def answer_key(env: pod.Env | None = None, fallback: Fallback | None = None, in_
     """What decides a resolution's answer besides the model and revision: the pod's Hub settings (``pod.key``), this
     process's cache, the policy copy that may stand in, and whether a local path is the pod's. A prediction looks its
     model up under its workload's key (``resolved.scope``), so each workload gets its own environment's answer."""
-    return (*pod.key(env), cache_dir(), fallback and fallback[0], in_pod)
+    return (*pod.key(env), cache_dir(), fallback and fallback[0], in_pod, bare_token.when(env))
 
 
 def resolve(model_id: str, revision: str | None = None, fallback: Fallback | None = None, *,
@@ -286,7 +287,12 @@ def _resolve(model_id: str, revision: str | None, fallback: Fallback | None, in_
             config = config_from_json(text, f"{model_id}: {CONFIG} from {source}")
             config = config_beside(config, local)  # ModelOpt <= 0.29 exports: the scheme in a file beside it
         else:
+            bare = bare_token.when(env)  # a bare --hf-token with no token: vLLM dies on it, first or after config.json
+            if bare == bare_token.FIRST:
+                raise Unavailable(bare_token.line(model_id, bare)).said("no_token", endpoint(env))
             text, source, path = fetch_config(model_id, revision, env, in_pod, per_start)
+            if bare is not None:
+                raise Unavailable(bare_token.line(model_id, bare)).said("no_token", endpoint(env))
             config = config_from_json(text, f"{model_id}: {CONFIG} from {source}")
             if quant_file.wanted(config):
                 got = quant_file.fetch(model_id, revision, path, pod.endpoint(env), cache_dir(), _token(env),

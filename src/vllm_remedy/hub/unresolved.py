@@ -10,7 +10,8 @@ class Unresolved(UserError):
     """A model whose config could be found nowhere; ``str()`` is one line saying why. ``kind``: what the Hub (or the
     offline switch) said, for a rehearsal pod's log in its release's words (``sim.vllm_pod.hub_refusal``): "gated",
     "unauthorized" (a token it refuses), "revision", "repository", "entry", "unreachable" (no connection, no answer in
-    time or a 5xx; ``hub_said`` then ``hub.ask``'s words for it), "offline" (the pod's own HF_HUB_OFFLINE;
+    time or a 5xx; ``hub_said`` then ``hub.ask``'s words for it), "no_token" (a bare ``--hf-token`` in a pod without
+    a token: ``hub.bare_token``), "offline" (the pod's own HF_HUB_OFFLINE;
     this process's stands for a rehearsal that reaches no Hub at all, whose pods keep vLLM's generic refusal), or
     None (anything else); ``hub``: the endpoint asked."""
 
