@@ -8,7 +8,7 @@ from typing import Any
 
 from vllm_remedy import hub
 from vllm_remedy.hub import bare_token, pod
-from vllm_remedy.sim.vllm_pod import hf_cache, hub_refusal, hub_token
+from vllm_remedy.sim.vllm_pod import hf_cache, hub_cache_denied, hub_refusal, hub_token
 from vllm_remedy.vllm import catalog
 from vllm_remedy.vllm.catalog import ModelSpec
 from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version
@@ -48,6 +48,8 @@ def model_spec(model_id: str, revision: str | None, container: Mapping[str, Any]
         hf_cache.check(model_id, source, cache)  # a cache on a read-only volume takes no download (``hf_cache``)
     elif container is not None and env is not None and pod.OFFLINE in env and pod.offline(env):
         hf_cache.check_offline(model_id, source, container, pod.endpoint(env))  # its own cache only (``hf_cache``)
+    elif container is not None:  # a user who may not create the cache's folders (``hub_cache_denied``)
+        hub_cache_denied.check(model_id, container, pod.offline(env))
     return spec
 
 
@@ -73,6 +75,8 @@ def refused_words(version: str, model_id: str, revision: str | None, exc: Except
     generic refusal (:func:`no_model_error`)."""
     if isinstance(exc, hf_cache.ReadOnlyCache):
         return hf_cache.words(model_id, exc.path)
+    if isinstance(exc, hub_cache_denied.CacheDenied):
+        return hub_cache_denied.words(parse_version(version) or NEWEST_RELEASE, model_id, exc.path, exc.container)
     if isinstance(exc, hub.Unresolved) and exc.kind == "no_token":  # a bare --hf-token, no token (``hub_token``)
         return hub_token.words(parse_version(version) or NEWEST_RELEASE)
     if isinstance(exc, hub.Unresolved):

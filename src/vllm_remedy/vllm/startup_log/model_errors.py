@@ -32,7 +32,7 @@ words, each from a public log:
   (errno 13 ``PermissionError`` on ``/.cache`` for a non-root pod whose HOME is /, or on a root-owned volume's ``hub``
   folder), raised by huggingface_hub's first mkdir into the cache, which transformers words ``PermissionError at
   <path> when downloading <repo>. Check cache directory permissions`` (huggingface/inference-benchmarker#30: vLLM
-  0.9.1 on OpenShift; an arbitrary UID's HOME is /, vllm-project/vllm#10185).
+  0.9.1 on OpenShift; an arbitrary UID's HOME is /, vllm-project/vllm#10185; ``sim.vllm_pod.hub_cache_denied``).
 """
 
 from __future__ import annotations
