@@ -70,7 +70,7 @@ def test_a_user_who_may_not_create_the_cache_ends_in_errno_13(api, hub, cli, tmp
 
 
 def test_root_a_writable_home_or_an_empty_dir_start(api, hub) -> None:
-    for name, kwargs in (("root", {"uid": None}), ("tmp-home", {"env": {"HF_HOME": "/tmp/hf"}}),
+    for name, kwargs in (("root", {"uid": None}), ("shm-home", {"env": {"HF_HOME": "/dev/shm/hf"}}),
                          ("empty-dir", {"cache_volume": True}), ("container-root", {"container_uid": 0})):
         log, code = start(api, f"allowed-{name}", "0.34.0", **kwargs)
         assert code is None and "GPU KV cache size" in log, (name, log[-2000:])
