@@ -69,10 +69,15 @@ def _file(path: Path, where: str) -> Mapping[str, Any]:
                              lambda p: hub.read_file(p, beside).decode("utf-8", errors="replace"))
 
 
-def _from_map(data: Mapping[str, str], key: str, where: str) -> Mapping[str, Any]:
+def _from_map(data: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:
+    """The ConfigMap's ``key``, with ModelOpt's ``hf_quant_config.json`` beside it when the map holds one: a ConfigMap
+    is a directory to a pod that mounts it, so it is read as ``model_config.path``'s directory is (:func:`_file`)."""
     if key not in data:
         raise UserError(f"{where}: no such key")
-    return _read_json(str(data[key]), where)
+    config = _read_json(str(data[key]), where)
+    if key == quant_file.NAME or quant_file.NAME not in data or not quant_file.wanted(config):
+        return config
+    return quant_file.merged(config, _read_json(str(data[quant_file.NAME]), f"{where} (its {quant_file.NAME})"))
 
 
 def _config_map(client: KubeClient | None, namespace: str, name: str, key: str, where: str) -> Mapping[str, Any]:
@@ -82,9 +87,7 @@ def _config_map(client: KubeClient | None, namespace: str, name: str, key: str, 
         data = client.request("GET", client.object_path(namespace, "configmaps", name, group="v1")).get("data") or {}
     except KubeError as exc:
         raise UserError(f"{where}: {exc}") from None
-    if key not in data:
-        raise UserError(f"{where}: no such key")
-    return _read_json(str(data[key]), where)
+    return _from_map(data, key, where)
 
 
 def _read_json(text: str | bytes, where: str) -> Mapping[str, Any]:

@@ -23,16 +23,15 @@ to the pod nor stands in for the pod's own request (``hub.given``).
 
 The Hub's own "no" — no such repository or revision, a gated repository refused to the token vLLM sends — is
 :class:`Unavailable`: vLLM dies on it (``model_unavailable``), so the policy's copy does not stand in for it; that copy
-is for a Hub that cannot be asked. The token is the loading process's: a pod's own (``hub.pod``), not this machine's.
+is for a Hub that cannot be asked. The token is the loading process's: a pod's own (``hub.pod``), not this machine's;
+a bare ``--hf-token`` in a pod that has none is huggingface_hub's refusal, Unavailable too (``hub.bare_token``).
 Environment variables are read at each resolution, not at import, because the rehearsal cluster runs
 in-process beside tests that point ``HF_ENDPOINT`` at their own server.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import stat
 import sys
 import threading
 import time
@@ -42,7 +41,14 @@ from typing import Any
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.hub import ask as hub_ask
-from vllm_remedy.hub import given, names, pod, quant_file, words
+from vllm_remedy.hub import bare_token, given, names, pod, quant_file, words
+from vllm_remedy.hub.config_text import config_from_json as config_from_json
+from vllm_remedy.hub.config_text import read_file as read_file
+from vllm_remedy.hub.config_text import spec_from_config as spec_from_config
+from vllm_remedy.hub.config_text import spec_from_json as spec_from_json
+from vllm_remedy.hub.unresolved import Reason as Reason
+from vllm_remedy.hub.unresolved import Unavailable as Unavailable
+from vllm_remedy.hub.unresolved import Unresolved as Unresolved
 from vllm_remedy.vllm import catalog, hf_overrides, resolved
 from vllm_remedy.vllm.catalog import ModelSpec
 
@@ -51,42 +57,6 @@ MAX_CONFIG_BYTES = hub_ask.MAX_CONFIG_BYTES
 
 #: A caller's fallback: (where it is, a function returning the config.json mapping), e.g. the policy's file.
 Fallback = tuple[str, Callable[[], Mapping[str, Any]]]
-
-
-class Unresolved(UserError):
-    """A model whose config could be found nowhere; ``str()`` is one line saying why. ``kind``: what the Hub (or the
-    offline switch) said, for a rehearsal pod's log in its release's words (``sim.vllm_pod.hub_refusal``): "gated",
-    "unauthorized" (a token it refuses), "revision", "repository", "entry", "unreachable" (no connection, no answer in
-    time or a 5xx; ``hub_said`` then ``hub.ask``'s words for it), "offline" (the pod's own HF_HUB_OFFLINE;
-    this process's stands for a rehearsal that reaches no Hub at all, whose pods keep vLLM's generic refusal), or
-    None (anything else); ``hub``: the endpoint asked."""
-
-    kind: str | None = None
-    hub: str | None = None
-    hub_said: str | None = None  # the Hub's own message (X-Error-Message), when it sent one
-
-    def said(self, kind: str | None, hub: str | None = None, hub_said: str | None = None) -> Unresolved:
-        self.kind, self.hub, self.hub_said = kind, hub, hub_said
-        return self
-
-
-class Unavailable(Unresolved):
-    """The Hub's own answer, which vLLM gets too and dies on at startup (``model_unavailable``): no such repository
-    or revision, or a gated repository refused to the token vLLM sends. A policy's ``model_config`` does not overrule
-    it: that fallback is for a Hub that cannot be asked."""
-
-
-class Reason(str):
-    """The one line a model is unresolved for, as :mod:`vllm_remedy.vllm.resolved` records it; ``unavailable``:
-    vLLM's start fails on it too (the Hub's definitive answer), so a prediction says ``model_unavailable``."""
-
-    unavailable: bool = False
-
-    @classmethod
-    def of(cls, exc: Unresolved) -> Reason:
-        line = cls(str(exc))
-        line.unavailable = isinstance(exc, Unavailable)
-        return line
 
 
 def offline(env: pod.Env | None = None) -> bool:
@@ -104,48 +74,6 @@ def cache_dir() -> str | None:
 
 def endpoint(env: pod.Env | None = None) -> str:
     return pod.endpoint(env)
-
-
-def spec_from_json(text: str | bytes, name: str, where: str) -> ModelSpec:
-    """A model spec from config.json text; anything that is not a usable config is one line naming ``where``."""
-    return spec_from_config(config_from_json(text, where), name, where)
-
-
-def config_from_json(text: str | bytes, where: str) -> Any:
-    """config.json text as JSON; anything too large or not JSON is one line naming ``where``."""
-    if len(text) > MAX_CONFIG_BYTES:
-        raise UserError(f"{where}: refused: larger than {MAX_CONFIG_BYTES // 1024 // 1024} MiB")
-    try:
-        config = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise UserError(f"{where}: not valid JSON ({exc})") from None
-    except (RecursionError, ValueError) as exc:  # nested past Python's stack, or an integer of thousands of digits
-        why = "nested too deeply" if isinstance(exc, RecursionError) else exc
-        raise UserError(f"{where}: refused: {why}") from None
-    return config
-
-
-def spec_from_config(config: Any, name: str, where: str) -> ModelSpec:
-    if not isinstance(config, Mapping):
-        raise UserError(f"{where}: not a model config (expected a JSON object, as in a Hugging Face config.json)")
-    try:
-        return ModelSpec.from_hf_config(config, name=name)
-    except (OverflowError, ValueError, TypeError) as exc:  # e.g. 1e400 read as infinity where a size belongs
-        huge = _huge_numbers(config)
-        what = f"{', '.join(huge)}: beyond any model's size" if huge else exc
-        raise UserError(f"{where}: not a usable model config ({what})") from None
-
-
-def _huge_numbers(config: Mapping[str, Any], prefix: str = "") -> list[str]:
-    """``key = value`` for each number (nested configs included) past 2**53, the largest integer a float holds
-    exactly: no size of a real model comes near it, and such a value is what overflows the arithmetic."""
-    found: list[str] = []
-    for key, value in config.items():
-        if isinstance(value, Mapping):
-            found += _huge_numbers(value, f"{prefix}{key}.")
-        elif isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) > 2 ** 53:
-            found.append(f"{prefix}{key} = {value:g}" if isinstance(value, float) else f"{prefix}{key} = {value}")
-    return found
 
 
 def fetch_config(repo_id: str, revision: str | None = None, env: pod.Env | None = None, in_pod: bool = False,
@@ -250,18 +178,6 @@ def config_beside(config: Any, directory: Path) -> Any:
     return quant_file.beside(config, directory, config_from_json, _read)
 
 
-def read_file(path: str | Path, where: str) -> bytes:
-    """A config file's bytes (at most one past :data:`MAX_CONFIG_BYTES`); one line naming ``where`` for anything
-    that is not a regular file — a FIFO or a device would block the read forever or never end."""
-    try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            raise Unresolved(f"{where}: not a regular file (a config.json is read from a file)")
-        with open(path, "rb") as fh:
-            return fh.read(MAX_CONFIG_BYTES + 1)
-    except OSError as exc:
-        raise Unresolved(f"{where}: cannot read ({exc.strerror or exc})") from None
-
-
 def _silent(hub: str) -> tuple[str, None, tuple[str]]:
     """The memo's key for "the Hub at ``hub`` did not answer within the limit" this run (later models are not
     waited on); kept beside the models' answers so that whatever ends a run's memo ends it too."""
@@ -299,7 +215,7 @@ def answer_key(env: pod.Env | None = None, fallback: Fallback | None = None, in_
     """What decides a resolution's answer besides the model and revision: the pod's Hub settings (``pod.key``), this
     process's cache, the policy copy that may stand in, and whether a local path is the pod's. A prediction looks its
     model up under its workload's key (``resolved.scope``), so each workload gets its own environment's answer."""
-    return (*pod.key(env), cache_dir(), fallback and fallback[0], in_pod)
+    return (*pod.key(env), cache_dir(), fallback and fallback[0], in_pod, bare_token.when(env))
 
 
 def resolve(model_id: str, revision: str | None = None, fallback: Fallback | None = None, *,
@@ -371,7 +287,12 @@ def _resolve(model_id: str, revision: str | None, fallback: Fallback | None, in_
             config = config_from_json(text, f"{model_id}: {CONFIG} from {source}")
             config = config_beside(config, local)  # ModelOpt <= 0.29 exports: the scheme in a file beside it
         else:
+            bare = bare_token.when(env)  # a bare --hf-token with no token: vLLM dies on it, first or after config.json
+            if bare == bare_token.FIRST:
+                raise Unavailable(bare_token.line(model_id, bare)).said("no_token", endpoint(env))
             text, source, path = fetch_config(model_id, revision, env, in_pod, per_start)
+            if bare is not None:
+                raise Unavailable(bare_token.line(model_id, bare)).said("no_token", endpoint(env))
             config = config_from_json(text, f"{model_id}: {CONFIG} from {source}")
             if quant_file.wanted(config):
                 got = quant_file.fetch(model_id, revision, path, pod.endpoint(env), cache_dir(), _token(env),

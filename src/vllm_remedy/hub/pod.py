@@ -117,17 +117,21 @@ def flag_token(server: Any) -> str | bool | None:
     return UNREAD if server.placeholder(last.tokens) else last.values[-1]
 
 
-def sent(env: dict[str, str | None], server: Any | None) -> dict[str, str | None]:
+def sent(env: dict[str, str | None], server: Any | None, stored: bool | None = None) -> dict[str, str | None]:
     """``env`` with the token the pod's vLLM sends for config.json: ``--hf-token``'s value where the release
-    passes it there (:data:`FLAG_SINCE`), else the environment's (a bare flag: the environment's as well)."""
+    passes it there (:data:`FLAG_SINCE`), else the environment's (a bare flag: the environment's as well). A bare flag
+    with no token to be found in the pod (``bare_token``: no HF_TOKEN, and ``stored`` false, by default
+    ``bare_token.stored`` of the server's container) is marked :data:`bare_token.BARE`: huggingface_hub refuses it."""
+    from vllm_remedy.hub import bare_token
     from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version, version_from_image
 
     if server is None:
         return env
-    if (parse_version(version_from_image(str(getattr(server, "image", "") or ""))) or NEWEST_RELEASE) < FLAG_SINCE:
-        return env
-    flag = flag_token(server)
-    return env if flag is None or flag is True else {**env, TOKEN: flag}
+    v = parse_version(version_from_image(str(getattr(server, "image", "") or ""))) or NEWEST_RELEASE
+    flag = flag_token(server) if v >= bare_token.SINCE else None
+    if flag is True:
+        return bare_token.marked(env, v, getattr(server, "container", None), stored)
+    return env if v < FLAG_SINCE or flag is None else {**env, TOKEN: flag}
 
 
 def says_token(env: Env | None) -> bool:

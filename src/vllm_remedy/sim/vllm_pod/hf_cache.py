@@ -18,6 +18,9 @@ kubelet mounts ConfigMap, Secret, downwardAPI and projected volumes read-only wh
 Kubernetes 1.10, ReadOnlyAPIDataVolumes), an image volume too, and a volume source with ``readOnly: true`` (a
 ``persistentVolumeClaim``, ``csi``, ``nfs`` ...) read-only in every container (:func:`with_pod_volumes`).
 
+A pod run as a UID of its own has "/" for HOME unless its env says otherwise (:func:`home`), so its default cache is
+``/.cache/huggingface/hub``, which that user may not create (``hub_cache_denied``).
+
 A pod offline by its own HF_HUB_OFFLINE reads its own cache and nothing else (huggingface_hub's
 ``local_files_only``): a copy another pod of this process downloaded is not there when the pod's cache is its own
 (the container's filesystem, an emptyDir), and may be when it lies on storage pods share (a PVC, hostPath, NFS:
@@ -38,6 +41,7 @@ from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version, version_fro
 
 #: Where huggingface_hub puts its cache in a vLLM image (root's home) when no variable says otherwise.
 DEFAULT_HOME = "/root/.cache/huggingface"
+ROOT_HOME = "/root"
 _CACHED = re.compile(r"^the local Hugging Face cache \((?P<path>[^)]*)\)")
 
 
@@ -78,10 +82,32 @@ def cache_of(container: Mapping[str, Any]) -> str:
         return posixpath.join(posixpath.normpath(values["HF_HOME"]), "hub")
     if values.get("XDG_CACHE_HOME"):
         return posixpath.join(posixpath.normpath(values["XDG_CACHE_HOME"]), "huggingface", "hub")
-    return posixpath.join(DEFAULT_HOME, "hub")
+    return posixpath.join(home(container), ".cache", "huggingface", "hub")
 
 
-def _mount_of(container: Mapping[str, Any]) -> Mapping[str, Any] | None:
+#: The key :func:`with_pod_volumes` adds to the rehearsal's copy of the container: the pod's ``runAsUser`` where the
+#: container sets none of its own (a container's securityContext overrides the pod's).
+USER = "x-vllm-remedy-run-as-user"
+
+
+def run_as(container: Mapping[str, Any]) -> int | None:
+    """The UID the container runs as when the pod says (None: the image's user, root in vLLM's images)."""
+    own = (container.get("securityContext") or {}).get("runAsUser")
+    uid = own if own is not None else container.get(USER)
+    return uid if isinstance(uid, int) and not isinstance(uid, bool) else None
+
+
+def home(container: Mapping[str, Any]) -> str:
+    """The container's HOME: its env's, else root's home for the image's user; a UID of its own that the image's
+    /etc/passwd does not list (an arbitrary one, as OpenShift assigns: vllm-project/vllm#10185) gets "/", as the
+    container runtime gives a user it cannot find."""
+    for e in container.get("env") or []:
+        if isinstance(e, Mapping) and e.get("name") == "HOME" and isinstance(e.get("value"), str) and e["value"]:
+            return posixpath.normpath(e["value"])
+    return ROOT_HOME if not run_as(container) else "/"
+
+
+def mount_of(container: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """The mount the pod's cache lies on (the deepest one holding it), None: the container's own filesystem."""
     cache = cache_of(container)
     best: tuple[int, Mapping[str, Any]] | None = None
@@ -97,7 +123,7 @@ def _mount_of(container: Mapping[str, Any]) -> Mapping[str, Any] | None:
 def read_only(container: Mapping[str, Any]) -> str | None:
     """The pod's cache path when the mount it lies on is ``readOnly`` (the deepest mount holding it decides), else
     None."""
-    mount = _mount_of(container)
+    mount = mount_of(container)
     return cache_of(container) if mount is not None and mount.get("readOnly") else None
 
 
@@ -113,7 +139,7 @@ def own_only(container: Mapping[str, Any]) -> bool:
     """Whether the pod's cache holds nothing another pod downloaded: it lies on the container's own filesystem or on a
     per-pod volume (:data:`PER_POD`), not on storage pods can share (a PVC, hostPath, NFS: one pod's download is
     there for the next)."""
-    mount = _mount_of(container)
+    mount = mount_of(container)
     return mount is None or mount.get(KIND) in PER_POD
 
 
@@ -136,12 +162,16 @@ ALWAYS_READ_ONLY = ("configMap", "secret", "downwardAPI", "projected", "image")
 
 def with_pod_volumes(container: Mapping[str, Any], pod: Mapping[str, Any]) -> Mapping[str, Any]:
     """``container`` with ``readOnly`` set on each mount of a volume the pod makes read-only (see the module), so
-    :func:`read_only` judges the mount as the kubelet makes it, and each mount's volume kind (:data:`KIND`, for
-    :func:`own_only`); ``container`` itself when it mounts none of the pod's volumes."""
+    :func:`read_only` judges the mount as the kubelet makes it, each mount's volume kind (:data:`KIND`, for
+    :func:`own_only`) and the pod's ``runAsUser`` (:data:`USER`, for :func:`run_as`); ``container`` itself when
+    none of these applies."""
     volumes = {str(v.get("name")): v for v in (pod.get("spec") or {}).get("volumes") or [] if isinstance(v, Mapping)}
     mounts = [m for m in container.get("volumeMounts") or [] if isinstance(m, Mapping)]
     fixed = [_judged(m, volumes.get(str(m.get("name")))) for m in mounts]
-    return {**container, "volumeMounts": fixed} if fixed != mounts else container
+    judged = {**container, "volumeMounts": fixed} if fixed != mounts else container
+    uid = ((pod.get("spec") or {}).get("securityContext") or {}).get("runAsUser")
+    own = (container.get("securityContext") or {}).get("runAsUser")
+    return {**judged, USER: uid} if uid is not None and own is None else judged  # the pod's user (:func:`run_as`)
 
 
 def _judged(mount: Mapping[str, Any], volume: Mapping[str, Any] | None) -> Mapping[str, Any]:

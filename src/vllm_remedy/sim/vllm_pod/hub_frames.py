@@ -39,12 +39,13 @@ CALLS: dict[tuple[int, int, int], tuple[int, str, int, str]] = {
     (0, 34, 0): (2303, _CALL, 864, _DICT5),
 }
 #: transformers major -> (configuration_utils.py get_config_dict's and _get_config_dict's lines, utils/hub.py
-#: cached_file's line, cached_files' ``raise OSError(`` line by what the Hub said): transformers 4.57.1 and 5.0.0
+#: cached_file's line, cached_files' ``raise OSError(`` line by what the Hub said, or "permission" for a cache it may
+#: not write: ``hub_cache_denied``): transformers 4.57.1 and 5.0.0
 TRANSFORMERS: dict[int, tuple[int, int, int, dict[str, int]]] = {
     4: (662, 721, 322, {"repository": 511, "revision": 518, "gated": 543, "unreachable": 553, "offline": 553,
-                        "unauthorized": 563}),
+                        "unauthorized": 563, "permission": 524}),
     5: (569, 624, 276, {"repository": 449, "revision": 456, "gated": 483, "unreachable": 493, "offline": 493,
-                        "unauthorized": 503}),
+                        "unauthorized": 503, "permission": 462}),
 }
 TRANSFORMERS_5_SINCE = (0, 23, 0)  # as hub_refusal.HTTPX_SINCE: transformers 5 over huggingface_hub 1.x
 

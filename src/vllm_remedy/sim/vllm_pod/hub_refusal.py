@@ -126,7 +126,9 @@ def _not_shown(v: tuple[int, ...], model: str, rev: str, hub: str, said: str | N
              + (f"\n{said}" if said else ""))
     if not transformers_first:
         return cause if v < WRAPPED_SINCE else _invalid(v, model, cause)
-    login = "hf auth login" if v >= HTTPX_SINCE else "huggingface-cli login"
+    # transformers' words for the login command: `hf auth login` in 4.57.1 and 5.0.0 (utils/hub.py@4.57.1 l.514,
+    # @5.0.0 l.452), the releases taken from 0.11.0; `huggingface-cli login` in the transformers of 0.6.0 and before
+    login = "hf auth login" if v >= TRANSFORMERS_FIRST_SINCE else "huggingface-cli login"
     return (f"{cause}\n{CAUSE}{_outer(v, 'repository')}\nOSError: {model} is not a local folder and is not a valid "
             "model identifier listed on 'https://huggingface.co/models'\nIf this is a private repository, make sure to "
             f"pass a token having permission to this repo either by logging in with `{login}` or by passing "

@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from vllm_remedy import hub
-from vllm_remedy.hub import pod
-from vllm_remedy.sim.vllm_pod import hf_cache, hub_refusal
+from vllm_remedy.hub import bare_token, pod
+from vllm_remedy.sim.vllm_pod import hf_cache, hub_cache_denied, hub_refusal, hub_token
 from vllm_remedy.vllm import catalog
 from vllm_remedy.vllm.catalog import ModelSpec
 from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version
@@ -38,13 +38,18 @@ def model_spec(model_id: str, revision: str | None, container: Mapping[str, Any]
     shipped = _shipped.get((model_id, hub.same_revision(revision))) or _shipped.get((model_id, None))
     if shipped is not None:
         return shipped
-    env = pod.sent(pod.from_container(container), server) if container is not None else None
+    # a token file is where a mounted volume may hold one, not in an emptyDir (``hub.bare_token``)
+    stored = None if container is None else bare_token.stored_in(
+        container, lambda mount: mount.get(hf_cache.KIND) in hf_cache.PER_POD)
+    env = pod.sent(pod.from_container(container), server, stored) if container is not None else None
     # a local path is the pod's volume, not this machine's
     spec, source = hub.resolve(model_id, revision, in_pod=True, env=env, per_start=True)
     if container is not None and (cache := hf_cache.read_only(container)) is not None:
         hf_cache.check(model_id, source, cache)  # a cache on a read-only volume takes no download (``hf_cache``)
     elif container is not None and env is not None and pod.OFFLINE in env and pod.offline(env):
         hf_cache.check_offline(model_id, source, container, pod.endpoint(env))  # its own cache only (``hf_cache``)
+    elif container is not None:  # a user who may not create the cache's folders (``hub_cache_denied``)
+        hub_cache_denied.check(model_id, container, pod.offline(env))
     return spec
 
 
@@ -66,9 +71,14 @@ def no_model_error(version: str, model_id: str) -> str:
 def refused_words(version: str, model_id: str, revision: str | None, exc: Exception) -> str:
     """What the pod's vLLM ends in when its model's config could not be had (``exc``, from :func:`model_spec`): the
     Hub's gated / no-such-revision / refused-token answer, or offline with nothing cached, as that release words it
-    (``hub_refusal``); anything else vLLM's generic refusal (:func:`no_model_error`)."""
+    (``hub_refusal``), or huggingface_hub's refusal of a bare ``--hf-token`` (``hub_token``); anything else vLLM's
+    generic refusal (:func:`no_model_error`)."""
     if isinstance(exc, hf_cache.ReadOnlyCache):
         return hf_cache.words(model_id, exc.path)
+    if isinstance(exc, hub_cache_denied.CacheDenied):
+        return hub_cache_denied.words(parse_version(version) or NEWEST_RELEASE, model_id, exc.path, exc.container)
+    if isinstance(exc, hub.Unresolved) and exc.kind == "no_token":  # a bare --hf-token, no token (``hub_token``)
+        return hub_token.words(parse_version(version) or NEWEST_RELEASE)
     if isinstance(exc, hub.Unresolved):
         said = hub_refusal.words(version, model_id, revision, exc.kind, exc.hub, exc.hub_said)
         if said is not None:

@@ -21,6 +21,8 @@ words, each from a public log:
   (transformers' "We couldn't connect to '<endpoint>' to load"), vLLM's ``No supported config format found in
   <model>`` (0.6.1-0.7.3), ``Unsupported config format: ConfigFormat.AUTO`` (0.8.0, 0.8.3) and ``Could not detect
   config format`` (0.8.5 on, inside its own message), which a missing revision or an empty offline listing ends in;
+- a bare ``--hf-token`` (``token=True``) in a pod with no token: huggingface_hub's ``LocalTokenNotFoundError: Token is
+  required (`token=True`), but no token found`` (``hub.bare_token``);
 - a Hub that could not be asked (a refused connection, no answer in time, a 5xx): requests' ``ConnectionError`` /
   ``ReadTimeout`` / ``500 Server Error``, httpx's ``ConnectError`` / ``ReadTimeout`` / ``Server error '500 ...'``
   from huggingface_hub 1.x, and huggingface_hub's ``LocalEntryNotFoundError`` "An error happened while trying to
@@ -30,7 +32,7 @@ words, each from a public log:
   (errno 13 ``PermissionError`` on ``/.cache`` for a non-root pod whose HOME is /, or on a root-owned volume's ``hub``
   folder), raised by huggingface_hub's first mkdir into the cache, which transformers words ``PermissionError at
   <path> when downloading <repo>. Check cache directory permissions`` (huggingface/inference-benchmarker#30: vLLM
-  0.9.1 on OpenShift; an arbitrary UID's HOME is /, vllm-project/vllm#10185).
+  0.9.1 on OpenShift; an arbitrary UID's HOME is /, vllm-project/vllm#10185; ``sim.vllm_pod.hub_cache_denied``).
 """
 
 from __future__ import annotations
@@ -49,6 +51,9 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
      "revision_not_found"),
     (re.compile(r"RepositoryNotFoundError|Repository Not Found for url"), "repository_not_found"),
     (re.compile(r"\b401 Client Error\b|'401 Unauthorized' for url"), "unauthorized"),
+    # a bare --hf-token (token=True) and no token in the pod: huggingface_hub refuses before any request
+    # (utils/_headers.py ``get_token_to_send``, 0.35.3 l.159-164, 1.33.0 l.139-144; ``hub.bare_token``)
+    (re.compile(r"LocalTokenNotFoundError|Token is required \(`token=True`\), but no token found"), "no_token"),
     # the Hub's own words for a token it refuses (huggingface_hub leaves that 401 a plain HTTP error) ...
     (re.compile(r"Invalid credentials in Authorization header"), "unauthorized"),
     # ... and for a repository it does not show to a caller without a token, missing or private, on the line after a
@@ -80,7 +85,8 @@ _URL = re.compile(r"https?://[^/\s]+/(?:api/models/)?(?P<model>[\w.-]+/[\w.-]+)/
 #: own wrapping message, and the most specific line says what to fix.
 #: huggingface_hub's RepositoryNotFoundError outranks a bare 401: that 401 is its cause (the raw HTTP error printed
 #: first), not a refused token, which huggingface_hub raises as the plain 401 alone.
-REASON_ORDER = ("gated", "revision_not_found", "repository_not_found", "unauthorized", "hub_unreachable", "offline",
+REASON_ORDER = ("gated", "revision_not_found", "repository_not_found", "unauthorized", "no_token", "hub_unreachable",
+                "offline",
                 "cache_read_only", "cache_not_writable", "invalid_id", "not_found")
 ADVICE = {
     "not_found": "correct --model (a Hugging Face repository id, or a directory the pod mounts holding config.json) "
@@ -94,6 +100,9 @@ ADVICE = {
                             "access to it",
     "gated": "give the pod HF_TOKEN (from a Secret) for an account granted access to the gated repository",
     "unauthorized": "give the pod a valid HF_TOKEN (the Hub refused the one it has: invalid credentials)",
+    "no_token": "vLLM's --hf-token was given without a value, which asks huggingface_hub for a stored token, and the "
+                "pod has none: set HF_TOKEN in the pod's env (from a Secret), mount a token file at $HF_HOME/token "
+                "(what `hf auth login` writes), or give --hf-token the token's value",
     "cache_read_only": "the pod's Hugging Face cache (HF_HOME / HF_HUB_CACHE) is a read-only volume without the "
                        "model: pre-load the model into that volume, or point HF_HUB_CACHE at a writable one "
                        "(an emptyDir)",
