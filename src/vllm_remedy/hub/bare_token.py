@@ -41,12 +41,8 @@ ROOT_HOME = "/root"
 def marked(env: dict[str, str | None], v: tuple[int, ...], container: Mapping[str, Any] | None,
            stored: bool | None) -> dict[str, str | None]:
     """``env`` marked :data:`BARE` when the pod has no token for a bare ``--hf-token`` at release ``v``: its env sets
-    none (``env``'s token known unset) and no token file can be there (``stored``, else :func:`stored` of
-    ``container``)."""
-    from vllm_remedy.hub import pod
-
-    if env.get(pod.TOKEN, pod.UNREAD) is not None:  # a token set (a literal, a Secret) or not known to be unset
-        return env
+    none (the caller, ``pod.sent``, has seen its token known unset) and no token file can be there (``stored``, else
+    :func:`stored_in` of ``container``)."""
     if stored if stored is not None else container is None or stored_in(container):
         return env
     return {**env, BARE: FIRST if tuple(v) >= FIRST_SINCE else AFTER}

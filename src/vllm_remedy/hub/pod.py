@@ -130,6 +130,8 @@ def sent(env: dict[str, str | None], server: Any | None, stored: bool | None = N
     v = parse_version(version_from_image(str(getattr(server, "image", "") or ""))) or NEWEST_RELEASE
     flag = flag_token(server) if v >= bare_token.SINCE else None
     if flag is True:
+        if env.get(TOKEN, UNREAD) is not None:  # a token set (a literal, a Secret) or not known to be unset
+            return env
         return bare_token.marked(env, v, getattr(server, "container", None), stored)
     return env if v < FLAG_SINCE or flag is None else {**env, TOKEN: flag}
 
