@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 
 from vllm_remedy import hub
 from vllm_remedy.hub import bare_token, pod
-from vllm_remedy.sim.vllm_pod import hf_cache, hub_cache_denied, hub_refusal, hub_token
+from vllm_remedy.sim.vllm_pod import hf_cache, hub_cache_denied, hub_refusal, hub_retry, hub_token
 from vllm_remedy.vllm import catalog
 from vllm_remedy.vllm.catalog import ModelSpec
 from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version
@@ -69,19 +69,26 @@ def no_model_error(version: str, model_id: str) -> str:
 
 
 class Refused(NamedTuple):
-    """What the pod prints when its model's config could not be had, as ``launch.Refusal`` holds it: the exception
-    and its own frames below ``run_server`` (empty: the config stage's)."""
+    """What the pod prints when its model's config could not be had, as ``launch.Refusal`` holds it: the exception,
+    its own frames below ``run_server`` (empty: the config stage's), and the lines logged before it (``waits``,
+    their sources in ``waits_from``)."""
 
     error: str
     frames: tuple[tuple[str, int, str, str], ...] = ()
+    waits: tuple[tuple[float, str, str], ...] = ()
+    waits_from: tuple[str, ...] = ()
 
 
 def refused(version: str, model_id: str, revision: str | None, exc: Exception) -> Refused:
-    """:func:`refused_words`, with huggingface_hub's own frames for a bare ``--hf-token`` (``hub_token.frames``)."""
+    """:func:`refused_words`, with huggingface_hub's own frames for a bare ``--hf-token`` (``hub_token.frames``) and
+    the "Error retrieving file list" lines vLLM's retried listing logs first (``hub_retry``)."""
     v = parse_version(version) or NEWEST_RELEASE
     said = refused_words(version, model_id, revision, exc)
     if isinstance(exc, hub.Unresolved) and exc.kind == "no_token":
         return Refused(said, hub_token.frames(v))
+    if isinstance(exc, hub.Unresolved) and not isinstance(exc, (hf_cache.ReadOnlyCache, hub_cache_denied.CacheDenied)):
+        waits, sources = hub_retry.logs(v, exc.kind, said)
+        return Refused(said, waits=waits, waits_from=sources)
     return Refused(said)
 
 
