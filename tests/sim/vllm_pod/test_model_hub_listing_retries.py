@@ -1,7 +1,7 @@
 """A rehearsal pod of vLLM 0.7.3-0.10.2 whose Hub listing fails logs vLLM's two "Error retrieving file list" records
 (``with_retry``, 2 s apart, each from its own line of config.py) before its traceback (``sim.vllm_pod.hub_retry``);
 a gated repository, an offline pod and the releases that do not list (0.6.x, 0.11.0 on) print none, and ``diagnose``
-still reads the log to the Hub's "no".
+reads through the retry: an attempt vLLM makes again is no failure, the last one names the Hub it could not reach.
 
 End to end: the rehearsal cluster served over HTTP and driven with the official ``kubernetes`` client, the pods asking
 tests/fixtures/hf_hub_server through HF_ENDPOINT (a pod's own HF_ENDPOINT at a closed port for the refused
@@ -119,3 +119,29 @@ def test_no_retry_where_nothing_is_listed_or_the_listing_passes(api, hub, versio
     assert code == 1 and "Traceback (most recent call last):" in log, log[-2000:]
     assert RETRIED not in log, log[-3000:]
 
+
+def test_diagnose_is_not_misled_by_an_attempt_vllm_makes_again(api, hub, cli, tmp_path: Path) -> None:
+    """A listing that failed once and answered the second time: the retried record spliced into a start that served
+    (same release) is no failure. Before: model_unavailable, from the 500 the record names."""
+    failed, code = start(api, "retry-then-500", "0.10.2", "error-500")
+    assert code == 1, failed[-2000:]
+    retry = [line for line in failed.splitlines() if line.endswith(", retrying 1 of 2") and RETRIED in line]
+    assert len(retry) == 1, failed[-3000:]
+    served_log, code = run(api, "retry-then-good", "vllm/vllm-openai:v0.10.2", None,
+                           ["--model", GOOD, "--max-model-len", "4096"])
+    assert code is None, served_log[-2000:]
+    lines = served_log.splitlines()
+    at = next(i for i, line in enumerate(lines) if "non-default args" in line) + 1
+    spliced = "\n".join([*lines[:at], *retry, *lines[at:]]) + "\n"
+    assert diagnosed(cli, tmp_path, spliced)["failure"] == diagnosed(cli, tmp_path, served_log)["failure"] != \
+        "model_unavailable"
+
+
+def test_the_last_attempts_record_names_the_hub_it_could_not_reach(api, hub, cli, tmp_path: Path) -> None:
+    """A log cut right after the last attempt's record, before its traceback (requests' words without the exception's
+    name). Before: an unknown failure."""
+    refused, code = start(api, "retry-cut", "0.8.5", "refused")
+    assert code == 1, refused[-2000:]
+    cut = refused[:refused.index("Traceback (most recent call last):")]
+    data = diagnosed(cli, tmp_path, cut)
+    assert (data["failure"], data["failure_detail"]["reason"]) == ("model_unavailable", "hub_unreachable"), data
