@@ -105,7 +105,7 @@ class Refusal:
     # what is logged before it raises, (seconds after the stage begins, level, message): Ray's wait for a placement
     # group (``config_order.ray_wait_logs``), the Hub listing's retries (``hub_retry``); the last is when it comes
     waits: tuple[tuple[float, str, str], ...] = ()
-    waits_from: tuple[str, ...] = ()  # each wait's "file.py:N" (none: Ray's, ``timeline._logged``)
+    waits_from: tuple[str, ...] = ()  # each wait's "file.py:N" (none: Ray's, ``ray_log_sources``)
     args_model: tuple[tuple[str, str], ...] | None = None  # as Launch.args_model
     module: bool = False  # the OpenAI api_server module runs (its traceback starts in runpy: ``entry_log``)
     revision: str | None = None  # --revision and --max-num-seqs as typed, for "non-default args"

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
 from vllm_remedy.sim.runtime import Exit, LogLine
-from vllm_remedy.sim.vllm_pod import device, entry_log, flag_sized, overcommit, refusal_frames
+from vllm_remedy.sim.vllm_pod import device, entry_log, flag_sized, overcommit, ray_log_sources, refusal_frames
 from vllm_remedy.sim.vllm_pod.launch import Launch, Refusal
 from vllm_remedy.vllm import dtype_support, kv_auto, model_len
 from vllm_remedy.vllm.outcomes import Failure
@@ -307,15 +307,13 @@ def plan_refusal(refusal: Refusal, started: datetime) -> Plan:
     # Ray's wait for the placement group, the Hub listing's retries: on the cluster's clock, from the stage's start
     for n, (after, level, message) in enumerate(refusal.waits):
         at = (CONFIG_SECONDS if refusal.stage == "config" else BOOT_SECONDS) + after
-        source = refusal.waits_from[n] if n < len(refusal.waits_from) else _RAY
+        source = (refusal.waits_from[n] if n < len(refusal.waits_from) else  # else Ray's, at the release's line
+                  ray_log_sources.source(parse_version(refusal.version) or NEWEST_MODELLED, message))
         timed += [LogLine(at, _stamp(line, started + timedelta(seconds=at)))
                   for line in _logged(keep[-1] if keep else "", level, source, message)]
         end = max(end, at)
     return Plan(tuple(timed), None, Exit(end, 1, "Error", tuple(stamp_all(tail, started + timedelta(seconds=end)))),
                 "")
-
-
-_RAY = "ray_utils.py:240"  # where a wait names no source of its own (``launch.Refusal.waits_from``)
 
 
 def _logged(like: str, level: str, source: str, message: str) -> list[str]:
