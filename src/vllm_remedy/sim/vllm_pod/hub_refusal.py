@@ -150,7 +150,7 @@ def _unreachable(v: tuple[int, ...], model: str, rev: str, hub: str, why: str) -
     0.6.1-0.7.2 ``file_exists`` lets the HTTP error through bare; 0.7.3-0.10.2 the listing raises it, inside vLLM's
     own message from 0.8.0. vLLM's ``with_retry`` logs the listing's error first, at ERROR, twice 2 s apart ("Error
     retrieving file list: <error>, retrying 1 of 2", then without the tail; config.py@0.7.3 l.91-105, @0.10.2
-    l.265-281): not rendered here, the pod's log has no place for a line of config.py's yet."""
+    l.265-281): those records are ``hub_retry``'s, placed before the traceback by ``timeline``."""
     transformers_first = v >= TRANSFORMERS_FIRST_SINCE or v < FILE_EXISTS_SINCE
     module = "huggingface_hub.errors" if v >= ERRORS_MODULE_SINCE else "huggingface_hub.utils._errors"
     url = (f"{hub}/api/models/{model}/tree/{rev}?recursive=False&expand=False"

@@ -5,9 +5,13 @@ huggingface_hub's ``hf_hub_download`` builds its request headers first, and ``ge
 so the traceback is one, unchained, and ends in huggingface_hub's own line. The frames below vLLM's are measured: a
 real ``get_config_dict(..., token=True)`` and ``get_image_processor_config(..., token=True)`` with no token, under
 transformers 4.57.1 / huggingface_hub 0.35.3 (vLLM up to 0.22) and 5.0.0 / 1.33.0 (from 0.23.0, ``hub_frames``).
-vLLM's are read from each release's wheel: from 0.19.0 ``maybe_override_with_speculators`` (``hub_frames.CALLS``);
-0.8.5 to 0.18.0 ModelConfig's ``get_hf_image_processor_config`` (:data:`IMAGE_PROCESSOR`), where the dataclass's
-(and from 0.10 pydantic's) ``__init__`` frames between ``ModelConfig(`` and its body are left out.
+vLLM's are read from each release's wheel: from 0.19.0 ``maybe_override_with_speculators`` (``hub_frames.CALLS``),
+called by ``create_engine_config`` before any ModelConfig exists, so its frame there is that call (arg_utils.py@0.19.0
+l.1539), not ``model_config = self.create_model_config()``; 0.8.5 to 0.18.0 ModelConfig's
+``get_hf_image_processor_config`` (:data:`IMAGE_PROCESSOR`) under ``create_engine_config``'s
+``self.create_model_config()`` (:data:`CREATE_MODEL_CONFIG`), where the dataclass's (and from 0.10 pydantic's)
+``__init__`` frames between ``ModelConfig(`` and its body are left out. :func:`frames` gives them from
+``create_engine_config`` down, so the pod's traceback carries them below ``run_server`` (``launch.Refusal.frames``).
 """
 
 from __future__ import annotations
@@ -35,6 +39,13 @@ IMAGE_PROCESSOR: dict[tuple[int, int, int], tuple[int, str, str, int, int]] = {
     (0, 16, 0): (1264, "config/model.py", "__post_init__", 494, 973),
     (0, 17, 0): (1329, "config/model.py", "__post_init__", 496, 979),
     (0, 18, 0): (1360, "config/model.py", "__post_init__", 498, 1030),
+}
+#: release -> engine/arg_utils.py's line of ``model_config = self.create_model_config()`` in create_engine_config, read
+#: from each wheel (arg_utils.py@0.8.5 l.1099 ... @0.18.0 l.1508)
+CREATE_MODEL_CONFIG: dict[tuple[int, int, int], int] = {
+    (0, 8, 5): 1099, (0, 9, 0): 983, (0, 9, 2): 1067, (0, 10, 0): 1004, (0, 10, 1): 1057, (0, 10, 2): 1119,
+    (0, 11, 0): 1142, (0, 12, 0): 1365, (0, 13, 0): 1332, (0, 14, 0): 1369, (0, 15, 0): 1374, (0, 16, 0): 1410,
+    (0, 17, 0): 1477, (0, 18, 0): 1508,
 }
 #: transformers major -> (image_processing_auto.py get_image_processor_config's cached_file line and its text,
 #: utils/hub.py cached_files' ``raise e`` line, its ``hf_hub_download(`` line): measured, see the module
@@ -65,34 +76,36 @@ MESSAGE = ("huggingface_hub.errors.LocalTokenNotFoundError: Token is required (`
            "See https://huggingface.co/settings/tokens.")
 
 
-def words(v: tuple[int, ...]) -> str:
-    """The frames below the stage's and the exception line at release ``v`` (0.8.5 on: ``bare_token.SINCE``)."""
+def frames(v: tuple[int, ...]) -> tuple[tuple[str, int, str, str], ...]:
+    """The frames from ``create_engine_config`` down to huggingface_hub's raise at release ``v`` (0.8.5 on:
+    ``bare_token.SINCE``): (path, line, function, code), as ``launch.Refusal.frames`` holds them."""
     major = 5 if tuple(v) >= hub_frames.TRANSFORMERS_5_SINCE else 4
     get, inner, cached, _ = hub_frames.TRANSFORMERS[major]
     processor, processor_call, reraised, download = TRANSFORMERS[major]
-    frames: list[tuple[str, int, str, str]] = []
+    engine = f"{SITE}/vllm/engine/arg_utils.py"
+    out: list[tuple[str, int, str, str]] = []
     if tuple(v) >= bare_token.FIRST_SINCE:
-        _, _, dict_at, dict_call = hub_frames.CALLS[max(r for r in hub_frames.CALLS if r <= tuple(v))]
-        frames += [(f"{SITE}/vllm/transformers_utils/config.py", dict_at, "maybe_override_with_speculators", dict_call),
-                   (f"{SITE}/transformers/configuration_utils.py", get, "get_config_dict",
-                    "config_dict, kwargs = cls._get_config_dict(pretrained_model_name_or_path, **kwargs)"),
-                   (f"{SITE}/transformers/configuration_utils.py", inner, "_get_config_dict",
-                    "resolved_config_file = cached_file(")]
+        at, call, dict_at, dict_call = hub_frames.CALLS[max(r for r in hub_frames.CALLS if r <= tuple(v))]
+        out += [(engine, at, "create_engine_config", call),
+                (f"{SITE}/vllm/transformers_utils/config.py", dict_at, "maybe_override_with_speculators", dict_call),
+                (f"{SITE}/transformers/configuration_utils.py", get, "get_config_dict",
+                 "config_dict, kwargs = cls._get_config_dict(pretrained_model_name_or_path, **kwargs)"),
+                (f"{SITE}/transformers/configuration_utils.py", inner, "_get_config_dict",
+                 "resolved_config_file = cached_file(")]
     else:
         model_at, module, method, at, call_at = IMAGE_PROCESSOR[max(r for r in IMAGE_PROCESSOR if r <= tuple(v))]
-        frames += [(f"{SITE}/vllm/engine/arg_utils.py", model_at, "create_model_config", "return ModelConfig("),
-                   (f"{SITE}/vllm/{module}", at, method,
-                    "self.hf_image_processor_config = get_hf_image_processor_config("),
-                   (f"{SITE}/vllm/transformers_utils/config.py", call_at, "get_hf_image_processor_config",
-                    "return get_image_processor_config("),
-                   (f"{SITE}/transformers/models/auto/image_processing_auto.py", processor,
-                    "get_image_processor_config", processor_call)]
-    frames += [(f"{SITE}/transformers/utils/hub.py", cached, "cached_file",
-                "file = cached_files(path_or_repo_id=path_or_repo_id, filenames=[filename], **kwargs)"),
-               (f"{SITE}/transformers/utils/hub.py", reraised, "cached_files", "raise e"),
-               (f"{SITE}/transformers/utils/hub.py", download, "cached_files", "hf_hub_download("),
-               *((f"{SITE}/huggingface_hub/{path}", line, function, code) for path, line, function, code in HUB[major])]
-    lines: list[str] = []
-    for path, line, function, code in frames:
-        lines += [f'  File "{path}", line {line}, in {function}', f"    {code}"]
-    return "\n".join([*lines, MESSAGE])
+        created = CREATE_MODEL_CONFIG[max(r for r in CREATE_MODEL_CONFIG if r <= tuple(v))]
+        out += [(engine, created, "create_engine_config", "model_config = self.create_model_config()"),
+                (engine, model_at, "create_model_config", "return ModelConfig("),
+                (f"{SITE}/vllm/{module}", at, method,
+                 "self.hf_image_processor_config = get_hf_image_processor_config("),
+                (f"{SITE}/vllm/transformers_utils/config.py", call_at, "get_hf_image_processor_config",
+                 "return get_image_processor_config("),
+                (f"{SITE}/transformers/models/auto/image_processing_auto.py", processor, "get_image_processor_config",
+                 processor_call)]
+    out += [(f"{SITE}/transformers/utils/hub.py", cached, "cached_file",
+             "file = cached_files(path_or_repo_id=path_or_repo_id, filenames=[filename], **kwargs)"),
+            (f"{SITE}/transformers/utils/hub.py", reraised, "cached_files", "raise e"),
+            (f"{SITE}/transformers/utils/hub.py", download, "cached_files", "hf_hub_download("),
+            *((f"{SITE}/huggingface_hub/{path}", line, function, code) for path, line, function, code in HUB[major])]
+    return tuple(out)

@@ -31,7 +31,8 @@ from vllm_remedy.sim.vllm_pod import (
 from vllm_remedy.sim.vllm_pod.launch_values import minus_one_without_auto_fit as _minus_one
 from vllm_remedy.sim.vllm_pod.launch_values import typed as _typed
 from vllm_remedy.sim.vllm_pod.launch_values import without_value as _without_value
-from vllm_remedy.sim.vllm_pod.model_lookup import model_spec, refused_words
+from vllm_remedy.sim.vllm_pod.model_lookup import model_spec
+from vllm_remedy.sim.vllm_pod.model_lookup import refused as _unfound
 from vllm_remedy.sim.vllm_pod.node_card import gpu_limit, node_gpu, other_process_gib
 from vllm_remedy.vllm import (
     dtype_support,
@@ -101,9 +102,10 @@ class Refusal:
     max_num_batched_tokens: int | None = None
     # --tensor-parallel-size as typed (None: not set), for "non-default args" and the engine's config line
     tensor_parallel_size: int | None = None
-    # what the executor logs before it raises, (seconds after the engine's config line, level, message): Ray's wait
-    # for a placement group (``config_order.ray_wait_logs``), whose last line is when the error comes
+    # what is logged before it raises, (seconds after the stage begins, level, message): Ray's wait for a placement
+    # group (``config_order.ray_wait_logs``), the Hub listing's retries (``hub_retry``); the last is when it comes
     waits: tuple[tuple[float, str, str], ...] = ()
+    waits_from: tuple[str, ...] = ()  # each wait's "file.py:N" (none: Ray's, ``ray_log_sources``)
     args_model: tuple[tuple[str, str], ...] | None = None  # as Launch.args_model
     module: bool = False  # the OpenAI api_server module runs (its traceback starts in runpy: ``entry_log``)
     revision: str | None = None  # --revision and --max-num-seqs as typed, for "non-default args"
@@ -208,7 +210,8 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
     try:
         spec = model_spec(config_from, flags.get("revision"), container, cmd)  # the pod's token, HF_ENDPOINT
     except UserError as err:  # the Hub's "no" in the release's words (``hub_refusal``)
-        return Refusal(version, model_id, refused_words(version, config_from, flags.get("revision"), err), "config")
+        return Refusal(version, model_id, stage="config", **_unfound(version, config_from, flags.get("revision"),
+                                                                     err)._asdict())
     try:  # --hf-overrides, applied to the config before anything is derived from it
         spec = hf_config_flags.overridden(spec, config_from, flags.get("revision"), flags,
                                           parse_version(version) or NEWEST_RELEASE)
@@ -260,7 +263,7 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
     try:  # SpeculativeConfig builds the draft's ModelConfig at config time, like the target's
         draft_spec = model_spec(draft, None, container, cmd) if draft else None
     except UserError as err:
-        return Refusal(version, model_id, refused_words(version, draft or "", None, err), "config")
+        return Refusal(version, model_id, stage="config", **_unfound(version, draft or "", None, err)._asdict())
     if draft and draft_spec and (why := adapters.draft_refused(parse_version(version) or NEWEST_RELEASE, draft,
                                                                draft_spec)):
         return Refusal(version, model_id, why, "config")

@@ -4,11 +4,11 @@ which decides the start)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from vllm_remedy import hub
 from vllm_remedy.hub import bare_token, pod
-from vllm_remedy.sim.vllm_pod import hf_cache, hub_cache_denied, hub_refusal, hub_token
+from vllm_remedy.sim.vllm_pod import hf_cache, hub_cache_denied, hub_refusal, hub_retry, hub_token
 from vllm_remedy.vllm import catalog
 from vllm_remedy.vllm.catalog import ModelSpec
 from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version
@@ -68,6 +68,30 @@ def no_model_error(version: str, model_id: str) -> str:
             "`token=<your_token>`")
 
 
+class Refused(NamedTuple):
+    """What the pod prints when its model's config could not be had, as ``launch.Refusal`` holds it: the exception,
+    its own frames below ``run_server`` (empty: the config stage's), and the lines logged before it (``waits``,
+    their sources in ``waits_from``)."""
+
+    error: str
+    frames: tuple[tuple[str, int, str, str], ...] = ()
+    waits: tuple[tuple[float, str, str], ...] = ()
+    waits_from: tuple[str, ...] = ()
+
+
+def refused(version: str, model_id: str, revision: str | None, exc: Exception) -> Refused:
+    """:func:`refused_words`, with huggingface_hub's own frames for a bare ``--hf-token`` (``hub_token.frames``) and
+    the "Error retrieving file list" lines vLLM's retried listing logs first (``hub_retry``)."""
+    v = parse_version(version) or NEWEST_RELEASE
+    said = refused_words(version, model_id, revision, exc)
+    if isinstance(exc, hub.Unresolved) and exc.kind == "no_token":
+        return Refused(said, hub_token.frames(v))
+    if isinstance(exc, hub.Unresolved) and not isinstance(exc, (hf_cache.ReadOnlyCache, hub_cache_denied.CacheDenied)):
+        waits, sources = hub_retry.logs(v, exc.kind, said)
+        return Refused(said, waits=waits, waits_from=sources)
+    return Refused(said)
+
+
 def refused_words(version: str, model_id: str, revision: str | None, exc: Exception) -> str:
     """What the pod's vLLM ends in when its model's config could not be had (``exc``, from :func:`model_spec`): the
     Hub's gated / no-such-revision / refused-token answer, or offline with nothing cached, as that release words it
@@ -78,7 +102,7 @@ def refused_words(version: str, model_id: str, revision: str | None, exc: Except
     if isinstance(exc, hub_cache_denied.CacheDenied):
         return hub_cache_denied.words(parse_version(version) or NEWEST_RELEASE, model_id, exc.path, exc.container)
     if isinstance(exc, hub.Unresolved) and exc.kind == "no_token":  # a bare --hf-token, no token (``hub_token``)
-        return hub_token.words(parse_version(version) or NEWEST_RELEASE)
+        return hub_token.MESSAGE
     if isinstance(exc, hub.Unresolved):
         said = hub_refusal.words(version, model_id, revision, exc.kind, exc.hub, exc.hub_said)
         if said is not None:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
 from vllm_remedy.sim.runtime import Exit, LogLine
-from vllm_remedy.sim.vllm_pod import device, entry_log, flag_sized, overcommit, refusal_frames
+from vllm_remedy.sim.vllm_pod import device, entry_log, flag_sized, overcommit, ray_log_sources, refusal_frames
 from vllm_remedy.sim.vllm_pod.launch import Launch, Refusal
 from vllm_remedy.vllm import dtype_support, kv_auto, model_len
 from vllm_remedy.vllm.outcomes import Failure
@@ -304,22 +304,26 @@ def plan_refusal(refusal: Refusal, started: datetime) -> Plan:
     tail += [f"{prefix}{part}" for part in refusal.error.splitlines()]
     timed = [LogLine(round(i * LINE_GAP, 3), _stamp(line, started + timedelta(seconds=i * LINE_GAP)))
              for i, line in enumerate(keep)]
-    for after, level, message in refusal.waits:  # Ray's wait for the placement group, on the cluster's clock
-        at = BOOT_SECONDS + after
-        timed.append(LogLine(at, _stamp(_logged(keep[-1] if keep else "", level, message), started
-                                        + timedelta(seconds=at))))
+    # Ray's wait for the placement group, the Hub listing's retries: on the cluster's clock, from the stage's start
+    for n, (after, level, message) in enumerate(refusal.waits):
+        at = (CONFIG_SECONDS if refusal.stage == "config" else BOOT_SECONDS) + after
+        source = (refusal.waits_from[n] if n < len(refusal.waits_from) else  # else Ray's, at the release's line
+                  ray_log_sources.source(parse_version(refusal.version) or NEWEST_MODELLED, message))
+        timed += [LogLine(at, _stamp(line, started + timedelta(seconds=at)))
+                  for line in _logged(keep[-1] if keep else "", level, source, message)]
         end = max(end, at)
     return Plan(tuple(timed), None, Exit(end, 1, "Error", tuple(stamp_all(tail, started + timedelta(seconds=end)))),
                 "")
 
 
-def _logged(like: str, level: str, message: str) -> str:
-    """A ray_utils.py record in the format of the rendered line ``like`` (its process prefix, and the brackets round
-    the source from 0.6.5's ``file.py:N]`` to 0.11's ``[file.py:N]``)."""
+def _logged(like: str, level: str, source: str, message: str) -> list[str]:
+    """A record of ``source`` ("file.py:N") in the format of the rendered line ``like`` (its process prefix, and the
+    brackets round the source from 0.6.5's ``file.py:N]`` to 0.11's ``[file.py:N]``), its prefix repeated on each line
+    of a message that spans several, as vLLM's NewLineFormatter does."""
     match = re.match(r"^(.*?)(?:INFO|WARNING) (\d{2}-\d{2} \d{2}:\d{2}:\d{2}) (\[?)", like)
-    if match is None:
-        return f"{level} 01-01 00:00:00 [ray_utils.py:240] {message}"
-    return f"{match.group(1)}{level} {match.group(2)} {match.group(3)}ray_utils.py:240] {message}"
+    head = (f"{level} 01-01 00:00:00 [{source}] " if match is None else
+            f"{match.group(1)}{level} {match.group(2)} {match.group(3)}{source}] ")
+    return [f"{head}{line}" for line in message.split("\n")]
 
 
 def oom_under_load_tail(launch: Launch, startup_text: str, started: datetime, at: datetime,

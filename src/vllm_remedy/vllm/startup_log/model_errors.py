@@ -27,6 +27,10 @@ words, each from a public log:
   ``ReadTimeout`` / ``500 Server Error``, httpx's ``ConnectError`` / ``ReadTimeout`` / ``Server error '500 ...'``
   from huggingface_hub 1.x, and huggingface_hub's ``LocalEntryNotFoundError`` "An error happened while trying to
   locate the file on the Hub" (measured with huggingface_hub 0.35.3 and 1.33.0, ``sim.vllm_pod.hub_refusal``);
+- vLLM's own ERROR records of its retried listing (0.7.3-0.10.2, ``sim.vllm_pod.hub_retry``): ``Error retrieving file
+  list: <error>, retrying 1 of 2`` says vLLM asks again, so it is no failure whatever error it names (the listing may
+  answer the second time); the last attempt's record, without that tail, is raised at once, and names the Hub it could
+  not reach in requests' words without the exception's name (``Max retries exceeded with url``, ``Read timed out``);
 - a download into a cache on a read-only volume: the mount's ``Read-only file system`` on the repository's cache
   folder, re-raised by transformers as it is (``sim.vllm_pod.hf_cache``); a cache the pod's user may not write
   (errno 13 ``PermissionError`` on ``/.cache`` for a non-root pod whose HOME is /, or on a root-owned volume's ``hub``
@@ -64,6 +68,8 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"An error happened while trying to locate the file on the Hub|requests\.exceptions\.(?:ConnectionError"
                 r"|ReadTimeout|ConnectTimeout)|httpx\.(?:ConnectError|ReadTimeout|ConnectTimeout)|\b5\d\d Server Error:"
                 r"|Server error '5\d\d "), "hub_unreachable"),
+    # ... and str() of requests' errors in with_retry's record of the listing's last attempt (config.py@0.7.3 l.100)
+    (re.compile(r"Error retrieving file list: .*(?:Max retries exceeded with url|Read timed out)"), "hub_unreachable"),
     (re.compile(r"OfflineModeIsEnabled|outgoing traffic has been disabled|We couldn't connect to '[^']*' to load"),
      "offline"),
     (re.compile(r"Read-only file system: '[^']*/models--(?P<model>[\w.-]+--[\w.-]+)'"), "cache_read_only"),
@@ -79,6 +85,9 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"Unsupported config format: ConfigFormat\.AUTO|Could not detect config format for no config file"),
      "not_found"),
 )
+#: with_retry's record of an attempt it makes again (transformers_utils/config.py@0.7.3 l.102, @0.10.2 l.278), on the
+#: last line of its message: not the start's end
+_RETRIED = re.compile(r", retrying \d+ of \d+$")
 # Where a huggingface_hub message names the repository: its URL (…/api/models/<repo>/…, …/<repo>/resolve/…).
 _URL = re.compile(r"https?://[^/\s]+/(?:api/models/)?(?P<model>[\w.-]+/[\w.-]+)/(?:resolve|revision|tree)/")
 #: Most specific first: a chained traceback prints the root cause (a 401, then the gated repository) before vLLM's
@@ -121,6 +130,8 @@ ADVICE = {
 
 def unavailable(message: str) -> dict[str, Any] | None:
     """The detail (reason, model when the line names it, advice, the line) of this line's refusal, or None."""
+    if _RETRIED.search(message.rstrip()):
+        return None
     for pattern, reason in _PATTERNS:
         if (m := pattern.search(message)) is not None:
             detail: dict[str, Any] = {"reason": reason, "advice": ADVICE[reason], "error": message.strip()}
