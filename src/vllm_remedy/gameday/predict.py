@@ -7,7 +7,8 @@ graphs do not fit after the KV cache (``Estimate.graph_capture_oom``) is ``cudag
 one whose budget or flag-sized cache alone overruns the card (``remedies.predict.failed_prediction``, the rule
 ``check`` and drift use) dies allocating the KV cache, ``kv_cache_allocation_oom`` as the classifier names it; and a
 release newer than the newest modelled says its rules are extrapolated, in the row's detail and its JSON
-(``vllm_version`` as tagged, ``vllm_version_label``, ``rules``), as every other output does."""
+(``vllm_version`` as tagged, ``vllm_version_label``, ``rules``), as every other output does, and each option it may
+have added that no release read had is "not judged" (the detail, and ``not_judged`` in JSON), in check's words."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from typing import Any
 from vllm_remedy.errors import UserError
 from vllm_remedy.gameday.compliance import node_product
 from vllm_remedy.gameday.timeline import ACTION, FAULT, Classified, Mark
-from vllm_remedy.remedies.predict import failed_prediction, predict_template
+from vllm_remedy.remedies.predict import failed_prediction, predict_template, unjudged
 from vllm_remedy.sim.vllm_pod.keys import GPU_USED_GIB
 from vllm_remedy.vllm.cmdline import find_server
 from vllm_remedy.vllm.failures import FAILURES
@@ -46,7 +47,7 @@ def predict_pod_kv(spec: Mapping[str, Any], node: Mapping[str, Any],
                            other_process_gib=float(other) if other else None)
     est = got.estimate
     if est is None:
-        return "unknown", got.note, None
+        return "unknown", "; ".join(n for n in (got.note, *got.unjudged) if n), None
     outcome = est.outcome.value
     if not est.fits:
         detail = f"needs more than the {est.total_gib:.1f} GiB card allows"
@@ -62,8 +63,9 @@ def predict_pod_kv(spec: Mapping[str, Any], node: Mapping[str, Any],
                   f"a CUDA OOM while the KV cache is allocated")
     else:
         detail = f"{est.kv_cache_tokens:,} KV tokens, {est.max_concurrency:.2f}x at {est.max_model_len}"
-    if got.rules:  # e.g. "vLLM 0.35.0: rules extrapolated from 0.34": never printed as if modelled
-        detail = f"{detail}; {got.rules}"
+    # e.g. "vLLM 0.35.0: rules extrapolated from 0.34", an option it may have added "not judged": never printed as if
+    # modelled
+    detail = "; ".join((detail, *(n for n in (got.rules, *got.unjudged) if n)))
     return outcome, detail, (est.kv_cache_tokens, est.kv_cache_gib)
 
 
@@ -112,12 +114,12 @@ def compare(pods_seen: Mapping[str, Mapping[str, Any]], nodes: Mapping[str, Mapp
             image = server.image.rsplit(":", 1)[-1]
             tagged = version_from_image(server.image)
             version = rules(tagged)
-            label, provenance = version.label, version.provenance
+            label, provenance, said = version.label, version.provenance, list(unjudged(server))
         except UserError:
-            flags, image, tagged, label, provenance = "", "", None, "", ""
+            flags, image, tagged, label, provenance, said = "", "", None, "", "", []
         rows.append({"pod": name, "step": seen.get("step") or step_of(float(seen.get("t", 0.0)), marks),
                      "node": f"{seen['node']} ({node_product(node) or '?'})", "image": image,
-                     "vllm_version": tagged, "vllm_version_label": label, "rules": provenance,
+                     "vllm_version": tagged, "vllm_version_label": label, "rules": provenance, "not_judged": said,
                      "flags": flags, "predicted": predicted, "prediction": detail, "happened": happened,
                      "agree": agree, "predicted_kv_tokens": predicted_kv[0], "predicted_kv_gib": predicted_kv[1],
                      "actual_kv_tokens": actual.get("kv_tokens"), "actual_kv_gib": actual.get("kv_gib")})

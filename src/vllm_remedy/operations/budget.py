@@ -45,10 +45,10 @@ from vllm_remedy.remedies.plan import Plan, Step
 from vllm_remedy.remedies.predict import (
     Prediction,
     before_world_size,
+    caveats,
     failed_prediction,
     pinned_gpu,
     predict_template,
-    rules_note,
 )
 from vllm_remedy.remedies.restore import crash_failures
 from vllm_remedy.vllm import catalog, engine_env, resolved
@@ -223,14 +223,14 @@ def smallest_fix(gpu: str | None = None, target_concurrency: float | None = None
             yield from refuse(state, host, f"{ctx.where}: {why}", head="no prediction")
             return
         plan, product = plan_for(ctx, template, gpu, target_concurrency, picture)
-        rules = rules_note(version_from_image(server_of(template, ctx.container).image))
+        said = caveats(server_of(template, ctx.container))  # the rules, any option not judged
         if plan.verdict == "no_change_needed":
             noop(state, host, f"{ctx.where} fits on {product} with headroom and an explicit --max-model-len "
-                 f"({Prediction(product, plan.current, rules=rules).line()})")
+                 f"({Prediction(product, plan.current, **said).line()})")
             return
         step, pinned, skipped = _schedulable_step(ctx, deployment, plan, picture)
         if plan.verdict != "change" or step is None:
-            current = Prediction(product, plan.current, rules=rules)
+            current = Prediction(product, plan.current, **said)
             yield from refuse(state, host, f"{ctx.where}: {plan.problem}; no change within policy "
                               f"{ctx.policy.source} is predicted to fit{skipped} ({current.line()})")
             return
@@ -239,7 +239,7 @@ def smallest_fix(gpu: str | None = None, target_concurrency: float | None = None
     except UserError as exc:
         yield from refuse(state, host, f"{ctx.where}: {exc}")
         return
-    prediction = Prediction(step.gpu or product, step.prediction, rules=rules)
+    prediction = Prediction(step.gpu or product, step.prediction, **said)
     why = failed_prediction(prediction)
     if why is not None:
         yield from refuse(state, host, f"{step.describe()} on {ctx.where}: {why}")

@@ -47,10 +47,9 @@ from vllm_remedy.operations.util import (
 )
 from vllm_remedy.operations.util.show import note
 from vllm_remedy.remedies.diagnose import release_rules
-from vllm_remedy.remedies.predict import Prediction, failed_prediction, predict_template, rules_note
+from vllm_remedy.remedies.predict import Prediction, caveats, failed_prediction, predict_template
 from vllm_remedy.remedies.restore import crash_failures
 from vllm_remedy.vllm.failures import failure_class
-from vllm_remedy.vllm.versions import version_from_image
 
 
 def _where(namespace: str, name: str) -> str:
@@ -211,14 +210,14 @@ def smallest_fix(gpu: str | None = None, target_concurrency: float | None = None
         return
     try:
         plan, product = budget.plan_for(ctx, template, gpu, target_concurrency, picture, facts["pods"] or empty)
-        rules = rules_note(version_from_image(server_of(template, ctx.container).image))
+        said = caveats(server_of(template, ctx.container))  # the rules, any option not judged
         if plan.verdict == "no_change_needed":
             noop(state, host, f"{where} fits on {product} with headroom and an explicit --max-model-len "
-                              f"({Prediction(product, plan.current, rules=rules).line()})")
+                              f"({Prediction(product, plan.current, **said).line()})")
             return
         step = plan.steps[0] if plan.verdict == "change" and plan.steps else None
         if step is None or step.template.node_selector or step.temporary:
-            current = Prediction(product, plan.current, rules=rules)
+            current = Prediction(product, plan.current, **said)
             what = "is predicted to fit" if step is None else f"but {step.describe()} ({step.lever}) fits"
             yield from refuse(state, host, f"{where}: {plan.problem}; no flag change within policy {ctx.policy.source} "
                                            f"{what} ({current.line()})")
@@ -228,7 +227,7 @@ def smallest_fix(gpu: str | None = None, target_concurrency: float | None = None
     except UserError as exc:
         yield from refuse(state, host, f"{where}: {exc}")
         return
-    prediction = Prediction(step.gpu or product, step.prediction, rules=rules)
+    prediction = Prediction(step.gpu or product, step.prediction, **said)
     why = failed_prediction(prediction)
     if why is not None:
         yield from refuse(state, host, f"{step.describe()} on {where}: {why}")

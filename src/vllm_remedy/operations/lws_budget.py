@@ -36,7 +36,7 @@ from vllm_remedy.operations.util import k8s_host, keeps_its_plan, noop, refuse, 
 from vllm_remedy.remedies.budget import BudgetRequest, plan_budget, policy_gpu, spelling
 from vllm_remedy.remedies.pin_gpu import canonical_product, plan_pin
 from vllm_remedy.remedies.plan import Plan, Step
-from vllm_remedy.remedies.predict import Prediction, pinned_gpu, rules_note
+from vllm_remedy.remedies.predict import Prediction, caveats, pinned_gpu
 from vllm_remedy.vllm import catalog, engine_env, resolved
 from vllm_remedy.vllm.memory import EngineSettings
 from vllm_remedy.vllm.parallel import TP, group_flags, world_size
@@ -123,13 +123,13 @@ def plan_fix(got: LwsView, gpu: str | None, target_concurrency: float | None) ->
     ctx = got.ctx
     picture = host.get_fact(NodeObjects)
     plan, product = plan_group(got, gpu, target_concurrency, picture)
-    rules = rules_note(version_from_image(server_of(got.leader, ctx.container).image))
+    said = caveats(server_of(got.leader, ctx.container))  # the rules, any option not judged
     if plan.verdict == "no_change_needed":
         return ("noop", f"{ctx.where} fits on {product} with headroom and an explicit --max-model-len "
-                f"({Prediction(product, plan.current, rules=rules).line()})")
+                f"({Prediction(product, plan.current, **said).line()})")
     step, pinned, skipped = _group_step(got, plan, picture)
     if plan.verdict != "change" or step is None:
-        current = Prediction(product, plan.current, rules=rules)
+        current = Prediction(product, plan.current, **said)
         # an expired toggle's revert may have been written before this step: the budget itself changed nothing
         return ("refuse", f"{ctx.where}: {plan.problem}; no change within policy {ctx.policy.source} the group can "
                 f"take is predicted to fit{skipped} ({current.line()}); the budget changed nothing")

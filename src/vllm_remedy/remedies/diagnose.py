@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from vllm_remedy.errors import UserError
 from vllm_remedy.kube.annotations import Keys
 from vllm_remedy.kube.diff import describe, revision_diff
 from vllm_remedy.kube.errors import RolloutError
@@ -20,8 +21,9 @@ from vllm_remedy.kube.history import templates_equal
 from vllm_remedy.kube.rollout import choose_rollback, policy_pin
 from vllm_remedy.policy import Policy
 from vllm_remedy.remedies.held_memory import consumers, startup_lines
-from vllm_remedy.remedies.predict import rules_note
+from vllm_remedy.remedies.predict import rules_note, unjudged
 from vllm_remedy.remedies.restore import crash_failures, crash_looping, revisions
+from vllm_remedy.vllm.cmdline import find_server
 
 #: The runbook's step-2 grep: ``grep -Ei "model loading took|gpu blocks|kv cache|maximum concurrency|
 #: out of memory|max seq len" | tail -20``.
@@ -77,13 +79,25 @@ def _figures(report: Mapping[str, Any] | None) -> str:
     return ", ".join(parts) or "no startup figures"
 
 
-def release_rules(report: Mapping[str, Any] | None) -> str:
+def release_rules(report: Mapping[str, Any] | None, not_judged: Sequence[str] = ()) -> str:
     """`` (vLLM 0.40.0: rules extrapolated from 0.34.0)`` when the logged release's rules were not read from its own
     source (the classification and the figures were judged by them), as the deploys' prediction lines say it
-    (``predict.rules_note``); nothing for a modelled release, or a log that names no version (no rules applied)."""
+    (``predict.rules_note``); nothing for a modelled release, or a log that names no version (no rules applied). Then
+    each of ``not_judged`` (``pod_unjudged``) in parentheses, as the prediction lines end."""
     version = (report or {}).get("vllm_version")
     note = rules_note(str(version)) if version else ""
-    return f" ({note})" if note else ""
+    return "".join(f" ({n})" for n in (note, *not_judged) if n)
+
+
+def pod_unjudged(template: Mapping[str, Any] | None, container: str | None) -> tuple[str, ...]:
+    """What check says of each option of the pod's revision (``template``) a release past the newest read may have
+    added (``predict.unjudged``); none when the revision or its server cannot be read."""
+    if template is None:
+        return ()
+    try:
+        return unjudged(find_server(dict(template.get("spec") or {}), container))
+    except UserError:
+        return ()
 
 
 def compared_revisions(history: Mapping[str, Any], pods: Mapping[str, Any], policy: Policy,
@@ -147,6 +161,7 @@ def diagnose_lines(history: Mapping[str, Any], pods: Mapping[str, Any], nodes: M
     out = [f"step 2 — startup log: {pods.get('ready', 0)}/{pods.get('total', 0)} pods Ready, "
            f"crash-looping: {', '.join(looping) or 'none'}"]
     seen = False
+    templates = {r.number: r.template for r in revisions(history)}  # each pod's revision: its argv
     for pod in pods.get("pods") or []:
         for c in pod.get("containers") or []:
             startup = c.get("startup")
@@ -154,9 +169,10 @@ def diagnose_lines(history: Mapping[str, Any], pods: Mapping[str, Any], nodes: M
                 continue
             seen = True
             which = "previous" if startup.get("previous") else "current"
+            said = pod_unjudged(templates.get(pod.get("revision")), c["name"])
             out.append(f"  {pod['name']}/{c['name']} ({which} log, {c.get('restarts')} restarts): "
                        f"{startup.get('failure') or 'no failure'} — {_figures(startup.get('report'))}"
-                       f"{release_rules(startup.get('report'))}")
+                       f"{release_rules(startup.get('report'), said)}")
             if startup.get("log_error"):
                 out.append(f"    log unavailable: {startup['log_error']}")
             out += [f"    | {line}" for line in evidence_lines(logs.get(f"{pod['name']}/{c['name']}") or [])]

@@ -10,7 +10,7 @@ Here, below operations/ and drift/, because both print it: the deploys next to a
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from vllm_remedy.errors import UserError
@@ -67,6 +67,10 @@ class Prediction:
     #: ``--kv-cache-dtype auto`` resolved to fp8 from the checkpoint's ModelOpt KV scheme (``kv_auto.note``), in
     #: words; empty otherwise: the cache the policy's kv_cache_fp8 rule judges (``drift.kv_auto_rule``).
     kv_auto: str = ""
+    #: The template's options a release past the newest read may have added, each in check's words
+    #: (``unjudged``: "not judged: --foo-bar is not an option of vLLM 0.34.0, ..."): said wherever the rules are, so
+    #: a prediction is never printed as if it had weighed them.
+    unjudged: tuple[str, ...] = ()
 
     @property
     def outcome(self) -> str:
@@ -82,13 +86,16 @@ class Prediction:
         return self.estimate.start
 
     def line(self) -> str:
-        """One line for the operator, e.g. ``prediction on NVIDIA-L40S: fits — 197,840 KV tokens, ...``."""
+        """One line for the operator, e.g. ``prediction on NVIDIA-L40S: fits — 197,840 KV tokens, ...``, each option
+        not judged in parentheses at its end."""
+        unjudged = "".join(f" ({n})" for n in self.unjudged)
         if self.layout:
-            return f"prediction{f' on {self.gpu}' if self.gpu else ''}: {self.outcome} — {self.layout}"
+            return f"prediction{f' on {self.gpu}' if self.gpu else ''}: {self.outcome} — {self.layout}{unjudged}"
         if self.estimate is None:
-            return f"no prediction: {self.note}"
+            return f"no prediction: {self.note}{unjudged}"
         e = self.estimate
         rules = f" ({self.rules})" if self.rules else ""
+        rules += unjudged
         if not has_cache(e.outcome):  # refused before a KV cache exists, so none is shown
             why = f" ({self.note})" if self.note else ""
             return f"prediction on {self.gpu}: {self.verdict} — {no_cache(e.outcome)}{why}{rules}"
@@ -110,7 +117,7 @@ class Prediction:
         """The prediction for the drift report, the estimate's every term included (null without one; the sizing
         figures null for a start refused at config time, ``outcomes.sized_json``)."""
         return {"gpu": self.gpu, "outcome": self.outcome, "note": self.note, "rules": self.rules or "modelled",
-                "estimate": sized_json(self.estimate) if self.estimate else None}
+                "not_judged": list(self.unjudged), "estimate": sized_json(self.estimate) if self.estimate else None}
 
 
 def pinned_gpu(spec: Mapping[str, Any]) -> str | None:
@@ -147,12 +154,26 @@ def predict_template(template: Mapping[str, Any], container: str | None = None,
     except UserError as exc:
         return Prediction(None, None, f"no vLLM server: {exc}")
     group = ray_group(server.flags) if group is None else group
-    found = _predict_server(spec, server, gpu, other_process_gib, group)
+    found = replace(_predict_server(spec, server, gpu, other_process_gib, group), unjudged=unjudged(server))
     if group or (short := _shortfall(server, resource)) is None:
         return found
     if before_world_size(found, version_from_image(server.image)):
         return found
-    return Prediction(gpu or pinned_gpu(spec), None, short, rules=found.rules, layout=short)
+    return Prediction(gpu or pinned_gpu(spec), None, short, rules=found.rules, layout=short, unjudged=found.unjudged)
+
+
+def unjudged(server: ServerCommand) -> tuple[str, ...]:
+    """What check and plan say of each option of ``server``'s argv a release past the newest read may have added
+    (``cmdline.unrecognized.unjudged``, worded by its ``note``): the deploys, drift, diagnose and the game-day report
+    say it beside their prediction, from the one wording."""
+    version = version_from_image(server.image)
+    return tuple(unrecognized.note(words, version) for words in unrecognized.unjudged(server, version))
+
+
+def caveats(server: ServerCommand) -> dict[str, Any]:
+    """The ``rules`` and ``unjudged`` of every prediction of ``server``, as Prediction's keywords: for a prediction
+    made from a plan's estimate rather than by :func:`predict_template`."""
+    return {"rules": rules_note(version_from_image(server.image)), "unjudged": unjudged(server)}
 
 
 def before_world_size(prediction: Prediction, version: str | None) -> bool:
