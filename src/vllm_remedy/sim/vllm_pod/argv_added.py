@@ -1,5 +1,5 @@
-"""Long options a release's parser does not have yet (or any more): argparse leaves them over and refuses them with
-``unrecognized arguments: --flag value`` (exit 2), before any engine line.
+"""Options a release's parser does not have yet (or any more): argparse leaves them over and refuses them with
+``unrecognized arguments: --flag value`` (exit 2), before any engine line; a single-dash one too (``-xyz``).
 
 The rehearsal's own table, read from vLLM's engine/arg_utils.py at each release (the releases between two read ones
 were not read, so a boundary is the first release read with or without the option): kept apart from the tools'
@@ -54,7 +54,10 @@ def missing(name: str, version: Version) -> bool:
 
 
 def _dashed(word: str) -> str:
-    """FlexibleArgumentParser's spelling of a ``--`` word: underscores of the key become dashes."""
+    """FlexibleArgumentParser's spelling of a ``--`` word: underscores of the key become dashes (a single-dash word
+    stays as written)."""
+    if not word.startswith("--"):
+        return word
     key, eq, value = word.partition("=")
     return "--" + key[2:].replace("_", "-") + eq + value
 
@@ -67,13 +70,13 @@ def lacking(item: Item, version: Version, serve: bool = True) -> bool:
 
 
 def unmodelled(spelled: Sequence[Item], version: Version, later: bool, serve: bool = True) -> list[Item]:
-    """The long options a release past the newest read (``later``: 0.35.0, 0.34.0.post1, 0.35.0rc1, or an image
-    naming none) may have added: its parser is taken as the newest read one's plus what it added, and an option no
-    release read ever had (``argv_options.unmodelled``) is taken as added. Chosen over refusing it: vLLM keeps the
-    options of the release before (it drops one only after deprecating it, and the drops read are still refused:
-    ``--swap-space`` past 0.17, ``--task``), and a manifest pinned to a newer tag most plausibly names an option
-    that tag has; a typo is then not caught, as the tools cannot catch it either. check and plan say "not judged"
-    of the same option (``cmdline.unrecognized.unjudged``) and the pod's log says it was not modelled, so the
+    """The options (long or single-dash) a release past the newest read (``later``: 0.35.0, 0.34.0.post1, 0.35.0rc1,
+    or an image naming none) may have added: its parser is taken as the newest read one's plus what it added, and an
+    option no release read ever had (``argv_options.unmodelled``) is taken as added. Chosen over refusing it: vLLM
+    keeps the options of the release before (it drops one only after deprecating it, and the drops read are still
+    refused: ``--swap-space`` past 0.17, ``--task``), and a manifest pinned to a newer tag most plausibly names an
+    option that tag has; a typo is then not caught, as the tools cannot catch it either. check and plan say "not
+    judged" of the same option (``cmdline.unrecognized.unjudged``) and the pod's log says it was not modelled, so the
     rehearsal and the merge gate agree and neither claims to know."""
     if not later:
         return []
@@ -125,8 +128,10 @@ def skipped(options: Iterable[tuple[str, str | None]], version: Version) -> set[
 
 
 def placed(cmd: Any, judged: bool) -> list[Item]:
-    """A server command's long options and bare positionals in argv order (``cmd``: the parsed ServerCommand), or
-    none when the pod does not judge its parser (a wrapper with its own, ``judged`` False)."""
+    """A server command's options and bare positionals in argv order (``cmd``: the parsed ServerCommand), or none
+    when the pod does not judge its parser (a wrapper with its own, ``judged`` False). A single-dash option is placed
+    as a long one: one argparse leaves over (``argv_options.unknown``: ``-xyz``) joins the leftovers where it
+    stands."""
     if not judged:
         return []
 
@@ -135,6 +140,6 @@ def placed(cmd: Any, judged: bool) -> list[Item]:
         return (0 if token.field == "command" else 1, token.index, span[0] if span else 0)
 
     items: list[Item] = [(o.name, tuple(t.value for t in o.tokens), at(o.tokens[0])) for o in cmd.options
-                         if o.tokens and o.flag.spelled.startswith("--")]
+                         if o.tokens]
     items += [("", (t.value,), at(t)) for t in cmd.positionals]
     return sorted(items, key=lambda item: item[2])

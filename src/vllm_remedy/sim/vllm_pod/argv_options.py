@@ -16,18 +16,31 @@ several are ``ambiguous option: --x could match --a, --b`` at once, none leaves 
 arguments`` at the end. FlexibleArgumentParser first writes the name's underscores as dashes (every release read) and,
 from 0.9.0, folds a dotted ``--x.k v`` into ``--x '{"k": v}'`` (utils.py@0.9.0 ``startswith("--") and "." in``), so a
 dotted word is that option from 0.9.0 and an unknown word before (``--hf-overrides.num-hidden-layers``).
+
+A single-dash word (``-tp``, ``-xyz``) reaches argparse as written: FlexibleArgumentParser rewrites only ``-O...``
+(from 0.12.0) and folds dotted ``-x.k`` (utils/argparse_utils.py@0.34.0 ``parse_args``), both read in ``argv``'s
+``unknown_shorts``, not here. argparse (CPython 3.12 ``_parse_optional``/``_get_option_tuples``) takes an exact option
+string, else the part before ``=``, else every option string equal to the word's first two characters (``-qfp8``:
+``-q`` with ``fp8``) or starting with the word's part before ``=`` (``allow_abbrev``), in registration order: one is
+that option, several are ``ambiguous option: -d could match -dcp, -dp, ...``, none leaves the word over
+(``unrecognized arguments: -xyz``). A negative number (``-1``) or a word with a space is a positional. The single-dash
+option strings are the table's ``names`` rows (``--tensor-parallel-size/-tp``) plus argparse's ``-h``, each placed
+where its long option was registered.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import re
 from importlib import resources
 from typing import Any
 
 Version = tuple[int, int, int]
 #: FlexibleArgumentParser folds ``--x.k v`` into ``--x <json>`` (utils.py@0.9.0; 0.8.5's parse_args has no such step).
 DOTTED_SINCE: Version = (0, 9, 0)
+#: argparse's ``_negative_number_matcher`` (CPython 3.12): such a word is a positional when no option looks like one.
+_NEGATIVE = re.compile(r"^-\d+$|^-\d*\.\d+$")
 
 
 @functools.cache
@@ -126,9 +139,42 @@ def names(flag: str, version: Version) -> str:
 
 
 def dashed(word: str) -> str:
-    """The word as FlexibleArgumentParser hands it to argparse: the name's underscores as dashes."""
+    """The word as FlexibleArgumentParser hands it to argparse: the name's underscores as dashes (a single-dash word
+    as written)."""
+    if not word.startswith("--"):
+        return word
     key, eq, value = word.partition("=")
     return "--" + key[2:].replace("_", "-") + eq + value
+
+
+@functools.cache
+def shorts(version: Version, serve: bool) -> tuple[str, ...]:
+    """Every single-dash option string of ``version``'s parser in registration order: argparse's ``-h``, then each
+    of the ``names`` rows' (the older neighbour's between two read releases) where its long option stands in
+    :func:`options`; empty when the release is older than the table."""
+    known = options(version, serve)
+    rows = _rows(version)[:1]
+    at = {o: i for i, o in enumerate(known)}
+    found = []
+    for joined, spans in _raw()["names"].items():  # type: ignore[attr-defined]
+        parts = joined.split("/")
+        first = next((p for p in parts if p in at), None)
+        if first is not None and _has(spans, rows):
+            found += [(at[first], p) for p in parts if not p.startswith("--")]
+    return ("-h", *dict.fromkeys(p for _i, p in sorted(found))) if known else ()
+
+
+def _short(word: str, version: Version, serve: bool) -> tuple[str, ...] | None:
+    """:func:`_lookup` of a single-dash word (the module's docstring), or None where argparse does not read it as an
+    option here or ``argv.unknown_shorts`` reads it (``-O...``, ``-cc...``, a dotted key)."""
+    known = shorts(version, serve)
+    head = word.partition("=")[0]
+    if not known or len(word) < 2 or " " in word or _NEGATIVE.match(word) or word.startswith(("-O", "-cc")) \
+            or "." in head:
+        return None
+    if word in known or head in known:
+        return (head,)
+    return tuple(o for o in known if o == word[:2] or o.startswith(head))
 
 
 def _lookup(word: str, version: Version, serve: bool) -> tuple[str, ...] | None:
@@ -136,6 +182,8 @@ def _lookup(word: str, version: Version, serve: bool) -> tuple[str, ...] | None:
     does not read it as an option here (no ``--`` name, a space in it, a release older than the table) or the word is
     the ``--no-`` form of an option that is not ``store_true`` (a BooleanOptionalAction's, as far as the table tells).
     """
+    if word.startswith("-") and not word.startswith("--"):
+        return _short(word, version, serve)
     known = options(version, serve)
     if not known or not word.startswith("--") or word == "--" or " " in word:
         return None
@@ -176,7 +224,7 @@ def ever(word: str) -> bool:
     dashes, up to any ``.``; a ``--no-x`` of a BooleanOptionalAction ``--x`` counts as ``--x``'s)."""
     key = dashed(word).partition("=")[0].partition(".")[0]
     _r, common, serve_only, _i = _table()
-    every = {*common, *serve_only}
+    every = {*common, *serve_only, "-h", *(p for joined in _raw()["names"] for p in joined.split("/"))}
     return key in every or (key.startswith("--no-") and f"--{key[5:]}" in every)
 
 

@@ -34,8 +34,8 @@ def steps(options: Iterable[tuple[str, str | None]], booleans: Iterable[tuple[st
     """Every option occurrence of ``options`` (the caller's order, argv order for exec-form argv) and each boolean's
     ``--flag=text`` of ``booleans``, sorted by where ``spelled`` (``argv_added.placed``) says it stands. An option is
     placed by the item of its name with its value, else the first item of its name still free (a shell script's
-    value is the expanded one), else any of its name; one ``spelled`` lacks (a single-dash option: ``placed`` holds
-    long ones only) keeps its place after the option before it. A boolean that is among ``options`` (the launch
+    value is the expanded one), else any of its name; one ``spelled`` lacks (a wrapper's: ``placed`` holds none)
+    keeps its place after the option before it. A boolean that is among ``options`` (the launch
     passes its ``=`` text as the value) is judged there; one that is not, at its own item, else after the options."""
     options = list(options)
     items = [(name, _value(words), at) for name, words, at in spelled if name and words]
