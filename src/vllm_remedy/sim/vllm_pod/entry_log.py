@@ -12,6 +12,10 @@ l.255-261, entrypoints/utils.py@0.11.0 l.209-217), in the parser's order, ``mode
 * ``python -m vllm.entrypoints.openai.api_server MODEL`` (0.10.0 on: the optional ``model_tag`` no code reads):
   ``model_tag`` alone, ``model`` keeps ``ModelConfig.model``'s default and is not listed; ``--model M``: ``model``.
 
+An option taken though no release read had it (past the newest read: ``argv_added.unmodelled``) is listed as
+argparse would, under its dest (``--foo-bar 1``: ``'foo_bar': '1'``), right after the model entries: the order is the
+parser's, which nobody read for it, and its value the text typed (its type was not read either).
+
 A traceback of the module starts in runpy and api_server.py's ``__main__`` (``uvloop.run(run_server(args))``, each
 release's line), not in ``/usr/local/bin/vllm`` and entrypoints/cli/serve.py.
 """
@@ -19,11 +23,13 @@ release's line), not in ``/usr/local/bin/vllm`` and entrypoints/cli/serve.py.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from typing import Any
 
 from vllm_remedy.vllm.cmdline import ServerCommand
 
 Version = tuple[int, int, int]
-Entries = tuple[tuple[str, str], ...]
+Entries = tuple[tuple[str, object], ...]
 MODULE_TAG_SINCE: Version = (0, 10, 0)  # make_arg_parser's model_tag (cli_args.py@0.10.0 l.214)
 HOISTED_SINCE: Version = (0, 11, 1)
 QWEN_DEFAULT_SINCE: Version = (0, 10, 0)
@@ -46,6 +52,26 @@ def module(cmd: ServerCommand) -> bool:
 def entries(cmd: ServerCommand, version: Version) -> Entries | None:
     """The model entries "non-default args" starts with for ``cmd``, or None where they are the renderer's
     (``model_tag`` and ``model`` both the model: ``vllm serve MODEL``)."""
+    out = _model_entries(cmd, version)
+    return None if len(out) == 2 and out[0][0] == "model_tag" and out[0][1] == out[1][1] else out
+
+
+def listed(cmd: ServerCommand, version: Version, taken: Sequence[tuple[str, tuple[str, ...], Any]]) -> Entries | None:
+    """:func:`entries`, each option of ``taken`` (argv items the pod started with unmodelled) after them as argparse
+    would list it: its dest and the text typed, ``True`` for a word alone (a dotted key's folded JSON is not listed)."""
+    if not taken:
+        return entries(cmd, version)
+    out = list(_model_entries(cmd, version))
+    for _name, words, _at in taken:
+        head, eq, text = words[0].partition("=")
+        if "." in head:
+            continue
+        value: object = text if eq else words[1] if len(words) == 2 else list(words[1:]) if words[1:] else True
+        out.append((head.lstrip("-").replace("-", "_"), value))
+    return tuple(out)
+
+
+def _model_entries(cmd: ServerCommand, version: Version) -> Entries:
     typed = next((o.value for o in reversed(cmd.options) if o.name == "model"), None)
     word = cmd.positionals[0].value if cmd.positionals else None
     if module(cmd):
@@ -55,13 +81,11 @@ def entries(cmd: ServerCommand, version: Version) -> Entries | None:
         hoisted = version >= HOISTED_SINCE and typed is not None and word is None
         tag = typed if hoisted else word
         model = tag or typed
-    out: list[tuple[str, str]] = []
+    out: list[tuple[str, object]] = []
     if tag is not None:
         out.append(("model_tag", tag))
     if model is not None and model != default_model(version):
         out.append(("model", model))
-    if tag is not None and model == tag and len(out) == 2:
-        return None
     return tuple(out)
 
 

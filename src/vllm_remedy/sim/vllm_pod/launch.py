@@ -75,7 +75,7 @@ class Launch:
     # --tensor-parallel-size and --pipeline-parallel-size as the arguments set them, for the log's arguments and config
     # lines (``settings`` holds a multi-node group's TP × PP as its tensor-parallel split)
     parallel: tuple[int, int] = (1, 1)
-    args_model: tuple[tuple[str, str], ...] | None = None  # "non-default args"' model entries (``entry_log``)
+    args_model: entry_log.Entries | None = None  # "non-default args"' model entries (``entry_log``)
     # options a release past the newest read may have added, taken unmodelled (``argv_added.unmodelled``), as argparse
     # spells them: the log names them
     unmodelled: tuple[str, ...] = ()
@@ -106,7 +106,7 @@ class Refusal:
     # group (``config_order.ray_wait_logs``), the Hub listing's retries (``hub_retry``); the last is when it comes
     waits: tuple[tuple[float, str, str], ...] = ()
     waits_from: tuple[str, ...] = ()  # each wait's "file.py:N" (none: Ray's, ``ray_log_sources``)
-    args_model: tuple[tuple[str, str], ...] | None = None  # as Launch.args_model
+    args_model: entry_log.Entries | None = None  # as Launch.args_model
     module: bool = False  # the OpenAI api_server module runs (its traceback starts in runpy: ``entry_log``)
     revision: str | None = None  # --revision and --max-num-seqs as typed, for "non-default args"
     max_num_seqs: int | None = None
@@ -136,7 +136,8 @@ def plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, An
     if not isinstance(judged, Refusal) or judged.stage not in ("argparse", "cli"):
         taken = argv_added.unmodelled(argv.placed(cmd, _judged(cmd)), parse_version(judged.version) or NEWEST_RELEASE,
                                       later(cmd.image), "openai.api_server" not in cmd.entrypoint)
-        judged = replace(judged, unmodelled=tuple(argv_options.dashed(w[0]).partition("=")[0] for _n, w, _at in taken))
+        judged = replace(judged, unmodelled=tuple(argv_options.dashed(w[0]).partition("=")[0] for _n, w, _at in taken),
+                         args_model=entry_log.listed(cmd, parse_version(judged.version) or NEWEST_RELEASE, taken))
     return judged if version_from_image(cmd.image) else replace(judged, version_named=False)
 
 
