@@ -115,9 +115,11 @@ class Prediction:
 
     def to_json(self) -> dict[str, Any]:
         """The prediction for the drift report, the estimate's every term included (null without one; the sizing
-        figures null for a start refused at config time, ``outcomes.sized_json``)."""
-        return {"gpu": self.gpu, "outcome": self.outcome, "note": self.note, "rules": self.rules or "modelled",
-                "not_judged": list(self.unjudged), "estimate": sized_json(self.estimate) if self.estimate else None}
+        figures null for a start refused at config time, ``outcomes.sized_json``); ``not_judged`` only when an option
+        was not (check's JSON says it in its ``notes`` and builds its prediction without it)."""
+        said = {"not_judged": list(self.unjudged)} if self.unjudged else {}
+        return {"gpu": self.gpu, "outcome": self.outcome, "note": self.note, "rules": self.rules or "modelled", **said,
+                "estimate": sized_json(self.estimate) if self.estimate else None}
 
 
 def pinned_gpu(spec: Mapping[str, Any]) -> str | None:
