@@ -46,7 +46,7 @@ from vllm_remedy.operations.util import (
     show,
 )
 from vllm_remedy.operations.util.show import note
-from vllm_remedy.remedies.diagnose import release_rules
+from vllm_remedy.remedies.diagnose import pod_unjudged, release_rules
 from vllm_remedy.remedies.predict import Prediction, caveats, failed_prediction, predict_template
 from vllm_remedy.remedies.restore import crash_failures
 from vllm_remedy.vllm.failures import failure_class
@@ -62,8 +62,9 @@ def _crashing(pods: Mapping[str, Any] | None) -> list[str]:
             if p.get("new") and p.get("crash_looping") and not p.get("deleting")]
 
 
-def _failure_line(pods: Mapping[str, Any], container: str | None) -> str:
-    """The most frequent crash of the latest revision's pods, with the runbook's headline and hint."""
+def _failure_line(pods: Mapping[str, Any], container: str | None, template: Mapping[str, Any] | None) -> str:
+    """The most frequent crash of the latest revision's pods, with the runbook's headline and hint, and what check
+    says of an option of their ``template`` it did not judge (``diagnose.pod_unjudged``)."""
     seen = crash_failures(pods, container)
     if not seen:
         return "no startup log says why"
@@ -76,7 +77,8 @@ def _failure_line(pods: Mapping[str, Any], container: str | None) -> str:
                    for p in pods.get("pods") or [] if p.get("new") for c in p.get("containers") or []
                    if (c.get("startup") or {}).get("failure") == kind), {}) if pods else {}
     detail = report.get("failure_detail") or {}
-    return f"{kind}: {found.headline} ({found.hint_for(detail)}){release_rules(report)}"
+    said = release_rules(report, pod_unjudged(template, container))
+    return f"{kind}: {found.headline} ({found.hint_for(detail)}){said}"
 
 
 def _target(facts: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -128,7 +130,7 @@ def rollback(wait: bool = True, timeout: float | None = None) -> Iterator[Functi
         noop(state, host, f"nothing to restore: no pod of {where}'s latest predictor revision {latest} is "
                           "crash-looping")
         return
-    why = f"pods {', '.join(crashing)} crash-loop — {_failure_line(pods, ctx.container)}"
+    why = f"pods {', '.join(crashing)} crash-loop — {_failure_line(pods, ctx.container, facts.get('template'))}"
     try:
         target, predictor = _target(facts)
         planned = isvcs.template_of({**isvc, "spec": {**(isvc.get("spec") or {}), "predictor": predictor}},
@@ -168,7 +170,8 @@ def report() -> Iterator[FunctionCommand]:
     lines = [f"{where}: latest predictor revision {status.get('latestCreatedRevision') or '(none yet)'}, last ready "
              f"{status.get('latestReadyRevision') or '(none)'}"]
     crashing = _crashing(pods)
-    lines.append(f"pods {', '.join(crashing)} crash-loop — {_failure_line(pods or {}, ctx.container)}" if crashing
+    failed = _failure_line(pods or {}, ctx.container, facts.get("template")) if crashing else ""
+    lines.append(f"pods {', '.join(crashing)} crash-loop — {failed}" if crashing
                  else "no pod of the latest predictor revision is crash-looping")
     try:
         target, predictor = _target(facts)
