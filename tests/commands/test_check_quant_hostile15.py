@@ -56,6 +56,9 @@ FLAG_CASES = [
     ("qk", "v0.34.0", ["--quantization", "quark"], 1, "unknown"),
     ("ta", "v0.11.0", ["--quantization", "torchao"], 1, "unknown"),
     ("f8", "v0.11.0", ["--quantization", "fp8"], 1, "fits"),
+    ("lf", "v0.11.0", ["--load-format", "bitsandbytes"], 1, "unknown"),  # the bnb loader on a 16-bit checkpoint
+    ("lf73", "v0.7.3", ["--load-format", "bitsandbytes"], 1,
+     "refused:only support 'bitsandbytes' quantization, but got None"),
 ]
 MODELOPT_CASES = [
     ("mo92", "v0.9.2", ["--quantization", "modelopt", "--tensor-parallel-size", "2"], 2, "fits"),

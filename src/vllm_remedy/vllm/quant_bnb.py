@@ -60,6 +60,12 @@ def default_loader_problem(checkpoint_method: str | None, quantization: str | No
     """Why a bitsandbytes checkpoint's start cannot be predicted at release ``v``: the default loader meets its
     quant-state tensors (module docstring); None when the release's flags select the bitsandbytes loader.
     ``load_format``: None when the caller did not read it (then 0.8.3-0.8.4 are not judged)."""
+    loader = (load_format or "").lower() == BNB
+    if loader and BNB not in (checkpoint_method, quantization) and v >= FLAG_SETS_LOAD_SINCE:  # before: refused
+        return (f"cannot predict --load-format bitsandbytes on vLLM {label} without bitsandbytes quantization (the "
+                f"checkpoint's method: {checkpoint_method or 'none'}): the bitsandbytes loader then reads layers no "
+                "bitsandbytes config built (model_loader/loader.py@0.8.5 BitsAndBytesModelLoader._load_weights raises "
+                "for another method), which this tool does not predict")
     if checkpoint_method != BNB or v >= CHECKPOINT_SETS_LOAD_SINCE or quantization == BNB:
         return None  # before 0.8.3 --quantization bitsandbytes without the loader was refused (``flag_refusal``)
     if v >= FLAG_SETS_LOAD_SINCE and (load_format is None or load_format.lower() == BNB):

@@ -308,10 +308,10 @@ def method_run(model: ModelSpec, gpu: GpuSpec, user: str | None, version: str | 
     if (model.load_refusal or "").startswith(UNKNOWN_ALGO):  # the model config's mapping raised first
         return None, model.load_refusal
     cap = _cap(gpu.capability) if gpu.capability is not None else None
-    if model.quantization == "":
-        return _no_method(model, user, v, version)
     if (bnb := quant_bnb.default_loader_problem(model.quantization, user, load_format, v, version or "unknown")):
         raise UserError(bnb)
+    if model.quantization == "":
+        return _no_method(model, user, v, version)
     method = (model.quantization or "").replace("compressed_tensors", "compressed-tensors") or None
     if method is not None:
         chosen = _override(method, user, model, cap, v)
