@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from vllm_remedy import hub
+from vllm_remedy.drift import unknown_words
 from vllm_remedy.drift.checks import (
     DRIFT,
     UNKNOWN,
@@ -119,7 +120,7 @@ class Result:
 
 
 def _unknown(check: str, reason: str, fix: str) -> Finding:
-    return Finding(check, UNKNOWN_SEVERITY, f"cannot predict: {reason}", fix)
+    return Finding(check, UNKNOWN_SEVERITY, unknown_words.reason(reason), fix)
 
 
 def check_workload(workload: Workload, policy: Policy, now: float) -> Result:
@@ -318,6 +319,7 @@ def _predict(server: ServerCommand, model_name: str | None, label: str | None, v
                                 if why.startswith("--hf-overrides: ") else
                                 "override only config keys the memory model reads (the reason names the others)"
                                 if why.startswith("--hf-overrides") else
+                                unknown_words.NOT_MODELLED_FIX if unknown_words.not_modelled(why) else
                                 "make its config.json reachable (HF_ENDPOINT / HF_TOKEN, or the policy's "
                                 "model_config) or add the model to the catalog (vllm/data)" if why else
                                 "add the model to the catalog (vllm/data) so its memory can be predicted"))
@@ -369,7 +371,7 @@ def _predict(server: ServerCommand, model_name: str | None, label: str | None, v
         out.append(_unknown("flags", str(exc).removeprefix("cannot predict "), fix))
         return Prediction(card.product, None, str(exc)), model, card, None, out
     except UserError as exc:
-        out.append(_unknown("flags", str(exc), "fix the flag vLLM would reject"))
+        out.append(_unknown("flags", str(exc), unknown_words.fix(str(exc), "fix the flag vLLM would reject")))
         return Prediction(card.product, None, str(exc)), model, card, None, out
 
 

@@ -36,7 +36,7 @@ from vllm_remedy.vllm.mla_shape import MlaShape
 from vllm_remedy.vllm.mla_shape import read as read_mla_shape
 from vllm_remedy.vllm.quant_exclusions import Exclusions
 from vllm_remedy.vllm.quant_exclusions import from_text as read_exclusions
-from vllm_remedy.vllm.quant_source import UNREAD, kv_cache_scheme, readings
+from vllm_remedy.vllm.quant_source import UNREAD, flagged, kv_cache_scheme, readings
 from vllm_remedy.vllm.quant_source import fold as fold_compression_config
 
 GIB = 1024**3
@@ -167,12 +167,13 @@ class ModelSpec:
             raise UserError(str(eras[-1][1]))
         return _replace(built[-1], releases=tuple(eras))
 
-    def at(self, version: tuple[int, int, int]) -> ModelSpec:
-        """The spec as ``version`` reads the checkpoint's quantization (``releases``); a UserError when that
-        release's reading cannot be predicted."""
+    def at(self, version: tuple[int, int, int], quantization: str | None = None) -> ModelSpec:
+        """The spec as ``version`` reads the checkpoint's quantization (``releases``) under ``--quantization``
+        (``quant_source.flagged``); a UserError when that release's reading cannot be predicted."""
         chosen: ModelSpec | str = self
         for since, spec in self.releases:
             chosen = spec if version >= since else chosen
+        chosen = flagged(self.releases, version, quantization) or chosen
         if isinstance(chosen, str):
             raise UserError(chosen)
         own = {s.load_refusal for _, s in self.releases if isinstance(s, ModelSpec)}

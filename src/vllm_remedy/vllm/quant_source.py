@@ -18,7 +18,7 @@ Applied by ``ModelSpec.from_hf_config`` to the text config ``hf_config`` reads, 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 
@@ -96,14 +96,29 @@ MODELOPT_UPPER_SINCE: Version = (0, 14, 0)
 MODELOPT_LEGACY_SINCE: Version = (0, 26, 0)
 #: MIXED_PRECISION maps to "modelopt_mixed" (model_arch_config_convertor.py@0.33.0 l.249-265; absent @0.32.0).
 MODELOPT_MIXED_SINCE: Version = (0, 33, 0)
-#: Before 0.10.1, for a checkpoint whose hf_quant_config.json states an algorithm: its tensors include ModelOpt's
-#: per-layer scales (``weight_scale``, ``input_scale``), which the 16-bit layers have no parameter for
-#: (``params_dict[name]`` in ``LlamaForCausalLM.load_weights``, models/llama.py@0.9.0 l.436-452, @0.10.0 l.447-465,
-#: after ``maybe_remap_kv_scale_name`` leaves the name untouched, model_loader/weight_utils.py@0.9.0 l.721-781).
-NOT_READ = ("cannot predict: vLLM releases before 0.10.1 do not read hf_quant_config.json; they build the 16-bit "
-            "model config.json describes and load the checkpoint's ModelOpt tensors (and their weight_scale / "
-            "input_scale, which no 16-bit layer has: llama.py@0.9.0 load_weights) into it, which this tool does not "
-            "predict")
+#: Before 0.10.1, for a checkpoint whose hf_quant_config.json states an algorithm and no ``--quantization modelopt``:
+#: the model config builds no quantization config, and its tensors include ModelOpt's per-layer scales
+#: (``weight_scale``, ``input_scale``), which the 16-bit layers have no parameter for (``params_dict[name]`` in
+#: ``LlamaForCausalLM.load_weights``, models/llama.py@0.9.0 l.436-452, @0.10.0 l.447-465, after
+#: ``maybe_remap_kv_scale_name`` leaves the name untouched, model_loader/weight_utils.py@0.9.0 l.721-781). With the
+#: flag those releases read the file (``FLAG_READS_SINCE``, ``flagged``).
+NOT_READ = ("cannot predict: without --quantization modelopt (get_quant_config, weight_utils.py@0.9.2), vLLM releases "
+            "before 0.10.1 do not read hf_quant_config.json; they build the 16-bit model config.json describes "
+            "and load the checkpoint's ModelOpt tensors (and their weight_scale / input_scale, which no 16-bit layer "
+            "has: llama.py@0.9.0 load_weights) into it, which this tool does not predict")
+#: ``--quantization modelopt`` makes ``get_quant_config`` snapshot-download the repository's ``*.json`` and read the
+#: file ``ModelOptFp8Config.get_config_filenames()`` names, ``["hf_quant_config.json"]``, building the class from it
+#: when ``config["producer"]["name"] == "modelopt"`` (model_loader/weight_utils.py@0.6.1, @0.6.4, @0.9.2 l.170-215,
+#: @0.10.0; modelopt.py@0.9.2 l.65-66); "modelopt" is registered from 0.6.1 (absent from 0.6.0's methods).
+FLAG_READS_SINCE: Version = (0, 6, 1)
+#: What that class (``ModelOptFp8Config``, the one ``--quantization modelopt`` builds before 0.10.1) does with an
+#: NVFP4 file: 0.8.0-0.10.0 take "NVFP4" in ``QUANT_ALGOS`` and build FP8 layers that are not fp8-serialized
+#: (``is_checkpoint_fp8_serialized = "FP8" in quant_method``, modelopt.py@0.9.2 l.69-79) for packed 4-bit tensors;
+#: 0.6.1-0.7.3 refuse it (``modelopt_class.class_refusal``).
+FLAG_NOT_FP8 = ("cannot predict: --quantization modelopt on vLLM before 0.10.1 builds ModelOptFp8Config from "
+                "hf_quant_config.json (weight_utils.py@0.9.2 get_quant_config), whose algorithm here is not FP8: its "
+                "16-bit (not fp8-serialized) layers take the checkpoint's packed tensors (modelopt.py@0.9.2 "
+                "from_config), which this tool does not predict")
 #: vLLM's words refusing a ModelOpt algorithm the release does not map (raised before the method is looked at).
 UNKNOWN_ALGO = "ValueError: Unknown ModelOpt quant algo: "
 #: The model config reads a multimodal config's ``text_config`` section when the top level has none from 0.10.2
@@ -158,6 +173,22 @@ def as_release(qc: Any, version: Version) -> tuple[Any, str | None]:
     if said == "MIXED_PRECISION" and version >= MODELOPT_MIXED_SINCE:
         return {**raw, "quant_method": "modelopt_mixed"}, None
     return raw, f"{UNKNOWN_ALGO}{algo}"
+
+
+def flagged(releases: Sequence[tuple[Version, Any]], version: Version, quantization: str | None) -> Any:
+    """The reading ``--quantization`` selects where it changes what the release reads, else None: before 0.10.1
+    (from ``FLAG_READS_SINCE``) ``--quantization modelopt`` reads hf_quant_config.json, as 0.10.1 reads it without
+    the flag, so the span that would be ``NOT_READ`` takes the 0.10.1 reading when that is ModelOpt FP8 (the class
+    the flag builds), else ``FLAG_NOT_FP8``. ``releases``: ``ModelSpec.releases`` (first release, spec or text)."""
+    if quantization != "modelopt" or not FLAG_READS_SINCE <= version < MODELOPT_SINCE:
+        return None
+    chosen = next((spec for since, spec in reversed(releases) if since <= version), None)
+    if chosen != NOT_READ:
+        return None
+    read = next((spec for since, spec in releases if since >= MODELOPT_SINCE), None)
+    if isinstance(read, str) or getattr(read, "quantization", None) != "modelopt":
+        return FLAG_NOT_FP8
+    return read
 
 
 def readings(text: Mapping[str, Any], top: Mapping[str, Any] | None = None,

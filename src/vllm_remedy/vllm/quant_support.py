@@ -43,14 +43,15 @@ config; each method's class in model_executor/layers/quantization/):
 6. ModelOpt's classes refuse an algorithm text outside ``QUANT_ALGOS`` as written before 0.14.0 ("fp8" in lower
    case: ``modelopt_class.class_refusal``).
 
-Only the methods listed are judged; any other (quark, ...) is left to the memory model. An unknown capability is
-never refused.
+Only the methods listed are judged; a typed ``--quantization`` of any other (quark, experts_int8, ...) is vLLM's
+refusal where its source shows one, else "cannot predict" (``quant_flag``), never a 16-bit size. An unknown
+capability is never refused.
 """
 
 from __future__ import annotations
 
 from vllm_remedy.errors import UserError
-from vllm_remedy.vllm import arch_release, dtype_support, modelopt_class
+from vllm_remedy.vllm import arch_release, dtype_support, modelopt_class, quant_bnb, quant_flag
 from vllm_remedy.vllm.catalog import GpuSpec, ModelSpec
 from vllm_remedy.vllm.quant_config import IntFacts
 from vllm_remedy.vllm.quant_source import UNKNOWN_ALGO
@@ -297,15 +298,18 @@ def _override(method: str, user: str | None, model: ModelSpec, cap: int | None, 
 
 
 def method_run(model: ModelSpec, gpu: GpuSpec, user: str | None, version: str | None,
-               dtype: str = "auto") -> tuple[str | None, str | None]:
+               dtype: str = "auto", load_format: str | None = None) -> tuple[str | None, str | None]:
     """(the method vLLM runs, why it refuses the start) for the checkpoint's ``quantization_config`` and
     ``--quantization`` (``user``) with ``--dtype`` on this card at this release; (None, None) for an unquantized
-    start."""
+    start. ``load_format``: --load-format as typed ("auto" unset), None where the caller did not read it
+    (``quant_bnb.default_loader_problem``)."""
     v = parse_version(version) or NEWEST_RELEASE
-    model = model.at(v)  # the quantization this release reads (ModelOpt's producer, hf_quant_config.json)
+    model = model.at(v, user)  # the quantization this release reads (ModelOpt's producer, hf_quant_config.json)
     if (model.load_refusal or "").startswith(UNKNOWN_ALGO):  # the model config's mapping raised first
         return None, model.load_refusal
     cap = _cap(gpu.capability) if gpu.capability is not None else None
+    if (bnb := quant_bnb.default_loader_problem(model.quantization, user, load_format, v, version or "unknown")):
+        raise UserError(bnb)
     if model.quantization == "":
         return _no_method(model, user, v, version)
     method = (model.quantization or "").replace("compressed_tensors", "compressed-tensors") or None
@@ -322,13 +326,15 @@ def method_run(model: ModelSpec, gpu: GpuSpec, user: str | None, version: str | 
                 raise UserError(f"cannot predict quantization_config ({method}) bits "
                                 f"{model.int_facts.bits_text!r}: a JSON string, which vLLM's {user} config was not "
                                 "read for")
-            return user, None
+            raise quant_flag.against_section(str(user), method)  # no override or mismatch modelled for the pair
     elif user is not None:
         chosen = user
         base = "awq" if "awq" in user else "gptq" if "gptq" in user or user == "marlin" else None
         if base is not None:
             return chosen, (f"ValueError: Cannot find the config file for {user} (the checkpoint's config.json has no "
                             f"quantization_config, and a {base.upper()} checkpoint ships {_FILES[base]})")
+        if (words := quant_flag.without_section(user, arch_release.methods(version))) is not None:  # or unknown
+            return chosen, words
     else:
         return None, None
     if (algo := modelopt_class.class_refusal(chosen, model.modelopt_algo, v)) is not None:
@@ -349,6 +355,6 @@ def method_run(model: ModelSpec, gpu: GpuSpec, user: str | None, version: str | 
 
 
 def refusal(model: ModelSpec, gpu: GpuSpec, quantization: str | None, version: str | None,
-            dtype: str = "auto") -> str | None:
+            dtype: str = "auto", load_format: str | None = None) -> str | None:
     """vLLM's exception refusing the start for its quantization, or None (the module's three checks)."""
-    return method_run(model, gpu, quantization, version, dtype)[1]
+    return method_run(model, gpu, quantization, version, dtype, load_format)[1]

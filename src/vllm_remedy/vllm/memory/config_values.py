@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 from typing import TypeVar
 
 from vllm_remedy.errors import UserError
+from vllm_remedy.vllm import quant_bnb
 from vllm_remedy.vllm.cmdline.values import parse_float, vllm_int
 from vllm_remedy.vllm.memory.quant_names import unknown as unknown_quantization
 from vllm_remedy.vllm.versions import rules
@@ -54,7 +55,8 @@ def checked(make: Callable[[], T], flags: Mapping[str, str], version: str | None
     refuse that value too (``config_refusal``), so a manifest's start is config_refused in vLLM's words while a typed
     value keeps its one-line message."""
     r = rules(version)
-    if (unknown := load_format_refusal(flags, r.version, r.label) or swap_refusal(flags, r.version, r.label)):
+    if (unknown := load_format_refusal(flags, r.version, r.label) or swap_refusal(flags, r.version, r.label)
+            or bnb_refusal(flags, r.version, r.label)):
         raise unknown
     try:
         return make()
@@ -130,6 +132,17 @@ def swap_refusal(flags: Mapping[str, str], v: Version, label: str) -> ConfigRefu
     phrase = (f"vLLM {label} refuses --swap-space {text} at config time, before loading anything "
               f"({error})")
     return ConfigRefused(phrase, phrase, error, "swap-space")
+
+
+def bnb_refusal(flags: Mapping[str, str], v: Version, label: str) -> ConfigRefused | None:
+    """vLLM's refusal of --quantization bitsandbytes without --load-format bitsandbytes (or the reverse) before 0.8.3
+    (``quant_bnb.flag_refusal``), before the model config is built."""
+    said = quant_bnb.flag_refusal(flags, v)
+    if said is None:
+        return None
+    error, flag = said
+    phrase = f"vLLM {label} refuses the bitsandbytes flags at config time, before loading anything ({error})"
+    return ConfigRefused(phrase, phrase, error, flag)
 
 
 def load_format_refusal(flags: Mapping[str, str], v: Version, label: str) -> ConfigRefused | None:

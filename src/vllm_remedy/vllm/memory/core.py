@@ -113,7 +113,8 @@ class Estimate:
 def estimate(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings) -> Estimate:
     """Apply the version's budget rules to this model, GPU and flags; ``CannotPredict`` for flags it does not size,
     unless the start ends before their memory matters (``unmodelled.DECIDED_BEFORE``)."""
-    model = model.at(rules(settings.version).version)  # the quantization this release reads (ModelSpec.releases)
+    # the quantization this release reads (ModelSpec.releases), as --quantization selects it
+    model = model.at(rules(settings.version).version, settings.quantization)
     if (split := tp_split_problem(model, settings.tp, split_run(model, gpu, settings))) is not None:
         return tp_refused(model, gpu, settings, split)
     res = resolve(model, gpu, settings)

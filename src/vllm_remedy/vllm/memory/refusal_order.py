@@ -130,7 +130,7 @@ def first_refusal(model: ModelSpec, gpu: GpuSpec, settings: EngineSettings, spli
         elif stage in ("qmethod", "qconfig"):
             if not quant_read:  # read once: the model config and the engine config each take their part
                 quant, quant_read = quant_support.refusal(model, gpu, settings.quantization, version,
-                                                          settings.dtype), True
+                                                          settings.dtype, settings.load_format), True
             said = quant if quant is not None and quant_stage(quant) == stage else None
             if said is not None and said.startswith(UNKNOWN_METHOD):
                 return "model", said, stage  # as a method the release lacks (``arch_release``): the model's config

@@ -84,6 +84,7 @@ class EngineSettings:
     kv_cache_dtype: str = "auto"
     dtype: str = "auto"
     quantization: str | None = None
+    load_format: str = "auto"  # --load-format: which loader reads a bitsandbytes checkpoint (quant_bnb)
     enforce_eager: bool = False
     block_size: int | None = None
     enable_chunked_prefill: bool | None = None
@@ -209,6 +210,8 @@ class EngineSettings:
         for flag, field in (("kv-cache-dtype", "kv_cache_dtype"), ("dtype", "dtype")):
             if flag in norm:
                 kwargs[field] = str(norm[flag]).strip().lower()
+        if norm.get("load-format"):
+            kwargs["load_format"] = str(norm["load-format"]).strip().lower()
         if norm.get("quantization"):  # 0.13.0+: ModelConfig refuses a name it has no method for (config_values)
             kwargs["quantization"] = quantization(str(norm["quantization"]), version)
         for flag, field in (("enforce-eager", "enforce_eager"), ("disable-sliding-window", "disable_sliding_window"),
@@ -264,7 +267,7 @@ def _normalise(key: str) -> str:
 
 def resolve(model: ModelSpec, gpu: GpuSpec, s: EngineSettings) -> Resolved:
     """Apply vLLM's defaults for this version, model and GPU; reject impossible TP splits."""
-    model = model.at(rules(s.version).version)  # the quantization this release reads (ModelSpec.releases)
+    model = model.at(rules(s.version).version, s.quantization)  # what this release reads (ModelSpec.releases)
     engine, engine_why = engine_rules(s, gpu, model)
     r = rules_without_extensible_cache(engine, s)
     if problem := tp_split_problem(model, s.tp, split_run(model, gpu, s)):

@@ -44,7 +44,7 @@ def weight_bits(model: ModelSpec, quantization: str | None, dtype_bytes: int) ->
     """Bits per stored weight: the checkpoint's quantization, else online ``--quantization fp8``, else dtype."""
     if model.quantized_checkpoint:
         return model.weight_bits
-    if quantization in ("fp8", "fbgemm_fp8", "ptpc_fp8", "modelopt"):
+    if quantization == "fp8":  # the others refuse a checkpoint without a section or are not sized (quant_flag)
         return 8
     if quantization in ("bitsandbytes",):
         return 4
