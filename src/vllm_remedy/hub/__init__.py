@@ -19,7 +19,12 @@ each container start, so the cluster resolves afresh each time (``per_start``). 
 answer: what the Hub sent serves from memory (``hub.ask``); a rehearsal pod's own cache is its container's, which
 vLLM writes into, so it starts as well, unless the pod mounts its cache read-only (``sim.vllm_pod.hf_cache``). That
 cache is the pod's alone: a copy another pod's download put in this machine's cache neither overrules the Hub's "no"
-to the pod nor stands in for the pod's own request (``hub.given``).
+to the pod nor stands in for the pod's own request (``hub.given``). A manifest's pod (``check``, ``plan -f``, drift,
+the deploys) shares no cache with this machine at all, so there the Hub's "no" is the answer whatever this machine
+holds, and a CI runner's verdict does not hang on its ~/.cache; only a Hub that errs or does not answer lets this
+machine's copy serve, with a warning. ``estimate --model`` sizes a start on this machine, whose vLLM would read this
+cache (huggingface_hub falls back to it on an HTTP error, a gated repository's 401 included): there the cached copy
+serves, with a warning naming the refusal.
 
 The Hub's own "no" — no such repository or revision, a gated repository refused to the token vLLM sends — is
 :class:`Unavailable`: vLLM dies on it (``model_unavailable``), so the policy's copy does not stand in for it; that copy
@@ -84,8 +89,9 @@ def fetch_config(repo_id: str, revision: str | None = None, env: pod.Env | None 
 
     A commit's snapshot in the local cache is read without a request (a commit never changes); a branch or tag is
     revalidated against the Hub (``hub.ask``), and its cached copy is read, with a warning, only when the Hub does not
-    answer; ``HF_HUB_OFFLINE`` reads the cache alone. ``per_start``: a rehearsal pod's start, which asks the Hub
-    again whatever an earlier start found (a Hub silent then is asked again).
+    answer (or, for this machine's own model, refuses: see the module); ``HF_HUB_OFFLINE`` reads the cache alone.
+    ``per_start``: a rehearsal pod's start, which asks the Hub again whatever an earlier start found (a Hub silent
+    then is asked again).
 
     A ``revision`` that is no git ref name is refused before anything is asked or read (``hub.names``). A cache that
     cannot be written (read-only) does not discard the Hub's answer: the file just fetched serves from memory, with
@@ -131,8 +137,10 @@ def fetch_config(repo_id: str, revision: str | None = None, env: pod.Env | None 
     except hub_ask.Failed as exc:
         if exc.why.startswith("did not answer within") and not per_start:
             _memo.setdefault(_silent(hub), exc.why)
-        # a pod's cache is its own: a copy the Hub gave to another environment does not overrule its "no" to this one
-        if cached is not None and in_pod and _definitive(exc, env, in_pod) and given.others(cached, pod.key(env)):
+        # a pod's cache is its own: a copy the Hub gave to another environment does not overrule its "no" to this one,
+        # and a manifest's pod (check, drift, the deploys: not ``per_start``) has none of this machine's copies at all
+        if cached is not None and in_pod and _definitive(exc, env, in_pod) and (
+                not per_start or given.others(cached, pod.key(env))):
             cached = None
         reason = words.unresolved(repo_id, revision, hub, exc, cached is not None, env, in_pod)
         if cached is None or exc.final:
