@@ -111,13 +111,16 @@ def fetch_config(repo_id: str, revision: str | None = None, env: pod.Env | None 
     except (ValueError, errors.HFValidationError):
         raise Unresolved(f"model {repo_id}: not a Hugging Face repository id") from None
     cached = cached if isinstance(cached, str) else None
+    if in_pod and not per_start and env is not None and pod.CACHE in env:  # a manifest's pod, offline by its own switch
+        line, certain = pod.offline_refusal(repo_id, at, env)  # its own cache only, never this machine's nor the Hub
+        raise (Unavailable if certain else Unresolved)(line).said("offline", endpoint(env))
     if cached is not None and in_pod and not offline(env) and given.others(cached, pod.key(env)):
         cached = None  # another pod's download, not in this pod's cache: its vLLM asks the Hub for the commit
     if cached is not None and (offline(env) or hub_ask.COMMIT.fullmatch(revision or "")):
         return _read(cached), f"the local Hugging Face cache ({cached})", cached
     if offline(env):
         raise Unresolved(f"model {repo_id}{at}: not in the catalog nor the local Hugging Face cache, and "
-                         "HF_HUB_OFFLINE is set").said("offline" if env and pod.OFFLINE in env else None,
+                         f"{pod.offline_by(env)} is set").said("offline" if env and pod.OFFLINE in env else None,
                                                        endpoint(env))
     hub = endpoint(env)
     hf_logging.set_verbosity_error()  # its retry warnings are not ours to print: the one line below is
