@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from conftest import run_cli
-from fixtures.hf_hub_server import SMOLLM2_CONFIG, HubServer, Repo, hub_server
+from fixtures.hf_hub_server import SMOLLM2_COMMIT, SMOLLM2_CONFIG, HubServer, Repo, hub_server
 
 MODEL = "acme-corp/Was-Open"
 SERVE = ["--max-model-len", "8192", "--gpu-memory-utilization", "0.9", "--max-num-seqs", "64"]
@@ -58,10 +58,11 @@ def cli(hub: HubServer, home: Path, *args: str) -> tuple[int, str]:
     return got.returncode, got.stdout + got.stderr
 
 
-@pytest.mark.parametrize("refusal", ["gated", "deleted"])
+@pytest.mark.parametrize("refusal", ["gated", "deleted", "deleted, at a pinned commit"])
 def test_the_hubs_no_to_the_pod_is_model_unavailable_with_or_without_a_cached_copy(hub, tmp_path, refusal):
     warm, fresh = tmp_path / "warm", tmp_path / "fresh"
-    code, out = cli(hub, warm, "check", "-f", str(manifest(tmp_path)))
+    pinned = ["--revision", SMOLLM2_COMMIT] if "commit" in refusal else None
+    code, out = cli(hub, warm, "check", "-f", str(manifest(tmp_path, pinned)))
     assert code == 0 and "fits" in out, out  # the config is now in this machine's cache
     if refusal == "gated":
         hub.repos[MODEL].gated = True
@@ -70,7 +71,7 @@ def test_the_hubs_no_to_the_pod_is_model_unavailable_with_or_without_a_cached_co
     verdicts = {}
     for home in (warm, fresh):
         for command in ("check", "plan"):
-            code, out = cli(hub, home, command, "-f", str(manifest(tmp_path)))
+            code, out = cli(hub, home, command, "-f", str(manifest(tmp_path, pinned)))
             verdicts[home.name, command] = code
             assert code != 0, (home.name, command, out)
             assert "fits" not in out, (home.name, command, out)

@@ -87,7 +87,8 @@ def fetch_config(repo_id: str, revision: str | None = None, env: pod.Env | None 
     (one line) else, and :class:`Unavailable` for the Hub's own "no" to the token vLLM sends (``env``: the pod's,
     :mod:`hub.pod`).
 
-    A commit's snapshot in the local cache is read without a request (a commit never changes); a branch or tag is
+    A commit's snapshot in the local cache is read without a request (a commit never changes; for a manifest's pod
+    one HEAD asks whether the Hub still gives it to the pod); a branch or tag is
     revalidated against the Hub (``hub.ask``), and its cached copy is read, with a warning, only when the Hub does not
     answer (or, for this machine's own model, refuses: see the module); ``HF_HUB_OFFLINE`` reads the cache alone.
     ``per_start``: a rehearsal pod's start, which asks the Hub again whatever an earlier start found (a Hub silent
@@ -116,7 +117,10 @@ def fetch_config(repo_id: str, revision: str | None = None, env: pod.Env | None 
         raise (Unavailable if certain else Unresolved)(line).said("offline", endpoint(env))
     if cached is not None and in_pod and not offline(env) and given.others(cached, pod.key(env)):
         cached = None  # another pod's download, not in this pod's cache: its vLLM asks the Hub for the commit
-    if cached is not None and (offline(env) or hub_ask.COMMIT.fullmatch(revision or "")):
+    # a commit never changes, so its cached snapshot is read without a request, except for a manifest's pod: that
+    # cache is not the pod's, whose vLLM asks the Hub, which may no longer give the commit to it (gated, deleted)
+    manifest = in_pod and not per_start
+    if cached is not None and (offline(env) or (hub_ask.COMMIT.fullmatch(revision or "") and not manifest)):
         return _read(cached), f"the local Hugging Face cache ({cached})", cached
     if offline(env):
         raise Unresolved(f"model {repo_id}{at}: not in the catalog nor the local Hugging Face cache, and "
