@@ -21,10 +21,11 @@ Kubernetes 1.10, ReadOnlyAPIDataVolumes), an image volume too, and a volume sour
 A pod run as a UID of its own has "/" for HOME unless its env says otherwise (:func:`home`), so its default cache is
 ``/.cache/huggingface/hub``, which that user may not create (``hub_cache_denied``).
 
-A pod offline by its own HF_HUB_OFFLINE reads its own cache and nothing else (huggingface_hub's
-``local_files_only``): a copy another pod of this process downloaded is not there when the pod's cache is its own
-(the container's filesystem, an emptyDir), and may be when it lies on storage pods share (a PVC, hostPath, NFS:
-a Deployment's earlier pods filled it), which is then read (:func:`check_offline`).
+A pod offline by its own HF_HUB_OFFLINE (or TRANSFORMERS_OFFLINE, its other name: ``hub.pod``) reads its own cache
+and nothing else (huggingface_hub's ``local_files_only``): a copy another pod of this process downloaded is not there
+when the pod's cache is its own (the container's filesystem, an emptyDir), and may be when it lies on storage pods
+share (a PVC, hostPath, NFS: a Deployment's earlier pods filled it), which is then read (:func:`check_offline`). The
+cache's path and mount are read from the container alone (``hub.pod_cache``, which ``check`` reads as well).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from vllm_remedy import hub
-from vllm_remedy.hub import given
+from vllm_remedy.hub import given, pod
 from vllm_remedy.hub.pod_cache import DEFAULT_HOME as DEFAULT_HOME
 from vllm_remedy.hub.pod_cache import HUB_CACHES as HUB_CACHES
 from vllm_remedy.hub.pod_cache import ROOT_HOME as ROOT_HOME
@@ -88,7 +89,8 @@ def check_offline(model_id: str, source: str, container: Mapping[str, Any], endp
     held = _CACHED.match(source)
     if held is None or not given.known(held["path"]) or not own_only(container):
         return
-    raise hub.Unresolved(f"model {model_id}: HF_HUB_OFFLINE is set in the pod and its own Hugging Face cache "
+    by = pod.offline_by(pod.from_container(container))  # HF_HUB_OFFLINE, or its other name TRANSFORMERS_OFFLINE
+    raise hub.Unresolved(f"model {model_id}: {by} is set in the pod and its own Hugging Face cache "
                          f"({cache_of(container)}) lacks config.json; the copy in the cluster's cache is another "
                          "pod's download").said("offline", endpoint)
 
