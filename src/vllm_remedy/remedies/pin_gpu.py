@@ -12,6 +12,8 @@ Nodes, pods and the pod template in; a :class:`PinPlan` out. What "safely" means
   count, since the rollout frees them.
 * **Full nodes.** A RollingUpdate with ``maxSurge`` > 0 needs one free GPU for the surge pod; with none
   it never progresses. Then the strategy becomes ``maxSurge: 0, maxUnavailable: 1`` and the plan says so.
+* **Already pinned.** A template that carries the pin needs no write: nothing to refuse, even with every GPU of
+  the product taken (its pods wait for one), so the steps after the pin still run.
 """
 
 from __future__ import annotations
@@ -190,19 +192,24 @@ def plan_pin(template: Mapping[str, Any], deployment_spec: Mapping[str, Any], no
     def pods_fit(rows: list[tuple[str, int, int, bool]], with_ours: bool) -> int:
         return sum((free + (held if with_ours else 0)) // gpus for _, free, held, usable in rows if usable)
 
-    value = max(groups, key=lambda v: (not v.upper().endswith(SHARED_SUFFIX), pods_fit(groups[v], True), v))
+    current_value = (spec.get("nodeSelector") or {}).get(gpu.label)
+    value = max(groups, key=lambda v: (not v.upper().endswith(SHARED_SUFFIX), pods_fit(groups[v], True),
+                                       v == current_value, v))
     rows = groups[value]
     capacity, surge_pods = pods_fit(rows, True), pods_fit(rows, False)
     free = sum(f for _, f, _, usable in rows if usable)
     names = tuple(n for n, *_ in rows)
-    if capacity == 0:
-        return PinPlan(dict(template), label=gpu.label, value=value, nodes=names, notes=tuple(notes),
-                       refusal=f"no schedulable {value} capacity: {len(rows)} node(s) labelled {gpu.label}={value}, "
-                               f"{free} free GPU(s), none can take a pod of {gpus} GPU(s)")
     drop = tuple(k for k in (spec.get("nodeSelector") or {}) if k in PRODUCT_LABELS and k != gpu.label)
     change = TemplateChange(node_selector={gpu.label: value}, drop_node_selector=drop, gpu_limit=gpus,
                             gpu_resource=gpu.resource)
     pinned = apply_template_change(template, change, container)
+    if capacity == 0 and pinned != dict(template):
+        return PinPlan(dict(template), label=gpu.label, value=value, nodes=names, notes=tuple(notes),
+                       refusal=f"no schedulable {value} capacity: {len(rows)} node(s) labelled {gpu.label}={value}, "
+                               f"{free} free GPU(s), none can take a pod of {gpus} GPU(s)")
+    if capacity == 0:  # already pinned: no write to refuse; its pods wait for a GPU as they would anyway
+        notes.append(f"no {value} GPU is free for its pods now ({len(rows)} node(s), {free} free GPU(s)); "
+                     "the pin is already written, so nothing is refused")
     replicas = int(deployment_spec.get("replicas", 1) or 0)
     if capacity < replicas:
         notes.append(f"only {capacity} of {replicas} pod(s) fit on {value} nodes: the rest stay Pending")
