@@ -17,16 +17,18 @@ from fixtures.budget_world import (
     GOOD_ARGS,
     LOCAL,
     MODEL,
+    PIN,
     args_of,
     deployment,
     live_pods,
     prompted_run,
     quiet,
     rolled_out,
+    with_args,
 )
 from fixtures.dry_run import diffs, dry_then_apply
 from fixtures.pyinfra_run import Rehearsal
-from fixtures.restore_world import host_out, vllm_runtime
+from fixtures.restore_world import RESTORE, host_out, vllm_runtime, wait_until
 
 rehearsal = pyinfra_run.rehearsal
 
@@ -101,3 +103,25 @@ def test_the_eager_toggle_switches_to_max_surge_zero_on_a_full_pool(rehearsal: R
     assert args_of(rolled_out(rehearsal)) == GOOD_ARGS
     assert deployment(rehearsal)["spec"]["strategy"] == SWITCHED
 
+
+def test_a_rollout_the_full_pool_holds_up_gets_the_switch_from_the_pin_step(rehearsal: Rehearsal) -> None:
+    """The runbook's pointers no longer loop: a template written with the default surge (by hand, or by a budget run
+    before this switch existed) leaves its new pod Pending beside the old ones; restore names deploys/pin_gpu.py,
+    and the pin step — the template already pinned — writes the strategy switch alone, and the rollout finishes."""
+    full_pool(rehearsal, IMPLICIT)
+    rehearsal.change(with_args([*IMPLICIT, "--max-model-len", "16384"]), change_cause="written with the surge")
+
+    def stuck() -> bool:
+        return any(c.get("reason") == "Unschedulable" for p in live_pods(rehearsal)
+                   for c in (p.get("status") or {}).get("conditions") or [] if c.get("type") == "PodScheduled")
+    wait_until(stuck, what="the surge pod to be unschedulable")
+    restore = rehearsal.pyinfra(LOCAL, RESTORE, "--dry")
+    assert any("deploys/pin_gpu.py" in line for line in host_out(restore.stderr)), restore.stderr
+
+    _dry, got = dry_then_apply(rehearsal, LOCAL, PIN, expect_diffs=1)  # the strategy's, nothing else
+    assert got.returncode == 0, got.stderr
+    shown = host_out(got.stderr)
+    assert any(line.startswith("unblock the rollout of deployment llm/llama-8b (already pinned to "
+                               "nvidia.com/gpu.product=NVIDIA-L40S)") for line in shown), shown
+    after = assert_switched(rehearsal, shown)
+    assert args_of(after) == [*IMPLICIT, "--max-model-len", "16384"]

@@ -35,6 +35,7 @@ from vllm_remedy.operations.util import (
     noop,
     note,
     observe,
+    pods_fact,
     refuse,
     server_of,
     set_template,
@@ -47,6 +48,7 @@ from vllm_remedy.remedies.pin_gpu import (
     canonical_product,
     gpu_quantity,
     plan_pin,
+    stuck_surge_switch,
     template_surge_switch,
 )
 from vllm_remedy.remedies.predict import Prediction, failed_prediction, pinned_gpu, predict_template
@@ -111,6 +113,17 @@ def set_template_on_pool(state: Any, host: Any, workload: Mapping[str, Any], pla
     yield change_command(ctx, ctx.deployment_path, change, summary)
 
 
+def _unblock(ctx: K8sHost, deployment: Mapping[str, Any], switch: SurgeSwitch, pin: str) -> Iterator[FunctionCommand]:
+    """The strategy switch alone, for a Deployment already pinned whose rollout a full pool holds up: with
+    maxUnavailable 1 the controller takes an old pod down, and the new one gets its GPU."""
+    summary = (f"unblock the rollout of {ctx.where} (already pinned to {pin}): its new pod(s) cannot be scheduled "
+               "while the old ones hold the GPUs")
+    observe(state, host, ctx.deployment_path, deployment)
+    show(state, host, [summary, *strategy_diff(ctx, deployment, switch.strategy), switch.line])
+    yield change_command(ctx, ctx.deployment_path, Change(spec=switch_spec(switch), audit=(
+        PIN, f"unblock a rollout waiting on a surge pod; {SURGE_REASON}")), summary)
+
+
 def _left_to_budget(ctx: K8sHost, template: Mapping[str, Any], product: str, gpus: int) -> str | None:
     """Why the pin leaves a pod to the budget step after it (None: it does not): the pod runs on ``product`` already
     and its ``--tensor-parallel-size`` needs more than ``gpus``. Pinned to fewer GPUs than its engine needs it would
@@ -144,7 +157,9 @@ def gpu_product(product: str | None = None, gpus: int | None = None, budget_foll
     nodes carry (``-SHARED`` only when ``gpu.allow_shared``; MIG slices only when ``product`` names the
     profile); conflicting product keys are dropped. Refused when no schedulable node of that product can
     take a pod. On full nodes (no free GPU for a surge pod) a Deployment's RollingUpdate becomes ``maxSurge: 0,
-    maxUnavailable: 1`` and the diff shows it; a StatefulSet has no surge (:func:`rollout_spec`).
+    maxUnavailable: 1`` and the diff shows it; a StatefulSet has no surge (:func:`rollout_spec`). Already pinned: a
+    noop, never refused for want of capacity — unless a rollout waits on a surge pod the pool cannot place, which gets
+    the switch alone (:func:`_unblock`).
 
     **Example:**
 
@@ -171,7 +186,13 @@ def gpu_product(product: str | None = None, gpus: int | None = None, budget_foll
         yield from refuse(state, host, f"pin {ctx.where} to {product}: {plan.refusal}")
         return
     if plan.template == template and plan.strategy is None:
-        noop(state, host, f"{ctx.where} is already pinned to {plan.label}={plan.value} with {gpus} GPU(s) per pod")
+        stuck = None if ctx.kind == STATEFULSET.word else stuck_surge_switch(
+            rollout_spec(ctx, deployment), template, pods_fact(host).get("pods") or [], picture["nodes"],
+            picture["pods"], ctx.namespace)
+        if stuck is None:
+            noop(state, host, f"{ctx.where} is already pinned to {plan.label}={plan.value} with {gpus} GPU(s) per pod")
+            return
+        yield from _unblock(ctx, deployment, stuck, f"{plan.label}={plan.value}")
         return
     prediction = predict_template(plan.template, ctx.container)
     why = failed_prediction(prediction)

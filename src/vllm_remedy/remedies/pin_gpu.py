@@ -16,7 +16,9 @@ Nodes, pods and the pod template in; a :class:`PinPlan` out. What "safely" means
   toggle too, through :func:`template_surge_switch`), and the switch stays: it is the Deployment's state now,
   which confirm records with a known-good mark and restore puts back with the revision it marked.
 * **Already pinned.** A template that carries the pin needs no write: nothing to refuse, even with every GPU of
-  the product taken (its pods wait for one), so the steps after the pin still run.
+  the product taken (its pods wait for one), so the steps after the pin still run. A rollout such a pool already
+  holds up (new pods unschedulable beside old ones holding the GPUs) gets the switch alone
+  (:func:`stuck_surge_switch`): that is what restore's "then deploys/pin_gpu.py" points at.
 """
 
 from __future__ import annotations
@@ -216,6 +218,24 @@ def template_surge_switch(before: Mapping[str, Any], after: Mapping[str, Any], d
     if dict(before) == dict(after):
         return None
     spec = dict(after.get("spec") or {})
+    if pod_gpu_request(spec) < 1:
+        return None
+    replicas = int(deployment_spec.get("replicas", 1) or 0)
+    room = surge_room(spec, nodes, pods, ours_in(pods, namespace, deployment_spec.get("selector")), replicas)
+    pinned = next((str(v) for k, v in (spec.get("nodeSelector") or {}).items() if k in PRODUCT_LABELS), None)
+    return surge_switch(dict(deployment_spec.get("strategy") or {}), replicas, room, pinned or "matching")
+
+
+def stuck_surge_switch(deployment_spec: Mapping[str, Any], template: Mapping[str, Any],
+                       rows: Sequence[Mapping[str, Any]], nodes: Sequence[Mapping[str, Any]],
+                       pods: Sequence[Mapping[str, Any]], namespace: str) -> SurgeSwitch | None:
+    """The switch that lets a rollout a full pool holds up finish (a template written with a surge before anything
+    switched it, by hand or by an older release): new pods unschedulable while old ones hold the GPUs, and no room
+    for a surge pod. ``rows``: the Pods fact's. None when no rollout waits so."""
+    live = [r for r in rows if not r.get("deleting")]
+    if not any(r.get("new") and r.get("unschedulable") for r in live) or all(r.get("new") for r in live):
+        return None
+    spec = dict(template.get("spec") or {})
     if pod_gpu_request(spec) < 1:
         return None
     replicas = int(deployment_spec.get("replicas", 1) or 0)
