@@ -20,6 +20,10 @@ A pod whose GPU is not one the policy allows is planned on the policy's GPU with
 (``policy_gpu.plan_within_policy``, what ``plan --policy`` asks; check's fix and deploys/budget.py plan the same).
 8. ``--enforce-eager``: only when nothing above fits; marked temporary with the policy's maximum duration.
 
+Every rung starts from the running flags brought inside the policy's bounds: a flag outside them takes the policy's
+``preferred`` value when that is safe at the full length (``preferred``: the value the policy says budget writes, often
+its known-good unit's), else the nearest bound.
+
 For a CUDA-graph capture OOM, a smaller largest captured batch size (the release's flag; on V0 a smaller
 --max-num-seqs, which bounds the sizes V0 captures) comes first, and it
 and lower utilization are both kept as alternatives; eager follows as the temporary stopgap.

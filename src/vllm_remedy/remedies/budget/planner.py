@@ -15,6 +15,7 @@ from vllm_remedy.remedies.budget.limits import Limits, limits, margin_shortfall
 from vllm_remedy.remedies.budget.mla_note import mla_env_note
 from vllm_remedy.remedies.budget.observed import KvObservation, kv_deficit_gib
 from vllm_remedy.remedies.budget.observed import kv_scale as kv_scale_for
+from vllm_remedy.remedies.budget.preferred import preferred_base, preferred_moves
 from vllm_remedy.remedies.budget.request import BudgetRequest
 from vllm_remedy.remedies.plan import Plan, Step, TemplateChange
 from vllm_remedy.vllm import dtype_support, model_len
@@ -58,6 +59,11 @@ def plan_budget(req: BudgetRequest) -> Plan:
                      "every step must improve on the current prediction by 10 %")
     deficit = kv_deficit_gib(observed, req.model, req.gpu, req.settings, kv_scale) if observed else 0.0
     judge = Judge(req.model, lim, current, req.settings, req.failure, kv_scale, mismatch, deficit)
+    # a flag the base clamped goes to the policy's preferred value when that is safe at the full length (``preferred``)
+    base, preferred = preferred_base(judge, req.gpu, base, preferred_moves(req.policy, req.settings, base, {
+        "gpu-memory-utilization": (lim.util_min, lim.util_max),
+        "max-num-seqs": (_policy_min(req.policy, "max-num-seqs"), lim.seqs_max),
+        "max-num-batched-tokens": (_policy_min(req.policy, "max-num-batched-tokens"), lim.mnbt_max)}))
     # the refusal the estimate decided in vLLM's order leads (``_problems``); the TP size's own line is not repeated
     problems = _problems(req, lim, current, judge) + [
         p for p in problems if not (current.refused_by == "tp" and current.refusal and p.endswith(current.refusal))]
@@ -76,12 +82,12 @@ def plan_budget(req: BudgetRequest) -> Plan:
         Context(req.model, lim, req.gpu, graphs=graphs, pin_short=pin_short, profile=profile), judge, base, cap)
     first = next(ladder, None)
     problem = "; ".join(problems) or "none: the current settings are predicted to fit with headroom"
-    if not problems and first is not None and _settles(_step(1, first, req, lim, cap, judge)):
+    if not problems and first is not None and _settles(_step(1, first, req, lim, cap, judge, preferred)):
         # in sync, as most of a fleet is: the rest of the ladder is never computed
         return Plan(KIND, "no_change_needed", problem, current, (),
                     tuple(notes + lever_notes(req, lim, [first], graphs)), subject)
     rungs = [first, *ladder] if first is not None else []
-    steps = tuple(_step(i + 1, r, req, lim, cap, judge) for i, r in enumerate(rungs))
+    steps = tuple(_step(i + 1, r, req, lim, cap, judge, preferred) for i, r in enumerate(rungs))
     notes += lever_notes(req, lim, rungs, graphs)
     if mla_note := mla_env_note(req.model, req.gpu, req.settings, current, lim.required, lim.kv_margin):
         notes.append(mla_note)  # the env keeps MLA off; unsetting it is not a rung (``mla_note``)
@@ -258,7 +264,10 @@ def _flags(cur: EngineSettings, new: EngineSettings) -> dict[str, str]:
     return out
 
 
-def _step(rank: int, rung: Rung, req: BudgetRequest, lim: Limits, cap: int, judge: Judge) -> Step:
+def _step(rank: int, rung: Rung, req: BudgetRequest, lim: Limits, cap: int, judge: Judge,
+          preferred: tuple[str, ...] = ()) -> Step:
+    """One rung as a Step; ``preferred``: the flags the base set to the policy's preferred value (``preferred``),
+    which the first rung's reason names as such rather than as a bound."""
     rung = dataclasses.replace(rung, estimate=judge.shown(rung.estimate))  # the KV cache the log vouches for
     flags = _flags(req.settings, rung.settings)
     bounded = [f for f in flags if f not in ("max-model-len", "dtype")]  # what ``_base`` clamped to the policy
@@ -291,10 +300,14 @@ def _step(rank: int, rung: Rung, req: BudgetRequest, lim: Limits, cap: int, judg
     elif rung.bounded and per_pod:
         reason = reason.replace(" (the policy's bound on --tensor-parallel-size)",
                                 f" (the policy's {lim.gpus_per_pod} GPU(s) per pod, gpu.per_pod)")
+    if rung.bounded and rung.lever in preferred:
+        reason = reason.replace(f" (the policy's bound on --{rung.lever})", f" (the policy's preferred --{rung.lever}, "
+                                f"back inside its bounds)")
     if rung.lever == "max-model-len" and bounded:
         within = ", ".join(f"--{f} {flags[f]}" for f in bounded)
-        reason = f"{reason.removesuffix('nothing else changes')}{within} within the policy's bounds".replace(
-            "; ; ", "; ")
+        where = "the policy's preferred values" if set(bounded) <= set(preferred) else "within the policy's bounds"
+        where = f"at {where}" if where.startswith("the") else where
+        reason = f"{reason.removesuffix('nothing else changes')}{within} {where}".replace("; ; ", "; ")
     unset = lifted(req.settings, rung.settings)
     if unset and rules(rung.settings.version).kv_sized_after_warmup:
         # 0.34 defaults to 1.0 once no flag pins the cache (pinned.NO_EXTENSIBLE_DEFAULT_UTIL): write what was planned
