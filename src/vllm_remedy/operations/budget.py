@@ -133,10 +133,12 @@ def plan_for(ctx: K8sHost, template: Mapping[str, Any], gpu: str | None, target_
     return spelling.apply(plan_budget(request), respelled, version), card.product
 
 
-def _schedulable_step(ctx: K8sHost, deployment: Mapping[str, Any], plan: Plan, picture: Mapping[str, Any]
-                      ) -> tuple[Step | None, dict[str, Any] | None, str]:
+def _schedulable_step(ctx: K8sHost, deployment: Mapping[str, Any], plan: Plan, picture: Mapping[str, Any],
+                      refuse_partial: bool = False) -> tuple[Step | None, dict[str, Any] | None, str]:
     """The first rung whose GPU (when it moves the pod) has schedulable capacity on the nodes of ``picture``,
-    the template pinned to the label value those nodes really carry (``remedies.pin_gpu``), and what was skipped."""
+    the template pinned to the label value those nodes really carry (``remedies.pin_gpu``), and what was skipped.
+    ``refuse_partial``: skip a move where only some of the replicas fit (``pin_gpu.refuse_partial``); restore's
+    hand-over, where nothing serves, takes what fits."""
     template = template_of(deployment)
     skipped = []
     for step in plan.steps:
@@ -145,7 +147,7 @@ def _schedulable_step(ctx: K8sHost, deployment: Mapping[str, Any], plan: Plan, p
         product = step.gpu or next(iter(step.template.node_selector.values()))
         pin = plan_pin(template, pin_gpu.rollout_spec(ctx, deployment), picture["nodes"], picture["pods"],
                        ctx.namespace, ctx.policy.gpu, product, step.template.gpu_limit or ctx.policy.gpu.per_pod,
-                       ctx.container)
+                       ctx.container, refuse_partial=refuse_partial)
         if pin.refusal is None:
             return step, pin.template, ""
         skipped.append(f"rung {step.rank} ({step.lever} {product}): {pin.refusal}")
@@ -228,7 +230,7 @@ def smallest_fix(gpu: str | None = None, target_concurrency: float | None = None
             noop(state, host, f"{ctx.where} fits on {product} with headroom and an explicit --max-model-len "
                  f"({Prediction(product, plan.current, **said).line()})")
             return
-        step, pinned, skipped = _schedulable_step(ctx, deployment, plan, picture)
+        step, pinned, skipped = _schedulable_step(ctx, deployment, plan, picture, pin_gpu.refuse_partial())
         if plan.verdict != "change" or step is None:
             current = Prediction(product, plan.current, **said)
             yield from refuse(state, host, f"{ctx.where}: {plan.problem}; no change within policy "

@@ -43,6 +43,7 @@ from vllm_remedy.operations.util import (
 )
 from vllm_remedy.remedies.budget import policy_gpu
 from vllm_remedy.remedies.pin_gpu import (
+    PARTIAL,
     SURGE_REASON,
     SurgeSwitch,
     canonical_product,
@@ -54,6 +55,13 @@ from vllm_remedy.remedies.pin_gpu import (
 from vllm_remedy.remedies.predict import Prediction, failed_prediction, pinned_gpu, predict_template
 
 PIN = "pin-gpu"
+
+
+def refuse_partial() -> bool:
+    """Whether a pin whose pods only some fit is refused on this host: unless the run's host data consents
+    (``--data override=capacity``, ``remedies.pin_gpu.PARTIAL``)."""
+    key, _, value = PARTIAL.partition("=")
+    return host.data.get(key) != value
 
 
 def rollout_spec(ctx: K8sHost, workload: Mapping[str, Any]) -> dict[str, Any]:
@@ -156,10 +164,11 @@ def gpu_product(product: str | None = None, gpus: int | None = None, budget_foll
     The label key is the policy's ``gpu.label`` (GFD, GKE or Karpenter) and the value the one matching
     nodes carry (``-SHARED`` only when ``gpu.allow_shared``; MIG slices only when ``product`` names the
     profile); conflicting product keys are dropped. Refused when no schedulable node of that product can
-    take a pod. On full nodes (no free GPU for a surge pod) a Deployment's RollingUpdate becomes ``maxSurge: 0,
-    maxUnavailable: 1`` and the diff shows it; a StatefulSet has no surge (:func:`rollout_spec`). Already pinned: a
-    noop, never refused for want of capacity — unless a rollout waits on a surge pod the pool cannot place, which gets
-    the switch alone (:func:`_unblock`).
+    take a pod, or when only some of the replicas fit (its rollout could not finish) unless the run's host data
+    says ``override=capacity``. On full nodes (no free GPU for a surge pod) a Deployment's RollingUpdate becomes
+    ``maxSurge: 0, maxUnavailable: 1`` and the diff shows it; a StatefulSet has no surge (:func:`rollout_spec`).
+    Already pinned: a noop, never refused for want of capacity — unless a rollout waits on a surge pod the pool
+    cannot place, which gets the switch alone (:func:`_unblock`).
 
     **Example:**
 
@@ -181,7 +190,7 @@ def gpu_product(product: str | None = None, gpus: int | None = None, budget_foll
         return
     picture = host.get_fact(NodeObjects)
     plan = plan_pin(template, rollout_spec(ctx, deployment), picture["nodes"], picture["pods"], ctx.namespace,
-                    ctx.policy.gpu, product, gpus, ctx.container)
+                    ctx.policy.gpu, product, gpus, ctx.container, refuse_partial=refuse_partial())
     if plan.refusal is not None:
         yield from refuse(state, host, f"pin {ctx.where} to {product}: {plan.refusal}")
         return

@@ -10,6 +10,10 @@ Nodes, pods and the pod template in; a :class:`PinPlan` out. What "safely" means
 * **Capacity first.** Pinning to a product with no schedulable GPU (ready, not cordoned, taints
   tolerated) turns a crash loop into Pending pods: refused. GPUs our own pods hold on matching nodes
   count, since the rollout frees them.
+* **Room for every pod.** A pin whose pods only some fit (capacity below the replicas) would leave the rollout
+  unfinished, the workload across two products and the rest Pending: the pin deploy and the budget refuse it, in
+  ``--dry`` too, unless the operator consents (``--data override=capacity``); restore's hand-over, where nothing
+  serves, takes what fits.
 * **Full nodes.** A RollingUpdate with ``maxSurge`` > 0 needs one free GPU for the surge pod; with none
   it never progresses. Then the strategy becomes ``maxSurge: 0, maxUnavailable: 1`` and the plan says so.
   The rule is :func:`surge_switch`, asked by every write of a pod template (the budget's rung and the eager
@@ -145,6 +149,10 @@ def _describe_strategy(strategy: Mapping[str, Any]) -> str:
             f"maxUnavailable {rolling.get('maxUnavailable', '25%')}")
 
 
+#: Host data that lets a pin through whose pods only some fit (``plan_pin``'s ``refuse_partial``), in the pattern of
+#: restore's ``override=evidence``: the operator's consent, per run.
+PARTIAL = "override=capacity"
+
 #: The write's reason when it switches the strategy (the change-cause a person reads in ``rollout history``).
 SURGE_REASON = "maxSurge 0 / maxUnavailable 1: no free GPU for a surge pod"
 
@@ -246,8 +254,12 @@ def stuck_surge_switch(deployment_spec: Mapping[str, Any], template: Mapping[str
 
 def plan_pin(template: Mapping[str, Any], deployment_spec: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]],
              pods: Sequence[Mapping[str, Any]], namespace: str, gpu: GpuPolicy, product: str, gpus: int,
-             container: str | None = None) -> PinPlan:
-    """Pin ``template`` to ``product`` with ``gpus`` GPUs per pod, or refuse (see the module docstring)."""
+             container: str | None = None, refuse_partial: bool = False) -> PinPlan:
+    """Pin ``template`` to ``product`` with ``gpus`` GPUs per pod, or refuse (see the module docstring).
+
+    ``refuse_partial``: also refuse a write whose pods only some fit (capacity below the replicas): its rollout cannot
+    finish, so it would leave a healthy workload mid-rollout across two products, the rest Pending (:data:`PARTIAL`
+    names the consent that lets it through)."""
     if gpus < 1:
         raise UserError(f"gpus: {gpus} must be at least 1")
     spec = dict(template.get("spec") or {})
@@ -315,6 +327,13 @@ def plan_pin(template: Mapping[str, Any], deployment_spec: Mapping[str, Any], no
     # on the nodes counted above (the pin's label value; the template's other selector keys are not this plan's)
     surge_pods = surge_room({**(pinned.get("spec") or {}), "nodeSelector": {gpu.label: value}}, nodes, pods, ours,
                             replicas)
+    if capacity < replicas and refuse_partial and pinned != dict(template):
+        return PinPlan(dict(template), label=gpu.label, value=value, nodes=names, free=free, capacity_pods=capacity,
+                       notes=tuple(notes),
+                       refusal=f"only {capacity} of {replicas} pod(s) fit on {value} nodes ({len(rows)} node(s), "
+                               f"{free} free GPU(s)): the rollout could not finish and would leave "
+                               f"{replicas - capacity} pod(s) Pending; free {value} GPUs, or pin anyway with "
+                               f"--data {PARTIAL}")
     if capacity < replicas:
         notes.append(f"only {capacity} of {replicas} pod(s) fit on {value} nodes: the rest stay Pending")
     strategy = None
