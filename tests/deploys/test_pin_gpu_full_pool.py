@@ -22,8 +22,10 @@ rehearsal = pyinfra_run.rehearsal
 
 T0 = "@k8s/rehearsal/llm/t0"
 PATH = "/apis/apps/v1/namespaces/llm/deployments/t0"
+# t0 waits for a GPU on purpose: a long rollout timeout keeps drift's unschedulable row (no Ready pod past it) a pass
+# at the fixtures' 600x clock, so these tests judge the pin's noop and refusal alone
 TARGET = ("target: {namespaces: [llm], deployments: [t0], models: [meta-llama/Llama-3.1-8B-Instruct]}\n"
-          "known_good: []\n")
+          "known_good: []\nrestore: {rollout_timeout: 24h}\n")
 NOOP = "noop: deployment llm/t0 is already pinned to nvidia.com/gpu.product=NVIDIA-L40S with 1 GPU(s) per pod"
 
 

@@ -217,7 +217,8 @@ def test_a_length_above_the_models_maximum_is_its_own_check_not_concurrency() ->
     assert (got["concurrency"].status, got["concurrency"].detail) == (
         "unknown", "not sized: vLLM refuses --max-model-len at config time (model-max-len)")
     assert [c.name for c in checks.run_checks(dep, Policy.from_mapping({}), NOW, pods=pods(dep, [])).checks] == [
-        n for n in checks.CHECKS if n not in ("fallback-route", "leader-worker-flags", "rollout-pending")]
+        n for n in checks.CHECKS if n not in ("fallback-route", "leader-worker-flags", "rollout-pending",
+                                              "unschedulable")]
     assert "model-max-len" not in run(deployment())  # listed only when it fails
 
 

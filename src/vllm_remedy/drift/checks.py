@@ -17,6 +17,8 @@ Each check answers for one rule the scheduled job watches — the names are the 
 * ``rollout-pending`` an OnDelete StatefulSet's pods all on the update revision (else what serves is not the template)
 * ``crash-loop``      no pod of the current revision crash-looping (``kube/wait.py``'s rule), whatever
                       the other checks say; the classified startup log names the failure class
+* ``unschedulable``   (listed only while a pod is unschedulable) not serving nothing with pods Pending past the
+                      policy's ``restore.rollout_timeout`` (``drift/unschedulable.py``)
 * ``fallback-route``  the policy's gateway fallback route exists and sends the fallback no traffic: load
                       shedding's shift is temporary, a route left shifted is drift
 * ``leader-worker-flags`` (LeaderWorkerSet hosts only) the leader and worker templates run one engine: restore's
@@ -34,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vllm_remedy.drift.pod_layout import layout_verdicts
+from vllm_remedy.drift.unschedulable import UNSCHEDULABLE, unschedulable_verdict
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.annotations import Keys, Malformed, Toggle, parse_rfc3339, scan_toggles
 from vllm_remedy.kube.gpus import SHARED_SUFFIX, pod_gpu_request
@@ -49,7 +52,8 @@ from vllm_remedy.vllm.cmdline import ServerCommand, find_server
 from vllm_remedy.vllm.outcomes import Outcome, sized
 
 CHECKS = ("max-model-len", "flag-bounds", "known-good-unit", "gpu-pinned", "enforce-eager", "concurrency",
-          "model-max-len", "prediction", "crash-loop", "fallback-route", "leader-worker-flags", "rollout-pending")
+          "model-max-len", "prediction", "crash-loop", "unschedulable", "fallback-route", "leader-worker-flags",
+          "rollout-pending")
 PASS, DRIFT, UNKNOWN = "pass", "drift", "unknown"
 _OFF = ("false", "False", "0")
 
@@ -378,7 +382,9 @@ def run_checks(deployment: Mapping[str, Any], policy: Policy, now: float, contai
                                  check_enforce_eager(observed, now, policy.enforce_eager.max_duration.total_seconds()),
                                  check_concurrency(policy, prediction), *check_model_max_len(prediction),
                                  check_prediction(prediction),
-                                 check_crash_loop(pods, now=now, stable=policy.confirm.stable_for.total_seconds()))
+                                 check_crash_loop(pods, now=now, stable=policy.confirm.stable_for.total_seconds()),
+                                 *(Check(UNSCHEDULABLE, DRIFT if v[0] else PASS, v[1]) for v in [unschedulable_verdict(
+                                     deployment, pods, now, policy.restore.rollout_timeout.total_seconds())] if v))
     lwt = (deployment.get("spec") or {}).get("leaderWorkerTemplate")  # a LeaderWorkerSet host's view carries it
     if isinstance(lwt, Mapping):
         short = world_size_shortfall(lwt, container, policy.gpu.resource)  # vLLM refuses it before sizing memory

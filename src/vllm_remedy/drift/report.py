@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any
 
+from vllm_remedy.drift.unschedulable import CAPACITY_FIX, UNSCHEDULABLE
 from vllm_remedy.envelope import envelope
 from vllm_remedy.metrics import Metrics
 
@@ -78,9 +79,12 @@ def _fix(host: Mapping[str, Any], drifted: list[str]) -> dict[str, Any]:
     elif refused is not None:
         notes.append(f"no check drifted, but the deploys refuse here ({refused['operation']}: reason above) and every "
                      "deploy run on this host stops there: make that change in Git or by hand, or fix its cause")
-    elif [c for c in drifted if c != ROUTE_CHECK] and not changes:
-        notes.append("no operation of the deploys changes this: roll to a known-good unit (deploys/restore.py), "
-                     "test this one in staging and add it to the policy, or edit the Deployment")
+    else:
+        if UNSCHEDULABLE in drifted and not changes:  # capacity: no known-good unit makes a node for a pod
+            notes.append(CAPACITY_FIX)
+        if [c for c in drifted if c not in (ROUTE_CHECK, UNSCHEDULABLE)] and not changes:
+            notes.append("no operation of the deploys changes this: roll to a known-good unit (deploys/restore.py), "
+                         "test this one in staging and add it to the policy, or edit the Deployment")
     if ROUTE_CHECK in drifted and waiting:
         notes.append(f"deploys/restore.py shifts the route back once the primary is stable; not yet: {waiting[0]}")
     return {"operations": ops, "changes": changes, "refused": refused, "note": "; ".join(notes) or None}

@@ -45,6 +45,9 @@ def _pod_row(pod: Mapping[str, Any], health: PodHealth, revision: int | None, ne
              logs: Mapping[str, Any]) -> dict[str, Any]:
     return {"name": health.name, "node": health.node, "phase": health.phase, "ready": health.ready,
             "ready_since": health.ready_since, "unschedulable": health.unschedulable,
+            # since when the scheduler has refused it (drift's ``unschedulable`` row dates "serving nothing" by it)
+            "unschedulable_since": next((c.get("lastTransitionTime") for c in (pod.get("status") or {}).get(
+                "conditions") or [] if c.get("type") == "PodScheduled"), None) if health.unschedulable else None,
             "template_hash": health.template_hash, "revision": revision, "new": new,
             "deleting": bool((pod.get("metadata") or {}).get("deletionTimestamp")),
             "restarts": health.restarts, "crash_looping": health.crash_looping,
