@@ -5,7 +5,8 @@ evidence but one of them served: the newest held back only by where its pods wou
 known-bad revision would waste the outage, and a refusal would leave the operator to type the next command,
 so the same run writes that revision's template with what ``deploys/budget.py`` would do to it — the policy's
 GPU pinned (``remedies.pin_gpu``) and the planner's first safe rung (``operations.budget``) — as one guarded
-write, shown with its diff and prediction, then waits. Anything budget would refuse fails the host with every
+write, shown with its diff and prediction (and, on a full pool, the maxSurge 0 switch the pin and the budget write:
+``pin_gpu.set_template_on_pool``), then waits. Anything budget would refuse fails the host with every
 reason (the skipped revisions' and the planner's).
 
     restore.known_good(...); handover.budget_handover(name="Budget's smallest change when nothing serves")
@@ -23,8 +24,9 @@ from vllm_remedy.errors import UserError
 from vllm_remedy.facts.nodes import NodeObjects
 from vllm_remedy.kube.history import HASH_LABEL
 from vllm_remedy.operations.budget import _schedulable_step, plan_for, planned_template
+from vllm_remedy.operations.pin_gpu import set_template_on_pool
 from vllm_remedy.operations.restore import _decision
-from vllm_remedy.operations.util import K8sHost, keeps_its_plan, noop, refuse, set_template, show, wait_rollout
+from vllm_remedy.operations.util import K8sHost, keeps_its_plan, noop, refuse, show, wait_rollout
 from vllm_remedy.operations.util.context import k8s_host
 from vllm_remedy.remedies.pin_gpu import plan_pin
 from vllm_remedy.remedies.predict import failed_prediction, predict_template
@@ -50,6 +52,9 @@ def budget_template(ctx: K8sHost, deployment: dict[str, Any], base: dict[str, An
                    ctx.policy.gpu, product, ctx.policy.gpu.per_pod, ctx.container)
     if pin.refusal is not None:
         raise UserError(f"budget: pin {product}: {pin.refusal}")
+    if pin.capacity_pods == 0:  # the revision pins the product already (no pin write to refuse), yet nothing fits
+        raise UserError(f"budget: pin {product}: no schedulable {pin.value} capacity: {len(pin.nodes)} node(s) "
+                        f"labelled {pin.label}={pin.value}, {pin.free} free GPU(s), none can take its pods")
     what = [f"pin {pin.label}={pin.value}"]
     if plan.verdict == "no_change_needed":
         return pin.template, {}, what[0] + f" (its flags fit {product} with headroom)"
@@ -106,9 +111,10 @@ def _hand_over(ctx: K8sHost, decision: RestoreDecision, deployment: dict[str, An
         return
     summary = (f"budget handover on {ctx.where}: revision {decision.revision} ({decision.replicaset}), the last "
                f"that served, with {what} — chosen by rule: {decision.rule}")
-    yield from set_template(state, host, deployment, planned, action=RESTORE,
-                            reason=f"no revision predicted to serve; revision {decision.revision} with {what}",
-                            summary=summary, prediction=prediction, annotations=notes)
+    # on a full pool the write also switches the rollout to maxSurge 0, as every write of a pod template does
+    yield from set_template_on_pool(state, host, deployment, planned, action=RESTORE,
+                                    reason=f"no revision predicted to serve; revision {decision.revision} with {what}",
+                                    summary=summary, prediction=prediction, annotations=notes, picture=picture)
     if wait:
         seconds = ctx.policy.restore.rollout_timeout.total_seconds()
         yield FunctionCommand(wait_rollout, (seconds, "wait for the budget handover's template to roll out"), {})
