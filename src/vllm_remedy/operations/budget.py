@@ -23,6 +23,7 @@ from pyinfra.api import FunctionCommand, operation
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.facts.nodes import NodeObjects
+from vllm_remedy.kube.errors import KubeError
 from vllm_remedy.kube.history import template_of
 from vllm_remedy.operations import pin_gpu, workload
 from vllm_remedy.operations.util import (
@@ -40,7 +41,7 @@ from vllm_remedy.operations.util import (
 from vllm_remedy.remedies import enforce_eager
 from vllm_remedy.remedies.budget import BudgetRequest, plan_budget, policy_gpu, spelling
 from vllm_remedy.remedies.budget.observed import KvObservation
-from vllm_remedy.remedies.pin_gpu import apply_template_change, canonical_product, plan_pin
+from vllm_remedy.remedies.pin_gpu import apply_template_change, canonical_product, contested, ours_in, plan_pin
 from vllm_remedy.remedies.plan import Plan, Step
 from vllm_remedy.remedies.predict import (
     Prediction,
@@ -246,13 +247,36 @@ def smallest_fix(gpu: str | None = None, target_concurrency: float | None = None
     if why is not None:
         yield from refuse(state, host, f"{step.describe()} on {ctx.where}: {why}")
         return
-    show(state, host, [f"problem: {plan.problem}", *(f"note: {n}" for n in plan.notes)], topic="plan")
+    show(state, host, [f"problem: {plan.problem}", *(f"note: {n}" for n in plan.notes),
+                       *_contested(ctx, deployment, planned, picture)], topic="plan")
     summary = f"budget {ctx.where}: {step.describe()} ({step.lever}, rung {step.rank} of {len(plan.steps)})"
     # on a full pool the rung's write also switches the rollout to maxSurge 0, shown and guarded with it
     yield from pin_gpu.set_template_on_pool(state, host, deployment, planned, action=BUDGET,
                                             reason=f"{step.lever}: {step.reason}", summary=summary,
                                             prediction=prediction, annotations=notes, picture=picture)
 
+
+
+def _contested(ctx: K8sHost, deployment: Mapping[str, Any], planned: Mapping[str, Any], picture: Mapping[str, Any]
+               ) -> list[str]:
+    """The plan's note when a Recreate rollout frees GPUs that other workloads' Pending GPU pods may take before its
+    new pods (``remedies.pin_gpu.contested``); [] otherwise, or when the Pending pods cannot be listed."""
+    strategy = (deployment.get("spec") or {}).get("strategy") or {}
+    if strategy.get("type") != "Recreate":
+        return []
+    try:  # one cluster-wide read per run (the read snapshot), only for a Recreate write
+        pending = ctx.client.list_pods(None, field_selector="status.phase=Pending")
+    except KubeError:
+        return []
+    selector = (deployment.get("spec") or {}).get("selector")
+    ours = ours_in([*picture["pods"], *pending], ctx.namespace, selector)
+    freed, where, rivals = contested(dict(planned.get("spec") or {}), strategy, picture["nodes"], picture["pods"],
+                                     pending, ours)
+    if not rivals:
+        return []
+    return [f"note: Recreate stops every old pod first: the {freed} GPU(s) they free on {', '.join(where)} are "
+            f"contested by {len(rivals)} Pending GPU pod(s) of other workloads ({', '.join(rivals[:5])}"
+            f"{', ...' if len(rivals) > 5 else ''}), which may take them before the new pods: then those stay Pending"]
 
 
 #: deploys/budget.py's operations before its wait, in order: (name, operation, keyword arguments). The deploy runs

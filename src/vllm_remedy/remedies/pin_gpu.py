@@ -346,3 +346,33 @@ def plan_pin(template: Mapping[str, Any], deployment_spec: Mapping[str, Any], no
         lines.append(switch.line)
     return PinPlan(pinned, strategy, gpu.label, value, names, free, capacity, surge_pods, tuple(notes), None,
                    tuple(lines))
+
+
+def contested(spec: Mapping[str, Any], strategy: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]],
+              pods: Sequence[Mapping[str, Any]], pending: Sequence[Mapping[str, Any]], ours: set[str]
+              ) -> tuple[int, tuple[str, ...], tuple[str, ...]]:
+    """What a Recreate rollout of a pod template ``spec`` leaves to chance: it deletes every old pod before creating
+    the new ones, so the GPUs our pods hold on the nodes ``spec`` may use are free for a moment, and a Pending GPU pod
+    of another workload that may go there can take one first (hostile15b: 1 of 2 new pods Unschedulable). (GPUs freed,
+    their nodes, the other workloads' Pending GPU pods that may land on those nodes); nothing for another strategy.
+    ``pods``: the GPU holders; ``pending``: pods not yet bound; ``ours``: ``namespace/name`` of our pods."""
+    if (strategy.get("type") or "RollingUpdate") != "Recreate":
+        return 0, (), ()
+    freed, where = 0, []
+    for node in nodes:
+        picture = node_gpus(node, pods)
+        mine = sum(n for pod, n in picture.consumers if pod in ours)
+        if mine and _placeable(spec, node):
+            freed, where = freed + mine, [*where, picture.node]
+    if not freed:
+        return 0, (), ()
+    usable = [n for n in nodes if str((n.get("metadata") or {}).get("name")) in where]
+    rivals = []
+    for pod in pending:
+        meta = pod.get("metadata") or {}
+        name = f"{meta.get('namespace')}/{meta.get('name')}"
+        if name in ours or (pod.get("spec") or {}).get("nodeName") or pod_gpu_request(pod) < 1:
+            continue
+        if any(_placeable(pod.get("spec") or {}, node) for node in usable):
+            rivals.append(name)
+    return freed, tuple(where), tuple(sorted(rivals))
