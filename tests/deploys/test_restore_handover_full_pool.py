@@ -57,11 +57,14 @@ def l40s_gone_two_bad_revisions_on_a_full_l4_pool(rehearsal: Rehearsal, tmp: Pat
         args[args.index("--gpu-memory-utilization") + 1] = "0.95"
         dep["spec"]["template"]["spec"]["containers"][0]["args"] = args
     rehearsal.change(hotter, change_cause="--gpu-memory-utilization 0.95 for more KV cache")
+    wait_until(lambda: deployment(rehearsal)["metadata"]["annotations"].get(
+        "deployment.kubernetes.io/revision") == "16", what="revision 16")
     wait_until(lambda: crash_looping(rehearsal) and all(p["metadata"]["labels"].get("pod-template-hash") ==
                replicaset(rehearsal, 16)["metadata"]["labels"]["pod-template-hash"]
                for p in pods(rehearsal) if not p["metadata"].get("deletionTimestamp")), 60, "revision 16 to crash-loop")
     rehearsal.change(lambda d: d["spec"].update(strategy=dict(DEFAULT)))  # the default, as most Deployments have
-    assert {p["spec"]["nodeName"] for p in live_pods(rehearsal)} == {"gke-l4-pool-1", "gke-l4-pool-2"}
+    wait_until(lambda: {p["spec"].get("nodeName") for p in live_pods(rehearsal)} == {"gke-l4-pool-1", "gke-l4-pool-2"},
+               what="revision 16's pods to hold both L4 GPUs")
     policy = tmp / "l4.yaml"
     policy.write_text(f"extends: {ROOT / 'policies' / 'llama-8b'}\nknown_good: []\ngpu:\n  products: [NVIDIA-L4]\n"
                       "peak_concurrency: 1\n")
