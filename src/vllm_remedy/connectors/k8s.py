@@ -49,7 +49,16 @@ from pyinfra.connectors.base import BaseConnector
 from pyinfra.connectors.util import CommandOutput, OutputLine
 
 from vllm_remedy.connectors.fleet import FleetReads
-from vllm_remedy.connectors.host_data import DATA_META, PROGRESS_SECONDS, HostDataError, K8sData, data_seconds, data_str
+from vllm_remedy.connectors.host_data import (
+    DATA_META,
+    PROGRESS_SECONDS,
+    HostDataError,
+    K8sData,
+    data_seconds,
+    data_str,
+    deploys_run,
+    unknown_keys,
+)
 from vllm_remedy.connectors.hosts import PREFIX, Target, parse_target, resolve_access
 from vllm_remedy.connectors.models import learn_model
 from vllm_remedy.connectors.namespaces import list_vllm_deployments, list_vllm_workloads
@@ -157,6 +166,9 @@ class K8sConnector(BaseConnector):
             raise _connect_error(error)
         if self.data.get("k8s_name_error"):
             raise _connect_error(self.data["k8s_name_error"], bad_input=True)
+        problem = unknown_keys(self.host.data.dict(), self.host.inventory.get_override_data(), deploys_run())
+        if problem is not None:  # before any read: a misspelt key must not run under the defaults
+            raise _connect_error(problem, bad_input=True)
         target = self.target
         where = f"{target.kind} {target.namespace}/{target.deployment}"
         try:
@@ -205,12 +217,15 @@ class K8sConnector(BaseConnector):
                                     str(target.deployment), self.server.model, meta.get("labels") or {})
             except UserError as exc:
                 raise _connect_error(str(exc), bad_input=True) from exc
-        self.policy = loaded
-        if self.policy is not None:
-            self._check_policy_target(deployment, self.policy, self.server)
-            self.keys = Keys(self.policy.annotation_prefix)
+        if loaded is not None:
+            self._check_policy_target(deployment, loaded, self.server)
+            self.keys = Keys(loaded.annotation_prefix)
+        else:  # every run says so: a host governed by defaults nobody chose must not pass for one with a policy
+            logger.warning(f"{self.host.print_prefix}note: governed by the built-in default policy "
+                           f"({NO_POLICY_DATA})")
+        self.policy = loaded if loaded is not None else unnamed_default()
         self.client = client
-        self.model_note, self.answer_key = learn_model(client, target.namespace, self.server, self.policy)
+        self.model_note, self.answer_key = learn_model(client, target.namespace, self.server, loaded)
         self.scope = Scope(client, target.namespace, str(target.deployment), self.keys.prefix,
                            self.server.container_name, kind=target.kind)
 
@@ -335,6 +350,18 @@ def _host_answer_key() -> tuple[Any, ...] | None:
 
 
 resolved.read_scope_with(_host_answer_key)
+
+
+#: Why a host has the built-in defaults: what its messages say instead of a file name.
+NO_POLICY_DATA = "no `policy` in host data"
+
+
+def unnamed_default() -> Policy:
+    """The policy of a host whose data names none: ``Policy()``'s defaults, as operations always applied them, with a
+    source that says so ("policy built-in default (no `policy` in host data) names none in gpu.products")."""
+    policy = Policy()
+    policy._source = f"built-in default ({NO_POLICY_DATA})"
+    return policy
 
 
 def _workload_server(specs: list[dict[str, Any]], container: str | None) -> ServerCommand:
