@@ -74,6 +74,7 @@ from vllm_remedy.kube.kinds import DEPLOYMENT, INFERENCESERVICE
 from vllm_remedy.kube.snapshot import Snapshot
 from vllm_remedy.kube.workloads import NotServedError, get_workload
 from vllm_remedy.policy import Policy, load_policies, load_policy, policy_for
+from vllm_remedy.printable import escaped
 from vllm_remedy.vllm import resolved
 from vllm_remedy.vllm.cmdline import ServerCommand, find_server
 
@@ -380,11 +381,11 @@ def _workload_server(specs: list[dict[str, Any]], container: str | None) -> Serv
 
 def _connect_error(message: str, *, bad_input: bool = False) -> ConnectError:
     """pyinfra prints the message after the host prefix: keep it to one line."""
-    return (HostDataError if bad_input else ConnectError)(" ".join(str(message).split()))
+    return (HostDataError if bad_input else ConnectError)(escaped(" ".join(str(message).split())))
 
 
 def _stderr(message: str) -> CommandOutput:
-    return CommandOutput([OutputLine("stderr", " ".join(message.split()))])
+    return CommandOutput([OutputLine("stderr", escaped(" ".join(message.split())))])
 
 
 def _expand(target: Target) -> Iterator[tuple[str, dict[str, Any], list[str]]]:

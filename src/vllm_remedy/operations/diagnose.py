@@ -25,6 +25,7 @@ from vllm_remedy.kube.diff import describe, revision_diff
 from vllm_remedy.kube.errors import KubeError
 from vllm_remedy.operations import set_reads
 from vllm_remedy.operations.util import K8sHost, k8s_host, show
+from vllm_remedy.printable import escaped
 from vllm_remedy.remedies.diagnose import compared_revisions, crashed_containers, diagnose_lines
 
 #: Log lines read per crashed container: a whole vLLM start, like the Pods fact reads.
@@ -124,6 +125,8 @@ def report(tail: int = LOG_TAIL) -> Iterator[FunctionCommand]:
     at = lines.index("step 3 — GPUs:")  # a kind's own lines: after step 3's diff, and under step 2's headline
     lines[at:at] = found.extra
     lines[1:1] = found.groups
-    show(state, host, lines, topic="diagnose")
+    # one element per printed line: a newline in a manifest value (a flag, an env value in step 3's diff) is escaped,
+    # never a line of its own that could pass for the report's ("fake", "Success")
+    show(state, host, [escaped(line) for line in lines], topic="diagnose")
     return
     yield  # a generator that never yields: diagnosis is read-only
