@@ -8,12 +8,14 @@ keys pass. A host with no ``policy`` says in every run that the built-in default
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 from fixtures import pyinfra_run
 from fixtures.budget_world import BUDGET, EAGER, PIN
 from fixtures.pyinfra_run import ROOT, Rehearsal
-from fixtures.restore_world import L4_TOLERATION, LOCAL, deployment, host_out, quiet, wait_until, write_inventory
+from fixtures.restore_world import HOST, L4_TOLERATION, LOCAL, deployment, host_out, quiet, wait_until, write_inventory
 
 rehearsal = pyinfra_run.rehearsal
 
@@ -76,3 +78,15 @@ def test_a_host_without_policy_says_the_built_in_default_governs_it(rehearsal: R
     assert ("noop: no GPU product to pin: policy built-in default (no `policy` in host data) names none in "
             "gpu.products") in said, said
     assert not [line for line in said if "<mapping>" in line], said
+
+
+def test_drift_reports_a_misspelt_key_as_bad_input(rehearsal: Rehearsal, tmp_path: Path) -> None:
+    """``vllm-remedy drift`` connects through the same connector: one line naming the key, exit 2 (bad input), not a
+    verdict under the built-in defaults."""
+    typo = write_inventory(tmp_path, polcy=POLICY)
+    got = subprocess.run([sys.executable, "-m", "vllm_remedy", "drift", "-i", typo], capture_output=True, text=True,
+                         env=rehearsal.env(), cwd=rehearsal.tmp, timeout=180)
+    assert got.returncode == 2, got.stdout + got.stderr
+    assert got.stderr.strip().splitlines() == [
+        f"vllm-remedy: error: {HOST}: unknown data key 'polcy' in the inventory (did you mean 'policy'?); nothing "
+        "was changed"], got.stderr

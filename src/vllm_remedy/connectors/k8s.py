@@ -24,6 +24,11 @@ Host data (plain keys, as an inventory or group data sets them):
 + ``container``: the vLLM container's name, when several containers of the pod run vLLM.
 + ``progress_seconds``: real seconds between the progress reports of a rollout wait (default 5; 0: none).
 
+Any other key fails the host at connect, named in one line with the closest known key (``polcy``: "did you mean
+'policy'?"), except those one deploy reads (``connectors.host_data.DEPLOY_KEYS``: ``eager_ttl``, ``revision``, ...;
+given with ``--data``, only when that deploy runs) and pyinfra's own (``_sudo``, ``ssh_user``, ...). A host with
+no ``policy`` says at connect that the built-in defaults govern it.
+
 Why ``connect()`` does real work: a missing context, a Deployment that does not exist, a Deployment with
 no vLLM server, or an invalid policy is bad input. Failing at connect prints one line per host, marks
 it failed (pyinfra exits non-zero) and guarantees no operation ran against it.
