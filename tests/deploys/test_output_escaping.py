@@ -2,7 +2,8 @@
 
 ``--served-model-name "x\\nfake"`` was printed raw into diagnose's revision diff, so the value's second line became
 ``[host] fake`` — a manifest could print a "Success" or a prediction line of its own. Newlines, carriage returns and
-escape bytes in manifest values are now written as escapes (``vllm_remedy.printable``) on every line a deploy shows."""
+escape bytes in manifest values are now written as escapes (``vllm_remedy.kube.printable``) on the lines deploys
+show."""
 
 from __future__ import annotations
 

@@ -76,10 +76,10 @@ from vllm_remedy.kube.errors import KubeError, NotFoundError
 from vllm_remedy.kube.inferenceservice import runtime_for
 from vllm_remedy.kube.inferenceservice import template_of as isvc_template
 from vllm_remedy.kube.kinds import DEPLOYMENT, INFERENCESERVICE
+from vllm_remedy.kube.printable import escaped
 from vllm_remedy.kube.snapshot import Snapshot
 from vllm_remedy.kube.workloads import NotServedError, get_workload
 from vllm_remedy.policy import Policy, load_policies, load_policy, policy_for
-from vllm_remedy.printable import escaped
 from vllm_remedy.vllm import resolved
 from vllm_remedy.vllm.cmdline import ServerCommand, find_server
 

@@ -25,9 +25,9 @@ from vllm_remedy.kube.annotations import scan_toggles
 from vllm_remedy.kube.diff import describe, revision_diff
 from vllm_remedy.kube.errors import KubeError
 from vllm_remedy.kube.kinds import DEPLOYMENT, STATEFULSET
+from vllm_remedy.kube.printable import escaped
 from vllm_remedy.operations import set_reads
 from vllm_remedy.operations.util import K8sHost, deployment_object, k8s_host, show
-from vllm_remedy.printable import escaped
 from vllm_remedy.remedies.diagnose import compared_revisions, crashed_containers, diagnose_lines, toggle_lines
 
 #: Log lines read per crashed container: a whole vLLM start, like the Pods fact reads.

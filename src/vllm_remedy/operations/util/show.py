@@ -19,7 +19,7 @@ from typing import Any
 
 from pyinfra import logger
 
-from vllm_remedy.printable import escaped
+from vllm_remedy.kube.printable import escaped
 
 _SHOWN: set[tuple[int, str, str, str]] = set()
 
@@ -51,7 +51,7 @@ def show(state: Any, host: Any, lines: Iterable[str], topic: str = "", *, log: A
 
 def _parts(text: str) -> list[str]:
     """The printed lines of one shown element: split at its newlines only (a diff passed as one block), every other
-    control character escaped (``vllm_remedy.printable``) — ``splitlines`` also broke lines at CR, FS/GS/RS, NEL
+    control character escaped (``vllm_remedy.kube.printable``) — ``splitlines`` also broke lines at CR, FS/GS/RS, NEL
     and the Unicode line separators, which a manifest value can hold."""
     parts = escaped(text.replace("\r\n", "\n"), newlines=False).split("\n")
     if len(parts) > 1 and parts[-1] == "":

@@ -1,4 +1,4 @@
-"""Text from a manifest (or a cluster) made safe to print on one output line.
+"""Text from a manifest (or a cluster) made safe to print on one output line (here, below every layer that prints).
 
 Why: a flag value, env value or annotation is free text. Printed raw, a newline in ``--served-model-name
 "x\\nfake"`` became an output line of its own (``[host] fake``), so a manifest could forge a "Success" or a
