@@ -327,6 +327,10 @@ def _predict(server: ServerCommand, model_name: str | None, label: str | None, v
             out.append(_unknown("model", f"the api_server module parses the positional {tag} and ignores it (only "
                                 f"vllm serve takes its model from it): vLLM {'.'.join(map(str, v))} loads its "
                                 f"default model {refused.default_model(v)}", f"pass the model as --model {tag}"))
+        elif (path := server.flags.get(manifest_flags_file.FLAG)) is not None:  # vLLM may read it from the file
+            out.append(_unknown("model", f"the vLLM command names no model in argv, and its --config file {path} (not "
+                                "read here) may name it", "check it with the file's ConfigMap mounted there among the "
+                                "files checked, or name the model in argv"))
         else:
             out.append(_unknown("model", "the vLLM command names no model",
                                 "name the model in argv (positional or --model), where it can be checked"))
