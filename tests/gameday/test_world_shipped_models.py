@@ -12,13 +12,7 @@ import pytest
 import yaml
 
 from fixtures.pyinfra_run import ROOT
-
-#: A 56-layer model at Qwen2.5-7B's width, which no catalog or Hub holds: only the world has it.
-WORLD = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 3584,
-         "intermediate_size": 18944, "num_attention_heads": 28, "num_key_value_heads": 4, "num_hidden_layers": 56,
-         "max_position_embeddings": 32768, "vocab_size": 152064, "torch_dtype": "bfloat16",
-         "tie_word_embeddings": False, "rope_theta": 1000000.0, "sliding_window": 131072,
-         "use_sliding_window": False, "max_window_layers": 28, "rms_norm_eps": 1e-06, "hidden_act": "silu"}
+from fixtures.world_model import WORLD, WORLD_ID
 
 
 def test_budget_in_a_world_without_a_hub_predicts_the_worlds_own_model(
@@ -27,7 +21,7 @@ def test_budget_in_a_world_without_a_hub_predicts_the_worlds_own_model(
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     (tmp_path / "seed.yaml").write_text(yaml.safe_dump({"extends": "runbook",
-                                                        "models": [{"id": "acme/World", "config": WORLD}]}))
+                                                        "models": [{"id": WORLD_ID, "config": WORLD}]}))
     (tmp_path / "policy.yaml").write_text(f"extends: {ROOT / 'policies' / 'default.yaml'}\n"
                                           "target: {namespaces: [llm]}\ngpu: {products: [NVIDIA-L40S], per_pod: 1}\n")
     scenario = {"name": "world-model", "title": "the world's own model at too low a utilization",

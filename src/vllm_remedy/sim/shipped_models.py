@@ -11,13 +11,14 @@ Hugging Face cache holding the models' config.json files, read with ``HF_HUB_OFF
 Hugging Face cache", and huggingface_hub's documented offline mode). So the game day writes each shipped config into
 a cache of its own (its working folder, never the user's cache, which fake repositories must not enter), in
 huggingface_hub's layout (``hub.store``), and runs its deploys with ``HF_HUB_CACHE`` there and ``HF_HUB_OFFLINE=1``
-(:func:`tools_env`). Offline matters: online, a branch is revalidated against the Hub, whose "no such repository" for
-a world's own model is definitive (vLLM's own answer) and would overrule the copy. The policy's ``model_config``
-was the other way a user has, but it holds one config per policy and stands in only when the Hub cannot be asked,
-which the same offline switch would need; the cache carries every shipped model and revision at once. What the
-cache cannot carry: a model shipped with no revision serves pods at any ``--revision``, but is written here at
-``main`` only; and in a world that ships models, a model outside the catalog that only the Hub serves is offline
-to its deploys too (ship it as well).
+(:func:`tools_env`); ``sim up`` writes the same cache in its state folder and prints the two variables to export for
+the deploys, ``check`` and ``drift`` a user runs against it. Offline matters: online, a branch is revalidated
+against the Hub, whose "no such repository" for a world's own model is definitive (vLLM's own answer) and would
+overrule the copy. The policy's ``model_config`` was the other way a user has, but it holds one config per policy
+and stands in only when the Hub cannot be asked, which the same offline switch would need; the cache carries every
+shipped model and revision at once. What the cache cannot carry: a model shipped with no revision serves pods at any
+``--revision``, but is written here at ``main`` only; and in a world that ships models, a model outside the catalog
+that only the Hub serves is offline to its deploys too (ship it as well).
 """
 
 from __future__ import annotations
