@@ -67,3 +67,19 @@ def test_an_earlier_revision_at_another_model_revision_is_resolved_predicted_and
     asked = [r for r in hub.requests[before:] if r[1].startswith(f"/{MODEL}/resolve/v1/")]
     assert ("GET", f"/{MODEL}/resolve/v1/config.json") in asked, hub.requests[before:]
     assert len(asked) == len(set(asked)), asked
+
+
+def test_an_earlier_revision_at_a_revision_the_hub_does_not_have_is_skipped(
+        hub: HubServer, rehearsal: Rehearsal) -> None:
+    """The Hub's own "no" to revision 15's ``--revision`` is what vLLM would die on (model_unavailable): skipped with
+    the Hub's words, not rolled back to as "no prediction"."""
+    vllm_runtime(rehearsal)
+    rehearsal.change(_scaled(0, [MODEL, "--revision", "v9", *V1[3:]]), change_cause="acme/Tagged v9, not started")
+    rehearsal.change(_scaled(2, MAIN_TOO_LONG), change_cause="acme/Tagged main at 64k")
+    wait_until(lambda: crash_looping(rehearsal, 2, 16), 120, "revision 16 to crash-loop")
+    got = rehearsal.pyinfra(inventory_for(rehearsal, MODEL, "known_good: []\n"), RESTORE, "--dry")
+    lines = host_out(got.stderr)
+    assert got.returncode == 0, got.stderr
+    line = skipped(lines, 15)
+    assert f"predicted model_unavailable: model {MODEL}: revision v9 not found on the Hub ({hub.url})" in line, line
+    assert any(x.startswith("roll back deployment llm/llama-8b from revision 16 to revision 14 ") for x in lines), lines

@@ -8,7 +8,7 @@ from typing import Any
 
 from vllm_remedy.connectors.models import learn_template
 from vllm_remedy.operations.util import K8sHost
-from vllm_remedy.remedies.restore import ModelKeys
+from vllm_remedy.remedies.restore_models import ModelKeys
 
 
 def model_keys(ctx: K8sHost, rows: Any) -> ModelKeys:

@@ -25,9 +25,9 @@ The route half of shedding (moving traffic to the fallback and back) is ``remedi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from typing import Any
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.annotations import Keys, parse_rfc3339, stamp_seconds, template_digest
@@ -49,26 +49,12 @@ from vllm_remedy.remedies.evidence import (
     standing_event_crash,
 )
 from vllm_remedy.remedies.predict import failed_prediction, predict_template
-from vllm_remedy.vllm import resolved
+from vllm_remedy.remedies.restore_models import ModelKeys, hub_refused, in_scope
 from vllm_remedy.vllm.failures import failure_class
 
 NONE, ROLLBACK, SHED, REFUSE, HANDOVER = "none", "rollback", "shed-load", "refuse", "budget"
 #: Failed restarts that count as a crash loop even while the container is briefly running again.
 RESTARTS = FLAP_RESTARTS
-#: Revision number → the environment key its model was resolved under (``resolved.Key``; the I/O layer resolves each
-#: revision's own model, revision and env before deciding). A revision absent: the workload's own key.
-ModelKeys = Mapping[int, tuple[Any, ...]]
-_T = TypeVar("_T")
-
-
-def in_scope(keys: ModelKeys | None, judge: Callable[[Revision], _T]) -> Callable[[Revision], _T]:
-    """``judge`` with its predictions of a revision looking that revision's model up under the key it was resolved
-    with (``resolved.scope``): an earlier revision pinned to another ``--revision``, model or token is predicted on
-    its own config, not the current template's."""
-    def scoped(rev: Revision) -> _T:
-        with resolved.scope((keys or {}).get(rev.number)):
-            return judge(rev)
-    return scoped
 
 
 @dataclass(frozen=True)
@@ -218,7 +204,7 @@ def _decide(history: Mapping[str, Any], pods: Mapping[str, Any], policy: Policy,
                                  pinned=policy_pin(policy.known_good, container),
                                  reject=in_scope(model_keys, rejector(keys, container, nodes,
                                                                       crashes_by_revision(pods, container),
-                                                                      in_events, cannot_start)))
+                                                                      in_events, cannot_start), container))
     except NoRollbackTarget as exc:
         if under_load:
             return RestoreDecision(SHED, f"revision {current} crash-loops with OOM under load ({seen}) and {exc}: "
@@ -264,10 +250,11 @@ def _forced(history: Mapping[str, Any], keys: Keys, forced: int, container: str 
     if rev.number == current:
         return _forced_current(f"{forced} is the current revision", current, dying, override)
     doubt = in_scope(model_keys, lambda r: against(r, keys, container, nodes, None, in_events,
-                                                   cannot_start=cannot_start))(rev)
+                                                   cannot_start=cannot_start), container)(rev)
     named = f"revision {forced}" + (f" (now numbered {rev.number})" if rev.number != forced else "")
     never = (cannot_start(rev) if cannot_start is not None else None) or (  # vLLM's refusal is always also a doubt
-        in_scope(model_keys, lambda r: certain_refusal(r, container, nodes))(rev) if doubt else None)
+        in_scope(model_keys, lambda r: certain_refusal(r, container, nodes) or hub_refused(r, container))(rev)
+        if doubt else None)
     if never:  # vLLM refuses it before it loads anything: no override makes it start, so none is offered
         return RestoreDecision(REFUSE, f"host data revision: {named} is not restored: it cannot start ({never}); "
                                "name another revision", current=current)
@@ -307,7 +294,8 @@ def served_base(history: Mapping[str, Any], keys: Keys, container: str | None, p
         if standing_crash(keys, rev.annotations) is None and standing_event_crash(
                 keys, rev.annotations, (in_events or {}).get(rev.number)) is None and \
                 (cannot_start is None or cannot_start(rev) is None) and \
-                in_scope(model_keys, lambda r: failed_prediction(predict_template(r.template, container)))(rev) is None:
+                in_scope(model_keys, lambda r: failed_prediction(predict_template(r.template, container)),
+                         container)(rev) is None:
             return rev
     return None
 
