@@ -49,3 +49,22 @@ def test_drift_against_a_world_that_ships_its_model_predicts_it(cli, tmp_path: P
         assert "KV cache" in checks["prediction"]["detail"], checks["prediction"]
     finally:
         assert cli("sim", "down", "--state", str(state)).returncode == 0
+    # started again from its state: the seed's models are the pods' own again (the state holds no model)
+    monkeypatch.delenv("HF_HUB_CACHE")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    up = cli("sim", "up", "--background", "--state", str(state), "--speed", "600", "--seed", str(seed), "-o", "json")
+    assert up.returncode == 0, up.stderr
+    info = json.loads(up.stdout)
+    try:
+        base = info["url"] + "/clusters/rehearsal"
+        longer = [{"op": "replace", "path": "/spec/template/spec/containers/0/args/2", "value": "8192"}]
+        assert call(base, "PATCH", DEPLOY, longer, content_type=JSON_PATCH)[0] == 200
+        wait_until(lambda: _ready(call(base, "GET", DEPLOY)[2]), 60, "the new revision's pods to be Ready")
+    finally:
+        assert cli("sim", "down", "--state", str(state)).returncode == 0
+
+
+def _ready(dep: dict) -> bool:
+    status = dep.get("status") or {}
+    return status.get("updatedReplicas") == 2 and status.get("readyReplicas") == 2 and \
+        status.get("observedGeneration") == dep["metadata"].get("generation")

@@ -164,7 +164,7 @@ def _up(args: argparse.Namespace) -> int:
                         f"run `vllm-remedy sim down --state {state}`")
     if args.background:
         return _background(args, state)
-    from vllm_remedy.sim.seed import cluster_seeds, enable_admission, load_seed
+    from vllm_remedy.sim.seed import cluster_seeds, enable_admission, load_seed, ship_model
 
     seed, label = load_seed(args.seed)
     per_cluster = cluster_seeds(seed)
@@ -192,6 +192,8 @@ def _up(args: argparse.Namespace) -> int:
             cluster = Cluster(name, clock=Clock(args.speed, start=data.get("clock")), reality=reality)
             cluster.restore(data.get("snapshot", {}))
             enable_admission(cluster.store, {**seed, **per_cluster[name]}, label)
+            for i, entry in enumerate(per_cluster[name].get("models") or []):  # not in the state: the pods' own again
+                ship_model(entry, f"{label}: models[{i}]")
             cluster.start()
         else:
             cluster = Cluster(name, clock=Clock(args.speed), reality=reality)
