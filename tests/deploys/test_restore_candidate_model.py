@@ -19,7 +19,15 @@ from fixtures.budget_world import with_args
 from fixtures.hf_hub_server import SMOLLM2_CONFIG, HubServer, Repo, hub_server, use_hub
 from fixtures.hub_deploys import inventory_for
 from fixtures.pyinfra_run import Rehearsal
-from fixtures.restore_world import RESTORE, crash_looping, host_out, skipped, vllm_runtime, wait_until
+from fixtures.restore_world import (
+    RESTORE,
+    crash_looping,
+    host_out,
+    newest_revision,
+    skipped,
+    vllm_runtime,
+    wait_until,
+)
 
 rehearsal = pyinfra_run.rehearsal
 MODEL = "acme/Tagged"
@@ -52,6 +60,7 @@ def test_an_earlier_revision_at_another_model_revision_is_resolved_predicted_and
     vllm_runtime(rehearsal)
     # revision 15: the tag v1, applied scaled to zero (it never ran: no crash evidence speaks against it)
     rehearsal.change(_scaled(0, V1), change_cause="acme/Tagged v1, not started")
+    wait_until(lambda: newest_revision(rehearsal) == 15, 60, "revision 15's ReplicaSet")  # its own revision
     # revision 16: main, at a length vLLM refuses: the incident
     rehearsal.change(_scaled(2, MAIN_TOO_LONG), change_cause="acme/Tagged main at 64k")
     wait_until(lambda: crash_looping(rehearsal, 2, 16), 120, "revision 16 to crash-loop")
@@ -75,6 +84,7 @@ def test_an_earlier_revision_at_a_revision_the_hub_does_not_have_is_skipped(
     the Hub's words, not rolled back to as "no prediction"."""
     vllm_runtime(rehearsal)
     rehearsal.change(_scaled(0, [MODEL, "--revision", "v9", *V1[3:]]), change_cause="acme/Tagged v9, not started")
+    wait_until(lambda: newest_revision(rehearsal) == 15, 60, "revision 15's ReplicaSet")
     rehearsal.change(_scaled(2, MAIN_TOO_LONG), change_cause="acme/Tagged main at 64k")
     wait_until(lambda: crash_looping(rehearsal, 2, 16), 120, "revision 16 to crash-loop")
     got = rehearsal.pyinfra(inventory_for(rehearsal, MODEL, "known_good: []\n"), RESTORE, "--dry")
