@@ -9,7 +9,7 @@ import re
 from typing import Any
 
 from fixtures import pyinfra_run
-from fixtures.pyinfra_run import Rehearsal
+from fixtures.pyinfra_run import ROOT, Rehearsal
 from fixtures.restore_world import (
     LOCAL,
     RESTORE,
@@ -24,6 +24,7 @@ from fixtures.restore_world import (
 from vllm_remedy.kube.health import pod_health
 
 rehearsal = pyinfra_run.rehearsal
+LOAD_GUARD = str(ROOT / "deploys" / "load_guard.py")
 VERDICT = re.compile(r"wait for revision (\d+)'s template to roll out: (.*)$")
 
 
@@ -104,3 +105,33 @@ def test_a_restore_to_a_revision_without_probe_that_dies_after_starting_fails_as
     assert said.startswith("crash-loop after "), said
     assert "max_len_exceeds_kv" in said, said
     assert "successfully rolled out" not in got.stderr
+
+
+def test_a_deploy_that_writes_nothing_does_not_call_a_loading_probe_less_rollout_done(rehearsal: Rehearsal) -> None:
+    """A rerun after a run died mid-wait (or any deploy with nothing to write) ends with the wait: a probe-less
+    rollout kubectl calls complete while vLLM still loads is waited for, not "noop: ... is rolled out"."""
+    vllm_runtime(rehearsal)
+    rehearsal.cluster.clock.set_speed(8.0)  # the ~110 s start takes ~14 s: the run below meets it loading
+    client = rehearsal.client()
+    fresh = newest_revision(rehearsal) + 1
+    rehearsal.change(no_probe, change_cause="readinessProbe dropped")
+
+    def complete_but_loading() -> bool:
+        dep = client.get_deployment("llm", "llama-8b")
+        status, want = dep.get("status") or {}, dep["spec"]["replicas"]
+        return (status.get("updatedReplicas") == status.get("availableReplicas") == status.get("replicas") == want
+                and dep["metadata"]["generation"] == status.get("observedGeneration")
+                and not served(rehearsal, template_hash(rehearsal, fresh)))
+
+    wait_until(complete_but_loading, 60, "kubectl's rollout complete while vLLM loads")
+    got = rehearsal.pyinfra(LOCAL, LOAD_GUARD, "-y", "--data", "progress_seconds=0")
+    assert got.returncode == 0, got.stderr
+    lines = host_out(got.stderr)
+    assert "noop: deployment llm/llama-8b is rolled out" not in lines, lines
+    assert any(re.fullmatch(r"wait for deployment llm/llama-8b to roll out: no readiness probe, and pod\(s\) "
+                            r"llama-8b-\S+(, llama-8b-\S+)? do not show vLLM's serving line yet: waiting for it", line)
+               for line in lines), lines
+    assert any(re.fullmatch(r'wait for deployment llm/llama-8b to roll out: deployment "llama-8b" successfully rolled '
+                            r"out \(no readiness probe: waited for vLLM's serving line\) after \d+s \(cluster time\)",
+                            line) for line in lines), lines
+    assert served(rehearsal, template_hash(rehearsal, fresh))
