@@ -34,12 +34,12 @@ from vllm_remedy.drift.checks import (
     check_flag_bounds,
     check_gpu_pinned,
     check_known_good_unit,
-    check_max_model_len,
 )
 from vllm_remedy.drift.manifest_fix import describe_fix, plan_fix
 from vllm_remedy.drift.manifest_workloads import Workload, model_id
 from vllm_remedy.drift.release_default import check_default_utilization
 from vllm_remedy.drift.start_reason import start_reason
+from vllm_remedy.drift.unseen_flag import max_model_len
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.annotations import Keys, read_toggles
 from vllm_remedy.kube.gpus import pod_gpu_request
@@ -155,7 +155,7 @@ def check_workload(workload: Workload, policy: Policy, now: float) -> Result:
     observed = Observed(server.image, model_name, server.flags.get("revision"), dict(server.flags), pinned,
                         pod_gpu_request(spec), tuple(read_toggles(Keys(policy.annotation_prefix),
                                                                   workload.metadata.get("annotations") or {})))
-    checks: list[Check] = [check_max_model_len(policy, server), check_flag_bounds(policy, server),
+    checks: list[Check] = [max_model_len(policy, server), check_flag_bounds(policy, server),
                            check_known_good_unit(policy, observed), check_gpu_pinned(policy, observed),
                            check_enforce_eager(observed, now, policy.enforce_eager.max_duration.total_seconds()),
                            check_default_utilization(policy, server, settings)]
