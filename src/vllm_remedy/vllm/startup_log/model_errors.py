@@ -21,6 +21,9 @@ words, each from a public log:
   (transformers' "We couldn't connect to '<endpoint>' to load"), vLLM's ``No supported config format found in
   <model>`` (0.6.1-0.7.3), ``Unsupported config format: ConfigFormat.AUTO`` (0.8.0, 0.8.3) and ``Could not detect
   config format`` (0.8.5 on, inside its own message), which a missing revision or an empty offline listing ends in;
+  the last is also how every release from 0.8.5 ends for a repository (or directory) that exists without config.json
+  or params.json, 0.34.0 included (``sim.vllm_pod.hub_refusal.no_config``): its own reason, ``no_config``, not a
+  wrong id;
 - a bare ``--hf-token`` (``token=True``) in a pod with no token: huggingface_hub's ``LocalTokenNotFoundError: Token is
   required (`token=True`), but no token found`` (``hub.bare_token``);
 - a Hub that could not be asked (a refused connection, no answer in time, a 5xx): requests' ``ConnectionError`` /
@@ -82,8 +85,10 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"PermissionError: \[Errno 13\] Permission denied: '(?P<path>[^']*(?:\.cache|huggingface|/hub(?:/|$)"
                 r"|models--)[^']*)'"), "cache_not_writable"),
     (re.compile(r"No supported config format found in (?P<model>\S+?)\.?$"), "not_found"),
-    (re.compile(r"Unsupported config format: ConfigFormat\.AUTO|Could not detect config format for no config file"),
-     "not_found"),
+    # 0.8.5 on: vLLM's own format detection found neither config.json nor params.json where it looked, raised inside
+    # its "Invalid repository ID" message (above, which this outranks): the id may well be right
+    (re.compile(r"Could not detect config format for no config file"), "no_config"),
+    (re.compile(r"Unsupported config format: ConfigFormat\.AUTO"), "not_found"),
 )
 #: with_retry's record of an attempt it makes again (transformers_utils/config.py@0.7.3 l.102, @0.10.2 l.278), on the
 #: last line of its message: not the start's end
@@ -96,11 +101,16 @@ _URL = re.compile(r"https?://[^/\s]+/(?:api/models/)?(?P<model>[\w.-]+/[\w.-]+)/
 #: first), not a refused token, which huggingface_hub raises as the plain 401 alone.
 REASON_ORDER = ("gated", "revision_not_found", "repository_not_found", "unauthorized", "no_token", "hub_unreachable",
                 "offline",
-                "cache_read_only", "cache_not_writable", "invalid_id", "not_found")
+                "cache_read_only", "cache_not_writable", "invalid_id", "no_config", "not_found")
 ADVICE = {
     "not_found": "correct --model (a Hugging Face repository id, or a directory the pod mounts holding config.json) "
                  "and --revision, or mount the model's volume (some releases say no more than this for a missing "
                  "revision, or for HF_HUB_OFFLINE=1 with nothing cached)",
+    "no_config": "give vLLM a config it reads: it found neither config.json (Hugging Face format) nor params.json "
+                 "(Mistral format) for the model, so the repository or directory holds none (a checkpoint in another "
+                 "format, an empty or wrong volume) or, on 0.8.5-0.10.2, HF_HUB_OFFLINE=1 found nothing cached; add "
+                 "the checkpoint's config.json or serve a repository that has one, mount the volume that holds it, "
+                 "or check --revision (the model id itself may be right)",
     "invalid_id": "correct --model: it is neither a directory the pod has (is the volume mounted?) nor a repository id",
     "revision_not_found": "correct --revision (a branch, tag or commit the repository has)",
     "repository_not_found": "correct --model: the Hub shows no repository by that id (it answers a misspelled id and "
