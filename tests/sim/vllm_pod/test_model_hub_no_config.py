@@ -6,8 +6,9 @@ tests/fixtures/hf_hub_server through HF_ENDPOINT (never the real Hub), the log r
 ``diagnose``. From 0.11.0 transformers reads config.json first, but its ``get_config_dict`` returns ``({}, {})`` for a
 Hub repository without one (measured with transformers 4.57.1 and 5.0.0), so every release from 0.8.5 ends in vLLM's
 own "Could not detect config format" inside "Invalid repository ID" (transformers_utils/config.py@0.11.0 l.551-580,
-@0.34.0 l.935-967; the GGUF item of that message from 0.9.0 to 0.11.0), older ones in their format detection's
-words (``sim.vllm_pod.hub_refusal.no_config``).
+@0.34.0 l.935-967; the GGUF item of that message from 0.9.0 to 0.11.0); from 0.9.1 pydantic's ValidationError of
+ModelConfig carries the outer message alone. Older releases end in their format detection's words
+(``sim.vllm_pod.hub_refusal.no_config``).
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ MODEL = "acme-corp/Params-Only"
 PARAMS = {"dim": 4096, "n_layers": 32, "head_dim": 128, "hidden_dim": 14336, "n_heads": 32, "n_kv_heads": 8,
           "norm_eps": 1e-05, "vocab_size": 32768}
 DETECT = "ValueError: Could not detect config format for no config file found."
-SPACED = ("With config_format 'auto', ensure your model has either config.json (HF format) or params.json (Mistral "
-          "format). Otherwise please specify your_custom_config_format in engine args for customized config parser.")
+CAUSE = "The above exception was the direct cause of the following exception:"
+PYDANTIC = "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig"
 GGUF = "3. For GGUF: pass the local path of the GGUF checkpoint."
 
 
@@ -46,10 +47,14 @@ def api(hub: HubServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[An
 
 #: (release, lines its log holds, lines it must not, diagnose's reason)
 EXPECTED = [
-    ("0.34.0", [f"{DETECT} {SPACED}", "The above exception was the direct cause",
-                f"ValueError: Invalid repository ID or local directory specified: '{MODEL}'."], [GGUF], "no_config"),
-    ("0.11.0", [f"{DETECT} {SPACED}", GGUF], [], "no_config"),
-    ("0.10.2", [f"{DETECT} With config_format 'auto', ensure your model has eitherconfig.json"], [], "no_config"),
+    ("0.34.0", [PYDANTIC, f"  Value error, Invalid repository ID or local directory specified: '{MODEL}'."],
+     [GGUF, DETECT, CAUSE], "no_config"),
+    ("0.11.0", [PYDANTIC, GGUF], [DETECT, CAUSE], "no_config"),
+    ("0.10.2", [PYDANTIC, f"  Value error, Invalid repository ID or local directory specified: '{MODEL}'."],
+     [DETECT, CAUSE], "no_config"),
+    ("0.9.0", [f"{DETECT} Ensure your model has either config.json (HF format) or params.json (Mistral format).",
+               CAUSE, f"ValueError: Invalid repository ID or local directory specified: '{MODEL}'.", GGUF], [PYDANTIC],
+     "no_config"),
     ("0.8.5", [f"{DETECT} Ensure your model has either config.json (HF format) or params.json (Mistral format)."],
      [GGUF], "no_config"),
     ("0.8.0", ["ValueError: Unsupported config format: ConfigFormat.AUTO"], [], "not_found"),

@@ -52,6 +52,7 @@ LISTING_SINCE = (0, 7, 3)  # vLLM's file_exists over list_repo_files (config.py@
 WRAPPED_SINCE = (0, 8, 0)  # except Exception -> "Invalid repository ID ..." from e (config.py@0.8.0)
 DETECT_SINCE = (0, 8, 5)  # "Could not detect config format ..." raised inside that try (config.py@0.8.5)
 TRANSFORMERS_FIRST_SINCE = (0, 11, 0)  # maybe_override_with_speculators before ModelConfig (arg_utils.py@0.11.0)
+PYDANTIC_SINCE = (0, 9, 1)  # ModelConfig a pydantic dataclass (``registry``), its ValueErrors a ValidationError
 #: transformers 5's spelling (``PreTrainedConfig``, config.py@0.23.0), so huggingface_hub 1.x over httpx, whose
 #: HTTP errors read "Client error '401 Unauthorized' for url '...'" (measured with huggingface_hub 2.4)
 HTTPX_SINCE = (0, 23, 0)
@@ -263,8 +264,11 @@ def no_config(v: tuple[int, ...], model: str) -> str | None:
     (``maybe_override_with_speculators``), but ``PretrainedConfig.get_config_dict`` returns ``({}, {})`` for a Hub
     repository without config.json (``cached_files`` skips a missing config.json; measured with transformers 4.57.1
     and 5.0.0 against tests/fixtures/hf_hub_server), so vLLM's own detection still ends the start
-    (transformers_utils/config.py@0.11.0 l.551-580, @0.34.0 l.935-967). None up to 0.6.0 (transformers' own words
-    there not read here: the caller keeps the generic refusal)."""
+    (transformers_utils/config.py@0.11.0 l.551-580, @0.34.0 l.935-967). From 0.9.1 ``get_config`` runs in the
+    pydantic dataclass ModelConfig's ``__post_init__`` (config.py@0.9.2 l.27, l.533; config/model.py@0.34.0 l.697),
+    and pydantic reports the ValueError as a ValidationError without its cause: the log holds vLLM's message alone
+    (measured with pydantic 2.14: no "direct cause" section). None up to 0.6.0 (transformers' own words there not
+    read here: the caller keeps the generic refusal)."""
     if v < FILE_EXISTS_SINCE:
         return None
     if v < LISTING_SINCE:
@@ -273,7 +277,13 @@ def no_config(v: tuple[int, ...], model: str) -> str | None:
         return f"ValueError: No supported config format found in {model}."
     if v < DETECT_SINCE:
         return "ValueError: Unsupported config format: ConfigFormat.AUTO"
-    return _invalid(v, model, f"ValueError: {_detect(v)}")
+    if v < PYDANTIC_SINCE:
+        return _invalid(v, model, f"ValueError: {_detect(v)}")
+    said = _invalid(v, model, "").split(f"{CAUSE}\n", 1)[1].removeprefix("ValueError: ")
+    kwargs = f"ArgsKwargs((), {{'model': '{model}', 'runner': 'auto', 'convert': 'auto', 'task': None, ...}})"
+    return ("pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig\n"
+            f"  Value error, {said}\n [type=value_error, input_value={kwargs[:25]}...{kwargs[-25:]}, "
+            "input_type=ArgsKwargs]\n    For further information visit https://errors.pydantic.dev/2.11/v/value_error")
 
 
 def _detect(v: tuple[int, ...]) -> str:
