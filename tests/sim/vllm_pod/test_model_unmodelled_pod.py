@@ -116,3 +116,18 @@ def test_what_the_release_refuses_is_refused_in_its_own_words(cluster, cli, tmp_
     assert INVALID not in text and RECORD not in text, text[-2000:]
     data, said = diagnosed(cli, tmp_path, text)
     assert data["failure"] == "config_refused" and "correct --model" not in said, said
+
+
+def test_a_read_only_cache_without_the_model_fails_first(cluster) -> None:
+    """The download comes before vLLM reads the config: a pod whose Hugging Face cache is an empty read-only volume
+    dies on the mount's refusal (``hf_cache``), whatever the memory model could size. Before the download's checks
+    were kept for it, such a pod was not played instead."""
+    body = pod("ro-next", "0.34.0", NEXT)
+    body["spec"]["containers"][0].update(env=[{"name": "HF_HOME", "value": "/data/hf"}],
+                                         volumeMounts=[{"name": "models", "mountPath": "/data", "readOnly": True}])
+    body["spec"]["volumes"] = [{"name": "models", "emptyDir": {}}]
+    cluster.store.create("pods", body)
+    line = "OSError: [Errno 30] Read-only file system: '/data/hf/hub/models--acme-corp--Next-Unsized'"
+    assert cluster.wait_for(lambda: line in log(cluster, "ro-next", previous=True), 30), (
+        log(cluster, "ro-next")[-1500:], log(cluster, "ro-next", previous=True)[-1500:])
+    assert RECORD not in log(cluster, "ro-next", previous=True)

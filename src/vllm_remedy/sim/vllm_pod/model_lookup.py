@@ -44,19 +44,24 @@ def model_spec(model_id: str, revision: str | None, container: Mapping[str, Any]
         container, lambda mount: mount.get(hf_cache.KIND) in hf_cache.PER_POD)
     env = pod.sent(pod.from_container(container), server, stored) if container is not None else None
     # a local path is the pod's volume, not this machine's
+    unsized: unmodelled_start.Unmodelled | None = None
     try:
         spec, source = hub.resolve(model_id, revision, in_pod=True, env=env, per_start=True)
     except hub.Unresolved as err:  # a config the Hub gave that the memory model cannot size: no "no" of the Hub's
         if err.kind is not None or not str(err).startswith("cannot predict"):
             raise
-        raise unmodelled_start.Unmodelled(str(err), unmodelled_start.config_read(model_id, revision,
-                                                                                hub.cache_dir())) from None
+        path, config = unmodelled_start.config_read(model_id, revision, hub.cache_dir())
+        unsized = unmodelled_start.Unmodelled(str(err), config)
+        source = f"the local Hugging Face cache ({path})" if path else "the Hub"
+    # the download (or the cache's copy) comes before vLLM reads the config: its failures first
     if container is not None and (cache := hf_cache.read_only(container)) is not None:
         hf_cache.check(model_id, source, cache)  # a cache on a read-only volume takes no download (``hf_cache``)
     elif container is not None and env is not None and pod.OFFLINE in env and pod.offline(env):
         hf_cache.check_offline(model_id, source, container, pod.endpoint(env))  # its own cache only (``hf_cache``)
     elif container is not None:  # a user who may not create the cache's folders (``hub_cache_denied``)
         hub_cache_denied.check(model_id, container, pod.offline(env))
+    if unsized is not None:
+        raise unsized
     return spec
 
 

@@ -75,20 +75,21 @@ def or_vllm(err: Exception, vllm_words: str | None = None) -> dict[str, Any]:
     return {"error": vllm_words or f"ValueError: {err}", "stage": "config"}
 
 
-def config_read(model_id: str, revision: str | None, cache: str | None) -> Mapping[str, Any] | None:
-    """The config.json the pod's resolution just fetched, from the Hugging Face cache it was written to (no request);
-    None when it is not there (a cache that refused the write) or not a JSON object."""
+def config_read(model_id: str, revision: str | None, cache: str | None) -> tuple[str | None, Mapping[str, Any] | None]:
+    """(its path, the config) of the config.json the pod's resolution just fetched, from the Hugging Face cache it was
+    written to (no request); the config None when it is not there (a cache that refused the write) or not a JSON
+    object."""
     import huggingface_hub as hf  # only a model the memory model cannot size needs it
 
     try:
         path = hf.try_to_load_from_cache(model_id, "config.json", cache_dir=cache, revision=revision)
         if not isinstance(path, str):
-            return None
+            return None, None
         with open(path, encoding="utf-8") as fh:
             config = json.load(fh)
     except (OSError, ValueError):
-        return None
-    return config if isinstance(config, Mapping) else None
+        return None, None
+    return path, config if isinstance(config, Mapping) else None
 
 
 def refusal(v: registry.Version, model_id: str, config: Mapping[str, Any], typed_quant: str | None
