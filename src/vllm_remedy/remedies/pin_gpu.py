@@ -17,8 +17,8 @@ Nodes, pods and the pod template in; a :class:`PinPlan` out. What "safely" means
   which confirm records with a known-good mark and restore puts back with the revision it marked.
 * **Already pinned.** A template that carries the pin needs no write: nothing to refuse, even with every GPU of
   the product taken (its pods wait for one), so the steps after the pin still run. A product with no schedulable
-  node at all (cordoned, not Ready, untolerated) is still refused: no pod of any later write could start there. A rollout such a pool already
-  holds up (new pods unschedulable beside old ones holding the GPUs) gets the switch alone
+  node at all (cordoned, not Ready, untolerated) is still refused: no pod of any later write could start there.
+  A rollout such a pool already holds up (new pods unschedulable beside old ones holding the GPUs) gets the switch alone
   (:func:`stuck_surge_switch`): that is what restore's "then deploys/pin_gpu.py" points at.
 """
 
