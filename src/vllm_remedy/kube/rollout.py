@@ -14,6 +14,11 @@ Deployment (the controller would stamp it on every future ReplicaSet), nor a tog
 controller copied the Deployment's toggle annotations onto the ReplicaSet while the toggle was on, and
 kubectl would bring them back (an expired or garbled toggle resurrected). A toggle belongs to the
 template that had it; the rollback replaces that template.
+
+Where we part from kubectl: its ``replace`` of ``/metadata/annotations`` drops every Deployment annotation the
+ReplicaSet does not carry — an engineer's note, Argo CD's tracking id, a reloader switch added since that
+revision ran — unannounced. We change only the annotations kubectl's undo sets (the ReplicaSet's copies), keep
+the Deployment's others, and :func:`annotation_changes` lists every change for the diff the operator approves.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from vllm_remedy.errors import UserError
 from vllm_remedy.kube.annotations import Keys, action_annotations, is_known_good, toggle_flags_on
 from vllm_remedy.kube.errors import RolloutError
 from vllm_remedy.kube.history import (
+    CHANGE_CAUSE,
     DESIRED_REPLICAS,
     HASH_LABEL,
     LAST_APPLIED,
@@ -86,13 +92,18 @@ def kubectl_undo_patch(deployment: Mapping[str, Any], replicaset: Mapping[str, A
     labels = (template.get("metadata") or {}).get("labels")
     if isinstance(labels, dict):
         labels.pop(HASH_LABEL, None)
-    own = (deployment.get("metadata") or {}).get("annotations") or {}
-    notes = {k: own[k] for k in KEEP_ON_DEPLOYMENT if k in own}
-    for key, value in ((replicaset.get("metadata") or {}).get("annotations") or {}).items():
-        if key not in KEEP_ON_DEPLOYMENT:
-            notes[key] = value
+    notes = kubectl_annotations(deployment, (replicaset.get("metadata") or {}).get("annotations") or {})
     return [{"op": "replace", "path": "/spec/template", "value": template},
             {"op": "replace", "path": "/metadata/annotations", "value": dict(sorted(notes.items()))}]
+
+
+def kubectl_annotations(deployment: Mapping[str, Any], replicaset_notes: Mapping[str, str]) -> dict[str, str]:
+    """The annotations kubectl's undo gives the Deployment: its bookkeeping (``annotationsToSkip``) kept, every other
+    annotation of the ReplicaSet copied, and nothing else."""
+    own = (deployment.get("metadata") or {}).get("annotations") or {}
+    notes = {k: own[k] for k in KEEP_ON_DEPLOYMENT if k in own}
+    notes.update({k: v for k, v in replicaset_notes.items() if k not in KEEP_ON_DEPLOYMENT})
+    return notes
 
 
 def resource_version_test(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -102,6 +113,34 @@ def resource_version_test(obj: Mapping[str, Any]) -> dict[str, Any]:
         raise UserError(f"{obj.get('kind', 'object')} {obj.get('metadata', {}).get('name')}: no "
                         "metadata.resourceVersion to guard the write with (was it read from the API?)")
     return {"op": "test", "path": "/metadata/resourceVersion", "value": version}
+
+
+def rollback_annotations(own: Mapping[str, str], kubectl_notes: Mapping[str, str], keys: Keys) -> dict[str, str]:
+    """The Deployment's annotations after our undo: its own, with the ones kubectl's undo sets (``kubectl_notes``:
+    the kept bookkeeping plus the ReplicaSet's copies) over them — kubectl's value wherever it sets one, the
+    Deployment's others kept rather than dropped — and no known-good mark, crash record or toggle record at all
+    (ReplicaSet-only keys; a toggle belongs to the template the rollback replaces)."""
+    merged = {**own, **kubectl_notes}
+    return {k: v for k, v in merged.items() if k not in keys.mark_keys() and not keys.is_toggle_key(k)}
+
+
+def audit_keys(keys: Keys) -> tuple[str, ...]:
+    """Keys whose change every write makes (change-cause, last action, the change id), left out of diffs."""
+    return (CHANGE_CAUSE, keys.last_action, keys.last_reason, keys.last_action_at, keys.last_action_template,
+            keys.change_id)
+
+
+def annotation_changes(deployment: Mapping[str, Any], replicaset_notes: Mapping[str, str], keys: Keys | None = None
+                       ) -> list[tuple[str, str | None, str | None]]:
+    """(key, value now, value after) for every Deployment annotation our undo to the ReplicaSet carrying
+    ``replicaset_notes`` changes, sorted by key; None: absent. Our audit annotations are left out (every write sets
+    them); the kept bookkeeping never changes."""
+    keys = keys or Keys()
+    own = dict((deployment.get("metadata") or {}).get("annotations") or {})
+    after = rollback_annotations(own, kubectl_annotations(deployment, replicaset_notes), keys)
+    skip = set(audit_keys(keys))
+    return [(k, own.get(k), after.get(k)) for k in sorted(set(own) | set(after))
+            if k not in skip and own.get(k) != after.get(k)]
 
 
 @dataclass(frozen=True)
@@ -137,7 +176,7 @@ def plan_undo(deployment: Mapping[str, Any], replicasets: Sequence[Mapping[str, 
                         message=f"skipped rollback (current template already matches revision {to_revision})",
                         kubectl_patch=[], patch=[], template=copy.deepcopy(template_of(deployment)))
     ops = kubectl_undo_patch(deployment, target)
-    notes = {k: v for k, v in ops[1]["value"].items() if k not in keys.mark_keys() and not keys.is_toggle_key(k)}
+    notes = rollback_annotations(meta.get("annotations") or {}, ops[1]["value"], keys)
     if at is not None:
         why = reason or f"roll back to revision {number}"
         notes.update(action_annotations(keys, action, why, at, template=ops[0]["value"]))

@@ -30,6 +30,7 @@ from vllm_remedy.kube.diff import unified_template_diff
 from vllm_remedy.kube.history import HASH_LABEL
 from vllm_remedy.kube.rollout import plan_undo, resource_version_test
 from vllm_remedy.operations.forced_revision import OVERRIDE, checked_revision
+from vllm_remedy.operations.restore_annotations import annotation_lines
 from vllm_remedy.operations.util import (
     Change,
     K8sHost,
@@ -174,7 +175,7 @@ def known_good(wait: bool = True, timeout: float | None = None, revision: int | 
     # why this revision and not a newer one: in every run (-y included), the diff as usual once
     show(state, host, [decision.reason, *skipped, *decision.warnings], topic="skipped")
     show(state, host, [*change_lines(ctx, summary, before, target, predict_template(target, ctx.container)),
-                       *field_lines])
+                       *field_lines, *annotation_lines(ctx, deployment, decision.revision)])
     why = (f"revision {decision.current} crash-looped" if revision is None
            else "the operator forced it (host data revision)")
     build = functools.partial(_undo_ops, decision.revision, ctx.keys, f"roll back to revision {decision.revision} "
