@@ -57,6 +57,8 @@ RULE_POLICY = "pinned in policy"
 RULE_NEWEST = "newest earlier revision with no evidence against it"
 RULE_DIFFERENT = RULE_NEWEST  # the old name: the rule never was "merely different"
 RULE_FORCED = "operator override (host data revision)"
+#: A revision the policy disagrees with (its GPU, its predicted concurrency), taken because no other survives.
+RULE_CONFLICT = "no earlier revision the policy allows survives; the newest with no evidence against it"
 
 
 def undo_target(deployment: Mapping[str, Any], replicasets: Iterable[Mapping[str, Any]],
@@ -250,34 +252,63 @@ def earlier_revisions(history: Sequence[Revision], current: int) -> list[Revisio
 
 
 def choose_rollback(history: Sequence[Revision], current: int, *, keys: Keys | None = None,
-                    pinned: Callable[[Revision], bool] | None = None, reject: Reject | None = None
-                    ) -> RollbackChoice:
+                    pinned: Callable[[Revision], bool] | None = None, reject: Reject | None = None,
+                    conflicts: Reject | None = None) -> RollbackChoice:
     """The first earlier revision nothing speaks against, in rank order: marked known-good by ``confirm``, then
     pinned in policy, then the rest — each group newest first.
 
     ``reject`` is the evidence (a crash seen on its ReplicaSet, a predicted failure on the GPU its pods would
     get): a rejected revision is skipped whatever its rank, and the reason kept for the output. Position alone
     never chooses: with every candidate rejected this raises :class:`NoRollbackTarget` carrying all reasons.
+
+    ``conflicts`` is what the policy says against a revision once restored (a GPU product it does not allow, a
+    predicted concurrency below its peak: ``remedies.restore_policy``): such a revision ranks below every one
+    without, its conflict named among the skipped; taken only when no other survives, under :data:`RULE_CONFLICT`
+    (never "pinned in policy": the policy disagrees).
     """
     keys = keys or Keys()
     earlier = earlier_revisions(history, current)
     marked = [r for r in earlier if is_known_good(keys, {"metadata": {"annotations": r.annotations}})]
     pins = [r for r in earlier if pinned is not None and pinned(r) and r not in marked]
     rest = [r for r in earlier if r not in marked and r not in pins]
-    skipped: list[str] = []
-    for group, rule in ((marked, RULE_MARK), (pins, RULE_POLICY), (rest, RULE_NEWEST)):
-        for rev in group:
-            why = reject(rev) if reject is not None else None
-            if why:
-                skipped.append(f"revision {rev.number} ({rev.replicaset}): {why}")
-                continue
-            if rule == RULE_MARK:
-                detail = f"marked known-good at {rev.annotations.get(keys.known_good, '')}"
-            elif rule == RULE_POLICY:
-                detail = "matches a known-good unit in the policy"
-            else:
-                detail = "no known-good mark or policy pin to prefer; nothing recorded or predicted against it"
-            return RollbackChoice(rev, rule, f"revision {rev.number} ({rev.replicaset}) {detail}", tuple(skipped))
+    skipped: list[tuple[int, str]] = []  # (the order it was weighed in, the line)
+    demoted: list[tuple[int, Revision, str, str]] = []
+    ranked = [(rev, rule) for group, rule in ((marked, RULE_MARK), (pins, RULE_POLICY), (rest, RULE_NEWEST))
+              for rev in group]
+    for order, (rev, rule) in enumerate(ranked):
+        why = reject(rev) if reject is not None else None
+        if why:
+            skipped.append((order, f"revision {rev.number} ({rev.replicaset}): {why}"))
+            continue
+        conflict = conflicts(rev) if conflicts is not None else None
+        if conflict:
+            demoted.append((order, rev, rule, conflict))
+            continue
+        return RollbackChoice(rev, rule, f"revision {rev.number} ({rev.replicaset}) {_detail(rule, rev, keys)}",
+                              _in_rank_order(skipped, demoted))
+    if demoted:
+        _, rev, rule, conflict = demoted[0]
+        detail = (f"revision {rev.number} ({rev.replicaset}) {_detail(rule, rev, keys)}; against the policy: "
+                  f"{conflict}")
+        return RollbackChoice(rev, RULE_CONFLICT, detail, _in_rank_order(skipped, demoted[1:]))
     if not earlier:
         raise NoRollbackTarget(f"no earlier revision to roll back to (current revision {current})")
-    raise NoRollbackTarget(f"no earlier revision is predicted to serve ({len(skipped)} skipped)", skipped)
+    raise NoRollbackTarget(f"no earlier revision is predicted to serve ({len(skipped)} skipped)",
+                           [line for _, line in skipped])
+
+
+def _detail(rule: str, rev: Revision, keys: Keys) -> str:
+    if rule == RULE_MARK:
+        return f"marked known-good at {rev.annotations.get(keys.known_good, '')}"
+    if rule == RULE_POLICY:
+        return "matches a known-good unit in the policy"
+    return "no known-good mark or policy pin to prefer; nothing recorded or predicted against it"
+
+
+def _in_rank_order(skipped: list[tuple[int, str]], demoted: Sequence[tuple[int, Revision, str, str]]
+                   ) -> tuple[str, ...]:
+    """The skipped lines and one for each revision passed over for its conflict with the policy, in the order each
+    was weighed in (rank order)."""
+    passed = [(i, f"revision {r.number} ({r.replicaset}): ranked below the revisions the policy allows ({rule}): "
+                  f"{conflict}") for i, r, rule, conflict in demoted]
+    return tuple(line for _, line in sorted([*skipped, *passed]))

@@ -49,6 +49,7 @@ from vllm_remedy.remedies.evidence import (
     standing_event_crash,
 )
 from vllm_remedy.remedies.predict import failed_prediction, predict_template
+from vllm_remedy.remedies.restore_policy import policy_conflicts
 from vllm_remedy.vllm.failures import failure_class
 
 NONE, ROLLBACK, SHED, REFUSE, HANDOVER = "none", "rollback", "shed-load", "refuse", "budget"
@@ -200,7 +201,8 @@ def _decide(history: Mapping[str, Any], pods: Mapping[str, Any], policy: Policy,
         choice = choose_rollback(revisions(history), int(current or 0), keys=keys,
                                  pinned=policy_pin(policy.known_good, container),
                                  reject=rejector(keys, container, nodes, crashes_by_revision(pods, container),
-                                                 in_events, cannot_start))
+                                                 in_events, cannot_start),
+                                 conflicts=policy_conflicts(policy, container))
     except NoRollbackTarget as exc:
         if under_load:
             return RestoreDecision(SHED, f"revision {current} crash-loops with OOM under load ({seen}) and {exc}: "
