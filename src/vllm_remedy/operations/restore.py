@@ -30,7 +30,7 @@ from vllm_remedy.kube.diff import unified_template_diff
 from vllm_remedy.kube.history import HASH_LABEL
 from vllm_remedy.kube.rollout import plan_undo, resource_version_test
 from vllm_remedy.operations.forced_revision import OVERRIDE, checked_revision
-from vllm_remedy.operations.restore_annotations import annotation_lines
+from vllm_remedy.operations.restore_annotations import after_rollback, annotation_lines, wait_line
 from vllm_remedy.operations.util import (
     Change,
     K8sHost,
@@ -175,12 +175,14 @@ def known_good(wait: bool = True, timeout: float | None = None, revision: int | 
     # why this revision and not a newer one: in every run (-y included), the diff as usual once
     show(state, host, [decision.reason, *skipped, *decision.warnings], topic="skipped")
     show(state, host, [*change_lines(ctx, summary, before, target, predict_template(target, ctx.container)),
-                       *field_lines, *annotation_lines(ctx, deployment, decision.revision)])
+                       *field_lines, *annotation_lines(ctx, deployment, decision.revision),
+                       *wait_line(ctx, decision.revision, wait, timeout)])
     why = (f"revision {decision.current} crash-looped" if revision is None
            else "the operator forced it (host data revision)")
     build = functools.partial(_undo_ops, decision.revision, ctx.keys, f"roll back to revision {decision.revision} "
                               f"({decision.rule}): {why}", fields)
     undo = write_command(ctx.deployment_path, build, summary)
+    planned.rolls_back(host, ctx.deployment_path, decision.revision)  # later operations name it
     if wait:
         planned.rolled_out(host, ctx.deployment_path)  # the next operations plan on the restored pods
     yield undo
@@ -240,7 +242,7 @@ def shed_load(fallback: bool = True, wait: bool = True, revision: int | None = N
     decision, deployment = _decision(ctx, revision)
     if decision.action != SHED:
         noop(state, host, "no load to shed: the current revision crash-loops, so step 1 rolls back instead"
-             if decision.action == ROLLBACK else f"no load to shed: {decision.reason}")
+             if decision.action == ROLLBACK else f"no load to shed: {after_rollback(host, ctx, decision).reason}")
         return
     template = (deployment.get("spec") or {}).get("template") or {}
     server = server_of(template, ctx.container)

@@ -35,6 +35,7 @@ from vllm_remedy.operations.util import (
     k8s_host,
     keeps_its_plan,
     noop,
+    planned,
     pods_fact,
     propose,
     refuse,
@@ -193,7 +194,9 @@ def rolled_out(timeout: float | None = None) -> Iterator[FunctionCommand]:
     except RolloutError:
         done = False
     if done:
-        noop(state, host, f"{ctx.where} is rolled out")
+        target = planned.rolled_back_to(host, ctx.deployment_path) if planned.detecting(host) else None
+        noop(state, host, f"{ctx.where}: will wait for revision {target} to roll out (the rollback's wait, above)"
+             if target is not None else f"{ctx.where} is rolled out")  # --dry never runs that wait; -y does, first
         return
     crash_loop_ahead(state, host, ctx, host.get_fact(Deployment)["object"], deployment, pods_fact(host), label)
     yield FunctionCommand(wait_rollout, (seconds, label), {})
