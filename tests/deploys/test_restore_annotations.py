@@ -9,6 +9,7 @@ annotations after ``-y``, as its template diff gives the template.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from fixtures import pyinfra_run
@@ -16,16 +17,20 @@ from fixtures.budget_world import prompted_run
 from fixtures.dry_run import dry_then_apply, raw_host_lines
 from fixtures.pyinfra_run import Rehearsal
 from fixtures.restore_world import (
+    HOST,
     LOCAL,
     RESTORE,
     bad_revision,
     crash_looping,
     deployment,
+    host_out,
     newest_revision,
     replicaset,
     vllm_runtime,
     wait_until,
+    write_inventory,
 )
+from vllm_remedy import gitops
 from vllm_remedy.kube.annotations import Keys
 from vllm_remedy.kube.history import CHANGE_CAUSE, REVISION
 
@@ -113,3 +118,21 @@ def test_the_prompt_shows_the_annotation_change_and_the_run_makes_exactly_it(reh
     after = deployment(rehearsal)["metadata"]["annotations"]
     assert after[TEAM] == "ml-infra"
     assert comparable(after) == comparable(applied(before, shown)), (before, after, got.stderr)
+
+
+def test_argo_cds_tracking_id_added_after_the_revision_ran_survives_the_rollback(rehearsal: Rehearsal,
+                                                                                 tmp_path: Path) -> None:
+    """Argo CD's annotation tracking, added on adoption after the revision restored ran: kubectl's undo would erase it,
+    and with it the evidence our GitOps stance reads (the next run would write without the warning)."""
+    incident_with_annotations(rehearsal)
+    tracking = "llm-app:apps/Deployment:llm/llama-8b"
+    rehearsal.change(lambda d: d["metadata"]["annotations"].update({gitops.ARGO_TRACKING_ID: tracking}))
+    policy = tmp_path / "warn.yaml"
+    policy.write_text(f"extends: {pyinfra_run.ROOT / 'policies' / 'llama-8b.yaml'}\ngitops: warn\n")
+    got = rehearsal.pyinfra(write_inventory(tmp_path, HOST, policy=str(policy)), RESTORE, "-y")
+    assert got.returncode == 0, got.stderr
+    assert any("managed by Argo CD Application llm-app" in line for line in host_out(got.stderr)), got.stderr
+    after = deployment(rehearsal)
+    assert after["metadata"]["annotations"][gitops.ARGO_TRACKING_ID] == tracking
+    owner = gitops.detect(after)
+    assert owner is not None and (owner.tool, owner.name) == ("Argo CD", "llm-app")
