@@ -3,7 +3,9 @@
 Exit codes follow kubectl diff / flux diff / argocd app diff: 0 in sync, 1 drift, 2 error; with
 ``--detailed-exitcode`` Terraform's and helm-diff's: 0 in sync, 2 drift, 1 error. Drift whose fix the deploys
 refuse (the GitOps stance ``refuse``, no change predicted to fit, the policy's bounds) exits 3 in both: a deploy run
-would stop at the refusal, so a scheduled job must page a human, not run the deploy. A host that could not be
+would stop at the refusal, so a scheduled job must page a human, not run the deploy — and so is a host whose checks
+all pass (or are unknown) while the deploys' operations refuse on it: "in sync" under a printed refusal, exit 0, would
+hide that every deploy run there exits 1. A host that could not be
 checked makes the whole run an error — whatever the other hosts say — so an unreachable cluster, a failed
 API call or a broken policy can never read as "no drift". Likewise a host whose checks could not judge it
 (a model or GPU outside the catalogs) is ``Unknown`` and exits as drift does: unknown is not in sync —
@@ -38,9 +40,11 @@ def host_status(host: Mapping[str, Any]) -> str:
     refuse is ``FixRefused``: a deploy run would stop at the refusal, so it is not drift "a run would fix"."""
     if host.get("error"):
         return ERROR
+    if refusal_of(host) is not None:  # every deploy run on it stops there, whatever its checks say: never in sync
+        return FIX_REFUSED
     found = {c["status"] for c in host.get("checks") or []}
     if "drift" in found:
-        return FIX_REFUSED if refusal_of(host) is not None else DRIFTED
+        return DRIFTED
     return UNKNOWN if "unknown" in found and not host.get("accept_unknown") else IN_SYNC
 
 
@@ -71,6 +75,9 @@ def _fix(host: Mapping[str, Any], drifted: list[str]) -> dict[str, Any]:
     elif drifted and refused is not None:
         notes.append(f"the deploys refuse the fix ({refused['operation']}: reason above) and a run stops there: "
                      "make that change in Git or by hand")
+    elif refused is not None:
+        notes.append(f"no check drifted, but the deploys refuse here ({refused['operation']}: reason above) and every "
+                     "deploy run on this host stops there: make that change in Git or by hand, or fix its cause")
     elif [c for c in drifted if c != ROUTE_CHECK] and not changes:
         notes.append("no operation of the deploys changes this: roll to a known-good unit (deploys/restore.py), "
                      "test this one in staging and add it to the policy, or edit the Deployment")
@@ -126,7 +133,9 @@ def render_drift(report: Mapping[str, Any]) -> str:
             continue
         accepted = f" (unknown accepted by policy: {', '.join(h['unknown'])})" if h["unknown"] else ""
         head = {IN_SYNC: f"in sync{accepted}", DRIFTED: f"DRIFTED ({', '.join(h['drifted'])})",
-                FIX_REFUSED: f"DRIFTED ({', '.join(h['drifted'])}), fix refused",
+                FIX_REFUSED: f"DRIFTED ({', '.join(h['drifted'])}), fix refused" if h["drifted"] else
+                f"UNKNOWN ({', '.join(h['unknown'])}), fix refused" if h["unknown"] and not h["acceptsUnknown"] else
+                "FIX REFUSED: no check drifted, but a deploy run stops at a refusal",
                 UNKNOWN: f"UNKNOWN ({', '.join(h['unknown'])}): not in sync"}[h["status"]]
         out.append(f"{h['host']}: {head}")
         for c in h["checks"]:

@@ -19,7 +19,12 @@ each container start, so the cluster resolves afresh each time (``per_start``). 
 answer: what the Hub sent serves from memory (``hub.ask``); a rehearsal pod's own cache is its container's, which
 vLLM writes into, so it starts as well, unless the pod mounts its cache read-only (``sim.vllm_pod.hf_cache``). That
 cache is the pod's alone: a copy another pod's download put in this machine's cache neither overrules the Hub's "no"
-to the pod nor stands in for the pod's own request (``hub.given``).
+to the pod nor stands in for the pod's own request (``hub.given``). A manifest's pod (``check``, ``plan -f``, drift,
+the deploys) shares no cache with this machine at all, so there the Hub's "no" is the answer whatever this machine
+holds, and a CI runner's verdict does not hang on its ~/.cache; only a Hub that errs or does not answer lets this
+machine's copy serve, with a warning. ``estimate --model`` sizes a start on this machine, whose vLLM would read this
+cache (huggingface_hub falls back to it on an HTTP error, a gated repository's 401 included): there the cached copy
+serves, with a warning naming the refusal.
 
 The Hub's own "no" — no such repository or revision, a gated repository refused to the token vLLM sends — is
 :class:`Unavailable`: vLLM dies on it (``model_unavailable``), so the policy's copy does not stand in for it; that copy
@@ -82,10 +87,12 @@ def fetch_config(repo_id: str, revision: str | None = None, env: pod.Env | None 
     (one line) else, and :class:`Unavailable` for the Hub's own "no" to the token vLLM sends (``env``: the pod's,
     :mod:`hub.pod`).
 
-    A commit's snapshot in the local cache is read without a request (a commit never changes); a branch or tag is
+    A commit's snapshot in the local cache is read without a request (a commit never changes; for a manifest's pod
+    one HEAD asks whether the Hub still gives it to the pod); a branch or tag is
     revalidated against the Hub (``hub.ask``), and its cached copy is read, with a warning, only when the Hub does not
-    answer; ``HF_HUB_OFFLINE`` reads the cache alone. ``per_start``: a rehearsal pod's start, which asks the Hub
-    again whatever an earlier start found (a Hub silent then is asked again).
+    answer (or, for this machine's own model, refuses: see the module); ``HF_HUB_OFFLINE`` reads the cache alone.
+    ``per_start``: a rehearsal pod's start, which asks the Hub again whatever an earlier start found (a Hub silent
+    then is asked again).
 
     A ``revision`` that is no git ref name is refused before anything is asked or read (``hub.names``). A cache that
     cannot be written (read-only) does not discard the Hub's answer: the file just fetched serves from memory, with
@@ -105,13 +112,19 @@ def fetch_config(repo_id: str, revision: str | None = None, env: pod.Env | None 
     except (ValueError, errors.HFValidationError):
         raise Unresolved(f"model {repo_id}: not a Hugging Face repository id") from None
     cached = cached if isinstance(cached, str) else None
+    if in_pod and not per_start and env is not None and pod.CACHE in env:  # a manifest's pod, offline by its own switch
+        line, certain = pod.offline_refusal(repo_id, at, env)  # its own cache only, never this machine's nor the Hub
+        raise (Unavailable if certain else Unresolved)(line).said("offline", endpoint(env))
     if cached is not None and in_pod and not offline(env) and given.others(cached, pod.key(env)):
         cached = None  # another pod's download, not in this pod's cache: its vLLM asks the Hub for the commit
-    if cached is not None and (offline(env) or hub_ask.COMMIT.fullmatch(revision or "")):
+    # a commit never changes, so its cached snapshot is read without a request, except for a manifest's pod: that
+    # cache is not the pod's, whose vLLM asks the Hub, which may no longer give the commit to it (gated, deleted)
+    manifest = in_pod and not per_start
+    if cached is not None and (offline(env) or (hub_ask.COMMIT.fullmatch(revision or "") and not manifest)):
         return _read(cached), f"the local Hugging Face cache ({cached})", cached
     if offline(env):
         raise Unresolved(f"model {repo_id}{at}: not in the catalog nor the local Hugging Face cache, and "
-                         "HF_HUB_OFFLINE is set").said("offline" if env and pod.OFFLINE in env else None,
+                         f"{pod.offline_by(env)} is set").said("offline" if env and pod.OFFLINE in env else None,
                                                        endpoint(env))
     hub = endpoint(env)
     hf_logging.set_verbosity_error()  # its retry warnings are not ours to print: the one line below is
@@ -131,8 +144,10 @@ def fetch_config(repo_id: str, revision: str | None = None, env: pod.Env | None 
     except hub_ask.Failed as exc:
         if exc.why.startswith("did not answer within") and not per_start:
             _memo.setdefault(_silent(hub), exc.why)
-        # a pod's cache is its own: a copy the Hub gave to another environment does not overrule its "no" to this one
-        if cached is not None and in_pod and _definitive(exc, env, in_pod) and given.others(cached, pod.key(env)):
+        # a pod's cache is its own: a copy the Hub gave to another environment does not overrule its "no" to this one,
+        # and a manifest's pod (check, drift, the deploys: not ``per_start``) has none of this machine's copies at all
+        if cached is not None and in_pod and _definitive(exc, env, in_pod) and (
+                not per_start or given.others(cached, pod.key(env))):
             cached = None
         reason = words.unresolved(repo_id, revision, hub, exc, cached is not None, env, in_pod)
         if cached is None or exc.final:

@@ -171,6 +171,8 @@ def _ask(repo_id: str, revision: str, hub: str, cache: str | None, token: str | 
          filename: str) -> Got:
     import huggingface_hub as hf
 
+    quiet_user_agent()
+
     if not COMMIT.fullmatch(revision) and revision_problem(revision):  # never sent, never joined onto refs/
         raise Failed(f"was not asked: revision {revision!r} is no ref name ({revision_problem(revision)})",
                      final=True)
@@ -202,6 +204,18 @@ def _ask(repo_id: str, revision: str, hub: str, cache: str | None, token: str | 
     except OSError as exc:  # the Hub answered; the local disk refused: its answer serves this run from memory
         where = store.snapshot(cache, repo_id, commit, filename)
         return Got(str(where), True, body, f"{exc.filename or where}: {exc.strerror or exc}")
+
+
+def quiet_user_agent() -> None:
+    """No agent detection in the User-Agent huggingface_hub builds for our requests: from 2.x it asks
+    ``GET {HF_ENDPOINT}/api/agent-harnesses`` for it (utils/_detect_agent.py, up to 3 s) before the first request of
+    each process, kept on disk only when the Hub answers, so a mirror's 404 costs one more request every run and a
+    first resolution is no longer one request per file. huggingface_hub skips it (and the torch version) under
+    ``HF_HUB_DISABLE_TELEMETRY`` (utils/_headers.py ``_http_user_agent``), its documented switch, which this sets for
+    the process: the tool sends no telemetry and identifies itself by the library's own User-Agent."""
+    from huggingface_hub import constants
+
+    constants.HF_HUB_DISABLE_TELEMETRY = True
 
 
 def _checked(commit: str | None, etag: str | None, size: int | None) -> tuple[str, str]:

@@ -1,13 +1,16 @@
 """The Hub settings of the process that loads a model: a pod's own ``HF_TOKEN``, ``HF_ENDPOINT`` and
-``HF_HUB_OFFLINE``, where they differ from this process's environment.
+``HF_HUB_OFFLINE`` (or its older name ``TRANSFORMERS_OFFLINE``), where they differ from this process's environment.
 
 vLLM downloads config.json with the token, mirror and offline switch of *its* environment, the pod's. The rehearsal
 cluster knows a pod's environment exactly (the kubelet built it), so it resolves with all three. ``check`` and the
 deploys read a manifest: they can tell whether the pod sets a token (an ``env`` entry, a ``secretKeyRef``) but not a
-Secret's value, nor whether the pod's network reaches the pod's mirror, so they take only the token from the pod:
-none (vLLM gets the Hub's 401 for a gated repository), a literal, or :data:`UNREAD` (a Secret: this machine's token
-stands in for it, and what the Hub refuses to it is not what it would refuse to the pod). vLLM's own ``--hf-token``
-replaces the environment's token where the release sends it with the config reads (:func:`sent`).
+Secret's value: none (vLLM gets the Hub's 401 for a gated repository), a literal, or :data:`UNREAD` (a Secret: this
+machine's token stands in for it, and what the Hub refuses to it is not what it would refuse to the pod). A mirror
+the manifest states is the Hub asked, as the pod asks it (one it does not state, or this tool cannot read, leaves this
+process's). A pod offline by its own switch reads its own cache and nothing else, which this machine does not share:
+it dies when that cache starts empty (the container's filesystem in vLLM's image), and otherwise cannot be predicted
+from here (``offline_refusal``). vLLM's own ``--hf-token`` replaces the environment's token where the release sends
+it with the config reads (:func:`sent`).
 """
 
 from __future__ import annotations
@@ -19,6 +22,11 @@ from typing import Any
 #: The variables huggingface_hub reads for a download, in the order it reads them.
 TOKEN, ENDPOINT, OFFLINE = "HF_TOKEN", "HF_ENDPOINT", "HF_HUB_OFFLINE"
 LEGACY_TOKEN = "HUGGING_FACE_HUB_TOKEN"  # huggingface_hub still reads it when HF_TOKEN is unset
+#: huggingface_hub's other name for the offline switch, read when HF_HUB_OFFLINE is unset or empty:
+#: ``HF_HUB_OFFLINE = _is_true(os.environ.get("HF_HUB_OFFLINE") or os.environ.get("TRANSFORMERS_OFFLINE"))``
+#: (constants.py, the same line in 0.20.3, 0.24.0, 1.0.0 and 2.4.0: every release's image), which vLLM and
+#: transformers read for ``local_files_only``. Still common in manifests written for transformers-era images.
+LEGACY_OFFLINE = "TRANSFORMERS_OFFLINE"
 #: A pod's variable that is set but cannot be read here (a Secret's value): this process's value stands in for it.
 UNREAD = "\0unread"
 
@@ -39,7 +47,37 @@ def token(env: Env | None) -> str | None:
 
 
 def offline(env: Env | None = None) -> bool:
-    return (value(env, OFFLINE) or "").strip().lower() in _TRUE
+    """Whether the loading process is offline: the pod's switch where ``env`` has it (:func:`from_container` and
+    :func:`from_manifest` fold :data:`LEGACY_OFFLINE` into it), else this process's, read as huggingface_hub reads
+    it (HF_HUB_OFFLINE, or when that is unset or empty TRANSFORMERS_OFFLINE)."""
+    return (_offline_value(env) or "").strip().lower() in _TRUE
+
+
+def offline_by(env: Env | None = None) -> str:
+    """The variable that makes the loading process offline (for the one line that says so)."""
+    if env is not None and OFFLINE in env and env[OFFLINE] != UNREAD:
+        return str(env.get(_SAID_BY) or OFFLINE)
+    return OFFLINE if os.environ.get(OFFLINE) else LEGACY_OFFLINE
+
+
+#: The key :func:`offline_switch` adds beside :data:`OFFLINE`: the pod's variable that set it.
+_SAID_BY = "\0offline-by"
+
+
+def _offline_value(env: Env | None) -> str | None:
+    if env is not None and OFFLINE in env and env[OFFLINE] != UNREAD:
+        return env[OFFLINE]
+    return os.environ.get(OFFLINE) or os.environ.get(LEGACY_OFFLINE)
+
+
+def offline_switch(values: Mapping[str, str | None]) -> dict[str, str | None]:
+    """The pod's offline switch from its variables (``values``: name -> value), as huggingface_hub reads it:
+    ``{HF_HUB_OFFLINE: HF_HUB_OFFLINE or TRANSFORMERS_OFFLINE}`` when the pod sets either, else nothing (this
+    process's switch then stands in)."""
+    if OFFLINE not in values and LEGACY_OFFLINE not in values:
+        return {}
+    by = OFFLINE if values.get(OFFLINE) or not values.get(LEGACY_OFFLINE) else LEGACY_OFFLINE
+    return {OFFLINE: values.get(OFFLINE) or values.get(LEGACY_OFFLINE) or "", _SAID_BY: by}
 
 
 def endpoint(env: Env | None = None) -> str:
@@ -55,12 +93,14 @@ def token_is_vllms(env: Env | None, in_pod: bool) -> bool:
     return env is not None and TOKEN in env and env[TOKEN] != UNREAD
 
 
-def key(env: Env | None) -> tuple[str, bool, str | None]:
-    """What of ``env`` decides a resolution's answer (the token by a short digest: it is no memo key in clear)."""
+def key(env: Env | None) -> tuple[Any, ...]:
+    """What of ``env`` decides a resolution's answer (the token by a short digest: it is no memo key in clear), and
+    for a manifest's pod offline by its own switch, what its own cache can hold."""
     import hashlib
 
     secret = token(env)
-    return endpoint(env), offline(env), hashlib.sha256(secret.encode()).hexdigest()[:16] if secret else None
+    own = (env[CACHE], env.get(UNSEEN)) if env is not None and CACHE in env else ()
+    return endpoint(env), offline(env), hashlib.sha256(secret.encode()).hexdigest()[:16] if secret else None, *own
 
 
 def from_container(container: Mapping[str, Any]) -> dict[str, str | None]:
@@ -70,15 +110,35 @@ def from_container(container: Mapping[str, Any]) -> dict[str, str | None]:
     values = {str(e.get("name")): e.get("value") for e in container.get("env") or []
               if isinstance(e, Mapping) and isinstance(e.get("value"), str)}
     out: dict[str, str | None] = {TOKEN: values.get(TOKEN) or values.get(LEGACY_TOKEN) or None}
-    for name in (ENDPOINT, OFFLINE):
-        if name in values:
-            out[name] = values[name]
-    return out
+    if ENDPOINT in values:
+        out[ENDPOINT] = values[ENDPOINT]
+    return {**out, **offline_switch(values)}
+
+
+#: Keys :func:`from_manifest` adds for a pod offline by its own switch: its Hugging Face cache's path, and why this
+#: machine cannot tell what that cache holds (None: it starts empty: ``hub.pod_cache.unseen``).
+CACHE, UNSEEN = "\0cache", "\0unseen"
 
 
 def from_manifest(container: Mapping[str, Any], maps: Mapping[str, Mapping[str, str]] | None = None
                   ) -> dict[str, str | None]:
-    """A manifest's pod, for ``check`` and the deploys: its token only (see the module)."""
+    """A manifest's pod, for ``check``, ``plan -f``, drift and the deploys: its token (see the module), the
+    HF_ENDPOINT it states (the Hub it asks; one this tool cannot read leaves this process's), and its offline switch
+    (HF_HUB_OFFLINE or TRANSFORMERS_OFFLINE), with what its own cache can hold (:data:`CACHE`, :data:`UNSEEN`)."""
+    from vllm_remedy.hub import pod_cache
+
+    out: dict[str, str | None] = {TOKEN: _manifest_token(container, maps)}
+    endpoint = _manifest_value(container, ENDPOINT, maps)
+    if endpoint is not None:
+        out[ENDPOINT] = endpoint
+    out.update(offline_switch({name: got for name in (OFFLINE, LEGACY_OFFLINE)
+                               if (got := _manifest_value(container, name, maps)) is not None}))
+    if OFFLINE in out and offline(out):
+        out[CACHE], out[UNSEEN] = pod_cache.unseen(container)
+    return out
+
+
+def _manifest_token(container: Mapping[str, Any], maps: Mapping[str, Mapping[str, str]] | None) -> str | None:
     from vllm_remedy.errors import UserError
     from vllm_remedy.vllm import pod_env
 
@@ -86,12 +146,36 @@ def from_manifest(container: Mapping[str, Any], maps: Mapping[str, Mapping[str, 
         try:
             got = pod_env.read(container, name, maps)
         except UserError:
-            return {TOKEN: UNREAD}
+            return UNREAD
         if got.unknown is not None:
-            return {TOKEN: UNREAD}
+            return UNREAD
         if got.value:
-            return {TOKEN: got.value}
-    return {TOKEN: None}
+            return got.value
+    return None
+
+
+def _manifest_value(container: Mapping[str, Any], name: str, maps: Mapping[str, Mapping[str, str]] | None
+                    ) -> str | None:
+    """``name`` as the pod has it; None when unset or not readable here (this process's then stands in)."""
+    from vllm_remedy.errors import UserError
+    from vllm_remedy.vllm import pod_env
+
+    try:
+        got = pod_env.read(container, name, maps)
+    except UserError:
+        return None
+    return got.value if got.unknown is None else None
+
+
+def offline_refusal(repo_id: str, at: str, env: Env) -> tuple[str, bool]:
+    """(the line for a manifest's pod offline by its own switch, whether vLLM certainly dies on it): its config.json
+    can come only from its own cache, which starts empty (certain) or which this machine cannot see."""
+    by, path, why = offline_by(env), env.get(CACHE), env.get(UNSEEN)
+    if why is None:
+        return (f"model {repo_id}{at}: {by} is set in the pod and its Hugging Face cache ({path}) is the container's "
+                "own, empty at start in vLLM's image: vLLM finds no config.json offline"), True
+    return (f"model {repo_id}{at}: {by} is set in the pod, so vLLM reads config.json only from the pod's own Hugging "
+            f"Face cache ({path}, {why}); name its config in the policy (model_config)"), False
 
 
 #: vLLM's own ``--hf-token`` (from 0.8.5; ``nargs="?"``, ``const=True``, engine/arg_utils.py@0.8.5 l.624, @0.19.0

@@ -42,7 +42,12 @@ def unresolved(repo_id: str, revision: str | None, hub: str, exc: hub_ask.Failed
         }[exc.kind]
     empty = "" if cached else f" and the local Hugging Face cache has no {CONFIG}"
     line = f"model {repo_id}: the Hub ({hub}) {exc.why}{empty}"
-    return f"{line}; set HF_HUB_OFFLINE=1 where no Hub is reachable" if exc.why.startswith("is unreachable") else line
+    if not exc.why.startswith("is unreachable"):
+        return line
+    if in_pod and env is not None and env.get(pod.ENDPOINT) is not None:  # the pod names its mirror: not offline
+        return (f"{line}; it is the pod's own HF_ENDPOINT: predict from where that Hub answers, or name the "
+                "model's config in the policy (model_config)")
+    return f"{line}; set HF_HUB_OFFLINE=1 where no Hub is reachable"
 
 
 def _not_shown(repo_id: str, hub: str, said: str | None) -> str:

@@ -4,7 +4,8 @@ The planner (``remedies.budget.plan_budget``) ranks every lever within the polic
 first, and only lists changes the memory model predicts to start with headroom and meet the target
 concurrency. This operation applies the first rung — flags, nodeSelector/GPU limit, and for an
 ``--enforce-eager`` rung the timed toggle's record — and refuses, with one line naming the prediction,
-when nothing within policy is predicted to work. ``--max-model-len`` always ends up explicit.
+when nothing within policy is predicted to work. ``--max-model-len`` always ends up explicit. On a full pool
+the rung's write also switches the rollout to ``maxSurge: 0`` as the pin does (``pin_gpu.surge_switch_for``).
 
     from vllm_remedy.operations import budget
 
@@ -33,7 +34,6 @@ from vllm_remedy.operations.util import (
     pods_fact,
     refuse,
     server_of,
-    set_template,
     show,
     with_flags,
 )
@@ -246,8 +246,10 @@ def smallest_fix(gpu: str | None = None, target_concurrency: float | None = None
         return
     show(state, host, [f"problem: {plan.problem}", *(f"note: {n}" for n in plan.notes)], topic="plan")
     summary = f"budget {ctx.where}: {step.describe()} ({step.lever}, rung {step.rank} of {len(plan.steps)})"
-    yield from set_template(state, host, deployment, planned, action=BUDGET, reason=f"{step.lever}: {step.reason}",
-                            summary=summary, prediction=prediction, annotations=notes)
+    # on a full pool the rung's write also switches the rollout to maxSurge 0, shown and guarded with it
+    yield from pin_gpu.set_template_on_pool(state, host, deployment, planned, action=BUDGET,
+                                            reason=f"{step.lever}: {step.reason}", summary=summary,
+                                            prediction=prediction, annotations=notes, picture=picture)
 
 
 

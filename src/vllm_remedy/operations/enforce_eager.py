@@ -7,7 +7,9 @@ container without the flag, token for token (no spelling of the flag in it); an 
 ``enforce_eager.max_duration`` counts as expired. An unreadable record of this toggle is warned about
 once and replaced (on) or dropped (off) — the eager deploy is the one that owns it. A flag already in the template
 with no record of ours is a person's: turning eager mode on is then a noop saying so, never a toggle that would
-record an argv that never ran and take their flag away at its expiry.
+record an argv that never ran and take their flag away at its expiry. Turning it on or off on a full pool switches
+the rollout to ``maxSurge: 0`` in the same write, as the pin does (``pin_gpu.surge_switch_for``): the surge pod of the
+default RollingUpdate would never schedule, and the toggle would never reach a pod.
 
     from vllm_remedy.operations import enforce_eager
 
@@ -27,6 +29,7 @@ from pyinfra.api import FunctionCommand, operation
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.annotations import Keys, Malformed, Toggle, action_annotations, rfc3339
 from vllm_remedy.kube.history import template_of
+from vllm_remedy.operations import pin_gpu
 from vllm_remedy.operations.util import (
     Change,
     K8sHost,
@@ -39,12 +42,12 @@ from vllm_remedy.operations.util import (
     observe,
     refuse,
     server_of,
-    set_template,
     show,
     with_flags,
 )
 from vllm_remedy.policy import format_duration
 from vllm_remedy.remedies import enforce_eager as toggles
+from vllm_remedy.remedies.pin_gpu import SURGE_REASON
 from vllm_remedy.remedies.predict import failed_prediction, predict_template
 
 EAGER_ON, EAGER_OFF = "enforce-eager", "enforce-eager-off"
@@ -134,20 +137,25 @@ def toggle(enabled: bool = True, ttl: str | int | None = None) -> Iterator[Funct
                           "(deploys/budget.py)")
         return
     if not enabled:
-        yield from set_template(state, host, deployment, planned, action=EAGER_OFF, prediction=prediction,
-                                reason="--enforce-eager off", summary=f"turn off --enforce-eager on {ctx.where}",
-                                annotations=notes)
+        yield from pin_gpu.set_template_on_pool(state, host, deployment, planned, action=EAGER_OFF,
+                                                prediction=prediction, reason="--enforce-eager off",
+                                                summary=f"turn off --enforce-eager on {ctx.where}", annotations=notes)
         return
     if why is not None:
         yield from refuse(state, host, f"--enforce-eager on {ctx.where}: {why}")
         return
     summary = f"turn on --enforce-eager{again} on {ctx.where} for {format_duration(seconds)}"
+    switch = pin_gpu.surge_switch_for(ctx, deployment, planned)
     observe(state, host, ctx.deployment_path, deployment)
-    show(state, host, change_lines(ctx, f"{summary} (until about {notes[ctx.keys.toggle_expires(toggles.EAGER)]})",
-                                   template, planned, prediction))
-    stamp = functools.partial(_toggle_record, toggles.argv_record(base, ctx.container), seconds, ctx.keys)
-    yield change_command(ctx, ctx.deployment_path, Change(spec={"template": copy.deepcopy(planned)}, stamp=stamp),
-                         summary)
+    show(state, host, [*change_lines(ctx, f"{summary} (until about {notes[ctx.keys.toggle_expires(toggles.EAGER)]})",
+                                     template, planned, prediction),
+                       *pin_gpu.strategy_diff(ctx, deployment, switch and switch.strategy),
+                       *([switch.line] if switch else [])])
+    stamp = functools.partial(_toggle_record, toggles.argv_record(base, ctx.container), seconds, ctx.keys,
+                              switched=switch is not None)
+    yield change_command(ctx, ctx.deployment_path,
+                         Change(spec={"template": copy.deepcopy(planned), **pin_gpu.switch_spec(switch)},
+                                stamp=stamp), summary)
 
 
 def already_on(where: str, is_on: bool, record: Any, unreadable: Mapping[str, Any]) -> str | None:
@@ -163,10 +171,12 @@ def already_on(where: str, is_on: bool, record: Any, unreadable: Mapping[str, An
     return None
 
 
-def _toggle_record(prior: dict[str, Any], seconds: int, keys: Keys, at: float) -> dict[str, str]:
+def _toggle_record(prior: dict[str, Any], seconds: int, keys: Keys, at: float, switched: bool = False
+                   ) -> dict[str, str]:
     """The toggle's annotations, stamped at the write itself (cluster time ``at``): a prompt left open for ten
-    minutes does not shorten the toggle. They replace any unreadable record of it (same keys)."""
+    minutes does not shorten the toggle. They replace any unreadable record of it (same keys). ``switched``: the
+    write also sets maxSurge 0 (a full pool), which the reason says as the pin's does."""
     expires = rfc3339(at + seconds)
-    return {**action_annotations(keys, EAGER_ON, f"--enforce-eager until {expires} (temporary; reverts on the "
-                                                 "next run after)", at),
+    reason = f"--enforce-eager until {expires} (temporary; reverts on the next run after)"
+    return {**action_annotations(keys, EAGER_ON, f"{reason}; {SURGE_REASON}" if switched else reason, at),
             **toggles.record(keys, expires, prior)}

@@ -3,7 +3,8 @@
 ``remedies.pin_gpu.plan_pin`` decides (label variants, capacity, surge on full nodes); this module reads
 the nodes, shows the diff of the pod template *and* of the rollout strategy when it must change, and
 writes both in one guarded patch — a pinned template with a surge the nodes cannot host would never
-finish rolling out.
+finish rolling out. Every other write of a pod template asks the same rule (:func:`surge_switch_for`) and shows and
+writes the switch the same way (:func:`strategy_diff`, :func:`switch_spec`): the budget's rung, the eager toggle.
 
     from vllm_remedy.operations import pin_gpu
 
@@ -34,13 +35,23 @@ from vllm_remedy.operations.util import (
     noop,
     note,
     observe,
+    pods_fact,
     refuse,
     server_of,
+    set_template,
     show,
 )
 from vllm_remedy.remedies.budget import policy_gpu
-from vllm_remedy.remedies.pin_gpu import canonical_product, gpu_quantity, plan_pin
-from vllm_remedy.remedies.predict import failed_prediction, pinned_gpu, predict_template
+from vllm_remedy.remedies.pin_gpu import (
+    SURGE_REASON,
+    SurgeSwitch,
+    canonical_product,
+    gpu_quantity,
+    plan_pin,
+    stuck_surge_switch,
+    template_surge_switch,
+)
+from vllm_remedy.remedies.predict import Prediction, failed_prediction, pinned_gpu, predict_template
 
 PIN = "pin-gpu"
 
@@ -53,6 +64,64 @@ def rollout_spec(ctx: K8sHost, workload: Mapping[str, Any]) -> dict[str, Any]:
     if ctx.kind == STATEFULSET.word:
         spec["strategy"] = {"type": "Recreate"}
     return spec
+
+
+def surge_switch_for(ctx: K8sHost, workload: Mapping[str, Any], planned: Mapping[str, Any],
+                     picture: Mapping[str, Any] | None = None) -> SurgeSwitch | None:
+    """The strategy switch giving ``workload`` the pod template ``planned`` needs on a full pool
+    (``remedies.pin_gpu.template_surge_switch``), None when its rollout can progress as it is. ``picture``: the
+    ``NodeObjects`` fact when the operation read it already. A StatefulSet has no surge: never read, never switched."""
+    if ctx.kind == STATEFULSET.word:
+        return None
+    picture = picture if picture is not None else host.get_fact(NodeObjects)
+    return template_surge_switch(template_of(workload), planned, rollout_spec(ctx, workload), picture["nodes"],
+                                 picture["pods"], ctx.namespace)
+
+
+def strategy_diff(ctx: K8sHost, workload: Mapping[str, Any], strategy: Mapping[str, Any] | None) -> list[str]:
+    """``diff -u`` of the rollout strategy the write sets ([] when it sets none): the dry run shows every field it
+    writes."""
+    if strategy is None:
+        return []
+    current = {"strategy": (workload.get("spec") or {}).get("strategy") or {}}
+    return unified_template_diff(current, {"strategy": dict(strategy)}, f"{ctx.where} strategy (current)",
+                                 f"{ctx.where} strategy (planned)").rstrip("\n").splitlines()
+
+
+def switch_spec(switch: SurgeSwitch | None) -> dict[str, Any]:
+    """The spec fields a write sets for ``switch`` ({} for none), next to its template in the same guarded patch."""
+    return {} if switch is None else {"strategy": copy.deepcopy(switch.strategy)}
+
+
+def set_template_on_pool(state: Any, host: Any, workload: Mapping[str, Any], planned: Mapping[str, Any], *,
+                         action: str, reason: str, summary: str, prediction: Prediction | None,
+                         annotations: Mapping[str, str | None] | None = None, picture: Mapping[str, Any] | None = None
+                         ) -> Iterator[FunctionCommand]:
+    """``set_template``, with the strategy switch a full pool needs (:func:`surge_switch_for`) shown beside the
+    template's diff and written in the same guarded patch, its reason in the change-cause."""
+    ctx = k8s_host(host)
+    switch = surge_switch_for(ctx, workload, planned, picture)
+    if switch is None:
+        yield from set_template(state, host, workload, planned, action=action, reason=reason, summary=summary,
+                                prediction=prediction, annotations=annotations)
+        return
+    observe(state, host, ctx.deployment_path, workload)
+    show(state, host, [*change_lines(ctx, summary, template_of(workload), planned, prediction),
+                       *strategy_diff(ctx, workload, switch.strategy), switch.line])
+    change = Change(spec={"template": copy.deepcopy(dict(planned)), **switch_spec(switch)},
+                    annotations=dict(annotations or {}), audit=(action, f"{reason}; {SURGE_REASON}"))
+    yield change_command(ctx, ctx.deployment_path, change, summary)
+
+
+def _unblock(ctx: K8sHost, deployment: Mapping[str, Any], switch: SurgeSwitch, pin: str) -> Iterator[FunctionCommand]:
+    """The strategy switch alone, for a Deployment already pinned whose rollout a full pool holds up: with
+    maxUnavailable 1 the controller takes an old pod down, and the new one gets its GPU."""
+    summary = (f"unblock the rollout of {ctx.where} (already pinned to {pin}): its new pod(s) cannot be scheduled "
+               "while the old ones hold the GPUs")
+    observe(state, host, ctx.deployment_path, deployment)
+    show(state, host, [summary, *strategy_diff(ctx, deployment, switch.strategy), switch.line])
+    yield change_command(ctx, ctx.deployment_path, Change(spec=switch_spec(switch), audit=(
+        PIN, f"unblock a rollout waiting on a surge pod; {SURGE_REASON}")), summary)
 
 
 def _left_to_budget(ctx: K8sHost, template: Mapping[str, Any], product: str, gpus: int) -> str | None:
@@ -88,7 +157,9 @@ def gpu_product(product: str | None = None, gpus: int | None = None, budget_foll
     nodes carry (``-SHARED`` only when ``gpu.allow_shared``; MIG slices only when ``product`` names the
     profile); conflicting product keys are dropped. Refused when no schedulable node of that product can
     take a pod. On full nodes (no free GPU for a surge pod) a Deployment's RollingUpdate becomes ``maxSurge: 0,
-    maxUnavailable: 1`` and the diff shows it; a StatefulSet has no surge (:func:`rollout_spec`).
+    maxUnavailable: 1`` and the diff shows it; a StatefulSet has no surge (:func:`rollout_spec`). Already pinned: a
+    noop, never refused for want of capacity — unless a rollout waits on a surge pod the pool cannot place, which gets
+    the switch alone (:func:`_unblock`).
 
     **Example:**
 
@@ -115,7 +186,13 @@ def gpu_product(product: str | None = None, gpus: int | None = None, budget_foll
         yield from refuse(state, host, f"pin {ctx.where} to {product}: {plan.refusal}")
         return
     if plan.template == template and plan.strategy is None:
-        noop(state, host, f"{ctx.where} is already pinned to {plan.label}={plan.value} with {gpus} GPU(s) per pod")
+        stuck = None if ctx.kind == STATEFULSET.word else stuck_surge_switch(
+            rollout_spec(ctx, deployment), template, pods_fact(host).get("pods") or [], picture["nodes"],
+            picture["pods"], ctx.namespace)
+        if stuck is None:
+            noop(state, host, f"{ctx.where} is already pinned to {plan.label}={plan.value} with {gpus} GPU(s) per pod")
+            return
+        yield from _unblock(ctx, deployment, stuck, f"{plan.label}={plan.value}")
         return
     prediction = predict_template(plan.template, ctx.container)
     why = failed_prediction(prediction)
@@ -124,16 +201,13 @@ def gpu_product(product: str | None = None, gpus: int | None = None, budget_foll
         return
     summary = f"pin {ctx.where} to {plan.label}={plan.value} with {gpus} GPU(s) per pod"
     lines = change_lines(ctx, summary, template, plan.template, prediction)
-    if plan.strategy is not None:
-        current = {"strategy": (deployment.get("spec") or {}).get("strategy") or {}}
-        lines += unified_template_diff(current, {"strategy": plan.strategy}, f"{ctx.where} strategy (current)",
-                                       f"{ctx.where} strategy (planned)").rstrip("\n").splitlines()
+    lines += strategy_diff(ctx, deployment, plan.strategy)
     observe(state, host, ctx.deployment_path, deployment)
     if show(state, host, [*lines, *plan.lines]):
         for text in plan.notes:
             note(host, f"note: {text}")
     reason = f"pin {plan.label}={plan.value}, {gpus} GPU(s) per pod" + (
-        "; maxSurge 0 / maxUnavailable 1: no free GPU for a surge pod" if plan.strategy is not None else "")
+        f"; {SURGE_REASON}" if plan.strategy is not None else "")
     spec: dict[str, Any] = {"template": copy.deepcopy(plan.template)}
     if plan.strategy is not None:
         spec["strategy"] = copy.deepcopy(dict(plan.strategy))

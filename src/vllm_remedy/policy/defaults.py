@@ -20,17 +20,15 @@ because they describe what vLLM and the cards do, not what an operator allows.
 
 from __future__ import annotations
 
+from . import builtin
 from .flags import FlagRules
 from .model import Policy
 
-#: The bounds default.yaml states under ``flags``, written as that file writes them.
-BASELINE_FLAGS = FlagRules.model_validate({
-    "gpu-memory-utilization": {"min": 0.5, "max": 0.95},  # above 0.95 leaves nothing for CUDA graphs and NCCL
-    "tensor-parallel-size": {"min": 1, "max": 8},  # one node's worth of GPUs
-    "kv-cache-dtype": {"allowed": ["auto"]},  # fp8 only where a model policy allows and evaluated it
-})
+#: The bounds default.yaml states under ``flags`` (written as that file writes them in ``builtin``, which
+#: ``extends: default`` also reads where no default.yaml lies beside the policy).
+BASELINE_FLAGS = FlagRules.model_validate(builtin.FLAGS)
 
 #: ``policies/default.yaml`` as an object (its ``description`` prose aside).
 DEFAULT_POLICY = Policy(flags=BASELINE_FLAGS)
-DEFAULT_POLICY._name = "default"
-DEFAULT_POLICY._source = "<built-in default policy>"
+DEFAULT_POLICY._name = builtin.NAME
+DEFAULT_POLICY._source = builtin.SOURCE

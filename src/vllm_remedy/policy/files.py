@@ -1,5 +1,6 @@
 """Policy files before validation: YAML → mapping (duplicate keys refused), ``extends`` resolved
-relative to the file, deep merge, and a record of which file set each key so errors blame the right one.
+relative to the file (``default`` with no default.yaml there: the built-in default, ``builtin``), deep merge, and a
+record of which file set each key so errors blame the right one.
 
 Why apart from :mod:`.loader`: :meth:`Policy.from_mapping <vllm_remedy.policy.model.Policy.from_mapping>`
 needs this step and the loader needs ``Policy``; with this piece below both, neither imports the other.
@@ -17,6 +18,7 @@ import yaml
 
 from ..errors import UserError
 from ..yamlfile import EventLimits, check_aliases, check_text
+from . import builtin
 from .messages import key_path
 
 SUFFIXES = (".yaml", ".yml")
@@ -81,7 +83,9 @@ def _yaml_reason(exc: yaml.YAMLError) -> str:
     return f"line {mark.line + 1}, column {mark.column + 1}: {problem}" if mark else problem
 
 
-def _parent_path(child: Path, extends: Any) -> Path:
+def _parent_path(child: Path, extends: Any) -> Path | None:
+    """The policy file ``extends`` names beside ``child``; None for the built-in default (``builtin``): ``default``
+    (or ``default.yaml`` / ``.yml``) where no such file lies there."""
     if not isinstance(extends, str) or not extends.strip():
         raise UserError(f'{child}: extends: expected the name of a policy next to this file (e.g. "default"), '
                         f"got {extends!r}")
@@ -90,6 +94,8 @@ def _parent_path(child: Path, extends: Any) -> Path:
     for candidate in candidates:
         if candidate.is_file():
             return candidate
+    if extends in (builtin.NAME, *(builtin.NAME + s for s in SUFFIXES)):
+        return None
     tried = " or ".join(str(c) for c in candidates)
     raise UserError(f"{child}: extends: no policy file {tried}")
 
@@ -123,6 +129,11 @@ def _resolve(data: Mapping[str, Any], source: str, base_dir: Path | None,
         if base_dir is None:
             raise UserError(f"{source}: extends: only policies read from a file can extend another")
         parent_file = _parent_path(base_dir / Path(source).name, extends)
+        if parent_file is None:  # the built-in default: it extends nothing
+            parent = builtin.mapping()
+            _record(parent, builtin.SOURCE, (), provenance)
+            _record(dict(data), source, (), provenance)
+            return _merge(parent, own)
         resolved = parent_file.resolve()
         if resolved in chain:
             cycle = " → ".join(p.name for p in (*chain, resolved))

@@ -12,6 +12,13 @@ Nodes, pods and the pod template in; a :class:`PinPlan` out. What "safely" means
   count, since the rollout frees them.
 * **Full nodes.** A RollingUpdate with ``maxSurge`` > 0 needs one free GPU for the surge pod; with none
   it never progresses. Then the strategy becomes ``maxSurge: 0, maxUnavailable: 1`` and the plan says so.
+  The rule is :func:`surge_switch`, asked by every write of a pod template (the budget's rung and the eager
+  toggle too, through :func:`template_surge_switch`), and the switch stays: it is the Deployment's state now,
+  which confirm records with a known-good mark and restore puts back with the revision it marked.
+* **Already pinned.** A template that carries the pin needs no write: nothing to refuse, even with every GPU of
+  the product taken (its pods wait for one), so the steps after the pin still run. A rollout such a pool already
+  holds up (new pods unschedulable beside old ones holding the GPUs) gets the switch alone
+  (:func:`stuck_surge_switch`): that is what restore's "then deploys/pin_gpu.py" points at.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vllm_remedy.errors import UserError
-from vllm_remedy.kube.gpus import PRODUCT_LABELS, SHARED_SUFFIX, node_gpus
+from vllm_remedy.kube.gpus import PRODUCT_LABELS, SHARED_SUFFIX, affinity_products, node_gpus, pod_gpu_request
 from vllm_remedy.kube.health import node_health
 from vllm_remedy.kube.selectors import matches
 from vllm_remedy.policy import GpuPolicy
@@ -43,7 +50,7 @@ class PinPlan:
     nodes: tuple[str, ...] = ()
     free: int = 0  # GPUs free now on usable matching nodes
     capacity_pods: int = 0  # pods of this size the rollout can place (free + what our pods hold)
-    surge_pods: int = 0  # pods placeable without evicting ours
+    surge_pods: int = 0  # pods a rollout can add beside those it keeps (surge_room)
     notes: tuple[str, ...] = ()
     refusal: str | None = None
     lines: tuple[str, ...] = field(default=())
@@ -138,6 +145,105 @@ def _describe_strategy(strategy: Mapping[str, Any]) -> str:
             f"maxUnavailable {rolling.get('maxUnavailable', '25%')}")
 
 
+#: The write's reason when it switches the strategy (the change-cause a person reads in ``rollout history``).
+SURGE_REASON = "maxSurge 0 / maxUnavailable 1: no free GPU for a surge pod"
+
+
+@dataclass(frozen=True)
+class SurgeSwitch:
+    """The strategy a rollout needs on a full pool, the one it replaces, and the line saying why."""
+
+    strategy: dict[str, Any]
+    current: dict[str, Any]
+    line: str
+
+
+def surge_switch(current: Mapping[str, Any], replicas: int, surge_pods: int, where: str) -> SurgeSwitch | None:
+    """``maxSurge: 0, maxUnavailable: 1`` (or the unavailability it allowed) when a RollingUpdate with a surge must
+    place ``surge_pods`` < 1 new pods beside the old ones: the surge pod stays Pending, and with maxUnavailable
+    rounding to 0 the controller scales no old pod down — the rollout never progresses. None: the strategy rolls."""
+    moves = _surge_unavailable(current, replicas)
+    if moves is None or moves[0] <= 0 or surge_pods >= 1:
+        return None
+    strategy = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": max(1, moves[1])}}
+    return SurgeSwitch(strategy, dict(current),
+                       f"strategy: {_describe_strategy(current)} -> {_describe_strategy(strategy)}: no free {where} "
+                       "GPU for a surge pod, so pods are replaced one at a time")
+
+
+def _placeable(spec: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
+    """Whether the scheduler may put a pod of ``spec`` on ``node``: Ready, not cordoned, its nodeSelector and the
+    product values of its required node affinity matched, every taint tolerated."""
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    if any(labels.get(k) != str(v) for k, v in (spec.get("nodeSelector") or {}).items()):
+        return False
+    allowed = affinity_products(spec)
+    if allowed and not any(labels.get(k) in allowed for k in PRODUCT_LABELS):
+        return False
+    health = node_health(node)
+    taints = (node.get("spec") or {}).get("taints") or []
+    return health.ready and not health.cordoned and all(tolerates(t, spec.get("tolerations") or []) for t in taints)
+
+
+def ours_in(pods: Sequence[Mapping[str, Any]], namespace: str, selector: Mapping[str, Any] | None) -> set[str]:
+    """``namespace/name`` of the pods the workload's ``selector`` selects (none without a selector)."""
+    return {f"{namespace}/{(p.get('metadata') or {}).get('name')}" for p in pods
+            if (p.get("metadata") or {}).get("namespace") == namespace and selector
+            and matches(selector, (p.get("metadata") or {}).get("labels"))}
+
+
+def surge_room(spec: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]], pods: Sequence[Mapping[str, Any]],
+               ours: set[str], replicas: int) -> int:
+    """Pods of ``spec``'s size a rollout can add beside those it keeps: on the nodes ``spec`` may use, the free GPUs
+    and those our own pods hold, less one slot per pod of ours there (up to ``replicas``). Ours count as held, not
+    free, so a rollout of ours under way — a revert written earlier in the same run, whose surge pod holds a GPU the
+    dry run, having written nothing, sees free — leaves the same room in ``--dry`` as with ``-y``."""
+    gpus = max(1, pod_gpu_request(spec))
+    slots = here = 0
+    for node in nodes:
+        if not _placeable(spec, node):
+            continue
+        picture = node_gpus(node, pods)
+        mine = [n for pod, n in picture.consumers if pod in ours]
+        slots += (picture.free + sum(mine)) // gpus
+        here += len(mine)
+    return max(0, slots - min(replicas, here))
+
+
+def template_surge_switch(before: Mapping[str, Any], after: Mapping[str, Any], deployment_spec: Mapping[str, Any],
+                          nodes: Sequence[Mapping[str, Any]], pods: Sequence[Mapping[str, Any]], namespace: str
+                          ) -> SurgeSwitch | None:
+    """:func:`surge_switch` for giving a workload the pod template ``after``, its room counted on the nodes ``after``
+    may use (:func:`surge_room`). None when the template does not change or its pods ask for no GPU."""
+    if dict(before) == dict(after):
+        return None
+    spec = dict(after.get("spec") or {})
+    if pod_gpu_request(spec) < 1:
+        return None
+    replicas = int(deployment_spec.get("replicas", 1) or 0)
+    room = surge_room(spec, nodes, pods, ours_in(pods, namespace, deployment_spec.get("selector")), replicas)
+    pinned = next((str(v) for k, v in (spec.get("nodeSelector") or {}).items() if k in PRODUCT_LABELS), None)
+    return surge_switch(dict(deployment_spec.get("strategy") or {}), replicas, room, pinned or "matching")
+
+
+def stuck_surge_switch(deployment_spec: Mapping[str, Any], template: Mapping[str, Any],
+                       rows: Sequence[Mapping[str, Any]], nodes: Sequence[Mapping[str, Any]],
+                       pods: Sequence[Mapping[str, Any]], namespace: str) -> SurgeSwitch | None:
+    """The switch that lets a rollout a full pool holds up finish (a template written with a surge before anything
+    switched it, by hand or by an older release): new pods unschedulable while old ones hold the GPUs, and no room
+    for a surge pod. ``rows``: the Pods fact's. None when no rollout waits so."""
+    live = [r for r in rows if not r.get("deleting")]
+    if not any(r.get("new") and r.get("unschedulable") for r in live) or all(r.get("new") for r in live):
+        return None
+    spec = dict(template.get("spec") or {})
+    if pod_gpu_request(spec) < 1:
+        return None
+    replicas = int(deployment_spec.get("replicas", 1) or 0)
+    room = surge_room(spec, nodes, pods, ours_in(pods, namespace, deployment_spec.get("selector")), replicas)
+    pinned = next((str(v) for k, v in (spec.get("nodeSelector") or {}).items() if k in PRODUCT_LABELS), None)
+    return surge_switch(dict(deployment_spec.get("strategy") or {}), replicas, room, pinned or "matching")
+
+
 def plan_pin(template: Mapping[str, Any], deployment_spec: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]],
              pods: Sequence[Mapping[str, Any]], namespace: str, gpu: GpuPolicy, product: str, gpus: int,
              container: str | None = None) -> PinPlan:
@@ -152,10 +258,7 @@ def plan_pin(template: Mapping[str, Any], deployment_spec: Mapping[str, Any], no
     want = canonical_product(product)
     shared_wanted = product.upper().endswith(SHARED_SUFFIX)
     tolerations = list(spec.get("tolerations") or [])
-    selector = (deployment_spec.get("selector") or {})
-    ours = {f"{namespace}/{(p.get('metadata') or {}).get('name')}" for p in pods
-            if (p.get("metadata") or {}).get("namespace") == namespace and selector
-            and matches(selector, (p.get("metadata") or {}).get("labels"))}
+    ours = ours_in(pods, namespace, deployment_spec.get("selector"))
     notes: list[str] = []
     groups: dict[str, list[tuple[str, int, int, bool]]] = {}  # label value → (node, free, ours, usable)
     for node in sorted(nodes, key=lambda n: str((n.get("metadata") or {}).get("name"))):
@@ -190,30 +293,37 @@ def plan_pin(template: Mapping[str, Any], deployment_spec: Mapping[str, Any], no
     def pods_fit(rows: list[tuple[str, int, int, bool]], with_ours: bool) -> int:
         return sum((free + (held if with_ours else 0)) // gpus for _, free, held, usable in rows if usable)
 
-    value = max(groups, key=lambda v: (not v.upper().endswith(SHARED_SUFFIX), pods_fit(groups[v], True), v))
+    current_value = (spec.get("nodeSelector") or {}).get(gpu.label)
+    value = max(groups, key=lambda v: (not v.upper().endswith(SHARED_SUFFIX), pods_fit(groups[v], True),
+                                       v == current_value, v))
     rows = groups[value]
-    capacity, surge_pods = pods_fit(rows, True), pods_fit(rows, False)
+    capacity = pods_fit(rows, True)
     free = sum(f for _, f, _, usable in rows if usable)
     names = tuple(n for n, *_ in rows)
-    if capacity == 0:
-        return PinPlan(dict(template), label=gpu.label, value=value, nodes=names, notes=tuple(notes),
-                       refusal=f"no schedulable {value} capacity: {len(rows)} node(s) labelled {gpu.label}={value}, "
-                               f"{free} free GPU(s), none can take a pod of {gpus} GPU(s)")
     drop = tuple(k for k in (spec.get("nodeSelector") or {}) if k in PRODUCT_LABELS and k != gpu.label)
     change = TemplateChange(node_selector={gpu.label: value}, drop_node_selector=drop, gpu_limit=gpus,
                             gpu_resource=gpu.resource)
     pinned = apply_template_change(template, change, container)
+    if capacity == 0 and pinned != dict(template):
+        return PinPlan(dict(template), label=gpu.label, value=value, nodes=names, notes=tuple(notes),
+                       refusal=f"no schedulable {value} capacity: {len(rows)} node(s) labelled {gpu.label}={value}, "
+                               f"{free} free GPU(s), none can take a pod of {gpus} GPU(s)")
+    if capacity == 0:  # already pinned: no write to refuse; its pods wait for a GPU as they would anyway
+        notes.append(f"no {value} GPU is free for its pods now ({len(rows)} node(s), {free} free GPU(s)); "
+                     "the pin is already written, so nothing is refused")
     replicas = int(deployment_spec.get("replicas", 1) or 0)
+    # on the nodes counted above (the pin's label value; the template's other selector keys are not this plan's)
+    surge_pods = surge_room({**(pinned.get("spec") or {}), "nodeSelector": {gpu.label: value}}, nodes, pods, ours,
+                            replicas)
     if capacity < replicas:
         notes.append(f"only {capacity} of {replicas} pod(s) fit on {value} nodes: the rest stay Pending")
     strategy = None
     lines = [f"pin {gpu.label}={value}, {gpus} x {gpu.resource} per pod: {len(rows)} node(s), {free} free GPU(s), "
              f"room for {capacity} pod(s) during the rollout"]
-    current = dict(deployment_spec.get("strategy") or {})
-    moves = _surge_unavailable(current, replicas)
-    if pinned != dict(template) and moves is not None and moves[0] > 0 and surge_pods < 1:
-        strategy = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": max(1, moves[1])}}
-        lines.append(f"strategy: {_describe_strategy(current)} -> {_describe_strategy(strategy)}: no free {value} "
-                     "GPU for a surge pod, so pods are replaced one at a time")
+    switch = (surge_switch(dict(deployment_spec.get("strategy") or {}), replicas, surge_pods, value)
+              if pinned != dict(template) else None)
+    if switch is not None:
+        strategy = switch.strategy
+        lines.append(switch.line)
     return PinPlan(pinned, strategy, gpu.label, value, names, free, capacity, surge_pods, tuple(notes), None,
                    tuple(lines))

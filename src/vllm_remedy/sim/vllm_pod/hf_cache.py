@@ -21,27 +21,32 @@ Kubernetes 1.10, ReadOnlyAPIDataVolumes), an image volume too, and a volume sour
 A pod run as a UID of its own has "/" for HOME unless its env says otherwise (:func:`home`), so its default cache is
 ``/.cache/huggingface/hub``, which that user may not create (``hub_cache_denied``).
 
-A pod offline by its own HF_HUB_OFFLINE reads its own cache and nothing else (huggingface_hub's
-``local_files_only``): a copy another pod of this process downloaded is not there when the pod's cache is its own
-(the container's filesystem, an emptyDir), and may be when it lies on storage pods share (a PVC, hostPath, NFS:
-a Deployment's earlier pods filled it), which is then read (:func:`check_offline`).
+A pod offline by its own HF_HUB_OFFLINE (or TRANSFORMERS_OFFLINE, its other name: ``hub.pod``) reads its own cache
+and nothing else (huggingface_hub's ``local_files_only``): a copy another pod of this process downloaded is not there
+when the pod's cache is its own (the container's filesystem, an emptyDir), and may be when it lies on storage pods
+share (a PVC, hostPath, NFS: a Deployment's earlier pods filled it), which is then read (:func:`check_offline`). The
+cache's path and mount are read from the container alone (``hub.pod_cache``, which ``check`` reads as well).
 """
 
 from __future__ import annotations
 
-import posixpath
 import re
 from collections.abc import Mapping
 from typing import Any
 
 from vllm_remedy import hub
-from vllm_remedy.hub import given
-from vllm_remedy.sim.vllm_pod.hub_refusal import HTTPX_SINCE
-from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version, version_from_image
+from vllm_remedy.hub import given, pod
+from vllm_remedy.hub.pod_cache import DEFAULT_HOME as DEFAULT_HOME
+from vllm_remedy.hub.pod_cache import HUB_CACHES as HUB_CACHES
+from vllm_remedy.hub.pod_cache import ROOT_HOME as ROOT_HOME
+from vllm_remedy.hub.pod_cache import TRANSFORMERS4_CACHES as TRANSFORMERS4_CACHES
+from vllm_remedy.hub.pod_cache import TRANSFORMERS5_SINCE as TRANSFORMERS5_SINCE
+from vllm_remedy.hub.pod_cache import USER as USER
+from vllm_remedy.hub.pod_cache import cache_of as cache_of
+from vllm_remedy.hub.pod_cache import home as home
+from vllm_remedy.hub.pod_cache import mount_of as mount_of
+from vllm_remedy.hub.pod_cache import run_as as run_as
 
-#: Where huggingface_hub puts its cache in a vLLM image (root's home) when no variable says otherwise.
-DEFAULT_HOME = "/root/.cache/huggingface"
-ROOT_HOME = "/root"
 _CACHED = re.compile(r"^the local Hugging Face cache \((?P<path>[^)]*)\)")
 
 
@@ -51,73 +56,6 @@ class ReadOnlyCache(hub.Unresolved):
     def __init__(self, message: str, path: str) -> None:
         super().__init__(message)
         self.path = path
-
-
-#: transformers 4's own cache variables, read before huggingface_hub's (utils/hub.py@4.57.1 l.99-101:
-#: TRANSFORMERS_CACHE, else PYTORCH_TRANSFORMERS_CACHE, else PYTORCH_PRETRAINED_BERT_CACHE, else HF_HUB_CACHE;
-#: ``cached_files`` l.448-449 downloads config.json there when no cache_dir is passed, as vLLM passes none);
-#: transformers 5 reads HF_HUB_CACHE only (utils/hub.py@5.0.0 l.389).
-TRANSFORMERS4_CACHES = ("TRANSFORMERS_CACHE", "PYTORCH_TRANSFORMERS_CACHE", "PYTORCH_PRETRAINED_BERT_CACHE")
-#: The first release whose image runs transformers 5 (with huggingface_hub 1.x, which transformers 4.57 refuses:
-#: huggingface-hub<1.0), as ``hub_refusal.HTTPX_SINCE`` words it.
-TRANSFORMERS5_SINCE = HTTPX_SINCE
-#: huggingface_hub's cache variables, first set wins: HF_HUB_CACHE, then its older name HUGGINGFACE_HUB_CACHE
-#: (huggingface_hub constants.py: ``HF_HUB_CACHE = getenv("HF_HUB_CACHE", getenv("HUGGINGFACE_HUB_CACHE", ...))``).
-HUB_CACHES = ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE")
-
-
-def cache_of(container: Mapping[str, Any]) -> str:
-    """The pod's Hugging Face hub cache as its release's transformers and huggingface_hub pick it for config.json:
-    transformers 4's own variables (:data:`TRANSFORMERS4_CACHES`, releases before :data:`TRANSFORMERS5_SINCE`), then
-    HF_HUB_CACHE or HUGGINGFACE_HUB_CACHE, else HF_HOME/hub, else XDG_CACHE_HOME/huggingface/hub, else root's home
-    (the image's user)."""
-    values = {str(e.get("name")): e.get("value") for e in container.get("env") or []
-              if isinstance(e, Mapping) and isinstance(e.get("value"), str)}
-    v = parse_version(version_from_image(str(container.get("image") or "")) or "") or NEWEST_RELEASE
-    names = (TRANSFORMERS4_CACHES if v < TRANSFORMERS5_SINCE else ()) + HUB_CACHES
-    for name in names:
-        if values.get(name):
-            return posixpath.normpath(values[name])
-    if values.get("HF_HOME"):
-        return posixpath.join(posixpath.normpath(values["HF_HOME"]), "hub")
-    if values.get("XDG_CACHE_HOME"):
-        return posixpath.join(posixpath.normpath(values["XDG_CACHE_HOME"]), "huggingface", "hub")
-    return posixpath.join(home(container), ".cache", "huggingface", "hub")
-
-
-#: The key :func:`with_pod_volumes` adds to the rehearsal's copy of the container: the pod's ``runAsUser`` where the
-#: container sets none of its own (a container's securityContext overrides the pod's).
-USER = "x-vllm-remedy-run-as-user"
-
-
-def run_as(container: Mapping[str, Any]) -> int | None:
-    """The UID the container runs as when the pod says (None: the image's user, root in vLLM's images)."""
-    own = (container.get("securityContext") or {}).get("runAsUser")
-    uid = own if own is not None else container.get(USER)
-    return uid if isinstance(uid, int) and not isinstance(uid, bool) else None
-
-
-def home(container: Mapping[str, Any]) -> str:
-    """The container's HOME: its env's, else root's home for the image's user; a UID of its own that the image's
-    /etc/passwd does not list (an arbitrary one, as OpenShift assigns: vllm-project/vllm#10185) gets "/", as the
-    container runtime gives a user it cannot find."""
-    for e in container.get("env") or []:
-        if isinstance(e, Mapping) and e.get("name") == "HOME" and isinstance(e.get("value"), str) and e["value"]:
-            return posixpath.normpath(e["value"])
-    return ROOT_HOME if not run_as(container) else "/"
-
-
-def mount_of(container: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The mount the pod's cache lies on (the deepest one holding it), None: the container's own filesystem."""
-    cache = cache_of(container)
-    best: tuple[int, Mapping[str, Any]] | None = None
-    for mount in container.get("volumeMounts") or []:
-        if not isinstance(mount, Mapping) or not isinstance(mount.get("mountPath"), str):
-            continue
-        root = posixpath.normpath(mount["mountPath"])
-        if (cache == root or cache.startswith(root.rstrip("/") + "/")) and (best is None or len(root) > best[0]):
-            best = (len(root), mount)
-    return best[1] if best is not None else None
 
 
 def read_only(container: Mapping[str, Any]) -> str | None:
@@ -151,7 +89,8 @@ def check_offline(model_id: str, source: str, container: Mapping[str, Any], endp
     held = _CACHED.match(source)
     if held is None or not given.known(held["path"]) or not own_only(container):
         return
-    raise hub.Unresolved(f"model {model_id}: HF_HUB_OFFLINE is set in the pod and its own Hugging Face cache "
+    by = pod.offline_by(pod.from_container(container))  # HF_HUB_OFFLINE, or its other name TRANSFORMERS_OFFLINE
+    raise hub.Unresolved(f"model {model_id}: {by} is set in the pod and its own Hugging Face cache "
                          f"({cache_of(container)}) lacks config.json; the copy in the cluster's cache is another "
                          "pod's download").said("offline", endpoint)
 
