@@ -30,6 +30,7 @@ from vllm_remedy.kube.diff import unified_template_diff
 from vllm_remedy.kube.history import HASH_LABEL
 from vllm_remedy.kube.rollout import plan_undo, resource_version_test
 from vllm_remedy.operations.forced_revision import OVERRIDE, checked_revision
+from vllm_remedy.operations.restore_annotations import after_rollback, annotation_lines, wait_line
 from vllm_remedy.operations.restore_models import model_keys
 from vllm_remedy.operations.util import (
     Change,
@@ -179,12 +180,15 @@ def known_good(wait: bool = True, timeout: float | None = None, revision: int | 
     show(state, host, [decision.reason, *skipped, *decision.warnings], topic="skipped")
     with resolved.scope(model_keys(ctx, [{"number": decision.revision, "template": target}]).get(decision.revision)):
         prediction = predict_template(target, ctx.container)  # on the target's own model and revision
-    show(state, host, [*change_lines(ctx, summary, before, target, prediction), *field_lines])
+    show(state, host, [*change_lines(ctx, summary, before, target, prediction), *field_lines,
+                       *annotation_lines(ctx, deployment, decision.revision),
+                       *wait_line(ctx, decision.revision, wait, timeout)])
     why = (f"revision {decision.current} crash-looped" if revision is None
            else "the operator forced it (host data revision)")
     build = functools.partial(_undo_ops, decision.revision, ctx.keys, f"roll back to revision {decision.revision} "
                               f"({decision.rule}): {why}", fields)
     undo = write_command(ctx.deployment_path, build, summary)
+    planned.rolls_back(host, ctx.deployment_path, decision.revision)  # later operations name it
     if wait:
         planned.rolled_out(host, ctx.deployment_path)  # the next operations plan on the restored pods
     yield undo
@@ -244,7 +248,7 @@ def shed_load(fallback: bool = True, wait: bool = True, revision: int | None = N
     decision, deployment = _decision(ctx, revision)
     if decision.action != SHED:
         noop(state, host, "no load to shed: the current revision crash-loops, so step 1 rolls back instead"
-             if decision.action == ROLLBACK else f"no load to shed: {decision.reason}")
+             if decision.action == ROLLBACK else f"no load to shed: {after_rollback(host, ctx, decision).reason}")
         return
     template = (deployment.get("spec") or {}).get("template") or {}
     server = server_of(template, ctx.container)

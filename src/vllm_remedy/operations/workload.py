@@ -38,6 +38,7 @@ from vllm_remedy.operations.util import (
     keeps_its_plan,
     noop,
     note,
+    planned,
     pods_fact,
     propose,
     refuse,
@@ -207,6 +208,10 @@ def rolled_out(timeout: float | None = None) -> Iterator[FunctionCommand]:
     except RolloutError:
         done = False
     if done:
+        target = planned.rolled_back_to(host, ctx.deployment_path) if planned.detecting(host) else None
+        if target is not None:  # --dry never runs the rollback's wait; -y runs it first, then finds it done here
+            noop(state, host, f"{ctx.where}: will wait for revision {target} to roll out (the rollback's wait, above)")
+            return
         held = unserved(ctx)
         if not held:
             noop(state, host, f"{ctx.where} is rolled out")

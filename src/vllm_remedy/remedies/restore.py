@@ -50,6 +50,7 @@ from vllm_remedy.remedies.evidence import (
 )
 from vllm_remedy.remedies.predict import failed_prediction, predict_template
 from vllm_remedy.remedies.restore_models import ModelKeys, hub_refused, in_scope
+from vllm_remedy.remedies.restore_policy import policy_conflicts
 from vllm_remedy.vllm.failures import failure_class
 
 NONE, ROLLBACK, SHED, REFUSE, HANDOVER = "none", "rollback", "shed-load", "refuse", "budget"
@@ -204,7 +205,8 @@ def _decide(history: Mapping[str, Any], pods: Mapping[str, Any], policy: Policy,
                                  pinned=policy_pin(policy.known_good, container),
                                  reject=in_scope(model_keys, rejector(keys, container, nodes,
                                                                       crashes_by_revision(pods, container),
-                                                                      in_events, cannot_start), container))
+                                                                      in_events, cannot_start), container),
+                                 conflicts=in_scope(model_keys, policy_conflicts(policy, container)))
     except NoRollbackTarget as exc:
         if under_load:
             return RestoreDecision(SHED, f"revision {current} crash-loops with OOM under load ({seen}) and {exc}: "
