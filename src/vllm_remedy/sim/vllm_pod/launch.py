@@ -209,7 +209,8 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
     if serve and (said := serve_model.after_parsing(typed_model, release)) is not None:
         return Refusal(version, model_id, said[0], "cli", frames=said[1])
     config_from = hf_config_flags.config_id(flags, model_id)  # --hf-config-path: where vLLM reads the config
-    typed_quant = str(flags.get("quantization") or flags.get("q") or "").strip().lower() or None
+    typed = str(flags.get("quantization") or flags.get("q") or "").strip()
+    typed_quant = None if typed == "None" else typed.lower() or None  # argparse's optional_type made "None" None
     try:
         spec = model_spec(config_from, flags.get("revision"), container, cmd)  # the pod's token, HF_ENDPOINT
     except UserError as err:  # the Hub's "no" in the release's words (``hub_refusal``); a config it cannot size
