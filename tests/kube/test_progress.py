@@ -93,7 +93,9 @@ def test_before_vllm_runs_the_status_says_where_the_pod_is(api: FakeApi) -> None
 
 
 def test_ready_is_serving_and_no_new_pod_says_so(api: FakeApi) -> None:
-    assert read(api, [pod("p-1", "t1", ready=True)]).stage == "serving (Ready)"
+    probed = pod("p-1", "t1", ready=True)  # Ready by its probe (without one: tests/kube/test_serving_gate.py)
+    probed["spec"]["containers"][1]["readinessProbe"] = {"httpGet": {"path": "/health", "port": 8000}}
+    assert read(api, [probed]).stage == "serving (Ready)"
     gone = pod("p-2", "t2")
     gone["metadata"]["deletionTimestamp"] = "2025-06-02T09:40:00Z"
     assert str(read(api, [gone])) == "0/2 Ready; no pod of the new ReplicaSet yet"

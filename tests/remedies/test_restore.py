@@ -86,7 +86,8 @@ def test_oom_under_load_on_a_revision_restore_put_back_minutes_ago_rolls_back_no
     does, when the template running is the one it left (review findings M4 and, for shedding, #1)."""
     from vllm_remedy.kube.annotations import template_digest
 
-    h = history(4, row(2, ["--max-model-len", "8192"]), row(3, ["--max-num-seqs", "256"]),
+    # revision 3 within the policy's peak concurrency (restore ranks one below it lower: hostile 15b F4)
+    h = history(4, row(2, ["--max-model-len", "8192"]), row(3, ["--max-num-seqs", "256", "--max-model-len", "16384"]),
                 row(4, ["--max-model-len", "16384"], created_ago=7 * 86400))
     dying = {"pods": [pod("oom_under_load")]}
     ours = template_digest(h["revisions"][-1]["template"])

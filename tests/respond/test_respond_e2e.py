@@ -40,7 +40,8 @@ def test_a_crash_loop_page_is_restored_recorded_and_a_repeat_does_nothing(rehear
     incident(rehearsal)
     good = replicaset(rehearsal, 14)
     chat = start_chat()
-    responder = start(rehearsal, write_inventory(rehearsal.tmp, "auto"), "--chat-webhook", chat.url)
+    # the cool-down counts in cluster time (600x here): 12h holds for the minute of wall time the test takes
+    responder = start(rehearsal, write_inventory(rehearsal.tmp, "auto", cooldown="12h"), "--chat-webhook", chat.url)
     try:
         page = payload([alert("VllmCrashLoopBackOff", "c0ffee0001", namespace=NS, pod=_crashing_pod(rehearsal),
                               container="vllm")])
@@ -138,8 +139,10 @@ def test_bad_or_unauthenticated_webhooks_and_alerts_naming_no_host_change_nothin
 
 
 def test_a_recent_action_stamped_on_the_deployment_keeps_the_cool_down_across_restarts(rehearsal: Rehearsal) -> None:
-    """A fresh responder remembers nothing, but the Deployment does: the last writing deploy stamped when."""
-    now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """A fresh responder remembers nothing, but the Deployment does: the last writing deploy stamped when (in the
+    cluster's clock, the API server's Date, as the deploys stamp it)."""
+    rehearsal.cluster.clock.set_speed(60.0)  # the 10m cool-down lasts 10 s of the test's time
+    now = datetime.fromtimestamp(rehearsal.client().server_time(), timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     rehearsal.change(lambda d: d["metadata"].setdefault("annotations", {}).update(
         {"vllm-remedy.io/last-action-at": now, "vllm-remedy.io/last-action": "restore"}))
     before = deployment(rehearsal)

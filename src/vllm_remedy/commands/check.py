@@ -74,7 +74,8 @@ class _Policies:
         if self.single is not None:
             return self.single
         labels = w.metadata.get("labels") if isinstance(w.metadata.get("labels"), dict) else {}
-        model = model_id(w.server) if w.server else None
+        # the model vLLM serves: argv's, else its --config file's (a ConfigMap checked with it)
+        model = model_id(manifest_flags_file.merged(w.server, w.spec, w.config_maps)) if w.server else None
         return policy_for(self.many, self.where, w.namespace, w.name, model, labels)
 
 

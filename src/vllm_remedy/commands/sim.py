@@ -105,6 +105,9 @@ def _report(info: dict[str, Any], output: str) -> None:
     realities = sorted(set((info.get("reality") or {}).values()))
     if realities:
         print(f"reality: {', '.join(realities)}")
+    if info.get("tools_env"):  # the models its seed ships, as the tools run against it must see them
+        exports = " ".join(f"{k}={v}" for k, v in info["tools_env"].items())
+        print(f"models shipped by the seed, for the deploys, check and drift: export {exports}")
 
 
 def _foreground_argv(args: argparse.Namespace, state: Path) -> list[str]:
@@ -161,7 +164,7 @@ def _up(args: argparse.Namespace) -> int:
                         f"run `vllm-remedy sim down --state {state}`")
     if args.background:
         return _background(args, state)
-    from vllm_remedy.sim.seed import cluster_seeds, enable_admission, load_seed
+    from vllm_remedy.sim.seed import cluster_seeds, enable_admission, load_seed, ship_model
 
     seed, label = load_seed(args.seed)
     per_cluster = cluster_seeds(seed)
@@ -189,6 +192,8 @@ def _up(args: argparse.Namespace) -> int:
             cluster = Cluster(name, clock=Clock(args.speed, start=data.get("clock")), reality=reality)
             cluster.restore(data.get("snapshot", {}))
             enable_admission(cluster.store, {**seed, **per_cluster[name]}, label)
+            for i, entry in enumerate(per_cluster[name].get("models") or []):  # not in the state: the pods' own again
+                ship_model(entry, f"{label}: models[{i}]")
             cluster.start()
         else:
             cluster = Cluster(name, clock=Clock(args.speed), reality=reality)
@@ -214,6 +219,11 @@ def _up(args: argparse.Namespace) -> int:
     server.start()
     info = {"pid": os.getpid(), "url": server.url, "kubeconfig": str(path.resolve()), "clusters": names,
             "state": str(state), "reality": {c.name: _describe(c.reality) for c in clusters}}
+    from vllm_remedy.sim.shipped_models import tools_env  # the seed's models in a cache the tools read offline
+
+    shipped = tools_env({"models": [m for n in names for m in per_cluster[n].get("models") or []]}, state)
+    if shipped:
+        info["tools_env"] = shipped
     (state / READY_FILE).write_text(json.dumps(info))
     _report(info, args.output)
     sys.stdout.flush()

@@ -24,6 +24,11 @@ Host data (plain keys, as an inventory or group data sets them):
 + ``container``: the vLLM container's name, when several containers of the pod run vLLM.
 + ``progress_seconds``: real seconds between the progress reports of a rollout wait (default 5; 0: none).
 
+Any other key fails the host at connect, named in one line with the closest known key (``polcy``: "did you mean
+'policy'?"), except those one deploy reads (``connectors.host_data.DEPLOY_KEYS``: ``eager_ttl``, ``revision``, ...;
+given with ``--data``, only when that deploy runs) and pyinfra's own (``_sudo``, ``ssh_user``, ...). A host with
+no ``policy`` says at connect that the built-in defaults govern it.
+
 Why ``connect()`` does real work: a missing context, a Deployment that does not exist, a Deployment with
 no vLLM server, or an invalid policy is bad input. Failing at connect prints one line per host, marks
 it failed (pyinfra exits non-zero) and guarantees no operation ran against it.
@@ -49,7 +54,16 @@ from pyinfra.connectors.base import BaseConnector
 from pyinfra.connectors.util import CommandOutput, OutputLine
 
 from vllm_remedy.connectors.fleet import FleetReads
-from vllm_remedy.connectors.host_data import DATA_META, PROGRESS_SECONDS, HostDataError, K8sData, data_seconds, data_str
+from vllm_remedy.connectors.host_data import (
+    DATA_META,
+    PROGRESS_SECONDS,
+    HostDataError,
+    K8sData,
+    data_seconds,
+    data_str,
+    deploys_run,
+    unknown_keys,
+)
 from vllm_remedy.connectors.hosts import PREFIX, Target, parse_target, resolve_access
 from vllm_remedy.connectors.models import learn_model
 from vllm_remedy.connectors.namespaces import list_vllm_deployments, list_vllm_workloads
@@ -62,6 +76,7 @@ from vllm_remedy.kube.errors import KubeError, NotFoundError
 from vllm_remedy.kube.inferenceservice import runtime_for
 from vllm_remedy.kube.inferenceservice import template_of as isvc_template
 from vllm_remedy.kube.kinds import DEPLOYMENT, INFERENCESERVICE
+from vllm_remedy.kube.printable import escaped
 from vllm_remedy.kube.snapshot import Snapshot
 from vllm_remedy.kube.workloads import NotServedError, get_workload
 from vllm_remedy.policy import Policy, load_policies, load_policy, policy_for
@@ -157,6 +172,9 @@ class K8sConnector(BaseConnector):
             raise _connect_error(error)
         if self.data.get("k8s_name_error"):
             raise _connect_error(self.data["k8s_name_error"], bad_input=True)
+        problem = unknown_keys(self.host.data.dict(), self.host.inventory.get_override_data(), deploys_run())
+        if problem is not None:  # before any read: a misspelt key must not run under the defaults
+            raise _connect_error(problem, bad_input=True)
         target = self.target
         where = f"{target.kind} {target.namespace}/{target.deployment}"
         try:
@@ -205,12 +223,15 @@ class K8sConnector(BaseConnector):
                                     str(target.deployment), self.server.model, meta.get("labels") or {})
             except UserError as exc:
                 raise _connect_error(str(exc), bad_input=True) from exc
-        self.policy = loaded
-        if self.policy is not None:
-            self._check_policy_target(deployment, self.policy, self.server)
-            self.keys = Keys(self.policy.annotation_prefix)
+        if loaded is not None:
+            self._check_policy_target(deployment, loaded, self.server)
+            self.keys = Keys(loaded.annotation_prefix)
+        else:  # every run says so: a host governed by defaults nobody chose must not pass for one with a policy
+            logger.warning(f"{self.host.print_prefix}note: governed by the built-in default policy "
+                           f"({NO_POLICY_DATA})")
+        self.policy = loaded if loaded is not None else unnamed_default()
         self.client = client
-        self.model_note, self.answer_key = learn_model(client, target.namespace, self.server, self.policy)
+        self.model_note, self.answer_key = learn_model(client, target.namespace, self.server, loaded)
         self.scope = Scope(client, target.namespace, str(target.deployment), self.keys.prefix,
                            self.server.container_name, kind=target.kind)
 
@@ -337,6 +358,18 @@ def _host_answer_key() -> tuple[Any, ...] | None:
 resolved.read_scope_with(_host_answer_key)
 
 
+#: Why a host has the built-in defaults: what its messages say instead of a file name.
+NO_POLICY_DATA = "no `policy` in host data"
+
+
+def unnamed_default() -> Policy:
+    """The policy of a host whose data names none: ``Policy()``'s defaults, as operations always applied them, with a
+    source that says so ("policy built-in default (no `policy` in host data) names none in gpu.products")."""
+    policy = Policy()
+    policy._source = f"built-in default ({NO_POLICY_DATA})"
+    return policy
+
+
 def _workload_server(specs: list[dict[str, Any]], container: str | None) -> ServerCommand:
     """The vLLM server of the first pod spec that runs one (an LWS: the leader's, else the workers'); the first
     spec's reason when none does."""
@@ -353,11 +386,11 @@ def _workload_server(specs: list[dict[str, Any]], container: str | None) -> Serv
 
 def _connect_error(message: str, *, bad_input: bool = False) -> ConnectError:
     """pyinfra prints the message after the host prefix: keep it to one line."""
-    return (HostDataError if bad_input else ConnectError)(" ".join(str(message).split()))
+    return (HostDataError if bad_input else ConnectError)(escaped(" ".join(str(message).split())))
 
 
 def _stderr(message: str) -> CommandOutput:
-    return CommandOutput([OutputLine("stderr", " ".join(message.split()))])
+    return CommandOutput([OutputLine("stderr", escaped(" ".join(message.split())))])
 
 
 def _expand(target: Target) -> Iterator[tuple[str, dict[str, Any], list[str]]]:

@@ -21,7 +21,7 @@ from vllm_remedy.hub import quant_file
 from vllm_remedy.kube.errors import KubeError
 from vllm_remedy.policy import Policy
 from vllm_remedy.vllm import hf_overrides
-from vllm_remedy.vllm.cmdline import ServerCommand
+from vllm_remedy.vllm.cmdline import ServerCommand, find_server
 
 if TYPE_CHECKING:  # annotations only: vllm-remedy check reads policy_config offline without the kubernetes package
     from vllm_remedy.kube.client import KubeClient
@@ -30,12 +30,32 @@ if TYPE_CHECKING:  # annotations only: vllm-remedy check reads policy_config off
 def learn_model(client: KubeClient, namespace: str, server: ServerCommand, policy: Policy | None
                 ) -> tuple[str | None, tuple[Any, ...]]:
     """Resolve ``server``'s model for this run: (None when it resolved, else the one-line reason; the key its answer
-    is kept under, ``hub.answer_key``, which the host's predictions look it up by)."""
+    is kept under, ``hub.answer_key``, which the host's predictions look it up by). A command that names no model
+    (vLLM may take it from a ``--config`` file this connector does not read) resolves nothing: a missing id is never
+    asked of the Hub."""
     fallback = policy_config(client, namespace, policy) if policy is not None else None
-    source = hf_overrides.config_source(server.flags, str(server.model))  # --hf-config-path: the config vLLM reads
     # the pod's HF_TOKEN, not this machine's: a gated model the pod has no token for is vLLM's 401 (hub.pod)
     env = hub_pod.sent(hub_pod.from_manifest(server.container), server)  # its --hf-token where the release sends it
-    return hub.learn(str(source), server.flags.get("revision"), fallback, env), hub.answer_key(env, fallback)
+    key = hub.answer_key(env, fallback)
+    source = hf_overrides.config_source(server.flags, server.model)  # --hf-config-path: the config vLLM reads
+    if not source:
+        return "the vLLM command names no model", key
+    return hub.learn(str(source), server.flags.get("revision"), fallback, env), key
+
+
+def learn_template(client: KubeClient, namespace: str, template: Mapping[str, Any], container: str | None,
+                   policy: Policy | None) -> tuple[Any, ...] | None:
+    """Resolve the model of another pod template of the workload — an earlier revision restore may roll back to —
+    at its own ``--model``, ``--revision`` and environment, as vLLM would load it if that revision ran now; the key
+    its answer is kept under (None: no vLLM server in it). The connector resolved only the current template's: an
+    earlier revision naming another revision (or model) would otherwise go unpredicted. Resolutions are memoized
+    (``hub.resolve``), so a revision sharing the current one's model costs no request and a new one costs its
+    files' first request."""
+    try:
+        server = find_server(dict(template.get("spec") or {}), container)
+    except UserError:
+        return None
+    return learn_model(client, namespace, server, policy)[1]
 
 
 def policy_config(client: KubeClient | None, namespace: str, policy: Policy,

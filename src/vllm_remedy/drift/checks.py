@@ -48,6 +48,7 @@ from vllm_remedy.policy import Policy, format_duration
 from vllm_remedy.remedies.enforce_eager import TOGGLE_FLAGS, beyond_limit
 from vllm_remedy.remedies.pin_gpu import canonical_product
 from vllm_remedy.remedies.predict import Prediction, failed_prediction, pinned_gpu, predict_template
+from vllm_remedy.vllm import manifest_flags_file
 from vllm_remedy.vllm.cmdline import ServerCommand, find_server
 from vllm_remedy.vllm.outcomes import Outcome, sized
 
@@ -111,6 +112,10 @@ def check_max_model_len(policy: Policy, server: ServerCommand) -> Check:
     value = server.flags.get("max-model-len")
     if not policy.require_explicit_max_model_len:
         return Check("max-model-len", PASS, "policy does not require it" + (f" (set: {value})" if value else ""))
+    path = server.flags.get(manifest_flags_file.FLAG) if not manifest_flags_file.ignored(server) else None
+    if value is None and path is not None:  # a --config file not read here may set it: unseen is unknown, not drift
+        return Check("max-model-len", UNKNOWN, f"--max-model-len is not in argv, and vLLM's --config file {path} "
+                     "(not read here) may set it")
     if value is None:
         return Check("max-model-len", DRIFT, "--max-model-len is not set: the model's default context length applies")
     return Check("max-model-len", PASS, f"--max-model-len {value}")

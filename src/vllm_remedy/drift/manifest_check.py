@@ -34,12 +34,12 @@ from vllm_remedy.drift.checks import (
     check_flag_bounds,
     check_gpu_pinned,
     check_known_good_unit,
-    check_max_model_len,
 )
 from vllm_remedy.drift.manifest_fix import describe_fix, plan_fix
 from vllm_remedy.drift.manifest_workloads import Workload, model_id
 from vllm_remedy.drift.release_default import check_default_utilization
 from vllm_remedy.drift.start_reason import start_reason
+from vllm_remedy.drift.unseen_flag import max_model_len
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.annotations import Keys, read_toggles
 from vllm_remedy.kube.gpus import pod_gpu_request
@@ -155,7 +155,7 @@ def check_workload(workload: Workload, policy: Policy, now: float) -> Result:
     observed = Observed(server.image, model_name, server.flags.get("revision"), dict(server.flags), pinned,
                         pod_gpu_request(spec), tuple(read_toggles(Keys(policy.annotation_prefix),
                                                                   workload.metadata.get("annotations") or {})))
-    checks: list[Check] = [check_max_model_len(policy, server), check_flag_bounds(policy, server),
+    checks: list[Check] = [max_model_len(policy, server), check_flag_bounds(policy, server),
                            check_known_good_unit(policy, observed), check_gpu_pinned(policy, observed),
                            check_enforce_eager(observed, now, policy.enforce_eager.max_duration.total_seconds()),
                            check_default_utilization(policy, server, settings)]
@@ -327,6 +327,10 @@ def _predict(server: ServerCommand, model_name: str | None, label: str | None, v
             out.append(_unknown("model", f"the api_server module parses the positional {tag} and ignores it (only "
                                 f"vllm serve takes its model from it): vLLM {'.'.join(map(str, v))} loads its "
                                 f"default model {refused.default_model(v)}", f"pass the model as --model {tag}"))
+        elif (path := server.flags.get(manifest_flags_file.FLAG)) is not None:  # vLLM may read it from the file
+            out.append(_unknown("model", f"the vLLM command names no model in argv, and its --config file {path} (not "
+                                "read here) may name it", "check it with the file's ConfigMap mounted there among the "
+                                "files checked, or name the model in argv"))
         else:
             out.append(_unknown("model", "the vLLM command names no model",
                                 "name the model in argv (positional or --model), where it can be checked"))

@@ -7,12 +7,14 @@ cluster ``rehearsal`` so the deploys address ``@k8s/rehearsal/<namespace>/<deplo
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from vllm_remedy.sim import kubeconfig as sim_kubeconfig
 from vllm_remedy.sim.cluster import Cluster
+from vllm_remedy.sim.seed import load_seed
 from vllm_remedy.sim.server import SimServer
+from vllm_remedy.sim.shipped_models import tools_env
 from vllm_remedy.sim.vllm_pod.reality import Reality
 
 CONTEXT = "rehearsal"
@@ -26,6 +28,9 @@ class LocalCluster:
     cluster: Cluster
     kubeconfig: Path
     context: str = CONTEXT
+    #: What the game's deploys add to their environment so they resolve the models the world ships as its pods do
+    #: (``sim.shipped_models``: a Hugging Face cache in the game's folder, read offline); empty when it ships none.
+    tools_env: dict[str, str] = field(default_factory=dict)
 
     def stop(self) -> None:
         """Stop the controllers and the API server; the game calls it last, after the pre-game restore."""
@@ -46,4 +51,4 @@ def start_local(workdir: Path, seed: str | Path, speed: float, reality: Reality 
         raise
     server.start()
     path = sim_kubeconfig.write(workdir / "kubeconfig", server.url, [CONTEXT])
-    return LocalCluster(server, cluster, path)
+    return LocalCluster(server, cluster, path, tools_env=tools_env(load_seed(seed)[0], workdir))

@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,10 +54,11 @@ def write_inventory(path: Path, host: str, policy: Path, kubeconfig: Path | None
 
 
 def run_pyinfra(inventory: Path, deploy: Path, kubeconfig: Path | None, cwd: Path,
-                timeout: float = 600) -> tuple[int, str]:
-    """``python -m pyinfra -y INVENTORY DEPLOY``; (exit code, combined output without colours)."""
+                timeout: float = 600, extra_env: Mapping[str, str] | None = None) -> tuple[int, str]:
+    """``python -m pyinfra -y INVENTORY DEPLOY``; (exit code, combined output without colours). ``extra_env``: what
+    the world adds for its tools (``LocalCluster.tools_env``: the models it ships)."""
     env = dict(os.environ)  # a real context is found as kubectl finds it, KUBECONFIG included
-    env.update({"PYINFRA_PROGRESS": "off", "NO_COLOR": "1", "PYTHONUNBUFFERED": "1"})
+    env.update({"PYINFRA_PROGRESS": "off", "NO_COLOR": "1", "PYTHONUNBUFFERED": "1", **(extra_env or {})})
     if kubeconfig is not None:
         env["KUBECONFIG"] = str(kubeconfig)
     proc = subprocess.Popen([sys.executable, "-m", "pyinfra", "-y", str(inventory), str(deploy)],

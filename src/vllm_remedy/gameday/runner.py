@@ -281,7 +281,8 @@ class Game:
         t0, wall0 = self._now()
         self.timeline.mark(t0, wall0, ACTION, f"run {label}")
         self.progress(f"pyinfra -y {inventory.name} {label}")
-        code, text = play.run_pyinfra(inventory, deploy, self.kubeconfig, self.workdir)
+        code, text = play.run_pyinfra(inventory, deploy, self.kubeconfig, self.workdir,
+                                      extra_env=self.local.tools_env if self.local is not None else None)
         obs.wait_polls(2, fresh=True)
         after, _ = obs.snapshot()
         t1, wall1 = self._now()

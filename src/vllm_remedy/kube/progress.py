@@ -17,10 +17,11 @@ from vllm_remedy.errors import UserError
 from vllm_remedy.kube.client import KubeClient, RetryPolicy
 from vllm_remedy.kube.errors import KubeError
 from vllm_remedy.kube.health import CRASH_LOOP, ContainerHealth, container_health, pod_health
+from vllm_remedy.kube.serving import unprobed
 from vllm_remedy.kube.wait import classify_log
 from vllm_remedy.vllm.cmdline import find_server
 from vllm_remedy.vllm.startup_log.failure import status_failure
-from vllm_remedy.vllm.startup_log.stage import STARTING, StartupStage, furthest, startup_stage
+from vllm_remedy.vllm.startup_log.stage import SERVING, STARTING, StartupStage, furthest, startup_stage
 
 TAIL_LINES = 200  # a start's stage lines are far apart from each other only under DEBUG logging
 LIMIT_BYTES = 256 * 1024  # tqdm writes its updates into one line; a cap on what one read may cost
@@ -82,7 +83,7 @@ class ProgressReader:
         if c.state == "waiting" and c.waiting_reason != CRASH_LOOP:  # ErrImagePull, CreateContainerConfigError…
             why = f"{c.waiting_reason}: {c.waiting_message or ''}".rstrip(": ")
             return f"pulling image failed: {why}" if c.waiting_reason in _PULL_FAILED else f"waiting: {why}"
-        if c.ready:
+        if c.ready and unprobed(pod, name) is None:  # without a readiness or startup probe Ready means started
             return "serving (Ready)"
         assert raw is not None
         if c.state == "terminated" or c.waiting_reason == CRASH_LOOP:
@@ -90,7 +91,10 @@ class ProgressReader:
             if c.waiting_reason == CRASH_LOOP:
                 return f"crashed ({why}); CrashLoopBackOff before restart {c.restarts + 1}"
             return f"crashed ({why})"
-        stage = str(self._log_stage(pod, name, raw))
+        seen = self._log_stage(pod, name, raw)
+        stage = str(seen)
+        if c.ready and seen.stage != SERVING:
+            stage += "; Ready without a readiness probe"
         if c.restarts:
             stage += f"; restart {c.restarts} after crashed ({self._crash(pod, name, raw, c)})"
         return stage

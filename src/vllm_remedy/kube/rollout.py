@@ -14,6 +14,11 @@ Deployment (the controller would stamp it on every future ReplicaSet), nor a tog
 controller copied the Deployment's toggle annotations onto the ReplicaSet while the toggle was on, and
 kubectl would bring them back (an expired or garbled toggle resurrected). A toggle belongs to the
 template that had it; the rollback replaces that template.
+
+Where we part from kubectl: its ``replace`` of ``/metadata/annotations`` drops every Deployment annotation the
+ReplicaSet does not carry — an engineer's note, Argo CD's tracking id, a reloader switch added since that
+revision ran — unannounced. We change only the annotations kubectl's undo sets (the ReplicaSet's copies), keep
+the Deployment's others, and :func:`annotation_changes` lists every change for the diff the operator approves.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from vllm_remedy.errors import UserError
 from vllm_remedy.kube.annotations import Keys, action_annotations, is_known_good, toggle_flags_on
 from vllm_remedy.kube.errors import RolloutError
 from vllm_remedy.kube.history import (
+    CHANGE_CAUSE,
     DESIRED_REPLICAS,
     HASH_LABEL,
     LAST_APPLIED,
@@ -51,6 +57,8 @@ RULE_POLICY = "pinned in policy"
 RULE_NEWEST = "newest earlier revision with no evidence against it"
 RULE_DIFFERENT = RULE_NEWEST  # the old name: the rule never was "merely different"
 RULE_FORCED = "operator override (host data revision)"
+#: A revision the policy disagrees with (its GPU, its predicted concurrency), taken because no other survives.
+RULE_CONFLICT = "no earlier revision the policy allows survives; the newest with no evidence against it"
 
 
 def undo_target(deployment: Mapping[str, Any], replicasets: Iterable[Mapping[str, Any]],
@@ -86,13 +94,18 @@ def kubectl_undo_patch(deployment: Mapping[str, Any], replicaset: Mapping[str, A
     labels = (template.get("metadata") or {}).get("labels")
     if isinstance(labels, dict):
         labels.pop(HASH_LABEL, None)
-    own = (deployment.get("metadata") or {}).get("annotations") or {}
-    notes = {k: own[k] for k in KEEP_ON_DEPLOYMENT if k in own}
-    for key, value in ((replicaset.get("metadata") or {}).get("annotations") or {}).items():
-        if key not in KEEP_ON_DEPLOYMENT:
-            notes[key] = value
+    notes = kubectl_annotations(deployment, (replicaset.get("metadata") or {}).get("annotations") or {})
     return [{"op": "replace", "path": "/spec/template", "value": template},
             {"op": "replace", "path": "/metadata/annotations", "value": dict(sorted(notes.items()))}]
+
+
+def kubectl_annotations(deployment: Mapping[str, Any], replicaset_notes: Mapping[str, str]) -> dict[str, str]:
+    """The annotations kubectl's undo gives the Deployment: its bookkeeping (``annotationsToSkip``) kept, every other
+    annotation of the ReplicaSet copied, and nothing else."""
+    own = (deployment.get("metadata") or {}).get("annotations") or {}
+    notes = {k: own[k] for k in KEEP_ON_DEPLOYMENT if k in own}
+    notes.update({k: v for k, v in replicaset_notes.items() if k not in KEEP_ON_DEPLOYMENT})
+    return notes
 
 
 def resource_version_test(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -102,6 +115,34 @@ def resource_version_test(obj: Mapping[str, Any]) -> dict[str, Any]:
         raise UserError(f"{obj.get('kind', 'object')} {obj.get('metadata', {}).get('name')}: no "
                         "metadata.resourceVersion to guard the write with (was it read from the API?)")
     return {"op": "test", "path": "/metadata/resourceVersion", "value": version}
+
+
+def rollback_annotations(own: Mapping[str, str], kubectl_notes: Mapping[str, str], keys: Keys) -> dict[str, str]:
+    """The Deployment's annotations after our undo: its own, with the ones kubectl's undo sets (``kubectl_notes``:
+    the kept bookkeeping plus the ReplicaSet's copies) over them — kubectl's value wherever it sets one, the
+    Deployment's others kept rather than dropped — and no known-good mark, crash record or toggle record at all
+    (ReplicaSet-only keys; a toggle belongs to the template the rollback replaces)."""
+    merged = {**own, **kubectl_notes}
+    return {k: v for k, v in merged.items() if k not in keys.mark_keys() and not keys.is_toggle_key(k)}
+
+
+def audit_keys(keys: Keys) -> tuple[str, ...]:
+    """Keys whose change every write makes (change-cause, last action, the change id), left out of diffs."""
+    return (CHANGE_CAUSE, keys.last_action, keys.last_reason, keys.last_action_at, keys.last_action_template,
+            keys.change_id)
+
+
+def annotation_changes(deployment: Mapping[str, Any], replicaset_notes: Mapping[str, str], keys: Keys | None = None
+                       ) -> list[tuple[str, str | None, str | None]]:
+    """(key, value now, value after) for every Deployment annotation our undo to the ReplicaSet carrying
+    ``replicaset_notes`` changes, sorted by key; None: absent. Our audit annotations are left out (every write sets
+    them); the kept bookkeeping never changes."""
+    keys = keys or Keys()
+    own = dict((deployment.get("metadata") or {}).get("annotations") or {})
+    after = rollback_annotations(own, kubectl_annotations(deployment, replicaset_notes), keys)
+    skip = set(audit_keys(keys))
+    return [(k, own.get(k), after.get(k)) for k in sorted(set(own) | set(after))
+            if k not in skip and own.get(k) != after.get(k)]
 
 
 @dataclass(frozen=True)
@@ -137,7 +178,7 @@ def plan_undo(deployment: Mapping[str, Any], replicasets: Sequence[Mapping[str, 
                         message=f"skipped rollback (current template already matches revision {to_revision})",
                         kubectl_patch=[], patch=[], template=copy.deepcopy(template_of(deployment)))
     ops = kubectl_undo_patch(deployment, target)
-    notes = {k: v for k, v in ops[1]["value"].items() if k not in keys.mark_keys() and not keys.is_toggle_key(k)}
+    notes = rollback_annotations(meta.get("annotations") or {}, ops[1]["value"], keys)
     if at is not None:
         why = reason or f"roll back to revision {number}"
         notes.update(action_annotations(keys, action, why, at, template=ops[0]["value"]))
@@ -211,34 +252,63 @@ def earlier_revisions(history: Sequence[Revision], current: int) -> list[Revisio
 
 
 def choose_rollback(history: Sequence[Revision], current: int, *, keys: Keys | None = None,
-                    pinned: Callable[[Revision], bool] | None = None, reject: Reject | None = None
-                    ) -> RollbackChoice:
+                    pinned: Callable[[Revision], bool] | None = None, reject: Reject | None = None,
+                    conflicts: Reject | None = None) -> RollbackChoice:
     """The first earlier revision nothing speaks against, in rank order: marked known-good by ``confirm``, then
     pinned in policy, then the rest — each group newest first.
 
     ``reject`` is the evidence (a crash seen on its ReplicaSet, a predicted failure on the GPU its pods would
     get): a rejected revision is skipped whatever its rank, and the reason kept for the output. Position alone
     never chooses: with every candidate rejected this raises :class:`NoRollbackTarget` carrying all reasons.
+
+    ``conflicts`` is what the policy says against a revision once restored (a GPU product it does not allow, a
+    predicted concurrency below its peak: ``remedies.restore_policy``): such a revision ranks below every one
+    without, its conflict named among the skipped; taken only when no other survives, under :data:`RULE_CONFLICT`
+    (never "pinned in policy": the policy disagrees).
     """
     keys = keys or Keys()
     earlier = earlier_revisions(history, current)
     marked = [r for r in earlier if is_known_good(keys, {"metadata": {"annotations": r.annotations}})]
     pins = [r for r in earlier if pinned is not None and pinned(r) and r not in marked]
     rest = [r for r in earlier if r not in marked and r not in pins]
-    skipped: list[str] = []
-    for group, rule in ((marked, RULE_MARK), (pins, RULE_POLICY), (rest, RULE_NEWEST)):
-        for rev in group:
-            why = reject(rev) if reject is not None else None
-            if why:
-                skipped.append(f"revision {rev.number} ({rev.replicaset}): {why}")
-                continue
-            if rule == RULE_MARK:
-                detail = f"marked known-good at {rev.annotations.get(keys.known_good, '')}"
-            elif rule == RULE_POLICY:
-                detail = "matches a known-good unit in the policy"
-            else:
-                detail = "no known-good mark or policy pin to prefer; nothing recorded or predicted against it"
-            return RollbackChoice(rev, rule, f"revision {rev.number} ({rev.replicaset}) {detail}", tuple(skipped))
+    skipped: list[tuple[int, str]] = []  # (the order it was weighed in, the line)
+    demoted: list[tuple[int, Revision, str, str]] = []
+    ranked = [(rev, rule) for group, rule in ((marked, RULE_MARK), (pins, RULE_POLICY), (rest, RULE_NEWEST))
+              for rev in group]
+    for order, (rev, rule) in enumerate(ranked):
+        why = reject(rev) if reject is not None else None
+        if why:
+            skipped.append((order, f"revision {rev.number} ({rev.replicaset}): {why}"))
+            continue
+        conflict = conflicts(rev) if conflicts is not None else None
+        if conflict:
+            demoted.append((order, rev, rule, conflict))
+            continue
+        return RollbackChoice(rev, rule, f"revision {rev.number} ({rev.replicaset}) {_detail(rule, rev, keys)}",
+                              _in_rank_order(skipped, demoted))
+    if demoted:
+        _, rev, rule, conflict = demoted[0]
+        detail = (f"revision {rev.number} ({rev.replicaset}) {_detail(rule, rev, keys)}; against the policy: "
+                  f"{conflict}")
+        return RollbackChoice(rev, RULE_CONFLICT, detail, _in_rank_order(skipped, demoted[1:]))
     if not earlier:
         raise NoRollbackTarget(f"no earlier revision to roll back to (current revision {current})")
-    raise NoRollbackTarget(f"no earlier revision is predicted to serve ({len(skipped)} skipped)", skipped)
+    raise NoRollbackTarget(f"no earlier revision is predicted to serve ({len(skipped)} skipped)",
+                           [line for _, line in skipped])
+
+
+def _detail(rule: str, rev: Revision, keys: Keys) -> str:
+    if rule == RULE_MARK:
+        return f"marked known-good at {rev.annotations.get(keys.known_good, '')}"
+    if rule == RULE_POLICY:
+        return "matches a known-good unit in the policy"
+    return "no known-good mark or policy pin to prefer; nothing recorded or predicted against it"
+
+
+def _in_rank_order(skipped: list[tuple[int, str]], demoted: Sequence[tuple[int, Revision, str, str]]
+                   ) -> tuple[str, ...]:
+    """The skipped lines and one for each revision passed over for its conflict with the policy, in the order each
+    was weighed in (rank order)."""
+    passed = [(i, f"revision {r.number} ({r.replicaset}): ranked below the revisions the policy allows ({rule}): "
+                  f"{conflict}") for i, r, rule, conflict in demoted]
+    return tuple(line for _, line in sorted([*skipped, *passed]))

@@ -25,6 +25,7 @@ from vllm_remedy.kube.selectors import selector_string
 if TYPE_CHECKING:  # annotations only: the manifest checks (vllm-remedy check) read this module offline, and
     # the client brings the kubernetes package (~0.1 s of imports)
     from vllm_remedy.kube.client import KubeClient
+    from vllm_remedy.kube.serving import ServingGate
 
 TIMED_OUT = "ProgressDeadlineExceeded"
 #: Called on every poll with (Deployment, pods of its new ReplicaSet, clock time); must not raise.
@@ -188,8 +189,9 @@ def crash_report(client: KubeClient, namespace: str, health: PodHealth, c: Conta
 def wait_for_rollout(client: KubeClient, namespace: str, name: str, *, timeout: float = 900.0,
                      clock: Clock | None = None, interval: float = 2.0, restart_limit: int = 3,
                      unschedulable_grace: float = 60.0, revision: int = 0, fetch_log: bool = True,
-                     progress: ProgressHook | None = None) -> WaitResult:
-    """Poll until rolled out, failing fast; ``timeout``, ``interval`` and the grace are clock seconds."""
+                     progress: ProgressHook | None = None, gate: ServingGate | None = None) -> WaitResult:
+    """Poll until rolled out, failing fast; ``timeout``, ``interval`` and the grace are clock seconds. With a
+    ``gate`` (``kube.serving``), a Ready vLLM pod without a probe must also show it serves, with no restart."""
     clock = clock or WallClock()
     start = clock.now()
     first_unschedulable: dict[str, float] = {}
@@ -211,8 +213,12 @@ def wait_for_rollout(client: KubeClient, namespace: str, name: str, *, timeout: 
         selector = selector_string((deployment.get("spec") or {}).get("selector"))
         rss = client.list_replicasets(namespace, selector)
         pods = new_pods(deployment, rss, client.list_pods(namespace, selector))
-        if finished and all(pod_health(p).ready for p in pods if not p["metadata"].get("deletionTimestamp")):
-            return done(True, "rolled-out", text.strip())
+        live = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+        rolled = finished and all(pod_health(p).ready for p in live)
+        held = gate.waiting(live) if rolled and gate is not None else []
+        if rolled and not held:
+            said = f"{text.strip()} ({gate.NOTE})" if gate is not None and gate.used else text.strip()
+            return done(True, "rolled-out", said)
         now = clock.now()
         if progress is not None:
             progress(deployment, pods, now)
@@ -230,9 +236,24 @@ def wait_for_rollout(client: KubeClient, namespace: str, name: str, *, timeout: 
                                 Crash(pod=health.name, kind="unschedulable", message=health.unschedulable))
             else:
                 first_unschedulable.pop(health.name, None)
+        early = restarted_early(client, namespace, gate, pods)
+        if early is not None:
+            return done(False, "crash-loop", early.message, early)
         if now - start >= timeout:
-            return done(False, "timeout", f'timed out waiting for deployment "{name}": {text.strip()}')
+            why = f"{gate.NOTE}, none yet from pod(s) {', '.join(held)}" if gate is not None and held else text.strip()
+            return done(False, "timeout", f'timed out waiting for deployment "{name}": {why}')
         clock.sleep(interval)
+
+
+def restarted_early(client: KubeClient, namespace: str, gate: ServingGate | None,
+                    pods: list[dict[str, Any]]) -> Crash | None:
+    """An unprobed vLLM container that restarted before it showed it serves: the crash, with its classified log."""
+    found = gate.restarted(pods) if gate is not None else None
+    if found is None:
+        return None
+    crash = crash_report(client, namespace, *found)
+    message = f"{crash.message}; it restarted before vLLM's serving line (no readiness probe)"
+    return Crash(**{**crash.__dict__, "message": message})
 
 
 #: Failed restarts of a restored pod that count as a crash loop (as ``wait_for_rollout`` counts them).
@@ -270,7 +291,8 @@ def crash_among(client: KubeClient, namespace: str, pods: Sequence[Mapping[str, 
 
 
 def wait_restored(client: KubeClient, namespace: str, name: str, timeout: float, clock: Clock,
-                  interval: float = 2.0, progress: ProgressHook | None = None, settle: float = 0.0) -> WaitResult:
+                  interval: float = 2.0, progress: ProgressHook | None = None, settle: float = 0.0,
+                  gate: ServingGate | None = None) -> WaitResult:
     """Rolled out and Ready within ``timeout`` clock seconds, or why not.
 
     ``wait_for_rollout`` gives up as soon as the Deployment says ProgressDeadlineExceeded. Right after a
@@ -284,7 +306,7 @@ def wait_restored(client: KubeClient, namespace: str, name: str, timeout: float,
     while True:
         remaining = timeout - (clock.now() - start)
         result = wait_for_rollout(client, namespace, name, timeout=max(remaining, 0.0), clock=clock,
-                                  interval=interval, progress=progress)
+                                  interval=interval, progress=progress, gate=gate)
         if result.outcome != "progress-deadline":
             break
         deployment, pods = rollout_pods(client, namespace, name)

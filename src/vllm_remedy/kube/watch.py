@@ -29,6 +29,7 @@ from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.kube.errors import KubeError, RolloutError
 from vllm_remedy.kube.health import pod_health
 from vllm_remedy.kube.selectors import selector_string
+from vllm_remedy.kube.serving import NOTE, ServingGate
 from vllm_remedy.kube.wait import (
     RESTART_LIMIT,
     Clock,
@@ -38,12 +39,16 @@ from vllm_remedy.kube.wait import (
     crash_report,
     crashing_container,
     new_pods,
+    restarted_early,
     rollout_status,
     wait_restored,
 )
 
 #: Cluster seconds between resyncs, and without a change before the clock is read (timeouts, the grace).
 TICK = 30.0
+#: Cluster seconds between looks at an unprobed pod's log at the least (``kube.serving``; on a compressed clock the
+#: look is every ``ServingGate.look`` real seconds).
+LOOK_CLUSTER = 5.0
 #: Real seconds a watch request may last before the server ends it and it is resumed.
 STREAM_SECONDS = 300
 #: A stream the server ended sooner than this (real seconds) is resumed only after a growing pause, as client-go's
@@ -172,9 +177,13 @@ class Timer:
 
 def watch_restored(client: KubeClient, namespace: str, name: str, timeout: float, clock: Clock, *,
                    progress: ProgressHook | None = None, settle: float = 0.0, tick: float = TICK,
-                   restart_limit: int = RESTART_LIMIT, unschedulable_grace: float = 60.0) -> WaitResult:
+                   restart_limit: int = RESTART_LIMIT, unschedulable_grace: float = 60.0,
+                   serving: bool = False, container: str | None = None) -> WaitResult:
     """``wait_restored`` over watches: rolled out and Ready within ``timeout`` clock seconds (then ``settle`` seconds
-    with no restart of a new pod), or why not. Falls back to the poll when the server will not watch."""
+    with no restart of a new pod), or why not. Falls back to the poll when the server will not watch. With
+    ``serving``, a vLLM container (``container``, else found by argv) with no readiness or startup probe must also
+    show that it serves, without a restart on the way (``kube.serving``)."""
+    gate = ServingGate(client, namespace, container) if serving else None
     changed: queue.Queue[Any] = queue.Queue()
     deployments = Feed(client, KubeClient.object_path(namespace, "deployments"),
                        [("fieldSelector", f"metadata.name={name}")], changed)
@@ -194,19 +203,20 @@ def watch_restored(client: KubeClient, namespace: str, name: str, timeout: float
     except KubeError as exc:
         _stop(feeds)
         if exc.status in (403, 405):  # may get and list but not watch: poll as before
-            return wait_restored(client, namespace, name, timeout, clock, progress=progress, settle=settle)
+            return wait_restored(client, namespace, name, timeout, clock, progress=progress, settle=settle,
+                                 gate=gate)
         raise
     timer = Timer(clock)
     began = timer.at[1]
     try:
         return _judge(client, namespace, name, timeout, timer, feeds, changed, progress, settle, tick,
-                      restart_limit, unschedulable_grace)
+                      restart_limit, unschedulable_grace, gate)
     except KubeError as exc:
         if exc.status not in (403, 405) and not isinstance(exc, WatchLost):
             raise
         _stop(feeds)  # no watch (RBAC) or none that stays up (429s, 5xx): the rest of the wait polls
         left = max(timeout - (timer.read() - began), 0.0)
-        return wait_restored(client, namespace, name, left, clock, progress=progress, settle=settle)
+        return wait_restored(client, namespace, name, left, clock, progress=progress, settle=settle, gate=gate)
     finally:
         _stop(feeds)
 
@@ -218,8 +228,9 @@ def _stop(feeds: Mapping[str, Feed]) -> None:
 
 def _judge(client: KubeClient, namespace: str, name: str, timeout: float, timer: Timer, feeds: Mapping[str, Feed],
            changed: queue.Queue[Any], progress: ProgressHook | None, settle: float, tick: float,
-           restart_limit: int, grace: float) -> WaitResult:
-    """Judge every change until a verdict; then the settle window on the same streams."""
+           restart_limit: int, grace: float, gate: ServingGate | None = None) -> WaitResult:
+    """Judge every change until a verdict; then the settle window on the same streams. With a ``gate``, Ready
+    unprobed vLLM pods are looked at again every ``LOOK`` real seconds until they show they serve."""
     start = now = synced = timer.read()
     statuses: list[str] = []
     first_unschedulable: dict[str, float] = {}
@@ -248,7 +259,10 @@ def _judge(client: KubeClient, namespace: str, name: str, timeout: float, timer:
             if not statuses or statuses[-1] != text:
                 statuses.append(text)
             want = int((dep.get("spec") or {}).get("replicas") or 0)
-            if finished and len(live) >= want and all(pod_health(p).ready for p in live):
+            rolled = finished and len(live) >= want and all(pod_health(p).ready for p in live)
+            held = gate.waiting(live) if rolled and gate is not None else []
+            if rolled and not held:
+                text = f"{text.strip()} ({NOTE})\n" if gate is not None and gate.used else text
                 if settle <= 0:
                     return done(True, "rolled-out", text.strip())
                 now = settled_from = timer.read()
@@ -258,13 +272,14 @@ def _judge(client: KubeClient, namespace: str, name: str, timeout: float, timer:
                 if progress is not None:
                     progress(dep, pods, now)
                 verdict = _crash(client, namespace, pods, restart_limit, grace, now, first_unschedulable,
-                                 past_deadline)
+                                 past_deadline) or restarted_early(client, namespace, gate, pods)
                 if verdict is not None and _unread(verdict, unread):
                     verdict = None  # judged at the instant it died: its log may lag the status; look again
                 if verdict is not None:
                     return done(False, verdict.kind, verdict.message, verdict)
                 if now - start >= timeout:
-                    return done(False, "timeout", f'timed out waiting for deployment "{name}": {text.strip()}')
+                    why = f"{NOTE}, none yet from pod(s) {', '.join(held)}" if held else text.strip()
+                    return done(False, "timeout", f'timed out waiting for deployment "{name}": {why}')
         if settled_from is not None:
             for health in map(pod_health, pods):
                 for c in health.containers:
@@ -277,7 +292,10 @@ def _judge(client: KubeClient, namespace: str, name: str, timeout: float, timer:
             if now - settled_from >= settle:
                 return done(True, "rolled-out", statuses[-1].strip())
         bound = (settled_from + settle) if settled_from is not None else start + timeout
-        now = _next(changed, timer, min(tick, max(bound - now, 0.0)))
+        step = min(tick, max(bound - now, 0.0))
+        if settled_from is None and gate is not None and gate.used:  # no event says "serving": look again soon
+            step = min(step, max(LOOK_CLUSTER, gate.look * timer.speed()))
+        now = _next(changed, timer, step)
         if timer.due(tick):  # changes kept coming: the clock is still read every tick (first: to learn its speed)
             now = timer.read()
         if now - synced >= tick and getattr(timer.clock, "measured", True) is not False:

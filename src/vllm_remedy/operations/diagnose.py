@@ -21,11 +21,14 @@ from vllm_remedy.facts.history import RolloutHistory
 from vllm_remedy.facts.nodes import GpuNodes
 from vllm_remedy.facts.pods import Pods
 from vllm_remedy.kube import lws_history
+from vllm_remedy.kube.annotations import scan_toggles
 from vllm_remedy.kube.diff import describe, revision_diff
 from vllm_remedy.kube.errors import KubeError
+from vllm_remedy.kube.kinds import DEPLOYMENT, STATEFULSET
+from vllm_remedy.kube.printable import escaped
 from vllm_remedy.operations import set_reads
-from vllm_remedy.operations.util import K8sHost, k8s_host, show
-from vllm_remedy.remedies.diagnose import compared_revisions, crashed_containers, diagnose_lines
+from vllm_remedy.operations.util import K8sHost, deployment_object, k8s_host, show
+from vllm_remedy.remedies.diagnose import compared_revisions, crashed_containers, diagnose_lines, toggle_lines
 
 #: Log lines read per crashed container: a whole vLLM start, like the Pods fact reads.
 LOG_TAIL = 3000
@@ -90,6 +93,22 @@ def worker_lines(facts: Mapping[str, Any], history: Mapping[str, Any], pods: Map
             *(f"  {line}" for line in changes or ["no change in the compared fields"])]
 
 
+def _toggles(ctx: K8sHost) -> list[str]:
+    """The workload's timed toggles, expired or not (``remedies.diagnose.toggle_lines``): a Deployment's or a
+    StatefulSet's records (an LWS keeps its own, which its writing deploys revert)."""
+    if ctx.kind not in (DEPLOYMENT.word, STATEFULSET.word):
+        return []
+    notes = (deployment_object(host).get("metadata") or {}).get("annotations") or {}
+    found = scan_toggles(ctx.keys, notes)[0]
+    if not found:
+        return []
+    try:
+        now = ctx.client.server_time()
+    except KubeError as exc:
+        return [f"timed toggle --{found[0].name}: cluster time unreadable ({exc})"]
+    return toggle_lines(found, now, ctx.policy.enforce_eager.max_duration.total_seconds())
+
+
 @operation(is_idempotent=True)
 def report(tail: int = LOG_TAIL) -> Iterator[FunctionCommand]:
     """
@@ -122,8 +141,10 @@ def report(tail: int = LOG_TAIL) -> Iterator[FunctionCommand]:
     lines = diagnose_lines(found.history, found.pods, nodes, logs, ctx.policy, found.container, found.memory,
                            ctx.namespace)
     at = lines.index("step 3 — GPUs:")  # a kind's own lines: after step 3's diff, and under step 2's headline
-    lines[at:at] = found.extra
+    lines[at:at] = [*found.extra, *(f"  {line}" for line in _toggles(ctx))]
     lines[1:1] = found.groups
-    show(state, host, lines, topic="diagnose")
+    # one element per printed line: a newline in a manifest value (a flag, an env value in step 3's diff) is escaped,
+    # never a line of its own that could pass for the report's ("fake", "Success")
+    show(state, host, [escaped(line) for line in lines], topic="diagnose")
     return
     yield  # a generator that never yields: diagnosis is read-only

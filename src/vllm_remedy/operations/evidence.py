@@ -7,6 +7,11 @@ against the ReplicaSet as the plan read it (a colleague's edit at the prompt ref
 idempotent (a standing record is kept as first seen), and never blocks the remediation: a failure (no RBAC patch
 on replicasets, an outage, an edit since the read) is one warning line and the run goes on.
 
+A record is a consequential write (it withdraws a known-good mark), so it too is made only as approved: at execute
+after a prompt, a record the approved plan did not show — on a revision object that did not exist then, or with other
+evidence than shown — is not written; one warning line says so in the words of every write that changed after
+approval (``record_dying``).
+
     from vllm_remedy.operations import evidence
 
     evidence.crash_recorded(name="Record crash-looping revisions on their ReplicaSets")
@@ -19,7 +24,7 @@ import functools
 from collections.abc import Collection, Iterator, Mapping
 from typing import Any
 
-from pyinfra import host, state
+from pyinfra import host, logger, state
 from pyinfra.api import FunctionCommand, operation
 
 from vllm_remedy.errors import UserError
@@ -29,6 +34,7 @@ from vllm_remedy.facts.pods import Pods
 from vllm_remedy.kube.annotations import Keys
 from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.operations.util import Change, K8sHost, change_ops, k8s_host, noop, observe, show, write_command
+from vllm_remedy.operations.util.plan import approved_plan
 from vllm_remedy.remedies.evidence import (
     EVENTS,
     crashes_by_revision,
@@ -137,8 +143,26 @@ def record_dying(ctx: K8sHost, history: Mapping[str, Any], dying: Mapping[str, M
             observe(state, host, path, ctx.client.request("GET", path))
         commands.append(write_command(path, functools.partial(record_ops, failures, seen, ctx.keys), label,
                                       required=False))
+    approved = approved_plan(planned)
+    if approved is not None:  # executing what was approved at the prompt: nothing it did not show
+        commands = [c if label in approved else _unapproved(label, approved)
+                    for label, c in zip(planned, commands, strict=True)]
     if planned:  # shown before the first yield: change detection (--dry, the prompt) runs the body only that far
         show(state, host, planned, topic="evidence")
         yield from commands
     else:
         noop(state, host, "no crash to record" if not dying else "every crash seen is already recorded")
+
+
+def _unapproved(label: str, approved: tuple[str, ...]) -> FunctionCommand:
+    """In place of a record the approved plan did not show: one warning, nothing written (a record never fails the
+    host, so the remediation after it still runs, under its own check of what was approved)."""
+    said = (f"warning: {label}: not recorded (what would be written changed after the plan you approved was made "
+            f"(approved: {'; '.join(approved) or 'no record'}) — re-run to plan against the new state)")
+    return FunctionCommand(_warn, (said,), {})
+
+
+def _warn(state: Any, host: Any, line: str) -> bool:
+    """FunctionCommand body: one warning line, success (the host goes on)."""
+    logger.warning(f"{host.print_prefix}{' '.join(line.split())}")
+    return True

@@ -26,6 +26,7 @@ from vllm_remedy.kube.history import HASH_LABEL
 from vllm_remedy.operations.budget import _schedulable_step, plan_for, planned_template
 from vllm_remedy.operations.pin_gpu import set_template_on_pool
 from vllm_remedy.operations.restore import _decision
+from vllm_remedy.operations.restore_annotations import after_rollback
 from vllm_remedy.operations.util import K8sHost, keeps_its_plan, noop, refuse, show, wait_rollout
 from vllm_remedy.operations.util.context import k8s_host
 from vllm_remedy.remedies.pin_gpu import plan_pin
@@ -89,7 +90,8 @@ def budget_handover(wait: bool = True, revision: int | None = None) -> Iterator[
     ctx = k8s_host(host)
     decision, deployment = _decision(ctx, revision)
     if decision.action != HANDOVER:
-        noop(state, host, f"no budget hand-over: {decision.reason}" if decision.action in (NONE, REFUSE)
+        noop(state, host, f"no budget hand-over: {after_rollback(host, ctx, decision).reason}"
+             if decision.action in (NONE, REFUSE)
              else "no budget hand-over: step 1 " + ("rolls back" if decision.action == ROLLBACK else "sheds load"))
         return
     yield from _hand_over(ctx, decision, deployment, wait)

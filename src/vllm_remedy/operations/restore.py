@@ -30,6 +30,8 @@ from vllm_remedy.kube.diff import unified_template_diff
 from vllm_remedy.kube.history import HASH_LABEL
 from vllm_remedy.kube.rollout import plan_undo, resource_version_test
 from vllm_remedy.operations.forced_revision import OVERRIDE, checked_revision
+from vllm_remedy.operations.restore_annotations import after_rollback, annotation_lines, wait_line
+from vllm_remedy.operations.restore_models import model_keys
 from vllm_remedy.operations.util import (
     Change,
     K8sHost,
@@ -64,6 +66,7 @@ from vllm_remedy.remedies.fallback import (
 from vllm_remedy.remedies.load_guard import guard_flags
 from vllm_remedy.remedies.predict import pinned_gpu, predict_template
 from vllm_remedy.remedies.restore import NONE, REFUSE, ROLLBACK, SHED, RestoreDecision, decide_restore, shed_flags
+from vllm_remedy.vllm import resolved
 from vllm_remedy.vllm.versions import version_from_image
 
 GATEWAY = "gateway.networking.k8s.io/v1"
@@ -79,7 +82,8 @@ def _decision(ctx: K8sHost, forced: int | None = None) -> tuple[RestoreDecision,
     events = (host.get_fact(PodEvents) or {}).get("events")
     return decide_restore(history, pods, ctx.policy, container=ctx.container, now=ctx.client.server_time(),
                           nodes=nodes, forced=forced, events=events,
-                          override=host.data.get("override") == OVERRIDE), deployment
+                          override=host.data.get("override") == OVERRIDE,
+                          model_keys=model_keys(ctx, (history or {}).get("revisions"))), deployment
 
 
 def set_decision(ctx: K8sHost, facts: Mapping[str, Any], forced: int | None = None,
@@ -91,7 +95,8 @@ def set_decision(ctx: K8sHost, facts: Mapping[str, Any], forced: int | None = No
     nodes = (host.get_fact(NodeObjects) or {}).get("nodes")
     return decide_restore(facts["rollout"], facts["pod_rows"], ctx.policy, container=ctx.container,
                           now=ctx.client.server_time(), nodes=nodes, forced=forced,
-                          override=host.data.get("override") == OVERRIDE, cannot_start=cannot_start)
+                          override=host.data.get("override") == OVERRIDE, cannot_start=cannot_start,
+                          model_keys=model_keys(ctx, (facts["rollout"] or {}).get("revisions")))
 
 
 def _undo_ops(revision: int, keys: Any, reason: str, fields: dict[str, Any], client: KubeClient,
@@ -173,13 +178,17 @@ def known_good(wait: bool = True, timeout: float | None = None, revision: int | 
         return
     # why this revision and not a newer one: in every run (-y included), the diff as usual once
     show(state, host, [decision.reason, *skipped, *decision.warnings], topic="skipped")
-    show(state, host, [*change_lines(ctx, summary, before, target, predict_template(target, ctx.container)),
-                       *field_lines])
+    with resolved.scope(model_keys(ctx, [{"number": decision.revision, "template": target}]).get(decision.revision)):
+        prediction = predict_template(target, ctx.container)  # on the target's own model and revision
+    show(state, host, [*change_lines(ctx, summary, before, target, prediction), *field_lines,
+                       *annotation_lines(ctx, deployment, decision.revision),
+                       *wait_line(ctx, decision.revision, wait, timeout)])
     why = (f"revision {decision.current} crash-looped" if revision is None
            else "the operator forced it (host data revision)")
     build = functools.partial(_undo_ops, decision.revision, ctx.keys, f"roll back to revision {decision.revision} "
                               f"({decision.rule}): {why}", fields)
     undo = write_command(ctx.deployment_path, build, summary)
+    planned.rolls_back(host, ctx.deployment_path, decision.revision)  # later operations name it
     if wait:
         planned.rolled_out(host, ctx.deployment_path)  # the next operations plan on the restored pods
     yield undo
@@ -239,7 +248,7 @@ def shed_load(fallback: bool = True, wait: bool = True, revision: int | None = N
     decision, deployment = _decision(ctx, revision)
     if decision.action != SHED:
         noop(state, host, "no load to shed: the current revision crash-loops, so step 1 rolls back instead"
-             if decision.action == ROLLBACK else f"no load to shed: {decision.reason}")
+             if decision.action == ROLLBACK else f"no load to shed: {after_rollback(host, ctx, decision).reason}")
         return
     template = (deployment.get("spec") or {}).get("template") or {}
     server = server_of(template, ctx.container)

@@ -15,6 +15,7 @@ from vllm_remedy.kube.sts_wait import stuck_pods
 from vllm_remedy.policy import Policy
 from vllm_remedy.remedies.evidence import against, crashes_by_revision, rejector
 from vllm_remedy.remedies.restore import NONE, REFUSE, ROLLBACK, RestoreDecision, keys_of, revisions
+from vllm_remedy.remedies.restore_policy import policy_conflicts
 
 
 def judge_update(decision: RestoreDecision, facts: Mapping[str, Any], policy: Policy, container: str | None,
@@ -43,7 +44,8 @@ def judge_update(decision: RestoreDecision, facts: Mapping[str, Any], policy: Po
             f"when deleted: {doubt}")
     try:
         choice = choose_rollback(rows, int(current or 0), keys=keys, pinned=policy_pin(policy.known_good, container),
-                                 reject=rejector(keys, container, nodes, dying))
+                                 reject=rejector(keys, container, nodes, dying),
+                                 conflicts=policy_conflicts(policy, container))
     except NoRollbackTarget as exc:
         return RestoreDecision(REFUSE, f"{line}; not deleted, and {exc}: see deploys/diagnose.py", current=current,
                                skipped=(line, *exc.skipped))

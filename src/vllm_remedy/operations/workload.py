@@ -22,19 +22,23 @@ from pyinfra.api import FunctionCommand, operation
 from vllm_remedy.errors import UserError
 from vllm_remedy.facts.deployment import Deployment
 from vllm_remedy.facts.statefulset import StatefulSetState
-from vllm_remedy.kube.errors import RolloutError
+from vllm_remedy.kube.errors import KubeError, RolloutError
 from vllm_remedy.kube.history import template_of
 from vllm_remedy.kube.kinds import STATEFULSET
-from vllm_remedy.kube.wait import rollout_status
+from vllm_remedy.kube.serving import ServingGate
+from vllm_remedy.kube.wait import rollout_pods, rollout_status
 from vllm_remedy.operations import sts_rollout
 from vllm_remedy.operations.enforce_eager import warn_malformed
 from vllm_remedy.operations.util import (
+    K8sHost,
     crash_loop_ahead,
     deployment_object,
     flag_text,
     k8s_host,
     keeps_its_plan,
     noop,
+    note,
+    planned,
     pods_fact,
     propose,
     refuse,
@@ -157,6 +161,17 @@ def revert_expired_toggles() -> Iterator[FunctionCommand]:
                             prediction=prediction, annotations=drops)
 
 
+def unserved(ctx: K8sHost) -> list[str]:
+    """The Deployment's new pods whose vLLM container has no readiness or startup probe and whose log does not show
+    it serving yet (``kube.serving``); [] when none, or when the pods cannot be read (the wait would say why)."""
+    client = ctx.client.live()
+    try:
+        _, pods = rollout_pods(client, ctx.namespace, ctx.deployment)
+        return ServingGate(client, ctx.namespace, ctx.container, look=0.0).waiting(pods)
+    except KubeError:
+        return []
+
+
 @operation()
 def rolled_out(timeout: float | None = None) -> Iterator[FunctionCommand]:
     """
@@ -193,7 +208,18 @@ def rolled_out(timeout: float | None = None) -> Iterator[FunctionCommand]:
     except RolloutError:
         done = False
     if done:
-        noop(state, host, f"{ctx.where} is rolled out")
+        target = planned.rolled_back_to(host, ctx.deployment_path) if planned.detecting(host) else None
+        if target is not None:  # --dry never runs the rollback's wait; -y runs it first, then finds it done here
+            noop(state, host, f"{ctx.where}: will wait for revision {target} to roll out (the rollback's wait, above)")
+            return
+        held = unserved(ctx)
+        if not held:
+            noop(state, host, f"{ctx.where} is rolled out")
+            return
+        # Ready without a probe means started: a rerun after a run died mid-wait must not call a loading vLLM done
+        note(host, f"{label}: no readiness probe, and pod(s) {', '.join(held)} do not show vLLM's serving line yet: "
+             "waiting for it")
+        yield FunctionCommand(wait_rollout, (seconds, label), {})
         return
     crash_loop_ahead(state, host, ctx, host.get_fact(Deployment)["object"], deployment, pods_fact(host), label)
     yield FunctionCommand(wait_rollout, (seconds, label), {})

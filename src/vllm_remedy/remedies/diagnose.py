@@ -14,12 +14,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from vllm_remedy.errors import UserError
-from vllm_remedy.kube.annotations import Keys
+from vllm_remedy.kube.annotations import TOGGLE_FLAGS, Keys, Toggle
 from vllm_remedy.kube.diff import describe, revision_diff
 from vllm_remedy.kube.errors import RolloutError
 from vllm_remedy.kube.history import templates_equal
 from vllm_remedy.kube.rollout import choose_rollback, policy_pin
 from vllm_remedy.policy import Policy
+from vllm_remedy.remedies.enforce_eager import due
 from vllm_remedy.remedies.held_memory import consumers, startup_lines
 from vllm_remedy.remedies.predict import rules_note, unjudged
 from vllm_remedy.remedies.restore import crash_failures, crash_looping, revisions
@@ -191,4 +192,29 @@ def diagnose_lines(history: Mapping[str, Any], pods: Mapping[str, Any], nodes: M
         out.append(f"step 3 — what changed: nothing to compare ({why})")
     out.append("step 3 — GPUs:")
     out += [f"  {line}" for line in gpu_lines(pods, nodes, memory, namespace, container)] or ["  no pods"]
+    return out
+
+
+def toggle_lines(toggles: Sequence[Toggle], now: float, limit: float | None = None) -> list[str]:
+    """One line per timed toggle recorded on the workload (``--enforce-eager``), at ``now`` (cluster time).
+
+    diagnose never changes the workload, so it does not revert an expired toggle as the writing deploys do; it says
+    so, next to the diff line the toggle explains (``--enforce-eager: (absent) → true``), since an expired toggle
+    still costs throughput until something reverts it. ``limit``: the policy's ``enforce_eager.max_duration``."""
+    out = []
+    for toggle in toggles:
+        flag = f"--{TOGGLE_FLAGS.get(toggle.name, toggle.name)}"
+        try:
+            why = due(toggle, now, limit)
+        except UserError as exc:  # an unreadable expiry: every writing deploy warns about it and leaves it
+            out.append(f"timed toggle {flag}: {exc}")
+            continue
+        if why is None:
+            out.append(f"timed toggle {flag} until {toggle.expires}")
+        elif toggle.expired(now):
+            out.append(f"timed toggle {flag} expired at {toggle.expires}; `vllm-remedy expire` or any writing deploy "
+                       "reverts it")
+        else:
+            out.append(f"timed toggle {flag} until {toggle.expires}: {why}; `vllm-remedy expire` or any writing "
+                       "deploy reverts it")
     return out

@@ -20,8 +20,9 @@ Nodes, pods and the pod template in; a :class:`PinPlan` out. What "safely" means
   toggle too, through :func:`template_surge_switch`), and the switch stays: it is the Deployment's state now,
   which confirm records with a known-good mark and restore puts back with the revision it marked.
 * **Already pinned.** A template that carries the pin needs no write: nothing to refuse, even with every GPU of
-  the product taken (its pods wait for one), so the steps after the pin still run. A rollout such a pool already
-  holds up (new pods unschedulable beside old ones holding the GPUs) gets the switch alone
+  the product taken (its pods wait for one), so the steps after the pin still run. A product with no schedulable
+  node at all (cordoned, not Ready, untolerated) is still refused: no pod of any later write could start there.
+  A rollout such a pool already holds up (new pods unschedulable beside old ones holding the GPUs) gets the switch alone
   (:func:`stuck_surge_switch`): that is what restore's "then deploys/pin_gpu.py" points at.
 """
 
@@ -316,7 +317,8 @@ def plan_pin(template: Mapping[str, Any], deployment_spec: Mapping[str, Any], no
     change = TemplateChange(node_selector={gpu.label: value}, drop_node_selector=drop, gpu_limit=gpus,
                             gpu_resource=gpu.resource)
     pinned = apply_template_change(template, change, container)
-    if capacity == 0 and pinned != dict(template):
+    schedulable = any(usable for *_, usable in rows)
+    if capacity == 0 and (pinned != dict(template) or not schedulable):
         return PinPlan(dict(template), label=gpu.label, value=value, nodes=names, notes=tuple(notes),
                        refusal=f"no schedulable {value} capacity: {len(rows)} node(s) labelled {gpu.label}={value}, "
                                f"{free} free GPU(s), none can take a pod of {gpus} GPU(s)")

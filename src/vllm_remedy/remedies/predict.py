@@ -24,6 +24,7 @@ from vllm_remedy.vllm import (
     hf_dotted,
     hf_overrides,
     kv_auto,
+    manifest_flags_file,
     model_len,
     resolved,
 )
@@ -210,6 +211,10 @@ def _predict_server(spec: Mapping[str, Any], server: ServerCommand, gpu: str | N
         card = catalog.gpu(label)
     except UserError:
         return Prediction(label, None, f"GPU {label} is not in the catalog", rules=note)
+    if hf_overrides.config_source(server.flags, server.model) is None:  # never the string "None" looked up
+        unread = manifest_flags_file.unread(server.flags)  # vLLM may take the model from a --config file not read here
+        return Prediction(card.product, None, f"no model in argv: {unread}" if unread else
+                          "the vLLM command names no model", rules=note)
     source = str(hf_overrides.config_source(server.flags, str(server.model)))  # --hf-config-path, else the model
     try:
         model = resolved.model(source, server.flags.get("revision"))

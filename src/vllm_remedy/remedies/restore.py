@@ -49,6 +49,8 @@ from vllm_remedy.remedies.evidence import (
     standing_event_crash,
 )
 from vllm_remedy.remedies.predict import failed_prediction, predict_template
+from vllm_remedy.remedies.restore_models import ModelKeys, hub_refused, in_scope
+from vllm_remedy.remedies.restore_policy import policy_conflicts
 from vllm_remedy.vllm.failures import failure_class
 
 NONE, ROLLBACK, SHED, REFUSE, HANDOVER = "none", "rollback", "shed-load", "refuse", "budget"
@@ -156,29 +158,31 @@ def decide_restore(history: Mapping[str, Any], pods: Mapping[str, Any], policy: 
                    container: str | None = None, now: float | None = None,
                    nodes: Sequence[Mapping[str, Any]] | None = None, forced: int | None = None,
                    events: Sequence[Mapping[str, Any]] | None = None, override: bool = False,
-                   cannot_start: StartCheck | None = None) -> RestoreDecision:
+                   cannot_start: StartCheck | None = None, model_keys: ModelKeys | None = None) -> RestoreDecision:
     """Step 1's decision for one Deployment (see the module docstring for the rules).
 
     ``nodes`` (the cluster's Node objects, None when unreadable) say where each candidate's pods would go now;
     ``events`` (the PodEvents fact's rows) tell of earlier revisions' pods that crash-looped and are gone;
     ``forced`` is the operator's revision (host data ``revision``), restored despite evidence only with
     ``override`` (host data ``override=evidence``); ``cannot_start`` is the kind's own start verdict (an LWS
-    group's world size), weighed as a failed prediction.
+    group's world size), weighed as a failed prediction; ``model_keys`` say under which environment each revision's
+    model was resolved (:data:`ModelKeys`), so each candidate is predicted on its own model and revision.
     """
     keys = keys_of(policy)
     history, doubted = credible_marks(history, keys, now)
     in_events = crashes_in_events(history.get("revisions") or [], events, now, serving_revisions(pods))
     if forced is not None:
         dying = crash_failures(pods, container, now=now, stable=policy.confirm.stable_for.total_seconds())
-        decision = _forced(history, keys, forced, container, nodes, in_events, override, cannot_start, dying)
+        decision = _forced(history, keys, forced, container, nodes, in_events, override, cannot_start, dying,
+                           model_keys)
         return replace(decision, warnings=(*doubted, *decision.warnings))
-    return replace(decision := _decide(history, pods, policy, keys, container, now, nodes, in_events, cannot_start),
-                   warnings=(*doubted, *decision.warnings))
+    return replace(decision := _decide(history, pods, policy, keys, container, now, nodes, in_events, cannot_start,
+                                       model_keys), warnings=(*doubted, *decision.warnings))
 
 
 def _decide(history: Mapping[str, Any], pods: Mapping[str, Any], policy: Policy, keys: Keys, container: str | None,
             now: float | None, nodes: Sequence[Mapping[str, Any]] | None, in_events: Mapping[int, EventCrash],
-            cannot_start: StartCheck | None = None) -> RestoreDecision:
+            cannot_start: StartCheck | None = None, model_keys: ModelKeys | None = None) -> RestoreDecision:
     current = history.get("current_revision")
     failures = crash_failures(pods, container, now=now, stable=policy.confirm.stable_for.total_seconds())
     if not failures:
@@ -199,13 +203,15 @@ def _decide(history: Mapping[str, Any], pods: Mapping[str, Any], policy: Policy,
     try:
         choice = choose_rollback(revisions(history), int(current or 0), keys=keys,
                                  pinned=policy_pin(policy.known_good, container),
-                                 reject=rejector(keys, container, nodes, crashes_by_revision(pods, container),
-                                                 in_events, cannot_start))
+                                 reject=in_scope(model_keys, rejector(keys, container, nodes,
+                                                                      crashes_by_revision(pods, container),
+                                                                      in_events, cannot_start), container),
+                                 conflicts=in_scope(model_keys, policy_conflicts(policy, container)))
     except NoRollbackTarget as exc:
         if under_load:
             return RestoreDecision(SHED, f"revision {current} crash-loops with OOM under load ({seen}) and {exc}: "
                                    "shed load", current=current, failures=failures, skipped=(now_line, *exc.skipped))
-        base = served_base(history, keys, container, policy, in_events, cannot_start)
+        base = served_base(history, keys, container, policy, in_events, cannot_start, model_keys)
         if base is not None:
             return RestoreDecision(HANDOVER, f"revision {current} crash-loops ({seen}) and {exc}: no rollback; "
                                    f"runbook step 4 instead — the budget's smallest change on revision "
@@ -230,7 +236,8 @@ def keys_of(policy: Policy) -> Keys:
 
 def _forced(history: Mapping[str, Any], keys: Keys, forced: int, container: str | None,
             nodes: Sequence[Mapping[str, Any]] | None, in_events: Mapping[int, EventCrash], override: bool,
-            cannot_start: StartCheck | None = None, dying: Mapping[str, int] | None = None) -> RestoreDecision:
+            cannot_start: StartCheck | None = None, dying: Mapping[str, int] | None = None,
+            model_keys: ModelKeys | None = None) -> RestoreDecision:
     current = history.get("current_revision")
     rev = next((r for r in revisions(history) if r.number == forced), None)
     if rev is None:  # a rollback renumbers its ReplicaSet and keeps the old number in revision-history
@@ -244,10 +251,12 @@ def _forced(history: Mapping[str, Any], keys: Keys, forced: int, container: str 
                                f"{', '.join(str(r.number) for r in revisions(history))})", current=current)
     if rev.number == current:
         return _forced_current(f"{forced} is the current revision", current, dying, override)
-    doubt = against(rev, keys, container, nodes, None, in_events, cannot_start=cannot_start)
+    doubt = in_scope(model_keys, lambda r: against(r, keys, container, nodes, None, in_events,
+                                                   cannot_start=cannot_start), container)(rev)
     named = f"revision {forced}" + (f" (now numbered {rev.number})" if rev.number != forced else "")
-    never = (cannot_start(rev) if cannot_start is not None else None) or (
-        certain_refusal(rev, container, nodes) if doubt else None)  # vLLM's refusal is always also a doubt
+    never = (cannot_start(rev) if cannot_start is not None else None) or (  # vLLM's refusal is always also a doubt
+        in_scope(model_keys, lambda r: certain_refusal(r, container, nodes) or hub_refused(r, container))(rev)
+        if doubt else None)
     if never:  # vLLM refuses it before it loads anything: no override makes it start, so none is offered
         return RestoreDecision(REFUSE, f"host data revision: {named} is not restored: it cannot start ({never}); "
                                "name another revision", current=current)
@@ -274,8 +283,8 @@ def _forced_current(what: str, current: Any, dying: Mapping[str, int] | None, ov
 
 
 def served_base(history: Mapping[str, Any], keys: Keys, container: str | None, policy: Policy,
-                in_events: Mapping[int, EventCrash] | None = None, cannot_start: StartCheck | None = None
-                ) -> Revision | None:
+                in_events: Mapping[int, EventCrash] | None = None, cannot_start: StartCheck | None = None,
+                model_keys: ModelKeys | None = None) -> Revision | None:
     """The last revision that served, for a budget change to start from: the newest earlier one (marked, pinned,
     then the rest) not seen dying whose start fits the card it pins — held back only by where its pods would go
     now, which the budget's GPU pin decides again."""
@@ -287,7 +296,8 @@ def served_base(history: Mapping[str, Any], keys: Keys, container: str | None, p
         if standing_crash(keys, rev.annotations) is None and standing_event_crash(
                 keys, rev.annotations, (in_events or {}).get(rev.number)) is None and \
                 (cannot_start is None or cannot_start(rev) is None) and \
-                failed_prediction(predict_template(rev.template, container)) is None:
+                in_scope(model_keys, lambda r: failed_prediction(predict_template(r.template, container)),
+                         container)(rev) is None:
             return rev
     return None
 

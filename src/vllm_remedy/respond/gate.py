@@ -9,12 +9,15 @@ also reads the Deployment: every deploy that writes stamps ``<prefix>last-action
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from vllm_remedy.kube.annotations import Keys, stamp_seconds
 
 RUN, DRY_RUN, SKIP = "run", "dry-run", "skip"
+#: Seconds a stamp may lie ahead of the cluster's clock (the Date header's whole seconds, a write racing the read);
+#: further ahead it was not written by a deploy and must not mute the responder until then.
+FUTURE_SLACK = 60.0
 
 
 @dataclass(frozen=True)
@@ -27,19 +30,28 @@ class Decision:
 
 @dataclass
 class Gate:
-    """What has run where and when (monotonic seconds). Not thread-safe: the server holds a lock around it."""
+    """What has run where and when, in each host's cluster time (``respond.clock``: the clock the deploys stamp
+    ``last-action-at`` in). Not thread-safe: the server holds a lock around it."""
 
     running: set[str] = field(default_factory=set)
     last_action: dict[str, float] = field(default_factory=dict)  # host -> when its last action started or ended
-    seen: dict[str, tuple[float, float]] = field(default_factory=dict)  # fingerprint -> (acted at, cool-down)
+    seen: dict[str, tuple[str, float, float]] = field(default_factory=dict)  # fingerprint -> (host, at, cool-down)
 
-    def repeat(self, fingerprint: str, now: float) -> Decision | None:
-        """SKIP for an alert that led to an action less than that host's cool-down ago, asked before routing: a
-        repeat names the pod that paged, which a rollback has usually replaced by then."""
+    def repeat(self, fingerprint: str, now: float | Callable[[str], float | None],
+               cooldown: float | None = None) -> Decision | None:
+        """SKIP for an alert that led to an action less than that host's cool-down ago (``cooldown``: the policy's
+        value now, else the one the action was decided under), asked before routing: a repeat names the pod that
+        paged, which a rollback has usually replaced by then. ``now`` is the time, or how to tell the time of the
+        host the alert acted on (None: not known yet, no verdict)."""
         seen = self.seen.get(fingerprint)
-        if seen is not None and now - seen[0] < seen[1]:
-            return Decision(SKIP, f"duplicate: alert {fingerprint} led to an action {now - seen[0]:.0f}s ago "
-                            f"(cool-down {seen[1]:.0f}s)")
+        if seen is None:
+            return None
+        host, at, stored = seen
+        moment = now(host) if callable(now) else now
+        limit = stored if cooldown is None else cooldown
+        if moment is not None and moment - at < limit:
+            return Decision(SKIP, f"duplicate: alert {fingerprint} led to an action {moment - at:.0f}s ago "
+                            f"(cool-down {limit:.0f}s)")
         return None
 
     def decide(self, host: str, fingerprint: str, mode: str, cooldown: float, now: float) -> Decision:
@@ -48,20 +60,20 @@ class Gate:
             return Decision(SKIP, "policy respond.mode is off")
         if host in self.running:
             return Decision(SKIP, f"an action is already running on {host}")
-        repeat = self.repeat(fingerprint, now)
+        repeat = self.repeat(fingerprint, now, cooldown)
         if repeat is not None:
             return repeat
         last = self.last_action.get(host)
         if last is not None and now - last < cooldown:
             return Decision(SKIP, f"{host} is in cool-down for another {cooldown - (now - last):.0f}s")
         self.running.add(host)
-        self.seen[fingerprint] = (now, cooldown)
+        self.seen[fingerprint] = (host, now, cooldown)
         self.last_action[host] = now
         return Decision(RUN if mode == "auto" else DRY_RUN, f"mode {mode}")
 
     def release(self, host: str, fingerprint: str, last: float) -> None:
         """A RUN decided here was skipped after all (the cluster's stamp): free the host, forget the alert, and
-        count its cool-down from ``last`` (monotonic) instead."""
+        count its cool-down from ``last`` (the stamp's moment, cluster time) instead."""
         self.running.discard(host)
         self.seen.pop(fingerprint, None)
         self.last_action[host] = last
@@ -74,14 +86,16 @@ class Gate:
 
 def stamped(annotations: Mapping[str, str], prefix: str, cooldown: float, now: float) -> tuple[Decision, float] | None:
     """SKIP (and the stamp's age in seconds) when the Deployment's last action, by anyone, is within ``cooldown``
-    of ``now`` (epoch seconds); None when there is no stamp, an unreadable one, or an old one."""
+    of ``now`` — the cluster's clock (epoch seconds), which the deploys stamp in; None when there is no stamp, an
+    unreadable one, or an old one."""
     keys = Keys(prefix)
     at = annotations.get(keys.last_action_at)
     moment = stamp_seconds(at)
     if moment is None:
         return None
     age = now - moment
-    if age >= cooldown:
+    if age >= cooldown or age < -FUTURE_SLACK:  # a stamp from the cluster's future is no one's action: not believed
         return None
+    age = max(age, 0.0)
     by = annotations.get(keys.last_action) or "unknown"
     return Decision(SKIP, f"cool-down: last action at {at} by {by} ({cooldown - age:.0f}s left)"), age

@@ -126,6 +126,18 @@ def _respond(data: dict[str, Any], namespace: str, deployment: str) -> dict[str,
             "policy": policy.source, "annotation_prefix": policy.annotation_prefix}
 
 
+def respond_policy(host: InventoryHost) -> dict[str, Any]:
+    """The host's ``respond`` policy (mode, cool-down, annotation prefix) as its policy file says now.
+
+    The inventory is loaded again only when its own file changes, so the values resolved at load would keep a
+    changed ``respond.cooldown`` (or mode) out until then; a host whose policy is a file or directory is read again
+    here, per page (a validated YAML read). A policy built in the inventory's code keeps the values of the load."""
+    source = host.data.get("policy_file")
+    if not isinstance(source, str):
+        return dict(host.data.get("respond") or {})
+    return _respond({"policy": source}, host.namespace, host.deployment)
+
+
 def _child(path: str) -> dict[str, Any]:
     # Imported here, only ever in the child process: pyinfra_cli monkey-patches for gevent (module docstring).
     from pyinfra.api import State
@@ -146,6 +158,8 @@ def _child(path: str) -> dict[str, Any]:
         namespace, deployment = str(data["k8s_namespace"]), str(data["k8s_deployment"])
         kept = {k: data[k] for k in _KEYS if isinstance(data.get(k), (str, dict))}
         kept["respond"] = _respond(data, namespace, deployment)
+        if isinstance(data.get("policy"), (str, os.PathLike)):  # read again per page (respond_policy)
+            kept["policy_file"] = os.path.abspath(os.fspath(data["policy"]))
         hosts.append({"name": host.name, "cluster": str(data["k8s_cluster"]), "namespace": namespace,
                       "deployment": deployment, "data": kept})
     return {"hosts": hosts}

@@ -56,6 +56,7 @@ class Incident:
     host: InventoryHost
     deploy: str
     mode: str
+    respond: dict[str, Any] = field(default_factory=dict)  # the host's respond policy as the page was decided under
     timeline: list[tuple[datetime, str]] = field(default_factory=list)
     evidence: list[str] = field(default_factory=list)
     run: DeployRun | None = None

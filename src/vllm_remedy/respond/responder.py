@@ -16,7 +16,6 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -26,6 +25,7 @@ from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.kube.errors import KubeError
 
 from . import deploy, inventory, record
+from .clock import ClusterTime
 from .gate import RUN, SKIP, Gate, stamped
 from .routing import ACTIONS, RENDERED, InventoryHost, route
 from .webhook import Alert, Notification, printable
@@ -72,6 +72,7 @@ class Responder:
         self.settings = settings
         self.metrics = Metrics()
         self.gate = Gate()
+        self._clocks: dict[str, ClusterTime] = {}  # host -> its cluster's clock: the gate counts in it
         self.inventory = inventory.Cache(settings.inventory)
         self._lock = threading.Lock()
         self._clock = clock
@@ -94,7 +95,7 @@ class Responder:
                               f"{', '.join(sorted(ACTIONS))})")
             else:
                 with self._lock:
-                    repeat = self.gate.repeat(alert.fingerprint, self._clock())
+                    repeat = self.gate.repeat(alert.fingerprint, self._guess)
                 if repeat is not None:
                     self._decided(alert, "skipped", repeat.reason)
                 else:
@@ -138,9 +139,22 @@ class Responder:
             log.info("inventory %s: %d host(s) loaded", self.settings.inventory, len(hosts))
         return hosts
 
+    def _guess(self, host: str) -> float | None:
+        """``host``'s cluster time without a request (None before its clock was first read)."""
+        known = self._clocks.get(host)
+        return None if known is None else known.guess()
+
+    def _now(self, host: str, client: KubeClient | None) -> float:
+        """``host``'s cluster time, read through ``client`` (the API server's Date, as the deploys stamp it); without
+        an answer the guess from the last reading, and with none ever the responder's own clock."""
+        with self._lock:
+            known = self._clocks.setdefault(host, ClusterTime(self._clock))
+        now = known.now(client)
+        return time.time() if now is None else now
+
     def _one(self, alert: Alert) -> None:
         with self._lock:
-            repeat = self.gate.repeat(alert.fingerprint, self._clock())
+            repeat = self.gate.repeat(alert.fingerprint, self._guess)
         if repeat is not None:  # a repeat queued before the first was decided
             self._decided(alert, "skipped", repeat.reason)
             return
@@ -155,35 +169,34 @@ class Responder:
             self._decided(alert, "ignored", where.reason)
             return
         host = where.host
-        respond = host.data.get("respond") or {}
+        respond = inventory.respond_policy(host)  # the policy file as it is now: a changed cool-down acts at once
         if "error" in respond:
             self._decided(alert, "error", f"{host.name}: {respond['error']}")
             return
         mode = str(respond.get("mode", "off"))
+        client = self._client(host) if mode != "off" else None
+        now = self._now(host.name, client) if mode != "off" else 0.0
         with self._lock:
-            decision = self.gate.decide(host.name, alert.fingerprint, mode, float(respond.get("cooldown", 0)),
-                                        self._clock())
+            decision = self.gate.decide(host.name, alert.fingerprint, mode, float(respond.get("cooldown", 0)), now)
         if decision.kind == SKIP:
             self._decided(alert, "skipped", f"{host.name}: {decision.reason}")
             return
-        incident = record.Incident(alert, host, where.deploy, mode)
+        incident = record.Incident(alert, host, where.deploy, mode, respond)
         incident.note(f"alert {alert.name} received; routed to {host.name}, deploys/{where.deploy}.py, "
                       f"mode {mode}")
         worker = threading.Thread(target=self._act, args=(incident, decision.kind, f"{where.reason} "
-                                  f"({decision.reason})"), daemon=True, name=f"respond {host.name}")
+                                  f"({decision.reason})", client), daemon=True, name=f"respond {host.name}")
         self._workers = [w for w in self._workers if w.is_alive()] + [worker]
         worker.start()
 
     # ---- one action -------------------------------------------------------------------------------------------
-    def _act(self, incident: record.Incident, kind: str, why: str) -> None:
+    def _act(self, incident: record.Incident, kind: str, why: str, client: KubeClient | None = None) -> None:
         host = incident.host
         try:
-            client = self._client(host)
             if self._stamped(incident, client):
                 return
         except Exception:
             log.exception("%s: the cool-down stamp was not read", host.name)
-            client = None
         self._decided(incident.alert, kind, why)
         self.metrics.running.inc()
         try:
@@ -192,13 +205,14 @@ class Responder:
             log.exception("%s: the action failed unexpectedly", host.name)
         finally:
             self.metrics.running.dec()
+            ended = self._now(host.name, client)
             with self._lock:
-                self.gate.finished(host.name, self._clock())
+                self.gate.finished(host.name, ended)
 
     def _stamped(self, incident: record.Incident, client: KubeClient | None) -> bool:
         """Whether the Deployment's last-action stamp puts the host in cool-down (logged, host freed); a
         Deployment that cannot be read is left to the deploy, which reads it again and says what is wrong."""
-        host, respond = incident.host, incident.host.data.get("respond") or {}
+        host, respond = incident.host, incident.respond
         if client is None:
             return False
         try:
@@ -206,13 +220,14 @@ class Responder:
         except KubeError:
             return False
         notes = (current.get("metadata") or {}).get("annotations") or {}
+        now = self._now(host.name, client)  # the cluster's clock: the one the stamp was written in
         found = stamped(notes, str(respond.get("annotation_prefix", "vllm-remedy.io/")),
-                        float(respond.get("cooldown", 0)), datetime.now(timezone.utc).timestamp())
+                        float(respond.get("cooldown", 0)), now)
         if found is None:
             return False
         decision, age = found
         with self._lock:
-            self.gate.release(host.name, incident.alert.fingerprint, self._clock() - age)
+            self.gate.release(host.name, incident.alert.fingerprint, now - age)
         self._decided(incident.alert, "skipped", f"{host.name}: {decision.reason}")
         return True
 

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from vllm_remedy.errors import UserError
-from vllm_remedy.vllm.cmdline import ServerCommand
+from vllm_remedy.vllm.cmdline import ServerCommand, config_splice
 from vllm_remedy.vllm.cmdline.booleans import store_boolean
 from vllm_remedy.vllm.cmdline.flags import Kind, kind_of
 from vllm_remedy.vllm.cmdline.parse import Token
@@ -107,13 +107,36 @@ def merged(server: ServerCommand, spec: Mapping[str, Any],
     text = file_text(server.container, spec, path, maps)
     if text is None:
         return server
-    flags = {**flags_of(text, path), **{k: v for k, v in server.flags.items() if k != FLAG}}
+    from_file = flags_of(text, path)
+    file_model = from_file.pop("model", None)  # the model is ``ServerCommand.model``, never a flag
+    flags = {**from_file, **{k: v for k, v in server.flags.items() if k != FLAG}}
     config = load_text(text, f"--config {path}")
     v = parse_version(version_from_image(server.image) or "") or NEWEST_RELEASE
     # a word the splice hands a switch is a bare word argparse leaves over, as the same word in argv is
     strays = [Token(word, CONFIG_FIELD, i) for i, word in enumerate(left_over(config, v))]
-    return dataclasses.replace(server, flags=flags, config_file=config,
+    model = server.model if server.model is not None or not takes_model(server, config, v) else file_model
+    return dataclasses.replace(server, flags=flags, config_file=config, model=model,
                                positionals=[*server.positionals, *strays] if strays else server.positionals)
+
+
+#: ``vllm serve`` takes the model from the file's ``--model`` word when argv names none from 0.8.3
+#: (``model_in_config``, utils.py@0.8.3 l.1343-1359, utils/argparse_utils.py@0.34.0 l.569-596; before, the model tag
+#: is required); the api_server module reads its ``--model`` option from the file once the splice puts the file's
+#: flags first (0.10.2: "No sub command (e.g., api_server entry point)"; before, after its first word).
+SERVE_FILE_MODEL_SINCE = (0, 8, 3)
+MODULE_FILE_MODEL_SINCE = (0, 10, 2)
+
+
+def takes_model(server: ServerCommand, config: Mapping[str, Any], v: tuple[int, ...]) -> bool:
+    """Whether vLLM ``v`` serves the model the ``--config`` file names (``model: org/name``) for a command whose argv
+    names none (argv's model wins over the file's: "cli > config"). Only the key ``model`` itself becomes the
+    ``--model`` word vLLM looks for (``config_splice.names_model``)."""
+    if server.model is not None or not config_splice.names_model(config):
+        return False
+    if "openai.api_server" in server.entrypoint:
+        return v >= MODULE_FILE_MODEL_SINCE
+    return (server.entrypoint.endswith(" serve") or server.entrypoint == "image default") and \
+        v >= SERVE_FILE_MODEL_SINCE
 
 
 #: The ``Token.field`` of a word the ``--config`` file puts into argv: it is in no container field, so no edit of

@@ -86,7 +86,7 @@ EXPECTED = [
     ("0.8.0", "offline", "ValueError: Unsupported config format: ConfigFormat.AUTO", "not_found"),
     ("0.8.5", "gated", "OSError: You are trying to access a gated repo.", "gated"),
     ("0.8.5", "revision", "huggingface_hub.errors.RevisionNotFoundError: 404 Client Error.", "revision_not_found"),
-    ("0.8.5", "offline", "ValueError: Could not detect config format for no config file found.", "not_found"),
+    ("0.8.5", "offline", "ValueError: Could not detect config format for no config file found.", "no_config"),
     ("0.8.5", "unauthorized", "401 Client Error: Unauthorized for url: ", "unauthorized"),
     ("0.19.0", "gated", "OSError: You are trying to access a gated repo.", "gated"),
     ("0.19.0", "revision", "OSError: v9.9 is not a valid git identifier (branch name, tag name or commit id)",

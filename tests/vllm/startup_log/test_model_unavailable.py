@@ -47,9 +47,10 @@ OWN_V0102 = (
 
 
 @pytest.mark.parametrize("line, reason, model", [
+    # vLLM's own message alone: no config found for the id (reason no_config, whose advice names both eras' causes)
     ("ValueError: Invalid repository ID or local directory specified: 'DeepSeek-R1-Distill-Qwen-7B-gptq'.",
-     "not_found", "DeepSeek-R1-Distill-Qwen-7B-gptq"),
-    ("  Value error, Invalid repository ID or local directory specified: 'orkungedik/docs-7b'.", "not_found",
+     "no_config", "DeepSeek-R1-Distill-Qwen-7B-gptq"),
+    ("  Value error, Invalid repository ID or local directory specified: 'orkungedik/docs-7b'.", "no_config",
      "orkungedik/docs-7b"),
     ("OSError: acme/typo-7b is not a local folder and is not a valid model identifier listed on "
      "'https://huggingface.co/models'", "not_found", "acme/typo-7b"),

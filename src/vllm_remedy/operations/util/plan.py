@@ -24,7 +24,7 @@ the host with both, and writes nothing.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from pyinfra.api import FunctionCommand
@@ -33,7 +33,7 @@ from pyinfra.context import ctx_host, ctx_state
 from vllm_remedy.errors import UserError
 from vllm_remedy.operations.util import refusal
 from vllm_remedy.operations.util.context import k8s_host
-from vllm_remedy.operations.util.write import changed_since, fail, refused, run_id, run_write
+from vllm_remedy.operations.util.write import changed_since, fail, refused, run_id, run_write, written_in_this_run
 
 Body = TypeVar("Body", bound=Callable[..., Iterator[Any]])
 
@@ -41,6 +41,8 @@ Body = TypeVar("Body", bound=Callable[..., Iterator[Any]])
 _PLANNED: dict[tuple[int, str, str], tuple[str, ...]] = {}
 #: The same key of a body refused while changes were detected -> the refusal's reason.
 _REFUSED_PLANS: dict[tuple[int, str, str], str] = {}
+#: The same key of a body that writes only what was approved (``approved_plan``) -> the writes it showed then.
+_APPROVED: dict[tuple[int, str, str], tuple[str, ...]] = {}
 
 
 def _key() -> tuple[int, str, str] | None:
@@ -72,8 +74,8 @@ def keeps_its_plan(body: Body) -> Body:
         elif key is not None and key in _REFUSED_PLANS and not _refuses(commands):
             # approved: the host stops here. Whatever this body would do now, it is not what was approved
             yield FunctionCommand(fail, (f"{k8s_host(ctx_host.get()).where}: the plan you approved stops here, "
-                                         f"refused ({_REFUSED_PLANS[key]}); it would not be refused now: nothing was "
-                                         "written — re-run to plan against the new state",), {})
+                                         f"refused ({_REFUSED_PLANS[key]}); it would not be refused now: "
+                                         f"{nothing_written()} — re-run to plan against the new state",), {})
             return
         elif key is not None and key in _PLANNED and writes != _PLANNED[key]:
             planned = _PLANNED[key]
@@ -82,13 +84,34 @@ def keeps_its_plan(body: Body) -> Body:
                 ctx = k8s_host(ctx_host.get())
                 message = (f"{ctx.where}: what would be written changed after the plan you approved was made "
                            f"(approved: {'; '.join(planned) or 'no change'}; now: {'; '.join(writes)}); "
-                           "nothing was written — re-run to plan against the new state")
+                           f"{nothing_written()} — re-run to plan against the new state")
             if message:
                 yield FunctionCommand(fail, (message,), {})
                 return
         yield from commands
 
     return guarded  # type: ignore[return-value]
+
+
+def approved_plan(planned: Sequence[str]) -> tuple[str, ...] | None:
+    """For a body that must never block the run (a crash record) and so cannot be ``keeps_its_plan``'s: while
+    detecting changes, remember the writes it shows (``planned``) and return None; at execute, the writes shown then —
+    the body makes only those. None too when nothing was detected (``-y`` plans and writes in one pass)."""
+    key = _key()
+    if key is None:
+        return None
+    if not ctx_state.get().is_executing:
+        _APPROVED[key] = tuple(planned)
+        return None
+    return _APPROVED.get(key)
+
+
+def nothing_written() -> str:
+    """"nothing was written" when this run has written nothing for the host; else what it did write before this
+    step, which wrote nothing (an earlier operation's record is not undone by a later refusal)."""
+    earlier = written_in_this_run(ctx_state.get(), ctx_host.get())
+    return "nothing was written" if not earlier else (
+        f"this step wrote nothing (written earlier in this run: {', '.join(earlier)})")
 
 
 def _refuses(commands: list[Any]) -> bool:
@@ -123,6 +146,6 @@ def edited_since_read(fresh: dict[str, Any] | None = None) -> str | None:
 
 def forget_plans(state: Any) -> None:
     """Drop one run's planned-change records (the Python API reuses the process)."""
-    for store in (_PLANNED, _REFUSED_PLANS):
+    for store in (_PLANNED, _REFUSED_PLANS, _APPROVED):
         for key in [k for k in store if k[0] == id(state)]:
             store.pop(key, None)

@@ -21,6 +21,8 @@ from typing import Any
 _PLANNED: dict[tuple[int, str, str], dict[str, Any]] = {}
 #: Keys of Deployments whose pod template an earlier operation of the run plans to change.
 _RETEMPLATED: set[tuple[int, str, str]] = set()
+#: Keys of workloads an operation of the run rolls back (planned or written) → the revision it restores.
+_ROLLED_BACK: dict[tuple[int, str, str], int] = {}
 
 
 def _key(host: Any, path: str) -> tuple[int, str, str]:
@@ -77,8 +79,27 @@ def rolled_out(host: Any, path: str) -> None:
     planned["status"] = status
 
 
+def rolls_back(host: Any, path: str, revision: int) -> None:
+    """An operation of this run rolls the workload at ``path`` back to ``revision`` (in ``--dry`` and at the prompt
+    it plans to, with ``-y`` it does): later operations name that revision, not the one the facts still call current.
+    """
+    _ROLLED_BACK[_key(host, path)] = revision
+
+
+def rolled_back_to(host: Any, path: str) -> int | None:
+    """The revision an earlier operation of this run rolls the workload at ``path`` back to, or None."""
+    return _ROLLED_BACK.get(_key(host, path))
+
+
+def detecting(host: Any) -> bool:
+    """Whether this body runs to detect changes (``--dry``, the prompt), not to execute them."""
+    return _detecting(host)
+
+
 def forget(run: int) -> None:
     """Drop one run's planned objects (the Python API reuses the process)."""
     for key in [k for k in _PLANNED if k[0] == run]:
         del _PLANNED[key]
+    for key in [k for k in _ROLLED_BACK if k[0] == run]:
+        del _ROLLED_BACK[key]
     _RETEMPLATED.difference_update([k for k in _RETEMPLATED if k[0] == run])

@@ -19,6 +19,8 @@ from typing import Any
 
 from pyinfra import logger
 
+from vllm_remedy.kube.printable import escaped
+
 _SHOWN: set[tuple[int, str, str, str]] = set()
 
 
@@ -42,14 +44,24 @@ def show(state: Any, host: Any, lines: Iterable[str], topic: str = "", *, log: A
         return False
     emit = log or logger.info
     for line in lines:
-        for part in str(line).splitlines() or [""]:
+        for part in _parts(str(line)):
             emit(f"{host.print_prefix}{part}")
     return True
 
 
+def _parts(text: str) -> list[str]:
+    """The printed lines of one shown element: split at its newlines only (a diff passed as one block), every other
+    control character escaped (``vllm_remedy.kube.printable``) — ``splitlines`` also broke lines at CR, FS/GS/RS, NEL
+    and the Unicode line separators, which a manifest value can hold."""
+    parts = escaped(text.replace("\r\n", "\n"), newlines=False).split("\n")
+    if len(parts) > 1 and parts[-1] == "":
+        parts.pop()
+    return parts
+
+
 def note(host: Any, message: str, *, error: bool = False) -> None:
     """One line with the host prefix (errors in red by pyinfra's logger), whitespace folded."""
-    text = " ".join(str(message).split())
+    text = escaped(" ".join(str(message).split()))
     (logger.error if error else logger.info)(f"{host.print_prefix}{text}")
 
 
@@ -61,4 +73,4 @@ def noop(state: Any, host: Any, reason: str) -> None:
     at 3 a.m. reads like a broken tool, so ours is always shown.
     """
     if should_show(state, host, "noop"):
-        logger.info(f"{host.print_prefix}noop: {' '.join(str(reason).split())}")
+        logger.info(f"{host.print_prefix}noop: {escaped(' '.join(str(reason).split()))}")

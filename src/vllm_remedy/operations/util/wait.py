@@ -1,7 +1,9 @@
 """The wait every deploy ends with, as a FunctionCommand body: rolled out and Ready, in cluster time.
 
-It fails fast (with the classified startup log as evidence) when the new pods crash-loop or cannot be
-scheduled — ``kube.watch.watch_restored`` decides (over watches, by the poll's rules); this module only
+A vLLM container with no readiness or startup probe is Ready as soon as it starts, so for one the wait also
+needs vLLM's serving line (or ``/health``) and no restart (``kube.serving``) and says so. It fails fast (with the
+classified startup log as evidence) when the new pods crash-loop or cannot be scheduled —
+``kube.watch.watch_restored`` decides (over watches, by the poll's rules); this module only
 reports it on the host's line.
 
 A wait of minutes says how far it has got: every ``progress_seconds`` of real time (host data, default 5;
@@ -49,7 +51,7 @@ def wait_rollout(state: Any, host: Any, timeout: float, label: str, replicaset: 
         try:
             with progress_reports(host, ctx) as progress:
                 result = watch_restored(client, ctx.namespace, ctx.deployment, timeout, ClusterClock(client),
-                                        progress=progress, settle=settle)
+                                        progress=progress, settle=settle, serving=True, container=ctx.container)
         finally:  # the rollout changed what the run read before it
             ctx.client.renew()
     except UserError as exc:

@@ -35,7 +35,7 @@ from vllm_remedy.kube.annotations import Keys, action_annotations, template_dige
 from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.kube.diff import unified_template_diff
 from vllm_remedy.kube.history import REVISION
-from vllm_remedy.kube.patch import apply_ops, json_patch, new_change_id, send_patch, with_change_id
+from vllm_remedy.kube.patch import apply_ops, json_patch, new_change_id, object_name, send_patch, with_change_id
 from vllm_remedy.operations.util import planned, refusal
 from vllm_remedy.operations.util.context import K8sHost, k8s_host
 from vllm_remedy.operations.util.show import note, show
@@ -106,6 +106,13 @@ def changed_since(state: Any, host: Any, path: str, fresh: Mapping[str, Any]) ->
 def wrote_in_this_run(state: Any, host: Any, path: str) -> bool:
     """Whether this run has already written the object at ``path`` (a wait after it is not a resumed one)."""
     return _key(state, host, path) in _OWN
+
+
+def written_in_this_run(state: Any, host: Any) -> list[str]:
+    """The objects this run has written for ``host`` (``replicaset llm/x``), in write order: so a refusal that says
+    "nothing was written" says it only when true."""
+    run, name = run_id(state, host), str(host.name)
+    return [object_name(path) for (r, h, path) in _OWN if (r, h) == (run, name)]
 
 
 def basis_for(state: Any, host: Any, path: str, fresh: dict[str, Any]) -> dict[str, Any]:

@@ -36,8 +36,9 @@ WHEN_IMMUTABLE = "field is immutable when `immutable` is set"
 REDACTED = "<secret contents redacted>"
 SA_NAME = "kubernetes.io/service-account.name"
 _TYPES = {"Required": "FieldValueRequired", "Invalid": "FieldValueInvalid", "Forbidden": "FieldValueForbidden",
-          "TooLong": "FieldValueTooLong"}
-_BODIES = {"Required": "Required value", "Invalid": "Invalid value", "Forbidden": "Forbidden", "TooLong": "Too long"}
+          "TooLong": "FieldValueTooLong", "Duplicate": "FieldValueDuplicate"}
+_BODIES = {"Required": "Required value", "Invalid": "Invalid value", "Forbidden": "Forbidden", "TooLong": "Too long",
+           "Duplicate": "Duplicate value"}
 #: ``core.MaxSecretSize``: what a Secret's decoded ``data``, or a ConfigMap's ``data`` plus ``binaryData``, may total.
 MAX_SIZE = 1024 * 1024
 #: ``field.TooLong``'s detail (apimachinery pkg/util/validation/field/errors.go).
@@ -46,7 +47,8 @@ TOO_LONG = f"must have at most {MAX_SIZE} bytes"
 
 @dataclass(frozen=True)
 class FieldError:
-    """One ``field.Error``: its kind (Required, Invalid, Forbidden), path, bad value (Invalid only) and detail."""
+    """One ``field.Error``: its kind (Required, Invalid, Forbidden, Duplicate), path, bad value (Invalid, Duplicate)
+    and detail."""
 
     kind: str
     field: str
@@ -56,7 +58,7 @@ class FieldError:
     def body(self) -> str:
         """``ErrorBody``: the type's words, an Invalid's value as Go's ``%q`` prints it, then ``: detail``."""
         text = _BODIES[self.kind]
-        if self.kind == "Invalid":
+        if self.kind in ("Invalid", "Duplicate"):
             text += f": {go_quote(self.value or '')}"
         return f"{text}: {self.detail}" if self.detail else text
 

@@ -13,7 +13,7 @@ import binascii
 import hashlib
 from typing import Any
 
-from vllm_remedy.sim.api import config_validation, names
+from vllm_remedy.sim.api import config_validation, containers, names
 from vllm_remedy.sim.api.validation import check_types
 from vllm_remedy.sim.controllers.defaults import default_deployment, default_pod, default_replicaset
 from vllm_remedy.sim.controllers.leaderworkerset import default_leaderworkerset
@@ -34,8 +34,10 @@ def _check_workload(obj: Obj, kind: str, resource_key: str) -> None:
     elif any(labels.get(k) != v for k, v in selector.items()):
         causes.append(("spec.template.metadata.labels",
                        f"Invalid value: {labels}: `selector` does not match template `labels`"))
-    if not ((spec.get("template") or {}).get("spec") or {}).get("containers"):
+    pod_spec = (spec.get("template") or {}).get("spec") or {}
+    if not pod_spec.get("containers"):
         causes.append(("spec.template.spec.containers", "Required value"))
+    causes += [(e.field, e.body()) for e in containers.errors(pod_spec, "spec.template.spec")]
     replicas = spec.get("replicas", 1)
     if not isinstance(replicas, int) or replicas < 0:
         causes.append(("spec.replicas", f"Invalid value: {replicas}: must be greater than or equal to 0"))
@@ -43,7 +45,13 @@ def _check_workload(obj: Obj, kind: str, resource_key: str) -> None:
         text = ", ".join(f"{f}: {m}" for f, m in causes)
         raise ApiError(422, "Invalid", f'{kind}.apps "{name}" is invalid: {text}',
                        {"name": name, "group": "apps", "kind": kind,
-                        "causes": [{"reason": "FieldValueInvalid", "message": m, "field": f} for f, m in causes]})
+                        "causes": [{"reason": _reason(m), "message": m, "field": f} for f, m in causes]})
+
+
+def _reason(body: str) -> str:
+    """The cause's ``reason`` (``field.ErrorType``) from its body's first words."""
+    return {"Required value": "FieldValueRequired", "Duplicate value": "FieldValueDuplicate"}.get(
+        body.split(":", 1)[0], "FieldValueInvalid")
 
 
 def _cluster_ip(namespace: str, name: str) -> str:
@@ -130,7 +138,7 @@ def default_and_validate(resource_key: str, obj: Obj, old: Obj | None = None) ->
     elif resource_key == "pods" and isinstance(obj.get("spec"), dict):
         default_pod(obj)
         obj.setdefault("status", {}).setdefault("phase", "Pending")
-        if errs := names.errors(resource_key, obj):
+        if errs := names.errors(resource_key, obj) + containers.errors(obj["spec"], "spec"):
             raise config_validation.invalid("Pod", str(obj["metadata"].get("name") or ""), errs)
     elif resource_key == "services":
         _default_service(obj)

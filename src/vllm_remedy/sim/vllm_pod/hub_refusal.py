@@ -45,12 +45,14 @@ from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version
 #: What the rehearsal words per release (``hub.Unresolved.kind``); any other failure keeps ``no_model_error``.
 #: "repository": the Hub has no such repository (or hides it); "unreachable": no connection, no answer in time, or a
 #: 5xx (``hub_said``: ``hub.ask``'s "is unreachable (...)" / "did not answer ..." / "answered HTTP 5xx ...").
-KINDS = ("gated", "revision", "offline", "unauthorized", "repository", "unreachable")
+#: "entry": the repository (at that revision) answers but holds no config.json (``no_config``).
+KINDS = ("gated", "revision", "offline", "unauthorized", "repository", "unreachable", "entry")
 FILE_EXISTS_SINCE = (0, 6, 1)  # huggingface_hub.file_exists before the config is read (config.py@0.6.1)
 LISTING_SINCE = (0, 7, 3)  # vLLM's file_exists over list_repo_files (config.py@0.7.3)
 WRAPPED_SINCE = (0, 8, 0)  # except Exception -> "Invalid repository ID ..." from e (config.py@0.8.0)
 DETECT_SINCE = (0, 8, 5)  # "Could not detect config format ..." raised inside that try (config.py@0.8.5)
 TRANSFORMERS_FIRST_SINCE = (0, 11, 0)  # maybe_override_with_speculators before ModelConfig (arg_utils.py@0.11.0)
+PYDANTIC_SINCE = (0, 9, 1)  # ModelConfig a pydantic dataclass (``registry``), its ValueErrors a ValidationError
 #: transformers 5's spelling (``PreTrainedConfig``, config.py@0.23.0), so huggingface_hub 1.x over httpx, whose
 #: HTTP errors read "Client error '401 Unauthorized' for url '...'" (measured with huggingface_hub 2.4)
 HTTPX_SINCE = (0, 23, 0)
@@ -78,6 +80,8 @@ def words(version: str, model: str, revision: str | None, kind: str | None, hub:
         return _not_shown(v, model, rev, hub, hub_said if hub_said == HIDDEN or kind == "unauthorized" else None)
     if kind == "unreachable":
         return _unreachable(v, model, rev, hub, hub_said or "")
+    if kind == "entry":
+        return no_config(v, model)
     resolve = f"{hub}/{model}/resolve/{rev}/config.json"
     tree = f"{hub}/api/models/{model}/tree/{rev}?recursive=False&expand=False"  # list_repo_files' request
     module = "huggingface_hub.errors" if v >= ERRORS_MODULE_SINCE else "huggingface_hub.utils._errors"
@@ -252,8 +256,43 @@ def _transformers(v: tuple[int, ...], model: str, rev: str, kind: str, hub: str,
     return f"{cause}\n{CAUSE}{_outer(v, kind)}\nOSError: {said}"
 
 
+def no_config(v: tuple[int, ...], model: str) -> str | None:
+    """A repository that answers but has no config.json (nor params.json, which the Hub's answer does not say: a
+    Mistral-format repository some releases would read is not modelled), as each release ends: vLLM's own format
+    detection finds neither file, ``file_exists`` (0.6.1-0.7.2) or the listing (0.7.3 on) saying False for both
+    (config.py@0.6.6, @0.7.3, @0.8.0, @0.8.5, @0.10.2). From 0.11.0 transformers reads config.json first
+    (``maybe_override_with_speculators``), but ``PretrainedConfig.get_config_dict`` returns ``({}, {})`` for a Hub
+    repository without config.json (``cached_files`` skips a missing config.json; measured with transformers 4.57.1
+    and 5.0.0 against tests/fixtures/hf_hub_server), so vLLM's own detection still ends the start
+    (transformers_utils/config.py@0.11.0 l.551-580, @0.34.0 l.935-967). From 0.9.1 ``get_config`` runs in the
+    pydantic dataclass ModelConfig's ``__post_init__`` (config.py@0.9.2 l.27, l.533; config/model.py@0.34.0 l.697),
+    and pydantic reports the ValueError as a ValidationError without its cause: the log holds vLLM's message alone
+    (measured with pydantic 2.14: no "direct cause" section). None up to 0.6.0 (transformers' own words there not
+    read here: the caller keeps the generic refusal)."""
+    if v < FILE_EXISTS_SINCE:
+        return None
+    if v < LISTING_SINCE:
+        return f"ValueError: No supported config format found in {model}"
+    if v < WRAPPED_SINCE:
+        return f"ValueError: No supported config format found in {model}."
+    if v < DETECT_SINCE:
+        return "ValueError: Unsupported config format: ConfigFormat.AUTO"
+    if v < PYDANTIC_SINCE:
+        return _invalid(v, model, f"ValueError: {_detect(v)}")
+    said = _invalid(v, model, "").split(f"{CAUSE}\n", 1)[1].removeprefix("ValueError: ")
+    kwargs = f"ArgsKwargs((), {{'model': '{model}', 'runner': 'auto', 'convert': 'auto', 'task': None, ...}})"
+    return ("pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig\n"
+            f"  Value error, {said}\n [type=value_error, input_value={kwargs[:25]}...{kwargs[-25:]}, "
+            "input_type=ArgsKwargs]\n    For further information visit https://errors.pydantic.dev/2.11/v/value_error")
+
+
 def _detect(v: tuple[int, ...]) -> str:
-    """vLLM's "no config file" line (config.py@0.8.5, @0.10.2: the latter's words run together as released)."""
+    """vLLM's "no config file" line (config.py@0.8.5, @0.10.2: the latter's words run together as released, spaced
+    again from transformers_utils/config.py@0.11.0 l.560-564 to @0.34.0)."""
+    if v >= TRANSFORMERS_FIRST_SINCE:
+        return ("Could not detect config format for no config file found. With config_format 'auto', ensure your "
+                "model has either config.json (HF format) or params.json (Mistral format). Otherwise please specify "
+                "your_custom_config_format in engine args for customized config parser.")
     if v >= (0, 10, 2):
         return ("Could not detect config format for no config file found. With config_format 'auto', ensure your "
                 "model has eitherconfig.json (HF format) or params.json (Mistral format).Otherwise please specify "
@@ -263,13 +302,14 @@ def _detect(v: tuple[int, ...]) -> str:
 
 
 def _invalid(v: tuple[int, ...], model: str, cause: str) -> str:
-    """vLLM's own message (config.py@0.8.0; the GGUF item from 0.9.0) after the error it wraps."""
+    """vLLM's own message (config.py@0.8.0; the GGUF item from 0.9.0 to 0.11.0, gone at
+    transformers_utils/config.py@0.12.0) after the error it wraps."""
     lines = [f"ValueError: Invalid repository ID or local directory specified: '{model}'.",
              "Please verify the following requirements:", "1. Provide a valid Hugging Face repository ID.",
              "2. Specify a local directory that contains a recognized configuration file.",
              "   - For Hugging Face models: ensure the presence of a 'config.json'.",
              "   - For Mistral models: ensure the presence of a 'params.json'."]
-    if v >= (0, 9, 0):
+    if (0, 9, 0) <= v < (0, 12, 0):
         lines += ["3. For GGUF: pass the local path of the GGUF checkpoint.",
                   "   Loading GGUF from a remote repo directly is not yet supported."]
     return "\n".join([cause, CAUSE, *lines])

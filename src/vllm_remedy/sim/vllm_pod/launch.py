@@ -27,6 +27,7 @@ from vllm_remedy.sim.vllm_pod import (
     registry,
     scheduler,
     serve_model,
+    unmodelled_start,
 )
 from vllm_remedy.sim.vllm_pod.launch_values import minus_one_without_auto_fit as _minus_one
 from vllm_remedy.sim.vllm_pod.launch_values import typed as _typed
@@ -208,11 +209,13 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
     if serve and (said := serve_model.after_parsing(typed_model, release)) is not None:
         return Refusal(version, model_id, said[0], "cli", frames=said[1])
     config_from = hf_config_flags.config_id(flags, model_id)  # --hf-config-path: where vLLM reads the config
+    typed = str(flags.get("quantization") or flags.get("q") or "").strip()
+    typed_quant = None if typed == "None" else typed.lower() or None  # argparse's optional_type made "None" None
     try:
         spec = model_spec(config_from, flags.get("revision"), container, cmd)  # the pod's token, HF_ENDPOINT
-    except UserError as err:  # the Hub's "no" in the release's words (``hub_refusal``)
-        return Refusal(version, model_id, stage="config", **_unfound(version, config_from, flags.get("revision"),
-                                                                     err)._asdict())
+    except UserError as err:  # the Hub's "no" in the release's words (``hub_refusal``); a config it cannot size
+        return Refusal(version, model_id, **_unfound(version, config_from, flags.get("revision"), err,
+                                                     typed_quant)._asdict())
     try:  # --hf-overrides, applied to the config before anything is derived from it
         spec = hf_config_flags.overridden(spec, config_from, flags.get("revision"), flags,
                                           parse_version(version) or NEWEST_RELEASE)
@@ -221,11 +224,11 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
             prog = "api_server.py" if "api_server" in cmd.entrypoint else "vllm serve"
             said = argv.ArgError("hf-overrides", str(err)).lines(prog, release)
             return Refusal(version, model_id, "\n".join(said), "argparse")
-        return Refusal(version, model_id, str(err), "config")
+        return Refusal(version, model_id, **unmodelled_start.or_vllm(err, str(err)))
     try:  # the quantization this release reads (ModelOpt's producer, hf_quant_config.json: ModelSpec.releases)
         spec = spec.at(parse_version(version) or NEWEST_RELEASE)
-    except UserError as err:  # a reading no start is predicted for, as quant_support's below
-        return Refusal(version, model_id, f"ValueError: {err}", "config")
+    except UserError as err:  # a reading no start is predicted for: the rehearsal's record (``unmodelled_start``)
+        return Refusal(version, model_id, **unmodelled_start.or_vllm(err))
     said = spec.load_refusal_in(parse_version(version) or NEWEST_RELEASE)
     if said is not None:  # get_config's own exception (``hf_overrides``, a stray text_config: ``stray_text``)
         return Refusal(version, model_id, said, "config")
@@ -241,7 +244,7 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
     except ConfigRefused as err:  # vLLM's config classes' own exception (memory.config_values), not our phrase
         return Refusal(version, model_id, err.error, "config")
     except UserError as err:
-        return Refusal(version, model_id, f"ValueError: {err}", "config")
+        return Refusal(version, model_id, **unmodelled_start.or_vllm(err))
     # the model config asks its registry: an architecture / quantization method the release lacks, from the pod's own
     # copy of the table (``registry``); a length it refuses too speaks first through 0.9.0 (``config_order``)
     v = parse_version(version) or NEWEST_RELEASE
@@ -264,7 +267,7 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
     try:  # SpeculativeConfig builds the draft's ModelConfig at config time, like the target's
         draft_spec = model_spec(draft, None, container, cmd) if draft else None
     except UserError as err:
-        return Refusal(version, model_id, stage="config", **_unfound(version, draft or "", None, err)._asdict())
+        return Refusal(version, model_id, **_unfound(version, draft or "", None, err)._asdict())
     if draft and draft_spec and (why := adapters.draft_refused(parse_version(version) or NEWEST_RELEASE, draft,
                                                                draft_spec)):
         return Refusal(version, model_id, why, "config")
@@ -284,11 +287,10 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
         found[config_order.env_stage(variable, line)] = Refusal(version, model_id, line, "config", frames=tuple(frames))
     # the config's quantization gates (the card's capability, --quantization against the checkpoint's method), read
     # from the pod's own argv and model (``quant_support``), not from the estimate's outcome
-    typed_quant = str(flags.get("quantization") or flags.get("q") or "").strip().lower() or None
     try:
         quant_refused = quant_support.refusal(spec, gpu, typed_quant, version, str(flags.get("dtype") or "auto"))
     except UserError as err:  # a quantization_config vLLM does not refuse but cannot load either: the start dies
-        return Refusal(version, model_id, f"ValueError: {err}", "config")
+        return Refusal(version, model_id, **unmodelled_start.or_vllm(err))
     if quant_refused is not None:
         found[config_order.quant_stage(quant_refused)] = Refusal(version, model_id, quant_refused, "config")
     if not too_long and (refused := config_order.first(found, config_order.MODEL_CONFIG)) is not None:
@@ -299,7 +301,7 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
     try:
         resolved, spec, result = _sized(spec, draft_spec, gpu, settings, flags)
     except UserError as err:  # vLLM's own words (quant_config.vllm_exception)
-        split = Refusal(version, model_id, quant_config.vllm_exception(str(err)) or f"ValueError: {err}", "config")
+        split = Refusal(version, model_id, **unmodelled_start.or_vllm(err, quant_config.vllm_exception(str(err))))
         try:  # the scheduler's defaults read no TP size; a refused length ends the start before the TP is checked
             resolved, spec, result = _sized(spec, draft_spec, gpu, replace(settings, tp=1), flags)
         except UserError:

@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 
 from vllm_remedy import hub
 from vllm_remedy.hub import bare_token, pod
-from vllm_remedy.sim.vllm_pod import hf_cache, hub_cache_denied, hub_refusal, hub_retry, hub_token
+from vllm_remedy.sim.vllm_pod import hf_cache, hub_cache_denied, hub_refusal, hub_retry, hub_token, unmodelled_start
 from vllm_remedy.vllm import catalog
 from vllm_remedy.vllm.catalog import ModelSpec
 from vllm_remedy.vllm.versions import NEWEST_RELEASE, parse_version
@@ -28,7 +28,8 @@ def model_spec(model_id: str, revision: str | None, container: Mapping[str, Any]
     """The model as vLLM would find it at this start: the catalog, a config the world ships (``models:`` in its seed),
     then the Hugging Face cache and Hub the way the tools resolve it (``hub``), with the pod's own HF_TOKEN (or its
     ``--hf-token`` where the release sends it: ``pod.sent``, read from ``server``, the start's parsed command),
-    HF_ENDPOINT and HF_HUB_OFFLINE (``container``: its env as the kubelet built it); a UserError when none has it.
+    HF_ENDPOINT and HF_HUB_OFFLINE (``container``: its env as the kubelet built it); a UserError when none has it,
+    ``unmodelled_start.Unmodelled`` when the config was had but the memory model cannot size it.
 
     Each start asks again, as vLLM's ``hf_hub_download`` does at each container start: a branch is revalidated and a
     Hub that failed the last start is asked anew, so a restart after the Hub recovers serves."""
@@ -43,13 +44,24 @@ def model_spec(model_id: str, revision: str | None, container: Mapping[str, Any]
         container, lambda mount: mount.get(hf_cache.KIND) in hf_cache.PER_POD)
     env = pod.sent(pod.from_container(container), server, stored) if container is not None else None
     # a local path is the pod's volume, not this machine's
-    spec, source = hub.resolve(model_id, revision, in_pod=True, env=env, per_start=True)
+    unsized: unmodelled_start.Unmodelled | None = None
+    try:
+        spec, source = hub.resolve(model_id, revision, in_pod=True, env=env, per_start=True)
+    except hub.Unresolved as err:  # a config the Hub gave that the memory model cannot size: no "no" of the Hub's
+        if err.kind is not None or not str(err).startswith("cannot predict"):
+            raise
+        path, config = unmodelled_start.config_read(model_id, revision, hub.cache_dir())
+        unsized = unmodelled_start.Unmodelled(str(err), config)
+        source = f"the local Hugging Face cache ({path})" if path else "the Hub"
+    # the download (or the cache's copy) comes before vLLM reads the config: its failures first
     if container is not None and (cache := hf_cache.read_only(container)) is not None:
         hf_cache.check(model_id, source, cache)  # a cache on a read-only volume takes no download (``hf_cache``)
     elif container is not None and env is not None and pod.OFFLINE in env and pod.offline(env):
         hf_cache.check_offline(model_id, source, container, pod.endpoint(env))  # its own cache only (``hf_cache``)
     elif container is not None:  # a user who may not create the cache's folders (``hub_cache_denied``)
         hub_cache_denied.check(model_id, container, pod.offline(env))
+    if unsized is not None:
+        raise unsized
     return spec
 
 
@@ -71,18 +83,25 @@ def no_model_error(version: str, model_id: str) -> str:
 class Refused(NamedTuple):
     """What the pod prints when its model's config could not be had, as ``launch.Refusal`` holds it: the exception,
     its own frames below ``run_server`` (empty: the config stage's), and the lines logged before it (``waits``,
-    their sources in ``waits_from``)."""
+    their sources in ``waits_from``); ``stage`` "config", or ``unmodelled_start.STAGE`` for a config the memory
+    model cannot size (the rehearsal's own record, not vLLM's exception)."""
 
     error: str
     frames: tuple[tuple[str, int, str, str], ...] = ()
     waits: tuple[tuple[float, str, str], ...] = ()
     waits_from: tuple[str, ...] = ()
+    stage: str = "config"
 
 
-def refused(version: str, model_id: str, revision: str | None, exc: Exception) -> Refused:
+def refused(version: str, model_id: str, revision: str | None, exc: Exception,
+            typed_quant: str | None = None) -> Refused:
     """:func:`refused_words`, with huggingface_hub's own frames for a bare ``--hf-token`` (``hub_token.frames``) and
-    the "Error retrieving file list" lines vLLM's retried listing logs first (``hub_retry``)."""
+    the "Error retrieving file list" lines vLLM's retried listing logs first (``hub_retry``); for a config the memory
+    model cannot size, the release's refusal of it or the rehearsal's record (``unmodelled_start.ended``, with the
+    pod's --quantization ``typed_quant``)."""
     v = parse_version(version) or NEWEST_RELEASE
+    if isinstance(exc, unmodelled_start.Unmodelled):
+        return Refused(**unmodelled_start.ended(v, model_id, exc, typed_quant))
     said = refused_words(version, model_id, revision, exc)
     if isinstance(exc, hub.Unresolved) and exc.kind == "no_token":
         return Refused(said, hub_token.frames(v))

@@ -26,11 +26,22 @@ from vllm_remedy.sim.runtime import (
     ContainerRun,
     Exit,
     HttpReply,
+    LogLine,
     PlainRuntime,
     Runtime,
 )
 from vllm_remedy.sim.store import Store
-from vllm_remedy.sim.vllm_pod import config_order, config_splice, device, env, flag_sized, keys, metrics, timeline
+from vllm_remedy.sim.vllm_pod import (
+    config_order,
+    config_splice,
+    device,
+    env,
+    flag_sized,
+    keys,
+    metrics,
+    script_shell,
+    timeline,
+)
 from vllm_remedy.sim.vllm_pod.hf_cache import with_pod_volumes
 from vllm_remedy.sim.vllm_pod.launch import Launch, Refusal, plan
 from vllm_remedy.sim.vllm_pod.reality import Reality
@@ -61,35 +72,42 @@ class VllmRuntime:
             return self.fallback.start(ctx)  # an explicit test hook of the plain runtime wins
         values = env.pod_env(ctx.container, ctx.pod, self.store)  # envFrom, valueFrom: kubelet's env
         container = env.kubelet_expand(env.with_env(ctx.container, values))
+        now = self.clock.now() if ctx.started is None else ctx.started
+        started = timeline.sim_datetime(now)
+        # `sh -c 'MODEL=...; echo ... >&2; exec vllm serve "$MODEL" $ARGS'`: the shell prints and expands first
+        shell = script_shell.prepare(container, values, str((ctx.pod.get("metadata") or {}).get("name") or ""),
+                                     started)
         try:
-            cmd = find_server({"containers": [container]})
+            cmd = find_server({"containers": [shell.container]})
         except UserError:
             return self.fallback.start(ctx)
-        if cmd.script is not None:  # `sh -c "vllm serve $MODEL ..."`: the shell expands before vLLM parses
-            cmd = replace(cmd, model=env.shell_expand(cmd.model, values) if cmd.model else cmd.model,
-                          flags={k: env.shell_expand(v, values) for k, v in cmd.flags.items()})
+        printed = tuple(LogLine(0.0, line) for line in shell.printed)
+        if shell.refused is not None:
+            return ContainerRun(log=(*printed, LogLine(0.0, shell.refused)), ready_after=None,
+                                exit=Exit(after=0.1, code=1), http=_refused)
+        container = shell.container
         # vLLM's --config YAML, as the kubelet mounts it from a ConfigMap (``config_splice``)
         cmd = config_splice.read_into(cmd, config_splice.file_of([t.value for t in cmd.words], container, ctx.pod,
                                                                  self.store))
         # `VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 exec vllm serve ...`: what the process itself sees
         container = env.with_env(container, {**values, **env.command_env(cmd, container, values)})
         container = with_pod_volumes(container, ctx.pod)  # a Secret's or read-only PVC's mount (``hf_cache``)
-        now = self.clock.now() if ctx.started is None else ctx.started
-        started = timeline.sim_datetime(now)
         decided = plan(cmd, container, ctx.node, ctx.gpu_memory_used_by_others_mib, keys.group_size(ctx.pod))
         if not isinstance(decided, Launch):
             decided = _with_pod_ip(decided, str(ctx.extras.get("pod_ip") or
                                                 (ctx.pod.get("status") or {}).get("podIP") or ""))
             p = timeline.plan_refusal(decided, started)
-            return ContainerRun(log=p.lines, ready_after=None, exit=p.exit, http=_refused)
+            return ContainerRun(log=(*printed, *p.lines), ready_after=None, exit=p.exit, http=_refused)
         decided = flag_sized.size(self.reality.apply(decided))  # a flag-sized cache is the flag's, not moved
         deployment = self.deployment_of(self.store, ctx.pod)
         p = timeline.plan_start(decided, started, oom_killed=self._oom_killed(ctx.pod, deployment))
         if p.exit is not None:
-            return ContainerRun(log=p.lines, ready_after=None, exit=p.exit, http=_refused, gpu_gib=own_gib(decided))
+            return ContainerRun(log=(*printed, *p.lines), ready_after=None, exit=p.exit, http=_refused,
+                                gpu_gib=own_gib(decided))
         engine = _Engine(self, decided, ctx, now, p.ready_after or 0.0, p.startup_text, deployment)
-        return ContainerRun(log=p.lines, ready_after=p.ready_after, exit=None, load_check=engine.load_check,
-                            load_check_every=LOAD_CHECK_SECONDS, http=engine.http, gpu_gib=own_gib(decided))
+        return ContainerRun(log=(*printed, *p.lines), ready_after=p.ready_after, exit=None,
+                            load_check=engine.load_check, load_check_every=LOAD_CHECK_SECONDS, http=engine.http,
+                            gpu_gib=own_gib(decided))
 
     def _oom_killed(self, pod: Obj, deployment: str) -> bool:
         """The host-OOM scenario, on the pod or (without a rollout) on its Deployment."""

@@ -24,6 +24,8 @@ from datetime import datetime, timedelta, timezone
 from vllm_remedy.sim.runtime import Exit, LogLine
 from vllm_remedy.sim.vllm_pod import device, entry_log, flag_sized, overcommit, ray_log_sources, refusal_frames
 from vllm_remedy.sim.vllm_pod.launch import Launch, Refusal
+from vllm_remedy.sim.vllm_pod.unmodelled_start import SOURCE as REHEARSAL
+from vllm_remedy.sim.vllm_pod.unmodelled_start import STAGE as UNPLAYED
 from vllm_remedy.vllm import dtype_support, kv_auto, model_len
 from vllm_remedy.vllm.outcomes import Failure
 from vllm_remedy.vllm.startup_log import render_startup_log
@@ -288,8 +290,12 @@ def plan_refusal(refusal: Refusal, started: datetime) -> Plan:
         refusal.args_model))
     lines = text.splitlines()
     cut = next((i for i, line in enumerate(lines) if "Initializing" in line), len(lines))
-    keep = lines[:cut] if refusal.stage == "config" else lines[:cut + 1]
+    keep = lines[:cut] if refusal.stage in ("config", UNPLAYED) else lines[:cut + 1]
     prefix = _prefix(keep[-1]) if keep else ""
+    if refusal.stage == UNPLAYED:  # the rehearsal's own record, no exception: runs on, /health never answers
+        said = [f"{prefix}WARNING 01-01 00:00:00 [{REHEARSAL}] {refusal.error}"]
+        return Plan(tuple(LogLine(round(i * LINE_GAP, 3), _stamp(line, started + timedelta(seconds=i * LINE_GAP)))
+                          for i, line in enumerate([*keep, *said])), None, None, "")
     end = 3.0 if refusal.stage == "config" else BOOT_SECONDS
     frames = refusal_frames.frames(refusal.stage)
     if refusal.stage == "executor" and not refusal.waits:  # 0.6.4.post1 raised before any placement group

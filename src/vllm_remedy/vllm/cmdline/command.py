@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vllm_remedy.errors import UserError
-from vllm_remedy.vllm.cmdline import parse, shell_script, shell_vars
+from vllm_remedy.vllm.cmdline import parse, script_words, shell_script, shell_vars
 from vllm_remedy.vllm.cmdline.argv_shape import argv_problem
 from vllm_remedy.vllm.cmdline.edit import edit_container
 from vllm_remedy.vllm.cmdline.kubelet_env import expand_arg, unreadable
@@ -123,6 +123,7 @@ def _analyse(container: Mapping[str, Any]) -> ServerCommand | None:
     entry: Entrypoint | None = None
     rest: list[Token] = []
     anchor: Token | None = None
+    literal: frozenset[Token] = frozenset()
     idx = shell_script.script_index(values)
     if idx is not None:
         try:
@@ -133,6 +134,7 @@ def _analyse(container: Mapping[str, Any]) -> ServerCommand | None:
         if found:
             entry, rest, anchor = found
             script = (tokens[idx].field, tokens[idx].index)
+            rest, literal = script_words.received(container, tokens[idx], rest)  # `MODEL=x` then "$MODEL": x
     if entry is None:
         hit = parse.entrypoint(values)
         if hit:
@@ -148,7 +150,6 @@ def _analyse(container: Mapping[str, Any]) -> ServerCommand | None:
         return None
     if (refused := argv_problem(container)) is not None:  # `- 8192` unquoted: the API server refuses the pod
         raise ManifestError(f"container {container.get('name', '?')}: {refused}")
-    literal: frozenset[Token] = frozenset()
     if script is None:
         rest, literal = _as_received(container, rest)
         anchor = next((t for t in literal if anchor is not None and (t.field, t.index) == (anchor.field, anchor.index)),

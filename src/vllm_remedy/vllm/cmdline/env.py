@@ -24,6 +24,8 @@ _ALLEXPORT = frozenset({"-a", "allexport"})  # `set -a` / `set -o allexport`: la
 _CONTROL = re.compile(r"&&|\|\||(?<![<>|])\|(?!\|)|(?<![<>&])&(?![>&])|[(){}]"
                       r"|\b(?:if|then|else|elif|fi|case|esac|for|while|until|do|done|function)\b")
 _ENV_CLEAR = frozenset({"-i", "--ignore-environment", "-"})
+_QUOTED = re.compile(r"[$`'\"\\]")  # a word whose text may hold `(`, `|` or `&` that are no control syntax
+_COMMENT = re.compile(r"(?:^|(?<=[\s;&|()]))#[^\n]*")
 
 
 @dataclass(frozen=True)
@@ -60,17 +62,29 @@ def _script(words: list[str]) -> str | None:
     return None
 
 
+def _skeleton(before: str, seen: list[shell.Word]) -> str:
+    """``before`` with every word holding a quote or an expansion made plain, and comments dropped: the `(` of
+    `echo "starting $(date)"` or of `# (note)` is no subshell, only control syntax between words is."""
+    out = before
+    for w in sorted(seen, key=lambda w: w.start, reverse=True):
+        if w.end <= len(before) and _QUOTED.search(w.raw) and w.raw not in ("{", "}"):
+            out = out[:w.start] + "w" + out[w.end:]
+    return _COMMENT.sub("", out)
+
+
 def _statements(script: str, name: str) -> list[Change]:
     out: list[Change] = []
+    seen: list[shell.Word] = []
     for stmt in shell.statements(script):
         words = [w.value for w in stmt.words]
         hit = parse.entrypoint(words)
         if hit is not None:  # vLLM's statement: its own prefix, then stop (later statements run after it)
             before = script[: stmt.words[0].start] if stmt.words else script
-            if name in before and _CONTROL.search(before):
+            if name in before and _CONTROL.search(_skeleton(before, seen)):
                 return [Change("unknown", "it is set before vLLM inside a list, pipeline, subshell, conditional or "
                                           "function, which this tool does not follow", before.strip())]
             return out + _prefix(words[: hit[0]], name)
+        seen += [*stmt.words, *stmt.redirects]
         out += _statement(words, name)
     return out
 

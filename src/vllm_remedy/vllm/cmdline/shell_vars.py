@@ -6,6 +6,8 @@ certain: every reference is a bare ``$NAME`` or ``${NAME}`` (no ``${X:-d}``, ``$
 escapes in the word), the variable has a literal value in the pod's env, the script sets or unsets it nowhere before
 vLLM (``env.changes``: none), and the expanded word holds no whitespace or glob character (an unquoted expansion is
 split and globbed: such a value may become several words). Anything else stays as written ("cannot predict").
+The words themselves are read first by ``script_words`` (the script's own assignments included, as the rehearsal pod
+reads them); this pass applies to the flag values that reading left as written.
 """
 
 from __future__ import annotations

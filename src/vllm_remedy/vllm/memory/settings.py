@@ -212,7 +212,9 @@ class EngineSettings:
                 kwargs[field] = str(norm[flag]).strip().lower()
         if norm.get("load-format"):
             kwargs["load_format"] = str(norm["load-format"]).strip().lower()
-        if norm.get("quantization"):  # 0.13.0+: ModelConfig refuses a name it has no method for (config_values)
+        # "None" reaches here only where argparse took it, and its type (nullable_str, optional_type) made it None
+        if norm.get("quantization") and str(norm["quantization"]).strip() != "None":
+            # 0.13.0+: ModelConfig refuses a name it has no method for (config_values)
             kwargs["quantization"] = quantization(str(norm["quantization"]), version)
         for flag, field in (("enforce-eager", "enforce_eager"), ("disable-sliding-window", "disable_sliding_window"),
                             ("enable-chunked-prefill", "enable_chunked_prefill"),

@@ -21,6 +21,11 @@ words, each from a public log:
   (transformers' "We couldn't connect to '<endpoint>' to load"), vLLM's ``No supported config format found in
   <model>`` (0.6.1-0.7.3), ``Unsupported config format: ConfigFormat.AUTO`` (0.8.0, 0.8.3) and ``Could not detect
   config format`` (0.8.5 on, inside its own message), which a missing revision or an empty offline listing ends in;
+  the last is also how every release from 0.8.5 ends for a repository (or directory) that exists without config.json
+  or params.json, inside vLLM's own message, which from 0.9.1 pydantic prints without its cause, so from 0.11.0
+  (where the Hub's "no" fails earlier, in transformers' words) that message alone says just this
+  (``sim.vllm_pod.hub_refusal.no_config``): both are reason ``no_config``, whose advice names the older releases'
+  other causes, not a wrong id first;
 - a bare ``--hf-token`` (``token=True``) in a pod with no token: huggingface_hub's ``LocalTokenNotFoundError: Token is
   required (`token=True`), but no token found`` (``hub.bare_token``);
 - a Hub that could not be asked (a refused connection, no answer in time, a 5xx): requests' ``ConnectionError`` /
@@ -47,7 +52,9 @@ from typing import Any, Protocol
 _MODEL = r"'(?P<model>[^']*)'"
 # (pattern, reason) in the order a line is tried; the first match names the reason.
 _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(rf"Invalid repository ID or local directory specified: {_MODEL}"), "not_found"),
+    # vLLM's own wrapping message: alone (no more specific line before it) from 0.11.0 it means the config was not
+    # found in a repository or directory that exists (``no_config``); before, it also wraps a missing one
+    (re.compile(rf"Invalid repository ID or local directory specified: {_MODEL}"), "no_config"),
     (re.compile(r"(?P<model>\S+) is not a local folder and is not a valid model identifier"), "not_found"),
     (re.compile(rf"HFValidationError: Repo id must (?:be in the form|use alphanumeric).*: {_MODEL}"), "invalid_id"),
     (re.compile(r"GatedRepoError|Cannot access gated repo|You are trying to access a gated repo"), "gated"),
@@ -82,8 +89,10 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"PermissionError: \[Errno 13\] Permission denied: '(?P<path>[^']*(?:\.cache|huggingface|/hub(?:/|$)"
                 r"|models--)[^']*)'"), "cache_not_writable"),
     (re.compile(r"No supported config format found in (?P<model>\S+?)\.?$"), "not_found"),
-    (re.compile(r"Unsupported config format: ConfigFormat\.AUTO|Could not detect config format for no config file"),
-     "not_found"),
+    # 0.8.5 on: vLLM's own format detection found neither config.json nor params.json where it looked, raised inside
+    # its "Invalid repository ID" message (above, which this outranks): the id may well be right
+    (re.compile(r"Could not detect config format for no config file"), "no_config"),
+    (re.compile(r"Unsupported config format: ConfigFormat\.AUTO"), "not_found"),
 )
 #: with_retry's record of an attempt it makes again (transformers_utils/config.py@0.7.3 l.102, @0.10.2 l.278), on the
 #: last line of its message: not the start's end
@@ -96,11 +105,18 @@ _URL = re.compile(r"https?://[^/\s]+/(?:api/models/)?(?P<model>[\w.-]+/[\w.-]+)/
 #: first), not a refused token, which huggingface_hub raises as the plain 401 alone.
 REASON_ORDER = ("gated", "revision_not_found", "repository_not_found", "unauthorized", "no_token", "hub_unreachable",
                 "offline",
-                "cache_read_only", "cache_not_writable", "invalid_id", "not_found")
+                "cache_read_only", "cache_not_writable", "invalid_id", "no_config", "not_found")
 ADVICE = {
     "not_found": "correct --model (a Hugging Face repository id, or a directory the pod mounts holding config.json) "
                  "and --revision, or mount the model's volume (some releases say no more than this for a missing "
                  "revision, or for HF_HUB_OFFLINE=1 with nothing cached)",
+    "no_config": "give vLLM a config it reads for --model: it found neither config.json (Hugging Face format) nor "
+                 "params.json (Mistral format). From vLLM 0.11.0 a repository, revision or token the Hub refuses "
+                 "fails earlier, in transformers' or huggingface_hub's words (printed before this line), so this line "
+                 "alone means the repository or directory exists but holds no config: add the checkpoint's "
+                 "config.json, serve a repository that has one, or mount the volume that holds it (the id may well "
+                 "be right). Before 0.11.0 the same line also wraps an id, revision or local directory that does not "
+                 "exist, or HF_HUB_OFFLINE=1 with nothing cached: then check --model and --revision",
     "invalid_id": "correct --model: it is neither a directory the pod has (is the volume mounted?) nor a repository id",
     "revision_not_found": "correct --revision (a branch, tag or commit the repository has)",
     "repository_not_found": "correct --model: the Hub shows no repository by that id (it answers a misspelled id and "

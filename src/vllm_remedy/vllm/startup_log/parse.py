@@ -62,6 +62,9 @@ _CUDA_OOM = re.compile(
 _EXCEPTION = re.compile(r"^(?:[\w.]+\.)?(?P<name>\w*(?:Error|Exception)): ")
 _CRASH = ("EngineCore failed to start", "Engine core initialization failed", "EngineDeadError",
           "Engine loop has died", "died unexpectedly", "MQLLMEngine is already dead", "Worker failed")
+# torch's lazy CUDA init in a container the device plugin mounted no GPU into (no ``nvidia.com/gpu`` limit, or a rank
+# past the pod's GPUs): README's ``world_size_exceeds_gpus``, like vLLM's own "World size (N) is larger ..." words.
+_NO_GPU = re.compile(r"(?:^|\s)RuntimeError: No CUDA GPUs are available\s*$")
 _LOADING = ("Starting to load model", "checkpoint shards", "Loading weights", "Loading model from")
 # CUDA-graph capture starting (V0's announcement, V1's progress bar) and finishing: an OOM between the two,
 # after the KV cache was sized, happened while capturing even when the log kept no traceback frames.
@@ -197,6 +200,10 @@ def _scan_other(line: Line, found: _Matches) -> None:
         return
     if any(marker in line.text for marker in _CRASH):
         found.events.append(Event("crash", line.index, line.rank, {"error": line.message}, evidence=True))
+        return
+    if _NO_GPU.search(line.message):  # torch's CUDA init with no device mounted: the world size exceeds the GPUs
+        found.events.append(Event("err_world_size", line.index, line.rank, {}))
+        found.evidence.add(line.index)
         return
     if (missing := model_errors.unavailable(line.message)) is not None:
         found.events.append(Event("model_unavailable", line.index, line.rank, missing))
