@@ -66,10 +66,8 @@ def test_a_pin_with_room_for_only_some_pods_is_refused_in_dry_too(rehearsal: Reh
         assert not [line for line in lines if ": written" in line], run.stderr
     assert _spec(rehearsal) == before  # nothing written: both pods still serve from the L4 pool
 
-    # the consent as host data (the inventory's, for one run): connectors/host_data.DEPLOY_KEYS does not yet list
-    # "override" for deploys/pin_gpu.py, so `--data override=capacity` is refused at connect there
-    consented = rehearsal.pyinfra(inventory(rehearsal.tmp, rehearsal.kubeconfig, policy(rehearsal.tmp, TARGET),
-                                            hosts=[HOST], name="consent", override="capacity"), PIN, "--dry")
+    # the consent the refusal names, as the on-call would type it
+    consented = rehearsal.pyinfra(inv, PIN, "--dry", "--data", "override=capacity")
     lines = raw_host_lines(consented.stderr, HOST)
     assert consented.returncode == 0, consented.stderr
     assert len(diffs(consented.stderr, HOST)) == 1, consented.stderr

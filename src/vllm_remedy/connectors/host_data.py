@@ -96,12 +96,12 @@ class HostDataError(ConnectError):
 #: naming a key the deploys being run do not read fails the host; in the inventory such a key is a setting kept for
 #: another deploy (``eager_ttl`` as a group default read only by enforce_eager) and passes.
 DEPLOY_KEYS: dict[str, frozenset[str]] = {
-    "budget": frozenset(),
+    "budget": frozenset({"override"}),  # override=capacity: its pin step pins where only some replicas fit
     "confirm": frozenset(),
     "diagnose": frozenset(),
     "enforce_eager": frozenset({"enforce_eager", "eager_ttl"}),
     "load_guard": frozenset(),
-    "pin_gpu": frozenset({"gpu_product"}),
+    "pin_gpu": frozenset({"gpu_product", "override"}),
     "restore": frozenset({"revision", "override"}),
 }
 #: Keys the connector sets itself (from the host name): never the user's to misspell, so never suggested.
