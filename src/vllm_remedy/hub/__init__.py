@@ -110,7 +110,7 @@ def fetch_config(repo_id: str, revision: str | None = None, env: pod.Env | None 
     try:
         cached = hf.try_to_load_from_cache(repo_id, CONFIG, cache_dir=cache_dir(), revision=revision)
     except (ValueError, errors.HFValidationError):
-        raise Unresolved(f"model {repo_id}: not a Hugging Face repository id") from None
+        raise Unresolved(words.not_an_id(repo_id)) from None
     cached = cached if isinstance(cached, str) else None
     if in_pod and not per_start and env is not None and pod.CACHE in env:  # a manifest's pod, offline by its own switch
         line, certain = pod.offline_refusal(repo_id, at, env)  # its own cache only, never this machine's nor the Hub
