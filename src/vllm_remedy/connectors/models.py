@@ -61,10 +61,12 @@ def learn_template(client: KubeClient, namespace: str, template: Mapping[str, An
 
 def policy_config(client: KubeClient | None, namespace: str, policy: Policy,
                   maps: Mapping[str, Mapping[str, str]] | None = None) -> hub.Fallback | None:
-    """The policy's ``model_config`` as a reader (called only when the Hugging Face sources fail). Files checked
-    without a cluster (``check``, ``plan -f``) carry their ConfigMaps in ``maps`` (``pod_env.config_maps``: the
-    namespace's, by name), read first, as ``helm template | vllm-remedy check -f -`` renders the ConfigMap beside the
-    Deployment; without them or a client a ConfigMap cannot be read, which is the reason given."""
+    """The policy's ``model_config`` as a reader (called only when the Hugging Face sources fail), for the model it
+    is of only (``hub.policy_copy``: ``model_config.model``, else ``target.models``, else its ``_name_or_path``; any
+    local path model). Files checked without a cluster (``check``, ``plan -f``) carry their ConfigMaps in ``maps``
+    (``pod_env.config_maps``: the namespace's, by name), read first, as ``helm template | vllm-remedy check -f -``
+    renders the ConfigMap beside the Deployment; without them or a client a ConfigMap cannot be read, which is the
+    reason given."""
     source = policy.config_source
     # the models it is of (``hub.policy_copy``): model_config.model, else the models the policy targets
     models = (source.model,) if source.model else tuple(policy.target.models)
