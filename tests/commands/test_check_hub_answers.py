@@ -57,7 +57,7 @@ def check(hub: HubServer | None, tmp_path: Path, docs: list[dict[str, Any]], pol
     if policy:
         (tmp_path / "config.json").write_text(json.dumps(SMOLLM2_CONFIG))
         (tmp_path / "p.yaml").write_text(f"extends: {ROOT / 'policies' / 'default.yaml'}\n"
-                                         "model_config:\n  path: config.json\n")
+                                         f"model_config:\n  path: config.json\n  model: {LLAMA}\n")
         args += ["--policy", str(tmp_path / "p.yaml")]
     saved = dict(os.environ)
     os.environ.pop("HF_TOKEN", None)

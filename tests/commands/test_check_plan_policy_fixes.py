@@ -32,8 +32,8 @@ LLAMA_8B = {"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "num_hid
 
 
 def _policy(tmp: Path, config: str, extra: str = "") -> str:
-    path = tmp / "policy.yaml"
-    path.write_text(f"extends: {DEFAULT_POLICY}\nmodel_config: {{path: {config}}}\n"
+    path = tmp / "policy.yaml"  # the config is of the manifest's model (org/<its file's stem>)
+    path.write_text(f"extends: {DEFAULT_POLICY}\nmodel_config: {{path: {config}, model: org/{Path(config).stem}}}\n"
                     f"gpu: {{products: [NVIDIA-L40S]{extra}}}\n")
     return str(path)
 

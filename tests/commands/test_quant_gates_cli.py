@@ -80,7 +80,8 @@ def test_check_names_the_refusal_and_pins_a_card_it_runs_on(cli, tmp_path):
     path = tmp_path / "dep.yaml"
     path.write_text(yaml.safe_dump(dep))
     policy = tmp_path / "policy.yaml"  # the catalog holds only exact repositories
-    policy.write_text(f"extends: {DEFAULT_POLICY}\nmodel_config: {{path: {AWQ_7B}}}\n")
+    policy.write_text(f"extends: {DEFAULT_POLICY}\n"
+                      f"model_config: {{path: {AWQ_7B}, model: Qwen/Qwen2.5-7B-Instruct-AWQ}}\n")
     got = cli("check", "-f", str(path), "--policy", str(policy))
     assert got.returncode == 1, got.stdout + got.stderr
     assert f"predicted config_refused on Tesla-V100-SXM2-32GB — vLLM refuses the quantization at config time: " \

@@ -79,7 +79,7 @@ def test_check_refuses_an_8_bit_awq_checkpoint(cli, tmp_path):
     manifest.write_text(yaml.safe_dump(dep))
     policy = tmp_path / "policy.yaml"
     config = _config(tmp_path, "awq8", quantization_config=AWQ8)
-    policy.write_text(f"extends: {DEFAULT_POLICY}\nmodel_config: {{path: {config}}}\n")
+    policy.write_text(f"extends: {DEFAULT_POLICY}\nmodel_config: {{path: {config}, model: acme/llama-8b-awq8}}\n")
     got = cli("check", "-f", str(manifest), "--policy", str(policy))
     assert got.returncode == 1, got.stdout + got.stderr
     assert "predicted config_refused" in got.stdout and AUTO_AWQ_8 in got.stdout, got.stdout

@@ -19,7 +19,7 @@ from pathlib import Path
 from vllm_remedy.envelope import dumps, envelope
 from vllm_remedy.errors import UserError
 from vllm_remedy.vllm.failures import FAILURES, OOM_PHASES
-from vllm_remedy.vllm.startup_log import StartupReport, classify, parse_startup_log
+from vllm_remedy.vllm.startup_log import StartupReport, classify, parse_startup_log, unplayed
 from vllm_remedy.vllm.versions import rules
 
 NAME = "diagnose"
@@ -73,7 +73,10 @@ def _read(path: str) -> str:
 
 
 def hint(report: StartupReport) -> str:
-    """One line pointing at the runbook step that fixes this failure (the registry's hint)."""
+    """One line pointing at the runbook step that fixes this failure (the registry's hint); none for a start the
+    rehearsal does not play, which is no failure of vLLM's to roll back."""
+    if report.unplayed is not None:
+        return unplayed.HINT
     return FAILURES[report.failure].hint_for(report.failure_detail)
 
 
@@ -86,7 +89,10 @@ def rules_of(report: StartupReport) -> str | None:
 
 def render_text(report: StartupReport) -> str:
     """Headline, the figures the runbook's grep looks for, vLLM's own lines as evidence, then the hint."""
-    lines = [f"{report.failure.value}: {FAILURES[report.failure].headline}"]
+    if report.unplayed is not None:  # a rehearsal pod's record (startup_log.unplayed): not a failure class
+        lines = [f"not played: {unplayed.said(report.unplayed)}"]
+    else:
+        lines = [f"{report.failure.value}: {FAILURES[report.failure].headline}"]
     phase = report.failure_detail.get("phase")
     if phase and phase not in OOM_PHASES:  # a phase with a class of its own is already in the headline
         lines[0] += f" (during {phase.replace('_', ' ')})"

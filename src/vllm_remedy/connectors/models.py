@@ -18,6 +18,7 @@ from vllm_remedy import hub
 from vllm_remedy.errors import UserError
 from vllm_remedy.hub import pod as hub_pod
 from vllm_remedy.hub import quant_file
+from vllm_remedy.hub.policy_copy import PolicyCopy
 from vllm_remedy.kube.errors import KubeError
 from vllm_remedy.policy import Policy
 from vllm_remedy.vllm import hf_overrides
@@ -60,23 +61,28 @@ def learn_template(client: KubeClient, namespace: str, template: Mapping[str, An
 
 def policy_config(client: KubeClient | None, namespace: str, policy: Policy,
                   maps: Mapping[str, Mapping[str, str]] | None = None) -> hub.Fallback | None:
-    """The policy's ``model_config`` as a reader (called only when the Hugging Face sources fail). Files checked
-    without a cluster (``check``, ``plan -f``) carry their ConfigMaps in ``maps`` (``pod_env.config_maps``: the
-    namespace's, by name), read first, as ``helm template | vllm-remedy check -f -`` renders the ConfigMap beside the
-    Deployment; without them or a client a ConfigMap cannot be read, which is the reason given."""
+    """The policy's ``model_config`` as a reader (called only when the Hugging Face sources fail), for the model it
+    is of only (``hub.policy_copy``: ``model_config.model``, else ``target.models``, else its ``_name_or_path``; any
+    local path model). Files checked without a cluster (``check``, ``plan -f``) carry their ConfigMaps in ``maps``
+    (``pod_env.config_maps``: the namespace's, by name), read first, as ``helm template | vllm-remedy check -f -``
+    renders the ConfigMap beside the Deployment; without them or a client a ConfigMap cannot be read, which is the
+    reason given."""
     source = policy.config_source
+    # the models it is of (``hub.policy_copy``): model_config.model, else the models the policy targets
+    models = (source.model,) if source.model else tuple(policy.target.models)
     if source.config_map and maps is not None and source.config_map in maps:
         name, key = source.config_map, source.key
         where = f"policy {policy.source} model_config: ConfigMap {namespace}/{name} key {key} (in the files checked)"
-        return where, lambda: _from_map(maps[name], key, where)
+        return where, PolicyCopy(lambda: _from_map(maps[name], key, where), models)
     if source.path:
         base = Path(policy.source).parent if policy.source and not policy.source.startswith("<") else Path()
         path = base / source.path
         where = f"policy {policy.source} model_config.path {path}"
-        return where, lambda: _file(path, where)
+        return where, PolicyCopy(lambda: _file(path, where), models)
     if source.config_map:
         where = f"policy {policy.source} model_config: ConfigMap {namespace}/{source.config_map} key {source.key}"
-        return where, lambda: _config_map(client, namespace, source.config_map or "", source.key, where)
+        return where, PolicyCopy(lambda: _config_map(client, namespace, source.config_map or "", source.key, where),
+                                 models)
     return None
 
 

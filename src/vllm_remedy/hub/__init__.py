@@ -46,7 +46,7 @@ from typing import Any
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.hub import ask as hub_ask
-from vllm_remedy.hub import bare_token, given, names, pod, quant_file, words
+from vllm_remedy.hub import bare_token, given, names, pod, policy_copy, quant_file, words
 from vllm_remedy.hub.config_text import config_from_json as config_from_json
 from vllm_remedy.hub.config_text import read_file as read_file
 from vllm_remedy.hub.config_text import spec_from_config as spec_from_config
@@ -110,7 +110,7 @@ def fetch_config(repo_id: str, revision: str | None = None, env: pod.Env | None 
     try:
         cached = hf.try_to_load_from_cache(repo_id, CONFIG, cache_dir=cache_dir(), revision=revision)
     except (ValueError, errors.HFValidationError):
-        raise Unresolved(f"model {repo_id}: not a Hugging Face repository id") from None
+        raise Unresolved(words.not_an_id(repo_id)) from None
     cached = cached if isinstance(cached, str) else None
     if in_pod and not per_start and env is not None and pod.CACHE in env:  # a manifest's pod, offline by its own switch
         line, certain = pod.offline_refusal(repo_id, at, env)  # its own cache only, never this machine's nor the Hub
@@ -287,11 +287,12 @@ def _resolve(model_id: str, revision: str | None, fallback: Fallback | None, in_
              env: pod.Env | None = None, per_start: bool = False
              ) -> tuple[ModelSpec, str, Any, str | None] | Unresolved:
     local = Path(model_id)
+    # vLLM looks for a local path first (``Path(model).exists()`` in ``file_or_path_exists``,
+    # transformers_utils/config.py@0.8.5, @0.11.0; repo_utils.py@0.19.0, @0.34.0), so a bare relative directory
+    # typed here (``cfg``, ``configs/llama``) is one when it exists; a pod's is not this machine's.
+    is_path = local.is_absolute() or model_id.startswith(".") or (not in_pod and local.exists())
     try:
-        # vLLM looks for a local path first (``Path(model).exists()`` in ``file_or_path_exists``,
-        # transformers_utils/config.py@0.8.5, @0.11.0; repo_utils.py@0.19.0, @0.34.0), so a bare relative directory
-        # typed here (``cfg``, ``configs/llama``) is one when it exists; a pod's is not this machine's.
-        if local.is_absolute() or model_id.startswith(".") or (not in_pod and local.exists()):
+        if is_path:
             if in_pod:
                 raise Unresolved(f"model {model_id}: a local path in the pod (its volume), not a repository id, which "
                                  "this tool cannot read; name its config in the policy (model_config)")
@@ -322,6 +323,10 @@ def _resolve(model_id: str, revision: str | None, fallback: Fallback | None, in_
         where, read = fallback
         try:
             config = read()
+            # a policy's copy stands in only for the model it is of (``hub.policy_copy``); a path is the policy's
+            if isinstance(read, policy_copy.PolicyCopy) and not is_path and (
+                    why := read.not_for(model_id, config, in_pod)) is not None:
+                return Unresolved(f"{first}; {why}")
             spec = spec_from_config(config, model_id, where)
         except UserError as exc:
             return Unresolved(f"{first}; {exc}")

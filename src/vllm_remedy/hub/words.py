@@ -47,7 +47,21 @@ def unresolved(repo_id: str, revision: str | None, hub: str, exc: hub_ask.Failed
     if in_pod and env is not None and env.get(pod.ENDPOINT) is not None:  # the pod names its mirror: not offline
         return (f"{line}; it is the pod's own HF_ENDPOINT: predict from where that Hub answers, or name the "
                 "model's config in the policy (model_config)")
-    return f"{line}; set HF_HUB_OFFLINE=1 where no Hub is reachable"
+    if cached:  # offline reads the cached copy without asking: that helps only where a copy is
+        return f"{line}; set HF_HUB_OFFLINE=1 where no Hub is reachable"
+    if not in_pod:  # this machine's own model: its caller names --model-config
+        return line
+    return f"{line}; give the policy a `model_config` (a file or ConfigMap) for clusters without a Hub"
+
+
+def not_an_id(repo_id: str) -> str:
+    """The line for a model that is no repository id. A ``$`` in it is a variable's name that reached the tool
+    unexpanded (a shell variable of an ``sh -c`` script, a ``$(VAR)`` from a Secret or an unchecked ConfigMap): the
+    pod's vLLM gets the value, so the name is not what it serves and no fix of the id is advised."""
+    if "$" in repo_id:
+        return (f"model {repo_id}: taken from a variable this tool cannot read (a shell variable of the sh -c script, "
+                "or a $(VAR) from a Secret or unchecked ConfigMap), not a repository id")
+    return f"model {repo_id}: not a Hugging Face repository id"
 
 
 def _not_shown(repo_id: str, hub: str, said: str | None) -> str:

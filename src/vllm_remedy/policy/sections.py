@@ -346,3 +346,16 @@ class ModelConfig(FrozenModel):
     path: Text | None = None
     config_map: ObjectName | None = None
     key: Text = "config.json"
+    # The model (repository id) the config is of: it stands in for that model only, not for any pod the policy
+    # covers (a 70B repository sized from a 1.7B config). Unset: ``target.models``, else the config's own
+    # ``_name_or_path``; a local path model (``--model /models/x``) is always the policy's.
+    model: Text | None = None
+
+    @model_validator(mode="after")
+    def _model_with_a_source(self) -> ModelConfig:
+        """A ``model`` with neither ``path`` nor ``config_map`` names a config that is not there: one line."""
+        if self.model is not None and not (self.path or self.config_map):
+            raise PydanticCustomError(
+                "policy_cross", "model_config.model {model} needs model_config.path or model_config.config_map (the "
+                "config.json of that model)", {"path": "model_config.model", "model": repr(self.model)})
+        return self

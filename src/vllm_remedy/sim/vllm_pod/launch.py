@@ -226,7 +226,7 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
             return Refusal(version, model_id, "\n".join(said), "argparse")
         return Refusal(version, model_id, **unmodelled_start.or_vllm(err, str(err)))
     try:  # the quantization this release reads (ModelOpt's producer, hf_quant_config.json: ModelSpec.releases)
-        spec = spec.at(parse_version(version) or NEWEST_RELEASE)
+        spec = spec.at(parse_version(version) or NEWEST_RELEASE, typed_quant)  # under --quantization, as the CLI
     except UserError as err:  # a reading no start is predicted for: the rehearsal's record (``unmodelled_start``)
         return Refusal(version, model_id, **unmodelled_start.or_vllm(err))
     said = spec.load_refusal_in(parse_version(version) or NEWEST_RELEASE)
@@ -285,10 +285,11 @@ def _plan(cmd: ServerCommand, container: Mapping[str, Any], node: Mapping[str, A
         variable, line = engine_refused
         frames = config_refusal.env_frames(v, variable, line)
         found[config_order.env_stage(variable, line)] = Refusal(version, model_id, line, "config", frames=tuple(frames))
-    # the config's quantization gates (the card's capability, --quantization against the checkpoint's method), read
-    # from the pod's own argv and model (``quant_support``), not from the estimate's outcome
+    # the config's quantization gates (the card's capability, --quantization against the checkpoint's method, the
+    # loader --load-format selects: quant_bnb), from the pod's own argv and model (``quant_support``), as the CLI
     try:
-        quant_refused = quant_support.refusal(spec, gpu, typed_quant, version, str(flags.get("dtype") or "auto"))
+        quant_refused = quant_support.refusal(spec, gpu, typed_quant, version, str(flags.get("dtype") or "auto"),
+                                              settings.load_format)
     except UserError as err:  # a quantization_config vLLM does not refuse but cannot load either: the start dies
         return Refusal(version, model_id, **unmodelled_start.or_vllm(err))
     if quant_refused is not None:

@@ -49,6 +49,11 @@ _SHARD = re.compile(r"The (?:input|output) size is not aligned with the quantize
                     r"Weight (?:input|output)_size_per_partition = \d+ is not divisible by\s+"
                     r"(?:min_thread_[kn]|group_size) = \d+|is not divisible by weight quantization block_[nk] = \d+")
 
+# bitsandbytes' flags that select its loader, refused before 0.8.3 (``vllm.quant_bnb.flag_refusal``:
+# engine/arg_utils.py@0.5.5 l.750-764, @0.7.3 l.1106-1120, @0.8.0 l.1160-1175).
+_BNB_FLAGS = re.compile(r"BitsAndBytes (?:quantization|load format) and QLoRA adapter only support 'bitsandbytes' "
+                        r"(?:load format|quantization), but got \S+")
+
 
 # The model config refusing a model the release does not implement (``vllm.arch_release``): the registry's
 # ``_raise_for_unsupported`` (model_executor/models/registry.py@0.6.3-@0.34.0, models/__init__.py@0.5.5), a name it
@@ -96,6 +101,8 @@ def refusal(message: str, variable: str | None) -> dict[str, Any] | None:
         return {"setting": "tensor-parallel-size", "error": message.strip()}
     if _QUANT.search(message) is not None:
         return {"setting": "quantization", "error": message.strip()}
+    if _BNB_FLAGS.search(message) is not None:
+        return {"setting": "load-format", "error": message.strip()}
     if _V1_FORCED.search(message) is not None:
         return {"variable": "VLLM_USE_V1", "value": "1", "error": message.strip()}
     if variable is None:

@@ -16,7 +16,7 @@ from vllm_remedy.vllm.log_formats import (
     parse_version,
     to_number,
 )
-from vllm_remedy.vllm.startup_log import config_errors, model_errors
+from vllm_remedy.vllm.startup_log import config_errors, model_errors, unplayed
 from vllm_remedy.vllm.startup_log.failure import Event, failure_from_events
 from vllm_remedy.vllm.startup_log.lines import Line, split_lines
 from vllm_remedy.vllm.startup_log.report import StartupReport
@@ -148,6 +148,9 @@ def parse_startup_log(text: str) -> StartupReport:
         found.events, up[0] if up else None, found.first_weights, sized)
     report.server_was_up = bool(up) and (crash_at is None or up[0] < crash_at)
     report.truncated = not up and crash_at is None
+    if report.truncated and (record := unplayed.why(lines)) is not None:  # the rehearsal's record, no crash after it
+        report.unplayed = record[0]
+        found.evidence.add(record[1])
     if report.kv_cache_gib is None and "available_gib" in report.failure_detail:
         report.kv_cache_gib = report.failure_detail["available_gib"]
     for name in ("total_gpu_gib", "kv_cache_tokens", "max_model_len", "gpu_memory_utilization"):

@@ -50,6 +50,9 @@ class StartupReport:
     evidence: list[str] = field(default_factory=list)
     server_was_up: bool = False
     truncated: bool = False  # ended mid-start: neither up nor a fatal error in the log
+    # A rehearsal pod's record of a start it does not play (``startup_log.unplayed``): why, in its words. No failure
+    # of vLLM's: ``failure`` stays unknown (not predicted), and no rollback is advised.
+    unplayed: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (the failure as its string value) for `diagnose -o json`."""

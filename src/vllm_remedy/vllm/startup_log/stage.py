@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 from vllm_remedy.vllm.log_formats import UP_MARKERS
 from vllm_remedy.vllm.outcomes import Failure
+from vllm_remedy.vllm.startup_log import unplayed
 from vllm_remedy.vllm.startup_log.lines import split_lines
 from vllm_remedy.vllm.startup_log.parse import parse_startup_log
 from vllm_remedy.vllm.startup_log.report import StartupReport
@@ -131,6 +132,8 @@ def startup_stage(text: str) -> StartupStage:
     report = parse_startup_log(text)
     if report.failure is not Failure.NONE and not report.truncated:
         return StartupStage(CRASHED, report.failure.value)
+    if report.unplayed is not None:  # a rehearsal pod that will never be Ready: the wait says why, not a mystery
+        return StartupStage(stage, unplayed.said(report.unplayed))
     if stage == PROFILING and kv_sized and not eager and report.engine != "v0":
         stage, kind = GRAPHS, "graphs"  # V1 prints nothing while it captures (see the module's docstring)
     return StartupStage(stage, _detail(kind, progress, report))
