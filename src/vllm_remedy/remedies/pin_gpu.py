@@ -226,7 +226,14 @@ def template_surge_switch(before: Mapping[str, Any], after: Mapping[str, Any], d
     may use (:func:`surge_room`). None when the template does not change or its pods ask for no GPU."""
     if dict(before) == dict(after):
         return None
-    spec = dict(after.get("spec") or {})
+    return _switch_for(after, deployment_spec, nodes, pods, namespace)
+
+
+def _switch_for(template: Mapping[str, Any], deployment_spec: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]],
+                pods: Sequence[Mapping[str, Any]], namespace: str) -> SurgeSwitch | None:
+    """:func:`surge_switch` for pods of ``template``, their room counted on the nodes it may use; None when they ask
+    for no GPU."""
+    spec = dict(template.get("spec") or {})
     if pod_gpu_request(spec) < 1:
         return None
     replicas = int(deployment_spec.get("replicas", 1) or 0)
@@ -244,13 +251,7 @@ def stuck_surge_switch(deployment_spec: Mapping[str, Any], template: Mapping[str
     live = [r for r in rows if not r.get("deleting")]
     if not any(r.get("new") and r.get("unschedulable") for r in live) or all(r.get("new") for r in live):
         return None
-    spec = dict(template.get("spec") or {})
-    if pod_gpu_request(spec) < 1:
-        return None
-    replicas = int(deployment_spec.get("replicas", 1) or 0)
-    room = surge_room(spec, nodes, pods, ours_in(pods, namespace, deployment_spec.get("selector")), replicas)
-    pinned = next((str(v) for k, v in (spec.get("nodeSelector") or {}).items() if k in PRODUCT_LABELS), None)
-    return surge_switch(dict(deployment_spec.get("strategy") or {}), replicas, room, pinned or "matching")
+    return _switch_for(template, deployment_spec, nodes, pods, namespace)
 
 
 def plan_pin(template: Mapping[str, Any], deployment_spec: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]],
