@@ -84,6 +84,20 @@ def _logged_kv(pods: Mapping[str, Any]) -> KvObservation | None:
     return seen
 
 
+def _on_card(pods: Mapping[str, Any], picture: Mapping[str, Any], product: str) -> Mapping[str, Any]:
+    """``pods`` without the rows on a node of ``picture`` that carries another GPU product: a rollout the controller
+    has not yet observed still counts the old pods as its own (a StatefulSet's updateRevision lags its spec), and
+    what they logged on that card says nothing about this one."""
+    elsewhere = set()
+    for node in picture.get("nodes") or []:
+        labels = (node.get("metadata") or {}).get("labels") or {}
+        value = next((labels[k] for k in PRODUCT_LABELS if labels.get(k)), None)
+        if value and canonical_product(str(value)) != product:
+            elsewhere.add((node.get("metadata") or {}).get("name"))
+    rows = [r for r in pods.get("pods") or [] if r.get("node") not in elsewhere]
+    return {**pods, "pods": rows}
+
+
 def _node_gpus(picture: Mapping[str, Any], product: str) -> int | None:
     """GPUs of the biggest node of ``product`` (tensor parallelism cannot span nodes)."""
     counts = []
@@ -121,7 +135,7 @@ def plan_for(ctx: K8sHost, template: Mapping[str, Any], gpu: str | None, target_
     respelled += spelling.overridden(server, flags, version)  # an earlier occurrence it refuses: the kept value
     flags = spelling.without_refused(flags, respelled)  # what argparse refuses is planned without it, never typed
     settings = EngineSettings.from_flags(flags, version, engine_env.env_inputs(server.container), server.hidden)
-    pods = pods if pods is not None else pods_fact(host)
+    pods = _on_card(pods if pods is not None else pods_fact(host), picture, card.product)
     running_on = pinned_gpu(spec)
     same_card = running_on is not None and canonical_product(running_on) == card.product
     # what crashed on another card (the pods on an L4, the plan for the pinned L40S) says nothing about this one
