@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from vllm_remedy import hub
 from vllm_remedy.errors import UserError
+from vllm_remedy.hub import cluster_maps, quant_file
 from vllm_remedy.hub import pod as hub_pod
-from vllm_remedy.hub import quant_file
 from vllm_remedy.hub.policy_copy import PolicyCopy
 from vllm_remedy.kube.errors import KubeError
 from vllm_remedy.policy import Policy
@@ -36,7 +36,8 @@ def learn_model(client: KubeClient, namespace: str, server: ServerCommand, polic
     asked of the Hub."""
     fallback = policy_config(client, namespace, policy) if policy is not None else None
     # the pod's HF_TOKEN, not this machine's: a gated model the pod has no token for is vLLM's 401 (hub.pod)
-    env = hub_pod.sent(hub_pod.from_manifest(server.container), server)  # its --hf-token where the release sends it
+    maps = cluster_maps.read(client, namespace, server.container)  # its HF_ENDPOINT / offline switch from ConfigMaps
+    env = hub_pod.sent(hub_pod.from_manifest(server.container, maps), server)  # its --hf-token where sent
     key = hub.answer_key(env, fallback)
     source = hf_overrides.config_source(server.flags, server.model)  # --hf-config-path: the config vLLM reads
     if not source:

@@ -112,6 +112,10 @@ def fetch_config(repo_id: str, revision: str | None = None, env: pod.Env | None 
     except (ValueError, errors.HFValidationError):
         raise Unresolved(words.not_an_id(repo_id)) from None
     cached = cached if isinstance(cached, str) else None
+    if in_pod and not per_start and (why := pod.opaque(env)) is not None:  # its Hub or offline switch: not this one's
+        raise Unresolved(f"model {repo_id}{at}: which Hub the pod's vLLM asks for {CONFIG}, if any, is not known: "
+                         f"{why}, and this machine's value does not stand in for the pod's; check it with the "
+                         "ConfigMap it comes from, or name the model's config in the policy (model_config)")
     if in_pod and not per_start and env is not None and pod.CACHE in env:  # a manifest's pod, offline by its own switch
         line, certain = pod.offline_refusal(repo_id, at, env)  # its own cache only, never this machine's nor the Hub
         raise (Unavailable if certain else Unresolved)(line).said("offline", endpoint(env))

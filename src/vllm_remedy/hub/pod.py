@@ -100,6 +100,7 @@ def key(env: Env | None) -> tuple[Any, ...]:
 
     secret = token(env)
     own = (env[CACHE], env.get(UNSEEN)) if env is not None and CACHE in env else ()
+    own += (env[OPAQUE],) if env is not None and OPAQUE in env else ()
     return endpoint(env), offline(env), hashlib.sha256(secret.encode()).hexdigest()[:16] if secret else None, *own
 
 
@@ -135,7 +136,39 @@ def from_manifest(container: Mapping[str, Any], maps: Mapping[str, Mapping[str, 
                                if (got := _manifest_value(container, name, maps)) is not None}))
     if OFFLINE in out and offline(out):
         out[CACHE], out[UNSEEN] = pod_cache.unseen(container)
+    elif (why := _unreadable_switch(container, maps, offline_known=OFFLINE in out)) is not None:
+        out[OPAQUE] = why
     return out
+
+
+#: The key :func:`from_manifest` adds when the pod sets its mirror or offline switch from a source this tool cannot
+#: read (a ConfigMap not among the manifests or not in the cluster, a Secret, a field): why, one phrase.
+OPAQUE = "\0opaque"
+
+
+def _unreadable_switch(container: Mapping[str, Any], maps: Mapping[str, Mapping[str, str]] | None,
+                       offline_known: bool) -> str | None:
+    """Why the Hub the pod asks, or whether it asks one at all, cannot be read here: HF_ENDPOINT, or the offline
+    switch (HF_HUB_OFFLINE, or TRANSFORMERS_OFFLINE when HF_HUB_OFFLINE is not known to be set), from a source this
+    tool does not see. This process's value never stands in for the pod's there: a mirror that holds the model, or an
+    offline switch with no cache, is exactly what a ConfigMap shared by a cluster's Deployments carries."""
+    from vllm_remedy.errors import UserError
+    from vllm_remedy.vllm import pod_env
+
+    names = (ENDPOINT,) if offline_known else (ENDPOINT, OFFLINE, LEGACY_OFFLINE)
+    for name in names:
+        try:
+            got = pod_env.read(container, name, maps)
+        except UserError:
+            return None  # Kubernetes refuses the env: said elsewhere (pod_env.invalid)
+        if got.unknown is not None:
+            return f"the pod's {got.unknown}"
+    return None
+
+
+def opaque(env: Env | None) -> str | None:
+    """Why a manifest's pod's Hub or offline switch cannot be read (:data:`OPAQUE`), None when it can."""
+    return env.get(OPAQUE) if env is not None else None
 
 
 def _manifest_token(container: Mapping[str, Any], maps: Mapping[str, Mapping[str, str]] | None) -> str | None:

@@ -75,3 +75,40 @@ def default_loader_problem(checkpoint_method: str | None, quantization: str | No
             "loader (the checkpoint selects the bitsandbytes one from 0.8.5: engine/arg_utils.py@0.8.5 l.1235-1236), "
             "which has no parameter for its quant-state tensors (weight.absmax, quant_map: params_dict[name] in "
             "llama.py@0.7.3 load_weights): the load fails, in words this tool does not predict")
+
+
+#: The first release whose bitsandbytes config has a method for fused experts: ``elif isinstance(layer, FusedMoE):
+#: return BitsAndBytesMoEMethod(self)`` (layers/quantization/bitsandbytes.py@0.10.0 l.133-134). Before it
+#: ``get_quant_method`` returns a method for ``LinearBase`` only and None otherwise (@0.5.5 l.45-50, @0.8.5 l.123-129,
+#: @0.9.2 l.123-129), and ``FusedMoE.__init__`` asserts on that None (layers/fused_moe/layer.py@0.5.5 l.192,
+#: @0.8.5 l.498-499, @0.9.2 l.732-735: ``assert quant_method is not None``) while the model is built, before any
+#: weight loads (``_initialize_model`` comes first in the bitsandbytes loader's ``load_model``, loader.py@0.8.5
+#: l.1305-1312).
+MOE_SINCE: Version = (0, 10, 0)
+#: The MoE architectures whose model file builds its experts as ``FusedMoE`` in every release read before 0.10.0 in
+#: which the registry has them (models/*.py@0.5.5-@0.9.2, 16 wheels). Mixtral is not one under bitsandbytes:
+#: ``get_model_architecture`` swaps it for ``QuantMixtralForCausalLM`` (mixtral_quant.py, per-expert linear layers)
+#: for any method outside ``mixtral_supported`` (model_loader/utils.py@0.8.5 l.93-100, @0.9.2 l.229-237), whose
+#: bitsandbytes load was not read.
+FUSED_MOE_BEFORE: frozenset[str] = frozenset({
+    "DbrxForCausalLM", "DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM", "Dots1ForCausalLM",
+    "Ernie4_5_MoeForCausalLM", "GraniteMoeForCausalLM", "Grok1ModelForCausalLM", "HunYuanMoEV1ForCausalLM",
+    "JambaForCausalLM", "MiniMaxM1ForCausalLM", "MiniMaxText01ForCausalLM", "OlmoeForCausalLM", "PhiMoEForCausalLM",
+    "Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM"})
+
+
+def moe_problem(method: str | None, architecture: str, moe: bool, v: Version, label: str) -> str | None:
+    """Why a bitsandbytes start of an MoE model cannot be predicted before 0.10.0 (None otherwise): vLLM has no
+    bitsandbytes method for its fused experts and dies building the model (:data:`MOE_SINCE`), a crash no outcome
+    names, so never a 4-bit size ("fits")."""
+    if method != BNB or not moe or v >= MOE_SINCE:
+        return None
+    if architecture in FUSED_MOE_BEFORE:
+        return (f"cannot predict bitsandbytes on {architecture} with vLLM {label}: its experts are a FusedMoE layer, "
+                "for which vLLM's BitsAndBytesConfig.get_quant_method returns None before 0.10.0, so building the "
+                "model stops at 'assert quant_method is not None' (AssertionError, fused_moe/layer.py@0.8.5 l.499, "
+                "@0.9.2 l.735) before any weight loads; bitsandbytes MoE runs from vLLM 0.10.0 "
+                "(BitsAndBytesMoEMethod)")
+    return (f"cannot predict bitsandbytes on the MoE architecture {architecture} with vLLM {label}: before 0.10.0 "
+            "vLLM's bitsandbytes has no method for fused experts (its model build asserts on one), and how this "
+            "release builds this model's experts was not read")

@@ -351,6 +351,9 @@ def method_run(model: ModelSpec, gpu: GpuSpec, user: str | None, version: str | 
     if half_only and dtype_support.requested(dtype) == "bfloat16":  # typed: auto's choice for AWQ is not modelled
         return chosen, (f"ValueError: torch.bfloat16 is not supported for quantization method {chosen}. Supported "
                         "dtypes: [torch.float16]")
+    # after every config check: vLLM's model build, not its config, dies on bitsandbytes MoE before 0.10.0
+    if (moe := quant_bnb.moe_problem(chosen, model.architecture, model.is_moe, v, version or "(newest)")):
+        raise UserError(moe)
     return chosen, None
 
 
