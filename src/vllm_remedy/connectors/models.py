@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vllm_remedy import hub
+from vllm_remedy.connectors import cluster_maps
 from vllm_remedy.errors import UserError
-from vllm_remedy.hub import cluster_maps, quant_file
 from vllm_remedy.hub import pod as hub_pod
+from vllm_remedy.hub import quant_file
 from vllm_remedy.hub.policy_copy import PolicyCopy
 from vllm_remedy.kube.errors import KubeError
 from vllm_remedy.policy import Policy
