@@ -159,3 +159,17 @@ def test_the_budget_rung_on_the_only_serving_pod_of_a_full_pool_is_refused_too(r
         assert len(said) == 1 and said[0].startswith("refused: budget deployment llm/llama-8b: --max-model-len"), said
         assert "it would serve nothing until the new pod is Ready" in said[0], said
     assert deployment(rehearsal)["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+
+
+def test_turning_the_toggle_off_puts_its_switch_back_where_the_pool_has_room(rehearsal: Rehearsal) -> None:
+    one_serving_on_a_full_pool(rehearsal)
+    on = rehearsal.pyinfra(LOCAL, EAGER, "-y", "--data", "eager_ttl=30m", *CONSENT)
+    assert on.returncode == 0, on.stderr
+    assert rolled_out(rehearsal)["spec"]["strategy"] == SWITCHED
+    scale_filler(rehearsal, 1)
+    _dry, off = dry_then_apply(rehearsal, LOCAL, EAGER, "--data", "enforce_eager=false", expect_diffs=2)
+    assert off.returncode == 0, off.stderr
+    assert ("strategy: back to RollingUpdate maxSurge 1, maxUnavailable 0, as before the toggle's write switched it"
+            in host_out(off.stderr)), off.stderr
+    after = rolled_out(rehearsal)
+    assert after["spec"]["strategy"] == NO_DOWN and args_of(after) == GOOD_ARGS
