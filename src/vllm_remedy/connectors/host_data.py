@@ -99,7 +99,7 @@ DEPLOY_KEYS: dict[str, frozenset[str]] = {
     "budget": frozenset({"override"}),  # override=capacity: its pin step pins where only some replicas fit
     "confirm": frozenset(),
     "diagnose": frozenset(),
-    "enforce_eager": frozenset({"enforce_eager", "eager_ttl"}),
+    "enforce_eager": frozenset({"enforce_eager", "eager_ttl", "override"}),  # override=capacity: a switch stops serving
     "load_guard": frozenset(),
     "pin_gpu": frozenset({"gpu_product", "override"}),
     "restore": frozenset({"revision", "override"}),

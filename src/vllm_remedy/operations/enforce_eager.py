@@ -9,7 +9,9 @@ once and replaced (on) or dropped (off) — the eager deploy is the one that own
 with no record of ours is a person's: turning eager mode on is then a noop saying so, never a toggle that would
 record an argv that never ran and take their flag away at its expiry. Turning it on or off on a full pool switches
 the rollout to ``maxSurge: 0`` in the same write, as the pin does (``pin_gpu.surge_switch_for``): the surge pod of the
-default RollingUpdate would never schedule, and the toggle would never reach a pod.
+default RollingUpdate would never schedule, and the toggle would never reach a pod. That switch is part of the toggle:
+recorded with its prior argv and put back with it (off, or at expiry) while the strategy is still the one written;
+and refused, unless the run consents (``--data override=capacity``), where it would stop every serving pod first.
 
     from vllm_remedy.operations import enforce_eager
 
@@ -137,25 +139,42 @@ def toggle(enabled: bool = True, ttl: str | int | None = None) -> Iterator[Funct
                           "(deploys/budget.py)")
         return
     if not enabled:
+        back, kept = (None, None) if record is None else toggles.strategy_back(record, strategy_of(deployment))
         yield from pin_gpu.set_template_on_pool(state, host, deployment, planned, action=EAGER_OFF,
                                                 prediction=prediction, reason="--enforce-eager off",
-                                                summary=f"turn off --enforce-eager on {ctx.where}", annotations=notes)
+                                                summary=f"turn off --enforce-eager on {ctx.where}"
+                                                + (f" ({kept})" if kept else ""), annotations=notes,
+                                                strategy_back=back)
         return
     if why is not None:
         yield from refuse(state, host, f"--enforce-eager on {ctx.where}: {why}")
         return
     summary = f"turn on --enforce-eager{again} on {ctx.where} for {format_duration(seconds)}"
     switch = pin_gpu.surge_switch_for(ctx, deployment, planned)
+    if (outage := pin_gpu.outage_refused(switch)) is not None:
+        yield from refuse(state, host, f"--enforce-eager on {ctx.where}: {outage}")
+        return
+    prior = toggles.argv_record(base, ctx.container)
+    if switch is not None:
+        prior = toggles.with_strategy(prior, switch.current, switch.strategy)
+    elif again and record is not None and (back := toggles.strategy_back(record, strategy_of(deployment))[0]):
+        # the expired toggle's switch is still the Deployment's: the new toggle reverts it in its turn
+        prior = toggles.with_strategy(prior, back, strategy_of(deployment))
     observe(state, host, ctx.deployment_path, deployment)
     show(state, host, [*change_lines(ctx, f"{summary} (until about {notes[ctx.keys.toggle_expires(toggles.EAGER)]})",
                                      template, planned, prediction),
                        *pin_gpu.strategy_diff(ctx, deployment, switch and switch.strategy),
                        *([switch.line] if switch else [])])
-    stamp = functools.partial(_toggle_record, toggles.argv_record(base, ctx.container), seconds, ctx.keys,
+    stamp = functools.partial(_toggle_record, prior, seconds, ctx.keys,
                               switched=switch is not None)
     yield change_command(ctx, ctx.deployment_path,
                          Change(spec={"template": copy.deepcopy(planned), **pin_gpu.switch_spec(switch)},
                                 stamp=stamp), summary)
+
+
+def strategy_of(deployment: Mapping[str, Any]) -> dict[str, Any]:
+    """The Deployment's rollout strategy as read (what a toggle's strategy record is compared with)."""
+    return dict((deployment.get("spec") or {}).get("strategy") or {})
 
 
 def already_on(where: str, is_on: bool, record: Any, unreadable: Mapping[str, Any]) -> str | None:

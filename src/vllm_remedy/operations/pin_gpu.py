@@ -47,6 +47,7 @@ from vllm_remedy.remedies.pin_gpu import (
     SURGE_REASON,
     SurgeSwitch,
     canonical_product,
+    describe_strategy,
     gpu_quantity,
     plan_pin,
     stuck_surge_switch,
@@ -55,6 +56,16 @@ from vllm_remedy.remedies.pin_gpu import (
 from vllm_remedy.remedies.predict import Prediction, failed_prediction, pinned_gpu, predict_template
 
 PIN = "pin-gpu"
+
+
+def ready_now(workload: Mapping[str, Any]) -> int:
+    """The workload's Ready pods as its status says: what a full-pool strategy switch would stop serving."""
+    return int(((workload.get("status") or {}).get("readyReplicas")) or 0)
+
+
+def outage_refused(switch: SurgeSwitch | None) -> str | None:
+    """The switch's outage (one line) when this run has not consented to it, else None."""
+    return switch.outage if switch is not None and refuse_partial() else None
 
 
 def refuse_partial() -> bool:
@@ -75,15 +86,17 @@ def rollout_spec(ctx: K8sHost, workload: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def surge_switch_for(ctx: K8sHost, workload: Mapping[str, Any], planned: Mapping[str, Any],
-                     picture: Mapping[str, Any] | None = None) -> SurgeSwitch | None:
+                     picture: Mapping[str, Any] | None = None, serving: bool = True) -> SurgeSwitch | None:
     """The strategy switch giving ``workload`` the pod template ``planned`` needs on a full pool
     (``remedies.pin_gpu.template_surge_switch``), None when its rollout can progress as it is. ``picture``: the
-    ``NodeObjects`` fact when the operation read it already. A StatefulSet has no surge: never read, never switched."""
+    ``NodeObjects`` fact when the operation read it already; ``serving``: False where the caller knows nothing serves
+    (restore's hand-over), else its Ready pods weigh (``SurgeSwitch.outage``). A StatefulSet has no surge: never
+    read, never switched."""
     if ctx.kind == STATEFULSET.word:
         return None
     picture = picture if picture is not None else host.get_fact(NodeObjects)
     return template_surge_switch(template_of(workload), planned, rollout_spec(ctx, workload), picture["nodes"],
-                                 picture["pods"], ctx.namespace)
+                                 picture["pods"], ctx.namespace, ready_now(workload) if serving else None)
 
 
 def strategy_diff(ctx: K8sHost, workload: Mapping[str, Any], strategy: Mapping[str, Any] | None) -> list[str]:
@@ -103,12 +116,21 @@ def switch_spec(switch: SurgeSwitch | None) -> dict[str, Any]:
 
 def set_template_on_pool(state: Any, host: Any, workload: Mapping[str, Any], planned: Mapping[str, Any], *,
                          action: str, reason: str, summary: str, prediction: Prediction | None,
-                         annotations: Mapping[str, str | None] | None = None, picture: Mapping[str, Any] | None = None
-                         ) -> Iterator[FunctionCommand]:
+                         annotations: Mapping[str, str | None] | None = None, picture: Mapping[str, Any] | None = None,
+                         strategy_back: Mapping[str, Any] | None = None) -> Iterator[FunctionCommand]:
     """``set_template``, with the strategy switch a full pool needs (:func:`surge_switch_for`) shown beside the
-    template's diff and written in the same guarded patch, its reason in the change-cause."""
+    template's diff and written in the same guarded patch, its reason in the change-cause. A switch that would stop a
+    serving workload is refused (in ``--dry`` too) unless the run consents (``override=capacity``); restore's
+    hand-over writes only where nothing serves."""
     ctx = k8s_host(host)
-    switch = surge_switch_for(ctx, workload, planned, picture)
+    if strategy_back is not None:
+        yield _put_back(ctx, workload, planned, strategy_back, action=action, reason=reason, summary=summary,
+                        prediction=prediction, annotations=annotations, picture=picture)
+        return
+    switch = surge_switch_for(ctx, workload, planned, picture, serving=action != "restore")
+    if (outage := outage_refused(switch)) is not None:
+        yield from refuse(state, host, f"{summary}: {outage}")
+        return
     if switch is None:
         yield from set_template(state, host, workload, planned, action=action, reason=reason, summary=summary,
                                 prediction=prediction, annotations=annotations)
@@ -119,6 +141,27 @@ def set_template_on_pool(state: Any, host: Any, workload: Mapping[str, Any], pla
     change = Change(spec={"template": copy.deepcopy(dict(planned)), **switch_spec(switch)},
                     annotations=dict(annotations or {}), audit=(action, f"{reason}; {SURGE_REASON}"))
     yield change_command(ctx, ctx.deployment_path, change, summary)
+
+
+def _put_back(ctx: K8sHost, workload: Mapping[str, Any], planned: Mapping[str, Any], strategy: Mapping[str, Any], *,
+              action: str, reason: str, summary: str, prediction: Prediction | None,
+              annotations: Mapping[str, str | None] | None, picture: Mapping[str, Any] | None) -> FunctionCommand:
+    """A toggle's revert with the strategy its write switched put back (``strategy``) in the same guarded patch —
+    unless the pool still has no GPU for that strategy's surge pod: then the revert's rollout would never progress
+    under it, and the switch stays, the line saying so."""
+    back = {**workload, "spec": {**(workload.get("spec") or {}), "strategy": dict(strategy)}}
+    spec: dict[str, Any] = {"template": copy.deepcopy(dict(planned))}
+    if surge_switch_for(ctx, back, planned, picture, serving=False) is None:
+        spec["strategy"] = copy.deepcopy(dict(strategy))
+        extra = [*strategy_diff(ctx, workload, strategy),
+                 f"strategy: back to {describe_strategy(strategy)}, as before the toggle's write switched it"]
+    else:
+        extra = [f"maxSurge 0 / maxUnavailable 1 from the toggle's write stays: still no free GPU for a surge pod of "
+                 f"{describe_strategy(strategy)}, so its revert could not roll out under it"]
+    observe(state, host, ctx.deployment_path, workload)
+    show(state, host, [*change_lines(ctx, summary, template_of(workload), planned, prediction), *extra])
+    return change_command(ctx, ctx.deployment_path, Change(spec=spec, annotations=dict(annotations or {}),
+                                                           audit=(action, reason)), summary)
 
 
 def _unblock(ctx: K8sHost, deployment: Mapping[str, Any], switch: SurgeSwitch, pin: str) -> Iterator[FunctionCommand]:
@@ -166,7 +209,9 @@ def gpu_product(product: str | None = None, gpus: int | None = None, budget_foll
     profile); conflicting product keys are dropped. Refused when no schedulable node of that product can
     take a pod, or when only some of the replicas fit (its rollout could not finish) unless the run's host data
     says ``override=capacity``. On full nodes (no free GPU for a surge pod) a Deployment's RollingUpdate becomes
-    ``maxSurge: 0, maxUnavailable: 1`` and the diff shows it; a StatefulSet has no surge (:func:`rollout_spec`).
+    ``maxSurge: 0, maxUnavailable: 1`` and the diff shows it — refused, like a partial pin, where that would stop
+    every Ready pod before a new one starts (one replica, ``maxUnavailable: 0``); a StatefulSet has no surge
+    (:func:`rollout_spec`).
     Already pinned: a noop, never refused for want of capacity — unless a rollout waits on a surge pod the pool
     cannot place, which gets the switch alone (:func:`_unblock`).
 
@@ -190,14 +235,18 @@ def gpu_product(product: str | None = None, gpus: int | None = None, budget_foll
         return
     picture = host.get_fact(NodeObjects)
     plan = plan_pin(template, rollout_spec(ctx, deployment), picture["nodes"], picture["pods"], ctx.namespace,
-                    ctx.policy.gpu, product, gpus, ctx.container, refuse_partial=refuse_partial())
+                    ctx.policy.gpu, product, gpus, ctx.container, refuse_partial=refuse_partial(),
+                    ready=ready_now(deployment))
     if plan.refusal is not None:
         yield from refuse(state, host, f"pin {ctx.where} to {product}: {plan.refusal}")
         return
     if plan.template == template and plan.strategy is None:
         stuck = None if ctx.kind == STATEFULSET.word else stuck_surge_switch(
             rollout_spec(ctx, deployment), template, pods_fact(host).get("pods") or [], picture["nodes"],
-            picture["pods"], ctx.namespace)
+            picture["pods"], ctx.namespace, ready_now(deployment))
+        if (outage := outage_refused(stuck)) is not None:
+            yield from refuse(state, host, f"unblock the rollout of {ctx.where}: {outage}")
+            return
         if stuck is None:
             noop(state, host, f"{ctx.where} is already pinned to {plan.label}={plan.value} with {gpus} GPU(s) per pod")
             return

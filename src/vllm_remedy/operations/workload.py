@@ -27,8 +27,8 @@ from vllm_remedy.kube.history import template_of
 from vllm_remedy.kube.kinds import STATEFULSET
 from vllm_remedy.kube.serving import ServingGate
 from vllm_remedy.kube.wait import rollout_pods, rollout_status
-from vllm_remedy.operations import sts_rollout
-from vllm_remedy.operations.enforce_eager import warn_malformed
+from vllm_remedy.operations import pin_gpu, sts_rollout
+from vllm_remedy.operations.enforce_eager import strategy_of, warn_malformed
 from vllm_remedy.operations.util import (
     K8sHost,
     crash_loop_ahead,
@@ -137,12 +137,15 @@ def revert_expired_toggles() -> Iterator[FunctionCommand]:
         due = enforce_eager.expired(ctx.keys, notes, now, limit)
         drops: dict[str, str | None] = {}
         said = []
+        back: dict[str, Any] | None = None
         for record in due:
             undo = enforce_eager.revert(template, ctx.keys, record, ctx.container,
                                         enforce_eager.due(record, now, limit))
             template = undo.template
             drops.update(undo.annotations)
-            said.append(f"{record.name}: {undo.message}")
+            put, kept = enforce_eager.strategy_back(record, strategy_of(deployment))
+            back = back or put
+            said.append(f"{record.name}: {undo.message}" + (f"; {kept}" if kept else ""))
     except UserError as exc:
         yield from refuse(state, host, f"{ctx.where}: {exc}")
         return
@@ -155,6 +158,12 @@ def revert_expired_toggles() -> Iterator[FunctionCommand]:
         names = ", ".join(f"{t.name} (expired {t.expires})" for t in due)
         noop(state, host, f"{KEPT}{names} on {ctx.where}: without it {why}; fix the budget first "
              "(deploys/budget.py) - drift and the expiry alert report it until then")
+        return
+    if back is not None:  # the toggle's write switched the strategy on a full pool: it goes back with the flag
+        yield from pin_gpu.set_template_on_pool(state, host, deployment, template, action=EXPIRE,
+                                                reason="; ".join(said),
+                                                summary=f"revert expired toggles on {ctx.where}: {'; '.join(said)}",
+                                                prediction=prediction, annotations=drops, strategy_back=back)
         return
     yield from set_template(state, host, deployment, template, action=EXPIRE, reason="; ".join(said),
                             summary=f"revert expired toggles on {ctx.where}: {'; '.join(said)}",

@@ -263,3 +263,36 @@ def revert(template: Mapping[str, Any], keys: Keys, toggle: Toggle, container: s
                       f"--{flag} is already off; drop the toggle record ({when})")
     return Revert(toggle, _replace(template, before.edit({}, [flag])), drop, False,
                   f"remove --{flag} only: {why} ({when}), so the prior argv is not restored")
+
+
+#: The prior record's key for the rollout strategy a toggle's write switched (a full pool): ``before`` / ``written``.
+STRATEGY = "strategy"
+
+
+def with_strategy(prior: Mapping[str, Any], before: Mapping[str, Any], written: Mapping[str, Any]) -> dict[str, Any]:
+    """The prior record, also holding the strategy the toggle's write replaced and the one it wrote, so its revert
+    puts the Deployment back, not only the argv."""
+    return {**prior, STRATEGY: {"before": copy.deepcopy(dict(before)), "written": copy.deepcopy(dict(written))}}
+
+
+def switched(toggle: Toggle) -> Mapping[str, Any] | None:
+    """The strategy record of ``toggle`` (``before``, ``written``), None when it switched none (or it is unreadable:
+    the argv revert goes on, the strategy left as it is)."""
+    prior = toggle.prior if isinstance(toggle.prior, Mapping) else {}
+    rec = prior.get(STRATEGY)
+    if not isinstance(rec, Mapping) or not all(isinstance(rec.get(k), Mapping) for k in ("before", "written")):
+        return None
+    if rec["before"].get("type", "RollingUpdate") not in ("RollingUpdate", "Recreate"):
+        return None
+    return rec
+
+
+def strategy_back(toggle: Toggle, current: Mapping[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
+    """The strategy to put back with ``toggle``'s revert, or None and why not (None, None: it switched none). Only
+    while the Deployment still has the strategy the toggle wrote: a colleague's later change stays."""
+    rec = switched(toggle)
+    if rec is None:
+        return None, None
+    if dict(current) != dict(rec["written"]):
+        return None, ("the rollout strategy the toggle switched was changed since; it is left as it is")
+    return copy.deepcopy(dict(rec["before"])), None

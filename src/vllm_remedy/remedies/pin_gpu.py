@@ -18,7 +18,11 @@ Nodes, pods and the pod template in; a :class:`PinPlan` out. What "safely" means
   it never progresses. Then the strategy becomes ``maxSurge: 0, maxUnavailable: 1`` and the plan says so.
   The rule is :func:`surge_switch`, asked by every write of a pod template (the budget's rung and the eager
   toggle too, through :func:`template_surge_switch`), and the switch stays: it is the Deployment's state now,
-  which confirm records with a known-good mark and restore puts back with the revision it marked.
+  which confirm records with a known-good mark and restore puts back with the revision it marked (the eager toggle
+  records it and reverts it with its flag). The switch trades availability for progress, so it is written only
+  when something keeps serving: the old pods are not Ready (nothing serving is stopped), or replicas minus the new
+  maxUnavailable stay up. Where it would stop every Ready pod (one replica, ``maxUnavailable: 0``) it is refused,
+  in ``--dry`` too, unless the operator consents (``--data override=capacity``): :attr:`SurgeSwitch.outage`.
 * **Already pinned.** A template that carries the pin needs no write: nothing to refuse, even with every GPU of
   the product taken (its pods wait for one), so the steps after the pin still run. A product with no schedulable
   node at all (cordoned, not Ready, untolerated) is still refused: no pod of any later write could start there.
@@ -144,6 +148,11 @@ def _surge_unavailable(strategy: Mapping[str, Any], replicas: int) -> tuple[int,
     return surge, unavailable
 
 
+def describe_strategy(strategy: Mapping[str, Any]) -> str:
+    """``RollingUpdate maxSurge 1, maxUnavailable 0`` as the lines name a strategy."""
+    return _describe_strategy(strategy)
+
+
 def _describe_strategy(strategy: Mapping[str, Any]) -> str:
     rolling = strategy.get("rollingUpdate") or {}
     return (f"{strategy.get('type') or 'RollingUpdate'} maxSurge {rolling.get('maxSurge', '25%')}, "
@@ -160,24 +169,41 @@ SURGE_REASON = "maxSurge 0 / maxUnavailable 1: no free GPU for a surge pod"
 
 @dataclass(frozen=True)
 class SurgeSwitch:
-    """The strategy a rollout needs on a full pool, the one it replaces, and the line saying why."""
+    """The strategy a rollout needs on a full pool, the one it replaces, and the line saying why. ``outage``: why it
+    would stop serving (one line, the refusal's reason) when every Ready pod goes down before a new one is Ready,
+    None when something keeps serving or nothing serves now."""
 
     strategy: dict[str, Any]
     current: dict[str, Any]
     line: str
+    outage: str | None = None
 
 
-def surge_switch(current: Mapping[str, Any], replicas: int, surge_pods: int, where: str) -> SurgeSwitch | None:
+def surge_switch(current: Mapping[str, Any], replicas: int, surge_pods: int, where: str,
+                 ready: int | None = None) -> SurgeSwitch | None:
     """``maxSurge: 0, maxUnavailable: 1`` (or the unavailability it allowed) when a RollingUpdate with a surge must
     place ``surge_pods`` < 1 new pods beside the old ones: the surge pod stays Pending, and with maxUnavailable
-    rounding to 0 the controller scales no old pod down — the rollout never progresses. None: the strategy rolls."""
+    rounding to 0 the controller scales no old pod down — the rollout never progresses. None: the strategy rolls.
+    ``ready``: the workload's Ready pods now (None: not known, nothing said of serving). With replicas minus the new
+    maxUnavailable below 1, the old pods stop before the new ones start: fine when none is Ready (a crash loop),
+    an outage of a serving workload otherwise (``outage``)."""
     moves = _surge_unavailable(current, replicas)
     if moves is None or moves[0] <= 0 or surge_pods >= 1:
         return None
-    strategy = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": max(1, moves[1])}}
-    return SurgeSwitch(strategy, dict(current),
-                       f"strategy: {_describe_strategy(current)} -> {_describe_strategy(strategy)}: no free {where} "
-                       "GPU for a surge pod, so pods are replaced one at a time")
+    down = max(1, moves[1])
+    strategy = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": down}}
+    head = (f"strategy: {_describe_strategy(current)} -> {_describe_strategy(strategy)}: no free {where} GPU for a "
+            "surge pod")
+    if replicas - down >= 1 or ready is None:
+        return SurgeSwitch(strategy, dict(current), f"{head}, so pods are replaced one at a time")
+    if ready <= 0:
+        return SurgeSwitch(strategy, dict(current), f"{head}; no pod of it is Ready, so the old pod(s) stop before "
+                           "the new start (nothing serving is stopped)")
+    outage = (f"no free {where} GPU for a surge pod, and with {replicas} replica(s) maxSurge 0 / maxUnavailable "
+              f"{down} stops its {ready} Ready pod(s) before a new one starts: it would serve nothing until the new "
+              f"pod is Ready; free a {where} GPU, or accept the outage with --data {PARTIAL}")
+    return SurgeSwitch(strategy, dict(current), f"{head}: it serves nothing from the old pod's stop until the new one "
+                       f"is Ready (--data {PARTIAL})", outage)
 
 
 def _placeable(spec: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
@@ -220,17 +246,17 @@ def surge_room(spec: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]], pods
 
 
 def template_surge_switch(before: Mapping[str, Any], after: Mapping[str, Any], deployment_spec: Mapping[str, Any],
-                          nodes: Sequence[Mapping[str, Any]], pods: Sequence[Mapping[str, Any]], namespace: str
-                          ) -> SurgeSwitch | None:
+                          nodes: Sequence[Mapping[str, Any]], pods: Sequence[Mapping[str, Any]], namespace: str,
+                          ready: int | None = None) -> SurgeSwitch | None:
     """:func:`surge_switch` for giving a workload the pod template ``after``, its room counted on the nodes ``after``
     may use (:func:`surge_room`). None when the template does not change or its pods ask for no GPU."""
     if dict(before) == dict(after):
         return None
-    return _switch_for(after, deployment_spec, nodes, pods, namespace)
+    return _switch_for(after, deployment_spec, nodes, pods, namespace, ready)
 
 
 def _switch_for(template: Mapping[str, Any], deployment_spec: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]],
-                pods: Sequence[Mapping[str, Any]], namespace: str) -> SurgeSwitch | None:
+                pods: Sequence[Mapping[str, Any]], namespace: str, ready: int | None = None) -> SurgeSwitch | None:
     """:func:`surge_switch` for pods of ``template``, their room counted on the nodes it may use; None when they ask
     for no GPU."""
     spec = dict(template.get("spec") or {})
@@ -239,29 +265,31 @@ def _switch_for(template: Mapping[str, Any], deployment_spec: Mapping[str, Any],
     replicas = int(deployment_spec.get("replicas", 1) or 0)
     room = surge_room(spec, nodes, pods, ours_in(pods, namespace, deployment_spec.get("selector")), replicas)
     pinned = next((str(v) for k, v in (spec.get("nodeSelector") or {}).items() if k in PRODUCT_LABELS), None)
-    return surge_switch(dict(deployment_spec.get("strategy") or {}), replicas, room, pinned or "matching")
+    return surge_switch(dict(deployment_spec.get("strategy") or {}), replicas, room, pinned or "matching", ready)
 
 
 def stuck_surge_switch(deployment_spec: Mapping[str, Any], template: Mapping[str, Any],
                        rows: Sequence[Mapping[str, Any]], nodes: Sequence[Mapping[str, Any]],
-                       pods: Sequence[Mapping[str, Any]], namespace: str) -> SurgeSwitch | None:
+                       pods: Sequence[Mapping[str, Any]], namespace: str, ready: int | None = None
+                       ) -> SurgeSwitch | None:
     """The switch that lets a rollout a full pool holds up finish (a template written with a surge before anything
     switched it, by hand or by an older release): new pods unschedulable while old ones hold the GPUs, and no room
     for a surge pod. ``rows``: the Pods fact's. None when no rollout waits so."""
     live = [r for r in rows if not r.get("deleting")]
     if not any(r.get("new") and r.get("unschedulable") for r in live) or all(r.get("new") for r in live):
         return None
-    return _switch_for(template, deployment_spec, nodes, pods, namespace)
+    return _switch_for(template, deployment_spec, nodes, pods, namespace, ready)
 
 
 def plan_pin(template: Mapping[str, Any], deployment_spec: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]],
              pods: Sequence[Mapping[str, Any]], namespace: str, gpu: GpuPolicy, product: str, gpus: int,
-             container: str | None = None, refuse_partial: bool = False) -> PinPlan:
+             container: str | None = None, refuse_partial: bool = False, ready: int | None = None) -> PinPlan:
     """Pin ``template`` to ``product`` with ``gpus`` GPUs per pod, or refuse (see the module docstring).
 
     ``refuse_partial``: also refuse a write whose pods only some fit (capacity below the replicas): its rollout cannot
     finish, so it would leave a healthy workload mid-rollout across two products, the rest Pending (:data:`PARTIAL`
-    names the consent that lets it through)."""
+    names the consent that lets it through) — and a strategy switch that would stop every one of ``ready`` serving
+    pods before a new one starts (:attr:`SurgeSwitch.outage`)."""
     if gpus < 1:
         raise UserError(f"gpus: {gpus} must be at least 1")
     spec = dict(template.get("spec") or {})
@@ -342,8 +370,11 @@ def plan_pin(template: Mapping[str, Any], deployment_spec: Mapping[str, Any], no
     strategy = None
     lines = [f"pin {gpu.label}={value}, {gpus} x {gpu.resource} per pod: {len(rows)} node(s), {free} free GPU(s), "
              f"room for {capacity} pod(s) during the rollout"]
-    switch = (surge_switch(dict(deployment_spec.get("strategy") or {}), replicas, surge_pods, value)
+    switch = (surge_switch(dict(deployment_spec.get("strategy") or {}), replicas, surge_pods, value, ready)
               if pinned != dict(template) else None)
+    if switch is not None and switch.outage is not None and refuse_partial:
+        return PinPlan(dict(template), label=gpu.label, value=value, nodes=names, free=free, capacity_pods=capacity,
+                       surge_pods=surge_pods, notes=tuple(notes), refusal=switch.outage)
     if switch is not None:
         strategy = switch.strategy
         lines.append(switch.line)
