@@ -36,6 +36,9 @@ CASES = [
     ("unset LEN", "${LEN:=2048} $LEN", True, "<2048><2048>"),  # assigned earlier in vLLM's own statement
     ("OPTIND=1; set -- -a; getopts a O", "$OPTIND", True, "<2>"),
     ("set -- 2048", "$1", True, "<2048>"),
+    ('alias setu="UTIL=0.35"\nUTIL=0.90\nsetu', "$UTIL", True, "<0.35>"),
+    ("tune() { UTIL=0.35; }; f=tune; UTIL=0.90; $f", "$UTIL", True, "<0.35>"),  # called through a variable
+    ("UTIL=0.90; let UTIL=5", "$UTIL", True, None),  # bash
     # forms that set nothing: the reading keeps the value
     ("LEN=8192; tune() { LEN=1; }", "$LEN", True, "<8192>"),  # never called: the body is read as a compound
     ("LEN=8192; export -p > /dev/null", "$LEN", False, "<8192>"),

@@ -12,8 +12,9 @@ the words. Not read (the value is ``Unread``, with why): command substitutions, 
 other ``${...}`` forms, a variable set inside a list, pipeline, subshell, conditional or loop, by ``read``, ``eval``
 or ``source``, and an unquoted expansion holding a glob character (the files decide). A call of a function the script
 defines runs its body in the calling shell (XCU 2.9.5), so it may set any variable: after one, every variable is
-unread, like after ``eval``; so is a name an arithmetic expansion assigns (``$((X=1))``, ``$((X+=1))``) or
-``${X:=v}`` assigns, wherever it stands before vLLM or earlier in vLLM's own statement.
+unread, as after ``eval``, a call of a name an ``alias`` defined, or a command named by an expansion (``$f``); so is
+a name an arithmetic expansion (``$((X=1))``, ``$((X+=1))``), bash's ``let`` or ``${X:=v}`` assigns, wherever it
+stands before vLLM or earlier in vLLM's own statement.
 """
 
 from __future__ import annotations
@@ -90,9 +91,14 @@ def _arith_assigned(raw: str) -> list[str]:
 
 
 def _assigning(st: shell.Statement) -> list[str]:
-    """Names a statement assigns while its words expand: ``${X:=v}``, ``${X=v}`` and arithmetic assignments."""
+    """Names a statement assigns while its words expand: ``${X:=v}``, ``${X=v}``, arithmetic assignments, and
+    bash's ``let X=5`` / ``let X++``."""
+    words = [w.value for w in st.words]
+    start = parse.skip_prefix(words)
+    let = [n for a in words[start + 1:] if _ARITH_SETS.search(a) for n in _ARITH_NAME.findall(a)] \
+        if start < len(words) and words[start] == "let" else []
     return [*(m.group(1) for w in st.words for m in _SELF_ASSIGN.finditer(w.raw)),
-            *(n for w in (*st.words, *st.redirects) for n in _arith_assigned(w.raw))]
+            *(n for w in (*st.words, *st.redirects) for n in _arith_assigned(w.raw)), *let]
 
 
 def _touched(st: shell.Statement) -> list[str]:
@@ -125,7 +131,7 @@ class Table:
         self.stmts = shell.statements(script)
         self.at = vllm_index(self.stmts)
         self.plain: list[int] = []  # the statements walked that run at the top level, in sequence
-        self.functions = frozenset(a or b for a, b in _FUNC_DEF.findall(script))
+        self.functions = {a or b for a, b in _FUNC_DEF.findall(script)}  # and alias names, as they are defined
         end = stop if stop is not None else len(self.stmts) if self.at is None else self.at
         self._walk(script, self.stmts[:end])
         if stop is None and self.at is not None:  # `${X:=v} ... $X` in vLLM's statement: set as it expands
@@ -161,7 +167,12 @@ class Table:
             depth -= first in _CLOSE
             start = parse.skip_prefix(words)
             prog = words[start] if start < len(words) else ""
-            if prog in self.functions and not re.match(r"\s*\(", seps[i + 1]):
+            if prog == "alias":  # its names run its text where they are called, like a function
+                self.functions |= {w.split("=", 1)[0] for w in words[start + 1:] if "=" in w}
+            elif prog and (prog[0] in "$`" or "$(" in prog or "${" in prog):
+                self._anything(f"`{' '.join(words)}` runs a command named by an expansion before vLLM (a function, "
+                               "eval or . among them), which may set any variable")
+            elif prog in self.functions and not re.match(r"\s*\(", seps[i + 1]):
                 self._anything(f"`{' '.join(words)}` calls a function the script defines, whose body runs in the "
                                "same shell before vLLM and may set any variable")
             if plain:
