@@ -13,8 +13,8 @@ at no more often than every ``look`` real seconds; a container instance once see
 A container run with ``--headless`` (or ``--api-server-count 0``: vLLM 0.9.0 on, ``entrypoints/cli/serve.py`` runs
 ``run_headless``) is a data-parallel engine node with no API server: it never logs a serving line nor answers
 ``/health``, so waiting for either would fail every rollout at its timeout. All that can be known is that it
-started and stays up: it counts as done once the same container instance has run ``SETTLE`` real seconds without a
-restart, and the verdict says so (``HEADLESS_NOTE``).
+started and stays up: it counts as done once the same container instance has run ``SETTLE`` seconds (on the wait's
+cluster clock) without a restart, and the verdict says so (``HEADLESS_NOTE``).
 """
 
 from __future__ import annotations
@@ -37,9 +37,10 @@ LIMIT_BYTES = 512 * 1024
 READ_TIMEOUT = (3.0, 5.0)  # connect, read: a slow log must not hold up the wait
 #: Real seconds between two looks at one pod's log (the wait's polls and events come far more often).
 LOOK = 0.2
-#: Real seconds a headless engine container must run, unrestarted, before the wait counts it as started.
+#: Seconds (the cluster's clock when the wait has one) a headless engine container must run, unrestarted, before
+#: the wait counts it as started.
 SETTLE = 30.0
-HEADLESS_NOTE = (f"--headless (no API server, nothing to serve): counted as started after {SETTLE:g} s running "
+HEADLESS_NOTE = ("--headless (no API server, nothing to serve): counted as started after {settle:g} s running "
                  "without a restart")
 
 
@@ -86,7 +87,8 @@ class ServingGate:
     """Which live new pods are Ready but not yet proven serving, and which restarted on the way (module docstring)."""
 
     def __init__(self, client: KubeClient, namespace: str, container: str | None = None, look: float = LOOK,
-                 real: Callable[[], float] = time.monotonic, settle: float = SETTLE) -> None:
+                 real: Callable[[], float] = time.monotonic, settle: float = SETTLE,
+                 now: Callable[[], float] | None = None) -> None:
         self.client = KubeClient(client.api, context=client.context, source=client.source, timeout=READ_TIMEOUT,
                                  retry=RetryPolicy(attempts=1))
         self.namespace, self.container, self.look, self.real = namespace, container, look, real
@@ -94,7 +96,7 @@ class ServingGate:
         self._served: set[str] = set()  # containerIDs seen serving
         self._looked: dict[str, float] = {}  # pod name -> real time of its last look
         self._baseline: dict[tuple[str, str], int] = {}  # (pod uid, container) -> restarts when first seen
-        self.settle = settle
+        self.settle, self.now = settle, now or real  # ``now``: the cluster's clock, which the settle time is on
         self._running_since: dict[str, float] = {}  # headless containerID -> real time first seen running
         self.headless = self.http = False  # which kinds of unprobed pod were judged: the verdict says how
 
@@ -102,7 +104,7 @@ class ServingGate:
     def NOTE(self) -> str:
         """What the verdict says about the pods it held (module docstring)."""
         return "; ".join([*([NOTE] if self.http or not self.headless else []),
-                          *([HEADLESS_NOTE] if self.headless else [])])
+                          *([HEADLESS_NOTE.format(settle=self.settle)] if self.headless else [])])
 
     def restarted(self, pods: Sequence[Mapping[str, Any]]) -> tuple[PodHealth, ContainerHealth] | None:
         """A live pod whose unprobed vLLM container restarted since the wait first saw it (for a pod with a probe
@@ -149,9 +151,10 @@ class ServingGate:
         return held
 
     def _settled(self, cid: str) -> bool:
-        """A headless container instance has run ``settle`` real seconds (a restart is a new containerID)."""
-        since = self._running_since.setdefault(cid, self.real())
-        return self.real() - since >= self.settle
+        """A headless container instance has run ``settle`` seconds by ``now`` (a restart is a new containerID)."""
+        now = self.now()
+        since = self._running_since.setdefault(cid, now)
+        return now - since >= self.settle
 
     def _due(self, pod: str) -> bool:
         now = self.real()

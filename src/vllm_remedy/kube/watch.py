@@ -183,7 +183,7 @@ def watch_restored(client: KubeClient, namespace: str, name: str, timeout: float
     with no restart of a new pod), or why not. Falls back to the poll when the server will not watch. With
     ``serving``, a vLLM container (``container``, else found by argv) with no readiness or startup probe must also
     show that it serves, without a restart on the way (``kube.serving``)."""
-    gate = ServingGate(client, namespace, container) if serving else None
+    gate = ServingGate(client, namespace, container, now=clock.now) if serving else None
     changed: queue.Queue[Any] = queue.Queue()
     deployments = Feed(client, KubeClient.object_path(namespace, "deployments"),
                        [("fieldSelector", f"metadata.name={name}")], changed)
