@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from vllm_remedy.errors import UserError
+from vllm_remedy.kube.printable import HEADER, HEADER_ESCAPED
 from vllm_remedy.vllm.cmdline import find_server
 
 
@@ -105,9 +106,26 @@ def describe(changes: list[Change]) -> list[str]:
     return [f"{c.field}: {show(c.old)} → {show(c.new)}" for c in changes]
 
 
+class _Dumper(yaml.SafeDumper):
+    """Block-style YAML whose strings holding a control character (a newline, ESC, U+2028 ...) are written
+    double-quoted with escapes (``"llama\\nSuccess"``): PyYAML's default folds such a value over several lines,
+    and each became a diff line of its own that could pass for the tool's output (hostile review 16, G9). A value
+    holding ``-->`` too, written ``--\\x3e`` (a YAML escape) as every printed line writes it (``kube.printable``).
+    The value reads back the same; every line of the diff is one line of the YAML's own structure."""
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    plain = value.isprintable() and HEADER not in value
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=None if plain else '"')
+
+
+_Dumper.add_representer(str, _str)
+
+
 def template_yaml(template: Mapping[str, Any]) -> str:
-    """A stable YAML rendering (sorted keys, block style) for diffs."""
-    return yaml.safe_dump(dict(template), sort_keys=True, default_flow_style=False, width=10**6)
+    """A stable YAML rendering (sorted keys, block style) for diffs; a value's control characters escaped."""
+    text = yaml.dump(dict(template), Dumper=_Dumper, sort_keys=True, default_flow_style=False, width=10**6)
+    return text.replace(HEADER, HEADER_ESCAPED)  # only inside the double-quoted values above: valid YAML escapes
 
 
 def unified_template_diff(old: Mapping[str, Any], new: Mapping[str, Any], old_label: str = "current",

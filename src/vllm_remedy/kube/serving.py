@@ -9,6 +9,12 @@ reads the log: ``vllm.startup_log.stage``), else a 200 from ``/health`` through 
 restart of that container before then is a crash, not a pod still starting. Containers with a probe keep kubelet's
 word. Reads are cheap and never fail the wait: a bounded log tail, one attempt with a short timeout, each pod looked
 at no more often than every ``look`` real seconds; a container instance once seen serving is not read again.
+
+A container run with ``--headless`` (or ``--api-server-count 0``: vLLM 0.9.0 on, ``entrypoints/cli/serve.py`` runs
+``run_headless``) is a data-parallel engine node with no API server: it never logs a serving line nor answers
+``/health``, so waiting for either would fail every rollout at its timeout. All that can be known is that it
+started and stays up: it counts as done once the same container instance has run ``SETTLE`` seconds (on the wait's
+cluster clock) without a restart, and the verdict says so (``HEADLESS_NOTE``).
 """
 
 from __future__ import annotations
@@ -31,6 +37,20 @@ LIMIT_BYTES = 512 * 1024
 READ_TIMEOUT = (3.0, 5.0)  # connect, read: a slow log must not hold up the wait
 #: Real seconds between two looks at one pod's log (the wait's polls and events come far more often).
 LOOK = 0.2
+#: Seconds (the cluster's clock when the wait has one) a headless engine container must run, unrestarted, before
+#: the wait counts it as started.
+SETTLE = 30.0
+HEADLESS_NOTE = ("--headless (no API server, nothing to serve): counted as started after {settle:g} s running "
+                 "without a restart")
+
+
+def headless(pod: Mapping[str, Any], container: str) -> bool:
+    """Whether ``container`` runs vLLM with no API server (``--headless``, or ``--api-server-count 0``)."""
+    try:
+        flags = find_server(pod.get("spec") or {}, container).flags
+    except UserError:
+        return False
+    return flags.get("headless", "false").lower() not in ("false", "0") or flags.get("api-server-count") == "0"
 
 
 def unprobed(pod: Mapping[str, Any], container: str | None = None) -> str | None:
@@ -66,10 +86,9 @@ def port_of(pod: Mapping[str, Any], container: str) -> str:
 class ServingGate:
     """Which live new pods are Ready but not yet proven serving, and which restarted on the way (module docstring)."""
 
-    NOTE = NOTE
-
     def __init__(self, client: KubeClient, namespace: str, container: str | None = None, look: float = LOOK,
-                 real: Callable[[], float] = time.monotonic) -> None:
+                 real: Callable[[], float] = time.monotonic, settle: float = SETTLE,
+                 now: Callable[[], float] | None = None) -> None:
         self.client = KubeClient(client.api, context=client.context, source=client.source, timeout=READ_TIMEOUT,
                                  retry=RetryPolicy(attempts=1))
         self.namespace, self.container, self.look, self.real = namespace, container, look, real
@@ -77,6 +96,15 @@ class ServingGate:
         self._served: set[str] = set()  # containerIDs seen serving
         self._looked: dict[str, float] = {}  # pod name -> real time of its last look
         self._baseline: dict[tuple[str, str], int] = {}  # (pod uid, container) -> restarts when first seen
+        self.settle, self.now = settle, now or real  # ``now``: the cluster's clock, which the settle time is on
+        self._running_since: dict[str, float] = {}  # headless containerID -> real time first seen running
+        self.headless = self.http = False  # which kinds of unprobed pod were judged: the verdict says how
+
+    @property
+    def NOTE(self) -> str:
+        """What the verdict says about the pods it held (module docstring)."""
+        return "; ".join([*([NOTE] if self.http or not self.headless else []),
+                          *([HEADLESS_NOTE.format(settle=self.settle)] if self.headless else [])])
 
     def restarted(self, pods: Sequence[Mapping[str, Any]]) -> tuple[PodHealth, ContainerHealth] | None:
         """A live pod whose unprobed vLLM container restarted since the wait first saw it (for a pod with a probe
@@ -108,11 +136,25 @@ class ServingGate:
             if cid and cid in self._served:
                 continue
             pod_name = str(pod["metadata"].get("name") or "")
+            if headless(pod, name):
+                self.headless = True
+                if "running" in (status.get("state") or {}) and cid and self._settled(cid):
+                    self._served.add(cid)
+                    continue
+                held.append(pod_name)
+                continue
+            self.http = True
             if "running" in (status.get("state") or {}) and cid and self._due(pod_name) and self._serves(pod, name):
                 self._served.add(cid)
                 continue
             held.append(pod_name)
         return held
+
+    def _settled(self, cid: str) -> bool:
+        """A headless container instance has run ``settle`` seconds by ``now`` (a restart is a new containerID)."""
+        now = self.now()
+        since = self._running_since.setdefault(cid, now)
+        return now - since >= self.settle
 
     def _due(self, pod: str) -> bool:
         now = self.real()

@@ -183,7 +183,7 @@ def watch_restored(client: KubeClient, namespace: str, name: str, timeout: float
     with no restart of a new pod), or why not. Falls back to the poll when the server will not watch. With
     ``serving``, a vLLM container (``container``, else found by argv) with no readiness or startup probe must also
     show that it serves, without a restart on the way (``kube.serving``)."""
-    gate = ServingGate(client, namespace, container) if serving else None
+    gate = ServingGate(client, namespace, container, now=clock.now) if serving else None
     changed: queue.Queue[Any] = queue.Queue()
     deployments = Feed(client, KubeClient.object_path(namespace, "deployments"),
                        [("fieldSelector", f"metadata.name={name}")], changed)
@@ -262,7 +262,7 @@ def _judge(client: KubeClient, namespace: str, name: str, timeout: float, timer:
             rolled = finished and len(live) >= want and all(pod_health(p).ready for p in live)
             held = gate.waiting(live) if rolled and gate is not None else []
             if rolled and not held:
-                text = f"{text.strip()} ({NOTE})\n" if gate is not None and gate.used else text
+                text = f"{text.strip()} ({gate.NOTE})\n" if gate is not None and gate.used else text
                 if settle <= 0:
                     return done(True, "rolled-out", text.strip())
                 now = settled_from = timer.read()
@@ -278,7 +278,8 @@ def _judge(client: KubeClient, namespace: str, name: str, timeout: float, timer:
                 if verdict is not None:
                     return done(False, verdict.kind, verdict.message, verdict)
                 if now - start >= timeout:
-                    why = f"{NOTE}, none yet from pod(s) {', '.join(held)}" if held else text.strip()
+                    note = gate.NOTE if gate is not None else NOTE
+                    why = f"{note}, none yet from pod(s) {', '.join(held)}" if held else text.strip()
                     return done(False, "timeout", f'timed out waiting for deployment "{name}": {why}')
         if settled_from is not None:
             for health in map(pod_health, pods):

@@ -37,6 +37,7 @@ from vllm_remedy.sim.vllm_pod import (
     device,
     env,
     flag_sized,
+    headless,
     keys,
     metrics,
     script_shell,
@@ -100,6 +101,9 @@ class VllmRuntime:
             return ContainerRun(log=(*printed, *p.lines), ready_after=None, exit=p.exit, http=_refused)
         decided = flag_sized.size(self.reality.apply(decided))  # a flag-sized cache is the flag's, not moved
         deployment = self.deployment_of(self.store, ctx.pod)
+        if headless.applies(cmd, decided.version):  # a data-parallel engine node: no API server (``headless``)
+            return ContainerRun(log=(*printed, *headless.lines(cmd, decided, started)), ready_after=None, exit=None,
+                                http=_refused, gpu_gib=own_gib(decided))
         p = timeline.plan_start(decided, started, oom_killed=self._oom_killed(ctx.pod, deployment))
         if p.exit is not None:
             return ContainerRun(log=(*printed, *p.lines), ready_after=None, exit=p.exit, http=_refused,

@@ -10,7 +10,11 @@ Read here: assignments and ``export``/``readonly``/``unset`` in top-level statem
 before vLLM's, their values expanded in turn; ``$NAME``, ``${NAME}``, ``${NAME:-literal}``, quotes and backslashes in
 the words. Not read (the value is ``Unread``, with why): command substitutions, arithmetic, special parameters,
 other ``${...}`` forms, a variable set inside a list, pipeline, subshell, conditional or loop, by ``read``, ``eval``
-or ``source``, and an unquoted expansion holding a glob character (the files decide).
+or ``source``, and an unquoted expansion holding a glob character (the files decide). A call of a function the script
+defines runs its body in the calling shell (XCU 2.9.5), so it may set any variable: after one, every variable is
+unread, as after ``eval``, a call of a name an ``alias`` defined, or a command named by an expansion (``$f``); so is
+a name an arithmetic expansion (``$((X=1))``, ``$((X+=1))``), bash's ``let`` or ``${X:=v}`` assigns, wherever it
+stands before vLLM or earlier in vLLM's own statement.
 """
 
 from __future__ import annotations
@@ -44,6 +48,10 @@ _OPAQUE = frozenset({"eval", "source", "."})
 # POSIX special built-ins: an assignment before one outlives it in sh (dash) but not in bash: shells differ
 _SPECIAL = frozenset({"break", ":", "continue", ".", "eval", "exec", "exit", "export", "readonly", "return", "set",
                       "shift", "times", "trap", "unset"})
+# `name()`, `name ()`, `function name`: a function the script defines (its body is not followed)
+_FUNC_DEF = re.compile(r"(?:^|[\s;&|(){}])(?:function[ \t]+([A-Za-z_][\w.-]*)|([A-Za-z_][\w.-]*)[ \t]*\([ \t]*\))")
+_ARITH_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_ARITH_SETS = re.compile(r"\+\+|--|(?<![=!<>])=(?!=)")  # `=`, `+=`, `<<=` ..., `++`/`--` (bash, ksh)
 _BLANKS = re.compile(r"([ \t\n]+)")
 _GLOB = re.compile(r"[*?\[]")
 _IN_CONTROL = ("it is set inside a list, pipeline, subshell, conditional or loop before vLLM, which is not followed")
@@ -69,6 +77,30 @@ def _separators(script: str, stmts: list[shell.Statement]) -> list[str]:
     return [re.sub(r"#[^\n]*", "", script[bounds[i]:starts[i]]) for i in range(len(stmts) + 1)]
 
 
+def _arith_assigned(raw: str) -> list[str]:
+    """The names an arithmetic expansion in ``raw`` may assign (all names of one that assigns anything)."""
+    names: list[str] = []
+    i = raw.find("$((")
+    while i >= 0:
+        end = shell._expansion_end(raw, i) or len(raw)
+        inner = raw[i + 3: end - 2]
+        if _ARITH_SETS.search(inner):
+            names += _ARITH_NAME.findall(inner)
+        i = raw.find("$((", end)
+    return names
+
+
+def _assigning(st: shell.Statement) -> list[str]:
+    """Names a statement assigns while its words expand: ``${X:=v}``, ``${X=v}``, arithmetic assignments, and
+    bash's ``let X=5`` / ``let X++``."""
+    words = [w.value for w in st.words]
+    start = parse.skip_prefix(words)
+    let = [n for a in words[start + 1:] if _ARITH_SETS.search(a) for n in _ARITH_NAME.findall(a)] \
+        if start < len(words) and words[start] == "let" else []
+    return [*(m.group(1) for w in st.words for m in _SELF_ASSIGN.finditer(w.raw)),
+            *(n for w in (*st.words, *st.redirects) for n in _arith_assigned(w.raw)), *let]
+
+
 def _touched(st: shell.Statement) -> list[str]:
     """Every variable name a statement may set (for one that is not followed)."""
     words = [w.value for w in st.words]
@@ -77,8 +109,9 @@ def _touched(st: shell.Statement) -> list[str]:
     prog = words[start] if start < len(words) else ""
     if prog in _DECLARE | _READERS | {"unset", "for", "select"}:
         names += [w.split("=", 1)[0] for w in words[start + 1:] if _NAME.fullmatch(w.split("=", 1)[0])]
-    names += [m.group(1) for w in st.words for m in _SELF_ASSIGN.finditer(w.raw)]
-    return names
+    if prog == "getopts":
+        names += ["OPTARG", "OPTIND"]
+    return names + _assigning(st)
 
 
 class Table:
@@ -98,8 +131,12 @@ class Table:
         self.stmts = shell.statements(script)
         self.at = vllm_index(self.stmts)
         self.plain: list[int] = []  # the statements walked that run at the top level, in sequence
+        self.functions = {a or b for a, b in _FUNC_DEF.findall(script)}  # and alias names, as they are defined
         end = stop if stop is not None else len(self.stmts) if self.at is None else self.at
         self._walk(script, self.stmts[:end])
+        if stop is None and self.at is not None:  # `${X:=v} ... $X` in vLLM's statement: set as it expands
+            for name in _assigning(self.stmts[self.at]):
+                self.set[name] = Unread(f"vLLM's statement assigns ${name} while expanding, which is not read")
 
     def lookup(self, name: str) -> Value:
         """The value ``$name`` expands to at the vLLM statement."""
@@ -128,15 +165,29 @@ class Table:
             depth += first in _OPEN
             plain = depth == 0 and not re.search(r"[|&]", seps[i] + seps[i + 1])
             depth -= first in _CLOSE
+            start = parse.skip_prefix(words)
+            prog = words[start] if start < len(words) else ""
+            if prog == "alias":  # its names run its text where they are called, like a function
+                self.functions |= {w.split("=", 1)[0] for w in words[start + 1:] if "=" in w}
+            elif prog and (prog[0] in "$`" or "$(" in prog or "${" in prog):
+                self._anything(f"`{' '.join(words)}` runs a command named by an expansion before vLLM (a function, "
+                               "eval or . among them), which may set any variable")
+            elif prog in self.functions and not re.match(r"\s*\(", seps[i + 1]):
+                self._anything(f"`{' '.join(words)}` calls a function the script defines, whose body runs in the "
+                               "same shell before vLLM and may set any variable")
             if plain:
                 self.plain.append(i)
                 self._statement(st)
                 continue
             for name in _touched(st):
                 self.set[name] = Unread(_IN_CONTROL)
-            start = parse.skip_prefix(words)
             if start < len(words) and words[start] in _OPAQUE:
-                self.everything = f"`{' '.join(words)}` runs before vLLM and may set any variable"
+                self._anything(f"`{' '.join(words)}` runs before vLLM and may set any variable")
+
+    def _anything(self, why: str) -> None:
+        """A statement not followed may have set any variable: the values known before it are forgotten."""
+        self.everything = why
+        self.set.clear()
 
     def _statement(self, st: shell.Statement) -> None:
         words = st.words
@@ -145,9 +196,11 @@ class Table:
         if n == len(words):  # assignments only: shell variables, set in order
             for w in words:
                 self._assign(w.raw)
+        for name in _assigning(st):
+            self.set[name] = Unread(f"`{' '.join(w.raw for w in words)}` assigns ${name} while expanding "
+                                    "(${X:=...} or arithmetic), which is not read")
+        if n == len(words):
             return
-        for name in [m.group(1) for w in st.words for m in _SELF_ASSIGN.finditer(w.raw)]:
-            self.set[name] = Unread(f"${{{name}:=...}} assigns it while expanding, which is not read")
         if prog in _SPECIAL and n:
             for w in words[:n]:
                 self.set[w.raw.split("=", 1)[0]] = Unread(f"`{w.raw} {prog}`: whether the assignment outlives a "
@@ -165,8 +218,10 @@ class Table:
             for w in args:
                 if _NAME.fullmatch(w.value):
                     self.set[w.value] = Unread(f"`{prog}` sets it at run time")
+            for name in ("OPTARG", "OPTIND") if prog == "getopts" else ("REPLY",) if prog == "read" else ():
+                self.set[name] = Unread(f"`{prog}` sets it at run time")
         elif prog in _OPAQUE:
-            self.everything = f"`{' '.join(w.value for w in words)}` runs before vLLM and may set any variable"
+            self._anything(f"`{' '.join(w.value for w in words)}` runs before vLLM and may set any variable")
         elif prog == "cd":
             for name in ("PWD", "OLDPWD"):
                 self.set[name] = Unread("`cd` sets it")

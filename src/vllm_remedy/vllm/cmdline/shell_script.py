@@ -59,6 +59,7 @@ def vllm_statement(tokens: list[Token], idx: int) -> tuple[Entrypoint, list[Toke
     _refuse_shell_dependent(stmt, shell_name)
     _refuse_bash_only(script.value, stmt, shell_name)
     _refuse_unreadable(script.value, stmt)
+    _refuse_reset_positionals(stmts[:stmts.index(stmt)], stmt)
     out: list[Token] = []
     for w in stmt.words[offset + entry.length :]:
         if w.value in _PASSTHROUGH:
@@ -99,6 +100,21 @@ def _refuse_unreadable(script: str, stmt: shell.Statement) -> None:
     if last.raw == "\\" and not script[last.end :].strip():
         raise UnsafeScriptError("the script ends in a lone backslash, which vLLM receives as an argument; "
                                 "remove it")
+
+
+def _refuse_reset_positionals(before: list[shell.Statement], stmt: shell.Statement) -> None:
+    """Refuse `"$@"` in vLLM's statement after `set -- ...`/`set x`/`shift`: vLLM no longer gets the container's
+    args after the script, and the words it gets instead are not read here (hostile review 16, G1)."""
+    if not any(w.value in _PASSTHROUGH for w in stmt.words):
+        return
+    for st in before:
+        words = [w.value for w in st.words]
+        start = parse.skip_prefix(words)
+        prog, args = (words[start], words[start + 1:]) if start < len(words) else ("", [])
+        operands = [a for k, a in enumerate(args) if k == 0 or args[k - 1] not in ("-o", "+o")]  # `set -o pipefail`
+        if prog == "shift" or (prog == "set" and any(a == "--" or not a.startswith(("-", "+")) for a in operands)):
+            raise UnsafeScriptError(f"`{' '.join(words)}` before vLLM changes the positional parameters \"$@\" "
+                                    "passes, which are not read here")
 
 
 def _function_end(script: str, brace: int) -> int:
