@@ -10,10 +10,21 @@ says it is stuck, exit 1.
 
 from __future__ import annotations
 
+from typing import Any
+
 from fixtures import pyinfra_run
 from fixtures.drift_world import add_vllm_deployment
 from fixtures.pyinfra_run import Rehearsal
-from fixtures.restore_world import LOCAL, RESTORE, deployment, host_out, incident, replicaset, wait_until
+from fixtures.restore_world import (
+    LOCAL,
+    RESTORE,
+    crash_looping,
+    deployment,
+    host_out,
+    incident,
+    replicaset,
+    wait_until,
+)
 from vllm_remedy.kube.history import templates_equal
 
 rehearsal = pyinfra_run.rehearsal
@@ -59,3 +70,34 @@ def test_a_forced_rollback_left_stuck_is_not_a_success_on_the_rerun(rehearsal: R
     assert again.returncode == 1, again.stderr
     assert any(line.startswith("refused: the rollback to revision 16 restore wrote (at ") and
                "is stuck: 1 new pod(s) cannot be scheduled" in line for line in host_out(again.stderr)), again.stderr
+
+
+DYING = ["meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "8192", "--gpu-memory-utilization", "0.30",
+         "--max-num-seqs", "64"]
+
+
+def test_gpus_a_recreate_rollback_frees_to_a_pending_rival_are_not_counted(rehearsal: Rehearsal) -> None:
+    """llama-8b (Recreate) crash-loops on two L40S; another Deployment holds the third and waits with a second pod
+    Pending. The rollback frees two L40S, but the rival is ahead in the scheduler's queue: room for one."""
+    client = rehearsal.client()
+    add_vllm_deployment(rehearsal, "pinme")
+    rehearsal.change(lambda dep: dep["spec"].update(replicas=1), name="pinme")
+    wait_until(lambda: sum(bool(p["spec"].get("nodeName")) for p in client.list_pods("llm", "app=pinme")) == 1, 60,
+               "pinme's pod to be bound")
+
+    def dying(dep: dict[str, Any]) -> None:
+        dep["spec"]["template"]["spec"]["containers"][0]["args"] = list(DYING)
+        dep["spec"]["strategy"] = {"type": "Recreate"}
+    rehearsal.change(dying, change_cause="utilization 0.30; Recreate")
+    wait_until(lambda: crash_looping(rehearsal, 2, 15), 120, "revision 15 to crash-loop on two L40S")
+    rehearsal.change(lambda dep: dep["spec"].update(replicas=2), name="pinme")
+    wait_until(lambda: sum(not p["spec"].get("nodeName") for p in client.list_pods("llm", "app=pinme")) == 1, 60,
+               "pinme's second pod to wait for a GPU")
+    (rival,) = [p["metadata"]["name"] for p in client.list_pods("llm", "app=pinme") if not p["spec"].get("nodeName")]
+    run = rehearsal.pyinfra(LOCAL, RESTORE, "--dry")
+    assert run.returncode == 1, run.stderr
+    assert ("refused: roll back deployment llm/llama-8b to revision 14: only 1 of 2 pod(s) of revision 14 fit on the "
+            "nodes its pods may use now (free GPUs and those this workload's pods hold; Recreate stops every old pod "
+            f"first, and 1 Pending GPU pod(s) of other workloads (llm/{rival}) may take the GPUs it frees): the "
+            "rollback could not finish and would leave 1 pod(s) Pending; free GPUs, or restore anyway with --data "
+            "override=capacity") in host_out(run.stderr), run.stderr

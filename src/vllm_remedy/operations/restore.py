@@ -31,7 +31,7 @@ from vllm_remedy.kube.history import HASH_LABEL
 from vllm_remedy.kube.rollout import plan_undo, resource_version_test
 from vllm_remedy.operations.forced_revision import OVERRIDE, checked_revision
 from vllm_remedy.operations.restore_annotations import after_rollback, annotation_lines, wait_line
-from vllm_remedy.operations.restore_capacity import CAPACITY, capacity_refusal, stuck_rollback
+from vllm_remedy.operations.restore_capacity import CAPACITY, capacity_refusal, recreate_rivals, stuck_rollback
 from vllm_remedy.operations.restore_models import model_keys
 from vllm_remedy.operations.util import (
     Change,
@@ -183,7 +183,8 @@ def known_good(wait: bool = True, timeout: float | None = None, revision: int | 
         return
     # why this revision and not a newer one: in every run (-y included), the diff as usual once
     show(state, host, [decision.reason, *skipped, *decision.warnings], topic="skipped")
-    short = capacity_refusal(decision.revision, target, deployment, host.get_fact(NodeObjects), ctx.namespace)
+    short = capacity_refusal(decision.revision, target, deployment, host.get_fact(NodeObjects), ctx.namespace,
+                             recreate_rivals(ctx, deployment))
     if short is not None and host.data.get("override") != CAPACITY:  # its wait would fail with pods Pending
         yield from refuse(state, host, f"roll back {ctx.where} to revision {decision.revision}: {short}")
         return

@@ -8,12 +8,14 @@ use, free GPUs plus those the workload's own pods hold, which the rollout frees)
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from vllm_remedy.kube.annotations import template_digest
+from vllm_remedy.kube.errors import KubeError
 from vllm_remedy.kube.gpus import pod_gpu_request
-from vllm_remedy.remedies.pin_gpu import ours_in, surge_room
+from vllm_remedy.operations.util import K8sHost
+from vllm_remedy.remedies.pin_gpu import contested, ours_in, surge_room
 
 #: Host data ``override`` that lets a rollback through when only some of its pods fit.
 CAPACITY = "capacity"
@@ -22,28 +24,39 @@ RESTORE = "restore"
 
 
 def room_for(template: Mapping[str, Any], deployment: Mapping[str, Any], picture: Mapping[str, Any] | None,
-             namespace: str) -> tuple[int, int] | None:
-    """(pods of ``template`` the cluster can place now, replicas wanted); None when its pods ask for no GPU or the
-    nodes were not read. All the workload's GPUs count as free: a rollback replaces every pod
-    (``surge_room`` with no pod kept)."""
+             namespace: str, pending: Sequence[Mapping[str, Any]] = ()) -> tuple[int, int, tuple[str, ...]] | None:
+    """(pods of ``template`` the cluster can place now, replicas wanted, other workloads' Pending GPU pods counted
+    against it); None when its pods ask for no GPU or the nodes were not read. All the workload's GPUs count as
+    free: a rollback replaces every pod (``surge_room`` with no pod kept) — but a Recreate rollout frees them while
+    ``pending`` pods of other workloads that may go there wait in the scheduler's queue ahead of the new pods
+    (``pin_gpu.contested``): each such rival counts as taking one freed slot."""
     spec = dict(template.get("spec") or {})
-    if picture is None or pod_gpu_request(spec) < 1:
+    gpus = pod_gpu_request(spec)
+    if picture is None or gpus < 1:
         return None
     dep_spec = deployment.get("spec") or {}
     pods = list(picture.get("pods") or [])
-    ours = ours_in(pods, namespace, dep_spec.get("selector"))
-    return surge_room(spec, list(picture.get("nodes") or []), pods, ours, 0), int(dep_spec.get("replicas", 1) or 0)
+    nodes = list(picture.get("nodes") or [])
+    ours = ours_in([*pods, *pending], namespace, dep_spec.get("selector"))
+    room = surge_room(spec, nodes, pods, ours, 0)
+    freed, _, rivals = contested(spec, dict(dep_spec.get("strategy") or {}), nodes, pods, pending, ours)
+    taken = min(len(rivals), freed // gpus)
+    return max(0, room - taken), int(dep_spec.get("replicas", 1) or 0), rivals[:taken] if taken else ()
 
 
 def capacity_refusal(revision: int, template: Mapping[str, Any], deployment: Mapping[str, Any],
-                     picture: Mapping[str, Any] | None, namespace: str) -> str | None:
+                     picture: Mapping[str, Any] | None, namespace: str,
+                     pending: Sequence[Mapping[str, Any]] = ()) -> str | None:
     """Why the rollback to ``revision`` cannot finish (fewer GPUs free for its pods than replicas), or None."""
-    room = room_for(template, deployment, picture, namespace)
+    room = room_for(template, deployment, picture, namespace, pending)
     if room is None or room[0] >= room[1]:
         return None
-    fit, replicas = room
+    fit, replicas, rivals = room
+    contest = (f"; Recreate stops every old pod first, and {len(rivals)} Pending GPU pod(s) of other workloads "
+               f"({', '.join(rivals[:5])}{', ...' if len(rivals) > 5 else ''}) may take the GPUs it frees"
+               if rivals else "")
     return (f"only {fit} of {replicas} pod(s) of revision {revision} fit on the nodes its pods may use now (free "
-            "GPUs and those this workload's pods hold): the rollback could not finish and would leave "
+            f"GPUs and those this workload's pods hold{contest}): the rollback could not finish and would leave "
             f"{replicas - fit} pod(s) Pending; free GPUs, or restore anyway with --data override={CAPACITY}")
 
 
@@ -61,3 +74,14 @@ def stuck_rollback(history: Mapping[str, Any], pods: Mapping[str, Any]) -> str |
     return (f"the rollback to revision {current} restore wrote (at {history.get('last_action_at')}) is stuck: "
             f"{len(stuck)} new pod(s) cannot be scheduled ({stuck[0].get('name')}: {stuck[0].get('unschedulable')}); "
             "free GPUs (see deploys/diagnose.py, then deploys/pin_gpu.py) and it finishes by itself")
+
+
+def recreate_rivals(ctx: K8sHost, deployment: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The cluster's Pending pods when the Deployment's strategy is Recreate (the GPUs its rollout frees are up for
+    grabs), read once; [] for another strategy or when they cannot be listed (then only the free GPUs count)."""
+    if ((deployment.get("spec") or {}).get("strategy") or {}).get("type") != "Recreate":
+        return []
+    try:
+        return list(ctx.client.list_pods(None, field_selector="status.phase=Pending"))
+    except KubeError:
+        return []
