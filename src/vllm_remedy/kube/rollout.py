@@ -200,9 +200,12 @@ class KnownGoodUnit(Protocol):
 
     def matches(self, image: str, flags: Mapping[str, str], model_revision: str | None = None) -> bool: ...
 
+    def serves(self, model: str | None) -> bool: ...
+
 
 def policy_pin(units: Sequence[KnownGoodUnit], container: str | None = None) -> Callable[[Revision], bool]:
-    """A predicate: does a revision's vLLM server match one of the policy's known-good units?
+    """A predicate: does a revision's vLLM server match one of the policy's known-good units (model, image, model
+    revision when the unit pins one, and the unit's flags)?
 
     A revision running a timed toggle's flag (``--enforce-eager``) matches only a unit that names that flag: the
     toggle's expiry lives on the Deployment and a rollback never copies it back, so restoring that revision would
@@ -215,7 +218,8 @@ def policy_pin(units: Sequence[KnownGoodUnit], container: str | None = None) -> 
         except UserError:
             return False
         temporary = toggle_flags_on(server.flags)
-        return any(u.matches(server.image, server.flags, server.flags.get("revision"))
+        # the unit's model too: the same image and flags serving another model are not that unit (hostile16 G10)
+        return any(u.matches(server.image, server.flags, server.flags.get("revision")) and u.serves(server.model)
                    and all(f in u.flags for f in temporary) for u in units)
 
     return pinned

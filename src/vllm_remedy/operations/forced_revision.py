@@ -20,6 +20,8 @@ from vllm_remedy.remedies.restore import REFUSE, RestoreDecision
 
 #: Host data ``override`` that lets a forced revision through the evidence against it.
 OVERRIDE = "evidence"
+#: Host data ``override`` that lets a rollback through when only some of its pods fit (``restore_capacity``).
+CAPACITY = "capacity"
 
 
 def typed(key: str, argv: Sequence[str] | None = None) -> str | None:
@@ -43,11 +45,11 @@ def typed(key: str, argv: Sequence[str] | None = None) -> str | None:
 def revision_problem(text: str | None, override: Any) -> str | None:
     """What is wrong with host data ``revision`` (``text``, as typed) / ``override`` before any history is read
     (None: ok). Only a plain positive integer is a revision: no sign, space, leading zero or digit separator."""
-    if override not in (None, OVERRIDE):
-        return (f"host data override: {override!r} is not {OVERRIDE!r} (the only override: restore a forced "
-                "revision despite the evidence against it)")
+    if override not in (None, OVERRIDE, CAPACITY):
+        return (f"host data override: {override!r} is not {OVERRIDE!r} (restore a forced revision despite the evidence "
+                f"against it) nor {CAPACITY!r} (roll back where only some of its pods fit)")
     if text is None:
-        return "host data override: only applies with --data revision=N" if override else None
+        return "host data override: only applies with --data revision=N" if override == OVERRIDE else None
     if not (text.isascii() and text.isdigit() and text == str(int(text)) and int(text) >= 1):
         return f"host data revision: {text!r} is not a revision number (a whole number >= 1)"
     return None

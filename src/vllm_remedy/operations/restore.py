@@ -31,6 +31,7 @@ from vllm_remedy.kube.history import HASH_LABEL
 from vllm_remedy.kube.rollout import plan_undo, resource_version_test
 from vllm_remedy.operations.forced_revision import OVERRIDE, checked_revision
 from vllm_remedy.operations.restore_annotations import after_rollback, annotation_lines, wait_line
+from vllm_remedy.operations.restore_capacity import CAPACITY, capacity_refusal, recreate_rivals, stuck_rollback
 from vllm_remedy.operations.restore_models import model_keys
 from vllm_remedy.operations.util import (
     Change,
@@ -159,6 +160,10 @@ def known_good(wait: bool = True, timeout: float | None = None, revision: int | 
         show(state, host, skipped, topic="skipped")
         yield from refuse(state, host, decision.reason)
         return
+    stuck = stuck_rollback(host.get_fact(RolloutHistory) or {}, pods_fact(host)) if decision.action == NONE else None
+    if stuck is not None:  # our own rollback, unfinished: no crash loop, but not a success either
+        yield from refuse(state, host, stuck)
+        return
     if decision.action != ROLLBACK or decision.revision is None:
         show(state, host, skipped, topic="skipped")
         noop(state, host, f"nothing to restore: {decision.reason}" if decision.action == NONE
@@ -178,9 +183,15 @@ def known_good(wait: bool = True, timeout: float | None = None, revision: int | 
         return
     # why this revision and not a newer one: in every run (-y included), the diff as usual once
     show(state, host, [decision.reason, *skipped, *decision.warnings], topic="skipped")
+    short = capacity_refusal(decision.revision, target, deployment, host.get_fact(NodeObjects), ctx.namespace,
+                             recreate_rivals(ctx, deployment))
+    if short is not None and host.data.get("override") != CAPACITY:  # its wait would fail with pods Pending
+        yield from refuse(state, host, f"roll back {ctx.where} to revision {decision.revision}: {short}")
+        return
     with resolved.scope(model_keys(ctx, [{"number": decision.revision, "template": target}]).get(decision.revision)):
         prediction = predict_template(target, ctx.container)  # on the target's own model and revision
-    show(state, host, [*change_lines(ctx, summary, before, target, prediction), *field_lines,
+    consented = [f"warning: restored despite capacity (override={CAPACITY}): {short}"] if short else []
+    show(state, host, [*consented, *change_lines(ctx, summary, before, target, prediction), *field_lines,
                        *annotation_lines(ctx, deployment, decision.revision),
                        *wait_line(ctx, decision.revision, wait, timeout)])
     why = (f"revision {decision.current} crash-looped" if revision is None

@@ -82,6 +82,21 @@ class KnownGoodUnit(FrozenModel):
         running = {canonical_flag(k): v for k, v in flags.items()}
         return all(k in running and _same_value(running[k], v) for k, v in self.flags.items())
 
+    def serves(self, model: str | None) -> bool:
+        """Whether a server of ``model`` runs this unit's model: any model when the unit names none, else the same
+        repository id compared as the Hub compares them (case-insensitively: ``meta-llama/llama-3.1-8b-instruct``
+        resolves to ``meta-llama/Llama-3.1-8B-Instruct``). An unknown model (None: in a ``--config`` file not read
+        here) is not this unit's: a unit is model + image + flags, and image and flags alone pin nothing."""
+        if self.model is None:
+            return True
+        return model is not None and same_model(model, self.model)
+
+
+def same_model(a: str, b: str) -> bool:
+    """Two model ids naming the same Hub repository (ids are case-insensitive there; a trailing slash is not part of
+    a local path's meaning either)."""
+    return a.rstrip("/").casefold() == b.rstrip("/").casefold()
+
 
 def _same_value(a: str, b: str) -> bool:
     if a == b:

@@ -12,7 +12,8 @@ Pure: the RolloutHistory and Pods facts (plain data), the policy and the cluster
    order (marked known-good by ``confirm``, then matching a policy ``known_good`` unit, then the rest, each
    newest first), skipping — with the reason in the output — every one seen crash-looping or OOMKilled
    (recorded on its ReplicaSet), with no schedulable node for its pods, or predicted by the memory model to
-   fail on the GPU its pods would get now (``remedies.evidence``). The decision names the rule that chose it.
+   fail on the GPU its pods would get now (``remedies.evidence``), or serving another model than the revision
+   dying now (``restore_models.model_swap``: only ``forced`` swaps the model). The decision names the rule.
 4. No candidate survives → never a known-bad revision: hand over to runbook step 4 (the budget planner's
    smallest change on the last revision that served: the newest one held back only by where its pods would
    run now), or refuse with every reason when no such revision exists (under load: shed instead).
@@ -49,7 +50,7 @@ from vllm_remedy.remedies.evidence import (
     standing_event_crash,
 )
 from vllm_remedy.remedies.predict import failed_prediction, predict_template
-from vllm_remedy.remedies.restore_models import ModelKeys, hub_refused, in_scope
+from vllm_remedy.remedies.restore_models import ModelKeys, first_of, hub_refused, in_scope, model_swap
 from vllm_remedy.remedies.restore_policy import policy_conflicts
 from vllm_remedy.vllm.failures import failure_class
 
@@ -203,9 +204,10 @@ def _decide(history: Mapping[str, Any], pods: Mapping[str, Any], policy: Policy,
     try:
         choice = choose_rollback(revisions(history), int(current or 0), keys=keys,
                                  pinned=policy_pin(policy.known_good, container),
-                                 reject=in_scope(model_keys, rejector(keys, container, nodes,
-                                                                      crashes_by_revision(pods, container),
-                                                                      in_events, cannot_start), container),
+                                 reject=first_of(model_swap(row.get("template"), container),
+                                                 in_scope(model_keys, rejector(keys, container, nodes,
+                                                                               crashes_by_revision(pods, container),
+                                                                               in_events, cannot_start), container)),
                                  conflicts=in_scope(model_keys, policy_conflicts(policy, container)))
     except NoRollbackTarget as exc:
         if under_load:
@@ -290,10 +292,12 @@ def served_base(history: Mapping[str, Any], keys: Keys, container: str | None, p
     now, which the budget's GPU pin decides again."""
     current = int(history.get("current_revision") or 0)
     pinned = policy_pin(policy.known_good, container)
+    history_now = next((r for r in revisions(history) if r.number == current), None)
+    swap = model_swap(history_now.template if history_now is not None else None, container)
     earlier = earlier_revisions(revisions(history), current)
     ranked = sorted(earlier, key=lambda r: (not r.annotations.get(keys.known_good), not pinned(r), -r.number))
     for rev in ranked:
-        if standing_crash(keys, rev.annotations) is None and standing_event_crash(
+        if swap(rev) is None and standing_crash(keys, rev.annotations) is None and standing_event_crash(
                 keys, rev.annotations, (in_events or {}).get(rev.number)) is None and \
                 (cannot_start is None or cannot_start(rev) is None) and \
                 in_scope(model_keys, lambda r: failed_prediction(predict_template(r.template, container)),

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.history import Revision
+from vllm_remedy.policy.known_good import same_model
 from vllm_remedy.vllm import hf_overrides, resolved
 from vllm_remedy.vllm.cmdline import find_server
 
@@ -48,3 +49,48 @@ def hub_refused(rev: Revision, container: str | None) -> str | None:
     source = hf_overrides.config_source(server.flags, server.model)
     found = resolved.known(str(source), server.flags.get("revision")) if source else None
     return f"predicted model_unavailable: {found}" if getattr(found, "unavailable", False) else None
+
+
+def served_model(template: Mapping[str, Any], container: str | None) -> str | None:
+    """The model a pod template's vLLM serves as argv names it; for a command naming none, ``--config PATH`` (vLLM
+    may take it from that file, which is not read here: two templates reading the same file serve the same model,
+    since a rollback does not change the file). None: no vLLM server in it, or neither."""
+    try:
+        server = find_server(dict(template.get("spec") or {}), container)
+    except UserError:
+        return None
+    if server.model is not None:
+        return server.model
+    path = server.flags.get("config")
+    return f"--config {path}" if path is not None else None
+
+
+def model_swap(current: Mapping[str, Any] | None, container: str | None) -> Callable[[Revision], str | None]:
+    """A reject: why a candidate serving another model than the current (crash-looping) template must not be rolled
+    back to — clients name the model (served-model-name defaults to it), so a rollback onto another one answers them
+    "model does not exist" or with another model's output (hostile16 G10: a Llama Deployment restored to an older
+    Qwen revision "pinned in policy"). Only the operator may make that swap, by naming the revision. Models compare
+    as the Hub's case-insensitive ids; with no current template (or no model in it) nothing is rejected."""
+    now = served_model(current or {}, container) if current else None
+
+    def swap(rev: Revision) -> str | None:
+        if now is None:
+            return None
+        then = served_model(rev.template, container)
+        if then is not None and same_model(then, now):
+            return None
+        return (f"it serves {then or 'no model this tool can read'}, not {now} (the model of the revision dying "
+                f"now): restore never swaps the served model; to restore it anyway, name it with --data "
+                f"revision={rev.number}")
+    return swap
+
+
+def first_of(*judges: Callable[[Revision], str | None]) -> Callable[[Revision], str | None]:
+    """A reject asking each of ``judges`` in turn: the first reason given, or None."""
+    def judged(rev: Revision) -> str | None:
+        for judge in judges:
+            said = judge(rev)
+            if said:
+                return said
+        return None
+    return judged
