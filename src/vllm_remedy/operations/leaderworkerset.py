@@ -31,6 +31,7 @@ from vllm_remedy.kube.clock import ClusterClock
 from vllm_remedy.kube.diff import unified_template_diff
 from vllm_remedy.kube.history import Revision
 from vllm_remedy.kube.lws_wait import groups_rolled_out, lws_path, observed_generation, wait_for_lws_rollout
+from vllm_remedy.kube.serving import ServingGate
 from vllm_remedy.operations.lws_evidence import record_wait_crash
 from vllm_remedy.operations.restore import checked_revision, set_decision
 from vllm_remedy.operations.util import (
@@ -212,8 +213,9 @@ def wait_rolled_out(state: Any, host: Any, timeout: float, label: str) -> bool:
     """FunctionCommand body: wait in cluster time until every group is Ready on the current template."""
     try:
         ctx = k8s_host(host)
+        gate = ServingGate(ctx.client.live(), ctx.namespace, ctx.container)  # probe-less leaders must serve
         result = wait_for_lws_rollout(ctx.client, ctx.namespace, ctx.deployment, timeout=timeout,
-                                      clock=ClusterClock(ctx.client))
+                                      clock=ClusterClock(ctx.client), gate=gate)
     except UserError as exc:
         note(host, f"{label}: {exc}", error=True)
         return False
