@@ -162,12 +162,14 @@ def _settled(sts: dict[str, Any], pods: list[dict[str, Any]], stuck: list[str]) 
 
 
 def next_deletions(sts: dict[str, Any], pods: list[dict[str, Any]], restart_limit: int = 3) -> list[str]:
-    """The pods to delete now to move the set on, highest ordinal first (pure): every stuck pod that is not Ready
-    (it serves nothing); else one Ready pod of another revision — the highest ordinal, as a RollingUpdate would take
-    it — and only once every other pod is Ready on the update revision; else none (wait for the replacements)."""
+    """The pods to delete now to move the set on, highest ordinal first (pure): every stuck pod that is not Ready or
+    crash-loops (it serves nothing); else one Ready pod of another revision — the highest ordinal, as a RollingUpdate
+    would take it — and only once every other pod is Ready on the update revision; else none (wait for them)."""
     stuck = sorted(stuck_pods(sts, pods, restart_limit), key=ordinal, reverse=True)
     by_name = {p["metadata"]["name"]: p for p in pods}
-    idle = [n for n in stuck if not pod_health(by_name[n]).ready]
+    # a crash-looping container without a readiness probe is Ready between its crashes: it serves nothing either
+    idle = [n for n in stuck if not pod_health(by_name[n]).ready
+            or crashing_container(pod_health(by_name[n]), restart_limit)]
     if idle:
         return idle
     return stuck[:1] if stuck and _settled(sts, pods, stuck) else []
