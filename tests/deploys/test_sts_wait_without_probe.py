@@ -122,3 +122,40 @@ def test_a_statefulset_restore_to_a_revision_without_probe_that_dies_after_start
     assert said.startswith("crash-loop after "), said
     assert "no_cache_blocks" in said, said
     assert "Success" not in lines, lines
+
+
+def test_a_deploy_that_writes_nothing_does_not_call_a_loading_probe_less_set_rolled_out(
+        rehearsal: Rehearsal, tmp_path: Path) -> None:
+    """A rerun after a run died mid-wait (or any deploy with nothing to write) ends with the wait: a probe-less set
+    kubectl calls rolled out while vLLM still loads is waited for, not "noop: ... is rolled out"."""
+    start_set(rehearsal)
+    rehearsal.clusters["rehearsal"].clock.set_speed(8.0)  # the ~110 s start takes ~14 s: the run meets it loading
+
+    def colleague(env: str) -> None:
+        client = rehearsal.client()
+        current = _set(rehearsal)
+        wanted = copy.deepcopy(current)
+        wanted["spec"]["template"]["spec"]["containers"][0].setdefault("env", []).append({"name": env, "value": "1"})
+        client.request("PATCH", client.object_path("llm", "statefulsets", "sts"), body=json_patch(current, wanted),
+                       content_type=JSON_PATCH)
+
+    colleague("COLLEAGUE")
+
+    def complete_but_loading() -> bool:
+        sts, pod = _set(rehearsal), _pod(rehearsal)
+        status = sts.get("status") or {}
+        return (pod is not None and status.get("currentRevision") == status.get("updateRevision")
+                and status.get("updatedReplicas") == status.get("readyReplicas") == 1
+                and sts["metadata"]["generation"] == status.get("observedGeneration") and not serving(rehearsal))
+
+    wait_until(complete_but_loading, 60, "kubectl's rollout complete while vLLM loads")
+    got = rehearsal.pyinfra(inventory(tmp_path), str(ROOT / "deploys" / "load_guard.py"), "-y", "--data",
+                            "progress_seconds=0", timeout=300)
+    assert got.returncode == 0, got.stderr
+    lines = host_lines(got.stderr, HOST)
+    assert "noop: statefulset llm/sts is rolled out" not in lines, lines
+    assert any(re.fullmatch(r"wait for statefulset llm/sts to roll out: no readiness probe, and pod\(s\) sts-0 do not "
+                            r"show vLLM's serving line yet: waiting for it", line) for line in lines), lines
+    assert any(re.fullmatch(r"wait for statefulset llm/sts to roll out: .* \(no readiness probe: waited for vLLM's "
+                            r"serving line\) after \d+s \(cluster time\)", line) for line in lines), lines
+    assert serving(rehearsal)
