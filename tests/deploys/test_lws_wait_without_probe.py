@@ -11,13 +11,15 @@ from pathlib import Path
 from typing import Any
 
 from fixtures import pyinfra_run
-from fixtures.lws_world import ARGS, BAD_ARGS, HOST, NAME, RESTORE, inventory, patch, serve_set, vllm_lws
-from fixtures.pyinfra_run import Rehearsal, host_lines
-from fixtures.restore_world import vllm_runtime
+from fixtures.lws_world import ARGS, BAD_ARGS, HOST, NAME, RESTORE, inventory, patch, read, serve_set, vllm_lws
+from fixtures.pyinfra_run import ROOT, Rehearsal, host_lines
+from fixtures.restore_world import vllm_runtime, wait_until
+from vllm_remedy.kube.lws_history import NAME_LABEL
 from vllm_remedy.kube.lws_wait import wait_for_lws_rollout
 from vllm_remedy.kube.serving import ServingGate
 
 rehearsal = pyinfra_run.rehearsal
+LOAD_GUARD = str(ROOT / "deploys" / "load_guard.py")
 VERDICT = re.compile(r"^wait for revision (\d+) to roll out: (.*)$")
 
 
@@ -71,3 +73,37 @@ def test_an_lws_restore_to_a_revision_without_probe_that_dies_after_starting_fai
     assert revision == 2
     assert said.startswith("crash-loop after "), said
     assert "Success" not in lines, lines
+
+
+def test_a_deploy_that_writes_nothing_does_not_call_a_loading_probe_less_leader_rolled_out(
+        rehearsal: Rehearsal, tmp_path: Path) -> None:
+    """A rerun after a run died mid-wait (or any deploy with nothing to write): groups Ready while the leader's vLLM
+    still loads are waited for, not "noop: ... is rolled out"."""
+    vllm_runtime(rehearsal)
+    serve_set(rehearsal, probe_less())
+    rehearsal.clusters["rehearsal"].clock.set_speed(8.0)  # the run meets the new leader loading
+    env = "/spec/leaderWorkerTemplate/leaderTemplate/spec/containers/0/env"
+    patch(rehearsal, [{"op": "add", "path": env, "value": [{"name": "COLLEAGUE", "value": "1"}]}])
+
+    def ready_but_loading() -> bool:
+        lws = read(rehearsal)
+        status = lws.get("status") or {}
+        pods = rehearsal.client().list_pods("llm", f"{NAME_LABEL}={NAME}")
+        leader = [p for p in pods if p["metadata"]["name"] == f"{NAME}-0" and not p["metadata"].get(
+            "deletionTimestamp")]
+        return (status.get("observedGeneration") == lws["metadata"]["generation"]
+                and status.get("readyReplicas") == status.get("updatedReplicas") == 1 and bool(leader)
+                and "Application startup complete" not in rehearsal.client().pod_log("llm", f"{NAME}-0",
+                                                                                     "vllm-leader"))
+
+    wait_until(ready_but_loading, 60, "the group Ready while the leader loads")
+    got = rehearsal.pyinfra(inventory(tmp_path), LOAD_GUARD, "-y", "--data", "progress_seconds=0", timeout=300)
+    assert got.returncode == 0, got.stderr
+    lines = host_lines(got.stderr, HOST)
+    assert f"noop: leaderworkerset llm/{NAME} is rolled out" not in lines, lines
+    assert any(re.fullmatch(rf"wait for leaderworkerset llm/{NAME} to roll out: no readiness probe, and pod\(s\) "
+                            rf"{NAME}-0 do not show vLLM's serving line yet: waiting for it", line)
+               for line in lines), lines
+    assert any(re.fullmatch(rf"wait for leaderworkerset llm/{NAME} to roll out: leaderworkerset {NAME}: 1 groups of 2 "
+                            r"pods ready \(no readiness probe: waited for vLLM's serving line\) after \d+s "
+                            r"\(cluster time\)", line) for line in lines), lines
