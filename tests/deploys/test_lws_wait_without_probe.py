@@ -42,6 +42,12 @@ def start_set(rehearsal: Rehearsal) -> None:
                                   gate=ServingGate(client, "llm"))
     assert (failed.outcome, failed.crash.pod if failed.crash else None) == ("crash-loop", f"{NAME}-0"), failed.message
 
+    def restarting() -> bool:  # restore judges a crash loop by restarts: let the leader reach two
+        return any(c.get("restartCount", 0) >= 2 for p in client.list_pods("llm", f"{NAME_LABEL}={NAME}")
+                   if p["metadata"]["name"] == f"{NAME}-0" for c in p["status"].get("containerStatuses") or [])
+
+    wait_until(restarting, 120, "the leader of revision 2 to crash-loop")
+
 
 def verdict(lines: list[str]) -> tuple[int, str]:
     found = [m for m in map(VERDICT.search, lines) if m and " after " in m.group(2)]
@@ -63,7 +69,7 @@ def test_an_lws_restore_to_a_revision_without_probe_waits_for_the_leaders_servin
 def test_an_lws_restore_to_a_revision_without_probe_that_dies_after_starting_fails_as_a_crash_loop(
         rehearsal: Rehearsal, tmp_path: Path) -> None:
     start_set(rehearsal)
-    back = rehearsal.pyinfra(inventory(tmp_path), RESTORE, "-y", timeout=300)
+    back = rehearsal.pyinfra(inventory(tmp_path), RESTORE, "-y", "--data", "revision=1", timeout=300)
     assert back.returncode == 0, back.stderr
     got = rehearsal.pyinfra(inventory(tmp_path), RESTORE, "-y", "--data", "revision=2", "--data",
                             "override=evidence", timeout=300)
