@@ -19,7 +19,7 @@ from typing import Any
 
 from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.kube.health import pod_health
-from vllm_remedy.kube.serving import NOTE, ServingGate
+from vllm_remedy.kube.serving import ServingGate
 from vllm_remedy.kube.wait import Clock, Crash, WaitResult, WallClock, crash_report, crashing_container, restarted_early
 
 BLOCKED = "blocked"
@@ -61,7 +61,7 @@ def poll_set(client: KubeClient, namespace: str, what: str, look: Callable[[], S
         servers = seen.fresh if seen.servers is None else seen.servers
         held = gate.waiting(servers) if gate is not None and seen.rolled_out is not None else []
         if seen.rolled_out is not None and not held:
-            said = f"{seen.rolled_out} ({NOTE})" if gate is not None and gate.used else seen.rolled_out
+            said = f"{seen.rolled_out} ({gate.NOTE})" if gate is not None and gate.used else seen.rolled_out
             return done(True, "rolled-out", said)
         for pod in seen.fresh:
             health = pod_health(pod)
@@ -84,6 +84,7 @@ def poll_set(client: KubeClient, namespace: str, what: str, look: Callable[[], S
         if seen.blocked is not None:
             return done(False, BLOCKED, seen.blocked)
         if clock.now() - start >= timeout:
-            why = f"{NOTE}, none yet from pod(s) {', '.join(held)}" if held else seen.status.strip()
+            why = f"{gate.NOTE}, none yet from pod(s) {', '.join(held)}" if gate is not None and held else \
+                seen.status.strip()
             return done(False, "timeout", f"timed out waiting for {what}: {why}")
         clock.sleep(interval)
