@@ -12,7 +12,8 @@ from typing import Any
 
 from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.kube.health import pod_health
-from vllm_remedy.kube.lws_history import NAME_LABEL, REVISION_LABEL, update_hash
+from vllm_remedy.kube.lws_history import NAME_LABEL, REVISION_LABEL, WORKER_LABEL, update_hash
+from vllm_remedy.kube.serving import ServingGate
 from vllm_remedy.kube.set_wait import Seen, poll_set
 from vllm_remedy.kube.wait import Clock, WaitResult
 
@@ -88,8 +89,10 @@ def groups_rolled_out(lws: Mapping[str, Any], revisions: Sequence[Mapping[str, A
 
 def wait_for_lws_rollout(client: KubeClient, namespace: str, name: str, *, timeout: float = 900.0,
                          clock: Clock | None = None, interval: float = 2.0, restart_limit: int = 3,
-                         fetch_log: bool = True) -> WaitResult:
-    """Poll until every group is Ready on the current template, failing fast on a crash loop; clock seconds."""
+                         fetch_log: bool = True, gate: ServingGate | None = None) -> WaitResult:
+    """Poll until every group is Ready on the current template, failing fast on a crash loop; clock seconds. With a
+    ``gate``, each group's leader, when its vLLM container has no probe, must also show it serves (its workers —
+    ``--headless`` or a Ray node — print no serving line)."""
 
     def look() -> Seen:
         lws, revisions, pods = read_set(client, namespace, name)
@@ -98,9 +101,10 @@ def wait_for_lws_rollout(client: KubeClient, namespace: str, name: str, *, timeo
         size = int((spec.get("leaderWorkerTemplate") or {}).get("size", 1) or 1)
         ready, updated = int(status.get("readyReplicas") or 0), int(status.get("updatedReplicas") or 0)
         done = groups_rolled_out(lws, revisions, pods)
+        fresh = fresh_pods(lws, revisions, pods)[0]
         return Seen(f"{updated} of {replicas} groups updated, {ready} ready",
-                    f"leaderworkerset {name}: {replicas} groups of {size} pods ready" if done else None,
-                    fresh_pods(lws, revisions, pods)[0])
+                    f"leaderworkerset {name}: {replicas} groups of {size} pods ready" if done else None, fresh,
+                    servers=[p for p in fresh if (p["metadata"].get("labels") or {}).get(WORKER_LABEL, "0") == "0"])
 
     return poll_set(client, namespace, f'leaderworkerset "{name}"', look, timeout=timeout, clock=clock,
-                    interval=interval, restart_limit=restart_limit, fetch_log=fetch_log)
+                    interval=interval, restart_limit=restart_limit, fetch_log=fetch_log, gate=gate)

@@ -16,6 +16,7 @@ from vllm_remedy.kube.annotations import template_digest
 from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.kube.health import pod_health
 from vllm_remedy.kube.selectors import selector_string
+from vllm_remedy.kube.serving import ServingGate
 from vllm_remedy.kube.set_wait import BLOCKED, Seen, poll_set
 from vllm_remedy.kube.sts_history import REVISION_LABEL, pods_blocking_rollback, rollout_status
 from vllm_remedy.kube.wait import Clock, WaitResult, crashing_container
@@ -93,9 +94,11 @@ def blocked_message(sts: dict[str, Any], pods: list[str]) -> str:
 
 def wait_for_sts_rollout(client: KubeClient, namespace: str, name: str, *, timeout: float = 900.0,
                          clock: Clock | None = None, interval: float = 2.0, restart_limit: int = 3,
-                         fetch_log: bool = True, unschedulable_grace: float | None = 60.0) -> WaitResult:
+                         fetch_log: bool = True, unschedulable_grace: float | None = 60.0,
+                         gate: ServingGate | None = None) -> WaitResult:
     """Poll until rolled out, failing fast on a crash loop, a pod of the update revision Unschedulable for
-    ``unschedulable_grace`` seconds, or a set that cannot move; clock seconds throughout."""
+    ``unschedulable_grace`` seconds, or a set that cannot move; clock seconds throughout. With a ``gate``, a
+    probe-less vLLM pod must also show it serves (``kube.serving``)."""
 
     def look() -> Seen:
         sts, pods = read_set(client, namespace, name)
@@ -118,7 +121,7 @@ def wait_for_sts_rollout(client: KubeClient, namespace: str, name: str, *, timeo
 
     return poll_set(client, namespace, f'statefulset "{name}"', look, timeout=timeout, clock=clock,
                     interval=interval, restart_limit=restart_limit, fetch_log=fetch_log,
-                    unschedulable_grace=unschedulable_grace)
+                    unschedulable_grace=unschedulable_grace, gate=gate)
 
 
 def ordinal(name: str) -> int:
@@ -159,12 +162,14 @@ def _settled(sts: dict[str, Any], pods: list[dict[str, Any]], stuck: list[str]) 
 
 
 def next_deletions(sts: dict[str, Any], pods: list[dict[str, Any]], restart_limit: int = 3) -> list[str]:
-    """The pods to delete now to move the set on, highest ordinal first (pure): every stuck pod that is not Ready
-    (it serves nothing); else one Ready pod of another revision — the highest ordinal, as a RollingUpdate would take
-    it — and only once every other pod is Ready on the update revision; else none (wait for the replacements)."""
+    """The pods to delete now to move the set on, highest ordinal first (pure): every stuck pod that is not Ready or
+    crash-loops (it serves nothing); else one Ready pod of another revision — the highest ordinal, as a RollingUpdate
+    would take it — and only once every other pod is Ready on the update revision; else none (wait for them)."""
     stuck = sorted(stuck_pods(sts, pods, restart_limit), key=ordinal, reverse=True)
     by_name = {p["metadata"]["name"]: p for p in pods}
-    idle = [n for n in stuck if not pod_health(by_name[n]).ready]
+    # a crash-looping container without a readiness probe is Ready between its crashes: it serves nothing either
+    idle = [n for n in stuck if not pod_health(by_name[n]).ready
+            or crashing_container(pod_health(by_name[n]), restart_limit)]
     if idle:
         return idle
     return stuck[:1] if stuck and _settled(sts, pods, stuck) else []
@@ -172,7 +177,8 @@ def next_deletions(sts: dict[str, Any], pods: list[dict[str, Any]], restart_limi
 
 def wait_for_replacements(client: KubeClient, namespace: str, name: str, *, timeout: float,
                           clock: Clock | None = None, interval: float = 2.0, restart_limit: int = 3,
-                          fetch_log: bool = True, unschedulable_grace: float | None = 60.0) -> WaitResult:
+                          fetch_log: bool = True, unschedulable_grace: float | None = 60.0,
+                          gate: ServingGate | None = None) -> WaitResult:
     """Poll until every pod but those still to be deleted runs the update revision and is Ready (the replacement of
     a pod we deleted serves), failing fast as :func:`wait_for_sts_rollout` does on a crash loop or Unschedulable."""
 
@@ -188,7 +194,7 @@ def wait_for_replacements(client: KubeClient, namespace: str, name: str, *, time
 
     return poll_set(client, namespace, f'statefulset "{name}"', look, timeout=timeout, clock=clock,
                     interval=interval, restart_limit=restart_limit, fetch_log=fetch_log,
-                    unschedulable_grace=unschedulable_grace)
+                    unschedulable_grace=unschedulable_grace, gate=gate)
 
 
 def rows_rolled_out(sts: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> bool:

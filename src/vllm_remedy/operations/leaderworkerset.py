@@ -29,8 +29,17 @@ from vllm_remedy.facts.leaderworkerset import LeaderWorkerSetState
 from vllm_remedy.kube import lws_history
 from vllm_remedy.kube.clock import ClusterClock
 from vllm_remedy.kube.diff import unified_template_diff
+from vllm_remedy.kube.errors import KubeError
 from vllm_remedy.kube.history import Revision
-from vllm_remedy.kube.lws_wait import groups_rolled_out, lws_path, observed_generation, wait_for_lws_rollout
+from vllm_remedy.kube.lws_wait import (
+    fresh_pods,
+    groups_rolled_out,
+    lws_path,
+    observed_generation,
+    read_set,
+    wait_for_lws_rollout,
+)
+from vllm_remedy.kube.serving import ServingGate
 from vllm_remedy.operations.lws_evidence import record_wait_crash
 from vllm_remedy.operations.restore import checked_revision, set_decision
 from vllm_remedy.operations.util import (
@@ -208,12 +217,26 @@ def rollback(wait: bool = True, timeout: float | None = None, revision: int | No
         yield FunctionCommand(wait_rolled_out, (seconds, f"wait for revision {decision.revision} to roll out"), {})
 
 
+def unserved_leaders(ctx: K8sHost) -> list[str]:
+    """The current template's leaders whose vLLM container has no readiness or startup probe and whose log does not
+    show it serving yet (``kube.serving``), read now; [] when none, or when they cannot be read."""
+    client = ctx.client.live()
+    try:
+        lws, revisions, pods = read_set(client, ctx.namespace, ctx.deployment)
+    except KubeError:
+        return []
+    leaders = [p for p in fresh_pods(lws, revisions, pods)[0]
+               if (p["metadata"].get("labels") or {}).get(lws_history.WORKER_LABEL, "0") == "0"]
+    return ServingGate(client, ctx.namespace, ctx.container, look=0.0).waiting(leaders)
+
+
 def wait_rolled_out(state: Any, host: Any, timeout: float, label: str) -> bool:
     """FunctionCommand body: wait in cluster time until every group is Ready on the current template."""
     try:
         ctx = k8s_host(host)
+        gate = ServingGate(ctx.client.live(), ctx.namespace, ctx.container)  # probe-less leaders must serve
         result = wait_for_lws_rollout(ctx.client, ctx.namespace, ctx.deployment, timeout=timeout,
-                                      clock=ClusterClock(ctx.client))
+                                      clock=ClusterClock(ctx.client), gate=gate)
     except UserError as exc:
         note(host, f"{label}: {exc}", error=True)
         return False

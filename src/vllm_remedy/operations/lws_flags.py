@@ -29,7 +29,7 @@ from vllm_remedy.facts.leaderworkerset import LeaderWorkerSetState
 from vllm_remedy.kube import lws_history
 from vllm_remedy.kube.diff import unified_template_diff
 from vllm_remedy.kube.lws_wait import lws_path
-from vllm_remedy.operations.leaderworkerset import crashing_pods, groups_ready, wait_rolled_out
+from vllm_remedy.operations.leaderworkerset import crashing_pods, groups_ready, unserved_leaders, wait_rolled_out
 from vllm_remedy.operations.util import (
     Change,
     K8sHost,
@@ -48,6 +48,7 @@ from vllm_remedy.operations.util import (
     wrote_in_this_run,
 )
 from vllm_remedy.operations.util import planned as planned_objects
+from vllm_remedy.operations.util.show import note
 from vllm_remedy.remedies.load_guard import caps_of, guard_flags
 from vllm_remedy.remedies.lws_flags import with_leader
 from vllm_remedy.remedies.predict import Prediction, failed_prediction, predict_template
@@ -207,11 +208,18 @@ def rolled_out(timeout: float | None = None) -> Iterator[FunctionCommand]:
     path = lws_path(ctx.namespace, ctx.deployment)
     fresh = host.get_fact(LeaderWorkerSetState)["leaderworkerset"]
     planned = planned_objects.current(host, path, fresh)
-    if planned == fresh and not wrote_in_this_run(state, host, path) and groups_ready(fresh):
-        noop(state, host, f"{ctx.where} is rolled out")
-        return
     seconds = timeout if timeout is not None else ctx.policy.restore.rollout_timeout.total_seconds()
     label = f"wait for {ctx.where} to roll out"
+    if planned == fresh and not wrote_in_this_run(state, host, path) and groups_ready(fresh):
+        held = unserved_leaders(ctx)
+        if not held:
+            noop(state, host, f"{ctx.where} is rolled out")
+            return
+        # Ready without a probe means started: a rerun after a run died mid-wait must not call a loading vLLM done
+        note(host, f"{label}: no readiness probe, and pod(s) {', '.join(held)} do not show vLLM's serving line yet: "
+             "waiting for it")
+        yield FunctionCommand(wait_rolled_out, (seconds, label), {})
+        return
     dying = crashing_pods(host.get_fact(LeaderWorkerSetState)) if planned == fresh and not state.is_executing else []
     if dying:  # nothing of this run replaces them: the wait -y reaches fails fast on them (as the Deployment's)
         wait_fails(state, host, label, f"the current template's pod(s) {', '.join(dying)} are crash-looping and this "

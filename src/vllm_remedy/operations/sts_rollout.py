@@ -20,7 +20,10 @@ from pyinfra.api import FunctionCommand
 
 from vllm_remedy.facts.statefulset import StatefulSetState
 from vllm_remedy.kube.annotations import template_digest
+from vllm_remedy.kube.errors import KubeError
 from vllm_remedy.kube.health import pod_health
+from vllm_remedy.kube.serving import ServingGate
+from vllm_remedy.kube.sts_history import REVISION_LABEL
 from vllm_remedy.kube.sts_wait import (
     deletion_order,
     foreign_update,
@@ -28,6 +31,7 @@ from vllm_remedy.kube.sts_wait import (
     partition_floor,
     partition_of,
     pod_names,
+    read_set,
     rows_rolled_out,
     stuck_after,
 )
@@ -39,6 +43,7 @@ from vllm_remedy.operations.sts_unblock import (
     wait_and_unblock,
 )
 from vllm_remedy.operations.util import K8sHost, crash_loop_ahead, noop, pods_fact, show
+from vllm_remedy.operations.util.show import note
 
 
 def update_lines(sts: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], delete_pods: str) -> list[str]:
@@ -78,7 +83,14 @@ def wait(ctx: K8sHost, sts: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]
     lines and the wait (``raw`` pods for their names and health, ``rows`` for which revision they run)."""
     template = (sts.get("spec") or {}).get("template")
     if rows_rolled_out(sts, rows):
-        noop(state, host, f"{ctx.where} is rolled out")
+        held = unserved(ctx)
+        if not held:
+            noop(state, host, f"{ctx.where} is rolled out")
+            return
+        # Ready without a probe means started: a rerun after a run died mid-wait must not call a loading vLLM done
+        note(host, f"{label}: no readiness probe, and pod(s) {', '.join(held)} do not show vLLM's serving line yet: "
+             "waiting for it")
+        yield FunctionCommand(wait_and_unblock, (seconds, label, template_digest(template)), {})
         return
     if planned_rolled_out(host, ctx.deployment_path, template):  # --dry: an earlier wait of the run rolls it out
         noop(state, host, f"{ctx.where}: its rollout is waited for above")
@@ -96,3 +108,16 @@ def wait(ctx: K8sHost, sts: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]
         crash_loop_ahead(state, host, ctx, host.get_fact(StatefulSetState)["statefulset"], sts, pods_fact(host), label)
     # pods are deleted only onto the template this run wrote, or (none written) the one read here
     yield FunctionCommand(wait_and_unblock, (seconds, label, template_digest(template)), {})
+
+
+def unserved(ctx: K8sHost) -> list[str]:
+    """The set's pods on its update revision whose vLLM container has no readiness or startup probe and whose log
+    does not show it serving yet (``kube.serving``), read now; [] when none, or when they cannot be read."""
+    client = ctx.client.live()
+    try:
+        sts, pods = read_set(client, ctx.namespace, ctx.deployment)
+    except KubeError:
+        return []
+    update = str((sts.get("status") or {}).get("updateRevision") or "")
+    fresh = [p for p in pods if (p["metadata"].get("labels") or {}).get(REVISION_LABEL) == update]
+    return ServingGate(client, ctx.namespace, ctx.container, look=0.0).waiting(fresh)

@@ -19,6 +19,7 @@ from pyinfra import host, state
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.annotations import template_digest
 from vllm_remedy.kube.clock import ClusterClock
+from vllm_remedy.kube.serving import ServingGate
 from vllm_remedy.kube.sts_wait import (
     BLOCKED,
     NOT_OURS,
@@ -139,9 +140,12 @@ def wait_and_unblock(state: Any, host: Any, timeout: float, label: str, digest: 
         start = clock.now()
         wrote = wrote_in_this_run(state, host, ctx.deployment_path)
         expected: str | None = None
+        # a probe-less vLLM pod is Ready when it starts: it must also serve (kube.serving), in every pass
+        gate = ServingGate(ctx.client.live(), ctx.namespace, ctx.container)
         while True:  # each pass deletes pods or waits for replacements; the waits end at ``timeout``
             left = max(timeout - (clock.now() - start), 0.0)
-            result = wait_for_sts_rollout(ctx.client, ctx.namespace, ctx.deployment, timeout=left, clock=clock)
+            result = wait_for_sts_rollout(ctx.client, ctx.namespace, ctx.deployment, timeout=left, clock=clock,
+                                          gate=gate)
             if result.outcome == BLOCKED:
                 sts, pods = read_set(ctx.client, ctx.namespace, ctx.deployment)
                 if foreign_update(sts, ctx.keys.last_action_template):  # a template we did not write
@@ -166,7 +170,8 @@ def wait_and_unblock(state: Any, host: Any, timeout: float, label: str, digest: 
                     note(host, f"{label}: next {', '.join(rest)}, once every other pod is Ready on the update revision")
                 # the controller replaces no pod by itself: wait for each replacement, failing fast, before the next
                 left = max(timeout - (clock.now() - start), 0.0)
-                result = wait_for_replacements(ctx.client, ctx.namespace, ctx.deployment, timeout=left, clock=clock)
+                result = wait_for_replacements(ctx.client, ctx.namespace, ctx.deployment, timeout=left, clock=clock,
+                                               gate=gate)
                 if not result.ok:
                     break
         elapsed = clock.now() - start  # the whole wait, deletions and replacements included

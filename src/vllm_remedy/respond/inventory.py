@@ -6,6 +6,9 @@ responder's threads and HTTP server must not be. The child also keeps the user's
 long-running server. Loading takes seconds, so :class:`Cache` loads it once and again only when the file
 changes — or, for an alert naming no host, when the last load is older than a minute: a namespace host
 (``@k8s/<cluster>/<namespace>``) expands to the vLLM Deployments there at load time.
+
+Each host's data is checked at every load as the deploys' connect checks it (``host_data.unknown_keys``): a
+misspelt key must stop the responder at start, not be found at the page it was started to answer.
 """
 
 from __future__ import annotations
@@ -19,10 +22,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from vllm_remedy.connectors.host_data import unknown_keys
 from vllm_remedy.connectors.hosts import resolve_access
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.client import KubeClient
 from vllm_remedy.kube.errors import KubeError
+from vllm_remedy.kube.printable import escaped
 from vllm_remedy.policy import DEFAULT_POLICY, Policy, load_policies, load_policy, policy_for
 
 from .routing import InventoryHost
@@ -155,6 +160,10 @@ def _child(path: str) -> dict[str, Any]:
         data = host.data.dict()
         if not data.get("k8s_deployment"):
             continue
+        problem = unknown_keys(data, ())  # the deploys' connect would refuse this host at the page
+        if problem is not None:
+            line = " ".join(problem.removesuffix("; nothing was changed").split())
+            return {"error": f"{path}: {escaped(host.name)}: {escaped(line)}"}
         namespace, deployment = str(data["k8s_namespace"]), str(data["k8s_deployment"])
         kept = {k: data[k] for k in _KEYS if isinstance(data.get(k), (str, dict))}
         kept["respond"] = _respond(data, namespace, deployment)
