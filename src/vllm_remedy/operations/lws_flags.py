@@ -48,7 +48,7 @@ from vllm_remedy.operations.util import (
     wrote_in_this_run,
 )
 from vllm_remedy.operations.util import planned as planned_objects
-from vllm_remedy.operations.util.show import note
+from vllm_remedy.operations.util.wait import still_loading
 from vllm_remedy.remedies.load_guard import caps_of, guard_flags
 from vllm_remedy.remedies.lws_flags import with_leader
 from vllm_remedy.remedies.predict import Prediction, failed_prediction, predict_template
@@ -211,14 +211,8 @@ def rolled_out(timeout: float | None = None) -> Iterator[FunctionCommand]:
     seconds = timeout if timeout is not None else ctx.policy.restore.rollout_timeout.total_seconds()
     label = f"wait for {ctx.where} to roll out"
     if planned == fresh and not wrote_in_this_run(state, host, path) and groups_ready(fresh):
-        held = unserved_leaders(ctx)
-        if not held:
-            noop(state, host, f"{ctx.where} is rolled out")
-            return
-        # Ready without a probe means started: a rerun after a run died mid-wait must not call a loading vLLM done
-        note(host, f"{label}: no readiness probe, and pod(s) {', '.join(held)} do not show vLLM's serving line yet: "
-             "waiting for it")
-        yield FunctionCommand(wait_rolled_out, (seconds, label), {})
+        if still_loading(state, host, ctx.where, label, unserved_leaders(ctx)):
+            yield FunctionCommand(wait_rolled_out, (seconds, label), {})
         return
     dying = crashing_pods(host.get_fact(LeaderWorkerSetState)) if planned == fresh and not state.is_executing else []
     if dying:  # nothing of this run replaces them: the wait -y reaches fails fast on them (as the Deployment's)

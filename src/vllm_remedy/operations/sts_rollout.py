@@ -43,7 +43,7 @@ from vllm_remedy.operations.sts_unblock import (
     wait_and_unblock,
 )
 from vllm_remedy.operations.util import K8sHost, crash_loop_ahead, noop, pods_fact, show
-from vllm_remedy.operations.util.show import note
+from vllm_remedy.operations.util.wait import still_loading
 
 
 def update_lines(sts: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], delete_pods: str) -> list[str]:
@@ -83,14 +83,8 @@ def wait(ctx: K8sHost, sts: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]
     lines and the wait (``raw`` pods for their names and health, ``rows`` for which revision they run)."""
     template = (sts.get("spec") or {}).get("template")
     if rows_rolled_out(sts, rows):
-        held = unserved(ctx)
-        if not held:
-            noop(state, host, f"{ctx.where} is rolled out")
-            return
-        # Ready without a probe means started: a rerun after a run died mid-wait must not call a loading vLLM done
-        note(host, f"{label}: no readiness probe, and pod(s) {', '.join(held)} do not show vLLM's serving line yet: "
-             "waiting for it")
-        yield FunctionCommand(wait_and_unblock, (seconds, label, template_digest(template)), {})
+        if still_loading(state, host, ctx.where, label, unserved(ctx)):
+            yield FunctionCommand(wait_and_unblock, (seconds, label, template_digest(template)), {})
         return
     if planned_rolled_out(host, ctx.deployment_path, template):  # --dry: an earlier wait of the run rolls it out
         noop(state, host, f"{ctx.where}: its rollout is waited for above")

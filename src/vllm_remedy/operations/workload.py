@@ -37,7 +37,6 @@ from vllm_remedy.operations.util import (
     k8s_host,
     keeps_its_plan,
     noop,
-    note,
     planned,
     pods_fact,
     propose,
@@ -47,6 +46,7 @@ from vllm_remedy.operations.util import (
     wait_rollout,
     wrote_in_this_run,
 )
+from vllm_remedy.operations.util.wait import still_loading
 from vllm_remedy.remedies import enforce_eager
 from vllm_remedy.remedies.load_guard import format_mm_limits
 from vllm_remedy.remedies.predict import failed_prediction, predict_template
@@ -221,14 +221,8 @@ def rolled_out(timeout: float | None = None) -> Iterator[FunctionCommand]:
         if target is not None:  # --dry never runs the rollback's wait; -y runs it first, then finds it done here
             noop(state, host, f"{ctx.where}: will wait for revision {target} to roll out (the rollback's wait, above)")
             return
-        held = unserved(ctx)
-        if not held:
-            noop(state, host, f"{ctx.where} is rolled out")
-            return
-        # Ready without a probe means started: a rerun after a run died mid-wait must not call a loading vLLM done
-        note(host, f"{label}: no readiness probe, and pod(s) {', '.join(held)} do not show vLLM's serving line yet: "
-             "waiting for it")
-        yield FunctionCommand(wait_rollout, (seconds, label), {})
+        if still_loading(state, host, ctx.where, label, unserved(ctx)):
+            yield FunctionCommand(wait_rollout, (seconds, label), {})
         return
     crash_loop_ahead(state, host, ctx, host.get_fact(Deployment)["object"], deployment, pods_fact(host), label)
     yield FunctionCommand(wait_rollout, (seconds, label), {})

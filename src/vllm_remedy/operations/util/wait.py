@@ -31,7 +31,7 @@ from vllm_remedy.kube.watch import watch_restored
 from vllm_remedy.operations.util import live
 from vllm_remedy.operations.util.context import K8sHost, k8s_host
 from vllm_remedy.operations.util.refusal import fails_later
-from vllm_remedy.operations.util.show import note
+from vllm_remedy.operations.util.show import noop, note
 from vllm_remedy.operations.util.write import Change, change_ops
 from vllm_remedy.remedies.diagnose import evidence_lines
 from vllm_remedy.remedies.evidence import record_changes
@@ -163,3 +163,15 @@ def wait_fails(state: Any, host: Any, label: str, why: str) -> None:
     so ``--dry`` exits 1 as ``-y`` will (every kind's wait on a crash loop nothing in the run replaces)."""
     note(host, f"{label}: will fail: {why}; see deploys/restore.py and deploys/diagnose.py", error=True)
     fails_later(state, host)
+
+
+def still_loading(state: Any, host: Any, where: str, label: str, held: list[str]) -> bool:
+    """A rollout kubectl would call complete: True, with a note, when its probe-less pods ``held`` do not serve yet
+    (Ready without a probe means started: a rerun after a run died mid-wait must not call a loading vLLM done), so
+    the caller yields its kind's wait; else the "rolled out" noop and False. Every kind's ``rolled_out`` asks here."""
+    if not held:
+        noop(state, host, f"{where} is rolled out")
+        return False
+    note(host, f"{label}: no readiness probe, and pod(s) {', '.join(held)} do not show vLLM's serving line yet: "
+         "waiting for it")
+    return True
