@@ -39,15 +39,15 @@ from vllm_remedy.drift.pod_layout import layout_verdicts
 from vllm_remedy.drift.unschedulable import UNSCHEDULABLE, unschedulable_verdict
 from vllm_remedy.errors import UserError
 from vllm_remedy.kube.annotations import Keys, Malformed, Toggle, parse_rfc3339, scan_toggles
-from vllm_remedy.kube.gpus import SHARED_SUFFIX, pod_gpu_request
+from vllm_remedy.kube.gpus import pod_gpu_request
 from vllm_remedy.kube.health import ContainerHealth, PodHealth, flapping_container
 from vllm_remedy.kube.history import template_of
 from vllm_remedy.kube.lws_history import flag_disagreement, world_size_shortfall
 from vllm_remedy.kube.wait import RESTART_LIMIT, crashing_container
 from vllm_remedy.policy import Policy, format_duration
 from vllm_remedy.remedies.enforce_eager import TOGGLE_FLAGS, beyond_limit
-from vllm_remedy.remedies.pin_gpu import canonical_product
 from vllm_remedy.remedies.predict import Prediction, failed_prediction, pinned_gpu, predict_template
+from vllm_remedy.remedies.restore_policy import concurrency_problem, gpu_problems
 from vllm_remedy.vllm import manifest_flags_file
 from vllm_remedy.vllm.cmdline import ServerCommand, find_server
 from vllm_remedy.vllm.outcomes import Outcome, sized
@@ -151,19 +151,9 @@ def _flags(flags: Mapping[str, str]) -> str:
 
 def check_gpu_pinned(policy: Policy, observed: Observed) -> Check:
     """The memory estimate holds only on the GPU it was made for, so an unpinned or other GPU is drift."""
-    rule = policy.gpu
-    if not rule.pinned:
+    if not policy.gpu.pinned:
         return Check("gpu-pinned", PASS, "policy pins no GPU product")
-    wanted = {canonical_product(p) for p in rule.products}
-    problems = []
-    if observed.gpu is None:
-        problems.append(f"no GPU product pinned (policy: {', '.join(rule.products)} under {rule.label})")
-    elif canonical_product(observed.gpu) not in wanted:
-        problems.append(f"pinned to {observed.gpu}, policy allows {', '.join(rule.products)}")
-    elif observed.gpu.upper().endswith(SHARED_SUFFIX) and not rule.allow_shared:
-        problems.append(f"pinned to time-sliced {observed.gpu} (gpu.allow_shared is false)")
-    if observed.gpus_per_pod != rule.per_pod:
-        problems.append(f"{observed.gpus_per_pod} x {rule.resource} per pod, policy wants {rule.per_pod}")
+    problems = gpu_problems(policy, observed.gpu, observed.gpus_per_pod)  # restore ranks candidates by the same
     if problems:
         return Check("gpu-pinned", DRIFT, "; ".join(problems))
     return Check("gpu-pinned", PASS, f"pinned to {observed.gpu}, {observed.gpus_per_pod} GPU(s) per pod")
@@ -247,9 +237,9 @@ def check_concurrency(policy: Policy, prediction: Prediction) -> Check:
         return Check("concurrency", UNKNOWN, "not sized: vLLM refuses --max-model-len at config time (model-max-len)")
     if failed is not None:
         return Check("concurrency", DRIFT, failed)
-    if e.max_concurrency < policy.peak_concurrency:
-        return Check("concurrency", DRIFT, f"predicted maximum concurrency {e.max_concurrency:.2f}x on "
-                     f"{prediction.gpu} is below the policy's peak {policy.peak_concurrency}")
+    below = concurrency_problem(policy, prediction)  # restore ranks candidates by the same words
+    if below is not None:
+        return Check("concurrency", DRIFT, below)
     return Check("concurrency", PASS, f"predicted maximum concurrency {e.max_concurrency:.2f}x ≥ peak "
                  f"{policy.peak_concurrency} on {prediction.gpu}")
 
