@@ -46,8 +46,8 @@ from vllm_remedy.kube.lws_history import flag_disagreement, world_size_shortfall
 from vllm_remedy.kube.wait import RESTART_LIMIT, crashing_container
 from vllm_remedy.policy import Policy, format_duration
 from vllm_remedy.remedies.enforce_eager import TOGGLE_FLAGS, beyond_limit
-from vllm_remedy.remedies.predict import Prediction, failed_prediction, pinned_gpu, predict_template
-from vllm_remedy.remedies.restore_policy import concurrency_problem, gpu_problems
+from vllm_remedy.remedies.predict import Prediction, failed_prediction, pinned_gpu
+from vllm_remedy.remedies.restore_policy import concurrency_problem, gpu_problems, predicted
 from vllm_remedy.vllm import manifest_flags_file
 from vllm_remedy.vllm.cmdline import ServerCommand, find_server
 from vllm_remedy.vllm.outcomes import Outcome, sized
@@ -198,11 +198,9 @@ def _ago(seconds: float) -> str:
 
 def predict(deployment: Mapping[str, Any], policy: Policy, container: str | None = None) -> Prediction:
     """The prediction the deploys print; an unpinned template is predicted on the policy's GPU."""
-    template = template_of(deployment)
-    prediction = predict_template(template, container)
-    if prediction.estimate is None and prediction.gpu is None and policy.gpu_product:
-        prediction = predict_template(template, container, gpu=policy.gpu_product)
-    elif prediction.estimate is None and prediction.gpu is None and prediction.note.startswith("the template pins"):
+    prediction = predicted(template_of(deployment), policy, container)
+    if prediction.estimate is None and prediction.gpu is None and not policy.gpu_product \
+            and prediction.note.startswith("the template pins"):
         prediction = Prediction(None, None, "the template pins no GPU product and the policy names none, so the "
                                 "card is the scheduler's choice")
     return prediction
