@@ -49,7 +49,8 @@ def _pod(rehearsal: Rehearsal) -> dict[str, Any] | None:
 def serving(rehearsal: Rehearsal) -> bool:
     """The set's pod is on the update revision and its log says uvicorn serves (the test's own look)."""
     pod, sts = _pod(rehearsal), _set(rehearsal)
-    if pod is None or pod["metadata"]["labels"].get("controller-revision-hash") != sts["status"].get("updateRevision"):
+    update = (sts.get("status") or {}).get("updateRevision")  # a set its controller has not yet seen has no status
+    if pod is None or update is None or pod["metadata"]["labels"].get("controller-revision-hash") != update:
         return False
     return pod_health(pod).ready and "Application startup complete" in rehearsal.client().pod_log(
         "llm", pod["metadata"]["name"], "vllm")
