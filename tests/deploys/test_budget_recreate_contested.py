@@ -11,6 +11,7 @@ from fixtures.budget_world import BUDGET, LOCAL, MODEL, live_pods, scenario
 from fixtures.drift_world import add_vllm_deployment
 from fixtures.pyinfra_run import Rehearsal
 from fixtures.restore_world import host_out, wait_until
+from vllm_remedy.kube.errors import ConflictError
 
 rehearsal = pyinfra_run.rehearsal
 
@@ -28,9 +29,16 @@ def recreate_beside_a_pending_rival(rehearsal: Rehearsal) -> str:
     assert len(live_pods(rehearsal)) == 2
     add_vllm_deployment(rehearsal, "pinme")
     client = rehearsal.client()
-    body = client.request("GET", PINME)
-    body["spec"]["replicas"] = 2
-    client.request("PUT", PINME, body=body)
+    for _ in range(5):  # read-modify-write, again when the controller's status write moved it on (409)
+        body = client.request("GET", PINME)
+        body["spec"]["replicas"] = 2
+        try:
+            client.request("PUT", PINME, body=body)
+            break
+        except ConflictError:
+            continue
+    else:
+        raise AssertionError("pinme could not be scaled to 2")
 
     def one_waits() -> bool:
         found = client.list_pods("llm", "app=pinme")
